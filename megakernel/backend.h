@@ -1,0 +1,37 @@
+/*
+ * backend.h: what the runtime needs from a device API, as one ops table.
+ * opencl.c fills it today; cuda.c will. Threading: every op is called from
+ * the thread that owns the coop_rt during open/launch/close; none is called
+ * while another runs. Errors: 0 or a negative coop_errno, with detail
+ * written through coop__rt_msg().
+ */
+#ifndef COOP_BACKEND_H
+#define COOP_BACKEND_H
+
+#include <stddef.h>
+
+struct coop_rt;
+struct coop_rt_options;
+
+struct coop__backend_ops {
+  const char *name;
+  /* Pick and check the device; fill rt->device_name, rt->compute_units. */
+  int (*open)(struct coop_rt *rt, const struct coop_rt_options *o);
+  /* Host-visible memory the running kernel and the host share with atomics
+   * (fine-grained SVM). Zeroed. */
+  void *(*alloc_shared)(struct coop_rt *rt, size_t bytes);
+  void (*free_shared)(struct coop_rt *rt, void *p);
+  /* Device memory for the scheduler context, zeroed; one per runtime. */
+  int (*alloc_dev)(struct coop_rt *rt, size_t bytes);
+  /* Build `src`; on failure the compiler log goes to the rt message. */
+  int (*build)(struct coop_rt *rt, const char *src, const char *options);
+  /* Launch the megakernel (mailbox, dev, arena) and return at once. */
+  int (*launch)(struct coop_rt *rt, unsigned groups, unsigned local_size);
+  /* Block until the megakernel has exited. */
+  int (*wait_exit)(struct coop_rt *rt);
+  void (*close)(struct coop_rt *rt);
+};
+
+extern const struct coop__backend_ops coop__opencl_ops;
+
+#endif /* COOP_BACKEND_H */

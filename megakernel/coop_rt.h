@@ -1,0 +1,105 @@
+/*
+ * coop_rt.h: the megakernel runtime, host side. Used in-process by tests and
+ * the demo, and by the daemon. All functions return 0 or a negative
+ * coop_errno code (coop_strerror() names it); coop_rt_errmsg() adds detail.
+ *
+ * Life cycle: coop_rt_open -> coop_rt_add_kernel (any number) ->
+ * coop_rt_launch -> coop_rt_submit / wait / task_info -> coop_rt_close.
+ * Submission, waiting and task calls are thread-safe once launched.
+ */
+#ifndef COOP_RT_H
+#define COOP_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coop_errno.h"
+
+#define COOP_RT_MAX_ARGS 16
+
+typedef struct coop_rt coop_rt;
+
+struct coop_rt_options {
+  const char *platform;  /* substring of the platform name, or NULL */
+  int platform_index;    /* or index; -1 = first that has a usable device */
+  const char *device;    /* substring of the device name, or NULL */
+  int device_index;      /* or index within the platform; -1 = first */
+  unsigned local_size;   /* threads per workgroup (default 64) */
+  unsigned launch_groups; /* hardware workgroups launched; 0 = 2 x CU + 1 */
+  unsigned discovery_window_ms; /* close the poll after no growth this long */
+  size_t arena_bytes;    /* SVM arena for task buffers (default 64 MiB) */
+  unsigned test_hide_svm; /* test hook: 1 = pretend no fine-grained buffers,
+                             2 = pretend no SVM atomics */
+};
+
+void coop_rt_options_init(struct coop_rt_options *o);
+
+/* Selects and checks the device. On failure *rt may still be set: read
+ * coop_rt_errmsg() then coop_rt_close() it. */
+int coop_rt_open(coop_rt **rt, const struct coop_rt_options *o);
+const char *coop_rt_errmsg(const coop_rt *rt);
+const char *coop_rt_device_name(const coop_rt *rt);
+unsigned coop_rt_compute_units(const coop_rt *rt);
+
+/* Registers kernel NAME written against megakernel/device/api.h; returns its
+ * index (>= 0). Only before launch. */
+int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source);
+int coop_rt_kernel_index(const coop_rt *rt, const char *name);
+
+/* Assembles and builds the megakernel (the build log is in coop_rt_errmsg on
+ * COOP_EBUILD), launches it, runs discovery and calibrates the clock. */
+int coop_rt_launch(coop_rt *rt);
+unsigned coop_rt_launched_groups(const coop_rt *rt);
+unsigned coop_rt_participants(const coop_rt *rt); /* scheduler + workers */
+unsigned coop_rt_workers(const coop_rt *rt);
+double coop_rt_tick_ns(const coop_rt *rt); /* device clock period, ns */
+
+/* Task buffers live in the SVM arena: host pointer for the host, and a
+ * 64-bit argument value (an arena offset) for the kernel. */
+void *coop_rt_alloc(coop_rt *rt, size_t bytes);
+void coop_rt_free(coop_rt *rt, void *p);
+uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p);
+
+struct coop_rt_task_desc {
+  int kernel;            /* from coop_rt_add_kernel */
+  unsigned groups;       /* N (cooperative) or K */
+  int cooperative;
+  int query_barrier;     /* resizing barrier: 1 = query variant, 0 = plain */
+  unsigned nargs;
+  uint64_t args[COOP_RT_MAX_ARGS];
+};
+
+typedef uint32_t coop_task_id;
+
+int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id);
+/* timeout_ms < 0 waits forever. 0 when the task reached a final state. */
+int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms);
+int coop_rt_cancel(coop_rt *rt, coop_task_id id);
+
+enum coop_task_state {
+  COOP_TASK_PENDING = 0,
+  COOP_TASK_RUNNING,
+  COOP_TASK_DONE,
+  COOP_TASK_CANCELLED,
+  COOP_TASK_REFUSED
+};
+
+struct coop_rt_task_info {
+  enum coop_task_state state;
+  unsigned refusal;      /* COOP_TR_* when refused */
+  /* CLOCK_MONOTONIC nanoseconds; device events converted from the device
+   * clock through the calibration made at launch. */
+  int64_t t_submitted, t_released, t_gathered, t_started, t_finished;
+  int64_t gather_ns;     /* gathered - released, both device clock */
+  unsigned m_initial, m_min, m_max, kills, forks, resizes;
+};
+
+int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info);
+/* Frees the task slot once it is final. */
+int coop_rt_task_release(coop_rt *rt, coop_task_id id);
+
+/* Stops the megakernel (queued tasks cancelled, running kernels cancelled at
+ * their next primitive), waits for it to exit, frees everything. */
+int coop_rt_close(coop_rt *rt);
+
+#endif /* COOP_RT_H */

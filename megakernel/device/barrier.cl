@@ -1,0 +1,157 @@
+/*
+ * barrier.cl: global_barrier and the two resizing barriers of 004 Sec. 4.2.
+ *
+ * Master/slave (XF) barrier over cooperative ids, one flag per id in the
+ * channel (device memory). Workgroup 0 is the master: it is never killed.
+ *   slave:  bar[vid] := ARRIVED (release); spin until bar[vid] != ARRIVED
+ *           (acquire); GO = continue, KILL = leave.
+ *   master: for each id 1..M-1 spin until bar[id] == ARRIVED (acquire),
+ *           re-reading M (acquire) on every spin, then store GO/KILL
+ *           (release) to every slave.
+ * The acquire/release pairs give the barrier's happens-before web: every
+ * slave's accesses before the barrier -> master -> every slave after it.
+ *
+ * global_barrier: M may change while it gathers, because workgroups that have
+ * not arrived may still be killed at an offer_kill (M shrinks, the master
+ * stops waiting for them) or fork (M grows; the fork happened before the
+ * forker's ARRIVED, so the master's acquire of that flag shows the new M).
+ *
+ * resizing_global_barrier: M changes only after every active workgroup has
+ * arrived and before any leaves, so M is constant between resizing barriers.
+ *   plain (Sec. 4.2, first design): each slave offers itself once, on
+ *     arrival: accepted only if it is then the highest id not yet doomed in
+ *     this episode, so how many go depends on arrival order. The doomed
+ *     still wait for the release, so M changes inside the barrier.
+ *   query (Sec. 4.2, second design): the master asks query() how many the
+ *     scheduler wants, and releases the highest W ids with KILL at once.
+ * In both, the master first forks (fork before kill, Appendix A), only when
+ * no kill is due in this episode, transmitting workgroup 0's state.
+ *
+ * Cancellation: every spin also watches chan.cancel, so a cancelled kernel
+ * leaves its barriers instead of waiting for workgroups that have gone.
+ */
+
+COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
+
+/* Master, thread 0: wait for all slaves. Returns M, or 0 if cancelled. */
+COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c) {
+  COOP_GLOBAL struct coop_chan *ch = c->ch;
+  coop_u32 i = 1u;
+  for (;;) {
+    coop_u32 m = coop_ld_acq(&ch->m);
+    if (i >= m) return m;
+    if (coop_ld_acq(&ch->bar[i]) == COOP_BF_ARRIVED) {
+      i++;
+    } else if (coop__cancelled(c)) {
+      return 0u;
+    }
+  }
+}
+
+COOP_FN void coop__master_release(struct coop_ctx *c, coop_u32 m_old, coop_u32 m_new) {
+  for (coop_u32 i = 1u; i < m_old; i++)
+    coop_st_rel(&c->ch->bar[i], i < m_new ? COOP_BF_GO : COOP_BF_KILL);
+}
+
+/* Slave, thread 0: returns GO, KILL, or NONE if cancelled. */
+COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c) {
+  COOP_GLOBAL coop_atomic_u32 *f = &c->ch->bar[c->vid];
+  coop_st_rel(f, COOP_BF_ARRIVED);
+  for (;;) {
+    coop_u32 v = coop_ld_acq(f);
+    if (v != COOP_BF_ARRIVED) return v;
+    if (coop__cancelled(c)) return COOP_BF_NONE;
+  }
+}
+
+/* global_barrier, thread 0. Returns 1 if the kernel was cancelled. */
+COOP_FN0 coop_u32 coop__global_barrier0(struct coop_ctx *c) {
+  if (c->vid != 0u) return coop__slave_wait(c) != COOP_BF_GO;
+  coop_u32 m = coop__master_gather(c);
+  if (m == 0u) return 1u;
+  coop__master_release(c, m, m);
+  return 0u;
+}
+
+/* global_barrier, callable from any function by every active workgroup
+ * (all threads). Returns 1 if the kernel was cancelled meanwhile: the
+ * caller must return from its step. */
+COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
+  coop_u32 left = coop__bcast(c, c->lid == 0u ? coop__global_barrier0(c) : 0u);
+  if (left) c->left = 1u;
+  return left;
+}
+
+/* resizing_global_barrier, thread 0. Returns 1 if this workgroup must leave
+ * (killed or cancelled). st is thread 0's transmitted state. */
+COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st,
+                                         coop_u32 st_size) {
+  COOP_GLOBAL struct coop_chan *ch = c->ch;
+  coop_u32 query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
+  if (c->vid != 0u) {
+    if (!query && coop_ld_acq(&ch->want_kill) != 0u) {
+      /* plain: this slave's one offer_kill, judged now, applied at release */
+      coop__lock(&ch->lock);
+      coop_u32 m = coop_ld_rlx(&ch->m), ek = coop_ld_rlx(&ch->ep_killed);
+      coop_u32 want = coop_ld_rlx(&ch->want_kill);
+      if (want != 0u && c->vid == m - ek - 1u) {
+        coop_st_rlx(&ch->want_kill, want - 1u);
+        coop_st_rlx(&ch->ep_killed, ek + 1u);
+      }
+      coop__unlock(&ch->lock);
+    }
+    return coop__slave_wait(c) != COOP_BF_GO;
+  }
+  coop_u32 m = coop__master_gather(c);
+  if (m == 0u) return 1u;
+  coop__lock(&ch->lock);
+  coop_u32 w;
+  if (query) {
+    w = coop_ld_rlx(&ch->want_kill); /* query() */
+    if (w > m - 1u) w = m - 1u;
+    coop_st_rlx(&ch->want_kill, coop_ld_rlx(&ch->want_kill) - w);
+  } else {
+    w = coop_ld_rlx(&ch->ep_killed);
+    coop_st_rlx(&ch->ep_killed, 0u);
+  }
+  coop_u32 m_new = m - w;
+  if (w != 0u) {
+    coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
+    coop_st_rel(&ch->m, m_new);
+    coop__track_m(ch, m_new);
+  } else {
+    coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size);
+  }
+  coop_st_rlx(&ch->resizes, coop_ld_rlx(&ch->resizes) + 1u);
+  coop__unlock(&ch->lock);
+  coop__master_release(c, m, m_new);
+  return 0u;
+}
+
+/* Thread 0: the primitive(s) a step asked for, in the order kill, fork,
+ * barrier. Returns 0 to go on, 1 when done, 2 when killed or cancelled. */
+COOP_FN0 coop_u32 coop__primitive0(struct coop_ctx *c, coop_u32 r, const coop_u8 *st,
+                                  coop_u32 st_size) {
+  if (c->left) return 2u; /* cancelled inside a direct coop_global_barrier */
+  if (r & COOP_DONE) return 1u;
+  if ((r & COOP_OFFER_KILL) && coop__offer_kill0(c)) return 2u;
+  if (r & COOP_REQUEST_FORK) coop__request_fork0(c, st, st_size);
+  if ((r & COOP_GLOBAL_BARRIER) && coop__global_barrier0(c)) return 2u;
+  if ((r & COOP_RESIZING_BARRIER) && coop__resizing_barrier0(c, st, st_size)) return 2u;
+  /* Cancellation is honoured at every primitive; barrier spins watch it too. */
+  if (r != COOP_CONTINUE && coop__cancelled(c)) return 2u;
+  return 0u;
+}
+
+/* Runs the primitive a step asked for; the same two workgroup barriers on
+ * every step, whatever it returned. Returns 1 if the workgroup leaves. */
+COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 *st,
+                                  coop_u32 st_size) {
+  if (c->left || (r & COOP_DONE)) return 1u; /* uniform: no broadcast needed */
+  if (r == COOP_CONTINUE) return 0u;
+  coop_u32 v = 0u;
+  if (c->lid == 0u) v = coop__primitive0(c, r, st, st_size);
+  v = coop__bcast(c, v);
+  if (v == 2u) c->left = 1u;
+  return v != 0u;
+}

@@ -1,0 +1,146 @@
+/*
+ * dialect.h: the few constructs that differ between OpenCL C 3.0 and CUDA.
+ *
+ * Every device-side file of coop (runtime, barriers, applications) is written
+ * once against these macros. This file is the only place that knows which
+ * compiler is reading it. Host C code includes it too (through shared.h), so
+ * that the structures shared with the device have one definition.
+ *
+ * Memory orders: every atomic names its order and scope explicitly.
+ *   coop_*      device scope: communication between workgroups.
+ *   coop_sys_*  system scope: communication with the host through SVM /
+ *               mapped host memory. Only the scheduler workgroup uses these
+ *               in spin loops (FACTS.md: polling host memory from every
+ *               workgroup costs ~100x on a GPU).
+ * PoCL lacks memory_scope_all_svm_devices; there the device scope is used,
+ * which is correct on a CPU device (host and device are the same cores).
+ */
+#ifndef COOP_DIALECT_H
+#define COOP_DIALECT_H
+
+#if defined(__OPENCL_VERSION__)
+/* ---------------------------------------------------------------- OpenCL C */
+#define COOP_DEVICE 1
+typedef uint coop_u32;
+typedef int coop_i32;
+typedef ulong coop_u64;
+typedef long coop_i64;
+typedef atomic_uint coop_atomic_u32;
+#define COOP_GLOBAL global
+#define COOP_LOCAL local        /* pointer qualifier */
+#define COOP_SHARED_DECL local  /* declaration of workgroup memory */
+#define COOP_FN static inline
+/* For code run by thread 0 alone, with spin loops and no barrier: kept out of
+ * line so that PoCL's barrier-region analysis sees one call, not its CFG. */
+#define COOP_FN0 static __attribute__((noinline))
+#define COOP_KERNEL_ENTRY kernel
+
+#if defined(__opencl_c_atomic_scope_all_devices)
+#define COOP__SYS_SCOPE memory_scope_all_svm_devices
+#else
+#define COOP__SYS_SCOPE memory_scope_device
+#endif
+
+#define coop_ld_acq(p) atomic_load_explicit((p), memory_order_acquire, memory_scope_device)
+#define coop_ld_rlx(p) atomic_load_explicit((p), memory_order_relaxed, memory_scope_device)
+#define coop_st_rel(p, v) atomic_store_explicit((p), (v), memory_order_release, memory_scope_device)
+#define coop_st_rlx(p, v) atomic_store_explicit((p), (v), memory_order_relaxed, memory_scope_device)
+#define coop_fadd(p, v) \
+  atomic_fetch_add_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+#define coop_fsub(p, v) \
+  atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+#define coop_xchg_acq(p, v) \
+  atomic_exchange_explicit((p), (v), memory_order_acquire, memory_scope_device)
+#define coop_cas(p, expp, v)                                                        \
+  atomic_compare_exchange_strong_explicit((p), (expp), (v), memory_order_acq_rel, \
+                                          memory_order_acquire, memory_scope_device)
+#define coop_sys_ld_acq(p) atomic_load_explicit((p), memory_order_acquire, COOP__SYS_SCOPE)
+#define coop_sys_st_rel(p, v) \
+  atomic_store_explicit((p), (v), memory_order_release, COOP__SYS_SCOPE)
+#define coop_sys_fadd(p, v) \
+  atomic_fetch_add_explicit((p), (v), memory_order_acq_rel, COOP__SYS_SCOPE)
+
+#define coop_local_id() ((coop_u32)get_local_id(0))
+#define coop_local_size() ((coop_u32)get_local_size(0))
+#define coop_hw_group_id() ((coop_u32)get_group_id(0))
+#define coop_hw_num_groups() ((coop_u32)get_num_groups(0))
+/* A workgroup barrier that also orders global memory within the workgroup:
+ * it carries the acquire done by thread 0 to the other threads (hb is
+ * transitive), which is how every handshake below broadcasts. */
+#define coop_wg_barrier() barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE)
+
+/* Device clock in ticks. On PoCL the kernel is x86 code and the cycle
+ * counter is the invariant TSC, the same clock the host reads. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_readcyclecounter)
+#define COOP_HAVE_CLOCK 1
+#define coop_clock() ((coop_u64)__builtin_readcyclecounter())
+#endif
+#endif
+#ifndef COOP_HAVE_CLOCK
+#define COOP_HAVE_CLOCK 0
+#define coop_clock() ((coop_u64)0)
+#endif
+
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
+/* ------------------------------------------------------------------- CUDA */
+#define COOP_DEVICE 1
+typedef unsigned int coop_u32;
+typedef int coop_i32;
+typedef unsigned long long coop_u64;
+typedef long long coop_i64;
+typedef unsigned int coop_atomic_u32;
+#define COOP_GLOBAL
+#define COOP_LOCAL
+#define COOP_SHARED_DECL __shared__
+#define COOP_FN static __device__ inline
+#define COOP_FN0 static __device__ __noinline__
+#define COOP_KERNEL_ENTRY extern "C" __global__
+
+#define COOP__ORD_ACQ __ATOMIC_ACQUIRE
+#define coop_ld_acq(p) __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_ld_rlx(p) __nv_atomic_load_n((p), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
+#define coop_st_rel(p, v) \
+  __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_st_rlx(p, v) \
+  __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fadd(p, v) \
+  __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fsub(p, v) \
+  __nv_atomic_fetch_sub((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_xchg_acq(p, v) \
+  __nv_atomic_exchange_n((p), (v), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_cas(p, expp, v)                                                        \
+  __nv_atomic_compare_exchange_n((p), (expp), (v), false, __NV_ATOMIC_ACQ_REL, \
+                                 __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_sys_ld_acq(p) \
+  __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
+#define coop_sys_st_rel(p, v) \
+  __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM)
+#define coop_sys_fadd(p, v) \
+  __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_SYSTEM)
+
+#define coop_local_id() ((coop_u32)threadIdx.x)
+#define coop_local_size() ((coop_u32)blockDim.x)
+#define coop_hw_group_id() ((coop_u32)blockIdx.x)
+#define coop_hw_num_groups() ((coop_u32)gridDim.x)
+#define coop_wg_barrier() __syncthreads()
+#define COOP_HAVE_CLOCK 1
+COOP_FN coop_u64 coop_clock(void) {
+  coop_u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+#else
+/* ------------------------------------------------------------ host C11 */
+#include <stdatomic.h>
+#include <stdint.h>
+typedef uint32_t coop_u32;
+typedef int32_t coop_i32;
+typedef uint64_t coop_u64;
+typedef int64_t coop_i64;
+typedef _Atomic uint32_t coop_atomic_u32;
+#endif
+
+#endif /* COOP_DIALECT_H */

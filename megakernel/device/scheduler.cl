@@ -1,0 +1,301 @@
+/*
+ * scheduler.cl: the scheduler workgroup (004 Sec. 4.2), thread 0 only.
+ *
+ * It is the only workgroup that reads host memory (the mailbox) in a loop.
+ * One pass of its loop:
+ *   1. answer a clock ping; note a shutdown request;
+ *   2. take new tasks from the submit ring (acquire on sub_head);
+ *   3. reconcile forks: reserved workers a kernel has forked become busy;
+ *   4. reap workers that returned (acquire on their state): a finished
+ *      kernel's task record is completed (results, then state release);
+ *   5. pass cancel requests of running tasks to their channels;
+ *   6. serve the head of the FIFO: start it if enough workers are free,
+ *      else take back reservations and ask cooperative kernels to surrender
+ *      workgroups (want_kill, under the channel lock);
+ *   7. with nothing waiting, offer free workers to cooperative kernels below
+ *      their N (reserve them for the next request_fork or resizing barrier).
+ * Worker status lives in sched.wstat: FREE, RESERVED|chan, or chan (busy).
+ */
+
+#define COOP_RESV_BIT 0x80000000u
+
+COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mailbox *mb,
+                                                     coop_u32 slot) {
+  return &mb->tasks[slot];
+}
+
+/* Validate a new task against the registered kernel table. */
+COOP_FN coop_u32 coop__validate(COOP_GLOBAL struct coop_task_rec *t, coop_u32 nworkers) {
+  if (t->kid >= COOP_NKERNELS) return COOP_TR_BAD_KERNEL;
+  coop_u32 coop = (t->flags & COOP_TF_COOPERATIVE) != 0u;
+  if (coop != coop__kernel_is_coop(t->kid)) return COOP_TR_KIND;
+  if (t->groups == 0u) return COOP_TR_ZERO_GROUPS;
+  if (t->groups > nworkers) return COOP_TR_TOO_MANY_GROUPS;
+  return COOP_TR_OK;
+}
+
+COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slot, coop_u32 st) {
+  coop_sys_st_rel(&coop__task(mb, slot)->state, st);
+}
+
+/* Give a channel's unused reservations back to the free pool. */
+COOP_FN void coop__unreserve(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  if (s->chan_resv[c] == 0u) return;
+  coop__lock(&ch->lock);
+  coop_u32 n = coop_ld_rlx(&ch->n_resv);
+  for (coop_u32 i = 0; i < n; i++) {
+    s->wstat[ch->resv[i]] = COOP_SW_FREE;
+    s->nfree++;
+  }
+  for (coop_u32 i = n; i < s->chan_resv[c]; i++) s->wstat[ch->resv[i]] = c; /* forked */
+  coop_st_rlx(&ch->n_resv, 0u);
+  coop__unlock(&ch->lock);
+  s->chan_resv[c] = 0u;
+}
+
+/* Step 3: reservations a kernel consumed by forking are busy workers now. */
+COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  if (s->chan_resv[c] == 0u || coop_ld_acq(&ch->n_resv) == s->chan_resv[c]) return;
+  coop__lock(&ch->lock);
+  coop_u32 n = coop_ld_rlx(&ch->n_resv);
+  for (coop_u32 i = n; i < s->chan_resv[c]; i++) s->wstat[ch->resv[i]] = c;
+  s->chan_resv[c] = n;
+  coop__unlock(&ch->lock);
+}
+
+COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
+                                 COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  coop__unreserve(dev, c);
+  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+  t->t_started = s->chan_t_started[c];
+  t->t_finished = s->chan_t_finished[c];
+  t->m_min = coop_ld_rlx(&ch->m_min);
+  t->m_max = coop_ld_rlx(&ch->m_max);
+  t->kills = coop_ld_rlx(&ch->killed);
+  t->forks = coop_ld_rlx(&ch->forked);
+  t->resizes = coop_ld_rlx(&ch->resizes);
+  coop__finish_task(mb, ch->task,
+                    coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
+  s->chan_busy[c] = 0u;
+}
+
+/* Step 4. */
+COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) {
+    coop_u32 c = s->wstat[pid];
+    if (c >= COOP_MAX_CHANNELS) continue; /* free or reserved */
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    if (coop_ld_acq(&w->state) != COOP_WS_RETURNED) continue;
+    if (w->t_start < s->chan_t_started[c]) s->chan_t_started[c] = w->t_start;
+    if (w->t_end > s->chan_t_finished[c]) s->chan_t_finished[c] = w->t_end;
+    if (w->reason & COOP_WR_KILLED) s->chan_killed_reaped[c]++;
+    s->wstat[pid] = COOP_SW_FREE;
+    s->nfree++;
+    /* mark reaped: the worker spins for ASSIGNED, so IDLE is invisible to it */
+    coop_st_rlx(&w->state, COOP_WS_IDLE);
+    if (w->reason & COOP_WR_LAST) coop__complete_chan(mb, dev, c);
+  }
+}
+
+/* Start task slot on channel c with g free workers, ids 0..g-1. */
+COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
+                         coop_u32 slot, coop_u32 c, coop_u32 g) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  ch->kid = t->kid;
+  ch->flags = t->flags;
+  ch->n_max = t->groups;
+  ch->task = slot;
+  for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) ch->args[i] = t->args[i];
+  coop_st_rlx(&ch->lock, 0u);
+  coop_st_rlx(&ch->m, g);
+  coop_st_rlx(&ch->want_kill, 0u);
+  coop_st_rlx(&ch->n_resv, 0u);
+  coop_st_rlx(&ch->alive, g);
+  coop_st_rlx(&ch->killed, 0u);
+  coop_st_rlx(&ch->forked, 0u);
+  coop_st_rlx(&ch->resizes, 0u);
+  coop_st_rlx(&ch->ep_killed, 0u);
+  coop_st_rlx(&ch->cancel, 0u);
+  coop_st_rlx(&ch->m_min, g);
+  coop_st_rlx(&ch->m_max, g);
+  for (coop_u32 i = 0; i < t->groups; i++) coop_st_rlx(&ch->bar[i], COOP_BF_NONE);
+  s->chan_busy[c] = 1u;
+  s->chan_resv[c] = 0u;
+  s->chan_killed_reaped[c] = 0u;
+  s->chan_t_started[c] = ~(coop_u64)0;
+  s->chan_t_finished[c] = 0u;
+  t->m_initial = g;
+  t->t_gathered = coop_clock();
+  t->status = COOP_TR_OK;
+  coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
+  coop_u32 v = 0u;
+  for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
+    if (s->wstat[pid] != COOP_SW_FREE) continue;
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    w->chan = c;
+    w->vid = v++;
+    w->forked = 0u;
+    s->wstat[pid] = c;
+    coop_st_rel(&w->state, COOP_WS_ASSIGNED); /* channel + payload before */
+  }
+  s->nfree -= g;
+}
+
+/* Ask cooperative kernels for `need` more workgroups than are already on
+ * their way (requested, or killed but not yet reaped). */
+COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop_u32 coming = 0u;
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+    if (!s->chan_busy[c] || !(dev->chan[c].flags & COOP_TF_COOPERATIVE)) continue;
+    coming += coop_ld_acq(&dev->chan[c].want_kill);
+    coming += coop_ld_acq(&dev->chan[c].killed) - s->chan_killed_reaped[c];
+  }
+  if (coming >= need) return;
+  need -= coming;
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS && need != 0u; c++) {
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    if (!s->chan_busy[c] || !(ch->flags & COOP_TF_COOPERATIVE)) continue;
+    coop__lock(&ch->lock);
+    coop_u32 m = coop_ld_rlx(&ch->m), want = coop_ld_rlx(&ch->want_kill);
+    coop_u32 can = m - 1u > want ? m - 1u - want : 0u;
+    if (can > need) can = need;
+    coop_st_rel(&ch->want_kill, want + can);
+    coop__unlock(&ch->lock);
+    need -= can;
+  }
+}
+
+/* Nothing waits: withdraw kill requests, offer free workers for forks. */
+COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    if (!s->chan_busy[c] || !(ch->flags & COOP_TF_COOPERATIVE)) continue;
+    if (coop_ld_acq(&ch->want_kill) != 0u) {
+      coop__lock(&ch->lock);
+      coop_st_rlx(&ch->want_kill, 0u);
+      coop__unlock(&ch->lock);
+    }
+    if (s->nfree == 0u) continue;
+    coop_u32 m = coop_ld_acq(&ch->m);
+    coop_u32 deficit = ch->n_max - m;
+    if (deficit <= s->chan_resv[c]) continue;
+    deficit -= s->chan_resv[c];
+    coop__lock(&ch->lock);
+    coop_u32 n = coop_ld_rlx(&ch->n_resv);
+    for (coop_u32 pid = 1u; pid <= s->nworkers && deficit != 0u; pid++) {
+      if (s->wstat[pid] != COOP_SW_FREE) continue;
+      s->wstat[pid] = COOP_RESV_BIT | c;
+      ch->resv[n++] = pid;
+      s->nfree--;
+      deficit--;
+    }
+    s->chan_resv[c] = n;
+    coop_st_rel(&ch->n_resv, n);
+    coop__unlock(&ch->lock);
+  }
+}
+
+/* Step 6: returns 1 if the head task started (try the next one too). */
+COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
+                                  COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  if (s->q_head == s->q_tail) return 0u;
+  coop_u32 slot = s->queue[s->q_head % COOP_RING];
+  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+  if (coop_sys_ld_acq(&t->cancel) != 0u) {
+    s->q_head++;
+    coop__finish_task(mb, slot, COOP_TS_CANCELLED);
+    return 1u;
+  }
+  coop_u32 coop = (t->flags & COOP_TF_COOPERATIVE) != 0u;
+  coop_u32 need = coop ? 1u : t->groups;
+  if (s->nfree < need)
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
+      if (s->chan_busy[c]) coop__unreserve(dev, c);
+  coop_u32 c = 0u;
+  while (c < COOP_MAX_CHANNELS && s->chan_busy[c]) c++;
+  if (c == COOP_MAX_CHANNELS) return 0u; /* wait for a channel to free */
+  if (s->nfree < need) {
+    coop__request_kills(dev, need - s->nfree);
+    return 0u;
+  }
+  coop_u32 g = coop ? (t->groups < s->nfree ? t->groups : s->nfree) : t->groups;
+  s->q_head++;
+  coop__start(mb, dev, slot, c, g);
+  return 1u;
+}
+
+COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb,
+                             COOP_GLOBAL struct coop_dev *dev, coop_u32 participants) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  s->nworkers = participants - 1u;
+  s->nfree = s->nworkers;
+  for (coop_u32 pid = 0; pid <= s->nworkers; pid++) s->wstat[pid] = COOP_SW_FREE;
+  coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
+  coop_u32 stopping = 0u;
+  coop_sys_st_rel(&mb->participants, participants);
+  coop_sys_st_rel(&mb->sched_state, 1u);
+  for (;;) {
+    coop_u32 p = coop_sys_ld_acq(&mb->ping);
+    if (p != last_ping) {
+      mb->pong_clock = coop_clock();
+      coop_sys_st_rel(&mb->pong, p);
+      last_ping = p;
+    }
+    if (!stopping && coop_sys_ld_acq(&mb->shutdown) != 0u) stopping = 1u;
+
+    coop_u32 head = coop_sys_ld_acq(&mb->sub_head);
+    while (s->sub_tail != head) {
+      coop_u32 slot = mb->ring[s->sub_tail % COOP_RING];
+      s->sub_tail++;
+      COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+      t->t_released = coop_clock();
+      t->status = coop__validate(t, s->nworkers);
+      if (t->status != COOP_TR_OK) {
+        coop__finish_task(mb, slot, COOP_TS_REFUSED);
+      } else {
+        s->queue[s->q_tail % COOP_RING] = slot;
+        s->q_tail++;
+        coop_sys_st_rel(&t->state, COOP_TS_QUEUED);
+      }
+    }
+
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
+      if (s->chan_busy[c]) coop__reconcile_forks(dev, c);
+    coop__reap(mb, dev);
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+      if (!s->chan_busy[c]) continue;
+      COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+      if ((stopping || coop_sys_ld_acq(&coop__task(mb, ch->task)->cancel) != 0u) &&
+          coop_ld_rlx(&ch->cancel) == 0u)
+        coop_st_rel(&ch->cancel, 1u);
+    }
+
+    if (stopping) {
+      while (s->q_head != s->q_tail) {
+        coop__finish_task(mb, s->queue[s->q_head % COOP_RING], COOP_TS_CANCELLED);
+        s->q_head++;
+      }
+      coop_u32 busy = 0u;
+      for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) busy |= s->chan_busy[c];
+      if (!busy) break;
+      continue;
+    }
+    while (coop__serve_head(mb, dev)) {
+    }
+    if (s->q_head == s->q_tail) coop__offer_forks(dev);
+  }
+  for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) coop_st_rel(&dev->w[pid].state, COOP_WS_EXIT);
+  coop_sys_st_rel(&mb->sched_state, 2u);
+}

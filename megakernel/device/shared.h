@@ -1,0 +1,179 @@
+/*
+ * shared.h: every structure that the host and the megakernel both read.
+ *
+ * One definition, compiled as host C11, OpenCL C and CUDA. Only fixed-width
+ * types; 64-bit fields sit at 8-byte offsets. The host checks sizes with
+ * static asserts (runtime.c) and the megakernel checks them at start-up
+ * against the values the host passes (COOP_ABI check in megakernel.cl).
+ *
+ * Two memories:
+ *   struct coop_mailbox   host-visible (fine-grained SVM): the only memory the
+ *                         host touches while the megakernel runs, and which
+ *                         only the scheduler workgroup polls.
+ *   struct coop_dev       device memory: scheduler context, workers, channels.
+ *                         Workers spin only here.
+ */
+#ifndef COOP_SHARED_H
+#define COOP_SHARED_H
+
+#ifndef COOP_DIALECT_H /* already inlined when the host assembles the source */
+#include "dialect.h"
+#endif
+
+#define COOP_ABI 1u
+#define COOP_MAX_ARGS 16       /* 64-bit argument slots per task */
+#define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
+#define COOP_RING 256          /* task slots, and the submit ring */
+#define COOP_MAX_CHANNELS 16   /* kernels running at once */
+#define COOP_MAX_WG 1088       /* participating workgroups (H100: 8 x 132 + margin) */
+
+/* Task slot states (coop_task_rec.state). The host owns a FREE slot, fills
+ * it, stores SUBMITTED (release) and pushes the slot on the ring. From then
+ * on the scheduler owns it until it stores a final state (DONE, CANCELLED,
+ * REFUSED) with release; the host reads results after an acquire of that. */
+#define COOP_TS_FREE 0u
+#define COOP_TS_SUBMITTED 1u
+#define COOP_TS_QUEUED 2u    /* scheduler has it, gathering workgroups */
+#define COOP_TS_RUNNING 3u
+#define COOP_TS_DONE 4u
+#define COOP_TS_CANCELLED 5u
+#define COOP_TS_REFUSED 6u   /* invalid request, see status */
+
+/* Task flags. */
+#define COOP_TF_COOPERATIVE 1u
+#define COOP_TF_QUERY_BARRIER 2u /* resizing barrier uses the query variant */
+
+/* Refusal reasons (coop_task_rec.status when REFUSED). */
+#define COOP_TR_OK 0u
+#define COOP_TR_BAD_KERNEL 1u
+#define COOP_TR_TOO_MANY_GROUPS 2u
+#define COOP_TR_ZERO_GROUPS 3u
+#define COOP_TR_KIND 4u /* cooperative flag does not match the kernel */
+
+struct coop_task_rec {
+  coop_atomic_u32 state;
+  coop_atomic_u32 cancel; /* host -> scheduler: 1 = cancel requested */
+  coop_u32 kid;           /* index into the registered kernel table */
+  coop_u32 flags;
+  coop_u32 groups; /* N (cooperative maximum) or K (non-cooperative) */
+  coop_u32 status;
+  coop_u64 args[COOP_MAX_ARGS];
+  /* Results, device clock ticks; written by the scheduler before the final
+   * state. released: scheduler took the task; gathered: all workgroups it
+   * starts with were free and assigned; started: first workgroup entered the
+   * kernel; finished: last workgroup left it. */
+  coop_u64 t_released, t_gathered, t_started, t_finished;
+  coop_u32 m_initial, m_min, m_max, kills;
+  coop_u32 forks, resizes, pad0, pad1;
+};
+
+struct coop_mailbox {
+  coop_u32 abi;
+  coop_u32 launched; /* hardware workgroups launched */
+  /* discovery: the first participant mirrors the count here and closes the
+   * poll when the host says so (the host sees the count stop growing). */
+  coop_atomic_u32 disc_seen;
+  coop_atomic_u32 disc_close;
+  coop_atomic_u32 participants; /* final count, published by the scheduler */
+  coop_atomic_u32 sched_state;  /* 0 starting, 1 running, 2 exited */
+  coop_atomic_u32 shutdown;     /* host -> scheduler */
+  /* clock calibration: host bumps ping, scheduler answers with its clock */
+  coop_atomic_u32 ping;
+  coop_atomic_u32 pong;
+  coop_u32 pad0;
+  coop_u64 pong_clock;
+  coop_atomic_u32 sub_head; /* host -> scheduler: ring entries written */
+  coop_atomic_u32 pad1;
+  coop_u32 ring[COOP_RING];
+  struct coop_task_rec tasks[COOP_RING];
+};
+
+/* Worker states (coop_worker.state): the assignment handshake.
+ *   IDLE/RETURNED --(scheduler or a forking workgroup: payload, then
+ *                    store ASSIGNED release)--> ASSIGNED
+ *   ASSIGNED --(worker: results, then store RETURNED release)--> RETURNED
+ *   any --(scheduler at shutdown, release)--> EXIT
+ * The worker spins on its own state only (device memory, acquire). */
+#define COOP_WS_IDLE 0u
+#define COOP_WS_ASSIGNED 1u
+#define COOP_WS_RETURNED 2u
+#define COOP_WS_EXIT 3u
+
+/* Why a worker returned (coop_worker.reason). */
+#define COOP_WR_FINISHED 1u /* the kernel returned COOP_DONE / ended */
+#define COOP_WR_KILLED 2u   /* accepted offer_kill or resizing kill */
+#define COOP_WR_LAST 4u     /* bit: this workgroup was the kernel's last alive */
+
+struct coop_worker {
+  coop_atomic_u32 state;
+  coop_u32 chan;   /* payload: channel of the kernel to run */
+  coop_u32 vid;    /* payload: cooperative group id */
+  coop_u32 forked; /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason; /* result */
+  coop_u32 pad0;
+  coop_u64 t_start, t_end; /* result: device clock */
+  coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
+};
+
+/* Barrier flags (coop_chan.bar[vid]). A slave stores ARRIVED (release) and
+ * spins; the master, after acquiring every ARRIVED, stores GO or KILL. */
+#define COOP_BF_NONE 0u
+#define COOP_BF_ARRIVED 1u
+#define COOP_BF_GO 2u
+#define COOP_BF_KILL 3u
+
+/* One channel per running kernel. Fields above `lock` are written by the
+ * scheduler before the first workgroup is assigned and never change while
+ * the kernel runs. Fields marked (L) change only with `lock` held; they may
+ * be read without it as a hint (fast paths), acquire. */
+struct coop_chan {
+  coop_u32 kid;
+  coop_u32 flags;
+  coop_u32 n_max; /* N: the most workgroups the kernel may have */
+  coop_u32 task;  /* task slot */
+  coop_u64 args[COOP_MAX_ARGS];
+  coop_atomic_u32 lock;
+  coop_atomic_u32 m;          /* (L) M, the active count */
+  coop_atomic_u32 want_kill;  /* (L) scheduler: surrender this many */
+  coop_atomic_u32 n_resv;     /* (L) reserved workers ready for a fork */
+  coop_atomic_u32 alive;      /* (L for +, atomic for -) workgroups inside */
+  coop_atomic_u32 killed;     /* (L) kills accepted since the start */
+  coop_atomic_u32 forked;     /* (L) workgroups forked since the start */
+  coop_atomic_u32 resizes;    /* resizing-barrier episodes */
+  coop_atomic_u32 ep_killed;  /* (L) plain resizing barrier: kills this episode */
+  coop_atomic_u32 cancel;     /* scheduler -> kernel: leave at the next primitive */
+  coop_atomic_u32 m_min;      /* (L) */
+  coop_atomic_u32 m_max;      /* (L) */
+  coop_u32 resv[COOP_MAX_WG]; /* (L) worker ids reserved for a fork */
+  coop_atomic_u32 bar[COOP_MAX_WG];
+};
+
+/* Scheduler context: private to the scheduler workgroup (thread 0). */
+#define COOP_SW_FREE 0xffffffffu
+#define COOP_SW_RESERVED 0xfffffffeu
+struct coop_sched {
+  coop_u32 nworkers; /* participants - 1 */
+  coop_u32 nfree;
+  coop_u32 sub_tail;
+  coop_u32 q_head, q_tail; /* pending task FIFO */
+  coop_u32 chan_busy[COOP_MAX_CHANNELS];
+  coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
+  coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
+  coop_u32 chan_resv[COOP_MAX_CHANNELS]; /* reserved workers we think it holds */
+  coop_u64 chan_t_started[COOP_MAX_CHANNELS];
+  coop_u64 chan_t_finished[COOP_MAX_CHANNELS];
+  coop_u32 queue[COOP_RING];
+  coop_u32 wstat[COOP_MAX_WG]; /* FREE, RESERVED or channel index */
+};
+
+struct coop_dev {
+  coop_atomic_u32 disc_lock;
+  coop_atomic_u32 disc_open;
+  coop_atomic_u32 disc_count;
+  coop_atomic_u32 abi_ok;
+  struct coop_sched sched;
+  struct coop_chan chan[COOP_MAX_CHANNELS];
+  struct coop_worker w[COOP_MAX_WG];
+};
+
+#endif /* COOP_SHARED_H */

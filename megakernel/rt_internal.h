@@ -1,0 +1,66 @@
+/* rt_internal.h: the runtime's private state, shared by runtime.c,
+ * source.c, arena.c and the backends. */
+#ifndef COOP_RT_INTERNAL_H
+#define COOP_RT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "coop_rt.h"
+#include "device/shared.h"
+
+#define COOP__MAX_KERNELS 64
+
+struct coop__kernel {
+  char name[64];
+  int cooperative;
+  char *source;
+};
+
+struct coop__arena_block {
+  size_t off, len;
+  int used;
+};
+
+struct coop_rt {
+  const struct coop__backend_ops *ops;
+  void *be; /* backend private */
+  char msg[16384];
+  char device_name[256];
+  unsigned compute_units;
+  unsigned local_size, launch_groups, window_ms;
+  int launched, exited;
+
+  struct coop__kernel kernels[COOP__MAX_KERNELS];
+  int nkernels;
+
+  struct coop_mailbox *mb; /* shared */
+  uint8_t *arena;          /* shared */
+  size_t arena_bytes;
+  struct coop__arena_block *blocks;
+  size_t nblocks, cap_blocks;
+
+  unsigned participants;
+  /* clock: ns = ref_ns + (ticks - ref_ticks) * tick_ns */
+  double tick_ns;
+  int64_t ref_ns;
+  uint64_t ref_ticks;
+
+  pthread_mutex_t lock; /* slots, ring, arena */
+  uint32_t sub_head;    /* host copy of mb->sub_head */
+  uint32_t gen[COOP_RING];
+  int64_t submitted_ns[COOP_RING];
+};
+
+void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int64_t coop__now_ns(void);
+
+/* source.c */
+char *coop__assemble_source(const struct coop_rt *rt);
+/* arena.c */
+void coop__arena_init(struct coop_rt *rt);
+void coop__arena_fini(struct coop_rt *rt);
+
+#endif /* COOP_RT_INTERNAL_H */

@@ -1,0 +1,382 @@
+/*
+ * runtime.c: the host side of the megakernel: life cycle, discovery and
+ * clock calibration, task submission and results.
+ *
+ * Host <-> scheduler handshakes (all on the mailbox, C11 atomics here,
+ * system-scope atomics on the device):
+ *   submit:   fill task record; state := SUBMITTED (release);
+ *             ring[head % RING] := slot; sub_head := head + 1 (release).
+ *   result:   wait until state is final (acquire), then read the record.
+ *   cancel:   task.cancel := 1 (release); the scheduler passes it on.
+ *   shutdown: mailbox.shutdown := 1 (release); wait for the kernel to exit.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt_internal.h"
+
+_Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-byte alignment");
+_Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout changed");
+_Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
+_Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
+_Static_assert(COOP_RT_MAX_ARGS == COOP_MAX_ARGS, "argument count");
+
+#define SLOT(id) ((id) & 0xffu)
+#define GEN(id) ((id) >> 8)
+
+void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(rt->msg, sizeof rt->msg, fmt, ap);
+  va_end(ap);
+}
+
+int64_t coop__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void sleep_ns(long ns) {
+  struct timespec ts = {ns / 1000000000, ns % 1000000000};
+  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+  }
+}
+
+void coop_rt_options_init(struct coop_rt_options *o) {
+  memset(o, 0, sizeof *o);
+  o->platform_index = -1;
+  o->device_index = -1;
+  o->local_size = 64;
+  o->discovery_window_ms = 200;
+  o->arena_bytes = (size_t)64 << 20;
+}
+
+int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
+  if (!out) return COOP_EINVAL;
+  *out = NULL;
+  struct coop_rt_options def;
+  if (!o) {
+    coop_rt_options_init(&def);
+    o = &def;
+  }
+  coop_rt *rt = calloc(1, sizeof *rt);
+  if (!rt) return COOP_ENOMEM;
+  *out = rt;
+  pthread_mutex_init(&rt->lock, NULL);
+  coop__arena_init(rt);
+  rt->ops = &coop__opencl_ops;
+  if (o->local_size == 0 || o->local_size > 1024 || (o->local_size & (o->local_size - 1))) {
+    coop__rt_msg(rt, "local_size %u: must be a power of two in [1, 1024]", o->local_size);
+    return COOP_EINVAL;
+  }
+  rt->local_size = o->local_size;
+  rt->window_ms = o->discovery_window_ms ? o->discovery_window_ms : 200;
+  rt->arena_bytes = o->arena_bytes ? o->arena_bytes : ((size_t)64 << 20);
+  int r = rt->ops->open(rt, o);
+  if (r) return r;
+  rt->launch_groups = o->launch_groups ? o->launch_groups : 2 * rt->compute_units + 1;
+  if (rt->launch_groups < 2 || rt->launch_groups > COOP_MAX_WG) {
+    coop__rt_msg(rt, "launch_groups %u: must be in [2, %u]", rt->launch_groups, COOP_MAX_WG);
+    return COOP_EINVAL;
+  }
+  return 0;
+}
+
+const char *coop_rt_errmsg(const coop_rt *rt) { return rt ? rt->msg : "no runtime"; }
+const char *coop_rt_device_name(const coop_rt *rt) { return rt->device_name; }
+unsigned coop_rt_compute_units(const coop_rt *rt) { return rt->compute_units; }
+unsigned coop_rt_launched_groups(const coop_rt *rt) { return rt->launch_groups; }
+unsigned coop_rt_participants(const coop_rt *rt) { return rt->participants; }
+unsigned coop_rt_workers(const coop_rt *rt) { return rt->participants ? rt->participants - 1 : 0; }
+double coop_rt_tick_ns(const coop_rt *rt) { return rt->tick_ns; }
+
+static int valid_name(const char *s) {
+  if (!s || !*s || strlen(s) >= 48) return 0;
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_'))
+      return 0;
+  return 1;
+}
+
+int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source) {
+  if (!rt || !source || !valid_name(name)) return COOP_EINVAL;
+  if (rt->launched) return COOP_ESTATE;
+  if (coop_rt_kernel_index(rt, name) >= 0) return COOP_EEXIST;
+  if (rt->nkernels == COOP__MAX_KERNELS) return COOP_ENOMEM;
+  struct coop__kernel *k = &rt->kernels[rt->nkernels];
+  k->source = strdup(source);
+  if (!k->source) return COOP_ENOMEM;
+  snprintf(k->name, sizeof k->name, "%s", name);
+  k->cooperative = cooperative ? 1 : 0;
+  return rt->nkernels++;
+}
+
+int coop_rt_kernel_index(const coop_rt *rt, const char *name) {
+  for (int i = 0; rt && name && i < rt->nkernels; i++)
+    if (strcmp(rt->kernels[i].name, name) == 0) return i;
+  return COOP_ENOKERNEL;
+}
+
+/* Discovery, host half: close the poll once the count stopped growing for
+ * the window (thesis 000 Sec. 3.6.4: CPU runtimes need this pause). */
+static int discover(coop_rt *rt) {
+  struct coop_mailbox *mb = rt->mb;
+  uint32_t seen = 0;
+  int64_t changed = coop__now_ns(), deadline = changed + (int64_t)60 * 1000000000;
+  for (;;) {
+    uint32_t n = atomic_load_explicit(&mb->disc_seen, memory_order_acquire);
+    int64_t now = coop__now_ns();
+    if (n != seen) {
+      seen = n;
+      changed = now;
+    }
+    if (n >= rt->launch_groups || atomic_load_explicit(&mb->sched_state, memory_order_acquire))
+      break;
+    if (n > 0 && now - changed > (int64_t)rt->window_ms * 1000000) break;
+    if (now > deadline) {
+      coop__rt_msg(rt, "discovery: no workgroup started within 60 s");
+      return COOP_EDISCOVERY;
+    }
+    sleep_ns(200000);
+  }
+  atomic_store_explicit(&mb->disc_close, 1, memory_order_release);
+  while (atomic_load_explicit(&mb->sched_state, memory_order_acquire) == 0) {
+    if (coop__now_ns() > deadline) {
+      coop__rt_msg(rt, "discovery: the scheduler did not start");
+      return COOP_EDISCOVERY;
+    }
+    sleep_ns(100000);
+  }
+  rt->participants = atomic_load_explicit(&mb->participants, memory_order_acquire);
+  if (rt->participants < 2) {
+    coop__rt_msg(rt, "discovery found %u co-occupant workgroup(s); need a scheduler and a worker",
+                 rt->participants);
+    return COOP_EDISCOVERY;
+  }
+  return 0;
+}
+
+/* One ping: the scheduler answers with its clock. Returns the round trip. */
+static int64_t ping(coop_rt *rt, int64_t *mid, uint64_t *dev) {
+  struct coop_mailbox *mb = rt->mb;
+  uint32_t p = atomic_load_explicit(&mb->ping, memory_order_relaxed) + 1;
+  int64_t t0 = coop__now_ns();
+  atomic_store_explicit(&mb->ping, p, memory_order_release);
+  while (atomic_load_explicit(&mb->pong, memory_order_acquire) != p) {
+  }
+  int64_t t1 = coop__now_ns();
+  *mid = t0 + (t1 - t0) / 2;
+  *dev = mb->pong_clock;
+  return t1 - t0;
+}
+
+static void best_ping(coop_rt *rt, int64_t *mid, uint64_t *dev) {
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < 9; i++) {
+    int64_t m;
+    uint64_t d;
+    int64_t rtt = ping(rt, &m, &d);
+    if (rtt < best) {
+      best = rtt;
+      *mid = m;
+      *dev = d;
+    }
+  }
+}
+
+/* Maps device ticks to CLOCK_MONOTONIC ns: two best-of-9 pings 50 ms apart. */
+static void calibrate(coop_rt *rt) {
+  int64_t m0, m1;
+  uint64_t d0, d1;
+  best_ping(rt, &m0, &d0);
+  sleep_ns(50000000);
+  best_ping(rt, &m1, &d1);
+  rt->tick_ns = d1 > d0 ? (double)(m1 - m0) / (double)(d1 - d0) : 0.0;
+  rt->ref_ns = m1;
+  rt->ref_ticks = d1;
+}
+
+static int64_t to_ns(const coop_rt *rt, uint64_t ticks) {
+  if (!ticks || rt->tick_ns == 0.0) return 0;
+  return rt->ref_ns + (int64_t)((double)((int64_t)(ticks - rt->ref_ticks)) * rt->tick_ns);
+}
+
+int coop_rt_launch(coop_rt *rt) {
+  if (!rt || !rt->be) return COOP_EINVAL;
+  if (rt->launched) return COOP_ESTATE;
+  if (rt->nkernels == 0) {
+    coop__rt_msg(rt, "no kernel registered");
+    return COOP_EINVAL;
+  }
+  char *src = coop__assemble_source(rt);
+  if (!src) return COOP_ENOMEM;
+  const char *dump = getenv("COOP_DUMP_SOURCE"); /* debugging: the assembled source */
+  if (dump) {
+    FILE *f = fopen(dump, "w");
+    if (f) {
+      fputs(src, f);
+      fclose(f);
+    }
+  }
+  char opts[128];
+  snprintf(opts, sizeof opts, "-cl-std=CL3.0");
+  int r = rt->ops->build(rt, src, opts);
+  free(src);
+  if (r) return r;
+  rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
+  rt->arena = rt->ops->alloc_shared(rt, rt->arena_bytes);
+  if (!rt->mb || !rt->arena) {
+    coop__rt_msg(rt, "cannot allocate %zu bytes of fine-grained SVM", rt->arena_bytes);
+    return COOP_ENOMEM;
+  }
+  rt->mb->abi = COOP_ABI;
+  rt->mb->launched = rt->launch_groups;
+  r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
+  if (r) return r;
+  r = rt->ops->launch(rt, rt->launch_groups, rt->local_size);
+  if (r) return r;
+  rt->launched = 1;
+  r = discover(rt);
+  if (r) return r;
+  calibrate(rt);
+  return 0;
+}
+
+static struct coop_task_rec *rec(coop_rt *rt, coop_task_id id) {
+  if (!rt || !rt->mb || SLOT(id) >= COOP_RING || rt->gen[SLOT(id)] != GEN(id) || GEN(id) == 0)
+    return NULL;
+  return &rt->mb->tasks[SLOT(id)];
+}
+
+int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id) {
+  if (!rt || !d || !id || d->nargs > COOP_MAX_ARGS) return COOP_EINVAL;
+  if (!rt->launched || rt->exited) return COOP_ESTATE;
+  if (d->kernel < 0 || d->kernel >= rt->nkernels) return COOP_ENOKERNEL;
+  pthread_mutex_lock(&rt->lock);
+  uint32_t slot = 0;
+  while (slot < COOP_RING && (rt->gen[slot] & 1u)) slot++; /* odd generation = in use */
+  if (slot == COOP_RING) {
+    pthread_mutex_unlock(&rt->lock);
+    return COOP_EBUSY;
+  }
+  rt->gen[slot]++;
+  struct coop_task_rec *t = &rt->mb->tasks[slot];
+  t->kid = (uint32_t)d->kernel;
+  t->flags = (d->cooperative ? COOP_TF_COOPERATIVE : 0) | (d->query_barrier ? COOP_TF_QUERY_BARRIER : 0);
+  t->groups = d->groups;
+  t->status = 0;
+  memset(t->args, 0, sizeof t->args);
+  memcpy(t->args, d->args, d->nargs * sizeof d->args[0]);
+  t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
+  t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;
+  atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->state, COOP_TS_SUBMITTED, memory_order_release);
+  rt->submitted_ns[slot] = coop__now_ns();
+  rt->mb->ring[rt->sub_head % COOP_RING] = slot;
+  rt->sub_head++;
+  atomic_store_explicit(&rt->mb->sub_head, rt->sub_head, memory_order_release);
+  *id = (rt->gen[slot] << 8) | slot;
+  pthread_mutex_unlock(&rt->lock);
+  return 0;
+}
+
+static int final_state(uint32_t s) { return s >= COOP_TS_DONE; }
+
+int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms) {
+  struct coop_task_rec *t = rec(rt, id);
+  if (!t) return COOP_ENOTASK;
+  int64_t deadline = timeout_ms < 0 ? INT64_MAX : coop__now_ns() + (int64_t)timeout_ms * 1000000;
+  long nap = 2000;
+  while (!final_state(atomic_load_explicit(&t->state, memory_order_acquire))) {
+    if (coop__now_ns() > deadline) return COOP_ETIMEDOUT;
+    sleep_ns(nap);
+    if (nap < 500000) nap *= 2;
+  }
+  return 0;
+}
+
+int coop_rt_cancel(coop_rt *rt, coop_task_id id) {
+  struct coop_task_rec *t = rec(rt, id);
+  if (!t) return COOP_ENOTASK;
+  atomic_store_explicit(&t->cancel, 1, memory_order_release);
+  return 0;
+}
+
+int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info) {
+  struct coop_task_rec *t = rec(rt, id);
+  if (!t || !info) return t ? COOP_EINVAL : COOP_ENOTASK;
+  memset(info, 0, sizeof *info);
+  uint32_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+  info->t_submitted = rt->submitted_ns[SLOT(id)];
+  switch (s) {
+    case COOP_TS_RUNNING:
+      info->state = COOP_TASK_RUNNING;
+      return 0;
+    case COOP_TS_DONE:
+      info->state = COOP_TASK_DONE;
+      break;
+    case COOP_TS_CANCELLED:
+      info->state = COOP_TASK_CANCELLED;
+      break;
+    case COOP_TS_REFUSED:
+      info->state = COOP_TASK_REFUSED;
+      info->refusal = t->status;
+      return 0;
+    default:
+      info->state = COOP_TASK_PENDING;
+      return 0;
+  }
+  info->t_released = to_ns(rt, t->t_released);
+  info->t_gathered = to_ns(rt, t->t_gathered);
+  info->t_started = to_ns(rt, t->t_started);
+  info->t_finished = to_ns(rt, t->t_finished);
+  if (t->t_gathered)
+    info->gather_ns = (int64_t)((double)(t->t_gathered - t->t_released) * rt->tick_ns);
+  info->m_initial = t->m_initial;
+  info->m_min = t->m_min;
+  info->m_max = t->m_max;
+  info->kills = t->kills;
+  info->forks = t->forks;
+  info->resizes = t->resizes;
+  return 0;
+}
+
+int coop_rt_task_release(coop_rt *rt, coop_task_id id) {
+  struct coop_task_rec *t = rec(rt, id);
+  if (!t) return COOP_ENOTASK;
+  if (!final_state(atomic_load_explicit(&t->state, memory_order_acquire))) return COOP_ESTATE;
+  pthread_mutex_lock(&rt->lock);
+  atomic_store_explicit(&t->state, COOP_TS_FREE, memory_order_relaxed);
+  rt->gen[SLOT(id)]++;
+  pthread_mutex_unlock(&rt->lock);
+  return 0;
+}
+
+int coop_rt_close(coop_rt *rt) {
+  if (!rt) return 0;
+  int r = 0;
+  if (rt->launched && !rt->exited) {
+    atomic_store_explicit(&rt->mb->shutdown, 1, memory_order_release);
+    /* discovery may still be waiting for the host: let it finish */
+    atomic_store_explicit(&rt->mb->disc_close, 1, memory_order_release);
+    r = rt->ops->wait_exit(rt);
+    rt->exited = 1;
+  }
+  if (rt->be) {
+    rt->ops->free_shared(rt, rt->mb);
+    rt->ops->free_shared(rt, rt->arena);
+    rt->ops->close(rt);
+  }
+  coop__arena_fini(rt);
+  for (int i = 0; i < rt->nkernels; i++) free(rt->kernels[i].source);
+  pthread_mutex_destroy(&rt->lock);
+  free(rt);
+  return r;
+}
