@@ -84,9 +84,18 @@ enum coop_task_state {
   COOP_TASK_REFUSED
 };
 
+/* Why the scheduler refused a task (values of device/shared.h COOP_TR_*). */
+enum coop_refusal {
+  COOP_REFUSE_NONE = 0,
+  COOP_REFUSE_BAD_KERNEL = 1,
+  COOP_REFUSE_TOO_MANY_GROUPS = 2, /* more than the workers discovery found */
+  COOP_REFUSE_ZERO_GROUPS = 3,
+  COOP_REFUSE_KIND = 4 /* cooperative flag does not match the kernel */
+};
+
 struct coop_rt_task_info {
   enum coop_task_state state;
-  unsigned refusal;      /* COOP_TR_* when refused */
+  enum coop_refusal refusal; /* when refused */
   /* CLOCK_MONOTONIC nanoseconds; device events converted from the device
    * clock through the calibration made at launch. */
   int64_t t_submitted, t_released, t_gathered, t_started, t_finished;

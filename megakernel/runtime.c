@@ -24,6 +24,10 @@ _Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout c
 _Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
 _Static_assert(COOP_RT_MAX_ARGS == COOP_MAX_ARGS, "argument count");
+_Static_assert(COOP_REFUSE_BAD_KERNEL == COOP_TR_BAD_KERNEL &&
+                   COOP_REFUSE_TOO_MANY_GROUPS == COOP_TR_TOO_MANY_GROUPS &&
+                   COOP_REFUSE_ZERO_GROUPS == COOP_TR_ZERO_GROUPS && COOP_REFUSE_KIND == COOP_TR_KIND,
+               "refusal codes");
 
 #define SLOT(id) ((id) & 0xffu)
 #define GEN(id) ((id) >> 8)
@@ -327,7 +331,7 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
       break;
     case COOP_TS_REFUSED:
       info->state = COOP_TASK_REFUSED;
-      info->refusal = t->status;
+      info->refusal = (enum coop_refusal)t->status;
       return 0;
     default:
       info->state = COOP_TASK_PENDING;

@@ -1,0 +1,344 @@
+/*
+ * test_runtime.c: the megakernel runtime on the default OpenCL device
+ * (PoCL), run by ctest with several POCL_MAX_PTHREAD_COUNT values. Each test
+ * opens its own runtime and checks the semantics of 004 Sec. 3.1 from what
+ * purpose-built kernels recorded.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coop_rt.h"
+#include "kernels.h"
+
+struct fx {
+  coop_rt *rt;
+  int ids, queue, sweep, phases, forever;
+};
+
+static void fx_open(struct fx *f) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  int r = coop_rt_open(&f->rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f->rt));
+  f->ids = coop_rt_add_kernel(f->rt, "ids", 0, k_ids);
+  f->queue = coop_rt_add_kernel(f->rt, "queue", 1, k_queue);
+  f->sweep = coop_rt_add_kernel(f->rt, "sweep", 1, k_sweep);
+  f->phases = coop_rt_add_kernel(f->rt, "phases", 1, k_phases);
+  f->forever = coop_rt_add_kernel(f->rt, "forever", 1, k_forever);
+  ck_assert_int_ge(f->forever, 0);
+  r = coop_rt_launch(f->rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f->rt));
+  ck_assert_uint_ge(coop_rt_workers(f->rt), 2);
+}
+
+static void fx_close(struct fx *f) { ck_assert_int_eq(coop_rt_close(f->rt), 0); }
+
+static unsigned env_cus(void) {
+  const char *e = getenv("POCL_MAX_PTHREAD_COUNT");
+  return e ? (unsigned)atoi(e) : 0;
+}
+
+static coop_task_id submit(struct fx *f, int kernel, unsigned groups, int coop, int query,
+                           unsigned nargs, const uint64_t *args) {
+  struct coop_rt_task_desc d = {.kernel = kernel, .groups = groups, .cooperative = coop,
+                                .query_barrier = query, .nargs = nargs};
+  memcpy(d.args, args, nargs * sizeof *args);
+  coop_task_id id;
+  int r = coop_rt_submit(f->rt, &d, &id);
+  ck_assert_msg(r == 0, "submit: %s", coop_strerror(r));
+  return id;
+}
+
+static struct coop_rt_task_info finish(struct fx *f, coop_task_id id) {
+  struct coop_rt_task_info ti;
+  ck_assert_int_eq(coop_rt_wait(f->rt, id, 120000), 0);
+  ck_assert_int_eq(coop_rt_task_info(f->rt, id, &ti), 0);
+  ck_assert_int_eq(coop_rt_task_release(f->rt, id), 0);
+  return ti;
+}
+
+/* Runs `n` non-cooperative `ids` tasks cycling through 1, W/4, W/2, W-1
+ * groups, checking each ran exactly its K groups with num_groups == K. */
+static void churn(struct fx *f, int n) {
+  unsigned w = coop_rt_workers(f->rt);
+  unsigned ks[4] = {1, w / 4 ? w / 4 : 1, w / 2 ? w / 2 : 1, w - 1};
+  uint32_t *o = coop_rt_alloc(f->rt, 2 * w * sizeof *o);
+  for (int i = 0; i < n; i++) {
+    unsigned k = ks[i % 4];
+    memset(o, 0, 2 * w * sizeof *o);
+    uint64_t a[1] = {coop_rt_buf_arg(f->rt, o)};
+    struct coop_rt_task_info ti = finish(f, submit(f, f->ids, k, 0, 0, 1, a));
+    ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+    ck_assert_int_ge(ti.gather_ns, 0);
+    ck_assert_int_le(ti.t_released, ti.t_gathered);
+    ck_assert_int_le(ti.t_gathered, ti.t_started);
+    ck_assert_int_le(ti.t_started, ti.t_finished);
+    for (unsigned g = 0; g < w; g++) {
+      ck_assert_uint_eq(o[2 * g], g < k ? 1u : 0u);
+      ck_assert_uint_eq(o[2 * g + 1], g < k ? k : 0u);
+    }
+  }
+  coop_rt_free(f->rt, o);
+}
+
+START_TEST(discovery_finds_occupancy) {
+  struct fx f;
+  fx_open(&f);
+  unsigned cus = coop_rt_compute_units(f.rt);
+  if (env_cus()) ck_assert_uint_eq(cus, env_cus());
+  ck_assert_uint_eq(coop_rt_launched_groups(f.rt), 2 * cus + 1);
+  /* PoCL runs exactly one workgroup per compute unit at a time */
+  ck_assert_uint_eq(coop_rt_participants(f.rt), cus);
+  ck_assert(coop_rt_tick_ns(f.rt) > 0.0);
+  fx_close(&f);
+}
+END_TEST
+
+START_TEST(noncooperative_ids) {
+  struct fx f;
+  fx_open(&f);
+  churn(&f, 8);
+  fx_close(&f);
+}
+END_TEST
+
+/* Kill order, workgroup 0 survives, contiguous ids, k <= N-M, transmitted
+ * state, and no work item lost or done twice, under multitasking. */
+static void queue_run(struct fx *f, unsigned nitems, int nchurn) {
+  unsigned w = coop_rt_workers(f->rt);
+  uint32_t *done = coop_rt_alloc(f->rt, (nitems + 1) * sizeof *done);
+  uint32_t *err = coop_rt_alloc(f->rt, 8 * sizeof *err);
+  uint64_t a[4] = {coop_rt_buf_arg(f->rt, done), coop_rt_buf_arg(f->rt, err), nitems, w};
+  coop_task_id id = submit(f, f->queue, w, 1, 0, 4, a);
+  churn(f, nchurn);
+  struct coop_rt_task_info ti = finish(f, id);
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  for (unsigned i = 0; i < nitems; i++) ck_assert_msg(done[i] == 1, "item %u done %u times", i, done[i]);
+  ck_assert_msg(err[0] == 0, "%u steps saw group id >= M", err[0]);
+  ck_assert_msg(err[1] == 0, "%u steps saw M > N", err[1]);
+  ck_assert_msg(err[2] == 0, "%u threads of forked groups lacked thread 0's state", err[2]);
+  ck_assert_msg(err[3] == 0, "%u forked groups got a wrong state", err[3]);
+  ck_assert_uint_eq(err[4], ti.forks); /* every forked group checked once */
+  ck_assert_uint_gt(err[5], 0);        /* group 0 ran steps */
+  ck_assert_uint_le(ti.m_max, w);
+  ck_assert_uint_ge(ti.m_min, 1);
+  if (nchurn > 0) {
+    ck_assert_msg(ti.kills > 0 && ti.forks > 0, "no churn: %u kills %u forks", ti.kills, ti.forks);
+  }
+  coop_rt_free(f->rt, done);
+  coop_rt_free(f->rt, err);
+}
+
+START_TEST(queue_alone) {
+  struct fx f;
+  fx_open(&f);
+  queue_run(&f, 300, 0);
+  fx_close(&f);
+}
+END_TEST
+
+START_TEST(queue_multitasking) {
+  struct fx f;
+  fx_open(&f);
+  queue_run(&f, 3000, 12);
+  fx_close(&f);
+}
+END_TEST
+
+/* Resizing barrier: exact coverage of every round, M stable within each
+ * interval, groups per interval == M, under multitasking; both variants. */
+static void sweep_run(int query, int nchurn, unsigned rounds) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), n = 4099;
+  uint32_t *data = coop_rt_alloc(f.rt, n * sizeof *data);
+  uint32_t *err = coop_rt_alloc(f.rt, 4 * sizeof *err);
+  uint32_t *cnt = coop_rt_alloc(f.rt, 2 * rounds * sizeof *cnt);
+  uint64_t a[5] = {coop_rt_buf_arg(f.rt, data), n, rounds, coop_rt_buf_arg(f.rt, err),
+                   coop_rt_buf_arg(f.rt, cnt)};
+  coop_task_id id = submit(&f, f.sweep, w, 1, query, 5, a);
+  churn(&f, nchurn);
+  struct coop_rt_task_info ti = finish(&f, id);
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  for (unsigned i = 0; i < n; i++)
+    ck_assert_msg(data[i] == rounds, "element %u covered %u times in %u rounds", i, data[i], rounds);
+  ck_assert_msg(err[0] == 0, "M changed inside %u intervals", err[0]);
+  ck_assert_msg(err[1] == 0, "%u group ids >= M", err[1]);
+  ck_assert_msg(err[2] == 0, "%u intervals with a group count != M", err[2]);
+  ck_assert_uint_eq(ti.resizes, rounds);
+  if (nchurn > 0) ck_assert_msg(ti.kills > 0, "no kill in %u resizing barriers", ti.resizes);
+  fx_close(&f);
+}
+
+START_TEST(resizing_plain) { sweep_run(0, 12, 3000); }
+END_TEST
+START_TEST(resizing_query) { sweep_run(1, 12, 3000); }
+END_TEST
+
+/* A global barrier separates phases while groups come and go. */
+START_TEST(global_barrier_phases) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), phases = 1500;
+  uint32_t *flag = coop_rt_alloc(f.rt, w * sizeof *flag);
+  uint32_t *err = coop_rt_alloc(f.rt, 4 * sizeof *err);
+  uint64_t a[3] = {coop_rt_buf_arg(f.rt, flag), coop_rt_buf_arg(f.rt, err), phases};
+  coop_task_id id = submit(&f, f.phases, w, 1, 0, 3, a);
+  churn(&f, 12);
+  struct coop_rt_task_info ti = finish(&f, id);
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_msg(err[0] == 0, "%u reads saw another phase's flag after the barrier", err[0]);
+  ck_assert_msg(ti.kills > 0, "no kill happened");
+  fx_close(&f);
+}
+END_TEST
+
+/* Two cooperative kernels and non-cooperative tasks at once. */
+START_TEST(several_kernels) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), n = 1000, rounds = 500, nitems = 500;
+  uint32_t *data = coop_rt_alloc(f.rt, n * sizeof *data);
+  uint32_t *err = coop_rt_alloc(f.rt, 4 * sizeof *err);
+  uint32_t *cnt = coop_rt_alloc(f.rt, 2 * rounds * sizeof *cnt);
+  uint32_t *done = coop_rt_alloc(f.rt, (nitems + 1) * sizeof *done);
+  uint32_t *qerr = coop_rt_alloc(f.rt, 8 * sizeof *qerr);
+  uint64_t a[5] = {coop_rt_buf_arg(f.rt, data), n, rounds, coop_rt_buf_arg(f.rt, err),
+                   coop_rt_buf_arg(f.rt, cnt)};
+  uint64_t q[4] = {coop_rt_buf_arg(f.rt, done), coop_rt_buf_arg(f.rt, qerr), nitems, w};
+  coop_task_id s = submit(&f, f.sweep, w, 1, 1, 5, a);
+  coop_task_id qq = submit(&f, f.queue, w, 1, 0, 4, q);
+  churn(&f, 4);
+  struct coop_rt_task_info si = finish(&f, s), qi = finish(&f, qq);
+  ck_assert_int_eq(si.state, COOP_TASK_DONE);
+  ck_assert_int_eq(qi.state, COOP_TASK_DONE);
+  for (unsigned i = 0; i < n; i++) ck_assert_uint_eq(data[i], rounds);
+  for (unsigned i = 0; i < nitems; i++) ck_assert_uint_eq(done[i], 1);
+  ck_assert_uint_eq(err[0] + err[1] + err[2], 0);
+  ck_assert_uint_eq(qerr[0] + qerr[1] + qerr[2] + qerr[3], 0);
+  fx_close(&f);
+}
+END_TEST
+
+/* Shutdown with a never-ending kernel running and a task queued. */
+START_TEST(shutdown_in_flight) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  coop_task_id a = submit(&f, f.forever, w, 1, 1, 0, NULL);
+  coop_task_id b = submit(&f, f.forever, w, 1, 0, 0, NULL);
+  struct coop_rt_task_info ti;
+  ck_assert_int_eq(coop_rt_wait(f.rt, a, 300), COOP_ETIMEDOUT);
+  ck_assert_int_eq(coop_rt_task_info(f.rt, a, &ti), 0);
+  ck_assert_int_eq(ti.state, COOP_TASK_RUNNING);
+  (void)b;
+  fx_close(&f); /* returns: the megakernel exited */
+}
+END_TEST
+
+START_TEST(cancel_running) {
+  struct fx f;
+  fx_open(&f);
+  coop_task_id a = submit(&f, f.forever, coop_rt_workers(f.rt), 1, 0, 0, NULL);
+  ck_assert_int_eq(coop_rt_wait(f.rt, a, 200), COOP_ETIMEDOUT);
+  ck_assert_int_eq(coop_rt_cancel(f.rt, a), 0);
+  struct coop_rt_task_info ti = finish(&f, a);
+  ck_assert_int_eq(ti.state, COOP_TASK_CANCELLED);
+  churn(&f, 4); /* the workers came back */
+  fx_close(&f);
+}
+END_TEST
+
+START_TEST(refusals) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  struct {
+    int kernel;
+    unsigned groups;
+    int coop;
+    enum coop_refusal why;
+  } bad[] = {{f.ids, 0, 0, COOP_REFUSE_ZERO_GROUPS},
+             {f.ids, w + 1, 0, COOP_REFUSE_TOO_MANY_GROUPS},
+             {f.ids, 1, 1, COOP_REFUSE_KIND},
+             {f.sweep, 1, 0, COOP_REFUSE_KIND}};
+  for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    struct coop_rt_task_info ti = finish(&f, submit(&f, bad[i].kernel, bad[i].groups, bad[i].coop, 0, 0, NULL));
+    ck_assert_int_eq(ti.state, COOP_TASK_REFUSED);
+    ck_assert_uint_eq(ti.refusal, bad[i].why);
+  }
+  struct coop_rt_task_desc d = {.kernel = 99, .groups = 1};
+  coop_task_id id;
+  ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id), COOP_ENOKERNEL);
+  d.kernel = f.ids;
+  d.nargs = 17;
+  ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_wait(f.rt, 12345, 0), COOP_ENOTASK);
+  churn(&f, 2); /* still serving */
+  fx_close(&f);
+}
+END_TEST
+
+static void refuse_caps(unsigned hide, const char *what) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.test_hide_svm = hide;
+  coop_rt *rt;
+  ck_assert_int_eq(coop_rt_open(&rt, &o), COOP_ENOSVM);
+  ck_assert_msg(strstr(coop_rt_errmsg(rt), what), "message: %s", coop_rt_errmsg(rt));
+  ck_assert_msg(strstr(coop_rt_errmsg(rt), "CUDA backend"), "message: %s", coop_rt_errmsg(rt));
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+
+START_TEST(refuses_without_svm) {
+  refuse_caps(1, "fine-grained SVM buffers");
+  refuse_caps(2, "SVM atomics");
+}
+END_TEST
+
+START_TEST(build_error_reported) {
+  coop_rt *rt;
+  ck_assert_int_eq(coop_rt_open(&rt, NULL), 0);
+  ck_assert_int_ge(coop_rt_add_kernel(rt, "broken", 0, "void broken(struct coop_ctx *c) { x = ; }\n"), 0);
+  ck_assert_int_eq(coop_rt_add_kernel(rt, "broken", 0, "void broken(struct coop_ctx *c) {}\n"), COOP_EEXIST);
+  ck_assert_int_eq(coop_rt_add_kernel(rt, "bad name", 0, "x"), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_launch(rt), COOP_EBUILD);
+  ck_assert_msg(strstr(coop_rt_errmsg(rt), "error"), "no compiler log: %s", coop_rt_errmsg(rt));
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("runtime");
+  TCase *d = tcase_create("discovery");
+  tcase_set_timeout(d, 300);
+  tcase_add_test(d, discovery_finds_occupancy);
+  tcase_add_test(d, refuses_without_svm);
+  tcase_add_test(d, build_error_reported);
+  suite_add_tcase(s, d);
+  TCase *t = tcase_create("semantics");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, noncooperative_ids);
+  tcase_add_test(t, refusals);
+  tcase_add_test(t, queue_alone);
+  tcase_add_test(t, queue_multitasking);
+  tcase_add_test(t, resizing_plain);
+  tcase_add_test(t, resizing_query);
+  tcase_add_test(t, global_barrier_phases);
+  tcase_add_test(t, several_kernels);
+  tcase_add_test(t, cancel_running);
+  tcase_add_test(t, shutdown_in_flight);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
