@@ -38,7 +38,7 @@ static const char *k_queue =
     "  uint m = coop_num_groups(c), lid = coop_local_id_c(c), vid = coop_group_id(c);\n"
     "  if (s->owner != vid) {\n" /* a state from another group: we were just forked */
     "    if (s->lidmark != 0u) atomic_fetch_add_explicit(&err[2], 1u, memory_order_relaxed, memory_scope_device);\n"
-    "    if (lid == 0u && (!coop_is_forked(c) || s->sig != (s->owner * 2654435761u ^ s->taken)))\n"
+    "    if (lid == 0u && (!coop_is_forked(c) || s->sig != ((s->owner * 2654435761u ^ s->taken) + 0x9e3779b9u)))\n"
     "      atomic_fetch_add_explicit(&err[3], 1u, memory_order_relaxed, memory_scope_device);\n"
     "    if (lid == 0u) atomic_fetch_add_explicit(&err[4], 1u, memory_order_relaxed, memory_scope_device);\n"
     "  }\n"
@@ -57,7 +57,7 @@ static const char *k_queue =
     "  if (lid == 0u) atomic_fetch_add_explicit(&done[t], 1u, memory_order_relaxed, memory_scope_device);\n"
     "  for (volatile uint k = 0; k < 2000u; k++) { }\n"
     "  s->taken = t;\n"
-    "  s->sig = vid * 2654435761u ^ t;\n"
+    "  s->sig = (vid * 2654435761u ^ t) + 0x9e3779b9u;\n"
     "  return COOP_OFFER_KILL | COOP_REQUEST_FORK;\n"
     "}\n";
 
