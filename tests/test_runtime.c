@@ -45,7 +45,7 @@ static coop_task_id submit(struct fx *f, int kernel, unsigned groups, int coop, 
                            unsigned nargs, const uint64_t *args) {
   struct coop_rt_task_desc d = {.kernel = kernel, .groups = groups, .cooperative = coop,
                                 .query_barrier = query, .nargs = nargs};
-  memcpy(d.args, args, nargs * sizeof *args);
+  if (nargs) memcpy(d.args, args, nargs * sizeof *args);
   coop_task_id id;
   int r = coop_rt_submit(f->rt, &d, &id);
   ck_assert_msg(r == 0, "submit: %s", coop_strerror(r));

@@ -55,7 +55,7 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
   if (nr < k) k = nr;
   if (k == 0u) return 0u;
   coop_st_rel(&ch->m, m + k);
-  coop_st_rlx(&ch->alive, coop_ld_rlx(&ch->alive) + k);
+  coop_fadd(&ch->alive, k); /* atomic: leaving workgroups decrement without the lock */
   for (coop_u32 a = 0; a < k; a++) {
     coop_u32 pid = ch->resv[nr - 1u - a];
     COOP_GLOBAL struct coop_worker *w = &dev->w[pid];

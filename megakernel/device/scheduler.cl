@@ -49,7 +49,10 @@ COOP_FN void coop__unreserve(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
     s->wstat[ch->resv[i]] = COOP_SW_FREE;
     s->nfree++;
   }
-  for (coop_u32 i = n; i < s->chan_resv[c]; i++) s->wstat[ch->resv[i]] = c; /* forked */
+  for (coop_u32 i = n; i < s->chan_resv[c]; i++) { /* forked */
+    s->wstat[ch->resv[i]] = c;
+    s->chan_workers[c]++;
+  }
   coop_st_rlx(&ch->n_resv, 0u);
   coop__unlock(&ch->lock);
   s->chan_resv[c] = 0u;
@@ -62,7 +65,10 @@ COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c)
   if (s->chan_resv[c] == 0u || coop_ld_acq(&ch->n_resv) == s->chan_resv[c]) return;
   coop__lock(&ch->lock);
   coop_u32 n = coop_ld_rlx(&ch->n_resv);
-  for (coop_u32 i = n; i < s->chan_resv[c]; i++) s->wstat[ch->resv[i]] = c;
+  for (coop_u32 i = n; i < s->chan_resv[c]; i++) {
+    s->wstat[ch->resv[i]] = c;
+    s->chan_workers[c]++;
+  }
   s->chan_resv[c] = n;
   coop__unlock(&ch->lock);
 }
@@ -100,7 +106,16 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
     s->nfree++;
     /* mark reaped: the worker spins for ASSIGNED, so IDLE is invisible to it */
     coop_st_rlx(&w->state, COOP_WS_IDLE);
-    if (w->reason & COOP_WR_LAST) coop__complete_chan(mb, dev, c);
+    s->chan_workers[c]--;
+    if (w->reason & COOP_WR_LAST) s->chan_last[c] = 1u;
+    /* Complete only once every worker of the kernel is reaped: one that left
+     * before the last may not have stored RETURNED yet, and must not be
+     * counted for the next task on this channel. Forks not yet reconciled
+     * are counted first (they were alive, so they have left too). */
+    if (s->chan_last[c]) {
+      coop__reconcile_forks(dev, c);
+      if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+    }
   }
 }
 
@@ -131,6 +146,8 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   s->chan_busy[c] = 1u;
   s->chan_resv[c] = 0u;
   s->chan_killed_reaped[c] = 0u;
+  s->chan_workers[c] = g;
+  s->chan_last[c] = 0u;
   s->chan_t_started[c] = ~(coop_u64)0;
   s->chan_t_finished[c] = 0u;
   t->m_initial = g;

@@ -2,9 +2,8 @@
  * shared.h: every structure that the host and the megakernel both read.
  *
  * One definition, compiled as host C11, OpenCL C and CUDA. Only fixed-width
- * types; 64-bit fields sit at 8-byte offsets. The host checks sizes with
- * static asserts (runtime.c) and the megakernel checks them at start-up
- * against the values the host passes (COOP_ABI check in megakernel.cl).
+ * types; 64-bit fields sit at 8-byte offsets. The host checks the layout
+ * assumptions it relies on with static asserts (runtime.c).
  *
  * Two memories:
  *   struct coop_mailbox   host-visible (fine-grained SVM): the only memory the
@@ -136,7 +135,7 @@ struct coop_chan {
   coop_atomic_u32 m;          /* (L) M, the active count */
   coop_atomic_u32 want_kill;  /* (L) scheduler: surrender this many */
   coop_atomic_u32 n_resv;     /* (L) reserved workers ready for a fork */
-  coop_atomic_u32 alive;      /* (L for +, atomic for -) workgroups inside */
+  coop_atomic_u32 alive;      /* workgroups inside; atomic add/sub (no lock for -) */
   coop_atomic_u32 killed;     /* (L) kills accepted since the start */
   coop_atomic_u32 forked;     /* (L) workgroups forked since the start */
   coop_atomic_u32 resizes;    /* resizing-barrier episodes */
@@ -160,6 +159,8 @@ struct coop_sched {
   coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
   coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
   coop_u32 chan_resv[COOP_MAX_CHANNELS]; /* reserved workers we think it holds */
+  coop_u32 chan_workers[COOP_MAX_CHANNELS]; /* workers assigned, not yet reaped */
+  coop_u32 chan_last[COOP_MAX_CHANNELS];    /* the last workgroup has left */
   coop_u64 chan_t_started[COOP_MAX_CHANNELS];
   coop_u64 chan_t_finished[COOP_MAX_CHANNELS];
   coop_u32 queue[COOP_RING];
