@@ -20,16 +20,16 @@
 typedef struct coop_rt coop_rt;
 
 struct coop_rt_options {
-  const char *platform;  /* substring of the platform name, or NULL */
-  int platform_index;    /* or index; -1 = first that has a usable device */
-  const char *device;    /* substring of the device name, or NULL */
-  int device_index;      /* or index within the platform; -1 = first */
-  unsigned local_size;   /* threads per workgroup (default 64) */
-  unsigned launch_groups; /* hardware workgroups launched; 0 = 2 x CU + 1 */
+  const char *platform;         /* substring of the platform name, or NULL */
+  int platform_index;           /* or index; -1 = first that has a usable device */
+  const char *device;           /* substring of the device name, or NULL */
+  int device_index;             /* or index within the platform; -1 = first */
+  unsigned local_size;          /* threads per workgroup (default 64) */
+  unsigned launch_groups;       /* hardware workgroups launched; 0 = 2 x CU + 1 */
   unsigned discovery_window_ms; /* close the poll after no growth this long */
-  size_t arena_bytes;    /* SVM arena for task buffers (default 64 MiB) */
-  unsigned test_hide_svm; /* test hook: 1 = pretend no fine-grained buffers,
-                             2 = pretend no SVM atomics */
+  size_t arena_bytes;           /* SVM arena for task buffers (default 64 MiB) */
+  unsigned test_hide_svm;       /* test hook: 1 = pretend no fine-grained buffers,
+                                   2 = pretend no SVM atomics */
 };
 
 void coop_rt_options_init(struct coop_rt_options *o);
@@ -61,10 +61,10 @@ void coop_rt_free(coop_rt *rt, void *p);
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p);
 
 struct coop_rt_task_desc {
-  int kernel;            /* from coop_rt_add_kernel */
-  unsigned groups;       /* N (cooperative) or K */
+  int kernel;      /* from coop_rt_add_kernel */
+  unsigned groups; /* N (cooperative) or K */
   int cooperative;
-  int query_barrier;     /* resizing barrier: 1 = query variant, 0 = plain */
+  int query_barrier; /* resizing barrier: 1 = query variant, 0 = plain */
   unsigned nargs;
   uint64_t args[COOP_RT_MAX_ARGS];
 };
@@ -99,7 +99,7 @@ struct coop_rt_task_info {
   /* CLOCK_MONOTONIC nanoseconds; device events converted from the device
    * clock through the calibration made at launch. */
   int64_t t_submitted, t_released, t_gathered, t_started, t_finished;
-  int64_t gather_ns;     /* gathered - released, both device clock */
+  int64_t gather_ns; /* gathered - released, both device clock */
   unsigned m_initial, m_min, m_max, kills, forks, resizes;
 };
 

@@ -101,10 +101,8 @@ static void sleep_ms(int ms) {
 
 int main(int argc, char **argv) {
   int ntasks = 20, period = 50, wg = 0, size = 48;
-  static const struct option lo[] = {{"tasks", 1, 0, 't'}, {"period", 1, 0, 'p'},
-                                     {"wg", 1, 0, 'w'},    {"size", 1, 0, 's'},
-                                     {"help", 0, 0, 'h'},
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {{"tasks", 1, 0, 't'}, {"period", 1, 0, 'p'}, {"wg", 1, 0, 'w'},
+                                     {"size", 1, 0, 's'},  {"help", 0, 0, 'h'},   {0, 0, 0, 0}};
   int ch;
   while ((ch = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
     char *end = NULL;
@@ -114,9 +112,12 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (ch == '?' || !end || *end || v <= 0 || v > 1000000) {
-      if (ch != '?') fprintf(stderr, "coop-demo: bad value '%s' for --%s\n", optarg,
-                             ch == 't' ? "tasks" : ch == 'p' ? "period" : ch == 'w' ? "wg"
-                             : "size");
+      if (ch != '?')
+        fprintf(stderr, "coop-demo: bad value '%s' for --%s\n", optarg,
+                ch == 't'   ? "tasks"
+                : ch == 'p' ? "period"
+                : ch == 'w' ? "wg"
+                            : "size");
       usage(stderr);
       return 2;
     }
@@ -148,10 +149,11 @@ int main(int argc, char **argv) {
     coop_rt_close(rt);
     return 2;
   }
-  printf("device: %s, %u compute units; launched %u workgroups, discovery found %u co-occupant\n"
-         "(1 scheduler + %u workers); device clock %.3f ns/tick\n",
-         coop_rt_device_name(rt), coop_rt_compute_units(rt), coop_rt_launched_groups(rt),
-         coop_rt_participants(rt), workers, coop_rt_tick_ns(rt));
+  printf(
+      "device: %s, %u compute units; launched %u workgroups, discovery found %u co-occupant\n"
+      "(1 scheduler + %u workers); device clock %.3f ns/tick\n",
+      coop_rt_device_name(rt), coop_rt_compute_units(rt), coop_rt_launched_groups(rt),
+      coop_rt_participants(rt), workers, coop_rt_tick_ns(rt));
 
   unsigned n = 1 << 14;
   uint32_t *data = coop_rt_alloc(rt, n * sizeof *data);
@@ -161,8 +163,8 @@ int main(int argc, char **argv) {
     a[i] = (float)(i % 7);
     b[i] = (float)(i % 5);
   }
-  struct coop_rt_task_desc cd = {.kernel = ksweep, .groups = workers, .cooperative = 1,
-                                 .query_barrier = 1, .nargs = 4};
+  struct coop_rt_task_desc cd = {
+      .kernel = ksweep, .groups = workers, .cooperative = 1, .query_barrier = 1, .nargs = 4};
   cd.args[0] = coop_rt_buf_arg(rt, data);
   cd.args[1] = n;
   uint32_t *ctl = coop_rt_alloc(rt, 2 * sizeof *ctl);
@@ -175,9 +177,10 @@ int main(int argc, char **argv) {
     coop_rt_close(rt);
     return 1;
   }
-  printf("cooperative kernel 'sweep' on up to %u workgroups; %d tasks 'render' (%dx%d matmul)"
-         " every %d ms on %d workgroups\n\n",
-         workers, ntasks, size, size, period, wg);
+  printf(
+      "cooperative kernel 'sweep' on up to %u workgroups; %d tasks 'render' (%dx%d matmul)"
+      " every %d ms on %d workgroups\n\n",
+      workers, ntasks, size, size, period, wg);
   printf("%4s %12s %12s\n", "task", "gather_us", "exec_us");
   int64_t gath[200], exec[200];
   int ok = 1, done = 0;
@@ -199,7 +202,8 @@ int main(int argc, char **argv) {
       float ref = 0;
       for (int k = 0; k < size; k++) ref += a[x * size + k] * b[k * size + x];
       if (c[x * size + x] != ref) {
-        fprintf(stderr, "coop-demo: render %d: c[%d][%d] = %g, CPU says %g\n", i, x, x, c[x * size + x], ref);
+        fprintf(stderr, "coop-demo: render %d: c[%d][%d] = %g, CPU says %g\n", i, x, x,
+                c[x * size + x], ref);
         ok = 0;
       }
     }
@@ -223,19 +227,21 @@ int main(int argc, char **argv) {
   if (v0 != ctl[1]) ok = 0;
   for (unsigned i = 0; i < n; i++)
     if (data[i] != v0) {
-      if (ok) fprintf(stderr, "coop-demo: sweep: element %u saw %u rounds, element 0 saw %u\n", i, data[i], v0);
+      if (ok)
+        fprintf(stderr, "coop-demo: sweep: element %u saw %u rounds, element 0 saw %u\n", i,
+                data[i], v0);
       ok = 0;
     }
   qsort(gath, done, sizeof *gath, cmp_i64);
   qsort(exec, done, sizeof *exec, cmp_i64);
   printf("\ngather time us: p50 %.1f  p90 %.1f  max %.1f   (n=%d)\n", pct(gath, done, .5),
          pct(gath, done, .9), pct(gath, done, 1), done);
-  printf("exec time us:   p50 %.1f  p90 %.1f  max %.1f\n", pct(exec, done, .5),
-         pct(exec, done, .9), pct(exec, done, 1));
-  printf("cooperative kernel: stopped after %u rounds; M from %u down to %u, up to %u; %u kills, "
-         "%u forks, %u resizing barriers\n",
-         v0, ci.m_initial, ci.m_min,
-         ci.m_max, ci.kills, ci.forks, ci.resizes);
+  printf("exec time us:   p50 %.1f  p90 %.1f  max %.1f\n", pct(exec, done, .5), pct(exec, done, .9),
+         pct(exec, done, 1));
+  printf(
+      "cooperative kernel: stopped after %u rounds; M from %u down to %u, up to %u; %u kills, "
+      "%u forks, %u resizing barriers\n",
+      v0, ci.m_initial, ci.m_min, ci.m_max, ci.kills, ci.forks, ci.resizes);
   printf("results checked against the CPU: %s\n", ok ? "OK" : "MISMATCH");
   r = coop_rt_close(rt);
   return ok && !r ? 0 : 1;

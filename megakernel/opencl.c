@@ -22,14 +22,14 @@ struct cl_be {
   cl_event run;
 };
 
-#define CL_CHECK(rt, call)                                                                \
-  do {                                                                                    \
-    cl_int e_ = (call);                                                                   \
-    if (e_ != CL_SUCCESS) {                                                               \
+#define CL_CHECK(rt, call)                                                                   \
+  do {                                                                                       \
+    cl_int e_ = (call);                                                                      \
+    if (e_ != CL_SUCCESS) {                                                                  \
       coop__rt_msg((rt), "%s failed with OpenCL error %d (%s:%d)", #call, (int)e_, __func__, \
-                   __LINE__);                                                             \
-      return COOP_ECL;                                                                    \
-    }                                                                                     \
+                   __LINE__);                                                                \
+      return COOP_ECL;                                                                       \
+    }                                                                                        \
   } while (0)
 
 static void info_str(cl_device_id d, cl_device_info what, char *buf, size_t len) {
@@ -52,7 +52,8 @@ static int check_caps(struct coop_rt *rt, cl_device_id d, unsigned hide) {
                "device '%s' cannot run the megakernel: it lacks %s%s%s. The host and the "
                "running megakernel communicate through atomics on fine-grained SVM. On NVIDIA "
                "GPUs use the CUDA backend; elsewhere pick a device that has them (PoCL does).",
-               rt->device_name, fg ? "" : "fine-grained SVM buffers (CL_DEVICE_SVM_FINE_GRAIN_BUFFER)",
+               rt->device_name,
+               fg ? "" : "fine-grained SVM buffers (CL_DEVICE_SVM_FINE_GRAIN_BUFFER)",
                (!fg && !at) ? " and " : "", at ? "" : "SVM atomics (CL_DEVICE_SVM_ATOMICS)");
   return COOP_ENOSVM;
 }
@@ -108,8 +109,8 @@ static int cl_open(struct coop_rt *rt, const struct coop_rt_options *o) {
 
 static void *cl_alloc_shared(struct coop_rt *rt, size_t bytes) {
   struct cl_be *b = rt->be;
-  void *p = clSVMAlloc(b->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS,
-                       bytes, 0);
+  void *p = clSVMAlloc(
+      b->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS, bytes, 0);
   if (p) memset(p, 0, bytes);
   return p;
 }
@@ -163,8 +164,8 @@ static int cl_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
   CL_CHECK(rt, clSetKernelArg(b->kernel, 1, sizeof b->dev, &b->dev));
   CL_CHECK(rt, clSetKernelArgSVMPointer(b->kernel, 2, rt->arena));
   size_t global = (size_t)groups * local_size, local = local_size;
-  CL_CHECK(rt, clEnqueueNDRangeKernel(b->queue, b->kernel, 1, NULL, &global, &local, 0, NULL,
-                                      &b->run));
+  CL_CHECK(rt,
+           clEnqueueNDRangeKernel(b->queue, b->kernel, 1, NULL, &global, &local, 0, NULL, &b->run));
   CL_CHECK(rt, clFlush(b->queue));
   return 0;
 }

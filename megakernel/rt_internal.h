@@ -53,8 +53,7 @@ struct coop_rt {
   int64_t submitted_ns[COOP_RING];
 };
 
-void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t coop__now_ns(void);
 
 /* source.c */

@@ -26,10 +26,11 @@ _Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
 _Static_assert(COOP_RT_MAX_ARGS == COOP_MAX_ARGS, "argument count");
 _Static_assert(COOP_REFUSE_BAD_KERNEL == COOP_TR_BAD_KERNEL &&
                    COOP_REFUSE_TOO_MANY_GROUPS == COOP_TR_TOO_MANY_GROUPS &&
-                   COOP_REFUSE_ZERO_GROUPS == COOP_TR_ZERO_GROUPS && COOP_REFUSE_KIND == COOP_TR_KIND,
+                   COOP_REFUSE_ZERO_GROUPS == COOP_TR_ZERO_GROUPS &&
+                   COOP_REFUSE_KIND == COOP_TR_KIND,
                "refusal codes");
 
-#define SLOT(id) ((id) & 0xffu)
+#define SLOT(id) ((id)&0xffu)
 #define GEN(id) ((id) >> 8)
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) {
@@ -273,7 +274,8 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   rt->gen[slot]++;
   struct coop_task_rec *t = &rt->mb->tasks[slot];
   t->kid = (uint32_t)d->kernel;
-  t->flags = (d->cooperative ? COOP_TF_COOPERATIVE : 0) | (d->query_barrier ? COOP_TF_QUERY_BARRIER : 0);
+  t->flags =
+      (d->cooperative ? COOP_TF_COOPERATIVE : 0) | (d->query_barrier ? COOP_TF_QUERY_BARRIER : 0);
   t->groups = d->groups;
   t->status = 0;
   memset(t->args, 0, sizeof t->args);

@@ -43,8 +43,11 @@ static unsigned env_cus(void) {
 
 static coop_task_id submit(struct fx *f, int kernel, unsigned groups, int coop, int query,
                            unsigned nargs, const uint64_t *args) {
-  struct coop_rt_task_desc d = {.kernel = kernel, .groups = groups, .cooperative = coop,
-                                .query_barrier = query, .nargs = nargs};
+  struct coop_rt_task_desc d = {.kernel = kernel,
+                                .groups = groups,
+                                .cooperative = coop,
+                                .query_barrier = query,
+                                .nargs = nargs};
   if (nargs) memcpy(d.args, args, nargs * sizeof *args);
   coop_task_id id;
   int r = coop_rt_submit(f->rt, &d, &id);
@@ -116,7 +119,8 @@ static void queue_run(struct fx *f, unsigned nitems, int nchurn) {
   churn(f, nchurn);
   struct coop_rt_task_info ti = finish(f, id);
   ck_assert_int_eq(ti.state, COOP_TASK_DONE);
-  for (unsigned i = 0; i < nitems; i++) ck_assert_msg(done[i] == 1, "item %u done %u times", i, done[i]);
+  for (unsigned i = 0; i < nitems; i++)
+    ck_assert_msg(done[i] == 1, "item %u done %u times", i, done[i]);
   ck_assert_msg(err[0] == 0, "%u steps saw group id >= M", err[0]);
   ck_assert_msg(err[1] == 0, "%u steps saw M > N", err[1]);
   ck_assert_msg(err[2] == 0, "%u threads of forked groups lacked thread 0's state", err[2]);
@@ -164,7 +168,8 @@ static void sweep_run(int query, int nchurn, unsigned rounds) {
   struct coop_rt_task_info ti = finish(&f, id);
   ck_assert_int_eq(ti.state, COOP_TASK_DONE);
   for (unsigned i = 0; i < n; i++)
-    ck_assert_msg(data[i] == rounds, "element %u covered %u times in %u rounds", i, data[i], rounds);
+    ck_assert_msg(data[i] == rounds, "element %u covered %u times in %u rounds", i, data[i],
+                  rounds);
   ck_assert_msg(err[0] == 0, "M changed inside %u intervals", err[0]);
   ck_assert_msg(err[1] == 0, "%u group ids >= M", err[1]);
   ck_assert_msg(err[2] == 0, "%u intervals with a group count != M", err[2]);
@@ -266,7 +271,8 @@ START_TEST(refusals) {
              {f.ids, 1, 1, COOP_REFUSE_KIND},
              {f.sweep, 1, 0, COOP_REFUSE_KIND}};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    struct coop_rt_task_info ti = finish(&f, submit(&f, bad[i].kernel, bad[i].groups, bad[i].coop, 0, 0, NULL));
+    struct coop_rt_task_info ti =
+        finish(&f, submit(&f, bad[i].kernel, bad[i].groups, bad[i].coop, 0, 0, NULL));
     ck_assert_int_eq(ti.state, COOP_TASK_REFUSED);
     ck_assert_uint_eq(ti.refusal, bad[i].why);
   }
@@ -302,8 +308,10 @@ END_TEST
 START_TEST(build_error_reported) {
   coop_rt *rt;
   ck_assert_int_eq(coop_rt_open(&rt, NULL), 0);
-  ck_assert_int_ge(coop_rt_add_kernel(rt, "broken", 0, "void broken(struct coop_ctx *c) { x = ; }\n"), 0);
-  ck_assert_int_eq(coop_rt_add_kernel(rt, "broken", 0, "void broken(struct coop_ctx *c) {}\n"), COOP_EEXIST);
+  ck_assert_int_ge(
+      coop_rt_add_kernel(rt, "broken", 0, "void broken(struct coop_ctx *c) { x = ; }\n"), 0);
+  ck_assert_int_eq(coop_rt_add_kernel(rt, "broken", 0, "void broken(struct coop_ctx *c) {}\n"),
+                   COOP_EEXIST);
   ck_assert_int_eq(coop_rt_add_kernel(rt, "bad name", 0, "x"), COOP_EINVAL);
   ck_assert_int_eq(coop_rt_launch(rt), COOP_EBUILD);
   ck_assert_msg(strstr(coop_rt_errmsg(rt), "error"), "no compiler log: %s", coop_rt_errmsg(rt));

@@ -50,11 +50,11 @@ struct coop_ctx {
   COOP_GLOBAL coop_u8 *arena;
   COOP_LOCAL struct coop_wgl *wl;
   COOP_GLOBAL struct coop_worker *self;
-  coop_u32 pid;   /* participant id of the hardware workgroup */
-  coop_u32 vid;   /* the kernel's view: group id */
+  coop_u32 pid; /* participant id of the hardware workgroup */
+  coop_u32 vid; /* the kernel's view: group id */
   coop_u32 lid, lsize;
   coop_u32 forked;
-  coop_u32 left;  /* 1 once killed or cancelled: the workgroup must return */
+  coop_u32 left; /* 1 once killed or cancelled: the workgroup must return */
 };
 
 /* Cooperative meanings of the OpenCL work-item functions (004 Sec. 3.1):

@@ -84,8 +84,7 @@ COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
 
 /* resizing_global_barrier, thread 0. Returns 1 if this workgroup must leave
  * (killed or cancelled). st is thread 0's transmitted state. */
-COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st,
-                                         coop_u32 st_size) {
+COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   coop_u32 query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
   if (c->vid != 0u) {
@@ -131,7 +130,7 @@ COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st,
 /* Thread 0: the primitive(s) a step asked for, in the order kill, fork,
  * barrier. Returns 0 to go on, 1 when done, 2 when killed or cancelled. */
 COOP_FN0 coop_u32 coop__primitive0(struct coop_ctx *c, coop_u32 r, const coop_u8 *st,
-                                  coop_u32 st_size) {
+                                   coop_u32 st_size) {
   if (c->left) return 2u; /* cancelled inside a direct coop_global_barrier */
   if (r & COOP_DONE) return 1u;
   if ((r & COOP_OFFER_KILL) && coop__offer_kill0(c)) return 2u;

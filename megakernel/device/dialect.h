@@ -27,8 +27,8 @@ typedef ulong coop_u64;
 typedef long coop_i64;
 typedef atomic_uint coop_atomic_u32;
 #define COOP_GLOBAL global
-#define COOP_LOCAL local        /* pointer qualifier */
-#define COOP_SHARED_DECL local  /* declaration of workgroup memory */
+#define COOP_LOCAL local       /* pointer qualifier */
+#define COOP_SHARED_DECL local /* declaration of workgroup memory */
 #define COOP_FN static inline
 /* For code run by thread 0 alone, with spin loops and no barrier: kept out of
  * line so that PoCL's barrier-region analysis sees one call, not its CFG. */
@@ -51,12 +51,11 @@ typedef atomic_uint coop_atomic_u32;
   atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
 #define coop_xchg_acq(p, v) \
   atomic_exchange_explicit((p), (v), memory_order_acquire, memory_scope_device)
-#define coop_cas(p, expp, v)                                                        \
+#define coop_cas(p, expp, v)                                                      \
   atomic_compare_exchange_strong_explicit((p), (expp), (v), memory_order_acq_rel, \
                                           memory_order_acquire, memory_scope_device)
 #define coop_sys_ld_acq(p) atomic_load_explicit((p), memory_order_acquire, COOP__SYS_SCOPE)
-#define coop_sys_st_rel(p, v) \
-  atomic_store_explicit((p), (v), memory_order_release, COOP__SYS_SCOPE)
+#define coop_sys_st_rel(p, v) atomic_store_explicit((p), (v), memory_order_release, COOP__SYS_SCOPE)
 #define coop_sys_fadd(p, v) \
   atomic_fetch_add_explicit((p), (v), memory_order_acq_rel, COOP__SYS_SCOPE)
 
@@ -110,11 +109,10 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_fetch_sub((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_xchg_acq(p, v) \
   __nv_atomic_exchange_n((p), (v), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
-#define coop_cas(p, expp, v)                                                        \
+#define coop_cas(p, expp, v)                                                   \
   __nv_atomic_compare_exchange_n((p), (expp), (v), false, __NV_ATOMIC_ACQ_REL, \
                                  __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
-#define coop_sys_ld_acq(p) \
-  __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
+#define coop_sys_ld_acq(p) __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_st_rel(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_fadd(p, v) \

@@ -86,8 +86,7 @@ COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
   t->kills = coop_ld_rlx(&ch->killed);
   t->forks = coop_ld_rlx(&ch->forked);
   t->resizes = coop_ld_rlx(&ch->resizes);
-  coop__finish_task(mb, ch->task,
-                    coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
+  coop__finish_task(mb, ch->task, coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
   s->chan_busy[c] = 0u;
 }
 
@@ -253,8 +252,8 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   return 1u;
 }
 
-COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb,
-                             COOP_GLOBAL struct coop_dev *dev, coop_u32 participants) {
+COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
+                             coop_u32 participants) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   s->nworkers = participants - 1u;
   s->nfree = s->nworkers;

@@ -20,11 +20,11 @@
 #endif
 
 #define COOP_ABI 1u
-#define COOP_MAX_ARGS 16       /* 64-bit argument slots per task */
+#define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
-#define COOP_RING 256          /* task slots, and the submit ring */
-#define COOP_MAX_CHANNELS 16   /* kernels running at once */
-#define COOP_MAX_WG 1088       /* participating workgroups (H100: 8 x 132 + margin) */
+#define COOP_RING 256           /* task slots, and the submit ring */
+#define COOP_MAX_CHANNELS 16    /* kernels running at once */
+#define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
 
 /* Task slot states (coop_task_rec.state). The host owns a FREE slot, fills
  * it, stores SUBMITTED (release) and pushes the slot on the ring. From then
@@ -32,11 +32,11 @@
  * REFUSED) with release; the host reads results after an acquire of that. */
 #define COOP_TS_FREE 0u
 #define COOP_TS_SUBMITTED 1u
-#define COOP_TS_QUEUED 2u    /* scheduler has it, gathering workgroups */
+#define COOP_TS_QUEUED 2u /* scheduler has it, gathering workgroups */
 #define COOP_TS_RUNNING 3u
 #define COOP_TS_DONE 4u
 #define COOP_TS_CANCELLED 5u
-#define COOP_TS_REFUSED 6u   /* invalid request, see status */
+#define COOP_TS_REFUSED 6u /* invalid request, see status */
 
 /* Task flags. */
 #define COOP_TF_COOPERATIVE 1u
@@ -158,7 +158,7 @@ struct coop_sched {
   coop_u32 chan_busy[COOP_MAX_CHANNELS];
   coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
   coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
-  coop_u32 chan_resv[COOP_MAX_CHANNELS]; /* reserved workers we think it holds */
+  coop_u32 chan_resv[COOP_MAX_CHANNELS];    /* reserved workers we think it holds */
   coop_u32 chan_workers[COOP_MAX_CHANNELS]; /* workers assigned, not yet reaped */
   coop_u32 chan_last[COOP_MAX_CHANNELS];    /* the last workgroup has left */
   coop_u64 chan_t_started[COOP_MAX_CHANNELS];
