@@ -12,43 +12,7 @@
 #include <time.h>
 
 #include "coop_rt.h"
-
-/* Cooperative: round after round, add 1 to every element of data[n], the
- * elements split over the current workgroups; a resizing barrier after
- * each round, where the scheduler may take or give back workgroups. To stop,
- * the host sets ctl[0]; workgroup 0 then names a stop round two ahead in
- * ctl[1], which every workgroup sees by that round (a barrier lies between),
- * so all stop after the same round. Thread 0 reads ctl[1] for its group:
- * a step's return value must be uniform. */
-static const char *coop_src =
-    "struct sweep_state { uint round; };\n"
-    "void sweep_init(struct coop_ctx *c, struct sweep_state *s) { s->round = 0; }\n"
-    "uint sweep_step(struct coop_ctx *c, struct sweep_state *s) {\n"
-    "  global uint *data = (global uint *)coop_arg_buf(c, 0);\n"
-    "  uint n = coop_arg_u32(c, 1), work = coop_arg_u32(c, 3);\n"
-    "  global atomic_uint *ctl = (global atomic_uint *)coop_arg_buf(c, 2);\n"
-    "  local uint *b = (local uint *)coop_scratch(c);\n"
-    "  if (coop_local_id_c(c) == 0u) {\n"
-    "    uint stop = atomic_load_explicit(&ctl[1], memory_order_relaxed, memory_scope_device);\n"
-    "    if (stop == 0u && coop_group_id(c) == 0u &&\n"
-    "        atomic_load_explicit(&ctl[0], memory_order_relaxed, memory_scope_device) != 0u) {\n"
-    "      stop = s->round + 2u;\n"
-    "      atomic_store_explicit(&ctl[1], stop, memory_order_relaxed, memory_scope_device);\n"
-    "    }\n"
-    "    b[0] = stop;\n"
-    "  }\n"
-    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "  uint stop = b[0];\n"
-    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "  if (stop != 0u && s->round == stop) return COOP_DONE;\n"
-    "  for (uint i = coop_global_id(c); i < n; i += coop_global_size(c)) {\n"
-    "    uint v = data[i];\n"
-    "    for (uint k = 0; k < work; k++) v = v * 1664525u + 1013904223u;\n"
-    "    data[i] = data[i] + 1u + (v & 0u);\n"
-    "  }\n"
-    "  s->round++;\n"
-    "  return COOP_RESIZING_BARRIER;\n"
-    "}\n";
+#include "sweep_kernel.h"
 
 /* Non-cooperative, graphics-like: C = A x B, rows split over K workgroups. */
 static const char *render_src =
@@ -133,7 +97,7 @@ int main(int argc, char **argv) {
   coop_rt_options_init(&o);
   o.local_size = 16;
   int r = coop_rt_open(&rt, &o);
-  int ksweep = r ? r : coop_rt_add_kernel(rt, "sweep", 1, coop_src);
+  int ksweep = r ? r : coop_rt_add_kernel(rt, "stopsweep", 1, coop_stopsweep_src);
   int krender = ksweep < 0 ? ksweep : coop_rt_add_kernel(rt, "render", 0, render_src);
   r = krender < 0 ? krender : coop_rt_launch(rt);
   if (r) {
@@ -164,12 +128,11 @@ int main(int argc, char **argv) {
     b[i] = (float)(i % 5);
   }
   struct coop_rt_task_desc cd = {
-      .kernel = ksweep, .groups = workers, .cooperative = 1, .query_barrier = 1, .nargs = 4};
+      .kernel = ksweep, .groups = workers, .cooperative = 1, .query_barrier = 1, .nargs = 3};
   cd.args[0] = coop_rt_buf_arg(rt, data);
   cd.args[1] = n;
   uint32_t *ctl = coop_rt_alloc(rt, 2 * sizeof *ctl);
   cd.args[2] = coop_rt_buf_arg(rt, ctl);
-  cd.args[3] = 8;
   coop_task_id cid;
   r = coop_rt_submit(rt, &cd, &cid);
   if (r) {
@@ -178,7 +141,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf(
-      "cooperative kernel 'sweep' on up to %u workgroups; %d tasks 'render' (%dx%d matmul)"
+      "cooperative kernel 'stopsweep' on up to %u workgroups; %d tasks 'render' (%dx%d matmul)"
       " every %d ms on %d workgroups\n\n",
       workers, ntasks, size, size, period, wg);
   printf("%4s %12s %12s\n", "task", "gather_us", "exec_us");

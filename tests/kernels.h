@@ -144,36 +144,6 @@ static const char *k_phases =
     "  return COOP_GLOBAL_BARRIER;\n"
     "}\n";
 
-/* Stress: the sweep, run until the host asks it to stop. On ctl[0] != 0,
- * group 0 names a stop round two ahead in ctl[1]; a resizing barrier lies
- * between, so every group sees it in time and all stop after the same round.
- * args: data, n, ctl */
-static const char *k_stress =
-    "struct stress_state { uint round; };\n"
-    "void stress_init(struct coop_ctx *c, struct stress_state *s) { s->round = 0u; }\n"
-    "uint stress_step(struct coop_ctx *c, struct stress_state *s) {\n"
-    "  global uint *data = (global uint *)coop_arg_buf(c, 0);\n"
-    "  uint n = coop_arg_u32(c, 1);\n"
-    "  global atomic_uint *ctl = (global atomic_uint *)coop_arg_buf(c, 2);\n"
-    "  local uint *b = (local uint *)coop_scratch(c);\n"
-    "  if (coop_local_id_c(c) == 0u) {\n"
-    "    uint stop = atomic_load_explicit(&ctl[1], memory_order_relaxed, memory_scope_device);\n"
-    "    if (stop == 0u && coop_group_id(c) == 0u &&\n"
-    "        atomic_load_explicit(&ctl[0], memory_order_relaxed, memory_scope_device) != 0u) {\n"
-    "      stop = s->round + 2u;\n"
-    "      atomic_store_explicit(&ctl[1], stop, memory_order_relaxed, memory_scope_device);\n"
-    "    }\n"
-    "    b[0] = stop;\n"
-    "  }\n"
-    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "  uint stop = b[0];\n"
-    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "  if (stop != 0u && s->round == stop) return COOP_DONE;\n"
-    "  for (uint i = coop_global_id(c); i < n; i += coop_global_size(c)) data[i] += 1u;\n"
-    "  s->round++;\n"
-    "  return COOP_RESIZING_BARRIER;\n"
-    "}\n";
-
 /* Cooperative kernel that never ends on its own: for shutdown tests. */
 static const char *k_forever =
     "struct forever_state { uint x; };\n"

@@ -11,6 +11,7 @@
 
 #include "coop_rt.h"
 #include "kernels.h"
+#include "sweep_kernel.h"
 
 struct fx {
   coop_rt *rt;
@@ -28,7 +29,7 @@ static void fx_open(struct fx *f) {
   f->sweep = coop_rt_add_kernel(f->rt, "sweep", 1, k_sweep);
   f->phases = coop_rt_add_kernel(f->rt, "phases", 1, k_phases);
   f->forever = coop_rt_add_kernel(f->rt, "forever", 1, k_forever);
-  f->stress = coop_rt_add_kernel(f->rt, "stress", 1, k_stress);
+  f->stress = coop_rt_add_kernel(f->rt, "stopsweep", 1, coop_stopsweep_src);
   ck_assert_int_ge(f->stress, 0);
   r = coop_rt_launch(f->rt);
   ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f->rt));
