@@ -25,7 +25,9 @@ static const char *k_ids =
  *   err[3]: transmitted signature wrong (state not transmitted whole)
  *   err[4]: forked groups seen (count), err[5]: steps by group 0,
  *   err[6]: times group 0 reached the end (1: it was never killed)
- * args: done, err, nitems, N */
+ * When the items run out the kernel keeps offering kills and forks until the
+ * host sets ctl[0], so that a test can wait for churn to have happened.
+ * args: done, err, nitems, N, ctl */
 static const char *k_queue =
     "struct queue_state { uint sig; uint owner; uint lidmark; uint taken; };\n"
     "void queue_init(struct coop_ctx *c, struct queue_state *s) {\n"
@@ -35,6 +37,7 @@ static const char *k_queue =
     "  global atomic_uint *done = (global atomic_uint *)coop_arg_buf(c, 0);\n"
     "  global atomic_uint *err = (global atomic_uint *)coop_arg_buf(c, 1);\n"
     "  uint nitems = coop_arg_u32(c, 2), n = coop_arg_u32(c, 3);\n"
+    "  global atomic_uint *ctl = (global atomic_uint *)coop_arg_buf(c, 4);\n"
     "  local uint *tk = (local uint *)coop_scratch(c);\n"
     "  uint m = coop_num_groups(c), lid = coop_local_id_c(c), vid = coop_group_id(c);\n"
     "  if (s->owner != vid) {\n" /* a state from another group: we were just forked */
@@ -55,12 +58,17 @@ static const char *k_queue =
     "memory_scope_device);\n"
     "    tk[0] = atomic_fetch_add_explicit(&done[nitems], 1u, memory_order_relaxed, "
     "memory_scope_device);\n"
+    "    tk[1] = atomic_load_explicit(&ctl[0], memory_order_relaxed, memory_scope_device);\n"
     "  }\n"
     "  barrier(CLK_LOCAL_MEM_FENCE);\n"
-    "  uint t = tk[0];\n"
+    "  uint t = tk[0], stop = tk[1];\n"
     "  barrier(CLK_LOCAL_MEM_FENCE);\n"
     "  s->owner = vid;\n"
     "  s->lidmark = lid;\n"
+    "  if (t >= nitems && !stop) {\n" /* idle until stopped: sign the state as ours */
+    "    s->sig = (vid * 2654435761u ^ s->taken) + 0x9e3779b9u;\n"
+    "    return COOP_OFFER_KILL | COOP_REQUEST_FORK;\n"
+    "  }\n"
     "  if (t >= nitems && vid == 0u && lid == 0u)\n"
     "    atomic_fetch_add_explicit(&err[6], 1u, memory_order_relaxed, memory_scope_device);\n"
     "  if (t >= nitems) return COOP_DONE;\n"

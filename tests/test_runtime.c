@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "coop_rt.h"
 #include "kernels.h"
@@ -116,9 +117,19 @@ static void queue_run(struct fx *f, unsigned nitems, int nchurn) {
   unsigned w = coop_rt_workers(f->rt);
   uint32_t *done = coop_rt_alloc(f->rt, (nitems + 1) * sizeof *done);
   uint32_t *err = coop_rt_alloc(f->rt, 8 * sizeof *err);
-  uint64_t a[4] = {coop_rt_buf_arg(f->rt, done), coop_rt_buf_arg(f->rt, err), nitems, w};
-  coop_task_id id = submit(f, f->queue, w, 1, 0, 4, a);
-  churn(f, nchurn);
+  uint32_t *ctl = coop_rt_alloc(f->rt, sizeof *ctl);
+  uint64_t a[5] = {coop_rt_buf_arg(f->rt, done), coop_rt_buf_arg(f->rt, err), nitems, w,
+                   coop_rt_buf_arg(f->rt, ctl)};
+  coop_task_id id = submit(f, f->queue, w, 1, 0, 5, a);
+  churn(f, nchurn); /* the first gather must kill: the kernel holds every worker */
+  /* The kernel keeps offering kills and forks until stopped: wait until a
+   * forked group has checked its transmitted state, then stop it. */
+  for (int ms = 0; nchurn > 0 && __atomic_load_n(&err[4], __ATOMIC_ACQUIRE) == 0; ms++) {
+    ck_assert_msg(ms < 60000, "no fork within 60 s of the last gather");
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  __atomic_store_n(ctl, 1u, __ATOMIC_RELEASE);
   struct coop_rt_task_info ti = finish(f, id);
   ck_assert_int_eq(ti.state, COOP_TASK_DONE);
   for (unsigned i = 0; i < nitems; i++)
@@ -137,6 +148,7 @@ static void queue_run(struct fx *f, unsigned nitems, int nchurn) {
   }
   coop_rt_free(f->rt, done);
   coop_rt_free(f->rt, err);
+  coop_rt_free(f->rt, ctl);
 }
 
 START_TEST(queue_alone) {
@@ -214,12 +226,15 @@ START_TEST(several_kernels) {
   uint32_t *cnt = coop_rt_alloc(f.rt, 2 * rounds * sizeof *cnt);
   uint32_t *done = coop_rt_alloc(f.rt, (nitems + 1) * sizeof *done);
   uint32_t *qerr = coop_rt_alloc(f.rt, 8 * sizeof *qerr);
+  uint32_t *qctl = coop_rt_alloc(f.rt, sizeof *qctl);
   uint64_t a[5] = {coop_rt_buf_arg(f.rt, data), n, rounds, coop_rt_buf_arg(f.rt, err),
                    coop_rt_buf_arg(f.rt, cnt)};
-  uint64_t q[4] = {coop_rt_buf_arg(f.rt, done), coop_rt_buf_arg(f.rt, qerr), nitems, w};
+  uint64_t q[5] = {coop_rt_buf_arg(f.rt, done), coop_rt_buf_arg(f.rt, qerr), nitems, w,
+                   coop_rt_buf_arg(f.rt, qctl)};
   coop_task_id s = submit(&f, f.sweep, w, 1, 1, 5, a);
-  coop_task_id qq = submit(&f, f.queue, w, 1, 0, 4, q);
+  coop_task_id qq = submit(&f, f.queue, w, 1, 0, 5, q);
   churn(&f, 4);
+  __atomic_store_n(qctl, 1u, __ATOMIC_RELEASE);
   struct coop_rt_task_info si = finish(&f, s), qi = finish(&f, qq);
   ck_assert_int_eq(si.state, COOP_TASK_DONE);
   ck_assert_int_eq(qi.state, COOP_TASK_DONE);
