@@ -79,8 +79,15 @@ COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
   coop__unreserve(dev, c);
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
-  t->t_started = s->chan_t_started[c];
-  t->t_finished = s->chan_t_finished[c];
+  /* Workers stamp their own start and end, on their own cores. Each start
+   * happens after the assignment (t_gathered) and before its end, but cores'
+   * clocks may differ by some tens of ns (seen on a KVM guest's TSC): report
+   * the causal order rather than the skew. */
+  coop_u64 started = s->chan_t_started[c], finished = s->chan_t_finished[c];
+  if (started < t->t_gathered) started = t->t_gathered;
+  if (finished < started) finished = started;
+  t->t_started = started;
+  t->t_finished = finished;
   t->m_min = coop_ld_rlx(&ch->m_min);
   t->m_max = coop_ld_rlx(&ch->m_max);
   t->kills = coop_ld_rlx(&ch->killed);
