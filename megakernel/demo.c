@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
       .kernel = ksweep, .groups = workers, .cooperative = 1, .query_barrier = 1, .nargs = 3};
   cd.args[0] = coop_rt_buf_arg(rt, data);
   cd.args[1] = n;
-  uint32_t *ctl = coop_rt_alloc(rt, 2 * sizeof *ctl);
+  uint32_t *ctl = coop_rt_alloc(rt, 3 * sizeof *ctl);
   cd.args[2] = coop_rt_buf_arg(rt, ctl);
   coop_task_id cid;
   r = coop_rt_submit(rt, &cd, &cid);

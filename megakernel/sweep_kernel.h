@@ -13,7 +13,10 @@
  * it by that round and all stop after the same one. Thread 0 reads ctl[1]
  * for its group, because a step's return value must be uniform.
  *
- * Registered name: "stopsweep". args: data, n, ctl.
+ * Workgroup 0 also publishes the M of each round in ctl[2], so a host can
+ * watch the kernel shrink and grow back.
+ *
+ * Registered name: "stopsweep". args: data, n, ctl[3].
  */
 #ifndef COOP_SWEEP_KERNEL_H
 #define COOP_SWEEP_KERNEL_H
@@ -34,6 +37,9 @@ static const char *coop_stopsweep_src =
     "      atomic_store_explicit(&ctl[1], stop, memory_order_relaxed, memory_scope_device);\n"
     "    }\n"
     "    b[0] = stop;\n"
+    "    if (coop_group_id(c) == 0u)\n"
+    "      atomic_store_explicit(&ctl[2], coop_num_groups(c), memory_order_relaxed, "
+    "memory_scope_device);\n"
     "  }\n"
     "  barrier(CLK_LOCAL_MEM_FENCE);\n"
     "  uint stop = b[0];\n"

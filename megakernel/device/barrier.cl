@@ -1,11 +1,12 @@
 /*
  * barrier.cl: global_barrier and the two resizing barriers of 004 Sec. 4.2.
  *
- * Master/slave (XF) barrier over cooperative ids, one flag per id in the
- * channel (device memory). Workgroup 0 is the master: it is never killed.
- *   slave:  bar[vid] := ARRIVED (release); spin until bar[vid] != ARRIVED
+ * Master/slave (XF) barrier over cooperative ids, one flag per worker
+ * (coop_worker.bar, device memory), found by id through chan.pid_of (see
+ * shared.h for why not per id). Workgroup 0 is the master: never killed.
+ *   slave:  own flag := ARRIVED (release); spin until it is != ARRIVED
  *           (acquire); GO = continue, KILL = leave.
- *   master: for each id 1..M-1 spin until bar[id] == ARRIVED (acquire),
+ *   master: for each id 1..M-1 spin until its flag == ARRIVED (acquire),
  *           re-reading M (acquire) on every spin, then store GO/KILL
  *           (release) to every slave.
  * The acquire/release pairs give the barrier's happens-before web: every
@@ -40,7 +41,7 @@ COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c) {
   for (;;) {
     coop_u32 m = coop_ld_acq(&ch->m);
     if (i >= m) return m;
-    if (coop_ld_acq(&ch->bar[i]) == COOP_BF_ARRIVED) {
+    if (coop_ld_acq(&c->dev->w[ch->pid_of[i]].bar) == COOP_BF_ARRIVED) {
       i++;
     } else if (coop__cancelled(c)) {
       return 0u;
@@ -50,12 +51,12 @@ COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c) {
 
 COOP_FN void coop__master_release(struct coop_ctx *c, coop_u32 m_old, coop_u32 m_new) {
   for (coop_u32 i = 1u; i < m_old; i++)
-    coop_st_rel(&c->ch->bar[i], i < m_new ? COOP_BF_GO : COOP_BF_KILL);
+    coop_st_rel(&c->dev->w[c->ch->pid_of[i]].bar, i < m_new ? COOP_BF_GO : COOP_BF_KILL);
 }
 
 /* Slave, thread 0: returns GO, KILL, or NONE if cancelled. */
 COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c) {
-  COOP_GLOBAL coop_atomic_u32 *f = &c->ch->bar[c->vid];
+  COOP_GLOBAL coop_atomic_u32 *f = &c->self->bar;
   coop_st_rel(f, COOP_BF_ARRIVED);
   for (;;) {
     coop_u32 v = coop_ld_acq(f);

@@ -54,17 +54,22 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
   coop_u32 k = ch->n_max - m;
   if (nr < k) k = nr;
   if (k == 0u) return 0u;
+  /* The id map and the new flags first: a master that acquires the new M
+   * (global_barrier gathers while others fork) reads them next. */
+  for (coop_u32 a = 0; a < k; a++) {
+    coop_u32 pid = ch->resv[nr - 1u - a];
+    ch->pid_of[m + a] = pid;
+    coop_st_rlx(&dev->w[pid].bar, COOP_BF_NONE);
+  }
   coop_st_rel(&ch->m, m + k);
   coop_fadd(&ch->alive, k); /* atomic: leaving workgroups decrement without the lock */
   for (coop_u32 a = 0; a < k; a++) {
-    coop_u32 pid = ch->resv[nr - 1u - a];
-    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[m + a]];
     COOP_GLOBAL coop_u8 *t = (COOP_GLOBAL coop_u8 *)w->transmit;
     for (coop_u32 b = 0; b < st_size; b++) t[b] = st[b];
     w->chan = chan;
     w->vid = m + a;
     w->forked = 1u;
-    coop_st_rlx(&ch->bar[m + a], COOP_BF_NONE);
     coop_st_rel(&w->state, COOP_WS_ASSIGNED);
   }
   coop_st_rlx(&ch->n_resv, nr - k);

@@ -38,38 +38,47 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
   coop_sys_st_rel(&coop__task(mb, slot)->state, st);
 }
 
-/* Give a channel's unused reservations back to the free pool. */
-COOP_FN void coop__unreserve(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+/* Lock held: reservations the kernel consumed by forking (it takes them
+ * from the top of resv[], lowering n_resv) are busy workers now. This must
+ * run under the same lock hold as any change the scheduler makes to resv[]:
+ * a fork may land between two of the scheduler's passes, and overwriting
+ * resv[] above n_resv would lose a running worker (never reaped). Returns
+ * n_resv. */
+COOP_FN coop_u32 coop__reconcile_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  if (s->chan_resv[c] == 0u) return;
-  coop__lock(&ch->lock);
-  coop_u32 n = coop_ld_rlx(&ch->n_resv);
-  for (coop_u32 i = 0; i < n; i++) {
-    s->wstat[ch->resv[i]] = COOP_SW_FREE;
-    s->nfree++;
-  }
-  for (coop_u32 i = n; i < s->chan_resv[c]; i++) { /* forked */
-    s->wstat[ch->resv[i]] = c;
-    s->chan_workers[c]++;
-  }
-  coop_st_rlx(&ch->n_resv, 0u);
-  coop__unlock(&ch->lock);
-  s->chan_resv[c] = 0u;
-}
-
-/* Step 3: reservations a kernel consumed by forking are busy workers now. */
-COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
-  COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  if (s->chan_resv[c] == 0u || coop_ld_acq(&ch->n_resv) == s->chan_resv[c]) return;
-  coop__lock(&ch->lock);
   coop_u32 n = coop_ld_rlx(&ch->n_resv);
   for (coop_u32 i = n; i < s->chan_resv[c]; i++) {
     s->wstat[ch->resv[i]] = c;
     s->chan_workers[c]++;
   }
   s->chan_resv[c] = n;
+  return n;
+}
+
+/* Give a channel's unused reservations back to the free pool. */
+COOP_FN void coop__unreserve(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  if (s->chan_resv[c] == 0u) return;
+  coop__lock(&ch->lock);
+  coop_u32 n = coop__reconcile_locked(dev, c);
+  for (coop_u32 i = 0; i < n; i++) {
+    s->wstat[ch->resv[i]] = COOP_SW_FREE;
+    s->nfree++;
+  }
+  coop_st_rlx(&ch->n_resv, 0u);
+  coop__unlock(&ch->lock);
+  s->chan_resv[c] = 0u;
+}
+
+/* Step 3. */
+COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  if (s->chan_resv[c] == 0u || coop_ld_acq(&ch->n_resv) == s->chan_resv[c]) return;
+  coop__lock(&ch->lock);
+  coop__reconcile_locked(dev, c);
   coop__unlock(&ch->lock);
 }
 
@@ -148,7 +157,6 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->cancel, 0u);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
-  for (coop_u32 i = 0; i < t->groups; i++) coop_st_rlx(&ch->bar[i], COOP_BF_NONE);
   s->chan_busy[c] = 1u;
   s->chan_resv[c] = 0u;
   s->chan_killed_reaped[c] = 0u;
@@ -160,16 +168,21 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   t->t_gathered = coop_clock();
   t->status = COOP_TR_OK;
   coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
+  /* The whole id map before any release: workgroup 0, the barrier master,
+   * reads the flags of ids 1..g-1 through it as soon as it starts. */
   coop_u32 v = 0u;
   for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
     if (s->wstat[pid] != COOP_SW_FREE) continue;
     COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
     w->chan = c;
-    w->vid = v++;
+    w->vid = v;
     w->forked = 0u;
+    coop_st_rlx(&w->bar, COOP_BF_NONE);
+    ch->pid_of[v++] = pid;
     s->wstat[pid] = c;
-    coop_st_rel(&w->state, COOP_WS_ASSIGNED); /* channel + payload before */
   }
+  for (v = 0u; v < g; v++) /* channel, payload and id map before */
+    coop_st_rel(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
   s->nfree -= g;
 }
 
@@ -209,13 +222,12 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
       coop_st_rlx(&ch->want_kill, 0u);
       coop__unlock(&ch->lock);
     }
-    if (s->nfree == 0u) continue;
-    coop_u32 m = coop_ld_acq(&ch->m);
-    coop_u32 deficit = ch->n_max - m;
-    if (deficit <= s->chan_resv[c]) continue;
-    deficit -= s->chan_resv[c];
+    /* lock-free hint first; M + n_resv is unchanged by a fork */
+    if (s->nfree == 0u || coop_ld_acq(&ch->m) + s->chan_resv[c] >= ch->n_max) continue;
     coop__lock(&ch->lock);
-    coop_u32 n = coop_ld_rlx(&ch->n_resv);
+    coop_u32 n = coop__reconcile_locked(dev, c);
+    coop_u32 have = coop_ld_rlx(&ch->m) + n;
+    coop_u32 deficit = have < ch->n_max ? ch->n_max - have : 0u;
     for (coop_u32 pid = 1u; pid <= s->nworkers && deficit != 0u; pid++) {
       if (s->wstat[pid] != COOP_SW_FREE) continue;
       s->wstat[pid] = COOP_RESV_BIT | c;

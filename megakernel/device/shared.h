@@ -105,17 +105,23 @@ struct coop_mailbox {
 
 struct coop_worker {
   coop_atomic_u32 state;
-  coop_u32 chan;   /* payload: channel of the kernel to run */
-  coop_u32 vid;    /* payload: cooperative group id */
-  coop_u32 forked; /* payload: 1 = start after a fork with transmit[] */
-  coop_u32 reason; /* result */
-  coop_u32 pad0;
+  coop_u32 chan;           /* payload: channel of the kernel to run */
+  coop_u32 vid;            /* payload: cooperative group id */
+  coop_u32 forked;         /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason;         /* result */
+  coop_atomic_u32 bar;     /* this workgroup's barrier flag, see below */
   coop_u64 t_start, t_end; /* result: device clock */
   coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
 };
 
-/* Barrier flags (coop_chan.bar[vid]). A slave stores ARRIVED (release) and
- * spins; the master, after acquiring every ARRIVED, stores GO or KILL. */
+/* Barrier flags (coop_worker.bar, found by id through coop_chan.pid_of).
+ * A slave stores ARRIVED (release) and spins; the master, after acquiring
+ * every ARRIVED, stores GO or KILL. The flag belongs to the physical worker,
+ * not to the id: a killed workgroup may not have read its KILL yet when its
+ * id is forked again, and a per-id flag would then be reset under it (it
+ * could even read the new holder's ARRIVED and GO, and carry on as a second
+ * workgroup with that id). A worker's flag is reset only when the worker is
+ * assigned again, after it was reaped. */
 #define COOP_BF_NONE 0u
 #define COOP_BF_ARRIVED 1u
 #define COOP_BF_GO 2u
@@ -132,19 +138,19 @@ struct coop_chan {
   coop_u32 task;  /* task slot */
   coop_u64 args[COOP_MAX_ARGS];
   coop_atomic_u32 lock;
-  coop_atomic_u32 m;          /* (L) M, the active count */
-  coop_atomic_u32 want_kill;  /* (L) scheduler: surrender this many */
-  coop_atomic_u32 n_resv;     /* (L) reserved workers ready for a fork */
-  coop_atomic_u32 alive;      /* workgroups inside; atomic add/sub (no lock for -) */
-  coop_atomic_u32 killed;     /* (L) kills accepted since the start */
-  coop_atomic_u32 forked;     /* (L) workgroups forked since the start */
-  coop_atomic_u32 resizes;    /* resizing-barrier episodes */
-  coop_atomic_u32 ep_killed;  /* (L) plain resizing barrier: kills this episode */
-  coop_atomic_u32 cancel;     /* scheduler -> kernel: leave at the next primitive */
-  coop_atomic_u32 m_min;      /* (L) */
-  coop_atomic_u32 m_max;      /* (L) */
-  coop_u32 resv[COOP_MAX_WG]; /* (L) worker ids reserved for a fork */
-  coop_atomic_u32 bar[COOP_MAX_WG];
+  coop_atomic_u32 m;            /* (L) M, the active count */
+  coop_atomic_u32 want_kill;    /* (L) scheduler: surrender this many */
+  coop_atomic_u32 n_resv;       /* (L) reserved workers ready for a fork */
+  coop_atomic_u32 alive;        /* workgroups inside; atomic add/sub (no lock for -) */
+  coop_atomic_u32 killed;       /* (L) kills accepted since the start */
+  coop_atomic_u32 forked;       /* (L) workgroups forked since the start */
+  coop_atomic_u32 resizes;      /* resizing-barrier episodes */
+  coop_atomic_u32 ep_killed;    /* (L) plain resizing barrier: kills this episode */
+  coop_atomic_u32 cancel;       /* scheduler -> kernel: leave at the next primitive */
+  coop_atomic_u32 m_min;        /* (L) */
+  coop_atomic_u32 m_max;        /* (L) */
+  coop_u32 resv[COOP_MAX_WG];   /* (L) worker ids reserved for a fork */
+  coop_u32 pid_of[COOP_MAX_WG]; /* (L) id -> worker; entries < M are current */
 };
 
 /* Scheduler context: private to the scheduler workgroup (thread 0). */
