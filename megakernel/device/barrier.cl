@@ -135,7 +135,10 @@ COOP_FN0 coop_u32 coop__primitive0(struct coop_ctx *c, coop_u32 r, const coop_u8
   if (c->left) return 2u; /* cancelled inside a direct coop_global_barrier */
   if (r & COOP_DONE) return 1u;
   if ((r & COOP_OFFER_KILL) && coop__offer_kill0(c)) return 2u;
-  if (r & COOP_REQUEST_FORK) coop__request_fork0(c, st, st_size);
+  /* A fork beside a barrier would start its workgroups past a barrier they
+   * never passed: it forks nothing (k = 0 is always valid; docs/kernels.md). */
+  if ((r & COOP_REQUEST_FORK) && !(r & (COOP_GLOBAL_BARRIER | COOP_RESIZING_BARRIER)))
+    coop__request_fork0(c, st, st_size);
   if ((r & COOP_GLOBAL_BARRIER) && coop__global_barrier0(c)) return 2u;
   if ((r & COOP_RESIZING_BARRIER) && coop__resizing_barrier0(c, st, st_size)) return 2u;
   /* Cancellation is honoured at every primitive; barrier spins watch it too. */
