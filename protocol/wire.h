@@ -1,0 +1,367 @@
+/*
+ * wire.h: the coop wire protocol, version 1 (protocol/PROTOCOL.md).
+ *
+ * A frame is a 16-byte header and a payload, all integers big-endian:
+ *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
+ * `seq` is chosen by the client for a request and echoed in its reply;
+ * daemon-initiated frames (EVENT) carry seq 0. The payload of each type is a
+ * fixed sequence of fields (below); the decoder rejects short payloads,
+ * trailing bytes, out-of-range enums and counts above the limits.
+ *
+ * Field encodings: u8/u16/u32/u64/i32/i64 big-endian two's complement;
+ * str = u16 length + bytes (no NUL, no embedded NUL, length < the field's
+ * max); blob = u32 length + bytes.
+ *
+ * File descriptors (memfd buffers) travel beside a frame as SCM_RIGHTS
+ * ancillary data of the sendmsg() that carries the frame's first byte; a
+ * SUBMIT argument names one by its index among that frame's descriptors.
+ *
+ * The codec is pure: no I/O, no allocation in decode (decoded strings are
+ * copied into fixed arrays; blobs and record arrays point into the payload,
+ * valid while the payload is). Encoding appends to a growable buffer.
+ * Every function returns 0 or a negative coop_errno (COOP_EPROTO for
+ * malformed input, COOP_ETOOBIG above a limit, COOP_EVERSION, COOP_ENOMEM).
+ */
+#ifndef COOP_WIRE_H
+#define COOP_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coop_errno.h"
+
+#define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
+#define COOP_WIRE_VERSION 1u        /* the only version this code speaks */
+#define COOP_WIRE_HDR 16u
+#define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
+#define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
+#define COOP_WIRE_MAX_FDS 16u             /* descriptors beside one frame */
+#define COOP_WIRE_NAME_MAX 64u            /* kernel names, client names: < 64 bytes */
+#define COOP_WIRE_TEXT_MAX 1024u          /* messages, device names: < 1024 bytes */
+#define COOP_WIRE_MAX_ARGS 16u
+#define COOP_WIRE_FD_NONE 0xffu
+#define COOP_WAIT_FOREVER 0xffffffffu
+
+enum coop_msg_type {
+  /* client -> daemon */
+  COOP_MSG_HELLO = 1,
+  COOP_MSG_SUBMIT = 2,
+  COOP_MSG_STATUS = 3,
+  COOP_MSG_WAIT = 4,
+  COOP_MSG_CANCEL = 5,
+  COOP_MSG_STATS = 6,
+  COOP_MSG_KERNELS = 7,
+  COOP_MSG_SUBSCRIBE = 8,
+  /* daemon -> client */
+  COOP_MSG_WELCOME = 64,
+  COOP_MSG_ACCEPTED = 65,
+  COOP_MSG_STATUS_REPLY = 66,
+  COOP_MSG_RESULT = 67,
+  COOP_MSG_OK = 68,
+  COOP_MSG_STATS_REPLY = 69,
+  COOP_MSG_KERNEL_LIST = 70,
+  COOP_MSG_EVENT = 71,
+  COOP_MSG_ERROR = 127
+};
+
+/* Scalar and buffer argument types (SUBMIT, KERNEL_LIST). */
+enum coop_arg_type {
+  COOP_ARG_U32 = 1,
+  COOP_ARG_I32 = 2,
+  COOP_ARG_U64 = 3,
+  COOP_ARG_I64 = 4,
+  COOP_ARG_F32 = 5,
+  COOP_ARG_F64 = 6,
+  COOP_ARG_BUF = 7
+};
+
+/* Buffer direction: what is copied to the device and back. */
+enum coop_buf_dir { COOP_BUF_IN = 1, COOP_BUF_OUT = 2, COOP_BUF_INOUT = 3 };
+
+/* Job states as the daemon reports them. */
+enum coop_job_state {
+  COOP_JOB_QUEUED = 1, /* accepted, waiting for workgroups (or for its period) */
+  COOP_JOB_RUNNING = 2,
+  COOP_JOB_DONE = 3,
+  COOP_JOB_CANCELLED = 4,
+  COOP_JOB_REFUSED = 5, /* invalid for this device or kernel: see error */
+  COOP_JOB_FAILED = 6   /* the daemon could not run or finish it: see error */
+};
+
+/* SUBMIT flags. */
+#define COOP_SUBMIT_COOPERATIVE 0x1u
+#define COOP_SUBMIT_QUERY_BARRIER 0x2u /* resizing barrier: query variant */
+#define COOP_SUBMIT_FLAGS_ALL 0x3u
+
+/* Event kinds (EVENT) and SUBSCRIBE mask bits (1u << kind). */
+enum coop_event_kind {
+  COOP_EV_RELEASED = 1, /* the scheduler took the task (instance) */
+  COOP_EV_GATHERED = 2, /* its workgroups are gathered */
+  COOP_EV_STARTED = 3,
+  COOP_EV_FINISHED = 4 /* done, cancelled or refused: see state */
+};
+#define COOP_EV_ALL 0x1eu
+
+struct coop_wire_hdr {
+  uint16_t version;
+  uint16_t type;
+  uint32_t seq;
+  uint32_t len; /* payload bytes */
+};
+
+/* HELLO: u16 min_version, u16 max_version, str name */
+struct coop_msg_hello {
+  uint16_t min_version, max_version;
+  char name[COOP_WIRE_NAME_MAX];
+};
+
+/* WELCOME: u16 version, str daemon_version, str backend, str device,
+ * u32 compute_units, u32 workers, u32 max_payload, u32 inline_max,
+ * u32 uid, u32 pid (the client's credentials as the daemon saw them) */
+struct coop_msg_welcome {
+  uint16_t version;
+  char daemon_version[COOP_WIRE_NAME_MAX];
+  char backend[COOP_WIRE_NAME_MAX];
+  char device[COOP_WIRE_TEXT_MAX];
+  uint32_t compute_units, workers, max_payload, inline_max, uid, pid;
+};
+
+/* One SUBMIT argument:
+ *   u8 type; scalar types: u64 bits (the value zero-extended; f32/f64 as
+ *   their IEEE bits); BUF: u8 dir, u8 fd (index, or COOP_WIRE_FD_NONE for
+ *   inline), u64 size, blob data (inline with IN in dir: exactly size bytes;
+ *   otherwise empty). */
+struct coop_wire_arg {
+  uint8_t type;
+  uint64_t bits;
+  uint8_t dir, fd;
+  uint64_t size;
+  const uint8_t *data; /* inline IN data, into the payload */
+  uint32_t data_len;
+};
+
+/* SUBMIT: str kernel, u8 flags, u32 groups, u32 period_us, u32 count,
+ * u32 duration_ms, u32 deadline_us, u8 nargs, nargs x arg.
+ * period_us == 0: one task (count and duration_ms must be 0).
+ * period_us > 0: a periodic job, one instance released every period until
+ * `count` instances (0 = no limit) or `duration_ms` (0 = no limit) is
+ * reached, at least one of them non-zero. deadline_us (0 = none): an
+ * instance whose finish comes later than release + deadline is a miss. */
+struct coop_msg_submit {
+  char kernel[COOP_WIRE_NAME_MAX];
+  uint8_t flags;
+  uint32_t groups, period_us, count, duration_ms, deadline_us;
+  uint8_t nargs;
+  struct coop_wire_arg args[COOP_WIRE_MAX_ARGS];
+};
+
+/* ACCEPTED: u64 job */
+/* STATUS: u64 job (0 = every job this client may see) */
+/* WAIT: u64 job, u32 timeout_ms (COOP_WAIT_FOREVER) */
+/* CANCEL: u64 job */
+/* STATS, KERNELS: empty payload */
+/* SUBSCRIBE: u32 mask (COOP_EV_* bits; 0 unsubscribes) */
+/* OK: empty payload */
+struct coop_msg_job {
+  uint64_t job;
+  uint32_t timeout_ms; /* WAIT only */
+};
+struct coop_msg_subscribe {
+  uint32_t mask;
+};
+
+/* ERROR: i32 code (coop_errno), str message */
+struct coop_msg_error {
+  int32_t code;
+  char message[COOP_WIRE_TEXT_MAX];
+};
+
+/* STATUS_REPLY: u32 n, n x record, each the fields
+ *   u64 job, u8 state, u8 flags, str kernel, u32 groups, u32 uid, u32 pid,
+ *   u32 instances_done, u32 misses */
+struct coop_wire_status {
+  uint64_t job;
+  uint8_t state, flags;
+  char kernel[COOP_WIRE_NAME_MAX];
+  uint32_t groups, uid, pid, instances_done, misses;
+};
+#define COOP_WIRE_MAX_STATUS 1024u
+struct coop_msg_status_reply {
+  uint32_t n;
+  const uint8_t *recs; /* the encoded records, into the payload */
+  uint32_t recs_len;
+};
+
+/* Timings of one task or instance, ns of the daemon's CLOCK_MONOTONIC
+ * (0 = did not happen), and gather_ns / exec_ns measured on the device
+ * clock (-1 = not measured). */
+struct coop_wire_times {
+  int64_t submitted, released, gathered, started, finished;
+  int64_t gather_ns, exec_ns;
+};
+
+/* An instance of a periodic job, fixed 57-byte record in RESULT:
+ *   u8 state, 7 x i64 times (struct coop_wire_times order) */
+struct coop_wire_inst {
+  uint8_t state;
+  struct coop_wire_times t;
+};
+#define COOP_WIRE_INST_BYTES 57u
+#define COOP_WIRE_MAX_INST 65536u
+
+/* RESULT: u64 job, u8 state, i32 error, str message, 7 x i64 times,
+ * u32 m_initial, m_min, m_max, kills, forks, resizes, u32 instances,
+ * u32 misses, u32 ninst, ninst x inst record, u8 nbuf,
+ * nbuf x (u8 arg, blob data): the contents of inline OUT/INOUT buffers
+ * (memfd buffers are written back in place before RESULT is sent). */
+struct coop_wire_outbuf {
+  uint8_t arg;
+  const uint8_t *data;
+  uint32_t len;
+};
+struct coop_msg_result {
+  uint64_t job;
+  uint8_t state;
+  int32_t error;
+  char message[COOP_WIRE_TEXT_MAX];
+  struct coop_wire_times t;
+  uint32_t m_initial, m_min, m_max, kills, forks, resizes;
+  uint32_t instances, misses;
+  uint32_t ninst;
+  const uint8_t *inst; /* ninst encoded records, into the payload */
+  uint8_t nbuf;
+  struct coop_wire_outbuf bufs[COOP_WIRE_MAX_ARGS];
+};
+
+/* STATS_REPLY: str backend, str device, u32 compute_units, u32 workers,
+ * u32 clients, u32 queued, u32 running, u64 submitted, u64 done,
+ * u64 cancelled, u64 refused, u64 failed, u32 samples,
+ * i64 gather_p50, gather_p90, gather_p99, gather_max (ns, over the last
+ * `samples` non-cooperative task instances; -1 when none) */
+struct coop_msg_stats_reply {
+  char backend[COOP_WIRE_NAME_MAX];
+  char device[COOP_WIRE_TEXT_MAX];
+  uint32_t compute_units, workers, clients, queued, running;
+  uint64_t submitted, done, cancelled, refused, failed;
+  uint32_t samples;
+  int64_t gather_p50, gather_p90, gather_p99, gather_max;
+};
+
+/* KERNEL_LIST: u32 n, n x (str name, u8 cooperative, u8 nargs,
+ * nargs x u8 arg type) */
+struct coop_wire_kernel {
+  char name[COOP_WIRE_NAME_MAX];
+  uint8_t cooperative, nargs;
+  uint8_t types[COOP_WIRE_MAX_ARGS];
+};
+#define COOP_WIRE_MAX_KERNELS 256u
+struct coop_msg_kernel_list {
+  uint32_t n;
+  const uint8_t *recs; /* into the payload */
+  uint32_t recs_len;
+};
+
+/* EVENT: u64 job, u8 kind, u8 state, u32 instance, i64 t_ns (daemon's
+ * CLOCK_MONOTONIC), i64 gather_ns (-1 unless kind is GATHERED or later) */
+struct coop_msg_event {
+  uint64_t job;
+  uint8_t kind, state;
+  uint32_t instance;
+  int64_t t_ns, gather_ns;
+};
+
+union coop_msg {
+  struct coop_msg_hello hello;
+  struct coop_msg_welcome welcome;
+  struct coop_msg_submit submit;
+  struct coop_msg_job job; /* ACCEPTED, STATUS, WAIT, CANCEL */
+  struct coop_msg_subscribe subscribe;
+  struct coop_msg_error error;
+  struct coop_msg_status_reply status_reply;
+  struct coop_msg_result result;
+  struct coop_msg_stats_reply stats;
+  struct coop_msg_kernel_list kernels;
+  struct coop_msg_event event;
+};
+
+/* ---- growable output buffer ---- */
+struct coop_wire_buf {
+  uint8_t *p;
+  size_t len, cap;
+  int err; /* sticky: first error while building (COOP_ENOMEM / COOP_ETOOBIG) */
+};
+void coop_wire_buf_init(struct coop_wire_buf *b);
+void coop_wire_buf_free(struct coop_wire_buf *b);
+
+/* ---- header ---- */
+/* Parse the 16-byte header at b: COOP_EPROTO on a bad magic,
+ * COOP_ETOOBIG if len > COOP_WIRE_MAX_PAYLOAD. The version is returned in
+ * h->version unchecked (the caller answers EVERSION itself). */
+int coop_wire_hdr_decode(const uint8_t *b, struct coop_wire_hdr *h);
+
+/* ---- whole messages ---- */
+/* Append one frame (header + payload) of `type` to b. The message's
+ * pointer fields (inline data, records, out buffers) are copied in.
+ * STATUS_REPLY, KERNEL_LIST and RESULT's instances are built with the
+ * record encoders below into m->..recs / inst beforehand. */
+int coop_wire_encode(struct coop_wire_buf *b, uint16_t type, uint32_t seq, const union coop_msg *m);
+
+/* Decode a payload of `type` (h from coop_wire_hdr_decode) into m. Unknown
+ * types: COOP_EPROTO. Empty-payload types accept only len == 0. */
+int coop_wire_decode(const struct coop_wire_hdr *h, const uint8_t *payload, union coop_msg *m);
+
+/* ---- records of the variable-length replies ---- */
+int coop_wire_status_put(struct coop_wire_buf *recs, const struct coop_wire_status *s);
+int coop_wire_kernel_put(struct coop_wire_buf *recs, const struct coop_wire_kernel *k);
+int coop_wire_inst_put(struct coop_wire_buf *recs, const struct coop_wire_inst *i);
+/* Iterate: *off starts at 0; returns 0 and advances, or COOP_EPROTO.
+ * The decoder already validated every record, so iteration of a decoded
+ * message never fails. */
+int coop_wire_status_next(const struct coop_msg_status_reply *r, uint32_t *off,
+                          struct coop_wire_status *s);
+int coop_wire_kernel_next(const struct coop_msg_kernel_list *r, uint32_t *off,
+                          struct coop_wire_kernel *k);
+int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_wire_inst *out);
+
+const char *coop_wire_type_name(uint16_t type);
+const char *coop_job_state_name(uint8_t state);
+const char *coop_arg_type_name(uint8_t type);
+
+/* ---- frame reader: bytes in, whole frames out (for non-blocking I/O) ----
+ * Feed whatever recv() returned; take complete frames. A malformed header
+ * makes the reader sticky-failed with the error. Descriptors received with
+ * the bytes are queued and handed to the frame they arrived with (the
+ * frame whose first byte was in that recvmsg); the caller owns handed-out
+ * descriptors and the reader closes those it still holds when freed. */
+struct coop_wire_reader {
+  uint8_t *buf;
+  size_t len, cap;
+  int err;
+  int fds[COOP_WIRE_MAX_FDS * 4];
+  unsigned nfds;
+};
+void coop_wire_reader_init(struct coop_wire_reader *r);
+void coop_wire_reader_free(struct coop_wire_reader *r);
+/* Append n bytes and nfds descriptors (received together). COOP_ETOOBIG if
+ * more than COOP_WIRE_MAX_FDS*4 descriptors would be pending. */
+int coop_wire_reader_feed(struct coop_wire_reader *r, const uint8_t *bytes, size_t n,
+                          const int *fds, unsigned nfds);
+/* If a whole frame is buffered: 1, with h, a pointer to its payload (valid
+ * until the next call on r) and its descriptors moved to fds (*nfds; at
+ * most COOP_WIRE_MAX_FDS, the rest stay queued for later frames). 0 if not
+ * yet; negative on a malformed header. */
+int coop_wire_reader_next(struct coop_wire_reader *r, struct coop_wire_hdr *h,
+                          const uint8_t **payload, int *fds, unsigned *nfds);
+
+/* ---- socket helpers (blocking or non-blocking fds) ---- */
+/* sendmsg all of buf with fds (SCM_RIGHTS) on the first chunk; retries on
+ * EINTR; on EAGAIN returns the bytes sent so far via *sent and COOP_EIO is
+ * not raised (caller polls). Returns 0 or COOP_EIO / COOP_ECLOSED. */
+int coop_wire_send(int sock, const uint8_t *buf, size_t len, const int *fds, unsigned nfds,
+                   size_t *sent);
+/* recvmsg up to cap bytes and any descriptors (MSG_CMSG_CLOEXEC). Returns
+ * bytes (> 0), 0 on EOF, COOP_EIO on error, -EAGAIN-like COOP_ETIMEDOUT
+ * when non-blocking and nothing is there. */
+long coop_wire_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds);
+
+#endif /* COOP_WIRE_H */
