@@ -13,8 +13,9 @@
  * max); blob = u32 length + bytes.
  *
  * File descriptors (memfd buffers) travel beside a frame as SCM_RIGHTS
- * ancillary data of the sendmsg() that carries the frame's first byte; a
- * SUBMIT argument names one by its index among that frame's descriptors.
+ * ancillary data of the sendmsg() that begins with the frame's first byte
+ * and carries no byte of a later frame; a SUBMIT argument names one by its
+ * index among that frame's descriptors.
  *
  * The codec is pure: no I/O, no allocation in decode (decoded strings are
  * copied into fixed arrays; blobs and record arrays point into the payload,
@@ -91,7 +92,12 @@ enum coop_job_state {
 /* SUBMIT flags. */
 #define COOP_SUBMIT_COOPERATIVE 0x1u
 #define COOP_SUBMIT_QUERY_BARRIER 0x2u /* resizing barrier: query variant */
-#define COOP_SUBMIT_FLAGS_ALL 0x3u
+/* The job outlives its connection: it is not cancelled when the client
+ * disconnects, and any connection of the same uid (or root) may WAIT for,
+ * STATUS or CANCEL it (coopctl submit without --wait). Without it, a
+ * client's unfinished jobs are cancelled when its connection closes. */
+#define COOP_SUBMIT_DETACHED 0x4u
+#define COOP_SUBMIT_FLAGS_ALL 0x7u
 
 /* Event kinds (EVENT) and SUBSCRIBE mask bits (1u << kind). */
 enum coop_event_kind {
@@ -127,10 +133,11 @@ struct coop_msg_welcome {
 };
 
 /* One SUBMIT argument:
- *   u8 type; scalar types: u64 bits (the value zero-extended; f32/f64 as
- *   their IEEE bits); BUF: u8 dir, u8 fd (index, or COOP_WIRE_FD_NONE for
- *   inline), u64 size, blob data (inline with IN in dir: exactly size bytes;
- *   otherwise empty). */
+ *   u8 type; scalar types: u64 bits (the value zero-extended, so 32-bit
+ *   types have the high 32 bits zero; f32/f64 as their IEEE bits); BUF: u8
+ *   dir, u8 fd (index, or COOP_WIRE_FD_NONE for inline), u64 size, blob
+ *   data (inline with IN in dir: exactly size bytes; otherwise empty).
+ *   An inline buffer's size is at most COOP_WIRE_INLINE_MAX. */
 struct coop_wire_arg {
   uint8_t type;
   uint64_t bits;
@@ -160,7 +167,8 @@ struct coop_msg_submit {
 /* WAIT: u64 job, u32 timeout_ms (COOP_WAIT_FOREVER) */
 /* CANCEL: u64 job */
 /* STATS, KERNELS: empty payload */
-/* SUBSCRIBE: u32 mask (COOP_EV_* bits; 0 unsubscribes) */
+/* SUBSCRIBE: u32 mask (COOP_EV_* bits, none outside COOP_EV_ALL; 0
+ * unsubscribes) */
 /* OK: empty payload */
 struct coop_msg_job {
   uint64_t job;
@@ -170,7 +178,7 @@ struct coop_msg_subscribe {
   uint32_t mask;
 };
 
-/* ERROR: i32 code (coop_errno), str message */
+/* ERROR: i32 code (coop_errno, always < 0), str message */
 struct coop_msg_error {
   int32_t code;
   char message[COOP_WIRE_TEXT_MAX];
@@ -213,7 +221,9 @@ struct coop_wire_inst {
  * u32 m_initial, m_min, m_max, kills, forks, resizes, u32 instances,
  * u32 misses, u32 ninst, ninst x inst record, u8 nbuf,
  * nbuf x (u8 arg, blob data): the contents of inline OUT/INOUT buffers
- * (memfd buffers are written back in place before RESULT is sent). */
+ * (arg: the SUBMIT argument's index, < COOP_WIRE_MAX_ARGS; data at most
+ * COOP_WIRE_INLINE_MAX bytes; memfd buffers are written back in place
+ * before RESULT is sent). */
 struct coop_wire_outbuf {
   uint8_t arg;
   const uint8_t *data;
@@ -247,7 +257,7 @@ struct coop_msg_stats_reply {
   int64_t gather_p50, gather_p90, gather_p99, gather_max;
 };
 
-/* KERNEL_LIST: u32 n, n x (str name, u8 cooperative, u8 nargs,
+/* KERNEL_LIST: u32 n, n x (str name, u8 cooperative (0 or 1), u8 nargs,
  * nargs x u8 arg type) */
 struct coop_wire_kernel {
   char name[COOP_WIRE_NAME_MAX];
@@ -288,7 +298,10 @@ union coop_msg {
 struct coop_wire_buf {
   uint8_t *p;
   size_t len, cap;
-  int err; /* sticky: first error while building (COOP_ENOMEM / COOP_ETOOBIG) */
+  int err; /* sticky: first error while building (COOP_ENOMEM / COOP_ETOOBIG /
+            * COOP_EINVAL); every later encode or put returns it and appends
+            * nothing. A failed call appends nothing either, so p[0..len) holds
+            * only whole frames (or records). Clear err to go on. */
 };
 void coop_wire_buf_init(struct coop_wire_buf *b);
 void coop_wire_buf_free(struct coop_wire_buf *b);
@@ -303,20 +316,34 @@ int coop_wire_hdr_decode(const uint8_t *b, struct coop_wire_hdr *h);
 /* Append one frame (header + payload) of `type` to b. The message's
  * pointer fields (inline data, records, out buffers) are copied in.
  * STATUS_REPLY, KERNEL_LIST and RESULT's instances are built with the
- * record encoders below into m->..recs / inst beforehand. */
+ * record encoders below into m->..recs / inst beforehand. m may be NULL for
+ * the empty-payload types. The frame is checked with the decoder before it
+ * is kept: COOP_ETOOBIG for a payload over COOP_WIRE_MAX_PAYLOAD, a string
+ * that fills its array or a count over its limit; COOP_EINVAL for anything
+ * else the decoder would refuse (unknown type or enum, record count that
+ * does not match the records, ...). */
 int coop_wire_encode(struct coop_wire_buf *b, uint16_t type, uint32_t seq, const union coop_msg *m);
 
 /* Decode a payload of `type` (h from coop_wire_hdr_decode) into m. Unknown
- * types: COOP_EPROTO. Empty-payload types accept only len == 0. */
+ * types: COOP_EPROTO. Empty-payload types accept only len == 0. Malformed
+ * input (short, trailing bytes, NUL in a string, unknown enum or flag, a
+ * 32-bit scalar with high bits set, an ERROR code >= 0, a SUBSCRIBE mask
+ * outside COOP_EV_ALL, inline data that does not match its buffer):
+ * COOP_EPROTO; a string of length >= its field's max, a count over its
+ * limit or an inline buffer over COOP_WIRE_INLINE_MAX: COOP_ETOOBIG. A
+ * SUBMIT's fd indexes are checked against COOP_WIRE_MAX_FDS only: the
+ * daemon checks them against the descriptors that came with the frame. */
 int coop_wire_decode(const struct coop_wire_hdr *h, const uint8_t *payload, union coop_msg *m);
 
 /* ---- records of the variable-length replies ---- */
 int coop_wire_status_put(struct coop_wire_buf *recs, const struct coop_wire_status *s);
 int coop_wire_kernel_put(struct coop_wire_buf *recs, const struct coop_wire_kernel *k);
 int coop_wire_inst_put(struct coop_wire_buf *recs, const struct coop_wire_inst *i);
-/* Iterate: *off starts at 0; returns 0 and advances, or COOP_EPROTO.
- * The decoder already validated every record, so iteration of a decoded
- * message never fails. */
+/* Iterate: *off starts at 0; returns 0 and advances, or COOP_EPROTO (also
+ * past the last record). The decoder already validated every record, so
+ * iteration of a decoded message never fails. The puts return 0, the
+ * buffer's sticky error, or a new one (COOP_EINVAL for a record the
+ * decoder would refuse, COOP_ETOOBIG past COOP_WIRE_MAX_PAYLOAD bytes). */
 int coop_wire_status_next(const struct coop_msg_status_reply *r, uint32_t *off,
                           struct coop_wire_status *s);
 int coop_wire_kernel_next(const struct coop_msg_kernel_list *r, uint32_t *off,
@@ -330,38 +357,57 @@ const char *coop_arg_type_name(uint8_t type);
 /* ---- frame reader: bytes in, whole frames out (for non-blocking I/O) ----
  * Feed whatever recv() returned; take complete frames. A malformed header
  * makes the reader sticky-failed with the error. Descriptors received with
- * the bytes are queued and handed to the frame they arrived with (the
- * frame whose first byte was in that recvmsg); the caller owns handed-out
- * descriptors and the reader closes those it still holds when freed. */
+ * the bytes are queued and handed to the frame they arrived with: the last
+ * frame whose first byte was in that recvmsg (Linux may glue earlier bytes
+ * in front of the sendmsg() that carried descriptors, but ends the read
+ * with it; coop_wire_send sends a frame with descriptors alone). Bytes with
+ * descriptors but no frame start are a protocol error (COOP_EPROTO). The
+ * caller owns handed-out descriptors and the reader closes those it still
+ * holds when freed. */
 struct coop_wire_reader {
   uint8_t *buf;
   size_t len, cap;
   int err;
   int fds[COOP_WIRE_MAX_FDS * 4];
   unsigned nfds;
+  size_t off;                               /* bytes at buf's start already handed out */
+  uint64_t frame;                           /* ordinal of the frame that starts at off */
+  uint64_t fd_frame[COOP_WIRE_MAX_FDS * 4]; /* ordinal of the frame each fd came with */
 };
 void coop_wire_reader_init(struct coop_wire_reader *r);
 void coop_wire_reader_free(struct coop_wire_reader *r);
-/* Append n bytes and nfds descriptors (received together). COOP_ETOOBIG if
- * more than COOP_WIRE_MAX_FDS*4 descriptors would be pending. */
+/* Append n bytes and nfds descriptors (received together). The reader owns
+ * the descriptors from this call on, even when it fails (it closes them).
+ * COOP_ETOOBIG if more than COOP_WIRE_MAX_FDS*4 descriptors would be
+ * pending; COOP_EPROTO for descriptors with no frame start; every error is
+ * sticky. */
 int coop_wire_reader_feed(struct coop_wire_reader *r, const uint8_t *bytes, size_t n,
                           const int *fds, unsigned nfds);
 /* If a whole frame is buffered: 1, with h, a pointer to its payload (valid
- * until the next call on r) and its descriptors moved to fds (*nfds; at
- * most COOP_WIRE_MAX_FDS, the rest stay queued for later frames). 0 if not
- * yet; negative on a malformed header. */
+ * until the next call on r) and its descriptors moved to fds (room for
+ * COOP_WIRE_MAX_FDS; *nfds of them). Descriptors past COOP_WIRE_MAX_FDS,
+ * or all of them when fds is NULL, are closed: no SUBMIT can name them.
+ * 0 if not yet; negative on a malformed header (and on every later call). */
 int coop_wire_reader_next(struct coop_wire_reader *r, struct coop_wire_hdr *h,
                           const uint8_t **payload, int *fds, unsigned *nfds);
 
 /* ---- socket helpers (blocking or non-blocking fds) ---- */
-/* sendmsg all of buf with fds (SCM_RIGHTS) on the first chunk; retries on
- * EINTR; on EAGAIN returns the bytes sent so far via *sent and COOP_EIO is
- * not raised (caller polls). Returns 0 or COOP_EIO / COOP_ECLOSED. */
+/* sendmsg all of buf (MSG_NOSIGNAL) with fds (SCM_RIGHTS) on the first
+ * chunk; retries on EINTR. With descriptors, buf must be exactly one frame
+ * (COOP_EINVAL otherwise), so the receiver can tell which frame owns them.
+ * On EAGAIN (non-blocking sock) it returns 0 with the bytes sent so far in
+ * *sent: the caller polls for POLLOUT and sends buf + *sent with no fds, or
+ * with the same fds again if *sent is 0 (they go with the first byte).
+ * *sent is set on every return (NULL allowed for blocking sockets: EAGAIN
+ * is then COOP_ETIMEDOUT). Returns 0, COOP_ECLOSED (EPIPE, ECONNRESET),
+ * COOP_EIO (other errors), COOP_ETOOBIG (nfds > COOP_WIRE_MAX_FDS). */
 int coop_wire_send(int sock, const uint8_t *buf, size_t len, const int *fds, unsigned nfds,
                    size_t *sent);
-/* recvmsg up to cap bytes and any descriptors (MSG_CMSG_CLOEXEC). Returns
- * bytes (> 0), 0 on EOF, COOP_EIO on error, -EAGAIN-like COOP_ETIMEDOUT
- * when non-blocking and nothing is there. */
+/* recvmsg up to cap bytes and any descriptors (MSG_CMSG_CLOEXEC) into fds
+ * (room for COOP_WIRE_MAX_FDS; more are closed; fds == NULL: none are
+ * accepted). Returns bytes (> 0), 0 on EOF, COOP_ECLOSED on ECONNRESET,
+ * COOP_EIO on other errors, COOP_ETIMEDOUT (EAGAIN) when non-blocking and
+ * nothing is there. */
 long coop_wire_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds);
 
 #endif /* COOP_WIRE_H */

@@ -1,0 +1,514 @@
+/*
+ * client.c: a libcoop connection: socket path, connect and handshake, and
+ * the engine that sends requests and hands replies and events out.
+ *
+ * Several threads may use one connection. Each request registers a waiter
+ * under its sequence number before it is sent. Whichever waiting thread
+ * finds nobody receiving takes the reader role: it receives without the
+ * lock, then delivers each complete frame to the waiter of its seq (replies
+ * nobody waits for any more, e.g. after a timeout, are dropped), queues
+ * EVENTs, and wakes the others. Events are dispatched outside the lock, one
+ * thread at a time, so the callback may itself call libcoop.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coop_internal.h"
+
+#define RECV_CHUNK 65536u
+#define DEFAULT_TIMEOUT_MS 30000
+
+struct coop_waiter {
+  struct coop_waiter *next;
+  uint32_t seq;
+  struct coop_frame *got;
+};
+
+/* Per thread, so that concurrent calls do not overwrite each other's. */
+static _Thread_local char tls_msg[COOP_WIRE_TEXT_MAX];
+
+int coop__fail(int err, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tls_msg, sizeof tls_msg, fmt, ap);
+  va_end(ap);
+  return err;
+}
+
+void coop__clear_msg(void) { tls_msg[0] = '\0'; }
+
+const char *coop_errmsg(const coop_conn *c) {
+  (void)c;
+  return tls_msg;
+}
+
+/* ---- time ---- */
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An absolute deadline in ms, or -1 for none. */
+static int64_t deadline_after(int timeout_ms) {
+  return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+}
+
+static int ms_left(int64_t deadline) {
+  if (deadline < 0) return -1;
+  int64_t r = deadline - now_ms();
+  return r <= 0 ? 0 : r > INT_MAX ? INT_MAX : (int)r;
+}
+
+static void cond_wait_until(coop_conn *c, int64_t deadline) {
+  if (deadline < 0) {
+    pthread_cond_wait(&c->cv, &c->mu);
+    return;
+  }
+  struct timespec ts = {.tv_sec = deadline / 1000, .tv_nsec = (deadline % 1000) * 1000000};
+  pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+}
+
+/* ---- frames ---- */
+
+void coop__frame_free(struct coop_frame *f) {
+  while (f) {
+    struct coop_frame *n = f->next;
+    free(f->payload);
+    free(f);
+    f = n;
+  }
+}
+
+/* The connection is unusable from now on; the first cause is kept. */
+static void conn_kill(coop_conn *c, int err, const char *msg) {
+  if (c->dead) return;
+  c->dead = err;
+  snprintf(c->dead_msg, sizeof c->dead_msg, "%s", msg);
+}
+
+/* Moves the complete frames out of the reader into *out (copies: the
+ * reader's buffer is reused). The daemon never sends descriptors; any that
+ * came are closed. */
+static int take_frames(coop_conn *c, struct coop_frame **out) {
+  for (;;) {
+    struct coop_wire_hdr h;
+    const uint8_t *p = NULL;
+    int fds[COOP_WIRE_MAX_FDS];
+    unsigned nfds = 0;
+    int r = coop_wire_reader_next(&c->rd, &h, &p, fds, &nfds);
+    for (unsigned i = 0; i < nfds; i++) close(fds[i]);
+    if (r <= 0) return r;
+    struct coop_frame *f = calloc(1, sizeof *f);
+    uint8_t *copy = malloc(h.len ? h.len : 1);
+    if (!f || !copy) {
+      free(f);
+      free(copy);
+      return COOP_ENOMEM;
+    }
+    memcpy(copy, p, h.len);
+    f->h = h;
+    f->payload = copy;
+    *out = f;
+    out = &f->next;
+  }
+}
+
+/* Receives once, waiting up to wait_ms for something to arrive, and returns
+ * the frames completed by it in *out. Called by the reader, unlocked. */
+static int pump(coop_conn *c, int wait_ms, struct coop_frame **out) {
+  struct pollfd p = {.fd = c->fd, .events = POLLIN};
+  int n = poll(&p, 1, wait_ms);
+  if (n < 0) return errno == EINTR ? 0 : COOP_EIO;
+  if (n == 0) return 0;
+  int fds[COOP_WIRE_MAX_FDS];
+  unsigned nfds = 0;
+  long k = coop_wire_recv(c->fd, c->rbuf, RECV_CHUNK, fds, &nfds);
+  if (k == COOP_ETIMEDOUT) return 0; /* nothing after all */
+  if (k == 0) return COOP_ECLOSED;
+  if (k < 0) return (int)k;
+  int e = coop_wire_reader_feed(&c->rd, c->rbuf, (size_t)k, fds, nfds);
+  if (e) return e;
+  return take_frames(c, out);
+}
+
+static struct coop_waiter *find_waiter(coop_conn *c, uint32_t seq) {
+  for (struct coop_waiter *w = c->waiters; w; w = w->next)
+    if (w->seq == seq) return w;
+  return NULL;
+}
+
+/* A seq-0 ERROR speaks for the whole connection (e.g. shutting down). */
+static void conn_error_frame(coop_conn *c, struct coop_frame *f) {
+  union coop_msg m;
+  if (coop_wire_decode(&f->h, f->payload, &m) == 0 && m.error.code < 0)
+    conn_kill(c, m.error.code, m.error.message);
+  else
+    conn_kill(c, COOP_EPROTO, "malformed ERROR frame from the daemon");
+}
+
+static void queue_event(coop_conn *c, struct coop_frame *f) {
+  if (!c->ev_fn) {
+    coop__frame_free(f);
+    return;
+  }
+  if (c->ev_tail)
+    c->ev_tail->next = f;
+  else
+    c->ev_head = f;
+  c->ev_tail = f;
+}
+
+/* Hands each frame to its waiter or the event queue (locked). */
+static void deliver(coop_conn *c, struct coop_frame *f) {
+  while (f) {
+    struct coop_frame *next = f->next;
+    f->next = NULL;
+    struct coop_waiter *w = f->h.seq ? find_waiter(c, f->h.seq) : NULL;
+    if (f->h.version != COOP_WIRE_VERSION) {
+      char msg[96];
+      snprintf(msg, sizeof msg, "the daemon speaks protocol version %u; libcoop speaks %u",
+               f->h.version, COOP_WIRE_VERSION);
+      conn_kill(c, COOP_EVERSION, msg);
+      coop__frame_free(f);
+    } else if (f->h.type == COOP_MSG_EVENT) {
+      queue_event(c, f);
+    } else if (f->h.seq == 0 && f->h.type == COOP_MSG_ERROR) {
+      conn_error_frame(c, f);
+      coop__frame_free(f);
+    } else if (w && !w->got) {
+      w->got = f;
+    } else {
+      coop__frame_free(f); /* its request gave up waiting */
+    }
+    f = next;
+  }
+}
+
+static int decode_event(const struct coop_frame *f, struct coop_event *ev) {
+  union coop_msg m;
+  if (coop_wire_decode(&f->h, f->payload, &m)) return -1;
+  *ev = (struct coop_event){.job = m.event.job,
+                            .kind = m.event.kind,
+                            .state = m.event.state,
+                            .instance = m.event.instance,
+                            .t_ns = m.event.t_ns,
+                            .gather_ns = m.event.gather_ns};
+  return 0;
+}
+
+/* Calls the callback for queued events, unlocked, unless another thread
+ * already is (it will take these too). Returns how many. */
+static int dispatch_events(coop_conn *c) {
+  int n = 0;
+  while (c->ev_head && !c->dispatching) {
+    struct coop_frame *f = c->ev_head;
+    c->ev_head = f->next;
+    if (!c->ev_head) c->ev_tail = NULL;
+    f->next = NULL;
+    coop_event_fn fn = c->ev_fn;
+    void *user = c->ev_user;
+    c->dispatching = 1;
+    pthread_mutex_unlock(&c->mu);
+    struct coop_event ev;
+    if (fn && decode_event(f, &ev) == 0) {
+      fn(&ev, user);
+      n++;
+    }
+    coop__frame_free(f);
+    pthread_mutex_lock(&c->mu);
+    c->dispatching = 0;
+  }
+  return n;
+}
+
+/* Takes the reader role once (locked on entry and exit). */
+static void read_once(coop_conn *c, int wait_ms) {
+  c->reading = 1;
+  pthread_mutex_unlock(&c->mu);
+  struct coop_frame *got = NULL;
+  int e = pump(c, wait_ms, &got);
+  pthread_mutex_lock(&c->mu);
+  c->reading = 0;
+  deliver(c, got);
+  if (e) conn_kill(c, e, e == COOP_ECLOSED ? "" : "receiving from the daemon failed");
+  pthread_cond_broadcast(&c->cv);
+}
+
+/* Waits (locked) until w has its reply (w NULL: until an event has been
+ * dispatched), the connection dies, or the deadline passes. */
+static int await(coop_conn *c, struct coop_waiter *w, int64_t deadline, int *dispatched) {
+  for (;;) {
+    int n = dispatch_events(c);
+    *dispatched += n;
+    if (w ? w->got != NULL : *dispatched > 0) return 0;
+    if (c->dead) return c->dead;
+    int left = ms_left(deadline);
+    if (left == 0) return COOP_ETIMEDOUT;
+    if (c->reading)
+      cond_wait_until(c, deadline);
+    else
+      read_once(c, left);
+  }
+}
+
+/* ---- requests ---- */
+
+static void remove_waiter(coop_conn *c, struct coop_waiter *w) {
+  for (struct coop_waiter **p = &c->waiters; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      return;
+    }
+}
+
+/* Decodes a reply: the wanted type, or an ERROR's code and message. */
+static int take_reply(const struct coop_frame *f, uint16_t want, union coop_msg *m) {
+  int e = coop_wire_decode(&f->h, f->payload, m);
+  if (e)
+    return coop__fail(COOP_EPROTO, "malformed %s frame from the daemon: %s",
+                      coop_wire_type_name(f->h.type), coop_strerror(e));
+  if (f->h.type == COOP_MSG_ERROR)
+    return coop__fail(m->error.code < 0 ? m->error.code : COOP_EPROTO, "%s", m->error.message);
+  if (f->h.type != want)
+    return coop__fail(COOP_EPROTO, "the daemon answered %s with %s", coop_wire_type_name(want),
+                      coop_wire_type_name(f->h.type));
+  return 0;
+}
+
+static int send_frame(coop_conn *c, const struct coop_wire_buf *b, const int *fds, unsigned nfds) {
+  pthread_mutex_lock(&c->send_mu);
+  int e = coop_wire_send(c->fd, b->p, b->len, fds, nfds, NULL);
+  pthread_mutex_unlock(&c->send_mu);
+  return e;
+}
+
+/* Why a request got no reply (locked): the message goes to this thread. */
+static int no_reply(coop_conn *c, int e, uint16_t type, int timeout_ms) {
+  if (e == COOP_ETIMEDOUT)
+    return coop__fail(e, "no reply to %s within %d ms", coop_wire_type_name(type), timeout_ms);
+  return coop__fail(e, "%s", c->dead == e ? c->dead_msg : "");
+}
+
+static uint32_t next_seq(coop_conn *c) {
+  uint32_t s = c->next_seq++;
+  if (c->next_seq == 0) c->next_seq = 1; /* seq 0 is the daemon's own */
+  return s;
+}
+
+int coop__request(coop_conn *c, uint16_t type, const union coop_msg *m, const int *fds,
+                  unsigned nfds, int timeout_ms, uint16_t want, union coop_msg *reply,
+                  struct coop_frame **frame) {
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  struct coop_waiter w = {0};
+  pthread_mutex_lock(&c->mu);
+  w.seq = next_seq(c);
+  int e = c->dead, bad = 0;
+  if (!e) bad = (e = coop_wire_encode(&b, type, w.seq, m)) != 0;
+  if (bad)
+    coop__fail(e, "cannot encode the %s request: %s", coop_wire_type_name(type), coop_strerror(e));
+  else if (!e) {
+    w.next = c->waiters; /* before sending: the reply may come at once */
+    c->waiters = &w;
+    pthread_mutex_unlock(&c->mu);
+    e = send_frame(c, &b, fds, nfds);
+    pthread_mutex_lock(&c->mu);
+    if (e) conn_kill(c, e, "sending to the daemon failed");
+    int dispatched = 0;
+    if (!e) e = await(c, &w, deadline_after(timeout_ms), &dispatched);
+    remove_waiter(c, &w);
+    if (w.got) e = 0;
+  }
+  if (e && !bad) no_reply(c, e, type, timeout_ms);
+  pthread_mutex_unlock(&c->mu);
+  coop_wire_buf_free(&b);
+  if (e) return e;
+  e = take_reply(w.got, want, reply);
+  if (e)
+    coop__frame_free(w.got);
+  else
+    *frame = w.got;
+  return e;
+}
+
+/* ---- connection ---- */
+
+int coop_socket_path(const char *path, char *buf, size_t len) {
+  const char *env = getenv("COOP_SOCKET"), *xdg = getenv("XDG_RUNTIME_DIR");
+  int n;
+  if (path && *path)
+    n = snprintf(buf, len, "%s", path);
+  else if (env && *env)
+    n = snprintf(buf, len, "%s", env);
+  else if (geteuid() != 0 && xdg && *xdg)
+    n = snprintf(buf, len, "%s/coop.sock", xdg);
+  else
+    n = snprintf(buf, len, "/run/coop/coop.sock");
+  return n < 0 || (size_t)n >= len ? COOP_EINVAL : 0;
+}
+
+static coop_conn *conn_new(void) {
+  coop_conn *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  c->fd = -1;
+  c->rbuf = malloc(RECV_CHUNK);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* deadlines come from it */
+  pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&c->mu, NULL);
+  pthread_mutex_init(&c->send_mu, NULL);
+  coop_wire_reader_init(&c->rd);
+  c->next_seq = 1;
+  c->timeout_ms = DEFAULT_TIMEOUT_MS;
+  if (!c->rbuf) {
+    coop_disconnect(c);
+    return NULL;
+  }
+  return c;
+}
+
+static int conn_open(coop_conn *c, const char *path) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof a.sun_path)
+    return coop__fail(COOP_ECONN, "socket path too long: %s", path);
+  strcpy(a.sun_path, path);
+  c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (c->fd < 0) return coop__fail(COOP_ECONN, "socket: %s", strerror(errno));
+  if (connect(c->fd, (struct sockaddr *)&a, sizeof a) < 0)
+    return coop__fail(COOP_ECONN, "cannot connect to %s: %s", path, strerror(errno));
+  coop_set_timeout(c, c->timeout_ms);
+  return 0;
+}
+
+static void copy_welcome(struct coop_info *i, const struct coop_msg_welcome *w) {
+  i->version = w->version;
+  snprintf(i->daemon_version, sizeof i->daemon_version, "%s", w->daemon_version);
+  snprintf(i->backend, sizeof i->backend, "%s", w->backend);
+  snprintf(i->device, sizeof i->device, "%s", w->device);
+  i->compute_units = w->compute_units;
+  i->workers = w->workers;
+  i->max_payload = w->max_payload;
+  i->inline_max = w->inline_max;
+  i->uid = w->uid;
+  i->pid = w->pid;
+}
+
+static int handshake(coop_conn *c, const char *name) {
+  union coop_msg m, r;
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  snprintf(m.hello.name, sizeof m.hello.name, "%s", name && *name ? name : "libcoop");
+  struct coop_frame *f = NULL;
+  int e = coop__request(c, COOP_MSG_HELLO, &m, NULL, 0, coop__timeout(c), COOP_MSG_WELCOME, &r, &f);
+  if (e == COOP_ECLOSED)
+    return coop__fail(e, "during the handshake (too many clients, or shutting down?)");
+  if (e) return e;
+  if (r.welcome.version != COOP_WIRE_VERSION)
+    e = coop__fail(COOP_EVERSION, "the daemon chose protocol version %u; libcoop speaks %u",
+                   r.welcome.version, COOP_WIRE_VERSION);
+  else
+    copy_welcome(&c->info, &r.welcome);
+  coop__frame_free(f);
+  return e;
+}
+
+int coop_connect(coop_conn **out, const char *path, const char *name) {
+  coop__clear_msg();
+  if (!out) return coop__fail(COOP_EINVAL, "coop_connect: out is NULL");
+  *out = NULL;
+  char p[sizeof(((struct sockaddr_un *)0)->sun_path)];
+  if (coop_socket_path(path, p, sizeof p))
+    return coop__fail(COOP_ECONN, "socket path too long (at most %zu bytes)", sizeof p - 1);
+  coop_conn *c = conn_new();
+  if (!c) return coop__fail(COOP_ENOMEM, "out of memory");
+  int e = conn_open(c, p);
+  if (!e) e = handshake(c, name);
+  if (e) {
+    coop_disconnect(c);
+    return e;
+  }
+  *out = c;
+  return 0;
+}
+
+void coop_disconnect(coop_conn *c) {
+  if (!c) return;
+  if (c->fd >= 0) close(c->fd);
+  coop__frame_free(c->ev_head);
+  coop__pending_free_all(c);
+  coop_wire_reader_free(&c->rd);
+  free(c->rbuf);
+  pthread_cond_destroy(&c->cv);
+  pthread_mutex_destroy(&c->mu);
+  pthread_mutex_destroy(&c->send_mu);
+  free(c);
+}
+
+const struct coop_info *coop_info(const coop_conn *c) { return c ? &c->info : NULL; }
+
+void coop_set_timeout(coop_conn *c, int timeout_ms) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  c->timeout_ms = timeout_ms;
+  pthread_mutex_unlock(&c->mu);
+  /* a daemon that stops reading must not block a sender for ever */
+  struct timeval tv = {0};
+  if (timeout_ms > 0) {
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+  }
+  if (c->fd >= 0) setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+int coop__timeout(coop_conn *c) {
+  pthread_mutex_lock(&c->mu);
+  int t = c->timeout_ms;
+  pthread_mutex_unlock(&c->mu);
+  return t;
+}
+
+/* ---- events ---- */
+
+int coop_subscribe(coop_conn *c, uint32_t mask, coop_event_fn fn, void *user) {
+  coop__clear_msg();
+  if (!c || (mask && !fn) || (mask & ~COOP_EVENTS_ALL))
+    return coop__fail(COOP_EINVAL, "subscribe: a mask of COOP_EVENT_BIT()s and a callback");
+  /* Set before asking: the first events may come right behind the OK.
+   * Cleared before asking to stop: events already on their way are dropped. */
+  pthread_mutex_lock(&c->mu);
+  c->ev_fn = mask ? fn : NULL;
+  c->ev_user = mask ? user : NULL;
+  pthread_mutex_unlock(&c->mu);
+  union coop_msg m, r;
+  memset(&m, 0, sizeof m);
+  m.subscribe.mask = mask;
+  struct coop_frame *f = NULL;
+  int e = coop__request(c, COOP_MSG_SUBSCRIBE, &m, NULL, 0, coop__timeout(c), COOP_MSG_OK, &r, &f);
+  coop__frame_free(f);
+  return e;
+}
+
+int coop_poll_events(coop_conn *c, int timeout_ms) {
+  coop__clear_msg();
+  if (!c) return coop__fail(COOP_EINVAL, "poll_events: no connection");
+  int dispatched = 0;
+  pthread_mutex_lock(&c->mu);
+  int e = await(c, NULL, deadline_after(timeout_ms), &dispatched);
+  if (e && e != COOP_ETIMEDOUT) no_reply(c, e, COOP_MSG_EVENT, timeout_ms);
+  pthread_mutex_unlock(&c->mu);
+  return e && e != COOP_ETIMEDOUT ? e : dispatched;
+}

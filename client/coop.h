@@ -1,0 +1,290 @@
+/*
+ * coop.h: libcoop, the client library of coopd (protocol/PROTOCOL.md).
+ *
+ * coopd owns an accelerator that runs a persistent megakernel; clients
+ * submit cooperative kernels (long-running, blocking algorithms that give
+ * up workgroups on request) and non-cooperative tasks (short, possibly
+ * periodic "graphics-like" work). A task's gather time is how long it
+ * waited for its workgroups.
+ *
+ * libcoop is synchronous: every call sends one request and blocks until
+ * its reply (or a timeout). A connection may be shared by several threads;
+ * their requests are in flight together and each reply goes to the call
+ * that sent its request (matched by sequence number).
+ *
+ * Errors: functions return 0 (or a count) on success and a negative code
+ * of coop_errno.h otherwise; coop_strerror() and coop_err_name() describe
+ * a code. When the daemon answered with an ERROR frame its explanation is
+ * kept, see coop_errmsg().
+ *
+ *   coop_conn *c;
+ *   int e = coop_connect(&c, NULL, "myapp");
+ *   coop_job *j = coop_job_new("render", 4);
+ *   coop_job_buf_in(j, a, sizeof a);
+ *   coop_job_buf_out(j, out, sizeof out);
+ *   coop_job_u32(j, 48);
+ *   uint64_t id;
+ *   e = coop_submit(c, j, &id);
+ *   coop_job_free(j);
+ *   struct coop_result r;
+ *   e = coop_wait(c, id, -1, &r);   // out[] now holds the job's output
+ *   coop_result_free(&r);
+ *   coop_disconnect(c);
+ */
+#ifndef COOP_H
+#define COOP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coop_errno.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define COOP_NAME_MAX 64         /* kernel and client names: < 64 bytes */
+#define COOP_TEXT_MAX 1024       /* messages and device names: < 1024 bytes */
+#define COOP_MAX_ARGS 16         /* arguments of one kernel */
+#define COOP_MAX_INSTANCES 65536 /* instances of one periodic job */
+
+/* The state of a job (a task, or a periodic series of instances). */
+enum coop_state {
+  COOP_STATE_QUEUED = 1, /* accepted, waiting for workgroups or its period */
+  COOP_STATE_RUNNING = 2,
+  COOP_STATE_DONE = 3,
+  COOP_STATE_CANCELLED = 4,
+  COOP_STATE_REFUSED = 5, /* invalid for this device or kernel: see the error */
+  COOP_STATE_FAILED = 6   /* the daemon could not run or finish it */
+};
+
+/* Kernel argument types, as coop_kernels() lists them. */
+enum coop_type {
+  COOP_TYPE_U32 = 1,
+  COOP_TYPE_I32 = 2,
+  COOP_TYPE_U64 = 3,
+  COOP_TYPE_I64 = 4,
+  COOP_TYPE_F32 = 5,
+  COOP_TYPE_F64 = 6,
+  COOP_TYPE_BUF = 7
+};
+
+/* Event kinds; subscribe to a kind with the mask bit COOP_EVENT_BIT(kind). */
+enum coop_event_type {
+  COOP_EVENT_RELEASED = 1, /* the scheduler took the task (instance) */
+  COOP_EVENT_GATHERED = 2, /* its workgroups are gathered */
+  COOP_EVENT_STARTED = 3,
+  COOP_EVENT_FINISHED = 4 /* done, cancelled or refused: see state */
+};
+#define COOP_EVENT_BIT(kind) (1u << (kind))
+#define COOP_EVENTS_ALL 0x1eu
+
+typedef struct coop_conn coop_conn;
+typedef struct coop_job coop_job;
+
+/* What the daemon said in its WELCOME. */
+struct coop_info {
+  unsigned version; /* the protocol version in use */
+  char daemon_version[COOP_NAME_MAX];
+  char backend[COOP_NAME_MAX]; /* "opencl", ... */
+  char device[COOP_TEXT_MAX];
+  uint32_t compute_units;
+  uint32_t workers;     /* worker workgroups: a job's groups must be 1..workers */
+  uint32_t max_payload; /* largest frame payload, bytes */
+  uint32_t inline_max;  /* largest buffer sent inside a frame; larger go by memfd */
+  uint32_t uid, pid;    /* this client, as the daemon sees it */
+};
+
+/* Timestamps of one task or instance: ns of the daemon's CLOCK_MONOTONIC
+ * (0 = did not happen). gather_ns and exec_ns come from the device clock
+ * (-1 = not measured). */
+struct coop_times {
+  int64_t submitted, released, gathered, started, finished;
+  int64_t gather_ns, exec_ns;
+};
+
+struct coop_instance {
+  int state; /* enum coop_state */
+  struct coop_times t;
+};
+
+/* A finished job (coop_wait). Release with coop_result_free(). */
+struct coop_result {
+  uint64_t job;
+  int state;                        /* enum coop_state */
+  int error;                        /* why it was refused or failed; 0 when done */
+  char message[COOP_TEXT_MAX];      /* the daemon's explanation of error */
+  struct coop_times t;              /* the task, or the whole periodic job */
+  uint32_t m_initial, m_min, m_max; /* cooperative: workgroup counts M seen */
+  uint32_t kills, forks, resizes;
+  uint32_t instances, misses; /* periodic: instances run, deadline misses */
+  uint32_t ninst;             /* periodic: records in inst */
+  struct coop_instance *inst; /* periodic: one per instance, release order */
+};
+
+/* One job as coop_status() reports it. */
+struct coop_job_status {
+  uint64_t job;
+  int state; /* enum coop_state */
+  int cooperative, query_barrier;
+  char kernel[COOP_NAME_MAX];
+  uint32_t groups, uid, pid;
+  uint32_t instances_done, misses;
+};
+
+/* The daemon's counters (coop_stats). Gather percentiles are over the last
+ * `samples` non-cooperative task instances, in ns; -1 when there are none. */
+struct coop_stats {
+  char backend[COOP_NAME_MAX];
+  char device[COOP_TEXT_MAX];
+  uint32_t compute_units, workers, clients, queued, running;
+  uint64_t submitted, done, cancelled, refused, failed;
+  uint32_t samples;
+  int64_t gather_p50, gather_p90, gather_p99, gather_max;
+};
+
+/* A registered kernel (coop_kernels). */
+struct coop_kernel {
+  char name[COOP_NAME_MAX];
+  int cooperative;
+  unsigned nargs;
+  int types[COOP_MAX_ARGS]; /* enum coop_type */
+};
+
+struct coop_event {
+  uint64_t job;
+  int kind;          /* enum coop_event_type */
+  int state;         /* enum coop_state */
+  uint32_t instance; /* periodic jobs: which instance; else 0 */
+  int64_t t_ns;      /* when, on the daemon's CLOCK_MONOTONIC */
+  int64_t gather_ns; /* -1 before the workgroups are gathered */
+};
+typedef void (*coop_event_fn)(const struct coop_event *ev, void *user);
+
+/* ---- connection ---- */
+
+/* The socket path a connect would use: path if non-NULL, else $COOP_SOCKET
+ * if set and non-empty, else $XDG_RUNTIME_DIR/coop.sock, or
+ * /run/coop/coop.sock for root or when XDG_RUNTIME_DIR is unset.
+ * 0, or COOP_EINVAL if it does not fit in buf (len bytes). */
+int coop_socket_path(const char *path, char *buf, size_t len);
+
+/* Connects to coopd (path as coop_socket_path() resolves it) and performs
+ * the HELLO/WELCOME handshake; name (NULL: "libcoop") identifies the client
+ * in the daemon's log. On success *out is the connection; otherwise *out is
+ * NULL and the result is COOP_ECONN (no daemon there), COOP_EVERSION (it
+ * speaks another protocol version), COOP_ECLOSED, COOP_ETIMEDOUT, ...;
+ * coop_errmsg(NULL) then says more. */
+int coop_connect(coop_conn **out, const char *path, const char *name);
+
+/* Closes the connection. Jobs still running are cancelled by the daemon;
+ * buffers of unwaited jobs are not written back. NULL is ignored. */
+void coop_disconnect(coop_conn *c);
+
+/* The daemon's WELCOME, valid until coop_disconnect(). */
+const struct coop_info *coop_info(const coop_conn *c);
+
+/* How long a request other than coop_wait() waits for its reply, and how
+ * much longer than its own timeout coop_wait() waits for the daemon's
+ * answer; ms, negative = forever. The default is 30000. */
+void coop_set_timeout(coop_conn *c, int timeout_ms);
+
+/* The message that came with the last error returned to this thread by
+ * libcoop: the daemon's ERROR text, or what the library found (for
+ * instance the path it could not connect to); "" when there is none. c may
+ * be NULL (after a failed coop_connect). Valid until the next libcoop call
+ * on this thread. */
+const char *coop_errmsg(const coop_conn *c);
+
+/* ---- job descriptions ---- */
+
+/* A new description of a job running `kernel` on `groups` workgroups:
+ * non-cooperative and one-shot until changed. NULL when out of memory.
+ * The setters below return 0 or a negative code; the first error is also
+ * kept and returned by coop_submit(), so their results may be ignored. */
+coop_job *coop_job_new(const char *kernel, uint32_t groups);
+void coop_job_free(coop_job *j);
+
+/* A cooperative kernel (must match the kernel's kind). */
+int coop_job_cooperative(coop_job *j, int on);
+/* Cooperative kernels: the query variant of the resizing barrier. */
+int coop_job_query_barrier(coop_job *j, int on);
+/* The job outlives this connection: it is not cancelled when the client
+ * disconnects, and any connection of the same user may wait for it. */
+int coop_job_detached(coop_job *j, int on);
+/* A periodic job: one instance released every period_us until `count`
+ * instances (0 = no limit) or `duration_ms` (0 = no limit), at least one of
+ * them non-zero, and at most COOP_MAX_INSTANCES instances; an instance finishing later than its
+ * release plus deadline_us (0 = none) counts as a miss. period_us = 0 makes the job a single task
+ * again. */
+int coop_job_periodic(coop_job *j, uint32_t period_us, uint32_t count, uint32_t duration_ms,
+                      uint32_t deadline_us);
+
+/* Scalar arguments, appended in the kernel's argument order. */
+int coop_job_u32(coop_job *j, uint32_t v);
+int coop_job_i32(coop_job *j, int32_t v);
+int coop_job_u64(coop_job *j, uint64_t v);
+int coop_job_i64(coop_job *j, int64_t v);
+int coop_job_f32(coop_job *j, float v);
+int coop_job_f64(coop_job *j, double v);
+
+/* Buffer arguments of size > 0 bytes in the caller's memory. IN data is
+ * copied when the job is submitted. OUT and INOUT memory must stay valid
+ * until coop_wait() returns the job's result on the connection that
+ * submitted it: the job's output is written there when it ends DONE (and
+ * is left untouched otherwise). */
+int coop_job_buf_in(coop_job *j, const void *data, size_t size);
+int coop_job_buf_out(coop_job *j, void *mem, size_t size);
+int coop_job_buf_inout(coop_job *j, void *mem, size_t size);
+
+/* ---- requests ---- */
+
+/* Submits a job; *job is its id. The description may be freed or reused
+ * right after. Buffers travel inside the request up to the daemon's
+ * inline_max, larger ones in a memfd. */
+int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job);
+
+/* Waits up to timeout_ms (negative: forever; 0: just ask) for a job to
+ * end. 0 with *r filled in once it has, whatever its state (DONE,
+ * CANCELLED, REFUSED or FAILED: see r->state and r->error); COOP_ETIMEDOUT
+ * while it runs; COOP_ENOJOB, COOP_EPERM, ... r needs coop_result_free()
+ * only after a 0 return. */
+int coop_wait(coop_conn *c, uint64_t job, int timeout_ms, struct coop_result *r);
+void coop_result_free(struct coop_result *r);
+
+/* Asks the daemon to cancel a job; a later coop_wait() reports how it
+ * ended (a job may finish before the cancellation takes effect). */
+int coop_cancel(coop_conn *c, uint64_t job);
+
+/* The status of one job, or with job == 0 of every job this client may
+ * see. *list (release with free()) holds *n records. */
+int coop_status(coop_conn *c, uint64_t job, struct coop_job_status **list, size_t *n);
+
+int coop_stats(coop_conn *c, struct coop_stats *s);
+
+/* The registered kernels; release *list with free(). */
+int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n);
+
+/* ---- events ---- */
+
+/* Asks for the events in mask (COOP_EVENT_BIT()s; 0 unsubscribes) of every
+ * job this client may see; fn(ev, user) is called for each, from inside
+ * whichever libcoop call on this connection is reading when it arrives
+ * (any call waiting for a reply, or coop_poll_events()). fn may call
+ * libcoop, but not coop_disconnect(). */
+int coop_subscribe(coop_conn *c, uint32_t mask, coop_event_fn fn, void *user);
+
+/* Waits up to timeout_ms (negative: forever) for events and dispatches
+ * them. Returns how many were dispatched (0 on timeout) or an error. */
+int coop_poll_events(coop_conn *c, int timeout_ms);
+
+/* ---- names ---- */
+const char *coop_state_name(int state); /* "QUEUED", ... */
+const char *coop_type_name(int type);   /* "u32", ..., "buf" */
+const char *coop_event_name(int kind);  /* "RELEASED", ... */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* COOP_H */

@@ -1,0 +1,83 @@
+/*
+ * coop_internal.h: what libcoop's source files share (not installed).
+ *
+ * client.c owns the connection: the socket, the request/reply engine and
+ * event dispatch. coop_job.c builds SUBMITs (buffer placement, memfds) and
+ * writes jobs' output back; coop_replies.c turns the other replies into the
+ * public structs.
+ */
+#ifndef COOP_INTERNAL_H
+#define COOP_INTERNAL_H
+
+#include <pthread.h>
+
+#include "coop.h"
+#include "wire.h"
+
+/* A frame taken off the socket; payload is our own copy (the reader's
+ * buffer moves on), so decoded pointers stay valid while the frame lives. */
+struct coop_frame {
+  struct coop_frame *next;
+  struct coop_wire_hdr h;
+  uint8_t *payload;
+};
+
+/* An OUT or INOUT buffer of a submitted job, to fill when its RESULT comes. */
+struct coop_outbuf {
+  uint8_t arg; /* argument index */
+  void *mem;
+  size_t size;
+  int fd; /* memfd, or -1 when it travels inline */
+};
+
+struct coop_pending {
+  struct coop_pending *next;
+  uint64_t job;
+  unsigned n;
+  struct coop_outbuf b[COOP_WIRE_MAX_ARGS];
+};
+
+struct coop_waiter; /* client.c: a request waiting for its reply */
+
+struct coop_conn {
+  int fd;
+  pthread_mutex_t mu;      /* everything below except rd and rbuf */
+  pthread_mutex_t send_mu; /* whole frames go out one at a time */
+  pthread_cond_t cv;       /* a reply arrived, or the reader role is free */
+  uint32_t next_seq;
+  int reading;     /* a thread is receiving (it alone uses rd) */
+  int dispatching; /* a thread is calling the event callback */
+  int dead;        /* sticky error: the connection is unusable */
+  char dead_msg[COOP_WIRE_TEXT_MAX];
+  struct coop_waiter *waiters;
+  struct coop_frame *ev_head, *ev_tail;
+  coop_event_fn ev_fn;
+  void *ev_user;
+  struct coop_wire_reader rd;
+  uint8_t *rbuf;
+  struct coop_pending *pending; /* jobs with output to write back */
+  struct coop_info info;
+  int timeout_ms;
+};
+
+/* client.c */
+/* Sets this thread's message (coop_errmsg); returns err for tail calls. */
+int coop__fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void coop__clear_msg(void);
+/* Sends m as a request of `type` with descriptors fds and waits up to
+ * timeout_ms (negative: forever) for the reply. An ERROR reply returns its
+ * code (message kept); any type other than `want` is COOP_EPROTO. On 0 the
+ * reply is decoded into *reply and *frame holds the bytes its pointers
+ * point into (coop__frame_free). */
+int coop__request(coop_conn *c, uint16_t type, const union coop_msg *m, const int *fds,
+                  unsigned nfds, int timeout_ms, uint16_t want, union coop_msg *reply,
+                  struct coop_frame **frame);
+void coop__frame_free(struct coop_frame *f);
+/* The connection's reply timeout (coop_set_timeout). */
+int coop__timeout(coop_conn *c);
+
+/* coop_job.c */
+int coop__result_writeback(coop_conn *c, const struct coop_msg_result *r);
+void coop__pending_free_all(coop_conn *c);
+
+#endif /* COOP_INTERNAL_H */

@@ -1,0 +1,364 @@
+/*
+ * coop_job.c: job descriptions, SUBMIT, and the jobs' output written back.
+ *
+ * A buffer travels inline in the SUBMIT (and its output inline in the
+ * RESULT) when it is small and both frames stay under the daemon's limits;
+ * otherwise in a memfd passed with SCM_RIGHTS, which the daemon reads and
+ * writes in place. The memfds of OUT/INOUT buffers are kept with the job id
+ * until coop_wait() receives its RESULT.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "coop_internal.h"
+
+/* Room for everything of a SUBMIT or RESULT frame but buffers and
+ * instance records (strings at their maximum, every argument). */
+#define FRAME_OVERHEAD 4096u
+/* coopd refuses more inline output than this per job; WELCOME does not
+ * announce it (see the report on wire.h), so it is assumed here. */
+#define INLINE_OUT_MAX (1u << 20)
+
+struct jarg {
+  uint8_t type, dir;
+  uint64_t bits;    /* scalars */
+  const void *data; /* IN bytes */
+  void *mem;        /* OUT destination */
+  size_t size;
+};
+
+struct coop_job {
+  char kernel[COOP_WIRE_NAME_MAX];
+  uint8_t flags;
+  uint32_t groups, period_us, count, duration_ms, deadline_us;
+  unsigned nargs;
+  struct jarg a[COOP_WIRE_MAX_ARGS];
+  int err; /* the first error of a setter */
+  char errmsg[128];
+};
+
+static int job_fail(coop_job *j, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int job_fail(coop_job *j, int err, const char *fmt, ...) {
+  if (j->err) return err;
+  j->err = err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(j->errmsg, sizeof j->errmsg, fmt, ap);
+  va_end(ap);
+  return err;
+}
+
+coop_job *coop_job_new(const char *kernel, uint32_t groups) {
+  coop_job *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->groups = groups;
+  size_t n = kernel ? strlen(kernel) : 0;
+  if (n == 0 || n >= sizeof j->kernel)
+    job_fail(j, COOP_EINVAL, "a kernel name of 1..%u bytes", COOP_WIRE_NAME_MAX - 1);
+  else
+    memcpy(j->kernel, kernel, n + 1);
+  return j;
+}
+
+void coop_job_free(coop_job *j) { free(j); }
+
+static int set_flag(coop_job *j, uint8_t flag, int on) {
+  if (!j) return COOP_EINVAL;
+  j->flags = (uint8_t)(on ? j->flags | flag : j->flags & ~flag);
+  return 0;
+}
+
+int coop_job_cooperative(coop_job *j, int on) { return set_flag(j, COOP_SUBMIT_COOPERATIVE, on); }
+
+int coop_job_detached(coop_job *j, int on) { return set_flag(j, COOP_SUBMIT_DETACHED, on); }
+
+int coop_job_query_barrier(coop_job *j, int on) {
+  return set_flag(j, COOP_SUBMIT_QUERY_BARRIER, on);
+}
+
+int coop_job_periodic(coop_job *j, uint32_t period_us, uint32_t count, uint32_t duration_ms,
+                      uint32_t deadline_us) {
+  if (!j) return COOP_EINVAL;
+  if (period_us && !count && !duration_ms)
+    return job_fail(j, COOP_EINVAL, "a periodic job needs a count or a duration");
+  if (!period_us && (count || duration_ms || deadline_us))
+    return job_fail(j, COOP_EINVAL, "count, duration and deadline need a period");
+  uint64_t n = period_us ? (count ? count : (uint64_t)duration_ms * 1000 / period_us + 1) : 1;
+  if (n > COOP_WIRE_MAX_INST)
+    return job_fail(j, COOP_EINVAL, "%llu instances: at most %u per periodic job",
+                    (unsigned long long)n, COOP_WIRE_MAX_INST);
+  j->period_us = period_us;
+  j->count = count;
+  j->duration_ms = duration_ms;
+  j->deadline_us = deadline_us;
+  return 0;
+}
+
+static struct jarg *new_arg(coop_job *j, uint8_t type) {
+  if (j->nargs == COOP_WIRE_MAX_ARGS) {
+    job_fail(j, COOP_EARGS, "more than %u arguments", COOP_WIRE_MAX_ARGS);
+    return NULL;
+  }
+  struct jarg *a = &j->a[j->nargs++];
+  a->type = type;
+  return a;
+}
+
+static int scalar(coop_job *j, uint8_t type, uint64_t bits) {
+  if (!j) return COOP_EINVAL;
+  struct jarg *a = new_arg(j, type);
+  if (!a) return j->err;
+  a->bits = bits;
+  return 0;
+}
+
+int coop_job_u32(coop_job *j, uint32_t v) { return scalar(j, COOP_ARG_U32, v); }
+int coop_job_i32(coop_job *j, int32_t v) { return scalar(j, COOP_ARG_I32, (uint32_t)v); }
+int coop_job_u64(coop_job *j, uint64_t v) { return scalar(j, COOP_ARG_U64, v); }
+int coop_job_i64(coop_job *j, int64_t v) { return scalar(j, COOP_ARG_I64, (uint64_t)v); }
+
+int coop_job_f32(coop_job *j, float v) {
+  uint32_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return scalar(j, COOP_ARG_F32, bits);
+}
+
+int coop_job_f64(coop_job *j, double v) {
+  uint64_t bits;
+  memcpy(&bits, &v, sizeof bits);
+  return scalar(j, COOP_ARG_F64, bits);
+}
+
+static int buffer(coop_job *j, uint8_t dir, const void *data, void *mem, size_t size) {
+  if (!j) return COOP_EINVAL;
+  if (size == 0 || (!data && !mem))
+    return job_fail(j, COOP_EINVAL, "argument %u: a buffer needs memory and a size > 0", j->nargs);
+  struct jarg *a = new_arg(j, COOP_ARG_BUF);
+  if (!a) return j->err;
+  a->dir = dir;
+  a->data = data;
+  a->mem = mem;
+  a->size = size;
+  return 0;
+}
+
+int coop_job_buf_in(coop_job *j, const void *data, size_t size) {
+  return buffer(j, COOP_BUF_IN, data, NULL, size);
+}
+int coop_job_buf_out(coop_job *j, void *mem, size_t size) {
+  return buffer(j, COOP_BUF_OUT, NULL, mem, size);
+}
+int coop_job_buf_inout(coop_job *j, void *mem, size_t size) {
+  return buffer(j, COOP_BUF_INOUT, mem, mem, size);
+}
+
+/* ---- placement ---- */
+
+/* Instance records the RESULT will carry (57 bytes each). */
+static uint64_t result_records(const coop_job *j) {
+  if (!j->period_us) return 0;
+  uint64_t n = j->count ? j->count : (uint64_t)j->duration_ms * 1000 / j->period_us + 1;
+  return n < COOP_WIRE_MAX_INST ? n : COOP_WIRE_MAX_INST;
+}
+
+/* inl[i] = 1 for the buffers that travel inline: greedily in argument
+ * order, while SUBMIT's IN bytes and RESULT's OUT bytes both fit. */
+static void place(const coop_conn *c, const coop_job *j, int *inl) {
+  uint64_t max = c->info.max_payload > FRAME_OVERHEAD ? c->info.max_payload - FRAME_OVERHEAD : 0;
+  uint64_t rec = result_records(j) * COOP_WIRE_INST_BYTES;
+  uint64_t in_room = max, out_room = max > rec ? max - rec : 0;
+  if (out_room > INLINE_OUT_MAX) out_room = INLINE_OUT_MAX;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct jarg *a = &j->a[i];
+    inl[i] = 0;
+    if (a->type != COOP_ARG_BUF || a->size > c->info.inline_max) continue;
+    uint64_t in = a->dir & COOP_BUF_IN ? a->size : 0, out = a->dir & COOP_BUF_OUT ? a->size : 0;
+    if (in > in_room || out > out_room) continue;
+    in_room -= in;
+    out_room -= out;
+    inl[i] = 1;
+  }
+}
+
+/* ---- memfds ---- */
+
+static int fd_io(int fd, void *p, size_t n, int writing) {
+  for (size_t off = 0; off < n;) {
+    ssize_t k = writing ? pwrite(fd, (const char *)p + off, n - off, (off_t)off)
+                        : pread(fd, (char *)p + off, n - off, (off_t)off);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0)
+      return coop__fail(COOP_EIO, "memfd %s: %s", writing ? "write" : "read", strerror(errno));
+    if (k == 0) return coop__fail(COOP_EIO, "memfd shorter than the buffer (%zu bytes)", n);
+    off += (size_t)k;
+  }
+  return 0;
+}
+
+static int make_memfd(const struct jarg *a, int *out) {
+  int fd = memfd_create("coop-buffer", MFD_CLOEXEC);
+  if (fd < 0) return coop__fail(COOP_EIO, "memfd_create: %s", strerror(errno));
+  int e = 0;
+  if (ftruncate(fd, (off_t)a->size) < 0)
+    e = coop__fail(COOP_EIO, "memfd of %zu bytes: %s", a->size, strerror(errno));
+  else if (a->dir & COOP_BUF_IN)
+    e = fd_io(fd, (void *)a->data, a->size, 1);
+  if (e) {
+    close(fd);
+    return e;
+  }
+  *out = fd;
+  return 0;
+}
+
+/* ---- SUBMIT ---- */
+
+static void pending_free(struct coop_pending *p) {
+  for (unsigned i = 0; p && i < p->n; i++)
+    if (p->b[i].fd >= 0) close(p->b[i].fd);
+  free(p);
+}
+
+void coop__pending_free_all(coop_conn *c) {
+  while (c->pending) {
+    struct coop_pending *p = c->pending;
+    c->pending = p->next;
+    pending_free(p);
+  }
+}
+
+/* One buffer argument into the SUBMIT; memfds go to fds[] and, for
+ * output, to p (which then owns them; fds[] keeps IN-only ones). */
+static int put_buffer(const struct jarg *a, unsigned i, int inl, struct coop_wire_arg *w, int *fds,
+                      unsigned *nfds, struct coop_pending *p) {
+  w->dir = a->dir;
+  w->size = a->size;
+  w->fd = COOP_WIRE_FD_NONE;
+  int fd = -1;
+  if (inl && (a->dir & COOP_BUF_IN)) {
+    w->data = a->data;
+    w->data_len = (uint32_t)a->size;
+  } else if (!inl) {
+    int e = make_memfd(a, &fd);
+    if (e) return e;
+    w->fd = (uint8_t)*nfds;
+    fds[(*nfds)++] = fd;
+  }
+  if (a->dir & COOP_BUF_OUT) {
+    p->b[p->n] = (struct coop_outbuf){.arg = (uint8_t)i, .mem = a->mem, .size = a->size, .fd = fd};
+    p->n++;
+  }
+  return 0;
+}
+
+static int build_submit(const coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
+                        unsigned *nfds, struct coop_pending *p) {
+  int inl[COOP_WIRE_MAX_ARGS];
+  place(c, j, inl);
+  memcpy(s->kernel, j->kernel, sizeof s->kernel);
+  s->flags = j->flags;
+  s->groups = j->groups;
+  s->period_us = j->period_us;
+  s->count = j->count;
+  s->duration_ms = j->duration_ms;
+  s->deadline_us = j->deadline_us;
+  s->nargs = (uint8_t)j->nargs;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct jarg *a = &j->a[i];
+    s->args[i].type = a->type;
+    s->args[i].bits = a->bits;
+    if (a->type != COOP_ARG_BUF) continue;
+    int e = put_buffer(a, i, inl[i], &s->args[i], fds, nfds, p);
+    if (e) return e;
+  }
+  return 0;
+}
+
+/* Closes the descriptors of fds[] that p does not keep. */
+static void close_sent(const int *fds, unsigned nfds, const struct coop_pending *p) {
+  for (unsigned i = 0; i < nfds; i++) {
+    int kept = 0;
+    for (unsigned k = 0; k < p->n; k++) kept |= p->b[k].fd == fds[i];
+    if (!kept) close(fds[i]);
+  }
+}
+
+static void pending_add(coop_conn *c, struct coop_pending *p) {
+  pthread_mutex_lock(&c->mu);
+  p->next = c->pending;
+  c->pending = p;
+  pthread_mutex_unlock(&c->mu);
+}
+
+int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job) {
+  coop__clear_msg();
+  if (!c || !j || !job) return coop__fail(COOP_EINVAL, "submit: no connection, job or id");
+  if (j->err) return coop__fail(j->err, "job description: %s", j->errmsg);
+  union coop_msg *m = calloc(2, sizeof *m); /* request and reply: large */
+  struct coop_pending *p = calloc(1, sizeof *p);
+  int fds[COOP_WIRE_MAX_FDS];
+  unsigned nfds = 0;
+  struct coop_frame *f = NULL;
+  int e = m && p ? 0 : coop__fail(COOP_ENOMEM, "out of memory");
+  if (!e) e = build_submit(c, j, &m[0].submit, fds, &nfds, p);
+  if (!e)
+    e = coop__request(c, COOP_MSG_SUBMIT, &m[0], fds, nfds, coop__timeout(c), COOP_MSG_ACCEPTED,
+                      &m[1], &f);
+  if (p) close_sent(fds, nfds, p); /* sent: the daemon holds its own copies */
+  if (!e) {
+    *job = p->job = m[1].job.job;
+    if (p->n) {
+      pending_add(c, p);
+      p = NULL;
+    }
+  }
+  pending_free(p);
+  coop__frame_free(f);
+  free(m);
+  return e;
+}
+
+/* ---- output ---- */
+
+static struct coop_pending *pending_take(coop_conn *c, uint64_t job) {
+  pthread_mutex_lock(&c->mu);
+  struct coop_pending *p = NULL;
+  for (struct coop_pending **q = &c->pending; *q; q = &(*q)->next)
+    if ((*q)->job == job) {
+      p = *q;
+      *q = p->next;
+      break;
+    }
+  pthread_mutex_unlock(&c->mu);
+  return p;
+}
+
+static int copy_inline(const struct coop_msg_result *r, const struct coop_outbuf *b) {
+  for (unsigned k = 0; k < r->nbuf; k++) {
+    if (r->bufs[k].arg != b->arg) continue;
+    if (r->bufs[k].len != b->size) break;
+    memcpy(b->mem, r->bufs[k].data, b->size);
+    return 0;
+  }
+  return coop__fail(COOP_EPROTO, "the RESULT of job %llu lacks the %zu output bytes of argument %u",
+                    (unsigned long long)r->job, b->size, b->arg);
+}
+
+int coop__result_writeback(coop_conn *c, const struct coop_msg_result *r) {
+  struct coop_pending *p = pending_take(c, r->job);
+  int e = 0;
+  /* a job that did not finish left nothing worth copying over the caller's */
+  for (unsigned i = 0; p && r->state == COOP_JOB_DONE && i < p->n && !e; i++) {
+    const struct coop_outbuf *b = &p->b[i];
+    e = b->fd >= 0 ? fd_io(b->fd, b->mem, b->size, 0) : copy_inline(r, b);
+  }
+  pending_free(p);
+  return e;
+}

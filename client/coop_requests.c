@@ -1,0 +1,254 @@
+/*
+ * coop_requests.c: WAIT, CANCEL, STATUS, STATS and KERNELS, their replies
+ * copied into the public structs, and the names of the public enums.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coop_internal.h"
+
+/* coop.h repeats the wire's values so that it need not include wire.h. */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(COOP_STATE_QUEUED, COOP_JOB_QUEUED) &&
+                   SAME(COOP_STATE_RUNNING, COOP_JOB_RUNNING) &&
+                   SAME(COOP_STATE_DONE, COOP_JOB_DONE) &&
+                   SAME(COOP_STATE_CANCELLED, COOP_JOB_CANCELLED) &&
+                   SAME(COOP_STATE_REFUSED, COOP_JOB_REFUSED) &&
+                   SAME(COOP_STATE_FAILED, COOP_JOB_FAILED),
+               "job states");
+_Static_assert(SAME(COOP_TYPE_U32, COOP_ARG_U32) && SAME(COOP_TYPE_I32, COOP_ARG_I32) &&
+                   SAME(COOP_TYPE_U64, COOP_ARG_U64) && SAME(COOP_TYPE_I64, COOP_ARG_I64) &&
+                   SAME(COOP_TYPE_F32, COOP_ARG_F32) && SAME(COOP_TYPE_F64, COOP_ARG_F64) &&
+                   SAME(COOP_TYPE_BUF, COOP_ARG_BUF),
+               "argument types");
+_Static_assert(SAME(COOP_EVENT_RELEASED, COOP_EV_RELEASED) &&
+                   SAME(COOP_EVENT_GATHERED, COOP_EV_GATHERED) &&
+                   SAME(COOP_EVENT_STARTED, COOP_EV_STARTED) &&
+                   SAME(COOP_EVENT_FINISHED, COOP_EV_FINISHED) && COOP_EVENTS_ALL == COOP_EV_ALL,
+               "event kinds");
+_Static_assert(COOP_NAME_MAX == COOP_WIRE_NAME_MAX && COOP_TEXT_MAX == COOP_WIRE_TEXT_MAX &&
+                   COOP_MAX_ARGS == COOP_WIRE_MAX_ARGS && COOP_MAX_INSTANCES == COOP_WIRE_MAX_INST,
+               "sizes");
+
+/* ---- WAIT ---- */
+
+static void copy_times(struct coop_times *d, const struct coop_wire_times *s) {
+  *d = (struct coop_times){.submitted = s->submitted,
+                           .released = s->released,
+                           .gathered = s->gathered,
+                           .started = s->started,
+                           .finished = s->finished,
+                           .gather_ns = s->gather_ns,
+                           .exec_ns = s->exec_ns};
+}
+
+static int copy_result(struct coop_result *r, const struct coop_msg_result *m) {
+  r->job = m->job;
+  r->state = m->state;
+  r->error = m->error;
+  snprintf(r->message, sizeof r->message, "%s", m->message);
+  copy_times(&r->t, &m->t);
+  r->m_initial = m->m_initial;
+  r->m_min = m->m_min;
+  r->m_max = m->m_max;
+  r->kills = m->kills;
+  r->forks = m->forks;
+  r->resizes = m->resizes;
+  r->instances = m->instances;
+  r->misses = m->misses;
+  if (!m->ninst) return 0;
+  r->inst = calloc(m->ninst, sizeof *r->inst);
+  if (!r->inst) return coop__fail(COOP_ENOMEM, "out of memory");
+  r->ninst = m->ninst;
+  for (uint32_t i = 0; i < m->ninst; i++) {
+    struct coop_wire_inst w;
+    if (coop_wire_inst_get(m, i, &w)) return coop__fail(COOP_EPROTO, "bad instance record");
+    r->inst[i].state = w.state;
+    copy_times(&r->inst[i].t, &w.t);
+  }
+  return 0;
+}
+
+/* The daemon answers a WAIT by its own timeout; ours only covers a daemon
+ * that does not answer at all. */
+static int reply_timeout(int timeout_ms, int grace_ms) {
+  if (timeout_ms < 0 || grace_ms < 0) return -1;
+  return timeout_ms > INT_MAX - grace_ms ? INT_MAX : timeout_ms + grace_ms;
+}
+
+int coop_wait(coop_conn *c, uint64_t job, int timeout_ms, struct coop_result *r) {
+  coop__clear_msg();
+  if (!c || !r) return coop__fail(COOP_EINVAL, "wait: no connection or result");
+  memset(r, 0, sizeof *r);
+  union coop_msg *m = calloc(2, sizeof *m);
+  if (!m) return coop__fail(COOP_ENOMEM, "out of memory");
+  m[0].job.job = job;
+  m[0].job.timeout_ms = timeout_ms < 0 ? COOP_WAIT_FOREVER : (uint32_t)timeout_ms;
+  struct coop_frame *f = NULL;
+  int e = coop__request(c, COOP_MSG_WAIT, &m[0], NULL, 0,
+                        reply_timeout(timeout_ms, coop__timeout(c)), COOP_MSG_RESULT, &m[1], &f);
+  if (!e) e = coop__result_writeback(c, &m[1].result);
+  if (!e) e = copy_result(r, &m[1].result);
+  if (e) coop_result_free(r);
+  coop__frame_free(f);
+  free(m);
+  return e;
+}
+
+void coop_result_free(struct coop_result *r) {
+  if (!r) return;
+  free(r->inst);
+  r->inst = NULL;
+  r->ninst = 0;
+}
+
+/* ---- simple requests ---- */
+
+/* A request whose payload is just a job id (or empty). */
+static int ask(coop_conn *c, uint16_t type, uint64_t job, uint16_t want, union coop_msg *reply,
+               struct coop_frame **f) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  return coop__request(c, type, &m, NULL, 0, coop__timeout(c), want, reply, f);
+}
+
+int coop_cancel(coop_conn *c, uint64_t job) {
+  coop__clear_msg();
+  if (!c) return coop__fail(COOP_EINVAL, "cancel: no connection");
+  union coop_msg r;
+  struct coop_frame *f = NULL;
+  int e = ask(c, COOP_MSG_CANCEL, job, COOP_MSG_OK, &r, &f);
+  coop__frame_free(f);
+  return e;
+}
+
+static void copy_status(struct coop_job_status *d, const struct coop_wire_status *s) {
+  d->job = s->job;
+  d->state = s->state;
+  d->cooperative = !!(s->flags & COOP_SUBMIT_COOPERATIVE);
+  d->query_barrier = !!(s->flags & COOP_SUBMIT_QUERY_BARRIER);
+  snprintf(d->kernel, sizeof d->kernel, "%s", s->kernel);
+  d->groups = s->groups;
+  d->uid = s->uid;
+  d->pid = s->pid;
+  d->instances_done = s->instances_done;
+  d->misses = s->misses;
+}
+
+static int status_list(const struct coop_msg_status_reply *m, struct coop_job_status **list,
+                       size_t *n) {
+  if (!m->n) return 0;
+  struct coop_job_status *l = calloc(m->n, sizeof *l);
+  if (!l) return coop__fail(COOP_ENOMEM, "out of memory");
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < m->n; i++) {
+    struct coop_wire_status s;
+    if (coop_wire_status_next(m, &off, &s)) {
+      free(l);
+      return coop__fail(COOP_EPROTO, "bad status record");
+    }
+    copy_status(&l[i], &s);
+  }
+  *list = l;
+  *n = m->n;
+  return 0;
+}
+
+int coop_status(coop_conn *c, uint64_t job, struct coop_job_status **list, size_t *n) {
+  coop__clear_msg();
+  if (!c || !list || !n) return coop__fail(COOP_EINVAL, "status: no connection or list");
+  *list = NULL;
+  *n = 0;
+  union coop_msg r;
+  struct coop_frame *f = NULL;
+  int e = ask(c, COOP_MSG_STATUS, job, COOP_MSG_STATUS_REPLY, &r, &f);
+  if (!e) e = status_list(&r.status_reply, list, n);
+  coop__frame_free(f);
+  return e;
+}
+
+static void copy_stats(struct coop_stats *d, const struct coop_msg_stats_reply *s) {
+  snprintf(d->backend, sizeof d->backend, "%s", s->backend);
+  snprintf(d->device, sizeof d->device, "%s", s->device);
+  d->compute_units = s->compute_units;
+  d->workers = s->workers;
+  d->clients = s->clients;
+  d->queued = s->queued;
+  d->running = s->running;
+  d->submitted = s->submitted;
+  d->done = s->done;
+  d->cancelled = s->cancelled;
+  d->refused = s->refused;
+  d->failed = s->failed;
+  d->samples = s->samples;
+  d->gather_p50 = s->gather_p50;
+  d->gather_p90 = s->gather_p90;
+  d->gather_p99 = s->gather_p99;
+  d->gather_max = s->gather_max;
+}
+
+int coop_stats(coop_conn *c, struct coop_stats *s) {
+  coop__clear_msg();
+  if (!c || !s) return coop__fail(COOP_EINVAL, "stats: no connection or stats");
+  union coop_msg r;
+  struct coop_frame *f = NULL;
+  int e = ask(c, COOP_MSG_STATS, 0, COOP_MSG_STATS_REPLY, &r, &f);
+  if (!e) copy_stats(s, &r.stats);
+  coop__frame_free(f);
+  return e;
+}
+
+static int kernel_list(const struct coop_msg_kernel_list *m, struct coop_kernel **list, size_t *n) {
+  if (!m->n) return 0;
+  struct coop_kernel *l = calloc(m->n, sizeof *l);
+  if (!l) return coop__fail(COOP_ENOMEM, "out of memory");
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < m->n; i++) {
+    struct coop_wire_kernel k;
+    if (coop_wire_kernel_next(m, &off, &k)) {
+      free(l);
+      return coop__fail(COOP_EPROTO, "bad kernel record");
+    }
+    snprintf(l[i].name, sizeof l[i].name, "%s", k.name);
+    l[i].cooperative = k.cooperative;
+    l[i].nargs = k.nargs;
+    for (unsigned a = 0; a < k.nargs && a < COOP_MAX_ARGS; a++) l[i].types[a] = k.types[a];
+  }
+  *list = l;
+  *n = m->n;
+  return 0;
+}
+
+int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n) {
+  coop__clear_msg();
+  if (!c || !list || !n) return coop__fail(COOP_EINVAL, "kernels: no connection or list");
+  *list = NULL;
+  *n = 0;
+  union coop_msg r;
+  struct coop_frame *f = NULL;
+  int e = ask(c, COOP_MSG_KERNELS, 0, COOP_MSG_KERNEL_LIST, &r, &f);
+  if (!e) e = kernel_list(&r.kernels, list, n);
+  coop__frame_free(f);
+  return e;
+}
+
+/* ---- names ---- */
+
+const char *coop_state_name(int state) {
+  static const char *const n[] = {"?",         "queued",  "running", "done",
+                                  "cancelled", "refused", "failed"};
+  return state >= COOP_STATE_QUEUED && state <= COOP_STATE_FAILED ? n[state] : "unknown";
+}
+
+const char *coop_type_name(int type) {
+  static const char *const n[] = {"?", "u32", "i32", "u64", "i64", "f32", "f64", "buf"};
+  return type >= COOP_TYPE_U32 && type <= COOP_TYPE_BUF ? n[type] : "unknown";
+}
+
+const char *coop_event_name(int kind) {
+  static const char *const n[] = {"?", "released", "gathered", "started", "finished"};
+  return kind >= COOP_EVENT_RELEASED && kind <= COOP_EVENT_FINISHED ? n[kind] : "unknown";
+}

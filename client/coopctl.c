@@ -1,0 +1,688 @@
+/*
+ * coopctl.c: the command-line client of coopd, on libcoop's public API.
+ * Commands: kernels, submit, status, wait, cancel, stats, top, render
+ * (coopctl_render.c). Exit status: 0 success, 1 error (or a waited job that
+ * did not end done), 2 bad usage.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coopctl.h"
+
+struct cmd {
+  const char *name, *brief, *synopsis, *help;
+  int (*fn)(struct ctl *x, int argc, char **argv);
+};
+
+static const struct cmd *find_cmd(const char *name);
+
+/* ---- errors and usage ---- */
+
+static const struct ctl *g_ctl; /* for ctl_fail's JSON */
+
+int ctl_fail(const char *what, int err) {
+  const char *m = coop_errmsg(NULL);
+  fprintf(stderr, "coopctl: %s: %s%s%s\n", what, coop_strerror(err), *m ? ": " : "", m);
+  if (g_ctl && g_ctl->json) {
+    printf("{\"error\":{\"what\":");
+    json_str(stdout, what);
+    printf(",\"code\":%d,\"name\":", err);
+    json_str(stdout, coop_err_name(err));
+    printf(",\"text\":");
+    json_str(stdout, coop_strerror(err));
+    printf(",\"message\":");
+    json_str(stdout, m);
+    printf("}}\n");
+  }
+  return 1;
+}
+
+static void print_synopsis(FILE *f, const struct cmd *c) {
+  fprintf(f, "usage: coopctl [--socket PATH] [--json] %s\n", c->synopsis);
+}
+
+int ctl_usage(const char *cmd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("coopctl: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  const struct cmd *c = cmd ? find_cmd(cmd) : NULL;
+  if (c) {
+    print_synopsis(stderr, c);
+    fprintf(stderr, "(coopctl %s --help for more)\n", c->name);
+  } else {
+    fputs("usage: coopctl [--socket PATH] [--json] COMMAND [ARGS...] (coopctl --help)\n", stderr);
+  }
+  return EXIT_USAGE;
+}
+
+/* ---- parsing ---- */
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *v) {
+  if (!s || !*s || *s == '-' || *s == '+' || isspace((unsigned char)*s)) return -1;
+  int hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(hex ? s + 2 : s, &end, hex ? 16 : 10);
+  if (errno || *end || end == (hex ? s + 2 : s) || x > max) return -1;
+  *v = x;
+  return 0;
+}
+
+int parse_u32(const char *s, uint32_t *v) {
+  uint64_t x;
+  if (parse_uint(s, UINT32_MAX, &x)) return -1;
+  *v = (uint32_t)x;
+  return 0;
+}
+
+int parse_u64(const char *s, uint64_t *v) { return parse_uint(s, UINT64_MAX, v); }
+
+int parse_i64(const char *s, int64_t *v) {
+  uint64_t x;
+  int neg = s && *s == '-';
+  if (parse_uint(neg ? s + 1 : s, neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX, &x)) return -1;
+  *v = neg ? (int64_t)(0 - x) : (int64_t)x;
+  return 0;
+}
+
+int parse_double(const char *s, double *v) {
+  if (!s || !*s || isspace((unsigned char)*s)) return -1;
+  char *end;
+  errno = 0;
+  double x = strtod(s, &end);
+  if (errno || *end) return -1;
+  *v = x;
+  return 0;
+}
+
+static int set_opt(const char *cmd, const struct opt *o, const char *eq, int argc, char **argv,
+                   int *i) {
+  if (o->flag) {
+    if (eq) return ctl_usage(cmd, "--%s takes no value", o->name);
+    *o->flag = 1;
+    return 0;
+  }
+  if (eq) {
+    *o->val = eq + 1;
+  } else if (*i + 1 < argc) {
+    *o->val = argv[++*i];
+  } else {
+    return ctl_usage(cmd, "--%s needs a value", o->name);
+  }
+  return 0;
+}
+
+static int cmd_help(const char *cmd) {
+  const struct cmd *c = find_cmd(cmd);
+  print_synopsis(stdout, c);
+  printf("\n%s", c->help);
+  return 1;
+}
+
+/* One --option: the command's, or a global one, or --help. */
+static int take_opt(struct ctl *x, const char *cmd, const struct opt *opts, int argc, char **argv,
+                    int *i) {
+  const char *a = argv[*i] + 2, *eq = strchr(a, '=');
+  size_t len = eq ? (size_t)(eq - a) : strlen(a);
+  const struct opt glob[] = {{"socket", &x->socket, NULL}, {"json", NULL, &x->json}, {0}};
+  if (len == 4 && !strncmp(a, "help", 4)) return cmd_help(cmd);
+  for (int g = 0; g < 2; g++)
+    for (const struct opt *o = g ? glob : opts; o && o->name; o++)
+      if (strlen(o->name) == len && !strncmp(o->name, a, len))
+        return set_opt(cmd, o, eq, argc, argv, i);
+  return ctl_usage(cmd, "unknown option %s", argv[*i]);
+}
+
+int ctl_parse(struct ctl *x, const char *cmd, int argc, char **argv, const struct opt *opts,
+              char **pos, int *npos, int maxpos) {
+  int only_pos = 0;
+  *npos = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int r = 0;
+    if (!only_pos && !strcmp(a, "--"))
+      only_pos = 1;
+    else if (!only_pos && !strcmp(a, "-h"))
+      r = cmd_help(cmd);
+    else if (!only_pos && a[0] == '-' && a[1] == '-')
+      r = take_opt(x, cmd, opts, argc, argv, &i);
+    else if (!only_pos && a[0] == '-' && a[1])
+      r = ctl_usage(cmd, "unknown option %s", a);
+    else if (*npos == maxpos)
+      r = ctl_usage(cmd, "unexpected argument %s", a);
+    else
+      pos[(*npos)++] = argv[i];
+    if (r) return r;
+  }
+  return 0;
+}
+
+/* ---- shared helpers ---- */
+
+double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int ctl_connect(struct ctl *x) {
+  int e = coop_connect(&x->c, x->socket, "coopctl");
+  return e ? ctl_fail("connect", e) : 0;
+}
+
+static void progress(struct ctl *x, uint64_t job, double el, int periodic, double expect_s) {
+  struct coop_job_status *s = NULL;
+  size_t n = 0;
+  if (coop_status(x->c, job, &s, &n) || n != 1) {
+    free(s);
+    return;
+  }
+  fprintf(stderr, "\r\033[Kjob %llu: %s, %.1f", (unsigned long long)job, coop_state_name(s->state),
+          el);
+  if (expect_s > 0) fprintf(stderr, " / %.1f", expect_s);
+  fprintf(stderr, " s");
+  if (periodic) fprintf(stderr, ", %u instances, %u misses", s->instances_done, s->misses);
+  fflush(stderr);
+  free(s);
+}
+
+int ctl_wait(struct ctl *x, uint64_t job, int timeout_ms, int periodic, double expect_s,
+             struct coop_result *r) {
+  if (!isatty(STDERR_FILENO)) return coop_wait(x->c, job, timeout_ms, r);
+  double t0 = now_s();
+  int shown = 0, e;
+  for (;;) {
+    int slice = shown ? 250 : 500;
+    if (timeout_ms >= 0) {
+      double left = timeout_ms - (now_s() - t0) * 1000;
+      slice = left < slice ? (left > 0 ? (int)left : 0) : slice;
+    }
+    e = coop_wait(x->c, job, slice, r);
+    if (e != COOP_ETIMEDOUT || (timeout_ms >= 0 && (now_s() - t0) * 1000 >= timeout_ms)) break;
+    progress(x, job, now_s() - t0, periodic, expect_s);
+    shown = 1;
+  }
+  if (shown) fputs("\r\033[K", stderr);
+  return e;
+}
+
+static int parse_job(const char *cmd, const char *s, uint64_t *job) {
+  if (!s) return ctl_usage(cmd, "JOB is missing");
+  if (parse_u64(s, job) || *job == 0) return ctl_usage(cmd, "bad job id %s", s);
+  return 0;
+}
+
+/* ---- kernels, status, cancel, stats ---- */
+
+static int cmd_kernels(struct ctl *x, int argc, char **argv) {
+  char *pos[1];
+  int npos, r = ctl_parse(x, "kernels", argc, argv, NULL, pos, &npos, 0);
+  if (r) return r == 1 ? 0 : r;
+  if ((r = ctl_connect(x))) return r;
+  struct coop_kernel *k;
+  size_t n;
+  int e = coop_kernels(x->c, &k, &n);
+  if (e) return ctl_fail("kernels", e);
+  print_kernels(x, k, n);
+  free(k);
+  return 0;
+}
+
+static int cmd_status(struct ctl *x, int argc, char **argv) {
+  char *pos[1];
+  int npos, r = ctl_parse(x, "status", argc, argv, NULL, pos, &npos, 1);
+  if (r) return r == 1 ? 0 : r;
+  uint64_t job = 0;
+  if (npos && (r = parse_job("status", pos[0], &job))) return r;
+  if ((r = ctl_connect(x))) return r;
+  struct coop_job_status *s;
+  size_t n;
+  int e = coop_status(x->c, job, &s, &n);
+  if (e) return ctl_fail("status", e);
+  print_status(x, s, n);
+  free(s);
+  return 0;
+}
+
+static int cmd_cancel(struct ctl *x, int argc, char **argv) {
+  char *pos[1];
+  int npos, r = ctl_parse(x, "cancel", argc, argv, NULL, pos, &npos, 1);
+  if (r) return r == 1 ? 0 : r;
+  uint64_t job;
+  if ((r = parse_job("cancel", npos ? pos[0] : NULL, &job))) return r;
+  if ((r = ctl_connect(x))) return r;
+  int e = coop_cancel(x->c, job);
+  if (e) return ctl_fail("cancel", e);
+  if (x->json)
+    printf("{\"job\":%llu,\"cancel\":\"requested\"}\n", (unsigned long long)job);
+  else
+    printf("job %llu: cancellation requested\n", (unsigned long long)job);
+  return 0;
+}
+
+static int cmd_stats(struct ctl *x, int argc, char **argv) {
+  char *pos[1];
+  int npos, r = ctl_parse(x, "stats", argc, argv, NULL, pos, &npos, 0);
+  if (r) return r == 1 ? 0 : r;
+  if ((r = ctl_connect(x))) return r;
+  struct coop_stats s;
+  int e = coop_stats(x->c, &s);
+  if (e) return ctl_fail("stats", e);
+  print_stats(x, &s);
+  return 0;
+}
+
+/* ---- wait ---- */
+
+static int cmd_wait(struct ctl *x, int argc, char **argv) {
+  const char *timeout = NULL;
+  const struct opt o[] = {{"timeout", &timeout, NULL}, {0}};
+  char *pos[1];
+  int npos, r = ctl_parse(x, "wait", argc, argv, o, pos, &npos, 1);
+  if (r) return r == 1 ? 0 : r;
+  uint64_t job;
+  uint32_t t = 0;
+  if ((r = parse_job("wait", npos ? pos[0] : NULL, &job))) return r;
+  if (timeout && (parse_u32(timeout, &t) || t > INT32_MAX))
+    return ctl_usage("wait", "bad --timeout %s (ms)", timeout);
+  if ((r = ctl_connect(x))) return r;
+  struct coop_result res;
+  int e = ctl_wait(x, job, timeout ? (int)t : -1, 0, 0, &res);
+  if (e) return ctl_fail("wait", e);
+  print_result(x, &res);
+  r = res.state == COOP_STATE_DONE ? 0 : 1;
+  coop_result_free(&res);
+  return r;
+}
+
+/* ---- top ---- */
+
+static void sleep_ms(unsigned ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) && errno == EINTR) {
+  }
+}
+
+static int top_once(struct ctl *x, int first, int tty) {
+  struct coop_stats s;
+  struct coop_job_status *j = NULL;
+  size_t n = 0;
+  int e = coop_stats(x->c, &s);
+  if (e) return ctl_fail("top: stats", e);
+  if ((e = coop_status(x->c, 0, &j, &n))) return ctl_fail("top: status", e);
+  if (tty && !x->json)
+    fputs("\033[H\033[2J", stdout);
+  else if (!first && !x->json)
+    putchar('\n');
+  print_top(x, &s, j, n);
+  fflush(stdout);
+  free(j);
+  return 0;
+}
+
+static int cmd_top(struct ctl *x, int argc, char **argv) {
+  const char *interval = NULL, *iterations = NULL;
+  const struct opt o[] = {{"interval", &interval, NULL}, {"iterations", &iterations, NULL}, {0}};
+  char *pos[1];
+  int npos, r = ctl_parse(x, "top", argc, argv, o, pos, &npos, 0);
+  if (r) return r == 1 ? 0 : r;
+  uint32_t ms = 1000, iters = 0;
+  if (interval && (parse_u32(interval, &ms) || ms == 0))
+    return ctl_usage("top", "bad --interval %s (ms > 0)", interval);
+  if (iterations && (parse_u32(iterations, &iters) || iters == 0))
+    return ctl_usage("top", "bad --iterations %s (> 0)", iterations);
+  if ((r = ctl_connect(x))) return r;
+  int tty = isatty(STDOUT_FILENO);
+  for (uint32_t i = 0; !iters || i < iters; i++) {
+    if (i) sleep_ms(ms);
+    if ((r = top_once(x, i == 0, tty))) return r;
+  }
+  return 0;
+}
+
+/* ---- submit ---- */
+
+struct sbuf {
+  char *mem;
+  size_t size;
+  const char *path; /* write the output here after the job (out:, inout:) */
+};
+
+struct sargs {
+  struct sbuf b[COOP_MAX_ARGS];
+  unsigned nb;
+  int outputs;
+};
+
+static void sargs_free(struct sargs *s) {
+  for (unsigned i = 0; i < s->nb; i++) free(s->b[i].mem);
+}
+
+/* The whole file into *mem. 0, or 1 with the error printed. */
+static int read_file(const char *path, char **mem, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  char *p = NULL;
+  size_t n = 0, cap = 0;
+  if (!f) goto fail;
+  for (;;) {
+    if (n == cap) {
+      char *q = realloc(p, cap = cap ? cap * 2 : 65536);
+      if (!q) goto fail;
+      p = q;
+    }
+    size_t k = fread(p + n, 1, cap - n, f);
+    n += k;
+    if (k == 0) break;
+  }
+  if (ferror(f)) goto fail;
+  fclose(f);
+  if (n == 0) {
+    free(p);
+    fprintf(stderr, "coopctl: %s: empty file (a buffer needs at least one byte)\n", path);
+    return 1;
+  }
+  *mem = p;
+  *size = n;
+  return 0;
+fail:
+  fprintf(stderr, "coopctl: %s: %s\n", path, strerror(errno));
+  if (f) fclose(f);
+  free(p);
+  return 1;
+}
+
+static int write_file(const char *path, const char *mem, size_t size) {
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(mem, 1, size, f) != size || fclose(f)) {
+    fprintf(stderr, "coopctl: %s: %s\n", path, strerror(errno));
+    if (f) fclose(f);
+    return 1;
+  }
+  return 0;
+}
+
+static int scalar_arg(coop_job *j, const char *t, const char *v) {
+  uint32_t u32;
+  uint64_t u64;
+  int64_t i64;
+  double d;
+  /* the builder keeps its first error for coop_submit to report */
+  if (!strcmp(t, "u32") && !parse_u32(v, &u32))
+    coop_job_u32(j, u32);
+  else if (!strcmp(t, "u64") && !parse_u64(v, &u64))
+    coop_job_u64(j, u64);
+  else if (!strcmp(t, "i64") && !parse_i64(v, &i64))
+    coop_job_i64(j, i64);
+  else if (!strcmp(t, "i32") && !parse_i64(v, &i64) && i64 >= INT32_MIN && i64 <= INT32_MAX)
+    coop_job_i32(j, (int32_t)i64);
+  else if (!strcmp(t, "f32") && !parse_double(v, &d))
+    coop_job_f32(j, (float)d);
+  else if (!strcmp(t, "f64") && !parse_double(v, &d))
+    coop_job_f64(j, d);
+  else
+    return -1;
+  return 0;
+}
+
+/* in:PATH out:BYTES:PATH inout:PATH zeros:BYTES. 0, 1 (error), 2 (usage). */
+static int buffer_arg(coop_job *j, struct sargs *s, const char *t, const char *v) {
+  struct sbuf *b = &s->b[s->nb];
+  uint64_t n;
+  const char *colon = strchr(v, ':');
+  if (!strcmp(t, "in") || !strcmp(t, "inout")) {
+    if (read_file(v, &b->mem, &b->size)) return 1;
+    b->path = strcmp(t, "inout") ? NULL : v;
+  } else if (!strcmp(t, "out") || !strcmp(t, "zeros")) {
+    int out = t[0] == 'o';
+    char num[32];
+    size_t len = out && colon ? (size_t)(colon - v) : strlen(v);
+    if ((out && (!colon || !colon[1])) || len >= sizeof num) return -1;
+    memcpy(num, v, len);
+    num[len] = '\0';
+    if (parse_u64(num, &n) || n == 0 || n > SIZE_MAX / 2 || !(b->mem = calloc(1, n))) return -1;
+    b->size = n;
+    b->path = out ? colon + 1 : NULL;
+  } else {
+    return -1;
+  }
+  s->nb++;
+  s->outputs += b->path != NULL;
+  if (!strcmp(t, "in") || !strcmp(t, "zeros"))
+    coop_job_buf_in(j, b->mem, b->size);
+  else if (!strcmp(t, "out"))
+    coop_job_buf_out(j, b->mem, b->size);
+  else
+    coop_job_buf_inout(j, b->mem, b->size);
+  return 0;
+}
+
+static int job_arg(coop_job *j, struct sargs *s, const char *arg) {
+  const char *colon = strchr(arg, ':');
+  char t[8];
+  size_t len = colon ? (size_t)(colon - arg) : 0;
+  if (!colon || len >= sizeof t) return ctl_usage("submit", "bad argument %s (TYPE:VALUE)", arg);
+  memcpy(t, arg, len);
+  t[len] = '\0';
+  int r = scalar_arg(j, t, colon + 1);
+  if (r < 0) r = buffer_arg(j, s, t, colon + 1);
+  if (r < 0) return ctl_usage("submit", "bad argument %s", arg);
+  return r;
+}
+
+struct sopts {
+  const char *wg, *period, *count, *duration, *deadline, *timeout;
+  int coop, query, wait;
+};
+
+static int set_u32(const char *name, const char *s, uint32_t *v) {
+  if (s && parse_u32(s, v)) return ctl_usage("submit", "bad --%s %s", name, s);
+  return 0;
+}
+
+/* The job from the options and ARGs; 0, 1 or 2 as job_arg. */
+static int build_job(const struct sopts *o, char **pos, int npos, struct sargs *s, coop_job **out) {
+  uint32_t wg = 0, period = 0, count = 0, duration = 0, deadline = 0;
+  if (!o->wg) return ctl_usage("submit", "--wg N is required");
+  int r = set_u32("wg", o->wg, &wg) || set_u32("period", o->period, &period) ||
+                  set_u32("count", o->count, &count) ||
+                  set_u32("duration", o->duration, &duration) ||
+                  set_u32("deadline", o->deadline, &deadline)
+              ? EXIT_USAGE
+              : 0;
+  if (r) return r;
+  if (!period && (count || duration || deadline))
+    return ctl_usage("submit", "--count, --duration and --deadline need --period");
+  if (period && !count && !duration)
+    return ctl_usage("submit", "--period needs --count or --duration");
+  coop_job *j = coop_job_new(pos[0], wg);
+  if (!j) return ctl_fail("submit", COOP_ENOMEM);
+  coop_job_cooperative(j, o->coop);
+  coop_job_query_barrier(j, o->query);
+  coop_job_detached(j, !o->wait); /* coopctl exits: the job must not go with it */
+  coop_job_periodic(j, period, count, duration, deadline);
+  for (int i = 1; i < npos && !r; i++) r = job_arg(j, s, pos[i]);
+  if (r) coop_job_free(j);
+  *out = r ? NULL : j;
+  return r;
+}
+
+static int write_outputs(const struct sargs *s) {
+  int r = 0;
+  for (unsigned i = 0; i < s->nb; i++)
+    if (s->b[i].path) r |= write_file(s->b[i].path, s->b[i].mem, s->b[i].size);
+  return r;
+}
+
+static int submit_run(struct ctl *x, const struct sopts *o, coop_job *j, struct sargs *s) {
+  uint32_t t = 0;
+  if (o->timeout && (parse_u32(o->timeout, &t) || t > INT32_MAX))
+    return ctl_usage("submit", "bad --timeout %s (ms)", o->timeout);
+  int r = ctl_connect(x);
+  if (r) return r;
+  uint64_t id;
+  int e = coop_submit(x->c, j, &id);
+  if (e) return ctl_fail("submit", e);
+  if (!o->wait) {
+    printf(x->json ? "{\"job\":%llu}\n" : "%llu\n", (unsigned long long)id);
+    return 0;
+  }
+  struct coop_result res;
+  e = ctl_wait(x, id, o->timeout ? (int)t : -1, o->period != NULL, 0, &res);
+  if (e) return ctl_fail("wait", e);
+  print_result(x, &res);
+  r = res.state == COOP_STATE_DONE ? write_outputs(s) : 1;
+  coop_result_free(&res);
+  return r;
+}
+
+static int cmd_submit(struct ctl *x, int argc, char **argv) {
+  struct sopts o = {0};
+  const struct opt opts[] = {{"wg", &o.wg, NULL},
+                             {"coop", NULL, &o.coop},
+                             {"query-barrier", NULL, &o.query},
+                             {"wait", NULL, &o.wait},
+                             {"timeout", &o.timeout, NULL},
+                             {"period", &o.period, NULL},
+                             {"count", &o.count, NULL},
+                             {"duration", &o.duration, NULL},
+                             {"deadline", &o.deadline, NULL},
+                             {0}};
+  char *pos[COOP_MAX_ARGS + 2];
+  int npos, r = ctl_parse(x, "submit", argc, argv, opts, pos, &npos, COOP_MAX_ARGS + 2);
+  if (r) return r == 1 ? 0 : r;
+  if (npos < 1) return ctl_usage("submit", "KERNEL is missing");
+  if (npos > COOP_MAX_ARGS + 1) return ctl_usage("submit", "at most %d ARGs", COOP_MAX_ARGS);
+  struct sargs s = {0};
+  coop_job *j = NULL;
+  r = build_job(&o, pos, npos, &s, &j);
+  if (!r && s.outputs && !o.wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
+  if (!r) r = submit_run(x, &o, j, &s);
+  coop_job_free(j);
+  sargs_free(&s);
+  return r;
+}
+
+/* ---- commands ---- */
+
+static const struct cmd cmds[] = {
+    {"kernels", "list the registered kernels", "kernels",
+     "Lists the kernels coopd has registered, one per line:\n"
+     "  NAME cooperative|noncooperative ARGTYPES\n"
+     "ARGTYPES is the comma-separated signature (u32 i32 u64 i64 f32 f64 buf), or - for none.\n",
+     cmd_kernels},
+    {"submit", "submit a job; print its id, or with --wait its result",
+     "submit KERNEL --wg N [--coop] [--query-barrier] [--period US (--count N | --duration MS)"
+     " [--deadline US]] [--wait [--timeout MS]] [ARG...]",
+     "Submits a job running KERNEL on N workgroups and prints its id, or with --wait its\n"
+     "result (exit status 0 only if it ends done; a progress line on a terminal).\n"
+     "  --coop            the kernel is cooperative (must match its kind)\n"
+     "  --query-barrier   cooperative: the query variant of the resizing barrier\n"
+     "  --period US       a periodic job: an instance every US microseconds, until\n"
+     "  --count N         N instances and/or\n"
+     "  --duration MS     MS milliseconds have passed\n"
+     "  --deadline US     an instance finishing later than release + US is a miss\n"
+     "  --timeout MS      with --wait: give up after MS milliseconds (exit 1)\n"
+     "ARGs, in the kernel's argument order:\n"
+     "  u32:V i32:V u64:V i64:V f32:V f64:V   scalars (integers in decimal or 0x hex)\n"
+     "  in:PATH           IN buffer holding the file's bytes (coopctl reads the file)\n"
+     "  out:BYTES:PATH    OUT buffer of BYTES, written to PATH when the job is done\n"
+     "  inout:PATH        the file's bytes in, the buffer written back to PATH\n"
+     "  zeros:BYTES       IN buffer of BYTES zero bytes\n"
+     "out: and inout: need --wait. coopd cancels the unfinished jobs of a client that\n"
+     "disconnects, so without --wait the job is cancelled when coopctl exits unless it\n"
+     "has finished by then.\n",
+     cmd_submit},
+    {"status", "show one job, or all jobs this user may see", "status [JOB]",
+     "Shows one job, or every job this user may see (root: all), with its state,\n"
+     "kernel, workgroups, instances and deadline misses so far.\n",
+     cmd_status},
+    {"wait", "wait for a job and print its result", "wait JOB [--timeout MS]",
+     "Waits for a job (up to MS milliseconds) and prints its result: state, gather and\n"
+     "execution times, workgroup counts, instances. Exit status 0 only if it ended done.\n",
+     cmd_wait},
+    {"cancel", "cancel a job", "cancel JOB",
+     "Asks coopd to cancel a job (wait JOB then says how it ended).\n", cmd_cancel},
+    {"stats", "the daemon's counters and recent gather times", "stats",
+     "The daemon's device, workers, clients, job counters, and the p50/p90/p99/max gather\n"
+     "times of its recent non-cooperative task instances.\n",
+     cmd_stats},
+    {"top", "a live view of the device and its jobs", "top [--interval MS] [--iterations N]",
+     "A live view, refreshed every MS milliseconds (default 1000), N times (default: until\n"
+     "interrupted): device, workers, queued and running jobs, recent gather times. On a\n"
+     "terminal the screen is redrawn; otherwise snapshots follow each other (with --json,\n"
+     "one JSON object per line).\n",
+     cmd_top},
+    {"render", "graphics-like periodic tasks: gather, execution, period",
+     "render --class light|medium|heavy --wg K [--period MS] [--duration MS] --for SECONDS"
+     " [--size N]",
+     "Graphics-like periodic tasks (FSE 2017 Sec. 5.2): light P=70 ms E=3 ms, medium P=40\n"
+     "E=3, heavy P=40 E=10; --period and --duration override P and E (ms). Uses the\n"
+     "non-cooperative kernel render (c = a x b for N x N floats, N default 48, repeated\n"
+     "reps times). A probe with reps=1 calibrates reps so one task takes about E; then one\n"
+     "periodic job (period P, deadline P, K workgroups) runs for SECONDS. Prints gather\n"
+     "time, execution time and achieved period (p50/p90/p99/max, ms), instances, deadline\n"
+     "misses and reps, and checks the last c against the CPU (exit 1 on a mismatch).\n",
+     cmd_render},
+};
+
+static const struct cmd *find_cmd(const char *name) {
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+    if (!strcmp(cmds[i].name, name)) return &cmds[i];
+  return NULL;
+}
+
+static void help(void) {
+  char path[256];
+  printf(
+      "usage: coopctl [--socket PATH] [--json] COMMAND [ARGS...]\n"
+      "       coopctl COMMAND --help\n\n"
+      "Talks to coopd, the daemon that shares a GPU between cooperative kernels and\n"
+      "short non-cooperative tasks.\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+    printf("  %-8s %s\n", cmds[i].name, cmds[i].brief);
+  printf(
+      "\noptions (before or after COMMAND):\n"
+      "  --socket PATH  coopd's socket; default $COOP_SOCKET, else $XDG_RUNTIME_DIR/coop.sock,\n"
+      "                 or /run/coop/coop.sock for root or without XDG_RUNTIME_DIR\n");
+  if (coop_socket_path(NULL, path, sizeof path) == 0) printf("                 (here: %s)\n", path);
+  printf(
+      "  --json         print one JSON object (top: one per snapshot, a line each)\n"
+      "  --help         this help; COMMAND --help explains a command\n\n"
+      "exit status: 0 success; 1 error, or a waited job that did not end done; 2 bad usage\n");
+}
+
+int main(int argc, char **argv) {
+  struct ctl x = {0};
+  g_ctl = &x;
+  int i = 1;
+  for (; i < argc && argv[i][0] == '-'; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      help();
+      return 0;
+    } else if (!strcmp(a, "--json")) {
+      x.json = 1;
+    } else if (!strcmp(a, "--socket") && i + 1 < argc) {
+      x.socket = argv[++i];
+    } else if (!strncmp(a, "--socket=", 9)) {
+      x.socket = a + 9;
+    } else {
+      return ctl_usage(NULL, "%s %s",
+                       !strcmp(a, "--socket") ? "missing value for" : "unknown option", a);
+    }
+  }
+  if (i == argc) return ctl_usage(NULL, "no COMMAND");
+  const struct cmd *c = find_cmd(argv[i]);
+  if (!c) return ctl_usage(NULL, "unknown command %s", argv[i]);
+  int r = c->fn(&x, argc - i, argv + i);
+  coop_disconnect(x.c);
+  return r;
+}

@@ -1,0 +1,65 @@
+/*
+ * coopctl.h: what coopctl's source files share. coopctl is written on
+ * libcoop's public API (coop.h) only.
+ */
+#ifndef COOPCTL_H
+#define COOPCTL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "coop.h"
+
+#define EXIT_USAGE 2
+
+struct ctl {
+  const char *socket; /* --socket, or NULL */
+  int json;           /* --json */
+  coop_conn *c;
+};
+
+/* One command-line option of a command: --name, with a value or a flag. */
+struct opt {
+  const char *name;
+  const char **val; /* option with a value */
+  int *flag;        /* option without one */
+};
+
+/* coopctl.c */
+/* Options (the command's, plus --json and --socket) anywhere in argv[1..],
+ * other words into pos[] (at most maxpos). 0, or 1 after --help (printed),
+ * or EXIT_USAGE after printing the problem and the command's usage. */
+int ctl_parse(struct ctl *x, const char *cmd, int argc, char **argv, const struct opt *opts,
+              char **pos, int *npos, int maxpos);
+int ctl_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "coopctl: what: strerror: message"; returns 1. */
+int ctl_fail(const char *what, int err);
+int ctl_connect(struct ctl *x);
+int parse_u32(const char *s, uint32_t *v);
+int parse_u64(const char *s, uint64_t *v);
+int parse_i64(const char *s, int64_t *v);
+int parse_double(const char *s, double *v);
+double now_s(void);
+/* Waits for a job; on a TTY (stderr) with a progress line after 0.5 s that
+ * shows the elapsed time and the state (and instances when periodic).
+ * timeout_ms < 0: forever. Returns coop_wait's result. */
+int ctl_wait(struct ctl *x, uint64_t job, int timeout_ms, int periodic, double expect_s,
+             struct coop_result *r);
+
+/* coopctl_out.c: text and JSON output */
+void json_str(FILE *f, const char *s);
+void print_result(const struct ctl *x, const struct coop_result *r);
+void json_result_fields(FILE *f, const struct coop_result *r);
+void print_kernels(const struct ctl *x, const struct coop_kernel *k, size_t n);
+void print_status(const struct ctl *x, const struct coop_job_status *s, size_t n);
+void print_stats(const struct ctl *x, const struct coop_stats *s);
+void print_top(const struct ctl *x, const struct coop_stats *s, const struct coop_job_status *j,
+               size_t n);
+/* Nearest-rank percentile (p in 0..100) of v[0..n) sorted ascending. */
+double percentile(const double *v, size_t n, double p);
+void sort_doubles(double *v, size_t n);
+
+/* coopctl_render.c */
+int cmd_render(struct ctl *x, int argc, char **argv);
+
+#endif /* COOPCTL_H */

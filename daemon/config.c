@@ -1,0 +1,231 @@
+/* config.c: see config.h. */
+#include "config.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#ifndef COOP_KERNEL_DIR
+#define COOP_KERNEL_DIR "/usr/local/share/coop/kernels"
+#endif
+
+static void copy(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s); }
+
+void config_defaults(struct config *c) {
+  memset(c, 0, sizeof *c);
+  copy(c->backend, sizeof c->backend, "opencl");
+  c->platform_index = -1;
+  c->device_index = -1;
+  c->local_size = 64;
+  c->arena_mb = 256;
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  if (geteuid() != 0 && xdg && *xdg)
+    snprintf(c->socket, sizeof c->socket, "%s/coop.sock", xdg);
+  else
+    copy(c->socket, sizeof c->socket, "/run/coop/coop.sock");
+  c->socket_mode = 0660;
+  c->max_clients = 64;
+  copy(c->kernel_dirs, sizeof c->kernel_dirs, COOP_KERNEL_DIR);
+  c->max_jobs_per_client = 64;
+  c->max_bytes_per_client = 256ull << 20;
+  c->max_finished_per_client = 256;
+  c->log_level = LOG_LV_INFO;
+  c->grace_ms = 5000;
+}
+
+static int parse_uint(const char *v, unsigned long long max, int base, unsigned long long *out) {
+  char *end;
+  errno = 0;
+  if (*v == '-' || *v == '\0') return -1;
+  unsigned long long x = strtoull(v, &end, base);
+  if (errno || *end != '\0' || x > max) return -1;
+  *out = x;
+  return 0;
+}
+
+static int parse_bool(const char *v, int *out) {
+  if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "1")) return *out = 1, 0;
+  if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "0")) return *out = 0, 0;
+  return -1;
+}
+
+/* One table row per key: where it goes and how it parses. */
+enum kind { K_STR, K_UINT, K_INT, K_OCTAL, K_BYTES, K_LEVEL, K_BOOL };
+struct key {
+  const char *section, *name;
+  enum kind kind;
+  size_t off, size;
+  unsigned long long max;
+};
+#define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
+static const struct key keys[] = {
+    {"device", "backend", K_STR, F(backend), 0},
+    {"device", "platform", K_STR, F(platform), 0},
+    {"device", "device", K_STR, F(device), 0},
+    {"device", "platform_index", K_INT, F(platform_index), 64},
+    {"device", "device_index", K_INT, F(device_index), 64},
+    {"device", "local_size", K_UINT, F(local_size), 1024},
+    {"device", "max_workgroups", K_UINT, F(max_workgroups), 1088},
+    {"device", "arena_mb", K_UINT, F(arena_mb), 1u << 16},
+    {"server", "socket", K_STR, F(socket), 0},
+    {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
+    {"server", "max_clients", K_UINT, F(max_clients), 100000},
+    {"kernels", "dirs", K_STR, F(kernel_dirs), 0},
+    {"limits", "max_jobs_per_client", K_UINT, F(max_jobs_per_client), 1u << 20},
+    {"limits", "max_bytes_per_client", K_BYTES, F(max_bytes_per_client), 1ull << 40},
+    {"limits", "max_finished_per_client", K_UINT, F(max_finished_per_client), 1u << 20},
+    {"log", "level", K_LEVEL, F(log_level), 0},
+    {"log", "syslog", K_BOOL, F(log_syslog), 0},
+    {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
+    {"jobs", "grace_ms", K_UINT, F(grace_ms), 1u << 31},
+};
+#undef F
+
+/* "64M", "1G", "4096": bytes. */
+static int parse_bytes(const char *v, unsigned long long *out) {
+  char num[64];
+  size_t n = strlen(v);
+  if (n == 0 || n >= sizeof num) return -1;
+  memcpy(num, v, n + 1);
+  unsigned shift = 0;
+  char u = num[n - 1];
+  if (u == 'K' || u == 'k') shift = 10;
+  if (u == 'M' || u == 'm') shift = 20;
+  if (u == 'G' || u == 'g') shift = 30;
+  if (shift) num[n - 1] = '\0';
+  unsigned long long x;
+  if (parse_uint(num, ULLONG_MAX >> shift, 10, &x)) return -1;
+  *out = x << shift;
+  return 0;
+}
+
+static int set_key(struct config *c, const struct key *k, const char *v) {
+  char *p = (char *)c + k->off;
+  unsigned long long x;
+  switch (k->kind) {
+    case K_STR:
+      if (strlen(v) >= k->size) return -1;
+      memcpy(p, v, strlen(v) + 1);
+      return 0;
+    case K_UINT:
+      if (parse_uint(v, k->max, 10, &x)) return -1;
+      *(unsigned *)p = (unsigned)x;
+      return 0;
+    case K_OCTAL:
+      if (parse_uint(v, k->max, 8, &x)) return -1;
+      *(unsigned *)p = (unsigned)x;
+      return 0;
+    case K_INT:
+      if (!strcmp(v, "-1")) return *(int *)p = -1, 0;
+      if (parse_uint(v, k->max, 10, &x)) return -1;
+      *(int *)p = (int)x;
+      return 0;
+    case K_BYTES:
+      if (parse_bytes(v, &x) || x > k->max) return -1;
+      *(unsigned long long *)p = x;
+      return 0;
+    case K_LEVEL:
+      return (*(int *)p = log_level_parse(v)) < 0 ? -1 : 0;
+    case K_BOOL:
+      return parse_bool(v, (int *)p);
+  }
+  return -1;
+}
+
+int config_set(struct config *c, const char *section, const char *key, const char *value, char *err,
+               size_t errlen) {
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    if (strcmp(keys[i].section, section) || strcmp(keys[i].name, key)) continue;
+    if (set_key(c, &keys[i], value) == 0) return 0;
+    snprintf(err, errlen, "[%s] %s: bad value \"%s\"", section, key, value);
+    return -1;
+  }
+  snprintf(err, errlen, "unknown key [%s] %s", section, key);
+  return -1;
+}
+
+struct load_ctx {
+  struct config *c;
+  char *err;
+  size_t errlen;
+  int failed;
+};
+
+static int on_key(void *user, const char *section, const char *name, const char *value) {
+  struct load_ctx *l = user;
+  if (l->failed) return 0;
+  if (config_set(l->c, section, name, value, l->err, l->errlen)) {
+    l->failed = 1;
+    return 0; /* inih: non-zero = ok; 0 stops with this line's number */
+  }
+  return 1;
+}
+
+int config_load(struct config *c, const char *path, char *err, size_t errlen) {
+  struct load_ctx l = {c, err, errlen, 0};
+  char what[512] = "";
+  l.err = what;
+  l.errlen = sizeof what;
+  int r = ini_parse(path, on_key, &l);
+  if (r == -1) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  if (r == -2) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    return -1;
+  }
+  if (r > 0) {
+    snprintf(err, errlen, "%s:%d: %s", path, r, l.failed ? what : "syntax error");
+    return -1;
+  }
+  return 0;
+}
+
+int config_validate(const struct config *c, char *err, size_t errlen) {
+  if (strcmp(c->backend, "opencl") != 0) {
+    snprintf(err, errlen,
+             "[device] backend: \"%s\" is not built in (this coopd has: opencl; the CUDA "
+             "backend for NVIDIA is not written yet)",
+             c->backend);
+    return -1;
+  }
+  if (c->local_size == 0 || (c->local_size & (c->local_size - 1))) {
+    snprintf(err, errlen, "[device] local_size: %u is not a power of two >= 1", c->local_size);
+    return -1;
+  }
+  if (c->socket[0] != '/') {
+    snprintf(err, errlen, "[server] socket: \"%s\" must be an absolute path", c->socket);
+    return -1;
+  }
+  if (c->kernel_dirs[0] == '\0') {
+    snprintf(err, errlen, "[kernels] dirs: empty; name at least one directory");
+    return -1;
+  }
+  if (c->max_jobs_per_client == 0 || c->max_clients == 0 || c->arena_mb == 0) {
+    snprintf(err, errlen, "max_jobs_per_client, max_clients and arena_mb must be > 0");
+    return -1;
+  }
+  return 0;
+}
+
+void config_print(const struct config *c, void (*line)(const char *)) {
+  char b[1400];
+  snprintf(b, sizeof b, "device: backend=%s platform=\"%s\" device=\"%s\" local_size=%u",
+           c->backend, c->platform, c->device, c->local_size);
+  line(b);
+  snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u", c->socket, c->socket_mode,
+           c->max_clients);
+  line(b);
+  snprintf(b, sizeof b, "kernels: dirs=%s", c->kernel_dirs);
+  line(b);
+  snprintf(b, sizeof b, "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u",
+           c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms);
+  line(b);
+}

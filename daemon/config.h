@@ -1,0 +1,48 @@
+/*
+ * config.h: coopd's settings, from conf/coopd.ini (inih) then the command
+ * line. Every key is documented in conf/coopd.ini itself.
+ */
+#ifndef COOPD_CONFIG_H
+#define COOPD_CONFIG_H
+
+#include <stddef.h>
+
+struct config {
+  /* [device] */
+  char backend[16];   /* "opencl" (the CUDA backend is issue 5) */
+  char platform[128]; /* substring of the platform name; "" = any */
+  char device[128];   /* substring of the device name; "" = any */
+  int platform_index, device_index;
+  unsigned local_size;
+  unsigned max_workgroups; /* hardware workgroups launched; 0 = 2 x CU + 1 */
+  unsigned arena_mb;       /* SVM arena for job buffers */
+  /* [server] */
+  char socket[256];
+  unsigned socket_mode;
+  unsigned max_clients;
+  /* [kernels] */
+  char kernel_dirs[1024]; /* colon-separated */
+  /* [limits] */
+  unsigned max_jobs_per_client;
+  unsigned long long max_bytes_per_client;
+  unsigned max_finished_per_client;
+  /* [log] */
+  int log_level;
+  int log_syslog;
+  /* [jobs] */
+  unsigned watchdog_ms; /* cancel a job running longer; 0 = never */
+  unsigned grace_ms;    /* shutdown: let jobs finish this long, then cancel */
+};
+
+/* Defaults (documented in conf/coopd.ini); the socket from the environment. */
+void config_defaults(struct config *c);
+/* Reads an ini file over c. Returns 0, or -1 with a message in err. */
+int config_load(struct config *c, const char *path, char *err, size_t errlen);
+/* One key by section and name, as the file would set it (flags use it). */
+int config_set(struct config *c, const char *section, const char *key, const char *value, char *err,
+               size_t errlen);
+/* Checks cross-field rules. */
+int config_validate(const struct config *c, char *err, size_t errlen);
+void config_print(const struct config *c, void (*line)(const char *));
+
+#endif /* COOPD_CONFIG_H */

@@ -1,0 +1,52 @@
+/*
+ * daemon.h: the state the loop thread shares between coopd's modules.
+ * Everything here belongs to the loop thread (see device.h for the one
+ * other thread and how jobs cross between them).
+ */
+#ifndef COOPD_DAEMON_H
+#define COOPD_DAEMON_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "device.h"
+#include "job.h"
+#include "kernels.h"
+
+#define DM_GATHER_SAMPLES 1024u
+
+struct session;
+
+struct daemon {
+  uv_loop_t *loop;
+  struct config cfg;
+  struct kset ks;
+  struct dev *dev;
+  int listen_fd;
+  uv_poll_t listen_poll;
+  int listening;
+  struct session *sessions;
+  unsigned nsessions;
+  struct job *jobs; /* every job not yet freed */
+  uint64_t next_job;
+  uint64_t submitted, done, cancelled, refused, failed;
+  int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */
+  uint32_t ngather, gather_pos;
+  int stopping;
+  int exit_code;
+  uv_signal_t sig[3];
+  uv_timer_t hard_stop;
+};
+
+/* server.c */
+int server_listen(struct daemon *dm, char *err, size_t errlen);
+void server_stop_listening(struct daemon *dm);
+
+/* session.c */
+void session_accept(struct daemon *dm, int fd);
+void session_job_done(struct daemon *dm, struct job *j);
+void session_shutdown_all(struct daemon *dm);
+unsigned session_count(const struct daemon *dm);
+
+#endif /* COOPD_DAEMON_H */

@@ -1,0 +1,531 @@
+/*
+ * device.c: see device.h.
+ *
+ * Two queues under one mutex: `in` (loop -> device: new jobs), and `out`
+ * (device -> loop: finished jobs), the latter announced by uv_async_send.
+ * Cancellation is a flag on the job (atomic), seen by the device thread on
+ * its next pass. The device thread sleeps on a condition variable when it
+ * has nothing in flight, and polls every DEV_POLL_NS otherwise (the task
+ * records are in host memory; gather times are measured on the device, so
+ * this polling only delays the hand-back, not the measurement).
+ */
+#define _GNU_SOURCE /* pthread_setname_np */
+#include "device.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coop_rt.h"
+#include "log.h"
+
+#define DEV_POLL_NS 200000L
+#define DEV_MAX_INFLIGHT 8 /* instances of one periodic job in flight at once */
+
+/* Device-thread bookkeeping of a job it runs. */
+struct run {
+  struct job *j;
+  int64_t t0, next_release; /* CLOCK_MONOTONIC ns */
+  uint32_t released;        /* instances released so far */
+  coop_task_id task[DEV_MAX_INFLIGHT];
+  uint32_t task_inst[DEV_MAX_INFLIGHT];
+  unsigned ninflight;
+  int64_t started_ns;
+  struct run *next;
+};
+
+struct dev {
+  coop_rt *rt;
+  const struct config *cfg;
+  uv_async_t async;
+  void (*on_done)(struct job *, void *);
+  void (*on_stopped)(void *);
+  void *user;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct job *in_head, *in_tail; /* linked through job->dev_next */
+  struct job *out_head, *out_tail;
+  int stopping, stopped; /* under mu */
+  int64_t stop_deadline; /* under mu */
+  int stop_now;          /* device thread: snapshot of stopping */
+  int64_t stop_at;       /* device thread: snapshot of stop_deadline */
+  unsigned cus, workers; /* fixed at launch */
+  struct run *runs;      /* device thread only */
+  char name[256];
+};
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void job_free(struct job *j) {
+  if (!j) return;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    if (j->args[i].fd >= 0) close(j->args[i].fd);
+    free(j->args[i].data);
+  }
+  free(j->inst);
+  free(j);
+}
+
+/* ---- loop side ---- */
+
+static void on_async(uv_async_t *a) {
+  struct dev *d = a->data;
+  pthread_mutex_lock(&d->mu);
+  struct job *j = d->out_head;
+  d->out_head = d->out_tail = NULL;
+  int stopped = d->stopped;
+  pthread_mutex_unlock(&d->mu);
+  while (j) {
+    struct job *n = j->dev_next;
+    j->dev_next = NULL;
+    d->on_done(j, d->user);
+    j = n;
+  }
+  if (stopped && d->on_stopped) {
+    void (*cb)(void *) = d->on_stopped;
+    d->on_stopped = NULL;
+    cb(d->user);
+  }
+}
+
+void dev_submit(struct dev *d, struct job *j) {
+  atomic_store(&j->state, COOP_JOB_QUEUED);
+  pthread_mutex_lock(&d->mu);
+  j->dev_next = NULL;
+  if (d->in_tail)
+    d->in_tail->dev_next = j;
+  else
+    d->in_head = j;
+  d->in_tail = j;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+void dev_cancel(struct dev *d, struct job *j) {
+  atomic_store(&j->cancel, 1);
+  pthread_mutex_lock(&d->mu);
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(void *)) {
+  pthread_mutex_lock(&d->mu);
+  d->on_stopped = on_stopped;
+  d->stopping = 1;
+  d->stop_deadline = now_ns() + (int64_t)grace_ms * 1000000;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* ---- device side ---- */
+
+static void hand_back(struct dev *d, struct job *j) {
+  pthread_mutex_lock(&d->mu);
+  j->dev_next = NULL;
+  if (d->out_tail)
+    d->out_tail->dev_next = j;
+  else
+    d->out_head = j;
+  d->out_tail = j;
+  pthread_mutex_unlock(&d->mu);
+  uv_async_send(&d->async);
+}
+
+static void fail(struct job *j, int code, const char *fmt, const char *what) {
+  j->error = code;
+  snprintf(j->message, sizeof j->message, fmt, what);
+  atomic_store(&j->state, COOP_JOB_FAILED);
+}
+
+/* Full read of a client's memfd: pread, never mmap (a client truncating it
+ * would raise SIGBUS in the daemon). */
+static int fd_read(int fd, void *p, uint64_t n) {
+  uint64_t off = 0;
+  while (off < n) {
+    ssize_t r = pread(fd, (char *)p + off, n - off, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static int fd_write(int fd, const void *p, uint64_t n) {
+  uint64_t off = 0;
+  while (off < n) {
+    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static void free_buffers(struct dev *d, struct job *j) {
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].dev) {
+      coop_rt_free(d->rt, j->args[i].dev);
+      j->args[i].dev = NULL;
+    }
+}
+
+/* Arena copies of the job's buffers, IN data copied in. 0 or -1 (failed). */
+static int stage_in(struct dev *d, struct job *j) {
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->type != COOP_ARG_BUF) continue;
+    a->dev = coop_rt_alloc(d->rt, a->size);
+    if (!a->dev) {
+      fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
+           "raise [device] arena_mb");
+      return -1;
+    }
+    if (!(a->dir & COOP_BUF_IN)) {
+      memset(a->dev, 0, a->size);
+    } else if (a->fd >= 0) {
+      if (fd_read(a->fd, a->dev, a->size)) {
+        fail(j, COOP_EIO, "%s", "could not read a buffer's descriptor to its declared size");
+        return -1;
+      }
+    } else {
+      memcpy(a->dev, a->data, a->size);
+    }
+  }
+  return 0;
+}
+
+/* OUT data back: into the client's memfd, or into a[i].data for RESULT. */
+static void stage_out(struct dev *d, struct job *j) {
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->type != COOP_ARG_BUF || !(a->dir & COOP_BUF_OUT) || !a->dev) continue;
+    if (a->fd >= 0) {
+      if (fd_write(a->fd, a->dev, a->size) && j->error == 0)
+        fail(j, COOP_EIO, "%s", "could not write a result back to its descriptor");
+    } else {
+      free(a->data);
+      a->data = malloc(a->size);
+      if (a->data)
+        memcpy(a->data, a->dev, a->size);
+      else if (j->error == 0)
+        fail(j, COOP_ENOMEM, "%s", "out of memory copying a result");
+    }
+  }
+}
+
+static int submit_instance(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  struct coop_rt_task_desc td = {.kernel = j->kernel_index,
+                                 .groups = j->groups,
+                                 .cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE),
+                                 .query_barrier = !!(j->flags & COOP_SUBMIT_QUERY_BARRIER),
+                                 .nargs = j->nargs};
+  for (unsigned i = 0; i < j->nargs; i++)
+    td.args[i] =
+        j->args[i].type == COOP_ARG_BUF ? coop_rt_buf_arg(d->rt, j->args[i].dev) : j->args[i].bits;
+  coop_task_id id;
+  int e = coop_rt_submit(d->rt, &td, &id);
+  if (e) return e;
+  r->task[r->ninflight] = id;
+  r->task_inst[r->ninflight] = r->released++;
+  r->ninflight++;
+  return 0;
+}
+
+static int periodic(const struct job *j) { return j->period_us != 0; }
+
+/* Whether a periodic job has released everything it will. */
+static int releases_done(const struct run *r) {
+  const struct job *j = r->j;
+  if (atomic_load(&j->cancel)) return 1;
+  if (!periodic(j)) return r->released == 1;
+  if (j->count && r->released >= j->count) return 1;
+  if (j->duration_ms &&
+      (int64_t)r->released * j->period_us * 1000 >= (int64_t)j->duration_ms * 1000000)
+    return 1;
+  return 0;
+}
+
+static void start_job(struct dev *d, struct job *j) {
+  struct run *r = calloc(1, sizeof *r);
+  if (!r) {
+    fail(j, COOP_ENOMEM, "%s", "out of memory");
+    hand_back(d, j);
+    return;
+  }
+  r->j = j;
+  r->t0 = r->next_release = now_ns();
+  j->m_min = UINT32_MAX;
+  j->t.gather_ns = j->t.exec_ns = -1;
+  if (periodic(j)) {
+    uint64_t n = j->count ? j->count : (uint64_t)j->duration_ms * 1000 / j->period_us + 1;
+    j->inst = calloc(n, sizeof *j->inst);
+    if (!j->inst) {
+      fail(j, COOP_ENOMEM, "%s", "out of memory");
+      free(r);
+      hand_back(d, j);
+      return;
+    }
+  }
+  if (stage_in(d, j)) {
+    free_buffers(d, j);
+    free(r);
+    hand_back(d, j);
+    return;
+  }
+  r->next = d->runs;
+  d->runs = r;
+}
+
+/* A task that reached a final state: its times into the job. */
+static void record(struct dev *d, struct run *r, unsigned slot) {
+  struct job *j = r->j;
+  struct coop_rt_task_info ti;
+  coop_task_id id = r->task[slot];
+  coop_rt_task_info(d->rt, id, &ti);
+  coop_rt_task_release(d->rt, id);
+  struct coop_wire_times t = {
+      ti.t_submitted, ti.t_released, ti.t_gathered, ti.t_started, ti.t_finished, -1, -1};
+  uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
+               : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
+                                                 : COOP_JOB_REFUSED;
+  if (st == COOP_JOB_DONE || (st == COOP_JOB_CANCELLED && ti.t_gathered)) {
+    t.gather_ns = ti.gather_ns;
+    t.exec_ns = ti.t_finished - ti.t_started;
+  }
+  if (st == COOP_JOB_REFUSED && j->error == 0) {
+    j->error = COOP_EREFUSED;
+    snprintf(j->message, sizeof j->message, "refused by the scheduler (reason %d)", ti.refusal);
+  }
+  if (st == COOP_JOB_DONE && j->deadline_us &&
+      ti.t_finished - ti.t_released > (int64_t)j->deadline_us * 1000) {
+    j->misses++;
+    atomic_store(&j->misses_so_far, j->misses);
+  }
+  j->t = t; /* the job's times: its last instance's (periodic: see inst[]) */
+  if (ti.m_min && ti.m_min < j->m_min) j->m_min = ti.m_min;
+  if (ti.m_max > j->m_max) j->m_max = ti.m_max;
+  j->m_initial = ti.m_initial;
+  j->kills += ti.kills;
+  j->forks += ti.forks;
+  j->resizes += ti.resizes;
+  if (periodic(j)) {
+    struct coop_wire_inst *in = &j->inst[r->task_inst[slot]];
+    in->state = st;
+    in->t = t;
+    if (r->task_inst[slot] + 1 > j->ninst) j->ninst = r->task_inst[slot] + 1;
+  } else {
+    atomic_store(&j->state, st);
+  }
+  atomic_fetch_add(&j->instances_done, 1);
+  r->ninflight--;
+  r->task[slot] = r->task[r->ninflight];
+  r->task_inst[slot] = r->task_inst[r->ninflight];
+}
+
+static void finish_job(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  if (j->m_min == UINT32_MAX) j->m_min = 0;
+  if (atomic_load(&j->state) == COOP_JOB_FAILED) {
+    /* keep the failure */
+  } else if (r->released == 0) {
+    atomic_store(&j->state, COOP_JOB_CANCELLED);
+  } else if (periodic(j)) {
+    uint8_t st = COOP_JOB_DONE;
+    for (uint32_t i = 0; i < j->ninst; i++)
+      if (j->inst[i].state != COOP_JOB_DONE) st = j->inst[i].state;
+    if (atomic_load(&j->cancel)) st = COOP_JOB_CANCELLED;
+    atomic_store(&j->state, st);
+    if (j->ninst) j->t.submitted = j->inst[0].t.submitted;
+  }
+  if (atomic_load(&j->state) == COOP_JOB_CANCELLED && j->error == 0) {
+    j->error = COOP_ECANCELED;
+    snprintf(j->message, sizeof j->message, "%s",
+             d->stop_now ? "cancelled: the daemon is shutting down" : "cancelled");
+  }
+  if (atomic_load(&j->state) == COOP_JOB_DONE) stage_out(d, j);
+  free_buffers(d, j);
+  hand_back(d, j);
+}
+
+/* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
+static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
+  struct job *j = r->j;
+  if (d->stop_now && now >= d->stop_at) atomic_store(&j->cancel, 1);
+  if (d->cfg->watchdog_ms && r->started_ns &&
+      now - r->started_ns > (int64_t)d->cfg->watchdog_ms * 1000000 && !atomic_load(&j->cancel)) {
+    log_warn("job %llu (%s) ran past the watchdog budget of %u ms: cancelling",
+             (unsigned long long)j->id, j->kernel, d->cfg->watchdog_ms);
+    atomic_store(&j->cancel, 1);
+  }
+  if (atomic_load(&j->cancel))
+    for (unsigned i = 0; i < r->ninflight; i++) coop_rt_cancel(d->rt, r->task[i]);
+  while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
+    int e = submit_instance(d, r);
+    if (e == COOP_EBUSY) break; /* no free slot: try on the next pass */
+    if (e) {
+      fail(j, e, "could not submit: %s", coop_strerror(e));
+      atomic_store(&j->cancel, 1);
+      break;
+    }
+    atomic_store(&j->state, COOP_JOB_RUNNING);
+    if (!r->started_ns) r->started_ns = now;
+    r->next_release = r->t0 + (int64_t)r->released * j->period_us * 1000;
+  }
+  if (!releases_done(r) && r->next_release < *wake) *wake = r->next_release;
+  for (unsigned i = 0; i < r->ninflight;) {
+    struct coop_rt_task_info ti;
+    if (coop_rt_task_info(d->rt, r->task[i], &ti) == 0 && ti.state >= COOP_TASK_DONE)
+      record(d, r, i); /* moves the last slot into i */
+    else
+      i++;
+  }
+  return releases_done(r) && r->ninflight == 0;
+}
+
+static void take_new(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  struct job *j = d->in_head;
+  d->in_head = d->in_tail = NULL;
+  d->stop_now = d->stopping;
+  d->stop_at = d->stop_deadline;
+  pthread_mutex_unlock(&d->mu);
+  while (j) {
+    struct job *n = j->dev_next;
+    j->dev_next = NULL;
+    if (d->stop_now || atomic_load(&j->cancel)) {
+      atomic_store(&j->state, COOP_JOB_CANCELLED);
+      j->error = COOP_ECANCELED;
+      snprintf(j->message, sizeof j->message, "%s",
+               d->stop_now ? "cancelled: the daemon is shutting down" : "cancelled");
+      hand_back(d, j);
+    } else {
+      start_job(d, j);
+    }
+    j = n;
+  }
+}
+
+static void wait_for_work(struct dev *d, int64_t wake) {
+  pthread_mutex_lock(&d->mu);
+  if (!d->in_head && !(d->stopping && !d->runs)) {
+    if (!d->runs) {
+      pthread_cond_wait(&d->cv, &d->mu);
+    } else {
+      struct timespec ts;
+      clock_gettime(CLOCK_MONOTONIC, &ts);
+      int64_t now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+      if (wake > now) {
+        int64_t t = wake;
+        ts.tv_sec = t / 1000000000;
+        ts.tv_nsec = t % 1000000000;
+        pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+      }
+    }
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
+static void *dev_main(void *arg) {
+  struct dev *d = arg;
+  for (;;) {
+    take_new(d);
+    int64_t now = now_ns(), wake = now + DEV_POLL_NS;
+    for (struct run **p = &d->runs; *p;) {
+      struct run *r = *p;
+      if (step_run(d, r, now, &wake)) {
+        *p = r->next;
+        finish_job(d, r);
+        free(r);
+      } else {
+        p = &r->next;
+      }
+    }
+    pthread_mutex_lock(&d->mu);
+    int done = d->stopping && !d->runs && !d->in_head;
+    pthread_mutex_unlock(&d->mu);
+    if (done) break;
+    wait_for_work(d, wake);
+  }
+  int e = coop_rt_close(d->rt);
+  d->rt = NULL;
+  if (e) log_error("closing the runtime: %s", coop_strerror(e));
+  pthread_mutex_lock(&d->mu);
+  d->stopped = 1;
+  pthread_mutex_unlock(&d->mu);
+  uv_async_send(&d->async);
+  return NULL;
+}
+
+int dev_open(struct dev **dp, const struct config *c, const struct kset *ks, uv_loop_t *loop,
+             void (*on_done)(struct job *, void *), void *user, char *err, size_t errlen) {
+  struct dev *d = calloc(1, sizeof *d);
+  if (!d) return COOP_ENOMEM;
+  d->cfg = c;
+  d->on_done = on_done;
+  d->user = user;
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.platform = c->platform[0] ? c->platform : NULL;
+  o.device = c->device[0] ? c->device : NULL;
+  o.platform_index = c->platform_index;
+  o.device_index = c->device_index;
+  o.local_size = c->local_size;
+  o.launch_groups = c->max_workgroups;
+  o.arena_bytes = (size_t)c->arena_mb << 20;
+  int e = coop_rt_open(&d->rt, &o);
+  for (unsigned i = 0; e == 0 && i < ks->n; i++) {
+    int k = coop_rt_add_kernel(d->rt, ks->k[i].name, ks->k[i].cooperative, ks->k[i].source);
+    if (k < 0) e = k;
+  }
+  if (e == 0) e = coop_rt_launch(d->rt);
+  if (e) {
+    snprintf(err, errlen, "%s%s%s", coop_strerror(e), d->rt ? ": " : "",
+             d->rt ? coop_rt_errmsg(d->rt) : "");
+    if (d->rt) coop_rt_close(d->rt);
+    free(d);
+    return e;
+  }
+  snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(d->rt));
+  d->cus = coop_rt_compute_units(d->rt);
+  d->workers = coop_rt_workers(d->rt);
+  pthread_mutex_init(&d->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&d->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  uv_async_init(loop, &d->async, on_async);
+  d->async.data = d;
+  *dp = d;
+  return 0;
+}
+
+int dev_start(struct dev *d) {
+  int e = pthread_create(&d->thread, NULL, dev_main, d);
+  if (e) return COOP_ENOMEM;
+  pthread_setname_np(d->thread, "coopd-device");
+  return 0;
+}
+
+static void on_async_closed(uv_handle_t *h) { free(h->data); }
+
+void dev_free(struct dev *d) {
+  pthread_join(d->thread, NULL);
+  pthread_mutex_destroy(&d->mu);
+  pthread_cond_destroy(&d->cv);
+  uv_close((uv_handle_t *)&d->async, on_async_closed);
+}
+
+const char *dev_name(const struct dev *d) { return d->name; }
+unsigned dev_compute_units(const struct dev *d) { return d->cus; }
+unsigned dev_workers(const struct dev *d) { return d->workers; }

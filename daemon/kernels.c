@@ -1,0 +1,182 @@
+/* kernels.c: see kernels.h. */
+#include "kernels.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KSET_MAX_SOURCE (1u << 20)
+#define KSET_MAX_KERNELS 64u /* the megakernel holds at most this many */
+
+static const char *const type_names[] = {NULL, "u32", "i32", "u64", "i64", "f32", "f64", "buf"};
+
+static int is_ident(const char *s) {
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
+  for (; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_'))
+      return 0;
+  return 1;
+}
+
+static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
+  k->nargs = 0;
+  if (*v == '\0') return 0;
+  for (char *save = NULL, *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    unsigned ty = 0;
+    for (unsigned i = 1; i < 8; i++)
+      if (strcmp(t, type_names[i]) == 0) ty = i;
+    if (!ty) return snprintf(err, errlen, "unknown argument type \"%s\"", t), -1;
+    if (k->nargs == COOP_WIRE_MAX_ARGS)
+      return snprintf(err, errlen, "more than %u arguments", COOP_WIRE_MAX_ARGS), -1;
+    k->types[k->nargs++] = (uint8_t)ty;
+  }
+  return 0;
+}
+
+int kset_parse_directive(const char *line, struct kdef *k, char *err, size_t errlen) {
+  char buf[512];
+  if (strncmp(line, "//@coop ", 8) != 0)
+    return snprintf(err, errlen, "first line is not a //@coop directive"), -1;
+  snprintf(buf, sizeof buf, "%s", line + 8);
+  buf[strcspn(buf, "\r\n")] = '\0';
+  int have_name = 0, have_kind = 0, have_args = 0;
+  for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+    char *eq = strchr(t, '=');
+    if (!eq) return snprintf(err, errlen, "\"%s\" is not key=value", t), -1;
+    *eq = '\0';
+    char *v = eq + 1;
+    if (!strcmp(t, "name")) {
+      if (!is_ident(v) || strlen(v) >= COOP_WIRE_NAME_MAX || !strncmp(v, "coop", 4))
+        return snprintf(err, errlen, "bad kernel name \"%s\"", v), -1;
+      snprintf(k->name, sizeof k->name, "%s", v);
+      have_name = 1;
+    } else if (!strcmp(t, "kind")) {
+      if (strcmp(v, "cooperative") && strcmp(v, "noncooperative"))
+        return snprintf(err, errlen, "kind must be cooperative or noncooperative"), -1;
+      k->cooperative = !strcmp(v, "cooperative");
+      have_kind = 1;
+    } else if (!strcmp(t, "args")) {
+      if (parse_args(v, k, err, errlen)) return -1;
+      have_args = 1;
+    } else {
+      return snprintf(err, errlen, "unknown key \"%s\"", t), -1;
+    }
+  }
+  if (!have_name || !have_kind || !have_args)
+    return snprintf(err, errlen, "the directive needs name=, kind= and args="), -1;
+  return 0;
+}
+
+static char *read_file(const char *path, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), NULL;
+  char *b = malloc(KSET_MAX_SOURCE + 1);
+  size_t n = b ? fread(b, 1, KSET_MAX_SOURCE + 1, f) : 0;
+  int bad = ferror(f);
+  fclose(f);
+  if (!b || bad || n > KSET_MAX_SOURCE) {
+    free(b);
+    snprintf(err, errlen, "%s: %s", path, !b ? "out of memory" : bad ? "read error" : "too large");
+    return NULL;
+  }
+  b[n] = '\0';
+  return b;
+}
+
+static int load_one(struct kset *s, const char *path, char *err, size_t errlen) {
+  char why[256];
+  char *src = read_file(path, err, errlen);
+  if (!src) return -1;
+  struct kdef k;
+  memset(&k, 0, sizeof k);
+  if (kset_parse_directive(src, &k, why, sizeof why)) {
+    free(src);
+    return snprintf(err, errlen, "%s: %s", path, why), -1;
+  }
+  const struct kdef *dup = kset_find(s, k.name);
+  if (dup) {
+    free(src);
+    return snprintf(err, errlen, "%s: kernel \"%s\" already defined in %s", path, k.name,
+                    dup->path),
+           -1;
+  }
+  if (s->n == KSET_MAX_KERNELS) {
+    free(src);
+    return snprintf(err, errlen, "%s: more than %u kernels", path, KSET_MAX_KERNELS), -1;
+  }
+  struct kdef *nk = realloc(s->k, (s->n + 1) * sizeof *nk);
+  if (!nk) {
+    free(src);
+    return snprintf(err, errlen, "out of memory"), -1;
+  }
+  s->k = nk;
+  k.source = src;
+  snprintf(k.path, sizeof k.path, "%s", path);
+  s->k[s->n++] = k;
+  return 0;
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Files of one directory in name order, so the program is reproducible. */
+static int load_dir(struct kset *s, const char *dir, char *err, size_t errlen) {
+  DIR *d = opendir(dir);
+  if (!d) return snprintf(err, errlen, "kernel directory %s: %s", dir, strerror(errno)), -1;
+  char **names = NULL;
+  size_t n = 0;
+  int r = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t l = strlen(e->d_name);
+    if (l < 4 || strcmp(e->d_name + l - 3, ".cl") || e->d_name[0] == '.') continue;
+    char **nn = realloc(names, (n + 1) * sizeof *nn);
+    if (!nn || !(nn[n] = strdup(e->d_name))) {
+      names = nn ? nn : names;
+      r = -1;
+      snprintf(err, errlen, "out of memory");
+      break;
+    }
+    names = nn;
+    n++;
+  }
+  closedir(d);
+  if (r == 0 && n) qsort(names, n, sizeof *names, cmp_names);
+  for (size_t i = 0; i < n; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    if (r == 0) r = load_one(s, path, err, errlen);
+    free(names[i]);
+  }
+  free(names);
+  return r;
+}
+
+int kset_load(struct kset *s, const char *dirs, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", dirs);
+  for (char *save = NULL, *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+    if (load_dir(s, d, err, errlen)) {
+      kset_free(s);
+      return -1;
+    }
+  }
+  if (s->n == 0) return snprintf(err, errlen, "no *.cl kernel in %s", dirs), kset_free(s), -1;
+  return 0;
+}
+
+void kset_free(struct kset *s) {
+  for (unsigned i = 0; i < s->n; i++) free(s->k[i].source);
+  free(s->k);
+  memset(s, 0, sizeof *s);
+}
+
+const struct kdef *kset_find(const struct kset *s, const char *name) {
+  for (unsigned i = 0; i < s->n; i++)
+    if (strcmp(s->k[i].name, name) == 0) return &s->k[i];
+  return NULL;
+}

@@ -1,0 +1,39 @@
+/*
+ * kernels.h: the kernel registry. coopd loads every *.cl file of the
+ * configured directories; each starts with a directive line
+ *   //@coop name=NAME kind=cooperative|noncooperative args=TYPE,TYPE,...
+ * (TYPE: u32 i32 u64 i64 f32 f64 buf), which gives the kernel's name, its
+ * kind, and the signature the daemon checks every submission against.
+ * The sources themselves follow docs/kernels.md.
+ */
+#ifndef COOPD_KERNELS_H
+#define COOPD_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+struct kdef {
+  char name[COOP_WIRE_NAME_MAX];
+  int cooperative;
+  unsigned nargs;
+  uint8_t types[COOP_WIRE_MAX_ARGS]; /* enum coop_arg_type */
+  char *source;
+  char path[1024];
+};
+
+struct kset {
+  struct kdef *k;
+  unsigned n;
+};
+
+/* Loads dirs (colon-separated). On error returns -1 with a message naming
+ * the file and the problem; s is then empty. */
+int kset_load(struct kset *s, const char *dirs, char *err, size_t errlen);
+void kset_free(struct kset *s);
+const struct kdef *kset_find(const struct kset *s, const char *name);
+/* Parses one directive line into k (name, kind, args). 0 or -1 + err. */
+int kset_parse_directive(const char *line, struct kdef *k, char *err, size_t errlen);
+
+#endif /* COOPD_KERNELS_H */

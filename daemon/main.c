@@ -1,0 +1,200 @@
+/*
+ * main.c: coopd, the cooperative-kernels daemon. A libuv loop (sockets,
+ * signals, timers) plus one device thread (device.c) that owns the
+ * megakernel. See docs/daemon.md and protocol/PROTOCOL.md.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+static void usage(FILE *f) {
+  fprintf(
+      f,
+      "usage: coopd [--config FILE] [--socket PATH] [--kernels DIRS] [--log-level LEVEL]\n"
+      "             [--set SECTION.KEY=VALUE]... [--check-config] [--help] [--version]\n"
+      "Runs the cooperative-kernels daemon in the foreground: it launches the megakernel on\n"
+      "the configured OpenCL device (default: PoCL's CPU device) and serves clients\n"
+      "(coopctl, libcoop) on a Unix socket.\n"
+      "  --config FILE     settings (every key is documented in conf/coopd.ini);\n"
+      "                    without it, the built-in defaults\n"
+      "  --socket PATH     listen here (default $XDG_RUNTIME_DIR/coop.sock, or\n"
+      "                    /run/coop/coop.sock for root)\n"
+      "  --kernels DIRS    colon-separated directories of *.cl kernels\n"
+      "  --log-level L     error, warn, info (default) or debug\n"
+      "  --set S.K=V       any config key, e.g. --set jobs.grace_ms=2000\n"
+      "  --check-config    validate the settings and the kernels' directives, print them, exit\n"
+      "Signals: SIGTERM/SIGINT stop (jobs get [jobs] grace_ms to finish, then are\n"
+      "cancelled; every client is told); SIGHUP is logged and ignored (kernel reload is\n"
+      "not implemented yet).\n");
+}
+
+static void print_line(const char *l) { printf("%s\n", l); }
+
+/* --set section.key=value */
+static int set_flag(struct config *c, const char *arg, char *err, size_t errlen) {
+  char buf[1200];
+  snprintf(buf, sizeof buf, "%s", arg);
+  char *dot = strchr(buf, '.'), *eq = strchr(buf, '=');
+  if (!dot || !eq || eq < dot)
+    return snprintf(err, errlen, "--set %s: want SECTION.KEY=VALUE", arg), -1;
+  *dot = *eq = '\0';
+  return config_set(c, buf, dot + 1, eq + 1, err, errlen);
+}
+
+struct opts {
+  const char *config;
+  int check;
+};
+
+/* Command line over the file over the defaults: the file is read first. */
+static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
+  static const struct option lo[] = {{"config", required_argument, 0, 'c'},
+                                     {"socket", required_argument, 0, 's'},
+                                     {"kernels", required_argument, 0, 'k'},
+                                     {"log-level", required_argument, 0, 'l'},
+                                     {"set", required_argument, 0, 'S'},
+                                     {"check-config", no_argument, 0, 'C'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {"version", no_argument, 0, 'V'},
+                                     {0, 0, 0, 0}};
+  char err[1400];
+  int ch;
+  memset(o, 0, sizeof *o);
+  for (int pass = 0; pass < 2; pass++) {
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+      int r = 0;
+      if (ch == '?') return usage(stderr), 2;
+      if (pass == 0) {
+        if (ch == 'h') return usage(stdout), 0;
+        if (ch == 'V') return printf("coopd %s\n", COOP_VERSION), 0;
+        if (ch == 'c') o->config = optarg;
+        if (ch == 'C') o->check = 1;
+        continue;
+      }
+      if (ch == 's') r = config_set(c, "server", "socket", optarg, err, sizeof err);
+      if (ch == 'k') r = config_set(c, "kernels", "dirs", optarg, err, sizeof err);
+      if (ch == 'l') r = config_set(c, "log", "level", optarg, err, sizeof err);
+      if (ch == 'S') r = set_flag(c, optarg, err, sizeof err);
+      if (r) return fprintf(stderr, "coopd: %s\n", err), 2;
+    }
+    if (optind < argc) return fprintf(stderr, "coopd: unexpected \"%s\"\n", argv[optind]), 2;
+    if (pass == 0 && o->config && config_load(c, o->config, err, sizeof err))
+      return fprintf(stderr, "coopd: %s\n", err), 1;
+  }
+  if (config_validate(c, err, sizeof err)) return fprintf(stderr, "coopd: %s\n", err), 1;
+  return -1; /* go on */
+}
+
+/* ---- shutdown ---- */
+
+static void on_handle_close(uv_handle_t *h, void *arg) {
+  if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static void on_dev_stopped(void *user) {
+  struct daemon *dm = user;
+  session_shutdown_all(dm);
+  uv_timer_stop(&dm->hard_stop);
+  /* The signal handles close below: a late SIGTERM must not kill the exit. */
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
+  dev_free(dm->dev);
+  dm->dev = NULL;
+  uv_walk(dm->loop, on_handle_close, NULL);
+  log_info("stopped");
+}
+
+static void on_hard_stop(uv_timer_t *t) {
+  log_error("the device did not stop: a non-cooperative kernel cannot be cancelled; exiting");
+  _exit(1);
+}
+
+static void stop(struct daemon *dm, const char *why) {
+  if (dm->stopping) return;
+  dm->stopping = 1;
+  log_info("%s: stopping (in-flight jobs get %u ms)", why, dm->cfg.grace_ms);
+  server_stop_listening(dm);
+  uv_timer_start(&dm->hard_stop, on_hard_stop, (uint64_t)dm->cfg.grace_ms + 30000, 0);
+  dev_stop(dm->dev, dm->cfg.grace_ms, on_dev_stopped);
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+  struct daemon *dm = s->data;
+  if (signum == SIGHUP) {
+    log_warn("SIGHUP: kernel reload is not implemented yet; ignored");
+    return;
+  }
+  stop(dm, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static void on_job_done(struct job *j, void *user) { session_job_done(user, j); }
+
+static int run(struct daemon *dm) {
+  char err[2048];
+  uv_loop_t *loop = dm->loop;
+  int e = dev_open(&dm->dev, &dm->cfg, &dm->ks, loop, on_job_done, dm, err, sizeof err);
+  if (e) {
+    log_error("cannot start the device: %s", err);
+    return 1;
+  }
+  log_info("device \"%s\": %u compute units, %u workers; %u kernels", dev_name(dm->dev),
+           dev_compute_units(dm->dev), dev_workers(dm->dev), dm->ks.n);
+  uv_timer_init(loop, &dm->hard_stop);
+  if (server_listen(dm, err, sizeof err)) {
+    log_error("%s", err);
+    dm->stopping = 1;
+    dev_stop(dm->dev, 0, on_dev_stopped);
+    dm->exit_code = 1;
+  } else {
+    log_info("listening on %s (mode %04o)", dm->cfg.socket, dm->cfg.socket_mode);
+    const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+      uv_signal_init(loop, &dm->sig[i]);
+      dm->sig[i].data = dm;
+      uv_signal_start(&dm->sig[i], on_signal, sigs[i]);
+    }
+  }
+  if (dev_start(dm->dev)) {
+    log_error("cannot start the device thread");
+    return 1;
+  }
+  uv_run(loop, UV_RUN_DEFAULT);
+  return dm->exit_code;
+}
+
+int main(int argc, char **argv) {
+  static struct daemon dm;
+  config_defaults(&dm.cfg);
+  struct opts o;
+  int r = parse_args(argc, argv, &dm.cfg, &o);
+  if (r >= 0) return r;
+  log_setup(dm.cfg.log_level, 1, dm.cfg.log_syslog);
+  char err[1400];
+  if (kset_load(&dm.ks, dm.cfg.kernel_dirs, err, sizeof err)) {
+    fprintf(stderr, "coopd: %s\n", err);
+    return 1;
+  }
+  if (o.check) {
+    config_print(&dm.cfg, print_line);
+    for (unsigned i = 0; i < dm.ks.n; i++)
+      printf("kernel %s (%s) from %s\n", dm.ks.k[i].name,
+             dm.ks.k[i].cooperative ? "cooperative" : "noncooperative", dm.ks.k[i].path);
+    printf("configuration OK\n");
+    kset_free(&dm.ks);
+    return 0;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  dm.listen_fd = -1;
+  dm.loop = uv_default_loop();
+  r = run(&dm);
+  uv_loop_close(dm.loop);
+  kset_free(&dm.ks);
+  return r;
+}

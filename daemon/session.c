@@ -1,0 +1,860 @@
+/*
+ * session.c: one client connection: framing, the hello handshake, requests
+ * and replies, and the edge checks (protocol/PROTOCOL.md).
+ *
+ * Trust: everything a client sends is checked here before it reaches the
+ * device thread. A malformed, truncated, oversized or wrong-version frame
+ * gets an ERROR and closes this connection only. A client that does not
+ * read its replies is dropped once SESS_MAX_OUT bytes are pending, so it
+ * cannot make the daemon buffer without bound. Credentials come from
+ * SO_PEERCRED; a client sees and cancels only its own uid's jobs unless it
+ * is root.
+ */
+#define _GNU_SOURCE /* struct ucred */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "log.h"
+
+#define SESS_MAX_OUT (64u << 20)
+#define SESS_RECV_CHUNK 65536u
+#define SESS_FRAMES_PER_WAKE 64 /* then yield to other clients (level-triggered) */
+#define SESS_INLINE_OUT_MAX (1u << 20)
+#define SESS_DETACHED_KEPT 1024u /* finished detached jobs without a client */
+
+struct waiter {
+  uv_timer_t timer; /* unused when waiting forever */
+  struct session *s;
+  uint64_t job;
+  uint32_t seq;
+  int timed;
+  struct waiter *next;
+};
+
+struct session {
+  struct daemon *dm;
+  int fd;
+  uv_poll_t poll;
+  int events;
+  struct coop_wire_reader rd;
+  struct coop_wire_buf out;
+  size_t out_off;
+  uint32_t uid, pid;
+  char name[COOP_WIRE_NAME_MAX];
+  int hello;
+  int closing;
+  unsigned inflight, finished;
+  uint64_t bytes;
+  uint32_t sub_mask;
+  struct waiter *waiters;
+  struct session *next;
+};
+
+static void sess_close(struct session *s);
+
+/* closing: 0 open, 1 to close, 2 to close once the last ERROR is out,
+ * 3 closed (the handle is closing; never downgraded). */
+static void close_after_error(struct session *s) {
+  if (s->closing != 3) s->closing = 2;
+}
+
+/* ---- output ---- */
+
+static void sess_flush(struct session *s);
+
+static void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m) {
+  if (s->closing) return;
+  int e = coop_wire_encode(&s->out, type, seq, m);
+  if (e) {
+    /* only a reply too large for a frame; say so instead */
+    log_warn("client %u/%s: reply %s not sent: %s", s->pid, s->name, coop_wire_type_name(type),
+             coop_strerror(e));
+    s->out.err = 0;
+    union coop_msg er;
+    memset(&er, 0, sizeof er);
+    er.error.code = e;
+    snprintf(er.error.message, sizeof er.error.message, "the reply would be too large");
+    coop_wire_encode(&s->out, COOP_MSG_ERROR, seq, &er);
+  }
+  sess_flush(s);
+}
+
+static void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.error.code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m.error.message, sizeof m.error.message, fmt, ap);
+  va_end(ap);
+  log_debug("client %u/%s: error %s: %s", s->pid, s->name, coop_err_name(code), m.error.message);
+  sess_send(s, COOP_MSG_ERROR, seq, &m);
+}
+
+static void on_io(uv_poll_t *p, int status, int events);
+
+static void sess_want(struct session *s, int events) {
+  if (s->closing || events == s->events) return;
+  s->events = events;
+  uv_poll_start(&s->poll, events, on_io);
+}
+
+static void sess_flush(struct session *s) {
+  while (s->out_off < s->out.len) {
+    size_t sent = 0;
+    int e = coop_wire_send(s->fd, s->out.p + s->out_off, s->out.len - s->out_off, NULL, 0, &sent);
+    s->out_off += sent;
+    if (e) {
+      log_info("client %u/%s: send failed (%s): closing", s->pid, s->name, coop_strerror(e));
+      sess_close(s);
+      return;
+    }
+    if (sent == 0) break; /* would block */
+  }
+  if (s->out_off == s->out.len) {
+    s->out.len = s->out_off = 0;
+    sess_want(s, UV_READABLE);
+  } else if (s->out.len - s->out_off > SESS_MAX_OUT) {
+    log_warn("client %u/%s: %zu bytes of replies unread: closing", s->pid, s->name,
+             s->out.len - s->out_off);
+    sess_close(s);
+  } else {
+    sess_want(s, UV_READABLE | UV_WRITABLE);
+  }
+}
+
+/* ---- jobs visible to a session ---- */
+
+static int may_see(const struct session *s, const struct job *j) {
+  return s->uid == 0 || j->uid == s->uid;
+}
+
+static struct job *find_job(struct daemon *dm, uint64_t id) {
+  for (struct job *j = dm->jobs; j; j = j->next)
+    if (j->id == id) return j;
+  return NULL;
+}
+
+/* The job, or an ERROR sent and NULL. */
+static struct job *lookup(struct session *s, uint32_t seq, uint64_t id) {
+  struct job *j = find_job(s->dm, id);
+  if (!j) {
+    sess_error(s, seq, COOP_ENOJOB,
+               "no job %llu (finished jobs are kept until their client "
+               "disconnects, at most max_finished_per_client)",
+               (unsigned long long)id);
+    return NULL;
+  }
+  if (!may_see(s, j)) {
+    sess_error(s, seq, COOP_EPERM, "job %llu belongs to uid %u", (unsigned long long)id, j->uid);
+    return NULL;
+  }
+  return j;
+}
+
+static void unlink_job(struct daemon *dm, struct job *j) {
+  for (struct job **p = &dm->jobs; *p; p = &(*p)->next)
+    if (*p == j) {
+      *p = j->next;
+      return;
+    }
+}
+
+/* ---- RESULT ---- */
+
+static void send_result(struct session *s, uint32_t seq, struct job *j) {
+  union coop_msg *m = calloc(1, sizeof *m);
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  if (!m) return sess_close(s);
+  struct coop_msg_result *r = &m->result;
+  r->job = j->id;
+  r->state = atomic_load(&j->state);
+  r->error = j->error;
+  snprintf(r->message, sizeof r->message, "%s", j->message);
+  r->t = j->t;
+  r->m_initial = j->m_initial;
+  r->m_min = j->m_min;
+  r->m_max = j->m_max;
+  r->kills = j->kills;
+  r->forks = j->forks;
+  r->resizes = j->resizes;
+  r->instances = atomic_load(&j->instances_done);
+  r->misses = j->misses;
+  for (uint32_t i = 0; i < j->ninst; i++) coop_wire_inst_put(&recs, &j->inst[i]);
+  r->ninst = j->ninst;
+  r->inst = recs.p;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct job_arg *a = &j->args[i];
+    if (a->type != COOP_ARG_BUF || !(a->dir & COOP_BUF_OUT) || a->fd >= 0 || !a->data) continue;
+    r->bufs[r->nbuf].arg = (uint8_t)i;
+    r->bufs[r->nbuf].data = a->data;
+    r->bufs[r->nbuf].len = (uint32_t)a->size;
+    r->nbuf++;
+  }
+  sess_send(s, COOP_MSG_RESULT, seq, m);
+  coop_wire_buf_free(&recs);
+  free(m);
+}
+
+/* ---- requests ---- */
+
+static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hello *h) {
+  if (h->min_version > COOP_WIRE_VERSION || h->max_version < COOP_WIRE_VERSION) {
+    sess_error(s, seq, COOP_EVERSION, "this coopd speaks protocol version %u; the client %u..%u",
+               COOP_WIRE_VERSION, h->min_version, h->max_version);
+    close_after_error(s);
+    return;
+  }
+  s->hello = 1;
+  snprintf(s->name, sizeof s->name, "%s", h->name);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  struct coop_msg_welcome *w = &m.welcome;
+  w->version = COOP_WIRE_VERSION;
+  snprintf(w->daemon_version, sizeof w->daemon_version, "%s", COOP_VERSION);
+  snprintf(w->backend, sizeof w->backend, "%s", s->dm->cfg.backend);
+  snprintf(w->device, sizeof w->device, "%s", dev_name(s->dm->dev));
+  w->compute_units = dev_compute_units(s->dm->dev);
+  w->workers = dev_workers(s->dm->dev);
+  w->max_payload = COOP_WIRE_MAX_PAYLOAD;
+  w->inline_max = COOP_WIRE_INLINE_MAX;
+  w->uid = s->uid;
+  w->pid = s->pid;
+  log_info("client %u/%s (uid %u) connected", s->pid, s->name, s->uid);
+  sess_send(s, COOP_MSG_WELCOME, seq, &m);
+}
+
+/* Checks a SUBMIT against the kernel, the device and the limits. Returns 0,
+ * or sends the ERROR and returns -1. fds: the descriptors of this frame. */
+static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
+                        const struct kdef *k, const int *fds, unsigned nfds, uint64_t *bytes) {
+  struct daemon *dm = s->dm;
+  unsigned w = dev_workers(dm->dev);
+  int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE);
+  if (!k) {
+    sess_error(s, seq, COOP_ENOKERNEL, "no kernel named \"%s\" (coopctl kernels lists them)",
+               m->kernel);
+    return -1;
+  }
+  if (coop != k->cooperative) {
+    sess_error(s, seq, COOP_EARGS, "kernel %s is %scooperative: submit it %s the cooperative flag",
+               k->name, k->cooperative ? "" : "non-", k->cooperative ? "with" : "without");
+    return -1;
+  }
+  if ((m->flags & COOP_SUBMIT_QUERY_BARRIER) && !coop) {
+    sess_error(s, seq, COOP_EINVAL, "the query-barrier flag is for cooperative kernels");
+    return -1;
+  }
+  if (m->groups == 0 || m->groups > w) {
+    sess_error(s, seq, COOP_EINVAL, "groups must be 1..%u (the workers discovery found); got %u", w,
+               m->groups);
+    return -1;
+  }
+  if (m->period_us == 0 && (m->count || m->duration_ms)) {
+    sess_error(s, seq, COOP_EINVAL, "count and duration need a period");
+    return -1;
+  }
+  if (m->period_us && !m->count && !m->duration_ms) {
+    sess_error(s, seq, COOP_EINVAL, "a periodic job needs a count or a duration");
+    return -1;
+  }
+  uint64_t ninst = m->count       ? m->count
+                   : m->period_us ? (uint64_t)m->duration_ms * 1000 / m->period_us + 1
+                                  : 1;
+  if (ninst > COOP_WIRE_MAX_INST) {
+    sess_error(s, seq, COOP_EINVAL, "at most %u instances per periodic job", COOP_WIRE_MAX_INST);
+    return -1;
+  }
+  if (m->nargs != k->nargs) {
+    sess_error(s, seq, COOP_EARGS, "kernel %s takes %u arguments; got %u", k->name, k->nargs,
+               m->nargs);
+    return -1;
+  }
+  uint64_t total = 0, inline_out = 0;
+  for (unsigned i = 0; i < m->nargs; i++) {
+    const struct coop_wire_arg *a = &m->args[i];
+    if (a->type != k->types[i]) {
+      sess_error(s, seq, COOP_EARGS, "argument %u of %s is %s; got %s", i, k->name,
+                 coop_arg_type_name(k->types[i]), coop_arg_type_name(a->type));
+      return -1;
+    }
+    if (a->type != COOP_ARG_BUF) continue;
+    if (a->size == 0 || a->size > ((uint64_t)dm->cfg.arena_mb << 20)) {
+      sess_error(s, seq, COOP_EINVAL, "buffer argument %u: size %llu not in 1..arena (%u MiB)", i,
+                 (unsigned long long)a->size, dm->cfg.arena_mb);
+      return -1;
+    }
+    if (a->fd != COOP_WIRE_FD_NONE) {
+      struct stat st;
+      if (a->fd >= nfds || fstat(fds[a->fd], &st) < 0 || !S_ISREG(st.st_mode) ||
+          (uint64_t)st.st_size < a->size) {
+        sess_error(s, seq, COOP_EINVAL,
+                   "buffer argument %u: descriptor %u missing, not a regular file (memfd), or "
+                   "shorter than %llu bytes",
+                   i, a->fd, (unsigned long long)a->size);
+        return -1;
+      }
+    } else if (a->dir & COOP_BUF_OUT) {
+      inline_out += a->size;
+    }
+    total += a->size;
+  }
+  if (inline_out > SESS_INLINE_OUT_MAX) {
+    sess_error(s, seq, COOP_ETOOBIG, "inline output buffers above %u bytes: pass a memfd",
+               SESS_INLINE_OUT_MAX);
+    return -1;
+  }
+  if (s->inflight >= dm->cfg.max_jobs_per_client) {
+    sess_error(s, seq, COOP_ELIMIT, "at most %u jobs in flight per client",
+               dm->cfg.max_jobs_per_client);
+    return -1;
+  }
+  if (s->bytes + total > dm->cfg.max_bytes_per_client) {
+    sess_error(s, seq, COOP_ELIMIT, "at most %llu buffer bytes in flight per client",
+               dm->cfg.max_bytes_per_client);
+    return -1;
+  }
+  *bytes = total;
+  return 0;
+}
+
+/* Takes the frame's descriptors it uses (sets them to -1 in fds). */
+static struct job *make_job(struct session *s, const struct coop_msg_submit *m,
+                            const struct kdef *k, int *fds, uint64_t bytes) {
+  struct job *j = calloc(1, sizeof *j);
+  if (!j) return NULL;
+  j->id = ++s->dm->next_job;
+  j->uid = s->uid;
+  j->pid = s->pid;
+  j->kernel_index = (int)(k - s->dm->ks.k);
+  snprintf(j->kernel, sizeof j->kernel, "%s", k->name);
+  j->flags = m->flags;
+  j->groups = m->groups;
+  j->period_us = m->period_us;
+  j->count = m->count;
+  j->duration_ms = m->duration_ms;
+  j->deadline_us = m->deadline_us;
+  j->nargs = m->nargs;
+  j->bytes = bytes;
+  for (unsigned i = 0; i < m->nargs; i++) {
+    const struct coop_wire_arg *a = &m->args[i];
+    struct job_arg *ja = &j->args[i];
+    ja->type = a->type;
+    ja->bits = a->bits;
+    ja->dir = a->dir;
+    ja->size = a->size;
+    ja->fd = -1;
+    if (a->type != COOP_ARG_BUF) continue;
+    if (a->fd != COOP_WIRE_FD_NONE) {
+      ja->fd = fds[a->fd]; /* on_submit refused two arguments naming one */
+      fds[a->fd] = -1;
+    } else if (a->dir & COOP_BUF_IN) {
+      ja->data = malloc(a->size);
+      if (!ja->data) {
+        job_free(j);
+        return NULL;
+      }
+      memcpy(ja->data, a->data, a->size);
+    }
+  }
+  return j;
+}
+
+static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_submit *m, int *fds,
+                      unsigned nfds) {
+  struct daemon *dm = s->dm;
+  if (dm->stopping) return sess_error(s, seq, COOP_ESHUTDOWN, "coopd is shutting down");
+  const struct kdef *k = kset_find(&dm->ks, m->kernel);
+  uint64_t bytes = 0;
+  for (unsigned a = 0; a < m->nargs; a++) /* one descriptor per argument */
+    for (unsigned b = a + 1; k && b < m->nargs; b++)
+      if (m->args[a].type == COOP_ARG_BUF && m->args[b].type == COOP_ARG_BUF &&
+          m->args[a].fd != COOP_WIRE_FD_NONE && m->args[a].fd == m->args[b].fd)
+        return sess_error(s, seq, COOP_EINVAL, "arguments %u and %u name the same descriptor", a,
+                          b);
+  if (check_submit(s, seq, m, k, fds, nfds, &bytes)) return;
+  struct job *j = make_job(s, m, k, fds, bytes);
+  if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  j->owner = s;
+  j->next = dm->jobs;
+  dm->jobs = j;
+  s->inflight++;
+  s->bytes += bytes;
+  dm->submitted++;
+  log_debug("job %llu: %s x%u from client %u", (unsigned long long)j->id, j->kernel, j->groups,
+            s->pid);
+  /* submitted before the reply: if sending fails and closes the session,
+   * its cleanup finds the job where it expects it (cancelled, freed later) */
+  dev_submit(dm->dev, j);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  r.job.job = j->id;
+  sess_send(s, COOP_MSG_ACCEPTED, seq, &r);
+}
+
+static void on_wait_timer(uv_timer_t *t);
+
+static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
+
+static void waiter_free(struct waiter *w) {
+  if (w->timed)
+    uv_close((uv_handle_t *)&w->timer, on_waiter_closed);
+  else
+    free(w);
+}
+
+static void on_wait(struct session *s, uint32_t seq, const struct coop_msg_job *m) {
+  struct job *j = lookup(s, seq, m->job);
+  if (!j) return;
+  if (j->finished) return send_result(s, seq, j);
+  if (m->timeout_ms == 0) return sess_error(s, seq, COOP_ETIMEDOUT, "job still running");
+  struct waiter *w = calloc(1, sizeof *w);
+  if (!w) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  w->s = s;
+  w->job = j->id;
+  w->seq = seq;
+  if (m->timeout_ms != COOP_WAIT_FOREVER) {
+    w->timed = 1;
+    uv_timer_init(s->dm->loop, &w->timer);
+    w->timer.data = w;
+    uv_timer_start(&w->timer, on_wait_timer, m->timeout_ms, 0);
+  }
+  w->next = s->waiters;
+  s->waiters = w;
+}
+
+static void remove_waiter(struct session *s, struct waiter *w) {
+  for (struct waiter **p = &s->waiters; *p; p = &(*p)->next)
+    if (*p == w) {
+      *p = w->next;
+      return;
+    }
+}
+
+static void on_wait_timer(uv_timer_t *t) {
+  struct waiter *w = t->data;
+  remove_waiter(w->s, w);
+  sess_error(w->s, w->seq, COOP_ETIMEDOUT, "job %llu still running", (unsigned long long)w->job);
+  waiter_free(w);
+}
+
+static void on_cancel(struct session *s, uint32_t seq, const struct coop_msg_job *m) {
+  struct job *j = lookup(s, seq, m->job);
+  if (!j) return;
+  if (!j->finished) dev_cancel(s->dm->dev, j);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  sess_send(s, COOP_MSG_OK, seq, &r);
+}
+
+static void put_status(struct coop_wire_buf *b, const struct job *j) {
+  struct coop_wire_status st;
+  memset(&st, 0, sizeof st);
+  st.job = j->id;
+  st.state = atomic_load(&j->state);
+  st.flags = j->flags;
+  snprintf(st.kernel, sizeof st.kernel, "%s", j->kernel);
+  st.groups = j->groups;
+  st.uid = j->uid;
+  st.pid = j->pid;
+  st.instances_done = atomic_load(&j->instances_done);
+  st.misses = atomic_load(&j->misses_so_far);
+  coop_wire_status_put(b, &st);
+}
+
+static void on_status(struct session *s, uint32_t seq, const struct coop_msg_job *m) {
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  if (m->job) {
+    struct job *j = lookup(s, seq, m->job);
+    if (!j) return;
+    put_status(&recs, j);
+    r.status_reply.n = 1;
+  } else {
+    for (struct job *j = s->dm->jobs; j && r.status_reply.n < COOP_WIRE_MAX_STATUS; j = j->next)
+      if (may_see(s, j)) {
+        put_status(&recs, j);
+        r.status_reply.n++;
+      }
+  }
+  r.status_reply.recs = recs.p;
+  r.status_reply.recs_len = (uint32_t)recs.len;
+  sess_send(s, COOP_MSG_STATUS_REPLY, seq, &r);
+  coop_wire_buf_free(&recs);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static void on_stats(struct session *s, uint32_t seq) {
+  struct daemon *dm = s->dm;
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  struct coop_msg_stats_reply *st = &r.stats;
+  snprintf(st->backend, sizeof st->backend, "%s", dm->cfg.backend);
+  snprintf(st->device, sizeof st->device, "%s", dev_name(dm->dev));
+  st->compute_units = dev_compute_units(dm->dev);
+  st->workers = dev_workers(dm->dev);
+  st->clients = dm->nsessions;
+  for (struct job *j = dm->jobs; j; j = j->next) {
+    uint8_t x = atomic_load(&j->state);
+    st->queued += x == COOP_JOB_QUEUED;
+    st->running += x == COOP_JOB_RUNNING;
+  }
+  st->submitted = dm->submitted;
+  st->done = dm->done;
+  st->cancelled = dm->cancelled;
+  st->refused = dm->refused;
+  st->failed = dm->failed;
+  st->samples = dm->ngather;
+  st->gather_p50 = st->gather_p90 = st->gather_p99 = st->gather_max = -1;
+  if (dm->ngather) {
+    int64_t v[DM_GATHER_SAMPLES];
+    memcpy(v, dm->gather, dm->ngather * sizeof *v);
+    qsort(v, dm->ngather, sizeof *v, cmp_i64);
+    uint32_t n = dm->ngather;
+    st->gather_p50 = v[(n - 1) * 50 / 100];
+    st->gather_p90 = v[(n - 1) * 90 / 100];
+    st->gather_p99 = v[(n - 1) * 99 / 100];
+    st->gather_max = v[n - 1];
+  }
+  sess_send(s, COOP_MSG_STATS_REPLY, seq, &r);
+}
+
+static void on_kernels(struct session *s, uint32_t seq) {
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  for (unsigned i = 0; i < s->dm->ks.n; i++) {
+    const struct kdef *k = &s->dm->ks.k[i];
+    struct coop_wire_kernel wk;
+    memset(&wk, 0, sizeof wk);
+    snprintf(wk.name, sizeof wk.name, "%s", k->name);
+    wk.cooperative = (uint8_t)k->cooperative;
+    wk.nargs = (uint8_t)k->nargs;
+    memcpy(wk.types, k->types, k->nargs);
+    coop_wire_kernel_put(&recs, &wk);
+  }
+  r.kernels.n = s->dm->ks.n;
+  r.kernels.recs = recs.p;
+  r.kernels.recs_len = (uint32_t)recs.len;
+  sess_send(s, COOP_MSG_KERNEL_LIST, seq, &r);
+  coop_wire_buf_free(&recs);
+}
+
+static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uint8_t *payload,
+                     int *fds, unsigned nfds) {
+  union coop_msg *m = malloc(sizeof *m);
+  if (!m) return sess_close(s);
+  int e = coop_wire_decode(h, payload, m);
+  if (e == 0 && !s->hello && h->type != COOP_MSG_HELLO) e = COOP_EPROTO;
+  if (e == 0 && s->hello && h->version != COOP_WIRE_VERSION) e = COOP_EVERSION;
+  if (e == 0 && h->type >= COOP_MSG_WELCOME) e = COOP_EPROTO; /* a reply type from a client */
+  if (e) {
+    log_warn("client %u/%s: bad %s frame (%s): closing", s->pid, s->name,
+             coop_wire_type_name(h->type), coop_strerror(e));
+    sess_error(s, h->seq, e, "bad %s frame: %s", coop_wire_type_name(h->type), coop_strerror(e));
+    close_after_error(s);
+    free(m);
+    return;
+  }
+  switch (h->type) {
+    case COOP_MSG_HELLO:
+      if (s->hello) {
+        sess_error(s, h->seq, COOP_EPROTO, "HELLO twice");
+        close_after_error(s);
+      } else {
+        on_hello(s, h->seq, &m->hello);
+      }
+      break;
+    case COOP_MSG_SUBMIT:
+      on_submit(s, h->seq, &m->submit, fds, nfds);
+      break;
+    case COOP_MSG_STATUS:
+      on_status(s, h->seq, &m->job);
+      break;
+    case COOP_MSG_WAIT:
+      on_wait(s, h->seq, &m->job);
+      break;
+    case COOP_MSG_CANCEL:
+      on_cancel(s, h->seq, &m->job);
+      break;
+    case COOP_MSG_STATS:
+      on_stats(s, h->seq);
+      break;
+    case COOP_MSG_KERNELS:
+      on_kernels(s, h->seq);
+      break;
+    case COOP_MSG_SUBSCRIBE: {
+      s->sub_mask = m->subscribe.mask;
+      union coop_msg r;
+      memset(&r, 0, sizeof r);
+      sess_send(s, COOP_MSG_OK, h->seq, &r);
+      break;
+    }
+  }
+  free(m);
+}
+
+/* ---- input ---- */
+
+static void sess_read(struct session *s) {
+  uint8_t *buf = malloc(SESS_RECV_CHUNK);
+  if (!buf) return sess_close(s);
+  for (int frames = 0; !s->closing && frames < SESS_FRAMES_PER_WAKE;) {
+    int fds[COOP_WIRE_MAX_FDS];
+    unsigned nfds = COOP_WIRE_MAX_FDS;
+    long n = coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fds, &nfds);
+    if (n == COOP_ETIMEDOUT) break; /* drained */
+    if (n <= 0) {
+      if (n < 0) log_info("client %u/%s: receive failed: closing", s->pid, s->name);
+      s->closing = 1;
+      break;
+    }
+    int e = coop_wire_reader_feed(&s->rd, buf, (size_t)n, fds, nfds);
+    /* every whole frame buffered now: none may wait for more bytes */
+    for (; e == 0 && !s->closing; frames++) {
+      struct coop_wire_hdr h;
+      const uint8_t *payload;
+      int ffds[COOP_WIRE_MAX_FDS];
+      unsigned nf = 0;
+      e = coop_wire_reader_next(&s->rd, &h, &payload, ffds, &nf);
+      if (e <= 0) break;
+      e = 0;
+      on_frame(s, &h, payload, ffds, nf);
+      for (unsigned i = 0; i < nf; i++)
+        if (ffds[i] >= 0) close(ffds[i]); /* those no argument took */
+    }
+    if (e < 0) {
+      log_warn("client %u/%s: bad frame header (%s): closing", s->pid, s->name, coop_strerror(e));
+      sess_error(s, 0, e, "bad frame header: %s", coop_strerror(e));
+      close_after_error(s);
+    }
+  }
+  free(buf);
+  if (s->closing) sess_close(s);
+}
+
+static void on_io(uv_poll_t *p, int status, int events) {
+  struct session *s = p->data;
+  if (status < 0) return sess_close(s);
+  if (events & UV_WRITABLE) sess_flush(s);
+  if (!s->closing && (events & UV_READABLE)) sess_read(s);
+}
+
+/* ---- life cycle ---- */
+
+static void on_closed(uv_handle_t *h) {
+  struct session *s = h->data;
+  close(s->fd);
+  coop_wire_reader_free(&s->rd);
+  coop_wire_buf_free(&s->out);
+  free(s);
+}
+
+static void sess_close(struct session *s) {
+  if (s->closing == 3) return;
+  if (s->closing == 2 && s->out_off < s->out.len) { /* best effort: the last ERROR */
+    size_t sent = 0;
+    coop_wire_send(s->fd, s->out.p + s->out_off, s->out.len - s->out_off, NULL, 0, &sent);
+  }
+  s->closing = 3;
+  struct daemon *dm = s->dm;
+  for (struct session **p = &dm->sessions; *p; p = &(*p)->next)
+    if (*p == s) {
+      *p = s->next;
+      dm->nsessions--;
+      break;
+    }
+  while (s->waiters) {
+    struct waiter *w = s->waiters;
+    s->waiters = w->next;
+    waiter_free(w);
+  }
+  /* Its jobs: detached ones stay (any connection of the uid may wait for
+   * them); others, if running, are cancelled (nobody will read them) and
+   * freed when handed back; finished ones are freed now. */
+  for (struct job **p = &dm->jobs; *p;) {
+    struct job *j = *p;
+    if (j->owner != s) {
+      p = &j->next;
+      continue;
+    }
+    j->owner = NULL;
+    if (j->flags & COOP_SUBMIT_DETACHED) {
+      p = &j->next;
+    } else if (j->finished) {
+      *p = j->next;
+      job_free(j);
+    } else {
+      dev_cancel(dm->dev, j);
+      p = &j->next;
+    }
+  }
+  log_info("client %u/%s disconnected", s->pid, s->name);
+  uv_poll_stop(&s->poll);
+  uv_close((uv_handle_t *)&s->poll, on_closed);
+}
+
+void session_accept(struct daemon *dm, int fd) {
+  if (dm->nsessions >= dm->cfg.max_clients || dm->stopping) {
+    log_warn("refusing a client: %s", dm->stopping ? "shutting down" : "max_clients reached");
+    close(fd);
+    return;
+  }
+  struct session *s = calloc(1, sizeof *s);
+  if (!s) {
+    close(fd);
+    return;
+  }
+  struct ucred cr;
+  socklen_t len = sizeof cr;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+    log_warn("SO_PEERCRED: %s: refusing the client", strerror(errno));
+    close(fd);
+    free(s);
+    return;
+  }
+  s->dm = dm;
+  s->fd = fd;
+  s->uid = cr.uid;
+  s->pid = (uint32_t)cr.pid;
+  snprintf(s->name, sizeof s->name, "?");
+  coop_wire_reader_init(&s->rd);
+  coop_wire_buf_init(&s->out);
+  uv_poll_init(dm->loop, &s->poll, fd);
+  s->poll.data = s;
+  s->next = dm->sessions;
+  dm->sessions = s;
+  dm->nsessions++;
+  sess_want(s, UV_READABLE);
+}
+
+/* Events of a finished job, one per instance and kind, in time order. */
+static void send_events(struct session *s, const struct job *j) {
+  uint32_t n = j->period_us ? j->ninst : 1;
+  for (uint32_t i = 0; i < n; i++) {
+    const struct coop_wire_times *t = j->period_us ? &j->inst[i].t : &j->t;
+    uint8_t st = j->period_us ? j->inst[i].state : atomic_load(&j->state);
+    int64_t when[5] = {0, t->released, t->gathered, t->started, t->finished};
+    for (uint8_t kind = COOP_EV_RELEASED; kind <= COOP_EV_FINISHED; kind++) {
+      if (!(s->sub_mask & (1u << kind)) || (when[kind] == 0 && kind != COOP_EV_FINISHED)) continue;
+      union coop_msg m;
+      memset(&m, 0, sizeof m);
+      m.event.job = j->id;
+      m.event.kind = kind;
+      m.event.state = kind == COOP_EV_FINISHED ? st : COOP_JOB_RUNNING;
+      m.event.instance = i;
+      m.event.t_ns = when[kind];
+      m.event.gather_ns = kind >= COOP_EV_GATHERED ? t->gather_ns : -1;
+      sess_send(s, COOP_MSG_EVENT, 0, &m);
+    }
+  }
+}
+
+static void count_gathers(struct daemon *dm, const struct job *j) {
+  if (j->flags & COOP_SUBMIT_COOPERATIVE) return;
+  uint32_t n = j->period_us ? j->ninst : 1;
+  for (uint32_t i = 0; i < n; i++) {
+    int64_t g = j->period_us ? j->inst[i].t.gather_ns : j->t.gather_ns;
+    if (g < 0) continue;
+    dm->gather[dm->gather_pos] = g;
+    dm->gather_pos = (dm->gather_pos + 1) % DM_GATHER_SAMPLES;
+    if (dm->ngather < DM_GATHER_SAMPLES) dm->ngather++;
+  }
+}
+
+/* Drop the owner's oldest finished jobs beyond the limit. */
+static void trim_finished(struct daemon *dm, struct session *s) {
+  while (s->finished > dm->cfg.max_finished_per_client) {
+    struct job *last = NULL;
+    for (struct job *j = dm->jobs; j; j = j->next)
+      if (j->owner == s && j->finished) last = j; /* list is newest first */
+    if (!last) return;
+    unlink_job(dm, last);
+    job_free(last);
+    s->finished--;
+  }
+}
+
+/* Finished detached jobs whose client has gone: keep the newest
+ * SESS_DETACHED_KEPT. */
+static void trim_detached(struct daemon *dm) {
+  unsigned n = 0;
+  for (struct job **p = &dm->jobs; *p;) {
+    struct job *j = *p;
+    if (!j->owner && j->finished && ++n > SESS_DETACHED_KEPT) {
+      *p = j->next;
+      job_free(j);
+    } else {
+      p = &j->next;
+    }
+  }
+}
+
+void session_job_done(struct daemon *dm, struct job *j) {
+  uint8_t st = atomic_load(&j->state);
+  dm->done += st == COOP_JOB_DONE;
+  dm->cancelled += st == COOP_JOB_CANCELLED;
+  dm->refused += st == COOP_JOB_REFUSED;
+  dm->failed += st == COOP_JOB_FAILED;
+  count_gathers(dm, j);
+  log_debug("job %llu (%s): %s", (unsigned long long)j->id, j->kernel, coop_job_state_name(st));
+  /* j->finished is set only after the sends: a session that a failed send
+   * closes meanwhile then treats j as running (owner := NULL) rather than
+   * freeing it under us. */
+  for (struct session *s = dm->sessions; s; s = s->next) {
+    if (s->sub_mask && may_see(s, j)) send_events(s, j);
+    for (struct waiter *w = s->waiters; w && s->closing != 3;) {
+      if (w->job != j->id) {
+        w = w->next;
+        continue;
+      }
+      remove_waiter(s, w);
+      send_result(s, w->seq, j);
+      waiter_free(w);
+      w = s->waiters; /* the list may have changed */
+    }
+  }
+  j->finished = 1;
+  struct session *o = j->owner;
+  if (!o) {
+    if (j->flags & COOP_SUBMIT_DETACHED) { /* kept for a later WAIT */
+      trim_detached(dm);
+      return;
+    }
+    unlink_job(dm, j);
+    job_free(j);
+    return;
+  }
+  o->inflight--;
+  o->bytes -= j->bytes;
+  o->finished++;
+  trim_finished(dm, o);
+}
+
+void session_shutdown_all(struct daemon *dm) {
+  while (dm->sessions) {
+    struct session *s = dm->sessions;
+    sess_error(s, 0, COOP_ESHUTDOWN, "coopd is shutting down");
+    close_after_error(s);
+    sess_close(s);
+  }
+}
+
+unsigned session_count(const struct daemon *dm) { return dm->nsessions; }

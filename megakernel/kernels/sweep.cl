@@ -1,0 +1,24 @@
+//@coop name=sweep kind=cooperative args=buf,u32,u32
+/*
+ * sweep.cl: a cooperative sample kernel. For `rounds` rounds it adds 1 to
+ * every element of data[n] (a u32 array), the elements split by global id
+ * over the current workgroups, with a resizing barrier after each round
+ * where the scheduler may take workgroups for other tasks or give them back.
+ * At the end every element has grown by exactly `rounds`: that needs
+ * contiguous ids and M stable between resizing barriers (004 Sec. 3.2).
+ * args: data (inout), n, rounds
+ */
+struct sweep_state {
+  uint round;
+};
+
+void sweep_init(struct coop_ctx *c, struct sweep_state *s) { s->round = 0u; }
+
+uint sweep_step(struct coop_ctx *c, struct sweep_state *s) {
+  global uint *data = (global uint *)coop_arg_buf(c, 0);
+  uint n = coop_arg_u32(c, 1), rounds = coop_arg_u32(c, 2);
+  if (s->round == rounds) return COOP_DONE;
+  for (uint i = coop_global_id(c); i < n; i += coop_global_size(c)) data[i] += 1u;
+  s->round++;
+  return COOP_RESIZING_BARRIER;
+}

@@ -1,0 +1,933 @@
+/*
+ * test_client.c: libcoop against a fake coopd, and coopctl's command line.
+ *
+ * The fake daemon is a thread listening on a Unix socket in a temporary
+ * directory; each test gives it a script that speaks the protocol with the
+ * codec (protocol/wire.h) and checks what libcoop sent, including the bytes
+ * of memfd buffers. A script records its first failed check in the fake,
+ * which the test asserts after joining the thread. Suites: "libcoop"
+ * (ctest client_lib) and "coopctl" (ctest coopctl_usage, which needs
+ * COOPCTL = the built coopctl).
+ */
+#define _GNU_SOURCE /* mkdtemp, setenv */
+#include <check.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coop.h"
+#include "wire.h"
+
+/* ---- the fake daemon ---- */
+
+struct fconn {
+  int fd;
+  struct coop_wire_reader rd;
+};
+
+/* One received frame, decoded; pointers in m point into p. */
+struct fframe {
+  struct coop_wire_hdr h;
+  uint8_t *p;
+  int fds[COOP_WIRE_MAX_FDS];
+  unsigned nfds;
+  union coop_msg m;
+};
+
+struct fake;
+typedef void (*script_fn)(struct fake *f, struct fconn *c);
+
+struct fake {
+  char dir[32], path[64];
+  int lfd;
+  pthread_t th;
+  script_fn script;
+  uint32_t inline_max;
+  char hello_name[COOP_WIRE_NAME_MAX];
+  char fail[512];
+};
+
+static void fk_failf(struct fake *f, int line, const char *what) {
+  if (!f->fail[0]) snprintf(f->fail, sizeof f->fail, "fake daemon, line %d: %s", line, what);
+}
+#define FK(f, cond)                              \
+  do {                                           \
+    if (!(cond)) fk_failf((f), __LINE__, #cond); \
+  } while (0)
+
+static void ff_free(struct fframe *fr) {
+  for (unsigned i = 0; i < fr->nfds; i++) close(fr->fds[i]);
+  fr->nfds = 0;
+  free(fr->p);
+  fr->p = NULL;
+}
+
+/* The next frame, decoded; 0 on EOF, a decode error or 10 s of silence. */
+static int fk_next(struct fconn *c, struct fframe *fr) {
+  memset(fr, 0, sizeof *fr);
+  for (;;) {
+    const uint8_t *payload;
+    int r = coop_wire_reader_next(&c->rd, &fr->h, &payload, fr->fds, &fr->nfds);
+    if (r < 0) return 0;
+    if (r == 1) {
+      fr->p = malloc(fr->h.len + 1);
+      memcpy(fr->p, payload, fr->h.len);
+      return coop_wire_decode(&fr->h, fr->p, &fr->m) == 0;
+    }
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    if (poll(&p, 1, 10000) != 1) return 0;
+    uint8_t buf[65536];
+    int fds[COOP_WIRE_MAX_FDS];
+    unsigned nfds = 0;
+    long n = coop_wire_recv(c->fd, buf, sizeof buf, fds, &nfds);
+    if (n <= 0 || coop_wire_reader_feed(&c->rd, buf, (size_t)n, fds, nfds)) return 0;
+  }
+}
+
+/* A frame of `type` is next, or the script fails. */
+static int fk_expect(struct fake *f, struct fconn *c, struct fframe *fr, uint16_t type) {
+  int ok = fk_next(c, fr) && fr->h.type == type;
+  if (!ok) fk_failf(f, __LINE__, coop_wire_type_name(type));
+  return ok;
+}
+
+/* Sends one frame; version patched into the header when not 0. */
+static void fk_send_v(struct fconn *c, uint16_t type, uint32_t seq, const union coop_msg *m,
+                      uint16_t version) {
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  ck_assert_int_eq(coop_wire_encode(&b, type, seq, m), 0);
+  if (version) {
+    b.p[4] = (uint8_t)(version >> 8);
+    b.p[5] = (uint8_t)version;
+  }
+  ck_assert_int_eq(coop_wire_send(c->fd, b.p, b.len, NULL, 0, NULL), 0);
+  coop_wire_buf_free(&b);
+}
+
+static void fk_send(struct fconn *c, uint16_t type, uint32_t seq, const union coop_msg *m) {
+  fk_send_v(c, type, seq, m, 0);
+}
+
+static void fk_error(struct fconn *c, uint32_t seq, int code, const char *msg) {
+  union coop_msg m = {0};
+  m.error.code = code;
+  snprintf(m.error.message, sizeof m.error.message, "%s", msg);
+  fk_send(c, COOP_MSG_ERROR, seq, &m);
+}
+
+static void fk_ok(struct fconn *c, uint32_t seq) {
+  union coop_msg m = {0};
+  fk_send(c, COOP_MSG_OK, seq, &m);
+}
+
+static void fk_welcome_v(struct fake *f, struct fconn *c, uint16_t version) {
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_HELLO)) return;
+  FK(f, fr.m.hello.min_version == 1 && fr.m.hello.max_version == 1);
+  snprintf(f->hello_name, sizeof f->hello_name, "%s", fr.m.hello.name);
+  union coop_msg m = {0};
+  struct coop_msg_welcome *w = &m.welcome;
+  w->version = 1;
+  strcpy(w->daemon_version, "0.1-fake");
+  strcpy(w->backend, "opencl");
+  strcpy(w->device, "Fake GPU");
+  w->compute_units = 4;
+  w->workers = 7;
+  w->max_payload = COOP_WIRE_MAX_PAYLOAD;
+  w->inline_max = f->inline_max ? f->inline_max : COOP_WIRE_INLINE_MAX;
+  w->uid = (uint32_t)getuid();
+  w->pid = 4242;
+  fk_send_v(c, COOP_MSG_WELCOME, fr.h.seq, &m, version);
+  ff_free(&fr);
+}
+
+static void fk_welcome(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 0); }
+
+static void *fake_main(void *arg) {
+  struct fake *f = arg;
+  struct fconn c = {.fd = accept(f->lfd, NULL, NULL)};
+  coop_wire_reader_init(&c.rd);
+  if (c.fd < 0) {
+    fk_failf(f, __LINE__, "accept");
+    return NULL;
+  }
+  f->script(f, &c);
+  coop_wire_reader_free(&c.rd);
+  close(c.fd);
+  return NULL;
+}
+
+static void fake_listen(struct fake *f) {
+  strcpy(f->dir, "/tmp/coop-test.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(f->dir));
+  snprintf(f->path, sizeof f->path, "%s/coop.sock", f->dir);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", f->path);
+  f->lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ck_assert_int_ge(f->lfd, 0);
+  ck_assert_int_eq(bind(f->lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(f->lfd, 4), 0);
+}
+
+static void fake_start(struct fake *f, script_fn script) {
+  memset(f, 0, sizeof *f);
+  fake_listen(f);
+  f->script = script;
+  ck_assert_int_eq(pthread_create(&f->th, NULL, fake_main, f), 0);
+}
+
+/* Joins the script and asserts it found nothing wrong. */
+static void fake_end(struct fake *f) {
+  pthread_join(f->th, NULL);
+  close(f->lfd);
+  unlink(f->path);
+  rmdir(f->dir);
+  ck_assert_msg(!f->fail[0], "%s", f->fail);
+}
+
+static coop_conn *connect_ok(struct fake *f) {
+  coop_conn *c;
+  int e = coop_connect(&c, f->path, "test");
+  ck_assert_msg(e == 0, "connect: %s: %s", coop_strerror(e), coop_errmsg(NULL));
+  return c;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* ---- handshake, versions, socket paths ---- */
+
+static void s_welcome_then_eof(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  FK(f, !fk_next(c, &fr)); /* the client disconnects */
+}
+
+START_TEST(handshake) {
+  struct fake f;
+  fake_start(&f, s_welcome_then_eof);
+  coop_conn *c = connect_ok(&f);
+  const struct coop_info *i = coop_info(c);
+  ck_assert_uint_eq(i->version, 1);
+  ck_assert_str_eq(i->device, "Fake GPU");
+  ck_assert_str_eq(i->backend, "opencl");
+  ck_assert_str_eq(i->daemon_version, "0.1-fake");
+  ck_assert_uint_eq(i->compute_units, 4);
+  ck_assert_uint_eq(i->workers, 7);
+  ck_assert_uint_eq(i->inline_max, COOP_WIRE_INLINE_MAX);
+  ck_assert_uint_eq(i->pid, 4242);
+  coop_disconnect(c);
+  fake_end(&f);
+  ck_assert_str_eq(f.hello_name, "test");
+}
+END_TEST
+
+static void s_refuse_version(struct fake *f, struct fconn *c) {
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_HELLO)) return;
+  snprintf(f->hello_name, sizeof f->hello_name, "%s", fr.m.hello.name);
+  fk_error(c, fr.h.seq, COOP_EVERSION, "this coopd speaks protocol version 2");
+  ff_free(&fr);
+}
+
+static void s_welcome_v2(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 2); }
+
+START_TEST(version_refused) {
+  struct fake f;
+  fake_start(&f, s_refuse_version);
+  coop_conn *c = (coop_conn *)&f; /* must be reset to NULL */
+  ck_assert_int_eq(coop_connect(&c, f.path, NULL), COOP_EVERSION);
+  ck_assert_ptr_null(c);
+  ck_assert_str_eq(coop_errmsg(NULL), "this coopd speaks protocol version 2");
+  fake_end(&f);
+  ck_assert_str_eq(f.hello_name, "libcoop");
+  /* a reply framed in another version */
+  fake_start(&f, s_welcome_v2);
+  ck_assert_int_eq(coop_connect(&c, f.path, NULL), COOP_EVERSION);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "version 2"));
+  fake_end(&f);
+}
+END_TEST
+
+START_TEST(socket_paths) {
+  char p[256];
+  setenv("COOP_SOCKET", "/env/coop.sock", 1);
+  setenv("XDG_RUNTIME_DIR", "/xdg", 1);
+  ck_assert_int_eq(coop_socket_path("/arg.sock", p, sizeof p), 0);
+  ck_assert_str_eq(p, "/arg.sock");
+  ck_assert_int_eq(coop_socket_path(NULL, p, sizeof p), 0);
+  ck_assert_str_eq(p, "/env/coop.sock");
+  unsetenv("COOP_SOCKET");
+  ck_assert_int_eq(coop_socket_path(NULL, p, sizeof p), 0);
+  ck_assert_str_eq(p, geteuid() == 0 ? "/run/coop/coop.sock" : "/xdg/coop.sock");
+  unsetenv("XDG_RUNTIME_DIR");
+  ck_assert_int_eq(coop_socket_path(NULL, p, sizeof p), 0);
+  ck_assert_str_eq(p, "/run/coop/coop.sock");
+  ck_assert_int_eq(coop_socket_path("/arg.sock", p, 5), COOP_EINVAL);
+
+  /* connecting follows the same order */
+  struct fake f;
+  fake_start(&f, s_welcome_then_eof);
+  setenv("COOP_SOCKET", f.path, 1);
+  coop_conn *c;
+  ck_assert_int_eq(coop_connect(&c, "/nonexistent/coop.sock", NULL), COOP_ECONN);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "/nonexistent/coop.sock"));
+  c = connect_ok(&f);
+  coop_disconnect(c);
+  fake_end(&f);
+  if (geteuid() != 0) { /* the default: $XDG_RUNTIME_DIR/coop.sock */
+    unsetenv("COOP_SOCKET");
+    fake_start(&f, s_welcome_then_eof);
+    setenv("XDG_RUNTIME_DIR", f.dir, 1);
+    ck_assert_int_eq(coop_connect(&c, NULL, NULL), 0);
+    coop_disconnect(c);
+    fake_end(&f);
+  }
+}
+END_TEST
+
+/* ---- submit and results ---- */
+
+#define BIG_IN 5000  /* > the fake's inline_max: a memfd */
+#define BIG_IO 3000  /* INOUT, memfd */
+#define SMALL_IN 100 /* inline */
+#define SMALL_OUT 64 /* inline */
+
+static uint8_t pat(size_t i, unsigned k) { return (uint8_t)(i * 7 + k * 31 + 1); }
+
+static int pat_ok(const uint8_t *p, size_t n, unsigned k) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != pat(i, k)) return 0;
+  return 1;
+}
+
+static int memfd_has(int fd, size_t n, unsigned k) {
+  struct stat st;
+  uint8_t *b = malloc(n);
+  int ok = fstat(fd, &st) == 0 && (size_t)st.st_size == n && pread(fd, b, n, 0) == (ssize_t)n &&
+           pat_ok(b, n, k);
+  free(b);
+  return ok;
+}
+
+static void memfd_fill(int fd, size_t n, unsigned k) {
+  uint8_t *b = malloc(n);
+  for (size_t i = 0; i < n; i++) b[i] = pat(i, k);
+  ck_assert_int_eq(pwrite(fd, b, n, 0), (ssize_t)n);
+  free(b);
+}
+
+/* Checks the SUBMIT of submit_and_wait(), writes INOUT's new bytes. */
+static void check_submit(struct fake *f, struct fframe *fr) {
+  const struct coop_msg_submit *s = &fr->m.submit;
+  FK(f, !strcmp(s->kernel, "mix") && s->groups == 3 && s->flags == COOP_SUBMIT_COOPERATIVE);
+  FK(f, s->period_us == 40000 && s->count == 3 && s->duration_ms == 0 && s->deadline_us == 40000);
+  FK(f, s->nargs == 7 && fr->nfds == 2);
+  if (f->fail[0] || s->nargs != 7 || fr->nfds != 2) return;
+  const struct coop_wire_arg *a = s->args;
+  float f32 = 1.5f;
+  uint32_t bits;
+  memcpy(&bits, &f32, sizeof bits);
+  FK(f, a[0].type == COOP_ARG_U32 && a[0].bits == 7);
+  FK(f, a[1].type == COOP_ARG_F32 && a[1].bits == bits);
+  FK(f, a[2].type == COOP_ARG_BUF && a[2].dir == COOP_BUF_IN && a[2].fd == COOP_WIRE_FD_NONE);
+  FK(f, a[2].size == SMALL_IN && a[2].data_len == SMALL_IN && pat_ok(a[2].data, SMALL_IN, 1));
+  FK(f, a[3].type == COOP_ARG_BUF && a[3].dir == COOP_BUF_IN && a[3].fd < fr->nfds);
+  FK(f, a[3].size == BIG_IN && memfd_has(fr->fds[a[3].fd], BIG_IN, 2));
+  FK(f, a[4].dir == COOP_BUF_OUT && a[4].fd == COOP_WIRE_FD_NONE && a[4].data_len == 0);
+  FK(f, a[5].dir == COOP_BUF_INOUT && a[5].fd < fr->nfds && a[5].size == BIG_IO);
+  FK(f, a[5].fd < fr->nfds && memfd_has(fr->fds[a[5].fd], BIG_IO, 3));
+  FK(f, a[6].type == COOP_ARG_I64 && a[6].bits == (uint64_t)-5);
+  if (!f->fail[0]) memfd_fill(fr->fds[a[5].fd], BIG_IO, 4); /* in place, before RESULT */
+}
+
+static void send_result(struct fconn *c, uint32_t seq, uint64_t job, uint8_t state) {
+  union coop_msg m = {0};
+  struct coop_msg_result *r = &m.result;
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  for (uint32_t i = 0; i < 3; i++) {
+    struct coop_wire_inst in = {.state = COOP_JOB_DONE,
+                                .t = {.released = 1000 + i, .gather_ns = 10 + i, .exec_ns = 20}};
+    ck_assert_int_eq(coop_wire_inst_put(&recs, &in), 0);
+  }
+  uint8_t out[SMALL_OUT];
+  for (size_t i = 0; i < sizeof out; i++) out[i] = pat(i, 5);
+  *r = (struct coop_msg_result){.job = job,
+                                .state = state,
+                                .t = {.gather_ns = 123, .exec_ns = 456},
+                                .m_initial = 3,
+                                .kills = 2,
+                                .instances = 3,
+                                .misses = 1,
+                                .ninst = 3,
+                                .inst = recs.p,
+                                .nbuf = 1};
+  r->bufs[0] = (struct coop_wire_outbuf){.arg = 4, .data = out, .len = sizeof out};
+  fk_send(c, COOP_MSG_RESULT, seq, &m);
+  coop_wire_buf_free(&recs);
+}
+
+/* SUBMIT -> ACCEPTED 42, WAIT -> RESULT; then the same for a cancelled job. */
+static void s_submit(struct fake *f, struct fconn *c) {
+  f->inline_max = 1024;
+  fk_welcome(f, c);
+  for (int round = 0; round < 2; round++) {
+    struct fframe fr;
+    if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
+    check_submit(f, &fr);
+    union coop_msg m = {0};
+    m.job.job = 42 + round;
+    fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
+    ff_free(&fr);
+    if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
+    FK(f, fr.m.job.job == (uint64_t)(42 + round) && fr.m.job.timeout_ms == COOP_WAIT_FOREVER);
+    send_result(c, fr.h.seq, 42 + round, round ? COOP_JOB_CANCELLED : COOP_JOB_DONE);
+    ff_free(&fr);
+  }
+}
+
+struct bufs {
+  uint8_t small_in[SMALL_IN], big_in[BIG_IN], out[SMALL_OUT], io[BIG_IO];
+};
+
+static coop_job *mix_job(struct bufs *b) {
+  for (size_t i = 0; i < SMALL_IN; i++) b->small_in[i] = pat(i, 1);
+  for (size_t i = 0; i < BIG_IN; i++) b->big_in[i] = pat(i, 2);
+  for (size_t i = 0; i < BIG_IO; i++) b->io[i] = pat(i, 3);
+  memset(b->out, 0xee, sizeof b->out);
+  coop_job *j = coop_job_new("mix", 3);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_int_eq(coop_job_cooperative(j, 1), 0);
+  ck_assert_int_eq(coop_job_periodic(j, 40000, 3, 0, 40000), 0);
+  ck_assert_int_eq(coop_job_u32(j, 7), 0);
+  ck_assert_int_eq(coop_job_f32(j, 1.5f), 0);
+  ck_assert_int_eq(coop_job_buf_in(j, b->small_in, SMALL_IN), 0);
+  ck_assert_int_eq(coop_job_buf_in(j, b->big_in, BIG_IN), 0);
+  ck_assert_int_eq(coop_job_buf_out(j, b->out, SMALL_OUT), 0);
+  ck_assert_int_eq(coop_job_buf_inout(j, b->io, BIG_IO), 0);
+  ck_assert_int_eq(coop_job_i64(j, -5), 0);
+  return j;
+}
+
+START_TEST(submit_inline_and_memfd) {
+  struct fake f;
+  fake_start(&f, s_submit);
+  coop_conn *c = connect_ok(&f);
+  struct bufs *b = calloc(1, sizeof *b);
+  coop_job *j = mix_job(b);
+  uint64_t id;
+  ck_assert_int_eq(coop_submit(c, j, &id), 0);
+  ck_assert_uint_eq(id, 42);
+  /* IN data is copied at submit: changing it now changes nothing */
+  memset(b->small_in, 0, SMALL_IN);
+  struct coop_result r;
+  int e = coop_wait(c, id, -1, &r);
+  ck_assert_msg(e == 0, "wait: %s: %s", coop_strerror(e), coop_errmsg(c));
+  ck_assert_int_eq(r.state, COOP_STATE_DONE);
+  ck_assert_int_eq(r.t.gather_ns, 123);
+  ck_assert_int_eq(r.t.exec_ns, 456);
+  ck_assert_uint_eq(r.m_initial, 3);
+  ck_assert_uint_eq(r.kills, 2);
+  ck_assert_uint_eq(r.misses, 1);
+  ck_assert_uint_eq(r.ninst, 3);
+  ck_assert_int_eq(r.inst[2].t.released, 1002);
+  ck_assert_int_eq(r.inst[1].t.gather_ns, 11);
+  ck_assert(pat_ok(b->out, SMALL_OUT, 5)); /* inline OUT from the RESULT */
+  ck_assert(pat_ok(b->io, BIG_IO, 4));     /* INOUT read back from the memfd */
+  coop_result_free(&r);
+
+  /* a job that did not end done leaves the caller's memory alone */
+  coop_job_free(j);
+  j = mix_job(b); /* fresh buffers */
+  ck_assert_int_eq(coop_submit(c, j, &id), 0);
+  ck_assert_int_eq(coop_wait(c, id, -1, &r), 0);
+  ck_assert_int_eq(r.state, COOP_STATE_CANCELLED);
+  ck_assert(pat_ok(b->io, BIG_IO, 3));
+  ck_assert_uint_eq(b->out[0], 0xee);
+  coop_result_free(&r);
+  coop_job_free(j);
+  coop_disconnect(c);
+  free(b);
+  fake_end(&f);
+}
+END_TEST
+
+START_TEST(job_builder_errors) {
+  coop_job *j = coop_job_new("", 1);
+  ck_assert_ptr_nonnull(j);
+  ck_assert_int_eq(coop_submit(NULL, j, NULL), COOP_EINVAL);
+  coop_job_free(j);
+  j = coop_job_new("k", 1);
+  for (int i = 0; i < COOP_MAX_ARGS; i++) ck_assert_int_eq(coop_job_u32(j, (uint32_t)i), 0);
+  ck_assert_int_eq(coop_job_u32(j, 99), COOP_EARGS);
+  ck_assert_int_eq(coop_job_buf_out(j, NULL, 0), COOP_EINVAL);
+  ck_assert_int_eq(coop_job_periodic(j, 1000, 0, 0, 0), COOP_EINVAL);
+  coop_job_free(j);
+}
+END_TEST
+
+/* ---- errors ---- */
+
+static void s_errors(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
+  fk_error(c, fr.h.seq, COOP_ENOKERNEL, "no kernel named \"nope\"");
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
+  FK(f, fr.m.job.timeout_ms == 50);
+  fk_error(c, fr.h.seq, COOP_ETIMEDOUT, "job 9 still running");
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_CANCEL)) return;
+  fk_error(c, fr.h.seq, COOP_EPERM, "job 9 belongs to uid 7");
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_STATS)) return;
+  fk_ok(c, fr.h.seq); /* the wrong reply type */
+  ff_free(&fr);
+  FK(f, !fk_next(c, &fr));
+}
+
+START_TEST(error_frames) {
+  struct fake f;
+  fake_start(&f, s_errors);
+  coop_conn *c = connect_ok(&f);
+  coop_job *j = coop_job_new("nope", 1);
+  uint64_t id;
+  ck_assert_int_eq(coop_submit(c, j, &id), COOP_ENOKERNEL);
+  ck_assert_str_eq(coop_errmsg(c), "no kernel named \"nope\"");
+  coop_job_free(j);
+  struct coop_result r;
+  ck_assert_int_eq(coop_wait(c, 9, 50, &r), COOP_ETIMEDOUT);
+  ck_assert_str_eq(coop_errmsg(c), "job 9 still running");
+  ck_assert_int_eq(coop_cancel(c, 9), COOP_EPERM);
+  ck_assert_str_eq(coop_errmsg(c), "job 9 belongs to uid 7");
+  struct coop_stats st;
+  ck_assert_int_eq(coop_stats(c, &st), COOP_EPROTO);
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
+
+/* ---- events ---- */
+
+static void send_event(struct fconn *c, uint64_t job, uint8_t kind, uint32_t inst) {
+  union coop_msg m = {0};
+  m.event =
+      (struct coop_msg_event){.job = job,
+                              .kind = kind,
+                              .state = kind == COOP_EV_FINISHED ? COOP_JOB_DONE : COOP_JOB_RUNNING,
+                              .instance = inst,
+                              .t_ns = 1000 * kind,
+                              .gather_ns = kind >= COOP_EV_GATHERED ? 77 : -1};
+  fk_send(c, COOP_MSG_EVENT, 0, &m);
+}
+
+static void s_events(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_SUBSCRIBE)) return;
+  FK(f, fr.m.subscribe.mask == COOP_EV_ALL);
+  fk_ok(c, fr.h.seq);
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
+  for (uint8_t k = COOP_EV_RELEASED; k <= COOP_EV_FINISHED; k++) send_event(c, 5, k, 0);
+  send_result(c, fr.h.seq, 5, COOP_JOB_DONE);
+  ff_free(&fr);
+  sleep_ms(100); /* while the client polls */
+  send_event(c, 6, COOP_EV_FINISHED, 2);
+  if (!fk_expect(f, c, &fr, COOP_MSG_SUBSCRIBE)) return;
+  FK(f, fr.m.subscribe.mask == 0);
+  fk_ok(c, fr.h.seq);
+  ff_free(&fr);
+  send_event(c, 7, COOP_EV_FINISHED, 0); /* after unsubscribing: not dispatched */
+  if (!fk_expect(f, c, &fr, COOP_MSG_STATS)) return;
+  union coop_msg m = {0};
+  strcpy(m.stats.device, "Fake GPU");
+  fk_send(c, COOP_MSG_STATS_REPLY, fr.h.seq, &m);
+  ff_free(&fr);
+  FK(f, !fk_next(c, &fr)); /* open until the client disconnects */
+}
+
+struct seen {
+  int n;
+  struct coop_event ev[8];
+};
+
+static void on_event(const struct coop_event *ev, void *user) {
+  struct seen *s = user;
+  if (s->n < 8) s->ev[s->n] = *ev;
+  s->n++;
+}
+
+START_TEST(events_while_waiting) {
+  struct fake f;
+  fake_start(&f, s_events);
+  coop_conn *c = connect_ok(&f);
+  struct seen s = {0};
+  ck_assert_int_eq(coop_subscribe(c, COOP_EVENTS_ALL, on_event, &s), 0);
+  struct coop_result r;
+  ck_assert_int_eq(coop_wait(c, 5, -1, &r), 0);
+  coop_result_free(&r);
+  ck_assert_int_eq(s.n, 4);
+  for (int k = 0; k < 4; k++) {
+    ck_assert_int_eq(s.ev[k].kind, COOP_EVENT_RELEASED + k);
+    ck_assert_uint_eq(s.ev[k].job, 5);
+  }
+  ck_assert_int_eq(s.ev[0].gather_ns, -1);
+  ck_assert_int_eq(s.ev[3].gather_ns, 77);
+  ck_assert_int_eq(s.ev[3].state, COOP_STATE_DONE);
+  ck_assert_int_eq(coop_poll_events(c, 5000), 1);
+  ck_assert_uint_eq(s.ev[4].job, 6);
+  ck_assert_uint_eq(s.ev[4].instance, 2);
+  ck_assert_int_eq(coop_subscribe(c, 0, NULL, NULL), 0);
+  struct coop_stats st;
+  ck_assert_int_eq(coop_stats(c, &st), 0);
+  ck_assert_int_eq(coop_poll_events(c, 50), 0);
+  ck_assert_int_eq(s.n, 5);
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
+
+/* ---- replies out of order ---- */
+
+static void reply_status(struct fconn *c, uint32_t seq, uint64_t job) {
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  struct coop_wire_status s = {.job = job, .state = COOP_JOB_RUNNING, .groups = 2};
+  snprintf(s.kernel, sizeof s.kernel, "k%llu", (unsigned long long)job);
+  ck_assert_int_eq(coop_wire_status_put(&recs, &s), 0);
+  union coop_msg m = {0};
+  m.status_reply = (struct coop_msg_status_reply){.n = 1, .recs = recs.p, .recs_len = recs.len};
+  fk_send(c, COOP_MSG_STATUS_REPLY, seq, &m);
+  coop_wire_buf_free(&recs);
+}
+
+/* Two STATUS requests in flight: answered last first. */
+static void s_out_of_order(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe a, b;
+  if (!fk_expect(f, c, &a, COOP_MSG_STATUS) || !fk_expect(f, c, &b, COOP_MSG_STATUS)) return;
+  FK(f, a.h.seq != b.h.seq);
+  reply_status(c, b.h.seq, b.m.job.job);
+  sleep_ms(50);
+  reply_status(c, a.h.seq, a.m.job.job);
+  ff_free(&a);
+  ff_free(&b);
+  /* a late reply (its request gave up) must not be taken for the next */
+  if (!fk_expect(f, c, &a, COOP_MSG_STATUS)) return;
+  sleep_ms(400);
+  reply_status(c, a.h.seq, a.m.job.job);
+  if (!fk_expect(f, c, &b, COOP_MSG_STATUS)) return;
+  reply_status(c, b.h.seq, b.m.job.job);
+  ff_free(&a);
+  ff_free(&b);
+}
+
+struct asker {
+  coop_conn *c;
+  uint64_t job;
+  int err;
+  char kernel[COOP_NAME_MAX];
+};
+
+static void *ask_status(void *arg) {
+  struct asker *a = arg;
+  struct coop_job_status *s;
+  size_t n;
+  a->err = coop_status(a->c, a->job, &s, &n);
+  if (!a->err && n == 1) snprintf(a->kernel, sizeof a->kernel, "%s", s->kernel);
+  if (!a->err) free(s);
+  return NULL;
+}
+
+START_TEST(replies_out_of_order) {
+  struct fake f;
+  fake_start(&f, s_out_of_order);
+  coop_conn *c = connect_ok(&f);
+  struct asker a = {c, 11, -99, ""}, b = {c, 22, -99, ""};
+  pthread_t ta, tb;
+  pthread_create(&ta, NULL, ask_status, &a);
+  sleep_ms(50); /* so that a's request goes first */
+  pthread_create(&tb, NULL, ask_status, &b);
+  pthread_join(ta, NULL);
+  pthread_join(tb, NULL);
+  ck_assert_int_eq(a.err, 0);
+  ck_assert_int_eq(b.err, 0);
+  ck_assert_str_eq(a.kernel, "k11");
+  ck_assert_str_eq(b.kernel, "k22");
+  /* single thread: a timed-out request, then the next gets its own reply */
+  coop_set_timeout(c, 150);
+  struct coop_job_status *s;
+  size_t n;
+  ck_assert_int_eq(coop_status(c, 33, &s, &n), COOP_ETIMEDOUT);
+  coop_set_timeout(c, 5000);
+  ck_assert_int_eq(coop_status(c, 44, &s, &n), 0);
+  ck_assert_uint_eq(n, 1);
+  ck_assert_uint_eq(s[0].job, 44);
+  free(s);
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
+
+/* ---- the daemon going away ---- */
+
+static void s_close_on_status(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (fk_expect(f, c, &fr, COOP_MSG_STATUS)) ff_free(&fr);
+}
+
+static void s_shutdown(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
+  fk_error(c, 0, COOP_ESHUTDOWN, "coopd is shutting down");
+  ff_free(&fr);
+}
+
+START_TEST(daemon_closes) {
+  struct fake f;
+  fake_start(&f, s_close_on_status);
+  coop_conn *c = connect_ok(&f);
+  struct coop_job_status *s;
+  size_t n;
+  ck_assert_int_eq(coop_status(c, 0, &s, &n), COOP_ECLOSED);
+  ck_assert_int_eq(coop_cancel(c, 1), COOP_ECLOSED); /* and stays closed */
+  coop_disconnect(c);
+  fake_end(&f);
+
+  fake_start(&f, s_shutdown);
+  c = connect_ok(&f);
+  struct coop_result r;
+  ck_assert_int_eq(coop_wait(c, 1, -1, &r), COOP_ESHUTDOWN);
+  ck_assert_str_eq(coop_errmsg(c), "coopd is shutting down");
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
+
+/* ---- coopctl ---- */
+
+/* Runs coopctl with args (NULL-terminated); its stdout into out (if not
+ * NULL). Returns the exit status. */
+static int coopctl(char *out, size_t outlen, const char *const *args) {
+  const char *bin = getenv("COOPCTL");
+  ck_assert_msg(bin != NULL, "COOPCTL is not set");
+  char tmp[] = "/tmp/coopctl-out.XXXXXX";
+  int fd = mkstemp(tmp);
+  ck_assert_int_ge(fd, 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    const char *argv[32] = {bin};
+    for (int i = 0; args[i] && i < 30; i++) argv[i + 1] = args[i];
+    dup2(fd, 1);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    execv(bin, (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  waitpid(pid, &st, 0);
+  if (out) {
+    ssize_t n = pread(fd, out, outlen - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+  }
+  close(fd);
+  unlink(tmp);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+#define USAGE(...)                                                                   \
+  do {                                                                               \
+    const char *const a_[] = {__VA_ARGS__, NULL};                                    \
+    ck_assert_msg(coopctl(NULL, 0, a_) == 2, "not a usage error: %s", #__VA_ARGS__); \
+  } while (0)
+
+START_TEST(coopctl_bad_usage) {
+  const char *const none[] = {NULL};
+  ck_assert_int_eq(coopctl(NULL, 0, none), 2);
+  USAGE("frobnicate");
+  USAGE("--bogus", "kernels");
+  USAGE("--socket");
+  USAGE("kernels", "extra");
+  USAGE("kernels", "--wat");
+  USAGE("submit");
+  USAGE("submit", "k");
+  USAGE("submit", "k", "--wg", "x");
+  USAGE("submit", "k", "--wg");
+  USAGE("submit", "k", "--wg", "1", "bogus:1");
+  USAGE("submit", "k", "--wg", "1", "u32:-1");
+  USAGE("submit", "k", "--wg", "1", "i32:3000000000");
+  USAGE("submit", "k", "--wg", "1", "f32:abc");
+  USAGE("submit", "k", "--wg", "1", "noColon");
+  USAGE("submit", "k", "--wg", "1", "out:8:/tmp/x");
+  USAGE("submit", "k", "--wg", "1", "out:0:/tmp/x", "--wait");
+  USAGE("submit", "k", "--wg", "1", "zeros:0");
+  USAGE("submit", "k", "--wg", "1", "--count", "3");
+  USAGE("submit", "k", "--wg", "1", "--period", "1000");
+  USAGE("submit", "k", "--wg", "1", "--coop=yes");
+  USAGE("status", "x");
+  USAGE("status", "1", "2");
+  USAGE("wait");
+  USAGE("wait", "0");
+  USAGE("wait", "1", "--timeout", "-5");
+  USAGE("cancel");
+  USAGE("stats", "1");
+  USAGE("top", "--interval", "0");
+  USAGE("top", "--iterations", "x");
+  USAGE("render", "--class", "ultra", "--wg", "1", "--for", "1");
+  USAGE("render", "--class", "light", "--wg", "1");
+  USAGE("render", "--class", "light", "--wg", "0", "--for", "1");
+  USAGE("render", "--class", "light", "--wg", "1", "--for", "-1");
+  USAGE("render", "--class", "light", "--wg", "1", "--for", "1", "--size", "0");
+}
+END_TEST
+
+START_TEST(coopctl_help) {
+  char all[8192], out[8192];
+  const char *const h[] = {"--help", NULL};
+  ck_assert_int_eq(coopctl(all, sizeof all, h), 0);
+  ck_assert_ptr_nonnull(strstr(all, "usage: coopctl"));
+  const char *cmds[] = {"kernels", "submit", "status", "wait", "cancel", "stats", "top", "render"};
+  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+    ck_assert_ptr_nonnull(strstr(all, cmds[i]));
+    const char *const ch[] = {cmds[i], "--help", NULL};
+    ck_assert_int_eq(coopctl(out, sizeof out, ch), 0);
+    ck_assert_ptr_nonnull(strstr(out, cmds[i]));
+  }
+  const char *const down[] = {"--socket", "/nonexistent/coop.sock", "stats", NULL};
+  ck_assert_int_eq(coopctl(NULL, 0, down), 1);
+}
+END_TEST
+
+static void s_kernels(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_KERNELS)) return;
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  struct coop_wire_kernel k1 = {.name = "render", .nargs = 5, .types = {7, 7, 7, 1, 1}};
+  struct coop_wire_kernel k2 = {.name = "sweep", .cooperative = 1, .nargs = 3, .types = {7, 1, 1}};
+  coop_wire_kernel_put(&recs, &k1);
+  coop_wire_kernel_put(&recs, &k2);
+  union coop_msg m = {0};
+  m.kernels = (struct coop_msg_kernel_list){.n = 2, .recs = recs.p, .recs_len = recs.len};
+  fk_send(c, COOP_MSG_KERNEL_LIST, fr.h.seq, &m);
+  coop_wire_buf_free(&recs);
+  ff_free(&fr);
+}
+
+START_TEST(coopctl_kernels) {
+  struct fake f;
+  fake_start(&f, s_kernels);
+  char out[4096];
+  const char *const a[] = {"--socket", f.path, "kernels", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
+  fake_end(&f);
+  ck_assert_str_eq(out,
+                   "render noncooperative buf,buf,buf,u32,u32\n"
+                   "sweep cooperative buf,u32,u32\n");
+  ck_assert_str_eq(f.hello_name, "coopctl");
+}
+END_TEST
+
+/* submit --wait with in:, out: and u32: ARGs; the output lands in a file. */
+static void s_submit_files(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
+  const struct coop_msg_submit *s = &fr.m.submit;
+  FK(f, s->nargs == 3 && s->args[0].size == 5 && !memcmp(s->args[0].data, "hello", 5));
+  FK(f, s->args[1].dir == COOP_BUF_OUT && s->args[1].size == 4 && s->args[2].bits == 9);
+  union coop_msg m = {0};
+  m.job.job = 3;
+  fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
+  memset(&m, 0, sizeof m);
+  m.result = (struct coop_msg_result){.job = 3, .state = COOP_JOB_DONE, .nbuf = 1};
+  m.result.bufs[0] = (struct coop_wire_outbuf){.arg = 1, .data = (const uint8_t *)"OUT!", .len = 4};
+  fk_send(c, COOP_MSG_RESULT, fr.h.seq, &m);
+  ff_free(&fr);
+}
+
+START_TEST(coopctl_submit_wait) {
+  struct fake f;
+  fake_start(&f, s_submit_files);
+  char in[256], outp[256], arg_in[300], arg_out[300], out[8192];
+  snprintf(in, sizeof in, "%s/in.bin", f.dir);
+  snprintf(outp, sizeof outp, "%s/out.bin", f.dir);
+  FILE *fp = fopen(in, "wb");
+  fputs("hello", fp);
+  fclose(fp);
+  snprintf(arg_in, sizeof arg_in, "in:%s", in);
+  snprintf(arg_out, sizeof arg_out, "out:4:%s", outp);
+  const char *const a[] = {"--json", "--socket", f.path, "submit", "k",     "--wg",
+                           "2",      "--wait",   arg_in, arg_out,  "u32:9", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
+  ck_assert_ptr_nonnull(strstr(out, "\"state\":\"done\""));
+  char got[8] = {0};
+  fp = fopen(outp, "rb");
+  ck_assert_ptr_nonnull(fp);
+  ck_assert_uint_eq(fread(got, 1, sizeof got, fp), 4);
+  fclose(fp);
+  ck_assert_str_eq(got, "OUT!");
+  unlink(in);
+  unlink(outp);
+  fake_end(&f);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("libcoop");
+  TCase *t = tcase_create("fake_daemon");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, handshake);
+  tcase_add_test(t, version_refused);
+  tcase_add_test(t, socket_paths);
+  tcase_add_test(t, submit_inline_and_memfd);
+  tcase_add_test(t, job_builder_errors);
+  tcase_add_test(t, error_frames);
+  tcase_add_test(t, events_while_waiting);
+  tcase_add_test(t, replies_out_of_order);
+  tcase_add_test(t, daemon_closes);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+static Suite *ctl_suite(void) {
+  Suite *s = suite_create("coopctl");
+  TCase *t = tcase_create("cli");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, coopctl_bad_usage);
+  tcase_add_test(t, coopctl_help);
+  tcase_add_test(t, coopctl_kernels);
+  tcase_add_test(t, coopctl_submit_wait);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_add_suite(sr, ctl_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,665 @@
+/*
+ * test_daemon.c: integration tests of a real coopd on PoCL, spoken to with
+ * the raw protocol codec (so that malformed input can be sent too). Each
+ * test starts its own daemon on a socket in a temporary directory.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire.h"
+
+#ifndef COOPD_PATH
+#error "COOPD_PATH must name the coopd binary"
+#endif
+#ifndef KERNEL_DIR
+#error "KERNEL_DIR must name the kernel directory"
+#endif
+
+struct daemon_proc {
+  pid_t pid;
+  char dir[64], sock[128];
+};
+
+static void msleep(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+/* Starts coopd with extra --set flags; waits until its socket answers. */
+static void daemon_start(struct daemon_proc *d, const char *const *sets) {
+  snprintf(d->dir, sizeof d->dir, "/tmp/coopd-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(d->dir));
+  snprintf(d->sock, sizeof d->sock, "%s/coop.sock", d->dir);
+  d->pid = fork();
+  ck_assert_int_ge(d->pid, 0);
+  if (d->pid == 0) {
+    const char *argv[32] = {COOPD_PATH, "--socket",    d->sock, "--kernels",
+                            KERNEL_DIR, "--log-level", "warn"};
+    int n = 7;
+    for (int i = 0; sets && sets[i] && n < 30; i++) {
+      argv[n++] = "--set";
+      argv[n++] = sets[i];
+    }
+    argv[n] = NULL;
+    execv(COOPD_PATH, (char *const *)argv);
+    _exit(127);
+  }
+  for (int i = 0; i < 1200; i++) { /* discovery and the build take a few seconds */
+    if (access(d->sock, F_OK) == 0) return;
+    int st;
+    ck_assert_msg(waitpid(d->pid, &st, WNOHANG) == 0, "coopd exited at start-up");
+    msleep(50);
+  }
+  ck_abort_msg("coopd did not create its socket within 60 s");
+}
+
+/* SIGTERM and the exit status. */
+static int daemon_stop(struct daemon_proc *d) {
+  kill(d->pid, SIGTERM);
+  int st = 0;
+  for (int i = 0; i < 1200; i++) {
+    if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+      rmdir(d->dir);
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    msleep(50);
+  }
+  kill(d->pid, SIGKILL);
+  waitpid(d->pid, &st, 0);
+  ck_abort_msg("coopd did not exit within 60 s of SIGTERM");
+  return -1;
+}
+
+/* ---- a raw client ---- */
+
+struct conn {
+  int fd;
+  uint32_t seq;
+  struct coop_wire_reader rd;
+  uint8_t *payload; /* of the last frame read (owned copy) */
+  struct coop_wire_hdr h;
+  union coop_msg m;
+  int events; /* EVENT frames skipped while waiting for a reply */
+};
+
+static int conn_open(struct conn *c, const char *path) {
+  memset(c, 0, sizeof *c);
+  c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  if (connect(c->fd, (struct sockaddr *)&a, sizeof a) < 0) return -1;
+  struct timeval tv = {120, 0}; /* no test waits forever on a silent daemon */
+  setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  coop_wire_reader_init(&c->rd);
+  return 0;
+}
+
+static void conn_close(struct conn *c) {
+  close(c->fd);
+  coop_wire_reader_free(&c->rd);
+  free(c->payload);
+  c->payload = NULL;
+}
+
+static void send_raw(struct conn *c, const uint8_t *b, size_t n, const int *fds, unsigned nfds) {
+  size_t sent = 0;
+  ck_assert_int_eq(coop_wire_send(c->fd, b, n, fds, nfds, &sent), 0);
+  ck_assert_uint_eq(sent, n);
+}
+
+static uint32_t send_msg(struct conn *c, uint16_t type, const union coop_msg *m, const int *fds,
+                         unsigned nfds) {
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  uint32_t seq = ++c->seq;
+  ck_assert_int_eq(coop_wire_encode(&b, type, seq, m), 0);
+  send_raw(c, b.p, b.len, fds, nfds);
+  coop_wire_buf_free(&b);
+  return seq;
+}
+
+/* Next frame: 1, or 0 on EOF / error. Decoded into c->m. */
+static int read_frame(struct conn *c) {
+  for (;;) {
+    const uint8_t *p;
+    int fds[COOP_WIRE_MAX_FDS];
+    unsigned nf = 0;
+    int r = coop_wire_reader_next(&c->rd, &c->h, &p, fds, &nf);
+    ck_assert_int_ge(r, 0);
+    if (r == 1) {
+      free(c->payload);
+      c->payload = malloc(c->h.len + 1);
+      memcpy(c->payload, p, c->h.len);
+      ck_assert_int_eq(coop_wire_decode(&c->h, c->payload, &c->m), 0);
+      return 1;
+    }
+    uint8_t buf[65536];
+    unsigned nfds = COOP_WIRE_MAX_FDS;
+    long n = coop_wire_recv(c->fd, buf, sizeof buf, fds, &nfds);
+    if (n <= 0) return 0;
+    ck_assert_int_eq(coop_wire_reader_feed(&c->rd, buf, (size_t)n, fds, nfds), 0);
+  }
+}
+
+/* The reply to seq (events before it are counted and skipped). */
+static uint16_t reply(struct conn *c, uint32_t seq) {
+  while (read_frame(c)) {
+    if (c->h.type == COOP_MSG_EVENT) {
+      c->events++;
+      continue;
+    }
+    ck_assert_uint_eq(c->h.seq, seq);
+    return c->h.type;
+  }
+  return 0; /* closed */
+}
+
+static void hello(struct conn *c) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  snprintf(m.hello.name, sizeof m.hello.name, "test_daemon");
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_WELCOME);
+  ck_assert_uint_gt(c->m.welcome.workers, 0);
+}
+
+static void open_hello(struct conn *c, const struct daemon_proc *d) {
+  ck_assert_int_eq(conn_open(c, d->sock), 0);
+  hello(c);
+}
+
+/* ---- jobs ---- */
+
+static void arg_u32(struct coop_msg_submit *s, uint32_t v) {
+  struct coop_wire_arg *a = &s->args[s->nargs++];
+  a->type = COOP_ARG_U32;
+  a->bits = v;
+}
+
+static void arg_buf(struct coop_msg_submit *s, uint8_t dir, const void *data, uint64_t size,
+                    uint8_t fd) {
+  struct coop_wire_arg *a = &s->args[s->nargs++];
+  a->type = COOP_ARG_BUF;
+  a->dir = dir;
+  a->size = size;
+  a->fd = fd;
+  if (fd == COOP_WIRE_FD_NONE && (dir & COOP_BUF_IN)) {
+    a->data = data;
+    a->data_len = (uint32_t)size;
+  }
+}
+
+static void submit_init(union coop_msg *m, const char *kernel, uint32_t groups, int coop) {
+  memset(m, 0, sizeof *m);
+  snprintf(m->submit.kernel, sizeof m->submit.kernel, "%s", kernel);
+  m->submit.groups = groups;
+  m->submit.flags = coop ? COOP_SUBMIT_COOPERATIVE : 0;
+}
+
+/* SUBMIT; returns the job id, or 0 with c->m.error holding the refusal. */
+static uint64_t submit(struct conn *c, const union coop_msg *m, const int *fds, unsigned nfds) {
+  uint16_t t = reply(c, send_msg(c, COOP_MSG_SUBMIT, m, fds, nfds));
+  if (t == COOP_MSG_ERROR) return 0;
+  ck_assert_uint_eq(t, COOP_MSG_ACCEPTED);
+  return c->m.job.job;
+}
+
+static uint16_t wait_job(struct conn *c, uint64_t job, uint32_t timeout_ms) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  m.job.timeout_ms = timeout_ms;
+  uint16_t t = reply(c, send_msg(c, COOP_MSG_WAIT, &m, NULL, 0));
+  if (t == COOP_MSG_ERROR)
+    fprintf(stderr, "WAIT %llu: %s: %s\n", (unsigned long long)job, coop_err_name(c->m.error.code),
+            c->m.error.message);
+  return t;
+}
+
+static void expect_error(struct conn *c, uint64_t job, int code) {
+  ck_assert_uint_eq(job, 0);
+  ck_assert_uint_eq(c->h.type, COOP_MSG_ERROR);
+  ck_assert_msg(c->m.error.code == code, "want %s, got %s: %s", coop_err_name(code),
+                coop_err_name(c->m.error.code), c->m.error.message);
+  ck_assert_uint_gt(strlen(c->m.error.message), 0);
+}
+
+#define RN 24 /* render matrix size */
+
+static void matmul_ref(const float *a, const float *b, float *o) {
+  for (int r = 0; r < RN; r++)
+    for (int j = 0; j < RN; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < RN; k++) acc += a[r * RN + k] * b[k * RN + j];
+      o[r * RN + j] = acc;
+    }
+}
+
+static void render_inputs(float *a, float *b) {
+  for (int i = 0; i < RN * RN; i++) {
+    a[i] = (float)((i * 7) % 11) / 4.0f;
+    b[i] = (float)((i * 5) % 13) / 8.0f;
+  }
+}
+
+/* A render job (periodic when period_us) with inline buffers, checked. */
+static void render_check(struct conn *c, uint32_t groups, uint32_t period_us, uint32_t count) {
+  float a[RN * RN], b[RN * RN], want[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  union coop_msg m;
+  submit_init(&m, "render", groups, 0);
+  m.submit.period_us = period_us;
+  m.submit.count = count;
+  m.submit.deadline_us = period_us;
+  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, RN);
+  arg_u32(&m.submit, 1);
+  uint64_t job = submit(c, &m, NULL, 0);
+  ck_assert_msg(job != 0, "render refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  struct coop_msg_result *r = &c->m.result;
+  ck_assert_msg(r->state == COOP_JOB_DONE, "render: %s %s", coop_job_state_name(r->state),
+                r->message);
+  ck_assert_uint_eq(r->nbuf, 1);
+  ck_assert_uint_eq(r->bufs[0].arg, 2);
+  ck_assert_uint_eq(r->bufs[0].len, sizeof want);
+  float got[RN * RN];
+  memcpy(got, r->bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  if (period_us) {
+    ck_assert_uint_eq(r->ninst, count);
+    ck_assert_uint_eq(r->instances, count);
+    for (uint32_t i = 0; i < count; i++) {
+      struct coop_wire_inst in;
+      ck_assert_int_eq(coop_wire_inst_get(r, i, &in), 0);
+      ck_assert_uint_eq(in.state, COOP_JOB_DONE);
+      ck_assert_int_ge(in.t.gather_ns, 0);
+      ck_assert_int_le(in.t.released, in.t.gathered);
+      ck_assert_int_le(in.t.gathered, in.t.started);
+      ck_assert_int_le(in.t.started, in.t.finished);
+    }
+  } else {
+    ck_assert_int_ge(r->t.gather_ns, 0);
+    ck_assert_int_ge(r->t.exec_ns, 0);
+  }
+}
+
+/* Submits sweep over n u32 (inline INOUT from data) for rounds. */
+static uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds,
+                             uint32_t groups, int fd) {
+  union coop_msg m;
+  submit_init(&m, "sweep", groups, 1);
+  if (fd >= 0)
+    arg_buf(&m.submit, COOP_BUF_INOUT, NULL, n * 4u, 0);
+  else
+    arg_buf(&m.submit, COOP_BUF_INOUT, data, n * 4u, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, n);
+  arg_u32(&m.submit, rounds);
+  return submit(c, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+}
+
+/* ---- tests ---- */
+
+START_TEST(hello_kernels_stats) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_KERNELS, &m, NULL, 0)), COOP_MSG_KERNEL_LIST);
+  int have_render = 0, have_sweep = 0;
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < c.m.kernels.n; i++) {
+    struct coop_wire_kernel k;
+    ck_assert_int_eq(coop_wire_kernel_next(&c.m.kernels, &off, &k), 0);
+    if (!strcmp(k.name, "render")) have_render = !k.cooperative && k.nargs == 5;
+    if (!strcmp(k.name, "sweep")) have_sweep = k.cooperative && k.nargs == 3;
+  }
+  ck_assert(have_render && have_sweep);
+  render_check(&c, 1, 0, 0);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  ck_assert_uint_eq(c.m.stats.submitted, 1);
+  ck_assert_uint_eq(c.m.stats.done, 1);
+  ck_assert_uint_eq(c.m.stats.samples, 1);
+  ck_assert_int_ge(c.m.stats.gather_p50, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A cooperative sweep sharing the device with periodic renders; the sweep
+ * with its buffer passed as a memfd and written back in place. */
+START_TEST(sweep_beside_periodic_renders) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  unsigned w = c.m.welcome.workers;
+  const uint32_t n = 3001, rounds = 3000;
+  int fd = memfd_create("sweep", MFD_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  uint32_t *init = calloc(n, 4);
+  for (uint32_t i = 0; i < n; i++) init[i] = i;
+  ck_assert_int_eq(pwrite(fd, init, n * 4, 0), (ssize_t)(n * 4));
+  uint64_t sj = sweep_submit(&c, NULL, n, rounds, w, fd);
+  ck_assert_msg(sj != 0, "sweep refused: %s", c.m.error.message);
+  render_check(&c, w > 1 ? w - 1 : 1, 20000, 6);
+  ck_assert_uint_eq(wait_job(&c, sj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.nbuf, 0); /* the memfd carries it */
+  ck_assert_uint_gt(c.m.result.kills, 0);
+  uint32_t *got = calloc(n, 4);
+  ck_assert_int_eq(pread(fd, got, n * 4, 0), (ssize_t)(n * 4));
+  for (uint32_t i = 0; i < n; i++) ck_assert_uint_eq(got[i], i + rounds);
+  free(got);
+  free(init);
+  close(fd);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Bad requests, each answered with a clear error, while another client's
+ * job keeps running and completes. */
+START_TEST(bad_requests) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn good, c;
+  open_hello(&good, &d);
+  unsigned w = good.m.welcome.workers;
+  uint32_t data[64] = {0};
+  uint64_t sj = sweep_submit(&good, data, 64, 2000, w, -1);
+  ck_assert_uint_ne(sj, 0);
+
+  open_hello(&c, &d);
+  union coop_msg m;
+  submit_init(&m, "nosuch", 1, 0);
+  expect_error(&c, submit(&c, &m, NULL, 0), COOP_ENOKERNEL);
+  submit_init(&m, "render", 0, 0);
+  expect_error(&c, submit(&c, &m, NULL, 0), COOP_EINVAL); /* N = 0 */
+  submit_init(&m, "render", w + 1, 0);
+  expect_error(&c, submit(&c, &m, NULL, 0), COOP_EINVAL); /* above the workers */
+  submit_init(&m, "sweep", 1, 0);
+  expect_error(&c, submit(&c, &m, NULL, 0), COOP_EARGS); /* cooperative kernel, flag missing */
+  submit_init(&m, "sweep", 1, 1);
+  arg_u32(&m.submit, 1);
+  arg_u32(&m.submit, 1);
+  arg_u32(&m.submit, 1);
+  expect_error(&c, submit(&c, &m, NULL, 0), COOP_EARGS); /* u32 where a buffer goes */
+  submit_init(&m, "sweep", 1, 1);
+  arg_u32(&m.submit, 1);
+  expect_error(&c, submit(&c, &m, NULL, 0), COOP_EARGS); /* too few */
+  submit_init(&m, "sweep", 1, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, 64, 0); /* names a descriptor not sent */
+  arg_u32(&m.submit, 16);
+  arg_u32(&m.submit, 1);
+  expect_error(&c, submit(&c, &m, NULL, 0), COOP_EINVAL);
+  memset(&m, 0, sizeof m);
+  m.job.job = 999999;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0)), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+  conn_close(&c);
+
+  /* a second HELLO with an unknown version: EVERSION, then closed */
+  ck_assert_int_eq(conn_open(&c, d.sock), 0);
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = 99;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_EVERSION);
+  ck_assert_int_eq(read_frame(&c), 0);
+  conn_close(&c);
+
+  /* a request before HELLO: EPROTO, then closed */
+  ck_assert_int_eq(conn_open(&c, d.sock), 0);
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_EPROTO);
+  ck_assert_int_eq(read_frame(&c), 0);
+  conn_close(&c);
+
+  /* garbage: bad magic; then a truncated frame and a hang-up */
+  ck_assert_int_eq(conn_open(&c, d.sock), 0);
+  uint8_t junk[32];
+  memset(junk, 0xab, sizeof junk);
+  send_raw(&c, junk, sizeof junk, NULL, 0);
+  while (read_frame(&c)) ck_assert_uint_eq(c.h.type, COOP_MSG_ERROR);
+  conn_close(&c);
+  open_hello(&c, &d);
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  memset(&m, 0, sizeof m);
+  submit_init(&m, "render", 1, 0);
+  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_SUBMIT, 7, &m), 0);
+  send_raw(&c, b.p, b.len / 2, NULL, 0);
+  coop_wire_buf_free(&b);
+  conn_close(&c);
+  /* a frame whose header claims more than the limit */
+  open_hello(&c, &d);
+  uint8_t big[COOP_WIRE_HDR] = {0x43, 0x4f, 0x4f, 0x50, 0, 1, 0, 2, 0, 0, 0, 9, 0x7f, 0, 0, 0};
+  send_raw(&c, big, sizeof big, NULL, 0);
+  ck_assert_uint_eq(reply(&c, 0), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_ETOOBIG);
+  ck_assert_int_eq(read_frame(&c), 0);
+  conn_close(&c);
+
+  /* the good client was not disturbed */
+  ck_assert_uint_eq(wait_job(&good, sj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(good.m.result.state, COOP_JOB_DONE);
+  ck_assert_uint_eq(good.m.result.nbuf, 1);
+  uint32_t got[64];
+  memcpy(got, good.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < 64; i++) ck_assert_uint_eq(got[i], 2000);
+  render_check(&good, 1, 0, 0);
+  conn_close(&good);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Several client processes at once, each checking its own renders. */
+START_TEST(several_clients) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  enum { NC = 4 };
+  pid_t kids[NC];
+  for (int i = 0; i < NC; i++) {
+    kids[i] = fork();
+    ck_assert_int_ge(kids[i], 0);
+    if (kids[i] == 0) {
+      struct conn c;
+      open_hello(&c, &d);
+      for (int k = 0; k < 5; k++) render_check(&c, 1 + (unsigned)(i + k) % 2, 0, 0);
+      conn_close(&c);
+      _exit(0);
+    }
+  }
+  for (int i = 0; i < NC; i++) {
+    int st;
+    ck_assert_int_eq(waitpid(kids[i], &st, 0), kids[i]);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d failed", i);
+  }
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A client killed mid-job: its job is cancelled, the others go on. */
+START_TEST(client_killed_mid_job) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  int ready[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    struct conn c;
+    open_hello(&c, &d);
+    uint32_t data[256] = {0};
+    uint64_t j = sweep_submit(&c, data, 256, 100000000u, c.m.welcome.workers, -1);
+    char ok = j ? 'y' : 'n';
+    ck_assert_int_eq(write(ready[1], &ok, 1), 1);
+    pause();
+    _exit(0);
+  }
+  char ok = 0;
+  ck_assert_int_eq(read(ready[0], &ok, 1), 1);
+  ck_assert_int_eq(ok, 'y');
+  msleep(300);
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  struct conn c;
+  open_hello(&c, &d);
+  render_check(&c, c.m.welcome.workers, 0, 0); /* needs every worker: the sweep must be gone */
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  ck_assert_uint_eq(c.m.stats.cancelled, 1);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A detached job outlives its client; another connection waits for it. */
+START_TEST(detached_job_survives) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t data[128];
+  for (int i = 0; i < 128; i++) data[i] = (uint32_t)i;
+  union coop_msg m;
+  submit_init(&m, "sweep", c.m.welcome.workers, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 128);
+  arg_u32(&m.submit, 3000);
+  uint64_t j = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(j, 0);
+  conn_close(&c);
+  open_hello(&c, &d);
+  ck_assert_uint_eq(wait_job(&c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.nbuf, 1);
+  uint32_t got[128];
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < 128; i++) ck_assert_uint_eq(got[i], (uint32_t)i + 3000);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* SIGTERM with jobs in flight: every waiting client gets its final result,
+ * idle clients hear ESHUTDOWN, and coopd exits 0. */
+START_TEST(sigterm_in_flight) {
+  const char *sets[] = {"jobs.grace_ms=300", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c, idle;
+  open_hello(&c, &d);
+  open_hello(&idle, &d);
+  uint32_t data[256] = {0};
+  uint64_t j = sweep_submit(&c, data, 256, 100000000u, c.m.welcome.workers, -1);
+  ck_assert_uint_ne(j, 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = j;
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  msleep(200);
+  kill(d.pid, SIGTERM);
+  ck_assert_uint_eq(reply(&c, seq), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  ck_assert_int_eq(c.m.result.error, COOP_ECANCELED);
+  ck_assert_int_eq(read_frame(&idle), 1);
+  ck_assert_uint_eq(idle.h.type, COOP_MSG_ERROR);
+  ck_assert_int_eq(idle.m.error.code, COOP_ESHUTDOWN);
+  conn_close(&c);
+  conn_close(&idle);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Per-client limits, and (as root) another user cannot touch our jobs. */
+START_TEST(limits_and_owners) {
+  const char *sets[] = {"limits.max_jobs_per_client=2", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t data[64] = {0};
+  uint64_t a = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  uint64_t b = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  ck_assert(a && b);
+  expect_error(&c, sweep_submit(&c, data, 64, 1, 1, -1), COOP_ELIMIT);
+  if (geteuid() == 0) {
+    pid_t kid = fork();
+    if (kid == 0) {
+      if (setgid(65534) || setuid(65534)) _exit(3);
+      struct conn o;
+      open_hello(&o, &d);
+      union coop_msg m;
+      memset(&m, 0, sizeof m);
+      m.job.job = a;
+      int ok = reply(&o, send_msg(&o, COOP_MSG_CANCEL, &m, NULL, 0)) == COOP_MSG_ERROR &&
+               o.m.error.code == COOP_EPERM;
+      memset(&m, 0, sizeof m);
+      ok = ok && reply(&o, send_msg(&o, COOP_MSG_STATUS, &m, NULL, 0)) == COOP_MSG_STATUS_REPLY &&
+           o.m.status_reply.n == 0;
+      _exit(ok ? 0 : 4);
+    }
+    int st;
+    waitpid(kid, &st, 0);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "other user: status %d", st);
+  }
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  for (int i = 0; i < 2; i++) {
+    m.job.job = i ? b : a;
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+    ck_assert_uint_eq(wait_job(&c, m.job.job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("daemon");
+  TCase *t = tcase_create("integration");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, hello_kernels_stats);
+  tcase_add_test(t, sweep_beside_periodic_renders);
+  tcase_add_test(t, bad_requests);
+  tcase_add_test(t, several_clients);
+  tcase_add_test(t, client_killed_mid_job);
+  tcase_add_test(t, detached_job_survives);
+  tcase_add_test(t, sigterm_in_flight);
+  tcase_add_test(t, limits_and_owners);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
