@@ -596,9 +596,9 @@ static const struct cmd cmds[] = {
      "  out:BYTES:PATH    OUT buffer of BYTES, written to PATH when the job is done\n"
      "  inout:PATH        the file's bytes in, the buffer written back to PATH\n"
      "  zeros:BYTES       IN buffer of BYTES zero bytes\n"
-     "out: and inout: need --wait. coopd cancels the unfinished jobs of a client that\n"
-     "disconnects, so without --wait the job is cancelled when coopctl exits unless it\n"
-     "has finished by then.\n",
+     "out: and inout: need --wait. Without --wait the job is detached: it goes on after\n"
+     "coopctl exits, and `coopctl wait JOB` (any connection of the same user) reports it.\n"
+     "With --wait it is cancelled if coopctl dies first.\n",
      cmd_submit},
     {"status", "show one job, or all jobs this user may see", "status [JOB]",
      "Shows one job, or every job this user may see (root: all), with its state,\n"

@@ -102,12 +102,13 @@ static void on_dev_stopped(void *user) {
   struct daemon *dm = user;
   session_shutdown_all(dm);
   uv_timer_stop(&dm->hard_stop);
-  /* The signal handles close below: a late SIGTERM must not kill the exit. */
-  signal(SIGTERM, SIG_IGN);
-  signal(SIGINT, SIG_IGN);
   dev_free(dm->dev);
   dm->dev = NULL;
   uv_walk(dm->loop, on_handle_close, NULL);
+  /* Closing the signal handles restored the default actions: a late
+   * SIGTERM must not kill the exit. */
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGINT, SIG_IGN);
   log_info("stopped");
 }
 

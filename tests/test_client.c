@@ -894,6 +894,32 @@ START_TEST(coopctl_submit_wait) {
 }
 END_TEST
 
+/* Without --wait the job is detached (it must outlive coopctl). */
+static void s_submit_detached(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
+  FK(f, fr.m.submit.flags == (COOP_SUBMIT_DETACHED | COOP_SUBMIT_COOPERATIVE));
+  FK(f, fr.m.submit.nargs == 2 && fr.m.submit.args[1].type == COOP_ARG_I32 &&
+            fr.m.submit.args[1].bits == 0xffffffffu);
+  union coop_msg m = {0};
+  m.job.job = 77;
+  fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
+  ff_free(&fr);
+}
+
+START_TEST(coopctl_submit_detached) {
+  struct fake f;
+  fake_start(&f, s_submit_detached);
+  char out[256];
+  const char *const a[] = {"--socket", f.path,   "submit",   "k",      "--wg",
+                           "1",        "--coop", "zeros:16", "i32:-1", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
+  fake_end(&f);
+  ck_assert_str_eq(out, "77\n");
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("libcoop");
   TCase *t = tcase_create("fake_daemon");
@@ -919,6 +945,7 @@ static Suite *ctl_suite(void) {
   tcase_add_test(t, coopctl_help);
   tcase_add_test(t, coopctl_kernels);
   tcase_add_test(t, coopctl_submit_wait);
+  tcase_add_test(t, coopctl_submit_detached);
   suite_add_tcase(s, t);
   return s;
 }
