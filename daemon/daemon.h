@@ -47,6 +47,5 @@ void server_stop_listening(struct daemon *dm);
 void session_accept(struct daemon *dm, int fd);
 void session_job_done(struct daemon *dm, struct job *j);
 void session_shutdown_all(struct daemon *dm);
-unsigned session_count(const struct daemon *dm);
 
 #endif /* COOPD_DAEMON_H */

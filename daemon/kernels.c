@@ -36,7 +36,7 @@ static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
   return 0;
 }
 
-int kset_parse_directive(const char *line, struct kdef *k, char *err, size_t errlen) {
+static int parse_directive(const char *line, struct kdef *k, char *err, size_t errlen) {
   char buf[512];
   if (strncmp(line, "//@coop ", 8) != 0)
     return snprintf(err, errlen, "first line is not a //@coop directive"), -1;
@@ -92,7 +92,7 @@ static int load_one(struct kset *s, const char *path, char *err, size_t errlen) 
   if (!src) return -1;
   struct kdef k;
   memset(&k, 0, sizeof k);
-  if (kset_parse_directive(src, &k, why, sizeof why)) {
+  if (parse_directive(src, &k, why, sizeof why)) {
     free(src);
     return snprintf(err, errlen, "%s: %s", path, why), -1;
   }

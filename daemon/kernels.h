@@ -33,7 +33,5 @@ struct kset {
 int kset_load(struct kset *s, const char *dirs, char *err, size_t errlen);
 void kset_free(struct kset *s);
 const struct kdef *kset_find(const struct kset *s, const char *name);
-/* Parses one directive line into k (name, kind, args). 0 or -1 + err. */
-int kset_parse_directive(const char *line, struct kdef *k, char *err, size_t errlen);
 
 #endif /* COOPD_KERNELS_H */

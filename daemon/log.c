@@ -16,8 +16,6 @@ int log_level_parse(const char *s) {
   return -1;
 }
 
-const char *log_level_name(int lv) { return lv >= 0 && lv < 4 ? log_names[lv] : "?"; }
-
 void log_setup(int level, int use_stderr, int use_syslog) {
   log_lv = level;
   log_stderr = use_stderr;

@@ -9,7 +9,6 @@ enum log_level { LOG_LV_ERROR = 0, LOG_LV_WARN, LOG_LV_INFO, LOG_LV_DEBUG };
 
 /* Parses "error", "warn", "info", "debug"; -1 if none. */
 int log_level_parse(const char *s);
-const char *log_level_name(int lv);
 void log_setup(int level, int use_stderr, int use_syslog);
 void log_msg(int lv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

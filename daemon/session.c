@@ -856,5 +856,3 @@ void session_shutdown_all(struct daemon *dm) {
     sess_close(s);
   }
 }
-
-unsigned session_count(const struct daemon *dm) { return dm->nsessions; }
