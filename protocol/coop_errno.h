@@ -36,7 +36,9 @@
   XX(ECLOSED, -24, "the daemon closed the connection")                                        \
   XX(ESHUTDOWN, -25, "the daemon is shutting down")                                           \
   XX(EIO, -26, "input/output error")                                                          \
-  XX(EFAILED, -27, "the job failed on the device")
+  XX(EFAILED, -27, "the job failed on the device")                                            \
+  XX(EFORMAT, -28, "malformed input file")                                                    \
+  XX(EMISMATCH, -29, "result differs from the CPU reference")
 
 enum coop_errno {
 #define COOP__ERR_ENUM(name, val, msg) COOP_##name = (val),

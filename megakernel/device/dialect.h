@@ -54,6 +54,16 @@ typedef atomic_uint coop_atomic_u32;
 #define coop_cas(p, expp, v)                                                      \
   atomic_compare_exchange_strong_explicit((p), (expp), (v), memory_order_acq_rel, \
                                           memory_order_acquire, memory_scope_device)
+#define coop_fmin(p, v) \
+  atomic_fetch_min_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+#define coop_fmax(p, v) \
+  atomic_fetch_max_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+#define coop_for(p, v) atomic_fetch_or_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+#define coop_fand(p, v) \
+  atomic_fetch_and_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+/* Bit casts between coop_u32 and float (for CAS loops on floats). */
+#define coop_u2f(u) as_float((coop_u32)(u))
+#define coop_f2u(f) as_uint((float)(f))
 #define coop_sys_ld_acq(p) atomic_load_explicit((p), memory_order_acquire, COOP__SYS_SCOPE)
 #define coop_sys_st_rel(p, v) atomic_store_explicit((p), (v), memory_order_release, COOP__SYS_SCOPE)
 #define coop_sys_fadd(p, v) \
@@ -112,6 +122,15 @@ typedef unsigned int coop_atomic_u32;
 #define coop_cas(p, expp, v)                                                   \
   __nv_atomic_compare_exchange_n((p), (expp), (v), false, __NV_ATOMIC_ACQ_REL, \
                                  __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fmin(p, v) \
+  __nv_atomic_fetch_min((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fmax(p, v) \
+  __nv_atomic_fetch_max((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_for(p, v) __nv_atomic_fetch_or((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fand(p, v) \
+  __nv_atomic_fetch_and((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_u2f(u) __uint_as_float((coop_u32)(u))
+#define coop_f2u(f) __float_as_uint((float)(f))
 #define coop_sys_ld_acq(p) __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_st_rel(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM)
