@@ -17,11 +17,15 @@
 #define DM_GATHER_SAMPLES 1024u
 
 struct session;
+struct reload;
 
 struct daemon {
   uv_loop_t *loop;
   struct config cfg;
-  struct kset ks;
+  struct kset *ks;         /* the running kernels (replaced by a reload) */
+  struct reload *reload;   /* while a SIGHUP reload is in progress */
+  uint32_t reloads, reload_failures;
+  char reload_status[256]; /* the last reload's outcome, for STATS */
   struct dev *dev;
   int listen_fd;
   uv_poll_t listen_poll;
@@ -42,6 +46,9 @@ struct daemon {
 /* server.c */
 int server_listen(struct daemon *dm, char *err, size_t errlen);
 void server_stop_listening(struct daemon *dm);
+
+/* reload.c */
+void reload_start(struct daemon *dm);
 
 /* session.c */
 void session_accept(struct daemon *dm, int fd);

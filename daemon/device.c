@@ -8,6 +8,18 @@
  * has nothing in flight, and polls every DEV_POLL_NS otherwise (the task
  * records are in host memory; gather times are measured on the device, so
  * this polling only delays the hand-back, not the measurement).
+ *
+ * Kernel reload (dev_swap): the next megakernel is built elsewhere (a libuv
+ * work thread, dev_build) while this one runs. The swap itself happens here:
+ *   SWAP_REQUESTED: new jobs stay queued in `in`; running jobs get the grace
+ *                   period to finish, then are cancelled;
+ *   no runs left:   the old runtime closes, the new one launches (discovery);
+ *                   if that fails, the old kernel set is built and launched
+ *                   again; if even that fails the device is marked broken and
+ *                   every job fails with a message saying so;
+ *   then            queued jobs start again, each kernel resolved by name in
+ *                   the new set (a kernel gone or with a new signature fails
+ *                   that job), and on_swapped runs on the loop.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "device.h"
@@ -41,6 +53,7 @@ struct run {
 struct dev {
   coop_rt *rt;
   const struct config *cfg;
+  const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
   uv_async_t async;
   void (*on_done)(struct job *, void *);
   void (*on_stopped)(void *);
@@ -54,9 +67,19 @@ struct dev {
   int64_t stop_deadline; /* under mu */
   int stop_now;          /* device thread: snapshot of stopping */
   int64_t stop_at;       /* device thread: snapshot of stop_deadline */
-  unsigned cus, workers; /* fixed at launch */
-  struct run *runs;      /* device thread only */
+  _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
+  struct run *runs;              /* device thread only */
   char name[256];
+  /* kernel reload, under mu: requested by dev_swap, done by the device */
+  coop_rt *swap_rt;
+  const struct kset *swap_ks;
+  int swapping, swap_done, swap_err;
+  int64_t swap_deadline;
+  char swap_msg[2048];
+  void (*on_swapped)(int err, const char *msg, void *user);
+  int swap_now;       /* device thread: snapshot of swapping */
+  int64_t swap_at;    /* device thread: snapshot of swap_deadline */
+  char broken[512];   /* device thread: why no runtime is running, or "" */
 };
 
 static int64_t now_ns(void) {
@@ -83,7 +106,12 @@ static void on_async(uv_async_t *a) {
   struct job *j = d->out_head;
   d->out_head = d->out_tail = NULL;
   int stopped = d->stopped;
+  int swapped = d->swap_done, swap_err = d->swap_err;
+  char swap_msg[sizeof d->swap_msg];
+  memcpy(swap_msg, d->swap_msg, sizeof swap_msg);
+  d->swap_done = 0;
   pthread_mutex_unlock(&d->mu);
+  if (swapped && d->on_swapped) d->on_swapped(swap_err, swap_msg, d->user);
   while (j) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
@@ -255,7 +283,34 @@ static int releases_done(const struct run *r) {
   return 0;
 }
 
+/* The job's kernel in the running set, by name: after a reload the index
+ * the loop computed may name another kernel, or none. 0 or -1 (failed). */
+static int resolve(struct dev *d, struct job *j) {
+  if (d->broken[0]) {
+    fail(j, COOP_EFAILED, "the device is unavailable: %.200s", d->broken);
+    return -1;
+  }
+  const struct kdef *k = kset_find(d->ks, j->kernel);
+  if (!k) {
+    fail(j, COOP_ENOKERNEL, "kernel %s is gone: the daemon reloaded its kernels", j->kernel);
+    return -1;
+  }
+  int same = k->nargs == j->nargs &&
+             !!k->cooperative == !!(j->flags & COOP_SUBMIT_COOPERATIVE);
+  for (unsigned i = 0; same && i < j->nargs; i++) same = k->types[i] == j->args[i].type;
+  if (!same) {
+    fail(j, COOP_EARGS, "kernel %s changed its signature in a reload", j->kernel);
+    return -1;
+  }
+  j->kernel_index = (int)(k - d->ks->k); /* registered in kset order */
+  return 0;
+}
+
 static void start_job(struct dev *d, struct job *j) {
+  if (resolve(d, j)) {
+    hand_back(d, j);
+    return;
+  }
   struct run *r = calloc(1, sizeof *r);
   if (!r) {
     fail(j, COOP_ENOMEM, "%s", "out of memory");
@@ -350,7 +405,9 @@ static void finish_job(struct dev *d, struct run *r) {
   if (atomic_load(&j->state) == COOP_JOB_CANCELLED && j->error == 0) {
     j->error = COOP_ECANCELED;
     snprintf(j->message, sizeof j->message, "%s",
-             d->stop_now ? "cancelled: the daemon is shutting down" : "cancelled");
+             d->stop_now   ? "cancelled: the daemon is shutting down"
+             : d->swap_now ? "cancelled: the daemon reloaded its kernels (grace period over)"
+                           : "cancelled");
   }
   if (atomic_load(&j->state) == COOP_JOB_DONE) stage_out(d, j);
   free_buffers(d, j);
@@ -361,6 +418,7 @@ static void finish_job(struct dev *d, struct run *r) {
 static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   struct job *j = r->j;
   if (d->stop_now && now >= d->stop_at) atomic_store(&j->cancel, 1);
+  if (d->swap_now && now >= d->swap_at) atomic_store(&j->cancel, 1);
   if (d->cfg->watchdog_ms && r->started_ns &&
       now - r->started_ns > (int64_t)d->cfg->watchdog_ms * 1000000 && !atomic_load(&j->cancel)) {
     log_warn("job %llu (%s) ran past the watchdog budget of %u ms: cancelling",
@@ -394,10 +452,15 @@ static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
 
 static void take_new(struct dev *d) {
   pthread_mutex_lock(&d->mu);
-  struct job *j = d->in_head;
-  d->in_head = d->in_tail = NULL;
   d->stop_now = d->stopping;
   d->stop_at = d->stop_deadline;
+  d->swap_now = d->swapping;
+  d->swap_at = d->swap_deadline;
+  struct job *j = NULL;
+  if (!d->swapping || d->stopping) { /* a reload keeps new jobs queued */
+    j = d->in_head;
+    d->in_head = d->in_tail = NULL;
+  }
   pthread_mutex_unlock(&d->mu);
   while (j) {
     struct job *n = j->dev_next;
@@ -417,8 +480,9 @@ static void take_new(struct dev *d) {
 
 static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
-  if (!d->in_head && !(d->stopping && !d->runs)) {
-    if (!d->runs) {
+  int takes = d->in_head && !d->swapping;
+  if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
+    if (!d->runs && !d->in_head) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else {
       struct timespec ts;
@@ -434,6 +498,8 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   }
   pthread_mutex_unlock(&d->mu);
 }
+
+static void do_swap(struct dev *d);
 
 static void *dev_main(void *arg) {
   struct dev *d = arg;
@@ -451,12 +517,16 @@ static void *dev_main(void *arg) {
       }
     }
     pthread_mutex_lock(&d->mu);
+    int swap = d->swapping && !d->runs;
+    pthread_mutex_unlock(&d->mu);
+    if (swap) do_swap(d);
+    pthread_mutex_lock(&d->mu);
     int done = d->stopping && !d->runs && !d->in_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
     wait_for_work(d, wake);
   }
-  int e = coop_rt_close(d->rt);
+  int e = d->rt ? coop_rt_close(d->rt) : 0;
   d->rt = NULL;
   if (e) log_error("closing the runtime: %s", coop_strerror(e));
   pthread_mutex_lock(&d->mu);
@@ -466,13 +536,8 @@ static void *dev_main(void *arg) {
   return NULL;
 }
 
-int dev_open(struct dev **dp, const struct config *c, const struct kset *ks, uv_loop_t *loop,
-             void (*on_done)(struct job *, void *), void *user, char *err, size_t errlen) {
-  struct dev *d = calloc(1, sizeof *d);
-  if (!d) return COOP_ENOMEM;
-  d->cfg = c;
-  d->on_done = on_done;
-  d->user = user;
+int dev_build(const struct config *c, const struct kset *ks, coop_rt **rtp, char *err,
+              size_t errlen) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
   o.platform = c->platform[0] ? c->platform : NULL;
@@ -482,22 +547,114 @@ int dev_open(struct dev **dp, const struct config *c, const struct kset *ks, uv_
   o.local_size = c->local_size;
   o.launch_groups = c->max_workgroups;
   o.arena_bytes = (size_t)c->arena_mb << 20;
-  int e = coop_rt_open(&d->rt, &o);
+  coop_rt *rt = NULL;
+  int e = coop_rt_open(&rt, &o);
   for (unsigned i = 0; e == 0 && i < ks->n; i++) {
-    int k = coop_rt_add_kernel(d->rt, ks->k[i].name, ks->k[i].cooperative, ks->k[i].source);
+    int k = coop_rt_add_kernel(rt, ks->k[i].name, ks->k[i].cooperative, ks->k[i].source);
     if (k < 0) e = k;
   }
-  if (e == 0) e = coop_rt_launch(d->rt);
+  if (e == 0) e = coop_rt_build(rt);
   if (e) {
-    snprintf(err, errlen, "%s%s%s", coop_strerror(e), d->rt ? ": " : "",
-             d->rt ? coop_rt_errmsg(d->rt) : "");
+    snprintf(err, errlen, "%s%s%s", coop_strerror(e), rt ? ": " : "", rt ? coop_rt_errmsg(rt) : "");
+    if (rt) coop_rt_close(rt);
+    return e;
+  }
+  *rtp = rt;
+  return 0;
+}
+
+static int launch(struct dev *d, coop_rt *rt, char *err, size_t errlen) {
+  int e = coop_rt_launch(rt);
+  if (e) {
+    snprintf(err, errlen, "%s: %s", coop_strerror(e), coop_rt_errmsg(rt));
+    return e;
+  }
+  d->rt = rt;
+  snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(rt));
+  atomic_store(&d->cus, coop_rt_compute_units(rt));
+  atomic_store(&d->workers, coop_rt_workers(rt));
+  return 0;
+}
+
+/* Device thread, no job running: the old megakernel goes, the new one
+ * comes (see the top of this file). */
+static void do_swap(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  coop_rt *next = d->swap_rt;
+  const struct kset *ks = d->swap_ks, *old_ks = d->ks;
+  int stopping = d->stopping;
+  pthread_mutex_unlock(&d->mu);
+  char msg[sizeof d->swap_msg] = "";
+  int e = 0;
+  if (stopping) {
+    coop_rt_close(next);
+    e = COOP_ESHUTDOWN;
+    snprintf(msg, sizeof msg, "the daemon is shutting down");
+  } else {
     if (d->rt) coop_rt_close(d->rt);
+    d->rt = NULL;
+    e = launch(d, next, msg, sizeof msg);
+    if (e == 0) {
+      d->ks = ks;
+      d->broken[0] = 0;
+    } else {
+      coop_rt_close(next);
+      coop_rt *again = NULL;
+      char err2[1024];
+      int e2 = dev_build(d->cfg, old_ks, &again, err2, sizeof err2);
+      if (e2 == 0) e2 = launch(d, again, err2, sizeof err2);
+      if (e2) {
+        if (again && d->rt != again) coop_rt_close(again);
+        snprintf(d->broken, sizeof d->broken, "relaunch after a failed reload: %.400s", err2);
+        log_error("the device is unavailable: %s", d->broken);
+      }
+    }
+  }
+  pthread_mutex_lock(&d->mu);
+  d->swapping = 0;
+  d->swap_rt = NULL;
+  d->swap_ks = NULL;
+  d->swap_done = 1;
+  d->swap_err = e;
+  memcpy(d->swap_msg, msg, sizeof msg);
+  pthread_mutex_unlock(&d->mu);
+  uv_async_send(&d->async);
+}
+
+int dev_swap(struct dev *d, coop_rt *next, const struct kset *ks, unsigned grace_ms,
+             void (*on_swapped)(int err, const char *msg, void *user)) {
+  pthread_mutex_lock(&d->mu);
+  int busy = d->swapping || d->stopping;
+  if (!busy) {
+    d->swap_rt = next;
+    d->swap_ks = ks;
+    d->swapping = 1;
+    d->swap_deadline = now_ns() + (int64_t)grace_ms * 1000000;
+    d->on_swapped = on_swapped;
+    pthread_cond_signal(&d->cv);
+  }
+  pthread_mutex_unlock(&d->mu);
+  return busy ? COOP_ESTATE : 0;
+}
+
+int dev_open(struct dev **dp, const struct config *c, const struct kset *ks, uv_loop_t *loop,
+             void (*on_done)(struct job *, void *), void *user, char *err, size_t errlen) {
+  struct dev *d = calloc(1, sizeof *d);
+  if (!d) return COOP_ENOMEM;
+  d->cfg = c;
+  d->ks = ks;
+  d->on_done = on_done;
+  d->user = user;
+  coop_rt *rt = NULL;
+  int e = dev_build(c, ks, &rt, err, errlen);
+  if (e == 0) {
+    e = launch(d, rt, err, errlen);
+    if (e) coop_rt_close(rt);
+  }
+  if (e) {
     free(d);
     return e;
   }
-  snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(d->rt));
-  d->cus = coop_rt_compute_units(d->rt);
-  d->workers = coop_rt_workers(d->rt);
   pthread_mutex_init(&d->mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -527,5 +684,5 @@ void dev_free(struct dev *d) {
 }
 
 const char *dev_name(const struct dev *d) { return d->name; }
-unsigned dev_compute_units(const struct dev *d) { return d->cus; }
-unsigned dev_workers(const struct dev *d) { return d->workers; }
+unsigned dev_compute_units(const struct dev *d) { return atomic_load(&d->cus); }
+unsigned dev_workers(const struct dev *d) { return atomic_load(&d->workers); }

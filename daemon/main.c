@@ -30,8 +30,10 @@ static void usage(FILE *f) {
       "  --set S.K=V       any config key, e.g. --set jobs.grace_ms=2000\n"
       "  --check-config    validate the settings and the kernels' directives, print them, exit\n"
       "Signals: SIGTERM/SIGINT stop (jobs get [jobs] grace_ms to finish, then are\n"
-      "cancelled; every client is told); SIGHUP is logged and ignored (kernel reload is\n"
-      "not implemented yet).\n");
+      "cancelled; every client is told). SIGHUP reloads the kernels: the new set is\n"
+      "built beside the running megakernel; if it builds, new jobs wait while running\n"
+      "ones get grace_ms to finish, then the new megakernel replaces the old one; if\n"
+      "it does not build, the old one keeps running and the compiler log is logged.\n");
 }
 
 static void print_line(const char *l) { printf("%s\n", l); }
@@ -129,7 +131,7 @@ static void stop(struct daemon *dm, const char *why) {
 static void on_signal(uv_signal_t *s, int signum) {
   struct daemon *dm = s->data;
   if (signum == SIGHUP) {
-    log_warn("SIGHUP: kernel reload is not implemented yet; ignored");
+    reload_start(dm);
     return;
   }
   stop(dm, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -140,13 +142,13 @@ static void on_job_done(struct job *j, void *user) { session_job_done(user, j); 
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
-  int e = dev_open(&dm->dev, &dm->cfg, &dm->ks, loop, on_job_done, dm, err, sizeof err);
+  int e = dev_open(&dm->dev, &dm->cfg, dm->ks, loop, on_job_done, dm, err, sizeof err);
   if (e) {
     log_error("cannot start the device: %s", err);
     return 1;
   }
   log_info("device \"%s\": %u compute units, %u workers; %u kernels", dev_name(dm->dev),
-           dev_compute_units(dm->dev), dev_workers(dm->dev), dm->ks.n);
+           dev_compute_units(dm->dev), dev_workers(dm->dev), dm->ks->n);
   uv_timer_init(loop, &dm->hard_stop);
   if (server_listen(dm, err, sizeof err)) {
     log_error("%s", err);
@@ -178,17 +180,20 @@ int main(int argc, char **argv) {
   if (r >= 0) return r;
   log_setup(dm.cfg.log_level, 1, dm.cfg.log_syslog);
   char err[1400];
-  if (kset_load(&dm.ks, dm.cfg.kernel_dirs, err, sizeof err)) {
+  dm.ks = malloc(sizeof *dm.ks);
+  if (!dm.ks) return 1;
+  if (kset_load(dm.ks, dm.cfg.kernel_dirs, err, sizeof err)) {
     fprintf(stderr, "coopd: %s\n", err);
     return 1;
   }
   if (o.check) {
     config_print(&dm.cfg, print_line);
-    for (unsigned i = 0; i < dm.ks.n; i++)
-      printf("kernel %s (%s) from %s\n", dm.ks.k[i].name,
-             dm.ks.k[i].cooperative ? "cooperative" : "noncooperative", dm.ks.k[i].path);
+    for (unsigned i = 0; i < dm.ks->n; i++)
+      printf("kernel %s (%s) from %s\n", dm.ks->k[i].name,
+             dm.ks->k[i].cooperative ? "cooperative" : "noncooperative", dm.ks->k[i].path);
     printf("configuration OK\n");
-    kset_free(&dm.ks);
+    kset_free(dm.ks);
+    free(dm.ks);
     return 0;
   }
   signal(SIGPIPE, SIG_IGN);
@@ -196,6 +201,7 @@ int main(int argc, char **argv) {
   dm.loop = uv_default_loop();
   r = run(&dm);
   uv_loop_close(dm.loop);
-  kset_free(&dm.ks);
+  kset_free(dm.ks);
+  free(dm.ks);
   return r;
 }

@@ -336,7 +336,7 @@ static struct job *make_job(struct session *s, const struct coop_msg_submit *m,
   j->id = ++s->dm->next_job;
   j->uid = s->uid;
   j->pid = s->pid;
-  j->kernel_index = (int)(k - s->dm->ks.k);
+  j->kernel_index = (int)(k - s->dm->ks->k);
   snprintf(j->kernel, sizeof j->kernel, "%s", k->name);
   j->flags = m->flags;
   j->groups = m->groups;
@@ -374,7 +374,7 @@ static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_sub
                       unsigned nfds) {
   struct daemon *dm = s->dm;
   if (dm->stopping) return sess_error(s, seq, COOP_ESHUTDOWN, "coopd is shutting down");
-  const struct kdef *k = kset_find(&dm->ks, m->kernel);
+  const struct kdef *k = kset_find(dm->ks, m->kernel);
   uint64_t bytes = 0;
   for (unsigned a = 0; a < m->nargs; a++) /* one descriptor per argument */
     for (unsigned b = a + 1; k && b < m->nargs; b++)
@@ -540,8 +540,8 @@ static void on_kernels(struct session *s, uint32_t seq) {
   coop_wire_buf_init(&recs);
   union coop_msg r;
   memset(&r, 0, sizeof r);
-  for (unsigned i = 0; i < s->dm->ks.n; i++) {
-    const struct kdef *k = &s->dm->ks.k[i];
+  for (unsigned i = 0; i < s->dm->ks->n; i++) {
+    const struct kdef *k = &s->dm->ks->k[i];
     struct coop_wire_kernel wk;
     memset(&wk, 0, sizeof wk);
     snprintf(wk.name, sizeof wk.name, "%s", k->name);
@@ -550,7 +550,7 @@ static void on_kernels(struct session *s, uint32_t seq) {
     memcpy(wk.types, k->types, k->nargs);
     coop_wire_kernel_put(&recs, &wk);
   }
-  r.kernels.n = s->dm->ks.n;
+  r.kernels.n = s->dm->ks->n;
   r.kernels.recs = recs.p;
   r.kernels.recs_len = (uint32_t)recs.len;
   sess_send(s, COOP_MSG_KERNEL_LIST, seq, &r);

@@ -46,8 +46,12 @@ unsigned coop_rt_compute_units(const coop_rt *rt);
 int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source);
 int coop_rt_kernel_index(const coop_rt *rt, const char *name);
 
-/* Assembles and builds the megakernel (the build log is in coop_rt_errmsg on
- * COOP_EBUILD), launches it, runs discovery and calibrates the clock. */
+/* Assembles and builds the megakernel without launching it (the build log
+ * is in coop_rt_errmsg on COOP_EBUILD). Needs no free device: a daemon
+ * builds its next megakernel while the current one runs. After it, no
+ * kernel may be added. */
+int coop_rt_build(coop_rt *rt);
+/* Builds (unless built), launches, runs discovery, calibrates the clock. */
 int coop_rt_launch(coop_rt *rt);
 unsigned coop_rt_launched_groups(const coop_rt *rt);
 unsigned coop_rt_participants(const coop_rt *rt); /* scheduler + workers */

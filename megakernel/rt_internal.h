@@ -30,7 +30,7 @@ struct coop_rt {
   char device_name[256];
   unsigned compute_units;
   unsigned local_size, launch_groups, window_ms;
-  int launched, exited;
+  int built, launched, exited;
 
   struct coop__kernel kernels[COOP__MAX_KERNELS];
   int nkernels;

@@ -112,7 +112,7 @@ static int valid_name(const char *s) {
 
 int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source) {
   if (!rt || !source || !valid_name(name)) return COOP_EINVAL;
-  if (rt->launched) return COOP_ESTATE;
+  if (rt->launched || rt->built) return COOP_ESTATE;
   if (coop_rt_kernel_index(rt, name) >= 0) return COOP_EEXIST;
   if (rt->nkernels == COOP__MAX_KERNELS) return COOP_ENOMEM;
   struct coop__kernel *k = &rt->kernels[rt->nkernels];
@@ -213,9 +213,10 @@ static int64_t to_ns(const coop_rt *rt, uint64_t ticks) {
   return rt->ref_ns + (int64_t)((double)((int64_t)(ticks - rt->ref_ticks)) * rt->tick_ns);
 }
 
-int coop_rt_launch(coop_rt *rt) {
+int coop_rt_build(coop_rt *rt) {
   if (!rt || !rt->be) return COOP_EINVAL;
   if (rt->launched) return COOP_ESTATE;
+  if (rt->built) return 0;
   if (rt->nkernels == 0) {
     coop__rt_msg(rt, "no kernel registered");
     return COOP_EINVAL;
@@ -234,6 +235,15 @@ int coop_rt_launch(coop_rt *rt) {
   snprintf(opts, sizeof opts, "-cl-std=CL3.0");
   int r = rt->ops->build(rt, src, opts);
   free(src);
+  if (r) return r;
+  rt->built = 1;
+  return 0;
+}
+
+int coop_rt_launch(coop_rt *rt) {
+  if (!rt || !rt->be) return COOP_EINVAL;
+  if (rt->launched) return COOP_ESTATE;
+  int r = coop_rt_build(rt);
   if (r) return r;
   rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
   rt->arena = rt->ops->alloc_shared(rt, rt->arena_bytes);

@@ -30,6 +30,7 @@
 struct daemon_proc {
   pid_t pid;
   char dir[64], sock[128];
+  const char *log; /* when set, the daemon's stderr goes to this file */
 };
 
 static void msleep(int ms) {
@@ -37,14 +38,19 @@ static void msleep(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* Starts coopd with extra --set flags; waits until its socket answers. */
-static void daemon_start(struct daemon_proc *d, const char *const *sets) {
+/* Starts coopd with extra --set flags; waits until its socket answers.
+ * d->log must be set (or NULL) by the caller. */
+static void daemon_start_log(struct daemon_proc *d, const char *const *sets) {
   snprintf(d->dir, sizeof d->dir, "/tmp/coopd-test-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(d->dir));
   snprintf(d->sock, sizeof d->sock, "%s/coop.sock", d->dir);
   d->pid = fork();
   ck_assert_int_ge(d->pid, 0);
   if (d->pid == 0) {
+    if (d->log) {
+      FILE *f = freopen(d->log, "w", stderr);
+      if (!f) _exit(126);
+    }
     const char *argv[32] = {COOPD_PATH, "--socket",    d->sock, "--kernels",
                             KERNEL_DIR, "--log-level", "warn"};
     int n = 7;
@@ -83,6 +89,11 @@ static int daemon_wait(struct daemon_proc *d, int signal_it) {
 }
 
 static int daemon_stop(struct daemon_proc *d) { return daemon_wait(d, 1); }
+
+static void daemon_start(struct daemon_proc *d, const char *const *sets) {
+  d->log = NULL;
+  daemon_start_log(d, sets);
+}
 
 /* ---- a raw client ---- */
 
@@ -315,6 +326,28 @@ static uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_
   return submit(c, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 }
 
+/* Waits until the job is RUNNING (its task submitted to the megakernel),
+ * then a little more so that its workgroups are on the device. */
+static void wait_running(struct conn *c, uint64_t job) {
+  for (int i = 0; i < 2400; i++) {
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    m.job.job = job;
+    ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)),
+                      COOP_MSG_STATUS_REPLY);
+    struct coop_wire_status st;
+    uint32_t off = 0;
+    ck_assert_uint_eq(c->m.status_reply.n, 1);
+    ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
+    if (st.state == COOP_JOB_RUNNING) {
+      msleep(300);
+      return;
+    }
+    msleep(50);
+  }
+  ck_abort_msg("job %llu never started running", (unsigned long long)job);
+}
+
 /* ---- tests ---- */
 
 START_TEST(hello_kernels_stats) {
@@ -361,6 +394,7 @@ START_TEST(sweep_beside_periodic_renders) {
   ck_assert_int_eq(pwrite(fd, init, n * 4, 0), (ssize_t)(n * 4));
   uint64_t sj = sweep_submit(&c, NULL, n, rounds, w, fd);
   ck_assert_msg(sj != 0, "sweep refused: %s", c.m.error.message);
+  wait_running(&c, sj); /* so that the renders must take workgroups from it */
   render_check(&c, w > 1 ? w - 1 : 1, 20000, 6);
   ck_assert_uint_eq(wait_job(&c, sj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
@@ -641,6 +675,127 @@ START_TEST(limits_and_owners) {
 }
 END_TEST
 
+/* ---- SIGHUP: kernel reload ---- */
+
+static int has_kernel(struct conn *c, const char *name) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_KERNELS, &m, NULL, 0)), COOP_MSG_KERNEL_LIST);
+  uint32_t off = 0;
+  int found = 0;
+  for (uint32_t i = 0; i < c->m.kernels.n; i++) {
+    struct coop_wire_kernel k;
+    ck_assert_int_eq(coop_wire_kernel_next(&c->m.kernels, &off, &k), 0);
+    found |= !strcmp(k.name, name);
+  }
+  return found;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static void copy_file(const char *from, const char *to) {
+  FILE *f = fopen(from, "r");
+  ck_assert_ptr_nonnull(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  write_file(to, buf);
+}
+
+/* Whether the file contains s (the daemon's log). */
+static int log_has(const char *path, const char *s) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  static char buf[1 << 18];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return strstr(buf, s) != NULL;
+}
+
+/* A broken kernel source keeps the old megakernel serving, with the
+ * compiler's complaint in the log; a good one replaces it, and a job
+ * running across the reload finishes first. */
+START_TEST(sighup_reload) {
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[128], logp[128];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  snprintf(path, sizeof path, "%s/render.cl", kdir);
+  copy_file(KERNEL_DIR "/render.cl", path);
+  snprintf(path, sizeof path, "%s/sweep.cl", kdir);
+  copy_file(KERNEL_DIR "/sweep.cl", path);
+  snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  const char *sets[] = {set, "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert(!has_kernel(&c, "extra"));
+
+  /* 1: a source that does not compile */
+  char extra[128];
+  snprintf(extra, sizeof extra, "%s/extra.cl", kdir);
+  write_file(extra,
+             "//@coop name=extra kind=noncooperative args=buf\n"
+             "void extra(struct coop_ctx *c) { this_is_not_declared(c); }\n");
+  kill(d.pid, SIGHUP);
+  int seen = 0;
+  for (int i = 0; i < 2400 && !seen; i++, msleep(50)) seen = log_has(logp, "do not build");
+  ck_assert_msg(seen, "no build failure logged after SIGHUP");
+  ck_assert_msg(log_has(logp, "this_is_not_declared"), "the compiler log is not in the log");
+  ck_assert(!has_kernel(&c, "extra"));
+  render_check(&c, 1, 0, 0); /* the old megakernel still serves */
+
+  /* 2: a good source; a sweep in flight must finish before the swap */
+  write_file(extra,
+             "//@coop name=extra kind=noncooperative args=buf\n"
+             "void extra(struct coop_ctx *c) {\n"
+             "  COOP_GLOBAL coop_u32 *o = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);\n"
+             "  if (coop_local_id_c(c) == 0u) o[coop_group_id(c)] = 7u + coop_group_id(c);\n"
+             "}\n");
+  uint32_t data[256];
+  memset(data, 0, sizeof data);
+  uint64_t sw = sweep_submit(&c, data, 256, 400, 2, -1);
+  ck_assert_uint_ne(sw, 0);
+  kill(d.pid, SIGHUP);
+  ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  const uint32_t *got = (const uint32_t *)c.m.result.bufs[0].data;
+  for (int i = 0; i < 256; i++) ck_assert_uint_eq(got[i], 400);
+  int have = 0;
+  for (int i = 0; i < 2400 && !have; i++, msleep(50)) have = has_kernel(&c, "extra");
+  ck_assert_msg(have, "kernel extra not registered after the reload");
+  for (int i = 0; i < 2400 && !log_has(logp, "reload: done"); i++) msleep(50);
+  ck_assert(log_has(logp, "reload: done"));
+  union coop_msg m;
+  submit_init(&m, "extra", 2, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8, COOP_WIRE_FD_NONE);
+  uint64_t job = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  const uint32_t *o = (const uint32_t *)c.m.result.bufs[0].data;
+  ck_assert_uint_eq(o[0], 7);
+  ck_assert_uint_eq(o[1], 8);
+  render_check(&c, 1, 0, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(extra);
+  unlink(logp);
+  snprintf(path, sizeof path, "%s/render.cl", kdir);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/sweep.cl", kdir);
+  unlink(path);
+  rmdir(kdir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -653,6 +808,7 @@ static Suite *suite(void) {
   tcase_add_test(t, detached_job_survives);
   tcase_add_test(t, sigterm_in_flight);
   tcase_add_test(t, limits_and_owners);
+  tcase_add_test(t, sighup_reload);
   suite_add_tcase(s, t);
   return s;
 }

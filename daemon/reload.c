@@ -1,0 +1,124 @@
+/*
+ * reload.c: SIGHUP, the kernel reload of issue 3.
+ *
+ * Loop side of it: read the kernel directories again, build the new
+ * megakernel on a libuv work thread (a build takes seconds, and the running
+ * megakernel keeps serving meanwhile), then hand it to the device thread,
+ * which drains the old one and swaps (device.c). Every failure keeps the
+ * running kernels and is logged with its reason, a build's compiler log
+ * included; `coopctl stats` shows the last reload's outcome.
+ *
+ * Ownership: the struct reload lives from SIGHUP until its last callback;
+ * the new kset belongs to it until the swap succeeds, then to the daemon
+ * (dm->ks), and the old one is freed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "log.h"
+
+struct reload {
+  uv_work_t work;
+  struct daemon *dm;
+  struct kset *ks;
+  coop_rt *rt;
+  int err;
+  char msg[8192];
+};
+
+static void set_outcome(struct daemon *dm, int ok, const char *fmt, const char *what) {
+  dm->reloads += ok;
+  dm->reload_failures += !ok;
+  snprintf(dm->reload_status, sizeof dm->reload_status, fmt, what);
+}
+
+static void finish(struct reload *r) {
+  if (r->ks) {
+    kset_free(r->ks);
+    free(r->ks);
+  }
+  r->dm->reload = NULL;
+  free(r);
+}
+
+static void build_work(uv_work_t *w) {
+  struct reload *r = w->data;
+  r->err = dev_build(&r->dm->cfg, r->ks, &r->rt, r->msg, sizeof r->msg);
+}
+
+static void on_swapped(int err, const char *msg, void *user) {
+  struct daemon *dm = user;
+  struct reload *r = dm->reload;
+  if (!r) return;
+  if (err) {
+    log_error("reload: the new megakernel did not start (%s); the previous kernels run again",
+              msg);
+    set_outcome(dm, 0, "failed: the new megakernel did not start: %.180s", msg);
+  } else {
+    kset_free(dm->ks);
+    free(dm->ks);
+    dm->ks = r->ks;
+    r->ks = NULL;
+    log_info("reload: done, %u kernels", dm->ks->n);
+    char n[32];
+    snprintf(n, sizeof n, "%u", dm->ks->n);
+    set_outcome(dm, 1, "ok: %s kernels", n);
+  }
+  finish(r);
+}
+
+static void after_build(uv_work_t *w, int status) {
+  struct reload *r = w->data;
+  struct daemon *dm = r->dm;
+  if (status == UV_ECANCELED || dm->stopping || !dm->dev) {
+    if (r->rt) coop_rt_close(r->rt);
+    finish(r);
+    return;
+  }
+  if (r->err) {
+    log_error("reload: the new kernels do not build; the running megakernel stays:\n%s", r->msg);
+    set_outcome(dm, 0, "failed: %.200s", r->msg);
+    finish(r);
+    return;
+  }
+  log_info("reload: built %u kernels; draining the running megakernel (grace %u ms)", r->ks->n,
+           dm->cfg.grace_ms);
+  if (dev_swap(dm->dev, r->rt, r->ks, dm->cfg.grace_ms, on_swapped)) {
+    coop_rt_close(r->rt);
+    log_error("reload: the device is busy stopping; the running megakernel stays");
+    finish(r);
+  }
+}
+
+void reload_start(struct daemon *dm) {
+  if (dm->stopping) return;
+  if (dm->reload) {
+    log_warn("SIGHUP: a reload is already in progress; ignored");
+    return;
+  }
+  struct reload *r = calloc(1, sizeof *r);
+  if (r) r->ks = calloc(1, sizeof *r->ks);
+  if (!r || !r->ks) {
+    free(r);
+    log_error("SIGHUP: out of memory; the running kernels stay");
+    return;
+  }
+  r->dm = dm;
+  char err[1400];
+  if (kset_load(r->ks, dm->cfg.kernel_dirs, err, sizeof err)) {
+    log_error("reload: %s; the running kernels stay", err);
+    set_outcome(dm, 0, "failed: %.200s", err);
+    free(r->ks);
+    free(r);
+    return;
+  }
+  log_info("SIGHUP: reloading %u kernels from %s", r->ks->n, dm->cfg.kernel_dirs);
+  dm->reload = r;
+  r->work.data = r;
+  if (uv_queue_work(dm->loop, &r->work, build_work, after_build)) {
+    log_error("reload: cannot queue the build; the running kernels stay");
+    finish(r);
+  }
+}
