@@ -22,8 +22,8 @@ struct reload;
 struct daemon {
   uv_loop_t *loop;
   struct config cfg;
-  struct kset *ks;         /* the running kernels (replaced by a reload) */
-  struct reload *reload;   /* while a SIGHUP reload is in progress */
+  struct kset *ks;       /* the running kernels (replaced by a reload) */
+  struct reload *reload; /* while a SIGHUP reload is in progress */
   uint32_t reloads, reload_failures;
   char reload_status[256]; /* the last reload's outcome, for STATS */
   struct dev *dev;

@@ -63,10 +63,10 @@ struct dev {
   pthread_cond_t cv;
   struct job *in_head, *in_tail; /* linked through job->dev_next */
   struct job *out_head, *out_tail;
-  int stopping, stopped; /* under mu */
-  int64_t stop_deadline; /* under mu */
-  int stop_now;          /* device thread: snapshot of stopping */
-  int64_t stop_at;       /* device thread: snapshot of stop_deadline */
+  int stopping, stopped;         /* under mu */
+  int64_t stop_deadline;         /* under mu */
+  int stop_now;                  /* device thread: snapshot of stopping */
+  int64_t stop_at;               /* device thread: snapshot of stop_deadline */
   _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
   struct run *runs;              /* device thread only */
   char name[256];
@@ -77,9 +77,9 @@ struct dev {
   int64_t swap_deadline;
   char swap_msg[2048];
   void (*on_swapped)(int err, const char *msg, void *user);
-  int swap_now;       /* device thread: snapshot of swapping */
-  int64_t swap_at;    /* device thread: snapshot of swap_deadline */
-  char broken[512];   /* device thread: why no runtime is running, or "" */
+  int swap_now;     /* device thread: snapshot of swapping */
+  int64_t swap_at;  /* device thread: snapshot of swap_deadline */
+  char broken[512]; /* device thread: why no runtime is running, or "" */
 };
 
 static int64_t now_ns(void) {
@@ -295,8 +295,7 @@ static int resolve(struct dev *d, struct job *j) {
     fail(j, COOP_ENOKERNEL, "kernel %s is gone: the daemon reloaded its kernels", j->kernel);
     return -1;
   }
-  int same = k->nargs == j->nargs &&
-             !!k->cooperative == !!(j->flags & COOP_SUBMIT_COOPERATIVE);
+  int same = k->nargs == j->nargs && !!k->cooperative == !!(j->flags & COOP_SUBMIT_COOPERATIVE);
   for (unsigned i = 0; same && i < j->nargs; i++) same = k->types[i] == j->args[i].type;
   if (!same) {
     fail(j, COOP_EARGS, "kernel %s changed its signature in a reload", j->kernel);

@@ -53,8 +53,7 @@ static void on_swapped(int err, const char *msg, void *user) {
   struct reload *r = dm->reload;
   if (!r) return;
   if (err) {
-    log_error("reload: the new megakernel did not start (%s); the previous kernels run again",
-              msg);
+    log_error("reload: the new megakernel did not start (%s); the previous kernels run again", msg);
     set_outcome(dm, 0, "failed: the new megakernel did not start: %.180s", msg);
   } else {
     kset_free(dm->ks);

@@ -333,8 +333,7 @@ static void wait_running(struct conn *c, uint64_t job) {
     union coop_msg m;
     memset(&m, 0, sizeof m);
     m.job.job = job;
-    ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)),
-                      COOP_MSG_STATUS_REPLY);
+    ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
     struct coop_wire_status st;
     uint32_t off = 0;
     ck_assert_uint_eq(c->m.status_reply.n, 1);

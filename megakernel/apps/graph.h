@@ -39,7 +39,22 @@ void coop_graph_free(struct coop_graph *g);
  * weights in 1..maxw (1 when maxw <= 1). Deterministic in seed. */
 int coop_graph_random(struct coop_graph *g, uint32_t n, uint32_t m, uint32_t maxw, uint64_t seed);
 
-/* ---- readers (graph_read.c) ---- */
+/* ---- readers (graph_read.c) ----
+ * Every reader accepts any bytes without crashing: CRLF line endings, a
+ * missing final newline and a UTF-8 byte order mark are fine; blanks are
+ * spaces and tabs; a NUL or any other stray byte in a data line is an error.
+ * Self loops and repeated edges are kept as the file gives them (no
+ * COOP_GRAPH_DEDUP): an application that needs a simple graph (mis, color)
+ * must skip col == v itself. Weights: DIMACS and weighted edge lists need an
+ * integer 1..2^32-1; Matrix Market integer and real values v give the weight
+ * round(|v|), at least 1 and saturated at 2^32-1 (pattern gives 1). Matrix
+ * Market entry (i, j) is the edge i-1 -> j-1; symmetric files must list the
+ * lower triangle only and get both directions (a diagonal entry once).
+ * Limits (COOP_ETOOBIG): n <= COOP_GRAPH_MAX_VERTICES, stored edges <=
+ * COOP_GRAPH_MAX_EDGES, and n <= 2 * (edges in the file) +
+ * COOP_GRAPH_MAX_ISOLATED. Errors: COOP_EFORMAT (malformed), COOP_ENOMEM,
+ * COOP_EIO (open/read), COOP_EINVAL (NULL graph). On error *g is zeroed.
+ * docs/inputs.md has the full rules. */
 enum coop_graph_format {
   COOP_GRAPH_AUTO = 0, /* from the content: "p sp" / "%%MatrixMarket" / else edge list */
   COOP_GRAPH_DIMACS,   /* 9th DIMACS challenge .gr: "p sp N M", "a u v w", 1-based */
@@ -53,15 +68,47 @@ int coop_graph_read_mem(const char *data, size_t len, enum coop_graph_format fmt
 int coop_graph_read_file(const char *path, enum coop_graph_format fmt, struct coop_graph *g,
                          char *err, size_t errlen);
 
-/* ---- generators (graph_gen.c), all deterministic in seed ---- */
+/* ---- generators (graph_gen.c), all deterministic in seed ----
+ * All three are symmetric, with no self loops and no repeated edges
+ * (COOP_GRAPH_SYMMETRIC | COOP_GRAPH_DEDUP; both directions have the same
+ * weight). COOP_EARGS for a zero size, COOP_ETOOBIG past the limits below. */
 /* R-MAT (Chakrabarti et al.; a=0.57 b=c=0.19 d=0.05): 2^scale vertices,
- * edge_factor * 2^scale undirected edges, weights 1..255. */
+ * edge_factor * 2^scale undirected edges drawn, weights 1..255; self loops
+ * and repeats are then dropped, so m <= 2 * edge_factor * 2^scale. Vertex
+ * ids are not permuted: vertex 0 has the largest degree. 1 <= scale <= 30,
+ * edge_factor * 2^scale <= 2^30. */
 int coop_graph_rmat(struct coop_graph *g, unsigned scale, unsigned edge_factor, uint64_t seed);
-/* Road-like: a width x height grid, 4-neighbour edges with weights 1..1000,
- * a few edges removed: long diameter, degree <= 4 (stands in for USA road). */
+/* Road-like: a width x height grid (vertex x + y * width), 4-neighbour edges
+ * with weights 1..1000; each edge outside a random spanning tree is dropped
+ * with probability COOP_GRAPH_ROAD_DROP_PERCENT %, so the graph stays
+ * connected: long diameter, degree <= 4, 2 * (n - 1) <= m <= 2 * (2 * width *
+ * height - width - height) (stands in for USA road). width * height <= 2^29. */
 int coop_graph_road(struct coop_graph *g, uint32_t width, uint32_t height, uint64_t seed);
 /* Circuit-like: wide and shallow, mostly local sparse connections with
- * degree 2..6 on a ring of clusters (stands in for G3_circuit). */
+ * degree 2..6 on a ring of clusters (stands in for G3_circuit). A ring
+ * 0-1-...-(n-1)-0 through all vertices (connected; degree >= 2 when n >= 3),
+ * clusters of COOP_GRAPH_CIRCUIT_CLUSTER consecutive ids each with one chord
+ * to a random other cluster, then links to vertices 2..17 ids ahead in the
+ * same cluster up to a random target degree 2..6; weights 1..1000.
+ * n <= 2^28. */
 int coop_graph_circuit(struct coop_graph *g, uint32_t n, uint64_t seed);
+
+/* ---- additions ---- */
+#define COOP_GRAPH_MAX_VERTICES 2147483647u /* n < 2^31 */
+#define COOP_GRAPH_MAX_EDGES 2147483648u    /* stored (directed) edges <= 2^31 */
+#define COOP_GRAPH_MAX_ISOLATED 1048576u    /* see the readers' limits above */
+#define COOP_GRAPH_RMAT_MAX_SCALE 30u
+#define COOP_GRAPH_ROAD_MAX_VERTICES (1u << 29)
+#define COOP_GRAPH_ROAD_DROP_PERCENT 25u
+#define COOP_GRAPH_CIRCUIT_MAX_VERTICES (1u << 28)
+#define COOP_GRAPH_CIRCUIT_CLUSTER 256u
+
+/* The format COOP_GRAPH_AUTO picks: COOP_GRAPH_MTX when the data starts with
+ * "%%MatrixMarket" (any case), COOP_GRAPH_DIMACS when its first non-blank
+ * line starts with 'c', or with "p" or "a" then a blank, else
+ * COOP_GRAPH_EDGES. */
+enum coop_graph_format coop_graph_detect(const char *data, size_t len);
+/* "auto", "dimacs", "mtx", "edges". */
+const char *coop_graph_format_name(enum coop_graph_format fmt);
 
 #endif /* COOP_GRAPH_H */
