@@ -101,13 +101,29 @@ struct coop_rt_task_info {
   enum coop_task_state state;
   enum coop_refusal refusal; /* when refused */
   /* CLOCK_MONOTONIC nanoseconds; device events converted from the device
-   * clock through the calibration made at launch. */
+   * clock through the calibration made at launch. While the task is
+   * pending, t_released is set once the scheduler has taken it; while it
+   * runs, t_released, t_gathered and gather_ns are set; the rest (and 0
+   * fields) once final. */
   int64_t t_submitted, t_released, t_gathered, t_started, t_finished;
   int64_t gather_ns; /* gathered - released, both device clock */
   unsigned m_initial, m_min, m_max, kills, forks, resizes;
 };
 
 int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info);
+/* Live view, for monitoring only: what the scheduler last published (every
+ * few scheduler passes). A running task's active count M (K for a
+ * non-cooperative one), the workgroups it holds, kills and forks so far. */
+struct coop_rt_live {
+  unsigned m, workers, kills, forks;
+};
+int coop_rt_task_live(coop_rt *rt, coop_task_id id, struct coop_rt_live *l);
+/* Who holds each worker workgroup: owner[i] (worker i, i < n) is 0 when it
+ * is free, else the id of the task it works for; reserved[i] is 1 when it
+ * is only reserved for that task's forks. Returns the number filled
+ * (at most coop_rt_workers()). */
+int coop_rt_view(coop_rt *rt, coop_task_id *owner, uint8_t *reserved, unsigned n);
+
 /* Frees the task slot once it is final. */
 int coop_rt_task_release(coop_rt *rt, coop_task_id id);
 

@@ -292,6 +292,10 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   memcpy(t->args, d->args, d->nargs * sizeof d->args[0]);
   t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
   t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;
+  atomic_store_explicit(&t->live_m, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->live_workers, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->live_kills, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->live_forks, 0, memory_order_relaxed);
   atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
   atomic_store_explicit(&t->state, COOP_TS_SUBMITTED, memory_order_release);
   rt->submitted_ns[slot] = coop__now_ns();
@@ -332,8 +336,15 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
   uint32_t s = atomic_load_explicit(&t->state, memory_order_acquire);
   info->t_submitted = rt->submitted_ns[SLOT(id)];
   switch (s) {
-    case COOP_TS_RUNNING:
+    case COOP_TS_QUEUED: /* t_released was written before this state (release) */
+      info->state = COOP_TASK_PENDING;
+      info->t_released = to_ns(rt, t->t_released);
+      return 0;
+    case COOP_TS_RUNNING: /* and t_gathered before this one */
       info->state = COOP_TASK_RUNNING;
+      info->t_released = to_ns(rt, t->t_released);
+      info->t_gathered = to_ns(rt, t->t_gathered);
+      info->gather_ns = (int64_t)((double)(t->t_gathered - t->t_released) * rt->tick_ns);
       return 0;
     case COOP_TS_DONE:
       info->state = COOP_TASK_DONE;
@@ -362,6 +373,31 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
   info->forks = t->forks;
   info->resizes = t->resizes;
   return 0;
+}
+
+int coop_rt_task_live(coop_rt *rt, coop_task_id id, struct coop_rt_live *l) {
+  struct coop_task_rec *t = rec(rt, id);
+  if (!t || !l) return t ? COOP_EINVAL : COOP_ENOTASK;
+  l->m = atomic_load_explicit(&t->live_m, memory_order_relaxed);
+  l->workers = atomic_load_explicit(&t->live_workers, memory_order_relaxed);
+  l->kills = atomic_load_explicit(&t->live_kills, memory_order_relaxed);
+  l->forks = atomic_load_explicit(&t->live_forks, memory_order_relaxed);
+  return 0;
+}
+
+int coop_rt_view(coop_rt *rt, coop_task_id *owner, uint8_t *reserved, unsigned n) {
+  if (!rt || !rt->mb || !owner || !reserved) return COOP_EINVAL;
+  unsigned w = coop_rt_workers(rt);
+  if (n > w) n = w;
+  pthread_mutex_lock(&rt->lock); /* gen[] */
+  for (unsigned i = 0; i < n; i++) {
+    uint32_t v = atomic_load_explicit(&rt->mb->wg_view[i + 1], memory_order_relaxed);
+    uint32_t slot = (v & ~COOP_VIEW_RESERVED) - 1u;
+    owner[i] = v && slot < COOP_RING ? (rt->gen[slot] << 8) | slot : 0;
+    reserved[i] = (v & COOP_VIEW_RESERVED) ? 1 : 0;
+  }
+  pthread_mutex_unlock(&rt->lock);
+  return (int)n;
 }
 
 int coop_rt_task_release(coop_rt *rt, coop_task_id id) {

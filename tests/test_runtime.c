@@ -14,6 +14,8 @@
 #include "kernels.h"
 #include "sweep_kernel.h"
 
+#define COOP_MAX_WG_TEST 64
+
 struct fx {
   coop_rt *rt;
   int ids, queue, sweep, phases, forever, stress;
@@ -266,6 +268,29 @@ START_TEST(several_kernels) {
 }
 END_TEST
 
+/* The live view (coopctl top's source): with the kernel at full width,
+ * every worker is shown working for it and its live M is W, once the
+ * scheduler has published (every few passes). */
+static void view_check(struct fx *f, coop_task_id id, unsigned w) {
+  coop_task_id owner[COOP_MAX_WG_TEST];
+  uint8_t resv[COOP_MAX_WG_TEST];
+  ck_assert_uint_le(w, COOP_MAX_WG_TEST);
+  int ok = 0;
+  struct coop_rt_live l = {0};
+  for (int t = 0; t < 20000 && !ok; t++) {
+    ck_assert_int_eq(coop_rt_view(f->rt, owner, resv, COOP_MAX_WG_TEST), (int)w);
+    ck_assert_int_eq(coop_rt_task_live(f->rt, id, &l), 0);
+    ok = l.m == w && l.workers == w;
+    for (unsigned i = 0; i < w; i++) ok = ok && owner[i] == id && !resv[i];
+    if (!ok) {
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  ck_assert_msg(ok, "live view: m %u workers %u, owner[0] %u (task %u)", l.m, l.workers, owner[0],
+                id);
+}
+
 /* Stress: hundreds of gathers of 1..W-1 workgroups from a cooperative kernel
  * resizing thousands of times, alternating both barrier variants; every
  * round must still cover every element exactly once. */
@@ -283,6 +308,8 @@ static void stress_run(int query) {
   uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
   uint64_t a[3] = {coop_rt_buf_arg(f.rt, data), n, coop_rt_buf_arg(f.rt, ctl)};
   coop_task_id id = submit(&f, f.stress, w, 1, query, 3, a);
+  wait_width(ctl, w);
+  view_check(&f, id, w);
   unsigned want_kills = 0;
   for (int i = 0; i < gathers / 2; i++) want_kills += churn_k(w, i);
   churn_wait(&f, gathers / 2, ctl);

@@ -59,7 +59,7 @@ enum coop_graph_format {
   COOP_GRAPH_AUTO = 0, /* from the content: "p sp" / "%%MatrixMarket" / else edge list */
   COOP_GRAPH_DIMACS,   /* 9th DIMACS challenge .gr: "p sp N M", "a u v w", 1-based */
   COOP_GRAPH_MTX,      /* Matrix Market coordinate, pattern/integer/real, general/symmetric */
-  COOP_GRAPH_EDGES,    /* "u v [w]" per line, 0-based, '#' comments */
+  COOP_GRAPH_EDGES,    /* "u v [w]" per line, 0-based, '#' or '%' comments */
 };
 int coop_graph_read_fd(int fd, enum coop_graph_format fmt, struct coop_graph *g, char *err,
                        size_t errlen);
@@ -75,7 +75,7 @@ int coop_graph_read_file(const char *path, enum coop_graph_format fmt, struct co
 /* R-MAT (Chakrabarti et al.; a=0.57 b=c=0.19 d=0.05): 2^scale vertices,
  * edge_factor * 2^scale undirected edges drawn, weights 1..255; self loops
  * and repeats are then dropped, so m <= 2 * edge_factor * 2^scale. Vertex
- * ids are not permuted: vertex 0 has the largest degree. 1 <= scale <= 30,
+ * ids are not permuted: vertex 0 is the hub. 1 <= scale <= 30,
  * edge_factor * 2^scale <= 2^30. */
 int coop_graph_rmat(struct coop_graph *g, unsigned scale, unsigned edge_factor, uint64_t seed);
 /* Road-like: a width x height grid (vertex x + y * width), 4-neighbour edges

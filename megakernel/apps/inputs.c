@@ -1,10 +1,9 @@
 /*
  * inputs.c: the test inputs of every application. Graph applications share
- * one set of graphs, chosen for shapes that stress different things: a
- * random graph (short diameter, many vertices per level), a path with
- * shortcuts (long diameter: many barriers), a graph with isolated vertices
- * and several components (unreached vertices). `scale` > 0 makes them
- * larger for benchmarks.
+ * one set, the generators that stand in for the papers' inputs (004 Sec. 5:
+ * rmat, USA road, G3_circuit; docs/inputs.md) at test size, plus a graph
+ * with isolated vertices and two components (unreached vertices). `scale`
+ * > 0 makes them larger for benchmarks (about 2^scale times).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,35 +11,9 @@
 
 #include "app.h"
 
-#define NGRAPHS 3
+#define NGRAPHS 4
 
 int coop_app_graph_inputs(unsigned scale) { return NGRAPHS; }
-
-/* A path 0-1-...-n-1 with weights varying along it, plus a few long chords:
- * diameter about n/4, so traversals need many levels. */
-static int path_graph(struct coop_graph *g, uint32_t n) {
-  uint32_t ne = n - 1 + n / 16, *s = malloc(ne * sizeof *s), *d = malloc(ne * sizeof *d),
-           *w = malloc(ne * sizeof *w);
-  int r = COOP_ENOMEM;
-  if (s && d && w) {
-    uint32_t e = 0;
-    for (uint32_t v = 0; v + 1 < n; v++, e++) {
-      s[e] = v;
-      d[e] = v + 1;
-      w[e] = 1 + (v * 7) % 5;
-    }
-    for (uint32_t i = 0; i < n / 16; i++, e++) {
-      s[e] = (i * 37) % n;
-      d[e] = (i * 37 + n / 4) % n;
-      w[e] = 3 + i % 11;
-    }
-    r = coop_graph_from_edges(g, n, e, s, d, w, COOP_GRAPH_SYMMETRIC | COOP_GRAPH_DEDUP);
-  }
-  free(s);
-  free(d);
-  free(w);
-  return r;
-}
 
 /* Two random components and isolated vertices (every 9th vertex). */
 static int split_graph(struct coop_graph *g, uint32_t n, uint32_t m, uint64_t seed) {
@@ -68,18 +41,25 @@ static int split_graph(struct coop_graph *g, uint32_t n, uint32_t m, uint64_t se
 int coop_app_graph_input(unsigned i, unsigned scale, struct coop_app_input *in) {
   memset(in, 0, sizeof *in);
   in->kind = COOP_INPUT_GRAPH;
-  uint32_t f = 1u << (scale > 8 ? 8 : scale);
+  if (scale > 12) scale = 12;
+  uint32_t f = 1u << scale;
   int r;
   switch (i) {
-    case 0:
-      r = coop_graph_random(&in->graph, 300 * f, 1200 * f, 100, 42 + scale);
-      snprintf(in->label, sizeof in->label, "random-n%u", 300 * f);
+    case 0: /* power law, short diameter, hubs */
+      r = coop_graph_rmat(&in->graph, 8 + scale, 4, 42);
+      snprintf(in->label, sizeof in->label, "rmat-s%u", 8 + scale);
       break;
-    case 1:
-      r = path_graph(&in->graph, 400 * f);
-      snprintf(in->label, sizeof in->label, "path-n%u", 400 * f);
+    case 1: { /* long diameter: many barriers */
+      uint32_t side = 16u << (scale / 2);
+      r = coop_graph_road(&in->graph, side, side, 7);
+      snprintf(in->label, sizeof in->label, "road-%ux%u", side, side);
       break;
-    case 2:
+    }
+    case 2: /* wide and shallow */
+      r = coop_graph_circuit(&in->graph, 400 * f, 11);
+      snprintf(in->label, sizeof in->label, "circuit-n%u", 400 * f);
+      break;
+    case 3:
       r = split_graph(&in->graph, 250 * f, 700 * f, 7 + scale);
       snprintf(in->label, sizeof in->label, "split-n%u", 250 * f);
       in->source = 1; /* not 0: that one is isolated */

@@ -66,6 +66,7 @@ typedef atomic_uint coop_atomic_u32;
 #define coop_f2u(f) as_uint((float)(f))
 #define coop_sys_ld_acq(p) atomic_load_explicit((p), memory_order_acquire, COOP__SYS_SCOPE)
 #define coop_sys_st_rel(p, v) atomic_store_explicit((p), (v), memory_order_release, COOP__SYS_SCOPE)
+#define coop_sys_st_rlx(p, v) atomic_store_explicit((p), (v), memory_order_relaxed, COOP__SYS_SCOPE)
 #define coop_sys_fadd(p, v) \
   atomic_fetch_add_explicit((p), (v), memory_order_acq_rel, COOP__SYS_SCOPE)
 
@@ -136,6 +137,8 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_fadd(p, v) \
   __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_SYSTEM)
+#define coop_sys_st_rlx(p, v) \
+  __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM)
 
 #define coop_local_id() ((coop_u32)threadIdx.x)
 #define coop_local_size() ((coop_u32)blockDim.x)

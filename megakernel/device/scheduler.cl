@@ -241,6 +241,38 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
   }
 }
 
+/* The live view for monitoring (shared.h: wg_view, live_*), every
+ * COOP_VIEW_PASSES passes. Relaxed system-scope stores: the host only
+ * displays these, so no ordering is needed, and a view torn across
+ * workers is acceptable. Only changed map entries are written, because
+ * each store to host memory crosses the bus on a GPU. */
+COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
+                                COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  if (++s->view_pass < COOP_VIEW_PASSES) return;
+  s->view_pass = 0u;
+  for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) {
+    coop_u32 w = s->wstat[pid], v = 0u;
+    if (w != COOP_SW_FREE) {
+      coop_u32 c = w & ~COOP_RESV_BIT;
+      v = (dev->chan[c].task + 1u) | ((w & COOP_RESV_BIT) ? COOP_VIEW_RESERVED : 0u);
+    }
+    if (v != s->wpub[pid]) {
+      s->wpub[pid] = v;
+      coop_sys_st_rlx(&mb->wg_view[pid], v);
+    }
+  }
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+    if (!s->chan_busy[c]) continue;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+    coop_sys_st_rlx(&t->live_m, coop_ld_rlx(&ch->m));
+    coop_sys_st_rlx(&t->live_workers, s->chan_workers[c]);
+    coop_sys_st_rlx(&t->live_kills, coop_ld_rlx(&ch->killed));
+    coop_sys_st_rlx(&t->live_forks, coop_ld_rlx(&ch->forked));
+  }
+}
+
 /* Step 6: returns 1 if the head task started (try the next one too). */
 COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
                                   COOP_GLOBAL struct coop_dev *dev) {
@@ -276,7 +308,11 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   s->nworkers = participants - 1u;
   s->nfree = s->nworkers;
-  for (coop_u32 pid = 0; pid <= s->nworkers; pid++) s->wstat[pid] = COOP_SW_FREE;
+  for (coop_u32 pid = 0; pid <= s->nworkers; pid++) {
+    s->wstat[pid] = COOP_SW_FREE;
+    s->wpub[pid] = 0u; /* the host zeroed wg_view */
+  }
+  s->view_pass = 0u;
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
   coop_u32 stopping = 0u;
   coop_sys_st_rel(&mb->participants, participants);
@@ -309,6 +345,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
       if (s->chan_busy[c]) coop__reconcile_forks(dev, c);
     coop__reap(mb, dev);
+    coop__publish_view(mb, dev);
     for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
       if (!s->chan_busy[c]) continue;
       COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];

@@ -19,7 +19,7 @@
 #include "dialect.h"
 #endif
 
-#define COOP_ABI 1u
+#define COOP_ABI 2u
 #define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
@@ -63,7 +63,11 @@ struct coop_task_rec {
    * kernel; finished: last workgroup left it. */
   coop_u64 t_released, t_gathered, t_started, t_finished;
   coop_u32 m_initial, m_min, m_max, kills;
-  coop_u32 forks, resizes, pad0, pad1;
+  coop_u32 forks, resizes;
+  /* Live view while it runs (coopctl top), published by the scheduler
+   * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
+   * monitoring only, never used to synchronise. */
+  coop_atomic_u32 live_m, live_workers, live_kills, live_forks;
 };
 
 struct coop_mailbox {
@@ -85,7 +89,13 @@ struct coop_mailbox {
   coop_atomic_u32 pad1;
   coop_u32 ring[COOP_RING];
   struct coop_task_rec tasks[COOP_RING];
+  /* Live view: per participant (index pid, 1..workers), 0 when free, else
+   * the task slot + 1 it works for, with COOP_VIEW_RESERVED when it is
+   * reserved for that task's forks. Same publication rules as live_*. */
+  coop_atomic_u32 wg_view[COOP_MAX_WG];
 };
+#define COOP_VIEW_RESERVED 0x80000000u
+#define COOP_VIEW_PASSES 64u
 
 /* Worker states (coop_worker.state): the assignment handshake.
  *   IDLE/RETURNED --(scheduler or a forking workgroup: payload, then
@@ -171,6 +181,8 @@ struct coop_sched {
   coop_u64 chan_t_finished[COOP_MAX_CHANNELS];
   coop_u32 queue[COOP_RING];
   coop_u32 wstat[COOP_MAX_WG]; /* FREE, RESERVED or channel index */
+  coop_u32 wpub[COOP_MAX_WG];  /* what wg_view last got, so only changes are written */
+  coop_u32 view_pass;
 };
 
 struct coop_dev {

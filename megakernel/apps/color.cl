@@ -1,0 +1,87 @@
+/*
+ * color.cl: Pannotia graph colouring (004 Table 1 "color"; 000 Sec. 3.6.2),
+ * as one cooperative kernel. Jones-Plassmann rounds: in round r every
+ * uncoloured vertex whose priority beats that of each uncoloured neighbour
+ * takes colour r. Priorities come from the host (prio[], a hash of the
+ * vertex id); ties are broken by the larger id, so the result is
+ * deterministic.
+ *
+ * Pannotia's host loop launches two kernels per round; here they are two
+ * steps, each ending in a global barrier (original form) or a resizing
+ * barrier (cooperative form):
+ *   phase 0: cand[v] := v is a local maximum among uncoloured vertices;
+ *            stop flag of this round := 1 if some vertex is uncoloured;  barrier
+ *   phase 1: leave if nothing was uncoloured; colour[v] := r for each
+ *            candidate; clear the next round's flag;                     barrier
+ * The flag alternates between two words by round parity, so clearing the
+ * next one never races with reading the current one.
+ *
+ * args: 0 mode, 1 row[n+1], 2 col[m], 3 prio[n], 4 colour[n] (0xffffffff =
+ *       none; out), 5 cand[n], 6 flag[2], 7 n
+ */
+#define COLOR_NONE 0xffffffffu
+
+struct color_state {
+  coop_u32 round; /* the colour this round hands out */
+  coop_u32 phase; /* which step comes next: 0 or 1 */
+};
+
+void color_init(struct coop_ctx *c, struct color_state *s) {
+  s->round = 0u;
+  s->phase = 0u;
+}
+
+/* does u beat v? higher priority wins, ties to the higher id */
+COOP_FN coop_u32 color_beats(COOP_GLOBAL const coop_u32 *prio, coop_u32 u, coop_u32 v) {
+  coop_u32 pu = prio[u], pv = prio[v];
+  return pu > pv || (pu == pv && u > v);
+}
+
+COOP_FN coop_u32 color_barrier(struct coop_ctx *c) {
+  return coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
+}
+
+coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
+  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
+  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
+  COOP_GLOBAL const coop_u32 *prio = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 3);
+  COOP_GLOBAL coop_u32 *colour = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 4);
+  COOP_GLOBAL coop_u32 *cand = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
+  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
+  coop_u32 n = coop_arg_u32(c, 7);
+  /* M is stable until the barrier that ends this step */
+  coop_u32 stride = coop_global_size(c);
+
+  if (s->phase == 0u) {
+    coop_u32 any = 0u;
+    for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+      if (colour[v] != COLOR_NONE) continue;
+      any = 1u;
+      coop_u32 win = 1u;
+      for (coop_u32 e = row[v]; e < row[v + 1u] && win; e++) {
+        coop_u32 u = col[e];
+        if (u != v && colour[u] == COLOR_NONE && color_beats(prio, u, v)) win = 0u;
+      }
+      cand[v] = win;
+    }
+    if (any) coop_st_rlx(&flag[s->round & 1u], 1u);
+    s->phase = 1u;
+    return color_barrier(c);
+  }
+
+  /* phase 1: the flag was set before the barrier and nobody writes it now;
+   * thread 0 reads it so that the return value is uniform */
+  COOP_LOCAL coop_u32 *b = (COOP_LOCAL coop_u32 *)coop_scratch(c);
+  if (coop_local_id_c(c) == 0u) b[0] = coop_ld_rlx(&flag[s->round & 1u]);
+  coop_wg_barrier();
+  coop_u32 more = b[0];
+  coop_wg_barrier();
+  if (!more) return COOP_DONE; /* every vertex was coloured: all groups leave here */
+  for (coop_u32 v = coop_global_id(c); v < n; v += stride)
+    if (colour[v] == COLOR_NONE && cand[v]) colour[v] = s->round;
+  /* last read in the previous round's phase 1, next set in phase 0 */
+  if (coop_global_id(c) == 0u) coop_st_rlx(&flag[(s->round + 1u) & 1u], 0u);
+  s->round++;
+  s->phase = 0u;
+  return color_barrier(c);
+}

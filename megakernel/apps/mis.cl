@@ -1,0 +1,104 @@
+/*
+ * mis.cl: Pannotia maximal independent set (004 Table 1 "mis"; 000
+ * Sec. 3.6.2), as one cooperative kernel. Luby-style rounds with
+ * priorities from the host (prio[], a hash of the vertex id; ties to the
+ * larger id): an undecided vertex whose priority beats that of each
+ * undecided neighbour joins the set, and its neighbours leave the race.
+ *
+ * Pannotia's host loop launches three kernels per round; here they are
+ * three steps, each ending in a global barrier (original form) or a
+ * resizing barrier (cooperative form):
+ *   phase 0: cand[v] := v beats every undecided neighbour; the round's
+ *            flag := 1 if some vertex is undecided;                   barrier
+ *   phase 1: leave if none was undecided; st[v] := IN for each candidate;
+ *            clear the next round's flag;                             barrier
+ *   phase 2: an undecided vertex with a neighbour IN becomes OUT;     barrier
+ * In phase 2 a vertex reads its neighbours' st while their owners may write
+ * them (UNDECIDED -> OUT), so st is accessed with relaxed atomics.
+ *
+ * args: 0 mode, 1 row[n+1], 2 col[m], 3 prio[n], 4 st[n] (0 undecided,
+ *       1 in, 2 out; out), 5 cand[n], 6 flag[2], 7 n
+ */
+#define MIS_UNDECIDED 0u
+#define MIS_IN 1u
+#define MIS_OUT 2u
+
+struct mis_state {
+  coop_u32 round;
+  coop_u32 phase; /* which step comes next: 0, 1 or 2 */
+};
+
+void mis_init(struct coop_ctx *c, struct mis_state *s) {
+  s->round = 0u;
+  s->phase = 0u;
+}
+
+COOP_FN coop_u32 mis_beats(COOP_GLOBAL const coop_u32 *prio, coop_u32 u, coop_u32 v) {
+  coop_u32 pu = prio[u], pv = prio[v];
+  return pu > pv || (pu == pv && u > v);
+}
+
+COOP_FN coop_u32 mis_barrier(struct coop_ctx *c) {
+  return coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
+}
+
+coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
+  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
+  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
+  COOP_GLOBAL const coop_u32 *prio = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 3);
+  COOP_GLOBAL coop_atomic_u32 *st = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
+  COOP_GLOBAL coop_u32 *cand = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
+  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
+  coop_u32 n = coop_arg_u32(c, 7);
+  /* M is stable until the barrier that ends this step */
+  coop_u32 stride = coop_global_size(c);
+
+  if (s->phase == 0u) {
+    coop_u32 any = 0u;
+    for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+      if (coop_ld_rlx(&st[v]) != MIS_UNDECIDED) continue;
+      any = 1u;
+      coop_u32 win = 1u;
+      for (coop_u32 e = row[v]; e < row[v + 1u] && win; e++) {
+        coop_u32 u = col[e];
+        if (u != v && coop_ld_rlx(&st[u]) == MIS_UNDECIDED && mis_beats(prio, u, v)) win = 0u;
+      }
+      cand[v] = win;
+    }
+    if (any) coop_st_rlx(&flag[s->round & 1u], 1u);
+    s->phase = 1u;
+    return mis_barrier(c);
+  }
+
+  if (s->phase == 1u) {
+    /* the flag was set before the barrier and nobody writes it now; thread
+     * 0 reads it so that the return value is uniform */
+    COOP_LOCAL coop_u32 *b = (COOP_LOCAL coop_u32 *)coop_scratch(c);
+    if (coop_local_id_c(c) == 0u) b[0] = coop_ld_rlx(&flag[s->round & 1u]);
+    coop_wg_barrier();
+    coop_u32 more = b[0];
+    coop_wg_barrier();
+    if (!more) return COOP_DONE; /* every vertex decided: all groups leave here */
+    for (coop_u32 v = coop_global_id(c); v < n; v += stride)
+      if (coop_ld_rlx(&st[v]) == MIS_UNDECIDED && cand[v]) coop_st_rlx(&st[v], MIS_IN);
+    /* last read in the previous round's phase 1, next set in phase 0 */
+    if (coop_global_id(c) == 0u) coop_st_rlx(&flag[(s->round + 1u) & 1u], 0u);
+    s->phase = 2u;
+    return mis_barrier(c);
+  }
+
+  /* phase 2: the neighbours of the new members leave the race */
+  for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+    if (coop_ld_rlx(&st[v]) != MIS_UNDECIDED) continue;
+    for (coop_u32 e = row[v]; e < row[v + 1u]; e++) {
+      coop_u32 u = col[e];
+      if (u != v && coop_ld_rlx(&st[u]) == MIS_IN) {
+        coop_st_rlx(&st[v], MIS_OUT);
+        break;
+      }
+    }
+  }
+  s->round++;
+  s->phase = 0u;
+  return mis_barrier(c);
+}
