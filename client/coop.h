@@ -151,6 +151,31 @@ struct coop_kernel {
   int types[COOP_MAX_ARGS]; /* enum coop_type */
 };
 
+/* What a worker workgroup of the megakernel is doing (coop_top). */
+enum coop_worker_state {
+  COOP_WORKER_FREE = 0,     /* idle, available to the scheduler */
+  COOP_WORKER_RUNNING = 1,  /* runs a workgroup of job */
+  COOP_WORKER_RESERVED = 2, /* taken back from cooperative job, kept for its forks */
+  COOP_WORKER_OTHER = 3     /* running or reserved for a job this client may not see */
+};
+
+/* One worker workgroup (coop_top). */
+struct coop_wg {
+  int state;    /* enum coop_worker_state */
+  uint64_t job; /* RUNNING, RESERVED: the job; FREE, OTHER: 0 */
+};
+
+/* A running job as coop_top() shows it. */
+struct coop_topjob {
+  uint64_t job;
+  char kernel[COOP_NAME_MAX];
+  int cooperative;
+  uint32_t groups;  /* N, the workgroups it asked for */
+  uint32_t m;       /* cooperative: its active count M now; otherwise groups */
+  uint32_t workers; /* the worker workgroups it holds now (running or reserved) */
+  uint32_t kills, forks;
+};
+
 struct coop_event {
   uint64_t job;
   int kind;          /* enum coop_event_type */
@@ -265,6 +290,17 @@ int coop_stats(coop_conn *c, struct coop_stats *s);
 /* The registered kernels; release *list with free(). */
 int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n);
 
+/* The device as the daemon's scheduler last published it (every few ms):
+ * *wgs (*nwg records) holds one record per worker workgroup, in the
+ * megakernel's participant order, and *jobs (*njobs records) the running
+ * jobs this client may see (root: every job). Another user's workgroups
+ * appear as COOP_WORKER_OTHER with job 0. Release both lists with free()
+ * (they are NULL when empty). A daemon older than this call answers
+ * COOP_EPROTO and closes the connection: connect again to go on without
+ * it. */
+int coop_top(coop_conn *c, struct coop_wg **wgs, size_t *nwg, struct coop_topjob **jobs,
+             size_t *njobs);
+
 /* ---- events ---- */
 
 /* Asks for the events in mask (COOP_EVENT_BIT()s; 0 unsubscribes) of every
@@ -279,9 +315,10 @@ int coop_subscribe(coop_conn *c, uint32_t mask, coop_event_fn fn, void *user);
 int coop_poll_events(coop_conn *c, int timeout_ms);
 
 /* ---- names ---- */
-const char *coop_state_name(int state); /* "QUEUED", ... */
-const char *coop_type_name(int type);   /* "u32", ..., "buf" */
-const char *coop_event_name(int kind);  /* "RELEASED", ... */
+const char *coop_state_name(int state);        /* "queued", ... */
+const char *coop_type_name(int type);          /* "u32", ..., "buf" */
+const char *coop_event_name(int kind);         /* "released", ... */
+const char *coop_worker_state_name(int state); /* "free", "running", "reserved", "other" */
 
 #ifdef __cplusplus
 }

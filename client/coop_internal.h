@@ -3,8 +3,8 @@
  *
  * client.c owns the connection: the socket, the request/reply engine and
  * event dispatch. coop_job.c builds SUBMITs (buffer placement, memfds) and
- * writes jobs' output back; coop_replies.c turns the other replies into the
- * public structs.
+ * writes jobs' output back; coop_requests.c sends the other requests and
+ * turns their replies into the public structs.
  */
 #ifndef COOP_INTERNAL_H
 #define COOP_INTERNAL_H

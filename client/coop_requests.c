@@ -1,5 +1,5 @@
 /*
- * coop_requests.c: WAIT, CANCEL, STATUS, STATS and KERNELS, their replies
+ * coop_requests.c: WAIT, CANCEL, STATUS, STATS, KERNELS and TOP, their replies
  * copied into the public structs, and the names of the public enums.
  */
 #include <limits.h>
@@ -28,6 +28,10 @@ _Static_assert(SAME(COOP_EVENT_RELEASED, COOP_EV_RELEASED) &&
                    SAME(COOP_EVENT_STARTED, COOP_EV_STARTED) &&
                    SAME(COOP_EVENT_FINISHED, COOP_EV_FINISHED) && COOP_EVENTS_ALL == COOP_EV_ALL,
                "event kinds");
+_Static_assert(SAME(COOP_WORKER_FREE, COOP_WG_FREE) && SAME(COOP_WORKER_RUNNING, COOP_WG_RUNNING) &&
+                   SAME(COOP_WORKER_RESERVED, COOP_WG_RESERVED) &&
+                   SAME(COOP_WORKER_OTHER, COOP_WG_OTHER),
+               "workgroup states");
 _Static_assert(COOP_NAME_MAX == COOP_WIRE_NAME_MAX && COOP_TEXT_MAX == COOP_WIRE_TEXT_MAX &&
                    COOP_MAX_ARGS == COOP_WIRE_MAX_ARGS && COOP_MAX_INSTANCES == COOP_WIRE_MAX_INST,
                "sizes");
@@ -235,6 +239,73 @@ int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n) {
   return e;
 }
 
+/* ---- TOP ---- */
+
+static int wg_list(const struct coop_msg_top_reply *m, struct coop_wg **list, size_t *n) {
+  if (!m->nwg) return 0;
+  struct coop_wg *l = calloc(m->nwg, sizeof *l);
+  if (!l) return coop__fail(COOP_ENOMEM, "out of memory");
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < m->nwg; i++) {
+    struct coop_wire_wg w;
+    if (coop_wire_wg_next(m, &off, &w)) {
+      free(l);
+      return coop__fail(COOP_EPROTO, "bad workgroup record");
+    }
+    l[i] = (struct coop_wg){.state = w.state, .job = w.job};
+  }
+  *list = l;
+  *n = m->nwg;
+  return 0;
+}
+
+static int topjob_list(const struct coop_msg_top_reply *m, struct coop_topjob **list, size_t *n) {
+  if (!m->njobs) return 0;
+  struct coop_topjob *l = calloc(m->njobs, sizeof *l);
+  if (!l) return coop__fail(COOP_ENOMEM, "out of memory");
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < m->njobs; i++) {
+    struct coop_wire_topjob j;
+    if (coop_wire_topjob_next(m, &off, &j)) {
+      free(l);
+      return coop__fail(COOP_EPROTO, "bad top job record");
+    }
+    l[i] = (struct coop_topjob){.job = j.job,
+                                .cooperative = j.cooperative,
+                                .groups = j.groups,
+                                .m = j.m,
+                                .workers = j.workers,
+                                .kills = j.kills,
+                                .forks = j.forks};
+    snprintf(l[i].kernel, sizeof l[i].kernel, "%s", j.kernel);
+  }
+  *list = l;
+  *n = m->njobs;
+  return 0;
+}
+
+int coop_top(coop_conn *c, struct coop_wg **wgs, size_t *nwg, struct coop_topjob **jobs,
+             size_t *njobs) {
+  coop__clear_msg();
+  if (!c || !wgs || !nwg || !jobs || !njobs)
+    return coop__fail(COOP_EINVAL, "top: no connection or lists");
+  *wgs = NULL;
+  *jobs = NULL;
+  *nwg = *njobs = 0;
+  union coop_msg r;
+  struct coop_frame *f = NULL;
+  int e = ask(c, COOP_MSG_TOP, 0, COOP_MSG_TOP_REPLY, &r, &f);
+  if (!e) e = wg_list(&r.top, wgs, nwg);
+  if (!e) e = topjob_list(&r.top, jobs, njobs);
+  if (e) {
+    free(*wgs);
+    *wgs = NULL;
+    *nwg = 0;
+  }
+  coop__frame_free(f);
+  return e;
+}
+
 /* ---- names ---- */
 
 const char *coop_state_name(int state) {
@@ -251,4 +322,9 @@ const char *coop_type_name(int type) {
 const char *coop_event_name(int kind) {
   static const char *const n[] = {"?", "released", "gathered", "started", "finished"};
   return kind >= COOP_EVENT_RELEASED && kind <= COOP_EVENT_FINISHED ? n[kind] : "unknown";
+}
+
+const char *coop_worker_state_name(int state) {
+  static const char *const n[] = {"free", "running", "reserved", "other"};
+  return state >= COOP_WORKER_FREE && state <= COOP_WORKER_OTHER ? n[state] : "unknown";
 }

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -311,20 +312,60 @@ static void sleep_ms(unsigned ms) {
   }
 }
 
-static int top_once(struct ctl *x, int first, int tty) {
+/* Workgroups per line of the map: what fits the terminal beside the line's
+ * label (a multiple of 8), or 64 when stdout is not a terminal. */
+static unsigned map_width(int tty) {
+  struct winsize w;
+  if (!tty || ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) || w.ws_col < 24) return 64;
+  return (unsigned)(w.ws_col - 10) / 8 * 8;
+}
+
+/* One snapshot. TOP is asked last: a daemon older than TOP answers it with
+ * ERROR EPROTO and closes the connection, so the snapshot goes on without
+ * it, with a note, and later ones reconnect and no longer ask. */
+static int top_once(struct ctl *x, int first, int tty, int *no_top, char *note, size_t len) {
   struct coop_stats s;
   struct coop_job_status *j = NULL;
-  size_t n = 0;
-  int e = coop_stats(x->c, &s);
-  if (e) return ctl_fail("top: stats", e);
+  struct coop_wg *wg = NULL;
+  struct coop_topjob *tj = NULL;
+  size_t n = 0, nwg = 0, ntj = 0;
+  int e, r;
+  if (!x->c && (r = ctl_connect(x))) return r;
+  if ((e = coop_stats(x->c, &s))) return ctl_fail("top: stats", e);
   if ((e = coop_status(x->c, 0, &j, &n))) return ctl_fail("top: status", e);
+  if (!*no_top) {
+    e = coop_top(x->c, &wg, &nwg, &tj, &ntj);
+    if (e == COOP_EPROTO) {
+      snprintf(note, len,
+               "this coopd does not answer TOP (an older daemon?): no workgroup map (%s)",
+               coop_errmsg(x->c));
+      *no_top = 1;
+      coop_disconnect(x->c); /* the daemon closes it after the error */
+      x->c = NULL;
+    } else if (e) {
+      free(j);
+      return ctl_fail("top: top", e);
+    }
+  }
   if (tty && !x->json)
     fputs("\033[H\033[2J", stdout);
   else if (!first && !x->json)
     putchar('\n');
-  print_top(x, &s, j, n);
+  const struct top_view v = {.stats = &s,
+                             .status = j,
+                             .nstatus = n,
+                             .have_top = !*no_top,
+                             .wg = wg,
+                             .nwg = nwg,
+                             .jobs = tj,
+                             .njobs = ntj,
+                             .note = note,
+                             .map_width = map_width(tty)};
+  print_top(x, &v);
   fflush(stdout);
   free(j);
+  free(wg);
+  free(tj);
   return 0;
 }
 
@@ -340,10 +381,11 @@ static int cmd_top(struct ctl *x, int argc, char **argv) {
   if (iterations && (parse_u32(iterations, &iters) || iters == 0))
     return ctl_usage("top", "bad --iterations %s (> 0)", iterations);
   if ((r = ctl_connect(x))) return r;
-  int tty = isatty(STDOUT_FILENO);
+  int tty = isatty(STDOUT_FILENO), no_top = 0;
+  char note[COOP_TEXT_MAX + 128] = "";
   for (uint32_t i = 0; !iters || i < iters; i++) {
     if (i) sleep_ms(ms);
-    if ((r = top_once(x, i == 0, tty))) return r;
+    if ((r = top_once(x, i == 0, tty, &no_top, note, sizeof note))) return r;
   }
   return 0;
 }
@@ -614,11 +656,30 @@ static const struct cmd cmds[] = {
      "The daemon's device, workers, clients, job counters, and the p50/p90/p99/max gather\n"
      "times of its recent non-cooperative task instances.\n",
      cmd_stats},
-    {"top", "a live view of the device and its jobs", "top [--interval MS] [--iterations N]",
+    {"top", "a live view of the device: workgroups, jobs, gather times",
+     "top [--interval MS] [--iterations N]",
      "A live view, refreshed every MS milliseconds (default 1000), N times (default: until\n"
-     "interrupted): device, workers, queued and running jobs, recent gather times. On a\n"
-     "terminal the screen is redrawn; otherwise snapshots follow each other (with --json,\n"
-     "one JSON object per line).\n",
+     "interrupted), like nvtop:\n"
+     "  header     device, compute units, workers, clients, running and queued jobs, and\n"
+     "             the p50/p90/p99/max gather times of recent non-cooperative tasks\n"
+     "  map        one character per worker workgroup, in the megakernel's order\n"
+     "             (64 a line, or as many as fit the terminal):\n"
+     "               A-Z  runs a workgroup of that job (legend below the map)\n"
+     "               a-z  reserved for that (cooperative) job: taken back, kept for its forks\n"
+     "               #    another user's job    .  free\n"
+     "               * ~  running / reserved, jobs past the 26th\n"
+     "  jobs       JOB, WG (its letter), STATE, KERNEL, KIND (coop or noncoop), N (the\n"
+     "             workgroups asked for), M (a cooperative job's active count now), WORKERS\n"
+     "             (workgroups it holds now), KILLS, FORKS; queued jobs show - for those\n"
+     "You see your own jobs (root: every job). A coopd older than the workgroup view gets\n"
+     "a note instead of the map. On a terminal the screen is redrawn; otherwise snapshots\n"
+     "follow each other. With --json, one JSON object per snapshot, a line each:\n"
+     "{\"stats\":{...},\"jobs\":[queued and running jobs as status shows them],\n"
+     " \"top\":{\"map\":\"AAa#..\",\"workgroups\":[{\"state\":\"running\",\"job\":3},...],\n"
+     "        "
+     "\"jobs\":[{\"job\":3,\"mark\":\"A\",\"kernel\":...,\"cooperative\":true,\"groups\":4,\n"
+     "                 \"m\":2,\"workers\":3,\"kills\":1,\"forks\":0},...]}}\n"
+     "(\"top\":null and a \"note\" from an older coopd).\n",
      cmd_top},
     {"render", "graphics-like periodic tasks: gather, execution, period",
      "render --class light|medium|heavy --wg K [--period MS] [--duration MS] --for SECONDS"

@@ -53,8 +53,21 @@ void json_result_fields(FILE *f, const struct coop_result *r);
 void print_kernels(const struct ctl *x, const struct coop_kernel *k, size_t n);
 void print_status(const struct ctl *x, const struct coop_job_status *s, size_t n);
 void print_stats(const struct ctl *x, const struct coop_stats *s);
-void print_top(const struct ctl *x, const struct coop_stats *s, const struct coop_job_status *j,
-               size_t n);
+/* One snapshot of top: STATS, STATUS (every job) and, from a daemon that
+ * answers it, TOP. */
+struct top_view {
+  const struct coop_stats *stats;
+  const struct coop_job_status *status;
+  size_t nstatus;
+  int have_top; /* the daemon answered TOP: wg and jobs below are valid */
+  const struct coop_wg *wg;
+  size_t nwg;
+  const struct coop_topjob *jobs;
+  size_t njobs;
+  const char *note;   /* why there is no TOP part, or "" */
+  unsigned map_width; /* workgroups per line of the map */
+};
+void print_top(const struct ctl *x, const struct top_view *v);
 /* Nearest-rank percentile (p in 0..100) of v[0..n) sorted ascending. */
 double percentile(const double *v, size_t n, double p);
 void sort_doubles(double *v, size_t n);

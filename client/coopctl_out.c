@@ -207,25 +207,182 @@ void print_stats(const struct ctl *x, const struct coop_stats *s) {
   }
 }
 
-void print_top(const struct ctl *x, const struct coop_stats *s, const struct coop_job_status *j,
-               size_t n) {
+/* ---- top ---- */
+
+/* Jobs get a letter in the map: TOP's jobs first, then any the map names
+ * that the list does not (none, unless the two disagree). */
+#define NMARKS 26
+struct marks {
+  uint64_t job[NMARKS];
+  unsigned n;
+};
+
+static int mark_of(const struct marks *mk, uint64_t job) {
+  for (unsigned i = 0; i < mk->n; i++)
+    if (mk->job[i] == job) return (int)i;
+  return -1;
+}
+
+static void mark_add(struct marks *mk, uint64_t job) {
+  if (job && mk->n < NMARKS && mark_of(mk, job) < 0) mk->job[mk->n++] = job;
+}
+
+static void marks_build(struct marks *mk, const struct top_view *v) {
+  mk->n = 0;
+  for (size_t i = 0; i < v->njobs; i++) mark_add(mk, v->jobs[i].job);
+  for (size_t i = 0; i < v->nwg; i++)
+    if (v->wg[i].state == COOP_WORKER_RUNNING || v->wg[i].state == COOP_WORKER_RESERVED)
+      mark_add(mk, v->wg[i].job);
+}
+
+static char wg_char(const struct marks *mk, const struct coop_wg *w) {
+  int i = w->job ? mark_of(mk, w->job) : -1;
+  switch (w->state) {
+    case COOP_WORKER_FREE:
+      return '.';
+    case COOP_WORKER_RUNNING:
+      return i < 0 ? '*' : (char)('A' + i);
+    case COOP_WORKER_RESERVED:
+      return i < 0 ? '~' : (char)('a' + i);
+    case COOP_WORKER_OTHER:
+      return '#';
+  }
+  return '?';
+}
+
+/* A job's mark for the table and JSON: its letter, '*' past the 26th. */
+static char job_mark(const struct marks *mk, uint64_t job) {
+  int i = mark_of(mk, job);
+  return i < 0 ? '*' : (char)('A' + i);
+}
+
+static const struct coop_job_status *status_of(const struct top_view *v, uint64_t job) {
+  for (size_t i = 0; i < v->nstatus; i++)
+    if (v->status[i].job == job) return &v->status[i];
+  return NULL;
+}
+
+static const struct coop_topjob *topjob_of(const struct top_view *v, uint64_t job) {
+  for (size_t i = 0; i < v->njobs; i++)
+    if (v->jobs[i].job == job) return &v->jobs[i];
+  return NULL;
+}
+
+static int active(const struct coop_job_status *s) {
+  return s->state == COOP_STATE_QUEUED || s->state == COOP_STATE_RUNNING;
+}
+
+static void top_map(const struct top_view *v, const struct marks *mk) {
+  size_t count[4] = {0};
+  for (size_t i = 0; i < v->nwg; i++)
+    if (v->wg[i].state >= COOP_WORKER_FREE && v->wg[i].state <= COOP_WORKER_OTHER)
+      count[v->wg[i].state]++;
+  printf("workers   %zu: %zu running, %zu reserved, %zu another user's, %zu free\n", v->nwg,
+         count[COOP_WORKER_RUNNING], count[COOP_WORKER_RESERVED], count[COOP_WORKER_OTHER],
+         count[COOP_WORKER_FREE]);
+  unsigned w = v->map_width ? v->map_width : 64;
+  for (size_t i = 0; i < v->nwg; i++) {
+    if (i % w == 0) printf("%s%8zu  ", i ? "\n" : "", i);
+    putchar(wg_char(mk, &v->wg[i]));
+  }
+  if (v->nwg) putchar('\n');
+  /* the legend: each lettered job, wrapped like the map */
+  fputs("legend    ", stdout);
+  size_t col = 0;
+  for (unsigned i = 0; i < mk->n; i++) {
+    const struct coop_topjob *t = topjob_of(v, mk->job[i]);
+    char item[128];
+    int k = snprintf(item, sizeof item, "%c job %llu%s%s", 'A' + i, (unsigned long long)mk->job[i],
+                     t ? " " : "", t ? t->kernel : "");
+    size_t len = k > 0 ? (size_t)k : 0;
+    if (col && col + 2 + len > w) {
+      fputs("\n          ", stdout);
+      col = 0;
+    } else if (col) {
+      fputs("  ", stdout);
+      col += 2;
+    }
+    fputs(item, stdout);
+    col += len;
+  }
+  if (mk->n) fputs("\n          ", stdout);
+  printf("a-z reserved for A-Z, # another user's, . free%s\n",
+         mk->n == NMARKS ? ", * ~ jobs past Z" : "");
+}
+
+static void top_table(const struct top_view *v, const struct marks *mk) {
+  printf("%-8s %-2s %-9s %-20s %-7s %6s %6s %7s %6s %6s\n", "JOB", "WG", "STATE", "KERNEL", "KIND",
+         "N", "M", "WORKERS", "KILLS", "FORKS");
+  for (size_t i = 0; i < v->njobs; i++) {
+    const struct coop_topjob *t = &v->jobs[i];
+    const struct coop_job_status *s = status_of(v, t->job);
+    printf("%-8llu %-2c %-9s %-20s %-7s %6u %6u %7u %6u %6u\n", (unsigned long long)t->job,
+           job_mark(mk, t->job), coop_state_name(s ? s->state : COOP_STATE_RUNNING), t->kernel,
+           t->cooperative ? "coop" : "noncoop", t->groups, t->m, t->workers, t->kills, t->forks);
+  }
+  /* queued jobs, and running ones TOP does not list (or no TOP at all) */
+  for (size_t i = 0; i < v->nstatus; i++) {
+    const struct coop_job_status *s = &v->status[i];
+    if (!active(s) || (v->have_top && topjob_of(v, s->job))) continue;
+    printf("%-8llu %-2s %-9s %-20s %-7s %6u %6s %7s %6s %6s\n", (unsigned long long)s->job, "-",
+           coop_state_name(s->state), s->kernel, s->cooperative ? "coop" : "noncoop", s->groups,
+           "-", "-", "-", "-");
+  }
+}
+
+static void json_top(const struct top_view *v, const struct marks *mk) {
+  if (!v->have_top) {
+    printf(",\"top\":null,\"note\":");
+    json_str(stdout, v->note ? v->note : "");
+    return;
+  }
+  printf(",\"top\":{\"map\":\"");
+  for (size_t i = 0; i < v->nwg; i++) putchar(wg_char(mk, &v->wg[i]));
+  printf("\",\"workgroups\":[");
+  for (size_t i = 0; i < v->nwg; i++)
+    printf("%s{\"state\":\"%s\",\"job\":%llu}", i ? "," : "",
+           coop_worker_state_name(v->wg[i].state), (unsigned long long)v->wg[i].job);
+  printf("],\"jobs\":[");
+  for (size_t i = 0; i < v->njobs; i++) {
+    const struct coop_topjob *t = &v->jobs[i];
+    printf("%s{\"job\":%llu,\"mark\":\"%c\",\"kernel\":", i ? "," : "", (unsigned long long)t->job,
+           job_mark(mk, t->job));
+    json_str(stdout, t->kernel);
+    printf(
+        ",\"cooperative\":%s,\"groups\":%u,\"m\":%u,\"workers\":%u,\"kills\":%u,"
+        "\"forks\":%u}",
+        t->cooperative ? "true" : "false", t->groups, t->m, t->workers, t->kills, t->forks);
+  }
+  printf("]}");
+}
+
+void print_top(const struct ctl *x, const struct top_view *v) {
+  struct marks mk;
+  marks_build(&mk, v);
   if (!x->json) {
-    stats_text(s);
+    stats_text(v->stats);
     putchar('\n');
-    status_table(j, n, 1);
+    if (v->have_top)
+      top_map(v, &mk);
+    else
+      printf("note: %s\n", v->note ? v->note : "no workgroup map");
+    putchar('\n');
+    top_table(v, &mk);
     return;
   }
   printf("{\"stats\":");
-  json_stats(s);
+  json_stats(v->stats);
   printf(",\"jobs\":[");
   int first = 1;
-  for (size_t i = 0; i < n; i++) {
-    if (j[i].state != COOP_STATE_QUEUED && j[i].state != COOP_STATE_RUNNING) continue;
+  for (size_t i = 0; i < v->nstatus; i++) {
+    if (!active(&v->status[i])) continue;
     if (!first) putchar(',');
-    json_status(&j[i]);
+    json_status(&v->status[i]);
     first = 0;
   }
-  puts("]}");
+  putchar(']');
+  json_top(v, &mk);
+  puts("}");
 }
 
 /* ---- statistics ---- */

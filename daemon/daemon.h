@@ -53,6 +53,7 @@ void reload_start(struct daemon *dm);
 /* session.c */
 void session_accept(struct daemon *dm, int fd);
 void session_job_done(struct daemon *dm, struct job *j);
+void session_job_event(struct daemon *dm, const struct dev_event *e);
 void session_shutdown_all(struct daemon *dm);
 
 #endif /* COOPD_DAEMON_H */

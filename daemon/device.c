@@ -36,7 +36,8 @@
 #include "log.h"
 
 #define DEV_POLL_NS 200000L
-#define DEV_MAX_INFLIGHT 8 /* instances of one periodic job in flight at once */
+#define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
+#define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -45,6 +46,7 @@ struct run {
   uint32_t released;        /* instances released so far */
   coop_task_id task[DEV_MAX_INFLIGHT];
   uint32_t task_inst[DEV_MAX_INFLIGHT];
+  uint8_t task_seen[DEV_MAX_INFLIGHT]; /* events already sent: 1 << COOP_EV_* */
   unsigned ninflight;
   int64_t started_ns;
   struct run *next;
@@ -56,6 +58,9 @@ struct dev {
   const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
   uv_async_t async;
   void (*on_done)(struct job *, void *);
+  void (*on_event)(const struct dev_event *, void *);
+  struct dev_event *ev; /* under mu: events for the loop, in order */
+  size_t nev, cap_ev;
   void (*on_stopped)(void *);
   void *user;
   pthread_t thread;
@@ -77,9 +82,12 @@ struct dev {
   int64_t swap_deadline;
   char swap_msg[2048];
   void (*on_swapped)(int err, const char *msg, void *user);
-  int swap_now;     /* device thread: snapshot of swapping */
-  int64_t swap_at;  /* device thread: snapshot of swap_deadline */
-  char broken[512]; /* device thread: why no runtime is running, or "" */
+  int swap_now;              /* device thread: snapshot of swapping */
+  int64_t swap_at;           /* device thread: snapshot of swap_deadline */
+  char broken[512];          /* device thread: why no runtime is running, or "" */
+  struct dev_view view;      /* under mu: the last snapshot (TOP) */
+  struct dev_view next_view; /* device thread: the one being built */
+  int64_t view_at;           /* device thread: when it was last built */
 };
 
 static int64_t now_ns(void) {
@@ -103,6 +111,12 @@ void job_free(struct job *j) {
 static void on_async(uv_async_t *a) {
   struct dev *d = a->data;
   pthread_mutex_lock(&d->mu);
+  /* events and finished jobs taken together: a job's events were queued
+   * before it, so they are all here when it is, and go out first */
+  struct dev_event *ev = d->ev;
+  size_t nev = d->nev;
+  d->ev = NULL;
+  d->nev = d->cap_ev = 0;
   struct job *j = d->out_head;
   d->out_head = d->out_tail = NULL;
   int stopped = d->stopped;
@@ -112,6 +126,8 @@ static void on_async(uv_async_t *a) {
   d->swap_done = 0;
   pthread_mutex_unlock(&d->mu);
   if (swapped && d->on_swapped) d->on_swapped(swap_err, swap_msg, d->user);
+  for (size_t i = 0; i < nev; i++) d->on_event(&ev[i], d->user);
+  free(ev);
   while (j) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
@@ -265,11 +281,45 @@ static int submit_instance(struct dev *d, struct run *r) {
   if (e) return e;
   r->task[r->ninflight] = id;
   r->task_inst[r->ninflight] = r->released++;
+  r->task_seen[r->ninflight] = 0;
   r->ninflight++;
   return 0;
 }
 
 static int periodic(const struct job *j) { return j->period_us != 0; }
+
+static void push_event(struct dev *d, const struct job *j, uint32_t inst, uint8_t kind, int64_t t,
+                       int64_t gather_ns) {
+  pthread_mutex_lock(&d->mu);
+  if (d->nev == d->cap_ev) {
+    size_t cap = d->cap_ev ? d->cap_ev * 2 : 16;
+    struct dev_event *p = realloc(d->ev, cap * sizeof *p);
+    if (!p) { /* events are best effort: the RESULT still has every time */
+      pthread_mutex_unlock(&d->mu);
+      return;
+    }
+    d->ev = p;
+    d->cap_ev = cap;
+  }
+  d->ev[d->nev++] = (struct dev_event){j->id, j->uid, inst, kind, t, gather_ns};
+  pthread_mutex_unlock(&d->mu);
+  uv_async_send(&d->async);
+}
+
+/* RELEASED and GATHERED as soon as the task record shows them (or, for a
+ * task that finished between two polls, just before its end). */
+static void live_events(struct dev *d, struct run *r, unsigned slot,
+                        const struct coop_rt_task_info *ti) {
+  uint8_t *seen = &r->task_seen[slot];
+  if (ti->t_released && !(*seen & (1u << COOP_EV_RELEASED))) {
+    *seen |= 1u << COOP_EV_RELEASED;
+    push_event(d, r->j, r->task_inst[slot], COOP_EV_RELEASED, ti->t_released, -1);
+  }
+  if (ti->t_gathered && !(*seen & (1u << COOP_EV_GATHERED))) {
+    *seen |= 1u << COOP_EV_GATHERED;
+    push_event(d, r->j, r->task_inst[slot], COOP_EV_GATHERED, ti->t_gathered, ti->gather_ns);
+  }
+}
 
 /* Whether a periodic job has released everything it will. */
 static int releases_done(const struct run *r) {
@@ -347,6 +397,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   coop_task_id id = r->task[slot];
   coop_rt_task_info(d->rt, id, &ti);
   coop_rt_task_release(d->rt, id);
+  live_events(d, r, slot, &ti);
   struct coop_wire_times t = {
       ti.t_submitted, ti.t_released, ti.t_gathered, ti.t_started, ti.t_finished, -1, -1};
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
@@ -384,6 +435,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   r->ninflight--;
   r->task[slot] = r->task[r->ninflight];
   r->task_inst[slot] = r->task_inst[r->ninflight];
+  r->task_seen[slot] = r->task_seen[r->ninflight];
 }
 
 static void finish_job(struct dev *d, struct run *r) {
@@ -441,10 +493,12 @@ static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (!releases_done(r) && r->next_release < *wake) *wake = r->next_release;
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
-    if (coop_rt_task_info(d->rt, r->task[i], &ti) == 0 && ti.state >= COOP_TASK_DONE)
+    if (coop_rt_task_info(d->rt, r->task[i], &ti) == 0 && ti.state >= COOP_TASK_DONE) {
       record(d, r, i); /* moves the last slot into i */
-    else
+    } else {
+      live_events(d, r, i, &ti);
       i++;
+    }
   }
   return releases_done(r) && r->ninflight == 0;
 }
@@ -498,6 +552,73 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_unlock(&d->mu);
 }
 
+/* The live view from the runtime's: workgroup owners and each running
+ * task's M, mapped to jobs through the runs' task ids. */
+static void build_view(struct dev *d, int64_t now) {
+  if (d->runs && now - d->view_at < DEV_VIEW_NS) return; /* idle: always fresh */
+  d->view_at = now;
+  struct dev_view *v = &d->next_view;
+  static coop_task_id owner[COOP_WIRE_MAX_WG];
+  v->nwg = 0;
+  v->njobs = 0;
+  if (d->rt) {
+    int n = coop_rt_view(d->rt, owner, v->wg_reserved, COOP_WIRE_MAX_WG);
+    v->nwg = n > 0 ? (unsigned)n : 0;
+  }
+  for (unsigned i = 0; i < v->nwg; i++) {
+    v->wg_job[i] = 0;
+    v->wg_uid[i] = 0;
+  }
+  for (struct run *r = d->runs; r; r = r->next) {
+    struct job *j = r->j;
+    struct dev_view_job *vj = v->njobs < DEV_VIEW_JOBS ? &v->jobs[v->njobs] : NULL;
+    if (vj && r->ninflight) {
+      memset(vj, 0, sizeof *vj);
+      vj->job = j->id;
+      vj->uid = j->uid;
+      snprintf(vj->kernel, sizeof vj->kernel, "%s", j->kernel);
+      vj->cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE);
+      vj->groups = j->groups;
+      v->njobs++;
+    } else {
+      vj = NULL;
+    }
+    for (unsigned t = 0; t < r->ninflight; t++) {
+      struct coop_rt_live l;
+      if (vj && coop_rt_task_live(d->rt, r->task[t], &l) == 0) {
+        vj->m += l.m; /* a periodic job: its instances together */
+        vj->workers += l.workers;
+        vj->kills += l.kills;
+        vj->forks += l.forks;
+      }
+      for (unsigned i = 0; i < v->nwg; i++)
+        if (owner[i] == r->task[t]) {
+          v->wg_job[i] = j->id;
+          v->wg_uid[i] = j->uid;
+        }
+    }
+  }
+  pthread_mutex_lock(&d->mu);
+  d->view.nwg = v->nwg;
+  memcpy(d->view.wg_job, v->wg_job, v->nwg * sizeof v->wg_job[0]);
+  memcpy(d->view.wg_uid, v->wg_uid, v->nwg * sizeof v->wg_uid[0]);
+  memcpy(d->view.wg_reserved, v->wg_reserved, v->nwg);
+  d->view.njobs = v->njobs;
+  memcpy(d->view.jobs, v->jobs, v->njobs * sizeof v->jobs[0]);
+  pthread_mutex_unlock(&d->mu);
+}
+
+void dev_view_get(struct dev *d, struct dev_view *v) {
+  pthread_mutex_lock(&d->mu);
+  v->nwg = d->view.nwg;
+  memcpy(v->wg_job, d->view.wg_job, v->nwg * sizeof v->wg_job[0]);
+  memcpy(v->wg_uid, d->view.wg_uid, v->nwg * sizeof v->wg_uid[0]);
+  memcpy(v->wg_reserved, d->view.wg_reserved, v->nwg);
+  v->njobs = d->view.njobs;
+  memcpy(v->jobs, d->view.jobs, v->njobs * sizeof v->jobs[0]);
+  pthread_mutex_unlock(&d->mu);
+}
+
 static void do_swap(struct dev *d);
 
 static void *dev_main(void *arg) {
@@ -515,6 +636,7 @@ static void *dev_main(void *arg) {
         p = &r->next;
       }
     }
+    build_view(d, now);
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;
     pthread_mutex_unlock(&d->mu);
@@ -637,12 +759,15 @@ int dev_swap(struct dev *d, coop_rt *next, const struct kset *ks, unsigned grace
 }
 
 int dev_open(struct dev **dp, const struct config *c, const struct kset *ks, uv_loop_t *loop,
-             void (*on_done)(struct job *, void *), void *user, char *err, size_t errlen) {
+             void (*on_done)(struct job *, void *),
+             void (*on_event)(const struct dev_event *, void *), void *user, char *err,
+             size_t errlen) {
   struct dev *d = calloc(1, sizeof *d);
   if (!d) return COOP_ENOMEM;
   d->cfg = c;
   d->ks = ks;
   d->on_done = on_done;
+  d->on_event = on_event;
   d->user = user;
   coop_rt *rt = NULL;
   int e = dev_build(c, ks, &rt, err, errlen);
@@ -677,6 +802,7 @@ static void on_async_closed(uv_handle_t *h) { free(h->data); }
 
 void dev_free(struct dev *d) {
   pthread_join(d->thread, NULL);
+  free(d->ev);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   uv_close((uv_handle_t *)&d->async, on_async_closed);

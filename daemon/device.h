@@ -20,8 +20,20 @@ struct dev;
 /* Opens the device, registers the kernels, launches the megakernel (in the
  * calling thread, before the loop runs). on_done runs on the loop thread
  * for each job handed back. Returns 0 or a coop_errno with a message. */
+/* An event seen while a job runs (RELEASED, GATHERED), handed to the loop
+ * before the job itself: STARTED and FINISHED are known only at the end
+ * (a task's start is the earliest of its workgroups' starts). */
+struct dev_event {
+  uint64_t job;
+  uint32_t uid, instance;
+  uint8_t kind; /* COOP_EV_RELEASED or COOP_EV_GATHERED */
+  int64_t t_ns, gather_ns;
+};
+
 int dev_open(struct dev **d, const struct config *c, const struct kset *ks, uv_loop_t *loop,
-             void (*on_done)(struct job *j, void *user), void *user, char *err, size_t errlen);
+             void (*on_done)(struct job *j, void *user),
+             void (*on_event)(const struct dev_event *e, void *user), void *user, char *err,
+             size_t errlen);
 int dev_start(struct dev *d);
 /* Opens the configured device and builds (does not launch) a megakernel of
  * the kernels in ks. Blocking, thread-safe, and possible while another
@@ -44,6 +56,26 @@ void dev_cancel(struct dev *d, struct job *j);
 void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(void *user));
 /* Frees after on_stopped. */
 void dev_free(struct dev *d);
+
+/* The live view for TOP: refreshed by the device thread every
+ * DEV_VIEW_NS while jobs run, from what the scheduler publishes. */
+#define DEV_VIEW_JOBS 64
+struct dev_view_job {
+  uint64_t job;
+  uint32_t uid;
+  char kernel[COOP_WIRE_NAME_MAX];
+  uint8_t cooperative;
+  uint32_t groups, m, workers, kills, forks;
+};
+struct dev_view {
+  unsigned nwg;
+  uint64_t wg_job[COOP_WIRE_MAX_WG]; /* 0: free */
+  uint32_t wg_uid[COOP_WIRE_MAX_WG];
+  uint8_t wg_reserved[COOP_WIRE_MAX_WG];
+  unsigned njobs;
+  struct dev_view_job jobs[DEV_VIEW_JOBS];
+};
+void dev_view_get(struct dev *d, struct dev_view *v);
 
 const char *dev_name(const struct dev *d);
 unsigned dev_compute_units(const struct dev *d);

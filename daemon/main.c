@@ -138,11 +138,13 @@ static void on_signal(uv_signal_t *s, int signum) {
 }
 
 static void on_job_done(struct job *j, void *user) { session_job_done(user, j); }
+static void on_job_event(const struct dev_event *e, void *user) { session_job_event(user, e); }
 
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
-  int e = dev_open(&dm->dev, &dm->cfg, dm->ks, loop, on_job_done, dm, err, sizeof err);
+  int e =
+      dev_open(&dm->dev, &dm->cfg, dm->ks, loop, on_job_done, on_job_event, dm, err, sizeof err);
   if (e) {
     log_error("cannot start the device: %s", err);
     return 1;

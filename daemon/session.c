@@ -535,6 +535,52 @@ static void on_stats(struct session *s, uint32_t seq) {
   sess_send(s, COOP_MSG_STATS_REPLY, seq, &r);
 }
 
+/* TOP: the device thread's last live view, filtered to what the client
+ * may see (PROTOCOL.md). */
+static void on_top(struct session *s, uint32_t seq) {
+  static struct dev_view v; /* loop thread only; large */
+  dev_view_get(s->dm->dev, &v);
+  struct coop_wire_buf wgs, jobs;
+  coop_wire_buf_init(&wgs);
+  coop_wire_buf_init(&jobs);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  for (unsigned i = 0; i < v.nwg; i++) {
+    struct coop_wire_wg w = {COOP_WG_FREE, 0};
+    if (v.wg_job[i] && (s->uid == 0 || v.wg_uid[i] == s->uid)) {
+      w.state = v.wg_reserved[i] ? COOP_WG_RESERVED : COOP_WG_RUNNING;
+      w.job = v.wg_job[i];
+    } else if (v.wg_job[i]) {
+      w.state = COOP_WG_OTHER;
+    }
+    coop_wire_wg_put(&wgs, &w);
+  }
+  for (unsigned i = 0; i < v.njobs; i++) {
+    const struct dev_view_job *vj = &v.jobs[i];
+    if (s->uid != 0 && vj->uid != s->uid) continue;
+    struct coop_wire_topjob t;
+    memset(&t, 0, sizeof t);
+    t.job = vj->job;
+    snprintf(t.kernel, sizeof t.kernel, "%s", vj->kernel);
+    t.cooperative = vj->cooperative;
+    t.groups = vj->groups;
+    t.m = vj->m;
+    t.workers = vj->workers;
+    t.kills = vj->kills;
+    t.forks = vj->forks;
+    coop_wire_topjob_put(&jobs, &t);
+    r.top.njobs++;
+  }
+  r.top.nwg = v.nwg;
+  r.top.wgs = wgs.p;
+  r.top.wgs_len = (uint32_t)wgs.len;
+  r.top.jobs = jobs.p;
+  r.top.jobs_len = (uint32_t)jobs.len;
+  sess_send(s, COOP_MSG_TOP_REPLY, seq, &r);
+  coop_wire_buf_free(&wgs);
+  coop_wire_buf_free(&jobs);
+}
+
 static void on_kernels(struct session *s, uint32_t seq) {
   struct coop_wire_buf recs;
   coop_wire_buf_init(&recs);
@@ -593,6 +639,9 @@ static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uin
       break;
     case COOP_MSG_CANCEL:
       on_cancel(s, h->seq, &m->job);
+      break;
+    case COOP_MSG_TOP:
+      on_top(s, h->seq);
       break;
     case COOP_MSG_STATS:
       on_stats(s, h->seq);
@@ -745,14 +794,32 @@ void session_accept(struct daemon *dm, int fd) {
   sess_want(s, UV_READABLE);
 }
 
-/* Events of a finished job, one per instance and kind, in time order. */
+/* RELEASED and GATHERED, sent as the device thread sees them. */
+void session_job_event(struct daemon *dm, const struct dev_event *e) {
+  for (struct session *s = dm->sessions; s; s = s->next) {
+    if (s->closing || !(s->sub_mask & (1u << e->kind)) || (s->uid != 0 && s->uid != e->uid))
+      continue;
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    m.event.job = e->job;
+    m.event.kind = e->kind;
+    m.event.state = COOP_JOB_RUNNING;
+    m.event.instance = e->instance;
+    m.event.t_ns = e->t_ns;
+    m.event.gather_ns = e->gather_ns;
+    sess_send(s, COOP_MSG_EVENT, 0, &m);
+  }
+}
+
+/* STARTED and FINISHED of a finished job (RELEASED and GATHERED went out
+ * live, session_job_event), one per instance, in time order. */
 static void send_events(struct session *s, const struct job *j) {
   uint32_t n = j->period_us ? j->ninst : 1;
   for (uint32_t i = 0; i < n; i++) {
     const struct coop_wire_times *t = j->period_us ? &j->inst[i].t : &j->t;
     uint8_t st = j->period_us ? j->inst[i].state : atomic_load(&j->state);
     int64_t when[5] = {0, t->released, t->gathered, t->started, t->finished};
-    for (uint8_t kind = COOP_EV_RELEASED; kind <= COOP_EV_FINISHED; kind++) {
+    for (uint8_t kind = COOP_EV_STARTED; kind <= COOP_EV_FINISHED; kind++) {
       if (!(s->sub_mask & (1u << kind)) || (when[kind] == 0 && kind != COOP_EV_FINISHED)) continue;
       union coop_msg m;
       memset(&m, 0, sizeof m);

@@ -1,6 +1,6 @@
 /*
  * backend.h: what the runtime needs from a device API, as one ops table.
- * opencl.c fills it today; cuda.c will. Threading: every op is called from
+ * opencl.c and cuda.c fill it. Threading: every op is called from
  * the thread that owns the coop_rt during open/launch/close; none is called
  * while another runs. Errors: 0 or a negative coop_errno, with detail
  * written through coop__rt_msg().
@@ -21,6 +21,10 @@ struct coop__backend_ops {
    * (fine-grained SVM). Zeroed. */
   void *(*alloc_shared)(struct coop_rt *rt, size_t bytes);
   void (*free_shared)(struct coop_rt *rt, void *p);
+  /* Optional: the task-buffer arena, host-visible but best placed for the
+   * device (CUDA: managed memory). NULL: alloc_shared / free_shared. */
+  void *(*alloc_arena)(struct coop_rt *rt, size_t bytes);
+  void (*free_arena)(struct coop_rt *rt, void *p);
   /* Device memory for the scheduler context, zeroed; one per runtime. */
   int (*alloc_dev)(struct coop_rt *rt, size_t bytes);
   /* Build `src`; on failure the compiler log goes to the rt message. */
@@ -33,5 +37,6 @@ struct coop__backend_ops {
 };
 
 extern const struct coop__backend_ops coop__opencl_ops;
+extern const struct coop__backend_ops coop__cuda_ops;
 
 #endif /* COOP_BACKEND_H */

@@ -20,6 +20,9 @@
 typedef struct coop_rt coop_rt;
 
 struct coop_rt_options {
+  const char *backend;          /* "opencl", "cuda", or NULL / "auto": an OpenCL
+                                   GPU with fine-grained SVM and SVM atomics,
+                                   else CUDA, else any OpenCL device (PoCL) */
   const char *platform;         /* substring of the platform name, or NULL */
   int platform_index;           /* or index; -1 = first that has a usable device */
   const char *device;           /* substring of the device name, or NULL */
@@ -39,6 +42,8 @@ void coop_rt_options_init(struct coop_rt_options *o);
 int coop_rt_open(coop_rt **rt, const struct coop_rt_options *o);
 const char *coop_rt_errmsg(const coop_rt *rt);
 const char *coop_rt_device_name(const coop_rt *rt);
+const char *coop_rt_backend(const coop_rt *rt);      /* "opencl" or "cuda" */
+const char *coop_rt_backend_note(const coop_rt *rt); /* why that one */
 unsigned coop_rt_compute_units(const coop_rt *rt);
 
 /* Registers kernel NAME written against megakernel/device/api.h; returns its

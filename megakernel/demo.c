@@ -17,14 +17,14 @@
 /* Non-cooperative, graphics-like: C = A x B, rows split over K workgroups. */
 static const char *render_src =
     "void render(struct coop_ctx *c) {\n"
-    "  global const float *a = (global const float *)coop_arg_buf(c, 0);\n"
-    "  global const float *b = (global const float *)coop_arg_buf(c, 1);\n"
-    "  global float *o = (global float *)coop_arg_buf(c, 2);\n"
-    "  uint n = coop_arg_u32(c, 3);\n"
-    "  for (uint r = coop_group_id(c); r < n; r += coop_num_groups(c))\n"
-    "    for (uint j = coop_local_id_c(c); j < n; j += coop_local_size_c(c)) {\n"
+    "  COOP_GLOBAL const float *a = (COOP_GLOBAL const float *)coop_arg_buf(c, 0);\n"
+    "  COOP_GLOBAL const float *b = (COOP_GLOBAL const float *)coop_arg_buf(c, 1);\n"
+    "  COOP_GLOBAL float *o = (COOP_GLOBAL float *)coop_arg_buf(c, 2);\n"
+    "  coop_u32 n = coop_arg_u32(c, 3);\n"
+    "  for (coop_u32 r = coop_group_id(c); r < n; r += coop_num_groups(c))\n"
+    "    for (coop_u32 j = coop_local_id_c(c); j < n; j += coop_local_size_c(c)) {\n"
     "      float acc = 0.0f;\n"
-    "      for (uint k = 0; k < n; k++) acc += a[r * n + k] * b[k * n + j];\n"
+    "      for (coop_u32 k = 0; k < n; k++) acc += a[r * n + k] * b[k * n + j];\n"
     "      o[r * n + j] = acc;\n"
     "    }\n"
     "}\n";
@@ -95,6 +95,7 @@ int main(int argc, char **argv) {
   coop_rt *rt;
   struct coop_rt_options o;
   coop_rt_options_init(&o);
+  o.backend = getenv("COOP_BACKEND");
   o.local_size = 16;
   int r = coop_rt_open(&rt, &o);
   int ksweep = r ? r : coop_rt_add_kernel(rt, "stopsweep", 1, coop_stopsweep_src);

@@ -72,7 +72,9 @@ static int pick_device(struct coop_rt *rt, struct cl_be *b, const struct coop_rt
     if (o->platform && !strstr(pname, o->platform)) continue;
     cl_device_id devs[16];
     cl_uint nd = 0;
-    if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &nd) != CL_SUCCESS) continue;
+    cl_device_type want =
+        rt->cl_gpu_only ? (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR) : CL_DEVICE_TYPE_ALL;
+    if (clGetDeviceIDs(plats[p], want, 16, devs, &nd) != CL_SUCCESS) continue;
     for (cl_uint d = 0; d < nd; d++) {
       info_str(devs[d], CL_DEVICE_NAME, rt->device_name, sizeof rt->device_name);
       if (o->device_index >= 0 && (cl_uint)o->device_index != d) continue;

@@ -61,6 +61,67 @@ void coop_rt_options_init(struct coop_rt_options *o) {
   o->arena_bytes = (size_t)64 << 20;
 }
 
+/* The backends built in, in auto's order of preference. */
+static const struct coop__backend_ops *const backends[] = {
+#ifdef COOP_HAVE_OPENCL
+    &coop__opencl_ops,
+#endif
+#ifdef COOP_HAVE_CUDA
+    &coop__cuda_ops,
+#endif
+};
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+static int try_backend(coop_rt *rt, const struct coop__backend_ops *ops,
+                       const struct coop_rt_options *o) {
+  rt->ops = ops;
+  rt->msg[0] = 0;
+  int r = ops->open(rt, o);
+  if (r && rt->be) {
+    ops->close(rt);
+    rt->be = NULL;
+  }
+  return r;
+}
+
+/* auto: an OpenCL GPU with what the megakernel needs, else CUDA, else any
+ * OpenCL device (PoCL); each refusal's reason goes into the note. */
+static int open_backend(coop_rt *rt, const struct coop_rt_options *o) {
+  const char *want = o->backend && strcmp(o->backend, "auto") ? o->backend : NULL;
+  char why[2048] = "";
+  int r = COOP_ENODEV;
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < NBACKENDS; i++) {
+      const struct coop__backend_ops *ops = backends[i];
+      if (want && strcmp(want, ops->name)) continue;
+      int cl = !strcmp(ops->name, "opencl");
+      if (!want && pass == 1 && !cl) continue; /* second pass: OpenCL CPU devices */
+      rt->cl_gpu_only = !want && pass == 0 && cl;
+      r = try_backend(rt, ops, o);
+      if (r == 0) {
+        snprintf(rt->backend_note, sizeof rt->backend_note, "%s on '%s'%s%s%s", ops->name,
+                 rt->device_name, want ? " (as configured)" : " (auto)", why[0] ? "; " : "", why);
+        return 0;
+      }
+      size_t n = strlen(why);
+      snprintf(why + n, sizeof why - n, "%s%s%s: %.600s", n ? "; " : "not ", ops->name,
+               rt->cl_gpu_only ? " GPU" : "", rt->msg);
+    }
+    if (want) break;
+  }
+  if (!why[0]) {
+    char built[64] = "";
+    for (size_t i = 0; i < NBACKENDS; i++)
+      snprintf(built + strlen(built), sizeof built - strlen(built), "%s%s", i ? ", " : "",
+               backends[i]->name);
+    coop__rt_msg(rt, "backend '%s' is not built in (this build has: %s)", want ? want : "auto",
+                 built[0] ? built : "none");
+    return COOP_ENODEV;
+  }
+  coop__rt_msg(rt, "no usable device: %s", why);
+  return r;
+}
+
 int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   if (!out) return COOP_EINVAL;
   *out = NULL;
@@ -74,7 +135,6 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   *out = rt;
   pthread_mutex_init(&rt->lock, NULL);
   coop__arena_init(rt);
-  rt->ops = &coop__opencl_ops;
   if (o->local_size == 0 || o->local_size > 1024 || (o->local_size & (o->local_size - 1))) {
     coop__rt_msg(rt, "local_size %u: must be a power of two in [1, 1024]", o->local_size);
     return COOP_EINVAL;
@@ -82,7 +142,7 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   rt->local_size = o->local_size;
   rt->window_ms = o->discovery_window_ms ? o->discovery_window_ms : 200;
   rt->arena_bytes = o->arena_bytes ? o->arena_bytes : ((size_t)64 << 20);
-  int r = rt->ops->open(rt, o);
+  int r = open_backend(rt, o);
   if (r) return r;
   rt->launch_groups = o->launch_groups ? o->launch_groups : 2 * rt->compute_units + 1;
   if (rt->launch_groups < 2 || rt->launch_groups > COOP_MAX_WG) {
@@ -94,6 +154,8 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
 
 const char *coop_rt_errmsg(const coop_rt *rt) { return rt ? rt->msg : "no runtime"; }
 const char *coop_rt_device_name(const coop_rt *rt) { return rt->device_name; }
+const char *coop_rt_backend(const coop_rt *rt) { return rt->ops ? rt->ops->name : "none"; }
+const char *coop_rt_backend_note(const coop_rt *rt) { return rt->backend_note; }
 unsigned coop_rt_compute_units(const coop_rt *rt) { return rt->compute_units; }
 unsigned coop_rt_launched_groups(const coop_rt *rt) { return rt->launch_groups; }
 unsigned coop_rt_participants(const coop_rt *rt) { return rt->participants; }
@@ -246,7 +308,8 @@ int coop_rt_launch(coop_rt *rt) {
   int r = coop_rt_build(rt);
   if (r) return r;
   rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
-  rt->arena = rt->ops->alloc_shared(rt, rt->arena_bytes);
+  rt->arena = rt->ops->alloc_arena ? rt->ops->alloc_arena(rt, rt->arena_bytes)
+                                   : rt->ops->alloc_shared(rt, rt->arena_bytes);
   if (!rt->mb || !rt->arena) {
     coop__rt_msg(rt, "cannot allocate %zu bytes of fine-grained SVM", rt->arena_bytes);
     return COOP_ENOMEM;
@@ -423,7 +486,10 @@ int coop_rt_close(coop_rt *rt) {
   }
   if (rt->be) {
     rt->ops->free_shared(rt, rt->mb);
-    rt->ops->free_shared(rt, rt->arena);
+    if (rt->ops->free_arena)
+      rt->ops->free_arena(rt, rt->arena);
+    else
+      rt->ops->free_shared(rt, rt->arena);
     rt->ops->close(rt);
   }
   coop__arena_fini(rt);

@@ -178,6 +178,22 @@ static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
   put_i64(e, m->gather_max);
 }
 
+/* A workgroup record's size: its records are fixed-size, and njobs follows
+ * them, so a count that does not match them is refused here (the decoder
+ * could read njobs out of a stray record instead). */
+#define WG_BYTES 9u
+
+static void enc_top(struct enc *e, const struct coop_msg_top_reply *m) {
+  if (m->nwg > COOP_WIRE_MAX_WG)
+    efail(e, COOP_ETOOBIG);
+  else if ((uint64_t)m->nwg * WG_BYTES != m->wgs_len)
+    efail(e, COOP_EINVAL);
+  put_u32(e, m->nwg);
+  put_mem(e, m->wgs, m->wgs_len);
+  put_u32(e, m->njobs);
+  put_mem(e, m->jobs, m->jobs_len);
+}
+
 static void enc_event(struct enc *e, const struct coop_msg_event *m) {
   put_u64(e, m->job);
   put_u8(e, m->kind);
@@ -189,7 +205,9 @@ static void enc_event(struct enc *e, const struct coop_msg_event *m) {
 
 /* 0 when encoded (errors are in e->err), COOP_EINVAL for an unknown type. */
 static int enc_payload(struct enc *e, uint16_t type, const union coop_msg *m) {
-  if (type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK) return 0;
+  if (type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_TOP ||
+      type == COOP_MSG_OK)
+    return 0;
   if (!m) return COOP_EINVAL;
   switch (type) {
     case COOP_MSG_HELLO:
@@ -221,6 +239,8 @@ static int enc_payload(struct enc *e, uint16_t type, const union coop_msg *m) {
       return enc_stats(e, &m->stats), 0;
     case COOP_MSG_EVENT:
       return enc_event(e, &m->event), 0;
+    case COOP_MSG_TOP_REPLY:
+      return enc_top(e, &m->top), 0;
   }
   return COOP_EINVAL;
 }
@@ -376,6 +396,24 @@ static void get_kernel(struct cur *c, struct coop_wire_kernel *k) {
   }
 }
 
+/* Job 0 unless RUNNING or RESERVED: a free workgroup has no job, and OTHER
+ * hides whose it is (the encoder refuses to leak another user's job id). */
+static void get_wg(struct cur *c, struct coop_wire_wg *w) {
+  w->state = get_u8(c);
+  want(c, w->state <= COOP_WG_OTHER);
+  w->job = get_u64(c);
+  if (w->state == COOP_WG_FREE || w->state == COOP_WG_OTHER) want(c, w->job == 0);
+}
+
+static void get_topjob(struct cur *c, struct coop_wire_topjob *j) {
+  j->job = get_u64(c);
+  get_str(c, j->kernel, sizeof j->kernel);
+  j->cooperative = get_u8(c);
+  want(c, j->cooperative <= 1);
+  uint32_t *u[] = {&j->groups, &j->m, &j->workers, &j->kills, &j->forks};
+  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
+}
+
 static void get_inst(struct cur *c, struct coop_wire_inst *i) {
   i->state = get_state(c);
   get_times(c, &i->t);
@@ -465,6 +503,23 @@ static void dec_kernel_list(struct cur *c, struct coop_msg_kernel_list *m) {
   m->recs_len = (uint32_t)(before - c->n);
 }
 
+static void dec_top_reply(struct cur *c, struct coop_msg_top_reply *m) {
+  struct coop_wire_wg w;
+  struct coop_wire_topjob j;
+  m->nwg = get_u32(c);
+  if (m->nwg > COOP_WIRE_MAX_WG) cfail(c, COOP_ETOOBIG);
+  size_t before = c->n;
+  m->wgs = c->p;
+  for (uint32_t i = 0; i < m->nwg && !c->err; i++) get_wg(c, &w);
+  m->wgs_len = (uint32_t)(before - c->n);
+  m->njobs = get_u32(c);
+  if (m->njobs > COOP_WIRE_MAX_TOPJOBS) cfail(c, COOP_ETOOBIG);
+  before = c->n;
+  m->jobs = c->p;
+  for (uint32_t i = 0; i < m->njobs && !c->err; i++) get_topjob(c, &j);
+  m->jobs_len = (uint32_t)(before - c->n);
+}
+
 static void dec_outbufs(struct cur *c, struct coop_msg_result *m) {
   m->nbuf = get_u8(c);
   if (m->nbuf > COOP_WIRE_MAX_ARGS) cfail(c, COOP_ETOOBIG);
@@ -522,6 +577,7 @@ static int dec_payload(struct cur *c, uint16_t type, union coop_msg *m) {
   switch (type) {
     case COOP_MSG_STATS:
     case COOP_MSG_KERNELS:
+    case COOP_MSG_TOP:
     case COOP_MSG_OK:
       return 1; /* empty: any byte is trailing */
     case COOP_MSG_HELLO:
@@ -552,6 +608,8 @@ static int dec_payload(struct cur *c, uint16_t type, union coop_msg *m) {
       return dec_stats(c, &m->stats), 1;
     case COOP_MSG_EVENT:
       return dec_event(c, &m->event), 1;
+    case COOP_MSG_TOP_REPLY:
+      return dec_top_reply(c, &m->top), 1;
   }
   return 0;
 }
@@ -637,6 +695,33 @@ int coop_wire_inst_put(struct coop_wire_buf *recs, const struct coop_wire_inst *
   return enc_end(recs, mark, as_caller_error(c.err));
 }
 
+int coop_wire_wg_put(struct coop_wire_buf *recs, const struct coop_wire_wg *w) {
+  struct enc e;
+  size_t mark = recs->len;
+  if (rec_begin(recs, &e)) return recs->err;
+  put_u8(&e, w->state);
+  put_u64(&e, w->job);
+  struct cur c = rec_cur(recs, mark, e.err);
+  struct coop_wire_wg chk;
+  get_wg(&c, &chk);
+  return enc_end(recs, mark, as_caller_error(c.err));
+}
+
+int coop_wire_topjob_put(struct coop_wire_buf *recs, const struct coop_wire_topjob *j) {
+  struct enc e;
+  size_t mark = recs->len;
+  if (rec_begin(recs, &e)) return recs->err;
+  put_u64(&e, j->job);
+  put_str(&e, j->kernel, sizeof j->kernel);
+  put_u8(&e, j->cooperative);
+  const uint32_t u[] = {j->groups, j->m, j->workers, j->kills, j->forks};
+  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(&e, u[i]);
+  struct cur c = rec_cur(recs, mark, e.err);
+  struct coop_wire_topjob chk;
+  get_topjob(&c, &chk);
+  return enc_end(recs, mark, as_caller_error(c.err));
+}
+
 int coop_wire_status_next(const struct coop_msg_status_reply *r, uint32_t *off,
                           struct coop_wire_status *s) {
   if (*off >= r->recs_len) return COOP_EPROTO;
@@ -655,6 +740,23 @@ int coop_wire_kernel_next(const struct coop_msg_kernel_list *r, uint32_t *off,
   return c.err;
 }
 
+int coop_wire_wg_next(const struct coop_msg_top_reply *r, uint32_t *off, struct coop_wire_wg *w) {
+  if (*off >= r->wgs_len) return COOP_EPROTO;
+  struct cur c = {r->wgs + *off, r->wgs_len - *off, 0};
+  get_wg(&c, w);
+  if (!c.err) *off = r->wgs_len - (uint32_t)c.n;
+  return c.err;
+}
+
+int coop_wire_topjob_next(const struct coop_msg_top_reply *r, uint32_t *off,
+                          struct coop_wire_topjob *j) {
+  if (*off >= r->jobs_len) return COOP_EPROTO;
+  struct cur c = {r->jobs + *off, r->jobs_len - *off, 0};
+  get_topjob(&c, j);
+  if (!c.err) *off = r->jobs_len - (uint32_t)c.n;
+  return c.err;
+}
+
 int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_wire_inst *out) {
   if (i >= r->ninst || !r->inst) return COOP_EPROTO;
   struct cur c = {r->inst + (size_t)i * COOP_WIRE_INST_BYTES, COOP_WIRE_INST_BYTES, 0};
@@ -665,12 +767,12 @@ int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_
 /* ==== names ==== */
 
 const char *coop_wire_type_name(uint16_t type) {
-  static const char *const req[] = {"?",      "HELLO", "SUBMIT",  "STATUS",   "WAIT",
-                                    "CANCEL", "STATS", "KERNELS", "SUBSCRIBE"};
-  static const char *const rep[] = {"WELCOME", "ACCEPTED",    "STATUS_REPLY", "RESULT",
-                                    "OK",      "STATS_REPLY", "KERNEL_LIST",  "EVENT"};
-  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_SUBSCRIBE) return req[type];
-  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_EVENT) return rep[type - COOP_MSG_WELCOME];
+  static const char *const req[] = {"?",      "HELLO", "SUBMIT",  "STATUS",    "WAIT",
+                                    "CANCEL", "STATS", "KERNELS", "SUBSCRIBE", "TOP"};
+  static const char *const rep[] = {"WELCOME",     "ACCEPTED",    "STATUS_REPLY", "RESULT",   "OK",
+                                    "STATS_REPLY", "KERNEL_LIST", "EVENT",        "TOP_REPLY"};
+  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_TOP) return req[type];
+  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_TOP_REPLY) return rep[type - COOP_MSG_WELCOME];
   return type == COOP_MSG_ERROR ? "ERROR" : "UNKNOWN";
 }
 

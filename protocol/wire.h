@@ -53,6 +53,7 @@ enum coop_msg_type {
   COOP_MSG_STATS = 6,
   COOP_MSG_KERNELS = 7,
   COOP_MSG_SUBSCRIBE = 8,
+  COOP_MSG_TOP = 9, /* empty payload */
   /* daemon -> client */
   COOP_MSG_WELCOME = 64,
   COOP_MSG_ACCEPTED = 65,
@@ -62,6 +63,7 @@ enum coop_msg_type {
   COOP_MSG_STATS_REPLY = 69,
   COOP_MSG_KERNEL_LIST = 70,
   COOP_MSG_EVENT = 71,
+  COOP_MSG_TOP_REPLY = 72,
   COOP_MSG_ERROR = 127
 };
 
@@ -280,6 +282,42 @@ struct coop_msg_event {
   int64_t t_ns, gather_ns;
 };
 
+/* TOP_REPLY: the device as the scheduler last published it (every few ms):
+ *   u32 nwg, nwg x (u8 state, u64 job): one record per worker workgroup, in
+ *     participant order; state COOP_WG_*; job 0 unless RUNNING or RESERVED
+ *     and the job is visible to the client;
+ *   u32 njobs, njobs x (u64 job, str kernel, u8 cooperative, u32 groups,
+ *     u32 m, u32 workers, u32 kills, u32 forks): the client's running jobs
+ *     (every job for root); m is the active count M of a cooperative
+ *     kernel (K for a non-cooperative one), workers the workgroups it holds
+ *     now, kills and forks so far. */
+enum coop_wg_state {
+  COOP_WG_FREE = 0,     /* idle, available to the scheduler */
+  COOP_WG_RUNNING = 1,  /* runs a workgroup of job */
+  COOP_WG_RESERVED = 2, /* taken back from cooperative job, kept for its forks */
+  COOP_WG_OTHER = 3,    /* running or reserved for a job the client may not see */
+};
+struct coop_wire_wg {
+  uint8_t state;
+  uint64_t job;
+};
+struct coop_wire_topjob {
+  uint64_t job;
+  char kernel[COOP_WIRE_NAME_MAX];
+  uint8_t cooperative;
+  uint32_t groups, m, workers, kills, forks;
+};
+#define COOP_WIRE_MAX_WG 4096u
+#define COOP_WIRE_MAX_TOPJOBS 1024u
+struct coop_msg_top_reply {
+  uint32_t nwg;
+  const uint8_t *wgs; /* the encoded records, into the payload */
+  uint32_t wgs_len;
+  uint32_t njobs;
+  const uint8_t *jobs;
+  uint32_t jobs_len;
+};
+
 union coop_msg {
   struct coop_msg_hello hello;
   struct coop_msg_welcome welcome;
@@ -292,6 +330,7 @@ union coop_msg {
   struct coop_msg_stats_reply stats;
   struct coop_msg_kernel_list kernels;
   struct coop_msg_event event;
+  struct coop_msg_top_reply top;
 };
 
 /* ---- growable output buffer ---- */
@@ -339,6 +378,8 @@ int coop_wire_decode(const struct coop_wire_hdr *h, const uint8_t *payload, unio
 int coop_wire_status_put(struct coop_wire_buf *recs, const struct coop_wire_status *s);
 int coop_wire_kernel_put(struct coop_wire_buf *recs, const struct coop_wire_kernel *k);
 int coop_wire_inst_put(struct coop_wire_buf *recs, const struct coop_wire_inst *i);
+int coop_wire_wg_put(struct coop_wire_buf *recs, const struct coop_wire_wg *w);
+int coop_wire_topjob_put(struct coop_wire_buf *recs, const struct coop_wire_topjob *j);
 /* Iterate: *off starts at 0; returns 0 and advances, or COOP_EPROTO (also
  * past the last record). The decoder already validated every record, so
  * iteration of a decoded message never fails. The puts return 0, the
@@ -348,6 +389,9 @@ int coop_wire_status_next(const struct coop_msg_status_reply *r, uint32_t *off,
                           struct coop_wire_status *s);
 int coop_wire_kernel_next(const struct coop_msg_kernel_list *r, uint32_t *off,
                           struct coop_wire_kernel *k);
+int coop_wire_wg_next(const struct coop_msg_top_reply *r, uint32_t *off, struct coop_wire_wg *w);
+int coop_wire_topjob_next(const struct coop_msg_top_reply *r, uint32_t *off,
+                          struct coop_wire_topjob *j);
 int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_wire_inst *out);
 
 const char *coop_wire_type_name(uint16_t type);

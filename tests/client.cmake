@@ -1,6 +1,7 @@
 # libcoop against a fake daemon (client_lib), and coopctl's command line
-# (coopctl_usage: bad usage exits 2, --help, and two commands end to end
-# against the fake). Included from tests/CMakeLists.txt.
+# (coopctl_usage: bad usage exits 2, --help, and kernels, submit and top end
+# to end against the fake, top also against a daemon older than TOP).
+# Included from tests/CMakeLists.txt.
 add_executable(test_client test_client.c)
 target_link_libraries(test_client PRIVATE coop coopproto PkgConfig::CHECK Threads::Threads)
 add_dependencies(test_client coopctl)

@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app.h"
+#include "kernels.h"
 #include "rt_internal.h"
+#include "sweep_kernel.h"
 
 static const char *coop_kernel =
     "struct count_state { coop_u32 round; };\n"
@@ -25,15 +28,29 @@ static const char *plain_kernel =
     "  o[coop_global_id(c)] = coop_num_groups(c);\n"
     "}\n";
 
+static void add(struct coop_rt *rt, const char *name, int coop, const char *src) {
+  struct coop__kernel *k = &rt->kernels[rt->nkernels++];
+  snprintf(k->name, sizeof k->name, "%s", name);
+  k->cooperative = coop;
+  k->source = (char *)src;
+}
+
+/* Every kernel the tests and the applications register, in one program:
+ * none may use a construct that only OpenCL C accepts. */
 int main(void) {
   struct coop_rt *rt = calloc(1, sizeof *rt);
   if (!rt) return 1;
-  snprintf(rt->kernels[0].name, sizeof rt->kernels[0].name, "count");
-  rt->kernels[0].cooperative = 1;
-  rt->kernels[0].source = (char *)coop_kernel;
-  snprintf(rt->kernels[1].name, sizeof rt->kernels[1].name, "plain");
-  rt->kernels[1].source = (char *)plain_kernel;
-  rt->nkernels = 2;
+  add(rt, "count", 1, coop_kernel);
+  add(rt, "plain", 0, plain_kernel);
+  add(rt, "ids", 0, k_ids);
+  add(rt, "queue", 1, k_queue);
+  add(rt, "sweep", 1, k_sweep);
+  add(rt, "phases", 1, k_phases);
+  add(rt, "forever", 1, k_forever);
+  add(rt, "stopsweep", 1, coop_stopsweep_src);
+  add(rt, "matmul", 0, coop_app_src_matmul_cl);
+  for (unsigned i = 0; i < coop_napps && rt->nkernels < COOP__MAX_KERNELS; i++)
+    add(rt, coop_apps[i]->kernel, 1, coop_apps[i]->source);
   char *src = coop__assemble_source(rt);
   if (!src) return 1;
   fputs(src, stdout);

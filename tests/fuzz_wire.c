@@ -27,12 +27,12 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const uint16_t types[] = {COOP_MSG_HELLO,    COOP_MSG_SUBMIT,       COOP_MSG_STATUS,
-                                 COOP_MSG_WAIT,     COOP_MSG_CANCEL,       COOP_MSG_STATS,
-                                 COOP_MSG_KERNELS,  COOP_MSG_SUBSCRIBE,    COOP_MSG_WELCOME,
-                                 COOP_MSG_ACCEPTED, COOP_MSG_STATUS_REPLY, COOP_MSG_RESULT,
-                                 COOP_MSG_OK,       COOP_MSG_STATS_REPLY,  COOP_MSG_KERNEL_LIST,
-                                 COOP_MSG_EVENT,    COOP_MSG_ERROR};
+static const uint16_t types[] = {
+    COOP_MSG_HELLO,   COOP_MSG_SUBMIT,      COOP_MSG_STATUS,       COOP_MSG_WAIT,
+    COOP_MSG_CANCEL,  COOP_MSG_STATS,       COOP_MSG_KERNELS,      COOP_MSG_SUBSCRIBE,
+    COOP_MSG_WELCOME, COOP_MSG_ACCEPTED,    COOP_MSG_STATUS_REPLY, COOP_MSG_RESULT,
+    COOP_MSG_OK,      COOP_MSG_STATS_REPLY, COOP_MSG_KERNEL_LIST,  COOP_MSG_EVENT,
+    COOP_MSG_ERROR,   COOP_MSG_TOP,         COOP_MSG_TOP_REPLY};
 #define NTYPES (sizeof types / sizeof types[0])
 
 static void fail(const char *what, uint16_t type) {
@@ -65,6 +65,21 @@ static void iterate(uint16_t type, const union coop_msg *m) {
       struct coop_wire_inst in;
       if (coop_wire_inst_get(&m->result, i, &in)) fail("instance record", type);
     }
+  } else if (type == COOP_MSG_TOP_REPLY) {
+    for (uint32_t i = 0; i < m->top.nwg; i++) {
+      struct coop_wire_wg w;
+      if (coop_wire_wg_next(&m->top, &off, &w) || w.state > COOP_WG_OTHER ||
+          ((w.state == COOP_WG_FREE || w.state == COOP_WG_OTHER) && w.job))
+        fail("workgroup record", type);
+    }
+    if (off != m->top.wgs_len) fail("workgroup records length", type);
+    off = 0;
+    for (uint32_t i = 0; i < m->top.njobs; i++) {
+      struct coop_wire_topjob j;
+      if (coop_wire_topjob_next(&m->top, &off, &j) || j.cooperative > 1 || strlen(j.kernel) >= 64)
+        fail("top job record", type);
+    }
+    if (off != m->top.jobs_len) fail("top job records length", type);
   }
 }
 
@@ -167,7 +182,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 /* ---- the seed corpus: one valid message of each type ---- */
 
 struct seedrecs {
-  struct coop_wire_buf status, kernels, inst;
+  struct coop_wire_buf status, kernels, inst, wgs, jobs;
 };
 
 static void seed_records(union coop_msg *m, uint16_t type, struct seedrecs *r) {
@@ -189,6 +204,20 @@ static void seed_records(union coop_msg *m, uint16_t type, struct seedrecs *r) {
     m->result.t = in.t;
     m->result.ninst = 2, m->result.inst = r->inst.p, m->result.nbuf = 1;
     m->result.bufs[0] = (struct coop_wire_outbuf){1, (const uint8_t *)"out", 3};
+  } else if (type == COOP_MSG_TOP_REPLY) {
+    /* every workgroup state, a cooperative job and a non-cooperative one */
+    const struct coop_wire_wg w[] = {{COOP_WG_RUNNING, 3},
+                                     {COOP_WG_RESERVED, 3},
+                                     {COOP_WG_OTHER, 0},
+                                     {COOP_WG_FREE, 0},
+                                     {COOP_WG_RUNNING, 4}};
+    for (unsigned i = 0; i < sizeof w / sizeof w[0]; i++) coop_wire_wg_put(&r->wgs, &w[i]);
+    struct coop_wire_topjob j = {3, "bfs", 1, 4, 1, 2, 3, 1};
+    coop_wire_topjob_put(&r->jobs, &j);
+    j = (struct coop_wire_topjob){4, "render", 0, 1, 1, 1, 0, 0};
+    coop_wire_topjob_put(&r->jobs, &j);
+    m->top = (struct coop_msg_top_reply){5, r->wgs.p,  (uint32_t)r->wgs.len,
+                                         2, r->jobs.p, (uint32_t)r->jobs.len};
   }
 }
 
@@ -277,6 +306,7 @@ static void corpus_build(struct corpus *c) {
     corpus_add(c, one.p + COOP_WIRE_HDR, one.len - COOP_WIRE_HDR, 15, (uint8_t)(i * 7));
     coop_wire_buf_free(&one);
     coop_wire_buf_free(&r.status), coop_wire_buf_free(&r.kernels), coop_wire_buf_free(&r.inst);
+    coop_wire_buf_free(&r.wgs), coop_wire_buf_free(&r.jobs);
   }
   corpus_add(c, all.p, all.len, 31, 1);
   coop_wire_buf_free(&all);

@@ -16,6 +16,7 @@
 static coop_rt *open_rt(const struct coop_app *a) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
+  o.backend = getenv("COOP_BACKEND"); /* scripts/test --backend cuda */
   const char *ls = getenv("COOP_LOCAL_SIZE");
   o.local_size = ls ? (unsigned)atoi(ls) : 32;
   coop_rt *rt = NULL;

@@ -722,6 +722,107 @@ START_TEST(daemon_closes) {
 }
 END_TEST
 
+/* ---- top ---- */
+
+#define TOP_WGS 70 /* more than one line of the map (64) */
+
+/* TOP_REPLY: workgroups A A a # B, then free ones; jobs 3 (bfs,
+ * cooperative, M 2 of 4) and 4 (render). */
+static void reply_top(struct fconn *c, uint32_t seq) {
+  struct coop_wire_buf w, j;
+  coop_wire_buf_init(&w), coop_wire_buf_init(&j);
+  const struct coop_wire_wg wg[] = {{COOP_WG_RUNNING, 3},
+                                    {COOP_WG_RUNNING, 3},
+                                    {COOP_WG_RESERVED, 3},
+                                    {COOP_WG_OTHER, 0},
+                                    {COOP_WG_RUNNING, 4}};
+  for (unsigned i = 0; i < TOP_WGS; i++) {
+    struct coop_wire_wg free_wg = {COOP_WG_FREE, 0};
+    ck_assert_int_eq(coop_wire_wg_put(&w, i < 5 ? &wg[i] : &free_wg), 0);
+  }
+  const struct coop_wire_topjob tj[] = {{3, "bfs", 1, 4, 2, 3, 5, 1},
+                                        {4, "render", 0, 1, 1, 1, 0, 0}};
+  for (unsigned i = 0; i < 2; i++) ck_assert_int_eq(coop_wire_topjob_put(&j, &tj[i]), 0);
+  union coop_msg m = {0};
+  m.top = (struct coop_msg_top_reply){TOP_WGS, w.p, (uint32_t)w.len, 2, j.p, (uint32_t)j.len};
+  fk_send(c, COOP_MSG_TOP_REPLY, seq, &m);
+  coop_wire_buf_free(&w), coop_wire_buf_free(&j);
+}
+
+static void s_top(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;
+  FK(f, fr.h.len == 0);
+  reply_top(c, fr.h.seq);
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;
+  union coop_msg m = {0}; /* an empty view */
+  fk_send(c, COOP_MSG_TOP_REPLY, fr.h.seq, &m);
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;
+  fk_error(c, fr.h.seq, COOP_EBUSY, "try again");
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;
+  fk_ok(c, fr.h.seq); /* the wrong reply type */
+  ff_free(&fr);
+  FK(f, !fk_next(c, &fr));
+}
+
+START_TEST(top_request) {
+  struct fake f;
+  fake_start(&f, s_top);
+  coop_conn *c = connect_ok(&f);
+  struct coop_wg *wg = (struct coop_wg *)&f;
+  struct coop_topjob *tj = (struct coop_topjob *)&f;
+  size_t nwg = 99, ntj = 99;
+  ck_assert_int_eq(coop_top(NULL, &wg, &nwg, &tj, &ntj), COOP_EINVAL);
+  ck_assert_int_eq(coop_top(c, &wg, NULL, &tj, &ntj), COOP_EINVAL);
+  ck_assert_int_eq(coop_top(c, &wg, &nwg, NULL, &ntj), COOP_EINVAL);
+  int e = coop_top(c, &wg, &nwg, &tj, &ntj);
+  ck_assert_msg(e == 0, "top: %s: %s", coop_strerror(e), coop_errmsg(c));
+  ck_assert_uint_eq(nwg, TOP_WGS);
+  ck_assert_int_eq(wg[0].state, COOP_WORKER_RUNNING);
+  ck_assert_uint_eq(wg[0].job, 3);
+  ck_assert_int_eq(wg[2].state, COOP_WORKER_RESERVED);
+  ck_assert_uint_eq(wg[2].job, 3);
+  ck_assert_int_eq(wg[3].state, COOP_WORKER_OTHER);
+  ck_assert_uint_eq(wg[3].job, 0);
+  ck_assert_uint_eq(wg[4].job, 4);
+  ck_assert_int_eq(wg[TOP_WGS - 1].state, COOP_WORKER_FREE);
+  ck_assert_uint_eq(ntj, 2);
+  ck_assert_uint_eq(tj[0].job, 3);
+  ck_assert_str_eq(tj[0].kernel, "bfs");
+  ck_assert_int_eq(tj[0].cooperative, 1);
+  ck_assert_uint_eq(tj[0].groups, 4);
+  ck_assert_uint_eq(tj[0].m, 2);
+  ck_assert_uint_eq(tj[0].workers, 3);
+  ck_assert_uint_eq(tj[0].kills, 5);
+  ck_assert_uint_eq(tj[0].forks, 1);
+  ck_assert_str_eq(tj[1].kernel, "render");
+  ck_assert_int_eq(tj[1].cooperative, 0);
+  free(wg);
+  free(tj);
+  /* nothing on the device: empty lists */
+  ck_assert_int_eq(coop_top(c, &wg, &nwg, &tj, &ntj), 0);
+  ck_assert_ptr_null(wg);
+  ck_assert_ptr_null(tj);
+  ck_assert_uint_eq(nwg, 0);
+  ck_assert_uint_eq(ntj, 0);
+  /* the daemon's ERROR, then a reply of the wrong type */
+  ck_assert_int_eq(coop_top(c, &wg, &nwg, &tj, &ntj), COOP_EBUSY);
+  ck_assert_str_eq(coop_errmsg(c), "try again");
+  ck_assert_ptr_null(wg);
+  ck_assert_ptr_null(tj);
+  ck_assert_int_eq(coop_top(c, &wg, &nwg, &tj, &ntj), COOP_EPROTO);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "TOP_REPLY"));
+  coop_disconnect(c);
+  fake_end(&f);
+  ck_assert_str_eq(coop_worker_state_name(COOP_WORKER_RESERVED), "reserved");
+  ck_assert_str_eq(coop_worker_state_name(4), "unknown");
+}
+END_TEST
+
 /* ---- coopctl ---- */
 
 /* Runs coopctl with args (NULL-terminated); its stdout into out (if not
@@ -791,6 +892,9 @@ START_TEST(coopctl_bad_usage) {
   USAGE("stats", "1");
   USAGE("top", "--interval", "0");
   USAGE("top", "--iterations", "x");
+  USAGE("top", "--iterations", "0");
+  USAGE("top", "--interval");
+  USAGE("top", "extra");
   USAGE("render", "--class", "ultra", "--wg", "1", "--for", "1");
   USAGE("render", "--class", "light", "--wg", "1");
   USAGE("render", "--class", "light", "--wg", "0", "--for", "1");
@@ -920,6 +1024,208 @@ START_TEST(coopctl_submit_detached) {
 }
 END_TEST
 
+/* top's STATS and STATUS: jobs 3 and 4 running, 5 queued, 2 done. */
+static void reply_top_stats(struct fconn *c, uint32_t seq) {
+  union coop_msg m = {0};
+  struct coop_msg_stats_reply *s = &m.stats;
+  strcpy(s->backend, "opencl");
+  strcpy(s->device, "Fake GPU");
+  s->compute_units = 4, s->workers = TOP_WGS, s->clients = 2, s->queued = 1, s->running = 2;
+  s->submitted = 4, s->done = 1, s->samples = 10;
+  s->gather_p50 = 1500, s->gather_p90 = 2500000, s->gather_p99 = 3000000, s->gather_max = 999;
+  fk_send(c, COOP_MSG_STATS_REPLY, seq, &m);
+}
+
+static void reply_top_status(struct fconn *c, uint32_t seq) {
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  const struct coop_wire_status st[] = {
+      {.job = 2, .state = COOP_JOB_DONE, .kernel = "old", .groups = 1},
+      {.job = 3, .state = COOP_JOB_RUNNING, .flags = 1, .kernel = "bfs", .groups = 4},
+      {.job = 4, .state = COOP_JOB_RUNNING, .kernel = "render", .groups = 1},
+      {.job = 5, .state = COOP_JOB_QUEUED, .flags = 1, .kernel = "sweep", .groups = 8}};
+  for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(coop_wire_status_put(&recs, &st[i]), 0);
+  union coop_msg m = {0};
+  m.status_reply = (struct coop_msg_status_reply){4, recs.p, (uint32_t)recs.len};
+  fk_send(c, COOP_MSG_STATUS_REPLY, seq, &m);
+  coop_wire_buf_free(&recs);
+}
+
+/* One snapshot's requests: STATS, STATUS (every job) and, unless old,
+ * TOP; an old daemon answers TOP as a daemon that does not know the type
+ * does: ERROR EPROTO, then it closes the connection. */
+static void top_snapshot(struct fake *f, struct fconn *c, int old) {
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_STATS)) return;
+  reply_top_stats(c, fr.h.seq);
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_STATUS)) return;
+  FK(f, fr.m.job.job == 0);
+  reply_top_status(c, fr.h.seq);
+  ff_free(&fr);
+  if (old == 2) return; /* knows TOP is not worth asking */
+  if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;
+  if (old)
+    fk_error(c, fr.h.seq, COOP_EPROTO, "bad UNKNOWN frame: malformed message");
+  else
+    reply_top(c, fr.h.seq);
+  ff_free(&fr);
+}
+
+static void s_top_snapshots(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  for (int i = 0; i < 2 && !f->fail[0]; i++) top_snapshot(f, c, 0);
+  struct fframe fr;
+  FK(f, !fk_next(c, &fr));
+}
+
+static const char top_text[] =
+    "device    Fake GPU (opencl), 4 compute units, 70 workers\n"
+    "clients   2\n"
+    "jobs      2 running, 1 queued\n"
+    "total     4 submitted, 1 done, 0 cancelled, 0 refused, 0 failed\n"
+    "gather    p50 1.500 us, p90 2.500 ms, p99 3.000 ms, max 999 ns (last 10 non-cooperative "
+    "tasks)\n"
+    "\n"
+    "workers   70: 3 running, 1 reserved, 1 another user's, 65 free\n"
+    "       0  AAa#B...........................................................\n"
+    "      64  ......\n"
+    "legend    A job 3 bfs  B job 4 render\n"
+    "          a-z reserved for A-Z, # another user's, . free\n"
+    "\n"
+    "JOB      WG STATE     KERNEL               KIND         N      M WORKERS  KILLS  FORKS\n"
+    "3        A  running   bfs                  coop         4      2       3      5      1\n"
+    "4        B  running   render               noncoop      1      1       1      0      0\n"
+    "5        -  queued    sweep                coop         8      -       -      -      -\n";
+
+START_TEST(coopctl_top) {
+  struct fake f;
+  fake_start(&f, s_top_snapshots);
+  static char out[16384];
+  const char *const a[] = {"--socket", f.path,         "top", "--interval",
+                           "10",       "--iterations", "2",   NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
+  fake_end(&f);
+  char want[sizeof top_text * 2 + 1];
+  snprintf(want, sizeof want, "%s\n%s", top_text, top_text); /* snapshots, a blank line apart */
+  ck_assert_str_eq(out, want);
+
+  fake_start(&f, s_top_snapshots);
+  const char *const j[] = {"--json",       "--socket",       f.path, "top",
+                           "--interval=1", "--iterations=2", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, j), 0);
+  fake_end(&f);
+  char *second = strchr(out, '\n');
+  ck_assert_ptr_nonnull(second);
+  ck_assert_ptr_nonnull(strchr(second + 1, '\n'));
+  ck_assert_str_eq(strchr(second + 1, '\n') + 1, ""); /* two lines, one object each */
+  ck_assert(!strncmp(out, "{\"stats\":{\"backend\":\"opencl\"", 28));
+  ck_assert_ptr_nonnull(strstr(out, "\"map\":\"AAa#B....."));
+  ck_assert_ptr_nonnull(strstr(out,
+                               "\"workgroups\":[{\"state\":\"running\",\"job\":3},"
+                               "{\"state\":\"running\",\"job\":3},{\"state\":\"reserved\","
+                               "\"job\":3},{\"state\":\"other\",\"job\":0},"));
+  ck_assert_ptr_nonnull(strstr(out,
+                               "\"jobs\":[{\"job\":3,\"mark\":\"A\",\"kernel\":\"bfs\","
+                               "\"cooperative\":true,\"groups\":4,\"m\":2,\"workers\":3,"
+                               "\"kills\":5,\"forks\":1},{\"job\":4,\"mark\":\"B\""));
+  ck_assert_ptr_nonnull(strstr(out, "\"job\":5,\"state\":\"queued\""));
+  ck_assert_ptr_null(strstr(out, "\"job\":2,")); /* done: not shown */
+  ck_assert_ptr_null(strstr(out, "note"));
+}
+END_TEST
+
+/* 28 jobs of one workgroup each, the last also with a reserved one: the
+ * letters run out after Z. */
+static void s_top_many(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_STATS)) return;
+  reply_top_stats(c, fr.h.seq);
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_STATUS)) return;
+  union coop_msg m = {0}; /* no status records */
+  fk_send(c, COOP_MSG_STATUS_REPLY, fr.h.seq, &m);
+  ff_free(&fr);
+  if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;
+  struct coop_wire_buf w, j;
+  coop_wire_buf_init(&w), coop_wire_buf_init(&j);
+  for (uint64_t i = 1; i <= 28; i++) {
+    struct coop_wire_wg wg = {COOP_WG_RUNNING, 100 + i};
+    struct coop_wire_topjob tj = {.job = 100 + i, .kernel = "k", .groups = 1, .m = 1, .workers = 1};
+    coop_wire_wg_put(&w, &wg), coop_wire_topjob_put(&j, &tj);
+  }
+  struct coop_wire_wg r = {COOP_WG_RESERVED, 128}, o = {COOP_WG_OTHER, 0};
+  coop_wire_wg_put(&w, &r), coop_wire_wg_put(&w, &o);
+  m.top = (struct coop_msg_top_reply){30, w.p, (uint32_t)w.len, 28, j.p, (uint32_t)j.len};
+  fk_send(c, COOP_MSG_TOP_REPLY, fr.h.seq, &m);
+  coop_wire_buf_free(&w), coop_wire_buf_free(&j);
+  ff_free(&fr);
+}
+
+START_TEST(coopctl_top_many_jobs) {
+  struct fake f;
+  fake_start(&f, s_top_many);
+  static char out[16384];
+  const char *const a[] = {"--socket", f.path, "top", "--iterations", "1", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
+  fake_end(&f);
+  ck_assert_msg(strstr(out, "       0  ABCDEFGHIJKLMNOPQRSTUVWXYZ**~#\n") != NULL, "%s", out);
+  ck_assert_ptr_nonnull(strstr(out, "Z job 126 k\n"));
+  ck_assert_ptr_nonnull(strstr(out, ", * ~ jobs past Z\n"));
+  ck_assert_ptr_nonnull(strstr(out, "\n128      *  running   k "));
+}
+END_TEST
+
+/* A coopd older than TOP: the first snapshot's TOP gets ERROR EPROTO and
+ * the connection is closed; top notes it, reconnects, and asks no more. */
+static void s_top_old_daemon(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  top_snapshot(f, c, 1);
+  shutdown(c->fd, SHUT_RDWR);
+  struct fconn c2 = {.fd = accept(f->lfd, NULL, NULL)};
+  coop_wire_reader_init(&c2.rd);
+  FK(f, c2.fd >= 0);
+  if (c2.fd >= 0) {
+    fk_welcome(f, &c2);
+    top_snapshot(f, &c2, 2);
+    struct fframe fr;
+    FK(f, !fk_next(&c2, &fr)); /* no TOP, and then EOF */
+    close(c2.fd);
+  }
+  coop_wire_reader_free(&c2.rd);
+}
+
+START_TEST(coopctl_top_old_daemon) {
+  struct fake f;
+  fake_start(&f, s_top_old_daemon);
+  static char out[16384];
+  const char *const a[] = {"--socket", f.path,         "top", "--interval",
+                           "10",       "--iterations", "2",   NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
+  fake_end(&f);
+  const char *note =
+      "note: this coopd does not answer TOP (an older daemon?): no workgroup map (bad UNKNOWN "
+      "frame: malformed message)\n\n"
+      "JOB      WG STATE     KERNEL               KIND         N      M WORKERS  KILLS  FORKS\n"
+      "3        -  running   bfs                  coop         4      -       -      -      -\n"
+      "4        -  running   render               noncoop      1      -       -      -      -\n"
+      "5        -  queued    sweep                coop         8      -       -      -      -\n";
+  char *first = strstr(out, note);
+  ck_assert_msg(first != NULL, "no note in:\n%s", out);
+  ck_assert_ptr_nonnull(strstr(first + 1, note)); /* in both snapshots */
+  ck_assert_ptr_nonnull(strstr(out, "device    Fake GPU (opencl)"));
+
+  fake_start(&f, s_top_old_daemon);
+  const char *const j[] = {"--json", "--socket",     f.path, "top", "--interval",
+                           "10",     "--iterations", "2",    NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, j), 0);
+  fake_end(&f);
+  ck_assert_ptr_nonnull(strstr(out, "\"top\":null,\"note\":\"this coopd does not answer TOP"));
+  ck_assert_ptr_nonnull(strstr(out, "\"job\":5,\"state\":\"queued\""));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("libcoop");
   TCase *t = tcase_create("fake_daemon");
@@ -933,6 +1239,7 @@ static Suite *suite(void) {
   tcase_add_test(t, events_while_waiting);
   tcase_add_test(t, replies_out_of_order);
   tcase_add_test(t, daemon_closes);
+  tcase_add_test(t, top_request);
   suite_add_tcase(s, t);
   return s;
 }
@@ -946,6 +1253,9 @@ static Suite *ctl_suite(void) {
   tcase_add_test(t, coopctl_kernels);
   tcase_add_test(t, coopctl_submit_wait);
   tcase_add_test(t, coopctl_submit_detached);
+  tcase_add_test(t, coopctl_top);
+  tcase_add_test(t, coopctl_top_old_daemon);
+  tcase_add_test(t, coopctl_top_many_jobs);
   suite_add_tcase(s, t);
   return s;
 }

@@ -795,6 +795,88 @@ START_TEST(sighup_reload) {
 }
 END_TEST
 
+/* ---- live events and TOP ---- */
+
+static void top(struct conn *c) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_TOP, &m, NULL, 0)), COOP_MSG_TOP_REPLY);
+}
+
+/* Whether TOP shows every worker running job with M == want (job 0: every
+ * worker free and no job). */
+static int top_shows(struct conn *c, uint64_t job, unsigned w) {
+  top(c);
+  if (c->m.top.nwg != w) return 0;
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < c->m.top.nwg; i++) {
+    struct coop_wire_wg g;
+    ck_assert_int_eq(coop_wire_wg_next(&c->m.top, &off, &g), 0);
+    if (job ? (g.state != COOP_WG_RUNNING || g.job != job) : g.state != COOP_WG_FREE) return 0;
+  }
+  if (!job) return c->m.top.njobs == 0;
+  if (c->m.top.njobs != 1) return 0;
+  struct coop_wire_topjob t;
+  off = 0;
+  ck_assert_int_eq(coop_wire_topjob_next(&c->m.top, &off, &t), 0);
+  return t.job == job && !strcmp(t.kernel, "sweep") && t.cooperative && t.groups == w && t.m == w &&
+         t.workers == w;
+}
+
+/* A subscriber gets RELEASED and GATHERED while the job still runs, TOP
+ * shows the job on every worker at full width, and after the cancel the
+ * STARTED and FINISHED events come before the RESULT. */
+START_TEST(live_events_and_top) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  unsigned w = c.m.welcome.workers;
+  ck_assert(top_shows(&c, 0, w));
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.subscribe.mask = COOP_EV_ALL;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_SUBSCRIBE, &m, NULL, 0)), COOP_MSG_OK);
+  uint32_t data[512];
+  memset(data, 0, sizeof data);
+  uint64_t sj = sweep_submit(&c, data, 512, 100000000, w, -1);
+  ck_assert_uint_ne(sj, 0);
+  int rel = 0, gat = 0;
+  int64_t t_rel = 0;
+  while (!(rel && gat)) {
+    ck_assert(read_frame(&c));
+    ck_assert_uint_eq(c.h.type, COOP_MSG_EVENT);
+    if (c.m.event.job != sj) continue;
+    ck_assert_uint_eq(c.m.event.state, COOP_JOB_RUNNING);
+    if (c.m.event.kind == COOP_EV_RELEASED) {
+      rel = 1;
+      t_rel = c.m.event.t_ns;
+    } else {
+      ck_assert_uint_eq(c.m.event.kind, COOP_EV_GATHERED);
+      ck_assert(rel);
+      gat = 1;
+      ck_assert_int_ge(c.m.event.t_ns, t_rel);
+      ck_assert_int_ge(c.m.event.gather_ns, 0);
+    }
+  }
+  int shown = 0;
+  for (int i = 0; i < 400 && !shown; i++, msleep(25)) shown = top_shows(&c, sj, w);
+  ck_assert_msg(shown, "TOP never showed the sweep on all %u workers", w);
+  memset(&m, 0, sizeof m);
+  m.job.job = sj;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  c.events = 0;
+  ck_assert_uint_eq(wait_job(&c, sj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  ck_assert_int_eq(c.events, 2); /* STARTED, FINISHED */
+  shown = 0;
+  for (int i = 0; i < 400 && !shown; i++, msleep(25)) shown = top_shows(&c, 0, w);
+  ck_assert_msg(shown, "TOP still shows work after the job ended");
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -808,6 +890,7 @@ static Suite *suite(void) {
   tcase_add_test(t, sigterm_in_flight);
   tcase_add_test(t, limits_and_owners);
   tcase_add_test(t, sighup_reload);
+  tcase_add_test(t, live_events_and_top);
   suite_add_tcase(s, t);
   return s;
 }

@@ -22,12 +22,12 @@
 
 /* ---- helpers ---- */
 
-static const uint16_t all_types[] = {COOP_MSG_HELLO,    COOP_MSG_SUBMIT,       COOP_MSG_STATUS,
-                                     COOP_MSG_WAIT,     COOP_MSG_CANCEL,       COOP_MSG_STATS,
-                                     COOP_MSG_KERNELS,  COOP_MSG_SUBSCRIBE,    COOP_MSG_WELCOME,
-                                     COOP_MSG_ACCEPTED, COOP_MSG_STATUS_REPLY, COOP_MSG_RESULT,
-                                     COOP_MSG_OK,       COOP_MSG_STATS_REPLY,  COOP_MSG_KERNEL_LIST,
-                                     COOP_MSG_EVENT,    COOP_MSG_ERROR};
+static const uint16_t all_types[] = {
+    COOP_MSG_HELLO,   COOP_MSG_SUBMIT,      COOP_MSG_STATUS,       COOP_MSG_WAIT,
+    COOP_MSG_CANCEL,  COOP_MSG_STATS,       COOP_MSG_KERNELS,      COOP_MSG_SUBSCRIBE,
+    COOP_MSG_WELCOME, COOP_MSG_ACCEPTED,    COOP_MSG_STATUS_REPLY, COOP_MSG_RESULT,
+    COOP_MSG_OK,      COOP_MSG_STATS_REPLY, COOP_MSG_KERNEL_LIST,  COOP_MSG_EVENT,
+    COOP_MSG_ERROR,   COOP_MSG_TOP,         COOP_MSG_TOP_REPLY};
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
@@ -58,7 +58,7 @@ static uint32_t f32_bits(float f) {
 
 /* Storage behind the pointers of the sample messages. */
 struct store {
-  struct coop_wire_buf status, kernels, inst;
+  struct coop_wire_buf status, kernels, inst, wgs, topjobs;
   uint8_t out[COOP_WIRE_INLINE_MAX];
 };
 
@@ -66,6 +66,8 @@ static void store_free(struct store *s) {
   coop_wire_buf_free(&s->status);
   coop_wire_buf_free(&s->kernels);
   coop_wire_buf_free(&s->inst);
+  coop_wire_buf_free(&s->wgs);
+  coop_wire_buf_free(&s->topjobs);
 }
 
 static struct coop_wire_arg buf_arg(uint8_t dir, uint8_t fd, uint64_t size, const void *data,
@@ -119,6 +121,22 @@ static void sample_kernel_list(struct coop_msg_kernel_list *r, struct coop_wire_
   struct coop_wire_kernel e = {.name = "", .cooperative = 0, .nargs = 0};
   ck_assert_int_eq(coop_wire_kernel_put(b, &e), 0);
   *r = (struct coop_msg_kernel_list){2, b->p, (uint32_t)b->len};
+}
+
+/* Every workgroup state, job ids at their edges; a job of each kind. */
+static void sample_top_reply(struct coop_msg_top_reply *r, struct store *st) {
+  const struct coop_wire_wg w[] = {
+      {COOP_WG_RUNNING, UINT64_MAX}, {COOP_WG_RESERVED, 1}, {COOP_WG_OTHER, 0}, {COOP_WG_FREE, 0},
+      {COOP_WG_RUNNING, 0},          {COOP_WG_RESERVED, 0}};
+  for (unsigned i = 0; i < 6; i++) ck_assert_int_eq(coop_wire_wg_put(&st->wgs, &w[i]), 0);
+  struct coop_wire_topjob j = {.job = UINT64_MAX, .cooperative = 1};
+  fill(j.kernel, sizeof j.kernel, 't');
+  j.groups = j.m = j.workers = j.kills = j.forks = UINT32_MAX;
+  ck_assert_int_eq(coop_wire_topjob_put(&st->topjobs, &j), 0);
+  struct coop_wire_topjob k = {.job = 1, .kernel = "", .groups = 4, .m = 4, .workers = 0};
+  ck_assert_int_eq(coop_wire_topjob_put(&st->topjobs, &k), 0);
+  *r = (struct coop_msg_top_reply){6, st->wgs.p,     (uint32_t)st->wgs.len,
+                                   2, st->topjobs.p, (uint32_t)st->topjobs.len};
 }
 
 static const struct coop_wire_times edge_times = {INT64_MIN, -1, 0, 1, INT64_MAX, -1, 123456789};
@@ -204,6 +222,8 @@ static void sample(uint16_t type, union coop_msg *m, struct store *st) {
     sample_result(&m->result, st);
   else if (type == COOP_MSG_STATS_REPLY)
     sample_stats(&m->stats);
+  else if (type == COOP_MSG_TOP_REPLY)
+    sample_top_reply(&m->top, st);
   else
     sample_misc(type, m);
 }
@@ -373,6 +393,12 @@ static void eq_msg(uint16_t type, const union coop_msg *a, const union coop_msg 
       EQ(&a->event, &b->event, state), EQ(&a->event, &b->event, instance);
       EQ(&a->event, &b->event, t_ns), EQ(&a->event, &b->event, gather_ns);
       return;
+    case COOP_MSG_TOP_REPLY:
+      EQ(&a->top, &b->top, nwg), EQ(&a->top, &b->top, wgs_len);
+      EQ(&a->top, &b->top, njobs), EQ(&a->top, &b->top, jobs_len);
+      eq_mem(a->top.wgs, b->top.wgs, a->top.wgs_len);
+      eq_mem(a->top.jobs, b->top.jobs, a->top.jobs_len);
+      return;
   }
 }
 
@@ -407,8 +433,8 @@ START_TEST(round_trip_every_type) {
 END_TEST
 
 START_TEST(empty_payloads_are_headers_only) {
-  const uint16_t empty[] = {COOP_MSG_STATS, COOP_MSG_KERNELS, COOP_MSG_OK};
-  for (unsigned i = 0; i < 3; i++) {
+  const uint16_t empty[] = {COOP_MSG_STATS, COOP_MSG_KERNELS, COOP_MSG_TOP, COOP_MSG_OK};
+  for (unsigned i = 0; i < 4; i++) {
     struct coop_wire_buf b;
     coop_wire_buf_init(&b);
     encode_ok(&b, empty[i], 5, NULL);
@@ -508,8 +534,86 @@ START_TEST(records_iterate) {
   ck_assert_int_eq(coop_wire_inst_get(&d.result, 3, &in), COOP_EPROTO);
   free(keep);
   coop_wire_buf_free(&b);
+
+  coop_wire_buf_init(&b);
+  sample(COOP_MSG_TOP_REPLY, &m, st);
+  encode_ok(&b, COOP_MSG_TOP_REPLY, 1, &m);
+  ck_assert_int_eq(decode_raw(COOP_MSG_TOP_REPLY, b.p + 16, b.len - 16, &d, &keep), 0);
+  ck_assert_uint_eq(d.top.wgs_len, 6 * 9);
+  struct coop_wire_wg w;
+  const uint8_t states[] = {COOP_WG_RUNNING, COOP_WG_RESERVED, COOP_WG_OTHER,
+                            COOP_WG_FREE,    COOP_WG_RUNNING,  COOP_WG_RESERVED};
+  const uint64_t jobs[] = {UINT64_MAX, 1, 0, 0, 0, 0};
+  off = 0;
+  for (unsigned i = 0; i < 6; i++) {
+    ck_assert_int_eq(coop_wire_wg_next(&d.top, &off, &w), 0);
+    ck_assert_uint_eq(w.state, states[i]);
+    ck_assert_uint_eq(w.job, jobs[i]);
+  }
+  ck_assert_uint_eq(off, d.top.wgs_len);
+  ck_assert_int_eq(coop_wire_wg_next(&d.top, &off, &w), COOP_EPROTO);
+  struct coop_wire_topjob j;
+  off = 0;
+  ck_assert_int_eq(coop_wire_topjob_next(&d.top, &off, &j), 0);
+  ck_assert_uint_eq(j.job, UINT64_MAX);
+  ck_assert_uint_eq(strlen(j.kernel), COOP_WIRE_NAME_MAX - 1);
+  ck_assert_uint_eq(j.cooperative, 1);
+  ck_assert_uint_eq(j.groups, UINT32_MAX);
+  ck_assert_uint_eq(j.forks, UINT32_MAX);
+  ck_assert_int_eq(coop_wire_topjob_next(&d.top, &off, &j), 0);
+  ck_assert_uint_eq(j.job, 1);
+  ck_assert_str_eq(j.kernel, "");
+  ck_assert_uint_eq(j.cooperative, 0);
+  ck_assert_uint_eq(j.m, 4);
+  ck_assert_uint_eq(j.workers, 0);
+  ck_assert_uint_eq(off, d.top.jobs_len);
+  ck_assert_int_eq(coop_wire_topjob_next(&d.top, &off, &j), COOP_EPROTO);
+  free(keep);
+  coop_wire_buf_free(&b);
+
+  /* an empty device view: no records at all */
+  memset(&m, 0, sizeof m);
+  coop_wire_buf_init(&b);
+  encode_ok(&b, COOP_MSG_TOP_REPLY, 1, &m);
+  ck_assert_uint_eq(b.len, COOP_WIRE_HDR + 8);
+  ck_assert_int_eq(decode_raw(COOP_MSG_TOP_REPLY, b.p + 16, b.len - 16, &d, NULL), 0);
+  off = 0;
+  ck_assert_int_eq(coop_wire_wg_next(&d.top, &off, &w), COOP_EPROTO);
+  ck_assert_int_eq(coop_wire_topjob_next(&d.top, &off, &j), COOP_EPROTO);
+  coop_wire_buf_free(&b);
   store_free(st);
   free(st);
+}
+END_TEST
+
+/* The TOP_REPLY example of PROTOCOL.md, byte for byte. */
+START_TEST(top_reply_bytes) {
+  struct coop_wire_buf w, j, b;
+  coop_wire_buf_init(&w), coop_wire_buf_init(&j), coop_wire_buf_init(&b);
+  const struct coop_wire_wg wg[] = {
+      {COOP_WG_RUNNING, 3}, {COOP_WG_RESERVED, 3}, {COOP_WG_OTHER, 0}, {COOP_WG_FREE, 0}};
+  for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(coop_wire_wg_put(&w, &wg[i]), 0);
+  struct coop_wire_topjob tj = {3, "bfs", 1, 2, 1, 2, 1, 0};
+  ck_assert_int_eq(coop_wire_topjob_put(&j, &tj), 0);
+  union coop_msg m = {.top = {4, w.p, (uint32_t)w.len, 1, j.p, (uint32_t)j.len}};
+  encode_ok(&b, COOP_MSG_TOP_REPLY, 5, &m);
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x01, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05,
+                          0x00, 0x00, 0x00, 0x4e, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00,
+                          0x00, 0x00, 0x00, 0x00, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                          0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+                          0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+                          0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x03, 'b',  'f',
+                          's',  0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+                          0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00};
+  ck_assert_uint_eq(b.len, sizeof want);
+  ck_assert_mem_eq(b.p, want, sizeof want);
+  /* TOP itself is a bare header */
+  coop_wire_buf_free(&b);
+  encode_ok(&b, COOP_MSG_TOP, 5, NULL);
+  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 1, 0, 9, 0, 0, 0, 5, 0, 0, 0, 0};
+  ck_assert_uint_eq(b.len, sizeof top);
+  ck_assert_mem_eq(b.p, top, sizeof top);
+  coop_wire_buf_free(&w), coop_wire_buf_free(&j), coop_wire_buf_free(&b);
 }
 END_TEST
 
@@ -519,8 +623,12 @@ START_TEST(names) {
   ck_assert_str_eq(coop_wire_type_name(COOP_MSG_KERNEL_LIST), "KERNEL_LIST");
   ck_assert_str_eq(coop_wire_type_name(COOP_MSG_EVENT), "EVENT");
   ck_assert_str_eq(coop_wire_type_name(COOP_MSG_ERROR), "ERROR");
+  ck_assert_str_eq(coop_wire_type_name(COOP_MSG_TOP), "TOP");
+  ck_assert_str_eq(coop_wire_type_name(COOP_MSG_TOP_REPLY), "TOP_REPLY");
   ck_assert_str_eq(coop_wire_type_name(0), "UNKNOWN");
-  ck_assert_str_eq(coop_wire_type_name(72), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(10), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(63), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(73), "UNKNOWN");
   ck_assert_str_eq(coop_job_state_name(COOP_JOB_CANCELLED), "cancelled");
   ck_assert_str_eq(coop_job_state_name(7), "unknown");
   ck_assert_str_eq(coop_arg_type_name(COOP_ARG_F64), "f64");
@@ -584,11 +692,15 @@ START_TEST(reject_short_and_trailing) {
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_STATS), COOP_EPROTO);
   pb_be(&p, 0, 1);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNELS), COOP_EPROTO);
+  pb_be(&p, 0, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP), COOP_EPROTO);
+  pb_be(&p, 0, 8); /* what a STATUS would carry */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP), COOP_EPROTO);
 }
 END_TEST
 
 START_TEST(reject_unknown_type) {
-  const uint16_t bad[] = {0, 9, 63, 72, 126, 128, 0xffff};
+  const uint16_t bad[] = {0, 10, 63, 73, 126, 128, 0xffff};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     union coop_msg m;
     ck_assert_int_eq(decode_raw(bad[i], NULL, 0, &m, NULL), COOP_EPROTO);
@@ -780,6 +892,88 @@ START_TEST(reject_kernel_records) {
 }
 END_TEST
 
+static void wg_rec(struct pb *p, uint8_t state, uint64_t job) {
+  pb_be(p, state, 1), pb_be(p, job, 8);
+}
+
+static void topjob_rec(struct pb *p, const char *kernel, size_t n, uint8_t coop) {
+  pb_be(p, 9, 8), pb_str(p, kernel, n), pb_be(p, coop, 1);
+  for (int i = 0; i < 5; i++) pb_be(p, 2, 4);
+}
+
+/* A TOP_REPLY whose workgroup records are fine: a free one and a job's. */
+static void top_wgs(struct pb *p) {
+  pb_be(p, 2, 4), wg_rec(p, COOP_WG_FREE, 0), wg_rec(p, COOP_WG_RUNNING, 9);
+}
+
+START_TEST(reject_top_records) {
+  struct pb p = {0};
+  top_wgs(&p), pb_be(&p, 1, 4), topjob_rec(&p, "k", 1, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), 0);
+  pb_be(&p, 0, 4), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), 0); /* nothing to show */
+  /* workgroup states: 0..3, and job 0 for FREE and OTHER */
+  for (unsigned st = 0; st < 256; st++) {
+    pb_be(&p, 1, 4), wg_rec(&p, (uint8_t)st, 0), pb_be(&p, 0, 4);
+    ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), st <= COOP_WG_OTHER ? 0 : COOP_EPROTO);
+  }
+  pb_be(&p, 1, 4), wg_rec(&p, COOP_WG_FREE, 1), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO);
+  pb_be(&p, 1, 4), wg_rec(&p, COOP_WG_OTHER, 1ull << 63), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO);
+  pb_be(&p, 1, 4), wg_rec(&p, COOP_WG_RESERVED, UINT64_MAX), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), 0);
+  /* counts that do not match the records */
+  pb_be(&p, 3, 4), wg_rec(&p, COOP_WG_FREE, 0), wg_rec(&p, COOP_WG_FREE, 0), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO); /* njobs read as a wg */
+  pb_be(&p, 1, 4), wg_rec(&p, COOP_WG_FREE, 0), wg_rec(&p, COOP_WG_FREE, 0), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO); /* trailing */
+  top_wgs(&p), pb_be(&p, 2, 4), topjob_rec(&p, "k", 1, 0);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO); /* one job short */
+  top_wgs(&p), pb_be(&p, 1, 4), topjob_rec(&p, "k", 1, 0), topjob_rec(&p, "k", 1, 0);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO);
+  top_wgs(&p), pb_be(&p, 0, 4), pb_be(&p, 0, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO); /* a trailing byte */
+  top_wgs(&p);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO); /* no njobs */
+  top_wgs(&p), pb_be(&p, 0, 3);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO); /* half an njobs */
+  pb_be(&p, 1, 4), pb_be(&p, COOP_WG_RUNNING, 1), pb_be(&p, 0, 7);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO); /* short wg record */
+  /* job records: cooperative 0 or 1, the kernel a name */
+  top_wgs(&p), pb_be(&p, 1, 4), topjob_rec(&p, "k", 1, 2);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO);
+  top_wgs(&p), pb_be(&p, 1, 4), topjob_rec(&p, "a\0b", 3, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO);
+  char name[COOP_WIRE_NAME_MAX];
+  memset(name, 'n', sizeof name);
+  top_wgs(&p), pb_be(&p, 1, 4), topjob_rec(&p, name, COOP_WIRE_NAME_MAX - 1, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), 0);
+  top_wgs(&p), pb_be(&p, 1, 4), topjob_rec(&p, name, COOP_WIRE_NAME_MAX, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_ETOOBIG);
+  top_wgs(&p), pb_be(&p, 1, 4), topjob_rec(&p, "k", 1, 0);
+  p.n -= 1; /* forks cut short */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_EPROTO);
+  /* the limits, exactly and one past */
+  pb_be(&p, COOP_WIRE_MAX_WG, 4);
+  for (unsigned i = 0; i < COOP_WIRE_MAX_WG; i++) wg_rec(&p, (uint8_t)(i % 4), i % 4 % 3 ? i : 0);
+  pb_be(&p, COOP_WIRE_MAX_TOPJOBS, 4);
+  for (unsigned i = 0; i < COOP_WIRE_MAX_TOPJOBS; i++) topjob_rec(&p, "k", 1, i & 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), 0);
+  pb_be(&p, COOP_WIRE_MAX_WG + 1, 4);
+  for (unsigned i = 0; i <= COOP_WIRE_MAX_WG; i++) wg_rec(&p, COOP_WG_FREE, 0);
+  pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_ETOOBIG);
+  pb_be(&p, UINT32_MAX, 4); /* no records behind it */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_ETOOBIG);
+  top_wgs(&p), pb_be(&p, COOP_WIRE_MAX_TOPJOBS + 1, 4);
+  for (unsigned i = 0; i <= COOP_WIRE_MAX_TOPJOBS; i++) topjob_rec(&p, "k", 1, 0);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_ETOOBIG);
+  top_wgs(&p), pb_be(&p, UINT32_MAX, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP_REPLY), COOP_ETOOBIG);
+}
+END_TEST
+
 /* RESULT up to its instance count (ninst itself not included). */
 static void result_head(struct pb *p, uint8_t state) {
   pb_be(p, 1, 8), pb_be(p, state, 1), pb_be(p, 0, 4), pb_str(p, "m", 1);
@@ -949,6 +1143,31 @@ START_TEST(encode_refuses_invalid_messages) {
   m.result.ninst = 0;
   m.result.nbuf = COOP_WIRE_MAX_ARGS + 1;
   ck_assert_int_eq(encode_err(COOP_MSG_RESULT, &m), COOP_ETOOBIG);
+
+  /* TOP_REPLY: each count must match its records */
+  struct store *st = calloc(1, sizeof *st);
+  sample(COOP_MSG_TOP_REPLY, &m, st);
+  union coop_msg t = m;
+  t.top.nwg++; /* a wg count that does not match the records */
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_EINVAL);
+  t = m, t.top.nwg--;
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_EINVAL);
+  t = m, t.top.wgs_len--; /* a record cut short */
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_EINVAL);
+  t = m, t.top.nwg = COOP_WIRE_MAX_WG + 1;
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_ETOOBIG);
+  t = m, t.top.njobs++;
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_EINVAL);
+  t = m, t.top.njobs--;
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_EINVAL);
+  t = m, t.top.jobs_len -= 3;
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_EINVAL);
+  t = m, t.top.njobs = COOP_WIRE_MAX_TOPJOBS + 1;
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_ETOOBIG);
+  t = m, t.top.jobs = NULL; /* records behind a NULL pointer */
+  ck_assert_int_eq(encode_err(COOP_MSG_TOP_REPLY, &t), COOP_EINVAL);
+  store_free(st);
+  free(st);
 }
 END_TEST
 
@@ -1017,6 +1236,41 @@ START_TEST(record_puts_refuse) {
   coop_wire_buf_free(&b);
   in.state = 42;
   ck_assert_int_eq(coop_wire_inst_put(&b, &in), COOP_EINVAL);
+  coop_wire_buf_free(&b);
+
+  /* workgroup records: a known state, no job for FREE and OTHER */
+  struct coop_wire_wg w = {COOP_WG_RUNNING, 5};
+  ck_assert_int_eq(coop_wire_wg_put(&b, &w), 0);
+  ck_assert_uint_eq(b.len, 9);
+  w = (struct coop_wire_wg){COOP_WG_OTHER + 1, 0};
+  ck_assert_int_eq(coop_wire_wg_put(&b, &w), COOP_EINVAL);
+  ck_assert_uint_eq(b.len, 9);
+  w = (struct coop_wire_wg){COOP_WG_FREE, 0};
+  ck_assert_int_eq(coop_wire_wg_put(&b, &w), COOP_EINVAL); /* sticky */
+  ck_assert_uint_eq(b.len, 9);
+  coop_wire_buf_free(&b);
+  w = (struct coop_wire_wg){COOP_WG_FREE, 7};
+  ck_assert_int_eq(coop_wire_wg_put(&b, &w), COOP_EINVAL);
+  coop_wire_buf_free(&b);
+  w = (struct coop_wire_wg){COOP_WG_OTHER, 7}; /* would leak another user's job */
+  ck_assert_int_eq(coop_wire_wg_put(&b, &w), COOP_EINVAL);
+  ck_assert_uint_eq(b.len, 0);
+  coop_wire_buf_free(&b);
+
+  /* job records */
+  struct coop_wire_topjob j = {.job = 1, .kernel = "k", .cooperative = 2};
+  ck_assert_int_eq(coop_wire_topjob_put(&b, &j), COOP_EINVAL);
+  ck_assert_uint_eq(b.len, 0);
+  ck_assert_int_eq(coop_wire_topjob_put(&b, &j), COOP_EINVAL);
+  coop_wire_buf_free(&b);
+  j.cooperative = 1;
+  memset(j.kernel, 'n', sizeof j.kernel); /* unterminated */
+  ck_assert_int_eq(coop_wire_topjob_put(&b, &j), COOP_ETOOBIG);
+  ck_assert_uint_eq(b.len, 0);
+  coop_wire_buf_free(&b);
+  strcpy(j.kernel, "bfs");
+  ck_assert_int_eq(coop_wire_topjob_put(&b, &j), 0);
+  ck_assert_uint_eq(b.len, 8 + 2 + 3 + 1 + 20);
   coop_wire_buf_free(&b);
 }
 END_TEST
@@ -1388,6 +1642,7 @@ static Suite *suite(void) {
   tcase_add_test(c, empty_payloads_are_headers_only);
   tcase_add_test(c, hello_bytes);
   tcase_add_test(c, event_bytes);
+  tcase_add_test(c, top_reply_bytes);
   tcase_add_test(c, records_iterate);
   tcase_add_test(c, names);
   tcase_add_test(c, header_errors);
@@ -1405,6 +1660,7 @@ static Suite *suite(void) {
   tcase_add_test(d, reject_fd_index);
   tcase_add_test(d, reject_status_records);
   tcase_add_test(d, reject_kernel_records);
+  tcase_add_test(d, reject_top_records);
   tcase_add_test(d, reject_result);
   tcase_add_test(d, reject_event_subscribe_error);
   suite_add_tcase(s, d);

@@ -1,0 +1,353 @@
+/*
+ * cuda.c: the CUDA backend (NVIDIA GPUs), driver API and NVRTC.
+ *
+ * Why CUDA at all: NVIDIA's OpenCL has no fine-grained SVM and no SVM
+ * atomics, and mapped buffers do not carry values to a running kernel
+ * (FACTS.md), so the megakernel cannot talk to the host there.
+ *
+ * Why NVRTC at start-up rather than nvcc at build time: the megakernel is
+ * assembled at launch from the registered kernels (coopd loads them from a
+ * directory, and reloads them on SIGHUP), exactly as OpenCL's
+ * clBuildProgram builds it; the same device sources go to either compiler
+ * unchanged (device/dialect.h), and the target architecture is the one of
+ * the device actually opened.
+ *
+ * Memory:
+ *   mailbox  page-locked host memory mapped into the device
+ *            (cuMemHostAlloc DEVICEMAP): the host and the scheduler block
+ *            exchange system-scope acquire/release atomics through it; only
+ *            the scheduler polls it (FACTS.md: 3 us round trip that way,
+ *            261 us when every block polls host memory);
+ *   arena    managed memory (cuMemAllocManaged): task buffers, which the
+ *            host fills before a submit's release and reads after the
+ *            task's final state (acquire); on devices with concurrent
+ *            managed access the pages migrate to the GPU on first touch, so
+ *            kernels work on device memory;
+ *   dev      device memory: the scheduler context, channels, workers.
+ * Every op makes the primary context current first: ops come from
+ * different threads (coopd builds on a work thread, launches on its device
+ * thread), never two at once (backend.h).
+ *
+ * The driver (libcuda.so.1) and NVRTC are opened with dlopen at the first
+ * open, not linked: a build with the toolkit must still run, and pass every
+ * other test, on a machine without an NVIDIA driver (CI), and NVRTC's soname
+ * changes with each toolkit. The toolkit's headers give the prototypes.
+ * COOP_NVRTC names the library to try first.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+/* The entry points, resolved by name: cuda.h maps some names to versioned
+ * symbols (cuMemAlloc -> cuMemAlloc_v2), which the macro expansion in both
+ * the member names and the dlsym strings follows. */
+// clang-format off
+#define COOP__CU_FNS(X) \
+  X(cuInit) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) \
+  X(cuStreamCreate) \
+  X(cuStreamDestroy) \
+  X(cuStreamSynchronize) \
+  X(cuMemHostAlloc) \
+  X(cuMemFreeHost) \
+  X(cuMemAllocManaged) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemsetD8) \
+  X(cuMemcpyHtoD) \
+  X(cuModuleLoadData) \
+  X(cuModuleUnload) \
+  X(cuModuleGetFunction) \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuFuncGetAttribute) \
+  X(cuLaunchKernel) \
+  X(cuGetErrorString)
+#define COOP__NVRTC_FNS(X) \
+  X(nvrtcCreateProgram) \
+  X(nvrtcCompileProgram) \
+  X(nvrtcGetProgramLogSize) \
+  X(nvrtcGetProgramLog) \
+  X(nvrtcGetCUBINSize) \
+  X(nvrtcGetCUBIN) \
+  X(nvrtcDestroyProgram) \
+  X(nvrtcGetErrorString)
+// clang-format on
+#define COOP__STR(x) #x
+#define COOP__XSTR(x) COOP__STR(x)
+#define COOP__MEMBER(f) __typeof__(&f) f;
+
+static struct {
+  COOP__CU_FNS(COOP__MEMBER)
+  COOP__NVRTC_FNS(COOP__MEMBER)
+} api;
+static pthread_once_t api_once = PTHREAD_ONCE_INIT;
+static char api_err[512];
+
+static int resolve(void *h, const char *name, void **slot) {
+  *slot = h ? dlsym(h, name) : NULL;
+  if (!*slot && !api_err[0]) snprintf(api_err, sizeof api_err, "symbol %s not found", name);
+  return *slot != NULL;
+}
+
+static void api_load(void) {
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cu) {
+    snprintf(api_err, sizeof api_err, "no NVIDIA driver library (libcuda.so.1): %s", dlerror());
+    return;
+  }
+  const char *tries[] = {getenv("COOP_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                         "libnvrtc.so.11.2"};
+  void *nv = NULL;
+  for (size_t i = 0; i < sizeof tries / sizeof tries[0] && !nv; i++)
+    if (tries[i]) nv = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
+  if (!nv) {
+    snprintf(api_err, sizeof api_err,
+             "no NVRTC library (libnvrtc.so*; set COOP_NVRTC to its path): %s", dlerror());
+    return;
+  }
+#define COOP__RESOLVE_CU(f) resolve(cu, COOP__XSTR(f), (void **)&api.f);
+#define COOP__RESOLVE_NV(f) resolve(nv, COOP__XSTR(f), (void **)&api.f);
+  COOP__CU_FNS(COOP__RESOLVE_CU)
+  COOP__NVRTC_FNS(COOP__RESOLVE_NV)
+}
+
+struct cu_be {
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream stream;
+  CUmodule module;
+  CUfunction fn;
+  CUdeviceptr devmem;
+  int cc_major, cc_minor, concurrent_managed;
+  int launched;
+};
+
+static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
+  const char *s = NULL;
+  if (api.cuGetErrorString) api.cuGetErrorString(e, &s);
+  coop__rt_msg(rt, "%s failed: CUDA error %d (%s) (cuda.c:%d)", what, (int)e, s ? s : "?", line);
+  return e == CUDA_ERROR_OUT_OF_MEMORY ? COOP_ENOMEM : COOP_ECL;
+}
+
+#define CU_CHECK(rt, call)                                             \
+  do {                                                                 \
+    CUresult e_ = (call);                                              \
+    if (e_ != CUDA_SUCCESS) return cu_fail((rt), e_, #call, __LINE__); \
+  } while (0)
+
+static int attr(CUdevice d, CUdevice_attribute a) {
+  int v = 0;
+  api.cuDeviceGetAttribute(&v, a, d);
+  return v;
+}
+
+static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
+  struct cu_be *b = calloc(1, sizeof *b);
+  if (!b) return COOP_ENOMEM;
+  rt->be = b;
+  pthread_once(&api_once, api_load);
+  if (api_err[0]) {
+    coop__rt_msg(rt, "CUDA backend unavailable: %s", api_err);
+    return COOP_ENODEV;
+  }
+  CUresult e = api.cuInit(0);
+  if (e != CUDA_SUCCESS) {
+    cu_fail(rt, e, "cuInit (is the NVIDIA driver loaded?)", __LINE__);
+    return COOP_ENODEV;
+  }
+  int n = 0;
+  CU_CHECK(rt, api.cuDeviceGetCount(&n));
+  for (int i = 0; i < n; i++) {
+    CUdevice d;
+    CU_CHECK(rt, api.cuDeviceGet(&d, i));
+    CU_CHECK(rt, api.cuDeviceGetName(rt->device_name, (int)sizeof rt->device_name, d));
+    if (o->device_index >= 0 && o->device_index != i) continue;
+    if (o->device && !strstr(rt->device_name, o->device)) continue;
+    if (!attr(d, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) ||
+        !attr(d, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)) {
+      coop__rt_msg(rt,
+                   "CUDA device '%s' cannot run the megakernel: it lacks unified addressing "
+                   "or mapped host memory, through which the host and the running "
+                   "megakernel communicate",
+                   rt->device_name);
+      return COOP_ENOSVM;
+    }
+    b->dev = d;
+    b->cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    b->cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    b->concurrent_managed = attr(d, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS);
+    if (b->cc_major < 7) {
+      coop__rt_msg(rt,
+                   "CUDA device '%s' has compute capability %d.%d; the scoped atomics "
+                   "of the megakernel need 7.0 or later",
+                   rt->device_name, b->cc_major, b->cc_minor);
+      return COOP_ENODEV;
+    }
+    rt->compute_units = (unsigned)attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    CU_CHECK(rt, api.cuDevicePrimaryCtxRetain(&b->ctx, d));
+    CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+    CU_CHECK(rt, api.cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+    return 0;
+  }
+  coop__rt_msg(rt, "no CUDA device matches device %s/%d (%d found)", o->device ? o->device : "*",
+               o->device_index, n);
+  return COOP_ENODEV;
+}
+
+static void *cu_alloc_shared(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  void *p = NULL;
+  if (api.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      api.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+          CUDA_SUCCESS)
+    return NULL;
+  memset(p, 0, bytes);
+  return p; /* unified addressing: the same address on the device */
+}
+
+static void cu_free_shared(struct coop_rt *rt, void *p) {
+  struct cu_be *b = rt->be;
+  if (!p) return;
+  api.cuCtxSetCurrent(b->ctx);
+  api.cuMemFreeHost(p);
+}
+
+static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  if (!b->concurrent_managed) return cu_alloc_shared(rt, bytes); /* host memory: slow but right */
+  CUdeviceptr p = 0;
+  if (api.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      api.cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
+    return NULL;
+  memset((void *)(uintptr_t)p, 0, bytes);
+  return (void *)(uintptr_t)p;
+}
+
+static void cu_free_arena(struct coop_rt *rt, void *p) {
+  struct cu_be *b = rt->be;
+  if (!p) return;
+  if (!b->concurrent_managed) return cu_free_shared(rt, p);
+  api.cuCtxSetCurrent(b->ctx);
+  api.cuMemFree((CUdeviceptr)(uintptr_t)p);
+}
+
+static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, api.cuMemAlloc(&b->devmem, bytes));
+  CU_CHECK(rt, api.cuMemsetD8(b->devmem, 0, bytes));
+  unsigned one = 1; /* discovery starts with the poll open */
+  CU_CHECK(rt,
+           api.cuMemcpyHtoD(b->devmem + offsetof(struct coop_dev, disc_open), &one, sizeof one));
+  return 0;
+}
+
+static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
+  struct cu_be *b = rt->be;
+  (void)options; /* OpenCL's; NVRTC gets its own */
+  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  nvrtcProgram prog;
+  if (api.nvrtcCreateProgram(&prog, src, "coop_megakernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS) {
+    coop__rt_msg(rt, "nvrtcCreateProgram failed");
+    return COOP_ENOMEM;
+  }
+  char arch[48];
+  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", b->cc_major, b->cc_minor);
+  const char *opts[] = {arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
+  nvrtcResult r = api.nvrtcCompileProgram(prog, 4, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    api.nvrtcGetProgramLogSize(prog, &n);
+    char *log = malloc(n + 1);
+    if (log) {
+      api.nvrtcGetProgramLog(prog, log);
+      log[n] = 0;
+    }
+    coop__rt_msg(rt, "megakernel build failed (%s). Compiler log:\n%s", api.nvrtcGetErrorString(r),
+                 log ? log : "(unavailable)");
+    free(log);
+    api.nvrtcDestroyProgram(&prog);
+    return COOP_EBUILD;
+  }
+  size_t n = 0;
+  api.nvrtcGetCUBINSize(prog, &n);
+  char *cubin = malloc(n ? n : 1);
+  if (!cubin) {
+    api.nvrtcDestroyProgram(&prog);
+    return COOP_ENOMEM;
+  }
+  api.nvrtcGetCUBIN(prog, cubin);
+  api.nvrtcDestroyProgram(&prog);
+  CUresult e = api.cuModuleLoadData(&b->module, cubin);
+  free(cubin);
+  if (e != CUDA_SUCCESS) return cu_fail(rt, e, "cuModuleLoadData", __LINE__);
+  CU_CHECK(rt, api.cuModuleGetFunction(&b->fn, b->module, "coop_megakernel"));
+  return 0;
+}
+
+static int cu_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  /* Report what the merged megakernel's registers allow (FACTS: watch
+   * occupancy); discovery then measures what actually ran at once. */
+  int per_sm = 0, regs = 0;
+  api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0);
+  api.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
+  rt->occupancy_note_blocks = (unsigned)per_sm * rt->compute_units;
+  rt->occupancy_note_regs = (unsigned)regs;
+  CUdeviceptr mb = (CUdeviceptr)(uintptr_t)rt->mb, arena = (CUdeviceptr)(uintptr_t)rt->arena;
+  void *params[] = {&mb, &b->devmem, &arena};
+  CU_CHECK(rt,
+           api.cuLaunchKernel(b->fn, groups, 1, 1, local_size, 1, 1, 0, b->stream, params, NULL));
+  b->launched = 1;
+  return 0;
+}
+
+static int cu_wait_exit(struct coop_rt *rt) {
+  struct cu_be *b = rt->be;
+  if (!b->launched) return 0;
+  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  b->launched = 0;
+  CU_CHECK(rt, api.cuStreamSynchronize(b->stream));
+  return 0;
+}
+
+static void cu_close(struct coop_rt *rt) {
+  struct cu_be *b = rt->be;
+  if (!b) return;
+  if (b->ctx) {
+    api.cuCtxSetCurrent(b->ctx);
+    if (b->module) api.cuModuleUnload(b->module);
+    if (b->devmem) api.cuMemFree(b->devmem);
+    if (b->stream) api.cuStreamDestroy(b->stream);
+    api.cuDevicePrimaryCtxRelease(b->dev);
+  }
+  free(b);
+  rt->be = NULL;
+}
+
+const struct coop__backend_ops coop__cuda_ops = {
+    .name = "cuda",
+    .open = cu_open,
+    .alloc_shared = cu_alloc_shared,
+    .free_shared = cu_free_shared,
+    .alloc_arena = cu_alloc_arena,
+    .free_arena = cu_free_arena,
+    .alloc_dev = cu_alloc_dev,
+    .build = cu_build,
+    .launch = cu_launch,
+    .wait_exit = cu_wait_exit,
+    .close = cu_close,
+};
