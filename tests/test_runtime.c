@@ -14,8 +14,6 @@
 #include "kernels.h"
 #include "sweep_kernel.h"
 
-#define COOP_MAX_WG_TEST 64
-
 struct fx {
   coop_rt *rt;
   int ids, queue, sweep, phases, forever, stress;
@@ -26,6 +24,7 @@ static void fx_open(struct fx *f) {
   coop_rt_options_init(&o);
   o.local_size = 16;
   o.backend = getenv("COOP_BACKEND"); /* scripts/test --backend cuda */
+  if (getenv("COOP_LAUNCH_GROUPS")) o.launch_groups = (unsigned)atoi(getenv("COOP_LAUNCH_GROUPS"));
   int r = coop_rt_open(&f->rt, &o);
   ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f->rt));
   f->ids = coop_rt_add_kernel(f->rt, "ids", 0, k_ids);
@@ -284,13 +283,13 @@ END_TEST
  * every worker is shown working for it and its live M is W, once the
  * scheduler has published (every few passes). */
 static void view_check(struct fx *f, coop_task_id id, unsigned w) {
-  coop_task_id owner[COOP_MAX_WG_TEST];
-  uint8_t resv[COOP_MAX_WG_TEST];
-  ck_assert_uint_le(w, COOP_MAX_WG_TEST);
+  coop_task_id *owner = calloc(w, sizeof *owner);
+  uint8_t *resv = calloc(w, 1);
+  ck_assert(owner && resv);
   int ok = 0;
   struct coop_rt_live l = {0};
   for (int t = 0; t < 20000 && !ok; t++) {
-    ck_assert_int_eq(coop_rt_view(f->rt, owner, resv, COOP_MAX_WG_TEST), (int)w);
+    ck_assert_int_eq(coop_rt_view(f->rt, owner, resv, w), (int)w);
     ck_assert_int_eq(coop_rt_task_live(f->rt, id, &l), 0);
     ok = l.m == w && l.workers == w;
     for (unsigned i = 0; i < w; i++) ok = ok && owner[i] == id && !resv[i];
@@ -301,6 +300,8 @@ static void view_check(struct fx *f, coop_task_id id, unsigned w) {
   }
   ck_assert_msg(ok, "live view: m %u workers %u, owner[0] %u (task %u)", l.m, l.workers, owner[0],
                 id);
+  free(owner);
+  free(resv);
 }
 
 /* Stress: hundreds of gathers of 1..W-1 workgroups from a cooperative kernel
