@@ -1,0 +1,81 @@
+/*
+ * lsssp.cl: Lonestar GPU worklist SSSP (004 Table 1 "l-sssp", thesis 000
+ * Table 5.2 "SSSP_lonestar"), as one cooperative kernel.
+ *
+ * Bellman-Ford over a worklist: every thread takes input-worklist entries
+ * strided by the global size and relaxes the out-edges of each: an atomic
+ * min on the target's distance, and when that improved it, a push of the
+ * target on the output worklist. Pushes are deduplicated per iteration with
+ * a stamp per vertex (atomic max of iteration + 1: only the first improver
+ * of an iteration pushes), so a worklist holds each vertex at most once and
+ * n entries suffice. Then the worklists swap roles.
+ *
+ * Same loop structure as bfs (004 Fig. 3 / Fig. 4): two barriers per
+ * iteration, after relaxing and swapping (line 12) and after resetting the
+ * new output worklist (line 15); each ends a step, `phase` says which comes
+ * next. Original form (mode 0): COOP_GLOBAL_BARRIER at both; cooperative
+ * form (mode 1): COOP_RESIZING_BARRIER at both (Table 1: 2 / 2, no kill, no
+ * fork). Only resizing barriers, so M is stable between two of them.
+ *
+ * args: 0 mode, 1 row[n+1], 2 col[m], 3 w[m], 4 dist[n] (0xFFFFFFFF =
+ *       unreached; dist[source] = 0 by the host), 5 worklist 0 (holds the
+ *       source), 6 worklist 1 (n entries each), 7 size[2] (size[0] = 1),
+ *       8 stamp[n] (zeroed), 9 n.
+ */
+#define LSSSP_INF 0xFFFFFFFFu
+
+/* Transmitted (Table 1 counts 4: iteration, in/out worklists, resume point) */
+struct lsssp_state {
+  coop_u32 iter;  /* iteration: pushes of this one carry stamp iter + 1 */
+  coop_u32 in;    /* which worklist is the input */
+  coop_u32 phase; /* 0: relax (lines 8-12); 1: reset (lines 13-15) */
+};
+
+COOP_FN void lsssp_init(struct coop_ctx *c, struct lsssp_state *s) {
+  (void)c;
+  s->iter = 0u;
+  s->in = 0u;
+  s->phase = 0u;
+}
+
+/* Relax v's out-edges; push improved targets on worklist `out`. */
+COOP_FN void lsssp_relax(struct coop_ctx *c, coop_u32 v, coop_u32 stamp, coop_u32 out) {
+  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
+  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
+  COOP_GLOBAL const coop_u32 *wt = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 3);
+  COOP_GLOBAL coop_atomic_u32 *dist = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
+  COOP_GLOBAL coop_u32 *q = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5u + out);
+  COOP_GLOBAL coop_atomic_u32 *size = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
+  COOP_GLOBAL coop_atomic_u32 *mark = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 8);
+  /* the current distance: possibly already lower than when v was pushed */
+  coop_u32 d = coop_ld_rlx(&dist[v]);
+  coop_u32 end = row[v + 1u];
+  for (coop_u32 e = row[v]; e < end; e++) {
+    coop_u32 u = col[e], nd = d + wt[e];
+    if (nd < d) continue;                      /* overflow: no shorter than unreached */
+    if (coop_ld_rlx(&dist[u]) <= nd) continue; /* cheap test first */
+    if (coop_fmin(&dist[u], nd) <= nd) continue;
+    if (coop_fmax(&mark[u], stamp) < stamp) q[coop_fadd(&size[out], 1u)] = u;
+  }
+}
+
+COOP_FN coop_u32 lsssp_step(struct coop_ctx *c, struct lsssp_state *s) {
+  coop_u32 bar = coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
+  COOP_GLOBAL coop_atomic_u32 *size = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
+  if (s->phase == 0u) {
+    /* nothing writes size[in] in this interval: a uniform DONE decision */
+    coop_u32 n = coop_ld_acq(&size[s->in]);
+    if (n == 0u) return COOP_DONE; /* line 8 */
+    COOP_GLOBAL const coop_u32 *q = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 5u + s->in);
+    coop_u32 stride = coop_global_size(c); /* recomputed after every barrier */
+    for (coop_u32 i = coop_global_id(c); i < n; i += stride)
+      lsssp_relax(c, q[i], s->iter + 1u, 1u - s->in);
+    s->in = 1u - s->in; /* line 11: swap */
+    s->phase = 1u;
+    return bar; /* line 12 */
+  }
+  if (coop_global_id(c) == 0u) coop_st_rlx(&size[1u - s->in], 0u); /* line 13 */
+  s->iter++;                                                       /* line 14 */
+  s->phase = 0u;
+  return bar; /* line 15 */
+}
