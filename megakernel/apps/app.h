@@ -83,6 +83,12 @@ void coop_app_input_free(struct coop_app_input *in);
 int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coop_app_opts *o,
                          unsigned nargs, const uint64_t *args, struct coop_rt_task_info *info);
 
+/* Deterministic vertex priorities for the Pannotia apps (color, mis), the
+ * same on the host and in the kernels' buffers: a hash of the id; u beats v
+ * with the larger priority, ties to the larger id. */
+uint32_t coop_app_prio(uint32_t v);
+int coop_app_beats(const uint32_t *prio, uint32_t u, uint32_t v);
+
 /* matmul.c: the graphics-like task of 004 Sec. 5.4, non-cooperative. */
 extern const char coop_app_src_matmul_cl[];
 struct coop_matmul {

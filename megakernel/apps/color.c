@@ -14,22 +14,6 @@ extern const struct coop_app coop_app_color;
 
 #define NONE 0xffffffffu
 
-/* Pannotia draws a random value per vertex; here a hash of the id
- * (murmur3's finaliser), so that runs and the reference agree. */
-static uint32_t color_prio(uint32_t v) {
-  uint32_t x = v * 0x9e3779b9u + 0x7f4a7c15u;
-  x ^= x >> 16;
-  x *= 0x85ebca6bu;
-  x ^= x >> 13;
-  x *= 0xc2b2ae35u;
-  x ^= x >> 16;
-  return x;
-}
-
-static int beats(const uint32_t *prio, uint32_t u, uint32_t v) {
-  return prio[u] > prio[v] || (prio[u] == prio[v] && u > v);
-}
-
 static int color_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
                      void **out, struct coop_rt_task_info *info) {
   const struct coop_graph *g = &in->graph;
@@ -45,7 +29,7 @@ static int color_run(coop_rt *rt, const struct coop_app_input *in, const struct 
   if (row && col && prio && colour && cand && flag && res) {
     memcpy(row, g->row, ((size_t)n + 1) * 4);
     memcpy(col, g->col, (size_t)m * 4);
-    for (uint32_t v = 0; v < n; v++) prio[v] = color_prio(v);
+    for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
     memset(colour, 0xff, (size_t)n * 4);
     uint64_t args[8] = {o->mode,
                         coop_rt_buf_arg(rt, row),
@@ -83,7 +67,7 @@ static int color_reference(const struct coop_graph *g, uint32_t *ref) {
     return COOP_ENOMEM;
   }
   for (uint32_t v = 0; v < n; v++) {
-    prio[v] = color_prio(v);
+    prio[v] = coop_app_prio(v);
     ref[v] = NONE;
   }
   for (uint32_t round = 0, more = 1; more; round++) {
@@ -94,7 +78,7 @@ static int color_reference(const struct coop_graph *g, uint32_t *ref) {
       cand[v] = 1;
       for (uint32_t e = g->row[v]; e < g->row[v + 1] && cand[v]; e++) {
         uint32_t u = g->col[e];
-        if (u != v && ref[u] == NONE && beats(prio, u, v)) cand[v] = 0;
+        if (u != v && ref[u] == NONE && coop_app_beats(prio, u, v)) cand[v] = 0;
       }
     }
     for (uint32_t v = 0; v < n; v++)

@@ -44,3 +44,19 @@ int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coo
   if (ti.state == COOP_TASK_CANCELLED) return COOP_ECANCELED;
   return 0;
 }
+
+/* Pannotia draws a random value per vertex; here a hash of the id
+ * (murmur3's finaliser), so that runs and the reference agree. */
+uint32_t coop_app_prio(uint32_t v) {
+  uint32_t x = v * 0x9e3779b9u + 0x7f4a7c15u;
+  x ^= x >> 16;
+  x *= 0x85ebca6bu;
+  x ^= x >> 13;
+  x *= 0xc2b2ae35u;
+  x ^= x >> 16;
+  return x;
+}
+
+int coop_app_beats(const uint32_t *prio, uint32_t u, uint32_t v) {
+  return prio[u] > prio[v] || (prio[u] == prio[v] && u > v);
+}

@@ -14,22 +14,6 @@ extern const struct coop_app coop_app_mis;
 
 enum { UNDECIDED = 0, IN = 1, OUT = 2 };
 
-/* Pannotia draws a random value per vertex; here a hash of the id
- * (murmur3's finaliser), so that runs and the reference agree. */
-static uint32_t mis_prio(uint32_t v) {
-  uint32_t x = v * 0x9e3779b9u + 0x7f4a7c15u;
-  x ^= x >> 16;
-  x *= 0x85ebca6bu;
-  x ^= x >> 13;
-  x *= 0xc2b2ae35u;
-  x ^= x >> 16;
-  return x;
-}
-
-static int beats(const uint32_t *prio, uint32_t u, uint32_t v) {
-  return prio[u] > prio[v] || (prio[u] == prio[v] && u > v);
-}
-
 static int mis_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
                    void **out, struct coop_rt_task_info *info) {
   const struct coop_graph *g = &in->graph;
@@ -45,7 +29,7 @@ static int mis_run(coop_rt *rt, const struct coop_app_input *in, const struct co
   if (row && col && prio && st && cand && flag && res) {
     memcpy(row, g->row, ((size_t)n + 1) * 4);
     memcpy(col, g->col, (size_t)m * 4);
-    for (uint32_t v = 0; v < n; v++) prio[v] = mis_prio(v);
+    for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
     uint64_t args[8] = {o->mode,
                         coop_rt_buf_arg(rt, row),
                         coop_rt_buf_arg(rt, col),
@@ -79,7 +63,7 @@ static int mis_reference(const struct coop_graph *g, uint32_t *ref) {
   unsigned char *st = calloc(n ? n : 1, 1), *cand = calloc(n ? n : 1, 1);
   int r = COOP_ENOMEM;
   if (prio && st && cand) {
-    for (uint32_t v = 0; v < n; v++) prio[v] = mis_prio(v);
+    for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
     for (int more = 1; more;) {
       more = 0;
       for (uint32_t v = 0; v < n; v++) {
@@ -88,7 +72,7 @@ static int mis_reference(const struct coop_graph *g, uint32_t *ref) {
         cand[v] = 1;
         for (uint32_t e = g->row[v]; e < g->row[v + 1] && cand[v]; e++) {
           uint32_t u = g->col[e];
-          if (u != v && st[u] == UNDECIDED && beats(prio, u, v)) cand[v] = 0;
+          if (u != v && st[u] == UNDECIDED && coop_app_beats(prio, u, v)) cand[v] = 0;
         }
       }
       for (uint32_t v = 0; v < n; v++)
