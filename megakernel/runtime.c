@@ -99,7 +99,7 @@ static int open_backend(coop_rt *rt, const struct coop_rt_options *o) {
       rt->cl_gpu_only = !want && pass == 0 && cl;
       r = try_backend(rt, ops, o);
       if (r == 0) {
-        snprintf(rt->backend_note, sizeof rt->backend_note, "%s on '%s'%s%s%s", ops->name,
+        snprintf(rt->backend_note, sizeof rt->backend_note, "%s on '%.200s'%s%s%.700s", ops->name,
                  rt->device_name, want ? " (as configured)" : " (auto)", why[0] ? "; " : "", why);
         return 0;
       }
