@@ -1,0 +1,329 @@
+/*
+ * game.cl: game-tree search with work stealing (004 Table 1 "game"):
+ * depth-limited negamax of Connect Four positions (7 columns x 6 rows,
+ * bitboards of 7 bits per column: 6 cells and a sentinel).
+ *
+ * The top of every position's tree, down to the split depth `split`, is
+ * made of tree nodes, each a task. A task at a node above the split depth
+ * creates its children (atomic node counter) and pushes them; a task at the
+ * split depth is searched by its workgroup: each thread takes one of the 49
+ * grandchildren and searches it sequentially (an explicit-stack negamax),
+ * and thread 0 combines the two plies. A finished node passes its value up
+ * with atomics: an atomic max of the negated value into the parent, and a
+ * pending-children counter, so that the last child to finish completes the
+ * parent, up to the root, whose value is the result. Terminal positions (a
+ * four for the player who just moved, or a full board) and the horizon are
+ * resolved where they are met, at every level.
+ *
+ * Each of the N requested groups owns one mutex-guarded queue; a group pops
+ * its own queue (LIFO) and steals from all N others (FIFO), also the queues
+ * of killed groups. A mutex is held only inside one call of thread 0, never
+ * across a step boundary. Cooperative form (004 Sec. 3.2): each step is one
+ * iteration of the main loop, ending with offer_kill and request_fork (the
+ * top of the next iteration); the queue id is read after the fork point.
+ * Nothing is transmitted.
+ *
+ * args: 0 mode, 1 nodes (u32 x GAME_NODE_WORDS x nodecap), 2 acc (atomics:
+ *       pending children, best child value (biased), per node), 3 result
+ *       (i32 per position, stored as u32), 4 ctl (atomics: [0] nodes used,
+ *       [1] tasks outstanding, [2] overflow, then 4 per queue: lock, head,
+ *       tail, unused), 5 queue items (u32 x nq x qcap), 6 depth, 7 split,
+ *       8 nq, 9 qcap (power of two), 10 nodecap
+ * node record: cur (lo, hi: stones of the side to move), mask (lo, hi: all
+ * stones), parent (~0 for a root), ply (from the root), position, unused
+ */
+#define GAME_NODE_WORDS 8u
+#define GAME_NONE 0xffffffffu
+#define GAME_END 0xfffffffeu
+#define GAME_CTL_QUEUES 4u
+#define GAME_MAX_DEPTH 16u
+#define GAME_WIN 100000
+#define GAME_NEG_INF (-2147483647)
+#define GAME_BIAS 0x80000000u
+/* scratch words */
+#define GAME_S_GRAND 0u   /* 49 grandchild values */
+#define GAME_S_DIRECT 49u /* 7 children: 0 searched below, 1 resolved, 2 illegal */
+#define GAME_S_DVAL 56u   /* 7 resolved child values */
+#define GAME_S_TASK 63u
+
+struct game_state {
+  coop_u32 unused; /* nothing to transmit (004 Table 1: 0) */
+};
+
+void game_init(struct coop_ctx *c, struct game_state *s) { s->unused = 0u; }
+
+/* ------------------------------------------------------------ the game */
+
+COOP_FN coop_u64 game_top(coop_u32 col) { return (coop_u64)1 << (5u + 7u * col); }
+COOP_FN coop_u64 game_bottom(coop_u32 col) { return (coop_u64)1 << (7u * col); }
+
+COOP_FN coop_u32 game_popcount(coop_u64 x) {
+  x = x - ((x >> 1) & (coop_u64)0x5555555555555555);
+  x = (x & (coop_u64)0x3333333333333333) + ((x >> 2) & (coop_u64)0x3333333333333333);
+  x = (x + (x >> 4)) & (coop_u64)0x0f0f0f0f0f0f0f0f;
+  return (coop_u32)((x * (coop_u64)0x0101010101010101) >> 56);
+}
+
+COOP_FN coop_u32 game_four(coop_u64 b) {
+  coop_u64 m = b & (b >> 7); /* horizontal */
+  if (m & (m >> 14)) return 1u;
+  m = b & (b >> 6); /* diagonal \ */
+  if (m & (m >> 12)) return 1u;
+  m = b & (b >> 8); /* diagonal / */
+  if (m & (m >> 16)) return 1u;
+  m = b & (b >> 1); /* vertical */
+  return (m & (m >> 2)) ? 1u : 0u;
+}
+
+/* Static evaluation for the side to move: the number of four-windows
+ * through each cell (3..13) summed over own stones minus the opponent's,
+ * through the four bit planes of those weights. */
+COOP_FN coop_i32 game_eval(coop_u64 cur, coop_u64 mask) {
+  coop_u64 opp = cur ^ mask;
+  coop_u64 w1 = (coop_u64)0xb402d5ab402d, w2 = (coop_u64)0x8490c6630921,
+           w4 = (coop_u64)0x799a15a8599e, w8 = (coop_u64)0x61e3c78600;
+  coop_i32 s = (coop_i32)game_popcount(cur & w1) - (coop_i32)game_popcount(opp & w1);
+  s += 2 * ((coop_i32)game_popcount(cur & w2) - (coop_i32)game_popcount(opp & w2));
+  s += 4 * ((coop_i32)game_popcount(cur & w4) - (coop_i32)game_popcount(opp & w4));
+  s += 8 * ((coop_i32)game_popcount(cur & w8) - (coop_i32)game_popcount(opp & w8));
+  return s;
+}
+
+/* Resolves a node without looking at its children: the player who just
+ * moved has four (the side to move lost), a full board (draw), or the
+ * horizon (static evaluation). Returns 1 and the value, or 0. */
+COOP_FN coop_u32 game_static(coop_u64 cur, coop_u64 mask, coop_u32 depth, coop_i32 *v) {
+  if (game_four(cur ^ mask)) {
+    *v = -(GAME_WIN + (coop_i32)depth);
+    return 1u;
+  }
+  if (game_popcount(mask) == 42u) {
+    *v = 0;
+    return 1u;
+  }
+  if (depth == 0u) {
+    *v = game_eval(cur, mask);
+    return 1u;
+  }
+  return 0u;
+}
+
+/* Sequential negamax to `depth` (<= GAME_MAX_DEPTH), explicit stack. */
+COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
+  coop_u64 sc[GAME_MAX_DEPTH + 1u], sm[GAME_MAX_DEPTH + 1u];
+  coop_i32 sb[GAME_MAX_DEPTH + 1u];
+  coop_u32 sj[GAME_MAX_DEPTH + 1u];
+  coop_i32 v = 0;
+  if (game_static(cur, mask, depth, &v)) return v;
+  coop_u32 lvl = 0u;
+  sc[0] = cur;
+  sm[0] = mask;
+  sb[0] = GAME_NEG_INF;
+  sj[0] = 0u;
+  for (;;) {
+    coop_u32 j = sj[lvl];
+    while (j < 7u && (sm[lvl] & game_top(j))) j++;
+    if (j == 7u) { /* every move of this level searched */
+      v = sb[lvl];
+      if (lvl == 0u) return v;
+      lvl--;
+      if (-v > sb[lvl]) sb[lvl] = -v;
+      continue;
+    }
+    sj[lvl] = j + 1u;
+    coop_u64 nc = sc[lvl] ^ sm[lvl], nm = sm[lvl] | (sm[lvl] + game_bottom(j));
+    if (game_static(nc, nm, depth - lvl - 1u, &v)) {
+      if (-v > sb[lvl]) sb[lvl] = -v;
+      continue;
+    }
+    lvl++;
+    sc[lvl] = nc;
+    sm[lvl] = nm;
+    sb[lvl] = GAME_NEG_INF;
+    sj[lvl] = 0u;
+  }
+}
+
+/* ------------------------------------------------------------ queues */
+
+COOP_FN0 void game_lock(COOP_GLOBAL coop_atomic_u32 *l) {
+  while (coop_xchg_acq(l, 1u) != 0u) {
+    while (coop_ld_rlx(l) != 0u) {
+    }
+  }
+}
+
+COOP_FN0 void game_unlock(COOP_GLOBAL coop_atomic_u32 *l) { coop_st_rel(l, 0u); }
+
+/* Thread 0: pop from queue `self`, else steal from the others; END when no
+ * task is queued or running anywhere. */
+COOP_FN0 coop_u32 game_pop_or_steal(COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
+                                    coop_u32 nq, coop_u32 qcap, coop_u32 self) {
+  for (coop_u32 k = 0u; k < nq; k++) {
+    coop_u32 q = (self + k) % nq;
+    COOP_GLOBAL coop_atomic_u32 *qc = ctl + GAME_CTL_QUEUES + 4u * q;
+    if (coop_ld_rlx(&qc[1]) == coop_ld_rlx(&qc[2])) continue; /* looks empty */
+    coop_u32 t = GAME_NONE;
+    game_lock(&qc[0]);
+    coop_u32 head = coop_ld_rlx(&qc[1]), tail = coop_ld_rlx(&qc[2]);
+    if (head != tail) {
+      if (k == 0u) { /* own queue: newest first */
+        tail--;
+        t = items[q * qcap + (tail & (qcap - 1u))];
+        coop_st_rlx(&qc[2], tail);
+      } else { /* steal the oldest: the largest subtree */
+        t = items[q * qcap + (head & (qcap - 1u))];
+        coop_st_rlx(&qc[1], head + 1u);
+      }
+    }
+    game_unlock(&qc[0]);
+    if (t != GAME_NONE) return t;
+  }
+  return coop_ld_acq(&ctl[1]) == 0u ? GAME_END : GAME_NONE;
+}
+
+/* Thread 0: pushes nodes first..first+k-1 on queue q; returns how many fitted. */
+COOP_FN0 coop_u32 game_push(COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
+                            coop_u32 qcap, coop_u32 q, coop_u32 first, coop_u32 k) {
+  COOP_GLOBAL coop_atomic_u32 *qc = ctl + GAME_CTL_QUEUES + 4u * q;
+  game_lock(&qc[0]);
+  coop_u32 head = coop_ld_rlx(&qc[1]), tail = coop_ld_rlx(&qc[2]), i = 0u;
+  for (; i < k && tail - head < qcap; i++, tail++)
+    items[q * qcap + (tail & (qcap - 1u))] = first + i;
+  coop_st_rlx(&qc[2], tail);
+  game_unlock(&qc[0]);
+  return i;
+}
+
+/* ------------------------------------------------------------ tasks */
+
+/* Thread 0: node t has value v; pass it up while this is the last child. */
+COOP_FN0 void game_complete(COOP_GLOBAL const coop_u32 *nodes, COOP_GLOBAL coop_atomic_u32 *acc,
+                            COOP_GLOBAL coop_atomic_u32 *res, coop_u32 t, coop_i32 v) {
+  for (;;) {
+    COOP_GLOBAL const coop_u32 *rec = nodes + GAME_NODE_WORDS * t;
+    coop_u32 par = rec[4];
+    if (par == GAME_NONE) {
+      coop_st_rlx(&res[rec[6]], (coop_u32)v);
+      return;
+    }
+    coop_fmax(&acc[2u * par + 1u], (coop_u32)(-v) ^ GAME_BIAS);
+    if (coop_fsub(&acc[2u * par], 1u) != 1u) return; /* siblings still running */
+    v = (coop_i32)(coop_ld_acq(&acc[2u * par + 1u]) ^ GAME_BIAS);
+    t = par;
+  }
+}
+
+/* Thread 0: creates the children of node t (not resolved, above the split
+ * depth) and pushes them on queue q. */
+COOP_FN0 void game_expand(COOP_GLOBAL coop_u32 *nodes, COOP_GLOBAL coop_atomic_u32 *acc,
+                          COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
+                          coop_u32 qcap, coop_u32 nodecap, coop_u32 q, coop_u32 t) {
+  COOP_GLOBAL const coop_u32 *rec = nodes + GAME_NODE_WORDS * t;
+  coop_u64 cur = (coop_u64)rec[0] | (coop_u64)rec[1] << 32;
+  coop_u64 mask = (coop_u64)rec[2] | (coop_u64)rec[3] << 32;
+  coop_u32 k = 0u;
+  for (coop_u32 j = 0u; j < 7u; j++) k += (mask & game_top(j)) ? 0u : 1u;
+  coop_u32 first = coop_fadd(&ctl[0], k);
+  if (first + k > nodecap) { /* out of node records: the check reports it */
+    coop_for(&ctl[2], 1u);
+    return;
+  }
+  coop_u32 i = first;
+  for (coop_u32 j = 0u; j < 7u; j++)
+    if (!(mask & game_top(j))) {
+      coop_u64 nc = cur ^ mask, nm = mask | (mask + game_bottom(j));
+      COOP_GLOBAL coop_u32 *ch = nodes + GAME_NODE_WORDS * i++;
+      ch[0] = (coop_u32)nc;
+      ch[1] = (coop_u32)(nc >> 32);
+      ch[2] = (coop_u32)nm;
+      ch[3] = (coop_u32)(nm >> 32);
+      ch[4] = t;
+      ch[5] = rec[5] + 1u;
+      ch[6] = rec[6];
+      ch[7] = 0u;
+    }
+  coop_st_rlx(&acc[2u * t], k); /* published by the push's release */
+  coop_fadd(&ctl[1], k);        /* before the push: outstanding must not reach 0 early */
+  coop_u32 pushed = game_push(ctl, items, qcap, q, first, k);
+  if (pushed < k) {
+    coop_for(&ctl[2], 2u); /* queue full */
+    coop_fsub(&ctl[1], k - pushed);
+  }
+}
+
+/* One iteration of the main loop: take a task (pop or steal), process it.
+ * The barriers are unconditional (PoCL's work-item loops want every thread
+ * to pass the same barriers on every step); each phase's work is guarded. */
+coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
+  COOP_GLOBAL coop_u32 *nodes = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 1);
+  COOP_GLOBAL coop_atomic_u32 *acc = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 2);
+  COOP_GLOBAL coop_atomic_u32 *res = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
+  COOP_GLOBAL coop_atomic_u32 *ctl = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
+  COOP_GLOBAL coop_u32 *items = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
+  coop_u32 depth = coop_arg_u32(c, 6), split = coop_arg_u32(c, 7);
+  coop_u32 nq = coop_arg_u32(c, 8), qcap = coop_arg_u32(c, 9), nodecap = coop_arg_u32(c, 10);
+  coop_u32 lid = coop_local_id_c(c), lsize = coop_local_size_c(c);
+  COOP_LOCAL coop_i32 *sh = (COOP_LOCAL coop_i32 *)coop_scratch(c);
+  coop_u32 q = coop_group_id(c); /* after the fork point: a forked group uses its own queue */
+
+  coop_wg_barrier(); /* scratch of the previous step is free again */
+  if (lid == 0u) sh[GAME_S_TASK] = (coop_i32)game_pop_or_steal(ctl, items, nq, qcap, q);
+  coop_wg_barrier();
+  coop_u32 t = (coop_u32)sh[GAME_S_TASK];
+  coop_u32 valid = t != GAME_NONE && t != GAME_END;
+  coop_u64 cur = 0u, mask = 0u;
+  coop_u32 ply = 0u;
+  if (valid) {
+    COOP_GLOBAL const coop_u32 *rec = nodes + GAME_NODE_WORDS * t;
+    cur = (coop_u64)rec[0] | (coop_u64)rec[1] << 32;
+    mask = (coop_u64)rec[2] | (coop_u64)rec[3] << 32;
+    ply = rec[5];
+  }
+  coop_u32 r = depth - ply; /* remaining depth */
+  coop_i32 v = 0;
+  coop_u32 resolved = valid ? game_static(cur, mask, r, &v) : 0u;
+  coop_u32 expand = valid && !resolved && ply < split;
+  coop_u32 search = valid && !resolved && ply >= split;
+
+  /* search: thread i takes grandchild (j, k) = (i / 7, i % 7) */
+  for (coop_u32 i = lid; search && i < 49u; i += lsize) {
+    coop_u32 j = i / 7u, k = i % 7u;
+    coop_i32 g = GAME_NEG_INF, cv = 0;
+    if (!(mask & game_top(j))) {
+      coop_u64 cc = cur ^ mask, cm = mask | (mask + game_bottom(j));
+      coop_u32 direct = game_static(cc, cm, r - 1u, &cv);
+      if (k == 0u) {
+        sh[GAME_S_DIRECT + j] = (coop_i32)direct;
+        sh[GAME_S_DVAL + j] = cv;
+      }
+      if (!direct && !(cm & game_top(k)))
+        g = game_search(cc ^ cm, cm | (cm + game_bottom(k)), r - 2u);
+    } else if (k == 0u) {
+      sh[GAME_S_DIRECT + j] = 2;
+    }
+    sh[GAME_S_GRAND + i] = g;
+  }
+  coop_wg_barrier();
+  if (lid == 0u && search) { /* combine the two plies */
+    v = GAME_NEG_INF;
+    for (coop_u32 j = 0u; j < 7u; j++) {
+      coop_i32 d = sh[GAME_S_DIRECT + j], vj = sh[GAME_S_DVAL + j];
+      if (d == 2) continue;
+      if (d == 0) {
+        vj = GAME_NEG_INF;
+        for (coop_u32 k = 0u; k < 7u; k++) {
+          coop_i32 g = sh[GAME_S_GRAND + 7u * j + k];
+          if (g != GAME_NEG_INF && -g > vj) vj = -g;
+        }
+      }
+      if (-vj > v) v = -vj;
+    }
+  }
+  if (lid == 0u && expand) game_expand(nodes, acc, ctl, items, qcap, nodecap, q, t);
+  if (lid == 0u && (resolved || search)) game_complete(nodes, acc, res, t, v);
+  if (lid == 0u && valid) coop_fsub(&ctl[1], 1u); /* this task is done */
+  if (t == GAME_END) return COOP_DONE;
+  /* the original form (mode 0) never offers a kill nor asks for a fork */
+  return coop_arg_u32(c, 0) == 0u ? COOP_CONTINUE : (COOP_OFFER_KILL | COOP_REQUEST_FORK);
+}
