@@ -33,8 +33,8 @@
  * stones), parent (~0 for a root), ply (from the root), position, unused
  */
 #define GAME_NODE_WORDS 8u
-#define GAME_NONE 0xffffffffu
-#define GAME_END 0xfffffffeu
+#define GAME_NONE COOP_TQ_NONE
+#define GAME_END COOP_TQ_END
 #define GAME_CTL_QUEUES 4u
 #define GAME_MAX_DEPTH 16u
 #define GAME_WIN 100000
@@ -146,55 +146,6 @@ COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
 
 /* ------------------------------------------------------------ queues */
 
-COOP_FN0 void game_lock(COOP_GLOBAL coop_atomic_u32 *l) {
-  while (coop_xchg_acq(l, 1u) != 0u) {
-    while (coop_ld_rlx(l) != 0u) {
-    }
-  }
-}
-
-COOP_FN0 void game_unlock(COOP_GLOBAL coop_atomic_u32 *l) { coop_st_rel(l, 0u); }
-
-/* Thread 0: pop from queue `self`, else steal from the others; END when no
- * task is queued or running anywhere. */
-COOP_FN0 coop_u32 game_pop_or_steal(COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
-                                    coop_u32 nq, coop_u32 qcap, coop_u32 self) {
-  for (coop_u32 k = 0u; k < nq; k++) {
-    coop_u32 q = (self + k) % nq;
-    COOP_GLOBAL coop_atomic_u32 *qc = ctl + GAME_CTL_QUEUES + 4u * q;
-    if (coop_ld_rlx(&qc[1]) == coop_ld_rlx(&qc[2])) continue; /* looks empty */
-    coop_u32 t = GAME_NONE;
-    game_lock(&qc[0]);
-    coop_u32 head = coop_ld_rlx(&qc[1]), tail = coop_ld_rlx(&qc[2]);
-    if (head != tail) {
-      if (k == 0u) { /* own queue: newest first */
-        tail--;
-        t = items[q * qcap + (tail & (qcap - 1u))];
-        coop_st_rlx(&qc[2], tail);
-      } else { /* steal the oldest: the largest subtree */
-        t = items[q * qcap + (head & (qcap - 1u))];
-        coop_st_rlx(&qc[1], head + 1u);
-      }
-    }
-    game_unlock(&qc[0]);
-    if (t != GAME_NONE) return t;
-  }
-  return coop_ld_acq(&ctl[1]) == 0u ? GAME_END : GAME_NONE;
-}
-
-/* Thread 0: pushes nodes first..first+k-1 on queue q; returns how many fitted. */
-COOP_FN0 coop_u32 game_push(COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
-                            coop_u32 qcap, coop_u32 q, coop_u32 first, coop_u32 k) {
-  COOP_GLOBAL coop_atomic_u32 *qc = ctl + GAME_CTL_QUEUES + 4u * q;
-  game_lock(&qc[0]);
-  coop_u32 head = coop_ld_rlx(&qc[1]), tail = coop_ld_rlx(&qc[2]), i = 0u;
-  for (; i < k && tail - head < qcap; i++, tail++)
-    items[q * qcap + (tail & (qcap - 1u))] = first + i;
-  coop_st_rlx(&qc[2], tail);
-  game_unlock(&qc[0]);
-  return i;
-}
-
 /* ------------------------------------------------------------ tasks */
 
 /* Thread 0: node t has value v; pass it up while this is the last child. */
@@ -245,7 +196,7 @@ COOP_FN0 void game_expand(COOP_GLOBAL coop_u32 *nodes, COOP_GLOBAL coop_atomic_u
     }
   coop_st_rlx(&acc[2u * t], k); /* published by the push's release */
   coop_fadd(&ctl[1], k);        /* before the push: outstanding must not reach 0 early */
-  coop_u32 pushed = game_push(ctl, items, qcap, q, first, k);
+  coop_u32 pushed = coop_tq_push(ctl + GAME_CTL_QUEUES, items, qcap, q, first, k);
   if (pushed < k) {
     coop_for(&ctl[2], 2u); /* queue full */
     coop_fsub(&ctl[1], k - pushed);
@@ -268,7 +219,9 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   coop_u32 q = coop_group_id(c); /* after the fork point: a forked group uses its own queue */
 
   coop_wg_barrier(); /* scratch of the previous step is free again */
-  if (lid == 0u) sh[GAME_S_TASK] = (coop_i32)game_pop_or_steal(ctl, items, nq, qcap, q);
+  if (lid == 0u)
+    sh[GAME_S_TASK] =
+        (coop_i32)coop_tq_pop_or_steal(ctl + GAME_CTL_QUEUES, &ctl[1], items, nq, qcap, q);
   coop_wg_barrier();
   coop_u32 t = (coop_u32)sh[GAME_S_TASK];
   coop_u32 valid = t != GAME_NONE && t != GAME_END;

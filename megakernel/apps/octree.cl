@@ -29,8 +29,8 @@
  * highest), begin, end, nchild (0 = leaf, ~0 = not processed yet)
  */
 #define OCTREE_NODE_WORDS 6u
-#define OCTREE_NONE 0xffffffffu
-#define OCTREE_END 0xfffffffeu
+#define OCTREE_NONE COOP_TQ_NONE
+#define OCTREE_END COOP_TQ_END
 #define OCTREE_CTL_QUEUES 4u
 #define OCTREE_MAX_LANES 64u /* 8 x 64 counters, 9 child bounds, 1 task: in scratch */
 
@@ -39,56 +39,6 @@ struct octree_state {
 };
 
 void octree_init(struct coop_ctx *c, struct octree_state *s) { s->unused = 0u; }
-
-COOP_FN0 void octree_lock(COOP_GLOBAL coop_atomic_u32 *l) {
-  while (coop_xchg_acq(l, 1u) != 0u) {
-    while (coop_ld_rlx(l) != 0u) {
-    }
-  }
-}
-
-COOP_FN0 void octree_unlock(COOP_GLOBAL coop_atomic_u32 *l) { coop_st_rel(l, 0u); }
-
-/* Thread 0: pop from queue `self`, else steal from the others; END when no
- * task is queued or running anywhere. */
-COOP_FN0 coop_u32 octree_pop_or_steal(COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
-                                      coop_u32 nq, coop_u32 qcap, coop_u32 self) {
-  for (coop_u32 k = 0u; k < nq; k++) {
-    coop_u32 q = (self + k) % nq;
-    COOP_GLOBAL coop_atomic_u32 *qc = ctl + OCTREE_CTL_QUEUES + 4u * q;
-    if (coop_ld_rlx(&qc[1]) == coop_ld_rlx(&qc[2])) continue; /* looks empty */
-    coop_u32 t = OCTREE_NONE;
-    octree_lock(&qc[0]);
-    coop_u32 head = coop_ld_rlx(&qc[1]), tail = coop_ld_rlx(&qc[2]);
-    if (head != tail) {
-      if (k == 0u) { /* own queue: newest first */
-        tail--;
-        t = items[q * qcap + (tail & (qcap - 1u))];
-        coop_st_rlx(&qc[2], tail);
-      } else { /* steal the oldest: the largest subtree */
-        t = items[q * qcap + (head & (qcap - 1u))];
-        coop_st_rlx(&qc[1], head + 1u);
-      }
-    }
-    octree_unlock(&qc[0]);
-    if (t != OCTREE_NONE) return t;
-  }
-  return coop_ld_acq(&ctl[1]) == 0u ? OCTREE_END : OCTREE_NONE;
-}
-
-/* Thread 0: pushes the k nodes first..first+k-1 on queue q; returns how many
- * fitted (all of them unless the queue is full). */
-COOP_FN0 coop_u32 octree_push(COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
-                              coop_u32 qcap, coop_u32 q, coop_u32 first, coop_u32 k) {
-  COOP_GLOBAL coop_atomic_u32 *qc = ctl + OCTREE_CTL_QUEUES + 4u * q;
-  octree_lock(&qc[0]);
-  coop_u32 head = coop_ld_rlx(&qc[1]), tail = coop_ld_rlx(&qc[2]), i = 0u;
-  for (; i < k && tail - head < qcap; i++, tail++)
-    items[q * qcap + (tail & (qcap - 1u))] = first + i;
-  coop_st_rlx(&qc[2], tail);
-  octree_unlock(&qc[0]);
-  return i;
-}
 
 /* Octant of point p in the cell (ix, iy, iz) of side 2^-depth: one bit per
  * axis, set when the coordinate is at or above the cell's midpoint (exact:
@@ -126,7 +76,7 @@ COOP_FN0 void octree_finish(COOP_GLOBAL coop_u32 *nodes, COOP_GLOBAL coop_atomic
         ch[5] = OCTREE_NONE;
       }
     coop_fadd(&ctl[1], k); /* before the push: pending must not reach 0 early */
-    coop_u32 pushed = k > 0u ? octree_push(ctl, items, qcap, q, first, k) : 0u;
+    coop_u32 pushed = k > 0u ? coop_tq_push(ctl + OCTREE_CTL_QUEUES, items, qcap, q, first, k) : 0u;
     if (pushed < k) {
       coop_for(&ctl[2], 2u); /* queue full */
       coop_fsub(&ctl[1], k - pushed);
@@ -155,7 +105,7 @@ coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
   coop_u32 q = coop_group_id(c); /* after the fork point: a forked group uses its own queue */
 
   coop_wg_barrier(); /* scratch of the previous step is free again */
-  if (lid == 0u) sh[0] = octree_pop_or_steal(ctl, items, nq, qcap, q);
+  if (lid == 0u) sh[0] = coop_tq_pop_or_steal(ctl + OCTREE_CTL_QUEUES, &ctl[1], items, nq, qcap, q);
   coop_wg_barrier();
   coop_u32 t = sh[0];
   coop_u32 valid = t != OCTREE_NONE && t != OCTREE_END;
