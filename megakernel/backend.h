@@ -27,6 +27,10 @@ struct coop__backend_ops {
   void (*free_arena)(struct coop_rt *rt, void *p);
   /* Device memory for the scheduler context, zeroed; one per runtime. */
   int (*alloc_dev)(struct coop_rt *rt, size_t bytes);
+  /* Optional: copy the device memory while the megakernel runs (diagnostics,
+   * coop_rt_dump). NULL where the device API cannot (OpenCL's in-order
+   * queue would wait for the megakernel). */
+  int (*read_dev)(struct coop_rt *rt, void *dst, size_t bytes);
   /* Build `src`; on failure the compiler log goes to the rt message. */
   int (*build)(struct coop_rt *rt, const char *src, const char *options);
   /* Launch the megakernel (mailbox, dev, arena) and return at once. */

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "coop_errno.h"
 
@@ -128,6 +129,12 @@ int coop_rt_task_live(coop_rt *rt, coop_task_id id, struct coop_rt_live *l);
  * is only reserved for that task's forks. Returns the number filled
  * (at most coop_rt_workers()). */
 int coop_rt_view(coop_rt *rt, coop_task_id *owner, uint8_t *reserved, unsigned n);
+
+/* Diagnostics for a task that does not finish: writes what the host can
+ * see of the running megakernel to f (the scheduler's state, each task's
+ * record, and, where the backend can read device memory while the kernel
+ * runs, every channel and worker). Racy snapshot; never for control. */
+int coop_rt_dump(coop_rt *rt, FILE *f);
 
 /* Frees the task slot once it is final. */
 int coop_rt_task_release(coop_rt *rt, coop_task_id id);

@@ -67,6 +67,7 @@
   X(cuMemFree) \
   X(cuMemsetD8) \
   X(cuMemcpyHtoD) \
+  X(cuMemcpyDtoH) \
   X(cuModuleLoadData) \
   X(cuModuleUnload) \
   X(cuModuleGetFunction) \
@@ -254,6 +255,17 @@ static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
   return 0;
 }
 
+/* A snapshot of device memory while the megakernel runs, for coop_rt_dump.
+ * The synchronous copy goes on the legacy stream, which is not ordered
+ * after the megakernel's non-blocking stream, so it does not wait for the
+ * kernel to end. Racy by nature: diagnostics only. */
+static int cu_read_dev(struct coop_rt *rt, void *dst, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, api.cuMemcpyDtoH(dst, b->devmem, bytes));
+  return 0;
+}
+
 static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
   struct cu_be *b = rt->be;
   (void)options; /* OpenCL's; NVRTC gets its own */
@@ -346,6 +358,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .alloc_arena = cu_alloc_arena,
     .free_arena = cu_free_arena,
     .alloc_dev = cu_alloc_dev,
+    .read_dev = cu_read_dev,
     .build = cu_build,
     .launch = cu_launch,
     .wait_exit = cu_wait_exit,

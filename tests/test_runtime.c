@@ -62,7 +62,9 @@ static coop_task_id submit(struct fx *f, int kernel, unsigned groups, int coop, 
 
 static struct coop_rt_task_info finish(struct fx *f, coop_task_id id) {
   struct coop_rt_task_info ti;
-  ck_assert_int_eq(coop_rt_wait(f->rt, id, 120000), 0);
+  int r = coop_rt_wait(f->rt, id, 120000);
+  if (r != 0) coop_rt_dump(f->rt, stderr);
+  ck_assert_int_eq(r, 0);
   ck_assert_int_eq(coop_rt_task_info(f->rt, id, &ti), 0);
   ck_assert_int_eq(coop_rt_task_release(f->rt, id), 0);
   return ti;
@@ -158,6 +160,7 @@ static void queue_run(struct fx *f, unsigned nitems, int nchurn) {
   /* The kernel keeps offering kills and forks until stopped: wait until a
    * forked group has checked its transmitted state, then stop it. */
   for (int ms = 0; nchurn > 0 && __atomic_load_n(&err[4], __ATOMIC_ACQUIRE) == 0; ms++) {
+    if (ms == 60000) coop_rt_dump(f->rt, stderr);
     ck_assert_msg(ms < 60000, "no fork within 60 s of the last gather");
     struct timespec ts = {0, 1000000};
     nanosleep(&ts, NULL);
@@ -358,6 +361,17 @@ START_TEST(shutdown_in_flight) {
   ck_assert_int_eq(coop_rt_wait(f.rt, a, 300), COOP_ETIMEDOUT);
   ck_assert_int_eq(coop_rt_task_info(f.rt, a, &ti), 0);
   ck_assert_int_eq(ti.state, COOP_TASK_RUNNING);
+  /* The diagnostic dump names what runs and what waits. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mf = open_memstream(&text, &len);
+  ck_assert_ptr_nonnull(mf);
+  ck_assert_int_eq(coop_rt_dump(f.rt, mf), 0);
+  fclose(mf);
+  ck_assert_msg(strstr(text, "running kernel forever (cooperative)") != NULL, "dump:\n%s", text);
+  if (!strcmp(coop_rt_backend(f.rt), "cuda")) /* device memory is readable */
+    ck_assert_msg(strstr(text, "channel 0: task slot") != NULL, "dump:\n%s", text);
+  free(text);
   (void)b;
   fx_close(&f); /* returns: the megakernel exited */
 }

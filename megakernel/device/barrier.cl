@@ -78,6 +78,7 @@ COOP_FN0 coop_u32 coop__global_barrier0(struct coop_ctx *c) {
  * (all threads). Returns 1 if the kernel was cancelled meanwhile: the
  * caller must return from its step. */
 COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
+  coop_wg_barrier(); /* every thread's writes before thread 0's release (ARRIVED) */
   coop_u32 left = coop__bcast(c, c->lid == 0u ? coop__global_barrier0(c) : 0u);
   if (left) c->left = 1u;
   return left;
@@ -152,6 +153,13 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
                                   coop_u32 st_size) {
   if (c->left || (r & COOP_DONE)) return 1u; /* uniform: no broadcast needed */
   if (r == COOP_CONTINUE) return 0u;
+  /* Thread 0 alone publishes the step's end: ARRIVED at a barrier, the
+   * lower M of a kill, the state of a fork, each a release. A release orders
+   * only what its thread has seen, so every thread's writes of the step
+   * must be behind this workgroup barrier first. (Missing, it showed on the
+   * H100 as bc's deltas read stale across barriers, 1 in 10^4 off, only
+   * when the kernel shrank to one workgroup and grew back.) */
+  coop_wg_barrier();
   coop_u32 v = 0u;
   if (c->lid == 0u) v = coop__primitive0(c, r, st, st_size);
   v = coop__bcast(c, v);

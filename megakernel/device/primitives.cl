@@ -95,7 +95,14 @@ COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
 /* offer_kill: returns 1 if the offer was accepted (the workgroup must leave). */
 COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
   coop_u32 d = 0u;
-  if (c->vid != 0u && coop_ld_acq(&c->ch->want_kill) != 0u) {
+  /* Only id M-1 can be killed, and M drops only by that workgroup's own
+   * kill, so a workgroup that sees another M-1 here need not take the lock:
+   * without this hint all N workgroups queue on the lock at every offer
+   * while a kill is wanted, and on the H100 (264 workgroups) the one that
+   * could accept starved behind them for minutes. A stale M only delays
+   * the kill to the next offer. */
+  if (c->vid != 0u && coop_ld_acq(&c->ch->want_kill) != 0u &&
+      coop_ld_acq(&c->ch->m) == c->vid + 1u) {
     coop__lock(&c->ch->lock);
     d = coop__kill_locked(c->ch, c->vid);
     coop__unlock(&c->ch->lock);
