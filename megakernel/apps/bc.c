@@ -171,9 +171,9 @@ static int bc_check(const struct coop_app_input *in, const void *out, char *why,
    * error 2 s of the two sigmas to that of delta_w, the sum of at most
    * maxdeg terms adds maxdeg roundings, so by induction over the levels
    * delta is within d (maxdeg + 3) u + 2 d s; the sum over nsrc sources adds
-   * nsrc roundings. A factor 2 covers second-order terms. (Measured on the
-   * H100: 2.7e-4 on road-16x16, where an earlier bound that took s = d u
-   * allowed 2.4e-4.) */
+   * nsrc roundings. A factor 2 covers second-order terms. (This bound
+   * caught a real race: on the H100 a missing workgroup barrier before a
+   * step's end was published left bc 2.7e-4 off on road-16x16.) */
   double u = ldexp(1.0, -24), d = ref.depth;
   double s = ref.sigma_max < 16777216.0 ? 0.0 : d * (maxdeg > 1 ? maxdeg - 1.0 : 1.0) * u;
   double tol = 2.0 * (u * (nsrc + d * (maxdeg + 3.0)) + 2.0 * d * s);
