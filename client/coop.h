@@ -141,6 +141,7 @@ struct coop_stats {
   uint64_t submitted, done, cancelled, refused, failed;
   uint32_t samples;
   int64_t gather_p50, gather_p90, gather_p99, gather_max;
+  char backend_note[COOP_TEXT_MAX]; /* the device in use, and why that backend */
 };
 
 /* A registered kernel (coop_kernels). */

@@ -177,6 +177,7 @@ int coop_status(coop_conn *c, uint64_t job, struct coop_job_status **list, size_
 static void copy_stats(struct coop_stats *d, const struct coop_msg_stats_reply *s) {
   snprintf(d->backend, sizeof d->backend, "%s", s->backend);
   snprintf(d->device, sizeof d->device, "%s", s->device);
+  snprintf(d->backend_note, sizeof d->backend_note, "%s", s->backend_note);
   d->compute_units = s->compute_units;
   d->workers = s->workers;
   d->clients = s->clients;

@@ -176,18 +176,22 @@ static void json_stats(const struct coop_stats *s) {
       ",\"compute_units\":%u,\"workers\":%u,\"clients\":%u,\"queued\":%u,\"running\":%u,"
       "\"submitted\":%llu,\"done\":%llu,\"cancelled\":%llu,\"refused\":%llu,\"failed\":%llu,"
       "\"samples\":%u,\"gather_p50_ns\":%lld,\"gather_p90_ns\":%lld,\"gather_p99_ns\":%lld,"
-      "\"gather_max_ns\":%lld}",
+      "\"gather_max_ns\":%lld",
       s->compute_units, s->workers, s->clients, s->queued, s->running,
       (unsigned long long)s->submitted, (unsigned long long)s->done,
       (unsigned long long)s->cancelled, (unsigned long long)s->refused,
       (unsigned long long)s->failed, s->samples, (long long)s->gather_p50, (long long)s->gather_p90,
       (long long)s->gather_p99, (long long)s->gather_max);
+  printf(",\"backend_note\":");
+  json_str(stdout, s->backend_note);
+  putchar('}');
 }
 
 static void stats_text(const struct coop_stats *s) {
   char a[32], b[32], c[32], d[32];
   printf("device    %s (%s), %u compute units, %u workers\n", s->device, s->backend,
          s->compute_units, s->workers);
+  if (s->backend_note[0]) printf("backend   %s\n", s->backend_note);
   printf("clients   %u\njobs      %u running, %u queued\n", s->clients, s->running, s->queued);
   printf("total     %llu submitted, %llu done, %llu cancelled, %llu refused, %llu failed\n",
          (unsigned long long)s->submitted, (unsigned long long)s->done,

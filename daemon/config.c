@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coop_rt.h"
 #include "log.h"
 
 #ifndef COOP_KERNEL_DIR
@@ -19,7 +20,7 @@ static void copy(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s)
 
 void config_defaults(struct config *c) {
   memset(c, 0, sizeof *c);
-  copy(c->backend, sizeof c->backend, "opencl");
+  copy(c->backend, sizeof c->backend, "auto");
   c->platform_index = -1;
   c->device_index = -1;
   c->local_size = 64;
@@ -188,12 +189,32 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen) {
   return 0;
 }
 
+int config_load_string(struct config *c, const char *name, const char *text, char *err,
+                       size_t errlen) {
+  struct load_ctx l = {c, err, errlen, 0};
+  char what[512] = "";
+  l.err = what;
+  l.errlen = sizeof what;
+  int r = ini_parse_string(text, on_key, &l); /* no file: never -1 */
+  if (r == -2) {
+    snprintf(err, errlen, "%s: out of memory", name);
+    return -1;
+  }
+  if (r > 0) {
+    snprintf(err, errlen, "%s:%d: %s", name, r, l.failed ? what : "syntax error");
+    return -1;
+  }
+  return 0;
+}
+
 int config_validate(const struct config *c, char *err, size_t errlen) {
-  if (strcmp(c->backend, "opencl") != 0) {
-    snprintf(err, errlen,
-             "[device] backend: \"%s\" is not built in (this coopd has: opencl; the CUDA "
-             "backend for NVIDIA is not written yet)",
-             c->backend);
+  if (strcmp(c->backend, "auto") && strcmp(c->backend, "opencl") && strcmp(c->backend, "cuda")) {
+    snprintf(err, errlen, "[device] backend: \"%s\" is not one of auto, opencl, cuda", c->backend);
+    return -1;
+  }
+  if (!coop_rt_backend_built(c->backend)) {
+    snprintf(err, errlen, "[device] backend: \"%s\" is not built in (this coopd has: %s)",
+             c->backend, coop_rt_backends_built());
     return -1;
   }
   if (c->local_size == 0 || (c->local_size & (c->local_size - 1))) {

@@ -9,7 +9,7 @@
 
 struct config {
   /* [device] */
-  char backend[16];   /* "opencl" (the CUDA backend is issue 5) */
+  char backend[16];   /* "auto", "opencl" or "cuda" */
   char platform[128]; /* substring of the platform name; "" = any */
   char device[128];   /* substring of the device name; "" = any */
   int platform_index, device_index;
@@ -38,6 +38,11 @@ struct config {
 void config_defaults(struct config *c);
 /* Reads an ini file over c. Returns 0, or -1 with a message in err. */
 int config_load(struct config *c, const char *path, char *err, size_t errlen);
+/* The same from ini text in memory (NUL-terminated); name stands for the
+ * file in messages. For the config reader's fuzz target (tests/fuzz_config.c),
+ * which should not go through the file system. */
+int config_load_string(struct config *c, const char *name, const char *text, char *err,
+                       size_t errlen);
 /* One key by section and name, as the file would set it (flags use it). */
 int config_set(struct config *c, const char *section, const char *key, const char *value, char *err,
                size_t errlen);

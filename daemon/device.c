@@ -75,6 +75,8 @@ struct dev {
   _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
   struct run *runs;              /* device thread only */
   char name[256];
+  char backend[16];
+  char backend_note[1024]; /* which backend and why (coop_rt_backend_note) */
   /* kernel reload, under mu: requested by dev_swap, done by the device */
   coop_rt *swap_rt;
   const struct kset *swap_ks;
@@ -668,6 +670,7 @@ int dev_build(const struct config *c, const struct kset *ks, coop_rt **rtp, char
   o.local_size = c->local_size;
   o.launch_groups = c->max_workgroups;
   o.arena_bytes = (size_t)c->arena_mb << 20;
+  o.backend = c->backend;
   coop_rt *rt = NULL;
   int e = coop_rt_open(&rt, &o);
   for (unsigned i = 0; e == 0 && i < ks->n; i++) {
@@ -692,6 +695,8 @@ static int launch(struct dev *d, coop_rt *rt, char *err, size_t errlen) {
   }
   d->rt = rt;
   snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(rt));
+  snprintf(d->backend, sizeof d->backend, "%s", coop_rt_backend(rt));
+  snprintf(d->backend_note, sizeof d->backend_note, "%s", coop_rt_backend_note(rt));
   atomic_store(&d->cus, coop_rt_compute_units(rt));
   atomic_store(&d->workers, coop_rt_workers(rt));
   return 0;
@@ -809,5 +814,7 @@ void dev_free(struct dev *d) {
 }
 
 const char *dev_name(const struct dev *d) { return d->name; }
+const char *dev_backend(const struct dev *d) { return d->backend; }
+const char *dev_backend_note(const struct dev *d) { return d->backend_note; }
 unsigned dev_compute_units(const struct dev *d) { return atomic_load(&d->cus); }
 unsigned dev_workers(const struct dev *d) { return atomic_load(&d->workers); }

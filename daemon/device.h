@@ -78,6 +78,8 @@ struct dev_view {
 void dev_view_get(struct dev *d, struct dev_view *v);
 
 const char *dev_name(const struct dev *d);
+const char *dev_backend(const struct dev *d);      /* "opencl" or "cuda" */
+const char *dev_backend_note(const struct dev *d); /* and why that one */
 unsigned dev_compute_units(const struct dev *d);
 unsigned dev_workers(const struct dev *d);
 /* A job's kernel_index is recomputed by the device thread from its kernel

@@ -149,6 +149,7 @@ static int run(struct daemon *dm) {
     log_error("cannot start the device: %s", err);
     return 1;
   }
+  log_info("backend: %s", dev_backend_note(dm->dev));
   log_info("device \"%s\": %u compute units, %u workers; %u kernels", dev_name(dm->dev),
            dev_compute_units(dm->dev), dev_workers(dm->dev), dm->ks->n);
   uv_timer_init(loop, &dm->hard_stop);

@@ -222,7 +222,7 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
   struct coop_msg_welcome *w = &m.welcome;
   w->version = COOP_WIRE_VERSION;
   snprintf(w->daemon_version, sizeof w->daemon_version, "%s", COOP_VERSION);
-  snprintf(w->backend, sizeof w->backend, "%s", s->dm->cfg.backend);
+  snprintf(w->backend, sizeof w->backend, "%s", dev_backend(s->dm->dev));
   snprintf(w->device, sizeof w->device, "%s", dev_name(s->dm->dev));
   w->compute_units = dev_compute_units(s->dm->dev);
   w->workers = dev_workers(s->dm->dev);
@@ -505,7 +505,8 @@ static void on_stats(struct session *s, uint32_t seq) {
   union coop_msg r;
   memset(&r, 0, sizeof r);
   struct coop_msg_stats_reply *st = &r.stats;
-  snprintf(st->backend, sizeof st->backend, "%s", dm->cfg.backend);
+  snprintf(st->backend, sizeof st->backend, "%s", dev_backend(dm->dev));
+  snprintf(st->backend_note, sizeof st->backend_note, "%s", dev_backend_note(dm->dev));
   snprintf(st->device, sizeof st->device, "%s", dev_name(dm->dev));
   st->compute_units = dev_compute_units(dm->dev);
   st->workers = dev_workers(dm->dev);

@@ -45,6 +45,10 @@ const char *coop_rt_errmsg(const coop_rt *rt);
 const char *coop_rt_device_name(const coop_rt *rt);
 const char *coop_rt_backend(const coop_rt *rt);      /* "opencl" or "cuda" */
 const char *coop_rt_backend_note(const coop_rt *rt); /* why that one */
+/* 1 if `name` ("auto", "opencl", "cuda") can be asked for in this build. */
+int coop_rt_backend_built(const char *name);
+/* The backends built in, comma-separated, in auto's order: "opencl, cuda". */
+const char *coop_rt_backends_built(void);
 unsigned coop_rt_compute_units(const coop_rt *rt);
 
 /* Registers kernel NAME written against megakernel/device/api.h; returns its

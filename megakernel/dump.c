@@ -13,8 +13,8 @@
 #include "rt_internal.h"
 
 static const char *task_state(uint32_t s) {
-  static const char *n[] = {"free",      "submitted", "queued",  "running",
-                            "done",      "cancelled", "refused"};
+  static const char *n[] = {"free", "submitted", "queued", "running",
+                            "done", "cancelled", "refused"};
   return s < sizeof n / sizeof *n ? n[s] : "?";
 }
 
@@ -89,9 +89,12 @@ static void dump_dev(const struct coop_rt *rt, const struct coop_dev *d, FILE *f
   unsigned free_ = 0, resv = 0, busy = 0;
   for (unsigned pid = 1; pid <= s->nworkers && pid < COOP_MAX_WG; pid++) {
     uint32_t w = s->wstat[pid];
-    if (w == COOP_SW_FREE) free_++;
-    else if (w & 0x80000000u) resv++;
-    else busy++;
+    if (w == COOP_SW_FREE)
+      free_++;
+    else if (w & 0x80000000u)
+      resv++;
+    else
+      busy++;
   }
   fprintf(f,
           "  scheduler: %u workers (%u free by count, %u free / %u reserved / %u busy by map), "
@@ -125,8 +128,10 @@ int coop_rt_dump(coop_rt *rt, FILE *f) {
   struct coop_dev *d = malloc(sizeof *d);
   if (!d) return COOP_ENOMEM;
   int r = rt->ops->read_dev(rt, d, sizeof *d);
-  if (r == 0) dump_dev(rt, d, f);
-  else fprintf(f, "  device memory unreadable: %s\n", rt->msg);
+  if (r == 0)
+    dump_dev(rt, d, f);
+  else
+    fprintf(f, "  device memory unreadable: %s\n", rt->msg);
   free(d);
   return r;
 }

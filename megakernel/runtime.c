@@ -156,6 +156,28 @@ const char *coop_rt_errmsg(const coop_rt *rt) { return rt ? rt->msg : "no runtim
 const char *coop_rt_device_name(const coop_rt *rt) { return rt->device_name; }
 const char *coop_rt_backend(const coop_rt *rt) { return rt->ops ? rt->ops->name : "none"; }
 const char *coop_rt_backend_note(const coop_rt *rt) { return rt->backend_note; }
+
+int coop_rt_backend_built(const char *name) {
+  if (!name) return 0;
+  if (!strcmp(name, "auto")) return NBACKENDS > 0;
+  for (size_t i = 0; i < NBACKENDS; i++)
+    if (!strcmp(name, backends[i]->name)) return 1;
+  return 0;
+}
+
+const char *coop_rt_backends_built(void) {
+  static const char *const list =
+      ""
+#if defined(COOP_HAVE_OPENCL) && defined(COOP_HAVE_CUDA)
+      "opencl, cuda"
+#elif defined(COOP_HAVE_OPENCL)
+      "opencl"
+#elif defined(COOP_HAVE_CUDA)
+      "cuda"
+#endif
+      ;
+  return list;
+}
 unsigned coop_rt_compute_units(const coop_rt *rt) { return rt->compute_units; }
 unsigned coop_rt_launched_groups(const coop_rt *rt) { return rt->launch_groups; }
 unsigned coop_rt_participants(const coop_rt *rt) { return rt->participants; }

@@ -176,6 +176,7 @@ static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
   put_i64(e, m->gather_p90);
   put_i64(e, m->gather_p99);
   put_i64(e, m->gather_max);
+  put_str(e, m->backend_note, sizeof m->backend_note);
 }
 
 /* A workgroup record's size: its records are fixed-size, and njobs follows
@@ -560,6 +561,7 @@ static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
   m->gather_p90 = get_i64(c);
   m->gather_p99 = get_i64(c);
   m->gather_max = get_i64(c);
+  get_str(c, m->backend_note, sizeof m->backend_note);
 }
 
 static void dec_event(struct cur *c, struct coop_msg_event *m) {

@@ -249,7 +249,9 @@ struct coop_msg_result {
  * u32 clients, u32 queued, u32 running, u64 submitted, u64 done,
  * u64 cancelled, u64 refused, u64 failed, u32 samples,
  * i64 gather_p50, gather_p90, gather_p99, gather_max (ns, over the last
- * `samples` non-cooperative task instances; -1 when none) */
+ * `samples` non-cooperative task instances; -1 when none),
+ * str backend_note (which backend and device, and why: the reasons the
+ * others were passed over) */
 struct coop_msg_stats_reply {
   char backend[COOP_WIRE_NAME_MAX];
   char device[COOP_WIRE_TEXT_MAX];
@@ -257,6 +259,7 @@ struct coop_msg_stats_reply {
   uint64_t submitted, done, cancelled, refused, failed;
   uint32_t samples;
   int64_t gather_p50, gather_p90, gather_p99, gather_max;
+  char backend_note[COOP_WIRE_TEXT_MAX];
 };
 
 /* KERNEL_LIST: u32 n, n x (str name, u8 cooperative (0 or 1), u8 nargs,

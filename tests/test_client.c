@@ -1131,7 +1131,7 @@ START_TEST(coopctl_top) {
                                "\"kills\":5,\"forks\":1},{\"job\":4,\"mark\":\"B\""));
   ck_assert_ptr_nonnull(strstr(out, "\"job\":5,\"state\":\"queued\""));
   ck_assert_ptr_null(strstr(out, "\"job\":2,")); /* done: not shown */
-  ck_assert_ptr_null(strstr(out, "note"));
+  ck_assert_ptr_null(strstr(out, "\"note\""));
 }
 END_TEST
 

@@ -54,6 +54,13 @@ static void daemon_start_log(struct daemon_proc *d, const char *const *sets) {
     const char *argv[32] = {COOPD_PATH, "--socket",    d->sock, "--kernels",
                             KERNEL_DIR, "--log-level", "warn"};
     int n = 7;
+    /* scripts/test --backend cuda: the same tests through the CUDA backend */
+    static char backend[64];
+    if (getenv("COOP_BACKEND")) {
+      snprintf(backend, sizeof backend, "device.backend=%.40s", getenv("COOP_BACKEND"));
+      argv[n++] = "--set";
+      argv[n++] = backend;
+    }
     for (int i = 0; sets && sets[i] && n < 30; i++) {
       argv[n++] = "--set";
       argv[n++] = sets[i];
@@ -372,6 +379,15 @@ START_TEST(hello_kernels_stats) {
   ck_assert_uint_eq(c.m.stats.done, 1);
   ck_assert_uint_eq(c.m.stats.samples, 1);
   ck_assert_int_ge(c.m.stats.gather_p50, 0);
+  /* The backend in use, and why: auto on a machine without a GPU ends on
+   * OpenCL (PoCL) after passing over the others. */
+  const char *want = getenv("COOP_BACKEND") ? getenv("COOP_BACKEND") : "opencl";
+  ck_assert_str_eq(c.m.stats.backend, want);
+  char head[1200];
+  snprintf(head, sizeof head, "%s on '%s' (%s)", want, c.m.stats.device,
+           getenv("COOP_BACKEND") ? "as configured" : "auto");
+  ck_assert_msg(!strncmp(c.m.stats.backend_note, head, strlen(head)), "backend note: %s",
+                c.m.stats.backend_note);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }

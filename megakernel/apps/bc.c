@@ -89,8 +89,8 @@ static int bc_run(coop_rt *rt, const struct coop_app_input *in, const struct coo
 
 struct bc_ref {
   double *bc;
-  double paths;   /* sum over s, t reached, t != s, of dist(s, t) - 1 */
-  uint32_t depth; /* deepest BFS level over all sources */
+  double paths;     /* sum over s, t reached, t != s, of dist(s, t) - 1 */
+  uint32_t depth;   /* deepest BFS level over all sources */
   double sigma_max; /* most shortest paths from a source to one vertex */
 };
 
