@@ -1,8 +1,9 @@
 /*
  * emit_source.c: prints the megakernel source that the runtime assembles for
- * two kernels written only against the dialect (no OpenCL-only builtins),
- * without opening a device. The CUDA compile test feeds it to nvcc: the
- * same device files must compile as OpenCL C and as CUDA.
+ * every kernel of the tests and the applications, and for the kernel files
+ * named on the command line (coopd's, with their //@coop header), without
+ * opening a device. The CUDA compile test feeds it to NVRTC: the same
+ * device files must compile as OpenCL C and as CUDA.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,11 +36,50 @@ static void add(struct coop_rt *rt, const char *name, int coop, const char *src)
   k->source = (char *)src;
 }
 
+/* A coopd kernel file: "//@coop name=NAME kind=KIND ..." on its first line
+ * (daemon/kernels.c has the full parser; this needs the name and kind). */
+static int add_file(struct coop_rt *rt, const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    perror(path);
+    return -1;
+  }
+  static char bufs[8][65536];
+  static int nb;
+  char *b = bufs[nb];
+  size_t n = nb < 8 ? fread(b, 1, sizeof bufs[0] - 1, f) : 0;
+  fclose(f);
+  if (!n || n == sizeof bufs[0] - 1) {
+    fprintf(stderr, "%s: empty, too large, or too many files\n", path);
+    return -1;
+  }
+  b[n] = 0;
+  nb++;
+  const char *name = strstr(b, "name="), *kind = strstr(b, "kind=");
+  const char *eol = strchr(b, '\n');
+  if (strncmp(b, "//@coop ", 8) || !name || !kind || !eol || name > eol || kind > eol) {
+    fprintf(stderr, "%s: no //@coop header with name= and kind=\n", path);
+    return -1;
+  }
+  struct coop__kernel *k = &rt->kernels[rt->nkernels++];
+  size_t len = strcspn(name + 5, " \n");
+  snprintf(k->name, sizeof k->name, "%.*s", (int)(len < 63 ? len : 63), name + 5);
+  k->cooperative = !strncmp(kind + 5, "cooperative", 11);
+  k->source = b;
+  return 0;
+}
+
 /* Every kernel the tests and the applications register, in one program:
- * none may use a construct that only OpenCL C accepts. */
-int main(void) {
+ * none may use a construct that only OpenCL C accepts. With file
+ * arguments, those kernels alone (their names may be the tests' too). */
+int main(int argc, char **argv) {
   struct coop_rt *rt = calloc(1, sizeof *rt);
   if (!rt) return 1;
+  if (argc > 1) {
+    for (int i = 1; i < argc; i++)
+      if (rt->nkernels == COOP__MAX_KERNELS || add_file(rt, argv[i])) return 1;
+    goto emit;
+  }
   add(rt, "count", 1, coop_kernel);
   add(rt, "plain", 0, plain_kernel);
   add(rt, "ids", 0, k_ids);
@@ -51,6 +91,7 @@ int main(void) {
   add(rt, "matmul", 0, coop_app_src_matmul_cl);
   for (unsigned i = 0; i < coop_napps && rt->nkernels < COOP__MAX_KERNELS; i++)
     add(rt, coop_apps[i]->kernel, 1, coop_apps[i]->source);
+emit:;
   char *src = coop__assemble_source(rt);
   if (!src) return 1;
   fputs(src, stdout);

@@ -7,15 +7,15 @@
  * args: a (in), b (in), c (out), n, reps
  */
 void render(struct coop_ctx *c) {
-  global const float *a = (global const float *)coop_arg_buf(c, 0);
-  global const float *b = (global const float *)coop_arg_buf(c, 1);
-  global float *o = (global float *)coop_arg_buf(c, 2);
-  uint n = coop_arg_u32(c, 3), reps = coop_arg_u32(c, 4);
-  for (uint rep = 0u; rep < reps; rep++)
-    for (uint r = coop_group_id(c); r < n; r += coop_num_groups(c))
-      for (uint j = coop_local_id_c(c); j < n; j += coop_local_size_c(c)) {
+  COOP_GLOBAL const float *a = (COOP_GLOBAL const float *)coop_arg_buf(c, 0);
+  COOP_GLOBAL const float *b = (COOP_GLOBAL const float *)coop_arg_buf(c, 1);
+  COOP_GLOBAL float *o = (COOP_GLOBAL float *)coop_arg_buf(c, 2);
+  coop_u32 n = coop_arg_u32(c, 3), reps = coop_arg_u32(c, 4);
+  for (coop_u32 rep = 0u; rep < reps; rep++)
+    for (coop_u32 r = coop_group_id(c); r < n; r += coop_num_groups(c))
+      for (coop_u32 j = coop_local_id_c(c); j < n; j += coop_local_size_c(c)) {
         float acc = 0.0f;
-        for (uint k = 0u; k < n; k++) acc += a[r * n + k] * b[k * n + j];
+        for (coop_u32 k = 0u; k < n; k++) acc += a[r * n + k] * b[k * n + j];
         o[r * n + j] = acc;
       }
 }

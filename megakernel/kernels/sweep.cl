@@ -9,16 +9,16 @@
  * args: data (inout), n, rounds
  */
 struct sweep_state {
-  uint round;
+  coop_u32 round;
 };
 
 void sweep_init(struct coop_ctx *c, struct sweep_state *s) { s->round = 0u; }
 
-uint sweep_step(struct coop_ctx *c, struct sweep_state *s) {
-  global uint *data = (global uint *)coop_arg_buf(c, 0);
-  uint n = coop_arg_u32(c, 1), rounds = coop_arg_u32(c, 2);
+coop_u32 sweep_step(struct coop_ctx *c, struct sweep_state *s) {
+  COOP_GLOBAL coop_u32 *data = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);
+  coop_u32 n = coop_arg_u32(c, 1), rounds = coop_arg_u32(c, 2);
   if (s->round == rounds) return COOP_DONE;
-  for (uint i = coop_global_id(c); i < n; i += coop_global_size(c)) data[i] += 1u;
+  for (coop_u32 i = coop_global_id(c); i < n; i += coop_global_size(c)) data[i] += 1u;
   s->round++;
   return COOP_RESIZING_BARRIER;
 }
