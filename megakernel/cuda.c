@@ -131,6 +131,7 @@ struct cu_be {
   CUmodule module;
   CUfunction fn;
   CUdeviceptr devmem;
+  char *cubin; /* built, not yet loaded: see cu_build */
   int cc_major, cc_minor, concurrent_managed;
   int launched;
 };
@@ -302,8 +303,25 @@ static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
   }
   api.nvrtcGetCUBIN(prog, cubin);
   api.nvrtcDestroyProgram(&prog);
-  CUresult e = api.cuModuleLoadData(&b->module, cubin);
-  free(cubin);
+  free(b->cubin);
+  b->cubin = cubin;
+  return 0;
+}
+
+/* The module is loaded at launch, not at build: cuModuleLoadData waits for
+ * the device's work to drain, holding the context's lock, and coopd builds
+ * a reloaded kernel set while the old megakernel, which never drains until
+ * told to, still runs (SIGHUP). Seen on the H100: the reload hung. */
+static int cu_load(struct coop_rt *rt) {
+  struct cu_be *b = rt->be;
+  if (b->module) return 0;
+  if (!b->cubin) {
+    coop__rt_msg(rt, "megakernel not built");
+    return COOP_ESTATE;
+  }
+  CUresult e = api.cuModuleLoadData(&b->module, b->cubin);
+  free(b->cubin);
+  b->cubin = NULL;
   if (e != CUDA_SUCCESS) return cu_fail(rt, e, "cuModuleLoadData", __LINE__);
   CU_CHECK(rt, api.cuModuleGetFunction(&b->fn, b->module, "coop_megakernel"));
   return 0;
@@ -312,6 +330,8 @@ static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
 static int cu_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
   struct cu_be *b = rt->be;
   CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  int r = cu_load(rt);
+  if (r) return r;
   /* Report what the merged megakernel's registers allow (FACTS: watch
    * occupancy); discovery then measures what actually ran at once. */
   int per_sm = 0, regs = 0;
@@ -339,6 +359,7 @@ static int cu_wait_exit(struct coop_rt *rt) {
 static void cu_close(struct coop_rt *rt) {
   struct cu_be *b = rt->be;
   if (!b) return;
+  free(b->cubin);
   if (b->ctx) {
     api.cuCtxSetCurrent(b->ctx);
     if (b->module) api.cuModuleUnload(b->module);

@@ -734,6 +734,20 @@ static int log_has(const char *path, const char *s) {
   return strstr(buf, s) != NULL;
 }
 
+/* On a failure: the daemon's log, the last of it. */
+static void print_log(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  static char buf[8192];
+  fseek(f, 0, SEEK_END);
+  long end = ftell(f);
+  fseek(f, end > (long)sizeof buf - 1 ? end - (long)sizeof buf + 1 : 0, SEEK_SET);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  fprintf(stderr, "--- coopd log (%s), last %zu bytes:\n%s---\n", path, n, buf);
+}
+
 /* A broken kernel source keeps the old megakernel serving, with the
  * compiler's complaint in the log; a good one replaces it, and a job
  * running across the reload finishes first. */
@@ -762,6 +776,7 @@ START_TEST(sighup_reload) {
   kill(d.pid, SIGHUP);
   int seen = 0;
   for (int i = 0; i < 2400 && !seen; i++, msleep(50)) seen = log_has(logp, "do not build");
+  if (!seen) print_log(logp);
   ck_assert_msg(seen, "no build failure logged after SIGHUP");
   ck_assert_msg(log_has(logp, "this_is_not_declared"), "the compiler log is not in the log");
   ck_assert(!has_kernel(&c, "extra"));
@@ -785,6 +800,7 @@ START_TEST(sighup_reload) {
   for (int i = 0; i < 256; i++) ck_assert_uint_eq(got[i], 400);
   int have = 0;
   for (int i = 0; i < 2400 && !have; i++, msleep(50)) have = has_kernel(&c, "extra");
+  if (!have) print_log(logp);
   ck_assert_msg(have, "kernel extra not registered after the reload");
   for (int i = 0; i < 2400 && !log_has(logp, "reload: done"); i++) msleep(50);
   ck_assert(log_has(logp, "reload: done"));
