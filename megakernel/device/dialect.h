@@ -45,6 +45,13 @@ typedef atomic_uint coop_atomic_u32;
 #define coop_ld_rlx(p) atomic_load_explicit((p), memory_order_relaxed, memory_scope_device)
 #define coop_st_rel(p, v) atomic_store_explicit((p), (v), memory_order_release, memory_scope_device)
 #define coop_st_rlx(p, v) atomic_store_explicit((p), (v), memory_order_relaxed, memory_scope_device)
+/* Fences (device scope): relaxed loads then coop_fence_acq() acquire what
+ * every one of them read; coop_fence_rel() then relaxed stores release to
+ * each. One fence for many flags instead of one per flag. */
+#define coop_fence_acq() \
+  atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, memory_scope_device)
+#define coop_fence_rel() \
+  atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, memory_scope_device)
 #define coop_fadd(p, v) \
   atomic_fetch_add_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
 #define coop_fsub(p, v) \
@@ -114,6 +121,8 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE)
 #define coop_st_rlx(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fence_rel() __nv_atomic_thread_fence(__NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fadd(p, v) \
   __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fsub(p, v) \

@@ -70,8 +70,9 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
     w->chan = chan;
     w->vid = m + a;
     w->forked = 1u;
-    coop_st_rel(&w->state, COOP_WS_ASSIGNED);
   }
+  coop_fence_rel(); /* the payloads and M before any of the k starts */
+  for (coop_u32 a = 0; a < k; a++) coop_st_rlx(&dev->w[ch->pid_of[m + a]].state, COOP_WS_ASSIGNED);
   coop_st_rlx(&ch->n_resv, nr - k);
   coop_st_rlx(&ch->forked, coop_ld_rlx(&ch->forked) + k);
   coop__track_m(ch, m + k);

@@ -113,7 +113,8 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
     coop_u32 c = s->wstat[pid];
     if (c >= COOP_MAX_CHANNELS) continue; /* free or reserved */
     COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-    if (coop_ld_acq(&w->state) != COOP_WS_RETURNED) continue;
+    if (coop_ld_rlx(&w->state) != COOP_WS_RETURNED) continue;
+    coop_fence_acq(); /* acquires the worker's results: one fence per reap */
     if (w->t_start < s->chan_t_started[c]) s->chan_t_started[c] = w->t_start;
     if (w->t_end > s->chan_t_finished[c]) s->chan_t_finished[c] = w->t_end;
     if (w->reason & COOP_WR_KILLED) s->chan_killed_reaped[c]++;
@@ -181,8 +182,9 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     ch->pid_of[v++] = pid;
     s->wstat[pid] = c;
   }
-  for (v = 0u; v < g; v++) /* channel, payload and id map before */
-    coop_st_rel(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
+  /* channel, payload and id map before: one release fence for all g */
+  coop_fence_rel();
+  for (v = 0u; v < g; v++) coop_st_rlx(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
   s->nfree -= g;
 }
 
