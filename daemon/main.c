@@ -17,16 +17,19 @@ static void usage(FILE *f) {
   fprintf(
       f,
       "usage: coopd [--config FILE] [--socket PATH] [--kernels DIRS] [--log-level LEVEL]\n"
-      "             [--set SECTION.KEY=VALUE]... [--check-config] [--help] [--version]\n"
+      "             [--backend auto|opencl|cuda] [--set SECTION.KEY=VALUE]... [--check-config]\n"
+      "             [--help] [--version]\n"
       "Runs the cooperative-kernels daemon in the foreground: it launches the megakernel on\n"
-      "the configured OpenCL device (default: PoCL's CPU device) and serves clients\n"
-      "(coopctl, libcoop) on a Unix socket.\n"
+      "the configured device and serves clients (coopctl, libcoop) on a Unix socket.\n"
       "  --config FILE     settings (every key is documented in conf/coopd.ini);\n"
       "                    without it, the built-in defaults\n"
       "  --socket PATH     listen here (default $XDG_RUNTIME_DIR/coop.sock, or\n"
       "                    /run/coop/coop.sock for root)\n"
       "  --kernels DIRS    colon-separated directories of *.cl kernels\n"
       "  --log-level L     error, warn, info (default) or debug\n"
+      "  --backend B       auto (default: an OpenCL GPU with fine-grained SVM, else an\n"
+      "                    NVIDIA GPU through CUDA, else PoCL's CPU device), opencl or cuda;\n"
+      "                    the choice and why are logged and shown by `coopctl stats`\n"
       "  --set S.K=V       any config key, e.g. --set jobs.grace_ms=2000\n"
       "  --check-config    validate the settings and the kernels' directives, print them, exit\n"
       "Signals: SIGTERM/SIGINT stop (jobs get [jobs] grace_ms to finish, then are\n"
@@ -56,15 +59,12 @@ struct opts {
 
 /* Command line over the file over the defaults: the file is read first. */
 static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
-  static const struct option lo[] = {{"config", required_argument, 0, 'c'},
-                                     {"socket", required_argument, 0, 's'},
-                                     {"kernels", required_argument, 0, 'k'},
-                                     {"log-level", required_argument, 0, 'l'},
-                                     {"set", required_argument, 0, 'S'},
-                                     {"check-config", no_argument, 0, 'C'},
-                                     {"help", no_argument, 0, 'h'},
-                                     {"version", no_argument, 0, 'V'},
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"config", required_argument, 0, 'c'},  {"socket", required_argument, 0, 's'},
+      {"kernels", required_argument, 0, 'k'}, {"log-level", required_argument, 0, 'l'},
+      {"backend", required_argument, 0, 'b'}, {"set", required_argument, 0, 'S'},
+      {"check-config", no_argument, 0, 'C'},  {"help", no_argument, 0, 'h'},
+      {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
   char err[1400];
   int ch;
   memset(o, 0, sizeof *o);
@@ -83,6 +83,7 @@ static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
       if (ch == 's') r = config_set(c, "server", "socket", optarg, err, sizeof err);
       if (ch == 'k') r = config_set(c, "kernels", "dirs", optarg, err, sizeof err);
       if (ch == 'l') r = config_set(c, "log", "level", optarg, err, sizeof err);
+      if (ch == 'b') r = config_set(c, "device", "backend", optarg, err, sizeof err);
       if (ch == 'S') r = set_flag(c, optarg, err, sizeof err);
       if (r) return fprintf(stderr, "coopd: %s\n", err), 2;
     }
