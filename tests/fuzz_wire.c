@@ -378,12 +378,17 @@ static size_t mutate_once(uint8_t *b, size_t n, const struct corpus *c) {
 }
 
 int main(int argc, char **argv) {
-  struct corpus c;
-  corpus_build(&c);
-  if (argc == 3 && !strcmp(argv[1], "--write-corpus")) return write_corpus(&c, argv[2]);
-  if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+  int write_seeds = argc == 3 && !strcmp(argv[1], "--write-corpus");
+  if (!write_seeds && (argc > 2 || (argc == 2 && argv[1][0] == '-'))) {
     fprintf(stderr, "usage: %s [N] | --write-corpus DIR\n", argv[0]);
     return 2;
+  }
+  struct corpus c;
+  corpus_build(&c);
+  if (write_seeds) { /* the seeds are freed on every path (LeakSanitizer) */
+    int r = write_corpus(&c, argv[2]);
+    for (unsigned i = 0; i < c.n; i++) free(c.in[i]);
+    return r;
   }
   unsigned long runs = argc == 2 ? strtoul(argv[1], NULL, 10) : 200000;
   static uint8_t buf[MAX_INPUT];

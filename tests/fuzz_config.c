@@ -1,0 +1,388 @@
+/*
+ * fuzz_config.c: fuzz target for coopd's config reader (daemon/config.h).
+ *
+ * The input is the text of an ini file. It is read over the defaults with
+ * config_load_string (inih's ini_parse_string, then our key table), then
+ * checked with config_validate and printed with config_print. The reader
+ * must return 0 or -1; on -1 the message names the input and a line
+ * ("fuzz:LINE: ..."), on 0 every field is within what the key table allows
+ * (strings terminated inside their arrays, numbers at most their maxima).
+ * Reading the same text again over fresh defaults must give the same bytes
+ * (no result may depend on memory the reader did not write).
+ *
+ * Built with -DCOOP_FUZZ_STANDALONE it has a main() that replays built-in
+ * seeds, the files and directories named on its command line (ctest names
+ * conf/coopd.ini and the regression corpus tests/data/config_corpus, where
+ * scripts/fuzz puts libFuzzer's crash inputs), and deterministic mutations
+ * of all of them; or writes the built-in seeds for libFuzzer
+ * (--write-corpus DIR). A named file is also read with config_load, which
+ * must agree with config_load_string (what is fuzzed is what coopd reads).
+ *
+ * Built with -DCOOP_FUZZ_RT_STUB (the clang libFuzzer build, which does not
+ * link the gcc-built runtime), it answers config_validate's question about
+ * built-in backends itself, as a coopd built with OpenCL only.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "coop_rt.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#ifdef COOP_FUZZ_RT_STUB
+int coop_rt_backend_built(const char *name) {
+  return name && (!strcmp(name, "auto") || !strcmp(name, "opencl"));
+}
+const char *coop_rt_backends_built(void) { return "opencl"; }
+#endif
+
+static void fail(const char *what, const char *text, const char *err) {
+  fprintf(stderr, "fuzz_config: %s (message \"%s\"; input:\n%s\n)\n", what, err, text);
+  abort();
+}
+
+static unsigned long nread, nrefused, nvalid;
+
+/* The string field f holds a terminated string. */
+#define TERMINATED(c, f) (memchr((c)->f, '\0', sizeof(c)->f) != NULL)
+
+/* What any successful read leaves: the defaults, or values the key table
+ * accepted (its maxima, daemon/config.c). */
+static void check_fields(const struct config *c, const char *text) {
+  if (!TERMINATED(c, backend) || !TERMINATED(c, platform) || !TERMINATED(c, device) ||
+      !TERMINATED(c, socket) || !TERMINATED(c, kernel_dirs))
+    fail("a string field is not terminated", text, "");
+  if (c->platform_index < -1 || c->platform_index > 64 || c->device_index < -1 ||
+      c->device_index > 64)
+    fail("an index out of range", text, "");
+  if (c->local_size > 1024 || c->max_workgroups > 1088 || c->arena_mb > (1u << 16) ||
+      c->socket_mode > 0777 || c->max_clients > 100000 || c->max_jobs_per_client > (1u << 20) ||
+      c->max_bytes_per_client > (1ull << 40) || c->max_finished_per_client > (1u << 20) ||
+      c->watchdog_ms > (1u << 31) || c->grace_ms > (1u << 31))
+    fail("a number over its maximum", text, "");
+  if (c->log_level < 0 || c->log_level > 3 || (c->log_syslog != 0 && c->log_syslog != 1))
+    fail("log level or syslog flag out of range", text, "");
+}
+
+static size_t nprinted;
+static void print_line(const char *line) { nprinted += strlen(line); }
+
+/* Reads text (terminated) and checks the result; 0 if it was accepted. */
+static int read_text(const char *text, struct config *c) {
+  char err[1024];
+  memset(err, 0x55, sizeof err); /* unterminated unless the reader writes it */
+  config_defaults(c);
+  int r = config_load_string(c, "fuzz", text, err, sizeof err);
+  if (r == 0) {
+    check_fields(c, text);
+    return 0;
+  }
+  if (r != -1) fail("config_load_string returned neither 0 nor -1", text, "");
+  if (!memchr(err, '\0', sizeof err)) fail("message not terminated", text, "");
+  char *end;
+  if (strncmp(err, "fuzz:", 5) || strtol(err + 5, &end, 10) <= 0 || strncmp(end, ": ", 2) ||
+      !end[2])
+    fail("message does not name a line and say what", text, err);
+  return -1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  /* inih reads a NUL-terminated string: a copy of exactly size + 1 bytes,
+   * so that AddressSanitizer sees any read past the end */
+  char *text = malloc(size + 1);
+  if (!text) abort();
+  memcpy(text, data, size);
+  text[size] = '\0';
+  static struct config a, b;
+  nread++;
+  int r = read_text(text, &a);
+  if (read_text(text, &b) != r || (r == 0 && memcmp(&a, &b, sizeof a)))
+    fail("two reads of the same text differ", text, "");
+  if (r == 0) {
+    char err[1024];
+    memset(err, 0x55, sizeof err);
+    if (config_validate(&a, err, sizeof err) == 0) {
+      nvalid++;
+    } else if (!memchr(err, '\0', sizeof err) || !err[0]) {
+      fail("config_validate refused without a message", text, "");
+    }
+    config_print(&a, print_line);
+  } else {
+    nrefused++;
+  }
+  free(text);
+  return 0;
+}
+
+#ifdef COOP_FUZZ_STANDALONE
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <time.h>
+
+/* ---- seeds: every key, its edges, and inih's syntax ---- */
+
+static const char *const builtin[] = {
+    /* every key at a valid value */
+    "[device]\nbackend = opencl\nplatform = Portable\ndevice = cpu\nplatform_index = 0\n"
+    "device_index = -1\nlocal_size = 64\nmax_workgroups = 0\narena_mb = 256\n"
+    "[server]\nsocket = /tmp/coop.sock\nsocket_mode = 0660\nmax_clients = 64\n"
+    "[kernels]\ndirs = /a:/b\n"
+    "[limits]\nmax_jobs_per_client = 64\nmax_bytes_per_client = 256M\n"
+    "max_finished_per_client = 256\n"
+    "[log]\nlevel = debug\nsyslog = no\n"
+    "[jobs]\nwatchdog_ms = 0\ngrace_ms = 5000\n",
+    /* the maxima */
+    "[device]\nplatform_index = 64\ndevice_index = 64\nlocal_size = 1024\n"
+    "max_workgroups = 1088\narena_mb = 65536\n[server]\nsocket_mode = 0777\n"
+    "max_clients = 100000\n[limits]\nmax_jobs_per_client = 1048576\n"
+    "max_bytes_per_client = 1024G\nmax_finished_per_client = 1048576\n"
+    "[jobs]\nwatchdog_ms = 2147483648\ngrace_ms = 2147483648\n",
+    /* one past each */
+    "[device]\nlocal_size = 1025\n",
+    "[limits]\nmax_bytes_per_client = 17592186044417\n",
+    "[limits]\nmax_bytes_per_client = 18446744073709551615K\n",
+    "[server]\nsocket_mode = 01000\n",
+    "[device]\nplatform_index = -2\n",
+    /* inih's syntax: BOM, CRLF, comments, continuation lines, ':' */
+    "\xef\xbb\xbf; comment\r\n[log]\r\nlevel : warn ; inline\r\n# hash\r\n",
+    "[kernels]\ndirs = /a\n  /continued\n[log]\nsyslog = yes\n",
+    "[device\nbackend = cuda\n",
+    "no section = 1\n",
+    "[jobs]\n=5000\ngrace_ms =\n",
+    "[device]\nbackend = aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n",
+};
+#define NBUILTIN (sizeof builtin / sizeof builtin[0])
+
+#define MAX_SEEDS 256
+#define MAX_INPUT 16384
+
+static char *seeds[MAX_SEEDS];
+static size_t seed_len[MAX_SEEDS];
+static unsigned nseeds;
+
+static void add_seed(const char *p, size_t n) {
+  if (nseeds == MAX_SEEDS) return;
+  if (n > MAX_INPUT) n = MAX_INPUT;
+  seeds[nseeds] = malloc(n ? n : 1);
+  if (!seeds[nseeds]) abort();
+  memcpy(seeds[nseeds], p, n);
+  seed_len[nseeds++] = n;
+}
+
+static char *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *p = NULL;
+  size_t cap = 0, len = 0, k;
+  do {
+    if (len == cap && !(p = realloc(p, cap = cap ? 2 * cap : 4096))) abort();
+    k = fread(p + len, 1, cap - len, f);
+    len += k;
+  } while (k);
+  fclose(f);
+  *n = len;
+  return p;
+}
+
+/* A named file: replayed as is, read by path too (config_load and
+ * config_load_string must agree), and a seed for the mutations. */
+static int add_file(const char *path) {
+  size_t n;
+  char *p = slurp(path, &n);
+  if (!p) {
+    fprintf(stderr, "fuzz_config: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  LLVMFuzzerTestOneInput((const uint8_t *)p, n);
+  if (!memchr(p, '\0', n)) { /* a NUL ends the string but not the file */
+    static struct config a, b;
+    char ea[1024], eb[1024], *text = malloc(n + 1);
+    if (!text) abort();
+    memcpy(text, p, n);
+    text[n] = '\0';
+    config_defaults(&a);
+    config_defaults(&b);
+    int ra = config_load(&a, path, ea, sizeof ea);
+    int rb = config_load_string(&b, path, text, eb, sizeof eb);
+    if (ra != rb || (ra == 0 && memcmp(&a, &b, sizeof a)) || (ra && strcmp(ea, eb)))
+      fail("config_load and config_load_string disagree", text, ra ? ea : eb);
+    free(text);
+  }
+  add_seed(p, n);
+  free(p);
+  return 0;
+}
+
+static int add_path(const char *path) {
+  struct stat st;
+  if (stat(path, &st)) {
+    fprintf(stderr, "fuzz_config: %s: %s\n", path, strerror(errno));
+    return -1;
+  }
+  if (!S_ISDIR(st.st_mode)) return add_file(path);
+  DIR *d = opendir(path);
+  if (!d) return -1;
+  struct dirent *e;
+  int r = 0;
+  while ((e = readdir(d))) {
+    char sub[4096];
+    if (e->d_name[0] == '.') continue;
+    snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
+    if (!stat(sub, &st) && S_ISREG(st.st_mode) && add_file(sub)) r = -1;
+  }
+  closedir(d);
+  return r;
+}
+
+static int write_corpus(const char *dir) {
+  mkdir(dir, 0755); /* may exist already */
+  for (unsigned i = 0; i < NBUILTIN; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/seed-%02u", dir, i);
+    FILE *f = fopen(path, "wb");
+    size_t n = strlen(builtin[i]);
+    if (!f || fwrite(builtin[i], 1, n, f) != n || fclose(f)) {
+      perror(path);
+      return 1;
+    }
+  }
+  printf("fuzz_config: wrote %u seeds to %s\n", (unsigned)NBUILTIN, dir);
+  return 0;
+}
+
+/* ---- deterministic mutations ---- */
+
+static uint64_t rs = 0x9e3779b97f4a7c15u;
+static uint64_t rnd(void) {
+  rs ^= rs << 13;
+  rs ^= rs >> 7;
+  rs ^= rs << 17;
+  return rs;
+}
+
+/* Bytes and words that matter to inih and to our parsers. */
+static const char *const words[] = {"\n",
+                                    "\r\n",
+                                    " ",
+                                    "\t",
+                                    "\0",
+                                    "=",
+                                    ":",
+                                    ";",
+                                    "#",
+                                    "[",
+                                    "]",
+                                    "\xef\xbb\xbf",
+                                    "-",
+                                    "-1",
+                                    "0",
+                                    "01",
+                                    "0x10",
+                                    "1024",
+                                    "1025",
+                                    "4294967295",
+                                    "4294967296",
+                                    "18446744073709551615",
+                                    "18446744073709551616",
+                                    "K",
+                                    "M",
+                                    "G",
+                                    "k",
+                                    "yes",
+                                    "no",
+                                    "true",
+                                    "debug",
+                                    "[device]",
+                                    "[server]",
+                                    "[limits]",
+                                    "[log]",
+                                    "[jobs]",
+                                    "[kernels]",
+                                    "backend",
+                                    "socket",
+                                    "socket_mode",
+                                    "local_size",
+                                    "max_bytes_per_client",
+                                    "platform_index",
+                                    "level",
+                                    "syslog",
+                                    "dirs"};
+#define NWORDS (sizeof words / sizeof words[0])
+
+static size_t mutate_once(char *b, size_t n) {
+  size_t at = n ? rnd() % n : 0;
+  switch (rnd() % 6) {
+    case 0: /* bit flip */
+      if (n) b[at] ^= (char)(1u << (rnd() % 8));
+      return n;
+    case 1: /* a random byte */
+      if (n) b[at] = (char)rnd();
+      return n;
+    case 2: { /* insert a word */
+      unsigned k = (unsigned)(rnd() % NWORDS);
+      size_t len = words[k][0] ? strlen(words[k]) : 1;
+      if (n + len > MAX_INPUT) return n;
+      memmove(b + at + len, b + at, n - at);
+      memcpy(b + at, words[k], len);
+      return n + len;
+    }
+    case 3: { /* delete a range */
+      size_t len = n - at < 8 ? n - at : 1 + rnd() % 8;
+      memmove(b + at, b + at + len, n - at - len);
+      return n - len;
+    }
+    case 4: { /* a run of one byte: values and lines past their buffers */
+      size_t len = 1 + rnd() % 300;
+      if (n + len > MAX_INPUT) return n;
+      memmove(b + at + len, b + at, n - at);
+      memset(b + at, "a9 /"[rnd() % 4], len);
+      return n + len;
+    }
+    default: { /* duplicate a range (a repeated line or section) */
+      size_t len = n - at < 48 ? n - at : 48;
+      if (n + len > MAX_INPUT) return n;
+      memmove(b + at + len, b + at, n - at);
+      return n + len;
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "--write-corpus")) return write_corpus(argv[2]);
+  if (argc < 2 || argv[1][0] == '-' || argv[1][strspn(argv[1], "0123456789")]) {
+    fprintf(stderr, "usage: %s N [FILE|DIR ...] | --write-corpus DIR\n", argv[0]);
+    return 2;
+  }
+  unsigned long runs = strtoul(argv[1], NULL, 10);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (unsigned i = 0; i < NBUILTIN; i++) {
+    LLVMFuzzerTestOneInput((const uint8_t *)builtin[i], strlen(builtin[i]));
+    add_seed(builtin[i], strlen(builtin[i]));
+  }
+  for (int i = 2; i < argc; i++)
+    if (add_path(argv[i])) return 1;
+  unsigned long replayed = nread;
+  static char buf[MAX_INPUT];
+  for (unsigned long i = 0; i < runs; i++) {
+    unsigned s = (unsigned)(rnd() % nseeds);
+    size_t n = seed_len[s];
+    memcpy(buf, seeds[s], n);
+    for (unsigned k = 1 + rnd() % 4; k; k--) n = mutate_once(buf, n);
+    LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+  printf(
+      "fuzz_config: %lu inputs replayed and %lu mutations in %.2f s (%.0f exec/s): %lu read, "
+      "%lu refused, %lu valid\n",
+      replayed, runs, secs, (double)nread / (secs > 0 ? secs : 1e-9), nread - nrefused, nrefused,
+      nvalid);
+  for (unsigned i = 0; i < nseeds; i++) free(seeds[i]);
+  return 0;
+}
+#endif
