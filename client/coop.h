@@ -142,6 +142,11 @@ struct coop_stats {
   uint32_t samples;
   int64_t gather_p50, gather_p90, gather_p99, gather_max;
   char backend_note[COOP_TEXT_MAX]; /* the device in use, and why that backend */
+  /* The watchdog (coopd.ini [jobs]): tasks that waited gather_budget_ms for
+   * workgroups, jobs whose kernel outlived its cancellation by hang_ms, the
+   * workers such hung kernels hold now, and the latest such event. */
+  uint32_t gather_timeouts, hung, lost_workers;
+  char watchdog[COOP_TEXT_MAX];
 };
 
 /* A registered kernel (coop_kernels). */

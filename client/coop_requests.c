@@ -193,6 +193,10 @@ static void copy_stats(struct coop_stats *d, const struct coop_msg_stats_reply *
   d->gather_p90 = s->gather_p90;
   d->gather_p99 = s->gather_p99;
   d->gather_max = s->gather_max;
+  d->gather_timeouts = s->gather_timeouts;
+  d->hung = s->hung;
+  d->lost_workers = s->lost_workers;
+  snprintf(d->watchdog, sizeof d->watchdog, "%s", s->watchdog);
 }
 
 int coop_stats(coop_conn *c, struct coop_stats *s) {

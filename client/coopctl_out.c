@@ -184,6 +184,9 @@ static void json_stats(const struct coop_stats *s) {
       (long long)s->gather_p99, (long long)s->gather_max);
   printf(",\"backend_note\":");
   json_str(stdout, s->backend_note);
+  printf(",\"gather_timeouts\":%u,\"hung\":%u,\"lost_workers\":%u,\"watchdog\":",
+         s->gather_timeouts, s->hung, s->lost_workers);
+  json_str(stdout, s->watchdog);
   putchar('}');
 }
 
@@ -200,6 +203,9 @@ static void stats_text(const struct coop_stats *s) {
   printf("gather    p50 %s, p90 %s, p99 %s, max %s (last %u non-cooperative tasks)\n",
          ms(a, sizeof a, s->gather_p50), ms(b, sizeof b, s->gather_p90),
          ms(c, sizeof c, s->gather_p99), ms(d, sizeof d, s->gather_max), s->samples);
+  printf("watchdog  %u gather timeouts, %u hung, %u workers lost\n", s->gather_timeouts, s->hung,
+         s->lost_workers);
+  if (s->watchdog[0]) printf("          latest: %s\n", s->watchdog);
 }
 
 void print_stats(const struct ctl *x, const struct coop_stats *s) {

@@ -38,6 +38,8 @@ void config_defaults(struct config *c) {
   c->max_finished_per_client = 256;
   c->log_level = LOG_LV_INFO;
   c->grace_ms = 5000;
+  c->gather_budget_ms = 10000;
+  c->hang_ms = 5000;
 }
 
 static int parse_uint(const char *v, unsigned long long max, int base, unsigned long long *out) {
@@ -85,6 +87,8 @@ static const struct key keys[] = {
     {"log", "syslog", K_BOOL, F(log_syslog), 0},
     {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
     {"jobs", "grace_ms", K_UINT, F(grace_ms), 1u << 31},
+    {"jobs", "gather_budget_ms", K_UINT, F(gather_budget_ms), 1u << 31},
+    {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
 };
 #undef F
 
@@ -246,7 +250,10 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b, "kernels: dirs=%s", c->kernel_dirs);
   line(b);
-  snprintf(b, sizeof b, "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u",
-           c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms);
+  snprintf(b, sizeof b,
+           "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "
+           "hang_ms=%u",
+           c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms,
+           c->gather_budget_ms, c->hang_ms);
   line(b);
 }

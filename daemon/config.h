@@ -30,8 +30,10 @@ struct config {
   int log_level;
   int log_syslog;
   /* [jobs] */
-  unsigned watchdog_ms; /* cancel a job running longer; 0 = never */
-  unsigned grace_ms;    /* shutdown: let jobs finish this long, then cancel */
+  unsigned watchdog_ms;      /* cancel a job running longer; 0 = never */
+  unsigned grace_ms;         /* shutdown: let jobs finish this long, then cancel */
+  unsigned gather_budget_ms; /* fail a task waiting longer for workgroups; 0 = never */
+  unsigned hang_ms;          /* a cancelled kernel still running after this is hung */
 };
 
 /* Defaults (documented in conf/coopd.ini); the socket from the environment. */

@@ -20,11 +20,27 @@
  *   then            queued jobs start again, each kernel resolved by name in
  *                   the new set (a kernel gone or with a new signature fails
  *                   that job), and on_swapped runs on the loop.
+ *
+ * Watchdog (docs/faults.md). A workgroup cannot be preempted: a kernel that
+ * reaches no offer_kill or resizing barrier keeps its workgroups until it
+ * returns by itself. What the device thread does about it:
+ *   a task waiting for workgroups longer than [jobs] gather_budget_ms fails
+ *     with COOP_EHUNG, its message naming the jobs that hold the workers
+ *     (holders()), and is cancelled (it leaves the scheduler's queue);
+ *   a job cancelled (by its client, watchdog_ms, a stop or a reload) whose
+ *     tasks still run hang_ms later fails with COOP_EHUNG. Its tasks become a
+ *     zombie: kept, with the arena buffers they may still write, until they
+ *     end; the workers they hold are `lost`, so new jobs are sized against
+ *     the rest (dev_workers_usable) and a reload is refused;
+ *   at a stop, zombies left after a short wait keep the runtime from being
+ *     closed (closing waits for the megakernel): the thread ends without it,
+ *     and coopd exits non-zero; exiting frees the device.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "device.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +52,10 @@
 #include "log.h"
 
 #define DEV_POLL_NS 200000L
-#define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
-#define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
+#define DEV_MAX_INFLIGHT 8           /* instances of one periodic job in flight at once */
+#define DEV_VIEW_NS 10000000L        /* the live view's refresh period (TOP) */
+#define DEV_ZOMBIE_POLL_NS 10000000L /* how often an idle thread looks at zombies */
+#define DEV_EXIT_WAIT_NS 1000000000L /* at a stop, how long zombies may take to end */
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -49,7 +67,19 @@ struct run {
   uint8_t task_seen[DEV_MAX_INFLIGHT]; /* events already sent: 1 << COOP_EV_* */
   unsigned ninflight;
   int64_t started_ns;
+  int64_t cancel_seen; /* when the device thread first saw j->cancel */
   struct run *next;
+};
+
+/* A hung job's tasks, still on the device (see the top of this file). */
+struct zombie {
+  uint64_t job;
+  char kernel[COOP_WIRE_NAME_MAX];
+  unsigned held; /* workers it held when declared hung: counted in dev.lost */
+  coop_task_id task[DEV_MAX_INFLIGHT];
+  unsigned ntask;
+  void *buf[COOP_WIRE_MAX_ARGS]; /* its arena buffers, freed when it ends */
+  struct zombie *next;
 };
 
 struct dev {
@@ -90,6 +120,12 @@ struct dev {
   struct dev_view view;      /* under mu: the last snapshot (TOP) */
   struct dev_view next_view; /* device thread: the one being built */
   int64_t view_at;           /* device thread: when it was last built */
+  /* watchdog */
+  struct zombie *zombies; /* device thread */
+  _Atomic unsigned lost;  /* workers the zombies hold */
+  _Atomic uint32_t gather_timeouts, hung;
+  char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
+  int left_hung;                       /* under mu */
 };
 
 static int64_t now_ns(void) {
@@ -353,6 +389,16 @@ static int resolve(struct dev *d, struct job *j) {
     fail(j, COOP_EARGS, "kernel %s changed its signature in a reload", j->kernel);
     return -1;
   }
+  unsigned usable = dev_workers_usable(d);
+  if (usable == 0 || (!k->cooperative && j->groups > usable)) {
+    j->error = COOP_EHUNG;
+    snprintf(j->message, sizeof j->message,
+             "asks for %u workgroups, but hung kernels hold %u of the %u workers (coopctl stats "
+             "names them)",
+             j->groups, atomic_load(&d->lost), atomic_load(&d->workers));
+    atomic_store(&j->state, COOP_JOB_FAILED);
+    return -1;
+  }
   j->kernel_index = (int)(k - d->ks->k); /* registered in kset order */
   return 0;
 }
@@ -430,7 +476,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
     in->state = st;
     in->t = t;
     if (r->task_inst[slot] + 1 > j->ninst) j->ninst = r->task_inst[slot] + 1;
-  } else {
+  } else if (atomic_load(&j->state) != COOP_JOB_FAILED) { /* keep a failure's reason */
     atomic_store(&j->state, st);
   }
   atomic_fetch_add(&j->instances_done, 1);
@@ -465,6 +511,180 @@ static void finish_job(struct dev *d, struct run *r) {
   if (atomic_load(&j->state) == COOP_JOB_DONE) stage_out(d, j);
   free_buffers(d, j);
   hand_back(d, j);
+}
+
+/* ---- watchdog (see the top of this file) ---- */
+
+static void watch_event(struct dev *d, const char *fmt, ...) {
+  char b[COOP_WIRE_TEXT_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
+  log_warn("watchdog: %s", b);
+  pthread_mutex_lock(&d->mu);
+  memcpy(d->watch_last, b, sizeof b);
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* Workers owned now by any of tasks[0..n), from the scheduler's view. */
+static unsigned count_owned(const coop_task_id *owner, unsigned nwg, const coop_task_id *tasks,
+                            unsigned n) {
+  unsigned c = 0;
+  for (unsigned i = 0; i < nwg; i++)
+    for (unsigned t = 0; t < n; t++) c += owner[i] && owner[i] == tasks[t];
+  return c;
+}
+
+/* Who holds the workers, in words, for a task that waited too long:
+ * cooperative jobs first (they were asked to give workers back and did
+ * not reach offer_kill), then hung kernels, then non-cooperative tasks
+ * (which keep theirs until they end). */
+static void holders(struct dev *d, char *out, size_t len) {
+  static coop_task_id owner[COOP_WIRE_MAX_WG];
+  static uint8_t resv[COOP_WIRE_MAX_WG];
+  int n = coop_rt_view(d->rt, owner, resv, COOP_WIRE_MAX_WG);
+  unsigned nwg = n > 0 ? (unsigned)n : 0;
+  size_t at = 0;
+  out[0] = 0;
+  for (int pass = 0; pass < 3; pass++) {
+    for (struct run *r = d->runs; pass != 1 && r; r = r->next) {
+      int coop = !!(r->j->flags & COOP_SUBMIT_COOPERATIVE);
+      unsigned c = count_owned(owner, nwg, r->task, r->ninflight);
+      if (!c || coop != (pass == 0) || at >= len) continue;
+      at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, %s) %u", at ? "; " : "",
+                             (unsigned long long)r->j->id, r->j->kernel,
+                             coop ? "cooperative, did not yield" : "non-cooperative", c);
+    }
+    for (struct zombie *z = d->zombies; pass == 1 && z; z = z->next) {
+      unsigned c = count_owned(owner, nwg, z->task, z->ntask);
+      if (!c || at >= len) continue;
+      at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, hung) %u", at ? "; " : "",
+                             (unsigned long long)z->job, z->kernel, c);
+    }
+  }
+  if (!out[0]) snprintf(out, len, "no job (the scheduler is serving earlier tasks)");
+}
+
+/* A task of r waited gather_budget_ms for its workgroups: the job fails. */
+static void gather_timeout(struct dev *d, struct run *r, int64_t waited_ns) {
+  struct job *j = r->j;
+  char who[200];
+  holders(d, who, sizeof who);
+  j->error = COOP_EHUNG;
+  snprintf(j->message, sizeof j->message, "waited %lld ms for %u workgroups; held by %s",
+           (long long)(waited_ns / 1000000), j->groups, who);
+  atomic_store(&j->state, COOP_JOB_FAILED);
+  atomic_store(&j->cancel, 1);
+  atomic_fetch_add(&d->gather_timeouts, 1);
+  watch_event(d, "job %llu (%s) failed: %s", (unsigned long long)j->id, j->kernel, j->message);
+}
+
+/* r was cancelled hang_ms ago and still has tasks on the device: they
+ * become a zombie, with the buffers, and r ends (its job fails with EHUNG
+ * if it holds workers; tasks only queued are dropped by the scheduler). */
+static void declare_hung(struct dev *d, struct run *r, int64_t now) {
+  struct job *j = r->j;
+  struct zombie *z = calloc(1, sizeof *z);
+  if (!z) return; /* try again on the next pass */
+  z->job = j->id;
+  snprintf(z->kernel, sizeof z->kernel, "%s", j->kernel);
+  for (unsigned i = 0; i < r->ninflight; i++) {
+    struct coop_rt_live l;
+    if (coop_rt_task_live(d->rt, r->task[i], &l) == 0) z->held += l.workers;
+    z->task[z->ntask++] = r->task[i];
+  }
+  for (unsigned i = 0; i < j->nargs; i++) {
+    z->buf[i] = j->args[i].dev;
+    j->args[i].dev = NULL;
+  }
+  r->ninflight = 0;
+  z->next = d->zombies;
+  d->zombies = z;
+  if (!z->held) return;
+  atomic_fetch_add(&d->lost, z->held);
+  atomic_fetch_add(&d->hung, 1);
+  if (atomic_load(&j->state) != COOP_JOB_FAILED) {
+    j->error = COOP_EHUNG;
+    snprintf(j->message, sizeof j->message,
+             "kernel %s still runs %lld ms after its cancellation: it reached no offer_kill or "
+             "resizing barrier; its %u workgroups stay lost until it returns",
+             j->kernel, (long long)((now - r->cancel_seen) / 1000000), z->held);
+    atomic_store(&j->state, COOP_JOB_FAILED);
+  }
+  watch_event(d, "job %llu (%s) is hung: %u workgroups lost until it returns",
+              (unsigned long long)j->id, j->kernel, z->held);
+}
+
+/* Zombies whose tasks have all ended give their workers and buffers back. */
+static void reap_zombies(struct dev *d) {
+  for (struct zombie **p = &d->zombies; *p;) {
+    struct zombie *z = *p;
+    for (unsigned i = 0; i < z->ntask;) {
+      struct coop_rt_task_info ti;
+      if (coop_rt_task_info(d->rt, z->task[i], &ti) == 0 && ti.state < COOP_TASK_DONE) {
+        i++;
+        continue;
+      }
+      coop_rt_task_release(d->rt, z->task[i]);
+      z->task[i] = z->task[--z->ntask];
+    }
+    if (z->ntask) {
+      p = &z->next;
+      continue;
+    }
+    for (unsigned i = 0; i < COOP_WIRE_MAX_ARGS; i++)
+      if (z->buf[i]) coop_rt_free(d->rt, z->buf[i]);
+    if (z->held) {
+      atomic_fetch_sub(&d->lost, z->held);
+      watch_event(d, "job %llu (%s) returned after all: its %u workgroups are back",
+                  (unsigned long long)z->job, z->kernel, z->held);
+    }
+    *p = z->next;
+    free(z);
+  }
+}
+
+/* The watchdog's look at one run. */
+static void watch_run(struct dev *d, struct run *r, int64_t now) {
+  struct job *j = r->j;
+  if (atomic_load(&j->cancel)) {
+    if (!r->cancel_seen) r->cancel_seen = now;
+    if (d->cfg->hang_ms && r->ninflight &&
+        now - r->cancel_seen > (int64_t)d->cfg->hang_ms * 1000000)
+      declare_hung(d, r, now);
+    return;
+  }
+  if (!d->cfg->gather_budget_ms) return;
+  for (unsigned i = 0; i < r->ninflight; i++) {
+    struct coop_rt_task_info ti;
+    if (coop_rt_task_info(d->rt, r->task[i], &ti) == 0 && ti.state == COOP_TASK_PENDING &&
+        now - ti.t_submitted > (int64_t)d->cfg->gather_budget_ms * 1000000) {
+      gather_timeout(d, r, now - ti.t_submitted);
+      break;
+    }
+  }
+}
+
+void dev_watch_get(struct dev *d, struct dev_watch *w) {
+  w->gather_timeouts = atomic_load(&d->gather_timeouts);
+  w->hung = atomic_load(&d->hung);
+  w->lost_workers = atomic_load(&d->lost);
+  pthread_mutex_lock(&d->mu);
+  memcpy(w->last, d->watch_last, sizeof w->last);
+  pthread_mutex_unlock(&d->mu);
+}
+
+unsigned dev_workers_usable(const struct dev *d) {
+  unsigned w = atomic_load(&d->workers), l = atomic_load(&d->lost);
+  return l < w ? w - l : 0;
+}
+
+int dev_left_hung(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  int h = d->left_hung;
+  pthread_mutex_unlock(&d->mu);
+  return h;
 }
 
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
@@ -502,6 +722,7 @@ static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
       i++;
     }
   }
+  watch_run(d, r, now); /* after the poll: only tasks still on the device */
   return releases_done(r) && r->ninflight == 0;
 }
 
@@ -537,7 +758,7 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
   int takes = d->in_head && !d->swapping;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
-    if (!d->runs && !d->in_head) {
+    if (!d->runs && !d->in_head && !d->zombies) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else {
       struct timespec ts;
@@ -623,6 +844,27 @@ void dev_view_get(struct dev *d, struct dev_view *v) {
 
 static void do_swap(struct dev *d);
 
+/* At a stop: closing the runtime waits for the megakernel to exit, which a
+ * hung kernel prevents; then the runtime is left to the process exit. */
+static void close_runtime(struct dev *d) {
+  for (int64_t t0 = now_ns(); d->zombies && now_ns() - t0 < DEV_EXIT_WAIT_NS;) {
+    reap_zombies(d);
+    struct timespec ts = {0, DEV_ZOMBIE_POLL_NS};
+    if (d->zombies) nanosleep(&ts, NULL);
+  }
+  if (d->zombies) {
+    log_error("job %llu (%s) still runs on the device: leaving the megakernel to the process exit",
+              (unsigned long long)d->zombies->job, d->zombies->kernel);
+    pthread_mutex_lock(&d->mu);
+    d->left_hung = 1;
+    pthread_mutex_unlock(&d->mu);
+    return; /* the zombies and the runtime go with the process */
+  }
+  int e = d->rt ? coop_rt_close(d->rt) : 0;
+  d->rt = NULL;
+  if (e) log_error("closing the runtime: %s", coop_strerror(e));
+}
+
 static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
@@ -638,6 +880,8 @@ static void *dev_main(void *arg) {
         p = &r->next;
       }
     }
+    if (d->zombies) reap_zombies(d);
+    if (!d->runs && d->zombies) wake = now + DEV_ZOMBIE_POLL_NS;
     build_view(d, now);
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;
@@ -649,9 +893,7 @@ static void *dev_main(void *arg) {
     if (done) break;
     wait_for_work(d, wake);
   }
-  int e = d->rt ? coop_rt_close(d->rt) : 0;
-  d->rt = NULL;
-  if (e) log_error("closing the runtime: %s", coop_strerror(e));
+  close_runtime(d);
   pthread_mutex_lock(&d->mu);
   d->stopped = 1;
   pthread_mutex_unlock(&d->mu);
@@ -716,6 +958,13 @@ static void do_swap(struct dev *d) {
     coop_rt_close(next);
     e = COOP_ESHUTDOWN;
     snprintf(msg, sizeof msg, "the daemon is shutting down");
+  } else if (d->zombies) { /* closing the old megakernel would wait for it */
+    coop_rt_close(next);
+    e = COOP_EHUNG;
+    snprintf(msg, sizeof msg,
+             "job %llu (%s) is hung on the device: the megakernel cannot be replaced until it "
+             "returns; restart coopd",
+             (unsigned long long)d->zombies->job, d->zombies->kernel);
   } else {
     if (d->rt) coop_rt_close(d->rt);
     d->rt = NULL;

@@ -77,6 +77,21 @@ struct dev_view {
 };
 void dev_view_get(struct dev *d, struct dev_view *v);
 
+/* The watchdog (docs/faults.md): tasks failed after waiting
+ * [jobs] gather_budget_ms for workgroups, jobs failed because their kernel
+ * was still running hang_ms after its cancellation, the workers such hung
+ * kernels hold now, and the latest event in words. */
+struct dev_watch {
+  uint32_t gather_timeouts, hung, lost_workers;
+  char last[COOP_WIRE_TEXT_MAX];
+};
+void dev_watch_get(struct dev *d, struct dev_watch *w);
+/* Workers a new job may ask for: the workers less those hung kernels hold. */
+unsigned dev_workers_usable(const struct dev *d);
+/* 1 once the device thread has ended leaving a hung kernel running (the
+ * runtime could not be closed): coopd then exits non-zero. */
+int dev_left_hung(struct dev *d);
+
 const char *dev_name(const struct dev *d);
 const char *dev_backend(const struct dev *d);      /* "opencl" or "cuda" */
 const char *dev_backend_note(const struct dev *d); /* and why that one */

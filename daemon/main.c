@@ -36,7 +36,9 @@ static void usage(FILE *f) {
       "cancelled; every client is told). SIGHUP reloads the kernels: the new set is\n"
       "built beside the running megakernel; if it builds, new jobs wait while running\n"
       "ones get grace_ms to finish, then the new megakernel replaces the old one; if\n"
-      "it does not build, the old one keeps running and the compiler log is logged.\n");
+      "it does not build, the old one keeps running and the compiler log is logged.\n"
+      "Exit status: 0 after a clean stop; 1 on a start-up error, or when a kernel that\n"
+      "never yielded was still running at the stop (docs/faults.md).\n");
 }
 
 static void print_line(const char *l) { printf("%s\n", l); }
@@ -105,6 +107,12 @@ static void on_dev_stopped(void *user) {
   struct daemon *dm = user;
   session_shutdown_all(dm);
   uv_timer_stop(&dm->hard_stop);
+  if (dev_left_hung(dm->dev)) {
+    /* logged by the device thread. A normal exit would run the OpenCL
+     * implementation's destructors, which may wait for the megakernel. */
+    log_error("exiting with a hung kernel on the device");
+    _exit(1);
+  }
   dev_free(dm->dev);
   dm->dev = NULL;
   uv_walk(dm->loop, on_handle_close, NULL);
@@ -125,7 +133,10 @@ static void stop(struct daemon *dm, const char *why) {
   dm->stopping = 1;
   log_info("%s: stopping (in-flight jobs get %u ms)", why, dm->cfg.grace_ms);
   server_stop_listening(dm);
-  uv_timer_start(&dm->hard_stop, on_hard_stop, (uint64_t)dm->cfg.grace_ms + 30000, 0);
+  /* the device thread gives up on hung kernels after grace + hang_ms; this
+   * is the last resort if even that does not come */
+  uint64_t hang = dm->cfg.hang_ms ? dm->cfg.hang_ms : 20000;
+  uv_timer_start(&dm->hard_stop, on_hard_stop, (uint64_t)dm->cfg.grace_ms + hang + 10000, 0);
   dev_stop(dm->dev, dm->cfg.grace_ms, on_dev_stopped);
 }
 

@@ -225,7 +225,7 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
   snprintf(w->backend, sizeof w->backend, "%s", dev_backend(s->dm->dev));
   snprintf(w->device, sizeof w->device, "%s", dev_name(s->dm->dev));
   w->compute_units = dev_compute_units(s->dm->dev);
-  w->workers = dev_workers(s->dm->dev);
+  w->workers = dev_workers_usable(s->dm->dev);
   w->max_payload = COOP_WIRE_MAX_PAYLOAD;
   w->inline_max = COOP_WIRE_INLINE_MAX;
   w->uid = s->uid;
@@ -258,6 +258,14 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
   if (m->groups == 0 || m->groups > w) {
     sess_error(s, seq, COOP_EINVAL, "groups must be 1..%u (the workers discovery found); got %u", w,
                m->groups);
+    return -1;
+  }
+  unsigned usable = dev_workers_usable(dm->dev);
+  if (usable == 0 || (!coop && m->groups > usable)) {
+    sess_error(s, seq, COOP_EHUNG,
+               "only %u of the %u workers are usable: hung kernels hold the rest until they "
+               "return (coopctl stats names them); ask for fewer or restart coopd",
+               usable, w);
     return -1;
   }
   if (m->period_us == 0 && (m->count || m->duration_ms)) {
@@ -522,6 +530,12 @@ static void on_stats(struct session *s, uint32_t seq) {
   st->refused = dm->refused;
   st->failed = dm->failed;
   st->samples = dm->ngather;
+  struct dev_watch wd;
+  dev_watch_get(dm->dev, &wd);
+  st->gather_timeouts = wd.gather_timeouts;
+  st->hung = wd.hung;
+  st->lost_workers = wd.lost_workers;
+  memcpy(st->watchdog, wd.last, sizeof st->watchdog);
   st->gather_p50 = st->gather_p90 = st->gather_p99 = st->gather_max = -1;
   if (dm->ngather) {
     int64_t v[DM_GATHER_SAMPLES];

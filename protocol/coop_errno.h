@@ -38,7 +38,8 @@
   XX(EIO, -26, "input/output error")                                                          \
   XX(EFAILED, -27, "the job failed on the device")                                            \
   XX(EFORMAT, -28, "malformed input file")                                                    \
-  XX(EMISMATCH, -29, "result differs from the CPU reference")
+  XX(EMISMATCH, -29, "result differs from the CPU reference")                                 \
+  XX(EHUNG, -30, "a kernel kept its workgroups: it reached no offer_kill or resizing barrier")
 
 enum coop_errno {
 #define COOP__ERR_ENUM(name, val, msg) COOP_##name = (val),

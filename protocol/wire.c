@@ -177,6 +177,10 @@ static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
   put_i64(e, m->gather_p99);
   put_i64(e, m->gather_max);
   put_str(e, m->backend_note, sizeof m->backend_note);
+  put_u32(e, m->gather_timeouts);
+  put_u32(e, m->hung);
+  put_u32(e, m->lost_workers);
+  put_str(e, m->watchdog, sizeof m->watchdog);
 }
 
 /* A workgroup record's size: its records are fixed-size, and njobs follows
@@ -562,6 +566,10 @@ static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
   m->gather_p99 = get_i64(c);
   m->gather_max = get_i64(c);
   get_str(c, m->backend_note, sizeof m->backend_note);
+  m->gather_timeouts = get_u32(c);
+  m->hung = get_u32(c);
+  m->lost_workers = get_u32(c);
+  get_str(c, m->watchdog, sizeof m->watchdog);
 }
 
 static void dec_event(struct cur *c, struct coop_msg_event *m) {

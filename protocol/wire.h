@@ -251,7 +251,8 @@ struct coop_msg_result {
  * i64 gather_p50, gather_p90, gather_p99, gather_max (ns, over the last
  * `samples` non-cooperative task instances; -1 when none),
  * str backend_note (which backend and device, and why: the reasons the
- * others were passed over) */
+ * others were passed over), u32 gather_timeouts, u32 hung,
+ * u32 lost_workers, str watchdog (the latest watchdog event, or "") */
 struct coop_msg_stats_reply {
   char backend[COOP_WIRE_NAME_MAX];
   char device[COOP_WIRE_TEXT_MAX];
@@ -260,6 +261,8 @@ struct coop_msg_stats_reply {
   uint32_t samples;
   int64_t gather_p50, gather_p90, gather_p99, gather_max;
   char backend_note[COOP_WIRE_TEXT_MAX];
+  uint32_t gather_timeouts, hung, lost_workers;
+  char watchdog[COOP_WIRE_TEXT_MAX];
 };
 
 /* KERNEL_LIST: u32 n, n x (str name, u8 cooperative (0 or 1), u8 nargs,

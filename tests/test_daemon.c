@@ -940,6 +940,145 @@ START_TEST(live_events_and_top) {
 }
 END_TEST
 
+/* ---- watchdog (tests/kernels/spin.cl: a kernel that never yields) ---- */
+
+static uint64_t spin_submit(struct conn *c, uint32_t groups, uint32_t kiters) {
+  union coop_msg m;
+  submit_init(&m, "spin", groups, 1);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, kiters);
+  uint64_t job = submit(c, &m, NULL, 0);
+  ck_assert_msg(job != 0, "spin refused: %s", c->m.error.message);
+  return job;
+}
+
+/* kiters for a spin of about ms on all w workers, from a timed short one. */
+static uint32_t spin_calibrate(struct conn *c, uint32_t w, unsigned ms) {
+  uint32_t k = 200;
+  for (;;) {
+    uint64_t job = spin_submit(c, w, k);
+    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+    int64_t ns = c->m.result.t.exec_ns;
+    if (ns > 100000000 || k >= (1u << 24)) {
+      double want = (double)k * ms * 1e6 / (double)ns;
+      return want > 4e9 ? 4000000000u : (uint32_t)want + 1;
+    }
+    k *= 8;
+  }
+}
+
+static struct coop_msg_stats_reply stats(struct conn *c) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  return c->m.stats;
+}
+
+static uint64_t render_submit(struct conn *c, uint32_t groups) {
+  static float a[RN * RN], b[RN * RN];
+  render_inputs(a, b);
+  union coop_msg m;
+  submit_init(&m, "render", groups, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, RN);
+  arg_u32(&m.submit, 1);
+  return submit(c, &m, NULL, 0);
+}
+
+static void assert_has(const char *text, const char *want) {
+  ck_assert_msg(strstr(text, want) != NULL, "\"%s\" lacks \"%s\"", text, want);
+}
+
+/* A cooperative kernel that reaches no primitive: a task waiting for its
+ * workgroups fails after gather_budget_ms naming it; cancelled, it is
+ * declared hung after hang_ms and its workers are lost (new jobs refused,
+ * a reload refused); when it returns they come back and work goes on. */
+START_TEST(watchdog_names_a_kernel_that_never_yields) {
+  char logp[] = "/tmp/coopd-watchdog-XXXXXX.log";
+  int lfd = mkstemps(logp, 4);
+  ck_assert_int_ge(lfd, 0);
+  close(lfd);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                        "jobs.gather_budget_ms=1500", "jobs.hang_ms=1000", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint32_t k = spin_calibrate(&c, w, 8000);
+  uint64_t spin = spin_submit(&c, w, k);
+  wait_running(&c, spin);
+  char name[64];
+  snprintf(name, sizeof name, "job %llu (spin, cooperative, did not yield) %u",
+           (unsigned long long)spin, w);
+
+  uint64_t r = render_submit(&c, 1); /* waits for a worker the spin never gives */
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, 20000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  assert_has(c.m.result.message, name);
+
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = spin;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, spin, 20000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  assert_has(c.m.result.message, "kernel spin still runs");
+
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.gather_timeouts, 1);
+  ck_assert_uint_eq(st.hung, 1);
+  ck_assert_uint_eq(st.lost_workers, w);
+  assert_has(st.watchdog, "(spin) is hung");
+  expect_error(&c, render_submit(&c, 1), COOP_EHUNG); /* no worker left */
+  kill(d.pid, SIGHUP);                                /* refused: the old one cannot close */
+  for (int i = 0; i < 600 && !log_has(logp, "is hung on the device"); i++) msleep(50);
+  ck_assert_msg(log_has(logp, "is hung on the device"), "the reload was not refused");
+
+  for (int i = 0; i < 1200 && st.lost_workers; i++, msleep(50)) st = stats(&c);
+  ck_assert_msg(st.lost_workers == 0, "the spin's workers never came back");
+  assert_has(st.watchdog, "returned after all");
+  render_check(&c, w, 0, 0); /* every worker serves again */
+  conn_close(&c);
+  int rc = daemon_stop(&d);
+  if (rc) print_log(logp);
+  ck_assert_int_eq(rc, 0);
+  unlink(logp);
+}
+END_TEST
+
+/* SIGTERM with a kernel that never yields: coopd gives up on it after
+ * grace_ms + hang_ms, tells its client, and exits 1 instead of hanging. */
+START_TEST(stop_leaves_a_hung_kernel) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.grace_ms=300",
+                        "jobs.hang_ms=700", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t spin = spin_submit(&c, w, spin_calibrate(&c, w, 120000));
+  wait_running(&c, spin);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  kill(d.pid, SIGTERM);
+  /* the client hears of it: the job's failure (WAIT), or the shutdown */
+  uint16_t t = wait_job(&c, spin, COOP_WAIT_FOREVER);
+  ck_assert(t == COOP_MSG_RESULT || t == COOP_MSG_ERROR || t == 0);
+  if (t == COOP_MSG_RESULT) ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  ck_assert_int_eq(daemon_wait(&d, 0), 1);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 8); /* neither the spin's 120 s nor the hard stop */
+  conn_close(&c);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -954,6 +1093,8 @@ static Suite *suite(void) {
   tcase_add_test(t, limits_and_owners);
   tcase_add_test(t, sighup_reload);
   tcase_add_test(t, live_events_and_top);
+  tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
+  tcase_add_test(t, stop_leaves_a_hung_kernel);
   suite_add_tcase(s, t);
   return s;
 }

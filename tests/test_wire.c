@@ -208,6 +208,8 @@ static void sample_stats(struct coop_msg_stats_reply *s) {
   s->gather_p50 = s->gather_p90 = s->gather_p99 = -1;
   s->gather_max = INT64_MIN;
   fill(s->backend_note, sizeof s->backend_note, 'N');
+  s->gather_timeouts = UINT32_MAX, s->hung = 7, s->lost_workers = 1;
+  fill(s->watchdog, sizeof s->watchdog, 'W');
 }
 
 /* A message of `type` with boundary values in every field. */
@@ -342,7 +344,8 @@ static void eq_stats(const struct coop_msg_stats_reply *a, const struct coop_msg
   EQ(a, b, clients), EQ(a, b, queued), EQ(a, b, running), EQ(a, b, submitted), EQ(a, b, done);
   EQ(a, b, cancelled), EQ(a, b, refused), EQ(a, b, failed), EQ(a, b, samples);
   EQ(a, b, gather_p50), EQ(a, b, gather_p90), EQ(a, b, gather_p99), EQ(a, b, gather_max);
-  SEQ(a, b, backend_note);
+  SEQ(a, b, backend_note), EQ(a, b, gather_timeouts), EQ(a, b, hung), EQ(a, b, lost_workers);
+  SEQ(a, b, watchdog);
 }
 
 static void eq_welcome(const struct coop_msg_welcome *a, const struct coop_msg_welcome *b) {
