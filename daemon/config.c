@@ -78,6 +78,7 @@ static const struct key keys[] = {
     {"device", "arena_mb", K_UINT, F(arena_mb), 1u << 16},
     {"server", "socket", K_STR, F(socket), 0},
     {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
+    {"server", "journal", K_STR, F(journal), 0},
     {"server", "max_clients", K_UINT, F(max_clients), 100000},
     {"kernels", "dirs", K_STR, F(kernel_dirs), 0},
     {"limits", "max_jobs_per_client", K_UINT, F(max_jobs_per_client), 1u << 20},
@@ -229,6 +230,10 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
     snprintf(err, errlen, "[server] socket: \"%s\" must be an absolute path", c->socket);
     return -1;
   }
+  if (c->journal[0] && c->journal[0] != '/' && strcmp(c->journal, "off")) {
+    snprintf(err, errlen, "[server] journal: \"%s\" must be an absolute path or off", c->journal);
+    return -1;
+  }
   if (c->kernel_dirs[0] == '\0') {
     snprintf(err, errlen, "[kernels] dirs: empty; name at least one directory");
     return -1;
@@ -245,8 +250,8 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   snprintf(b, sizeof b, "device: backend=%s platform=\"%s\" device=\"%s\" local_size=%u",
            c->backend, c->platform, c->device, c->local_size);
   line(b);
-  snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u", c->socket, c->socket_mode,
-           c->max_clients);
+  snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u journal=%s", c->socket,
+           c->socket_mode, c->max_clients, c->journal[0] ? c->journal : "(socket).jobs");
   line(b);
   snprintf(b, sizeof b, "kernels: dirs=%s", c->kernel_dirs);
   line(b);

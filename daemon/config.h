@@ -18,6 +18,7 @@ struct config {
   unsigned arena_mb;       /* SVM arena for job buffers */
   /* [server] */
   char socket[256];
+  char journal[300]; /* "": the socket's path + ".jobs"; "off": none */
   unsigned socket_mode;
   unsigned max_clients;
   /* [kernels] */

@@ -27,13 +27,14 @@ struct daemon {
   uint32_t reloads, reload_failures;
   char reload_status[256]; /* the last reload's outcome, for STATS */
   struct dev *dev;
+  struct journal *journal; /* NULL with [server] journal = off */
   int listen_fd;
   uv_poll_t listen_poll;
   int listening;
   struct session *sessions;
   unsigned nsessions;
-  struct job *jobs; /* every job not yet freed */
-  uint64_t next_job;
+  struct job *jobs;  /* every job not yet freed */
+  uint64_t next_job; /* the last id given out (continued from the journal) */
   uint64_t submitted, done, cancelled, refused, failed;
   int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */
   uint32_t ngather, gather_pos;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "journal.h"
 #include "log.h"
 
 static void usage(FILE *f) {
@@ -107,6 +108,8 @@ static void on_dev_stopped(void *user) {
   struct daemon *dm = user;
   session_shutdown_all(dm);
   uv_timer_stop(&dm->hard_stop);
+  journal_close(dm->journal, dm->next_job); /* every job has finished */
+  dm->journal = NULL;
   if (dev_left_hung(dm->dev)) {
     /* logged by the device thread. A normal exit would run the OpenCL
      * implementation's destructors, which may wait for the megakernel. */
@@ -152,13 +155,32 @@ static void on_signal(uv_signal_t *s, int signum) {
 static void on_job_done(struct job *j, void *user) { session_job_done(user, j); }
 static void on_job_event(const struct dev_event *e, void *user) { session_job_event(user, e); }
 
+/* The journal of accepted jobs (journal.h), unless [server] journal = off. */
+static int open_journal(struct daemon *dm, char *err, size_t errlen) {
+  if (!strcmp(dm->cfg.journal, "off")) return 0;
+  char path[600];
+  if (dm->cfg.journal[0])
+    snprintf(path, sizeof path, "%s", dm->cfg.journal);
+  else
+    snprintf(path, sizeof path, "%s.jobs", dm->cfg.socket);
+  if (journal_open(&dm->journal, dm->loop, path, &dm->next_job, err, errlen)) return -1;
+  log_info("journal %s: job ids continue after %llu; %u lost jobs remembered", path,
+           (unsigned long long)dm->next_job, journal_nlost(dm->journal));
+  return 0;
+}
+
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
+  if (open_journal(dm, err, sizeof err)) {
+    log_error("%s ([server] journal = off runs without one)", err);
+    return 1;
+  }
   int e =
       dev_open(&dm->dev, &dm->cfg, dm->ks, loop, on_job_done, on_job_event, dm, err, sizeof err);
   if (e) {
     log_error("cannot start the device: %s", err);
+    journal_close(dm->journal, dm->next_job);
     return 1;
   }
   log_info("backend: %s", dev_backend_note(dm->dev));

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "journal.h"
 #include "log.h"
 
 #define SESS_MAX_OUT (64u << 20)
@@ -147,6 +148,18 @@ static struct job *find_job(struct daemon *dm, uint64_t id) {
 /* The job, or an ERROR sent and NULL. */
 static struct job *lookup(struct session *s, uint32_t seq, uint64_t id) {
   struct job *j = find_job(s->dm, id);
+  const struct journal_lost *l = j ? NULL : journal_find_lost(s->dm->journal, id);
+  if (l && s->uid != 0 && l->uid != s->uid) {
+    sess_error(s, seq, COOP_EPERM, "job %llu belongs to uid %u", (unsigned long long)id, l->uid);
+    return NULL;
+  }
+  if (l) {
+    sess_error(s, seq, COOP_ELOST,
+               "job %llu (%s) was lost: an earlier coopd stopped before it finished; submit it "
+               "again",
+               (unsigned long long)id, l->kernel);
+    return NULL;
+  }
   if (!j) {
     sess_error(s, seq, COOP_ENOJOB,
                "no job %llu (finished jobs are kept until their client "
@@ -399,6 +412,7 @@ static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_sub
   s->inflight++;
   s->bytes += bytes;
   dm->submitted++;
+  journal_accepted(dm->journal, j->id, j->uid, j->kernel);
   log_debug("job %llu: %s x%u from client %u", (unsigned long long)j->id, j->kernel, j->groups,
             s->pid);
   /* submitted before the reply: if sending fails and closes the session,
@@ -896,6 +910,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
   dm->refused += st == COOP_JOB_REFUSED;
   dm->failed += st == COOP_JOB_FAILED;
   count_gathers(dm, j);
+  journal_finished(dm->journal, j->id);
   log_debug("job %llu (%s): %s", (unsigned long long)j->id, j->kernel, coop_job_state_name(st));
   /* j->finished is set only after the sends: a session that a failed send
    * closes meanwhile then treats j as running (owner := NULL) rather than
