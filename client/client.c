@@ -405,6 +405,7 @@ static void copy_welcome(struct coop_info *i, const struct coop_msg_welcome *w) 
   i->inline_max = w->inline_max;
   i->uid = w->uid;
   i->pid = w->pid;
+  i->ndevices = w->ndevices;
 }
 
 static int handshake(coop_conn *c, const char *name) {

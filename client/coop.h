@@ -47,6 +47,8 @@ extern "C" {
 #define COOP_TEXT_MAX 1024       /* messages and device names: < 1024 bytes */
 #define COOP_MAX_ARGS 16         /* arguments of one kernel */
 #define COOP_MAX_INSTANCES 65536 /* instances of one periodic job */
+#define COOP_MAX_DEVICES 8       /* devices of one daemon */
+#define COOP_ANY_DEVICE (-1)     /* coop_job_device: the least loaded */
 
 /* The state of a job (a task, or a periodic series of instances). */
 enum coop_state {
@@ -93,6 +95,7 @@ struct coop_info {
   uint32_t max_payload; /* largest frame payload, bytes */
   uint32_t inline_max;  /* largest buffer sent inside a frame; larger go by memfd */
   uint32_t uid, pid;    /* this client, as the daemon sees it */
+  uint32_t ndevices;    /* devices with a megakernel; the fields above are device 0's */
 };
 
 /* Timestamps of one task or instance: ns of the daemon's CLOCK_MONOTONIC
@@ -112,6 +115,7 @@ struct coop_instance {
 struct coop_result {
   uint64_t job;
   int state;                        /* enum coop_state */
+  int device;                       /* the device it ran on */
   int error;                        /* why it was refused or failed; 0 when done */
   char message[COOP_TEXT_MAX];      /* the daemon's explanation of error */
   struct coop_times t;              /* the task, or the whole periodic job */
@@ -147,6 +151,14 @@ struct coop_stats {
    * workers such hung kernels hold now, and the latest such event. */
   uint32_t gather_timeouts, hung, lost_workers;
   char watchdog[COOP_TEXT_MAX];
+  /* Every device (the fields above from backend to workers are device 0's). */
+  uint32_t ndevices;
+  struct coop_device {
+    char device[COOP_TEXT_MAX];
+    char backend[COOP_NAME_MAX];
+    uint32_t compute_units, workers, lost_workers;
+    uint32_t jobs; /* queued or running on it */
+  } devs[COOP_MAX_DEVICES];
 };
 
 /* A registered kernel (coop_kernels). */
@@ -243,6 +255,9 @@ int coop_job_query_barrier(coop_job *j, int on);
 /* The job outlives this connection: it is not cancelled when the client
  * disconnects, and any connection of the same user may wait for it. */
 int coop_job_detached(coop_job *j, int on);
+/* The device to run on: 0..ndevices-1 (coop_info), or COOP_ANY_DEVICE (the
+ * default): the least loaded one with enough workers. */
+int coop_job_device(coop_job *j, int device);
 /* A periodic job: one instance released every period_us until `count`
  * instances (0 = no limit) or `duration_ms` (0 = no limit), at least one of
  * them non-zero, and at most COOP_MAX_INSTANCES instances; an instance finishing later than its
@@ -306,6 +321,9 @@ int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n);
  * it. */
 int coop_top(coop_conn *c, struct coop_wg **wgs, size_t *nwg, struct coop_topjob **jobs,
              size_t *njobs);
+/* The same for one device (coop_top is device 0). */
+int coop_top_device(coop_conn *c, int device, struct coop_wg **wgs, size_t *nwg,
+                    struct coop_topjob **jobs, size_t *njobs);
 
 /* ---- events ---- */
 

@@ -37,6 +37,7 @@ struct coop_job {
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t flags;
   uint32_t groups, period_us, count, duration_ms, deadline_us;
+  uint8_t device; /* COOP_WIRE_ANY_DEVICE or an index */
   unsigned nargs;
   struct jarg a[COOP_WIRE_MAX_ARGS];
   int err; /* the first error of a setter */
@@ -59,6 +60,7 @@ coop_job *coop_job_new(const char *kernel, uint32_t groups) {
   coop_job *j = calloc(1, sizeof *j);
   if (!j) return NULL;
   j->groups = groups;
+  j->device = COOP_WIRE_ANY_DEVICE;
   size_t n = kernel ? strlen(kernel) : 0;
   if (n == 0 || n >= sizeof j->kernel)
     job_fail(j, COOP_EINVAL, "a kernel name of 1..%u bytes", COOP_WIRE_NAME_MAX - 1);
@@ -78,6 +80,15 @@ static int set_flag(coop_job *j, uint8_t flag, int on) {
 int coop_job_cooperative(coop_job *j, int on) { return set_flag(j, COOP_SUBMIT_COOPERATIVE, on); }
 
 int coop_job_detached(coop_job *j, int on) { return set_flag(j, COOP_SUBMIT_DETACHED, on); }
+
+int coop_job_device(coop_job *j, int device) {
+  if (!j) return COOP_EINVAL;
+  if (device != COOP_ANY_DEVICE && (device < 0 || device >= (int)COOP_MAX_DEVICES))
+    return job_fail(j, COOP_EINVAL, "device %d: want 0..%u or COOP_ANY_DEVICE", device,
+                    COOP_MAX_DEVICES - 1);
+  j->device = device == COOP_ANY_DEVICE ? COOP_WIRE_ANY_DEVICE : (uint8_t)device;
+  return 0;
+}
 
 int coop_job_query_barrier(coop_job *j, int on) {
   return set_flag(j, COOP_SUBMIT_QUERY_BARRIER, on);
@@ -269,6 +280,7 @@ static int build_submit(const coop_conn *c, const coop_job *j, struct coop_msg_s
   s->count = j->count;
   s->duration_ms = j->duration_ms;
   s->deadline_us = j->deadline_us;
+  s->device = j->device;
   s->nargs = (uint8_t)j->nargs;
   for (unsigned i = 0; i < j->nargs; i++) {
     const struct jarg *a = &j->a[i];

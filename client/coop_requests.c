@@ -51,6 +51,7 @@ static void copy_times(struct coop_times *d, const struct coop_wire_times *s) {
 static int copy_result(struct coop_result *r, const struct coop_msg_result *m) {
   r->job = m->job;
   r->state = m->state;
+  r->device = m->device;
   r->error = m->error;
   snprintf(r->message, sizeof r->message, "%s", m->message);
   copy_times(&r->t, &m->t);
@@ -197,6 +198,15 @@ static void copy_stats(struct coop_stats *d, const struct coop_msg_stats_reply *
   d->hung = s->hung;
   d->lost_workers = s->lost_workers;
   snprintf(d->watchdog, sizeof d->watchdog, "%s", s->watchdog);
+  d->ndevices = s->ndevices;
+  for (unsigned i = 0; i < s->ndevices && i < COOP_MAX_DEVICES; i++) {
+    snprintf(d->devs[i].device, sizeof d->devs[i].device, "%s", s->devs[i].device);
+    snprintf(d->devs[i].backend, sizeof d->devs[i].backend, "%s", s->devs[i].backend);
+    d->devs[i].compute_units = s->devs[i].compute_units;
+    d->devs[i].workers = s->devs[i].workers;
+    d->devs[i].lost_workers = s->devs[i].lost_workers;
+    d->devs[i].jobs = s->devs[i].jobs;
+  }
 }
 
 int coop_stats(coop_conn *c, struct coop_stats *s) {
@@ -291,15 +301,25 @@ static int topjob_list(const struct coop_msg_top_reply *m, struct coop_topjob **
 
 int coop_top(coop_conn *c, struct coop_wg **wgs, size_t *nwg, struct coop_topjob **jobs,
              size_t *njobs) {
+  return coop_top_device(c, 0, wgs, nwg, jobs, njobs);
+}
+
+int coop_top_device(coop_conn *c, int device, struct coop_wg **wgs, size_t *nwg,
+                    struct coop_topjob **jobs, size_t *njobs) {
   coop__clear_msg();
   if (!c || !wgs || !nwg || !jobs || !njobs)
     return coop__fail(COOP_EINVAL, "top: no connection or lists");
+  if (device < 0 || device >= (int)COOP_MAX_DEVICES)
+    return coop__fail(COOP_EINVAL, "top: device %d: want 0..%u", device, COOP_MAX_DEVICES - 1);
   *wgs = NULL;
   *jobs = NULL;
   *nwg = *njobs = 0;
   union coop_msg r;
   struct coop_frame *f = NULL;
-  int e = ask(c, COOP_MSG_TOP, 0, COOP_MSG_TOP_REPLY, &r, &f);
+  union coop_msg q;
+  memset(&q, 0, sizeof q);
+  q.top_req.device = (uint8_t)device;
+  int e = coop__request(c, COOP_MSG_TOP, &q, NULL, 0, coop__timeout(c), COOP_MSG_TOP_REPLY, &r, &f);
   if (!e) e = wg_list(&r.top, wgs, nwg);
   if (!e) e = topjob_list(&r.top, jobs, njobs);
   if (e) {

@@ -187,7 +187,16 @@ static void json_stats(const struct coop_stats *s) {
   printf(",\"gather_timeouts\":%u,\"hung\":%u,\"lost_workers\":%u,\"watchdog\":",
          s->gather_timeouts, s->hung, s->lost_workers);
   json_str(stdout, s->watchdog);
-  putchar('}');
+  printf(",\"devices\":[");
+  for (uint32_t i = 0; i < s->ndevices && i < COOP_MAX_DEVICES; i++) {
+    printf("%s{\"device\":", i ? "," : "");
+    json_str(stdout, s->devs[i].device);
+    printf(",\"backend\":");
+    json_str(stdout, s->devs[i].backend);
+    printf(",\"compute_units\":%u,\"workers\":%u,\"lost_workers\":%u,\"jobs\":%u}",
+           s->devs[i].compute_units, s->devs[i].workers, s->devs[i].lost_workers, s->devs[i].jobs);
+  }
+  printf("]}");
 }
 
 static void stats_text(const struct coop_stats *s) {
@@ -206,6 +215,10 @@ static void stats_text(const struct coop_stats *s) {
   printf("watchdog  %u gather timeouts, %u hung, %u workers lost\n", s->gather_timeouts, s->hung,
          s->lost_workers);
   if (s->watchdog[0]) printf("          latest: %s\n", s->watchdog);
+  for (uint32_t i = 0; s->ndevices > 1 && i < s->ndevices && i < COOP_MAX_DEVICES; i++)
+    printf("device %u  %s (%s), %u compute units, %u workers (%u lost), %u jobs\n", i,
+           s->devs[i].device, s->devs[i].backend, s->devs[i].compute_units, s->devs[i].workers,
+           s->devs[i].lost_workers, s->devs[i].jobs);
 }
 
 void print_stats(const struct ctl *x, const struct coop_stats *s) {

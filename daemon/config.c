@@ -11,6 +11,7 @@
 
 #include "coop_rt.h"
 #include "log.h"
+#include "wire.h"
 
 #ifndef COOP_KERNEL_DIR
 #define COOP_KERNEL_DIR "/usr/local/share/coop/kernels"
@@ -69,6 +70,7 @@ struct key {
 #define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
 static const struct key keys[] = {
     {"device", "backend", K_STR, F(backend), 0},
+    {"device", "devices", K_STR, F(devices), 0},
     {"device", "platform", K_STR, F(platform), 0},
     {"device", "device", K_STR, F(device), 0},
     {"device", "platform_index", K_INT, F(platform_index), 64},
@@ -222,6 +224,14 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
              c->backend, coop_rt_backends_built());
     return -1;
   }
+  int idx[COOP_WIRE_MAX_DEVICES];
+  if (config_devices(c, idx, COOP_WIRE_MAX_DEVICES) < 0) {
+    snprintf(err, errlen,
+             "[device] devices: \"%s\": want empty, all, or up to %u device indices 0..63 "
+             "separated by commas",
+             c->devices, COOP_WIRE_MAX_DEVICES);
+    return -1;
+  }
   if (c->local_size == 0 || (c->local_size & (c->local_size - 1))) {
     snprintf(err, errlen, "[device] local_size: %u is not a power of two >= 1", c->local_size);
     return -1;
@@ -245,10 +255,25 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
   return 0;
 }
 
+int config_devices(const struct config *c, int *idx, unsigned max) {
+  if (!c->devices[0]) return idx[0] = c->device_index, 1;
+  if (!strcmp(c->devices, "all")) return 0;
+  unsigned n = 0;
+  for (const char *p = c->devices; *p;) {
+    char *end;
+    if (*p < '0' || *p > '9' || n == max) return -1;
+    unsigned long v = strtoul(p, &end, 10);
+    if (v > 63 || (*end && *end != ',') || (*end == ',' && !end[1])) return -1;
+    idx[n++] = (int)v;
+    p = *end ? end + 1 : end;
+  }
+  return n ? (int)n : -1;
+}
+
 void config_print(const struct config *c, void (*line)(const char *)) {
   char b[1400];
-  snprintf(b, sizeof b, "device: backend=%s platform=\"%s\" device=\"%s\" local_size=%u",
-           c->backend, c->platform, c->device, c->local_size);
+  snprintf(b, sizeof b, "device: backend=%s devices=%s platform=\"%s\" device=\"%s\" local_size=%u",
+           c->backend, c->devices[0] ? c->devices : "(one)", c->platform, c->device, c->local_size);
   line(b);
   snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u journal=%s", c->socket,
            c->socket_mode, c->max_clients, c->journal[0] ? c->journal : "(socket).jobs");

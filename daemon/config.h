@@ -9,7 +9,9 @@
 
 struct config {
   /* [device] */
-  char backend[16];   /* "auto", "opencl" or "cuda" */
+  char backend[16];
+  char devices[128];
+  /* "": one (device_index); "all"; or a list "0,1" */ /* "auto", "opencl" or "cuda" */
   char platform[128]; /* substring of the platform name; "" = any */
   char device[128];   /* substring of the device name; "" = any */
   int platform_index, device_index;
@@ -51,6 +53,10 @@ int config_set(struct config *c, const char *section, const char *key, const cha
                size_t errlen);
 /* Checks cross-field rules. */
 int config_validate(const struct config *c, char *err, size_t errlen);
+/* [device] devices as device indices: the count (1..max), 0 for "all"
+ * (every usable device of the backend: probe 0, 1, ... until one fails),
+ * or -1 if malformed. "" is one device, device_index. */
+int config_devices(const struct config *c, int *idx, unsigned max);
 void config_print(const struct config *c, void (*line)(const char *));
 
 #endif /* COOPD_CONFIG_H */

@@ -25,9 +25,11 @@ struct daemon {
   struct kset *ks;       /* the running kernels (replaced by a reload) */
   struct reload *reload; /* while a SIGHUP reload is in progress */
   uint32_t reloads, reload_failures;
-  char reload_status[256]; /* the last reload's outcome, for STATS */
-  struct dev *dev;
-  struct journal *journal; /* NULL with [server] journal = off */
+  char reload_status[256];                 /* the last reload's outcome, for STATS */
+  struct dev *devs[COOP_WIRE_MAX_DEVICES]; /* one megakernel each ([device] devices) */
+  unsigned ndev, ndev_stopped;
+  uint32_t dev_jobs[COOP_WIRE_MAX_DEVICES]; /* queued or running on each: for routing */
+  struct journal *journal;                  /* NULL with [server] journal = off */
   int listen_fd;
   uv_poll_t listen_poll;
   int listening;

@@ -91,7 +91,8 @@ struct dev {
   void (*on_event)(const struct dev_event *, void *);
   struct dev_event *ev; /* under mu: events for the loop, in order */
   size_t nev, cap_ev;
-  void (*on_stopped)(void *);
+  void (*on_stopped)(struct dev *, void *);
+  int index; /* the device index it was opened with */
   void *user;
   pthread_t thread;
   pthread_mutex_t mu;
@@ -173,9 +174,9 @@ static void on_async(uv_async_t *a) {
     j = n;
   }
   if (stopped && d->on_stopped) {
-    void (*cb)(void *) = d->on_stopped;
+    void (*cb)(struct dev *, void *) = d->on_stopped;
     d->on_stopped = NULL;
-    cb(d->user);
+    cb(d, d->user);
   }
 }
 
@@ -199,7 +200,7 @@ void dev_cancel(struct dev *d, struct job *j) {
   pthread_mutex_unlock(&d->mu);
 }
 
-void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(void *)) {
+void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *, void *)) {
   pthread_mutex_lock(&d->mu);
   d->on_stopped = on_stopped;
   d->stopping = 1;
@@ -901,14 +902,16 @@ static void *dev_main(void *arg) {
   return NULL;
 }
 
-int dev_build(const struct config *c, const struct kset *ks, coop_rt **rtp, char *err,
+int dev_index(const struct dev *d) { return d->index; }
+
+int dev_build(const struct config *c, int index, const struct kset *ks, coop_rt **rtp, char *err,
               size_t errlen) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
   o.platform = c->platform[0] ? c->platform : NULL;
   o.device = c->device[0] ? c->device : NULL;
   o.platform_index = c->platform_index;
-  o.device_index = c->device_index;
+  o.device_index = index;
   o.local_size = c->local_size;
   o.launch_groups = c->max_workgroups;
   o.arena_bytes = (size_t)c->arena_mb << 20;
@@ -976,7 +979,7 @@ static void do_swap(struct dev *d) {
       coop_rt_close(next);
       coop_rt *again = NULL;
       char err2[1024];
-      int e2 = dev_build(d->cfg, old_ks, &again, err2, sizeof err2);
+      int e2 = dev_build(d->cfg, d->index, old_ks, &again, err2, sizeof err2);
       if (e2 == 0) e2 = launch(d, again, err2, sizeof err2);
       if (e2) {
         if (again && d->rt != again) coop_rt_close(again);
@@ -1012,19 +1015,20 @@ int dev_swap(struct dev *d, coop_rt *next, const struct kset *ks, unsigned grace
   return busy ? COOP_ESTATE : 0;
 }
 
-int dev_open(struct dev **dp, const struct config *c, const struct kset *ks, uv_loop_t *loop,
-             void (*on_done)(struct job *, void *),
+int dev_open(struct dev **dp, const struct config *c, int index, const struct kset *ks,
+             uv_loop_t *loop, void (*on_done)(struct job *, void *),
              void (*on_event)(const struct dev_event *, void *), void *user, char *err,
              size_t errlen) {
   struct dev *d = calloc(1, sizeof *d);
   if (!d) return COOP_ENOMEM;
   d->cfg = c;
+  d->index = index;
   d->ks = ks;
   d->on_done = on_done;
   d->on_event = on_event;
   d->user = user;
   coop_rt *rt = NULL;
-  int e = dev_build(c, ks, &rt, err, errlen);
+  int e = dev_build(c, index, ks, &rt, err, errlen);
   if (e == 0) {
     e = launch(d, rt, err, errlen);
     if (e) coop_rt_close(rt);

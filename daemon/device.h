@@ -30,16 +30,18 @@ struct dev_event {
   int64_t t_ns, gather_ns;
 };
 
-int dev_open(struct dev **d, const struct config *c, const struct kset *ks, uv_loop_t *loop,
-             void (*on_done)(struct job *j, void *user),
+int dev_open(struct dev **d, const struct config *c, int index, const struct kset *ks,
+             uv_loop_t *loop, void (*on_done)(struct job *j, void *user),
              void (*on_event)(const struct dev_event *e, void *user), void *user, char *err,
              size_t errlen);
 int dev_start(struct dev *d);
 /* Opens the configured device and builds (does not launch) a megakernel of
  * the kernels in ks. Blocking, thread-safe, and possible while another
  * megakernel runs: coopd calls it from a libuv work thread on SIGHUP. */
-int dev_build(const struct config *c, const struct kset *ks, coop_rt **rt, char *err,
+int dev_build(const struct config *c, int index, const struct kset *ks, coop_rt **rt, char *err,
               size_t errlen);
+/* The device index this dev was opened with (config_devices). */
+int dev_index(const struct dev *d);
 /* Reload: drains the running megakernel (new jobs wait; running ones get
  * grace_ms, then are cancelled), closes it and launches `next` (built from
  * ks by dev_build; dev takes it). ks must stay alive until the next swap.
@@ -53,7 +55,7 @@ void dev_cancel(struct dev *d, struct job *j);
 /* Stop: running jobs get grace_ms to finish, then are cancelled; queued
  * ones are cancelled at once. Every job is handed back; then the runtime
  * closes and on_stopped runs on the loop. */
-void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(void *user));
+void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *d, void *user));
 /* Frees after on_stopped. */
 void dev_free(struct dev *d);
 

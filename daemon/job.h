@@ -31,6 +31,7 @@ struct job {
   uint64_t id;
   uint32_t uid, pid;
   int kernel_index; /* in the device's runtime */
+  uint8_t device;   /* index into the daemon's devs[] */
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t flags;
   uint32_t groups, period_us, count, duration_ms, deadline_us;

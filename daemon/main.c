@@ -104,20 +104,22 @@ static void on_handle_close(uv_handle_t *h, void *arg) {
   if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
-static void on_dev_stopped(void *user) {
+static void on_dev_stopped(struct dev *d, void *user) {
   struct daemon *dm = user;
+  if (++dm->ndev_stopped < dm->ndev) return; /* the last one goes on */
   session_shutdown_all(dm);
   uv_timer_stop(&dm->hard_stop);
   journal_close(dm->journal, dm->next_job); /* every job has finished */
   dm->journal = NULL;
-  if (dev_left_hung(dm->dev)) {
-    /* logged by the device thread. A normal exit would run the OpenCL
-     * implementation's destructors, which may wait for the megakernel. */
-    log_error("exiting with a hung kernel on the device");
-    _exit(1);
-  }
-  dev_free(dm->dev);
-  dm->dev = NULL;
+  for (unsigned i = 0; i < dm->ndev; i++)
+    if (dev_left_hung(dm->devs[i])) {
+      /* logged by the device thread. A normal exit would run the OpenCL
+       * implementation's destructors, which may wait for the megakernel. */
+      log_error("exiting with a hung kernel on device %u", i);
+      _exit(1);
+    }
+  for (unsigned i = 0; i < dm->ndev; i++) dev_free(dm->devs[i]);
+  dm->ndev = 0;
   uv_walk(dm->loop, on_handle_close, NULL);
   /* Closing the signal handles restored the default actions: a late
    * SIGTERM must not kill the exit. */
@@ -140,7 +142,7 @@ static void stop(struct daemon *dm, const char *why) {
    * is the last resort if even that does not come */
   uint64_t hang = dm->cfg.hang_ms ? dm->cfg.hang_ms : 20000;
   uv_timer_start(&dm->hard_stop, on_hard_stop, (uint64_t)dm->cfg.grace_ms + hang + 10000, 0);
-  dev_stop(dm->dev, dm->cfg.grace_ms, on_dev_stopped);
+  for (unsigned i = 0; i < dm->ndev; i++) dev_stop(dm->devs[i], dm->cfg.grace_ms, on_dev_stopped);
 }
 
 static void on_signal(uv_signal_t *s, int signum) {
@@ -169,6 +171,36 @@ static int open_journal(struct daemon *dm, char *err, size_t errlen) {
   return 0;
 }
 
+/* One megakernel per configured device ([device] devices). 0, or -1 after
+ * logging why. A device opened before a later one failed is left to the
+ * process exit (its megakernel runs; closing it is not worth a hang). */
+static int open_devices(struct daemon *dm) {
+  char err[2048];
+  int idx[COOP_WIRE_MAX_DEVICES];
+  int n = config_devices(&dm->cfg, idx, COOP_WIRE_MAX_DEVICES), all = n == 0;
+  if (all)
+    for (n = 0; n < (int)COOP_WIRE_MAX_DEVICES; n++) idx[n] = n;
+  for (int i = 0; i < n; i++) {
+    int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm->loop, on_job_done, on_job_event,
+                     dm, err, sizeof err);
+    if (e && all && i > 0) {
+      log_info("devices = all: %d devices (index %d: %s)", i, idx[i], err);
+      break;
+    }
+    if (e) {
+      log_error("cannot start device %d (index %d): %s", i, idx[i], err);
+      if (i > 0) _exit(1);
+      return -1;
+    }
+    dm->ndev = (unsigned)i + 1;
+    struct dev *d = dm->devs[i];
+    log_info("device %d: backend %s", i, dev_backend_note(d));
+    log_info("device %d \"%s\": %u compute units, %u workers; %u kernels", i, dev_name(d),
+             dev_compute_units(d), dev_workers(d), dm->ks->n);
+  }
+  return 0;
+}
+
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
@@ -176,21 +208,15 @@ static int run(struct daemon *dm) {
     log_error("%s ([server] journal = off runs without one)", err);
     return 1;
   }
-  int e =
-      dev_open(&dm->dev, &dm->cfg, dm->ks, loop, on_job_done, on_job_event, dm, err, sizeof err);
-  if (e) {
-    log_error("cannot start the device: %s", err);
+  if (open_devices(dm)) {
     journal_close(dm->journal, dm->next_job);
     return 1;
   }
-  log_info("backend: %s", dev_backend_note(dm->dev));
-  log_info("device \"%s\": %u compute units, %u workers; %u kernels", dev_name(dm->dev),
-           dev_compute_units(dm->dev), dev_workers(dm->dev), dm->ks->n);
   uv_timer_init(loop, &dm->hard_stop);
   if (server_listen(dm, err, sizeof err)) {
     log_error("%s", err);
     dm->stopping = 1;
-    dev_stop(dm->dev, 0, on_dev_stopped);
+    for (unsigned i = 0; i < dm->ndev; i++) dev_stop(dm->devs[i], 0, on_dev_stopped);
     dm->exit_code = 1;
   } else {
     log_info("listening on %s (mode %04o)", dm->cfg.socket, dm->cfg.socket_mode);
@@ -201,10 +227,11 @@ static int run(struct daemon *dm) {
       uv_signal_start(&dm->sig[i], on_signal, sigs[i]);
     }
   }
-  if (dev_start(dm->dev)) {
-    log_error("cannot start the device thread");
-    return 1;
-  }
+  for (unsigned i = 0; i < dm->ndev; i++)
+    if (dev_start(dm->devs[i])) {
+      log_error("cannot start the device thread");
+      _exit(1);
+    }
   uv_run(loop, UV_RUN_DEFAULT);
   return dm->exit_code;
 }

@@ -8,9 +8,14 @@
  * running kernels and is logged with its reason, a build's compiler log
  * included; `coopctl stats` shows the last reload's outcome.
  *
+ * With several devices, one megakernel is built per device, and each device
+ * swaps on its own; the reload succeeds when all have.
+ *
  * Ownership: the struct reload lives from SIGHUP until its last callback;
- * the new kset belongs to it until the swap succeeds, then to the daemon
- * (dm->ks), and the old one is freed.
+ * the new kset belongs to it until every swap succeeds, then to the daemon
+ * (dm->ks), and the old one is freed. If some device failed to swap (it runs
+ * the old kernels again) while another swapped, both sets stay in use: the
+ * daemon keeps the new one and the old one is left allocated (rare; logged).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +28,10 @@ struct reload {
   uv_work_t work;
   struct daemon *dm;
   struct kset *ks;
-  coop_rt *rt;
+  unsigned ndev;
+  int index[COOP_WIRE_MAX_DEVICES]; /* each device's index, for the work thread */
+  coop_rt *rt[COOP_WIRE_MAX_DEVICES];
+  unsigned swapped, failed; /* swaps reported so far, and failed ones */
   int err;
   char msg[8192];
 };
@@ -32,6 +40,11 @@ static void set_outcome(struct daemon *dm, int ok, const char *fmt, const char *
   dm->reloads += ok;
   dm->reload_failures += !ok;
   snprintf(dm->reload_status, sizeof dm->reload_status, fmt, what);
+}
+
+static void close_built(struct reload *r) {
+  for (unsigned i = 0; i < r->ndev; i++)
+    if (r->rt[i]) coop_rt_close(r->rt[i]);
 }
 
 static void finish(struct reload *r) {
@@ -45,7 +58,8 @@ static void finish(struct reload *r) {
 
 static void build_work(uv_work_t *w) {
   struct reload *r = w->data;
-  r->err = dev_build(&r->dm->cfg, r->ks, &r->rt, r->msg, sizeof r->msg);
+  for (unsigned i = 0; i < r->ndev && !r->err; i++)
+    r->err = dev_build(&r->dm->cfg, r->index[i], r->ks, &r->rt[i], r->msg, sizeof r->msg);
 }
 
 static void on_swapped(int err, const char *msg, void *user) {
@@ -53,9 +67,17 @@ static void on_swapped(int err, const char *msg, void *user) {
   struct reload *r = dm->reload;
   if (!r) return;
   if (err) {
+    r->failed++;
     log_error("reload: the new megakernel did not start (%s); the previous kernels run again", msg);
     set_outcome(dm, 0, "failed: the new megakernel did not start: %.180s", msg);
-  } else {
+  }
+  if (++r->swapped < r->ndev) return;
+  if (r->failed && r->failed < r->ndev) { /* mixed: both sets in use */
+    log_error("reload: %u of %u devices run the new kernels, the others the old ones",
+              r->ndev - r->failed, r->ndev);
+    dm->ks = r->ks;
+    r->ks = NULL;
+  } else if (!r->failed) {
     kset_free(dm->ks);
     free(dm->ks);
     dm->ks = r->ks;
@@ -71,24 +93,31 @@ static void on_swapped(int err, const char *msg, void *user) {
 static void after_build(uv_work_t *w, int status) {
   struct reload *r = w->data;
   struct daemon *dm = r->dm;
-  if (status == UV_ECANCELED || dm->stopping || !dm->dev) {
-    if (r->rt) coop_rt_close(r->rt);
+  if (status == UV_ECANCELED || dm->stopping || !dm->ndev) {
+    close_built(r);
     finish(r);
     return;
   }
   if (r->err) {
     log_error("reload: the new kernels do not build; the running megakernel stays:\n%s", r->msg);
     set_outcome(dm, 0, "failed: %.200s", r->msg);
+    close_built(r);
     finish(r);
     return;
   }
   log_info("reload: built %u kernels; draining the running megakernel (grace %u ms)", r->ks->n,
            dm->cfg.grace_ms);
-  if (dev_swap(dm->dev, r->rt, r->ks, dm->cfg.grace_ms, on_swapped)) {
-    coop_rt_close(r->rt);
-    log_error("reload: the device is busy stopping; the running megakernel stays");
-    finish(r);
+  unsigned started = 0;
+  for (unsigned i = 0; i < r->ndev; i++) {
+    if (dev_swap(dm->devs[i], r->rt[i], r->ks, dm->cfg.grace_ms, on_swapped) == 0) {
+      started++;
+      continue;
+    }
+    coop_rt_close(r->rt[i]);
+    log_error("reload: device %u is busy stopping; its running megakernel stays", i);
+    r->failed++, r->swapped++;
   }
+  if (!started) finish(r);
 }
 
 void reload_start(struct daemon *dm) {
@@ -105,6 +134,22 @@ void reload_start(struct daemon *dm) {
     return;
   }
   r->dm = dm;
+  r->ndev = dm->ndev;
+  for (unsigned i = 0; i < dm->ndev; i++) {
+    r->index[i] = dev_index(dm->devs[i]);
+    if (dev_workers_usable(dm->devs[i]) < dev_workers(dm->devs[i])) {
+      /* closing a megakernel waits for its hung kernel: refuse before the
+       * drain cancels anyone's jobs */
+      log_error(
+          "reload: a hung kernel holds workers of device %u (coopctl stats names it); "
+          "the megakernel cannot be replaced until it returns: restart coopd",
+          i);
+      set_outcome(dm, 0, "failed: %s", "a hung kernel holds workers; restart coopd");
+      free(r->ks);
+      free(r);
+      return;
+    }
+  }
   char err[1400];
   if (kset_load(r->ks, dm->cfg.kernel_dirs, err, sizeof err)) {
     log_error("reload: %s; the running kernels stay", err);

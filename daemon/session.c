@@ -192,6 +192,7 @@ static void send_result(struct session *s, uint32_t seq, struct job *j) {
   struct coop_msg_result *r = &m->result;
   r->job = j->id;
   r->state = atomic_load(&j->state);
+  r->device = j->device;
   r->error = j->error;
   snprintf(r->message, sizeof r->message, "%s", j->message);
   r->t = j->t;
@@ -235,10 +236,12 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
   struct coop_msg_welcome *w = &m.welcome;
   w->version = COOP_WIRE_VERSION;
   snprintf(w->daemon_version, sizeof w->daemon_version, "%s", COOP_VERSION);
-  snprintf(w->backend, sizeof w->backend, "%s", dev_backend(s->dm->dev));
-  snprintf(w->device, sizeof w->device, "%s", dev_name(s->dm->dev));
-  w->compute_units = dev_compute_units(s->dm->dev);
-  w->workers = dev_workers_usable(s->dm->dev);
+  struct dev *d0 = s->dm->devs[0];
+  snprintf(w->backend, sizeof w->backend, "%s", dev_backend(d0));
+  snprintf(w->device, sizeof w->device, "%s", dev_name(d0));
+  w->compute_units = dev_compute_units(d0);
+  w->workers = dev_workers_usable(d0);
+  w->ndevices = (uint8_t)s->dm->ndev;
   w->max_payload = COOP_WIRE_MAX_PAYLOAD;
   w->inline_max = COOP_WIRE_INLINE_MAX;
   w->uid = s->uid;
@@ -247,12 +250,34 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
   sess_send(s, COOP_MSG_WELCOME, seq, &m);
 }
 
+/* The device a SUBMIT goes to: the one it names, or the least loaded (fewest
+ * jobs, then the lowest index) of those with the workers it asks for;
+ * device 0 when none has them (its checks then say why). -1: ERROR sent. */
+static int pick_device(struct session *s, uint32_t seq, const struct coop_msg_submit *m) {
+  struct daemon *dm = s->dm;
+  if (m->device != COOP_WIRE_ANY_DEVICE) {
+    if (m->device < dm->ndev) return m->device;
+    sess_error(s, seq, COOP_EINVAL, "no device %u: this coopd runs %u (0..%u, or any)", m->device,
+               dm->ndev, dm->ndev - 1);
+    return -1;
+  }
+  int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE), best = -1;
+  for (unsigned i = 0; i < dm->ndev; i++) {
+    unsigned usable = dev_workers_usable(dm->devs[i]);
+    if (m->groups > dev_workers(dm->devs[i]) || usable == 0 || (!coop && m->groups > usable))
+      continue;
+    if (best < 0 || dm->dev_jobs[i] < dm->dev_jobs[best]) best = (int)i;
+  }
+  return best < 0 ? 0 : best;
+}
+
 /* Checks a SUBMIT against the kernel, the device and the limits. Returns 0,
  * or sends the ERROR and returns -1. fds: the descriptors of this frame. */
 static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
-                        const struct kdef *k, const int *fds, unsigned nfds, uint64_t *bytes) {
+                        const struct kdef *k, struct dev *dev, const int *fds, unsigned nfds,
+                        uint64_t *bytes) {
   struct daemon *dm = s->dm;
-  unsigned w = dev_workers(dm->dev);
+  unsigned w = dev_workers(dev);
   int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE);
   if (!k) {
     sess_error(s, seq, COOP_ENOKERNEL, "no kernel named \"%s\" (coopctl kernels lists them)",
@@ -273,7 +298,7 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
                m->groups);
     return -1;
   }
-  unsigned usable = dev_workers_usable(dm->dev);
+  unsigned usable = dev_workers_usable(dev);
   if (usable == 0 || (!coop && m->groups > usable)) {
     sess_error(s, seq, COOP_EHUNG,
                "only %u of the %u workers are usable: hung kernels hold the rest until they "
@@ -403,9 +428,12 @@ static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_sub
           m->args[a].fd != COOP_WIRE_FD_NONE && m->args[a].fd == m->args[b].fd)
         return sess_error(s, seq, COOP_EINVAL, "arguments %u and %u name the same descriptor", a,
                           b);
-  if (check_submit(s, seq, m, k, fds, nfds, &bytes)) return;
+  int dev = pick_device(s, seq, m);
+  if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, &bytes)) return;
   struct job *j = make_job(s, m, k, fds, bytes);
   if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  j->device = (uint8_t)dev;
+  dm->dev_jobs[dev]++;
   j->owner = s;
   j->next = dm->jobs;
   dm->jobs = j;
@@ -417,7 +445,7 @@ static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_sub
             s->pid);
   /* submitted before the reply: if sending fails and closes the session,
    * its cleanup finds the job where it expects it (cancelled, freed later) */
-  dev_submit(dm->dev, j);
+  dev_submit(dm->devs[j->device], j);
   union coop_msg r;
   memset(&r, 0, sizeof r);
   r.job.job = j->id;
@@ -473,7 +501,7 @@ static void on_wait_timer(uv_timer_t *t) {
 static void on_cancel(struct session *s, uint32_t seq, const struct coop_msg_job *m) {
   struct job *j = lookup(s, seq, m->job);
   if (!j) return;
-  if (!j->finished) dev_cancel(s->dm->dev, j);
+  if (!j->finished) dev_cancel(s->dm->devs[j->device], j);
   union coop_msg r;
   memset(&r, 0, sizeof r);
   sess_send(s, COOP_MSG_OK, seq, &r);
@@ -522,16 +550,41 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* STATS' device records, and the watchdog's counts over every device (the
+ * latest event: the first device that has one). */
+static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
+  st->ndevices = (uint8_t)dm->ndev;
+  for (unsigned i = 0; i < dm->ndev; i++) {
+    struct dev *d = dm->devs[i];
+    struct coop_wire_devinfo *o = &st->devs[i];
+    snprintf(o->device, sizeof o->device, "%s", dev_name(d));
+    snprintf(o->backend, sizeof o->backend, "%s", dev_backend(d));
+    o->compute_units = dev_compute_units(d);
+    o->workers = dev_workers(d);
+    o->jobs = dm->dev_jobs[i];
+    struct dev_watch wd;
+    dev_watch_get(d, &wd);
+    o->lost_workers = wd.lost_workers;
+    st->gather_timeouts += wd.gather_timeouts;
+    st->hung += wd.hung;
+    if (i == 0) st->lost_workers = wd.lost_workers;
+    if (!st->watchdog[0] && wd.last[0])
+      snprintf(st->watchdog, sizeof st->watchdog, "device %u: %.1000s", i, wd.last);
+  }
+}
+
 static void on_stats(struct session *s, uint32_t seq) {
   struct daemon *dm = s->dm;
   union coop_msg r;
   memset(&r, 0, sizeof r);
   struct coop_msg_stats_reply *st = &r.stats;
-  snprintf(st->backend, sizeof st->backend, "%s", dev_backend(dm->dev));
-  snprintf(st->backend_note, sizeof st->backend_note, "%s", dev_backend_note(dm->dev));
-  snprintf(st->device, sizeof st->device, "%s", dev_name(dm->dev));
-  st->compute_units = dev_compute_units(dm->dev);
-  st->workers = dev_workers(dm->dev);
+  struct dev *d0 = dm->devs[0];
+  snprintf(st->backend, sizeof st->backend, "%s", dev_backend(d0));
+  snprintf(st->backend_note, sizeof st->backend_note, "%s", dev_backend_note(d0));
+  snprintf(st->device, sizeof st->device, "%s", dev_name(d0));
+  st->compute_units = dev_compute_units(d0);
+  st->workers = dev_workers(d0);
+  stats_devices(dm, st);
   st->clients = dm->nsessions;
   for (struct job *j = dm->jobs; j; j = j->next) {
     uint8_t x = atomic_load(&j->state);
@@ -544,12 +597,7 @@ static void on_stats(struct session *s, uint32_t seq) {
   st->refused = dm->refused;
   st->failed = dm->failed;
   st->samples = dm->ngather;
-  struct dev_watch wd;
-  dev_watch_get(dm->dev, &wd);
-  st->gather_timeouts = wd.gather_timeouts;
-  st->hung = wd.hung;
-  st->lost_workers = wd.lost_workers;
-  memcpy(st->watchdog, wd.last, sizeof st->watchdog);
+
   st->gather_p50 = st->gather_p90 = st->gather_p99 = st->gather_max = -1;
   if (dm->ngather) {
     int64_t v[DM_GATHER_SAMPLES];
@@ -566,9 +614,11 @@ static void on_stats(struct session *s, uint32_t seq) {
 
 /* TOP: the device thread's last live view, filtered to what the client
  * may see (PROTOCOL.md). */
-static void on_top(struct session *s, uint32_t seq) {
+static void on_top(struct session *s, uint32_t seq, unsigned device) {
   static struct dev_view v; /* loop thread only; large */
-  dev_view_get(s->dm->dev, &v);
+  if (device >= s->dm->ndev)
+    return sess_error(s, seq, COOP_EINVAL, "no device %u: this coopd runs %u", device, s->dm->ndev);
+  dev_view_get(s->dm->devs[device], &v);
   struct coop_wire_buf wgs, jobs;
   coop_wire_buf_init(&wgs);
   coop_wire_buf_init(&jobs);
@@ -670,7 +720,7 @@ static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uin
       on_cancel(s, h->seq, &m->job);
       break;
     case COOP_MSG_TOP:
-      on_top(s, h->seq);
+      on_top(s, h->seq, m->top_req.device);
       break;
     case COOP_MSG_STATS:
       on_stats(s, h->seq);
@@ -780,7 +830,7 @@ static void sess_close(struct session *s) {
       *p = j->next;
       job_free(j);
     } else {
-      dev_cancel(dm->dev, j);
+      dev_cancel(dm->devs[j->device], j);
       p = &j->next;
     }
   }
@@ -911,6 +961,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
   dm->failed += st == COOP_JOB_FAILED;
   count_gathers(dm, j);
   journal_finished(dm->journal, j->id);
+  dm->dev_jobs[j->device]--;
   log_debug("job %llu (%s): %s", (unsigned long long)j->id, j->kernel, coop_job_state_name(st));
   /* j->finished is set only after the sends: a session that a failed send
    * closes meanwhile then treats j as running (owner := NULL) rather than

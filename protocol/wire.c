@@ -116,6 +116,7 @@ static void enc_welcome(struct enc *e, const struct coop_msg_welcome *m) {
   const uint32_t u[] = {m->compute_units, m->workers, m->max_payload,
                         m->inline_max,    m->uid,     m->pid};
   for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(e, u[i]);
+  put_u8(e, m->ndevices);
 }
 
 static void enc_arg(struct enc *e, const struct coop_wire_arg *a) {
@@ -135,6 +136,7 @@ static void enc_submit(struct enc *e, const struct coop_msg_submit *m) {
   put_u8(e, m->flags);
   const uint32_t u[] = {m->groups, m->period_us, m->count, m->duration_ms, m->deadline_us};
   for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(e, u[i]);
+  put_u8(e, m->device);
   /* the loop stops at the error: args[] has only COOP_WIRE_MAX_ARGS entries */
   if (m->nargs > COOP_WIRE_MAX_ARGS) efail(e, COOP_ETOOBIG);
   put_u8(e, m->nargs);
@@ -149,6 +151,7 @@ static void enc_error(struct enc *e, const struct coop_msg_error *m) {
 static void enc_result(struct enc *e, const struct coop_msg_result *m) {
   put_u64(e, m->job);
   put_u8(e, m->state);
+  put_u8(e, m->device);
   put_i32(e, m->error);
   put_str(e, m->message, sizeof m->message);
   put_times(e, &m->t);
@@ -181,6 +184,15 @@ static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
   put_u32(e, m->hung);
   put_u32(e, m->lost_workers);
   put_str(e, m->watchdog, sizeof m->watchdog);
+  if (m->ndevices > COOP_WIRE_MAX_DEVICES) efail(e, COOP_ETOOBIG);
+  put_u8(e, m->ndevices);
+  for (unsigned i = 0; i < m->ndevices && !e->err; i++) {
+    const struct coop_wire_devinfo *d = &m->devs[i];
+    put_str(e, d->device, sizeof d->device);
+    put_str(e, d->backend, sizeof d->backend);
+    const uint32_t v[] = {d->compute_units, d->workers, d->lost_workers, d->jobs};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) put_u32(e, v[k]);
+  }
 }
 
 /* A workgroup record's size: its records are fixed-size, and njobs follows
@@ -210,9 +222,9 @@ static void enc_event(struct enc *e, const struct coop_msg_event *m) {
 
 /* 0 when encoded (errors are in e->err), COOP_EINVAL for an unknown type. */
 static int enc_payload(struct enc *e, uint16_t type, const union coop_msg *m) {
-  if (type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_TOP ||
-      type == COOP_MSG_OK)
-    return 0;
+  if (type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK) return 0;
+  if (type == COOP_MSG_TOP) /* without a message: device 0 */
+    return put_u8(e, m ? m->top_req.device : 0), 0;
   if (!m) return COOP_EINVAL;
   switch (type) {
     case COOP_MSG_HELLO:
@@ -467,6 +479,8 @@ static void dec_welcome(struct cur *c, struct coop_msg_welcome *m) {
   uint32_t *u[] = {&m->compute_units, &m->workers, &m->max_payload,
                    &m->inline_max,    &m->uid,     &m->pid};
   for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
+  m->ndevices = get_u8(c);
+  want(c, m->ndevices >= 1 && m->ndevices <= COOP_WIRE_MAX_DEVICES);
 }
 
 static void dec_submit(struct cur *c, struct coop_msg_submit *m) {
@@ -475,6 +489,7 @@ static void dec_submit(struct cur *c, struct coop_msg_submit *m) {
   want(c, !(m->flags & ~COOP_SUBMIT_FLAGS_ALL));
   uint32_t *u[] = {&m->groups, &m->period_us, &m->count, &m->duration_ms, &m->deadline_us};
   for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
+  m->device = get_u8(c);
   m->nargs = get_u8(c);
   if (m->nargs > COOP_WIRE_MAX_ARGS) cfail(c, COOP_ETOOBIG);
   for (unsigned i = 0; i < m->nargs && !c->err; i++) get_arg(c, &m->args[i]);
@@ -540,6 +555,7 @@ static void dec_outbufs(struct cur *c, struct coop_msg_result *m) {
 static void dec_result(struct cur *c, struct coop_msg_result *m) {
   m->job = get_u64(c);
   m->state = get_state(c);
+  m->device = get_u8(c);
   m->error = get_i32(c);
   get_str(c, m->message, sizeof m->message);
   get_times(c, &m->t);
@@ -570,6 +586,15 @@ static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
   m->hung = get_u32(c);
   m->lost_workers = get_u32(c);
   get_str(c, m->watchdog, sizeof m->watchdog);
+  m->ndevices = get_u8(c);
+  if (m->ndevices > COOP_WIRE_MAX_DEVICES) cfail(c, COOP_ETOOBIG);
+  for (unsigned i = 0; i < m->ndevices && !c->err; i++) {
+    struct coop_wire_devinfo *d = &m->devs[i];
+    get_str(c, d->device, sizeof d->device);
+    get_str(c, d->backend, sizeof d->backend);
+    uint32_t *v[] = {&d->compute_units, &d->workers, &d->lost_workers, &d->jobs};
+    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) *v[k] = get_u32(c);
+  }
 }
 
 static void dec_event(struct cur *c, struct coop_msg_event *m) {
@@ -587,9 +612,10 @@ static int dec_payload(struct cur *c, uint16_t type, union coop_msg *m) {
   switch (type) {
     case COOP_MSG_STATS:
     case COOP_MSG_KERNELS:
-    case COOP_MSG_TOP:
     case COOP_MSG_OK:
       return 1; /* empty: any byte is trailing */
+    case COOP_MSG_TOP:
+      return m->top_req.device = get_u8(c), 1;
     case COOP_MSG_HELLO:
       return dec_hello(c, &m->hello), 1;
     case COOP_MSG_WELCOME:

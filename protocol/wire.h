@@ -32,7 +32,7 @@
 #include "coop_errno.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
-#define COOP_WIRE_VERSION 1u        /* the only version this code speaks */
+#define COOP_WIRE_VERSION 2u        /* the only version this code speaks */
 #define COOP_WIRE_HDR 16u
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
@@ -41,6 +41,8 @@
 #define COOP_WIRE_TEXT_MAX 1024u          /* messages, device names: < 1024 bytes */
 #define COOP_WIRE_MAX_ARGS 16u
 #define COOP_WIRE_FD_NONE 0xffu
+#define COOP_WIRE_MAX_DEVICES 8u
+#define COOP_WIRE_ANY_DEVICE 0xffu /* SUBMIT: the least loaded device */
 #define COOP_WAIT_FOREVER 0xffffffffu
 
 enum coop_msg_type {
@@ -132,6 +134,7 @@ struct coop_msg_welcome {
   char backend[COOP_WIRE_NAME_MAX];
   char device[COOP_WIRE_TEXT_MAX];
   uint32_t compute_units, workers, max_payload, inline_max, uid, pid;
+  uint8_t ndevices; /* backend..workers above describe device 0 */
 };
 
 /* One SUBMIT argument:
@@ -160,6 +163,7 @@ struct coop_msg_submit {
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t flags;
   uint32_t groups, period_us, count, duration_ms, deadline_us;
+  uint8_t device; /* < ndevices, or COOP_WIRE_ANY_DEVICE */
   uint8_t nargs;
   struct coop_wire_arg args[COOP_WIRE_MAX_ARGS];
 };
@@ -169,6 +173,10 @@ struct coop_msg_submit {
 /* WAIT: u64 job, u32 timeout_ms (COOP_WAIT_FOREVER) */
 /* CANCEL: u64 job */
 /* STATS, KERNELS: empty payload */
+/* TOP: u8 device */
+struct coop_msg_top {
+  uint8_t device;
+};
 /* SUBSCRIBE: u32 mask (COOP_EV_* bits, none outside COOP_EV_ALL; 0
  * unsubscribes) */
 /* OK: empty payload */
@@ -234,6 +242,7 @@ struct coop_wire_outbuf {
 struct coop_msg_result {
   uint64_t job;
   uint8_t state;
+  uint8_t device; /* where it ran */
   int32_t error;
   char message[COOP_WIRE_TEXT_MAX];
   struct coop_wire_times t;
@@ -252,7 +261,15 @@ struct coop_msg_result {
  * `samples` non-cooperative task instances; -1 when none),
  * str backend_note (which backend and device, and why: the reasons the
  * others were passed over), u32 gather_timeouts, u32 hung,
- * u32 lost_workers, str watchdog (the latest watchdog event, or "") */
+ * u32 lost_workers, str watchdog (the latest watchdog event, or ""),
+ * u8 ndevices, ndevices x (str device, str backend, u32 compute_units,
+ * u32 workers, u32 lost_workers, u32 jobs). The fields before describe
+ * device 0 (gather percentiles and counters: every device). */
+struct coop_wire_devinfo {
+  char device[COOP_WIRE_TEXT_MAX];
+  char backend[COOP_WIRE_NAME_MAX];
+  uint32_t compute_units, workers, lost_workers, jobs;
+};
 struct coop_msg_stats_reply {
   char backend[COOP_WIRE_NAME_MAX];
   char device[COOP_WIRE_TEXT_MAX];
@@ -263,6 +280,8 @@ struct coop_msg_stats_reply {
   char backend_note[COOP_WIRE_TEXT_MAX];
   uint32_t gather_timeouts, hung, lost_workers;
   char watchdog[COOP_WIRE_TEXT_MAX];
+  uint8_t ndevices;
+  struct coop_wire_devinfo devs[COOP_WIRE_MAX_DEVICES];
 };
 
 /* KERNEL_LIST: u32 n, n x (str name, u8 cooperative (0 or 1), u8 nargs,
@@ -337,6 +356,7 @@ union coop_msg {
   struct coop_msg_kernel_list kernels;
   struct coop_msg_event event;
   struct coop_msg_top_reply top;
+  struct coop_msg_top top_req;
 };
 
 /* ---- growable output buffer ---- */

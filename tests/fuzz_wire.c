@@ -229,7 +229,7 @@ static void seed_msg(union coop_msg *m, uint16_t type, struct seedrecs *r) {
       m->hello = (struct coop_msg_hello){1, 1, "coopctl"};
       break;
     case COOP_MSG_WELCOME:
-      m->welcome = (struct coop_msg_welcome){1, "0.1.0", "opencl", "pocl", 2, 4, 1, 1, 0, 1};
+      m->welcome = (struct coop_msg_welcome){1, "0.1.0", "opencl", "pocl", 2, 4, 1, 1, 0, 1, 1};
       break;
     case COOP_MSG_SUBMIT:
       m->submit = (struct coop_msg_submit){.kernel = "sweep", .flags = 1, .groups = 2, .nargs = 3};
@@ -264,6 +264,8 @@ static void seed_msg(union coop_msg *m, uint16_t type, struct seedrecs *r) {
       m->stats = (struct coop_msg_stats_reply){
           .backend = "opencl", .device = "pocl", .workers = 4, .done = 5};
       m->stats.gather_p50 = m->stats.gather_max = -1;
+      m->stats.ndevices = 1;
+      m->stats.devs[0] = (struct coop_wire_devinfo){"pocl", "opencl", 2, 4, 0, 1};
       break;
     case COOP_MSG_EVENT:
       m->event = (struct coop_msg_event){1, COOP_EV_GATHERED, COOP_JOB_RUNNING, 0, 100, 20};

@@ -134,11 +134,12 @@ static void fk_ok(struct fconn *c, uint32_t seq) {
 static void fk_welcome_v(struct fake *f, struct fconn *c, uint16_t version) {
   struct fframe fr;
   if (!fk_expect(f, c, &fr, COOP_MSG_HELLO)) return;
-  FK(f, fr.m.hello.min_version == 1 && fr.m.hello.max_version == 1);
+  FK(f, fr.m.hello.min_version == COOP_WIRE_VERSION && fr.m.hello.max_version == COOP_WIRE_VERSION);
   snprintf(f->hello_name, sizeof f->hello_name, "%s", fr.m.hello.name);
   union coop_msg m = {0};
   struct coop_msg_welcome *w = &m.welcome;
-  w->version = 1;
+  w->version = COOP_WIRE_VERSION;
+  w->ndevices = 1;
   strcpy(w->daemon_version, "0.1-fake");
   strcpy(w->backend, "opencl");
   strcpy(w->device, "Fake GPU");
@@ -221,7 +222,8 @@ START_TEST(handshake) {
   fake_start(&f, s_welcome_then_eof);
   coop_conn *c = connect_ok(&f);
   const struct coop_info *i = coop_info(c);
-  ck_assert_uint_eq(i->version, 1);
+  ck_assert_uint_eq(i->version, COOP_WIRE_VERSION);
+  ck_assert_uint_eq(i->ndevices, 1);
   ck_assert_str_eq(i->device, "Fake GPU");
   ck_assert_str_eq(i->backend, "opencl");
   ck_assert_str_eq(i->daemon_version, "0.1-fake");
@@ -243,7 +245,7 @@ static void s_refuse_version(struct fake *f, struct fconn *c) {
   ff_free(&fr);
 }
 
-static void s_welcome_v2(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 2); }
+static void s_welcome_v3(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 3); }
 
 START_TEST(version_refused) {
   struct fake f;
@@ -255,9 +257,9 @@ START_TEST(version_refused) {
   fake_end(&f);
   ck_assert_str_eq(f.hello_name, "libcoop");
   /* a reply framed in another version */
-  fake_start(&f, s_welcome_v2);
+  fake_start(&f, s_welcome_v3);
   ck_assert_int_eq(coop_connect(&c, f.path, NULL), COOP_EVERSION);
-  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "version 2"));
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "version 3"));
   fake_end(&f);
 }
 END_TEST
@@ -753,7 +755,7 @@ static void s_top(struct fake *f, struct fconn *c) {
   fk_welcome(f, c);
   struct fframe fr;
   if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;
-  FK(f, fr.h.len == 0);
+  FK(f, fr.h.len == 1 && fr.m.top_req.device == 0); /* coop_top: device 0 */
   reply_top(c, fr.h.seq);
   ff_free(&fr);
   if (!fk_expect(f, c, &fr, COOP_MSG_TOP)) return;

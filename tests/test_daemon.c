@@ -229,8 +229,11 @@ static void arg_buf(struct coop_msg_submit *s, uint8_t dir, const void *data, ui
   }
 }
 
+static uint8_t submit_device = COOP_WIRE_ANY_DEVICE; /* what submit_init asks for */
+
 static void submit_init(union coop_msg *m, const char *kernel, uint32_t groups, int coop) {
   memset(m, 0, sizeof *m);
+  m->submit.device = submit_device;
   snprintf(m->submit.kernel, sizeof m->submit.kernel, "%s", kernel);
   m->submit.groups = groups;
   m->submit.flags = coop ? COOP_SUBMIT_COOPERATIVE : 0;
@@ -1048,8 +1051,8 @@ START_TEST(watchdog_names_a_kernel_that_never_yields) {
   assert_has(st.watchdog, "(spin) is hung");
   expect_error(&c, render_submit(&c, 1), COOP_EHUNG); /* no worker left */
   kill(d.pid, SIGHUP);                                /* refused: the old one cannot close */
-  for (int i = 0; i < 600 && !log_has(logp, "is hung on the device"); i++) msleep(50);
-  ck_assert_msg(log_has(logp, "is hung on the device"), "the reload was not refused");
+  for (int i = 0; i < 600 && !log_has(logp, "hung kernel holds workers"); i++) msleep(50);
+  ck_assert_msg(log_has(logp, "hung kernel holds workers"), "the reload was not refused");
 
   for (int i = 0; i < 1200 && st.lost_workers; i++, msleep(50)) st = stats(&c);
   ck_assert_msg(st.lost_workers == 0, "the spin's workers never came back");
@@ -1164,6 +1167,60 @@ START_TEST(crash_then_restart) {
 }
 END_TEST
 
+/* ---- several devices ([device] devices; two megakernels on PoCL) ---- */
+
+static void top_of(struct conn *c, uint8_t device, uint16_t want) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.top_req.device = device;
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_TOP, &m, NULL, 0)), want);
+}
+
+/* A job names its device, or goes to the least loaded one; each device has
+ * its own megakernel, workers, TOP and STATS record. */
+START_TEST(devices_named_and_least_loaded) {
+  const char *sets[] = {"device.devices=0,0", "device.max_workgroups=2", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_eq(c.m.welcome.ndevices, 2);
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.ndevices, 2);
+  uint32_t w = st.devs[0].workers;
+  ck_assert_uint_ge(w, 1);
+  ck_assert_uint_ge(st.devs[1].workers, 1);
+
+  submit_device = 1; /* named: on device 1, and right */
+  render_check(&c, 1, 0, 0);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  submit_device = 2; /* no such device */
+  expect_error(&c, render_submit(&c, 1), COOP_EINVAL);
+  submit_device = COOP_WIRE_ANY_DEVICE;
+
+  uint32_t data[256] = {0}; /* any: both idle, so device 0; then the other */
+  uint64_t sj = sweep_submit(&c, data, 256, 100000000, w, -1);
+  ck_assert_uint_ne(sj, 0);
+  wait_running(&c, sj);
+  st = stats(&c);
+  ck_assert_uint_eq(st.devs[0].jobs, 1);
+  ck_assert_uint_eq(st.devs[1].jobs, 0);
+  render_check(&c, 1, 0, 0);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  top_of(&c, 1, COOP_MSG_TOP_REPLY);
+  top_of(&c, 2, COOP_MSG_ERROR);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = sj;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, sj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  ck_assert_uint_eq(c.m.result.device, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -1181,6 +1238,10 @@ static Suite *suite(void) {
   tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
   tcase_add_test(t, stop_leaves_a_hung_kernel);
   tcase_add_test(t, crash_then_restart);
+  suite_add_tcase(s, t);
+  t = tcase_create("devices");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, devices_named_and_least_loaded);
   suite_add_tcase(s, t);
   return s;
 }

@@ -83,6 +83,7 @@ static void sample_submit(struct coop_msg_submit *s) {
   s->period_us = 1000;
   s->count = UINT32_MAX;
   s->deadline_us = 500;
+  s->device = COOP_WIRE_ANY_DEVICE;
   s->nargs = COOP_WIRE_MAX_ARGS;
   const uint64_t scalars[][2] = {
       {COOP_ARG_U32, UINT32_MAX},     {COOP_ARG_I32, (uint32_t)-5},
@@ -144,6 +145,7 @@ static const struct coop_wire_times edge_times = {INT64_MIN, -1, 0, 1, INT64_MAX
 static void sample_result(struct coop_msg_result *r, struct store *st) {
   r->job = 42;
   r->state = COOP_JOB_DONE;
+  r->device = 7;
   r->error = COOP_EFAILED;
   fill(r->message, sizeof r->message, 'm');
   r->t = edge_times;
@@ -170,8 +172,8 @@ static void sample_misc(uint16_t type, union coop_msg *m) {
       fill(m->hello.name, sizeof m->hello.name, 'h');
       return;
     case COOP_MSG_WELCOME:
-      m->welcome =
-          (struct coop_msg_welcome){1, "0.1.0", "", "", UINT32_MAX, 7, 4u << 20, 1u << 18, 1000, 0};
+      m->welcome = (struct coop_msg_welcome){1,        "0.1.0",  "",   "", UINT32_MAX, 7,
+                                             4u << 20, 1u << 18, 1000, 0,  8};
       fill(m->welcome.backend, sizeof m->welcome.backend, 'b');
       fill(m->welcome.device, sizeof m->welcome.device, 'd');
       return;
@@ -210,6 +212,13 @@ static void sample_stats(struct coop_msg_stats_reply *s) {
   fill(s->backend_note, sizeof s->backend_note, 'N');
   s->gather_timeouts = UINT32_MAX, s->hung = 7, s->lost_workers = 1;
   fill(s->watchdog, sizeof s->watchdog, 'W');
+  s->ndevices = COOP_WIRE_MAX_DEVICES;
+  for (unsigned i = 0; i < COOP_WIRE_MAX_DEVICES; i++) {
+    fill(s->devs[i].device, sizeof s->devs[i].device, (char)('a' + i));
+    fill(s->devs[i].backend, sizeof s->devs[i].backend, 'b');
+    s->devs[i].compute_units = i, s->devs[i].workers = UINT32_MAX, s->devs[i].jobs = 3;
+    s->devs[i].lost_workers = 1;
+  }
 }
 
 /* A message of `type` with boundary values in every field. */
@@ -319,6 +328,7 @@ static void eq_mem(const uint8_t *a, const uint8_t *b, size_t n) {
 static void eq_submit(const struct coop_msg_submit *a, const struct coop_msg_submit *b) {
   SEQ(a, b, kernel), EQ(a, b, flags), EQ(a, b, groups), EQ(a, b, period_us);
   EQ(a, b, count), EQ(a, b, duration_ms), EQ(a, b, deadline_us), EQ(a, b, nargs);
+  EQ(a, b, device);
   for (unsigned i = 0; i < a->nargs; i++) {
     const struct coop_wire_arg *x = &a->args[i], *y = &b->args[i];
     EQ(x, y, type), EQ(x, y, bits), EQ(x, y, dir), EQ(x, y, fd), EQ(x, y, size);
@@ -328,7 +338,7 @@ static void eq_submit(const struct coop_msg_submit *a, const struct coop_msg_sub
 }
 
 static void eq_result(const struct coop_msg_result *a, const struct coop_msg_result *b) {
-  EQ(a, b, job), EQ(a, b, state), EQ(a, b, error), SEQ(a, b, message);
+  EQ(a, b, job), EQ(a, b, state), EQ(a, b, device), EQ(a, b, error), SEQ(a, b, message);
   eq_times(&a->t, &b->t);
   EQ(a, b, m_initial), EQ(a, b, m_min), EQ(a, b, m_max), EQ(a, b, kills), EQ(a, b, forks);
   EQ(a, b, resizes), EQ(a, b, instances), EQ(a, b, misses), EQ(a, b, ninst), EQ(a, b, nbuf);
@@ -345,13 +355,18 @@ static void eq_stats(const struct coop_msg_stats_reply *a, const struct coop_msg
   EQ(a, b, cancelled), EQ(a, b, refused), EQ(a, b, failed), EQ(a, b, samples);
   EQ(a, b, gather_p50), EQ(a, b, gather_p90), EQ(a, b, gather_p99), EQ(a, b, gather_max);
   SEQ(a, b, backend_note), EQ(a, b, gather_timeouts), EQ(a, b, hung), EQ(a, b, lost_workers);
-  SEQ(a, b, watchdog);
+  SEQ(a, b, watchdog), EQ(a, b, ndevices);
+  for (unsigned i = 0; i < a->ndevices; i++) {
+    SEQ(&a->devs[i], &b->devs[i], device), SEQ(&a->devs[i], &b->devs[i], backend);
+    EQ(&a->devs[i], &b->devs[i], compute_units), EQ(&a->devs[i], &b->devs[i], workers);
+    EQ(&a->devs[i], &b->devs[i], lost_workers), EQ(&a->devs[i], &b->devs[i], jobs);
+  }
 }
 
 static void eq_welcome(const struct coop_msg_welcome *a, const struct coop_msg_welcome *b) {
   EQ(a, b, version), SEQ(a, b, daemon_version), SEQ(a, b, backend), SEQ(a, b, device);
   EQ(a, b, compute_units), EQ(a, b, workers), EQ(a, b, max_payload), EQ(a, b, inline_max);
-  EQ(a, b, uid), EQ(a, b, pid);
+  EQ(a, b, uid), EQ(a, b, pid), EQ(a, b, ndevices);
 }
 
 /* Every field of a decoded message equals the original's. */
@@ -438,8 +453,8 @@ START_TEST(round_trip_every_type) {
 END_TEST
 
 START_TEST(empty_payloads_are_headers_only) {
-  const uint16_t empty[] = {COOP_MSG_STATS, COOP_MSG_KERNELS, COOP_MSG_TOP, COOP_MSG_OK};
-  for (unsigned i = 0; i < 4; i++) {
+  const uint16_t empty[] = {COOP_MSG_STATS, COOP_MSG_KERNELS, COOP_MSG_OK};
+  for (unsigned i = 0; i < 3; i++) {
     struct coop_wire_buf b;
     coop_wire_buf_init(&b);
     encode_ok(&b, empty[i], 5, NULL);
@@ -453,12 +468,12 @@ END_TEST
 
 /* The worked example of PROTOCOL.md, byte for byte. */
 START_TEST(hello_bytes) {
-  union coop_msg m = {.hello = {1, 1, "coopctl"}};
+  union coop_msg m = {.hello = {2, 2, "coopctl"}};
   struct coop_wire_buf b;
   coop_wire_buf_init(&b);
   encode_ok(&b, COOP_MSG_HELLO, 1, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,
-                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x01, 0x00, 0x01,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x02, 0x00, 0x01, 0x00, 0x00,
+                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x02, 0x00, 0x02,
                           0x00, 0x07, 'c',  'o',  'o',  'p',  'c',  't',  'l'};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
@@ -602,7 +617,7 @@ START_TEST(top_reply_bytes) {
   ck_assert_int_eq(coop_wire_topjob_put(&j, &tj), 0);
   union coop_msg m = {.top = {4, w.p, (uint32_t)w.len, 1, j.p, (uint32_t)j.len}};
   encode_ok(&b, COOP_MSG_TOP_REPLY, 5, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x01, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x02, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05,
                           0x00, 0x00, 0x00, 0x4e, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00,
                           0x00, 0x00, 0x00, 0x00, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
                           0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -612,10 +627,10 @@ START_TEST(top_reply_bytes) {
                           0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
-  /* TOP itself is a bare header */
+  /* TOP itself is the header and the device */
   coop_wire_buf_free(&b);
   encode_ok(&b, COOP_MSG_TOP, 5, NULL);
-  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 1, 0, 9, 0, 0, 0, 5, 0, 0, 0, 0};
+  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 2, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
   ck_assert_uint_eq(b.len, sizeof top);
   ck_assert_mem_eq(b.p, top, sizeof top);
   coop_wire_buf_free(&w), coop_wire_buf_free(&j), coop_wire_buf_free(&b);
@@ -697,9 +712,8 @@ START_TEST(reject_short_and_trailing) {
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_STATS), COOP_EPROTO);
   pb_be(&p, 0, 1);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNELS), COOP_EPROTO);
-  pb_be(&p, 0, 1);
-  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP), COOP_EPROTO);
-  pb_be(&p, 0, 8); /* what a STATUS would carry */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP), COOP_EPROTO); /* needs the device */
+  pb_be(&p, 0, 8);                                            /* what a STATUS would carry */
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_TOP), COOP_EPROTO);
 }
 END_TEST
@@ -749,7 +763,7 @@ END_TEST
 static void submit_head(struct pb *p, uint8_t flags, uint8_t nargs) {
   pb_str(p, "k", 1), pb_be(p, flags, 1);
   for (int i = 0; i < 5; i++) pb_be(p, 1, 4);
-  pb_be(p, nargs, 1);
+  pb_be(p, COOP_WIRE_ANY_DEVICE, 1), pb_be(p, nargs, 1);
 }
 
 static void buf_arg_pb(struct pb *p, uint8_t dir, uint8_t fd, uint64_t size, uint32_t len) {
@@ -981,7 +995,7 @@ END_TEST
 
 /* RESULT up to its instance count (ninst itself not included). */
 static void result_head(struct pb *p, uint8_t state) {
-  pb_be(p, 1, 8), pb_be(p, state, 1), pb_be(p, 0, 4), pb_str(p, "m", 1);
+  pb_be(p, 1, 8), pb_be(p, state, 1), pb_be(p, 0, 1), pb_be(p, 0, 4), pb_str(p, "m", 1);
   for (int i = 0; i < 7; i++) pb_be(p, (uint64_t)-1, 8);
   for (int i = 0; i < 8; i++) pb_be(p, 1, 4);
 }
