@@ -1088,6 +1088,7 @@ static const char top_text[] =
     "total     4 submitted, 1 done, 0 cancelled, 0 refused, 0 failed\n"
     "gather    p50 1.500 us, p90 2.500 ms, p99 3.000 ms, max 999 ns (last 10 non-cooperative "
     "tasks)\n"
+    "watchdog  0 gather timeouts, 0 hung, 0 workers lost\n"
     "\n"
     "workers   70: 3 running, 1 reserved, 1 another user's, 65 free\n"
     "       0  AAa#B...........................................................\n"
