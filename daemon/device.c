@@ -212,6 +212,13 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
 /* ---- device side ---- */
 
 static void hand_back(struct dev *d, struct job *j) {
+  /* the client's memfds are written back (or not wanted): a finished job
+   * kept for a later WAIT (DETACHED) must not hold them open */
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].fd >= 0) {
+      close(j->args[i].fd);
+      j->args[i].fd = -1;
+    }
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
   if (d->out_tail)
@@ -490,9 +497,11 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
 static void finish_job(struct dev *d, struct run *r) {
   struct job *j = r->j;
   if (j->m_min == UINT32_MAX) j->m_min = 0;
-  if (atomic_load(&j->state) == COOP_JOB_FAILED) {
+  uint8_t now = atomic_load(&j->state);
+  if (now == COOP_JOB_FAILED) {
     /* keep the failure */
-  } else if (r->released == 0) {
+  } else if (r->released == 0 || (!periodic(j) && now < COOP_JOB_DONE)) {
+    /* never released, or its task left with a zombie while still queued */
     atomic_store(&j->state, COOP_JOB_CANCELLED);
   } else if (periodic(j)) {
     uint8_t st = COOP_JOB_DONE;
