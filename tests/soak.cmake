@@ -1,0 +1,14 @@
+# coop-soak (soak.c): many libcoop clients against a real coopd for a
+# bounded time, with the invariants checked at the end (issue 7). ctest runs
+# one minute (soak_short, labelled device so that `scripts/test --backend
+# cuda` runs it too); the ten-minute run is a bench target (bench/README.md).
+# Included from tests/CMakeLists.txt.
+add_executable(coop-soak soak.c)
+target_link_libraries(coop-soak PRIVATE coop Threads::Threads)
+target_compile_definitions(coop-soak PRIVATE COOPD_PATH="$<TARGET_FILE:coopd>"
+  KERNEL_DIR="${PROJECT_SOURCE_DIR}/megakernel/kernels")
+add_dependencies(coop-soak coopd)
+
+add_test(NAME soak_short COMMAND coop-soak --seconds 60)
+set_tests_properties(soak_short PROPERTIES ENVIRONMENT "POCL_MAX_PTHREAD_COUNT=3"
+  TIMEOUT 240 LABELS device)
