@@ -1,8 +1,9 @@
 /*
  * coopctl.c: the command-line client of coopd, on libcoop's public API.
  * Commands: kernels, submit, status, wait, cancel, stats, top, render
- * (coopctl_render.c). Exit status: 0 success, 1 error (or a waited job that
- * did not end done), 2 bad usage.
+ * (coopctl_render.c), app (coopctl_app.c). Exit status: 0 success, 1 error
+ * (or a waited job that did not end done), 2 bad usage, 3 app --check found
+ * a difference from the CPU reference.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -692,6 +693,47 @@ static const struct cmd cmds[] = {
      "time, execution time and achieved period (p50/p90/p99/max, ms), instances, deadline\n"
      "misses and reps, and checks the last c against the CPU (exit 1 on a mismatch).\n",
      cmd_render},
+    {"app", "run an application (bfs, l-sssp, ..., game) and check it against the CPU",
+     "app NAME [--graph FILE [--graph-format FMT] | --gen SPEC | --scale S --input I]"
+     " [--source V] [--groups N] [--device D] [--query-barrier | --original]"
+     " [--out FILE [--binary]]"
+     " [--check] [--timeout MS] | app --list",
+     "Runs one of the applications of paper 004 Table 1 (and thesis 000's bc) as ONE\n"
+     "cooperative job of its kernel (coopd loads them from megakernel/apps/NAME.cl, installed\n"
+     "in share/coop/kernels), on the same task description the in-process tests run.\n"
+     "Buffers past the daemon's inline limit travel in memfds: coopd reads the input from\n"
+     "them and writes the output back into them.\n"
+     "  --list            the applications, their input, output and source of truth\n"
+     "input (default: --input 0 --scale 0):\n"
+     "  --graph FILE      graph apps: read FILE (- for stdin): DIMACS .gr, Matrix Market,\n"
+     "                    or an edge list, detected from the content (docs/inputs.md)\n"
+     "  --graph-format F  auto (default), dimacs, mtx or edges\n"
+     "  --gen SPEC        graph apps: generate rmat:SCALE[:EF[:SEED]], road:WxH[:SEED],\n"
+     "                    circuit:N[:SEED] or random:N:M[:MAXW[:SEED]]\n"
+     "  --input I         test input I of the application (as tests/test_apps.c runs them)\n"
+     "  --scale S         ... at about 2^S times the test size (0..12)\n"
+     "  --source V        bfs, l-sssp, p-sssp: the source vertex (default 0, but 1 for the\n"
+     "                    test input split-n..., whose vertex 0 is isolated)\n"
+     "run:\n"
+     "  --groups N        N workgroups (default: every worker of the device)\n"
+     "  --device D        run on device D (default: the daemon picks the least loaded one\n"
+     "                    with N workers; N then defaults to device 0's workers)\n"
+     "  --query-barrier   the query variant of the resizing barrier\n"
+     "  --original        the original form (plain global barriers, no kill or fork)\n"
+     "  --timeout MS      give up after MS milliseconds (the job is cancelled; exit 1)\n"
+     "output:\n"
+     "  --out FILE        write the output to FILE (- for stdout: the report then goes to\n"
+     "                    stderr): text, one element per line in decimal (f32: %.9g), in\n"
+     "                    the layout --list gives\n"
+     "  --binary          ... as raw little-endian 4-byte elements instead\n"
+     "  --check           compare the output with the CPU reference; a difference prints\n"
+     "                    the first one and exits 3\n"
+     "Prints the input, the job's result (as wait does; --json: one object with the job's\n"
+     "fields, \"output\" and \"check\") and the check. Exit status: 0 done (and equal to the\n"
+     "CPU reference with --check), 1 error (unreadable or malformed input, daemon error,\n"
+     "the job did not end done), 2 bad usage (unknown NAME, --source out of range), 3 the\n"
+     "output differs from the CPU reference.\n",
+     cmd_app},
 };
 
 static const struct cmd *find_cmd(const char *name) {
@@ -717,7 +759,8 @@ static void help(void) {
   printf(
       "  --json         print one JSON object (top: one per snapshot, a line each)\n"
       "  --help         this help; COMMAND --help explains a command\n\n"
-      "exit status: 0 success; 1 error, or a waited job that did not end done; 2 bad usage\n");
+      "exit status: 0 success; 1 error, or a waited job that did not end done; 2 bad usage;\n"
+      "             3 app --check: the output differs from the CPU reference\n");
 }
 
 int main(int argc, char **argv) {

@@ -75,4 +75,7 @@ void sort_doubles(double *v, size_t n);
 /* coopctl_render.c */
 int cmd_render(struct ctl *x, int argc, char **argv);
 
+/* coopctl_app.c */
+int cmd_app(struct ctl *x, int argc, char **argv);
+
 #endif /* COOPCTL_H */

@@ -10,6 +10,19 @@
  * argument `mode` (COOP_APP_MODE_*): the original form uses plain global
  * barriers and never calls offer_kill or request_fork; the cooperative form
  * uses the primitives of 004 Sec. 3.2 / Table 1.
+ *
+ * An application describes its task once (prepare: the kernel's arguments,
+ * scalars and host buffers; collect: the output from the buffers' final
+ * contents), and two executors run that description: coop_app_run_local()
+ * on an in-process runtime (every app's run, so test_apps and bench/), and
+ * coopctl's through coopd with libcoop (client/coopctl_app.c). NAME.cl's
+ * first line, `//@coop name=KERNEL kind=cooperative args=u32,...`, is the
+ * kernel's signature for coopd's loader (docs/kernels.md); in-process it is
+ * a comment.
+ *
+ * Two libraries hold the host sides: coopapps (with the runtime: run,
+ * matmul, multitask) and coopapphost (no runtime: descriptions, CPU
+ * references, inputs, graphs; run is NULL there), which coopctl links.
  */
 #ifndef COOP_APP_H
 #define COOP_APP_H
@@ -43,16 +56,54 @@ struct coop_app_opts {
   int timeout_ms;    /* for the wait; < 0 waits forever */
 };
 
+/* ---- a task, described once (task.c) ---- */
+
+enum coop_app_dir {
+  COOP_APP_SCRATCH = 0, /* zeroed on the device, neither filled nor read back */
+  COOP_APP_IN = 1,      /* filled from the host */
+  COOP_APP_OUT = 2,     /* zeroed on the device, read back */
+  COOP_APP_INOUT = 3,   /* filled from the host, read back */
+};
+
+/* Scalar types, numbered as coop.h's enum coop_type (the args= names). */
+enum coop_app_type { COOP_APP_U32 = 1, COOP_APP_U64 = 3 };
+
+/* One kernel argument: a scalar, or a buffer with its host side. */
+struct coop_app_arg {
+  int buf;               /* 1: a buffer (args= buf); 0: a scalar */
+  int type;              /* scalar: enum coop_app_type */
+  uint64_t value;        /* scalar */
+  enum coop_app_dir dir; /* buffer */
+  size_t size;           /* buffer bytes, > 0 */
+  const void *init;      /* IN, INOUT: its first init_len bytes; the rest starts zeroed */
+  size_t init_len;
+  void *host; /* the task's own size bytes (init points here), or NULL for a borrowed IN
+               * buffer and scratch: OUT and INOUT get their final contents here */
+};
+
+struct coop_app_task {
+  const struct coop_app *app;
+  uint32_t groups; /* N, as the executor resolved it (o->groups, or every worker) */
+  unsigned nargs;
+  struct coop_app_arg arg[COOP_RT_MAX_ARGS]; /* arg[0]: the mode */
+  unsigned out; /* the buffer that is the output, when the app has no collect */
+  int err;      /* the first error of a builder below, returned by coop_app_task_prepare */
+};
+
+/* Element types of an application's output, for coopctl's text output. */
+enum coop_app_elem { COOP_APP_ELEM_U32 = 1, COOP_APP_ELEM_I32, COOP_APP_ELEM_F32 };
+
 struct coop_app {
   const char *name;           /* as users type it: "l-sssp" */
   const char *kernel;         /* registered kernel name: "lsssp" */
   const char *source;         /* NAME.cl, embedded by CMake as coop_app_src_NAME_cl */
   const char *truth;          /* source of truth in the papers, for docs and --help */
   enum coop_input_kind input; /* what it reads */
-  /* Allocates its buffers in the arena, submits ONE cooperative task of
-   * kernel `kernel`, waits for it, copies the output into *out (malloc'ed,
-   * layout app-defined) and frees its buffers. *info gets the task's info.
-   * Returns 0 or a negative coop_errno (COOP_ETIMEDOUT if the wait timed out). */
+  /* Runs the task in process: coop_app_run_local() (arena buffers, ONE
+   * cooperative task of kernel `kernel`, wait, output copied out, buffers
+   * freed): *out is malloc'ed (layout app-defined), *info the task's info.
+   * Returns 0 or a negative coop_errno (COOP_ETIMEDOUT if the wait timed out).
+   * NULL in coopapphost. */
   int (*run)(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
              void **out, struct coop_rt_task_info *info);
   /* Checks out against the CPU reference: 0 if correct, else a negative
@@ -62,7 +113,66 @@ struct coop_app {
    * fills *in for index i < count at size `scale` (0 = test size); returns
    * the number of inputs when in is NULL. NULL for graph apps. */
   int (*make_input)(unsigned i, unsigned scale, struct coop_app_input *in);
+  /* The task: appends the kernel's arguments after the mode (t->arg[0],
+   * already there) with the builders below, t->groups being N. Returns 0 or
+   * a negative code (COOP_EINVAL for an input it cannot take). */
+  int (*prepare)(const struct coop_app_input *in, const struct coop_app_opts *o,
+                 struct coop_app_task *t);
+  /* The output from the buffers' final contents: *out malloc'ed, *bytes its
+   * size (may take a buffer with coop_app_task_take). NULL: the buffer
+   * t->out is the output. */
+  int (*collect)(const struct coop_app_input *in, struct coop_app_task *t, void **out,
+                 size_t *bytes);
+  enum coop_app_elem elem; /* the output's elements */
+  const char *output;      /* the output's layout, for --help and docs */
+  int has_source;          /* GRAPH: it starts from in->source */
 };
+
+/* Task builders for prepare. Each appends one argument; the first error is
+ * kept in t->err (and the builders do nothing after it). */
+int coop_app_task_u32(struct coop_app_task *t, uint32_t v);
+/* A buffer with its own zeroed host copy, returned for prepare to fill
+ * (IN, INOUT) or for the executor to fill (OUT, INOUT); NULL on error. */
+void *coop_app_task_buf(struct coop_app_task *t, enum coop_app_dir dir, size_t size);
+/* An IN buffer of size bytes whose first len come from data, which is
+ * borrowed: it must outlive the task (an input's graph, say). */
+int coop_app_task_ref(struct coop_app_task *t, const void *data, size_t len, size_t size);
+int coop_app_task_scratch(struct coop_app_task *t, size_t size);
+/* The host copy of argument i, now the caller's (free()), or NULL. */
+void *coop_app_task_take(struct coop_app_task *t, unsigned i);
+
+/* For executors: an empty task of a with arg[0] = o->mode, then a->prepare.
+ * 0, or an error with t freed. */
+int coop_app_task_prepare(struct coop_app_task *t, const struct coop_app *a,
+                          const struct coop_app_input *in, const struct coop_app_opts *o,
+                          uint32_t groups);
+/* After the run: a->collect, or the buffer t->out taken. */
+int coop_app_task_collect(struct coop_app_task *t, const struct coop_app_input *in, void **out,
+                          size_t *bytes);
+void coop_app_task_free(struct coop_app_task *t);
+
+/* The in-process executor (local.c, coopapps only): prepare with groups =
+ * o->groups or every worker, arena buffers filled, coop_app_submit_wait,
+ * OUT/INOUT copied back, buffers freed, collect. Every app's run. */
+int coop_app_run_local(const struct coop_app *a, coop_rt *rt, const struct coop_app_input *in,
+                       const struct coop_app_opts *o, void **out, struct coop_rt_task_info *info);
+
+/* In NAME.c: `COOP_APP_RUN(fn, coop_app_NAME);` defines fn, the app's run,
+ * on the in-process executor; `.run = COOP_APP_RUN_FN(fn)`. coopapphost
+ * compiles the apps with COOP_APP_HOST_ONLY: no run, no runtime. (Both
+ * forms end in a declaration of the app, which takes the semicolon.) */
+#ifndef COOP_APP_HOST_ONLY
+#define COOP_APP_RUN(fn, app)                                                                \
+  static int fn(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o, \
+                void **out, struct coop_rt_task_info *info) {                                \
+    return coop_app_run_local(&app, rt, in, o, out, info);                                   \
+  }                                                                                          \
+  extern const struct coop_app app
+#define COOP_APP_RUN_FN(fn) fn
+#else
+#define COOP_APP_RUN(fn, app) extern const struct coop_app app
+#define COOP_APP_RUN_FN(fn) NULL
+#endif
 
 /* registry.c (generated): the applications present in this build. */
 extern const struct coop_app *const coop_apps[];

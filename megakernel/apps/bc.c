@@ -41,51 +41,29 @@ static uint32_t bc_batch_size(uint32_t n, uint32_t nsrc) {
   return b ? b : 1u;
 }
 
-static int bc_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-                  void **out, struct coop_rt_task_info *info) {
+/* args: mode, row, col, dist, sigma, delta (B rows of n each), bc (out,
+ * zeroed), flag[n+1], n, S, B (bc.cl) */
+static int bc_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                      struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
-  *out = NULL;
   if (in->kind != COOP_INPUT_GRAPH || g->n == 0 || g->n == INF) return COOP_EINVAL;
   size_t n = g->n, m = g->m;
   uint32_t nsrc = bc_sources(in), nb = bc_batch_size(g->n, nsrc);
-  uint32_t *row = coop_rt_alloc(rt, (n + 1) * 4), *col = coop_rt_alloc(rt, (m ? m : 1) * 4);
-  uint32_t *dist = coop_rt_alloc(rt, nb * n * 4), *sigma = coop_rt_alloc(rt, nb * n * 4);
-  float *delta = coop_rt_alloc(rt, nb * n * 4), *bc = coop_rt_alloc(rt, n * 4);
-  uint32_t *flag = coop_rt_alloc(rt, (n + 1) * 4);
-  int r = COOP_ENOMEM;
-  if (row && col && dist && sigma && delta && bc && flag) {
-    memcpy(row, g->row, (n + 1) * 4);
-    memcpy(col, g->col, m * 4);
-    for (size_t v = 0; v < n; v++) bc[v] = 0.0f;
-    uint64_t args[11] = {o->mode,
-                         coop_rt_buf_arg(rt, row),
-                         coop_rt_buf_arg(rt, col),
-                         coop_rt_buf_arg(rt, dist),
-                         coop_rt_buf_arg(rt, sigma),
-                         coop_rt_buf_arg(rt, delta),
-                         coop_rt_buf_arg(rt, bc),
-                         coop_rt_buf_arg(rt, flag),
-                         n,
-                         nsrc,
-                         nb};
-    r = coop_app_submit_wait(rt, &coop_app_bc, o, 11, args, info);
-    if (r == 0) {
-      *out = malloc(n * 4);
-      if (*out)
-        memcpy(*out, bc, n * 4);
-      else
-        r = COOP_ENOMEM;
-    }
-  }
-  coop_rt_free(rt, row);
-  coop_rt_free(rt, col);
-  coop_rt_free(rt, dist);
-  coop_rt_free(rt, sigma);
-  coop_rt_free(rt, delta);
-  coop_rt_free(rt, bc);
-  coop_rt_free(rt, flag);
-  return r;
+  coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
+  coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4);
+  coop_app_task_scratch(t, nb * n * 4);
+  coop_app_task_scratch(t, nb * n * 4);
+  coop_app_task_scratch(t, nb * n * 4);
+  coop_app_task_buf(t, COOP_APP_OUT, n * 4); /* 0.0f is all zero bits */
+  t->out = t->nargs - 1;
+  coop_app_task_scratch(t, (n + 1) * 4);
+  coop_app_task_u32(t, (uint32_t)n);
+  coop_app_task_u32(t, nsrc);
+  coop_app_task_u32(t, nb);
+  return t->err;
 }
+
+COOP_APP_RUN(bc_run, coop_app_bc);
 
 struct bc_ref {
   double *bc;
@@ -205,7 +183,12 @@ const struct coop_app coop_app_bc = {
         "thesis 000 Table 5.2 / 004 Sec. 5: Pannotia betweenness centrality (Brandes), "
         "all global barriers made resizing (the prototype: 3 of 6), no kill/fork",
     .input = COOP_INPUT_GRAPH,
-    .run = bc_run,
+    .run = COOP_APP_RUN_FN(bc_run),
     .check = bc_check,
     .make_input = NULL,
+    .prepare = bc_prepare,
+    .collect = NULL,
+    .elem = COOP_APP_ELEM_F32,
+    .output = "f32 bc[n]: betweenness over the sources 0..S-1 (S = min(n, 32)), unnormalised",
+    .has_source = 0,
 };

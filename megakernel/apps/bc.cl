@@ -1,3 +1,4 @@
+//@coop name=bc kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,u32,u32,u32
 /*
  * bc.cl: Pannotia betweenness centrality (thesis 000 Table 5.2 "BC", 004
  * Sec. 5), Brandes' algorithm on an unweighted graph, as one cooperative

@@ -15,49 +15,31 @@ extern const struct coop_app coop_app_bfs;
 
 #define UNREACHED 0xFFFFFFFFu
 
-static int bfs_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-                   void **out, struct coop_rt_task_info *info) {
+/* args: mode, row, col, level (out), worklist 0 (holds the source),
+ * worklist 1, size[2] = {1, 0}, n (bfs.cl) */
+static int bfs_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                       struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
-  *out = NULL;
   if (in->kind != COOP_INPUT_GRAPH || g->n == 0 || in->source >= g->n) return COOP_EINVAL;
   size_t n = g->n, m = g->m;
-  uint32_t *row = coop_rt_alloc(rt, (n + 1) * 4), *col = coop_rt_alloc(rt, (m ? m : 1) * 4);
-  uint32_t *lev = coop_rt_alloc(rt, n * 4), *q0 = coop_rt_alloc(rt, n * 4);
-  uint32_t *q1 = coop_rt_alloc(rt, n * 4), *size = coop_rt_alloc(rt, 2 * 4);
-  int r = COOP_ENOMEM;
-  if (row && col && lev && q0 && q1 && size) {
-    memcpy(row, g->row, (n + 1) * 4);
-    memcpy(col, g->col, m * 4);
-    memset(lev, 0xff, n * 4);
-    lev[in->source] = 0;
-    q0[0] = in->source;
-    size[0] = 1;
-    size[1] = 0;
-    uint64_t args[8] = {o->mode,
-                        coop_rt_buf_arg(rt, row),
-                        coop_rt_buf_arg(rt, col),
-                        coop_rt_buf_arg(rt, lev),
-                        coop_rt_buf_arg(rt, q0),
-                        coop_rt_buf_arg(rt, q1),
-                        coop_rt_buf_arg(rt, size),
-                        n};
-    r = coop_app_submit_wait(rt, &coop_app_bfs, o, 8, args, info);
-    if (r == 0) {
-      *out = malloc(n * 4);
-      if (*out)
-        memcpy(*out, lev, n * 4);
-      else
-        r = COOP_ENOMEM;
-    }
-  }
-  coop_rt_free(rt, row);
-  coop_rt_free(rt, col);
-  coop_rt_free(rt, lev);
-  coop_rt_free(rt, q0);
-  coop_rt_free(rt, q1);
-  coop_rt_free(rt, size);
-  return r;
+  coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
+  coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4);
+  uint32_t *lev = coop_app_task_buf(t, COOP_APP_INOUT, n * 4);
+  t->out = t->nargs - 1;
+  uint32_t *q0 = coop_app_task_buf(t, COOP_APP_IN, n * 4);
+  coop_app_task_scratch(t, n * 4);
+  uint32_t *size = coop_app_task_buf(t, COOP_APP_IN, 2 * 4);
+  coop_app_task_u32(t, (uint32_t)n);
+  if (t->err) return t->err;
+  memset(lev, 0xff, n * 4);
+  lev[in->source] = 0;
+  q0[0] = in->source;
+  size[0] = 1;
+  size[1] = 0;
+  return 0;
 }
+
+COOP_APP_RUN(bfs_run, coop_app_bfs);
 
 /* Sequential BFS with a FIFO queue. */
 static int bfs_reference(const struct coop_graph *g, uint32_t src, uint32_t *lev) {
@@ -109,7 +91,12 @@ const struct coop_app coop_app_bfs = {
         "004 Table 1 / Fig. 3-4 (thesis 000 Table 5.2): Lonestar GPU worklist BFS, "
         "2 of 2 global barriers made resizing, no kill/fork",
     .input = COOP_INPUT_GRAPH,
-    .run = bfs_run,
+    .run = COOP_APP_RUN_FN(bfs_run),
     .check = bfs_check,
     .make_input = NULL,
+    .prepare = bfs_prepare,
+    .collect = NULL,
+    .elem = COOP_APP_ELEM_U32,
+    .output = "u32 level[n]: BFS level from the source, 4294967295 = unreached",
+    .has_source = 1,
 };

@@ -1,3 +1,4 @@
+//@coop name=bfs kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
 /*
  * bfs.cl: Lonestar GPU style breadth-first search (004 Table 1 "bfs",
  * Fig. 3 / Fig. 4), as one cooperative kernel.

@@ -14,47 +14,27 @@ extern const struct coop_app coop_app_color;
 
 #define NONE 0xffffffffu
 
-static int color_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-                     void **out, struct coop_rt_task_info *info) {
+/* args: mode, row, col, prio, colour (out), cand, flag[2], n (color.cl) */
+static int color_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                         struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
   uint32_t n = g->n, m = g->m;
-  *out = NULL;
   if (n == 0) return COOP_EINVAL;
-  uint32_t *row = coop_rt_alloc(rt, ((size_t)n + 1) * 4),
-           *col = coop_rt_alloc(rt, (m ? m : 1) * 4ul), *prio = coop_rt_alloc(rt, (size_t)n * 4),
-           *colour = coop_rt_alloc(rt, (size_t)n * 4), *cand = coop_rt_alloc(rt, (size_t)n * 4),
-           *flag = coop_rt_alloc(rt, 2 * 4);
-  uint32_t *res = malloc((size_t)n * 4);
-  int r = COOP_ENOMEM;
-  if (row && col && prio && colour && cand && flag && res) {
-    memcpy(row, g->row, ((size_t)n + 1) * 4);
-    memcpy(col, g->col, (size_t)m * 4);
-    for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
-    memset(colour, 0xff, (size_t)n * 4);
-    uint64_t args[8] = {o->mode,
-                        coop_rt_buf_arg(rt, row),
-                        coop_rt_buf_arg(rt, col),
-                        coop_rt_buf_arg(rt, prio),
-                        coop_rt_buf_arg(rt, colour),
-                        coop_rt_buf_arg(rt, cand),
-                        coop_rt_buf_arg(rt, flag),
-                        n};
-    r = coop_app_submit_wait(rt, &coop_app_color, o, 8, args, info);
-    if (!r) {
-      memcpy(res, colour, (size_t)n * 4);
-      *out = res;
-      res = NULL;
-    }
-  }
-  free(res);
-  coop_rt_free(rt, row);
-  coop_rt_free(rt, col);
-  coop_rt_free(rt, prio);
-  coop_rt_free(rt, colour);
-  coop_rt_free(rt, cand);
-  coop_rt_free(rt, flag);
-  return r;
+  coop_app_task_ref(t, g->row, ((size_t)n + 1) * 4, ((size_t)n + 1) * 4);
+  coop_app_task_ref(t, g->col, (size_t)m * 4, (m ? m : 1) * 4ul);
+  uint32_t *prio = coop_app_task_buf(t, COOP_APP_IN, (size_t)n * 4),
+           *colour = coop_app_task_buf(t, COOP_APP_INOUT, (size_t)n * 4);
+  t->out = t->nargs - 1;
+  coop_app_task_scratch(t, (size_t)n * 4);
+  coop_app_task_scratch(t, 2 * 4);
+  coop_app_task_u32(t, n);
+  if (t->err) return t->err;
+  for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
+  memset(colour, 0xff, (size_t)n * 4);
+  return 0;
 }
+
+COOP_APP_RUN(color_run, coop_app_color);
 
 /* The same rounds on the CPU: fills ref[n]. */
 static int color_reference(const struct coop_graph *g, uint32_t *ref) {
@@ -126,7 +106,12 @@ const struct coop_app coop_app_color = {
         "004 Table 1 color (Pannotia, 2/2 barriers resizing): Jones-Plassmann colouring, "
         "two resizing barriers per round",
     .input = COOP_INPUT_GRAPH,
-    .run = color_run,
+    .run = COOP_APP_RUN_FN(color_run),
     .check = color_check,
     .make_input = NULL,
+    .prepare = color_prepare,
+    .collect = NULL,
+    .elem = COOP_APP_ELEM_U32,
+    .output = "u32 colour[n]: the round in which the vertex was coloured, from 0",
+    .has_source = 0,
 };

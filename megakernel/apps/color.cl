@@ -1,3 +1,4 @@
+//@coop name=color kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
 /*
  * color.cl: Pannotia graph colouring (004 Table 1 "color"; 000 Sec. 3.6.2),
  * as one cooperative kernel. Jones-Plassmann rounds: in round r every

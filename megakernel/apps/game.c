@@ -38,74 +38,65 @@ static size_t node_bound(uint32_t count, uint32_t split) {
   return per * count;
 }
 
-static int run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-               void **out, struct coop_rt_task_info *info) {
-  *out = NULL;
+/* args: mode, nodes (the roots), acc, res (out), ctl (out), items (the
+ * roots dealt round-robin), depth, split, nq, qcap, nodecap (game.cl) */
+enum { ARG_RES = 3, ARG_CTL = 4 };
+
+static int prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                   struct coop_app_task *t) {
   uint32_t count = in->count, depth = in->param, split = split_of(depth);
   if (in->kind != COOP_INPUT_GAME || count == 0 || depth > MAX_DEPTH ||
       in->bytes < (size_t)count * 2 * sizeof(uint64_t))
     return COOP_EINVAL;
-  uint32_t nq = o->groups ? o->groups : coop_rt_workers(rt);
+  uint32_t nq = t->groups;
   size_t nodecap = node_bound(count, split), qcap = 1;
   while (qcap < nodecap) qcap *= 2;
-  if (nodecap > 0xfffffff0u || qcap * nq > 0xffffffffu) return COOP_EINVAL;
+  if (nq == 0 || nodecap > 0xfffffff0u || qcap * nq > 0xffffffffu) return COOP_EINVAL;
 
   const uint64_t *pos = in->data;
-  uint32_t *nodes = coop_rt_alloc(rt, nodecap * NODE_WORDS * 4);
-  uint32_t *acc = coop_rt_alloc(rt, nodecap * 2 * 4);
-  uint32_t *res = coop_rt_alloc(rt, (size_t)count * 4);
-  uint32_t *ctl = coop_rt_alloc(rt, (CTL_QUEUES + 4 * (size_t)nq) * 4);
-  uint32_t *items = coop_rt_alloc(rt, qcap * nq * 4);
-  int r = COOP_ENOMEM;
-  if (nodes && acc && res && ctl && items) {
-    /* the roots, dealt round-robin over the queues */
-    for (uint32_t i = 0; i < count; i++) {
-      uint32_t *nd = nodes + (size_t)i * NODE_WORDS, q = i % nq;
-      nd[0] = (uint32_t)pos[2 * i];
-      nd[1] = (uint32_t)(pos[2 * i] >> 32);
-      nd[2] = (uint32_t)pos[2 * i + 1];
-      nd[3] = (uint32_t)(pos[2 * i + 1] >> 32);
-      nd[4] = NONE;
-      nd[5] = 0;
-      nd[6] = i;
-      items[(size_t)q * qcap + ctl[CTL_QUEUES + 4 * q + 2]++] = i;
-      res[i] = 0x80000000u; /* not a value any search returns */
-    }
-    ctl[0] = count; /* nodes used */
-    ctl[1] = count; /* tasks outstanding */
-    uint64_t args[11] = {o->mode,
-                         coop_rt_buf_arg(rt, nodes),
-                         coop_rt_buf_arg(rt, acc),
-                         coop_rt_buf_arg(rt, res),
-                         coop_rt_buf_arg(rt, ctl),
-                         coop_rt_buf_arg(rt, items),
-                         depth,
-                         split,
-                         nq,
-                         qcap,
-                         nodecap};
-    r = coop_app_submit_wait(rt, &coop_app_game, o, 11, args, info);
-    if (r == 0 && (ctl[2] || ctl[1])) {
-      fprintf(stderr, "game: overflow flags %#x, %u tasks left\n", ctl[2], ctl[1]);
-      r = COOP_EFAILED;
-    }
-    if (r == 0) {
-      int32_t *b = malloc((size_t)count * 4);
-      if (!b)
-        r = COOP_ENOMEM;
-      else {
-        memcpy(b, res, (size_t)count * 4);
-        *out = b;
-      }
-    }
+  uint32_t *nodes = coop_app_task_buf(t, COOP_APP_IN, nodecap * NODE_WORDS * 4);
+  coop_app_task_scratch(t, nodecap * 2 * 4);
+  uint32_t *res = coop_app_task_buf(t, COOP_APP_INOUT, (size_t)count * 4);
+  uint32_t *ctl = coop_app_task_buf(t, COOP_APP_INOUT, (CTL_QUEUES + 4 * (size_t)nq) * 4);
+  uint32_t *items = coop_app_task_buf(t, COOP_APP_IN, qcap * nq * 4);
+  coop_app_task_u32(t, depth);
+  coop_app_task_u32(t, split);
+  coop_app_task_u32(t, nq);
+  coop_app_task_u32(t, (uint32_t)qcap);
+  coop_app_task_u32(t, (uint32_t)nodecap);
+  if (t->err) return t->err;
+  /* the roots, dealt round-robin over the queues */
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t *nd = nodes + (size_t)i * NODE_WORDS, q = i % nq;
+    nd[0] = (uint32_t)pos[2 * i];
+    nd[1] = (uint32_t)(pos[2 * i] >> 32);
+    nd[2] = (uint32_t)pos[2 * i + 1];
+    nd[3] = (uint32_t)(pos[2 * i + 1] >> 32);
+    nd[4] = NONE;
+    nd[5] = 0;
+    nd[6] = i;
+    items[(size_t)q * qcap + ctl[CTL_QUEUES + 4 * q + 2]++] = i;
+    res[i] = 0x80000000u; /* not a value any search returns */
   }
-  coop_rt_free(rt, nodes);
-  coop_rt_free(rt, acc);
-  coop_rt_free(rt, res);
-  coop_rt_free(rt, ctl);
-  coop_rt_free(rt, items);
-  return r;
+  ctl[0] = count; /* nodes used */
+  ctl[1] = count; /* tasks outstanding */
+  return 0;
 }
+
+/* int32_t value[count]; fails if a queue or the node pool overflowed */
+static int collect(const struct coop_app_input *in, struct coop_app_task *t, void **out,
+                   size_t *bytes) {
+  const uint32_t *ctl = t->arg[ARG_CTL].host;
+  if (ctl[2] || ctl[1]) {
+    fprintf(stderr, "game: overflow flags %#x, %u tasks left\n", ctl[2], ctl[1]);
+    return COOP_EFAILED;
+  }
+  if (!(*out = coop_app_task_take(t, ARG_RES))) return COOP_ENOMEM;
+  *bytes = (size_t)in->count * 4;
+  return 0;
+}
+
+COOP_APP_RUN(run, coop_app_game);
 
 /* ------------------------------------------------------------ reference */
 
@@ -295,7 +286,12 @@ const struct coop_app coop_app_game = {
         "004 Sec. 3.2 and Table 1 (game: work stealing, offer_kill + request_fork at the top "
         "of the main loop, nothing transmitted); here a depth-limited Connect Four negamax",
     .input = COOP_INPUT_GAME,
-    .run = run,
+    .run = COOP_APP_RUN_FN(run),
     .check = check,
     .make_input = make_input,
+    .prepare = prepare,
+    .collect = collect,
+    .elem = COOP_APP_ELEM_I32,
+    .output = "i32 value[count]: negamax value of each position for its side to move",
+    .has_source = 0,
 };

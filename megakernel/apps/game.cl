@@ -1,3 +1,4 @@
+//@coop name=game kind=cooperative args=u32,buf,buf,buf,buf,buf,u32,u32,u32,u32,u32
 /*
  * game.cl: game-tree search with work stealing (004 Table 1 "game"):
  * depth-limited negamax of Connect Four positions (7 columns x 6 rows,

@@ -15,56 +15,33 @@ extern const struct coop_app coop_app_lsssp;
 
 #define INF 0xFFFFFFFFu
 
-static int lsssp_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-                     void **out, struct coop_rt_task_info *info) {
+/* args: mode, row, col, w, dist (out), worklist 0 (holds the source),
+ * worklist 1, size[2] = {1, 0}, stamp (zeroed), n (lsssp.cl) */
+static int lsssp_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                         struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
-  *out = NULL;
   if (in->kind != COOP_INPUT_GRAPH || g->n == 0 || in->source >= g->n) return COOP_EINVAL;
   size_t n = g->n, m = g->m;
-  uint32_t *row = coop_rt_alloc(rt, (n + 1) * 4), *col = coop_rt_alloc(rt, (m ? m : 1) * 4);
-  uint32_t *w = coop_rt_alloc(rt, (m ? m : 1) * 4), *dist = coop_rt_alloc(rt, n * 4);
-  uint32_t *q0 = coop_rt_alloc(rt, n * 4), *q1 = coop_rt_alloc(rt, n * 4);
-  uint32_t *size = coop_rt_alloc(rt, 2 * 4), *stamp = coop_rt_alloc(rt, n * 4);
-  int r = COOP_ENOMEM;
-  if (row && col && w && dist && q0 && q1 && size && stamp) {
-    memcpy(row, g->row, (n + 1) * 4);
-    memcpy(col, g->col, m * 4);
-    memcpy(w, g->w, m * 4);
-    memset(dist, 0xff, n * 4);
-    memset(stamp, 0, n * 4);
-    dist[in->source] = 0;
-    q0[0] = in->source;
-    size[0] = 1;
-    size[1] = 0;
-    uint64_t args[10] = {o->mode,
-                         coop_rt_buf_arg(rt, row),
-                         coop_rt_buf_arg(rt, col),
-                         coop_rt_buf_arg(rt, w),
-                         coop_rt_buf_arg(rt, dist),
-                         coop_rt_buf_arg(rt, q0),
-                         coop_rt_buf_arg(rt, q1),
-                         coop_rt_buf_arg(rt, size),
-                         coop_rt_buf_arg(rt, stamp),
-                         n};
-    r = coop_app_submit_wait(rt, &coop_app_lsssp, o, 10, args, info);
-    if (r == 0) {
-      *out = malloc(n * 4);
-      if (*out)
-        memcpy(*out, dist, n * 4);
-      else
-        r = COOP_ENOMEM;
-    }
-  }
-  coop_rt_free(rt, row);
-  coop_rt_free(rt, col);
-  coop_rt_free(rt, w);
-  coop_rt_free(rt, dist);
-  coop_rt_free(rt, q0);
-  coop_rt_free(rt, q1);
-  coop_rt_free(rt, size);
-  coop_rt_free(rt, stamp);
-  return r;
+  coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
+  coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4);
+  coop_app_task_ref(t, g->w, m * 4, (m ? m : 1) * 4);
+  uint32_t *dist = coop_app_task_buf(t, COOP_APP_INOUT, n * 4);
+  t->out = t->nargs - 1;
+  uint32_t *q0 = coop_app_task_buf(t, COOP_APP_IN, n * 4);
+  coop_app_task_scratch(t, n * 4);
+  uint32_t *size = coop_app_task_buf(t, COOP_APP_IN, 2 * 4);
+  coop_app_task_scratch(t, n * 4);
+  coop_app_task_u32(t, (uint32_t)n);
+  if (t->err) return t->err;
+  memset(dist, 0xff, n * 4);
+  dist[in->source] = 0;
+  q0[0] = in->source;
+  size[0] = 1;
+  size[1] = 0;
+  return 0;
 }
+
+COOP_APP_RUN(lsssp_run, coop_app_lsssp);
 
 /* Dijkstra with a binary min-heap of (distance, vertex), lazy deletion:
  * at most m + 1 entries. Distances in 64 bits: no overflow on long paths. */
@@ -151,7 +128,12 @@ const struct coop_app coop_app_lsssp = {
         "004 Table 1 (thesis 000 Table 5.2 SSSP_lonestar): Lonestar GPU worklist "
         "Bellman-Ford SSSP, 2 of 2 global barriers made resizing, no kill/fork",
     .input = COOP_INPUT_GRAPH,
-    .run = lsssp_run,
+    .run = COOP_APP_RUN_FN(lsssp_run),
     .check = lsssp_check,
     .make_input = NULL,
+    .prepare = lsssp_prepare,
+    .collect = NULL,
+    .elem = COOP_APP_ELEM_U32,
+    .output = "u32 dist[n]: shortest distance from the source, 4294967295 = unreached",
+    .has_source = 1,
 };

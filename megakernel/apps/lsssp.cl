@@ -1,3 +1,4 @@
+//@coop name=lsssp kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,buf,u32
 /*
  * lsssp.cl: Lonestar GPU worklist SSSP (004 Table 1 "l-sssp", thesis 000
  * Table 5.2 "SSSP_lonestar"), as one cooperative kernel.

@@ -14,47 +14,37 @@ extern const struct coop_app coop_app_mis;
 
 enum { UNDECIDED = 0, IN = 1, OUT = 2 };
 
-static int mis_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-                   void **out, struct coop_rt_task_info *info) {
+/* args: mode, row, col, prio, st (out), cand, flag[2], n (mis.cl) */
+static int mis_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                       struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
   uint32_t n = g->n, m = g->m;
-  *out = NULL;
   if (n == 0) return COOP_EINVAL;
-  uint32_t *row = coop_rt_alloc(rt, ((size_t)n + 1) * 4),
-           *col = coop_rt_alloc(rt, (m ? m : 1) * 4ul), *prio = coop_rt_alloc(rt, (size_t)n * 4),
-           *st = coop_rt_alloc(rt, (size_t)n * 4), *cand = coop_rt_alloc(rt, (size_t)n * 4),
-           *flag = coop_rt_alloc(rt, 2 * 4);
-  uint32_t *res = malloc((size_t)n * 4);
-  int r = COOP_ENOMEM;
-  if (row && col && prio && st && cand && flag && res) {
-    memcpy(row, g->row, ((size_t)n + 1) * 4);
-    memcpy(col, g->col, (size_t)m * 4);
-    for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
-    uint64_t args[8] = {o->mode,
-                        coop_rt_buf_arg(rt, row),
-                        coop_rt_buf_arg(rt, col),
-                        coop_rt_buf_arg(rt, prio),
-                        coop_rt_buf_arg(rt, st),
-                        coop_rt_buf_arg(rt, cand),
-                        coop_rt_buf_arg(rt, flag),
-                        n};
-    r = coop_app_submit_wait(rt, &coop_app_mis, o, 8, args, info);
-    if (!r) {
-      /* 1 = in the set; an undecided vertex (a bug) shows as 2 */
-      for (uint32_t v = 0; v < n; v++) res[v] = st[v] == IN ? 1u : st[v] == OUT ? 0u : 2u;
-      *out = res;
-      res = NULL;
-    }
-  }
-  free(res);
-  coop_rt_free(rt, row);
-  coop_rt_free(rt, col);
-  coop_rt_free(rt, prio);
-  coop_rt_free(rt, st);
-  coop_rt_free(rt, cand);
-  coop_rt_free(rt, flag);
-  return r;
+  coop_app_task_ref(t, g->row, ((size_t)n + 1) * 4, ((size_t)n + 1) * 4);
+  coop_app_task_ref(t, g->col, (size_t)m * 4, (m ? m : 1) * 4ul);
+  uint32_t *prio = coop_app_task_buf(t, COOP_APP_IN, (size_t)n * 4);
+  coop_app_task_buf(t, COOP_APP_OUT, (size_t)n * 4);
+  t->out = t->nargs - 1;
+  coop_app_task_scratch(t, (size_t)n * 4);
+  coop_app_task_scratch(t, 2 * 4);
+  coop_app_task_u32(t, n);
+  if (t->err) return t->err;
+  for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
+  return 0;
 }
+
+/* 1 = in the set; an undecided vertex (a bug) shows as 2 */
+static int mis_collect(const struct coop_app_input *in, struct coop_app_task *t, void **out,
+                       size_t *bytes) {
+  uint32_t n = in->graph.n, *st = coop_app_task_take(t, t->out);
+  if (!st) return COOP_ENOMEM;
+  for (uint32_t v = 0; v < n; v++) st[v] = st[v] == IN ? 1u : st[v] == OUT ? 0u : 2u;
+  *out = st;
+  *bytes = (size_t)n * 4;
+  return 0;
+}
+
+COOP_APP_RUN(mis_run, coop_app_mis);
 
 /* The same rounds on the CPU: fills ref[n] with 1 (in) or 0. */
 static int mis_reference(const struct coop_graph *g, uint32_t *ref) {
@@ -139,7 +129,12 @@ const struct coop_app coop_app_mis = {
         "004 Table 1 mis (Pannotia, 3/3 barriers resizing): Luby-style maximal independent "
         "set, three resizing barriers per round",
     .input = COOP_INPUT_GRAPH,
-    .run = mis_run,
+    .run = COOP_APP_RUN_FN(mis_run),
     .check = mis_check,
     .make_input = NULL,
+    .prepare = mis_prepare,
+    .collect = mis_collect,
+    .elem = COOP_APP_ELEM_U32,
+    .output = "u32 in_set[n]: 1 = in the maximal independent set, 0 = not",
+    .has_source = 0,
 };

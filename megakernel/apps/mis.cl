@@ -1,3 +1,4 @@
+//@coop name=mis kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
 /*
  * mis.cl: Pannotia maximal independent set (004 Table 1 "mis"; 000
  * Sec. 3.6.2), as one cooperative kernel. Luby-style rounds with

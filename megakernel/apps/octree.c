@@ -38,77 +38,71 @@ static size_t node_bound(uint32_t n, uint32_t thresh, uint32_t maxdepth) {
   return 1 + 8 * (internal ? internal : 1);
 }
 
-static int run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-               void **out, struct coop_rt_task_info *info) {
-  *out = NULL;
+/* args: mode, pts, perm0 (identity), perm1, res (out), nodes (out, the
+ * root), ctl (out), items (queue 0 holds the root), n, thresh, maxdepth,
+ * nq, qcap, nodecap (octree.cl) */
+enum { ARG_RES = 4, ARG_NODES = 5, ARG_CTL = 6 };
+
+static int prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                   struct coop_app_task *t) {
   uint32_t n = in->count, thresh = thresh_of(in), maxdepth = maxdepth_of(in);
   if (in->kind != COOP_INPUT_POINTS || n == 0 || in->bytes < (size_t)n * 3 * sizeof(float) ||
       maxdepth > MAX_DEPTH)
     return COOP_EINVAL;
-  uint32_t nq = o->groups ? o->groups : coop_rt_workers(rt);
+  uint32_t nq = t->groups;
   /* A queue is a stack for its owner (depth first): it holds about 7 nodes
    * per level. Stealing only takes from it, and the id's next holder after a
    * kill goes on with the same stack, so 16 per level is ample; a push that
    * does not fit is reported (overflow flag 2), never lost silently. */
   size_t nodecap = node_bound(n, thresh, maxdepth), qcap = 1, qwant = 16 * ((size_t)maxdepth + 2);
   while (qcap < nodecap && qcap < qwant) qcap *= 2;
-  if (nodecap > 0xfffffff0u || qcap * nq > 0xffffffffu) return COOP_EINVAL;
+  if (nq == 0 || nodecap > 0xfffffff0u || qcap * nq > 0xffffffffu) return COOP_EINVAL;
 
-  float *pts = coop_rt_alloc(rt, (size_t)n * 3 * sizeof(float));
-  uint32_t *perm0 = coop_rt_alloc(rt, (size_t)n * 4), *perm1 = coop_rt_alloc(rt, (size_t)n * 4);
-  uint32_t *res = coop_rt_alloc(rt, (size_t)n * 4);
-  uint32_t *nodes = coop_rt_alloc(rt, nodecap * NODE_WORDS * 4);
-  uint32_t *ctl = coop_rt_alloc(rt, (CTL_QUEUES + 4 * (size_t)nq) * 4);
-  uint32_t *items = coop_rt_alloc(rt, qcap * nq * 4);
-  int r = COOP_ENOMEM;
-  if (pts && perm0 && perm1 && res && nodes && ctl && items) {
-    memcpy(pts, in->data, (size_t)n * 3 * sizeof(float));
-    for (uint32_t i = 0; i < n; i++) perm0[i] = i;
-    memset(res, 0xff, (size_t)n * 4);
-    uint32_t root[NODE_WORDS] = {NONE, 0, 0, 0, n, NONE};
-    memcpy(nodes, root, sizeof root);
-    ctl[0] = 1;              /* nodes used */
-    ctl[1] = 1;              /* pending: the root */
-    ctl[CTL_QUEUES + 2] = 1; /* queue 0: tail = 1, holding node 0 */
-    items[0] = 0;
-    uint64_t args[14] = {o->mode,
-                         coop_rt_buf_arg(rt, pts),
-                         coop_rt_buf_arg(rt, perm0),
-                         coop_rt_buf_arg(rt, perm1),
-                         coop_rt_buf_arg(rt, res),
-                         coop_rt_buf_arg(rt, nodes),
-                         coop_rt_buf_arg(rt, ctl),
-                         coop_rt_buf_arg(rt, items),
-                         n,
-                         thresh,
-                         maxdepth,
-                         nq,
-                         qcap,
-                         nodecap};
-    r = coop_app_submit_wait(rt, &coop_app_octree, o, 14, args, info);
-    if (r == 0) {
-      uint32_t used = ctl[0] < nodecap ? ctl[0] : (uint32_t)nodecap;
-      uint32_t *b = malloc((2 + (size_t)used * NODE_WORDS + n) * 4);
-      if (!b) {
-        r = COOP_ENOMEM;
-      } else {
-        b[0] = used;
-        b[1] = ctl[2] | (ctl[0] > nodecap ? 4u : 0u) | (ctl[1] != 0 ? 8u : 0u);
-        memcpy(b + 2, nodes, (size_t)used * NODE_WORDS * 4);
-        memcpy(b + 2 + (size_t)used * NODE_WORDS, res, (size_t)n * 4);
-        *out = b;
-      }
-    }
-  }
-  coop_rt_free(rt, pts);
-  coop_rt_free(rt, perm0);
-  coop_rt_free(rt, perm1);
-  coop_rt_free(rt, res);
-  coop_rt_free(rt, nodes);
-  coop_rt_free(rt, ctl);
-  coop_rt_free(rt, items);
-  return r;
+  coop_app_task_ref(t, in->data, (size_t)n * 3 * sizeof(float), (size_t)n * 3 * sizeof(float));
+  uint32_t *perm0 = coop_app_task_buf(t, COOP_APP_IN, (size_t)n * 4);
+  coop_app_task_scratch(t, (size_t)n * 4);
+  uint32_t *res = coop_app_task_buf(t, COOP_APP_INOUT, (size_t)n * 4);
+  uint32_t *nodes = coop_app_task_buf(t, COOP_APP_INOUT, nodecap * NODE_WORDS * 4);
+  uint32_t *ctl = coop_app_task_buf(t, COOP_APP_INOUT, (CTL_QUEUES + 4 * (size_t)nq) * 4);
+  uint32_t *items = coop_app_task_buf(t, COOP_APP_IN, qcap * nq * 4);
+  coop_app_task_u32(t, n);
+  coop_app_task_u32(t, thresh);
+  coop_app_task_u32(t, maxdepth);
+  coop_app_task_u32(t, nq);
+  coop_app_task_u32(t, (uint32_t)qcap);
+  coop_app_task_u32(t, (uint32_t)nodecap);
+  if (t->err) return t->err;
+  for (uint32_t i = 0; i < n; i++) perm0[i] = i;
+  memset(res, 0xff, (size_t)n * 4);
+  uint32_t root[NODE_WORDS] = {NONE, 0, 0, 0, n, NONE};
+  memcpy(nodes, root, sizeof root);
+  ctl[0] = 1;              /* nodes used */
+  ctl[1] = 1;              /* pending: the root */
+  ctl[CTL_QUEUES + 2] = 1; /* queue 0: tail = 1, holding node 0 */
+  items[0] = 0;
+  return 0;
 }
+
+/* [0] node count, [1] overflow flags, the node records, the permutation */
+static int collect(const struct coop_app_input *in, struct coop_app_task *t, void **out,
+                   size_t *bytes) {
+  uint32_t n = in->count, nodecap = (uint32_t)(t->arg[ARG_NODES].size / (NODE_WORDS * 4));
+  const uint32_t *ctl = t->arg[ARG_CTL].host, *nodes = t->arg[ARG_NODES].host,
+                 *res = t->arg[ARG_RES].host;
+  uint32_t used = ctl[0] < nodecap ? ctl[0] : nodecap;
+  size_t size = (2 + (size_t)used * NODE_WORDS + n) * 4;
+  uint32_t *b = malloc(size);
+  if (!b) return COOP_ENOMEM;
+  b[0] = used;
+  b[1] = ctl[2] | (ctl[0] > nodecap ? 4u : 0u) | (ctl[1] != 0 ? 8u : 0u);
+  memcpy(b + 2, nodes, (size_t)used * NODE_WORDS * 4);
+  memcpy(b + 2 + (size_t)used * NODE_WORDS, res, (size_t)n * 4);
+  *out = b;
+  *bytes = size;
+  return 0;
+}
+
+COOP_APP_RUN(run, coop_app_octree);
 
 /* ------------------------------------------------------------ reference */
 
@@ -401,7 +395,14 @@ const struct coop_app coop_app_octree = {
         "004 Sec. 3.2 and Table 1 (octree: work stealing, offer_kill + request_fork at the top "
         "of the main loop, nothing transmitted); Cederman and Tsigas' octree partitioning",
     .input = COOP_INPUT_POINTS,
-    .run = run,
+    .run = COOP_APP_RUN_FN(run),
     .check = check,
     .make_input = make_input,
+    .prepare = prepare,
+    .collect = collect,
+    .elem = COOP_APP_ELEM_U32,
+    .output =
+        "u32: [0] node count C, [1] overflow flags (0), C node records of 6 words (parent, "
+        "depth, path, begin, end, children), then the n point indices, leaf by leaf",
+    .has_source = 0,
 };

@@ -1,3 +1,4 @@
+//@coop name=octree kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,u32,u32,u32,u32,u32,u32
 /*
  * octree.cl: octree partitioning with work stealing (004 Table 1 "octree",
  * after Cederman and Tsigas' load-balancing benchmark). A task is a node:

@@ -31,46 +31,31 @@ static int transpose(const struct coop_graph *g, uint32_t *row, uint32_t *src, u
   return 0;
 }
 
-static int psssp_run(coop_rt *rt, const struct coop_app_input *in, const struct coop_app_opts *o,
-                     void **out, struct coop_rt_task_info *info) {
+/* args: mode, in_row, in_src, in_w (the transposed graph), d (out), nd,
+ * flag[2], n (psssp.cl) */
+static int psssp_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                         struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
   uint32_t n = g->n, m = g->m;
-  *out = NULL;
   if (n == 0 || in->source >= n) return COOP_EINVAL;
-  uint32_t *row = coop_rt_alloc(rt, ((size_t)n + 1) * 4),
-           *src = coop_rt_alloc(rt, (m ? m : 1) * 4ul), *w = coop_rt_alloc(rt, (m ? m : 1) * 4ul),
-           *d = coop_rt_alloc(rt, (size_t)n * 4), *nd = coop_rt_alloc(rt, (size_t)n * 4),
-           *flag = coop_rt_alloc(rt, 2 * 4);
-  uint32_t *res = malloc((size_t)n * 4);
-  int r = COOP_ENOMEM;
-  if (row && src && w && d && nd && flag && res && !transpose(g, row, src, w)) {
-    memset(d, 0xff, (size_t)n * 4);
-    d[in->source] = 0;
-    memcpy(nd, d, (size_t)n * 4);
-    uint64_t args[8] = {o->mode,
-                        coop_rt_buf_arg(rt, row),
-                        coop_rt_buf_arg(rt, src),
-                        coop_rt_buf_arg(rt, w),
-                        coop_rt_buf_arg(rt, d),
-                        coop_rt_buf_arg(rt, nd),
-                        coop_rt_buf_arg(rt, flag),
-                        n};
-    r = coop_app_submit_wait(rt, &coop_app_psssp, o, 8, args, info);
-    if (!r) {
-      memcpy(res, d, (size_t)n * 4);
-      *out = res;
-      res = NULL;
-    }
-  }
-  free(res);
-  coop_rt_free(rt, row);
-  coop_rt_free(rt, src);
-  coop_rt_free(rt, w);
-  coop_rt_free(rt, d);
-  coop_rt_free(rt, nd);
-  coop_rt_free(rt, flag);
-  return r;
+  uint32_t *row = coop_app_task_buf(t, COOP_APP_IN, ((size_t)n + 1) * 4),
+           *src = coop_app_task_buf(t, COOP_APP_IN, (m ? m : 1) * 4ul),
+           *w = coop_app_task_buf(t, COOP_APP_IN, (m ? m : 1) * 4ul),
+           *d = coop_app_task_buf(t, COOP_APP_INOUT, (size_t)n * 4);
+  t->out = t->nargs - 1;
+  uint32_t *nd = coop_app_task_buf(t, COOP_APP_IN, (size_t)n * 4);
+  coop_app_task_scratch(t, 2 * 4);
+  coop_app_task_u32(t, n);
+  if (t->err) return t->err;
+  int r = transpose(g, row, src, w);
+  if (r) return r;
+  memset(d, 0xff, (size_t)n * 4);
+  d[in->source] = 0;
+  memcpy(nd, d, (size_t)n * 4);
+  return 0;
 }
+
+COOP_APP_RUN(psssp_run, coop_app_psssp);
 
 /* Dijkstra with a binary heap of (distance, vertex), lazy deletion. */
 struct hent {
@@ -152,7 +137,12 @@ const struct coop_app coop_app_psssp = {
         "004 Table 1 p-sssp (Pannotia, 3/3 barriers resizing): Bellman-Ford as a (min,+) "
         "matrix-vector product, three resizing barriers per round",
     .input = COOP_INPUT_GRAPH,
-    .run = psssp_run,
+    .run = COOP_APP_RUN_FN(psssp_run),
     .check = psssp_check,
     .make_input = NULL,
+    .prepare = psssp_prepare,
+    .collect = NULL,
+    .elem = COOP_APP_ELEM_U32,
+    .output = "u32 dist[n]: shortest distance from the source, 4294967295 = unreached",
+    .has_source = 1,
 };

@@ -1,3 +1,4 @@
+//@coop name=psssp kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
 /*
  * psssp.cl: Pannotia single-source shortest paths (004 Table 1 "p-sssp";
  * 000 Sec. 3.6.2), as one cooperative kernel. Bellman-Ford in the form of

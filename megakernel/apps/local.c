@@ -1,0 +1,71 @@
+/*
+ * local.c: the in-process executor of an application's task (app.h): its
+ * buffers in the runtime's arena, the one cooperative task submitted and
+ * waited for, the OUT/INOUT contents copied back to the task's host copies,
+ * then collect. Every app's run is this (COOP_APP_RUN). coopapps only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+
+int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coop_app_opts *o,
+                         unsigned nargs, const uint64_t *args, struct coop_rt_task_info *info) {
+  if (nargs == 0 || nargs > COOP_RT_MAX_ARGS || args[0] != o->mode) return COOP_EINVAL;
+  int k = coop_rt_kernel_index(rt, a->kernel);
+  if (k < 0) return k;
+  struct coop_rt_task_desc d = {.kernel = k,
+                                .groups = o->groups ? o->groups : coop_rt_workers(rt),
+                                .cooperative = 1,
+                                .query_barrier = o->query_barrier,
+                                .nargs = nargs};
+  memcpy(d.args, args, nargs * sizeof *args);
+  coop_task_id id;
+  int r = coop_rt_submit(rt, &d, &id);
+  if (r) return r;
+  r = coop_rt_wait(rt, id, o->timeout_ms);
+  if (r) {
+    /* still running: cancel, and wait for the cancellation to land so that
+     * the caller may free the task's buffers */
+    coop_rt_cancel(rt, id);
+    coop_rt_wait(rt, id, -1);
+  }
+  struct coop_rt_task_info ti;
+  int ri = coop_rt_task_info(rt, id, &ti);
+  coop_rt_task_release(rt, id);
+  if (r) return r;
+  if (ri) return ri;
+  if (info) *info = ti;
+  if (ti.state == COOP_TASK_REFUSED) return COOP_EREFUSED;
+  if (ti.state == COOP_TASK_CANCELLED) return COOP_ECANCELED;
+  return 0;
+}
+
+int coop_app_run_local(const struct coop_app *a, coop_rt *rt, const struct coop_app_input *in,
+                       const struct coop_app_opts *o, void **out, struct coop_rt_task_info *info) {
+  *out = NULL;
+  struct coop_app_task t;
+  int r = coop_app_task_prepare(&t, a, in, o, o->groups ? o->groups : coop_rt_workers(rt));
+  if (r) return r;
+  void *dev[COOP_RT_MAX_ARGS] = {NULL};
+  uint64_t args[COOP_RT_MAX_ARGS];
+  for (unsigned i = 0; i < t.nargs && r == 0; i++) {
+    const struct coop_app_arg *g = &t.arg[i];
+    if (!g->buf) {
+      args[i] = g->value;
+    } else if (!(dev[i] = coop_rt_alloc(rt, g->size))) { /* zeroed */
+      r = COOP_ENOMEM;
+    } else {
+      if (g->init_len) memcpy(dev[i], g->init, g->init_len);
+      args[i] = coop_rt_buf_arg(rt, dev[i]);
+    }
+  }
+  if (r == 0) r = coop_app_submit_wait(rt, a, o, t.nargs, args, info);
+  for (unsigned i = 0; i < t.nargs && r == 0; i++)
+    if (t.arg[i].buf && (t.arg[i].dir & COOP_APP_OUT)) memcpy(t.arg[i].host, dev[i], t.arg[i].size);
+  for (unsigned i = 0; i < t.nargs; i++) coop_rt_free(rt, dev[i]);
+  size_t bytes;
+  if (r == 0) r = coop_app_task_collect(&t, in, out, &bytes);
+  coop_app_task_free(&t);
+  return r;
+}

@@ -1,0 +1,147 @@
+#!/bin/sh
+# coopctl_apps.sh: every application through coopd from `coopctl app`,
+# checked against its CPU reference (issue 4 item 6). Starts one coopd on a
+# socket in a temporary directory with the runtime's and the applications'
+# kernels, then for each application NAME given:
+#   coopctl app NAME --check                    (its test input 0)
+#   coopctl app NAME --graph FILE --check ...   (graph apps: a file of tests/data/graphs)
+# and the error paths: a malformed graph file, --source out of range, an
+# unknown application (exit status and message). Exit 0 when all pass.
+#
+# usage: coopctl_apps.sh COOPD COOPCTL KERNEL_DIRS GRAPH_DIR NAME...
+# $COOP_BACKEND (scripts/test --backend) is passed to coopd as device.backend.
+set -u
+coopd=$1 coopctl=$2 kernels=$3 graphs=$4
+shift 4
+
+dir=$(mktemp -d /tmp/coopctl-apps-XXXXXX) || exit 1
+sock=$dir/coop.sock
+pid=
+fails=0
+t0=$(date +%s)
+
+cleanup() {
+  if [ -n "$pid" ]; then
+    kill "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  fi
+  rm -rf "$dir"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+  echo "FAIL: $*"
+  fails=$((fails + 1))
+}
+
+# expect STATUS PATTERN CMD...: CMD exits with STATUS and its stderr matches PATTERN
+expect() {
+  want=$1 pattern=$2
+  shift 2
+  "$@" >"$dir/out" 2>"$dir/err"
+  got=$?
+  if [ "$got" -ne "$want" ]; then
+    fail "$* exited $got, expected $want"
+    cat "$dir/out" "$dir/err"
+  elif [ -n "$pattern" ] && ! grep -q -- "$pattern" "$dir/err"; then
+    fail "$*: no \"$pattern\" in its message:"
+    cat "$dir/err"
+  else
+    echo "ok ($got): $*"
+    [ -s "$dir/err" ] && sed 's/^/    /' "$dir/err"
+  fi
+}
+
+# expect_out PATTERN CMD...: CMD exits 0 and its stdout matches PATTERN
+expect_out() {
+  pattern=$1
+  shift
+  if ! "$@" >"$dir/out" 2>"$dir/err"; then
+    fail "$* exited non-zero"
+    cat "$dir/err"
+  elif ! grep -q -- "$pattern" "$dir/out"; then
+    fail "$*: no \"$pattern\" in its output"
+  else
+    echo "ok: $*"
+  fi
+}
+
+# ---- help, and errors found before the daemon is asked
+
+expect_out "app " "$coopctl" --help
+expect_out "truth:" "$coopctl" app --help
+for app in "$@"; do
+  expect_out "\"kernel\":\"$app\"" "$coopctl" --json app --list
+done
+
+expect 1 "line\|end of file" "$coopctl" --socket "$sock" app bfs --graph "$graphs/bad_count.gr"
+expect 1 "out of range" "$coopctl" --socket "$sock" app color --graph "$graphs/bad_range.mtx"
+expect 2 "out of range" "$coopctl" --socket "$sock" app bfs --graph "$graphs/grid8x6.gr" \
+  --source 48
+expect 2 "unknown application" "$coopctl" --socket "$sock" app nosuchapp
+expect 1 "connect" "$coopctl" --socket "$sock" app bfs --check
+
+# ---- the daemon
+
+backend=
+[ -n "${COOP_BACKEND:-}" ] && backend="--set device.backend=$COOP_BACKEND"
+# shellcheck disable=SC2086
+"$coopd" --socket "$sock" --kernels "$kernels" --log-level warn $backend 2>"$dir/coopd.log" &
+pid=$!
+i=0
+while [ ! -S "$sock" ]; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "FAIL: coopd exited at start-up:"
+    cat "$dir/coopd.log"
+    pid=
+    exit 1
+  fi
+  i=$((i + 1))
+  if [ $i -gt 1800 ]; then
+    echo "FAIL: coopd did not create its socket within 180 s"
+    cat "$dir/coopd.log"
+    exit 1
+  fi
+  sleep 0.1
+done
+echo "coopd up after $(($(date +%s) - t0)) s"
+
+# the graph files, in turn: each format, with a source where the app has one
+n=0
+for app in "$@"; do
+  expect 0 "" "$coopctl" --socket "$sock" app "$app" --check
+  case $app in
+    bfs | lsssp | l-sssp | psssp | p-sssp) src="--source 5" ;;
+    color | mis | bc) src= ;;
+    *) continue ;;
+  esac
+  case $((n % 3)) in
+    0) file=grid8x6.gr extra= ;;
+    1) file=grid8x6.mtx extra=--query-barrier ;;
+    *) file=grid8x6.txt extra=--original ;;
+  esac
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  expect 0 "" "$coopctl" --socket "$sock" app "$app" --graph "$graphs/$file" $src $extra \
+    --groups 2 --check --out "$dir/$app.out"
+  [ -s "$dir/$app.out" ] || fail "$app: --out wrote nothing"
+done
+
+# one workgroup on device 0; a device it does not have; the daemon's own
+# message for more workgroups than it has
+expect 0 "" "$coopctl" --socket "$sock" app "$1" --device 0 --groups 1 --check
+expect 2 "device" "$coopctl" --socket "$sock" app "$1" --device 7
+expect 1 "groups" "$coopctl" --socket "$sock" app "$1" --groups 100000
+
+kill "$pid"
+wait "$pid"
+st=$?
+pid=
+[ "$st" -eq 0 ] || fail "coopd exited $st"
+if [ -s "$dir/coopd.log" ]; then
+  echo "coopd's log:"
+  sed 's/^/    /' "$dir/coopd.log"
+fi
+echo "$fails failures, $(($(date +%s) - t0)) s"
+[ "$fails" -eq 0 ]
