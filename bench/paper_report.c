@@ -1,0 +1,271 @@
+/*
+ * paper_report.c: what every experiment of coop-bench-paper shares on the
+ * output side: samples and their quantiles, the header (machine, device,
+ * backend, compute units, workers, local size, commit), the CSV and
+ * Markdown files, and gnuplot.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "paper.h"
+
+#ifdef COOP_BENCH_COMMIT_H
+#include "bench_commit.h" /* written at build time by bench/CMakeLists.txt */
+#endif
+#ifndef COOP_BENCH_COMMIT
+#define COOP_BENCH_COMMIT "unknown"
+#endif
+
+/* ------------------------------------------------------------ samples */
+
+void push(struct series *s, double x) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 64;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+    if (!s->v) {
+      fprintf(stderr, PB ": out of memory\n");
+      exit(1);
+    }
+  }
+  s->v[s->n++] = x;
+}
+
+void series_free(struct series *s) {
+  free(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double quantile(const struct series *s, double q) {
+  if (!s->n) return NAN;
+  double *v = malloc(s->n * sizeof *v);
+  if (!v) return NAN;
+  memcpy(v, s->v, s->n * sizeof *v);
+  qsort(v, s->n, sizeof *v, cmp_dbl);
+  size_t i = (size_t)ceil(q * (double)s->n);
+  double r = v[i ? i - 1 : 0];
+  free(v);
+  return r;
+}
+
+double mean_of(const struct series *s) {
+  double sum = 0;
+  for (size_t i = 0; i < s->n; i++) sum += s->v[i];
+  return s->n ? sum / (double)s->n : NAN;
+}
+
+double max_of(const struct series *s) { return quantile(s, 1.0); }
+double min_of(const struct series *s) { return quantile(s, 0.0); }
+
+int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------------- header */
+
+static void cpu_model(char *out, size_t n) {
+  snprintf(out, n, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (colon && !strncmp(line, "model name", 10)) {
+      colon += 1 + (colon[1] == ' ');
+      colon[strcspn(colon, "\n")] = 0;
+      snprintf(out, n, "%s", colon);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+static void params(const struct popts *o, coop_rt *rt, char *p, size_t n) {
+  int len = snprintf(p, n, "mode: %s; scale %ld, apps %s, max inputs ", o->quick ? "quick" : "full",
+                     o->scale, o->apps ? o->apps : "all");
+  len += o->max_inputs ? snprintf(p + len, n - (size_t)len, "%ld", o->max_inputs)
+                       : snprintf(p + len, n - (size_t)len, "all");
+  if (o->exp == EXP_OVERHEAD) snprintf(p + len, n - (size_t)len, "; runs %ld per form", o->runs);
+  if (o->exp == EXP_RESPONSIVE)
+    snprintf(p + len, n - (size_t)len, "; class %s, time scale %g, %ld samples, barrier %s", o->cls,
+             o->time_scale, o->samples,
+             o->barrier == 3   ? "both"
+             : o->barrier == 2 ? "query"
+                               : "plain");
+  if (o->exp == EXP_MULTITASK)
+    snprintf(p + len, n - (size_t)len, "; time scale %g, runs %ld, periods %ld, barrier %s",
+             o->time_scale, o->runs, o->periods,
+             o->barrier == 3   ? "both"
+             : o->barrier == 2 ? "query"
+                               : "plain");
+  if (o->exp != EXP_OVERHEAD)
+    snprintf(p + strlen(p), n - strlen(p), "\ngraphics task: E calibrated %s",
+             gfx_calibrate_one(o, rt) ? "on one workgroup to N x E (--calibrate one)"
+                                      : "on all N workers (--calibrate all)");
+}
+
+/* The load average at the start: other processes on the machine show. */
+static void load_avg(char *out, size_t n) {
+  snprintf(out, n, "unknown");
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (!f) return;
+  double a, b, c;
+  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) snprintf(out, n, "%.2f %.2f %.2f", a, b, c);
+  fclose(f);
+}
+
+static void make_header(const struct popts *o, coop_rt *rt, unsigned workers, char *h, size_t n) {
+  char host[256] = "unknown", cpu[256], date[64], cus[64] = "", par[768], load[64];
+  struct utsname u;
+  if (gethostname(host, sizeof host)) snprintf(host, sizeof host, "unknown");
+  host[sizeof host - 1] = 0;
+  if (uname(&u)) snprintf(u.machine, sizeof u.machine, "unknown");
+  cpu_model(cpu, sizeof cpu);
+  time_t t = time(NULL);
+  strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
+  const char *pocl = getenv("POCL_MAX_PTHREAD_COUNT");
+  if (pocl && !strcmp(coop_rt_backend(rt), "opencl"))
+    snprintf(cus, sizeof cus, " (POCL_MAX_PTHREAD_COUNT=%s)", pocl);
+  params(o, rt, par, sizeof par);
+  load_avg(load, sizeof load);
+  snprintf(h, n,
+           "machine: %s, %s, %s, %ld cores online, load average %s at start\n"
+           "device: %s\n"
+           "backend: %s (%s)\n"
+           "compute units %u%s, launched %u workgroups, %u participants (1 scheduler + %u "
+           "workers), local size %ld, device clock %.4f ns/tick (first application's "
+           "megakernel)\n"
+           "commit: %s (at build time); run %s\n"
+           "%s\n",
+           host, u.machine, cpu, sysconf(_SC_NPROCESSORS_ONLN), load, coop_rt_device_name(rt),
+           coop_rt_backend(rt), coop_rt_backend_note(rt), coop_rt_compute_units(rt), cus,
+           coop_rt_launched_groups(rt), coop_rt_participants(rt), workers, o->local_size,
+           coop_rt_tick_ns(rt), COOP_BENCH_COMMIT, date, par);
+}
+
+/* -------------------------------------------------------------- files */
+
+static void make_parent(const char *path) {
+  char d[1024];
+  snprintf(d, sizeof d, "%s", path);
+  char *slash = strrchr(d, '/');
+  if (!slash) return;
+  *slash = 0;
+  for (char *p = d + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      mkdir(d, 0777);
+      *p = '/';
+    }
+  mkdir(d, 0777);
+}
+
+static void paths(struct out *w, const struct popts *o, const char *backend) {
+  char base[1000];
+  if (o->csv) {
+    size_t len = strlen(o->csv);
+    int cut = len > 4 && !strcmp(o->csv + len - 4, ".csv");
+    snprintf(base, sizeof base, "%.*s", (int)(cut ? len - 4 : len), o->csv);
+    snprintf(w->csv_path, sizeof w->csv_path, "%s", o->csv);
+  } else {
+    snprintf(base, sizeof base, "bench/out/%s-%s", exp_name(o->exp), backend);
+    snprintf(w->csv_path, sizeof w->csv_path, "%s.csv", base);
+  }
+  snprintf(w->md_path, sizeof w->md_path, "%s.md", base);
+  snprintf(w->png_path, sizeof w->png_path, "%s.png", base);
+}
+
+static void put_comment(FILE *f, const char *h) {
+  for (const char *l = h; *l;) {
+    size_t len = strcspn(l, "\n");
+    fprintf(f, "# %.*s\n", (int)len, l);
+    l += len + (l[len] == '\n');
+  }
+}
+
+static FILE *open_file(const char *path) {
+  make_parent(path);
+  FILE *f = fopen(path, "w");
+  if (!f) fprintf(stderr, PB ": %s: %s\n", path, strerror(errno));
+  return f;
+}
+
+int out_open(struct out *w, const struct popts *o, coop_rt *rt, unsigned workers) {
+  paths(w, o, coop_rt_backend(rt));
+  make_header(o, rt, workers, w->header, sizeof w->header);
+  printf(PB " %s\n%s", exp_name(o->exp), w->header);
+  snprintf(w->cmd, sizeof w->cmd, "%s", o->cmd);
+  printf("command: %s\ncsv: %s\nmd: %s\npng: %s\n", w->cmd, w->csv_path, w->md_path, w->png_path);
+  fflush(stdout);
+  w->csv = open_file(w->csv_path);
+  w->md = w->csv ? open_file(w->md_path) : NULL;
+  if (!w->md) return 1;
+  put_comment(w->csv, w->header);
+  return 0;
+}
+
+int out_close(struct out *w) {
+  int rc = 0;
+  if (w->csv && fclose(w->csv)) rc = 1;
+  if (w->md && fclose(w->md)) rc = 1;
+  w->csv = w->md = NULL;
+  return rc;
+}
+
+void md_header(struct out *w, const char *title) {
+  fprintf(w->md, "# %s\n\n```\n%s```\n\nCommand: `%s`\n\nCSV: `%s`; plot: `%s`.\n\n", title,
+          w->header, w->cmd, w->csv_path, w->png_path);
+}
+
+void plain_label(char *dst, size_t n, const char *src) {
+  size_t j = 0;
+  for (size_t i = 0; src[i] && j + 1 < n; i++)
+    dst[j++] = (src[i] == '\'' || src[i] == '|' || src[i] == '_') ? '-' : src[i];
+  dst[j] = 0;
+}
+
+/* ------------------------------------------------------------ gnuplot */
+
+static int have_gnuplot(void) {
+  const char *path = getenv("PATH");
+  char dir[4096];
+  for (const char *p = path ? path : ""; *p;) {
+    size_t len = strcspn(p, ":");
+    snprintf(dir, sizeof dir, "%.*s/gnuplot", (int)len, p);
+    if (!access(dir, X_OK)) return 1;
+    p += len + (p[len] == ':');
+  }
+  return 0;
+}
+
+int plot(const struct out *w, const char *script) {
+  if (!have_gnuplot()) {
+    printf(
+        "png: not written: gnuplot is not installed (apt-get install gnuplot-nox); "
+        "the CSV and Markdown files are\n");
+    return 1;
+  }
+  FILE *p = popen("gnuplot", "w");
+  if (!p) return 1;
+  fprintf(p,
+          "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 1400,900 "
+          "font ',10' } else { set terminal png size 1400,900 }\n"
+          "set output '%s'\n%s",
+          w->png_path, script);
+  int rc = pclose(p);
+  if (rc) printf("png: gnuplot failed (status %d); the CSV and Markdown files are written\n", rc);
+  return rc != 0;
+}
