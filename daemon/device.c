@@ -397,8 +397,7 @@ static int resolve(struct dev *d, struct job *j) {
     fail(j, COOP_EARGS, "kernel %s changed its signature in a reload", j->kernel);
     return -1;
   }
-  unsigned usable = dev_workers_usable(d);
-  if (usable == 0 || (!k->cooperative && j->groups > usable)) {
+  if (!dev_fits(d, j->groups, k->cooperative)) {
     j->error = COOP_EHUNG;
     snprintf(j->message, sizeof j->message,
              "asks for %u workgroups, but hung kernels hold %u of the %u workers (coopctl stats "
@@ -688,6 +687,11 @@ void dev_watch_get(struct dev *d, struct dev_watch *w) {
 unsigned dev_workers_usable(const struct dev *d) {
   unsigned w = atomic_load(&d->workers), l = atomic_load(&d->lost);
   return l < w ? w - l : 0;
+}
+
+int dev_fits(const struct dev *d, unsigned groups, int cooperative) {
+  unsigned usable = dev_workers_usable(d);
+  return usable > 0 && (cooperative || groups <= usable);
 }
 
 int dev_left_hung(struct dev *d) {

@@ -90,6 +90,9 @@ struct dev_watch {
 void dev_watch_get(struct dev *d, struct dev_watch *w);
 /* Workers a new job may ask for: the workers less those hung kernels hold. */
 unsigned dev_workers_usable(const struct dev *d);
+/* Whether a job of `groups` fits the usable workers now: a cooperative one
+ * needs one (it starts on what is free), any other all of its groups. */
+int dev_fits(const struct dev *d, unsigned groups, int cooperative);
 /* 1 once the device thread has ended leaving a hung kernel running (the
  * runtime could not be closed): coopd then exits non-zero. */
 int dev_left_hung(struct dev *d);

@@ -263,9 +263,7 @@ static int pick_device(struct session *s, uint32_t seq, const struct coop_msg_su
   }
   int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE), best = -1;
   for (unsigned i = 0; i < dm->ndev; i++) {
-    unsigned usable = dev_workers_usable(dm->devs[i]);
-    if (m->groups > dev_workers(dm->devs[i]) || usable == 0 || (!coop && m->groups > usable))
-      continue;
+    if (m->groups > dev_workers(dm->devs[i]) || !dev_fits(dm->devs[i], m->groups, coop)) continue;
     if (best < 0 || dm->dev_jobs[i] < dm->dev_jobs[best]) best = (int)i;
   }
   return best < 0 ? 0 : best;
@@ -298,12 +296,11 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
                m->groups);
     return -1;
   }
-  unsigned usable = dev_workers_usable(dev);
-  if (usable == 0 || (!coop && m->groups > usable)) {
+  if (!dev_fits(dev, m->groups, coop)) {
     sess_error(s, seq, COOP_EHUNG,
                "only %u of the %u workers are usable: hung kernels hold the rest until they "
                "return (coopctl stats names them); ask for fewer or restart coopd",
-               usable, w);
+               dev_workers_usable(dev), w);
     return -1;
   }
   if (m->period_us == 0 && (m->count || m->duration_ms)) {
