@@ -181,6 +181,17 @@ static int open_devices(struct daemon *dm) {
   if (all)
     for (n = 0; n < (int)COOP_WIRE_MAX_DEVICES; n++) idx[n] = n;
   for (int i = 0; i < n; i++) {
+    /* CUDA: one primary context per GPU, and a module load in it waits for
+     * the megakernel already running there (megakernel/cuda.c, cu_load), so
+     * a second megakernel on one GPU would hang coopd's start. */
+    for (int j = 0; j < i; j++)
+      if (idx[j] == idx[i] && !strcmp(dev_backend(dm->devs[j]), "cuda")) {
+        log_error(
+            "[device] devices: index %d is listed twice; on the CUDA backend one GPU runs "
+            "one megakernel (a repeated index needs the OpenCL backend)",
+            idx[i]);
+        _exit(1);
+      }
     int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm->loop, on_job_done, on_job_event,
                      dm, err, sizeof err);
     if (e && all && i > 0) {

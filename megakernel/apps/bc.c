@@ -1,11 +1,13 @@
 /*
  * bc.c: host side of the Pannotia betweenness centrality (bc.cl): run on
- * the runtime, CPU reference (Brandes in double precision), check.
+ * the runtime, CPU reference (Brandes in double precision, sigma in long
+ * double for its range), check.
  *
  * Sources: vertices 0..S-1, S = in->param if nonzero (at most n), else
  * min(n, 32), to keep the test time bounded; the reference uses the same.
  * The kernel traverses them in batches of B = min(S, 2^20 / n) (at least 1):
- * B rows of n for dist, sigma and delta, at most 4 MiB each.
+ * B rows of n for dist, sigma, delta and the per-level scale, at most 4 MiB
+ * each.
  * Output: float bc[n], bc[v] = sum over those sources s != v of
  * delta_s(v), unnormalised (not halved for undirected graphs).
  *
@@ -42,7 +44,7 @@ static uint32_t bc_batch_size(uint32_t n, uint32_t nsrc) {
 }
 
 /* args: mode, row, col, dist, sigma, delta (B rows of n each), bc (out,
- * zeroed), flag[n+1], n, S, B (bc.cl) */
+ * zeroed), flag[n+1], n, S, B, scale (B rows of n) (bc.cl) */
 static int bc_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
                       struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
@@ -60,6 +62,7 @@ static int bc_prepare(const struct coop_app_input *in, const struct coop_app_opt
   coop_app_task_u32(t, (uint32_t)n);
   coop_app_task_u32(t, nsrc);
   coop_app_task_u32(t, nb);
+  coop_app_task_scratch(t, nb * n * 4);
   return t->err;
 }
 
@@ -72,10 +75,13 @@ struct bc_ref {
   double sigma_max; /* most shortest paths from a source to one vertex */
 };
 
-/* Brandes over the sources 0..S-1, in double precision. */
+/* Brandes over the sources 0..S-1, in double precision. Sigma, the number
+ * of shortest paths, is a long double: it passes a double's 1.8e308 between
+ * opposite corners of a 512 x 512 grid; x86's long double reaches 1e4932. */
 static int bc_reference(const struct coop_graph *g, uint32_t nsrc, struct bc_ref *ref) {
   uint32_t n = g->n, *dist = malloc(n * sizeof *dist), *order = malloc(n * sizeof *order);
-  double *sigma = malloc(n * sizeof *sigma), *delta = malloc(n * sizeof *delta);
+  long double *sigma = malloc(n * sizeof *sigma);
+  double *delta = malloc(n * sizeof *delta);
   ref->bc = calloc(n, sizeof *ref->bc);
   ref->paths = 0.0;
   ref->depth = 0;
@@ -96,7 +102,7 @@ static int bc_reference(const struct coop_graph *g, uint32_t nsrc, struct bc_ref
         uint32_t v = order[head++];
         if (dist[v] > ref->depth) ref->depth = dist[v];
         if (v != s) ref->paths += dist[v] - 1.0;
-        if (sigma[v] > ref->sigma_max) ref->sigma_max = sigma[v];
+        if (sigma[v] > ref->sigma_max) ref->sigma_max = (double)sigma[v];
         for (uint32_t e = g->row[v]; e < g->row[v + 1]; e++) {
           uint32_t w = g->col[e];
           if (dist[w] == INF) {
@@ -110,7 +116,7 @@ static int bc_reference(const struct coop_graph *g, uint32_t nsrc, struct bc_ref
         uint32_t v = order[--tail];
         for (uint32_t e = g->row[v]; e < g->row[v + 1]; e++) {
           uint32_t w = g->col[e];
-          if (dist[w] == dist[v] + 1) delta[v] += sigma[v] / sigma[w] * (1.0 + delta[w]);
+          if (dist[w] == dist[v] + 1) delta[v] += (double)(sigma[v] / sigma[w]) * (1.0 + delta[w]);
         }
         if (v != s) ref->bc[v] += delta[v];
       }

@@ -1,4 +1,4 @@
-//@coop name=bc kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,u32,u32,u32
+//@coop name=bc kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,u32,u32,u32,buf
 /*
  * bc.cl: Pannotia betweenness centrality (thesis 000 Table 5.2 "BC", 004
  * Sec. 5), Brandes' algorithm on an unweighted graph, as one cooperative
@@ -30,9 +30,23 @@
  * COOP_RESIZING_BARRIER, at each. Only resizing barriers, so M is stable
  * between two of them and the strided passes cover every vertex once.
  *
+ * Sigma is scaled per level. The number of shortest paths grows
+ * exponentially with depth (C(2k, k) between opposite corners of a k x k
+ * grid: 1e75 at k = 128), far past a float's 3.4e38, and an overflowed
+ * sigma makes every delta inf / inf = NaN. Only the ratio
+ * sigma(v) / sigma(w) of neighbouring levels is ever used, so the forward
+ * pass of level L stores sigma'(v) = sigma(v) / P(L), where P(0) = 1 and
+ * P(L + 1) = P(L) * p(L), p(L) the power of two at or below the largest
+ * sigma' of level L (scale[L]: an atomic max over the float bits, final at
+ * the pass's barrier). Then sigma'(w) < 2 * indegree(w), and the backward
+ * pass uses sigma(v) / sigma(w) = sigma'(v) / (sigma'(w) * p(L)). Dividing
+ * by a power of two is exact, so the roundings are those of the unscaled
+ * sums (bc.c derives the check's tolerance from them).
+ *
  * args: 0 mode, 1 row[n+1], 2 col[m], 3 dist[B*n], 4 sigma[B*n] (float
  *       bits), 5 delta[B*n] (float), 6 bc[n] (float, zeroed), 7 flag[n+1],
- *       8 n, 9 S (sources are vertices 0..S-1, S <= n), 10 B.
+ *       8 n, 9 S (sources are vertices 0..S-1, S <= n), 10 B,
+ *       11 scale[B*n] (float bits, the largest sigma' of each level).
  */
 #define BC_INF 0xFFFFFFFFu
 #define BC_INIT 0u
@@ -66,12 +80,28 @@ COOP_FN void bc_fadd(COOP_GLOBAL coop_atomic_u32 *p, float x) {
   }
 }
 
+/* *p = max(*p, x); for non-negative floats the order of the bits is the
+ * order of the values. */
+COOP_FN void bc_umax(COOP_GLOBAL coop_atomic_u32 *p, coop_u32 x) {
+  coop_u32 old = coop_ld_rlx(p);
+  while (old < x && !coop_cas(p, &old, x)) {
+  }
+}
+
+/* p(L): the power of two at or below scale[L] (at least the smallest
+ * normal float, so never 0). */
+COOP_FN float bc_pow2(COOP_GLOBAL coop_atomic_u32 *scale) {
+  coop_u32 e = coop_ld_rlx(scale) & 0x7F800000u;
+  return coop_u2f(e ? e : 0x00800000u);
+}
+
 /* Reset the per-batch arrays and place the sources. */
 COOP_FN void bc_reset(struct coop_ctx *c, coop_u32 first) {
   COOP_GLOBAL coop_atomic_u32 *dist = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
   COOP_GLOBAL coop_atomic_u32 *sigma = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
   COOP_GLOBAL float *delta = (COOP_GLOBAL float *)coop_arg_buf(c, 5);
   COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
+  COOP_GLOBAL coop_atomic_u32 *scale = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
   for (coop_u32 v = coop_global_id(c); v <= n; v += stride) {
     coop_st_rlx(&flag[v], 0u);
@@ -80,25 +110,34 @@ COOP_FN void bc_reset(struct coop_ctx *c, coop_u32 first) {
       coop_u32 i = b * n + v, src = v == first + b;
       coop_st_rlx(&dist[i], src ? 0u : BC_INF);
       coop_st_rlx(&sigma[i], coop_f2u(src ? 1.0f : 0.0f));
+      coop_st_rlx(&scale[i], 0u); /* scale[b * n + L], L < n */
       delta[i] = 0.0f;
     }
   }
 }
 
-/* Forward pass: expand the vertices at `level` of every source of the batch. */
+/* Forward pass: expand the vertices at `level` of every source of the
+ * batch, scaling their sigmas first (see the top of this file). */
 COOP_FN void bc_forward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
   COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
   COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
   COOP_GLOBAL coop_atomic_u32 *dist = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
   COOP_GLOBAL coop_atomic_u32 *sigma = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
   COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
+  COOP_GLOBAL coop_atomic_u32 *scale = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
   coop_u32 next = level + 1u;
   for (coop_u32 v = coop_global_id(c); v < n; v += stride)
     for (coop_u32 b = 0u; b < nb; b++) {
-      COOP_GLOBAL coop_atomic_u32 *d = dist + b * n, *sg = sigma + b * n;
+      COOP_GLOBAL coop_atomic_u32 *d = dist + b * n, *sg = sigma + b * n, *sc = scale + b * n;
       if (coop_ld_rlx(&d[v]) != level) continue;
       float sv = coop_u2f(coop_ld_rlx(&sg[v])); /* final: level's adds ended at the barrier */
+      if (level > 0u) {
+        /* scale[level - 1] is final too; only this thread touches sg[v] now */
+        sv = sv / bc_pow2(&sc[level - 1u]);
+        coop_st_rlx(&sg[v], coop_f2u(sv));
+      }
+      bc_umax(&sc[level], coop_f2u(sv));
       coop_u32 end = row[v + 1u];
       for (coop_u32 e = row[v]; e < end; e++) {
         coop_u32 w = col[e], dw = coop_ld_rlx(&d[w]);
@@ -121,6 +160,7 @@ COOP_FN void bc_backward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
   COOP_GLOBAL coop_atomic_u32 *sigma = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
   COOP_GLOBAL float *delta = (COOP_GLOBAL float *)coop_arg_buf(c, 5);
   COOP_GLOBAL float *bc = (COOP_GLOBAL float *)coop_arg_buf(c, 6);
+  COOP_GLOBAL coop_atomic_u32 *scale = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
   coop_u32 next = level + 1u;
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
@@ -131,10 +171,12 @@ COOP_FN void bc_backward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
       COOP_GLOBAL float *dl = delta + b * n;
       if (coop_ld_rlx(&d[v]) != level) continue;
       float sv = coop_u2f(coop_ld_rlx(&sg[v])), acc = 0.0f;
+      float p = bc_pow2(&scale[b * n + level]); /* sigma(w) = sigma'(w) * p * P(level) */
       coop_u32 end = row[v + 1u];
       for (coop_u32 e = row[v]; e < end; e++) {
         coop_u32 w = col[e];
-        if (coop_ld_rlx(&d[w]) == next) acc += sv / coop_u2f(coop_ld_rlx(&sg[w])) * (1.0f + dl[w]);
+        if (coop_ld_rlx(&d[w]) == next)
+          acc += sv / (coop_u2f(coop_ld_rlx(&sg[w])) * p) * (1.0f + dl[w]);
       }
       dl[v] = acc;
       sum += acc;
