@@ -305,6 +305,16 @@ static int cmd_wait(struct ctl *x, int argc, char **argv) {
   return r;
 }
 
+int parse_device(const char *cmd, const char *s, int *dev) {
+  uint32_t d = 0;
+  *dev = COOP_ANY_DEVICE;
+  if (!s) return 0;
+  if (parse_u32(s, &d) || d >= COOP_MAX_DEVICES)
+    return ctl_usage(cmd, "bad --device %s (0..%d)", s, COOP_MAX_DEVICES - 1);
+  *dev = (int)d;
+  return 0;
+}
+
 /* ---- top ---- */
 
 static void sleep_ms(unsigned ms) {
@@ -324,7 +334,8 @@ static unsigned map_width(int tty) {
 /* One snapshot. TOP is asked last: a daemon older than TOP answers it with
  * ERROR EPROTO and closes the connection, so the snapshot goes on without
  * it, with a note, and later ones reconnect and no longer ask. */
-static int top_once(struct ctl *x, int first, int tty, int *no_top, char *note, size_t len) {
+static int top_once(struct ctl *x, int device, int first, int tty, int *no_top, char *note,
+                    size_t len) {
   struct coop_stats s;
   struct coop_job_status *j = NULL;
   struct coop_wg *wg = NULL;
@@ -335,7 +346,7 @@ static int top_once(struct ctl *x, int first, int tty, int *no_top, char *note, 
   if ((e = coop_stats(x->c, &s))) return ctl_fail("top: stats", e);
   if ((e = coop_status(x->c, 0, &j, &n))) return ctl_fail("top: status", e);
   if (!*no_top) {
-    e = coop_top(x->c, &wg, &nwg, &tj, &ntj);
+    e = coop_top_device(x->c, device, &wg, &nwg, &tj, &ntj);
     if (e == COOP_EPROTO) {
       snprintf(note, len,
                "this coopd does not answer TOP (an older daemon?): no workgroup map (%s)",
@@ -361,6 +372,7 @@ static int top_once(struct ctl *x, int first, int tty, int *no_top, char *note, 
                              .jobs = tj,
                              .njobs = ntj,
                              .note = note,
+                             .device = device,
                              .map_width = map_width(tty)};
   print_top(x, &v);
   fflush(stdout);
@@ -371,8 +383,11 @@ static int top_once(struct ctl *x, int first, int tty, int *no_top, char *note, 
 }
 
 static int cmd_top(struct ctl *x, int argc, char **argv) {
-  const char *interval = NULL, *iterations = NULL;
-  const struct opt o[] = {{"interval", &interval, NULL}, {"iterations", &iterations, NULL}, {0}};
+  const char *interval = NULL, *iterations = NULL, *device = NULL;
+  const struct opt o[] = {{"interval", &interval, NULL},
+                          {"iterations", &iterations, NULL},
+                          {"device", &device, NULL},
+                          {0}};
   char *pos[1];
   int npos, r = ctl_parse(x, "top", argc, argv, o, pos, &npos, 0);
   if (r) return r == 1 ? 0 : r;
@@ -381,12 +396,15 @@ static int cmd_top(struct ctl *x, int argc, char **argv) {
     return ctl_usage("top", "bad --interval %s (ms > 0)", interval);
   if (iterations && (parse_u32(iterations, &iters) || iters == 0))
     return ctl_usage("top", "bad --iterations %s (> 0)", iterations);
+  int dev;
+  if ((r = parse_device("top", device, &dev))) return r;
+  if (dev == COOP_ANY_DEVICE) dev = 0;
   if ((r = ctl_connect(x))) return r;
   int tty = isatty(STDOUT_FILENO), no_top = 0;
   char note[COOP_TEXT_MAX + 128] = "";
   for (uint32_t i = 0; !iters || i < iters; i++) {
     if (i) sleep_ms(ms);
-    if ((r = top_once(x, i == 0, tty, &no_top, note, sizeof note))) return r;
+    if ((r = top_once(x, dev, i == 0, tty, &no_top, note, sizeof note))) return r;
   }
   return 0;
 }
@@ -521,7 +539,7 @@ static int job_arg(coop_job *j, struct sargs *s, const char *arg) {
 }
 
 struct sopts {
-  const char *wg, *period, *count, *duration, *deadline, *timeout;
+  const char *wg, *period, *count, *duration, *deadline, *timeout, *device;
   int coop, query, wait;
 };
 
@@ -545,12 +563,15 @@ static int build_job(const struct sopts *o, char **pos, int npos, struct sargs *
     return ctl_usage("submit", "--count, --duration and --deadline need --period");
   if (period && !count && !duration)
     return ctl_usage("submit", "--period needs --count or --duration");
+  int dev;
+  if ((r = parse_device("submit", o->device, &dev))) return r;
   coop_job *j = coop_job_new(pos[0], wg);
   if (!j) return ctl_fail("submit", COOP_ENOMEM);
   coop_job_cooperative(j, o->coop);
   coop_job_query_barrier(j, o->query);
   coop_job_detached(j, !o->wait); /* coopctl exits: the job must not go with it */
   coop_job_periodic(j, period, count, duration, deadline);
+  coop_job_device(j, dev);
   for (int i = 1; i < npos && !r; i++) r = job_arg(j, s, pos[i]);
   if (r) coop_job_free(j);
   *out = r ? NULL : j;
@@ -597,6 +618,7 @@ static int cmd_submit(struct ctl *x, int argc, char **argv) {
                              {"count", &o.count, NULL},
                              {"duration", &o.duration, NULL},
                              {"deadline", &o.deadline, NULL},
+                             {"device", &o.device, NULL},
                              {0}};
   char *pos[COOP_MAX_ARGS + 2];
   int npos, r = ctl_parse(x, "submit", argc, argv, opts, pos, &npos, COOP_MAX_ARGS + 2);
@@ -623,7 +645,7 @@ static const struct cmd cmds[] = {
      cmd_kernels},
     {"submit", "submit a job; print its id, or with --wait its result",
      "submit KERNEL --wg N [--coop] [--query-barrier] [--period US (--count N | --duration MS)"
-     " [--deadline US]] [--wait [--timeout MS]] [ARG...]",
+     " [--deadline US]] [--device D] [--wait [--timeout MS]] [ARG...]",
      "Submits a job running KERNEL on N workgroups and prints its id, or with --wait its\n"
      "result (exit status 0 only if it ends done; a progress line on a terminal).\n"
      "  --coop            the kernel is cooperative (must match its kind)\n"
@@ -632,6 +654,7 @@ static const struct cmd cmds[] = {
      "  --count N         N instances and/or\n"
      "  --duration MS     MS milliseconds have passed\n"
      "  --deadline US     an instance finishing later than release + US is a miss\n"
+     "  --device D        run on device D (default: the least loaded one with N workers)\n"
      "  --timeout MS      with --wait: give up after MS milliseconds (exit 1)\n"
      "ARGs, in the kernel's argument order:\n"
      "  u32:V i32:V u64:V i64:V f32:V f64:V   scalars (integers in decimal or 0x hex)\n"
@@ -658,9 +681,9 @@ static const struct cmd cmds[] = {
      "times of its recent non-cooperative task instances.\n",
      cmd_stats},
     {"top", "a live view of the device: workgroups, jobs, gather times",
-     "top [--interval MS] [--iterations N]",
+     "top [--interval MS] [--iterations N] [--device D]",
      "A live view, refreshed every MS milliseconds (default 1000), N times (default: until\n"
-     "interrupted), like nvtop:\n"
+     "interrupted), like nvtop; the map and the jobs are those of device D (default 0):\n"
      "  header     device, compute units, workers, clients, running and queued jobs, and\n"
      "             the p50/p90/p99/max gather times of recent non-cooperative tasks\n"
      "  map        one character per worker workgroup, in the megakernel's order\n"
@@ -676,7 +699,8 @@ static const struct cmd cmds[] = {
      "a note instead of the map. On a terminal the screen is redrawn; otherwise snapshots\n"
      "follow each other. With --json, one JSON object per snapshot, a line each:\n"
      "{\"stats\":{...},\"jobs\":[queued and running jobs as status shows them],\n"
-     " \"top\":{\"map\":\"AAa#..\",\"workgroups\":[{\"state\":\"running\",\"job\":3},...],\n"
+     " \"top\":{\"device\":0,\"map\":\"AAa#..\",\"workgroups\":[{\"state\":\"running\",\"job\":3},."
+     "..],\n"
      "        "
      "\"jobs\":[{\"job\":3,\"mark\":\"A\",\"kernel\":...,\"cooperative\":true,\"groups\":4,\n"
      "                 \"m\":2,\"workers\":3,\"kills\":1,\"forks\":0},...]}}\n"
@@ -684,14 +708,15 @@ static const struct cmd cmds[] = {
      cmd_top},
     {"render", "graphics-like periodic tasks: gather, execution, period",
      "render --class light|medium|heavy --wg K [--period MS] [--duration MS] --for SECONDS"
-     " [--size N]",
+     " [--size N] [--device D]",
      "Graphics-like periodic tasks (FSE 2017 Sec. 5.2): light P=70 ms E=3 ms, medium P=40\n"
      "E=3, heavy P=40 E=10; --period and --duration override P and E (ms). Uses the\n"
      "non-cooperative kernel render (c = a x b for N x N floats, N default 48, repeated\n"
      "reps times). A probe with reps=1 calibrates reps so one task takes about E; then one\n"
      "periodic job (period P, deadline P, K workgroups) runs for SECONDS. Prints gather\n"
      "time, execution time and achieved period (p50/p90/p99/max, ms), instances, deadline\n"
-     "misses and reps, and checks the last c against the CPU (exit 1 on a mismatch).\n",
+     "misses and reps, and checks the last c against the CPU (exit 1 on a mismatch).\n"
+     "--device D runs the probes and the job on device D (default: the least loaded one).\n",
      cmd_render},
     {"app", "run an application (bfs, l-sssp, ..., game) and check it against the CPU",
      "app NAME [--graph FILE [--graph-format FMT] | --gen SPEC | --scale S --input I]"

@@ -39,6 +39,10 @@ int parse_u32(const char *s, uint32_t *v);
 int parse_u64(const char *s, uint64_t *v);
 int parse_i64(const char *s, int64_t *v);
 int parse_double(const char *s, double *v);
+/* --device of CMD: *dev = the index in s, or COOP_ANY_DEVICE when s is NULL.
+ * 0, or EXIT_USAGE after printing the problem. coopd checks the index
+ * against the devices it has. */
+int parse_device(const char *cmd, const char *s, int *dev);
 double now_s(void);
 /* Waits for a job; on a TTY (stderr) with a progress line after 0.5 s that
  * shows the elapsed time and the state (and instances when periodic).
@@ -65,6 +69,7 @@ struct top_view {
   const struct coop_topjob *jobs;
   size_t njobs;
   const char *note;   /* why there is no TOP part, or "" */
+  int device;         /* whose workgroups wg and jobs are (top --device) */
   unsigned map_width; /* workgroups per line of the map */
 };
 void print_top(const struct ctl *x, const struct top_view *v);

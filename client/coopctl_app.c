@@ -354,8 +354,8 @@ static void report(const struct ctl *x, const struct app_run *ar, const struct c
     } else {
       fprintf(f, ",\"count\":%u", ar->in.count);
     }
-    fprintf(f, ",\"groups\":%u,\"device\":%d,\"mode\":\"%s\",\"query_barrier\":%s,", ar->groups,
-            res->device, ar->o.mode == COOP_APP_MODE_ORIGINAL ? "original" : "cooperative",
+    fprintf(f, ",\"groups\":%u,\"mode\":\"%s\",\"query_barrier\":%s,", ar->groups,
+            ar->o.mode == COOP_APP_MODE_ORIGINAL ? "original" : "cooperative",
             ar->o.query_barrier ? "true" : "false");
     json_result_fields(f, res);
     if (res->state == COOP_STATE_DONE) {
@@ -404,10 +404,9 @@ static void report(const struct ctl *x, const struct app_run *ar, const struct c
 /* ---- the command ---- */
 
 static int app_setup(const struct app_opts *o, struct app_run *ar) {
-  uint32_t t = 0, g = 0, d = 0;
-  if (o->device && (parse_u32(o->device, &d) || d >= COOP_MAX_DEVICES))
-    return ctl_usage("app", "bad --device %s (0..%d)", o->device, COOP_MAX_DEVICES - 1);
-  ar->device = o->device ? (int)d : COOP_ANY_DEVICE;
+  uint32_t t = 0, g = 0;
+  int e = parse_device("app", o->device, &ar->device);
+  if (e) return e;
   if (o->timeout && (parse_u32(o->timeout, &t) || t > INT32_MAX))
     return ctl_usage("app", "bad --timeout %s (ms)", o->timeout);
   if (o->groups && (parse_u32(o->groups, &g) || g == 0))

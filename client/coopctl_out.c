@@ -59,7 +59,7 @@ static void json_times(FILE *f, const struct coop_times *t) {
 }
 
 void json_result_fields(FILE *f, const struct coop_result *r) {
-  fprintf(f, "\"job\":%llu,\"state\":", (unsigned long long)r->job);
+  fprintf(f, "\"job\":%llu,\"device\":%d,\"state\":", (unsigned long long)r->job, r->device);
   json_str(f, coop_state_name(r->state));
   fprintf(f, ",\"error\":%d,\"error_name\":", r->error);
   json_str(f, coop_err_name(r->error));
@@ -91,7 +91,8 @@ void print_result(const struct ctl *x, const struct coop_result *r) {
     puts("}");
     return;
   }
-  printf("job %llu: %s\n", (unsigned long long)r->job, coop_state_name(r->state));
+  printf("job %llu: %s\n  device     %d\n", (unsigned long long)r->job, coop_state_name(r->state),
+         r->device);
   if (r->error)
     printf("  error      %s: %s%s%s\n", coop_err_name(r->error), coop_strerror(r->error),
            r->message[0] ? ": " : "", r->message);
@@ -300,6 +301,7 @@ static void top_map(const struct top_view *v, const struct marks *mk) {
   for (size_t i = 0; i < v->nwg; i++)
     if (v->wg[i].state >= COOP_WORKER_FREE && v->wg[i].state <= COOP_WORKER_OTHER)
       count[v->wg[i].state]++;
+  if (v->stats->ndevices > 1) printf("map of    device %d\n", v->device);
   printf("workers   %zu: %zu running, %zu reserved, %zu another user's, %zu free\n", v->nwg,
          count[COOP_WORKER_RUNNING], count[COOP_WORKER_RESERVED], count[COOP_WORKER_OTHER],
          count[COOP_WORKER_FREE]);
@@ -359,7 +361,7 @@ static void json_top(const struct top_view *v, const struct marks *mk) {
     json_str(stdout, v->note ? v->note : "");
     return;
   }
-  printf(",\"top\":{\"map\":\"");
+  printf(",\"top\":{\"device\":%d,\"map\":\"", v->device);
   for (size_t i = 0; i < v->nwg; i++) putchar(wg_char(mk, &v->wg[i]));
   printf("\",\"workgroups\":[");
   for (size_t i = 0; i < v->nwg; i++)

@@ -27,6 +27,7 @@ struct render {
   const char *cls;
   double period_ms, exec_ms, seconds;
   uint32_t wg, n, reps, period_us, duration_ms;
+  int device;                  /* --device, or COOP_ANY_DEVICE */
   int64_t probe_ns, probe2_ns; /* reps = 1, reps = probe2_reps */
   uint32_t probe2_reps;
   float *a, *b, *c;
@@ -52,20 +53,19 @@ static int positive(const char *name, const char *s, double *v) {
 }
 
 static int render_opts(struct ctl *x, int argc, char **argv, struct render *r) {
-  const char *cls = NULL, *wg = NULL, *period = NULL, *dur = NULL, *secs = NULL, *size = NULL;
-  const struct opt o[] = {{"class", &cls, NULL},
-                          {"wg", &wg, NULL},
-                          {"period", &period, NULL},
-                          {"duration", &dur, NULL},
-                          {"for", &secs, NULL},
-                          {"size", &size, NULL},
-                          {0}};
+  const char *cls = NULL, *wg = NULL, *period = NULL, *dur = NULL, *secs = NULL, *size = NULL,
+             *device = NULL;
+  const struct opt o[] = {{"class", &cls, NULL},     {"wg", &wg, NULL},
+                          {"period", &period, NULL}, {"duration", &dur, NULL},
+                          {"for", &secs, NULL},      {"size", &size, NULL},
+                          {"device", &device, NULL}, {0}};
   char *pos[1];
   int npos, e = ctl_parse(x, "render", argc, argv, o, pos, &npos, 0);
   if (e) return e;
   if (!cls || !wg || !secs) return ctl_usage("render", "--class, --wg and --for are required");
   if ((e = class_of(r, cls))) return e;
   if (parse_u32(wg, &r->wg) || r->wg == 0) return ctl_usage("render", "bad --wg %s", wg);
+  if ((e = parse_device("render", device, &r->device))) return e;
   r->n = 48;
   if (size && (parse_u32(size, &r->n) || r->n == 0 || r->n > 4096))
     return ctl_usage("render", "bad --size %s (1..4096)", size);
@@ -128,6 +128,7 @@ static int run_job(struct ctl *x, struct render *r, uint32_t reps, int periodic,
   coop_job_buf_out(j, r->c, bytes);
   coop_job_u32(j, r->n);
   coop_job_u32(j, reps);
+  coop_job_device(j, r->device);
   if (periodic) coop_job_periodic(j, r->period_us, 0, r->duration_ms, r->period_us);
   uint64_t id;
   int e = coop_submit(x->c, j, &id);
@@ -258,8 +259,10 @@ static void report_json(const struct render *r, const struct coop_result *res,
 
 static void report_text(const struct render *r, const struct coop_result *res,
                         const struct summary *m, int checked, double err, int ok) {
-  printf("render %s: period %.3f ms, execution target %.3f ms, %u workgroups, n %u, %.1f s\n",
-         r->cls, r->period_ms, r->exec_ms, r->wg, r->n, r->seconds);
+  printf(
+      "render %s: period %.3f ms, execution target %.3f ms, %u workgroups on device %d, n %u, "
+      "%.1f s\n",
+      r->cls, r->period_ms, r->exec_ms, r->wg, res->device, r->n, r->seconds);
   printf("calibration: reps=1 took %.3f ms", r->probe_ns / 1e6);
   if (r->probe2_reps) printf(", reps=%u took %.3f ms", r->probe2_reps, r->probe2_ns / 1e6);
   printf(", so reps %u\n", r->reps);

@@ -18,3 +18,13 @@ add_executable(test_app_tasks ${CMAKE_CURRENT_LIST_DIR}/test_app_tasks.c)
 target_link_libraries(test_app_tasks PRIVATE coopapphost PkgConfig::CHECK)
 add_test(NAME app_tasks COMMAND test_app_tasks)
 set_tests_properties(app_tasks PROPERTIES TIMEOUT 120)
+
+# coopctl's --device for submit, render and top, through one coopd running
+# two megakernels on PoCL's one device (coopctl_devices.sh). Not labelled
+# device: on one GPU a second persistent kernel would only time-slice with
+# the first, and coopd refuses a repeated index on CUDA.
+add_test(NAME coopctl_devices
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/coopctl_devices.sh $<TARGET_FILE:coopd>
+          $<TARGET_FILE:coopctl> ${PROJECT_SOURCE_DIR}/megakernel/kernels)
+set_tests_properties(coopctl_devices PROPERTIES ENVIRONMENT "POCL_MAX_PTHREAD_COUNT=4"
+  TIMEOUT 300)

@@ -14,58 +14,7 @@ set -u
 coopd=$1 coopctl=$2 kernels=$3 graphs=$4
 shift 4
 
-dir=$(mktemp -d /tmp/coopctl-apps-XXXXXX) || exit 1
-sock=$dir/coop.sock
-pid=
-fails=0
-t0=$(date +%s)
-
-cleanup() {
-  if [ -n "$pid" ]; then
-    kill "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  fi
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-  echo "FAIL: $*"
-  fails=$((fails + 1))
-}
-
-# expect STATUS PATTERN CMD...: CMD exits with STATUS and its stderr matches PATTERN
-expect() {
-  want=$1 pattern=$2
-  shift 2
-  "$@" >"$dir/out" 2>"$dir/err"
-  got=$?
-  if [ "$got" -ne "$want" ]; then
-    fail "$* exited $got, expected $want"
-    cat "$dir/out" "$dir/err"
-  elif [ -n "$pattern" ] && ! grep -q -- "$pattern" "$dir/err"; then
-    fail "$*: no \"$pattern\" in its message:"
-    cat "$dir/err"
-  else
-    echo "ok ($got): $*"
-    [ -s "$dir/err" ] && sed 's/^/    /' "$dir/err"
-  fi
-}
-
-# expect_out PATTERN CMD...: CMD exits 0 and its stdout matches PATTERN
-expect_out() {
-  pattern=$1
-  shift
-  if ! "$@" >"$dir/out" 2>"$dir/err"; then
-    fail "$* exited non-zero"
-    cat "$dir/err"
-  elif ! grep -q -- "$pattern" "$dir/out"; then
-    fail "$*: no \"$pattern\" in its output"
-  else
-    echo "ok: $*"
-  fi
-}
+. "$(dirname "$0")/coopctl_lib.sh"
 
 # ---- help, and errors found before the daemon is asked
 
@@ -84,28 +33,7 @@ expect 1 "connect" "$coopctl" --socket "$sock" app bfs --check
 
 # ---- the daemon
 
-backend=
-[ -n "${COOP_BACKEND:-}" ] && backend="--set device.backend=$COOP_BACKEND"
-# shellcheck disable=SC2086
-"$coopd" --socket "$sock" --kernels "$kernels" --log-level warn $backend 2>"$dir/coopd.log" &
-pid=$!
-i=0
-while [ ! -S "$sock" ]; do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    echo "FAIL: coopd exited at start-up:"
-    cat "$dir/coopd.log"
-    pid=
-    exit 1
-  fi
-  i=$((i + 1))
-  if [ $i -gt 1800 ]; then
-    echo "FAIL: coopd did not create its socket within 180 s"
-    cat "$dir/coopd.log"
-    exit 1
-  fi
-  sleep 0.1
-done
-echo "coopd up after $(($(date +%s) - t0)) s"
+start_coopd "$coopd" --kernels "$kernels"
 
 # the graph files, in turn: each format, with a source where the app has one
 n=0
@@ -140,14 +68,5 @@ expect 0 "" "$coopctl" --socket "$sock" app "$1" --device 0 --groups 1 --check
 expect 2 "device" "$coopctl" --socket "$sock" app "$1" --device 7
 expect 1 "groups" "$coopctl" --socket "$sock" app "$1" --groups 100000
 
-kill "$pid"
-wait "$pid"
-st=$?
-pid=
-[ "$st" -eq 0 ] || fail "coopd exited $st"
-if [ -s "$dir/coopd.log" ]; then
-  echo "coopd's log:"
-  sed 's/^/    /' "$dir/coopd.log"
-fi
-echo "$fails failures, $(($(date +%s) - t0)) s"
-[ "$fails" -eq 0 ]
+stop_coopd
+finish

@@ -1,0 +1,39 @@
+#!/bin/sh
+# coopctl_devices.sh: coopctl's --device through coopd with two devices
+# (issue 5 item 6). PoCL has one device, so coopd runs two megakernels on
+# it ([device] devices = 0,0, one worker each). Checks that submit, render
+# and top reach the device named, that the result says where a job ran,
+# and the errors for a device coopd does not have and a malformed index.
+#
+# usage: coopctl_devices.sh COOPD COOPCTL KERNEL_DIR
+set -u
+coopd=$1 coopctl=$2 kernels=$3
+. "$(dirname "$0")/coopctl_lib.sh"
+
+expect 2 "bad --device" "$coopctl" --socket "$sock" submit render --wg 1 --device one
+expect 2 "bad --device" "$coopctl" --socket "$sock" top --device 8
+expect 2 "bad --device" "$coopctl" --socket "$sock" render --class light --wg 1 --for 1 \
+  --device -1
+
+start_coopd "$coopd" --kernels "$kernels" --set device.devices=0,0 \
+  --set device.max_workgroups=2
+
+expect_out "^device 1 " "$coopctl" --socket "$sock" stats
+# render: c = a x b, 8 x 8 floats, 1 repetition
+mm="zeros:256 zeros:256 out:256:$dir/c u32:8 u32:1"
+# shellcheck disable=SC2086
+expect_out "device     1" "$coopctl" --socket "$sock" submit render --wg 1 --device 1 --wait $mm
+# shellcheck disable=SC2086
+expect_out '"device":0,' "$coopctl" --socket "$sock" --json submit render --wg 1 --device 0 \
+  --wait $mm
+# shellcheck disable=SC2086
+expect 1 "device" "$coopctl" --socket "$sock" submit render --wg 1 --device 2 --wait $mm
+expect_out "1 workgroups on device 1" "$coopctl" --socket "$sock" render --class light --wg 1 \
+  --for 0.3 --device 1
+expect_out '"top":{"device":1,"map":"' "$coopctl" --socket "$sock" --json top --device 1 \
+  --iterations 1
+expect_out "map of    device 1" "$coopctl" --socket "$sock" top --device 1 --iterations 1
+expect 1 "" "$coopctl" --socket "$sock" top --device 2 --iterations 1
+
+stop_coopd
+finish
