@@ -34,6 +34,7 @@ struct popts {
   enum experiment exp;
   const char *backend, *csv, *apps, *cls;
   long runs, samples, periods, local_size, max_inputs, matrix, timeout_s, scale;
+  long arena_mb; /* the runtime's arena for task buffers */
   double time_scale;
   int quick, barrier; /* barrier: bit 0 plain, bit 1 query */
   int calibrate;      /* 0 auto, 1 all workers, 2 one workgroup */

@@ -81,6 +81,7 @@ int app_open(struct appctx *x, const struct popts *o, const struct coop_app *a) 
   coop_rt_options_init(&ro);
   ro.backend = o->backend;
   ro.local_size = (unsigned)o->local_size;
+  ro.arena_bytes = (size_t)o->arena_mb << 20;
   int r = coop_rt_open(&x->rt, &ro);
   if (!r) r = coop_rt_add_kernel(x->rt, a->kernel, 1, a->source);
   if (r >= 0) r = coop_matmul_register(x->rt);

@@ -61,6 +61,8 @@ static void usage(FILE *f) {
              "  --matrix N         matmul size (default 4 x workers, at least 48, halved\n"
              "                     while one repetition takes more than E / 4)\n"
              "  --local-size L     threads per workgroup (default 64)\n"
+             "  --arena-mb M       the runtime's arena for task buffers, MiB (default 64 up to\n"
+             "                     scale 2, doubled for each scale above up to 8192)\n"
              "  --check-all        responsive, multitask: check every run's output; by default\n"
              "                     the first, the last and those the scheduler resized come\n"
              "                     first, and checking stops when it has taken as long as\n"
@@ -141,6 +143,7 @@ static void option(struct popts *o, int ch, const char *arg) {
   if (ch == 'T') o->time_scale = parse_real("time-scale", arg);
   if (ch == 'm') o->matrix = parse_num("matrix", arg, 1, 4096);
   if (ch == 'l') o->local_size = parse_num("local-size", arg, 1, 1024);
+  if (ch == 'A') o->arena_mb = parse_num("arena-mb", arg, 1, 65536);
   if (ch == 't') o->timeout_s = parse_num("timeout", arg, 1, 86400);
   if (ch == 'o') o->csv = arg;
   if (ch == '?' || ch == ':') bad("unknown option or missing value%s%s", "", "");
@@ -150,6 +153,9 @@ static void defaults(struct popts *o) {
   if (!o->runs) o->runs = o->quick ? 3 : 10;
   if (!o->samples) o->samples = o->quick ? 10 : 50;
   if (!o->periods) o->periods = o->quick ? 8 : 25;
+  /* 64 MiB holds every input up to scale 2; inputs grow about 2^scale
+   * (octree at scale 6: 1.9 M points) */
+  if (!o->arena_mb) o->arena_mb = 64L << (o->scale > 2 ? (o->scale < 9 ? o->scale : 9) - 2 : 0);
   if (!o->barrier) o->barrier = o->exp == EXP_RESPONSIVE ? 3 : 2;
   if (o->exp == EXP_OVERHEAD && o->barrier == 3)
     bad("overhead: --barrier is plain or query (one variant)%s%s", "", "");
@@ -169,25 +175,16 @@ static enum experiment exp_of(const char *s) {
 }
 
 int paper_parse(int argc, char **argv, struct popts *o) {
-  static const struct option lo[] = {{"backend", 1, 0, 'b'},
-                                     {"quick", 0, 0, 'q'},
-                                     {"runs", 1, 0, 'r'},
-                                     {"samples", 1, 0, 's'},
-                                     {"periods", 1, 0, 'p'},
-                                     {"scale", 1, 0, 'S'},
-                                     {"apps", 1, 0, 'a'},
-                                     {"max-inputs", 1, 0, 'i'},
-                                     {"class", 1, 0, 'c'},
-                                     {"barrier", 1, 0, 'B'},
-                                     {"time-scale", 1, 0, 'T'},
-                                     {"matrix", 1, 0, 'm'},
-                                     {"local-size", 1, 0, 'l'},
-                                     {"timeout", 1, 0, 't'},
-                                     {"csv", 1, 0, 'o'},
-                                     {"calibrate", 1, 0, 'C'},
-                                     {"check-all", 0, 0, 'K'},
-                                     {"help", 0, 0, 'h'},
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {{"backend", 1, 0, 'b'},    {"quick", 0, 0, 'q'},
+                                     {"runs", 1, 0, 'r'},       {"samples", 1, 0, 's'},
+                                     {"periods", 1, 0, 'p'},    {"scale", 1, 0, 'S'},
+                                     {"apps", 1, 0, 'a'},       {"max-inputs", 1, 0, 'i'},
+                                     {"class", 1, 0, 'c'},      {"barrier", 1, 0, 'B'},
+                                     {"time-scale", 1, 0, 'T'}, {"matrix", 1, 0, 'm'},
+                                     {"local-size", 1, 0, 'l'}, {"arena-mb", 1, 0, 'A'},
+                                     {"timeout", 1, 0, 't'},    {"csv", 1, 0, 'o'},
+                                     {"calibrate", 1, 0, 'C'},  {"check-all", 0, 0, 'K'},
+                                     {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
   int ch;
   opterr = 0;
   exact_names(argc, argv, lo);

@@ -98,6 +98,7 @@ static void params(const struct popts *o, coop_rt *rt, char *p, size_t n) {
                      o->scale, o->apps ? o->apps : "all");
   len += o->max_inputs ? snprintf(p + len, n - (size_t)len, "%ld", o->max_inputs)
                        : snprintf(p + len, n - (size_t)len, "all");
+  len += snprintf(p + len, n - (size_t)len, "; arena %ld MiB", o->arena_mb);
   if (o->exp == EXP_OVERHEAD) snprintf(p + len, n - (size_t)len, "; runs %ld per form", o->runs);
   if (o->exp == EXP_RESPONSIVE)
     snprintf(p + len, n - (size_t)len, "; class %s, time scale %g, %ld samples, barrier %s", o->cls,
