@@ -180,9 +180,18 @@ int config_load(struct config *c, const char *path, char *err, size_t errlen) {
   char what[512] = "";
   l.err = what;
   l.errlen = sizeof what;
-  int r = ini_parse(path, on_key, &l);
-  if (r == -1) {
+  /* inih's ini_parse takes a read error for the end of the file: a
+   * directory (EISDIR) would pass as an empty file, i.e. the defaults */
+  FILE *f = fopen(path, "r");
+  if (!f) {
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  errno = 0;
+  int r = ini_parse_file(f, on_key, &l), e = errno, bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    snprintf(err, errlen, "%s: cannot read: %s", path, strerror(e ? e : EIO));
     return -1;
   }
   if (r == -2) {

@@ -68,6 +68,7 @@ struct run {
   unsigned ninflight;
   int64_t started_ns;
   int64_t cancel_seen; /* when the device thread first saw j->cancel */
+  int watchdog;        /* cancelled by watchdog_ms: its RESULT says so */
   struct run *next;
 };
 
@@ -512,10 +513,15 @@ static void finish_job(struct dev *d, struct run *r) {
   }
   if (atomic_load(&j->state) == COOP_JOB_CANCELLED && j->error == 0) {
     j->error = COOP_ECANCELED;
-    snprintf(j->message, sizeof j->message, "%s",
-             d->stop_now   ? "cancelled: the daemon is shutting down"
-             : d->swap_now ? "cancelled: the daemon reloaded its kernels (grace period over)"
-                           : "cancelled");
+    if (r->watchdog) /* else its client could not tell this from its own CANCEL */
+      snprintf(j->message, sizeof j->message,
+               "cancelled by the watchdog: it ran longer than [jobs] watchdog_ms = %u ms",
+               d->cfg->watchdog_ms);
+    else
+      snprintf(j->message, sizeof j->message, "%s",
+               d->stop_now   ? "cancelled: the daemon is shutting down"
+               : d->swap_now ? "cancelled: the daemon reloaded its kernels (grace period over)"
+                             : "cancelled");
   }
   if (atomic_load(&j->state) == COOP_JOB_DONE) stage_out(d, j);
   free_buffers(d, j);
@@ -711,6 +717,7 @@ static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     log_warn("job %llu (%s) ran past the watchdog budget of %u ms: cancelling",
              (unsigned long long)j->id, j->kernel, d->cfg->watchdog_ms);
     atomic_store(&j->cancel, 1);
+    r->watchdog = 1;
   }
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) coop_rt_cancel(d->rt, r->task[i]);

@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "coop_rt.h"
+#include "wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -52,8 +53,9 @@ static unsigned long nread, nrefused, nvalid;
 /* What any successful read leaves: the defaults, or values the key table
  * accepted (its maxima, daemon/config.c). */
 static void check_fields(const struct config *c, const char *text) {
-  if (!TERMINATED(c, backend) || !TERMINATED(c, platform) || !TERMINATED(c, device) ||
-      !TERMINATED(c, socket) || !TERMINATED(c, kernel_dirs))
+  if (!TERMINATED(c, backend) || !TERMINATED(c, devices) || !TERMINATED(c, platform) ||
+      !TERMINATED(c, device) || !TERMINATED(c, socket) || !TERMINATED(c, journal) ||
+      !TERMINATED(c, kernel_dirs))
     fail("a string field is not terminated", text, "");
   if (c->platform_index < -1 || c->platform_index > 64 || c->device_index < -1 ||
       c->device_index > 64)
@@ -61,14 +63,49 @@ static void check_fields(const struct config *c, const char *text) {
   if (c->local_size > 1024 || c->max_workgroups > 1088 || c->arena_mb > (1u << 16) ||
       c->socket_mode > 0777 || c->max_clients > 100000 || c->max_jobs_per_client > (1u << 20) ||
       c->max_bytes_per_client > (1ull << 40) || c->max_finished_per_client > (1u << 20) ||
-      c->watchdog_ms > (1u << 31) || c->grace_ms > (1u << 31))
+      c->watchdog_ms > (1u << 31) || c->grace_ms > (1u << 31) || c->gather_budget_ms > (1u << 31) ||
+      c->hang_ms > (1u << 31))
     fail("a number over its maximum", text, "");
   if (c->log_level < 0 || c->log_level > 3 || (c->log_syslog != 0 && c->log_syslog != 1))
     fail("log level or syslog flag out of range", text, "");
 }
 
+/* What config_validate's success promises coopd (daemon/main.c opens the
+ * devices, the journal and the socket from these without further checks). */
+static void check_valid(const struct config *c, const char *text) {
+  int idx[COOP_WIRE_MAX_DEVICES];
+  int n = config_devices(c, idx, COOP_WIRE_MAX_DEVICES);
+  if (n < 0 || n > (int)COOP_WIRE_MAX_DEVICES) fail("valid, but [device] devices is not", text, "");
+  /* a list names 0..63; without one, the one device is device_index */
+  for (int i = 0; i < n; i++)
+    if (c->devices[0] ? idx[i] < 0 || idx[i] > 63 : n != 1 || idx[0] != c->device_index)
+      fail("valid, but a device index is out of range", text, "");
+  if (c->socket[0] != '/') fail("valid, but the socket path is not absolute", text, "");
+  if (c->journal[0] && c->journal[0] != '/' && strcmp(c->journal, "off"))
+    fail("valid, but the journal is neither absolute nor off", text, "");
+  if (!c->kernel_dirs[0] || !c->local_size || (c->local_size & (c->local_size - 1)) ||
+      !c->max_jobs_per_client || !c->max_clients || !c->arena_mb)
+    fail("valid, but a cross-field rule is broken", text, "");
+}
+
+/* A refusal names what it refuses: "[section] key: ..." or the limits. */
+static int names_a_key(const char *err) {
+  return !strncmp(err, "[device] ", 9) || !strncmp(err, "[server] ", 9) ||
+         !strncmp(err, "[kernels] ", 10) || strstr(err, "max_jobs_per_client") != NULL;
+}
+
+/* config_print's lines, kept (the standalone expectations look into them). */
 static size_t nprinted;
-static void print_line(const char *line) { nprinted += strlen(line); }
+static char printed[8192];
+static void print_line(const char *line) {
+  size_t n = strlen(line);
+  if (nprinted + n + 2 <= sizeof printed) {
+    memcpy(printed + nprinted, line, n);
+    printed[nprinted + n] = '\n';
+    printed[nprinted + n + 1] = '\0';
+  }
+  nprinted += n + 1;
+}
 
 /* Reads text (terminated) and checks the result; 0 if it was accepted. */
 static int read_text(const char *text, struct config *c) {
@@ -106,9 +143,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memset(err, 0x55, sizeof err);
     if (config_validate(&a, err, sizeof err) == 0) {
       nvalid++;
+      check_valid(&a, text);
     } else if (!memchr(err, '\0', sizeof err) || !err[0]) {
       fail("config_validate refused without a message", text, "");
+    } else if (!names_a_key(err)) {
+      fail("config_validate's message names no key", text, err);
     }
+    nprinted = 0;
+    printed[0] = '\0';
     config_print(&a, print_line);
   } else {
     nrefused++;
@@ -134,14 +176,27 @@ static const char *const builtin[] = {
     "[limits]\nmax_jobs_per_client = 64\nmax_bytes_per_client = 256M\n"
     "max_finished_per_client = 256\n"
     "[log]\nlevel = debug\nsyslog = no\n"
-    "[jobs]\nwatchdog_ms = 0\ngrace_ms = 5000\n",
+    "[jobs]\nwatchdog_ms = 0\ngrace_ms = 5000\ngather_budget_ms = 10000\nhang_ms = 5000\n",
+    /* the keys added since: several devices, the journal, the watchdog's */
+    "[device]\ndevices = 0,1\n[server]\nsocket = /tmp/coop.sock\njournal = /tmp/coop.jobs\n"
+    "[jobs]\nwatchdog_ms = 60000\ngather_budget_ms = 0\nhang_ms = 0\n",
+    "[device]\ndevices = all\n[server]\njournal = off\n",
+    "[device]\ndevices = 0,0,0,0,0,0,0,63\n",
     /* the maxima */
     "[device]\nplatform_index = 64\ndevice_index = 64\nlocal_size = 1024\n"
     "max_workgroups = 1088\narena_mb = 65536\n[server]\nsocket_mode = 0777\n"
     "max_clients = 100000\n[limits]\nmax_jobs_per_client = 1048576\n"
     "max_bytes_per_client = 1024G\nmax_finished_per_client = 1048576\n"
-    "[jobs]\nwatchdog_ms = 2147483648\ngrace_ms = 2147483648\n",
+    "[jobs]\nwatchdog_ms = 2147483648\ngrace_ms = 2147483648\ngather_budget_ms = 2147483648\n"
+    "hang_ms = 2147483648\n",
     /* one past each */
+    "[jobs]\ngather_budget_ms = 2147483649\n",
+    "[jobs]\nhang_ms = 2147483649\n",
+    "[jobs]\nhang_ms = -1\n",
+    "[device]\ndevices = 64\n",
+    "[device]\ndevices = 0,1,2,3,4,5,6,7,8\n",
+    "[device]\ndevices = 0,\n",
+    "[server]\njournal = coop.jobs\n",
     "[device]\nlocal_size = 1025\n",
     "[limits]\nmax_bytes_per_client = 17592186044417\n",
     "[limits]\nmax_bytes_per_client = 18446744073709551615K\n",
@@ -171,6 +226,104 @@ static void add_seed(const char *p, size_t n) {
   if (!seeds[nseeds]) abort();
   memcpy(seeds[nseeds], p, n);
   seed_len[nseeds++] = n;
+}
+
+/* Inputs whose outcome is known, checked before the mutations (and then
+ * mutated like the seeds): whether config_load_string accepts the text,
+ * whether config_validate then accepts it, and a piece of the refusal's
+ * message or, when both accept, of config_print's lines (so the value
+ * really landed in its field); ndev is what config_devices must return
+ * (-2: not checked). The keys added after the first seeds were written
+ * (devices, journal, gather_budget_ms, hang_ms) at and past their bounds. */
+struct expect {
+  const char *text;
+  int load, valid;
+  const char *has;
+  int ndev;
+};
+static const struct expect expects[] = {
+    {"[jobs]\ngather_budget_ms = 1500\nhang_ms = 700\n", 0, 0,
+     "watchdog_ms=0 grace_ms=5000 gather_budget_ms=1500 hang_ms=700", 1},
+    {"[jobs]\ngather_budget_ms = 0\nhang_ms = 0\nwatchdog_ms = 250\n", 0, 0,
+     "watchdog_ms=250 grace_ms=5000 gather_budget_ms=0 hang_ms=0", -2},
+    {"[jobs]\ngather_budget_ms = 2147483648\nhang_ms = 2147483648\n", 0, 0,
+     "gather_budget_ms=2147483648 hang_ms=2147483648", -2},
+    {"[jobs]\ngather_budget_ms = 2147483649\n", -1, 0,
+     "fuzz:2: [jobs] gather_budget_ms: bad value \"2147483649\"", -2},
+    {"[jobs]\n\nhang_ms = 2147483649\n", -1, 0, "fuzz:3: [jobs] hang_ms: bad value", -2},
+    {"[jobs]\nhang_ms = -1\n", -1, 0, "fuzz:2: [jobs] hang_ms: bad value \"-1\"", -2},
+    {"[jobs]\nhang_ms = 5s\n", -1, 0, "fuzz:2: [jobs] hang_ms: bad value \"5s\"", -2},
+    {"[jobs]\ngather_budget_ms =\n", -1, 0, "fuzz:2: [jobs] gather_budget_ms: bad value", -2},
+    {"[jobs]\nhang = 5\n", -1, 0, "fuzz:2: unknown key [jobs] hang", -2},
+    {"[server]\njournal = off\n", 0, 0, "journal=off", -2},
+    {"[server]\njournal = /var/lib/coop/jobs\n", 0, 0, "journal=/var/lib/coop/jobs", -2},
+    {"[server]\njournal =\n", 0, 0, "journal=(socket).jobs", -2},
+    {"[server]\njournal = coop.jobs\n", 0, -1,
+     "[server] journal: \"coop.jobs\" must be an absolute path or off", -2},
+    {"[server]\njournal = Off\n", 0, -1, "[server] journal: \"Off\"", -2},
+    /* a path of 180 characters: its line fits inih's 200 bytes */
+    {"[server]\njournal = /"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaabbbbbbbbb\n",
+     0, 0, "aaabbbbbbbbb\n", -2},
+    /* a longer line is refused by inih itself (the field's 299 characters
+     * are reachable only with --set) */
+    {"[server]\njournal = /"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaa"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaabbbbb"
+     "bbb"
+     "bb\n",
+     -1, 0, "syntax error", -2},
+    {"[device]\ndevices =\n", 0, 0, "devices=(one)", 1},
+    {"[device]\ndevices = all\n", 0, 0, "devices=all", 0},
+    {"[device]\ndevices = 0,1\n", 0, 0, "devices=0,1", 2},
+    {"[device]\ndevices = 3,3,63\n", 0, 0, "devices=3,3,63", 3},
+    {"[device]\ndevices = 0,1,2,3,4,5,6,7\n", 0, 0, "devices=0,1,2,3,4,5,6,7", 8},
+    {"[device]\ndevices = 0,1,2,3,4,5,6,7,0\n", 0, -1, "[device] devices: \"0,1,2,3,4,5,6,7,0\"",
+     -1},
+    {"[device]\ndevices = 64\n", 0, -1, "[device] devices: \"64\": want empty, all", -1},
+    {"[device]\ndevices = 0,\n", 0, -1, "[device] devices: \"0,\"", -1},
+    {"[device]\ndevices = ,0\n", 0, -1, "[device] devices: \",0\"", -1},
+    {"[device]\ndevices = 0 1\n", 0, -1, "[device] devices: \"0 1\"", -1},
+    {"[device]\ndevices = -1\n", 0, -1, "[device] devices: \"-1\"", -1},
+    {"[device]\ndevices = ALL\n", 0, -1, "[device] devices: \"ALL\"", -1},
+};
+#define NEXPECTS (sizeof expects / sizeof expects[0])
+
+/* Each expectation, read as the fuzz target reads it (after it). */
+static void check_expects(void) {
+  for (unsigned i = 0; i < NEXPECTS; i++) {
+    const struct expect *e = &expects[i];
+    LLVMFuzzerTestOneInput((const uint8_t *)e->text, strlen(e->text));
+    static struct config c;
+    char err[1024] = "";
+    config_defaults(&c);
+    int r = config_load_string(&c, "fuzz", e->text, err, sizeof err);
+    if (r != e->load)
+      fail(r ? "refused, but should be read" : "read, but should be refused", e->text, err);
+    if (r == 0) {
+      r = config_validate(&c, err, sizeof err);
+      if (r != e->valid)
+        fail(r ? "invalid, but should be valid" : "valid, but should not be", e->text, err);
+    }
+    const char *where = err;
+    if (r == 0) {
+      nprinted = 0;
+      printed[0] = '\0';
+      config_print(&c, print_line);
+      where = printed;
+    }
+    if (!strstr(where, e->has))
+      fail("the message or the printed settings lack what they should say", e->text, where);
+    int idx[COOP_WIRE_MAX_DEVICES];
+    if (e->ndev != -2 && config_devices(&c, idx, COOP_WIRE_MAX_DEVICES) != e->ndev)
+      fail("config_devices counts otherwise", e->text, "");
+    add_seed(e->text, strlen(e->text));
+  }
 }
 
 static char *slurp(const char *path, size_t *n) {
@@ -250,7 +403,17 @@ static int write_corpus(const char *dir) {
       return 1;
     }
   }
-  printf("fuzz_config: wrote %u seeds to %s\n", (unsigned)NBUILTIN, dir);
+  for (unsigned i = 0; i < NEXPECTS; i++) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/expect-%02u", dir, i);
+    FILE *f = fopen(path, "wb");
+    size_t n = strlen(expects[i].text);
+    if (!f || fwrite(expects[i].text, 1, n, f) != n || fclose(f)) {
+      perror(path);
+      return 1;
+    }
+  }
+  printf("fuzz_config: wrote %u seeds to %s\n", (unsigned)(NBUILTIN + NEXPECTS), dir);
   return 0;
 }
 
@@ -310,7 +473,20 @@ static const char *const words[] = {"\n",
                                     "platform_index",
                                     "level",
                                     "syslog",
-                                    "dirs"};
+                                    "dirs",
+                                    "devices",
+                                    "journal",
+                                    "watchdog_ms",
+                                    "gather_budget_ms",
+                                    "hang_ms",
+                                    "all",
+                                    "off",
+                                    ",",
+                                    "0,1",
+                                    "63",
+                                    "64",
+                                    "2147483648",
+                                    "2147483649"};
 #define NWORDS (sizeof words / sizeof words[0])
 
 static size_t mutate_once(char *b, size_t n) {
@@ -364,6 +540,7 @@ int main(int argc, char **argv) {
     LLVMFuzzerTestOneInput((const uint8_t *)builtin[i], strlen(builtin[i]));
     add_seed(builtin[i], strlen(builtin[i]));
   }
+  check_expects();
   for (int i = 2; i < argc; i++)
     if (add_path(argv[i])) return 1;
   unsigned long replayed = nread;

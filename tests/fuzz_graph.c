@@ -51,6 +51,23 @@ static int same(const struct coop_graph *a, const struct coop_graph *b) {
          !memcmp(a->w, b->w, (size_t)a->m * sizeof *a->w);
 }
 
+/* For the regression replay (fuzz_replay.c): what the reader makes of
+ * the input with auto-detection, in one line: the detected format, then
+ * "ok n=N m=M" or the error and its message. */
+void fuzz_verdict(const uint8_t *data, size_t size, char *out, size_t outlen);
+void fuzz_verdict(const uint8_t *data, size_t size, char *out, size_t outlen) {
+  struct coop_graph g;
+  char msg[256];
+  const char *p = (const char *)data;
+  int r = coop_graph_read_mem(p, size, COOP_GRAPH_AUTO, &g, msg, sizeof msg);
+  const char *fmt = coop_graph_format_name(coop_graph_detect(p, size));
+  if (r == 0)
+    snprintf(out, outlen, "%s ok n=%u m=%u", fmt, (unsigned)g.n, (unsigned)g.m);
+  else
+    snprintf(out, outlen, "%s %s: %s", fmt, coop_err_name(r), msg);
+  coop_graph_free(&g);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *p = (const char *)data;
   struct coop_graph g[4];

@@ -168,6 +168,47 @@ static void fuzz_reader(const uint8_t *data, size_t size, unsigned maxchunk, uin
   check_closed();
 }
 
+/* For the regression replay (fuzz_replay.c): what a receiver makes of the
+ * input's stream (the bytes after the two control bytes), fed in one piece
+ * with no descriptors, in one line: each whole frame as TYPE:RESULT (TYPE
+ * with /vN when its version is not ours, which the reader leaves to the
+ * caller; RESULT ok or the decoder's error), then "| end" when every byte
+ * was taken, "| partial N" when N bytes wait for the rest of a frame, or
+ * "| ERROR" when the reader failed (a bad header: sticky). */
+void fuzz_verdict(const uint8_t *data, size_t size, char *out, size_t outlen);
+void fuzz_verdict(const uint8_t *data, size_t size, char *out, size_t outlen) {
+  size_t at = 0, used = 0;
+  out[0] = '\0';
+  if (size < 2) {
+    snprintf(out, outlen, "too short");
+    return;
+  }
+  data += 2, size -= 2;
+  struct coop_wire_reader r;
+  coop_wire_reader_init(&r);
+  int k = coop_wire_reader_feed(&r, data, size, NULL, 0);
+  struct coop_wire_hdr h;
+  const uint8_t *p;
+  while (k == 0 && (k = coop_wire_reader_next(&r, &h, &p, NULL, NULL)) == 1) {
+    union coop_msg m;
+    int e = coop_wire_decode(&h, p, &m);
+    used += COOP_WIRE_HDR + h.len;
+    char v[16] = "";
+    if (h.version != COOP_WIRE_VERSION) snprintf(v, sizeof v, "/v%u", h.version);
+    at += (size_t)snprintf(out + at, outlen - at, "%s%s:%s ", coop_wire_type_name(h.type), v,
+                           e ? coop_err_name(e) : "ok");
+    if (at >= outlen) at = outlen - 1;
+    k = 0;
+  }
+  if (k < 0)
+    snprintf(out + at, outlen - at, "| %s", coop_err_name(k));
+  else if (used < size)
+    snprintf(out + at, outlen - at, "| partial %zu", size - used);
+  else
+    snprintf(out + at, outlen - at, "| end");
+  coop_wire_reader_free(&r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2) return 0;
   fuzz_reader(data + 2, size - 2, 1u + data[0], data[1] * 2654435761u + 1u);

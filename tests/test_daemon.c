@@ -110,6 +110,69 @@ static void daemon_start(struct daemon_proc *d, const char *const *sets) {
   daemon_start_log(d, sets);
 }
 
+/* ---- files ---- */
+
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+static void copy_file(const char *from, const char *to) {
+  FILE *f = fopen(from, "r");
+  ck_assert_ptr_nonnull(f);
+  static char buf[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  write_file(to, buf);
+}
+
+/* Whether the file contains s (the daemon's log). */
+static int log_has(const char *path, const char *s) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  static char buf[1 << 18];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return strstr(buf, s) != NULL;
+}
+
+/* On a failure: the daemon's log, the last of it. */
+static void print_log(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return;
+  static char buf[8192];
+  fseek(f, 0, SEEK_END);
+  long end = ftell(f);
+  fseek(f, end > (long)sizeof buf - 1 ? end - (long)sizeof buf + 1 : 0, SEEK_SET);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  fprintf(stderr, "--- coopd log (%s), last %zu bytes:\n%s---\n", path, n, buf);
+}
+
+/* coopd on sock with one --set, in the foreground, its stderr into log:
+ * its exit status (-1 if it ran past 60 s, and it is killed). */
+static int coopd_run(const char *sock, const char *set, const char *log) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (!freopen(log, "w", stderr)) _exit(126);
+    execl(COOPD_PATH, COOPD_PATH, "--socket", sock, "--kernels", KERNEL_DIR, "--set", set,
+          (char *)NULL);
+    _exit(127);
+  }
+  int st;
+  for (int i = 0; i < 1200; i++, msleep(50))
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
 /* ---- a raw client ---- */
 
 struct conn {
@@ -267,6 +330,16 @@ static void expect_error(struct conn *c, uint64_t job, int code) {
   ck_assert_uint_gt(strlen(c->m.error.message), 0);
 }
 
+static void assert_has(const char *text, const char *want) {
+  ck_assert_msg(strstr(text, want) != NULL, "\"%s\" lacks \"%s\"", text, want);
+}
+
+/* A refusal with its code and a piece of its message. */
+static void expect_refusal(struct conn *c, uint64_t job, int code, const char *says) {
+  expect_error(c, job, code);
+  assert_has(c->m.error.message, says);
+}
+
 #define RN 24 /* render matrix size */
 
 static void matmul_ref(const float *a, const float *b, float *o) {
@@ -328,6 +401,18 @@ static void render_check(struct conn *c, uint32_t groups, uint32_t period_us, ui
     ck_assert_int_ge(r->t.gather_ns, 0);
     ck_assert_int_ge(r->t.exec_ns, 0);
   }
+}
+
+/* A valid render SUBMIT with inline buffers (one task, not checked). */
+static void render_init(union coop_msg *m, uint32_t groups) {
+  static float a[RN * RN], b[RN * RN];
+  render_inputs(a, b);
+  submit_init(m, "render", groups, 0);
+  arg_buf(&m->submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
+  arg_u32(&m->submit, RN);
+  arg_u32(&m->submit, 1);
 }
 
 /* Submits sweep over n u32 (inline INOUT from data) for rounds. */
@@ -399,6 +484,19 @@ START_TEST(hello_kernels_stats) {
            getenv("COOP_BACKEND") ? "as configured" : "auto");
   ck_assert_msg(!strncmp(c.m.stats.backend_note, head, strlen(head)), "backend note: %s",
                 c.m.stats.backend_note);
+
+  /* A second coopd on the same socket (without a journal: that one is the
+   * first's) refuses to start, and the first goes on serving. It opens its
+   * device before the socket: not tried on a GPU backend, where a second
+   * megakernel would only compete with the first for the GPU. */
+  if (!getenv("COOP_BACKEND")) {
+    char logp[160];
+    snprintf(logp, sizeof logp, "%s/second.log", d.dir);
+    ck_assert_int_eq(coopd_run(d.sock, "server.journal=off", logp), 1);
+    ck_assert_msg(log_has(logp, "another coopd is listening there"), "second coopd's log");
+    unlink(logp);
+    render_check(&c, 1, 0, 0);
+  }
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -437,11 +535,35 @@ START_TEST(sweep_beside_periodic_renders) {
 }
 END_TEST
 
+/* A kernel with five buffers, for the limit on inline outputs (each inline
+ * buffer is at most 256 KiB, so the shipped kernels cannot reach 1 MiB). */
+static const char outs_cl[] =
+    "//@coop name=outs kind=noncooperative args=buf,buf,buf,buf,buf\n"
+    "/* test_daemon.c: five outputs, left as they are */\n"
+    "void outs(struct coop_ctx *c) {}\n";
+
+/* A memfd of size bytes (zeros). */
+static int memfd_of(size_t size) {
+  int fd = memfd_create("buf", MFD_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, (off_t)size), 0);
+  return fd;
+}
+
 /* Bad requests, each answered with a clear error, while another client's
- * job keeps running and completes. */
+ * job keeps running and completes; the limits around them hold exactly
+ * (1 MiB of inline outputs, the bytes in flight per client). */
 START_TEST(bad_requests) {
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", outs[128], set[160], logp[128];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  snprintf(outs, sizeof outs, "%s/outs.cl", kdir);
+  write_file(outs, outs_cl);
+  snprintf(set, sizeof set, "kernels.dirs=%s:%s", KERNEL_DIR, kdir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  /* 2 MiB in flight per client, and three connections at once */
+  const char *sets[] = {set, "limits.max_bytes_per_client=2M", "server.max_clients=3", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
   struct conn good, c;
   open_hello(&good, &d);
   unsigned w = good.m.welcome.workers;
@@ -476,9 +598,172 @@ START_TEST(bad_requests) {
   m.job.job = 999999;
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0)), COOP_MSG_ERROR);
   ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+
+  /* Submission rules, each on an otherwise valid render: the flag for
+   * cooperative kernels only; periodic jobs */
+  render_init(&m, 1);
+  m.submit.flags |= COOP_SUBMIT_QUERY_BARRIER;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "query-barrier flag");
+  render_init(&m, 1);
+  m.submit.count = 5; /* no period */
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "need a period");
+  render_init(&m, 1);
+  m.submit.duration_ms = 100;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "need a period");
+  render_init(&m, 1);
+  m.submit.period_us = 1000; /* neither count nor duration */
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "needs a count or a duration");
+  render_init(&m, 1);
+  m.submit.period_us = 1;
+  m.submit.count = COOP_WIRE_MAX_INST + 1;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "at most 65536 instances");
+  render_init(&m, 1);
+  m.submit.period_us = 1000; /* 100 s at 1 ms: 100001 instances */
+  m.submit.duration_ms = 100000;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "at most 65536 instances");
+
+  /* buffers: 0 bytes; larger than the arena (256 MiB; a memfd, since an
+   * inline one stops at 256 KiB); a descriptor named twice, one that is
+   * not a regular file, one shorter than its size */
+  render_init(&m, 1);
+  m.submit.args[2].size = 0;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "size 0 not in 1..arena");
+  int fd = memfd_of(RN * RN * 4);
+  render_init(&m, 1);
+  m.submit.args[2].fd = 0;
+  m.submit.args[2].size = (256ull << 20) + 1;
+  expect_refusal(&c, submit(&c, &m, &fd, 1), COOP_EINVAL, "size 268435457 not in 1..arena");
+  render_init(&m, 1);
+  for (int i = 0; i < 2; i++) { /* a and b from one memfd */
+    m.submit.args[i].fd = 0;
+    m.submit.args[i].data = NULL;
+    m.submit.args[i].data_len = 0;
+  }
+  expect_refusal(&c, submit(&c, &m, &fd, 1), COOP_EINVAL, "arguments 0 and 1 name the same");
+  close(fd);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  render_init(&m, 1);
+  m.submit.args[2].fd = 0;
+  /* one message covers the descriptor's faults; each refusal here is
+   * shown against a memfd of the right size accepted below */
+  expect_refusal(&c, submit(&c, &m, &pfd[1], 1), COOP_EINVAL, "buffer argument 2: descriptor 0");
+  close(pfd[0]);
+  close(pfd[1]);
+  fd = memfd_of(16);
+  render_init(&m, 1);
+  m.submit.args[2].fd = 0;
+  expect_refusal(&c, submit(&c, &m, &fd, 1), COOP_EINVAL, "buffer argument 2: descriptor 0");
+  close(fd);
+
+  /* inline outputs: exactly 1 MiB is accepted and comes back whole in the
+   * RESULT; one byte more is ETOOBIG */
+  fd = memfd_of(64);
+  submit_init(&m, "outs", 1, 0);
+  for (int i = 0; i < 4; i++) arg_buf(&m.submit, COOP_BUF_OUT, NULL, 256u << 10, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 64, 0);
+  uint64_t oj = submit(&c, &m, &fd, 1);
+  ck_assert_msg(oj != 0, "1 MiB of inline outputs refused: %s", c.m.error.message);
+  ck_assert_uint_eq(wait_job(&c, oj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.nbuf, 4);
+  for (unsigned i = 0; i < 4; i++) ck_assert_uint_eq(c.m.result.bufs[i].len, 256u << 10);
+  m.submit.args[4].fd = COOP_WIRE_FD_NONE;
+  m.submit.args[4].size = 1;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_ETOOBIG, "inline output buffers above");
+  close(fd);
+
+  /* bytes in flight: a sweep holds 1.5 MiB (a memfd) of the 2 MiB; a
+   * render of 1 MiB more is refused (ELIMIT), and accepted once the sweep
+   * is gone. Meanwhile a WAIT that cannot be answered yet times out. */
+  fd = memfd_of(3u << 19);
+  submit_init(&m, "sweep", 1, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, 3u << 19, 0);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 100000000u);
+  uint64_t big = submit(&c, &m, &fd, 1);
+  ck_assert_msg(big != 0, "sweep refused: %s", c.m.error.message);
+  close(fd);
+  ck_assert_uint_eq(wait_job(&c, big, 0), COOP_MSG_ERROR); /* timeout 0: at once */
+  ck_assert_int_eq(c.m.error.code, COOP_ETIMEDOUT);
+  ck_assert_uint_eq(wait_job(&c, big, 200), COOP_MSG_ERROR); /* its timer runs out */
+  ck_assert_int_eq(c.m.error.code, COOP_ETIMEDOUT);
+  int rfd = memfd_of(1u << 20);
+  render_init(&m, 1);
+  m.submit.args[2].fd = 0;
+  m.submit.args[2].size = 1u << 20;
+  expect_refusal(&c, submit(&c, &m, &rfd, 1), COOP_ELIMIT, "buffer bytes in flight per client");
+  memset(&m, 0, sizeof m);
+  m.job.job = big;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, big, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  render_init(&m, 1);
+  m.submit.args[2].fd = 0;
+  m.submit.args[2].size = 1u << 20;
+  uint64_t rj = submit(&c, &m, &rfd, 1);
+  ck_assert_msg(rj != 0, "render refused after the sweep left: %s", c.m.error.message);
+  ck_assert_uint_eq(wait_job(&c, rj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  float want[RN * RN], fa[RN * RN], fb[RN * RN], got[RN * RN];
+  render_inputs(fa, fb);
+  matmul_ref(fa, fb, want);
+  ck_assert_int_eq(pread(rfd, got, sizeof got, 0), (ssize_t)sizeof got); /* written in place */
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  close(rfd);
+
+  /* max_clients = 3: good and c are two; a fourth connection is closed at
+   * once, with no frame */
+  struct conn third, fourth;
+  open_hello(&third, &d);
+  ck_assert_int_eq(conn_open(&fourth, d.sock), 0);
+  ck_assert_int_eq(read_frame(&fourth), 0);
+  ck_assert(log_has(logp, "refusing a client: max_clients reached"));
+  conn_close(&fourth);
+  conn_close(&third);
+  /* a round trip after third's hang-up, which coopd thus saw first: from
+   * here on at most two connections are open at once */
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
   conn_close(&c);
 
-  /* a second HELLO with an unknown version: EVERSION, then closed */
+  /* a second HELLO: EPROTO, then closed */
+  open_hello(&c, &d);
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_EPROTO);
+  assert_has(c.m.error.message, "HELLO twice");
+  ck_assert_int_eq(read_frame(&c), 0);
+  conn_close(&c);
+
+  /* a reply type from a client (WELCOME): EPROTO, then closed */
+  open_hello(&c, &d);
+  memset(&m, 0, sizeof m);
+  m.welcome.version = COOP_WIRE_VERSION;
+  m.welcome.ndevices = 1;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_WELCOME, &m, NULL, 0)), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_EPROTO);
+  assert_has(c.m.error.message, "bad WELCOME frame");
+  ck_assert_int_eq(read_frame(&c), 0);
+  conn_close(&c);
+
+  /* after the HELLO, a frame in another version: EVERSION, then closed */
+  open_hello(&c, &d);
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  memset(&m, 0, sizeof m);
+  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_STATS, 77, &m), 0);
+  b.p[4] = 0; /* the header's u16 version, big-endian */
+  b.p[5] = COOP_WIRE_VERSION + 1;
+  send_raw(&c, b.p, b.len, NULL, 0);
+  coop_wire_buf_free(&b);
+  ck_assert_uint_eq(reply(&c, 77), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_EVERSION);
+  ck_assert_int_eq(read_frame(&c), 0);
+  conn_close(&c);
+
+  /* a HELLO with an unknown version: EVERSION, then closed */
   ck_assert_int_eq(conn_open(&c, d.sock), 0);
   memset(&m, 0, sizeof m);
   m.hello.min_version = m.hello.max_version = 99;
@@ -503,7 +788,6 @@ START_TEST(bad_requests) {
   while (read_frame(&c)) ck_assert_uint_eq(c.h.type, COOP_MSG_ERROR);
   conn_close(&c);
   open_hello(&c, &d);
-  struct coop_wire_buf b;
   coop_wire_buf_init(&b);
   memset(&m, 0, sizeof m);
   submit_init(&m, "render", 1, 0);
@@ -513,8 +797,8 @@ START_TEST(bad_requests) {
   conn_close(&c);
   /* a frame whose header claims more than the limit */
   open_hello(&c, &d);
-  uint8_t big[COOP_WIRE_HDR] = {0x43, 0x4f, 0x4f, 0x50, 0, 1, 0, 2, 0, 0, 0, 9, 0x7f, 0, 0, 0};
-  send_raw(&c, big, sizeof big, NULL, 0);
+  uint8_t hdr[COOP_WIRE_HDR] = {0x43, 0x4f, 0x4f, 0x50, 0, 1, 0, 2, 0, 0, 0, 9, 0x7f, 0, 0, 0};
+  send_raw(&c, hdr, sizeof hdr, NULL, 0);
   ck_assert_uint_eq(reply(&c, 0), COOP_MSG_ERROR);
   ck_assert_int_eq(c.m.error.code, COOP_ETOOBIG);
   ck_assert_int_eq(read_frame(&c), 0);
@@ -524,12 +808,17 @@ START_TEST(bad_requests) {
   ck_assert_uint_eq(wait_job(&good, sj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_int_eq(good.m.result.state, COOP_JOB_DONE);
   ck_assert_uint_eq(good.m.result.nbuf, 1);
-  uint32_t got[64];
-  memcpy(got, good.m.result.bufs[0].data, sizeof got);
-  for (int i = 0; i < 64; i++) ck_assert_uint_eq(got[i], 2000);
+  uint32_t swept[64];
+  memcpy(swept, good.m.result.bufs[0].data, sizeof swept);
+  for (int i = 0; i < 64; i++) ck_assert_uint_eq(swept[i], 2000);
   render_check(&good, 1, 0, 0);
   conn_close(&good);
-  ck_assert_int_eq(daemon_stop(&d), 0);
+  int rc = daemon_stop(&d);
+  if (rc) print_log(logp);
+  ck_assert_int_eq(rc, 0);
+  unlink(outs);
+  unlink(logp);
+  rmdir(kdir);
 }
 END_TEST
 
@@ -656,7 +945,7 @@ END_TEST
 
 /* Per-client limits, and (as root) another user cannot touch our jobs. */
 START_TEST(limits_and_owners) {
-  const char *sets[] = {"limits.max_jobs_per_client=2", NULL};
+  const char *sets[] = {"limits.max_jobs_per_client=2", "limits.max_finished_per_client=2", NULL};
   struct daemon_proc d;
   daemon_start(&d, sets);
   chmod(d.dir, 0755);
@@ -723,6 +1012,17 @@ START_TEST(limits_and_owners) {
     ck_assert_uint_eq(wait_job(&c, m.job.job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
   }
+  /* max_finished_per_client = 2: a third finished job drops the oldest
+   * (a, submitted first); b and the third are still kept */
+  render_check(&c, 1, 0, 0);
+  uint64_t r = c.m.result.job;
+  ck_assert_uint_eq(wait_job(&c, a, 1000), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+  assert_has(c.m.error.message, "max_finished_per_client");
+  ck_assert_uint_eq(wait_job(&c, b, 1000), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  ck_assert_uint_eq(wait_job(&c, r, 1000), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.state, COOP_JOB_DONE);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -742,48 +1042,6 @@ static int has_kernel(struct conn *c, const char *name) {
     found |= !strcmp(k.name, name);
   }
   return found;
-}
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  ck_assert_ptr_nonnull(f);
-  fputs(text, f);
-  ck_assert_int_eq(fclose(f), 0);
-}
-
-static void copy_file(const char *from, const char *to) {
-  FILE *f = fopen(from, "r");
-  ck_assert_ptr_nonnull(f);
-  static char buf[1 << 16];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  write_file(to, buf);
-}
-
-/* Whether the file contains s (the daemon's log). */
-static int log_has(const char *path, const char *s) {
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  static char buf[1 << 18];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  return strstr(buf, s) != NULL;
-}
-
-/* On a failure: the daemon's log, the last of it. */
-static void print_log(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return;
-  static char buf[8192];
-  fseek(f, 0, SEEK_END);
-  long end = ftell(f);
-  fseek(f, end > (long)sizeof buf - 1 ? end - (long)sizeof buf + 1 : 0, SEEK_SET);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  fprintf(stderr, "--- coopd log (%s), last %zu bytes:\n%s---\n", path, n, buf);
 }
 
 /* A broken kernel source keeps the old megakernel serving, with the
@@ -989,20 +1247,9 @@ static struct coop_msg_stats_reply stats(struct conn *c) {
 }
 
 static uint64_t render_submit(struct conn *c, uint32_t groups) {
-  static float a[RN * RN], b[RN * RN];
-  render_inputs(a, b);
   union coop_msg m;
-  submit_init(&m, "render", groups, 0);
-  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, RN);
-  arg_u32(&m.submit, 1);
+  render_init(&m, groups);
   return submit(c, &m, NULL, 0);
-}
-
-static void assert_has(const char *text, const char *want) {
-  ck_assert_msg(strstr(text, want) != NULL, "\"%s\" lacks \"%s\"", text, want);
 }
 
 /* A cooperative kernel that reaches no primitive: a task waiting for its
@@ -1091,6 +1338,65 @@ START_TEST(stop_leaves_a_hung_kernel) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 8); /* neither the spin's 120 s nor the hard stop */
   conn_close(&c);
+}
+END_TEST
+
+/* [jobs] watchdog_ms: a cooperative job that runs past it is cancelled (it
+ * leaves at its next primitive), its RESULT says why and coopd logs it;
+ * jobs that end sooner are left alone, and the workers all come back. */
+START_TEST(watchdog_ms_cancels_a_long_job) {
+  char logp[] = "/tmp/coopd-watchdog-ms-XXXXXX.log";
+  int lfd = mkstemps(logp, 4);
+  ck_assert_int_ge(lfd, 0);
+  close(lfd);
+  const char *sets[] = {"jobs.watchdog_ms=2000", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+
+  render_check(&c, w, 0, 0); /* short jobs: milliseconds, far from 2 s */
+  uint32_t data[64];
+  for (uint32_t i = 0; i < 64; i++) data[i] = i;
+  uint64_t quick = sweep_submit(&c, data, 64, 100, w, -1);
+  ck_assert_uint_ne(quick, 0);
+  ck_assert_uint_eq(wait_job(&c, quick, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  uint32_t got[64];
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (uint32_t i = 0; i < 64; i++) ck_assert_uint_eq(got[i], i + 100);
+
+  /* a sweep of 10^8 rounds would take hours */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t slow = sweep_submit(&c, data, 64, 100000000u, w, -1);
+  ck_assert_uint_ne(slow, 0);
+  ck_assert_uint_eq(wait_job(&c, slow, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  ck_assert_int_eq(c.m.result.error, COOP_ECANCELED);
+  assert_has(c.m.result.message, "cancelled by the watchdog");
+  assert_has(c.m.result.message, "watchdog_ms = 2000 ms");
+  int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  ck_assert_int_ge(ms, 2000); /* not before its budget (no upper bound: load) */
+  char line[128];
+  snprintf(line, sizeof line, "job %llu (sweep) ran past the watchdog budget of 2000 ms",
+           (unsigned long long)slow);
+  for (int i = 0; i < 100 && !log_has(logp, line); i++) msleep(50);
+  ck_assert_msg(log_has(logp, line), "the log lacks \"%s\"", line);
+
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.done, 2);
+  ck_assert_uint_eq(st.cancelled, 1);
+  ck_assert_uint_eq(st.hung, 0); /* it left at a primitive: nothing lost */
+  ck_assert_uint_eq(st.lost_workers, 0);
+  render_check(&c, w, 0, 0); /* every worker serves again */
+  conn_close(&c);
+  int rc = daemon_stop(&d);
+  if (rc) print_log(logp);
+  ck_assert_int_eq(rc, 0);
+  unlink(logp);
 }
 END_TEST
 
@@ -1239,6 +1545,7 @@ static Suite *suite(void) {
   tcase_add_test(t, live_events_and_top);
   tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
   tcase_add_test(t, stop_leaves_a_hung_kernel);
+  tcase_add_test(t, watchdog_ms_cancels_a_long_job);
   tcase_add_test(t, crash_then_restart);
   suite_add_tcase(s, t);
   t = tcase_create("devices");

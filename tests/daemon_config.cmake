@@ -1,0 +1,154 @@
+# Configuration refusals at coopd's start, table-driven (ctest
+# daemon_refuses_configs, tests/CMakeLists.txt): each row writes an ini
+# file, starts coopd with it (a real start, not --check-config, so the
+# journal and the kernel directories are opened as at any start) and wants
+# exit status 1 (2 for a bad command line) and a message on stderr that
+# names the key or the file. A row that coopd accepted would try to run:
+# the TIMEOUT keeps such a failure from hanging the test. One control row
+# shows that a file with every key added since the first release passes.
+# Every refusal comes before the device is opened, so the whole table takes
+# well under a second per row on PoCL.
+#
+# cmake -DCOOPD=coopd -DKERNELS=DIR -DWORK=DIR -DCUDA=ON|OFF -P daemon_config.cmake
+
+foreach(v COOPD KERNELS WORK CUDA)
+  if(NOT DEFINED ${v})
+    message(FATAL_ERROR "daemon_config.cmake: -D${v}= is required")
+  endif()
+endforeach()
+file(REMOVE_RECURSE ${WORK})
+file(MAKE_DIRECTORY ${WORK})
+set(failures 0)
+set(rows 0)
+
+# run(NAME RC REGEX INI ARGS...): the ini text is written to WORK/NAME/coopd.ini
+# (no file when INI is "-"); @DIR@ in INI and ARGS stands for WORK/NAME.
+function(run name want_rc want_re ini)
+  set(dir ${WORK}/${name})
+  file(MAKE_DIRECTORY ${dir})
+  set(args "")
+  if(NOT ini STREQUAL "-")
+    string(REPLACE "@DIR@" "${dir}" ini "${ini}")
+    file(WRITE ${dir}/coopd.ini "${ini}")
+    list(APPEND args --config ${dir}/coopd.ini)
+  endif()
+  foreach(a ${ARGN})
+    string(REPLACE "@DIR@" "${dir}" a "${a}")
+    list(APPEND args "${a}")
+  endforeach()
+  execute_process(COMMAND ${COOPD} ${args} RESULT_VARIABLE rc OUTPUT_VARIABLE out
+    ERROR_VARIABLE err TIMEOUT 60)
+  math(EXPR n "${rows} + 1")
+  set(rows ${n} PARENT_SCOPE)
+  if(NOT rc STREQUAL "${want_rc}" OR NOT "${out}${err}" MATCHES "${want_re}")
+    message("FAIL ${name}: want status ${want_rc} and /${want_re}/, got status ${rc}:\n"
+            "${out}${err}")
+    math(EXPR f "${failures} + 1")
+    set(failures ${f} PARENT_SCOPE)
+  else()
+    string(STRIP "${err}" first)
+    string(REGEX REPLACE "\n.*" "" first "${first}")
+    message("ok   ${name}: ${first}")
+  endif()
+endfunction()
+
+# Every row but the one about it names a socket (an absolute path in WORK)
+# and the kernels on the command line, which take precedence over the file.
+set(std --socket @DIR@/coop.sock --kernels ${KERNELS})
+
+# ---- the file itself ----
+run(missing_file 1 "none\\.ini: cannot open: No such file or directory" -
+  --config ${WORK}/none.ini ${std})
+file(MAKE_DIRECTORY ${WORK}/config_is_dir)
+run(file_is_a_directory 1 "config_is_dir: cannot read: Is a directory" -
+  --config ${WORK}/config_is_dir ${std})
+run(syntax_error 1 "coopd\\.ini:2: syntax error" "[jobs]\n[limits\n" ${std})
+
+# ---- unknown keys and bad values: FILE:LINE: and the key ----
+run(unknown_key 1 "coopd\\.ini:2: unknown key \\[jobs\\] watchdog\n" "[jobs]\nwatchdog = 5\n" ${std})
+run(unknown_section 1 "coopd\\.ini:3: unknown key \\[job\\] hang_ms" "\n[job]\nhang_ms = 5\n" ${std})
+run(bad_hang_ms 1 "coopd\\.ini:2: \\[jobs\\] hang_ms: bad value \"2147483649\""
+  "[jobs]\nhang_ms = 2147483649\n" ${std})
+run(bad_gather_budget_ms 1 "coopd\\.ini:3: \\[jobs\\] gather_budget_ms: bad value \"-1\""
+  "[jobs]\nhang_ms = 0\ngather_budget_ms = -1\n" ${std})
+run(bad_watchdog_ms 1 "\\[jobs\\] watchdog_ms: bad value \"1s\"" "[jobs]\nwatchdog_ms = 1s\n"
+  ${std})
+run(bad_max_bytes 1 "\\[limits\\] max_bytes_per_client: bad value \"2T\""
+  "[limits]\nmax_bytes_per_client = 2T\n" ${std})
+run(bad_level 1 "\\[log\\] level: bad value \"loud\"" "[log]\nlevel = loud\n" ${std})
+run(bad_syslog 1 "\\[log\\] syslog: bad value \"maybe\"" "[log]\nsyslog = maybe\n" ${std})
+run(bad_socket_mode 1 "\\[server\\] socket_mode: bad value \"0666x\""
+  "[server]\nsocket_mode = 0666x\n" ${std})
+# the same through --set: a bad command line, status 2
+run(bad_set_flag 2 "unknown key \\[jobs\\] hang\n" - ${std} --set jobs.hang=1)
+run(bad_set_value 2 "\\[jobs\\] hang_ms: bad value \"x\"" - ${std} --set jobs.hang_ms=x)
+
+# ---- cross-field rules (config_validate) ----
+run(socket_relative 1 "\\[server\\] socket: \"coop\\.sock\" must be an absolute path"
+  "[server]\nsocket = coop.sock\n" --kernels ${KERNELS})
+run(journal_relative 1 "\\[server\\] journal: \"coop\\.jobs\" must be an absolute path or off"
+  "[server]\njournal = coop.jobs\n" ${std})
+run(kernels_dirs_empty 1 "\\[kernels\\] dirs: empty; name at least one directory"
+  "[kernels]\ndirs =\n" --socket @DIR@/coop.sock)
+foreach(key max_jobs_per_client max_clients arena_mb)
+  set(section limits)
+  if(key STREQUAL "max_clients")
+    set(section server)
+  elseif(key STREQUAL "arena_mb")
+    set(section device)
+  endif()
+  run(zero_${key} 1 "max_jobs_per_client, max_clients and arena_mb must be > 0"
+    "[${section}]\n${key} = 0\n" ${std})
+endforeach()
+run(local_size_0 1 "\\[device\\] local_size: 0 is not a power of two" "[device]\nlocal_size = 0\n"
+  ${std})
+run(devices_trailing_comma 1 "\\[device\\] devices: \"0,\": want empty, all"
+  "[device]\ndevices = 0,\n" ${std})
+run(devices_nine 1 "\\[device\\] devices: \"0,1,2,3,4,5,6,7,0\": want empty, all, or up to 8"
+  "[device]\ndevices = 0,1,2,3,4,5,6,7,0\n" ${std})
+run(backend_unknown 1 "\\[device\\] backend: \"vulkan\" is not one of auto, opencl, cuda"
+  "[device]\nbackend = vulkan\n" ${std})
+if(NOT CUDA)
+  run(backend_not_built 1 "\\[device\\] backend: \"cuda\" is not built in \\(this coopd has: opencl\\)"
+    "[device]\nbackend = cuda\n" ${std})
+endif()
+
+# ---- kernel directories (read at start; a reload only logs these) ----
+file(MAKE_DIRECTORY ${WORK}/kernel_bad_kind/k ${WORK}/kernel_no_directive/k
+  ${WORK}/kernel_dir_empty/k)
+file(WRITE ${WORK}/kernel_bad_kind/k/bad.cl
+  "//@coop name=bad kind=sometimes args=u32\nvoid bad(struct coop_ctx *c) {}\n")
+run(kernel_bad_kind 1 "bad\\.cl: kind must be cooperative or noncooperative" -
+  --socket @DIR@/coop.sock --kernels @DIR@/k)
+file(WRITE ${WORK}/kernel_no_directive/k/plain.cl "void plain(struct coop_ctx *c) {}\n")
+run(kernel_no_directive 1 "plain\\.cl: first line is not a //@coop directive" -
+  --socket @DIR@/coop.sock --kernels @DIR@/k)
+run(kernel_dir_empty 1 "no \\*\\.cl kernel in .*kernel_dir_empty/k" -
+  --socket @DIR@/coop.sock --kernels @DIR@/k)
+run(kernel_dir_missing 1 "kernel directory .*/nowhere: No such file or directory" -
+  --socket @DIR@/coop.sock --kernels ${KERNELS}:@DIR@/nowhere)
+
+# ---- the journal: a symlink is refused (O_NOFOLLOW), nothing is created ----
+file(MAKE_DIRECTORY ${WORK}/journal_symlink)
+file(CREATE_LINK ${WORK}/journal_symlink/target ${WORK}/journal_symlink/jobs SYMBOLIC)
+run(journal_symlink 1 "journal .*journal_symlink/jobs: too many symbolic links" -
+  ${std} --set server.journal=@DIR@/jobs)
+if(EXISTS ${WORK}/journal_symlink/target)
+  message("FAIL journal_symlink: coopd created the symlink's target")
+  math(EXPR failures "${failures} + 1")
+endif()
+if(EXISTS ${WORK}/journal_symlink/coop.sock)
+  message("FAIL journal_symlink: coopd created its socket all the same")
+  math(EXPR failures "${failures} + 1")
+endif()
+
+# ---- control: the keys added since (devices, journal, the watchdog's) ----
+run(control_new_keys 0
+  "devices=0,0 .*journal=off.*watchdog_ms=250 grace_ms=5000 gather_budget_ms=1500 hang_ms=700.*configuration OK"
+  "[device]\ndevices = 0,0\n[server]\njournal = off\n[jobs]\nwatchdog_ms = 250\ngather_budget_ms = 1500\nhang_ms = 700\n"
+  ${std} --check-config)
+
+message("daemon_config: ${rows} rows, ${failures} failed")
+if(failures GREATER 0)
+  message(FATAL_ERROR "daemon_config: ${failures} of ${rows} rows failed")
+endif()
