@@ -31,7 +31,7 @@
  * between two of them and the strided passes cover every vertex once.
  *
  * Sigma is scaled per level. The number of shortest paths grows
- * exponentially with depth (C(2k, k) between opposite corners of a k x k
+ * exponentially with depth (C(2k-2, k-1) between opposite corners of a k x k
  * grid: 1e75 at k = 128), far past a float's 3.4e38, and an overflowed
  * sigma makes every delta inf / inf = NaN. Only the ratio
  * sigma(v) / sigma(w) of neighbouring levels is ever used, so the forward
