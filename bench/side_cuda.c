@@ -1,0 +1,457 @@
+/*
+ * side_cuda.c: the plain CUDA side of coop-bench-side: the matmul of
+ * megakernel/apps/matmul.cl compiled on its own with NVRTC, launched on a
+ * stream of the device's primary context, and the matmul's inputs, CPU
+ * reference and check.
+ *
+ * The same source as the coop task, unchanged: the runtime's embedded
+ * dialect.h (coop__src_dialect_h, the portability header every device file
+ * is written against), then, instead of api.h, a coop_ctx of its own whose
+ * accessors (coop_group_id, coop_num_groups, coop_local_id_c,
+ * coop_local_size_c, coop_arg_u32, coop_arg_buf) read the hardware's block
+ * and thread ids and the kernel's parameters, then matmul.cl
+ * (coop_app_src_matmul_cl), then an entry point that fills the context and
+ * calls matmul(). The NVRTC options are megakernel/cuda.c's.
+ *
+ * The driver and NVRTC are opened with dlopen, as megakernel/cuda.c does,
+ * so that the binary runs --help and --compile-only where no driver is.
+ */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "side.h"
+
+extern const char coop__src_dialect_h[];    /* cooprt: device/dialect.h */
+extern const char coop_app_src_matmul_cl[]; /* coopapps: apps/matmul.cl */
+
+// clang-format off
+#define SIDE_CU_FNS(X) \
+  X(cuInit) \
+  X(cuDriverGetVersion) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) \
+  X(cuCtxGetStreamPriorityRange) \
+  X(cuStreamCreateWithPriority) \
+  X(cuStreamDestroy) \
+  X(cuStreamQuery) \
+  X(cuStreamSynchronize) \
+  X(cuEventCreate) \
+  X(cuEventDestroy) \
+  X(cuEventRecord) \
+  X(cuEventElapsedTime) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemsetD32Async) \
+  X(cuMemcpyHtoD) \
+  X(cuMemcpyDtoHAsync) \
+  X(cuModuleLoadData) \
+  X(cuModuleUnload) \
+  X(cuModuleGetFunction) \
+  X(cuFuncSetAttribute) \
+  X(cuLaunchKernel) \
+  X(cuGetErrorString)
+#define SIDE_NVRTC_FNS(X) \
+  X(nvrtcCreateProgram) \
+  X(nvrtcCompileProgram) \
+  X(nvrtcGetProgramLogSize) \
+  X(nvrtcGetProgramLog) \
+  X(nvrtcGetCUBINSize) \
+  X(nvrtcGetCUBIN) \
+  X(nvrtcDestroyProgram) \
+  X(nvrtcGetErrorString)
+// clang-format on
+#define SIDE_STR(x) #x
+#define SIDE_XSTR(x) SIDE_STR(x)
+#define SIDE_MEMBER(f) __typeof__(&f) f;
+
+static struct {
+  SIDE_CU_FNS(SIDE_MEMBER)
+  SIDE_NVRTC_FNS(SIDE_MEMBER)
+} api;
+static pthread_once_t cu_once = PTHREAD_ONCE_INIT, nv_once = PTHREAD_ONCE_INIT;
+static char cu_err[512], nv_err[512];
+
+static void resolve(void *h, const char *name, void **slot, char *err) {
+  *slot = dlsym(h, name);
+  if (!*slot && !err[0]) snprintf(err, 512, "symbol %s not found", name);
+}
+
+static void cu_load(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(cu_err, sizeof cu_err, "no NVIDIA driver library (libcuda.so.1): %s", dlerror());
+    return;
+  }
+#define SIDE_RESOLVE_CU(f) resolve(h, SIDE_XSTR(f), (void **)&api.f, cu_err);
+  SIDE_CU_FNS(SIDE_RESOLVE_CU)
+}
+
+static void nv_load(void) {
+  const char *tries[] = {getenv("COOP_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                         "libnvrtc.so.11.2"};
+  void *h = NULL;
+  for (size_t i = 0; i < sizeof tries / sizeof tries[0] && !h; i++)
+    if (tries[i]) h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    snprintf(nv_err, sizeof nv_err, "no NVRTC library (libnvrtc.so*; set COOP_NVRTC): %s",
+             dlerror());
+    return;
+  }
+#define SIDE_RESOLVE_NV(f) resolve(h, SIDE_XSTR(f), (void **)&api.f, nv_err);
+  SIDE_NVRTC_FNS(SIDE_RESOLVE_NV)
+}
+
+int64_t side_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ------------------------------------------------------ matmul data */
+
+void side_mm_inputs(float *a, float *b, uint32_t n) {
+  for (size_t i = 0; i < (size_t)n * n; i++) {
+    a[i] = (float)((int)((i * 7 + 3) % 7) - 3);
+    b[i] = (float)((int)((i * 5 + 1) % 7) - 3);
+  }
+}
+
+void side_mm_ref(const float *a, const float *b, float *ref, uint32_t n) {
+  for (uint32_t r = 0; r < n; r++)
+    for (uint32_t j = 0; j < n; j++) {
+      float acc = 0.0f;
+      for (uint32_t k = 0; k < n; k++) acc += a[(size_t)r * n + k] * b[(size_t)k * n + j];
+      ref[(size_t)r * n + j] = acc;
+    }
+}
+
+int side_mm_compare(const float *c, const float *ref, uint32_t n, char *why, size_t len) {
+  for (size_t i = 0; i < (size_t)n * n; i++)
+    if (memcmp(&c[i], &ref[i], sizeof(float)) != 0) {
+      snprintf(why, len, "matmul c[%zu] = %g, expected %g", i, (double)c[i], (double)ref[i]);
+      return 1;
+    }
+  return 0;
+}
+
+/* ----------------------------------------------------------- source */
+
+static const char shim[] =
+    "/* coop-bench-side: megakernel/apps/matmul.cl as a plain kernel. A coop_ctx\n"
+    " * of its own instead of api.h's: the hardware's ids and the parameters. */\n"
+    "struct coop_ctx { coop_u64 args[5]; coop_u32 vid, ngroups, lid, lsize; };\n"
+    "COOP_FN coop_u32 coop_group_id(const struct coop_ctx *c) { return c->vid; }\n"
+    "COOP_FN coop_u32 coop_num_groups(const struct coop_ctx *c) { return c->ngroups; }\n"
+    "COOP_FN coop_u32 coop_local_id_c(const struct coop_ctx *c) { return c->lid; }\n"
+    "COOP_FN coop_u32 coop_local_size_c(const struct coop_ctx *c) { return c->lsize; }\n"
+    "COOP_FN coop_u32 coop_arg_u32(const struct coop_ctx *c, coop_u32 i) {\n"
+    "  return (coop_u32)c->args[i];\n"
+    "}\n"
+    "COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {\n"
+    "  return (COOP_GLOBAL void *)c->args[i];\n"
+    "}\n";
+
+static const char entry[] =
+    "COOP_KERNEL_ENTRY void coop_side_matmul(const float *a, const float *b, float *o,\n"
+    "                                        coop_u32 n, coop_u32 reps) {\n"
+    "  struct coop_ctx c;\n"
+    "  c.args[0] = (coop_u64)a;\n"
+    "  c.args[1] = (coop_u64)b;\n"
+    "  c.args[2] = (coop_u64)o;\n"
+    "  c.args[3] = n;\n"
+    "  c.args[4] = reps;\n"
+    "  c.vid = coop_hw_group_id();\n"
+    "  c.ngroups = coop_hw_num_groups();\n"
+    "  c.lid = coop_local_id();\n"
+    "  c.lsize = coop_local_size();\n"
+    "  matmul(&c);\n"
+    "}\n";
+
+char *side_plain_source(void) {
+  size_t n = strlen(coop__src_dialect_h) + strlen(shim) + strlen(coop_app_src_matmul_cl) +
+             strlen(entry) + 8;
+  char *s = malloc(n);
+  if (s) snprintf(s, n, "%s\n%s\n%s\n%s", coop__src_dialect_h, shim, coop_app_src_matmul_cl, entry);
+  return s;
+}
+
+/* NVRTC with cuda.c's options; *cubin malloc'ed. */
+static int compile(const char *arch, char **cubin, char *err, size_t errlen) {
+  pthread_once(&nv_once, nv_load);
+  if (nv_err[0]) {
+    snprintf(err, errlen, "%s", nv_err);
+    return 1;
+  }
+  char *src = side_plain_source();
+  if (!src) {
+    snprintf(err, errlen, "out of memory");
+    return 1;
+  }
+  nvrtcProgram prog;
+  if (api.nvrtcCreateProgram(&prog, src, "coop_side_matmul.cu", 0, NULL, NULL) != NVRTC_SUCCESS) {
+    free(src);
+    snprintf(err, errlen, "nvrtcCreateProgram failed");
+    return 1;
+  }
+  free(src);
+  char a[48];
+  snprintf(a, sizeof a, "--gpu-architecture=%s", arch);
+  const char *opts[] = {a, "--std=c++17", "-default-device", "--extra-device-vectorization"};
+  nvrtcResult r = api.nvrtcCompileProgram(prog, 4, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    api.nvrtcGetProgramLogSize(prog, &n);
+    char *log = malloc(n + 1);
+    if (log) {
+      api.nvrtcGetProgramLog(prog, log);
+      log[n] = 0;
+    }
+    fprintf(stderr, SB ": NVRTC log:\n%s\n", log ? log : "(unavailable)");
+    free(log);
+    snprintf(err, errlen, "building the standalone matmul failed: %s", api.nvrtcGetErrorString(r));
+    api.nvrtcDestroyProgram(&prog);
+    return 1;
+  }
+  size_t n = 0;
+  api.nvrtcGetCUBINSize(prog, &n);
+  *cubin = malloc(n ? n : 1);
+  if (*cubin) api.nvrtcGetCUBIN(prog, *cubin);
+  api.nvrtcDestroyProgram(&prog);
+  if (!*cubin) snprintf(err, errlen, "out of memory");
+  return *cubin ? 0 : 1;
+}
+
+int side_compile_only(const char *arch) {
+  char *cubin = NULL, err[512] = "";
+  int r = compile(arch, &cubin, err, sizeof err);
+  free(cubin);
+  if (r) fprintf(stderr, SB ": %s\n", err);
+  return r;
+}
+
+/* ------------------------------------------------------------ plain */
+
+static int cu_fail(struct plain *p, CUresult e, const char *what, int line) {
+  const char *s = NULL;
+  if (api.cuGetErrorString) api.cuGetErrorString(e, &s);
+  snprintf(p->err, sizeof p->err, "%s failed: CUDA error %d (%s) (side_cuda.c:%d)", what, (int)e,
+           s ? s : "?", line);
+  return 1;
+}
+
+#define CK(p, call)                                                   \
+  do {                                                                \
+    CUresult e_ = (call);                                             \
+    if (e_ != CUDA_SUCCESS) return cu_fail((p), e_, #call, __LINE__); \
+  } while (0)
+
+static int attr(CUdevice d, CUdevice_attribute a) {
+  int v = 0;
+  api.cuDeviceGetAttribute(&v, a, d);
+  return v;
+}
+
+int plain_open(struct plain *p, int device, unsigned local) {
+  memset(p, 0, sizeof *p);
+  p->timeout_ns = (int64_t)120 * 1000000000;
+  p->device = device;
+  p->local = local;
+  pthread_once(&cu_once, cu_load);
+  if (cu_err[0]) {
+    snprintf(p->err, sizeof p->err, "%s", cu_err);
+    return 1;
+  }
+  CK(p, api.cuInit(0));
+  int count = 0;
+  CK(p, api.cuDeviceGetCount(&count));
+  if (device >= count) {
+    snprintf(p->err, sizeof p->err, "no CUDA device %d (%d found)", device, count);
+    return 1;
+  }
+  CUdevice d;
+  CK(p, api.cuDeviceGet(&d, device));
+  CK(p, api.cuDeviceGetName(p->name, (int)sizeof p->name, d));
+  api.cuDriverGetVersion(&p->driver);
+  p->sms = attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  p->cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  p->cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  CUcontext ctx;
+  CK(p, api.cuDevicePrimaryCtxRetain(&ctx, d));
+  p->ctx = ctx;
+  CK(p, api.cuCtxSetCurrent(ctx));
+  char arch[32], *cubin = NULL;
+  snprintf(arch, sizeof arch, "sm_%d%d", p->cc_major, p->cc_minor);
+  if (compile(arch, &cubin, p->err, sizeof p->err)) return 1;
+  CUmodule mod;
+  CUresult e = api.cuModuleLoadData(&mod, cubin);
+  free(cubin);
+  if (e != CUDA_SUCCESS) return cu_fail(p, e, "cuModuleLoadData", __LINE__);
+  p->mod = mod;
+  CUfunction fn;
+  CK(p, api.cuModuleGetFunction(&fn, mod, "coop_side_matmul"));
+  p->fn = fn;
+  int least = 0, greatest = 0;
+  CK(p, api.cuCtxGetStreamPriorityRange(&least, &greatest));
+  CUstream s;
+  CK(p, api.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest));
+  p->stream = s;
+  CUevent e0, e1;
+  CK(p, api.cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  p->ev0 = e0;
+  CK(p, api.cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  p->ev1 = e1;
+  return 0;
+}
+
+int plain_carveout(struct plain *p, int pct) {
+  if (pct < 0) return 0;
+  CK(p, api.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, api.cuFuncSetAttribute((CUfunction)p->fn,
+                               CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct));
+  return 0;
+}
+
+static void free_data(struct plain *p) {
+  if (p->ctx) api.cuCtxSetCurrent((CUcontext)p->ctx);
+  uint64_t *bufs[] = {&p->a, &p->b, &p->c, &p->chk};
+  for (int i = 0; i < 4; i++) {
+    if (*bufs[i]) api.cuMemFree((CUdeviceptr)*bufs[i]);
+    *bufs[i] = 0;
+  }
+  free(p->ref);
+  p->ref = NULL;
+}
+
+int plain_data(struct plain *p, uint32_t n) {
+  free_data(p);
+  p->n = n;
+  p->reps = 1;
+  p->bytes = (size_t)n * n * sizeof(float);
+  float *a = malloc(p->bytes), *b = malloc(p->bytes);
+  p->ref = malloc(p->bytes);
+  if (!a || !b || !p->ref) {
+    free(a);
+    free(b);
+    snprintf(p->err, sizeof p->err, "out of memory");
+    return 1;
+  }
+  side_mm_inputs(a, b, n);
+  side_mm_ref(a, b, p->ref, n);
+  CUresult e = api.cuCtxSetCurrent((CUcontext)p->ctx);
+  CUdeviceptr d[4] = {0};
+  for (int i = 0; i < 4 && e == CUDA_SUCCESS; i++) e = api.cuMemAlloc(&d[i], p->bytes);
+  p->a = d[0], p->b = d[1], p->c = d[2], p->chk = d[3];
+  if (e == CUDA_SUCCESS) e = api.cuMemcpyHtoD(d[0], a, p->bytes);
+  if (e == CUDA_SUCCESS) e = api.cuMemcpyHtoD(d[1], b, p->bytes);
+  free(a);
+  free(b);
+  if (e != CUDA_SUCCESS) return cu_fail(p, e, "allocating and uploading the matmul", __LINE__);
+  return plain_reset_chk(p);
+}
+
+int plain_reset_chk(struct plain *p) {
+  CUstream s = (CUstream)p->stream;
+  CK(p, api.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, api.cuMemsetD32Async((CUdeviceptr)p->chk, 0xffffffffu, p->bytes / 4, s));
+  CK(p, api.cuStreamSynchronize(s));
+  return 0;
+}
+
+int plain_launch(struct plain *p, int chk) {
+  CUstream s = (CUstream)p->stream;
+  CUdeviceptr a = (CUdeviceptr)p->a, b = (CUdeviceptr)p->b, c = (CUdeviceptr)(chk ? p->chk : p->c);
+  unsigned n = p->n, reps = p->reps;
+  void *params[] = {&a, &b, &c, &n, &reps};
+  CK(p, api.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, api.cuEventRecord((CUevent)p->ev0, s));
+  CK(p, api.cuLaunchKernel((CUfunction)p->fn, p->grid, 1, 1, p->local, 1, 1, 0, s, params, NULL));
+  CK(p, api.cuEventRecord((CUevent)p->ev1, s));
+  return 0;
+}
+
+int plain_finish(struct plain *p, int64_t *exec_ns) {
+  CUstream s = (CUstream)p->stream;
+  CUresult e;
+  int64_t start = side_now_ns();
+  while ((e = api.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
+    if (side_now_ns() - start > p->timeout_ns) {
+      snprintf(p->err, sizeof p->err,
+               "a plain matmul launch did not finish within %lld s (no SM slot free for it?)",
+               (long long)(p->timeout_ns / 1000000000));
+      return 1;
+    }
+  if (e != CUDA_SUCCESS) return cu_fail(p, e, "cuStreamQuery", __LINE__);
+  float ms = 0;
+  CK(p, api.cuEventElapsedTime(&ms, (CUevent)p->ev0, (CUevent)p->ev1));
+  *exec_ns = (int64_t)((double)ms * 1e6);
+  return 0;
+}
+
+int plain_check(struct plain *p, char *why, size_t len) {
+  float *c = malloc(p->bytes);
+  if (!c) {
+    snprintf(why, len, "out of memory");
+    return 1;
+  }
+  CUstream s = (CUstream)p->stream;
+  CUresult e = api.cuCtxSetCurrent((CUcontext)p->ctx);
+  if (e == CUDA_SUCCESS) e = api.cuMemcpyDtoHAsync(c, (CUdeviceptr)p->chk, p->bytes, s);
+  if (e == CUDA_SUCCESS) e = api.cuStreamSynchronize(s);
+  int r = 0;
+  if (e != CUDA_SUCCESS) {
+    cu_fail(p, e, "reading the check buffer", __LINE__);
+    snprintf(why, len, "%s", p->err);
+    r = 1;
+  } else {
+    r = side_mm_compare(c, p->ref, p->n, why, len);
+  }
+  free(c);
+  return r;
+}
+
+static int cmp_i64(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return (a > b) - (a < b);
+}
+
+int plain_measure(struct plain *p, int runs, double *ns) {
+  int64_t v[64];
+  if (runs > 64) runs = 64;
+  for (int i = -1; i < runs; i++) {
+    int64_t e = 0;
+    if (plain_launch(p, 0) || plain_finish(p, &e)) return 1;
+    if (i >= 0) v[i] = e;
+  }
+  qsort(v, (size_t)runs, sizeof v[0], cmp_i64);
+  *ns = (double)v[(runs - 1) / 2];
+  return 0;
+}
+
+void plain_close(struct plain *p) {
+  if (!p->ctx) {
+    free(p->ref);
+    p->ref = NULL;
+    return;
+  }
+  api.cuCtxSetCurrent((CUcontext)p->ctx);
+  if (p->stream) api.cuStreamSynchronize((CUstream)p->stream);
+  free_data(p);
+  if (p->ev0) api.cuEventDestroy((CUevent)p->ev0);
+  if (p->ev1) api.cuEventDestroy((CUevent)p->ev1);
+  if (p->stream) api.cuStreamDestroy((CUstream)p->stream);
+  if (p->mod) api.cuModuleUnload((CUmodule)p->mod);
+  CUdevice d;
+  if (api.cuDeviceGet(&d, p->device) == CUDA_SUCCESS) api.cuDevicePrimaryCtxRelease(d);
+  p->ctx = NULL;
+}
