@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common.h"
 #include "coop_rt.h"
 
 #ifdef COOP_BENCH_COMMIT_H
@@ -117,23 +118,6 @@ static long parse_num(const char *name, const char *s, long lo, long hi) {
   return v;
 }
 
-/* getopt_long takes any unambiguous prefix (--rep for --reps): refuse
- * those, so that a command line in RESULTS.md means one thing. */
-static void exact_names(int argc, char **argv, const struct option *lo) {
-  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-    if (strncmp(argv[i], "--", 2)) continue;
-    size_t len = strcspn(argv[i] + 2, "=");
-    const struct option *x = lo;
-    while (x->name && (strlen(x->name) != len || strncmp(x->name, argv[i] + 2, len))) x++;
-    if (!x->name) {
-      fprintf(stderr, "coop-bench-micro: unknown option '%s'\ntry: coop-bench-micro --help\n",
-              argv[i]);
-      exit(2);
-    }
-    if (x->has_arg) i += !strchr(argv[i], '='); /* skip its value */
-  }
-}
-
 static void parse_args(int argc, char **argv, struct opts *o) {
   static const struct option lo[] = {
       {"backend", 1, 0, 'b'}, {"reps", 1, 0, 'r'},       {"rounds", 1, 0, 'R'},
@@ -142,7 +126,12 @@ static void parse_args(int argc, char **argv, struct opts *o) {
   long reps = 0, rounds = 0, tasks = 0; /* 0: not given, take the mode's default */
   int ch;
   opterr = 0; /* our own message below */
-  exact_names(argc, argv, lo);
+  const char *inexact = inexact_option(argc, argv, lo);
+  if (inexact) {
+    fprintf(stderr, "coop-bench-micro: unknown option '%s'\ntry: coop-bench-micro --help\n",
+            inexact);
+    exit(2);
+  }
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     if (ch == 'b') o->backend = optarg;
     if (ch == 'r') reps = parse_num("reps", optarg, 1, 10000000);
@@ -179,28 +168,6 @@ static void parse_args(int argc, char **argv, struct opts *o) {
 
 /* ------------------------------------------------------------ samples */
 
-struct series {
-  double *v;
-  size_t n, cap;
-};
-
-static void push(struct series *s, double x) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 256;
-    s->v = realloc(s->v, s->cap * sizeof *s->v);
-    if (!s->v) {
-      fprintf(stderr, "coop-bench-micro: out of memory\n");
-      exit(1);
-    }
-  }
-  s->v[s->n++] = x;
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* Nearest rank: the smallest sample with at least p of them at or below. */
 static double rank(const double *v, size_t n, double p) {
   size_t i = (size_t)ceil(p * (double)n);
@@ -230,29 +197,6 @@ static void print_stats(struct stats t, double unit) {
 }
 
 /* ------------------------------------------------------------- machine */
-
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static void cpu_model(char *out, size_t n) {
-  snprintf(out, n, "unknown");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    char *colon = strchr(line, ':');
-    if (colon && !strncmp(line, "model name", 10)) {
-      colon += 1 + (colon[1] == ' ');
-      colon[strcspn(colon, "\n")] = 0;
-      snprintf(out, n, "%s", colon);
-      break;
-    }
-  }
-  fclose(f);
-}
 
 /* ---------------------------------------------------------------- bench */
 

@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "app.h"
+#include "common.h"
 
 #define PB "coop-bench-paper"
 #define NFRAC 4 /* K = 1, N/4, N/2, N-1 */
@@ -44,22 +45,6 @@ struct popts {
 
 int paper_parse(int argc, char **argv, struct popts *o);
 const char *exp_name(enum experiment e);
-
-/* ------------------------------------------------------------- samples */
-
-struct series {
-  double *v;
-  size_t n, cap;
-};
-
-void push(struct series *s, double x);
-void series_free(struct series *s);
-/* Nearest rank on a sorted copy: q in [0, 1]; NAN when empty. */
-double quantile(const struct series *s, double q);
-double mean_of(const struct series *s);
-double max_of(const struct series *s);
-double min_of(const struct series *s);
-int64_t now_ns(void);
 
 /* -------------------------------------------------------------- report */
 

@@ -98,19 +98,6 @@ static double parse_real(const char *name, const char *s) {
   return v;
 }
 
-/* getopt_long takes unambiguous prefixes: refuse them, so that a command in
- * RESULTS.md means one thing. */
-static void exact_names(int argc, char **argv, const struct option *lo) {
-  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-    if (strncmp(argv[i], "--", 2)) continue;
-    size_t len = strcspn(argv[i] + 2, "=");
-    const struct option *x = lo;
-    while (x->name && (strlen(x->name) != len || strncmp(x->name, argv[i] + 2, len))) x++;
-    if (!x->name) bad("unknown option '%s'%s", argv[i], "");
-    if (x->has_arg) i += !strchr(argv[i], '=');
-  }
-}
-
 static int barrier_of(const char *s) {
   if (!strcmp(s, "plain")) return 1;
   if (!strcmp(s, "query")) return 2;
@@ -187,7 +174,8 @@ int paper_parse(int argc, char **argv, struct popts *o) {
                                      {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
   int ch;
   opterr = 0;
-  exact_names(argc, argv, lo);
+  const char *inexact = inexact_option(argc, argv, lo);
+  if (inexact) bad("unknown option '%s'%s", inexact, "");
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     if (ch == 'h') {
       usage(stdout);

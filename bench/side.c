@@ -45,46 +45,6 @@
 
 /* ------------------------------------------------------------ samples */
 
-void push(struct series *s, double x) {
-  if (s->n == s->cap) {
-    s->cap = s->cap ? 2 * s->cap : 64;
-    s->v = realloc(s->v, s->cap * sizeof *s->v);
-    if (!s->v) {
-      fprintf(stderr, SB ": out of memory\n");
-      exit(1);
-    }
-  }
-  s->v[s->n++] = x;
-}
-
-void series_free(struct series *s) {
-  free(s->v);
-  memset(s, 0, sizeof *s);
-}
-
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double quantile(const struct series *s, double q) {
-  if (!s->n) return NAN;
-  double *v = malloc(s->n * sizeof *v);
-  if (!v) return NAN;
-  memcpy(v, s->v, s->n * sizeof *v);
-  qsort(v, s->n, sizeof *v, cmp_dbl);
-  size_t i = (size_t)ceil(q * (double)s->n);
-  double r = v[i ? i - 1 : 0];
-  free(v);
-  return r;
-}
-
-double mean_of(const struct series *s) {
-  double sum = 0;
-  for (size_t i = 0; i < s->n; i++) sum += s->v[i];
-  return s->n ? sum / (double)s->n : NAN;
-}
-
 /* ------------------------------------------------------------ options */
 
 enum { S_ALONE, S_LONG, S_COOP_ALONE, S_PROCESS, S_STREAM, S_COOP, S_COUNT };
@@ -249,19 +209,6 @@ static unsigned setups_of(const char *list) {
   return m;
 }
 
-/* getopt_long takes unambiguous prefixes: refuse them, so that a command in
- * RESULTS.md means one thing. */
-static void exact_names(int argc, char **argv, const struct option *lo) {
-  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-    if (strncmp(argv[i], "--", 2)) continue;
-    size_t len = strcspn(argv[i] + 2, "=");
-    const struct option *x = lo;
-    while (x->name && (strlen(x->name) != len || strncmp(x->name, argv[i] + 2, len))) x++;
-    if (!x->name) bad("unknown option '%s'", argv[i]);
-    if (x->has_arg) i += !strchr(argv[i], '=');
-  }
-}
-
 static int parse(int argc, char **argv, struct sopts *o) {
   static const struct option lo[] = {{"period", 1, 0, 'P'},
                                      {"window", 1, 0, 'W'},
@@ -288,7 +235,8 @@ static int parse(int argc, char **argv, struct sopts *o) {
                                      {0, 0, 0, 0}};
   int ch, action = 0;
   opterr = 0;
-  exact_names(argc, argv, lo);
+  const char *inexact = inexact_option(argc, argv, lo);
+  if (inexact) bad("unknown option '%s'", inexact);
   while ((ch = getopt_long(argc, argv, "", lo, NULL)) != -1) {
     switch (ch) {
       case 'h':
@@ -508,7 +456,7 @@ static int c_finish(void *p, struct sample *s) {
       return 1;
     }
     if (ti.state != COOP_TASK_PENDING && ti.state != COOP_TASK_RUNNING) break;
-    if (side_now_ns() - s->t_launch > c->timeout_ns) {
+    if (now_ns() - s->t_launch > c->timeout_ns) {
       coop_rt_cancel(c->rt, c->id);
       coop_rt_wait(c->rt, c->id, -1);
       coop_rt_task_release(c->rt, c->id);
@@ -516,7 +464,7 @@ static int c_finish(void *p, struct sample *s) {
       return 1;
     }
   }
-  s->t_done = side_now_ns();
+  s->t_done = now_ns();
   coop_rt_task_release(c->rt, c->id);
   if (ti.state != COOP_TASK_DONE) {
     fprintf(stderr, SB ": a matmul task of %u groups ended in state %d (refusal %d)\n", c->k,
@@ -550,9 +498,9 @@ struct child {
  * timeout or error. */
 static int read_line_to(int fd, char *buf, size_t n, int timeout_ms) {
   size_t len = 0;
-  int64_t end = side_now_ns() + (int64_t)timeout_ms * 1000000;
+  int64_t end = now_ns() + (int64_t)timeout_ms * 1000000;
   while (len + 1 < n) {
-    int64_t left = (end - side_now_ns()) / 1000000;
+    int64_t left = (end - now_ns()) / 1000000;
     struct pollfd pf = {fd, POLLIN, 0};
     if (left <= 0 || poll(&pf, 1, (int)left) <= 0) break;
     ssize_t r = read(fd, buf + len, 1);
@@ -686,10 +634,10 @@ static void nap_ms(double ms) {
 /* Graphics alone: g released for the window, nothing else. */
 static int gfx_alone(struct bench *b, struct result *x, const struct task_ops *ops) {
   struct gfx g;
-  x->t0 = side_now_ns();
+  x->t0 = now_ns();
   if (gfx_start(&g, ops, (int64_t)(b->o->period_ms * 1e6))) return 1;
   nap_ms(b->o->window_s * 1e3);
-  x->t1 = side_now_ns();
+  x->t1 = now_ns();
   int rc = gfx_stop(&g);
   if (rc) fprintf(stderr, SB ": %s: %s\n", x->name, g.why);
   take_samples(x, &g);
@@ -728,7 +676,7 @@ static int long_window(struct bench *b, struct result *x, const struct gfx_ctl *
   size_t cap = 64;
   void **outs = calloc(cap, sizeof *outs);
   if (!outs) return 1;
-  x->t0 = side_now_ns();
+  x->t0 = now_ns();
   int rc = ctl && ctl->start(b, ctl->arg);
   while (!rc) {
     struct coop_app_opts ao = {.groups = b->workers,
@@ -754,9 +702,9 @@ static int long_window(struct bench *b, struct result *x, const struct gfx_ctl *
     }
     outs[x->nr] = out;
     add_run(x, &ti);
-    if ((long)x->nr >= o->min_runs && side_now_ns() - x->t0 >= b->window_ns) break;
+    if ((long)x->nr >= o->min_runs && now_ns() - x->t0 >= b->window_ns) break;
   }
-  x->t1 = side_now_ns();
+  x->t1 = now_ns();
   if (ctl) rc |= ctl->stop(b, ctl->arg, x);
   rc |= check_runs(b, x, outs);
   mark_in_run(x);
@@ -838,7 +786,7 @@ static int coop_measure(struct bench *b, unsigned k, double *ms) {
   for (int i = -1; i < 5; i++) {
     struct sample x;
     memset(&x, 0, sizeof x);
-    x.t_launch = side_now_ns();
+    x.t_launch = now_ns();
     if (c_launch(&c, 0) || c_finish(&c, &x)) {
       series_free(&s);
       return 1;
@@ -851,32 +799,6 @@ static int coop_measure(struct bench *b, unsigned k, double *ms) {
 }
 
 /* ------------------------------------------------------------- header */
-
-static void cpu_model(char *out, size_t n) {
-  snprintf(out, n, "unknown");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    char *colon = strchr(line, ':');
-    if (colon && !strncmp(line, "model name", 10)) {
-      colon += 1 + (colon[1] == ' ');
-      colon[strcspn(colon, "\n")] = 0;
-      snprintf(out, n, "%s", colon);
-      break;
-    }
-  }
-  fclose(f);
-}
-
-static void load_avg(char *out, size_t n) {
-  snprintf(out, n, "unknown");
-  FILE *f = fopen("/proc/loadavg", "r");
-  if (!f) return;
-  double a, b, c;
-  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) snprintf(out, n, "%.2f %.2f %.2f", a, b, c);
-  fclose(f);
-}
 
 static char header[4096];
 

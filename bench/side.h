@@ -25,20 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common.h"
+
 #define SB "coop-bench-side"
-
-int64_t side_now_ns(void);
-
-/* ------------------------------------------------------------ samples */
-
-struct series {
-  double *v;
-  size_t n, cap;
-};
-void push(struct series *s, double x);
-void series_free(struct series *s);
-double quantile(const struct series *s, double q); /* nearest rank; NAN when empty */
-double mean_of(const struct series *s);
 
 /* ----------------------------------------- the matmul's data and check */
 

@@ -112,12 +112,6 @@ static void nv_load(void) {
   SIDE_NVRTC_FNS(SIDE_RESOLVE_NV)
 }
 
-int64_t side_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ------------------------------------------------------ matmul data */
 
 void side_mm_inputs(float *a, float *b, uint32_t n) {
@@ -383,9 +377,9 @@ int plain_launch(struct plain *p, int chk) {
 int plain_finish(struct plain *p, int64_t *exec_ns) {
   CUstream s = (CUstream)p->stream;
   CUresult e;
-  int64_t start = side_now_ns();
+  int64_t start = now_ns();
   while ((e = api.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
-    if (side_now_ns() - start > p->timeout_ns) {
+    if (now_ns() - start > p->timeout_ns) {
       snprintf(p->err, sizeof p->err,
                "a plain matmul launch did not finish within %lld s (no SM slot free for it?)",
                (long long)(p->timeout_ns / 1000000000));

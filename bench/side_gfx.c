@@ -39,7 +39,7 @@ static void push_sample(struct gfx *g, const struct sample *s) {
 static int wait_until(struct gfx *g, int64_t t) {
   for (;;) {
     if (atomic_load(&g->stop)) return 1;
-    int64_t now = side_now_ns(), left = t - now;
+    int64_t now = now_ns(), left = t - now;
     if (left <= 0) return 0;
     if (left <= 300000) continue;
     int64_t nap = left - 300000 < 2000000 ? left - 300000 : 2000000;
@@ -53,13 +53,13 @@ int gfx_loop(struct gfx *g) {
     snprintf(g->why, sizeof g->why, "resetting the check buffer failed");
     return g->err = 1;
   }
-  int64_t next = side_now_ns();
+  int64_t next = now_ns();
   for (size_t i = 0; !wait_until(g, next); i++) {
     struct sample s;
     memset(&s, 0, sizeof s);
     s.t_release = next;
     s.chk = i == 0;
-    s.t_launch = side_now_ns();
+    s.t_launch = now_ns();
     if (g->ops.launch(g->ops.ctx, s.chk) || g->ops.finish(g->ops.ctx, &s)) {
       snprintf(g->why, sizeof g->why, "graphics task %zu failed", i);
       return g->err = 1;
@@ -113,7 +113,7 @@ static int p_launch(void *c, int chk) { return plain_launch(c, chk); }
 static int p_finish(void *c, struct sample *s) {
   struct plain *p = c;
   int r = plain_finish(p, &s->exec_ns);
-  s->t_done = side_now_ns();
+  s->t_done = now_ns();
   if (r) fprintf(stderr, SB ": %s\n", p->err);
   return r;
 }

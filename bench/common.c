@@ -1,0 +1,95 @@
+/* common.c: see common.h. */
+#include "common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void push(struct series *s, double x) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 256;
+    s->v = realloc(s->v, s->cap * sizeof *s->v);
+    if (!s->v) {
+      fprintf(stderr, "coop-bench: out of memory\n");
+      exit(1);
+    }
+  }
+  s->v[s->n++] = x;
+}
+
+void series_free(struct series *s) {
+  free(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double quantile(const struct series *s, double q) {
+  if (!s->n) return NAN;
+  double *v = malloc(s->n * sizeof *v);
+  if (!v) return NAN;
+  memcpy(v, s->v, s->n * sizeof *v);
+  qsort(v, s->n, sizeof *v, cmp_dbl);
+  size_t i = (size_t)ceil(q * (double)s->n);
+  double r = v[i ? i - 1 : 0];
+  free(v);
+  return r;
+}
+
+double mean_of(const struct series *s) {
+  double sum = 0;
+  for (size_t i = 0; i < s->n; i++) sum += s->v[i];
+  return s->n ? sum / (double)s->n : NAN;
+}
+
+double max_of(const struct series *s) { return quantile(s, 1.0); }
+double min_of(const struct series *s) { return quantile(s, 0.0); }
+
+int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void cpu_model(char *out, size_t n) {
+  snprintf(out, n, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    char *colon = strchr(line, ':');
+    if (colon && !strncmp(line, "model name", 10)) {
+      colon += 1 + (colon[1] == ' ');
+      colon[strcspn(colon, "\n")] = 0;
+      snprintf(out, n, "%s", colon);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+void load_avg(char *out, size_t n) {
+  snprintf(out, n, "unknown");
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (!f) return;
+  double a, b, c;
+  if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) snprintf(out, n, "%.2f %.2f %.2f", a, b, c);
+  fclose(f);
+}
+
+const char *inexact_option(int argc, char **argv, const struct option *lo) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+    if (strncmp(argv[i], "--", 2)) continue;
+    size_t len = strcspn(argv[i] + 2, "=");
+    const struct option *x = lo;
+    while (x->name && (strlen(x->name) != len || strncmp(x->name, argv[i] + 2, len))) x++;
+    if (!x->name) return argv[i];
+    if (x->has_arg) i += !strchr(argv[i], '='); /* skip its value */
+  }
+  return NULL;
+}

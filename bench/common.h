@@ -1,0 +1,41 @@
+/*
+ * common.h: what every benchmark of bench/ shares: samples and their
+ * statistics, the monotonic clock, the machine's description for headers,
+ * and the rule that options are spelled out in full.
+ */
+#ifndef COOP_BENCH_COMMON_H
+#define COOP_BENCH_COMMON_H
+
+#include <getopt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ------------------------------------------------------------ samples */
+
+struct series {
+  double *v;
+  size_t n, cap;
+};
+
+void push(struct series *s, double x); /* exits 1 when out of memory */
+void series_free(struct series *s);
+/* Nearest rank on a sorted copy: the smallest sample with at least q of
+ * them at or below it; q in [0, 1]; NAN when empty. */
+double quantile(const struct series *s, double q);
+double mean_of(const struct series *s);
+double max_of(const struct series *s);
+double min_of(const struct series *s);
+int cmp_dbl(const void *a, const void *b); /* qsort order of doubles */
+
+/* ------------------------------------------------------------ machine */
+
+int64_t now_ns(void);                /* CLOCK_MONOTONIC */
+void cpu_model(char *out, size_t n); /* /proc/cpuinfo's model name */
+void load_avg(char *out, size_t n);  /* /proc/loadavg: others' load shows */
+
+/* getopt_long takes any unambiguous prefix (--rep for --reps). The first
+ * argument that is not exactly one of lo's names, or NULL: refuse it, so
+ * that a command line in RESULTS.md means one thing. */
+const char *inexact_option(int argc, char **argv, const struct option *lo);
+
+#endif /* COOP_BENCH_COMMON_H */
