@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 void push(struct series *s, double x) {
   if (s->n == s->cap) {
@@ -80,6 +82,33 @@ void load_avg(char *out, size_t n) {
   double a, b, c;
   if (fscanf(f, "%lf %lf %lf", &a, &b, &c) == 3) snprintf(out, n, "%.2f %.2f %.2f", a, b, c);
   fclose(f);
+}
+
+void make_parent(const char *path) {
+  char d[4096];
+  snprintf(d, sizeof d, "%s", path);
+  char *slash = strrchr(d, '/');
+  if (!slash) return;
+  *slash = 0;
+  for (char *p = d + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      mkdir(d, 0777);
+      *p = '/';
+    }
+  mkdir(d, 0777);
+}
+
+int have_gnuplot(void) {
+  const char *path = getenv("PATH");
+  char dir[4096];
+  for (const char *p = path ? path : ""; *p;) {
+    size_t len = strcspn(p, ":");
+    snprintf(dir, sizeof dir, "%.*s/gnuplot", (int)len, p);
+    if (!access(dir, X_OK)) return 1;
+    p += len + (p[len] == ':');
+  }
+  return 0;
 }
 
 const char *inexact_option(int argc, char **argv, const struct option *lo) {

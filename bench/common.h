@@ -33,6 +33,11 @@ int64_t now_ns(void);                /* CLOCK_MONOTONIC */
 void cpu_model(char *out, size_t n); /* /proc/cpuinfo's model name */
 void load_avg(char *out, size_t n);  /* /proc/loadavg: others' load shows */
 
+/* ------------------------------------------------------------- files */
+
+void make_parent(const char *path); /* mkdir -p of path's directory part */
+int have_gnuplot(void);             /* gnuplot on $PATH */
+
 /* getopt_long takes any unambiguous prefix (--rep for --reps). The first
  * argument that is not exactly one of lo's names, or NULL: refuse it, so
  * that a command line in RESULTS.md means one thing. */

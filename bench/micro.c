@@ -493,22 +493,6 @@ static int run_barriers(struct bench *b) {
 
 /* ----------------------------------------------------------------- main */
 
-/* mkdir -p of the directory part of path. */
-static void make_parent(const char *path) {
-  char d[4096];
-  snprintf(d, sizeof d, "%s", path);
-  char *slash = strrchr(d, '/');
-  if (!slash) return;
-  *slash = 0;
-  for (char *p = d + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      mkdir(d, 0777);
-      *p = '/';
-    }
-  mkdir(d, 0777);
-}
-
 static FILE *open_csv(struct bench *b, const char *header) {
   char def[256];
   snprintf(def, sizeof def, "bench/out/micro-%s.csv", b->backend);

@@ -83,21 +83,6 @@ static void make_header(const struct popts *o, coop_rt *rt, unsigned workers, ch
 
 /* -------------------------------------------------------------- files */
 
-static void make_parent(const char *path) {
-  char d[1024];
-  snprintf(d, sizeof d, "%s", path);
-  char *slash = strrchr(d, '/');
-  if (!slash) return;
-  *slash = 0;
-  for (char *p = d + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      mkdir(d, 0777);
-      *p = '/';
-    }
-  mkdir(d, 0777);
-}
-
 static void paths(struct out *w, const struct popts *o, const char *backend) {
   char base[1000];
   if (o->csv) {
@@ -163,18 +148,6 @@ void plain_label(char *dst, size_t n, const char *src) {
 }
 
 /* ------------------------------------------------------------ gnuplot */
-
-static int have_gnuplot(void) {
-  const char *path = getenv("PATH");
-  char dir[4096];
-  for (const char *p = path ? path : ""; *p;) {
-    size_t len = strcspn(p, ":");
-    snprintf(dir, sizeof dir, "%.*s/gnuplot", (int)len, p);
-    if (!access(dir, X_OK)) return 1;
-    p += len + (p[len] == ':');
-  }
-  return 0;
-}
 
 int plot(const struct out *w, const char *script) {
   if (!have_gnuplot()) {

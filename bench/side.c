@@ -1176,33 +1176,6 @@ static int read_csv(const char *path, struct sopts *o) {
   return 0;
 }
 
-static void make_parent(const char *path) {
-  char d[1024];
-  snprintf(d, sizeof d, "%s", path);
-  char *slash = strrchr(d, '/');
-  if (!slash) return;
-  *slash = 0;
-  for (char *p = d + 1; *p; p++)
-    if (*p == '/') {
-      *p = 0;
-      mkdir(d, 0777);
-      *p = '/';
-    }
-  mkdir(d, 0777);
-}
-
-static int have_gnuplot(void) {
-  const char *path = getenv("PATH");
-  char dir[4096];
-  for (const char *p = path ? path : ""; *p;) {
-    size_t len = strcspn(p, ":");
-    snprintf(dir, sizeof dir, "%.*s/gnuplot", (int)len, p);
-    if (!access(dir, X_OK)) return 1;
-    p += len + (p[len] == ':');
-  }
-  return 0;
-}
-
 static int plot(const char *png, const struct sopts *o, const char *what) {
   if (!have_gnuplot()) {
     printf(
