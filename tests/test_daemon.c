@@ -1400,6 +1400,60 @@ START_TEST(watchdog_ms_cancels_a_long_job) {
 }
 END_TEST
 
+/* A job whose buffers do not fit beside another job's in the arena fails
+ * with ENOMEM and a hint, the daemon goes on, and the space comes back
+ * when the other job ends. Arena 1 MiB: a running sweep holds 600 KiB; a
+ * render of 3 x 160 KiB (n = 200) fits alone, not beside it. */
+START_TEST(full_arena) {
+  const char *sets[] = {"device.arena_mb=1", NULL};
+  struct daemon_proc d = {0};
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  int fd = memfd_of(600u << 10);
+  uint64_t sweep = sweep_submit(&c, NULL, (600u << 10) / 4, 100000000u, w, fd);
+  ck_assert_uint_ne(sweep, 0);
+  close(fd);
+  wait_running(&c, sweep);
+
+  enum { N = 200 };
+  static float a[N * N], b[N * N];
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  submit_init(&m, "render", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, N);
+  arg_u32(&m.submit, 1);
+  uint64_t r = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_ENOMEM);
+  assert_has(c.m.result.message, "arena_mb");
+
+  union coop_msg k;
+  memset(&k, 0, sizeof k);
+  k.job.job = sweep;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+
+  r = submit(&c, &m, NULL, 0); /* the sweep's 600 KiB are free again */
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.nbuf, 1);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof a);
+  const float *got = (const float *)c.m.result.bufs[0].data;
+  for (int i = 0; i < N * N; i++) ck_assert_float_eq(got[i], (float)N);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- crash and restart (daemon/journal.h) ---- */
 
 /* The error a request about a job gets (STATUS, WAIT or CANCEL). */
@@ -1546,6 +1600,7 @@ static Suite *suite(void) {
   tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
   tcase_add_test(t, stop_leaves_a_hung_kernel);
   tcase_add_test(t, watchdog_ms_cancels_a_long_job);
+  tcase_add_test(t, full_arena);
   tcase_add_test(t, crash_then_restart);
   suite_add_tcase(s, t);
   t = tcase_create("devices");
