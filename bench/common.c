@@ -49,6 +49,17 @@ double mean_of(const struct series *s) {
   return s->n ? sum / (double)s->n : NAN;
 }
 
+void *grow_rows(void *rows, size_t n, size_t *cap, size_t size) {
+  if (n < *cap) return rows;
+  *cap = *cap ? 2 * *cap : 32;
+  rows = realloc(rows, *cap * size);
+  if (!rows) {
+    fprintf(stderr, "coop-bench: out of memory\n");
+    exit(1);
+  }
+  return rows;
+}
+
 double max_of(const struct series *s) { return quantile(s, 1.0); }
 double min_of(const struct series *s) { return quantile(s, 0.0); }
 

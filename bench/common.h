@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* ROW_ADD */
 
 /* ------------------------------------------------------------ samples */
 
@@ -26,6 +27,14 @@ double mean_of(const struct series *s);
 double max_of(const struct series *s);
 double min_of(const struct series *s);
 int cmp_dbl(const void *a, const void *b); /* qsort order of doubles */
+
+/* v->rows (a growing array of v->n elements, v->cap allocated) with room
+ * for one more; exits 1 when out of memory. */
+void *grow_rows(void *rows, size_t n, size_t *cap, size_t size);
+/* &v->rows[v->n++], zeroed. */
+#define ROW_ADD(v)                                                         \
+  ((v)->rows = grow_rows((v)->rows, (v)->n, &(v)->cap, sizeof *(v)->rows), \
+   memset(&(v)->rows[(v)->n], 0, sizeof *(v)->rows), &(v)->rows[(v)->n++])
 
 /* ------------------------------------------------------------ machine */
 

@@ -47,16 +47,6 @@ static double model(const struct mt *v, int c) {
   return v->period_ms[c] / (v->period_ms[c] - v->exec_ms[c]);
 }
 
-static struct mt_row *mt_add(struct mt *v) {
-  if (v->n == v->cap) {
-    v->cap = v->cap ? 2 * v->cap : 64;
-    v->rows = realloc(v->rows, v->cap * sizeof *v->rows);
-    if (!v->rows) exit(1);
-  }
-  memset(&v->rows[v->n], 0, sizeof v->rows[0]);
-  return &v->rows[v->n++];
-}
-
 static void mt_print_head(void) {
   printf(
       "\nFigure 6: the cooperative form beside periodic graphics tasks (slowdown = mean run\n"
@@ -149,7 +139,7 @@ static void mt_tasks(const struct mt *v, struct mt_row *r, const struct gfx *g,
 
 static void mt_fill(struct mt *v, const struct mt_cfg *c, const struct gfx *g,
                     const struct window *w) {
-  struct mt_row *r = mt_add(v);
+  struct mt_row *r = ROW_ADD(v);
   struct series ratio = {0};
   snprintf(r->app, sizeof r->app, "%.31s", c->x->a->name);
   snprintf(r->input, sizeof r->input, "%.63s", c->in->label);

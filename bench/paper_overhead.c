@@ -31,16 +31,6 @@ struct ov {
   size_t n, cap;
 };
 
-static struct ov_row *ov_add(struct ov *v) {
-  if (v->n == v->cap) {
-    v->cap = v->cap ? 2 * v->cap : 32;
-    v->rows = realloc(v->rows, v->cap * sizeof *v->rows);
-    if (!v->rows) exit(1);
-  }
-  memset(&v->rows[v->n], 0, sizeof v->rows[0]);
-  return &v->rows[v->n++];
-}
-
 static void ov_print_head(void) {
   printf(
       "\nTable 2: original vs cooperative form on every worker, no multitasking (ms;\n"
@@ -83,7 +73,7 @@ static int ov_input(struct ov *v, struct appctx *x, const struct coop_app_input 
             in->label, x->workers, v->query ? "query" : "plain", r, a, b, b / a);
   }
   if (!rc) {
-    struct ov_row *row = ov_add(v);
+    struct ov_row *row = ROW_ADD(v);
     snprintf(row->app, sizeof row->app, "%.31s", x->a->name);
     snprintf(row->input, sizeof row->input, "%.63s", in->label);
     row->workers = x->workers;

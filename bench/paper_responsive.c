@@ -35,16 +35,6 @@ struct rs {
 
 static const double qs[4] = {.5, .9, .99, 1.0};
 
-static struct rs_row *rs_add(struct rs *v) {
-  if (v->n == v->cap) {
-    v->cap = v->cap ? 2 * v->cap : 64;
-    v->rows = realloc(v->rows, v->cap * sizeof *v->rows);
-    if (!v->rows) exit(1);
-  }
-  memset(&v->rows[v->n], 0, sizeof v->rows[0]);
-  return &v->rows[v->n++];
-}
-
 static void rs_print_head(const struct rs *v) {
   printf(
       "\nFigure 5: %s graphics tasks (P %.1f ms, E %.2f ms) while the cooperative form\n"
@@ -114,7 +104,7 @@ static int rs_config(struct rs *v, struct appctx *x, const struct coop_app_input
   if (!rc) {
     mark_in_app(&g, &w);
     rs_csv(v, x, in, var, &g, mask);
-    struct rs_row *r = rs_add(v);
+    struct rs_row *r = ROW_ADD(v);
     snprintf(r->app, sizeof r->app, "%.31s", x->a->name);
     snprintf(r->input, sizeof r->input, "%.63s", in->label);
     snprintf(r->variant, sizeof r->variant, "%s", var);
