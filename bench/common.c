@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,7 +70,7 @@ int64_t now_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-void cpu_model(char *out, size_t n) {
+static void cpu_model(char *out, size_t n) {
   snprintf(out, n, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "r");
   if (!f) return;
@@ -84,6 +85,14 @@ void cpu_model(char *out, size_t n) {
     }
   }
   fclose(f);
+}
+
+void machine_of(struct machine *m) {
+  struct utsname u;
+  if (gethostname(m->host, sizeof m->host)) snprintf(m->host, sizeof m->host, "unknown");
+  m->host[sizeof m->host - 1] = 0;
+  snprintf(m->arch, sizeof m->arch, "%s", uname(&u) ? "unknown" : u.machine);
+  cpu_model(m->cpu, sizeof m->cpu);
 }
 
 void load_avg(char *out, size_t n) {

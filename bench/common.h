@@ -38,9 +38,14 @@ void *grow_rows(void *rows, size_t n, size_t *cap, size_t size);
 
 /* ------------------------------------------------------------ machine */
 
-int64_t now_ns(void);                /* CLOCK_MONOTONIC */
-void cpu_model(char *out, size_t n); /* /proc/cpuinfo's model name */
-void load_avg(char *out, size_t n);  /* /proc/loadavg: others' load shows */
+int64_t now_ns(void); /* CLOCK_MONOTONIC */
+/* What a header says of the machine: host name, uname's machine, and
+ * /proc/cpuinfo's model name ("unknown" for any it cannot read). */
+struct machine {
+  char host[256], arch[65], cpu[256];
+};
+void machine_of(struct machine *m);
+void load_avg(char *out, size_t n); /* /proc/loadavg: others' load shows */
 
 /* ------------------------------------------------------------- files */
 

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -218,12 +217,9 @@ static void csv_row(struct bench *b, const char *section, const char *quantity, 
 /* The report's header, one string: printed on stdout and, as comments, at
  * the top of the CSV file. */
 static void make_header(struct bench *b, char *h, size_t n) {
-  char host[256] = "unknown", cpu[256], date[64], cus[64] = "";
-  struct utsname u;
-  if (gethostname(host, sizeof host)) snprintf(host, sizeof host, "unknown");
-  host[sizeof host - 1] = 0;
-  if (uname(&u)) snprintf(u.machine, sizeof u.machine, "unknown");
-  cpu_model(cpu, sizeof cpu);
+  char date[64], cus[64] = "";
+  struct machine mc;
+  machine_of(&mc);
   time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
   const char *pocl = getenv("POCL_MAX_PTHREAD_COUNT");
@@ -237,7 +233,7 @@ static void make_header(struct bench *b, char *h, size_t n) {
            "workers), local size %ld, device clock %.4f ns/tick\n"
            "commit: %s (at build time); run %s\n"
            "mode: %s; reps %ld, rounds %ld, tasks %ld\n",
-           host, u.machine, cpu, sysconf(_SC_NPROCESSORS_ONLN), coop_rt_device_name(b->rt),
+           mc.host, mc.arch, mc.cpu, sysconf(_SC_NPROCESSORS_ONLN), coop_rt_device_name(b->rt),
            b->backend, coop_rt_backend_note(b->rt), coop_rt_compute_units(b->rt), cus,
            coop_rt_launched_groups(b->rt), coop_rt_participants(b->rt), b->workers, b->o.local_size,
            coop_rt_tick_ns(b->rt), COOP_BENCH_COMMIT, date, b->o.quick ? "quick" : "full",

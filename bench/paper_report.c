@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,12 +52,9 @@ static void params(const struct popts *o, coop_rt *rt, char *p, size_t n) {
 }
 
 static void make_header(const struct popts *o, coop_rt *rt, unsigned workers, char *h, size_t n) {
-  char host[256] = "unknown", cpu[256], date[64], cus[64] = "", par[768], load[64];
-  struct utsname u;
-  if (gethostname(host, sizeof host)) snprintf(host, sizeof host, "unknown");
-  host[sizeof host - 1] = 0;
-  if (uname(&u)) snprintf(u.machine, sizeof u.machine, "unknown");
-  cpu_model(cpu, sizeof cpu);
+  char date[64], cus[64] = "", par[768], load[64];
+  struct machine mc;
+  machine_of(&mc);
   time_t t = time(NULL);
   strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
   const char *pocl = getenv("POCL_MAX_PTHREAD_COUNT");
@@ -75,7 +71,7 @@ static void make_header(const struct popts *o, coop_rt *rt, unsigned workers, ch
            "megakernel)\n"
            "commit: %s (at build time); run %s\n"
            "%s\n",
-           host, u.machine, cpu, sysconf(_SC_NPROCESSORS_ONLN), load, coop_rt_device_name(rt),
+           mc.host, mc.arch, mc.cpu, sysconf(_SC_NPROCESSORS_ONLN), load, coop_rt_device_name(rt),
            coop_rt_backend(rt), coop_rt_backend_note(rt), coop_rt_compute_units(rt), cus,
            coop_rt_launched_groups(rt), coop_rt_participants(rt), workers, o->local_size,
            coop_rt_tick_ns(rt), COOP_BENCH_COMMIT, date, par);

@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -805,13 +804,10 @@ static char header[4096];
 static void make_header(struct bench *b, const char *load, const char *date, unsigned *ks,
                         char labels[][16], int nk) {
   const struct sopts *o = b->o;
-  char host[256] = "unknown", cpu[256], kstr[256] = "", carve[32] = "driver default";
+  char kstr[256] = "", carve[32] = "driver default";
   if (o->carveout >= 0) snprintf(carve, sizeof carve, "%ld%% shared", o->carveout);
-  struct utsname u;
-  if (gethostname(host, sizeof host)) snprintf(host, sizeof host, "unknown");
-  host[sizeof host - 1] = 0;
-  if (uname(&u)) snprintf(u.machine, sizeof u.machine, "unknown");
-  cpu_model(cpu, sizeof cpu);
+  struct machine mc;
+  machine_of(&mc);
   for (int i = 0; i < nk; i++)
     snprintf(kstr + strlen(kstr), sizeof kstr - strlen(kstr), "%s%u (%s)", i ? ", " : "", ks[i],
              labels[i]);
@@ -829,7 +825,7 @@ static void make_header(struct bench *b, const char *load, const char *date, uns
            "long kernel: %s (cooperative form, %s resizing barrier) on %s (%u vertices, %u "
            "edges), all %u workers, back to back, >= %ld runs per window\n"
            "command: %s\n",
-           host, u.machine, cpu, sysconf(_SC_NPROCESSORS_ONLN), load, b->p.name, b->p.sms,
+           mc.host, mc.arch, mc.cpu, sysconf(_SC_NPROCESSORS_ONLN), load, b->p.name, b->p.sms,
            b->p.cc_major, b->p.cc_minor, b->p.driver / 1000, b->p.driver % 1000 / 10,
            coop_rt_backend(b->rt), coop_rt_backend_note(b->rt), coop_rt_launched_groups(b->rt),
            coop_rt_participants(b->rt), b->workers, o->local, coop_rt_tick_ns(b->rt),
