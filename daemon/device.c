@@ -261,12 +261,51 @@ static int fd_write(int fd, const void *p, uint64_t n) {
   return 0;
 }
 
+/* Frees the job's arena copies. A guard zone found overwritten (arena.c)
+ * means the kernel wrote outside this job's buffers: the job fails with
+ * EFAULT and the log names it (the neighbours' guards are theirs to check
+ * when they end; the views keep shipped kernels from ever getting here). */
 static void free_buffers(struct dev *d, struct job *j) {
+  int breach = -1;
   for (unsigned i = 0; i < j->nargs; i++)
     if (j->args[i].dev) {
-      coop_rt_free(d->rt, j->args[i].dev);
+      if (coop_rt_free(d->rt, j->args[i].dev) == COOP_EFAULT && breach < 0) breach = (int)i;
       j->args[i].dev = NULL;
     }
+  if (breach < 0) return;
+  log_error("job %llu (%s, uid %u): the guard zone of buffer argument %d was overwritten",
+            (unsigned long long)j->id, j->kernel, j->uid, breach);
+  if (j->error != COOP_EFAULT) {
+    j->error = COOP_EFAULT;
+    snprintf(j->message, sizeof j->message,
+             "kernel %s wrote outside buffer argument %d (its guard zone was overwritten); the "
+             "result is not to be trusted",
+             j->kernel, breach);
+    atomic_store(&j->state, COOP_JOB_FAILED);
+  }
+}
+
+/* A task whose bounds-checked views caught an access outside its buffers
+ * (device/api.h): nothing outside the job was touched, but its output is
+ * garbage, so the job fails with EFAULT, naming the argument. */
+static void fault(struct dev *d, struct job *j, unsigned tag) {
+  if (j->error == COOP_EFAULT) return;
+  char what[64];
+  const struct kdef *k = kset_find(d->ks, j->kernel);
+  if (tag == COOP_RT_FAULT_SCRATCH)
+    snprintf(what, sizeof what, "its workgroup scratch memory");
+  else if (k && tag - 1 < k->nargs && k->argnames[tag - 1][0])
+    snprintf(what, sizeof what, "buffer argument %u (%s)", tag - 1, k->argnames[tag - 1]);
+  else
+    snprintf(what, sizeof what, "buffer argument %u", tag - 1);
+  log_warn("job %llu (%s, uid %u): out-of-bounds access to %s stopped", (unsigned long long)j->id,
+           j->kernel, j->uid, what);
+  j->error = COOP_EFAULT;
+  snprintf(j->message, sizeof j->message,
+           "kernel %s indexed %s out of bounds (the access was kept inside the job's buffers; "
+           "check the arguments against the data)",
+           j->kernel, what);
+  atomic_store(&j->state, COOP_JOB_FAILED);
 }
 
 /* Arena copies of the job's buffers, IN data copied in. 0 or -1 (failed). */
@@ -320,9 +359,13 @@ static int submit_instance(struct dev *d, struct run *r) {
                                  .cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE),
                                  .query_barrier = !!(j->flags & COOP_SUBMIT_QUERY_BARRIER),
                                  .nargs = j->nargs};
-  for (unsigned i = 0; i < j->nargs; i++)
-    td.args[i] =
-        j->args[i].type == COOP_ARG_BUF ? coop_rt_buf_arg(d->rt, j->args[i].dev) : j->args[i].bits;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    int buf = j->args[i].type == COOP_ARG_BUF;
+    td.args[i] = buf ? coop_rt_buf_arg(d->rt, j->args[i].dev) : j->args[i].bits;
+    /* The views' bound: the client's declared size, never a scalar. A
+     * scalar's length is 1 so that the runtime does not look it up. */
+    td.lens[i] = buf ? j->args[i].size : 1;
+  }
   coop_task_id id;
   int e = coop_rt_submit(d->rt, &td, &id);
   if (e) return e;
@@ -398,6 +441,16 @@ static int resolve(struct dev *d, struct job *j) {
     fail(j, COOP_EARGS, "kernel %s changed its signature in a reload", j->kernel);
     return -1;
   }
+  uint64_t bits[COOP_WIRE_MAX_ARGS] = {0}, lens[COOP_WIRE_MAX_ARGS] = {0};
+  for (unsigned i = 0; i < j->nargs; i++) {
+    bits[i] = j->args[i].bits;
+    lens[i] = j->args[i].type == COOP_ARG_BUF ? j->args[i].size : 0;
+  }
+  char why[256];
+  if (kdef_admit(k, bits, lens, why, sizeof why)) { /* a reload may add rules */
+    fail(j, COOP_EARGS, "%s", why);
+    return -1;
+  }
   if (!dev_fits(d, j->groups, k->cooperative)) {
     j->error = COOP_EHUNG;
     snprintf(j->message, sizeof j->message,
@@ -463,6 +516,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
     t.gather_ns = ti.gather_ns;
     t.exec_ns = ti.t_finished - ti.t_started;
   }
+  if (ti.fault) fault(d, j, ti.fault);
   if (st == COOP_JOB_REFUSED && j->error == 0) {
     j->error = COOP_EREFUSED;
     snprintf(j->message, sizeof j->message, "refused by the scheduler (reason %d)", ti.refusal);

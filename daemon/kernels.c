@@ -25,6 +25,18 @@ static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
   k->nargs = 0;
   if (*v == '\0') return 0;
   for (char *save = NULL, *t = strtok_r(v, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(t, ':');
+    if (k->nargs < COOP_WIRE_MAX_ARGS) k->argnames[k->nargs][0] = '\0';
+    if (colon) {
+      *colon = '\0';
+      if (!is_ident(t) || strlen(t) >= sizeof k->argnames[0])
+        return snprintf(err, errlen, "bad argument name \"%s\"", t), -1;
+      for (unsigned i = 0; i < k->nargs; i++)
+        if (!strcmp(k->argnames[i], t))
+          return snprintf(err, errlen, "argument name \"%s\" used twice", t), -1;
+      if (k->nargs < COOP_WIRE_MAX_ARGS) snprintf(k->argnames[k->nargs], 32, "%s", t);
+      t = colon + 1;
+    }
     unsigned ty = 0;
     for (unsigned i = 1; i < 8; i++)
       if (strcmp(t, type_names[i]) == 0) ty = i;
@@ -70,6 +82,47 @@ static int parse_directive(const char *line, struct kdef *k, char *err, size_t e
   return 0;
 }
 
+/* The lines after the first that start with "//@coop ": admission rules. */
+static int parse_rules(const char *src, struct kdef *k, char *err, size_t errlen) {
+  const char *line = strchr(src, '\n');
+  unsigned lineno = 1;
+  while (line) {
+    line++;
+    lineno++;
+    const char *end = strchr(line, '\n');
+    size_t l = end ? (size_t)(end - line) : strlen(line);
+    if (l >= 8 && !strncmp(line, "//@coop ", 8)) {
+      char buf[REQ_MAX_TEXT + 16];
+      if (l - 8 >= sizeof buf)
+        return snprintf(err, errlen, "line %u: directive too long", lineno), -1;
+      memcpy(buf, line + 8, l - 8);
+      buf[l - 8] = '\0';
+      buf[strcspn(buf, "\r")] = '\0';
+      if (strncmp(buf, "require ", 8))
+        return snprintf(err, errlen, "line %u: unknown directive (only \"require\" may follow)",
+                        lineno),
+               -1;
+      if (k->nrules == KDEF_MAX_RULES)
+        return snprintf(err, errlen, "line %u: more than %u rules", lineno, KDEF_MAX_RULES), -1;
+      char why[200];
+      if (req_compile(&k->rules[k->nrules], buf + 8, (const char(*)[32])k->argnames, k->types,
+                      k->nargs, why, sizeof why))
+        return snprintf(err, errlen, "line %u: %s", lineno, why), -1;
+      k->nrules++;
+    }
+    line = end;
+  }
+  return 0;
+}
+
+int kdef_admit(const struct kdef *k, const uint64_t *bits, const uint64_t *lens, char *why,
+               size_t whylen) {
+  for (unsigned i = 0; i < k->nrules; i++)
+    if (req_check(&k->rules[i], (const char(*)[32])k->argnames, k->types, bits, lens, why, whylen))
+      return -1;
+  return 0;
+}
+
 static char *read_file(const char *path, char *err, size_t errlen) {
   FILE *f = fopen(path, "rb");
   if (!f) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), NULL;
@@ -92,7 +145,7 @@ static int load_one(struct kset *s, const char *path, char *err, size_t errlen) 
   if (!src) return -1;
   struct kdef k;
   memset(&k, 0, sizeof k);
-  if (parse_directive(src, &k, why, sizeof why)) {
+  if (parse_directive(src, &k, why, sizeof why) || parse_rules(src, &k, why, sizeof why)) {
     free(src);
     return snprintf(err, errlen, "%s: %s", path, why), -1;
   }

@@ -352,6 +352,20 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
     }
     total += a->size;
   }
+  {
+    /* The kernel's own rules relate scalars to buffer sizes (require.h):
+     * what keeps a client's n from sending the kernel past its buffers. */
+    uint64_t bits[COOP_WIRE_MAX_ARGS] = {0}, lens[COOP_WIRE_MAX_ARGS] = {0};
+    for (unsigned i = 0; i < m->nargs; i++) {
+      bits[i] = m->args[i].bits;
+      lens[i] = m->args[i].type == COOP_ARG_BUF ? m->args[i].size : 0;
+    }
+    char why[320];
+    if (kdef_admit(k, bits, lens, why, sizeof why)) {
+      sess_error(s, seq, COOP_EARGS, "kernel %s: %s", k->name, why);
+      return -1;
+    }
+  }
   if (inline_out > SESS_INLINE_OUT_MAX) {
     sess_error(s, seq, COOP_ETOOBIG, "inline output buffers above %u bytes: pass a memfd",
                SESS_INLINE_OUT_MAX);

@@ -4,6 +4,15 @@
  * after launch, arguments can be offsets (the same on every backend), and
  * closing frees every buffer at once. First fit over a sorted block list;
  * the caller holds rt->lock.
+ *
+ * Isolation between jobs (docs/faults.md, "Isolation"): every block is
+ * fenced by a guard zone on each side, [guard][data][guard], filled with a
+ * canary derived from a per-runtime secret and the block's offset, so a
+ * kernel cannot forge it by writing a constant. coop_rt_free checks both
+ * guards and returns COOP_EFAULT on a breach: the job that owned the block
+ * wrote outside it (kernels index through bounds-checked views, so only a
+ * kernel that uses the raw coop_arg_buf can). A block is zeroed, guards
+ * excepted, before it is handed out again.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +20,18 @@
 #include "rt_internal.h"
 
 #define ALIGN 64
+#define GUARD COOP__ARENA_GUARD
 
 void coop__arena_init(struct coop_rt *rt) {
   rt->nblocks = 0;
   rt->cap_blocks = 0;
   rt->blocks = NULL;
+  /* Not a cryptographic secret, but not guessable from outside either: the
+   * clock at launch and the runtime's address, mixed (splitmix64). */
+  uint64_t z = (uint64_t)coop__now_ns() ^ (uint64_t)(uintptr_t)rt;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  rt->canary_key = z ^ (z >> 31);
 }
 
 void coop__arena_fini(struct coop_rt *rt) {
@@ -24,7 +40,28 @@ void coop__arena_fini(struct coop_rt *rt) {
   rt->nblocks = rt->cap_blocks = 0;
 }
 
-static int insert(struct coop_rt *rt, size_t at, size_t off, size_t len) {
+static uint64_t canary(const struct coop_rt *rt, size_t at) {
+  return rt->canary_key ^ ((uint64_t)at * 0x9e3779b97f4a7c15ull);
+}
+
+/* Guards are GUARD bytes at byte offset `at` of the arena. */
+static void guard_fill(struct coop_rt *rt, size_t at) {
+  for (size_t i = 0; i < GUARD; i += 8) {
+    uint64_t v = canary(rt, at + i);
+    memcpy(rt->arena + at + i, &v, 8);
+  }
+}
+
+static int guard_ok(const struct coop_rt *rt, size_t at) {
+  for (size_t i = 0; i < GUARD; i += 8) {
+    uint64_t v;
+    memcpy(&v, rt->arena + at + i, 8);
+    if (v != canary(rt, at + i)) return 0;
+  }
+  return 1;
+}
+
+static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
   if (rt->nblocks == rt->cap_blocks) {
     size_t cap = rt->cap_blocks ? rt->cap_blocks * 2 : 32;
     struct coop__arena_block *nb = realloc(rt->blocks, cap * sizeof *nb);
@@ -33,44 +70,76 @@ static int insert(struct coop_rt *rt, size_t at, size_t off, size_t len) {
     rt->cap_blocks = cap;
   }
   memmove(rt->blocks + at + 1, rt->blocks + at, (rt->nblocks - at) * sizeof *rt->blocks);
-  rt->blocks[at] = (struct coop__arena_block){off, len, 1};
+  rt->blocks[at] = *b;
   rt->nblocks++;
   return 0;
 }
 
 void *coop_rt_alloc(coop_rt *rt, size_t bytes) {
-  if (!rt || !rt->arena || bytes == 0) return NULL;
+  if (!rt || !rt->arena || bytes == 0 || bytes > rt->arena_bytes) return NULL;
   size_t len = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+  size_t need = len + 2 * GUARD; /* footprint: [guard][len][guard] */
   void *res = NULL;
   pthread_mutex_lock(&rt->lock);
   size_t prev_end = 0;
   for (size_t i = 0; i <= rt->nblocks; i++) {
-    size_t next = i < rt->nblocks ? rt->blocks[i].off : rt->arena_bytes;
-    if (next - prev_end >= len) {
-      if (insert(rt, i, prev_end, len) == 0) res = rt->arena + prev_end;
+    size_t next = i < rt->nblocks ? rt->blocks[i].off - GUARD : rt->arena_bytes;
+    if (next - prev_end >= need) {
+      struct coop__arena_block b = {prev_end + GUARD, len, bytes};
+      if (insert(rt, i, &b) == 0) {
+        res = rt->arena + b.off;
+        /* Zeroed before reuse: nothing of an earlier job survives. */
+        memset(res, 0, len);
+        guard_fill(rt, b.off - GUARD);
+        guard_fill(rt, b.off + len);
+      }
       break;
     }
-    if (i < rt->nblocks) prev_end = rt->blocks[i].off + rt->blocks[i].len;
+    if (i < rt->nblocks) prev_end = rt->blocks[i].off + rt->blocks[i].len + GUARD;
   }
   pthread_mutex_unlock(&rt->lock);
-  if (res) memset(res, 0, bytes);
   return res;
 }
 
-void coop_rt_free(coop_rt *rt, void *p) {
-  if (!rt || !p) return;
+int coop_rt_free(coop_rt *rt, void *p) {
+  if (!rt || !p) return 0;
   size_t off = (size_t)((uint8_t *)p - rt->arena);
+  int r = COOP_EINVAL;
   pthread_mutex_lock(&rt->lock);
   for (size_t i = 0; i < rt->nblocks; i++) {
-    if (rt->blocks[i].off == off) {
-      memmove(rt->blocks + i, rt->blocks + i + 1, (rt->nblocks - i - 1) * sizeof *rt->blocks);
-      rt->nblocks--;
-      break;
-    }
+    struct coop__arena_block b = rt->blocks[i];
+    if (b.off != off) continue;
+    r = guard_ok(rt, b.off - GUARD) && guard_ok(rt, b.off + b.len) ? 0 : COOP_EFAULT;
+    memmove(rt->blocks + i, rt->blocks + i + 1, (rt->nblocks - i - 1) * sizeof *rt->blocks);
+    rt->nblocks--;
+    break;
   }
   pthread_mutex_unlock(&rt->lock);
+  return r;
 }
 
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p) {
   return (uint64_t)((const uint8_t *)p - rt->arena);
+}
+
+/* rt->lock held. The requested size of the block starting at offset off,
+ * or 0 when no block starts there (the argument is not a buffer). */
+uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off) {
+  size_t lo = 0, hi = rt->nblocks;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (rt->blocks[mid].off < off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < rt->nblocks && rt->blocks[lo].off == off ? rt->blocks[lo].req : 0;
+}
+
+uint64_t coop_rt_buf_len(coop_rt *rt, const void *p) {
+  if (!rt || !p || !rt->arena) return 0;
+  pthread_mutex_lock(&rt->lock);
+  uint64_t n = coop__arena_len_at(rt, coop_rt_buf_arg(rt, p));
+  pthread_mutex_unlock(&rt->lock);
+  return n;
 }

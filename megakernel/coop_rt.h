@@ -69,10 +69,15 @@ unsigned coop_rt_workers(const coop_rt *rt);
 double coop_rt_tick_ns(const coop_rt *rt); /* device clock period, ns */
 
 /* Task buffers live in the SVM arena: host pointer for the host, and a
- * 64-bit argument value (an arena offset) for the kernel. */
+ * 64-bit argument value (an arena offset) for the kernel. A buffer comes
+ * zeroed and fenced by guard zones; coop_rt_free returns COOP_EFAULT when a
+ * guard was overwritten (something wrote outside the buffer), COOP_EINVAL
+ * for a pointer that is not a buffer, else 0. coop_rt_buf_len: the size
+ * asked for, 0 for a pointer that is not a buffer. */
 void *coop_rt_alloc(coop_rt *rt, size_t bytes);
-void coop_rt_free(coop_rt *rt, void *p);
+int coop_rt_free(coop_rt *rt, void *p);
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p);
+uint64_t coop_rt_buf_len(coop_rt *rt, const void *p);
 
 struct coop_rt_task_desc {
   int kernel;      /* from coop_rt_add_kernel */
@@ -81,6 +86,11 @@ struct coop_rt_task_desc {
   int query_barrier; /* resizing barrier: 1 = query variant, 0 = plain */
   unsigned nargs;
   uint64_t args[COOP_RT_MAX_ARGS];
+  /* Byte length of each buffer argument: the most the kernel's
+   * bounds-checked views (device/api.h) may reach. 0 = the size of the
+   * arena buffer whose coop_rt_buf_arg is args[i], if any (so in-process
+   * callers need not fill it); a daemon sets every buffer's length. */
+  uint64_t lens[COOP_RT_MAX_ARGS];
 };
 
 typedef uint32_t coop_task_id;
@@ -118,7 +128,12 @@ struct coop_rt_task_info {
   int64_t t_submitted, t_released, t_gathered, t_started, t_finished;
   int64_t gather_ns; /* gathered - released, both device clock */
   unsigned m_initial, m_min, m_max, kills, forks, resizes;
+  /* Once final: 0, or which view accessed out of bounds (the kernel was
+   * kept inside its buffers; the result is not to be trusted): argument
+   * index + 1, or COOP_RT_FAULT_SCRATCH for the workgroup's scratch. */
+  unsigned fault;
 };
+#define COOP_RT_FAULT_SCRATCH 0x100u
 
 int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info);
 /* Live view, for monitoring only: what the scheduler last published (every

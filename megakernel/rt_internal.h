@@ -18,9 +18,12 @@ struct coop__kernel {
   char *source;
 };
 
+/* One task buffer: data at [off, off + len), len the request rounded up
+ * to 64 bytes, req the request; a guard zone of COOP__ARENA_GUARD bytes
+ * on each side (arena.c). */
+#define COOP__ARENA_GUARD 64u
 struct coop__arena_block {
-  size_t off, len;
-  int used;
+  size_t off, len, req;
 };
 
 struct coop_rt {
@@ -44,6 +47,7 @@ struct coop_rt {
   size_t arena_bytes;
   struct coop__arena_block *blocks;
   size_t nblocks, cap_blocks;
+  uint64_t canary_key; /* guard zones' canaries (arena.c) */
 
   unsigned participants;
   /* clock: ns = ref_ns + (ticks - ref_ticks) * tick_ns */
@@ -65,5 +69,6 @@ char *coop__assemble_source(const struct coop_rt *rt);
 /* arena.c */
 void coop__arena_init(struct coop_rt *rt);
 void coop__arena_fini(struct coop_rt *rt);
+uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off);
 
 #endif /* COOP_RT_INTERNAL_H */

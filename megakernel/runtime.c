@@ -375,6 +375,10 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   t->status = 0;
   memset(t->args, 0, sizeof t->args);
   memcpy(t->args, d->args, d->nargs * sizeof d->args[0]);
+  memset(t->lens, 0, sizeof t->lens);
+  for (unsigned i = 0; i < d->nargs; i++)
+    t->lens[i] = d->lens[i] ? d->lens[i] : coop__arena_len_at(rt, d->args[i]);
+  t->fault = 0;
   t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
   t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;
   atomic_store_explicit(&t->live_m, 0, memory_order_relaxed);
@@ -457,6 +461,7 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
   info->kills = t->kills;
   info->forks = t->forks;
   info->resizes = t->resizes;
+  info->fault = t->fault;
   return 0;
 }
 

@@ -42,6 +42,7 @@ typedef unsigned char coop_u8;
 struct coop_wgl {
   coop_u32 cmd, chan, vid, forked, decision, pad;
   coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
+  coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */
 };
 
 struct coop_ctx {
@@ -81,11 +82,99 @@ COOP_FN coop_u32 coop_arg_u32(const struct coop_ctx *c, coop_u32 i) {
 COOP_FN coop_i32 coop_arg_i32(const struct coop_ctx *c, coop_u32 i) {
   return (coop_i32)(coop_u32)c->ch->args[i];
 }
+/* Unchecked: the raw address of buffer argument i. Shipped kernels never
+ * use these two (tests/check_kernels.sh fails the build's tests if one does):
+ * they index through the views below, so that no client scalar or client
+ * data can move an access outside the job's own buffers. */
 COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {
   return (COOP_GLOBAL void *)(c->arena + c->ch->args[i]);
 }
 COOP_FN COOP_LOCAL void *coop_scratch(const struct coop_ctx *c) {
   return (COOP_LOCAL void *)c->wl->scratch;
 }
+
+/*
+ * Bounds-checked views (docs/kernels.md, "Buffers"). A view is a typed
+ * pointer plus its length in elements, taken from the length the host gave
+ * for that argument (coop_task_rec.lens: the job's buffer size, never a
+ * client scalar). coop_at(v, i) is element i as an lvalue and coop_ptr(v, i)
+ * its address (for atomics). An index outside [0, n) does not touch memory
+ * outside the view: the access goes to a per-device sink (per-workgroup for
+ * scratch), whose contents are garbage, and the kernel's channel records the
+ * fault (relaxed store, device scope; the scheduler reads it after the
+ * acquire fence of the reap, and the host then fails the job with EFAULT).
+ * The kernel keeps running: it may loop or compute nonsense, but only over
+ * its own buffers and the sink.
+ *
+ * coop_ptr evaluates v and i twice: pass side-effect-free expressions.
+ * coop_sub(dst, v, off, cnt) narrows v to elements [off, off + cnt), clamped
+ * to v: a sub-view can never be larger than its parent.
+ */
+#define COOP_FAULT_SCRATCH 0x100u /* coop_chan.fault for a scratch view */
+
+COOP_FN void coop__oob(COOP_GLOBAL coop_atomic_u32 *fault, coop_u32 tag) {
+  coop_st_rlx(fault, tag);
+}
+
+#define COOP__VIEW(NAME, SPACE, T)      \
+  typedef struct {                      \
+    SPACE T *p;                         \
+    SPACE T *sink;                      \
+    COOP_GLOBAL coop_atomic_u32 *fault; \
+    coop_u64 n;                         \
+    coop_u32 tag;                       \
+  } NAME;
+COOP__VIEW(coop_buf_u32, COOP_GLOBAL, coop_u32)
+COOP__VIEW(coop_buf_i32, COOP_GLOBAL, coop_i32)
+COOP__VIEW(coop_buf_f32, COOP_GLOBAL, float)
+COOP__VIEW(coop_buf_u64, COOP_GLOBAL, coop_u64)
+COOP__VIEW(coop_buf_atomic_u32, COOP_GLOBAL, coop_atomic_u32)
+COOP__VIEW(coop_lbuf_u32, COOP_LOCAL, coop_u32)
+COOP__VIEW(coop_lbuf_i32, COOP_LOCAL, coop_i32)
+
+#define coop_ptr(v, i) \
+  ((coop_u64)(i) < (v).n ? (v).p + (coop_u64)(i) : (coop__oob((v).fault, (v).tag), (v).sink))
+#define coop_at(v, i) (*coop_ptr(v, i))
+#define coop_len(v) ((v).n)
+#define coop_sub(dst, v, off, cnt)            \
+  do {                                        \
+    (dst) = (v);                              \
+    coop_u64 coop__o = (coop_u64)(off);       \
+    coop_u64 coop__c = (coop_u64)(cnt);       \
+    if (coop__o > (dst).n) coop__o = (dst).n; \
+    (dst).p += coop__o;                       \
+    (dst).n -= coop__o;                       \
+    if (coop__c < (dst).n) (dst).n = coop__c; \
+  } while (0)
+
+/* Views of buffer argument i (a buffer the host sized) and of the scratch. */
+#define COOP__ARG_VIEW(FN, NAME, T)                       \
+  COOP_FN NAME FN(const struct coop_ctx *c, coop_u32 i) { \
+    NAME v;                                               \
+    v.p = (COOP_GLOBAL T *)(c->arena + c->ch->args[i]);   \
+    v.sink = (COOP_GLOBAL T *)c->dev->sink;               \
+    v.fault = &c->ch->fault;                              \
+    v.n = c->ch->lens[i] / (coop_u64)sizeof(T);           \
+    v.tag = i + 1u;                                       \
+    return v;                                             \
+  }
+COOP__ARG_VIEW(coop_arg_buf_u32, coop_buf_u32, coop_u32)
+COOP__ARG_VIEW(coop_arg_buf_i32, coop_buf_i32, coop_i32)
+COOP__ARG_VIEW(coop_arg_buf_f32, coop_buf_f32, float)
+COOP__ARG_VIEW(coop_arg_buf_u64, coop_buf_u64, coop_u64)
+COOP__ARG_VIEW(coop_arg_buf_atomic_u32, coop_buf_atomic_u32, coop_atomic_u32)
+
+#define COOP__SCRATCH_VIEW(FN, NAME, T)       \
+  COOP_FN NAME FN(const struct coop_ctx *c) { \
+    NAME v;                                   \
+    v.p = (COOP_LOCAL T *)c->wl->scratch;     \
+    v.sink = (COOP_LOCAL T *)c->wl->sink;     \
+    v.fault = &c->ch->fault;                  \
+    v.n = COOP_SCRATCH_BYTES / sizeof(T);     \
+    v.tag = COOP_FAULT_SCRATCH;               \
+    return v;                                 \
+  }
+COOP__SCRATCH_VIEW(coop_scratch_u32, coop_lbuf_u32, coop_u32)
+COOP__SCRATCH_VIEW(coop_scratch_i32, coop_lbuf_i32, coop_i32)
 
 #endif /* COOP_API_H */

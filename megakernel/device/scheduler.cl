@@ -102,6 +102,9 @@ COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
   t->kills = coop_ld_rlx(&ch->killed);
   t->forks = coop_ld_rlx(&ch->forked);
   t->resizes = coop_ld_rlx(&ch->resizes);
+  /* Every worker's stores, the fault included, were acquired by the reap's
+   * fence after its RETURNED. */
+  t->fault = coop_ld_rlx(&ch->fault);
   coop__finish_task(mb, ch->task, coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
   s->chan_busy[c] = 0u;
 }
@@ -145,7 +148,12 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   ch->flags = t->flags;
   ch->n_max = t->groups;
   ch->task = slot;
-  for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) ch->args[i] = t->args[i];
+  for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) {
+    ch->args[i] = t->args[i];
+    ch->lens[i] = t->lens[i];
+  }
+  coop_st_rlx(&ch->fault, 0u);
+  t->fault = 0u;
   coop_st_rlx(&ch->lock, 0u);
   coop_st_rlx(&ch->m, g);
   coop_st_rlx(&ch->want_kill, 0u);

@@ -19,7 +19,7 @@
 #include "dialect.h"
 #endif
 
-#define COOP_ABI 2u
+#define COOP_ABI 3u
 #define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
@@ -57,6 +57,9 @@ struct coop_task_rec {
   coop_u32 groups; /* N (cooperative maximum) or K (non-cooperative) */
   coop_u32 status;
   coop_u64 args[COOP_MAX_ARGS];
+  /* Byte length of each buffer argument (0 for scalars): what the kernel's
+   * bounds-checked views (api.h) allow. Set by the host with the args. */
+  coop_u64 lens[COOP_MAX_ARGS];
   /* Results, device clock ticks; written by the scheduler before the final
    * state. released: scheduler took the task; gathered: all workgroups it
    * starts with were free and assigned; started: first workgroup entered the
@@ -64,6 +67,9 @@ struct coop_task_rec {
   coop_u64 t_released, t_gathered, t_started, t_finished;
   coop_u32 m_initial, m_min, m_max, kills;
   coop_u32 forks, resizes;
+  /* Out-of-bounds access: 0, else the tag of the last view that faulted
+   * (argument index + 1, or COOP_FAULT_SCRATCH). Written with the results. */
+  coop_u32 fault, pad_fault;
   /* Live view while it runs (coopctl top), published by the scheduler
    * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
    * monitoring only, never used to synchronise. */
@@ -147,6 +153,9 @@ struct coop_chan {
   coop_u32 n_max; /* N: the most workgroups the kernel may have */
   coop_u32 task;  /* task slot */
   coop_u64 args[COOP_MAX_ARGS];
+  coop_u64 lens[COOP_MAX_ARGS]; /* buffer lengths, bytes (views) */
+  coop_atomic_u32 fault;        /* a view's tag after an out-of-bounds access; relaxed */
+  coop_atomic_u32 pad_fault;
   coop_atomic_u32 lock;
   coop_atomic_u32 m;            /* (L) M, the active count */
   coop_atomic_u32 want_kill;    /* (L) scheduler: surrender this many */
@@ -186,6 +195,9 @@ struct coop_sched {
 };
 
 struct coop_dev {
+  /* Where out-of-bounds view accesses of every kernel land: garbage that no
+   * job owns (api.h). 64 bytes, so any element type fits. */
+  coop_u64 sink[8];
   coop_atomic_u32 disc_lock;
   coop_atomic_u32 disc_open;
   coop_atomic_u32 disc_count;

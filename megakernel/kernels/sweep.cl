@@ -1,4 +1,5 @@
-//@coop name=sweep kind=cooperative args=buf,u32,u32
+//@coop name=sweep kind=cooperative args=data:buf,n:u32,rounds:u32
+//@coop require n*4 <= len(data)
 /*
  * sweep.cl: a cooperative sample kernel. For `rounds` rounds it adds 1 to
  * every element of data[n] (a u32 array), the elements split by global id
@@ -15,10 +16,10 @@ struct sweep_state {
 void sweep_init(struct coop_ctx *c, struct sweep_state *s) { s->round = 0u; }
 
 coop_u32 sweep_step(struct coop_ctx *c, struct sweep_state *s) {
-  COOP_GLOBAL coop_u32 *data = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);
+  coop_buf_u32 data = coop_arg_buf_u32(c, 0);
   coop_u32 n = coop_arg_u32(c, 1), rounds = coop_arg_u32(c, 2);
   if (s->round == rounds) return COOP_DONE;
-  for (coop_u32 i = coop_global_id(c); i < n; i += coop_global_size(c)) data[i] += 1u;
+  for (coop_u32 i = coop_global_id(c); i < n; i += coop_global_size(c)) coop_at(data, i) += 1u;
   s->round++;
   return COOP_RESIZING_BARRIER;
 }
