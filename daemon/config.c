@@ -41,6 +41,7 @@ void config_defaults(struct config *c) {
   c->grace_ms = 5000;
   c->gather_budget_ms = 10000;
   c->hang_ms = 5000;
+  c->reserve_percent = 50;
 }
 
 static int parse_uint(const char *v, unsigned long long max, int base, unsigned long long *out) {
@@ -92,6 +93,7 @@ static const struct key keys[] = {
     {"jobs", "grace_ms", K_UINT, F(grace_ms), 1u << 31},
     {"jobs", "gather_budget_ms", K_UINT, F(gather_budget_ms), 1u << 31},
     {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
+    {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
 };
 #undef F
 
@@ -294,5 +296,7 @@ void config_print(const struct config *c, void (*line)(const char *)) {
            "hang_ms=%u",
            c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms,
            c->gather_budget_ms, c->hang_ms);
+  line(b);
+  snprintf(b, sizeof b, "jobs: reserve_percent=%u", c->reserve_percent);
   line(b);
 }

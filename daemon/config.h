@@ -37,6 +37,7 @@ struct config {
   unsigned grace_ms;         /* shutdown: let jobs finish this long, then cancel */
   unsigned gather_budget_ms; /* fail a task waiting longer for workgroups; 0 = never */
   unsigned hang_ms;          /* a cancelled kernel still running after this is hung */
+  unsigned reserve_percent;  /* workers cooperative jobs may not pin (device.c) */
 };
 
 /* Defaults (documented in conf/coopd.ini); the socket from the environment. */

@@ -35,6 +35,17 @@
  *   at a stop, zombies left after a short wait keep the runtime from being
  *     closed (closing waits for the megakernel): the thread ends without it,
  *     and coopd exits non-zero; exiting frees the device.
+ *
+ * Cooperative slots (docs/faults.md, "Isolation"). A running cooperative
+ * kernel keeps at least one workgroup: the scheduler never asks for its
+ * last. So cooperative jobs could pin every worker at M = 1 and starve
+ * every non-cooperative task. They therefore run on at most coop_slots()
+ * workers: the usable ones less [jobs] reserve_percent of them (rounded
+ * up), at least one. Beyond that a cooperative job waits in `coop_wait`
+ * (FIFO), and a waiting job starts only while its user runs fewer than an
+ * even share of the slots (slots / users with cooperative jobs running or
+ * waiting, at least 1): one user's queue cannot hold every slot while
+ * another's waits. Device thread only.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "device.h"
@@ -116,12 +127,13 @@ struct dev {
   int64_t swap_deadline;
   char swap_msg[2048];
   void (*on_swapped)(int err, const char *msg, void *user);
-  int swap_now;              /* device thread: snapshot of swapping */
-  int64_t swap_at;           /* device thread: snapshot of swap_deadline */
-  char broken[512];          /* device thread: why no runtime is running, or "" */
-  struct dev_view view;      /* under mu: the last snapshot (TOP) */
-  struct dev_view next_view; /* device thread: the one being built */
-  int64_t view_at;           /* device thread: when it was last built */
+  int swap_now;                                /* device thread: snapshot of swapping */
+  int64_t swap_at;                             /* device thread: snapshot of swap_deadline */
+  char broken[512];                            /* device thread: why no runtime is running, or "" */
+  struct dev_view view;                        /* under mu: the last snapshot (TOP) */
+  struct dev_view next_view;                   /* device thread: the one being built */
+  int64_t view_at;                             /* device thread: when it was last built */
+  struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
   /* watchdog */
   struct zombie *zombies; /* device thread */
   _Atomic unsigned lost;  /* workers the zombies hold */
@@ -464,7 +476,95 @@ static int resolve(struct dev *d, struct job *j) {
   return 0;
 }
 
+static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
+
+/* Workers cooperative jobs may run on together (see the top). */
+static unsigned coop_slots(const struct dev *d) {
+  unsigned w = atomic_load(&d->workers), lost = atomic_load(&d->lost);
+  unsigned usable = w > lost ? w - lost : 0;
+  unsigned reserve = (usable * d->cfg->reserve_percent + 99) / 100;
+  return usable > reserve ? usable - reserve : 1;
+}
+
+static unsigned coop_running(const struct dev *d, const uint32_t *uid) {
+  unsigned n = 0;
+  for (const struct run *r = d->runs; r; r = r->next)
+    n += is_coop(r->j) && (!uid || r->j->uid == *uid);
+  return n;
+}
+
+/* An even share of the slots among the users with cooperative jobs. */
+static unsigned coop_share(const struct dev *d) {
+  uint32_t users[64];
+  unsigned nu = 0;
+  for (const struct run *r = d->runs; r; r = r->next) {
+    if (!is_coop(r->j)) continue;
+    unsigned i = 0;
+    while (i < nu && users[i] != r->j->uid) i++;
+    if (i == nu && nu < 64) users[nu++] = r->j->uid;
+  }
+  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) {
+    unsigned i = 0;
+    while (i < nu && users[i] != j->uid) i++;
+    if (i == nu && nu < 64) users[nu++] = j->uid;
+  }
+  unsigned share = nu ? coop_slots(d) / nu : coop_slots(d);
+  return share ? share : 1;
+}
+
+static void start_now(struct dev *d, struct job *j);
+
 static void start_job(struct dev *d, struct job *j) {
+  if (is_coop(j)) { /* through the queue: it decides in FIFO and fair order */
+    if (d->coop_wait_tail)
+      d->coop_wait_tail->dev_next = j;
+    else
+      d->coop_wait_head = j;
+    d->coop_wait_tail = j;
+    j->dev_next = NULL;
+    return;
+  }
+  start_now(d, j);
+}
+
+/* Starts the waiting cooperative jobs that may start; hands back the ones
+ * cancelled (or all, at a stop) while waiting. */
+static void pump_coop_wait(struct dev *d) {
+  for (;;) {
+    struct job **best = NULL;
+    unsigned share = coop_share(d), running = coop_running(d, NULL), best_n = 0;
+    for (struct job **p = &d->coop_wait_head; *p; p = &(*p)->dev_next) {
+      struct job *j = *p;
+      if (d->stop_now || atomic_load(&j->cancel)) {
+        best = p;
+        break;
+      }
+      if (d->swap_now || running >= coop_slots(d)) continue;
+      unsigned mine = coop_running(d, &j->uid);
+      if (mine < share && (!best || mine < best_n)) best = p, best_n = mine;
+    }
+    if (!best) return;
+    struct job *j = *best;
+    *best = j->dev_next;
+    if (d->coop_wait_tail == j) {
+      d->coop_wait_tail = NULL;
+      for (struct job *q = d->coop_wait_head; q; q = q->dev_next) d->coop_wait_tail = q;
+    }
+    j->dev_next = NULL;
+    if (d->stop_now || atomic_load(&j->cancel)) {
+      atomic_store(&j->state, COOP_JOB_CANCELLED);
+      j->error = COOP_ECANCELED;
+      snprintf(j->message, sizeof j->message, "%s",
+               d->stop_now ? "cancelled: the daemon is shutting down"
+                           : "cancelled while waiting for a cooperative slot");
+      hand_back(d, j);
+    } else {
+      start_now(d, j);
+    }
+  }
+}
+
+static void start_now(struct dev *d, struct job *j) {
   if (resolve(d, j)) {
     hand_back(d, j);
     return;
@@ -577,7 +677,9 @@ static void finish_job(struct dev *d, struct run *r) {
                : d->swap_now ? "cancelled: the daemon reloaded its kernels (grace period over)"
                              : "cancelled");
   }
-  if (atomic_load(&j->state) == COOP_JOB_DONE) stage_out(d, j);
+  /* A job the views stopped still gets its own output back: it can only
+   * hold what the job read from its own buffers and the sink. */
+  if (atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT) stage_out(d, j);
   free_buffers(d, j);
   hand_back(d, j);
 }
@@ -621,9 +723,14 @@ static void holders(struct dev *d, char *out, size_t len) {
       int coop = !!(r->j->flags & COOP_SUBMIT_COOPERATIVE);
       unsigned c = count_owned(owner, nwg, r->task, r->ninflight);
       if (!c || coop != (pass == 0) || at >= len) continue;
+      /* A cooperative kernel holding more than one workgroup per task was
+       * asked for them and reached no offer_kill or resizing barrier; at
+       * one it is at its minimum, which the scheduler never takes. */
+      const char *why = c > r->ninflight ? "cooperative, did not offer kills when asked"
+                                         : "cooperative, at its last workgroup";
       at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, %s) %u", at ? "; " : "",
                              (unsigned long long)r->j->id, r->j->kernel,
-                             coop ? "cooperative, did not yield" : "non-cooperative", c);
+                             coop ? why : "non-cooperative, still running", c);
     }
     for (struct zombie *z = d->zombies; pass == 1 && z; z = z->next) {
       unsigned c = count_owned(owner, nwg, z->task, z->ntask);
@@ -833,7 +940,7 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
   int takes = d->in_head && !d->swapping;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
-    if (!d->runs && !d->in_head && !d->zombies) {
+    if (!d->runs && !d->in_head && !d->zombies && !d->coop_wait_head) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else {
       struct timespec ts;
@@ -944,6 +1051,7 @@ static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
     take_new(d);
+    pump_coop_wait(d);
     int64_t now = now_ns(), wake = now + DEV_POLL_NS;
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
@@ -963,7 +1071,7 @@ static void *dev_main(void *arg) {
     pthread_mutex_unlock(&d->mu);
     if (swap) do_swap(d);
     pthread_mutex_lock(&d->mu);
-    int done = d->stopping && !d->runs && !d->in_head;
+    int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
     wait_for_work(d, wake);

@@ -445,6 +445,8 @@ static void wait_running(struct conn *c, uint64_t job) {
       msleep(300);
       return;
     }
+    ck_assert_msg(st.state < COOP_JOB_DONE, "job %llu ended (%s) before it was seen running",
+                  (unsigned long long)job, coop_job_state_name(st.state));
     msleep(50);
   }
   ck_abort_msg("job %llu never started running", (unsigned long long)job);
@@ -1274,7 +1276,7 @@ START_TEST(watchdog_names_a_kernel_that_never_yields) {
   uint64_t spin = spin_submit(&c, w, k);
   wait_running(&c, spin);
   char name[64];
-  snprintf(name, sizeof name, "job %llu (spin, cooperative, did not yield) %u",
+  snprintf(name, sizeof name, "job %llu (spin, cooperative, did not offer kills when asked) %u",
            (unsigned long long)spin, w);
 
   uint64_t r = render_submit(&c, 1); /* waits for a worker the spin never gives */
@@ -1583,6 +1585,257 @@ START_TEST(devices_named_and_least_loaded) {
 }
 END_TEST
 
+/* ---- isolation: the attacks of issue 19, one test each ---- */
+
+static const char *const iso_sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                                       "jobs.gather_budget_ms=4000", "jobs.hang_ms=1500", NULL};
+
+/* A sweep over n u32 whose values start at base + i, running about 4 s
+ * (rounds calibrated once with a short run): the victim. */
+static uint32_t victim_rounds;
+static uint64_t victim_sweep(struct conn *c, uint32_t *data, uint32_t n, uint32_t base,
+                             uint32_t groups) {
+  uint64_t job;
+  if (!victim_rounds) {
+    static uint32_t probe[4096];
+    job = sweep_submit(c, probe, n, 2000, groups, -1);
+    ck_assert_uint_ne(job, 0);
+    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    double per = (double)c->m.result.t.exec_ns / 2000.0;
+    double want = 4e9 / (per > 1.0 ? per : 1.0);
+    victim_rounds = want > 1e8 ? 100000000u : want < 2000 ? 2000u : (uint32_t)want;
+  }
+  for (uint32_t i = 0; i < n; i++) data[i] = base + i;
+  job = sweep_submit(c, data, n, victim_rounds, groups, -1);
+  ck_assert_msg(job != 0, "victim refused: %s", c->m.error.message);
+  return job;
+}
+
+static void victim_check(struct conn *c, uint64_t job, uint32_t n, uint32_t base) {
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  struct coop_msg_result *r = &c->m.result;
+  ck_assert_msg(r->state == COOP_JOB_DONE, "victim: %s %s", coop_job_state_name(r->state),
+                r->message);
+  ck_assert_uint_eq(r->nbuf, 1);
+  const uint32_t *got = (const uint32_t *)r->bufs[0].data;
+  for (uint32_t i = 0; i < n; i++)
+    ck_assert_msg(got[i] == base + i + victim_rounds, "victim word %u is %08x", i, got[i]);
+}
+
+/* Row 1: `coopctl submit sweep --wg 1 --coop zeros:64 u32:0xffffffff u32:1`
+ * killed coopd (SIGSEGV in the megakernel). Now refused at the edge by
+ * sweep's rule, naming it; and coopd serves on. */
+START_TEST(attack_sweep_n_past_its_buffer) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t zeros[16];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, zeros, sizeof zeros, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 0xffffffffu);
+  arg_u32(&m.submit, 1);
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EARGS, "n*4 <= len(data)");
+  assert_has(c.m.error.message, "n = 4294967295");
+  assert_has(c.m.error.message, "len(data) = 64");
+  uint32_t data[64];
+  uint64_t v = victim_sweep(&c, data, 64, 1000, 1);
+  victim_check(&c, v, 64, 1000);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Rows 2 and 3: a job whose n points past its buffers, beside another
+ * user's running job. sweep and render refuse it at admission; oob (no rule,
+ * views only) runs, is stopped at its buffers' ends and fails with EFAULT:
+ * the victim's data is neither changed nor read back. */
+START_TEST(attack_neighbour_buffers) {
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  struct conn c, a;
+  open_hello(&c, &d);
+  open_hello(&a, &d);
+  enum { VN = 256 };
+  static uint32_t vdata[VN];
+  uint64_t v = victim_sweep(&c, vdata, VN, 0x5ec00000u, 1);
+  wait_running(&c, v);
+
+  static uint32_t small[16];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1); /* row 2 through sweep */
+  arg_buf(&m.submit, COOP_BUF_INOUT, small, sizeof small, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 1u << 20);
+  arg_u32(&m.submit, 1);
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_EARGS, "n*4 <= len(data)");
+
+  static float fa[16], fb[160 * 160];
+  render_init(&m, 1); /* row 3 through render: 64-byte a, n = 160 */
+  m.submit.args[0].data = (const uint8_t *)fa;
+  m.submit.args[0].size = m.submit.args[0].data_len = sizeof fa;
+  m.submit.args[1].data = (const uint8_t *)fb;
+  m.submit.args[1].size = m.submit.args[1].data_len = sizeof fb;
+  m.submit.args[2].size = sizeof fb;
+  m.submit.args[3].bits = 160;
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_EARGS, "n*n*4 <= len(a)");
+
+  /* The same attack through a kernel without rules: the views stop it. */
+  enum { OUTN = 8192 };
+  submit_init(&m, "oob", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, small, sizeof small, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, OUTN * 4, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 1u << 20);
+  uint64_t x = submit(&a, &m, NULL, 0);
+  ck_assert_msg(x != 0, "oob refused: %s", a.m.error.message);
+  ck_assert_uint_eq(wait_job(&a, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(a.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(a.m.result.error, COOP_EFAULT);
+  assert_has(a.m.result.message, "out of bounds");
+  victim_check(&c, v, VN, 0x5ec00000u);
+  conn_close(&a);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Row 3, read side: oob copies up to n words of a 64-byte src beside a
+ * running job whose words are 0x5ec00000 + i + round: the attacker gets its
+ * output back (EFAULT keeps it), and none of it is the victim's. */
+START_TEST(attack_reads_nothing_of_others) {
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  struct conn c, a;
+  open_hello(&c, &d);
+  open_hello(&a, &d);
+  enum { VN = 4096 };
+  static uint32_t vdata[VN];
+  uint64_t v = victim_sweep(&c, vdata, VN, 0x5ec00000u, 1);
+  wait_running(&c, v);
+  static uint32_t small[16];
+  int fd = memfd_of(VN * 4 * 4);
+  union coop_msg m;
+  submit_init(&m, "oob", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, small, sizeof small, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, VN * 4 * 4, 0);
+  arg_u32(&m.submit, VN * 4);
+  uint64_t x = submit(&a, &m, &fd, 1);
+  ck_assert_uint_ne(x, 0);
+  ck_assert_uint_eq(wait_job(&a, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(a.m.result.error, COOP_EFAULT);
+  static uint32_t got[VN * 4];
+  ck_assert_int_eq(pread(fd, got, sizeof got, 0), (ssize_t)sizeof got);
+  for (unsigned i = 0; i < VN * 4; i++)
+    ck_assert_msg(got[i] - 1u < 0x5ec00000u || got[i] - 1u > 0x5ec00000u + VN + victim_rounds,
+                  "word %u of the attacker's output is the victim's: %08x", i, got[i]);
+  for (unsigned i = 0; i < 16; i++) ck_assert_uint_eq(got[i], 1); /* its own src, + 1 */
+  close(fd);
+  victim_check(&c, v, VN, 0x5ec00000u);
+  conn_close(&a);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Item 2: a kernel that writes past its buffer without views lands in the
+ * guard zone; the job fails with EFAULT and the log names it. */
+START_TEST(guard_zone_breach_fails_the_job) {
+  char logp[] = "/tmp/coopd-guard-XXXXXX.log";
+  int lfd = mkstemps(logp, 4);
+  ck_assert_int_ge(lfd, 0);
+  close(lfd);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, iso_sets);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  submit_init(&m, "rawpoke", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 64, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 16 + 4); /* 16 bytes into the guard after it */
+  uint64_t x = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(x, 0);
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_EFAULT);
+  assert_has(c.m.result.message, "guard zone");
+  /* within bounds: fine */
+  m.submit.args[1].bits = 16;
+  x = submit(&c, &m, NULL, 0);
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.nbuf, 1);
+  const uint32_t *got = (const uint32_t *)c.m.result.bufs[0].data;
+  for (int i = 0; i < 16; i++) ck_assert_uint_eq(got[i], 0xfeedfaceu);
+  conn_close(&c);
+  int rc = daemon_stop(&d);
+  ck_assert_msg(log_has(logp, "guard zone of buffer argument 0 was overwritten"),
+                "the breach was not logged");
+  if (rc) print_log(logp);
+  ck_assert_int_eq(rc, 0);
+  unlink(logp);
+}
+END_TEST
+
+/* Row 4: render with reps = 0xffffffff on every worker, then disconnect,
+ * left the device unusable until coopd restarted. render now polls its
+ * cancellation: the workers come back, nothing is declared hung. */
+START_TEST(attack_endless_render_then_leave) {
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  struct conn a, c;
+  open_hello(&a, &d);
+  uint32_t w = a.m.welcome.workers;
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.args[4].bits = 0xffffffffu;
+  uint64_t x = submit(&a, &m, NULL, 0);
+  ck_assert_uint_ne(x, 0);
+  wait_running(&a, x);
+  conn_close(&a); /* its jobs are cancelled */
+  open_hello(&c, &d);
+  render_check(&c, w, 0, 0); /* every worker serves again */
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 0);
+  ck_assert_uint_eq(st.lost_workers, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Row 5: three detached cooperative sweeps of one workgroup each pinned
+ * every worker (a cooperative kernel keeps its last), and every other
+ * user's render failed EHUNG. Cooperative jobs now run on the workers left
+ * after the reserve; the rest wait, and the render runs. */
+START_TEST(attack_cooperative_jobs_pin_every_worker) {
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  struct conn a, c;
+  open_hello(&a, &d);
+  uint32_t w = a.m.welcome.workers;
+  ck_assert_uint_ge(w, 2);
+  static uint32_t data[64];
+  uint64_t s[3];
+  for (int i = 0; i < 3; i++) {
+    union coop_msg m;
+    submit_init(&m, "sweep", 1, 1);
+    m.submit.flags |= COOP_SUBMIT_DETACHED;
+    arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+    arg_u32(&m.submit, 64);
+    arg_u32(&m.submit, 100000000u);
+    s[i] = submit(&a, &m, NULL, 0);
+    ck_assert_uint_ne(s[i], 0);
+  }
+  wait_running(&a, s[0]);
+  conn_close(&a);
+  open_hello(&c, &d);
+  render_check(&c, (w + 1) / 2, 0, 0); /* the reserve: half the workers */
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.gather_timeouts, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -1602,6 +1855,15 @@ static Suite *suite(void) {
   tcase_add_test(t, watchdog_ms_cancels_a_long_job);
   tcase_add_test(t, full_arena);
   tcase_add_test(t, crash_then_restart);
+  suite_add_tcase(s, t);
+  t = tcase_create("isolation");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, attack_sweep_n_past_its_buffer);
+  tcase_add_test(t, attack_neighbour_buffers);
+  tcase_add_test(t, attack_reads_nothing_of_others);
+  tcase_add_test(t, guard_zone_breach_fails_the_job);
+  tcase_add_test(t, attack_endless_render_then_leave);
+  tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
   suite_add_tcase(s, t);
   t = tcase_create("devices");
   tcase_set_timeout(t, 300);

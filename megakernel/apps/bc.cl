@@ -1,4 +1,13 @@
-//@coop name=bc kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,u32,u32,u32,buf
+//@coop name=bc kind=cooperative args=u32,row:buf,buf,buf,buf,buf,bc:buf,buf,n:u32,S:u32,B:u32,buf
+//@coop require (n+1)*4 <= len(row)
+//@coop require B*n*4 <= len(arg3)
+//@coop require B*n*4 <= len(arg4)
+//@coop require B*n*4 <= len(arg5)
+//@coop require n*4 <= len(bc)
+//@coop require (n+1)*4 <= len(arg7)
+//@coop require B*n*4 <= len(arg11)
+//@coop require S <= n
+//@coop require B >= 1
 /*
  * bc.cl: Pannotia betweenness centrality (thesis 000 Table 5.2 "BC", 004
  * Sec. 5), Brandes' algorithm on an unweighted graph, as one cooperative
@@ -47,6 +56,13 @@
  *       bits), 5 delta[B*n] (float), 6 bc[n] (float, zeroed), 7 flag[n+1],
  *       8 n, 9 S (sources are vertices 0..S-1, S <= n), 10 B,
  *       11 scale[B*n] (float bits, the largest sigma' of each level).
+ *       The directive names only what fits in its 100 columns
+ *       (clang-format splits longer comment lines); the require lines call
+ *       the others argN. They are checked at admission; and every access
+ *       goes through a view (a source's row of dist, sigma, delta, scale
+ *       through a sub-view of n elements), so a vertex id >= n or an edge
+ *       range past col in a hostile graph faults the job (EFAULT) instead
+ *       of reaching another row or memory outside its buffers.
  */
 #define BC_INF 0xFFFFFFFFu
 #define BC_INIT 0u
@@ -74,121 +90,125 @@ COOP_FN coop_u32 bc_batch(struct coop_ctx *c, coop_u32 first) {
   return nsrc - first < b ? nsrc - first : b;
 }
 
-COOP_FN void bc_fadd(COOP_GLOBAL coop_atomic_u32 *p, float x) {
-  coop_u32 old = coop_ld_rlx(p);
-  while (!coop_cas(p, &old, coop_f2u(coop_u2f(old) + x))) {
+/* v[i] += x, v holding float bits */
+COOP_FN void bc_fadd(coop_buf_atomic_u32 v, coop_u32 i, float x) {
+  coop_u32 old = coop_ld_rlx(coop_ptr(v, i));
+  while (!coop_cas(coop_ptr(v, i), &old, coop_f2u(coop_u2f(old) + x))) {
   }
 }
 
-/* *p = max(*p, x); for non-negative floats the order of the bits is the
+/* v[i] = max(v[i], x); for non-negative floats the order of the bits is the
  * order of the values. */
-COOP_FN void bc_umax(COOP_GLOBAL coop_atomic_u32 *p, coop_u32 x) {
-  coop_u32 old = coop_ld_rlx(p);
-  while (old < x && !coop_cas(p, &old, x)) {
+COOP_FN void bc_umax(coop_buf_atomic_u32 v, coop_u32 i, coop_u32 x) {
+  coop_u32 old = coop_ld_rlx(coop_ptr(v, i));
+  while (old < x && !coop_cas(coop_ptr(v, i), &old, x)) {
   }
 }
 
-/* p(L): the power of two at or below scale[L] (at least the smallest
- * normal float, so never 0). */
-COOP_FN float bc_pow2(COOP_GLOBAL coop_atomic_u32 *scale) {
-  coop_u32 e = coop_ld_rlx(scale) & 0x7F800000u;
+/* p(L): the power of two at or below sc[L] (at least the smallest normal
+ * float, so never 0); sc is one source's row of scale. */
+COOP_FN float bc_pow2(coop_buf_atomic_u32 sc, coop_u32 level) {
+  coop_u32 e = coop_ld_rlx(coop_ptr(sc, level)) & 0x7F800000u;
   return coop_u2f(e ? e : 0x00800000u);
 }
 
 /* Reset the per-batch arrays and place the sources. */
 COOP_FN void bc_reset(struct coop_ctx *c, coop_u32 first) {
-  COOP_GLOBAL coop_atomic_u32 *dist = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_atomic_u32 *sigma = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL float *delta = (COOP_GLOBAL float *)coop_arg_buf(c, 5);
-  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
-  COOP_GLOBAL coop_atomic_u32 *scale = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 11);
+  coop_buf_atomic_u32 dist = coop_arg_buf_atomic_u32(c, 3), sigma = coop_arg_buf_atomic_u32(c, 4);
+  coop_buf_f32 delta = coop_arg_buf_f32(c, 5);
+  coop_buf_atomic_u32 flag = coop_arg_buf_atomic_u32(c, 7), scale = coop_arg_buf_atomic_u32(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
   for (coop_u32 v = coop_global_id(c); v <= n; v += stride) {
-    coop_st_rlx(&flag[v], 0u);
+    coop_st_rlx(coop_ptr(flag, v), 0u);
     if (v == n) continue;
     for (coop_u32 b = 0u; b < nb; b++) {
-      coop_u32 i = b * n + v, src = v == first + b;
-      coop_st_rlx(&dist[i], src ? 0u : BC_INF);
-      coop_st_rlx(&sigma[i], coop_f2u(src ? 1.0f : 0.0f));
-      coop_st_rlx(&scale[i], 0u); /* scale[b * n + L], L < n */
-      delta[i] = 0.0f;
+      coop_u64 i = (coop_u64)b * n + v;
+      coop_u32 src = v == first + b;
+      coop_st_rlx(coop_ptr(dist, i), src ? 0u : BC_INF);
+      coop_st_rlx(coop_ptr(sigma, i), coop_f2u(src ? 1.0f : 0.0f));
+      coop_st_rlx(coop_ptr(scale, i), 0u); /* scale[b * n + L], L < n */
+      coop_at(delta, i) = 0.0f;
     }
   }
 }
 
 /* Forward pass: expand the vertices at `level` of every source of the
- * batch, scaling their sigmas first (see the top of this file). */
+ * batch, scaling their sigmas first (see the top of this file). Row b of
+ * dist, sigma and scale is a sub-view of n elements: a vertex id >= n from
+ * a hostile graph faults instead of reaching another source's row. */
 COOP_FN void bc_forward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
-  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL coop_atomic_u32 *dist = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_atomic_u32 *sigma = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
-  COOP_GLOBAL coop_atomic_u32 *scale = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 11);
+  coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
+  coop_buf_atomic_u32 dist = coop_arg_buf_atomic_u32(c, 3), sigma = coop_arg_buf_atomic_u32(c, 4);
+  coop_buf_atomic_u32 flag = coop_arg_buf_atomic_u32(c, 7), scale = coop_arg_buf_atomic_u32(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
   coop_u32 next = level + 1u;
   for (coop_u32 v = coop_global_id(c); v < n; v += stride)
     for (coop_u32 b = 0u; b < nb; b++) {
-      COOP_GLOBAL coop_atomic_u32 *d = dist + b * n, *sg = sigma + b * n, *sc = scale + b * n;
-      if (coop_ld_rlx(&d[v]) != level) continue;
-      float sv = coop_u2f(coop_ld_rlx(&sg[v])); /* final: level's adds ended at the barrier */
+      coop_buf_atomic_u32 d, sg, sc;
+      coop_sub(d, dist, (coop_u64)b * n, n);
+      coop_sub(sg, sigma, (coop_u64)b * n, n);
+      coop_sub(sc, scale, (coop_u64)b * n, n);
+      if (coop_ld_rlx(coop_ptr(d, v)) != level) continue;
+      /* final: level's adds ended at the barrier */
+      float sv = coop_u2f(coop_ld_rlx(coop_ptr(sg, v)));
       if (level > 0u) {
-        /* scale[level - 1] is final too; only this thread touches sg[v] now */
-        sv = sv / bc_pow2(&sc[level - 1u]);
-        coop_st_rlx(&sg[v], coop_f2u(sv));
+        /* sc[level - 1] is final too; only this thread touches sg[v] now */
+        sv = sv / bc_pow2(sc, level - 1u);
+        coop_st_rlx(coop_ptr(sg, v), coop_f2u(sv));
       }
-      bc_umax(&sc[level], coop_f2u(sv));
-      coop_u32 end = row[v + 1u];
-      for (coop_u32 e = row[v]; e < end; e++) {
-        coop_u32 w = col[e], dw = coop_ld_rlx(&d[w]);
+      bc_umax(sc, level, coop_f2u(sv));
+      coop_u32 end = coop_at(row, v + 1u);
+      for (coop_u32 e = coop_at(row, v); e < end; e++) {
+        coop_u32 w = coop_at(col, e), dw = coop_ld_rlx(coop_ptr(d, w));
         if (dw == BC_INF) {
-          if (coop_cas(&d[w], &dw, next)) {
-            coop_st_rlx(&flag[next], 1u);
+          if (coop_cas(coop_ptr(d, w), &dw, next)) {
+            coop_st_rlx(coop_ptr(flag, next), 1u);
             dw = next;
           } /* else dw now holds the level another thread claimed */
         }
-        if (dw == next) bc_fadd(&sg[w], sv);
+        if (dw == next) bc_fadd(sg, w, sv);
       }
     }
 }
 
 /* Backward pass for level >= 1: delta of the vertices at `level`. */
 COOP_FN void bc_backward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
-  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL coop_atomic_u32 *dist = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_atomic_u32 *sigma = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL float *delta = (COOP_GLOBAL float *)coop_arg_buf(c, 5);
-  COOP_GLOBAL float *bc = (COOP_GLOBAL float *)coop_arg_buf(c, 6);
-  COOP_GLOBAL coop_atomic_u32 *scale = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 11);
+  coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
+  coop_buf_atomic_u32 dist = coop_arg_buf_atomic_u32(c, 3), sigma = coop_arg_buf_atomic_u32(c, 4);
+  coop_buf_f32 delta = coop_arg_buf_f32(c, 5), bc = coop_arg_buf_f32(c, 6);
+  coop_buf_atomic_u32 scale = coop_arg_buf_atomic_u32(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
   coop_u32 next = level + 1u;
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
     float sum = 0.0f;
     coop_u32 any = 0u;
     for (coop_u32 b = 0u; b < nb; b++) {
-      COOP_GLOBAL coop_atomic_u32 *d = dist + b * n, *sg = sigma + b * n;
-      COOP_GLOBAL float *dl = delta + b * n;
-      if (coop_ld_rlx(&d[v]) != level) continue;
-      float sv = coop_u2f(coop_ld_rlx(&sg[v])), acc = 0.0f;
-      float p = bc_pow2(&scale[b * n + level]); /* sigma(w) = sigma'(w) * p * P(level) */
-      coop_u32 end = row[v + 1u];
-      for (coop_u32 e = row[v]; e < end; e++) {
-        coop_u32 w = col[e];
-        if (coop_ld_rlx(&d[w]) == next)
-          acc += sv / (coop_u2f(coop_ld_rlx(&sg[w])) * p) * (1.0f + dl[w]);
+      coop_buf_atomic_u32 d, sg, sc;
+      coop_buf_f32 dl;
+      coop_sub(d, dist, (coop_u64)b * n, n);
+      coop_sub(sg, sigma, (coop_u64)b * n, n);
+      coop_sub(sc, scale, (coop_u64)b * n, n);
+      coop_sub(dl, delta, (coop_u64)b * n, n);
+      if (coop_ld_rlx(coop_ptr(d, v)) != level) continue;
+      float sv = coop_u2f(coop_ld_rlx(coop_ptr(sg, v))), acc = 0.0f;
+      float p = bc_pow2(sc, level); /* sigma(w) = sigma'(w) * p * P(level) */
+      coop_u32 end = coop_at(row, v + 1u);
+      for (coop_u32 e = coop_at(row, v); e < end; e++) {
+        coop_u32 w = coop_at(col, e);
+        if (coop_ld_rlx(coop_ptr(d, w)) == next)
+          acc += sv / (coop_u2f(coop_ld_rlx(coop_ptr(sg, w))) * p) * (1.0f + coop_at(dl, w));
       }
-      dl[v] = acc;
+      coop_at(dl, v) = acc;
       sum += acc;
       any = 1u;
     }
-    if (any) bc[v] += sum; /* level >= 1: v is not the source */
+    if (any) coop_at(bc, v) += sum; /* level >= 1: v is not the source */
   }
 }
 
 COOP_FN coop_u32 bc_step(struct coop_ctx *c, struct bc_state *s) {
   coop_u32 bar = coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
-  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
+  coop_buf_atomic_u32 flag = coop_arg_buf_atomic_u32(c, 7);
   if (s->phase == BC_INIT) {
     if (s->first >= coop_arg_u32(c, 9)) return COOP_DONE;
     bc_reset(c, s->first);
@@ -199,7 +219,7 @@ COOP_FN coop_u32 bc_step(struct coop_ctx *c, struct bc_state *s) {
   if (s->phase == BC_FWD) {
     /* Did the last pass reach `level`? flag[level] is not written in this
      * interval (this pass writes flag[level + 1]), so all threads agree. */
-    if (s->level > 0u && coop_ld_rlx(&flag[s->level]) == 0u) {
+    if (s->level > 0u && coop_ld_rlx(coop_ptr(flag, s->level)) == 0u) {
       coop_u32 depth = s->level - 1u; /* deepest level reached */
       if (depth >= 2u) {
         /* this step wrote nothing since the barrier: go straight on */

@@ -1,4 +1,9 @@
-//@coop name=bfs kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
+//@coop name=bfs kind=cooperative args=mode:u32,row:buf,col:buf,lev:buf,q0:buf,q1:buf,size:buf,n:u32
+//@coop require (n+1)*4 <= len(row)
+//@coop require n*4 <= len(lev)
+//@coop require n*4 <= len(q0)
+//@coop require n*4 <= len(q1)
+//@coop require 2*4 <= len(size)
 /*
  * bfs.cl: Lonestar GPU style breadth-first search (004 Table 1 "bfs",
  * Fig. 3 / Fig. 4), as one cooperative kernel.
@@ -17,10 +22,13 @@
  * both (Table 1: 2 / 2 converted, no kill, no fork). Only resizing barriers
  * are used, so M (and the stride) is stable from one barrier to the next.
  *
- * args: 0 mode, 1 row[n+1], 2 col[m], 3 level[n] (0xFFFFFFFF = unreached,
- *       level[source] = 0 set by the host), 4 worklist 0, 5 worklist 1
- *       (n entries each; worklist 0 holds the source), 6 size[2] (size[0] =
- *       1), 7 n.
+ * args: 0 mode, 1 row[n+1], 2 col[m], 3 lev[n]: the levels (0xFFFFFFFF =
+ *       unreached, lev[source] = 0 set by the host), 4 q0, 5 q1: the
+ *       worklists (n entries each; q0 holds the source), 6 size[2]
+ *       (size[0] = 1), 7 n. The require lines are checked at admission; and
+ *       every access goes through a view, so a vertex id >= n or an edge
+ *       range past col in a hostile graph faults the job (EFAULT) instead
+ *       of reaching memory outside its buffers.
  */
 #define BFS_UNREACHED 0xFFFFFFFFu
 
@@ -42,38 +50,40 @@ COOP_FN void bfs_init(struct coop_ctx *c, struct bfs_state *s) {
 /* process_node: claim v's unreached neighbours for level + 1 and push them
  * on the output worklist `out`. */
 COOP_FN void bfs_visit(struct coop_ctx *c, coop_u32 v, coop_u32 level, coop_u32 out) {
-  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL coop_atomic_u32 *lev = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_u32 *q = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 4u + out);
-  COOP_GLOBAL coop_atomic_u32 *size = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
-  coop_u32 end = row[v + 1u];
-  for (coop_u32 e = row[v]; e < end; e++) {
-    coop_u32 u = col[e];
-    if (coop_ld_rlx(&lev[u]) != BFS_UNREACHED) continue; /* cheap test first */
+  coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
+  coop_buf_atomic_u32 lev = coop_arg_buf_atomic_u32(c, 3);
+  coop_buf_u32 q = coop_arg_buf_u32(c, 4u + out);
+  coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 6);
+  coop_u32 end = coop_at(row, v + 1u);
+  for (coop_u32 e = coop_at(row, v); e < end; e++) {
+    coop_u32 u = coop_at(col, e);
+    if (coop_ld_rlx(coop_ptr(lev, u)) != BFS_UNREACHED) continue; /* cheap test first */
     coop_u32 expected = BFS_UNREACHED;
-    if (coop_cas(&lev[u], &expected, level + 1u)) q[coop_fadd(&size[out], 1u)] = u;
+    if (coop_cas(coop_ptr(lev, u), &expected, level + 1u)) {
+      coop_u32 slot = coop_fadd(coop_ptr(size, out), 1u);
+      coop_at(q, slot) = u;
+    }
   }
 }
 
 COOP_FN coop_u32 bfs_step(struct coop_ctx *c, struct bfs_state *s) {
   coop_u32 bar = coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
-  COOP_GLOBAL coop_atomic_u32 *size = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
+  coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 6);
   if (s->phase == 0u) {
     /* Nothing writes size[in] in this interval, so every thread of every
      * workgroup reads the same value: the DONE decision is uniform. */
-    coop_u32 n = coop_ld_acq(&size[s->in]);
+    coop_u32 n = coop_ld_acq(coop_ptr(size, s->in));
     if (n == 0u) return COOP_DONE; /* line 8: while (in_nodes.size > 0) */
-    COOP_GLOBAL const coop_u32 *q = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 4u + s->in);
+    coop_buf_u32 q = coop_arg_buf_u32(c, 4u + s->in);
     coop_u32 stride = coop_global_size(c); /* lines 6-7, recomputed after every barrier */
     for (coop_u32 i = coop_global_id(c); i < n; i += stride)
-      bfs_visit(c, q[i], s->level, 1u - s->in);
+      bfs_visit(c, coop_at(q, i), s->level, 1u - s->in);
     s->in = 1u - s->in; /* line 11: swap */
     s->phase = 1u;
     return bar; /* line 12 */
   }
   /* line 13: reset(out_nodes): the old input, read by nobody any more */
-  if (coop_global_id(c) == 0u) coop_st_rlx(&size[1u - s->in], 0u);
+  if (coop_global_id(c) == 0u) coop_st_rlx(coop_ptr(size, 1u - s->in), 0u);
   s->level++; /* line 14 */
   s->phase = 0u;
   return bar; /* line 15 */

@@ -1,4 +1,9 @@
-//@coop name=color kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
+//@coop name=color kind=cooperative args=u32,row:buf,col:buf,prio:buf,colour:buf,cand:buf,buf,n:u32
+//@coop require (n+1)*4 <= len(row)
+//@coop require n*4 <= len(prio)
+//@coop require n*4 <= len(colour)
+//@coop require n*4 <= len(cand)
+//@coop require 2*4 <= len(arg6)
 /*
  * color.cl: Pannotia graph colouring (004 Table 1 "color"; 000 Sec. 3.6.2),
  * as one cooperative kernel. Jones-Plassmann rounds: in round r every
@@ -18,7 +23,12 @@
  * next one never races with reading the current one.
  *
  * args: 0 mode, 1 row[n+1], 2 col[m], 3 prio[n], 4 colour[n] (0xffffffff =
- *       none; out), 5 cand[n], 6 flag[2], 7 n
+ *       none; out), 5 cand[n], 6 flag[2], 7 n. The directive names only
+ *       what fits in its 100 columns (clang-format splits longer comment
+ *       lines); the require lines call the others argN. They are checked
+ *       at admission; and every access goes through a view, so a vertex
+ *       id >= n or an edge range past col in a hostile graph faults the
+ *       job (EFAULT) instead of reaching memory outside its buffers.
  */
 #define COLOR_NONE 0xffffffffu
 
@@ -33,8 +43,8 @@ void color_init(struct coop_ctx *c, struct color_state *s) {
 }
 
 /* does u beat v? higher priority wins, ties to the higher id */
-COOP_FN coop_u32 color_beats(COOP_GLOBAL const coop_u32 *prio, coop_u32 u, coop_u32 v) {
-  coop_u32 pu = prio[u], pv = prio[v];
+COOP_FN coop_u32 color_beats(coop_buf_u32 prio, coop_u32 u, coop_u32 v) {
+  coop_u32 pu = coop_at(prio, u), pv = coop_at(prio, v);
   return pu > pv || (pu == pv && u > v);
 }
 
@@ -43,12 +53,10 @@ COOP_FN coop_u32 color_barrier(struct coop_ctx *c) {
 }
 
 coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
-  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL const coop_u32 *prio = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_u32 *colour = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL coop_u32 *cand = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
-  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
+  coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
+  coop_buf_u32 prio = coop_arg_buf_u32(c, 3), colour = coop_arg_buf_u32(c, 4);
+  coop_buf_u32 cand = coop_arg_buf_u32(c, 5);
+  coop_buf_atomic_u32 flag = coop_arg_buf_atomic_u32(c, 6);
   coop_u32 n = coop_arg_u32(c, 7);
   /* M is stable until the barrier that ends this step */
   coop_u32 stride = coop_global_size(c);
@@ -56,32 +64,32 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
   if (s->phase == 0u) {
     coop_u32 any = 0u;
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
-      if (colour[v] != COLOR_NONE) continue;
+      if (coop_at(colour, v) != COLOR_NONE) continue;
       any = 1u;
       coop_u32 win = 1u;
-      for (coop_u32 e = row[v]; e < row[v + 1u] && win; e++) {
-        coop_u32 u = col[e];
-        if (u != v && colour[u] == COLOR_NONE && color_beats(prio, u, v)) win = 0u;
+      for (coop_u32 e = coop_at(row, v); e < coop_at(row, v + 1u) && win; e++) {
+        coop_u32 u = coop_at(col, e);
+        if (u != v && coop_at(colour, u) == COLOR_NONE && color_beats(prio, u, v)) win = 0u;
       }
-      cand[v] = win;
+      coop_at(cand, v) = win;
     }
-    if (any) coop_st_rlx(&flag[s->round & 1u], 1u);
+    if (any) coop_st_rlx(coop_ptr(flag, s->round & 1u), 1u);
     s->phase = 1u;
     return color_barrier(c);
   }
 
   /* phase 1: the flag was set before the barrier and nobody writes it now;
    * thread 0 reads it so that the return value is uniform */
-  COOP_LOCAL coop_u32 *b = (COOP_LOCAL coop_u32 *)coop_scratch(c);
-  if (coop_local_id_c(c) == 0u) b[0] = coop_ld_rlx(&flag[s->round & 1u]);
+  coop_lbuf_u32 b = coop_scratch_u32(c);
+  if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(coop_ptr(flag, s->round & 1u));
   coop_wg_barrier();
-  coop_u32 more = b[0];
+  coop_u32 more = coop_at(b, 0u);
   coop_wg_barrier();
   if (!more) return COOP_DONE; /* every vertex was coloured: all groups leave here */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride)
-    if (colour[v] == COLOR_NONE && cand[v]) colour[v] = s->round;
+    if (coop_at(colour, v) == COLOR_NONE && coop_at(cand, v)) coop_at(colour, v) = s->round;
   /* last read in the previous round's phase 1, next set in phase 0 */
-  if (coop_global_id(c) == 0u) coop_st_rlx(&flag[(s->round + 1u) & 1u], 0u);
+  if (coop_global_id(c) == 0u) coop_st_rlx(coop_ptr(flag, (s->round + 1u) & 1u), 0u);
   s->round++;
   s->phase = 0u;
   return color_barrier(c);

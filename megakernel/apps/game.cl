@@ -1,4 +1,13 @@
-//@coop name=game kind=cooperative args=u32,buf,buf,buf,buf,buf,u32,u32,u32,u32,u32
+//@coop name=game kind=cooperative args=mode:u32,nodes:buf,acc:buf,res:buf,ctl:buf,items:buf,depth:u32,split:u32,nq:u32,qcap:u32,nodecap:u32
+//@coop require nodecap*32 <= len(nodes)
+//@coop require nodecap*8 <= len(acc)
+//@coop require (4+nq*4)*4 <= len(ctl)
+//@coop require nq*qcap*4 <= len(items)
+//@coop require depth <= 16
+//@coop require split <= depth
+//@coop require nq >= 1
+//@coop require qcap >= 1
+//@coop require nodecap >= 1
 /*
  * game.cl: game-tree search with work stealing (004 Table 1 "game"):
  * depth-limited negamax of Connect Four positions (7 columns x 6 rows,
@@ -32,6 +41,11 @@
  *       8 nq, 9 qcap (power of two), 10 nodecap
  * node record: cur (lo, hi: stones of the side to move), mask (lo, hi: all
  * stones), parent (~0 for a root), ply (from the root), position, unused
+ *
+ * The require lines are checked at admission; every buffer and scratch
+ * access goes through a view, so a parent, a position or a queue word of a
+ * hostile client (past its buffer) faults the job instead of reaching other
+ * memory, and game_search bounds its own stack.
  */
 #define GAME_NODE_WORDS 8u
 #define GAME_NONE COOP_TQ_NONE
@@ -115,6 +129,9 @@ COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
   coop_i32 sb[GAME_MAX_DEPTH + 1u];
   coop_u32 sj[GAME_MAX_DEPTH + 1u];
   coop_i32 v = 0;
+  /* the stack holds depth levels: a ply past `depth` in a client's node
+   * record (the require lines cannot see it) must not run it over */
+  if (depth > GAME_MAX_DEPTH) depth = GAME_MAX_DEPTH;
   if (game_static(cur, mask, depth, &v)) return v;
   coop_u32 lvl = 0u;
   sc[0] = cur;
@@ -147,60 +164,116 @@ COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
 
 /* ------------------------------------------------------------ queues */
 
+/* The task queues of device/taskqueue.cl (coop_tq_pop_or_steal and
+ * coop_tq_push: same algorithm, same memory orders), over views: queue q is
+ * the COOP_TQ_WORDS words of qctl from COOP_TQ_WORDS * q and the qcap items
+ * of items from q * qcap, so neither a client's nq or qcap nor a group id
+ * past nq reaches outside the job's buffers. Thread 0 only. */
+COOP_FN0 coop_u32 game_tq_pop_or_steal(coop_buf_atomic_u32 qctl, coop_buf_atomic_u32 outstanding,
+                                       coop_buf_u32 items, coop_u32 nq, coop_u32 qcap,
+                                       coop_u32 self) {
+  for (coop_u32 k = 0u; k < nq; k++) {
+    coop_u32 q = (self + k) % nq;
+    coop_buf_atomic_u32 qc;
+    coop_buf_u32 qi;
+    coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
+    coop_sub(qi, items, (coop_u64)q * qcap, qcap);
+    if (coop_ld_rlx(coop_ptr(qc, 1)) == coop_ld_rlx(coop_ptr(qc, 2))) continue; /* looks empty */
+    coop_u32 t = COOP_TQ_NONE;
+    coop__lock(coop_ptr(qc, 0));
+    coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2));
+    if (head != tail) {
+      if (k == 0u) { /* own queue: newest first */
+        tail--;
+        t = coop_at(qi, tail & (qcap - 1u));
+        coop_st_rlx(coop_ptr(qc, 2), tail);
+      } else { /* steal the oldest */
+        t = coop_at(qi, head & (qcap - 1u));
+        coop_st_rlx(coop_ptr(qc, 1), head + 1u);
+      }
+    }
+    coop__unlock(coop_ptr(qc, 0));
+    if (t != COOP_TQ_NONE) return t;
+  }
+  return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
+}
+
+COOP_FN0 coop_u32 game_tq_push(coop_buf_atomic_u32 qctl, coop_buf_u32 items, coop_u32 qcap,
+                               coop_u32 q, coop_u32 first, coop_u32 k) {
+  coop_buf_atomic_u32 qc;
+  coop_buf_u32 qi;
+  coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
+  coop_sub(qi, items, (coop_u64)q * qcap, qcap);
+  coop__lock(coop_ptr(qc, 0));
+  coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2)), i = 0u;
+  for (; i < k && tail - head < qcap; i++, tail++) coop_at(qi, tail & (qcap - 1u)) = first + i;
+  coop_st_rlx(coop_ptr(qc, 2), tail);
+  coop__unlock(coop_ptr(qc, 0));
+  return i;
+}
+
 /* ------------------------------------------------------------ tasks */
 
 /* Thread 0: node t has value v; pass it up while this is the last child. */
-COOP_FN0 void game_complete(COOP_GLOBAL const coop_u32 *nodes, COOP_GLOBAL coop_atomic_u32 *acc,
-                            COOP_GLOBAL coop_atomic_u32 *res, coop_u32 t, coop_i32 v) {
+COOP_FN0 void game_complete(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_buf_atomic_u32 res,
+                            coop_u32 t, coop_i32 v) {
   for (;;) {
-    COOP_GLOBAL const coop_u32 *rec = nodes + GAME_NODE_WORDS * t;
-    coop_u32 par = rec[4];
+    coop_buf_u32 rec;
+    coop_sub(rec, nodes, (coop_u64)GAME_NODE_WORDS * t, GAME_NODE_WORDS);
+    coop_u32 par = coop_at(rec, 4);
     if (par == GAME_NONE) {
-      coop_st_rlx(&res[rec[6]], (coop_u32)v);
+      coop_u32 pos = coop_at(rec, 6);
+      coop_st_rlx(coop_ptr(res, pos), (coop_u32)v);
       return;
     }
-    coop_fmax(&acc[2u * par + 1u], (coop_u32)(-v) ^ GAME_BIAS);
-    if (coop_fsub(&acc[2u * par], 1u) != 1u) return; /* siblings still running */
-    v = (coop_i32)(coop_ld_acq(&acc[2u * par + 1u]) ^ GAME_BIAS);
+    coop_u64 pa = 2u * (coop_u64)par; /* acc[pa]: pending children, acc[pa + 1]: best */
+    coop_fmax(coop_ptr(acc, pa + 1u), (coop_u32)(-v) ^ GAME_BIAS);
+    if (coop_fsub(coop_ptr(acc, pa), 1u) != 1u) return; /* siblings still running */
+    v = (coop_i32)(coop_ld_acq(coop_ptr(acc, pa + 1u)) ^ GAME_BIAS);
     t = par;
   }
 }
 
 /* Thread 0: creates the children of node t (not resolved, above the split
  * depth) and pushes them on queue q. */
-COOP_FN0 void game_expand(COOP_GLOBAL coop_u32 *nodes, COOP_GLOBAL coop_atomic_u32 *acc,
-                          COOP_GLOBAL coop_atomic_u32 *ctl, COOP_GLOBAL coop_u32 *items,
-                          coop_u32 qcap, coop_u32 nodecap, coop_u32 q, coop_u32 t) {
-  COOP_GLOBAL const coop_u32 *rec = nodes + GAME_NODE_WORDS * t;
-  coop_u64 cur = (coop_u64)rec[0] | (coop_u64)rec[1] << 32;
-  coop_u64 mask = (coop_u64)rec[2] | (coop_u64)rec[3] << 32;
+COOP_FN0 void game_expand(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_buf_atomic_u32 ctl,
+                          coop_buf_u32 items, coop_u32 qcap, coop_u32 nodecap, coop_u32 q,
+                          coop_u32 t) {
+  coop_buf_u32 rec;
+  coop_sub(rec, nodes, (coop_u64)GAME_NODE_WORDS * t, GAME_NODE_WORDS);
+  coop_u64 cur = (coop_u64)coop_at(rec, 0) | (coop_u64)coop_at(rec, 1) << 32;
+  coop_u64 mask = (coop_u64)coop_at(rec, 2) | (coop_u64)coop_at(rec, 3) << 32;
   coop_u32 k = 0u;
   for (coop_u32 j = 0u; j < 7u; j++) k += (mask & game_top(j)) ? 0u : 1u;
-  coop_u32 first = coop_fadd(&ctl[0], k);
+  coop_u32 first = coop_fadd(coop_ptr(ctl, 0), k);
   if (first + k > nodecap) { /* out of node records: the check reports it */
-    coop_for(&ctl[2], 1u);
+    coop_for(coop_ptr(ctl, 2), 1u);
     return;
   }
   coop_u32 i = first;
   for (coop_u32 j = 0u; j < 7u; j++)
     if (!(mask & game_top(j))) {
       coop_u64 nc = cur ^ mask, nm = mask | (mask + game_bottom(j));
-      COOP_GLOBAL coop_u32 *ch = nodes + GAME_NODE_WORDS * i++;
-      ch[0] = (coop_u32)nc;
-      ch[1] = (coop_u32)(nc >> 32);
-      ch[2] = (coop_u32)nm;
-      ch[3] = (coop_u32)(nm >> 32);
-      ch[4] = t;
-      ch[5] = rec[5] + 1u;
-      ch[6] = rec[6];
-      ch[7] = 0u;
+      coop_buf_u32 ch;
+      coop_sub(ch, nodes, (coop_u64)GAME_NODE_WORDS * i, GAME_NODE_WORDS);
+      i++;
+      coop_at(ch, 0) = (coop_u32)nc;
+      coop_at(ch, 1) = (coop_u32)(nc >> 32);
+      coop_at(ch, 2) = (coop_u32)nm;
+      coop_at(ch, 3) = (coop_u32)(nm >> 32);
+      coop_at(ch, 4) = t;
+      coop_at(ch, 5) = coop_at(rec, 5) + 1u;
+      coop_at(ch, 6) = coop_at(rec, 6);
+      coop_at(ch, 7) = 0u;
     }
-  coop_st_rlx(&acc[2u * t], k); /* published by the push's release */
-  coop_fadd(&ctl[1], k);        /* before the push: outstanding must not reach 0 early */
-  coop_u32 pushed = coop_tq_push(ctl + GAME_CTL_QUEUES, items, qcap, q, first, k);
+  coop_st_rlx(coop_ptr(acc, 2u * (coop_u64)t), k); /* published by the push's release */
+  coop_fadd(coop_ptr(ctl, 1), k); /* before the push: outstanding must not reach 0 early */
+  coop_buf_atomic_u32 qctl;
+  coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
+  coop_u32 pushed = game_tq_push(qctl, items, qcap, q, first, k);
   if (pushed < k) {
-    coop_for(&ctl[2], 2u); /* queue full */
-    coop_fsub(&ctl[1], k - pushed);
+    coop_for(coop_ptr(ctl, 2), 2u); /* queue full */
+    coop_fsub(coop_ptr(ctl, 1), k - pushed);
   }
 }
 
@@ -208,31 +281,35 @@ COOP_FN0 void game_expand(COOP_GLOBAL coop_u32 *nodes, COOP_GLOBAL coop_atomic_u
  * The barriers are unconditional (PoCL's work-item loops want every thread
  * to pass the same barriers on every step); each phase's work is guarded. */
 coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
-  COOP_GLOBAL coop_u32 *nodes = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL coop_atomic_u32 *acc = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL coop_atomic_u32 *res = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_atomic_u32 *ctl = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL coop_u32 *items = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
+  coop_buf_u32 nodes = coop_arg_buf_u32(c, 1);
+  coop_buf_atomic_u32 acc = coop_arg_buf_atomic_u32(c, 2), res = coop_arg_buf_atomic_u32(c, 3);
+  coop_buf_atomic_u32 ctl = coop_arg_buf_atomic_u32(c, 4);
+  coop_buf_u32 items = coop_arg_buf_u32(c, 5);
   coop_u32 depth = coop_arg_u32(c, 6), split = coop_arg_u32(c, 7);
   coop_u32 nq = coop_arg_u32(c, 8), qcap = coop_arg_u32(c, 9), nodecap = coop_arg_u32(c, 10);
   coop_u32 lid = coop_local_id_c(c), lsize = coop_local_size_c(c);
-  COOP_LOCAL coop_i32 *sh = (COOP_LOCAL coop_i32 *)coop_scratch(c);
+  coop_lbuf_i32 sh = coop_scratch_i32(c);
   coop_u32 q = coop_group_id(c); /* after the fork point: a forked group uses its own queue */
 
   coop_wg_barrier(); /* scratch of the previous step is free again */
-  if (lid == 0u)
-    sh[GAME_S_TASK] =
-        (coop_i32)coop_tq_pop_or_steal(ctl + GAME_CTL_QUEUES, &ctl[1], items, nq, qcap, q);
+  if (lid == 0u) {
+    coop_buf_atomic_u32 qctl, outstanding;
+    coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
+    coop_sub(outstanding, ctl, 1u, 1u);
+    coop_at(sh, GAME_S_TASK) =
+        (coop_i32)game_tq_pop_or_steal(qctl, outstanding, items, nq, qcap, q);
+  }
   coop_wg_barrier();
-  coop_u32 t = (coop_u32)sh[GAME_S_TASK];
+  coop_u32 t = (coop_u32)coop_at(sh, GAME_S_TASK);
   coop_u32 valid = t != GAME_NONE && t != GAME_END;
   coop_u64 cur = 0u, mask = 0u;
   coop_u32 ply = 0u;
   if (valid) {
-    COOP_GLOBAL const coop_u32 *rec = nodes + GAME_NODE_WORDS * t;
-    cur = (coop_u64)rec[0] | (coop_u64)rec[1] << 32;
-    mask = (coop_u64)rec[2] | (coop_u64)rec[3] << 32;
-    ply = rec[5];
+    coop_buf_u32 rec;
+    coop_sub(rec, nodes, (coop_u64)GAME_NODE_WORDS * t, GAME_NODE_WORDS);
+    cur = (coop_u64)coop_at(rec, 0) | (coop_u64)coop_at(rec, 1) << 32;
+    mask = (coop_u64)coop_at(rec, 2) | (coop_u64)coop_at(rec, 3) << 32;
+    ply = coop_at(rec, 5);
   }
   coop_u32 r = depth - ply; /* remaining depth */
   coop_i32 v = 0;
@@ -248,26 +325,26 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
       coop_u64 cc = cur ^ mask, cm = mask | (mask + game_bottom(j));
       coop_u32 direct = game_static(cc, cm, r - 1u, &cv);
       if (k == 0u) {
-        sh[GAME_S_DIRECT + j] = (coop_i32)direct;
-        sh[GAME_S_DVAL + j] = cv;
+        coop_at(sh, GAME_S_DIRECT + j) = (coop_i32)direct;
+        coop_at(sh, GAME_S_DVAL + j) = cv;
       }
       if (!direct && !(cm & game_top(k)))
         g = game_search(cc ^ cm, cm | (cm + game_bottom(k)), r - 2u);
     } else if (k == 0u) {
-      sh[GAME_S_DIRECT + j] = 2;
+      coop_at(sh, GAME_S_DIRECT + j) = 2;
     }
-    sh[GAME_S_GRAND + i] = g;
+    coop_at(sh, GAME_S_GRAND + i) = g;
   }
   coop_wg_barrier();
   if (lid == 0u && search) { /* combine the two plies */
     v = GAME_NEG_INF;
     for (coop_u32 j = 0u; j < 7u; j++) {
-      coop_i32 d = sh[GAME_S_DIRECT + j], vj = sh[GAME_S_DVAL + j];
+      coop_i32 d = coop_at(sh, GAME_S_DIRECT + j), vj = coop_at(sh, GAME_S_DVAL + j);
       if (d == 2) continue;
       if (d == 0) {
         vj = GAME_NEG_INF;
         for (coop_u32 k = 0u; k < 7u; k++) {
-          coop_i32 g = sh[GAME_S_GRAND + 7u * j + k];
+          coop_i32 g = coop_at(sh, GAME_S_GRAND + 7u * j + k);
           if (g != GAME_NEG_INF && -g > vj) vj = -g;
         }
       }
@@ -276,7 +353,7 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   }
   if (lid == 0u && expand) game_expand(nodes, acc, ctl, items, qcap, nodecap, q, t);
   if (lid == 0u && (resolved || search)) game_complete(nodes, acc, res, t, v);
-  if (lid == 0u && valid) coop_fsub(&ctl[1], 1u); /* this task is done */
+  if (lid == 0u && valid) coop_fsub(coop_ptr(ctl, 1), 1u); /* this task is done */
   if (t == GAME_END) return COOP_DONE;
   /* the original form (mode 0) never offers a kill nor asks for a fork */
   return coop_arg_u32(c, 0) == 0u ? COOP_CONTINUE : (COOP_OFFER_KILL | COOP_REQUEST_FORK);

@@ -1,4 +1,11 @@
-//@coop name=lsssp kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,buf,u32
+//@coop name=lsssp kind=cooperative args=u32,row:buf,col:buf,w:buf,dist:buf,buf,buf,buf,buf,n:u32
+//@coop require (n+1)*4 <= len(row)
+//@coop require len(col) <= len(w)
+//@coop require n*4 <= len(dist)
+//@coop require n*4 <= len(arg5)
+//@coop require n*4 <= len(arg6)
+//@coop require 2*4 <= len(arg7)
+//@coop require n*4 <= len(arg8)
 /*
  * lsssp.cl: Lonestar GPU worklist SSSP (004 Table 1 "l-sssp", thesis 000
  * Table 5.2 "SSSP_lonestar"), as one cooperative kernel.
@@ -21,7 +28,12 @@
  * args: 0 mode, 1 row[n+1], 2 col[m], 3 w[m], 4 dist[n] (0xFFFFFFFF =
  *       unreached; dist[source] = 0 by the host), 5 worklist 0 (holds the
  *       source), 6 worklist 1 (n entries each), 7 size[2] (size[0] = 1),
- *       8 stamp[n] (zeroed), 9 n.
+ *       8 stamp[n] (zeroed), 9 n. The directive names only what fits in
+ *       its 100 columns (clang-format splits longer comment lines); the
+ *       require lines call the others argN. They are checked at admission;
+ *       and every access goes through a view, so a vertex id >= n or an
+ *       edge range past col in a hostile graph faults the job (EFAULT)
+ *       instead of reaching memory outside its buffers.
  */
 #define LSSSP_INF 0xFFFFFFFFu
 
@@ -41,42 +53,43 @@ COOP_FN void lsssp_init(struct coop_ctx *c, struct lsssp_state *s) {
 
 /* Relax v's out-edges; push improved targets on worklist `out`. */
 COOP_FN void lsssp_relax(struct coop_ctx *c, coop_u32 v, coop_u32 stamp, coop_u32 out) {
-  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL const coop_u32 *wt = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_atomic_u32 *dist = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL coop_u32 *q = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5u + out);
-  COOP_GLOBAL coop_atomic_u32 *size = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
-  COOP_GLOBAL coop_atomic_u32 *mark = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 8);
+  coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
+  coop_buf_u32 w = coop_arg_buf_u32(c, 3);
+  coop_buf_atomic_u32 dist = coop_arg_buf_atomic_u32(c, 4);
+  coop_buf_u32 q = coop_arg_buf_u32(c, 5u + out);
+  coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 7), mark = coop_arg_buf_atomic_u32(c, 8);
   /* the current distance: possibly already lower than when v was pushed */
-  coop_u32 d = coop_ld_rlx(&dist[v]);
-  coop_u32 end = row[v + 1u];
-  for (coop_u32 e = row[v]; e < end; e++) {
-    coop_u32 u = col[e], nd = d + wt[e];
-    if (nd < d) continue;                      /* overflow: no shorter than unreached */
-    if (coop_ld_rlx(&dist[u]) <= nd) continue; /* cheap test first */
-    if (coop_fmin(&dist[u], nd) <= nd) continue;
-    if (coop_fmax(&mark[u], stamp) < stamp) q[coop_fadd(&size[out], 1u)] = u;
+  coop_u32 d = coop_ld_rlx(coop_ptr(dist, v));
+  coop_u32 end = coop_at(row, v + 1u);
+  for (coop_u32 e = coop_at(row, v); e < end; e++) {
+    coop_u32 u = coop_at(col, e), nd = d + coop_at(w, e);
+    if (nd < d) continue;                               /* overflow: no shorter than unreached */
+    if (coop_ld_rlx(coop_ptr(dist, u)) <= nd) continue; /* cheap test first */
+    if (coop_fmin(coop_ptr(dist, u), nd) <= nd) continue;
+    if (coop_fmax(coop_ptr(mark, u), stamp) < stamp) {
+      coop_u32 slot = coop_fadd(coop_ptr(size, out), 1u);
+      coop_at(q, slot) = u;
+    }
   }
 }
 
 COOP_FN coop_u32 lsssp_step(struct coop_ctx *c, struct lsssp_state *s) {
   coop_u32 bar = coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
-  COOP_GLOBAL coop_atomic_u32 *size = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 7);
+  coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 7);
   if (s->phase == 0u) {
     /* nothing writes size[in] in this interval: a uniform DONE decision */
-    coop_u32 n = coop_ld_acq(&size[s->in]);
+    coop_u32 n = coop_ld_acq(coop_ptr(size, s->in));
     if (n == 0u) return COOP_DONE; /* line 8 */
-    COOP_GLOBAL const coop_u32 *q = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 5u + s->in);
+    coop_buf_u32 q = coop_arg_buf_u32(c, 5u + s->in);
     coop_u32 stride = coop_global_size(c); /* recomputed after every barrier */
     for (coop_u32 i = coop_global_id(c); i < n; i += stride)
-      lsssp_relax(c, q[i], s->iter + 1u, 1u - s->in);
+      lsssp_relax(c, coop_at(q, i), s->iter + 1u, 1u - s->in);
     s->in = 1u - s->in; /* line 11: swap */
     s->phase = 1u;
     return bar; /* line 12 */
   }
-  if (coop_global_id(c) == 0u) coop_st_rlx(&size[1u - s->in], 0u); /* line 13 */
-  s->iter++;                                                       /* line 14 */
+  if (coop_global_id(c) == 0u) coop_st_rlx(coop_ptr(size, 1u - s->in), 0u); /* line 13 */
+  s->iter++;                                                                /* line 14 */
   s->phase = 0u;
   return bar; /* line 15 */
 }

@@ -1,4 +1,9 @@
-//@coop name=mis kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
+//@coop name=mis kind=cooperative args=u32,row:buf,col:buf,prio:buf,st:buf,cand:buf,flag:buf,n:u32
+//@coop require (n+1)*4 <= len(row)
+//@coop require n*4 <= len(prio)
+//@coop require n*4 <= len(st)
+//@coop require n*4 <= len(cand)
+//@coop require 2*4 <= len(flag)
 /*
  * mis.cl: Pannotia maximal independent set (004 Table 1 "mis"; 000
  * Sec. 3.6.2), as one cooperative kernel. Luby-style rounds with
@@ -18,7 +23,12 @@
  * them (UNDECIDED -> OUT), so st is accessed with relaxed atomics.
  *
  * args: 0 mode, 1 row[n+1], 2 col[m], 3 prio[n], 4 st[n] (0 undecided,
- *       1 in, 2 out; out), 5 cand[n], 6 flag[2], 7 n
+ *       1 in, 2 out; out), 5 cand[n], 6 flag[2], 7 n (mode is unnamed in
+ *       the directive, which fits in 100 columns only so). The require
+ *       lines are checked at admission; and every access goes through a
+ *       view, so a vertex id >= n or an edge range past col in a hostile
+ *       graph faults the job (EFAULT) instead of reaching memory outside
+ *       its buffers.
  */
 #define MIS_UNDECIDED 0u
 #define MIS_IN 1u
@@ -34,8 +44,8 @@ void mis_init(struct coop_ctx *c, struct mis_state *s) {
   s->phase = 0u;
 }
 
-COOP_FN coop_u32 mis_beats(COOP_GLOBAL const coop_u32 *prio, coop_u32 u, coop_u32 v) {
-  coop_u32 pu = prio[u], pv = prio[v];
+COOP_FN coop_u32 mis_beats(coop_buf_u32 prio, coop_u32 u, coop_u32 v) {
+  coop_u32 pu = coop_at(prio, u), pv = coop_at(prio, v);
   return pu > pv || (pu == pv && u > v);
 }
 
@@ -44,12 +54,11 @@ COOP_FN coop_u32 mis_barrier(struct coop_ctx *c) {
 }
 
 coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
-  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL const coop_u32 *col = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL const coop_u32 *prio = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_atomic_u32 *st = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL coop_u32 *cand = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
-  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
+  coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
+  coop_buf_u32 prio = coop_arg_buf_u32(c, 3);
+  coop_buf_atomic_u32 st = coop_arg_buf_atomic_u32(c, 4);
+  coop_buf_u32 cand = coop_arg_buf_u32(c, 5);
+  coop_buf_atomic_u32 flag = coop_arg_buf_atomic_u32(c, 6);
   coop_u32 n = coop_arg_u32(c, 7);
   /* M is stable until the barrier that ends this step */
   coop_u32 stride = coop_global_size(c);
@@ -57,16 +66,17 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
   if (s->phase == 0u) {
     coop_u32 any = 0u;
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
-      if (coop_ld_rlx(&st[v]) != MIS_UNDECIDED) continue;
+      if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
       any = 1u;
       coop_u32 win = 1u;
-      for (coop_u32 e = row[v]; e < row[v + 1u] && win; e++) {
-        coop_u32 u = col[e];
-        if (u != v && coop_ld_rlx(&st[u]) == MIS_UNDECIDED && mis_beats(prio, u, v)) win = 0u;
+      for (coop_u32 e = coop_at(row, v); e < coop_at(row, v + 1u) && win; e++) {
+        coop_u32 u = coop_at(col, e);
+        if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_UNDECIDED && mis_beats(prio, u, v))
+          win = 0u;
       }
-      cand[v] = win;
+      coop_at(cand, v) = win;
     }
-    if (any) coop_st_rlx(&flag[s->round & 1u], 1u);
+    if (any) coop_st_rlx(coop_ptr(flag, s->round & 1u), 1u);
     s->phase = 1u;
     return mis_barrier(c);
   }
@@ -74,27 +84,28 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
   if (s->phase == 1u) {
     /* the flag was set before the barrier and nobody writes it now; thread
      * 0 reads it so that the return value is uniform */
-    COOP_LOCAL coop_u32 *b = (COOP_LOCAL coop_u32 *)coop_scratch(c);
-    if (coop_local_id_c(c) == 0u) b[0] = coop_ld_rlx(&flag[s->round & 1u]);
+    coop_lbuf_u32 b = coop_scratch_u32(c);
+    if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(coop_ptr(flag, s->round & 1u));
     coop_wg_barrier();
-    coop_u32 more = b[0];
+    coop_u32 more = coop_at(b, 0u);
     coop_wg_barrier();
     if (!more) return COOP_DONE; /* every vertex decided: all groups leave here */
     for (coop_u32 v = coop_global_id(c); v < n; v += stride)
-      if (coop_ld_rlx(&st[v]) == MIS_UNDECIDED && cand[v]) coop_st_rlx(&st[v], MIS_IN);
+      if (coop_ld_rlx(coop_ptr(st, v)) == MIS_UNDECIDED && coop_at(cand, v))
+        coop_st_rlx(coop_ptr(st, v), MIS_IN);
     /* last read in the previous round's phase 1, next set in phase 0 */
-    if (coop_global_id(c) == 0u) coop_st_rlx(&flag[(s->round + 1u) & 1u], 0u);
+    if (coop_global_id(c) == 0u) coop_st_rlx(coop_ptr(flag, (s->round + 1u) & 1u), 0u);
     s->phase = 2u;
     return mis_barrier(c);
   }
 
   /* phase 2: the neighbours of the new members leave the race */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
-    if (coop_ld_rlx(&st[v]) != MIS_UNDECIDED) continue;
-    for (coop_u32 e = row[v]; e < row[v + 1u]; e++) {
-      coop_u32 u = col[e];
-      if (u != v && coop_ld_rlx(&st[u]) == MIS_IN) {
-        coop_st_rlx(&st[v], MIS_OUT);
+    if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
+    for (coop_u32 e = coop_at(row, v); e < coop_at(row, v + 1u); e++) {
+      coop_u32 u = coop_at(col, e);
+      if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_IN) {
+        coop_st_rlx(coop_ptr(st, v), MIS_OUT);
         break;
       }
     }

@@ -1,4 +1,15 @@
-//@coop name=octree kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,buf,u32,u32,u32,u32,u32,u32
+//@coop name=octree kind=cooperative args=mode:u32,pts:buf,perm0:buf,perm1:buf,out:buf,nodes:buf,ctl:buf,items:buf,n:u32,thresh:u32,maxdepth:u32,nq:u32,qcap:u32,nodecap:u32
+//@coop require n*12 <= len(pts)
+//@coop require n*4 <= len(perm0)
+//@coop require n*4 <= len(perm1)
+//@coop require n*4 <= len(out)
+//@coop require nodecap*24 <= len(nodes)
+//@coop require (4+nq*4)*4 <= len(ctl)
+//@coop require nq*qcap*4 <= len(items)
+//@coop require maxdepth <= 10
+//@coop require nq >= 1
+//@coop require qcap >= 1
+//@coop require nodecap >= 1
 /*
  * octree.cl: octree partitioning with work stealing (004 Table 1 "octree",
  * after Cederman and Tsigas' load-balancing benchmark). A task is a node:
@@ -28,6 +39,11 @@
  *       two), 13 nodecap
  * node record: parent, depth, path (3 bits per level, octant of level 0
  * highest), begin, end, nchild (0 = leaf, ~0 = not processed yet)
+ *
+ * The require lines are checked at admission; every buffer and scratch
+ * access goes through a view, so a point index, a node range or a queue
+ * word of a hostile client (past its buffer) faults the job instead of
+ * reaching other memory.
  */
 #define OCTREE_NODE_WORDS 6u
 #define OCTREE_NONE COOP_TQ_NONE
@@ -41,50 +57,103 @@ struct octree_state {
 
 void octree_init(struct coop_ctx *c, struct octree_state *s) { s->unused = 0u; }
 
+/* The task queues of device/taskqueue.cl (coop_tq_pop_or_steal and
+ * coop_tq_push: same algorithm, same memory orders), over views: queue q is
+ * the COOP_TQ_WORDS words of qctl from COOP_TQ_WORDS * q and the qcap items
+ * of items from q * qcap, so neither a client's nq or qcap nor a group id
+ * past nq reaches outside the job's buffers. Thread 0 only. */
+COOP_FN0 coop_u32 octree_tq_pop_or_steal(coop_buf_atomic_u32 qctl, coop_buf_atomic_u32 outstanding,
+                                         coop_buf_u32 items, coop_u32 nq, coop_u32 qcap,
+                                         coop_u32 self) {
+  for (coop_u32 k = 0u; k < nq; k++) {
+    coop_u32 q = (self + k) % nq;
+    coop_buf_atomic_u32 qc;
+    coop_buf_u32 qi;
+    coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
+    coop_sub(qi, items, (coop_u64)q * qcap, qcap);
+    if (coop_ld_rlx(coop_ptr(qc, 1)) == coop_ld_rlx(coop_ptr(qc, 2))) continue; /* looks empty */
+    coop_u32 t = COOP_TQ_NONE;
+    coop__lock(coop_ptr(qc, 0));
+    coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2));
+    if (head != tail) {
+      if (k == 0u) { /* own queue: newest first */
+        tail--;
+        t = coop_at(qi, tail & (qcap - 1u));
+        coop_st_rlx(coop_ptr(qc, 2), tail);
+      } else { /* steal the oldest */
+        t = coop_at(qi, head & (qcap - 1u));
+        coop_st_rlx(coop_ptr(qc, 1), head + 1u);
+      }
+    }
+    coop__unlock(coop_ptr(qc, 0));
+    if (t != COOP_TQ_NONE) return t;
+  }
+  return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
+}
+
+COOP_FN0 coop_u32 octree_tq_push(coop_buf_atomic_u32 qctl, coop_buf_u32 items, coop_u32 qcap,
+                                 coop_u32 q, coop_u32 first, coop_u32 k) {
+  coop_buf_atomic_u32 qc;
+  coop_buf_u32 qi;
+  coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
+  coop_sub(qi, items, (coop_u64)q * qcap, qcap);
+  coop__lock(coop_ptr(qc, 0));
+  coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2)), i = 0u;
+  for (; i < k && tail - head < qcap; i++, tail++) coop_at(qi, tail & (qcap - 1u)) = first + i;
+  coop_st_rlx(coop_ptr(qc, 2), tail);
+  coop__unlock(coop_ptr(qc, 0));
+  return i;
+}
+
 /* Octant of point p in the cell (ix, iy, iz) of side 2^-depth: one bit per
  * axis, set when the coordinate is at or above the cell's midpoint (exact:
  * dyadic midpoints are floats). */
-COOP_FN coop_u32 octree_octant(COOP_GLOBAL const float *pts, coop_u32 p, float mx, float my,
-                               float mz) {
-  return (pts[3u * p] >= mx ? 1u : 0u) | (pts[3u * p + 1u] >= my ? 2u : 0u) |
-         (pts[3u * p + 2u] >= mz ? 4u : 0u);
+COOP_FN coop_u32 octree_octant(coop_buf_f32 pts, coop_u32 p, float mx, float my, float mz) {
+  coop_u64 x = 3u * (coop_u64)p;
+  return (coop_at(pts, x) >= mx ? 1u : 0u) | (coop_at(pts, x + 1u) >= my ? 2u : 0u) |
+         (coop_at(pts, x + 2u) >= mz ? 4u : 0u);
 }
 
 /* Thread 0, after the partition: allocates the non-empty children of node
  * t (child o spans [cr[o], cr[o + 1])), records them, pushes them on queue
  * q; or marks t a leaf. Then t is done. */
-COOP_FN0 void octree_finish(COOP_GLOBAL coop_u32 *nodes, COOP_GLOBAL coop_atomic_u32 *ctl,
-                            COOP_GLOBAL coop_u32 *items, coop_u32 qcap, coop_u32 nodecap,
-                            coop_u32 q, coop_u32 t, coop_u32 split, COOP_LOCAL const coop_u32 *cr) {
-  COOP_GLOBAL coop_u32 *rec = nodes + OCTREE_NODE_WORDS * t;
+COOP_FN0 void octree_finish(coop_buf_u32 nodes, coop_buf_atomic_u32 ctl, coop_buf_u32 items,
+                            coop_u32 qcap, coop_u32 nodecap, coop_u32 q, coop_u32 t, coop_u32 split,
+                            coop_lbuf_u32 cr) {
+  coop_buf_u32 rec;
+  coop_sub(rec, nodes, (coop_u64)OCTREE_NODE_WORDS * t, OCTREE_NODE_WORDS);
   coop_u32 k = 0u;
   if (split) {
-    for (coop_u32 o = 0u; o < 8u; o++) k += cr[o + 1u] > cr[o] ? 1u : 0u;
-    coop_u32 first = coop_fadd(&ctl[0], k);
+    for (coop_u32 o = 0u; o < 8u; o++) k += coop_at(cr, o + 1u) > coop_at(cr, o) ? 1u : 0u;
+    coop_u32 first = coop_fadd(coop_ptr(ctl, 0), k);
     if (first + k > nodecap) {
-      coop_for(&ctl[2], 1u); /* out of node records: the check reports it */
+      coop_for(coop_ptr(ctl, 2), 1u); /* out of node records: the check reports it */
       k = 0u;
     }
     coop_u32 j = 0u;
     for (coop_u32 o = 0u; o < 8u && k > 0u; o++)
-      if (cr[o + 1u] > cr[o]) {
-        COOP_GLOBAL coop_u32 *ch = nodes + OCTREE_NODE_WORDS * (first + j++);
-        ch[0] = t;
-        ch[1] = rec[1] + 1u;
-        ch[2] = (rec[2] << 3) | o;
-        ch[3] = cr[o];
-        ch[4] = cr[o + 1u];
-        ch[5] = OCTREE_NONE;
+      if (coop_at(cr, o + 1u) > coop_at(cr, o)) {
+        coop_buf_u32 ch;
+        coop_sub(ch, nodes, (coop_u64)OCTREE_NODE_WORDS * (first + j), OCTREE_NODE_WORDS);
+        j++;
+        coop_at(ch, 0) = t;
+        coop_at(ch, 1) = coop_at(rec, 1) + 1u;
+        coop_at(ch, 2) = (coop_at(rec, 2) << 3) | o;
+        coop_at(ch, 3) = coop_at(cr, o);
+        coop_at(ch, 4) = coop_at(cr, o + 1u);
+        coop_at(ch, 5) = OCTREE_NONE;
       }
-    coop_fadd(&ctl[1], k); /* before the push: pending must not reach 0 early */
-    coop_u32 pushed = k > 0u ? coop_tq_push(ctl + OCTREE_CTL_QUEUES, items, qcap, q, first, k) : 0u;
+    coop_fadd(coop_ptr(ctl, 1), k); /* before the push: pending must not reach 0 early */
+    coop_buf_atomic_u32 qctl;
+    coop_sub(qctl, ctl, OCTREE_CTL_QUEUES, coop_len(ctl));
+    coop_u32 pushed = k > 0u ? octree_tq_push(qctl, items, qcap, q, first, k) : 0u;
     if (pushed < k) {
-      coop_for(&ctl[2], 2u); /* queue full */
-      coop_fsub(&ctl[1], k - pushed);
+      coop_for(coop_ptr(ctl, 2), 2u); /* queue full */
+      coop_fsub(coop_ptr(ctl, 1), k - pushed);
     }
   }
-  rec[5] = k;             /* 0: a leaf */
-  coop_fsub(&ctl[1], 1u); /* this task is done */
+  coop_at(rec, 5) = k;             /* 0: a leaf */
+  coop_fsub(coop_ptr(ctl, 1), 1u); /* this task is done */
 }
 
 /* One iteration of the main loop: take a task (pop or steal), process it.
@@ -92,35 +161,42 @@ COOP_FN0 void octree_finish(COOP_GLOBAL coop_u32 *nodes, COOP_GLOBAL coop_atomic
  * every step, so the barriers below are unconditional and each phase's
  * work is guarded instead. */
 coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
-  COOP_GLOBAL const float *pts = (COOP_GLOBAL const float *)coop_arg_buf(c, 1);
-  COOP_GLOBAL coop_u32 *nodes = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
-  COOP_GLOBAL coop_atomic_u32 *ctl = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
-  COOP_GLOBAL coop_u32 *items = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 7);
+  coop_buf_f32 pts = coop_arg_buf_f32(c, 1);
+  coop_buf_u32 nodes = coop_arg_buf_u32(c, 5);
+  coop_buf_atomic_u32 ctl = coop_arg_buf_atomic_u32(c, 6);
+  coop_buf_u32 items = coop_arg_buf_u32(c, 7);
   coop_u32 thresh = coop_arg_u32(c, 9), maxdepth = coop_arg_u32(c, 10);
   coop_u32 nq = coop_arg_u32(c, 11), qcap = coop_arg_u32(c, 12), nodecap = coop_arg_u32(c, 13);
   coop_u32 lid = coop_local_id_c(c), lsize = coop_local_size_c(c);
   coop_u32 lanes = lsize < OCTREE_MAX_LANES ? lsize : OCTREE_MAX_LANES;
-  COOP_LOCAL coop_u32 *h = (COOP_LOCAL coop_u32 *)coop_scratch(c); /* 8 x lanes counters */
-  COOP_LOCAL coop_u32 *cr = h + 8u * OCTREE_MAX_LANES;             /* 9 child bounds */
-  COOP_LOCAL coop_u32 *sh = cr + 9u;                               /* the task */
+  coop_lbuf_u32 scr = coop_scratch_u32(c), h, cr, sh;
+  coop_sub(h, scr, 0u, 8u * OCTREE_MAX_LANES);       /* 8 x lanes counters */
+  coop_sub(cr, scr, 8u * OCTREE_MAX_LANES, 9u);      /* 9 child bounds */
+  coop_sub(sh, scr, 8u * OCTREE_MAX_LANES + 9u, 1u); /* the task */
   coop_u32 q = coop_group_id(c); /* after the fork point: a forked group uses its own queue */
 
   coop_wg_barrier(); /* scratch of the previous step is free again */
-  if (lid == 0u) sh[0] = coop_tq_pop_or_steal(ctl + OCTREE_CTL_QUEUES, &ctl[1], items, nq, qcap, q);
+  if (lid == 0u) {
+    coop_buf_atomic_u32 qctl, pending;
+    coop_sub(qctl, ctl, OCTREE_CTL_QUEUES, coop_len(ctl));
+    coop_sub(pending, ctl, 1u, 1u);
+    coop_at(sh, 0) = octree_tq_pop_or_steal(qctl, pending, items, nq, qcap, q);
+  }
   coop_wg_barrier();
-  coop_u32 t = sh[0];
+  coop_u32 t = coop_at(sh, 0);
   coop_u32 valid = t != OCTREE_NONE && t != OCTREE_END;
   coop_u32 depth = 0u, path = 0u, b = 0u, e = 0u;
   if (valid) {
-    COOP_GLOBAL const coop_u32 *rec = nodes + OCTREE_NODE_WORDS * t;
-    depth = rec[1];
-    path = rec[2];
-    b = rec[3];
-    e = rec[4];
+    coop_buf_u32 rec;
+    coop_sub(rec, nodes, (coop_u64)OCTREE_NODE_WORDS * t, OCTREE_NODE_WORDS);
+    depth = coop_at(rec, 1);
+    path = coop_at(rec, 2);
+    b = coop_at(rec, 3);
+    e = coop_at(rec, 4);
   }
   coop_u32 split = valid && e - b > thresh && depth < maxdepth;
-  COOP_GLOBAL coop_u32 *src = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 2u + (depth & 1u));
-  COOP_GLOBAL coop_u32 *dst = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 2u + ((depth + 1u) & 1u));
+  coop_buf_u32 src = coop_arg_buf_u32(c, 2u + (depth & 1u));
+  coop_buf_u32 dst = coop_arg_buf_u32(c, 2u + ((depth + 1u) & 1u));
 
   /* the cell's integer coordinates from its octant path; its midpoint */
   coop_u32 ix = 0u, iy = 0u, iz = 0u;
@@ -141,30 +217,34 @@ coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
   if (!split || lid >= lanes || cb > e) cb = e;
   if (ce > e) ce = e;
   if (split && lid < lanes) {
-    for (coop_u32 o = 0u; o < 8u; o++) h[o * lanes + lid] = 0u;
-    for (coop_u32 i = cb; i < ce; i++) h[octree_octant(pts, src[i], mx, my, mz) * lanes + lid]++;
+    for (coop_u32 o = 0u; o < 8u; o++) coop_at(h, o * lanes + lid) = 0u;
+    for (coop_u32 i = cb; i < ce; i++) {
+      coop_u32 hi = octree_octant(pts, coop_at(src, i), mx, my, mz) * lanes + lid;
+      coop_at(h, hi)++;
+    }
   }
   if (valid && !split) { /* a leaf: its points go to the output */
-    COOP_GLOBAL coop_u32 *out = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 4);
-    for (coop_u32 i = b + lid; i < e; i += lsize) out[i] = src[i];
+    coop_buf_u32 out = coop_arg_buf_u32(c, 4);
+    for (coop_u32 i = b + lid; i < e; i += lsize) coop_at(out, i) = coop_at(src, i);
   }
   coop_wg_barrier();
   if (split && lid == 0u) { /* exclusive prefix in (octant, lane) order */
     coop_u32 off = b;
     for (coop_u32 o = 0u; o < 8u; o++) {
-      cr[o] = off;
+      coop_at(cr, o) = off;
       for (coop_u32 l = 0u; l < lanes; l++) {
-        coop_u32 n = h[o * lanes + l];
-        h[o * lanes + l] = off;
+        coop_u32 n = coop_at(h, o * lanes + l);
+        coop_at(h, o * lanes + l) = off;
         off += n;
       }
     }
-    cr[8] = off;
+    coop_at(cr, 8) = off;
   }
   coop_wg_barrier();
   for (coop_u32 i = cb; i < ce; i++) {
-    coop_u32 p = src[i], o = octree_octant(pts, p, mx, my, mz);
-    dst[h[o * lanes + lid]++] = p;
+    coop_u32 p = coop_at(src, i), hi = octree_octant(pts, p, mx, my, mz) * lanes + lid;
+    coop_u32 d = coop_at(h, hi)++;
+    coop_at(dst, d) = p;
   }
   coop_wg_barrier(); /* the partition is written before the children are pushed */
   if (valid && lid == 0u) octree_finish(nodes, ctl, items, qcap, nodecap, q, t, split, cr);

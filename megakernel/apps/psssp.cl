@@ -1,4 +1,9 @@
-//@coop name=psssp kind=cooperative args=u32,buf,buf,buf,buf,buf,buf,u32
+//@coop name=psssp kind=cooperative args=mode:u32,row:buf,src:buf,w:buf,d:buf,nd:buf,flag:buf,n:u32
+//@coop require (n+1)*4 <= len(row)
+//@coop require len(src) <= len(w)
+//@coop require n*4 <= len(d)
+//@coop require n*4 <= len(nd)
+//@coop require 2*4 <= len(flag)
 /*
  * psssp.cl: Pannotia single-source shortest paths (004 Table 1 "p-sssp";
  * 000 Sec. 3.6.2), as one cooperative kernel. Bellman-Ford in the form of
@@ -17,9 +22,12 @@
  * nd is written only in phase 0: every array access is separated from
  * conflicting ones by a barrier.
  *
- * args: 0 mode, 1 in_row[n+1], 2 in_src[m], 3 in_w[m] (in-edges: the
- *       transposed graph), 4 d[n] (0xffffffff = unreached; out), 5 nd[n],
- *       6 flag[2], 7 n
+ * args: 0 mode, 1 row[n+1], 2 src[m], 3 w[m] (in-edges: the transposed
+ *       graph), 4 d[n] (0xffffffff = unreached; out), 5 nd[n], 6 flag[2],
+ *       7 n. The require lines are checked at admission; and every access
+ *       goes through a view, so a vertex id >= n or an edge range past src
+ *       in a hostile graph faults the job (EFAULT) instead of reaching
+ *       memory outside its buffers.
  */
 #define PSSSP_INF 0xffffffffu
 
@@ -38,26 +46,23 @@ COOP_FN coop_u32 psssp_barrier(struct coop_ctx *c) {
 }
 
 coop_u32 psssp_step(struct coop_ctx *c, struct psssp_state *s) {
-  COOP_GLOBAL const coop_u32 *row = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 1);
-  COOP_GLOBAL const coop_u32 *src = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 2);
-  COOP_GLOBAL const coop_u32 *w = (COOP_GLOBAL const coop_u32 *)coop_arg_buf(c, 3);
-  COOP_GLOBAL coop_u32 *d = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 4);
-  COOP_GLOBAL coop_u32 *nd = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 5);
-  COOP_GLOBAL coop_atomic_u32 *flag = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 6);
+  coop_buf_u32 row = coop_arg_buf_u32(c, 1), src = coop_arg_buf_u32(c, 2);
+  coop_buf_u32 w = coop_arg_buf_u32(c, 3), d = coop_arg_buf_u32(c, 4), nd = coop_arg_buf_u32(c, 5);
+  coop_buf_atomic_u32 flag = coop_arg_buf_atomic_u32(c, 6);
   coop_u32 n = coop_arg_u32(c, 7);
   /* M is stable until the barrier that ends this step */
   coop_u32 stride = coop_global_size(c);
 
   if (s->phase == 0u) { /* the (min, +) product */
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
-      coop_u32 best = d[v];
-      for (coop_u32 e = row[v]; e < row[v + 1u]; e++) {
-        coop_u32 du = d[src[e]];
+      coop_u32 best = coop_at(d, v);
+      for (coop_u32 e = coop_at(row, v); e < coop_at(row, v + 1u); e++) {
+        coop_u32 u = coop_at(src, e), du = coop_at(d, u);
         if (du == PSSSP_INF) continue;
-        coop_u32 x = du + w[e];
+        coop_u32 x = du + coop_at(w, e);
         if (x >= du && x < best) best = x; /* x < du: overflow, ignored */
       }
-      nd[v] = best;
+      coop_at(nd, v) = best;
     }
     s->phase = 1u;
     return psssp_barrier(c);
@@ -66,23 +71,24 @@ coop_u32 psssp_step(struct coop_ctx *c, struct psssp_state *s) {
   if (s->phase == 1u) { /* vector difference: did anything change? */
     coop_u32 changed = 0u;
     for (coop_u32 v = coop_global_id(c); v < n; v += stride)
-      if (nd[v] != d[v]) changed = 1u;
-    if (changed) coop_st_rlx(&flag[s->round & 1u], 1u);
+      if (coop_at(nd, v) != coop_at(d, v)) changed = 1u;
+    if (changed) coop_st_rlx(coop_ptr(flag, s->round & 1u), 1u);
     s->phase = 2u;
     return psssp_barrier(c);
   }
 
   /* phase 2: the flag was set before the barrier and nobody writes it now;
    * thread 0 reads it so that the return value is uniform */
-  COOP_LOCAL coop_u32 *b = (COOP_LOCAL coop_u32 *)coop_scratch(c);
-  if (coop_local_id_c(c) == 0u) b[0] = coop_ld_rlx(&flag[s->round & 1u]);
+  coop_lbuf_u32 b = coop_scratch_u32(c);
+  if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(coop_ptr(flag, s->round & 1u));
   coop_wg_barrier();
-  coop_u32 more = b[0];
+  coop_u32 more = coop_at(b, 0u);
   coop_wg_barrier();
   if (!more) return COOP_DONE; /* a fixed point: all groups leave here */
-  for (coop_u32 v = coop_global_id(c); v < n; v += stride) d[v] = nd[v]; /* assignment */
+  for (coop_u32 v = coop_global_id(c); v < n; v += stride)
+    coop_at(d, v) = coop_at(nd, v); /* assignment */
   /* last read in the previous round's phase 2, next set in phase 1 */
-  if (coop_global_id(c) == 0u) coop_st_rlx(&flag[(s->round + 1u) & 1u], 0u);
+  if (coop_global_id(c) == 0u) coop_st_rlx(coop_ptr(flag, (s->round + 1u) & 1u), 0u);
   s->round++;
   s->phase = 0u;
   return psssp_barrier(c);

@@ -72,6 +72,14 @@ COOP_FN coop_u32 coop_global_size(const struct coop_ctx *c) {
 /* The paper's query(): how many workgroups the scheduler wants back. */
 COOP_FN coop_u32 coop_query(const struct coop_ctx *c) { return coop_ld_acq(&c->ch->want_kill); }
 COOP_FN coop_u32 coop_is_forked(const struct coop_ctx *c) { return c->forked; }
+/* 1 once the task was cancelled (its client, the watchdog, a stop). A
+ * cooperative kernel leaves at its next primitive by itself; a
+ * non-cooperative one cannot be preempted, so one whose running time a
+ * client's scalar sets (render's reps) polls this and returns. Relaxed:
+ * only promptness depends on it. */
+COOP_FN coop_u32 coop_cancel_requested(const struct coop_ctx *c) {
+  return coop_ld_rlx(&c->ch->cancel);
+}
 
 /* Arguments: 64-bit slots; buffers travel as offsets into the arena, so the
  * same value means the same buffer on every backend. */
