@@ -87,6 +87,8 @@ int main(int argc, char **argv) {
   add(rt, "sweep", 1, k_sweep);
   add(rt, "phases", 1, k_phases);
   add(rt, "forever", 1, k_forever);
+  add(rt, "viewpoke", 0, k_viewpoke);
+  add(rt, "rawpoke", 0, k_rawpoke);
   add(rt, "stopsweep", 1, coop_stopsweep_src);
   add(rt, "matmul", 0, coop_app_src_matmul_cl);
   for (unsigned i = 0; i < coop_napps && rt->nkernels < COOP__MAX_KERNELS; i++)

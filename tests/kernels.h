@@ -145,4 +145,24 @@ static const char *k_forever =
     "  return COOP_RESIZING_BARRIER;\n"
     "}\n";
 
+/* Isolation (views and guard zones): dst[i] = 7 for i < n through a view,
+ * and scratch[m] = 1 through a scratch view; rawpoke the same through the
+ * raw pointer. args: dst, n, m. */
+static const char *k_viewpoke =
+    "void viewpoke(struct coop_ctx *c) {\n"
+    "  coop_buf_u32 dst = coop_arg_buf_u32(c, 0);\n"
+    "  coop_lbuf_u32 sc = coop_scratch_u32(c);\n"
+    "  coop_u32 n = coop_arg_u32(c, 1), m = coop_arg_u32(c, 2);\n"
+    "  if (coop_group_id(c) != 0u || coop_local_id_c(c) != 0u) return;\n"
+    "  for (coop_u32 i = 0u; i < n; i++) coop_at(dst, i) = 7u;\n"
+    "  if (m) coop_at(sc, m) = 1u;\n"
+    "}\n";
+static const char *k_rawpoke =
+    "void rawpoke(struct coop_ctx *c) {\n"
+    "  COOP_GLOBAL coop_u32 *dst = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);\n"
+    "  coop_u32 n = coop_arg_u32(c, 1);\n"
+    "  if (coop_group_id(c) != 0u || coop_local_id_c(c) != 0u) return;\n"
+    "  for (coop_u32 i = 0u; i < n; i++) dst[i] = 7u;\n"
+    "}\n";
+
 #endif

@@ -16,7 +16,7 @@
 
 struct fx {
   coop_rt *rt;
-  int ids, queue, sweep, phases, forever, stress;
+  int ids, queue, sweep, phases, forever, stress, viewpoke, rawpoke;
 };
 
 static void fx_open(struct fx *f) {
@@ -34,6 +34,9 @@ static void fx_open(struct fx *f) {
   f->forever = coop_rt_add_kernel(f->rt, "forever", 1, k_forever);
   f->stress = coop_rt_add_kernel(f->rt, "stopsweep", 1, coop_stopsweep_src);
   ck_assert_int_ge(f->stress, 0);
+  f->viewpoke = coop_rt_add_kernel(f->rt, "viewpoke", 0, k_viewpoke);
+  f->rawpoke = coop_rt_add_kernel(f->rt, "rawpoke", 0, k_rawpoke);
+  ck_assert_int_ge(f->rawpoke, 0);
   r = coop_rt_launch(f->rt);
   ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f->rt));
   ck_assert_uint_ge(coop_rt_workers(f->rt), 2);
@@ -432,6 +435,45 @@ static void refuse_caps(unsigned hide, const char *what) {
   ck_assert_int_eq(coop_rt_close(rt), 0);
 }
 
+/* Isolation: a view stops an index past its buffer (and scratch) and the
+ * task reports which; a raw write past it breaks the guard zone, which
+ * coop_rt_free reports; a freed block comes back zeroed. */
+START_TEST(views_and_guard_zones) {
+  struct fx f;
+  fx_open(&f);
+  uint32_t *a = coop_rt_alloc(f.rt, 64), *victim = coop_rt_alloc(f.rt, 64);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_uint_eq(coop_rt_buf_len(f.rt, a), 64);
+  memset(victim, 0xab, 64);
+  uint64_t args[3] = {coop_rt_buf_arg(f.rt, a), 16, 0};
+  struct coop_rt_task_info ti = finish(&f, submit(&f, f.viewpoke, 1, 0, 0, 3, args));
+  ck_assert_uint_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_uint_eq(ti.fault, 0);
+  args[1] = 100000; /* past a, and past the victim */
+  ti = finish(&f, submit(&f, f.viewpoke, 1, 0, 0, 3, args));
+  ck_assert_uint_eq(ti.fault, 1); /* argument 0 */
+  for (int i = 0; i < 16; i++) ck_assert_uint_eq(victim[i], 0xababababu);
+  for (int i = 0; i < 16; i++) ck_assert_uint_eq(a[i], 7);
+  args[1] = 0;
+  args[2] = 1u << 20; /* scratch */
+  ti = finish(&f, submit(&f, f.viewpoke, 1, 0, 0, 3, args));
+  ck_assert_uint_eq(ti.fault, COOP_RT_FAULT_SCRATCH);
+  ck_assert_int_eq(coop_rt_free(f.rt, a), 0);
+
+  uint32_t *b = coop_rt_alloc(f.rt, 64); /* first fit: a's place, zeroed */
+  ck_assert_ptr_eq(b, a);
+  for (int i = 0; i < 16; i++) ck_assert_uint_eq(b[i], 0);
+  args[0] = coop_rt_buf_arg(f.rt, b);
+  args[1] = 20; /* 16 bytes into the guard after it */
+  ti = finish(&f, submit(&f, f.rawpoke, 1, 0, 0, 2, args));
+  ck_assert_uint_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_int_eq(coop_rt_free(f.rt, b), COOP_EFAULT);
+  ck_assert_int_eq(coop_rt_free(f.rt, victim), 0);
+  ck_assert_int_eq(coop_rt_free(f.rt, victim), COOP_EINVAL); /* not a buffer any more */
+  fx_close(&f);
+}
+END_TEST
+
 START_TEST(refuses_without_svm) {
   if (getenv("COOP_BACKEND")) return; /* an OpenCL-only check */
   refuse_caps(1, "fine-grained SVM buffers");
@@ -464,6 +506,7 @@ static Suite *suite(void) {
   TCase *t = tcase_create("semantics");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, noncooperative_ids);
+  tcase_add_test(t, views_and_guard_zones);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);
