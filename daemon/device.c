@@ -28,13 +28,11 @@
  *     with COOP_EHUNG, its message naming the jobs that hold the workers
  *     (holders()), and is cancelled (it leaves the scheduler's queue);
  *   a job cancelled (by its client, watchdog_ms, a stop or a reload) whose
- *     tasks still run hang_ms later fails with COOP_EHUNG. Its tasks become a
- *     zombie: kept, with the arena buffers they may still write, until they
- *     end; the workers they hold are `lost`, so new jobs are sized against
- *     the rest (dev_workers_usable) and a reload is refused;
- *   at a stop, zombies left after a short wait keep the runtime from being
- *     closed (closing waits for the megakernel): the thread ends without it,
- *     and coopd exits non-zero; exiting frees the device.
+ *     tasks still run hang_ms later fails with COOP_EHUNG, and the device
+ *     is restarted: its device process (devproc.h) is killed, every other
+ *     job on it fails with COOP_ELOST, and a new one is built and launched.
+ *     The same happens when the device process dies by itself (a crash in a
+ *     kernel on PoCL, the driver). Jobs not yet on the device wait.
  *
  * Cooperative slots (docs/faults.md, "Isolation"). A running cooperative
  * kernel keeps at least one workgroup: the scheduler never asks for its
@@ -56,17 +54,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "coop_rt.h"
+#include "devproc.h"
 #include "log.h"
 
 #define DEV_POLL_NS 200000L
-#define DEV_MAX_INFLIGHT 8           /* instances of one periodic job in flight at once */
-#define DEV_VIEW_NS 10000000L        /* the live view's refresh period (TOP) */
-#define DEV_ZOMBIE_POLL_NS 10000000L /* how often an idle thread looks at zombies */
-#define DEV_EXIT_WAIT_NS 1000000000L /* at a stop, how long zombies may take to end */
+#define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
+#define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
+#define DEV_CLOSE_MS 2000u    /* at a stop, how long the megakernel may take to exit */
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -83,19 +82,8 @@ struct run {
   struct run *next;
 };
 
-/* A hung job's tasks, still on the device (see the top of this file). */
-struct zombie {
-  uint64_t job;
-  char kernel[COOP_WIRE_NAME_MAX];
-  unsigned held; /* workers it held when declared hung: counted in dev.lost */
-  coop_task_id task[DEV_MAX_INFLIGHT];
-  unsigned ntask;
-  void *buf[COOP_WIRE_MAX_ARGS]; /* its arena buffers, freed when it ends */
-  struct zombie *next;
-};
-
 struct dev {
-  coop_rt *rt;
+  struct dp *rt; /* the device process; NULL while it restarts or is broken */
   const struct config *cfg;
   const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
   uv_async_t async;
@@ -121,7 +109,7 @@ struct dev {
   char backend[16];
   char backend_note[1024]; /* which backend and why (coop_rt_backend_note) */
   /* kernel reload, under mu: requested by dev_swap, done by the device */
-  coop_rt *swap_rt;
+  struct dp *swap_rt;
   const struct kset *swap_ks;
   int swapping, swap_done, swap_err;
   int64_t swap_deadline;
@@ -135,11 +123,10 @@ struct dev {
   int64_t view_at;                             /* device thread: when it was last built */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
   /* watchdog */
-  struct zombie *zombies; /* device thread */
-  _Atomic unsigned lost;  /* workers the zombies hold */
-  _Atomic uint32_t gather_timeouts, hung;
+  char restart_why[256]; /* device thread: set to restart the device process */
+  uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
+  _Atomic uint32_t gather_timeouts, hung, restarts;
   char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
-  int left_hung;                       /* under mu */
 };
 
 static int64_t now_ns(void) {
@@ -281,8 +268,8 @@ static void free_buffers(struct dev *d, struct job *j) {
   int breach = -1;
   for (unsigned i = 0; i < j->nargs; i++)
     if (j->args[i].dev) {
-      if (coop_rt_free(d->rt, j->args[i].dev) == COOP_EFAULT && breach < 0) breach = (int)i;
-      j->args[i].dev = NULL;
+      if (dp_free(d->rt, j->args[i].dev - 1) == COOP_EFAULT && breach < 0) breach = (int)i;
+      j->args[i].dev = 0;
     }
   if (breach < 0) return;
   log_error("job %llu (%s, uid %u): the guard zone of buffer argument %d was overwritten",
@@ -320,26 +307,45 @@ static void fault(struct dev *d, struct job *j, unsigned tag) {
   atomic_store(&j->state, COOP_JOB_FAILED);
 }
 
-/* Arena copies of the job's buffers, IN data copied in. 0 or -1 (failed). */
+/* A memfd holding n bytes (of p, or zeros). -1 on failure. */
+static int memfd_of(const void *p, uint64_t n) {
+  int fd = memfd_create("coopd-buffer", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)n) || (p && fd_write(fd, p, n))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Arena copies of the job's buffers, IN data copied in by the device
+ * process from the client's memfd (or from one holding the inline bytes).
+ * 0 or -1 (failed). */
 static int stage_in(struct dev *d, struct job *j) {
   for (unsigned i = 0; i < j->nargs; i++) {
     struct job_arg *a = &j->args[i];
     if (a->type != COOP_ARG_BUF) continue;
-    a->dev = coop_rt_alloc(d->rt, a->size);
-    if (!a->dev) {
+    uint64_t arg;
+    int e = dp_alloc(d->rt, a->size, &arg);
+    if (e == COOP_ENOMEM) {
       fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
            "raise [device] arena_mb");
       return -1;
     }
-    if (!(a->dir & COOP_BUF_IN)) {
-      memset(a->dev, 0, a->size);
-    } else if (a->fd >= 0) {
-      if (fd_read(a->fd, a->dev, a->size)) {
-        fail(j, COOP_EIO, "%s", "could not read a buffer's descriptor to its declared size");
-        return -1;
-      }
-    } else {
-      memcpy(a->dev, a->data, a->size);
+    if (e) {
+      fail(j, e, "could not stage the buffers: %s", coop_strerror(e));
+      return -1;
+    }
+    a->dev = arg + 1;
+    if (!(a->dir & COOP_BUF_IN)) continue; /* the arena hands out zeroed buffers */
+    int fd = a->fd >= 0 ? a->fd : memfd_of(a->data, a->size);
+    e = fd < 0 ? COOP_EIO : dp_stage_in(d->rt, arg, a->size, fd);
+    if (a->fd < 0 && fd >= 0) close(fd);
+    if (e) {
+      fail(j, e == COOP_ELOST ? e : COOP_EIO, "%s",
+           e == COOP_ELOST ? "the device process died while the job was staged"
+                           : "could not read a buffer's descriptor to its declared size");
+      return -1;
     }
   }
   return 0;
@@ -351,16 +357,19 @@ static void stage_out(struct dev *d, struct job *j) {
     struct job_arg *a = &j->args[i];
     if (a->type != COOP_ARG_BUF || !(a->dir & COOP_BUF_OUT) || !a->dev) continue;
     if (a->fd >= 0) {
-      if (fd_write(a->fd, a->dev, a->size) && j->error == 0)
+      if (dp_stage_out(d->rt, a->dev - 1, a->size, a->fd) && j->error == 0)
         fail(j, COOP_EIO, "%s", "could not write a result back to its descriptor");
-    } else {
-      free(a->data);
-      a->data = malloc(a->size);
-      if (a->data)
-        memcpy(a->data, a->dev, a->size);
-      else if (j->error == 0)
-        fail(j, COOP_ENOMEM, "%s", "out of memory copying a result");
+      continue;
     }
+    free(a->data);
+    a->data = malloc(a->size);
+    int fd = a->data ? memfd_of(NULL, a->size) : -1;
+    if (fd < 0 || dp_stage_out(d->rt, a->dev - 1, a->size, fd) || fd_read(fd, a->data, a->size)) {
+      free(a->data);
+      a->data = NULL;
+      if (j->error == 0) fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
+    }
+    if (fd >= 0) close(fd);
   }
 }
 
@@ -373,13 +382,13 @@ static int submit_instance(struct dev *d, struct run *r) {
                                  .nargs = j->nargs};
   for (unsigned i = 0; i < j->nargs; i++) {
     int buf = j->args[i].type == COOP_ARG_BUF;
-    td.args[i] = buf ? coop_rt_buf_arg(d->rt, j->args[i].dev) : j->args[i].bits;
+    td.args[i] = buf ? j->args[i].dev - 1 : j->args[i].bits;
     /* The views' bound: the client's declared size, never a scalar. A
      * scalar's length is 1 so that the runtime does not look it up. */
     td.lens[i] = buf ? j->args[i].size : 1;
   }
   coop_task_id id;
-  int e = coop_rt_submit(d->rt, &td, &id);
+  int e = dp_submit(d->rt, &td, &id);
   if (e) return e;
   r->task[r->ninflight] = id;
   r->task_inst[r->ninflight] = r->released++;
@@ -463,12 +472,11 @@ static int resolve(struct dev *d, struct job *j) {
     fail(j, COOP_EARGS, "%s", why);
     return -1;
   }
-  if (!dev_fits(d, j->groups, k->cooperative)) {
-    j->error = COOP_EHUNG;
+  if (!dev_fits(d, j->groups, k->cooperative)) { /* the relaunch found fewer workers */
+    j->error = COOP_EINVAL;
     snprintf(j->message, sizeof j->message,
-             "asks for %u workgroups, but hung kernels hold %u of the %u workers (coopctl stats "
-             "names them)",
-             j->groups, atomic_load(&d->lost), atomic_load(&d->workers));
+             "asks for %u workgroups, but the device has %u workers since its restart", j->groups,
+             atomic_load(&d->workers));
     atomic_store(&j->state, COOP_JOB_FAILED);
     return -1;
   }
@@ -480,8 +488,7 @@ static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPE
 
 /* Workers cooperative jobs may run on together (see the top). */
 static unsigned coop_slots(const struct dev *d) {
-  unsigned w = atomic_load(&d->workers), lost = atomic_load(&d->lost);
-  unsigned usable = w > lost ? w - lost : 0;
+  unsigned usable = atomic_load(&d->workers);
   unsigned reserve = (usable * d->cfg->reserve_percent + 99) / 100;
   return usable > reserve ? usable - reserve : 1;
 }
@@ -604,8 +611,8 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   struct job *j = r->j;
   struct coop_rt_task_info ti;
   coop_task_id id = r->task[slot];
-  coop_rt_task_info(d->rt, id, &ti);
-  coop_rt_task_release(d->rt, id);
+  dp_task_info(d->rt, id, &ti);
+  dp_task_release(d->rt, id);
   live_events(d, r, slot, &ti);
   struct coop_wire_times t = {
       ti.t_submitted, ti.t_released, ti.t_gathered, ti.t_started, ti.t_finished, -1, -1};
@@ -655,7 +662,7 @@ static void finish_job(struct dev *d, struct run *r) {
   if (now == COOP_JOB_FAILED) {
     /* keep the failure */
   } else if (r->released == 0 || (!periodic(j) && now < COOP_JOB_DONE)) {
-    /* never released, or its task left with a zombie while still queued */
+    /* never released, or lost while still queued */
     atomic_store(&j->state, COOP_JOB_CANCELLED);
   } else if (periodic(j)) {
     uint8_t st = COOP_JOB_DONE;
@@ -709,17 +716,17 @@ static unsigned count_owned(const coop_task_id *owner, unsigned nwg, const coop_
 
 /* Who holds the workers, in words, for a task that waited too long:
  * cooperative jobs first (they were asked to give workers back and did
- * not reach offer_kill), then hung kernels, then non-cooperative tasks
- * (which keep theirs until they end). */
+ * not reach offer_kill), then non-cooperative tasks (which keep theirs
+ * until they end). */
 static void holders(struct dev *d, char *out, size_t len) {
   static coop_task_id owner[COOP_WIRE_MAX_WG];
   static uint8_t resv[COOP_WIRE_MAX_WG];
-  int n = coop_rt_view(d->rt, owner, resv, COOP_WIRE_MAX_WG);
+  int n = dp_view(d->rt, owner, resv, COOP_WIRE_MAX_WG);
   unsigned nwg = n > 0 ? (unsigned)n : 0;
   size_t at = 0;
   out[0] = 0;
-  for (int pass = 0; pass < 3; pass++) {
-    for (struct run *r = d->runs; pass != 1 && r; r = r->next) {
+  for (int pass = 0; pass < 2; pass++) {
+    for (struct run *r = d->runs; r; r = r->next) {
       int coop = !!(r->j->flags & COOP_SUBMIT_COOPERATIVE);
       unsigned c = count_owned(owner, nwg, r->task, r->ninflight);
       if (!c || coop != (pass == 0) || at >= len) continue;
@@ -731,12 +738,6 @@ static void holders(struct dev *d, char *out, size_t len) {
       at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, %s) %u", at ? "; " : "",
                              (unsigned long long)r->j->id, r->j->kernel,
                              coop ? why : "non-cooperative, still running", c);
-    }
-    for (struct zombie *z = d->zombies; pass == 1 && z; z = z->next) {
-      unsigned c = count_owned(owner, nwg, z->task, z->ntask);
-      if (!c || at >= len) continue;
-      at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, hung) %u", at ? "; " : "",
-                             (unsigned long long)z->job, z->kernel, c);
     }
   }
   if (!out[0]) snprintf(out, len, "no job (the scheduler is serving earlier tasks)");
@@ -756,68 +757,25 @@ static void gather_timeout(struct dev *d, struct run *r, int64_t waited_ns) {
   watch_event(d, "job %llu (%s) failed: %s", (unsigned long long)j->id, j->kernel, j->message);
 }
 
-/* r was cancelled hang_ms ago and still has tasks on the device: they
- * become a zombie, with the buffers, and r ends (its job fails with EHUNG
- * if it holds workers; tasks only queued are dropped by the scheduler). */
+/* r was cancelled hang_ms ago and still has tasks on the device: no way
+ * to take its workgroups back but to end the device process. Its job fails
+ * with EHUNG; dev_main then restarts the device (restart_device). */
 static void declare_hung(struct dev *d, struct run *r, int64_t now) {
   struct job *j = r->j;
-  struct zombie *z = calloc(1, sizeof *z);
-  if (!z) return; /* try again on the next pass */
-  z->job = j->id;
-  snprintf(z->kernel, sizeof z->kernel, "%s", j->kernel);
-  for (unsigned i = 0; i < r->ninflight; i++) {
-    struct coop_rt_live l;
-    if (coop_rt_task_live(d->rt, r->task[i], &l) == 0) z->held += l.workers;
-    z->task[z->ntask++] = r->task[i];
-  }
-  for (unsigned i = 0; i < j->nargs; i++) {
-    z->buf[i] = j->args[i].dev;
-    j->args[i].dev = NULL;
-  }
-  r->ninflight = 0;
-  z->next = d->zombies;
-  d->zombies = z;
-  if (!z->held) return;
-  atomic_fetch_add(&d->lost, z->held);
   atomic_fetch_add(&d->hung, 1);
   if (atomic_load(&j->state) != COOP_JOB_FAILED) {
     j->error = COOP_EHUNG;
     snprintf(j->message, sizeof j->message,
-             "kernel %s still runs %lld ms after its cancellation: it reached no offer_kill or "
-             "resizing barrier; its %u workgroups stay lost until it returns",
-             j->kernel, (long long)((now - r->cancel_seen) / 1000000), z->held);
+             "kernel %s still ran %lld ms after its cancellation: it reached no offer_kill or "
+             "resizing barrier; coopd restarted the device to take its workgroups back",
+             j->kernel, (long long)((now - r->cancel_seen) / 1000000));
     atomic_store(&j->state, COOP_JOB_FAILED);
   }
-  watch_event(d, "job %llu (%s) is hung: %u workgroups lost until it returns",
-              (unsigned long long)j->id, j->kernel, z->held);
-}
-
-/* Zombies whose tasks have all ended give their workers and buffers back. */
-static void reap_zombies(struct dev *d) {
-  for (struct zombie **p = &d->zombies; *p;) {
-    struct zombie *z = *p;
-    for (unsigned i = 0; i < z->ntask;) {
-      struct coop_rt_task_info ti;
-      if (coop_rt_task_info(d->rt, z->task[i], &ti) == 0 && ti.state < COOP_TASK_DONE) {
-        i++;
-        continue;
-      }
-      coop_rt_task_release(d->rt, z->task[i]);
-      z->task[i] = z->task[--z->ntask];
-    }
-    if (z->ntask) {
-      p = &z->next;
-      continue;
-    }
-    for (unsigned i = 0; i < COOP_WIRE_MAX_ARGS; i++)
-      if (z->buf[i]) coop_rt_free(d->rt, z->buf[i]);
-    if (z->held) {
-      atomic_fetch_sub(&d->lost, z->held);
-      watch_event(d, "job %llu (%s) returned after all: its %u workgroups are back",
-                  (unsigned long long)z->job, z->kernel, z->held);
-    }
-    *p = z->next;
-    free(z);
+  if (!d->restart_why[0]) {
+    snprintf(d->restart_why, sizeof d->restart_why,
+             "job %llu (%s) still ran %u ms after its cancellation", (unsigned long long)j->id,
+             j->kernel, d->cfg->hang_ms);
+    d->hung_job = j->id;
   }
 }
 
@@ -834,7 +792,7 @@ static void watch_run(struct dev *d, struct run *r, int64_t now) {
   if (!d->cfg->gather_budget_ms) return;
   for (unsigned i = 0; i < r->ninflight; i++) {
     struct coop_rt_task_info ti;
-    if (coop_rt_task_info(d->rt, r->task[i], &ti) == 0 && ti.state == COOP_TASK_PENDING &&
+    if (dp_task_info(d->rt, r->task[i], &ti) == 0 && ti.state == COOP_TASK_PENDING &&
         now - ti.t_submitted > (int64_t)d->cfg->gather_budget_ms * 1000000) {
       gather_timeout(d, r, now - ti.t_submitted);
       break;
@@ -845,27 +803,17 @@ static void watch_run(struct dev *d, struct run *r, int64_t now) {
 void dev_watch_get(struct dev *d, struct dev_watch *w) {
   w->gather_timeouts = atomic_load(&d->gather_timeouts);
   w->hung = atomic_load(&d->hung);
-  w->lost_workers = atomic_load(&d->lost);
+  w->lost_workers = d->rt ? 0 : atomic_load(&d->workers); /* while it restarts */
   pthread_mutex_lock(&d->mu);
   memcpy(w->last, d->watch_last, sizeof w->last);
   pthread_mutex_unlock(&d->mu);
 }
 
-unsigned dev_workers_usable(const struct dev *d) {
-  unsigned w = atomic_load(&d->workers), l = atomic_load(&d->lost);
-  return l < w ? w - l : 0;
-}
+unsigned dev_workers_usable(const struct dev *d) { return atomic_load(&d->workers); }
 
 int dev_fits(const struct dev *d, unsigned groups, int cooperative) {
   unsigned usable = dev_workers_usable(d);
   return usable > 0 && (cooperative || groups <= usable);
-}
-
-int dev_left_hung(struct dev *d) {
-  pthread_mutex_lock(&d->mu);
-  int h = d->left_hung;
-  pthread_mutex_unlock(&d->mu);
-  return h;
 }
 
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
@@ -881,7 +829,7 @@ static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     r->watchdog = 1;
   }
   if (atomic_load(&j->cancel))
-    for (unsigned i = 0; i < r->ninflight; i++) coop_rt_cancel(d->rt, r->task[i]);
+    for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
     int e = submit_instance(d, r);
     if (e == COOP_EBUSY) break; /* no free slot: try on the next pass */
@@ -897,7 +845,7 @@ static int step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (!releases_done(r) && r->next_release < *wake) *wake = r->next_release;
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
-    if (coop_rt_task_info(d->rt, r->task[i], &ti) == 0 && ti.state >= COOP_TASK_DONE) {
+    if (dp_task_info(d->rt, r->task[i], &ti) == 0 && ti.state >= COOP_TASK_DONE) {
       record(d, r, i); /* moves the last slot into i */
     } else {
       live_events(d, r, i, &ti);
@@ -940,7 +888,7 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
   int takes = d->in_head && !d->swapping;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
-    if (!d->runs && !d->in_head && !d->zombies && !d->coop_wait_head) {
+    if (!d->runs && !d->in_head && !d->coop_wait_head) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else {
       struct timespec ts;
@@ -967,7 +915,7 @@ static void build_view(struct dev *d, int64_t now) {
   v->nwg = 0;
   v->njobs = 0;
   if (d->rt) {
-    int n = coop_rt_view(d->rt, owner, v->wg_reserved, COOP_WIRE_MAX_WG);
+    int n = d->rt ? dp_view(d->rt, owner, v->wg_reserved, COOP_WIRE_MAX_WG) : 0;
     v->nwg = n > 0 ? (unsigned)n : 0;
   }
   for (unsigned i = 0; i < v->nwg; i++) {
@@ -990,7 +938,7 @@ static void build_view(struct dev *d, int64_t now) {
     }
     for (unsigned t = 0; t < r->ninflight; t++) {
       struct coop_rt_live l;
-      if (vj && coop_rt_task_live(d->rt, r->task[t], &l) == 0) {
+      if (vj && dp_task_live(d->rt, r->task[t], &l) == 0) {
         vj->m += l.m; /* a periodic job: its instances together */
         vj->workers += l.workers;
         vj->kills += l.kills;
@@ -1026,25 +974,87 @@ void dev_view_get(struct dev *d, struct dev_view *v) {
 
 static void do_swap(struct dev *d);
 
-/* At a stop: closing the runtime waits for the megakernel to exit, which a
- * hung kernel prevents; then the runtime is left to the process exit. */
+/* At a stop: the device process closes the runtime (the megakernel
+ * exits); one whose kernel never returns is killed after DEV_CLOSE_MS. */
 static void close_runtime(struct dev *d) {
-  for (int64_t t0 = now_ns(); d->zombies && now_ns() - t0 < DEV_EXIT_WAIT_NS;) {
-    reap_zombies(d);
-    struct timespec ts = {0, DEV_ZOMBIE_POLL_NS};
-    if (d->zombies) nanosleep(&ts, NULL);
-  }
-  if (d->zombies) {
-    log_error("job %llu (%s) still runs on the device: leaving the megakernel to the process exit",
-              (unsigned long long)d->zombies->job, d->zombies->kernel);
-    pthread_mutex_lock(&d->mu);
-    d->left_hung = 1;
-    pthread_mutex_unlock(&d->mu);
-    return; /* the zombies and the runtime go with the process */
-  }
-  int e = d->rt ? coop_rt_close(d->rt) : 0;
+  if (d->rt && dp_close(d->rt, DEV_CLOSE_MS))
+    log_warn("the megakernel did not exit within %u ms: its device process was killed",
+             DEV_CLOSE_MS);
   d->rt = NULL;
-  if (e) log_error("closing the runtime: %s", coop_strerror(e));
+}
+
+static int launch(struct dev *d, struct dp *rt, char *err, size_t errlen);
+
+/* A one-task job whose task no workgroup ever touched (the last poll saw it
+ * waiting): nothing of it ran, so after a restart it can run as if new. */
+static int never_gathered(const struct run *r) {
+  if (periodic(r->j) || r->j->error || r->released > 1) return 0;
+  for (unsigned i = 0; i < r->ninflight; i++)
+    if (r->task_seen[i] & (1u << COOP_EV_GATHERED)) return 0;
+  return 1;
+}
+
+/* The device process died, or a hung kernel made dev_main ask for this:
+ * kill it, fail every job that was on it (ELOST; the hung one keeps its
+ * EHUNG), then build and launch a new one with the same kernels. Jobs not
+ * yet on the device (queued, waiting for a cooperative slot) stay and run
+ * on the new one. */
+static void restart_device(struct dev *d) {
+  char why[300];
+  if (d->restart_why[0])
+    snprintf(why, sizeof why, "%s", d->restart_why);
+  else
+    snprintf(why, sizeof why, "its device process %s", d->rt ? dp_death(d->rt) : "is gone");
+  unsigned nlost = 0;
+  for (struct run *r = d->runs; r; r = r->next)
+    nlost += r->j->id != d->hung_job && !never_gathered(r);
+  char label[32];
+  snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %d", d->index);
+  log_error("%s: %s: restarting it (%u other jobs lost)", label, why, nlost);
+  if (d->rt) dp_kill(d->rt);
+  d->rt = NULL;
+  atomic_fetch_add(&d->restarts, 1);
+  struct job *again = NULL; /* jobs that never got a workgroup: run them anew */
+  while (d->runs) {
+    struct run *r = d->runs;
+    struct job *j = r->j;
+    d->runs = r->next;
+    for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0; /* the arena is gone */
+    if (never_gathered(r)) {
+      atomic_store(&j->state, COOP_JOB_QUEUED);
+      free(r);
+      j->dev_next = again;
+      again = j;
+      continue;
+    }
+    if (j->error != COOP_EHUNG) {
+      j->error = COOP_ELOST;
+      snprintf(j->message, sizeof j->message,
+               "the job was lost: coopd restarted %s (%.160s); submit it again", label, why);
+      atomic_store(&j->state, COOP_JOB_FAILED);
+    }
+    r->ninflight = 0;
+    finish_job(d, r);
+    free(r);
+  }
+  d->restart_why[0] = '\0';
+  d->hung_job = 0;
+  if (d->stop_now) return; /* closing anyway */
+  struct dp *rt = NULL;
+  char err[1024];
+  int e = dp_build(&rt, d->cfg, d->index, d->ks, err, sizeof err);
+  if (e == 0 && (e = launch(d, rt, err, sizeof err)) != 0) dp_close(rt, DEV_CLOSE_MS);
+  if (e) {
+    snprintf(d->broken, sizeof d->broken, "restart after %.200s: %.250s", why, err);
+    log_error("the device is unavailable: %s", d->broken);
+  }
+  watch_event(d, "%s restarted: %.200s", label, why);
+  while (again) { /* their IN data is still the client's (memfd or inline copy) */
+    struct job *j = again;
+    again = j->dev_next;
+    j->dev_next = NULL;
+    start_job(d, j);
+  }
 }
 
 static void *dev_main(void *arg) {
@@ -1063,8 +1073,7 @@ static void *dev_main(void *arg) {
         p = &r->next;
       }
     }
-    if (d->zombies) reap_zombies(d);
-    if (!d->runs && d->zombies) wake = now + DEV_ZOMBIE_POLL_NS;
+    if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) restart_device(d);
     build_view(d, now);
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;
@@ -1086,46 +1095,21 @@ static void *dev_main(void *arg) {
 
 int dev_index(const struct dev *d) { return d->index; }
 
-int dev_build(const struct config *c, int index, const struct kset *ks, coop_rt **rtp, char *err,
+int dev_build(const struct config *c, int index, const struct kset *ks, struct dp **rtp, char *err,
               size_t errlen) {
-  struct coop_rt_options o;
-  coop_rt_options_init(&o);
-  o.platform = c->platform[0] ? c->platform : NULL;
-  o.device = c->device[0] ? c->device : NULL;
-  o.platform_index = c->platform_index;
-  o.device_index = index;
-  o.local_size = c->local_size;
-  o.launch_groups = c->max_workgroups;
-  o.arena_bytes = (size_t)c->arena_mb << 20;
-  o.backend = c->backend;
-  coop_rt *rt = NULL;
-  int e = coop_rt_open(&rt, &o);
-  for (unsigned i = 0; e == 0 && i < ks->n; i++) {
-    int k = coop_rt_add_kernel(rt, ks->k[i].name, ks->k[i].cooperative, ks->k[i].source);
-    if (k < 0) e = k;
-  }
-  if (e == 0) e = coop_rt_build(rt);
-  if (e) {
-    snprintf(err, errlen, "%s%s%s", coop_strerror(e), rt ? ": " : "", rt ? coop_rt_errmsg(rt) : "");
-    if (rt) coop_rt_close(rt);
-    return e;
-  }
-  *rtp = rt;
-  return 0;
+  return dp_build(rtp, c, index, ks, err, errlen);
 }
 
-static int launch(struct dev *d, coop_rt *rt, char *err, size_t errlen) {
-  int e = coop_rt_launch(rt);
-  if (e) {
-    snprintf(err, errlen, "%s: %s", coop_strerror(e), coop_rt_errmsg(rt));
-    return e;
-  }
+static int launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
+  int e = dp_launch(rt, err, errlen);
+  if (e) return e;
   d->rt = rt;
-  snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(rt));
-  snprintf(d->backend, sizeof d->backend, "%s", coop_rt_backend(rt));
-  snprintf(d->backend_note, sizeof d->backend_note, "%s", coop_rt_backend_note(rt));
-  atomic_store(&d->cus, coop_rt_compute_units(rt));
-  atomic_store(&d->workers, coop_rt_workers(rt));
+  snprintf(d->name, sizeof d->name, "%s", dp_device_name(rt));
+  snprintf(d->backend, sizeof d->backend, "%s", dp_backend(rt));
+  snprintf(d->backend_note, sizeof d->backend_note, "%s", dp_backend_note(rt));
+  atomic_store(&d->cus, dp_compute_units(rt));
+  atomic_store(&d->workers, dp_workers(rt));
+  d->broken[0] = 0;
   return 0;
 }
 
@@ -1133,38 +1117,31 @@ static int launch(struct dev *d, coop_rt *rt, char *err, size_t errlen) {
  * comes (see the top of this file). */
 static void do_swap(struct dev *d) {
   pthread_mutex_lock(&d->mu);
-  coop_rt *next = d->swap_rt;
+  struct dp *next = d->swap_rt;
   const struct kset *ks = d->swap_ks, *old_ks = d->ks;
   int stopping = d->stopping;
   pthread_mutex_unlock(&d->mu);
   char msg[sizeof d->swap_msg] = "";
   int e = 0;
   if (stopping) {
-    coop_rt_close(next);
+    dp_close(next, DEV_CLOSE_MS);
     e = COOP_ESHUTDOWN;
     snprintf(msg, sizeof msg, "the daemon is shutting down");
-  } else if (d->zombies) { /* closing the old megakernel would wait for it */
-    coop_rt_close(next);
-    e = COOP_EHUNG;
-    snprintf(msg, sizeof msg,
-             "job %llu (%s) is hung on the device: the megakernel cannot be replaced until it "
-             "returns; restart coopd",
-             (unsigned long long)d->zombies->job, d->zombies->kernel);
   } else {
-    if (d->rt) coop_rt_close(d->rt);
-    d->rt = NULL;
+    close_runtime(d);
     e = launch(d, next, msg, sizeof msg);
     if (e == 0) {
       d->ks = ks;
-      d->broken[0] = 0;
     } else {
-      coop_rt_close(next);
-      coop_rt *again = NULL;
+      dp_close(next, DEV_CLOSE_MS);
+      struct dp *again = NULL;
       char err2[1024];
       int e2 = dev_build(d->cfg, d->index, old_ks, &again, err2, sizeof err2);
-      if (e2 == 0) e2 = launch(d, again, err2, sizeof err2);
+      if (e2 == 0) {
+        e2 = launch(d, again, err2, sizeof err2);
+        if (e2) dp_close(again, DEV_CLOSE_MS);
+      }
       if (e2) {
-        if (again && d->rt != again) coop_rt_close(again);
         snprintf(d->broken, sizeof d->broken, "relaunch after a failed reload: %.400s", err2);
         log_error("the device is unavailable: %s", d->broken);
       }
@@ -1181,7 +1158,7 @@ static void do_swap(struct dev *d) {
   uv_async_send(&d->async);
 }
 
-int dev_swap(struct dev *d, coop_rt *next, const struct kset *ks, unsigned grace_ms,
+int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,
              void (*on_swapped)(int err, const char *msg, void *user)) {
   pthread_mutex_lock(&d->mu);
   int busy = d->swapping || d->stopping;
@@ -1209,11 +1186,11 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   d->on_done = on_done;
   d->on_event = on_event;
   d->user = user;
-  coop_rt *rt = NULL;
+  struct dp *rt = NULL;
   int e = dev_build(c, index, ks, &rt, err, errlen);
   if (e == 0) {
     e = launch(d, rt, err, errlen);
-    if (e) coop_rt_close(rt);
+    if (e) dp_close(rt, DEV_CLOSE_MS);
   }
   if (e) {
     free(d);

@@ -11,7 +11,7 @@
 #include <uv.h>
 
 #include "config.h"
-#include "coop_rt.h"
+#include "devproc.h"
 #include "job.h"
 #include "kernels.h"
 
@@ -35,10 +35,11 @@ int dev_open(struct dev **d, const struct config *c, int index, const struct kse
              void (*on_event)(const struct dev_event *e, void *user), void *user, char *err,
              size_t errlen);
 int dev_start(struct dev *d);
-/* Opens the configured device and builds (does not launch) a megakernel of
- * the kernels in ks. Blocking, thread-safe, and possible while another
- * megakernel runs: coopd calls it from a libuv work thread on SIGHUP. */
-int dev_build(const struct config *c, int index, const struct kset *ks, coop_rt **rt, char *err,
+/* Starts a device process (devproc.h) that opens the configured device and
+ * builds (does not launch) a megakernel of the kernels in ks. Blocking,
+ * thread-safe, and possible while another megakernel runs: coopd calls it
+ * from a libuv work thread on SIGHUP. */
+int dev_build(const struct config *c, int index, const struct kset *ks, struct dp **rt, char *err,
               size_t errlen);
 /* The device index this dev was opened with (config_devices). */
 int dev_index(const struct dev *d);
@@ -48,7 +49,7 @@ int dev_index(const struct dev *d);
  * on_swapped(0 or error, message) runs on the loop when done; on error the
  * previous kernels run again (rebuilt), or the device is marked unavailable.
  * COOP_ESTATE if a swap is in progress or the device is stopping. */
-int dev_swap(struct dev *d, coop_rt *next, const struct kset *ks, unsigned grace_ms,
+int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,
              void (*on_swapped)(int err, const char *msg, void *user));
 void dev_submit(struct dev *d, struct job *j);
 void dev_cancel(struct dev *d, struct job *j);
@@ -81,21 +82,19 @@ void dev_view_get(struct dev *d, struct dev_view *v);
 
 /* The watchdog (docs/faults.md): tasks failed after waiting
  * [jobs] gather_budget_ms for workgroups, jobs failed because their kernel
- * was still running hang_ms after its cancellation, the workers such hung
- * kernels hold now, and the latest event in words. */
+ * was still running hang_ms after its cancellation (each restarted the
+ * device), the workers out of service while the device restarts, and the
+ * latest event in words. */
 struct dev_watch {
   uint32_t gather_timeouts, hung, lost_workers;
   char last[COOP_WIRE_TEXT_MAX];
 };
 void dev_watch_get(struct dev *d, struct dev_watch *w);
-/* Workers a new job may ask for: the workers less those hung kernels hold. */
+/* Workers a new job may ask for. */
 unsigned dev_workers_usable(const struct dev *d);
 /* Whether a job of `groups` fits the usable workers now: a cooperative one
  * needs one (it starts on what is free), any other all of its groups. */
 int dev_fits(const struct dev *d, unsigned groups, int cooperative);
-/* 1 once the device thread has ended leaving a hung kernel running (the
- * runtime could not be closed): coopd then exits non-zero. */
-int dev_left_hung(struct dev *d);
 
 const char *dev_name(const struct dev *d);
 const char *dev_backend(const struct dev *d);      /* "opencl" or "cuda" */

@@ -23,7 +23,7 @@ struct job_arg {
   uint64_t size; /* buffers */
   int fd;        /* memfd buffer, or -1 */
   uint8_t *data; /* inline: IN bytes from the client, then OUT bytes back */
-  void *dev;     /* device thread: the arena copy */
+  uint64_t dev;  /* device thread: the arena copy's argument value + 1; 0: none */
 };
 
 struct job {

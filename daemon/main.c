@@ -1,7 +1,8 @@
 /*
  * main.c: coopd, the cooperative-kernels daemon. A libuv loop (sockets,
- * signals, timers) plus one device thread (device.c) that owns the
- * megakernel. See docs/daemon.md and protocol/PROTOCOL.md.
+ * signals, timers) plus one device thread per device (device.c), which
+ * drives that device's megakernel in a device process (devproc.h). See
+ * docs/daemon.md and protocol/PROTOCOL.md.
  */
 #include <getopt.h>
 #include <signal.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "devproc.h"
 #include "journal.h"
 #include "log.h"
 
@@ -38,8 +40,9 @@ static void usage(FILE *f) {
       "built beside the running megakernel; if it builds, new jobs wait while running\n"
       "ones get grace_ms to finish, then the new megakernel replaces the old one; if\n"
       "it does not build, the old one keeps running and the compiler log is logged.\n"
-      "Exit status: 0 after a clean stop; 1 on a start-up error, or when a kernel that\n"
-      "never yielded was still running at the stop (docs/faults.md).\n");
+      "Each device's megakernel runs in a child process (coopd --device-process, started\n"
+      "by coopd itself); if one dies or a kernel hangs, only that device's jobs are lost.\n"
+      "Exit status: 0 after a clean stop; 1 on a start-up error.\n");
 }
 
 static void print_line(const char *l) { printf("%s\n", l); }
@@ -111,13 +114,6 @@ static void on_dev_stopped(struct dev *d, void *user) {
   uv_timer_stop(&dm->hard_stop);
   journal_close(dm->journal, dm->next_job); /* every job has finished */
   dm->journal = NULL;
-  for (unsigned i = 0; i < dm->ndev; i++)
-    if (dev_left_hung(dm->devs[i])) {
-      /* logged by the device thread. A normal exit would run the OpenCL
-       * implementation's destructors, which may wait for the megakernel. */
-      log_error("exiting with a hung kernel on device %u", i);
-      _exit(1);
-    }
   for (unsigned i = 0; i < dm->ndev; i++) dev_free(dm->devs[i]);
   dm->ndev = 0;
   uv_walk(dm->loop, on_handle_close, NULL);
@@ -248,6 +244,8 @@ static int run(struct daemon *dm) {
 }
 
 int main(int argc, char **argv) {
+  /* A device process (devproc.h): coopd runs itself for each device. */
+  if (argc == 3 && !strcmp(argv[1], "--device-process")) return dp_child_main(atoi(argv[2]));
   static struct daemon dm;
   config_defaults(&dm.cfg);
   struct opts o;

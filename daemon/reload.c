@@ -30,7 +30,7 @@ struct reload {
   struct kset *ks;
   unsigned ndev;
   int index[COOP_WIRE_MAX_DEVICES]; /* each device's index, for the work thread */
-  coop_rt *rt[COOP_WIRE_MAX_DEVICES];
+  struct dp *rt[COOP_WIRE_MAX_DEVICES];
   unsigned swapped, failed; /* swaps reported so far, and failed ones */
   int err;
   char msg[8192];
@@ -44,7 +44,7 @@ static void set_outcome(struct daemon *dm, int ok, const char *fmt, const char *
 
 static void close_built(struct reload *r) {
   for (unsigned i = 0; i < r->ndev; i++)
-    if (r->rt[i]) coop_rt_close(r->rt[i]);
+    if (r->rt[i]) dp_close(r->rt[i], 2000);
 }
 
 static void finish(struct reload *r) {
@@ -113,7 +113,7 @@ static void after_build(uv_work_t *w, int status) {
       started++;
       continue;
     }
-    coop_rt_close(r->rt[i]);
+    dp_close(r->rt[i], 2000);
     log_error("reload: device %u is busy stopping; its running megakernel stays", i);
     r->failed++, r->swapped++;
   }

@@ -143,3 +143,11 @@ uint64_t coop_rt_buf_len(coop_rt *rt, const void *p) {
   pthread_mutex_unlock(&rt->lock);
   return n;
 }
+
+void *coop_rt_buf_host(coop_rt *rt, uint64_t arg) {
+  if (!rt || !rt->arena) return NULL;
+  pthread_mutex_lock(&rt->lock);
+  int is_buf = coop__arena_len_at(rt, arg) != 0;
+  pthread_mutex_unlock(&rt->lock);
+  return is_buf ? rt->arena + arg : NULL;
+}

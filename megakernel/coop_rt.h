@@ -78,6 +78,9 @@ void *coop_rt_alloc(coop_rt *rt, size_t bytes);
 int coop_rt_free(coop_rt *rt, void *p);
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p);
 uint64_t coop_rt_buf_len(coop_rt *rt, const void *p);
+/* The host pointer of the buffer whose argument value is arg, or NULL when
+ * no buffer starts there (a device process gets only argument values). */
+void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
 
 struct coop_rt_task_desc {
   int kernel;      /* from coop_rt_add_kernel */

@@ -1,11 +1,11 @@
-//@coop name=bc kind=cooperative args=u32,row:buf,buf,buf,buf,buf,bc:buf,buf,n:u32,S:u32,B:u32,buf
+//@coop name=bc kind=cooperative args=mode:u32,row:buf,col:buf,dist:buf,sigma:buf,delta:buf,bc:buf,flag:buf,n:u32,S:u32,B:u32,scale:buf
 //@coop require (n+1)*4 <= len(row)
-//@coop require B*n*4 <= len(arg3)
-//@coop require B*n*4 <= len(arg4)
-//@coop require B*n*4 <= len(arg5)
+//@coop require B*n*4 <= len(dist)
+//@coop require B*n*4 <= len(sigma)
+//@coop require B*n*4 <= len(delta)
 //@coop require n*4 <= len(bc)
-//@coop require (n+1)*4 <= len(arg7)
-//@coop require B*n*4 <= len(arg11)
+//@coop require (n+1)*4 <= len(flag)
+//@coop require B*n*4 <= len(scale)
 //@coop require S <= n
 //@coop require B >= 1
 /*
@@ -56,13 +56,11 @@
  *       bits), 5 delta[B*n] (float), 6 bc[n] (float, zeroed), 7 flag[n+1],
  *       8 n, 9 S (sources are vertices 0..S-1, S <= n), 10 B,
  *       11 scale[B*n] (float bits, the largest sigma' of each level).
- *       The directive names only what fits in its 100 columns
- *       (clang-format splits longer comment lines); the require lines call
- *       the others argN. They are checked at admission; and every access
- *       goes through a view (a source's row of dist, sigma, delta, scale
- *       through a sub-view of n elements), so a vertex id >= n or an edge
- *       range past col in a hostile graph faults the job (EFAULT) instead
- *       of reaching another row or memory outside its buffers.
+ *       The require lines are checked at admission; and every access goes
+ *       through a view (a source's row of dist, sigma, delta, scale through
+ *       a sub-view of n elements), so a vertex id >= n or an edge range
+ *       past col in a hostile graph faults the job (EFAULT) instead of
+ *       reaching another row or memory outside its buffers.
  */
 #define BC_INF 0xFFFFFFFFu
 #define BC_INIT 0u

@@ -1,9 +1,9 @@
-//@coop name=color kind=cooperative args=u32,row:buf,col:buf,prio:buf,colour:buf,cand:buf,buf,n:u32
+//@coop name=color kind=cooperative args=mode:u32,row:buf,col:buf,prio:buf,colour:buf,cand:buf,flag:buf,n:u32
 //@coop require (n+1)*4 <= len(row)
 //@coop require n*4 <= len(prio)
 //@coop require n*4 <= len(colour)
 //@coop require n*4 <= len(cand)
-//@coop require 2*4 <= len(arg6)
+//@coop require 2*4 <= len(flag)
 /*
  * color.cl: Pannotia graph colouring (004 Table 1 "color"; 000 Sec. 3.6.2),
  * as one cooperative kernel. Jones-Plassmann rounds: in round r every
@@ -23,12 +23,10 @@
  * next one never races with reading the current one.
  *
  * args: 0 mode, 1 row[n+1], 2 col[m], 3 prio[n], 4 colour[n] (0xffffffff =
- *       none; out), 5 cand[n], 6 flag[2], 7 n. The directive names only
- *       what fits in its 100 columns (clang-format splits longer comment
- *       lines); the require lines call the others argN. They are checked
- *       at admission; and every access goes through a view, so a vertex
- *       id >= n or an edge range past col in a hostile graph faults the
- *       job (EFAULT) instead of reaching memory outside its buffers.
+ *       none; out), 5 cand[n], 6 flag[2], 7 n. The require lines are
+ *       checked at admission; and every access goes through a view, so a
+ *       vertex id >= n or an edge range past col in a hostile graph faults
+ *       the job (EFAULT) instead of reaching memory outside its buffers.
  */
 #define COLOR_NONE 0xffffffffu
 
@@ -67,7 +65,8 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
       if (coop_at(colour, v) != COLOR_NONE) continue;
       any = 1u;
       coop_u32 win = 1u;
-      for (coop_u32 e = coop_at(row, v); e < coop_at(row, v + 1u) && win; e++) {
+      coop_u32 end = coop_at(row, v + 1u);
+      for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
         coop_u32 u = coop_at(col, e);
         if (u != v && coop_at(colour, u) == COLOR_NONE && color_beats(prio, u, v)) win = 0u;
       }

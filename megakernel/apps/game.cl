@@ -25,13 +25,14 @@
  * four for the player who just moved, or a full board) and the horizon are
  * resolved where they are met, at every level.
  *
- * Each of the N requested groups owns one mutex-guarded queue; a group pops
- * its own queue (LIFO) and steals from all N others (FIFO), also the queues
- * of killed groups. A mutex is held only inside one call of thread 0, never
- * across a step boundary. Cooperative form (004 Sec. 3.2): each step is one
- * iteration of the main loop, ending with offer_kill and request_fork (the
- * top of the next iteration); the queue id is read after the fork point.
- * Nothing is transmitted.
+ * Each of the N requested groups owns one mutex-guarded queue (the task
+ * queues of device/taskqueue.cl); a group pops its own queue (LIFO) and
+ * steals from all N others (FIFO), also the queues of killed groups. A
+ * mutex is held only inside one call of thread 0, never across a step
+ * boundary. Cooperative form (004 Sec. 3.2): each step is one iteration of
+ * the main loop, ending with offer_kill and request_fork (the top of the
+ * next iteration); the queue id is read after the fork point. Nothing is
+ * transmitted.
  *
  * args: 0 mode, 1 nodes (u32 x GAME_NODE_WORDS x nodecap), 2 acc (atomics:
  *       pending children, best child value (biased), per node), 3 result
@@ -129,8 +130,9 @@ COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
   coop_i32 sb[GAME_MAX_DEPTH + 1u];
   coop_u32 sj[GAME_MAX_DEPTH + 1u];
   coop_i32 v = 0;
-  /* the stack holds depth levels: a ply past `depth` in a client's node
-   * record (the require lines cannot see it) must not run it over */
+  /* the stack has room for GAME_MAX_DEPTH: a deeper search (the require
+   * lines are coopd's; the in-process runtime checks none) must not run
+   * past it */
   if (depth > GAME_MAX_DEPTH) depth = GAME_MAX_DEPTH;
   if (game_static(cur, mask, depth, &v)) return v;
   coop_u32 lvl = 0u;
@@ -160,56 +162,6 @@ COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
     sb[lvl] = GAME_NEG_INF;
     sj[lvl] = 0u;
   }
-}
-
-/* ------------------------------------------------------------ queues */
-
-/* The task queues of device/taskqueue.cl (coop_tq_pop_or_steal and
- * coop_tq_push: same algorithm, same memory orders), over views: queue q is
- * the COOP_TQ_WORDS words of qctl from COOP_TQ_WORDS * q and the qcap items
- * of items from q * qcap, so neither a client's nq or qcap nor a group id
- * past nq reaches outside the job's buffers. Thread 0 only. */
-COOP_FN0 coop_u32 game_tq_pop_or_steal(coop_buf_atomic_u32 qctl, coop_buf_atomic_u32 outstanding,
-                                       coop_buf_u32 items, coop_u32 nq, coop_u32 qcap,
-                                       coop_u32 self) {
-  for (coop_u32 k = 0u; k < nq; k++) {
-    coop_u32 q = (self + k) % nq;
-    coop_buf_atomic_u32 qc;
-    coop_buf_u32 qi;
-    coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
-    coop_sub(qi, items, (coop_u64)q * qcap, qcap);
-    if (coop_ld_rlx(coop_ptr(qc, 1)) == coop_ld_rlx(coop_ptr(qc, 2))) continue; /* looks empty */
-    coop_u32 t = COOP_TQ_NONE;
-    coop__lock(coop_ptr(qc, 0));
-    coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2));
-    if (head != tail) {
-      if (k == 0u) { /* own queue: newest first */
-        tail--;
-        t = coop_at(qi, tail & (qcap - 1u));
-        coop_st_rlx(coop_ptr(qc, 2), tail);
-      } else { /* steal the oldest */
-        t = coop_at(qi, head & (qcap - 1u));
-        coop_st_rlx(coop_ptr(qc, 1), head + 1u);
-      }
-    }
-    coop__unlock(coop_ptr(qc, 0));
-    if (t != COOP_TQ_NONE) return t;
-  }
-  return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
-}
-
-COOP_FN0 coop_u32 game_tq_push(coop_buf_atomic_u32 qctl, coop_buf_u32 items, coop_u32 qcap,
-                               coop_u32 q, coop_u32 first, coop_u32 k) {
-  coop_buf_atomic_u32 qc;
-  coop_buf_u32 qi;
-  coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
-  coop_sub(qi, items, (coop_u64)q * qcap, qcap);
-  coop__lock(coop_ptr(qc, 0));
-  coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2)), i = 0u;
-  for (; i < k && tail - head < qcap; i++, tail++) coop_at(qi, tail & (qcap - 1u)) = first + i;
-  coop_st_rlx(coop_ptr(qc, 2), tail);
-  coop__unlock(coop_ptr(qc, 0));
-  return i;
 }
 
 /* ------------------------------------------------------------ tasks */
@@ -270,7 +222,7 @@ COOP_FN0 void game_expand(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_buf_
   coop_fadd(coop_ptr(ctl, 1), k); /* before the push: outstanding must not reach 0 early */
   coop_buf_atomic_u32 qctl;
   coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
-  coop_u32 pushed = game_tq_push(qctl, items, qcap, q, first, k);
+  coop_u32 pushed = coop_tq_push(qctl, items, qcap, q, first, k);
   if (pushed < k) {
     coop_for(coop_ptr(ctl, 2), 2u); /* queue full */
     coop_fsub(coop_ptr(ctl, 1), k - pushed);
@@ -297,7 +249,7 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
     coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
     coop_sub(outstanding, ctl, 1u, 1u);
     coop_at(sh, GAME_S_TASK) =
-        (coop_i32)game_tq_pop_or_steal(qctl, outstanding, items, nq, qcap, q);
+        (coop_i32)coop_tq_pop_or_steal(qctl, outstanding, items, nq, qcap, q);
   }
   coop_wg_barrier();
   coop_u32 t = (coop_u32)coop_at(sh, GAME_S_TASK);
@@ -311,7 +263,8 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
     mask = (coop_u64)coop_at(rec, 2) | (coop_u64)coop_at(rec, 3) << 32;
     ply = coop_at(rec, 5);
   }
-  coop_u32 r = depth - ply; /* remaining depth */
+  /* remaining depth; a ply past depth (only a client's node record has one) is the horizon */
+  coop_u32 r = ply < depth ? depth - ply : 0u;
   coop_i32 v = 0;
   coop_u32 resolved = valid ? game_static(cur, mask, r, &v) : 0u;
   coop_u32 expand = valid && !resolved && ply < split;

@@ -38,6 +38,7 @@ int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coo
   if (info) *info = ti;
   if (ti.state == COOP_TASK_REFUSED) return COOP_EREFUSED;
   if (ti.state == COOP_TASK_CANCELLED) return COOP_ECANCELED;
+  if (ti.fault) return COOP_EFAULT; /* a view stopped an access: the output is garbage */
   return 0;
 }
 

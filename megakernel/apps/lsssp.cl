@@ -1,11 +1,11 @@
-//@coop name=lsssp kind=cooperative args=u32,row:buf,col:buf,w:buf,dist:buf,buf,buf,buf,buf,n:u32
+//@coop name=lsssp kind=cooperative args=mode:u32,row:buf,col:buf,w:buf,dist:buf,q0:buf,q1:buf,size:buf,stamp:buf,n:u32
 //@coop require (n+1)*4 <= len(row)
 //@coop require len(col) <= len(w)
 //@coop require n*4 <= len(dist)
-//@coop require n*4 <= len(arg5)
-//@coop require n*4 <= len(arg6)
-//@coop require 2*4 <= len(arg7)
-//@coop require n*4 <= len(arg8)
+//@coop require n*4 <= len(q0)
+//@coop require n*4 <= len(q1)
+//@coop require 2*4 <= len(size)
+//@coop require n*4 <= len(stamp)
 /*
  * lsssp.cl: Lonestar GPU worklist SSSP (004 Table 1 "l-sssp", thesis 000
  * Table 5.2 "SSSP_lonestar"), as one cooperative kernel.
@@ -26,14 +26,12 @@
  * fork). Only resizing barriers, so M is stable between two of them.
  *
  * args: 0 mode, 1 row[n+1], 2 col[m], 3 w[m], 4 dist[n] (0xFFFFFFFF =
- *       unreached; dist[source] = 0 by the host), 5 worklist 0 (holds the
- *       source), 6 worklist 1 (n entries each), 7 size[2] (size[0] = 1),
- *       8 stamp[n] (zeroed), 9 n. The directive names only what fits in
- *       its 100 columns (clang-format splits longer comment lines); the
- *       require lines call the others argN. They are checked at admission;
- *       and every access goes through a view, so a vertex id >= n or an
- *       edge range past col in a hostile graph faults the job (EFAULT)
- *       instead of reaching memory outside its buffers.
+ *       unreached; dist[source] = 0 by the host), 5 q0, 6 q1: the
+ *       worklists (n entries each; q0 holds the source), 7 size[2]
+ *       (size[0] = 1), 8 stamp[n] (zeroed), 9 n. The require lines are
+ *       checked at admission; and every access goes through a view, so a
+ *       vertex id >= n or an edge range past col in a hostile graph faults
+ *       the job (EFAULT) instead of reaching memory outside its buffers.
  */
 #define LSSSP_INF 0xFFFFFFFFu
 

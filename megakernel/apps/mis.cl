@@ -1,4 +1,4 @@
-//@coop name=mis kind=cooperative args=u32,row:buf,col:buf,prio:buf,st:buf,cand:buf,flag:buf,n:u32
+//@coop name=mis kind=cooperative args=mode:u32,row:buf,col:buf,prio:buf,st:buf,cand:buf,flag:buf,n:u32
 //@coop require (n+1)*4 <= len(row)
 //@coop require n*4 <= len(prio)
 //@coop require n*4 <= len(st)
@@ -23,12 +23,11 @@
  * them (UNDECIDED -> OUT), so st is accessed with relaxed atomics.
  *
  * args: 0 mode, 1 row[n+1], 2 col[m], 3 prio[n], 4 st[n] (0 undecided,
- *       1 in, 2 out; out), 5 cand[n], 6 flag[2], 7 n (mode is unnamed in
- *       the directive, which fits in 100 columns only so). The require
- *       lines are checked at admission; and every access goes through a
- *       view, so a vertex id >= n or an edge range past col in a hostile
- *       graph faults the job (EFAULT) instead of reaching memory outside
- *       its buffers.
+ *       1 in, 2 out; out), 5 cand[n], 6 flag[2], 7 n. The require lines
+ *       are checked at admission; and every access goes through a view, so
+ *       a vertex id >= n or an edge range past col in a hostile graph
+ *       faults the job (EFAULT) instead of reaching memory outside its
+ *       buffers.
  */
 #define MIS_UNDECIDED 0u
 #define MIS_IN 1u
@@ -69,7 +68,8 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
       if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
       any = 1u;
       coop_u32 win = 1u;
-      for (coop_u32 e = coop_at(row, v); e < coop_at(row, v + 1u) && win; e++) {
+      coop_u32 end = coop_at(row, v + 1u);
+      for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
         coop_u32 u = coop_at(col, e);
         if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_UNDECIDED && mis_beats(prio, u, v))
           win = 0u;
@@ -102,7 +102,8 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
   /* phase 2: the neighbours of the new members leave the race */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
     if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
-    for (coop_u32 e = coop_at(row, v); e < coop_at(row, v + 1u); e++) {
+    coop_u32 end = coop_at(row, v + 1u);
+    for (coop_u32 e = coop_at(row, v); e < end; e++) {
       coop_u32 u = coop_at(col, e);
       if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_IN) {
         coop_st_rlx(coop_ptr(st, v), MIS_OUT);

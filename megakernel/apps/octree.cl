@@ -21,15 +21,15 @@
  * range into the output permutation. `pending` counts tasks pushed and not
  * yet finished: 0 means the tree is built.
  *
- * Each of the N requested groups owns one mutex-guarded queue; a group pops
- * its own queue (LIFO) and steals from the others (FIFO), all N of them, so
- * that tasks left in the queue of a killed group are still found. A mutex is
- * taken and released inside one call of thread 0 (never across a step
- * boundary, where a kill may happen). Cooperative form (004 Sec. 3.2): each
- * step is one iteration of the main loop and ends with offer_kill and
- * request_fork, i.e. they sit at the top of the next iteration; the queue
- * id is the group id read inside the step, after the fork point. Nothing is
- * transmitted.
+ * Each of the N requested groups owns one mutex-guarded queue (the task
+ * queues of device/taskqueue.cl); a group pops its own queue (LIFO) and
+ * steals from the others (FIFO), all N of them, so that tasks left in the
+ * queue of a killed group are still found. A mutex is taken and released
+ * inside one call of thread 0 (never across a step boundary, where a kill
+ * may happen). Cooperative form (004 Sec. 3.2): each step is one iteration
+ * of the main loop and ends with offer_kill and request_fork, i.e. they sit
+ * at the top of the next iteration; the queue id is the group id read
+ * inside the step, after the fork point. Nothing is transmitted.
  *
  * args: 0 mode, 1 pts (float x,y,z per point), 2 perm0, 3 perm1 (u32 n),
  *       4 out (u32 n), 5 nodes (u32 x OCTREE_NODE_WORDS x nodecap),
@@ -56,54 +56,6 @@ struct octree_state {
 };
 
 void octree_init(struct coop_ctx *c, struct octree_state *s) { s->unused = 0u; }
-
-/* The task queues of device/taskqueue.cl (coop_tq_pop_or_steal and
- * coop_tq_push: same algorithm, same memory orders), over views: queue q is
- * the COOP_TQ_WORDS words of qctl from COOP_TQ_WORDS * q and the qcap items
- * of items from q * qcap, so neither a client's nq or qcap nor a group id
- * past nq reaches outside the job's buffers. Thread 0 only. */
-COOP_FN0 coop_u32 octree_tq_pop_or_steal(coop_buf_atomic_u32 qctl, coop_buf_atomic_u32 outstanding,
-                                         coop_buf_u32 items, coop_u32 nq, coop_u32 qcap,
-                                         coop_u32 self) {
-  for (coop_u32 k = 0u; k < nq; k++) {
-    coop_u32 q = (self + k) % nq;
-    coop_buf_atomic_u32 qc;
-    coop_buf_u32 qi;
-    coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
-    coop_sub(qi, items, (coop_u64)q * qcap, qcap);
-    if (coop_ld_rlx(coop_ptr(qc, 1)) == coop_ld_rlx(coop_ptr(qc, 2))) continue; /* looks empty */
-    coop_u32 t = COOP_TQ_NONE;
-    coop__lock(coop_ptr(qc, 0));
-    coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2));
-    if (head != tail) {
-      if (k == 0u) { /* own queue: newest first */
-        tail--;
-        t = coop_at(qi, tail & (qcap - 1u));
-        coop_st_rlx(coop_ptr(qc, 2), tail);
-      } else { /* steal the oldest */
-        t = coop_at(qi, head & (qcap - 1u));
-        coop_st_rlx(coop_ptr(qc, 1), head + 1u);
-      }
-    }
-    coop__unlock(coop_ptr(qc, 0));
-    if (t != COOP_TQ_NONE) return t;
-  }
-  return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
-}
-
-COOP_FN0 coop_u32 octree_tq_push(coop_buf_atomic_u32 qctl, coop_buf_u32 items, coop_u32 qcap,
-                                 coop_u32 q, coop_u32 first, coop_u32 k) {
-  coop_buf_atomic_u32 qc;
-  coop_buf_u32 qi;
-  coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
-  coop_sub(qi, items, (coop_u64)q * qcap, qcap);
-  coop__lock(coop_ptr(qc, 0));
-  coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2)), i = 0u;
-  for (; i < k && tail - head < qcap; i++, tail++) coop_at(qi, tail & (qcap - 1u)) = first + i;
-  coop_st_rlx(coop_ptr(qc, 2), tail);
-  coop__unlock(coop_ptr(qc, 0));
-  return i;
-}
 
 /* Octant of point p in the cell (ix, iy, iz) of side 2^-depth: one bit per
  * axis, set when the coordinate is at or above the cell's midpoint (exact:
@@ -146,7 +98,7 @@ COOP_FN0 void octree_finish(coop_buf_u32 nodes, coop_buf_atomic_u32 ctl, coop_bu
     coop_fadd(coop_ptr(ctl, 1), k); /* before the push: pending must not reach 0 early */
     coop_buf_atomic_u32 qctl;
     coop_sub(qctl, ctl, OCTREE_CTL_QUEUES, coop_len(ctl));
-    coop_u32 pushed = k > 0u ? octree_tq_push(qctl, items, qcap, q, first, k) : 0u;
+    coop_u32 pushed = k > 0u ? coop_tq_push(qctl, items, qcap, q, first, k) : 0u;
     if (pushed < k) {
       coop_for(coop_ptr(ctl, 2), 2u); /* queue full */
       coop_fsub(coop_ptr(ctl, 1), k - pushed);
@@ -180,7 +132,7 @@ coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
     coop_buf_atomic_u32 qctl, pending;
     coop_sub(qctl, ctl, OCTREE_CTL_QUEUES, coop_len(ctl));
     coop_sub(pending, ctl, 1u, 1u);
-    coop_at(sh, 0) = octree_tq_pop_or_steal(qctl, pending, items, nq, qcap, q);
+    coop_at(sh, 0) = coop_tq_pop_or_steal(qctl, pending, items, nq, qcap, q);
   }
   coop_wg_barrier();
   coop_u32 t = coop_at(sh, 0);

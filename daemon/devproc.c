@@ -1,0 +1,303 @@
+/* devproc.c: the front process's side of a device process (devproc.h). */
+#define _GNU_SOURCE
+#include "devproc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "devproc_msg.h"
+#include "kernels.h"
+
+/* How long a request may take before the child counts as stuck: a build
+ * compiles every kernel (NVRTC or PoCL's LLVM, tens of seconds on a loaded
+ * machine), a launch runs discovery, the rest only read or write the
+ * mailbox. */
+#define DP_BUILD_MS 600000
+#define DP_LAUNCH_MS 120000
+#define DP_CALL_MS 20000
+
+struct dp {
+  pid_t pid;
+  int fd;
+  int dead;
+  char death[64];
+  struct dp_devinfo dev;
+  struct dp_req q;
+  struct dp_rep r;
+};
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reaps the child (after SIGKILL if asked) and records how it ended. */
+static void reap(struct dp *p, int kill_it) {
+  if (p->pid <= 0) return;
+  if (kill_it) kill(p->pid, SIGKILL);
+  int st = 0;
+  pid_t w;
+  do w = waitpid(p->pid, &st, 0);
+  while (w < 0 && errno == EINTR);
+  if (!p->death[0]) {
+    if (w == p->pid && WIFSIGNALED(st))
+      snprintf(p->death, sizeof p->death, "killed by signal %d", WTERMSIG(st));
+    else if (w == p->pid)
+      snprintf(p->death, sizeof p->death, "exited %d", WEXITSTATUS(st));
+    else
+      snprintf(p->death, sizeof p->death, "gone");
+  }
+  p->pid = -1;
+}
+
+static int lost(struct dp *p, const char *why) {
+  if (!p->dead) {
+    p->dead = 1;
+    if (why) snprintf(p->death, sizeof p->death, "%s", why);
+    reap(p, 1);
+  }
+  return COOP_ELOST;
+}
+
+/* One request (p->q, with fd if >= 0), one reply into p->r. */
+static int call(struct dp *p, uint32_t op, int fd, int timeout_ms) {
+  if (p->dead) return COOP_ELOST;
+  p->q.op = op;
+  char cbuf[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {&p->q, sizeof p->q};
+  struct msghdr mh = {0};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  if (fd >= 0) {
+    memset(cbuf, 0, sizeof cbuf);
+    mh.msg_control = cbuf;
+    mh.msg_controllen = sizeof cbuf;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  ssize_t n;
+  do n = sendmsg(p->fd, &mh, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  if (n != (ssize_t)sizeof p->q) return lost(p, NULL);
+  int64_t deadline = now_ms() + timeout_ms;
+  for (;;) {
+    struct pollfd pf = {p->fd, POLLIN, 0};
+    int64_t left = deadline - now_ms();
+    if (left <= 0) return lost(p, "stopped answering (killed)");
+    int r = poll(&pf, 1, (int)left);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) continue;
+    do n = recv(p->fd, &p->r, sizeof p->r, 0);
+    while (n < 0 && errno == EINTR);
+    if (n < (ssize_t)offsetof(struct dp_rep, data)) return lost(p, NULL);
+    if ((size_t)n < sizeof p->r) ((char *)&p->r)[n] = '\0';
+    return p->r.err;
+  }
+}
+
+/* The kernels as the child reads them (devproc_child.c, do_open). */
+static int sources_memfd(const struct kset *ks) {
+  int fd = memfd_create("coopd-kernels", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  FILE *f = fdopen(dup(fd), "wb");
+  if (!f) return close(fd), -1;
+  for (unsigned i = 0; i < ks->n; i++) {
+    struct {
+      uint32_t coop, nlen;
+      uint64_t slen;
+    } h = {(uint32_t)ks->k[i].cooperative, (uint32_t)strlen(ks->k[i].name),
+           strlen(ks->k[i].source)};
+    fwrite(&h, sizeof h, 1, f);
+    fwrite(ks->k[i].name, 1, h.nlen, f);
+    fwrite(ks->k[i].source, 1, h.slen, f);
+  }
+  if (fclose(f)) return close(fd), -1;
+  return fd;
+}
+
+/* fork + exec of this very binary: after fork a threaded process may only
+ * make async-signal-safe calls, so everything is prepared before. */
+static int spawn(struct dp *p, char *err, size_t errlen) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+    return snprintf(err, errlen, "socketpair: %s", strerror(errno)), COOP_EIO;
+  char fdarg[16];
+  snprintf(fdarg, sizeof fdarg, "%d", sv[1]);
+  char *const argv[] = {"coopd", "--device-process", fdarg, NULL};
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(sv[0]);
+    close(sv[1]);
+    return snprintf(err, errlen, "fork: %s", strerror(errno)), COOP_EIO;
+  }
+  if (pid == 0) {
+    fcntl(sv[1], F_SETFD, 0); /* the one descriptor the child keeps */
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL);
+    execv("/proc/self/exe", argv);
+    _exit(127);
+  }
+  close(sv[1]);
+  p->pid = pid;
+  p->fd = sv[0];
+  return 0;
+}
+
+int dp_build(struct dp **pp, const struct config *c, int index, const struct kset *ks, char *err,
+             size_t errlen) {
+  *pp = NULL;
+  struct dp *p = calloc(1, sizeof *p);
+  if (!p) return snprintf(err, errlen, "out of memory"), COOP_ENOMEM;
+  p->fd = -1;
+  int e = spawn(p, err, errlen);
+  if (e) return free(p), e;
+  int sfd = sources_memfd(ks);
+  if (sfd < 0) {
+    dp_kill(p);
+    return snprintf(err, errlen, "memfd for the kernel sources: %s", strerror(errno)), COOP_EIO;
+  }
+  struct dp_open_args *a = &p->q.u.open;
+  memset(a, 0, sizeof *a);
+  snprintf(a->backend, sizeof a->backend, "%s", c->backend);
+  snprintf(a->platform, sizeof a->platform, "%s", c->platform);
+  snprintf(a->device, sizeof a->device, "%s", c->device);
+  a->platform_index = c->platform_index;
+  a->device_index = index;
+  a->local_size = c->local_size;
+  a->launch_groups = c->max_workgroups;
+  a->arena_bytes = (uint64_t)c->arena_mb << 20;
+  a->nkernels = ks->n;
+  e = call(p, DP_OPEN, sfd, DP_BUILD_MS);
+  close(sfd);
+  if (e) {
+    if (e == COOP_ELOST)
+      snprintf(err, errlen, "the device process %s while building", p->death);
+    else
+      snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.data[0] ? ": " : "", p->r.data);
+    dp_close(p, 2000);
+    return e;
+  }
+  p->dev = p->r.u.dev;
+  *pp = p;
+  return 0;
+}
+
+int dp_launch(struct dp *p, char *err, size_t errlen) {
+  int e = call(p, DP_LAUNCH, -1, DP_LAUNCH_MS);
+  if (e == COOP_ELOST)
+    snprintf(err, errlen, "the device process %s during the launch", p->death);
+  else if (e)
+    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.data);
+  else
+    p->dev = p->r.u.dev;
+  return e;
+}
+
+int dp_close(struct dp *p, unsigned wait_ms) {
+  if (!p) return 0;
+  int killed = 0;
+  if (!p->dead) {
+    killed = call(p, DP_CLOSE, -1, (int)wait_ms) == COOP_ELOST;
+    if (!killed) reap(p, 0);
+  }
+  if (p->fd >= 0) close(p->fd);
+  free(p);
+  return killed;
+}
+
+void dp_kill(struct dp *p) {
+  if (!p) return;
+  lost(p, "killed");
+  if (p->fd >= 0) close(p->fd);
+  free(p);
+}
+
+int dp_alive(const struct dp *p) { return p && !p->dead; }
+const char *dp_death(const struct dp *p) { return p->death; }
+pid_t dp_pid(const struct dp *p) { return p->pid; }
+const char *dp_device_name(const struct dp *p) { return p->dev.name; }
+const char *dp_backend(const struct dp *p) { return p->dev.backend; }
+const char *dp_backend_note(const struct dp *p) { return p->dev.note; }
+unsigned dp_compute_units(const struct dp *p) { return p->dev.cus; }
+unsigned dp_workers(const struct dp *p) { return p->dev.workers; }
+
+int dp_alloc(struct dp *p, uint64_t bytes, uint64_t *arg) {
+  p->q.a = bytes;
+  int e = call(p, DP_ALLOC, -1, DP_CALL_MS);
+  if (e == 0) *arg = p->r.a;
+  return e;
+}
+
+int dp_free(struct dp *p, uint64_t arg) {
+  p->q.a = arg;
+  return call(p, DP_FREE, -1, DP_CALL_MS);
+}
+
+int dp_stage_in(struct dp *p, uint64_t arg, uint64_t size, int fd) {
+  p->q.a = arg;
+  p->q.b = size;
+  return call(p, DP_STAGE_IN, fd, DP_CALL_MS);
+}
+
+int dp_stage_out(struct dp *p, uint64_t arg, uint64_t size, int fd) {
+  p->q.a = arg;
+  p->q.b = size;
+  return call(p, DP_STAGE_OUT, fd, DP_CALL_MS);
+}
+
+int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id) {
+  p->q.u.desc = *d;
+  int e = call(p, DP_SUBMIT, -1, DP_CALL_MS);
+  if (e == 0) *id = (coop_task_id)p->r.a;
+  return e;
+}
+
+int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) {
+  p->q.id = id;
+  int e = call(p, DP_INFO, -1, DP_CALL_MS);
+  if (e == 0) *info = p->r.u.info;
+  return e;
+}
+
+int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l) {
+  p->q.id = id;
+  int e = call(p, DP_LIVE, -1, DP_CALL_MS);
+  if (e == 0) *l = p->r.u.live;
+  return e;
+}
+
+int dp_cancel(struct dp *p, coop_task_id id) {
+  p->q.id = id;
+  return call(p, DP_CANCEL, -1, DP_CALL_MS);
+}
+
+int dp_task_release(struct dp *p, coop_task_id id) {
+  p->q.id = id;
+  return call(p, DP_RELEASE, -1, DP_CALL_MS);
+}
+
+int dp_view(struct dp *p, coop_task_id *owner, uint8_t *reserved, unsigned n) {
+  p->q.a = n;
+  int e = call(p, DP_VIEW, -1, DP_CALL_MS);
+  if (e) return e;
+  unsigned got = p->r.n < n ? p->r.n : n;
+  memcpy(owner, p->r.data, got * sizeof *owner);
+  memcpy(reserved, p->r.data + (size_t)p->r.n * sizeof *owner, got);
+  return (int)got;
+}

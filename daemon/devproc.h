@@ -1,0 +1,77 @@
+/*
+ * devproc.h: a device process, the coop runtime of one device in a child of
+ * coopd (docs/daemon.md, "Processes").
+ *
+ * The megakernel runs client kernels over client data; on PoCL it runs in
+ * the process that launched it. So coopd keeps it out of its own address
+ * space, as MPS keeps its GPU servers apart from its control daemon: the
+ * front process (socket, sessions, journal, job table, device threads)
+ * drives each runtime through this proxy, and the child (`coopd
+ * --device-process FD`, devproc_child.c) owns it. When a child dies, or a
+ * kernel hangs and the device thread kills it, only the jobs on that
+ * device are lost; the device thread starts a new child.
+ *
+ * Each call is one request and one reply over a SOCK_SEQPACKET pair, made by
+ * one thread at a time. Buffers never cross the socket: the child reads a
+ * job's IN data from a memfd and writes OUT data into one (pread/pwrite,
+ * never mmap). Every call returns 0 or a negative coop code, and
+ * COOP_ELOST once the child has died or stopped answering (the proxy then
+ * kills it): from then on the device thread restarts the device.
+ */
+#ifndef COOPD_DEVPROC_H
+#define COOPD_DEVPROC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "coop_rt.h"
+
+struct config;
+struct kset;
+struct dp;
+
+/* Spawns the child, opens the device `index`, registers ks's kernels and
+ * builds the megakernel (no launch). On failure *p is NULL and err says
+ * why (the compiler log for a build error). */
+int dp_build(struct dp **p, const struct config *c, int index, const struct kset *ks, char *err,
+             size_t errlen);
+/* Launches the megakernel (discovery) in a built child. */
+int dp_launch(struct dp *p, char *err, size_t errlen);
+/* Asks the child to close the runtime and exit; kills it after wait_ms.
+ * Frees p. 1 when it had to be killed. */
+int dp_close(struct dp *p, unsigned wait_ms);
+/* Kills the child at once (a hung kernel), reaps it, frees p. */
+void dp_kill(struct dp *p);
+/* 1 while the child answers; 0 once a call found it dead. */
+int dp_alive(const struct dp *p);
+/* How it died, once dp_alive is 0: "killed by signal 11", "exited 1". */
+const char *dp_death(const struct dp *p);
+pid_t dp_pid(const struct dp *p);
+
+const char *dp_device_name(const struct dp *p);
+const char *dp_backend(const struct dp *p);
+const char *dp_backend_note(const struct dp *p);
+unsigned dp_compute_units(const struct dp *p);
+unsigned dp_workers(const struct dp *p);
+
+/* The arena (see coop_rt.h): *arg is the buffer's kernel argument value. */
+int dp_alloc(struct dp *p, uint64_t bytes, uint64_t *arg);
+int dp_free(struct dp *p, uint64_t arg); /* COOP_EFAULT: a guard was broken */
+/* size bytes from offset 0 of fd into the buffer, or back out into fd. */
+int dp_stage_in(struct dp *p, uint64_t arg, uint64_t size, int fd);
+int dp_stage_out(struct dp *p, uint64_t arg, uint64_t size, int fd);
+
+int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id);
+int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
+int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
+int dp_cancel(struct dp *p, coop_task_id id);
+int dp_task_release(struct dp *p, coop_task_id id);
+/* As coop_rt_view; returns the number filled or a negative code. */
+int dp_view(struct dp *p, coop_task_id *owner, uint8_t *reserved, unsigned n);
+
+/* The child's side: serves requests on fd until it closes. coopd's main
+ * calls it for `--device-process FD`. */
+int dp_child_main(int fd);
+
+#endif /* COOPD_DEVPROC_H */

@@ -1,0 +1,239 @@
+/*
+ * devproc_child.c: the device process (devproc.h). `coopd --device-process
+ * FD` lands here: it owns one coop runtime and answers the front process's
+ * requests on FD until that closes, then closes the runtime and exits.
+ * It holds nothing else: no client socket, no journal, no other
+ * descriptor (all closed at start).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "devproc.h"
+#include "devproc_msg.h"
+#include "wire.h"
+
+_Static_assert(COOP_WIRE_MAX_WG *(sizeof(coop_task_id) + 1) <= DP_DATA_MAX, "a view fits a reply");
+
+struct child {
+  coop_rt *rt;
+};
+
+static ssize_t recv_req(int fd, struct dp_req *q, int *rfd) {
+  char cbuf[CMSG_SPACE(sizeof(int))];
+  struct iovec iov = {q, sizeof *q};
+  struct msghdr mh = {0};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  mh.msg_control = cbuf;
+  mh.msg_controllen = sizeof cbuf;
+  ssize_t n;
+  do n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  *rfd = -1;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      memcpy(rfd, CMSG_DATA(c), sizeof(int));
+  return n;
+}
+
+static void send_rep(int fd, const struct dp_rep *r, size_t datalen) {
+  size_t len = offsetof(struct dp_rep, data) + datalen;
+  while (send(fd, r, len, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
+static int full_pread(int fd, void *p, uint64_t n, uint64_t at) {
+  for (uint64_t off = 0; off < n;) {
+    ssize_t r = pread(fd, (char *)p + off, n - off, (off_t)(at + off));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static int full_pwrite(int fd, const void *p, uint64_t n) {
+  for (uint64_t off = 0; off < n;) {
+    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)off);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return -1;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static void devinfo(coop_rt *rt, struct dp_devinfo *d) {
+  snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(rt));
+  snprintf(d->backend, sizeof d->backend, "%s", coop_rt_backend(rt));
+  snprintf(d->note, sizeof d->note, "%s", coop_rt_backend_note(rt));
+  d->cus = coop_rt_compute_units(rt);
+  d->workers = coop_rt_workers(rt);
+}
+
+/* OPEN: the options, then the kernels from the memfd (devproc.c writes
+ * them: u32 cooperative, u32 name length, u64 source length, name, source). */
+static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_rep *r) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  const struct dp_open_args *a = &q->u.open;
+  o.backend = a->backend[0] ? a->backend : NULL;
+  o.platform = a->platform[0] ? a->platform : NULL;
+  o.device = a->device[0] ? a->device : NULL;
+  o.platform_index = a->platform_index;
+  o.device_index = a->device_index;
+  o.local_size = a->local_size;
+  o.launch_groups = a->launch_groups;
+  o.arena_bytes = a->arena_bytes;
+  int e = coop_rt_open(&ch->rt, &o);
+  uint64_t off = 0;
+  for (uint32_t i = 0; e == 0 && i < a->nkernels; i++) {
+    struct {
+      uint32_t coop, nlen;
+      uint64_t slen;
+    } h;
+    if (full_pread(sfd, &h, sizeof h, off) || h.nlen > 255 || h.slen > (1u << 20)) {
+      e = COOP_EIO;
+      break;
+    }
+    off += sizeof h;
+    char *name = malloc(h.nlen + 1), *src = malloc(h.slen + 1);
+    if (!name || !src || full_pread(sfd, name, h.nlen, off) ||
+        full_pread(sfd, src, h.slen, off + h.nlen)) {
+      free(name);
+      free(src);
+      e = COOP_EIO;
+      break;
+    }
+    name[h.nlen] = src[h.slen] = '\0';
+    off += h.nlen + h.slen;
+    if (e == 0) {
+      int k = coop_rt_add_kernel(ch->rt, name, (int)h.coop, src);
+      if (k < 0) e = k;
+    }
+    free(name); /* the runtime keeps its own copies */
+    free(src);
+  }
+  if (e == 0) e = coop_rt_build(ch->rt);
+  if (e && ch->rt) snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(ch->rt));
+  if (e == 0) devinfo(ch->rt, &r->u.dev);
+  return e;
+}
+
+static size_t serve(struct child *ch, const struct dp_req *q, int rfd, struct dp_rep *r) {
+  coop_rt *rt = ch->rt;
+  r->err = 0;
+  if (!rt && q->op != DP_OPEN && q->op != DP_CLOSE) return r->err = COOP_ESTATE, 0;
+  switch (q->op) {
+    case DP_OPEN:
+      if (rt || rfd < 0) return r->err = COOP_ESTATE, 0;
+      r->err = do_open(ch, q, rfd, r);
+      return r->err ? strlen(r->data) + 1 : 0;
+    case DP_LAUNCH:
+      r->err = coop_rt_launch(rt);
+      if (r->err) {
+        snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
+        return strlen(r->data) + 1;
+      }
+      devinfo(rt, &r->u.dev);
+      return 0;
+    case DP_ALLOC: {
+      void *b = q->a ? coop_rt_alloc(rt, q->a) : NULL;
+      if (!b) return r->err = COOP_ENOMEM, 0;
+      r->a = coop_rt_buf_arg(rt, b);
+      return 0;
+    }
+    case DP_FREE:
+      r->err = coop_rt_free(rt, coop_rt_buf_host(rt, q->a));
+      return 0;
+    case DP_STAGE_IN:
+    case DP_STAGE_OUT: {
+      void *b = coop_rt_buf_host(rt, q->a);
+      if (rfd < 0 || !b || coop_rt_buf_len(rt, b) < q->b) return r->err = COOP_EINVAL, 0;
+      int bad = q->op == DP_STAGE_IN ? full_pread(rfd, b, q->b, 0) : full_pwrite(rfd, b, q->b);
+      r->err = bad ? COOP_EIO : 0;
+      return 0;
+    }
+    case DP_SUBMIT: {
+      coop_task_id id = 0;
+      r->err = coop_rt_submit(rt, &q->u.desc, &id);
+      r->a = id;
+      return 0;
+    }
+    case DP_INFO:
+      r->err = coop_rt_task_info(rt, q->id, &r->u.info);
+      return 0;
+    case DP_LIVE:
+      r->err = coop_rt_task_live(rt, q->id, &r->u.live);
+      return 0;
+    case DP_CANCEL:
+      r->err = coop_rt_cancel(rt, q->id);
+      return 0;
+    case DP_RELEASE:
+      r->err = coop_rt_task_release(rt, q->id);
+      return 0;
+    case DP_VIEW: {
+      unsigned n = q->a < COOP_WIRE_MAX_WG ? (unsigned)q->a : COOP_WIRE_MAX_WG;
+      static coop_task_id owner[COOP_WIRE_MAX_WG];
+      static uint8_t resv[COOP_WIRE_MAX_WG];
+      int got = coop_rt_view(rt, owner, resv, n);
+      if (got < 0) return r->err = got, 0;
+      r->n = (uint32_t)got;
+      memcpy(r->data, owner, (size_t)got * sizeof owner[0]);
+      memcpy(r->data + (size_t)got * sizeof owner[0], resv, (size_t)got);
+      return (size_t)got * (sizeof owner[0] + 1);
+    }
+    default:
+      return r->err = COOP_EPROTO, 0;
+  }
+}
+
+/* The front process decides when this one ends: not the terminal's or
+ * systemd's signals (sent to the whole group), and never later than the
+ * front itself. Set again after the runtime's start: the OpenCL compiler
+ * (LLVM) installs handlers of its own for these when it first runs. */
+static void quiet_signals(void) {
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+  signal(SIGHUP, SIG_IGN);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+int dp_child_main(int fd) {
+  quiet_signals();
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  prctl(PR_SET_NAME, "coopd-device");
+  if (fd != 3 && dup2(fd, 3) == 3) fd = 3;
+  close_range(4, ~0u, 0);
+  if (getppid() == 1) return 1; /* the front died before the prctl */
+  static struct child ch;
+  static struct dp_req q;
+  static struct dp_rep r;
+  for (;;) {
+    int rfd;
+    ssize_t n = recv_req(fd, &q, &rfd);
+    if (n <= 0) break; /* the front closed its end: exit */
+    memset(&r, 0, offsetof(struct dp_rep, data));
+    r.data[0] = '\0';
+    if (q.op == DP_CLOSE) {
+      int e = ch.rt ? coop_rt_close(ch.rt) : 0;
+      ch.rt = NULL;
+      r.err = e;
+      send_rep(fd, &r, 0);
+      if (rfd >= 0) close(rfd);
+      return 0;
+    }
+    size_t len = (size_t)n == sizeof q ? serve(&ch, &q, rfd, &r) : (r.err = COOP_EPROTO, 0);
+    if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
+    if (rfd >= 0) close(rfd);
+    send_rep(fd, &r, len);
+  }
+  if (ch.rt) coop_rt_close(ch.rt);
+  return 0;
+}

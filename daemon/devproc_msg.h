@@ -1,0 +1,67 @@
+/*
+ * devproc_msg.h: the messages between coopd and a device process
+ * (devproc.h). Internal to devproc.c and devproc_child.c; both ends are the
+ * same binary, so the structures travel as they are. One request, then one
+ * reply, each a single SOCK_SEQPACKET message; descriptors (a memfd of
+ * kernel sources, a job's buffer memfd) ride along with SCM_RIGHTS.
+ */
+#ifndef COOPD_DEVPROC_MSG_H
+#define COOPD_DEVPROC_MSG_H
+
+#include <stdint.h>
+
+#include "coop_rt.h"
+
+enum dp_op {
+  DP_OPEN = 1, /* fd: sources; u.open */
+  DP_LAUNCH,
+  DP_CLOSE,
+  DP_ALLOC,     /* a = bytes -> rep.a = argument value */
+  DP_FREE,      /* a = argument value */
+  DP_STAGE_IN,  /* a = argument value, b = size, fd */
+  DP_STAGE_OUT, /* a = argument value, b = size, fd */
+  DP_SUBMIT,    /* u.desc -> rep.a = task id */
+  DP_INFO,      /* id -> rep.u.info */
+  DP_LIVE,      /* id -> rep.u.live */
+  DP_CANCEL,    /* id */
+  DP_RELEASE,   /* id */
+  DP_VIEW       /* a = n -> rep.n owners (u32) then n reserved bytes in rep.data */
+};
+
+struct dp_open_args {
+  char backend[16], platform[256], device[256];
+  int32_t platform_index, device_index;
+  uint32_t local_size, launch_groups, nkernels;
+  uint64_t arena_bytes;
+};
+
+struct dp_req {
+  uint32_t op, id;
+  uint64_t a, b;
+  union {
+    struct dp_open_args open;
+    struct coop_rt_task_desc desc;
+  } u;
+};
+
+/* What OPEN and LAUNCH tell about the device. */
+struct dp_devinfo {
+  char name[256], backend[16], note[1024];
+  uint32_t cus, workers;
+};
+
+#define DP_DATA_MAX 20480 /* a compiler log (16 KiB), or a view */
+
+struct dp_rep {
+  int32_t err;
+  uint32_t n;
+  uint64_t a;
+  union {
+    struct coop_rt_task_info info;
+    struct coop_rt_live live;
+    struct dp_devinfo dev;
+  } u;
+  char data[DP_DATA_MAX];
+};
+
+#endif /* COOPD_DEVPROC_MSG_H */
