@@ -43,13 +43,25 @@ int main(int argc, char **argv) {
   if (bad) return fprintf(stderr, "coop-bench-rtt: spell out %s\n", bad), usage(stderr, 2);
   for (int ch; (ch = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
     switch (ch) {
-      case 's': sock = optarg; break;
-      case 'r': runs = (unsigned)strtoul(optarg, NULL, 10); break;
-      case 'n': n = (unsigned)strtoul(optarg, NULL, 10); break;
-      case 'g': groups = (unsigned)strtoul(optarg, NULL, 10); break;
-      case 'l': label = optarg; break;
-      case 'h': return usage(stdout, 0);
-      default: return usage(stderr, 2);
+      case 's':
+        sock = optarg;
+        break;
+      case 'r':
+        runs = (unsigned)strtoul(optarg, NULL, 10);
+        break;
+      case 'n':
+        n = (unsigned)strtoul(optarg, NULL, 10);
+        break;
+      case 'g':
+        groups = (unsigned)strtoul(optarg, NULL, 10);
+        break;
+      case 'l':
+        label = optarg;
+        break;
+      case 'h':
+        return usage(stdout, 0);
+      default:
+        return usage(stderr, 2);
     }
   }
   if (!sock || !runs || !n || n > 1024 || !groups) return usage(stderr, 2);

@@ -40,10 +40,12 @@
  * every non-cooperative task. They therefore run on at most coop_slots()
  * workers: the usable ones less [jobs] reserve_percent of them (rounded
  * up), at least one. Beyond that a cooperative job waits in `coop_wait`
- * (FIFO), and a waiting job starts only while its user runs fewer than an
- * even share of the slots (slots / users with cooperative jobs running or
- * waiting, at least 1): one user's queue cannot hold every slot while
- * another's waits. Device thread only.
+ * and a waiting job starts only while its user runs fewer than an even
+ * share of the slots (slots / users with cooperative jobs running or
+ * waiting, at least 1). Of the jobs that may start, the one whose user runs
+ * the fewest goes first, then the one whose user was served longest ago,
+ * then the oldest: one user's queue cannot take every slot while another's
+ * waits. Device thread only.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "device.h"
@@ -122,6 +124,12 @@ struct dev {
   struct dev_view next_view;                   /* device thread: the one being built */
   int64_t view_at;                             /* device thread: when it was last built */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
+  struct {
+    uint32_t uid;
+    uint64_t at; /* serve_seq when this user last started a cooperative job */
+  } served[64];
+  unsigned nserved;
+  uint64_t serve_seq;
   /* watchdog */
   char restart_why[256]; /* device thread: set to restart the device process */
   uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
@@ -521,6 +529,25 @@ static unsigned coop_share(const struct dev *d) {
 
 static void start_now(struct dev *d, struct job *j);
 
+/* When uid last started a cooperative job here (0: never), and noting that
+ * it does now: ties between users go to the one served longest ago. */
+static uint64_t last_served(const struct dev *d, uint32_t uid) {
+  for (unsigned i = 0; i < d->nserved; i++)
+    if (d->served[i].uid == uid) return d->served[i].at;
+  return 0;
+}
+
+static void note_served(struct dev *d, uint32_t uid) {
+  unsigned i = 0, oldest = 0;
+  while (i < d->nserved && d->served[i].uid != uid) {
+    if (d->served[i].at < d->served[oldest].at) oldest = i;
+    i++;
+  }
+  if (i == d->nserved) i = d->nserved < 64 ? d->nserved++ : oldest; /* forget the oldest */
+  d->served[i].uid = uid;
+  d->served[i].at = ++d->serve_seq;
+}
+
 static void start_job(struct dev *d, struct job *j) {
   if (is_coop(j)) { /* through the queue: it decides in FIFO and fair order */
     if (d->coop_wait_tail)
@@ -540,6 +567,7 @@ static void pump_coop_wait(struct dev *d) {
   for (;;) {
     struct job **best = NULL;
     unsigned share = coop_share(d), running = coop_running(d, NULL), best_n = 0;
+    uint64_t best_at = 0;
     for (struct job **p = &d->coop_wait_head; *p; p = &(*p)->dev_next) {
       struct job *j = *p;
       if (d->stop_now || atomic_load(&j->cancel)) {
@@ -548,7 +576,9 @@ static void pump_coop_wait(struct dev *d) {
       }
       if (d->swap_now || running >= coop_slots(d)) continue;
       unsigned mine = coop_running(d, &j->uid);
-      if (mine < share && (!best || mine < best_n)) best = p, best_n = mine;
+      uint64_t at = last_served(d, j->uid);
+      if (mine < share && (!best || mine < best_n || (mine == best_n && at < best_at)))
+        best = p, best_n = mine, best_at = at;
     }
     if (!best) return;
     struct job *j = *best;
@@ -566,6 +596,7 @@ static void pump_coop_wait(struct dev *d) {
                            : "cancelled while waiting for a cooperative slot");
       hand_back(d, j);
     } else {
+      note_served(d, j->uid);
       start_now(d, j);
     }
   }

@@ -1925,6 +1925,69 @@ START_TEST(hung_kernel_restarts_its_device) {
 }
 END_TEST
 
+/* A job's state as STATUS reports it. */
+static uint8_t job_state(struct conn *c, uint64_t job) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
+  struct coop_wire_status st;
+  uint32_t off = 0;
+  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
+  return st.state;
+}
+
+/* Item 4, fairness: root queues three cooperative sweeps, nobody one after
+ * them. When root's running sweep ends, the free slot goes to nobody, who
+ * runs none yet, not to root's next in line (FIFO would). */
+START_TEST(cooperative_slots_are_shared_between_users) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  ck_assert_uint_le(w, 3); /* one slot: ceil(w / 2) reserved */
+  static uint32_t data[64];
+  uint64_t first = victim_sweep(&c, data, 64, 0, 1); /* about 4 s */
+  uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  uint64_t last = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  ck_assert(first && next && last);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    uint64_t mine = sweep_submit(&o, data, 64, 100000000u, 1, -1);
+    if (write(pfd[1], &mine, sizeof mine) != sizeof mine) _exit(4);
+    pause(); /* keeps the connection, and so the job, until killed */
+    _exit(0);
+  }
+  uint64_t theirs = 0;
+  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  ck_assert_uint_ne(theirs, 0);
+  ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(wait_job(&c, first, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  uint8_t st = COOP_JOB_QUEUED;
+  for (int i = 0; i < 600 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
+  ck_assert_uint_eq(st, COOP_JOB_RUNNING);
+  ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(job_state(&c, last), COOP_JOB_QUEUED);
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -1953,6 +2016,7 @@ static Suite *suite(void) {
   tcase_add_test(t, guard_zone_breach_fails_the_job);
   tcase_add_test(t, attack_endless_render_then_leave);
   tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
+  tcase_add_test(t, cooperative_slots_are_shared_between_users);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
   suite_add_tcase(s, t);
