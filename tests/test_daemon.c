@@ -1942,14 +1942,15 @@ static uint8_t job_state(struct conn *c, uint64_t job) {
  * runs none yet, not to root's next in line (FIFO would). */
 START_TEST(cooperative_slots_are_shared_between_users) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  /* reserve_percent = 100: one cooperative slot, whatever the device */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.reserve_percent=100",
+                        NULL};
   struct daemon_proc d;
-  daemon_start(&d, iso_sets);
+  daemon_start(&d, sets);
   chmod(d.dir, 0755);
   chmod(d.sock, 0666);
   struct conn c;
   open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers;
-  ck_assert_uint_le(w, 3); /* one slot: ceil(w / 2) reserved */
   static uint32_t data[64];
   uint64_t first = victim_sweep(&c, data, 64, 0, 1); /* about 4 s */
   uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);

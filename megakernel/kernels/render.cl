@@ -13,10 +13,12 @@
 void render(struct coop_ctx *c) {
   coop_buf_f32 a = coop_arg_buf_f32(c, 0), b = coop_arg_buf_f32(c, 1), o = coop_arg_buf_f32(c, 2);
   coop_u32 n = coop_arg_u32(c, 3), reps = coop_arg_u32(c, 4);
-  /* A cancelled render returns within a row: reps is the client's, and a
-   * non-cooperative kernel cannot otherwise be stopped (its workgroups
-   * would be lost until coopd restarts). */
-  for (coop_u32 rep = 0u; rep < reps; rep++)
+  /* A cancelled render returns within a rep or a row: reps is the client's,
+   * and a non-cooperative kernel cannot otherwise be stopped (coopd would
+   * restart the device to get its workgroups back). Workgroups without a
+   * row still run every rep: they check too. */
+  for (coop_u32 rep = 0u; rep < reps; rep++) {
+    if (coop_cancel_requested(c)) return;
     for (coop_u32 r = coop_group_id(c); r < n; r += coop_num_groups(c)) {
       if (coop_cancel_requested(c)) return;
       for (coop_u32 j = coop_local_id_c(c); j < n; j += coop_local_size_c(c)) {
@@ -26,4 +28,5 @@ void render(struct coop_ctx *c) {
         coop_at(o, (coop_u64)r * n + j) = acc;
       }
     }
+  }
 }
