@@ -246,10 +246,9 @@ static void fail(struct job *j, int code, const char *fmt, const char *what) {
 
 /* Full read of a client's memfd: pread, never mmap (a client truncating it
  * would raise SIGBUS in the daemon). */
-static int fd_read(int fd, void *p, uint64_t n) {
-  uint64_t off = 0;
-  while (off < n) {
-    ssize_t r = pread(fd, (char *)p + off, n - off, (off_t)off);
+static int fd_read_at(int fd, void *p, uint64_t n, uint64_t at) {
+  for (uint64_t off = 0; off < n;) {
+    ssize_t r = pread(fd, (char *)p + off, n - off, (off_t)(at + off));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1;
     off += (uint64_t)r;
@@ -257,39 +256,14 @@ static int fd_read(int fd, void *p, uint64_t n) {
   return 0;
 }
 
-static int fd_write(int fd, const void *p, uint64_t n) {
-  uint64_t off = 0;
-  while (off < n) {
-    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)off);
+static int fd_write_at(int fd, const void *p, uint64_t n, uint64_t at) {
+  for (uint64_t off = 0; off < n;) {
+    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)(at + off));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1;
     off += (uint64_t)r;
   }
   return 0;
-}
-
-/* Frees the job's arena copies. A guard zone found overwritten (arena.c)
- * means the kernel wrote outside this job's buffers: the job fails with
- * EFAULT and the log names it (the neighbours' guards are theirs to check
- * when they end; the views keep shipped kernels from ever getting here). */
-static void free_buffers(struct dev *d, struct job *j) {
-  int breach = -1;
-  for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].dev) {
-      if (dp_free(d->rt, j->args[i].dev - 1) == COOP_EFAULT && breach < 0) breach = (int)i;
-      j->args[i].dev = 0;
-    }
-  if (breach < 0) return;
-  log_error("job %llu (%s, uid %u): the guard zone of buffer argument %d was overwritten",
-            (unsigned long long)j->id, j->kernel, j->uid, breach);
-  if (j->error != COOP_EFAULT) {
-    j->error = COOP_EFAULT;
-    snprintf(j->message, sizeof j->message,
-             "kernel %s wrote outside buffer argument %d (its guard zone was overwritten); the "
-             "result is not to be trusted",
-             j->kernel, breach);
-    atomic_store(&j->state, COOP_JOB_FAILED);
-  }
 }
 
 /* A task whose bounds-checked views caught an access outside its buffers
@@ -315,69 +289,139 @@ static void fault(struct dev *d, struct job *j, unsigned tag) {
   atomic_store(&j->state, COOP_JOB_FAILED);
 }
 
-/* A memfd holding n bytes (of p, or zeros). -1 on failure. */
-static int memfd_of(const void *p, uint64_t n) {
-  int fd = memfd_create("coopd-buffer", MFD_CLOEXEC);
+/* A memfd of n zero bytes, for the device process to write results into.
+ * -1 on failure. */
+static int memfd_sized(uint64_t n) {
+  int fd = memfd_create("coopd-results", MFD_CLOEXEC);
   if (fd < 0) return -1;
-  if (ftruncate(fd, (off_t)n) || (p && fd_write(fd, p, n))) {
+  if (ftruncate(fd, (off_t)n)) {
     close(fd);
     return -1;
   }
   return fd;
 }
 
-/* Arena copies of the job's buffers, IN data copied in by the device
- * process from the client's memfd (or from one holding the inline bytes).
- * 0 or -1 (failed). */
-static int stage_in(struct dev *d, struct job *j) {
+/* The job's buffers as the device process moves them (dp_buf), in argument
+ * order: a client's memfd where it sent one, else `inl`, one memfd for all
+ * the inline bytes (IN data at staging, room for OUT data at unstaging),
+ * each buffer at its offset there. Returns how many; *inl_len their total. */
+static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int out, uint64_t *inl_len) {
+  unsigned n = 0;
+  *inl_len = 0;
   for (unsigned i = 0; i < j->nargs; i++) {
     struct job_arg *a = &j->args[i];
     if (a->type != COOP_ARG_BUF) continue;
-    uint64_t arg;
-    int e = dp_alloc(d->rt, a->size, &arg);
-    if (e == COOP_ENOMEM) {
-      fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
-           "raise [device] arena_mb");
-      return -1;
-    }
-    if (e) {
-      fail(j, e, "could not stage the buffers: %s", coop_strerror(e));
-      return -1;
-    }
-    a->dev = arg + 1;
-    if (!(a->dir & COOP_BUF_IN)) continue; /* the arena hands out zeroed buffers */
-    int fd = a->fd >= 0 ? a->fd : memfd_of(a->data, a->size);
-    e = fd < 0 ? COOP_EIO : dp_stage_in(d->rt, arg, a->size, fd);
-    if (a->fd < 0 && fd >= 0) close(fd);
-    if (e) {
-      fail(j, e == COOP_ELOST ? e : COOP_EIO, "%s",
-           e == COOP_ELOST ? "the device process died while the job was staged"
-                           : "could not read a buffer's descriptor to its declared size");
-      return -1;
+    struct dp_buf *x = &b[n++];
+    x->size = a->size;
+    x->arg = a->dev ? a->dev - 1 : 0;
+    x->in = !out && (a->dir & COOP_BUF_IN);
+    x->out = out && (a->dir & COOP_BUF_OUT);
+    x->fd = a->fd >= 0 ? a->fd : inl;
+    x->off = 0;
+    if (a->fd < 0 && (x->in || x->out)) {
+      x->off = *inl_len;
+      *inl_len += a->size;
     }
   }
+  return n;
+}
+
+/* Arena copies of the job's buffers, IN data copied in by the device
+ * process in one request. 0 or -1 (failed). */
+static int stage_in(struct dev *d, struct job *j) {
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  uint64_t inl_len;
+  unsigned n = job_bufs(j, b, -1, 0, &inl_len);
+  if (!n) return 0;
+  int inl = -1;
+  if (inl_len) { /* the inline IN bytes, one after another */
+    inl = memfd_create("coopd-inline", MFD_CLOEXEC);
+    int bad = inl < 0;
+    uint64_t at = 0;
+    for (unsigned i = 0; !bad && i < j->nargs; i++) {
+      const struct job_arg *a = &j->args[i];
+      if (a->type != COOP_ARG_BUF || a->fd >= 0 || !(a->dir & COOP_BUF_IN)) continue;
+      bad = fd_write_at(inl, a->data, a->size, at);
+      at += a->size;
+    }
+    if (bad) {
+      if (inl >= 0) close(inl);
+      fail(j, COOP_ENOMEM, "%s", "could not stage the inline buffers");
+      return -1;
+    }
+    n = job_bufs(j, b, inl, 0, &inl_len);
+  }
+  int e = dp_stage(d->rt, b, n);
+  if (inl >= 0) close(inl);
+  if (e == COOP_ENOMEM) {
+    fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
+         "raise [device] arena_mb");
+    return -1;
+  }
+  if (e) {
+    fail(j, e, "%s",
+         e == COOP_ELOST ? "the device process died while the job was staged"
+                         : "could not read a buffer's descriptor to its declared size");
+    return -1;
+  }
+  for (unsigned i = 0, k = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF) j->args[i].dev = b[k++].arg + 1;
   return 0;
 }
 
-/* OUT data back: into the client's memfd, or into a[i].data for RESULT. */
-static void stage_out(struct dev *d, struct job *j) {
-  for (unsigned i = 0; i < j->nargs; i++) {
+/* OUT data back (when `out`: into the client's memfd, or into a[i].data
+ * for RESULT) and every arena copy freed, in one request. A guard zone
+ * found overwritten (arena.c) means the kernel wrote outside this job's
+ * buffers: the job fails with EFAULT and the log names it (the views keep
+ * shipped kernels from ever getting here). */
+static void unstage(struct dev *d, struct job *j, int out) {
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  uint64_t inl_len;
+  unsigned n = job_bufs(j, b, -1, out, &inl_len);
+  int any = 0;
+  for (unsigned i = 0; i < j->nargs; i++) any |= j->args[i].dev != 0;
+  if (!n || !any || !d->rt) {
+    for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+    return;
+  }
+  int inl = inl_len ? memfd_sized(inl_len) : -1;
+  if (inl_len && inl < 0) {
+    out = 0;
+    if (j->error == 0) fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
+  }
+  n = job_bufs(j, b, inl, out, &inl_len);
+  int breach = -1;
+  int e = dp_unstage(d->rt, b, n, &breach);
+  for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+  if (e && j->error == 0)
+    fail(j, e == COOP_ELOST ? e : COOP_EIO, "%s", "could not write a result back");
+  for (unsigned i = 0, k = 0; e == 0 && inl >= 0 && i < j->nargs; i++) {
     struct job_arg *a = &j->args[i];
-    if (a->type != COOP_ARG_BUF || !(a->dir & COOP_BUF_OUT) || !a->dev) continue;
-    if (a->fd >= 0) {
-      if (dp_stage_out(d->rt, a->dev - 1, a->size, a->fd) && j->error == 0)
-        fail(j, COOP_EIO, "%s", "could not write a result back to its descriptor");
-      continue;
-    }
+    if (a->type != COOP_ARG_BUF) continue;
+    const struct dp_buf *x = &b[k++];
+    if (!x->out || a->fd >= 0) continue;
     free(a->data);
     a->data = malloc(a->size);
-    int fd = a->data ? memfd_of(NULL, a->size) : -1;
-    if (fd < 0 || dp_stage_out(d->rt, a->dev - 1, a->size, fd) || fd_read(fd, a->data, a->size)) {
+    if (!a->data || fd_read_at(inl, a->data, a->size, x->off)) {
       free(a->data);
       a->data = NULL;
       if (j->error == 0) fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
     }
-    if (fd >= 0) close(fd);
+  }
+  if (inl >= 0) close(inl);
+  if (breach < 0) return;
+  unsigned argi = 0;
+  for (unsigned i = 0, k = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && k++ == (unsigned)breach) argi = i;
+  log_error("job %llu (%s, uid %u): the guard zone of buffer argument %u was overwritten",
+            (unsigned long long)j->id, j->kernel, j->uid, argi);
+  if (j->error != COOP_EFAULT) {
+    j->error = COOP_EFAULT;
+    snprintf(j->message, sizeof j->message,
+             "kernel %s wrote outside buffer argument %u (its guard zone was overwritten); the "
+             "result is not to be trusted",
+             j->kernel, argi);
+    atomic_store(&j->state, COOP_JOB_FAILED);
   }
 }
 
@@ -628,7 +672,6 @@ static void start_now(struct dev *d, struct job *j) {
     }
   }
   if (stage_in(d, j)) {
-    free_buffers(d, j);
     free(r);
     hand_back(d, j);
     return;
@@ -717,8 +760,7 @@ static void finish_job(struct dev *d, struct run *r) {
   }
   /* A job the views stopped still gets its own output back: it can only
    * hold what the job read from its own buffers and the sink. */
-  if (atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT) stage_out(d, j);
-  free_buffers(d, j);
+  unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT);
   hand_back(d, j);
 }
 

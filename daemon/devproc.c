@@ -71,24 +71,26 @@ static int lost(struct dp *p, const char *why) {
   return COOP_ELOST;
 }
 
-/* One request (p->q, with fd if >= 0), one reply into p->r. */
-static int call(struct dp *p, uint32_t op, int fd, int timeout_ms) {
+/* One request (p->q, with the descriptors fds[0..nfds)), one reply into
+ * p->r. */
+static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, int timeout_ms) {
   if (p->dead) return COOP_ELOST;
+  if (nfds > DP_MAX_FDS) return COOP_EINVAL;
   p->q.op = op;
-  char cbuf[CMSG_SPACE(sizeof(int))];
+  char cbuf[CMSG_SPACE(DP_MAX_FDS * sizeof(int))];
   struct iovec iov = {&p->q, sizeof p->q};
   struct msghdr mh = {0};
   mh.msg_iov = &iov;
   mh.msg_iovlen = 1;
-  if (fd >= 0) {
+  if (nfds) {
     memset(cbuf, 0, sizeof cbuf);
     mh.msg_control = cbuf;
-    mh.msg_controllen = sizeof cbuf;
+    mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
     struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
   }
   ssize_t n;
   do n = sendmsg(p->fd, &mh, MSG_NOSIGNAL);
@@ -108,6 +110,10 @@ static int call(struct dp *p, uint32_t op, int fd, int timeout_ms) {
     if ((size_t)n < sizeof p->r) ((char *)&p->r)[n] = '\0';
     return p->r.err;
   }
+}
+
+static int call(struct dp *p, uint32_t op, int fd, int timeout_ms) {
+  return call_fds(p, op, &fd, fd >= 0 ? 1 : 0, timeout_ms);
 }
 
 /* The kernels as the child reads them (devproc_child.c, do_open). */
@@ -237,28 +243,43 @@ const char *dp_backend_note(const struct dp *p) { return p->dev.note; }
 unsigned dp_compute_units(const struct dp *p) { return p->dev.cus; }
 unsigned dp_workers(const struct dp *p) { return p->dev.workers; }
 
-int dp_alloc(struct dp *p, uint64_t bytes, uint64_t *arg) {
-  p->q.a = bytes;
-  int e = call(p, DP_ALLOC, -1, DP_CALL_MS);
-  if (e == 0) *arg = p->r.a;
+/* The descriptors of b[] as one SCM_RIGHTS array, b's fd fields rewritten
+ * to index it. */
+static unsigned pack_fds(const struct dp_buf *b, unsigned n, struct dp_bufs *q, int *fds) {
+  unsigned nfds = 0;
+  q->n = n;
+  for (unsigned i = 0; i < n; i++) {
+    q->b[i].size = b[i].size;
+    q->b[i].arg = b[i].arg;
+    q->b[i].off = b[i].off;
+    q->b[i].in = (uint8_t)b[i].in;
+    q->b[i].out = (uint8_t)b[i].out;
+    q->b[i].fd = -1;
+    if (b[i].fd < 0) continue;
+    unsigned k = 0;
+    while (k < nfds && fds[k] != b[i].fd) k++;
+    if (k == nfds) fds[nfds++] = b[i].fd;
+    q->b[i].fd = (int32_t)k;
+  }
+  return nfds;
+}
+
+int dp_stage(struct dp *p, struct dp_buf *b, unsigned n) {
+  if (n > DP_MAX_BUFS) return COOP_EINVAL;
+  int fds[DP_MAX_FDS];
+  unsigned nfds = pack_fds(b, n, &p->q.u.bufs, fds);
+  int e = call_fds(p, DP_STAGE, fds, nfds, DP_CALL_MS);
+  for (unsigned i = 0; e == 0 && i < n; i++) b[i].arg = p->r.u.args[i];
   return e;
 }
 
-int dp_free(struct dp *p, uint64_t arg) {
-  p->q.a = arg;
-  return call(p, DP_FREE, -1, DP_CALL_MS);
-}
-
-int dp_stage_in(struct dp *p, uint64_t arg, uint64_t size, int fd) {
-  p->q.a = arg;
-  p->q.b = size;
-  return call(p, DP_STAGE_IN, fd, DP_CALL_MS);
-}
-
-int dp_stage_out(struct dp *p, uint64_t arg, uint64_t size, int fd) {
-  p->q.a = arg;
-  p->q.b = size;
-  return call(p, DP_STAGE_OUT, fd, DP_CALL_MS);
+int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, int *breach) {
+  if (n > DP_MAX_BUFS) return COOP_EINVAL;
+  int fds[DP_MAX_FDS];
+  unsigned nfds = pack_fds(b, n, &p->q.u.bufs, fds);
+  int e = call_fds(p, DP_UNSTAGE, fds, nfds, DP_CALL_MS);
+  *breach = e == COOP_ELOST ? -1 : (int)p->r.n - 1;
+  return e;
 }
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id) {

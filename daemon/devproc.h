@@ -55,12 +55,21 @@ const char *dp_backend_note(const struct dp *p);
 unsigned dp_compute_units(const struct dp *p);
 unsigned dp_workers(const struct dp *p);
 
-/* The arena (see coop_rt.h): *arg is the buffer's kernel argument value. */
-int dp_alloc(struct dp *p, uint64_t bytes, uint64_t *arg);
-int dp_free(struct dp *p, uint64_t arg); /* COOP_EFAULT: a guard was broken */
-/* size bytes from offset 0 of fd into the buffer, or back out into fd. */
-int dp_stage_in(struct dp *p, uint64_t arg, uint64_t size, int fd);
-int dp_stage_out(struct dp *p, uint64_t arg, uint64_t size, int fd);
+/* A job's buffers in the arena (see coop_rt.h), moved in one request each
+ * way. size: bytes; fd, off: where the bytes are (a client's memfd, or one
+ * coopd filled with inline data), or fd -1; in / out: copy in at staging,
+ * out at unstaging; arg: the kernel argument value, set by dp_stage. */
+struct dp_buf {
+  uint64_t size, arg, off;
+  int fd, in, out;
+};
+/* Allocates every buffer (zeroed) and copies the IN ones in. On failure
+ * (COOP_ENOMEM: the arena is full; COOP_EIO: a descriptor was short)
+ * nothing stays allocated. */
+int dp_stage(struct dp *p, struct dp_buf *b, unsigned n);
+/* Copies the OUT ones out and frees every buffer. *breach: the first whose
+ * guard zone was overwritten (arena.c), or -1. COOP_EIO: a write failed. */
+int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, int *breach);
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);

@@ -25,8 +25,9 @@ struct child {
   coop_rt *rt;
 };
 
-static ssize_t recv_req(int fd, struct dp_req *q, int *rfd) {
-  char cbuf[CMSG_SPACE(sizeof(int))];
+/* One request, and the descriptors that came with it (fds[0..*nfds)). */
+static ssize_t recv_req(int fd, struct dp_req *q, int *fds, unsigned *nfds) {
+  char cbuf[CMSG_SPACE(DP_MAX_FDS * sizeof(int))];
   struct iovec iov = {q, sizeof *q};
   struct msghdr mh = {0};
   mh.msg_iov = &iov;
@@ -36,10 +37,13 @@ static ssize_t recv_req(int fd, struct dp_req *q, int *rfd) {
   ssize_t n;
   do n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
   while (n < 0 && errno == EINTR);
-  *rfd = -1;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-      memcpy(rfd, CMSG_DATA(c), sizeof(int));
+  *nfds = 0;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c))
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+      for (unsigned i = 0; i < k && *nfds < DP_MAX_FDS; i++)
+        memcpy(&fds[(*nfds)++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+    }
   return n;
 }
 
@@ -59,9 +63,9 @@ static int full_pread(int fd, void *p, uint64_t n, uint64_t at) {
   return 0;
 }
 
-static int full_pwrite(int fd, const void *p, uint64_t n) {
+static int full_pwrite(int fd, const void *p, uint64_t n, uint64_t at) {
   for (uint64_t off = 0; off < n;) {
-    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)off);
+    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)(at + off));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return -1;
     off += (uint64_t)r;
@@ -126,7 +130,59 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   return e;
 }
 
-static size_t serve(struct child *ch, const struct dp_req *q, int rfd, struct dp_rep *r) {
+/* DP_STAGE: every buffer allocated (zeroed), IN data read from its
+ * descriptor; on any failure nothing stays allocated. */
+static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
+                    uint64_t *args) {
+  if (b->n > DP_MAX_BUFS) return COOP_EPROTO;
+  int e = 0;
+  unsigned i = 0;
+  for (; i < b->n; i++) {
+    void *p = b->b[i].size ? coop_rt_alloc(rt, b->b[i].size) : NULL;
+    if (!p) {
+      e = COOP_ENOMEM;
+      break;
+    }
+    args[i] = coop_rt_buf_arg(rt, p);
+    int32_t f = b->b[i].fd;
+    if (b->b[i].in &&
+        (f < 0 || (unsigned)f >= nfds || full_pread(fds[f], p, b->b[i].size, b->b[i].off))) {
+      e = COOP_EIO;
+      i++;
+      break;
+    }
+  }
+  if (e)
+    while (i-- > 0) coop_rt_free(rt, coop_rt_buf_host(rt, args[i]));
+  return e;
+}
+
+/* DP_UNSTAGE: OUT data written, every buffer freed; *breach: the first
+ * whose guard zone was overwritten, or -1. */
+static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
+                      int *breach) {
+  if (b->n > DP_MAX_BUFS) return COOP_EPROTO;
+  int e = 0;
+  *breach = -1;
+  for (unsigned i = 0; i < b->n; i++) {
+    void *p = coop_rt_buf_host(rt, b->b[i].arg);
+    if (!p) {
+      e = COOP_EINVAL;
+      continue;
+    }
+    int32_t f = b->b[i].fd;
+    if (b->b[i].out && (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
+                        full_pwrite(fds[f], p, b->b[i].size, b->b[i].off)))
+      e = COOP_EIO;
+    if (coop_rt_free(rt, p) == COOP_EFAULT && *breach < 0) *breach = (int)i;
+  }
+  return e;
+}
+
+static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
+                    struct dp_rep *r) {
+  int rfd = nfds ? fds[0] : -1;
+
   coop_rt *rt = ch->rt;
   r->err = 0;
   if (!rt && q->op != DP_OPEN && q->op != DP_CLOSE) return r->err = COOP_ESTATE, 0;
@@ -143,23 +199,6 @@ static size_t serve(struct child *ch, const struct dp_req *q, int rfd, struct dp
       }
       devinfo(rt, &r->u.dev);
       return 0;
-    case DP_ALLOC: {
-      void *b = q->a ? coop_rt_alloc(rt, q->a) : NULL;
-      if (!b) return r->err = COOP_ENOMEM, 0;
-      r->a = coop_rt_buf_arg(rt, b);
-      return 0;
-    }
-    case DP_FREE:
-      r->err = coop_rt_free(rt, coop_rt_buf_host(rt, q->a));
-      return 0;
-    case DP_STAGE_IN:
-    case DP_STAGE_OUT: {
-      void *b = coop_rt_buf_host(rt, q->a);
-      if (rfd < 0 || !b || coop_rt_buf_len(rt, b) < q->b) return r->err = COOP_EINVAL, 0;
-      int bad = q->op == DP_STAGE_IN ? full_pread(rfd, b, q->b, 0) : full_pwrite(rfd, b, q->b);
-      r->err = bad ? COOP_EIO : 0;
-      return 0;
-    }
     case DP_SUBMIT: {
       coop_task_id id = 0;
       r->err = coop_rt_submit(rt, &q->u.desc, &id);
@@ -189,6 +228,15 @@ static size_t serve(struct child *ch, const struct dp_req *q, int rfd, struct dp
       memcpy(r->data + (size_t)got * sizeof owner[0], resv, (size_t)got);
       return (size_t)got * (sizeof owner[0] + 1);
     }
+    case DP_STAGE:
+      r->err = do_stage(rt, &q->u.bufs, fds, nfds, r->u.args);
+      return 0;
+    case DP_UNSTAGE: {
+      int breach = -1;
+      r->err = do_unstage(rt, &q->u.bufs, fds, nfds, &breach);
+      r->n = (uint32_t)(breach + 1);
+      return 0;
+    }
     default:
       return r->err = COOP_EPROTO, 0;
   }
@@ -216,23 +264,23 @@ int dp_child_main(int fd) {
   static struct dp_req q;
   static struct dp_rep r;
   for (;;) {
-    int rfd;
-    ssize_t n = recv_req(fd, &q, &rfd);
+    int fds[DP_MAX_FDS];
+    unsigned nfds;
+    ssize_t n = recv_req(fd, &q, fds, &nfds);
     if (n <= 0) break; /* the front closed its end: exit */
     memset(&r, 0, offsetof(struct dp_rep, data));
     r.data[0] = '\0';
+    size_t len = 0;
     if (q.op == DP_CLOSE) {
-      int e = ch.rt ? coop_rt_close(ch.rt) : 0;
+      r.err = ch.rt ? coop_rt_close(ch.rt) : 0;
       ch.rt = NULL;
-      r.err = e;
-      send_rep(fd, &r, 0);
-      if (rfd >= 0) close(rfd);
-      return 0;
+    } else {
+      len = (size_t)n == sizeof q ? serve(&ch, &q, fds, nfds, &r) : (r.err = COOP_EPROTO, 0);
+      if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
     }
-    size_t len = (size_t)n == sizeof q ? serve(&ch, &q, rfd, &r) : (r.err = COOP_EPROTO, 0);
-    if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
-    if (rfd >= 0) close(rfd);
+    for (unsigned i = 0; i < nfds; i++) close(fds[i]);
     send_rep(fd, &r, len);
+    if (q.op == DP_CLOSE) return 0;
   }
   if (ch.rt) coop_rt_close(ch.rt);
   return 0;

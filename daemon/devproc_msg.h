@@ -16,16 +16,28 @@ enum dp_op {
   DP_OPEN = 1, /* fd: sources; u.open */
   DP_LAUNCH,
   DP_CLOSE,
-  DP_ALLOC,     /* a = bytes -> rep.a = argument value */
-  DP_FREE,      /* a = argument value */
-  DP_STAGE_IN,  /* a = argument value, b = size, fd */
-  DP_STAGE_OUT, /* a = argument value, b = size, fd */
-  DP_SUBMIT,    /* u.desc -> rep.a = task id */
-  DP_INFO,      /* id -> rep.u.info */
-  DP_LIVE,      /* id -> rep.u.live */
-  DP_CANCEL,    /* id */
-  DP_RELEASE,   /* id */
-  DP_VIEW       /* a = n -> rep.n owners (u32) then n reserved bytes in rep.data */
+  DP_SUBMIT,  /* u.desc -> rep.a = task id */
+  DP_INFO,    /* id -> rep.u.info */
+  DP_LIVE,    /* id -> rep.u.live */
+  DP_CANCEL,  /* id */
+  DP_RELEASE, /* id */
+  DP_VIEW,    /* a = n -> rep.n owners (u32) then n reserved bytes in rep.data */
+  DP_STAGE,   /* u.bufs, fds: allocate every buffer, copy IN data -> rep.u.args */
+  DP_UNSTAGE  /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
+};
+
+/* A job's buffers for DP_STAGE / DP_UNSTAGE: one request for all of them.
+ * fd indexes the descriptors sent with the request (-1: none); off is
+ * where in that descriptor the buffer's bytes are. */
+#define DP_MAX_BUFS 16
+#define DP_MAX_FDS (DP_MAX_BUFS + 2)
+struct dp_bufs {
+  uint32_t n;
+  struct {
+    uint64_t size, arg, off;
+    int32_t fd;
+    uint8_t in, out;
+  } b[DP_MAX_BUFS];
 };
 
 struct dp_open_args {
@@ -41,6 +53,7 @@ struct dp_req {
   union {
     struct dp_open_args open;
     struct coop_rt_task_desc desc;
+    struct dp_bufs bufs;
   } u;
 };
 
@@ -60,6 +73,7 @@ struct dp_rep {
     struct coop_rt_task_info info;
     struct coop_rt_live live;
     struct dp_devinfo dev;
+    uint64_t args[DP_MAX_BUFS];
   } u;
   char data[DP_DATA_MAX];
 };

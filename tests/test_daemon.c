@@ -1541,7 +1541,12 @@ static void top_of(struct conn *c, uint8_t device, uint16_t want) {
 /* A job names its device, or goes to the least loaded one; each device has
  * its own megakernel, workers, TOP and STATS record. */
 START_TEST(devices_named_and_least_loaded) {
-  const char *sets[] = {"device.devices=0,0", "device.max_workgroups=2", NULL};
+  /* Two megakernels on PoCL's one device by default; COOP_TEST_DEVICES=0,1
+   * on a machine with two GPUs (on CUDA with max_workgroups = 2 as well) */
+  static char devs[64];
+  snprintf(devs, sizeof devs, "device.devices=%.40s",
+           getenv("COOP_TEST_DEVICES") ? getenv("COOP_TEST_DEVICES") : "0,0");
+  const char *sets[] = {devs, "device.max_workgroups=2", NULL};
   struct daemon_proc d;
   daemon_start(&d, sets);
   struct conn c;

@@ -155,7 +155,7 @@ COOP_FN void bc_forward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
         coop_st_rlx(coop_ptr(sg, v), coop_f2u(sv));
       }
       bc_umax(sc, level, coop_f2u(sv));
-      coop_u32 end = coop_at(row, v + 1u);
+      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end; e++) {
         coop_u32 w = coop_at(col, e), dw = coop_ld_rlx(coop_ptr(d, w));
         if (dw == BC_INF) {
@@ -190,7 +190,7 @@ COOP_FN void bc_backward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
       if (coop_ld_rlx(coop_ptr(d, v)) != level) continue;
       float sv = coop_u2f(coop_ld_rlx(coop_ptr(sg, v))), acc = 0.0f;
       float p = bc_pow2(sc, level); /* sigma(w) = sigma'(w) * p * P(level) */
-      coop_u32 end = coop_at(row, v + 1u);
+      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end; e++) {
         coop_u32 w = coop_at(col, e);
         if (coop_ld_rlx(coop_ptr(d, w)) == next)

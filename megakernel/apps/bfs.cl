@@ -54,7 +54,7 @@ COOP_FN void bfs_visit(struct coop_ctx *c, coop_u32 v, coop_u32 level, coop_u32 
   coop_buf_atomic_u32 lev = coop_arg_buf_atomic_u32(c, 3);
   coop_buf_u32 q = coop_arg_buf_u32(c, 4u + out);
   coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 6);
-  coop_u32 end = coop_at(row, v + 1u);
+  coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
   for (coop_u32 e = coop_at(row, v); e < end; e++) {
     coop_u32 u = coop_at(col, e);
     if (coop_ld_rlx(coop_ptr(lev, u)) != BFS_UNREACHED) continue; /* cheap test first */
@@ -76,6 +76,7 @@ COOP_FN coop_u32 bfs_step(struct coop_ctx *c, struct bfs_state *s) {
     if (n == 0u) return COOP_DONE; /* line 8: while (in_nodes.size > 0) */
     coop_buf_u32 q = coop_arg_buf_u32(c, 4u + s->in);
     coop_u32 stride = coop_global_size(c); /* lines 6-7, recomputed after every barrier */
+    n = coop_cap(n, coop_len(q));          /* client data: capped */
     for (coop_u32 i = coop_global_id(c); i < n; i += stride)
       bfs_visit(c, coop_at(q, i), s->level, 1u - s->in);
     s->in = 1u - s->in; /* line 11: swap */

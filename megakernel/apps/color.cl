@@ -65,7 +65,7 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
       if (coop_at(colour, v) != COLOR_NONE) continue;
       any = 1u;
       coop_u32 win = 1u;
-      coop_u32 end = coop_at(row, v + 1u);
+      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
         coop_u32 u = coop_at(col, e);
         if (u != v && coop_at(colour, u) == COLOR_NONE && color_beats(prio, u, v)) win = 0u;

@@ -169,7 +169,9 @@ COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
 /* Thread 0: node t has value v; pass it up while this is the last child. */
 COOP_FN0 void game_complete(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_buf_atomic_u32 res,
                             coop_u32 t, coop_i32 v) {
-  for (;;) {
+  /* client data (a cycle of parents) must not lengthen the walk past the
+   * node records a path to the root can visit (the views bound the memory) */
+  for (coop_u64 hop = 0u; hop <= coop_len(nodes) / GAME_NODE_WORDS; hop++) {
     coop_buf_u32 rec;
     coop_sub(rec, nodes, (coop_u64)GAME_NODE_WORDS * t, GAME_NODE_WORDS);
     coop_u32 par = coop_at(rec, 4);

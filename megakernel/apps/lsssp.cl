@@ -58,7 +58,7 @@ COOP_FN void lsssp_relax(struct coop_ctx *c, coop_u32 v, coop_u32 stamp, coop_u3
   coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 7), mark = coop_arg_buf_atomic_u32(c, 8);
   /* the current distance: possibly already lower than when v was pushed */
   coop_u32 d = coop_ld_rlx(coop_ptr(dist, v));
-  coop_u32 end = coop_at(row, v + 1u);
+  coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
   for (coop_u32 e = coop_at(row, v); e < end; e++) {
     coop_u32 u = coop_at(col, e), nd = d + coop_at(w, e);
     if (nd < d) continue;                               /* overflow: no shorter than unreached */
@@ -80,6 +80,7 @@ COOP_FN coop_u32 lsssp_step(struct coop_ctx *c, struct lsssp_state *s) {
     if (n == 0u) return COOP_DONE; /* line 8 */
     coop_buf_u32 q = coop_arg_buf_u32(c, 5u + s->in);
     coop_u32 stride = coop_global_size(c); /* recomputed after every barrier */
+    n = coop_cap(n, coop_len(q));          /* client data: capped */
     for (coop_u32 i = coop_global_id(c); i < n; i += stride)
       lsssp_relax(c, coop_at(q, i), s->iter + 1u, 1u - s->in);
     s->in = 1u - s->in; /* line 11: swap */

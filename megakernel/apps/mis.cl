@@ -68,7 +68,7 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
       if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
       any = 1u;
       coop_u32 win = 1u;
-      coop_u32 end = coop_at(row, v + 1u);
+      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
         coop_u32 u = coop_at(col, e);
         if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_UNDECIDED && mis_beats(prio, u, v))
@@ -102,7 +102,7 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
   /* phase 2: the neighbours of the new members leave the race */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
     if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
-    coop_u32 end = coop_at(row, v + 1u);
+    coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
     for (coop_u32 e = coop_at(row, v); e < end; e++) {
       coop_u32 u = coop_at(col, e);
       if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_IN) {

@@ -50,6 +50,7 @@
 #define OCTREE_END COOP_TQ_END
 #define OCTREE_CTL_QUEUES 4u
 #define OCTREE_MAX_LANES 64u /* 8 x 64 counters, 9 child bounds, 1 task: in scratch */
+#define OCTREE_MAX_DEPTH 10u /* octree.c's limit: 3 bits of path per level in a u32 */
 
 struct octree_state {
   coop_u32 unused; /* nothing to transmit (004 Table 1: 0) */
@@ -146,9 +147,15 @@ coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
     b = coop_at(rec, 3);
     e = coop_at(rec, 4);
   }
-  coop_u32 split = valid && e - b > thresh && depth < maxdepth;
+  /* client data: the cell loop and shifts below take at most the maximum
+   * depth, the partition and copy loops at most the permutation's length */
+  depth = coop_cap(depth, OCTREE_MAX_DEPTH);
+  maxdepth = coop_cap(maxdepth, OCTREE_MAX_DEPTH); /* so a clamped depth is a leaf */
   coop_buf_u32 src = coop_arg_buf_u32(c, 2u + (depth & 1u));
   coop_buf_u32 dst = coop_arg_buf_u32(c, 2u + ((depth + 1u) & 1u));
+  e = coop_cap(e, coop_len(src));
+  b = coop_cap(b, e);
+  coop_u32 split = valid && e - b > thresh && depth < maxdepth;
 
   /* the cell's integer coordinates from its octant path; its midpoint */
   coop_u32 ix = 0u, iy = 0u, iz = 0u;

@@ -56,7 +56,7 @@ coop_u32 psssp_step(struct coop_ctx *c, struct psssp_state *s) {
   if (s->phase == 0u) { /* the (min, +) product */
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
       coop_u32 best = coop_at(d, v);
-      coop_u32 end = coop_at(row, v + 1u);
+      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(src)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end; e++) {
         coop_u32 u = coop_at(src, e), du = coop_at(d, u);
         if (du == PSSSP_INF) continue;

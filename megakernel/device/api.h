@@ -155,6 +155,15 @@ COOP__VIEW(coop_lbuf_i32, COOP_LOCAL, coop_i32)
     if (coop__c < (dst).n) (dst).n = coop__c; \
   } while (0)
 
+/* min(x, len) for a loop bound read from client data (a CSR row end, a
+ * worklist size, a depth in a node record), cut to the length of the view
+ * the loop walks or the range the algorithm has. A step cannot be cancelled,
+ * so client data must not set its running time: the views bound the memory,
+ * this bounds the time. For valid data it never binds. */
+COOP_FN coop_u32 coop_cap(coop_u32 x, coop_u64 len) {
+  return (coop_u64)x < len ? x : (coop_u32)len;
+}
+
 /* Views of buffer argument i (a buffer the host sized) and of the scratch. */
 #define COOP__ARG_VIEW(FN, NAME, T)                       \
   COOP_FN NAME FN(const struct coop_ctx *c, coop_u32 i) { \
