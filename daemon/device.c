@@ -1130,11 +1130,22 @@ static void restart_device(struct dev *d) {
   }
 }
 
+/* One request for the infos of every task in flight: the pass below reads
+ * them from the proxy's cache (devproc.h), not one request per task. */
+static void poll_tasks(struct dev *d) {
+  static coop_task_id ids[256]; /* the runtime has 256 task slots (shared.h) */
+  unsigned n = 0;
+  for (struct run *r = d->runs; r; r = r->next)
+    for (unsigned i = 0; i < r->ninflight && n < 256; i++) ids[n++] = r->task[i];
+  if (n && d->rt) dp_poll(d->rt, ids, n);
+}
+
 static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
     take_new(d);
     pump_coop_wait(d);
+    poll_tasks(d);
     int64_t now = now_ns(), wake = now + DEV_POLL_NS;
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
@@ -1277,6 +1288,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   pthread_condattr_destroy(&ca);
   uv_async_init(loop, &d->async, on_async);
   d->async.data = d;
+  build_view(d, now_ns()); /* TOP has a view before the first client comes */
   *dp = d;
   return 0;
 }

@@ -33,6 +33,14 @@ struct dp {
   int dead;
   char death[64];
   struct dp_devinfo dev;
+  /* Task infos fetched by the last dp_poll (slot = id & 0xff): dp_task_info
+   * answers from here until the next poll, or until the task is touched. */
+  struct {
+    coop_task_id id;
+    uint64_t gen;
+    struct coop_rt_task_info info;
+  } cache[256];
+  uint64_t gen;
   struct dp_req q;
   struct dp_rep r;
 };
@@ -282,14 +290,43 @@ int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, int *breach) {
   return e;
 }
 
+static void forget(struct dp *p, coop_task_id id) { p->cache[id & 0xffu].gen = 0; }
+
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id) {
   p->q.u.desc = *d;
   int e = call(p, DP_SUBMIT, -1, DP_CALL_MS);
   if (e == 0) *id = (coop_task_id)p->r.a;
+  if (e == 0) forget(p, *id);
   return e;
 }
 
+int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
+  p->gen++;
+  for (unsigned at = 0; at < n;) {
+    unsigned k = n - at < DP_POLL_MAX ? n - at : DP_POLL_MAX;
+    p->q.u.poll.n = k;
+    memcpy(p->q.u.poll.id, ids + at, k * sizeof *ids);
+    int e = call(p, DP_POLL, -1, DP_CALL_MS);
+    if (e) return e;
+    const struct coop_rt_task_info *ti = (const void *)p->r.data;
+    for (unsigned i = 0; i < k && i < p->r.n; i++) {
+      unsigned slot = ids[at + i] & 0xffu;
+      p->cache[slot].id = ids[at + i];
+      p->cache[slot].gen = p->gen;
+      p->cache[slot].info = ti[i];
+    }
+    at += k;
+  }
+  return 0;
+}
+
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) {
+  unsigned slot = id & 0xffu;
+  if (p->cache[slot].gen == p->gen && p->gen && p->cache[slot].id == id &&
+      p->cache[slot].info.t_submitted) {
+    *info = p->cache[slot].info;
+    return 0;
+  }
   p->q.id = id;
   int e = call(p, DP_INFO, -1, DP_CALL_MS);
   if (e == 0) *info = p->r.u.info;
@@ -304,11 +341,13 @@ int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l) {
 }
 
 int dp_cancel(struct dp *p, coop_task_id id) {
+  forget(p, id);
   p->q.id = id;
   return call(p, DP_CANCEL, -1, DP_CALL_MS);
 }
 
 int dp_task_release(struct dp *p, coop_task_id id) {
+  forget(p, id);
   p->q.id = id;
   return call(p, DP_RELEASE, -1, DP_CALL_MS);
 }

@@ -72,6 +72,9 @@ int dp_stage(struct dp *p, struct dp_buf *b, unsigned n);
 int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, int *breach);
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id);
+/* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
+ * until the next dp_poll, dp_task_info answers those from what it got. */
+int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);

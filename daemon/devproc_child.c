@@ -228,6 +228,14 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       memcpy(r->data + (size_t)got * sizeof owner[0], resv, (size_t)got);
       return (size_t)got * (sizeof owner[0] + 1);
     }
+    case DP_POLL: {
+      unsigned n = q->u.poll.n < DP_POLL_MAX ? q->u.poll.n : DP_POLL_MAX;
+      struct coop_rt_task_info *ti = (struct coop_rt_task_info *)(void *)r->data;
+      for (unsigned i = 0; i < n; i++)
+        if (coop_rt_task_info(rt, q->u.poll.id[i], &ti[i])) memset(&ti[i], 0, sizeof ti[i]);
+      r->n = n;
+      return n * sizeof *ti;
+    }
     case DP_STAGE:
       r->err = do_stage(rt, &q->u.bufs, fds, nfds, r->u.args);
       return 0;

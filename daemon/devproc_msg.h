@@ -23,7 +23,14 @@ enum dp_op {
   DP_RELEASE, /* id */
   DP_VIEW,    /* a = n -> rep.n owners (u32) then n reserved bytes in rep.data */
   DP_STAGE,   /* u.bufs, fds: allocate every buffer, copy IN data -> rep.u.args */
-  DP_UNSTAGE  /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
+  DP_UNSTAGE, /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
+  DP_POLL     /* u.poll -> rep.n infos in rep.data: one request per device pass */
+};
+
+#define DP_POLL_MAX 128 /* task infos per DP_POLL reply (fits DP_DATA_MAX) */
+struct dp_poll_ids {
+  uint32_t n;
+  uint32_t id[DP_POLL_MAX];
 };
 
 /* A job's buffers for DP_STAGE / DP_UNSTAGE: one request for all of them.
@@ -54,6 +61,7 @@ struct dp_req {
     struct dp_open_args open;
     struct coop_rt_task_desc desc;
     struct dp_bufs bufs;
+    struct dp_poll_ids poll;
   } u;
 };
 
@@ -77,5 +85,8 @@ struct dp_rep {
   } u;
   char data[DP_DATA_MAX];
 };
+
+_Static_assert(DP_POLL_MAX * sizeof(struct coop_rt_task_info) <= DP_DATA_MAX,
+               "a poll's infos fit a reply");
 
 #endif /* COOPD_DEVPROC_MSG_H */
