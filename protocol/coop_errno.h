@@ -40,7 +40,9 @@
   XX(EFORMAT, -28, "malformed input file")                                                     \
   XX(EMISMATCH, -29, "result differs from the CPU reference")                                  \
   XX(EHUNG, -30, "a kernel kept its workgroups: it reached no offer_kill or resizing barrier") \
-  XX(ELOST, -31, "the job was lost: coopd stopped before it finished; submit it again")        \
+  XX(ELOST, -31,                                                                               \
+     "the job was lost: coopd or its device process stopped before it finished; submit it "    \
+     "again")                                                                                  \
   XX(EFAULT, -32, "the kernel accessed memory outside its job's buffers")
 
 enum coop_errno {

@@ -64,7 +64,7 @@ static void check_fields(const struct config *c, const char *text) {
       c->socket_mode > 0777 || c->max_clients > 100000 || c->max_jobs_per_client > (1u << 20) ||
       c->max_bytes_per_client > (1ull << 40) || c->max_finished_per_client > (1u << 20) ||
       c->watchdog_ms > (1u << 31) || c->grace_ms > (1u << 31) || c->gather_budget_ms > (1u << 31) ||
-      c->hang_ms > (1u << 31))
+      c->hang_ms > (1u << 31) || c->reserve_percent > 100)
     fail("a number over its maximum", text, "");
   if (c->log_level < 0 || c->log_level > 3 || (c->log_syslog != 0 && c->log_syslog != 1))
     fail("log level or syslog flag out of range", text, "");
@@ -181,6 +181,9 @@ static const char *const builtin[] = {
     "[device]\ndevices = 0,1\n[server]\nsocket = /tmp/coop.sock\njournal = /tmp/coop.jobs\n"
     "[jobs]\nwatchdog_ms = 60000\ngather_budget_ms = 0\nhang_ms = 0\n",
     "[device]\ndevices = all\n[server]\njournal = off\n",
+    "[jobs]\nreserve_percent = 0\n",
+    "[jobs]\nreserve_percent = 100\n",
+    "[jobs]\nreserve_percent = 101\n",
     "[device]\ndevices = 0,0,0,0,0,0,0,63\n",
     /* the maxima */
     "[device]\nplatform_index = 64\ndevice_index = 64\nlocal_size = 1024\n"
@@ -256,6 +259,9 @@ static const struct expect expects[] = {
     {"[jobs]\ngather_budget_ms =\n", -1, 0, "fuzz:2: [jobs] gather_budget_ms: bad value", -2},
     {"[jobs]\nhang = 5\n", -1, 0, "fuzz:2: unknown key [jobs] hang", -2},
     {"[server]\njournal = off\n", 0, 0, "journal=off", -2},
+    {"[jobs]\nreserve_percent = 100\n", 0, 0, "reserve_percent=100", -2},
+    {"", 0, 0, "reserve_percent=50", -2},
+    {"[jobs]\nreserve_percent = 101\n", -1, 0, "fuzz:2: [jobs] reserve_percent: bad value", -2},
     {"[server]\njournal = /var/lib/coop/jobs\n", 0, 0, "journal=/var/lib/coop/jobs", -2},
     {"[server]\njournal =\n", 0, 0, "journal=(socket).jobs", -2},
     {"[server]\njournal = coop.jobs\n", 0, -1,
