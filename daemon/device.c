@@ -62,6 +62,7 @@
 
 #include "coop_rt.h"
 #include "devproc.h"
+#include "fdio.h"
 #include "log.h"
 
 #define DEV_POLL_NS 200000L
@@ -246,26 +247,6 @@ static void fail(struct job *j, int code, const char *fmt, const char *what) {
 
 /* Full read of a client's memfd: pread, never mmap (a client truncating it
  * would raise SIGBUS in the daemon). */
-static int fd_read_at(int fd, void *p, uint64_t n, uint64_t at) {
-  for (uint64_t off = 0; off < n;) {
-    ssize_t r = pread(fd, (char *)p + off, n - off, (off_t)(at + off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    off += (uint64_t)r;
-  }
-  return 0;
-}
-
-static int fd_write_at(int fd, const void *p, uint64_t n, uint64_t at) {
-  for (uint64_t off = 0; off < n;) {
-    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)(at + off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    off += (uint64_t)r;
-  }
-  return 0;
-}
-
 /* A task whose bounds-checked views caught an access outside its buffers
  * (device/api.h): nothing outside the job was touched, but its output is
  * garbage, so the job fails with EFAULT, naming the argument. */
@@ -341,7 +322,7 @@ static int stage_in(struct dev *d, struct job *j) {
     for (unsigned i = 0; !bad && i < j->nargs; i++) {
       const struct job_arg *a = &j->args[i];
       if (a->type != COOP_ARG_BUF || a->fd >= 0 || !(a->dir & COOP_BUF_IN)) continue;
-      bad = fd_write_at(inl, a->data, a->size, at);
+      bad = fdio_pwrite(inl, a->data, a->size, at);
       at += a->size;
     }
     if (bad) {
@@ -402,7 +383,7 @@ static void unstage(struct dev *d, struct job *j, int out) {
     if (!x->out || a->fd >= 0) continue;
     free(a->data);
     a->data = malloc(a->size);
-    if (!a->data || fd_read_at(inl, a->data, a->size, x->off)) {
+    if (!a->data || fdio_pread(inl, a->data, a->size, x->off)) {
       free(a->data);
       a->data = NULL;
       if (j->error == 0) fail(j, COOP_ENOMEM, "%s", "could not copy a result back");

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "devproc.h"
+#include "fdio.h"
 #include "devproc_msg.h"
 #include "wire.h"
 
@@ -53,26 +54,6 @@ static void send_rep(int fd, const struct dp_rep *r, size_t datalen) {
   }
 }
 
-static int full_pread(int fd, void *p, uint64_t n, uint64_t at) {
-  for (uint64_t off = 0; off < n;) {
-    ssize_t r = pread(fd, (char *)p + off, n - off, (off_t)(at + off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    off += (uint64_t)r;
-  }
-  return 0;
-}
-
-static int full_pwrite(int fd, const void *p, uint64_t n, uint64_t at) {
-  for (uint64_t off = 0; off < n;) {
-    ssize_t r = pwrite(fd, (const char *)p + off, n - off, (off_t)(at + off));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return -1;
-    off += (uint64_t)r;
-  }
-  return 0;
-}
-
 static void devinfo(coop_rt *rt, struct dp_devinfo *d) {
   snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(rt));
   snprintf(d->backend, sizeof d->backend, "%s", coop_rt_backend(rt));
@@ -102,14 +83,14 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
       uint32_t coop, nlen;
       uint64_t slen;
     } h;
-    if (full_pread(sfd, &h, sizeof h, off) || h.nlen > 255 || h.slen > (1u << 20)) {
+    if (fdio_pread(sfd, &h, sizeof h, off) || h.nlen > 255 || h.slen > (1u << 20)) {
       e = COOP_EIO;
       break;
     }
     off += sizeof h;
     char *name = malloc(h.nlen + 1), *src = malloc(h.slen + 1);
-    if (!name || !src || full_pread(sfd, name, h.nlen, off) ||
-        full_pread(sfd, src, h.slen, off + h.nlen)) {
+    if (!name || !src || fdio_pread(sfd, name, h.nlen, off) ||
+        fdio_pread(sfd, src, h.slen, off + h.nlen)) {
       free(name);
       free(src);
       e = COOP_EIO;
@@ -146,7 +127,7 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
     args[i] = coop_rt_buf_arg(rt, p);
     int32_t f = b->b[i].fd;
     if (b->b[i].in &&
-        (f < 0 || (unsigned)f >= nfds || full_pread(fds[f], p, b->b[i].size, b->b[i].off))) {
+        (f < 0 || (unsigned)f >= nfds || fdio_pread(fds[f], p, b->b[i].size, b->b[i].off))) {
       e = COOP_EIO;
       i++;
       break;
@@ -172,7 +153,7 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
     }
     int32_t f = b->b[i].fd;
     if (b->b[i].out && (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
-                        full_pwrite(fds[f], p, b->b[i].size, b->b[i].off)))
+                        fdio_pwrite(fds[f], p, b->b[i].size, b->b[i].off)))
       e = COOP_EIO;
     if (coop_rt_free(rt, p) == COOP_EFAULT && *breach < 0) *breach = (int)i;
   }
