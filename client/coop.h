@@ -293,8 +293,8 @@ int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job);
 /* Waits up to timeout_ms (negative: forever; 0: just ask) for a job to
  * end. 0 with *r filled in once it has, whatever its state (DONE,
  * CANCELLED, REFUSED or FAILED: see r->state and r->error); COOP_ETIMEDOUT
- * while it runs; COOP_ENOJOB, COOP_EPERM, ... r needs coop_result_free()
- * only after a 0 return. */
+ * while it runs; COOP_ENOJOB (also for another user's job), ... r needs
+ * coop_result_free() only after a 0 return. */
 int coop_wait(coop_conn *c, uint64_t job, int timeout_ms, struct coop_result *r);
 void coop_result_free(struct coop_result *r);
 

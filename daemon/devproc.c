@@ -144,9 +144,18 @@ static int sources_memfd(const struct kset *ks) {
   return fd;
 }
 
-/* fork + exec of this very binary: after fork a threaded process may only
- * make async-signal-safe calls, so everything is prepared before. */
+/* fork + exec of this very binary, by its path (/proc/self/exe would name
+ * valgrind's tool under valgrind): after fork a threaded process may only
+ * make async-signal-safe calls, so everything is prepared before. A binary
+ * replaced at that path since (an upgrade) is caught at DP_OPEN by the
+ * messages' layout stamp. */
 static int spawn(struct dp *p, char *err, size_t errlen) {
+  static char exe[4096];
+  ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (el <= 0 || (size_t)el >= sizeof exe - 1)
+    snprintf(exe, sizeof exe, "/proc/self/exe");
+  else
+    exe[el] = '\0';
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
     return snprintf(err, errlen, "socketpair: %s", strerror(errno)), COOP_EIO;
@@ -164,7 +173,7 @@ static int spawn(struct dp *p, char *err, size_t errlen) {
     sigset_t all;
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
-    execv("/proc/self/exe", argv);
+    execv(exe, argv);
     _exit(127);
   }
   close(sv[1]);
@@ -197,6 +206,7 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
   a->launch_groups = c->max_workgroups;
   a->arena_bytes = (uint64_t)c->arena_mb << 20;
   a->nkernels = ks->n;
+  a->layout = DP_LAYOUT;
   e = call(p, DP_OPEN, sfd, DP_BUILD_MS);
   close(sfd);
   if (e) {

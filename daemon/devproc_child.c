@@ -68,6 +68,12 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   struct coop_rt_options o;
   coop_rt_options_init(&o);
   const struct dp_open_args *a = &q->u.open;
+  if (a->layout != DP_LAYOUT) {
+    snprintf(r->data, sizeof r->data,
+             "the device process is another build of coopd than the one running (was it "
+             "replaced on disk?): restart coopd");
+    return COOP_EVERSION;
+  }
   o.backend = a->backend[0] ? a->backend : NULL;
   o.platform = a->platform[0] ? a->platform : NULL;
   o.device = a->device[0] ? a->device : NULL;

@@ -48,6 +48,7 @@ struct dp_bufs {
 };
 
 struct dp_open_args {
+  uint32_t layout; /* DP_LAYOUT of the front: both ends must be one binary */
   char backend[16], platform[256], device[256];
   int32_t platform_index, device_index;
   uint32_t local_size, launch_groups, nkernels;
@@ -88,5 +89,10 @@ struct dp_rep {
 
 _Static_assert(DP_POLL_MAX * sizeof(struct coop_rt_task_info) <= DP_DATA_MAX,
                "a poll's infos fit a reply");
+
+/* A stamp of the messages' layout: a front and a device process from two
+ * different builds (a binary replaced under a running coopd) must not talk. */
+#define DP_LAYOUT \
+  ((uint32_t)(sizeof(struct dp_req) * 65599u + sizeof(struct dp_rep) * 31u + DP_POLL) ^ 0x636f6f70u)
 
 #endif /* COOPD_DEVPROC_MSG_H */

@@ -145,12 +145,21 @@ static struct job *find_job(struct daemon *dm, uint64_t id) {
   return NULL;
 }
 
+/* ENOJOB, worded the same whether no job has that id or another user's
+ * does: a different answer would tell any client who runs what. */
+static void no_job(struct session *s, uint32_t seq, uint64_t id) {
+  sess_error(s, seq, COOP_ENOJOB,
+             "no job %llu (finished jobs are kept until their client "
+             "disconnects, at most max_finished_per_client)",
+             (unsigned long long)id);
+}
+
 /* The job, or an ERROR sent and NULL. */
 static struct job *lookup(struct session *s, uint32_t seq, uint64_t id) {
   struct job *j = find_job(s->dm, id);
   const struct journal_lost *l = j ? NULL : journal_find_lost(s->dm->journal, id);
   if (l && s->uid != 0 && l->uid != s->uid) {
-    sess_error(s, seq, COOP_EPERM, "job %llu belongs to uid %u", (unsigned long long)id, l->uid);
+    no_job(s, seq, id);
     return NULL;
   }
   if (l) {
@@ -160,15 +169,8 @@ static struct job *lookup(struct session *s, uint32_t seq, uint64_t id) {
                (unsigned long long)id, l->kernel);
     return NULL;
   }
-  if (!j) {
-    sess_error(s, seq, COOP_ENOJOB,
-               "no job %llu (finished jobs are kept until their client "
-               "disconnects, at most max_finished_per_client)",
-               (unsigned long long)id);
-    return NULL;
-  }
-  if (!may_see(s, j)) {
-    sess_error(s, seq, COOP_EPERM, "job %llu belongs to uid %u", (unsigned long long)id, j->uid);
+  if (!j || !may_see(s, j)) {
+    no_job(s, seq, id);
     return NULL;
   }
   return j;
@@ -230,7 +232,11 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
     return;
   }
   s->hello = 1;
+  /* The name goes into log lines (and journald): a newline or an escape
+   * from a client would forge lines or drive a terminal (issue 20 #13). */
   snprintf(s->name, sizeof s->name, "%s", h->name);
+  for (char *p = s->name; *p; p++)
+    if (*p < 0x20 || *p > 0x7e) *p = '?';
   union coop_msg m;
   memset(&m, 0, sizeof m);
   struct coop_msg_welcome *w = &m.welcome;

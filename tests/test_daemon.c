@@ -980,7 +980,9 @@ START_TEST(limits_and_owners) {
   expect_error(&c, sweep_submit(&c, data, 64, 1, 1, -1), COOP_ELIMIT);
   if (geteuid() == 0) {
     /* Another user (nobody) may connect (mode 0666) but neither cancel,
-     * wait on, read the status of, nor list root's jobs. */
+     * wait on, read the status of, nor list root's jobs; and the answer
+     * is the one for an id that names no job (EPERM "belongs to uid 0"
+     * told every client who ran what: issue 20 #12). */
     pid_t kid = fork();
     if (kid == 0) {
       if (setgid(65534) || setuid(65534)) _exit(3);
@@ -990,10 +992,18 @@ START_TEST(limits_and_owners) {
       int ok = 1;
       const uint16_t denied[] = {COOP_MSG_CANCEL, COOP_MSG_WAIT, COOP_MSG_STATUS};
       for (int i = 0; i < 3; i++) {
+        char want[COOP_WIRE_TEXT_MAX];
+        memset(&m, 0, sizeof m);
+        m.job.job = a + 1000; /* no such job: "no job N (...)" */
+        ok = ok && reply(&o, send_msg(&o, denied[i], &m, NULL, 0)) == COOP_MSG_ERROR &&
+             o.m.error.code == COOP_ENOJOB && strchr(o.m.error.message, '(');
+        if (!ok) _exit(5 + i);
+        snprintf(want, sizeof want, "no job %llu %s", (unsigned long long)a,
+                 strchr(o.m.error.message, '('));
         memset(&m, 0, sizeof m);
         m.job.job = a;
         ok = ok && reply(&o, send_msg(&o, denied[i], &m, NULL, 0)) == COOP_MSG_ERROR &&
-             o.m.error.code == COOP_EPERM;
+             o.m.error.code == COOP_ENOJOB && !strcmp(o.m.error.message, want);
         if (!ok) _exit(5 + i);
       }
       memset(&m, 0, sizeof m);
@@ -1998,6 +2008,34 @@ START_TEST(cooperative_slots_are_shared_between_users) {
 }
 END_TEST
 
+/* Issue 20 #13: a HELLO name with a newline and an escape forged log lines.
+ * coopd logs it with '?' for every byte outside printable ASCII. */
+START_TEST(hello_name_cannot_forge_log_lines) {
+  char logp[] = "/tmp/coopd-name-XXXXXX.log";
+  int lfd = mkstemps(logp, 4);
+  ck_assert_int_ge(lfd, 0);
+  close(lfd);
+  const char *sets[] = {"log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, d.sock), 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  snprintf(m.hello.name, sizeof m.hello.name, "evil\n00:00:00.000 coopd info: FORGED\x1b[2J");
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_WELCOME);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  for (int i = 0; i < 100 && !log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"); i++)
+    msleep(50);
+  ck_assert_msg(log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"), "name not escaped");
+  ck_assert_msg(!log_has(logp, "\n00:00:00.000 coopd info: FORGED"), "a forged line");
+  ck_assert_msg(!log_has(logp, "\x1b"), "an escape reached the log");
+  unlink(logp);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -2027,6 +2065,7 @@ static Suite *suite(void) {
   tcase_add_test(t, attack_endless_render_then_leave);
   tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
   tcase_add_test(t, cooperative_slots_are_shared_between_users);
+  tcase_add_test(t, hello_name_cannot_forge_log_lines);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
   suite_add_tcase(s, t);
