@@ -137,18 +137,6 @@ void reload_start(struct daemon *dm) {
   r->ndev = dm->ndev;
   for (unsigned i = 0; i < dm->ndev; i++) {
     r->index[i] = dev_index(dm->devs[i]);
-    if (dev_workers_usable(dm->devs[i]) < dev_workers(dm->devs[i])) {
-      /* closing a megakernel waits for its hung kernel: refuse before the
-       * drain cancels anyone's jobs */
-      log_error(
-          "reload: a hung kernel holds workers of device %u (coopctl stats names it); "
-          "the megakernel cannot be replaced until it returns: restart coopd",
-          i);
-      set_outcome(dm, 0, "failed: %s", "a hung kernel holds workers; restart coopd");
-      free(r->ks);
-      free(r);
-      return;
-    }
   }
   char err[1400];
   if (kset_load(r->ks, dm->cfg.kernel_dirs, err, sizeof err)) {

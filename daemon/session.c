@@ -302,13 +302,6 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
                m->groups);
     return -1;
   }
-  if (!dev_fits(dev, m->groups, coop)) {
-    sess_error(s, seq, COOP_EHUNG,
-               "only %u of the %u workers are usable: hung kernels hold the rest until they "
-               "return (coopctl stats names them); ask for fewer or restart coopd",
-               dev_workers_usable(dev), w);
-    return -1;
-  }
   if (m->period_us == 0 && (m->count || m->duration_ms)) {
     sess_error(s, seq, COOP_EINVAL, "count and duration need a period");
     return -1;
