@@ -29,6 +29,7 @@
 #define SESS_FRAMES_PER_WAKE 64 /* then yield to other clients (level-triggered) */
 #define SESS_INLINE_OUT_MAX (1u << 20)
 #define SESS_DETACHED_KEPT 1024u /* finished detached jobs without a client */
+#define SESS_MAX_WAITERS 4096u   /* WAITs pending on one connection (issue 20 #2) */
 
 struct waiter {
   uv_timer_t timer; /* unused when waiting forever */
@@ -36,7 +37,7 @@ struct waiter {
   uint64_t job;
   uint32_t seq;
   int timed;
-  struct waiter *next;
+  struct waiter *next, **pprev; /* in the session's list: O(1) removal */
 };
 
 struct session {
@@ -55,6 +56,7 @@ struct session {
   uint64_t bytes;
   uint32_t sub_mask;
   struct waiter *waiters;
+  unsigned nwaiters;
   struct session *next;
 };
 
@@ -478,6 +480,9 @@ static void on_wait(struct session *s, uint32_t seq, const struct coop_msg_job *
   if (!j) return;
   if (j->finished) return send_result(s, seq, j);
   if (m->timeout_ms == 0) return sess_error(s, seq, COOP_ETIMEDOUT, "job still running");
+  if (s->nwaiters >= SESS_MAX_WAITERS)
+    return sess_error(s, seq, COOP_ELIMIT, "at most %u WAITs pending per connection",
+                      SESS_MAX_WAITERS);
   struct waiter *w = calloc(1, sizeof *w);
   if (!w) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
   w->s = s;
@@ -490,15 +495,18 @@ static void on_wait(struct session *s, uint32_t seq, const struct coop_msg_job *
     uv_timer_start(&w->timer, on_wait_timer, m->timeout_ms, 0);
   }
   w->next = s->waiters;
+  if (w->next) w->next->pprev = &w->next;
+  w->pprev = &s->waiters;
   s->waiters = w;
+  s->nwaiters++;
 }
 
 static void remove_waiter(struct session *s, struct waiter *w) {
-  for (struct waiter **p = &s->waiters; *p; p = &(*p)->next)
-    if (*p == w) {
-      *p = w->next;
-      return;
-    }
+  *w->pprev = w->next;
+  if (w->next) w->next->pprev = w->pprev;
+  w->next = NULL;
+  w->pprev = NULL;
+  s->nwaiters--;
 }
 
 static void on_wait_timer(uv_timer_t *t) {
@@ -978,15 +986,20 @@ void session_job_done(struct daemon *dm, struct job *j) {
    * freeing it under us. */
   for (struct session *s = dm->sessions; s; s = s->next) {
     if (s->sub_mask && may_see(s, j)) send_events(s, j);
-    for (struct waiter *w = s->waiters; w && s->closing != 3;) {
-      if (w->job != j->id) {
-        w = w->next;
-        continue;
-      }
+    /* The waiters of j leave the list first, in one walk; then they are
+     * answered. A failed send may close s (and free its list), never these. */
+    struct waiter *mine = NULL;
+    for (struct waiter *w = s->waiters, *n; w; w = n) {
+      n = w->next;
+      if (w->job != j->id) continue;
       remove_waiter(s, w);
-      send_result(s, w->seq, j);
+      w->next = mine;
+      mine = w;
+    }
+    for (struct waiter *w = mine, *n; w; w = n) {
+      n = w->next;
+      if (s->closing != 3) send_result(s, w->seq, j);
       waiter_free(w);
-      w = s->waiters; /* the list may have changed */
     }
   }
   j->finished = 1;

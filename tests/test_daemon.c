@@ -2036,6 +2036,52 @@ START_TEST(hello_name_cannot_forge_log_lines) {
 }
 END_TEST
 
+/* Issue 20 #1 and #2: a connection's WAITs are bounded (3M of them took
+ * 560 MB): 4096 pending, the next gets ELIMIT at once. And a job that ends
+ * answers its waiters in one walk of the list (20k WAITs behind 200k froze
+ * the loop for 352 s): cancelled, the job answers all 4096 at once. */
+START_TEST(waiters_are_bounded) {
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[64];
+  /* 2^32 - 1 rounds: one workgroup runs 10^8 in seconds */
+  uint64_t slow = sweep_submit(&c, data, 64, 0xffffffffu, 1, -1);
+  ck_assert_uint_ne(slow, 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  m.job.job = slow;
+  uint32_t first = 0;
+  for (int i = 0; i < 4096; i++) {
+    uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+    if (!first) first = seq;
+  }
+  uint32_t over = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&c, over), COOP_MSG_ERROR); /* the only reply so far */
+  ck_assert_int_eq(c.m.error.code, COOP_ELIMIT);
+  assert_has(c.m.error.message, "at most 4096 WAITs pending");
+  uint32_t cancel = send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0);
+  unsigned results = 0, ok = 0;
+  while (results < 4096 || !ok) {
+    ck_assert_int_eq(read_frame(&c), 1);
+    if (c.h.seq == cancel) {
+      ck_assert_uint_eq(c.h.type, COOP_MSG_OK);
+      ok = 1;
+      continue;
+    }
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.job, slow);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+    ck_assert(c.h.seq >= first && c.h.seq < over);
+    results++;
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -2066,6 +2112,7 @@ static Suite *suite(void) {
   tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
   tcase_add_test(t, cooperative_slots_are_shared_between_users);
   tcase_add_test(t, hello_name_cannot_forge_log_lines);
+  tcase_add_test(t, waiters_are_bounded);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
   suite_add_tcase(s, t);
