@@ -68,7 +68,6 @@
 #define DEV_POLL_NS 200000L
 #define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
-#define DEV_CLOSE_MS 2000u    /* at a stop, how long the megakernel may take to exit */
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -134,7 +133,7 @@ struct dev {
   /* watchdog */
   char restart_why[256]; /* device thread: set to restart the device process */
   uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
-  _Atomic uint32_t gather_timeouts, hung, restarts;
+  _Atomic uint32_t gather_timeouts, hung;
   char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
 };
 
@@ -245,8 +244,6 @@ static void fail(struct job *j, int code, const char *fmt, const char *what) {
   atomic_store(&j->state, COOP_JOB_FAILED);
 }
 
-/* Full read of a client's memfd: pread, never mmap (a client truncating it
- * would raise SIGBUS in the daemon). */
 /* A task whose bounds-checked views caught an access outside its buffers
  * (device/api.h): nothing outside the job was touched, but its output is
  * garbage, so the job fails with EFAULT, naming the argument. */
@@ -262,12 +259,12 @@ static void fault(struct dev *d, struct job *j, unsigned tag) {
     snprintf(what, sizeof what, "buffer argument %u", tag - 1);
   log_warn("job %llu (%s, uid %u): out-of-bounds access to %s stopped", (unsigned long long)j->id,
            j->kernel, j->uid, what);
-  j->error = COOP_EFAULT;
-  snprintf(j->message, sizeof j->message,
+  char msg[sizeof j->message];
+  snprintf(msg, sizeof msg,
            "kernel %s indexed %s out of bounds (the access was kept inside the job's buffers; "
            "check the arguments against the data)",
            j->kernel, what);
-  atomic_store(&j->state, COOP_JOB_FAILED);
+  fail(j, COOP_EFAULT, "%s", msg);
 }
 
 /* A memfd of n zero bytes, for the device process to write results into.
@@ -396,14 +393,13 @@ static void unstage(struct dev *d, struct job *j, int out) {
     if (j->args[i].type == COOP_ARG_BUF && k++ == (unsigned)breach) argi = i;
   log_error("job %llu (%s, uid %u): the guard zone of buffer argument %u was overwritten",
             (unsigned long long)j->id, j->kernel, j->uid, argi);
-  if (j->error != COOP_EFAULT) {
-    j->error = COOP_EFAULT;
-    snprintf(j->message, sizeof j->message,
-             "kernel %s wrote outside buffer argument %u (its guard zone was overwritten); the "
-             "result is not to be trusted",
-             j->kernel, argi);
-    atomic_store(&j->state, COOP_JOB_FAILED);
-  }
+  if (j->error == COOP_EFAULT) return; /* the views' message says more */
+  char msg[sizeof j->message];
+  snprintf(msg, sizeof msg,
+           "kernel %s wrote outside buffer argument %u (its guard zone was overwritten); the "
+           "result is not to be trusted",
+           j->kernel, argi);
+  fail(j, COOP_EFAULT, "%s", msg);
 }
 
 static int submit_instance(struct dev *d, struct run *r) {
@@ -533,21 +529,19 @@ static unsigned coop_running(const struct dev *d, const uint32_t *uid) {
   return n;
 }
 
+static void add_user(uint32_t *users, unsigned *nu, uint32_t uid) {
+  unsigned i = 0;
+  while (i < *nu && users[i] != uid) i++;
+  if (i == *nu && *nu < 64) users[(*nu)++] = uid;
+}
+
 /* An even share of the slots among the users with cooperative jobs. */
 static unsigned coop_share(const struct dev *d) {
   uint32_t users[64];
   unsigned nu = 0;
-  for (const struct run *r = d->runs; r; r = r->next) {
-    if (!is_coop(r->j)) continue;
-    unsigned i = 0;
-    while (i < nu && users[i] != r->j->uid) i++;
-    if (i == nu && nu < 64) users[nu++] = r->j->uid;
-  }
-  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) {
-    unsigned i = 0;
-    while (i < nu && users[i] != j->uid) i++;
-    if (i == nu && nu < 64) users[nu++] = j->uid;
-  }
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (is_coop(r->j)) add_user(users, &nu, r->j->uid);
+  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) add_user(users, &nu, j->uid);
   unsigned share = nu ? coop_slots(d) / nu : coop_slots(d);
   return share ? share : 1;
 }
@@ -863,10 +857,8 @@ void dev_watch_get(struct dev *d, struct dev_watch *w) {
   pthread_mutex_unlock(&d->mu);
 }
 
-unsigned dev_workers_usable(const struct dev *d) { return atomic_load(&d->workers); }
-
 int dev_fits(const struct dev *d, unsigned groups, int cooperative) {
-  unsigned usable = dev_workers_usable(d);
+  unsigned usable = atomic_load(&d->workers);
   return usable > 0 && (cooperative || groups <= usable);
 }
 
@@ -969,7 +961,7 @@ static void build_view(struct dev *d, int64_t now) {
   v->nwg = 0;
   v->njobs = 0;
   if (d->rt) {
-    int n = d->rt ? dp_view(d->rt, owner, v->wg_reserved, COOP_WIRE_MAX_WG) : 0;
+    int n = dp_view(d->rt, owner, v->wg_reserved, COOP_WIRE_MAX_WG);
     v->nwg = n > 0 ? (unsigned)n : 0;
   }
   for (unsigned i = 0; i < v->nwg; i++) {
@@ -1029,11 +1021,11 @@ void dev_view_get(struct dev *d, struct dev_view *v) {
 static void do_swap(struct dev *d);
 
 /* At a stop: the device process closes the runtime (the megakernel
- * exits); one whose kernel never returns is killed after DEV_CLOSE_MS. */
+ * exits); one whose kernel never returns is killed after DP_CLOSE_MS. */
 static void close_runtime(struct dev *d) {
-  if (d->rt && dp_close(d->rt, DEV_CLOSE_MS))
+  if (d->rt && dp_close(d->rt, DP_CLOSE_MS))
     log_warn("the megakernel did not exit within %u ms: its device process was killed",
-             DEV_CLOSE_MS);
+             DP_CLOSE_MS);
   d->rt = NULL;
 }
 
@@ -1067,7 +1059,6 @@ static void restart_device(struct dev *d) {
   log_error("%s: %s: restarting it (%u other jobs lost)", label, why, nlost);
   if (d->rt) dp_kill(d->rt);
   d->rt = NULL;
-  atomic_fetch_add(&d->restarts, 1);
   struct job *again = NULL; /* jobs that never got a workgroup: run them anew */
   while (d->runs) {
     struct run *r = d->runs;
@@ -1097,7 +1088,7 @@ static void restart_device(struct dev *d) {
   struct dp *rt = NULL;
   char err[1024];
   int e = dp_build(&rt, d->cfg, d->index, d->ks, err, sizeof err);
-  if (e == 0 && (e = launch(d, rt, err, sizeof err)) != 0) dp_close(rt, DEV_CLOSE_MS);
+  if (e == 0 && (e = launch(d, rt, err, sizeof err)) != 0) dp_close(rt, DP_CLOSE_MS);
   if (e) {
     snprintf(d->broken, sizeof d->broken, "restart after %.200s: %.250s", why, err);
     log_error("the device is unavailable: %s", d->broken);
@@ -1189,7 +1180,7 @@ static void do_swap(struct dev *d) {
   char msg[sizeof d->swap_msg] = "";
   int e = 0;
   if (stopping) {
-    dp_close(next, DEV_CLOSE_MS);
+    dp_close(next, DP_CLOSE_MS);
     e = COOP_ESHUTDOWN;
     snprintf(msg, sizeof msg, "the daemon is shutting down");
   } else {
@@ -1198,13 +1189,13 @@ static void do_swap(struct dev *d) {
     if (e == 0) {
       d->ks = ks;
     } else {
-      dp_close(next, DEV_CLOSE_MS);
+      dp_close(next, DP_CLOSE_MS);
       struct dp *again = NULL;
       char err2[1024];
       int e2 = dev_build(d->cfg, d->index, old_ks, &again, err2, sizeof err2);
       if (e2 == 0) {
         e2 = launch(d, again, err2, sizeof err2);
-        if (e2) dp_close(again, DEV_CLOSE_MS);
+        if (e2) dp_close(again, DP_CLOSE_MS);
       }
       if (e2) {
         snprintf(d->broken, sizeof d->broken, "relaunch after a failed reload: %.400s", err2);
@@ -1255,7 +1246,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   int e = dev_build(c, index, ks, &rt, err, errlen);
   if (e == 0) {
     e = launch(d, rt, err, errlen);
-    if (e) dp_close(rt, DEV_CLOSE_MS);
+    if (e) dp_close(rt, DP_CLOSE_MS);
   }
   if (e) {
     free(d);

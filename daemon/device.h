@@ -90,8 +90,6 @@ struct dev_watch {
   char last[COOP_WIRE_TEXT_MAX];
 };
 void dev_watch_get(struct dev *d, struct dev_watch *w);
-/* Workers a new job may ask for. */
-unsigned dev_workers_usable(const struct dev *d);
 /* Whether a job of `groups` fits the usable workers now: a cooperative one
  * needs one (it starts on what is free), any other all of its groups. */
 int dev_fits(const struct dev *d, unsigned groups, int cooperative);

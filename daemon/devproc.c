@@ -214,7 +214,7 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
       snprintf(err, errlen, "the device process %s while building", p->death);
     else
       snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.data[0] ? ": " : "", p->r.data);
-    dp_close(p, 2000);
+    dp_close(p, DP_CLOSE_MS);
     return e;
   }
   p->dev = p->r.u.dev;
@@ -254,7 +254,6 @@ void dp_kill(struct dp *p) {
 
 int dp_alive(const struct dp *p) { return p && !p->dead; }
 const char *dp_death(const struct dp *p) { return p->death; }
-pid_t dp_pid(const struct dp *p) { return p->pid; }
 const char *dp_device_name(const struct dp *p) { return p->dev.name; }
 const char *dp_backend(const struct dp *p) { return p->dev.backend; }
 const char *dp_backend_note(const struct dp *p) { return p->dev.note; }

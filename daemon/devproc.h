@@ -23,7 +23,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "coop_rt.h"
 
@@ -38,8 +37,10 @@ int dp_build(struct dp **p, const struct config *c, int index, const struct kset
              size_t errlen);
 /* Launches the megakernel (discovery) in a built child. */
 int dp_launch(struct dp *p, char *err, size_t errlen);
-/* Asks the child to close the runtime and exit; kills it after wait_ms.
+/* Asks the child to close the runtime and exit; kills it after wait_ms
+ * (DP_CLOSE_MS: a megakernel that has not exited by then never will).
  * Frees p. 1 when it had to be killed. */
+#define DP_CLOSE_MS 2000u
 int dp_close(struct dp *p, unsigned wait_ms);
 /* Kills the child at once (a hung kernel), reaps it, frees p. */
 void dp_kill(struct dp *p);
@@ -47,7 +48,6 @@ void dp_kill(struct dp *p);
 int dp_alive(const struct dp *p);
 /* How it died, once dp_alive is 0: "killed by signal 11", "exited 1". */
 const char *dp_death(const struct dp *p);
-pid_t dp_pid(const struct dp *p);
 
 const char *dp_device_name(const struct dp *p);
 const char *dp_backend(const struct dp *p);

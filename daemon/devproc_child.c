@@ -169,7 +169,6 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
 static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
                     struct dp_rep *r) {
   int rfd = nfds ? fds[0] : -1;
-
   coop_rt *rt = ch->rt;
   r->err = 0;
   if (!rt && q->op != DP_OPEN && q->op != DP_CLOSE) return r->err = COOP_ESTATE, 0;

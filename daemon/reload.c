@@ -44,7 +44,7 @@ static void set_outcome(struct daemon *dm, int ok, const char *fmt, const char *
 
 static void close_built(struct reload *r) {
   for (unsigned i = 0; i < r->ndev; i++)
-    if (r->rt[i]) dp_close(r->rt[i], 2000);
+    if (r->rt[i]) dp_close(r->rt[i], DP_CLOSE_MS);
 }
 
 static void finish(struct reload *r) {
@@ -113,7 +113,7 @@ static void after_build(uv_work_t *w, int status) {
       started++;
       continue;
     }
-    dp_close(r->rt[i], 2000);
+    dp_close(r->rt[i], DP_CLOSE_MS);
     log_error("reload: device %u is busy stopping; its running megakernel stays", i);
     r->failed++, r->swapped++;
   }

@@ -248,7 +248,7 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
   snprintf(w->backend, sizeof w->backend, "%s", dev_backend(d0));
   snprintf(w->device, sizeof w->device, "%s", dev_name(d0));
   w->compute_units = dev_compute_units(d0);
-  w->workers = dev_workers_usable(d0);
+  w->workers = dev_workers(d0);
   w->ndevices = (uint8_t)s->dm->ndev;
   w->max_payload = COOP_WIRE_MAX_PAYLOAD;
   w->inline_max = COOP_WIRE_INLINE_MAX;

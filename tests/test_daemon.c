@@ -1638,6 +1638,34 @@ static void victim_check(struct conn *c, uint64_t job, uint32_t n, uint32_t base
   }
 }
 
+/* The attacks' stage: a daemon with the test kernels, a victim's
+ * connection running a sweep over vn words from 0x5ec00000 (running when
+ * this returns), and an attacker's connection. The victim's job id. */
+static uint64_t iso_stage(struct daemon_proc *d, struct conn *victim, struct conn *attacker,
+                          uint32_t *vdata, uint32_t vn) {
+  daemon_start(d, iso_sets);
+  open_hello(victim, d);
+  open_hello(attacker, d);
+  uint64_t v = victim_sweep(victim, vdata, vn, 0x5ec00000u, 1);
+  wait_running(victim, v);
+  return v;
+}
+
+/* oob (tests/kernels/oob.cl: views, no rule) over the attacker's 64-byte
+ * src and an OUT buffer of out_bytes (inline, or the memfd fd), n words:
+ * the job's id. */
+static uint64_t oob_submit(struct conn *a, uint32_t out_bytes, int fd, uint32_t n) {
+  static uint32_t src[16];
+  union coop_msg m;
+  submit_init(&m, "oob", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, src, sizeof src, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, out_bytes, fd >= 0 ? 0 : COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, n);
+  uint64_t x = submit(a, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+  ck_assert_msg(x != 0, "oob refused: %s", a->m.error.message);
+  return x;
+}
+
 /* Row 1: `coopctl submit sweep --wg 1 --coop zeros:64 u32:0xffffffff u32:1`
  * killed coopd (SIGSEGV in the megakernel). Now refused at the edge by
  * sweep's rule, naming it; and coopd serves on. */
@@ -1669,14 +1697,10 @@ END_TEST
  * the victim's data is neither changed nor read back. */
 START_TEST(attack_neighbour_buffers) {
   struct daemon_proc d;
-  daemon_start(&d, iso_sets);
   struct conn c, a;
-  open_hello(&c, &d);
-  open_hello(&a, &d);
   enum { VN = 256 };
   static uint32_t vdata[VN];
-  uint64_t v = victim_sweep(&c, vdata, VN, 0x5ec00000u, 1);
-  wait_running(&c, v);
+  uint64_t v = iso_stage(&d, &c, &a, vdata, VN);
 
   static uint32_t small[16];
   union coop_msg m;
@@ -1697,13 +1721,7 @@ START_TEST(attack_neighbour_buffers) {
   expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_EARGS, "n*n*4 <= len(a)");
 
   /* The same attack through a kernel without rules: the views stop it. */
-  enum { OUTN = 8192 };
-  submit_init(&m, "oob", 1, 0);
-  arg_buf(&m.submit, COOP_BUF_IN, small, sizeof small, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_OUT, NULL, OUTN * 4, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, 1u << 20);
-  uint64_t x = submit(&a, &m, NULL, 0);
-  ck_assert_msg(x != 0, "oob refused: %s", a.m.error.message);
+  uint64_t x = oob_submit(&a, 8192 * 4, -1, 1u << 20);
   ck_assert_uint_eq(wait_job(&a, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(a.m.result.state, COOP_JOB_FAILED);
   ck_assert_int_eq(a.m.result.error, COOP_EFAULT);
@@ -1720,23 +1738,12 @@ END_TEST
  * output back (EFAULT keeps it), and none of it is the victim's. */
 START_TEST(attack_reads_nothing_of_others) {
   struct daemon_proc d;
-  daemon_start(&d, iso_sets);
   struct conn c, a;
-  open_hello(&c, &d);
-  open_hello(&a, &d);
   enum { VN = 4096 };
   static uint32_t vdata[VN];
-  uint64_t v = victim_sweep(&c, vdata, VN, 0x5ec00000u, 1);
-  wait_running(&c, v);
-  static uint32_t small[16];
+  uint64_t v = iso_stage(&d, &c, &a, vdata, VN);
   int fd = memfd_of(VN * 4 * 4);
-  union coop_msg m;
-  submit_init(&m, "oob", 1, 0);
-  arg_buf(&m.submit, COOP_BUF_IN, small, sizeof small, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_OUT, NULL, VN * 4 * 4, 0);
-  arg_u32(&m.submit, VN * 4);
-  uint64_t x = submit(&a, &m, &fd, 1);
-  ck_assert_uint_ne(x, 0);
+  uint64_t x = oob_submit(&a, VN * 4 * 4, fd, VN * 4);
   ck_assert_uint_eq(wait_job(&a, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_int_eq(a.m.result.error, COOP_EFAULT);
   static uint32_t got[VN * 4];
