@@ -96,7 +96,8 @@ static void usage(FILE *f) {
           "                    --quick 200)\n"
           "  --tasks T         cooperative tasks per variant and M (default 5;\n"
           "                    --quick 2)\n"
-          "  --local-size L    threads per workgroup (default 64, the runtime's)\n"
+          "  --local-size L    threads per workgroup (default: the runtime's, 256\n"
+          "                    on CUDA, 64 on OpenCL)\n"
           "  --csv FILE        CSV output (default bench/out/micro-BACKEND.csv,\n"
           "                    relative to the working directory; created)\n"
           "  --quick           the smaller defaults above (< 2 min on PoCL, 4 CUs)\n"
@@ -230,14 +231,14 @@ static void make_header(struct bench *b, char *h, size_t n) {
            "device: %s\n"
            "backend: %s (%s)\n"
            "compute units %u%s, launched %u workgroups, %u participants (1 scheduler + %u "
-           "workers), local size %ld, device clock %.4f ns/tick\n"
+           "workers), local size %u, device clock %.4f ns/tick\n"
            "commit: %s (at build time); run %s\n"
            "mode: %s; reps %ld, rounds %ld, tasks %ld\n",
            mc.host, mc.arch, mc.cpu, sysconf(_SC_NPROCESSORS_ONLN), coop_rt_device_name(b->rt),
            b->backend, coop_rt_backend_note(b->rt), coop_rt_compute_units(b->rt), cus,
-           coop_rt_launched_groups(b->rt), coop_rt_participants(b->rt), b->workers, b->o.local_size,
-           coop_rt_tick_ns(b->rt), COOP_BENCH_COMMIT, date, b->o.quick ? "quick" : "full",
-           b->o.reps, b->o.rounds, b->o.tasks);
+           coop_rt_launched_groups(b->rt), coop_rt_participants(b->rt), b->workers,
+           coop_rt_local_size(b->rt), coop_rt_tick_ns(b->rt), COOP_BENCH_COMMIT, date,
+           b->o.quick ? "quick" : "full", b->o.reps, b->o.rounds, b->o.tasks);
 }
 
 /* Each line of h, after "# ". */
@@ -525,7 +526,7 @@ static int open_rt(struct bench *b) {
 }
 
 int main(int argc, char **argv) {
-  struct bench b = {.o = {.local_size = 64}};
+  struct bench b = {.o = {.local_size = 0}};
   char header[4096];
   b.o.backend = getenv("COOP_BACKEND");
   if (b.o.backend && !*b.o.backend) b.o.backend = NULL;

@@ -24,7 +24,6 @@ void config_defaults(struct config *c) {
   copy(c->backend, sizeof c->backend, "auto");
   c->platform_index = -1;
   c->device_index = -1;
-  c->local_size = 64;
   c->arena_mb = 256;
   const char *xdg = getenv("XDG_RUNTIME_DIR");
   if (geteuid() != 0 && xdg && *xdg)
@@ -243,8 +242,9 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
              c->devices, COOP_WIRE_MAX_DEVICES);
     return -1;
   }
-  if (c->local_size == 0 || (c->local_size & (c->local_size - 1))) {
-    snprintf(err, errlen, "[device] local_size: %u is not a power of two >= 1", c->local_size);
+  if (c->local_size & (c->local_size - 1)) {
+    snprintf(err, errlen, "[device] local_size: %u is not a power of two (or 0: the backend's)",
+             c->local_size);
     return -1;
   }
   if (c->socket[0] != '/') {

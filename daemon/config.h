@@ -15,8 +15,8 @@ struct config {
   char platform[128]; /* substring of the platform name; "" = any */
   char device[128];   /* substring of the device name; "" = any */
   int platform_index, device_index;
-  unsigned local_size;
-  unsigned max_workgroups; /* hardware workgroups launched; 0 = 2 x CU + 1 */
+  unsigned local_size;     /* 0 = the backend's default */
+  unsigned max_workgroups; /* hardware workgroups launched; 0 = the runtime chooses */
   unsigned arena_mb;       /* SVM arena for job buffers */
   /* [server] */
   char socket[256];

@@ -15,6 +15,7 @@ struct coop_rt_options;
 
 struct coop__backend_ops {
   const char *name;
+  unsigned default_local_size; /* threads per workgroup when the options say 0 */
   /* Pick and check the device; fill rt->device_name, rt->compute_units. */
   int (*open)(struct coop_rt *rt, const struct coop_rt_options *o);
   /* Host-visible memory the running kernel and the host share with atomics
@@ -33,6 +34,13 @@ struct coop__backend_ops {
   int (*read_dev)(struct coop_rt *rt, void *dst, size_t bytes);
   /* Build `src`; on failure the compiler log goes to the rt message. */
   int (*build)(struct coop_rt *rt, const char *src, const char *options);
+  /* Optional, after build: how many workgroups of local_size the device
+   * can hold at once for this megakernel (the occupancy bound), and in why
+   * what bounds it (registers, shared memory, threads or blocks per
+   * multiprocessor). NULL where the API cannot say (OpenCL): the runtime
+   * then launches 2 x CU + 1 and discovery finds what ran. */
+  int (*occupancy)(struct coop_rt *rt, unsigned local_size, unsigned *groups, char *why,
+                   size_t len);
   /* Launch the megakernel (mailbox, dev, arena) and return at once. */
   int (*launch)(struct coop_rt *rt, unsigned groups, unsigned local_size);
   /* Block until the megakernel has exited. */

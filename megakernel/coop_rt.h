@@ -28,8 +28,11 @@ struct coop_rt_options {
   int platform_index;           /* or index; -1 = first that has a usable device */
   const char *device;           /* substring of the device name, or NULL */
   int device_index;             /* or index within the platform; -1 = first */
-  unsigned local_size;          /* threads per workgroup (default 64) */
-  unsigned launch_groups;       /* hardware workgroups launched; 0 = 2 x CU + 1 */
+  unsigned local_size;          /* threads per workgroup; 0 = the backend's
+                                   (CUDA 256, OpenCL 64: bench/RESULTS.md) */
+  unsigned launch_groups;       /* hardware workgroups launched; 0 = the
+                                   occupancy bound where the backend knows it
+                                   (CUDA), else 2 x CU + 1 */
   unsigned discovery_window_ms; /* close the poll after no growth this long */
   size_t arena_bytes;           /* SVM arena for task buffers (default 64 MiB) */
   unsigned test_hide_svm;       /* test hook: 1 = pretend no fine-grained buffers,
@@ -63,7 +66,10 @@ int coop_rt_kernel_index(const coop_rt *rt, const char *name);
 int coop_rt_build(coop_rt *rt);
 /* Builds (unless built), launches, runs discovery, calibrates the clock. */
 int coop_rt_launch(coop_rt *rt);
+/* The launch shape: workgroups launched (known after launch when the
+ * options left it 0) and threads per workgroup (known after open). */
 unsigned coop_rt_launched_groups(const coop_rt *rt);
+unsigned coop_rt_local_size(const coop_rt *rt);
 unsigned coop_rt_participants(const coop_rt *rt); /* scheduler + workers */
 unsigned coop_rt_workers(const coop_rt *rt);
 double coop_rt_tick_ns(const coop_rt *rt); /* device clock period, ns */

@@ -327,18 +327,53 @@ static int cu_load(struct coop_rt *rt) {
   return 0;
 }
 
+/* The occupancy API's bound for the merged megakernel, and which resource
+ * sets it: each per-multiprocessor limit is worked out as the API does
+ * (registers are allocated per warp in units of 256, and each block costs
+ * 1 KiB of shared memory for the system on sm_80 and later), and the
+ * smallest is named. Registers grow with every kernel coopd loads: the
+ * merged kernel is as heavy as its heaviest member. */
+static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *groups, char *why,
+                        size_t len) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  int r = cu_load(rt);
+  if (r) return r;
+  int per_sm = 0, regs = 0, smem = 0;
+  CU_CHECK(rt, api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0));
+  api.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
+  api.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, b->fn);
+  unsigned warps = (local_size + 31u) / 32u;
+  unsigned reg_unit = ((unsigned)regs * 32u + 255u) / 256u * 256u;
+  unsigned lim_threads =
+      (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) / local_size;
+  unsigned lim_blocks = (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  unsigned lim_regs =
+      reg_unit ? (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) /
+                     (reg_unit * warps)
+               : lim_blocks;
+  unsigned lim_smem =
+      (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) /
+      ((unsigned)smem + (b->cc_major >= 8 ? 1024u : 0u));
+  const char *bound = "threads per SM";
+  unsigned lim = lim_threads;
+  if (lim_blocks < lim) lim = lim_blocks, bound = "blocks per SM";
+  if (lim_regs < lim) lim = lim_regs, bound = "registers";
+  if (lim_smem < lim) lim = lim_smem, bound = "shared memory";
+  snprintf(why, len,
+           "%d per SM x %u SMs, bound by %s; %d registers/thread allow %u, %d B shared/block "
+           "allow %u, threads allow %u, blocks %u",
+           per_sm, rt->compute_units, (unsigned)per_sm == lim ? bound : "the occupancy API", regs,
+           lim_regs, smem, lim_smem, lim_threads, lim_blocks);
+  *groups = (unsigned)per_sm * rt->compute_units;
+  return 0;
+}
+
 static int cu_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
   struct cu_be *b = rt->be;
   CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
   int r = cu_load(rt);
   if (r) return r;
-  /* Report what the merged megakernel's registers allow (FACTS: watch
-   * occupancy); discovery then measures what actually ran at once. */
-  int per_sm = 0, regs = 0;
-  api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0);
-  api.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
-  rt->occupancy_note_blocks = (unsigned)per_sm * rt->compute_units;
-  rt->occupancy_note_regs = (unsigned)regs;
   CUdeviceptr mb = (CUdeviceptr)(uintptr_t)rt->mb, arena = (CUdeviceptr)(uintptr_t)rt->arena;
   void *params[] = {&mb, &b->devmem, &arena};
   CU_CHECK(rt,
@@ -373,6 +408,7 @@ static void cu_close(struct coop_rt *rt) {
 
 const struct coop__backend_ops coop__cuda_ops = {
     .name = "cuda",
+    .default_local_size = 256,
     .open = cu_open,
     .alloc_shared = cu_alloc_shared,
     .free_shared = cu_free_shared,
@@ -381,6 +417,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .alloc_dev = cu_alloc_dev,
     .read_dev = cu_read_dev,
     .build = cu_build,
+    .occupancy = cu_occupancy,
     .launch = cu_launch,
     .wait_exit = cu_wait_exit,
     .close = cu_close,

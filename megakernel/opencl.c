@@ -196,6 +196,7 @@ static void cl_close(struct coop_rt *rt) {
 
 const struct coop__backend_ops coop__opencl_ops = {
     .name = "opencl",
+    .default_local_size = 64,
     .open = cl_open,
     .alloc_shared = cl_alloc_shared,
     .free_shared = cl_free_shared,

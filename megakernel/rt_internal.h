@@ -34,10 +34,8 @@ struct coop_rt {
   unsigned compute_units;
   unsigned local_size, launch_groups, window_ms;
   int built, launched, exited;
-  int cl_gpu_only;                /* backend auto, first pass: no CPU OpenCL device */
-  char backend_note[1024];        /* which backend, and why */
-  unsigned occupancy_note_blocks; /* CUDA: resident blocks the registers allow */
-  unsigned occupancy_note_regs;   /* CUDA: registers per thread */
+  int cl_gpu_only;         /* backend auto, first pass: no CPU OpenCL device */
+  char backend_note[1024]; /* which backend, and why; after launch also the shape */
 
   struct coop__kernel kernels[COOP__MAX_KERNELS];
   int nkernels;

@@ -56,7 +56,6 @@ void coop_rt_options_init(struct coop_rt_options *o) {
   memset(o, 0, sizeof *o);
   o->platform_index = -1;
   o->device_index = -1;
-  o->local_size = 64;
   o->discovery_window_ms = 200;
   o->arena_bytes = (size_t)64 << 20;
 }
@@ -135,17 +134,18 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   *out = rt;
   pthread_mutex_init(&rt->lock, NULL);
   coop__arena_init(rt);
-  if (o->local_size == 0 || o->local_size > 1024 || (o->local_size & (o->local_size - 1))) {
-    coop__rt_msg(rt, "local_size %u: must be a power of two in [1, 1024]", o->local_size);
+  if (o->local_size > 1024 || (o->local_size & (o->local_size - 1))) {
+    coop__rt_msg(rt, "local_size %u: must be a power of two in [1, 1024], or 0 for the default",
+                 o->local_size);
     return COOP_EINVAL;
   }
-  rt->local_size = o->local_size;
   rt->window_ms = o->discovery_window_ms ? o->discovery_window_ms : 200;
   rt->arena_bytes = o->arena_bytes ? o->arena_bytes : ((size_t)64 << 20);
   int r = open_backend(rt, o);
   if (r) return r;
-  rt->launch_groups = o->launch_groups ? o->launch_groups : 2 * rt->compute_units + 1;
-  if (rt->launch_groups < 2 || rt->launch_groups > COOP_MAX_WG) {
+  rt->local_size = o->local_size ? o->local_size : rt->ops->default_local_size;
+  rt->launch_groups = o->launch_groups; /* 0: chosen at launch (launch_shape) */
+  if (o->launch_groups && (rt->launch_groups < 2 || rt->launch_groups > COOP_MAX_WG)) {
     coop__rt_msg(rt, "launch_groups %u: must be in [2, %u]", rt->launch_groups, COOP_MAX_WG);
     return COOP_EINVAL;
   }
@@ -180,6 +180,7 @@ const char *coop_rt_backends_built(void) {
 }
 unsigned coop_rt_compute_units(const coop_rt *rt) { return rt->compute_units; }
 unsigned coop_rt_launched_groups(const coop_rt *rt) { return rt->launch_groups; }
+unsigned coop_rt_local_size(const coop_rt *rt) { return rt->local_size; }
 unsigned coop_rt_participants(const coop_rt *rt) { return rt->participants; }
 unsigned coop_rt_workers(const coop_rt *rt) { return rt->participants ? rt->participants - 1 : 0; }
 double coop_rt_tick_ns(const coop_rt *rt) { return rt->tick_ns; }
@@ -324,10 +325,40 @@ int coop_rt_build(coop_rt *rt) {
   return 0;
 }
 
+/* How many workgroups to launch when the options left it to the runtime:
+ * all that the device can hold at once for this megakernel at this local
+ * size (CUDA's occupancy bound, capped at COOP_MAX_WG), else 2 x CU + 1;
+ * discovery then keeps those that really run at once. The backend note
+ * gains the shape and what bounds it, for the log and `coopctl stats`. */
+static int launch_shape(coop_rt *rt) {
+  unsigned occ = 0;
+  char why[256] = "";
+  if (rt->ops->occupancy) {
+    int r = rt->ops->occupancy(rt, rt->local_size, &occ, why, sizeof why);
+    if (r) return r;
+  }
+  int chosen = rt->launch_groups == 0;
+  if (chosen) {
+    rt->launch_groups = occ ? occ : 2 * rt->compute_units + 1;
+    if (rt->launch_groups > COOP_MAX_WG) rt->launch_groups = COOP_MAX_WG;
+    if (rt->launch_groups < 2) rt->launch_groups = 2;
+  }
+  size_t n = strlen(rt->backend_note);
+  snprintf(rt->backend_note + n, sizeof rt->backend_note - n, "; launch %u x %u (%s%s%s%s)",
+           rt->launch_groups, rt->local_size,
+           !chosen ? "as configured"
+           : occ   ? "occupancy bound"
+                   : "2 x compute units + 1",
+           chosen && occ > COOP_MAX_WG ? ", capped at COOP_MAX_WG" : "", why[0] ? ": " : "", why);
+  return 0;
+}
+
 int coop_rt_launch(coop_rt *rt) {
   if (!rt || !rt->be) return COOP_EINVAL;
   if (rt->launched) return COOP_ESTATE;
   int r = coop_rt_build(rt);
+  if (r) return r;
+  r = launch_shape(rt);
   if (r) return r;
   rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
   rt->arena = rt->ops->alloc_arena ? rt->ops->alloc_arena(rt, rt->arena_bytes)

@@ -100,7 +100,7 @@ foreach(key max_jobs_per_client max_clients arena_mb)
   run(zero_${key} 1 "max_jobs_per_client, max_clients and arena_mb must be > 0"
     "[${section}]\n${key} = 0\n" ${std})
 endforeach()
-run(local_size_0 1 "\\[device\\] local_size: 0 is not a power of two" "[device]\nlocal_size = 0\n"
+run(local_size_3 1 "\\[device\\] local_size: 3 is not a power of two" "[device]\nlocal_size = 3\n"
   ${std})
 run(devices_trailing_comma 1 "\\[device\\] devices: \"0,\": want empty, all"
   "[device]\ndevices = 0,\n" ${std})

@@ -83,8 +83,8 @@ static void check_valid(const struct config *c, const char *text) {
   if (c->socket[0] != '/') fail("valid, but the socket path is not absolute", text, "");
   if (c->journal[0] && c->journal[0] != '/' && strcmp(c->journal, "off"))
     fail("valid, but the journal is neither absolute nor off", text, "");
-  if (!c->kernel_dirs[0] || !c->local_size || (c->local_size & (c->local_size - 1)) ||
-      !c->max_jobs_per_client || !c->max_clients || !c->arena_mb)
+  if (!c->kernel_dirs[0] || (c->local_size & (c->local_size - 1)) || !c->max_jobs_per_client ||
+      !c->max_clients || !c->arena_mb)
     fail("valid, but a cross-field rule is broken", text, "");
 }
 
