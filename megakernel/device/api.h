@@ -56,7 +56,6 @@ struct coop_ctx {
   coop_u32 lid, lsize;
   coop_u32 forked;
   coop_u32 left; /* 1 once killed or cancelled: the workgroup must return */
-  coop_u32 gen;  /* thread 0: the barrier generation it is in (barrier.cl) */
 };
 
 /* Cooperative meanings of the OpenCL work-item functions (004 Sec. 3.1):

@@ -4,12 +4,12 @@
  * A counter barrier with a master (docs/scheduler.md, "Barriers"): its cost
  * does not grow with M. Per channel, bar_count counts the slaves that have
  * arrived in this episode and bar_gen counts the episodes completed; thread
- * 0 of every workgroup keeps the generation it is in (coop_ctx.gen).
+ * 0 of every workgroup keeps the generation it is in (coop_worker.gen).
  *   slave:  fetch_add(bar_count, 1) (release); spin until bar_gen != gen
  *           (relaxed loads, then an acquire fence); gen += 1; leave if its
  *           own worker's flag says KILL, else go on.
  *   master (workgroup 0, never killed): spin until bar_count == M - 1
- *           (relaxed load then acquire fence, M read after it); bar_count
+ *           (acquire load, M read after it); bar_count
  *           := 0; apply a resize if one is due (KILL to the flags of the ids
  *           it removes, or fork); bar_gen := gen + 1 (release).
  * Happens-before: every slave's step -> its release add -> the master's
@@ -25,9 +25,12 @@
  * arrival: a workgroup forked inside a resizing barrier starts before the
  * master's release and could arrive at the next barrier while bar_gen still
  * holds the old value; it would then pass the next barrier on this one's
- * release. A forked workgroup gets the generation it starts in with its
- * payload (coop_worker.gen): the forker's own for request_fork, gen + 1 for
- * the master's fork inside a resizing barrier. bar_gen can be at most one
+ * release. The generation lives in the worker (coop_worker.gen, written by
+ * thread 0 alone once the worker runs), not in coop_ctx: a write to the
+ * context from the barrier, a noinline function, made PoCL reload the
+ * context around every call (the M = 1 barrier went from 130 to 210 ns). A forked workgroup gets
+ * the generation it starts in with its payload (coop_worker.gen): the forker's own for
+ * request_fork, gen + 1 for the master's fork inside a resizing barrier. bar_gen can be at most one
  * ahead of a waiting slave's gen (it is counted, so the next episode cannot
  * complete without it), so the comparison has no ABA.
  *
@@ -62,15 +65,19 @@
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
 /* Master, thread 0: wait until every slave of this episode has arrived,
- * then reset the count for the next. Returns M, or 0 if cancelled. */
+ * then reset the count for the next. Returns M, or 0 if cancelled. An
+ * acquire load, not relaxed loads and a fence: with nobody to wait for (M =
+ * 1) the fence alone doubled the barrier's cost on PoCL (mfence). */
 COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
+  /* Alone (M = 1), nobody else can fork or arrive: M is exact. */
+  if (coop_ld_rlx(&ch->m) <= 1u) return 1u;
   for (;;) {
-    coop_u32 n = coop_ld_rlx(&ch->bar_count);
-    coop_fence_acq();                 /* acquires every add counted in n */
-    coop_u32 m = coop_ld_rlx(&ch->m); /* after the count: shows its forks */
+    coop_u32 n = coop_ld_acq(&ch->bar_count); /* acquires every add counted in n */
+    coop_u32 m = coop_ld_rlx(&ch->m);         /* after the count: shows its forks */
     if (n + 1u >= m) {
-      coop_st_rlx(&ch->bar_count, 0u); /* released by the fence of the fork or of bar_gen */
+      /* released by the fence of the fork or by bar_gen */
+      if (n != 0u) coop_st_rlx(&ch->bar_count, 0u);
       return m;
     }
     if (coop_ld_rlx(&ch->cancel)) return 0u;
@@ -78,23 +85,26 @@ COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c) {
 }
 
 /* KILL to ids m_new..m_old-1 (relaxed: the release of bar_gen publishes
- * them), then the release of the episode. */
+ * them), then the release of the episode. With no slave before or after
+ * (M was and is 1) there is nobody to release: bar_gen and gen stay equal,
+ * which is all a later fork relies on. */
 COOP_FN void coop__master_release(struct coop_ctx *c, coop_u32 m_old, coop_u32 m_new) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
+  if (m_old <= 1u && coop_ld_rlx(&ch->m) <= 1u) return;
   for (coop_u32 i = m_new; i < m_old; i++) coop_st_rlx(&c->dev->w[ch->pid_of[i]].bar, COOP_BF_KILL);
-  c->gen += 1u;
-  coop_st_rel(&ch->bar_gen, c->gen);
+  c->self->gen += 1u;
+  coop_st_rel(&ch->bar_gen, c->self->gen);
 }
 
 /* Slave, thread 0: returns GO, KILL, or NONE if cancelled. */
 COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
-  coop_u32 g = c->gen;
+  coop_u32 g = c->self->gen;
   coop_fadd_rel(&ch->bar_count, 1u);
   while (coop_ld_rlx(&ch->bar_gen) == g)
     if (coop_ld_rlx(&ch->cancel)) return COOP_BF_NONE;
   coop_fence_acq(); /* acquires the master's release of bar_gen */
-  c->gen = g + 1u;
+  c->self->gen = g + 1u;
   return coop_ld_rlx(&c->self->bar) == COOP_BF_KILL ? COOP_BF_KILL : COOP_BF_GO;
 }
 
@@ -161,7 +171,7 @@ COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, 
       coop__track_m(ch, m_new);
     } else {
       /* the new workgroups start in the generation this release opens */
-      coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->gen + 1u);
+      coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->self->gen + 1u);
     }
     coop__unlock(&ch->lock);
   }

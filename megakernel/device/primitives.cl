@@ -119,7 +119,7 @@ COOP_FN void coop__request_fork0(struct coop_ctx *c, const coop_u8 *st, coop_u32
   if (coop_ld_acq(&ch->n_resv) == 0u) return;
   coop__lock(&ch->lock);
   /* not at a barrier: the new workgroups are in the forker's generation */
-  coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->gen);
+  coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->self->gen);
   coop__unlock(&ch->lock);
 }
 

@@ -20,7 +20,6 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     c->wl->chan = c->self->chan;
     c->wl->vid = c->self->vid;
     c->wl->forked = c->self->forked;
-    c->gen = c->self->gen; /* thread 0 alone runs the barrier protocol */
     c->self->t_start = coop_clock();
   }
   coop_wg_barrier();
