@@ -1,62 +1,33 @@
 /*
  * barrier.cl: global_barrier and the two resizing barriers of 004 Sec. 4.2.
  *
- * A counter barrier with a master (docs/scheduler.md, "Barriers"): its cost
- * does not grow with M. Per channel, bar_count counts the slaves that have
- * arrived in this episode and bar_gen counts the episodes completed; thread
- * 0 of every workgroup keeps the generation it is in (coop_worker.gen).
- *   slave:  fetch_add(bar_count, 1) (release); spin until bar_gen != gen
- *           (relaxed loads, then an acquire fence); gen += 1; leave if its
- *           own worker's flag says KILL, else go on.
- *   master (workgroup 0, never killed): spin until bar_count == M - 1
- *           (acquire load, M read after it); bar_count
- *           := 0; apply a resize if one is due (KILL to the flags of the ids
- *           it removes, or fork); bar_gen := gen + 1 (release).
- * Happens-before: every slave's step -> its release add -> the master's
- * acquire of the count (the adds form one release sequence, so the last
- * value read synchronises with every add before it) -> the master's release
- * of bar_gen -> every slave's acquire fence. grid.sync does the same with
- * a counter: one atomic per workgroup at the same address and one word all
- * of them read, about 1.3 us for 264 workgroups on the H100 (FACTS.md). The
- * design this replaces had workgroup 0's thread 0 read one flag and write
- * one flag per workgroup: 62 us at 264, linear in M.
+ * Master/slave (XF) barrier over cooperative ids, one flag per worker
+ * (coop_worker.bar, device memory), found by id through chan.pid_of (see
+ * shared.h for why not per id). Workgroup 0 is the master: never killed.
+ *   slave:  own flag := ARRIVED (release); spin until it is != ARRIVED
+ *           (acquire); GO = continue, KILL = leave.
+ *   master: for each id 1..M-1 wait until its flag == ARRIVED (relaxed
+ *           loads in batches, each batch followed by an acquire fence),
+ *           re-reading M (acquire) per batch, then a release fence and
+ *           GO/KILL (relaxed stores) to every slave.
+ * The acquire/release pairs give the barrier's happens-before web: every
+ * slave's accesses before the barrier -> master -> every slave after it.
  *
- * Why the generation is kept per workgroup and not read from bar_gen on
- * arrival: a workgroup forked inside a resizing barrier starts before the
- * master's release and could arrive at the next barrier while bar_gen still
- * holds the old value; it would then pass the next barrier on this one's
- * release. The generation lives in the worker (coop_worker.gen, written by
- * thread 0 alone once the worker runs), not in coop_ctx: a write to the
- * context from the barrier, a noinline function, made PoCL reload the
- * context around every call (the M = 1 barrier went from 130 to 210 ns). A forked workgroup gets
- * the generation it starts in with its payload (coop_worker.gen): the forker's own for
- * request_fork, gen + 1 for the master's fork inside a resizing barrier. bar_gen can be at most one
- * ahead of a waiting slave's gen (it is counted, so the next episode cannot
- * complete without it), so the comparison has no ABA.
- *
- * Why bar_count is reset before a fork: the new workgroups may arrive at
- * the next barrier at once; their adds must follow the reset (the master's
- * release fence before their ASSIGNED orders it).
- *
- * global_barrier: M may change while it gathers, because workgroups that
- * have not arrived may still be killed at an offer_kill (M shrinks: only
- * id M-1, and only by itself, so never one that arrived) or fork (M grows;
- * the fork happened before the forker's add, so the master's acquire of a
- * count that includes the forker shows the new M). Hence the master reads
- * the count first and M after it.
+ * global_barrier: M may change while it gathers, because workgroups that have
+ * not arrived may still be killed at an offer_kill (M shrinks, the master
+ * stops waiting for them) or fork (M grows; the fork happened before the
+ * forker's ARRIVED, so the master's acquire of that flag shows the new M).
  *
  * resizing_global_barrier: M changes only after every active workgroup has
  * arrived and before any leaves, so M is constant between resizing barriers.
  *   plain (Sec. 4.2, first design): each slave offers itself once, on
  *     arrival: accepted only if it is then the highest id not yet doomed in
  *     this episode, so how many go depends on arrival order. The doomed
- *     still arrive and wait for the release, so M changes inside it.
+ *     still wait for the release, so M changes inside the barrier.
  *   query (Sec. 4.2, second design): the master asks query() how many the
  *     scheduler wants, and releases the highest W ids with KILL at once.
  * In both, the master first forks (fork before kill, Appendix A), only when
- * no kill is due in this episode, transmitting workgroup 0's state. When
- * nothing is due (the common case) the master takes no lock and the
- * resizing barrier costs what global_barrier costs.
+ * no kill is due in this episode, transmitting workgroup 0's state.
  *
  * Cancellation: every spin also watches chan.cancel, so a cancelled kernel
  * leaves its barriers instead of waiting for workgroups that have gone.
@@ -64,48 +35,48 @@
 
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
-/* Master, thread 0: wait until every slave of this episode has arrived,
- * then reset the count for the next. Returns M, or 0 if cancelled. An
- * acquire load, not relaxed loads and a fence: with nobody to wait for (M =
- * 1) the fence alone doubled the barrier's cost on PoCL (mfence). */
+/* Master, thread 0: wait for all slaves. Returns M, or 0 if cancelled.
+ * The flags are read in batches of independent relaxed loads, then one
+ * acquire fence: a GPU keeps the batch in flight at once, where a loop of
+ * acquire loads waits out each one in turn (H100, 264 workgroups: 272 us
+ * per barrier that way, about 1 us per workgroup). */
+#define COOP__GATHER_BATCH 16u
 COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
-  /* Alone (M = 1), nobody else can fork or arrive: M is exact. */
-  if (coop_ld_rlx(&ch->m) <= 1u) return 1u;
+  coop_u32 i = 1u;
   for (;;) {
-    coop_u32 n = coop_ld_acq(&ch->bar_count); /* acquires every add counted in n */
-    coop_u32 m = coop_ld_rlx(&ch->m);         /* after the count: shows its forks */
-    if (n + 1u >= m) {
-      /* released by the fence of the fork or by bar_gen */
-      if (n != 0u) coop_st_rlx(&ch->bar_count, 0u);
-      return m;
-    }
-    if (coop_ld_rlx(&ch->cancel)) return 0u;
+    coop_u32 m = coop_ld_acq(&ch->m); /* ids < m are in pid_of */
+    if (i >= m) return m;
+    coop_u32 n = m - i < COOP__GATHER_BATCH ? m - i : COOP__GATHER_BATCH;
+    coop_u32 f[COOP__GATHER_BATCH];
+    for (coop_u32 k = 0u; k < COOP__GATHER_BATCH; k++)
+      f[k] = k < n ? coop_ld_rlx(&c->dev->w[ch->pid_of[i + k]].bar) : COOP_BF_NONE;
+    coop_u32 k = 0u;
+    while (k < n && f[k] == COOP_BF_ARRIVED) k++;
+    coop_fence_acq(); /* acquires what the ARRIVED flags released */
+    i += k;
+    if (k < n && coop__cancelled(c)) return 0u;
   }
 }
 
-/* KILL to ids m_new..m_old-1 (relaxed: the release of bar_gen publishes
- * them), then the release of the episode. With no slave before or after
- * (M was and is 1) there is nobody to release: bar_gen and gen stay equal,
- * which is all a later fork relies on. */
+/* One release fence, then relaxed stores: each slave's acquire of its flag
+ * synchronises with the fence (a release store per flag costs a fence
+ * each). */
 COOP_FN void coop__master_release(struct coop_ctx *c, coop_u32 m_old, coop_u32 m_new) {
-  COOP_GLOBAL struct coop_chan *ch = c->ch;
-  if (m_old <= 1u && coop_ld_rlx(&ch->m) <= 1u) return;
-  for (coop_u32 i = m_new; i < m_old; i++) coop_st_rlx(&c->dev->w[ch->pid_of[i]].bar, COOP_BF_KILL);
-  c->self->gen += 1u;
-  coop_st_rel(&ch->bar_gen, c->self->gen);
+  coop_fence_rel();
+  for (coop_u32 i = 1u; i < m_old; i++)
+    coop_st_rlx(&c->dev->w[c->ch->pid_of[i]].bar, i < m_new ? COOP_BF_GO : COOP_BF_KILL);
 }
 
 /* Slave, thread 0: returns GO, KILL, or NONE if cancelled. */
 COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c) {
-  COOP_GLOBAL struct coop_chan *ch = c->ch;
-  coop_u32 g = c->self->gen;
-  coop_fadd_rel(&ch->bar_count, 1u);
-  while (coop_ld_rlx(&ch->bar_gen) == g)
-    if (coop_ld_rlx(&ch->cancel)) return COOP_BF_NONE;
-  coop_fence_acq(); /* acquires the master's release of bar_gen */
-  c->self->gen = g + 1u;
-  return coop_ld_rlx(&c->self->bar) == COOP_BF_KILL ? COOP_BF_KILL : COOP_BF_GO;
+  COOP_GLOBAL coop_atomic_u32 *f = &c->self->bar;
+  coop_st_rel(f, COOP_BF_ARRIVED);
+  for (;;) {
+    coop_u32 v = coop_ld_acq(f);
+    if (v != COOP_BF_ARRIVED) return v;
+    if (coop__cancelled(c)) return COOP_BF_NONE;
+  }
 }
 
 /* global_barrier, thread 0. Returns 1 if the kernel was cancelled. */
@@ -148,35 +119,26 @@ COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, 
   }
   coop_u32 m = coop__master_gather(c);
   if (m == 0u) return 1u;
-  coop_u32 m_new = m;
-  /* Anything due? Stale zeros only delay a kill or a fork to the next
-   * episode (offer_kill may be a no-op, k = 0 a valid fork); ep_killed was
-   * written before the adds the gather acquired, so it is exact. */
-  if (coop_ld_rlx(&ch->ep_killed) != 0u || (query && coop_ld_acq(&ch->want_kill) != 0u) ||
-      (m < ch->n_max && coop_ld_acq(&ch->n_resv) != 0u)) {
-    coop__lock(&ch->lock);
-    coop_u32 w;
-    if (query) {
-      w = coop_ld_rlx(&ch->want_kill); /* query() */
-      if (w > m - 1u) w = m - 1u;
-      coop_st_rlx(&ch->want_kill, coop_ld_rlx(&ch->want_kill) - w);
-    } else {
-      w = coop_ld_rlx(&ch->ep_killed);
-      coop_st_rlx(&ch->ep_killed, 0u);
-    }
-    m_new = m - w;
-    if (w != 0u) {
-      coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
-      coop_st_rel(&ch->m, m_new);
-      coop__track_m(ch, m_new);
-    } else {
-      /* the new workgroups start in the generation this release opens */
-      coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->self->gen + 1u);
-    }
-    coop__unlock(&ch->lock);
+  coop__lock(&ch->lock);
+  coop_u32 w;
+  if (query) {
+    w = coop_ld_rlx(&ch->want_kill); /* query() */
+    if (w > m - 1u) w = m - 1u;
+    coop_st_rlx(&ch->want_kill, coop_ld_rlx(&ch->want_kill) - w);
+  } else {
+    w = coop_ld_rlx(&ch->ep_killed);
+    coop_st_rlx(&ch->ep_killed, 0u);
   }
-  /* the master is the only writer of resizes while the kernel runs */
+  coop_u32 m_new = m - w;
+  if (w != 0u) {
+    coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
+    coop_st_rel(&ch->m, m_new);
+    coop__track_m(ch, m_new);
+  } else {
+    coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size);
+  }
   coop_st_rlx(&ch->resizes, coop_ld_rlx(&ch->resizes) + 1u);
+  coop__unlock(&ch->lock);
   coop__master_release(c, m, m_new);
   return 0u;
 }

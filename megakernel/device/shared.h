@@ -19,7 +19,7 @@
 #include "dialect.h"
 #endif
 
-#define COOP_ABI 4u
+#define COOP_ABI 3u
 #define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
@@ -121,27 +121,23 @@ struct coop_mailbox {
 
 struct coop_worker {
   coop_atomic_u32 state;
-  coop_u32 chan;       /* payload: channel of the kernel to run */
-  coop_u32 vid;        /* payload: cooperative group id */
-  coop_u32 forked;     /* payload: 1 = start after a fork with transmit[] */
-  coop_u32 reason;     /* result */
-  coop_atomic_u32 bar; /* this workgroup's kill flag at barriers, see below */
-  coop_u32 gen;        /* payload: the barrier generation it starts in */
-  coop_u32 pad_gen;
+  coop_u32 chan;           /* payload: channel of the kernel to run */
+  coop_u32 vid;            /* payload: cooperative group id */
+  coop_u32 forked;         /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason;         /* result */
+  coop_atomic_u32 bar;     /* this workgroup's barrier flag, see below */
   coop_u64 t_start, t_end; /* result: device clock */
   coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
 };
 
-/* Barriers (barrier.cl, docs/scheduler.md "Barriers"): an arrival counter
- * and a generation word per channel (coop_chan.bar_count, bar_gen), so that
- * a barrier costs one atomic per workgroup and one broadcast, whatever M.
- * The per-worker flag coop_worker.bar carries only what differs between
- * workgroups at a release: KILL for those a resizing barrier removes. The
- * flag belongs to the physical worker, not to the id: a killed workgroup may
- * not have read its KILL yet when its id is forked again, and a per-id flag
- * would then be reset under it. A worker's flag is reset (NONE) only when
- * the worker is assigned again, after it was reaped. ARRIVED and GO are no
- * longer stored; dumps show NONE for a workgroup at a barrier. */
+/* Barrier flags (coop_worker.bar, found by id through coop_chan.pid_of).
+ * A slave stores ARRIVED (release) and spins; the master, after acquiring
+ * every ARRIVED, stores GO or KILL. The flag belongs to the physical worker,
+ * not to the id: a killed workgroup may not have read its KILL yet when its
+ * id is forked again, and a per-id flag would then be reset under it (it
+ * could even read the new holder's ARRIVED and GO, and carry on as a second
+ * workgroup with that id). A worker's flag is reset only when the worker is
+ * assigned again, after it was reaped. */
 #define COOP_BF_NONE 0u
 #define COOP_BF_ARRIVED 1u
 #define COOP_BF_GO 2u
@@ -161,25 +157,17 @@ struct coop_chan {
   coop_atomic_u32 fault;        /* a view's tag after an out-of-bounds access; relaxed */
   coop_atomic_u32 pad_fault;
   coop_atomic_u32 lock;
-  coop_atomic_u32 m;         /* (L) M, the active count */
-  coop_atomic_u32 want_kill; /* (L) scheduler: surrender this many */
-  coop_atomic_u32 n_resv;    /* (L) reserved workers ready for a fork */
-  coop_atomic_u32 alive;     /* workgroups inside; atomic add/sub (no lock for -) */
-  coop_atomic_u32 killed;    /* (L) kills accepted since the start */
-  coop_atomic_u32 forked;    /* (L) workgroups forked since the start */
-  coop_atomic_u32 resizes;   /* resizing-barrier episodes */
-  coop_atomic_u32 ep_killed; /* (L) plain resizing barrier: kills this episode */
-  coop_atomic_u32 cancel;    /* scheduler -> kernel: leave at the next primitive */
-  coop_atomic_u32 m_min;     /* (L) */
-  coop_atomic_u32 m_max;     /* (L) */
-  /* Barrier words, each on its own 128-byte line: every slave adds to the
-   * count once and then spins reading the generation, the master polls the
-   * count; sharing a line would make each arrival disturb the spinners. */
-  coop_u32 pad_bar0[32];
-  coop_atomic_u32 bar_count; /* arrivals in this episode (slaves only) */
-  coop_u32 pad_bar1[31];
-  coop_atomic_u32 bar_gen; /* episodes completed: the master's release */
-  coop_u32 pad_bar2[31];
+  coop_atomic_u32 m;            /* (L) M, the active count */
+  coop_atomic_u32 want_kill;    /* (L) scheduler: surrender this many */
+  coop_atomic_u32 n_resv;       /* (L) reserved workers ready for a fork */
+  coop_atomic_u32 alive;        /* workgroups inside; atomic add/sub (no lock for -) */
+  coop_atomic_u32 killed;       /* (L) kills accepted since the start */
+  coop_atomic_u32 forked;       /* (L) workgroups forked since the start */
+  coop_atomic_u32 resizes;      /* resizing-barrier episodes */
+  coop_atomic_u32 ep_killed;    /* (L) plain resizing barrier: kills this episode */
+  coop_atomic_u32 cancel;       /* scheduler -> kernel: leave at the next primitive */
+  coop_atomic_u32 m_min;        /* (L) */
+  coop_atomic_u32 m_max;        /* (L) */
   coop_u32 resv[COOP_MAX_WG];   /* (L) worker ids reserved for a fork */
   coop_u32 pid_of[COOP_MAX_WG]; /* (L) id -> worker; entries < M are current */
 };
