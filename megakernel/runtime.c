@@ -346,10 +346,12 @@ static int launch_shape(coop_rt *rt) {
     if (rt->launch_groups > COOP_MAX_WG) rt->launch_groups = COOP_MAX_WG;
     if (rt->launch_groups < 2) rt->launch_groups = 2;
   }
+  char bound[320] = "";
+  if (occ) snprintf(bound, sizeof bound, "; occupancy bound %u: %s", occ, why);
   size_t n = strlen(rt->backend_note);
-  snprintf(rt->backend_note + n, sizeof rt->backend_note - n, "; launch %u x %u (%s%s%u%s%s)",
+  snprintf(rt->backend_note + n, sizeof rt->backend_note - n, "; launch %u x %u (%s%s)",
            rt->launch_groups, rt->local_size, chosen ? "2 x compute units + 1" : "as configured",
-           occ ? "; occupancy bound " : "", occ, occ ? ": " : "", why);
+           bound);
   return 0;
 }
 
