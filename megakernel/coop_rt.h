@@ -29,10 +29,10 @@ struct coop_rt_options {
   const char *device;           /* substring of the device name, or NULL */
   int device_index;             /* or index within the platform; -1 = first */
   unsigned local_size;          /* threads per workgroup; 0 = the backend's
-                                   (64 on both) */
-  unsigned launch_groups;       /* hardware workgroups launched; 0 = 2 x CU
-                                   + 1 (the note reports CUDA's occupancy
-                                   bound beside it) */
+                                   (CUDA 256, OpenCL 64: bench/RESULTS.md) */
+  unsigned launch_groups;       /* hardware workgroups launched; 0 = the
+                                   occupancy bound where the backend knows it
+                                   (CUDA), else 2 x CU + 1 */
   unsigned discovery_window_ms; /* close the poll after no growth this long */
   size_t arena_bytes;           /* SVM arena for task buffers (default 64 MiB) */
   unsigned test_hide_svm;       /* test hook: 1 = pretend no fine-grained buffers,

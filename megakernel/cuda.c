@@ -408,7 +408,7 @@ static void cu_close(struct coop_rt *rt) {
 
 const struct coop__backend_ops coop__cuda_ops = {
     .name = "cuda",
-    .default_local_size = 64,
+    .default_local_size = 256,
     .open = cu_open,
     .alloc_shared = cu_alloc_shared,
     .free_shared = cu_free_shared,

@@ -45,11 +45,6 @@ static const char *wstate(uint32_t s) {
   return s < 4 ? n[s] : "?";
 }
 
-static const char *bflag(uint32_t b) {
-  static const char *n[] = {"none", "arrived", "go", "kill"};
-  return b < 4 ? n[b] : "?";
-}
-
 static void dump_chan(const struct coop_rt *rt, const struct coop_dev *d, unsigned c, FILE *f) {
   const struct coop_chan *ch = &d->chan[c];
   const struct coop_sched *s = &d->sched;
@@ -60,27 +55,27 @@ static void dump_chan(const struct coop_rt *rt, const struct coop_dev *d, unsign
           c, ch->task, kernel_name(rt, ch->kid), ch->n_max, ch->m, ch->want_kill, ch->n_resv,
           ch->alive, ch->killed, ch->forked, ch->resizes, ch->ep_killed, ch->cancel, ch->lock,
           s->chan_workers[c], s->chan_resv[c], s->chan_killed_reaped[c], s->chan_last[c]);
-  /* Workers of this channel, grouped by (state, barrier flag, forked). */
-  unsigned hist[4][4][2] = {{{0}}};
+  fprintf(f, "    barrier: M %u, %u slaves arrived; last release: generation %u, M %u\n",
+          ch->bar_arrive >> 16, ch->bar_arrive & 0xffffu, ch->bar_rel >> 11, ch->bar_rel & 2047u);
+  /* Workers of this channel, grouped by (state, forked). */
+  unsigned hist[4][2] = {{0}};
   for (unsigned pid = 1; pid <= s->nworkers && pid < COOP_MAX_WG; pid++) {
     if (s->wstat[pid] != c) continue;
     const struct coop_worker *w = &d->w[pid];
-    hist[w->state & 3][w->bar & 3][w->forked ? 1 : 0]++;
+    hist[w->state & 3][w->forked ? 1 : 0]++;
   }
   for (unsigned a = 0; a < 4; a++)
-    for (unsigned b = 0; b < 4; b++)
-      for (unsigned k = 0; k < 2; k++)
-        if (hist[a][b][k])
-          fprintf(f, "    %u workers %s, barrier flag %s%s\n", hist[a][b][k], wstate(a), bflag(b),
-                  k ? ", forked" : "");
+    for (unsigned k = 0; k < 2; k++)
+      if (hist[a][k])
+        fprintf(f, "    %u workers %s%s\n", hist[a][k], wstate(a), k ? ", forked" : "");
   /* The ids around M, where kills and forks happen. */
   unsigned m = ch->m < COOP_MAX_WG ? ch->m : COOP_MAX_WG;
   for (unsigned v = m > 4 ? m - 4 : 0; v < m; v++) {
     unsigned pid = ch->pid_of[v];
     if (pid >= COOP_MAX_WG) continue;
     const struct coop_worker *w = &d->w[pid];
-    fprintf(f, "    id %u -> worker %u: %s vid %u chan %u bar %s\n", v, pid, wstate(w->state),
-            w->vid, w->chan, bflag(w->bar));
+    fprintf(f, "    id %u -> worker %u: %s vid %u chan %u\n", v, pid, wstate(w->state), w->vid,
+            w->chan);
   }
 }
 

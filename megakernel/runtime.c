@@ -326,13 +326,10 @@ int coop_rt_build(coop_rt *rt) {
 }
 
 /* How many workgroups to launch when the options left it to the runtime:
- * 2 x CU + 1; discovery then keeps those that really run at once. The
- * occupancy bound (CUDA) is reported beside it but not launched by
- * default: the barrier's master still walks every workgroup (linear in M,
- * bench/RESULTS.md "Native speed"), so filling the GPU slows every
- * barrier-bound kernel until the barrier's cost stops growing with M.
- * max_workgroups / launch_groups launch it. The backend note gains the
- * shape and what bounds it, for the log and `coopctl stats`. */
+ * all that the device can hold at once for this megakernel at this local
+ * size (CUDA's occupancy bound, capped at COOP_MAX_WG), else 2 x CU + 1;
+ * discovery then keeps those that really run at once. The backend note
+ * gains the shape and what bounds it, for the log and `coopctl stats`. */
 static int launch_shape(coop_rt *rt) {
   unsigned occ = 0;
   char why[256] = "";
@@ -342,16 +339,17 @@ static int launch_shape(coop_rt *rt) {
   }
   int chosen = rt->launch_groups == 0;
   if (chosen) {
-    rt->launch_groups = 2 * rt->compute_units + 1;
+    rt->launch_groups = occ ? occ : 2 * rt->compute_units + 1;
     if (rt->launch_groups > COOP_MAX_WG) rt->launch_groups = COOP_MAX_WG;
     if (rt->launch_groups < 2) rt->launch_groups = 2;
   }
-  char bound[320] = "";
-  if (occ) snprintf(bound, sizeof bound, "; occupancy bound %u: %s", occ, why);
   size_t n = strlen(rt->backend_note);
-  snprintf(rt->backend_note + n, sizeof rt->backend_note - n, "; launch %u x %u (%s%s)",
-           rt->launch_groups, rt->local_size, chosen ? "2 x compute units + 1" : "as configured",
-           bound);
+  snprintf(rt->backend_note + n, sizeof rt->backend_note - n, "; launch %u x %u (%s%s%s%s)",
+           rt->launch_groups, rt->local_size,
+           !chosen ? "as configured"
+           : occ   ? "occupancy bound"
+                   : "2 x compute units + 1",
+           chosen && occ > COOP_MAX_WG ? ", capped at COOP_MAX_WG" : "", why[0] ? ": " : "", why);
   return 0;
 }
 

@@ -25,6 +25,7 @@ static void fx_open(struct fx *f) {
   o.local_size = 16;
   o.backend = getenv("COOP_BACKEND"); /* scripts/test --backend cuda */
   if (getenv("COOP_LAUNCH_GROUPS")) o.launch_groups = (unsigned)atoi(getenv("COOP_LAUNCH_GROUPS"));
+  if (getenv("COOP_LOCAL_SIZE")) o.local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
   int r = coop_rt_open(&f->rt, &o);
   ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f->rt));
   f->ids = coop_rt_add_kernel(f->rt, "ids", 0, k_ids);
@@ -125,7 +126,13 @@ START_TEST(discovery_finds_occupancy) {
     ck_assert_ptr_nonnull(strstr(coop_rt_backend_note(f.rt), "(auto)"));
   }
   unsigned cus = coop_rt_compute_units(f.rt);
-  ck_assert_uint_eq(coop_rt_launched_groups(f.rt), 2 * cus + 1);
+  /* OpenCL: 2 x CU + 1; CUDA: the occupancy bound, named in the note */
+  if (getenv("COOP_LAUNCH_GROUPS"))
+    ck_assert_uint_eq(coop_rt_launched_groups(f.rt), (unsigned)atoi(getenv("COOP_LAUNCH_GROUPS")));
+  else if (!strcmp(coop_rt_backend(f.rt), "opencl"))
+    ck_assert_uint_eq(coop_rt_launched_groups(f.rt), 2 * cus + 1);
+  else
+    ck_assert_ptr_nonnull(strstr(coop_rt_backend_note(f.rt), "occupancy bound"));
   fprintf(stderr, "%s: %u compute units, %u launched, %u participants\n",
           coop_rt_backend_note(f.rt), cus, coop_rt_launched_groups(f.rt),
           coop_rt_participants(f.rt));
@@ -510,13 +517,20 @@ static Suite *suite(void) {
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);
-  tcase_add_test(t, resizing_plain);
-  tcase_add_test(t, resizing_query);
   tcase_add_test(t, global_barrier_phases);
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
   tcase_add_test(t, shutdown_in_flight);
   suite_add_tcase(s, t);
+  /* Its own case so that ctest also runs it at 8 units (resizing_cu8),
+   * where workgroups forked inside a resizing barrier often finish their
+   * first step before the master has released that barrier, and killed ones
+   * often see the release late (docs/scheduler.md section 6). */
+  TCase *rz = tcase_create("resizing");
+  tcase_set_timeout(rz, 300);
+  tcase_add_test(rz, resizing_plain);
+  tcase_add_test(rz, resizing_query);
+  suite_add_tcase(s, rz);
   TCase *st = tcase_create("stress");
   tcase_set_timeout(st, 600);
   tcase_add_test(st, stress_plain);

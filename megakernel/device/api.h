@@ -40,7 +40,9 @@ typedef unsigned char coop_u8;
  * scratch memory kernels may use (OpenCL allows local declarations only in
  * the kernel entry function, which is the megakernel's). */
 struct coop_wgl {
-  coop_u32 cmd, chan, vid, forked, decision, pad;
+  coop_u32 cmd, chan, vid, forked, decision;
+  coop_u32 gen, resizes; /* thread 0's: barrier generation, resizes (master) */
+  coop_u32 pad;
   coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
   coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */
 };

@@ -56,6 +56,10 @@ typedef atomic_uint coop_atomic_u32;
   atomic_fetch_add_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
 #define coop_fsub(p, v) \
   atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+#define coop_fadd_rel(p, v) \
+  atomic_fetch_add_explicit((p), (v), memory_order_release, memory_scope_device)
+#define coop_fadd_rlx(p, v) \
+  atomic_fetch_add_explicit((p), (v), memory_order_relaxed, memory_scope_device)
 #define coop_xchg_acq(p, v) \
   atomic_exchange_explicit((p), (v), memory_order_acquire, memory_scope_device)
 #define coop_cas(p, expp, v)                                                      \
@@ -127,6 +131,10 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fsub(p, v) \
   __nv_atomic_fetch_sub((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fadd_rel(p, v) \
+  __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fadd_rlx(p, v) \
+  __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
 #define coop_xchg_acq(p, v) \
   __nv_atomic_exchange_n((p), (v), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
 #define coop_cas(p, expp, v)                                                   \

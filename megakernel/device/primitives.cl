@@ -37,6 +37,8 @@ COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vi
   coop_st_rlx(&ch->want_kill, want - 1u);
   coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + 1u);
   coop_st_rel(&ch->m, m - 1u);
+  /* the barrier's M, in the word the master polls (barrier.cl) */
+  coop_fadd_rlx(&ch->bar_arrive, 0u - (1u << 16));
   coop__track_m(ch, m - 1u);
   return 1u;
 }
@@ -45,23 +47,21 @@ COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vi
  * M..M+k-1, each starting after the fork with the state bytes st. The new
  * worker's payload and M are written before its state is released, so it
  * sees M+k and its transmitted state (release on state, acquire in worker).
+ * gen is the barrier generation the new workgroups start in (barrier.cl).
  * Returns k. */
 COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 chan,
-                                   const coop_u8 *st, coop_u32 st_size) {
+                                   const coop_u8 *st, coop_u32 st_size, coop_u32 gen) {
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[chan];
   coop_u32 m = coop_ld_rlx(&ch->m);
   coop_u32 nr = coop_ld_rlx(&ch->n_resv);
   coop_u32 k = ch->n_max - m;
   if (nr < k) k = nr;
   if (k == 0u) return 0u;
-  /* The id map and the new flags first: a master that acquires the new M
-   * (global_barrier gathers while others fork) reads them next. */
-  for (coop_u32 a = 0; a < k; a++) {
-    coop_u32 pid = ch->resv[nr - 1u - a];
-    ch->pid_of[m + a] = pid;
-    coop_st_rlx(&dev->w[pid].bar, COOP_BF_NONE);
-  }
+  for (coop_u32 a = 0; a < k; a++) ch->pid_of[m + a] = ch->resv[nr - 1u - a];
   coop_st_rel(&ch->m, m + k);
+  /* The barrier's M, in the word the master polls (barrier.cl): before the
+   * forker's own arrival, and before any new workgroup's (the fence below). */
+  coop_fadd_rlx(&ch->bar_arrive, k << 16);
   coop_fadd(&ch->alive, k); /* atomic: leaving workgroups decrement without the lock */
   for (coop_u32 a = 0; a < k; a++) {
     COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[m + a]];
@@ -70,6 +70,7 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
     w->chan = chan;
     w->vid = m + a;
     w->forked = 1u;
+    w->gen = gen;
   }
   coop_fence_rel(); /* the payloads and M before any of the k starts */
   for (coop_u32 a = 0; a < k; a++) coop_st_rlx(&dev->w[ch->pid_of[m + a]].state, COOP_WS_ASSIGNED);
@@ -116,7 +117,8 @@ COOP_FN void coop__request_fork0(struct coop_ctx *c, const coop_u8 *st, coop_u32
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   if (coop_ld_acq(&ch->n_resv) == 0u) return;
   coop__lock(&ch->lock);
-  coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size);
+  /* not at a barrier: the new workgroups are in the forker's generation */
+  coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen);
   coop__unlock(&ch->lock);
 }
 

@@ -166,6 +166,8 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->cancel, 0u);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
+  coop_st_rlx(&ch->bar_arrive, g << 16);
+  coop_st_rlx(&ch->bar_rel, 0u);
   s->chan_busy[c] = 1u;
   s->chan_resv[c] = 0u;
   s->chan_killed_reaped[c] = 0u;
@@ -177,8 +179,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   t->t_gathered = coop_clock();
   t->status = COOP_TR_OK;
   coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
-  /* The whole id map before any release: workgroup 0, the barrier master,
-   * reads the flags of ids 1..g-1 through it as soon as it starts. */
+  /* The whole id map before any release: a resize reads it. */
   coop_u32 v = 0u;
   for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
     if (s->wstat[pid] != COOP_SW_FREE) continue;
@@ -186,7 +187,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     w->chan = c;
     w->vid = v;
     w->forked = 0u;
-    coop_st_rlx(&w->bar, COOP_BF_NONE);
+    w->gen = 0u;
     ch->pid_of[v++] = pid;
     s->wstat[pid] = c;
   }

@@ -19,7 +19,7 @@
 #include "dialect.h"
 #endif
 
-#define COOP_ABI 3u
+#define COOP_ABI 4u
 #define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
@@ -125,23 +125,20 @@ struct coop_worker {
   coop_u32 vid;            /* payload: cooperative group id */
   coop_u32 forked;         /* payload: 1 = start after a fork with transmit[] */
   coop_u32 reason;         /* result */
-  coop_atomic_u32 bar;     /* this workgroup's barrier flag, see below */
+  coop_u32 gen;            /* payload: the barrier generation it starts in */
   coop_u64 t_start, t_end; /* result: device clock */
   coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
 };
 
-/* Barrier flags (coop_worker.bar, found by id through coop_chan.pid_of).
- * A slave stores ARRIVED (release) and spins; the master, after acquiring
- * every ARRIVED, stores GO or KILL. The flag belongs to the physical worker,
- * not to the id: a killed workgroup may not have read its KILL yet when its
- * id is forked again, and a per-id flag would then be reset under it (it
- * could even read the new holder's ARRIVED and GO, and carry on as a second
- * workgroup with that id). A worker's flag is reset only when the worker is
- * assigned again, after it was reaped. */
+/* What a workgroup's barrier wait returns (barrier.cl): go on, leave
+ * (removed by a resize), or leave (cancelled). */
 #define COOP_BF_NONE 0u
-#define COOP_BF_ARRIVED 1u
 #define COOP_BF_GO 2u
 #define COOP_BF_KILL 3u
+/* bar_rel packs M below the generation in 11 bits (barrier.cl) */
+#if COOP_MAX_WG >= 2048
+#error "COOP_MAX_WG must stay below 2048: barrier.cl packs M into 11 bits"
+#endif
 
 /* One channel per running kernel. Fields above `lock` are written by the
  * scheduler before the first workgroup is assigned and never change while
@@ -157,17 +154,25 @@ struct coop_chan {
   coop_atomic_u32 fault;        /* a view's tag after an out-of-bounds access; relaxed */
   coop_atomic_u32 pad_fault;
   coop_atomic_u32 lock;
-  coop_atomic_u32 m;            /* (L) M, the active count */
-  coop_atomic_u32 want_kill;    /* (L) scheduler: surrender this many */
-  coop_atomic_u32 n_resv;       /* (L) reserved workers ready for a fork */
-  coop_atomic_u32 alive;        /* workgroups inside; atomic add/sub (no lock for -) */
-  coop_atomic_u32 killed;       /* (L) kills accepted since the start */
-  coop_atomic_u32 forked;       /* (L) workgroups forked since the start */
-  coop_atomic_u32 resizes;      /* resizing-barrier episodes */
-  coop_atomic_u32 ep_killed;    /* (L) plain resizing barrier: kills this episode */
-  coop_atomic_u32 cancel;       /* scheduler -> kernel: leave at the next primitive */
-  coop_atomic_u32 m_min;        /* (L) */
-  coop_atomic_u32 m_max;        /* (L) */
+  coop_atomic_u32 m;         /* (L) M, the active count */
+  coop_atomic_u32 want_kill; /* (L) scheduler: surrender this many */
+  coop_atomic_u32 n_resv;    /* (L) reserved workers ready for a fork */
+  coop_atomic_u32 alive;     /* workgroups inside; atomic add/sub (no lock for -) */
+  coop_atomic_u32 killed;    /* (L) kills accepted since the start */
+  coop_atomic_u32 forked;    /* (L) workgroups forked since the start */
+  coop_atomic_u32 resizes;   /* resizing-barrier episodes */
+  coop_atomic_u32 ep_killed; /* (L) plain resizing barrier: kills this episode */
+  coop_atomic_u32 cancel;    /* scheduler -> kernel: leave at the next primitive */
+  coop_atomic_u32 m_min;     /* (L) */
+  coop_atomic_u32 m_max;     /* (L) */
+  /* Barrier words (barrier.cl), each on its own 128-byte line: every slave
+   * adds to bar_arrive once and then spins reading bar_rel, the master polls
+   * bar_arrive; sharing a line would make each arrival disturb the spinners. */
+  coop_u32 pad_bar0[32];
+  coop_atomic_u32 bar_arrive; /* (L for M) M << 16 | slaves arrived this episode */
+  coop_u32 pad_bar1[31];
+  coop_atomic_u32 bar_rel; /* the master's release: generation << 11 | M */
+  coop_u32 pad_bar2[31];
   coop_u32 resv[COOP_MAX_WG];   /* (L) worker ids reserved for a fork */
   coop_u32 pid_of[COOP_MAX_WG]; /* (L) id -> worker; entries < M are current */
 };

@@ -20,6 +20,8 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     c->wl->chan = c->self->chan;
     c->wl->vid = c->self->vid;
     c->wl->forked = c->self->forked;
+    c->wl->gen = c->self->gen; /* thread 0's from here on (barrier.cl) */
+    c->wl->resizes = 0u;
     c->self->t_start = coop_clock();
   }
   coop_wg_barrier();
