@@ -59,11 +59,11 @@
  *     scheduler wants, and releases the highest W ids as removed.
  * In both, the master first forks (fork before kill, Appendix A), only when
  * no kill is due in this episode, transmitting workgroup 0's state. When
- * nothing is due (the common case) the master takes no lock: the query
- * resizing barrier costs what global_barrier costs (its hints are read
- * while it spins); the plain one costs one round trip more on each side
- * (a slave reads want_kill before it arrives, the master ep_killed after
- * the gather, where it is exact).
+ * nothing is due (the common case) the master takes no lock and reads its
+ * hints while it spins: the query resizing barrier costs about 0.3 us more
+ * than global_barrier on the H100; the plain one 0.5 us more, a round trip
+ * more on each side (a slave reads want_kill before it arrives, the master
+ * ep_killed after the gather, where it is exact).
  *
  * Cancellation: every spin watches chan.cancel, and the master reads it on
  * every barrier, so a cancelled kernel leaves its barriers instead of
