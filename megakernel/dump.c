@@ -56,7 +56,8 @@ static void dump_chan(const struct coop_rt *rt, const struct coop_dev *d, unsign
           ch->alive, ch->killed, ch->forked, ch->resizes, ch->ep_killed, ch->cancel, ch->lock,
           s->chan_workers[c], s->chan_resv[c], s->chan_killed_reaped[c], s->chan_last[c]);
   fprintf(f, "    barrier: M %u, %u slaves arrived; last release: generation %u, M %u\n",
-          ch->bar_arrive >> 16, ch->bar_arrive & 0xffffu, ch->bar_rel >> 11, ch->bar_rel & 2047u);
+          COOP__ARR_M(ch->bar_arrive), COOP__ARR_N(ch->bar_arrive), ch->bar_rel >> COOP__REL_SHIFT,
+          COOP__REL_M(ch->bar_rel));
   /* Workers of this channel, grouped by (state, forked). */
   unsigned hist[4][2] = {{0}};
   for (unsigned pid = 1; pid <= s->nworkers && pid < COOP_MAX_WG; pid++) {

@@ -72,11 +72,6 @@
 
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
-#define COOP__REL_SHIFT 11u /* bar_rel: generation << 11 | M (M < 2048) */
-#define COOP__REL_M(v) ((v) & ((1u << COOP__REL_SHIFT) - 1u))
-#define COOP__ARR_M(v) ((v) >> 16)
-#define COOP__ARR_N(v) ((v)&0xffffu)
-
 /* Master, thread 0: wait until every slave of this episode has arrived,
  * then reset the count for the next. Returns M, or 0 if cancelled. hints,
  * when not NULL, gets want_kill and n_resv, read beside the count: they
@@ -97,7 +92,7 @@ COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c, coop_u32 *hints) {
     if (n + 1u >= m) {
       /* Nobody can add before the release (all M - 1 wait; forks of a
        * resize follow the reset through the fork's release fence). */
-      if (n != 0u) coop_st_rlx(&ch->bar_arrive, m << 16);
+      if (n != 0u) coop_st_rlx(&ch->bar_arrive, m * COOP__ARR_M_ONE);
       return m;
     }
   }
@@ -185,7 +180,7 @@ COOP_FN coop_u32 coop__resize_locked(struct coop_ctx *c, coop_u32 query, coop_u3
   coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
   coop_st_rel(&ch->m, m - w);
   /* the gather's reset wrote m << 16; nobody adds before the release */
-  coop_st_rlx(&ch->bar_arrive, (m - w) << 16);
+  coop_st_rlx(&ch->bar_arrive, (m - w) * COOP__ARR_M_ONE);
   coop__track_m(ch, m - w);
   return m - w;
 }

@@ -38,7 +38,7 @@ COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vi
   coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + 1u);
   coop_st_rel(&ch->m, m - 1u);
   /* the barrier's M, in the word the master polls (barrier.cl) */
-  coop_fadd_rlx(&ch->bar_arrive, 0u - (1u << 16));
+  coop_fadd_rlx(&ch->bar_arrive, 0u - COOP__ARR_M_ONE);
   coop__track_m(ch, m - 1u);
   return 1u;
 }
@@ -61,7 +61,7 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
   coop_st_rel(&ch->m, m + k);
   /* The barrier's M, in the word the master polls (barrier.cl): before the
    * forker's own arrival, and before any new workgroup's (the fence below). */
-  coop_fadd_rlx(&ch->bar_arrive, k << 16);
+  coop_fadd_rlx(&ch->bar_arrive, k * COOP__ARR_M_ONE);
   coop_fadd(&ch->alive, k); /* atomic: leaving workgroups decrement without the lock */
   for (coop_u32 a = 0; a < k; a++) {
     COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[m + a]];

@@ -166,7 +166,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->cancel, 0u);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
-  coop_st_rlx(&ch->bar_arrive, g << 16);
+  coop_st_rlx(&ch->bar_arrive, g * COOP__ARR_M_ONE);
   coop_st_rlx(&ch->bar_rel, 0u);
   s->chan_busy[c] = 1u;
   s->chan_resv[c] = 0u;

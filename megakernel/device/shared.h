@@ -135,7 +135,14 @@ struct coop_worker {
 #define COOP_BF_NONE 0u
 #define COOP_BF_GO 2u
 #define COOP_BF_KILL 3u
-/* bar_rel packs M below the generation in 11 bits (barrier.cl) */
+/* The packing of the barrier words (barrier.cl), one definition for the
+ * device and for the host's dump: bar_arrive = M << 16 | arrivals,
+ * bar_rel = generation << 11 | M. */
+#define COOP__ARR_M_ONE (1u << 16) /* one workgroup of M in bar_arrive */
+#define COOP__ARR_M(v) ((v) >> 16)
+#define COOP__ARR_N(v) ((v)&0xffffu)
+#define COOP__REL_SHIFT 11u
+#define COOP__REL_M(v) ((v) & ((1u << COOP__REL_SHIFT) - 1u))
 #if COOP_MAX_WG >= 2048
 #error "COOP_MAX_WG must stay below 2048: barrier.cl packs M into 11 bits"
 #endif
