@@ -158,6 +158,10 @@ struct coop_stats {
     char backend[COOP_NAME_MAX];
     uint32_t compute_units, workers, lost_workers;
     uint32_t jobs; /* queued or running on it */
+    /* idle parking ([device] park_ms): 1 while the megakernel is off the
+     * device; how often it parked; the last relaunch's cost in ns (0: none) */
+    uint32_t parked, parks;
+    int64_t unpark_ns;
   } devs[COOP_MAX_DEVICES];
 };
 

@@ -206,6 +206,9 @@ static void copy_stats(struct coop_stats *d, const struct coop_msg_stats_reply *
     d->devs[i].workers = s->devs[i].workers;
     d->devs[i].lost_workers = s->devs[i].lost_workers;
     d->devs[i].jobs = s->devs[i].jobs;
+    d->devs[i].parked = s->devs[i].parked;
+    d->devs[i].parks = s->devs[i].parks;
+    d->devs[i].unpark_ns = s->devs[i].unpark_ns;
   }
 }
 

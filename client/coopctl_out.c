@@ -194,8 +194,11 @@ static void json_stats(const struct coop_stats *s) {
     json_str(stdout, s->devs[i].device);
     printf(",\"backend\":");
     json_str(stdout, s->devs[i].backend);
-    printf(",\"compute_units\":%u,\"workers\":%u,\"lost_workers\":%u,\"jobs\":%u}",
+    printf(",\"compute_units\":%u,\"workers\":%u,\"lost_workers\":%u,\"jobs\":%u",
            s->devs[i].compute_units, s->devs[i].workers, s->devs[i].lost_workers, s->devs[i].jobs);
+    printf(",\"state\":\"%s\",\"parks\":%u,\"unpark_ns\":%lld}",
+           s->devs[i].parked ? "parked" : "running", s->devs[i].parks,
+           (long long)s->devs[i].unpark_ns);
   }
   printf("]}");
 }
@@ -216,6 +219,13 @@ static void stats_text(const struct coop_stats *s) {
   printf("watchdog  %u gather timeouts, %u hung, %u workers lost\n", s->gather_timeouts, s->hung,
          s->lost_workers);
   if (s->watchdog[0]) printf("          latest: %s\n", s->watchdog);
+  for (uint32_t i = 0; i < s->ndevices && i < COOP_MAX_DEVICES; i++) {
+    const struct coop_device *v = &s->devs[i];
+    printf("megakernel %s, parked %u times", v->parked ? "parked (idle)" : "running", v->parks);
+    if (v->unpark_ns) printf(", last relaunch %s", ms(a, sizeof a, v->unpark_ns));
+    if (s->ndevices > 1) printf(" (device %u)", i);
+    putchar('\n');
+  }
   for (uint32_t i = 0; s->ndevices > 1 && i < s->ndevices && i < COOP_MAX_DEVICES; i++)
     printf("device %u  %s (%s), %u compute units, %u workers (%u lost), %u jobs\n", i,
            s->devs[i].device, s->devs[i].backend, s->devs[i].compute_units, s->devs[i].workers,

@@ -46,6 +46,14 @@
  * the fewest goes first, then the one whose user was served longest ago,
  * then the oldest: one user's queue cannot take every slot while another's
  * waits. Device thread only.
+ *
+ * Idle parking (docs/scheduler.md, "Idle parking"). With no run and no
+ * job waiting for [device] park_ms, the device thread parks the megakernel
+ * (dp_park: it leaves the device, the build and the arena stay), and
+ * sleeps on the condition variable with no timeout. The next job is staged
+ * as usual and, before its first submission, the megakernel is launched
+ * again (dp_unpark: discovery, tens of ms on PoCL; the cost is logged and
+ * in STATS). A failed relaunch restarts the device as a crash would.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "device.h"
@@ -135,6 +143,11 @@ struct dev {
   uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
   _Atomic uint32_t gather_timeouts, hung;
   char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
+  /* idle parking (see the top): device thread, parked mirrored for stats */
+  int parked;
+  int64_t idle_since; /* when the device last had a run or a waiting job */
+  _Atomic uint32_t parked_pub, parks;
+  _Atomic int64_t unpark_ns; /* the last relaunch's cost */
 };
 
 static int64_t now_ns(void) {
@@ -934,7 +947,7 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
   int takes = d->in_head && !d->swapping;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
-    if (!d->runs && !d->in_head && !d->coop_wait_head) {
+    if (!d->runs && !d->in_head && !d->coop_wait_head && wake == INT64_MAX) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else {
       struct timespec ts;
@@ -1059,6 +1072,8 @@ static void restart_device(struct dev *d) {
   log_error("%s: %s: restarting it (%u other jobs lost)", label, why, nlost);
   if (d->rt) dp_kill(d->rt);
   d->rt = NULL;
+  d->parked = 0;
+  atomic_store(&d->parked_pub, 0);
   struct job *again = NULL; /* jobs that never got a workgroup: run them anew */
   while (d->runs) {
     struct run *r = d->runs;
@@ -1112,11 +1127,56 @@ static void poll_tasks(struct dev *d) {
   if (n && d->rt) dp_poll(d->rt, ids, n);
 }
 
+/* Relaunches a parked megakernel before a run's first submission. */
+static void unpark(struct dev *d) {
+  int64_t t0 = now_ns();
+  char err[1024];
+  int e = dp_unpark(d->rt, err, sizeof err);
+  d->parked = 0;
+  atomic_store(&d->parked_pub, 0);
+  if (e) {
+    snprintf(d->restart_why, sizeof d->restart_why, "its relaunch after parking failed: %.200s",
+             err);
+    return;
+  }
+  atomic_store(&d->workers, dp_workers(d->rt));
+  atomic_store(&d->unpark_ns, now_ns() - t0);
+  log_debug("device %d: relaunched after parking in %.3f ms, %u workers", d->index,
+            (double)(now_ns() - t0) / 1e6, dp_workers(d->rt));
+}
+
+/* Parks the megakernel once the device has been idle for park_ms; else
+ * lowers *wake to that moment. */
+static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
+  pthread_mutex_lock(&d->mu);
+  int busy = d->in_head || d->swapping || d->stopping;
+  pthread_mutex_unlock(&d->mu);
+  if (busy || d->runs || d->coop_wait_head || d->restart_why[0]) d->idle_since = now;
+  if (d->parked || !d->rt || !d->cfg->park_ms || busy || d->runs || d->coop_wait_head) return;
+  int64_t at = d->idle_since + (int64_t)d->cfg->park_ms * 1000000;
+  if (now < at) {
+    if (at < *wake) *wake = at;
+    return;
+  }
+  int e = dp_park(d->rt);
+  if (e == COOP_ELOST) return; /* the next pass restarts the device */
+  if (e) {
+    log_warn("device %d: could not park the megakernel: %s", d->index, coop_strerror(e));
+    d->idle_since = now; /* try again a period later */
+    return;
+  }
+  d->parked = 1;
+  atomic_store(&d->parked_pub, 1);
+  atomic_fetch_add(&d->parks, 1);
+  log_debug("device %d: idle for %u ms: the megakernel is parked", d->index, d->cfg->park_ms);
+}
+
 static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
     take_new(d);
     pump_coop_wait(d);
+    if (d->parked && d->runs) unpark(d);
     poll_tasks(d);
     int64_t now = now_ns(), wake = now + DEV_POLL_NS;
     for (struct run **p = &d->runs; *p;) {
@@ -1130,6 +1190,8 @@ static void *dev_main(void *arg) {
       }
     }
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) restart_device(d);
+    if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
+    maybe_park(d, now, &wake);
     build_view(d, now);
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;
@@ -1166,8 +1228,14 @@ static int launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   atomic_store(&d->cus, dp_compute_units(rt));
   atomic_store(&d->workers, dp_workers(rt));
   d->broken[0] = 0;
+  d->parked = 0; /* a new device process starts launched */
+  atomic_store(&d->parked_pub, 0);
   return 0;
 }
+
+unsigned dev_parked(const struct dev *d) { return atomic_load(&d->parked_pub); }
+unsigned dev_parks(const struct dev *d) { return atomic_load(&d->parks); }
+int64_t dev_unpark_ns(const struct dev *d) { return atomic_load(&d->unpark_ns); }
 
 /* Device thread, no job running: the old megakernel goes, the new one
  * comes (see the top of this file). */

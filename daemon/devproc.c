@@ -233,6 +233,19 @@ int dp_launch(struct dp *p, char *err, size_t errlen) {
   return e;
 }
 
+int dp_park(struct dp *p) { return call(p, DP_PARK, -1, DP_CLOSE_MS); }
+
+int dp_unpark(struct dp *p, char *err, size_t errlen) {
+  int e = call(p, DP_UNPARK, -1, DP_LAUNCH_MS);
+  if (e == COOP_ELOST)
+    snprintf(err, errlen, "the device process %s during the relaunch", p->death);
+  else if (e)
+    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.data);
+  else
+    p->dev = p->r.u.dev;
+  return e;
+}
+
 int dp_close(struct dp *p, unsigned wait_ms) {
   if (!p) return 0;
   int killed = 0;

@@ -37,6 +37,11 @@ int dp_build(struct dp **p, const struct config *c, int index, const struct kset
              size_t errlen);
 /* Launches the megakernel (discovery) in a built child. */
 int dp_launch(struct dp *p, char *err, size_t errlen);
+/* Idle parking (coop_rt_park): the megakernel leaves the device, the
+ * child and its build stay; dp_unpark relaunches it (discovery: read
+ * dp_workers again). COOP_EBUSY: a task slot is still in use. */
+int dp_park(struct dp *p);
+int dp_unpark(struct dp *p, char *err, size_t errlen);
 /* Asks the child to close the runtime and exit; kills it after wait_ms
  * (DP_CLOSE_MS: a megakernel that has not exited by then never will).
  * Frees p. 1 when it had to be killed. */

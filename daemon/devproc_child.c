@@ -185,6 +185,17 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       }
       devinfo(rt, &r->u.dev);
       return 0;
+    case DP_PARK:
+      r->err = coop_rt_park(rt);
+      return 0;
+    case DP_UNPARK:
+      r->err = coop_rt_unpark(rt);
+      if (r->err) {
+        snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
+        return strlen(r->data) + 1;
+      }
+      devinfo(rt, &r->u.dev);
+      return 0;
     case DP_SUBMIT: {
       coop_task_id id = 0;
       r->err = coop_rt_submit(rt, &q->u.desc, &id);

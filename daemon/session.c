@@ -580,6 +580,9 @@ static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
     o->compute_units = dev_compute_units(d);
     o->workers = dev_workers(d);
     o->jobs = dm->dev_jobs[i];
+    o->parked = dev_parked(d);
+    o->parks = dev_parks(d);
+    o->unpark_ns = dev_unpark_ns(d);
     struct dev_watch wd;
     dev_watch_get(d, &wd);
     o->lost_workers = wd.lost_workers;

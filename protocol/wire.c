@@ -190,8 +190,10 @@ static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
     const struct coop_wire_devinfo *d = &m->devs[i];
     put_str(e, d->device, sizeof d->device);
     put_str(e, d->backend, sizeof d->backend);
-    const uint32_t v[] = {d->compute_units, d->workers, d->lost_workers, d->jobs};
+    const uint32_t v[] = {d->compute_units, d->workers, d->lost_workers,
+                          d->jobs,          d->parked,  d->parks};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) put_u32(e, v[k]);
+    put_i64(e, d->unpark_ns);
   }
 }
 
@@ -592,8 +594,10 @@ static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
     struct coop_wire_devinfo *d = &m->devs[i];
     get_str(c, d->device, sizeof d->device);
     get_str(c, d->backend, sizeof d->backend);
-    uint32_t *v[] = {&d->compute_units, &d->workers, &d->lost_workers, &d->jobs};
+    uint32_t *v[] = {&d->compute_units, &d->workers, &d->lost_workers,
+                     &d->jobs,          &d->parked,  &d->parks};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) *v[k] = get_u32(c);
+    d->unpark_ns = get_i64(c);
   }
 }
 

@@ -269,6 +269,8 @@ struct coop_wire_devinfo {
   char device[COOP_WIRE_TEXT_MAX];
   char backend[COOP_WIRE_NAME_MAX];
   uint32_t compute_units, workers, lost_workers, jobs;
+  uint32_t parked, parks; /* idle parking: parked now (0/1), times parked */
+  int64_t unpark_ns;      /* the last relaunch after parking, or 0 */
 };
 struct coop_msg_stats_reply {
   char backend[COOP_WIRE_NAME_MAX];

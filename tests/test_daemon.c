@@ -1979,6 +1979,9 @@ START_TEST(cooperative_slots_are_shared_between_users) {
   open_hello(&c, &d);
   static uint32_t data[64];
   uint64_t first = victim_sweep(&c, data, 64, 0, 1); /* about 4 s */
+  /* On the device before the others arrive: had the device thread taken
+   * all four in one pass, nobody's (never served) would rightly go first. */
+  wait_running(&c, first);
   uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);
   uint64_t last = sweep_submit(&c, data, 64, 100000000u, 1, -1);
   ck_assert(first && next && last);
@@ -2089,6 +2092,68 @@ START_TEST(waiters_are_bounded) {
 }
 END_TEST
 
+/* CPU seconds (user + system) a process has used, from /proc. */
+static double cpu_seconds(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+  ck_assert_ptr_nonnull(p);
+  unsigned long long ut = 0, st = 0;
+  /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+   * majflt cmajflt utime stime */
+  ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st),
+                   2);
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Issue 18 item 3: an idle coopd spun a CPU core (PoCL: 54 to 97%). With
+ * park_ms = 50 the megakernel leaves the device once idle: STATS says
+ * parked and the device process uses (almost) no CPU; the next job
+ * relaunches it and runs correctly, and it parks again afterwards. */
+START_TEST(idle_megakernel_parks) {
+  const char *sets[] = {"device.park_ms=50", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_eq(st.devs[0].parked, 1);
+  ck_assert_uint_ge(st.devs[0].parks, 1);
+  pid_t dp = device_process(d.pid);
+  double c0 = cpu_seconds(dp);
+  msleep(1500);
+  double used = cpu_seconds(dp) - c0;
+  ck_assert_msg(used < 0.1, "a parked device process used %.2f s of CPU in 1.5 s", used);
+  ck_assert_uint_eq(stats(&c).devs[0].parked, 1);
+  /* the next job relaunches the megakernel, and its result is right */
+  render_check(&c, 1, 0, 0);
+  static uint32_t data[64];
+  for (uint32_t i = 0; i < 64; i++) data[i] = i;
+  uint64_t job = sweep_submit(&c, data, 64, 100, 2, -1);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  for (uint32_t i = 0; i < 64; i++) {
+    uint32_t got;
+    memcpy(&got, c.m.result.bufs[0].data + 4 * i, 4);
+    ck_assert_uint_eq(got, i + 100);
+  }
+  st = stats(&c);
+  ck_assert_int_gt(st.devs[0].unpark_ns, 0);
+  uint32_t parks = st.devs[0].parks;
+  for (int i = 0; i < 200 && st.devs[0].parks == parks; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_gt(st.devs[0].parks, parks); /* idle again: parked again */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -2122,6 +2187,10 @@ static Suite *suite(void) {
   tcase_add_test(t, waiters_are_bounded);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
+  suite_add_tcase(s, t);
+  t = tcase_create("parking");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, idle_megakernel_parks);
   suite_add_tcase(s, t);
   t = tcase_create("devices");
   tcase_set_timeout(t, 300);
