@@ -5,9 +5,13 @@
  * (device -> loop: finished jobs), the latter announced by uv_async_send.
  * Cancellation is a flag on the job (atomic), seen by the device thread on
  * its next pass. The device thread sleeps on a condition variable when it
- * has nothing in flight, and polls every DEV_POLL_NS otherwise (the task
- * records are in host memory; gather times are measured on the device, so
- * this polling only delays the hand-back, not the measurement).
+ * has nothing in flight; with tasks in flight it waits in the device
+ * process (dp_wait), which spins on the task records (host memory) and
+ * then sleeps, and answers as soon as one changes state: a finished task
+ * is handed back within microseconds, with no timer. Whoever gives the
+ * device thread new work (dev_submit, dev_cancel, dev_stop, dev_swap)
+ * signals the condition variable and writes the kick eventfd, which ends
+ * a dp_wait at once.
  *
  * Kernel reload (dev_swap): the next megakernel is built elsewhere (a libuv
  * work thread, dev_build) while this one runs. The swap itself happens here:
@@ -64,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,7 +78,8 @@
 #include "fdio.h"
 #include "log.h"
 
-#define DEV_POLL_NS 200000L
+#define DEV_WAIT_NS 50000000L /* longest dp_wait: the watchdog's granularity */
+#define DP_WAIT_MAX 128       /* tasks one dp_wait watches (DP_POLL_MAX) */
 #define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
 
@@ -144,6 +150,7 @@ struct dev {
   _Atomic uint32_t gather_timeouts, hung;
   char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
   /* idle parking (see the top): device thread, parked mirrored for stats */
+  int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;
@@ -201,6 +208,14 @@ static void on_async(uv_async_t *a) {
   }
 }
 
+/* Wakes the device thread wherever it waits: on the condition variable
+ * (nothing in flight) or in the device process's dp_wait. */
+static void kick(struct dev *d) {
+  uint64_t one = 1;
+  ssize_t n = write(d->kick, &one, sizeof one); /* EAGAIN: already pending */
+  (void)n;
+}
+
 void dev_submit(struct dev *d, struct job *j) {
   atomic_store(&j->state, COOP_JOB_QUEUED);
   pthread_mutex_lock(&d->mu);
@@ -212,6 +227,7 @@ void dev_submit(struct dev *d, struct job *j) {
   d->in_tail = j;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
+  kick(d);
 }
 
 void dev_cancel(struct dev *d, struct job *j) {
@@ -219,6 +235,7 @@ void dev_cancel(struct dev *d, struct job *j) {
   pthread_mutex_lock(&d->mu);
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
+  kick(d);
 }
 
 void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *, void *)) {
@@ -228,6 +245,7 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
   d->stop_deadline = now_ns() + (int64_t)grace_ms * 1000000;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
+  kick(d);
 }
 
 /* ---- device side ---- */
@@ -1171,6 +1189,30 @@ static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
   log_debug("device %d: idle for %u ms: the megakernel is parked", d->index, d->cfg->park_ms);
 }
 
+/* Something for the next pass that the kick announced: a job, a stop, a
+ * reload request. */
+static int new_work(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  int w = (d->in_head && !d->swapping) || d->stopping != d->stop_now ||
+          d->swapping != d->swap_now || (d->stopping && d->stop_deadline != d->stop_at);
+  pthread_mutex_unlock(&d->mu);
+  return w;
+}
+
+/* Tasks in flight: the device process waits for one of them to change
+ * (dp_wait), for the kick, or until wake (a periodic release), at most
+ * DEV_WAIT_NS so the watchdog's checks still run. */
+static void wait_in_flight(struct dev *d, int64_t wake) {
+  static coop_task_id ids[DP_WAIT_MAX];
+  unsigned n = 0;
+  for (struct run *r = d->runs; r; r = r->next)
+    for (unsigned i = 0; i < r->ninflight && n < DP_WAIT_MAX; i++) ids[n++] = r->task[i];
+  int64_t now = now_ns(), budget = wake - now;
+  if (budget > DEV_WAIT_NS) budget = DEV_WAIT_NS;
+  if (budget <= 0) return;
+  dp_wait(d->rt, ids, n, budget); /* a lost child shows in dp_alive on the next pass */
+}
+
 static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
@@ -1178,7 +1220,7 @@ static void *dev_main(void *arg) {
     pump_coop_wait(d);
     if (d->parked && d->runs) unpark(d);
     poll_tasks(d);
-    int64_t now = now_ns(), wake = now + DEV_POLL_NS;
+    int64_t now = now_ns(), wake = now + DEV_WAIT_NS;
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
       if (step_run(d, r, now, &wake)) {
@@ -1201,7 +1243,10 @@ static void *dev_main(void *arg) {
     int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
-    wait_for_work(d, wake);
+    if (d->runs && d->rt && dp_alive(d->rt) && !new_work(d))
+      wait_in_flight(d, wake);
+    else
+      wait_for_work(d, wake);
   }
   close_runtime(d);
   pthread_mutex_lock(&d->mu);
@@ -1220,6 +1265,7 @@ int dev_build(const struct config *c, int index, const struct kset *ks, struct d
 
 static int launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   int e = dp_launch(rt, err, errlen);
+  if (e == 0) e = dp_set_kick(rt, d->kick);
   if (e) return e;
   d->rt = rt;
   snprintf(d->name, sizeof d->name, "%s", dp_device_name(rt));
@@ -1295,6 +1341,7 @@ int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned gra
     pthread_cond_signal(&d->cv);
   }
   pthread_mutex_unlock(&d->mu);
+  if (!busy) kick(d);
   return busy ? COOP_ESTATE : 0;
 }
 
@@ -1310,6 +1357,12 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   d->on_done = on_done;
   d->on_event = on_event;
   d->user = user;
+  d->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (d->kick < 0) {
+    snprintf(err, errlen, "eventfd: %s", strerror(errno));
+    free(d);
+    return COOP_ENOMEM;
+  }
   struct dp *rt = NULL;
   int e = dev_build(c, index, ks, &rt, err, errlen);
   if (e == 0) {
@@ -1317,6 +1370,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
     if (e) dp_close(rt, DP_CLOSE_MS);
   }
   if (e) {
+    close(d->kick);
     free(d);
     return e;
   }
@@ -1344,6 +1398,7 @@ static void on_async_closed(uv_handle_t *h) { free(h->data); }
 
 void dev_free(struct dev *d) {
   pthread_join(d->thread, NULL);
+  close(d->kick);
   free(d->ev);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);

@@ -322,13 +322,17 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id)
   return e;
 }
 
-int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
+/* DP_POLL or DP_WAIT: the infos of ids[0..n) into the cache. */
+static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned n,
+                   int64_t budget_ns) {
   p->gen++;
-  for (unsigned at = 0; at < n;) {
+  unsigned at = 0;
+  do {
     unsigned k = n - at < DP_POLL_MAX ? n - at : DP_POLL_MAX;
     p->q.u.poll.n = k;
+    p->q.a = (uint64_t)budget_ns;
     memcpy(p->q.u.poll.id, ids + at, k * sizeof *ids);
-    int e = call(p, DP_POLL, -1, DP_CALL_MS);
+    int e = call(p, op, -1, DP_CALL_MS + (int)(budget_ns / 1000000));
     if (e) return e;
     const struct coop_rt_task_info *ti = (const void *)p->r.data;
     for (unsigned i = 0; i < k && i < p->r.n; i++) {
@@ -338,9 +342,22 @@ int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
       p->cache[slot].info = ti[i];
     }
     at += k;
-  }
+    op = DP_POLL; /* a wait covers the first DP_POLL_MAX; the rest are read */
+  } while (at < n);
   return 0;
 }
+
+int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
+  return n ? poll_op(p, DP_POLL, ids, n, 0) : 0;
+}
+
+int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns) {
+  if (budget_ns < 0) budget_ns = 0;
+  if (budget_ns > 900000000) budget_ns = 900000000;
+  return poll_op(p, DP_WAIT, ids, n, budget_ns);
+}
+
+int dp_set_kick(struct dp *p, int fd) { return call(p, DP_KICKFD, fd, DP_CALL_MS); }
 
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) {
   unsigned slot = id & 0xffu;

@@ -80,6 +80,14 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id)
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);
+/* As dp_poll, but the child first waits (spinning, then sleeping) until one
+ * of the tasks changed state since it last answered for it, the kick fd was
+ * written, or budget_ns passed: the device thread learns of a finished task
+ * within microseconds without polling on a timer. */
+int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns);
+/* Gives the child the front's kick eventfd (non-blocking): a write to it
+ * ends the child's dp_wait at once. */
+int dp_set_kick(struct dp *p, int fd);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);
