@@ -52,6 +52,9 @@ void server_stop_listening(struct daemon *dm);
 
 /* reload.c */
 void reload_start(struct daemon *dm);
+/* Builds (does not launch) the kernels of ks on every configured device:
+ * 0, or an error with the compiler's log in err (--check-config). */
+int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen);
 
 /* session.c */
 void session_accept(struct daemon *dm, int fd);
