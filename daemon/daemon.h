@@ -13,6 +13,7 @@
 #include "device.h"
 #include "job.h"
 #include "kernels.h"
+#include "metrics.h"
 
 #define DM_GATHER_SAMPLES 1024u
 
@@ -40,6 +41,7 @@ struct daemon {
   uint64_t submitted, done, cancelled, refused, failed;
   int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */
   uint32_t ngather, gather_pos;
+  struct metrics met; /* STATS_REPLY's tail (metrics.h) */
   int stopping;
   int exit_code;
   uv_signal_t sig[3];

@@ -249,6 +249,7 @@ int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--device-process")) return dp_child_main(atoi(argv[2]));
   static struct daemon dm;
   config_defaults(&dm.cfg);
+  metrics_start(&dm.met);
   struct opts o;
   int r = parse_args(argc, argv, &dm.cfg, &o);
   if (r >= 0) return r;
