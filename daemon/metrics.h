@@ -14,8 +14,9 @@
 struct daemon;
 struct job;
 
-/* The gather histogram's upper bounds: 1-2-5 steps from 1 us to 5 s. */
-#define METRICS_NBOUNDS 21u
+/* The gather histogram's upper bounds: 1-2-5 steps from 100 ns (PoCL's
+ * gathers) to 5 s. */
+#define METRICS_NBOUNDS 24u
 
 struct metrics {
   int64_t started_ns; /* CLOCK_MONOTONIC at start, for the uptime */
