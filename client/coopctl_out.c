@@ -60,6 +60,17 @@ static void json_ns(FILE *f, const char *key, int64_t v) {
 /* A timestamp: null when 0 (did not happen). */
 static void json_ts(FILE *f, const char *key, int64_t v) { json_ns(f, key, v ? v : -1); }
 
+/* gather_ns and exec_ns: null when not measured (-1), and when 0 for a
+ * task that was never gathered or started (coopd sends 0 for a job
+ * cancelled before it reached the device). */
+static int64_t gather_of(const struct coop_times *t) {
+  return t->gather_ns == 0 && !t->gathered ? -1 : t->gather_ns;
+}
+
+static int64_t exec_of(const struct coop_times *t) {
+  return t->exec_ns == 0 && !t->started ? -1 : t->exec_ns;
+}
+
 /* ---- results ---- */
 
 static void json_times(FILE *f, const struct coop_times *t) {
@@ -69,8 +80,8 @@ static void json_times(FILE *f, const struct coop_times *t) {
   json_ts(f, "gathered", t->gathered), fputc(',', f);
   json_ts(f, "started", t->started), fputc(',', f);
   json_ts(f, "finished", t->finished), fputc(',', f);
-  json_ns(f, "gather_ns", t->gather_ns), fputc(',', f);
-  json_ns(f, "exec_ns", t->exec_ns), fputc('}', f);
+  json_ns(f, "gather_ns", gather_of(t)), fputc(',', f);
+  json_ns(f, "exec_ns", exec_of(t)), fputc('}', f);
 }
 
 void json_result_fields(FILE *f, const struct coop_result *r) {
@@ -81,8 +92,8 @@ void json_result_fields(FILE *f, const struct coop_result *r) {
   fprintf(f, ",\"message\":");
   json_str(f, r->message);
   fputc(',', f);
-  json_ns(f, "gather_ns", r->t.gather_ns), fputc(',', f);
-  json_ns(f, "exec_ns", r->t.exec_ns);
+  json_ns(f, "gather_ns", gather_of(&r->t)), fputc(',', f);
+  json_ns(f, "exec_ns", exec_of(&r->t));
   fprintf(f, ",\"times\":");
   json_times(f, &r->t);
   fprintf(f,
@@ -113,8 +124,8 @@ void print_result(const struct ctl *x, const struct coop_result *r) {
   if (r->error)
     printf("  error      %s: %s%s%s\n", coop_err_name(r->error), coop_strerror(r->error),
            r->message[0] ? ": " : "", r->message);
-  printf("  gather     %s\n  execution  %s\n", ms(a, sizeof a, r->t.gather_ns),
-         ms(b, sizeof b, r->t.exec_ns));
+  printf("  gather     %s\n  execution  %s\n", ms(a, sizeof a, gather_of(&r->t)),
+         ms(b, sizeof b, exec_of(&r->t)));
   printf("  queued     %s (submitted to released)\n  total      %s (submitted to finished)\n",
          ms(a, sizeof a, span(r->t.submitted, r->t.released)),
          ms(b, sizeof b, span(r->t.submitted, r->t.finished)));
