@@ -13,6 +13,7 @@
 #include "device.h"
 #include "job.h"
 #include "kernels.h"
+#include "metrics.h"
 
 #define DM_GATHER_SAMPLES 1024u
 
@@ -40,6 +41,7 @@ struct daemon {
   uint64_t submitted, done, cancelled, refused, failed;
   int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */
   uint32_t ngather, gather_pos;
+  struct metrics met; /* STATS_REPLY's tail (metrics.h) */
   int stopping;
   int exit_code;
   uv_signal_t sig[3];
@@ -52,6 +54,9 @@ void server_stop_listening(struct daemon *dm);
 
 /* reload.c */
 void reload_start(struct daemon *dm);
+/* Builds (does not launch) the kernels of ks on every configured device:
+ * 0, or an error with the compiler's log in err (--check-config). */
+int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen);
 
 /* session.c */
 void session_accept(struct daemon *dm, int fd);

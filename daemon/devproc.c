@@ -124,6 +124,16 @@ static int call(struct dp *p, uint32_t op, int fd, int timeout_ms) {
   return call_fds(p, op, &fd, fd >= 0 ? 1 : 0, timeout_ms);
 }
 
+/* A #line naming the kernel's file, so that the compiler's log says
+ * bad.cl:LINE and not the runtime's temporary file. A path the directive
+ * cannot quote safely is left out: the log then gives the assembled line. */
+static void line_directive(const char *path, char *out, size_t len) {
+  out[0] = '\0';
+  for (const char *p = path; *p; p++)
+    if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) return;
+  snprintf(out, len, "#line 1 \"%s\"\n", path);
+}
+
 /* The kernels as the child reads them (devproc_child.c, do_open). */
 static int sources_memfd(const struct kset *ks) {
   int fd = memfd_create("coopd-kernels", MFD_CLOEXEC);
@@ -131,14 +141,17 @@ static int sources_memfd(const struct kset *ks) {
   FILE *f = fdopen(dup(fd), "wb");
   if (!f) return close(fd), -1;
   for (unsigned i = 0; i < ks->n; i++) {
+    char line[sizeof ks->k[i].path + 16];
+    line_directive(ks->k[i].path, line, sizeof line);
     struct {
       uint32_t coop, nlen;
       uint64_t slen;
     } h = {(uint32_t)ks->k[i].cooperative, (uint32_t)strlen(ks->k[i].name),
-           strlen(ks->k[i].source)};
+           strlen(line) + strlen(ks->k[i].source)};
     fwrite(&h, sizeof h, 1, f);
     fwrite(ks->k[i].name, 1, h.nlen, f);
-    fwrite(ks->k[i].source, 1, h.slen, f);
+    fputs(line, f);
+    fputs(ks->k[i].source, f);
   }
   if (fclose(f)) return close(fd), -1;
   return fd;

@@ -34,7 +34,8 @@ static void usage(FILE *f) {
       "                    NVIDIA GPU through CUDA, else PoCL's CPU device), opencl or cuda;\n"
       "                    the choice and why are logged and shown by `coopctl stats`\n"
       "  --set S.K=V       any config key, e.g. --set jobs.grace_ms=2000\n"
-      "  --check-config    validate the settings and the kernels' directives, print them, exit\n"
+      "  --check-config    validate the settings and the kernels' directives, print them,\n"
+      "                    compile the kernels on the configured devices, exit\n"
       "Signals: SIGTERM/SIGINT stop (jobs get [jobs] grace_ms to finish, then are\n"
       "cancelled; every client is told). SIGHUP reloads the kernels: the new set is\n"
       "built beside the running megakernel; if it builds, new jobs wait while running\n"
@@ -248,6 +249,7 @@ int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--device-process")) return dp_child_main(atoi(argv[2]));
   static struct daemon dm;
   config_defaults(&dm.cfg);
+  metrics_start(&dm.met);
   struct opts o;
   int r = parse_args(argc, argv, &dm.cfg, &o);
   if (r >= 0) return r;
@@ -264,10 +266,16 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < dm.ks->n; i++)
       printf("kernel %s (%s) from %s\n", dm.ks->k[i].name,
              dm.ks->k[i].cooperative ? "cooperative" : "noncooperative", dm.ks->k[i].path);
-    printf("configuration OK\n");
+    char log[8192];
+    fflush(stdout);
+    r = reload_check_build(&dm.cfg, dm.ks, log, sizeof log);
+    if (r)
+      fprintf(stderr, "coopd: the kernels do not build: %s\n", log);
+    else
+      printf("kernels compile\nconfiguration OK\n");
     kset_free(dm.ks);
     free(dm.ks);
-    return 0;
+    return r ? 1 : 0;
   }
   signal(SIGPIPE, SIG_IGN);
   dm.listen_fd = -1;

@@ -630,6 +630,7 @@ static void on_stats(struct session *s, uint32_t seq) {
     st->gather_p99 = v[(n - 1) * 99 / 100];
     st->gather_max = v[n - 1];
   }
+  metrics_stats(dm, &dm->met, st);
   sess_send(s, COOP_MSG_STATS_REPLY, seq, &r);
 }
 
@@ -935,6 +936,7 @@ static void send_events(struct session *s, const struct job *j) {
 }
 
 static void count_gathers(struct daemon *dm, const struct job *j) {
+  metrics_count(&dm->met, j);
   if (j->flags & COOP_SUBMIT_COOPERATIVE) return;
   uint32_t n = j->period_us ? j->ninst : 1;
   for (uint32_t i = 0; i < n; i++) {
