@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "sdnotify.h"
 
 struct reload {
   uv_work_t work;
@@ -53,6 +54,7 @@ static void finish(struct reload *r) {
     free(r->ks);
   }
   r->dm->reload = NULL;
+  if (!r->dm->stopping) sdnotify("READY=1"); /* the reload SIGHUP began has ended */
   free(r);
 }
 
