@@ -32,6 +32,7 @@ struct daemon {
   uint32_t dev_jobs[COOP_WIRE_MAX_DEVICES]; /* queued or running on each: for routing */
   struct journal *journal;                  /* NULL with [server] journal = off */
   int listen_fd;
+  int listen_inherited; /* socket activation: systemd's socket, never unlinked */
   uv_poll_t listen_poll;
   int listening;
   struct session *sessions;

@@ -24,6 +24,7 @@
 #include "daemon.h"
 #include "devproc.h"
 #include "log.h"
+#include "sdnotify.h"
 
 struct reload {
   uv_work_t work;
@@ -54,6 +55,7 @@ static void finish(struct reload *r) {
     free(r->ks);
   }
   r->dm->reload = NULL;
+  if (!r->dm->stopping) sdnotify("READY=1"); /* the reload SIGHUP began has ended */
   free(r);
 }
 

@@ -47,7 +47,17 @@ static int stale(const char *path) {
   return r < 0 && e == ECONNREFUSED;
 }
 
+static void start_polling(struct daemon *dm, int fd) {
+  dm->listen_fd = fd;
+  uv_poll_init(dm->loop, &dm->listen_poll, fd);
+  dm->listen_poll.data = dm;
+  uv_poll_start(&dm->listen_poll, UV_READABLE, on_listen);
+  dm->listening = 1;
+}
+
 int server_listen(struct daemon *dm, char *err, size_t errlen) {
+  /* socket activation (listen_fds.h): systemd bound it, set its mode */
+  if (dm->listen_inherited) return start_polling(dm, dm->listen_fd), 0;
   const char *path = dm->cfg.socket;
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   if (strlen(path) >= sizeof a.sun_path)
@@ -75,11 +85,7 @@ int server_listen(struct daemon *dm, char *err, size_t errlen) {
     unlink(path);
     return -1;
   }
-  dm->listen_fd = fd;
-  uv_poll_init(dm->loop, &dm->listen_poll, fd);
-  dm->listen_poll.data = dm;
-  uv_poll_start(&dm->listen_poll, UV_READABLE, on_listen);
-  dm->listening = 1;
+  start_polling(dm, fd);
   return 0;
 }
 
@@ -94,5 +100,6 @@ void server_stop_listening(struct daemon *dm) {
   dm->listening = 0;
   uv_poll_stop(&dm->listen_poll);
   uv_close((uv_handle_t *)&dm->listen_poll, on_listen_closed);
-  unlink(dm->cfg.socket);
+  /* systemd's socket outlives coopd: a connect meanwhile starts it again */
+  if (!dm->listen_inherited) unlink(dm->cfg.socket);
 }

@@ -254,7 +254,7 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
   w->inline_max = COOP_WIRE_INLINE_MAX;
   w->uid = s->uid;
   w->pid = s->pid;
-  log_info("client %u/%s (uid %u) connected", s->pid, s->name, s->uid);
+  log_debug("client %u/%s (uid %u) connected", s->pid, s->name, s->uid);
   sess_send(s, COOP_MSG_WELCOME, seq, &m);
 }
 
@@ -453,8 +453,10 @@ static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_sub
   s->bytes += bytes;
   dm->submitted++;
   journal_accepted(dm->journal, j->id, j->uid, j->kernel);
-  log_debug("job %llu: %s x%u from client %u", (unsigned long long)j->id, j->kernel, j->groups,
-            s->pid);
+  log_info("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
+           (unsigned long long)j->id, j->kernel, j->groups,
+           (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
+           s->name);
   /* submitted before the reply: if sending fails and closes the session,
    * its cleanup finds the job where it expects it (cancelled, freed later) */
   dev_submit(dm->devs[j->device], j);
@@ -856,7 +858,7 @@ static void sess_close(struct session *s) {
       p = &j->next;
     }
   }
-  log_info("client %u/%s disconnected", s->pid, s->name);
+  log_debug("client %u/%s disconnected", s->pid, s->name);
   uv_poll_stop(&s->poll);
   uv_close((uv_handle_t *)&s->poll, on_closed);
 }
@@ -985,7 +987,9 @@ void session_job_done(struct daemon *dm, struct job *j) {
   count_gathers(dm, j);
   journal_finished(dm->journal, j->id);
   dm->dev_jobs[j->device]--;
-  log_debug("job %llu (%s): %s", (unsigned long long)j->id, j->kernel, coop_job_state_name(st));
+  /* done, cancelled, refused or failed: one line, with the reason if any */
+  log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
+           coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
   /* j->finished is set only after the sends: a session that a failed send
    * closes meanwhile then treats j as running (owner := NULL) rather than
    * freeing it under us. */

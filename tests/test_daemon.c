@@ -2025,7 +2025,7 @@ START_TEST(hello_name_cannot_forge_log_lines) {
   int lfd = mkstemps(logp, 4);
   ck_assert_int_ge(lfd, 0);
   close(lfd);
-  const char *sets[] = {"log.level=info", NULL};
+  const char *sets[] = {"log.level=debug", NULL}; /* connections are logged at debug */
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
@@ -2154,6 +2154,230 @@ START_TEST(idle_megakernel_parks) {
 }
 END_TEST
 
+/* ---- systemd (issue 21 item 2) ---- */
+
+/* How a systemd-run coopd is started here: stderr into log, and as the
+ * service manager would set it up: NOTIFY_SOCKET (inherited from the
+ * test), JOURNAL_STREAM naming the log file (journal), and the listening
+ * socket lfd passed as descriptor 3 (LISTEN_FDS=1, LISTEN_PID=coopd's). */
+struct sd_run {
+  const char *log;
+  int journal; /* 1: JOURNAL_STREAM is the log; 0: a stream that is not stderr */
+  int lfd;     /* -1: none */
+};
+
+static pid_t sd_spawn(const struct sd_run *r, const char *const *args) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid) return pid;
+  if (!freopen(r->log, "w", stderr)) _exit(126);
+  struct stat st;
+  char js[64] = "0:0";
+  if (r->journal && fstat(2, &st) == 0)
+    snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+  setenv("JOURNAL_STREAM", js, 1);
+  unsetenv("INVOCATION_ID"); /* the test may itself run as a service */
+  if (r->lfd >= 0) {
+    if (r->lfd != 3 && (dup2(r->lfd, 3) < 0 || close(r->lfd) < 0)) _exit(125);
+    char pid_s[32];
+    snprintf(pid_s, sizeof pid_s, "%d", (int)getpid()); /* exec keeps it */
+    setenv("LISTEN_PID", pid_s, 1);
+    setenv("LISTEN_FDS", "1", 1);
+  }
+  const char *argv[24] = {COOPD_PATH, "--kernels", KERNEL_DIR};
+  int n = 3;
+  static char backend[64];
+  if (getenv("COOP_BACKEND")) {
+    snprintf(backend, sizeof backend, "device.backend=%.40s", getenv("COOP_BACKEND"));
+    argv[n++] = "--set";
+    argv[n++] = backend;
+  }
+  for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  execv(COOPD_PATH, (char *const *)argv);
+  _exit(127);
+}
+
+/* The next notification that contains want, into got: 1, or 0 after
+ * timeout_s without one. */
+static int notify_wait(int ns, const char *want, char *got, size_t len, int timeout_s) {
+  time_t end = time(NULL) + timeout_s;
+  while (time(NULL) < end) {
+    struct timeval tv = {1, 0};
+    setsockopt(ns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = recv(ns, got, len - 1, 0);
+    if (n < 0) continue;
+    got[n] = '\0';
+    if (strstr(got, want)) return 1;
+  }
+  return 0;
+}
+
+/* A datagram socket at path, as systemd's notify socket. */
+static int notify_socket(const char *path) {
+  int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(ns, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  ck_assert_int_eq(bind(ns, (struct sockaddr *)&a, sizeof a), 0);
+  return ns;
+}
+
+static int exit_status(pid_t pid, int signal_it) {
+  if (signal_it) kill(pid, SIGTERM);
+  int st;
+  for (int i = 0; i < 1200; i++, msleep(50))
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+/* Type=notify: READY=1 once the socket accepts; SIGHUP gives RELOADING=1
+ * (with MONOTONIC_USEC) then READY=1, applies the settings that may change
+ * (max_clients here) and names those that need a restart (arena_mb);
+ * SIGTERM gives STOPPING=1. Outside the journal, lines carry the date. The
+ * old coopd sent nothing and reloaded the kernels only. */
+START_TEST(systemd_notify_ready_and_reload) {
+  char dir[] = "/tmp/coopd-sd-XXXXXX", ini[96], nsp[96], logp[96], sock[96], got[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(ini, sizeof ini, "%s/coopd.ini", dir);
+  snprintf(nsp, sizeof nsp, "%s/notify", dir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  write_file(ini, "[device]\narena_mb = 64\n[server]\nmax_clients = 64\njournal = off\n");
+  int ns = notify_socket(nsp);
+  setenv("NOTIFY_SOCKET", nsp, 1);
+  struct sd_run r = {.log = logp, .journal = 0, .lfd = -1};
+  const char *args[] = {"--config", ini, "--socket", sock, NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 within 60 s");
+  assert_has(got, "STATUS=listening on ");
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0); /* ready means accepting */
+  hello(&c);
+  conn_close(&c);
+
+  write_file(ini, "[device]\narena_mb = 128\n[server]\nmax_clients = 1\njournal = off\n");
+  kill(pid, SIGHUP);
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  assert_has(got, "MONOTONIC_USEC=");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 after the reload");
+  ck_assert(log_has(logp, "[server] max_clients: 64 -> 1"));
+  ck_assert(log_has(logp, "[device] arena_mb changed (64 -> 128): needs a restart"));
+  /* max_clients = 1 holds: a second client is turned away */
+  struct conn c2;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  hello(&c);
+  ck_assert_int_eq(conn_open(&c2, sock), 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  ck_assert_uint_eq(reply(&c2, send_msg(&c2, COOP_MSG_HELLO, &m, NULL, 0)), 0);
+  conn_close(&c2);
+  conn_close(&c);
+
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  ck_assert_msg(notify_wait(ns, "STOPPING=1", got, sizeof got, 5), "no STOPPING=1");
+  /* not the journal (JOURNAL_STREAM names another file): dated lines */
+  ck_assert(!log_has(logp, "<6>"));
+  ck_assert(log_has(logp, " coopd info: listening on "));
+  char year[8];
+  time_t now = time(NULL);
+  strftime(year, sizeof year, "\n%Y-", localtime(&now));
+  ck_assert_msg(log_has(logp, year), "no date in the log");
+  close(ns);
+  unsetenv("NOTIFY_SOCKET");
+  unlink(nsp), unlink(ini), unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* coop.socket: coopd serves on the listening socket passed as descriptor 3
+ * (LISTEN_FDS/LISTEN_PID) instead of binding --socket, and leaves the
+ * socket file to systemd when it stops. The old coopd bound --socket and
+ * nobody answered on the passed one. */
+START_TEST(systemd_socket_activation) {
+  char dir[] = "/tmp/coopd-sa-XXXXXX", act[96], unused[96], logp[96];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(act, sizeof act, "%s/act.sock", dir);
+  snprintf(unused, sizeof unused, "%s/unused.sock", dir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  int lfd = socket(AF_UNIX, SOCK_STREAM, 0); /* blocking, as systemd passes it */
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", act);
+  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(lfd, 16), 0);
+  struct sd_run r = {.log = logp, .journal = 0, .lfd = lfd};
+  const char *args[] = {"--socket", unused, "--set", "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int i;
+  for (i = 0; i < 1200 && !log_has(logp, "listening on"); i++) {
+    int st;
+    ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0, "coopd exited at start-up");
+    msleep(50);
+  }
+  if (i == 1200) print_log(logp);
+  ck_assert_msg(log_has(logp, "listening on"), "coopd did not start within 60 s");
+  assert_has(act, dir);
+  ck_assert_msg(log_has(logp, "socket activation"), "not the passed socket");
+  ck_assert_int_ne(access(unused, F_OK), 0); /* it did not bind its own */
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, act), 0);
+  struct timeval tv = {20, 0};
+  setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  hello(&c);
+  conn_close(&c);
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  ck_assert_int_eq(access(act, F_OK), 0); /* systemd's, still there */
+  close(lfd);
+  unlink(act), unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* Under the journal (JOURNAL_STREAM is stderr) every line starts with its
+ * syslog priority and has no date; a job's submission and end are one line
+ * each at info, a connection is at debug. The old coopd dated every line,
+ * and logged jobs at debug and connections at info. */
+START_TEST(systemd_journal_log_prefixes) {
+  char dir[] = "/tmp/coopd-jl-XXXXXX", logp[96], sock[96];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
+  const char *args[] = {"--socket",           sock, "--log-level", "debug", "--set",
+                        "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  for (int i = 0; i < 1200 && access(sock, F_OK); i++) msleep(50);
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  hello(&c);
+  uint32_t data[256] = {0};
+  uint64_t job = sweep_submit(&c, data, 256, 1, 1, -1);
+  ck_assert_uint_gt(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, 60000), COOP_MSG_RESULT);
+  conn_close(&c);
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  char want[128];
+  ck_assert(log_has(logp, "<6>listening on "));
+  ck_assert(log_has(logp, "<7>client "));
+  ck_assert(log_has(logp, " connected\n"));
+  snprintf(want, sizeof want, "<6>job %llu submitted: sweep x1 cooperative on device 0",
+           (unsigned long long)job);
+  ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
+  snprintf(want, sizeof want, "<6>job %llu (sweep, uid %u) done\n", (unsigned long long)job,
+           (unsigned)getuid());
+  ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
+  ck_assert(!log_has(logp, " coopd info: "));
+  ck_assert(!log_has(logp, " coopd debug: "));
+  unlink(logp), rmdir(dir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -2195,6 +2419,12 @@ static Suite *suite(void) {
   t = tcase_create("devices");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, devices_named_and_least_loaded);
+  suite_add_tcase(s, t);
+  t = tcase_create("systemd");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, systemd_notify_ready_and_reload);
+  tcase_add_test(t, systemd_socket_activation);
+  tcase_add_test(t, systemd_journal_log_prefixes);
   suite_add_tcase(s, t);
   return s;
 }
