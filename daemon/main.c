@@ -18,6 +18,7 @@
 #include "listen_fds.h"
 #include "log.h"
 #include "paths.h"
+#include "relocate.h"
 #include "sdnotify.h"
 
 static void usage(FILE *f) {
@@ -218,9 +219,12 @@ static int open_journal(struct daemon *dm, char *err, size_t errlen) {
     snprintf(path, sizeof path, "%s", dm->cfg.journal);
   else
     snprintf(path, sizeof path, "%s.jobs", dm->cfg.socket);
-  if (journal_open(&dm->journal, dm->loop, path, &dm->next_job, err, errlen)) return -1;
-  log_info("journal %s: job ids continue after %llu; %u lost jobs remembered", path,
-           (unsigned long long)dm->next_job, journal_nlost(dm->journal));
+  if (paths_check_dir(dm->loop, path, "journal", err, errlen) ||
+      journal_open(&dm->journal, dm->loop, path, &dm->next_job, err, errlen))
+    return -1;
+  log_info("journal %s (%s): job ids continue after %llu; %u lost jobs remembered", path,
+           journal_state(dm->journal), (unsigned long long)dm->next_job,
+           journal_nlost(dm->journal));
   return 0;
 }
 
@@ -290,6 +294,13 @@ static int take_listen_fd(struct daemon *dm) {
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
+  /* before the journal (it lives beside the socket by default) and before
+   * the devices (seconds): a refusal comes at once */
+  if (paths_check_dir(loop, dm->cfg.socket, "socket", err, sizeof err) ||
+      paths_claim_socket(loop, dm->cfg.socket, err, sizeof err)) {
+    log_error("%s", err);
+    return 1;
+  }
   if (open_journal(dm, err, sizeof err)) {
     log_error("%s ([server] journal = off runs without one)", err);
     return 1;

@@ -1,17 +1,26 @@
 /*
- * paths.h: where an installed coopd finds its files. The install is
- * relocatable (cmake --install --prefix P, or the tree moved afterwards):
- * the kernels are looked up relative to coopd's own binary, as
- * BINDIR/COOP_KERNEL_REL (../share/coop/kernels from sbin), before the
- * path compiled in.
+ * paths.h: where coopd puts its files (issue 20 #10). The socket and the
+ * journal must live in a directory that no other user can write to, or
+ * another user could put a socket there first (and receive the clients'
+ * data), a FIFO (and block coopd's start) or a forged journal.
  */
 #ifndef COOPD_PATHS_H
 #define COOPD_PATHS_H
 
 #include <stddef.h>
+#include <uv.h>
 
-/* The installed kernel directory beside this binary, canonical, into out:
- * 0; -1 if there is none (a build tree, or a moved binary alone). */
-int paths_installed_kernels(char *out, size_t len);
+/* The directory of path (a file coopd creates): it must be owned by root or
+ * by coopd's uid, and not writable by every user unless it has the sticky
+ * bit (as /tmp has: there no one removes or renames another's files). A
+ * missing directory (a component under an existing one) is created, mode
+ * 0755. what names the file in the message ("socket"). 0, or -1 with err. */
+int paths_check_dir(uv_loop_t *loop, const char *path, const char *what, char *err, size_t errlen);
+
+/* Before the bind: whatever is at the socket path. Nothing: 0. A socket
+ * no one listens on (a coopd that died): removed, 0. A socket someone
+ * listens on, or anything that is not a socket: -1 with err, and it is
+ * left as it is. */
+int paths_claim_socket(uv_loop_t *loop, const char *path, char *err, size_t errlen);
 
 #endif /* COOPD_PATHS_H */

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
+#include <sys/mount.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -2378,6 +2379,312 @@ START_TEST(systemd_journal_log_prefixes) {
 }
 END_TEST
 
+/* ---- state: where coopd keeps its files, its journal, its clock (issue 20) ---- */
+
+/* coopd in the foreground on sock with these --set flags, stderr into log:
+ * its exit status, or -1 if it still ran after limit_s (then killed). */
+static int coopd_try(const char *sock, const char *const *sets, const char *log, int limit_s) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (!freopen(log, "w", stderr)) _exit(126);
+    const char *argv[16] = {COOPD_PATH, "--socket", sock, "--kernels", KERNEL_DIR};
+    int n = 5;
+    for (int i = 0; sets && sets[i] && n < 14; i++) {
+      argv[n++] = "--set";
+      argv[n++] = sets[i];
+    }
+    argv[n] = NULL;
+    execv(COOPD_PATH, (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  for (int i = 0; i < limit_s * 20; i++, msleep(50))
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+/* coopd refused to start within 20 s, and its log says why. */
+static void refused(const char *sock, const char *const *sets, const char *log, const char *why) {
+  int r = coopd_try(sock, sets, log, 20);
+  if (r != 1 || !log_has(log, why)) print_log(log);
+  ck_assert_msg(r == 1, "coopd: exit status %d, want 1 (a refusal at start)", r);
+  ck_assert_msg(log_has(log, why), "the log lacks \"%s\"", why);
+}
+
+static void file_is(const char *path, const char *want) {
+  char got[256] = "";
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "%s is gone", path);
+  size_t n = fread(got, 1, sizeof got - 1, f);
+  fclose(f);
+  got[n] = 0;
+  ck_assert_str_eq(got, want);
+}
+
+/* A socket bound and listening at path, as a squatter's would be. */
+static int listen_at(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(fd, 4), 0);
+  return fd;
+}
+
+/* Row #10: the socket and the journal where another user could have put
+ * something first. Each refusal comes before the device opens (quick); the
+ * FIFO at the journal path once blocked coopd's start for good, the file at
+ * the socket path was deleted, the world-writable directory was used. */
+START_TEST(unsafe_paths_are_refused) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", sub[128], sock[192], log[128], jobs[224];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  snprintf(sub, sizeof sub, "%s/run", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", sub);
+  snprintf(jobs, sizeof jobs, "%s.jobs", sock);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+  ck_assert_int_eq(chmod(sub, 0777), 0); /* anyone may put files there */
+  refused(sock, NULL, log, "writable by every user without the sticky bit");
+  ck_assert_int_ne(access(sock, F_OK), 0);
+  if (geteuid() == 0) { /* only root can give the directory to another user */
+    ck_assert_int_eq(chmod(sub, 0755), 0);
+    ck_assert_int_eq(chown(sub, 65534, 65534), 0);
+    refused(sock, NULL, log, "owned by another user");
+    ck_assert_int_eq(chown(sub, 0, 0), 0);
+  } else {
+    fprintf(stderr, "unsafe_paths_are_refused: not root, the directory of another user skipped\n");
+  }
+  ck_assert_int_eq(chmod(sub, 0755), 0);
+
+  write_file(sock, "not a socket\n"); /* coopd removes only a stale socket */
+  refused(sock, NULL, log, "not a socket");
+  file_is(sock, "not a socket\n");
+  ck_assert_int_eq(unlink(sock), 0);
+
+  int squat = listen_at(sock); /* a live server: refused, left alone */
+  refused(sock, NULL, log, "another coopd is listening there");
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  conn_close(&c);
+  close(squat);
+  ck_assert_int_eq(unlink(sock), 0);
+
+  ck_assert_int_eq(mkfifo(jobs, 0600), 0); /* a plain open blocks until a writer comes */
+  refused(sock, NULL, log, "not a regular file");
+  ck_assert_int_eq(unlink(jobs), 0);
+  write_file(jobs, "coop-journal 1\nL 5 0 sweep\n");
+  ck_assert_int_eq(chmod(jobs, 0666), 0);
+  refused(sock, NULL, log, "writable by other users");
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chmod(jobs, 0600), 0);
+    ck_assert_int_eq(chown(jobs, 65534, 65534), 0);
+    refused(sock, NULL, log, "owned by another user");
+  }
+  ck_assert_int_eq(unlink(jobs), 0);
+  write_file(jobs, "my notes\n"); /* not a journal: not overwritten */
+  ck_assert_int_eq(chmod(jobs, 0600), 0);
+  refused(sock, NULL, log, "not a coop journal");
+  file_is(jobs, "my notes\n");
+  ck_assert_int_eq(access(sock, F_OK), -1); /* no refusal left a socket behind */
+  unlink(jobs);
+  unlink(log);
+  rmdir(sub);
+  rmdir(dir);
+}
+END_TEST
+
+/* STATUS of a job: 0 with its state in *state, or the ERROR code. */
+static int status_of(struct conn *c, uint64_t job, uint8_t *state) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  uint16_t t = reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0));
+  if (t == COOP_MSG_ERROR) return c->m.error.code;
+  ck_assert_uint_eq(t, COOP_MSG_STATUS_REPLY);
+  struct coop_wire_status st;
+  uint32_t off = 0;
+  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
+  *state = st.state;
+  return 0;
+}
+
+static uint64_t render_done(struct conn *c) {
+  uint64_t job = render_submit(c, 1);
+  ck_assert_msg(job != 0, "render refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+  return job;
+}
+
+/* Row #10: a journal with forged lines. Each bad line is skipped and
+ * logged; the good one is kept. It was: N 2^64-1 (or an A whose id
+ * strtoull saturated) made the next job id 0. */
+START_TEST(forged_journal_lines_are_skipped) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", jobs[128], log[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(jobs, sizeof jobs, "%s/coop.sock.jobs", dir);
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  write_file(jobs,
+             "coop-journal 1\n"
+             "N 18446744073709551615\n"
+             "A 0 0 sweep\n"
+             "A 99999999999999999999999 0 sweep\n"
+             "A 7 0 swe\x1b[2Jep\n"
+             "L 12 0 render\n"
+             "F\n"
+             "A 20 0 sweep extra\n"
+             "A -14 0 sweep\n");
+  ck_assert_int_eq(chmod(jobs, 0600), 0);
+  struct daemon_proc d = {.log = log};
+  snprintf(d.dir, sizeof d.dir, "%s", dir);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
+  daemon_spawn(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t job = render_done(&c);
+  ck_assert_uint_gt(job, 12);         /* after the one good record */
+  ck_assert_uint_lt(job, 1ull << 53); /* no forged id moved the ids */
+  uint8_t st;
+  ck_assert_int_eq(status_of(&c, 12, &st), COOP_ELOST);
+  ck_assert_int_eq(status_of(&c, 7, &st), COOP_ENOJOB);
+  ck_assert_int_eq(status_of(&c, 20, &st), COOP_ENOJOB);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_msg(log_has(log, "7 malformed records skipped"), "the skipped lines are not logged");
+  unlink(log);
+  rmdir(dir);
+}
+END_TEST
+
+/* Fills the file system of dir until it has no byte left. */
+static void fill_up(const char *dir) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/filler", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  setvbuf(f, NULL, _IONBF, 0);
+  static char block[4096];
+  memset(block, 'x', sizeof block);
+  while (fwrite(block, 1, sizeof block, f) == sizeof block) {
+  }
+  while (fputc('x', f) != EOF) {
+  }
+  ck_assert_int_eq(errno, ENOSPC);
+  fclose(f);
+}
+
+/* Row #11: the journal's file system is full, coopd is killed, restarted
+ * while it is still full. It was: coopd refused to start. Now it starts, a
+ * job that finished before the kill is not reported lost, the one that ran
+ * is, and ids go on. The journal is on a tmpfs of 1 MiB (root only: the
+ * test says so and returns otherwise). */
+START_TEST(journal_on_a_full_disk) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", fs[128], set[192], log[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(fs, sizeof fs, "%s/fs", dir);
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  ck_assert_int_eq(mkdir(fs, 0700), 0);
+  if (mount("tmpfs", fs, "tmpfs", 0, "size=1m,mode=0700") != 0) {
+    fprintf(stderr, "journal_on_a_full_disk: cannot mount a tmpfs (%s): skipped\n",
+            strerror(errno));
+    rmdir(fs);
+    rmdir(dir);
+    return;
+  }
+  snprintf(set, sizeof set, "server.journal=%s/jobs", fs);
+  const char *sets[] = {set, NULL};
+  struct daemon_proc d = {.log = log};
+  snprintf(d.dir, sizeof d.dir, "%s", dir);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
+  daemon_spawn(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t before = render_done(&c);
+  fill_up(fs);
+  uint64_t full = render_done(&c); /* finished on a full disk */
+  static uint32_t data[256];
+  uint64_t ran = 0;
+  for (int round = 0; round < 2; round++) {
+    if (round == 0) { /* runs when coopd is killed */
+      ran = sweep_submit(&c, data, 256, 100000000, w, -1);
+      ck_assert_uint_ne(ran, 0);
+      wait_running(&c, ran);
+    }
+    conn_close(&c);
+    kill(d.pid, SIGKILL);
+    int st;
+    ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+    daemon_spawn(&d, sets); /* still full */
+    reconnect(&c, &d);
+    uint8_t state;
+    ck_assert_int_eq(status_of(&c, ran, &state), COOP_ELOST);
+    ck_assert_int_eq(status_of(&c, full, &state), COOP_ENOJOB);
+    ck_assert_int_eq(status_of(&c, before, &state), COOP_ENOJOB);
+    uint64_t next = render_done(&c); /* killed before the next round: finished, not lost */
+    ck_assert_uint_gt(next, ran);
+    ck_assert_uint_gt(next, full);
+    full = next;
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_int_eq(umount(fs), 0);
+  rmdir(fs);
+  if (!log_has(log, "compacting")) print_log(log);
+  ck_assert_msg(log_has(log, "compacting"), "the log does not say the journal cannot be written");
+  unlink(log);
+  rmdir(dir);
+}
+END_TEST
+
+/* Row #14: a FIFO named *.cl among the kernels, at start and on SIGHUP. It
+ * was: the loop thread blocked in fopen. Now it is skipped with a warning,
+ * the reload finishes, and the kernels beside it serve. */
+START_TEST(fifo_in_the_kernel_directory) {
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[128], logp[128];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  const char *names[] = {"render.cl", "sweep.cl"};
+  for (int i = 0; i < 2; i++) {
+    char from[256];
+    snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, names[i]);
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    copy_file(from, path);
+  }
+  snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  const char *sets[] = {set, "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  ck_assert(log_has(logp, "a_fifo.cl is not a regular file: skipped"));
+  struct conn c;
+  open_hello(&c, &d);
+  render_done(&c);
+  kill(d.pid, SIGHUP);
+  int done = 0;
+  for (int i = 0; i < 1200 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
+  if (!done) print_log(logp);
+  ck_assert_msg(done, "the reload did not finish");
+  render_done(&c); /* and the loop still answers */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
+  unlink(path);
+  unlink(logp);
+  rmdir(kdir);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -2425,6 +2732,13 @@ static Suite *suite(void) {
   tcase_add_test(t, systemd_notify_ready_and_reload);
   tcase_add_test(t, systemd_socket_activation);
   tcase_add_test(t, systemd_journal_log_prefixes);
+  suite_add_tcase(s, t);
+  t = tcase_create("state");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, unsafe_paths_are_refused);
+  tcase_add_test(t, forged_journal_lines_are_skipped);
+  tcase_add_test(t, journal_on_a_full_disk);
+  tcase_add_test(t, fifo_in_the_kernel_directory);
   suite_add_tcase(s, t);
   return s;
 }
