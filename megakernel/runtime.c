@@ -227,8 +227,7 @@ static int discover(coop_rt *rt) {
       seen = n;
       changed = now;
     }
-    if (n >= mb->launched || atomic_load_explicit(&mb->sched_state, memory_order_acquire))
-      break;
+    if (n >= mb->launched || atomic_load_explicit(&mb->sched_state, memory_order_acquire)) break;
     if (n > 0 && now - changed > (int64_t)rt->window_ms * 1000000) break;
     if (now > deadline) {
       coop__rt_msg(rt, "discovery: no workgroup started within 60 s");
