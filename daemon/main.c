@@ -295,9 +295,11 @@ static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
   /* before the journal (it lives beside the socket by default) and before
-   * the devices (seconds): a refusal comes at once */
-  if (paths_check_dir(loop, dm->cfg.socket, "socket", err, sizeof err) ||
-      paths_claim_socket(loop, dm->cfg.socket, err, sizeof err)) {
+   * the devices (seconds): a refusal comes at once. A socket systemd
+   * passed (coop.socket) is checked by nobody here: it is bound, listening
+   * and ours, so the squatter check would find coopd itself there. */
+  if (!dm->listen_inherited && (paths_check_dir(loop, dm->cfg.socket, "socket", err, sizeof err) ||
+                                paths_claim_socket(loop, dm->cfg.socket, err, sizeof err))) {
     log_error("%s", err);
     return 1;
   }
