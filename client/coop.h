@@ -158,6 +158,32 @@ struct coop_stats {
     char backend[COOP_NAME_MAX];
     uint32_t compute_units, workers, lost_workers;
     uint32_t jobs; /* queued or running on it */
+    /* idle parking ([device] park_ms): 1 while the megakernel is off the
+     * device; how often it parked; the last relaunch's cost in ns (0: none) */
+    uint32_t parked, parks;
+    int64_t unpark_ns;
+  } devs[COOP_MAX_DEVICES];
+};
+
+/* What coop_metrics() adds to the counters (PROTOCOL.md, STATS_REPLY's
+ * tail). `available` is 0 from a coopd older than these fields; the rest is
+ * then zero. */
+#define COOP_MAX_BOUNDS 32
+struct coop_metrics {
+  int available;
+  char daemon_version[COOP_NAME_MAX];
+  uint64_t uptime_ns;
+  /* Gather time histogram: upper bounds in ns, ascending; each device's
+   * bucket[i] counts the gathers in (bound[i-1], bound[i]], and
+   * bucket[nbounds] those above the last bound (not cumulative). */
+  uint32_t nbounds;
+  int64_t bound[COOP_MAX_BOUNDS];
+  struct coop_device_metrics {
+    uint32_t busy_workers;            /* running or reserved for a job now */
+    uint64_t arena_bytes, arena_used; /* used: the buffers of its running jobs */
+    int64_t gather_sum_ns;
+    uint64_t bucket[COOP_MAX_BOUNDS + 1];
+    uint64_t deadline_instances, deadline_misses; /* periodic instances with a deadline */
   } devs[COOP_MAX_DEVICES];
 };
 
@@ -307,6 +333,9 @@ int coop_cancel(coop_conn *c, uint64_t job);
 int coop_status(coop_conn *c, uint64_t job, struct coop_job_status **list, size_t *n);
 
 int coop_stats(coop_conn *c, struct coop_stats *s);
+/* One STATS request: the counters into *s (NULL: not wanted) and the
+ * daemon's version, uptime and metrics into *m. */
+int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m);
 
 /* The registered kernels; release *list with free(). */
 int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n);

@@ -28,6 +28,7 @@ _Static_assert(SAME(COOP_EVENT_RELEASED, COOP_EV_RELEASED) &&
                    SAME(COOP_EVENT_STARTED, COOP_EV_STARTED) &&
                    SAME(COOP_EVENT_FINISHED, COOP_EV_FINISHED) && COOP_EVENTS_ALL == COOP_EV_ALL,
                "event kinds");
+_Static_assert(COOP_MAX_BOUNDS == COOP_WIRE_MAX_BOUNDS, "gather histogram bounds");
 _Static_assert(SAME(COOP_WORKER_FREE, COOP_WG_FREE) && SAME(COOP_WORKER_RUNNING, COOP_WG_RUNNING) &&
                    SAME(COOP_WORKER_RESERVED, COOP_WG_RESERVED) &&
                    SAME(COOP_WORKER_OTHER, COOP_WG_OTHER),
@@ -206,6 +207,9 @@ static void copy_stats(struct coop_stats *d, const struct coop_msg_stats_reply *
     d->devs[i].workers = s->devs[i].workers;
     d->devs[i].lost_workers = s->devs[i].lost_workers;
     d->devs[i].jobs = s->devs[i].jobs;
+    d->devs[i].parked = s->devs[i].parked;
+    d->devs[i].parks = s->devs[i].parks;
+    d->devs[i].unpark_ns = s->devs[i].unpark_ns;
   }
 }
 
@@ -216,6 +220,39 @@ int coop_stats(coop_conn *c, struct coop_stats *s) {
   struct coop_frame *f = NULL;
   int e = ask(c, COOP_MSG_STATS, 0, COOP_MSG_STATS_REPLY, &r, &f);
   if (!e) copy_stats(s, &r.stats);
+  coop__frame_free(f);
+  return e;
+}
+
+static void copy_metrics(struct coop_metrics *d, const struct coop_msg_stats_reply *s) {
+  memset(d, 0, sizeof *d);
+  if (!s->ext) return;
+  d->available = 1;
+  snprintf(d->daemon_version, sizeof d->daemon_version, "%s", s->daemon_version);
+  d->uptime_ns = s->uptime_ns;
+  d->nbounds = s->nbounds < COOP_MAX_BOUNDS ? s->nbounds : COOP_MAX_BOUNDS;
+  memcpy(d->bound, s->bound, d->nbounds * sizeof *d->bound);
+  for (unsigned i = 0; i < s->ndevices && i < COOP_MAX_DEVICES; i++) {
+    const struct coop_wire_devmetrics *w = &s->met[i];
+    struct coop_device_metrics *o = &d->devs[i];
+    o->busy_workers = w->busy_workers;
+    o->arena_bytes = w->arena_bytes;
+    o->arena_used = w->arena_used;
+    o->gather_sum_ns = w->gather_sum_ns;
+    memcpy(o->bucket, w->gather_bucket, (d->nbounds + 1) * sizeof *o->bucket);
+    o->deadline_instances = w->deadline_instances;
+    o->deadline_misses = w->deadline_misses;
+  }
+}
+
+int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m) {
+  coop__clear_msg();
+  if (!c || !m) return coop__fail(COOP_EINVAL, "metrics: no connection or metrics");
+  union coop_msg r;
+  struct coop_frame *f = NULL;
+  int e = ask(c, COOP_MSG_STATS, 0, COOP_MSG_STATS_REPLY, &r, &f);
+  if (!e && s) copy_stats(s, &r.stats);
+  if (!e) copy_metrics(m, &r.stats);
   coop__frame_free(f);
   return e;
 }

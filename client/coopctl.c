@@ -1,9 +1,9 @@
 /*
  * coopctl.c: the command-line client of coopd, on libcoop's public API.
- * Commands: kernels, submit, status, wait, cancel, stats, top, render
- * (coopctl_render.c), app (coopctl_app.c). Exit status: 0 success, 1 error
- * (or a waited job that did not end done), 2 bad usage, 3 app --check found
- * a difference from the CPU reference.
+ * Commands: kernels, submit, status, wait, cancel, stats, top, metrics
+ * (coopctl_metrics.c), render (coopctl_render.c), app (coopctl_app.c). Exit status: 0 success, 1
+ * error (or a waited job that did not end done), 2 bad usage, 3 app --check found a difference from
+ * the CPU reference.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -129,6 +129,41 @@ static int cmd_help(const char *cmd) {
   return 1;
 }
 
+/* Levenshtein distance, capped: words longer than a command name are not
+ * worth comparing (client input is anything). */
+static size_t edit_distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), row[33];
+  if (la > 32 || lb > 32) return SIZE_MAX;
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb];
+}
+
+/* The option of opts nearest to a mistyped --NAME (len bytes), or NULL. */
+static const char *near_opt(const char *a, size_t len, const struct opt *opts) {
+  char w[33];
+  if (len >= sizeof w) return NULL;
+  memcpy(w, a, len);
+  w[len] = '\0';
+  const char *best = NULL;
+  size_t d = SIZE_MAX;
+  for (const struct opt *o = opts; o && o->name; o++) {
+    size_t e = edit_distance(w, o->name);
+    if (e < d) d = e, best = o->name;
+  }
+  return d <= 2 && d * 2 < len ? best : NULL;
+}
+
 /* One --option: the command's, or a global one, or --help. */
 static int take_opt(struct ctl *x, const char *cmd, const struct opt *opts, int argc, char **argv,
                     int *i) {
@@ -140,6 +175,8 @@ static int take_opt(struct ctl *x, const char *cmd, const struct opt *opts, int 
     for (const struct opt *o = g ? glob : opts; o && o->name; o++)
       if (strlen(o->name) == len && !strncmp(o->name, a, len))
         return set_opt(cmd, o, eq, argc, argv, i);
+  const char *near = near_opt(a, len, opts);
+  if (near) return ctl_usage(cmd, "unknown option %s (did you mean --%s?)", argv[*i], near);
   return ctl_usage(cmd, "unknown option %s", argv[*i]);
 }
 
@@ -254,6 +291,26 @@ static int cmd_status(struct ctl *x, int argc, char **argv) {
   return 0;
 }
 
+/* A job that has already ended is not cancelled: say how it ended, exit 1.
+ * 0 when it has not (or its status is unknown: the CANCEL then says). */
+static int cancel_finished(struct ctl *x, uint64_t job) {
+  struct coop_job_status *s = NULL;
+  size_t n = 0;
+  if (coop_status(x->c, job, &s, &n) || n != 1 || s->state == COOP_STATE_QUEUED ||
+      s->state == COOP_STATE_RUNNING) {
+    free(s);
+    return 0;
+  }
+  const char *st = coop_state_name(s->state);
+  fprintf(stderr, "coopctl: cancel: job %llu has already finished (%s); nothing to cancel\n",
+          (unsigned long long)job, st);
+  if (x->json)
+    printf("{\"job\":%llu,\"cancel\":\"finished\",\"state\":\"%s\"}\n", (unsigned long long)job,
+           st);
+  free(s);
+  return 1;
+}
+
 static int cmd_cancel(struct ctl *x, int argc, char **argv) {
   char *pos[1];
   int npos, r = ctl_parse(x, "cancel", argc, argv, NULL, pos, &npos, 1);
@@ -261,6 +318,7 @@ static int cmd_cancel(struct ctl *x, int argc, char **argv) {
   uint64_t job;
   if ((r = parse_job("cancel", npos ? pos[0] : NULL, &job))) return r;
   if ((r = ctl_connect(x))) return r;
+  if ((r = cancel_finished(x, job))) return r;
   int e = coop_cancel(x->c, job);
   if (e) return ctl_fail("cancel", e);
   if (x->json)
@@ -276,9 +334,10 @@ static int cmd_stats(struct ctl *x, int argc, char **argv) {
   if (r) return r == 1 ? 0 : r;
   if ((r = ctl_connect(x))) return r;
   struct coop_stats s;
-  int e = coop_stats(x->c, &s);
+  struct coop_metrics m;
+  int e = coop_metrics(x->c, &s, &m);
   if (e) return ctl_fail("stats", e);
-  print_stats(x, &s);
+  print_stats(x, &s, &m);
   return 0;
 }
 
@@ -334,16 +393,17 @@ static unsigned map_width(int tty) {
 /* One snapshot. TOP is asked last: a daemon older than TOP answers it with
  * ERROR EPROTO and closes the connection, so the snapshot goes on without
  * it, with a note, and later ones reconnect and no longer ask. */
-static int top_once(struct ctl *x, int device, int first, int tty, int *no_top, char *note,
-                    size_t len) {
+static int top_once(struct ctl *x, int device, int first, int tty, int sort, int *no_top,
+                    char *note, size_t len) {
   struct coop_stats s;
+  struct coop_metrics m;
   struct coop_job_status *j = NULL;
   struct coop_wg *wg = NULL;
   struct coop_topjob *tj = NULL;
   size_t n = 0, nwg = 0, ntj = 0;
   int e, r;
   if (!x->c && (r = ctl_connect(x))) return r;
-  if ((e = coop_stats(x->c, &s))) return ctl_fail("top: stats", e);
+  if ((e = coop_metrics(x->c, &s, &m))) return ctl_fail("top: stats", e);
   if ((e = coop_status(x->c, 0, &j, &n))) return ctl_fail("top: status", e);
   if (!*no_top) {
     e = coop_top_device(x->c, device, &wg, &nwg, &tj, &ntj);
@@ -364,6 +424,8 @@ static int top_once(struct ctl *x, int device, int first, int tty, int *no_top, 
   else if (!first && !x->json)
     putchar('\n');
   const struct top_view v = {.stats = &s,
+                             .metrics = &m,
+                             .sort = sort,
                              .status = j,
                              .nstatus = n,
                              .have_top = !*no_top,
@@ -400,13 +462,22 @@ static int cmd_top(struct ctl *x, int argc, char **argv) {
   if ((r = parse_device("top", device, &dev))) return r;
   if (dev == COOP_ANY_DEVICE) dev = 0;
   if ((r = ctl_connect(x))) return r;
-  int tty = isatty(STDOUT_FILENO), no_top = 0;
+  int tty = isatty(STDOUT_FILENO), no_top = 0, sort = TOP_SORT_JOB;
+  int keys = tty && !x->json && keys_open();
   char note[COOP_TEXT_MAX + 128] = "";
   for (uint32_t i = 0; !iters || i < iters; i++) {
-    if (i) sleep_ms(ms);
-    if ((r = top_once(x, dev, i == 0, tty, &no_top, note, sizeof note))) return r;
+    int k = 0;
+    if (i && keys)
+      k = keys_wait(ms);
+    else if (i)
+      sleep_ms(ms);
+    if (k == 'q' || k == 'Q') break;
+    if (k == 's' || k == 'S') sort = (sort + 1) % TOP_NSORT;
+    if ((r = top_once(x, dev, i == 0, tty, sort, &no_top, note, sizeof note))) break;
+    if (keys) printf("keys: q quit, s sort (now by %s)\n", top_sort_name(sort)), fflush(stdout);
   }
-  return 0;
+  if (keys) keys_close();
+  return r;
 }
 
 /* ---- submit ---- */
@@ -675,10 +746,13 @@ static const struct cmd cmds[] = {
      "execution times, workgroup counts, instances. Exit status 0 only if it ended done.\n",
      cmd_wait},
     {"cancel", "cancel a job", "cancel JOB",
-     "Asks coopd to cancel a job (wait JOB then says how it ended).\n", cmd_cancel},
+     "Asks coopd to cancel a job (wait JOB then says how it ended). A job that has\n"
+     "already finished is left as it is: coopctl says how it ended and exits 1\n"
+     "(--json: {\"job\":N,\"cancel\":\"finished\",\"state\":\"done\"}).\n",
+     cmd_cancel},
     {"stats", "the daemon's counters and recent gather times", "stats",
-     "The daemon's device, workers, clients, job counters, and the p50/p90/p99/max gather\n"
-     "times of its recent non-cooperative task instances.\n",
+     "The daemon's version and uptime, device, workers, clients, job counters, and the\n"
+     "p50/p90/p99/max gather times of its recent non-cooperative task instances.\n",
      cmd_stats},
     {"top", "a live view of the device: workgroups, jobs, gather times",
      "top [--interval MS] [--iterations N] [--device D]",
@@ -695,6 +769,9 @@ static const struct cmd cmds[] = {
      "  jobs       JOB, WG (its letter), STATE, KERNEL, KIND (coop or noncoop), N (the\n"
      "             workgroups asked for), M (a cooperative job's active count now), WORKERS\n"
      "             (workgroups it holds now), KILLS, FORKS; queued jobs show - for those\n"
+     "  UTIL%      the share of the device's worker workgroups the job holds now\n"
+     "  arena      the device's buffer arena: used by its running jobs' buffers, free\n"
+     "On a terminal, keys: q quits, s changes the jobs' order (job id, workers held, kernel).\n"
      "You see your own jobs (root: every job). A coopd older than the workgroup view gets\n"
      "a note instead of the map. On a terminal the screen is redrawn; otherwise snapshots\n"
      "follow each other. With --json, one JSON object per snapshot, a line each:\n"
@@ -706,6 +783,14 @@ static const struct cmd cmds[] = {
      "                 \"m\":2,\"workers\":3,\"kills\":1,\"forks\":0},...]}}\n"
      "(\"top\":null and a \"note\" from an older coopd).\n",
      cmd_top},
+    {"metrics", "the daemon's metrics in the Prometheus text format", "metrics [--out FILE]",
+     "The daemon's counters in the Prometheus text exposition format (docs/cluster.md):\n"
+     "jobs by state, finished jobs, clients, the watchdog's counts, and per device: workers,\n"
+     "busy and lost workers, jobs, arena size and use, the gather time histogram\n"
+     "(coop_gather_seconds) and deadline instances and misses.\n"
+     "  --out FILE   write FILE (through a temporary file and a rename, for node_exporter's\n"
+     "               textfile collector) instead of stdout\n",
+     cmd_metrics},
     {"render", "graphics-like periodic tasks: gather, execution, period",
      "render --class light|medium|heavy --wg K [--period MS] [--duration MS] --for SECONDS"
      " [--size N] [--device D]",
@@ -761,10 +846,30 @@ static const struct cmd cmds[] = {
      cmd_app},
 };
 
+#define NCMDS (sizeof cmds / sizeof *cmds)
+
 static const struct cmd *find_cmd(const char *name) {
-  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
+  for (size_t i = 0; i < NCMDS; i++)
     if (!strcmp(cmds[i].name, name)) return &cmds[i];
   return NULL;
+}
+
+/* The command nearest to a mistyped one, if it is near enough to be the
+ * one meant (at most 2 edits, and fewer than half the word's letters). */
+static const char *did_you_mean(const char *word) {
+  const char *best = NULL;
+  size_t d = SIZE_MAX;
+  for (size_t i = 0; i < NCMDS; i++) {
+    size_t e = edit_distance(word, cmds[i].name);
+    if (e < d) d = e, best = cmds[i].name;
+  }
+  return d <= 2 && d * 2 < strlen(word) ? best : NULL;
+}
+
+static int unknown_command(const char *word) {
+  const char *near = did_you_mean(word);
+  if (near) return ctl_usage(NULL, "unknown command %s (did you mean %s?)", word, near);
+  return ctl_usage(NULL, "unknown command %s", word);
 }
 
 static void help(void) {
@@ -774,8 +879,7 @@ static void help(void) {
       "       coopctl COMMAND --help\n\n"
       "Talks to coopd, the daemon that shares a GPU between cooperative kernels and\n"
       "short non-cooperative tasks.\n\ncommands:\n");
-  for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++)
-    printf("  %-8s %s\n", cmds[i].name, cmds[i].brief);
+  for (size_t i = 0; i < NCMDS; i++) printf("  %-8s %s\n", cmds[i].name, cmds[i].brief);
   printf(
       "\noptions (before or after COMMAND):\n"
       "  --socket PATH  coopd's socket; default $COOP_SOCKET, else $XDG_RUNTIME_DIR/coop.sock,\n"
@@ -783,9 +887,19 @@ static void help(void) {
   if (coop_socket_path(NULL, path, sizeof path) == 0) printf("                 (here: %s)\n", path);
   printf(
       "  --json         print one JSON object (top: one per snapshot, a line each)\n"
-      "  --help         this help; COMMAND --help explains a command\n\n"
+      "  --help, -h     this help; COMMAND --help (or help COMMAND) explains a command\n"
+      "  --version, -V  coopctl's version (stats shows the daemon's)\n\n"
       "exit status: 0 success; 1 error, or a waited job that did not end done; 2 bad usage;\n"
       "             3 app --check: the output differs from the CPU reference\n");
+}
+
+/* coopctl help [COMMAND] */
+static int help_command(int argc, char **argv) {
+  if (argc < 2) return help(), 0;
+  if (argc > 2) return ctl_usage(NULL, "help takes one COMMAND");
+  if (!find_cmd(argv[1])) return unknown_command(argv[1]);
+  cmd_help(argv[1]);
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -796,6 +910,9 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       help();
+      return 0;
+    } else if (!strcmp(a, "--version") || !strcmp(a, "-V")) {
+      printf("coopctl %s\n", COOP_VERSION);
       return 0;
     } else if (!strcmp(a, "--json")) {
       x.json = 1;
@@ -809,8 +926,9 @@ int main(int argc, char **argv) {
     }
   }
   if (i == argc) return ctl_usage(NULL, "no COMMAND");
+  if (!strcmp(argv[i], "help")) return help_command(argc - i, argv + i);
   const struct cmd *c = find_cmd(argv[i]);
-  if (!c) return ctl_usage(NULL, "unknown command %s", argv[i]);
+  if (!c) return unknown_command(argv[i]);
   int r = c->fn(&x, argc - i, argv + i);
   coop_disconnect(x.c);
   return r;

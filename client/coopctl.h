@@ -56,11 +56,15 @@ void print_result(const struct ctl *x, const struct coop_result *r);
 void json_result_fields(FILE *f, const struct coop_result *r);
 void print_kernels(const struct ctl *x, const struct coop_kernel *k, size_t n);
 void print_status(const struct ctl *x, const struct coop_job_status *s, size_t n);
-void print_stats(const struct ctl *x, const struct coop_stats *s);
+void print_stats(const struct ctl *x, const struct coop_stats *s, const struct coop_metrics *m);
 /* One snapshot of top: STATS, STATUS (every job) and, from a daemon that
  * answers it, TOP. */
+enum { TOP_SORT_JOB, TOP_SORT_WORKERS, TOP_SORT_KERNEL, TOP_NSORT };
+const char *top_sort_name(int sort);
 struct top_view {
   const struct coop_stats *stats;
+  const struct coop_metrics *metrics; /* .available 0 from an older coopd */
+  int sort;                           /* the jobs table's order: TOP_SORT_* */
   const struct coop_job_status *status;
   size_t nstatus;
   int have_top; /* the daemon answered TOP: wg and jobs below are valid */
@@ -76,6 +80,16 @@ void print_top(const struct ctl *x, const struct top_view *v);
 /* Nearest-rank percentile (p in 0..100) of v[0..n) sorted ascending. */
 double percentile(const double *v, size_t n, double p);
 void sort_doubles(double *v, size_t n);
+
+/* coopctl_keys.c: top's keys. keys_open: 1 if stdin is a terminal, now
+ * read key by key (restored at exit); keys_wait: the key pressed within ms,
+ * or 0. */
+int keys_open(void);
+int keys_wait(unsigned ms);
+void keys_close(void);
+
+/* coopctl_metrics.c */
+int cmd_metrics(struct ctl *x, int argc, char **argv);
 
 /* coopctl_render.c */
 int cmd_render(struct ctl *x, int argc, char **argv);

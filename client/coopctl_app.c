@@ -183,6 +183,12 @@ static int make_input(const struct app_opts *o, struct app_run *ar) {
       fprintf(stderr, "coopctl: app: %s: the graph has no vertex\n", in->label);
       return 1;
     }
+    char why[256];
+    if ((e = coop_app_fit_input(a, in, why, sizeof why))) { /* both directions; no overflow */
+      fprintf(stderr, "coopctl: app: %s cannot run on %s: %s\n", a->name, in->label,
+              *why ? why : coop_strerror(e));
+      return 1;
+    }
     if (o->source) {
       if (src >= in->graph.n) {
         fprintf(stderr, "coopctl: app: --source %u out of range: %s has %u vertices (0..%u)\n", src,

@@ -47,15 +47,41 @@ static const char *kind(int cooperative, int query) {
   return !cooperative ? "noncooperative" : query ? "cooperative+query" : "cooperative";
 }
 
+/* ---- JSON values that may be absent (docs/json.md: null, never -1) ---- */
+
+/* A duration or measurement: null when negative (not measured). */
+static void json_ns(FILE *f, const char *key, int64_t v) {
+  if (v < 0)
+    fprintf(f, "\"%s\":null", key);
+  else
+    fprintf(f, "\"%s\":%lld", key, (long long)v);
+}
+
+/* A timestamp: null when 0 (did not happen). */
+static void json_ts(FILE *f, const char *key, int64_t v) { json_ns(f, key, v ? v : -1); }
+
+/* gather_ns and exec_ns: null when not measured (-1), and when 0 for a
+ * task that was never gathered or started (coopd sends 0 for a job
+ * cancelled before it reached the device). */
+static int64_t gather_of(const struct coop_times *t) {
+  return t->gather_ns == 0 && !t->gathered ? -1 : t->gather_ns;
+}
+
+static int64_t exec_of(const struct coop_times *t) {
+  return t->exec_ns == 0 && !t->started ? -1 : t->exec_ns;
+}
+
 /* ---- results ---- */
 
 static void json_times(FILE *f, const struct coop_times *t) {
-  fprintf(f,
-          "{\"submitted\":%lld,\"released\":%lld,\"gathered\":%lld,\"started\":%lld,"
-          "\"finished\":%lld,\"gather_ns\":%lld,\"exec_ns\":%lld}",
-          (long long)t->submitted, (long long)t->released, (long long)t->gathered,
-          (long long)t->started, (long long)t->finished, (long long)t->gather_ns,
-          (long long)t->exec_ns);
+  fputc('{', f);
+  json_ts(f, "submitted", t->submitted), fputc(',', f);
+  json_ts(f, "released", t->released), fputc(',', f);
+  json_ts(f, "gathered", t->gathered), fputc(',', f);
+  json_ts(f, "started", t->started), fputc(',', f);
+  json_ts(f, "finished", t->finished), fputc(',', f);
+  json_ns(f, "gather_ns", gather_of(t)), fputc(',', f);
+  json_ns(f, "exec_ns", exec_of(t)), fputc('}', f);
 }
 
 void json_result_fields(FILE *f, const struct coop_result *r) {
@@ -65,8 +91,10 @@ void json_result_fields(FILE *f, const struct coop_result *r) {
   json_str(f, coop_err_name(r->error));
   fprintf(f, ",\"message\":");
   json_str(f, r->message);
-  fprintf(f, ",\"gather_ns\":%lld,\"exec_ns\":%lld,\"times\":", (long long)r->t.gather_ns,
-          (long long)r->t.exec_ns);
+  fputc(',', f);
+  json_ns(f, "gather_ns", gather_of(&r->t)), fputc(',', f);
+  json_ns(f, "exec_ns", exec_of(&r->t));
+  fprintf(f, ",\"times\":");
   json_times(f, &r->t);
   fprintf(f,
           ",\"m_initial\":%u,\"m_min\":%u,\"m_max\":%u,\"kills\":%u,\"forks\":%u,"
@@ -96,8 +124,8 @@ void print_result(const struct ctl *x, const struct coop_result *r) {
   if (r->error)
     printf("  error      %s: %s%s%s\n", coop_err_name(r->error), coop_strerror(r->error),
            r->message[0] ? ": " : "", r->message);
-  printf("  gather     %s\n  execution  %s\n", ms(a, sizeof a, r->t.gather_ns),
-         ms(b, sizeof b, r->t.exec_ns));
+  printf("  gather     %s\n  execution  %s\n", ms(a, sizeof a, gather_of(&r->t)),
+         ms(b, sizeof b, exec_of(&r->t)));
   printf("  queued     %s (submitted to released)\n  total      %s (submitted to finished)\n",
          ms(a, sizeof a, span(r->t.submitted, r->t.released)),
          ms(b, sizeof b, span(r->t.submitted, r->t.finished)));
@@ -168,21 +196,41 @@ void print_status(const struct ctl *x, const struct coop_job_status *s, size_t n
   puts("]}");
 }
 
-static void json_stats(const struct coop_stats *s) {
-  printf("{\"backend\":");
+/* A device's metrics in its JSON record: null from an older coopd. */
+static void json_dev_metrics(const struct coop_metrics *m, unsigned i) {
+  if (!m->available) {
+    printf(",\"busy_workers\":null,\"arena_bytes\":null,\"arena_used\":null");
+    return;
+  }
+  const struct coop_device_metrics *d = &m->devs[i];
+  printf(",\"busy_workers\":%u,\"arena_bytes\":%llu,\"arena_used\":%llu", d->busy_workers,
+         (unsigned long long)d->arena_bytes, (unsigned long long)d->arena_used);
+}
+
+static void json_stats(const struct coop_stats *s, const struct coop_metrics *m) {
+  printf("{\"daemon_version\":");
+  if (m->available)
+    json_str(stdout, m->daemon_version);
+  else
+    printf("null");
+  putchar(',');
+  json_ns(stdout, "uptime_ns", m->available ? (int64_t)m->uptime_ns : -1);
+  printf(",\"backend\":");
   json_str(stdout, s->backend);
   printf(",\"device\":");
   json_str(stdout, s->device);
   printf(
       ",\"compute_units\":%u,\"workers\":%u,\"clients\":%u,\"queued\":%u,\"running\":%u,"
       "\"submitted\":%llu,\"done\":%llu,\"cancelled\":%llu,\"refused\":%llu,\"failed\":%llu,"
-      "\"samples\":%u,\"gather_p50_ns\":%lld,\"gather_p90_ns\":%lld,\"gather_p99_ns\":%lld,"
-      "\"gather_max_ns\":%lld",
+      "\"samples\":%u,",
       s->compute_units, s->workers, s->clients, s->queued, s->running,
       (unsigned long long)s->submitted, (unsigned long long)s->done,
       (unsigned long long)s->cancelled, (unsigned long long)s->refused,
-      (unsigned long long)s->failed, s->samples, (long long)s->gather_p50, (long long)s->gather_p90,
-      (long long)s->gather_p99, (long long)s->gather_max);
+      (unsigned long long)s->failed, s->samples);
+  json_ns(stdout, "gather_p50_ns", s->gather_p50), putchar(',');
+  json_ns(stdout, "gather_p90_ns", s->gather_p90), putchar(',');
+  json_ns(stdout, "gather_p99_ns", s->gather_p99), putchar(',');
+  json_ns(stdout, "gather_max_ns", s->gather_max);
   printf(",\"backend_note\":");
   json_str(stdout, s->backend_note);
   printf(",\"gather_timeouts\":%u,\"hung\":%u,\"lost_workers\":%u,\"watchdog\":",
@@ -194,14 +242,39 @@ static void json_stats(const struct coop_stats *s) {
     json_str(stdout, s->devs[i].device);
     printf(",\"backend\":");
     json_str(stdout, s->devs[i].backend);
-    printf(",\"compute_units\":%u,\"workers\":%u,\"lost_workers\":%u,\"jobs\":%u}",
+    printf(",\"compute_units\":%u,\"workers\":%u,\"lost_workers\":%u,\"jobs\":%u",
            s->devs[i].compute_units, s->devs[i].workers, s->devs[i].lost_workers, s->devs[i].jobs);
+    printf(",\"state\":\"%s\",\"parks\":%u,\"unpark_ns\":%lld",
+           s->devs[i].parked ? "parked" : "running", s->devs[i].parks,
+           (long long)s->devs[i].unpark_ns);
+    json_dev_metrics(m, i);
+    putchar('}');
   }
   printf("]}");
 }
 
-static void stats_text(const struct coop_stats *s) {
+/* "3 d 04:05:06", "04:05:06" */
+static const char *uptime(char *buf, size_t n, uint64_t ns) {
+  uint64_t s = ns / 1000000000u;
+  if (s >= 86400)
+    snprintf(buf, n, "%llu d %02u:%02u:%02u", (unsigned long long)(s / 86400),
+             (unsigned)(s % 86400 / 3600), (unsigned)(s % 3600 / 60), (unsigned)(s % 60));
+  else
+    snprintf(buf, n, "%02u:%02u:%02u", (unsigned)(s / 3600), (unsigned)(s % 3600 / 60),
+             (unsigned)(s % 60));
+  return buf;
+}
+
+static void mib(char *buf, size_t n, uint64_t bytes) {
+  snprintf(buf, n, "%.1f MiB", (double)bytes / (1024.0 * 1024.0));
+}
+
+static void stats_text(const struct coop_stats *s, const struct coop_metrics *m) {
   char a[32], b[32], c[32], d[32];
+  if (m->available)
+    printf("coopd     %s, up %s\n", m->daemon_version, uptime(a, sizeof a, m->uptime_ns));
+  else
+    printf("coopd     (an older daemon: no version or uptime)\n");
   printf("device    %s (%s), %u compute units, %u workers\n", s->device, s->backend,
          s->compute_units, s->workers);
   if (s->backend_note[0]) printf("backend   %s\n", s->backend_note);
@@ -216,18 +289,25 @@ static void stats_text(const struct coop_stats *s) {
   printf("watchdog  %u gather timeouts, %u hung, %u workers lost\n", s->gather_timeouts, s->hung,
          s->lost_workers);
   if (s->watchdog[0]) printf("          latest: %s\n", s->watchdog);
+  for (uint32_t i = 0; i < s->ndevices && i < COOP_MAX_DEVICES; i++) {
+    const struct coop_device *v = &s->devs[i];
+    printf("megakernel %s, parked %u times", v->parked ? "parked (idle)" : "running", v->parks);
+    if (v->unpark_ns) printf(", last relaunch %s", ms(a, sizeof a, v->unpark_ns));
+    if (s->ndevices > 1) printf(" (device %u)", i);
+    putchar('\n');
+  }
   for (uint32_t i = 0; s->ndevices > 1 && i < s->ndevices && i < COOP_MAX_DEVICES; i++)
     printf("device %u  %s (%s), %u compute units, %u workers (%u lost), %u jobs\n", i,
            s->devs[i].device, s->devs[i].backend, s->devs[i].compute_units, s->devs[i].workers,
            s->devs[i].lost_workers, s->devs[i].jobs);
 }
 
-void print_stats(const struct ctl *x, const struct coop_stats *s) {
+void print_stats(const struct ctl *x, const struct coop_stats *s, const struct coop_metrics *m) {
   if (x->json) {
-    json_stats(s);
+    json_stats(s, m);
     putchar('\n');
   } else {
-    stats_text(s);
+    stats_text(s, m);
   }
 }
 
@@ -335,23 +415,59 @@ static void top_map(const struct top_view *v, const struct marks *mk) {
          mk->n == NMARKS ? ", * ~ jobs past Z" : "");
 }
 
+/* A job's share of the device's worker workgroups, in percent. */
+static double util(const struct top_view *v, const struct coop_topjob *t) {
+  return v->nwg ? 100.0 * t->workers / (double)v->nwg : 0;
+}
+
+static int by_workers(const void *a, const void *b) {
+  const struct coop_topjob *x = a, *y = b;
+  if (x->workers != y->workers) return x->workers < y->workers ? 1 : -1; /* most first */
+  return (x->job > y->job) - (x->job < y->job);
+}
+
+static int by_kernel(const void *a, const void *b) {
+  const struct coop_topjob *x = a, *y = b;
+  int c = strcmp(x->kernel, y->kernel);
+  return c ? c : (x->job > y->job) - (x->job < y->job);
+}
+
+static int by_job(const void *a, const void *b) {
+  const struct coop_topjob *x = a, *y = b;
+  return (x->job > y->job) - (x->job < y->job);
+}
+
+const char *top_sort_name(int sort) {
+  return sort == TOP_SORT_WORKERS ? "workers" : sort == TOP_SORT_KERNEL ? "kernel" : "job";
+}
+
 static void top_table(const struct top_view *v, const struct marks *mk) {
-  printf("%-8s %-2s %-9s %-20s %-7s %6s %6s %7s %6s %6s\n", "JOB", "WG", "STATE", "KERNEL", "KIND",
-         "N", "M", "WORKERS", "KILLS", "FORKS");
-  for (size_t i = 0; i < v->njobs; i++) {
-    const struct coop_topjob *t = &v->jobs[i];
-    const struct coop_job_status *s = status_of(v, t->job);
-    printf("%-8llu %-2c %-9s %-20s %-7s %6u %6u %7u %6u %6u\n", (unsigned long long)t->job,
-           job_mark(mk, t->job), coop_state_name(s ? s->state : COOP_STATE_RUNNING), t->kernel,
-           t->cooperative ? "coop" : "noncoop", t->groups, t->m, t->workers, t->kills, t->forks);
+  printf("%-8s %-2s %-9s %-20s %-7s %6s %6s %7s %5s %6s %6s\n", "JOB", "WG", "STATE", "KERNEL",
+         "KIND", "N", "M", "WORKERS", "UTIL%", "KILLS", "FORKS");
+  struct coop_topjob *sorted = v->njobs ? malloc(v->njobs * sizeof *sorted) : NULL;
+  if (sorted) {
+    memcpy(sorted, v->jobs, v->njobs * sizeof *sorted);
+    qsort(sorted, v->njobs, sizeof *sorted,
+          v->sort == TOP_SORT_WORKERS  ? by_workers
+          : v->sort == TOP_SORT_KERNEL ? by_kernel
+                                       : by_job);
   }
+  for (size_t i = 0; i < v->njobs; i++) {
+    const struct coop_topjob *t = sorted ? &sorted[i] : &v->jobs[i];
+    const struct coop_job_status *s = status_of(v, t->job);
+    printf("%-8llu %-2c %-9s %-20s %-7s %6u %6u %7u %5.1f %6u %6u\n", (unsigned long long)t->job,
+           job_mark(mk, t->job), coop_state_name(s ? s->state : COOP_STATE_RUNNING), t->kernel,
+           t->cooperative ? "coop" : "noncoop", t->groups, t->m, t->workers, util(v, t), t->kills,
+           t->forks);
+  }
+  free(sorted);
   /* queued jobs, and running ones TOP does not list (or no TOP at all) */
   for (size_t i = 0; i < v->nstatus; i++) {
     const struct coop_job_status *s = &v->status[i];
     if (!active(s) || (v->have_top && topjob_of(v, s->job))) continue;
-    printf("%-8llu %-2s %-9s %-20s %-7s %6u %6s %7s %6s %6s\n", (unsigned long long)s->job, "-",
+    printf("%-8llu %-2s %-9s %-20s %-7s %6u %6s %7s %5s %6s %6s\n", (unsigned long long)s->job, "-",
            coop_state_name(s->state), s->kernel, s->cooperative ? "coop" : "noncoop", s->groups,
-           "-", "-", "-", "-");
+           "-", "-", "-", "-", "-");
   }
 }
 
@@ -365,8 +481,12 @@ static void json_top(const struct top_view *v, const struct marks *mk) {
   for (size_t i = 0; i < v->nwg; i++) putchar(wg_char(mk, &v->wg[i]));
   printf("\",\"workgroups\":[");
   for (size_t i = 0; i < v->nwg; i++)
-    printf("%s{\"state\":\"%s\",\"job\":%llu}", i ? "," : "",
-           coop_worker_state_name(v->wg[i].state), (unsigned long long)v->wg[i].job);
+    if (v->wg[i].job)
+      printf("%s{\"state\":\"%s\",\"job\":%llu}", i ? "," : "",
+             coop_worker_state_name(v->wg[i].state), (unsigned long long)v->wg[i].job);
+    else
+      printf("%s{\"state\":\"%s\",\"job\":null}", i ? "," : "",
+             coop_worker_state_name(v->wg[i].state));
   printf("],\"jobs\":[");
   for (size_t i = 0; i < v->njobs; i++) {
     const struct coop_topjob *t = &v->jobs[i];
@@ -374,18 +494,33 @@ static void json_top(const struct top_view *v, const struct marks *mk) {
            job_mark(mk, t->job));
     json_str(stdout, t->kernel);
     printf(
-        ",\"cooperative\":%s,\"groups\":%u,\"m\":%u,\"workers\":%u,\"kills\":%u,"
-        "\"forks\":%u}",
-        t->cooperative ? "true" : "false", t->groups, t->m, t->workers, t->kills, t->forks);
+        ",\"cooperative\":%s,\"groups\":%u,\"m\":%u,\"workers\":%u,\"util_percent\":%.1f,"
+        "\"kills\":%u,\"forks\":%u}",
+        t->cooperative ? "true" : "false", t->groups, t->m, t->workers, util(v, t), t->kills,
+        t->forks);
   }
   printf("]}");
+}
+
+/* The map's device's arena, when the daemon says. */
+static void top_arena(const struct top_view *v) {
+  if (!v->metrics->available || v->device < 0 || v->device >= COOP_MAX_DEVICES) return;
+  const struct coop_device_metrics *d = &v->metrics->devs[v->device];
+  char a[32], b[32], c[32];
+  uint64_t used = d->arena_used < d->arena_bytes ? d->arena_used : d->arena_bytes;
+  mib(a, sizeof a, used);
+  mib(b, sizeof b, d->arena_bytes - used);
+  mib(c, sizeof c, d->arena_bytes);
+  printf("arena     %s used, %s free of %s (device %d's running jobs' buffers)\n", a, b, c,
+         v->device);
 }
 
 void print_top(const struct ctl *x, const struct top_view *v) {
   struct marks mk;
   marks_build(&mk, v);
   if (!x->json) {
-    stats_text(v->stats);
+    stats_text(v->stats, v->metrics);
+    top_arena(v);
     putchar('\n');
     if (v->have_top)
       top_map(v, &mk);
@@ -396,7 +531,7 @@ void print_top(const struct ctl *x, const struct top_view *v) {
     return;
   }
   printf("{\"stats\":");
-  json_stats(v->stats);
+  json_stats(v->stats, v->metrics);
   printf(",\"jobs\":[");
   int first = 1;
   for (size_t i = 0; i < v->nstatus; i++) {

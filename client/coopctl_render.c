@@ -245,8 +245,12 @@ static void report_json(const struct render *r, const struct coop_result *res,
                         const struct summary *m, int checked, double err, int ok) {
   printf(
       "{\"class\":\"%s\",\"period_ms\":%.3f,\"exec_target_ms\":%.3f,\"groups\":%u,\"n\":%u,"
-      "\"seconds\":%.3f,\"probe_exec_ns\":%lld,\"reps\":%u,",
-      r->cls, r->period_ms, r->exec_ms, r->wg, r->n, r->seconds, (long long)r->probe_ns, r->reps);
+      "\"seconds\":%.3f,",
+      r->cls, r->period_ms, r->exec_ms, r->wg, r->n, r->seconds);
+  if (r->probe_ns < 0)
+    printf("\"probe_exec_ns\":null,\"reps\":%u,", r->reps); /* not measured */
+  else
+    printf("\"probe_exec_ns\":%lld,\"reps\":%u,", (long long)r->probe_ns, r->reps);
   json_result_fields(stdout, res);
   printf(",\"instances_done\":%u,\"deadline_misses\":%u", m->done, m->misses);
   json_series("gather_ms", &m->gather);

@@ -25,6 +25,7 @@ void config_defaults(struct config *c) {
   c->platform_index = -1;
   c->device_index = -1;
   c->arena_mb = 256;
+  c->park_ms = 100;
   const char *xdg = getenv("XDG_RUNTIME_DIR");
   if (geteuid() != 0 && xdg && *xdg)
     snprintf(c->socket, sizeof c->socket, "%s/coop.sock", xdg);
@@ -84,6 +85,7 @@ static const struct key keys[] = {
     {"device", "local_size", K_UINT, F(local_size), 1024},
     {"device", "max_workgroups", K_UINT, F(max_workgroups), 1088},
     {"device", "arena_mb", K_UINT, F(arena_mb), 1u << 16},
+    {"device", "park_ms", K_UINT, F(park_ms), 1u << 31},
     {"server", "socket", K_STR, F(socket), 0},
     {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
     {"server", "journal", K_STR, F(journal), 0},

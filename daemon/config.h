@@ -18,6 +18,7 @@ struct config {
   unsigned local_size;     /* 0 = the backend's default */
   unsigned max_workgroups; /* hardware workgroups launched; 0 = the runtime chooses */
   unsigned arena_mb;       /* SVM arena for job buffers */
+  unsigned park_ms;        /* idle this long: the megakernel leaves the device; 0 = never */
   /* [server] */
   char socket[256];
   char journal[300]; /* "": the socket's path + ".jobs"; "off": none */

@@ -13,6 +13,7 @@
 #include "device.h"
 #include "job.h"
 #include "kernels.h"
+#include "metrics.h"
 
 #define DM_GATHER_SAMPLES 1024u
 
@@ -43,6 +44,7 @@ struct daemon {
   uint32_t dev_jobs[COOP_WIRE_MAX_DEVICES]; /* queued or running on each: for routing */
   struct journal *journal;                  /* NULL with [server] journal = off */
   int listen_fd;
+  int listen_inherited; /* socket activation: systemd's socket, never unlinked */
   uv_poll_t listen_poll;
   int listening;
   /* Out of descriptors (server.c): a spare one, given up to accept and
@@ -59,6 +61,7 @@ struct daemon {
   uint64_t submitted, done, cancelled, refused, failed;
   int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */
   uint32_t ngather, gather_pos;
+  struct metrics met; /* STATS_REPLY's tail (metrics.h) */
   int stopping;
   int exit_code;
   uv_signal_t sig[3];
@@ -71,6 +74,9 @@ void server_stop_listening(struct daemon *dm);
 
 /* reload.c */
 void reload_start(struct daemon *dm);
+/* Builds (does not launch) the kernels of ks on every configured device:
+ * 0, or an error with the compiler's log in err (--check-config). */
+int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen);
 
 /* session.c */
 void session_accept(struct daemon *dm, int fd);

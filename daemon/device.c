@@ -5,9 +5,13 @@
  * (device -> loop: finished jobs), the latter announced by uv_async_send.
  * Cancellation is a flag on the job (atomic), seen by the device thread on
  * its next pass. The device thread sleeps on a condition variable when it
- * has nothing in flight, and polls every DEV_POLL_NS otherwise (the task
- * records are in host memory; gather times are measured on the device, so
- * this polling only delays the hand-back, not the measurement).
+ * has nothing in flight; with tasks in flight it waits in the device
+ * process (dp_wait), which spins on the task records (host memory) and
+ * then sleeps, and answers as soon as one changes state: a finished task
+ * is handed back within microseconds, with no timer. Whoever gives the
+ * device thread new work (dev_submit, dev_cancel, dev_stop, dev_swap)
+ * signals the condition variable and writes the kick eventfd, which ends
+ * a dp_wait at once.
  *
  * Kernel reload (dev_swap): the next megakernel is built elsewhere (a libuv
  * work thread, dev_build) while this one runs. The swap itself happens here:
@@ -46,6 +50,14 @@
  * the fewest goes first, then the one whose user was served longest ago,
  * then the oldest: one user's queue cannot take every slot while another's
  * waits. Device thread only.
+ *
+ * Idle parking (docs/scheduler.md, "Idle parking"). With no run and no
+ * job waiting for [device] park_ms, the device thread parks the megakernel
+ * (dp_park: it leaves the device, the build and the arena stay), and
+ * sleeps on the condition variable with no timeout. The next job is staged
+ * as usual and, before its first submission, the megakernel is launched
+ * again (dp_unpark: discovery, tens of ms on PoCL; the cost is logged and
+ * in STATS). A failed relaunch restarts the device as a crash would.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "device.h"
@@ -56,6 +68,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,7 +78,8 @@
 #include "fdio.h"
 #include "log.h"
 
-#define DEV_POLL_NS 200000L
+#define DEV_WAIT_NS 50000000L /* longest dp_wait: the watchdog's granularity */
+#define DP_WAIT_MAX 128       /* tasks one dp_wait watches (DP_POLL_MAX) */
 #define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
 
@@ -135,6 +149,12 @@ struct dev {
   uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
   _Atomic uint32_t gather_timeouts, hung;
   char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
+  /* idle parking (see the top): device thread, parked mirrored for stats */
+  int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
+  int parked;
+  int64_t idle_since; /* when the device last had a run or a waiting job */
+  _Atomic uint32_t parked_pub, parks;
+  _Atomic int64_t unpark_ns; /* the last relaunch's cost */
 };
 
 static int64_t now_ns(void) {
@@ -188,6 +208,14 @@ static void on_async(uv_async_t *a) {
   }
 }
 
+/* Wakes the device thread wherever it waits: on the condition variable
+ * (nothing in flight) or in the device process's dp_wait. */
+static void kick(struct dev *d) {
+  uint64_t one = 1;
+  ssize_t n = write(d->kick, &one, sizeof one); /* EAGAIN: already pending */
+  (void)n;
+}
+
 void dev_submit(struct dev *d, struct job *j) {
   atomic_store(&j->state, COOP_JOB_QUEUED);
   pthread_mutex_lock(&d->mu);
@@ -199,6 +227,7 @@ void dev_submit(struct dev *d, struct job *j) {
   d->in_tail = j;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
+  kick(d);
 }
 
 void dev_cancel(struct dev *d, struct job *j) {
@@ -206,6 +235,7 @@ void dev_cancel(struct dev *d, struct job *j) {
   pthread_mutex_lock(&d->mu);
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
+  kick(d);
 }
 
 void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *, void *)) {
@@ -215,6 +245,7 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
   d->stop_deadline = now_ns() + (int64_t)grace_ms * 1000000;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
+  kick(d);
 }
 
 /* ---- device side ---- */
@@ -934,7 +965,7 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
   int takes = d->in_head && !d->swapping;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
-    if (!d->runs && !d->in_head && !d->coop_wait_head) {
+    if (!d->runs && !d->in_head && !d->coop_wait_head && wake == INT64_MAX) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else {
       struct timespec ts;
@@ -1059,6 +1090,8 @@ static void restart_device(struct dev *d) {
   log_error("%s: %s: restarting it (%u other jobs lost)", label, why, nlost);
   if (d->rt) dp_kill(d->rt);
   d->rt = NULL;
+  d->parked = 0;
+  atomic_store(&d->parked_pub, 0);
   struct job *again = NULL; /* jobs that never got a workgroup: run them anew */
   while (d->runs) {
     struct run *r = d->runs;
@@ -1112,13 +1145,82 @@ static void poll_tasks(struct dev *d) {
   if (n && d->rt) dp_poll(d->rt, ids, n);
 }
 
+/* Relaunches a parked megakernel before a run's first submission. */
+static void unpark(struct dev *d) {
+  int64_t t0 = now_ns();
+  char err[1024];
+  int e = dp_unpark(d->rt, err, sizeof err);
+  d->parked = 0;
+  atomic_store(&d->parked_pub, 0);
+  if (e) {
+    snprintf(d->restart_why, sizeof d->restart_why, "its relaunch after parking failed: %.200s",
+             err);
+    return;
+  }
+  atomic_store(&d->workers, dp_workers(d->rt));
+  atomic_store(&d->unpark_ns, now_ns() - t0);
+  log_debug("device %d: relaunched after parking in %.3f ms, %u workers", d->index,
+            (double)(now_ns() - t0) / 1e6, dp_workers(d->rt));
+}
+
+/* Parks the megakernel once the device has been idle for park_ms; else
+ * lowers *wake to that moment. */
+static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
+  pthread_mutex_lock(&d->mu);
+  int busy = d->in_head || d->swapping || d->stopping;
+  pthread_mutex_unlock(&d->mu);
+  if (busy || d->runs || d->coop_wait_head || d->restart_why[0]) d->idle_since = now;
+  if (d->parked || !d->rt || !d->cfg->park_ms || busy || d->runs || d->coop_wait_head) return;
+  int64_t at = d->idle_since + (int64_t)d->cfg->park_ms * 1000000;
+  if (now < at) {
+    if (at < *wake) *wake = at;
+    return;
+  }
+  int e = dp_park(d->rt);
+  if (e == COOP_ELOST) return; /* the next pass restarts the device */
+  if (e) {
+    log_warn("device %d: could not park the megakernel: %s", d->index, coop_strerror(e));
+    d->idle_since = now; /* try again a period later */
+    return;
+  }
+  d->parked = 1;
+  atomic_store(&d->parked_pub, 1);
+  atomic_fetch_add(&d->parks, 1);
+  log_debug("device %d: idle for %u ms: the megakernel is parked", d->index, d->cfg->park_ms);
+}
+
+/* Something for the next pass that the kick announced: a job, a stop, a
+ * reload request. */
+static int new_work(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  int w = (d->in_head && !d->swapping) || d->stopping != d->stop_now ||
+          d->swapping != d->swap_now || (d->stopping && d->stop_deadline != d->stop_at);
+  pthread_mutex_unlock(&d->mu);
+  return w;
+}
+
+/* Tasks in flight: the device process waits for one of them to change
+ * (dp_wait), for the kick, or until wake (a periodic release), at most
+ * DEV_WAIT_NS so the watchdog's checks still run. */
+static void wait_in_flight(struct dev *d, int64_t wake) {
+  static coop_task_id ids[DP_WAIT_MAX];
+  unsigned n = 0;
+  for (struct run *r = d->runs; r; r = r->next)
+    for (unsigned i = 0; i < r->ninflight && n < DP_WAIT_MAX; i++) ids[n++] = r->task[i];
+  int64_t now = now_ns(), budget = wake - now;
+  if (budget > DEV_WAIT_NS) budget = DEV_WAIT_NS;
+  if (budget <= 0) return;
+  dp_wait(d->rt, ids, n, budget); /* a lost child shows in dp_alive on the next pass */
+}
+
 static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
     take_new(d);
     pump_coop_wait(d);
+    if (d->parked && d->runs) unpark(d);
     poll_tasks(d);
-    int64_t now = now_ns(), wake = now + DEV_POLL_NS;
+    int64_t now = now_ns(), wake = now + DEV_WAIT_NS;
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
       if (step_run(d, r, now, &wake)) {
@@ -1130,6 +1232,8 @@ static void *dev_main(void *arg) {
       }
     }
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) restart_device(d);
+    if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
+    maybe_park(d, now, &wake);
     build_view(d, now);
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;
@@ -1139,7 +1243,10 @@ static void *dev_main(void *arg) {
     int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
-    wait_for_work(d, wake);
+    if (d->runs && d->rt && dp_alive(d->rt) && !new_work(d))
+      wait_in_flight(d, wake);
+    else
+      wait_for_work(d, wake);
   }
   close_runtime(d);
   pthread_mutex_lock(&d->mu);
@@ -1158,6 +1265,7 @@ int dev_build(const struct config *c, int index, const struct kset *ks, struct d
 
 static int launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   int e = dp_launch(rt, err, errlen);
+  if (e == 0) e = dp_set_kick(rt, d->kick);
   if (e) return e;
   d->rt = rt;
   snprintf(d->name, sizeof d->name, "%s", dp_device_name(rt));
@@ -1166,8 +1274,14 @@ static int launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   atomic_store(&d->cus, dp_compute_units(rt));
   atomic_store(&d->workers, dp_workers(rt));
   d->broken[0] = 0;
+  d->parked = 0; /* a new device process starts launched */
+  atomic_store(&d->parked_pub, 0);
   return 0;
 }
+
+unsigned dev_parked(const struct dev *d) { return atomic_load(&d->parked_pub); }
+unsigned dev_parks(const struct dev *d) { return atomic_load(&d->parks); }
+int64_t dev_unpark_ns(const struct dev *d) { return atomic_load(&d->unpark_ns); }
 
 /* Device thread, no job running: the old megakernel goes, the new one
  * comes (see the top of this file). */
@@ -1227,6 +1341,7 @@ int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned gra
     pthread_cond_signal(&d->cv);
   }
   pthread_mutex_unlock(&d->mu);
+  if (!busy) kick(d);
   return busy ? COOP_ESTATE : 0;
 }
 
@@ -1242,6 +1357,12 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   d->on_done = on_done;
   d->on_event = on_event;
   d->user = user;
+  d->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (d->kick < 0) {
+    snprintf(err, errlen, "eventfd: %s", strerror(errno));
+    free(d);
+    return COOP_ENOMEM;
+  }
   struct dp *rt = NULL;
   int e = dev_build(c, index, ks, &rt, err, errlen);
   if (e == 0) {
@@ -1249,6 +1370,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
     if (e) dp_close(rt, DP_CLOSE_MS);
   }
   if (e) {
+    close(d->kick);
     free(d);
     return e;
   }
@@ -1276,6 +1398,7 @@ static void on_async_closed(uv_handle_t *h) { free(h->data); }
 
 void dev_free(struct dev *d) {
   pthread_join(d->thread, NULL);
+  close(d->kick);
   free(d->ev);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);

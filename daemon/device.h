@@ -99,6 +99,11 @@ const char *dev_backend(const struct dev *d);      /* "opencl" or "cuda" */
 const char *dev_backend_note(const struct dev *d); /* and why that one */
 unsigned dev_compute_units(const struct dev *d);
 unsigned dev_workers(const struct dev *d);
+/* Idle parking (device.c): 1 while the megakernel is parked; how many
+ * times it parked; what the last relaunch cost (ns, 0 before the first). */
+unsigned dev_parked(const struct dev *d);
+unsigned dev_parks(const struct dev *d);
+int64_t dev_unpark_ns(const struct dev *d);
 /* A job's kernel_index is recomputed by the device thread from its kernel
  * name when the job starts: the runtime registers a kset in its order. */
 

@@ -124,6 +124,16 @@ static int call(struct dp *p, uint32_t op, int fd, int timeout_ms) {
   return call_fds(p, op, &fd, fd >= 0 ? 1 : 0, timeout_ms);
 }
 
+/* A #line naming the kernel's file, so that the compiler's log says
+ * bad.cl:LINE and not the runtime's temporary file. A path the directive
+ * cannot quote safely is left out: the log then gives the assembled line. */
+static void line_directive(const char *path, char *out, size_t len) {
+  out[0] = '\0';
+  for (const char *p = path; *p; p++)
+    if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20) return;
+  snprintf(out, len, "#line 1 \"%s\"\n", path);
+}
+
 /* The kernels as the child reads them (devproc_child.c, do_open). */
 static int sources_memfd(const struct kset *ks) {
   int fd = memfd_create("coopd-kernels", MFD_CLOEXEC);
@@ -131,14 +141,17 @@ static int sources_memfd(const struct kset *ks) {
   FILE *f = fdopen(dup(fd), "wb");
   if (!f) return close(fd), -1;
   for (unsigned i = 0; i < ks->n; i++) {
+    char line[sizeof ks->k[i].path + 16];
+    line_directive(ks->k[i].path, line, sizeof line);
     struct {
       uint32_t coop, nlen;
       uint64_t slen;
     } h = {(uint32_t)ks->k[i].cooperative, (uint32_t)strlen(ks->k[i].name),
-           strlen(ks->k[i].source)};
+           strlen(line) + strlen(ks->k[i].source)};
     fwrite(&h, sizeof h, 1, f);
     fwrite(ks->k[i].name, 1, h.nlen, f);
-    fwrite(ks->k[i].source, 1, h.slen, f);
+    fputs(line, f);
+    fputs(ks->k[i].source, f);
   }
   if (fclose(f)) return close(fd), -1;
   return fd;
@@ -233,6 +246,19 @@ int dp_launch(struct dp *p, char *err, size_t errlen) {
   return e;
 }
 
+int dp_park(struct dp *p) { return call(p, DP_PARK, -1, DP_CLOSE_MS); }
+
+int dp_unpark(struct dp *p, char *err, size_t errlen) {
+  int e = call(p, DP_UNPARK, -1, DP_LAUNCH_MS);
+  if (e == COOP_ELOST)
+    snprintf(err, errlen, "the device process %s during the relaunch", p->death);
+  else if (e)
+    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.data);
+  else
+    p->dev = p->r.u.dev;
+  return e;
+}
+
 int dp_close(struct dp *p, unsigned wait_ms) {
   if (!p) return 0;
   int killed = 0;
@@ -309,13 +335,17 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id)
   return e;
 }
 
-int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
+/* DP_POLL or DP_WAIT: the infos of ids[0..n) into the cache. */
+static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned n,
+                   int64_t budget_ns) {
   p->gen++;
-  for (unsigned at = 0; at < n;) {
+  unsigned at = 0;
+  do {
     unsigned k = n - at < DP_POLL_MAX ? n - at : DP_POLL_MAX;
     p->q.u.poll.n = k;
+    p->q.a = (uint64_t)budget_ns;
     memcpy(p->q.u.poll.id, ids + at, k * sizeof *ids);
-    int e = call(p, DP_POLL, -1, DP_CALL_MS);
+    int e = call(p, op, -1, DP_CALL_MS + (int)(budget_ns / 1000000));
     if (e) return e;
     const struct coop_rt_task_info *ti = (const void *)p->r.data;
     for (unsigned i = 0; i < k && i < p->r.n; i++) {
@@ -325,9 +355,22 @@ int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
       p->cache[slot].info = ti[i];
     }
     at += k;
-  }
+    op = DP_POLL; /* a wait covers the first DP_POLL_MAX; the rest are read */
+  } while (at < n);
   return 0;
 }
+
+int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
+  return n ? poll_op(p, DP_POLL, ids, n, 0) : 0;
+}
+
+int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns) {
+  if (budget_ns < 0) budget_ns = 0;
+  if (budget_ns > 900000000) budget_ns = 900000000;
+  return poll_op(p, DP_WAIT, ids, n, budget_ns);
+}
+
+int dp_set_kick(struct dp *p, int fd) { return call(p, DP_KICKFD, fd, DP_CALL_MS); }
 
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) {
   unsigned slot = id & 0xffu;

@@ -37,6 +37,11 @@ int dp_build(struct dp **p, const struct config *c, int index, const struct kset
              size_t errlen);
 /* Launches the megakernel (discovery) in a built child. */
 int dp_launch(struct dp *p, char *err, size_t errlen);
+/* Idle parking (coop_rt_park): the megakernel leaves the device, the
+ * child and its build stay; dp_unpark relaunches it (discovery: read
+ * dp_workers again). COOP_EBUSY: a task slot is still in use. */
+int dp_park(struct dp *p);
+int dp_unpark(struct dp *p, char *err, size_t errlen);
 /* Asks the child to close the runtime and exit; kills it after wait_ms
  * (DP_CLOSE_MS: a megakernel that has not exited by then never will).
  * Frees p. 1 when it had to be killed. */
@@ -75,6 +80,14 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id)
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);
+/* As dp_poll, but the child first waits (spinning, then sleeping) until one
+ * of the tasks changed state since it last answered for it, the kick fd was
+ * written, or budget_ns passed: the device thread learns of a finished task
+ * within microseconds without polling on a timer. */
+int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns);
+/* Gives the child the front's kick eventfd (non-blocking): a write to it
+ * ends the child's dp_wait at once. */
+int dp_set_kick(struct dp *p, int fd);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);

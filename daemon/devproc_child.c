@@ -7,12 +7,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "devproc.h"
@@ -24,7 +26,15 @@ _Static_assert(COOP_WIRE_MAX_WG *(sizeof(coop_task_id) + 1) <= DP_DATA_MAX, "a v
 
 struct child {
   coop_rt *rt;
+  int kick;              /* DP_KICKFD's eventfd (non-blocking), or -1 */
+  long spin_ns;          /* DP_WAIT's spin: DP_SPIN_NS on a GPU, 0 on the CPU (PoCL) */
+  uint8_t reported[256]; /* per task slot: the state last answered + 1 (0: none) */
 };
+
+/* DP_WAIT's spin, then its naps (see wait_change). */
+#define DP_SPIN_NS 1000000L
+#define DP_NAP0_NS 5000L
+#define DP_NAP_MAX_NS 100000L
 
 /* One request, and the descriptors that came with it (fds[0..*nfds)). */
 static ssize_t recv_req(int fd, struct dp_req *q, int *fds, unsigned *nfds) {
@@ -166,6 +176,71 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
   return e;
 }
 
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* 1 if the front wrote the kick eventfd (and takes the count). */
+static int kicked(struct child *ch) {
+  uint64_t v;
+  return ch->kick >= 0 && read(ch->kick, &v, sizeof v) == (ssize_t)sizeof v;
+}
+
+/* 1 if a task's state differs from what this process last answered. */
+static int changed(struct child *ch, const struct dp_poll_ids *p, unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    struct coop_rt_task_info ti;
+    if (coop_rt_task_info(ch->rt, p->id[i], &ti)) return 1; /* gone: let the front look */
+    if ((unsigned)ti.state + 1u != ch->reported[p->id[i] & 0xffu]) return 1;
+  }
+  return 0;
+}
+
+/* DP_WAIT: completion without timed polling from the front. The task
+ * records are in host memory, so a change is one load away: spin for
+ * DP_SPIN_NS (a short task's end is seen within microseconds; only on a
+ * GPU: on PoCL the spinning would take a core from the megakernel), then sleep
+ * in ppoll on the kick eventfd, the nap doubling from DP_NAP0_NS to
+ * DP_NAP_MAX_NS (a long task costs ~10^4 cheap wakeups a second at most).
+ * New work for the front's device thread (a submission, a cancel, a stop)
+ * writes the eventfd and ends the wait at once. */
+static void wait_change(struct child *ch, const struct dp_poll_ids *p, unsigned n, int64_t budget) {
+  int64_t t0 = mono_ns(), end = t0 + budget;
+  long nap = DP_NAP0_NS;
+  for (unsigned spins = 0;; spins++) {
+    if (changed(ch, p, n)) return;
+    int64_t now = mono_ns();
+    if (now >= end) return;
+    if (now - t0 < ch->spin_ns) {
+      if ((spins & 63u) == 0u && kicked(ch)) return;
+      continue;
+    }
+    if (kicked(ch)) return;
+    int64_t left = end - now < nap ? end - now : nap;
+    struct timespec ts = {0, left};
+    struct pollfd pf = {ch->kick, POLLIN, 0};
+    if (ch->kick >= 0)
+      ppoll(&pf, 1, &ts, NULL);
+    else
+      nanosleep(&ts, NULL);
+    if (nap < DP_NAP_MAX_NS) nap *= 2;
+  }
+}
+
+/* DP_POLL and DP_WAIT's reply: every task's info, noted as answered. */
+static size_t poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n,
+                         struct dp_rep *r) {
+  struct coop_rt_task_info *ti = (struct coop_rt_task_info *)(void *)r->data;
+  for (unsigned i = 0; i < n; i++) {
+    if (coop_rt_task_info(ch->rt, p->id[i], &ti[i])) memset(&ti[i], 0, sizeof ti[i]);
+    ch->reported[p->id[i] & 0xffu] = (uint8_t)(ti[i].state + 1);
+  }
+  r->n = n;
+  return n * sizeof *ti;
+}
+
 static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
                     struct dp_rep *r) {
   int rfd = nfds ? fds[0] : -1;
@@ -179,6 +254,17 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       return r->err ? strlen(r->data) + 1 : 0;
     case DP_LAUNCH:
       r->err = coop_rt_launch(rt);
+      if (r->err) {
+        snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
+        return strlen(r->data) + 1;
+      }
+      devinfo(rt, &r->u.dev);
+      return 0;
+    case DP_PARK:
+      r->err = coop_rt_park(rt);
+      return 0;
+    case DP_UNPARK:
+      r->err = coop_rt_unpark(rt);
       if (r->err) {
         snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
         return strlen(r->data) + 1;
@@ -214,14 +300,18 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       memcpy(r->data + (size_t)got * sizeof owner[0], resv, (size_t)got);
       return (size_t)got * (sizeof owner[0] + 1);
     }
-    case DP_POLL: {
+    case DP_POLL:
+    case DP_WAIT: {
       unsigned n = q->u.poll.n < DP_POLL_MAX ? q->u.poll.n : DP_POLL_MAX;
-      struct coop_rt_task_info *ti = (struct coop_rt_task_info *)(void *)r->data;
-      for (unsigned i = 0; i < n; i++)
-        if (coop_rt_task_info(rt, q->u.poll.id[i], &ti[i])) memset(&ti[i], 0, sizeof ti[i]);
-      r->n = n;
-      return n * sizeof *ti;
+      if (q->op == DP_WAIT) wait_change(ch, &q->u.poll, n, q->a < 1000000000u ? (int64_t)q->a : 0);
+      return poll_reply(ch, &q->u.poll, n, r);
     }
+    case DP_KICKFD:
+      if (rfd < 0) return r->err = COOP_EINVAL, 0;
+      if (ch->kick >= 0) close(ch->kick);
+      ch->kick = dup(rfd); /* the request's own copy is closed after it */
+      ch->spin_ns = strcmp(coop_rt_backend(rt), "cuda") ? 0 : DP_SPIN_NS;
+      return 0;
     case DP_STAGE:
       r->err = do_stage(rt, &q->u.bufs, fds, nfds, r->u.args);
       return 0;
@@ -254,7 +344,7 @@ int dp_child_main(int fd) {
   if (fd != 3 && dup2(fd, 3) == 3) fd = 3;
   close_range(4, ~0u, 0);
   if (getppid() == 1) return 1; /* the front died before the prctl */
-  static struct child ch;
+  static struct child ch = {.kick = -1};
   static struct dp_req q;
   static struct dp_rep r;
   for (;;) {

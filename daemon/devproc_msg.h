@@ -24,7 +24,12 @@ enum dp_op {
   DP_VIEW,    /* a = n -> rep.n owners (u32) then n reserved bytes in rep.data */
   DP_STAGE,   /* u.bufs, fds: allocate every buffer, copy IN data -> rep.u.args */
   DP_UNSTAGE, /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
-  DP_POLL     /* u.poll -> rep.n infos in rep.data: one request per device pass */
+  DP_POLL,    /* u.poll -> rep.n infos in rep.data: one request per device pass */
+  DP_PARK,    /* the megakernel leaves the device (coop_rt_park) */
+  DP_UNPARK,  /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
+  DP_KICKFD,  /* fd: the front's eventfd, written when its device thread has new work */
+  DP_WAIT     /* u.poll, a = budget ns: as POLL, once a task changed state, the
+               * kick fd was written, or the budget is spent (devproc_child.c) */
 };
 
 #define DP_POLL_MAX 128 /* task infos per DP_POLL reply (fits DP_DATA_MAX) */

@@ -1,7 +1,8 @@
 /*
- * journal.c: see journal.h. All file I/O goes through libuv's synchronous
- * fs calls (no callback): the records are a line each, written on the loop
- * thread as jobs are accepted and finish.
+ * journal.c: see journal.h. All file I/O goes through libuv's fs calls: the
+ * records are a line each, written synchronously on the loop thread as jobs
+ * are accepted and finish (a write into the page cache); only the syncs of
+ * A and F records run on libuv's work threads, one at a time.
  */
 #include "journal.h"
 
@@ -9,11 +10,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.h"
 
 #define JOURNAL_HEADER "coop-journal 1"
-#define JOURNAL_READ_MAX (16u << 20) /* a bigger file is not ours: start afresh */
+#define JOURNAL_READ_MAX (16u << 20) /* a bigger file is not ours */
+#define JOURNAL_LINE_MAX 160
+#define JOURNAL_OPEN_FLAGS (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+/* Blank lines written ahead of the records: appends fill space the file
+ * already has (a full disk does not stop them), and the file grows by this
+ * much at a time. */
+#define JOURNAL_SLACK (64u << 10)
 
 struct open_job {
   uint64_t id;
@@ -21,16 +30,23 @@ struct open_job {
   char kernel[COOP_WIRE_NAME_MAX];
 };
 
+struct sync_req;
+
 struct journal {
   uv_loop_t *loop;
   char path[1024];
-  uv_file fd; /* appending; -1 after a write error */
-  uint64_t last_id;
+  uv_file fd;     /* positional writes at `size`; -1: running without a journal */
+  uint64_t size;  /* bytes of the file that hold whole records */
+  uint64_t alloc; /* the file's length: the records, then blank lines */
+  uint64_t mark;  /* every id given out is <= mark, and the file says so */
+  int compacting; /* appends fail: every change compacts in place */
   struct journal_lost lost[JOURNAL_LOST_MAX]; /* oldest first */
   unsigned nlost;
   struct open_job *open; /* accepted, not finished */
   size_t nopen, cap;
-  size_t appended; /* bytes since the last rewrite */
+  size_t appended;          /* bytes since the last rewrite */
+  struct sync_req *syncing; /* the background sync in flight */
+  int dirty;                /* records appended since it started */
 };
 
 /* ---- records in memory ---- */
@@ -44,6 +60,12 @@ static void add_lost(struct journal *jn, uint64_t id, uint32_t uid, const char *
   l->id = id;
   l->uid = uid;
   snprintf(l->kernel, sizeof l->kernel, "%s", kernel);
+}
+
+static struct open_job *find_open(struct journal *jn, uint64_t id) {
+  for (size_t i = jn->nopen; i-- > 0;) /* the newest are likelier to finish first */
+    if (jn->open[i].id == id) return &jn->open[i];
+  return NULL;
 }
 
 static int add_open(struct journal *jn, uint64_t id, uint32_t uid, const char *kernel) {
@@ -62,20 +84,22 @@ static int add_open(struct journal *jn, uint64_t id, uint32_t uid, const char *k
 }
 
 static void drop_open(struct journal *jn, uint64_t id) {
-  for (size_t i = jn->nopen; i-- > 0;) /* the newest are likelier to finish first */
-    if (jn->open[i].id == id) {
-      jn->open[i] = jn->open[--jn->nopen];
-      return;
-    }
+  struct open_job *o = find_open(jn, id);
+  if (o) *o = jn->open[--jn->nopen];
 }
 
-/* ---- reading ---- */
+/* ---- reading: every line is hostile until it parses ---- */
 
-static int parse_u64(const char *s, uint64_t *out) {
-  char *end;
-  if (*s < '0' || *s > '9') return -1;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (*end) return -1;
+/* Decimal digits only, no sign, no overflow (strtoull would saturate). */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
+  uint64_t v = 0;
+  if (!*s) return -1;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    unsigned d = (unsigned)(*s - '0');
+    if (v > (max - d) / 10) return -1;
+    v = v * 10 + d;
+  }
   *out = v;
   return 0;
 }
@@ -90,8 +114,9 @@ static int kernel_name_ok(const char *k) {
   return 1;
 }
 
-/* One line (NUL-terminated, no newline). 0, or -1 if malformed. */
-static int parse_line(struct journal *jn, char *line) {
+/* One line, NUL-terminated, without its newline: 0, or -1 if it is not a
+ * record this file may hold. Job ids are 1..JOURNAL_ID_MAX; N may be 0. */
+static int parse_line(struct journal *jn, char *line, uint64_t *max_id) {
   char *tok[5];
   int n = 0;
   for (char *save = NULL, *t = strtok_r(line, " ", &save); t; t = strtok_r(NULL, " ", &save))
@@ -100,140 +125,397 @@ static int parse_line(struct journal *jn, char *line) {
     else
       return -1;
   uint64_t id, uid = 0;
-  if (n < 2 || strlen(tok[0]) != 1 || parse_u64(tok[1], &id)) return -1;
+  if (n < 2 || strlen(tok[0]) != 1 || parse_u64(tok[1], JOURNAL_ID_MAX, &id)) return -1;
   char kind = tok[0][0];
   if (kind == 'A' || kind == 'L') {
-    if (n != 4 || parse_u64(tok[2], &uid) || uid > UINT32_MAX || !kernel_name_ok(tok[3])) return -1;
+    if (n != 4 || parse_u64(tok[2], UINT32_MAX, &uid) || !kernel_name_ok(tok[3])) return -1;
   } else if (n != 2 || (kind != 'N' && kind != 'F')) {
     return -1;
   }
-  if (id > jn->last_id) jn->last_id = id;
-  if (kind == 'A') return add_open(jn, id, (uint32_t)uid, tok[3]);
+  if (id == 0 && kind != 'N') return -1;
+  if (kind == 'A' && find_open(jn, id)) return -1; /* accepted twice */
+  if (kind == 'A' && add_open(jn, id, (uint32_t)uid, tok[3])) return -1;
   if (kind == 'L') add_lost(jn, id, (uint32_t)uid, tok[3]);
   if (kind == 'F') drop_open(jn, id);
+  if (id > *max_id) *max_id = id;
   return 0;
 }
 
-/* The whole file into a NUL-terminated buffer; *text NULL if there is none. */
-static int read_all(struct journal *jn, char **text, char *err, size_t errlen) {
+/* Only a regular file of coopd's uid that nobody else may write is read:
+ * anything else at the path was put there by someone else (a FIFO would
+ * block the start, a forged journal would be trusted). */
+static int trust_file(const char *path, const uv_stat_t *st, char *err, size_t errlen) {
+  const char *why = NULL;
+  if ((st->st_mode & S_IFMT) != S_IFREG)
+    why = "not a regular file";
+  else if (st->st_uid != (uint64_t)geteuid())
+    why = "owned by another user";
+  else if (st->st_mode & 022)
+    why = "writable by other users";
+  if (!why) return 0;
+  snprintf(err, errlen,
+           "journal %s: %s; coopd does not trust it (remove it, or choose another "
+           "[server] journal)",
+           path, why);
+  return -1;
+}
+
+static int fstat_fd(uv_loop_t *loop, uv_file fd, uv_stat_t *st) {
   uv_fs_t req;
+  int r = uv_fs_fstat(loop, &req, fd, NULL);
+  if (r == 0) *st = req.statbuf;
+  uv_fs_req_cleanup(&req);
+  return r;
+}
+
+static void close_fd(uv_loop_t *loop, uv_file fd) {
+  uv_fs_t req;
+  uv_fs_close(loop, &req, fd, NULL);
+  uv_fs_req_cleanup(&req);
+}
+
+/* The whole file into a NUL-terminated buffer (*len bytes); *text NULL if
+ * there is none. */
+static int read_all(struct journal *jn, char **text, size_t *len, char *err, size_t errlen) {
+  uv_fs_t req;
+  uv_stat_t st = {0};
   *text = NULL;
-  int fd = uv_fs_open(jn->loop, &req, jn->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0, NULL);
+  int fd = uv_fs_open(jn->loop, &req, jn->path, O_RDONLY | JOURNAL_OPEN_FLAGS, 0, NULL);
   uv_fs_req_cleanup(&req);
   if (fd == UV_ENOENT) return 0;
   if (fd < 0) return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(fd)), -1;
+  int r = fstat_fd(jn->loop, fd, &st);
+  if (r < 0 || trust_file(jn->path, &st, err, errlen)) {
+    if (r < 0) snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(r));
+    close_fd(jn->loop, fd);
+    return -1;
+  }
   char *b = malloc(JOURNAL_READ_MAX + 1);
-  size_t len = 0;
-  int r = b ? 1 : UV_ENOMEM;
-  while (r > 0 && len < JOURNAL_READ_MAX) {
-    uv_buf_t ub = uv_buf_init(b + len, (unsigned)(JOURNAL_READ_MAX - len));
+  size_t n = 0;
+  r = b ? 1 : UV_ENOMEM;
+  while (r > 0 && n < JOURNAL_READ_MAX) {
+    uv_buf_t ub = uv_buf_init(b + n, (unsigned)(JOURNAL_READ_MAX - n));
     r = uv_fs_read(jn->loop, &req, fd, &ub, 1, -1, NULL);
     uv_fs_req_cleanup(&req);
-    if (r > 0) len += (size_t)r;
+    if (r > 0) n += (size_t)r;
   }
-  uv_fs_close(jn->loop, &req, fd, NULL);
-  uv_fs_req_cleanup(&req);
-  if (r < 0) {
+  close_fd(jn->loop, fd);
+  if (r < 0 || n == JOURNAL_READ_MAX) {
     free(b);
-    return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(r)), -1;
+    snprintf(err, errlen, "journal %s: %s", jn->path,
+             r < 0 ? uv_strerror(r) : "larger than 16 MiB: not a coopd journal");
+    return -1;
   }
-  if (len == JOURNAL_READ_MAX) {
-    log_warn("journal %s is larger than %u bytes: not coopd's, starting a new one", jn->path,
-             JOURNAL_READ_MAX);
-    free(b);
-    return 0;
-  }
-  b[len] = 0;
+  b[n] = 0;
   *text = b;
+  *len = n;
   return 0;
 }
 
-static void parse_all(struct journal *jn, char *text) {
+/* Records line by line; the header must come first (a file that is not a
+ * journal is not overwritten). Returns the highest id named, or -1. */
+static int parse_all(struct journal *jn, char *text, size_t len, uint64_t *max_id, char *err,
+                     size_t errlen) {
   unsigned lineno = 0, bad = 0;
-  for (char *save = NULL, *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+  for (size_t at = 0; at < len;) {
+    char *l = text + at, *nl = memchr(l, '\n', len - at);
+    size_t n = nl ? (size_t)(nl - l) : len - at;
+    at += n + 1;
+    l[n] = 0;
     if (++lineno == 1) {
-      if (strcmp(l, JOURNAL_HEADER)) {
-        log_warn("journal %s: not a coop journal (first line); starting a new one", jn->path);
-        return;
-      }
+      if (strcmp(l, JOURNAL_HEADER))
+        return snprintf(err, errlen,
+                        "journal %s: not a coop journal (its first line is not \"%s\"); remove it "
+                        "or choose another [server] journal",
+                        jn->path, JOURNAL_HEADER),
+               -1;
       continue;
     }
-    if (parse_line(jn, l) && bad++ < 5)
-      log_warn("journal %s:%u: malformed record, skipped", jn->path, lineno);
+    if (n == 0) continue; /* the blank lines written ahead */
+    /* a NUL inside, an overlong line or a bad record: skipped, not trusted */
+    if (strlen(l) == n && n < JOURNAL_LINE_MAX && parse_line(jn, l, max_id) == 0) continue;
+    if (bad++ < 5) log_warn("journal %s:%u: malformed record, skipped", jn->path, lineno);
   }
+  if (bad) log_warn("journal %s: %u malformed records skipped", jn->path, bad);
+  return 0;
+}
+
+/* ---- the text of a compacted journal ---- */
+
+static int fmt_rec(char *b, size_t cap, char kind, uint64_t id, uint32_t uid, const char *kernel) {
+  return kernel ? snprintf(b, cap, "%c %llu %u %s\n", kind, (unsigned long long)id, uid, kernel)
+                : snprintf(b, cap, "%c %llu\n", kind, (unsigned long long)id);
+}
+
+static size_t lost_len(const struct journal *jn, unsigned i) {
+  return (size_t)fmt_rec(NULL, 0, 'L', jn->lost[i].id, jn->lost[i].uid, jn->lost[i].kernel);
+}
+
+static size_t open_len(const struct journal *jn, size_t i) {
+  return (size_t)fmt_rec(NULL, 0, 'A', jn->open[i].id, jn->open[i].uid, jn->open[i].kernel);
+}
+
+/* Header, N, L and A records in at most cap bytes: when they do not fit,
+ * the oldest L records go first, then the newest A records (the N mark is
+ * what must survive). Then blank lines: up to cap, or slack of them when
+ * cap is UINT64_MAX. malloc'ed text of *total bytes, *len of them records;
+ * NULL if not even N fits. */
+static char *compose(const struct journal *jn, uint64_t cap, size_t slack, size_t *len,
+                     size_t *total) {
+  char head[64];
+  size_t need = (size_t)snprintf(head, sizeof head, JOURNAL_HEADER "\nN %llu\n",
+                                 (unsigned long long)jn->mark);
+  size_t nl = 0, na = 0;
+  for (unsigned i = 0; i < jn->nlost; i++) nl += lost_len(jn, i);
+  for (size_t i = 0; i < jn->nopen; i++) na += open_len(jn, i);
+  unsigned skip = 0;
+  size_t keep = jn->nopen;
+  while (need + na + nl > cap && skip < jn->nlost) nl -= lost_len(jn, skip++);
+  while (need + na > cap && keep > 0) na -= open_len(jn, --keep);
+  if (need > cap) return NULL;
+  size_t t = cap == UINT64_MAX ? need + na + nl + slack : (size_t)cap;
+  char *b = malloc(t + 1); /* + the NUL of the last snprintf */
+  if (!b) return NULL;
+  size_t at = (size_t)snprintf(b, need + 1, "%s", head);
+  for (unsigned i = skip; i < jn->nlost; i++)
+    at += (size_t)fmt_rec(b + at, JOURNAL_LINE_MAX, 'L', jn->lost[i].id, jn->lost[i].uid,
+                          jn->lost[i].kernel);
+  for (size_t i = 0; i < keep; i++)
+    at += (size_t)fmt_rec(b + at, JOURNAL_LINE_MAX, 'A', jn->open[i].id, jn->open[i].uid,
+                          jn->open[i].kernel);
+  memset(b + at, '\n', t - at);
+  *len = at;
+  *total = t;
+  return b;
 }
 
 /* ---- writing ---- */
 
-static int write_fd(struct journal *jn, uv_file fd, const char *s, size_t n) {
+/* All n bytes at offset off: 0 or a negative uv error. */
+static int write_at(struct journal *jn, uv_file fd, const char *s, size_t n, uint64_t off) {
+  while (n > 0) {
+    uv_fs_t req;
+    uv_buf_t b = uv_buf_init((char *)s, (unsigned)n);
+    int r = uv_fs_write(jn->loop, &req, fd, &b, 1, (int64_t)off, NULL);
+    uv_fs_req_cleanup(&req);
+    if (r <= 0) return r < 0 ? r : UV_EIO;
+    s += r, n -= (size_t)r, off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static int sync_now(struct journal *jn, uv_file fd) {
   uv_fs_t req;
-  uv_buf_t b = uv_buf_init((char *)s, (unsigned)n);
-  int r = uv_fs_write(jn->loop, &req, fd, &b, 1, -1, NULL);
+  int r = uv_fs_fdatasync(jn->loop, &req, fd, NULL);
   uv_fs_req_cleanup(&req);
-  return r == (int)n ? 0 : -1;
+  return r;
 }
 
-/* One record; its length, or -1. */
-static int write_rec(struct journal *jn, uv_file fd, char kind, uint64_t id, uint32_t uid,
-                     const char *kernel) {
-  char line[160];
-  int n = kernel ? snprintf(line, sizeof line, "%c %llu %u %s\n", kind, (unsigned long long)id, uid,
-                            kernel)
-                 : snprintf(line, sizeof line, "%c %llu\n", kind, (unsigned long long)id);
-  return write_fd(jn, fd, line, (size_t)n) ? -1 : n;
+/* The rename of a rewrite survives a power loss once its directory is
+ * synced; a failure here only weakens that. */
+static void sync_dir(struct journal *jn) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", jn->path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) return;
+  slash[slash == dir] = 0;
+  uv_fs_t req;
+  int fd = uv_fs_open(jn->loop, &req, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, NULL);
+  uv_fs_req_cleanup(&req);
+  if (fd < 0) return;
+  uv_fs_fsync(jn->loop, &req, fd, NULL);
+  uv_fs_req_cleanup(&req);
+  close_fd(jn->loop, fd);
 }
 
-/* Rewrites the file: header, N, L records, A records of open jobs; then
- * appends go to the new file. */
+/* A new file: the composed text into path.tmp (synced), renamed over the
+ * journal, which then takes the appends. The old descriptor stays in use
+ * until all of it worked. 0, or a negative uv error with err. */
 static int rewrite(struct journal *jn, char *err, size_t errlen) {
   char tmp[1100];
   snprintf(tmp, sizeof tmp, "%s.tmp", jn->path);
   uv_fs_t req;
-  int flags = O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC;
+  uv_fs_unlink(jn->loop, &req, tmp, NULL); /* a left-over; O_EXCL refuses anything else */
+  uv_fs_req_cleanup(&req);
+  int flags = O_WRONLY | O_CREAT | O_EXCL | JOURNAL_OPEN_FLAGS;
   int fd = uv_fs_open(jn->loop, &req, tmp, flags, 0600, NULL);
   uv_fs_req_cleanup(&req);
-  if (fd < 0) return snprintf(err, errlen, "journal %s: %s", tmp, uv_strerror(fd)), -1;
-  int bad = write_fd(jn, fd, JOURNAL_HEADER "\n", sizeof JOURNAL_HEADER);
-  bad |= write_rec(jn, fd, 'N', jn->last_id, 0, NULL) < 0;
-  for (unsigned i = 0; i < jn->nlost; i++)
-    bad |= write_rec(jn, fd, 'L', jn->lost[i].id, jn->lost[i].uid, jn->lost[i].kernel) < 0;
-  for (size_t i = 0; i < jn->nopen; i++)
-    bad |= write_rec(jn, fd, 'A', jn->open[i].id, jn->open[i].uid, jn->open[i].kernel) < 0;
-  uv_fs_close(jn->loop, &req, fd, NULL);
-  uv_fs_req_cleanup(&req);
-  int r = bad ? UV_EIO : uv_fs_rename(jn->loop, &req, tmp, jn->path, NULL);
-  uv_fs_req_cleanup(&req);
-  if (r < 0) return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(r)), -1;
-  if (jn->fd >= 0) {
-    uv_fs_close(jn->loop, &req, jn->fd, NULL);
+  if (fd < 0) return snprintf(err, errlen, "journal %s: %s", tmp, uv_strerror(fd)), fd;
+  size_t len, total;
+  char *text = compose(jn, UINT64_MAX, JOURNAL_SLACK, &len, &total);
+  int r = text ? write_at(jn, fd, text, total, 0) : UV_ENOMEM;
+  free(text);
+  if (r == 0) r = sync_now(jn, fd);
+  close_fd(jn->loop, fd);
+  if (r == 0) r = uv_fs_rename(jn->loop, &req, tmp, jn->path, NULL), uv_fs_req_cleanup(&req);
+  if (r < 0) {
+    uv_fs_unlink(jn->loop, &req, tmp, NULL);
     uv_fs_req_cleanup(&req);
+    return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(r)), r;
   }
-  jn->fd =
-      uv_fs_open(jn->loop, &req, jn->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0, NULL);
+  sync_dir(jn);
+  fd = uv_fs_open(jn->loop, &req, jn->path, O_WRONLY | JOURNAL_OPEN_FLAGS, 0, NULL);
   uv_fs_req_cleanup(&req);
-  if (jn->fd < 0) return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(jn->fd)), -1;
+  if (fd < 0) return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(fd)), fd;
+  if (jn->fd >= 0) close_fd(jn->loop, jn->fd);
+  jn->fd = fd;
+  jn->size = len;
+  jn->alloc = total;
   jn->appended = 0;
   return 0;
 }
 
-static void append(struct journal *jn, char kind, uint64_t id, uint32_t uid, const char *kernel) {
+/* The whole file written over from its start, in one write, its length
+ * unchanged: blocks the file already has, so a full disk does not stop it.
+ * 0 or a uv error. */
+static int compact_in_place(struct journal *jn) {
+  size_t len, total;
+  char *text = compose(jn, jn->alloc, 0, &len, &total);
+  if (!text) return UV_ENOSPC;
+  int r = write_at(jn, jn->fd, text, total, 0);
+  free(text);
+  if (r == 0) r = sync_now(jn, jn->fd);
+  if (r == 0) jn->size = len;
+  return r;
+}
+
+struct sync_req {
+  uv_fs_t req;
+  uv_loop_t *loop;
+  struct journal *jn; /* NULL once the journal is closed */
+  uv_file fd;         /* a duplicate: a rewrite may close the journal's own */
+};
+
+static void sync_later(struct journal *jn);
+
+static void on_synced(uv_fs_t *req) {
+  struct sync_req *s = req->data;
+  struct journal *jn = s->jn;
+  if (req->result < 0 && jn)
+    log_warn("journal %s: sync failed: %s", jn->path, uv_strerror((int)req->result));
+  uv_fs_req_cleanup(req);
+  close_fd(s->loop, s->fd);
+  free(s);
+  if (!jn) return;
+  jn->syncing = NULL;
+  if (jn->dirty) sync_later(jn);
+}
+
+/* A and F records reach the disk in the background, one sync at a time:
+ * records appended meanwhile wait for the next. */
+static void sync_later(struct journal *jn) {
   if (jn->fd < 0) return;
-  int n = write_rec(jn, jn->fd, kind, id, uid, kernel);
-  if (n < 0) {
-    log_error("journal %s: write failed; lost jobs will not be reported after a crash", jn->path);
-    uv_fs_t req;
-    uv_fs_close(jn->loop, &req, jn->fd, NULL);
-    uv_fs_req_cleanup(&req);
-    jn->fd = -1;
+  if (jn->syncing) {
+    jn->dirty = 1;
     return;
   }
+  jn->dirty = 0;
+  struct sync_req *s = calloc(1, sizeof *s);
+  if (!s) return;
+  s->loop = jn->loop;
+  s->jn = jn;
+  s->fd = fcntl(jn->fd, F_DUPFD_CLOEXEC, 0);
+  s->req.data = s;
+  if (s->fd < 0 || uv_fs_fdatasync(jn->loop, &s->req, s->fd, on_synced)) {
+    if (s->fd >= 0) close_fd(jn->loop, s->fd);
+    free(s);
+    return;
+  }
+  jn->syncing = s;
+}
+
+static void lost_journal(struct journal *jn, int r) {
+  log_error(
+      "journal %s: %s; running without a journal: lost jobs will not be reported after "
+      "a crash, and job ids may repeat after a restart",
+      jn->path, uv_strerror(r));
+  if (jn->fd >= 0) close_fd(jn->loop, jn->fd);
+  jn->fd = -1;
+}
+
+/* An append failed (r): keep the file true by compacting it in place, now
+ * and at every change until appends work again. */
+static void append_failed(struct journal *jn, int r) {
+  if (!jn->compacting)
+    log_warn("journal %s: write failed (%s); compacting it in place until writes work again",
+             jn->path, uv_strerror(r));
+  jn->compacting = 1;
+  int c = compact_in_place(jn);
+  if (c) lost_journal(jn, c);
+}
+
+/* More blank lines at the end, before the records reach it. */
+static int extend(struct journal *jn) {
+  char *pad = malloc(JOURNAL_SLACK);
+  if (!pad) return UV_ENOMEM;
+  memset(pad, '\n', JOURNAL_SLACK);
+  int r = write_at(jn, jn->fd, pad, JOURNAL_SLACK, jn->alloc);
+  free(pad);
+  if (r == 0) jn->alloc += JOURNAL_SLACK;
+  return r;
+}
+
+/* One record. sync: wait for the disk (the N mark). */
+static void append(struct journal *jn, char kind, uint64_t id, uint32_t uid, const char *kernel,
+                   int sync) {
+  if (jn->fd < 0) return;
+  char line[JOURNAL_LINE_MAX];
+  int n = fmt_rec(line, sizeof line, kind, id, uid, kernel);
+  int r = jn->size + (uint64_t)n > jn->alloc ? extend(jn) : 0;
+  if (r == 0) r = write_at(jn, jn->fd, line, (size_t)n, jn->size);
+  if (r == 0 && sync) r = sync_now(jn, jn->fd);
+  if (r < 0) {
+    append_failed(jn, r);
+    return;
+  }
+  if (jn->compacting) log_info("journal %s: writes work again", jn->path);
+  jn->compacting = 0;
+  jn->size += (uint64_t)n;
   jn->appended += (size_t)n;
+  if (!sync) sync_later(jn);
   char err[1200];
-  if (jn->appended > JOURNAL_COMPACT_BYTES && rewrite(jn, err, sizeof err))
-    log_error("%s; lost jobs will not be reported after a crash", err);
+  if (jn->appended > JOURNAL_COMPACT_BYTES && rewrite(jn, err, sizeof err) < 0)
+    log_warn("%s; appending to the old file", err);
+}
+
+/* Before id is given out: the mark moves a block ahead of it, on disk. */
+static void reserve(struct journal *jn, uint64_t id) {
+  if (id <= jn->mark) return;
+  jn->mark = id + JOURNAL_ID_BLOCK;
+  append(jn, 'N', jn->mark, 0, NULL, 1);
 }
 
 /* ---- API ---- */
+
+static void journal_free(struct journal *jn) {
+  if (jn->syncing) jn->syncing->jn = NULL;
+  if (jn->fd >= 0) close_fd(jn->loop, jn->fd);
+  free(jn->open);
+  free(jn);
+}
+
+/* At start, when the rewrite failed (a full disk): the old file compacted
+ * in place, or no journal at all. */
+static void open_degraded(struct journal *jn, const char *why) {
+  uv_fs_t req;
+  uv_stat_t st = {0};
+  int fd = uv_fs_open(jn->loop, &req, jn->path, O_WRONLY | JOURNAL_OPEN_FLAGS, 0, NULL);
+  uv_fs_req_cleanup(&req);
+  int r = fd < 0 ? fd : fstat_fd(jn->loop, fd, &st);
+  if (fd >= 0) jn->fd = fd;
+  if (r == 0 && (st.st_mode & S_IFMT) != S_IFREG) r = UV_EINVAL;
+  if (r == 0) {
+    jn->alloc = st.st_size;
+    jn->compacting = 1;
+    r = compact_in_place(jn);
+  }
+  if (r == 0) {
+    log_warn("%s; compacting the journal in place until writes work again", why);
+    return;
+  }
+  log_error("%s", why);
+  lost_journal(jn, r);
+}
 
 int journal_open(struct journal **jp, uv_loop_t *loop, const char *path, uint64_t *last_id,
                  char *err, size_t errlen) {
@@ -243,47 +525,43 @@ int journal_open(struct journal **jp, uv_loop_t *loop, const char *path, uint64_
   jn->fd = -1;
   snprintf(jn->path, sizeof jn->path, "%s", path);
   char *text;
-  if (read_all(jn, &text, err, errlen)) {
-    free(jn);
+  size_t len = 0;
+  uint64_t max_id = 0;
+  if (read_all(jn, &text, &len, err, errlen) ||
+      (text && parse_all(jn, text, len, &max_id, err, errlen))) {
+    free(text);
+    journal_free(jn);
     return -1;
   }
-  if (text) parse_all(jn, text);
   free(text);
   for (size_t i = 0; i < jn->nopen; i++) /* accepted, never finished */
     add_lost(jn, jn->open[i].id, jn->open[i].uid, jn->open[i].kernel);
   unsigned now_lost = (unsigned)jn->nopen;
   jn->nopen = 0;
-  if (rewrite(jn, err, errlen)) {
-    if (jn->fd >= 0) {
-      uv_fs_t req;
-      uv_fs_close(loop, &req, jn->fd, NULL);
-      uv_fs_req_cleanup(&req);
-    }
-    free(jn->open);
-    free(jn);
-    return -1;
-  }
+  *last_id = max_id; /* past every N mark: no id an earlier coopd gave is reused */
+  jn->mark = max_id + JOURNAL_ID_BLOCK;
+  char why[1200];
+  if (rewrite(jn, why, sizeof why) < 0) open_degraded(jn, why);
   if (now_lost)
     log_warn(
         "journal: %u jobs of the previous coopd never finished; reported lost to their "
         "clients",
         now_lost);
-  *last_id = jn->last_id;
   *jp = jn;
   return 0;
 }
 
 void journal_accepted(struct journal *jn, uint64_t id, uint32_t uid, const char *kernel) {
   if (!jn) return;
-  if (id > jn->last_id) jn->last_id = id;
+  reserve(jn, id);
   if (add_open(jn, id, uid, kernel)) return; /* out of memory: not remembered */
-  append(jn, 'A', id, uid, kernel);
+  if (jn->fd >= 0) append(jn, 'A', id, uid, kernel, 0);
 }
 
 void journal_finished(struct journal *jn, uint64_t id) {
   if (!jn) return;
   drop_open(jn, id);
-  append(jn, 'F', id, 0, NULL);
+  if (jn->fd >= 0) append(jn, 'F', id, 0, NULL, 0);
 }
 
 const struct journal_lost *journal_find_lost(const struct journal *jn, uint64_t id) {
@@ -294,16 +572,16 @@ const struct journal_lost *journal_find_lost(const struct journal *jn, uint64_t 
 
 unsigned journal_nlost(const struct journal *jn) { return jn ? jn->nlost : 0; }
 
+const char *journal_state(const struct journal *jn) {
+  if (!jn) return "off";
+  if (jn->fd < 0) return "off (cannot be written)";
+  return jn->compacting ? "compacting in place (appends fail)" : "ok";
+}
+
 void journal_close(struct journal *jn, uint64_t last_id) {
   if (!jn) return;
-  if (last_id > jn->last_id) jn->last_id = last_id;
+  if (last_id > jn->mark) jn->mark = last_id;
   char err[1200];
-  if (jn->fd >= 0 && rewrite(jn, err, sizeof err)) log_error("%s", err);
-  if (jn->fd >= 0) {
-    uv_fs_t req;
-    uv_fs_close(jn->loop, &req, jn->fd, NULL);
-    uv_fs_req_cleanup(&req);
-  }
-  free(jn->open);
-  free(jn);
+  if (jn->fd >= 0 && rewrite(jn, err, sizeof err) < 0 && compact_in_place(jn)) log_error("%s", err);
+  journal_free(jn);
 }

@@ -3,9 +3,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
 
 #define KSET_MAX_SOURCE (1u << 20)
 #define KSET_MAX_KERNELS 64u /* the megakernel holds at most this many */
@@ -123,26 +128,54 @@ int kdef_admit(const struct kdef *k, const uint64_t *bits, const uint64_t *lens,
   return 0;
 }
 
-static char *read_file(const char *path, char *err, size_t errlen) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), NULL;
+/* A *.cl name is no promise of a regular file: a FIFO there would block a
+ * plain open (and the loop thread with it, at start or on SIGHUP), a device
+ * node would read forever. Opened without blocking and without following a
+ * symlink's last component; a file that is not regular is skipped (1) with
+ * a warning. 0 with *src, 1, or -1 with err. */
+static int read_file(const char *path, char **src, char *err, size_t errlen) {
+  *src = NULL;
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ELOOP) {
+    log_warn("kernel %s is a symbolic link: skipped (put the file itself there)", path);
+    return 1;
+  }
+  if (fd < 0) return snprintf(err, errlen, "%s: %s", path, strerror(errno)), -1;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    log_warn("kernel %s is not a regular file: skipped", path);
+    close(fd);
+    return 1;
+  }
   char *b = malloc(KSET_MAX_SOURCE + 1);
-  size_t n = b ? fread(b, 1, KSET_MAX_SOURCE + 1, f) : 0;
-  int bad = ferror(f);
-  fclose(f);
-  if (!b || bad || n > KSET_MAX_SOURCE) {
+  size_t n = 0;
+  ssize_t k = 1;
+  while (b && n <= KSET_MAX_SOURCE && k > 0) {
+    k = read(fd, b + n, KSET_MAX_SOURCE + 1 - n);
+    if (k < 0 && errno == EINTR)
+      k = 1;
+    else if (k > 0)
+      n += (size_t)k;
+  }
+  close(fd);
+  if (!b || k < 0 || n > KSET_MAX_SOURCE) {
     free(b);
-    snprintf(err, errlen, "%s: %s", path, !b ? "out of memory" : bad ? "read error" : "too large");
-    return NULL;
+    snprintf(err, errlen, "%s: %s", path,
+             !b      ? "out of memory"
+             : k < 0 ? "read error"
+                     : "too large");
+    return -1;
   }
   b[n] = '\0';
-  return b;
+  *src = b;
+  return 0;
 }
 
 static int load_one(struct kset *s, const char *path, char *err, size_t errlen) {
   char why[256];
-  char *src = read_file(path, err, errlen);
-  if (!src) return -1;
+  char *src;
+  int r = read_file(path, &src, err, errlen);
+  if (r) return r < 0 ? -1 : 0;
   struct kdef k;
   memset(&k, 0, sizeof k);
   if (parse_directive(src, &k, why, sizeof why) || parse_rules(src, &k, why, sizeof why)) {

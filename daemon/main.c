@@ -11,10 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confreload.h"
 #include "daemon.h"
 #include "devproc.h"
 #include "journal.h"
+#include "listen_fds.h"
 #include "log.h"
+#include "paths.h"
+#include "relocate.h"
+#include "sdnotify.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -34,7 +39,8 @@ static void usage(FILE *f) {
       "                    NVIDIA GPU through CUDA, else PoCL's CPU device), opencl or cuda;\n"
       "                    the choice and why are logged and shown by `coopctl stats`\n"
       "  --set S.K=V       any config key, e.g. --set jobs.grace_ms=2000\n"
-      "  --check-config    validate the settings and the kernels' directives, print them, exit\n"
+      "  --check-config    validate the settings and the kernels' directives, print them,\n"
+      "                    compile the kernels on the configured devices, exit\n"
       "Signals: SIGTERM/SIGINT stop (jobs get [jobs] grace_ms to finish, then are\n"
       "cancelled; every client is told). SIGHUP reloads the kernels: the new set is\n"
       "built beside the running megakernel; if it builds, new jobs wait while running\n"
@@ -63,14 +69,39 @@ struct opts {
   int check;
 };
 
+static const struct option lo[] = {
+    {"config", required_argument, 0, 'c'},  {"socket", required_argument, 0, 's'},
+    {"kernels", required_argument, 0, 'k'}, {"log-level", required_argument, 0, 'l'},
+    {"backend", required_argument, 0, 'b'}, {"set", required_argument, 0, 'S'},
+    {"check-config", no_argument, 0, 'C'},  {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
+
+/* A flag that sets a config key; other flags are left to the caller. */
+static int apply_flag(struct config *c, int ch, const char *arg, char *err, size_t errlen) {
+  if (ch == 's') return config_set(c, "server", "socket", arg, err, errlen);
+  if (ch == 'k') return config_set(c, "kernels", "dirs", arg, err, errlen);
+  if (ch == 'l') return config_set(c, "log", "level", arg, err, errlen);
+  if (ch == 'b') return config_set(c, "device", "backend", arg, err, errlen);
+  if (ch == 'S') return set_flag(c, arg, err, errlen);
+  return 0;
+}
+
+/* The built-in defaults, with the kernels of this installation (paths.h). */
+static void defaults(struct config *c) {
+  config_defaults(c);
+  char dir[sizeof c->kernel_dirs];
+  if (paths_installed_kernels(dir, sizeof dir) == 0) memcpy(c->kernel_dirs, dir, strlen(dir) + 1);
+}
+
+/* The command line as given, for SIGHUP to read the settings again. */
+static struct {
+  int argc;
+  char **argv;
+  const char *config;
+} args;
+
 /* Command line over the file over the defaults: the file is read first. */
 static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
-  static const struct option lo[] = {
-      {"config", required_argument, 0, 'c'},  {"socket", required_argument, 0, 's'},
-      {"kernels", required_argument, 0, 'k'}, {"log-level", required_argument, 0, 'l'},
-      {"backend", required_argument, 0, 'b'}, {"set", required_argument, 0, 'S'},
-      {"check-config", no_argument, 0, 'C'},  {"help", no_argument, 0, 'h'},
-      {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
   char err[1400];
   int ch;
   memset(o, 0, sizeof *o);
@@ -86,11 +117,7 @@ static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
         if (ch == 'C') o->check = 1;
         continue;
       }
-      if (ch == 's') r = config_set(c, "server", "socket", optarg, err, sizeof err);
-      if (ch == 'k') r = config_set(c, "kernels", "dirs", optarg, err, sizeof err);
-      if (ch == 'l') r = config_set(c, "log", "level", optarg, err, sizeof err);
-      if (ch == 'b') r = config_set(c, "device", "backend", optarg, err, sizeof err);
-      if (ch == 'S') r = set_flag(c, optarg, err, sizeof err);
+      r = apply_flag(c, ch, optarg, err, sizeof err);
       if (r) return fprintf(stderr, "coopd: %s\n", err), 2;
     }
     if (optind < argc) return fprintf(stderr, "coopd: unexpected \"%s\"\n", argv[optind]), 2;
@@ -98,7 +125,37 @@ static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
       return fprintf(stderr, "coopd: %s\n", err), 1;
   }
   if (config_validate(c, err, sizeof err)) return fprintf(stderr, "coopd: %s\n", err), 1;
+  args.argc = argc;
+  args.argv = argv;
+  args.config = o->config;
   return -1; /* go on */
+}
+
+/* The settings again, as at start: defaults, the file, the flags. */
+static int reread_config(struct config *c, char *err, size_t errlen) {
+  defaults(c);
+  if (args.config && config_load(c, args.config, err, errlen)) return -1;
+  int ch;
+  optind = 1;
+  opterr = 0; /* the flags were checked at start */
+  while ((ch = getopt_long(args.argc, args.argv, "", lo, NULL)) != -1)
+    if (ch != '?' && apply_flag(c, ch, optarg, err, errlen)) return -1;
+  return config_validate(c, err, errlen);
+}
+
+/* SIGHUP: the settings that may change while running (confreload.h), then
+ * the kernels (reload.c). systemd hears RELOADING=1 now and READY=1 when
+ * the kernel reload has ended (reload.c), or now if none started. */
+static void on_hup(struct daemon *dm) {
+  sdnotify_reloading();
+  static struct config nc;
+  char err[1400];
+  if (reread_config(&nc, err, sizeof err))
+    log_error("SIGHUP: %s; the running settings stay", err);
+  else if (confreload_apply(&dm->cfg, &nc) == 0)
+    log_info("SIGHUP: settings read again%s", args.config ? "" : " (no --config file)");
+  reload_start(dm);
+  if (!dm->reload) sdnotify("READY=1");
 }
 
 /* ---- shutdown ---- */
@@ -132,6 +189,7 @@ static void on_hard_stop(uv_timer_t *t) {
 static void stop(struct daemon *dm, const char *why) {
   if (dm->stopping) return;
   dm->stopping = 1;
+  sdnotify("STOPPING=1");
   log_info("%s: stopping (in-flight jobs get %u ms)", why, dm->cfg.grace_ms);
   server_stop_listening(dm);
   /* the device thread gives up on hung kernels after grace + hang_ms; this
@@ -144,7 +202,7 @@ static void stop(struct daemon *dm, const char *why) {
 static void on_signal(uv_signal_t *s, int signum) {
   struct daemon *dm = s->data;
   if (signum == SIGHUP) {
-    reload_start(dm);
+    on_hup(dm);
     return;
   }
   stop(dm, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -161,9 +219,12 @@ static int open_journal(struct daemon *dm, char *err, size_t errlen) {
     snprintf(path, sizeof path, "%s", dm->cfg.journal);
   else
     snprintf(path, sizeof path, "%s.jobs", dm->cfg.socket);
-  if (journal_open(&dm->journal, dm->loop, path, &dm->next_job, err, errlen)) return -1;
-  log_info("journal %s: job ids continue after %llu; %u lost jobs remembered", path,
-           (unsigned long long)dm->next_job, journal_nlost(dm->journal));
+  if (paths_check_dir(dm->loop, path, "journal", err, errlen) ||
+      journal_open(&dm->journal, dm->loop, path, &dm->next_job, err, errlen))
+    return -1;
+  log_info("journal %s (%s): job ids continue after %llu; %u lost jobs remembered", path,
+           journal_state(dm->journal), (unsigned long long)dm->next_job,
+           journal_nlost(dm->journal));
   return 0;
 }
 
@@ -208,9 +269,40 @@ static int open_devices(struct daemon *dm) {
   return 0;
 }
 
+/* systemd (Type=notify): the devices run and the socket accepts. */
+static void notify_ready(struct daemon *dm) {
+  char m[400];
+  snprintf(m, sizeof m, "READY=1\nSTATUS=listening on %.256s, %u device%s", dm->cfg.socket,
+           dm->ndev, dm->ndev == 1 ? "" : "s");
+  int e = sdnotify(m);
+  if (e < 0) log_warn("NOTIFY_SOCKET: %s", strerror(-e));
+}
+
+/* coop.socket (listen_fds.h): the socket systemd bound, taken before
+ * anything starts a child. It replaces [server] socket. 0, or 1 on error. */
+static int take_listen_fd(struct daemon *dm) {
+  char path[sizeof dm->cfg.socket], err[300];
+  int fd = listen_fds_take(path, sizeof path, err, sizeof err);
+  if (fd == -2) return fprintf(stderr, "coopd: %s\n", err), 1;
+  if (fd < 0) return 0;
+  dm->listen_fd = fd;
+  dm->listen_inherited = 1;
+  if (path[0]) memcpy(dm->cfg.socket, path, strlen(path) + 1);
+  return 0;
+}
+
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
+  /* before the journal (it lives beside the socket by default) and before
+   * the devices (seconds): a refusal comes at once. A socket systemd
+   * passed (coop.socket) is checked by nobody here: it is bound, listening
+   * and ours, so the squatter check would find coopd itself there. */
+  if (!dm->listen_inherited && (paths_check_dir(loop, dm->cfg.socket, "socket", err, sizeof err) ||
+                                paths_claim_socket(loop, dm->cfg.socket, err, sizeof err))) {
+    log_error("%s", err);
+    return 1;
+  }
   if (open_journal(dm, err, sizeof err)) {
     log_error("%s ([server] journal = off runs without one)", err);
     return 1;
@@ -226,7 +318,11 @@ static int run(struct daemon *dm) {
     for (unsigned i = 0; i < dm->ndev; i++) dev_stop(dm->devs[i], 0, on_dev_stopped);
     dm->exit_code = 1;
   } else {
-    log_info("listening on %s (mode %04o)", dm->cfg.socket, dm->cfg.socket_mode);
+    if (dm->listen_inherited)
+      log_info("listening on %s (socket activation: its mode is the socket unit's)",
+               dm->cfg.socket);
+    else
+      log_info("listening on %s (mode %04o)", dm->cfg.socket, dm->cfg.socket_mode);
     const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
     for (int i = 0; i < 3; i++) {
       uv_signal_init(loop, &dm->sig[i]);
@@ -239,6 +335,7 @@ static int run(struct daemon *dm) {
       log_error("cannot start the device thread");
       _exit(1);
     }
+  if (!dm->exit_code) notify_ready(dm);
   uv_run(loop, UV_RUN_DEFAULT);
   return dm->exit_code;
 }
@@ -247,11 +344,14 @@ int main(int argc, char **argv) {
   /* A device process (devproc.h): coopd runs itself for each device. */
   if (argc == 3 && !strcmp(argv[1], "--device-process")) return dp_child_main(atoi(argv[2]));
   static struct daemon dm;
-  config_defaults(&dm.cfg);
+  defaults(&dm.cfg);
+  metrics_start(&dm.met);
   struct opts o;
   int r = parse_args(argc, argv, &dm.cfg, &o);
   if (r >= 0) return r;
   log_setup(dm.cfg.log_level, 1, dm.cfg.log_syslog);
+  dm.listen_fd = -1;
+  if (take_listen_fd(&dm)) return 1;
   char err[1400];
   dm.ks = malloc(sizeof *dm.ks);
   if (!dm.ks) return 1;
@@ -264,13 +364,18 @@ int main(int argc, char **argv) {
     for (unsigned i = 0; i < dm.ks->n; i++)
       printf("kernel %s (%s) from %s\n", dm.ks->k[i].name,
              dm.ks->k[i].cooperative ? "cooperative" : "noncooperative", dm.ks->k[i].path);
-    printf("configuration OK\n");
+    char log[8192];
+    fflush(stdout);
+    r = reload_check_build(&dm.cfg, dm.ks, log, sizeof log);
+    if (r)
+      fprintf(stderr, "coopd: the kernels do not build: %s\n", log);
+    else
+      printf("kernels compile\nconfiguration OK\n");
     kset_free(dm.ks);
     free(dm.ks);
-    return 0;
+    return r ? 1 : 0;
   }
   signal(SIGPIPE, SIG_IGN);
-  dm.listen_fd = -1;
   dm.loop = uv_default_loop();
   r = run(&dm);
   uv_loop_close(dm.loop);

@@ -22,7 +22,9 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "devproc.h"
 #include "log.h"
+#include "sdnotify.h"
 
 struct reload {
   uv_work_t work;
@@ -53,6 +55,7 @@ static void finish(struct reload *r) {
     free(r->ks);
   }
   r->dm->reload = NULL;
+  if (!r->dm->stopping) sdnotify("READY=1"); /* the reload SIGHUP began has ended */
   free(r);
 }
 
@@ -153,4 +156,20 @@ void reload_start(struct daemon *dm) {
     log_error("reload: cannot queue the build; the running kernels stay");
     finish(r);
   }
+}
+
+/* --check-config: a reload's build, without the swap, on every configured
+ * device ("all": the first), so that a kernel that does not compile is
+ * caught before the daemon (or a SIGHUP) meets it. */
+int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen) {
+  int idx[COOP_WIRE_MAX_DEVICES];
+  int n = config_devices(c, idx, COOP_WIRE_MAX_DEVICES);
+  if (n <= 0) idx[0] = 0, n = 1; /* all: probing the others is start-up's job */
+  for (int i = 0; i < n; i++) {
+    struct dp *rt = NULL;
+    int e = dev_build(c, idx[i], ks, &rt, err, errlen);
+    if (rt) dp_close(rt, DP_CLOSE_MS);
+    if (e) return e;
+  }
+  return 0;
 }

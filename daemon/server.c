@@ -61,7 +61,6 @@ static int shed(struct daemon *dm, int err) {
     close(dm->spare_fd);
     dm->spare_fd = -1;
     int fd = accept4(dm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    log_warn("DBG shed: acc %d errno %s", fd, fd < 0 ? strerror(errno) : "-");
     if (fd >= 0) {
       session_refuse(fd, COOP_ELIMIT,
                      "coopd is out of file descriptors; try again later (its administrator "
@@ -70,7 +69,6 @@ static int shed(struct daemon *dm, int err) {
       closed = 1;
     }
     dm->spare_fd = open_spare(); /* a device thread may have taken the slot */
-    log_warn("DBG spare %d", dm->spare_fd);
   }
   uint64_t now = uv_now(dm->loop) + 1; /* 0: never logged */
   if (!dm->shed_logged_ms || now - dm->shed_logged_ms >= SERVER_LOG_MS) {
@@ -96,7 +94,6 @@ static void on_listen(uv_poll_t *p, int status, int events) {
   for (;;) {
     int fd = accept4(dm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd >= 0) {
-      log_warn("DBG acc %d", fd);
       session_accept(dm, fd);
       continue;
     }
@@ -130,7 +127,22 @@ static int stale(const char *path) {
   return r < 0 && e == ECONNREFUSED;
 }
 
+static void start_polling(struct daemon *dm, int fd) {
+  dm->listen_fd = fd;
+  dm->spare_fd = open_spare();
+  if (dm->spare_fd < 0)
+    log_warn("no spare descriptor (%s): at EMFILE accepting pauses", strerror(errno));
+  uv_timer_init(dm->loop, &dm->accept_pause);
+  dm->accept_pause.data = dm;
+  uv_poll_init(dm->loop, &dm->listen_poll, fd);
+  dm->listen_poll.data = dm;
+  uv_poll_start(&dm->listen_poll, UV_READABLE, on_listen);
+  dm->listening = 1;
+}
+
 int server_listen(struct daemon *dm, char *err, size_t errlen) {
+  /* socket activation (listen_fds.h): systemd bound it, set its mode */
+  if (dm->listen_inherited) return start_polling(dm, dm->listen_fd), 0;
   const char *path = dm->cfg.socket;
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   if (strlen(path) >= sizeof a.sun_path)
@@ -158,16 +170,7 @@ int server_listen(struct daemon *dm, char *err, size_t errlen) {
     unlink(path);
     return -1;
   }
-  dm->listen_fd = fd;
-  dm->spare_fd = open_spare();
-  if (dm->spare_fd < 0)
-    log_warn("no spare descriptor (%s): at EMFILE accepting pauses", strerror(errno));
-  uv_timer_init(dm->loop, &dm->accept_pause);
-  dm->accept_pause.data = dm;
-  uv_poll_init(dm->loop, &dm->listen_poll, fd);
-  dm->listen_poll.data = dm;
-  uv_poll_start(&dm->listen_poll, UV_READABLE, on_listen);
-  dm->listening = 1;
+  start_polling(dm, fd);
   return 0;
 }
 
@@ -186,5 +189,6 @@ void server_stop_listening(struct daemon *dm) {
   uv_close((uv_handle_t *)&dm->accept_pause, NULL);
   if (dm->spare_fd >= 0) close(dm->spare_fd);
   dm->spare_fd = -1;
-  unlink(dm->cfg.socket);
+  /* systemd's socket outlives coopd: a connect meanwhile starts it again */
+  if (!dm->listen_inherited) unlink(dm->cfg.socket);
 }

@@ -375,7 +375,7 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
   w->inline_max = COOP_WIRE_INLINE_MAX;
   w->uid = s->uid;
   w->pid = s->pid;
-  log_info("client %u/%s (uid %u) connected", s->pid, s->name, s->uid);
+  log_debug("client %u/%s (uid %u) connected", s->pid, s->name, s->uid);
   sess_send(s, COOP_MSG_WELCOME, seq, &m);
 }
 
@@ -594,8 +594,10 @@ static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_sub
   s->use->bytes += bytes;
   dm->submitted++;
   journal_accepted(dm->journal, j->id, j->uid, j->kernel);
-  log_debug("job %llu: %s x%u from client %u", (unsigned long long)j->id, j->kernel, j->groups,
-            s->pid);
+  log_info("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
+           (unsigned long long)j->id, j->kernel, j->groups,
+           (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
+           s->name);
   /* submitted before the reply: if sending fails and closes the session,
    * its cleanup finds the job where it expects it (cancelled, freed later) */
   dev_submit(dm->devs[j->device], j);
@@ -721,6 +723,9 @@ static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
     o->compute_units = dev_compute_units(d);
     o->workers = dev_workers(d);
     o->jobs = dm->dev_jobs[i];
+    o->parked = dev_parked(d);
+    o->parks = dev_parks(d);
+    o->unpark_ns = dev_unpark_ns(d);
     struct dev_watch wd;
     dev_watch_get(d, &wd);
     o->lost_workers = wd.lost_workers;
@@ -768,6 +773,7 @@ static void on_stats(struct session *s, uint32_t seq) {
     st->gather_p99 = v[(n - 1) * 99 / 100];
     st->gather_max = v[n - 1];
   }
+  metrics_stats(dm, &dm->met, st);
   sess_send(s, COOP_MSG_STATS_REPLY, seq, &r);
 }
 
@@ -975,7 +981,6 @@ static void on_io(uv_poll_t *p, int status, int events) {
 static void on_closed(uv_handle_t *h) {
   struct session *s = h->data;
   if (--s->handles) return;
-  log_warn("DBG close %d", s->fd);
   close(s->fd);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);
@@ -1030,7 +1035,7 @@ static void sess_close(struct session *s) {
   if (kept) keep_jobs(dm, s->use, kept);
   s->use->conns--;
   uid_put(dm, s->use);
-  log_info("client %u/%s disconnected", s->pid, s->name);
+  log_debug("client %u/%s disconnected", s->pid, s->name);
   uv_poll_stop(&s->poll);
   uv_close((uv_handle_t *)&s->poll, on_closed);
   uv_close((uv_handle_t *)&s->hello_timer, on_closed);
@@ -1180,6 +1185,7 @@ static void send_events(struct session *s, const struct job *j) {
 }
 
 static void count_gathers(struct daemon *dm, const struct job *j) {
+  metrics_count(&dm->met, j);
   if (j->flags & COOP_SUBMIT_COOPERATIVE) return;
   uint32_t n = j->period_us ? j->ninst : 1;
   for (uint32_t i = 0; i < n; i++) {
@@ -1212,7 +1218,9 @@ void session_job_done(struct daemon *dm, struct job *j) {
   count_gathers(dm, j);
   journal_finished(dm->journal, j->id);
   dm->dev_jobs[j->device]--;
-  log_debug("job %llu (%s): %s", (unsigned long long)j->id, j->kernel, coop_job_state_name(st));
+  /* done, cancelled, refused or failed: one line, with the reason if any */
+  log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
+           coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
   /* j->finished is set only after the sends: a session that a failed send
    * closes meanwhile then treats j as running (owner := NULL) rather than
    * freeing it under us. */

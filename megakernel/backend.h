@@ -26,7 +26,8 @@ struct coop__backend_ops {
    * device (CUDA: managed memory). NULL: alloc_shared / free_shared. */
   void *(*alloc_arena)(struct coop_rt *rt, size_t bytes);
   void (*free_arena)(struct coop_rt *rt, void *p);
-  /* Device memory for the scheduler context, zeroed; one per runtime. */
+  /* Device memory for the scheduler context, zeroed; one per runtime. A
+   * second call (a relaunch after parking) zeroes the same memory again. */
   int (*alloc_dev)(struct coop_rt *rt, size_t bytes);
   /* Optional: copy the device memory while the megakernel runs (diagnostics,
    * coop_rt_dump). NULL where the device API cannot (OpenCL's in-order

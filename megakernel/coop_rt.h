@@ -164,6 +164,18 @@ int coop_rt_view(coop_rt *rt, coop_task_id *owner, uint8_t *reserved, unsigned n
  * runs, every channel and worker). Racy snapshot; never for control. */
 int coop_rt_dump(coop_rt *rt, FILE *f);
 
+/* Parking (docs/scheduler.md, "Idle parking"). An idle megakernel still
+ * spins: PoCL's threads take CPU cores, a GPU's scheduler workgroup takes
+ * time slices from every other process on that GPU. coop_rt_park, with no
+ * task slot in use (else COOP_EBUSY), stops it and waits for it to leave
+ * the device; the build, the arena (its allocations stay valid), the task
+ * slots and the clock calibration are kept. coop_rt_unpark launches it
+ * again (discovery included: the worker count may differ, see
+ * coop_rt_workers). While parked coop_rt_submit answers COOP_ESTATE. */
+int coop_rt_park(coop_rt *rt);
+int coop_rt_unpark(coop_rt *rt);
+int coop_rt_parked(const coop_rt *rt);
+
 /* Frees the task slot once it is final. */
 int coop_rt_task_release(coop_rt *rt, coop_task_id id);
 

@@ -248,7 +248,7 @@ static void cu_free_arena(struct coop_rt *rt, void *p) {
 static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
   CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
-  CU_CHECK(rt, api.cuMemAlloc(&b->devmem, bytes));
+  if (!b->devmem) CU_CHECK(rt, api.cuMemAlloc(&b->devmem, bytes)); /* else a relaunch: reuse */
   CU_CHECK(rt, api.cuMemsetD8(b->devmem, 0, bytes));
   unsigned one = 1; /* discovery starts with the poll open */
   CU_CHECK(rt,

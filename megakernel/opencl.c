@@ -125,8 +125,10 @@ static void cl_free_shared(struct coop_rt *rt, void *p) {
 static int cl_alloc_dev(struct coop_rt *rt, size_t bytes) {
   struct cl_be *b = rt->be;
   cl_int e;
-  b->dev = clCreateBuffer(b->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
-  CL_CHECK(rt, e);
+  if (!b->dev) { /* else a relaunch after parking: the same buffer, zeroed again */
+    b->dev = clCreateBuffer(b->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
+    CL_CHECK(rt, e);
+  }
   cl_uchar zero = 0;
   CL_CHECK(rt, clEnqueueFillBuffer(b->queue, b->dev, &zero, 1, 0, bytes, 0, NULL, NULL));
   /* discovery starts with the poll open */

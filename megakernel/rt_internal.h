@@ -34,6 +34,7 @@ struct coop_rt {
   unsigned compute_units;
   unsigned local_size, launch_groups, window_ms;
   int built, launched, exited;
+  int parked;              /* the megakernel left the device; coop_rt_unpark relaunches it */
   int cl_gpu_only;         /* backend auto, first pass: no CPU OpenCL device */
   char backend_note[1024]; /* which backend, and why; after launch also the shape */
 

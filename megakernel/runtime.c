@@ -227,8 +227,7 @@ static int discover(coop_rt *rt) {
       seen = n;
       changed = now;
     }
-    if (n >= rt->launch_groups || atomic_load_explicit(&mb->sched_state, memory_order_acquire))
-      break;
+    if (n >= mb->launched || atomic_load_explicit(&mb->sched_state, memory_order_acquire)) break;
     if (n > 0 && now - changed > (int64_t)rt->window_ms * 1000000) break;
     if (now > deadline) {
       coop__rt_msg(rt, "discovery: no workgroup started within 60 s");
@@ -388,7 +387,7 @@ static struct coop_task_rec *rec(coop_rt *rt, coop_task_id id) {
 
 int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id) {
   if (!rt || !d || !id || d->nargs > COOP_MAX_ARGS) return COOP_EINVAL;
-  if (!rt->launched || rt->exited) return COOP_ESTATE;
+  if (!rt->launched || rt->exited || rt->parked) return COOP_ESTATE;
   if (d->kernel < 0 || d->kernel >= rt->nkernels) return COOP_ENOKERNEL;
   pthread_mutex_lock(&rt->lock);
   uint32_t slot = 0;
@@ -429,15 +428,26 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
 
 static int final_state(uint32_t s) { return s >= COOP_TS_DONE; }
 
+/* coop_rt_wait: spin on the record for the first COOP_WAIT_SPIN_NS (a
+ * short task's end is seen within one load of host memory), then sleep,
+ * the nap doubling up to COOP_WAIT_NAP_MAX_NS: a long task costs a few
+ * thousand wakeups a second at most, and is seen that late at worst. */
+#define COOP_WAIT_SPIN_NS 200000L
+#define COOP_WAIT_NAP0_NS 10000L
+#define COOP_WAIT_NAP_MAX_NS 200000L
+
 int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
-  int64_t deadline = timeout_ms < 0 ? INT64_MAX : coop__now_ns() + (int64_t)timeout_ms * 1000000;
-  long nap = 2000;
+  int64_t start = coop__now_ns();
+  int64_t deadline = timeout_ms < 0 ? INT64_MAX : start + (int64_t)timeout_ms * 1000000;
+  long nap = COOP_WAIT_NAP0_NS;
   while (!final_state(atomic_load_explicit(&t->state, memory_order_acquire))) {
-    if (coop__now_ns() > deadline) return COOP_ETIMEDOUT;
+    int64_t now = coop__now_ns();
+    if (now > deadline) return COOP_ETIMEDOUT;
+    if (now - start < COOP_WAIT_SPIN_NS) continue; /* a short task: seen within a load */
     sleep_ns(nap);
-    if (nap < 500000) nap *= 2;
+    if (nap < COOP_WAIT_NAP_MAX_NS) nap *= 2;
   }
   return 0;
 }
@@ -532,10 +542,61 @@ int coop_rt_task_release(coop_rt *rt, coop_task_id id) {
   return 0;
 }
 
+int coop_rt_parked(const coop_rt *rt) { return rt && rt->parked; }
+
+int coop_rt_park(coop_rt *rt) {
+  if (!rt || !rt->be) return COOP_EINVAL;
+  if (!rt->launched || rt->exited || rt->parked) return COOP_ESTATE;
+  pthread_mutex_lock(&rt->lock);
+  int busy = 0;
+  for (unsigned s = 0; s < COOP_RING; s++) busy |= rt->gen[s] & 1u; /* odd = in use */
+  pthread_mutex_unlock(&rt->lock);
+  if (busy) return COOP_EBUSY;
+  /* The scheduler sees shutdown with nothing queued or running: it releases
+   * every worker with EXIT and leaves; the kernel ends. */
+  atomic_store_explicit(&rt->mb->shutdown, 1, memory_order_release);
+  int r = rt->ops->wait_exit(rt);
+  if (r) {
+    rt->exited = 1; /* unknown state: only coop_rt_close from here */
+    return r;
+  }
+  rt->parked = 1;
+  return 0;
+}
+
+int coop_rt_unpark(coop_rt *rt) {
+  if (!rt || !rt->be) return COOP_EINVAL;
+  if (!rt->parked || rt->exited) return COOP_ESTATE;
+  struct coop_mailbox *mb = rt->mb;
+  /* The kernel has ended (wait_exit): nothing else touches the mailbox. The
+   * scheduler starts from zeroed device memory, so its ring tail is 0 again
+   * and so must the host's head be; task records stay (every slot is free),
+   * as do ping and pong (the scheduler reads the current ping at start). */
+  atomic_store_explicit(&mb->shutdown, 0, memory_order_relaxed);
+  atomic_store_explicit(&mb->disc_seen, 0, memory_order_relaxed);
+  atomic_store_explicit(&mb->disc_close, 0, memory_order_relaxed);
+  atomic_store_explicit(&mb->participants, 0, memory_order_relaxed);
+  atomic_store_explicit(&mb->sched_state, 0, memory_order_relaxed);
+  atomic_store_explicit(&mb->sub_head, 0, memory_order_relaxed);
+  memset((void *)mb->wg_view, 0, sizeof mb->wg_view);
+  rt->sub_head = 0;
+  /* Launch just the participants the first discovery found: when all of
+   * them join, the poll closes at once instead of after a window with no
+   * newcomer (PoCL: 200 ms against 2 ms). Fewer may join (the device is
+   * shared): discovery's window still decides, as at the first launch. */
+  mb->launched = rt->participants;
+  int r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
+  if (r == 0) r = rt->ops->launch(rt, mb->launched, rt->local_size);
+  if (r == 0) r = discover(rt);
+  rt->parked = 0; /* on failure too: coop_rt_close then stops what did start */
+  if (r) return r;
+  return 0;
+}
+
 int coop_rt_close(coop_rt *rt) {
   if (!rt) return 0;
   int r = 0;
-  if (rt->launched && !rt->exited) {
+  if (rt->launched && !rt->exited && !rt->parked) {
     atomic_store_explicit(&rt->mb->shutdown, 1, memory_order_release);
     /* discovery may still be waiting for the host: let it finish */
     atomic_store_explicit(&rt->mb->disc_close, 1, memory_order_release);

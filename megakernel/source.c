@@ -48,6 +48,16 @@ static void put(struct buf *b, const char *fmt, ...) {
   }
 }
 
+/* The name the compiler's log gives the assembled source's own lines. */
+#define COOP__SRC_NAME "coop-megakernel.cl"
+
+/* Lines written so far (the next line is lines + 1). */
+static size_t lines(const struct buf *b) {
+  size_t n = 0;
+  for (size_t i = 0; b->p && i < b->len; i++) n += b->p[i] == '\n';
+  return n;
+}
+
 /* The glue for kernel i: a cooperative kernel runs init (or loads the
  * transmitted state after a fork) then steps, with the primitive each step
  * returns applied in between by coop__after_step. */
@@ -75,11 +85,16 @@ static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
 
 char *coop__assemble_source(const struct coop_rt *rt) {
   struct buf b = {0};
-  put(&b, "/* coop megakernel, assembled by the runtime */\n");
+  /* Lines keep their place in the assembled source, under one name; a
+   * kernel may open with its own #line (coopd names its file there), so
+   * each kernel is followed by a #line that takes the numbering back. */
+  put(&b, "/* coop megakernel, assembled by the runtime */\n#line 3 \"" COOP__SRC_NAME "\"\n");
   put(&b, "%s\n%s\n%s\n%s\n%s\n%s\n", coop__src_dialect_h, coop__src_shared_h, coop__src_api_h,
       coop__src_primitives_cl, coop__src_barrier_cl, coop__src_taskqueue_cl);
-  for (int i = 0; i < rt->nkernels; i++)
+  for (int i = 0; i < rt->nkernels; i++) {
     put(&b, "/* ---- kernel %s ---- */\n%s\n", rt->kernels[i].name, rt->kernels[i].source);
+    put(&b, "#line %zu \"" COOP__SRC_NAME "\"\n", lines(&b) + 2);
+  }
   put(&b, "#define COOP_NKERNELS %du\n", rt->nkernels);
   for (int i = 0; i < rt->nkernels; i++) put_runner(&b, i, &rt->kernels[i]);
   put(&b, "COOP_FN coop_u32 coop__kernel_is_coop(coop_u32 k) {\n  switch (k) {\n");

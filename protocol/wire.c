@@ -167,6 +167,28 @@ static void enc_result(struct enc *e, const struct coop_msg_result *m) {
   }
 }
 
+/* STATS_REPLY's tail: version, uptime and the metrics (coopctl metrics). */
+static void enc_stats_ext(struct enc *e, const struct coop_msg_stats_reply *m) {
+  put_str(e, m->daemon_version, sizeof m->daemon_version);
+  put_u64(e, m->uptime_ns);
+  if (m->nbounds > COOP_WIRE_MAX_BOUNDS) efail(e, COOP_ETOOBIG);
+  put_u8(e, m->nbounds);
+  for (unsigned i = 0; i < m->nbounds && !e->err; i++) {
+    if (i && m->bound[i] <= m->bound[i - 1]) efail(e, COOP_EINVAL);
+    put_i64(e, m->bound[i]);
+  }
+  for (unsigned i = 0; i < m->ndevices && !e->err; i++) {
+    const struct coop_wire_devmetrics *d = &m->met[i];
+    put_u32(e, d->busy_workers);
+    put_u64(e, d->arena_bytes);
+    put_u64(e, d->arena_used);
+    put_i64(e, d->gather_sum_ns);
+    for (unsigned k = 0; k <= m->nbounds; k++) put_u64(e, d->gather_bucket[k]);
+    put_u64(e, d->deadline_instances);
+    put_u64(e, d->deadline_misses);
+  }
+}
+
 static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
   put_str(e, m->backend, sizeof m->backend);
   put_str(e, m->device, sizeof m->device);
@@ -190,9 +212,12 @@ static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
     const struct coop_wire_devinfo *d = &m->devs[i];
     put_str(e, d->device, sizeof d->device);
     put_str(e, d->backend, sizeof d->backend);
-    const uint32_t v[] = {d->compute_units, d->workers, d->lost_workers, d->jobs};
+    const uint32_t v[] = {d->compute_units, d->workers, d->lost_workers,
+                          d->jobs,          d->parked,  d->parks};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) put_u32(e, v[k]);
+    put_i64(e, d->unpark_ns);
   }
+  if (m->ext) enc_stats_ext(e, m);
 }
 
 /* A workgroup record's size: its records are fixed-size, and njobs follows
@@ -569,6 +594,27 @@ static void dec_result(struct cur *c, struct coop_msg_result *m) {
   dec_outbufs(c, m);
 }
 
+static void dec_stats_ext(struct cur *c, struct coop_msg_stats_reply *m) {
+  get_str(c, m->daemon_version, sizeof m->daemon_version);
+  m->uptime_ns = get_u64(c);
+  m->nbounds = get_u8(c);
+  if (m->nbounds > COOP_WIRE_MAX_BOUNDS) cfail(c, COOP_ETOOBIG);
+  for (unsigned i = 0; i < m->nbounds && !c->err; i++) {
+    m->bound[i] = get_i64(c);
+    want(c, i == 0 || m->bound[i] > m->bound[i - 1]); /* ascending: buckets are ranges */
+  }
+  for (unsigned i = 0; i < m->ndevices && !c->err; i++) {
+    struct coop_wire_devmetrics *d = &m->met[i];
+    d->busy_workers = get_u32(c);
+    d->arena_bytes = get_u64(c);
+    d->arena_used = get_u64(c);
+    d->gather_sum_ns = get_i64(c);
+    for (unsigned k = 0; k <= m->nbounds; k++) d->gather_bucket[k] = get_u64(c);
+    d->deadline_instances = get_u64(c);
+    d->deadline_misses = get_u64(c);
+  }
+}
+
 static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
   get_str(c, m->backend, sizeof m->backend);
   get_str(c, m->device, sizeof m->device);
@@ -592,9 +638,13 @@ static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
     struct coop_wire_devinfo *d = &m->devs[i];
     get_str(c, d->device, sizeof d->device);
     get_str(c, d->backend, sizeof d->backend);
-    uint32_t *v[] = {&d->compute_units, &d->workers, &d->lost_workers, &d->jobs};
+    uint32_t *v[] = {&d->compute_units, &d->workers, &d->lost_workers,
+                     &d->jobs,          &d->parked,  &d->parks};
     for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) *v[k] = get_u32(c);
+    d->unpark_ns = get_i64(c);
   }
+  m->ext = c->n > 0; /* a daemon before the tail ends here */
+  if (m->ext && !c->err) dec_stats_ext(c, m);
 }
 
 static void dec_event(struct cur *c, struct coop_msg_event *m) {

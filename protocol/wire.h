@@ -264,11 +264,29 @@ struct coop_msg_result {
  * u32 lost_workers, str watchdog (the latest watchdog event, or ""),
  * u8 ndevices, ndevices x (str device, str backend, u32 compute_units,
  * u32 workers, u32 lost_workers, u32 jobs). The fields before describe
- * device 0 (gather percentiles and counters: every device). */
+ * device 0 (gather percentiles and counters: every device).
+ * Then, from a daemon that sends it (ext = 1; an older one ends the reply
+ * here, ext = 0): str daemon_version, u64 uptime_ns, u8 nbounds (at most
+ * COOP_WIRE_MAX_BOUNDS), nbounds x i64 bound (the gather histogram's upper
+ * bounds, ns, ascending), and ndevices x (u32 busy_workers,
+ * u64 arena_bytes, u64 arena_used, i64 gather_sum_ns,
+ * (nbounds + 1) x u64 gather_bucket (non-cumulative; the last counts the
+ * gathers above the last bound), u64 deadline_instances,
+ * u64 deadline_misses). */
 struct coop_wire_devinfo {
   char device[COOP_WIRE_TEXT_MAX];
   char backend[COOP_WIRE_NAME_MAX];
   uint32_t compute_units, workers, lost_workers, jobs;
+  uint32_t parked, parks; /* idle parking: parked now (0/1), times parked */
+  int64_t unpark_ns;      /* the last relaunch after parking, or 0 */
+};
+#define COOP_WIRE_MAX_BOUNDS 32u
+struct coop_wire_devmetrics {
+  uint32_t busy_workers;            /* running or reserved for a job now */
+  uint64_t arena_bytes, arena_used; /* the buffers of its running jobs */
+  int64_t gather_sum_ns;
+  uint64_t gather_bucket[COOP_WIRE_MAX_BOUNDS + 1];
+  uint64_t deadline_instances, deadline_misses; /* instances with a deadline */
 };
 struct coop_msg_stats_reply {
   char backend[COOP_WIRE_NAME_MAX];
@@ -282,6 +300,12 @@ struct coop_msg_stats_reply {
   char watchdog[COOP_WIRE_TEXT_MAX];
   uint8_t ndevices;
   struct coop_wire_devinfo devs[COOP_WIRE_MAX_DEVICES];
+  uint8_t ext; /* the fields below are on the wire */
+  char daemon_version[COOP_WIRE_NAME_MAX];
+  uint64_t uptime_ns;
+  uint8_t nbounds;
+  int64_t bound[COOP_WIRE_MAX_BOUNDS];
+  struct coop_wire_devmetrics met[COOP_WIRE_MAX_DEVICES];
 };
 
 /* KERNEL_LIST: u32 n, n x (str name, u8 cooperative (0 or 1), u8 nargs,

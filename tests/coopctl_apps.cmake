@@ -16,6 +16,8 @@ set_tests_properties(coopctl_apps PROPERTIES ENVIRONMENT "POCL_MAX_PTHREAD_COUNT
 
 add_executable(test_app_tasks ${CMAKE_CURRENT_LIST_DIR}/test_app_tasks.c)
 target_link_libraries(test_app_tasks PRIVATE coopapphost PkgConfig::CHECK)
+target_compile_definitions(test_app_tasks PRIVATE
+  COOP_GRAPH_DATA="${CMAKE_CURRENT_LIST_DIR}/data/graphs")
 add_test(NAME app_tasks COMMAND test_app_tasks)
 set_tests_properties(app_tasks PROPERTIES TIMEOUT 120)
 

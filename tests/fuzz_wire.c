@@ -306,7 +306,7 @@ static void seed_msg(union coop_msg *m, uint16_t type, struct seedrecs *r) {
           .backend = "opencl", .device = "pocl", .workers = 4, .done = 5};
       m->stats.gather_p50 = m->stats.gather_max = -1;
       m->stats.ndevices = 1;
-      m->stats.devs[0] = (struct coop_wire_devinfo){"pocl", "opencl", 2, 4, 0, 1};
+      m->stats.devs[0] = (struct coop_wire_devinfo){"pocl", "opencl", 2, 4, 0, 1, 1, 3, 25000000};
       break;
     case COOP_MSG_EVENT:
       m->event = (struct coop_msg_event){1, COOP_EV_GATHERED, COOP_JOB_RUNNING, 0, 100, 20};

@@ -99,11 +99,54 @@ START_TEST(task_matches_signature) {
 }
 END_TEST
 
+/* issue 20: inputs from files that the apps could not take as they were.
+ * An arc given one way reaches color and mis in both directions; an SSSP
+ * input whose paths can reach 2^32 - 1 (the "unreached" value) is refused
+ * alike by coop_app_fit_input, by prepare and by the check's reference. */
+START_TEST(inputs_fit_their_apps) {
+  char why[256];
+  for (unsigned i = 0; i < coop_napps; i++) {
+    const struct coop_app *a = coop_apps[i];
+    if (a->input != COOP_INPUT_GRAPH) continue;
+    struct coop_app_input in = {.kind = COOP_INPUT_GRAPH};
+    ck_assert_int_eq(coop_graph_read_file(COOP_GRAPH_DATA "/one_way.gr", COOP_GRAPH_AUTO, &in.graph,
+                                          why, sizeof why),
+                     0);
+    ck_assert_int_eq(coop_app_fit_input(a, &in, why, sizeof why), 0);
+    ck_assert_uint_eq(in.graph.m, a->symmetric ? 2 : 1);
+    coop_graph_free(&in.graph);
+    ck_assert_int_eq(coop_graph_read_file(COOP_GRAPH_DATA "/long_paths.gr", COOP_GRAPH_AUTO,
+                                          &in.graph, why, sizeof why),
+                     0);
+    int want = a->admit ? COOP_ETOOBIG : 0;
+    ck_assert_int_eq(coop_app_fit_input(a, &in, why, sizeof why), want);
+    if (want) {
+      ck_assert_msg(strstr(why, "as long as 4294967295"), "%s: %s", a->name, why);
+      struct coop_app_opts o = {.groups = 2, .mode = 1};
+      struct coop_app_task t;
+      ck_assert_int_eq(coop_app_task_prepare(&t, a, &in, &o, 2), COOP_ETOOBIG);
+      static const uint32_t dist[3] = {0, 2147483648u, 0xffffffffu};
+      why[0] = 0;
+      ck_assert_int_eq(a->check(&in, dist, why, sizeof why), COOP_ETOOBIG);
+      ck_assert_msg(strstr(why, "as long as"), "%s: check: %s", a->name, why);
+      in.graph.w[1] = 2147483646u; /* one shorter: taken */
+      ck_assert_int_eq(coop_app_fit_input(a, &in, why, sizeof why), 0);
+      ck_assert_int_eq(coop_app_task_prepare(&t, a, &in, &o, 2), 0);
+      coop_app_task_free(&t);
+    }
+    coop_graph_free(&in.graph);
+  }
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("app_tasks");
   TCase *t = tcase_create("signatures");
   tcase_set_timeout(t, 120);
   tcase_add_loop_test(t, task_matches_signature, 0, (int)coop_napps);
+  suite_add_tcase(s, t);
+  t = tcase_create("inputs");
+  tcase_add_test(t, inputs_fit_their_apps);
   suite_add_tcase(s, t);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

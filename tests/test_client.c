@@ -1082,6 +1082,7 @@ static void s_top_snapshots(struct fake *f, struct fconn *c) {
 }
 
 static const char top_text[] =
+    "coopd     (an older daemon: no version or uptime)\n"
     "device    Fake GPU (opencl), 4 compute units, 70 workers\n"
     "clients   2\n"
     "jobs      2 running, 1 queued\n"
@@ -1096,10 +1097,11 @@ static const char top_text[] =
     "legend    A job 3 bfs  B job 4 render\n"
     "          a-z reserved for A-Z, # another user's, . free\n"
     "\n"
-    "JOB      WG STATE     KERNEL               KIND         N      M WORKERS  KILLS  FORKS\n"
-    "3        A  running   bfs                  coop         4      2       3      5      1\n"
-    "4        B  running   render               noncoop      1      1       1      0      0\n"
-    "5        -  queued    sweep                coop         8      -       -      -      -\n";
+    "JOB      WG STATE     KERNEL               KIND         N      M WORKERS UTIL%  KILLS  FORKS\n"
+    "3        A  running   bfs                  coop         4      2       3   4.3      5      1\n"
+    "4        B  running   render               noncoop      1      1       1   1.4      0      0\n"
+    "5        -  queued    sweep                coop         8      -       -     -      -      "
+    "-\n";
 
 START_TEST(coopctl_top) {
   struct fake f;
@@ -1122,16 +1124,18 @@ START_TEST(coopctl_top) {
   ck_assert_ptr_nonnull(second);
   ck_assert_ptr_nonnull(strchr(second + 1, '\n'));
   ck_assert_str_eq(strchr(second + 1, '\n') + 1, ""); /* two lines, one object each */
-  ck_assert(!strncmp(out, "{\"stats\":{\"backend\":\"opencl\"", 28));
+  ck_assert(!strncmp(
+      out, "{\"stats\":{\"daemon_version\":null,\"uptime_ns\":null,\"backend\":\"opencl\"", 67));
   ck_assert_ptr_nonnull(strstr(out, "\"map\":\"AAa#B....."));
   ck_assert_ptr_nonnull(strstr(out,
                                "\"workgroups\":[{\"state\":\"running\",\"job\":3},"
                                "{\"state\":\"running\",\"job\":3},{\"state\":\"reserved\","
-                               "\"job\":3},{\"state\":\"other\",\"job\":0},"));
-  ck_assert_ptr_nonnull(strstr(out,
-                               "\"jobs\":[{\"job\":3,\"mark\":\"A\",\"kernel\":\"bfs\","
-                               "\"cooperative\":true,\"groups\":4,\"m\":2,\"workers\":3,"
-                               "\"kills\":5,\"forks\":1},{\"job\":4,\"mark\":\"B\""));
+                               "\"job\":3},{\"state\":\"other\",\"job\":null},"));
+  ck_assert_ptr_nonnull(
+      strstr(out,
+             "\"jobs\":[{\"job\":3,\"mark\":\"A\",\"kernel\":\"bfs\","
+             "\"cooperative\":true,\"groups\":4,\"m\":2,\"workers\":3,"
+             "\"util_percent\":4.3,\"kills\":5,\"forks\":1},{\"job\":4,\"mark\":\"B\""));
   ck_assert_ptr_nonnull(strstr(out, "\"job\":5,\"state\":\"queued\""));
   ck_assert_ptr_null(strstr(out, "\"job\":2,")); /* done: not shown */
   ck_assert_ptr_null(strstr(out, "\"note\""));
@@ -1210,10 +1214,14 @@ START_TEST(coopctl_top_old_daemon) {
   const char *note =
       "note: this coopd does not answer TOP (an older daemon?): no workgroup map (bad UNKNOWN "
       "frame: malformed message)\n\n"
-      "JOB      WG STATE     KERNEL               KIND         N      M WORKERS  KILLS  FORKS\n"
-      "3        -  running   bfs                  coop         4      -       -      -      -\n"
-      "4        -  running   render               noncoop      1      -       -      -      -\n"
-      "5        -  queued    sweep                coop         8      -       -      -      -\n";
+      "JOB      WG STATE     KERNEL               KIND         N      M WORKERS UTIL%  KILLS  "
+      "FORKS\n"
+      "3        -  running   bfs                  coop         4      -       -     -      -      "
+      "-\n"
+      "4        -  running   render               noncoop      1      -       -     -      -      "
+      "-\n"
+      "5        -  queued    sweep                coop         8      -       -     -      -      "
+      "-\n";
   char *first = strstr(out, note);
   ck_assert_msg(first != NULL, "no note in:\n%s", out);
   ck_assert_ptr_nonnull(strstr(first + 1, note)); /* in both snapshots */

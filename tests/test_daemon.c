@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
+#include <sys/mount.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -1980,6 +1981,9 @@ START_TEST(cooperative_slots_are_shared_between_users) {
   open_hello(&c, &d);
   static uint32_t data[64];
   uint64_t first = victim_sweep(&c, data, 64, 0, 1); /* about 4 s */
+  /* On the device before the others arrive: had the device thread taken
+   * all four in one pass, nobody's (never served) would rightly go first. */
+  wait_running(&c, first);
   uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);
   uint64_t last = sweep_submit(&c, data, 64, 100000000u, 1, -1);
   ck_assert(first && next && last);
@@ -2023,7 +2027,7 @@ START_TEST(hello_name_cannot_forge_log_lines) {
   int lfd = mkstemps(logp, 4);
   ck_assert_int_ge(lfd, 0);
   close(lfd);
-  const char *sets[] = {"log.level=info", NULL};
+  const char *sets[] = {"log.level=debug", NULL}; /* connections are logged at debug */
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
@@ -2087,6 +2091,598 @@ START_TEST(waiters_are_bounded) {
   }
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* CPU seconds (user + system) a process has used, from /proc. */
+static double cpu_seconds(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+  ck_assert_ptr_nonnull(p);
+  unsigned long long ut = 0, st = 0;
+  /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+   * majflt cmajflt utime stime */
+  ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st),
+                   2);
+  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Issue 18 item 3: an idle coopd spun a CPU core (PoCL: 54 to 97%). With
+ * park_ms = 50 the megakernel leaves the device once idle: STATS says
+ * parked and the device process uses (almost) no CPU; the next job
+ * relaunches it and runs correctly, and it parks again afterwards. */
+START_TEST(idle_megakernel_parks) {
+  const char *sets[] = {"device.park_ms=50", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_eq(st.devs[0].parked, 1);
+  ck_assert_uint_ge(st.devs[0].parks, 1);
+  pid_t dp = device_process(d.pid);
+  double c0 = cpu_seconds(dp);
+  msleep(1500);
+  double used = cpu_seconds(dp) - c0;
+  ck_assert_msg(used < 0.1, "a parked device process used %.2f s of CPU in 1.5 s", used);
+  ck_assert_uint_eq(stats(&c).devs[0].parked, 1);
+  /* the next job relaunches the megakernel, and its result is right */
+  render_check(&c, 1, 0, 0);
+  static uint32_t data[64];
+  for (uint32_t i = 0; i < 64; i++) data[i] = i;
+  uint64_t job = sweep_submit(&c, data, 64, 100, 2, -1);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  for (uint32_t i = 0; i < 64; i++) {
+    uint32_t got;
+    memcpy(&got, c.m.result.bufs[0].data + 4 * i, 4);
+    ck_assert_uint_eq(got, i + 100);
+  }
+  st = stats(&c);
+  ck_assert_int_gt(st.devs[0].unpark_ns, 0);
+  uint32_t parks = st.devs[0].parks;
+  for (int i = 0; i < 200 && st.devs[0].parks == parks; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_gt(st.devs[0].parks, parks); /* idle again: parked again */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* ---- systemd (issue 21 item 2) ---- */
+
+/* How a systemd-run coopd is started here: stderr into log, and as the
+ * service manager would set it up: NOTIFY_SOCKET (inherited from the
+ * test), JOURNAL_STREAM naming the log file (journal), and the listening
+ * socket lfd passed as descriptor 3 (LISTEN_FDS=1, LISTEN_PID=coopd's). */
+struct sd_run {
+  const char *log;
+  int journal; /* 1: JOURNAL_STREAM is the log; 0: a stream that is not stderr */
+  int lfd;     /* -1: none */
+};
+
+static pid_t sd_spawn(const struct sd_run *r, const char *const *args) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid) return pid;
+  if (!freopen(r->log, "w", stderr)) _exit(126);
+  struct stat st;
+  char js[64] = "0:0";
+  if (r->journal && fstat(2, &st) == 0)
+    snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+  setenv("JOURNAL_STREAM", js, 1);
+  unsetenv("INVOCATION_ID"); /* the test may itself run as a service */
+  if (r->lfd >= 0) {
+    if (r->lfd != 3 && (dup2(r->lfd, 3) < 0 || close(r->lfd) < 0)) _exit(125);
+    char pid_s[32];
+    snprintf(pid_s, sizeof pid_s, "%d", (int)getpid()); /* exec keeps it */
+    setenv("LISTEN_PID", pid_s, 1);
+    setenv("LISTEN_FDS", "1", 1);
+  }
+  const char *argv[24] = {COOPD_PATH, "--kernels", KERNEL_DIR};
+  int n = 3;
+  static char backend[64];
+  if (getenv("COOP_BACKEND")) {
+    snprintf(backend, sizeof backend, "device.backend=%.40s", getenv("COOP_BACKEND"));
+    argv[n++] = "--set";
+    argv[n++] = backend;
+  }
+  for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  execv(COOPD_PATH, (char *const *)argv);
+  _exit(127);
+}
+
+/* The next notification that contains want, into got: 1, or 0 after
+ * timeout_s without one. */
+static int notify_wait(int ns, const char *want, char *got, size_t len, int timeout_s) {
+  time_t end = time(NULL) + timeout_s;
+  while (time(NULL) < end) {
+    struct timeval tv = {1, 0};
+    setsockopt(ns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = recv(ns, got, len - 1, 0);
+    if (n < 0) continue;
+    got[n] = '\0';
+    if (strstr(got, want)) return 1;
+  }
+  return 0;
+}
+
+/* A datagram socket at path, as systemd's notify socket. */
+static int notify_socket(const char *path) {
+  int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(ns, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  ck_assert_int_eq(bind(ns, (struct sockaddr *)&a, sizeof a), 0);
+  return ns;
+}
+
+static int exit_status(pid_t pid, int signal_it) {
+  if (signal_it) kill(pid, SIGTERM);
+  int st;
+  for (int i = 0; i < 1200; i++, msleep(50))
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+/* Type=notify: READY=1 once the socket accepts; SIGHUP gives RELOADING=1
+ * (with MONOTONIC_USEC) then READY=1, applies the settings that may change
+ * (max_clients here) and names those that need a restart (arena_mb);
+ * SIGTERM gives STOPPING=1. Outside the journal, lines carry the date. The
+ * old coopd sent nothing and reloaded the kernels only. */
+START_TEST(systemd_notify_ready_and_reload) {
+  char dir[] = "/tmp/coopd-sd-XXXXXX", ini[96], nsp[96], logp[96], sock[96], got[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(ini, sizeof ini, "%s/coopd.ini", dir);
+  snprintf(nsp, sizeof nsp, "%s/notify", dir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  write_file(ini, "[device]\narena_mb = 64\n[server]\nmax_clients = 64\njournal = off\n");
+  int ns = notify_socket(nsp);
+  setenv("NOTIFY_SOCKET", nsp, 1);
+  struct sd_run r = {.log = logp, .journal = 0, .lfd = -1};
+  const char *args[] = {"--config", ini, "--socket", sock, NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 within 60 s");
+  assert_has(got, "STATUS=listening on ");
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0); /* ready means accepting */
+  hello(&c);
+  conn_close(&c);
+
+  write_file(ini, "[device]\narena_mb = 128\n[server]\nmax_clients = 1\njournal = off\n");
+  kill(pid, SIGHUP);
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  assert_has(got, "MONOTONIC_USEC=");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 after the reload");
+  ck_assert(log_has(logp, "[server] max_clients: 64 -> 1"));
+  ck_assert(log_has(logp, "[device] arena_mb changed (64 -> 128): needs a restart"));
+  /* max_clients = 1 holds: a second client is turned away */
+  struct conn c2;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  hello(&c);
+  ck_assert_int_eq(conn_open(&c2, sock), 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  ck_assert_uint_eq(reply(&c2, send_msg(&c2, COOP_MSG_HELLO, &m, NULL, 0)), 0);
+  conn_close(&c2);
+  conn_close(&c);
+
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  ck_assert_msg(notify_wait(ns, "STOPPING=1", got, sizeof got, 5), "no STOPPING=1");
+  /* not the journal (JOURNAL_STREAM names another file): dated lines */
+  ck_assert(!log_has(logp, "<6>"));
+  ck_assert(log_has(logp, " coopd info: listening on "));
+  char year[8];
+  time_t now = time(NULL);
+  strftime(year, sizeof year, "\n%Y-", localtime(&now));
+  ck_assert_msg(log_has(logp, year), "no date in the log");
+  close(ns);
+  unsetenv("NOTIFY_SOCKET");
+  unlink(nsp), unlink(ini), unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* coop.socket: coopd serves on the listening socket passed as descriptor 3
+ * (LISTEN_FDS/LISTEN_PID) instead of binding --socket, and leaves the
+ * socket file to systemd when it stops. The old coopd bound --socket and
+ * nobody answered on the passed one. */
+START_TEST(systemd_socket_activation) {
+  char dir[] = "/tmp/coopd-sa-XXXXXX", act[96], unused[96], logp[96];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(act, sizeof act, "%s/act.sock", dir);
+  snprintf(unused, sizeof unused, "%s/unused.sock", dir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  int lfd = socket(AF_UNIX, SOCK_STREAM, 0); /* blocking, as systemd passes it */
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", act);
+  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(lfd, 16), 0);
+  struct sd_run r = {.log = logp, .journal = 0, .lfd = lfd};
+  const char *args[] = {"--socket", unused, "--set", "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int i;
+  for (i = 0; i < 1200 && !log_has(logp, "listening on"); i++) {
+    int st;
+    ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0, "coopd exited at start-up");
+    msleep(50);
+  }
+  if (i == 1200) print_log(logp);
+  ck_assert_msg(log_has(logp, "listening on"), "coopd did not start within 60 s");
+  assert_has(act, dir);
+  ck_assert_msg(log_has(logp, "socket activation"), "not the passed socket");
+  ck_assert_int_ne(access(unused, F_OK), 0); /* it did not bind its own */
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, act), 0);
+  struct timeval tv = {20, 0};
+  setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  hello(&c);
+  conn_close(&c);
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  ck_assert_int_eq(access(act, F_OK), 0); /* systemd's, still there */
+  close(lfd);
+  unlink(act), unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* Under the journal (JOURNAL_STREAM is stderr) every line starts with its
+ * syslog priority and has no date; a job's submission and end are one line
+ * each at info, a connection is at debug. The old coopd dated every line,
+ * and logged jobs at debug and connections at info. */
+START_TEST(systemd_journal_log_prefixes) {
+  char dir[] = "/tmp/coopd-jl-XXXXXX", logp[96], sock[96];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
+  const char *args[] = {"--socket",           sock, "--log-level", "debug", "--set",
+                        "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  for (int i = 0; i < 1200 && access(sock, F_OK); i++) msleep(50);
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  hello(&c);
+  uint32_t data[256] = {0};
+  uint64_t job = sweep_submit(&c, data, 256, 1, 1, -1);
+  ck_assert_uint_gt(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, 60000), COOP_MSG_RESULT);
+  conn_close(&c);
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  char want[128];
+  ck_assert(log_has(logp, "<6>listening on "));
+  ck_assert(log_has(logp, "<7>client "));
+  ck_assert(log_has(logp, " connected\n"));
+  snprintf(want, sizeof want, "<6>job %llu submitted: sweep x1 cooperative on device 0",
+           (unsigned long long)job);
+  ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
+  snprintf(want, sizeof want, "<6>job %llu (sweep, uid %u) done\n", (unsigned long long)job,
+           (unsigned)getuid());
+  ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
+  ck_assert(!log_has(logp, " coopd info: "));
+  ck_assert(!log_has(logp, " coopd debug: "));
+  unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* ---- state: where coopd keeps its files, its journal, its clock (issue 20) ---- */
+
+/* coopd in the foreground on sock with these --set flags, stderr into log:
+ * its exit status, or -1 if it still ran after limit_s (then killed). */
+static int coopd_try(const char *sock, const char *const *sets, const char *log, int limit_s) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (!freopen(log, "w", stderr)) _exit(126);
+    const char *argv[16] = {COOPD_PATH, "--socket", sock, "--kernels", KERNEL_DIR};
+    int n = 5;
+    for (int i = 0; sets && sets[i] && n < 14; i++) {
+      argv[n++] = "--set";
+      argv[n++] = sets[i];
+    }
+    argv[n] = NULL;
+    execv(COOPD_PATH, (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  for (int i = 0; i < limit_s * 20; i++, msleep(50))
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+/* coopd refused to start within 20 s, and its log says why. */
+static void refused(const char *sock, const char *const *sets, const char *log, const char *why) {
+  int r = coopd_try(sock, sets, log, 20);
+  if (r != 1 || !log_has(log, why)) print_log(log);
+  ck_assert_msg(r == 1, "coopd: exit status %d, want 1 (a refusal at start)", r);
+  ck_assert_msg(log_has(log, why), "the log lacks \"%s\"", why);
+}
+
+static void file_is(const char *path, const char *want) {
+  char got[256] = "";
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "%s is gone", path);
+  size_t n = fread(got, 1, sizeof got - 1, f);
+  fclose(f);
+  got[n] = 0;
+  ck_assert_str_eq(got, want);
+}
+
+/* A socket bound and listening at path, as a squatter's would be. */
+static int listen_at(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(fd, 4), 0);
+  return fd;
+}
+
+/* Row #10: the socket and the journal where another user could have put
+ * something first. Each refusal comes before the device opens (quick); the
+ * FIFO at the journal path once blocked coopd's start for good, the file at
+ * the socket path was deleted, the world-writable directory was used. */
+START_TEST(unsafe_paths_are_refused) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", sub[128], sock[192], log[128], jobs[224];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  snprintf(sub, sizeof sub, "%s/run", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", sub);
+  snprintf(jobs, sizeof jobs, "%s.jobs", sock);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+  ck_assert_int_eq(chmod(sub, 0777), 0); /* anyone may put files there */
+  refused(sock, NULL, log, "writable by every user without the sticky bit");
+  ck_assert_int_ne(access(sock, F_OK), 0);
+  if (geteuid() == 0) { /* only root can give the directory to another user */
+    ck_assert_int_eq(chmod(sub, 0755), 0);
+    ck_assert_int_eq(chown(sub, 65534, 65534), 0);
+    refused(sock, NULL, log, "owned by another user");
+    ck_assert_int_eq(chown(sub, 0, 0), 0);
+  } else {
+    fprintf(stderr, "unsafe_paths_are_refused: not root, the directory of another user skipped\n");
+  }
+  ck_assert_int_eq(chmod(sub, 0755), 0);
+
+  write_file(sock, "not a socket\n"); /* coopd removes only a stale socket */
+  refused(sock, NULL, log, "not a socket");
+  file_is(sock, "not a socket\n");
+  ck_assert_int_eq(unlink(sock), 0);
+
+  int squat = listen_at(sock); /* a live server: refused, left alone */
+  refused(sock, NULL, log, "another coopd is listening there");
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  conn_close(&c);
+  close(squat);
+  ck_assert_int_eq(unlink(sock), 0);
+
+  ck_assert_int_eq(mkfifo(jobs, 0600), 0); /* a plain open blocks until a writer comes */
+  refused(sock, NULL, log, "not a regular file");
+  ck_assert_int_eq(unlink(jobs), 0);
+  write_file(jobs, "coop-journal 1\nL 5 0 sweep\n");
+  ck_assert_int_eq(chmod(jobs, 0666), 0);
+  refused(sock, NULL, log, "writable by other users");
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chmod(jobs, 0600), 0);
+    ck_assert_int_eq(chown(jobs, 65534, 65534), 0);
+    refused(sock, NULL, log, "owned by another user");
+  }
+  ck_assert_int_eq(unlink(jobs), 0);
+  write_file(jobs, "my notes\n"); /* not a journal: not overwritten */
+  ck_assert_int_eq(chmod(jobs, 0600), 0);
+  refused(sock, NULL, log, "not a coop journal");
+  file_is(jobs, "my notes\n");
+  ck_assert_int_eq(access(sock, F_OK), -1); /* no refusal left a socket behind */
+  unlink(jobs);
+  unlink(log);
+  rmdir(sub);
+  rmdir(dir);
+}
+END_TEST
+
+/* STATUS of a job: 0 with its state in *state, or the ERROR code. */
+static int status_of(struct conn *c, uint64_t job, uint8_t *state) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  uint16_t t = reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0));
+  if (t == COOP_MSG_ERROR) return c->m.error.code;
+  ck_assert_uint_eq(t, COOP_MSG_STATUS_REPLY);
+  struct coop_wire_status st;
+  uint32_t off = 0;
+  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
+  *state = st.state;
+  return 0;
+}
+
+static uint64_t render_done(struct conn *c) {
+  uint64_t job = render_submit(c, 1);
+  ck_assert_msg(job != 0, "render refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+  return job;
+}
+
+/* Row #10: a journal with forged lines. Each bad line is skipped and
+ * logged; the good one is kept. It was: N 2^64-1 (or an A whose id
+ * strtoull saturated) made the next job id 0. */
+START_TEST(forged_journal_lines_are_skipped) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", jobs[128], log[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(jobs, sizeof jobs, "%s/coop.sock.jobs", dir);
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  write_file(jobs,
+             "coop-journal 1\n"
+             "N 18446744073709551615\n"
+             "A 0 0 sweep\n"
+             "A 99999999999999999999999 0 sweep\n"
+             "A 7 0 swe\x1b[2Jep\n"
+             "L 12 0 render\n"
+             "F\n"
+             "A 20 0 sweep extra\n"
+             "A -14 0 sweep\n");
+  ck_assert_int_eq(chmod(jobs, 0600), 0);
+  struct daemon_proc d = {.log = log};
+  snprintf(d.dir, sizeof d.dir, "%s", dir);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
+  daemon_spawn(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t job = render_done(&c);
+  ck_assert_uint_gt(job, 12);         /* after the one good record */
+  ck_assert_uint_lt(job, 1ull << 53); /* no forged id moved the ids */
+  uint8_t st;
+  ck_assert_int_eq(status_of(&c, 12, &st), COOP_ELOST);
+  ck_assert_int_eq(status_of(&c, 7, &st), COOP_ENOJOB);
+  ck_assert_int_eq(status_of(&c, 20, &st), COOP_ENOJOB);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_msg(log_has(log, "7 malformed records skipped"), "the skipped lines are not logged");
+  unlink(log);
+  rmdir(dir);
+}
+END_TEST
+
+/* Fills the file system of dir until it has no byte left. */
+static void fill_up(const char *dir) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/filler", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  setvbuf(f, NULL, _IONBF, 0);
+  static char block[4096];
+  memset(block, 'x', sizeof block);
+  while (fwrite(block, 1, sizeof block, f) == sizeof block) {
+  }
+  while (fputc('x', f) != EOF) {
+  }
+  ck_assert_int_eq(errno, ENOSPC);
+  fclose(f);
+}
+
+/* Row #11: the journal's file system is full, coopd is killed, restarted
+ * while it is still full. It was: coopd refused to start. Now it starts, a
+ * job that finished before the kill is not reported lost, the one that ran
+ * is, and ids go on. The journal is on a tmpfs of 1 MiB (root only: the
+ * test says so and returns otherwise). */
+START_TEST(journal_on_a_full_disk) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", fs[128], set[192], log[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(fs, sizeof fs, "%s/fs", dir);
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  ck_assert_int_eq(mkdir(fs, 0700), 0);
+  if (mount("tmpfs", fs, "tmpfs", 0, "size=1m,mode=0700") != 0) {
+    fprintf(stderr, "journal_on_a_full_disk: cannot mount a tmpfs (%s): skipped\n",
+            strerror(errno));
+    rmdir(fs);
+    rmdir(dir);
+    return;
+  }
+  snprintf(set, sizeof set, "server.journal=%s/jobs", fs);
+  const char *sets[] = {set, NULL};
+  struct daemon_proc d = {.log = log};
+  snprintf(d.dir, sizeof d.dir, "%s", dir);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
+  daemon_spawn(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t before = render_done(&c);
+  fill_up(fs);
+  uint64_t full = render_done(&c); /* finished on a full disk */
+  static uint32_t data[256];
+  uint64_t ran = 0;
+  for (int round = 0; round < 2; round++) {
+    if (round == 0) { /* runs when coopd is killed */
+      ran = sweep_submit(&c, data, 256, 100000000, w, -1);
+      ck_assert_uint_ne(ran, 0);
+      wait_running(&c, ran);
+    }
+    conn_close(&c);
+    kill(d.pid, SIGKILL);
+    int st;
+    ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+    daemon_spawn(&d, sets); /* still full */
+    reconnect(&c, &d);
+    uint8_t state;
+    ck_assert_int_eq(status_of(&c, ran, &state), COOP_ELOST);
+    ck_assert_int_eq(status_of(&c, full, &state), COOP_ENOJOB);
+    ck_assert_int_eq(status_of(&c, before, &state), COOP_ENOJOB);
+    uint64_t next = render_done(&c); /* killed before the next round: finished, not lost */
+    ck_assert_uint_gt(next, ran);
+    ck_assert_uint_gt(next, full);
+    full = next;
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_int_eq(umount(fs), 0);
+  rmdir(fs);
+  if (!log_has(log, "compacting")) print_log(log);
+  ck_assert_msg(log_has(log, "compacting"), "the log does not say the journal cannot be written");
+  unlink(log);
+  rmdir(dir);
+}
+END_TEST
+
+/* Row #14: a FIFO named *.cl among the kernels, at start and on SIGHUP. It
+ * was: the loop thread blocked in fopen. Now it is skipped with a warning,
+ * the reload finishes, and the kernels beside it serve. */
+START_TEST(fifo_in_the_kernel_directory) {
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[128], logp[128];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  const char *names[] = {"render.cl", "sweep.cl"};
+  for (int i = 0; i < 2; i++) {
+    char from[256];
+    snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, names[i]);
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    copy_file(from, path);
+  }
+  snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  const char *sets[] = {set, "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  ck_assert(log_has(logp, "a_fifo.cl is not a regular file: skipped"));
+  struct conn c;
+  open_hello(&c, &d);
+  render_done(&c);
+  kill(d.pid, SIGHUP);
+  int done = 0;
+  for (int i = 0; i < 1200 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
+  if (!done) print_log(logp);
+  ck_assert_msg(done, "the reload did not finish");
+  render_done(&c); /* and the loop still answers */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
+  unlink(path);
+  unlink(logp);
+  rmdir(kdir);
 }
 END_TEST
 
@@ -2382,11 +2978,8 @@ START_TEST(out_of_descriptors_sheds_connections) {
     hm.hello.min_version = hm.hello.max_version = COOP_WIRE_VERSION;
     send_msg(&c, COOP_MSG_HELLO, &hm, NULL, 0);
     uint16_t t = read_frame(&c) ? c.h.type : 0;
-    if (t != COOP_MSG_WELCOME) {
-      fprintf(stderr, "DBG first hello: type %u %s %s\n", t, coop_err_name(c.m.error.code),
-              c.m.error.message);
-      ck_abort();
-    }
+    ck_assert_msg(t == COOP_MSG_WELCOME, "first HELLO: type %u, %s", t,
+                  t == COOP_MSG_ERROR ? c.m.error.message : "");
   }
   char fdir[64];
   snprintf(fdir, sizeof fdir, "/proc/%d/fd", (int)d.pid);
@@ -2455,7 +3048,6 @@ START_TEST(out_of_descriptors_sheds_connections) {
   int lines = 0;
   while (fgets(line, sizeof line, f)) {
     lines += strstr(line, "accept") != NULL;
-    if (strstr(line, "accept") || strstr(line, "DBG")) fprintf(stderr, "LOG %s", line);
   }
   fclose(f);
   ck_assert_msg(lines == 1, "%d log lines about accept (want one for three clients)", lines);
@@ -2470,14 +3062,9 @@ START_TEST(out_of_descriptors_sheds_connections) {
     hm.hello.min_version = hm.hello.max_version = COOP_WIRE_VERSION;
     send_msg(&fill[0], COOP_MSG_HELLO, &hm, NULL, 0);
     uint16_t t = read_frame(&fill[0]) ? fill[0].h.type : 0;
-    if (t != COOP_MSG_WELCOME) {
-      char cmd[160];
-      fprintf(stderr, "DBG final hello: type %u %s %s lim %d filled %d\n", t,
-              coop_err_name(fill[0].m.error.code), fill[0].m.error.message, lim, filled);
-      snprintf(cmd, sizeof cmd, "ls -l /proc/%d/fd >&2; cat %s >&2", (int)d.pid, logp);
-      system(cmd);
-      ck_abort();
-    }
+    if (t != COOP_MSG_WELCOME) print_log(logp);
+    ck_assert_msg(t == COOP_MSG_WELCOME, "after one left: type %u, %s (limit %d, %d in)", t,
+                  t == COOP_MSG_ERROR ? fill[0].m.error.message : "", lim, filled);
   }
   for (int i = 0; i < filled; i++) conn_close(&fill[i]);
   conn_close(&c);
@@ -2743,9 +3330,26 @@ static Suite *suite(void) {
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
   suite_add_tcase(s, t);
+  t = tcase_create("parking");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, idle_megakernel_parks);
+  suite_add_tcase(s, t);
   t = tcase_create("devices");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, devices_named_and_least_loaded);
+  suite_add_tcase(s, t);
+  t = tcase_create("systemd");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, systemd_notify_ready_and_reload);
+  tcase_add_test(t, systemd_socket_activation);
+  tcase_add_test(t, systemd_journal_log_prefixes);
+  suite_add_tcase(s, t);
+  t = tcase_create("state");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, unsafe_paths_are_refused);
+  tcase_add_test(t, forged_journal_lines_are_skipped);
+  tcase_add_test(t, journal_on_a_full_disk);
+  tcase_add_test(t, fifo_in_the_kernel_directory);
   suite_add_tcase(s, t);
   t = tcase_create("limits");
   tcase_set_timeout(t, 300);

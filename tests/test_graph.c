@@ -339,7 +339,7 @@ static const struct bad bad_inputs[] = {
      "line 2: expected \"a u v w\": \"1\\x00\" is not a number"},
     {COOP_GRAPH_DIMACS, "p sp 2 1\n\0 1 2 1\n", 17, COOP_EFORMAT, "line 2: unknown line \"\\x00\""},
     {COOP_GRAPH_DIMACS, "c only comments\n", 0, COOP_EFORMAT, "end of file: no \"p sp N M\" line"},
-    {COOP_GRAPH_DIMACS, "", 0, COOP_EFORMAT, "end of file: no \"p sp N M\" line"},
+    {COOP_GRAPH_DIMACS, "", 0, COOP_EFORMAT, "end of file: the input is empty (no graph in it)"},
     /* Matrix Market */
     {COOP_GRAPH_AUTO, "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n", 0,
      COOP_EFORMAT, "line 1: array (dense) format is not supported"},
@@ -356,7 +356,7 @@ static const struct bad bad_inputs[] = {
     {COOP_GRAPH_AUTO, "%%MatrixMarket matrix coordinate real\n", 0, COOP_EFORMAT,
      "line 1: banner has 4 words"},
     {COOP_GRAPH_MTX, "1 2\n", 0, COOP_EFORMAT, "line 1: expected the banner"},
-    {COOP_GRAPH_MTX, "", 0, COOP_EFORMAT, "end of file: no \"%%MatrixMarket\" banner"},
+    {COOP_GRAPH_MTX, "", 0, COOP_EFORMAT, "end of file: the input is empty (no graph in it)"},
     {COOP_GRAPH_AUTO, MTX_PG "2 3 1\n1 1\n", 0, COOP_EFORMAT,
      "line 2: the matrix is 2 x 3; a graph needs a square matrix"},
     {COOP_GRAPH_AUTO, MTX_PG "% c\n2 2\n", 0, COOP_EFORMAT,
@@ -394,7 +394,10 @@ static const struct bad bad_inputs[] = {
     {COOP_GRAPH_AUTO, "0 -1\n", 0, COOP_EFORMAT, "line 1: \"-1\" is not a non-negative integer"},
     {COOP_GRAPH_AUTO, "# c\n\n0 1\r\n1 x\r\n", 0, COOP_EFORMAT,
      "line 4: \"x\" is not a non-negative integer"},
-    {COOP_GRAPH_AUTO, "", 0, COOP_EFORMAT, "end of file: no edges"},
+    /* issue 20: an empty file said "no edges (an edge list needs at least one)" */
+    {COOP_GRAPH_AUTO, "", 0, COOP_EFORMAT, "end of file: the input is empty (no graph in it)"},
+    {COOP_GRAPH_AUTO, "\xef\xbb\xbf \r\n\t\n", 0, COOP_EFORMAT,
+     "end of file: the input is empty (no graph in it)"},
     {COOP_GRAPH_EDGES, "# nothing\n\n", 0, COOP_EFORMAT, "end of file: no edges"},
     /* limits */
     {COOP_GRAPH_DIMACS, "p sp 3000000000 1\n", 0, COOP_ETOOBIG,
@@ -519,9 +522,9 @@ START_TEST(read_fd_memfd) {
   ck_assert_uint_eq(g.m, 7);
   ck_assert_int_eq(csr_bad(&g), 0);
   coop_graph_free(&g);
-  /* at the end now: nothing left, so no size line */
+  /* at the end now: nothing left, which is said as such */
   ck_assert_int_eq(coop_graph_read_fd(fd, COOP_GRAPH_MTX, &g, err, sizeof err), COOP_EFORMAT);
-  ck_assert_str_eq(err, "end of file: no \"%%MatrixMarket\" banner");
+  ck_assert_str_eq(err, "end of file: the input is empty (no graph in it)");
   close(fd);
 }
 END_TEST
@@ -603,6 +606,43 @@ START_TEST(generated_round_trip) {
 END_TEST
 
 /* ---- generators ---- */
+
+/* issue 20: `p sp 3 1` / `a 1 2 7` gave color and mis a graph whose arc
+ * goes one way; symmetrised, it has both, and repeats and loops are gone. */
+START_TEST(symmetrise_one_way_arcs) {
+  struct coop_graph g;
+  ck_assert_int_eq(read_s("p sp 3 1\na 1 2 7\n", COOP_GRAPH_DIMACS, &g), 0);
+  ck_assert_uint_eq(g.m, 1);
+  ck_assert_int_eq(coop_graph_symmetrise(&g), 0);
+  static const uint32_t row[] = {0, 1, 2, 2}, col[] = {1, 0}, w[] = {7, 7};
+  expect_csr(&g, 3, 2, row, col, w);
+  coop_graph_free(&g);
+  ck_assert_int_eq(read_s("0 1 5\n1 0 3\n1 1 9\n0 1 4\n2 0 8\n", COOP_GRAPH_EDGES, &g), 0);
+  ck_assert_int_eq(coop_graph_symmetrise(&g), 0);
+  static const uint32_t row2[] = {0, 2, 3, 4}, col2[] = {1, 2, 0, 0}, w2[] = {3, 8, 3, 8};
+  expect_csr(&g, 3, 4, row2, col2, w2);
+  coop_graph_free(&g);
+}
+END_TEST
+
+/* issue 20: a path of 2^31 + 2^31 - 1 = 2^32 - 1 reached the SSSP apps'
+ * "unreached" value; the bound (each vertex's heaviest in-edge, summed)
+ * sees it, and stays exact past 32 bits. */
+START_TEST(path_bound) {
+  struct coop_graph g;
+  ck_assert_int_eq(read_s("p sp 3 2\na 1 2 2147483648\na 2 3 2147483647\n", COOP_GRAPH_DIMACS, &g),
+                   0);
+  ck_assert_uint_eq(coop_graph_path_bound(&g), 4294967295ull);
+  coop_graph_free(&g);
+  ck_assert_int_eq(read_s("p sp 3 3\na 1 2 5\na 3 2 9\na 2 3 4\n", COOP_GRAPH_DIMACS, &g), 0);
+  ck_assert_uint_eq(coop_graph_path_bound(&g), 9 + 4);
+  coop_graph_free(&g);
+  ck_assert_int_eq(read_s("0 1 4294967295\n1 2 4294967295\n2 3 4294967295\n", COOP_GRAPH_EDGES, &g),
+                   0);
+  ck_assert_uint_eq(coop_graph_path_bound(&g), 3ull * 4294967295ull);
+  coop_graph_free(&g);
+}
+END_TEST
 
 START_TEST(rmat_graph) {
   struct coop_graph a, b, c;
@@ -834,6 +874,8 @@ static Suite *suite(void) {
   tcase_add_test(io, example_files_agree);
   tcase_add_test(io, example_files_malformed);
   tcase_add_test(io, generated_round_trip);
+  tcase_add_test(io, symmetrise_one_way_arcs);
+  tcase_add_test(io, path_bound);
   suite_add_tcase(s, io);
   TCase *gen = tcase_create("generators");
   tcase_set_timeout(gen, 120);

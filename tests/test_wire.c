@@ -219,6 +219,17 @@ static void sample_stats(struct coop_msg_stats_reply *s) {
     s->devs[i].compute_units = i, s->devs[i].workers = UINT32_MAX, s->devs[i].jobs = 3;
     s->devs[i].lost_workers = 1;
   }
+  s->ext = 1;
+  fill(s->daemon_version, sizeof s->daemon_version, 'V');
+  s->uptime_ns = UINT64_MAX;
+  s->nbounds = COOP_WIRE_MAX_BOUNDS;
+  for (unsigned i = 0; i < COOP_WIRE_MAX_BOUNDS; i++) s->bound[i] = i ? INT64_MAX - 40 + i : -1;
+  for (unsigned i = 0; i < COOP_WIRE_MAX_DEVICES; i++) {
+    struct coop_wire_devmetrics *d = &s->met[i];
+    d->busy_workers = UINT32_MAX, d->arena_bytes = UINT64_MAX, d->arena_used = i;
+    d->gather_sum_ns = INT64_MIN + i, d->deadline_instances = 9, d->deadline_misses = UINT64_MAX;
+    for (unsigned k = 0; k <= COOP_WIRE_MAX_BOUNDS; k++) d->gather_bucket[k] = k * i;
+  }
 }
 
 /* A message of `type` with boundary values in every field. */
@@ -360,6 +371,14 @@ static void eq_stats(const struct coop_msg_stats_reply *a, const struct coop_msg
     SEQ(&a->devs[i], &b->devs[i], device), SEQ(&a->devs[i], &b->devs[i], backend);
     EQ(&a->devs[i], &b->devs[i], compute_units), EQ(&a->devs[i], &b->devs[i], workers);
     EQ(&a->devs[i], &b->devs[i], lost_workers), EQ(&a->devs[i], &b->devs[i], jobs);
+  }
+  EQ(a, b, ext), SEQ(a, b, daemon_version), EQ(a, b, uptime_ns), EQ(a, b, nbounds);
+  for (unsigned i = 0; i < a->nbounds; i++) EQ(a, b, bound[i]);
+  for (unsigned i = 0; i < a->ndevices; i++) {
+    const struct coop_wire_devmetrics *x = &a->met[i], *y = &b->met[i];
+    EQ(x, y, busy_workers), EQ(x, y, arena_bytes), EQ(x, y, arena_used);
+    EQ(x, y, gather_sum_ns), EQ(x, y, deadline_instances), EQ(x, y, deadline_misses);
+    for (unsigned k = 0; k <= a->nbounds; k++) EQ(x, y, gather_bucket[k]);
   }
 }
 
@@ -1066,6 +1085,46 @@ START_TEST(reject_event_subscribe_error) {
 END_TEST
 
 /* Every proper prefix of every valid payload must fail to decode. */
+/* STATS_REPLY's length without its optional tail (ext), else 0. */
+static size_t stats_without_tail(uint16_t type, const union coop_msg *m) {
+  if (type != COOP_MSG_STATS_REPLY) return 0;
+  union coop_msg o = *m;
+  o.stats.ext = 0;
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  encode_ok(&b, type, 1, &o);
+  size_t n = b.len;
+  coop_wire_buf_free(&b);
+  return n;
+}
+
+/* Only the tail of STATS_REPLY is optional; its bounds must ascend. */
+START_TEST(stats_tail) {
+  union coop_msg m, d;
+  sample(COOP_MSG_STATS_REPLY, &m, NULL);
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  m.stats.bound[3] = m.stats.bound[2];
+  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_STATS_REPLY, 1, &m), COOP_EINVAL);
+  coop_wire_buf_free(&b);
+  coop_wire_buf_init(&b);
+  m.stats.nbounds = 3;
+  m.stats.bound[0] = 1, m.stats.bound[1] = 5, m.stats.bound[2] = 7;
+  encode_ok(&b, COOP_MSG_STATS_REPLY, 1, &m);
+  /* where bound[0] is: the device records of the tail follow the bounds */
+  size_t at = b.len - (size_t)m.stats.ndevices * (4 + 8 + 8 + 8 + 4 * 8 + 8 + 8) - 3 * 8;
+  ck_assert_int_eq(
+      decode_raw(COOP_MSG_STATS_REPLY, b.p + COOP_WIRE_HDR, b.len - COOP_WIRE_HDR, &d, NULL), 0);
+  ck_assert_uint_eq(d.stats.ext, 1);
+  ck_assert_int_eq(d.stats.bound[2], 7);
+  b.p[at + 8 + 7] = 9; /* bound[1] = 9 > bound[2] = 7 */
+  ck_assert_int_eq(
+      decode_raw(COOP_MSG_STATS_REPLY, b.p + COOP_WIRE_HDR, b.len - COOP_WIRE_HDR, &d, NULL),
+      COOP_EPROTO);
+  coop_wire_buf_free(&b);
+}
+END_TEST
+
 START_TEST(truncation_never_decodes) {
   for (size_t i = 0; i < NTYPES; i++) {
     uint16_t type = all_types[i];
@@ -1078,8 +1137,12 @@ START_TEST(truncation_never_decodes) {
     encode_ok(&b, type, 1, &m);
     struct coop_wire_reader r;
     coop_wire_reader_init(&r);
+    size_t old_len = stats_without_tail(type, &m);
     for (size_t len = 0; len < b.len; len++) {
-      if (len >= COOP_WIRE_HDR) {
+      if (len >= COOP_WIRE_HDR && len == old_len) { /* a daemon before STATS_REPLY's tail */
+        ck_assert_int_eq(decode_raw(type, b.p + COOP_WIRE_HDR, len - COOP_WIRE_HDR, &d, NULL), 0);
+        ck_assert_uint_eq(d.stats.ext, 0);
+      } else if (len >= COOP_WIRE_HDR) {
         int e = decode_raw(type, b.p + COOP_WIRE_HDR, len - COOP_WIRE_HDR, &d, NULL);
         ck_assert_msg(e < 0, "%s decoded from %zu of %zu bytes", coop_wire_type_name(type), len,
                       b.len);
@@ -1666,6 +1729,7 @@ static Suite *suite(void) {
   tcase_add_test(c, names);
   tcase_add_test(c, header_errors);
   tcase_add_test(c, truncation_never_decodes);
+  tcase_add_test(c, stats_tail);
   suite_add_tcase(s, c);
   TCase *d = tcase_create("reject");
   tcase_add_test(d, reject_short_and_trailing);

@@ -126,6 +126,14 @@ struct coop_app {
   enum coop_app_elem elem; /* the output's elements */
   const char *output;      /* the output's layout, for --help and docs */
   int has_source;          /* GRAPH: it starts from in->source */
+  /* GRAPH: an algorithm for undirected graphs (color, mis): its input gets
+   * both directions of every edge (coop_app_fit_input). A file may give an
+   * arc one way only; the kernel would then see an edge from one end and
+   * not the other, and return a colouring or set that is not valid. */
+  int symmetric;
+  /* Whether the app can run this input: 0, or a negative code (COOP_ETOOBIG)
+   * and why. prepare and check refuse what it refuses. NULL: any input. */
+  int (*admit)(const struct coop_app_input *in, char *why, size_t len);
 };
 
 /* Task builders for prepare. Each appends one argument; the first error is
@@ -185,6 +193,13 @@ int coop_app_graph_input(unsigned i, unsigned scale, struct coop_app_input *in);
 int coop_app_input_count(const struct coop_app *a, unsigned scale);
 int coop_app_input(const struct coop_app *a, unsigned i, unsigned scale, struct coop_app_input *in);
 void coop_app_input_free(struct coop_app_input *in);
+/* An input from outside (a file, a generator) made fit for a: symmetrised
+ * when a->symmetric, then a->admit. 0, or a negative code and why. */
+int coop_app_fit_input(const struct coop_app *a, struct coop_app_input *in, char *why, size_t len);
+/* The SSSP apps' admit: their distances are 32-bit with 4294967295 meaning
+ * unreached, so an input whose paths could reach that (coop_graph_path_bound)
+ * is refused, with COOP_ETOOBIG. */
+int coop_app_sssp_admit(const struct coop_app_input *in, char *why, size_t len);
 
 /* Submit helper for apps: one cooperative task of a's kernel with o's
  * groups and barrier variant, args[0] = o->mode; waits, fills *info,

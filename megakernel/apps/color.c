@@ -114,4 +114,5 @@ const struct coop_app coop_app_color = {
     .elem = COOP_APP_ELEM_U32,
     .output = "u32 colour[n]: the round in which the vertex was coloured, from 0",
     .has_source = 0,
+    .symmetric = 1,
 };

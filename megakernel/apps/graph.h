@@ -34,6 +34,14 @@ enum {
 int coop_graph_from_edges(struct coop_graph *g, uint32_t n, size_t ne, const uint32_t *src,
                           const uint32_t *dst, const uint32_t *w, int flags);
 void coop_graph_free(struct coop_graph *g);
+/* g with both directions of every edge, no self loops and no repeats (the
+ * least weight kept): what an algorithm on undirected graphs (color, mis)
+ * needs whatever the file gave. On error g is unchanged. */
+int coop_graph_symmetrise(struct coop_graph *g);
+/* An upper bound on the length of every shortest path of g: the sum over
+ * the vertices of their heaviest in-edge (a shortest path is simple, and
+ * enters each of its vertices at most once). Exact to 64 bits. */
+uint64_t coop_graph_path_bound(const struct coop_graph *g);
 
 /* A uniformly random graph, for tests: n vertices, about m undirected edges,
  * weights in 1..maxw (1 when maxw <= 1). Deterministic in seed. */

@@ -87,6 +87,38 @@ oom:
   return COOP_ENOMEM;
 }
 
+int coop_graph_symmetrise(struct coop_graph *g) {
+  size_t m = g->m;
+  uint32_t *s = malloc((m ? m : 1) * sizeof *s), *d = malloc((m ? m : 1) * sizeof *d);
+  struct coop_graph out;
+  int r = COOP_ENOMEM;
+  if (s && d) {
+    for (uint32_t v = 0; v < g->n; v++)
+      for (uint32_t e = g->row[v]; e < g->row[v + 1]; e++) s[e] = v, d[e] = g->col[e];
+    r = coop_graph_from_edges(&out, g->n, m, s, d, g->w, COOP_GRAPH_SYMMETRIC | COOP_GRAPH_DEDUP);
+  }
+  free(s);
+  free(d);
+  if (r) return r;
+  coop_graph_free(g);
+  *g = out;
+  return 0;
+}
+
+uint64_t coop_graph_path_bound(const struct coop_graph *g) {
+  uint32_t *heaviest = calloc(g->n ? g->n : 1, sizeof *heaviest);
+  uint64_t sum = 0;
+  if (!heaviest) { /* no memory for the tight bound: the loose one */
+    for (uint32_t e = 0; e < g->m; e++) sum += g->w[e];
+    return sum;
+  }
+  for (uint32_t e = 0; e < g->m; e++)
+    if (g->w[e] > heaviest[g->col[e]]) heaviest[g->col[e]] = g->w[e];
+  for (uint32_t v = 0; v < g->n; v++) sum += heaviest[v];
+  free(heaviest);
+  return sum;
+}
+
 /* splitmix64: small, seedable, good enough for test graphs */
 static uint64_t mix(uint64_t *s) {
   uint64_t z = (*s += 0x9e3779b97f4a7c15ull);

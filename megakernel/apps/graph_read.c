@@ -642,6 +642,9 @@ int coop_graph_read_mem(const char *data, size_t len, enum coop_graph_format fmt
   if (!data) data = "";
   if (fmt == COOP_GRAPH_AUTO) fmt = coop_graph_detect(data, len); /* skips the BOM itself */
   if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0) data += 3, len -= 3; /* UTF-8 BOM */
+  size_t blank = 0;
+  while (blank < len && (is_space(data[blank]) || data[blank] == '\n')) blank++;
+  if (blank == len) return fail(&c, COOP_EFORMAT, 0, "the input is empty (no graph in it)");
   struct src s = {data, len, 0, 0};
   switch (fmt) {
     case COOP_GRAPH_DIMACS:

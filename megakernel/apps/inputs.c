@@ -87,3 +87,26 @@ void coop_app_input_free(struct coop_app_input *in) {
   free(in->data);
   memset(in, 0, sizeof *in);
 }
+
+int coop_app_fit_input(const struct coop_app *a, struct coop_app_input *in, char *why, size_t len) {
+  if (why && len) why[0] = '\0';
+  if (a->input == COOP_INPUT_GRAPH && a->symmetric) {
+    int r = coop_graph_symmetrise(&in->graph);
+    if (r) {
+      if (why && len) snprintf(why, len, "cannot add the reverse edges: %s", coop_strerror(r));
+      return r;
+    }
+  }
+  return a->admit ? a->admit(in, why, len) : 0;
+}
+
+int coop_app_sssp_admit(const struct coop_app_input *in, char *why, size_t len) {
+  uint64_t bound = coop_graph_path_bound(&in->graph);
+  if (bound < 0xffffffffull) return 0;
+  if (why && len)
+    snprintf(why, len,
+             "paths can be as long as %llu (each vertex's heaviest in-edge, summed), and "
+             "distances are 32-bit with 4294967295 meaning unreached: lighter weights, please",
+             (unsigned long long)bound);
+  return COOP_ETOOBIG;
+}

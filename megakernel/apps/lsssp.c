@@ -21,6 +21,8 @@ static int lsssp_prepare(const struct coop_app_input *in, const struct coop_app_
                          struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
   if (in->kind != COOP_INPUT_GRAPH || g->n == 0 || in->source >= g->n) return COOP_EINVAL;
+  int e = coop_app_sssp_admit(in, NULL, 0);
+  if (e) return e;
   size_t n = g->n, m = g->m;
   coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
   coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4);
@@ -100,6 +102,8 @@ static int dijkstra(const struct coop_graph *g, uint32_t src, uint64_t *dist) {
 static int lsssp_check(const struct coop_app_input *in, const void *out, char *why, size_t len) {
   const struct coop_graph *g = &in->graph;
   const uint32_t *got = out;
+  int e = coop_app_sssp_admit(in, why, len); /* what prepare refuses */
+  if (e) return e;
   uint64_t *ref = malloc((size_t)g->n * sizeof *ref);
   if (!ref || dijkstra(g, in->source, ref)) {
     free(ref);
@@ -136,4 +140,5 @@ const struct coop_app coop_app_lsssp = {
     .elem = COOP_APP_ELEM_U32,
     .output = "u32 dist[n]: shortest distance from the source, 4294967295 = unreached",
     .has_source = 1,
+    .admit = coop_app_sssp_admit,
 };

@@ -137,4 +137,5 @@ const struct coop_app coop_app_mis = {
     .elem = COOP_APP_ELEM_U32,
     .output = "u32 in_set[n]: 1 = in the maximal independent set, 0 = not",
     .has_source = 0,
+    .symmetric = 1,
 };

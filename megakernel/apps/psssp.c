@@ -38,6 +38,8 @@ static int psssp_prepare(const struct coop_app_input *in, const struct coop_app_
   const struct coop_graph *g = &in->graph;
   uint32_t n = g->n, m = g->m;
   if (n == 0 || in->source >= n) return COOP_EINVAL;
+  int e = coop_app_sssp_admit(in, NULL, 0);
+  if (e) return e;
   uint32_t *row = coop_app_task_buf(t, COOP_APP_IN, ((size_t)n + 1) * 4),
            *src = coop_app_task_buf(t, COOP_APP_IN, (m ? m : 1) * 4ul),
            *w = coop_app_task_buf(t, COOP_APP_IN, (m ? m : 1) * 4ul),
@@ -114,6 +116,8 @@ static int dijkstra(const struct coop_graph *g, uint32_t source, uint64_t *dist)
 static int psssp_check(const struct coop_app_input *in, const void *out, char *why, size_t len) {
   const struct coop_graph *g = &in->graph;
   const uint32_t *d = out;
+  int e = coop_app_sssp_admit(in, why, len); /* what prepare refuses */
+  if (e) return e;
   uint64_t *ref = malloc((g->n ? g->n : 1) * sizeof *ref);
   if (!ref) return COOP_ENOMEM;
   int r = dijkstra(g, in->source, ref);
@@ -145,4 +149,5 @@ const struct coop_app coop_app_psssp = {
     .elem = COOP_APP_ELEM_U32,
     .output = "u32 dist[n]: shortest distance from the source, 4294967295 = unreached",
     .has_source = 1,
+    .admit = coop_app_sssp_admit,
 };

@@ -1,0 +1,97 @@
+/* paths.c: see paths.h. */
+#include "paths.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define STICKY 01000 /* S_ISVTX, which strict POSIX headers leave out */
+
+static int stat_path(uv_loop_t *loop, const char *path, int follow, uv_stat_t *st) {
+  uv_fs_t req;
+  int r = follow ? uv_fs_stat(loop, &req, path, NULL) : uv_fs_lstat(loop, &req, path, NULL);
+  if (r == 0) *st = req.statbuf;
+  uv_fs_req_cleanup(&req);
+  return r;
+}
+
+/* "/a/b/c" -> "/a/b"; "/c" -> "/". */
+static void dir_of(const char *path, char *dir, size_t len) {
+  snprintf(dir, len, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) slash[slash == dir] = '\0';
+}
+
+int paths_check_dir(uv_loop_t *loop, const char *path, const char *what, char *err, size_t errlen) {
+  char dir[1024];
+  dir_of(path, dir, sizeof dir);
+  uv_stat_t st = {0};
+  int r = stat_path(loop, dir, 1, &st);
+  if (r == UV_ENOENT) { /* /run/coop before systemd's RuntimeDirectory made it, say */
+    uv_fs_t req;
+    r = uv_fs_mkdir(loop, &req, dir, 0755, NULL);
+    uv_fs_req_cleanup(&req);
+    if (r == 0) log_info("created the %s's directory %s (mode 0755)", what, dir);
+    if (r == 0 || r == UV_EEXIST) r = stat_path(loop, dir, 1, &st);
+  }
+  if (r < 0) return snprintf(err, errlen, "%s directory %s: %s", what, dir, uv_strerror(r)), -1;
+  const char *why = NULL;
+  if ((st.st_mode & S_IFMT) != S_IFDIR)
+    why = "not a directory";
+  else if (st.st_uid != 0 && st.st_uid != (uint64_t)geteuid())
+    why = "owned by another user, who could replace coopd's files";
+  else if ((st.st_mode & S_IWOTH) && !(st.st_mode & STICKY))
+    why = "writable by every user without the sticky bit: anyone could replace coopd's files";
+  if (!why) return 0;
+  snprintf(err, errlen,
+           "%s %s: its directory %s is %s (uid %llu, mode %04o); put it in a directory that "
+           "coopd's user owns, such as /run/coop or $XDG_RUNTIME_DIR",
+           what, path, dir, why, (unsigned long long)st.st_uid, (unsigned)(st.st_mode & 07777));
+  return -1;
+}
+
+/* Whether a server accepts connections at path. */
+static int answers(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 1; /* cannot tell: assume so, remove nothing */
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  int r = connect(fd, (struct sockaddr *)&a, sizeof a);
+  int e = errno;
+  close(fd);
+  return r == 0 || e != ECONNREFUSED;
+}
+
+int paths_claim_socket(uv_loop_t *loop, const char *path, char *err, size_t errlen) {
+  uv_stat_t st = {0};
+  int r = stat_path(loop, path, 0, &st);
+  if (r == UV_ENOENT) return 0;
+  if (r < 0) return snprintf(err, errlen, "socket %s: %s", path, uv_strerror(r)), -1;
+  if ((st.st_mode & S_IFMT) != S_IFSOCK)
+    return snprintf(err, errlen,
+                    "socket %s: something that is not a socket is there (mode %06o, uid %llu); "
+                    "coopd removes only a stale socket",
+                    path, (unsigned)st.st_mode, (unsigned long long)st.st_uid),
+           -1;
+  if (answers(path))
+    return snprintf(err, errlen,
+                    "%s: another coopd is listening there (or another program: the socket "
+                    "belongs to uid %llu); stop it, or choose another --socket",
+                    path, (unsigned long long)st.st_uid),
+           -1;
+  uv_fs_t req;
+  r = uv_fs_unlink(loop, &req, path, NULL);
+  uv_fs_req_cleanup(&req);
+  if (r < 0)
+    return snprintf(err, errlen, "stale socket %s (uid %llu): %s", path,
+                    (unsigned long long)st.st_uid, uv_strerror(r)),
+           -1;
+  log_info("removed the stale socket %s", path);
+  return 0;
+}

@@ -1,0 +1,83 @@
+#!/bin/sh
+# coopctl_habits.sh: the CLI's habits (issue 21 item 3): --version and -V,
+# help, "did you mean" for a mistyped command or option, a compiler error
+# in a kernel that names its file and line (coopd --check-config compiles
+# the kernels), the daemon's version and uptime in stats, JSON null for
+# absent values, cancel of a finished job, and top's arena and UTIL%.
+#
+# usage: coopctl_habits.sh COOPD COOPCTL KERNEL_DIR VERSION
+set -u
+coopd=$1 coopctl=$2 kernels=$3 version=$4
+. "$(dirname "$0")/coopctl_lib.sh"
+
+expect_out "^coopctl $version\$" "$coopctl" --version
+expect_out "^coopctl $version\$" "$coopctl" -V
+expect_out "^usage: coopctl .* cancel JOB" "$coopctl" help cancel
+expect_out "^usage: coopctl .* stats" "$coopctl" stats -h
+expect 2 "unknown command stast (did you mean stats?)" "$coopctl" stast
+expect 2 "unknown command frobnicate\$" "$coopctl" frobnicate
+expect 2 "unknown option --wgg (did you mean --wg?)" "$coopctl" submit render --wgg 2
+
+# --check-config compiles: a kernel with an error on its line 4
+mkdir "$dir/k"
+cp "$kernels"/*.cl "$dir/k/"
+cat >"$dir/k/bad.cl" <<'CL'
+//@coop name=bad kind=noncooperative args=u32
+/* a kernel whose line 4 does not compile */
+void bad(struct coop_ctx *c) {
+  coop_u32 x = undefined_thing + 1;
+}
+CL
+backend=
+[ -n "${COOP_BACKEND:-}" ] && backend="--set device.backend=$COOP_BACKEND"
+# shellcheck disable=SC2086
+expect 1 "bad.cl:4:" "$coopd" --kernels "$dir/k" --socket "$sock" $backend --check-config
+if grep -q "tempfile" "$dir/err"; then fail "the log names a temporary file"; fi
+rm "$dir/k/bad.cl"
+# shellcheck disable=SC2086
+expect_out "^kernels compile" "$coopd" --kernels "$dir/k" --socket "$sock" $backend --check-config
+
+start_coopd "$coopd" --kernels "$kernels"
+expect_out "^coopd     $version, up 00:00:" "$coopctl" --socket "$sock" stats
+expect_out "\"daemon_version\":\"$version\",\"uptime_ns\":[0-9]" "$coopctl" --socket "$sock" \
+  --json stats
+# no task has run: the percentiles are absent, not -1
+expect_out '"gather_p50_ns":null' "$coopctl" --socket "$sock" --json stats
+if grep -q ':-1[,}]' "$dir/out"; then fail "stats --json still says -1"; fi
+
+mm="zeros:256 zeros:256 zeros:256 u32:8 u32:1"
+# shellcheck disable=SC2086
+job=$("$coopctl" --socket "$sock" submit render --wg 1 $mm)
+expect_out "job $job: done" "$coopctl" --socket "$sock" wait "$job"
+expect 1 "job $job has already finished (done); nothing to cancel" \
+  "$coopctl" --socket "$sock" cancel "$job"
+expect 1 "" "$coopctl" --socket "$sock" --json cancel "$job"
+grep -q "{\"job\":$job,\"cancel\":\"finished\",\"state\":\"done\"}" "$dir/out" ||
+  fail "cancel --json: $(cat "$dir/out")"
+# a job cancelled while queued (a render that does not yield holds both
+# workers) was never gathered nor started: null, not -1 or 0
+long=$("$coopctl" --socket "$sock" submit render --wg 2 zeros:256 zeros:256 zeros:256 u32:8 \
+  u32:2000000000)
+i=0
+until "$coopctl" --socket "$sock" status "$long" | grep -q " running "; do
+  i=$((i + 1))
+  [ $i -gt 300 ] && fail "job $long did not start" && break
+  sleep 0.1
+done
+# shellcheck disable=SC2086
+queued=$("$coopctl" --socket "$sock" submit render --wg 1 $mm)
+expect_out "cancellation requested" "$coopctl" --socket "$sock" cancel "$queued"
+expect 1 "" "$coopctl" --socket "$sock" --json wait "$queued"
+for k in gather_ns exec_ns started gathered; do
+  grep -q "\"$k\":null" "$dir/out" || fail "wait --json: no \"$k\":null in $(cat "$dir/out")"
+done
+expect_out "cancellation requested" "$coopctl" --socket "$sock" cancel "$long"
+expect 1 "" "$coopctl" --socket "$sock" wait "$long"
+
+expect_out "^arena     0.0 MiB used, 256.0 MiB free of 256.0 MiB" "$coopctl" --socket "$sock" \
+  top --iterations 1
+grep -q "WORKERS UTIL%" "$dir/out" || fail "top: no UTIL% column"
+expect_out '"job":null' "$coopctl" --socket "$sock" --json top --iterations 1
+
+stop_coopd
+finish

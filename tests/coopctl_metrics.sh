@@ -1,0 +1,42 @@
+#!/bin/sh
+# coopctl_metrics.sh: `coopctl metrics` (issue 21 item 5) parsed by a strict
+# checker of the Prometheus text format (prom_check.py, which first checks
+# itself on texts it must refuse), before and after periodic tasks with a
+# deadline; the counts must move with the tasks run, and --out must write
+# the same text through a rename.
+#
+# usage: coopctl_metrics.sh COOPD COOPCTL KERNEL_DIR PYTHON
+set -u
+coopd=$1 coopctl=$2 kernels=$3 python=$4
+. "$(dirname "$0")/coopctl_lib.sh"
+check="$python $(dirname "$0")/prom_check.py"
+
+$check --self-test || fail "prom_check.py's self-test"
+start_coopd "$coopd" --kernels "$kernels"
+
+fams="--require coop_info --require coop_jobs --require coop_jobs_finished_total
+  --require coop_device_workers --require coop_device_workers_busy
+  --require coop_device_arena_bytes --require coop_device_arena_used_bytes
+  --require coop_gather_seconds --require coop_deadline_misses_total"
+"$coopctl" --socket "$sock" metrics >"$dir/m0" || fail "metrics exited non-zero"
+# shellcheck disable=SC2086
+$check $fams <"$dir/m0" || fail "the first metrics do not parse"
+grep -q '^coop_gather_seconds_count{device="0"} 0$' "$dir/m0" || fail "gathers before any task"
+
+# 10 render instances, period 20 ms, deadline 20 ms
+expect_out "instances  *10," "$coopctl" --socket "$sock" submit render --wg 1 --period 20000 \
+  --count 10 --deadline 20000 --wait zeros:256 zeros:256 zeros:256 u32:8 u32:1
+"$coopctl" --socket "$sock" metrics --out "$dir/m1.prom" || fail "metrics --out"
+# shellcheck disable=SC2086
+$check $fams <"$dir/m1.prom" || fail "the metrics after the tasks do not parse"
+grep -q '^coop_gather_seconds_count{device="0"} 10$' "$dir/m1.prom" || fail "not 10 gathers"
+grep -q '^coop_gather_seconds_bucket{device="0",le="+Inf"} 10$' "$dir/m1.prom" ||
+  fail "the +Inf bucket is not 10"
+grep -q '^coop_deadline_instances_total{device="0"} 10$' "$dir/m1.prom" ||
+  fail "not 10 deadline instances"
+grep -q '^coop_jobs_finished_total{state="done"} 1$' "$dir/m1.prom" || fail "not 1 job done"
+ls "$dir"/m1.prom.*.tmp >/dev/null 2>&1 && fail "--out left its temporary file"
+expect 2 "Prometheus text" "$coopctl" --socket "$sock" --json metrics
+
+stop_coopd
+finish

@@ -1,0 +1,77 @@
+#!/bin/sh
+# install_prefix.sh BUILD_DIR SOURCE_DIR: issue 21 item 1. Installs the
+# build to a temporary prefix, moves the tree (the install must be
+# relocatable), builds a small client against it with pkg-config and with
+# find_package (shared and static), and runs each against a coopd from the
+# moved prefix started without --kernels: it must serve the installed
+# kernels. The old install failed each step: coop.pc said /usr/local, there
+# was no CMake package nor libcoop.a, and coopd looked in /usr/local.
+set -eu
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/coop-install-XXXXXX")
+pid=
+cleanup() {
+  if [ -n "$pid" ]; then kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "install_prefix: $*" >&2
+  [ -f "$tmp/coopd.log" ] && sed 's/^/  coopd: /' "$tmp/coopd.log" >&2
+  exit 1
+}
+
+cmake --install "$build" --prefix "$tmp/first" >"$tmp/install.log" || fail "cmake --install failed"
+mv "$tmp/first" "$tmp/p"
+p=$tmp/p
+for f in lib/libcoop.a lib/libcoop.so lib/pkgconfig/coop.pc lib/cmake/coop/coopConfig.cmake \
+  lib/cmake/coop/coopConfigVersion.cmake include/coop.h sbin/coopd share/coop/kernels/sweep.cl \
+  lib/systemd/system/coopd.service lib/systemd/system/coop.socket lib/sysusers.d/coop.conf; do
+  [ -e "$p/$f" ] || fail "not installed: $f"
+done
+# the unit names the install's coopd and settings
+grep -q "^ExecStart=$tmp/first/sbin/coopd --config $tmp/first/etc/coop/coopd.ini " \
+  "$p/lib/systemd/system/coopd.service" || fail "coopd.service: ExecStart not the prefix's"
+
+# pkg-config, from the moved tree
+export PKG_CONFIG_PATH="$p/lib/pkgconfig"
+pkg-config --exists coop || fail "pkg-config does not find coop"
+libdir=$(pkg-config --variable=libdir coop)
+[ "$(cd "$libdir" && pwd -P)" = "$(cd "$p/lib" && pwd -P)" ] || fail "coop.pc libdir is $libdir"
+# shellcheck disable=SC2046
+cc -o "$tmp/client_pc" "$src/tests/install_client/client.c" $(pkg-config --cflags --libs coop) \
+  -Wl,-rpath,"$libdir" || fail "cannot build with pkg-config"
+
+# find_package(coop), from the moved tree
+cmake -S "$src/tests/install_client" -B "$tmp/fp" -DCMAKE_PREFIX_PATH="$p" \
+  -DCMAKE_BUILD_TYPE=Release >"$tmp/fp.log" 2>&1 || { cat "$tmp/fp.log" >&2; fail "find_package(coop) failed"; }
+cmake --build "$tmp/fp" >>"$tmp/fp.log" 2>&1 || { cat "$tmp/fp.log" >&2; fail "cannot build with find_package"; }
+readelf -d "$tmp/fp/client_shared" | grep -q 'NEEDED.*libcoop\.so' || fail "client_shared: libcoop.so not linked"
+if readelf -d "$tmp/fp/client_static" | grep -q 'libcoop'; then fail "client_static links libcoop.so"; fi
+
+# coopd from the moved prefix, no --kernels: the kernels beside it
+mkdir "$tmp/run"
+export COOP_SOCKET="$tmp/run/coop.sock"
+"$p/sbin/coopd" --socket "$COOP_SOCKET" --log-level info 2>"$tmp/coopd.log" &
+pid=$!
+i=0
+while [ ! -S "$COOP_SOCKET" ]; do
+  kill -0 "$pid" 2>/dev/null || fail "coopd exited at start"
+  i=$((i + 1))
+  [ $i -lt 600 ] || fail "coopd did not listen within 60 s"
+  sleep 0.1
+done
+"$p/sbin/coopd" --check-config --socket "$COOP_SOCKET.x" >"$tmp/check.out" || fail "--check-config failed"
+grep -q "dirs=$(cd "$p" && pwd -P)/share/coop/kernels\$" "$tmp/check.out" ||
+  fail "coopd does not use the prefix's kernels: $(grep dirs= "$tmp/check.out")"
+for c in "$tmp/client_pc" "$tmp/fp/client_shared" "$tmp/fp/client_static"; do
+  "$c" sweep >"$tmp/client.out" 2>&1 || { cat "$tmp/client.out" >&2; fail "$(basename "$c") failed"; }
+  grep -q "^kernel bfs$" "$tmp/client.out" || fail "$(basename "$c"): the applications' kernels are missing"
+done
+"$p/bin/coopctl" kernels >"$tmp/coopctl.out" 2>&1 || { cat "$tmp/coopctl.out" >&2; fail "the prefix's coopctl failed"; }
+grep -q sweep "$tmp/coopctl.out" || fail "coopctl kernels: no sweep"
+kill "$pid"
+wait "$pid" || fail "coopd did not stop cleanly"
+pid=
+echo "install_prefix: ok ($p)"
