@@ -33,10 +33,16 @@ void config_defaults(struct config *c) {
     copy(c->socket, sizeof c->socket, "/run/coop/coop.sock");
   c->socket_mode = 0660;
   c->max_clients = 64;
+  c->hello_timeout_ms = 2000;
   copy(c->kernel_dirs, sizeof c->kernel_dirs, COOP_KERNEL_DIR);
   c->max_jobs_per_client = 64;
   c->max_bytes_per_client = 256ull << 20;
   c->max_finished_per_client = 256;
+  c->max_clients_per_uid = 16;
+  c->max_jobs_per_uid = 128;
+  c->max_bytes_per_uid = 512ull << 20;
+  c->max_detached_kept_per_uid = 256;
+  c->max_detached_kept = 1024;
   c->log_level = LOG_LV_INFO;
   c->grace_ms = 5000;
   c->gather_budget_ms = 10000;
@@ -84,10 +90,16 @@ static const struct key keys[] = {
     {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
     {"server", "journal", K_STR, F(journal), 0},
     {"server", "max_clients", K_UINT, F(max_clients), 100000},
+    {"server", "hello_timeout_ms", K_UINT, F(hello_timeout_ms), 1u << 31},
     {"kernels", "dirs", K_STR, F(kernel_dirs), 0},
     {"limits", "max_jobs_per_client", K_UINT, F(max_jobs_per_client), 1u << 20},
     {"limits", "max_bytes_per_client", K_BYTES, F(max_bytes_per_client), 1ull << 40},
     {"limits", "max_finished_per_client", K_UINT, F(max_finished_per_client), 1u << 20},
+    {"limits", "max_clients_per_uid", K_UINT, F(max_clients_per_uid), 100000},
+    {"limits", "max_jobs_per_uid", K_UINT, F(max_jobs_per_uid), 1u << 20},
+    {"limits", "max_bytes_per_uid", K_BYTES, F(max_bytes_per_uid), 1ull << 40},
+    {"limits", "max_detached_kept_per_uid", K_UINT, F(max_detached_kept_per_uid), 1u << 20},
+    {"limits", "max_detached_kept", K_UINT, F(max_detached_kept), 1u << 20},
     {"log", "level", K_LEVEL, F(log_level), 0},
     {"log", "syslog", K_BOOL, F(log_syslog), 0},
     {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
@@ -265,6 +277,12 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
     snprintf(err, errlen, "max_jobs_per_client, max_clients and arena_mb must be > 0");
     return -1;
   }
+  if (c->max_clients_per_uid == 0 || c->max_jobs_per_uid == 0 || c->max_bytes_per_uid == 0) {
+    snprintf(err, errlen,
+             "[limits] max_clients_per_uid, max_jobs_per_uid and max_bytes_per_uid "
+             "must be > 0");
+    return -1;
+  }
   return 0;
 }
 
@@ -298,6 +316,12 @@ void config_print(const struct config *c, void (*line)(const char *)) {
            "hang_ms=%u",
            c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms,
            c->gather_budget_ms, c->hang_ms);
+  line(b);
+  snprintf(b, sizeof b,
+           "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u); "
+           "server: hello_timeout_ms=%u",
+           c->max_clients_per_uid, c->max_jobs_per_uid, c->max_bytes_per_uid,
+           c->max_detached_kept_per_uid, c->max_detached_kept, c->hello_timeout_ms);
   line(b);
   snprintf(b, sizeof b, "jobs: reserve_percent=%u", c->reserve_percent);
   line(b);

@@ -24,12 +24,19 @@ struct config {
   char journal[300]; /* "": the socket's path + ".jobs"; "off": none */
   unsigned socket_mode;
   unsigned max_clients;
+  unsigned hello_timeout_ms; /* close a connection without HELLO after this; 0 = never */
   /* [kernels] */
   char kernel_dirs[1024]; /* colon-separated */
   /* [limits] */
   unsigned max_jobs_per_client;
   unsigned long long max_bytes_per_client;
   unsigned max_finished_per_client;
+  /* per user (uid), over all its connections (issue 20 #4, #6-#9) */
+  unsigned max_clients_per_uid;
+  unsigned max_jobs_per_uid;            /* queued or running, detached included */
+  unsigned long long max_bytes_per_uid; /* in flight, plus the inline results kept */
+  unsigned max_detached_kept_per_uid;   /* finished DETACHED jobs whose client has gone */
+  unsigned max_detached_kept;           /* the same over every user */
   /* [log] */
   int log_level;
   int log_syslog;

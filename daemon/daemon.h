@@ -20,6 +20,18 @@
 struct session;
 struct reload;
 
+/* One user's share of coopd, counted over all its connections so that
+ * reconnecting escapes no limit (session.c; issue 20 #4, #6-#9). An entry
+ * lives while any count is non-zero. */
+struct uid_use {
+  uint32_t uid;
+  unsigned conns; /* connections, with or without HELLO */
+  unsigned live;  /* jobs queued or running, detached ones included */
+  unsigned kept;  /* finished DETACHED jobs whose client has gone */
+  uint64_t bytes; /* buffer bytes of live jobs + inline bytes finished ones keep */
+  struct uid_use *next;
+};
+
 struct daemon {
   uv_loop_t *loop;
   struct config cfg;
@@ -35,6 +47,13 @@ struct daemon {
   int listen_inherited; /* socket activation: systemd's socket, never unlinked */
   uv_poll_t listen_poll;
   int listening;
+  /* Out of descriptors (server.c): a spare one, given up to accept and
+   * close a connection; while it cannot be had, accepting pauses. */
+  int spare_fd;
+  uv_timer_t accept_pause;
+  uint64_t shed, shed_logged_ms; /* connections closed so; when last logged */
+  struct uid_use *uids;
+  unsigned kept; /* finished DETACHED jobs without a client, every user */
   struct session *sessions;
   unsigned nsessions;
   struct job *jobs;  /* every job not yet freed */
@@ -61,6 +80,9 @@ int reload_check_build(const struct config *c, const struct kset *ks, char *err,
 
 /* session.c */
 void session_accept(struct daemon *dm, int fd);
+/* An ERROR frame (seq 0) to a connection never taken on, best effort, then
+ * close(fd). */
+void session_refuse(int fd, int code, const char *message);
 void session_job_done(struct daemon *dm, struct job *j);
 void session_job_event(struct daemon *dm, const struct dev_event *e);
 void session_shutdown_all(struct daemon *dm);

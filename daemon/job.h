@@ -22,7 +22,8 @@ struct job_arg {
   uint64_t bits; /* scalars */
   uint64_t size; /* buffers */
   int fd;        /* memfd buffer, or -1 */
-  uint8_t *data; /* inline: IN bytes from the client, then OUT bytes back */
+  uint8_t *data; /* inline: IN bytes from the client, then OUT bytes back; an IN-only
+                  * copy is freed when the job finishes (session_job_done) */
   uint64_t dev;  /* device thread: the arena copy's argument value + 1; 0: none */
 };
 
@@ -37,7 +38,8 @@ struct job {
   uint32_t groups, period_us, count, duration_ms, deadline_us;
   unsigned nargs;
   struct job_arg args[COOP_WIRE_MAX_ARGS];
-  uint64_t bytes; /* buffer bytes charged to the owner */
+  uint64_t bytes; /* charged to the owner and its uid: every buffer's size while in
+                   * flight; once finished (loop), the inline bytes it still holds */
 
   /* shared: written by either thread with atomics */
   _Atomic uint8_t state;           /* enum coop_job_state */

@@ -4,11 +4,21 @@
  * Sockets are driven by uv_poll_t over non-blocking descriptors rather than
  * uv_pipe_t: clients pass memfd descriptors with SCM_RIGHTS, and libuv's
  * IPC pipes only accept stream handles (TCP, pipes) as passed descriptors.
+ *
+ * Out of descriptors: accept fails with EMFILE while the connection stays
+ * in the backlog, and the level-triggered poll would call us again at once
+ * (a busy loop, a log line each time, the client hanging). So coopd keeps
+ * one spare descriptor open (/dev/null) and, on EMFILE or ENFILE, closes
+ * it, accepts, tells that client why and closes it, and opens the spare
+ * again (the trick libuv's own uv_accept uses). The unit file raises
+ * LimitNOFILE so that this is rare.
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -16,6 +26,64 @@
 
 #include "daemon.h"
 #include "log.h"
+
+#define SERVER_LOG_MS 10000 /* at most one "out of descriptors" line per 10 s */
+#define SERVER_PAUSE_MS 100 /* accepting pauses this long when it cannot go on */
+
+/* The spare descriptor (see the top). -1 if even that cannot be had. */
+static int open_spare(void) { return open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+static void on_listen(uv_poll_t *p, int status, int events);
+
+static void on_accept_pause(uv_timer_t *t) {
+  struct daemon *dm = t->data;
+  if (!dm->listening) return;
+  if (dm->spare_fd < 0) dm->spare_fd = open_spare();
+  uv_poll_start(&dm->listen_poll, UV_READABLE, on_listen);
+}
+
+/* Accepting stops for SERVER_PAUSE_MS: the listening socket is
+ * level-triggered, so returning with a connection still queued would only
+ * bring us back at once, a busy loop (issue 20 #5). */
+static void pause_accepting(struct daemon *dm) {
+  uv_poll_stop(&dm->listen_poll);
+  uv_timer_start(&dm->accept_pause, on_accept_pause, SERVER_PAUSE_MS, 0);
+}
+
+/* accept failed with EMFILE or ENFILE. The spare descriptor is given up
+ * to accept the waiting connection, which is told why and closed, then
+ * taken again: the client hears at once rather than hanging in the
+ * backlog, and the loop does not spin. The log says so once per
+ * SERVER_LOG_MS. Returns 1 to go on accepting, 0 if accepting paused. */
+static int shed(struct daemon *dm, int err) {
+  int closed = 0;
+  if (dm->spare_fd >= 0) {
+    close(dm->spare_fd);
+    dm->spare_fd = -1;
+    int fd = accept4(dm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd >= 0) {
+      session_refuse(fd, COOP_ELIMIT,
+                     "coopd is out of file descriptors; try again later (its administrator "
+                     "should raise LimitNOFILE)");
+      dm->shed++;
+      closed = 1;
+    }
+    dm->spare_fd = open_spare(); /* a device thread may have taken the slot */
+  }
+  uint64_t now = uv_now(dm->loop) + 1; /* 0: never logged */
+  if (!dm->shed_logged_ms || now - dm->shed_logged_ms >= SERVER_LOG_MS) {
+    struct rlimit rl = {0, 0};
+    getrlimit(RLIMIT_NOFILE, &rl);
+    log_warn(
+        "accept: %s: new connections are closed at once (%llu so far); raise the descriptor "
+        "limit (LimitNOFILE= in coopd.service, ulimit -n; now %llu)",
+        strerror(err), (unsigned long long)dm->shed, (unsigned long long)rl.rlim_cur);
+    dm->shed_logged_ms = now;
+  }
+  if (closed && dm->spare_fd >= 0) return 1;
+  pause_accepting(dm);
+  return 0;
+}
 
 static void on_listen(uv_poll_t *p, int status, int events) {
   struct daemon *dm = p->data;
@@ -25,13 +93,25 @@ static void on_listen(uv_poll_t *p, int status, int events) {
   }
   for (;;) {
     int fd = accept4(dm->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
-        log_warn("accept: %s", strerror(errno));
-      if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (fd >= 0) {
+      session_accept(dm, fd);
+      continue;
+    }
+    int e = errno;
+    if (e == EINTR || e == ECONNABORTED) continue;
+    if (e == EAGAIN || e == EWOULDBLOCK) return;
+    if (e == EMFILE || e == ENFILE) {
+      if (shed(dm, e)) continue;
       return;
     }
-    session_accept(dm, fd);
+    /* ENOBUFS, ENOMEM...: would repeat at once; pause, say so once */
+    uint64_t now = uv_now(dm->loop) + 1;
+    if (!dm->shed_logged_ms || now - dm->shed_logged_ms >= SERVER_LOG_MS) {
+      log_warn("accept: %s: accepting paused for %u ms", strerror(e), SERVER_PAUSE_MS);
+      dm->shed_logged_ms = now;
+    }
+    pause_accepting(dm);
+    return;
   }
 }
 
@@ -49,6 +129,11 @@ static int stale(const char *path) {
 
 static void start_polling(struct daemon *dm, int fd) {
   dm->listen_fd = fd;
+  dm->spare_fd = open_spare();
+  if (dm->spare_fd < 0)
+    log_warn("no spare descriptor (%s): at EMFILE accepting pauses", strerror(errno));
+  uv_timer_init(dm->loop, &dm->accept_pause);
+  dm->accept_pause.data = dm;
   uv_poll_init(dm->loop, &dm->listen_poll, fd);
   dm->listen_poll.data = dm;
   uv_poll_start(&dm->listen_poll, UV_READABLE, on_listen);
@@ -100,6 +185,10 @@ void server_stop_listening(struct daemon *dm) {
   dm->listening = 0;
   uv_poll_stop(&dm->listen_poll);
   uv_close((uv_handle_t *)&dm->listen_poll, on_listen_closed);
+  uv_timer_stop(&dm->accept_pause);
+  uv_close((uv_handle_t *)&dm->accept_pause, NULL);
+  if (dm->spare_fd >= 0) close(dm->spare_fd);
+  dm->spare_fd = -1;
   /* systemd's socket outlives coopd: a connect meanwhile starts it again */
   if (!dm->listen_inherited) unlink(dm->cfg.socket);
 }

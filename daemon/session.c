@@ -4,11 +4,32 @@
  *
  * Trust: everything a client sends is checked here before it reaches the
  * device thread. A malformed, truncated, oversized or wrong-version frame
- * gets an ERROR and closes this connection only. A client that does not
- * read its replies is dropped once SESS_MAX_OUT bytes are pending, so it
- * cannot make the daemon buffer without bound. Credentials come from
+ * gets an ERROR and closes this connection only. Credentials come from
  * SO_PEERCRED; a client sees and cancels only its own uid's jobs unless it
  * is root.
+ *
+ * Resources (issue 20, docs/faults.md "Resources a client can exhaust"):
+ * every one a client can make coopd hold is bounded, per connection and per
+ * user (struct uid_use, counted over all of a uid's connections, so that
+ * reconnecting escapes nothing; root has its own caps like anyone):
+ *   connections  max_clients_per_uid, refused with an ERROR; a connection
+ *                that sends no HELLO within hello_timeout_ms is closed;
+ *   replies      the bytes queued and not yet written (out.len - out_off;
+ *                the written prefix is dropped as it goes, so memory
+ *                follows them): past SESS_OUT_PAUSE no more requests are
+ *                read until they drain; past SESS_MAX_OUT the connection
+ *                is dropped (results and events that come unasked);
+ *   jobs         max_jobs_per_client and max_jobs_per_uid live jobs
+ *                (detached ones included: they outlive the connection);
+ *   bytes        max_bytes_per_client in flight on a connection, and
+ *                max_bytes_per_uid in flight plus the inline result bytes
+ *                coopd keeps for the user (a finished job's inline IN copies
+ *                are freed when it finishes);
+ *   results      max_finished_per_client per connection, and finished
+ *                DETACHED jobs whose client has gone: max_detached_kept_per_uid
+ *                per user and max_detached_kept in all, the oldest of the
+ *                same user dropped first, so one user never evicts another's;
+ *   waiters      SESS_MAX_WAITERS per connection.
  */
 #define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
@@ -24,12 +45,14 @@
 #include "journal.h"
 #include "log.h"
 
-#define SESS_MAX_OUT (64u << 20)
+#define SESS_MAX_OUT (64u << 20)  /* replies pending: dropped past this */
+#define SESS_OUT_PAUSE (8u << 20) /* replies pending: no requests read past this */
+#define SESS_OUT_KEEP (1u << 20)  /* an output buffer larger is freed once drained */
+#define SESS_LOG_MS 10000         /* a refusal of connections logged once per 10 s */
 #define SESS_RECV_CHUNK 65536u
 #define SESS_FRAMES_PER_WAKE 64 /* then yield to other clients (level-triggered) */
 #define SESS_INLINE_OUT_MAX (1u << 20)
-#define SESS_DETACHED_KEPT 1024u /* finished detached jobs without a client */
-#define SESS_MAX_WAITERS 4096u   /* WAITs pending on one connection (issue 20 #2) */
+#define SESS_MAX_WAITERS 4096u /* WAITs pending on one connection (issue 20 #2) */
 
 struct waiter {
   uv_timer_t timer; /* unused when waiting forever */
@@ -42,9 +65,13 @@ struct waiter {
 
 struct session {
   struct daemon *dm;
+  struct uid_use *use; /* its user's counts */
   int fd;
   uv_poll_t poll;
+  uv_timer_t hello_timer; /* the handshake deadline */
+  int handles;            /* of the two above, not yet closed: free at 0 */
   int events;
+  int stalled; /* whole frames wait in rd while the replies drain */
   struct coop_wire_reader rd;
   struct coop_wire_buf out;
   size_t out_off;
@@ -53,7 +80,7 @@ struct session {
   int hello;
   int closing;
   unsigned inflight, finished;
-  uint64_t bytes;
+  uint64_t bytes; /* buffer bytes of its jobs in flight */
   uint32_t sub_mask;
   struct waiter *waiters;
   unsigned nwaiters;
@@ -111,6 +138,11 @@ static void sess_want(struct session *s, int events) {
   uv_poll_start(&s->poll, events, on_io);
 }
 
+static size_t pending(const struct session *s) { return s->out.len - s->out_off; }
+
+/* Replies enough queued: read no more requests until they drain. */
+static int out_paused(const struct session *s) { return pending(s) > SESS_OUT_PAUSE; }
+
 static void sess_flush(struct session *s) {
   while (s->out_off < s->out.len) {
     size_t sent = 0;
@@ -125,14 +157,24 @@ static void sess_flush(struct session *s) {
   }
   if (s->out_off == s->out.len) {
     s->out.len = s->out_off = 0;
-    sess_want(s, UV_READABLE);
-  } else if (s->out.len - s->out_off > SESS_MAX_OUT) {
-    log_warn("client %u/%s: %zu bytes of replies unread: closing", s->pid, s->name,
-             s->out.len - s->out_off);
+    if (s->out.cap > SESS_OUT_KEEP) coop_wire_buf_free(&s->out);
+  } else if (pending(s) > SESS_MAX_OUT) {
+    log_warn("client %u/%s: %zu bytes of replies unread: closing", s->pid, s->name, pending(s));
     sess_close(s);
-  } else {
-    sess_want(s, UV_READABLE | UV_WRITABLE);
+    return;
+  } else if (s->out_off >= pending(s)) {
+    /* The written prefix goes once it is as long as what is left: the
+     * buffer then holds at most twice the pending bytes (a client reading
+     * steadily behind 32 MiB grew it by 2 GB a minute: issue 20 #3), and
+     * each byte moves at most once on average. */
+    memmove(s->out.p, s->out.p + s->out_off, pending(s));
+    s->out.len -= s->out_off;
+    s->out_off = 0;
   }
+  /* WRITABLE also while frames stall: on_io then answers them once the
+   * replies have drained (no READABLE comes for bytes already read). */
+  sess_want(s, (out_paused(s) ? 0 : UV_READABLE) |
+                   (s->out_off < s->out.len || s->stalled ? UV_WRITABLE : 0));
 }
 
 /* ---- jobs visible to a session ---- */
@@ -151,8 +193,8 @@ static struct job *find_job(struct daemon *dm, uint64_t id) {
  * does: a different answer would tell any client who runs what. */
 static void no_job(struct session *s, uint32_t seq, uint64_t id) {
   sess_error(s, seq, COOP_ENOJOB,
-             "no job %llu (finished jobs are kept until their client "
-             "disconnects, at most max_finished_per_client)",
+             "no job %llu (finished jobs are kept until their client disconnects, at most "
+             "max_finished_per_client; detached ones after that at most max_detached_kept_per_uid)",
              (unsigned long long)id);
 }
 
@@ -184,6 +226,84 @@ static void unlink_job(struct daemon *dm, struct job *j) {
       *p = j->next;
       return;
     }
+}
+
+/* ---- users: what each uid holds, over all its connections ---- */
+
+static struct uid_use *uid_find(struct daemon *dm, uint32_t uid) {
+  for (struct uid_use *u = dm->uids; u; u = u->next)
+    if (u->uid == uid) return u;
+  return NULL;
+}
+
+/* The user's entry, made if need be; NULL if out of memory. */
+static struct uid_use *uid_get(struct daemon *dm, uint32_t uid) {
+  struct uid_use *u = uid_find(dm, uid);
+  if (u) return u;
+  u = calloc(1, sizeof *u);
+  if (!u) return NULL;
+  u->uid = uid;
+  u->next = dm->uids;
+  dm->uids = u;
+  return u;
+}
+
+/* Frees the entry once nothing is counted in it. Called at the end of
+ * each operation, never inside a walk that still uses u. */
+static void uid_put(struct daemon *dm, struct uid_use *u) {
+  if (!u || u->conns || u->live || u->kept || u->bytes) return;
+  for (struct uid_use **p = &dm->uids; *p; p = &(*p)->next)
+    if (*p == u) {
+      *p = u->next;
+      free(u);
+      return;
+    }
+}
+
+/* A finished DETACHED job whose client has gone: kept for a later WAIT. */
+static int is_kept(const struct job *j) {
+  return j->finished && !j->owner && (j->flags & COOP_SUBMIT_DETACHED);
+}
+
+/* Frees a finished job (already unlinked), taking it off its user's
+ * counts; the entry itself stays (uid_put). */
+static void release_job(struct daemon *dm, struct job *j) {
+  struct uid_use *u = uid_find(dm, j->uid);
+  if (u) {
+    u->bytes -= j->bytes;
+    if (is_kept(j)) {
+      u->kept--;
+      dm->kept--;
+    }
+  }
+  job_free(j);
+}
+
+static void drop_job(struct daemon *dm, struct job *j) {
+  unlink_job(dm, j);
+  release_job(dm, j);
+}
+
+/* n of u's jobs have just become kept (is_kept). The user keeps at most
+ * max_detached_kept_per_uid; and while all users' kept jobs together pass
+ * max_detached_kept, this user's go too, since jobs of theirs just joined:
+ * the oldest first. Another user's are never touched (one user's 1100
+ * detached jobs evicted a victim's result: issue 20 #7). */
+static void keep_jobs(struct daemon *dm, struct uid_use *u, unsigned n) {
+  const struct config *c = &dm->cfg;
+  u->kept += n;
+  dm->kept += n;
+  while (u->kept && (u->kept > c->max_detached_kept_per_uid || dm->kept > c->max_detached_kept)) {
+    struct job *old = NULL;
+    for (struct job *x = dm->jobs; x; x = x->next)
+      if (x->uid == u->uid && is_kept(x)) old = x; /* the list is newest first */
+    if (!old) break;
+    log_debug(
+        "job %llu (%s, uid %u): finished detached, dropped: %s reached",
+        (unsigned long long)old->id, old->kernel, old->uid,
+        u->kept > c->max_detached_kept_per_uid ? "max_detached_kept_per_uid" : "max_detached_kept");
+    drop_job(dm, old);
+  }
 }
 
 /* ---- RESULT ---- */
@@ -234,6 +354,7 @@ static void on_hello(struct session *s, uint32_t seq, const struct coop_msg_hell
     return;
   }
   s->hello = 1;
+  uv_timer_stop(&s->hello_timer);
   /* The name goes into log lines (and journald): a newline or an escape
    * from a client would forge lines or drive a terminal (issue 20 #13). */
   snprintf(s->name, sizeof s->name, "%s", h->name);
@@ -373,13 +494,31 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
     return -1;
   }
   if (s->inflight >= dm->cfg.max_jobs_per_client) {
-    sess_error(s, seq, COOP_ELIMIT, "at most %u jobs in flight per client",
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %u jobs in flight per client ([limits] max_jobs_per_client)",
                dm->cfg.max_jobs_per_client);
     return -1;
   }
   if (s->bytes + total > dm->cfg.max_bytes_per_client) {
-    sess_error(s, seq, COOP_ELIMIT, "at most %llu buffer bytes in flight per client",
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %llu buffer bytes in flight per client ([limits] max_bytes_per_client)",
                dm->cfg.max_bytes_per_client);
+    return -1;
+  }
+  const struct uid_use *u = s->use;
+  if (u->live >= dm->cfg.max_jobs_per_uid) {
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %u jobs queued or running per user, over all its connections, detached "
+               "jobs included ([limits] max_jobs_per_uid)",
+               dm->cfg.max_jobs_per_uid);
+    return -1;
+  }
+  if (u->bytes + total > dm->cfg.max_bytes_per_uid) {
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %llu buffer bytes per user ([limits] max_bytes_per_uid): its jobs in "
+               "flight and the inline results kept for it hold %llu, this job %llu more; results "
+               "go when their connection closes",
+               dm->cfg.max_bytes_per_uid, (unsigned long long)u->bytes, (unsigned long long)total);
     return -1;
   }
   *bytes = total;
@@ -451,6 +590,8 @@ static void on_submit(struct session *s, uint32_t seq, const struct coop_msg_sub
   dm->jobs = j;
   s->inflight++;
   s->bytes += bytes;
+  s->use->live++;
+  s->use->bytes += bytes;
   dm->submitted++;
   journal_accepted(dm->journal, j->id, j->uid, j->kernel);
   log_info("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
@@ -765,10 +906,42 @@ static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uin
 
 /* ---- input ---- */
 
+static void bad_header(struct session *s, int e) {
+  log_warn("client %u/%s: bad frame header (%s): closing", s->pid, s->name, coop_strerror(e));
+  sess_error(s, 0, e, "bad frame header: %s", coop_strerror(e));
+  close_after_error(s);
+}
+
+/* Answers the whole frames rd holds, until the replies pending pass
+ * SESS_OUT_PAUSE: then s->stalled, and on_io goes on once they drain.
+ * Returns how many it answered. */
+static int sess_frames(struct session *s) {
+  int n = 0;
+  s->stalled = 0;
+  while (!s->closing) {
+    if (out_paused(s)) {
+      s->stalled = 1; /* perhaps none is left: on_io then finds so */
+      break;
+    }
+    struct coop_wire_hdr h;
+    const uint8_t *payload;
+    int ffds[COOP_WIRE_MAX_FDS];
+    unsigned nf = 0;
+    int e = coop_wire_reader_next(&s->rd, &h, &payload, ffds, &nf);
+    if (e < 0) bad_header(s, e);
+    if (e <= 0) break;
+    on_frame(s, &h, payload, ffds, nf);
+    for (unsigned i = 0; i < nf; i++)
+      if (ffds[i] >= 0) close(ffds[i]); /* those no argument took */
+    n++;
+  }
+  return n;
+}
+
 static void sess_read(struct session *s) {
   uint8_t *buf = malloc(SESS_RECV_CHUNK);
   if (!buf) return sess_close(s);
-  for (int frames = 0; !s->closing && frames < SESS_FRAMES_PER_WAKE;) {
+  for (int frames = 0; !s->closing && !s->stalled && frames < SESS_FRAMES_PER_WAKE;) {
     int fds[COOP_WIRE_MAX_FDS];
     unsigned nfds = COOP_WIRE_MAX_FDS;
     long n = coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fds, &nfds);
@@ -779,24 +952,13 @@ static void sess_read(struct session *s) {
       break;
     }
     int e = coop_wire_reader_feed(&s->rd, buf, (size_t)n, fds, nfds);
-    /* every whole frame buffered now: none may wait for more bytes */
-    for (; e == 0 && !s->closing; frames++) {
-      struct coop_wire_hdr h;
-      const uint8_t *payload;
-      int ffds[COOP_WIRE_MAX_FDS];
-      unsigned nf = 0;
-      e = coop_wire_reader_next(&s->rd, &h, &payload, ffds, &nf);
-      if (e <= 0) break;
-      e = 0;
-      on_frame(s, &h, payload, ffds, nf);
-      for (unsigned i = 0; i < nf; i++)
-        if (ffds[i] >= 0) close(ffds[i]); /* those no argument took */
-    }
     if (e < 0) {
-      log_warn("client %u/%s: bad frame header (%s): closing", s->pid, s->name, coop_strerror(e));
-      sess_error(s, 0, e, "bad frame header: %s", coop_strerror(e));
-      close_after_error(s);
+      bad_header(s, e);
+      break;
     }
+    /* every whole frame buffered now: none may wait for more bytes (but
+     * for the replies to drain: sess_frames) */
+    frames += sess_frames(s);
   }
   free(buf);
   if (s->closing) sess_close(s);
@@ -806,13 +968,19 @@ static void on_io(uv_poll_t *p, int status, int events) {
   struct session *s = p->data;
   if (status < 0) return sess_close(s);
   if (events & UV_WRITABLE) sess_flush(s);
-  if (!s->closing && (events & UV_READABLE)) sess_read(s);
+  if (!s->closing && s->stalled && !out_paused(s)) {
+    sess_frames(s);
+    if (s->closing) return sess_close(s);
+    sess_flush(s); /* the events wanted, now that it may no longer stall */
+  }
+  if (!s->closing && !s->stalled && !out_paused(s) && (events & UV_READABLE)) sess_read(s);
 }
 
 /* ---- life cycle ---- */
 
 static void on_closed(uv_handle_t *h) {
   struct session *s = h->data;
+  if (--s->handles) return;
   close(s->fd);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);
@@ -839,8 +1007,10 @@ static void sess_close(struct session *s) {
     waiter_free(w);
   }
   /* Its jobs: detached ones stay (any connection of the uid may wait for
-   * them); others, if running, are cancelled (nobody will read them) and
-   * freed when handed back; finished ones are freed now. */
+   * them; finished ones are now kept, within the user's caps); others, if
+   * running, are cancelled (nobody will read them) and freed when handed
+   * back; finished ones are freed now. */
+  unsigned kept = 0; /* finished detached jobs that become kept */
   for (struct job **p = &dm->jobs; *p;) {
     struct job *j = *p;
     if (j->owner != s) {
@@ -849,18 +1019,71 @@ static void sess_close(struct session *s) {
     }
     j->owner = NULL;
     if (j->flags & COOP_SUBMIT_DETACHED) {
+      kept += j->finished;
       p = &j->next;
     } else if (j->finished) {
       *p = j->next;
-      job_free(j);
+      release_job(dm, j);
     } else {
       dev_cancel(dm->devs[j->device], j);
       p = &j->next;
     }
   }
+  /* Jobs waited for before the disconnect are kept too, so the caps hold
+   * for them (2560 kept, 664 MB, with no client: issue 20 #8). The caps
+   * are applied once, after counting them all. */
+  if (kept) keep_jobs(dm, s->use, kept);
+  s->use->conns--;
+  uid_put(dm, s->use);
   log_debug("client %u/%s disconnected", s->pid, s->name);
   uv_poll_stop(&s->poll);
   uv_close((uv_handle_t *)&s->poll, on_closed);
+  uv_close((uv_handle_t *)&s->hello_timer, on_closed);
+}
+
+static void on_hello_timer(uv_timer_t *t) {
+  struct session *s = t->data;
+  if (s->hello || s->closing) return;
+  /* Timers run before the poll in a loop iteration: after a slow one, a
+   * HELLO that came in time may still wait unread. It counts. */
+  sess_read(s);
+  if (s->hello || s->closing) return;
+  /* debug: a client could write a line every hello_timeout_ms per socket */
+  log_debug("client %u (uid %u): no HELLO within %u ms: closing", s->pid, s->uid,
+            s->dm->cfg.hello_timeout_ms);
+  sess_error(s, 0, COOP_ETIMEDOUT,
+             "no HELLO within %u ms of connecting ([server] hello_timeout_ms): closing",
+             s->dm->cfg.hello_timeout_ms);
+  close_after_error(s);
+  sess_close(s);
+}
+
+void session_refuse(int fd, int code, const char *message) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.error.code = code;
+  snprintf(m.error.message, sizeof m.error.message, "%s", message);
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  size_t sent = 0;
+  if (coop_wire_encode(&b, COOP_MSG_ERROR, 0, &m) == 0)
+    coop_wire_send(fd, b.p, b.len, NULL, 0, &sent); /* non-blocking: a new socket has room */
+  coop_wire_buf_free(&b);
+  close(fd);
+}
+
+/* A refusal's log line: the first, then at most one per SESS_LOG_MS with
+ * how many were refused meanwhile (a client retrying in a loop would
+ * otherwise write one line each time). */
+static void log_refusal(struct daemon *dm, uint32_t uid, const char *why) {
+  static uint64_t last_ms, since;
+  uint64_t now = uv_now(dm->loop) + 1;
+  since++;
+  if (last_ms && now - last_ms < SESS_LOG_MS) return;
+  log_warn("refusing a client of uid %u: %s (%llu refused since the last such line)", uid, why,
+           (unsigned long long)since);
+  last_ms = now;
+  since = 0;
 }
 
 void session_accept(struct daemon *dm, int fd) {
@@ -869,20 +1092,39 @@ void session_accept(struct daemon *dm, int fd) {
     close(fd);
     return;
   }
-  struct session *s = calloc(1, sizeof *s);
-  if (!s) {
-    close(fd);
-    return;
-  }
   struct ucred cr;
   socklen_t len = sizeof cr;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
     log_warn("SO_PEERCRED: %s: refusing the client", strerror(errno));
     close(fd);
-    free(s);
+    return;
+  }
+  struct uid_use *u = uid_get(dm, cr.uid);
+  if (!u) {
+    session_refuse(fd, COOP_ENOMEM, "coopd is out of memory");
+    return;
+  }
+  /* Root too: its cap is its own, and it counts no one else's (64 idle
+   * sockets of one uid locked everyone out: issue 20 #4). */
+  if (u->conns >= dm->cfg.max_clients_per_uid) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "at most %u connections per user ([limits] max_clients_per_uid); close one first",
+             dm->cfg.max_clients_per_uid);
+    log_refusal(dm, cr.uid, "max_clients_per_uid reached");
+    session_refuse(fd, COOP_ELIMIT, msg);
+    uid_put(dm, u);
+    return;
+  }
+  struct session *s = calloc(1, sizeof *s);
+  if (!s) {
+    uid_put(dm, u);
+    session_refuse(fd, COOP_ENOMEM, "coopd is out of memory");
     return;
   }
   s->dm = dm;
+  s->use = u;
+  u->conns++;
   s->fd = fd;
   s->uid = cr.uid;
   s->pid = (uint32_t)cr.pid;
@@ -891,6 +1133,11 @@ void session_accept(struct daemon *dm, int fd) {
   coop_wire_buf_init(&s->out);
   uv_poll_init(dm->loop, &s->poll, fd);
   s->poll.data = s;
+  uv_timer_init(dm->loop, &s->hello_timer);
+  s->hello_timer.data = s;
+  s->handles = 2;
+  if (dm->cfg.hello_timeout_ms)
+    uv_timer_start(&s->hello_timer, on_hello_timer, dm->cfg.hello_timeout_ms, 0);
   s->next = dm->sessions;
   dm->sessions = s;
   dm->nsessions++;
@@ -957,24 +1204,8 @@ static void trim_finished(struct daemon *dm, struct session *s) {
     for (struct job *j = dm->jobs; j; j = j->next)
       if (j->owner == s && j->finished) last = j; /* list is newest first */
     if (!last) return;
-    unlink_job(dm, last);
-    job_free(last);
+    drop_job(dm, last);
     s->finished--;
-  }
-}
-
-/* Finished detached jobs whose client has gone: keep the newest
- * SESS_DETACHED_KEPT. */
-static void trim_detached(struct daemon *dm) {
-  unsigned n = 0;
-  for (struct job **p = &dm->jobs; *p;) {
-    struct job *j = *p;
-    if (!j->owner && j->finished && ++n > SESS_DETACHED_KEPT) {
-      *p = j->next;
-      job_free(j);
-    } else {
-      p = &j->next;
-    }
   }
 }
 
@@ -1012,18 +1243,39 @@ void session_job_done(struct daemon *dm, struct job *j) {
     }
   }
   j->finished = 1;
+  /* Its inline IN copies are not needed any more (RESULT carries OUT
+   * buffers only): finished renders kept 1.58 GB of them (issue 20 #9).
+   * They live until here rather than until staging, because a device
+   * restart stages again, from them, a job that never got a workgroup
+   * (device.c). What stays, the OUT bytes for RESULT, counts toward the
+   * user's bytes (max_bytes_per_uid) for as long as the job is kept. */
+  uint64_t held = 0;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->data && !(a->dir & COOP_BUF_OUT)) {
+      free(a->data);
+      a->data = NULL;
+    }
+    if (a->data) held += a->size;
+  }
+  uint64_t was = j->bytes;
+  j->bytes = held;
+  struct uid_use *u = uid_find(dm, j->uid); /* there: the job is counted */
+  if (u) {
+    u->live--;
+    u->bytes = u->bytes - was + held;
+  }
   struct session *o = j->owner;
   if (!o) {
-    if (j->flags & COOP_SUBMIT_DETACHED) { /* kept for a later WAIT */
-      trim_detached(dm);
-      return;
-    }
-    unlink_job(dm, j);
-    job_free(j);
+    if (u && (j->flags & COOP_SUBMIT_DETACHED))
+      keep_jobs(dm, u, 1); /* kept for a later WAIT */
+    else
+      drop_job(dm, j);
+    uid_put(dm, u);
     return;
   }
   o->inflight--;
-  o->bytes -= j->bytes;
+  o->bytes -= was;
   o->finished++;
   trim_finished(dm, o);
 }
