@@ -686,6 +686,25 @@ static void start_now(struct dev *d, struct job *j) {
   d->runs = r;
 }
 
+/* A task's times in the order the host saw them. The device stamps
+ * released, gathered, started and finished with its own clock, mapped to
+ * the host's by a fit (runtime.c, "the device clock"); submitted and `seen`
+ * (now, after the task was seen final) are the host's own. However far a
+ * fit is off, submitted <= released <= gathered <= started <= finished <=
+ * seen holds, so queued, execution and total stay inside the host's
+ * interval (a loaded start once made a 12 ms job 1093 ms long; issue 20).
+ * Times not stamped (0) stay 0. */
+static void host_order(struct coop_wire_times *t, int64_t seen) {
+  int64_t *v[] = {&t->released, &t->gathered, &t->started, &t->finished};
+  int64_t lo = t->submitted;
+  for (unsigned i = 0; i < 4; i++) {
+    if (!*v[i]) continue;
+    if (*v[i] < lo) *v[i] = lo;
+    if (*v[i] > seen) *v[i] = seen;
+    lo = *v[i];
+  }
+}
+
 /* A task that reached a final state: its times into the job. */
 static void record(struct dev *d, struct run *r, unsigned slot) {
   struct job *j = r->j;
@@ -699,9 +718,11 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
                : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
                                                  : COOP_JOB_REFUSED;
+  host_order(&t, now_ns());
   if (st == COOP_JOB_DONE || (st == COOP_JOB_CANCELLED && ti.t_gathered)) {
-    t.gather_ns = ti.gather_ns;
-    t.exec_ns = ti.t_finished - ti.t_started;
+    t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
+    if (t.gather_ns > t.finished - t.released) t.gather_ns = t.finished - t.released;
+    t.exec_ns = t.started ? t.finished - t.started : 0;
   }
   if (ti.fault) fault(d, j, ti.fault);
   if (st == COOP_JOB_REFUSED && j->error == 0) {

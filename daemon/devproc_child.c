@@ -303,6 +303,7 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
     case DP_POLL:
     case DP_WAIT: {
       unsigned n = q->u.poll.n < DP_POLL_MAX ? q->u.poll.n : DP_POLL_MAX;
+      coop_rt_refit(rt); /* at most once a second; the times below use it */
       if (q->op == DP_WAIT) wait_change(ch, &q->u.poll, n, q->a < 1000000000u ? (int64_t)q->a : 0);
       return poll_reply(ch, &q->u.poll, n, r);
     }

@@ -73,6 +73,11 @@ unsigned coop_rt_local_size(const coop_rt *rt);
 unsigned coop_rt_participants(const coop_rt *rt); /* scheduler + workers */
 unsigned coop_rt_workers(const coop_rt *rt);
 double coop_rt_tick_ns(const coop_rt *rt); /* device clock period, ns */
+/* Refits the device clock to CLOCK_MONOTONIC (runtime.c, "the device
+ * clock"): at most once a second, a few pings; call it from the thread that
+ * submits and polls, between tasks' checks. 1 if the new point showed the
+ * old fit had drifted, else 0. */
+int coop_rt_refit(coop_rt *rt);
 
 /* Task buffers live in the SVM arena: host pointer for the host, and a
  * 64-bit argument value (an arena offset) for the kernel. A buffer comes

@@ -49,10 +49,17 @@ struct coop_rt {
   uint64_t canary_key; /* guard zones' canaries (arena.c) */
 
   unsigned participants;
-  /* clock: ns = ref_ns + (ticks - ref_ticks) * tick_ns */
+  /* clock fit (runtime.c, calibrate and coop_rt_refit):
+   * ns = ref_ns + (ticks - ref_ticks) * tick_ns, the line through the
+   * anchor (the first calibration's tightest ping) and the latest refit */
   double tick_ns;
   int64_t ref_ns;
   uint64_t ref_ticks;
+  int64_t anchor_ns, anchor_rtt;
+  uint64_t anchor_ticks;
+  int64_t best_rtt;       /* the tightest round trip seen: what "unloaded" is */
+  int64_t fit_at, fit_ok; /* host ns of the last refit tried, and made */
+  uint64_t fits, drifts;
 
   pthread_mutex_t lock; /* slots, ring, arena */
   uint32_t sub_head;    /* host copy of mb->sub_head */

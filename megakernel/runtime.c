@@ -252,49 +252,124 @@ static int discover(coop_rt *rt) {
   return 0;
 }
 
-/* One ping: the scheduler answers with its clock. Returns the round trip. */
+/* ---- the device clock, fitted to CLOCK_MONOTONIC ----
+ *
+ * Device ticks (TSC on PoCL, %globaltimer on CUDA) become host ns through a
+ * line. One point of it is a ping: the host notes its clock, the scheduler
+ * answers with its own, the host notes its clock again; the device's
+ * reading lies somewhere in that round trip, so the point's error is half
+ * of it. Under CPU load a round trip can take milliseconds (the host thread
+ * or PoCL's scheduler thread descheduled), so:
+ *   - each point is the tightest of several pings;
+ *   - the first calibration fits two points 50 ms apart, and each refit
+ *     (at most once per COOP_RT_REFIT_NS, from coop_rt_refit) fits the line
+ *     through the anchor (the first point) and a new one: the baseline
+ *     grows, so the slope's error (rtt_anchor + rtt_new) / 2 / baseline
+ *     shrinks with time, where a fixed 50 ms fit made a 12 ms job last
+ *     1093 ms after a loaded start (issue 20);
+ *   - a refit whose tightest ping is far looser than the tightest ever seen
+ *     (the host is loaded now) and that the line explains within that
+ *     round trip is not used, unless no fit was made for
+ *     COOP_RT_REFIT_STALE_NS;
+ *   - a new point further from the old line than its round trip plus
+ *     COOP_RT_DRIFT_NS is counted as drift; a device clock that went back
+ *     (a relaunch that reset it) restarts the line at the new point.
+ * The daemon also clamps each job's times to what the host itself saw
+ * (daemon/device.c, record), so that no fit can report an impossible
+ * order. */
+
+#define COOP_RT_PING_NS 20000000ll           /* a ping not answered in 20 ms is dropped */
+#define COOP_RT_REFIT_NS 1000000000ll        /* refit at most once a second */
+#define COOP_RT_REFIT_STALE_NS 30000000000ll /* then take a loose point anyway */
+#define COOP_RT_DRIFT_NS 100000ll
+
+/* One ping: the scheduler answers with its clock. Returns the round trip,
+ * or -1 if no answer came within COOP_RT_PING_NS. */
 static int64_t ping(coop_rt *rt, int64_t *mid, uint64_t *dev) {
   struct coop_mailbox *mb = rt->mb;
   uint32_t p = atomic_load_explicit(&mb->ping, memory_order_relaxed) + 1;
-  int64_t t0 = coop__now_ns();
+  int64_t t0 = coop__now_ns(), t1;
   atomic_store_explicit(&mb->ping, p, memory_order_release);
-  while (atomic_load_explicit(&mb->pong, memory_order_acquire) != p) {
-  }
-  int64_t t1 = coop__now_ns();
+  while (atomic_load_explicit(&mb->pong, memory_order_acquire) != p)
+    if (coop__now_ns() - t0 > COOP_RT_PING_NS) return -1;
+  t1 = coop__now_ns();
   *mid = t0 + (t1 - t0) / 2;
   *dev = mb->pong_clock;
   return t1 - t0;
 }
 
-static void best_ping(coop_rt *rt, int64_t *mid, uint64_t *dev) {
-  int64_t best = INT64_MAX;
-  for (int i = 0; i < 9; i++) {
+/* The tightest of n pings: its round trip, or -1 if none was answered. */
+static int64_t best_ping(coop_rt *rt, int n, int64_t *mid, uint64_t *dev) {
+  int64_t best = -1;
+  for (int i = 0; i < n; i++) {
     int64_t m;
     uint64_t d;
     int64_t rtt = ping(rt, &m, &d);
-    if (rtt < best) {
+    if (rtt < 0) break; /* the scheduler does not answer: do not wait 20 ms n times */
+    if (best < 0 || rtt < best) {
       best = rtt;
       *mid = m;
       *dev = d;
     }
   }
+  return best;
 }
 
-/* Maps device ticks to CLOCK_MONOTONIC ns: two best-of-9 pings 50 ms apart. */
+/* The first fit: two tightest-of-33 points 50 ms apart. */
 static void calibrate(coop_rt *rt) {
-  int64_t m0, m1;
-  uint64_t d0, d1;
-  best_ping(rt, &m0, &d0);
+  int64_t m0 = 0, m1 = 0;
+  uint64_t d0 = 0, d1 = 0;
+  int64_t r0 = best_ping(rt, 33, &m0, &d0);
   sleep_ns(50000000);
-  best_ping(rt, &m1, &d1);
-  rt->tick_ns = d1 > d0 ? (double)(m1 - m0) / (double)(d1 - d0) : 0.0;
+  int64_t r1 = best_ping(rt, 33, &m1, &d1);
+  rt->tick_ns = r0 >= 0 && r1 >= 0 && d1 > d0 ? (double)(m1 - m0) / (double)(d1 - d0) : 0.0;
+  rt->anchor_ns = m0;
+  rt->anchor_ticks = d0;
+  rt->anchor_rtt = r0;
   rt->ref_ns = m1;
   rt->ref_ticks = d1;
+  rt->best_rtt = r0 < r1 ? r0 : r1;
+  rt->fit_at = rt->fit_ok = m1;
+  rt->fits = 1;
 }
 
 static int64_t to_ns(const coop_rt *rt, uint64_t ticks) {
   if (!ticks || rt->tick_ns == 0.0) return 0;
   return rt->ref_ns + (int64_t)((double)((int64_t)(ticks - rt->ref_ticks)) * rt->tick_ns);
+}
+
+int coop_rt_refit(coop_rt *rt) {
+  if (!rt || !rt->launched || rt->parked || rt->exited || rt->tick_ns == 0.0) return 0;
+  int64_t now = coop__now_ns();
+  if (now - rt->fit_at < COOP_RT_REFIT_NS) return 0;
+  rt->fit_at = now;
+  int64_t mid = 0;
+  uint64_t dev = 0;
+  int64_t rtt = best_ping(rt, 9, &mid, &dev);
+  if (rtt < 0) return 0;
+  if (rtt < rt->best_rtt) rt->best_rtt = rtt;
+  int back = dev <= rt->ref_ticks; /* a relaunch reset the clock */
+  int64_t err = back ? INT64_MAX : mid - to_ns(rt, dev);
+  if (err < 0) err = -err;
+  int drift = back || err > rtt + COOP_RT_DRIFT_NS;
+  /* A loose point (the host is loaded now) that the line explains within
+   * its own round trip would only blur the line: kept out, unless the line
+   * is stale. One the line does not explain is used however loose. */
+  if (!drift && rtt > 4 * rt->best_rtt + 20000 && mid - rt->fit_ok < COOP_RT_REFIT_STALE_NS)
+    return 0;
+  if (back) { /* a new line from here, at the old slope */
+    rt->anchor_ns = mid;
+    rt->anchor_ticks = dev;
+    rt->anchor_rtt = rtt;
+  } else if (dev > rt->anchor_ticks && mid > rt->anchor_ns) {
+    rt->tick_ns = (double)(mid - rt->anchor_ns) / (double)(dev - rt->anchor_ticks);
+  }
+  rt->ref_ns = mid;
+  rt->ref_ticks = dev;
+  rt->fit_ok = mid;
+  rt->fits++;
+  rt->drifts += (uint64_t)drift;
+  return drift;
 }
 
 int coop_rt_build(coop_rt *rt) {

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "coop_rt.h"
+#include "rt_internal.h" /* clock_refit_repairs_a_loaded_fit bends the fit */
 #include "kernels.h"
 #include "sweep_kernel.h"
 
@@ -387,6 +388,58 @@ START_TEST(shutdown_in_flight) {
 }
 END_TEST
 
+/* Issue 20, numbers: the device clock was fitted once, from two pings 50
+ * ms apart; a start under CPU load (a ping's round trip of milliseconds)
+ * left the slope a few percent off for good, and a 12 ms job then reported
+ * 1093 ms. The test bends the fit as such a start would (5% on the slope),
+ * lets 1.2 s pass, and checks that a task's times are then wrong with that
+ * fit and right after coop_rt_refit, which reports the drift. */
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+START_TEST(clock_refit_repairs_a_loaded_fit) {
+  struct fx f;
+  fx_open(&f);
+  double good = f.rt->tick_ns;
+  ck_assert(good > 0.0);
+  f.rt->tick_ns = good * 1.05;
+  struct timespec ts = {1, 200000000};
+  nanosleep(&ts, NULL);
+  unsigned w = coop_rt_workers(f.rt);
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  uint64_t a[1] = {coop_rt_buf_arg(f.rt, o)};
+  int64_t t0 = mono_ns();
+  coop_task_id id = submit(&f, f.ids, 1, 0, 0, 1, a);
+  ck_assert_int_eq(coop_rt_wait(f.rt, id, 120000), 0);
+  int64_t t1 = mono_ns();
+  struct coop_rt_task_info ti;
+  ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
+  /* 5% of 1.2 s: finished lands some 60 ms after the host saw it */
+  ck_assert_msg(ti.t_finished > t1 + 20000000, "the bent fit gave finished %+lld ns after the wait",
+                (long long)(ti.t_finished - t1));
+  ck_assert_int_eq(coop_rt_refit(f.rt), 1); /* drift seen */
+  double err = (f.rt->tick_ns - good) / good;
+  ck_assert_msg(err < 0.01 && err > -0.01, "slope %.6f after the refit, %.6f before the bend",
+                f.rt->tick_ns, good);
+  ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
+  /* a fitted point is good to half a ping's round trip: a few us idle,
+   * up to milliseconds on a loaded machine */
+  const int64_t slack = 5000000;
+  ck_assert_msg(t0 - slack <= ti.t_released && ti.t_finished <= t1 + slack,
+                "after the refit: released %+lld, finished %+lld ns from the submit (wait %lld)",
+                (long long)(ti.t_released - t0), (long long)(ti.t_finished - t0),
+                (long long)(t1 - t0));
+  ck_assert_int_eq(coop_rt_refit(f.rt), 0); /* at most once a second */
+  ck_assert_uint_eq(f.rt->fits, 2);
+  ck_assert_int_eq(coop_rt_task_release(f.rt, id), 0);
+  coop_rt_free(f.rt, o);
+  fx_close(&f);
+}
+END_TEST
+
 START_TEST(cancel_running) {
   struct fx f;
   fx_open(&f);
@@ -520,6 +573,7 @@ static Suite *suite(void) {
   tcase_add_test(t, global_barrier_phases);
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
+  tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
   tcase_add_test(t, shutdown_in_flight);
   suite_add_tcase(s, t);
   /* Its own case so that ctest also runs it at 8 units (resizing_cu8),
