@@ -447,6 +447,9 @@ static int submit_instance(struct dev *d, struct run *r) {
      * scalar's length is 1 so that the runtime does not look it up. */
     td.lens[i] = buf ? j->args[i].size : 1;
   }
+  /* due: its deadline after release, else (periodic) its next release */
+  uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
+  if (due_us) td.deadline_ns = now_ns() + (int64_t)due_us * 1000;
   coop_task_id id;
   int e = dp_submit(d->rt, &td, &id);
   if (e) return e;

@@ -105,6 +105,10 @@ struct coop_rt_task_desc {
    * arena buffer whose coop_rt_buf_arg is args[i], if any (so in-process
    * callers need not fill it); a daemon sets every buffer's length. */
   uint64_t lens[COOP_RT_MAX_ARGS];
+  /* When the task is due, CLOCK_MONOTONIC ns; 0: none. Of the tasks
+   * waiting for workgroups, the scheduler gathers the one with the earliest
+   * deadline first (tasks without one after, in submission order). */
+  int64_t deadline_ns;
 };
 
 typedef uint32_t coop_task_id;

@@ -278,20 +278,24 @@ static int discover(coop_rt *rt) {
  * (daemon/device.c, record), so that no fit can report an impossible
  * order. */
 
-#define COOP_RT_PING_NS 20000000ll           /* a ping not answered in 20 ms is dropped */
+#define COOP_RT_PING_NS 20000000ll /* a refit's ping not answered in 20 ms is dropped */
+/* Calibration waits longer: with PoCL's threads on a loaded host the
+ * scheduler thread may not run for tens of ms, and without a first fit
+ * every time would be 0. */
+#define COOP_RT_CALIB_PING_NS 2000000000ll
 #define COOP_RT_REFIT_NS 1000000000ll        /* refit at most once a second */
 #define COOP_RT_REFIT_STALE_NS 30000000000ll /* then take a loose point anyway */
 #define COOP_RT_DRIFT_NS 100000ll
 
 /* One ping: the scheduler answers with its clock. Returns the round trip,
- * or -1 if no answer came within COOP_RT_PING_NS. */
-static int64_t ping(coop_rt *rt, int64_t *mid, uint64_t *dev) {
+ * or -1 if no answer came within wait_ns. */
+static int64_t ping(coop_rt *rt, int64_t wait_ns, int64_t *mid, uint64_t *dev) {
   struct coop_mailbox *mb = rt->mb;
   uint32_t p = atomic_load_explicit(&mb->ping, memory_order_relaxed) + 1;
   int64_t t0 = coop__now_ns(), t1;
   atomic_store_explicit(&mb->ping, p, memory_order_release);
   while (atomic_load_explicit(&mb->pong, memory_order_acquire) != p)
-    if (coop__now_ns() - t0 > COOP_RT_PING_NS) return -1;
+    if (coop__now_ns() - t0 > wait_ns) return -1;
   t1 = coop__now_ns();
   *mid = t0 + (t1 - t0) / 2;
   *dev = mb->pong_clock;
@@ -299,12 +303,12 @@ static int64_t ping(coop_rt *rt, int64_t *mid, uint64_t *dev) {
 }
 
 /* The tightest of n pings: its round trip, or -1 if none was answered. */
-static int64_t best_ping(coop_rt *rt, int n, int64_t *mid, uint64_t *dev) {
+static int64_t best_ping(coop_rt *rt, int n, int64_t wait_ns, int64_t *mid, uint64_t *dev) {
   int64_t best = -1;
   for (int i = 0; i < n; i++) {
     int64_t m;
     uint64_t d;
-    int64_t rtt = ping(rt, &m, &d);
+    int64_t rtt = ping(rt, wait_ns, &m, &d);
     if (rtt < 0) break; /* the scheduler does not answer: do not wait 20 ms n times */
     if (best < 0 || rtt < best) {
       best = rtt;
@@ -319,9 +323,9 @@ static int64_t best_ping(coop_rt *rt, int n, int64_t *mid, uint64_t *dev) {
 static void calibrate(coop_rt *rt) {
   int64_t m0 = 0, m1 = 0;
   uint64_t d0 = 0, d1 = 0;
-  int64_t r0 = best_ping(rt, 33, &m0, &d0);
+  int64_t r0 = best_ping(rt, 33, COOP_RT_CALIB_PING_NS, &m0, &d0);
   sleep_ns(50000000);
-  int64_t r1 = best_ping(rt, 33, &m1, &d1);
+  int64_t r1 = best_ping(rt, 33, COOP_RT_CALIB_PING_NS, &m1, &d1);
   rt->tick_ns = r0 >= 0 && r1 >= 0 && d1 > d0 ? (double)(m1 - m0) / (double)(d1 - d0) : 0.0;
   rt->anchor_ns = m0;
   rt->anchor_ticks = d0;
@@ -345,7 +349,7 @@ int coop_rt_refit(coop_rt *rt) {
   rt->fit_at = now;
   int64_t mid = 0;
   uint64_t dev = 0;
-  int64_t rtt = best_ping(rt, 9, &mid, &dev);
+  int64_t rtt = best_ping(rt, 9, COOP_RT_PING_NS, &mid, &dev);
   if (rtt < 0) return 0;
   if (rtt < rt->best_rtt) rt->best_rtt = rtt;
   int back = dev <= rt->ref_ticks; /* a relaunch reset the clock */
@@ -483,6 +487,7 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   memset(t->lens, 0, sizeof t->lens);
   for (unsigned i = 0; i < d->nargs; i++)
     t->lens[i] = d->lens[i] ? d->lens[i] : coop__arena_len_at(rt, d->args[i]);
+  t->deadline = d->deadline_ns > 0 ? (uint64_t)d->deadline_ns : 0;
   t->fault = 0;
   t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
   t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;

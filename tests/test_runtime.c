@@ -421,8 +421,10 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
   ck_assert_msg(ti.t_finished > t1 + 20000000, "the bent fit gave finished %+lld ns after the wait",
                 (long long)(ti.t_finished - t1));
   ck_assert_int_eq(coop_rt_refit(f.rt), 1); /* drift seen */
+  /* at least half the bend undone: the first fit, made in 50 ms, may
+   * itself be a little off on a loaded machine */
   double err = (f.rt->tick_ns - good) / good;
-  ck_assert_msg(err < 0.01 && err > -0.01, "slope %.6f after the refit, %.6f before the bend",
+  ck_assert_msg(err < 0.025 && err > -0.025, "slope %.6f after the refit, %.6f before the bend",
                 f.rt->tick_ns, good);
   ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
   /* a fitted point is good to half a ping's round trip: a few us idle,
@@ -436,6 +438,46 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
   ck_assert_uint_eq(f.rt->fits, 2);
   ck_assert_int_eq(coop_rt_task_release(f.rt, id), 0);
   coop_rt_free(f.rt, o);
+  fx_close(&f);
+}
+END_TEST
+
+/* Issue 18, deadline-aware dispatch: a render that is due must not wait
+ * behind a task that queued earlier. A cooperative kernel holds every
+ * worker; a task of all workers without a deadline queues (it holds the
+ * head, asking for kills that cannot give it all), then one with a
+ * deadline. Once the cooperative kernel is cancelled, the one with the
+ * deadline is gathered, and finishes, before the other is gathered. It
+ * was first in, first gathered. */
+START_TEST(earliest_deadline_gathered_first) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  coop_task_id hold = submit(&f, f.forever, w, 1, 0, 0, NULL);
+  ck_assert_int_eq(coop_rt_wait(f.rt, hold, 200), COOP_ETIMEDOUT);
+  uint32_t *o[2];
+  coop_task_id id[2];
+  for (int i = 0; i < 2; i++) {
+    o[i] = coop_rt_alloc(f.rt, 2 * w * sizeof *o[i]);
+    memset(o[i], 0, 2 * w * sizeof *o[i]);
+    struct coop_rt_task_desc d = {.kernel = f.ids, .groups = w, .nargs = 1};
+    d.args[0] = coop_rt_buf_arg(f.rt, o[i]);
+    if (i == 1) d.deadline_ns = mono_ns() + 1000000; /* due in 1 ms */
+    ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id[i]), 0);
+    ck_assert_int_eq(coop_rt_wait(f.rt, id[i], 50), COOP_ETIMEDOUT); /* both queue */
+  }
+  ck_assert_int_eq(coop_rt_cancel(f.rt, hold), 0);
+  ck_assert_int_eq(finish(&f, hold).state, COOP_TASK_CANCELLED);
+  struct coop_rt_task_info late = finish(&f, id[0]), due = finish(&f, id[1]);
+  ck_assert_int_eq(late.state, COOP_TASK_DONE);
+  ck_assert_int_eq(due.state, COOP_TASK_DONE);
+  ck_assert_msg(due.t_finished <= late.t_gathered,
+                "the task with a deadline finished %+lld ns after the other was gathered",
+                (long long)(due.t_finished - late.t_gathered));
+  for (int i = 0; i < 2; i++) {
+    for (unsigned g = 0; g < w; g++) ck_assert_uint_eq(o[i][2 * g], 1u);
+    coop_rt_free(f.rt, o[i]);
+  }
   fx_close(&f);
 }
 END_TEST
@@ -574,6 +616,7 @@ static Suite *suite(void) {
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
   tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
+  tcase_add_test(t, earliest_deadline_gathered_first);
   tcase_add_test(t, shutdown_in_flight);
   suite_add_tcase(s, t);
   /* Its own case so that ctest also runs it at 8 units (resizing_cu8),

@@ -284,11 +284,42 @@ COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
   }
 }
 
+/* Deadline-aware dispatch (issue 18): the queued task with the earliest
+ * deadline moves to the head, so a render that is due is gathered before
+ * a cooperative kernel or a large task that queued earlier (which would
+ * otherwise hold the head while kills are requested for it). Tasks
+ * without a deadline count as the latest; equal deadlines keep their
+ * order, because the tasks passed over each move back one place (a stable
+ * move). A task without a deadline can wait while tasks with one keep
+ * coming: the daemon only sets deadlines on periodic and deadline jobs,
+ * whose instances leave gaps. Scheduler-private memory only: the
+ * deadlines were copied from the task records at intake. */
+COOP_FN void coop__edf_head(COOP_GLOBAL struct coop_sched *s) {
+  coop_u32 best = s->q_head;
+  coop_u64 bd = s->q_deadline[best % COOP_RING];
+  for (coop_u32 i = s->q_head + 1u; i != s->q_tail; i++) {
+    coop_u64 d = s->q_deadline[i % COOP_RING];
+    if (d != 0u && (bd == 0u || d < bd)) {
+      bd = d;
+      best = i;
+    }
+  }
+  if (best == s->q_head) return;
+  coop_u32 slot = s->queue[best % COOP_RING];
+  for (coop_u32 i = best; i != s->q_head; i--) {
+    s->queue[i % COOP_RING] = s->queue[(i - 1u) % COOP_RING];
+    s->q_deadline[i % COOP_RING] = s->q_deadline[(i - 1u) % COOP_RING];
+  }
+  s->queue[s->q_head % COOP_RING] = slot;
+  s->q_deadline[s->q_head % COOP_RING] = bd;
+}
+
 /* Step 6: returns 1 if the head task started (try the next one too). */
 COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
                                   COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   if (s->q_head == s->q_tail) return 0u;
+  coop__edf_head(s);
   coop_u32 slot = s->queue[s->q_head % COOP_RING];
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   if (coop_sys_ld_acq(&t->cancel) != 0u) {
@@ -348,6 +379,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
         coop__finish_task(mb, slot, COOP_TS_REFUSED);
       } else {
         s->queue[s->q_tail % COOP_RING] = slot;
+        s->q_deadline[s->q_tail % COOP_RING] = t->deadline;
         s->q_tail++;
         coop_sys_st_rel(&t->state, COOP_TS_QUEUED);
       }

@@ -19,7 +19,7 @@
 #include "dialect.h"
 #endif
 
-#define COOP_ABI 4u
+#define COOP_ABI 5u
 #define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
@@ -60,6 +60,10 @@ struct coop_task_rec {
   /* Byte length of each buffer argument (0 for scalars): what the kernel's
    * bounds-checked views (api.h) allow. Set by the host with the args. */
   coop_u64 lens[COOP_MAX_ARGS];
+  /* When it is due: host CLOCK_MONOTONIC ns, 0 = none. The scheduler only
+   * compares deadlines with one another (earliest first), never with its
+   * own clock, so the two clocks need not agree. Read once, at intake. */
+  coop_u64 deadline;
   /* Results, device clock ticks; written by the scheduler before the final
    * state. released: scheduler took the task; gathered: all workgroups it
    * starts with were free and assigned; started: first workgroup entered the
@@ -191,7 +195,7 @@ struct coop_sched {
   coop_u32 nworkers; /* participants - 1 */
   coop_u32 nfree;
   coop_u32 sub_tail;
-  coop_u32 q_head, q_tail; /* pending task FIFO */
+  coop_u32 q_head, q_tail; /* pending tasks: earliest deadline first, else FIFO */
   coop_u32 chan_busy[COOP_MAX_CHANNELS];
   coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
   coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
@@ -201,8 +205,9 @@ struct coop_sched {
   coop_u64 chan_t_started[COOP_MAX_CHANNELS];
   coop_u64 chan_t_finished[COOP_MAX_CHANNELS];
   coop_u32 queue[COOP_RING];
-  coop_u32 wstat[COOP_MAX_WG]; /* FREE, RESERVED or channel index */
-  coop_u32 wpub[COOP_MAX_WG];  /* what wg_view last got, so only changes are written */
+  coop_u64 q_deadline[COOP_RING]; /* queue[i]'s deadline, copied at intake */
+  coop_u32 wstat[COOP_MAX_WG];    /* FREE, RESERVED or channel index */
+  coop_u32 wpub[COOP_MAX_WG];     /* what wg_view last got, so only changes are written */
   coop_u32 view_pass;
 };
 
