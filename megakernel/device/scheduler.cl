@@ -112,6 +112,15 @@ COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
 /* Step 4. */
 COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  /* Nobody returned since the last reap: no scan (issue 18: one thread
+   * loading 264 to 1056 worker states made every pass, and so every
+   * gather, tens to hundreds of us long on the H100). The acquire pairs
+   * with each worker's release add, which follows its RETURNED store: a
+   * count above `reaped` means those stores are visible to the scan. A
+   * forked worker that returned before its fork was reconciled is skipped
+   * by this scan (not yet marked busy) and keeps the counts apart, so the
+   * next pass scans again. */
+  if (coop_ld_acq(&dev->returned) == s->reaped) return;
   for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) {
     coop_u32 c = s->wstat[pid];
     if (c >= COOP_MAX_CHANNELS) continue; /* free or reserved */
@@ -123,6 +132,7 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
     if (w->reason & COOP_WR_KILLED) s->chan_killed_reaped[c]++;
     s->wstat[pid] = COOP_SW_FREE;
     s->nfree++;
+    s->reaped++;
     /* mark reaped: the worker spins for ASSIGNED, so IDLE is invisible to it */
     coop_st_rlx(&w->state, COOP_WS_IDLE);
     s->chan_workers[c]--;
@@ -355,6 +365,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     s->wpub[pid] = 0u; /* the host zeroed wg_view */
   }
   s->view_pass = 0u;
+  s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
   coop_u32 stopping = 0u;
   coop_sys_st_rel(&mb->participants, participants);

@@ -19,7 +19,7 @@
 #include "dialect.h"
 #endif
 
-#define COOP_ABI 5u
+#define COOP_ABI 6u
 #define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
@@ -209,6 +209,7 @@ struct coop_sched {
   coop_u32 wstat[COOP_MAX_WG];    /* FREE, RESERVED or channel index */
   coop_u32 wpub[COOP_MAX_WG];     /* what wg_view last got, so only changes are written */
   coop_u32 view_pass;
+  coop_u32 reaped; /* workers reaped, ever: compared with dev.returned */
 };
 
 struct coop_dev {
@@ -219,6 +220,10 @@ struct coop_dev {
   coop_atomic_u32 disc_open;
   coop_atomic_u32 disc_count;
   coop_atomic_u32 abi_ok;
+  /* Workers that stored RETURNED, ever (a release add after that store).
+   * The scheduler scans worker states only while it has reaped fewer:
+   * an idle pass reads this one word, not every worker's state. */
+  coop_atomic_u32 returned;
   struct coop_sched sched;
   struct coop_chan chan[COOP_MAX_CHANNELS];
   struct coop_worker w[COOP_MAX_WG];

@@ -6,7 +6,8 @@
  * writing the payload; a workgroup barrier hands the payload to the other
  * threads. On return, thread 0 decrements the channel's alive count
  * (acq_rel: the last one out knows it is last), writes the results, then
- * stores RETURNED (release) for the scheduler to acquire.
+ * stores RETURNED (release) for the scheduler to acquire, then counts
+ * itself in dev.returned (release), so that the scheduler knows to look.
  */
 
 /* Thread 0 waits for the next assignment and publishes it in wl. */
@@ -44,6 +45,7 @@ COOP_FN void coop__report(struct coop_ctx *c) {
     c->self->reason = reason;
     c->self->t_end = coop_clock();
     coop_st_rel(&c->self->state, COOP_WS_RETURNED);
+    coop_fadd_rel(&c->dev->returned, 1u); /* after RETURNED: see coop__reap */
   }
 }
 
