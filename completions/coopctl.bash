@@ -1,5 +1,6 @@
 # bash completion for coopctl (installed as
 # share/bash-completion/completions/coopctl)
+# shellcheck disable=SC2207 # compgen prints words, one a line: COMPREPLY=($(...)) is the idiom
 _coopctl() {
   local cur prev cmd i
   COMPREPLY=()
