@@ -46,7 +46,7 @@ case $part in
     for v in new old; do
       bin=$b/coop-bench-micro
       [[ $v == old ]] && bin=$old/micro-old
-      timeout 150 "$bin" --local-size 256 --reps 300 --rounds 200 --tasks 2 \
+      timeout 100 "$bin" --local-size 256 --reps 200 --rounds 100 --tasks 1 \
         --csv "$out/micro-$v.csv" >"$out/micro-$v.txt" 2>&1
       echo "micro $v rc=$?"
       sed -n '/^Dispatch/,/^Barriers/p' "$out/micro-$v.txt" | head -30

@@ -144,7 +144,7 @@ int side_mm_compare(const float *c, const float *ref, uint32_t n, char *why, siz
 static const char shim[] =
     "/* coop-bench-side: megakernel/apps/matmul.cl as a plain kernel. A coop_ctx\n"
     " * of its own instead of api.h's: the hardware's ids and the parameters. */\n"
-    "struct coop_ctx { coop_u64 args[5]; coop_u32 vid, ngroups, lid, lsize; };\n"
+    "struct coop_ctx { coop_u64 args[5], lens[5]; coop_u32 vid, ngroups, lid, lsize; };\n"
     "COOP_FN coop_u32 coop_group_id(const struct coop_ctx *c) { return c->vid; }\n"
     "COOP_FN coop_u32 coop_num_groups(const struct coop_ctx *c) { return c->ngroups; }\n"
     "COOP_FN coop_u32 coop_local_id_c(const struct coop_ctx *c) { return c->lid; }\n"
@@ -154,7 +154,19 @@ static const char shim[] =
     "}\n"
     "COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {\n"
     "  return (COOP_GLOBAL void *)c->args[i];\n"
-    "}\n";
+    "}\n"
+    "/* api.h's bounds-checked float view, with the same check (so both forms\n"
+    " * do the same work); an index outside goes to a sink, as there. */\n"
+    "__device__ float coop__side_sink[16];\n"
+    "typedef struct { COOP_GLOBAL float *p; coop_u64 n; } coop_buf_f32;\n"
+    "COOP_FN coop_buf_f32 coop_arg_buf_f32(const struct coop_ctx *c, coop_u32 i) {\n"
+    "  coop_buf_f32 v;\n"
+    "  v.p = (COOP_GLOBAL float *)c->args[i];\n"
+    "  v.n = c->lens[i] / sizeof(float);\n"
+    "  return v;\n"
+    "}\n"
+    "#define coop_at(v, i) \\\n"
+    "  (*((coop_u64)(i) < (v).n ? (v).p + (coop_u64)(i) : coop__side_sink))\n";
 
 static const char entry[] =
     "COOP_KERNEL_ENTRY void coop_side_matmul(const float *a, const float *b, float *o,\n"
@@ -165,6 +177,8 @@ static const char entry[] =
     "  c.args[2] = (coop_u64)o;\n"
     "  c.args[3] = n;\n"
     "  c.args[4] = reps;\n"
+    "  c.lens[0] = c.lens[1] = c.lens[2] = (coop_u64)n * n * sizeof(float);\n"
+    "  c.lens[3] = c.lens[4] = 0u;\n"
     "  c.vid = coop_hw_group_id();\n"
     "  c.ngroups = coop_hw_num_groups();\n"
     "  c.lid = coop_local_id();\n"

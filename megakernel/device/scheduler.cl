@@ -18,6 +18,7 @@
  */
 
 #define COOP_RESV_BIT 0x80000000u
+#define COOP_REAP_BATCH 8u /* worker states loaded together by the reap */
 
 COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mailbox *mb,
                                                      coop_u32 slot) {
@@ -121,29 +122,44 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
    * by this scan (not yet marked busy) and keeps the counts apart, so the
    * next pass scans again. */
   if (coop_ld_acq(&dev->returned) == s->reaped) return;
-  for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) {
-    coop_u32 c = s->wstat[pid];
-    if (c >= COOP_MAX_CHANNELS) continue; /* free or reserved */
-    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-    if (coop_ld_rlx(&w->state) != COOP_WS_RETURNED) continue;
-    coop_fence_acq(); /* acquires the worker's results: one fence per reap */
-    if (w->t_start < s->chan_t_started[c]) s->chan_t_started[c] = w->t_start;
-    if (w->t_end > s->chan_t_finished[c]) s->chan_t_finished[c] = w->t_end;
-    if (w->reason & COOP_WR_KILLED) s->chan_killed_reaped[c]++;
-    s->wstat[pid] = COOP_SW_FREE;
-    s->nfree++;
-    s->reaped++;
-    /* mark reaped: the worker spins for ASSIGNED, so IDLE is invisible to it */
-    coop_st_rlx(&w->state, COOP_WS_IDLE);
-    s->chan_workers[c]--;
-    if (w->reason & COOP_WR_LAST) s->chan_last[c] = 1u;
-    /* Complete only once every worker of the kernel is reaped: one that left
-     * before the last may not have stored RETURNED yet, and must not be
-     * counted for the next task on this channel. Forks not yet reconciled
-     * are counted first (they were alive, so they have left too). */
-    if (s->chan_last[c]) {
-      coop__reconcile_forks(dev, c);
-      if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+  /* Batches of COOP_REAP_BATCH: their states loaded together (in flight at
+   * once), one acquire fence per batch that has a RETURNED one, then each
+   * returned worker's results loaded together. Loaded one after the other
+   * (a fence per worker, which also emptied the cache the next loads
+   * needed), 527 workers took 1.25 ms to reap on the H100 (issue 18). */
+  for (coop_u32 base = 1u; base <= s->nworkers; base += COOP_REAP_BATCH) {
+    coop_u32 st[COOP_REAP_BATCH], any = 0u;
+    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++) {
+      st[k] = base + k <= s->nworkers ? coop_ld_rlx(&dev->w[base + k].state) : 0u;
+      any |= st[k] == COOP_WS_RETURNED;
+    }
+    if (!any) continue;
+    coop_fence_acq(); /* acquires what those workers wrote before RETURNED */
+    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++) {
+      coop_u32 pid = base + k, c = st[k] == COOP_WS_RETURNED ? s->wstat[pid] : COOP_SW_FREE;
+      if (c >= COOP_MAX_CHANNELS) continue; /* not returned, free or reserved */
+      COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+      coop_u64 ts = w->t_start, te = w->t_end;
+      coop_u32 why = w->reason;
+      if (ts < s->chan_t_started[c]) s->chan_t_started[c] = ts;
+      if (te > s->chan_t_finished[c]) s->chan_t_finished[c] = te;
+      if (why & COOP_WR_KILLED) s->chan_killed_reaped[c]++;
+      s->wstat[pid] = COOP_SW_FREE;
+      s->nfree++;
+      s->reaped++;
+      /* mark reaped: the worker spins for ASSIGNED, so IDLE is invisible to it */
+      coop_st_rlx(&w->state, COOP_WS_IDLE);
+      s->chan_workers[c]--;
+      if (why & COOP_WR_LAST) s->chan_last[c] = 1u;
+      /* Complete only once every worker of the kernel is reaped: one that
+       * left before the last may not have stored RETURNED yet, and must not
+       * be counted for the next task on this channel. Forks not yet
+       * reconciled are counted first (they were alive, so they have left
+       * too). */
+      if (s->chan_last[c]) {
+        coop__reconcile_forks(dev, c);
+        if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+      }
     }
   }
 }
@@ -154,13 +170,23 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  ch->kid = t->kid;
-  ch->flags = t->flags;
-  ch->n_max = t->groups;
+  /* The record is in host memory: every load crosses the bus (1-2 us on
+   * an H100). All of them first, into registers, so that they are in
+   * flight together; interleaved with the stores below, each waited for
+   * the last (57 us from intake to gathered; issue 18). */
+  coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
+  coop_u64 args[COOP_MAX_ARGS], lens[COOP_MAX_ARGS];
+  for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) {
+    args[i] = t->args[i];
+    lens[i] = t->lens[i];
+  }
+  ch->kid = kid;
+  ch->flags = flags;
+  ch->n_max = groups;
   ch->task = slot;
   for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) {
-    ch->args[i] = t->args[i];
-    ch->lens[i] = t->lens[i];
+    ch->args[i] = args[i];
+    ch->lens[i] = lens[i];
   }
   coop_st_rlx(&ch->fault, 0u);
   t->fault = 0u;
@@ -262,17 +288,22 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
   }
 }
 
-/* The live view for monitoring (shared.h: wg_view, live_*), every
- * COOP_VIEW_PASSES passes. Relaxed system-scope stores: the host only
- * displays these, so no ordering is needed, and a view torn across
- * workers is acceptable. Only changed map entries are written, because
- * each store to host memory crosses the bus on a GPU. */
+/* The live view for monitoring (shared.h: wg_view, live_*). Relaxed
+ * system-scope stores: the host only displays these, so no ordering is
+ * needed, and a view torn across workers is acceptable. Only changed map
+ * entries are written, because each store to host memory crosses the bus
+ * on a GPU. The map is refreshed COOP_VIEW_SLICE workers per pass, round
+ * robin (view_pass is the cursor): the whole map at once cost one thread
+ * two loads per worker, 527 workers on an H100, every 64 passes, which
+ * made the idle scheduler spend most of its time here and notice a new
+ * task 140 us late (issue 18). The channels' counters go every
+ * COOP_VIEW_PASSES passes, when the cursor wraps. */
+#define COOP_VIEW_SLICE 8u
 COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
                                 COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  if (++s->view_pass < COOP_VIEW_PASSES) return;
-  s->view_pass = 0u;
-  for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) {
+  coop_u32 pid = s->view_pass + 1u;
+  for (coop_u32 k = 0u; k < COOP_VIEW_SLICE && pid <= s->nworkers; k++, pid++) {
     coop_u32 w = s->wstat[pid], v = 0u;
     if (w != COOP_SW_FREE) {
       coop_u32 c = w & ~COOP_RESV_BIT;
@@ -283,6 +314,9 @@ COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
       coop_sys_st_rlx(&mb->wg_view[pid], v);
     }
   }
+  s->view_pass = pid - 1u;
+  if (pid <= s->nworkers) return;
+  s->view_pass = 0u; /* the map is done: the counters, then from the top */
   for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
     if (!s->chan_busy[c]) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
