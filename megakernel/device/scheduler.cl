@@ -18,7 +18,7 @@
  */
 
 #define COOP_RESV_BIT 0x80000000u
-#define COOP_REAP_BATCH 8u /* worker states loaded together by the reap */
+#define COOP_REAP_BATCH 4u /* worker states loaded together by the reap */
 
 COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mailbox *mb,
                                                      coop_u32 slot) {
@@ -123,20 +123,20 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
    * next pass scans again. */
   if (coop_ld_acq(&dev->returned) == s->reaped) return;
   /* Batches of COOP_REAP_BATCH: their states loaded together (in flight at
-   * once), one acquire fence per batch that has a RETURNED one, then each
-   * returned worker's results loaded together. Loaded one after the other
+   * once; few, to keep registers and so occupancy), one acquire fence per
+   * batch that has a RETURNED one, then each returned worker's results
+   * loaded together. Loaded one after the other
    * (a fence per worker, which also emptied the cache the next loads
    * needed), 527 workers took 1.25 ms to reap on the H100 (issue 18). */
   for (coop_u32 base = 1u; base <= s->nworkers; base += COOP_REAP_BATCH) {
-    coop_u32 st[COOP_REAP_BATCH], any = 0u;
-    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++) {
-      st[k] = base + k <= s->nworkers ? coop_ld_rlx(&dev->w[base + k].state) : 0u;
-      any |= st[k] == COOP_WS_RETURNED;
-    }
-    if (!any) continue;
+    coop_u32 ret = 0u; /* bit k: worker base + k has RETURNED */
+    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++)
+      if (base + k <= s->nworkers && coop_ld_rlx(&dev->w[base + k].state) == COOP_WS_RETURNED)
+        ret |= 1u << k;
+    if (!ret) continue;
     coop_fence_acq(); /* acquires what those workers wrote before RETURNED */
     for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++) {
-      coop_u32 pid = base + k, c = st[k] == COOP_WS_RETURNED ? s->wstat[pid] : COOP_SW_FREE;
+      coop_u32 pid = base + k, c = (ret >> k) & 1u ? s->wstat[pid] : COOP_SW_FREE;
       if (c >= COOP_MAX_CHANNELS) continue; /* not returned, free or reserved */
       COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
       coop_u64 ts = w->t_start, te = w->t_end;
@@ -170,23 +170,17 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  /* The record is in host memory: every load crosses the bus (1-2 us on
-   * an H100). All of them first, into registers, so that they are in
-   * flight together; interleaved with the stores below, each waited for
-   * the last (57 us from intake to gathered; issue 18). */
-  coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
-  coop_u64 args[COOP_MAX_ARGS], lens[COOP_MAX_ARGS];
-  for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) {
-    args[i] = t->args[i];
-    lens[i] = t->lens[i];
-  }
-  ch->kid = kid;
-  ch->flags = flags;
-  ch->n_max = groups;
+  /* Field by field from host memory, each load crossing the bus: loading
+   * all into registers first (in flight together) took 32 more registers,
+   * which halved the megakernel's occupancy at 256 threads (527 to 263
+   * workers on the H100; issue 18). */
+  ch->kid = t->kid;
+  ch->flags = t->flags;
+  ch->n_max = t->groups;
   ch->task = slot;
   for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) {
-    ch->args[i] = args[i];
-    ch->lens[i] = lens[i];
+    ch->args[i] = t->args[i];
+    ch->lens[i] = t->lens[i];
   }
   coop_st_rlx(&ch->fault, 0u);
   t->fault = 0u;
