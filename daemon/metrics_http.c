@@ -193,11 +193,18 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
 
 /* ---- accepting ---- */
 
-/* Over max_connections: told so in one write, if the socket takes it. */
+/* Over max_connections: told so in one write, if the socket takes it, and
+ * closed at once, holding nothing. What the request has already brought is
+ * read first (up to a few KiB), so that the close is a FIN, not a reset
+ * that could destroy the 503 before the client reads it. */
 static void on_busy_closed(uv_handle_t *h) { free(h); }
 static void refuse_busy(uv_tcp_t *t) {
   static const char busy[] =
       "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  static char drop[4096];
+  uv_os_fd_t fd;
+  if (uv_fileno((uv_handle_t *)t, &fd) == 0)
+    for (int i = 0; i < 4 && recv(fd, drop, sizeof drop, MSG_DONTWAIT) > 0; i++) continue;
   uv_buf_t b = uv_buf_init((char *)busy, sizeof busy - 1);
   uv_try_write((uv_stream_t *)t, &b, 1);
   uv_close((uv_handle_t *)t, on_busy_closed);
