@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "coop_internal.h"
+#include "coop_prom.h"
 
 /* coop.h repeats the wire's values so that it need not include wire.h. */
 #define SAME(a, b) ((int)(a) == (int)(b))
@@ -176,73 +177,15 @@ int coop_status(coop_conn *c, uint64_t job, struct coop_job_status **list, size_
   return e;
 }
 
-static void copy_stats(struct coop_stats *d, const struct coop_msg_stats_reply *s) {
-  snprintf(d->backend, sizeof d->backend, "%s", s->backend);
-  snprintf(d->device, sizeof d->device, "%s", s->device);
-  snprintf(d->backend_note, sizeof d->backend_note, "%s", s->backend_note);
-  d->compute_units = s->compute_units;
-  d->workers = s->workers;
-  d->clients = s->clients;
-  d->queued = s->queued;
-  d->running = s->running;
-  d->submitted = s->submitted;
-  d->done = s->done;
-  d->cancelled = s->cancelled;
-  d->refused = s->refused;
-  d->failed = s->failed;
-  d->samples = s->samples;
-  d->gather_p50 = s->gather_p50;
-  d->gather_p90 = s->gather_p90;
-  d->gather_p99 = s->gather_p99;
-  d->gather_max = s->gather_max;
-  d->gather_timeouts = s->gather_timeouts;
-  d->hung = s->hung;
-  d->lost_workers = s->lost_workers;
-  snprintf(d->watchdog, sizeof d->watchdog, "%s", s->watchdog);
-  d->ndevices = s->ndevices;
-  for (unsigned i = 0; i < s->ndevices && i < COOP_MAX_DEVICES; i++) {
-    snprintf(d->devs[i].device, sizeof d->devs[i].device, "%s", s->devs[i].device);
-    snprintf(d->devs[i].backend, sizeof d->devs[i].backend, "%s", s->devs[i].backend);
-    d->devs[i].compute_units = s->devs[i].compute_units;
-    d->devs[i].workers = s->devs[i].workers;
-    d->devs[i].lost_workers = s->devs[i].lost_workers;
-    d->devs[i].jobs = s->devs[i].jobs;
-    d->devs[i].parked = s->devs[i].parked;
-    d->devs[i].parks = s->devs[i].parks;
-    d->devs[i].unpark_ns = s->devs[i].unpark_ns;
-  }
-}
-
 int coop_stats(coop_conn *c, struct coop_stats *s) {
   coop__clear_msg();
   if (!c || !s) return coop__fail(COOP_EINVAL, "stats: no connection or stats");
   union coop_msg r;
   struct coop_frame *f = NULL;
   int e = ask(c, COOP_MSG_STATS, 0, COOP_MSG_STATS_REPLY, &r, &f);
-  if (!e) copy_stats(s, &r.stats);
+  if (!e) coop__stats_from_wire(s, &r.stats);
   coop__frame_free(f);
   return e;
-}
-
-static void copy_metrics(struct coop_metrics *d, const struct coop_msg_stats_reply *s) {
-  memset(d, 0, sizeof *d);
-  if (!s->ext) return;
-  d->available = 1;
-  snprintf(d->daemon_version, sizeof d->daemon_version, "%s", s->daemon_version);
-  d->uptime_ns = s->uptime_ns;
-  d->nbounds = s->nbounds < COOP_MAX_BOUNDS ? s->nbounds : COOP_MAX_BOUNDS;
-  memcpy(d->bound, s->bound, d->nbounds * sizeof *d->bound);
-  for (unsigned i = 0; i < s->ndevices && i < COOP_MAX_DEVICES; i++) {
-    const struct coop_wire_devmetrics *w = &s->met[i];
-    struct coop_device_metrics *o = &d->devs[i];
-    o->busy_workers = w->busy_workers;
-    o->arena_bytes = w->arena_bytes;
-    o->arena_used = w->arena_used;
-    o->gather_sum_ns = w->gather_sum_ns;
-    memcpy(o->bucket, w->gather_bucket, (d->nbounds + 1) * sizeof *o->bucket);
-    o->deadline_instances = w->deadline_instances;
-    o->deadline_misses = w->deadline_misses;
-  }
 }
 
 int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m) {
@@ -251,8 +194,8 @@ int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m) {
   union coop_msg r;
   struct coop_frame *f = NULL;
   int e = ask(c, COOP_MSG_STATS, 0, COOP_MSG_STATS_REPLY, &r, &f);
-  if (!e && s) copy_stats(s, &r.stats);
-  if (!e) copy_metrics(m, &r.stats);
+  if (!e && s) coop__stats_from_wire(s, &r.stats);
+  if (!e) coop__metrics_from_wire(m, &r.stats);
   coop__frame_free(f);
   return e;
 }

@@ -1,8 +1,10 @@
 /* config.c: see config.h. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <ini.h>
+#include <netinet/in.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +50,8 @@ void config_defaults(struct config *c) {
   c->gather_budget_ms = 10000;
   c->hang_ms = 5000;
   c->reserve_percent = 50;
+  c->metrics_max_connections = 8;
+  c->metrics_timeout_ms = 5000;
 }
 
 static int parse_uint(const char *v, unsigned long long max, int base, unsigned long long *out) {
@@ -107,6 +111,10 @@ static const struct key keys[] = {
     {"jobs", "gather_budget_ms", K_UINT, F(gather_budget_ms), 1u << 31},
     {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
     {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
+    {"metrics", "listen", K_STR, F(metrics_listen), 0},
+    {"metrics", "allow_remote", K_BOOL, F(metrics_allow_remote), 0},
+    {"metrics", "max_connections", K_UINT, F(metrics_max_connections), 1024},
+    {"metrics", "timeout_ms", K_UINT, F(metrics_timeout_ms), 600000},
 };
 #undef F
 
@@ -283,6 +291,68 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
              "must be > 0");
     return -1;
   }
+  if (c->metrics_max_connections == 0 || c->metrics_timeout_ms == 0) {
+    snprintf(err, errlen, "[metrics] max_connections and timeout_ms must be > 0");
+    return -1;
+  }
+  struct sockaddr_storage ss;
+  return config_metrics_addr(c, &ss, err, errlen) < 0 ? -1 : 0;
+}
+
+/* "ADDR:PORT" split at its last colon; ADDR may be "[v6]". 0, or -1. */
+static int split_hostport(const char *s, char *host, size_t hostlen, unsigned *port) {
+  const char *colon = strrchr(s, ':');
+  if (!colon || colon == s) return -1;
+  size_t n = (size_t)(colon - s);
+  if (s[0] == '[') {
+    if (n < 3 || s[n - 1] != ']') return -1;
+    s++, n -= 2;
+  }
+  unsigned long long p;
+  if (n >= hostlen || parse_uint(colon + 1, 65535, 10, &p)) return -1;
+  memcpy(host, s, n);
+  host[n] = '\0';
+  *port = (unsigned)p;
+  return 0;
+}
+
+/* Whether a parsed address reaches this host only. */
+static int is_loopback(const struct sockaddr_storage *ss) {
+  if (ss->ss_family == AF_INET)
+    return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+  return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+int config_metrics_addr(const struct config *c, struct sockaddr_storage *ss, char *err,
+                        size_t errlen) {
+  if (!c->metrics_listen[0]) return 1;
+  char host[64];
+  unsigned port;
+  memset(ss, 0, sizeof *ss);
+  struct sockaddr_in *v4 = (struct sockaddr_in *)ss;
+  struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)ss;
+  int ok = split_hostport(c->metrics_listen, host, sizeof host, &port) == 0;
+  if (ok && !strcmp(host, "localhost")) snprintf(host, sizeof host, "127.0.0.1");
+  if (ok && inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons((uint16_t)port);
+  } else if (ok && c->metrics_listen[0] == '[' && inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons((uint16_t)port);
+  } else {
+    snprintf(err, errlen,
+             "[metrics] listen: \"%s\": want ADDR:PORT with a numeric IPv4 address, [IPv6] or "
+             "localhost, and a port 0..65535 (e.g. 127.0.0.1:9464), or empty for off",
+             c->metrics_listen);
+    return -1;
+  }
+  if (!c->metrics_allow_remote && !is_loopback(ss)) {
+    snprintf(err, errlen,
+             "[metrics] listen: \"%s\" is not a loopback address: /metrics has no "
+             "authentication; set [metrics] allow_remote = yes to serve it beyond this host",
+             c->metrics_listen);
+    return -1;
+  }
   return 0;
 }
 
@@ -324,5 +394,10 @@ void config_print(const struct config *c, void (*line)(const char *)) {
            c->max_detached_kept_per_uid, c->max_detached_kept, c->hello_timeout_ms);
   line(b);
   snprintf(b, sizeof b, "jobs: reserve_percent=%u", c->reserve_percent);
+  line(b);
+  snprintf(b, sizeof b, "metrics: listen=%s allow_remote=%s max_connections=%u timeout_ms=%u",
+           c->metrics_listen[0] ? c->metrics_listen : "(off)",
+           c->metrics_allow_remote ? "yes" : "no", c->metrics_max_connections,
+           c->metrics_timeout_ms);
   line(b);
 }

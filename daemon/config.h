@@ -46,6 +46,11 @@ struct config {
   unsigned gather_budget_ms; /* fail a task waiting longer for workgroups; 0 = never */
   unsigned hang_ms;          /* a cancelled kernel still running after this is hung */
   unsigned reserve_percent;  /* workers cooperative jobs may not pin (device.c) */
+  /* [metrics]: GET /metrics over HTTP (metrics_http.c); off by default */
+  char metrics_listen[80];          /* "ADDR:PORT"; "" = off */
+  int metrics_allow_remote;         /* a non-loopback ADDR needs this */
+  unsigned metrics_max_connections; /* HTTP connections at once; more are closed */
+  unsigned metrics_timeout_ms;      /* a connection's whole life, request to close */
 };
 
 /* Defaults (documented in conf/coopd.ini); the socket from the environment. */
@@ -66,6 +71,13 @@ int config_validate(const struct config *c, char *err, size_t errlen);
  * (every usable device of the backend: probe 0, 1, ... until one fails),
  * or -1 if malformed. "" is one device, device_index. */
 int config_devices(const struct config *c, int *idx, unsigned max);
+struct sockaddr_storage;
+/* [metrics] listen as a socket address: 1 when it is off (""), 0 with *ss
+ * set, or -1 with a message (malformed, or not loopback without
+ * allow_remote). Numeric addresses only (and "localhost"): no resolver at
+ * start. */
+int config_metrics_addr(const struct config *c, struct sockaddr_storage *ss, char *err,
+                        size_t errlen);
 void config_print(const struct config *c, void (*line)(const char *));
 
 #endif /* COOPD_CONFIG_H */

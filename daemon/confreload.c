@@ -17,7 +17,7 @@ struct rkey {
 /* Restart keys and why: [device] and arena_mb are the device processes'
  * megakernels; socket, socket_mode and journal are opened at start; the
  * device threads read watchdog_ms, gather_budget_ms, hang_ms and
- * reserve_percent without a lock. */
+ * reserve_percent without a lock; [metrics]' listener is bound at start. */
 static const struct rkey rkeys[] = {
     {"device", "backend", STR, F(backend), 0},
     {"device", "devices", STR, F(devices), 0},
@@ -43,6 +43,10 @@ static const struct rkey rkeys[] = {
     {"jobs", "gather_budget_ms", UINT, F(gather_budget_ms), 0},
     {"jobs", "hang_ms", UINT, F(hang_ms), 0},
     {"jobs", "reserve_percent", UINT, F(reserve_percent), 0},
+    {"metrics", "listen", STR, F(metrics_listen), 0},
+    {"metrics", "allow_remote", BOOL, F(metrics_allow_remote), 0},
+    {"metrics", "max_connections", UINT, F(metrics_max_connections), 1},
+    {"metrics", "timeout_ms", UINT, F(metrics_timeout_ms), 1},
 };
 #undef F
 

@@ -86,5 +86,7 @@ void session_refuse(int fd, int code, const char *message);
 void session_job_done(struct daemon *dm, struct job *j);
 void session_job_event(struct daemon *dm, const struct dev_event *e);
 void session_shutdown_all(struct daemon *dm);
+/* What STATS answers (a client's, or metrics_http.c's /metrics). */
+void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st);
 
 #endif /* COOPD_DAEMON_H */

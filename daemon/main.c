@@ -17,6 +17,7 @@
 #include "journal.h"
 #include "listen_fds.h"
 #include "log.h"
+#include "metrics_http.h"
 #include "paths.h"
 #include "relocate.h"
 #include "sdnotify.h"
@@ -192,6 +193,7 @@ static void stop(struct daemon *dm, const char *why) {
   sdnotify("STOPPING=1");
   log_info("%s: stopping (in-flight jobs get %u ms)", why, dm->cfg.grace_ms);
   server_stop_listening(dm);
+  metrics_http_stop(dm);
   /* the device thread gives up on hung kernels after grace + hang_ms; this
    * is the last resort if even that does not come */
   uint64_t hang = dm->cfg.hang_ms ? dm->cfg.hang_ms : 20000;
@@ -312,8 +314,9 @@ static int run(struct daemon *dm) {
     return 1;
   }
   uv_timer_init(loop, &dm->hard_stop);
-  if (server_listen(dm, err, sizeof err)) {
+  if (server_listen(dm, err, sizeof err) || metrics_http_start(dm, err, sizeof err)) {
     log_error("%s", err);
+    server_stop_listening(dm);
     dm->stopping = 1;
     for (unsigned i = 0; i < dm->ndev; i++) dev_stop(dm->devs[i], 0, on_dev_stopped);
     dm->exit_code = 1;

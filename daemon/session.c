@@ -737,11 +737,8 @@ static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
   }
 }
 
-static void on_stats(struct session *s, uint32_t seq) {
-  struct daemon *dm = s->dm;
-  union coop_msg r;
-  memset(&r, 0, sizeof r);
-  struct coop_msg_stats_reply *st = &r.stats;
+void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
+  memset(st, 0, sizeof *st);
   struct dev *d0 = dm->devs[0];
   snprintf(st->backend, sizeof st->backend, "%s", dev_backend(d0));
   snprintf(st->backend_note, sizeof st->backend_note, "%s", dev_backend_note(d0));
@@ -774,6 +771,12 @@ static void on_stats(struct session *s, uint32_t seq) {
     st->gather_max = v[n - 1];
   }
   metrics_stats(dm, &dm->met, st);
+}
+
+static void on_stats(struct session *s, uint32_t seq) {
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  session_stats(s->dm, &r.stats);
   sess_send(s, COOP_MSG_STATS_REPLY, seq, &r);
 }
 

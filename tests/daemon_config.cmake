@@ -142,10 +142,29 @@ if(EXISTS ${WORK}/journal_symlink/coop.sock)
   math(EXPR failures "${failures} + 1")
 endif()
 
+# ---- [metrics] listen (issue 21 #5): refused at load, before any port is bound ----
+run(metrics_listen_no_port 1 "\\[metrics\\] listen: \"127\\.0\\.0\\.1\": want ADDR:PORT"
+  "[metrics]\nlisten = 127.0.0.1\n" ${std})
+run(metrics_listen_hostname 1 "\\[metrics\\] listen: \"example\\.org:9464\": want ADDR:PORT"
+  "[metrics]\nlisten = example.org:9464\n" ${std})
+run(metrics_listen_bad_port 1 "\\[metrics\\] listen: \"127\\.0\\.0\\.1:65536\": want ADDR:PORT"
+  "[metrics]\nlisten = 127.0.0.1:65536\n" ${std})
+run(metrics_listen_bare_v6 1 "\\[metrics\\] listen: \"::1:9464\": want ADDR:PORT"
+  "[metrics]\nlisten = ::1:9464\n" ${std})
+run(metrics_listen_not_loopback 1
+  "\\[metrics\\] listen: \"0\\.0\\.0\\.0:9464\" is not a loopback address.*allow_remote = yes"
+  "[metrics]\nlisten = 0.0.0.0:9464\n" ${std} --check-config)
+run(metrics_listen_v6_any 1 "\"\\[::\\]:9464\" is not a loopback address"
+  "[metrics]\nlisten = [::]:9464\n" ${std})
+run(metrics_timeout_zero 1 "\\[metrics\\] max_connections and timeout_ms must be > 0"
+  "[metrics]\nlisten = 127.0.0.1:9464\ntimeout_ms = 0\n" ${std})
+run(metrics_allow_remote_bad 1 "\\[metrics\\] allow_remote: bad value \"perhaps\""
+  "[metrics]\nallow_remote = perhaps\n" ${std})
+
 # ---- control: the keys added since (devices, journal, the watchdog's) ----
 run(control_new_keys 0
-  "devices=0,0 .*journal=off.*watchdog_ms=250 grace_ms=5000 gather_budget_ms=1500 hang_ms=700.*configuration OK"
-  "[device]\ndevices = 0,0\n[server]\njournal = off\n[jobs]\nwatchdog_ms = 250\ngather_budget_ms = 1500\nhang_ms = 700\n"
+  "devices=0,0 .*journal=off.*watchdog_ms=250 grace_ms=5000 gather_budget_ms=1500 hang_ms=700.*metrics: listen=0\\.0\\.0\\.0:9464 allow_remote=yes max_connections=4 timeout_ms=2000.*configuration OK"
+  "[device]\ndevices = 0,0\n[server]\njournal = off\n[jobs]\nwatchdog_ms = 250\ngather_budget_ms = 1500\nhang_ms = 700\n[metrics]\nlisten = 0.0.0.0:9464\nallow_remote = yes\nmax_connections = 4\ntimeout_ms = 2000\n"
   ${std} --check-config)
 
 message("daemon_config: ${rows} rows, ${failures} failed")

@@ -22,8 +22,10 @@
  * link the gcc-built runtime), it answers config_validate's question about
  * built-in backends itself, as a coopd built with OpenCL only.
  */
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,7 +57,7 @@ static unsigned long nread, nrefused, nvalid;
 static void check_fields(const struct config *c, const char *text) {
   if (!TERMINATED(c, backend) || !TERMINATED(c, devices) || !TERMINATED(c, platform) ||
       !TERMINATED(c, device) || !TERMINATED(c, socket) || !TERMINATED(c, journal) ||
-      !TERMINATED(c, kernel_dirs))
+      !TERMINATED(c, kernel_dirs) || !TERMINATED(c, metrics_listen))
     fail("a string field is not terminated", text, "");
   if (c->platform_index < -1 || c->platform_index > 64 || c->device_index < -1 ||
       c->device_index > 64)
@@ -64,7 +66,8 @@ static void check_fields(const struct config *c, const char *text) {
       c->socket_mode > 0777 || c->max_clients > 100000 || c->max_jobs_per_client > (1u << 20) ||
       c->max_bytes_per_client > (1ull << 40) || c->max_finished_per_client > (1u << 20) ||
       c->watchdog_ms > (1u << 31) || c->grace_ms > (1u << 31) || c->gather_budget_ms > (1u << 31) ||
-      c->hang_ms > (1u << 31) || c->reserve_percent > 100)
+      c->hang_ms > (1u << 31) || c->reserve_percent > 100 || c->metrics_max_connections > 1024 ||
+      c->metrics_timeout_ms > 600000 || (c->metrics_allow_remote & ~1))
     fail("a number over its maximum", text, "");
   if (c->log_level < 0 || c->log_level > 3 || (c->log_syslog != 0 && c->log_syslog != 1))
     fail("log level or syslog flag out of range", text, "");
@@ -86,12 +89,20 @@ static void check_valid(const struct config *c, const char *text) {
   if (!c->kernel_dirs[0] || (c->local_size & (c->local_size - 1)) || !c->max_jobs_per_client ||
       !c->max_clients || !c->arena_mb)
     fail("valid, but a cross-field rule is broken", text, "");
+  /* metrics_http.c binds what this gives without further checks */
+  struct sockaddr_storage ss;
+  char err[1024];
+  int m = config_metrics_addr(c, &ss, err, sizeof err);
+  if (m < 0 || (m == 0 && ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
+      (m == 1 && c->metrics_listen[0]) || !c->metrics_max_connections || !c->metrics_timeout_ms)
+    fail("valid, but [metrics] is not", text, err);
 }
 
 /* A refusal names what it refuses: "[section] key: ..." or the limits. */
 static int names_a_key(const char *err) {
   return !strncmp(err, "[device] ", 9) || !strncmp(err, "[server] ", 9) ||
-         !strncmp(err, "[kernels] ", 10) || strstr(err, "max_jobs_per_client") != NULL;
+         !strncmp(err, "[kernels] ", 10) || !strncmp(err, "[metrics] ", 10) ||
+         strstr(err, "max_jobs_per_client") != NULL;
 }
 
 /* config_print's lines, kept (the standalone expectations look into them). */
@@ -185,6 +196,19 @@ static const char *const builtin[] = {
     "[jobs]\nreserve_percent = 100\n",
     "[jobs]\nreserve_percent = 101\n",
     "[device]\ndevices = 0,0,0,0,0,0,0,63\n",
+    /* [metrics] (issue 21 #5): the address forms, allowed or refused */
+    "[metrics]\nlisten = 127.0.0.1:9464\nmax_connections = 1024\ntimeout_ms = 600000\n",
+    "[metrics]\nlisten = [::1]:0\n",
+    "[metrics]\nlisten = localhost:65535\n",
+    "[metrics]\nlisten = 0.0.0.0:9464\nallow_remote = yes\n",
+    "[metrics]\nlisten = [::]:9464\n",
+    "[metrics]\nlisten = [::1:9464\n",
+    "[metrics]\nlisten = ::1:9464\n",
+    "[metrics]\nlisten = 127.0.0.1:-1\n",
+    "[metrics]\nlisten = :9464\n",
+    "[metrics]\nlisten = []:1\n",
+    "[metrics]\nmax_connections = 0\n",
+    "[metrics]\ntimeout_ms = 600001\n",
     /* the maxima */
     "[device]\nplatform_index = 64\ndevice_index = 64\nlocal_size = 1024\n"
     "max_workgroups = 1088\narena_mb = 65536\n[server]\nsocket_mode = 0777\n"

@@ -6,7 +6,9 @@
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
 #include <sys/mount.h>
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -3360,6 +3362,242 @@ START_TEST(finished_jobs_free_inline_inputs) {
 }
 END_TEST
 
+/* ---- issue 21 #5: GET /metrics over HTTP ([metrics] listen) ---- */
+
+/* The port coopd logged for [metrics] listen = 127.0.0.1:0 (it logs
+ * after creating its socket: waited for), or 0 if none within 10 s. */
+static int metrics_port(const char *logp) {
+  for (int i = 0; i < 200; i++, msleep(50)) {
+    FILE *f = fopen(logp, "r");
+    if (!f) continue;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strstr(buf, "metrics: serving http://127.0.0.1:");
+    if (p) return atoi(p + strlen("metrics: serving http://127.0.0.1:"));
+  }
+  return 0;
+}
+
+static int http_open(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(fd, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect 127.0.0.1:%d: %s", port,
+                strerror(errno));
+  struct timeval tv = {10, 0}; /* a silent coopd fails the test, not hangs it */
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+/* Everything until coopd closes: the length, -1 on a timeout. */
+static long http_read_all(int fd, char *out, size_t cap) {
+  size_t n = 0;
+  for (;;) {
+    ssize_t k = read(fd, out + n, cap - 1 - n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && errno == ECONNRESET) break;
+    if (k < 0) return -1;
+    if (k == 0 || (n += (size_t)k) == cap - 1) break;
+  }
+  out[n] = 0;
+  return (long)n;
+}
+
+/* One request (n bytes, sent as is), the whole answer into out (static,
+ * NUL-terminated); its status code. */
+static int http_ask(int port, const char *req, size_t n, char **out) {
+  static char buf[1 << 17];
+  int fd = http_open(port);
+  ck_assert_int_eq(write(fd, req, n), (ssize_t)n);
+  long got = http_read_all(fd, buf, sizeof buf);
+  close(fd);
+  ck_assert_msg(got > 0, "no answer to %.40s", req);
+  int code = 0;
+  ck_assert_msg(sscanf(buf, "HTTP/1.1 %d ", &code) == 1, "not an HTTP answer: %.80s", buf);
+  *out = buf;
+  return code;
+}
+
+static int http_get(int port, const char *text, char **out) {
+  return http_ask(port, text, strlen(text), out);
+}
+
+/* The body of a 200 answer to GET /metrics, its head checked. */
+static const char *scrape(int port) {
+  char *r;
+  ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r), 200);
+  assert_has(r, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n");
+  assert_has(r, "\r\nConnection: close\r\n");
+  char *body = strstr(r, "\r\n\r\n");
+  ck_assert_ptr_nonnull(body);
+  body += 4;
+  const char *cl = strstr(r, "\r\nContent-Length: ");
+  ck_assert_ptr_nonnull(cl);
+  ck_assert_uint_eq(strtoul(cl + 18, NULL, 10), strlen(body));
+  return body;
+}
+
+/* The text through tests/prom_check.py, where python3 was found. */
+static void prom_parses(const char *text) {
+#ifdef COOP_PYTHON
+  FILE *p = popen(COOP_PYTHON " " PROM_CHECK
+                              " --require coop_info --require coop_jobs_finished_total"
+                              " --require coop_gather_seconds --require coop_device_workers_busy"
+                              " >&2",
+                  "w");
+  ck_assert_ptr_nonnull(p);
+  fputs(text, p);
+  ck_assert_msg(pclose(p) == 0, "prom_check.py refused coopd's /metrics:\n%s", text);
+#else
+  (void)text;
+#endif
+}
+
+/* TCP sockets in LISTEN state that process pid holds (its descriptors'
+ * inodes looked up in /proc/net/tcp and tcp6). */
+static int tcp_listeners(pid_t pid) {
+  char path[64], link[64];
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  DIR *dir = opendir(path);
+  ck_assert_ptr_nonnull(dir);
+  unsigned long inodes[256];
+  int ni = 0, n = 0;
+  for (struct dirent *e; (e = readdir(dir)) && ni < 256;) {
+    char fdp[400];
+    snprintf(fdp, sizeof fdp, "%s/%s", path, e->d_name);
+    ssize_t k = readlink(fdp, link, sizeof link - 1);
+    if (k > 0 && (link[k] = 0, sscanf(link, "socket:[%lu]", &inodes[ni]) == 1)) ni++;
+  }
+  closedir(dir);
+  const char *tabs[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+  for (int t = 0; t < 2; t++) {
+    FILE *f = fopen(tabs[t], "r");
+    if (!f) continue;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+      unsigned st;
+      unsigned long ino;
+      if (sscanf(line, " %*d: %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &ino) != 2) continue;
+      for (int i = 0; i < ni; i++) n += st == 0x0A && inodes[i] == ino;
+    }
+    fclose(f);
+  }
+  return n;
+}
+
+/* A connection that sends head (may be "") and then nothing: coopd closes
+ * it after timeout_ms without a word. The milliseconds it took. */
+static int64_t closed_silent_after(int port, const char *head) {
+  int fd = http_open(port);
+  int64_t t0 = now_ms();
+  if (*head) ck_assert_int_eq(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+  char buf[256];
+  ck_assert_int_eq(http_read_all(fd, buf, sizeof buf), 0);
+  close(fd);
+  return now_ms() - t0;
+}
+
+/* Issue 21 #5: with [metrics] listen set, coopd answers GET /metrics with
+ * the Prometheus text `coopctl metrics` prints (the counters move with a
+ * job), and nothing else: 404, 405, 400, 431 for a head over 8 KiB; a
+ * client that sends nothing or half a head is closed after timeout_ms;
+ * more than max_connections at once are told 503. Before this, [metrics]
+ * was an unknown key and coopd refused to start. */
+START_TEST(metrics_served_over_http) {
+  char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
+  int lfd = mkstemps(logp, 4);
+  ck_assert_int_ge(lfd, 0);
+  close(lfd);
+  const char *sets[] = {"metrics.listen=127.0.0.1:0", "metrics.timeout_ms=700",
+                        "metrics.max_connections=3", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  int port = metrics_port(logp);
+  if (!port) print_log(logp);
+  ck_assert_int_gt(port, 0);
+  ck_assert_int_eq(tcp_listeners(d.pid), 1);
+
+  const char *m0 = scrape(port);
+  prom_parses(m0);
+  assert_has(m0, "\ncoop_jobs_finished_total{state=\"done\"} 0\n");
+  assert_has(m0, "\ncoop_gather_seconds_count{device=\"0\"} 0\n");
+  struct conn c;
+  open_hello(&c, &d);
+  render_check(&c, 1, 0, 0);
+  const char *m1 = scrape(port);
+  prom_parses(m1);
+  assert_has(m1, "\ncoop_jobs_submitted_total 1\n");
+  assert_has(m1, "\ncoop_jobs_finished_total{state=\"done\"} 1\n");
+  assert_has(m1, "\ncoop_gather_seconds_count{device=\"0\"} 1\n");
+  assert_has(scrape(port), "\ncoop_clients 1\n"); /* c; an HTTP client is none */
+
+  char *r;
+  ck_assert_int_eq(http_get(port, "GET /metrics?name[]=x HTTP/1.0\r\n\r\n", &r), 200);
+  ck_assert_int_eq(http_get(port, "GET / HTTP/1.1\r\n\r\n", &r), 404);
+  ck_assert_int_eq(http_get(port, "GET /metricsx HTTP/1.1\r\n\r\n", &r), 404);
+  ck_assert_int_eq(http_get(port, "GET /metrics/../x HTTP/1.1\r\n\r\n", &r), 404);
+  ck_assert_int_eq(http_get(port, "POST /metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi", &r),
+                   405);
+  assert_has(r, "\r\nAllow: GET\r\n");
+  ck_assert_int_eq(http_get(port, "HEAD /metrics HTTP/1.1\r\n\r\n", &r), 405);
+  ck_assert_int_eq(http_get(port, "GET /metrics\r\n\r\n", &r), 400);
+  ck_assert_int_eq(http_get(port, "\x01\x02\x03 \xff\n\n", &r), 400);
+  ck_assert_int_eq(http_get(port, "GET /metrics SSH-2.0\r\n\r\n", &r), 400);
+  static char big[9000]; /* a head that never ends within 8 KiB */
+  memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
+  memset(big + 26, 'a', sizeof big - 26);
+  ck_assert_int_eq(http_ask(port, big, sizeof big, &r), 431);
+
+  /* nothing, or half a head: closed after timeout_ms (700), unanswered */
+  int64_t t = closed_silent_after(port, "");
+  ck_assert_msg(t >= 600 && t < 5000, "a silent client was closed after %lld ms", (long long)t);
+  t = closed_silent_after(port, "GET /metrics HTTP/1.1\r\nHost:");
+  ck_assert_msg(t >= 600 && t < 5000, "half a head was closed after %lld ms", (long long)t);
+
+  /* 3 connections at once at most: a 4th is told 503; once the deadline
+   * has closed the 3, scraping works again */
+  int held[3];
+  for (int i = 0; i < 3; i++) held[i] = http_open(port);
+  msleep(100); /* accepted (the 503 needs them counted) */
+  ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n", &r), 503);
+  char buf[64];
+  for (int i = 0; i < 3; i++) {
+    ck_assert_int_eq(http_read_all(held[i], buf, sizeof buf), 0);
+    close(held[i]);
+  }
+  scrape(port);
+
+  ck_assert_uint_eq(stats(&c).submitted, 1); /* the socket's clients are served on */
+  conn_close(&c);
+  int rc = daemon_stop(&d);
+  if (rc) print_log(logp);
+  ck_assert_int_eq(rc, 0);
+  unlink(logp);
+}
+END_TEST
+
+/* Without [metrics] listen (the default) coopd holds no TCP listener; the
+ * count is the one that saw the listener above. */
+START_TEST(metrics_http_off_by_default) {
+  char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
+  int lfd = mkstemps(logp, 4);
+  ck_assert_int_ge(lfd, 0);
+  close(lfd);
+  const char *sets[] = {"log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  limits_start(&d, sets);
+  msleep(200);
+  ck_assert_int_eq(tcp_listeners(d.pid), 0);
+  ck_assert_msg(!log_has(logp, "metrics: serving"), "coopd serves metrics unasked");
+  ck_assert_msg(log_has(logp, "listening on"), "the log is not the daemon's");
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("daemon");
   TCase *t = tcase_create("integration");
@@ -3426,6 +3664,11 @@ static Suite *suite(void) {
   tcase_add_test(t, detached_jobs_waited_for_are_capped);
   tcase_add_test(t, inline_bytes_count_per_uid);
   tcase_add_test(t, finished_jobs_free_inline_inputs);
+  suite_add_tcase(s, t);
+  t = tcase_create("metrics_http");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, metrics_served_over_http);
+  tcase_add_test(t, metrics_http_off_by_default);
   suite_add_tcase(s, t);
   return s;
 }
