@@ -81,6 +81,12 @@ static void device_info(FILE *f, const struct coop_stats *s, unsigned nd) {
     u64_line(f, "coop_device_workers_lost", (int)i, s->devs[i].lost_workers);
   head(f, "coop_device_jobs", "gauge", "Jobs queued or running on the device.");
   for (unsigned i = 0; i < nd; i++) u64_line(f, "coop_device_jobs", (int)i, s->devs[i].jobs);
+  head(f, "coop_device_parked", "gauge",
+       "1 while the idle megakernel is off the device ([device] park_ms), else 0.");
+  for (unsigned i = 0; i < nd; i++) u64_line(f, "coop_device_parked", (int)i, s->devs[i].parked);
+  head(f, "coop_device_parks_total", "counter", "Times the idle megakernel was parked.");
+  for (unsigned i = 0; i < nd; i++)
+    u64_line(f, "coop_device_parks_total", (int)i, s->devs[i].parks);
 }
 
 /* The gather histogram of device d: cumulative buckets, as Prometheus

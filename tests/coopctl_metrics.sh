@@ -17,7 +17,8 @@ start_coopd "$coopd" --kernels "$kernels"
 fams="--require coop_info --require coop_jobs --require coop_jobs_finished_total
   --require coop_device_workers --require coop_device_workers_busy
   --require coop_device_arena_bytes --require coop_device_arena_used_bytes
-  --require coop_gather_seconds --require coop_deadline_misses_total"
+  --require coop_gather_seconds --require coop_deadline_misses_total
+  --require coop_device_parked --require coop_device_parks_total"
 "$coopctl" --socket "$sock" metrics >"$dir/m0" || fail "metrics exited non-zero"
 # shellcheck disable=SC2086
 $check $fams <"$dir/m0" || fail "the first metrics do not parse"
@@ -36,6 +37,14 @@ grep -q '^coop_deadline_instances_total{device="0"} 10$' "$dir/m1.prom" ||
   fail "not 10 deadline instances"
 grep -q '^coop_jobs_finished_total{state="done"} 1$' "$dir/m1.prom" || fail "not 1 job done"
 ls "$dir"/m1.prom.*.tmp >/dev/null 2>&1 && fail "--out left its temporary file"
+# idle for park_ms (100 ms by default): the megakernel is parked, and says so
+for _ in $(seq 100); do
+  "$coopctl" --socket "$sock" metrics >"$dir/m2" || fail "metrics exited non-zero"
+  grep -q '^coop_device_parked{device="0"} 1$' "$dir/m2" && break
+  sleep 0.1
+done
+grep -q '^coop_device_parked{device="0"} 1$' "$dir/m2" || fail "not parked after 10 s idle"
+grep -Eq '^coop_device_parks_total\{device="0"\} [1-9]' "$dir/m2" || fail "no park counted"
 expect 2 "Prometheus text" "$coopctl" --socket "$sock" --json metrics
 
 stop_coopd
