@@ -235,10 +235,11 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
   return 0;
 }
 
-int dp_launch(struct dp *p, char *err, size_t errlen) {
-  int e = call(p, DP_LAUNCH, -1, DP_LAUNCH_MS);
+/* DP_LAUNCH and DP_UNPARK: the megakernel (re)started, and its devinfo. */
+static int start_call(struct dp *p, uint32_t op, const char *during, char *err, size_t errlen) {
+  int e = call(p, op, -1, DP_LAUNCH_MS);
   if (e == COOP_ELOST)
-    snprintf(err, errlen, "the device process %s during the launch", p->death);
+    snprintf(err, errlen, "the device process %s during the %s", p->death, during);
   else if (e)
     snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.data);
   else
@@ -246,17 +247,14 @@ int dp_launch(struct dp *p, char *err, size_t errlen) {
   return e;
 }
 
+int dp_launch(struct dp *p, char *err, size_t errlen) {
+  return start_call(p, DP_LAUNCH, "launch", err, errlen);
+}
+
 int dp_park(struct dp *p) { return call(p, DP_PARK, -1, DP_CLOSE_MS); }
 
 int dp_unpark(struct dp *p, char *err, size_t errlen) {
-  int e = call(p, DP_UNPARK, -1, DP_LAUNCH_MS);
-  if (e == COOP_ELOST)
-    snprintf(err, errlen, "the device process %s during the relaunch", p->death);
-  else if (e)
-    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.data);
-  else
-    p->dev = p->r.u.dev;
-  return e;
+  return start_call(p, DP_UNPARK, "relaunch", err, errlen);
 }
 
 int dp_close(struct dp *p, unsigned wait_ms) {

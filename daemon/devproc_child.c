@@ -241,6 +241,18 @@ static size_t poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned
   return n * sizeof *ti;
 }
 
+/* DP_LAUNCH's and DP_UNPARK's reply: the runtime's message on error,
+ * else the device's info. */
+static size_t started(coop_rt *rt, int err, struct dp_rep *r) {
+  r->err = err;
+  if (err) {
+    snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
+    return strlen(r->data) + 1;
+  }
+  devinfo(rt, &r->u.dev);
+  return 0;
+}
+
 static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
                     struct dp_rep *r) {
   int rfd = nfds ? fds[0] : -1;
@@ -253,24 +265,12 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       r->err = do_open(ch, q, rfd, r);
       return r->err ? strlen(r->data) + 1 : 0;
     case DP_LAUNCH:
-      r->err = coop_rt_launch(rt);
-      if (r->err) {
-        snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
-        return strlen(r->data) + 1;
-      }
-      devinfo(rt, &r->u.dev);
-      return 0;
+      return started(rt, coop_rt_launch(rt), r);
     case DP_PARK:
       r->err = coop_rt_park(rt);
       return 0;
     case DP_UNPARK:
-      r->err = coop_rt_unpark(rt);
-      if (r->err) {
-        snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
-        return strlen(r->data) + 1;
-      }
-      devinfo(rt, &r->u.dev);
-      return 0;
+      return started(rt, coop_rt_unpark(rt), r);
     case DP_SUBMIT: {
       coop_task_id id = 0;
       r->err = coop_rt_submit(rt, &q->u.desc, &id);

@@ -38,6 +38,20 @@ struct daemon_proc {
   const char *log; /* when set, the daemon's stderr goes to this file */
 };
 
+/* CLOCK_MONOTONIC in ns: the clock coopd stamps jobs with. */
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Creates the empty file for a daemon's log: path ends in XXXXXX.log. */
+static void temp_log(char *path) {
+  int fd = mkstemps(path, 4);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+}
+
 static void msleep(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
   nanosleep(&ts, NULL);
@@ -1275,9 +1289,7 @@ static uint64_t render_submit(struct conn *c, uint32_t groups) {
  * take its workgroups back: work goes on at once. */
 START_TEST(watchdog_names_a_kernel_that_never_yields) {
   char logp[] = "/tmp/coopd-watchdog-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
+  temp_log(logp);
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
                         "jobs.gather_budget_ms=1500", "jobs.hang_ms=1000", NULL};
   struct daemon_proc d = {.log = logp};
@@ -1360,9 +1372,7 @@ END_TEST
  * jobs that end sooner are left alone, and the workers all come back. */
 START_TEST(watchdog_ms_cancels_a_long_job) {
   char logp[] = "/tmp/coopd-watchdog-ms-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
+  temp_log(logp);
   const char *sets[] = {"jobs.watchdog_ms=2000", NULL};
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
@@ -1768,9 +1778,7 @@ END_TEST
  * guard zone; the job fails with EFAULT and the log names it. */
 START_TEST(guard_zone_breach_fails_the_job) {
   char logp[] = "/tmp/coopd-guard-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
+  temp_log(logp);
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, iso_sets);
   struct conn c;
@@ -2026,9 +2034,7 @@ END_TEST
  * coopd logs it with '?' for every byte outside printable ASCII. */
 START_TEST(hello_name_cannot_forge_log_lines) {
   char logp[] = "/tmp/coopd-name-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
+  temp_log(logp);
   const char *sets[] = {"log.level=debug", NULL}; /* connections are logged at debug */
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
@@ -2652,12 +2658,6 @@ END_TEST
  * every core from before coopd starts (its fit is made under load) to the
  * end, and each of 16 sweeps, a few hundred ms apart, must report times in
  * the order they happened and inside the client's own wall time. */
-static int64_t mono_ns_test(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 START_TEST(times_stay_right_under_load) {
   enum { HOGS = 4, JOBS = 16 };
   pid_t hog[HOGS];
@@ -2679,11 +2679,11 @@ START_TEST(times_stay_right_under_load) {
   int bad = 0;
   for (int i = 0; i < JOBS; i++) {
     msleep(150 + 50 * (i % 4));
-    int64_t t0 = mono_ns_test();
+    int64_t t0 = now_ns();
     uint64_t job = sweep_submit(&c, data, 4096, 1 + (uint32_t)i % 3, 1, -1);
     ck_assert_uint_gt(job, 0);
     ck_assert_uint_eq(wait_job(&c, job, 60000), COOP_MSG_RESULT);
-    int64_t t1 = mono_ns_test();
+    int64_t t1 = now_ns();
     ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
     const struct coop_wire_times *t = &c.m.result.t;
     int ok = t0 <= t->submitted && t->submitted <= t->released && t->released <= t->gathered &&
@@ -2808,11 +2808,7 @@ static long cpu_ms(pid_t pid) {
   return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t now_ms(void) { return now_ns() / 1000000; }
 
 /* A shorter receive timeout: a test that expects coopd to close a
  * connection should fail in seconds, not in conn_open's 120 s. */
@@ -3031,22 +3027,11 @@ END_TEST
  * plus a few (prlimit), which those few connections then take. */
 START_TEST(out_of_descriptors_sheds_connections) {
   char logp[] = "/tmp/coopd-emfile-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
+  temp_log(logp);
   struct daemon_proc d = {.log = logp};
   limits_start(&d, NULL);
   struct conn c;
-  {
-    ck_assert_int_eq(conn_open(&c, d.sock), 0);
-    union coop_msg hm;
-    memset(&hm, 0, sizeof hm);
-    hm.hello.min_version = hm.hello.max_version = COOP_WIRE_VERSION;
-    send_msg(&c, COOP_MSG_HELLO, &hm, NULL, 0);
-    uint16_t t = read_frame(&c) ? c.h.type : 0;
-    ck_assert_msg(t == COOP_MSG_WELCOME, "first HELLO: type %u, %s", t,
-                  t == COOP_MSG_ERROR ? c.m.error.message : "");
-  }
+  open_hello(&c, &d);
   char fdir[64];
   snprintf(fdir, sizeof fdir, "/proc/%d/fd", (int)d.pid);
   DIR *dir = opendir(fdir);
@@ -3508,9 +3493,7 @@ static int64_t closed_silent_after(int port, const char *head) {
  * was an unknown key and coopd refused to start. */
 START_TEST(metrics_served_over_http) {
   char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
+  temp_log(logp);
   const char *sets[] = {"metrics.listen=127.0.0.1:0", "metrics.timeout_ms=700",
                         "metrics.max_connections=3", "log.level=info", NULL};
   struct daemon_proc d = {.log = logp};
@@ -3583,9 +3566,7 @@ END_TEST
  * count is the one that saw the listener above. */
 START_TEST(metrics_http_off_by_default) {
   char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
+  temp_log(logp);
   const char *sets[] = {"log.level=info", NULL};
   struct daemon_proc d = {.log = logp};
   limits_start(&d, sets);
