@@ -162,6 +162,12 @@ typedef unsigned int coop_atomic_u32;
 #define coop_hw_group_id() ((coop_u32)blockIdx.x)
 #define coop_hw_num_groups() ((coop_u32)gridDim.x)
 #define coop_wg_barrier() __syncthreads()
+/* Warps are scheduled independently, so threads of the scheduler's
+ * workgroup past its first warp may spin on device memory while thread 0
+ * runs the scheduler (scheduler.cl, "Helper warps"). Not so on PoCL, which
+ * runs a workgroup's work-items one after the other between barriers. */
+#define COOP_SCHED_HELPERS 1
+#define coop_backoff() __nanosleep(64u)
 #define COOP_HAVE_CLOCK 1
 COOP_FN coop_u64 coop_clock(void) {
   coop_u64 t;

@@ -1,8 +1,9 @@
 /*
  * megakernel.cl: the entry point (004 Sec. 4.1). Every hardware workgroup
  * runs discovery; non-participants leave at once; participant 0 becomes the
- * scheduler, the others workers. Only thread 0 of the scheduler works; the
- * rest of that workgroup waits at the final barrier.
+ * scheduler, the others workers. Thread 0 of the scheduler decides; on CUDA
+ * the threads past its first warp are its helpers (scheduler.cl); the rest
+ * of that workgroup waits at the final barrier.
  */
 
 COOP_KERNEL_ENTRY void coop_megakernel(COOP_GLOBAL struct coop_mailbox *mb,
@@ -15,6 +16,8 @@ COOP_KERNEL_ENTRY void coop_megakernel(COOP_GLOBAL struct coop_mailbox *mb,
   coop_wg_barrier();
   if (pid == COOP_NOT_PARTICIPATING) return;
   if (pid == 0u) {
+    if (coop_local_id() == 0u) coop__help_init(&dev->sched);
+    coop_wg_barrier(); /* helpers start from a clean order word */
     if (coop_local_id() == 0u) {
       coop_u32 n;
       coop__lock(&dev->disc_lock);
@@ -22,6 +25,10 @@ COOP_KERNEL_ENTRY void coop_megakernel(COOP_GLOBAL struct coop_mailbox *mb,
       coop__unlock(&dev->disc_lock);
       coop__scheduler(mb, dev, n);
     }
+#ifdef COOP_SCHED_HELPERS
+    else if (coop_local_id() >= COOP_HELP_FIRST)
+      coop__sched_helper(mb, dev, coop_local_id() - COOP_HELP_FIRST);
+#endif
     coop_wg_barrier();
     return;
   }

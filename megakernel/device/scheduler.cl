@@ -1,5 +1,7 @@
 /*
- * scheduler.cl: the scheduler workgroup (004 Sec. 4.2), thread 0 only.
+ * scheduler.cl: the scheduler workgroup (004 Sec. 4.2): thread 0 decides,
+ * and on CUDA the threads past its first warp carry out the wide parts of a
+ * start (see "Helper warps").
  *
  * It is the only workgroup that reads host memory (the mailbox) in a loop.
  * One pass of its loop:
@@ -26,18 +28,120 @@ COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mai
 }
 
 /* Validate a new task against the registered kernel table. */
-COOP_FN coop_u32 coop__validate(COOP_GLOBAL struct coop_task_rec *t, coop_u32 nworkers) {
-  if (t->kid >= COOP_NKERNELS) return COOP_TR_BAD_KERNEL;
-  coop_u32 coop = (t->flags & COOP_TF_COOPERATIVE) != 0u;
-  if (coop != coop__kernel_is_coop(t->kid)) return COOP_TR_KIND;
-  if (t->groups == 0u) return COOP_TR_ZERO_GROUPS;
-  if (t->groups > nworkers) return COOP_TR_TOO_MANY_GROUPS;
+COOP_FN coop_u32 coop__validate(coop_u32 kid, coop_u32 flags, coop_u32 groups, coop_u32 nworkers) {
+  if (kid >= COOP_NKERNELS) return COOP_TR_BAD_KERNEL;
+  coop_u32 coop = (flags & COOP_TF_COOPERATIVE) != 0u;
+  if (coop != coop__kernel_is_coop(kid)) return COOP_TR_KIND;
+  if (groups == 0u) return COOP_TR_ZERO_GROUPS;
+  if (groups > nworkers) return COOP_TR_TOO_MANY_GROUPS;
   return COOP_TR_OK;
 }
 
 COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slot, coop_u32 st) {
   coop_sys_st_rel(&coop__task(mb, slot)->state, st);
 }
+
+/* ---------------------------------------------------------- Helper warps
+ * On CUDA (COOP_SCHED_HELPERS) the scheduler workgroup's threads past its
+ * first warp serve thread 0: the work of a start that is many independent
+ * memory operations, each a bus or L2 round trip when one thread does them
+ * in turn, is spread over them. Issue 18 measured, one thread, H100: the
+ * task record's 32 argument words read across PCIe one after the other, 54
+ * us from intake to gather; one store per worker to release 527 workers,
+ * 107 us. Spread over 224 threads, each is about one round trip.
+ *
+ * Protocol (state in coop_sched, device memory, device scope): thread 0
+ * writes the order's fields (plain), zeroes help_done (relaxed), then
+ * stores help_gen + 1 (release). A helper that acquires a new help_gen
+ * reads the order, does its share (threads h, h + nhelpers, ...), and adds
+ * 1 to help_done (release). Thread 0 acquires help_done == nhelpers before
+ * it reads what helpers wrote or writes another order, so an order is
+ * never rewritten while a helper reads it. COOP_HELP_RELEASE: the helper
+ * issues a release fence after its acquire of help_gen, then relaxed
+ * ASSIGNED stores; thread 0 wrote the channel and id map before its
+ * release of help_gen, so a worker that acquires ASSIGNED sees them
+ * (causality is transitive through the helper's acquire and release). */
+#define COOP_HELP_COPY 1u    /* args and lens of task help_slot -> channel help_chan */
+#define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
+#define COOP_HELP_EXIT 3u
+#define COOP_HELP_FIRST 32u /* helpers: local ids from here (warp 0 is thread 0's) */
+
+COOP_FN void coop__copy_payload(COOP_GLOBAL struct coop_chan *ch,
+                                COOP_GLOBAL struct coop_task_rec *t, coop_u32 i, coop_u32 step) {
+  for (; i < 2u * COOP_MAX_ARGS; i += step) {
+    if (i < COOP_MAX_ARGS)
+      ch->args[i] = t->args[i];
+    else
+      ch->lens[i - COOP_MAX_ARGS] = t->lens[i - COOP_MAX_ARGS];
+  }
+}
+
+COOP_FN void coop__release_workers(COOP_GLOBAL struct coop_dev *dev,
+                                   COOP_GLOBAL struct coop_chan *ch, coop_u32 v, coop_u32 g,
+                                   coop_u32 step) {
+  for (; v < g; v += step) coop_st_rlx(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
+}
+
+/* Thread 0: wait until every helper has carried out the last order. */
+COOP_FN void coop__help_wait(COOP_GLOBAL struct coop_sched *s) {
+  if (!s->help_pending) return;
+  while (coop_ld_acq(&s->help_done) != s->nhelpers) {
+  }
+  s->help_pending = 0u;
+}
+
+COOP_FN void coop__help_post(COOP_GLOBAL struct coop_sched *s, coop_u32 op, coop_u32 slot,
+                             coop_u32 c, coop_u32 n) {
+  coop__help_wait(s);
+  s->help_op = op;
+  s->help_slot = slot;
+  s->help_chan = c;
+  s->help_n = n;
+  coop_st_rlx(&s->help_done, 0u);
+  coop_st_rel(&s->help_gen, coop_ld_rlx(&s->help_gen) + 1u);
+  s->help_pending = 1u;
+}
+
+/* Before the scheduler workgroup splits (megakernel.cl): a relaunch after
+ * parking finds the previous launch's orders. */
+COOP_FN void coop__help_init(COOP_GLOBAL struct coop_sched *s) {
+  coop_st_rlx(&s->help_gen, 0u);
+  coop_st_rlx(&s->help_done, 0u);
+  s->help_pending = 0u;
+}
+
+COOP_FN coop_u32 coop__nhelpers(void) {
+#ifdef COOP_SCHED_HELPERS
+  if (coop_local_size() > COOP_HELP_FIRST) return coop_local_size() - COOP_HELP_FIRST;
+#endif
+  return 0u;
+}
+
+#ifdef COOP_SCHED_HELPERS
+/* A helper thread's loop: h is its index among the helpers. */
+COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
+                                COOP_GLOBAL struct coop_dev *dev, coop_u32 h) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop_u32 seen = 0u;
+  for (;;) {
+    coop_u32 gen = coop_ld_acq(&s->help_gen);
+    if (gen == seen) {
+      coop_backoff();
+      continue;
+    }
+    seen = gen;
+    coop_u32 op = s->help_op, n = s->nhelpers;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
+    if (op == COOP_HELP_COPY) coop__copy_payload(ch, &mb->tasks[s->help_slot], h, n);
+    if (op == COOP_HELP_RELEASE) {
+      coop_fence_rel();
+      coop__release_workers(dev, ch, h, s->help_n, n);
+    }
+    coop_fadd_rel(&s->help_done, 1u);
+    if (op == COOP_HELP_EXIT) return;
+  }
+}
+#endif
 
 /* Lock held: reservations the kernel consumed by forking (it takes them
  * from the top of resv[], lowering n_resv) are busy workers now. This must
@@ -121,14 +225,19 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
    * forked worker that returned before its fork was reconciled is skipped
    * by this scan (not yet marked busy) and keeps the counts apart, so the
    * next pass scans again. */
-  if (coop_ld_acq(&dev->returned) == s->reaped) return;
+  coop_u32 returned = coop_ld_acq(&dev->returned);
+  if (returned == s->reaped) return;
   /* Batches of COOP_REAP_BATCH: their states loaded together (in flight at
    * once; few, to keep registers and so occupancy), one acquire fence per
    * batch that has a RETURNED one, then each returned worker's results
    * loaded together. Loaded one after the other
    * (a fence per worker, which also emptied the cache the next loads
    * needed), 527 workers took 1.25 ms to reap on the H100 (issue 18). */
-  for (coop_u32 base = 1u; base <= s->nworkers; base += COOP_REAP_BATCH) {
+  /* The scan stops once it has reaped all that had returned: a task of
+   * one workgroup is reaped in one batch, not a walk over every worker
+   * (which held the next task's intake ~100 us on the H100). */
+  for (coop_u32 base = 1u; base <= s->nworkers && s->reaped != returned;
+       base += COOP_REAP_BATCH) {
     coop_u32 ret = 0u; /* bit k: worker base + k has RETURNED */
     for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++)
       if (base + k <= s->nworkers && coop_ld_rlx(&dev->w[base + k].state) == COOP_WS_RETURNED)
@@ -170,18 +279,19 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  /* Field by field from host memory, each load crossing the bus: loading
-   * all into registers first (in flight together) took 32 more registers,
-   * which halved the megakernel's occupancy at 256 threads (527 to 263
-   * workers on the H100; issue 18). */
-  ch->kid = t->kid;
-  ch->flags = t->flags;
-  ch->n_max = t->groups;
+  /* The arguments cross the bus once, each word read by its own helper
+   * thread while this one builds the id map; without helpers, field by
+   * field (loading all into registers first took 32 more registers, which
+   * halved the megakernel's occupancy at 256 threads: 527 to 263 workers
+   * on the H100; issue 18). */
+  if (s->nhelpers)
+    coop__help_post(s, COOP_HELP_COPY, slot, c, 0u);
+  else
+    coop__copy_payload(ch, t, 0u, 1u);
+  ch->kid = s->t_kid[slot];
+  ch->flags = s->t_flags[slot];
+  ch->n_max = s->t_groups[slot];
   ch->task = slot;
-  for (coop_u32 i = 0; i < COOP_MAX_ARGS; i++) {
-    ch->args[i] = t->args[i];
-    ch->lens[i] = t->lens[i];
-  }
   coop_st_rlx(&ch->fault, 0u);
   t->fault = 0u;
   coop_st_rlx(&ch->lock, 0u);
@@ -221,10 +331,15 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     ch->pid_of[v++] = pid;
     s->wstat[pid] = c;
   }
-  /* channel, payload and id map before: one release fence for all g */
-  coop_fence_rel();
-  for (v = 0u; v < g; v++) coop_st_rlx(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
   s->nfree -= g;
+  /* channel, payload and id map before: one release fence for all g */
+  if (s->nhelpers) {
+    coop__help_wait(s); /* the payload */
+    coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
+    return;
+  }
+  coop_fence_rel();
+  coop__release_workers(dev, ch, 0u, g, 1u);
 }
 
 /* Ask cooperative kernels for `need` more workgroups than are already on
@@ -365,8 +480,8 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     coop__finish_task(mb, slot, COOP_TS_CANCELLED);
     return 1u;
   }
-  coop_u32 coop = (t->flags & COOP_TF_COOPERATIVE) != 0u;
-  coop_u32 need = coop ? 1u : t->groups;
+  coop_u32 coop = (s->t_flags[slot] & COOP_TF_COOPERATIVE) != 0u, groups = s->t_groups[slot];
+  coop_u32 need = coop ? 1u : groups;
   if (s->nfree < need)
     for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
       if (s->chan_busy[c]) coop__unreserve(dev, c);
@@ -377,7 +492,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     coop__request_kills(dev, need - s->nfree);
     return 0u;
   }
-  coop_u32 g = coop ? (t->groups < s->nfree ? t->groups : s->nfree) : t->groups;
+  coop_u32 g = coop ? (groups < s->nfree ? groups : s->nfree) : groups;
   s->q_head++;
   coop__start(mb, dev, slot, c, g);
   return 1u;
@@ -394,6 +509,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   }
   s->view_pass = 0u;
   s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
+  s->nhelpers = coop__nhelpers();
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
   coop_u32 stopping = 0u;
   coop_sys_st_rel(&mb->participants, participants);
@@ -412,13 +528,20 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
       coop_u32 slot = mb->ring[s->sub_tail % COOP_RING];
       s->sub_tail++;
       COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
-      t->t_released = coop_clock();
-      t->status = coop__validate(t, s->nworkers);
-      if (t->status != COOP_TR_OK) {
+      /* four loads of host memory, in flight together */
+      coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
+      coop_u64 deadline = t->deadline, now = coop_clock();
+      coop_u32 status = coop__validate(kid, flags, groups, s->nworkers);
+      t->t_released = now;
+      t->status = status;
+      if (status != COOP_TR_OK) {
         coop__finish_task(mb, slot, COOP_TS_REFUSED);
       } else {
+        s->t_kid[slot] = kid;
+        s->t_flags[slot] = flags;
+        s->t_groups[slot] = groups;
         s->queue[s->q_tail % COOP_RING] = slot;
-        s->q_deadline[s->q_tail % COOP_RING] = t->deadline;
+        s->q_deadline[s->q_tail % COOP_RING] = deadline;
         s->q_tail++;
         coop_sys_st_rel(&t->state, COOP_TS_QUEUED);
       }
@@ -450,6 +573,8 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     }
     if (s->q_head == s->q_tail) coop__offer_forks(dev);
   }
+  if (s->nhelpers) coop__help_post(s, COOP_HELP_EXIT, 0u, 0u, 0u);
+  coop__help_wait(s);
   for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) coop_st_rel(&dev->w[pid].state, COOP_WS_EXIT);
   coop_sys_st_rel(&mb->sched_state, 2u);
 }

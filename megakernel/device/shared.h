@@ -19,7 +19,7 @@
 #include "dialect.h"
 #endif
 
-#define COOP_ABI 6u
+#define COOP_ABI 7u
 #define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
@@ -210,6 +210,21 @@ struct coop_sched {
   coop_u32 wpub[COOP_MAX_WG];     /* what wg_view last got, so only changes are written */
   coop_u32 view_pass;
   coop_u32 reaped; /* workers reaped, ever: compared with dev.returned */
+  /* A task's kernel, kind and size, copied from its record at intake with its
+   * deadline, indexed by slot: serving the queue reads no host memory. */
+  coop_u32 t_kid[COOP_RING];
+  coop_u32 t_flags[COOP_RING];
+  coop_u32 t_groups[COOP_RING];
+  /* Helper warps (scheduler.cl): thread 0 writes an order (op, slot, chan,
+   * n), zeroes help_done, then bumps help_gen (release); each helper
+   * acquires help_gen, carries out its share, and adds 1 to help_done
+   * (release), which thread 0 acquires before it uses the result or
+   * writes the next order. */
+  coop_atomic_u32 help_gen;
+  coop_atomic_u32 help_done;
+  coop_u32 help_op, help_slot, help_chan, help_n;
+  coop_u32 nhelpers;     /* helper threads; 0: thread 0 does it all */
+  coop_u32 help_pending; /* an order is out and not yet waited for */
 };
 
 struct coop_dev {
