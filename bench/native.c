@@ -111,7 +111,9 @@ static void usage(FILE *f) {
              "  --barriers         instead of the applications: a plain grid sync's cost\n"
              "                     (coop-bench-micro's barrier task compiled natively) at\n"
              "                     1, 2, 4, ... blocks up to the occupancy bound and at 2 x SMs,\n"
-             "                     local sizes 64 and 256 (--local-size: that one only)\n"
+             "                     local sizes 64 and 256 (--local-size: that one only);\n"
+             "                     then a no-op launch's round trip (launch -> the host sees\n"
+             "                     it done) at 1 block and the bound, --local-size threads\n"
              "  --compile-only     compile each selected app's native source with NVRTC for\n"
              "                     --arch and exit (no GPU needed, only libnvrtc and the\n"
              "                     toolkit's headers)\n"
@@ -774,6 +776,7 @@ int main(int argc, char **argv) {
     unsigned both[] = {64u, 256u}, one[] = {(unsigned)o.local};
     int given = o.local != 256; /* --local-size given: that one only */
     rc = native_barriers(&b.d, given ? one : both, given ? 1 : 2, csv);
+    if (!rc) rc = native_launch_trips(&b.d, (unsigned)o.local, csv);
     if (rc) fprintf(stderr, NB ": %s\n", b.d.err);
     fclose(csv);
     native_dev_close(&b.d);

@@ -101,6 +101,14 @@ int native_task_read(struct native_dev *d, struct native_task *nt, struct coop_a
 
 /* A plain grid sync's cost per shape (native_barrier.c): a table on stdout,
  * one CSV row per sample. 0, or 1 with the reason in d->err. */
+/* After one native_task_run: a launch of the same task again, the host
+ * spinning on cuStreamQuery until it is done; host ns, launch included. */
+int native_task_trip(struct native_dev *d, struct native_kernel *k, struct native_task *nt,
+                     double *ns);
+/* coop-bench-native --barriers: a plain launch's round trip (a no-op kernel,
+ * launch -> done seen by the host) at 1 block and the occupancy bound, the
+ * floor of coop-bench-micro's dispatch round trip. */
+int native_launch_trips(struct native_dev *d, unsigned local, FILE *csv);
 int native_barriers(struct native_dev *d, const unsigned *locals, int nlocals, FILE *csv);
 
 #endif /* COOP_BENCH_NATIVE_H */

@@ -144,3 +144,86 @@ int native_barriers(struct native_dev *d, const unsigned *locals, int nlocals, F
   }
   return 0;
 }
+
+/* ------------------------------------------- a plain launch's round trip */
+#define NT_TRIPS 200
+
+static const char src_nop[] =
+    "//@coop name=nnop kind=cooperative args=mode:u32,out:buf\n"
+    "struct nnop_state { coop_u32 unused; };\n"
+    "COOP_FN void nnop_init(struct coop_ctx *c, struct nnop_state *s) { (void)c; s->unused = 0u; "
+    "}\n"
+    "COOP_FN coop_u32 nnop_step(struct coop_ctx *c, struct nnop_state *s) {\n"
+    "  (void)s;\n"
+    "  coop_buf_u32 out = coop_arg_buf_u32(c, 1);\n"
+    "  if (coop_local_id_c(c) == 0u) coop_at(out, coop_group_id(c)) = 1u;\n"
+    "  return COOP_DONE;\n"
+    "}\n";
+
+static int nop_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
+                       struct coop_app_task *t) {
+  (void)in;
+  (void)o;
+  coop_app_task_buf(t, COOP_APP_OUT, (size_t)t->groups * sizeof(uint32_t));
+  t->out = 1;
+  return t->err;
+}
+
+static const struct coop_app nop_app = {
+    .name = "no-op",
+    .kernel = "nnop",
+    .source = src_nop,
+    .truth = "coop-bench-micro's no-op task",
+    .prepare = nop_prepare,
+};
+
+static int trips(struct native_dev *d, struct native_kernel *k, unsigned blocks, FILE *csv) {
+  double v[NT_TRIPS], ns = 0;
+  struct coop_app_task t;
+  struct coop_app_input in = {0};
+  struct coop_app_opts o = {.groups = blocks};
+  k->blocks = blocks;
+  if (coop_app_task_prepare(&t, &nop_app, &in, &o, blocks)) {
+    snprintf(d->err, sizeof d->err, "cannot prepare the no-op task");
+    return 1;
+  }
+  struct native_task nt;
+  unsigned fault = 0;
+  int r = native_task_open(d, &nt, &t);
+  if (!r) r = native_task_run(d, k, &nt, &ns); /* warm-up; the channel goes over once */
+  for (int i = 0; i < NT_TRIPS && !r; i++) {
+    r = native_task_trip(d, k, &nt, &v[i]);
+    if (!r && csv)
+      fprintf(csv, "plain_launch,round_trip,%u,%u,0,%d,%.0f\n", blocks, k->local, i, v[i]);
+  }
+  if (!r) r = native_task_read(d, &nt, &t, &fault);
+  const uint32_t *out = t.arg[1].host;
+  for (unsigned g = 0; g < blocks && !r; g++)
+    if (out[g] != 1u) {
+      snprintf(d->err, sizeof d->err, "no-op %u x %u: block %u did not run", blocks, k->local, g);
+      r = 1;
+    }
+  native_task_close(d, &nt);
+  coop_app_task_free(&t);
+  if (r) return r;
+  qsort(v, NT_TRIPS, sizeof *v, cmp_d);
+  printf("%-10u %6u %8d %10.0f %10.0f %10.0f %10.0f\n", blocks, k->local, NT_TRIPS, v[NT_TRIPS / 2],
+         v[NT_TRIPS / 10], v[NT_TRIPS * 9 / 10], v[NT_TRIPS - 1]);
+  return 0;
+}
+
+int native_launch_trips(struct native_dev *d, unsigned local, FILE *csv) {
+  printf(
+      "\nplain launch round trip: a no-op cooperative kernel, cuLaunchCooperativeKernel -> "
+      "cuStreamQuery done (the host spinning), %d launches, ns\n",
+      NT_TRIPS);
+  printf("%-10s %6s %8s %10s %10s %10s %10s\n", "blocks", "local", "n", "median", "p10", "p90",
+         "max");
+  struct native_kernel k;
+  if (native_kernel_open(d, &k, &nop_app, local, 0)) return 1;
+  unsigned bound = k.blocks;
+  int r = trips(d, &k, 1u, csv);
+  if (!r) r = trips(d, &k, bound, csv);
+  native_kernel_close(d, &k);
+  return r;
+}

@@ -625,6 +625,27 @@ int native_task_run(struct native_dev *d, struct native_kernel *k, struct native
   return 0;
 }
 
+int native_task_trip(struct native_dev *d, struct native_kernel *k, struct native_task *nt,
+                     double *ns) {
+  CUstream s = (CUstream)d->stream;
+  CUdeviceptr pc = (CUdeviceptr)nt->chan, pd = (CUdeviceptr)nt->dev, pa = (CUdeviceptr)nt->arena;
+  void *params[] = {&pc, &pd, &pa};
+  CK(d, api.cuCtxSetCurrent((CUcontext)d->ctx));
+  int64_t t0 = now_ns();
+  CK(d, api.cuLaunchCooperativeKernel((CUfunction)k->fn, k->blocks, 1, 1, k->local, 1, 1, 0, s,
+                                      params));
+  CUresult e;
+  while ((e = api.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
+    if (now_ns() - t0 > d->timeout_ns) {
+      snprintf(d->err, sizeof d->err, "native %s: a launch did not finish", k->app->name);
+      return 2;
+    }
+  }
+  if (e != CUDA_SUCCESS) return cu_fail(d->err, sizeof d->err, e, "the native kernel", __LINE__);
+  *ns = (double)(now_ns() - t0);
+  return 0;
+}
+
 int native_task_read(struct native_dev *d, struct native_task *nt, struct coop_app_task *t,
                      unsigned *fault) {
   if (t->nargs != nt->t->nargs) {

@@ -236,8 +236,7 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
   /* The scan stops once it has reaped all that had returned: a task of
    * one workgroup is reaped in one batch, not a walk over every worker
    * (which held the next task's intake ~100 us on the H100). */
-  for (coop_u32 base = 1u; base <= s->nworkers && s->reaped != returned;
-       base += COOP_REAP_BATCH) {
+  for (coop_u32 base = 1u; base <= s->nworkers && s->reaped != returned; base += COOP_REAP_BATCH) {
     coop_u32 ret = 0u; /* bit k: worker base + k has RETURNED */
     for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++)
       if (base + k <= s->nworkers && coop_ld_rlx(&dev->w[base + k].state) == COOP_WS_RETURNED)
