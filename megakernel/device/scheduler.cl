@@ -56,14 +56,21 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
  * reads the order, does its share (threads h, h + nhelpers, ...), and adds
  * 1 to help_done (release). Thread 0 acquires help_done == nhelpers before
  * it reads what helpers wrote or writes another order, so an order is
- * never rewritten while a helper reads it. COOP_HELP_RELEASE: the helper
+ * never rewritten while a helper reads it; while an order is out, thread
+ * 0 touches none of the state the order names. START: each free worker a
+ * helper finds takes a ticket (relaxed add on help_ticket) as its group id
+ * until g are given out: ids 0..g-1, each once, in no particular order of
+ * pids. REAP: a helper reaps the returned workers among its pids as the
+ * one-thread reap does, with atomic adds, min and max on the counters it
+ * shares with other helpers. RELEASE: the helper
  * issues a release fence after its acquire of help_gen, then relaxed
  * ASSIGNED stores; thread 0 wrote the channel and id map before its
  * release of help_gen, so a worker that acquires ASSIGNED sees them
  * (causality is transitive through the helper's acquire and release). */
-#define COOP_HELP_COPY 1u    /* args and lens of task help_slot -> channel help_chan */
+#define COOP_HELP_START 1u   /* task help_slot's arguments -> channel help_chan, and its id map */
 #define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
-#define COOP_HELP_EXIT 3u
+#define COOP_HELP_REAP 3u    /* reap every worker that has returned */
+#define COOP_HELP_EXIT 4u
 #define COOP_HELP_FIRST 32u /* helpers: local ids from here (warp 0 is thread 0's) */
 
 COOP_FN void coop__copy_payload(COOP_GLOBAL struct coop_chan *ch,
@@ -81,6 +88,49 @@ COOP_FN void coop__release_workers(COOP_GLOBAL struct coop_dev *dev,
                                    coop_u32 step) {
   for (; v < g; v += step) coop_st_rlx(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
 }
+
+#ifdef COOP_SCHED_HELPERS
+/* START's id map: free workers among pids 1 + h, 1 + h + step, ... */
+COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
+                             coop_u32 c, coop_u32 g, coop_u32 h, coop_u32 step) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step) {
+    if (s->wstat[pid] != COOP_SW_FREE) continue;
+    coop_u32 v = coop_fadd_rlx(&s->help_ticket, 1u);
+    if (v >= g) return;
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    w->chan = c;
+    w->vid = v;
+    w->forked = 0u;
+    w->gen = 0u;
+    ch->pid_of[v] = pid;
+    s->wstat[pid] = c;
+  }
+}
+
+/* REAP: the returned workers among pids 1 + h, 1 + h + step, ... */
+COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop_u32 step) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step) {
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    if (coop_ld_rlx(&w->state) != COOP_WS_RETURNED) continue;
+    coop_u32 c = s->wstat[pid];
+    if (c >= COOP_MAX_CHANNELS) continue; /* a fork not yet reconciled */
+    coop_fence_acq();                     /* acquires what the worker wrote before RETURNED */
+    coop_u64 ts = w->t_start, te = w->t_end;
+    coop_u32 why = w->reason;
+    coop_fmin(&s->chan_t_started[c], ts);
+    coop_fmax(&s->chan_t_finished[c], te);
+    if (why & COOP_WR_KILLED) coop_fadd_rlx(&s->chan_killed_reaped[c], 1u);
+    if (why & COOP_WR_LAST) coop_st_rlx(&s->chan_last[c], 1u);
+    s->wstat[pid] = COOP_SW_FREE;
+    coop_fadd_rlx(&s->nfree, 1u);
+    coop_fadd_rlx(&s->reaped, 1u);
+    coop_fadd_rlx(&s->chan_workers[c], ~0u); /* minus one */
+    coop_st_rlx(&w->state, COOP_WS_IDLE);
+  }
+}
+#endif
 
 /* Thread 0: wait until every helper has carried out the last order. */
 COOP_FN void coop__help_wait(COOP_GLOBAL struct coop_sched *s) {
@@ -132,7 +182,11 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
     seen = gen;
     coop_u32 op = s->help_op, n = s->nhelpers;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
-    if (op == COOP_HELP_COPY) coop__copy_payload(ch, &mb->tasks[s->help_slot], h, n);
+    if (op == COOP_HELP_START) {
+      coop__copy_payload(ch, &mb->tasks[s->help_slot], h, n);
+      coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
+    }
+    if (op == COOP_HELP_REAP) coop__reap_share(dev, h, n);
     if (op == COOP_HELP_RELEASE) {
       coop_fence_rel();
       coop__release_workers(dev, ch, h, s->help_n, n);
@@ -227,6 +281,16 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
    * next pass scans again. */
   coop_u32 returned = coop_ld_acq(&dev->returned);
   if (returned == s->reaped) return;
+  if (s->nhelpers && returned - s->reaped > COOP_REAP_BATCH) {
+    coop__help_post(s, COOP_HELP_REAP, 0u, 0u, 0u);
+    coop__help_wait(s);
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
+      if (s->chan_busy[c] && s->chan_last[c]) {
+        coop__reconcile_forks(dev, c);
+        if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+      }
+    return;
+  }
   /* Batches of COOP_REAP_BATCH: their states loaded together (in flight at
    * once; few, to keep registers and so occupancy), one acquire fence per
    * batch that has a RETURNED one, then each returned worker's results
@@ -283,10 +347,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
    * field (loading all into registers first took 32 more registers, which
    * halved the megakernel's occupancy at 256 threads: 527 to 263 workers
    * on the H100; issue 18). */
-  if (s->nhelpers)
-    coop__help_post(s, COOP_HELP_COPY, slot, c, 0u);
-  else
-    coop__copy_payload(ch, t, 0u, 1u);
+  if (!s->nhelpers) coop__copy_payload(ch, t, 0u, 1u);
   ch->kid = s->t_kid[slot];
   ch->flags = s->t_flags[slot];
   ch->n_max = s->t_groups[slot];
@@ -319,6 +380,15 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   t->status = COOP_TR_OK;
   coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
   /* The whole id map before any release: a resize reads it. */
+  if (s->nhelpers) {
+    coop_st_rlx(&s->help_ticket, 0u);
+    coop__help_post(s, COOP_HELP_START, slot, c, g);
+    coop__help_wait(s); /* the payload and the id map */
+    s->nfree -= g;
+    /* channel, payload and id map before: the helpers' release fences */
+    coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
+    return;
+  }
   coop_u32 v = 0u;
   for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
     if (s->wstat[pid] != COOP_SW_FREE) continue;
@@ -332,11 +402,6 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   }
   s->nfree -= g;
   /* channel, payload and id map before: one release fence for all g */
-  if (s->nhelpers) {
-    coop__help_wait(s); /* the payload */
-    coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
-    return;
-  }
   coop_fence_rel();
   coop__release_workers(dev, ch, 0u, g, 1u);
 }

@@ -222,6 +222,7 @@ struct coop_sched {
    * writes the next order. */
   coop_atomic_u32 help_gen;
   coop_atomic_u32 help_done;
+  coop_atomic_u32 help_ticket; /* START: group ids handed out */
   coop_u32 help_op, help_slot, help_chan, help_n;
   coop_u32 nhelpers;     /* helper threads; 0: thread 0 does it all */
   coop_u32 help_pending; /* an order is out and not yet waited for */
