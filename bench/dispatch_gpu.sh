@@ -3,7 +3,12 @@
 # dispatch legs, the round trip through coopd, a plain CUDA kernel beside an
 # idle coopd, and a graphics kernel beside bfs, before and after, one run.
 #
-#   bench/dispatch_gpu.sh tests|micro|side [OLD_DIR]
+#   bench/dispatch_gpu.sh tests|micro|side|legs [OLD_DIR]
+#
+# legs: the dispatch legs of coop-bench-micro, this build against
+# OLD_DIR/micro-$PREV (default PREV=prev: the commit before the change),
+# twice each, alternating, and a plain CUDA launch's round trip
+# (coop-bench-native --barriers) in the same run.
 #
 # Run from the repository root on the GPU machine with build-cuda built here
 # (cmake -DCOOP_CUDA=ON) and its shared libraries in .devlibs/, as
@@ -72,11 +77,27 @@ case $part in
     plain_alone idle-spinning; stop_coopd
     start_coopd "$old/coopd" "$old/kernels"; sleep 2; plain_alone idle-old; stop_coopd
     ;;
+  legs)
+    for i in 1 2; do
+      for v in new "${PREV:-prev}"; do
+        bin=$b/coop-bench-micro
+        [[ $v != new ]] && bin=$old/micro-$v
+        timeout 100 "$bin" --local-size 256 --reps 200 --rounds 20 --tasks 1 \
+          --csv "$out/legs-$v-$i.csv" >"$out/legs-$v-$i.txt" 2>&1
+        echo "== micro $v run $i rc=$?"
+        sed -n '/^Dispatch/,/^Barriers/p' "$out/legs-$v-$i.txt" | grep -E "K|->|error" | head -20
+      done
+    done
+    timeout 200 $b/coop-bench-native --barriers --local-size 256 \
+      --csv "$out/native-trip.csv" >"$out/native-trip.txt" 2>&1
+    echo "== native rc=$?"
+    sed -n '/^grid sync/,$p' "$out/native-trip.txt"
+    ;;
   side)
     s="--setups alone,long,process,stream,coop --window 2 --min-runs 3"
     timeout 170 $b/coop-bench-side $s --csv "$out/side-new.csv" >"$out/side-new.txt" 2>&1
     echo "side new rc=$?"
-    timeout 170 "$old/side-old" $s --csv "$out/side-old.csv" >"$out/side-old.txt" 2>&1
+    timeout 170 "$old/side-${PREV:-old}" $s --csv "$out/side-old.csv" >"$out/side-old.txt" 2>&1
     echo "side old rc=$?"
     timeout 200 $b/coop-bench-side $s --launch-groups 1088 \
       --csv "$out/side-full.csv" >"$out/side-full.txt" 2>&1
