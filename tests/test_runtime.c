@@ -420,7 +420,15 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
   /* 5% of 1.2 s: finished lands some 60 ms after the host saw it */
   ck_assert_msg(ti.t_finished > t1 + 20000000, "the bent fit gave finished %+lld ns after the wait",
                 (long long)(ti.t_finished - t1));
-  ck_assert_int_eq(coop_rt_refit(f.rt), 1); /* drift seen */
+  /* drift seen; a refit whose 9 pings all went unanswered for 20 ms (a
+   * loaded CI machine, PoCL's threads descheduled) changes nothing and
+   * returns 0: tried again, the once-a-second limit lifted */
+  int drift = 0;
+  for (int i = 0; i < 10 && !drift; i++) {
+    f.rt->fit_at = 0;
+    drift = coop_rt_refit(f.rt);
+  }
+  ck_assert_int_eq(drift, 1);
   /* at least half the bend undone: the first fit, made in 50 ms, may
    * itself be a little off on a loaded machine */
   double err = (f.rt->tick_ns - good) / good;
@@ -435,7 +443,7 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
                 (long long)(ti.t_released - t0), (long long)(ti.t_finished - t0),
                 (long long)(t1 - t0));
   ck_assert_int_eq(coop_rt_refit(f.rt), 0); /* at most once a second */
-  ck_assert_uint_eq(f.rt->fits, 2);
+  ck_assert_uint_eq(f.rt->fits, 2); /* the launch's, and the one refit that took */
   ck_assert_int_eq(coop_rt_task_release(f.rt, id), 0);
   coop_rt_free(f.rt, o);
   fx_close(&f);

@@ -76,6 +76,12 @@ typedef atomic_uint coop_atomic_u32;
 #define coop_u2f(u) as_float((coop_u32)(u))
 #define coop_f2u(f) as_uint((float)(f))
 #define coop_sys_ld_acq(p) atomic_load_explicit((p), memory_order_acquire, COOP__SYS_SCOPE)
+/* Relaxed system-scope loads then one coop_sys_fence_acq(): an acquire
+ * load holds back every later load until it is done, so host words read
+ * each with acquire cost one bus round trip apiece. */
+#define coop_sys_ld_rlx(p) atomic_load_explicit((p), memory_order_relaxed, COOP__SYS_SCOPE)
+#define coop_sys_fence_acq() \
+  atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, COOP__SYS_SCOPE)
 #define coop_sys_st_rel(p, v) atomic_store_explicit((p), (v), memory_order_release, COOP__SYS_SCOPE)
 #define coop_sys_st_rlx(p, v) atomic_store_explicit((p), (v), memory_order_relaxed, COOP__SYS_SCOPE)
 #define coop_sys_fadd(p, v) \
@@ -150,6 +156,8 @@ typedef unsigned int coop_atomic_u32;
 #define coop_u2f(u) __uint_as_float((coop_u32)(u))
 #define coop_f2u(f) __float_as_uint((float)(f))
 #define coop_sys_ld_acq(p) __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
+#define coop_sys_ld_rlx(p) __nv_atomic_load_n((p), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM)
+#define coop_sys_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_st_rel(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_fadd(p, v) \

@@ -71,7 +71,8 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
 #define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
 #define COOP_HELP_REAP 3u    /* reap every worker that has returned */
 #define COOP_HELP_EXIT 4u
-#define COOP_HELP_FIRST 32u /* helpers: local ids from here (warp 0 is thread 0's) */
+#define COOP_HELP_MIN_RELEASE 8u /* fewer workers: thread 0 releases them itself */
+#define COOP_HELP_FIRST 32u      /* helpers: local ids from here (warp 0 is thread 0's) */
 
 COOP_FN void coop__copy_payload(COOP_GLOBAL struct coop_chan *ch,
                                 COOP_GLOBAL struct coop_task_rec *t, coop_u32 i, coop_u32 step) {
@@ -385,8 +386,14 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     coop__help_post(s, COOP_HELP_START, slot, c, g);
     coop__help_wait(s); /* the payload and the id map */
     s->nfree -= g;
-    /* channel, payload and id map before: the helpers' release fences */
-    coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
+    /* channel, payload and id map before: the helpers' release fences, or
+     * for a few workers this thread's (one order less to wait for) */
+    if (g > COOP_HELP_MIN_RELEASE) {
+      coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
+      return;
+    }
+    coop_fence_rel();
+    coop__release_workers(dev, ch, 0u, g, 1u);
     return;
   }
   coop_u32 v = 0u;
@@ -539,7 +546,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop__edf_head(s);
   coop_u32 slot = s->queue[s->q_head % COOP_RING];
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
-  if (coop_sys_ld_acq(&t->cancel) != 0u) {
+  if (coop_sys_ld_rlx(&t->cancel) != 0u) {
     s->q_head++;
     coop__finish_task(mb, slot, COOP_TS_CANCELLED);
     return 1u;
@@ -579,15 +586,19 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   coop_sys_st_rel(&mb->participants, participants);
   coop_sys_st_rel(&mb->sched_state, 1u);
   for (;;) {
-    coop_u32 p = coop_sys_ld_acq(&mb->ping);
+    /* The host's three words in flight together, then one acquire (pairs
+     * with the host's release stores of each): one bus round trip a pass
+     * instead of three. */
+    coop_u32 p = coop_sys_ld_rlx(&mb->ping), down = coop_sys_ld_rlx(&mb->shutdown);
+    coop_u32 head = coop_sys_ld_rlx(&mb->sub_head);
+    coop_sys_fence_acq();
     if (p != last_ping) {
       mb->pong_clock = coop_clock();
       coop_sys_st_rel(&mb->pong, p);
       last_ping = p;
     }
-    if (!stopping && coop_sys_ld_acq(&mb->shutdown) != 0u) stopping = 1u;
+    if (!stopping && down != 0u) stopping = 1u;
 
-    coop_u32 head = coop_sys_ld_acq(&mb->sub_head);
     while (s->sub_tail != head) {
       coop_u32 slot = mb->ring[s->sub_tail % COOP_RING];
       s->sub_tail++;
@@ -618,7 +629,9 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
       if (!s->chan_busy[c]) continue;
       COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-      if ((stopping || coop_sys_ld_acq(&coop__task(mb, ch->task)->cancel) != 0u) &&
+      /* relaxed: the flag carries no data, and an acquire would hold
+       * back the next channel's load */
+      if ((stopping || coop_sys_ld_rlx(&coop__task(mb, ch->task)->cancel) != 0u) &&
           coop_ld_rlx(&ch->cancel) == 0u)
         coop_st_rel(&ch->cancel, 1u);
     }
