@@ -1,12 +1,14 @@
 /*
  * scheduler.cl: the scheduler workgroup (004 Sec. 4.2): thread 0 decides,
  * and on CUDA the threads past its first warp carry out the wide parts of a
- * start (see "Helper warps").
+ * start and of a large reap (see "Helper warps").
  *
  * It is the only workgroup that reads host memory (the mailbox) in a loop.
  * One pass of its loop:
- *   1. answer a clock ping; note a shutdown request;
- *   2. take new tasks from the submit ring (acquire on sub_head);
+ *   1. read ping, shutdown and sub_head (relaxed, then one acquire fence);
+ *      answer a clock ping; note a shutdown request;
+ *   2. take new tasks from the submit ring; each record's kernel, flags,
+ *      size and deadline are copied to scheduler memory (sched.t_*);
  *   3. reconcile forks: reserved workers a kernel has forked become busy;
  *   4. reap workers that returned (acquire on their state): a finished
  *      kernel's task record is completed (results, then state release);
@@ -15,7 +17,9 @@
  *      else take back reservations and ask cooperative kernels to surrender
  *      workgroups (want_kill, under the channel lock);
  *   7. with nothing waiting, offer free workers to cooperative kernels below
- *      their N (reserve them for the next request_fork or resizing barrier).
+ *      their N (reserve them for the next request_fork or resizing barrier);
+ *   8. refresh a slice of the live view (last, so that a task taken in at
+ *      step 2 is started first).
  * Worker status lives in sched.wstat: FREE, RESERVED|chan, or chan (busy).
  */
 
@@ -625,7 +629,6 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
       if (s->chan_busy[c]) coop__reconcile_forks(dev, c);
     coop__reap(mb, dev);
-    coop__publish_view(mb, dev);
     for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
       if (!s->chan_busy[c]) continue;
       COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
@@ -649,6 +652,9 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     while (coop__serve_head(mb, dev)) {
     }
     if (s->q_head == s->q_tail) coop__offer_forks(dev);
+    /* last: a task taken in at the top is started before the view's loads
+     * (some 4 us of the H100's 12 from intake to gather) */
+    coop__publish_view(mb, dev);
   }
   if (s->nhelpers) coop__help_post(s, COOP_HELP_EXIT, 0u, 0u, 0u);
   coop__help_wait(s);
