@@ -1,6 +1,6 @@
 /*
  * side_cuda.c: the plain CUDA side of coop-bench-side: the matmul of
- * megakernel/apps/matmul.cl compiled on its own with NVRTC, launched on a
+ * kernels/apps/matmul.cl compiled on its own with NVRTC, launched on a
  * stream of the device's primary context, and the matmul's inputs, CPU
  * reference and check.
  *
@@ -11,9 +11,9 @@
  * coop_local_size_c, coop_arg_u32, coop_arg_buf) read the hardware's block
  * and thread ids and the kernel's parameters, then matmul.cl
  * (coop_app_src_matmul_cl), then an entry point that fills the context and
- * calls matmul(). The NVRTC options are megakernel/cuda.c's.
+ * calls matmul(). The NVRTC options are runtime/backends/cuda.c's.
  *
- * The driver and NVRTC are opened with dlopen, as megakernel/cuda.c does,
+ * The driver and NVRTC are opened with dlopen, as runtime/backends/cuda.c does,
  * so that the binary runs --help and --compile-only where no driver is.
  */
 #include <cuda.h>
@@ -142,7 +142,7 @@ int side_mm_compare(const float *c, const float *ref, uint32_t n, char *why, siz
 /* ----------------------------------------------------------- source */
 
 static const char shim[] =
-    "/* coop-bench-side: megakernel/apps/matmul.cl as a plain kernel. A coop_ctx\n"
+    "/* coop-bench-side: kernels/apps/matmul.cl as a plain kernel. A coop_ctx\n"
     " * of its own instead of api.h's: the hardware's ids and the parameters. */\n"
     "struct coop_ctx { coop_u64 args[5], lens[5]; coop_u32 vid, ngroups, lid, lsize; };\n"
     "COOP_FN coop_u32 coop_group_id(const struct coop_ctx *c) { return c->vid; }\n"
