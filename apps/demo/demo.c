@@ -12,22 +12,9 @@
 #include <time.h>
 
 #include "coop_rt.h"
-#include "sweep_kernel.h"
 
-/* Non-cooperative, graphics-like: C = A x B, rows split over K workgroups. */
-static const char *render_src =
-    "void render(struct coop_ctx *c) {\n"
-    "  COOP_GLOBAL const float *a = (COOP_GLOBAL const float *)coop_arg_buf(c, 0);\n"
-    "  COOP_GLOBAL const float *b = (COOP_GLOBAL const float *)coop_arg_buf(c, 1);\n"
-    "  COOP_GLOBAL float *o = (COOP_GLOBAL float *)coop_arg_buf(c, 2);\n"
-    "  coop_u32 n = coop_arg_u32(c, 3);\n"
-    "  for (coop_u32 r = coop_group_id(c); r < n; r += coop_num_groups(c))\n"
-    "    for (coop_u32 j = coop_local_id_c(c); j < n; j += coop_local_size_c(c)) {\n"
-    "      float acc = 0.0f;\n"
-    "      for (coop_u32 k = 0; k < n; k++) acc += a[r * n + k] * b[k * n + j];\n"
-    "      o[r * n + j] = acc;\n"
-    "    }\n"
-    "}\n";
+/* kernels/demo/stopsweep.cl and render.cl, embedded by apps/demo/CMakeLists.txt */
+extern const char coop_demo_src_stopsweep_cl[], coop_demo_src_render_cl[];
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -98,8 +85,8 @@ int main(int argc, char **argv) {
   o.backend = getenv("COOP_BACKEND");
   o.local_size = 16;
   int r = coop_rt_open(&rt, &o);
-  int ksweep = r ? r : coop_rt_add_kernel(rt, "stopsweep", 1, coop_stopsweep_src);
-  int krender = ksweep < 0 ? ksweep : coop_rt_add_kernel(rt, "render", 0, render_src);
+  int ksweep = r ? r : coop_rt_add_kernel(rt, "stopsweep", 1, coop_demo_src_stopsweep_cl);
+  int krender = ksweep < 0 ? ksweep : coop_rt_add_kernel(rt, "render", 0, coop_demo_src_render_cl);
   r = krender < 0 ? krender : coop_rt_launch(rt);
   if (r) {
     fprintf(stderr, "coop-demo: %s\n%s\n", coop_strerror(r), coop_rt_errmsg(rt));
