@@ -29,100 +29,14 @@
  * thread), never two at once (backend.h).
  *
  * The driver (libcuda.so.1) and NVRTC are opened with dlopen at the first
- * open, not linked: a build with the toolkit must still run, and pass every
- * other test, on a machine without an NVIDIA driver (CI), and NVRTC's soname
- * changes with each toolkit. The toolkit's headers give the prototypes.
- * COOP_NVRTC names the library to try first.
+ * open, not linked (cuda_loader.h says why).
  */
-#include <cuda.h>
-#include <dlfcn.h>
-#include <nvrtc.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_loader.h"
 #include "rt_internal.h"
-
-/* The entry points, resolved by name: cuda.h maps some names to versioned
- * symbols (cuMemAlloc -> cuMemAlloc_v2), which the macro expansion in both
- * the member names and the dlsym strings follows. */
-// clang-format off
-#define COOP__CU_FNS(X) \
-  X(cuInit) \
-  X(cuDeviceGetCount) \
-  X(cuDeviceGet) \
-  X(cuDeviceGetName) \
-  X(cuDeviceGetAttribute) \
-  X(cuDevicePrimaryCtxRetain) \
-  X(cuDevicePrimaryCtxRelease) \
-  X(cuCtxSetCurrent) \
-  X(cuStreamCreate) \
-  X(cuStreamDestroy) \
-  X(cuStreamSynchronize) \
-  X(cuMemHostAlloc) \
-  X(cuMemFreeHost) \
-  X(cuMemAllocManaged) \
-  X(cuMemAlloc) \
-  X(cuMemFree) \
-  X(cuMemsetD8) \
-  X(cuMemcpyHtoD) \
-  X(cuMemcpyDtoH) \
-  X(cuModuleLoadData) \
-  X(cuModuleUnload) \
-  X(cuModuleGetFunction) \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-  X(cuFuncGetAttribute) \
-  X(cuLaunchKernel) \
-  X(cuGetErrorString)
-#define COOP__NVRTC_FNS(X) \
-  X(nvrtcCreateProgram) \
-  X(nvrtcCompileProgram) \
-  X(nvrtcGetProgramLogSize) \
-  X(nvrtcGetProgramLog) \
-  X(nvrtcGetCUBINSize) \
-  X(nvrtcGetCUBIN) \
-  X(nvrtcDestroyProgram) \
-  X(nvrtcGetErrorString)
-// clang-format on
-#define COOP__STR(x) #x
-#define COOP__XSTR(x) COOP__STR(x)
-#define COOP__MEMBER(f) __typeof__(&f) f;
-
-static struct {
-  COOP__CU_FNS(COOP__MEMBER)
-  COOP__NVRTC_FNS(COOP__MEMBER)
-} api;
-static pthread_once_t api_once = PTHREAD_ONCE_INIT;
-static char api_err[512];
-
-static int resolve(void *h, const char *name, void **slot) {
-  *slot = h ? dlsym(h, name) : NULL;
-  if (!*slot && !api_err[0]) snprintf(api_err, sizeof api_err, "symbol %s not found", name);
-  return *slot != NULL;
-}
-
-static void api_load(void) {
-  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!cu) {
-    snprintf(api_err, sizeof api_err, "no NVIDIA driver library (libcuda.so.1): %s", dlerror());
-    return;
-  }
-  const char *tries[] = {getenv("COOP_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                         "libnvrtc.so.11.2"};
-  void *nv = NULL;
-  for (size_t i = 0; i < sizeof tries / sizeof tries[0] && !nv; i++)
-    if (tries[i]) nv = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
-  if (!nv) {
-    snprintf(api_err, sizeof api_err,
-             "no NVRTC library (libnvrtc.so*; set COOP_NVRTC to its path): %s", dlerror());
-    return;
-  }
-#define COOP__RESOLVE_CU(f) resolve(cu, COOP__XSTR(f), (void **)&api.f);
-#define COOP__RESOLVE_NV(f) resolve(nv, COOP__XSTR(f), (void **)&api.f);
-  COOP__CU_FNS(COOP__RESOLVE_CU)
-  COOP__NVRTC_FNS(COOP__RESOLVE_NV)
-}
 
 struct cu_be {
   CUdevice dev;
@@ -138,7 +52,7 @@ struct cu_be {
 
 static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
   const char *s = NULL;
-  if (api.cuGetErrorString) api.cuGetErrorString(e, &s);
+  if (coop__cu.cuGetErrorString) coop__cu.cuGetErrorString(e, &s);
   coop__rt_msg(rt, "%s failed: CUDA error %d (%s) (cuda.c:%d)", what, (int)e, s ? s : "?", line);
   return e == CUDA_ERROR_OUT_OF_MEMORY ? COOP_ENOMEM : COOP_ECL;
 }
@@ -151,7 +65,7 @@ static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
 
 static int attr(CUdevice d, CUdevice_attribute a) {
   int v = 0;
-  api.cuDeviceGetAttribute(&v, a, d);
+  coop__cu.cuDeviceGetAttribute(&v, a, d);
   return v;
 }
 
@@ -159,22 +73,23 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
   struct cu_be *b = calloc(1, sizeof *b);
   if (!b) return COOP_ENOMEM;
   rt->be = b;
-  pthread_once(&api_once, api_load);
-  if (api_err[0]) {
-    coop__rt_msg(rt, "CUDA backend unavailable: %s", api_err);
+  const char *why = coop__cuda_driver(0);
+  if (!why) why = coop__cuda_nvrtc();
+  if (why) {
+    coop__rt_msg(rt, "CUDA backend unavailable: %s", why);
     return COOP_ENODEV;
   }
-  CUresult e = api.cuInit(0);
+  CUresult e = coop__cu.cuInit(0);
   if (e != CUDA_SUCCESS) {
     cu_fail(rt, e, "cuInit (is the NVIDIA driver loaded?)", __LINE__);
     return COOP_ENODEV;
   }
   int n = 0;
-  CU_CHECK(rt, api.cuDeviceGetCount(&n));
+  CU_CHECK(rt, coop__cu.cuDeviceGetCount(&n));
   for (int i = 0; i < n; i++) {
     CUdevice d;
-    CU_CHECK(rt, api.cuDeviceGet(&d, i));
-    CU_CHECK(rt, api.cuDeviceGetName(rt->device_name, (int)sizeof rt->device_name, d));
+    CU_CHECK(rt, coop__cu.cuDeviceGet(&d, i));
+    CU_CHECK(rt, coop__cu.cuDeviceGetName(rt->device_name, (int)sizeof rt->device_name, d));
     if (o->device_index >= 0 && o->device_index != i) continue;
     if (o->device && !strstr(rt->device_name, o->device)) continue;
     if (!attr(d, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) ||
@@ -198,9 +113,9 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
       return COOP_ENODEV;
     }
     rt->compute_units = (unsigned)attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-    CU_CHECK(rt, api.cuDevicePrimaryCtxRetain(&b->ctx, d));
-    CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
-    CU_CHECK(rt, api.cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+    CU_CHECK(rt, coop__cu.cuDevicePrimaryCtxRetain(&b->ctx, d));
+    CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+    CU_CHECK(rt, coop__cu.cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
     return 0;
   }
   coop__rt_msg(rt, "no CUDA device matches device %s/%d (%d found)", o->device ? o->device : "*",
@@ -211,8 +126,8 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
 static void *cu_alloc_shared(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
   void *p = NULL;
-  if (api.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
-      api.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+  if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      coop__cu.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
           CUDA_SUCCESS)
     return NULL;
   memset(p, 0, bytes);
@@ -222,16 +137,16 @@ static void *cu_alloc_shared(struct coop_rt *rt, size_t bytes) {
 static void cu_free_shared(struct coop_rt *rt, void *p) {
   struct cu_be *b = rt->be;
   if (!p) return;
-  api.cuCtxSetCurrent(b->ctx);
-  api.cuMemFreeHost(p);
+  coop__cu.cuCtxSetCurrent(b->ctx);
+  coop__cu.cuMemFreeHost(p);
 }
 
 static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
   if (!b->concurrent_managed) return cu_alloc_shared(rt, bytes); /* host memory: slow but right */
   CUdeviceptr p = 0;
-  if (api.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
-      api.cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
+  if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      coop__cu.cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
     return NULL;
   memset((void *)(uintptr_t)p, 0, bytes);
   return (void *)(uintptr_t)p;
@@ -241,18 +156,18 @@ static void cu_free_arena(struct coop_rt *rt, void *p) {
   struct cu_be *b = rt->be;
   if (!p) return;
   if (!b->concurrent_managed) return cu_free_shared(rt, p);
-  api.cuCtxSetCurrent(b->ctx);
-  api.cuMemFree((CUdeviceptr)(uintptr_t)p);
+  coop__cu.cuCtxSetCurrent(b->ctx);
+  coop__cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
 }
 
 static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
-  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
-  if (!b->devmem) CU_CHECK(rt, api.cuMemAlloc(&b->devmem, bytes)); /* else a relaunch: reuse */
-  CU_CHECK(rt, api.cuMemsetD8(b->devmem, 0, bytes));
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (!b->devmem) CU_CHECK(rt, coop__cu.cuMemAlloc(&b->devmem, bytes)); /* else a relaunch: reuse */
+  CU_CHECK(rt, coop__cu.cuMemsetD8(b->devmem, 0, bytes));
   unsigned one = 1; /* discovery starts with the poll open */
-  CU_CHECK(rt,
-           api.cuMemcpyHtoD(b->devmem + offsetof(struct coop_dev, disc_open), &one, sizeof one));
+  CU_CHECK(rt, coop__cu.cuMemcpyHtoD(b->devmem + offsetof(struct coop_dev, disc_open), &one,
+                                     sizeof one));
   return 0;
 }
 
@@ -262,47 +177,48 @@ static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
  * kernel to end. Racy by nature: diagnostics only. */
 static int cu_read_dev(struct coop_rt *rt, void *dst, size_t bytes) {
   struct cu_be *b = rt->be;
-  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
-  CU_CHECK(rt, api.cuMemcpyDtoH(dst, b->devmem, bytes));
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuMemcpyDtoH(dst, b->devmem, bytes));
   return 0;
 }
 
 static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
   struct cu_be *b = rt->be;
   (void)options; /* OpenCL's; NVRTC gets its own */
-  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   nvrtcProgram prog;
-  if (api.nvrtcCreateProgram(&prog, src, "coop_megakernel.cu", 0, NULL, NULL) != NVRTC_SUCCESS) {
+  if (coop__cu.nvrtcCreateProgram(&prog, src, "coop_megakernel.cu", 0, NULL, NULL) !=
+      NVRTC_SUCCESS) {
     coop__rt_msg(rt, "nvrtcCreateProgram failed");
     return COOP_ENOMEM;
   }
   char arch[48];
   snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", b->cc_major, b->cc_minor);
   const char *opts[] = {arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
-  nvrtcResult r = api.nvrtcCompileProgram(prog, 4, opts);
+  nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, 4, opts);
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
-    api.nvrtcGetProgramLogSize(prog, &n);
+    coop__cu.nvrtcGetProgramLogSize(prog, &n);
     char *log = malloc(n + 1);
     if (log) {
-      api.nvrtcGetProgramLog(prog, log);
+      coop__cu.nvrtcGetProgramLog(prog, log);
       log[n] = 0;
     }
-    coop__rt_msg(rt, "megakernel build failed (%s). Compiler log:\n%s", api.nvrtcGetErrorString(r),
-                 log ? log : "(unavailable)");
+    coop__rt_msg(rt, "megakernel build failed (%s). Compiler log:\n%s",
+                 coop__cu.nvrtcGetErrorString(r), log ? log : "(unavailable)");
     free(log);
-    api.nvrtcDestroyProgram(&prog);
+    coop__cu.nvrtcDestroyProgram(&prog);
     return COOP_EBUILD;
   }
   size_t n = 0;
-  api.nvrtcGetCUBINSize(prog, &n);
+  coop__cu.nvrtcGetCUBINSize(prog, &n);
   char *cubin = malloc(n ? n : 1);
   if (!cubin) {
-    api.nvrtcDestroyProgram(&prog);
+    coop__cu.nvrtcDestroyProgram(&prog);
     return COOP_ENOMEM;
   }
-  api.nvrtcGetCUBIN(prog, cubin);
-  api.nvrtcDestroyProgram(&prog);
+  coop__cu.nvrtcGetCUBIN(prog, cubin);
+  coop__cu.nvrtcDestroyProgram(&prog);
   free(b->cubin);
   b->cubin = cubin;
   return 0;
@@ -319,11 +235,11 @@ static int cu_load(struct coop_rt *rt) {
     coop__rt_msg(rt, "megakernel not built");
     return COOP_ESTATE;
   }
-  CUresult e = api.cuModuleLoadData(&b->module, b->cubin);
+  CUresult e = coop__cu.cuModuleLoadData(&b->module, b->cubin);
   free(b->cubin);
   b->cubin = NULL;
   if (e != CUDA_SUCCESS) return cu_fail(rt, e, "cuModuleLoadData", __LINE__);
-  CU_CHECK(rt, api.cuModuleGetFunction(&b->fn, b->module, "coop_megakernel"));
+  CU_CHECK(rt, coop__cu.cuModuleGetFunction(&b->fn, b->module, "coop_megakernel"));
   return 0;
 }
 
@@ -336,13 +252,14 @@ static int cu_load(struct coop_rt *rt) {
 static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *groups, char *why,
                         size_t len) {
   struct cu_be *b = rt->be;
-  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   int r = cu_load(rt);
   if (r) return r;
   int per_sm = 0, regs = 0, smem = 0;
-  CU_CHECK(rt, api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0));
-  api.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
-  api.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, b->fn);
+  CU_CHECK(
+      rt, coop__cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0));
+  coop__cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
+  coop__cu.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, b->fn);
   unsigned warps = (local_size + 31u) / 32u;
   unsigned reg_unit = ((unsigned)regs * 32u + 255u) / 256u * 256u;
   unsigned lim_threads =
@@ -371,13 +288,13 @@ static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *group
 
 static int cu_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
   struct cu_be *b = rt->be;
-  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   int r = cu_load(rt);
   if (r) return r;
   CUdeviceptr mb = (CUdeviceptr)(uintptr_t)rt->mb, arena = (CUdeviceptr)(uintptr_t)rt->arena;
   void *params[] = {&mb, &b->devmem, &arena};
-  CU_CHECK(rt,
-           api.cuLaunchKernel(b->fn, groups, 1, 1, local_size, 1, 1, 0, b->stream, params, NULL));
+  CU_CHECK(rt, coop__cu.cuLaunchKernel(b->fn, groups, 1, 1, local_size, 1, 1, 0, b->stream, params,
+                                       NULL));
   b->launched = 1;
   return 0;
 }
@@ -385,9 +302,9 @@ static int cu_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
 static int cu_wait_exit(struct coop_rt *rt) {
   struct cu_be *b = rt->be;
   if (!b->launched) return 0;
-  CU_CHECK(rt, api.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   b->launched = 0;
-  CU_CHECK(rt, api.cuStreamSynchronize(b->stream));
+  CU_CHECK(rt, coop__cu.cuStreamSynchronize(b->stream));
   return 0;
 }
 
@@ -396,11 +313,11 @@ static void cu_close(struct coop_rt *rt) {
   if (!b) return;
   free(b->cubin);
   if (b->ctx) {
-    api.cuCtxSetCurrent(b->ctx);
-    if (b->module) api.cuModuleUnload(b->module);
-    if (b->devmem) api.cuMemFree(b->devmem);
-    if (b->stream) api.cuStreamDestroy(b->stream);
-    api.cuDevicePrimaryCtxRelease(b->dev);
+    coop__cu.cuCtxSetCurrent(b->ctx);
+    if (b->module) coop__cu.cuModuleUnload(b->module);
+    if (b->devmem) coop__cu.cuMemFree(b->devmem);
+    if (b->stream) coop__cu.cuStreamDestroy(b->stream);
+    coop__cu.cuDevicePrimaryCtxRelease(b->dev);
   }
   free(b);
   rt->be = NULL;
