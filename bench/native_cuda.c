@@ -4,7 +4,7 @@
  * its task in device memory, cooperative launches timed with events.
  *
  * The source is the megakernel's own files, unchanged: the runtime's
- * embedded dialect.h, shared.h and coop__cu.h (coop__src_*), then a native
+ * embedded dialect.h, shared.h and api.h (coop__src_*), then a native
  * prelude for what the apps call of primitives.cl and barrier.cl (the
  * queue mutex of taskqueue.cl and coop_global_barrier, the latter a
  * cooperative_groups grid sync), the runtime's taskqueue.cl, the app's

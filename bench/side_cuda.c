@@ -6,7 +6,7 @@
  *
  * The same source as the coop task, unchanged: the runtime's embedded
  * dialect.h (coop__src_dialect_h, the portability header every device file
- * is written against), then, instead of coop__cu.h, a coop_ctx of its own whose
+ * is written against), then, instead of api.h, a coop_ctx of its own whose
  * accessors (coop_group_id, coop_num_groups, coop_local_id_c,
  * coop_local_size_c, coop_arg_u32, coop_arg_buf) read the hardware's block
  * and thread ids and the kernel's parameters, then matmul.cl
@@ -58,7 +58,7 @@ int side_mm_compare(const float *c, const float *ref, uint32_t n, char *why, siz
 
 static const char shim[] =
     "/* coop-bench-side: kernels/apps/matmul.cl as a plain kernel. A coop_ctx\n"
-    " * of its own instead of coop__cu.h's: the hardware's ids and the parameters. */\n"
+    " * of its own instead of api.h's: the hardware's ids and the parameters. */\n"
     "struct coop_ctx { coop_u64 args[5], lens[5]; coop_u32 vid, ngroups, lid, lsize; };\n"
     "COOP_FN coop_u32 coop_group_id(const struct coop_ctx *c) { return c->vid; }\n"
     "COOP_FN coop_u32 coop_num_groups(const struct coop_ctx *c) { return c->ngroups; }\n"
@@ -70,7 +70,7 @@ static const char shim[] =
     "COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {\n"
     "  return (COOP_GLOBAL void *)c->args[i];\n"
     "}\n"
-    "/* coop__cu.h's bounds-checked float view, with the same check (so both forms\n"
+    "/* api.h's bounds-checked float view, with the same check (so both forms\n"
     " * do the same work); an index outside goes to a sink, as there. */\n"
     "__device__ float coop__side_sink[16];\n"
     "typedef struct { COOP_GLOBAL float *p; coop_u64 n; } coop_buf_f32;\n"
