@@ -1,3 +1,4 @@
+//@needs dialect.h shared.h
 /*
  * api.h: what a kernel written for coop sees (see docs/kernels.md).
  *

@@ -1,3 +1,4 @@
+//@needs primitives.cl
 /*
  * barrier.cl: global_barrier and the two resizing barriers of 004 Sec. 4.2.
  *

@@ -1,3 +1,4 @@
+//@needs shared.h primitives.cl
 /*
  * discovery.cl: the occupancy discovery protocol (thesis 000, Sec. 3.4).
  *

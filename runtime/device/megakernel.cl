@@ -1,3 +1,4 @@
+//@needs discovery.cl scheduler.cl worker.cl
 /*
  * megakernel.cl: the entry point (004 Sec. 4.1). Every hardware workgroup
  * runs discovery; non-participants leave at once; participant 0 becomes the

@@ -1,3 +1,4 @@
+//@needs api.h
 /*
  * primitives.cl: offer_kill and request_fork (004 Sec. 3.1, Appendix A).
  *

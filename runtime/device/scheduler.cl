@@ -1,3 +1,4 @@
+//@needs primitives.cl registered.cl
 /*
  * scheduler.cl: the scheduler workgroup (004 Sec. 4.2), thread 0 only.
  *

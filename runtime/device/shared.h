@@ -1,3 +1,4 @@
+//@needs dialect.h
 /*
  * shared.h: every structure that the host and the megakernel both read.
  *

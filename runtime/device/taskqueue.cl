@@ -1,3 +1,4 @@
+//@needs primitives.cl
 /*
  * taskqueue.cl: per-workgroup task queues guarded by mutexes, for
  * work-stealing cooperative kernels (004 Sec. 3.2, Table 1: octree, game).

@@ -1,3 +1,4 @@
+//@needs registered.cl
 /*
  * worker.cl: a worker workgroup waits for an assignment, runs it, reports.
  *
