@@ -29,6 +29,9 @@ struct coop__backend_ops {
   /* Device memory for the scheduler context, zeroed; one per runtime. A
    * second call (a relaunch after parking) zeroes the same memory again. */
   int (*alloc_dev)(struct coop_rt *rt, size_t bytes);
+  /* Copy bytes from the host into that memory at offset, before a launch
+   * (what the runtime's device state does not start at zero with). */
+  int (*write_dev)(struct coop_rt *rt, size_t offset, const void *src, size_t bytes);
   /* Optional: copy the device memory while the megakernel runs (diagnostics,
    * coop_rt_dump). NULL where the device API cannot (OpenCL's in-order
    * queue would wait for the megakernel). */

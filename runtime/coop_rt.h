@@ -144,7 +144,7 @@ struct coop_rt_task_info {
    * runs, t_released, t_gathered and gather_ns are set; the rest (and 0
    * fields) once final. */
   int64_t t_submitted, t_released, t_gathered, t_started, t_finished;
-  int64_t gather_ns; /* gathered - released, both device clock */
+  int64_t gather_ns; /* gathered - released, both device clock (runtime.c gather_ns) */
   unsigned m_initial, m_min, m_max, kills, forks, resizes;
   /* Once final: 0, or which view accessed out of bounds (the kernel was
    * kept inside its buffers; the result is not to be trusted): argument

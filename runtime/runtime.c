@@ -216,6 +216,19 @@ int coop_rt_kernel_index(const coop_rt *rt, const char *name) {
 
 /* Discovery, host half: close the poll once the count stopped growing for
  * the window (thesis 000 Sec. 3.6.4: CPU runtimes need this pause). */
+/* Discovery's initial state, written before every launch: `groups`
+ * launched, the poll open (device memory, zeroed but for this), nothing
+ * seen or closed yet (mailbox). discover() then runs the host's side of the
+ * poll, discovery.cl the device's. */
+static int discovery_open(coop_rt *rt, unsigned groups) {
+  struct coop_mailbox *mb = rt->mb;
+  mb->launched = groups;
+  atomic_store_explicit(&mb->disc_seen, 0, memory_order_relaxed);
+  atomic_store_explicit(&mb->disc_close, 0, memory_order_relaxed);
+  uint32_t open = 1;
+  return rt->ops->write_dev(rt, offsetof(struct coop_dev, disc_open), &open, sizeof open);
+}
+
 static int discover(coop_rt *rt) {
   struct coop_mailbox *mb = rt->mb;
   uint32_t seen = 0;
@@ -342,6 +355,18 @@ static int64_t to_ns(const coop_rt *rt, uint64_t ticks) {
   return rt->ref_ns + (int64_t)((double)((int64_t)(ticks - rt->ref_ticks)) * rt->tick_ns);
 }
 
+/* Gather time, the figure coop exists to keep short: from the scheduler
+ * taking a task (t_released, stamped at intake) until every workgroup it
+ * starts with is free and assigned (t_gathered, stamped as it starts), both
+ * on the device clock in the task record (device/shared.h, written by
+ * device/scheduler.cl). Whoever reports a gather time (coop_rt_task_info,
+ * and through it coopd, libcoop and the benchmarks) has it from here.
+ * 0 until gathered. */
+static int64_t gather_ns(const coop_rt *rt, const struct coop_task_rec *t) {
+  if (!t->t_gathered) return 0;
+  return (int64_t)((double)(t->t_gathered - t->t_released) * rt->tick_ns);
+}
+
 int coop_rt_refit(coop_rt *rt) {
   if (!rt || !rt->launched || rt->parked || rt->exited || rt->tick_ns == 0.0) return 0;
   int64_t now = coop__now_ns();
@@ -446,8 +471,8 @@ int coop_rt_launch(coop_rt *rt) {
     return COOP_ENOMEM;
   }
   rt->mb->abi = COOP_ABI;
-  rt->mb->launched = rt->launch_groups;
   r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
+  if (!r) r = discovery_open(rt, rt->launch_groups);
   if (r) return r;
   r = rt->ops->launch(rt, rt->launch_groups, rt->local_size);
   if (r) return r;
@@ -554,7 +579,7 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
       info->state = COOP_TASK_RUNNING;
       info->t_released = to_ns(rt, t->t_released);
       info->t_gathered = to_ns(rt, t->t_gathered);
-      info->gather_ns = (int64_t)((double)(t->t_gathered - t->t_released) * rt->tick_ns);
+      info->gather_ns = gather_ns(rt, t);
       return 0;
     case COOP_TS_DONE:
       info->state = COOP_TASK_DONE;
@@ -574,8 +599,7 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
   info->t_gathered = to_ns(rt, t->t_gathered);
   info->t_started = to_ns(rt, t->t_started);
   info->t_finished = to_ns(rt, t->t_finished);
-  if (t->t_gathered)
-    info->gather_ns = (int64_t)((double)(t->t_gathered - t->t_released) * rt->tick_ns);
+  info->gather_ns = gather_ns(rt, t);
   info->m_initial = t->m_initial;
   info->m_min = t->m_min;
   info->m_max = t->m_max;
@@ -653,8 +677,6 @@ int coop_rt_unpark(coop_rt *rt) {
    * and so must the host's head be; task records stay (every slot is free),
    * as do ping and pong (the scheduler reads the current ping at start). */
   atomic_store_explicit(&mb->shutdown, 0, memory_order_relaxed);
-  atomic_store_explicit(&mb->disc_seen, 0, memory_order_relaxed);
-  atomic_store_explicit(&mb->disc_close, 0, memory_order_relaxed);
   atomic_store_explicit(&mb->participants, 0, memory_order_relaxed);
   atomic_store_explicit(&mb->sched_state, 0, memory_order_relaxed);
   atomic_store_explicit(&mb->sub_head, 0, memory_order_relaxed);
@@ -664,8 +686,8 @@ int coop_rt_unpark(coop_rt *rt) {
    * them join, the poll closes at once instead of after a window with no
    * newcomer (PoCL: 200 ms against 2 ms). Fewer may join (the device is
    * shared): discovery's window still decides, as at the first launch. */
-  mb->launched = rt->participants;
   int r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
+  if (r == 0) r = discovery_open(rt, rt->participants);
   if (r == 0) r = rt->ops->launch(rt, mb->launched, rt->local_size);
   if (r == 0) r = discover(rt);
   rt->parked = 0; /* on failure too: coop_rt_close then stops what did start */

@@ -165,9 +165,13 @@ static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   if (!b->devmem) CU_CHECK(rt, coop__cu.cuMemAlloc(&b->devmem, bytes)); /* else a relaunch: reuse */
   CU_CHECK(rt, coop__cu.cuMemsetD8(b->devmem, 0, bytes));
-  unsigned one = 1; /* discovery starts with the poll open */
-  CU_CHECK(rt, coop__cu.cuMemcpyHtoD(b->devmem + offsetof(struct coop_dev, disc_open), &one,
-                                     sizeof one));
+  return 0;
+}
+
+static int cu_write_dev(struct coop_rt *rt, size_t offset, const void *src, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuMemcpyHtoD(b->devmem + offset, src, bytes));
   return 0;
 }
 
@@ -332,6 +336,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .alloc_arena = cu_alloc_arena,
     .free_arena = cu_free_arena,
     .alloc_dev = cu_alloc_dev,
+    .write_dev = cu_write_dev,
     .read_dev = cu_read_dev,
     .build = cu_build,
     .occupancy = cu_occupancy,

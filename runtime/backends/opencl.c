@@ -131,10 +131,13 @@ static int cl_alloc_dev(struct coop_rt *rt, size_t bytes) {
   }
   cl_uchar zero = 0;
   CL_CHECK(rt, clEnqueueFillBuffer(b->queue, b->dev, &zero, 1, 0, bytes, 0, NULL, NULL));
-  /* discovery starts with the poll open */
-  cl_uint one = 1;
-  CL_CHECK(rt, clEnqueueWriteBuffer(b->queue, b->dev, CL_TRUE, offsetof(struct coop_dev, disc_open),
-                                    sizeof one, &one, 0, NULL, NULL));
+  return 0;
+}
+
+/* Blocking, and after the fill above (in-order queue). */
+static int cl_write_dev(struct coop_rt *rt, size_t offset, const void *src, size_t bytes) {
+  struct cl_be *b = rt->be;
+  CL_CHECK(rt, clEnqueueWriteBuffer(b->queue, b->dev, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
   return 0;
 }
 
@@ -203,6 +206,7 @@ const struct coop__backend_ops coop__opencl_ops = {
     .alloc_shared = cl_alloc_shared,
     .free_shared = cl_free_shared,
     .alloc_dev = cl_alloc_dev,
+    .write_dev = cl_write_dev,
     .build = cl_build,
     .launch = cl_launch,
     .wait_exit = cl_wait_exit,

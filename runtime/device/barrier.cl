@@ -44,7 +44,7 @@
  * for ever. test_runtime's resizing case at 8 units, ctest resizing_cu8,
  * catches both.)
  *
- * global_barrier: M may change while it gathers: a workgroup that has not
+ * global_barrier: M may change while the master waits: a workgroup that has not
  * arrived may be killed at an offer_kill (M shrinks: only id M-1, only by
  * itself, so never one that arrived) or fork (M grows; the forker adds its
  * k << 16 before its own arrival, in the same word, so any count that
@@ -64,7 +64,7 @@
  * hints while it spins: the query resizing barrier costs about 0.3 us more
  * than global_barrier on the H100; the plain one 0.5 us more, a round trip
  * more on each side (a slave reads want_kill before it arrives, the master
- * ep_killed after the gather, where it is exact).
+ * ep_killed after its wait, where it is exact).
  *
  * Cancellation: every spin watches chan.cancel, and the master reads it on
  * every barrier, so a cancelled kernel leaves its barriers instead of
@@ -73,13 +73,14 @@
 
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
-/* Master, thread 0: wait until every slave of this episode has arrived,
+/* Master, thread 0 (the master's step of every barrier; no relation to a
+ * task's gather): wait until every slave of this episode has arrived,
  * then reset the count for the next. Returns M, or 0 if cancelled. hints,
  * when not NULL, gets want_kill and n_resv, read beside the count: they
  * are hints that only delay a resize when stale. The cancel flag is read
  * on every call, before the count (a relaxed load before an acquire one
  * overlaps it): a barrier that completes at once still sees a cancel. */
-COOP_FN coop_u32 coop__master_gather(struct coop_ctx *c, coop_u32 *hints) {
+COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 *hints) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   for (;;) {
     coop_u32 cancel = coop_ld_rlx(&ch->cancel);
@@ -130,7 +131,7 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c) {
 /* global_barrier, thread 0. Returns 1 if the kernel was cancelled. */
 COOP_FN0 coop_u32 coop__global_barrier0(struct coop_ctx *c) {
   if (c->vid != 0u) return coop__slave_wait(c) != COOP_BF_GO;
-  coop_u32 m = coop__master_gather(c, (coop_u32 *)0);
+  coop_u32 m = coop__master_wait(c, (coop_u32 *)0);
   if (m == 0u) return 1u;
   coop__master_release(c, m, m);
   return 0u;
@@ -180,7 +181,7 @@ COOP_FN coop_u32 coop__resize_locked(struct coop_ctx *c, coop_u32 query, coop_u3
            coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen + 1u);
   coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
   coop_st_rel(&ch->m, m - w);
-  /* the gather's reset wrote m << 16; nobody adds before the release */
+  /* the wait's reset wrote m << 16; nobody adds before the release */
   coop_st_rlx(&ch->bar_arrive, (m - w) * COOP__ARR_M_ONE);
   coop__track_m(ch, m - w);
   return m - w;
@@ -196,10 +197,10 @@ COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, 
     return coop__slave_wait(c) != COOP_BF_GO;
   }
   coop_u32 hints[2];
-  coop_u32 m = coop__master_gather(c, hints);
+  coop_u32 m = coop__master_wait(c, hints);
   if (m == 0u) return 1u;
   coop_u32 m_new = m;
-  /* Anything due? ep_killed was written before the adds the gather
+  /* Anything due? ep_killed was written before the adds the wait
    * acquired, so it is exact; the hints may be stale, which only delays a
    * kill or a fork to the next episode (offer_kill may be a no-op, k = 0 a
    * valid fork). */
