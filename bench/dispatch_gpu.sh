@@ -60,7 +60,7 @@ case $part in
     for i in 1 2; do
       for v in before after; do
         if [[ $v == before ]]; then start_coopd "$old/coopd" "$old/kernels"
-        else start_coopd $b/coopd megakernel/kernels; fi
+        else start_coopd $b/coopd kernels; fi
         for k in 1 64; do
           $b/coop-bench-rtt --socket "$cd_dir/s" --runs 1000 --groups $k --label "$v-k$k" |
             tail -1 | tee -a "$out/rtt.csv"
@@ -72,8 +72,8 @@ case $part in
     done
     # a plain kernel beside an idle coopd: none, parked (default), spinning
     plain_alone idle-none
-    start_coopd $b/coopd megakernel/kernels; sleep 2; plain_alone idle-parked; stop_coopd
-    start_coopd $b/coopd megakernel/kernels --set device.park_ms=0; sleep 2
+    start_coopd $b/coopd kernels; sleep 2; plain_alone idle-parked; stop_coopd
+    start_coopd $b/coopd kernels --set device.park_ms=0; sleep 2
     plain_alone idle-spinning; stop_coopd
     start_coopd "$old/coopd" "$old/kernels"; sleep 2; plain_alone idle-old; stop_coopd
     ;;

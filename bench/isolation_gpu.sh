@@ -45,6 +45,6 @@ if [[ $part == all || $part == extra ]]; then
   echo "label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit" >"$out/rtt.csv"
   for _ in 1 2 3; do
     [[ -n $before ]] && rtt "$before" "$before_kernels" before | tee -a "$out/rtt.csv"
-    rtt build-cuda/bin/coopd megakernel/kernels after | tee -a "$out/rtt.csv"
+    rtt build-cuda/bin/coopd kernels after | tee -a "$out/rtt.csv"
   done
 fi

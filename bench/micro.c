@@ -44,35 +44,8 @@
 #define WARMUP 10      /* unrecorded dispatches before each K (cold caches) */
 #define SLOT 16u       /* u32 per group in result buffers: 64 B, no false sharing */
 
-/* Non-cooperative no-op: each group's thread 0 stores the task's tag, so the
- * host can tell that all K groups ran. args: out, tag. */
-static const char *src_nop =
-    "void micro_nop(struct coop_ctx *c) {\n"
-    "  COOP_GLOBAL coop_u32 *o = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);\n"
-    "  if (coop_local_id_c(c) == 0u) o[16u * coop_group_id(c)] = coop_arg_u32(c, 1);\n"
-    "}\n";
-
-/* Cooperative: R rounds of a tiny step (a store per group) and the primitive
- * named by args[3]. Workgroup 0 stamps the device clock at the top of every
- * step (t[0..R]); a group that sees M != args[4] counts it in seen[] word 1.
- * args: t, seen, R, primitive, M. */
-static const char *src_bar =
-    "struct micro_bar_state { coop_u32 round; };\n"
-    "void micro_bar_init(struct coop_ctx *c, struct micro_bar_state *s) { s->round = 0u; }\n"
-    "coop_u32 micro_bar_step(struct coop_ctx *c, struct micro_bar_state *s) {\n"
-    "  COOP_GLOBAL coop_u64 *t = (COOP_GLOBAL coop_u64 *)coop_arg_buf(c, 0);\n"
-    "  COOP_GLOBAL coop_u32 *seen = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 1);\n"
-    "  coop_u32 rounds = coop_arg_u32(c, 2), prim = coop_arg_u32(c, 3);\n"
-    "  coop_u32 r = s->round, vid = coop_group_id(c);\n"
-    "  if (coop_local_id_c(c) == 0u) {\n"
-    "    if (vid == 0u) t[r] = coop_clock();\n"
-    "    seen[16u * vid] = r + 1u;\n"
-    "    if (coop_num_groups(c) != coop_arg_u32(c, 4)) seen[16u * vid + 1u] += 1u;\n"
-    "  }\n"
-    "  if (r == rounds) return COOP_DONE;\n"
-    "  s->round = r + 1u;\n"
-    "  return prim;\n"
-    "}\n";
+/* kernels/bench/micro_nop.cl and micro_bar.cl, embedded by bench/CMakeLists.txt */
+extern const char coop_bench_src_micro_nop_cl[], coop_bench_src_micro_bar_cl[];
 
 /* ------------------------------------------------------------- options */
 
@@ -512,8 +485,9 @@ static int open_rt(struct bench *b) {
   o.backend = b->o.backend;
   o.local_size = (unsigned)b->o.local_size;
   int r = coop_rt_open(&b->rt, &o);
-  b->knop = r ? r : coop_rt_add_kernel(b->rt, "micro_nop", 0, src_nop);
-  b->kbar = b->knop < 0 ? b->knop : coop_rt_add_kernel(b->rt, "micro_bar", 1, src_bar);
+  b->knop = r ? r : coop_rt_add_kernel(b->rt, "micro_nop", 0, coop_bench_src_micro_nop_cl);
+  b->kbar = b->knop < 0 ? b->knop
+                        : coop_rt_add_kernel(b->rt, "micro_bar", 1, coop_bench_src_micro_bar_cl);
   r = b->kbar < 0 ? b->kbar : coop_rt_launch(b->rt);
   if (r) {
     fprintf(stderr, "coop-bench-micro: %s\n%s\n", coop_strerror(r),

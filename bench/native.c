@@ -1,6 +1,6 @@
 /*
  * native.c: coop-bench-native: every cooperative application of
- * megakernel/apps against its native baseline, on an NVIDIA GPU.
+ * apps/ against its native baseline, on an NVIDIA GPU.
  *
  * Native: the app's NAME.cl, unchanged, compiled alone with NVRTC into a
  * plain CUDA cooperative kernel (native_cuda.c): its barriers are
@@ -60,7 +60,7 @@ struct nopts {
 static void usage(FILE *f) {
   fprintf(f, "usage: " NB
              " [options]\n"
-             "Every cooperative application of megakernel/apps against its native baseline,\n"
+             "Every cooperative application of apps/ against its native baseline,\n"
              "on an NVIDIA GPU:\n"
              "  native     the app's NAME.cl, unchanged, compiled alone with NVRTC (the\n"
              "             runtime's dialect.h, shared.h, api.h and taskqueue.cl, a prelude\n"

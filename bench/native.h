@@ -1,6 +1,6 @@
 /*
  * native.h: coop-bench-native, every cooperative application of
- * megakernel/apps against its native baseline: the same device source
+ * apps/ against its native baseline: the same device source
  * (NAME.cl) compiled alone with NVRTC into a plain CUDA cooperative kernel
  * (grid-wide barriers from cooperative_groups, launched with
  * cuLaunchCooperativeKernel at the occupancy bound), beside the coop

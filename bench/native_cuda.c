@@ -14,15 +14,12 @@
  * filled, NAME_init once, then NAME_step until COOP_DONE, a grid sync at
  * every global or resizing barrier, offer_kill never accepted and
  * request_fork forking nothing (both valid outcomes of the primitives,
- * 004 Sec. 3.1). The NVRTC options are megakernel/cuda.c's, plus the
+ * 004 Sec. 3.1). The NVRTC options are runtime/backends/cuda.c's, plus the
  * include path that <cooperative_groups.h> needs.
  *
- * The driver and NVRTC are opened with dlopen, as megakernel/cuda.c does,
+ * The driver and NVRTC are opened with dlopen (runtime/backends/cuda_loader.h),
  * so that --help and --compile-only run where no driver is.
  */
-#include <cuda.h>
-#include <dlfcn.h>
-#include <nvrtc.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -31,99 +28,17 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "backends/cuda_loader.h"
 #include "common.h"
 #include "device/shared.h"
 #include "native.h"
 
 extern const char coop__src_dialect_h[], coop__src_shared_h[], coop__src_api_h[],
-    coop__src_taskqueue_cl[]; /* cooprt: megakernel/device/ */
+    coop__src_taskqueue_cl[]; /* cooprt: runtime/device/ */
 
 #ifndef COOP_NATIVE_CUDA_INCLUDE
 #define COOP_NATIVE_CUDA_INCLUDE ""
 #endif
-
-// clang-format off
-#define NATIVE_CU_FNS(X) \
-  X(cuInit) \
-  X(cuDriverGetVersion) \
-  X(cuDeviceGetCount) \
-  X(cuDeviceGet) \
-  X(cuDeviceGetName) \
-  X(cuDeviceGetAttribute) \
-  X(cuDevicePrimaryCtxRetain) \
-  X(cuDevicePrimaryCtxRelease) \
-  X(cuCtxSetCurrent) \
-  X(cuStreamCreate) \
-  X(cuStreamDestroy) \
-  X(cuStreamQuery) \
-  X(cuStreamSynchronize) \
-  X(cuEventCreate) \
-  X(cuEventDestroy) \
-  X(cuEventRecord) \
-  X(cuEventElapsedTime) \
-  X(cuMemAlloc) \
-  X(cuMemFree) \
-  X(cuMemsetD8) \
-  X(cuMemcpyHtoD) \
-  X(cuMemcpyDtoH) \
-  X(cuMemPrefetchAsync) \
-  X(cuModuleLoadData) \
-  X(cuModuleUnload) \
-  X(cuModuleGetFunction) \
-  X(cuFuncGetAttribute) \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
-  X(cuLaunchCooperativeKernel) \
-  X(cuGetErrorString)
-#define NATIVE_NVRTC_FNS(X) \
-  X(nvrtcCreateProgram) \
-  X(nvrtcCompileProgram) \
-  X(nvrtcGetProgramLogSize) \
-  X(nvrtcGetProgramLog) \
-  X(nvrtcGetCUBINSize) \
-  X(nvrtcGetCUBIN) \
-  X(nvrtcDestroyProgram) \
-  X(nvrtcGetErrorString)
-// clang-format on
-#define NATIVE_STR(x) #x
-#define NATIVE_XSTR(x) NATIVE_STR(x)
-#define NATIVE_MEMBER(f) __typeof__(&f) f;
-
-static struct {
-  NATIVE_CU_FNS(NATIVE_MEMBER)
-  NATIVE_NVRTC_FNS(NATIVE_MEMBER)
-} api;
-static pthread_once_t cu_once = PTHREAD_ONCE_INIT, nv_once = PTHREAD_ONCE_INIT;
-static char cu_err[512], nv_err[512];
-
-static void resolve(void *h, const char *name, void **slot, char *err) {
-  *slot = dlsym(h, name);
-  if (!*slot && !err[0]) snprintf(err, 512, "symbol %s not found", name);
-}
-
-static void cu_load(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(cu_err, sizeof cu_err, "no NVIDIA driver library (libcuda.so.1): %s", dlerror());
-    return;
-  }
-#define NATIVE_RESOLVE_CU(f) resolve(h, NATIVE_XSTR(f), (void **)&api.f, cu_err);
-  NATIVE_CU_FNS(NATIVE_RESOLVE_CU)
-}
-
-static void nv_load(void) {
-  const char *tries[] = {getenv("COOP_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                         "libnvrtc.so.11.2"};
-  void *h = NULL;
-  for (size_t i = 0; i < sizeof tries / sizeof tries[0] && !h; i++)
-    if (tries[i] && *tries[i]) h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(nv_err, sizeof nv_err, "no NVRTC library (libnvrtc.so*; set COOP_NVRTC): %s",
-             dlerror());
-    return;
-  }
-#define NATIVE_RESOLVE_NV(f) resolve(h, NATIVE_XSTR(f), (void **)&api.f, nv_err);
-  NATIVE_NVRTC_FNS(NATIVE_RESOLVE_NV)
-}
 
 /* ------------------------------------------------------------ source */
 
@@ -303,9 +218,9 @@ static int compile(const struct coop_app *a, const char *arch, char **cubin, siz
                    char *err, size_t errlen) {
   *cubin = NULL;
   *bytes = 0;
-  pthread_once(&nv_once, nv_load);
-  if (nv_err[0]) {
-    snprintf(err, errlen, "%s", nv_err);
+  const char *why = coop__cuda_nvrtc();
+  if (why) {
+    snprintf(err, errlen, "%s", why);
     return 1;
   }
   pthread_once(&inc_once, inc_load);
@@ -320,10 +235,10 @@ static int compile(const struct coop_app *a, const char *arch, char **cubin, siz
   }
   snprintf(name, sizeof name, "coop_native_%s.cu", a->kernel);
   nvrtcProgram prog;
-  nvrtcResult r = api.nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL);
+  nvrtcResult r = coop__cu.nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL);
   free(src);
   if (r != NVRTC_SUCCESS) {
-    snprintf(err, errlen, "nvrtcCreateProgram failed: %s", api.nvrtcGetErrorString(r));
+    snprintf(err, errlen, "nvrtcCreateProgram failed: %s", coop__cu.nvrtcGetErrorString(r));
     return 1;
   }
   char ga[48];
@@ -332,27 +247,27 @@ static int compile(const struct coop_app *a, const char *arch, char **cubin, siz
                                           "--extra-device-vectorization"};
   int nopts = 4;
   for (int i = 0; i < n_inc; i++) opts[nopts++] = inc_opts[i];
-  r = api.nvrtcCompileProgram(prog, nopts, opts);
+  r = coop__cu.nvrtcCompileProgram(prog, nopts, opts);
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
-    api.nvrtcGetProgramLogSize(prog, &n);
+    coop__cu.nvrtcGetProgramLogSize(prog, &n);
     char *log = malloc(n + 1);
     if (log) {
-      api.nvrtcGetProgramLog(prog, log);
+      coop__cu.nvrtcGetProgramLog(prog, log);
       log[n] = 0;
     }
     fprintf(stderr, NB ": NVRTC log for %s:\n%s\n", a->name, log ? log : "(unavailable)");
     free(log);
     snprintf(err, errlen, "building the native %s failed: %s (include path: %s)", a->name,
-             api.nvrtcGetErrorString(r), inc_list);
-    api.nvrtcDestroyProgram(&prog);
+             coop__cu.nvrtcGetErrorString(r), inc_list);
+    coop__cu.nvrtcDestroyProgram(&prog);
     return 1;
   }
   size_t n = 0;
-  api.nvrtcGetCUBINSize(prog, &n);
+  coop__cu.nvrtcGetCUBINSize(prog, &n);
   *cubin = malloc(n ? n : 1);
-  if (*cubin) api.nvrtcGetCUBIN(prog, *cubin);
-  api.nvrtcDestroyProgram(&prog);
+  if (*cubin) coop__cu.nvrtcGetCUBIN(prog, *cubin);
+  coop__cu.nvrtcDestroyProgram(&prog);
   if (!*cubin) {
     snprintf(err, errlen, "out of memory");
     return 1;
@@ -373,7 +288,7 @@ int native_compile_only(const struct coop_app *a, const char *arch, size_t *cubi
 
 static int cu_fail(char *err, size_t len, CUresult e, const char *what, int line) {
   const char *s = NULL;
-  if (api.cuGetErrorString) api.cuGetErrorString(e, &s);
+  if (coop__cu.cuGetErrorString) coop__cu.cuGetErrorString(e, &s);
   snprintf(err, len, "%s failed: CUDA error %d (%s) (native_cuda.c:%d)", what, (int)e, s ? s : "?",
            line);
   return 1;
@@ -387,7 +302,7 @@ static int cu_fail(char *err, size_t len, CUresult e, const char *what, int line
 
 static int attr(CUdevice dv, CUdevice_attribute a) {
   int v = 0;
-  api.cuDeviceGetAttribute(&v, a, dv);
+  coop__cu.cuDeviceGetAttribute(&v, a, dv);
   return v;
 }
 
@@ -395,22 +310,22 @@ int native_dev_open(struct native_dev *d, int device) {
   memset(d, 0, sizeof *d);
   d->device = device;
   d->timeout_ns = (int64_t)120 * 1000000000;
-  pthread_once(&cu_once, cu_load);
-  if (cu_err[0]) {
-    snprintf(d->err, sizeof d->err, "%s", cu_err);
+  const char *why = coop__cuda_driver(1);
+  if (why) {
+    snprintf(d->err, sizeof d->err, "%s", why);
     return 1;
   }
-  CK(d, api.cuInit(0));
+  CK(d, coop__cu.cuInit(0));
   int count = 0;
-  CK(d, api.cuDeviceGetCount(&count));
+  CK(d, coop__cu.cuDeviceGetCount(&count));
   if (device >= count) {
     snprintf(d->err, sizeof d->err, "no CUDA device %d (%d found)", device, count);
     return 1;
   }
   CUdevice dv;
-  CK(d, api.cuDeviceGet(&dv, device));
-  CK(d, api.cuDeviceGetName(d->name, (int)sizeof d->name, dv));
-  api.cuDriverGetVersion(&d->driver);
+  CK(d, coop__cu.cuDeviceGet(&dv, device));
+  CK(d, coop__cu.cuDeviceGetName(d->name, (int)sizeof d->name, dv));
+  coop__cu.cuDriverGetVersion(&d->driver);
   d->sms = attr(dv, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   d->cc_major = attr(dv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   d->cc_minor = attr(dv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
@@ -420,48 +335,48 @@ int native_dev_open(struct native_dev *d, int device) {
     return 1;
   }
   CUcontext ctx;
-  CK(d, api.cuDevicePrimaryCtxRetain(&ctx, dv));
+  CK(d, coop__cu.cuDevicePrimaryCtxRetain(&ctx, dv));
   d->ctx = ctx;
-  CK(d, api.cuCtxSetCurrent(ctx));
+  CK(d, coop__cu.cuCtxSetCurrent(ctx));
   CUstream s;
-  CK(d, api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CK(d, coop__cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
   d->stream = s;
   CUevent e0, e1;
-  CK(d, api.cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CK(d, coop__cu.cuEventCreate(&e0, CU_EVENT_DEFAULT));
   d->ev0 = e0;
-  CK(d, api.cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CK(d, coop__cu.cuEventCreate(&e1, CU_EVENT_DEFAULT));
   d->ev1 = e1;
   return 0;
 }
 
 void native_dev_close(struct native_dev *d) {
   if (!d->ctx) return;
-  api.cuCtxSetCurrent((CUcontext)d->ctx);
-  if (d->stream) api.cuStreamSynchronize((CUstream)d->stream);
-  if (d->ev0) api.cuEventDestroy((CUevent)d->ev0);
-  if (d->ev1) api.cuEventDestroy((CUevent)d->ev1);
-  if (d->stream) api.cuStreamDestroy((CUstream)d->stream);
+  coop__cu.cuCtxSetCurrent((CUcontext)d->ctx);
+  if (d->stream) coop__cu.cuStreamSynchronize((CUstream)d->stream);
+  if (d->ev0) coop__cu.cuEventDestroy((CUevent)d->ev0);
+  if (d->ev1) coop__cu.cuEventDestroy((CUevent)d->ev1);
+  if (d->stream) coop__cu.cuStreamDestroy((CUstream)d->stream);
   CUdevice dv;
-  if (api.cuDeviceGet(&dv, d->device) == CUDA_SUCCESS) api.cuDevicePrimaryCtxRelease(dv);
+  if (coop__cu.cuDeviceGet(&dv, d->device) == CUDA_SUCCESS) coop__cu.cuDevicePrimaryCtxRelease(dv);
   d->ctx = NULL;
 }
 
 int native_dev_prefetch(struct native_dev *d, void *p, size_t bytes) {
   CUstream s = (CUstream)d->stream;
   CUdeviceptr ptr = (CUdeviceptr)(uintptr_t)p;
-  CK(d, api.cuCtxSetCurrent((CUcontext)d->ctx));
+  CK(d, coop__cu.cuCtxSetCurrent((CUcontext)d->ctx));
 #if CUDA_VERSION >= 13000
   CUmemLocation loc;
   memset(&loc, 0, sizeof loc);
   loc.type = CU_MEM_LOCATION_TYPE_DEVICE;
   loc.id = d->device;
-  CK(d, api.cuMemPrefetchAsync(ptr, bytes, loc, 0, s));
+  CK(d, coop__cu.cuMemPrefetchAsync(ptr, bytes, loc, 0, s));
 #else
   CUdevice dv;
-  CK(d, api.cuDeviceGet(&dv, d->device));
-  CK(d, api.cuMemPrefetchAsync(ptr, bytes, dv, s));
+  CK(d, coop__cu.cuDeviceGet(&dv, d->device));
+  CK(d, coop__cu.cuMemPrefetchAsync(ptr, bytes, dv, s));
 #endif
-  CK(d, api.cuStreamSynchronize(s));
+  CK(d, coop__cu.cuStreamSynchronize(s));
   return 0;
 }
 
@@ -476,21 +391,21 @@ int native_kernel_open(struct native_dev *d, struct native_kernel *k, const stru
   size_t bytes = 0;
   snprintf(arch, sizeof arch, "sm_%d%d", d->cc_major, d->cc_minor);
   if (compile(a, arch, &cubin, &bytes, d->err, sizeof d->err)) return 1;
-  CK(d, api.cuCtxSetCurrent((CUcontext)d->ctx));
+  CK(d, coop__cu.cuCtxSetCurrent((CUcontext)d->ctx));
   CUmodule mod;
-  CUresult e = api.cuModuleLoadData(&mod, cubin);
+  CUresult e = coop__cu.cuModuleLoadData(&mod, cubin);
   free(cubin);
   if (e != CUDA_SUCCESS) return cu_fail(d->err, sizeof d->err, e, "cuModuleLoadData", __LINE__);
   k->mod = mod;
   native_entry_name(a, entry, sizeof entry);
   CUfunction fn;
-  CK(d, api.cuModuleGetFunction(&fn, mod, entry));
+  CK(d, coop__cu.cuModuleGetFunction(&fn, mod, entry));
   k->fn = fn;
   int maxt = 0;
-  CK(d, api.cuFuncGetAttribute(&k->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn));
-  CK(d, api.cuFuncGetAttribute(&k->shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
-  CK(d, api.cuFuncGetAttribute(&k->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn));
-  CK(d, api.cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn));
+  CK(d, coop__cu.cuFuncGetAttribute(&k->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn));
+  CK(d, coop__cu.cuFuncGetAttribute(&k->shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
+  CK(d, coop__cu.cuFuncGetAttribute(&k->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn));
+  CK(d, coop__cu.cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn));
   if ((int)local > maxt) {
     snprintf(d->err, sizeof d->err,
              "native %s: local size %u is more than the kernel allows (%d threads at %d "
@@ -498,7 +413,7 @@ int native_kernel_open(struct native_dev *d, struct native_kernel *k, const stru
              a->name, local, maxt, k->regs);
     return 1;
   }
-  CK(d, api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k->blocks_per_sm, fn, (int)local, 0));
+  CK(d, coop__cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&k->blocks_per_sm, fn, (int)local, 0));
   unsigned bound = (unsigned)k->blocks_per_sm * (unsigned)d->sms;
   if (bound == 0) {
     snprintf(d->err, sizeof d->err, "native %s: no block of %u threads fits on an SM", a->name,
@@ -518,8 +433,8 @@ int native_kernel_open(struct native_dev *d, struct native_kernel *k, const stru
 
 void native_kernel_close(struct native_dev *d, struct native_kernel *k) {
   if (k->mod && d->ctx) {
-    api.cuCtxSetCurrent((CUcontext)d->ctx);
-    api.cuModuleUnload((CUmodule)k->mod);
+    coop__cu.cuCtxSetCurrent((CUcontext)d->ctx);
+    coop__cu.cuModuleUnload((CUmodule)k->mod);
   }
   k->mod = k->fn = NULL;
 }
@@ -545,24 +460,24 @@ int native_task_open(struct native_dev *d, struct native_task *nt, struct coop_a
   for (unsigned i = 0; i < t->nargs; i++)
     if (t->arg[i].buf && t->arg[i].init_len)
       memcpy(nt->image + nt->off[i], t->arg[i].init, t->arg[i].init_len);
-  CK(d, api.cuCtxSetCurrent((CUcontext)d->ctx));
+  CK(d, coop__cu.cuCtxSetCurrent((CUcontext)d->ctx));
   CUdeviceptr p;
-  CK(d, api.cuMemAlloc(&p, nt->arena_bytes));
+  CK(d, coop__cu.cuMemAlloc(&p, nt->arena_bytes));
   nt->arena = p;
-  CK(d, api.cuMemAlloc(&p, sizeof(struct coop_chan)));
+  CK(d, coop__cu.cuMemAlloc(&p, sizeof(struct coop_chan)));
   nt->chan = p;
-  CK(d, api.cuMemAlloc(&p, sizeof(struct coop_dev)));
+  CK(d, coop__cu.cuMemAlloc(&p, sizeof(struct coop_dev)));
   nt->dev = p;
-  CK(d, api.cuMemsetD8((CUdeviceptr)nt->dev, 0, sizeof(struct coop_dev)));
+  CK(d, coop__cu.cuMemsetD8((CUdeviceptr)nt->dev, 0, sizeof(struct coop_dev)));
   return 0;
 }
 
 void native_task_close(struct native_dev *d, struct native_task *nt) {
   if (d->ctx) {
-    api.cuCtxSetCurrent((CUcontext)d->ctx);
+    coop__cu.cuCtxSetCurrent((CUcontext)d->ctx);
     uint64_t *ps[] = {&nt->arena, &nt->chan, &nt->dev};
     for (int i = 0; i < 3; i++)
-      if (*ps[i]) api.cuMemFree((CUdeviceptr)*ps[i]);
+      if (*ps[i]) coop__cu.cuMemFree((CUdeviceptr)*ps[i]);
   }
   free(nt->image);
   memset(nt, 0, sizeof *nt);
@@ -597,18 +512,18 @@ int native_task_run(struct native_dev *d, struct native_kernel *k, struct native
     return 1;
   }
   fill_chan(&ch, nt->t, k->blocks, nt->off);
-  CK(d, api.cuCtxSetCurrent((CUcontext)d->ctx));
-  CK(d, api.cuMemcpyHtoD((CUdeviceptr)nt->arena, nt->image, nt->arena_bytes));
-  CK(d, api.cuMemcpyHtoD((CUdeviceptr)nt->chan, &ch, sizeof ch));
+  CK(d, coop__cu.cuCtxSetCurrent((CUcontext)d->ctx));
+  CK(d, coop__cu.cuMemcpyHtoD((CUdeviceptr)nt->arena, nt->image, nt->arena_bytes));
+  CK(d, coop__cu.cuMemcpyHtoD((CUdeviceptr)nt->chan, &ch, sizeof ch));
   CUdeviceptr pc = (CUdeviceptr)nt->chan, pd = (CUdeviceptr)nt->dev, pa = (CUdeviceptr)nt->arena;
   void *params[] = {&pc, &pd, &pa};
-  CK(d, api.cuEventRecord((CUevent)d->ev0, s));
-  CK(d, api.cuLaunchCooperativeKernel((CUfunction)k->fn, k->blocks, 1, 1, k->local, 1, 1, 0, s,
-                                      params));
-  CK(d, api.cuEventRecord((CUevent)d->ev1, s));
+  CK(d, coop__cu.cuEventRecord((CUevent)d->ev0, s));
+  CK(d, coop__cu.cuLaunchCooperativeKernel((CUfunction)k->fn, k->blocks, 1, 1, k->local, 1, 1, 0, s,
+                                           params));
+  CK(d, coop__cu.cuEventRecord((CUevent)d->ev1, s));
   int64_t start = now_ns();
   CUresult e;
-  while ((e = api.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
+  while ((e = coop__cu.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
     if (now_ns() - start > d->timeout_ns) {
       snprintf(d->err, sizeof d->err,
                "native %s did not finish within %lld s (%u blocks x %u threads); the kernel "
@@ -620,7 +535,7 @@ int native_task_run(struct native_dev *d, struct native_kernel *k, struct native
   }
   if (e != CUDA_SUCCESS) return cu_fail(d->err, sizeof d->err, e, "the native kernel", __LINE__);
   float ms = 0;
-  CK(d, api.cuEventElapsedTime(&ms, (CUevent)d->ev0, (CUevent)d->ev1));
+  CK(d, coop__cu.cuEventElapsedTime(&ms, (CUevent)d->ev0, (CUevent)d->ev1));
   *ns = (double)ms * 1e6;
   return 0;
 }
@@ -659,14 +574,14 @@ int native_task_read(struct native_dev *d, struct native_task *nt, struct coop_a
                t->app->name);
       return 1;
     }
-  CK(d, api.cuCtxSetCurrent((CUcontext)d->ctx));
+  CK(d, coop__cu.cuCtxSetCurrent((CUcontext)d->ctx));
   for (unsigned i = 0; i < t->nargs; i++)
     if (t->arg[i].buf && (t->arg[i].dir & COOP_APP_OUT) && t->arg[i].host)
-      CK(d,
-         api.cuMemcpyDtoH(t->arg[i].host, (CUdeviceptr)(nt->arena + nt->off[i]), t->arg[i].size));
+      CK(d, coop__cu.cuMemcpyDtoH(t->arg[i].host, (CUdeviceptr)(nt->arena + nt->off[i]),
+                                  t->arg[i].size));
   uint32_t f = 0;
-  CK(d,
-     api.cuMemcpyDtoH(&f, (CUdeviceptr)(nt->chan + offsetof(struct coop_chan, fault)), sizeof f));
+  CK(d, coop__cu.cuMemcpyDtoH(&f, (CUdeviceptr)(nt->chan + offsetof(struct coop_chan, fault)),
+                              sizeof f));
   *fault = f;
   return 0;
 }

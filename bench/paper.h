@@ -1,6 +1,6 @@
 /*
  * paper.h: coop-bench-paper, the experiments of paper 004 Sec. 5 on the
- * megakernel runtime and the applications of megakernel/apps:
+ * megakernel runtime and the applications of apps/:
  *
  *   overhead    Table 2: original vs cooperative form, no multitasking
  *   responsive  Figure 5: gather and execution time of graphics-like tasks

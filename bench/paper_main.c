@@ -15,7 +15,7 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: " PB
              " overhead|responsive|multitask [options]\n"
-             "The experiments of paper 004 Sec. 5 on every application of megakernel/apps\n"
+             "The experiments of paper 004 Sec. 5 on every application of apps/\n"
              "(one megakernel per application: its kernel + the matmul graphics task):\n"
              "  overhead    Table 2: original vs cooperative form on every worker, no other\n"
              "              task; per input the median times and slowdown = coop/original\n"

@@ -1,7 +1,7 @@
 /*
  * side.c: coop-bench-side (issue 6 item 4): the same graphics-like kernel
- * (megakernel/apps/matmul.cl) released every P beside the same long kernel
- * (an application of megakernel/apps in the coop megakernel), in the setups
+ * (kernels/apps/matmul.cl) released every P beside the same long kernel
+ * (an application of apps/ in the coop megakernel), in the setups
  * a user has today on an NVIDIA GPU and in ours, one after the other in one
  * run (side.h lists them; bench/README.md says why each is built as it is).
  *
@@ -64,8 +64,8 @@ struct sopts {
 static void usage(FILE *f) {
   fprintf(f, "usage: " SB
              " [options]\n"
-             "One graphics-like kernel (megakernel/apps/matmul.cl) released every P beside\n"
-             "one long kernel (an application of megakernel/apps in the coop megakernel),\n"
+             "One graphics-like kernel (kernels/apps/matmul.cl) released every P beside\n"
+             "one long kernel (an application of apps/ in the coop megakernel),\n"
              "on an NVIDIA GPU (CUDA backend), in one run:\n"
              "  (0)   alone       the matmul as a plain CUDA kernel on the idle GPU\n"
              "  long  long        the long kernel alone, back to back\n"

@@ -12,7 +12,7 @@
  *   (c)  ours: the graphics kernel is a non-cooperative coop task that
  *        gathers K workgroups from the cooperative long kernel
  *
- * The graphics kernel is megakernel/apps/matmul.cl in every setup: for the
+ * The graphics kernel is kernels/apps/matmul.cl in every setup: for the
  * plain launches it is compiled alone with NVRTC through the same
  * portability header (device/dialect.h) and a coop_ctx of its own
  * (side_cuda.c). bench/README.md says what each setup measures and why.
@@ -31,7 +31,7 @@
 
 /* ----------------------------------------- the matmul's data and check */
 
-/* The inputs of megakernel/apps/matmul.c (coop_matmul_open), the same
+/* The inputs of apps/matmul.c (coop_matmul_open), the same
  * formula: a[i] = (i*7+3)%7 - 3, b[i] = (i*5+1)%7 - 3; every product and
  * sum is exact in float, so a device result equals ref bit for bit. */
 void side_mm_inputs(float *a, float *b, uint32_t n);

@@ -1,6 +1,6 @@
 /*
  * side_cuda.c: the plain CUDA side of coop-bench-side: the matmul of
- * megakernel/apps/matmul.cl compiled on its own with NVRTC, launched on a
+ * kernels/apps/matmul.cl compiled on its own with NVRTC, launched on a
  * stream of the device's primary context, and the matmul's inputs, CPU
  * reference and check.
  *
@@ -11,106 +11,21 @@
  * coop_local_size_c, coop_arg_u32, coop_arg_buf) read the hardware's block
  * and thread ids and the kernel's parameters, then matmul.cl
  * (coop_app_src_matmul_cl), then an entry point that fills the context and
- * calls matmul(). The NVRTC options are megakernel/cuda.c's.
+ * calls matmul(). The NVRTC options are runtime/backends/cuda.c's.
  *
- * The driver and NVRTC are opened with dlopen, as megakernel/cuda.c does,
+ * The driver and NVRTC are opened with dlopen (runtime/backends/cuda_loader.h),
  * so that the binary runs --help and --compile-only where no driver is.
  */
-#include <cuda.h>
-#include <dlfcn.h>
-#include <nvrtc.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "backends/cuda_loader.h"
 #include "side.h"
 
 extern const char coop__src_dialect_h[];    /* cooprt: device/dialect.h */
-extern const char coop_app_src_matmul_cl[]; /* coopapps: apps/matmul.cl */
-
-// clang-format off
-#define SIDE_CU_FNS(X) \
-  X(cuInit) \
-  X(cuDriverGetVersion) \
-  X(cuDeviceGetCount) \
-  X(cuDeviceGet) \
-  X(cuDeviceGetName) \
-  X(cuDeviceGetAttribute) \
-  X(cuDevicePrimaryCtxRetain) \
-  X(cuDevicePrimaryCtxRelease) \
-  X(cuCtxSetCurrent) \
-  X(cuCtxGetStreamPriorityRange) \
-  X(cuStreamCreateWithPriority) \
-  X(cuStreamDestroy) \
-  X(cuStreamQuery) \
-  X(cuStreamSynchronize) \
-  X(cuEventCreate) \
-  X(cuEventDestroy) \
-  X(cuEventRecord) \
-  X(cuEventElapsedTime) \
-  X(cuMemAlloc) \
-  X(cuMemFree) \
-  X(cuMemsetD32Async) \
-  X(cuMemcpyHtoD) \
-  X(cuMemcpyDtoHAsync) \
-  X(cuModuleLoadData) \
-  X(cuModuleUnload) \
-  X(cuModuleGetFunction) \
-  X(cuFuncSetAttribute) \
-  X(cuLaunchKernel) \
-  X(cuGetErrorString)
-#define SIDE_NVRTC_FNS(X) \
-  X(nvrtcCreateProgram) \
-  X(nvrtcCompileProgram) \
-  X(nvrtcGetProgramLogSize) \
-  X(nvrtcGetProgramLog) \
-  X(nvrtcGetCUBINSize) \
-  X(nvrtcGetCUBIN) \
-  X(nvrtcDestroyProgram) \
-  X(nvrtcGetErrorString)
-// clang-format on
-#define SIDE_STR(x) #x
-#define SIDE_XSTR(x) SIDE_STR(x)
-#define SIDE_MEMBER(f) __typeof__(&f) f;
-
-static struct {
-  SIDE_CU_FNS(SIDE_MEMBER)
-  SIDE_NVRTC_FNS(SIDE_MEMBER)
-} api;
-static pthread_once_t cu_once = PTHREAD_ONCE_INIT, nv_once = PTHREAD_ONCE_INIT;
-static char cu_err[512], nv_err[512];
-
-static void resolve(void *h, const char *name, void **slot, char *err) {
-  *slot = dlsym(h, name);
-  if (!*slot && !err[0]) snprintf(err, 512, "symbol %s not found", name);
-}
-
-static void cu_load(void) {
-  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(cu_err, sizeof cu_err, "no NVIDIA driver library (libcuda.so.1): %s", dlerror());
-    return;
-  }
-#define SIDE_RESOLVE_CU(f) resolve(h, SIDE_XSTR(f), (void **)&api.f, cu_err);
-  SIDE_CU_FNS(SIDE_RESOLVE_CU)
-}
-
-static void nv_load(void) {
-  const char *tries[] = {getenv("COOP_NVRTC"), "libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                         "libnvrtc.so.11.2"};
-  void *h = NULL;
-  for (size_t i = 0; i < sizeof tries / sizeof tries[0] && !h; i++)
-    if (tries[i]) h = dlopen(tries[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(nv_err, sizeof nv_err, "no NVRTC library (libnvrtc.so*; set COOP_NVRTC): %s",
-             dlerror());
-    return;
-  }
-#define SIDE_RESOLVE_NV(f) resolve(h, SIDE_XSTR(f), (void **)&api.f, nv_err);
-  SIDE_NVRTC_FNS(SIDE_RESOLVE_NV)
-}
+extern const char coop_app_src_matmul_cl[]; /* coopapps: kernels/apps/matmul.cl */
 
 /* ------------------------------------------------------ matmul data */
 
@@ -142,7 +57,7 @@ int side_mm_compare(const float *c, const float *ref, uint32_t n, char *why, siz
 /* ----------------------------------------------------------- source */
 
 static const char shim[] =
-    "/* coop-bench-side: megakernel/apps/matmul.cl as a plain kernel. A coop_ctx\n"
+    "/* coop-bench-side: kernels/apps/matmul.cl as a plain kernel. A coop_ctx\n"
     " * of its own instead of api.h's: the hardware's ids and the parameters. */\n"
     "struct coop_ctx { coop_u64 args[5], lens[5]; coop_u32 vid, ngroups, lid, lsize; };\n"
     "COOP_FN coop_u32 coop_group_id(const struct coop_ctx *c) { return c->vid; }\n"
@@ -196,9 +111,9 @@ char *side_plain_source(void) {
 
 /* NVRTC with cuda.c's options; *cubin malloc'ed. */
 static int compile(const char *arch, char **cubin, char *err, size_t errlen) {
-  pthread_once(&nv_once, nv_load);
-  if (nv_err[0]) {
-    snprintf(err, errlen, "%s", nv_err);
+  const char *why = coop__cuda_nvrtc();
+  if (why) {
+    snprintf(err, errlen, "%s", why);
     return 1;
   }
   char *src = side_plain_source();
@@ -207,7 +122,8 @@ static int compile(const char *arch, char **cubin, char *err, size_t errlen) {
     return 1;
   }
   nvrtcProgram prog;
-  if (api.nvrtcCreateProgram(&prog, src, "coop_side_matmul.cu", 0, NULL, NULL) != NVRTC_SUCCESS) {
+  if (coop__cu.nvrtcCreateProgram(&prog, src, "coop_side_matmul.cu", 0, NULL, NULL) !=
+      NVRTC_SUCCESS) {
     free(src);
     snprintf(err, errlen, "nvrtcCreateProgram failed");
     return 1;
@@ -216,26 +132,27 @@ static int compile(const char *arch, char **cubin, char *err, size_t errlen) {
   char a[48];
   snprintf(a, sizeof a, "--gpu-architecture=%s", arch);
   const char *opts[] = {a, "--std=c++17", "-default-device", "--extra-device-vectorization"};
-  nvrtcResult r = api.nvrtcCompileProgram(prog, 4, opts);
+  nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, 4, opts);
   if (r != NVRTC_SUCCESS) {
     size_t n = 0;
-    api.nvrtcGetProgramLogSize(prog, &n);
+    coop__cu.nvrtcGetProgramLogSize(prog, &n);
     char *log = malloc(n + 1);
     if (log) {
-      api.nvrtcGetProgramLog(prog, log);
+      coop__cu.nvrtcGetProgramLog(prog, log);
       log[n] = 0;
     }
     fprintf(stderr, SB ": NVRTC log:\n%s\n", log ? log : "(unavailable)");
     free(log);
-    snprintf(err, errlen, "building the standalone matmul failed: %s", api.nvrtcGetErrorString(r));
-    api.nvrtcDestroyProgram(&prog);
+    snprintf(err, errlen, "building the standalone matmul failed: %s",
+             coop__cu.nvrtcGetErrorString(r));
+    coop__cu.nvrtcDestroyProgram(&prog);
     return 1;
   }
   size_t n = 0;
-  api.nvrtcGetCUBINSize(prog, &n);
+  coop__cu.nvrtcGetCUBINSize(prog, &n);
   *cubin = malloc(n ? n : 1);
-  if (*cubin) api.nvrtcGetCUBIN(prog, *cubin);
-  api.nvrtcDestroyProgram(&prog);
+  if (*cubin) coop__cu.nvrtcGetCUBIN(prog, *cubin);
+  coop__cu.nvrtcDestroyProgram(&prog);
   if (!*cubin) snprintf(err, errlen, "out of memory");
   return *cubin ? 0 : 1;
 }
@@ -252,7 +169,7 @@ int side_compile_only(const char *arch) {
 
 static int cu_fail(struct plain *p, CUresult e, const char *what, int line) {
   const char *s = NULL;
-  if (api.cuGetErrorString) api.cuGetErrorString(e, &s);
+  if (coop__cu.cuGetErrorString) coop__cu.cuGetErrorString(e, &s);
   snprintf(p->err, sizeof p->err, "%s failed: CUDA error %d (%s) (side_cuda.c:%d)", what, (int)e,
            s ? s : "?", line);
   return 1;
@@ -266,7 +183,7 @@ static int cu_fail(struct plain *p, CUresult e, const char *what, int line) {
 
 static int attr(CUdevice d, CUdevice_attribute a) {
   int v = 0;
-  api.cuDeviceGetAttribute(&v, a, d);
+  coop__cu.cuDeviceGetAttribute(&v, a, d);
   return v;
 }
 
@@ -275,66 +192,66 @@ int plain_open(struct plain *p, int device, unsigned local) {
   p->timeout_ns = (int64_t)120 * 1000000000;
   p->device = device;
   p->local = local;
-  pthread_once(&cu_once, cu_load);
-  if (cu_err[0]) {
-    snprintf(p->err, sizeof p->err, "%s", cu_err);
+  const char *why = coop__cuda_driver(1);
+  if (why) {
+    snprintf(p->err, sizeof p->err, "%s", why);
     return 1;
   }
-  CK(p, api.cuInit(0));
+  CK(p, coop__cu.cuInit(0));
   int count = 0;
-  CK(p, api.cuDeviceGetCount(&count));
+  CK(p, coop__cu.cuDeviceGetCount(&count));
   if (device >= count) {
     snprintf(p->err, sizeof p->err, "no CUDA device %d (%d found)", device, count);
     return 1;
   }
   CUdevice d;
-  CK(p, api.cuDeviceGet(&d, device));
-  CK(p, api.cuDeviceGetName(p->name, (int)sizeof p->name, d));
-  api.cuDriverGetVersion(&p->driver);
+  CK(p, coop__cu.cuDeviceGet(&d, device));
+  CK(p, coop__cu.cuDeviceGetName(p->name, (int)sizeof p->name, d));
+  coop__cu.cuDriverGetVersion(&p->driver);
   p->sms = attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   p->cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   p->cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   CUcontext ctx;
-  CK(p, api.cuDevicePrimaryCtxRetain(&ctx, d));
+  CK(p, coop__cu.cuDevicePrimaryCtxRetain(&ctx, d));
   p->ctx = ctx;
-  CK(p, api.cuCtxSetCurrent(ctx));
+  CK(p, coop__cu.cuCtxSetCurrent(ctx));
   char arch[32], *cubin = NULL;
   snprintf(arch, sizeof arch, "sm_%d%d", p->cc_major, p->cc_minor);
   if (compile(arch, &cubin, p->err, sizeof p->err)) return 1;
   CUmodule mod;
-  CUresult e = api.cuModuleLoadData(&mod, cubin);
+  CUresult e = coop__cu.cuModuleLoadData(&mod, cubin);
   free(cubin);
   if (e != CUDA_SUCCESS) return cu_fail(p, e, "cuModuleLoadData", __LINE__);
   p->mod = mod;
   CUfunction fn;
-  CK(p, api.cuModuleGetFunction(&fn, mod, "coop_side_matmul"));
+  CK(p, coop__cu.cuModuleGetFunction(&fn, mod, "coop_side_matmul"));
   p->fn = fn;
   int least = 0, greatest = 0;
-  CK(p, api.cuCtxGetStreamPriorityRange(&least, &greatest));
+  CK(p, coop__cu.cuCtxGetStreamPriorityRange(&least, &greatest));
   CUstream s;
-  CK(p, api.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest));
+  CK(p, coop__cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest));
   p->stream = s;
   CUevent e0, e1;
-  CK(p, api.cuEventCreate(&e0, CU_EVENT_DEFAULT));
+  CK(p, coop__cu.cuEventCreate(&e0, CU_EVENT_DEFAULT));
   p->ev0 = e0;
-  CK(p, api.cuEventCreate(&e1, CU_EVENT_DEFAULT));
+  CK(p, coop__cu.cuEventCreate(&e1, CU_EVENT_DEFAULT));
   p->ev1 = e1;
   return 0;
 }
 
 int plain_carveout(struct plain *p, int pct) {
   if (pct < 0) return 0;
-  CK(p, api.cuCtxSetCurrent((CUcontext)p->ctx));
-  CK(p, api.cuFuncSetAttribute((CUfunction)p->fn,
-                               CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct));
+  CK(p, coop__cu.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, coop__cu.cuFuncSetAttribute((CUfunction)p->fn,
+                                    CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct));
   return 0;
 }
 
 static void free_data(struct plain *p) {
-  if (p->ctx) api.cuCtxSetCurrent((CUcontext)p->ctx);
+  if (p->ctx) coop__cu.cuCtxSetCurrent((CUcontext)p->ctx);
   uint64_t *bufs[] = {&p->a, &p->b, &p->c, &p->chk};
   for (int i = 0; i < 4; i++) {
-    if (*bufs[i]) api.cuMemFree((CUdeviceptr)*bufs[i]);
+    if (*bufs[i]) coop__cu.cuMemFree((CUdeviceptr)*bufs[i]);
     *bufs[i] = 0;
   }
   free(p->ref);
@@ -356,12 +273,12 @@ int plain_data(struct plain *p, uint32_t n) {
   }
   side_mm_inputs(a, b, n);
   side_mm_ref(a, b, p->ref, n);
-  CUresult e = api.cuCtxSetCurrent((CUcontext)p->ctx);
+  CUresult e = coop__cu.cuCtxSetCurrent((CUcontext)p->ctx);
   CUdeviceptr d[4] = {0};
-  for (int i = 0; i < 4 && e == CUDA_SUCCESS; i++) e = api.cuMemAlloc(&d[i], p->bytes);
+  for (int i = 0; i < 4 && e == CUDA_SUCCESS; i++) e = coop__cu.cuMemAlloc(&d[i], p->bytes);
   p->a = d[0], p->b = d[1], p->c = d[2], p->chk = d[3];
-  if (e == CUDA_SUCCESS) e = api.cuMemcpyHtoD(d[0], a, p->bytes);
-  if (e == CUDA_SUCCESS) e = api.cuMemcpyHtoD(d[1], b, p->bytes);
+  if (e == CUDA_SUCCESS) e = coop__cu.cuMemcpyHtoD(d[0], a, p->bytes);
+  if (e == CUDA_SUCCESS) e = coop__cu.cuMemcpyHtoD(d[1], b, p->bytes);
   free(a);
   free(b);
   if (e != CUDA_SUCCESS) return cu_fail(p, e, "allocating and uploading the matmul", __LINE__);
@@ -370,9 +287,9 @@ int plain_data(struct plain *p, uint32_t n) {
 
 int plain_reset_chk(struct plain *p) {
   CUstream s = (CUstream)p->stream;
-  CK(p, api.cuCtxSetCurrent((CUcontext)p->ctx));
-  CK(p, api.cuMemsetD32Async((CUdeviceptr)p->chk, 0xffffffffu, p->bytes / 4, s));
-  CK(p, api.cuStreamSynchronize(s));
+  CK(p, coop__cu.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, coop__cu.cuMemsetD32Async((CUdeviceptr)p->chk, 0xffffffffu, p->bytes / 4, s));
+  CK(p, coop__cu.cuStreamSynchronize(s));
   return 0;
 }
 
@@ -381,10 +298,11 @@ int plain_launch(struct plain *p, int chk) {
   CUdeviceptr a = (CUdeviceptr)p->a, b = (CUdeviceptr)p->b, c = (CUdeviceptr)(chk ? p->chk : p->c);
   unsigned n = p->n, reps = p->reps;
   void *params[] = {&a, &b, &c, &n, &reps};
-  CK(p, api.cuCtxSetCurrent((CUcontext)p->ctx));
-  CK(p, api.cuEventRecord((CUevent)p->ev0, s));
-  CK(p, api.cuLaunchKernel((CUfunction)p->fn, p->grid, 1, 1, p->local, 1, 1, 0, s, params, NULL));
-  CK(p, api.cuEventRecord((CUevent)p->ev1, s));
+  CK(p, coop__cu.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, coop__cu.cuEventRecord((CUevent)p->ev0, s));
+  CK(p,
+     coop__cu.cuLaunchKernel((CUfunction)p->fn, p->grid, 1, 1, p->local, 1, 1, 0, s, params, NULL));
+  CK(p, coop__cu.cuEventRecord((CUevent)p->ev1, s));
   return 0;
 }
 
@@ -392,7 +310,7 @@ int plain_finish(struct plain *p, int64_t *exec_ns) {
   CUstream s = (CUstream)p->stream;
   CUresult e;
   int64_t start = now_ns();
-  while ((e = api.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
+  while ((e = coop__cu.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY)
     if (now_ns() - start > p->timeout_ns) {
       snprintf(p->err, sizeof p->err,
                "a plain matmul launch did not finish within %lld s (no SM slot free for it?)",
@@ -401,7 +319,7 @@ int plain_finish(struct plain *p, int64_t *exec_ns) {
     }
   if (e != CUDA_SUCCESS) return cu_fail(p, e, "cuStreamQuery", __LINE__);
   float ms = 0;
-  CK(p, api.cuEventElapsedTime(&ms, (CUevent)p->ev0, (CUevent)p->ev1));
+  CK(p, coop__cu.cuEventElapsedTime(&ms, (CUevent)p->ev0, (CUevent)p->ev1));
   *exec_ns = (int64_t)((double)ms * 1e6);
   return 0;
 }
@@ -413,9 +331,9 @@ int plain_check(struct plain *p, char *why, size_t len) {
     return 1;
   }
   CUstream s = (CUstream)p->stream;
-  CUresult e = api.cuCtxSetCurrent((CUcontext)p->ctx);
-  if (e == CUDA_SUCCESS) e = api.cuMemcpyDtoHAsync(c, (CUdeviceptr)p->chk, p->bytes, s);
-  if (e == CUDA_SUCCESS) e = api.cuStreamSynchronize(s);
+  CUresult e = coop__cu.cuCtxSetCurrent((CUcontext)p->ctx);
+  if (e == CUDA_SUCCESS) e = coop__cu.cuMemcpyDtoHAsync(c, (CUdeviceptr)p->chk, p->bytes, s);
+  if (e == CUDA_SUCCESS) e = coop__cu.cuStreamSynchronize(s);
   int r = 0;
   if (e != CUDA_SUCCESS) {
     cu_fail(p, e, "reading the check buffer", __LINE__);
@@ -452,14 +370,14 @@ void plain_close(struct plain *p) {
     p->ref = NULL;
     return;
   }
-  api.cuCtxSetCurrent((CUcontext)p->ctx);
-  if (p->stream) api.cuStreamSynchronize((CUstream)p->stream);
+  coop__cu.cuCtxSetCurrent((CUcontext)p->ctx);
+  if (p->stream) coop__cu.cuStreamSynchronize((CUstream)p->stream);
   free_data(p);
-  if (p->ev0) api.cuEventDestroy((CUevent)p->ev0);
-  if (p->ev1) api.cuEventDestroy((CUevent)p->ev1);
-  if (p->stream) api.cuStreamDestroy((CUstream)p->stream);
-  if (p->mod) api.cuModuleUnload((CUmodule)p->mod);
+  if (p->ev0) coop__cu.cuEventDestroy((CUevent)p->ev0);
+  if (p->ev1) coop__cu.cuEventDestroy((CUevent)p->ev1);
+  if (p->stream) coop__cu.cuStreamDestroy((CUstream)p->stream);
+  if (p->mod) coop__cu.cuModuleUnload((CUmodule)p->mod);
   CUdevice d;
-  if (api.cuDeviceGet(&d, p->device) == CUDA_SUCCESS) api.cuDevicePrimaryCtxRelease(d);
+  if (coop__cu.cuDeviceGet(&d, p->device) == CUDA_SUCCESS) coop__cu.cuDevicePrimaryCtxRelease(d);
   p->ctx = NULL;
 }

@@ -809,7 +809,7 @@ static const struct cmd cmds[] = {
      " [--out FILE [--binary]]"
      " [--check] [--timeout MS] | app --list",
      "Runs one of the applications of paper 004 Table 1 (and thesis 000's bc) as ONE\n"
-     "cooperative job of its kernel (coopd loads them from megakernel/apps/NAME.cl, installed\n"
+     "cooperative job of its kernel (coopd loads them from kernels/apps/NAME.cl, installed\n"
      "in share/coop/kernels), on the same task description the in-process tests run.\n"
      "Buffers past the daemon's inline limit travel in memfds: coopd reads the input from\n"
      "them and writes the output back into them.\n"

@@ -288,7 +288,7 @@ static int run_daemon(struct ctl *x, struct app_run *ar, struct coop_app_task *t
     if (e == COOP_ENOKERNEL)
       fprintf(stderr,
               "coopctl: coopd has no kernel %s: its kernel directories lack the applications' "
-              "(installed in share/coop/kernels; in a build tree megakernel/apps/kernels)\n",
+              "(installed in share/coop/kernels; in a build tree kernels/apps)\n",
               ar->a->kernel);
     return 1;
   }

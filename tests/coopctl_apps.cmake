@@ -9,7 +9,7 @@
 get_property(coop_app_kernel_dir GLOBAL PROPERTY COOP_APP_KERNEL_DIR)
 add_test(NAME coopctl_apps
   COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/coopctl_apps.sh $<TARGET_FILE:coopd>
-          $<TARGET_FILE:coopctl> ${PROJECT_SOURCE_DIR}/megakernel/kernels:${coop_app_kernel_dir}
+          $<TARGET_FILE:coopctl> ${PROJECT_SOURCE_DIR}/kernels:${coop_app_kernel_dir}
           ${CMAKE_CURRENT_LIST_DIR}/data/graphs ${COOP_APPS_BUILT})
 set_tests_properties(coopctl_apps PROPERTIES ENVIRONMENT "POCL_MAX_PTHREAD_COUNT=4"
   TIMEOUT 300 LABELS device)
@@ -27,6 +27,6 @@ set_tests_properties(app_tasks PROPERTIES TIMEOUT 120)
 # the first, and coopd refuses a repeated index on CUDA.
 add_test(NAME coopctl_devices
   COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/coopctl_devices.sh $<TARGET_FILE:coopd>
-          $<TARGET_FILE:coopctl> ${PROJECT_SOURCE_DIR}/megakernel/kernels)
+          $<TARGET_FILE:coopctl> ${PROJECT_SOURCE_DIR}/kernels)
 set_tests_properties(coopctl_devices PROPERTIES ENVIRONMENT "POCL_MAX_PTHREAD_COUNT=4"
   TIMEOUT 300)

@@ -60,7 +60,7 @@ for b in "$tmp"/blocks/*.sh; do
     echo 'trap '\''kill $(jobs -p) 2>/dev/null; wait 2>/dev/null'\'' EXIT'
     if ! grep -q 'coopd ' "$b"; then
       echo "coopd_own=1"
-      echo "build/bin/coopd --socket '$tmp/t/own.sock' --kernels megakernel/kernels --log-level warn &"
+      echo "build/bin/coopd --socket '$tmp/t/own.sock' --kernels kernels --log-level warn &"
       echo "export COOP_SOCKET='$tmp/t/own.sock'"
       echo "while [ ! -S '$tmp/t/own.sock' ]; do sleep 0.1; done"
     fi

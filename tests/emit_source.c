@@ -10,24 +10,8 @@
 #include <string.h>
 
 #include "app.h"
-#include "kernels.h"
 #include "rt_internal.h"
-#include "sweep_kernel.h"
-
-static const char *coop_kernel =
-    "struct count_state { coop_u32 round; };\n"
-    "COOP_FN void count_init(struct coop_ctx *c, struct count_state *s) { s->round = 0u; }\n"
-    "COOP_FN coop_u32 count_step(struct coop_ctx *c, struct count_state *s) {\n"
-    "  COOP_GLOBAL coop_atomic_u32 *n = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 0);\n"
-    "  if (s->round++ == coop_arg_u32(c, 1)) return COOP_DONE;\n"
-    "  if (coop_local_id_c(c) == 0u) coop_fadd(n, 1u);\n"
-    "  return COOP_RESIZING_BARRIER;\n"
-    "}\n";
-static const char *plain_kernel =
-    "COOP_FN void plain(struct coop_ctx *c) {\n"
-    "  COOP_GLOBAL coop_u32 *o = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);\n"
-    "  o[coop_global_id(c)] = coop_num_groups(c);\n"
-    "}\n";
+#include "test_kernels.h"
 
 static void add(struct coop_rt *rt, const char *name, int coop, const char *src) {
   struct coop__kernel *k = &rt->kernels[rt->nkernels++];
@@ -80,8 +64,8 @@ int main(int argc, char **argv) {
       if (rt->nkernels == COOP__MAX_KERNELS || add_file(rt, argv[i])) return 1;
     goto emit;
   }
-  add(rt, "count", 1, coop_kernel);
-  add(rt, "plain", 0, plain_kernel);
+  add(rt, "count", 1, coop_test_src_count_cl);
+  add(rt, "plain", 0, coop_test_src_plain_cl);
   add(rt, "ids", 0, k_ids);
   add(rt, "queue", 1, k_queue);
   add(rt, "sweep", 1, k_sweep);

@@ -1,5 +1,5 @@
 /*
- * fuzz_graph.c: fuzz target for the graph readers (megakernel/apps/graph.h).
+ * fuzz_graph.c: fuzz target for the graph readers (apps/graph/graph.h).
  *
  * The input is a file's bytes. It is read as each format (auto, DIMACS,
  * Matrix Market, edge list). On success the CSR must be consistent (row

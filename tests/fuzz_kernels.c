@@ -3,11 +3,11 @@
  *
  * A client of coopd controls a job's scalars, its buffer sizes and its
  * buffer contents. The kernels index through bounds-checked views
- * (megakernel/device/api.h), so whatever the client sends, a job must stay
+ * (runtime/device/api.h), so whatever the client sends, a job must stay
  * inside its own buffers: an out-of-range index lands in the sink and the
  * task reports `fault`. This tool checks exactly that, for every kernel file
  * with a `//@coop name=... kind=... args=...` first line in
- * megakernel/kernels/ and megakernel/apps/ (and in --extra-kernels
+ * kernels/ and kernels/apps/ (and in --extra-kernels
  * directories: a kernel there replaces a shipped one of the same name, so an
  * old or deliberately unchecked version runs against the same generator),
  * all registered in ONE megakernel:
@@ -1152,7 +1152,7 @@ static void usage(FILE *f) {
           "                    [--grace-ms MS] [--beyond PCT] [--quarantine N] [--wild]\n"
           "                    [--strict] [--no-fork] [--verbose]\n"
           "Fuzzes every kernel file with a //@coop first line (default directories: the\n"
-          "source tree's megakernel/kernels and megakernel/apps) with hostile submissions\n"
+          "source tree's kernels and kernels/apps) with hostile submissions\n"
           "and checks that no job writes outside its buffers. Environment: COOP_FUZZ_SEED,\n"
           "COOP_FUZZ_ITERS, COOP_FUZZ_SECONDS, COOP_FUZZ_EXTRA_KERNELS (a directory),\n"
           "COOP_FUZZ_TIME_SCALE (multiplies the timeouts: compute-sanitizer), COOP_BACKEND,\n"
@@ -1280,8 +1280,8 @@ int main(int argc, char **argv) {
   if (opt.concurrency > MAX_BATCH) opt.concurrency = MAX_BATCH;
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (opt.ndirs == 0) {
-    opt.dirs[opt.ndirs++] = COOP_SOURCE_DIR "/megakernel/kernels";
-    opt.dirs[opt.ndirs++] = COOP_SOURCE_DIR "/megakernel/apps";
+    opt.dirs[opt.ndirs++] = COOP_SOURCE_DIR "/kernels";
+    opt.dirs[opt.ndirs++] = COOP_SOURCE_DIR "/kernels/apps";
   }
   for (int i = 0; i < opt.ndirs; i++) load_dir(opt.dirs[i], 0);
   for (int i = 0; i < opt.nextra; i++) load_dir(opt.extra[i], 1);

@@ -1,5 +1,5 @@
 # fuzz_kernels: every shipped kernel (a //@coop first line in
-# megakernel/kernels or megakernel/apps) in one megakernel under hostile
+# kernels/ or kernels/apps/) in one megakernel under hostile
 # submissions: random and adversarial buffer sizes, contents and scalars,
 # with victim buffers between the fuzzed ones. Fails when a victim changes or
 # a guard zone is overwritten (coop_rt_free != 0). Tasks are classified by

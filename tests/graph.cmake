@@ -6,9 +6,9 @@
 # depend on where it is included from.
 
 set(coop_graph_root ${CMAKE_CURRENT_LIST_DIR}/..)
-set(coop_graph_apps ${coop_graph_root}/megakernel/apps)
+set(coop_graph_apps ${coop_graph_root}/apps/graph)
 
-# coopgraph itself is built in megakernel/apps/CMakeLists.txt.
+# coopgraph itself is built in apps/graph/CMakeLists.txt.
 
 # UBSan only reports and goes on unless told to stop; a test must fail.
 set(coop_graph_test_env "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")

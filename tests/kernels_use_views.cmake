@@ -1,8 +1,8 @@
 # kernels_use_views: every shipped kernel indexes its buffers and scratch
 # through bounds-checked views (docs/kernels.md, "The rule"). Fails, naming
 # the file and line, on a raw coop_arg_buf( / coop_scratch( or a cast to a
-# global or local pointer in megakernel/kernels/*.cl or megakernel/apps/*.cl.
-file(GLOB kernels ${SRC}/megakernel/kernels/*.cl ${SRC}/megakernel/apps/*.cl)
+# global or local pointer in kernels/*.cl or kernels/apps/*.cl.
+file(GLOB kernels ${SRC}/kernels/*.cl ${SRC}/kernels/apps/*.cl)
 list(LENGTH kernels n)
 if(n LESS 3)
   message(FATAL_ERROR "no kernels found under ${SRC}")

@@ -6,7 +6,7 @@
 add_executable(coop-soak soak.c)
 target_link_libraries(coop-soak PRIVATE coop Threads::Threads)
 target_compile_definitions(coop-soak PRIVATE COOPD_PATH="$<TARGET_FILE:coopd>"
-  KERNEL_DIR="${PROJECT_SOURCE_DIR}/megakernel/kernels")
+  KERNEL_DIR="${PROJECT_SOURCE_DIR}/kernels")
 add_dependencies(coop-soak coopd)
 
 add_test(NAME soak_short COMMAND coop-soak --seconds 60)

@@ -1240,7 +1240,7 @@ START_TEST(live_events_and_top) {
 }
 END_TEST
 
-/* ---- watchdog (tests/kernels/spin.cl: a kernel that never yields) ---- */
+/* ---- watchdog (kernels/tests/daemon/spin.cl: a kernel that never yields) ---- */
 
 static uint64_t spin_submit(struct conn *c, uint32_t groups, uint32_t kticks) {
   union coop_msg m;
@@ -1665,7 +1665,7 @@ static uint64_t iso_stage(struct daemon_proc *d, struct conn *victim, struct con
   return v;
 }
 
-/* oob (tests/kernels/oob.cl: views, no rule) over the attacker's 64-byte
+/* oob (kernels/tests/daemon/oob.cl: views, no rule) over the attacker's 64-byte
  * src and an OUT buffer of out_bytes (inline, or the memfd fd), n words:
  * the job's id. */
 static uint64_t oob_submit(struct conn *a, uint32_t out_bytes, int fd, uint32_t n) {

@@ -1,5 +1,5 @@
 /*
- * test_graph.c: the graph readers and generators (megakernel/apps/graph.h).
+ * test_graph.c: the graph readers and generators (apps/graph/graph.h).
  * Each format is parsed from small inline inputs into an exact CSR; each
  * kind of malformed input is refused with COOP_EFORMAT (or COOP_ETOOBIG
  * past a limit) and a message naming its line; read_fd works on pipes and

@@ -12,8 +12,7 @@
 
 #include "coop_rt.h"
 #include "rt_internal.h" /* clock_refit_repairs_a_loaded_fit bends the fit */
-#include "kernels.h"
-#include "sweep_kernel.h"
+#include "test_kernels.h"
 
 struct fx {
   coop_rt *rt;

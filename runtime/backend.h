@@ -1,0 +1,58 @@
+/*
+ * backend.h: what the runtime needs from a device API, as one ops table.
+ * opencl.c and cuda.c fill it. Threading: every op is called from
+ * the thread that owns the coop_rt during open/launch/close; none is called
+ * while another runs. Errors: 0 or a negative coop_errno, with detail
+ * written through coop__rt_msg().
+ */
+#ifndef COOP_BACKEND_H
+#define COOP_BACKEND_H
+
+#include <stddef.h>
+
+struct coop_rt;
+struct coop_rt_options;
+
+struct coop__backend_ops {
+  const char *name;
+  unsigned default_local_size; /* threads per workgroup when the options say 0 */
+  /* Pick and check the device; fill rt->device_name, rt->compute_units. */
+  int (*open)(struct coop_rt *rt, const struct coop_rt_options *o);
+  /* Host-visible memory the running kernel and the host share with atomics
+   * (fine-grained SVM). Zeroed. */
+  void *(*alloc_shared)(struct coop_rt *rt, size_t bytes);
+  void (*free_shared)(struct coop_rt *rt, void *p);
+  /* Optional: the task-buffer arena, host-visible but best placed for the
+   * device (CUDA: managed memory). NULL: alloc_shared / free_shared. */
+  void *(*alloc_arena)(struct coop_rt *rt, size_t bytes);
+  void (*free_arena)(struct coop_rt *rt, void *p);
+  /* Device memory for the scheduler context, zeroed; one per runtime. A
+   * second call (a relaunch after parking) zeroes the same memory again. */
+  int (*alloc_dev)(struct coop_rt *rt, size_t bytes);
+  /* Copy bytes from the host into that memory at offset, before a launch
+   * (what the runtime's device state does not start at zero with). */
+  int (*write_dev)(struct coop_rt *rt, size_t offset, const void *src, size_t bytes);
+  /* Optional: copy the device memory while the megakernel runs (diagnostics,
+   * coop_rt_dump). NULL where the device API cannot (OpenCL's in-order
+   * queue would wait for the megakernel). */
+  int (*read_dev)(struct coop_rt *rt, void *dst, size_t bytes);
+  /* Build `src`; on failure the compiler log goes to the rt message. */
+  int (*build)(struct coop_rt *rt, const char *src, const char *options);
+  /* Optional, after build: how many workgroups of local_size the device
+   * can hold at once for this megakernel (the occupancy bound), and in why
+   * what bounds it (registers, shared memory, threads or blocks per
+   * multiprocessor). NULL where the API cannot say (OpenCL): the runtime
+   * then launches 2 x CU + 1 and discovery finds what ran. */
+  int (*occupancy)(struct coop_rt *rt, unsigned local_size, unsigned *groups, char *why,
+                   size_t len);
+  /* Launch the megakernel (mailbox, dev, arena) and return at once. */
+  int (*launch)(struct coop_rt *rt, unsigned groups, unsigned local_size);
+  /* Block until the megakernel has exited. */
+  int (*wait_exit)(struct coop_rt *rt);
+  void (*close)(struct coop_rt *rt);
+};
+
+extern const struct coop__backend_ops coop__opencl_ops;
+extern const struct coop__backend_ops coop__cuda_ops;
+
+#endif /* COOP_BACKEND_H */

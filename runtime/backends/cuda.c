@@ -1,0 +1,346 @@
+/*
+ * cuda.c: the CUDA backend (NVIDIA GPUs), driver API and NVRTC.
+ *
+ * Why CUDA at all: NVIDIA's OpenCL has no fine-grained SVM and no SVM
+ * atomics, and mapped buffers do not carry values to a running kernel
+ * (FACTS.md), so the megakernel cannot talk to the host there.
+ *
+ * Why NVRTC at start-up rather than nvcc at build time: the megakernel is
+ * assembled at launch from the registered kernels (coopd loads them from a
+ * directory, and reloads them on SIGHUP), exactly as OpenCL's
+ * clBuildProgram builds it; the same device sources go to either compiler
+ * unchanged (device/dialect.h), and the target architecture is the one of
+ * the device actually opened.
+ *
+ * Memory:
+ *   mailbox  page-locked host memory mapped into the device
+ *            (cuMemHostAlloc DEVICEMAP): the host and the scheduler block
+ *            exchange system-scope acquire/release atomics through it; only
+ *            the scheduler polls it (FACTS.md: 3 us round trip that way,
+ *            261 us when every block polls host memory);
+ *   arena    managed memory (cuMemAllocManaged): task buffers, which the
+ *            host fills before a submit's release and reads after the
+ *            task's final state (acquire); on devices with concurrent
+ *            managed access the pages migrate to the GPU on first touch, so
+ *            kernels work on device memory;
+ *   dev      device memory: the scheduler context, channels, workers.
+ * Every op makes the primary context current first: ops come from
+ * different threads (coopd builds on a work thread, launches on its device
+ * thread), never two at once (backend.h).
+ *
+ * The driver (libcuda.so.1) and NVRTC are opened with dlopen at the first
+ * open, not linked (cuda_loader.h says why).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_loader.h"
+#include "rt_internal.h"
+
+struct cu_be {
+  CUdevice dev;
+  CUcontext ctx;
+  CUstream stream;
+  CUmodule module;
+  CUfunction fn;
+  CUdeviceptr devmem;
+  char *cubin; /* built, not yet loaded: see cu_build */
+  int cc_major, cc_minor, concurrent_managed;
+  int launched;
+};
+
+static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
+  const char *s = NULL;
+  if (coop__cu.cuGetErrorString) coop__cu.cuGetErrorString(e, &s);
+  coop__rt_msg(rt, "%s failed: CUDA error %d (%s) (cuda.c:%d)", what, (int)e, s ? s : "?", line);
+  return e == CUDA_ERROR_OUT_OF_MEMORY ? COOP_ENOMEM : COOP_ECL;
+}
+
+#define CU_CHECK(rt, call)                                             \
+  do {                                                                 \
+    CUresult e_ = (call);                                              \
+    if (e_ != CUDA_SUCCESS) return cu_fail((rt), e_, #call, __LINE__); \
+  } while (0)
+
+static int attr(CUdevice d, CUdevice_attribute a) {
+  int v = 0;
+  coop__cu.cuDeviceGetAttribute(&v, a, d);
+  return v;
+}
+
+static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
+  struct cu_be *b = calloc(1, sizeof *b);
+  if (!b) return COOP_ENOMEM;
+  rt->be = b;
+  const char *why = coop__cuda_driver(0);
+  if (!why) why = coop__cuda_nvrtc();
+  if (why) {
+    coop__rt_msg(rt, "CUDA backend unavailable: %s", why);
+    return COOP_ENODEV;
+  }
+  CUresult e = coop__cu.cuInit(0);
+  if (e != CUDA_SUCCESS) {
+    cu_fail(rt, e, "cuInit (is the NVIDIA driver loaded?)", __LINE__);
+    return COOP_ENODEV;
+  }
+  int n = 0;
+  CU_CHECK(rt, coop__cu.cuDeviceGetCount(&n));
+  for (int i = 0; i < n; i++) {
+    CUdevice d;
+    CU_CHECK(rt, coop__cu.cuDeviceGet(&d, i));
+    CU_CHECK(rt, coop__cu.cuDeviceGetName(rt->device_name, (int)sizeof rt->device_name, d));
+    if (o->device_index >= 0 && o->device_index != i) continue;
+    if (o->device && !strstr(rt->device_name, o->device)) continue;
+    if (!attr(d, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) ||
+        !attr(d, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)) {
+      coop__rt_msg(rt,
+                   "CUDA device '%s' cannot run the megakernel: it lacks unified addressing "
+                   "or mapped host memory, through which the host and the running "
+                   "megakernel communicate",
+                   rt->device_name);
+      return COOP_ENOSVM;
+    }
+    b->dev = d;
+    b->cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    b->cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    b->concurrent_managed = attr(d, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS);
+    if (b->cc_major < 7) {
+      coop__rt_msg(rt,
+                   "CUDA device '%s' has compute capability %d.%d; the scoped atomics "
+                   "of the megakernel need 7.0 or later",
+                   rt->device_name, b->cc_major, b->cc_minor);
+      return COOP_ENODEV;
+    }
+    rt->compute_units = (unsigned)attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    CU_CHECK(rt, coop__cu.cuDevicePrimaryCtxRetain(&b->ctx, d));
+    CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+    CU_CHECK(rt, coop__cu.cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+    return 0;
+  }
+  coop__rt_msg(rt, "no CUDA device matches device %s/%d (%d found)", o->device ? o->device : "*",
+               o->device_index, n);
+  return COOP_ENODEV;
+}
+
+static void *cu_alloc_shared(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  void *p = NULL;
+  if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      coop__cu.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+          CUDA_SUCCESS)
+    return NULL;
+  memset(p, 0, bytes);
+  return p; /* unified addressing: the same address on the device */
+}
+
+static void cu_free_shared(struct coop_rt *rt, void *p) {
+  struct cu_be *b = rt->be;
+  if (!p) return;
+  coop__cu.cuCtxSetCurrent(b->ctx);
+  coop__cu.cuMemFreeHost(p);
+}
+
+static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  if (!b->concurrent_managed) return cu_alloc_shared(rt, bytes); /* host memory: slow but right */
+  CUdeviceptr p = 0;
+  if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      coop__cu.cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
+    return NULL;
+  memset((void *)(uintptr_t)p, 0, bytes);
+  return (void *)(uintptr_t)p;
+}
+
+static void cu_free_arena(struct coop_rt *rt, void *p) {
+  struct cu_be *b = rt->be;
+  if (!p) return;
+  if (!b->concurrent_managed) return cu_free_shared(rt, p);
+  coop__cu.cuCtxSetCurrent(b->ctx);
+  coop__cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
+}
+
+static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (!b->devmem) CU_CHECK(rt, coop__cu.cuMemAlloc(&b->devmem, bytes)); /* else a relaunch: reuse */
+  CU_CHECK(rt, coop__cu.cuMemsetD8(b->devmem, 0, bytes));
+  return 0;
+}
+
+static int cu_write_dev(struct coop_rt *rt, size_t offset, const void *src, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuMemcpyHtoD(b->devmem + offset, src, bytes));
+  return 0;
+}
+
+/* A snapshot of device memory while the megakernel runs, for coop_rt_dump.
+ * The synchronous copy goes on the legacy stream, which is not ordered
+ * after the megakernel's non-blocking stream, so it does not wait for the
+ * kernel to end. Racy by nature: diagnostics only. */
+static int cu_read_dev(struct coop_rt *rt, void *dst, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuMemcpyDtoH(dst, b->devmem, bytes));
+  return 0;
+}
+
+static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
+  struct cu_be *b = rt->be;
+  (void)options; /* OpenCL's; NVRTC gets its own */
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  nvrtcProgram prog;
+  if (coop__cu.nvrtcCreateProgram(&prog, src, "coop_megakernel.cu", 0, NULL, NULL) !=
+      NVRTC_SUCCESS) {
+    coop__rt_msg(rt, "nvrtcCreateProgram failed");
+    return COOP_ENOMEM;
+  }
+  char arch[48];
+  snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", b->cc_major, b->cc_minor);
+  const char *opts[] = {arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
+  nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, 4, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t n = 0;
+    coop__cu.nvrtcGetProgramLogSize(prog, &n);
+    char *log = malloc(n + 1);
+    if (log) {
+      coop__cu.nvrtcGetProgramLog(prog, log);
+      log[n] = 0;
+    }
+    coop__rt_msg(rt, "megakernel build failed (%s). Compiler log:\n%s",
+                 coop__cu.nvrtcGetErrorString(r), log ? log : "(unavailable)");
+    free(log);
+    coop__cu.nvrtcDestroyProgram(&prog);
+    return COOP_EBUILD;
+  }
+  size_t n = 0;
+  coop__cu.nvrtcGetCUBINSize(prog, &n);
+  char *cubin = malloc(n ? n : 1);
+  if (!cubin) {
+    coop__cu.nvrtcDestroyProgram(&prog);
+    return COOP_ENOMEM;
+  }
+  coop__cu.nvrtcGetCUBIN(prog, cubin);
+  coop__cu.nvrtcDestroyProgram(&prog);
+  free(b->cubin);
+  b->cubin = cubin;
+  return 0;
+}
+
+/* The module is loaded at launch, not at build: cuModuleLoadData waits for
+ * the device's work to drain, holding the context's lock, and coopd builds
+ * a reloaded kernel set while the old megakernel, which never drains until
+ * told to, still runs (SIGHUP). Seen on the H100: the reload hung. */
+static int cu_load(struct coop_rt *rt) {
+  struct cu_be *b = rt->be;
+  if (b->module) return 0;
+  if (!b->cubin) {
+    coop__rt_msg(rt, "megakernel not built");
+    return COOP_ESTATE;
+  }
+  CUresult e = coop__cu.cuModuleLoadData(&b->module, b->cubin);
+  free(b->cubin);
+  b->cubin = NULL;
+  if (e != CUDA_SUCCESS) return cu_fail(rt, e, "cuModuleLoadData", __LINE__);
+  CU_CHECK(rt, coop__cu.cuModuleGetFunction(&b->fn, b->module, "coop_megakernel"));
+  return 0;
+}
+
+/* The occupancy API's bound for the merged megakernel, and which resource
+ * sets it: each per-multiprocessor limit is worked out as the API does
+ * (registers are allocated per warp in units of 256, and each block costs
+ * 1 KiB of shared memory for the system on sm_80 and later), and the
+ * smallest is named. Registers grow with every kernel coopd loads: the
+ * merged kernel is as heavy as its heaviest member. */
+static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *groups, char *why,
+                        size_t len) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  int r = cu_load(rt);
+  if (r) return r;
+  int per_sm = 0, regs = 0, smem = 0;
+  CU_CHECK(
+      rt, coop__cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0));
+  coop__cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
+  coop__cu.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, b->fn);
+  unsigned warps = (local_size + 31u) / 32u;
+  unsigned reg_unit = ((unsigned)regs * 32u + 255u) / 256u * 256u;
+  unsigned lim_threads =
+      (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) / local_size;
+  unsigned lim_blocks = (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  unsigned lim_regs =
+      reg_unit ? (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) /
+                     (reg_unit * warps)
+               : lim_blocks;
+  unsigned lim_smem =
+      (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) /
+      ((unsigned)smem + (b->cc_major >= 8 ? 1024u : 0u));
+  const char *bound = "threads per SM";
+  unsigned lim = lim_threads;
+  if (lim_blocks < lim) lim = lim_blocks, bound = "blocks per SM";
+  if (lim_regs < lim) lim = lim_regs, bound = "registers";
+  if (lim_smem < lim) lim = lim_smem, bound = "shared memory";
+  snprintf(why, len,
+           "%d per SM x %u SMs, bound by %s; %d registers/thread allow %u, %d B shared/block "
+           "allow %u, threads allow %u, blocks %u",
+           per_sm, rt->compute_units, (unsigned)per_sm == lim ? bound : "the occupancy API", regs,
+           lim_regs, smem, lim_smem, lim_threads, lim_blocks);
+  *groups = (unsigned)per_sm * rt->compute_units;
+  return 0;
+}
+
+static int cu_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  int r = cu_load(rt);
+  if (r) return r;
+  CUdeviceptr mb = (CUdeviceptr)(uintptr_t)rt->mb, arena = (CUdeviceptr)(uintptr_t)rt->arena;
+  void *params[] = {&mb, &b->devmem, &arena};
+  CU_CHECK(rt, coop__cu.cuLaunchKernel(b->fn, groups, 1, 1, local_size, 1, 1, 0, b->stream, params,
+                                       NULL));
+  b->launched = 1;
+  return 0;
+}
+
+static int cu_wait_exit(struct coop_rt *rt) {
+  struct cu_be *b = rt->be;
+  if (!b->launched) return 0;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  b->launched = 0;
+  CU_CHECK(rt, coop__cu.cuStreamSynchronize(b->stream));
+  return 0;
+}
+
+static void cu_close(struct coop_rt *rt) {
+  struct cu_be *b = rt->be;
+  if (!b) return;
+  free(b->cubin);
+  if (b->ctx) {
+    coop__cu.cuCtxSetCurrent(b->ctx);
+    if (b->module) coop__cu.cuModuleUnload(b->module);
+    if (b->devmem) coop__cu.cuMemFree(b->devmem);
+    if (b->stream) coop__cu.cuStreamDestroy(b->stream);
+    coop__cu.cuDevicePrimaryCtxRelease(b->dev);
+  }
+  free(b);
+  rt->be = NULL;
+}
+
+const struct coop__backend_ops coop__cuda_ops = {
+    .name = "cuda",
+    .default_local_size = 256,
+    .open = cu_open,
+    .alloc_shared = cu_alloc_shared,
+    .free_shared = cu_free_shared,
+    .alloc_arena = cu_alloc_arena,
+    .free_arena = cu_free_arena,
+    .alloc_dev = cu_alloc_dev,
+    .write_dev = cu_write_dev,
+    .read_dev = cu_read_dev,
+    .build = cu_build,
+    .occupancy = cu_occupancy,
+    .launch = cu_launch,
+    .wait_exit = cu_wait_exit,
+    .close = cu_close,
+};

@@ -1,0 +1,214 @@
+/*
+ * opencl.c: the OpenCL backend. Needs OpenCL 2.0+ with fine-grained SVM
+ * buffers and SVM atomics (PoCL, Intel, AMD): the host and the running
+ * megakernel talk through atomics on SVM. NVIDIA's OpenCL has neither, so
+ * such a device is refused with a message naming what lacks (FACTS.md).
+ */
+#define CL_TARGET_OPENCL_VERSION 300
+#include <CL/cl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+struct cl_be {
+  cl_platform_id platform;
+  cl_device_id device;
+  cl_context ctx;
+  cl_command_queue queue;
+  cl_program program;
+  cl_kernel kernel;
+  cl_mem dev;
+  cl_event run;
+};
+
+#define CL_CHECK(rt, call)                                                                   \
+  do {                                                                                       \
+    cl_int e_ = (call);                                                                      \
+    if (e_ != CL_SUCCESS) {                                                                  \
+      coop__rt_msg((rt), "%s failed with OpenCL error %d (%s:%d)", #call, (int)e_, __func__, \
+                   __LINE__);                                                                \
+      return COOP_ECL;                                                                       \
+    }                                                                                        \
+  } while (0)
+
+static void info_str(cl_device_id d, cl_device_info what, char *buf, size_t len) {
+  buf[0] = 0;
+  clGetDeviceInfo(d, what, len, buf, NULL);
+  buf[len - 1] = 0;
+}
+
+/* Refuses a device lacking what the megakernel needs; says what and why. */
+static int check_caps(struct coop_rt *rt, cl_device_id d, unsigned hide) {
+  cl_device_svm_capabilities caps = 0;
+  if (clGetDeviceInfo(d, CL_DEVICE_SVM_CAPABILITIES, sizeof caps, &caps, NULL) != CL_SUCCESS)
+    caps = 0;
+  if (hide == 1) caps &= ~(cl_device_svm_capabilities)CL_DEVICE_SVM_FINE_GRAIN_BUFFER;
+  if (hide == 2) caps &= ~(cl_device_svm_capabilities)CL_DEVICE_SVM_ATOMICS;
+  int fg = (caps & CL_DEVICE_SVM_FINE_GRAIN_BUFFER) != 0;
+  int at = (caps & CL_DEVICE_SVM_ATOMICS) != 0;
+  if (fg && at) return 0;
+  coop__rt_msg(rt,
+               "device '%s' cannot run the megakernel: it lacks %s%s%s. The host and the "
+               "running megakernel communicate through atomics on fine-grained SVM. On NVIDIA "
+               "GPUs use the CUDA backend; elsewhere pick a device that has them (PoCL does).",
+               rt->device_name,
+               fg ? "" : "fine-grained SVM buffers (CL_DEVICE_SVM_FINE_GRAIN_BUFFER)",
+               (!fg && !at) ? " and " : "", at ? "" : "SVM atomics (CL_DEVICE_SVM_ATOMICS)");
+  return COOP_ENOSVM;
+}
+
+static int pick_device(struct coop_rt *rt, struct cl_be *b, const struct coop_rt_options *o) {
+  cl_platform_id plats[16];
+  cl_uint np = 0;
+  if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS || np == 0) {
+    coop__rt_msg(rt, "no OpenCL platform found (is an ICD such as pocl-opencl-icd installed?)");
+    return COOP_ENODEV;
+  }
+  for (cl_uint p = 0; p < np; p++) {
+    char pname[256] = "";
+    clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+    if (o->platform_index >= 0 && (cl_uint)o->platform_index != p) continue;
+    if (o->platform && !strstr(pname, o->platform)) continue;
+    cl_device_id devs[16];
+    cl_uint nd = 0;
+    cl_device_type want =
+        rt->cl_gpu_only ? (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR) : CL_DEVICE_TYPE_ALL;
+    if (clGetDeviceIDs(plats[p], want, 16, devs, &nd) != CL_SUCCESS) continue;
+    for (cl_uint d = 0; d < nd; d++) {
+      info_str(devs[d], CL_DEVICE_NAME, rt->device_name, sizeof rt->device_name);
+      if (o->device_index >= 0 && (cl_uint)o->device_index != d) continue;
+      if (o->device && !strstr(rt->device_name, o->device)) continue;
+      b->platform = plats[p];
+      b->device = devs[d];
+      return 0;
+    }
+  }
+  coop__rt_msg(rt, "no OpenCL device matches platform %s/%d, device %s/%d",
+               o->platform ? o->platform : "*", o->platform_index, o->device ? o->device : "*",
+               o->device_index);
+  return COOP_ENODEV;
+}
+
+static int cl_open(struct coop_rt *rt, const struct coop_rt_options *o) {
+  struct cl_be *b = calloc(1, sizeof *b);
+  if (!b) return COOP_ENOMEM;
+  rt->be = b;
+  int r = pick_device(rt, b, o);
+  if (r) return r;
+  r = check_caps(rt, b->device, o->test_hide_svm);
+  if (r) return r;
+  cl_uint cu = 0;
+  CL_CHECK(rt, clGetDeviceInfo(b->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL));
+  rt->compute_units = cu;
+  cl_int e;
+  b->ctx = clCreateContext(NULL, 1, &b->device, NULL, NULL, &e);
+  CL_CHECK(rt, e);
+  b->queue = clCreateCommandQueueWithProperties(b->ctx, b->device, NULL, &e);
+  CL_CHECK(rt, e);
+  return 0;
+}
+
+static void *cl_alloc_shared(struct coop_rt *rt, size_t bytes) {
+  struct cl_be *b = rt->be;
+  void *p = clSVMAlloc(
+      b->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS, bytes, 0);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
+static void cl_free_shared(struct coop_rt *rt, void *p) {
+  struct cl_be *b = rt->be;
+  if (p) clSVMFree(b->ctx, p);
+}
+
+static int cl_alloc_dev(struct coop_rt *rt, size_t bytes) {
+  struct cl_be *b = rt->be;
+  cl_int e;
+  if (!b->dev) { /* else a relaunch after parking: the same buffer, zeroed again */
+    b->dev = clCreateBuffer(b->ctx, CL_MEM_READ_WRITE, bytes, NULL, &e);
+    CL_CHECK(rt, e);
+  }
+  cl_uchar zero = 0;
+  CL_CHECK(rt, clEnqueueFillBuffer(b->queue, b->dev, &zero, 1, 0, bytes, 0, NULL, NULL));
+  return 0;
+}
+
+/* Blocking, and after the fill above (in-order queue). */
+static int cl_write_dev(struct coop_rt *rt, size_t offset, const void *src, size_t bytes) {
+  struct cl_be *b = rt->be;
+  CL_CHECK(rt, clEnqueueWriteBuffer(b->queue, b->dev, CL_TRUE, offset, bytes, src, 0, NULL, NULL));
+  return 0;
+}
+
+static int cl_build(struct coop_rt *rt, const char *src, const char *options) {
+  struct cl_be *b = rt->be;
+  cl_int e;
+  b->program = clCreateProgramWithSource(b->ctx, 1, &src, NULL, &e);
+  CL_CHECK(rt, e);
+  e = clBuildProgram(b->program, 1, &b->device, options, NULL, NULL);
+  if (e != CL_SUCCESS) {
+    size_t n = 0;
+    clGetProgramBuildInfo(b->program, b->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    char *log = malloc(n + 1);
+    if (log) {
+      clGetProgramBuildInfo(b->program, b->device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+      log[n] = 0;
+    }
+    coop__rt_msg(rt, "megakernel build failed (OpenCL error %d). Compiler log:\n%s", (int)e,
+                 log ? log : "(unavailable)");
+    free(log);
+    return COOP_EBUILD;
+  }
+  b->kernel = clCreateKernel(b->program, "coop_megakernel", &e);
+  CL_CHECK(rt, e);
+  return 0;
+}
+
+static int cl_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
+  struct cl_be *b = rt->be;
+  CL_CHECK(rt, clSetKernelArgSVMPointer(b->kernel, 0, rt->mb));
+  CL_CHECK(rt, clSetKernelArg(b->kernel, 1, sizeof b->dev, &b->dev));
+  CL_CHECK(rt, clSetKernelArgSVMPointer(b->kernel, 2, rt->arena));
+  size_t global = (size_t)groups * local_size, local = local_size;
+  CL_CHECK(rt,
+           clEnqueueNDRangeKernel(b->queue, b->kernel, 1, NULL, &global, &local, 0, NULL, &b->run));
+  CL_CHECK(rt, clFlush(b->queue));
+  return 0;
+}
+
+static int cl_wait_exit(struct coop_rt *rt) {
+  struct cl_be *b = rt->be;
+  if (!b->run) return 0;
+  cl_int e = clWaitForEvents(1, &b->run);
+  clReleaseEvent(b->run);
+  b->run = NULL;
+  CL_CHECK(rt, e);
+  return 0;
+}
+
+static void cl_close(struct coop_rt *rt) {
+  struct cl_be *b = rt->be;
+  if (!b) return;
+  if (b->kernel) clReleaseKernel(b->kernel);
+  if (b->program) clReleaseProgram(b->program);
+  if (b->dev) clReleaseMemObject(b->dev);
+  if (b->queue) clReleaseCommandQueue(b->queue);
+  if (b->ctx) clReleaseContext(b->ctx);
+  free(b);
+  rt->be = NULL;
+}
+
+const struct coop__backend_ops coop__opencl_ops = {
+    .name = "opencl",
+    .default_local_size = 64,
+    .open = cl_open,
+    .alloc_shared = cl_alloc_shared,
+    .free_shared = cl_free_shared,
+    .alloc_dev = cl_alloc_dev,
+    .write_dev = cl_write_dev,
+    .build = cl_build,
+    .launch = cl_launch,
+    .wait_exit = cl_wait_exit,
+    .close = cl_close,
+};

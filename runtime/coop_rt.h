@@ -1,0 +1,195 @@
+/*
+ * coop_rt.h: the megakernel runtime, host side. Used in-process by tests and
+ * the demo, and by the daemon. All functions return 0 or a negative
+ * coop_errno code (coop_strerror() names it); coop_rt_errmsg() adds detail.
+ *
+ * Life cycle: coop_rt_open -> coop_rt_add_kernel (any number) ->
+ * coop_rt_launch -> coop_rt_submit / wait / task_info -> coop_rt_close.
+ * Submission, waiting and task calls are thread-safe once launched.
+ */
+#ifndef COOP_RT_H
+#define COOP_RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "coop_errno.h"
+
+#define COOP_RT_MAX_ARGS 16
+
+typedef struct coop_rt coop_rt;
+
+struct coop_rt_options {
+  const char *backend;          /* "opencl", "cuda", or NULL / "auto": an OpenCL
+                                   GPU with fine-grained SVM and SVM atomics,
+                                   else CUDA, else any OpenCL device (PoCL) */
+  const char *platform;         /* substring of the platform name, or NULL */
+  int platform_index;           /* or index; -1 = first that has a usable device */
+  const char *device;           /* substring of the device name, or NULL */
+  int device_index;             /* or index within the platform; -1 = first */
+  unsigned local_size;          /* threads per workgroup; 0 = the backend's
+                                   (CUDA 256, OpenCL 64: bench/RESULTS.md) */
+  unsigned launch_groups;       /* hardware workgroups launched; 0 = the
+                                   occupancy bound where the backend knows it
+                                   (CUDA), else 2 x CU + 1 */
+  unsigned discovery_window_ms; /* close the poll after no growth this long */
+  size_t arena_bytes;           /* SVM arena for task buffers (default 64 MiB) */
+  unsigned test_hide_svm;       /* test hook: 1 = pretend no fine-grained buffers,
+                                   2 = pretend no SVM atomics */
+};
+
+void coop_rt_options_init(struct coop_rt_options *o);
+
+/* Selects and checks the device. On failure *rt may still be set: read
+ * coop_rt_errmsg() then coop_rt_close() it. */
+int coop_rt_open(coop_rt **rt, const struct coop_rt_options *o);
+const char *coop_rt_errmsg(const coop_rt *rt);
+const char *coop_rt_device_name(const coop_rt *rt);
+const char *coop_rt_backend(const coop_rt *rt);      /* "opencl" or "cuda" */
+const char *coop_rt_backend_note(const coop_rt *rt); /* why that one */
+/* 1 if `name` ("auto", "opencl", "cuda") can be asked for in this build. */
+int coop_rt_backend_built(const char *name);
+/* The backends built in, comma-separated, in auto's order: "opencl, cuda". */
+const char *coop_rt_backends_built(void);
+unsigned coop_rt_compute_units(const coop_rt *rt);
+
+/* Registers kernel NAME written against runtime/device/api.h; returns its
+ * index (>= 0). Only before launch. */
+int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source);
+int coop_rt_kernel_index(const coop_rt *rt, const char *name);
+
+/* Assembles and builds the megakernel without launching it (the build log
+ * is in coop_rt_errmsg on COOP_EBUILD). Needs no free device: a daemon
+ * builds its next megakernel while the current one runs. After it, no
+ * kernel may be added. */
+int coop_rt_build(coop_rt *rt);
+/* Builds (unless built), launches, runs discovery, calibrates the clock. */
+int coop_rt_launch(coop_rt *rt);
+/* The launch shape: workgroups launched (known after launch when the
+ * options left it 0) and threads per workgroup (known after open). */
+unsigned coop_rt_launched_groups(const coop_rt *rt);
+unsigned coop_rt_local_size(const coop_rt *rt);
+unsigned coop_rt_participants(const coop_rt *rt); /* scheduler + workers */
+unsigned coop_rt_workers(const coop_rt *rt);
+double coop_rt_tick_ns(const coop_rt *rt); /* device clock period, ns */
+/* Refits the device clock to CLOCK_MONOTONIC (runtime.c, "the device
+ * clock"): at most once a second, a few pings; call it from the thread that
+ * submits and polls, between tasks' checks. 1 if the new point showed the
+ * old fit had drifted, else 0. */
+int coop_rt_refit(coop_rt *rt);
+
+/* Task buffers live in the SVM arena: host pointer for the host, and a
+ * 64-bit argument value (an arena offset) for the kernel. A buffer comes
+ * zeroed and fenced by guard zones; coop_rt_free returns COOP_EFAULT when a
+ * guard was overwritten (something wrote outside the buffer), COOP_EINVAL
+ * for a pointer that is not a buffer, else 0. coop_rt_buf_len: the size
+ * asked for, 0 for a pointer that is not a buffer. */
+void *coop_rt_alloc(coop_rt *rt, size_t bytes);
+int coop_rt_free(coop_rt *rt, void *p);
+uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p);
+uint64_t coop_rt_buf_len(coop_rt *rt, const void *p);
+/* The host pointer of the buffer whose argument value is arg, or NULL when
+ * no buffer starts there (a device process gets only argument values). */
+void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
+
+struct coop_rt_task_desc {
+  int kernel;      /* from coop_rt_add_kernel */
+  unsigned groups; /* N (cooperative) or K */
+  int cooperative;
+  int query_barrier; /* resizing barrier: 1 = query variant, 0 = plain */
+  unsigned nargs;
+  uint64_t args[COOP_RT_MAX_ARGS];
+  /* Byte length of each buffer argument: the most the kernel's
+   * bounds-checked views (device/api.h) may reach. 0 = the size of the
+   * arena buffer whose coop_rt_buf_arg is args[i], if any (so in-process
+   * callers need not fill it); a daemon sets every buffer's length. */
+  uint64_t lens[COOP_RT_MAX_ARGS];
+  /* When the task is due, CLOCK_MONOTONIC ns; 0: none. Of the tasks
+   * waiting for workgroups, the scheduler gathers the one with the earliest
+   * deadline first (tasks without one after, in submission order). */
+  int64_t deadline_ns;
+};
+
+typedef uint32_t coop_task_id;
+
+int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id);
+/* timeout_ms < 0 waits forever. 0 when the task reached a final state. */
+int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms);
+int coop_rt_cancel(coop_rt *rt, coop_task_id id);
+
+enum coop_task_state {
+  COOP_TASK_PENDING = 0,
+  COOP_TASK_RUNNING,
+  COOP_TASK_DONE,
+  COOP_TASK_CANCELLED,
+  COOP_TASK_REFUSED
+};
+
+/* Why the scheduler refused a task (values of device/shared.h COOP_TR_*). */
+enum coop_refusal {
+  COOP_REFUSE_NONE = 0,
+  COOP_REFUSE_BAD_KERNEL = 1,
+  COOP_REFUSE_TOO_MANY_GROUPS = 2, /* more than the workers discovery found */
+  COOP_REFUSE_ZERO_GROUPS = 3,
+  COOP_REFUSE_KIND = 4 /* cooperative flag does not match the kernel */
+};
+
+struct coop_rt_task_info {
+  enum coop_task_state state;
+  enum coop_refusal refusal; /* when refused */
+  /* CLOCK_MONOTONIC nanoseconds; device events converted from the device
+   * clock through the calibration made at launch. While the task is
+   * pending, t_released is set once the scheduler has taken it; while it
+   * runs, t_released, t_gathered and gather_ns are set; the rest (and 0
+   * fields) once final. */
+  int64_t t_submitted, t_released, t_gathered, t_started, t_finished;
+  int64_t gather_ns; /* gathered - released, both device clock (runtime.c gather_ns) */
+  unsigned m_initial, m_min, m_max, kills, forks, resizes;
+  /* Once final: 0, or which view accessed out of bounds (the kernel was
+   * kept inside its buffers; the result is not to be trusted): argument
+   * index + 1, or COOP_RT_FAULT_SCRATCH for the workgroup's scratch. */
+  unsigned fault;
+};
+#define COOP_RT_FAULT_SCRATCH 0x100u
+
+int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info);
+/* Live view, for monitoring only: what the scheduler last published (every
+ * few scheduler passes). A running task's active count M (K for a
+ * non-cooperative one), the workgroups it holds, kills and forks so far. */
+struct coop_rt_live {
+  unsigned m, workers, kills, forks;
+};
+int coop_rt_task_live(coop_rt *rt, coop_task_id id, struct coop_rt_live *l);
+/* Who holds each worker workgroup: owner[i] (worker i, i < n) is 0 when it
+ * is free, else the id of the task it works for; reserved[i] is 1 when it
+ * is only reserved for that task's forks. Returns the number filled
+ * (at most coop_rt_workers()). */
+int coop_rt_view(coop_rt *rt, coop_task_id *owner, uint8_t *reserved, unsigned n);
+
+/* Diagnostics for a task that does not finish: writes what the host can
+ * see of the running megakernel to f (the scheduler's state, each task's
+ * record, and, where the backend can read device memory while the kernel
+ * runs, every channel and worker). Racy snapshot; never for control. */
+int coop_rt_dump(coop_rt *rt, FILE *f);
+
+/* Parking (docs/scheduler.md, "Idle parking"). An idle megakernel still
+ * spins: PoCL's threads take CPU cores, a GPU's scheduler workgroup takes
+ * time slices from every other process on that GPU. coop_rt_park, with no
+ * task slot in use (else COOP_EBUSY), stops it and waits for it to leave
+ * the device; the build, the arena (its allocations stay valid), the task
+ * slots and the clock calibration are kept. coop_rt_unpark launches it
+ * again (discovery included: the worker count may differ, see
+ * coop_rt_workers). While parked coop_rt_submit answers COOP_ESTATE. */
+int coop_rt_park(coop_rt *rt);
+int coop_rt_unpark(coop_rt *rt);
+int coop_rt_parked(const coop_rt *rt);
+
+/* Frees the task slot once it is final. */
+int coop_rt_task_release(coop_rt *rt, coop_task_id id);
+
+/* Stops the megakernel (queued tasks cancelled, running kernels cancelled at
+ * their next primitive), waits for it to exit, frees everything. */
+int coop_rt_close(coop_rt *rt);
+
+#endif /* COOP_RT_H */

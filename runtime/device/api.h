@@ -1,0 +1,200 @@
+//@needs dialect.h shared.h
+/*
+ * api.h: what a kernel written for coop sees (see docs/kernels.md).
+ *
+ * A non-cooperative kernel NAME is one function, run once by each of its K
+ * workgroups:
+ *     void NAME(struct coop_ctx *c);
+ *
+ * A cooperative kernel NAME is a step function over an explicit transmitted
+ * state (the paper's transmit-annotated variables, gathered in one struct):
+ *     struct NAME_state { ... };              at most COOP_TRANSMIT_BYTES
+ *     void NAME_init(struct coop_ctx *c, struct NAME_state *s);
+ *     coop_u32 NAME_step(struct coop_ctx *c, struct NAME_state *s);
+ * The runtime calls init once in each initial workgroup, then step until a
+ * step returns COOP_DONE. A step returns the primitive to execute at its end:
+ * COOP_OFFER_KILL, COOP_REQUEST_FORK (both may be or-ed: kill is offered
+ * first), COOP_GLOBAL_BARRIER or COOP_RESIZING_BARRIER, or COOP_CONTINUE for
+ * none. Workgroups forked by request_fork or a resizing barrier start right
+ * after that primitive, that is at the next step, with the state of thread 0
+ * of the forking workgroup (workgroup 0 for a resizing barrier). Because the
+ * primitives sit between steps, the step function and everything it calls
+ * are ordinary functions: no jumps into loop bodies, no restriction to the
+ * entry function. coop_global_barrier() may also be called directly from
+ * any depth, by all workgroups (a kernel-level function).
+ */
+#ifndef COOP_API_H
+#define COOP_API_H
+
+#define COOP_CONTINUE 0u
+#define COOP_DONE 1u
+#define COOP_OFFER_KILL 2u
+#define COOP_REQUEST_FORK 4u
+#define COOP_GLOBAL_BARRIER 8u
+#define COOP_RESIZING_BARRIER 16u
+
+#define COOP_SCRATCH_BYTES 4096
+
+typedef unsigned char coop_u8;
+
+/* Workgroup-local state of the runtime: broadcasts from thread 0, and the
+ * scratch memory kernels may use (OpenCL allows local declarations only in
+ * the kernel entry function, which is the megakernel's). */
+struct coop_wgl {
+  coop_u32 cmd, chan, vid, forked, decision;
+  coop_u32 gen, resizes; /* thread 0's: barrier generation, resizes (master) */
+  coop_u32 pad;
+  coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
+  coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */
+};
+
+struct coop_ctx {
+  COOP_GLOBAL struct coop_dev *dev;
+  COOP_GLOBAL struct coop_chan *ch;
+  COOP_GLOBAL coop_u8 *arena;
+  COOP_LOCAL struct coop_wgl *wl;
+  COOP_GLOBAL struct coop_worker *self;
+  coop_u32 pid; /* participant id of the hardware workgroup */
+  coop_u32 vid; /* the kernel's view: group id */
+  coop_u32 lid, lsize;
+  coop_u32 forked;
+  coop_u32 left; /* 1 once killed or cancelled: the workgroup must return */
+};
+
+/* Cooperative meanings of the OpenCL work-item functions (004 Sec. 3.1):
+ * num_groups is M, the current active count; stable inside a resizing
+ * barrier interval when the kernel uses only resizing barriers. */
+COOP_FN coop_u32 coop_group_id(const struct coop_ctx *c) { return c->vid; }
+COOP_FN coop_u32 coop_num_groups(const struct coop_ctx *c) { return coop_ld_acq(&c->ch->m); }
+COOP_FN coop_u32 coop_local_id_c(const struct coop_ctx *c) { return c->lid; }
+COOP_FN coop_u32 coop_local_size_c(const struct coop_ctx *c) { return c->lsize; }
+COOP_FN coop_u32 coop_global_id(const struct coop_ctx *c) { return c->vid * c->lsize + c->lid; }
+COOP_FN coop_u32 coop_global_size(const struct coop_ctx *c) {
+  return coop_num_groups(c) * c->lsize;
+}
+/* The paper's query(): how many workgroups the scheduler wants back. */
+COOP_FN coop_u32 coop_query(const struct coop_ctx *c) { return coop_ld_acq(&c->ch->want_kill); }
+COOP_FN coop_u32 coop_is_forked(const struct coop_ctx *c) { return c->forked; }
+/* 1 once the task was cancelled (its client, the watchdog, a stop). A
+ * cooperative kernel leaves at its next primitive by itself; a
+ * non-cooperative one cannot be preempted, so one whose running time a
+ * client's scalar sets (render's reps) polls this and returns. Relaxed:
+ * only promptness depends on it. */
+COOP_FN coop_u32 coop_cancel_requested(const struct coop_ctx *c) {
+  return coop_ld_rlx(&c->ch->cancel);
+}
+
+/* Arguments: 64-bit slots; buffers travel as offsets into the arena, so the
+ * same value means the same buffer on every backend. */
+COOP_FN coop_u64 coop_arg_u64(const struct coop_ctx *c, coop_u32 i) { return c->ch->args[i]; }
+COOP_FN coop_u32 coop_arg_u32(const struct coop_ctx *c, coop_u32 i) {
+  return (coop_u32)c->ch->args[i];
+}
+COOP_FN coop_i32 coop_arg_i32(const struct coop_ctx *c, coop_u32 i) {
+  return (coop_i32)(coop_u32)c->ch->args[i];
+}
+/* Unchecked: the raw address of buffer argument i. Shipped kernels never
+ * use these two (tests/check_kernels.sh fails the build's tests if one does):
+ * they index through the views below, so that no client scalar or client
+ * data can move an access outside the job's own buffers. */
+COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {
+  return (COOP_GLOBAL void *)(c->arena + c->ch->args[i]);
+}
+COOP_FN COOP_LOCAL void *coop_scratch(const struct coop_ctx *c) {
+  return (COOP_LOCAL void *)c->wl->scratch;
+}
+
+/*
+ * Bounds-checked views (docs/kernels.md, "Buffers"). A view is a typed
+ * pointer plus its length in elements, taken from the length the host gave
+ * for that argument (coop_task_rec.lens: the job's buffer size, never a
+ * client scalar). coop_at(v, i) is element i as an lvalue and coop_ptr(v, i)
+ * its address (for atomics). An index outside [0, n) does not touch memory
+ * outside the view: the access goes to a per-device sink (per-workgroup for
+ * scratch), whose contents are garbage, and the kernel's channel records the
+ * fault (relaxed store, device scope; the scheduler reads it after the
+ * acquire fence of the reap, and the host then fails the job with EFAULT).
+ * The kernel keeps running: it may loop or compute nonsense, but only over
+ * its own buffers and the sink.
+ *
+ * coop_ptr evaluates v and i twice: pass side-effect-free expressions.
+ * coop_sub(dst, v, off, cnt) narrows v to elements [off, off + cnt), clamped
+ * to v: a sub-view can never be larger than its parent.
+ */
+#define COOP_FAULT_SCRATCH 0x100u /* coop_chan.fault for a scratch view */
+
+COOP_FN void coop__oob(COOP_GLOBAL coop_atomic_u32 *fault, coop_u32 tag) {
+  coop_st_rlx(fault, tag);
+}
+
+#define COOP__VIEW(NAME, SPACE, T)      \
+  typedef struct {                      \
+    SPACE T *p;                         \
+    SPACE T *sink;                      \
+    COOP_GLOBAL coop_atomic_u32 *fault; \
+    coop_u64 n;                         \
+    coop_u32 tag;                       \
+  } NAME;
+COOP__VIEW(coop_buf_u32, COOP_GLOBAL, coop_u32)
+COOP__VIEW(coop_buf_i32, COOP_GLOBAL, coop_i32)
+COOP__VIEW(coop_buf_f32, COOP_GLOBAL, float)
+COOP__VIEW(coop_buf_u64, COOP_GLOBAL, coop_u64)
+COOP__VIEW(coop_buf_atomic_u32, COOP_GLOBAL, coop_atomic_u32)
+COOP__VIEW(coop_lbuf_u32, COOP_LOCAL, coop_u32)
+COOP__VIEW(coop_lbuf_i32, COOP_LOCAL, coop_i32)
+
+#define coop_ptr(v, i) \
+  ((coop_u64)(i) < (v).n ? (v).p + (coop_u64)(i) : (coop__oob((v).fault, (v).tag), (v).sink))
+#define coop_at(v, i) (*coop_ptr(v, i))
+#define coop_len(v) ((v).n)
+#define coop_sub(dst, v, off, cnt)            \
+  do {                                        \
+    (dst) = (v);                              \
+    coop_u64 coop__o = (coop_u64)(off);       \
+    coop_u64 coop__c = (coop_u64)(cnt);       \
+    if (coop__o > (dst).n) coop__o = (dst).n; \
+    (dst).p += coop__o;                       \
+    (dst).n -= coop__o;                       \
+    if (coop__c < (dst).n) (dst).n = coop__c; \
+  } while (0)
+
+/* min(x, len) for a loop bound read from client data (a CSR row end, a
+ * worklist size, a depth in a node record), cut to the length of the view
+ * the loop walks or the range the algorithm has. A step cannot be cancelled,
+ * so client data must not set its running time: the views bound the memory,
+ * this bounds the time. For valid data it never binds. */
+COOP_FN coop_u32 coop_cap(coop_u32 x, coop_u64 len) {
+  return (coop_u64)x < len ? x : (coop_u32)len;
+}
+
+/* Views of buffer argument i (a buffer the host sized) and of the scratch. */
+#define COOP__ARG_VIEW(FN, NAME, T)                       \
+  COOP_FN NAME FN(const struct coop_ctx *c, coop_u32 i) { \
+    NAME v;                                               \
+    v.p = (COOP_GLOBAL T *)(c->arena + c->ch->args[i]);   \
+    v.sink = (COOP_GLOBAL T *)c->dev->sink;               \
+    v.fault = &c->ch->fault;                              \
+    v.n = c->ch->lens[i] / (coop_u64)sizeof(T);           \
+    v.tag = i + 1u;                                       \
+    return v;                                             \
+  }
+COOP__ARG_VIEW(coop_arg_buf_u32, coop_buf_u32, coop_u32)
+COOP__ARG_VIEW(coop_arg_buf_i32, coop_buf_i32, coop_i32)
+COOP__ARG_VIEW(coop_arg_buf_f32, coop_buf_f32, float)
+COOP__ARG_VIEW(coop_arg_buf_u64, coop_buf_u64, coop_u64)
+COOP__ARG_VIEW(coop_arg_buf_atomic_u32, coop_buf_atomic_u32, coop_atomic_u32)
+
+#define COOP__SCRATCH_VIEW(FN, NAME, T)       \
+  COOP_FN NAME FN(const struct coop_ctx *c) { \
+    NAME v;                                   \
+    v.p = (COOP_LOCAL T *)c->wl->scratch;     \
+    v.sink = (COOP_LOCAL T *)c->wl->sink;     \
+    v.fault = &c->ch->fault;                  \
+    v.n = COOP_SCRATCH_BYTES / sizeof(T);     \
+    v.tag = COOP_FAULT_SCRATCH;               \
+    return v;                                 \
+  }
+COOP__SCRATCH_VIEW(coop_scratch_u32, coop_lbuf_u32, coop_u32)
+COOP__SCRATCH_VIEW(coop_scratch_i32, coop_lbuf_i32, coop_i32)
+
+#endif /* COOP_API_H */

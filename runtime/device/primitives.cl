@@ -1,0 +1,132 @@
+//@needs api.h
+/*
+ * primitives.cl: offer_kill and request_fork (004 Sec. 3.1, Appendix A).
+ *
+ * Every change of M happens with the channel lock held, so that "only the
+ * workgroup with id M-1 can be killed" and "forked ids are M..M+k-1" are
+ * decided against one value of M. Thread 0 of the workgroup decides; the
+ * decision is broadcast through workgroup memory and a workgroup barrier,
+ * which makes these workgroup-level functions uniform.
+ *
+ * Lock: a test-and-set spin lock on chan.lock; acquire on taking (exchange,
+ * acquire), release on giving back, both device scope. The lock-free fast
+ * paths read want_kill / n_resv with acquire: a stale zero only delays the
+ * surrender or the fork to the next primitive, which the semantics allow
+ * (offer_kill may always be a no-op; k = 0 is always a valid fork).
+ */
+
+COOP_FN void coop__lock(COOP_GLOBAL coop_atomic_u32 *l) {
+  while (coop_xchg_acq(l, 1u) != 0u) {
+    while (coop_ld_rlx(l) != 0u) {
+    }
+  }
+}
+
+COOP_FN void coop__unlock(COOP_GLOBAL coop_atomic_u32 *l) { coop_st_rel(l, 0u); }
+
+/* With the lock held: record M in the channel's min/max. */
+COOP_FN void coop__track_m(COOP_GLOBAL struct coop_chan *ch, coop_u32 m) {
+  if (m < coop_ld_rlx(&ch->m_min)) coop_st_rlx(&ch->m_min, m);
+  if (m > coop_ld_rlx(&ch->m_max)) coop_st_rlx(&ch->m_max, m);
+}
+
+/* Thread 0, lock held: the offer of workgroup vid, judged against M. */
+COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vid) {
+  coop_u32 m = coop_ld_rlx(&ch->m);
+  coop_u32 want = coop_ld_rlx(&ch->want_kill);
+  if (want == 0u || vid == 0u || m <= 1u || vid != m - 1u) return 0u;
+  coop_st_rlx(&ch->want_kill, want - 1u);
+  coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + 1u);
+  coop_st_rel(&ch->m, m - 1u);
+  /* the barrier's M, in the word the master polls (barrier.cl) */
+  coop_fadd_rlx(&ch->bar_arrive, 0u - COOP__ARR_M_ONE);
+  coop__track_m(ch, m - 1u);
+  return 1u;
+}
+
+/* Thread 0, lock held: fork up to n_max - M reserved workers with ids
+ * M..M+k-1, each starting after the fork with the state bytes st. The new
+ * worker's payload and M are written before its state is released, so it
+ * sees M+k and its transmitted state (release on state, acquire in worker).
+ * gen is the barrier generation the new workgroups start in (barrier.cl).
+ * Returns k. */
+COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 chan,
+                                   const coop_u8 *st, coop_u32 st_size, coop_u32 gen) {
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[chan];
+  coop_u32 m = coop_ld_rlx(&ch->m);
+  coop_u32 nr = coop_ld_rlx(&ch->n_resv);
+  coop_u32 k = ch->n_max - m;
+  if (nr < k) k = nr;
+  if (k == 0u) return 0u;
+  for (coop_u32 a = 0; a < k; a++) ch->pid_of[m + a] = ch->resv[nr - 1u - a];
+  coop_st_rel(&ch->m, m + k);
+  /* The barrier's M, in the word the master polls (barrier.cl): before the
+   * forker's own arrival, and before any new workgroup's (the fence below). */
+  coop_fadd_rlx(&ch->bar_arrive, k * COOP__ARR_M_ONE);
+  coop_fadd(&ch->alive, k); /* atomic: leaving workgroups decrement without the lock */
+  for (coop_u32 a = 0; a < k; a++) {
+    COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[m + a]];
+    COOP_GLOBAL coop_u8 *t = (COOP_GLOBAL coop_u8 *)w->transmit;
+    for (coop_u32 b = 0; b < st_size; b++) t[b] = st[b];
+    w->chan = chan;
+    w->vid = m + a;
+    w->forked = 1u;
+    w->gen = gen;
+  }
+  coop_fence_rel(); /* the payloads and M before any of the k starts */
+  for (coop_u32 a = 0; a < k; a++) coop_st_rlx(&dev->w[ch->pid_of[m + a]].state, COOP_WS_ASSIGNED);
+  coop_st_rlx(&ch->n_resv, nr - k);
+  coop_st_rlx(&ch->forked, coop_ld_rlx(&ch->forked) + k);
+  coop__track_m(ch, m + k);
+  return k;
+}
+
+/* Broadcast thread 0's value v to the whole workgroup. */
+COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
+  if (c->lid == 0u) c->wl->decision = v;
+  coop_wg_barrier();
+  v = c->wl->decision;
+  coop_wg_barrier(); /* nobody rewrites decision before all have read it */
+  return v;
+}
+
+/* The primitives below run on thread 0 only, with no workgroup barrier:
+ * coop__after_step broadcasts their outcome once per step. Keeping every
+ * iteration of the step loop to the same barriers is what PoCL's work-item
+ * loops need (barriers reached on different paths miscompile there). */
+
+/* offer_kill: returns 1 if the offer was accepted (the workgroup must leave). */
+COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
+  coop_u32 d = 0u;
+  /* Only id M-1 can be killed, and M drops only by that workgroup's own
+   * kill, so a workgroup that sees another M-1 here need not take the lock:
+   * without this hint all N workgroups queue on the lock at every offer
+   * while a kill is wanted, and on the H100 (264 workgroups) the one that
+   * could accept starved behind them for minutes. A stale M only delays
+   * the kill to the next offer. */
+  if (c->vid != 0u && coop_ld_acq(&c->ch->want_kill) != 0u &&
+      coop_ld_acq(&c->ch->m) == c->vid + 1u) {
+    coop__lock(&c->ch->lock);
+    d = coop__kill_locked(c->ch, c->vid);
+    coop__unlock(&c->ch->lock);
+  }
+  return d;
+}
+
+/* request_fork: thread 0's state st is transmitted to the new workgroups. */
+COOP_FN void coop__request_fork0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
+  COOP_GLOBAL struct coop_chan *ch = c->ch;
+  if (coop_ld_acq(&ch->n_resv) == 0u) return;
+  coop__lock(&ch->lock);
+  /* not at a barrier: the new workgroups are in the forker's generation */
+  coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen);
+  coop__unlock(&ch->lock);
+}
+
+/* A forked workgroup's threads load the transmitted state (written by the
+ * forker before it released this worker; thread 0 acquired that release and
+ * the workgroup barrier in the worker loop passed it on). */
+COOP_FN void coop__load_state(struct coop_ctx *c, coop_u8 *st, coop_u32 st_size) {
+  COOP_GLOBAL const coop_u8 *t = (COOP_GLOBAL const coop_u8 *)c->self->transmit;
+  for (coop_u32 b = 0; b < st_size; b++) st[b] = t[b];
+}

@@ -1,0 +1,664 @@
+//@needs primitives.cl registered.cl
+/*
+ * scheduler.cl: the scheduler workgroup (004 Sec. 4.2): thread 0 decides,
+ * and on CUDA the threads past its first warp carry out the wide parts of a
+ * start and of a large reap (see "Helper warps").
+ *
+ * It is the only workgroup that reads host memory (the mailbox) in a loop.
+ * One pass of its loop:
+ *   1. read ping, shutdown and sub_head (relaxed, then one acquire fence);
+ *      answer a clock ping; note a shutdown request;
+ *   2. take new tasks from the submit ring; each record's kernel, flags,
+ *      size and deadline are copied to scheduler memory (sched.t_*);
+ *   3. reconcile forks: reserved workers a kernel has forked become busy;
+ *   4. reap workers that returned (acquire on their state): a finished
+ *      kernel's task record is completed (results, then state release);
+ *   5. pass cancel requests of running tasks to their channels;
+ *   6. serve the head of the FIFO: start it if enough workers are free,
+ *      else take back reservations and ask cooperative kernels to surrender
+ *      workgroups (want_kill, under the channel lock);
+ *   7. with nothing waiting, offer free workers to cooperative kernels below
+ *      their N (reserve them for the next request_fork or resizing barrier);
+ *   8. refresh a slice of the live view (last, so that a task taken in at
+ *      step 2 is started first).
+ * Worker status lives in sched.wstat: FREE, RESERVED|chan, or chan (busy).
+ */
+
+#define COOP_RESV_BIT 0x80000000u
+#define COOP_REAP_BATCH 4u /* worker states loaded together by the reap */
+
+COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mailbox *mb,
+                                                     coop_u32 slot) {
+  return &mb->tasks[slot];
+}
+
+/* Validate a new task against the registered kernel table. */
+COOP_FN coop_u32 coop__validate(coop_u32 kid, coop_u32 flags, coop_u32 groups, coop_u32 nworkers) {
+  if (kid >= COOP_NKERNELS) return COOP_TR_BAD_KERNEL;
+  coop_u32 coop = (flags & COOP_TF_COOPERATIVE) != 0u;
+  if (coop != coop__kernel_is_coop(kid)) return COOP_TR_KIND;
+  if (groups == 0u) return COOP_TR_ZERO_GROUPS;
+  if (groups > nworkers) return COOP_TR_TOO_MANY_GROUPS;
+  return COOP_TR_OK;
+}
+
+COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slot, coop_u32 st) {
+  coop_sys_st_rel(&coop__task(mb, slot)->state, st);
+}
+
+/* ---------------------------------------------------------- Helper warps
+ * On CUDA (COOP_SCHED_HELPERS) the scheduler workgroup's threads past its
+ * first warp serve thread 0: the work of a start that is many independent
+ * memory operations, each a bus or L2 round trip when one thread does them
+ * in turn, is spread over them. Issue 18 measured, one thread, H100: the
+ * task record's 32 argument words read across PCIe one after the other, 54
+ * us from intake to gather; one store per worker to release 527 workers,
+ * 107 us. Spread over 224 threads, each is about one round trip.
+ *
+ * Protocol (state in coop_sched, device memory, device scope): thread 0
+ * writes the order's fields (plain), zeroes help_done (relaxed), then
+ * stores help_gen + 1 (release). A helper that acquires a new help_gen
+ * reads the order, does its share (threads h, h + nhelpers, ...), and adds
+ * 1 to help_done (release). Thread 0 acquires help_done == nhelpers before
+ * it reads what helpers wrote or writes another order, so an order is
+ * never rewritten while a helper reads it; while an order is out, thread
+ * 0 touches none of the state the order names. START: each free worker a
+ * helper finds takes a ticket (relaxed add on help_ticket) as its group id
+ * until g are given out: ids 0..g-1, each once, in no particular order of
+ * pids. REAP: a helper reaps the returned workers among its pids as the
+ * one-thread reap does, with atomic adds, min and max on the counters it
+ * shares with other helpers. RELEASE: the helper
+ * issues a release fence after its acquire of help_gen, then relaxed
+ * ASSIGNED stores; thread 0 wrote the channel and id map before its
+ * release of help_gen, so a worker that acquires ASSIGNED sees them
+ * (causality is transitive through the helper's acquire and release). */
+#define COOP_HELP_START 1u   /* task help_slot's arguments -> channel help_chan, and its id map */
+#define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
+#define COOP_HELP_REAP 3u    /* reap every worker that has returned */
+#define COOP_HELP_EXIT 4u
+#define COOP_HELP_MIN_RELEASE 8u /* fewer workers: thread 0 releases them itself */
+#define COOP_HELP_FIRST 32u      /* helpers: local ids from here (warp 0 is thread 0's) */
+
+COOP_FN void coop__copy_payload(COOP_GLOBAL struct coop_chan *ch,
+                                COOP_GLOBAL struct coop_task_rec *t, coop_u32 i, coop_u32 step) {
+  for (; i < 2u * COOP_MAX_ARGS; i += step) {
+    if (i < COOP_MAX_ARGS)
+      ch->args[i] = t->args[i];
+    else
+      ch->lens[i - COOP_MAX_ARGS] = t->lens[i - COOP_MAX_ARGS];
+  }
+}
+
+COOP_FN void coop__release_workers(COOP_GLOBAL struct coop_dev *dev,
+                                   COOP_GLOBAL struct coop_chan *ch, coop_u32 v, coop_u32 g,
+                                   coop_u32 step) {
+  for (; v < g; v += step) coop_st_rlx(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
+}
+
+#ifdef COOP_SCHED_HELPERS
+/* START's id map: free workers among pids 1 + h, 1 + h + step, ... */
+COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
+                             coop_u32 c, coop_u32 g, coop_u32 h, coop_u32 step) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step) {
+    if (s->wstat[pid] != COOP_SW_FREE) continue;
+    coop_u32 v = coop_fadd_rlx(&s->help_ticket, 1u);
+    if (v >= g) return;
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    w->chan = c;
+    w->vid = v;
+    w->forked = 0u;
+    w->gen = 0u;
+    ch->pid_of[v] = pid;
+    s->wstat[pid] = c;
+  }
+}
+
+/* REAP: the returned workers among pids 1 + h, 1 + h + step, ... */
+COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop_u32 step) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step) {
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    if (coop_ld_rlx(&w->state) != COOP_WS_RETURNED) continue;
+    coop_u32 c = s->wstat[pid];
+    if (c >= COOP_MAX_CHANNELS) continue; /* a fork not yet reconciled */
+    coop_fence_acq();                     /* acquires what the worker wrote before RETURNED */
+    coop_u64 ts = w->t_start, te = w->t_end;
+    coop_u32 why = w->reason;
+    coop_fmin(&s->chan_t_started[c], ts);
+    coop_fmax(&s->chan_t_finished[c], te);
+    if (why & COOP_WR_KILLED) coop_fadd_rlx(&s->chan_killed_reaped[c], 1u);
+    if (why & COOP_WR_LAST) coop_st_rlx(&s->chan_last[c], 1u);
+    s->wstat[pid] = COOP_SW_FREE;
+    coop_fadd_rlx(&s->nfree, 1u);
+    coop_fadd_rlx(&s->reaped, 1u);
+    coop_fadd_rlx(&s->chan_workers[c], ~0u); /* minus one */
+    coop_st_rlx(&w->state, COOP_WS_IDLE);
+  }
+}
+#endif
+
+/* Thread 0: wait until every helper has carried out the last order. */
+COOP_FN void coop__help_wait(COOP_GLOBAL struct coop_sched *s) {
+  if (!s->help_pending) return;
+  while (coop_ld_acq(&s->help_done) != s->nhelpers) {
+  }
+  s->help_pending = 0u;
+}
+
+COOP_FN void coop__help_post(COOP_GLOBAL struct coop_sched *s, coop_u32 op, coop_u32 slot,
+                             coop_u32 c, coop_u32 n) {
+  coop__help_wait(s);
+  s->help_op = op;
+  s->help_slot = slot;
+  s->help_chan = c;
+  s->help_n = n;
+  coop_st_rlx(&s->help_done, 0u);
+  coop_st_rel(&s->help_gen, coop_ld_rlx(&s->help_gen) + 1u);
+  s->help_pending = 1u;
+}
+
+/* Before the scheduler workgroup splits (megakernel.cl): a relaunch after
+ * parking finds the previous launch's orders. */
+COOP_FN void coop__help_init(COOP_GLOBAL struct coop_sched *s) {
+  coop_st_rlx(&s->help_gen, 0u);
+  coop_st_rlx(&s->help_done, 0u);
+  s->help_pending = 0u;
+}
+
+COOP_FN coop_u32 coop__nhelpers(void) {
+#ifdef COOP_SCHED_HELPERS
+  if (coop_local_size() > COOP_HELP_FIRST) return coop_local_size() - COOP_HELP_FIRST;
+#endif
+  return 0u;
+}
+
+#ifdef COOP_SCHED_HELPERS
+/* A helper thread's loop: h is its index among the helpers. */
+COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
+                                COOP_GLOBAL struct coop_dev *dev, coop_u32 h) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop_u32 seen = 0u;
+  for (;;) {
+    coop_u32 gen = coop_ld_acq(&s->help_gen);
+    if (gen == seen) {
+      coop_backoff();
+      continue;
+    }
+    seen = gen;
+    coop_u32 op = s->help_op, n = s->nhelpers;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
+    if (op == COOP_HELP_START) {
+      coop__copy_payload(ch, &mb->tasks[s->help_slot], h, n);
+      coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
+    }
+    if (op == COOP_HELP_REAP) coop__reap_share(dev, h, n);
+    if (op == COOP_HELP_RELEASE) {
+      coop_fence_rel();
+      coop__release_workers(dev, ch, h, s->help_n, n);
+    }
+    coop_fadd_rel(&s->help_done, 1u);
+    if (op == COOP_HELP_EXIT) return;
+  }
+}
+#endif
+
+/* Lock held: reservations the kernel consumed by forking (it takes them
+ * from the top of resv[], lowering n_resv) are busy workers now. This must
+ * run under the same lock hold as any change the scheduler makes to resv[]:
+ * a fork may land between two of the scheduler's passes, and overwriting
+ * resv[] above n_resv would lose a running worker (never reaped). Returns
+ * n_resv. */
+COOP_FN coop_u32 coop__reconcile_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  coop_u32 n = coop_ld_rlx(&ch->n_resv);
+  for (coop_u32 i = n; i < s->chan_resv[c]; i++) {
+    s->wstat[ch->resv[i]] = c;
+    s->chan_workers[c]++;
+  }
+  s->chan_resv[c] = n;
+  return n;
+}
+
+/* Give a channel's unused reservations back to the free pool. */
+COOP_FN void coop__unreserve(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  if (s->chan_resv[c] == 0u) return;
+  coop__lock(&ch->lock);
+  coop_u32 n = coop__reconcile_locked(dev, c);
+  for (coop_u32 i = 0; i < n; i++) {
+    s->wstat[ch->resv[i]] = COOP_SW_FREE;
+    s->nfree++;
+  }
+  coop_st_rlx(&ch->n_resv, 0u);
+  coop__unlock(&ch->lock);
+  s->chan_resv[c] = 0u;
+}
+
+/* Step 3. */
+COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  if (s->chan_resv[c] == 0u || coop_ld_acq(&ch->n_resv) == s->chan_resv[c]) return;
+  coop__lock(&ch->lock);
+  coop__reconcile_locked(dev, c);
+  coop__unlock(&ch->lock);
+}
+
+COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
+                                 COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  coop__unreserve(dev, c);
+  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+  /* Workers stamp their own start and end, on their own cores. Each start
+   * happens after the assignment (t_gathered) and before its end, but cores'
+   * clocks may differ by some tens of ns (seen on a KVM guest's TSC): report
+   * the causal order rather than the skew. */
+  coop_u64 started = s->chan_t_started[c], finished = s->chan_t_finished[c];
+  if (started < t->t_gathered) started = t->t_gathered;
+  if (finished < started) finished = started;
+  t->t_started = started;
+  t->t_finished = finished;
+  t->m_min = coop_ld_rlx(&ch->m_min);
+  t->m_max = coop_ld_rlx(&ch->m_max);
+  t->kills = coop_ld_rlx(&ch->killed);
+  t->forks = coop_ld_rlx(&ch->forked);
+  t->resizes = coop_ld_rlx(&ch->resizes);
+  /* Every worker's stores, the fault included, were acquired by the reap's
+   * fence after its RETURNED. */
+  t->fault = coop_ld_rlx(&ch->fault);
+  coop__finish_task(mb, ch->task, coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
+  s->chan_busy[c] = 0u;
+}
+
+/* Step 4. */
+COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  /* Nobody returned since the last reap: no scan (issue 18: one thread
+   * loading 264 to 1056 worker states made every pass, and so every
+   * gather, tens to hundreds of us long on the H100). The acquire pairs
+   * with each worker's release add, which follows its RETURNED store: a
+   * count above `reaped` means those stores are visible to the scan. A
+   * forked worker that returned before its fork was reconciled is skipped
+   * by this scan (not yet marked busy) and keeps the counts apart, so the
+   * next pass scans again. */
+  coop_u32 returned = coop_ld_acq(&dev->returned);
+  if (returned == s->reaped) return;
+  if (s->nhelpers && returned - s->reaped > COOP_REAP_BATCH) {
+    coop__help_post(s, COOP_HELP_REAP, 0u, 0u, 0u);
+    coop__help_wait(s);
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
+      if (s->chan_busy[c] && s->chan_last[c]) {
+        coop__reconcile_forks(dev, c);
+        if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+      }
+    return;
+  }
+  /* Batches of COOP_REAP_BATCH: their states loaded together (in flight at
+   * once; few, to keep registers and so occupancy), one acquire fence per
+   * batch that has a RETURNED one, then each returned worker's results
+   * loaded together. Loaded one after the other
+   * (a fence per worker, which also emptied the cache the next loads
+   * needed), 527 workers took 1.25 ms to reap on the H100 (issue 18). */
+  /* The scan stops once it has reaped all that had returned: a task of
+   * one workgroup is reaped in one batch, not a walk over every worker
+   * (which held the next task's intake ~100 us on the H100). */
+  for (coop_u32 base = 1u; base <= s->nworkers && s->reaped != returned; base += COOP_REAP_BATCH) {
+    coop_u32 ret = 0u; /* bit k: worker base + k has RETURNED */
+    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++)
+      if (base + k <= s->nworkers && coop_ld_rlx(&dev->w[base + k].state) == COOP_WS_RETURNED)
+        ret |= 1u << k;
+    if (!ret) continue;
+    coop_fence_acq(); /* acquires what those workers wrote before RETURNED */
+    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++) {
+      coop_u32 pid = base + k, c = (ret >> k) & 1u ? s->wstat[pid] : COOP_SW_FREE;
+      if (c >= COOP_MAX_CHANNELS) continue; /* not returned, free or reserved */
+      COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+      coop_u64 ts = w->t_start, te = w->t_end;
+      coop_u32 why = w->reason;
+      if (ts < s->chan_t_started[c]) s->chan_t_started[c] = ts;
+      if (te > s->chan_t_finished[c]) s->chan_t_finished[c] = te;
+      if (why & COOP_WR_KILLED) s->chan_killed_reaped[c]++;
+      s->wstat[pid] = COOP_SW_FREE;
+      s->nfree++;
+      s->reaped++;
+      /* mark reaped: the worker spins for ASSIGNED, so IDLE is invisible to it */
+      coop_st_rlx(&w->state, COOP_WS_IDLE);
+      s->chan_workers[c]--;
+      if (why & COOP_WR_LAST) s->chan_last[c] = 1u;
+      /* Complete only once every worker of the kernel is reaped: one that
+       * left before the last may not have stored RETURNED yet, and must not
+       * be counted for the next task on this channel. Forks not yet
+       * reconciled are counted first (they were alive, so they have left
+       * too). */
+      if (s->chan_last[c]) {
+        coop__reconcile_forks(dev, c);
+        if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+      }
+    }
+  }
+}
+
+/* Start task slot on channel c with g free workers, ids 0..g-1. */
+COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
+                         coop_u32 slot, coop_u32 c, coop_u32 g) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  /* The arguments cross the bus once, each word read by its own helper
+   * thread while this one builds the id map; without helpers, field by
+   * field (loading all into registers first took 32 more registers, which
+   * halved the megakernel's occupancy at 256 threads: 527 to 263 workers
+   * on the H100; issue 18). */
+  if (!s->nhelpers) coop__copy_payload(ch, t, 0u, 1u);
+  ch->kid = s->t_kid[slot];
+  ch->flags = s->t_flags[slot];
+  ch->n_max = s->t_groups[slot];
+  ch->task = slot;
+  coop_st_rlx(&ch->fault, 0u);
+  t->fault = 0u;
+  coop_st_rlx(&ch->lock, 0u);
+  coop_st_rlx(&ch->m, g);
+  coop_st_rlx(&ch->want_kill, 0u);
+  coop_st_rlx(&ch->n_resv, 0u);
+  coop_st_rlx(&ch->alive, g);
+  coop_st_rlx(&ch->killed, 0u);
+  coop_st_rlx(&ch->forked, 0u);
+  coop_st_rlx(&ch->resizes, 0u);
+  coop_st_rlx(&ch->ep_killed, 0u);
+  coop_st_rlx(&ch->cancel, 0u);
+  coop_st_rlx(&ch->m_min, g);
+  coop_st_rlx(&ch->m_max, g);
+  coop_st_rlx(&ch->bar_arrive, g * COOP__ARR_M_ONE);
+  coop_st_rlx(&ch->bar_rel, 0u);
+  s->chan_busy[c] = 1u;
+  s->chan_resv[c] = 0u;
+  s->chan_killed_reaped[c] = 0u;
+  s->chan_workers[c] = g;
+  s->chan_last[c] = 0u;
+  s->chan_t_started[c] = ~(coop_u64)0;
+  s->chan_t_finished[c] = 0u;
+  t->m_initial = g;
+  t->t_gathered = coop_clock();
+  t->status = COOP_TR_OK;
+  coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
+  /* The whole id map before any release: a resize reads it. */
+  if (s->nhelpers) {
+    coop_st_rlx(&s->help_ticket, 0u);
+    coop__help_post(s, COOP_HELP_START, slot, c, g);
+    coop__help_wait(s); /* the payload and the id map */
+    s->nfree -= g;
+    /* channel, payload and id map before: the helpers' release fences, or
+     * for a few workers this thread's (one order less to wait for) */
+    if (g > COOP_HELP_MIN_RELEASE) {
+      coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
+      return;
+    }
+    coop_fence_rel();
+    coop__release_workers(dev, ch, 0u, g, 1u);
+    return;
+  }
+  coop_u32 v = 0u;
+  for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
+    if (s->wstat[pid] != COOP_SW_FREE) continue;
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    w->chan = c;
+    w->vid = v;
+    w->forked = 0u;
+    w->gen = 0u;
+    ch->pid_of[v++] = pid;
+    s->wstat[pid] = c;
+  }
+  s->nfree -= g;
+  /* channel, payload and id map before: one release fence for all g */
+  coop_fence_rel();
+  coop__release_workers(dev, ch, 0u, g, 1u);
+}
+
+/* Ask cooperative kernels for `need` more workgroups than are already on
+ * their way (requested, or killed but not yet reaped). */
+COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop_u32 coming = 0u;
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+    if (!s->chan_busy[c] || !(dev->chan[c].flags & COOP_TF_COOPERATIVE)) continue;
+    coming += coop_ld_acq(&dev->chan[c].want_kill);
+    coming += coop_ld_acq(&dev->chan[c].killed) - s->chan_killed_reaped[c];
+  }
+  if (coming >= need) return;
+  need -= coming;
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS && need != 0u; c++) {
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    if (!s->chan_busy[c] || !(ch->flags & COOP_TF_COOPERATIVE)) continue;
+    coop__lock(&ch->lock);
+    coop_u32 m = coop_ld_rlx(&ch->m), want = coop_ld_rlx(&ch->want_kill);
+    coop_u32 can = m - 1u > want ? m - 1u - want : 0u;
+    if (can > need) can = need;
+    coop_st_rel(&ch->want_kill, want + can);
+    coop__unlock(&ch->lock);
+    need -= can;
+  }
+}
+
+/* Nothing waits: withdraw kill requests, offer free workers for forks. */
+COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    if (!s->chan_busy[c] || !(ch->flags & COOP_TF_COOPERATIVE)) continue;
+    if (coop_ld_acq(&ch->want_kill) != 0u) {
+      coop__lock(&ch->lock);
+      coop_st_rlx(&ch->want_kill, 0u);
+      coop__unlock(&ch->lock);
+    }
+    /* lock-free hint first; M + n_resv is unchanged by a fork */
+    if (s->nfree == 0u || coop_ld_acq(&ch->m) + s->chan_resv[c] >= ch->n_max) continue;
+    coop__lock(&ch->lock);
+    coop_u32 n = coop__reconcile_locked(dev, c);
+    coop_u32 have = coop_ld_rlx(&ch->m) + n;
+    coop_u32 deficit = have < ch->n_max ? ch->n_max - have : 0u;
+    for (coop_u32 pid = 1u; pid <= s->nworkers && deficit != 0u; pid++) {
+      if (s->wstat[pid] != COOP_SW_FREE) continue;
+      s->wstat[pid] = COOP_RESV_BIT | c;
+      ch->resv[n++] = pid;
+      s->nfree--;
+      deficit--;
+    }
+    s->chan_resv[c] = n;
+    coop_st_rel(&ch->n_resv, n);
+    coop__unlock(&ch->lock);
+  }
+}
+
+/* The live view for monitoring (shared.h: wg_view, live_*). Relaxed
+ * system-scope stores: the host only displays these, so no ordering is
+ * needed, and a view torn across workers is acceptable. Only changed map
+ * entries are written, because each store to host memory crosses the bus
+ * on a GPU. The map is refreshed COOP_VIEW_SLICE workers per pass, round
+ * robin (view_pass is the cursor): the whole map at once cost one thread
+ * two loads per worker, 527 workers on an H100, every 64 passes, which
+ * made the idle scheduler spend most of its time here and notice a new
+ * task 140 us late (issue 18). The channels' counters go every
+ * COOP_VIEW_PASSES passes, when the cursor wraps. */
+#define COOP_VIEW_SLICE 8u
+COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
+                                COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop_u32 pid = s->view_pass + 1u;
+  for (coop_u32 k = 0u; k < COOP_VIEW_SLICE && pid <= s->nworkers; k++, pid++) {
+    coop_u32 w = s->wstat[pid], v = 0u;
+    if (w != COOP_SW_FREE) {
+      coop_u32 c = w & ~COOP_RESV_BIT;
+      v = (dev->chan[c].task + 1u) | ((w & COOP_RESV_BIT) ? COOP_VIEW_RESERVED : 0u);
+    }
+    if (v != s->wpub[pid]) {
+      s->wpub[pid] = v;
+      coop_sys_st_rlx(&mb->wg_view[pid], v);
+    }
+  }
+  s->view_pass = pid - 1u;
+  if (pid <= s->nworkers) return;
+  s->view_pass = 0u; /* the map is done: the counters, then from the top */
+  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+    if (!s->chan_busy[c]) continue;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+    coop_sys_st_rlx(&t->live_m, coop_ld_rlx(&ch->m));
+    coop_sys_st_rlx(&t->live_workers, s->chan_workers[c]);
+    coop_sys_st_rlx(&t->live_kills, coop_ld_rlx(&ch->killed));
+    coop_sys_st_rlx(&t->live_forks, coop_ld_rlx(&ch->forked));
+  }
+}
+
+/* Deadline-aware dispatch (issue 18): the queued task with the earliest
+ * deadline moves to the head, so a render that is due is gathered before
+ * a cooperative kernel or a large task that queued earlier (which would
+ * otherwise hold the head while kills are requested for it). Tasks
+ * without a deadline count as the latest; equal deadlines keep their
+ * order, because the tasks passed over each move back one place (a stable
+ * move). A task without a deadline can wait while tasks with one keep
+ * coming: the daemon only sets deadlines on periodic and deadline jobs,
+ * whose instances leave gaps. Scheduler-private memory only: the
+ * deadlines were copied from the task records at intake. */
+COOP_FN void coop__edf_head(COOP_GLOBAL struct coop_sched *s) {
+  coop_u32 best = s->q_head;
+  coop_u64 bd = s->q_deadline[best % COOP_RING];
+  for (coop_u32 i = s->q_head + 1u; i != s->q_tail; i++) {
+    coop_u64 d = s->q_deadline[i % COOP_RING];
+    if (d != 0u && (bd == 0u || d < bd)) {
+      bd = d;
+      best = i;
+    }
+  }
+  if (best == s->q_head) return;
+  coop_u32 slot = s->queue[best % COOP_RING];
+  for (coop_u32 i = best; i != s->q_head; i--) {
+    s->queue[i % COOP_RING] = s->queue[(i - 1u) % COOP_RING];
+    s->q_deadline[i % COOP_RING] = s->q_deadline[(i - 1u) % COOP_RING];
+  }
+  s->queue[s->q_head % COOP_RING] = slot;
+  s->q_deadline[s->q_head % COOP_RING] = bd;
+}
+
+/* Step 6: returns 1 if the head task started (try the next one too). */
+COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
+                                  COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  if (s->q_head == s->q_tail) return 0u;
+  coop__edf_head(s);
+  coop_u32 slot = s->queue[s->q_head % COOP_RING];
+  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+  if (coop_sys_ld_rlx(&t->cancel) != 0u) {
+    s->q_head++;
+    coop__finish_task(mb, slot, COOP_TS_CANCELLED);
+    return 1u;
+  }
+  coop_u32 coop = (s->t_flags[slot] & COOP_TF_COOPERATIVE) != 0u, groups = s->t_groups[slot];
+  coop_u32 need = coop ? 1u : groups;
+  if (s->nfree < need)
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
+      if (s->chan_busy[c]) coop__unreserve(dev, c);
+  coop_u32 c = 0u;
+  while (c < COOP_MAX_CHANNELS && s->chan_busy[c]) c++;
+  if (c == COOP_MAX_CHANNELS) return 0u; /* wait for a channel to free */
+  if (s->nfree < need) {
+    coop__request_kills(dev, need - s->nfree);
+    return 0u;
+  }
+  coop_u32 g = coop ? (groups < s->nfree ? groups : s->nfree) : groups;
+  s->q_head++;
+  coop__start(mb, dev, slot, c, g);
+  return 1u;
+}
+
+COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
+                             coop_u32 participants) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  s->nworkers = participants - 1u;
+  s->nfree = s->nworkers;
+  for (coop_u32 pid = 0; pid <= s->nworkers; pid++) {
+    s->wstat[pid] = COOP_SW_FREE;
+    s->wpub[pid] = 0u; /* the host zeroed wg_view */
+  }
+  s->view_pass = 0u;
+  s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
+  s->nhelpers = coop__nhelpers();
+  coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
+  coop_u32 stopping = 0u;
+  coop_sys_st_rel(&mb->participants, participants);
+  coop_sys_st_rel(&mb->sched_state, 1u);
+  for (;;) {
+    /* The host's three words in flight together, then one acquire (pairs
+     * with the host's release stores of each): one bus round trip a pass
+     * instead of three. */
+    coop_u32 p = coop_sys_ld_rlx(&mb->ping), down = coop_sys_ld_rlx(&mb->shutdown);
+    coop_u32 head = coop_sys_ld_rlx(&mb->sub_head);
+    coop_sys_fence_acq();
+    if (p != last_ping) {
+      mb->pong_clock = coop_clock();
+      coop_sys_st_rel(&mb->pong, p);
+      last_ping = p;
+    }
+    if (!stopping && down != 0u) stopping = 1u;
+
+    while (s->sub_tail != head) {
+      coop_u32 slot = mb->ring[s->sub_tail % COOP_RING];
+      s->sub_tail++;
+      COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+      /* four loads of host memory, in flight together */
+      coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
+      coop_u64 deadline = t->deadline, now = coop_clock();
+      coop_u32 status = coop__validate(kid, flags, groups, s->nworkers);
+      t->t_released = now;
+      t->status = status;
+      if (status != COOP_TR_OK) {
+        coop__finish_task(mb, slot, COOP_TS_REFUSED);
+      } else {
+        s->t_kid[slot] = kid;
+        s->t_flags[slot] = flags;
+        s->t_groups[slot] = groups;
+        s->queue[s->q_tail % COOP_RING] = slot;
+        s->q_deadline[s->q_tail % COOP_RING] = deadline;
+        s->q_tail++;
+        coop_sys_st_rel(&t->state, COOP_TS_QUEUED);
+      }
+    }
+
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
+      if (s->chan_busy[c]) coop__reconcile_forks(dev, c);
+    coop__reap(mb, dev);
+    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+      if (!s->chan_busy[c]) continue;
+      COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+      /* relaxed: the flag carries no data, and an acquire would hold
+       * back the next channel's load */
+      if ((stopping || coop_sys_ld_rlx(&coop__task(mb, ch->task)->cancel) != 0u) &&
+          coop_ld_rlx(&ch->cancel) == 0u)
+        coop_st_rel(&ch->cancel, 1u);
+    }
+
+    if (stopping) {
+      while (s->q_head != s->q_tail) {
+        coop__finish_task(mb, s->queue[s->q_head % COOP_RING], COOP_TS_CANCELLED);
+        s->q_head++;
+      }
+      coop_u32 busy = 0u;
+      for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) busy |= s->chan_busy[c];
+      if (!busy) break;
+      continue;
+    }
+    while (coop__serve_head(mb, dev)) {
+    }
+    if (s->q_head == s->q_tail) coop__offer_forks(dev);
+    /* last: a task taken in at the top is started before the view's loads
+     * (some 4 us of the H100's 12 from intake to gather) */
+    coop__publish_view(mb, dev);
+  }
+  if (s->nhelpers) coop__help_post(s, COOP_HELP_EXIT, 0u, 0u, 0u);
+  coop__help_wait(s);
+  for (coop_u32 pid = 1u; pid <= s->nworkers; pid++) coop_st_rel(&dev->w[pid].state, COOP_WS_EXIT);
+  coop_sys_st_rel(&mb->sched_state, 2u);
+}

@@ -1,0 +1,249 @@
+//@needs dialect.h
+/*
+ * shared.h: every structure that the host and the megakernel both read.
+ *
+ * One definition, compiled as host C11, OpenCL C and CUDA. Only fixed-width
+ * types; 64-bit fields sit at 8-byte offsets. The host checks the layout
+ * assumptions it relies on with static asserts (runtime.c).
+ *
+ * Two memories:
+ *   struct coop_mailbox   host-visible (fine-grained SVM): the only memory the
+ *                         host touches while the megakernel runs, and which
+ *                         only the scheduler workgroup polls.
+ *   struct coop_dev       device memory: scheduler context, workers, channels.
+ *                         Workers spin only here.
+ */
+#ifndef COOP_SHARED_H
+#define COOP_SHARED_H
+
+#ifndef COOP_DIALECT_H /* already inlined when the host assembles the source */
+#include "dialect.h"
+#endif
+
+#define COOP_ABI 7u
+#define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
+#define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
+#define COOP_RING 256           /* task slots, and the submit ring */
+#define COOP_MAX_CHANNELS 16    /* kernels running at once */
+#define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
+
+/* Task slot states (coop_task_rec.state). The host owns a FREE slot, fills
+ * it, stores SUBMITTED (release) and pushes the slot on the ring. From then
+ * on the scheduler owns it until it stores a final state (DONE, CANCELLED,
+ * REFUSED) with release; the host reads results after an acquire of that. */
+#define COOP_TS_FREE 0u
+#define COOP_TS_SUBMITTED 1u
+#define COOP_TS_QUEUED 2u /* scheduler has it, gathering workgroups */
+#define COOP_TS_RUNNING 3u
+#define COOP_TS_DONE 4u
+#define COOP_TS_CANCELLED 5u
+#define COOP_TS_REFUSED 6u /* invalid request, see status */
+
+/* Task flags. */
+#define COOP_TF_COOPERATIVE 1u
+#define COOP_TF_QUERY_BARRIER 2u /* resizing barrier uses the query variant */
+
+/* Refusal reasons (coop_task_rec.status when REFUSED). */
+#define COOP_TR_OK 0u
+#define COOP_TR_BAD_KERNEL 1u
+#define COOP_TR_TOO_MANY_GROUPS 2u
+#define COOP_TR_ZERO_GROUPS 3u
+#define COOP_TR_KIND 4u /* cooperative flag does not match the kernel */
+
+struct coop_task_rec {
+  coop_atomic_u32 state;
+  coop_atomic_u32 cancel; /* host -> scheduler: 1 = cancel requested */
+  coop_u32 kid;           /* index into the registered kernel table */
+  coop_u32 flags;
+  coop_u32 groups; /* N (cooperative maximum) or K (non-cooperative) */
+  coop_u32 status;
+  coop_u64 args[COOP_MAX_ARGS];
+  /* Byte length of each buffer argument (0 for scalars): what the kernel's
+   * bounds-checked views (api.h) allow. Set by the host with the args. */
+  coop_u64 lens[COOP_MAX_ARGS];
+  /* When it is due: host CLOCK_MONOTONIC ns, 0 = none. The scheduler only
+   * compares deadlines with one another (earliest first), never with its
+   * own clock, so the two clocks need not agree. Read once, at intake. */
+  coop_u64 deadline;
+  /* Results, device clock ticks; written by the scheduler before the final
+   * state. released: scheduler took the task; gathered: all workgroups it
+   * starts with were free and assigned; started: first workgroup entered the
+   * kernel; finished: last workgroup left it. */
+  coop_u64 t_released, t_gathered, t_started, t_finished;
+  coop_u32 m_initial, m_min, m_max, kills;
+  coop_u32 forks, resizes;
+  /* Out-of-bounds access: 0, else the tag of the last view that faulted
+   * (argument index + 1, or COOP_FAULT_SCRATCH). Written with the results. */
+  coop_u32 fault, pad_fault;
+  /* Live view while it runs (coopctl top), published by the scheduler
+   * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
+   * monitoring only, never used to synchronise. */
+  coop_atomic_u32 live_m, live_workers, live_kills, live_forks;
+};
+
+struct coop_mailbox {
+  coop_u32 abi;
+  coop_u32 launched; /* hardware workgroups launched */
+  /* discovery: the first participant mirrors the count here and closes the
+   * poll when the host says so (the host sees the count stop growing). */
+  coop_atomic_u32 disc_seen;
+  coop_atomic_u32 disc_close;
+  coop_atomic_u32 participants; /* final count, published by the scheduler */
+  coop_atomic_u32 sched_state;  /* 0 starting, 1 running, 2 exited */
+  coop_atomic_u32 shutdown;     /* host -> scheduler */
+  /* clock calibration: host bumps ping, scheduler answers with its clock */
+  coop_atomic_u32 ping;
+  coop_atomic_u32 pong;
+  coop_u32 pad0;
+  coop_u64 pong_clock;
+  coop_atomic_u32 sub_head; /* host -> scheduler: ring entries written */
+  coop_atomic_u32 pad1;
+  coop_u32 ring[COOP_RING];
+  struct coop_task_rec tasks[COOP_RING];
+  /* Live view: per participant (index pid, 1..workers), 0 when free, else
+   * the task slot + 1 it works for, with COOP_VIEW_RESERVED when it is
+   * reserved for that task's forks. Same publication rules as live_*. */
+  coop_atomic_u32 wg_view[COOP_MAX_WG];
+};
+#define COOP_VIEW_RESERVED 0x80000000u
+#define COOP_VIEW_PASSES 64u
+
+/* Worker states (coop_worker.state): the assignment handshake.
+ *   IDLE/RETURNED --(scheduler or a forking workgroup: payload, then
+ *                    store ASSIGNED release)--> ASSIGNED
+ *   ASSIGNED --(worker: results, then store RETURNED release)--> RETURNED
+ *   any --(scheduler at shutdown, release)--> EXIT
+ * The worker spins on its own state only (device memory, acquire). */
+#define COOP_WS_IDLE 0u
+#define COOP_WS_ASSIGNED 1u
+#define COOP_WS_RETURNED 2u
+#define COOP_WS_EXIT 3u
+
+/* Why a worker returned (coop_worker.reason). */
+#define COOP_WR_FINISHED 1u /* the kernel returned COOP_DONE / ended */
+#define COOP_WR_KILLED 2u   /* accepted offer_kill or resizing kill */
+#define COOP_WR_LAST 4u     /* bit: this workgroup was the kernel's last alive */
+
+struct coop_worker {
+  coop_atomic_u32 state;
+  coop_u32 chan;           /* payload: channel of the kernel to run */
+  coop_u32 vid;            /* payload: cooperative group id */
+  coop_u32 forked;         /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason;         /* result */
+  coop_u32 gen;            /* payload: the barrier generation it starts in */
+  coop_u64 t_start, t_end; /* result: device clock */
+  coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
+};
+
+/* What a workgroup's barrier wait returns (barrier.cl): go on, leave
+ * (removed by a resize), or leave (cancelled). */
+#define COOP_BF_NONE 0u
+#define COOP_BF_GO 2u
+#define COOP_BF_KILL 3u
+/* The packing of the barrier words (barrier.cl), one definition for the
+ * device and for the host's dump: bar_arrive = M << 16 | arrivals,
+ * bar_rel = generation << 11 | M. */
+#define COOP__ARR_M_ONE (1u << 16) /* one workgroup of M in bar_arrive */
+#define COOP__ARR_M(v) ((v) >> 16)
+#define COOP__ARR_N(v) ((v)&0xffffu)
+#define COOP__REL_SHIFT 11u
+#define COOP__REL_M(v) ((v) & ((1u << COOP__REL_SHIFT) - 1u))
+#if COOP_MAX_WG >= 2048
+#error "COOP_MAX_WG must stay below 2048: barrier.cl packs M into 11 bits"
+#endif
+
+/* One channel per running kernel. Fields above `lock` are written by the
+ * scheduler before the first workgroup is assigned and never change while
+ * the kernel runs. Fields marked (L) change only with `lock` held; they may
+ * be read without it as a hint (fast paths), acquire. */
+struct coop_chan {
+  coop_u32 kid;
+  coop_u32 flags;
+  coop_u32 n_max; /* N: the most workgroups the kernel may have */
+  coop_u32 task;  /* task slot */
+  coop_u64 args[COOP_MAX_ARGS];
+  coop_u64 lens[COOP_MAX_ARGS]; /* buffer lengths, bytes (views) */
+  coop_atomic_u32 fault;        /* a view's tag after an out-of-bounds access; relaxed */
+  coop_atomic_u32 pad_fault;
+  coop_atomic_u32 lock;
+  coop_atomic_u32 m;         /* (L) M, the active count */
+  coop_atomic_u32 want_kill; /* (L) scheduler: surrender this many */
+  coop_atomic_u32 n_resv;    /* (L) reserved workers ready for a fork */
+  coop_atomic_u32 alive;     /* workgroups inside; atomic add/sub (no lock for -) */
+  coop_atomic_u32 killed;    /* (L) kills accepted since the start */
+  coop_atomic_u32 forked;    /* (L) workgroups forked since the start */
+  coop_atomic_u32 resizes;   /* resizing-barrier episodes */
+  coop_atomic_u32 ep_killed; /* (L) plain resizing barrier: kills this episode */
+  coop_atomic_u32 cancel;    /* scheduler -> kernel: leave at the next primitive */
+  coop_atomic_u32 m_min;     /* (L) */
+  coop_atomic_u32 m_max;     /* (L) */
+  /* Barrier words (barrier.cl), each on its own 128-byte line: every slave
+   * adds to bar_arrive once and then spins reading bar_rel, the master polls
+   * bar_arrive; sharing a line would make each arrival disturb the spinners. */
+  coop_u32 pad_bar0[32];
+  coop_atomic_u32 bar_arrive; /* (L for M) M << 16 | slaves arrived this episode */
+  coop_u32 pad_bar1[31];
+  coop_atomic_u32 bar_rel; /* the master's release: generation << 11 | M */
+  coop_u32 pad_bar2[31];
+  coop_u32 resv[COOP_MAX_WG];   /* (L) worker ids reserved for a fork */
+  coop_u32 pid_of[COOP_MAX_WG]; /* (L) id -> worker; entries < M are current */
+};
+
+/* Scheduler context: private to the scheduler workgroup (thread 0). */
+#define COOP_SW_FREE 0xffffffffu
+#define COOP_SW_RESERVED 0xfffffffeu
+struct coop_sched {
+  coop_u32 nworkers; /* participants - 1 */
+  coop_u32 nfree;
+  coop_u32 sub_tail;
+  coop_u32 q_head, q_tail; /* pending tasks: earliest deadline first, else FIFO */
+  coop_u32 chan_busy[COOP_MAX_CHANNELS];
+  coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
+  coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
+  coop_u32 chan_resv[COOP_MAX_CHANNELS];    /* reserved workers we think it holds */
+  coop_u32 chan_workers[COOP_MAX_CHANNELS]; /* workers assigned, not yet reaped */
+  coop_u32 chan_last[COOP_MAX_CHANNELS];    /* the last workgroup has left */
+  coop_u64 chan_t_started[COOP_MAX_CHANNELS];
+  coop_u64 chan_t_finished[COOP_MAX_CHANNELS];
+  coop_u32 queue[COOP_RING];
+  coop_u64 q_deadline[COOP_RING]; /* queue[i]'s deadline, copied at intake */
+  coop_u32 wstat[COOP_MAX_WG];    /* FREE, RESERVED or channel index */
+  coop_u32 wpub[COOP_MAX_WG];     /* what wg_view last got, so only changes are written */
+  coop_u32 view_pass;
+  coop_u32 reaped; /* workers reaped, ever: compared with dev.returned */
+  /* A task's kernel, kind and size, copied from its record at intake with its
+   * deadline, indexed by slot: serving the queue reads no host memory. */
+  coop_u32 t_kid[COOP_RING];
+  coop_u32 t_flags[COOP_RING];
+  coop_u32 t_groups[COOP_RING];
+  /* Helper warps (scheduler.cl): thread 0 writes an order (op, slot, chan,
+   * n), zeroes help_done, then bumps help_gen (release); each helper
+   * acquires help_gen, carries out its share, and adds 1 to help_done
+   * (release), which thread 0 acquires before it uses the result or
+   * writes the next order. */
+  coop_atomic_u32 help_gen;
+  coop_atomic_u32 help_done;
+  coop_atomic_u32 help_ticket; /* START: group ids handed out */
+  coop_u32 help_op, help_slot, help_chan, help_n;
+  coop_u32 nhelpers;     /* helper threads; 0: thread 0 does it all */
+  coop_u32 help_pending; /* an order is out and not yet waited for */
+};
+
+struct coop_dev {
+  /* Where out-of-bounds view accesses of every kernel land: garbage that no
+   * job owns (api.h). 64 bytes, so any element type fits. */
+  coop_u64 sink[8];
+  coop_atomic_u32 disc_lock;
+  coop_atomic_u32 disc_open;
+  coop_atomic_u32 disc_count;
+  coop_atomic_u32 abi_ok;
+  /* Workers that stored RETURNED, ever (a release add after that store).
+   * The scheduler scans worker states only while it has reaped fewer:
+   * an idle pass reads this one word, not every worker's state. */
+  coop_atomic_u32 returned;
+  struct coop_sched sched;
+  struct coop_chan chan[COOP_MAX_CHANNELS];
+  struct coop_worker w[COOP_MAX_WG];
+};
+
+#endif /* COOP_SHARED_H */
