@@ -545,12 +545,12 @@ int native_task_trip(struct native_dev *d, struct native_kernel *k, struct nativ
   CUstream s = (CUstream)d->stream;
   CUdeviceptr pc = (CUdeviceptr)nt->chan, pd = (CUdeviceptr)nt->dev, pa = (CUdeviceptr)nt->arena;
   void *params[] = {&pc, &pd, &pa};
-  CK(d, api.cuCtxSetCurrent((CUcontext)d->ctx));
+  CK(d, coop__cu.cuCtxSetCurrent((CUcontext)d->ctx));
   int64_t t0 = now_ns();
-  CK(d, api.cuLaunchCooperativeKernel((CUfunction)k->fn, k->blocks, 1, 1, k->local, 1, 1, 0, s,
-                                      params));
+  CK(d, coop__cu.cuLaunchCooperativeKernel((CUfunction)k->fn, k->blocks, 1, 1, k->local, 1, 1, 0, s,
+                                           params));
   CUresult e;
-  while ((e = api.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
+  while ((e = coop__cu.cuStreamQuery(s)) == CUDA_ERROR_NOT_READY) {
     if (now_ns() - t0 > d->timeout_ns) {
       snprintf(d->err, sizeof d->err, "native %s: a launch did not finish", k->app->name);
       return 2;
