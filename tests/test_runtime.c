@@ -442,7 +442,7 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
                 (long long)(ti.t_released - t0), (long long)(ti.t_finished - t0),
                 (long long)(t1 - t0));
   ck_assert_int_eq(coop_rt_refit(f.rt), 0); /* at most once a second */
-  ck_assert_uint_eq(f.rt->fits, 2); /* the launch's, and the one refit that took */
+  ck_assert_uint_eq(f.rt->fits, 2);         /* the launch's, and the one refit that took */
   ck_assert_int_eq(coop_rt_task_release(f.rt, id), 0);
   coop_rt_free(f.rt, o);
   fx_close(&f);
