@@ -12,7 +12,7 @@
 #include "config.h"
 #include "device.h"
 #include "job.h"
-#include "kernels.h"
+#include "kset.h"
 #include "metrics.h"
 
 #define DM_GATHER_SAMPLES 1024u

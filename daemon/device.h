@@ -13,7 +13,7 @@
 #include "config.h"
 #include "devproc.h"
 #include "job.h"
-#include "kernels.h"
+#include "kset.h"
 
 struct dev;
 

@@ -17,7 +17,7 @@
 
 #include "config.h"
 #include "devproc_msg.h"
-#include "kernels.h"
+#include "kset.h"
 
 /* How long a request may take before the child counts as stuck: a build
  * compiles every kernel (NVRTC or PoCL's LLVM, tens of seconds on a loaded

@@ -1,5 +1,5 @@
-/* kernels.c: see kernels.h. */
-#include "kernels.h"
+/* kset.c: see kset.h. */
+#include "kset.h"
 
 #include <dirent.h>
 #include <errno.h>
