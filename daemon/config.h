@@ -9,9 +9,8 @@
 
 struct config {
   /* [device] */
-  char backend[16];
-  char devices[128];
-  /* "": one (device_index); "all"; or a list "0,1" */ /* "auto", "opencl" or "cuda" */
+  char backend[16];   /* "auto", "opencl" or "cuda" */
+  char devices[128];  /* "": one (device_index); "all"; or a list "0,1" */
   char platform[128]; /* substring of the platform name; "" = any */
   char device[128];   /* substring of the device name; "" = any */
   int platform_index, device_index;
@@ -79,5 +78,26 @@ struct sockaddr_storage;
 int config_metrics_addr(const struct config *c, struct sockaddr_storage *ss, char *err,
                         size_t errlen);
 void config_print(const struct config *c, void (*line)(const char *));
+
+/* The keys: one row each in config.c's table, which config_set parses by
+ * and SIGHUP reloads by (confreload.c). live: SIGHUP applies a change at
+ * once (only the loop thread reads the key); else it needs a restart. */
+enum config_kind {
+  CONFIG_STR,
+  CONFIG_UINT,
+  CONFIG_INT,
+  CONFIG_OCTAL,
+  CONFIG_BYTES,
+  CONFIG_LEVEL,
+  CONFIG_BOOL
+};
+struct config_key {
+  const char *section, *name;
+  enum config_kind kind;
+  size_t off, size; /* the field in struct config */
+  unsigned long long max;
+  int live;
+};
+const struct config_key *config_keys(size_t *n);
 
 #endif /* COOPD_CONFIG_H */
