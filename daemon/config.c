@@ -70,61 +70,95 @@ static int parse_bool(const char *v, int *out) {
   return -1;
 }
 
-/* One row per key: where it goes, how it parses, and whether SIGHUP
- * applies it while running (live: only the loop thread reads it;
- * confreload.c). The others, and why: [device] is the device processes'
- * megakernels (park_ms: the device threads); socket, socket_mode and
- * journal are opened at start; the device threads read watchdog_ms,
+/* One table row per key (struct config_key): how it parses, where it goes,
+ * the largest value. K_LIVE: SIGHUP applies a change at once, since only
+ * the loop thread reads the key (confreload.c). The others need a restart,
+ * and why: [device] is the
+ * device processes' megakernels; socket, socket_mode and journal are
+ * opened at start; the device threads read park_ms, watchdog_ms,
  * gather_budget_ms, hang_ms and reserve_percent without a lock; [metrics]'
  * listener is bound at start. */
+enum kind { K_STR, K_UINT, K_INT, K_OCTAL, K_BYTES, K_LEVEL, K_BOOL, K_TYPE = 15, K_LIVE = 16 };
 #define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
-#define LIVE 1
-#define RESTART 0
 static const struct config_key keys[] = {
-    {"device", "backend", CONFIG_STR, F(backend), 0, RESTART},
-    {"device", "devices", CONFIG_STR, F(devices), 0, RESTART},
-    {"device", "platform", CONFIG_STR, F(platform), 0, RESTART},
-    {"device", "device", CONFIG_STR, F(device), 0, RESTART},
-    {"device", "platform_index", CONFIG_INT, F(platform_index), 64, RESTART},
-    {"device", "device_index", CONFIG_INT, F(device_index), 64, RESTART},
-    {"device", "local_size", CONFIG_UINT, F(local_size), 1024, RESTART},
-    {"device", "max_workgroups", CONFIG_UINT, F(max_workgroups), 1088, RESTART},
-    {"device", "arena_mb", CONFIG_UINT, F(arena_mb), 1u << 16, RESTART},
-    {"device", "park_ms", CONFIG_UINT, F(park_ms), 1u << 31, RESTART},
-    {"server", "socket", CONFIG_STR, F(socket), 0, RESTART},
-    {"server", "socket_mode", CONFIG_OCTAL, F(socket_mode), 0777, RESTART},
-    {"server", "journal", CONFIG_STR, F(journal), 0, RESTART},
-    {"server", "max_clients", CONFIG_UINT, F(max_clients), 100000, LIVE},
-    {"server", "hello_timeout_ms", CONFIG_UINT, F(hello_timeout_ms), 1u << 31, LIVE},
-    {"kernels", "dirs", CONFIG_STR, F(kernel_dirs), 0, LIVE},
-    {"limits", "max_jobs_per_client", CONFIG_UINT, F(max_jobs_per_client), 1u << 20, LIVE},
-    {"limits", "max_bytes_per_client", CONFIG_BYTES, F(max_bytes_per_client), 1ull << 40, LIVE},
-    {"limits", "max_finished_per_client", CONFIG_UINT, F(max_finished_per_client), 1u << 20, LIVE},
-    {"limits", "max_clients_per_uid", CONFIG_UINT, F(max_clients_per_uid), 100000, LIVE},
-    {"limits", "max_jobs_per_uid", CONFIG_UINT, F(max_jobs_per_uid), 1u << 20, LIVE},
-    {"limits", "max_bytes_per_uid", CONFIG_BYTES, F(max_bytes_per_uid), 1ull << 40, LIVE},
-    {"limits", "max_detached_kept_per_uid", CONFIG_UINT, F(max_detached_kept_per_uid), 1u << 20,
-     LIVE},
-    {"limits", "max_detached_kept", CONFIG_UINT, F(max_detached_kept), 1u << 20, LIVE},
-    {"log", "level", CONFIG_LEVEL, F(log_level), 0, LIVE},
-    {"log", "syslog", CONFIG_BOOL, F(log_syslog), 0, LIVE},
-    {"jobs", "watchdog_ms", CONFIG_UINT, F(watchdog_ms), 1u << 31, RESTART},
-    {"jobs", "grace_ms", CONFIG_UINT, F(grace_ms), 1u << 31, LIVE},
-    {"jobs", "gather_budget_ms", CONFIG_UINT, F(gather_budget_ms), 1u << 31, RESTART},
-    {"jobs", "hang_ms", CONFIG_UINT, F(hang_ms), 1u << 31, RESTART},
-    {"jobs", "reserve_percent", CONFIG_UINT, F(reserve_percent), 100, RESTART},
-    {"metrics", "listen", CONFIG_STR, F(metrics_listen), 0, RESTART},
-    {"metrics", "allow_remote", CONFIG_BOOL, F(metrics_allow_remote), 0, RESTART},
-    {"metrics", "max_connections", CONFIG_UINT, F(metrics_max_connections), 1024, LIVE},
-    {"metrics", "timeout_ms", CONFIG_UINT, F(metrics_timeout_ms), 600000, LIVE},
+    {"device", "backend", K_STR, F(backend), 0},
+    {"device", "devices", K_STR, F(devices), 0},
+    {"device", "platform", K_STR, F(platform), 0},
+    {"device", "device", K_STR, F(device), 0},
+    {"device", "platform_index", K_INT, F(platform_index), 64},
+    {"device", "device_index", K_INT, F(device_index), 64},
+    {"device", "local_size", K_UINT, F(local_size), 1024},
+    {"device", "max_workgroups", K_UINT, F(max_workgroups), 1088},
+    {"device", "arena_mb", K_UINT, F(arena_mb), 1u << 16},
+    {"device", "park_ms", K_UINT, F(park_ms), 1u << 31},
+    {"server", "socket", K_STR, F(socket), 0},
+    {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
+    {"server", "journal", K_STR, F(journal), 0},
+    {"server", "max_clients", K_UINT | K_LIVE, F(max_clients), 100000},
+    {"server", "hello_timeout_ms", K_UINT | K_LIVE, F(hello_timeout_ms), 1u << 31},
+    {"kernels", "dirs", K_STR | K_LIVE, F(kernel_dirs), 0},
+    {"limits", "max_jobs_per_client", K_UINT | K_LIVE, F(max_jobs_per_client), 1u << 20},
+    {"limits", "max_bytes_per_client", K_BYTES | K_LIVE, F(max_bytes_per_client), 1ull << 40},
+    {"limits", "max_finished_per_client", K_UINT | K_LIVE, F(max_finished_per_client), 1u << 20},
+    {"limits", "max_clients_per_uid", K_UINT | K_LIVE, F(max_clients_per_uid), 100000},
+    {"limits", "max_jobs_per_uid", K_UINT | K_LIVE, F(max_jobs_per_uid), 1u << 20},
+    {"limits", "max_bytes_per_uid", K_BYTES | K_LIVE, F(max_bytes_per_uid), 1ull << 40},
+    {"limits", "max_detached_kept_per_uid", K_UINT | K_LIVE, F(max_detached_kept_per_uid),
+     1u << 20},
+    {"limits", "max_detached_kept", K_UINT | K_LIVE, F(max_detached_kept), 1u << 20},
+    {"log", "level", K_LEVEL | K_LIVE, F(log_level), 0},
+    {"log", "syslog", K_BOOL | K_LIVE, F(log_syslog), 0},
+    {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
+    {"jobs", "grace_ms", K_UINT | K_LIVE, F(grace_ms), 1u << 31},
+    {"jobs", "gather_budget_ms", K_UINT, F(gather_budget_ms), 1u << 31},
+    {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
+    {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
+    {"metrics", "listen", K_STR, F(metrics_listen), 0},
+    {"metrics", "allow_remote", K_BOOL, F(metrics_allow_remote), 0},
+    {"metrics", "max_connections", K_UINT | K_LIVE, F(metrics_max_connections), 1024},
+    {"metrics", "timeout_ms", K_UINT | K_LIVE, F(metrics_timeout_ms), 600000},
 };
 #undef F
-#undef LIVE
-#undef RESTART
+
+int config_key_live(const struct config_key *k) { return !!(k->kind & K_LIVE); }
 
 const struct config_key *config_keys(size_t *n) {
   *n = sizeof keys / sizeof keys[0];
   return keys;
+}
+
+int config_key_differs(const struct config_key *k, const struct config *a, const struct config *b) {
+  const char *x = (const char *)a + k->off, *y = (const char *)b + k->off;
+  return (k->kind & K_TYPE) == K_STR ? strcmp(x, y) != 0 : memcmp(x, y, k->size) != 0;
+}
+
+void config_key_show(const struct config_key *k, const struct config *c, char *b, size_t n) {
+  const char *p = (const char *)c + k->off;
+  int i, type = k->kind & K_TYPE;
+  unsigned u;
+  unsigned long long ull;
+  switch (k->kind & K_TYPE) {
+    case K_STR:
+      snprintf(b, n, "\"%s\"", p);
+      return;
+    case K_INT:
+    case K_LEVEL:
+    case K_BOOL:
+      memcpy(&i, p, sizeof i);
+      if (type == K_LEVEL) snprintf(b, n, "%s", log_level_name(i));
+      if (type == K_BOOL) snprintf(b, n, "%s", i ? "yes" : "no");
+      if (type == K_INT) snprintf(b, n, "%d", i);
+      return;
+    case K_UINT:
+    case K_OCTAL:
+      memcpy(&u, p, sizeof u);
+      snprintf(b, n, type == K_OCTAL ? "%04o" : "%u", u);
+      return;
+    case K_BYTES:
+      memcpy(&ull, p, sizeof ull);
+      snprintf(b, n, "%llu", ull);
+      return;
+  }
 }
 
 /* "64M", "1G", "4096": bytes. */
@@ -148,31 +182,31 @@ static int parse_bytes(const char *v, unsigned long long *out) {
 static int set_key(struct config *c, const struct config_key *k, const char *v) {
   char *p = (char *)c + k->off;
   unsigned long long x;
-  switch (k->kind) {
-    case CONFIG_STR:
+  switch (k->kind & K_TYPE) {
+    case K_STR:
       if (strlen(v) >= k->size) return -1;
       memcpy(p, v, strlen(v) + 1);
       return 0;
-    case CONFIG_UINT:
+    case K_UINT:
       if (parse_uint(v, k->max, 10, &x)) return -1;
       *(unsigned *)p = (unsigned)x;
       return 0;
-    case CONFIG_OCTAL:
+    case K_OCTAL:
       if (parse_uint(v, k->max, 8, &x)) return -1;
       *(unsigned *)p = (unsigned)x;
       return 0;
-    case CONFIG_INT:
+    case K_INT:
       if (!strcmp(v, "-1")) return *(int *)p = -1, 0;
       if (parse_uint(v, k->max, 10, &x)) return -1;
       *(int *)p = (int)x;
       return 0;
-    case CONFIG_BYTES:
+    case K_BYTES:
       if (parse_bytes(v, &x) || x > k->max) return -1;
       *(unsigned long long *)p = x;
       return 0;
-    case CONFIG_LEVEL:
+    case K_LEVEL:
       return (*(int *)p = log_level_parse(v)) < 0 ? -1 : 0;
-    case CONFIG_BOOL:
+    case K_BOOL:
       return parse_bool(v, (int *)p);
   }
   return -1;

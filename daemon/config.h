@@ -80,24 +80,20 @@ int config_metrics_addr(const struct config *c, struct sockaddr_storage *ss, cha
 void config_print(const struct config *c, void (*line)(const char *));
 
 /* The keys: one row each in config.c's table, which config_set parses by
- * and SIGHUP reloads by (confreload.c). live: SIGHUP applies a change at
- * once (only the loop thread reads the key); else it needs a restart. */
-enum config_kind {
-  CONFIG_STR,
-  CONFIG_UINT,
-  CONFIG_INT,
-  CONFIG_OCTAL,
-  CONFIG_BYTES,
-  CONFIG_LEVEL,
-  CONFIG_BOOL
-};
+ * and SIGHUP reloads by (confreload.c). */
 struct config_key {
   const char *section, *name;
-  enum config_kind kind;
+  int kind;         /* how it parses and shows, and whether it is live (config.c) */
   size_t off, size; /* the field in struct config */
   unsigned long long max;
-  int live;
 };
 const struct config_key *config_keys(size_t *n);
+/* 1: SIGHUP applies a change to k at once (only the loop thread reads
+ * it); 0: the change waits for a restart. */
+int config_key_live(const struct config_key *k);
+/* Whether k's value differs between a and b. */
+int config_key_differs(const struct config_key *k, const struct config *a, const struct config *b);
+/* k's value in c as a log line shows it ("..." around a string). */
+void config_key_show(const struct config_key *k, const struct config *c, char *b, size_t n);
 
 #endif /* COOPD_CONFIG_H */
