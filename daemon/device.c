@@ -74,6 +74,7 @@
 #include <unistd.h>
 
 #include "coop_rt.h"
+#include "coop_util.h"
 #include "devproc.h"
 #include "fdio.h"
 #include "log.h"
@@ -157,12 +158,6 @@ struct dev {
   _Atomic int64_t unpark_ns; /* the last relaunch's cost */
 };
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void job_free(struct job *j) {
   if (!j) return;
   for (unsigned i = 0; i < j->nargs; i++) {
@@ -242,7 +237,7 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
   pthread_mutex_lock(&d->mu);
   d->on_stopped = on_stopped;
   d->stopping = 1;
-  d->stop_deadline = now_ns() + (int64_t)grace_ms * 1000000;
+  d->stop_deadline = coop__now_ns() + (int64_t)grace_ms * 1000000;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
   kick(d);
@@ -449,7 +444,7 @@ static int submit_instance(struct dev *d, struct run *r) {
   }
   /* due: its deadline after release, else (periodic) its next release */
   uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
-  if (due_us) td.deadline_ns = now_ns() + (int64_t)due_us * 1000;
+  if (due_us) td.deadline_ns = coop__now_ns() + (int64_t)due_us * 1000;
   coop_task_id id;
   int e = dp_submit(d->rt, &td, &id);
   if (e) return e;
@@ -667,7 +662,7 @@ static void start_now(struct dev *d, struct job *j) {
     return;
   }
   r->j = j;
-  r->t0 = r->next_release = now_ns();
+  r->t0 = r->next_release = coop__now_ns();
   j->m_min = UINT32_MAX;
   j->t.gather_ns = j->t.exec_ns = -1;
   if (periodic(j)) {
@@ -721,7 +716,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
                : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
                                                  : COOP_JOB_REFUSED;
-  host_order(&t, now_ns());
+  host_order(&t, coop__now_ns());
   if (st == COOP_JOB_DONE || (st == COOP_JOB_CANCELLED && ti.t_gathered)) {
     t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
     if (t.gather_ns > t.finished - t.released) t.gather_ns = t.finished - t.released;
@@ -1171,7 +1166,7 @@ static void poll_tasks(struct dev *d) {
 
 /* Relaunches a parked megakernel before a run's first submission. */
 static void unpark(struct dev *d) {
-  int64_t t0 = now_ns();
+  int64_t t0 = coop__now_ns();
   char err[1024];
   int e = dp_unpark(d->rt, err, sizeof err);
   d->parked = 0;
@@ -1182,9 +1177,9 @@ static void unpark(struct dev *d) {
     return;
   }
   atomic_store(&d->workers, dp_workers(d->rt));
-  atomic_store(&d->unpark_ns, now_ns() - t0);
+  atomic_store(&d->unpark_ns, coop__now_ns() - t0);
   log_debug("device %d: relaunched after parking in %.3f ms, %u workers", d->index,
-            (double)(now_ns() - t0) / 1e6, dp_workers(d->rt));
+            (double)(coop__now_ns() - t0) / 1e6, dp_workers(d->rt));
 }
 
 /* Parks the megakernel once the device has been idle for park_ms; else
@@ -1231,7 +1226,7 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
   unsigned n = 0;
   for (struct run *r = d->runs; r; r = r->next)
     for (unsigned i = 0; i < r->ninflight && n < DP_WAIT_MAX; i++) ids[n++] = r->task[i];
-  int64_t now = now_ns(), budget = wake - now;
+  int64_t now = coop__now_ns(), budget = wake - now;
   if (budget > DEV_WAIT_NS) budget = DEV_WAIT_NS;
   if (budget <= 0) return;
   dp_wait(d->rt, ids, n, budget); /* a lost child shows in dp_alive on the next pass */
@@ -1244,7 +1239,7 @@ static void *dev_main(void *arg) {
     pump_coop_wait(d);
     if (d->parked && d->runs) unpark(d);
     poll_tasks(d);
-    int64_t now = now_ns(), wake = now + DEV_WAIT_NS;
+    int64_t now = coop__now_ns(), wake = now + DEV_WAIT_NS;
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
       if (step_run(d, r, now, &wake)) {
@@ -1360,7 +1355,7 @@ int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned gra
     d->swap_rt = next;
     d->swap_ks = ks;
     d->swapping = 1;
-    d->swap_deadline = now_ns() + (int64_t)grace_ms * 1000000;
+    d->swap_deadline = coop__now_ns() + (int64_t)grace_ms * 1000000;
     d->on_swapped = on_swapped;
     pthread_cond_signal(&d->cv);
   }
@@ -1406,7 +1401,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   pthread_condattr_destroy(&ca);
   uv_async_init(loop, &d->async, on_async);
   d->async.data = d;
-  build_view(d, now_ns()); /* TOP has a view before the first client comes */
+  build_view(d, coop__now_ns()); /* TOP has a view before the first client comes */
   *dp = d;
   return 0;
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "coop_util.h"
 #include "devproc_msg.h"
 #include "kset.h"
 
@@ -45,11 +46,7 @@ struct dp {
   struct dp_rep r;
 };
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
 
 /* Reaps the child (after SIGKILL if asked) and records how it ended. */
 static void reap(struct dp *p, int kill_it) {
