@@ -64,12 +64,6 @@ void *grow_rows(void *rows, size_t n, size_t *cap, size_t size) {
 double max_of(const struct series *s) { return quantile(s, 1.0); }
 double min_of(const struct series *s) { return quantile(s, 0.0); }
 
-int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void cpu_model(char *out, size_t n) {
   snprintf(out, n, "unknown");
   FILE *f = fopen("/proc/cpuinfo", "r");

@@ -70,16 +70,17 @@ static int parse_bool(const char *v, int *out) {
   return -1;
 }
 
-/* One table row per key: where it goes and how it parses. */
-enum kind { K_STR, K_UINT, K_INT, K_OCTAL, K_BYTES, K_LEVEL, K_BOOL };
-struct key {
-  const char *section, *name;
-  enum kind kind;
-  size_t off, size;
-  unsigned long long max;
-};
+/* One table row per key (struct config_key): how it parses, where it goes,
+ * the largest value. K_LIVE: SIGHUP applies a change at once, since only
+ * the loop thread reads the key (confreload.c). The others need a restart,
+ * and why: [device] is the
+ * device processes' megakernels; socket, socket_mode and journal are
+ * opened at start; the device threads read park_ms, watchdog_ms,
+ * gather_budget_ms, hang_ms and reserve_percent without a lock; [metrics]'
+ * listener is bound at start. */
+enum kind { K_STR, K_UINT, K_INT, K_OCTAL, K_BYTES, K_LEVEL, K_BOOL, K_TYPE = 15, K_LIVE = 16 };
 #define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
-static const struct key keys[] = {
+static const struct config_key keys[] = {
     {"device", "backend", K_STR, F(backend), 0},
     {"device", "devices", K_STR, F(devices), 0},
     {"device", "platform", K_STR, F(platform), 0},
@@ -93,30 +94,72 @@ static const struct key keys[] = {
     {"server", "socket", K_STR, F(socket), 0},
     {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
     {"server", "journal", K_STR, F(journal), 0},
-    {"server", "max_clients", K_UINT, F(max_clients), 100000},
-    {"server", "hello_timeout_ms", K_UINT, F(hello_timeout_ms), 1u << 31},
-    {"kernels", "dirs", K_STR, F(kernel_dirs), 0},
-    {"limits", "max_jobs_per_client", K_UINT, F(max_jobs_per_client), 1u << 20},
-    {"limits", "max_bytes_per_client", K_BYTES, F(max_bytes_per_client), 1ull << 40},
-    {"limits", "max_finished_per_client", K_UINT, F(max_finished_per_client), 1u << 20},
-    {"limits", "max_clients_per_uid", K_UINT, F(max_clients_per_uid), 100000},
-    {"limits", "max_jobs_per_uid", K_UINT, F(max_jobs_per_uid), 1u << 20},
-    {"limits", "max_bytes_per_uid", K_BYTES, F(max_bytes_per_uid), 1ull << 40},
-    {"limits", "max_detached_kept_per_uid", K_UINT, F(max_detached_kept_per_uid), 1u << 20},
-    {"limits", "max_detached_kept", K_UINT, F(max_detached_kept), 1u << 20},
-    {"log", "level", K_LEVEL, F(log_level), 0},
-    {"log", "syslog", K_BOOL, F(log_syslog), 0},
+    {"server", "max_clients", K_UINT | K_LIVE, F(max_clients), 100000},
+    {"server", "hello_timeout_ms", K_UINT | K_LIVE, F(hello_timeout_ms), 1u << 31},
+    {"kernels", "dirs", K_STR | K_LIVE, F(kernel_dirs), 0},
+    {"limits", "max_jobs_per_client", K_UINT | K_LIVE, F(max_jobs_per_client), 1u << 20},
+    {"limits", "max_bytes_per_client", K_BYTES | K_LIVE, F(max_bytes_per_client), 1ull << 40},
+    {"limits", "max_finished_per_client", K_UINT | K_LIVE, F(max_finished_per_client), 1u << 20},
+    {"limits", "max_clients_per_uid", K_UINT | K_LIVE, F(max_clients_per_uid), 100000},
+    {"limits", "max_jobs_per_uid", K_UINT | K_LIVE, F(max_jobs_per_uid), 1u << 20},
+    {"limits", "max_bytes_per_uid", K_BYTES | K_LIVE, F(max_bytes_per_uid), 1ull << 40},
+    {"limits", "max_detached_kept_per_uid", K_UINT | K_LIVE, F(max_detached_kept_per_uid),
+     1u << 20},
+    {"limits", "max_detached_kept", K_UINT | K_LIVE, F(max_detached_kept), 1u << 20},
+    {"log", "level", K_LEVEL | K_LIVE, F(log_level), 0},
+    {"log", "syslog", K_BOOL | K_LIVE, F(log_syslog), 0},
     {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
-    {"jobs", "grace_ms", K_UINT, F(grace_ms), 1u << 31},
+    {"jobs", "grace_ms", K_UINT | K_LIVE, F(grace_ms), 1u << 31},
     {"jobs", "gather_budget_ms", K_UINT, F(gather_budget_ms), 1u << 31},
     {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
     {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
     {"metrics", "listen", K_STR, F(metrics_listen), 0},
     {"metrics", "allow_remote", K_BOOL, F(metrics_allow_remote), 0},
-    {"metrics", "max_connections", K_UINT, F(metrics_max_connections), 1024},
-    {"metrics", "timeout_ms", K_UINT, F(metrics_timeout_ms), 600000},
+    {"metrics", "max_connections", K_UINT | K_LIVE, F(metrics_max_connections), 1024},
+    {"metrics", "timeout_ms", K_UINT | K_LIVE, F(metrics_timeout_ms), 600000},
 };
 #undef F
+
+int config_key_live(const struct config_key *k) { return !!(k->kind & K_LIVE); }
+
+const struct config_key *config_keys(size_t *n) {
+  *n = sizeof keys / sizeof keys[0];
+  return keys;
+}
+
+int config_key_differs(const struct config_key *k, const struct config *a, const struct config *b) {
+  const char *x = (const char *)a + k->off, *y = (const char *)b + k->off;
+  return (k->kind & K_TYPE) == K_STR ? strcmp(x, y) != 0 : memcmp(x, y, k->size) != 0;
+}
+
+void config_key_show(const struct config_key *k, const struct config *c, char *b, size_t n) {
+  const char *p = (const char *)c + k->off;
+  int i, type = k->kind & K_TYPE;
+  unsigned u;
+  unsigned long long ull;
+  switch (k->kind & K_TYPE) {
+    case K_STR:
+      snprintf(b, n, "\"%s\"", p);
+      return;
+    case K_INT:
+    case K_LEVEL:
+    case K_BOOL:
+      memcpy(&i, p, sizeof i);
+      if (type == K_LEVEL) snprintf(b, n, "%s", log_level_name(i));
+      if (type == K_BOOL) snprintf(b, n, "%s", i ? "yes" : "no");
+      if (type == K_INT) snprintf(b, n, "%d", i);
+      return;
+    case K_UINT:
+    case K_OCTAL:
+      memcpy(&u, p, sizeof u);
+      snprintf(b, n, type == K_OCTAL ? "%04o" : "%u", u);
+      return;
+    case K_BYTES:
+      memcpy(&ull, p, sizeof ull);
+      snprintf(b, n, "%llu", ull);
+      return;
+  }
+}
 
 /* "64M", "1G", "4096": bytes. */
 static int parse_bytes(const char *v, unsigned long long *out) {
@@ -136,10 +179,10 @@ static int parse_bytes(const char *v, unsigned long long *out) {
   return 0;
 }
 
-static int set_key(struct config *c, const struct key *k, const char *v) {
+static int set_key(struct config *c, const struct config_key *k, const char *v) {
   char *p = (char *)c + k->off;
   unsigned long long x;
-  switch (k->kind) {
+  switch (k->kind & K_TYPE) {
     case K_STR:
       if (strlen(v) >= k->size) return -1;
       memcpy(p, v, strlen(v) + 1);

@@ -9,9 +9,8 @@
 
 struct config {
   /* [device] */
-  char backend[16];
-  char devices[128];
-  /* "": one (device_index); "all"; or a list "0,1" */ /* "auto", "opencl" or "cuda" */
+  char backend[16];   /* "auto", "opencl" or "cuda" */
+  char devices[128];  /* "": one (device_index); "all"; or a list "0,1" */
   char platform[128]; /* substring of the platform name; "" = any */
   char device[128];   /* substring of the device name; "" = any */
   int platform_index, device_index;
@@ -79,5 +78,22 @@ struct sockaddr_storage;
 int config_metrics_addr(const struct config *c, struct sockaddr_storage *ss, char *err,
                         size_t errlen);
 void config_print(const struct config *c, void (*line)(const char *));
+
+/* The keys: one row each in config.c's table, which config_set parses by
+ * and SIGHUP reloads by (confreload.c). */
+struct config_key {
+  const char *section, *name;
+  int kind;         /* how it parses and shows, and whether it is live (config.c) */
+  size_t off, size; /* the field in struct config */
+  unsigned long long max;
+};
+const struct config_key *config_keys(size_t *n);
+/* 1: SIGHUP applies a change to k at once (only the loop thread reads
+ * it); 0: the change waits for a restart. */
+int config_key_live(const struct config_key *k);
+/* Whether k's value differs between a and b. */
+int config_key_differs(const struct config_key *k, const struct config *a, const struct config *b);
+/* k's value in c as a log line shows it ("..." around a string). */
+void config_key_show(const struct config_key *k, const struct config *c, char *b, size_t n);
 
 #endif /* COOPD_CONFIG_H */

@@ -11,8 +11,8 @@
 
 #include "config.h"
 #include "device.h"
-#include "job.h"
-#include "kernels.h"
+#include "jobs.h"
+#include "kset.h"
 #include "metrics.h"
 
 #define DM_GATHER_SAMPLES 1024u
@@ -21,7 +21,7 @@ struct session;
 struct reload;
 
 /* One user's share of coopd, counted over all its connections so that
- * reconnecting escapes no limit (session.c; issue 20 #4, #6-#9). An entry
+ * reconnecting escapes no limit (users.c; issue 20 #4, #6-#9). An entry
  * lives while any count is non-zero. */
 struct uid_use {
   uint32_t uid;
@@ -67,6 +67,14 @@ struct daemon {
   uv_signal_t sig[3];
   uv_timer_t hard_stop;
 };
+
+/* users.c */
+struct uid_use *uid_find(struct daemon *dm, uint32_t uid);
+/* The user's entry, made if need be; NULL if out of memory. */
+struct uid_use *uid_get(struct daemon *dm, uint32_t uid);
+/* Frees the entry once nothing is counted in it. Called at the end of
+ * each operation, never inside a walk that still uses u. */
+void uid_put(struct daemon *dm, struct uid_use *u);
 
 /* server.c */
 int server_listen(struct daemon *dm, char *err, size_t errlen);

@@ -12,14 +12,11 @@
 
 #include "config.h"
 #include "devproc.h"
-#include "job.h"
-#include "kernels.h"
+#include "jobs.h"
+#include "kset.h"
 
 struct dev;
 
-/* Opens the device, registers the kernels, launches the megakernel (in the
- * calling thread, before the loop runs). on_done runs on the loop thread
- * for each job handed back. Returns 0 or a coop_errno with a message. */
 /* An event seen while a job runs (RELEASED, GATHERED), handed to the loop
  * before the job itself: STARTED and FINISHED are known only at the end
  * (a task's start is the earliest of its workgroups' starts). */
@@ -30,10 +27,14 @@ struct dev_event {
   int64_t t_ns, gather_ns;
 };
 
+struct daemon;
+/* Opens the device, registers the kernels, launches the megakernel (in the
+ * calling thread, before the loop runs). On dm's loop, each job handed
+ * back goes to session_job_done and each event to session_job_event
+ * (daemon.h); on_stopped and on_swapped get dm as their user. Returns 0
+ * or a coop_errno with a message. */
 int dev_open(struct dev **d, const struct config *c, int index, const struct kset *ks,
-             uv_loop_t *loop, void (*on_done)(struct job *j, void *user),
-             void (*on_event)(const struct dev_event *e, void *user), void *user, char *err,
-             size_t errlen);
+             struct daemon *dm, char *err, size_t errlen);
 int dev_start(struct dev *d);
 /* Starts a device process (devproc.h) that opens the configured device and
  * builds (does not launch) a megakernel of the kernels in ks. Blocking,
@@ -90,9 +91,6 @@ struct dev_watch {
   char last[COOP_WIRE_TEXT_MAX];
 };
 void dev_watch_get(struct dev *d, struct dev_watch *w);
-/* Whether a job of `groups` fits the usable workers now: a cooperative one
- * needs one (it starts on what is free), any other all of its groups. */
-int dev_fits(const struct dev *d, unsigned groups, int cooperative);
 
 const char *dev_name(const struct dev *d);
 const char *dev_backend(const struct dev *d);      /* "opencl" or "cuda" */

@@ -16,8 +16,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "coop_util.h"
 #include "devproc_msg.h"
-#include "kernels.h"
+#include "kset.h"
 
 /* How long a request may take before the child counts as stuck: a build
  * compiles every kernel (NVRTC or PoCL's LLVM, tens of seconds on a loaded
@@ -45,11 +46,7 @@ struct dp {
   struct dp_rep r;
 };
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
 
 /* Reaps the child (after SIGKILL if asked) and records how it ended. */
 static void reap(struct dp *p, int kill_it) {

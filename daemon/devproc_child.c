@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coop_util.h"
 #include "devproc.h"
 #include "fdio.h"
 #include "devproc_msg.h"
@@ -176,12 +177,6 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
   return e;
 }
 
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* 1 if the front wrote the kick eventfd (and takes the count). */
 static int kicked(struct child *ch) {
   uint64_t v;
@@ -207,11 +202,11 @@ static int changed(struct child *ch, const struct dp_poll_ids *p, unsigned n) {
  * New work for the front's device thread (a submission, a cancel, a stop)
  * writes the eventfd and ends the wait at once. */
 static void wait_change(struct child *ch, const struct dp_poll_ids *p, unsigned n, int64_t budget) {
-  int64_t t0 = mono_ns(), end = t0 + budget;
+  int64_t t0 = coop__now_ns(), end = t0 + budget;
   long nap = DP_NAP0_NS;
   for (unsigned spins = 0;; spins++) {
     if (changed(ch, p, n)) return;
-    int64_t now = mono_ns();
+    int64_t now = coop__now_ns();
     if (now >= end) return;
     if (now - t0 < ch->spin_ns) {
       if ((spins & 63u) == 0u && kicked(ch)) return;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coop_util.h"
 #include "log.h"
 
 #define JOURNAL_HEADER "coop-journal 1"
@@ -90,20 +91,6 @@ static void drop_open(struct journal *jn, uint64_t id) {
 
 /* ---- reading: every line is hostile until it parses ---- */
 
-/* Decimal digits only, no sign, no overflow (strtoull would saturate). */
-static int parse_u64(const char *s, uint64_t max, uint64_t *out) {
-  uint64_t v = 0;
-  if (!*s) return -1;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9') return -1;
-    unsigned d = (unsigned)(*s - '0');
-    if (v > (max - d) / 10) return -1;
-    v = v * 10 + d;
-  }
-  *out = v;
-  return 0;
-}
-
 static int kernel_name_ok(const char *k) {
   size_t n = strlen(k);
   if (n == 0 || n >= COOP_WIRE_NAME_MAX) return 0;
@@ -125,10 +112,10 @@ static int parse_line(struct journal *jn, char *line, uint64_t *max_id) {
     else
       return -1;
   uint64_t id, uid = 0;
-  if (n < 2 || strlen(tok[0]) != 1 || parse_u64(tok[1], JOURNAL_ID_MAX, &id)) return -1;
+  if (n < 2 || strlen(tok[0]) != 1 || coop__parse_u64(tok[1], JOURNAL_ID_MAX, &id)) return -1;
   char kind = tok[0][0];
   if (kind == 'A' || kind == 'L') {
-    if (n != 4 || parse_u64(tok[2], UINT32_MAX, &uid) || !kernel_name_ok(tok[3])) return -1;
+    if (n != 4 || coop__parse_u64(tok[2], UINT32_MAX, &uid) || !kernel_name_ok(tok[3])) return -1;
   } else if (n != 2 || (kind != 'N' && kind != 'F')) {
     return -1;
   }

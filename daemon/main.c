@@ -210,9 +210,6 @@ static void on_signal(uv_signal_t *s, int signum) {
   stop(dm, signum == SIGTERM ? "SIGTERM" : "SIGINT");
 }
 
-static void on_job_done(struct job *j, void *user) { session_job_done(user, j); }
-static void on_job_event(const struct dev_event *e, void *user) { session_job_event(user, e); }
-
 /* The journal of accepted jobs (journal.h), unless [server] journal = off. */
 static int open_journal(struct daemon *dm, char *err, size_t errlen) {
   if (!strcmp(dm->cfg.journal, "off")) return 0;
@@ -251,8 +248,7 @@ static int open_devices(struct daemon *dm) {
             idx[i]);
         _exit(1);
       }
-    int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm->loop, on_job_done, on_job_event,
-                     dm, err, sizeof err);
+    int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm, err, sizeof err);
     if (e && all && i > 0) {
       log_info("devices = all: %d devices (index %d: %s)", i, idx[i], err);
       break;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "coop_util.h"
 #include "daemon.h"
 
 /* arena.c's blocks: the request rounded up to 64 bytes, a 64-byte guard
@@ -20,15 +21,9 @@ static const int64_t bounds[METRICS_NBOUNDS] = {
     50000,    100000,   200000,    500000,    1000000,   2000000,    5000000,    10000000,
     20000000, 50000000, 100000000, 200000000, 500000000, 1000000000, 2000000000, 5000000000};
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void metrics_start(struct metrics *m) {
   memset(m, 0, sizeof *m);
-  m->started_ns = now_ns();
+  m->started_ns = coop__now_ns();
 }
 
 static void count_gather(struct metrics_dev *d, int64_t g) {
@@ -73,7 +68,7 @@ static unsigned busy_workers(struct dev *d) {
 void metrics_stats(struct daemon *dm, const struct metrics *m, struct coop_msg_stats_reply *st) {
   st->ext = 1;
   snprintf(st->daemon_version, sizeof st->daemon_version, "%s", COOP_VERSION);
-  st->uptime_ns = (uint64_t)(now_ns() - m->started_ns);
+  st->uptime_ns = (uint64_t)(coop__now_ns() - m->started_ns);
   st->nbounds = METRICS_NBOUNDS;
   memcpy(st->bound, bounds, sizeof bounds);
   for (unsigned i = 0; i < dm->ndev && i < COOP_WIRE_MAX_DEVICES; i++) {

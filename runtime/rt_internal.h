@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "coop_rt.h"
+#include "coop_util.h" /* coop__now_ns */
 #include "device/shared.h"
 
 #define COOP__MAX_KERNELS 64
@@ -68,7 +69,6 @@ struct coop_rt {
 };
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int64_t coop__now_ns(void);
 
 /* source.c */
 char *coop__assemble_source(const struct coop_rt *rt);

@@ -40,12 +40,6 @@ void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) {
   va_end(ap);
 }
 
-int64_t coop__now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void sleep_ns(long ns) {
   struct timespec ts = {ns / 1000000000, ns % 1000000000};
   while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
@@ -185,15 +179,7 @@ unsigned coop_rt_participants(const coop_rt *rt) { return rt->participants; }
 unsigned coop_rt_workers(const coop_rt *rt) { return rt->participants ? rt->participants - 1 : 0; }
 double coop_rt_tick_ns(const coop_rt *rt) { return rt->tick_ns; }
 
-static int valid_name(const char *s) {
-  if (!s || !*s || strlen(s) >= 48) return 0;
-  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
-  for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-          *s == '_'))
-      return 0;
-  return 1;
-}
+static int valid_name(const char *s) { return s && strlen(s) < 48 && coop__is_ident(s); }
 
 int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source) {
   if (!rt || !source || !valid_name(name)) return COOP_EINVAL;

@@ -21,7 +21,7 @@ static void add(struct coop_rt *rt, const char *name, int coop, const char *src)
 }
 
 /* A coopd kernel file: "//@coop name=NAME kind=KIND ..." on its first line
- * (daemon/kernels.c has the full parser; this needs the name and kind). */
+ * (daemon/kset.c has the full parser; this needs the name and kind). */
 static int add_file(struct coop_rt *rt, const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) {

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coop_util.h" /* coop__now_ns: the clock coopd stamps jobs with */
 #include "wire.h"
 
 #ifndef COOPD_PATH
@@ -37,13 +38,6 @@ struct daemon_proc {
   char dir[64], sock[128];
   const char *log; /* when set, the daemon's stderr goes to this file */
 };
-
-/* CLOCK_MONOTONIC in ns: the clock coopd stamps jobs with. */
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Creates the empty file for a daemon's log: path ends in XXXXXX.log. */
 static void temp_log(char *path) {
@@ -2679,11 +2673,11 @@ START_TEST(times_stay_right_under_load) {
   int bad = 0;
   for (int i = 0; i < JOBS; i++) {
     msleep(150 + 50 * (i % 4));
-    int64_t t0 = now_ns();
+    int64_t t0 = coop__now_ns();
     uint64_t job = sweep_submit(&c, data, 4096, 1 + (uint32_t)i % 3, 1, -1);
     ck_assert_uint_gt(job, 0);
     ck_assert_uint_eq(wait_job(&c, job, 60000), COOP_MSG_RESULT);
-    int64_t t1 = now_ns();
+    int64_t t1 = coop__now_ns();
     ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
     const struct coop_wire_times *t = &c.m.result.t;
     int ok = t0 <= t->submitted && t->submitted <= t->released && t->released <= t->gathered &&
@@ -2808,7 +2802,7 @@ static long cpu_ms(pid_t pid) {
   return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
 }
 
-static int64_t now_ms(void) { return now_ns() / 1000000; }
+static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
 
 /* A shorter receive timeout: a test that expects coopd to close a
  * connection should fail in seconds, not in conn_open's 120 s. */

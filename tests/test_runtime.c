@@ -393,12 +393,6 @@ END_TEST
  * 1093 ms. The test bends the fit as such a start would (5% on the slope),
  * lets 1.2 s pass, and checks that a task's times are then wrong with that
  * fit and right after coop_rt_refit, which reports the drift. */
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 START_TEST(clock_refit_repairs_a_loaded_fit) {
   struct fx f;
   fx_open(&f);
@@ -410,10 +404,10 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
   unsigned w = coop_rt_workers(f.rt);
   uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
   uint64_t a[1] = {coop_rt_buf_arg(f.rt, o)};
-  int64_t t0 = mono_ns();
+  int64_t t0 = coop__now_ns();
   coop_task_id id = submit(&f, f.ids, 1, 0, 0, 1, a);
   ck_assert_int_eq(coop_rt_wait(f.rt, id, 120000), 0);
-  int64_t t1 = mono_ns();
+  int64_t t1 = coop__now_ns();
   struct coop_rt_task_info ti;
   ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
   /* 5% of 1.2 s: finished lands some 60 ms after the host saw it */
@@ -469,7 +463,7 @@ START_TEST(earliest_deadline_gathered_first) {
     memset(o[i], 0, 2 * w * sizeof *o[i]);
     struct coop_rt_task_desc d = {.kernel = f.ids, .groups = w, .nargs = 1};
     d.args[0] = coop_rt_buf_arg(f.rt, o[i]);
-    if (i == 1) d.deadline_ns = mono_ns() + 1000000; /* due in 1 ms */
+    if (i == 1) d.deadline_ns = coop__now_ns() + 1000000; /* due in 1 ms */
     ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id[i]), 0);
     ck_assert_int_eq(coop_rt_wait(f.rt, id[i], 50), COOP_ETIMEDOUT); /* both queue */
   }

@@ -1,6 +1,6 @@
 /*
- * kernels.h: the kernel registry. coopd loads every *.cl file of the
- * configured directories; each starts with a directive line
+ * kset.h: the kernel set (struct kset), coopd's registry of kernels. coopd loads every *.cl file of
+ * the configured directories; each starts with a directive line
  *   //@coop name=NAME kind=cooperative|noncooperative args=[ARG:]TYPE,...
  * (TYPE: u32 i32 u64 i64 f32 f64 buf; ARG an optional name), which gives
  * the kernel's name, its kind, and the signature the daemon checks every
@@ -9,8 +9,8 @@
  * (require.h), checked against every submission's scalars and buffer sizes.
  * The sources themselves follow docs/kernels.md.
  */
-#ifndef COOPD_KERNELS_H
-#define COOPD_KERNELS_H
+#ifndef COOPD_KSET_H
+#define COOPD_KSET_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -47,4 +47,4 @@ const struct kdef *kset_find(const struct kset *s, const char *name);
 int kdef_admit(const struct kdef *k, const uint64_t *bits, const uint64_t *lens, char *why,
                size_t whylen);
 
-#endif /* COOPD_KERNELS_H */
+#endif /* COOPD_KSET_H */

@@ -1,5 +1,5 @@
-/* kernels.c: see kernels.h. */
-#include "kernels.h"
+/* kset.c: see kset.h. */
+#include "kset.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,21 +10,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "coop_util.h"
 #include "log.h"
 
 #define KSET_MAX_SOURCE (1u << 20)
 #define KSET_MAX_KERNELS 64u /* the megakernel holds at most this many */
 
 static const char *const type_names[] = {NULL, "u32", "i32", "u64", "i64", "f32", "f64", "buf"};
-
-static int is_ident(const char *s) {
-  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return 0;
-  for (; *s; s++)
-    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-          *s == '_'))
-      return 0;
-  return 1;
-}
 
 static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
   k->nargs = 0;
@@ -34,7 +26,7 @@ static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
     if (k->nargs < COOP_WIRE_MAX_ARGS) k->argnames[k->nargs][0] = '\0';
     if (colon) {
       *colon = '\0';
-      if (!is_ident(t) || strlen(t) >= sizeof k->argnames[0])
+      if (!coop__is_ident(t) || strlen(t) >= sizeof k->argnames[0])
         return snprintf(err, errlen, "bad argument name \"%s\"", t), -1;
       for (unsigned i = 0; i < k->nargs; i++)
         if (!strcmp(k->argnames[i], t))
@@ -66,7 +58,7 @@ static int parse_directive(const char *line, struct kdef *k, char *err, size_t e
     *eq = '\0';
     char *v = eq + 1;
     if (!strcmp(t, "name")) {
-      if (!is_ident(v) || strlen(v) >= COOP_WIRE_NAME_MAX || !strncmp(v, "coop", 4))
+      if (!coop__is_ident(v) || strlen(v) >= COOP_WIRE_NAME_MAX || !strncmp(v, "coop", 4))
         return snprintf(err, errlen, "bad kernel name \"%s\"", v), -1;
       snprintf(k->name, sizeof k->name, "%s", v);
       have_name = 1;

@@ -1,0 +1,141 @@
+/*
+ * dev_internal.h: what the files of the device thread share (device.c
+ * says which holds what): a device (struct dev) and the runs of its jobs
+ * (struct run). Device thread only, but for the fields marked otherwise.
+ */
+#ifndef COOPD_DEV_INTERNAL_H
+#define COOPD_DEV_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "coop_rt.h"
+#include "device.h"
+#include "devproc.h"
+
+#define DEV_WAIT_NS 50000000L /* longest dp_wait: the watchdog's granularity */
+#define DP_WAIT_MAX 128       /* tasks one dp_wait watches (DP_POLL_MAX) */
+#define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
+#define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
+
+/* Device-thread bookkeeping of a job it runs. */
+struct run {
+  struct job *j;
+  int64_t t0, next_release; /* CLOCK_MONOTONIC ns */
+  uint32_t released;        /* instances released so far */
+  coop_task_id task[DEV_MAX_INFLIGHT];
+  uint32_t task_inst[DEV_MAX_INFLIGHT];
+  uint8_t task_seen[DEV_MAX_INFLIGHT]; /* events already sent: 1 << COOP_EV_* */
+  unsigned ninflight;
+  int64_t started_ns;
+  int64_t cancel_seen; /* when the device thread first saw j->cancel */
+  int watchdog;        /* cancelled by watchdog_ms: its RESULT says so */
+  struct run *next;
+};
+
+struct dev {
+  struct dp *rt; /* the device process; NULL while it restarts or is broken */
+  const struct config *cfg;
+  const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
+  uv_async_t async;
+  struct dev_event *ev; /* under mu: events for the loop, in order */
+  size_t nev, cap_ev;
+  void (*on_stopped)(struct dev *, void *);
+  int index;         /* the device index it was opened with */
+  struct daemon *dm; /* its jobs and events go to its sessions (session_job_done) */
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  struct job *in_head, *in_tail; /* linked through job->dev_next */
+  struct job *out_head, *out_tail;
+  int stopping, stopped;         /* under mu */
+  int64_t stop_deadline;         /* under mu */
+  int stop_now;                  /* device thread: snapshot of stopping */
+  int64_t stop_at;               /* device thread: snapshot of stop_deadline */
+  _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
+  struct run *runs;              /* device thread only */
+  char name[256];
+  char backend[16];
+  char backend_note[1024]; /* which backend and why (coop_rt_backend_note) */
+  /* kernel reload, under mu: requested by dev_swap, done by the device */
+  struct dp *swap_rt;
+  const struct kset *swap_ks;
+  int swapping, swap_done, swap_err;
+  int64_t swap_deadline;
+  char swap_msg[2048];
+  void (*on_swapped)(int err, const char *msg, void *user);
+  int swap_now;                                /* device thread: snapshot of swapping */
+  int64_t swap_at;                             /* device thread: snapshot of swap_deadline */
+  char broken[512];                            /* device thread: why no runtime is running, or "" */
+  struct dev_view view;                        /* under mu: the last snapshot (TOP) */
+  struct dev_view next_view;                   /* device thread: the one being built */
+  int64_t view_at;                             /* device thread: when it was last built */
+  struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
+  struct {
+    uint32_t uid;
+    uint64_t at; /* serve_seq when this user last started a cooperative job */
+  } served[64];
+  unsigned nserved;
+  uint64_t serve_seq;
+  /* watchdog */
+  char restart_why[256]; /* device thread: set to restart the device process */
+  uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
+  _Atomic uint32_t gather_timeouts, hung;
+  char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
+  /* idle parking (see the top): device thread, parked mirrored for stats */
+  int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
+  int parked;
+  int64_t idle_since; /* when the device last had a run or a waiting job */
+  _Atomic uint32_t parked_pub, parks;
+  _Atomic int64_t unpark_ns; /* the last relaunch's cost */
+};
+
+static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
+
+/* device.c */
+/* A finished job back to the loop (the out queue and the uv_async). */
+void dev__hand_back(struct dev *d, struct job *j);
+/* Launches the megakernel of rt and makes it d's (it takes rt on success):
+ * 0, or a coop code with a message in err. */
+int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen);
+
+/* dev_run.c */
+/* The job fails with code and the message fmt, ... (its client's text). */
+void dev__fail(struct job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* A job whose turn has come: resolved, its buffers staged, a run of it
+ * started; or handed back failed. */
+void dev__start_now(struct dev *d, struct job *j);
+/* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
+int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake);
+/* A run ended (or was lost): the job's final state, its buffers back, and
+ * the job handed back. */
+void dev__finish_job(struct dev *d, struct run *r);
+
+/* dev_stage.c */
+/* Arena copies of the job's buffers, IN data copied in: 0, or -1 with
+ * the job failed. */
+int dev__stage_in(struct dev *d, struct job *j);
+/* OUT data back when `out`, every arena copy freed. */
+void dev__unstage(struct dev *d, struct job *j, int out);
+
+/* dev_slots.c */
+/* A job taken from the in queue (or after a restart) to start: a
+ * cooperative one through the slots' queue, any other at once. */
+void dev__start_job(struct dev *d, struct job *j);
+/* Starts the waiting cooperative jobs that may start; hands back the ones
+ * cancelled (or all, at a stop) while waiting. */
+void dev__pump_coop_wait(struct dev *d);
+
+/* dev_watch.c */
+/* The watchdog's look at one run. */
+void dev__watch_run(struct dev *d, struct run *r, int64_t now);
+/* The device process died or a kernel hung: kill it, fail the jobs that
+ * were on it, start a new one. */
+void dev__restart(struct dev *d);
+
+/* dev_view.c */
+/* The live view for TOP, rebuilt every DEV_VIEW_NS while jobs run. */
+void dev__build_view(struct dev *d, int64_t now);
+
+#endif /* COOPD_DEV_INTERNAL_H */

@@ -1,0 +1,316 @@
+/*
+ * dev_run.c: a job's run on the device (dev_internal.h): resolved and
+ * started, its instances submitted and released on time, each task's
+ * times and counts recorded as it ends, and the job finished.
+ */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "coop_util.h"
+#include "dev_internal.h"
+#include "log.h"
+
+void dev__fail(struct job *j, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(j->message, sizeof j->message, fmt, ap);
+  va_end(ap);
+  j->error = code;
+  atomic_store(&j->state, COOP_JOB_FAILED);
+}
+
+/* A task whose bounds-checked views caught an access outside its buffers
+ * (device/api.h): nothing outside the job was touched, but its output is
+ * garbage, so the job fails with EFAULT, naming the argument. */
+static void fault(struct dev *d, struct job *j, unsigned tag) {
+  if (j->error == COOP_EFAULT) return;
+  char what[64];
+  const struct kdef *k = kset_find(d->ks, j->kernel);
+  if (tag == COOP_RT_FAULT_SCRATCH)
+    snprintf(what, sizeof what, "its workgroup scratch memory");
+  else if (k && tag - 1 < k->nargs && k->argnames[tag - 1][0])
+    snprintf(what, sizeof what, "buffer argument %u (%s)", tag - 1, k->argnames[tag - 1]);
+  else
+    snprintf(what, sizeof what, "buffer argument %u", tag - 1);
+  log_warn("job %llu (%s, uid %u): out-of-bounds access to %s stopped", (unsigned long long)j->id,
+           j->kernel, j->uid, what);
+  dev__fail(j, COOP_EFAULT,
+            "kernel %s indexed %s out of bounds (the access was kept inside the job's buffers; "
+            "check the arguments against the data)",
+            j->kernel, what);
+}
+
+static int submit_instance(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  struct coop_rt_task_desc td = {.kernel = j->kernel_index,
+                                 .groups = j->groups,
+                                 .cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE),
+                                 .query_barrier = !!(j->flags & COOP_SUBMIT_QUERY_BARRIER),
+                                 .nargs = j->nargs};
+  for (unsigned i = 0; i < j->nargs; i++) {
+    int buf = j->args[i].type == COOP_ARG_BUF;
+    td.args[i] = buf ? j->args[i].dev - 1 : j->args[i].bits;
+    /* The views' bound: the client's declared size, never a scalar. A
+     * scalar's length is 1 so that the runtime does not look it up. */
+    td.lens[i] = buf ? j->args[i].size : 1;
+  }
+  /* due: its deadline after release, else (periodic) its next release */
+  uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
+  if (due_us) td.deadline_ns = coop__now_ns() + (int64_t)due_us * 1000;
+  coop_task_id id;
+  int e = dp_submit(d->rt, &td, &id);
+  if (e) return e;
+  r->task[r->ninflight] = id;
+  r->task_inst[r->ninflight] = r->released++;
+  r->task_seen[r->ninflight] = 0;
+  r->ninflight++;
+  return 0;
+}
+
+static void push_event(struct dev *d, const struct job *j, uint32_t inst, uint8_t kind, int64_t t,
+                       int64_t gather_ns) {
+  pthread_mutex_lock(&d->mu);
+  if (d->nev == d->cap_ev) {
+    size_t cap = d->cap_ev ? d->cap_ev * 2 : 16;
+    struct dev_event *p = realloc(d->ev, cap * sizeof *p);
+    if (!p) { /* events are best effort: the RESULT still has every time */
+      pthread_mutex_unlock(&d->mu);
+      return;
+    }
+    d->ev = p;
+    d->cap_ev = cap;
+  }
+  d->ev[d->nev++] = (struct dev_event){j->id, j->uid, inst, kind, t, gather_ns};
+  pthread_mutex_unlock(&d->mu);
+  uv_async_send(&d->async);
+}
+
+/* RELEASED and GATHERED as soon as the task record shows them (or, for a
+ * task that finished between two polls, just before its end). */
+static void live_events(struct dev *d, struct run *r, unsigned slot,
+                        const struct coop_rt_task_info *ti) {
+  uint8_t *seen = &r->task_seen[slot];
+  if (ti->t_released && !(*seen & (1u << COOP_EV_RELEASED))) {
+    *seen |= 1u << COOP_EV_RELEASED;
+    push_event(d, r->j, r->task_inst[slot], COOP_EV_RELEASED, ti->t_released, -1);
+  }
+  if (ti->t_gathered && !(*seen & (1u << COOP_EV_GATHERED))) {
+    *seen |= 1u << COOP_EV_GATHERED;
+    push_event(d, r->j, r->task_inst[slot], COOP_EV_GATHERED, ti->t_gathered, ti->gather_ns);
+  }
+}
+
+/* Whether a periodic job has released everything it will. */
+static int releases_done(const struct run *r) {
+  const struct job *j = r->j;
+  if (atomic_load(&j->cancel)) return 1;
+  if (!dev__periodic(j)) return r->released == 1;
+  if (j->count && r->released >= j->count) return 1;
+  if (j->duration_ms &&
+      (int64_t)r->released * j->period_us * 1000 >= (int64_t)j->duration_ms * 1000000)
+    return 1;
+  return 0;
+}
+
+/* The job's kernel in the running set, by name: after a reload the index
+ * the loop computed may name another kernel, or none. 0, or the coop
+ * code the job failed with. */
+static int resolve(struct dev *d, struct job *j) {
+  if (d->broken[0]) {
+    dev__fail(j, COOP_EFAILED, "the device is unavailable: %.200s", d->broken);
+    return j->error;
+  }
+  const struct kdef *k = kset_find(d->ks, j->kernel);
+  struct job_req req;
+  struct job_err e;
+  job_req_from_job(&req, j);
+  if (job_admit(k, &req, atomic_load(&d->workers), JOB_AT_START, &e, NULL, NULL)) {
+    dev__fail(j, e.code, "%s", e.message);
+    return j->error;
+  }
+  j->kernel_index = (int)(k - d->ks->k); /* registered in kset order */
+  return 0;
+}
+
+void dev__start_now(struct dev *d, struct job *j) {
+  if (resolve(d, j)) {
+    dev__hand_back(d, j);
+    return;
+  }
+  struct run *r = calloc(1, sizeof *r);
+  if (!r) {
+    dev__fail(j, COOP_ENOMEM, "%s", "out of memory");
+    dev__hand_back(d, j);
+    return;
+  }
+  r->j = j;
+  r->t0 = r->next_release = coop__now_ns();
+  j->m_min = UINT32_MAX;
+  j->t.gather_ns = j->t.exec_ns = -1;
+  if (dev__periodic(j)) {
+    uint64_t n = j->count ? j->count : (uint64_t)j->duration_ms * 1000 / j->period_us + 1;
+    j->inst = calloc(n, sizeof *j->inst);
+    if (!j->inst) {
+      dev__fail(j, COOP_ENOMEM, "%s", "out of memory");
+      free(r);
+      dev__hand_back(d, j);
+      return;
+    }
+  }
+  if (dev__stage_in(d, j)) {
+    free(r);
+    dev__hand_back(d, j);
+    return;
+  }
+  r->next = d->runs;
+  d->runs = r;
+}
+
+/* A task's times in the order the host saw them. The device stamps
+ * released, gathered, started and finished with its own clock, mapped to
+ * the host's by a fit (runtime.c, "the device clock"); submitted and `seen`
+ * (now, after the task was seen final) are the host's own. However far a
+ * fit is off, submitted <= released <= gathered <= started <= finished <=
+ * seen holds, so queued, execution and total stay inside the host's
+ * interval (a loaded start once made a 12 ms job 1093 ms long; issue 20).
+ * Times not stamped (0) stay 0. */
+static void host_order(struct coop_wire_times *t, int64_t seen) {
+  int64_t *v[] = {&t->released, &t->gathered, &t->started, &t->finished};
+  int64_t lo = t->submitted;
+  for (unsigned i = 0; i < 4; i++) {
+    if (!*v[i]) continue;
+    if (*v[i] < lo) *v[i] = lo;
+    if (*v[i] > seen) *v[i] = seen;
+    lo = *v[i];
+  }
+}
+
+/* A task that reached a final state: its times into the job. */
+static void record(struct dev *d, struct run *r, unsigned slot) {
+  struct job *j = r->j;
+  struct coop_rt_task_info ti;
+  coop_task_id id = r->task[slot];
+  dp_task_info(d->rt, id, &ti);
+  dp_task_release(d->rt, id);
+  live_events(d, r, slot, &ti);
+  struct coop_wire_times t = {
+      ti.t_submitted, ti.t_released, ti.t_gathered, ti.t_started, ti.t_finished, -1, -1};
+  uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
+               : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
+                                                 : COOP_JOB_REFUSED;
+  host_order(&t, coop__now_ns());
+  if (st == COOP_JOB_DONE || (st == COOP_JOB_CANCELLED && ti.t_gathered)) {
+    t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
+    if (t.gather_ns > t.finished - t.released) t.gather_ns = t.finished - t.released;
+    t.exec_ns = t.started ? t.finished - t.started : 0;
+  }
+  if (ti.fault) fault(d, j, ti.fault);
+  if (st == COOP_JOB_REFUSED && j->error == 0) {
+    j->error = COOP_EREFUSED;
+    snprintf(j->message, sizeof j->message, "refused by the scheduler (reason %d)", ti.refusal);
+  }
+  if (st == COOP_JOB_DONE && j->deadline_us &&
+      ti.t_finished - ti.t_released > (int64_t)j->deadline_us * 1000) {
+    j->misses++;
+    atomic_store(&j->misses_so_far, j->misses);
+  }
+  j->t = t; /* the job's times: its last instance's (periodic: see inst[]) */
+  if (ti.m_min && ti.m_min < j->m_min) j->m_min = ti.m_min;
+  if (ti.m_max > j->m_max) j->m_max = ti.m_max;
+  j->m_initial = ti.m_initial;
+  j->kills += ti.kills;
+  j->forks += ti.forks;
+  j->resizes += ti.resizes;
+  if (dev__periodic(j)) {
+    struct coop_wire_inst *in = &j->inst[r->task_inst[slot]];
+    in->state = st;
+    in->t = t;
+    if (r->task_inst[slot] + 1 > j->ninst) j->ninst = r->task_inst[slot] + 1;
+  } else if (atomic_load(&j->state) != COOP_JOB_FAILED) { /* keep a failure's reason */
+    atomic_store(&j->state, st);
+  }
+  atomic_fetch_add(&j->instances_done, 1);
+  r->ninflight--;
+  r->task[slot] = r->task[r->ninflight];
+  r->task_inst[slot] = r->task_inst[r->ninflight];
+  r->task_seen[slot] = r->task_seen[r->ninflight];
+}
+
+void dev__finish_job(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  if (j->m_min == UINT32_MAX) j->m_min = 0;
+  uint8_t now = atomic_load(&j->state);
+  if (now == COOP_JOB_FAILED) {
+    /* keep the failure */
+  } else if (r->released == 0 || (!dev__periodic(j) && now < COOP_JOB_DONE)) {
+    /* never released, or lost while still queued */
+    atomic_store(&j->state, COOP_JOB_CANCELLED);
+  } else if (dev__periodic(j)) {
+    uint8_t st = COOP_JOB_DONE;
+    for (uint32_t i = 0; i < j->ninst; i++)
+      if (j->inst[i].state != COOP_JOB_DONE) st = j->inst[i].state;
+    if (atomic_load(&j->cancel)) st = COOP_JOB_CANCELLED;
+    atomic_store(&j->state, st);
+    if (j->ninst) j->t.submitted = j->inst[0].t.submitted;
+  }
+  if (atomic_load(&j->state) == COOP_JOB_CANCELLED && j->error == 0) {
+    j->error = COOP_ECANCELED;
+    if (r->watchdog) /* else its client could not tell this from its own CANCEL */
+      snprintf(j->message, sizeof j->message,
+               "cancelled by the watchdog: it ran longer than [jobs] watchdog_ms = %u ms",
+               d->cfg->watchdog_ms);
+    else
+      snprintf(j->message, sizeof j->message, "%s",
+               d->stop_now   ? "cancelled: the daemon is shutting down"
+               : d->swap_now ? "cancelled: the daemon reloaded its kernels (grace period over)"
+                             : "cancelled");
+  }
+  /* A job the views stopped still gets its own output back: it can only
+   * hold what the job read from its own buffers and the sink. */
+  dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT);
+  dev__hand_back(d, j);
+}
+
+/* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
+int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
+  struct job *j = r->j;
+  if (d->stop_now && now >= d->stop_at) atomic_store(&j->cancel, 1);
+  if (d->swap_now && now >= d->swap_at) atomic_store(&j->cancel, 1);
+  if (d->cfg->watchdog_ms && r->started_ns &&
+      now - r->started_ns > (int64_t)d->cfg->watchdog_ms * 1000000 && !atomic_load(&j->cancel)) {
+    log_warn("job %llu (%s) ran past the watchdog budget of %u ms: cancelling",
+             (unsigned long long)j->id, j->kernel, d->cfg->watchdog_ms);
+    atomic_store(&j->cancel, 1);
+    r->watchdog = 1;
+  }
+  if (atomic_load(&j->cancel))
+    for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
+  while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
+    int e = submit_instance(d, r);
+    if (e == COOP_EBUSY) break; /* no free slot: try on the next pass */
+    if (e) {
+      dev__fail(j, e, "could not submit: %s", coop_strerror(e));
+      atomic_store(&j->cancel, 1);
+      break;
+    }
+    atomic_store(&j->state, COOP_JOB_RUNNING);
+    if (!r->started_ns) r->started_ns = now;
+    r->next_release = r->t0 + (int64_t)r->released * j->period_us * 1000;
+  }
+  if (!releases_done(r) && r->next_release < *wake) *wake = r->next_release;
+  for (unsigned i = 0; i < r->ninflight;) {
+    struct coop_rt_task_info ti;
+    if (dp_task_info(d->rt, r->task[i], &ti) == 0 && ti.state >= COOP_TASK_DONE) {
+      record(d, r, i); /* moves the last slot into i */
+    } else {
+      live_events(d, r, i, &ti);
+      i++;
+    }
+  }
+  dev__watch_run(d, r, now); /* after the poll: only tasks still on the device */
+  return releases_done(r) && r->ninflight == 0;
+}

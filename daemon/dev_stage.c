@@ -1,0 +1,148 @@
+/*
+ * dev_stage.c: a job's buffers through the device process: staged into
+ * the arena before its first task, and back out (OUT data, guard zones
+ * checked) when it ends.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dev_internal.h"
+#include "fdio.h"
+#include "log.h"
+
+/* A memfd of n zero bytes, for the device process to write results into.
+ * -1 on failure. */
+static int memfd_sized(uint64_t n) {
+  int fd = memfd_create("coopd-results", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)n)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* The job's buffers as the device process moves them (dp_buf), in argument
+ * order: a client's memfd where it sent one, else `inl`, one memfd for all
+ * the inline bytes (IN data at staging, room for OUT data at unstaging),
+ * each buffer at its offset there. Returns how many; *inl_len their total. */
+static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int out, uint64_t *inl_len) {
+  unsigned n = 0;
+  *inl_len = 0;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->type != COOP_ARG_BUF) continue;
+    struct dp_buf *x = &b[n++];
+    x->size = a->size;
+    x->arg = a->dev ? a->dev - 1 : 0;
+    x->in = !out && (a->dir & COOP_BUF_IN);
+    x->out = out && (a->dir & COOP_BUF_OUT);
+    x->fd = a->fd >= 0 ? a->fd : inl;
+    x->off = 0;
+    if (a->fd < 0 && (x->in || x->out)) {
+      x->off = *inl_len;
+      *inl_len += a->size;
+    }
+  }
+  return n;
+}
+
+/* Arena copies of the job's buffers, IN data copied in by the device
+ * process in one request. 0 or -1 (failed). */
+int dev__stage_in(struct dev *d, struct job *j) {
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  uint64_t inl_len;
+  unsigned n = job_bufs(j, b, -1, 0, &inl_len);
+  if (!n) return 0;
+  int inl = -1;
+  if (inl_len) { /* the inline IN bytes, one after another */
+    inl = memfd_create("coopd-inline", MFD_CLOEXEC);
+    int bad = inl < 0;
+    uint64_t at = 0;
+    for (unsigned i = 0; !bad && i < j->nargs; i++) {
+      const struct job_arg *a = &j->args[i];
+      if (a->type != COOP_ARG_BUF || a->fd >= 0 || !(a->dir & COOP_BUF_IN)) continue;
+      bad = fdio_pwrite(inl, a->data, a->size, at);
+      at += a->size;
+    }
+    if (bad) {
+      if (inl >= 0) close(inl);
+      dev__fail(j, COOP_ENOMEM, "%s", "could not stage the inline buffers");
+      return j->error;
+    }
+    n = job_bufs(j, b, inl, 0, &inl_len);
+  }
+  int e = dp_stage(d->rt, b, n);
+  if (inl >= 0) close(inl);
+  if (e == COOP_ENOMEM) {
+    dev__fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
+              "raise [device] arena_mb");
+    return j->error;
+  }
+  if (e) {
+    dev__fail(j, e, "%s",
+              e == COOP_ELOST ? "the device process died while the job was staged"
+                              : "could not read a buffer's descriptor to its declared size");
+    return j->error;
+  }
+  for (unsigned i = 0, k = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF) j->args[i].dev = b[k++].arg + 1;
+  return 0;
+}
+
+/* OUT data back (when `out`: into the client's memfd, or into a[i].data
+ * for RESULT) and every arena copy freed, in one request. A guard zone
+ * found overwritten (arena.c) means the kernel wrote outside this job's
+ * buffers: the job fails with EFAULT and the log names it (the views keep
+ * shipped kernels from ever getting here). */
+void dev__unstage(struct dev *d, struct job *j, int out) {
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  uint64_t inl_len;
+  unsigned n = job_bufs(j, b, -1, out, &inl_len);
+  int any = 0;
+  for (unsigned i = 0; i < j->nargs; i++) any |= j->args[i].dev != 0;
+  if (!n || !any || !d->rt) {
+    for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+    return;
+  }
+  int inl = inl_len ? memfd_sized(inl_len) : -1;
+  if (inl_len && inl < 0) {
+    out = 0;
+    if (j->error == 0) dev__fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
+  }
+  n = job_bufs(j, b, inl, out, &inl_len);
+  int breach = -1;
+  int e = dp_unstage(d->rt, b, n, &breach);
+  for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+  if (e && j->error == 0)
+    dev__fail(j, e == COOP_ELOST ? e : COOP_EIO, "%s", "could not write a result back");
+  for (unsigned i = 0, k = 0; e == 0 && inl >= 0 && i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->type != COOP_ARG_BUF) continue;
+    const struct dp_buf *x = &b[k++];
+    if (!x->out || a->fd >= 0) continue;
+    free(a->data);
+    a->data = malloc(a->size);
+    if (!a->data || fdio_pread(inl, a->data, a->size, x->off)) {
+      free(a->data);
+      a->data = NULL;
+      if (j->error == 0) dev__fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
+    }
+  }
+  if (inl >= 0) close(inl);
+  if (breach < 0) return;
+  unsigned argi = 0;
+  for (unsigned i = 0, k = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && k++ == (unsigned)breach) argi = i;
+  log_error("job %llu (%s, uid %u): the guard zone of buffer argument %u was overwritten",
+            (unsigned long long)j->id, j->kernel, j->uid, argi);
+  if (j->error == COOP_EFAULT) return; /* the views' message says more */
+  dev__fail(j, COOP_EFAULT,
+            "kernel %s wrote outside buffer argument %u (its guard zone was overwritten); the "
+            "result is not to be trusted",
+            j->kernel, argi);
+}

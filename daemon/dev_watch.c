@@ -1,0 +1,207 @@
+/*
+ * dev_watch.c: the watchdog, and restarting a device.
+ *
+ * A workgroup cannot be preempted: a kernel that
+ * reaches no offer_kill or resizing barrier keeps its workgroups until it
+ * returns by itself. What the device thread does about it:
+ *   a task waiting for workgroups longer than [jobs] gather_budget_ms fails
+ *     with COOP_EHUNG, its message naming the jobs that hold the workers
+ *     (holders()), and is cancelled (it leaves the scheduler's queue);
+ *   a job cancelled (by its client, watchdog_ms, a stop or a reload) whose
+ *     tasks still run hang_ms later fails with COOP_EHUNG, and the device
+ *     is restarted: its device process (devproc.h) is killed, every other
+ *     job on it fails with COOP_ELOST, and a new one is built and launched.
+ *     The same happens when the device process dies by itself (a crash in a
+ *     kernel on PoCL, the driver). Jobs not yet on the device wait.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dev_internal.h"
+#include "log.h"
+
+static void watch_event(struct dev *d, const char *fmt, ...) {
+  char b[COOP_WIRE_TEXT_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b, sizeof b, fmt, ap);
+  va_end(ap);
+  log_warn("watchdog: %s", b);
+  pthread_mutex_lock(&d->mu);
+  memcpy(d->watch_last, b, sizeof b);
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* Workers owned now by any of tasks[0..n), from the scheduler's view. */
+static unsigned count_owned(const coop_task_id *owner, unsigned nwg, const coop_task_id *tasks,
+                            unsigned n) {
+  unsigned c = 0;
+  for (unsigned i = 0; i < nwg; i++)
+    for (unsigned t = 0; t < n; t++) c += owner[i] && owner[i] == tasks[t];
+  return c;
+}
+
+/* Who holds the workers, in words, for a task that waited too long:
+ * cooperative jobs first (they were asked to give workers back and did
+ * not reach offer_kill), then non-cooperative tasks (which keep theirs
+ * until they end). */
+static void holders(struct dev *d, char *out, size_t len) {
+  static coop_task_id owner[COOP_WIRE_MAX_WG];
+  static uint8_t resv[COOP_WIRE_MAX_WG];
+  int n = dp_view(d->rt, owner, resv, COOP_WIRE_MAX_WG);
+  unsigned nwg = n > 0 ? (unsigned)n : 0;
+  size_t at = 0;
+  out[0] = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (struct run *r = d->runs; r; r = r->next) {
+      int coop = !!(r->j->flags & COOP_SUBMIT_COOPERATIVE);
+      unsigned c = count_owned(owner, nwg, r->task, r->ninflight);
+      if (!c || coop != (pass == 0) || at >= len) continue;
+      /* A cooperative kernel holding more than one workgroup per task was
+       * asked for them and reached no offer_kill or resizing barrier; at
+       * one it is at its minimum, which the scheduler never takes. */
+      const char *why = c > r->ninflight ? "cooperative, did not offer kills when asked"
+                                         : "cooperative, at its last workgroup";
+      at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, %s) %u", at ? "; " : "",
+                             (unsigned long long)r->j->id, r->j->kernel,
+                             coop ? why : "non-cooperative, still running", c);
+    }
+  }
+  if (!out[0]) snprintf(out, len, "no job (the scheduler is serving earlier tasks)");
+}
+
+/* A task of r waited gather_budget_ms for its workgroups: the job fails. */
+static void gather_timeout(struct dev *d, struct run *r, int64_t waited_ns) {
+  struct job *j = r->j;
+  char who[200];
+  holders(d, who, sizeof who);
+  dev__fail(j, COOP_EHUNG, "waited %lld ms for %u workgroups; held by %s",
+            (long long)(waited_ns / 1000000), j->groups, who);
+  atomic_store(&j->cancel, 1);
+  atomic_fetch_add(&d->gather_timeouts, 1);
+  watch_event(d, "job %llu (%s) failed: %s", (unsigned long long)j->id, j->kernel, j->message);
+}
+
+/* r was cancelled hang_ms ago and still has tasks on the device: no way
+ * to take its workgroups back but to end the device process. Its job fails
+ * with EHUNG; dev_main then restarts the device (restart_device). */
+static void declare_hung(struct dev *d, struct run *r, int64_t now) {
+  struct job *j = r->j;
+  atomic_fetch_add(&d->hung, 1);
+  if (atomic_load(&j->state) != COOP_JOB_FAILED) {
+    dev__fail(j, COOP_EHUNG,
+              "kernel %s still ran %lld ms after its cancellation: it reached no offer_kill or "
+              "resizing barrier; coopd restarted the device to take its workgroups back",
+              j->kernel, (long long)((now - r->cancel_seen) / 1000000));
+  }
+  if (!d->restart_why[0]) {
+    snprintf(d->restart_why, sizeof d->restart_why,
+             "job %llu (%s) still ran %u ms after its cancellation", (unsigned long long)j->id,
+             j->kernel, d->cfg->hang_ms);
+    d->hung_job = j->id;
+  }
+}
+
+/* The watchdog's look at one run. */
+void dev__watch_run(struct dev *d, struct run *r, int64_t now) {
+  struct job *j = r->j;
+  if (atomic_load(&j->cancel)) {
+    if (!r->cancel_seen) r->cancel_seen = now;
+    if (d->cfg->hang_ms && r->ninflight &&
+        now - r->cancel_seen > (int64_t)d->cfg->hang_ms * 1000000)
+      declare_hung(d, r, now);
+    return;
+  }
+  if (!d->cfg->gather_budget_ms) return;
+  for (unsigned i = 0; i < r->ninflight; i++) {
+    struct coop_rt_task_info ti;
+    if (dp_task_info(d->rt, r->task[i], &ti) == 0 && ti.state == COOP_TASK_PENDING &&
+        now - ti.t_submitted > (int64_t)d->cfg->gather_budget_ms * 1000000) {
+      gather_timeout(d, r, now - ti.t_submitted);
+      break;
+    }
+  }
+}
+
+void dev_watch_get(struct dev *d, struct dev_watch *w) {
+  w->gather_timeouts = atomic_load(&d->gather_timeouts);
+  w->hung = atomic_load(&d->hung);
+  w->lost_workers = d->rt ? 0 : atomic_load(&d->workers); /* while it restarts */
+  pthread_mutex_lock(&d->mu);
+  memcpy(w->last, d->watch_last, sizeof w->last);
+  pthread_mutex_unlock(&d->mu);
+}
+
+/* A one-task job whose task no workgroup ever touched (the last poll saw it
+ * waiting): nothing of it ran, so after a restart it can run as if new. */
+static int never_gathered(const struct run *r) {
+  if (dev__periodic(r->j) || r->j->error || r->released > 1) return 0;
+  for (unsigned i = 0; i < r->ninflight; i++)
+    if (r->task_seen[i] & (1u << COOP_EV_GATHERED)) return 0;
+  return 1;
+}
+
+/* The device process died, or a hung kernel made dev_main ask for this:
+ * kill it, fail every job that was on it (ELOST; the hung one keeps its
+ * EHUNG), then build and launch a new one with the same kernels. Jobs not
+ * yet on the device (queued, waiting for a cooperative slot) stay and run
+ * on the new one. */
+void dev__restart(struct dev *d) {
+  char why[300];
+  if (d->restart_why[0])
+    snprintf(why, sizeof why, "%s", d->restart_why);
+  else
+    snprintf(why, sizeof why, "its device process %s", d->rt ? dp_death(d->rt) : "is gone");
+  unsigned nlost = 0;
+  for (struct run *r = d->runs; r; r = r->next)
+    nlost += r->j->id != d->hung_job && !never_gathered(r);
+  char label[32];
+  snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %d", d->index);
+  log_error("%s: %s: restarting it (%u other jobs lost)", label, why, nlost);
+  if (d->rt) dp_kill(d->rt);
+  d->rt = NULL;
+  d->parked = 0;
+  atomic_store(&d->parked_pub, 0);
+  struct job *again = NULL; /* jobs that never got a workgroup: run them anew */
+  while (d->runs) {
+    struct run *r = d->runs;
+    struct job *j = r->j;
+    d->runs = r->next;
+    for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0; /* the arena is gone */
+    if (never_gathered(r)) {
+      atomic_store(&j->state, COOP_JOB_QUEUED);
+      free(r);
+      j->dev_next = again;
+      again = j;
+      continue;
+    }
+    if (j->error != COOP_EHUNG) {
+      dev__fail(j, COOP_ELOST, "the job was lost: coopd restarted %s (%.160s); submit it again",
+                label, why);
+    }
+    r->ninflight = 0;
+    dev__finish_job(d, r);
+    free(r);
+  }
+  d->restart_why[0] = '\0';
+  d->hung_job = 0;
+  if (d->stop_now) return; /* closing anyway */
+  struct dp *rt = NULL;
+  char err[1024];
+  int e = dp_build(&rt, d->cfg, d->index, d->ks, err, sizeof err);
+  if (e == 0 && (e = dev__launch(d, rt, err, sizeof err)) != 0) dp_close(rt, DP_CLOSE_MS);
+  if (e) {
+    snprintf(d->broken, sizeof d->broken, "restart after %.200s: %.250s", why, err);
+    log_error("the device is unavailable: %s", d->broken);
+  }
+  watch_event(d, "%s restarted: %.200s", label, why);
+  while (again) { /* their IN data is still the client's (memfd or inline copy) */
+    struct job *j = again;
+    again = j->dev_next;
+    j->dev_next = NULL;
+    dev__start_job(d, j);
+  }
+}

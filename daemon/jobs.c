@@ -1,0 +1,311 @@
+/*
+ * jobs.c: see jobs.h. Loop thread, but for job_admit, job_fits and
+ * job_req_from_job, which the device thread calls too (they read only
+ * their arguments).
+ */
+#include "jobs.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "journal.h"
+#include "log.h"
+
+void job_free(struct job *j) {
+  if (!j) return;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    if (j->args[i].fd >= 0) close(j->args[i].fd);
+    free(j->args[i].data);
+  }
+  free(j->inst);
+  free(j);
+}
+
+/* ---- admission ---- */
+
+static int refuse(struct job_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse(struct job_err *e, int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  return e->code = code;
+}
+
+int job_fits(unsigned workers, unsigned groups, int cooperative) {
+  return workers > 0 && (cooperative || groups <= workers);
+}
+
+void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, const int *fds,
+                         unsigned nfds) {
+  *r = (struct job_req){.kernel = m->kernel, .flags = m->flags, .groups = m->groups};
+  r->period_us = m->period_us;
+  r->count = m->count;
+  r->duration_ms = m->duration_ms;
+  r->nargs = m->nargs;
+  for (unsigned i = 0; i < m->nargs; i++) {
+    const struct coop_wire_arg *a = &m->args[i];
+    int fd = a->fd == COOP_WIRE_FD_NONE ? -1 : a->fd;
+    struct stat st;
+    int ok = fd >= 0 && a->fd < nfds && fstat(fds[a->fd], &st) == 0 && S_ISREG(st.st_mode) &&
+             (uint64_t)st.st_size >= a->size;
+    r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok};
+  }
+}
+
+void job_req_from_job(struct job_req *r, const struct job *j) {
+  /* at a start, admission reads the kernel, flags, groups and arguments */
+  *r = (struct job_req){
+      .kernel = j->kernel, .flags = j->flags, .groups = j->groups, .nargs = j->nargs};
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct job_arg *a = &j->args[i];
+    r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, a->fd, 1};
+  }
+}
+
+/* The kernel's own rules relate scalars to buffer sizes (require.h): what
+ * keeps a client's n from sending the kernel past its buffers. A reload
+ * may add rules, so a job is checked again when it starts. */
+static int admit_rules(const struct kdef *k, const struct job_req *r, char *why, size_t whylen) {
+  uint64_t bits[COOP_WIRE_MAX_ARGS] = {0}, lens[COOP_WIRE_MAX_ARGS] = {0};
+  for (unsigned i = 0; i < r->nargs; i++) {
+    bits[i] = r->args[i].bits;
+    lens[i] = r->args[i].type == COOP_ARG_BUF ? r->args[i].size : 0;
+  }
+  return kdef_admit(k, bits, lens, why, whylen);
+}
+
+/* A queued job about to start: its kernel by name in the running set (a
+ * reload may have removed it or changed it), and the workers a restart
+ * left. */
+static int admit_start(const struct kdef *k, const struct job_req *r, unsigned workers,
+                       struct job_err *e) {
+  if (!k)
+    return refuse(e, COOP_ENOKERNEL, "kernel %s is gone: the daemon reloaded its kernels",
+                  r->kernel);
+  int same = k->nargs == r->nargs && !!k->cooperative == !!(r->flags & COOP_SUBMIT_COOPERATIVE);
+  for (unsigned i = 0; same && i < r->nargs; i++) same = k->types[i] == r->args[i].type;
+  if (!same) return refuse(e, COOP_EARGS, "kernel %s changed its signature in a reload", r->kernel);
+  char why[256];
+  if (admit_rules(k, r, why, sizeof why)) return refuse(e, COOP_EARGS, "%s", why);
+  if (!job_fits(workers, r->groups, k->cooperative))
+    return refuse(e, COOP_EINVAL,
+                  "asks for %u workgroups, but the device has %u workers since its restart",
+                  r->groups, workers);
+  return 0;
+}
+
+/* The kernel's kind, the groups and the periodic settings of a SUBMIT. */
+static int admit_shape(const struct kdef *k, const struct job_req *r, unsigned workers,
+                       struct job_err *e) {
+  int coop = !!(r->flags & COOP_SUBMIT_COOPERATIVE);
+  if (coop != k->cooperative)
+    return refuse(e, COOP_EARGS, "kernel %s is %scooperative: submit it %s the cooperative flag",
+                  k->name, k->cooperative ? "" : "non-", k->cooperative ? "with" : "without");
+  if ((r->flags & COOP_SUBMIT_QUERY_BARRIER) && !coop)
+    return refuse(e, COOP_EINVAL, "the query-barrier flag is for cooperative kernels");
+  if (r->groups == 0 || r->groups > workers)
+    return refuse(e, COOP_EINVAL, "groups must be 1..%u (the workers discovery found); got %u",
+                  workers, r->groups);
+  if (r->period_us == 0 && (r->count || r->duration_ms))
+    return refuse(e, COOP_EINVAL, "count and duration need a period");
+  if (r->period_us && !r->count && !r->duration_ms)
+    return refuse(e, COOP_EINVAL, "a periodic job needs a count or a duration");
+  uint64_t ninst = r->count       ? r->count
+                   : r->period_us ? (uint64_t)r->duration_ms * 1000 / r->period_us + 1
+                                  : 1;
+  if (ninst > COOP_WIRE_MAX_INST)
+    return refuse(e, COOP_EINVAL, "at most %u instances per periodic job", COOP_WIRE_MAX_INST);
+  return 0;
+}
+
+/* The arguments of a SUBMIT against the kernel's signature, and its
+ * buffers: their bytes into *bytes and *inline_out. */
+static int admit_args(const struct kdef *k, const struct job_req *r, struct job_err *e,
+                      uint64_t *bytes, uint64_t *inline_out) {
+  if (r->nargs != k->nargs)
+    return refuse(e, COOP_EARGS, "kernel %s takes %u arguments; got %u", k->name, k->nargs,
+                  r->nargs);
+  for (unsigned i = 0; i < r->nargs; i++) {
+    const struct job_req_arg *a = &r->args[i];
+    if (a->type != k->types[i])
+      return refuse(e, COOP_EARGS, "argument %u of %s is %s; got %s", i, k->name,
+                    coop_arg_type_name(k->types[i]), coop_arg_type_name(a->type));
+    if (a->type != COOP_ARG_BUF) continue;
+    if (a->size == 0 || a->size > r->arena_bytes)
+      return refuse(e, COOP_EINVAL, "buffer argument %u: size %llu not in 1..arena (%u MiB)", i,
+                    (unsigned long long)a->size, (unsigned)(r->arena_bytes >> 20));
+    if (a->fd >= 0 && !a->fd_ok)
+      return refuse(e, COOP_EINVAL,
+                    "buffer argument %u: descriptor %u missing, not a regular file (memfd), or "
+                    "shorter than %llu bytes",
+                    i, (unsigned)a->fd, (unsigned long long)a->size);
+    if (a->fd < 0 && (a->dir & COOP_BUF_OUT)) *inline_out += a->size;
+    *bytes += a->size;
+  }
+  return 0;
+}
+
+int job_admit(const struct kdef *k, const struct job_req *r, unsigned workers, enum job_at at,
+              struct job_err *e, uint64_t *bytes, uint64_t *inline_out) {
+  e->code = 0;
+  e->message[0] = '\0';
+  if (at == JOB_AT_START) return admit_start(k, r, workers, e);
+  *bytes = *inline_out = 0;
+  if (!k)
+    return refuse(e, COOP_ENOKERNEL, "no kernel named \"%s\" (coopctl kernels lists them)",
+                  r->kernel);
+  int c = admit_shape(k, r, workers, e);
+  if (c == 0) c = admit_args(k, r, e, bytes, inline_out);
+  if (c) return c;
+  char why[320];
+  if (admit_rules(k, r, why, sizeof why))
+    return refuse(e, COOP_EARGS, "kernel %s: %s", k->name, why);
+  return 0;
+}
+
+/* ---- the table ---- */
+
+int job_may_see(uint32_t uid, const struct job *j) { return uid == 0 || j->uid == uid; }
+
+static struct job *find_job(struct daemon *dm, uint64_t id) {
+  for (struct job *j = dm->jobs; j; j = j->next)
+    if (j->id == id) return j;
+  return NULL;
+}
+
+/* ENOJOB, worded the same whether no job has that id or another user's
+ * does: a different answer would tell any client who runs what. */
+static void no_job(struct job_err *e, uint64_t id) {
+  refuse(e, COOP_ENOJOB,
+         "no job %llu (finished jobs are kept until their client disconnects, at most "
+         "max_finished_per_client; detached ones after that at most max_detached_kept_per_uid)",
+         (unsigned long long)id);
+}
+
+struct job *job_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_err *e) {
+  struct job *j = find_job(dm, id);
+  const struct journal_lost *l = j ? NULL : journal_find_lost(dm->journal, id);
+  if (l && uid != 0 && l->uid != uid) {
+    no_job(e, id);
+    return NULL;
+  }
+  if (l) {
+    refuse(e, COOP_ELOST,
+           "job %llu (%s) was lost: an earlier coopd stopped before it finished; submit it again",
+           (unsigned long long)id, l->kernel);
+    return NULL;
+  }
+  if (!j || !job_may_see(uid, j)) {
+    no_job(e, id);
+    return NULL;
+  }
+  return j;
+}
+
+static void unlink_job(struct daemon *dm, struct job *j) {
+  for (struct job **p = &dm->jobs; *p; p = &(*p)->next)
+    if (*p == j) {
+      *p = j->next;
+      return;
+    }
+}
+
+/* A finished DETACHED job whose client has gone: kept for a later WAIT. */
+static int is_kept(const struct job *j) {
+  return j->finished && !j->owner && (j->flags & COOP_SUBMIT_DETACHED);
+}
+
+void job_release(struct daemon *dm, struct job *j) {
+  struct uid_use *u = uid_find(dm, j->uid);
+  if (u) {
+    u->bytes -= j->bytes;
+    if (is_kept(j)) {
+      u->kept--;
+      dm->kept--;
+    }
+  }
+  job_free(j);
+}
+
+void job_drop(struct daemon *dm, struct job *j) {
+  unlink_job(dm, j);
+  job_release(dm, j);
+}
+
+/* The user keeps at most max_detached_kept_per_uid; and while all users'
+ * kept jobs together pass max_detached_kept, this user's go too, since
+ * jobs of theirs just joined: the oldest first. Another user's are never
+ * touched (one user's 1100 detached jobs evicted a victim's result: issue
+ * 20 #7). */
+void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n) {
+  const struct config *c = &dm->cfg;
+  u->kept += n;
+  dm->kept += n;
+  while (u->kept && (u->kept > c->max_detached_kept_per_uid || dm->kept > c->max_detached_kept)) {
+    struct job *old = NULL;
+    for (struct job *x = dm->jobs; x; x = x->next)
+      if (x->uid == u->uid && is_kept(x)) old = x; /* the list is newest first */
+    if (!old) break;
+    log_debug(
+        "job %llu (%s, uid %u): finished detached, dropped: %s reached",
+        (unsigned long long)old->id, old->kernel, old->uid,
+        u->kept > c->max_detached_kept_per_uid ? "max_detached_kept_per_uid" : "max_detached_kept");
+    job_drop(dm, old);
+  }
+}
+
+/* ---- counters and gather statistics ---- */
+
+void jobs_count_finished(struct daemon *dm, const struct job *j) {
+  uint8_t st = atomic_load(&j->state);
+  dm->done += st == COOP_JOB_DONE;
+  dm->cancelled += st == COOP_JOB_CANCELLED;
+  dm->refused += st == COOP_JOB_REFUSED;
+  dm->failed += st == COOP_JOB_FAILED;
+  metrics_count(&dm->met, j);
+  if (j->flags & COOP_SUBMIT_COOPERATIVE) return;
+  uint32_t n = j->period_us ? j->ninst : 1;
+  for (uint32_t i = 0; i < n; i++) {
+    int64_t g = j->period_us ? j->inst[i].t.gather_ns : j->t.gather_ns;
+    if (g < 0) continue;
+    dm->gather[dm->gather_pos] = g;
+    dm->gather_pos = (dm->gather_pos + 1) % DM_GATHER_SAMPLES;
+    if (dm->ngather < DM_GATHER_SAMPLES) dm->ngather++;
+  }
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+void jobs_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
+  for (struct job *j = dm->jobs; j; j = j->next) {
+    uint8_t x = atomic_load(&j->state);
+    st->queued += x == COOP_JOB_QUEUED;
+    st->running += x == COOP_JOB_RUNNING;
+  }
+  st->submitted = dm->submitted;
+  st->done = dm->done;
+  st->cancelled = dm->cancelled;
+  st->refused = dm->refused;
+  st->failed = dm->failed;
+  st->samples = dm->ngather;
+  st->gather_p50 = st->gather_p90 = st->gather_p99 = st->gather_max = -1;
+  if (!dm->ngather) return;
+  int64_t v[DM_GATHER_SAMPLES];
+  memcpy(v, dm->gather, dm->ngather * sizeof *v);
+  qsort(v, dm->ngather, sizeof *v, cmp_i64);
+  uint32_t n = dm->ngather;
+  st->gather_p50 = v[(n - 1) * 50 / 100];
+  st->gather_p90 = v[(n - 1) * 90 / 100];
+  st->gather_p99 = v[(n - 1) * 99 / 100];
+  st->gather_max = v[n - 1];
+}

@@ -1,0 +1,139 @@
+/*
+ * jobs.h: a client job (a task, or a periodic series of task instances),
+ * and the daemon's table of them (jobs.c): who may see which, admission
+ * (job_admit, the one place that decides whether a request may run), the
+ * finished-job counters and the gather statistics.
+ *
+ * Ownership: the loop thread creates a job and hands it to the device
+ * thread (dev_submit); from then until the device thread posts it back as
+ * finished, only the device thread writes the result fields below, and the
+ * loop reads only the fields marked (imm) and the atomics. After the
+ * hand-back the loop owns it all again.
+ */
+#ifndef COOPD_JOBS_H
+#define COOPD_JOBS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+struct daemon;
+struct kdef;
+struct session;
+struct uid_use;
+
+struct job_arg {
+  uint8_t type, dir;
+  uint64_t bits; /* scalars */
+  uint64_t size; /* buffers */
+  int fd;        /* memfd buffer, or -1 */
+  uint8_t *data; /* inline: IN bytes from the client, then OUT bytes back; an IN-only
+                  * copy is freed when the job finishes (session_job_done) */
+  uint64_t dev;  /* device thread: the arena copy's argument value + 1; 0: none */
+};
+
+struct job {
+  /* (imm) set before dev_submit */
+  uint64_t id;
+  uint32_t uid, pid;
+  int kernel_index; /* in the device's runtime */
+  uint8_t device;   /* index into the daemon's devs[] */
+  char kernel[COOP_WIRE_NAME_MAX];
+  uint8_t flags;
+  uint32_t groups, period_us, count, duration_ms, deadline_us;
+  unsigned nargs;
+  struct job_arg args[COOP_WIRE_MAX_ARGS];
+  uint64_t bytes; /* charged to the owner and its uid: every buffer's size while in
+                   * flight; once finished (loop), the inline bytes it still holds */
+
+  /* shared: written by either thread with atomics */
+  _Atomic uint8_t state;           /* enum coop_job_state */
+  _Atomic uint32_t instances_done; /* for STATUS while it runs */
+  _Atomic uint32_t misses_so_far;
+  atomic_int cancel; /* loop -> device */
+
+  /* result: device thread until hand-back */
+  int32_t error;
+  char message[256];
+  struct coop_wire_times t;
+  uint32_t m_initial, m_min, m_max, kills, forks, resizes;
+  uint32_t misses;
+  struct coop_wire_inst *inst; /* periodic jobs: every instance */
+  uint32_t ninst;
+
+  /* loop thread only */
+  struct session *owner; /* NULL once its client has gone */
+  struct job *next;      /* in the daemon's job list */
+  /* device.c's queues (under its mutex) */
+  struct job *dev_next;
+  int finished; /* handed back */
+};
+
+void job_free(struct job *j);
+
+/* ---- admission ---- */
+
+/* A job's request as admission sees it: a SUBMIT at the edge (the loop),
+ * or a queued job about to start (the device thread), whose kernel set a
+ * reload may have replaced and whose device a restart may have shrunk. */
+enum job_at { JOB_AT_SUBMIT, JOB_AT_START };
+struct job_req {
+  const char *kernel; /* the name asked for */
+  uint8_t flags;      /* COOP_SUBMIT_* */
+  uint32_t groups, period_us, count, duration_ms;
+  unsigned nargs;
+  struct job_req_arg {
+    uint8_t type, dir;
+    uint64_t bits; /* scalars */
+    uint64_t size; /* buffers */
+    int fd;        /* buffers: the frame's descriptor index, or -1 (inline) */
+    int fd_ok;     /* that descriptor is a regular file of at least size bytes */
+  } args[COOP_WIRE_MAX_ARGS];
+  uint64_t arena_bytes; /* a buffer's largest size (the arena) */
+};
+/* Why a job may not run or be seen: the code and the message its client
+ * gets (0: it may). */
+struct job_err {
+  int code;
+  char message[COOP_WIRE_TEXT_MAX];
+};
+/* Whether r may run kernel k (NULL: none of that name) on a device of
+ * `workers` usable workers: the kernel's kind and signature, the groups,
+ * the periodic settings, the buffers and the kernel's own rules
+ * (require.h). At JOB_AT_SUBMIT it also sums the buffer bytes (*bytes)
+ * and the inline OUT bytes (*inline_out). 0, or a coop code with e set. */
+int job_admit(const struct kdef *k, const struct job_req *r, unsigned workers, enum job_at at,
+              struct job_err *e, uint64_t *bytes, uint64_t *inline_out);
+/* Whether a job of `groups` fits `workers` usable workers now: a
+ * cooperative one needs one (it starts on what is free), any other all of
+ * its groups. */
+int job_fits(unsigned workers, unsigned groups, int cooperative);
+/* r from a SUBMIT (fds: the frame's descriptors, nfds of them). */
+void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, const int *fds,
+                         unsigned nfds);
+/* r from a job (its request as submitted). */
+void job_req_from_job(struct job_req *r, const struct job *j);
+
+/* ---- the table (struct daemon's jobs, newest first) ---- */
+
+/* Whether a client of uid may see (STATUS, WAIT, CANCEL) job j. */
+int job_may_see(uint32_t uid, const struct job *j);
+/* Job id for a client of uid: the job, or NULL with e set (ENOJOB, worded
+ * the same whether no job has that id or another user's does; ELOST for
+ * a job an earlier coopd lost, from the journal). */
+struct job *job_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_err *e);
+/* Takes a finished job out of the table and frees it, off its user's
+ * counts. */
+void job_drop(struct daemon *dm, struct job *j);
+/* Frees a finished job already out of the table, off its user's counts. */
+void job_release(struct daemon *dm, struct job *j);
+/* n of u's jobs have just become kept (finished, DETACHED, their client
+ * gone): drops u's oldest beyond the caps. */
+void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n);
+/* A finished job into the counters, the gather samples and the metrics. */
+void jobs_count_finished(struct daemon *dm, const struct job *j);
+/* STATS' job counts and gather percentiles. */
+void jobs_stats(struct daemon *dm, struct coop_msg_stats_reply *st);
+
+#endif /* COOPD_JOBS_H */

@@ -1,0 +1,356 @@
+/* sess_jobs.c: a client's jobs: SUBMIT, WAIT, CANCEL, STATUS, and the
+ * RESULTs and events of finished jobs (session.h). */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "journal.h"
+#include "log.h"
+#include "session.h"
+
+/* The job, or an ERROR sent and NULL. */
+static struct job *lookup(struct session *s, uint32_t seq, uint64_t id) {
+  struct job_err e;
+  struct job *j = job_lookup(s->dm, s->uid, id, &e);
+  if (!j) sess_error(s, seq, e.code, "%s", e.message);
+  return j;
+}
+
+/* The device a SUBMIT goes to: the one it names, or the least loaded (fewest
+ * jobs, then the lowest index) of those with the workers it asks for;
+ * device 0 when none has them (its checks then say why); or, ERROR sent,
+ * its (negative) code. */
+static int pick_device(struct session *s, uint32_t seq, const struct coop_msg_submit *m) {
+  struct daemon *dm = s->dm;
+  if (m->device != COOP_WIRE_ANY_DEVICE) {
+    if (m->device < dm->ndev) return m->device;
+    sess_error(s, seq, COOP_EINVAL, "no device %u: this coopd runs %u (0..%u, or any)", m->device,
+               dm->ndev, dm->ndev - 1);
+    return COOP_EINVAL;
+  }
+  int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE), best = -1;
+  for (unsigned i = 0; i < dm->ndev; i++) {
+    unsigned w = dev_workers(dm->devs[i]);
+    if (m->groups > w || !job_fits(w, m->groups, coop)) continue;
+    if (best < 0 || dm->dev_jobs[i] < dm->dev_jobs[best]) best = (int)i;
+  }
+  return best < 0 ? 0 : best;
+}
+
+/* Checks a SUBMIT against the kernel and the device (job_admit), then
+ * against the limits. Returns 0, or sends the ERROR and returns its code.
+ * fds: the descriptors of this frame. */
+static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
+                        const struct kdef *k, struct dev *dev, const int *fds, unsigned nfds,
+                        uint64_t *bytes) {
+  struct daemon *dm = s->dm;
+  struct job_req r;
+  struct job_err e;
+  uint64_t total, inline_out;
+  job_req_from_submit(&r, m, fds, nfds);
+  r.arena_bytes = (uint64_t)dm->cfg.arena_mb << 20;
+  if (job_admit(k, &r, dev_workers(dev), JOB_AT_SUBMIT, &e, &total, &inline_out)) {
+    sess_error(s, seq, e.code, "%s", e.message);
+    return e.code;
+  }
+  if (inline_out > SESS_INLINE_OUT_MAX) {
+    sess_error(s, seq, COOP_ETOOBIG, "inline output buffers above %u bytes: pass a memfd",
+               SESS_INLINE_OUT_MAX);
+    return COOP_ETOOBIG;
+  }
+  if (s->inflight >= dm->cfg.max_jobs_per_client) {
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %u jobs in flight per client ([limits] max_jobs_per_client)",
+               dm->cfg.max_jobs_per_client);
+    return COOP_ELIMIT;
+  }
+  if (s->bytes + total > dm->cfg.max_bytes_per_client) {
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %llu buffer bytes in flight per client ([limits] max_bytes_per_client)",
+               dm->cfg.max_bytes_per_client);
+    return COOP_ELIMIT;
+  }
+  const struct uid_use *u = s->use;
+  if (u->live >= dm->cfg.max_jobs_per_uid) {
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %u jobs queued or running per user, over all its connections, detached "
+               "jobs included ([limits] max_jobs_per_uid)",
+               dm->cfg.max_jobs_per_uid);
+    return COOP_ELIMIT;
+  }
+  if (u->bytes + total > dm->cfg.max_bytes_per_uid) {
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %llu buffer bytes per user ([limits] max_bytes_per_uid): its jobs in "
+               "flight and the inline results kept for it hold %llu, this job %llu more; results "
+               "go when their connection closes",
+               dm->cfg.max_bytes_per_uid, (unsigned long long)u->bytes, (unsigned long long)total);
+    return COOP_ELIMIT;
+  }
+  *bytes = total;
+  return 0;
+}
+
+void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                 unsigned nfds) {
+  const struct coop_msg_submit *m = &msg->submit;
+  struct daemon *dm = s->dm;
+  if (dm->stopping) return sess_error(s, seq, COOP_ESHUTDOWN, "coopd is shutting down");
+  const struct kdef *k = kset_find(dm->ks, m->kernel);
+  uint64_t bytes = 0;
+  for (unsigned a = 0; a < m->nargs; a++) /* one descriptor per argument */
+    for (unsigned b = a + 1; k && b < m->nargs; b++)
+      if (m->args[a].type == COOP_ARG_BUF && m->args[b].type == COOP_ARG_BUF &&
+          m->args[a].fd != COOP_WIRE_FD_NONE && m->args[a].fd == m->args[b].fd)
+        return sess_error(s, seq, COOP_EINVAL, "arguments %u and %u name the same descriptor", a,
+                          b);
+  int dev = pick_device(s, seq, m);
+  if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, &bytes)) return;
+  struct job *j = sess_make_job(s, m, k, fds, bytes);
+  if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  j->device = (uint8_t)dev;
+  dm->dev_jobs[dev]++;
+  j->owner = s;
+  j->next = dm->jobs;
+  dm->jobs = j;
+  s->inflight++;
+  s->bytes += bytes;
+  s->use->live++;
+  s->use->bytes += bytes;
+  dm->submitted++;
+  journal_accepted(dm->journal, j->id, j->uid, j->kernel);
+  log_info("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
+           (unsigned long long)j->id, j->kernel, j->groups,
+           (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
+           s->name);
+  /* submitted before the reply: if sending fails and closes the session,
+   * its cleanup finds the job where it expects it (cancelled, freed later) */
+  dev_submit(dm->devs[j->device], j);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  r.job.job = j->id;
+  sess_send(s, COOP_MSG_ACCEPTED, seq, &r);
+}
+
+static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
+
+static void on_wait_timer(uv_timer_t *t);
+
+void sess_waiter_free(struct waiter *w) {
+  if (w->timed)
+    uv_close((uv_handle_t *)&w->timer, on_waiter_closed);
+  else
+    free(w);
+}
+
+void sess_wait(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+               unsigned nfds) {
+  const struct coop_msg_job *m = &msg->job;
+  struct job *j = lookup(s, seq, m->job);
+  if (!j) return;
+  if (j->finished) return sess_send_result(s, seq, j);
+  if (m->timeout_ms == 0) return sess_error(s, seq, COOP_ETIMEDOUT, "job still running");
+  if (s->nwaiters >= SESS_MAX_WAITERS)
+    return sess_error(s, seq, COOP_ELIMIT, "at most %u WAITs pending per connection",
+                      SESS_MAX_WAITERS);
+  struct waiter *w = calloc(1, sizeof *w);
+  if (!w) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  w->s = s;
+  w->job = j->id;
+  w->seq = seq;
+  if (m->timeout_ms != COOP_WAIT_FOREVER) {
+    w->timed = 1;
+    uv_timer_init(s->dm->loop, &w->timer);
+    w->timer.data = w;
+    uv_timer_start(&w->timer, on_wait_timer, m->timeout_ms, 0);
+  }
+  w->next = s->waiters;
+  if (w->next) w->next->pprev = &w->next;
+  w->pprev = &s->waiters;
+  s->waiters = w;
+  s->nwaiters++;
+}
+
+void sess_waiter_remove(struct session *s, struct waiter *w) {
+  *w->pprev = w->next;
+  if (w->next) w->next->pprev = w->pprev;
+  w->next = NULL;
+  w->pprev = NULL;
+  s->nwaiters--;
+}
+
+static void on_wait_timer(uv_timer_t *t) {
+  struct waiter *w = t->data;
+  sess_waiter_remove(w->s, w);
+  sess_error(w->s, w->seq, COOP_ETIMEDOUT, "job %llu still running", (unsigned long long)w->job);
+  sess_waiter_free(w);
+}
+
+void sess_cancel(struct session *s, uint32_t seq, const union coop_msg *m, int *fds,
+                 unsigned nfds) {
+  struct job *j = lookup(s, seq, m->job.job);
+  if (!j) return;
+  if (!j->finished) dev_cancel(s->dm->devs[j->device], j);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  sess_send(s, COOP_MSG_OK, seq, &r);
+}
+
+static void put_status(struct coop_wire_buf *b, const struct job *j) {
+  struct coop_wire_status st;
+  memset(&st, 0, sizeof st);
+  st.job = j->id;
+  st.state = atomic_load(&j->state);
+  st.flags = j->flags;
+  snprintf(st.kernel, sizeof st.kernel, "%s", j->kernel);
+  st.groups = j->groups;
+  st.uid = j->uid;
+  st.pid = j->pid;
+  st.instances_done = atomic_load(&j->instances_done);
+  st.misses = atomic_load(&j->misses_so_far);
+  coop_wire_status_put(b, &st);
+}
+
+void sess_status(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                 unsigned nfds) {
+  const struct coop_msg_job *m = &msg->job;
+  struct coop_wire_buf recs;
+  coop_wire_buf_init(&recs);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  if (m->job) {
+    struct job *j = lookup(s, seq, m->job);
+    if (!j) return;
+    put_status(&recs, j);
+    r.status_reply.n = 1;
+  } else {
+    for (struct job *j = s->dm->jobs; j && r.status_reply.n < COOP_WIRE_MAX_STATUS; j = j->next)
+      if (job_may_see(s->uid, j)) {
+        put_status(&recs, j);
+        r.status_reply.n++;
+      }
+  }
+  r.status_reply.recs = recs.p;
+  r.status_reply.recs_len = (uint32_t)recs.len;
+  sess_send(s, COOP_MSG_STATUS_REPLY, seq, &r);
+  coop_wire_buf_free(&recs);
+}
+
+/* RELEASED and GATHERED, sent as the device thread sees them. */
+void session_job_event(struct daemon *dm, const struct dev_event *e) {
+  for (struct session *s = dm->sessions; s; s = s->next) {
+    if (s->closing || !(s->sub_mask & (1u << e->kind)) || (s->uid != 0 && s->uid != e->uid))
+      continue;
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    m.event.job = e->job;
+    m.event.kind = e->kind;
+    m.event.state = COOP_JOB_RUNNING;
+    m.event.instance = e->instance;
+    m.event.t_ns = e->t_ns;
+    m.event.gather_ns = e->gather_ns;
+    sess_send(s, COOP_MSG_EVENT, 0, &m);
+  }
+}
+
+/* STARTED and FINISHED of a finished job (RELEASED and GATHERED went out
+ * live, session_job_event), one per instance, in time order. */
+static void send_events(struct session *s, const struct job *j) {
+  uint32_t n = j->period_us ? j->ninst : 1;
+  for (uint32_t i = 0; i < n; i++) {
+    const struct coop_wire_times *t = j->period_us ? &j->inst[i].t : &j->t;
+    uint8_t st = j->period_us ? j->inst[i].state : atomic_load(&j->state);
+    int64_t when[5] = {0, t->released, t->gathered, t->started, t->finished};
+    for (uint8_t kind = COOP_EV_STARTED; kind <= COOP_EV_FINISHED; kind++) {
+      if (!(s->sub_mask & (1u << kind)) || (when[kind] == 0 && kind != COOP_EV_FINISHED)) continue;
+      union coop_msg m;
+      memset(&m, 0, sizeof m);
+      m.event.job = j->id;
+      m.event.kind = kind;
+      m.event.state = kind == COOP_EV_FINISHED ? st : COOP_JOB_RUNNING;
+      m.event.instance = i;
+      m.event.t_ns = when[kind];
+      m.event.gather_ns = kind >= COOP_EV_GATHERED ? t->gather_ns : -1;
+      sess_send(s, COOP_MSG_EVENT, 0, &m);
+    }
+  }
+}
+
+/* Drop the owner's oldest finished jobs beyond the limit. */
+static void trim_finished(struct daemon *dm, struct session *s) {
+  while (s->finished > dm->cfg.max_finished_per_client) {
+    struct job *last = NULL;
+    for (struct job *j = dm->jobs; j; j = j->next)
+      if (j->owner == s && j->finished) last = j; /* list is newest first */
+    if (!last) return;
+    job_drop(dm, last);
+    s->finished--;
+  }
+}
+
+void session_job_done(struct daemon *dm, struct job *j) {
+  uint8_t st = atomic_load(&j->state);
+  jobs_count_finished(dm, j);
+  journal_finished(dm->journal, j->id);
+  dm->dev_jobs[j->device]--;
+  /* done, cancelled, refused or failed: one line, with the reason if any */
+  log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
+           coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
+  /* j->finished is set only after the sends: a session that a failed send
+   * closes meanwhile then treats j as running (owner := NULL) rather than
+   * freeing it under us. */
+  for (struct session *s = dm->sessions; s; s = s->next) {
+    if (s->sub_mask && job_may_see(s->uid, j)) send_events(s, j);
+    /* The waiters of j leave the list first, in one walk; then they are
+     * answered. A failed send may close s (and free its list), never these. */
+    struct waiter *mine = NULL;
+    for (struct waiter *w = s->waiters, *n; w; w = n) {
+      n = w->next;
+      if (w->job != j->id) continue;
+      sess_waiter_remove(s, w);
+      w->next = mine;
+      mine = w;
+    }
+    for (struct waiter *w = mine, *n; w; w = n) {
+      n = w->next;
+      if (s->closing != 3) sess_send_result(s, w->seq, j);
+      sess_waiter_free(w);
+    }
+  }
+  j->finished = 1;
+  /* Its inline IN copies are not needed any more (RESULT carries OUT
+   * buffers only): finished renders kept 1.58 GB of them (issue 20 #9).
+   * They live until here rather than until staging, because a device
+   * restart stages again, from them, a job that never got a workgroup
+   * (device.c). What stays, the OUT bytes for RESULT, counts toward the
+   * user's bytes (max_bytes_per_uid) for as long as the job is kept. */
+  uint64_t held = 0;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->data && !(a->dir & COOP_BUF_OUT)) {
+      free(a->data);
+      a->data = NULL;
+    }
+    if (a->data) held += a->size;
+  }
+  uint64_t was = j->bytes;
+  j->bytes = held;
+  struct uid_use *u = uid_find(dm, j->uid); /* there: the job is counted */
+  if (u) {
+    u->live--;
+    u->bytes = u->bytes - was + held;
+  }
+  struct session *o = j->owner;
+  if (!o) {
+    if (u && (j->flags & COOP_SUBMIT_DETACHED))
+      jobs_keep(dm, u, 1); /* kept for a later WAIT */
+    else
+      job_drop(dm, j);
+    uid_put(dm, u);
+    return;
+  }
+  o->inflight--;
+  o->bytes -= was;
+  o->finished++;
+  trim_finished(dm, o);
+}

@@ -1,0 +1,82 @@
+/*
+ * session.h: what the files of a client connection share: session.c
+ * (framing, the handshake deadline, the dispatch table, life cycle),
+ * sess_jobs.c (SUBMIT, WAIT, CANCEL, STATUS, and finished jobs' RESULTs and
+ * events) and sess_info.c (HELLO, STATS, TOP, KERNELS, SUBSCRIBE). Loop
+ * thread only.
+ */
+#ifndef COOPD_SESSION_H
+#define COOPD_SESSION_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "daemon.h"
+#include "wire.h"
+
+#define SESS_INLINE_OUT_MAX (1u << 20)
+#define SESS_MAX_WAITERS 4096u /* WAITs pending on one connection (issue 20 #2) */
+
+struct waiter {
+  uv_timer_t timer; /* unused when waiting forever */
+  struct session *s;
+  uint64_t job;
+  uint32_t seq;
+  int timed;
+  struct waiter *next, **pprev; /* in the session's list: O(1) removal */
+};
+
+struct session {
+  struct daemon *dm;
+  struct uid_use *use; /* its user's counts */
+  int fd;
+  uv_poll_t poll;
+  uv_timer_t hello_timer; /* the handshake deadline */
+  int handles;            /* of the two above, not yet closed: free at 0 */
+  int events;
+  int stalled; /* whole frames wait in rd while the replies drain */
+  struct coop_wire_reader rd;
+  struct coop_wire_buf out;
+  size_t out_off;
+  uint32_t uid, pid;
+  char name[COOP_WIRE_NAME_MAX];
+  int hello;
+  int closing;
+  unsigned inflight, finished;
+  uint64_t bytes; /* buffer bytes of its jobs in flight */
+  uint32_t sub_mask;
+  struct waiter *waiters;
+  unsigned nwaiters;
+  struct session *next;
+};
+
+/* session.c */
+void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m);
+/* An ERROR reply (logged at debug). */
+void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+void sess_close(struct session *s);
+/* closing: 0 open, 1 to close, 2 to close once the last ERROR is out,
+ * 3 closed (the handle is closing; never downgraded). */
+void sess_close_after_error(struct session *s);
+/* The RESULT of job j, a reply to seq. */
+void sess_send_result(struct session *s, uint32_t seq, struct job *j);
+/* A job for SUBMIT m of kernel k; takes the frame's descriptors it uses
+ * (sets them to -1 in fds). NULL when out of memory. */
+struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
+                          int *fds, uint64_t bytes);
+
+/* A request's handler (the dispatch table, session.c): the decoded
+ * message, and the frame's descriptors (one taken is set to -1). */
+typedef void sess_handler(struct session *s, uint32_t seq, const union coop_msg *m, int *fds,
+                          unsigned nfds);
+
+/* sess_jobs.c */
+sess_handler sess_submit, sess_wait, sess_cancel, sess_status;
+void sess_waiter_free(struct waiter *w);
+void sess_waiter_remove(struct session *s, struct waiter *w);
+
+/* sess_info.c */
+sess_handler sess_hello, sess_stats, sess_top, sess_kernels, sess_subscribe;
+
+#endif /* COOPD_SESSION_H */
