@@ -29,14 +29,10 @@ _Static_assert(SAME(COOP_EVENT_RELEASED, COOP_EV_RELEASED) &&
                    SAME(COOP_EVENT_STARTED, COOP_EV_STARTED) &&
                    SAME(COOP_EVENT_FINISHED, COOP_EV_FINISHED) && COOP_EVENTS_ALL == COOP_EV_ALL,
                "event kinds");
-_Static_assert(COOP_MAX_BOUNDS == COOP_WIRE_MAX_BOUNDS, "gather histogram bounds");
 _Static_assert(SAME(COOP_WORKER_FREE, COOP_WG_FREE) && SAME(COOP_WORKER_RUNNING, COOP_WG_RUNNING) &&
                    SAME(COOP_WORKER_RESERVED, COOP_WG_RESERVED) &&
                    SAME(COOP_WORKER_OTHER, COOP_WG_OTHER),
                "workgroup states");
-_Static_assert(COOP_NAME_MAX == COOP_WIRE_NAME_MAX && COOP_TEXT_MAX == COOP_WIRE_TEXT_MAX &&
-                   COOP_MAX_ARGS == COOP_WIRE_MAX_ARGS && COOP_MAX_INSTANCES == COOP_WIRE_MAX_INST,
-               "sizes");
 
 /* ---- WAIT ---- */
 

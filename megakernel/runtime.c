@@ -23,7 +23,6 @@ _Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-b
 _Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout changed");
 _Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
-_Static_assert(COOP_RT_MAX_ARGS == COOP_MAX_ARGS, "argument count");
 _Static_assert(COOP_REFUSE_BAD_KERNEL == COOP_TR_BAD_KERNEL &&
                    COOP_REFUSE_TOO_MANY_GROUPS == COOP_TR_TOO_MANY_GROUPS &&
                    COOP_REFUSE_ZERO_GROUPS == COOP_TR_ZERO_GROUPS &&
@@ -199,7 +198,7 @@ int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const cha
   if (!rt || !source || !valid_name(name)) return COOP_EINVAL;
   if (rt->launched || rt->built) return COOP_ESTATE;
   if (coop_rt_kernel_index(rt, name) >= 0) return COOP_EEXIST;
-  if (rt->nkernels == COOP__MAX_KERNELS) return COOP_ENOMEM;
+  if (rt->nkernels == COOP_MAX_KERNELS) return COOP_ENOMEM;
   struct coop__kernel *k = &rt->kernels[rt->nkernels];
   k->source = strdup(source);
   if (!k->source) return COOP_ENOMEM;

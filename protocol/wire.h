@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "coop_errno.h"
+#include "coop_limits.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
 #define COOP_WIRE_VERSION 2u        /* the only version this code speaks */
@@ -37,11 +38,14 @@
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
 #define COOP_WIRE_MAX_FDS 16u             /* descriptors beside one frame */
-#define COOP_WIRE_NAME_MAX 64u            /* kernel names, client names: < 64 bytes */
-#define COOP_WIRE_TEXT_MAX 1024u          /* messages, device names: < 1024 bytes */
-#define COOP_WIRE_MAX_ARGS 16u
 #define COOP_WIRE_FD_NONE 0xffu
-#define COOP_WIRE_MAX_DEVICES 8u
+/* The wire's spellings of the shared limits (coop_limits.h). */
+#define COOP_WIRE_NAME_MAX COOP_NAME_MAX
+#define COOP_WIRE_TEXT_MAX COOP_TEXT_MAX
+#define COOP_WIRE_MAX_ARGS COOP_MAX_ARGS
+#define COOP_WIRE_MAX_DEVICES COOP_MAX_DEVICES
+#define COOP_WIRE_MAX_INST COOP_MAX_INSTANCES
+#define COOP_WIRE_MAX_BOUNDS COOP_MAX_BOUNDS
 #define COOP_WIRE_ANY_DEVICE 0xffu /* SUBMIT: the least loaded device */
 #define COOP_WAIT_FOREVER 0xffffffffu
 
@@ -225,7 +229,6 @@ struct coop_wire_inst {
   struct coop_wire_times t;
 };
 #define COOP_WIRE_INST_BYTES 57u
-#define COOP_WIRE_MAX_INST 65536u
 
 /* RESULT: u64 job, u8 state, i32 error, str message, 7 x i64 times,
  * u32 m_initial, m_min, m_max, kills, forks, resizes, u32 instances,
@@ -280,7 +283,6 @@ struct coop_wire_devinfo {
   uint32_t parked, parks; /* idle parking: parked now (0/1), times parked */
   int64_t unpark_ns;      /* the last relaunch after parking, or 0 */
 };
-#define COOP_WIRE_MAX_BOUNDS 32u
 struct coop_wire_devmetrics {
   uint32_t busy_workers;            /* running or reserved for a job now */
   uint64_t arena_bytes, arena_used; /* the buffers of its running jobs */
