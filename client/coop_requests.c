@@ -37,39 +37,38 @@ _Static_assert(SAME(COOP_WORKER_FREE, COOP_WG_FREE) && SAME(COOP_WORKER_RUNNING,
 /* ---- WAIT ---- */
 
 static void copy_times(struct coop_times *d, const struct coop_wire_times *s) {
-  *d = (struct coop_times){.submitted = s->submitted,
-                           .released = s->released,
-                           .gathered = s->gathered,
-                           .started = s->started,
-                           .finished = s->finished,
-                           .gather_ns = s->gather_ns,
-                           .exec_ns = s->exec_ns};
+#define COPY_TIME(name) d->name = s->name;
+  COOP_TIMES_MAP(COPY_TIME)
+#undef COPY_TIME
 }
 
-static int copy_result(struct coop_result *r, const struct coop_msg_result *m) {
-  r->job = m->job;
-  r->state = m->state;
-  r->device = m->device;
-  r->error = m->error;
-  snprintf(r->message, sizeof r->message, "%s", m->message);
-  copy_times(&r->t, &m->t);
-  r->m_initial = m->m_initial;
-  r->m_min = m->m_min;
-  r->m_max = m->m_max;
-  r->kills = m->kills;
-  r->forks = m->forks;
-  r->resizes = m->resizes;
-  r->instances = m->instances;
-  r->misses = m->misses;
-  if (!m->ninst) return 0;
-  r->inst = calloc(m->ninst, sizeof *r->inst);
-  if (!r->inst) return coop__fail(COOP_ENOMEM, "out of memory");
-  r->ninst = m->ninst;
-  for (uint32_t i = 0; i < m->ninst; i++) {
+/* How each kind of RESULT field (coop_schema.h) goes into coop_result; the
+ * instance records (counted by ninst) are copied below. */
+#define COPY_U64(d, s) ((d) = (s))
+#define COPY_U32 COPY_U64
+#define COPY_I32 COPY_U64
+#define COPY_U8 COPY_U64
+#define COPY_STATE COPY_U64
+#define COPY_TEXT(d, s) snprintf(d, sizeof(d), "%s", s)
+#define COPY_TIMES(d, s) copy_times(&(d), &(s))
+#define COPY_COUNT32(d, s) (void)0
+
+#define COPY_FIELD(kind, name, arg) COPY_##kind(d->name, s->name);
+
+static void copy_inst(struct coop_instance *d, const struct coop_wire_inst *s) {
+  COOP_SCHEMA_INST(COPY_FIELD)
+}
+
+static int copy_result(struct coop_result *d, const struct coop_msg_result *s) {
+  COOP_SCHEMA_RESULT(COPY_FIELD)
+  if (!s->ninst) return 0;
+  d->inst = calloc(s->ninst, sizeof *d->inst);
+  if (!d->inst) return coop__fail(COOP_ENOMEM, "out of memory");
+  d->ninst = s->ninst;
+  for (uint32_t i = 0; i < s->ninst; i++) {
     struct coop_wire_inst w;
-    if (coop_wire_inst_get(m, i, &w)) return coop__fail(COOP_EPROTO, "bad instance record");
-    r->inst[i].state = w.state;
-    copy_times(&r->inst[i].t, &w.t);
+    if (coop_wire_inst_get(s, i, &w)) return coop__fail(COOP_EPROTO, "bad instance record");
+    copy_inst(&d->inst[i], &w);
   }
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "coop_schema.h"
 #include "rt_internal.h"
 
 _Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-byte alignment");
@@ -569,18 +570,14 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
       info->state = COOP_TASK_PENDING;
       return 0;
   }
-  info->t_released = to_ns(rt, t->t_released);
-  info->t_gathered = to_ns(rt, t->t_gathered);
-  info->t_started = to_ns(rt, t->t_started);
-  info->t_finished = to_ns(rt, t->t_finished);
+#define TO_NS(name) info->t_##name = to_ns(rt, t->t_##name);
+  COOP_DEVICE_STAMPS_MAP(TO_NS) /* coop_schema.h */
+#undef TO_NS
   if (t->t_gathered)
     info->gather_ns = (int64_t)((double)(t->t_gathered - t->t_released) * rt->tick_ns);
-  info->m_initial = t->m_initial;
-  info->m_min = t->m_min;
-  info->m_max = t->m_max;
-  info->kills = t->kills;
-  info->forks = t->forks;
-  info->resizes = t->resizes;
+#define COPY(kind, name, rule) info->name = t->name;
+  COOP_COUNTERS_MAP(COPY)
+#undef COPY
   info->fault = t->fault;
   return 0;
 }
