@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coop_copy.h"
 #include "coop_internal.h"
 #include "coop_prom.h"
 
@@ -36,31 +37,12 @@ _Static_assert(SAME(COOP_WORKER_FREE, COOP_WG_FREE) && SAME(COOP_WORKER_RUNNING,
 
 /* ---- WAIT ---- */
 
-static void copy_times(struct coop_times *d, const struct coop_wire_times *s) {
-#define COPY_TIME(name) d->name = s->name;
-  COOP_TIMES_MAP(COPY_TIME)
-#undef COPY_TIME
-}
-
-/* How each kind of RESULT field (coop_schema.h) goes into coop_result; the
- * instance records (counted by ninst) are copied below. */
-#define COPY_U64(d, s) ((d) = (s))
-#define COPY_U32 COPY_U64
-#define COPY_I32 COPY_U64
-#define COPY_U8 COPY_U64
-#define COPY_STATE COPY_U64
-#define COPY_TEXT(d, s) snprintf(d, sizeof(d), "%s", s)
-#define COPY_TIMES(d, s) copy_times(&(d), &(s))
-#define COPY_COUNT32(d, s) (void)0
-
-#define COPY_FIELD(kind, name, arg) COPY_##kind(d->name, s->name);
-
 static void copy_inst(struct coop_instance *d, const struct coop_wire_inst *s) {
-  COOP_SCHEMA_INST(COPY_FIELD)
+  COOP_SCHEMA_INST(COOP__COPY)
 }
 
 static int copy_result(struct coop_result *d, const struct coop_msg_result *s) {
-  COOP_SCHEMA_RESULT(COPY_FIELD)
+  COOP_SCHEMA_RESULT(COOP__COPY)
   if (!s->ninst) return 0;
   d->inst = calloc(s->ninst, sizeof *d->inst);
   if (!d->inst) return coop__fail(COOP_ENOMEM, "out of memory");
@@ -128,16 +110,9 @@ int coop_cancel(coop_conn *c, uint64_t job) {
 }
 
 static void copy_status(struct coop_job_status *d, const struct coop_wire_status *s) {
-  d->job = s->job;
-  d->state = s->state;
+  COOP_SCHEMA_STATUS(COOP__COPY)
   d->cooperative = !!(s->flags & COOP_SUBMIT_COOPERATIVE);
   d->query_barrier = !!(s->flags & COOP_SUBMIT_QUERY_BARRIER);
-  snprintf(d->kernel, sizeof d->kernel, "%s", s->kernel);
-  d->groups = s->groups;
-  d->uid = s->uid;
-  d->pid = s->pid;
-  d->instances_done = s->instances_done;
-  d->misses = s->misses;
 }
 
 static int status_list(const struct coop_msg_status_reply *m, struct coop_job_status **list,
@@ -195,6 +170,11 @@ int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m) {
   return e;
 }
 
+static void copy_kernel(struct coop_kernel *d, const struct coop_wire_kernel *s) {
+  COOP_SCHEMA_KERNEL(COOP__COPY)
+  for (unsigned a = 0; a < s->nargs && a < COOP_MAX_ARGS; a++) d->types[a] = s->types[a];
+}
+
 static int kernel_list(const struct coop_msg_kernel_list *m, struct coop_kernel **list, size_t *n) {
   if (!m->n) return 0;
   struct coop_kernel *l = calloc(m->n, sizeof *l);
@@ -206,10 +186,7 @@ static int kernel_list(const struct coop_msg_kernel_list *m, struct coop_kernel 
       free(l);
       return coop__fail(COOP_EPROTO, "bad kernel record");
     }
-    snprintf(l[i].name, sizeof l[i].name, "%s", k.name);
-    l[i].cooperative = k.cooperative;
-    l[i].nargs = k.nargs;
-    for (unsigned a = 0; a < k.nargs && a < COOP_MAX_ARGS; a++) l[i].types[a] = k.types[a];
+    copy_kernel(&l[i], &k);
   }
   *list = l;
   *n = m->n;
@@ -231,6 +208,12 @@ int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n) {
 
 /* ---- TOP ---- */
 
+static void copy_wg(struct coop_wg *d, const struct coop_wire_wg *s) { COOP_SCHEMA_WG(COOP__COPY) }
+
+static void copy_topjob(struct coop_topjob *d, const struct coop_wire_topjob *s) {
+  COOP_SCHEMA_TOPJOB(COOP__COPY)
+}
+
 static int wg_list(const struct coop_msg_top_reply *m, struct coop_wg **list, size_t *n) {
   if (!m->nwg) return 0;
   struct coop_wg *l = calloc(m->nwg, sizeof *l);
@@ -242,7 +225,7 @@ static int wg_list(const struct coop_msg_top_reply *m, struct coop_wg **list, si
       free(l);
       return coop__fail(COOP_EPROTO, "bad workgroup record");
     }
-    l[i] = (struct coop_wg){.state = w.state, .job = w.job};
+    copy_wg(&l[i], &w);
   }
   *list = l;
   *n = m->nwg;
@@ -260,14 +243,7 @@ static int topjob_list(const struct coop_msg_top_reply *m, struct coop_topjob **
       free(l);
       return coop__fail(COOP_EPROTO, "bad top job record");
     }
-    l[i] = (struct coop_topjob){.job = j.job,
-                                .cooperative = j.cooperative,
-                                .groups = j.groups,
-                                .m = j.m,
-                                .workers = j.workers,
-                                .kills = j.kills,
-                                .forks = j.forks};
-    snprintf(l[i].kernel, sizeof l[i].kernel, "%s", j.kernel);
+    copy_topjob(&l[i], &j);
   }
   *list = l;
   *n = m->njobs;
