@@ -11,7 +11,8 @@
 #include "coop_internal.h"
 #include "coop_prom.h"
 
-/* coop.h repeats the wire's values so that it need not include wire.h. */
+/* coop.h repeats the wire's enum values so that it need not include wire.h
+ * (the limits it shares: coop_limits.h). */
 #define SAME(a, b) ((int)(a) == (int)(b))
 _Static_assert(SAME(COOP_STATE_QUEUED, COOP_JOB_QUEUED) &&
                    SAME(COOP_STATE_RUNNING, COOP_JOB_RUNNING) &&
