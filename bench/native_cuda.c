@@ -4,7 +4,7 @@
  * its task in device memory, cooperative launches timed with events.
  *
  * The source is the megakernel's own files, unchanged: the runtime's
- * embedded dialect.h, shared.h and api.h (coop__src_*), then a native
+ * embedded coop_limits.h, dialect.h, shared.h and api.h (coop__src_*), then a native
  * prelude for what the apps call of primitives.cl and barrier.cl (the
  * queue mutex of taskqueue.cl and coop_global_barrier, the latter a
  * cooperative_groups grid sync), the runtime's taskqueue.cl, the app's
@@ -33,8 +33,8 @@
 #include "device/shared.h"
 #include "native.h"
 
-extern const char coop__src_dialect_h[], coop__src_shared_h[], coop__src_api_h[],
-    coop__src_taskqueue_cl[]; /* cooprt: runtime/device/ */
+extern const char coop__src_coop_limits_h[], coop__src_dialect_h[], coop__src_shared_h[],
+    coop__src_api_h[], coop__src_taskqueue_cl[]; /* cooprt: runtime/device/ */
 
 #ifndef COOP_NATIVE_CUDA_INCLUDE
 #define COOP_NATIVE_CUDA_INCLUDE ""
@@ -110,17 +110,17 @@ char *native_source(const struct coop_app *a) {
            "  coop_wg_barrier();\n"
            "}\n",
            k, k, k, k);
-  size_t n = strlen(coop__src_dialect_h) + strlen(coop__src_shared_h) + strlen(coop__src_api_h) +
-             strlen(prelude) + strlen(coop__src_taskqueue_cl) + strlen(a->source) + strlen(entry) +
-             strlen(k) + 512;
+  size_t n = strlen(coop__src_coop_limits_h) + strlen(coop__src_dialect_h) +
+             strlen(coop__src_shared_h) + strlen(coop__src_api_h) + strlen(prelude) +
+             strlen(coop__src_taskqueue_cl) + strlen(a->source) + strlen(entry) + strlen(k) + 512;
   char *s = malloc(n);
   if (s)
     snprintf(s, n,
              "/* coop-bench-native: %s as a plain CUDA cooperative kernel */\n"
              "#include <cooperative_groups.h>\n"
-             "%s\n%s\n%s\n%s\n%s\n/* ---- kernel %s ---- */\n%s\n%s",
-             k, coop__src_dialect_h, coop__src_shared_h, coop__src_api_h, prelude,
-             coop__src_taskqueue_cl, k, a->source, entry);
+             "%s\n%s\n%s\n%s\n%s\n%s\n/* ---- kernel %s ---- */\n%s\n%s",
+             k, coop__src_coop_limits_h, coop__src_dialect_h, coop__src_shared_h, coop__src_api_h,
+             prelude, coop__src_taskqueue_cl, k, a->source, entry);
   return s;
 }
 

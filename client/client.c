@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "coop_copy.h"
 #include "coop_internal.h"
 
 #define RECV_CHUNK 65536u
@@ -199,12 +200,10 @@ static void deliver(coop_conn *c, struct coop_frame *f) {
 static int decode_event(const struct coop_frame *f, struct coop_event *ev) {
   union coop_msg m;
   if (coop_wire_decode(&f->h, f->payload, &m)) return -1;
-  *ev = (struct coop_event){.job = m.event.job,
-                            .kind = m.event.kind,
-                            .state = m.event.state,
-                            .instance = m.event.instance,
-                            .t_ns = m.event.t_ns,
-                            .gather_ns = m.event.gather_ns};
+  struct coop_event *d = ev;
+  const struct coop_msg_event *s = &m.event;
+  memset(d, 0, sizeof *d);
+  COOP_SCHEMA_EVENT(COOP__COPY)
   return 0;
 }
 
@@ -394,18 +393,8 @@ static int conn_open(coop_conn *c, const char *path) {
   return 0;
 }
 
-static void copy_welcome(struct coop_info *i, const struct coop_msg_welcome *w) {
-  i->version = w->version;
-  snprintf(i->daemon_version, sizeof i->daemon_version, "%s", w->daemon_version);
-  snprintf(i->backend, sizeof i->backend, "%s", w->backend);
-  snprintf(i->device, sizeof i->device, "%s", w->device);
-  i->compute_units = w->compute_units;
-  i->workers = w->workers;
-  i->max_payload = w->max_payload;
-  i->inline_max = w->inline_max;
-  i->uid = w->uid;
-  i->pid = w->pid;
-  i->ndevices = w->ndevices;
+static void copy_welcome(struct coop_info *d, const struct coop_msg_welcome *s) {
+  COOP_SCHEMA_WELCOME(COOP__COPY)
 }
 
 static int handshake(coop_conn *c, const char *name) {

@@ -38,17 +38,13 @@
 #include <stdint.h>
 
 #include "coop_errno.h"
+#include "coop_limits.h" /* COOP_NAME_MAX, COOP_TEXT_MAX, COOP_MAX_ARGS, ... */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define COOP_NAME_MAX 64         /* kernel and client names: < 64 bytes */
-#define COOP_TEXT_MAX 1024       /* messages and device names: < 1024 bytes */
-#define COOP_MAX_ARGS 16         /* arguments of one kernel */
-#define COOP_MAX_INSTANCES 65536 /* instances of one periodic job */
-#define COOP_MAX_DEVICES 8       /* devices of one daemon */
-#define COOP_ANY_DEVICE (-1)     /* coop_job_device: the least loaded */
+#define COOP_ANY_DEVICE (-1) /* coop_job_device: the least loaded */
 
 /* The state of a job (a task, or a periodic series of instances). */
 enum coop_state {
@@ -168,7 +164,6 @@ struct coop_stats {
 /* What coop_metrics() adds to the counters (PROTOCOL.md, STATS_REPLY's
  * tail). `available` is 0 from a coopd older than these fields; the rest is
  * then zero. */
-#define COOP_MAX_BOUNDS 32
 struct coop_metrics {
   int available;
   char daemon_version[COOP_NAME_MAX];

@@ -4,7 +4,8 @@
  * client.c owns the connection: the socket, the request/reply engine and
  * event dispatch. coop_job.c builds SUBMITs (buffer placement, memfds) and
  * writes jobs' output back; coop_requests.c sends the other requests and
- * turns their replies into the public structs.
+ * turns their replies into the public structs (coop_copy.h: field by field
+ * from the schema's lists).
  */
 #ifndef COOP_INTERNAL_H
 #define COOP_INTERNAL_H

@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coop_copy.h"
 #include "coop_internal.h"
 #include "coop_prom.h"
 
-/* coop.h repeats the wire's values so that it need not include wire.h. */
+/* coop.h repeats the wire's enum values so that it need not include wire.h
+ * (the limits it shares: coop_limits.h). */
 #define SAME(a, b) ((int)(a) == (int)(b))
 _Static_assert(SAME(COOP_STATE_QUEUED, COOP_JOB_QUEUED) &&
                    SAME(COOP_STATE_RUNNING, COOP_JOB_RUNNING) &&
@@ -29,51 +31,27 @@ _Static_assert(SAME(COOP_EVENT_RELEASED, COOP_EV_RELEASED) &&
                    SAME(COOP_EVENT_STARTED, COOP_EV_STARTED) &&
                    SAME(COOP_EVENT_FINISHED, COOP_EV_FINISHED) && COOP_EVENTS_ALL == COOP_EV_ALL,
                "event kinds");
-_Static_assert(COOP_MAX_BOUNDS == COOP_WIRE_MAX_BOUNDS, "gather histogram bounds");
 _Static_assert(SAME(COOP_WORKER_FREE, COOP_WG_FREE) && SAME(COOP_WORKER_RUNNING, COOP_WG_RUNNING) &&
                    SAME(COOP_WORKER_RESERVED, COOP_WG_RESERVED) &&
                    SAME(COOP_WORKER_OTHER, COOP_WG_OTHER),
                "workgroup states");
-_Static_assert(COOP_NAME_MAX == COOP_WIRE_NAME_MAX && COOP_TEXT_MAX == COOP_WIRE_TEXT_MAX &&
-                   COOP_MAX_ARGS == COOP_WIRE_MAX_ARGS && COOP_MAX_INSTANCES == COOP_WIRE_MAX_INST,
-               "sizes");
 
 /* ---- WAIT ---- */
 
-static void copy_times(struct coop_times *d, const struct coop_wire_times *s) {
-  *d = (struct coop_times){.submitted = s->submitted,
-                           .released = s->released,
-                           .gathered = s->gathered,
-                           .started = s->started,
-                           .finished = s->finished,
-                           .gather_ns = s->gather_ns,
-                           .exec_ns = s->exec_ns};
+static void copy_inst(struct coop_instance *d, const struct coop_wire_inst *s) {
+  COOP_SCHEMA_INST(COOP__COPY)
 }
 
-static int copy_result(struct coop_result *r, const struct coop_msg_result *m) {
-  r->job = m->job;
-  r->state = m->state;
-  r->device = m->device;
-  r->error = m->error;
-  snprintf(r->message, sizeof r->message, "%s", m->message);
-  copy_times(&r->t, &m->t);
-  r->m_initial = m->m_initial;
-  r->m_min = m->m_min;
-  r->m_max = m->m_max;
-  r->kills = m->kills;
-  r->forks = m->forks;
-  r->resizes = m->resizes;
-  r->instances = m->instances;
-  r->misses = m->misses;
-  if (!m->ninst) return 0;
-  r->inst = calloc(m->ninst, sizeof *r->inst);
-  if (!r->inst) return coop__fail(COOP_ENOMEM, "out of memory");
-  r->ninst = m->ninst;
-  for (uint32_t i = 0; i < m->ninst; i++) {
+static int copy_result(struct coop_result *d, const struct coop_msg_result *s) {
+  COOP_SCHEMA_RESULT(COOP__COPY)
+  if (!s->ninst) return 0;
+  d->inst = calloc(s->ninst, sizeof *d->inst);
+  if (!d->inst) return coop__fail(COOP_ENOMEM, "out of memory");
+  d->ninst = s->ninst;
+  for (uint32_t i = 0; i < s->ninst; i++) {
     struct coop_wire_inst w;
-    if (coop_wire_inst_get(m, i, &w)) return coop__fail(COOP_EPROTO, "bad instance record");
-    r->inst[i].state = w.state;
-    copy_times(&r->inst[i].t, &w.t);
+    if (coop_wire_inst_get(s, i, &w)) return coop__fail(COOP_EPROTO, "bad instance record");
+    copy_inst(&d->inst[i], &w);
   }
   return 0;
 }
@@ -133,16 +111,9 @@ int coop_cancel(coop_conn *c, uint64_t job) {
 }
 
 static void copy_status(struct coop_job_status *d, const struct coop_wire_status *s) {
-  d->job = s->job;
-  d->state = s->state;
+  COOP_SCHEMA_STATUS(COOP__COPY)
   d->cooperative = !!(s->flags & COOP_SUBMIT_COOPERATIVE);
   d->query_barrier = !!(s->flags & COOP_SUBMIT_QUERY_BARRIER);
-  snprintf(d->kernel, sizeof d->kernel, "%s", s->kernel);
-  d->groups = s->groups;
-  d->uid = s->uid;
-  d->pid = s->pid;
-  d->instances_done = s->instances_done;
-  d->misses = s->misses;
 }
 
 static int status_list(const struct coop_msg_status_reply *m, struct coop_job_status **list,
@@ -200,6 +171,11 @@ int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m) {
   return e;
 }
 
+static void copy_kernel(struct coop_kernel *d, const struct coop_wire_kernel *s) {
+  COOP_SCHEMA_KERNEL(COOP__COPY)
+  for (unsigned a = 0; a < s->nargs && a < COOP_MAX_ARGS; a++) d->types[a] = s->types[a];
+}
+
 static int kernel_list(const struct coop_msg_kernel_list *m, struct coop_kernel **list, size_t *n) {
   if (!m->n) return 0;
   struct coop_kernel *l = calloc(m->n, sizeof *l);
@@ -211,10 +187,7 @@ static int kernel_list(const struct coop_msg_kernel_list *m, struct coop_kernel 
       free(l);
       return coop__fail(COOP_EPROTO, "bad kernel record");
     }
-    snprintf(l[i].name, sizeof l[i].name, "%s", k.name);
-    l[i].cooperative = k.cooperative;
-    l[i].nargs = k.nargs;
-    for (unsigned a = 0; a < k.nargs && a < COOP_MAX_ARGS; a++) l[i].types[a] = k.types[a];
+    copy_kernel(&l[i], &k);
   }
   *list = l;
   *n = m->n;
@@ -236,6 +209,12 @@ int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n) {
 
 /* ---- TOP ---- */
 
+static void copy_wg(struct coop_wg *d, const struct coop_wire_wg *s) { COOP_SCHEMA_WG(COOP__COPY) }
+
+static void copy_topjob(struct coop_topjob *d, const struct coop_wire_topjob *s) {
+  COOP_SCHEMA_TOPJOB(COOP__COPY)
+}
+
 static int wg_list(const struct coop_msg_top_reply *m, struct coop_wg **list, size_t *n) {
   if (!m->nwg) return 0;
   struct coop_wg *l = calloc(m->nwg, sizeof *l);
@@ -247,7 +226,7 @@ static int wg_list(const struct coop_msg_top_reply *m, struct coop_wg **list, si
       free(l);
       return coop__fail(COOP_EPROTO, "bad workgroup record");
     }
-    l[i] = (struct coop_wg){.state = w.state, .job = w.job};
+    copy_wg(&l[i], &w);
   }
   *list = l;
   *n = m->nwg;
@@ -265,14 +244,7 @@ static int topjob_list(const struct coop_msg_top_reply *m, struct coop_topjob **
       free(l);
       return coop__fail(COOP_EPROTO, "bad top job record");
     }
-    l[i] = (struct coop_topjob){.job = j.job,
-                                .cooperative = j.cooperative,
-                                .groups = j.groups,
-                                .m = j.m,
-                                .workers = j.workers,
-                                .kills = j.kills,
-                                .forks = j.forks};
-    snprintf(l[i].kernel, sizeof l[i].kernel, "%s", j.kernel);
+    copy_topjob(&l[i], &j);
   }
   *list = l;
   *n = m->njobs;

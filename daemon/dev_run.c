@@ -197,8 +197,10 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   dp_task_info(d->rt, id, &ti);
   dp_task_release(d->rt, id);
   live_events(d, r, slot, &ti);
-  struct coop_wire_times t = {
-      ti.t_submitted, ti.t_released, ti.t_gathered, ti.t_started, ti.t_finished, -1, -1};
+  struct coop_wire_times t = {.gather_ns = -1, .exec_ns = -1};
+#define FROM_INFO(name) t.name = ti.t_##name;
+  COOP_STAMPS_MAP(FROM_INFO) /* coop_schema.h */
+#undef FROM_INFO
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
                : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
                                                  : COOP_JOB_REFUSED;
@@ -219,12 +221,9 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
     atomic_store(&j->misses_so_far, j->misses);
   }
   j->t = t; /* the job's times: its last instance's (periodic: see inst[]) */
-  if (ti.m_min && ti.m_min < j->m_min) j->m_min = ti.m_min;
-  if (ti.m_max > j->m_max) j->m_max = ti.m_max;
-  j->m_initial = ti.m_initial;
-  j->kills += ti.kills;
-  j->forks += ti.forks;
-  j->resizes += ti.resizes;
+#define MERGE(kind, name, rule) COOP_MERGE_##rule(j->name, ti.name);
+  COOP_COUNTERS_MAP(MERGE)
+#undef MERGE
   if (dev__periodic(j)) {
     struct coop_wire_inst *in = &j->inst[r->task_inst[slot]];
     in->state = st;

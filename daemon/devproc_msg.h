@@ -41,7 +41,7 @@ struct dp_poll_ids {
 /* A job's buffers for DP_STAGE / DP_UNSTAGE: one request for all of them.
  * fd indexes the descriptors sent with the request (-1: none); off is
  * where in that descriptor the buffer's bytes are. */
-#define DP_MAX_BUFS 16
+#define DP_MAX_BUFS COOP_MAX_ARGS /* a task's buffers: one per argument at most */
 #define DP_MAX_FDS (DP_MAX_BUFS + 2)
 struct dp_bufs {
   uint32_t n;

@@ -14,7 +14,6 @@
 #include "log.h"
 
 #define KSET_MAX_SOURCE (1u << 20)
-#define KSET_MAX_KERNELS 64u /* the megakernel holds at most this many */
 
 static const char *const type_names[] = {NULL, "u32", "i32", "u64", "i64", "f32", "f64", "buf"};
 
@@ -181,9 +180,9 @@ static int load_one(struct kset *s, const char *path, char *err, size_t errlen) 
                     dup->path),
            -1;
   }
-  if (s->n == KSET_MAX_KERNELS) {
+  if (s->n == COOP_MAX_KERNELS) {
     free(src);
-    return snprintf(err, errlen, "%s: more than %u kernels", path, KSET_MAX_KERNELS), -1;
+    return snprintf(err, errlen, "%s: more than %u kernels", path, COOP_MAX_KERNELS), -1;
   }
   struct kdef *nk = realloc(s->k, (s->n + 1) * sizeof *nk);
   if (!nk) {

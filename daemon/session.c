@@ -150,12 +150,9 @@ void sess_send_result(struct session *s, uint32_t seq, struct job *j) {
   r->error = j->error;
   snprintf(r->message, sizeof r->message, "%s", j->message);
   r->t = j->t;
-  r->m_initial = j->m_initial;
-  r->m_min = j->m_min;
-  r->m_max = j->m_max;
-  r->kills = j->kills;
-  r->forks = j->forks;
-  r->resizes = j->resizes;
+#define COPY(kind, name, rule) r->name = j->name;
+  COOP_COUNTERS_MAP(COPY) /* coop_schema.h */
+#undef COPY
   r->instances = atomic_load(&j->instances_done);
   r->misses = j->misses;
   for (uint32_t i = 0; i < j->ninst; i++) coop_wire_inst_put(&recs, &j->inst[i]);

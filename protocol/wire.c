@@ -96,239 +96,17 @@ static void put_blob(struct enc *e, const uint8_t *p, uint32_t n) {
   put_mem(e, p, n);
 }
 
+/* A count of what follows it: past its bound the message is refused before
+ * the arrays it counts are read (they have only `max` entries). */
+static void put_count(struct enc *e, uint32_t v, uint32_t max, unsigned w) {
+  if (v > max) efail(e, COOP_ETOOBIG);
+  put_be(e, v, w);
+}
+
 static void put_times(struct enc *e, const struct coop_wire_times *t) {
-  const int64_t v[] = {t->submitted, t->released,  t->gathered, t->started,
-                       t->finished,  t->gather_ns, t->exec_ns};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) put_i64(e, v[i]);
-}
-
-static void enc_hello(struct enc *e, const struct coop_msg_hello *m) {
-  put_u16(e, m->min_version);
-  put_u16(e, m->max_version);
-  put_str(e, m->name, sizeof m->name);
-}
-
-static void enc_welcome(struct enc *e, const struct coop_msg_welcome *m) {
-  put_u16(e, m->version);
-  put_str(e, m->daemon_version, sizeof m->daemon_version);
-  put_str(e, m->backend, sizeof m->backend);
-  put_str(e, m->device, sizeof m->device);
-  const uint32_t u[] = {m->compute_units, m->workers, m->max_payload,
-                        m->inline_max,    m->uid,     m->pid};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(e, u[i]);
-  put_u8(e, m->ndevices);
-}
-
-static void enc_arg(struct enc *e, const struct coop_wire_arg *a) {
-  put_u8(e, a->type);
-  if (a->type != COOP_ARG_BUF) {
-    put_u64(e, a->bits);
-    return;
-  }
-  put_u8(e, a->dir);
-  put_u8(e, a->fd);
-  put_u64(e, a->size);
-  put_blob(e, a->data, a->data_len);
-}
-
-static void enc_submit(struct enc *e, const struct coop_msg_submit *m) {
-  put_str(e, m->kernel, sizeof m->kernel);
-  put_u8(e, m->flags);
-  const uint32_t u[] = {m->groups, m->period_us, m->count, m->duration_ms, m->deadline_us};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(e, u[i]);
-  put_u8(e, m->device);
-  /* the loop stops at the error: args[] has only COOP_WIRE_MAX_ARGS entries */
-  if (m->nargs > COOP_WIRE_MAX_ARGS) efail(e, COOP_ETOOBIG);
-  put_u8(e, m->nargs);
-  for (unsigned i = 0; i < m->nargs && !e->err; i++) enc_arg(e, &m->args[i]);
-}
-
-static void enc_error(struct enc *e, const struct coop_msg_error *m) {
-  put_i32(e, m->code);
-  put_str(e, m->message, sizeof m->message);
-}
-
-static void enc_result(struct enc *e, const struct coop_msg_result *m) {
-  put_u64(e, m->job);
-  put_u8(e, m->state);
-  put_u8(e, m->device);
-  put_i32(e, m->error);
-  put_str(e, m->message, sizeof m->message);
-  put_times(e, &m->t);
-  const uint32_t u[] = {m->m_initial, m->m_min,     m->m_max,  m->kills, m->forks,
-                        m->resizes,   m->instances, m->misses, m->ninst};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(e, u[i]);
-  if (m->ninst > COOP_WIRE_MAX_INST || m->nbuf > COOP_WIRE_MAX_ARGS) efail(e, COOP_ETOOBIG);
-  put_mem(e, m->inst, (size_t)m->ninst * COOP_WIRE_INST_BYTES);
-  put_u8(e, m->nbuf);
-  for (unsigned i = 0; i < m->nbuf && !e->err; i++) {
-    put_u8(e, m->bufs[i].arg);
-    put_blob(e, m->bufs[i].data, m->bufs[i].len);
-  }
-}
-
-/* STATS_REPLY's tail: version, uptime and the metrics (coopctl metrics). */
-static void enc_stats_ext(struct enc *e, const struct coop_msg_stats_reply *m) {
-  put_str(e, m->daemon_version, sizeof m->daemon_version);
-  put_u64(e, m->uptime_ns);
-  if (m->nbounds > COOP_WIRE_MAX_BOUNDS) efail(e, COOP_ETOOBIG);
-  put_u8(e, m->nbounds);
-  for (unsigned i = 0; i < m->nbounds && !e->err; i++) {
-    if (i && m->bound[i] <= m->bound[i - 1]) efail(e, COOP_EINVAL);
-    put_i64(e, m->bound[i]);
-  }
-  for (unsigned i = 0; i < m->ndevices && !e->err; i++) {
-    const struct coop_wire_devmetrics *d = &m->met[i];
-    put_u32(e, d->busy_workers);
-    put_u64(e, d->arena_bytes);
-    put_u64(e, d->arena_used);
-    put_i64(e, d->gather_sum_ns);
-    for (unsigned k = 0; k <= m->nbounds; k++) put_u64(e, d->gather_bucket[k]);
-    put_u64(e, d->deadline_instances);
-    put_u64(e, d->deadline_misses);
-  }
-}
-
-static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
-  put_str(e, m->backend, sizeof m->backend);
-  put_str(e, m->device, sizeof m->device);
-  const uint32_t u[] = {m->compute_units, m->workers, m->clients, m->queued, m->running};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(e, u[i]);
-  const uint64_t c[] = {m->submitted, m->done, m->cancelled, m->refused, m->failed};
-  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) put_u64(e, c[i]);
-  put_u32(e, m->samples);
-  put_i64(e, m->gather_p50);
-  put_i64(e, m->gather_p90);
-  put_i64(e, m->gather_p99);
-  put_i64(e, m->gather_max);
-  put_str(e, m->backend_note, sizeof m->backend_note);
-  put_u32(e, m->gather_timeouts);
-  put_u32(e, m->hung);
-  put_u32(e, m->lost_workers);
-  put_str(e, m->watchdog, sizeof m->watchdog);
-  if (m->ndevices > COOP_WIRE_MAX_DEVICES) efail(e, COOP_ETOOBIG);
-  put_u8(e, m->ndevices);
-  for (unsigned i = 0; i < m->ndevices && !e->err; i++) {
-    const struct coop_wire_devinfo *d = &m->devs[i];
-    put_str(e, d->device, sizeof d->device);
-    put_str(e, d->backend, sizeof d->backend);
-    const uint32_t v[] = {d->compute_units, d->workers, d->lost_workers,
-                          d->jobs,          d->parked,  d->parks};
-    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) put_u32(e, v[k]);
-    put_i64(e, d->unpark_ns);
-  }
-  if (m->ext) enc_stats_ext(e, m);
-}
-
-/* A workgroup record's size: its records are fixed-size, and njobs follows
- * them, so a count that does not match them is refused here (the decoder
- * could read njobs out of a stray record instead). */
-#define WG_BYTES 9u
-
-static void enc_top(struct enc *e, const struct coop_msg_top_reply *m) {
-  if (m->nwg > COOP_WIRE_MAX_WG)
-    efail(e, COOP_ETOOBIG);
-  else if ((uint64_t)m->nwg * WG_BYTES != m->wgs_len)
-    efail(e, COOP_EINVAL);
-  put_u32(e, m->nwg);
-  put_mem(e, m->wgs, m->wgs_len);
-  put_u32(e, m->njobs);
-  put_mem(e, m->jobs, m->jobs_len);
-}
-
-static void enc_event(struct enc *e, const struct coop_msg_event *m) {
-  put_u64(e, m->job);
-  put_u8(e, m->kind);
-  put_u8(e, m->state);
-  put_u32(e, m->instance);
-  put_i64(e, m->t_ns);
-  put_i64(e, m->gather_ns);
-}
-
-/* 0 when encoded (errors are in e->err), COOP_EINVAL for an unknown type. */
-static int enc_payload(struct enc *e, uint16_t type, const union coop_msg *m) {
-  if (type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK) return 0;
-  if (type == COOP_MSG_TOP) /* without a message: device 0 */
-    return put_u8(e, m ? m->top_req.device : 0), 0;
-  if (!m) return COOP_EINVAL;
-  switch (type) {
-    case COOP_MSG_HELLO:
-      return enc_hello(e, &m->hello), 0;
-    case COOP_MSG_WELCOME:
-      return enc_welcome(e, &m->welcome), 0;
-    case COOP_MSG_SUBMIT:
-      return enc_submit(e, &m->submit), 0;
-    case COOP_MSG_ACCEPTED:
-    case COOP_MSG_STATUS:
-    case COOP_MSG_CANCEL:
-      return put_u64(e, m->job.job), 0;
-    case COOP_MSG_WAIT:
-      put_u64(e, m->job.job);
-      return put_u32(e, m->job.timeout_ms), 0;
-    case COOP_MSG_SUBSCRIBE:
-      return put_u32(e, m->subscribe.mask), 0;
-    case COOP_MSG_ERROR:
-      return enc_error(e, &m->error), 0;
-    case COOP_MSG_STATUS_REPLY:
-      put_u32(e, m->status_reply.n);
-      return put_mem(e, m->status_reply.recs, m->status_reply.recs_len), 0;
-    case COOP_MSG_KERNEL_LIST:
-      put_u32(e, m->kernels.n);
-      return put_mem(e, m->kernels.recs, m->kernels.recs_len), 0;
-    case COOP_MSG_RESULT:
-      return enc_result(e, &m->result), 0;
-    case COOP_MSG_STATS_REPLY:
-      return enc_stats(e, &m->stats), 0;
-    case COOP_MSG_EVENT:
-      return enc_event(e, &m->event), 0;
-    case COOP_MSG_TOP_REPLY:
-      return enc_top(e, &m->top), 0;
-  }
-  return COOP_EINVAL;
-}
-
-/* Ends an encoding: on error the partial frame or record is dropped, so the
- * buffer holds only whole ones, and the error is kept (sticky). */
-static int enc_end(struct coop_wire_buf *b, size_t mark, int r) {
-  if (r) {
-    b->len = mark;
-    b->err = r;
-  }
-  return r;
-}
-
-/* A message the encoder was handed but the decoder would refuse (an unknown
- * state, a record count that does not match its records) is the caller's
- * mistake: COOP_EINVAL rather than the peer-facing COOP_EPROTO. */
-static int as_caller_error(int r) { return r == COOP_EPROTO ? COOP_EINVAL : r; }
-
-/* Patches the payload length into the header, then decodes the frame just
- * built: checking it with the decoder itself guarantees that the encoder
- * never sends what a peer would reject. */
-static int seal(struct coop_wire_buf *b, size_t start) {
-  uint8_t *f = b->p + start;
-  size_t len = b->len - start - COOP_WIRE_HDR;
-  for (unsigned i = 0; i < 4; i++) f[12 + i] = (uint8_t)(len >> (8 * (3 - i)));
-  struct coop_wire_hdr h;
-  union coop_msg chk;
-  int r = coop_wire_hdr_decode(f, &h);
-  if (!r) r = coop_wire_decode(&h, f + COOP_WIRE_HDR, &chk);
-  return as_caller_error(r);
-}
-
-int coop_wire_encode(struct coop_wire_buf *b, uint16_t type, uint32_t seq,
-                     const union coop_msg *m) {
-  if (b->err) return b->err;
-  struct enc e = {b, b->len, COOP_WIRE_HDR + COOP_WIRE_MAX_PAYLOAD, 0};
-  put_u32(&e, COOP_WIRE_MAGIC);
-  put_u16(&e, COOP_WIRE_VERSION);
-  put_u16(&e, type);
-  put_u32(&e, seq);
-  put_u32(&e, 0); /* the length, patched by seal() */
-  int r = enc_payload(&e, type, m);
-  if (!r) r = e.err;
-  if (!r) r = seal(b, e.start);
-  return enc_end(b, e.start, r);
+#define PUT_TIME(name) put_i64(e, t->name);
+  COOP_TIMES_MAP(PUT_TIME)
+#undef PUT_TIME
 }
 
 /* ==== decoding ==== */
@@ -402,70 +180,135 @@ static void get_blob(struct cur *c, const uint8_t **p, uint32_t *n) {
 }
 
 static void get_times(struct cur *c, struct coop_wire_times *t) {
-  int64_t *v[] = {&t->submitted, &t->released,  &t->gathered, &t->started,
-                  &t->finished,  &t->gather_ns, &t->exec_ns};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) *v[i] = get_i64(c);
+#define GET_TIME(name) t->name = get_i64(c);
+  COOP_TIMES_MAP(GET_TIME)
+#undef GET_TIME
+}
+
+/* A u8 or u32 (w bytes) in [lo, hi], or only the bits of mask: an unknown
+ * enum or flag is malformed (COOP_EPROTO). */
+static uint32_t get_in(struct cur *c, unsigned w, uint32_t lo, uint32_t hi) {
+  uint32_t v = (uint32_t)get_be(c, w);
+  want(c, v >= lo && v <= hi);
+  return v;
+}
+
+static uint32_t get_bits(struct cur *c, unsigned w, uint32_t mask) {
+  uint32_t v = (uint32_t)get_be(c, w);
+  want(c, !(v & ~mask));
+  return v;
+}
+
+/* A count above its bound is too big (COOP_ETOOBIG), not malformed. */
+static uint32_t get_count(struct cur *c, uint32_t max, unsigned w) {
+  uint32_t v = (uint32_t)get_be(c, w);
+  if (v > max) cfail(c, COOP_ETOOBIG);
+  return v;
 }
 
 static int state_ok(unsigned s) { return s >= COOP_JOB_QUEUED && s <= COOP_JOB_FAILED; }
 static int type_ok(unsigned t) { return t >= COOP_ARG_U32 && t <= COOP_ARG_BUF; }
 
-static uint8_t get_state(struct cur *c) {
-  uint8_t s = get_u8(c);
-  want(c, state_ok(s));
-  return s;
-}
+/* ==== the schema's lists (coop_schema.h) ==== */
 
-static void get_status(struct cur *c, struct coop_wire_status *s) {
-  s->job = get_u64(c);
-  s->state = get_state(c);
-  s->flags = get_u8(c);
-  want(c, !(s->flags & ~COOP_SUBMIT_FLAGS_ALL));
-  get_str(c, s->kernel, sizeof s->kernel);
-  uint32_t *u[] = {&s->groups, &s->uid, &s->pid, &s->instances_done, &s->misses};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
-}
+/* How each kind of field is written and read: ENC_<kind>(e, field, arg)
+ * and DEC_<kind>(c, field, arg); arg is a count's bound. */
+#define ENC_U8(e, v, arg) put_u8(e, v)
+#define ENC_U16(e, v, arg) put_u16(e, v)
+#define ENC_U32(e, v, arg) put_u32(e, v)
+#define ENC_U64(e, v, arg) put_u64(e, v)
+#define ENC_I32(e, v, arg) put_i32(e, v)
+#define ENC_I64(e, v, arg) put_i64(e, v)
+#define ENC_NAME(e, v, arg) put_str(e, v, sizeof(v))
+#define ENC_TEXT ENC_NAME
+#define ENC_TIMES(e, v, arg) put_times(e, &(v))
+#define ENC_STATE ENC_U8
+#define ENC_FLAGS ENC_U8
+#define ENC_BOOL ENC_U8
+#define ENC_EVKIND ENC_U8
+#define ENC_WGSTATE ENC_U8
+#define ENC_NDEV ENC_U8
+#define ENC_EVMASK ENC_U32
+#define ENC_ERRCODE ENC_I32
+#define ENC_COUNT8(e, v, max) put_count(e, v, max, 1)
+#define ENC_COUNT32(e, v, max) put_count(e, v, max, 4)
 
-static void get_kernel(struct cur *c, struct coop_wire_kernel *k) {
-  get_str(c, k->name, sizeof k->name);
-  k->cooperative = get_u8(c);
-  want(c, k->cooperative <= 1);
-  k->nargs = get_u8(c);
-  if (k->nargs > COOP_WIRE_MAX_ARGS) cfail(c, COOP_ETOOBIG);
-  for (unsigned i = 0; i < k->nargs && !c->err; i++) {
-    k->types[i] = get_u8(c);
-    want(c, type_ok(k->types[i]));
+#define DEC_U8(c, v, arg) ((v) = get_u8(c))
+#define DEC_U16(c, v, arg) ((v) = get_u16(c))
+#define DEC_U32(c, v, arg) ((v) = get_u32(c))
+#define DEC_U64(c, v, arg) ((v) = get_u64(c))
+#define DEC_I32(c, v, arg) ((v) = get_i32(c))
+#define DEC_I64(c, v, arg) ((v) = get_i64(c))
+#define DEC_NAME(c, v, arg) get_str(c, v, sizeof(v))
+#define DEC_TEXT DEC_NAME
+#define DEC_TIMES(c, v, arg) get_times(c, &(v))
+#define DEC_STATE(c, v, arg) ((v) = (uint8_t)get_in(c, 1, COOP_JOB_QUEUED, COOP_JOB_FAILED))
+#define DEC_FLAGS(c, v, arg) ((v) = (uint8_t)get_bits(c, 1, COOP_SUBMIT_FLAGS_ALL))
+#define DEC_BOOL(c, v, arg) ((v) = (uint8_t)get_in(c, 1, 0, 1))
+#define DEC_EVKIND(c, v, arg) ((v) = (uint8_t)get_in(c, 1, COOP_EV_RELEASED, COOP_EV_FINISHED))
+#define DEC_WGSTATE(c, v, arg) ((v) = (uint8_t)get_in(c, 1, COOP_WG_FREE, COOP_WG_OTHER))
+#define DEC_NDEV(c, v, arg) ((v) = (uint8_t)get_in(c, 1, 1, COOP_MAX_DEVICES))
+#define DEC_EVMASK(c, v, arg) ((v) = get_bits(c, 4, COOP_EV_ALL))
+#define DEC_ERRCODE(c, v, arg) ((v) = get_i32(c), want(c, (v) < 0)) /* ERROR carries a failure */
+#define DEC_COUNT8(c, v, max) ((v) = (uint8_t)get_count(c, max, 1))
+#define DEC_COUNT32(c, v, max) ((v) = get_count(c, max, 4))
+
+#define ENC_FIELD(kind, name, arg) ENC_##kind(e, m->name, arg);
+#define DEC_FIELD(kind, name, arg) DEC_##kind(c, m->name, arg);
+
+/* put_<list> and get_<list>: the list's fields, in order. */
+#define LIST_CODEC(list, LIST, type)                                       \
+  static void put_##list(struct enc *e, const type *m) { LIST(ENC_FIELD) } \
+  static void get_##list(struct cur *c, type *m) { LIST(DEC_FIELD) }
+
+LIST_CODEC(hello, COOP_SCHEMA_HELLO, struct coop_msg_hello)
+LIST_CODEC(welcome, COOP_SCHEMA_WELCOME, struct coop_msg_welcome)
+LIST_CODEC(submit, COOP_SCHEMA_SUBMIT, struct coop_msg_submit)
+LIST_CODEC(job, COOP_SCHEMA_JOB, struct coop_msg_job)
+LIST_CODEC(wait, COOP_SCHEMA_WAIT, struct coop_msg_job)
+LIST_CODEC(subscribe, COOP_SCHEMA_SUBSCRIBE, struct coop_msg_subscribe)
+LIST_CODEC(top, COOP_SCHEMA_TOP, struct coop_msg_top)
+LIST_CODEC(error, COOP_SCHEMA_ERROR, struct coop_msg_error)
+LIST_CODEC(status_reply, COOP_SCHEMA_STATUS_REPLY, struct coop_msg_status_reply)
+LIST_CODEC(status, COOP_SCHEMA_STATUS, struct coop_wire_status)
+LIST_CODEC(result, COOP_SCHEMA_RESULT, struct coop_msg_result)
+LIST_CODEC(inst, COOP_SCHEMA_INST, struct coop_wire_inst)
+LIST_CODEC(stats, COOP_SCHEMA_STATS, struct coop_msg_stats_reply)
+LIST_CODEC(devinfo, COOP_SCHEMA_DEVINFO, struct coop_wire_devinfo)
+LIST_CODEC(stats_ext, COOP_SCHEMA_STATS_EXT, struct coop_msg_stats_reply)
+LIST_CODEC(devmetrics, COOP_SCHEMA_DEVMETRICS, struct coop_wire_devmetrics)
+LIST_CODEC(deadlines, COOP_SCHEMA_DEADLINES, struct coop_wire_devmetrics)
+LIST_CODEC(kernel_list, COOP_SCHEMA_KERNEL_LIST, struct coop_msg_kernel_list)
+LIST_CODEC(kernel, COOP_SCHEMA_KERNEL, struct coop_wire_kernel)
+LIST_CODEC(event, COOP_SCHEMA_EVENT, struct coop_msg_event)
+LIST_CODEC(wg, COOP_SCHEMA_WG, struct coop_wire_wg)
+LIST_CODEC(topjob, COOP_SCHEMA_TOPJOB, struct coop_wire_topjob)
+
+/* A fixed-size record's bytes: its records are fixed-size, and njobs
+ * follows them, so a count that does not match them is refused (the decoder
+ * could read njobs out of a stray record instead). */
+#define WG_BYTES (0u COOP_SCHEMA_WG(COOP_SCHEMA_LEN))
+_Static_assert(COOP_WIRE_INST_BYTES == 57u && WG_BYTES == 9u, "record lengths are on the wire");
+
+/* ==== what follows a list: arguments, records, buffers ==== */
+
+static void enc_arg(struct enc *e, const struct coop_wire_arg *a) {
+  put_u8(e, a->type);
+  if (a->type != COOP_ARG_BUF) {
+    put_u64(e, a->bits);
+    return;
   }
-}
-
-/* Job 0 unless RUNNING or RESERVED: a free workgroup has no job, and OTHER
- * hides whose it is (the encoder refuses to leak another user's job id). */
-static void get_wg(struct cur *c, struct coop_wire_wg *w) {
-  w->state = get_u8(c);
-  want(c, w->state <= COOP_WG_OTHER);
-  w->job = get_u64(c);
-  if (w->state == COOP_WG_FREE || w->state == COOP_WG_OTHER) want(c, w->job == 0);
-}
-
-static void get_topjob(struct cur *c, struct coop_wire_topjob *j) {
-  j->job = get_u64(c);
-  get_str(c, j->kernel, sizeof j->kernel);
-  j->cooperative = get_u8(c);
-  want(c, j->cooperative <= 1);
-  uint32_t *u[] = {&j->groups, &j->m, &j->workers, &j->kills, &j->forks};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
-}
-
-static void get_inst(struct cur *c, struct coop_wire_inst *i) {
-  i->state = get_state(c);
-  get_times(c, &i->t);
+  put_u8(e, a->dir);
+  put_u8(e, a->fd);
+  put_u64(e, a->size);
+  put_blob(e, a->data, a->data_len);
 }
 
 static int is_32bit(uint8_t type) {
   return type == COOP_ARG_U32 || type == COOP_ARG_I32 || type == COOP_ARG_F32;
 }
 
-static void get_arg(struct cur *c, struct coop_wire_arg *a) {
+static void dec_arg(struct cur *c, struct coop_wire_arg *a) {
   a->type = get_u8(c);
   want(c, type_ok(a->type));
   if (a->type != COOP_ARG_BUF) {
@@ -475,8 +318,7 @@ static void get_arg(struct cur *c, struct coop_wire_arg *a) {
     if (is_32bit(a->type)) want(c, !(a->bits >> 32));
     return;
   }
-  a->dir = get_u8(c);
-  want(c, a->dir >= COOP_BUF_IN && a->dir <= COOP_BUF_INOUT);
+  a->dir = (uint8_t)get_in(c, 1, COOP_BUF_IN, COOP_BUF_INOUT);
   a->fd = get_u8(c);
   want(c, a->fd < COOP_WIRE_MAX_FDS || a->fd == COOP_WIRE_FD_NONE);
   a->size = get_u64(c);
@@ -490,214 +332,246 @@ static void get_arg(struct cur *c, struct coop_wire_arg *a) {
     want(c, a->data_len == ((a->dir & COOP_BUF_IN) ? a->size : 0));
 }
 
-static void dec_hello(struct cur *c, struct coop_msg_hello *m) {
-  m->min_version = get_u16(c);
-  m->max_version = get_u16(c);
-  get_str(c, m->name, sizeof m->name);
-}
-
-static void dec_welcome(struct cur *c, struct coop_msg_welcome *m) {
-  m->version = get_u16(c);
-  get_str(c, m->daemon_version, sizeof m->daemon_version);
-  get_str(c, m->backend, sizeof m->backend);
-  get_str(c, m->device, sizeof m->device);
-  uint32_t *u[] = {&m->compute_units, &m->workers, &m->max_payload,
-                   &m->inline_max,    &m->uid,     &m->pid};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
-  m->ndevices = get_u8(c);
-  want(c, m->ndevices >= 1 && m->ndevices <= COOP_WIRE_MAX_DEVICES);
+/* The loops stop at the first error: a count past its bound is one, and
+ * the arrays have only that many entries. */
+static void enc_submit(struct enc *e, const struct coop_msg_submit *m) {
+  put_submit(e, m);
+  for (unsigned i = 0; i < m->nargs && !e->err; i++) enc_arg(e, &m->args[i]);
 }
 
 static void dec_submit(struct cur *c, struct coop_msg_submit *m) {
-  get_str(c, m->kernel, sizeof m->kernel);
-  m->flags = get_u8(c);
-  want(c, !(m->flags & ~COOP_SUBMIT_FLAGS_ALL));
-  uint32_t *u[] = {&m->groups, &m->period_us, &m->count, &m->duration_ms, &m->deadline_us};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
-  m->device = get_u8(c);
-  m->nargs = get_u8(c);
-  if (m->nargs > COOP_WIRE_MAX_ARGS) cfail(c, COOP_ETOOBIG);
-  for (unsigned i = 0; i < m->nargs && !c->err; i++) get_arg(c, &m->args[i]);
+  get_submit(c, m);
+  for (unsigned i = 0; i < m->nargs && !c->err; i++) dec_arg(c, &m->args[i]);
 }
 
-static void dec_error(struct cur *c, struct coop_msg_error *m) {
-  m->code = get_i32(c);
-  want(c, m->code < 0); /* an ERROR always carries a failure */
-  get_str(c, m->message, sizeof m->message);
+static void enc_kernel(struct enc *e, const struct coop_wire_kernel *k) {
+  put_kernel(e, k);
+  put_mem(e, k->types, k->nargs); /* a no-op after a bad count */
 }
 
-/* Record lists are validated whole here, so that iterating them later
- * cannot fail. */
+static void dec_kernel(struct cur *c, struct coop_wire_kernel *k) {
+  get_kernel(c, k);
+  for (unsigned i = 0; i < k->nargs && !c->err; i++) {
+    k->types[i] = get_u8(c);
+    want(c, type_ok(k->types[i]));
+  }
+}
+
+/* Job 0 unless RUNNING or RESERVED: a free workgroup has no job, and OTHER
+ * hides whose it is (the encoder refuses to leak another user's job id). */
+static void dec_wg(struct cur *c, struct coop_wire_wg *w) {
+  get_wg(c, w);
+  if (w->state == COOP_WG_FREE || w->state == COOP_WG_OTHER) want(c, w->job == 0);
+}
+
+/* Record lists are validated whole when decoded, so that iterating them
+ * later cannot fail: list_<rec> checks n records and says where they lie. */
+#define RECORD_LIST(rec, get_rec)                                                          \
+  static void list_##rec(struct cur *c, uint32_t n, const uint8_t **recs, uint32_t *len) { \
+    struct coop_wire_##rec r;                                                              \
+    size_t before = c->n;                                                                  \
+    *recs = c->p;                                                                          \
+    for (uint32_t i = 0; i < n && !c->err; i++) get_rec(c, &r);                            \
+    *len = (uint32_t)(before - c->n);                                                      \
+  }
+RECORD_LIST(status, get_status)
+RECORD_LIST(kernel, dec_kernel)
+RECORD_LIST(inst, get_inst)
+RECORD_LIST(wg, dec_wg)
+RECORD_LIST(topjob, get_topjob)
+
 static void dec_status_reply(struct cur *c, struct coop_msg_status_reply *m) {
-  struct coop_wire_status s;
-  m->n = get_u32(c);
-  if (m->n > COOP_WIRE_MAX_STATUS) cfail(c, COOP_ETOOBIG);
-  size_t before = c->n;
-  m->recs = c->p;
-  for (uint32_t i = 0; i < m->n && !c->err; i++) get_status(c, &s);
-  m->recs_len = (uint32_t)(before - c->n);
+  get_status_reply(c, m);
+  list_status(c, m->n, &m->recs, &m->recs_len);
 }
 
 static void dec_kernel_list(struct cur *c, struct coop_msg_kernel_list *m) {
-  struct coop_wire_kernel k;
-  m->n = get_u32(c);
-  if (m->n > COOP_WIRE_MAX_KERNELS) cfail(c, COOP_ETOOBIG);
-  size_t before = c->n;
-  m->recs = c->p;
-  for (uint32_t i = 0; i < m->n && !c->err; i++) get_kernel(c, &k);
-  m->recs_len = (uint32_t)(before - c->n);
+  get_kernel_list(c, m);
+  list_kernel(c, m->n, &m->recs, &m->recs_len);
 }
 
-static void dec_top_reply(struct cur *c, struct coop_msg_top_reply *m) {
-  struct coop_wire_wg w;
-  struct coop_wire_topjob j;
-  m->nwg = get_u32(c);
-  if (m->nwg > COOP_WIRE_MAX_WG) cfail(c, COOP_ETOOBIG);
-  size_t before = c->n;
-  m->wgs = c->p;
-  for (uint32_t i = 0; i < m->nwg && !c->err; i++) get_wg(c, &w);
-  m->wgs_len = (uint32_t)(before - c->n);
-  m->njobs = get_u32(c);
-  if (m->njobs > COOP_WIRE_MAX_TOPJOBS) cfail(c, COOP_ETOOBIG);
-  before = c->n;
-  m->jobs = c->p;
-  for (uint32_t i = 0; i < m->njobs && !c->err; i++) get_topjob(c, &j);
-  m->jobs_len = (uint32_t)(before - c->n);
+static void enc_top(struct enc *e, const struct coop_msg_top_reply *m) {
+  put_count(e, m->nwg, COOP_WIRE_MAX_WG, 4);
+  if ((uint64_t)m->nwg * WG_BYTES != m->wgs_len) efail(e, COOP_EINVAL);
+  put_mem(e, m->wgs, m->wgs_len);
+  put_count(e, m->njobs, COOP_WIRE_MAX_TOPJOBS, 4);
+  put_mem(e, m->jobs, m->jobs_len);
 }
 
-static void dec_outbufs(struct cur *c, struct coop_msg_result *m) {
-  m->nbuf = get_u8(c);
-  if (m->nbuf > COOP_WIRE_MAX_ARGS) cfail(c, COOP_ETOOBIG);
+static void dec_top(struct cur *c, struct coop_msg_top_reply *m) {
+  m->nwg = get_count(c, COOP_WIRE_MAX_WG, 4);
+  list_wg(c, m->nwg, &m->wgs, &m->wgs_len);
+  m->njobs = get_count(c, COOP_WIRE_MAX_TOPJOBS, 4);
+  list_topjob(c, m->njobs, &m->jobs, &m->jobs_len);
+}
+
+/* RESULT: the list, its instance records (built with coop_wire_inst_put),
+ * then the contents of inline OUT buffers. */
+static void enc_result(struct enc *e, const struct coop_msg_result *m) {
+  if (m->nbuf > COOP_WIRE_MAX_ARGS) efail(e, COOP_ETOOBIG);
+  put_result(e, m);
+  put_mem(e, m->inst, (size_t)m->ninst * COOP_WIRE_INST_BYTES);
+  put_u8(e, m->nbuf);
+  for (unsigned i = 0; i < m->nbuf && !e->err; i++) {
+    put_u8(e, m->bufs[i].arg);
+    put_blob(e, m->bufs[i].data, m->bufs[i].len);
+  }
+}
+
+static void dec_result(struct cur *c, struct coop_msg_result *m) {
+  uint32_t len;
+  get_result(c, m);
+  list_inst(c, m->ninst, &m->inst, &len);
+  m->nbuf = (uint8_t)get_count(c, COOP_WIRE_MAX_ARGS, 1);
   for (unsigned i = 0; i < m->nbuf && !c->err; i++) {
     struct coop_wire_outbuf *o = &m->bufs[i];
-    o->arg = get_u8(c);
-    want(c, o->arg < COOP_WIRE_MAX_ARGS);
+    o->arg = (uint8_t)get_in(c, 1, 0, COOP_WIRE_MAX_ARGS - 1);
     get_blob(c, &o->data, &o->len);
     if (o->len > COOP_WIRE_INLINE_MAX) cfail(c, COOP_ETOOBIG);
   }
 }
 
-static void dec_result(struct cur *c, struct coop_msg_result *m) {
-  m->job = get_u64(c);
-  m->state = get_state(c);
-  m->device = get_u8(c);
-  m->error = get_i32(c);
-  get_str(c, m->message, sizeof m->message);
-  get_times(c, &m->t);
-  uint32_t *u[] = {&m->m_initial, &m->m_min,     &m->m_max,  &m->kills, &m->forks,
-                   &m->resizes,   &m->instances, &m->misses, &m->ninst};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
-  if (m->ninst > COOP_WIRE_MAX_INST) cfail(c, COOP_ETOOBIG);
-  m->inst = c->p;
-  struct coop_wire_inst in;
-  for (uint32_t i = 0; i < m->ninst && !c->err; i++) get_inst(c, &in);
-  dec_outbufs(c, m);
+/* STATS_REPLY: the list, the devices, and the tail (version, uptime and
+ * the metrics of coopctl metrics) from a daemon that sends it. */
+static void enc_stats(struct enc *e, const struct coop_msg_stats_reply *m) {
+  put_stats(e, m);
+  for (unsigned i = 0; i < m->ndevices && !e->err; i++) put_devinfo(e, &m->devs[i]);
+  if (!m->ext) return;
+  put_stats_ext(e, m);
+  for (unsigned i = 0; i < m->nbounds && !e->err; i++) {
+    if (i && m->bound[i] <= m->bound[i - 1]) efail(e, COOP_EINVAL);
+    put_i64(e, m->bound[i]);
+  }
+  for (unsigned i = 0; i < m->ndevices && !e->err; i++) {
+    put_devmetrics(e, &m->met[i]);
+    for (unsigned k = 0; k <= m->nbounds; k++) put_u64(e, m->met[i].gather_bucket[k]);
+    put_deadlines(e, &m->met[i]);
+  }
 }
 
-static void dec_stats_ext(struct cur *c, struct coop_msg_stats_reply *m) {
-  get_str(c, m->daemon_version, sizeof m->daemon_version);
-  m->uptime_ns = get_u64(c);
-  m->nbounds = get_u8(c);
-  if (m->nbounds > COOP_WIRE_MAX_BOUNDS) cfail(c, COOP_ETOOBIG);
+static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
+  get_stats(c, m);
+  for (unsigned i = 0; i < m->ndevices && !c->err; i++) get_devinfo(c, &m->devs[i]);
+  m->ext = c->n > 0; /* a daemon before the tail ends here */
+  if (!m->ext || c->err) return;
+  get_stats_ext(c, m);
   for (unsigned i = 0; i < m->nbounds && !c->err; i++) {
     m->bound[i] = get_i64(c);
     want(c, i == 0 || m->bound[i] > m->bound[i - 1]); /* ascending: buckets are ranges */
   }
   for (unsigned i = 0; i < m->ndevices && !c->err; i++) {
-    struct coop_wire_devmetrics *d = &m->met[i];
-    d->busy_workers = get_u32(c);
-    d->arena_bytes = get_u64(c);
-    d->arena_used = get_u64(c);
-    d->gather_sum_ns = get_i64(c);
-    for (unsigned k = 0; k <= m->nbounds; k++) d->gather_bucket[k] = get_u64(c);
-    d->deadline_instances = get_u64(c);
-    d->deadline_misses = get_u64(c);
+    get_devmetrics(c, &m->met[i]);
+    for (unsigned k = 0; k <= m->nbounds; k++) m->met[i].gather_bucket[k] = get_u64(c);
+    get_deadlines(c, &m->met[i]);
   }
 }
 
-static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
-  get_str(c, m->backend, sizeof m->backend);
-  get_str(c, m->device, sizeof m->device);
-  uint32_t *u[] = {&m->compute_units, &m->workers, &m->clients, &m->queued, &m->running};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) *u[i] = get_u32(c);
-  uint64_t *n[] = {&m->submitted, &m->done, &m->cancelled, &m->refused, &m->failed};
-  for (size_t i = 0; i < sizeof n / sizeof n[0]; i++) *n[i] = get_u64(c);
-  m->samples = get_u32(c);
-  m->gather_p50 = get_i64(c);
-  m->gather_p90 = get_i64(c);
-  m->gather_p99 = get_i64(c);
-  m->gather_max = get_i64(c);
-  get_str(c, m->backend_note, sizeof m->backend_note);
-  m->gather_timeouts = get_u32(c);
-  m->hung = get_u32(c);
-  m->lost_workers = get_u32(c);
-  get_str(c, m->watchdog, sizeof m->watchdog);
-  m->ndevices = get_u8(c);
-  if (m->ndevices > COOP_WIRE_MAX_DEVICES) cfail(c, COOP_ETOOBIG);
-  for (unsigned i = 0; i < m->ndevices && !c->err; i++) {
-    struct coop_wire_devinfo *d = &m->devs[i];
-    get_str(c, d->device, sizeof d->device);
-    get_str(c, d->backend, sizeof d->backend);
-    uint32_t *v[] = {&d->compute_units, &d->workers, &d->lost_workers,
-                     &d->jobs,          &d->parked,  &d->parks};
-    for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) *v[k] = get_u32(c);
-    d->unpark_ns = get_i64(c);
-  }
-  m->ext = c->n > 0; /* a daemon before the tail ends here */
-  if (m->ext && !c->err) dec_stats_ext(c, m);
+/* ==== messages ==== */
+
+/* The list replies: their count, then the records built beforehand. */
+static void enc_status_reply(struct enc *e, const struct coop_msg_status_reply *m) {
+  put_status_reply(e, m);
+  put_mem(e, m->recs, m->recs_len);
 }
 
-static void dec_event(struct cur *c, struct coop_msg_event *m) {
-  m->job = get_u64(c);
-  m->kind = get_u8(c);
-  want(c, m->kind >= COOP_EV_RELEASED && m->kind <= COOP_EV_FINISHED);
-  m->state = get_state(c);
-  m->instance = get_u32(c);
-  m->t_ns = get_i64(c);
-  m->gather_ns = get_i64(c);
+static void enc_kernel_list(struct enc *e, const struct coop_msg_kernel_list *m) {
+  put_kernel_list(e, m);
+  put_mem(e, m->recs, m->recs_len);
+}
+
+/* The messages with a payload: type, member of union coop_msg, encoder,
+ * decoder. */
+#define MESSAGES(XX)                                                 \
+  XX(HELLO, hello, put_hello, get_hello)                             \
+  XX(WELCOME, welcome, put_welcome, get_welcome)                     \
+  XX(SUBMIT, submit, enc_submit, dec_submit)                         \
+  XX(ACCEPTED, job, put_job, get_job)                                \
+  XX(STATUS, job, put_job, get_job)                                  \
+  XX(CANCEL, job, put_job, get_job)                                  \
+  XX(WAIT, job, put_wait, get_wait)                                  \
+  XX(SUBSCRIBE, subscribe, put_subscribe, get_subscribe)             \
+  XX(TOP, top_req, put_top, get_top)                                 \
+  XX(ERROR, error, put_error, get_error)                             \
+  XX(STATUS_REPLY, status_reply, enc_status_reply, dec_status_reply) \
+  XX(KERNEL_LIST, kernels, enc_kernel_list, dec_kernel_list)         \
+  XX(RESULT, result, enc_result, dec_result)                         \
+  XX(STATS_REPLY, stats, enc_stats, dec_stats)                       \
+  XX(EVENT, event, put_event, get_event)                             \
+  XX(TOP_REPLY, top, enc_top, dec_top)
+
+static int empty(uint16_t type) {
+  return type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK;
+}
+
+/* 0 when encoded (errors are in e->err), COOP_EINVAL for an unknown type. */
+static int enc_payload(struct enc *e, uint16_t type, const union coop_msg *m) {
+  if (empty(type)) return 0;
+  if (type == COOP_MSG_TOP && !m) /* without a message: device 0 */
+    return put_top(e, &(struct coop_msg_top){0}), 0;
+  if (!m) return COOP_EINVAL;
+#define ENC_CASE(name, member, enc, dec) \
+  case COOP_MSG_##name:                  \
+    return enc(e, &m->member), 0;
+  switch (type) { MESSAGES(ENC_CASE) }
+#undef ENC_CASE
+  return COOP_EINVAL;
 }
 
 /* 0 for an unknown type; otherwise 1, with errors in c->err. */
 static int dec_payload(struct cur *c, uint16_t type, union coop_msg *m) {
-  switch (type) {
-    case COOP_MSG_STATS:
-    case COOP_MSG_KERNELS:
-    case COOP_MSG_OK:
-      return 1; /* empty: any byte is trailing */
-    case COOP_MSG_TOP:
-      return m->top_req.device = get_u8(c), 1;
-    case COOP_MSG_HELLO:
-      return dec_hello(c, &m->hello), 1;
-    case COOP_MSG_WELCOME:
-      return dec_welcome(c, &m->welcome), 1;
-    case COOP_MSG_SUBMIT:
-      return dec_submit(c, &m->submit), 1;
-    case COOP_MSG_ACCEPTED:
-    case COOP_MSG_STATUS:
-    case COOP_MSG_CANCEL:
-      return m->job.job = get_u64(c), 1;
-    case COOP_MSG_WAIT:
-      m->job.job = get_u64(c);
-      return m->job.timeout_ms = get_u32(c), 1;
-    case COOP_MSG_SUBSCRIBE:
-      m->subscribe.mask = get_u32(c);
-      return want(c, !(m->subscribe.mask & ~COOP_EV_ALL)), 1;
-    case COOP_MSG_ERROR:
-      return dec_error(c, &m->error), 1;
-    case COOP_MSG_STATUS_REPLY:
-      return dec_status_reply(c, &m->status_reply), 1;
-    case COOP_MSG_KERNEL_LIST:
-      return dec_kernel_list(c, &m->kernels), 1;
-    case COOP_MSG_RESULT:
-      return dec_result(c, &m->result), 1;
-    case COOP_MSG_STATS_REPLY:
-      return dec_stats(c, &m->stats), 1;
-    case COOP_MSG_EVENT:
-      return dec_event(c, &m->event), 1;
-    case COOP_MSG_TOP_REPLY:
-      return dec_top_reply(c, &m->top), 1;
-  }
+  if (empty(type)) return 1; /* any byte is trailing */
+#define DEC_CASE(name, member, enc, dec) \
+  case COOP_MSG_##name:                  \
+    return dec(c, &m->member), 1;
+  switch (type) { MESSAGES(DEC_CASE) }
+#undef DEC_CASE
   return 0;
+}
+
+/* ==== frames ==== */
+
+/* Ends an encoding: on error the partial frame or record is dropped, so the
+ * buffer holds only whole ones, and the error is kept (sticky). */
+static int enc_end(struct coop_wire_buf *b, size_t mark, int r) {
+  if (r) {
+    b->len = mark;
+    b->err = r;
+  }
+  return r;
+}
+
+/* A message the encoder was handed but the decoder would refuse (an unknown
+ * state, a record count that does not match its records) is the caller's
+ * mistake: COOP_EINVAL rather than the peer-facing COOP_EPROTO. */
+static int as_caller_error(int r) { return r == COOP_EPROTO ? COOP_EINVAL : r; }
+
+/* Patches the payload length into the header, then decodes the frame just
+ * built: checking it with the decoder itself guarantees that the encoder
+ * never sends what a peer would reject. */
+static int seal(struct coop_wire_buf *b, size_t start) {
+  uint8_t *f = b->p + start;
+  size_t len = b->len - start - COOP_WIRE_HDR;
+  for (unsigned i = 0; i < 4; i++) f[12 + i] = (uint8_t)(len >> (8 * (3 - i)));
+  struct coop_wire_hdr h;
+  union coop_msg chk;
+  int r = coop_wire_hdr_decode(f, &h);
+  if (!r) r = coop_wire_decode(&h, f + COOP_WIRE_HDR, &chk);
+  return as_caller_error(r);
+}
+
+int coop_wire_encode(struct coop_wire_buf *b, uint16_t type, uint32_t seq,
+                     const union coop_msg *m) {
+  if (b->err) return b->err;
+  struct enc e = {b, b->len, COOP_WIRE_HDR + COOP_WIRE_MAX_PAYLOAD, 0};
+  put_u32(&e, COOP_WIRE_MAGIC);
+  put_u16(&e, COOP_WIRE_VERSION);
+  put_u16(&e, type);
+  put_u32(&e, seq);
+  put_u32(&e, 0); /* the length, patched by seal() */
+  int r = enc_payload(&e, type, m);
+  if (!r) r = e.err;
+  if (!r) r = seal(b, e.start);
+  return enc_end(b, e.start, r);
 }
 
 int coop_wire_hdr_decode(const uint8_t *b, struct coop_wire_hdr *h) {
@@ -738,110 +612,36 @@ static struct cur rec_cur(const struct coop_wire_buf *b, size_t mark, int err) {
   return (struct cur){b->p + mark, b->len - mark, 0};
 }
 
-int coop_wire_status_put(struct coop_wire_buf *recs, const struct coop_wire_status *s) {
-  struct enc e;
-  size_t mark = recs->len;
-  if (rec_begin(recs, &e)) return recs->err;
-  put_u64(&e, s->job);
-  put_u8(&e, s->state);
-  put_u8(&e, s->flags);
-  put_str(&e, s->kernel, sizeof s->kernel);
-  const uint32_t u[] = {s->groups, s->uid, s->pid, s->instances_done, s->misses};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(&e, u[i]);
-  struct cur c = rec_cur(recs, mark, e.err);
-  struct coop_wire_status chk;
-  get_status(&c, &chk);
-  return enc_end(recs, mark, as_caller_error(c.err));
-}
+#define RECORD_PUT(rec, put_rec, get_rec)                                                  \
+  int coop_wire_##rec##_put(struct coop_wire_buf *recs, const struct coop_wire_##rec *m) { \
+    struct enc e;                                                                          \
+    size_t mark = recs->len;                                                               \
+    if (rec_begin(recs, &e)) return recs->err;                                             \
+    put_rec(&e, m);                                                                        \
+    struct cur c = rec_cur(recs, mark, e.err);                                             \
+    struct coop_wire_##rec chk;                                                            \
+    get_rec(&c, &chk);                                                                     \
+    return enc_end(recs, mark, as_caller_error(c.err));                                    \
+  }
+RECORD_PUT(status, put_status, get_status)
+RECORD_PUT(kernel, enc_kernel, dec_kernel)
+RECORD_PUT(inst, put_inst, get_inst)
+RECORD_PUT(wg, put_wg, dec_wg)
+RECORD_PUT(topjob, put_topjob, get_topjob)
 
-int coop_wire_kernel_put(struct coop_wire_buf *recs, const struct coop_wire_kernel *k) {
-  struct enc e;
-  size_t mark = recs->len;
-  if (rec_begin(recs, &e)) return recs->err;
-  put_str(&e, k->name, sizeof k->name);
-  put_u8(&e, k->cooperative);
-  if (k->nargs > COOP_WIRE_MAX_ARGS) efail(&e, COOP_ETOOBIG);
-  put_u8(&e, k->nargs);
-  put_mem(&e, k->types, k->nargs); /* a no-op after the error above */
-  struct cur c = rec_cur(recs, mark, e.err);
-  struct coop_wire_kernel chk;
-  get_kernel(&c, &chk);
-  return enc_end(recs, mark, as_caller_error(c.err));
-}
-
-int coop_wire_inst_put(struct coop_wire_buf *recs, const struct coop_wire_inst *i) {
-  struct enc e;
-  size_t mark = recs->len;
-  if (rec_begin(recs, &e)) return recs->err;
-  put_u8(&e, i->state);
-  put_times(&e, &i->t);
-  struct cur c = rec_cur(recs, mark, e.err);
-  struct coop_wire_inst chk;
-  get_inst(&c, &chk);
-  return enc_end(recs, mark, as_caller_error(c.err));
-}
-
-int coop_wire_wg_put(struct coop_wire_buf *recs, const struct coop_wire_wg *w) {
-  struct enc e;
-  size_t mark = recs->len;
-  if (rec_begin(recs, &e)) return recs->err;
-  put_u8(&e, w->state);
-  put_u64(&e, w->job);
-  struct cur c = rec_cur(recs, mark, e.err);
-  struct coop_wire_wg chk;
-  get_wg(&c, &chk);
-  return enc_end(recs, mark, as_caller_error(c.err));
-}
-
-int coop_wire_topjob_put(struct coop_wire_buf *recs, const struct coop_wire_topjob *j) {
-  struct enc e;
-  size_t mark = recs->len;
-  if (rec_begin(recs, &e)) return recs->err;
-  put_u64(&e, j->job);
-  put_str(&e, j->kernel, sizeof j->kernel);
-  put_u8(&e, j->cooperative);
-  const uint32_t u[] = {j->groups, j->m, j->workers, j->kills, j->forks};
-  for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) put_u32(&e, u[i]);
-  struct cur c = rec_cur(recs, mark, e.err);
-  struct coop_wire_topjob chk;
-  get_topjob(&c, &chk);
-  return enc_end(recs, mark, as_caller_error(c.err));
-}
-
-int coop_wire_status_next(const struct coop_msg_status_reply *r, uint32_t *off,
-                          struct coop_wire_status *s) {
-  if (*off >= r->recs_len) return COOP_EPROTO;
-  struct cur c = {r->recs + *off, r->recs_len - *off, 0};
-  get_status(&c, s);
-  if (!c.err) *off = r->recs_len - (uint32_t)c.n;
-  return c.err;
-}
-
-int coop_wire_kernel_next(const struct coop_msg_kernel_list *r, uint32_t *off,
-                          struct coop_wire_kernel *k) {
-  if (*off >= r->recs_len) return COOP_EPROTO;
-  struct cur c = {r->recs + *off, r->recs_len - *off, 0};
-  get_kernel(&c, k);
-  if (!c.err) *off = r->recs_len - (uint32_t)c.n;
-  return c.err;
-}
-
-int coop_wire_wg_next(const struct coop_msg_top_reply *r, uint32_t *off, struct coop_wire_wg *w) {
-  if (*off >= r->wgs_len) return COOP_EPROTO;
-  struct cur c = {r->wgs + *off, r->wgs_len - *off, 0};
-  get_wg(&c, w);
-  if (!c.err) *off = r->wgs_len - (uint32_t)c.n;
-  return c.err;
-}
-
-int coop_wire_topjob_next(const struct coop_msg_top_reply *r, uint32_t *off,
-                          struct coop_wire_topjob *j) {
-  if (*off >= r->jobs_len) return COOP_EPROTO;
-  struct cur c = {r->jobs + *off, r->jobs_len - *off, 0};
-  get_topjob(&c, j);
-  if (!c.err) *off = r->jobs_len - (uint32_t)c.n;
-  return c.err;
-}
+/* The record at *off of a list the decoder validated, *off moved past it. */
+#define RECORD_NEXT(rec, get_rec, reply, field)                                                 \
+  int coop_wire_##rec##_next(const struct reply *r, uint32_t *off, struct coop_wire_##rec *m) { \
+    if (*off >= r->field##_len) return COOP_EPROTO;                                             \
+    struct cur c = {r->field + *off, r->field##_len - *off, 0};                                 \
+    get_rec(&c, m);                                                                             \
+    if (!c.err) *off = r->field##_len - (uint32_t)c.n;                                          \
+    return c.err;                                                                               \
+  }
+RECORD_NEXT(status, get_status, coop_msg_status_reply, recs)
+RECORD_NEXT(kernel, dec_kernel, coop_msg_kernel_list, recs)
+RECORD_NEXT(wg, dec_wg, coop_msg_top_reply, wgs)
+RECORD_NEXT(topjob, get_topjob, coop_msg_top_reply, jobs)
 
 int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_wire_inst *out) {
   if (i >= r->ninst || !r->inst) return COOP_EPROTO;

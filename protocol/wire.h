@@ -1,12 +1,13 @@
 /*
- * wire.h: the coop wire protocol, version 1 (protocol/PROTOCOL.md).
+ * wire.h: the coop wire protocol, version 2 (COOP_WIRE_VERSION; PROTOCOL.md).
  *
  * A frame is a 16-byte header and a payload, all integers big-endian:
  *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
  * `seq` is chosen by the client for a request and echoed in its reply;
  * daemon-initiated frames (EVENT) carry seq 0. The payload of each type is a
- * fixed sequence of fields (below); the decoder rejects short payloads,
- * trailing bytes, out-of-range enums and counts above the limits.
+ * fixed sequence of fields, listed once in coop_schema.h (the structs below
+ * are made from those lists); the decoder rejects short payloads, trailing
+ * bytes, out-of-range enums and counts above the limits.
  *
  * Field encodings: u8/u16/u32/u64/i32/i64 big-endian two's complement;
  * str = u16 length + bytes (no NUL, no embedded NUL, length < the field's
@@ -30,6 +31,8 @@
 #include <stdint.h>
 
 #include "coop_errno.h"
+#include "coop_limits.h"
+#include "coop_schema.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
 #define COOP_WIRE_VERSION 2u        /* the only version this code speaks */
@@ -37,11 +40,14 @@
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
 #define COOP_WIRE_MAX_FDS 16u             /* descriptors beside one frame */
-#define COOP_WIRE_NAME_MAX 64u            /* kernel names, client names: < 64 bytes */
-#define COOP_WIRE_TEXT_MAX 1024u          /* messages, device names: < 1024 bytes */
-#define COOP_WIRE_MAX_ARGS 16u
 #define COOP_WIRE_FD_NONE 0xffu
-#define COOP_WIRE_MAX_DEVICES 8u
+/* The wire's spellings of the shared limits (coop_limits.h). */
+#define COOP_WIRE_NAME_MAX COOP_NAME_MAX
+#define COOP_WIRE_TEXT_MAX COOP_TEXT_MAX
+#define COOP_WIRE_MAX_ARGS COOP_MAX_ARGS
+#define COOP_WIRE_MAX_DEVICES COOP_MAX_DEVICES
+#define COOP_WIRE_MAX_INST COOP_MAX_INSTANCES
+#define COOP_WIRE_MAX_BOUNDS COOP_MAX_BOUNDS
 #define COOP_WIRE_ANY_DEVICE 0xffu /* SUBMIT: the least loaded device */
 #define COOP_WAIT_FOREVER 0xffffffffu
 
@@ -119,22 +125,15 @@ struct coop_wire_hdr {
   uint32_t len; /* payload bytes */
 };
 
-/* HELLO: u16 min_version, u16 max_version, str name */
+/* Each message's fields: the COOP_SCHEMA_ list of its name (coop_schema.h). */
 struct coop_msg_hello {
-  uint16_t min_version, max_version;
-  char name[COOP_WIRE_NAME_MAX];
+  COOP_SCHEMA_HELLO(COOP_SCHEMA_MEMBER)
 };
 
-/* WELCOME: u16 version, str daemon_version, str backend, str device,
- * u32 compute_units, u32 workers, u32 max_payload, u32 inline_max,
- * u32 uid, u32 pid (the client's credentials as the daemon saw them) */
+/* uid, pid: the client's credentials as the daemon saw them; backend..workers
+ * describe device 0 */
 struct coop_msg_welcome {
-  uint16_t version;
-  char daemon_version[COOP_WIRE_NAME_MAX];
-  char backend[COOP_WIRE_NAME_MAX];
-  char device[COOP_WIRE_TEXT_MAX];
-  uint32_t compute_units, workers, max_payload, inline_max, uid, pid;
-  uint8_t ndevices; /* backend..workers above describe device 0 */
+  COOP_SCHEMA_WELCOME(COOP_SCHEMA_MEMBER)
 };
 
 /* One SUBMIT argument:
@@ -152,19 +151,15 @@ struct coop_wire_arg {
   uint32_t data_len;
 };
 
-/* SUBMIT: str kernel, u8 flags, u32 groups, u32 period_us, u32 count,
- * u32 duration_ms, u32 deadline_us, u8 nargs, nargs x arg.
+/* SUBMIT, then nargs x arg.
  * period_us == 0: one task (count and duration_ms must be 0).
  * period_us > 0: a periodic job, one instance released every period until
  * `count` instances (0 = no limit) or `duration_ms` (0 = no limit) is
  * reached, at least one of them non-zero. deadline_us (0 = none): an
- * instance whose finish comes later than release + deadline is a miss. */
+ * instance whose finish comes later than release + deadline is a miss.
+ * device: < ndevices, or COOP_WIRE_ANY_DEVICE. */
 struct coop_msg_submit {
-  char kernel[COOP_WIRE_NAME_MAX];
-  uint8_t flags;
-  uint32_t groups, period_us, count, duration_ms, deadline_us;
-  uint8_t device; /* < ndevices, or COOP_WIRE_ANY_DEVICE */
-  uint8_t nargs;
+  COOP_SCHEMA_SUBMIT(COOP_SCHEMA_MEMBER)
   struct coop_wire_arg args[COOP_WIRE_MAX_ARGS];
 };
 
@@ -175,37 +170,30 @@ struct coop_msg_submit {
 /* STATS, KERNELS: empty payload */
 /* TOP: u8 device */
 struct coop_msg_top {
-  uint8_t device;
+  COOP_SCHEMA_TOP(COOP_SCHEMA_MEMBER)
 };
 /* SUBSCRIBE: u32 mask (COOP_EV_* bits, none outside COOP_EV_ALL; 0
  * unsubscribes) */
 /* OK: empty payload */
-struct coop_msg_job {
-  uint64_t job;
-  uint32_t timeout_ms; /* WAIT only */
+struct coop_msg_job { /* timeout_ms: WAIT only */
+  COOP_SCHEMA_WAIT(COOP_SCHEMA_MEMBER)
 };
 struct coop_msg_subscribe {
-  uint32_t mask;
+  COOP_SCHEMA_SUBSCRIBE(COOP_SCHEMA_MEMBER)
 };
 
 /* ERROR: i32 code (coop_errno, always < 0), str message */
 struct coop_msg_error {
-  int32_t code;
-  char message[COOP_WIRE_TEXT_MAX];
+  COOP_SCHEMA_ERROR(COOP_SCHEMA_MEMBER)
 };
 
-/* STATUS_REPLY: u32 n, n x record, each the fields
- *   u64 job, u8 state, u8 flags, str kernel, u32 groups, u32 uid, u32 pid,
- *   u32 instances_done, u32 misses */
+/* STATUS_REPLY: u32 n, n x record */
 struct coop_wire_status {
-  uint64_t job;
-  uint8_t state, flags;
-  char kernel[COOP_WIRE_NAME_MAX];
-  uint32_t groups, uid, pid, instances_done, misses;
+  COOP_SCHEMA_STATUS(COOP_SCHEMA_MEMBER)
 };
 #define COOP_WIRE_MAX_STATUS 1024u
 struct coop_msg_status_reply {
-  uint32_t n;
+  COOP_SCHEMA_STATUS_REPLY(COOP_SCHEMA_MEMBER)
   const uint8_t *recs; /* the encoded records, into the payload */
   uint32_t recs_len;
 };
@@ -213,23 +201,18 @@ struct coop_msg_status_reply {
 /* Timings of one task or instance, ns of the daemon's CLOCK_MONOTONIC
  * (0 = did not happen), and gather_ns / exec_ns measured on the device
  * clock (-1 = not measured). */
+#define COOP__WIRE_TIME(name) int64_t name;
 struct coop_wire_times {
-  int64_t submitted, released, gathered, started, finished;
-  int64_t gather_ns, exec_ns;
+  COOP_TIMES_MAP(COOP__WIRE_TIME)
 };
 
-/* An instance of a periodic job, fixed 57-byte record in RESULT:
- *   u8 state, 7 x i64 times (struct coop_wire_times order) */
+/* An instance of a periodic job, a fixed-size record in RESULT */
 struct coop_wire_inst {
-  uint8_t state;
-  struct coop_wire_times t;
+  COOP_SCHEMA_INST(COOP_SCHEMA_MEMBER)
 };
-#define COOP_WIRE_INST_BYTES 57u
-#define COOP_WIRE_MAX_INST 65536u
+#define COOP_WIRE_INST_BYTES (0u COOP_SCHEMA_INST(COOP_SCHEMA_LEN)) /* 57 */
 
-/* RESULT: u64 job, u8 state, i32 error, str message, 7 x i64 times,
- * u32 m_initial, m_min, m_max, kills, forks, resizes, u32 instances,
- * u32 misses, u32 ninst, ninst x inst record, u8 nbuf,
+/* RESULT: its list, ninst x inst record, u8 nbuf,
  * nbuf x (u8 arg, blob data): the contents of inline OUT/INOUT buffers
  * (arg: the SUBMIT argument's index, < COOP_WIRE_MAX_ARGS; data at most
  * COOP_WIRE_INLINE_MAX bytes; memfd buffers are written back in place
@@ -239,104 +222,66 @@ struct coop_wire_outbuf {
   const uint8_t *data;
   uint32_t len;
 };
-struct coop_msg_result {
-  uint64_t job;
-  uint8_t state;
-  uint8_t device; /* where it ran */
-  int32_t error;
-  char message[COOP_WIRE_TEXT_MAX];
-  struct coop_wire_times t;
-  uint32_t m_initial, m_min, m_max, kills, forks, resizes;
-  uint32_t instances, misses;
-  uint32_t ninst;
+struct coop_msg_result { /* device: where it ran */
+  COOP_SCHEMA_RESULT(COOP_SCHEMA_MEMBER)
   const uint8_t *inst; /* ninst encoded records, into the payload */
   uint8_t nbuf;
   struct coop_wire_outbuf bufs[COOP_WIRE_MAX_ARGS];
 };
 
-/* STATS_REPLY: str backend, str device, u32 compute_units, u32 workers,
- * u32 clients, u32 queued, u32 running, u64 submitted, u64 done,
- * u64 cancelled, u64 refused, u64 failed, u32 samples,
- * i64 gather_p50, gather_p90, gather_p99, gather_max (ns, over the last
- * `samples` non-cooperative task instances; -1 when none),
- * str backend_note (which backend and device, and why: the reasons the
- * others were passed over), u32 gather_timeouts, u32 hung,
- * u32 lost_workers, str watchdog (the latest watchdog event, or ""),
- * u8 ndevices, ndevices x (str device, str backend, u32 compute_units,
- * u32 workers, u32 lost_workers, u32 jobs). The fields before describe
- * device 0 (gather percentiles and counters: every device).
+/* STATS_REPLY: its list (gather_p50..gather_max: ns, over the last
+ * `samples` non-cooperative task instances, -1 when none; backend_note:
+ * which backend and device, and why: the reasons the others were passed
+ * over; watchdog: the latest watchdog event, or ""), then ndevices x
+ * devinfo. The fields before describe device 0 (gather percentiles and
+ * counters: every device).
  * Then, from a daemon that sends it (ext = 1; an older one ends the reply
- * here, ext = 0): str daemon_version, u64 uptime_ns, u8 nbounds (at most
- * COOP_WIRE_MAX_BOUNDS), nbounds x i64 bound (the gather histogram's upper
- * bounds, ns, ascending), and ndevices x (u32 busy_workers,
- * u64 arena_bytes, u64 arena_used, i64 gather_sum_ns,
- * (nbounds + 1) x u64 gather_bucket (non-cumulative; the last counts the
- * gathers above the last bound), u64 deadline_instances,
- * u64 deadline_misses). */
-struct coop_wire_devinfo {
-  char device[COOP_WIRE_TEXT_MAX];
-  char backend[COOP_WIRE_NAME_MAX];
-  uint32_t compute_units, workers, lost_workers, jobs;
-  uint32_t parked, parks; /* idle parking: parked now (0/1), times parked */
-  int64_t unpark_ns;      /* the last relaunch after parking, or 0 */
+ * here, ext = 0): the ext list, nbounds x i64 bound (the gather
+ * histogram's upper bounds, ns, ascending), and ndevices x devmetrics
+ * ((nbounds + 1) x u64 gather_bucket between its two lists:
+ * non-cumulative; the last counts the gathers above the last bound). */
+struct coop_wire_devinfo { /* parked now (0/1), times parked, the last relaunch's ns or 0 */
+  COOP_SCHEMA_DEVINFO(COOP_SCHEMA_MEMBER)
 };
-#define COOP_WIRE_MAX_BOUNDS 32u
 struct coop_wire_devmetrics {
-  uint32_t busy_workers;            /* running or reserved for a job now */
-  uint64_t arena_bytes, arena_used; /* the buffers of its running jobs */
-  int64_t gather_sum_ns;
+  /* busy_workers: running or reserved for a job now; arena_*: the buffers
+   * of its running jobs; deadline_*: instances with a deadline */
+  COOP_SCHEMA_DEVMETRICS(COOP_SCHEMA_MEMBER)
   uint64_t gather_bucket[COOP_WIRE_MAX_BOUNDS + 1];
-  uint64_t deadline_instances, deadline_misses; /* instances with a deadline */
+  COOP_SCHEMA_DEADLINES(COOP_SCHEMA_MEMBER)
 };
 struct coop_msg_stats_reply {
-  char backend[COOP_WIRE_NAME_MAX];
-  char device[COOP_WIRE_TEXT_MAX];
-  uint32_t compute_units, workers, clients, queued, running;
-  uint64_t submitted, done, cancelled, refused, failed;
-  uint32_t samples;
-  int64_t gather_p50, gather_p90, gather_p99, gather_max;
-  char backend_note[COOP_WIRE_TEXT_MAX];
-  uint32_t gather_timeouts, hung, lost_workers;
-  char watchdog[COOP_WIRE_TEXT_MAX];
-  uint8_t ndevices;
+  COOP_SCHEMA_STATS(COOP_SCHEMA_MEMBER)
   struct coop_wire_devinfo devs[COOP_WIRE_MAX_DEVICES];
   uint8_t ext; /* the fields below are on the wire */
-  char daemon_version[COOP_WIRE_NAME_MAX];
-  uint64_t uptime_ns;
-  uint8_t nbounds;
+  COOP_SCHEMA_STATS_EXT(COOP_SCHEMA_MEMBER)
   int64_t bound[COOP_WIRE_MAX_BOUNDS];
   struct coop_wire_devmetrics met[COOP_WIRE_MAX_DEVICES];
 };
 
-/* KERNEL_LIST: u32 n, n x (str name, u8 cooperative (0 or 1), u8 nargs,
- * nargs x u8 arg type) */
+/* KERNEL_LIST: u32 n, n x (its list, nargs x u8 arg type) */
 struct coop_wire_kernel {
-  char name[COOP_WIRE_NAME_MAX];
-  uint8_t cooperative, nargs;
+  COOP_SCHEMA_KERNEL(COOP_SCHEMA_MEMBER)
   uint8_t types[COOP_WIRE_MAX_ARGS];
 };
 #define COOP_WIRE_MAX_KERNELS 256u
 struct coop_msg_kernel_list {
-  uint32_t n;
+  COOP_SCHEMA_KERNEL_LIST(COOP_SCHEMA_MEMBER)
   const uint8_t *recs; /* into the payload */
   uint32_t recs_len;
 };
 
-/* EVENT: u64 job, u8 kind, u8 state, u32 instance, i64 t_ns (daemon's
- * CLOCK_MONOTONIC), i64 gather_ns (-1 unless kind is GATHERED or later) */
+/* EVENT: t_ns on the daemon's CLOCK_MONOTONIC, gather_ns -1 unless kind is
+ * GATHERED or later */
 struct coop_msg_event {
-  uint64_t job;
-  uint8_t kind, state;
-  uint32_t instance;
-  int64_t t_ns, gather_ns;
+  COOP_SCHEMA_EVENT(COOP_SCHEMA_MEMBER)
 };
 
 /* TOP_REPLY: the device as the scheduler last published it (every few ms):
- *   u32 nwg, nwg x (u8 state, u64 job): one record per worker workgroup, in
- *     participant order; state COOP_WG_*; job 0 unless RUNNING or RESERVED
- *     and the job is visible to the client;
- *   u32 njobs, njobs x (u64 job, str kernel, u8 cooperative, u32 groups,
- *     u32 m, u32 workers, u32 kills, u32 forks): the client's running jobs
+ *   u32 nwg, nwg x wg: one record per worker workgroup, in participant
+ *     order; state COOP_WG_*; job 0 unless RUNNING or RESERVED and the job
+ *     is visible to the client;
+ *   u32 njobs, njobs x topjob: the client's running jobs
  *     (every job for root); m is the active count M of a cooperative
  *     kernel (K for a non-cooperative one), workers the workgroups it holds
  *     now, kills and forks so far. */
@@ -347,14 +292,10 @@ enum coop_wg_state {
   COOP_WG_OTHER = 3,    /* running or reserved for a job the client may not see */
 };
 struct coop_wire_wg {
-  uint8_t state;
-  uint64_t job;
+  COOP_SCHEMA_WG(COOP_SCHEMA_MEMBER)
 };
 struct coop_wire_topjob {
-  uint64_t job;
-  char kernel[COOP_WIRE_NAME_MAX];
-  uint8_t cooperative;
-  uint32_t groups, m, workers, kills, forks;
+  COOP_SCHEMA_TOPJOB(COOP_SCHEMA_MEMBER)
 };
 #define COOP_WIRE_MAX_WG 4096u
 #define COOP_WIRE_MAX_TOPJOBS 1024u

@@ -15,8 +15,10 @@
 #include <stdio.h>
 
 #include "coop_errno.h"
+#include "coop_limits.h"
 
-#define COOP_RT_MAX_ARGS 16
+/* The runtime's spelling of COOP_MAX_ARGS (coop_limits.h). */
+#define COOP_RT_MAX_ARGS COOP_MAX_ARGS
 
 typedef struct coop_rt coop_rt;
 

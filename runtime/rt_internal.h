@@ -11,10 +11,8 @@
 #include "coop_util.h" /* coop__now_ns */
 #include "device/shared.h"
 
-#define COOP__MAX_KERNELS 64
-
 struct coop__kernel {
-  char name[64];
+  char name[COOP_NAME_MAX];
   int cooperative;
   char *source;
 };
@@ -39,7 +37,7 @@ struct coop_rt {
   int cl_gpu_only;         /* backend auto, first pass: no CPU OpenCL device */
   char backend_note[1024]; /* which backend, and why; after launch also the shape */
 
-  struct coop__kernel kernels[COOP__MAX_KERNELS];
+  struct coop__kernel kernels[COOP_MAX_KERNELS];
   int nkernels;
 
   struct coop_mailbox *mb; /* shared */

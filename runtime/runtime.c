@@ -17,13 +17,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "coop_schema.h"
 #include "rt_internal.h"
 
 _Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-byte alignment");
 _Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout changed");
 _Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
-_Static_assert(COOP_RT_MAX_ARGS == COOP_MAX_ARGS, "argument count");
 _Static_assert(COOP_REFUSE_BAD_KERNEL == COOP_TR_BAD_KERNEL &&
                    COOP_REFUSE_TOO_MANY_GROUPS == COOP_TR_TOO_MANY_GROUPS &&
                    COOP_REFUSE_ZERO_GROUPS == COOP_TR_ZERO_GROUPS &&
@@ -185,7 +185,7 @@ int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const cha
   if (!rt || !source || !valid_name(name)) return COOP_EINVAL;
   if (rt->launched || rt->built) return COOP_ESTATE;
   if (coop_rt_kernel_index(rt, name) >= 0) return COOP_EEXIST;
-  if (rt->nkernels == COOP__MAX_KERNELS) return COOP_ENOMEM;
+  if (rt->nkernels == COOP_MAX_KERNELS) return COOP_ENOMEM;
   struct coop__kernel *k = &rt->kernels[rt->nkernels];
   k->source = strdup(source);
   if (!k->source) return COOP_ENOMEM;
@@ -581,17 +581,13 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
       info->state = COOP_TASK_PENDING;
       return 0;
   }
-  info->t_released = to_ns(rt, t->t_released);
-  info->t_gathered = to_ns(rt, t->t_gathered);
-  info->t_started = to_ns(rt, t->t_started);
-  info->t_finished = to_ns(rt, t->t_finished);
+#define TO_NS(name) info->t_##name = to_ns(rt, t->t_##name);
+  COOP_DEVICE_STAMPS_MAP(TO_NS) /* coop_schema.h */
+#undef TO_NS
   info->gather_ns = gather_ns(rt, t);
-  info->m_initial = t->m_initial;
-  info->m_min = t->m_min;
-  info->m_max = t->m_max;
-  info->kills = t->kills;
-  info->forks = t->forks;
-  info->resizes = t->resizes;
+#define COPY(kind, name, rule) info->name = t->name;
+  COOP_COUNTERS_MAP(COPY)
+#undef COPY
   info->fault = t->fault;
   return 0;
 }

@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
   if (!rt) return 1;
   if (argc > 1) {
     for (int i = 1; i < argc; i++)
-      if (rt->nkernels == COOP__MAX_KERNELS || add_file(rt, argv[i])) return 1;
+      if (rt->nkernels == COOP_MAX_KERNELS || add_file(rt, argv[i])) return 1;
     goto emit;
   }
   add(rt, "count", 1, coop_test_src_count_cl);
@@ -75,7 +75,7 @@ int main(int argc, char **argv) {
   add(rt, "rawpoke", 0, k_rawpoke);
   add(rt, "stopsweep", 1, coop_stopsweep_src);
   add(rt, "matmul", 0, coop_app_src_matmul_cl);
-  for (unsigned i = 0; i < coop_napps && rt->nkernels < COOP__MAX_KERNELS; i++)
+  for (unsigned i = 0; i < coop_napps && rt->nkernels < COOP_MAX_KERNELS; i++)
     add(rt, coop_apps[i]->kernel, 1, coop_apps[i]->source);
 emit:;
   char *src = coop__assemble_source(rt);

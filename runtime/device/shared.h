@@ -19,9 +19,11 @@
 #ifndef COOP_DIALECT_H /* already inlined when the host assembles the source */
 #include "dialect.h"
 #endif
+#ifndef COOP_LIMITS_H /* likewise (protocol/coop_limits.h: COOP_MAX_ARGS) */
+#include "coop_limits.h"
+#endif
 
 #define COOP_ABI 7u
-#define COOP_MAX_ARGS 16        /* 64-bit argument slots per task */
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
