@@ -40,12 +40,6 @@ void color_init(struct coop_ctx *c, struct color_state *s) {
   s->phase = 0u;
 }
 
-/* does u beat v? higher priority wins, ties to the higher id */
-COOP_FN coop_u32 color_beats(coop_buf_u32 prio, coop_u32 u, coop_u32 v) {
-  coop_u32 pu = coop_at(prio, u), pv = coop_at(prio, v);
-  return pu > pv || (pu == pv && u > v);
-}
-
 COOP_FN coop_u32 color_barrier(struct coop_ctx *c) {
   return coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
 }
@@ -68,7 +62,7 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
         coop_u32 u = coop_at(col, e);
-        if (u != v && coop_at(colour, u) == COLOR_NONE && color_beats(prio, u, v)) win = 0u;
+        if (u != v && coop_at(colour, u) == COLOR_NONE && coop_prio_beats(prio, u, v)) win = 0u;
       }
       coop_at(cand, v) = win;
     }
