@@ -73,11 +73,7 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
 
   /* phase 1: the flag was set before the barrier and nobody writes it now;
    * thread 0 reads it so that the return value is uniform */
-  coop_lbuf_u32 b = coop_scratch_u32(c);
-  if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(coop_ptr(flag, s->round & 1u));
-  coop_wg_barrier();
-  coop_u32 more = coop_at(b, 0u);
-  coop_wg_barrier();
+  coop_u32 more = coop_wg_ld_rlx(c, coop_ptr(flag, s->round & 1u));
   if (!more) return COOP_DONE; /* every vertex was coloured: all groups leave here */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride)
     if (coop_at(colour, v) == COLOR_NONE && coop_at(cand, v)) coop_at(colour, v) = s->round;

@@ -207,4 +207,17 @@ COOP_FN coop_u32 coop_prio_beats(coop_buf_u32 prio, coop_u32 u, coop_u32 v) {
   return pu > pv || (pu == pv && u > v);
 }
 
+/* The word at p as thread 0 reads it (relaxed), for every thread of the
+ * workgroup: a decision made on it, such as returning COOP_DONE, is then
+ * uniform across the workgroup. Every thread of the workgroup must call it:
+ * it passes two workgroup barriers, and it uses the scratch's first word. */
+COOP_FN coop_u32 coop_wg_ld_rlx(const struct coop_ctx *c, COOP_GLOBAL coop_atomic_u32 *p) {
+  coop_lbuf_u32 b = coop_scratch_u32(c);
+  if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(p);
+  coop_wg_barrier();
+  coop_u32 v = coop_at(b, 0u);
+  coop_wg_barrier(); /* nobody rewrites the word before all have read it */
+  return v;
+}
+
 #endif /* COOP_API_H */
