@@ -145,6 +145,9 @@ void *coop_app_task_buf(struct coop_app_task *t, enum coop_app_dir dir, size_t s
 /* An IN buffer of size bytes whose first len come from data, which is
  * borrowed: it must outlive the task (an input's graph, say). */
 int coop_app_task_ref(struct coop_app_task *t, const void *data, size_t len, size_t size);
+/* The graph's row[n+1] and col[m] as two borrowed IN buffers (the graph apps'
+ * first two arguments after the mode). */
+int coop_app_task_csr(struct coop_app_task *t, const struct coop_graph *g);
 int coop_app_task_scratch(struct coop_app_task *t, size_t size);
 /* The host copy of argument i, now the caller's (free()), or NULL. */
 void *coop_app_task_take(struct coop_app_task *t, unsigned i);
@@ -208,11 +211,40 @@ int coop_app_sssp_admit(const struct coop_app_input *in, char *why, size_t len);
 int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coop_app_opts *o,
                          unsigned nargs, const uint64_t *args, struct coop_rt_task_info *info);
 
-/* Deterministic vertex priorities for the Pannotia apps (color, mis), the
- * same on the host and in the kernels' buffers: a hash of the id; u beats v
- * with the larger priority, ties to the larger id. */
+/* check.c: what the checks share. A check's verdict: why from fmt, and
+ * COOP_EMISMATCH to return. */
+int coop_app_mismatch(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A CPU reference of a graph app whose output is one u32 per vertex: fills
+ * ref[in->graph.n]; 0 or a negative code. */
+typedef int coop_app_reference_fn(const struct coop_app_input *in, uint32_t *ref);
+/* got[n] against reference(in): 0 if they agree, 1 with the first
+ * difference at *v (the reference's value in *want), or the reference's
+ * error (COOP_ENOMEM). Writes no why: the caller words the difference. */
+int coop_app_ref_diff(const struct coop_app_input *in, const uint32_t *got,
+                      coop_app_reference_fn *reference, uint32_t *v, uint32_t *want);
+
+/* dijkstra.c: the SSSP apps' reference (l-sssp, p-sssp): shortest distances
+ * from in->source, 0xFFFFFFFF for unreached. Computed in 64 bits; the input
+ * must be admitted (coop_app_sssp_admit), so that every distance fits. */
+int coop_app_dijkstra(const struct coop_app_input *in, uint32_t *dist);
+
+/* prio_rounds.c: color and mis, the Pannotia apps that run rounds of
+ * priority contests. Deterministic vertex priorities, the same on the host
+ * and in the kernels' buffers: a hash of the id; u beats v with the larger
+ * priority, ties to the larger id. */
 uint32_t coop_app_prio(uint32_t v);
-int coop_app_beats(const uint32_t *prio, uint32_t u, uint32_t v);
+int coop_app_beats(uint32_t u, uint32_t v);
+/* Their task (both kernels take mode, row, col, prio, state[n] (the
+ * output), cand[n], flag[2], n): appends all but the mode, state with
+ * direction dir, and returns state's host copy, or NULL with t->err. */
+uint32_t *coop_app_rounds_prepare(const struct coop_app_input *in, struct coop_app_task *t,
+                                  enum coop_app_dir dir);
+/* One round's contest on the CPU (the kernels' phase 0): for each vertex v
+ * with state[v] == open, cand[v] = whether v beats every neighbour that is
+ * also open (other entries untouched). Returns whether any vertex was open. */
+int coop_app_rounds_contest(const struct coop_graph *g, const uint32_t *state, uint32_t open,
+                            unsigned char *cand);
 
 /* matmul.c: the graphics-like task of 004 Sec. 5.4, non-cooperative. */
 extern const char coop_app_src_matmul_cl[];

@@ -49,10 +49,9 @@ static int bc_prepare(const struct coop_app_input *in, const struct coop_app_opt
                       struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
   if (in->kind != COOP_INPUT_GRAPH || g->n == 0 || g->n == INF) return COOP_EINVAL;
-  size_t n = g->n, m = g->m;
+  size_t n = g->n;
   uint32_t nsrc = bc_sources(in), nb = bc_batch_size(g->n, nsrc);
-  coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
-  coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4);
+  coop_app_task_csr(t, g);
   coop_app_task_scratch(t, nb * n * 4);
   coop_app_task_scratch(t, nb * n * 4);
   coop_app_task_scratch(t, nb * n * 4);
@@ -168,14 +167,14 @@ static int bc_check(const struct coop_app_input *in, const void *out, char *why,
     double x = got[v], want = ref.bc[v];
     sum += x;
     if (!isfinite(x) || (want == 0.0) != (x == 0.0) || fabs(x - want) > tol * want) {
-      snprintf(why, len, "bc[%u] = %.9g, expected %.9g (relative tolerance %.3g)", v, x, want, tol);
-      r = COOP_EMISMATCH;
+      r = coop_app_mismatch(why, len, "bc[%u] = %.9g, expected %.9g (relative tolerance %.3g)", v,
+                            x, want, tol);
     }
   }
   if (r == 0 && fabs(sum - ref.paths) > tol * ref.paths) {
-    snprintf(why, len, "sum of bc = %.9g, expected %.0f (interior vertices of shortest paths)", sum,
-             ref.paths);
-    r = COOP_EMISMATCH;
+    r = coop_app_mismatch(why, len,
+                          "sum of bc = %.9g, expected %.0f (interior vertices of shortest paths)",
+                          sum, ref.paths);
   }
   free(ref.bc);
   return r;

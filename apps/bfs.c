@@ -21,9 +21,8 @@ static int bfs_prepare(const struct coop_app_input *in, const struct coop_app_op
                        struct coop_app_task *t) {
   const struct coop_graph *g = &in->graph;
   if (in->kind != COOP_INPUT_GRAPH || g->n == 0 || in->source >= g->n) return COOP_EINVAL;
-  size_t n = g->n, m = g->m;
-  coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
-  coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4);
+  size_t n = g->n;
+  coop_app_task_csr(t, g);
   uint32_t *lev = coop_app_task_buf(t, COOP_APP_INOUT, n * 4);
   t->out = t->nargs - 1;
   uint32_t *q0 = coop_app_task_buf(t, COOP_APP_IN, n * 4);
@@ -42,7 +41,9 @@ static int bfs_prepare(const struct coop_app_input *in, const struct coop_app_op
 COOP_APP_RUN(bfs_run, coop_app_bfs);
 
 /* Sequential BFS with a FIFO queue. */
-static int bfs_reference(const struct coop_graph *g, uint32_t src, uint32_t *lev) {
+static int bfs_reference(const struct coop_app_input *in, uint32_t *lev) {
+  const struct coop_graph *g = &in->graph;
+  uint32_t src = in->source;
   uint32_t *q = malloc((size_t)g->n * sizeof *q);
   if (!q) return COOP_ENOMEM;
   for (uint32_t v = 0; v < g->n; v++) lev[v] = UNREACHED;
@@ -64,22 +65,13 @@ static int bfs_reference(const struct coop_graph *g, uint32_t src, uint32_t *lev
 }
 
 static int bfs_check(const struct coop_app_input *in, const void *out, char *why, size_t len) {
-  const struct coop_graph *g = &in->graph;
   const uint32_t *got = out;
-  uint32_t *ref = malloc((size_t)g->n * sizeof *ref);
-  if (!ref || bfs_reference(g, in->source, ref)) {
-    free(ref);
-    snprintf(why, len, "bfs reference: out of memory");
-    return COOP_ENOMEM;
-  }
-  int r = 0;
-  for (uint32_t v = 0; v < g->n && r == 0; v++)
-    if (got[v] != ref[v]) {
-      snprintf(why, len, "level[%u] = %d, expected %d (-1: unreached)", v, (int)got[v],
-               (int)ref[v]);
-      r = COOP_EMISMATCH;
-    }
-  free(ref);
+  uint32_t v, want;
+  int r = coop_app_ref_diff(in, got, bfs_reference, &v, &want);
+  if (r == COOP_ENOMEM) snprintf(why, len, "bfs reference: out of memory");
+  if (r == 1)
+    r = coop_app_mismatch(why, len, "level[%u] = %d, expected %d (-1: unreached)", v, (int)got[v],
+                          (int)want);
   return r;
 }
 

@@ -3,7 +3,6 @@
  * priorities, buffers, the one cooperative task, and the check (a proper
  * colouring of every vertex, equal to a CPU run of the same rounds).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,54 +16,23 @@ extern const struct coop_app coop_app_color;
 /* args: mode, row, col, prio, colour (out), cand, flag[2], n (color.cl) */
 static int color_prepare(const struct coop_app_input *in, const struct coop_app_opts *o,
                          struct coop_app_task *t) {
-  const struct coop_graph *g = &in->graph;
-  uint32_t n = g->n, m = g->m;
-  if (n == 0) return COOP_EINVAL;
-  coop_app_task_ref(t, g->row, ((size_t)n + 1) * 4, ((size_t)n + 1) * 4);
-  coop_app_task_ref(t, g->col, (size_t)m * 4, (m ? m : 1) * 4ul);
-  uint32_t *prio = coop_app_task_buf(t, COOP_APP_IN, (size_t)n * 4),
-           *colour = coop_app_task_buf(t, COOP_APP_INOUT, (size_t)n * 4);
-  t->out = t->nargs - 1;
-  coop_app_task_scratch(t, (size_t)n * 4);
-  coop_app_task_scratch(t, 2 * 4);
-  coop_app_task_u32(t, n);
-  if (t->err) return t->err;
-  for (uint32_t v = 0; v < n; v++) prio[v] = coop_app_prio(v);
-  memset(colour, 0xff, (size_t)n * 4);
+  uint32_t *colour = coop_app_rounds_prepare(in, t, COOP_APP_INOUT);
+  if (!colour) return t->err;
+  memset(colour, 0xff, (size_t)in->graph.n * 4);
   return 0;
 }
 
 COOP_APP_RUN(color_run, coop_app_color);
 
 /* The same rounds on the CPU: fills ref[n]. */
-static int color_reference(const struct coop_graph *g, uint32_t *ref) {
-  uint32_t n = g->n;
-  uint32_t *prio = malloc((size_t)n * 4);
-  unsigned char *cand = malloc(n ? n : 1);
-  if (!prio || !cand) {
-    free(prio);
-    free(cand);
-    return COOP_ENOMEM;
-  }
-  for (uint32_t v = 0; v < n; v++) {
-    prio[v] = coop_app_prio(v);
-    ref[v] = NONE;
-  }
-  for (uint32_t round = 0, more = 1; more; round++) {
-    more = 0;
-    for (uint32_t v = 0; v < n; v++) {
-      if (ref[v] != NONE) continue;
-      more = 1;
-      cand[v] = 1;
-      for (uint32_t e = g->row[v]; e < g->row[v + 1] && cand[v]; e++) {
-        uint32_t u = g->col[e];
-        if (u != v && ref[u] == NONE && coop_app_beats(prio, u, v)) cand[v] = 0;
-      }
-    }
-    for (uint32_t v = 0; v < n; v++)
+static int color_reference(const struct coop_app_input *in, uint32_t *ref) {
+  const struct coop_graph *g = &in->graph;
+  unsigned char *cand = malloc(g->n ? g->n : 1);
+  if (!cand) return COOP_ENOMEM;
+  for (uint32_t v = 0; v < g->n; v++) ref[v] = NONE;
+  for (uint32_t round = 0; coop_app_rounds_contest(g, ref, NONE, cand); round++)
+    for (uint32_t v = 0; v < g->n; v++)
       if (ref[v] == NONE && cand[v]) ref[v] = round;
-  }
-  free(prio);
   free(cand);
   return 0;
 }
@@ -74,27 +42,20 @@ static int color_check(const struct coop_app_input *in, const void *out, char *w
   const uint32_t *colour = out;
   for (uint32_t v = 0; v < g->n; v++) {
     if (colour[v] == NONE) {
-      snprintf(why, len, "vertex %u is not coloured", v);
-      return COOP_EMISMATCH;
+      return coop_app_mismatch(why, len, "vertex %u is not coloured", v);
     }
     for (uint32_t e = g->row[v]; e < g->row[v + 1]; e++) {
       uint32_t u = g->col[e];
       if (u != v && colour[u] == colour[v]) {
-        snprintf(why, len, "edge %u-%u: both ends have colour %u", v, u, colour[v]);
-        return COOP_EMISMATCH;
+        return coop_app_mismatch(why, len, "edge %u-%u: both ends have colour %u", v, u, colour[v]);
       }
     }
   }
-  uint32_t *ref = malloc((g->n ? g->n : 1) * sizeof *ref);
-  if (!ref) return COOP_ENOMEM;
-  int r = color_reference(g, ref);
-  for (uint32_t v = 0; !r && v < g->n; v++)
-    if (colour[v] != ref[v]) {
-      snprintf(why, len, "colour[%u] = %u, expected %u (CPU run of the same rounds)", v, colour[v],
-               ref[v]);
-      r = COOP_EMISMATCH;
-    }
-  free(ref);
+  uint32_t v, want;
+  int r = coop_app_ref_diff(in, colour, color_reference, &v, &want);
+  if (r == 1)
+    r = coop_app_mismatch(why, len, "colour[%u] = %u, expected %u (CPU run of the same rounds)", v,
+                          colour[v], want);
   return r;
 }
 

@@ -185,8 +185,8 @@ static int check(const struct coop_app_input *in, const void *outp, char *why, s
     to_board(pos[2 * i], pos[2 * i + 1], &bd);
     int want = negamax(&bd, 1, (int)in->param, -1, -1);
     if (v[i] != want) {
-      snprintf(why, len, "game: value[%u] = %d, expected %d (depth %u)", i, v[i], want, in->param);
-      return COOP_EMISMATCH;
+      return coop_app_mismatch(why, len, "game: value[%u] = %d, expected %d (depth %u)", i, v[i],
+                               want, in->param);
     }
   }
   return 0;

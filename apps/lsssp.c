@@ -1,6 +1,6 @@
 /*
  * lsssp.c: host side of the Lonestar GPU worklist SSSP (lsssp.cl): run on
- * the runtime, CPU reference (Dijkstra with a binary heap), check. Output:
+ * the runtime, check against the CPU reference (dijkstra.c). Output:
  * uint32_t dist[n], 0xFFFFFFFF for vertices the source does not reach.
  * Shortest distances are unique, so the check is exact.
  */
@@ -24,8 +24,7 @@ static int lsssp_prepare(const struct coop_app_input *in, const struct coop_app_
   int e = coop_app_sssp_admit(in, NULL, 0);
   if (e) return e;
   size_t n = g->n, m = g->m;
-  coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
-  coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4);
+  coop_app_task_csr(t, g);
   coop_app_task_ref(t, g->w, m * 4, (m ? m : 1) * 4);
   uint32_t *dist = coop_app_task_buf(t, COOP_APP_INOUT, n * 4);
   t->out = t->nargs - 1;
@@ -45,82 +44,16 @@ static int lsssp_prepare(const struct coop_app_input *in, const struct coop_app_
 
 COOP_APP_RUN(lsssp_run, coop_app_lsssp);
 
-/* Dijkstra with a binary min-heap of (distance, vertex), lazy deletion:
- * at most m + 1 entries. Distances in 64 bits: no overflow on long paths. */
-struct item {
-  uint64_t d;
-  uint32_t v;
-};
-
-static void heap_push(struct item *h, size_t *len, struct item x) {
-  size_t i = (*len)++;
-  while (i > 0 && h[(i - 1) / 2].d > x.d) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i] = x;
-}
-
-static struct item heap_pop(struct item *h, size_t *len) {
-  struct item top = h[0], x = h[--*len];
-  size_t i = 0;
-  for (;;) {
-    size_t k = 2 * i + 1;
-    if (k >= *len) break;
-    if (k + 1 < *len && h[k + 1].d < h[k].d) k++;
-    if (h[k].d >= x.d) break;
-    h[i] = h[k];
-    i = k;
-  }
-  if (*len) h[i] = x;
-  return top;
-}
-
-static int dijkstra(const struct coop_graph *g, uint32_t src, uint64_t *dist) {
-  struct item *h = malloc(((size_t)g->m + 1) * sizeof *h);
-  if (!h) return COOP_ENOMEM;
-  for (uint32_t v = 0; v < g->n; v++) dist[v] = UINT64_MAX;
-  size_t len = 0;
-  dist[src] = 0;
-  heap_push(h, &len, (struct item){0, src});
-  while (len) {
-    struct item x = heap_pop(h, &len);
-    if (x.d != dist[x.v]) continue; /* stale */
-    for (uint32_t e = g->row[x.v]; e < g->row[x.v + 1]; e++) {
-      uint64_t nd = x.d + g->w[e];
-      uint32_t u = g->col[e];
-      if (nd < dist[u]) {
-        dist[u] = nd;
-        heap_push(h, &len, (struct item){nd, u});
-      }
-    }
-  }
-  free(h);
-  return 0;
-}
-
 static int lsssp_check(const struct coop_app_input *in, const void *out, char *why, size_t len) {
-  const struct coop_graph *g = &in->graph;
   const uint32_t *got = out;
-  int e = coop_app_sssp_admit(in, why, len); /* what prepare refuses */
-  if (e) return e;
-  uint64_t *ref = malloc((size_t)g->n * sizeof *ref);
-  if (!ref || dijkstra(g, in->source, ref)) {
-    free(ref);
-    snprintf(why, len, "l-sssp reference: out of memory");
-    return COOP_ENOMEM;
-  }
-  int r = 0;
-  for (uint32_t v = 0; v < g->n && r == 0; v++) {
-    /* the device's distances are 32-bit: a longer one cannot be represented */
-    uint64_t want = ref[v] >= INF ? INF : ref[v];
-    if (got[v] != want) {
-      snprintf(why, len, "dist[%u] = %lld, expected %lld (-1: unreached)", v,
-               got[v] == INF ? -1ll : (long long)got[v], want == INF ? -1ll : (long long)want);
-      r = COOP_EMISMATCH;
-    }
-  }
-  free(ref);
+  uint32_t v, want;
+  int r = coop_app_sssp_admit(in, why, len); /* what prepare refuses */
+  if (r == 0) r = coop_app_ref_diff(in, got, coop_app_dijkstra, &v, &want);
+  if (r == COOP_ENOMEM) snprintf(why, len, "l-sssp reference: out of memory");
+  if (r == 1)
+    r = coop_app_mismatch(why, len, "dist[%u] = %lld, expected %lld (-1: unreached)", v,
+                          got[v] == INF ? -1ll : (long long)got[v],
+                          want == INF ? -1ll : (long long)want);
   return r;
 }
 

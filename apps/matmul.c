@@ -69,9 +69,8 @@ int coop_matmul_submit(struct coop_matmul *mm, unsigned groups, coop_task_id *id
 int coop_matmul_check(const struct coop_matmul *mm, char *why, size_t len) {
   for (size_t i = 0; i < (size_t)mm->n * mm->n; i++)
     if (memcmp(&mm->c[i], &mm->ref[i], sizeof(float)) != 0) {
-      snprintf(why, len, "matmul c[%zu] = %g, expected %g", i, (double)mm->c[i],
-               (double)mm->ref[i]);
-      return COOP_EMISMATCH;
+      return coop_app_mismatch(why, len, "matmul c[%zu] = %g, expected %g", i, (double)mm->c[i],
+                               (double)mm->ref[i]);
     }
   return 0;
 }

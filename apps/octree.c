@@ -201,11 +201,10 @@ static int build_ref(const float *pts, uint32_t n, uint32_t thresh, uint32_t max
   return 0;
 }
 
-#define FAIL(...)                    \
-  do {                               \
-    snprintf(why, len, __VA_ARGS__); \
-    r = COOP_EMISMATCH;              \
-    goto done;                       \
+#define FAIL(...)                                 \
+  do {                                            \
+    r = coop_app_mismatch(why, len, __VA_ARGS__); \
+    goto done;                                    \
   } while (0)
 
 static int check(const struct coop_app_input *in, const void *outp, char *why, size_t len) {

@@ -1,9 +1,8 @@
 /*
  * psssp.c: host side of the Pannotia SSSP (see psssp.cl): the transposed
  * graph (the kernel pulls over in-edges), buffers, the one cooperative task,
- * and the check against Dijkstra on the CPU.
+ * and the check against Dijkstra on the CPU (dijkstra.c).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,77 +58,14 @@ static int psssp_prepare(const struct coop_app_input *in, const struct coop_app_
 
 COOP_APP_RUN(psssp_run, coop_app_psssp);
 
-/* Dijkstra with a binary heap of (distance, vertex), lazy deletion. */
-struct hent {
-  uint64_t key; /* distance << 32 | vertex */
-};
-
-static void heap_push(struct hent *h, size_t *len, uint64_t key) {
-  size_t i = (*len)++;
-  while (i > 0 && h[(i - 1) / 2].key > key) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i].key = key;
-}
-
-static uint64_t heap_pop(struct hent *h, size_t *len) {
-  uint64_t top = h[0].key, last = h[--(*len)].key;
-  size_t i = 0;
-  for (;;) {
-    size_t l = 2 * i + 1, s = l;
-    if (l >= *len) break;
-    if (l + 1 < *len && h[l + 1].key < h[l].key) s = l + 1;
-    if (h[s].key >= last) break;
-    h[i] = h[s];
-    i = s;
-  }
-  if (*len) h[i].key = last;
-  return top;
-}
-
-static int dijkstra(const struct coop_graph *g, uint32_t source, uint64_t *dist) {
-  struct hent *h = malloc(((size_t)g->m + 1) * sizeof *h);
-  if (!h) return COOP_ENOMEM;
-  for (uint32_t v = 0; v < g->n; v++) dist[v] = UINT64_MAX;
-  size_t len = 0;
-  dist[source] = 0;
-  heap_push(h, &len, (uint64_t)source);
-  while (len) {
-    uint64_t k = heap_pop(h, &len);
-    uint32_t u = (uint32_t)k;
-    uint64_t du = k >> 32;
-    if (du != dist[u]) continue;
-    for (uint32_t e = g->row[u]; e < g->row[u + 1]; e++) {
-      uint64_t x = du + g->w[e];
-      uint32_t v = g->col[e];
-      if (x < dist[v]) {
-        dist[v] = x;
-        heap_push(h, &len, x << 32 | v);
-      }
-    }
-  }
-  free(h);
-  return 0;
-}
-
 static int psssp_check(const struct coop_app_input *in, const void *out, char *why, size_t len) {
-  const struct coop_graph *g = &in->graph;
   const uint32_t *d = out;
-  int e = coop_app_sssp_admit(in, why, len); /* what prepare refuses */
-  if (e) return e;
-  uint64_t *ref = malloc((g->n ? g->n : 1) * sizeof *ref);
-  if (!ref) return COOP_ENOMEM;
-  int r = dijkstra(g, in->source, ref);
-  for (uint32_t v = 0; !r && v < g->n; v++) {
-    uint32_t want = ref[v] == UINT64_MAX ? INF : (ref[v] >= INF ? INF - 1 : (uint32_t)ref[v]);
-    if (d[v] != want) {
-      snprintf(why, len, "dist[%u] = %u, expected %u (Dijkstra from %u)", v, d[v], want,
-               in->source);
-      r = COOP_EMISMATCH;
-    }
-  }
-  free(ref);
+  uint32_t v, want;
+  int r = coop_app_sssp_admit(in, why, len); /* what prepare refuses */
+  if (r == 0) r = coop_app_ref_diff(in, d, coop_app_dijkstra, &v, &want);
+  if (r == 1)
+    r = coop_app_mismatch(why, len, "dist[%u] = %u, expected %u (Dijkstra from %u)", v, d[v], want,
+                          in->source);
   return r;
 }
 

@@ -63,6 +63,12 @@ int coop_app_task_ref(struct coop_app_task *t, const void *data, size_t len, siz
   return 0;
 }
 
+int coop_app_task_csr(struct coop_app_task *t, const struct coop_graph *g) {
+  size_t n = g->n, m = g->m;
+  coop_app_task_ref(t, g->row, (n + 1) * 4, (n + 1) * 4);
+  return coop_app_task_ref(t, g->col, m * 4, (m ? m : 1) * 4); /* no edges: still a buffer */
+}
+
 int coop_app_task_scratch(struct coop_app_task *t, size_t size) {
   struct coop_app_arg *a = next_arg(t);
   if (!a) return t->err;

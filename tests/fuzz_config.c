@@ -32,6 +32,7 @@
 #include "config.h"
 #include "coop_rt.h"
 #include "wire.h"
+#include "xorshift.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -450,12 +451,7 @@ static int write_corpus(const char *dir) {
 /* ---- deterministic mutations ---- */
 
 static uint64_t rs = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void) {
-  rs ^= rs << 13;
-  rs ^= rs >> 7;
-  rs ^= rs << 17;
-  return rs;
-}
+static uint64_t rnd(void) { return coop_xorshift64(&rs); }
 
 /* Bytes and words that matter to inih and to our parsers. */
 static const char *const words[] = {"\n",

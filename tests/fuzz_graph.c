@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "xorshift.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -130,12 +131,7 @@ static int write_corpus(const char *dir) {
 /* ---- deterministic mutations ---- */
 
 static uint64_t rs = 0x2545f4914f6cdd1du;
-static uint64_t rnd(void) {
-  rs ^= rs << 13;
-  rs ^= rs >> 7;
-  rs ^= rs << 17;
-  return rs;
-}
+static uint64_t rnd(void) { return coop_xorshift64(&rs); }
 
 /* Bytes and words that matter to the grammars. */
 static const char *const words[] = {"\n",

@@ -24,15 +24,12 @@
 #include <unistd.h>
 
 #include "wire.h"
+#include "wire_types.h"
+#include "xorshift.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const uint16_t types[] = {
-    COOP_MSG_HELLO,   COOP_MSG_SUBMIT,      COOP_MSG_STATUS,       COOP_MSG_WAIT,
-    COOP_MSG_CANCEL,  COOP_MSG_STATS,       COOP_MSG_KERNELS,      COOP_MSG_SUBSCRIBE,
-    COOP_MSG_WELCOME, COOP_MSG_ACCEPTED,    COOP_MSG_STATUS_REPLY, COOP_MSG_RESULT,
-    COOP_MSG_OK,      COOP_MSG_STATS_REPLY, COOP_MSG_KERNEL_LIST,  COOP_MSG_EVENT,
-    COOP_MSG_ERROR,   COOP_MSG_TOP,         COOP_MSG_TOP_REPLY};
+static const uint16_t types[] = COOP_TEST_MSG_TYPES;
 #define NTYPES (sizeof types / sizeof types[0])
 
 static void fail(const char *what, uint16_t type) {
@@ -373,12 +370,7 @@ static int write_corpus(const struct corpus *c, const char *dir) {
 /* ---- deterministic mutations ---- */
 
 static uint64_t rs = 0x2545f4914f6cdd1du;
-static uint64_t rnd(void) {
-  rs ^= rs << 13;
-  rs ^= rs >> 7;
-  rs ^= rs << 17;
-  return rs;
-}
+static uint64_t rnd(void) { return coop_xorshift64(&rs); }
 
 /* Values that sit on the decoder's limits, written as big-endian u32s
  * (over counts and lengths) or u8s (over enums). */

@@ -58,13 +58,7 @@
 #include <unistd.h>
 
 #include "coop.h"
-
-#ifndef COOPD_PATH
-#error "COOPD_PATH must name the coopd binary"
-#endif
-#ifndef KERNEL_DIR
-#error "KERNEL_DIR must name the kernel directory"
-#endif
+#include "coopd_argv.h"
 
 #define MAX_CLIENTS 60          /* coopd's default max_clients is 64: leave room */
 #define MAX_OUTSTANDING 12      /* per session, well under max_jobs_per_client */
@@ -283,17 +277,8 @@ static pid_t peer_pid(const char *path) {
 
 static void daemon_exec(void) {
   if (!freopen(g.log, "w", stderr) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(126);
-  const char *argv[16] = {COOPD_PATH, "--socket",    g.sock, "--kernels",
-                          KERNEL_DIR, "--log-level", "info"};
-  int n = 7;
-  /* scripts/test --backend cuda: the device tests through that backend */
-  static char backend[64];
-  if (getenv("COOP_BACKEND")) {
-    snprintf(backend, sizeof backend, "device.backend=%.40s", getenv("COOP_BACKEND"));
-    argv[n++] = "--set";
-    argv[n++] = backend;
-  }
-  argv[n] = NULL;
+  const char *argv[16];
+  argv[coop_test_coopd_argv(argv, COOPD_PATH, g.sock, KERNEL_DIR, "info")] = NULL;
   execv(COOPD_PATH, (char *const *)argv);
   _exit(127);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "check_run.h"
 
 /* The directive's name, kind and argument types ('u' u32, 'U' u64, 'b'
  * buf) from the first line of src. */
@@ -148,9 +149,5 @@ int main(void) {
   t = tcase_create("inputs");
   tcase_add_test(t, inputs_fit_their_apps);
   suite_add_tcase(s, t);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return coop_test_run(srunner_create(s));
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "app.h"
+#include "check_run.h"
 
 static coop_rt *open_rt(const struct coop_app *a) {
   struct coop_rt_options o;
@@ -97,9 +98,5 @@ int main(void) {
   tcase_set_timeout(t, 1200);
   tcase_add_loop_test(t, app_runs, 0, (int)coop_napps);
   suite_add_tcase(s, t);
-  SRunner *sr = srunner_create(s);
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return coop_test_run(srunner_create(s));
 }

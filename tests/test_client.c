@@ -27,6 +27,7 @@
 
 #include "coop.h"
 #include "wire.h"
+#include "check_run.h"
 
 /* ---- the fake daemon ---- */
 
@@ -1274,8 +1275,5 @@ static Suite *ctl_suite(void) {
 int main(void) {
   SRunner *sr = srunner_create(suite());
   srunner_add_suite(sr, ctl_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return coop_test_run(sr);
 }

@@ -25,13 +25,8 @@
 
 #include "coop_util.h" /* coop__now_ns: the clock coopd stamps jobs with */
 #include "wire.h"
-
-#ifndef COOPD_PATH
-#error "COOPD_PATH must name the coopd binary"
-#endif
-#ifndef KERNEL_DIR
-#error "KERNEL_DIR must name the kernel directory"
-#endif
+#include "check_run.h"
+#include "coopd_argv.h"
 
 struct daemon_proc {
   pid_t pid;
@@ -61,16 +56,8 @@ static void daemon_spawn(struct daemon_proc *d, const char *const *sets) {
       FILE *f = freopen(d->log, "w", stderr);
       if (!f) _exit(126);
     }
-    const char *argv[32] = {COOPD_PATH, "--socket",    d->sock, "--kernels",
-                            KERNEL_DIR, "--log-level", "warn"};
-    int n = 7;
-    /* scripts/test --backend cuda: the same tests through the CUDA backend */
-    static char backend[64];
-    if (getenv("COOP_BACKEND")) {
-      snprintf(backend, sizeof backend, "device.backend=%.40s", getenv("COOP_BACKEND"));
-      argv[n++] = "--set";
-      argv[n++] = backend;
-    }
+    const char *argv[32];
+    int n = coop_test_coopd_argv(argv, COOPD_PATH, d->sock, KERNEL_DIR, "warn");
     for (int i = 0; sets && sets[i] && n < 30; i++) {
       argv[n++] = "--set";
       argv[n++] = sets[i];
@@ -165,6 +152,13 @@ static void print_log(const char *path) {
   fclose(f);
   buf[n] = 0;
   fprintf(stderr, "--- coopd log (%s), last %zu bytes:\n%s---\n", path, n, buf);
+}
+
+/* Stops d, which must exit 0; its log (at path) is shown if it did not. */
+static void daemon_stop_ok(struct daemon_proc *d, const char *path) {
+  int rc = daemon_stop(d);
+  if (rc) print_log(path);
+  ck_assert_int_eq(rc, 0);
 }
 
 /* coopd on sock with one --set, in the foreground, its stderr into log:
@@ -442,24 +436,42 @@ static uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_
   return submit(c, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 }
 
+/* A DETACHED sweep of one workgroup that runs until cancelled. */
+static uint64_t detached_sweep(struct conn *c) {
+  static uint32_t data[64];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 100000000u);
+  return submit(c, &m, NULL, 0);
+}
+
+/* A job's state as STATUS reports it. */
+static uint8_t job_state(struct conn *c, uint64_t job) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
+  struct coop_wire_status st;
+  uint32_t off = 0;
+  ck_assert_uint_eq(c->m.status_reply.n, 1);
+  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
+  return st.state;
+}
+
 /* Waits until the job is RUNNING (its task submitted to the megakernel),
  * then a little more so that its workgroups are on the device. */
 static void wait_running(struct conn *c, uint64_t job) {
   for (int i = 0; i < 2400; i++) {
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    m.job.job = job;
-    ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
-    struct coop_wire_status st;
-    uint32_t off = 0;
-    ck_assert_uint_eq(c->m.status_reply.n, 1);
-    ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
-    if (st.state == COOP_JOB_RUNNING) {
+    uint8_t st = job_state(c, job);
+    if (st == COOP_JOB_RUNNING) {
       msleep(300);
       return;
     }
-    ck_assert_msg(st.state < COOP_JOB_DONE, "job %llu ended (%s) before it was seen running",
-                  (unsigned long long)job, coop_job_state_name(st.state));
+    ck_assert_msg(st < COOP_JOB_DONE, "job %llu ended (%s) before it was seen running",
+                  (unsigned long long)job, coop_job_state_name(st));
     msleep(50);
   }
   ck_abort_msg("job %llu never started running", (unsigned long long)job);
@@ -828,9 +840,7 @@ START_TEST(bad_requests) {
   for (int i = 0; i < 64; i++) ck_assert_uint_eq(swept[i], 2000);
   render_check(&good, 1, 0, 0);
   conn_close(&good);
-  int rc = daemon_stop(&d);
-  if (rc) print_log(logp);
-  ck_assert_int_eq(rc, 0);
+  daemon_stop_ok(&d, logp);
   unlink(outs);
   unlink(logp);
   rmdir(kdir);
@@ -1328,9 +1338,7 @@ START_TEST(watchdog_names_a_kernel_that_never_yields) {
   ck_assert_msg(log_has(logp, "restarting it"), "the restart was not logged");
   render_check(&c, w, 0, 0); /* every worker serves again */
   conn_close(&c);
-  int rc = daemon_stop(&d);
-  if (rc) print_log(logp);
-  ck_assert_int_eq(rc, 0);
+  daemon_stop_ok(&d, logp);
   unlink(logp);
 }
 END_TEST
@@ -1411,9 +1419,7 @@ START_TEST(watchdog_ms_cancels_a_long_job) {
   ck_assert_uint_eq(st.lost_workers, 0);
   render_check(&c, w, 0, 0); /* every worker serves again */
   conn_close(&c);
-  int rc = daemon_stop(&d);
-  if (rc) print_log(logp);
-  ck_assert_int_eq(rc, 0);
+  daemon_stop_ok(&d, logp);
   unlink(logp);
 }
 END_TEST
@@ -1646,17 +1652,33 @@ static void victim_check(struct conn *c, uint64_t job, uint32_t n, uint32_t base
   }
 }
 
+/* coopd with iso_sets and a first client, c: the workers it has. */
+static uint32_t iso_open(struct daemon_proc *d, struct conn *c) {
+  daemon_start(d, iso_sets);
+  open_hello(c, d);
+  return c->m.welcome.workers;
+}
+
 /* The attacks' stage: a daemon with the test kernels, a victim's
  * connection running a sweep over vn words from 0x5ec00000 (running when
  * this returns), and an attacker's connection. The victim's job id. */
 static uint64_t iso_stage(struct daemon_proc *d, struct conn *victim, struct conn *attacker,
                           uint32_t *vdata, uint32_t vn) {
-  daemon_start(d, iso_sets);
-  open_hello(victim, d);
+  iso_open(d, victim);
   open_hello(attacker, d);
   uint64_t v = victim_sweep(victim, vdata, vn, 0x5ec00000u, 1);
   wait_running(victim, v);
   return v;
+}
+
+/* The victim's data intact after the attack, both clients gone, coopd
+ * stopped cleanly: how each attack of iso_stage ends. */
+static void iso_end(struct daemon_proc *d, struct conn *victim, struct conn *attacker, uint64_t v,
+                    uint32_t vn) {
+  victim_check(victim, v, vn, 0x5ec00000u);
+  conn_close(attacker);
+  conn_close(victim);
+  ck_assert_int_eq(daemon_stop(d), 0);
 }
 
 /* oob (kernels/tests/daemon/oob.cl: views, no rule) over the attacker's 64-byte
@@ -1734,10 +1756,7 @@ START_TEST(attack_neighbour_buffers) {
   ck_assert_uint_eq(a.m.result.state, COOP_JOB_FAILED);
   ck_assert_int_eq(a.m.result.error, COOP_EFAULT);
   assert_has(a.m.result.message, "out of bounds");
-  victim_check(&c, v, VN, 0x5ec00000u);
-  conn_close(&a);
-  conn_close(&c);
-  ck_assert_int_eq(daemon_stop(&d), 0);
+  iso_end(&d, &c, &a, v, VN);
 }
 END_TEST
 
@@ -1761,10 +1780,7 @@ START_TEST(attack_reads_nothing_of_others) {
                   "word %u of the attacker's output is the victim's: %08x", i, got[i]);
   for (unsigned i = 0; i < 16; i++) ck_assert_uint_eq(got[i], 1); /* its own src, + 1 */
   close(fd);
-  victim_check(&c, v, VN, 0x5ec00000u);
-  conn_close(&a);
-  conn_close(&c);
-  ck_assert_int_eq(daemon_stop(&d), 0);
+  iso_end(&d, &c, &a, v, VN);
 }
 END_TEST
 
@@ -1811,10 +1827,8 @@ END_TEST
  * cancellation: the workers come back, nothing is declared hung. */
 START_TEST(attack_endless_render_then_leave) {
   struct daemon_proc d;
-  daemon_start(&d, iso_sets);
   struct conn a, c;
-  open_hello(&a, &d);
-  uint32_t w = a.m.welcome.workers;
+  uint32_t w = iso_open(&d, &a);
   union coop_msg m;
   render_init(&m, w);
   m.submit.args[4].bits = 0xffffffffu;
@@ -1838,23 +1852,11 @@ END_TEST
  * after the reserve; the rest wait, and the render runs. */
 START_TEST(attack_cooperative_jobs_pin_every_worker) {
   struct daemon_proc d;
-  daemon_start(&d, iso_sets);
   struct conn a, c;
-  open_hello(&a, &d);
-  uint32_t w = a.m.welcome.workers;
+  uint32_t w = iso_open(&d, &a);
   ck_assert_uint_ge(w, 2);
-  static uint32_t data[64];
   uint64_t s[3];
-  for (int i = 0; i < 3; i++) {
-    union coop_msg m;
-    submit_init(&m, "sweep", 1, 1);
-    m.submit.flags |= COOP_SUBMIT_DETACHED;
-    arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
-    arg_u32(&m.submit, 64);
-    arg_u32(&m.submit, 100000000u);
-    s[i] = submit(&a, &m, NULL, 0);
-    ck_assert_uint_ne(s[i], 0);
-  }
+  for (int i = 0; i < 3; i++) ck_assert_uint_ne(s[i] = detached_sweep(&a), 0);
   wait_running(&a, s[0]);
   conn_close(&a);
   open_hello(&c, &d);
@@ -1900,10 +1902,8 @@ static pid_t device_process(pid_t coopd) {
  * within seconds, in a new process. */
 START_TEST(device_process_crash_costs_its_jobs_only) {
   struct daemon_proc d;
-  daemon_start(&d, iso_sets);
   struct conn c;
-  open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers;
+  uint32_t w = iso_open(&d, &c);
   static uint32_t data[256];
   uint64_t v = victim_sweep(&c, data, 256, 0, 1);
   wait_running(&c, v);
@@ -1934,10 +1934,8 @@ END_TEST
  * new device process, and no worker stays out of service. */
 START_TEST(hung_kernel_restarts_its_device) {
   struct daemon_proc d;
-  daemon_start(&d, iso_sets);
   struct conn a, c;
-  open_hello(&a, &d);
-  uint32_t w = a.m.welcome.workers;
+  uint32_t w = iso_open(&d, &a);
   union coop_msg m;
   submit_init(&m, "hog", w, 0);
   arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
@@ -1956,18 +1954,6 @@ START_TEST(hung_kernel_restarts_its_device) {
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST
-
-/* A job's state as STATUS reports it. */
-static uint8_t job_state(struct conn *c, uint64_t job) {
-  union coop_msg m;
-  memset(&m, 0, sizeof m);
-  m.job.job = job;
-  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
-  struct coop_wire_status st;
-  uint32_t off = 0;
-  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
-  return st.state;
-}
 
 /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
  * them. When root's running sweep ends, the free slot goes to nobody, who
@@ -2096,8 +2082,8 @@ START_TEST(waiters_are_bounded) {
 }
 END_TEST
 
-/* CPU seconds (user + system) a process has used, from /proc. */
-static double cpu_seconds(pid_t pid) {
+/* CPU time (user + system) a process has used, in clock ticks, from /proc. */
+static unsigned long long cpu_ticks(pid_t pid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
   FILE *f = fopen(path, "r");
@@ -2112,7 +2098,12 @@ static double cpu_seconds(pid_t pid) {
    * majflt cmajflt utime stime */
   ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st),
                    2);
-  return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+  return ut + st;
+}
+
+/* The same in seconds. */
+static double cpu_seconds(pid_t pid) {
+  return (double)cpu_ticks(pid) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* Issue 18 item 3: an idle coopd spun a CPU core (PoCL: 54 to 97%). With
@@ -2786,20 +2777,7 @@ static long proc_kib(pid_t pid, const char *field) {
 
 /* CPU time coopd has used (user + system), in ms. */
 static long cpu_ms(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  ck_assert_ptr_nonnull(f);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  const char *p = strrchr(buf, ')'); /* the name may hold spaces */
-  ck_assert_ptr_nonnull(p);
-  unsigned long ut = 0, st = 0;
-  /* after the name: state (3), then fields 4..13, then utime (14), stime (15) */
-  ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st),
-                   2);
-  return (long)((ut + st) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
+  return (long)(cpu_ticks(pid) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
 }
 
 static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
@@ -3113,24 +3091,10 @@ START_TEST(out_of_descriptors_sheds_connections) {
   }
   for (int i = 0; i < filled; i++) conn_close(&fill[i]);
   conn_close(&c);
-  int rc = daemon_stop(&d);
-  if (rc) print_log(logp);
-  ck_assert_int_eq(rc, 0);
+  daemon_stop_ok(&d, logp);
   unlink(logp);
 }
 END_TEST
-
-/* A DETACHED sweep of one workgroup that runs until cancelled. */
-static uint64_t detached_sweep(struct conn *c) {
-  static uint32_t data[64];
-  union coop_msg m;
-  submit_init(&m, "sweep", 1, 1);
-  m.submit.flags |= COOP_SUBMIT_DETACHED;
-  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, 64);
-  arg_u32(&m.submit, 100000000u);
-  return submit(c, &m, NULL, 0);
-}
 
 static void cancel_job(struct conn *c, uint64_t job) {
   union coop_msg m;
@@ -3549,9 +3513,7 @@ START_TEST(metrics_served_over_http) {
 
   ck_assert_uint_eq(stats(&c).submitted, 1); /* the socket's clients are served on */
   conn_close(&c);
-  int rc = daemon_stop(&d);
-  if (rc) print_log(logp);
-  ck_assert_int_eq(rc, 0);
+  daemon_stop_ok(&d, logp);
   unlink(logp);
 }
 END_TEST
@@ -3650,9 +3612,5 @@ static Suite *suite(void) {
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return coop_test_run(srunner_create(suite()));
 }

@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "check_run.h"
+#include "xorshift.h"
 
 #ifndef COOP_GRAPH_DATA
 #define COOP_GRAPH_DATA "tests/data/graphs"
@@ -778,12 +780,7 @@ END_TEST
 /* ---- mutations ---- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rnd(void) { return coop_xorshift64(&rng_state); }
 
 static const char *const seeds[] = {
     dimacs_small,
@@ -893,9 +890,5 @@ static Suite *suite(void) {
 
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return coop_test_run(srunner_create(suite()));
 }

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "coop_rt.h"
+#include "check_run.h"
 #include "rt_internal.h" /* clock_refit_repairs_a_loaded_fit bends the fit */
 #include "test_kernels.h"
 
@@ -637,10 +638,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return coop_test_run(srunner_create(suite())); }

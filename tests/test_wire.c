@@ -19,24 +19,17 @@
 #include <unistd.h>
 
 #include "wire.h"
+#include "wire_types.h"
+#include "check_run.h"
+#include "xorshift.h"
 
 /* ---- helpers ---- */
 
-static const uint16_t all_types[] = {
-    COOP_MSG_HELLO,   COOP_MSG_SUBMIT,      COOP_MSG_STATUS,       COOP_MSG_WAIT,
-    COOP_MSG_CANCEL,  COOP_MSG_STATS,       COOP_MSG_KERNELS,      COOP_MSG_SUBSCRIBE,
-    COOP_MSG_WELCOME, COOP_MSG_ACCEPTED,    COOP_MSG_STATUS_REPLY, COOP_MSG_RESULT,
-    COOP_MSG_OK,      COOP_MSG_STATS_REPLY, COOP_MSG_KERNEL_LIST,  COOP_MSG_EVENT,
-    COOP_MSG_ERROR,   COOP_MSG_TOP,         COOP_MSG_TOP_REPLY};
+static const uint16_t all_types[] = COOP_TEST_MSG_TYPES;
 #define NTYPES (sizeof all_types / sizeof all_types[0])
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void) {
-  rng_state ^= rng_state << 13;
-  rng_state ^= rng_state >> 7;
-  rng_state ^= rng_state << 17;
-  return rng_state;
-}
+static uint64_t rnd(void) { return coop_xorshift64(&rng_state); }
 
 /* Fills a string field to its longest legal length. */
 static void fill(char *dst, size_t max, char c) {
@@ -1770,10 +1763,4 @@ static Suite *suite(void) {
   return s;
 }
 
-int main(void) {
-  SRunner *sr = srunner_create(suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return coop_test_run(srunner_create(suite())); }

@@ -40,12 +40,6 @@ void color_init(struct coop_ctx *c, struct color_state *s) {
   s->phase = 0u;
 }
 
-/* does u beat v? higher priority wins, ties to the higher id */
-COOP_FN coop_u32 color_beats(coop_buf_u32 prio, coop_u32 u, coop_u32 v) {
-  coop_u32 pu = coop_at(prio, u), pv = coop_at(prio, v);
-  return pu > pv || (pu == pv && u > v);
-}
-
 COOP_FN coop_u32 color_barrier(struct coop_ctx *c) {
   return coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
 }
@@ -68,7 +62,7 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
         coop_u32 u = coop_at(col, e);
-        if (u != v && coop_at(colour, u) == COLOR_NONE && color_beats(prio, u, v)) win = 0u;
+        if (u != v && coop_at(colour, u) == COLOR_NONE && coop_prio_beats(prio, u, v)) win = 0u;
       }
       coop_at(cand, v) = win;
     }
@@ -79,11 +73,7 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
 
   /* phase 1: the flag was set before the barrier and nobody writes it now;
    * thread 0 reads it so that the return value is uniform */
-  coop_lbuf_u32 b = coop_scratch_u32(c);
-  if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(coop_ptr(flag, s->round & 1u));
-  coop_wg_barrier();
-  coop_u32 more = coop_at(b, 0u);
-  coop_wg_barrier();
+  coop_u32 more = coop_wg_ld_rlx(c, coop_ptr(flag, s->round & 1u));
   if (!more) return COOP_DONE; /* every vertex was coloured: all groups leave here */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride)
     if (coop_at(colour, v) == COLOR_NONE && coop_at(cand, v)) coop_at(colour, v) = s->round;

@@ -43,11 +43,6 @@ void mis_init(struct coop_ctx *c, struct mis_state *s) {
   s->phase = 0u;
 }
 
-COOP_FN coop_u32 mis_beats(coop_buf_u32 prio, coop_u32 u, coop_u32 v) {
-  coop_u32 pu = coop_at(prio, u), pv = coop_at(prio, v);
-  return pu > pv || (pu == pv && u > v);
-}
-
 COOP_FN coop_u32 mis_barrier(struct coop_ctx *c) {
   return coop_arg_u32(c, 0) == 0u ? COOP_GLOBAL_BARRIER : COOP_RESIZING_BARRIER;
 }
@@ -71,7 +66,7 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
       for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
         coop_u32 u = coop_at(col, e);
-        if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_UNDECIDED && mis_beats(prio, u, v))
+        if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_UNDECIDED && coop_prio_beats(prio, u, v))
           win = 0u;
       }
       coop_at(cand, v) = win;
@@ -84,11 +79,7 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
   if (s->phase == 1u) {
     /* the flag was set before the barrier and nobody writes it now; thread
      * 0 reads it so that the return value is uniform */
-    coop_lbuf_u32 b = coop_scratch_u32(c);
-    if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(coop_ptr(flag, s->round & 1u));
-    coop_wg_barrier();
-    coop_u32 more = coop_at(b, 0u);
-    coop_wg_barrier();
+    coop_u32 more = coop_wg_ld_rlx(c, coop_ptr(flag, s->round & 1u));
     if (!more) return COOP_DONE; /* every vertex decided: all groups leave here */
     for (coop_u32 v = coop_global_id(c); v < n; v += stride)
       if (coop_ld_rlx(coop_ptr(st, v)) == MIS_UNDECIDED && coop_at(cand, v))

@@ -80,11 +80,7 @@ coop_u32 psssp_step(struct coop_ctx *c, struct psssp_state *s) {
 
   /* phase 2: the flag was set before the barrier and nobody writes it now;
    * thread 0 reads it so that the return value is uniform */
-  coop_lbuf_u32 b = coop_scratch_u32(c);
-  if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(coop_ptr(flag, s->round & 1u));
-  coop_wg_barrier();
-  coop_u32 more = coop_at(b, 0u);
-  coop_wg_barrier();
+  coop_u32 more = coop_wg_ld_rlx(c, coop_ptr(flag, s->round & 1u));
   if (!more) return COOP_DONE; /* a fixed point: all groups leave here */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride)
     coop_at(d, v) = coop_at(nd, v); /* assignment */

@@ -197,4 +197,28 @@ COOP__ARG_VIEW(coop_arg_buf_atomic_u32, coop_buf_atomic_u32, coop_atomic_u32)
 COOP__SCRATCH_VIEW(coop_scratch_u32, coop_lbuf_u32, coop_u32)
 COOP__SCRATCH_VIEW(coop_scratch_i32, coop_lbuf_i32, coop_i32)
 
+/* Whether vertex u beats v under per-vertex priorities prio: the larger
+ * priority wins, a tie goes to the larger id, so exactly one of two distinct
+ * vertices wins. The symmetry breaking of Jones-Plassmann colouring and
+ * Luby's independent sets (apps color and mis, whose hosts compute the same
+ * with coop_app_beats); kept here, the one file every kernel gets, so that
+ * two kernels loaded side by side do not define it twice. */
+COOP_FN coop_u32 coop_prio_beats(coop_buf_u32 prio, coop_u32 u, coop_u32 v) {
+  coop_u32 pu = coop_at(prio, u), pv = coop_at(prio, v);
+  return pu > pv || (pu == pv && u > v);
+}
+
+/* The word at p as thread 0 reads it (relaxed), for every thread of the
+ * workgroup: a decision made on it, such as returning COOP_DONE, is then
+ * uniform across the workgroup. Every thread of the workgroup must call it:
+ * it passes two workgroup barriers, and it uses the scratch's first word. */
+COOP_FN coop_u32 coop_wg_ld_rlx(const struct coop_ctx *c, COOP_GLOBAL coop_atomic_u32 *p) {
+  coop_lbuf_u32 b = coop_scratch_u32(c);
+  if (coop_local_id_c(c) == 0u) coop_at(b, 0u) = coop_ld_rlx(p);
+  coop_wg_barrier();
+  coop_u32 v = coop_at(b, 0u);
+  coop_wg_barrier(); /* nobody rewrites the word before all have read it */
+  return v;
+}
+
 #endif /* COOP_API_H */
