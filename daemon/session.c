@@ -493,6 +493,11 @@ void session_accept(struct daemon *dm, int fd) {
   uv_timer_init(dm->loop, &s->hello_timer);
   s->hello_timer.data = s;
   s->handles = 2;
+  /* From now, not from the loop's cached time: after a slow iteration (a
+   * reload, a device opening) that time is old, and the timer would fire
+   * before the client had a chance to send its HELLO (daemon_systemd saw
+   * a connection closed at once after a SIGHUP). */
+  uv_update_time(dm->loop);
   if (dm->cfg.hello_timeout_ms)
     uv_timer_start(&s->hello_timer, on_hello_timer, dm->cfg.hello_timeout_ms, 0);
   s->next = dm->sessions;
