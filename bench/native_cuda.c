@@ -249,13 +249,7 @@ static int compile(const struct coop_app *a, const char *arch, char **cubin, siz
   for (int i = 0; i < n_inc; i++) opts[nopts++] = inc_opts[i];
   r = coop__cu.nvrtcCompileProgram(prog, nopts, opts);
   if (r != NVRTC_SUCCESS) {
-    size_t n = 0;
-    coop__cu.nvrtcGetProgramLogSize(prog, &n);
-    char *log = malloc(n + 1);
-    if (log) {
-      coop__cu.nvrtcGetProgramLog(prog, log);
-      log[n] = 0;
-    }
+    char *log = coop__nvrtc_log(prog);
     fprintf(stderr, NB ": NVRTC log for %s:\n%s\n", a->name, log ? log : "(unavailable)");
     free(log);
     snprintf(err, errlen, "building the native %s failed: %s (include path: %s)", a->name,
@@ -300,12 +294,6 @@ static int cu_fail(char *err, size_t len, CUresult e, const char *what, int line
     if (e_ != CUDA_SUCCESS) return cu_fail((d)->err, sizeof(d)->err, e_, #call, __LINE__); \
   } while (0)
 
-static int attr(CUdevice dv, CUdevice_attribute a) {
-  int v = 0;
-  coop__cu.cuDeviceGetAttribute(&v, a, dv);
-  return v;
-}
-
 int native_dev_open(struct native_dev *d, int device) {
   memset(d, 0, sizeof *d);
   d->device = device;
@@ -326,10 +314,10 @@ int native_dev_open(struct native_dev *d, int device) {
   CK(d, coop__cu.cuDeviceGet(&dv, device));
   CK(d, coop__cu.cuDeviceGetName(d->name, (int)sizeof d->name, dv));
   coop__cu.cuDriverGetVersion(&d->driver);
-  d->sms = attr(dv, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-  d->cc_major = attr(dv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-  d->cc_minor = attr(dv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-  d->coop_launch = attr(dv, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
+  d->sms = coop__cuda_attr(dv, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  d->cc_major = coop__cuda_attr(dv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  d->cc_minor = coop__cuda_attr(dv, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  d->coop_launch = coop__cuda_attr(dv, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
   if (!d->coop_launch) {
     snprintf(d->err, sizeof d->err, "%s cannot launch cooperative kernels", d->name);
     return 1;

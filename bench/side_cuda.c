@@ -134,13 +134,7 @@ static int compile(const char *arch, char **cubin, char *err, size_t errlen) {
   const char *opts[] = {a, "--std=c++17", "-default-device", "--extra-device-vectorization"};
   nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, 4, opts);
   if (r != NVRTC_SUCCESS) {
-    size_t n = 0;
-    coop__cu.nvrtcGetProgramLogSize(prog, &n);
-    char *log = malloc(n + 1);
-    if (log) {
-      coop__cu.nvrtcGetProgramLog(prog, log);
-      log[n] = 0;
-    }
+    char *log = coop__nvrtc_log(prog);
     fprintf(stderr, SB ": NVRTC log:\n%s\n", log ? log : "(unavailable)");
     free(log);
     snprintf(err, errlen, "building the standalone matmul failed: %s",
@@ -181,12 +175,6 @@ static int cu_fail(struct plain *p, CUresult e, const char *what, int line) {
     if (e_ != CUDA_SUCCESS) return cu_fail((p), e_, #call, __LINE__); \
   } while (0)
 
-static int attr(CUdevice d, CUdevice_attribute a) {
-  int v = 0;
-  coop__cu.cuDeviceGetAttribute(&v, a, d);
-  return v;
-}
-
 int plain_open(struct plain *p, int device, unsigned local) {
   memset(p, 0, sizeof *p);
   p->timeout_ns = (int64_t)120 * 1000000000;
@@ -208,9 +196,9 @@ int plain_open(struct plain *p, int device, unsigned local) {
   CK(p, coop__cu.cuDeviceGet(&d, device));
   CK(p, coop__cu.cuDeviceGetName(p->name, (int)sizeof p->name, d));
   coop__cu.cuDriverGetVersion(&p->driver);
-  p->sms = attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-  p->cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-  p->cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  p->sms = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  p->cc_major = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  p->cc_minor = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   CUcontext ctx;
   CK(p, coop__cu.cuDevicePrimaryCtxRetain(&ctx, d));
   p->ctx = ctx;

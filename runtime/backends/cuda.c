@@ -63,12 +63,6 @@ static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
     if (e_ != CUDA_SUCCESS) return cu_fail((rt), e_, #call, __LINE__); \
   } while (0)
 
-static int attr(CUdevice d, CUdevice_attribute a) {
-  int v = 0;
-  coop__cu.cuDeviceGetAttribute(&v, a, d);
-  return v;
-}
-
 static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
   struct cu_be *b = calloc(1, sizeof *b);
   if (!b) return COOP_ENOMEM;
@@ -92,8 +86,8 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
     CU_CHECK(rt, coop__cu.cuDeviceGetName(rt->device_name, (int)sizeof rt->device_name, d));
     if (o->device_index >= 0 && o->device_index != i) continue;
     if (o->device && !strstr(rt->device_name, o->device)) continue;
-    if (!attr(d, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) ||
-        !attr(d, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)) {
+    if (!coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING) ||
+        !coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)) {
       coop__rt_msg(rt,
                    "CUDA device '%s' cannot run the megakernel: it lacks unified addressing "
                    "or mapped host memory, through which the host and the running "
@@ -102,9 +96,9 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
       return COOP_ENOSVM;
     }
     b->dev = d;
-    b->cc_major = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
-    b->cc_minor = attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-    b->concurrent_managed = attr(d, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS);
+    b->cc_major = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    b->cc_minor = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    b->concurrent_managed = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS);
     if (b->cc_major < 7) {
       coop__rt_msg(rt,
                    "CUDA device '%s' has compute capability %d.%d; the scoped atomics "
@@ -112,7 +106,7 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
                    rt->device_name, b->cc_major, b->cc_minor);
       return COOP_ENODEV;
     }
-    rt->compute_units = (unsigned)attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    rt->compute_units = (unsigned)coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
     CU_CHECK(rt, coop__cu.cuDevicePrimaryCtxRetain(&b->ctx, d));
     CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
     CU_CHECK(rt, coop__cu.cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
@@ -201,13 +195,7 @@ static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
   const char *opts[] = {arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
   nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, 4, opts);
   if (r != NVRTC_SUCCESS) {
-    size_t n = 0;
-    coop__cu.nvrtcGetProgramLogSize(prog, &n);
-    char *log = malloc(n + 1);
-    if (log) {
-      coop__cu.nvrtcGetProgramLog(prog, log);
-      log[n] = 0;
-    }
+    char *log = coop__nvrtc_log(prog);
     coop__rt_msg(rt, "megakernel build failed (%s). Compiler log:\n%s",
                  coop__cu.nvrtcGetErrorString(r), log ? log : "(unavailable)");
     free(log);
@@ -267,14 +255,16 @@ static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *group
   unsigned warps = (local_size + 31u) / 32u;
   unsigned reg_unit = ((unsigned)regs * 32u + 255u) / 256u * 256u;
   unsigned lim_threads =
-      (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) / local_size;
-  unsigned lim_blocks = (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
-  unsigned lim_regs =
-      reg_unit ? (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) /
-                     (reg_unit * warps)
-               : lim_blocks;
+      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) /
+      local_size;
+  unsigned lim_blocks =
+      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  unsigned lim_regs = reg_unit ? (unsigned)coop__cuda_attr(
+                                     b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) /
+                                     (reg_unit * warps)
+                               : lim_blocks;
   unsigned lim_smem =
-      (unsigned)attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) /
+      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) /
       ((unsigned)smem + (b->cc_major >= 8 ? 1024u : 0u));
   const char *bound = "threads per SM";
   unsigned lim = lim_threads;

@@ -60,3 +60,20 @@ const char *coop__cuda_nvrtc(void) {
   pthread_once(&nv_once, nv_load);
   return nv_err.s[0] ? nv_err.s : NULL;
 }
+
+int coop__cuda_attr(CUdevice d, CUdevice_attribute a) {
+  int v = 0;
+  coop__cu.cuDeviceGetAttribute(&v, a, d);
+  return v;
+}
+
+char *coop__nvrtc_log(nvrtcProgram prog) {
+  size_t n = 0;
+  coop__cu.nvrtcGetProgramLogSize(prog, &n);
+  char *log = malloc(n + 1);
+  if (log) {
+    coop__cu.nvrtcGetProgramLog(prog, log);
+    log[n] = 0;
+  }
+  return log;
+}

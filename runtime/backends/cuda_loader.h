@@ -90,4 +90,10 @@ const char *coop__cuda_driver(int bench);
  * recent toolkits. Returns NULL, or why not. */
 const char *coop__cuda_nvrtc(void);
 
+/* A device attribute, 0 if the driver cannot tell. */
+int coop__cuda_attr(CUdevice d, CUdevice_attribute a);
+/* The compiler log of prog, NUL-terminated (malloc'ed; NULL if out of
+ * memory): what each NVRTC user prints when a build fails. */
+char *coop__nvrtc_log(nvrtcProgram prog);
+
 #endif /* COOP_CUDA_LOADER_H */
