@@ -327,6 +327,43 @@ static int bench_dispatch(struct bench *b, unsigned k, uint32_t *out, uint32_t *
   return rc;
 }
 
+/* The floor under every dispatch: the host bumps ping, the scheduler's
+ * next pass answers; host clock alone. */
+static int bench_ping(struct bench *b) {
+  struct series s = {0};
+  for (long i = 0; i < WARMUP + b->o.reps; i++) {
+    int64_t ns = coop_rt_ping_ns(b->rt);
+    if (ns < 0) {
+      fprintf(stderr, "coop-bench-micro: the scheduler did not answer a ping\n");
+      free(s.v);
+      return 1;
+    }
+    if (i < WARMUP) continue;
+    push(&s, (double)ns);
+    csv_row(b, "dispatch", "ping_round_trip", "-", 0, i - WARMUP, 0, (double)ns);
+  }
+  printf("%-36s %5s", "ping: host -> scheduler -> host", "-");
+  print_stats(stats_of(&s), 1e3);
+  printf("\n");
+  free(s.v);
+  return 0;
+}
+
+/* A megakernel built with COOP_DEVICE_DEFINES=COOP_PROF: where the
+ * scheduler's passes went over the whole run (device clock). */
+static void print_profile(struct bench *b) {
+  static const char *const step[] = {"host words", "intake", "forks", "reap",
+                                     "cancels",    "serve",  "offer", "view"};
+  uint64_t p[9];
+  if (coop_rt_sched_profile(b->rt, p, 9) != 9) return;
+  double us = coop_rt_tick_ns(b->rt) / 1e3 / (double)p[0], total = 0;
+  for (int k = 1; k < 9; k++) total += (double)p[k];
+  printf("%-36s %llu passes, mean %.3f us:", "scheduler profile (COOP_PROF)",
+         (unsigned long long)p[0], total * us);
+  for (int k = 1; k < 9; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
+  printf("\n");
+}
+
 static int run_dispatch(struct bench *b) {
   uint32_t *out = coop_rt_alloc(b->rt, (size_t)b->workers * SLOT * sizeof *out);
   uint32_t tag = 0;
@@ -340,6 +377,8 @@ static int run_dispatch(struct bench *b) {
          "max");
   int rc = bench_dispatch(b, 1, out, &tag);
   if (!rc && b->workers > 1) rc = bench_dispatch(b, b->workers, out, &tag);
+  if (!rc) rc = bench_ping(b);
+  print_profile(b);
   coop_rt_free(b->rt, out);
   return rc;
 }

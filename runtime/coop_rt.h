@@ -80,6 +80,15 @@ double coop_rt_tick_ns(const coop_rt *rt); /* device clock period, ns */
  * submits and polls, between tasks' checks. 1 if the new point showed the
  * old fit had drifted, else 0. */
 int coop_rt_refit(coop_rt *rt);
+/* Benchmarks: one ping's round trip (host -> scheduler -> host), in ns, the
+ * floor under any dispatch; -1 if the scheduler does not answer within 1 s.
+ * Not concurrently with coop_rt_refit. */
+int64_t coop_rt_ping_ns(coop_rt *rt);
+/* Benchmarks: a megakernel built with COOP_DEVICE_DEFINES=COOP_PROF stores
+ * its passes and the device ns spent in each of their steps; copies up to
+ * n of those totals (passes first) to out and returns how many, 0 if none
+ * was stored. */
+int coop_rt_sched_profile(coop_rt *rt, uint64_t *out, int n);
 
 /* Task buffers live in the SVM arena: host pointer for the host, and a
  * 64-bit argument value (an arena offset) for the kernel. A buffer comes

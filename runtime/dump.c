@@ -99,7 +99,7 @@ static void dump_dev(const struct coop_rt *rt, const struct coop_dev *d, FILE *f
   for (unsigned q = s->q_head; q != s->q_tail && q - s->q_head < 8; q++)
     fprintf(f, "  queued: slot %u\n", s->queue[q % COOP_RING]);
   for (unsigned c = 0; c < COOP_MAX_CHANNELS; c++)
-    if (s->chan_busy[c]) dump_chan(rt, d, c, f);
+    if ((s->busy >> c) & 1u) dump_chan(rt, d, c, f);
 }
 
 int coop_rt_dump(coop_rt *rt, FILE *f) {

@@ -5,9 +5,11 @@
  * Host <-> scheduler handshakes (all on the mailbox, C11 atomics here,
  * system-scope atomics on the device):
  *   submit:   fill task record; state := SUBMITTED (release);
- *             ring[head % RING] := slot; sub_head := head + 1 (release).
+ *             ring[head % RING] := slot tagged with head's lap;
+ *             sub_head := head + 1 (release).
  *   result:   wait until state is final (acquire), then read the record.
- *   cancel:   task.cancel := 1 (release); the scheduler passes it on.
+ *   cancel:   task.cancel := 1 (release), then cancel_seq += 1 (release);
+ *             the scheduler passes it on.
  *   shutdown: mailbox.shutdown := 1 (release); wait for the kernel to exit.
  */
 #include <errno.h>
@@ -24,6 +26,8 @@ _Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-b
 _Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout changed");
 _Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
+_Static_assert(offsetof(struct coop_mailbox, prof) % 8 == 0, "mailbox layout");
+_Static_assert(COOP_RING <= 256, "a ring entry holds the slot in 8 bits");
 _Static_assert(COOP_REFUSE_BAD_KERNEL == COOP_TR_BAD_KERNEL &&
                    COOP_REFUSE_TOO_MANY_GROUPS == COOP_TR_TOO_MANY_GROUPS &&
                    COOP_REFUSE_ZERO_GROUPS == COOP_TR_ZERO_GROUPS &&
@@ -353,6 +357,22 @@ static int64_t gather_ns(const coop_rt *rt, const struct coop_task_rec *t) {
   return (int64_t)((double)(t->t_gathered - t->t_released) * rt->tick_ns);
 }
 
+int64_t coop_rt_ping_ns(coop_rt *rt) {
+  int64_t mid;
+  uint64_t dev;
+  if (!rt || !rt->launched || rt->parked || rt->exited) return -1;
+  return ping(rt, 1000000000ll, &mid, &dev);
+}
+
+int coop_rt_sched_profile(coop_rt *rt, uint64_t *out, int n) {
+  if (!rt || !rt->mb || n <= 0) return 0;
+  if (n > COOP_PROF_SLOTS) n = COOP_PROF_SLOTS;
+  uint64_t passes = ((volatile uint64_t *)rt->mb->prof)[0];
+  if (!passes) return 0;
+  for (int i = 0; i < n; i++) out[i] = ((volatile uint64_t *)rt->mb->prof)[i];
+  return n;
+}
+
 int coop_rt_refit(coop_rt *rt) {
   if (!rt || !rt->launched || rt->parked || rt->exited || rt->tick_ns == 0.0) return 0;
   int64_t now = coop__now_ns();
@@ -509,7 +529,8 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
   atomic_store_explicit(&t->state, COOP_TS_SUBMITTED, memory_order_release);
   rt->submitted_ns[slot] = coop__now_ns();
-  rt->mb->ring[rt->sub_head % COOP_RING] = slot;
+  atomic_store_explicit(&rt->mb->ring[rt->sub_head % COOP_RING],
+                        COOP_RING_ENTRY(slot, rt->sub_head), memory_order_relaxed);
   rt->sub_head++;
   atomic_store_explicit(&rt->mb->sub_head, rt->sub_head, memory_order_release);
   *id = (rt->gen[slot] << 8) | slot;
@@ -547,6 +568,8 @@ int coop_rt_cancel(coop_rt *rt, coop_task_id id) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
   atomic_store_explicit(&t->cancel, 1, memory_order_release);
+  /* then the doorbell: the scheduler reads cancel flags only when it moved */
+  atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
   return 0;
 }
 
@@ -663,6 +686,9 @@ int coop_rt_unpark(coop_rt *rt) {
   atomic_store_explicit(&mb->sched_state, 0, memory_order_relaxed);
   atomic_store_explicit(&mb->sub_head, 0, memory_order_relaxed);
   memset((void *)mb->wg_view, 0, sizeof mb->wg_view);
+  /* ring entries of the last launch carry the laps its indices reached:
+   * index 0 again must not find its old entry taken for a new one */
+  memset((void *)mb->ring, 0, sizeof mb->ring);
   rt->sub_head = 0;
   /* Launch just the participants the first discovery found: when all of
    * them join, the poll closes at once instead of after a window with no

@@ -104,12 +104,28 @@ static void put_kernels(struct buf *b, const struct coop_rt *rt) {
   put(b, "  }\n}\n");
 }
 
+/* COOP_DEVICE_DEFINES="NAME[=VALUE] ...": a benchmark's knob (COOP_PROF,
+ * docs/scheduler.md "Profile"), each word one #define before the source. */
+static void put_env_defines(struct buf *b) {
+  const char *e = getenv("COOP_DEVICE_DEFINES");
+  while (e && *e) {
+    size_t n = strcspn(e, " "), k = strcspn(e, "= ");
+    if (n && k < n)
+      put(b, "#define %.*s %.*s\n", (int)k, e, (int)(n - k - 1), e + k + 1);
+    else if (n)
+      put(b, "#define %.*s 1\n", (int)n, e);
+    e += n + (e[n] == ' ');
+  }
+}
+
 char *coop__assemble_source(const struct coop_rt *rt) {
   struct buf b = {0};
   /* Lines keep their place in the assembled source, under one name; a
    * kernel may open with its own #line (coopd names its file there), so
    * each kernel is followed by a #line that takes the numbering back. */
-  put(&b, "/* coop megakernel, assembled by the runtime */\n#line 3 \"" COOP__SRC_NAME "\"\n");
+  put(&b, "/* coop megakernel, assembled by the runtime */\n");
+  put_env_defines(&b);
+  put(&b, "#line 3 \"" COOP__SRC_NAME "\"\n");
   put(&b, "%s\n", coop__src_coop_limits_h);
   for (int i = 0; coop__device_names[i]; i++) {
     put(&b, "%s\n", coop__device_texts[i]);

@@ -271,7 +271,8 @@ COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
    * fence after its RETURNED. */
   t->fault = coop_ld_rlx(&ch->fault);
   coop__finish_task(mb, ch->task, coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
-  s->chan_busy[c] = 0u;
+  s->busy &= ~(1u << c);
+  s->coopm &= ~(1u << c);
 }
 
 /* Step 4. */
@@ -279,19 +280,21 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   /* Nobody returned since the last reap: no scan (issue 18: one thread
    * loading 264 to 1056 worker states made every pass, and so every
-   * gather, tens to hundreds of us long on the H100). The acquire pairs
+   * gather, tens to hundreds of us long on the H100). The acquire (a
+   * relaxed load, then a fence only when the count moved) pairs
    * with each worker's release add, which follows its RETURNED store: a
    * count above `reaped` means those stores are visible to the scan. A
    * forked worker that returned before its fork was reconciled is skipped
    * by this scan (not yet marked busy) and keeps the counts apart, so the
    * next pass scans again. */
-  coop_u32 returned = coop_ld_acq(&dev->returned);
+  coop_u32 returned = coop_ld_rlx(&dev->returned);
   if (returned == s->reaped) return;
+  coop_fence_acq(); /* only now: an acquire load cost every idle pass */
   if (s->nhelpers && returned - s->reaped > COOP_REAP_BATCH) {
     coop__help_post(s, COOP_HELP_REAP, 0u, 0u, 0u);
     coop__help_wait(s);
-    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
-      if (s->chan_busy[c] && s->chan_last[c]) {
+    for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1)
+      if ((bits & 1u) && s->chan_last[c]) {
         coop__reconcile_forks(dev, c);
         if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
       }
@@ -342,6 +345,23 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
   }
 }
 
+/* Without helpers: the id map, by thread 0 alone. */
+COOP_FN void coop__map_ids(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
+                           coop_u32 c, coop_u32 g) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop_u32 v = 0u;
+  for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
+    if (s->wstat[pid] != COOP_SW_FREE) continue;
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    w->chan = c;
+    w->vid = v;
+    w->forked = 0u;
+    w->gen = 0u;
+    ch->pid_of[v++] = pid;
+    s->wstat[pid] = c;
+  }
+}
+
 /* Start task slot on channel c with g free workers, ids 0..g-1. */
 COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
                          coop_u32 slot, coop_u32 c, coop_u32 g) {
@@ -374,7 +394,8 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->m_max, g);
   coop_st_rlx(&ch->bar_arrive, g * COOP__ARR_M_ONE);
   coop_st_rlx(&ch->bar_rel, 0u);
-  s->chan_busy[c] = 1u;
+  s->busy |= 1u << c;
+  if (ch->flags & COOP_TF_COOPERATIVE) s->coopm |= 1u << c;
   s->chan_resv[c] = 0u;
   s->chan_killed_reaped[c] = 0u;
   s->chan_workers[c] = g;
@@ -384,7 +405,6 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   t->m_initial = g;
   t->t_gathered = coop_clock();
   t->status = COOP_TR_OK;
-  coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
   /* The whole id map before any release: a resize reads it. */
   if (s->nhelpers) {
     coop_st_rlx(&s->help_ticket, 0u);
@@ -395,27 +415,22 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
      * for a few workers this thread's (one order less to wait for) */
     if (g > COOP_HELP_MIN_RELEASE) {
       coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
-      return;
+    } else {
+      coop_fence_rel();
+      coop__release_workers(dev, ch, 0u, g, 1u);
     }
+  } else {
+    coop__map_ids(dev, ch, c, g);
+    s->nfree -= g;
+    /* channel, payload and id map before: one release fence for all g */
     coop_fence_rel();
     coop__release_workers(dev, ch, 0u, g, 1u);
-    return;
   }
-  coop_u32 v = 0u;
-  for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
-    if (s->wstat[pid] != COOP_SW_FREE) continue;
-    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-    w->chan = c;
-    w->vid = v;
-    w->forked = 0u;
-    w->gen = 0u;
-    ch->pid_of[v++] = pid;
-    s->wstat[pid] = c;
-  }
-  s->nfree -= g;
-  /* channel, payload and id map before: one release fence for all g */
-  coop_fence_rel();
-  coop__release_workers(dev, ch, 0u, g, 1u);
+  /* RUNNING (with t_gathered, t_released and status) only after the
+   * release: the host only reads it, and a system-scope release waits for
+   * every earlier store to host memory, which the workers need not wait
+   * for (issue 18). */
+  coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
 }
 
 /* Ask cooperative kernels for `need` more workgroups than are already on
@@ -423,16 +438,16 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
 COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 coming = 0u;
-  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
-    if (!s->chan_busy[c] || !(dev->chan[c].flags & COOP_TF_COOPERATIVE)) continue;
+  for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1) {
+    if (!(bits & 1u)) continue;
     coming += coop_ld_acq(&dev->chan[c].want_kill);
     coming += coop_ld_acq(&dev->chan[c].killed) - s->chan_killed_reaped[c];
   }
   if (coming >= need) return;
   need -= coming;
-  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS && need != 0u; c++) {
+  for (coop_u32 c = 0, bits = s->coopm; bits != 0u && need != 0u; c++, bits >>= 1) {
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-    if (!s->chan_busy[c] || !(ch->flags & COOP_TF_COOPERATIVE)) continue;
+    if (!(bits & 1u)) continue;
     coop__lock(&ch->lock);
     coop_u32 m = coop_ld_rlx(&ch->m), want = coop_ld_rlx(&ch->want_kill);
     coop_u32 can = m - 1u > want ? m - 1u - want : 0u;
@@ -446,9 +461,9 @@ COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need
 /* Nothing waits: withdraw kill requests, offer free workers for forks. */
 COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
+  for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1) {
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-    if (!s->chan_busy[c] || !(ch->flags & COOP_TF_COOPERATIVE)) continue;
+    if (!(bits & 1u)) continue;
     if (coop_ld_acq(&ch->want_kill) != 0u) {
       coop__lock(&ch->lock);
       coop_st_rlx(&ch->want_kill, 0u);
@@ -502,8 +517,8 @@ COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
   s->view_pass = pid - 1u;
   if (pid <= s->nworkers) return;
   s->view_pass = 0u; /* the map is done: the counters, then from the top */
-  for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
-    if (!s->chan_busy[c]) continue;
+  for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
+    if (!(bits & 1u)) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
     coop_sys_st_rlx(&t->live_m, coop_ld_rlx(&ch->m));
@@ -551,7 +566,9 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop__edf_head(s);
   coop_u32 slot = s->queue[s->q_head % COOP_RING];
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
-  if (coop_sys_ld_rlx(&t->cancel) != 0u) {
+  /* The flag as read at intake, read again only if a cancel came since
+   * (mailbox.cancel_seq moved: see the intake). */
+  if (s->t_cancel[slot] || (s->t_cseq[slot] != s->cseq && coop_sys_ld_rlx(&t->cancel) != 0u)) {
     s->q_head++;
     coop__finish_task(mb, slot, COOP_TS_CANCELLED);
     return 1u;
@@ -559,10 +576,10 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 coop = (s->t_flags[slot] & COOP_TF_COOPERATIVE) != 0u, groups = s->t_groups[slot];
   coop_u32 need = coop ? 1u : groups;
   if (s->nfree < need)
-    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
-      if (s->chan_busy[c]) coop__unreserve(dev, c);
+    for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
+      if (bits & 1u) coop__unreserve(dev, c);
   coop_u32 c = 0u;
-  while (c < COOP_MAX_CHANNELS && s->chan_busy[c]) c++;
+  while (c < COOP_MAX_CHANNELS && ((s->busy >> c) & 1u)) c++;
   if (c == COOP_MAX_CHANNELS) return 0u; /* wait for a channel to free */
   if (s->nfree < need) {
     coop__request_kills(dev, need - s->nfree);
@@ -572,6 +589,105 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   s->q_head++;
   coop__start(mb, dev, slot, c, g);
   return 1u;
+}
+
+/* Profile (built with COOP_PROF): device ns per step of the pass, summed
+ * in thread 0's registers and stored to mailbox.prof every
+ * COOP_PROF_EVERY passes (docs/scheduler.md, "Profile"). */
+#ifdef COOP_PROF
+#define COOP_PROF_DECL coop_u64 prof_t = coop_clock(), prof_acc[COOP_PROF_SLOTS] = {0};
+#define COOP_PROF_MARK(k)         \
+  do {                            \
+    coop_u64 now_ = coop_clock(); \
+    prof_acc[k] += now_ - prof_t; \
+    prof_t = now_;                \
+  } while (0)
+#define COOP_PROF_PASS()                                                              \
+  do {                                                                                \
+    if ((++prof_acc[0] % COOP_PROF_EVERY) == 0u)                                      \
+      for (coop_u32 k_ = 0u; k_ < COOP_PROF_SLOTS; k_++) mb->prof[k_] = prof_acc[k_]; \
+  } while (0)
+#else
+#define COOP_PROF_DECL
+#define COOP_PROF_MARK(k)
+#define COOP_PROF_PASS()
+#endif
+/* The live view is refreshed every COOP_VIEW_EVERY passes: it is for the
+ * eye (coopctl top), and its loads lengthen the pass that every new task
+ * and every completion waits on. */
+#ifndef COOP_VIEW_EVERY
+#define COOP_VIEW_EVERY 8u
+#endif
+
+/* Step 2: take new tasks from the submit ring up to head. Neither QUEUED
+ * nor anything else is stored to the record here: a task started in this
+ * pass goes straight to RUNNING (one system-scope release less). */
+COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_sched *s,
+                          coop_u32 head, coop_u32 next) {
+  coop_u32 first = 1u;
+  while (s->sub_tail != head) {
+    /* The first entry was loaded with sub_head (next), before the fence:
+     * good if it carries this index's lap, else loaded again now. Saves a
+     * dependent bus round trip per task (~2.5 us on the H100). */
+    coop_u32 e = next;
+    if (!first || (e >> 8) != COOP_RING_TAG(s->sub_tail))
+      e = coop_sys_ld_rlx(&mb->ring[s->sub_tail % COOP_RING]);
+    first = 0u;
+    coop_u32 slot = COOP_RING_SLOT(e);
+    s->sub_tail++;
+    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+    /* five loads of host memory, in flight together */
+    coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
+    coop_u32 cancel = coop_sys_ld_rlx(&t->cancel);
+    coop_u64 deadline = t->deadline, now = coop_clock();
+    coop_u32 status = coop__validate(kid, flags, groups, s->nworkers);
+    t->t_released = now;
+    t->status = status;
+    if (status != COOP_TR_OK) {
+      coop__finish_task(mb, slot, COOP_TS_REFUSED);
+      continue;
+    }
+    s->t_kid[slot] = kid;
+    s->t_flags[slot] = flags;
+    s->t_groups[slot] = groups;
+    s->t_cancel[slot] = cancel;
+    s->t_cseq[slot] = s->cseq;
+    s->t_queued[slot] = 0u;
+    s->queue[s->q_tail % COOP_RING] = slot;
+    s->q_deadline[s->q_tail % COOP_RING] = deadline;
+    s->q_tail++;
+  }
+}
+
+/* After serving: QUEUED (release, with t_released and status) for each
+ * task still waiting that has not had it. */
+COOP_FN void coop__mark_queued(COOP_GLOBAL struct coop_mailbox *mb,
+                               COOP_GLOBAL struct coop_sched *s) {
+  for (coop_u32 i = s->q_head; i != s->q_tail; i++) {
+    coop_u32 slot = s->queue[i % COOP_RING];
+    if (s->t_queued[slot]) continue;
+    s->t_queued[slot] = 1u;
+    coop_sys_st_rel(&coop__task(mb, slot)->state, COOP_TS_QUEUED);
+  }
+}
+
+/* Step 5: cancel requests to running tasks' channels, read only when
+ * mailbox.cancel_seq moved since the last read (or at shutdown): an idle
+ * or busy pass reads no task record across the bus. */
+COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
+                                COOP_GLOBAL struct coop_dev *dev, coop_u32 stopping) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  if (!stopping && s->cseq == s->cseq_seen) return;
+  s->cseq_seen = s->cseq;
+  for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
+    if (!(bits & 1u)) continue;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    /* relaxed: the flag carries no data, and an acquire would hold back
+     * the next channel's load */
+    if ((stopping || coop_sys_ld_rlx(&coop__task(mb, ch->task)->cancel) != 0u) &&
+        coop_ld_rlx(&ch->cancel) == 0u)
+      coop_st_rel(&ch->cancel, 1u);
+  }
 }
 
 COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
@@ -584,78 +700,61 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     s->wpub[pid] = 0u; /* the host zeroed wg_view */
   }
   s->view_pass = 0u;
+  s->pass = 0u;
+  s->busy = s->coopm = 0u;
   s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
   s->nhelpers = coop__nhelpers();
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
+  s->cseq = s->cseq_seen = coop_sys_ld_acq(&mb->cancel_seq);
   coop_u32 stopping = 0u;
   coop_sys_st_rel(&mb->participants, participants);
   coop_sys_st_rel(&mb->sched_state, 1u);
+  COOP_PROF_DECL
   for (;;) {
-    /* The host's three words in flight together, then one acquire (pairs
-     * with the host's release stores of each): one bus round trip a pass
-     * instead of three. */
+    /* Step 1. The host's four words and the next ring entry in flight together (one bus round
+     * trip), then, only if one of them moved, one acquire fence (pairs
+     * with the host's release store of each): a pass where nothing came
+     * pays no system-scope fence. */
     coop_u32 p = coop_sys_ld_rlx(&mb->ping), down = coop_sys_ld_rlx(&mb->shutdown);
-    coop_u32 head = coop_sys_ld_rlx(&mb->sub_head);
-    coop_sys_fence_acq();
+    coop_u32 head = coop_sys_ld_rlx(&mb->sub_head), cseq = coop_sys_ld_rlx(&mb->cancel_seq);
+    coop_u32 next = coop_sys_ld_rlx(&mb->ring[s->sub_tail % COOP_RING]);
+    if (p != last_ping || head != s->sub_tail || cseq != s->cseq || (down != 0u && !stopping))
+      coop_sys_fence_acq();
+    s->cseq = cseq;
     if (p != last_ping) {
       mb->pong_clock = coop_clock();
       coop_sys_st_rel(&mb->pong, p);
       last_ping = p;
     }
     if (!stopping && down != 0u) stopping = 1u;
-
-    while (s->sub_tail != head) {
-      coop_u32 slot = mb->ring[s->sub_tail % COOP_RING];
-      s->sub_tail++;
-      COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
-      /* four loads of host memory, in flight together */
-      coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
-      coop_u64 deadline = t->deadline, now = coop_clock();
-      coop_u32 status = coop__validate(kid, flags, groups, s->nworkers);
-      t->t_released = now;
-      t->status = status;
-      if (status != COOP_TR_OK) {
-        coop__finish_task(mb, slot, COOP_TS_REFUSED);
-      } else {
-        s->t_kid[slot] = kid;
-        s->t_flags[slot] = flags;
-        s->t_groups[slot] = groups;
-        s->queue[s->q_tail % COOP_RING] = slot;
-        s->q_deadline[s->q_tail % COOP_RING] = deadline;
-        s->q_tail++;
-        coop_sys_st_rel(&t->state, COOP_TS_QUEUED);
-      }
-    }
-
-    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++)
-      if (s->chan_busy[c]) coop__reconcile_forks(dev, c);
+    COOP_PROF_MARK(1);
+    coop__intake(mb, s, head, next);
+    COOP_PROF_MARK(2);
+    for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
+      if (bits & 1u) coop__reconcile_forks(dev, c);
+    COOP_PROF_MARK(3);
     coop__reap(mb, dev);
-    for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) {
-      if (!s->chan_busy[c]) continue;
-      COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-      /* relaxed: the flag carries no data, and an acquire would hold
-       * back the next channel's load */
-      if ((stopping || coop_sys_ld_rlx(&coop__task(mb, ch->task)->cancel) != 0u) &&
-          coop_ld_rlx(&ch->cancel) == 0u)
-        coop_st_rel(&ch->cancel, 1u);
-    }
-
+    COOP_PROF_MARK(4);
+    coop__pass_cancels(mb, dev, stopping);
+    COOP_PROF_MARK(5);
     if (stopping) {
       while (s->q_head != s->q_tail) {
         coop__finish_task(mb, s->queue[s->q_head % COOP_RING], COOP_TS_CANCELLED);
         s->q_head++;
       }
-      coop_u32 busy = 0u;
-      for (coop_u32 c = 0; c < COOP_MAX_CHANNELS; c++) busy |= s->chan_busy[c];
-      if (!busy) break;
+      if (!s->busy) break;
       continue;
     }
     while (coop__serve_head(mb, dev)) {
     }
+    coop__mark_queued(mb, s);
+    COOP_PROF_MARK(6);
     if (s->q_head == s->q_tail) coop__offer_forks(dev);
-    /* last: a task taken in at the top is started before the view's loads
-     * (some 4 us of the H100's 12 from intake to gather) */
-    coop__publish_view(mb, dev);
+    COOP_PROF_MARK(7);
+    /* last: a task taken in at the top is started before the view's loads */
+    if (++s->pass % COOP_VIEW_EVERY == 0u) coop__publish_view(mb, dev);
+    COOP_PROF_MARK(8);
+    COOP_PROF_PASS();
   }
   if (s->nhelpers) coop__help_post(s, COOP_HELP_EXIT, 0u, 0u, 0u);
   coop__help_wait(s);

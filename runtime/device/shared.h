@@ -23,10 +23,11 @@
 #include "coop_limits.h"
 #endif
 
-#define COOP_ABI 7u
+#define COOP_ABI 8u
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
+#define COOP_PROF_SLOTS 9       /* mailbox.prof: passes, then 8 steps */
 #define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
 
 /* Task slot states (coop_task_rec.state). The host owns a FREE slot, fills
@@ -100,15 +101,31 @@ struct coop_mailbox {
   coop_u64 pong_clock;
   coop_atomic_u32 sub_head; /* host -> scheduler: ring entries written */
   coop_atomic_u32 pad1;
-  coop_u32 ring[COOP_RING];
+  /* COOP_RING_ENTRY(slot, index): the slot tagged with its index's lap,
+   * so that the scheduler may load the next entry together with sub_head,
+   * before its acquire, and still know a stale entry from the new one. */
+  coop_atomic_u32 ring[COOP_RING];
   struct coop_task_rec tasks[COOP_RING];
   /* Live view: per participant (index pid, 1..workers), 0 when free, else
    * the task slot + 1 it works for, with COOP_VIEW_RESERVED when it is
    * reserved for that task's forks. Same publication rules as live_*. */
   coop_atomic_u32 wg_view[COOP_MAX_WG];
+  /* host -> scheduler: bumped (release) after each cancel flag is set, so
+   * that the scheduler reads tasks' cancel flags only when one changed. */
+  coop_atomic_u32 cancel_seq;
+  coop_u32 pad2;
+  /* Built with COOP_PROF (COOP_DEVICE_DEFINES): the scheduler's passes
+   * (prof[0]) and the device ns spent in each step of them (prof[1..]),
+   * totals, stored every COOP_PROF_EVERY passes; zero otherwise. */
+  coop_u64 prof[COOP_PROF_SLOTS];
 };
 #define COOP_VIEW_RESERVED 0x80000000u
+/* A lap tag never 0 until 2^24 laps (a zeroed ring is never taken as new). */
+#define COOP_RING_TAG(i) ((((i) / COOP_RING) + 1u) & 0xffffffu)
+#define COOP_RING_ENTRY(slot, i) ((slot) | (COOP_RING_TAG(i) << 8))
+#define COOP_RING_SLOT(e) ((e)&0xffu)
 #define COOP_VIEW_PASSES 64u
+#define COOP_PROF_EVERY 1024u
 
 /* Worker states (coop_worker.state): the assignment handshake.
  *   IDLE/RETURNED --(scheduler or a forking workgroup: payload, then
@@ -199,7 +216,11 @@ struct coop_sched {
   coop_u32 nfree;
   coop_u32 sub_tail;
   coop_u32 q_head, q_tail; /* pending tasks: earliest deadline first, else FIFO */
-  coop_u32 chan_busy[COOP_MAX_CHANNELS];
+  /* Channels running a task (bit c), and those of them whose task is
+   * cooperative: a pass's loops over channels read one word, not one per
+   * channel (16 loads of scheduler memory were 3 us of each pass on the
+   * H100, issue 18). */
+  coop_u32 busy, coopm;
   coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
   coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
   coop_u32 chan_resv[COOP_MAX_CHANNELS];    /* reserved workers we think it holds */
@@ -218,6 +239,16 @@ struct coop_sched {
   coop_u32 t_kid[COOP_RING];
   coop_u32 t_flags[COOP_RING];
   coop_u32 t_groups[COOP_RING];
+  /* ... its cancel flag as read at intake, mailbox.cancel_seq as read in
+   * that pass (the flag is read again at start only if the sequence has
+   * moved since), and whether QUEUED was stored (only for a task not
+   * started in the pass that took it in). */
+  coop_u32 t_cancel[COOP_RING];
+  coop_u32 t_cseq[COOP_RING];
+  coop_u32 t_queued[COOP_RING];
+  coop_u32 cseq;      /* mailbox.cancel_seq as read this pass */
+  coop_u32 cseq_seen; /* ... when running tasks' flags were last read */
+  coop_u32 pass;      /* passes, for the live view's rate */
   /* Helper warps (scheduler.cl): thread 0 writes an order (op, slot, chan,
    * n), zeroes help_done, then bumps help_gen (release); each helper
    * acquires help_gen, carries out its share, and adds 1 to help_done
