@@ -88,6 +88,10 @@ case $part in
         sed -n '/^Dispatch/,/^Barriers/p' "$out/legs-$v-$i.txt" | grep -E "K|->|error" | head -20
       done
     done
+    COOP_DEVICE_DEFINES=COOP_PROF timeout 100 $b/coop-bench-micro --local-size 256 --reps 200 \
+      --rounds 20 --tasks 1 --csv "$out/legs-prof.csv" >"$out/legs-prof.txt" 2>&1
+    echo "== micro new, COOP_PROF rc=$?"
+    grep -E "ping|profile" "$out/legs-prof.txt"
     timeout 200 $b/coop-bench-native --barriers --local-size 256 \
       --csv "$out/native-trip.csv" >"$out/native-trip.txt" 2>&1
     echo "== native rc=$?"
