@@ -354,13 +354,14 @@ static int bench_ping(struct bench *b) {
 static void print_profile(struct bench *b) {
   static const char *const step[] = {"host words", "intake", "forks", "reap",
                                      "cancels",    "serve",  "offer", "view"};
-  uint64_t p[9];
-  if (coop_rt_sched_profile(b->rt, p, 9) != 9) return;
+  enum { N = 1 + sizeof step / sizeof *step }; /* passes, then one total per step */
+  uint64_t p[N];
+  if (coop_rt_sched_profile(b->rt, p, N) != N) return;
   double us = coop_rt_tick_ns(b->rt) / 1e3 / (double)p[0], total = 0;
-  for (int k = 1; k < 9; k++) total += (double)p[k];
+  for (int k = 1; k < N; k++) total += (double)p[k];
   printf("%-36s %llu passes, mean %.3f us:", "scheduler profile (COOP_PROF)",
          (unsigned long long)p[0], total * us);
-  for (int k = 1; k < 9; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
+  for (int k = 1; k < N; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
   printf("\n");
 }
 

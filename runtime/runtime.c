@@ -367,10 +367,8 @@ int64_t coop_rt_ping_ns(coop_rt *rt) {
 int coop_rt_sched_profile(coop_rt *rt, uint64_t *out, int n) {
   if (!rt || !rt->mb || n <= 0) return 0;
   if (n > COOP_PROF_SLOTS) n = COOP_PROF_SLOTS;
-  uint64_t passes = ((volatile uint64_t *)rt->mb->prof)[0];
-  if (!passes) return 0;
   for (int i = 0; i < n; i++) out[i] = ((volatile uint64_t *)rt->mb->prof)[i];
-  return n;
+  return out[0] ? n : 0; /* prof[0], the passes: 0 until the first store */
 }
 
 int coop_rt_refit(coop_rt *rt) {
