@@ -177,9 +177,27 @@ void dev__start_now(struct dev *d, struct job *j) {
  * fit is off, submitted <= released <= gathered <= started <= finished <=
  * seen holds, so queued, execution and total stay inside the host's
  * interval (a loaded start once made a 12 ms job 1093 ms long; issue 20).
- * Times not stamped (0) stay 0. */
+ * Times not stamped (0) stay 0.
+ * Before that clamp, the device's times move together by the least shift
+ * that brings them into the interval: the fit's error is an offset, and
+ * the gaps between them (device clock alone) are exact. Clamped one by
+ * one, a short task's started and finished both became `submitted` when
+ * the fit ran early, and its execution 0 (coopctl render's calibration
+ * probe then failed: coopctl_devices in CI). */
 static void host_order(struct coop_wire_times *t, int64_t seen) {
   int64_t *v[] = {&t->released, &t->gathered, &t->started, &t->finished};
+  int64_t first = 0, last = 0, shift = 0;
+  for (unsigned i = 0; i < 4; i++)
+    if (*v[i]) {
+      if (!first) first = *v[i];
+      last = *v[i];
+    }
+  if (first && first < t->submitted)
+    shift = t->submitted - first;
+  else if (first && last > seen)
+    shift = last - seen < first - t->submitted ? seen - last : t->submitted - first;
+  for (unsigned i = 0; i < 4; i++)
+    if (*v[i]) *v[i] += shift;
   int64_t lo = t->submitted;
   for (unsigned i = 0; i < 4; i++) {
     if (!*v[i]) continue;
