@@ -95,6 +95,9 @@ typedef atomic_uint coop_atomic_u32;
  * it carries the acquire done by thread 0 to the other threads (hb is
  * transitive), which is how every handshake below broadcasts. */
 #define coop_wg_barrier() barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE)
+/* A pause of about ns nanoseconds in a spin loop; nothing on PoCL, whose
+ * spins yield at the loads (FACTS.md). */
+#define coop_nap(ns) ((void)0)
 
 /* Device clock in ticks. On PoCL the kernel is x86 code and the cycle
  * counter is the invariant TSC, the same clock the host reads. */
@@ -176,6 +179,14 @@ typedef unsigned int coop_atomic_u32;
  * runs a workgroup's work-items one after the other between barriers. */
 #define COOP_SCHED_HELPERS 1
 #define coop_backoff() __nanosleep(64u)
+#define coop_nap(ns) __nanosleep(ns)
+/* The SM a workgroup runs on, for the spread order (discovery.cl). */
+#define COOP_HAVE_SMID 1
+COOP_FN coop_u32 coop_smid(void) {
+  coop_u32 s;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+  return s;
+}
 #define COOP_HAVE_CLOCK 1
 COOP_FN coop_u64 coop_clock(void) {
   coop_u64 t;

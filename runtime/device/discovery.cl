@@ -15,9 +15,48 @@
  * (not finished) until then, so all participants are co-occupant.
  * Only ticket 0 reads host memory; the others spin on disc_open in device
  * memory. Lock: exchange-acquire / store-release, device scope.
+ *
+ * The spread order (CUDA): a task takes the free workers of lowest id, so
+ * ids are handed out SM by SM, round-robin: the first workers of every SM,
+ * then the second ones, and so on. A task of K workers then lands on K
+ * different SMs while K <= the SM count, and never more than one worker
+ * above the even share on any SM, as a plain launch of K blocks does.
+ * Ticket order alone scattered them at random (all workgroups race for
+ * the lock): the SM with the most of a task's workers set its time, and a
+ * matmul of 264 workers ran 1.0x or 1.2x its plain time from launch to
+ * launch. Each participant records its SM beside its ticket (under the
+ * lock); ticket 0, once the poll is closed, ranks the tickets and stores
+ * disc_mapped (release); the others wait for it (relaxed loads, then an
+ * acquire fence) and read their id. Ticket 0 stays the scheduler.
  */
 
 #define COOP_NOT_PARTICIPATING 0xffffffffu
+
+#ifdef COOP_HAVE_SMID
+/* Ticket 0, the poll closed: n tickets. A ticket's rank is its place among
+ * the tickets of its SM; ids go by rank, then ticket (a counting sort:
+ * disc_sm[t] holds t's rank once counted). */
+COOP_FN void coop__spread(COOP_GLOBAL struct coop_dev *dev, coop_u32 n) {
+  dev->disc_pid[0] = 0u;
+  for (coop_u32 t = 1u; t < n; t++) {
+    coop_u32 sm = dev->disc_sm[t] % COOP_SPREAD_SMS;
+    coop_u32 r = dev->spread_sm[sm]++;
+    if (r >= COOP_SPREAD_RANKS) r = COOP_SPREAD_RANKS - 1u;
+#ifdef COOP_NO_SPREAD
+    r = 0u;
+#endif
+    dev->disc_sm[t] = r;
+    dev->spread_rank[r]++;
+  }
+  coop_u32 next = 1u;
+  for (coop_u32 r = 0u; r < COOP_SPREAD_RANKS; r++) {
+    coop_u32 k = dev->spread_rank[r];
+    dev->spread_rank[r] = next;
+    next += k;
+  }
+  for (coop_u32 t = 1u; t < n; t++) dev->disc_pid[t] = dev->spread_rank[dev->disc_sm[t]]++;
+}
+#endif
 
 /* Thread 0 only. Returns the participant id, or COOP_NOT_PARTICIPATING. */
 COOP_FN coop_u32 coop__discover(COOP_GLOBAL struct coop_mailbox *mb,
@@ -27,6 +66,9 @@ COOP_FN coop_u32 coop__discover(COOP_GLOBAL struct coop_mailbox *mb,
   if (coop_ld_rlx(&dev->disc_open) != 0u) {
     ticket = coop_ld_rlx(&dev->disc_count);
     coop_st_rlx(&dev->disc_count, ticket + 1u);
+#ifdef COOP_HAVE_SMID
+    dev->disc_sm[ticket] = coop_smid();
+#endif
   }
   coop__unlock(&dev->disc_lock);
   if (ticket == COOP_NOT_PARTICIPATING) return ticket;
@@ -39,10 +81,23 @@ COOP_FN coop_u32 coop__discover(COOP_GLOBAL struct coop_mailbox *mb,
     }
     coop__lock(&dev->disc_lock);
     coop_st_rlx(&dev->disc_open, 0u);
+    coop_u32 n = coop_ld_rlx(&dev->disc_count);
     coop__unlock(&dev->disc_lock);
-  } else {
-    while (coop_ld_acq(&dev->disc_open) != 0u) {
-    }
+#ifdef COOP_HAVE_SMID
+    coop__spread(dev, n);
+    coop_st_rel(&dev->disc_mapped, 1u);
+#else
+    (void)n;
+#endif
+    return 0u;
+  }
+#ifdef COOP_HAVE_SMID
+  while (coop_ld_rlx(&dev->disc_mapped) == 0u) coop_nap(100u);
+  coop_fence_acq(); /* acquires ticket 0's release of disc_mapped */
+  return dev->disc_pid[ticket];
+#else
+  while (coop_ld_acq(&dev->disc_open) != 0u) {
   }
   return ticket;
+#endif
 }

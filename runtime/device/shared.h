@@ -23,12 +23,14 @@
 #include "coop_limits.h"
 #endif
 
-#define COOP_ABI 8u
+#define COOP_ABI 9u
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
 #define COOP_PROF_SLOTS 9       /* mailbox.prof: passes, then 8 steps */
 #define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
+#define COOP_SPREAD_SMS 256     /* SM ids told apart by the spread order (more wrap) */
+#define COOP_SPREAD_RANKS 64    /* workgroups per SM told apart (H100: at most 32) */
 
 /* Task slot states (coop_task_rec.state). The host owns a FREE slot, fills
  * it, stores SUBMITTED (release) and pushes the slot on the ring. From then
@@ -274,6 +276,13 @@ struct coop_dev {
    * The scheduler scans worker states only while it has reaped fewer:
    * an idle pass reads this one word, not every worker's state. */
   coop_atomic_u32 returned;
+  /* The spread order (discovery.cl, CUDA): each ticket's SM, then the
+   * worker id it is given; disc_mapped is stored (release) once given. */
+  coop_atomic_u32 disc_mapped;
+  coop_u32 disc_sm[COOP_MAX_WG];
+  coop_u32 disc_pid[COOP_MAX_WG];
+  coop_u32 spread_sm[COOP_SPREAD_SMS];     /* tickets seen on each SM */
+  coop_u32 spread_rank[COOP_SPREAD_RANKS]; /* tickets of each rank, then its first id */
   struct coop_sched sched;
   struct coop_chan chan[COOP_MAX_CHANNELS];
   struct coop_worker w[COOP_MAX_WG];

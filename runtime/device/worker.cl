@@ -11,13 +11,28 @@
  * itself in dev.returned (release), so that the scheduler knows to look.
  */
 
+/* How long an idle worker naps between two looks at its state (CUDA): a
+ * bound on what a nap adds to gathered -> started. */
+#ifndef COOP_IDLE_NAP_NS
+#define COOP_IDLE_NAP_NS 100u
+#endif
+
 /* Thread 0 waits for the next assignment and publishes it in wl. */
 COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
   if (c->lid == 0u) {
     coop_u32 st;
+#ifdef COOP_OLD_SPIN
     do {
       st = coop_ld_acq(&c->self->state);
     } while (st != COOP_WS_ASSIGNED && st != COOP_WS_EXIT);
+#else
+    /* Relaxed loads and a nap, then one acquire fence: on CUDA an acquire
+     * load invalidates the SM's L1, so idle workers spinning with acquire
+     * loads slowed every task running beside them on their SMs. */
+    while ((st = coop_ld_rlx(&c->self->state)) != COOP_WS_ASSIGNED && st != COOP_WS_EXIT)
+      coop_nap(COOP_IDLE_NAP_NS);
+    coop_fence_acq();
+#endif
     c->wl->cmd = st;
     c->wl->chan = c->self->chan;
     c->wl->vid = c->self->vid;
