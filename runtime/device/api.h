@@ -63,13 +63,11 @@ struct coop_ctx {
 
 /* Cooperative meanings of the OpenCL work-item functions (004 Sec. 3.1):
  * num_groups is M, the current active count; stable inside a resizing
- * barrier interval when the kernel uses only resizing barriers. */
+ * barrier interval when the kernel uses only resizing barriers. Relaxed
+ * (docs/scheduler.md, ch.m): kernels read it in loops, and on CUDA an
+ * acquire load empties the SM's L1. */
 COOP_FN coop_u32 coop_group_id(const struct coop_ctx *c) { return c->vid; }
-#ifdef COOP_OLD_SPIN
-COOP_FN coop_u32 coop_num_groups(const struct coop_ctx *c) { return coop_ld_acq(&c->ch->m); }
-#else
 COOP_FN coop_u32 coop_num_groups(const struct coop_ctx *c) { return coop_ld_rlx(&c->ch->m); }
-#endif
 COOP_FN coop_u32 coop_local_id_c(const struct coop_ctx *c) { return c->lid; }
 COOP_FN coop_u32 coop_local_size_c(const struct coop_ctx *c) { return c->lsize; }
 COOP_FN coop_u32 coop_global_id(const struct coop_ctx *c) { return c->vid * c->lsize + c->lid; }
@@ -77,11 +75,7 @@ COOP_FN coop_u32 coop_global_size(const struct coop_ctx *c) {
   return coop_num_groups(c) * c->lsize;
 }
 /* The paper's query(): how many workgroups the scheduler wants back. */
-#ifdef COOP_OLD_SPIN
-COOP_FN coop_u32 coop_query(const struct coop_ctx *c) { return coop_ld_acq(&c->ch->want_kill); }
-#else
 COOP_FN coop_u32 coop_query(const struct coop_ctx *c) { return coop_ld_rlx(&c->ch->want_kill); }
-#endif
 COOP_FN coop_u32 coop_is_forked(const struct coop_ctx *c) { return c->forked; }
 /* 1 once the task was cancelled (its client, the watchdog, a stop). A
  * cooperative kernel leaves at its next primitive by itself; a

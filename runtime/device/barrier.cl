@@ -88,17 +88,11 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 *hints) {
       hints[0] = coop_ld_rlx(&ch->want_kill);
       hints[1] = coop_ld_rlx(&ch->n_resv);
     }
-#ifdef COOP_OLD_SPIN
-    coop_u32 v = coop_ld_acq(&ch->bar_arrive); /* acquires every add it counts */
-#else
     coop_u32 v = coop_ld_rlx(&ch->bar_arrive);
-#endif
     if (cancel) return 0u;
     coop_u32 m = COOP__ARR_M(v), n = COOP__ARR_N(v);
     if (n + 1u >= m) {
-#ifndef COOP_OLD_SPIN
       coop_fence_acq(); /* acquires every add it counted */
-#endif
       /* Nobody can add before the release (all M - 1 wait; forks of a
        * resize follow the reset through the fork's release fence). */
       if (n != 0u) coop_st_rlx(&ch->bar_arrive, m * COOP__ARR_M_ONE);

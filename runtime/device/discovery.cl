@@ -42,9 +42,6 @@ COOP_FN void coop__spread(COOP_GLOBAL struct coop_dev *dev, coop_u32 n) {
     coop_u32 sm = dev->disc_sm[t] % COOP_SPREAD_SMS;
     coop_u32 r = dev->spread_sm[sm]++;
     if (r >= COOP_SPREAD_RANKS) r = COOP_SPREAD_RANKS - 1u;
-#ifdef COOP_NO_SPREAD
-    r = 0u;
-#endif
     dev->disc_sm[t] = r;
     dev->spread_rank[r]++;
   }

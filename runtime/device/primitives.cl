@@ -95,11 +95,6 @@ COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
  * iteration of the step loop to the same barriers is what PoCL's work-item
  * loops need (barriers reached on different paths miscompile there). */
 
-#ifdef COOP_OLD_SPIN
-#define COOP__HINT_LD coop_ld_acq
-#else
-#define COOP__HINT_LD coop_ld_rlx
-#endif
 /* offer_kill: returns 1 if the offer was accepted (the workgroup must leave). */
 COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
   coop_u32 d = 0u;
@@ -109,8 +104,8 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
    * while a kill is wanted, and on the H100 (264 workgroups) the one that
    * could accept starved behind them for minutes. A stale M only delays
    * the kill to the next offer. */
-  if (c->vid != 0u && COOP__HINT_LD(&c->ch->want_kill) != 0u &&
-      COOP__HINT_LD(&c->ch->m) == c->vid + 1u) {
+  if (c->vid != 0u && coop_ld_rlx(&c->ch->want_kill) != 0u &&
+      coop_ld_rlx(&c->ch->m) == c->vid + 1u) {
     coop__lock(&c->ch->lock);
     d = coop__kill_locked(c->ch, c->vid);
     coop__unlock(&c->ch->lock);
@@ -121,7 +116,7 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
 /* request_fork: thread 0's state st is transmitted to the new workgroups. */
 COOP_FN void coop__request_fork0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
-  if (COOP__HINT_LD(&ch->n_resv) == 0u) return;
+  if (coop_ld_rlx(&ch->n_resv) == 0u) return;
   coop__lock(&ch->lock);
   /* not at a barrier: the new workgroups are in the forker's generation */
   coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen);

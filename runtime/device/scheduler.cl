@@ -141,14 +141,9 @@ COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop
 /* Thread 0: wait until every helper has carried out the last order. */
 COOP_FN void coop__help_wait(COOP_GLOBAL struct coop_sched *s) {
   if (!s->help_pending) return;
-#ifdef COOP_OLD_SPIN
-  while (coop_ld_acq(&s->help_done) != s->nhelpers) {
-  }
-#else
   while (coop_ld_rlx(&s->help_done) != s->nhelpers) {
   }
   coop_fence_acq();
-#endif
   s->help_pending = 0u;
 }
 
@@ -186,19 +181,13 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 seen = 0u;
   for (;;) {
-#ifdef COOP_OLD_SPIN
-    coop_u32 gen = coop_ld_acq(&s->help_gen);
-#else
     coop_u32 gen = coop_ld_rlx(&s->help_gen); /* relaxed: see worker.cl */
-#endif
     if (gen == seen) {
       coop_backoff();
       continue;
     }
     seen = gen;
-#ifndef COOP_OLD_SPIN
     coop_fence_acq(); /* acquires thread 0's release of help_gen */
-#endif
     coop_u32 op = s->help_op, n = s->nhelpers;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
     if (op == COOP_HELP_START) {

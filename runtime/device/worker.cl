@@ -2,13 +2,13 @@
 /*
  * worker.cl: a worker workgroup waits for an assignment, runs it, reports.
  *
- * Thread 0 spins on its own coop_worker.state in device memory (acquire)
- * until the scheduler or a forking workgroup stores ASSIGNED (release) after
- * writing the payload; a workgroup barrier hands the payload to the other
- * threads. On return, thread 0 decrements the channel's alive count
- * (acq_rel: the last one out knows it is last), writes the results, then
- * stores RETURNED (release) for the scheduler to acquire, then counts
- * itself in dev.returned (release), so that the scheduler knows to look.
+ * Thread 0 spins on its own coop_worker.state in device memory (relaxed,
+ * with a nap, then an acquire fence) until the scheduler or a forking
+ * workgroup stores ASSIGNED (release) after writing the payload; a workgroup barrier hands the
+ * payload to the other threads. On return, thread 0 decrements the channel's alive count (acq_rel:
+ * the last one out knows it is last), writes the results, then stores RETURNED (release) for the
+ * scheduler to acquire, then counts itself in dev.returned (release), so that the scheduler knows
+ * to look.
  */
 
 /* How long an idle worker naps between two looks at its state (CUDA): a
@@ -21,18 +21,12 @@
 COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
   if (c->lid == 0u) {
     coop_u32 st;
-#ifdef COOP_OLD_SPIN
-    do {
-      st = coop_ld_acq(&c->self->state);
-    } while (st != COOP_WS_ASSIGNED && st != COOP_WS_EXIT);
-#else
     /* Relaxed loads and a nap, then one acquire fence: on CUDA an acquire
      * load invalidates the SM's L1, so idle workers spinning with acquire
      * loads slowed every task running beside them on their SMs. */
     while ((st = coop_ld_rlx(&c->self->state)) != COOP_WS_ASSIGNED && st != COOP_WS_EXIT)
       coop_nap(COOP_IDLE_NAP_NS);
     coop_fence_acq();
-#endif
     c->wl->cmd = st;
     c->wl->chan = c->self->chan;
     c->wl->vid = c->self->vid;
