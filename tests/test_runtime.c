@@ -430,8 +430,10 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
                 f.rt->tick_ns, good);
   ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
   /* a fitted point is good to half a ping's round trip: a few us idle,
-   * up to milliseconds on a loaded machine */
-  const int64_t slack = 5000000;
+   * up to milliseconds on a loaded machine (5 ms was passed by 0.2 ms with
+   * two PoCL tests and a coopd sharing 2 cores); still well inside the
+   * bent fit's 60 ms */
+  const int64_t slack = 10000000;
   ck_assert_msg(t0 - slack <= ti.t_released && ti.t_finished <= t1 + slack,
                 "after the refit: released %+lld, finished %+lld ns from the submit (wait %lld)",
                 (long long)(ti.t_released - t0), (long long)(ti.t_finished - t0),

@@ -260,7 +260,7 @@ COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
    * clocks may differ by some tens of ns (seen on a KVM guest's TSC): report
    * the causal order rather than the skew. */
   coop_u64 started = s->chan_t_started[c], finished = s->chan_t_finished[c];
-  if (started < t->t_gathered) started = t->t_gathered;
+  if (started < s->chan_t_gathered[c]) started = s->chan_t_gathered[c]; /* not t's: a bus read */
   if (finished < started) finished = started;
   t->t_started = started;
   t->t_finished = finished;
@@ -405,7 +405,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   s->chan_t_started[c] = ~(coop_u64)0;
   s->chan_t_finished[c] = 0u;
   t->m_initial = g;
-  t->t_gathered = coop_clock();
+  t->t_gathered = s->chan_t_gathered[c] = coop_clock();
   t->status = COOP_TR_OK;
   /* The whole id map before any release: a resize reads it. */
   if (s->nhelpers) {

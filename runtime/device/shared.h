@@ -230,6 +230,7 @@ struct coop_sched {
   coop_u32 chan_last[COOP_MAX_CHANNELS];    /* the last workgroup has left */
   coop_u64 chan_t_started[COOP_MAX_CHANNELS];
   coop_u64 chan_t_finished[COOP_MAX_CHANNELS];
+  coop_u64 chan_t_gathered[COOP_MAX_CHANNELS]; /* the record's t_gathered, kept here */
   coop_u32 queue[COOP_RING];
   coop_u64 q_deadline[COOP_RING]; /* queue[i]'s deadline, copied at intake */
   coop_u32 wstat[COOP_MAX_WG];    /* FREE, RESERVED or channel index */
