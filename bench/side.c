@@ -56,6 +56,7 @@ struct sopts {
   double period_ms, window_s, exec_ms;
   const char *klist, *app, *csv, *report;
   long matrix, grid, local, scale, input, min_runs, device, timeout_s, launch_groups, carveout;
+  long ahead_us;
   int query;
   unsigned setups; /* bit per S_* */
   char cmd[2048];
@@ -99,6 +100,9 @@ static void usage(FILE *f) {
              "  --input I          its input index (default 1: the road graph)\n"
              "  --scale S          input scale 0..12 (default 12: road 1024 x 1024)\n"
              "  --barrier B        plain or query: the resizing barrier (default query)\n"
+             "  --ahead US         (c): gather each task's K groups from US before its next\n"
+             "                     release until it starts (coop_rt_task_desc.next_ns;\n"
+             "                     default 500, 0 = off: gathered only once released)\n"
              "  --min-runs R       long-kernel runs per window at least (default 3)\n"
              "  --setups LIST      which of alone,long,coop-alone,process,stream,coop\n"
              "                     (default all)\n"
@@ -209,29 +213,20 @@ static unsigned setups_of(const char *list) {
 }
 
 static int parse(int argc, char **argv, struct sopts *o) {
-  static const struct option lo[] = {{"period", 1, 0, 'P'},
-                                     {"window", 1, 0, 'W'},
-                                     {"exec-ms", 1, 0, 'E'},
-                                     {"k", 1, 0, 'k'},
-                                     {"grid", 1, 0, 'g'},
-                                     {"matrix", 1, 0, 'm'},
-                                     {"app", 1, 0, 'a'},
-                                     {"input", 1, 0, 'i'},
-                                     {"scale", 1, 0, 'S'},
-                                     {"barrier", 1, 0, 'B'},
-                                     {"min-runs", 1, 0, 'r'},
-                                     {"setups", 1, 0, 's'},
-                                     {"local-size", 1, 0, 'l'},
-                                     {"launch-groups", 1, 0, 'L'},
-                                     {"device", 1, 0, 'd'},
-                                     {"timeout", 1, 0, 't'},
-                                     {"csv", 1, 0, 'o'},
-                                     {"source", 0, 0, 'X'},
-                                     {"compile-only", 0, 0, 'C'},
-                                     {"report", 1, 0, 'R'},
-                                     {"carveout", 1, 0, 'c'},
-                                     {"help", 0, 0, 'h'},
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"period", 1, 0, 'P'},       {"window", 1, 0, 'W'},
+      {"exec-ms", 1, 0, 'E'},      {"k", 1, 0, 'k'},
+      {"grid", 1, 0, 'g'},         {"matrix", 1, 0, 'm'},
+      {"app", 1, 0, 'a'},          {"input", 1, 0, 'i'},
+      {"scale", 1, 0, 'S'},        {"barrier", 1, 0, 'B'},
+      {"min-runs", 1, 0, 'r'},     {"setups", 1, 0, 's'},
+      {"local-size", 1, 0, 'l'},   {"launch-groups", 1, 0, 'L'},
+      {"device", 1, 0, 'd'},       {"timeout", 1, 0, 't'},
+      {"csv", 1, 0, 'o'},          {"source", 0, 0, 'X'},
+      {"compile-only", 0, 0, 'C'}, {"report", 1, 0, 'R'},
+      {"carveout", 1, 0, 'c'},     {"ahead", 1, 0, 'A'},
+      {"help", 0, 0, 'h'},         {0, 0, 0, 0},
+  };
   int ch, action = 0;
   opterr = 0;
   const char *inexact = inexact_option(argc, argv, lo);
@@ -287,6 +282,9 @@ static int parse(int argc, char **argv, struct sopts *o) {
         break;
       case 'd':
         o->device = parse_num("device", optarg, 0, 1024);
+        break;
+      case 'A':
+        o->ahead_us = parse_num("ahead", optarg, 0, 1000000);
         break;
       case 'c':
         o->carveout = parse_num("carveout", optarg, 0, 100);
@@ -422,6 +420,7 @@ struct coopgfx {
   unsigned k;
   int64_t timeout_ns;
   coop_task_id id;
+  int64_t ahead_ns; /* gathering ahead of the next release (--ahead); 0: off */
 };
 
 static int c_reset(void *p) {
@@ -430,9 +429,13 @@ static int c_reset(void *p) {
   return 0;
 }
 
-static int c_launch(void *p, int chk) {
+static int c_launch(void *p, int chk, int64_t next_ns) {
   struct coopgfx *c = p;
   struct coop_rt_task_desc d = {.kernel = c->mm->kernel, .groups = c->k, .nargs = 5};
+  if (c->ahead_ns > 0 && next_ns > 0) {
+    d.next_ns = next_ns;
+    d.ahead_ns = c->ahead_ns;
+  }
   d.args[0] = coop_rt_buf_arg(c->rt, c->mm->a);
   d.args[1] = coop_rt_buf_arg(c->rt, c->mm->b);
   d.args[2] = coop_rt_buf_arg(c->rt, chk ? c->chk : c->mm->c);
@@ -780,13 +783,13 @@ static int calibrate(struct bench *b) {
 /* Median execution time of 5 coop tasks of k groups on the idle
  * megakernel (after one unrecorded), ms. */
 static int coop_measure(struct bench *b, unsigned k, double *ms) {
-  struct coopgfx c = {b->rt, &b->mm, b->chk, k, (int64_t)b->o->timeout_s * 1000000000, 0};
+  struct coopgfx c = {b->rt, &b->mm, b->chk, k, (int64_t)b->o->timeout_s * 1000000000, 0, 0};
   struct series s = {0};
   for (int i = -1; i < 5; i++) {
     struct sample x;
     memset(&x, 0, sizeof x);
     x.t_launch = now_ns();
-    if (c_launch(&c, 0) || c_finish(&c, &x)) {
+    if (c_launch(&c, 0, 0) || c_finish(&c, &x)) {
       series_free(&s);
       return 1;
     }
@@ -821,7 +824,7 @@ static void make_header(struct bench *b, const char *load, const char *date, uns
            "graphics task: matmul.cl, n %u, reps %u; plain launch %u blocks x %ld threads "
            "(carveout %s): %.3f ms alone (target E %.3g ms); coop task on all %u workers: "
            "%.3f ms\n"
-           "period P %.4g ms, window >= %.4g s, K = %s\n"
+           "period P %.4g ms, window >= %.4g s, K = %s, gathering ahead %ld us\n"
            "long kernel: %s (cooperative form, %s resizing barrier) on %s (%u vertices, %u "
            "edges), all %u workers, back to back, >= %ld runs per window\n"
            "command: %s\n",
@@ -830,9 +833,9 @@ static void make_header(struct bench *b, const char *load, const char *date, uns
            coop_rt_backend(b->rt), coop_rt_backend_note(b->rt), coop_rt_launched_groups(b->rt),
            coop_rt_participants(b->rt), b->workers, o->local, coop_rt_tick_ns(b->rt),
            COOP_BENCH_COMMIT, date, b->p.n, b->p.reps, b->p.grid, o->local, carve, b->e_plain_ms,
-           o->exec_ms, b->workers, b->e_coop_all_ms, o->period_ms, o->window_s, kstr, b->app->name,
-           o->query ? "query" : "plain", b->in.label, b->in.graph.n, b->in.graph.m, b->workers,
-           o->min_runs, o->cmd);
+           o->exec_ms, b->workers, b->e_coop_all_ms, o->period_ms, o->window_s, kstr, o->ahead_us,
+           b->app->name, o->query ? "query" : "plain", b->in.label, b->in.graph.n, b->in.graph.m,
+           b->workers, o->min_runs, o->cmd);
 }
 
 /* ------------------------------------------------------------ report */
@@ -1424,7 +1427,13 @@ static int run(struct sopts *o) {
   }
   struct coopgfx cg[MAXK];
   for (int i = 0; i < nk; i++) {
-    cg[i] = (struct coopgfx){b.rt, &b.mm, b.chk, ks[i], (int64_t)o->timeout_s * 1000000000, 0};
+    cg[i] = (struct coopgfx){b.rt,
+                             &b.mm,
+                             b.chk,
+                             ks[i],
+                             (int64_t)o->timeout_s * 1000000000,
+                             0,
+                             (int64_t)(o->ahead_us * 1000)};
     double ms;
     if (coop_measure(&b, ks[i], &ms)) { /* warm: the buffers migrate to the GPU */
       rc = 1;
@@ -1502,6 +1511,7 @@ int main(int argc, char **argv) {
                     .local = 64,
                     .timeout_s = 120,
                     .carveout = -1,
+                    .ahead_us = 500,
                     .query = 1,
                     .setups = (1u << S_COUNT) - 1};
   size_t len = 0;

@@ -101,7 +101,9 @@ struct sample {
 struct task_ops {
   void *ctx;
   int (*reset_chk)(void *ctx);
-  int (*launch)(void *ctx, int chk);
+  /* next_ns: when the task after this one is released if this one is on
+   * time (CLOCK_MONOTONIC ns), for gathering ahead */
+  int (*launch)(void *ctx, int chk, int64_t next_ns);
   int (*finish)(void *ctx, struct sample *s); /* sets t_done, exec_ns, gather_ns */
   int (*check)(void *ctx, char *why, size_t len);
 };

@@ -60,7 +60,7 @@ int gfx_loop(struct gfx *g) {
     s.t_release = next;
     s.chk = i == 0;
     s.t_launch = now_ns();
-    if (g->ops.launch(g->ops.ctx, s.chk) || g->ops.finish(g->ops.ctx, &s)) {
+    if (g->ops.launch(g->ops.ctx, s.chk, next + g->period_ns) || g->ops.finish(g->ops.ctx, &s)) {
       snprintf(g->why, sizeof g->why, "graphics task %zu failed", i);
       return g->err = 1;
     }
@@ -109,7 +109,10 @@ void gfx_free(struct gfx *g) {
 
 /* The plain task's ops, shared with side.c through these wrappers. */
 static int p_reset(void *c) { return plain_reset_chk(c); }
-static int p_launch(void *c, int chk) { return plain_launch(c, chk); }
+static int p_launch(void *c, int chk, int64_t next_ns) {
+  (void)next_ns; /* a plain launch has no gather */
+  return plain_launch(c, chk);
+}
 static int p_finish(void *c, struct sample *s) {
   struct plain *p = c;
   int r = plain_finish(p, &s->exec_ns);

@@ -44,6 +44,19 @@ static void fault(struct dev *d, struct job *j, unsigned tag) {
             j->kernel, what);
 }
 
+/* When a periodic job releases the instance after the one being submitted
+ * (instance r->released), so that the scheduler gathers its workgroups
+ * ahead of it; 0 when this is the last. */
+static int64_t next_instance_ns(const struct run *r) {
+  const struct job *j = r->j;
+  uint64_t next = (uint64_t)r->released + 1;
+  if (!dev__periodic(j) || atomic_load(&j->cancel)) return 0;
+  if (j->count && next >= j->count) return 0;
+  if (j->duration_ms && (int64_t)next * j->period_us * 1000 >= (int64_t)j->duration_ms * 1000000)
+    return 0;
+  return r->t0 + (int64_t)next * j->period_us * 1000;
+}
+
 static int submit_instance(struct dev *d, struct run *r) {
   struct job *j = r->j;
   struct coop_rt_task_desc td = {.kernel = j->kernel_index,
@@ -61,6 +74,7 @@ static int submit_instance(struct dev *d, struct run *r) {
   /* due: its deadline after release, else (periodic) its next release */
   uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
   if (due_us) td.deadline_ns = coop__now_ns() + (int64_t)due_us * 1000;
+  td.next_ns = next_instance_ns(r);
   coop_task_id id;
   int e = dp_submit(d->rt, &td, &id);
   if (e) return e;

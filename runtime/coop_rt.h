@@ -120,7 +120,19 @@ struct coop_rt_task_desc {
    * waiting for workgroups, the scheduler gathers the one with the earliest
    * deadline first (tasks without one after, in submission order). */
   int64_t deadline_ns;
+  /* Gathering ahead, for a periodic task: when its next instance will be
+   * submitted, CLOCK_MONOTONIC ns; 0: none. From next_ns - ahead_ns until
+   * that instance (the next task of this kernel and size) starts, at most
+   * until next_ns + ahead_ns, the scheduler keeps this task's groups of
+   * workers free, taking them from cooperative kernels at their next
+   * offer_kill or resizing barrier, so that the instance does not wait for
+   * them. ahead_ns: 0 = COOP_RT_AHEAD_NS, at most COOP_RT_AHEAD_MAX_NS.
+   * Ignored for cooperative tasks. */
+  int64_t next_ns;
+  int64_t ahead_ns;
 };
+#define COOP_RT_AHEAD_NS 500000ll         /* 500 us: bfs's steps on the H100, p99 */
+#define COOP_RT_AHEAD_MAX_NS 1000000000ll /* 1 s */
 
 typedef uint32_t coop_task_id;
 

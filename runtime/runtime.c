@@ -345,6 +345,30 @@ static int64_t to_ns(const coop_rt *rt, uint64_t ticks) {
   return rt->ref_ns + (int64_t)((double)((int64_t)(ticks - rt->ref_ticks)) * rt->tick_ns);
 }
 
+/* The inverse, for times the scheduler compares with its own clock (the
+ * windows of gathering ahead): 0 without a fit, else at least 1. */
+static uint64_t to_ticks(const coop_rt *rt, int64_t ns) {
+  if (rt->tick_ns == 0.0) return 0;
+  int64_t t = (int64_t)rt->ref_ticks + (int64_t)((double)(ns - rt->ref_ns) / rt->tick_ns);
+  return t > 0 ? (uint64_t)t : 1u;
+}
+
+/* Gathering ahead (device/scheduler.cl): the window round the next
+ * instance's time, next_ns -/+ ahead. Under a loaded host the fit is off by
+ * up to a ping's round trip (milliseconds), which moves the window by as
+ * much: the cost is a hold too early or too late, never a wrong result. */
+static void hold_window(const coop_rt *rt, const struct coop_rt_task_desc *d,
+                        struct coop_task_rec *t) {
+  t->hold_from = t->hold_to = 0;
+  if (d->next_ns <= 0) return;
+  int64_t ahead = d->ahead_ns > 0 ? d->ahead_ns : COOP_RT_AHEAD_NS;
+  if (ahead > COOP_RT_AHEAD_MAX_NS) ahead = COOP_RT_AHEAD_MAX_NS;
+  uint64_t from = to_ticks(rt, d->next_ns - ahead), to = to_ticks(rt, d->next_ns + ahead);
+  if (from == 0u || to <= from) return;
+  t->hold_from = from;
+  t->hold_to = to;
+}
+
 /* Gather time, the figure coop exists to keep short: from the scheduler
  * taking a task (t_released, stamped at intake) until every workgroup it
  * starts with is free and assigned (t_gathered, stamped as it starts), both
@@ -517,6 +541,7 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   for (unsigned i = 0; i < d->nargs; i++)
     t->lens[i] = d->lens[i] ? d->lens[i] : coop__arena_len_at(rt, d->args[i]);
   t->deadline = d->deadline_ns > 0 ? (uint64_t)d->deadline_ns : 0;
+  hold_window(rt, d, t);
   t->fault = 0;
   t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
   t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;

@@ -95,8 +95,9 @@ typedef atomic_uint coop_atomic_u32;
  * it carries the acquire done by thread 0 to the other threads (hb is
  * transitive), which is how every handshake below broadcasts. */
 #define coop_wg_barrier() barrier(CLK_GLOBAL_MEM_FENCE | CLK_LOCAL_MEM_FENCE)
-/* A pause of about ns nanoseconds in a spin loop; nothing on PoCL, whose
- * spins yield at the loads (FACTS.md). */
+/* A pause of about ns nanoseconds in a spin loop: nothing here, as OpenCL
+ * C has no sleep; a PoCL workgroup is a CPU thread that the OS time-shares
+ * with the others (FACTS.md). */
 #define coop_nap(ns) ((void)0)
 
 /* Device clock in ticks. On PoCL the kernel is x86 code and the cycle
@@ -178,7 +179,6 @@ typedef unsigned int coop_atomic_u32;
  * runs the scheduler (scheduler.cl, "Helper warps"). Not so on PoCL, which
  * runs a workgroup's work-items one after the other between barriers. */
 #define COOP_SCHED_HELPERS 1
-#define coop_backoff() __nanosleep(64u)
 #define coop_nap(ns) __nanosleep(ns)
 /* The SM a workgroup runs on, for the spread order (discovery.cl). */
 #define COOP_HAVE_SMID 1
@@ -203,6 +203,14 @@ typedef int32_t coop_i32;
 typedef uint64_t coop_u64;
 typedef int64_t coop_i64;
 typedef _Atomic uint32_t coop_atomic_u32;
+#endif
+
+/* How long a device spin naps between two looks (coop_nap; CUDA only):
+ * idle workers, and workgroups waiting for discovery's spread order. It
+ * bounds what a nap adds to gathered -> started; 0, 100 and 1000 ns
+ * measured alike on the H100 (bench/RESULTS.md). */
+#ifndef COOP_IDLE_NAP_NS
+#define COOP_IDLE_NAP_NS 100u
 #endif
 
 #endif /* COOP_DIALECT_H */

@@ -89,7 +89,7 @@ COOP_FN coop_u32 coop__discover(COOP_GLOBAL struct coop_mailbox *mb,
     return 0u;
   }
 #ifdef COOP_HAVE_SMID
-  while (coop_ld_rlx(&dev->disc_mapped) == 0u) coop_nap(100u);
+  while (coop_ld_rlx(&dev->disc_mapped) == 0u) coop_nap(COOP_IDLE_NAP_NS);
   coop_fence_acq(); /* acquires ticket 0's release of disc_mapped */
   return dev->disc_pid[ticket];
 #else

@@ -18,7 +18,8 @@
  *      else take back reservations and ask cooperative kernels to surrender
  *      workgroups (want_kill, under the channel lock);
  *   7. with nothing waiting, offer free workers to cooperative kernels below
- *      their N (reserve them for the next request_fork or resizing barrier);
+ *      their N (reserve them for the next request_fork or resizing barrier),
+ *      except those held for a periodic task due soon ("Gathering ahead");
  *   8. refresh a slice of the live view (last, so that a task taken in at
  *      step 2 is started first).
  * Worker status lives in sched.wstat: FREE, RESERVED|chan, or chan (busy).
@@ -78,6 +79,7 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
 #define COOP_HELP_EXIT 4u
 #define COOP_HELP_MIN_RELEASE 8u /* fewer workers: thread 0 releases them itself */
 #define COOP_HELP_FIRST 32u      /* helpers: local ids from here (warp 0 is thread 0's) */
+#define COOP_HELP_NAP_NS 64u     /* a helper's nap between looks at help_gen */
 
 COOP_FN void coop__copy_payload(COOP_GLOBAL struct coop_chan *ch,
                                 COOP_GLOBAL struct coop_task_rec *t, coop_u32 i, coop_u32 step) {
@@ -183,7 +185,7 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
   for (;;) {
     coop_u32 gen = coop_ld_rlx(&s->help_gen); /* relaxed: see worker.cl */
     if (gen == seen) {
-      coop_backoff();
+      coop_nap(COOP_HELP_NAP_NS);
       continue;
     }
     seen = gen;
@@ -460,8 +462,9 @@ COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need
   }
 }
 
-/* Nothing waits: withdraw kill requests, offer free workers for forks. */
-COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
+/* Nothing waits: withdraw kill requests, offer up to `spare` free workers
+ * for forks (the rest are held for a task due soon: "Gathering ahead"). */
+COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 spare) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1) {
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
@@ -472,22 +475,99 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev) {
       coop__unlock(&ch->lock);
     }
     /* lock-free hint first; M + n_resv is unchanged by a fork */
-    if (s->nfree == 0u || coop_ld_acq(&ch->m) + s->chan_resv[c] >= ch->n_max) continue;
+    if (spare == 0u || coop_ld_acq(&ch->m) + s->chan_resv[c] >= ch->n_max) continue;
     coop__lock(&ch->lock);
     coop_u32 n = coop__reconcile_locked(dev, c);
     coop_u32 have = coop_ld_rlx(&ch->m) + n;
     coop_u32 deficit = have < ch->n_max ? ch->n_max - have : 0u;
+    if (deficit > spare) deficit = spare;
     for (coop_u32 pid = 1u; pid <= s->nworkers && deficit != 0u; pid++) {
       if (s->wstat[pid] != COOP_SW_FREE) continue;
       s->wstat[pid] = COOP_RESV_BIT | c;
       ch->resv[n++] = pid;
       s->nfree--;
+      spare--;
       deficit--;
     }
     s->chan_resv[c] = n;
     coop_st_rel(&ch->n_resv, n);
     coop__unlock(&ch->lock);
   }
+}
+
+/* ------------------------------------------------------ Gathering ahead
+ * A periodic task's instances come every period, and each needs its K
+ * workgroups at once. Beside a cooperative kernel that holds the rest of
+ * the device, every gather waited for that kernel's next resizing barrier:
+ * one step of it (bfs on a road graph, H100: 72 us p50, issue 18). The
+ * host knows when the next instance comes, and gives each instance a
+ * window round that time (record: hold_from, hold_to, device ticks). When
+ * the instance starts, its window is armed as a hold. From hold_from the
+ * scheduler keeps K workers free: it offers cooperative kernels only the
+ * rest, takes back their reservations, and asks them to surrender what is
+ * still missing, as a gather would, but before the instance is due. The
+ * next task of the same kernel and size to start takes the hold (and its
+ * free workers); at hold_to an untaken hold lapses. So cooperative kernels
+ * lose at most K workgroups for at most the window, once per period. A
+ * hold binds only cooperative kernels' forks: queued tasks are served as
+ * before. Thread 0 only, scheduler-private memory. */
+
+/* After a start of task slot (kernel kid, g workgroups) at time now: take
+ * the hold this task was due under, then arm its own. */
+COOP_FN void coop__hold_started(COOP_GLOBAL struct coop_sched *s, coop_u32 slot, coop_u32 kid,
+                                coop_u32 g, coop_u64 now) {
+  coop_u32 take = COOP_HOLDS, arm = COOP_HOLDS;
+  for (coop_u32 h = 0u; h < COOP_HOLDS; h++) {
+    if (!((s->holds >> h) & 1u) || s->hold_to[h] <= now) {
+      s->holds &= ~(1u << h); /* free, or lapsed */
+      if (arm == COOP_HOLDS) arm = h;
+      continue;
+    }
+    if (s->hold_kid[h] == kid && s->hold_n[h] == g &&
+        (take == COOP_HOLDS || s->hold_from[h] < s->hold_from[take]))
+      take = h;
+  }
+  if (take != COOP_HOLDS) {
+    s->holds &= ~(1u << take);
+    arm = take;
+  }
+  if (s->t_hold_to[slot] <= now || s->t_flags[slot] & COOP_TF_COOPERATIVE) return;
+  if (arm == COOP_HOLDS) return; /* every entry armed: this instance gathers as before */
+  s->hold_from[arm] = s->t_hold_from[slot];
+  s->hold_to[arm] = s->t_hold_to[slot];
+  s->hold_n[arm] = g;
+  s->hold_kid[arm] = kid;
+  s->holds |= 1u << arm;
+}
+
+/* Workers the holds keep free now; lapsed holds are dropped. */
+COOP_FN coop_u32 coop__hold_need(COOP_GLOBAL struct coop_sched *s) {
+  coop_u64 now = coop_clock();
+  coop_u32 need = 0u;
+  for (coop_u32 h = 0u, bits = s->holds; bits != 0u; h++, bits >>= 1) {
+    if (!(bits & 1u)) continue;
+    if (s->hold_to[h] <= now)
+      s->holds &= ~(1u << h);
+    else if (s->hold_from[h] <= now)
+      need += s->hold_n[h];
+  }
+  return need;
+}
+
+/* Step 7 with nothing waiting: free workers beyond the holds are offered
+ * for forks; short of the holds, reservations come back and kills are
+ * asked for (never more than leaves each kernel one workgroup). */
+COOP_FN void coop__idle_workers(COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop_u32 hold = s->holds ? coop__hold_need(s) : 0u;
+  if (hold > s->nworkers) hold = s->nworkers;
+  if (hold > s->nfree)
+    for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
+      if (bits & 1u) coop__unreserve(dev, c);
+  if (hold > s->nfree)
+    coop__request_kills(dev, hold - s->nfree);
+  else
+    coop__offer_forks(dev, s->nfree - hold);
 }
 
 /* The live view for monitoring (shared.h: wg_view, live_*). Relaxed
@@ -590,6 +670,8 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 g = coop ? (groups < s->nfree ? groups : s->nfree) : groups;
   s->q_head++;
   coop__start(mb, dev, slot, c, g);
+  if (s->holds || s->t_hold_to[slot])
+    coop__hold_started(s, slot, s->t_kid[slot], g, s->chan_t_gathered[c]);
   return 1u;
 }
 
@@ -638,10 +720,11 @@ COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struc
     coop_u32 slot = COOP_RING_SLOT(e);
     s->sub_tail++;
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
-    /* five loads of host memory, in flight together */
+    /* seven loads of host memory, in flight together */
     coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
     coop_u32 cancel = coop_sys_ld_rlx(&t->cancel);
-    coop_u64 deadline = t->deadline, now = coop_clock();
+    coop_u64 deadline = t->deadline, hold_from = t->hold_from, hold_to = t->hold_to;
+    coop_u64 now = coop_clock();
     coop_u32 status = coop__validate(kid, flags, groups, s->nworkers);
     t->t_released = now;
     t->status = status;
@@ -655,6 +738,8 @@ COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struc
     s->t_cancel[slot] = cancel;
     s->t_cseq[slot] = s->cseq;
     s->t_queued[slot] = 0u;
+    s->t_hold_from[slot] = hold_from;
+    s->t_hold_to[slot] = hold_to;
     s->queue[s->q_tail % COOP_RING] = slot;
     s->q_deadline[s->q_tail % COOP_RING] = deadline;
     s->q_tail++;
@@ -704,6 +789,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   s->view_pass = 0u;
   s->pass = 0u;
   s->busy = s->coopm = 0u;
+  s->holds = 0u;
   s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
   s->nhelpers = coop__nhelpers();
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
@@ -751,7 +837,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     }
     coop__mark_queued(mb, s);
     COOP_PROF_MARK(6);
-    if (s->q_head == s->q_tail) coop__offer_forks(dev);
+    if (s->q_head == s->q_tail) coop__idle_workers(dev);
     COOP_PROF_MARK(7);
     /* last: a task taken in at the top is started before the view's loads */
     if (++s->pass % COOP_VIEW_EVERY == 0u) coop__publish_view(mb, dev);

@@ -23,10 +23,11 @@
 #include "coop_limits.h"
 #endif
 
-#define COOP_ABI 9u
+#define COOP_ABI 10u
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
+#define COOP_HOLDS 16           /* windows of gathering ahead armed at once */
 #define COOP_PROF_SLOTS 9       /* mailbox.prof: passes, then 8 steps */
 #define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
 #define COOP_SPREAD_SMS 256     /* SM ids told apart by the spread order (more wrap) */
@@ -70,6 +71,11 @@ struct coop_task_rec {
    * compares deadlines with one another (earliest first), never with its
    * own clock, so the two clocks need not agree. Read once, at intake. */
   coop_u64 deadline;
+  /* Gathering ahead (scheduler.cl): a window round the time this task's
+   * next instance is due, device clock ticks, hold_from < hold_to; 0 =
+   * none. Once this task has started, the scheduler keeps `groups` workers
+   * free inside the window, for the next instance. Read once, at intake. */
+  coop_u64 hold_from, hold_to;
   /* Results, device clock ticks; written by the scheduler before the final
    * state. released: scheduler took the task; gathered: all workgroups it
    * starts with were free and assigned; started: first workgroup entered the
@@ -249,6 +255,14 @@ struct coop_sched {
   coop_u32 t_cancel[COOP_RING];
   coop_u32 t_cseq[COOP_RING];
   coop_u32 t_queued[COOP_RING];
+  coop_u64 t_hold_from[COOP_RING]; /* the record's window, copied at intake */
+  coop_u64 t_hold_to[COOP_RING];
+  /* Holds armed by started tasks (scheduler.cl, "Gathering ahead"): entry
+   * h keeps hold_n workers free from hold_from to hold_to for the next
+   * task of kernel hold_kid and that size. Bit h of holds: armed. */
+  coop_u64 hold_from[COOP_HOLDS], hold_to[COOP_HOLDS];
+  coop_u32 hold_n[COOP_HOLDS], hold_kid[COOP_HOLDS];
+  coop_u32 holds;
   coop_u32 cseq;      /* mailbox.cancel_seq as read this pass */
   coop_u32 cseq_seen; /* ... when running tasks' flags were last read */
   coop_u32 pass;      /* passes, for the live view's rate */

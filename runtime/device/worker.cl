@@ -4,18 +4,13 @@
  *
  * Thread 0 spins on its own coop_worker.state in device memory (relaxed,
  * with a nap, then an acquire fence) until the scheduler or a forking
- * workgroup stores ASSIGNED (release) after writing the payload; a workgroup barrier hands the
- * payload to the other threads. On return, thread 0 decrements the channel's alive count (acq_rel:
- * the last one out knows it is last), writes the results, then stores RETURNED (release) for the
- * scheduler to acquire, then counts itself in dev.returned (release), so that the scheduler knows
- * to look.
+ * workgroup stores ASSIGNED (release) after writing the payload; a
+ * workgroup barrier hands the payload to the other threads. On return,
+ * thread 0 decrements the channel's alive count (acq_rel: the last one out
+ * knows it is last), writes the results, then stores RETURNED (release)
+ * for the scheduler to acquire, then counts itself in dev.returned
+ * (release), so that the scheduler knows to look.
  */
-
-/* How long an idle worker naps between two looks at its state (CUDA): a
- * bound on what a nap adds to gathered -> started. */
-#ifndef COOP_IDLE_NAP_NS
-#define COOP_IDLE_NAP_NS 100u
-#endif
 
 /* Thread 0 waits for the next assignment and publishes it in wl. */
 COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
