@@ -531,7 +531,7 @@ COOP_FN void coop__hold_started(COOP_GLOBAL struct coop_sched *s, coop_u32 slot,
     s->holds &= ~(1u << take);
     arm = take;
   }
-  if (s->t_hold_to[slot] <= now || s->t_flags[slot] & COOP_TF_COOPERATIVE) return;
+  if (s->t_hold_to[slot] <= now || (s->t_flags[slot] & COOP_TF_COOPERATIVE)) return;
   if (arm == COOP_HOLDS) return; /* every entry armed: this instance gathers as before */
   s->hold_from[arm] = s->t_hold_from[slot];
   s->hold_to[arm] = s->t_hold_to[slot];
