@@ -241,6 +241,13 @@ COOP_FN void coop__unreserve(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   s->chan_resv[c] = 0u;
 }
 
+/* Every cooperative channel's unused reservations back to the free pool:
+ * before a gather asks for kills (serve_head, idle_workers). */
+COOP_FN void coop__unreserve_all(COOP_GLOBAL struct coop_dev *dev) {
+  for (coop_u32 c = 0, bits = dev->sched.coopm; bits != 0u; c++, bits >>= 1)
+    if (bits & 1u) coop__unreserve(dev, c);
+}
+
 /* Step 3. */
 COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
@@ -512,11 +519,11 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 spare)
  * hold binds only cooperative kernels' forks: queued tasks are served as
  * before. Thread 0 only, scheduler-private memory. */
 
-/* After a start of task slot (kernel kid, g workgroups) at time now: take
- * the hold this task was due under, then arm its own. */
-COOP_FN void coop__hold_started(COOP_GLOBAL struct coop_sched *s, coop_u32 slot, coop_u32 kid,
-                                coop_u32 g, coop_u64 now) {
-  coop_u32 take = COOP_HOLDS, arm = COOP_HOLDS;
+/* After a start of task slot (g workgroups) at time now: take the hold
+ * this task was due under, then arm its own. */
+COOP_FN void coop__hold_started(COOP_GLOBAL struct coop_sched *s, coop_u32 slot, coop_u32 g,
+                                coop_u64 now) {
+  coop_u32 kid = s->t_kid[slot], take = COOP_HOLDS, arm = COOP_HOLDS;
   for (coop_u32 h = 0u; h < COOP_HOLDS; h++) {
     if (!((s->holds >> h) & 1u) || s->hold_to[h] <= now) {
       s->holds &= ~(1u << h); /* free, or lapsed */
@@ -561,10 +568,8 @@ COOP_FN void coop__idle_workers(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 hold = s->holds ? coop__hold_need(s) : 0u;
   if (hold > s->nworkers) hold = s->nworkers;
-  if (hold > s->nfree)
-    for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
-      if (bits & 1u) coop__unreserve(dev, c);
-  if (hold > s->nfree)
+  if (hold > s->nfree) coop__unreserve_all(dev);
+  if (hold > s->nfree) /* again: the reservations came back */
     coop__request_kills(dev, hold - s->nfree);
   else
     coop__offer_forks(dev, s->nfree - hold);
@@ -657,9 +662,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   }
   coop_u32 coop = (s->t_flags[slot] & COOP_TF_COOPERATIVE) != 0u, groups = s->t_groups[slot];
   coop_u32 need = coop ? 1u : groups;
-  if (s->nfree < need)
-    for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
-      if (bits & 1u) coop__unreserve(dev, c);
+  if (s->nfree < need) coop__unreserve_all(dev);
   coop_u32 c = 0u;
   while (c < COOP_MAX_CHANNELS && ((s->busy >> c) & 1u)) c++;
   if (c == COOP_MAX_CHANNELS) return 0u; /* wait for a channel to free */
@@ -670,8 +673,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 g = coop ? (groups < s->nfree ? groups : s->nfree) : groups;
   s->q_head++;
   coop__start(mb, dev, slot, c, g);
-  if (s->holds || s->t_hold_to[slot])
-    coop__hold_started(s, slot, s->t_kid[slot], g, s->chan_t_gathered[c]);
+  if (s->holds || s->t_hold_to[slot]) coop__hold_started(s, slot, g, s->chan_t_gathered[c]);
   return 1u;
 }
 
