@@ -33,5 +33,5 @@ COOP_KERNEL_ENTRY void coop_megakernel(COOP_GLOBAL struct coop_mailbox *mb,
     coop_wg_barrier();
     return;
   }
-  coop__worker(dev, arena, &wl, pid);
+  coop__worker(mb, dev, arena, &wl, pid);
 }

@@ -73,22 +73,22 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
  * ASSIGNED stores; thread 0 wrote the channel and id map before its
  * release of help_gen, so a worker that acquires ASSIGNED sees them
  * (causality is transitive through the helper's acquire and release). */
-#define COOP_HELP_START 1u   /* task help_slot's arguments -> channel help_chan, and its id map */
+#define COOP_HELP_START \
+  1u /* task help_slot's staged arguments -> channel help_chan, and its id map */
 #define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
 #define COOP_HELP_REAP 3u    /* reap every worker that has returned */
 #define COOP_HELP_EXIT 4u
+#define COOP_HELP_STAGE 5u /* task help_slot's arguments, from its record -> sched.t_payload */
 #define COOP_HELP_MIN_RELEASE 8u /* fewer workers: thread 0 releases them itself */
 #define COOP_HELP_FIRST 32u      /* helpers: local ids from here (warp 0 is thread 0's) */
 #define COOP_HELP_NAP_NS 64u     /* a helper's nap between looks at help_gen */
 
-COOP_FN void coop__copy_payload(COOP_GLOBAL struct coop_chan *ch,
-                                COOP_GLOBAL struct coop_task_rec *t, coop_u32 i, coop_u32 step) {
-  for (; i < 2u * COOP_MAX_ARGS; i += step) {
-    if (i < COOP_MAX_ARGS)
-      ch->args[i] = t->args[i];
-    else
-      ch->lens[i - COOP_MAX_ARGS] = t->lens[i - COOP_MAX_ARGS];
-  }
+/* A task's arguments then lengths (2 * COOP_MAX_ARGS words: the record's
+ * args and lens, the channel's and sched.t_payload's are each laid out
+ * so), words i, i + step, ... */
+COOP_FN void coop__copy_payload(COOP_GLOBAL coop_u64 *to, COOP_GLOBAL const coop_u64 *from,
+                                coop_u32 i, coop_u32 step) {
+  for (; i < 2u * COOP_MAX_ARGS; i += step) to[i] = from[i];
 }
 
 COOP_FN void coop__release_workers(COOP_GLOBAL struct coop_dev *dev,
@@ -125,10 +125,7 @@ COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop
     coop_u32 c = s->wstat[pid];
     if (c >= COOP_MAX_CHANNELS) continue; /* a fork not yet reconciled */
     coop_fence_acq();                     /* acquires what the worker wrote before RETURNED */
-    coop_u64 ts = w->t_start, te = w->t_end;
     coop_u32 why = w->reason;
-    coop_fmin(&s->chan_t_started[c], ts);
-    coop_fmax(&s->chan_t_finished[c], te);
     if (why & COOP_WR_KILLED) coop_fadd_rlx(&s->chan_killed_reaped[c], 1u);
     if (why & COOP_WR_LAST) coop_st_rlx(&s->chan_last[c], 1u);
     s->wstat[pid] = COOP_SW_FREE;
@@ -192,8 +189,10 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
     coop_fence_acq(); /* acquires thread 0's release of help_gen */
     coop_u32 op = s->help_op, n = s->nhelpers;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
+    if (op == COOP_HELP_STAGE)
+      coop__copy_payload(s->t_payload[s->help_slot], mb->tasks[s->help_slot].args, h, n);
     if (op == COOP_HELP_START) {
-      coop__copy_payload(ch, &mb->tasks[s->help_slot], h, n);
+      coop__copy_payload(ch->args, s->t_payload[s->help_slot], h, n);
       coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
     }
     if (op == COOP_HELP_REAP) coop__reap_share(dev, h, n);
@@ -258,30 +257,11 @@ COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c)
   coop__unlock(&ch->lock);
 }
 
-COOP_FN void coop__complete_chan(COOP_GLOBAL struct coop_mailbox *mb,
-                                 COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+/* The channel's last worker is reaped: the channel is free. Its last
+ * workgroup out has already published the task (worker.cl, "Completion"). */
+COOP_FN void coop__free_chan(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
   coop__unreserve(dev, c);
-  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
-  /* Workers stamp their own start and end, on their own cores. Each start
-   * happens after the assignment (t_gathered) and before its end, but cores'
-   * clocks may differ by some tens of ns (seen on a KVM guest's TSC): report
-   * the causal order rather than the skew. */
-  coop_u64 started = s->chan_t_started[c], finished = s->chan_t_finished[c];
-  if (started < s->chan_t_gathered[c]) started = s->chan_t_gathered[c]; /* not t's: a bus read */
-  if (finished < started) finished = started;
-  t->t_started = started;
-  t->t_finished = finished;
-  t->m_min = coop_ld_rlx(&ch->m_min);
-  t->m_max = coop_ld_rlx(&ch->m_max);
-  t->kills = coop_ld_rlx(&ch->killed);
-  t->forks = coop_ld_rlx(&ch->forked);
-  t->resizes = coop_ld_rlx(&ch->resizes);
-  /* Every worker's stores, the fault included, were acquired by the reap's
-   * fence after its RETURNED. */
-  t->fault = coop_ld_rlx(&ch->fault);
-  coop__finish_task(mb, ch->task, coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
   s->busy &= ~(1u << c);
   s->coopm &= ~(1u << c);
 }
@@ -307,7 +287,7 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
     for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1)
       if ((bits & 1u) && s->chan_last[c]) {
         coop__reconcile_forks(dev, c);
-        if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+        if (s->chan_workers[c] == 0u) coop__free_chan(dev, c);
       }
     return;
   }
@@ -331,10 +311,7 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
       coop_u32 pid = base + k, c = (ret >> k) & 1u ? s->wstat[pid] : COOP_SW_FREE;
       if (c >= COOP_MAX_CHANNELS) continue; /* not returned, free or reserved */
       COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-      coop_u64 ts = w->t_start, te = w->t_end;
       coop_u32 why = w->reason;
-      if (ts < s->chan_t_started[c]) s->chan_t_started[c] = ts;
-      if (te > s->chan_t_finished[c]) s->chan_t_finished[c] = te;
       if (why & COOP_WR_KILLED) s->chan_killed_reaped[c]++;
       s->wstat[pid] = COOP_SW_FREE;
       s->nfree++;
@@ -350,7 +327,7 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct 
        * too). */
       if (s->chan_last[c]) {
         coop__reconcile_forks(dev, c);
-        if (s->chan_workers[c] == 0u) coop__complete_chan(mb, dev, c);
+        if (s->chan_workers[c] == 0u) coop__free_chan(dev, c);
       }
     }
   }
@@ -379,12 +356,14 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  /* The arguments cross the bus once, each word read by its own helper
-   * thread while this one builds the id map; without helpers, field by
-   * field (loading all into registers first took 32 more registers, which
+  /* The arguments cross the bus once. With helpers, at intake, each word
+   * read by its own helper thread while thread 0 read the record's other
+   * fields (STAGE), and copied to the channel from scheduler memory while
+   * this thread builds the id map (START). Without helpers, field by field
+   * here (loading all into registers first took 32 more registers, which
    * halved the megakernel's occupancy at 256 threads: 527 to 263 workers
    * on the H100; issue 18). */
-  if (!s->nhelpers) coop__copy_payload(ch, t, 0u, 1u);
+  if (!s->nhelpers) coop__copy_payload(ch->args, t->args, 0u, 1u);
   ch->kid = s->t_kid[slot];
   ch->flags = s->t_flags[slot];
   ch->n_max = s->t_groups[slot];
@@ -411,10 +390,10 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   s->chan_killed_reaped[c] = 0u;
   s->chan_workers[c] = g;
   s->chan_last[c] = 0u;
-  s->chan_t_started[c] = ~(coop_u64)0;
-  s->chan_t_finished[c] = 0u;
+  coop_st_rlx(&ch->rec, COOP_REC_STARTING);
+  coop_st_rlx(&ch->start_min, 0xffffffffu);
   t->m_initial = g;
-  t->t_gathered = s->chan_t_gathered[c] = coop_clock();
+  t->t_gathered = ch->t_gathered = coop_clock();
   t->status = COOP_TR_OK;
   /* The whole id map before any release: a resize reads it. */
   if (s->nhelpers) {
@@ -442,6 +421,8 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
    * every earlier store to host memory, which the workers need not wait
    * for (issue 18). */
   coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
+  /* only now may the last workgroup out write the final state (worker.cl) */
+  coop_st_rel(&ch->rec, COOP_REC_OPEN);
 }
 
 /* Ask cooperative kernels for `need` more workgroups than are already on
@@ -607,11 +588,16 @@ COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
   for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
     if (!(bits & 1u)) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    /* Only while it holds the record: once the last workgroup out has
+     * closed it, the host may see the task final and reuse its slot. */
+    coop_u32 open = COOP_REC_OPEN;
+    if (!coop_cas(&ch->rec, &open, COOP_REC_VIEWING)) continue;
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
     coop_sys_st_rlx(&t->live_m, coop_ld_rlx(&ch->m));
     coop_sys_st_rlx(&t->live_workers, s->chan_workers[c]);
     coop_sys_st_rlx(&t->live_kills, coop_ld_rlx(&ch->killed));
     coop_sys_st_rlx(&t->live_forks, coop_ld_rlx(&ch->forked));
+    coop_st_rel(&ch->rec, COOP_REC_OPEN);
   }
 }
 
@@ -673,7 +659,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 g = coop ? (groups < s->nfree ? groups : s->nfree) : groups;
   s->q_head++;
   coop__start(mb, dev, slot, c, g);
-  if (s->holds || s->t_hold_to[slot]) coop__hold_started(s, slot, g, s->chan_t_gathered[c]);
+  if (s->holds || s->t_hold_to[slot]) coop__hold_started(s, slot, g, dev->chan[c].t_gathered);
   return 1u;
 }
 
@@ -722,6 +708,8 @@ COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struc
     coop_u32 slot = COOP_RING_SLOT(e);
     s->sub_tail++;
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
+    /* the helpers stage the arguments while this thread reads the rest */
+    if (s->nhelpers) coop__help_post(s, COOP_HELP_STAGE, slot, 0u, 0u);
     /* seven loads of host memory, in flight together */
     coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
     coop_u32 cancel = coop_sys_ld_rlx(&t->cancel);

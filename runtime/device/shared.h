@@ -23,7 +23,7 @@
 #include "coop_limits.h"
 #endif
 
-#define COOP_ABI 10u
+#define COOP_ABI 11u
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
@@ -76,10 +76,12 @@ struct coop_task_rec {
    * none. Once this task has started, the scheduler keeps `groups` workers
    * free inside the window, for the next instance. Read once, at intake. */
   coop_u64 hold_from, hold_to;
-  /* Results, device clock ticks; written by the scheduler before the final
-   * state. released: scheduler took the task; gathered: all workgroups it
-   * starts with were free and assigned; started: first workgroup entered the
-   * kernel; finished: last workgroup left it. */
+  /* Results, device clock ticks. released and gathered are written by the
+   * scheduler before RUNNING; the rest by the kernel's last workgroup out,
+   * before the final state (worker.cl, coop__publish). released: scheduler
+   * took the task; gathered: all workgroups it starts with were free and
+   * assigned; started: first workgroup entered the kernel; finished: last
+   * workgroup left it. */
   coop_u64 t_released, t_gathered, t_started, t_finished;
   coop_u32 m_initial, m_min, m_max, kills;
   coop_u32 forks, resizes;
@@ -151,14 +153,23 @@ struct coop_mailbox {
 #define COOP_WR_KILLED 2u   /* accepted offer_kill or resizing kill */
 #define COOP_WR_LAST 4u     /* bit: this workgroup was the kernel's last alive */
 
+/* Who may write a running task's record (coop_chan.rec; worker.cl,
+ * "Completion"): the scheduler until it has stored RUNNING (STARTING),
+ * then anyone who moves OPEN to VIEWING (the scheduler's live view) or to
+ * CLOSED (the last workgroup out, which then publishes the results). */
+#define COOP_REC_STARTING 0u
+#define COOP_REC_OPEN 1u
+#define COOP_REC_VIEWING 2u
+#define COOP_REC_CLOSED 3u
+
 struct coop_worker {
   coop_atomic_u32 state;
-  coop_u32 chan;           /* payload: channel of the kernel to run */
-  coop_u32 vid;            /* payload: cooperative group id */
-  coop_u32 forked;         /* payload: 1 = start after a fork with transmit[] */
-  coop_u32 reason;         /* result */
-  coop_u32 gen;            /* payload: the barrier generation it starts in */
-  coop_u64 t_start, t_end; /* result: device clock */
+  coop_u32 chan;    /* payload: channel of the kernel to run */
+  coop_u32 vid;     /* payload: cooperative group id */
+  coop_u32 forked;  /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason;  /* result */
+  coop_u32 gen;     /* payload: the barrier generation it starts in */
+  coop_u64 t_start; /* device clock, when it took its assignment */
   coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
 };
 
@@ -186,8 +197,9 @@ struct coop_worker {
 struct coop_chan {
   coop_u32 kid;
   coop_u32 flags;
-  coop_u32 n_max; /* N: the most workgroups the kernel may have */
-  coop_u32 task;  /* task slot */
+  coop_u32 n_max;      /* N: the most workgroups the kernel may have */
+  coop_u32 task;       /* task slot */
+  coop_u64 t_gathered; /* the record's t_gathered, for the last workgroup out */
   coop_u64 args[COOP_MAX_ARGS];
   coop_u64 lens[COOP_MAX_ARGS]; /* buffer lengths, bytes (views) */
   coop_atomic_u32 fault;        /* a view's tag after an out-of-bounds access; relaxed */
@@ -204,6 +216,11 @@ struct coop_chan {
   coop_atomic_u32 cancel;    /* scheduler -> kernel: leave at the next primitive */
   coop_atomic_u32 m_min;     /* (L) */
   coop_atomic_u32 m_max;     /* (L) */
+  /* Who may write the task record (COOP_REC_*; worker.cl, "Completion"). */
+  coop_atomic_u32 rec;
+  /* min over its workgroups of (t_start - t_gathered), device clock ticks,
+   * at most 2^32 - 1: atomic min, each before it leaves. */
+  coop_atomic_u32 start_min;
   /* Barrier words (barrier.cl), each on its own 128-byte line: every slave
    * adds to bar_arrive once and then spins reading bar_rel, the master polls
    * bar_arrive; sharing a line would make each arrival disturb the spinners. */
@@ -234,9 +251,6 @@ struct coop_sched {
   coop_u32 chan_resv[COOP_MAX_CHANNELS];    /* reserved workers we think it holds */
   coop_u32 chan_workers[COOP_MAX_CHANNELS]; /* workers assigned, not yet reaped */
   coop_u32 chan_last[COOP_MAX_CHANNELS];    /* the last workgroup has left */
-  coop_u64 chan_t_started[COOP_MAX_CHANNELS];
-  coop_u64 chan_t_finished[COOP_MAX_CHANNELS];
-  coop_u64 chan_t_gathered[COOP_MAX_CHANNELS]; /* the record's t_gathered, kept here */
   coop_u32 queue[COOP_RING];
   coop_u64 q_deadline[COOP_RING]; /* queue[i]'s deadline, copied at intake */
   coop_u32 wstat[COOP_MAX_WG];    /* FREE, RESERVED or channel index */
@@ -257,6 +271,10 @@ struct coop_sched {
   coop_u32 t_queued[COOP_RING];
   coop_u64 t_hold_from[COOP_RING]; /* the record's window, copied at intake */
   coop_u64 t_hold_to[COOP_RING];
+  /* With helpers: each task's args then lens, copied from its record at
+   * intake by the helpers while thread 0 reads the record's other fields
+   * (one bus round trip for both); a start copies them from here. */
+  coop_u64 t_payload[COOP_RING][2u * COOP_MAX_ARGS];
   /* Holds armed by started tasks (scheduler.cl, "Gathering ahead"): entry
    * h keeps hold_n workers free from hold_from to hold_to for the next
    * task of kernel hold_kid and that size. Bit h of holds: armed. */

@@ -10,6 +10,22 @@
  * knows it is last), writes the results, then stores RETURNED (release)
  * for the scheduler to acquire, then counts itself in dev.returned
  * (release), so that the scheduler knows to look.
+ *
+ * Completion: the kernel's last workgroup out publishes the task's results
+ * and its final state itself (coop__publish), before its RETURNED. When the
+ * scheduler did it, at its reap, the host saw a finished task 14-25 us
+ * after its end on the H100 (issue 18): the wait for the scheduler's pass
+ * to reach the reap, the reap, then the record's stores. The scheduler
+ * still reaps every worker (to free it) and then the channel, but writes
+ * nothing into a record after RUNNING except its live view, which it
+ * writes only while it holds the record (coop_chan.rec, COOP_REC_*):
+ *   STARTING --(scheduler: after RUNNING, release)--> OPEN
+ *   OPEN --(scheduler: CAS, acq_rel)--> VIEWING --(release)--> OPEN
+ *   OPEN --(last workgroup out: CAS, acq_rel)--> CLOSED
+ * CLOSED is final until the channel's next start. So RUNNING and every
+ * live-view store come before the final state (the CAS acquires them, and
+ * the final state is a system-scope release, cumulative), and nothing is
+ * written into the record once the host may see it final and reuse it.
  */
 
 /* Thread 0 waits for the next assignment and publishes it in wl. */
@@ -40,15 +56,45 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
   return cmd;
 }
 
+/* The last workgroup out: the task's results, then its final state. Every
+ * other workgroup's channel updates (kills, forks, M, faults, start_min)
+ * came before its own decrement of alive, which this one's acquired. */
+COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_chan *ch) {
+  coop_u32 open = COOP_REC_OPEN;
+  while (!coop_cas(&ch->rec, &open, COOP_REC_CLOSED)) { /* RUNNING or a view is being written */
+    open = COOP_REC_OPEN;
+    coop_nap(COOP_IDLE_NAP_NS);
+  }
+  COOP_GLOBAL struct coop_task_rec *t = &mb->tasks[ch->task];
+  /* Stamped after every other workgroup's decrement, so later than their
+   * ends; started is at least gathered by construction (start_min). */
+  coop_u64 started = ch->t_gathered + coop_ld_rlx(&ch->start_min), finished = coop_clock();
+  t->t_started = started;
+  t->t_finished = finished < started ? started : finished;
+  t->m_min = coop_ld_rlx(&ch->m_min);
+  t->m_max = coop_ld_rlx(&ch->m_max);
+  t->kills = coop_ld_rlx(&ch->killed);
+  t->forks = coop_ld_rlx(&ch->forked);
+  t->resizes = coop_ld_rlx(&ch->resizes);
+  t->fault = coop_ld_rlx(&ch->fault);
+  /* system scope: the host acquires it, and with it the results and what
+   * every workgroup of the kernel wrote (acquired through alive) */
+  coop_sys_st_rel(&t->state, coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
+}
+
 /* Thread 0 reports the end of an assignment. */
-COOP_FN void coop__report(struct coop_ctx *c) {
+COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *mb) {
   coop_wg_barrier();
   if (c->lid == 0u) {
     COOP_GLOBAL struct coop_chan *ch = c->ch;
     coop_u32 reason = c->left && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED : COOP_WR_FINISHED;
-    if (coop_fsub(&ch->alive, 1u) == 1u) reason |= COOP_WR_LAST;
+    coop_u64 ts = c->self->t_start, tg = ch->t_gathered, d = ts > tg ? ts - tg : 0u;
+    coop_fmin(&ch->start_min, d < 0xffffffffu ? (coop_u32)d : 0xffffffffu);
+    if (coop_fsub(&ch->alive, 1u) == 1u) {
+      reason |= COOP_WR_LAST;
+      coop__publish(mb, ch);
+    }
     c->self->reason = reason;
-    c->self->t_end = coop_clock();
     coop_st_rel(&c->self->state, COOP_WS_RETURNED);
     coop_fadd_rel(&c->dev->returned, 1u); /* after RETURNED: see coop__reap */
   }
@@ -56,8 +102,9 @@ COOP_FN void coop__report(struct coop_ctx *c) {
 
 /* The loop's condition is at its head and every barrier is reached by all
  * threads on every iteration: PoCL's work-item loops need that shape. */
-COOP_FN void coop__worker(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL coop_u8 *arena,
-                          COOP_LOCAL struct coop_wgl *wl, coop_u32 pid) {
+COOP_FN void coop__worker(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
+                          COOP_GLOBAL coop_u8 *arena, COOP_LOCAL struct coop_wgl *wl,
+                          coop_u32 pid) {
   struct coop_ctx c;
   c.dev = dev;
   c.arena = arena;
@@ -69,7 +116,7 @@ COOP_FN void coop__worker(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL coop_u8 
   coop_u32 cmd = coop__next(&c);
   while (cmd != COOP_WS_EXIT) {
     coop__dispatch(&c, c.ch->kid);
-    coop__report(&c);
+    coop__report(&c, mb);
     cmd = coop__next(&c);
   }
 }
