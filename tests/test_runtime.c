@@ -562,6 +562,14 @@ START_TEST(cancel_running) {
   ck_assert_int_eq(coop_rt_cancel(f.rt, a), 0);
   struct coop_rt_task_info ti = finish(&f, a);
   ck_assert_int_eq(ti.state, COOP_TASK_CANCELLED);
+  /* The last workgroup out published the times (worker.cl, coop__publish):
+   * the first start right after the gather (start_min, not its 2^32-tick
+   * ceiling: 1.4 s or more on PoCL's TSC, 4.3 s on CUDA), the end after the
+   * 200 ms it ran. */
+  ck_assert_msg(ti.t_started - ti.t_gathered < 1000000000, "started %lld ns after the gather",
+                (long long)(ti.t_started - ti.t_gathered));
+  ck_assert_msg(ti.t_finished - ti.t_started >= 150000000, "ran %lld ns, not 200 ms",
+                (long long)(ti.t_finished - ti.t_started));
   churn(&f, 4); /* the workers came back */
   fx_close(&f);
 }

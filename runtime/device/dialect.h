@@ -69,6 +69,8 @@ typedef atomic_uint coop_atomic_u32;
   atomic_fetch_min_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
 #define coop_fmax(p, v) \
   atomic_fetch_max_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
+#define coop_fmin_rlx(p, v) \
+  atomic_fetch_min_explicit((p), (v), memory_order_relaxed, memory_scope_device)
 #define coop_for(p, v) atomic_fetch_or_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
 #define coop_fand(p, v) \
   atomic_fetch_and_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
@@ -154,6 +156,9 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_fetch_min((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fmax(p, v) \
   __nv_atomic_fetch_max((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+/* relaxed, result unused: a reduction the thread does not wait for */
+#define coop_fmin_rlx(p, v) \
+  __nv_atomic_fetch_min((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
 #define coop_for(p, v) __nv_atomic_fetch_or((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fand(p, v) \
   __nv_atomic_fetch_and((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)

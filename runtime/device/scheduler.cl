@@ -111,6 +111,7 @@ COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struc
     w->vid = v;
     w->forked = 0u;
     w->gen = 0u;
+    w->t_gathered = ch->t_gathered;
     ch->pid_of[v] = pid;
     s->wstat[pid] = c;
   }
@@ -345,6 +346,7 @@ COOP_FN void coop__map_ids(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct 
     w->vid = v;
     w->forked = 0u;
     w->gen = 0u;
+    w->t_gathered = ch->t_gathered;
     ch->pid_of[v++] = pid;
     s->wstat[pid] = c;
   }

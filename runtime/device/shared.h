@@ -164,12 +164,12 @@ struct coop_mailbox {
 
 struct coop_worker {
   coop_atomic_u32 state;
-  coop_u32 chan;    /* payload: channel of the kernel to run */
-  coop_u32 vid;     /* payload: cooperative group id */
-  coop_u32 forked;  /* payload: 1 = start after a fork with transmit[] */
-  coop_u32 reason;  /* result */
-  coop_u32 gen;     /* payload: the barrier generation it starts in */
-  coop_u64 t_start; /* device clock, when it took its assignment */
+  coop_u32 chan;       /* payload: channel of the kernel to run */
+  coop_u32 vid;        /* payload: cooperative group id */
+  coop_u32 forked;     /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason;     /* result */
+  coop_u32 gen;        /* payload: the barrier generation it starts in */
+  coop_u64 t_gathered; /* payload: the channel's t_gathered (initial workers) */
   coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
 };
 

@@ -44,7 +44,13 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     c->wl->forked = c->self->forked;
     c->wl->gen = c->self->gen; /* thread 0's from here on (barrier.cl) */
     c->wl->resizes = 0u;
-    c->self->t_start = coop_clock();
+    /* The task's first start: a forked workgroup's never is (its forker
+     * started before it). Relaxed, a reduction not waited for; the
+     * decrement of alive (acq_rel) in coop__report orders it. */
+    coop_u64 ts = coop_clock(), tg = c->self->t_gathered, d = ts > tg ? ts - tg : 0u;
+    if (st == COOP_WS_ASSIGNED && !c->wl->forked)
+      coop_fmin_rlx(&c->dev->chan[c->wl->chan].start_min,
+                    d < 0xffffffffu ? (coop_u32)d : 0xffffffffu);
   }
   coop_wg_barrier();
   coop_u32 cmd = c->wl->cmd;
@@ -59,16 +65,18 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
 /* The last workgroup out: the task's results, then its final state. Every
  * other workgroup's channel updates (kills, forks, M, faults, start_min)
  * came before its own decrement of alive, which this one's acquired. */
-COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_chan *ch) {
+COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_chan *ch,
+                           coop_u64 finished) {
   coop_u32 open = COOP_REC_OPEN;
   while (!coop_cas(&ch->rec, &open, COOP_REC_CLOSED)) { /* RUNNING or a view is being written */
     open = COOP_REC_OPEN;
     coop_nap(COOP_IDLE_NAP_NS);
   }
   COOP_GLOBAL struct coop_task_rec *t = &mb->tasks[ch->task];
-  /* Stamped after every other workgroup's decrement, so later than their
-   * ends; started is at least gathered by construction (start_min). */
-  coop_u64 started = ch->t_gathered + coop_ld_rlx(&ch->start_min), finished = coop_clock();
+  /* finished was stamped right after this workgroup's decrement of alive,
+   * the last: later than every other's end. started is at least gathered
+   * by construction (start_min). */
+  coop_u64 started = ch->t_gathered + coop_ld_rlx(&ch->start_min);
   t->t_started = started;
   t->t_finished = finished < started ? started : finished;
   t->m_min = coop_ld_rlx(&ch->m_min);
@@ -88,11 +96,9 @@ COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *m
   if (c->lid == 0u) {
     COOP_GLOBAL struct coop_chan *ch = c->ch;
     coop_u32 reason = c->left && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED : COOP_WR_FINISHED;
-    coop_u64 ts = c->self->t_start, tg = ch->t_gathered, d = ts > tg ? ts - tg : 0u;
-    coop_fmin(&ch->start_min, d < 0xffffffffu ? (coop_u32)d : 0xffffffffu);
     if (coop_fsub(&ch->alive, 1u) == 1u) {
       reason |= COOP_WR_LAST;
-      coop__publish(mb, ch);
+      coop__publish(mb, ch, coop_clock());
     }
     c->self->reason = reason;
     coop_st_rel(&c->self->state, COOP_WS_RETURNED);
