@@ -218,8 +218,9 @@ struct coop_chan {
   coop_atomic_u32 m_max;     /* (L) */
   /* Who may write the task record (COOP_REC_*; worker.cl, "Completion"). */
   coop_atomic_u32 rec;
-  /* min over its workgroups of (t_start - t_gathered), device clock ticks,
-   * at most 2^32 - 1: atomic min, each before it leaves. */
+  /* min over the workgroups it started with of (start - t_gathered),
+   * device clock ticks, at most 2^32 - 1: a relaxed atomic min by each,
+   * right after its assignment (worker.cl, coop__next). */
   coop_atomic_u32 start_min;
   /* Barrier words (barrier.cl), each on its own 128-byte line: every slave
    * adds to bar_arrive once and then spins reading bar_rel, the master polls
