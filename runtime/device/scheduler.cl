@@ -73,8 +73,7 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
  * ASSIGNED stores; thread 0 wrote the channel and id map before its
  * release of help_gen, so a worker that acquires ASSIGNED sees them
  * (causality is transitive through the helper's acquire and release). */
-#define COOP_HELP_START \
-  1u /* task help_slot's staged arguments -> channel help_chan, and its id map */
+#define COOP_HELP_START 1u   /* staged arguments -> channel help_chan, and its id map */
 #define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
 #define COOP_HELP_REAP 3u    /* reap every worker that has returned */
 #define COOP_HELP_EXIT 4u
@@ -268,7 +267,7 @@ COOP_FN void coop__free_chan(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
 }
 
 /* Step 4. */
-COOP_FN void coop__reap(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev) {
+COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   /* Nobody returned since the last reap: no scan (issue 18: one thread
    * loading 264 to 1056 worker states made every pass, and so every
@@ -813,7 +812,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
       if (bits & 1u) coop__reconcile_forks(dev, c);
     COOP_PROF_MARK(3);
-    coop__reap(mb, dev);
+    coop__reap(dev);
     COOP_PROF_MARK(4);
     coop__pass_cancels(mb, dev, stopping);
     COOP_PROF_MARK(5);
