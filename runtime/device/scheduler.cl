@@ -96,6 +96,20 @@ COOP_FN void coop__release_workers(COOP_GLOBAL struct coop_dev *dev,
   for (; v < g; v += step) coop_st_rlx(&dev->w[ch->pid_of[v]].state, COOP_WS_ASSIGNED);
 }
 
+/* A start's id map entry: free worker pid becomes group v of channel c
+ * (its payload, pid_of, wstat); released later, with the whole map. */
+COOP_FN void coop__assign(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
+                          coop_u32 c, coop_u32 pid, coop_u32 v) {
+  COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+  w->chan = c;
+  w->vid = v;
+  w->forked = 0u;
+  w->gen = 0u;
+  w->t_gathered = ch->t_gathered;
+  ch->pid_of[v] = pid;
+  dev->sched.wstat[pid] = c;
+}
+
 #ifdef COOP_SCHED_HELPERS
 /* START's id map: free workers among pids 1 + h, 1 + h + step, ... */
 COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
@@ -105,14 +119,7 @@ COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struc
     if (s->wstat[pid] != COOP_SW_FREE) continue;
     coop_u32 v = coop_fadd_rlx(&s->help_ticket, 1u);
     if (v >= g) return;
-    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-    w->chan = c;
-    w->vid = v;
-    w->forked = 0u;
-    w->gen = 0u;
-    w->t_gathered = ch->t_gathered;
-    ch->pid_of[v] = pid;
-    s->wstat[pid] = c;
+    coop__assign(dev, ch, c, pid, v);
   }
 }
 
@@ -340,14 +347,7 @@ COOP_FN void coop__map_ids(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct 
   coop_u32 v = 0u;
   for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
     if (s->wstat[pid] != COOP_SW_FREE) continue;
-    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-    w->chan = c;
-    w->vid = v;
-    w->forked = 0u;
-    w->gen = 0u;
-    w->t_gathered = ch->t_gathered;
-    ch->pid_of[v++] = pid;
-    s->wstat[pid] = c;
+    coop__assign(dev, ch, c, pid, v++);
   }
 }
 
