@@ -75,6 +75,14 @@ static struct coop_rt_task_info finish(struct fx *f, coop_task_id id) {
   return ti;
 }
 
+/* The never-ending cooperative kernel on every worker, still running
+ * 200 ms after its submission. */
+static coop_task_id hold_every_worker(struct fx *f) {
+  coop_task_id id = submit(f, f->forever, coop_rt_workers(f->rt), 1, 0, 0, NULL);
+  ck_assert_int_eq(coop_rt_wait(f->rt, id, 200), COOP_ETIMEDOUT);
+  return id;
+}
+
 /* The size of the i-th gather of a churn: 1, W/4, W/2, W-1 groups. */
 static unsigned churn_k(unsigned w, int i) {
   unsigned ks[4] = {1, w / 4 ? w / 4 : 1, w / 2 ? w / 2 : 1, w - 1};
@@ -457,8 +465,7 @@ START_TEST(earliest_deadline_gathered_first) {
   struct fx f;
   fx_open(&f);
   unsigned w = coop_rt_workers(f.rt);
-  coop_task_id hold = submit(&f, f.forever, w, 1, 0, 0, NULL);
-  ck_assert_int_eq(coop_rt_wait(f.rt, hold, 200), COOP_ETIMEDOUT);
+  coop_task_id hold = hold_every_worker(&f);
   uint32_t *o[2];
   coop_task_id id[2];
   for (int i = 0; i < 2; i++) {
@@ -512,8 +519,7 @@ START_TEST(gathering_ahead_holds_workers) {
   struct fx f;
   fx_open(&f);
   unsigned w = coop_rt_workers(f.rt);
-  coop_task_id hold = submit(&f, f.forever, w, 1, 0, 0, NULL);
-  ck_assert_int_eq(coop_rt_wait(f.rt, hold, 200), COOP_ETIMEDOUT);
+  coop_task_id hold = hold_every_worker(&f);
   uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
   const int64_t ms = 1000000, t0 = coop__now_ns();
   const int64_t from = t0 + 2000 * ms, to = t0 + 4000 * ms, slack = 50 * ms;
@@ -557,8 +563,7 @@ END_TEST
 START_TEST(cancel_running) {
   struct fx f;
   fx_open(&f);
-  coop_task_id a = submit(&f, f.forever, coop_rt_workers(f.rt), 1, 0, 0, NULL);
-  ck_assert_int_eq(coop_rt_wait(f.rt, a, 200), COOP_ETIMEDOUT);
+  coop_task_id a = hold_every_worker(&f);
   ck_assert_int_eq(coop_rt_cancel(f.rt, a), 0);
   struct coop_rt_task_info ti = finish(&f, a);
   ck_assert_int_eq(ti.state, COOP_TASK_CANCELLED);
