@@ -129,10 +129,15 @@ void dev__watch_run(struct dev *d, struct run *r, int64_t now) {
 void dev_watch_get(struct dev *d, struct dev_watch *w) {
   w->gather_timeouts = atomic_load(&d->gather_timeouts);
   w->hung = atomic_load(&d->hung);
-  w->lost_workers = d->rt ? 0 : atomic_load(&d->workers); /* while it restarts */
   pthread_mutex_lock(&d->mu);
   memcpy(w->last, d->watch_last, sizeof w->last);
   pthread_mutex_unlock(&d->mu);
+  /* After the event, not before: a restart sets rt before its "restarted"
+   * event (under mu), so a caller that sees the event sees no lost
+   * workers. Read first, rt could be from before the relaunch and the
+   * event from after (lost_workers 2 beside "restarted": a test saw it
+   * under load, 2026-11-25). */
+  w->lost_workers = d->rt ? 0 : atomic_load(&d->workers); /* while it restarts */
 }
 
 /* A one-task job whose task no workgroup ever touched (the last poll saw it

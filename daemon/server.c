@@ -140,35 +140,69 @@ static void start_polling(struct daemon *dm, int fd) {
   dm->listening = 1;
 }
 
+/* A socket bound at `at`, its mode set, listening: 0 or an errno. */
+static int bind_listen(const char *at, unsigned mode, int *fdp) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  memcpy(a.sun_path, at, strlen(at) + 1); /* length checked by the caller */
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  /* bind creates the file with umask applied; chmod sets the mode */
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    int e = errno;
+    close(fd);
+    return e;
+  }
+  if (chmod(at, mode) < 0 || listen(fd, 64) < 0) {
+    int e = errno;
+    close(fd);
+    unlink(at);
+    return e;
+  }
+  *fdp = fd;
+  return 0;
+}
+
+/* The socket file appears only once it accepts: bound and listening under
+ * a name beside it (path.PID), then linked into place. Bound in place, a
+ * client that saw the file between bind and listen got ECONNREFUSED (a
+ * test's client did, in CI, and its test hung; 2026-11-25). link, not
+ * rename: it fails on another coopd's live socket instead of taking its
+ * name. A path too long for the temporary name is bound in place. */
 int server_listen(struct daemon *dm, char *err, size_t errlen) {
   /* socket activation (listen_fds.h): systemd bound it, set its mode */
   if (dm->listen_inherited) return start_polling(dm, dm->listen_fd), 0;
   const char *path = dm->cfg.socket;
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  if (strlen(path) >= sizeof a.sun_path)
+  char tmp[sizeof((struct sockaddr_un *)0)->sun_path];
+  if (strlen(path) >= sizeof tmp)
     return snprintf(err, errlen, "socket path too long: %s", path), -1;
-  memcpy(a.sun_path, path, strlen(path) + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) return snprintf(err, errlen, "socket: %s", strerror(errno)), -1;
-  /* bind creates the file with umask applied; chmod below sets the mode */
-  int r = bind(fd, (struct sockaddr *)&a, sizeof a);
-  if (r < 0 && errno == EADDRINUSE && stale(path)) {
+  int n = snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
+  int in_place = n < 0 || (size_t)n >= sizeof tmp;
+  const char *at = in_place ? path : tmp;
+  if (!in_place) unlink(tmp); /* left by a coopd that had this pid and died */
+  int fd = -1, e = bind_listen(at, dm->cfg.socket_mode, &fd);
+  if (in_place && e == EADDRINUSE && stale(path)) {
     log_info("removing stale socket %s", path);
     unlink(path);
-    r = bind(fd, (struct sockaddr *)&a, sizeof a);
+    e = bind_listen(at, dm->cfg.socket_mode, &fd);
   }
-  if (r < 0) {
-    int e = errno;
-    close(fd);
-    if (e == EADDRINUSE)
-      return snprintf(err, errlen, "%s: another coopd is listening there", path), -1;
-    return snprintf(err, errlen, "bind %s: %s", path, strerror(e)), -1;
-  }
-  if (chmod(path, dm->cfg.socket_mode) < 0 || listen(fd, 64) < 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    close(fd);
-    unlink(path);
-    return -1;
+  if (e == EADDRINUSE) return snprintf(err, errlen, "%s: another coopd is listening there", at), -1;
+  if (e) return snprintf(err, errlen, "bind %s: %s", at, strerror(e)), -1;
+  if (!in_place) {
+    e = link(tmp, path) < 0 ? errno : 0;
+    if (e == EEXIST && stale(path)) {
+      log_info("removing stale socket %s", path);
+      unlink(path);
+      e = link(tmp, path) < 0 ? errno : 0;
+    }
+    if (e && e != EEXIST) /* a file system without hard links */
+      e = rename(tmp, path) < 0 ? errno : 0;
+    unlink(tmp);
+    if (e) {
+      close(fd);
+      if (e == EEXIST)
+        return snprintf(err, errlen, "%s: another coopd is listening there", path), -1;
+      return snprintf(err, errlen, "socket %s: %s", path, strerror(e)), -1;
+    }
   }
   start_polling(dm, fd);
   return 0;
