@@ -472,15 +472,18 @@ void native_task_close(struct native_dev *d, struct native_task *nt) {
 }
 
 /* The channel as the runtime's scheduler would fill it for a task of
- * `groups` workgroups that is never resized. */
-static void fill_chan(struct coop_chan *ch, const struct coop_app_task *t, unsigned groups,
-                      const size_t *off) {
+ * `groups` workgroups that is never resized, in task slot 0, and that
+ * slot's args then lens (sched.t_payload[0], where kernels read them). */
+static void fill_chan(struct coop_chan *ch, coop_u64 *payload, const struct coop_app_task *t,
+                      unsigned groups, const size_t *off) {
   memset(ch, 0, sizeof *ch);
+  memset(payload, 0, 2 * COOP_MAX_ARGS * sizeof *payload);
   ch->flags = COOP_TF_COOPERATIVE;
   ch->n_max = groups;
+  ch->task = 0;
   for (unsigned i = 0; i < t->nargs && i < COOP_MAX_ARGS; i++) {
-    ch->args[i] = t->arg[i].buf ? (coop_u64)off[i] : (coop_u64)t->arg[i].value;
-    ch->lens[i] = t->arg[i].buf ? (coop_u64)t->arg[i].size : 0u;
+    payload[i] = t->arg[i].buf ? (coop_u64)off[i] : (coop_u64)t->arg[i].value;
+    payload[COOP_MAX_ARGS + i] = t->arg[i].buf ? (coop_u64)t->arg[i].size : 0u;
   }
   atomic_store_explicit(&ch->m, groups, memory_order_relaxed); /* want_kill, n_resv: 0 */
 }
@@ -493,16 +496,20 @@ static void nap_us(long us) {
 int native_task_run(struct native_dev *d, struct native_kernel *k, struct native_task *nt,
                     double *ns) {
   static struct coop_chan ch; /* about 9 KiB: not on the stack */
+  coop_u64 payload[2 * COOP_MAX_ARGS];
   CUstream s = (CUstream)d->stream;
   if (nt->t->groups != k->blocks) {
     snprintf(d->err, sizeof d->err, "native %s: task prepared for %u groups, launch of %u",
              k->app->name, nt->t->groups, k->blocks);
     return 1;
   }
-  fill_chan(&ch, nt->t, k->blocks, nt->off);
+  fill_chan(&ch, payload, nt->t, k->blocks, nt->off);
   CK(d, coop__cu.cuCtxSetCurrent((CUcontext)d->ctx));
   CK(d, coop__cu.cuMemcpyHtoD((CUdeviceptr)nt->arena, nt->image, nt->arena_bytes));
   CK(d, coop__cu.cuMemcpyHtoD((CUdeviceptr)nt->chan, &ch, sizeof ch));
+  CK(d, coop__cu.cuMemcpyHtoD((CUdeviceptr)(nt->dev + offsetof(struct coop_dev, sched) +
+                                            offsetof(struct coop_sched, t_payload)),
+                              payload, sizeof payload));
   CUdeviceptr pc = (CUdeviceptr)nt->chan, pd = (CUdeviceptr)nt->dev, pa = (CUdeviceptr)nt->arena;
   void *params[] = {&pc, &pd, &pa};
   CK(d, coop__cu.cuEventRecord((CUevent)d->ev0, s));

@@ -28,9 +28,7 @@ _Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout c
 _Static_assert(offsetof(struct coop_task_rec, lens) ==
                    offsetof(struct coop_task_rec, args) + sizeof(uint64_t) * COOP_MAX_ARGS,
                "task record: lens must follow args");
-_Static_assert(offsetof(struct coop_chan, lens) ==
-                   offsetof(struct coop_chan, args) + sizeof(uint64_t) * COOP_MAX_ARGS,
-               "channel: lens must follow args");
+
 _Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, prof) % 8 == 0, "mailbox layout");

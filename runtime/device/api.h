@@ -87,20 +87,24 @@ COOP_FN coop_u32 coop_cancel_requested(const struct coop_ctx *c) {
 }
 
 /* Arguments: 64-bit slots; buffers travel as offsets into the arena, so the
- * same value means the same buffer on every backend. */
-COOP_FN coop_u64 coop_arg_u64(const struct coop_ctx *c, coop_u32 i) { return c->ch->args[i]; }
+ * same value means the same buffer on every backend. The task's args then
+ * lens, where the scheduler staged them (shared.h, sched.t_payload). */
+COOP_FN COOP_GLOBAL const coop_u64 *coop__payload(const struct coop_ctx *c) {
+  return c->dev->sched.t_payload[c->ch->task];
+}
+COOP_FN coop_u64 coop_arg_u64(const struct coop_ctx *c, coop_u32 i) { return coop__payload(c)[i]; }
 COOP_FN coop_u32 coop_arg_u32(const struct coop_ctx *c, coop_u32 i) {
-  return (coop_u32)c->ch->args[i];
+  return (coop_u32)coop__payload(c)[i];
 }
 COOP_FN coop_i32 coop_arg_i32(const struct coop_ctx *c, coop_u32 i) {
-  return (coop_i32)(coop_u32)c->ch->args[i];
+  return (coop_i32)(coop_u32)coop__payload(c)[i];
 }
 /* Unchecked: the raw address of buffer argument i. Shipped kernels never
  * use these two (tests/check_kernels.sh fails the build's tests if one does):
  * they index through the views below, so that no client scalar or client
  * data can move an access outside the job's own buffers. */
 COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {
-  return (COOP_GLOBAL void *)(c->arena + c->ch->args[i]);
+  return (COOP_GLOBAL void *)(c->arena + coop__payload(c)[i]);
 }
 COOP_FN COOP_LOCAL void *coop_scratch(const struct coop_ctx *c) {
   return (COOP_LOCAL void *)c->wl->scratch;
@@ -173,10 +177,11 @@ COOP_FN coop_u32 coop_cap(coop_u32 x, coop_u64 len) {
 #define COOP__ARG_VIEW(FN, NAME, T)                       \
   COOP_FN NAME FN(const struct coop_ctx *c, coop_u32 i) { \
     NAME v;                                               \
-    v.p = (COOP_GLOBAL T *)(c->arena + c->ch->args[i]);   \
+    COOP_GLOBAL const coop_u64 *a = coop__payload(c);     \
+    v.p = (COOP_GLOBAL T *)(c->arena + a[i]);             \
     v.sink = (COOP_GLOBAL T *)c->dev->sink;               \
     v.fault = &c->ch->fault;                              \
-    v.n = c->ch->lens[i] / (coop_u64)sizeof(T);           \
+    v.n = a[COOP_MAX_ARGS + i] / (coop_u64)sizeof(T);     \
     v.tag = i + 1u;                                       \
     return v;                                             \
   }

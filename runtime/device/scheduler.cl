@@ -73,18 +73,21 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
  * ASSIGNED stores; thread 0 wrote the channel and id map before its
  * release of help_gen, so a worker that acquires ASSIGNED sees them
  * (causality is transitive through the helper's acquire and release). */
-#define COOP_HELP_START 1u   /* staged arguments -> channel help_chan, and its id map */
+#define COOP_HELP_START 1u   /* the id map of channel help_chan */
 #define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
 #define COOP_HELP_REAP 3u    /* reap every worker that has returned */
 #define COOP_HELP_EXIT 4u
 #define COOP_HELP_STAGE 5u /* task help_slot's arguments, from its record -> sched.t_payload */
-#define COOP_HELP_MIN_RELEASE 8u /* fewer workers: thread 0 releases them itself */
-#define COOP_HELP_FIRST 32u      /* helpers: local ids from here (warp 0 is thread 0's) */
-#define COOP_HELP_NAP_NS 64u     /* a helper's nap between looks at help_gen */
+#define COOP_HELP_MIN_RELEASE 8u /* fewer workers: thread 0 maps and releases them itself */
+#ifndef COOP_T0_SCAN     /* a test of the helpers finishing a map sets it (COOP_DEVICE_DEFINES) */
+#define COOP_T0_SCAN 64u /* ... looking at this many workers at most */
+#endif
+#define COOP_HELP_FIRST 32u  /* helpers: local ids from here (warp 0 is thread 0's) */
+#define COOP_HELP_NAP_NS 64u /* a helper's nap between looks at help_gen */
 
 /* A task's arguments then lengths (2 * COOP_MAX_ARGS words: the record's
- * args and lens, the channel's and sched.t_payload's are each laid out
- * so), words i, i + step, ... */
+ * args and lens and sched.t_payload are each laid out so), words i,
+ * i + step, ... */
 COOP_FN void coop__copy_payload(COOP_GLOBAL coop_u64 *to, COOP_GLOBAL const coop_u64 *from,
                                 coop_u32 i, coop_u32 step) {
   for (; i < 2u * COOP_MAX_ARGS; i += step) to[i] = from[i];
@@ -198,10 +201,7 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
     if (op == COOP_HELP_STAGE)
       coop__copy_payload(s->t_payload[s->help_slot], mb->tasks[s->help_slot].args, h, n);
-    if (op == COOP_HELP_START) {
-      coop__copy_payload(ch->args, s->t_payload[s->help_slot], h, n);
-      coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
-    }
+    if (op == COOP_HELP_START) coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
     if (op == COOP_HELP_REAP) coop__reap_share(dev, h, n);
     if (op == COOP_HELP_RELEASE) {
       coop_fence_rel();
@@ -340,15 +340,30 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
   }
 }
 
-/* Without helpers: the id map, by thread 0 alone. */
-COOP_FN void coop__map_ids(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
-                           coop_u32 c, coop_u32 g) {
+/* The id map by thread 0 alone: ids 0.. to the free workers among pids
+ * 1..scan, until g are mapped. Returns how many were. */
+COOP_FN coop_u32 coop__map_ids(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
+                               coop_u32 c, coop_u32 g, coop_u32 scan) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 v = 0u;
-  for (coop_u32 pid = 1u; pid <= s->nworkers && v < g; pid++) {
+  for (coop_u32 pid = 1u; pid <= s->nworkers && pid <= scan && v < g; pid++) {
     if (s->wstat[pid] != COOP_SW_FREE) continue;
     coop__assign(dev, ch, c, pid, v++);
   }
+  return v;
+}
+
+/* A start's fields of the task record (host memory). After the workers'
+ * release, since they need none of them (before it, the H100 showed no
+ * difference: gathered -> started 6.1-6.2 us against 6.0-6.2); before
+ * RUNNING, which publishes them. No workgroup writes the record before it
+ * is OPEN, after RUNNING (worker.cl, "Completion"). */
+COOP_FN void coop__start_rec(COOP_GLOBAL struct coop_task_rec *t, COOP_GLOBAL struct coop_chan *ch,
+                             coop_u32 g) {
+  t->fault = 0u;
+  t->m_initial = g;
+  t->t_gathered = ch->t_gathered;
+  t->status = COOP_TR_OK;
 }
 
 /* Start task slot on channel c with g free workers, ids 0..g-1. */
@@ -357,20 +372,18 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  /* The arguments cross the bus once. With helpers, at intake, each word
-   * read by its own helper thread while thread 0 read the record's other
-   * fields (STAGE), and copied to the channel from scheduler memory while
-   * this thread builds the id map (START). Without helpers, field by field
-   * here (loading all into registers first took 32 more registers, which
-   * halved the megakernel's occupancy at 256 threads: 527 to 263 workers
-   * on the H100; issue 18). */
-  if (!s->nhelpers) coop__copy_payload(ch->args, t->args, 0u, 1u);
+  /* The arguments cross the bus once, into t_payload[slot], where the
+   * kernel reads them: with helpers, at intake (STAGE), each word read by
+   * its own helper thread while thread 0 read the record's other fields;
+   * without, field by field here (loading all into registers first took 32
+   * more registers, which halved the megakernel's occupancy at 256
+   * threads: 527 to 263 workers on the H100; issue 18). */
+  if (!s->nhelpers) coop__copy_payload(s->t_payload[slot], t->args, 0u, 1u);
   ch->kid = s->t_kid[slot];
   ch->flags = s->t_flags[slot];
   ch->n_max = s->t_groups[slot];
   ch->task = slot;
   coop_st_rlx(&ch->fault, 0u);
-  t->fault = 0u;
   coop_st_rlx(&ch->lock, 0u);
   coop_st_rlx(&ch->m, g);
   coop_st_rlx(&ch->want_kill, 0u);
@@ -393,17 +406,22 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   s->chan_last[c] = 0u;
   coop_st_rlx(&ch->rec, COOP_REC_STARTING);
   coop_st_rlx(&ch->start_min, 0xffffffffu);
-  t->m_initial = g;
-  t->t_gathered = ch->t_gathered = coop_clock();
-  t->status = COOP_TR_OK;
+  ch->t_gathered = coop_clock();
   /* The whole id map before any release: a resize reads it. */
   if (s->nhelpers) {
-    coop_st_rlx(&s->help_ticket, 0u);
-    coop__help_post(s, COOP_HELP_START, slot, c, g);
-    coop__help_wait(s); /* the payload and the id map */
+    /* A few workers: this thread maps them, looking at most at
+     * COOP_T0_SCAN workers, without an order to the helpers and back (that
+     * round took 3.2 of the 6 us from gathered to started at K = 1 on the
+     * H100; issue 18). The helpers map what it did not find. */
+    coop_u32 v = g <= COOP_HELP_MIN_RELEASE ? coop__map_ids(dev, ch, c, g, COOP_T0_SCAN) : 0u;
+    if (v < g) {
+      coop_st_rlx(&s->help_ticket, v); /* map_share skips the workers mapped */
+      coop__help_post(s, COOP_HELP_START, slot, c, g);
+    }
+    /* the id map, and the last order before it (this task's STAGE, maybe):
+     * the helpers' writes acquired here, passed on by a release fence */
+    coop__help_wait(s);
     s->nfree -= g;
-    /* channel, payload and id map before: the helpers' release fences, or
-     * for a few workers this thread's (one order less to wait for) */
     if (g > COOP_HELP_MIN_RELEASE) {
       coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
     } else {
@@ -411,12 +429,13 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
       coop__release_workers(dev, ch, 0u, g, 1u);
     }
   } else {
-    coop__map_ids(dev, ch, c, g);
+    coop__map_ids(dev, ch, c, g, s->nworkers);
     s->nfree -= g;
     /* channel, payload and id map before: one release fence for all g */
     coop_fence_rel();
     coop__release_workers(dev, ch, 0u, g, 1u);
   }
+  coop__start_rec(t, ch, g);
   /* RUNNING (with t_gathered, t_released and status) only after the
    * release: the host only reads it, and a system-scope release waits for
    * every earlier store to host memory, which the workers need not wait

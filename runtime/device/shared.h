@@ -197,12 +197,10 @@ struct coop_worker {
 struct coop_chan {
   coop_u32 kid;
   coop_u32 flags;
-  coop_u32 n_max;      /* N: the most workgroups the kernel may have */
-  coop_u32 task;       /* task slot */
-  coop_u64 t_gathered; /* the record's t_gathered, for the last workgroup out */
-  coop_u64 args[COOP_MAX_ARGS];
-  coop_u64 lens[COOP_MAX_ARGS]; /* buffer lengths, bytes (views) */
-  coop_atomic_u32 fault;        /* a view's tag after an out-of-bounds access; relaxed */
+  coop_u32 n_max;        /* N: the most workgroups the kernel may have */
+  coop_u32 task;         /* task slot */
+  coop_u64 t_gathered;   /* the record's t_gathered, for the last workgroup out */
+  coop_atomic_u32 fault; /* a view's tag after an out-of-bounds access; relaxed */
   coop_atomic_u32 pad_fault;
   coop_atomic_u32 lock;
   coop_atomic_u32 m;         /* (L) M, the active count */
@@ -272,9 +270,14 @@ struct coop_sched {
   coop_u32 t_queued[COOP_RING];
   coop_u64 t_hold_from[COOP_RING]; /* the record's window, copied at intake */
   coop_u64 t_hold_to[COOP_RING];
-  /* With helpers: each task's args then lens, copied from its record at
-   * intake by the helpers while thread 0 reads the record's other fields
-   * (one bus round trip for both); a start copies them from here. */
+  /* Each task's args then lens (buffer lengths, bytes: the views), where
+   * its kernel reads them (api.h, coop__payload). Copied from the record at
+   * intake by the helpers, while thread 0 reads the record's other fields
+   * (one bus round trip for both), or at the start by thread 0 when there
+   * are no helpers. They stay until the slot's next intake: the host
+   * reuses a slot only once the task is final, which its last workgroup out
+   * writes after every workgroup's last read (worker.cl, "Completion"). A
+   * start copies nothing (issue 18). */
   coop_u64 t_payload[COOP_RING][2u * COOP_MAX_ARGS];
   /* Holds armed by started tasks (scheduler.cl, "Gathering ahead"): entry
    * h keeps hold_n workers free from hold_from to hold_to for the next
