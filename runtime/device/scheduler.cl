@@ -64,11 +64,12 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
  * it reads what helpers wrote or writes another order, so an order is
  * never rewritten while a helper reads it; while an order is out, thread
  * 0 touches none of the state the order names. START: each free worker a
- * helper finds takes a ticket (relaxed add on help_ticket) as its group id
- * until g are given out: ids 0..g-1, each once, in no particular order of
- * pids. REAP: a helper reaps the returned workers among its pids as the
- * one-thread reap does, with atomic adds, min and max on the counters it
- * shares with other helpers. RELEASE: the helper
+ * helper finds takes a ticket (relaxed add on help_ticket, which starts at
+ * the number of workers thread 0 mapped itself) as its group id until g
+ * are given out: ids v..g-1, each once, in no particular order of pids.
+ * REAP: a helper reaps the returned workers among its pids as the
+ * one-thread reap does, with atomic adds on the counters it shares with
+ * other helpers. RELEASE: the helper
  * issues a release fence after its acquire of help_gen, then relaxed
  * ASSIGNED stores; thread 0 wrote the channel and id map before its
  * release of help_gen, so a worker that acquires ASSIGNED sees them
