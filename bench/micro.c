@@ -354,9 +354,24 @@ static int bench_ping(struct bench *b) {
 static void print_profile(struct bench *b) {
   static const char *const step[] = {"host words", "intake", "forks", "reap",
                                      "cancels",    "serve",  "offer", "view"};
-  enum { N = 1 + sizeof step / sizeof *step }; /* passes, then one total per step */
-  uint64_t p[N];
-  if (coop_rt_sched_profile(b->rt, p, N) != N) return;
+  /* COOP_PROF_TASKS: the passes that started a task, from trace mark k - 1 to k */
+  static const char *const mark[] = {"host words", "released", "record fields", "intake done",
+                                     "reap etc.",  "head",     "gathered",      "id map",
+                                     "release",    "RUNNING",  "serve done",    "pass end"};
+  const char *defs = getenv("COOP_DEVICE_DEFINES");
+  int traced = defs && strstr(defs, "COOP_PROF_TASKS");
+  enum { N = 1 + sizeof step / sizeof *step, NT = 1 + sizeof mark / sizeof *mark };
+  uint64_t p[NT];
+  int n = traced ? NT : N;
+  if (coop_rt_sched_profile(b->rt, p, n) != n) return;
+  if (traced) {
+    double us = coop_rt_tick_ns(b->rt) / 1e3 / (double)p[0];
+    printf("%-36s %llu passes that started a task, mean us from the mark before:",
+           "scheduler trace (COOP_PROF_TASKS)", (unsigned long long)p[0]);
+    for (int k = 1; k < NT; k++) printf(" %s %.3f", mark[k - 1], (double)p[k] * us);
+    printf("\n");
+    return;
+  }
   double us = coop_rt_tick_ns(b->rt) / 1e3 / (double)p[0], total = 0;
   for (int k = 1; k < N; k++) total += (double)p[k];
   printf("%-36s %llu passes, mean %.3f us:", "scheduler profile (COOP_PROF)",
@@ -377,6 +392,7 @@ static int run_dispatch(struct bench *b) {
   printf("%-36s %5s %7s %9s %9s %9s %9s %9s\n", "quantity", "K", "n", "median", "p10", "p90", "p99",
          "max");
   int rc = bench_dispatch(b, 1, out, &tag);
+  print_profile(b); /* totals so far: K = 1 alone, then again with the rest */
   if (!rc && b->workers > 1) rc = bench_dispatch(b, b->workers, out, &tag);
   if (!rc) rc = bench_ping(b);
   print_profile(b);

@@ -5,7 +5,8 @@
  * Host <-> scheduler handshakes (all on the mailbox, C11 atomics here,
  * system-scope atomics on the device):
  *   submit:   fill task record; state := SUBMITTED (release);
- *             ring[head % RING] := slot tagged with head's lap;
+ *             ring[head % RING] := slot, kernel, flags, size, deadline
+ *             and window, each word tagged with head's lap;
  *             sub_head := head + 1 (release).
  *   result:   wait until state is final (acquire), then read the record.
  *   cancel:   task.cancel := 1 (release), then cancel_seq += 1 (release);
@@ -28,6 +29,17 @@ _Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout c
 _Static_assert(offsetof(struct coop_task_rec, lens) ==
                    offsetof(struct coop_task_rec, args) + sizeof(uint64_t) * COOP_MAX_ARGS,
                "task record: lens must follow args");
+/* the scheduler loads the doorbell, and each ring entry, as one 16-byte
+ * vector (scheduler.cl, step 1) */
+_Static_assert(
+    offsetof(struct coop_mailbox, ping) % 16 == 0 &&
+        offsetof(struct coop_mailbox, shutdown) == offsetof(struct coop_mailbox, ping) + 4 &&
+        offsetof(struct coop_mailbox, sub_head) == offsetof(struct coop_mailbox, ping) + 8 &&
+        offsetof(struct coop_mailbox, cancel_seq) == offsetof(struct coop_mailbox, ping) + 12,
+    "mailbox: the doorbell must be ping, shutdown, sub_head, cancel_seq, 16-byte aligned");
+_Static_assert(offsetof(struct coop_mailbox, ring) % 16 == 0 &&
+                   sizeof(((struct coop_mailbox *)0)->ring[0]) == 16,
+               "mailbox: ring entries must be 16 bytes, 16-byte aligned");
 
 _Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
@@ -557,8 +569,11 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
   atomic_store_explicit(&t->state, COOP_TS_SUBMITTED, memory_order_release);
   rt->submitted_ns[slot] = coop__now_ns();
-  atomic_store_explicit(&rt->mb->ring[rt->sub_head % COOP_RING],
-                        COOP_RING_ENTRY(slot, rt->sub_head), memory_order_relaxed);
+  uint32_t w[COOP_RING_WORDS];
+  coop__ring_words(w, slot, rt->sub_head, t->kid, t->flags, t->groups, t->deadline,
+                   t->hold_to != 0);
+  for (unsigned k = 0; k < COOP_RING_WORDS; k++)
+    atomic_store_explicit(&rt->mb->ring[rt->sub_head % COOP_RING][k], w[k], memory_order_relaxed);
   rt->sub_head++;
   atomic_store_explicit(&rt->mb->sub_head, rt->sub_head, memory_order_release);
   *id = (rt->gen[slot] << 8) | slot;

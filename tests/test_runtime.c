@@ -592,6 +592,8 @@ START_TEST(refusals) {
   } bad[] = {{f.ids, 0, 0, COOP_REFUSE_ZERO_GROUPS},
              {f.ids, w + 1, 0, COOP_REFUSE_TOO_MANY_GROUPS},
              {f.ids, 1, 1, COOP_REFUSE_KIND},
+             /* 65537 groups: the ring entry's 16 bits clamp, never wrap to 1 */
+             {f.ids, 65537, 0, COOP_REFUSE_TOO_MANY_GROUPS},
              {f.sweep, 1, 0, COOP_REFUSE_KIND}};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct coop_rt_task_info ti =
@@ -606,6 +608,91 @@ START_TEST(refusals) {
   d.nargs = 17;
   ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id), COOP_EINVAL);
   ck_assert_int_eq(coop_rt_wait(f.rt, 12345, 0), COOP_ENOTASK);
+  churn(&f, 2); /* still serving */
+  fx_close(&f);
+}
+END_TEST
+
+/* Issue 18: the scheduler queues a task from its ring entry alone
+ * (shared.h, coop__ring_words), taking it only if every word carries the
+ * index's lap. Each field must come back as given, or clamped to a value
+ * that is still refused; two laps, and a lap and a zeroed ring, must
+ * differ in every word; deadlines must keep their order. */
+static void ring_decode(const uint32_t *w, uint32_t *kid, uint32_t *flags, uint32_t *groups) {
+  *kid = (w[1] >> 4) & 0xffu;
+  *flags = (w[1] >> 12) & COOP_RING_FLAGS;
+  *groups = w[1] >> 16;
+}
+
+START_TEST(ring_entry_carries_the_task) {
+  uint32_t w[COOP_RING_WORDS], v[COOP_RING_WORDS], kid, flags, groups;
+  const uint32_t idx[] = {0, 1, 255, 256, 257, 15 * 256, 16 * 256, 4095 * 256, 0xfffffeffu};
+  for (unsigned n = 0; n < sizeof idx / sizeof idx[0]; n++) {
+    uint32_t i = idx[n];
+    coop__ring_words(w, 37, i, 5, COOP_TF_COOPERATIVE | COOP_TF_QUERY_BARRIER, 1056, 123456789, 1);
+    ck_assert_uint_eq(COOP_RING_SLOT(w[0]), 37);
+    ck_assert_uint_eq(w[0] >> 8, COOP_RING_TAG(i));
+    ck_assert_uint_ne(w[0] >> 8, 0); /* never a zeroed ring's */
+    for (unsigned k = 1; k < COOP_RING_WORDS; k++)
+      ck_assert_uint_eq(w[k] & 0xfu, COOP_RING_TAG4(i));
+    ring_decode(w, &kid, &flags, &groups);
+    ck_assert_uint_eq(kid, 5);
+    ck_assert_uint_eq(flags, COOP_TF_COOPERATIVE | COOP_TF_QUERY_BARRIER);
+    ck_assert_uint_eq(groups, 1056);
+    ck_assert(w[1] & COOP_RING_HOLD);
+    ck_assert_uint_eq(COOP_RING_DEADLINE(w), 123456789u >> 8);
+    /* the same index one lap on: every word differs in its tag */
+    coop__ring_words(v, 37, i + COOP_RING, 5, 0, 1056, 123456789, 1);
+    ck_assert_uint_ne(v[0] >> 8, w[0] >> 8);
+    for (unsigned k = 1; k < COOP_RING_WORDS; k++) ck_assert_uint_ne(v[k] & 0xfu, w[k] & 0xfu);
+  }
+  /* clamps: still refused (more than any device's workers, past the table) */
+  coop__ring_words(w, 0, 0, 300, 0, 65537, 0, 0);
+  ring_decode(w, &kid, &flags, &groups);
+  ck_assert_uint_eq(kid, 255);
+  ck_assert_uint_ge(kid, COOP_MAX_KERNELS);
+  ck_assert_uint_eq(groups, 65535);
+  ck_assert_uint_gt(groups, COOP_MAX_WG);
+  ck_assert(!(w[1] & COOP_RING_HOLD));
+  /* deadlines: none stays none, any other is not none, order kept */
+  ck_assert_uint_eq(COOP_RING_DEADLINE(w), 0);
+  coop__ring_words(w, 0, 0, 0, 0, 1, 1, 0);
+  ck_assert_uint_ne(COOP_RING_DEADLINE(w), 0);
+  const uint64_t d[] = {1000, 5000, 1ull << 40, (1ull << 40) + 256, 1ull << 62, UINT64_MAX};
+  uint64_t last = 0;
+  for (unsigned n = 0; n < sizeof d / sizeof d[0]; n++) {
+    coop__ring_words(w, 0, 0, 0, 0, 1, d[n], 0);
+    ck_assert_uint_eq(COOP_RING_DEADLINE(w), d[n] >> 8);
+    ck_assert_uint_gt(COOP_RING_DEADLINE(w), last);
+    last = COOP_RING_DEADLINE(w);
+  }
+}
+END_TEST
+
+/* A cancel right after the submit races the scheduler's intake, which no
+ * longer reads the cancel flag (it reads it at the start, if cancel_seq
+ * moved since the pass before). Each task must end, cancelled or done,
+ * and a done one must have run all its groups. */
+START_TEST(cancel_right_after_submit) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), cancelled = 0;
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  for (int n = 0; n < 40; n++) {
+    memset(o, 0, 2 * w * sizeof *o);
+    uint64_t a = coop_rt_buf_arg(f.rt, o);
+    coop_task_id id = submit(&f, f.ids, w, 0, 0, 1, &a);
+    ck_assert_int_eq(coop_rt_cancel(f.rt, id), 0);
+    struct coop_rt_task_info ti = finish(&f, id);
+    ck_assert_msg(ti.state == COOP_TASK_CANCELLED || ti.state == COOP_TASK_DONE, "state %d",
+                  (int)ti.state);
+    if (ti.state == COOP_TASK_CANCELLED)
+      cancelled++;
+    else
+      for (unsigned g = 0; g < w; g++) ck_assert_uint_eq(o[2 * g], 1u);
+  }
+  printf("cancel_right_after_submit: %u of 40 cancelled\n", cancelled);
+  coop_rt_free(f.rt, o);
   churn(&f, 2); /* still serving */
   fx_close(&f);
 }
@@ -689,6 +776,7 @@ static Suite *suite(void) {
   tcase_add_test(d, discovery_finds_occupancy);
   tcase_add_test(d, refuses_without_svm);
   tcase_add_test(d, build_error_reported);
+  tcase_add_test(d, ring_entry_carries_the_task);
   suite_add_tcase(s, d);
   TCase *t = tcase_create("semantics");
   tcase_set_timeout(t, 300);
@@ -700,6 +788,7 @@ static Suite *suite(void) {
   tcase_add_test(t, global_barrier_phases);
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
+  tcase_add_test(t, cancel_right_after_submit);
   tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
   tcase_add_test(t, earliest_deadline_gathered_first);
   tcase_add_test(t, gathering_ahead_holds_workers);

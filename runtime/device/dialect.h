@@ -84,6 +84,15 @@ typedef atomic_uint coop_atomic_u32;
 #define coop_sys_ld_rlx(p) atomic_load_explicit((p), memory_order_relaxed, COOP__SYS_SCOPE)
 #define coop_sys_fence_acq() \
   atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, COOP__SYS_SCOPE)
+/* Four relaxed system-scope loads of p[0..3] (16-byte aligned) into o[]:
+ * one vector load on CUDA (below), four here. */
+#define coop_sys_ld4_rlx(p, o)         \
+  do {                                 \
+    (o)[0] = coop_sys_ld_rlx((p));     \
+    (o)[1] = coop_sys_ld_rlx((p) + 1); \
+    (o)[2] = coop_sys_ld_rlx((p) + 2); \
+    (o)[3] = coop_sys_ld_rlx((p) + 3); \
+  } while (0)
 #define coop_sys_st_rel(p, v) atomic_store_explicit((p), (v), memory_order_release, COOP__SYS_SCOPE)
 #define coop_sys_st_rlx(p, v) atomic_store_explicit((p), (v), memory_order_relaxed, COOP__SYS_SCOPE)
 #define coop_sys_fadd(p, v) \
@@ -174,6 +183,18 @@ typedef unsigned int coop_atomic_u32;
 #define coop_sys_st_rlx(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM)
 
+/* One 16-byte load, each word a relaxed system-scope load (PTX gives each
+ * element its own single-copy atomicity, nothing across them): the H100
+ * serves a thread's loads of host memory about one at a time (issue 18),
+ * so four words cost one transaction, not four. */
+COOP_FN void coop__sys_ld4(const coop_atomic_u32 *p, coop_u32 *o) {
+  asm volatile("ld.relaxed.sys.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(o[0]), "=r"(o[1]), "=r"(o[2]), "=r"(o[3])
+               : "l"(p)
+               : "memory");
+}
+#define coop_sys_ld4_rlx(p, o) coop__sys_ld4((p), (o))
+
 #define coop_local_id() ((coop_u32)threadIdx.x)
 #define coop_local_size() ((coop_u32)blockDim.x)
 #define coop_hw_group_id() ((coop_u32)blockIdx.x)
@@ -208,6 +229,7 @@ typedef int32_t coop_i32;
 typedef uint64_t coop_u64;
 typedef int64_t coop_i64;
 typedef _Atomic uint32_t coop_atomic_u32;
+#define COOP_FN static inline
 #endif
 
 /* How long a device spin naps between two looks (coop_nap; CUDA only):

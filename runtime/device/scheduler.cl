@@ -8,8 +8,9 @@
  * One pass of its loop:
  *   1. read ping, shutdown and sub_head (relaxed, then one acquire fence);
  *      answer a clock ping; note a shutdown request;
- *   2. take new tasks from the submit ring; each record's kernel, flags,
- *      size and deadline are copied to scheduler memory (sched.t_*);
+ *   2. take new tasks from the submit ring; each entry's kernel, flags,
+ *      size and deadline are copied to scheduler memory (sched.t_*), and
+ *      the helpers stage its arguments from the record;
  *   3. reconcile forks: reserved workers a kernel has forked become busy;
  *   4. reap workers that returned (acquire on their state): a finished
  *      kernel's task record is completed (results, then state release);
@@ -26,6 +27,17 @@
  */
 
 #define COOP_RESV_BIT 0x80000000u
+/* Trace marks of a pass that starts a task (COOP_PROF_TASKS, "Profile"
+ * below): 0 the pass's top, 1 the host words read, 2 released, 3 the
+ * record's fields arrived, 4 intake done, 5 forks, reap and cancels done,
+ * 6 the head chosen, 7 gathered, 8 the id map done (help_wait), 9 the
+ * workers released, 10 RUNNING stored, 11 serving done, 12 the pass's end. */
+#ifdef COOP_PROF_TASKS
+#define COOP_TRACE(k) (s->trace[k] = coop_clock())
+#define COOP_TRACE_LAST 12u
+#else
+#define COOP_TRACE(k)
+#endif
 #define COOP_REAP_BATCH 4u /* worker states loaded together by the reap */
 
 COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mailbox *mb,
@@ -408,6 +420,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->rec, COOP_REC_STARTING);
   coop_st_rlx(&ch->start_min, 0xffffffffu);
   ch->t_gathered = coop_clock();
+  COOP_TRACE(7);
   /* The whole id map before any release: a resize reads it. */
   if (s->nhelpers) {
     /* A few workers: this thread maps them, looking at most at
@@ -422,6 +435,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     /* the id map, and the last order before it (this task's STAGE, maybe):
      * the helpers' writes acquired here, passed on by a release fence */
     coop__help_wait(s);
+    COOP_TRACE(8);
     s->nfree -= g;
     if (g > COOP_HELP_MIN_RELEASE) {
       coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
@@ -431,17 +445,20 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     }
   } else {
     coop__map_ids(dev, ch, c, g, s->nworkers);
+    COOP_TRACE(8);
     s->nfree -= g;
     /* channel, payload and id map before: one release fence for all g */
     coop_fence_rel();
     coop__release_workers(dev, ch, 0u, g, 1u);
   }
+  COOP_TRACE(9);
   coop__start_rec(t, ch, g);
   /* RUNNING (with t_gathered, t_released and status) only after the
    * release: the host only reads it, and a system-scope release waits for
    * every earlier store to host memory, which the workers need not wait
    * for (issue 18). */
   coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
+  COOP_TRACE(10);
   /* only now may the last workgroup out write the final state (worker.cl) */
   coop_st_rel(&ch->rec, COOP_REC_OPEN);
 }
@@ -660,9 +677,10 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop__edf_head(s);
   coop_u32 slot = s->queue[s->q_head % COOP_RING];
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
-  /* The flag as read at intake, read again only if a cancel came since
-   * (mailbox.cancel_seq moved: see the intake). */
-  if (s->t_cancel[slot] || (s->t_cseq[slot] != s->cseq && coop_sys_ld_rlx(&t->cancel) != 0u)) {
+  COOP_TRACE(6);
+  /* The cancel flag, read only if a cancel came since the pass before the
+   * intake (mailbox.cancel_seq moved: see the intake). */
+  if (s->t_cseq[slot] != s->cseq && coop_sys_ld_rlx(&t->cancel) != 0u) {
     s->q_head++;
     coop__finish_task(mb, slot, COOP_TS_CANCELLED);
     return 1u;
@@ -686,8 +704,26 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
 
 /* Profile (built with COOP_PROF): device ns per step of the pass, summed
  * in thread 0's registers and stored to mailbox.prof every
- * COOP_PROF_EVERY passes (docs/scheduler.md, "Profile"). */
-#ifdef COOP_PROF
+ * COOP_PROF_EVERY passes (docs/scheduler.md, "Profile"). Built with
+ * COOP_PROF_TASKS instead: only the passes that took a task in and
+ * started it count, and mailbox.prof[k] sums the ns from trace mark k - 1
+ * to mark k (COOP_TRACE, sched.trace), stored after each such pass. */
+#if defined(COOP_PROF_TASKS)
+#define COOP_PROF_DECL coop_u64 prof_acc[COOP_PROF_SLOTS] = {0};
+#define COOP_PROF_MARK(k)
+#define COOP_PROF_PASS()                                                              \
+  do {                                                                                \
+    coop_u32 ok_ = took;                                                              \
+    for (coop_u32 k_ = 1u; k_ <= COOP_TRACE_LAST; k_++)                               \
+      if (s->trace[k_] < s->trace[k_ - 1u]) ok_ = 0u;                                 \
+    if (ok_) {                                                                        \
+      prof_acc[0]++;                                                                  \
+      for (coop_u32 k_ = 1u; k_ <= COOP_TRACE_LAST; k_++)                             \
+        prof_acc[k_] += s->trace[k_] - s->trace[k_ - 1u];                             \
+      for (coop_u32 k_ = 0u; k_ < COOP_PROF_SLOTS; k_++) mb->prof[k_] = prof_acc[k_]; \
+    }                                                                                 \
+  } while (0)
+#elif defined(COOP_PROF)
 #define COOP_PROF_DECL coop_u64 prof_t = coop_clock(), prof_acc[COOP_PROF_SLOTS] = {0};
 #define COOP_PROF_MARK(k)         \
   do {                            \
@@ -695,10 +731,10 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     prof_acc[k] += now_ - prof_t; \
     prof_t = now_;                \
   } while (0)
-#define COOP_PROF_PASS()                                                              \
-  do {                                                                                \
-    if ((++prof_acc[0] % COOP_PROF_EVERY) == 0u)                                      \
-      for (coop_u32 k_ = 0u; k_ < COOP_PROF_SLOTS; k_++) mb->prof[k_] = prof_acc[k_]; \
+#define COOP_PROF_PASS()                                                 \
+  do {                                                                   \
+    if ((++prof_acc[0] % COOP_PROF_EVERY) == 0u)                         \
+      for (coop_u32 k_ = 0u; k_ < 9u; k_++) mb->prof[k_] = prof_acc[k_]; \
   } while (0)
 #else
 #define COOP_PROF_DECL
@@ -712,47 +748,68 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
 #define COOP_VIEW_EVERY 8u
 #endif
 
+/* Ring entry index i (its COOP_RING_WORDS words) into e: one load. */
+COOP_FN void coop__ring_load(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 i, coop_u32 *e) {
+  coop_sys_ld4_rlx(&mb->ring[i % COOP_RING][0], e);
+}
+
+/* 1 if every word of e carries index i's lap (shared.h, COOP_RING_TAG4). */
+COOP_FN coop_u32 coop__ring_fresh(const coop_u32 *e, coop_u32 i) {
+  coop_u32 ok = (e[0] >> 8) == COOP_RING_TAG(i);
+  for (coop_u32 k = 1u; k < COOP_RING_WORDS; k++) ok &= (e[k] & 0xfu) == COOP_RING_TAG4(i);
+  return ok;
+}
+
 /* Step 2: take new tasks from the submit ring up to head. Neither QUEUED
  * nor anything else is stored to the record here: a task started in this
- * pass goes straight to RUNNING (one system-scope release less). */
+ * pass goes straight to RUNNING (one system-scope release less). e is the
+ * entry at the tail, loaded with sub_head before the fence; cseq_before is
+ * mailbox.cancel_seq as read in the previous pass. */
 COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_sched *s,
-                          coop_u32 head, coop_u32 next) {
+                          coop_u32 head, coop_u32 *e, coop_u32 cseq_before) {
   coop_u32 first = 1u;
   while (s->sub_tail != head) {
-    /* The first entry was loaded with sub_head (next), before the fence:
-     * good if it carries this index's lap, else loaded again now. Saves a
-     * dependent bus round trip per task (~2.5 us on the H100). */
-    coop_u32 e = next;
-    if (!first || (e >> 8) != COOP_RING_TAG(s->sub_tail))
-      e = coop_sys_ld_rlx(&mb->ring[s->sub_tail % COOP_RING]);
+    /* The first entry is taken as loaded if every word carries this
+     * index's lap, else loaded again now (after the fence, so it is this
+     * lap's). Saves a dependent bus round trip per task (~2.5 us on the
+     * H100); what the entry carries saves loading the record (3.2 us). */
+    if (!first || !coop__ring_fresh(e, s->sub_tail)) coop__ring_load(mb, s->sub_tail, e);
     first = 0u;
-    coop_u32 slot = COOP_RING_SLOT(e);
+    coop_u32 slot = COOP_RING_SLOT(e[0]);
     s->sub_tail++;
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
-    /* the helpers stage the arguments while this thread reads the rest */
+    /* the helpers stage the arguments (the record's only words a start
+     * needs) while this thread queues the task */
     if (s->nhelpers) coop__help_post(s, COOP_HELP_STAGE, slot, 0u, 0u);
-    /* seven loads of host memory, in flight together */
-    coop_u32 kid = t->kid, flags = t->flags, groups = t->groups;
-    coop_u32 cancel = coop_sys_ld_rlx(&t->cancel);
-    coop_u64 deadline = t->deadline, hold_from = t->hold_from, hold_to = t->hold_to;
+    coop_u32 kid = (e[1] >> 4) & 0xffu, flags = (e[1] >> 12) & COOP_RING_FLAGS;
+    coop_u32 groups = e[1] >> 16;
     coop_u64 now = coop_clock();
     coop_u32 status = coop__validate(kid, flags, groups, s->nworkers);
+#ifdef COOP_PROF_TASKS
+    s->trace[2] = now;
+#endif
     t->t_released = now;
     t->status = status;
     if (status != COOP_TR_OK) {
       coop__finish_task(mb, slot, COOP_TS_REFUSED);
       continue;
     }
+    COOP_TRACE(3);
     s->t_kid[slot] = kid;
     s->t_flags[slot] = flags;
     s->t_groups[slot] = groups;
-    s->t_cancel[slot] = cancel;
-    s->t_cseq[slot] = s->cseq;
+    /* Its cancel flag is not read here: it is taken as 0 as of the previous
+     * pass's cancel_seq, so a cancel that came since (the host sets the
+     * flag, then moves cancel_seq) has the flag read when it is served. */
+    s->t_cseq[slot] = cseq_before;
     s->t_queued[slot] = 0u;
-    s->t_hold_from[slot] = hold_from;
-    s->t_hold_to[slot] = hold_to;
+    /* a window (periodic jobs, coopd) is the only field read from the
+     * record here: a bus round trip, after the fence, so this lap's */
+    coop_u32 hold = (e[1] & COOP_RING_HOLD) != 0u;
+    s->t_hold_from[slot] = hold ? t->hold_from : 0u;
+    s->t_hold_to[slot] = hold ? t->hold_to : 0u;
     s->queue[s->q_tail % COOP_RING] = slot;
-    s->q_deadline[s->q_tail % COOP_RING] = deadline;
+    s->q_deadline[s->q_tail % COOP_RING] = COOP_RING_DEADLINE(e);
     s->q_tail++;
   }
 }
@@ -810,15 +867,18 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   coop_sys_st_rel(&mb->sched_state, 1u);
   COOP_PROF_DECL
   for (;;) {
-    /* Step 1. The host's four words and the next ring entry in flight together (one bus round
-     * trip), then, only if one of them moved, one acquire fence (pairs
-     * with the host's release store of each): a pass where nothing came
-     * pays no system-scope fence. */
-    coop_u32 p = coop_sys_ld_rlx(&mb->ping), down = coop_sys_ld_rlx(&mb->shutdown);
-    coop_u32 head = coop_sys_ld_rlx(&mb->sub_head), cseq = coop_sys_ld_rlx(&mb->cancel_seq);
-    coop_u32 next = coop_sys_ld_rlx(&mb->ring[s->sub_tail % COOP_RING]);
+    COOP_TRACE(0);
+    /* Step 1. The doorbell (the host's four words) and the next ring
+     * entry, a 16-byte load each, in flight together, then, only if a
+     * word moved, one acquire fence (pairs with the host's release store
+     * of each): a pass where nothing came pays no system-scope fence. */
+    coop_u32 db[4], e[COOP_RING_WORDS];
+    coop_sys_ld4_rlx(&mb->ping, db); /* the doorbell: ping, shutdown, sub_head, cancel_seq */
+    coop__ring_load(mb, s->sub_tail, e);
+    coop_u32 p = db[0], down = db[1], head = db[2], cseq = db[3];
     if (p != last_ping || head != s->sub_tail || cseq != s->cseq || (down != 0u && !stopping))
       coop_sys_fence_acq();
+    coop_u32 cseq_before = s->cseq;
     s->cseq = cseq;
     if (p != last_ping) {
       mb->pong_clock = coop_clock();
@@ -827,8 +887,13 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     }
     if (!stopping && down != 0u) stopping = 1u;
     COOP_PROF_MARK(1);
-    coop__intake(mb, s, head, next);
+    COOP_TRACE(1);
+#ifdef COOP_PROF_TASKS
+    coop_u32 took = head != s->sub_tail;
+#endif
+    coop__intake(mb, s, head, e, cseq_before);
     COOP_PROF_MARK(2);
+    COOP_TRACE(4);
     for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
       if (bits & 1u) coop__reconcile_forks(dev, c);
     COOP_PROF_MARK(3);
@@ -836,6 +901,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     COOP_PROF_MARK(4);
     coop__pass_cancels(mb, dev, stopping);
     COOP_PROF_MARK(5);
+    COOP_TRACE(5);
     if (stopping) {
       while (s->q_head != s->q_tail) {
         coop__finish_task(mb, s->queue[s->q_head % COOP_RING], COOP_TS_CANCELLED);
@@ -848,11 +914,13 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     }
     coop__mark_queued(mb, s);
     COOP_PROF_MARK(6);
+    COOP_TRACE(11);
     if (s->q_head == s->q_tail) coop__idle_workers(dev);
     COOP_PROF_MARK(7);
     /* last: a task taken in at the top is started before the view's loads */
     if (++s->pass % COOP_VIEW_EVERY == 0u) coop__publish_view(mb, dev);
     COOP_PROF_MARK(8);
+    COOP_TRACE(12);
     COOP_PROF_PASS();
   }
   if (s->nhelpers) coop__help_post(s, COOP_HELP_EXIT, 0u, 0u, 0u);

@@ -23,12 +23,13 @@
 #include "coop_limits.h"
 #endif
 
-#define COOP_ABI 11u
+#define COOP_ABI 12u
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
 #define COOP_HOLDS 16           /* windows of gathering ahead armed at once */
-#define COOP_PROF_SLOTS 9       /* mailbox.prof: passes, then 8 steps */
+#define COOP_RING_WORDS 4u      /* words of a submit ring entry (coop__ring_words) */
+#define COOP_PROF_SLOTS 16      /* mailbox.prof: passes, then steps or trace marks */
 #define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
 #define COOP_SPREAD_SMS 256     /* SM ids told apart by the spread order (more wrap) */
 #define COOP_SPREAD_RANKS 64    /* workgroups per SM told apart (H100: at most 32) */
@@ -69,7 +70,9 @@ struct coop_task_rec {
   coop_u64 lens[COOP_MAX_ARGS];
   /* When it is due: host CLOCK_MONOTONIC ns, 0 = none. The scheduler only
    * compares deadlines with one another (earliest first), never with its
-   * own clock, so the two clocks need not agree. Read once, at intake. */
+   * own clock, so the two clocks need not agree. The scheduler takes it
+   * (>> 8), with kid, flags and groups, from the ring entry; these copies
+   * are the host's (the dump). */
   coop_u64 deadline;
   /* Gathering ahead (scheduler.cl): a window round the time this task's
    * next instance is due, device clock ticks, hold_from < hold_to; 0 =
@@ -103,27 +106,32 @@ struct coop_mailbox {
   coop_atomic_u32 disc_close;
   coop_atomic_u32 participants; /* final count, published by the scheduler */
   coop_atomic_u32 sched_state;  /* 0 starting, 1 running, 2 exited */
-  coop_atomic_u32 shutdown;     /* host -> scheduler */
-  /* clock calibration: host bumps ping, scheduler answers with its clock */
-  coop_atomic_u32 ping;
-  coop_atomic_u32 pong;
+  coop_atomic_u32 pong;         /* clock calibration: the scheduler's answer to ping */
   coop_u32 pad0;
   coop_u64 pong_clock;
+  coop_u32 pad1[2];
+  /* The doorbell: the host's four words the scheduler reads every pass,
+   * one 16-byte load (coop_sys_ld4_rlx). The H100 serves a thread's loads
+   * of host memory about one at a time, ~0.6 us each (issue 18): one
+   * vector load, not four. */
+  coop_atomic_u32 ping;     /* clock calibration: host bumps it */
+  coop_atomic_u32 shutdown; /* host -> scheduler */
   coop_atomic_u32 sub_head; /* host -> scheduler: ring entries written */
-  coop_atomic_u32 pad1;
-  /* COOP_RING_ENTRY(slot, index): the slot tagged with its index's lap,
-   * so that the scheduler may load the next entry together with sub_head,
-   * before its acquire, and still know a stale entry from the new one. */
-  coop_atomic_u32 ring[COOP_RING];
+  /* host -> scheduler: bumped (release) after each cancel flag is set, so
+   * that the scheduler reads tasks' cancel flags only when one changed. */
+  coop_atomic_u32 cancel_seq;
+  /* Entry index % COOP_RING, 16 bytes (coop__ring_words): the slot and what
+   * the scheduler needs to queue the task (kernel, flags, size, deadline),
+   * each word tagged with the index's lap. The scheduler loads the next
+   * entry with the doorbell, before its acquire, and takes it if every
+   * word carries the lap: a task is queued without loading its record
+   * (3.2 us on the H100, issue 18). */
+  coop_atomic_u32 ring[COOP_RING][COOP_RING_WORDS];
   struct coop_task_rec tasks[COOP_RING];
   /* Live view: per participant (index pid, 1..workers), 0 when free, else
    * the task slot + 1 it works for, with COOP_VIEW_RESERVED when it is
    * reserved for that task's forks. Same publication rules as live_*. */
   coop_atomic_u32 wg_view[COOP_MAX_WG];
-  /* host -> scheduler: bumped (release) after each cancel flag is set, so
-   * that the scheduler reads tasks' cancel flags only when one changed. */
-  coop_atomic_u32 cancel_seq;
-  coop_u32 pad2;
   /* Built with COOP_PROF (COOP_DEVICE_DEFINES): the scheduler's passes
    * (prof[0]) and the device ns spent in each step of them (prof[1..]),
    * totals, stored every COOP_PROF_EVERY passes; zero otherwise. */
@@ -134,6 +142,33 @@ struct coop_mailbox {
 #define COOP_RING_TAG(i) ((((i) / COOP_RING) + 1u) & 0xffffffu)
 #define COOP_RING_ENTRY(slot, i) ((slot) | (COOP_RING_TAG(i) << 8))
 #define COOP_RING_SLOT(e) ((e)&0xffu)
+/* Words 1.. of an entry carry the lap's low 4 bits (bits 0-3). A word the
+ * scheduler loads for index i holds lap i's value or the one before it,
+ * never older: it acquired sub_head past the previous lap's entry before
+ * (read-read coherence and happens-before). So a 4-bit tag tells the two
+ * apart, and word 0's 24 bits tell a zeroed ring from lap 16's. */
+#define COOP_RING_TAG4(i) (COOP_RING_TAG(i) & 0xfu)
+/* Word 1: tag | kid << 4 | flags << 12 | COOP_RING_HOLD | groups << 16,
+ * kid clamped to 255 and groups to 65535 (both still refused:
+ * COOP_MAX_KERNELS and COOP_MAX_WG are smaller). COOP_RING_HOLD: the
+ * record has a gathering-ahead window, read at intake. Words 2 and 3: the
+ * deadline >> 8 (56 bits, 28 a word), so deadlines compare at 256 ns. */
+#define COOP_RING_HOLD 0x8000u
+#define COOP_RING_FLAGS 0x7u /* task flags that fit in word 1 */
+
+COOP_FN void coop__ring_words(coop_u32 *w, coop_u32 slot, coop_u32 i, coop_u32 kid, coop_u32 flags,
+                              coop_u32 groups, coop_u64 deadline, coop_u32 hold) {
+  coop_u32 t4 = COOP_RING_TAG4(i);
+  coop_u64 q = deadline == 0u ? 0u : (deadline >> 8) ? (deadline >> 8) : 1u;
+  w[0] = COOP_RING_ENTRY(slot, i);
+  w[1] = t4 | (kid < 0xffu ? kid : 0xffu) << 4 | (flags & COOP_RING_FLAGS) << 12 |
+         (hold ? COOP_RING_HOLD : 0u) | (groups < 0xffffu ? groups : 0xffffu) << 16;
+  w[2] = t4 | (coop_u32)(q & 0xfffffffu) << 4;
+  w[3] = t4 | (coop_u32)(q >> 28) << 4;
+}
+
+/* The deadline of words 2 and 3 (>> 8, as compared). */
+#define COOP_RING_DEADLINE(e) ((coop_u64)((e)[3] >> 4) << 28 | (coop_u64)((e)[2] >> 4))
 #define COOP_VIEW_PASSES 64u
 #define COOP_PROF_EVERY 1024u
 
@@ -261,11 +296,10 @@ struct coop_sched {
   coop_u32 t_kid[COOP_RING];
   coop_u32 t_flags[COOP_RING];
   coop_u32 t_groups[COOP_RING];
-  /* ... its cancel flag as read at intake, mailbox.cancel_seq as read in
-   * that pass (the flag is read again at start only if the sequence has
-   * moved since), and whether QUEUED was stored (only for a task not
+  /* ... mailbox.cancel_seq as read in the pass before its intake (which
+   * reads no cancel flag: the flag is read at start only if the sequence
+   * has moved since), and whether QUEUED was stored (only for a task not
    * started in the pass that took it in). */
-  coop_u32 t_cancel[COOP_RING];
   coop_u32 t_cseq[COOP_RING];
   coop_u32 t_queued[COOP_RING];
   coop_u64 t_hold_from[COOP_RING]; /* the record's window, copied at intake */
@@ -299,6 +333,9 @@ struct coop_sched {
   coop_u32 help_op, help_slot, help_chan, help_n;
   coop_u32 nhelpers;     /* helper threads; 0: thread 0 does it all */
   coop_u32 help_pending; /* an order is out and not yet waited for */
+  /* Built with COOP_PROF_TASKS: the clock at each trace mark of the pass
+   * in progress (scheduler.cl, "Profile"); untouched otherwise. */
+  coop_u64 trace[COOP_PROF_SLOTS];
 };
 
 struct coop_dev {
