@@ -355,9 +355,9 @@ static void print_profile(struct bench *b) {
   static const char *const step[] = {"host words", "intake", "forks", "reap",
                                      "cancels",    "serve",  "offer", "view"};
   /* COOP_PROF_TASKS: the passes that started a task, from trace mark k - 1 to k */
-  static const char *const mark[] = {"host words", "released", "record fields", "intake done",
-                                     "reap etc.",  "head",     "gathered",      "id map",
-                                     "release",    "RUNNING",  "serve done",    "pass end"};
+  static const char *const mark[] = {"host words", "released", "validated",  "intake done",
+                                     "reap etc.",  "head",     "gathered",   "id map",
+                                     "release",    "RUNNING",  "serve done", "pass end"};
   const char *defs = getenv("COOP_DEVICE_DEFINES");
   int traced = defs && strstr(defs, "COOP_PROF_TASKS");
   enum { N = 1 + sizeof step / sizeof *step, NT = 1 + sizeof mark / sizeof *mark };

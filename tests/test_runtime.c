@@ -698,6 +698,31 @@ START_TEST(cancel_right_after_submit) {
 }
 END_TEST
 
+/* The doorbell's words are separate loads: a pass may see a cancel's
+ * cancel_seq and not yet the submit before it (PoCL loads them in turn; a
+ * vector load orders nothing among its words). The next pass then took
+ * the task in as of that cancel_seq, never read its flag, and a kernel
+ * that only ends when cancelled ran on. Here the scheduler pauses ~1 ms
+ * between sub_head and cancel_seq (COOP_TEST_DOORBELL_GAP), so a submit
+ * and its cancel right after land in the gap most of the time. Without
+ * the reload of sub_head in a pass that sees a cancel, this hung. */
+START_TEST(cancel_seen_before_its_submit) {
+  setenv("COOP_DEVICE_DEFINES", "COOP_TEST_DOORBELL_GAP=2000000u", 1);
+  struct fx f;
+  fx_open(&f);
+  unsetenv("COOP_DEVICE_DEFINES");
+  for (int n = 0; n < 20; n++) {
+    coop_task_id id = submit(&f, f.forever, 1, 1, 0, 0, NULL);
+    ck_assert_int_eq(coop_rt_cancel(f.rt, id), 0);
+    int r = coop_rt_wait(f.rt, id, 10000);
+    if (r != 0) coop_rt_dump(f.rt, stderr);
+    ck_assert_msg(r == 0, "round %d: a cancelled kernel still runs after 10 s", n);
+    ck_assert_int_eq(finish(&f, id).state, COOP_TASK_CANCELLED);
+  }
+  fx_close(&f);
+}
+END_TEST
+
 static void refuse_caps(unsigned hide, const char *what) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
@@ -789,6 +814,7 @@ static Suite *suite(void) {
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
   tcase_add_test(t, cancel_right_after_submit);
+  tcase_add_test(t, cancel_seen_before_its_submit);
   tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
   tcase_add_test(t, earliest_deadline_gathered_first);
   tcase_add_test(t, gathering_ahead_holds_workers);

@@ -29,7 +29,7 @@
 #define COOP_RESV_BIT 0x80000000u
 /* Trace marks of a pass that starts a task (COOP_PROF_TASKS, "Profile"
  * below): 0 the pass's top, 1 the host words read, 2 released, 3 the
- * record's fields arrived, 4 intake done, 5 forks, reap and cancels done,
+ * entry validated, 4 intake done, 5 forks, reap and cancels done,
  * 6 the head chosen, 7 gathered, 8 the id map done (help_wait), 9 the
  * workers released, 10 RUNNING stored, 11 serving done, 12 the pass's end. */
 #ifdef COOP_PROF_TASKS
@@ -873,11 +873,29 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
      * word moved, one acquire fence (pairs with the host's release store
      * of each): a pass where nothing came pays no system-scope fence. */
     coop_u32 db[4], e[COOP_RING_WORDS];
+#ifdef COOP_TEST_DOORBELL_GAP /* a test: sub_head, a pause of this many ticks, the rest */
+    db[2] = coop_sys_ld_rlx(&mb->sub_head);
+    for (coop_u64 t0_ = coop_clock(); coop_clock() - t0_ < COOP_TEST_DOORBELL_GAP;) {
+    }
+    db[0] = coop_sys_ld_rlx(&mb->ping);
+    db[1] = coop_sys_ld_rlx(&mb->shutdown);
+    db[3] = coop_sys_ld_rlx(&mb->cancel_seq);
+#else
     coop_sys_ld4_rlx(&mb->ping, db); /* the doorbell: ping, shutdown, sub_head, cancel_seq */
+#endif
     coop__ring_load(mb, s->sub_tail, e);
     coop_u32 p = db[0], down = db[1], head = db[2], cseq = db[3];
     if (p != last_ping || head != s->sub_tail || cseq != s->cseq || (down != 0u && !stopping))
       coop_sys_fence_acq();
+    /* A cancel came (cancel_seq moved): sub_head again, acquire, so that
+     * every task submitted before that cancel is taken in by this pass, at
+     * the latest. The intake reads no cancel flag, relying on this: such
+     * a task gets cseq_before, older than the cancel, so its flag is read
+     * when it is served. Without it, the doorbell could show the cancel
+     * and not yet the submit (its words are separate loads), and the next
+     * pass take the task in with the cancel's own cancel_seq: a lost
+     * cancel, and a kernel that never ends kept running. */
+    if (cseq != s->cseq) head = coop_sys_ld_acq(&mb->sub_head);
     coop_u32 cseq_before = s->cseq;
     s->cseq = cseq;
     if (p != last_ping) {
