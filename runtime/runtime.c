@@ -6,7 +6,8 @@
  * system-scope atomics on the device):
  *   submit:   fill task record; state := SUBMITTED (release);
  *             ring[head % RING] := slot, kernel, flags, size, deadline
- *             and window, each word tagged with head's lap;
+ *             and whether the record has a window, each word tagged
+ *             with head's lap;
  *             sub_head := head + 1 (release).
  *   result:   wait until state is final (acquire), then read the record.
  *   cancel:   task.cancel := 1 (release), then cancel_seq += 1 (release);
