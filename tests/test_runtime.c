@@ -619,9 +619,9 @@ END_TEST
  * that is still refused; two laps, and a lap and a zeroed ring, must
  * differ in every word; deadlines must keep their order. */
 static void ring_decode(const uint32_t *w, uint32_t *kid, uint32_t *flags, uint32_t *groups) {
-  *kid = (w[1] >> 4) & 0xffu;
-  *flags = (w[1] >> 12) & COOP_RING_FLAGS;
-  *groups = w[1] >> 16;
+  *kid = COOP_RING_KID(w);
+  *flags = COOP_RING_TFLAGS(w);
+  *groups = COOP_RING_GROUPS(w);
 }
 
 START_TEST(ring_entry_carries_the_task) {

@@ -33,11 +33,12 @@
  * 6 the head chosen, 7 gathered, 8 the id map done (help_wait), 9 the
  * workers released, 10 RUNNING stored, 11 serving done, 12 the pass's end. */
 #ifdef COOP_PROF_TASKS
-#define COOP_TRACE(k) (s->trace[k] = coop_clock())
+#define COOP_TRACE_AT(k, t) (s->trace[k] = (t))
 #define COOP_TRACE_LAST 12u
 #else
-#define COOP_TRACE(k)
+#define COOP_TRACE_AT(k, t)
 #endif
+#define COOP_TRACE(k) COOP_TRACE_AT(k, coop_clock())
 #define COOP_REAP_BATCH 4u /* worker states loaded together by the reap */
 
 COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mailbox *mb,
@@ -387,9 +388,8 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
   /* The arguments cross the bus once, into t_payload[slot], where the
    * kernel reads them: with helpers, at intake (STAGE), each word read by
-   * its own helper thread while thread 0 read the record's other fields;
-   * without, field by field here (loading all into registers first took 32
-   * more registers, which halved the megakernel's occupancy at 256
+   * its own helper thread while thread 0 queues the task; without, field by field here (loading all
+   * into registers first took 32 more registers, which halved the megakernel's occupancy at 256
    * threads: 527 to 263 workers on the H100; issue 18). */
   if (!s->nhelpers) coop__copy_payload(s->t_payload[slot], t->args, 0u, 1u);
   ch->kid = s->t_kid[slot];
@@ -731,10 +731,10 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     prof_acc[k] += now_ - prof_t; \
     prof_t = now_;                \
   } while (0)
-#define COOP_PROF_PASS()                                                 \
-  do {                                                                   \
-    if ((++prof_acc[0] % COOP_PROF_EVERY) == 0u)                         \
-      for (coop_u32 k_ = 0u; k_ < 9u; k_++) mb->prof[k_] = prof_acc[k_]; \
+#define COOP_PROF_PASS()                                                              \
+  do {                                                                                \
+    if ((++prof_acc[0] % COOP_PROF_EVERY) == 0u)                                      \
+      for (coop_u32 k_ = 0u; k_ < COOP_PROF_SLOTS; k_++) mb->prof[k_] = prof_acc[k_]; \
   } while (0)
 #else
 #define COOP_PROF_DECL
@@ -781,13 +781,10 @@ COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struc
     /* the helpers stage the arguments (the record's only words a start
      * needs) while this thread queues the task */
     if (s->nhelpers) coop__help_post(s, COOP_HELP_STAGE, slot, 0u, 0u);
-    coop_u32 kid = (e[1] >> 4) & 0xffu, flags = (e[1] >> 12) & COOP_RING_FLAGS;
-    coop_u32 groups = e[1] >> 16;
+    coop_u32 kid = COOP_RING_KID(e), flags = COOP_RING_TFLAGS(e), groups = COOP_RING_GROUPS(e);
     coop_u64 now = coop_clock();
     coop_u32 status = coop__validate(kid, flags, groups, s->nworkers);
-#ifdef COOP_PROF_TASKS
-    s->trace[2] = now;
-#endif
+    COOP_TRACE_AT(2, now);
     t->t_released = now;
     t->status = status;
     if (status != COOP_TR_OK) {

@@ -167,7 +167,10 @@ COOP_FN void coop__ring_words(coop_u32 *w, coop_u32 slot, coop_u32 i, coop_u32 k
   w[3] = t4 | (coop_u32)(q >> 28) << 4;
 }
 
-/* The deadline of words 2 and 3 (>> 8, as compared). */
+/* Word 1's fields, and the deadline of words 2 and 3 (>> 8, as compared). */
+#define COOP_RING_KID(e) (((e)[1] >> 4) & 0xffu)
+#define COOP_RING_TFLAGS(e) (((e)[1] >> 12) & COOP_RING_FLAGS)
+#define COOP_RING_GROUPS(e) ((e)[1] >> 16)
 #define COOP_RING_DEADLINE(e) ((coop_u64)((e)[3] >> 4) << 28 | (coop_u64)((e)[2] >> 4))
 #define COOP_VIEW_PASSES 64u
 #define COOP_PROF_EVERY 1024u
@@ -306,12 +309,11 @@ struct coop_sched {
   coop_u64 t_hold_to[COOP_RING];
   /* Each task's args then lens (buffer lengths, bytes: the views), where
    * its kernel reads them (api.h, coop__payload). Copied from the record at
-   * intake by the helpers, while thread 0 reads the record's other fields
-   * (one bus round trip for both), or at the start by thread 0 when there
-   * are no helpers. They stay until the slot's next intake: the host
-   * reuses a slot only once the task is final, which its last workgroup out
-   * writes after every workgroup's last read (worker.cl, "Completion"). A
-   * start copies nothing (issue 18). */
+   * intake by the helpers, while thread 0 queues the task from its ring
+   * entry, or at the start by thread 0 when there are no helpers. They stay until the slot's next
+   * intake: the host reuses a slot only once the task is final, which its last workgroup out writes
+   * after every workgroup's last read (worker.cl, "Completion"). A start copies nothing (issue 18).
+   */
   coop_u64 t_payload[COOP_RING][2u * COOP_MAX_ARGS];
   /* Holds armed by started tasks (scheduler.cl, "Gathering ahead"): entry
    * h keeps hold_n workers free from hold_from to hold_to for the next
