@@ -82,6 +82,8 @@ void server_stop_listening(struct daemon *dm);
 
 /* reload.c */
 void reload_start(struct daemon *dm);
+/* READY=1 with the last reload's outcome as STATUS= (systemd). */
+void reload_notify(struct daemon *dm);
 /* Builds (does not launch) the kernels of ks on every configured device:
  * 0, or an error with the compiler's log in err (--check-config). */
 int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen);

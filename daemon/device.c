@@ -236,16 +236,20 @@ static void unpark(struct dev *d) {
 }
 
 /* Parks the megakernel once the device has been idle for park_ms; else
- * lowers *wake to that moment. */
+ * lowers *wake to that moment. Every pass that does not park lowers it,
+ * busy or not: the pass that ends a reload, a restart or the last run may
+ * be the last one before wait_for_work, and a wake of INT64_MAX there
+ * would leave the megakernel spinning until the next job (the idle
+ * megakernel never parked again after a reload). */
 static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
   pthread_mutex_lock(&d->mu);
   int busy = d->in_head || d->swapping || d->stopping;
   pthread_mutex_unlock(&d->mu);
   if (busy || d->runs || d->coop_wait_head || d->restart_why[0]) d->idle_since = now;
-  if (d->parked || !d->rt || !d->cfg->park_ms || busy || d->runs || d->coop_wait_head) return;
+  if (d->parked || !d->rt || !d->cfg->park_ms) return;
   int64_t at = d->idle_since + (int64_t)d->cfg->park_ms * 1000000;
-  if (now < at) {
-    if (at < *wake) *wake = at;
+  if (busy || d->runs || d->coop_wait_head || now < at) {
+    if (!d->runs && at < *wake) *wake = at; /* a run's passes come anyway */
     return;
   }
   int e = dp_park(d->rt);
@@ -312,7 +316,10 @@ static void *dev_main(void *arg) {
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;
     pthread_mutex_unlock(&d->mu);
-    if (swap) do_swap(d);
+    if (swap) { /* a new megakernel: the next pass looks at it afresh (when to park it) */
+      do_swap(d);
+      continue;
+    }
     pthread_mutex_lock(&d->mu);
     int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head;
     pthread_mutex_unlock(&d->mu);
@@ -391,6 +398,7 @@ static void do_swap(struct dev *d) {
       }
     }
   }
+  d->idle_since = coop__now_ns(); /* the new megakernel parks park_ms from now */
   pthread_mutex_lock(&d->mu);
   d->swapping = 0;
   d->swap_rt = NULL;

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "childlog.h"
 #include "coop_util.h"
 #include "devproc.h"
 #include "fdio.h"
@@ -339,6 +340,7 @@ int dp_child_main(int fd) {
   prctl(PR_SET_NAME, "coopd-device");
   if (fd != 3 && dup2(fd, 3) == 3) fd = 3;
   close_range(4, ~0u, 0);
+  childlog_start();             /* the libraries' own lines, prefixed for the journal */
   if (getppid() == 1) return 1; /* the front died before the prctl */
   static struct child ch = {.kick = -1};
   static struct dp_req q;

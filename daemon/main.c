@@ -156,7 +156,7 @@ static void on_hup(struct daemon *dm) {
   else if (confreload_apply(&dm->cfg, &nc) == 0)
     log_info("SIGHUP: settings read again%s", args.config ? "" : " (no --config file)");
   reload_start(dm);
-  if (!dm->reload) sdnotify("READY=1");
+  if (!dm->reload) reload_notify(dm); /* it did not start: STATUS says why */
 }
 
 /* ---- shutdown ---- */

@@ -19,6 +19,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "daemon.h"
@@ -55,8 +56,22 @@ static void finish(struct reload *r) {
     free(r->ks);
   }
   r->dm->reload = NULL;
-  if (!r->dm->stopping) sdnotify("READY=1"); /* the reload SIGHUP began has ended */
+  if (!r->dm->stopping) reload_notify(r->dm); /* the reload SIGHUP began has ended */
   free(r);
+}
+
+/* READY=1 ends the reload for systemd, and STATUS= says how it went: a
+ * plain READY=1 would tell `systemctl status` nothing of a reload that
+ * failed (its compiler log is in the journal; STATUS gets its first line). */
+void reload_notify(struct daemon *dm) {
+  char st[sizeof dm->reload_status];
+  snprintf(st, sizeof st, "%s", dm->reload_status[0] ? dm->reload_status : "not started");
+  st[strcspn(st, "\n")] = '\0'; /* STATUS= is one line */
+  char m[sizeof st + 64];
+  snprintf(m, sizeof m, "READY=1\nSTATUS=reload %s%s", st,
+           strncmp(st, "ok", 2) ? "; the previous kernels still run" : "");
+  int e = sdnotify(m);
+  if (e < 0) log_warn("NOTIFY_SOCKET: %s", strerror(-e));
 }
 
 static void build_work(uv_work_t *w) {
@@ -97,6 +112,7 @@ static void after_build(uv_work_t *w, int status) {
   struct reload *r = w->data;
   struct daemon *dm = r->dm;
   if (status == UV_ECANCELED || dm->stopping || !dm->ndev) {
+    set_outcome(dm, 0, "failed: %s", dm->stopping ? "coopd is stopping" : "no device runs");
     close_built(r);
     finish(r);
     return;

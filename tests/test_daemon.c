@@ -140,6 +140,19 @@ static int log_has(const char *path, const char *s) {
   return strstr(buf, s) != NULL;
 }
 
+/* How many times the file contains s. */
+static int log_count(const char *path, const char *s) {
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  static char buf[1 << 18];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  int k = 0;
+  for (const char *p = buf; (p = strstr(p, s)) != NULL; p += strlen(s)) k++;
+  return k;
+}
+
 /* On a failure: the daemon's log, the last of it. */
 static void print_log(const char *path) {
   FILE *f = fopen(path, "r");
@@ -2181,6 +2194,50 @@ START_TEST(idle_megakernel_parks) {
 }
 END_TEST
 
+/* After a reload the new megakernel parks as the old one did, and a
+ * parked device process spends no CPU. The old coopd never parked again
+ * after a successful reload: the pass that swapped had no wake time, and
+ * the device thread slept until the next job with the megakernel spinning
+ * (docs/faults.md, "Reload and service"). */
+START_TEST(parks_again_after_a_reload) {
+  char logp[] = "/tmp/coopd-park-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"device.park_ms=50", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 400 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_eq(st.devs[0].parked, 1);
+  for (int round = 1; round <= 2; round++) {
+    uint32_t parks = st.devs[0].parks;
+    kill(d.pid, SIGHUP);
+    int done = 0;
+    for (int i = 0; i < 2400 && done < round; i++, msleep(50))
+      done = log_count(logp, "reload: done");
+    if (done < round) print_log(logp);
+    ck_assert_int_eq(done, round);
+    st = stats(&c);
+    for (int i = 0; i < 400 && !(st.devs[0].parked && st.devs[0].parks > parks); i++, msleep(25))
+      st = stats(&c);
+    if (!st.devs[0].parked) print_log(logp);
+    ck_assert_msg(st.devs[0].parked, "reload %d: the megakernel did not park within 10 s", round);
+    ck_assert_uint_gt(st.devs[0].parks, parks);
+    pid_t dp = device_process(d.pid);
+    double c0 = cpu_seconds(dp);
+    msleep(1000);
+    double used = cpu_seconds(dp) - c0;
+    ck_assert_msg(used < 0.1, "reload %d: the device process used %.2f s of CPU in 1 s", round,
+                  used);
+  }
+  render_check(&c, 1, 0, 0); /* the new megakernel relaunches and serves */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* ---- systemd (issue 21 item 2) ---- */
 
 /* How a systemd-run coopd is started here: stderr into log, and as the
@@ -2406,6 +2463,74 @@ START_TEST(systemd_journal_log_prefixes) {
   ck_assert(!log_has(logp, " coopd info: "));
   ck_assert(!log_has(logp, " coopd debug: "));
   unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* Every line a line of its own with its priority: a reload's outcome
+ * reaches systemd as STATUS= with READY=1 (a failed one said nothing but
+ * READY=1), and under the journal every line of stderr, the compiler's own
+ * ("1 error generated.", written by the device process) included, starts
+ * with "<N>" (it had none, so journald logged it at info with no source). */
+START_TEST(systemd_reload_status_and_compiler_lines) {
+  char dir[] = "/tmp/coopd-rs-XXXXXX", logp[96], sock[96], nsp[96], kd[96], path[160], got[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  snprintf(nsp, sizeof nsp, "%s/notify", dir);
+  snprintf(kd, sizeof kd, "%s/kernels", dir);
+  ck_assert_int_eq(mkdir(kd, 0755), 0);
+  snprintf(path, sizeof path, "%s/render.cl", kd);
+  copy_file(KERNEL_DIR "/render.cl", path);
+  int ns = notify_socket(nsp);
+  setenv("NOTIFY_SOCKET", nsp, 1);
+  struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
+  const char *args[] = {"--socket", sock, "--kernels", kd, "--set", "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 within 60 s");
+
+  kill(pid, SIGHUP); /* a good reload */
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 after the reload");
+  assert_has(got, "STATUS=reload ok: 1 kernels");
+
+  snprintf(path, sizeof path, "%s/bad.cl", kd); /* a bad one */
+  write_file(path,
+             "//@coop name=bad kind=noncooperative args=buf\n"
+             "void bad(struct coop_ctx *c) { not_declared_here(c); }\n");
+  kill(pid, SIGHUP);
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 after the failed reload");
+  assert_has(got, "STATUS=reload failed: ");
+  assert_has(got, "the previous kernels still run");
+  ck_assert_ptr_null(strchr(strstr(got, "STATUS="), '\n')); /* one line */
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  close(ns);
+  unsetenv("NOTIFY_SOCKET");
+
+  ck_assert(log_has(logp, "not_declared_here"));
+  FILE *f = fopen(logp, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    n++;
+    int prefixed = line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>';
+    if (!prefixed) print_log(logp);
+    ck_assert_msg(prefixed, "line %d has no <N> prefix: %s", n, line);
+  }
+  fclose(f);
+  ck_assert_int_gt(n, 3);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/render.cl", kd);
+  unlink(path);
+  rmdir(kd);
+  unlink(logp), unlink(nsp), rmdir(dir);
 }
 END_TEST
 
@@ -3609,6 +3734,7 @@ static Suite *suite(void) {
   t = tcase_create("parking");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, idle_megakernel_parks);
+  tcase_add_test(t, parks_again_after_a_reload);
   suite_add_tcase(s, t);
   t = tcase_create("devices");
   tcase_set_timeout(t, 300);
@@ -3619,6 +3745,7 @@ static Suite *suite(void) {
   tcase_add_test(t, systemd_notify_ready_and_reload);
   tcase_add_test(t, systemd_socket_activation);
   tcase_add_test(t, systemd_journal_log_prefixes);
+  tcase_add_test(t, systemd_reload_status_and_compiler_lines);
   suite_add_tcase(s, t);
   t = tcase_create("state");
   tcase_set_timeout(t, 300);
