@@ -18,6 +18,8 @@
 #define DP_WAIT_MAX 128       /* tasks one dp_wait watches (DP_POLL_MAX) */
 #define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
+#define DEV_MAX_HOLDS 64      /* users remembered for having caused a restart */
+#define DEV_MAX_RERUNS 2      /* runs again a job lost to restarts may have */
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -32,6 +34,13 @@ struct run {
   int64_t cancel_seen; /* when the device thread first saw j->cancel */
   int watchdog;        /* cancelled by watchdog_ms: its RESULT says so */
   struct run *next;
+};
+
+/* A user whose jobs made the device restart (dev_hold.c). */
+struct dev_hold {
+  uint32_t uid;
+  unsigned restarts;   /* caused, counted since it was last forgiven */
+  int64_t last, until; /* the last one; its jobs wait until then */
 };
 
 struct dev {
@@ -89,6 +98,11 @@ struct dev {
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;
   _Atomic int64_t unpark_ns; /* the last relaunch's cost */
+  /* held back after a restart (dev_hold.c): device thread */
+  struct dev_hold holds[DEV_MAX_HOLDS];
+  unsigned nholds;
+  struct job *held_head, *held_tail; /* their jobs, in order */
+  _Atomic uint32_t holds_total;
 };
 
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
@@ -133,6 +147,20 @@ void dev__watch_run(struct dev *d, struct run *r, int64_t now);
 /* The device process died or a kernel hung: kill it, fail the jobs that
  * were on it, start a new one. */
 void dev__restart(struct dev *d);
+
+/* dev_hold.c */
+/* uid's job made the device restart: holds its jobs back for longer each
+ * time; returns how long (ms). */
+int64_t dev__hold(struct dev *d, uint32_t uid, int64_t now);
+/* The restarts uid caused since it was last forgiven. */
+unsigned dev__hold_restarts(struct dev *d, uint32_t uid);
+/* Whether uid's jobs wait now. */
+int dev__held(struct dev *d, uint32_t uid, int64_t now);
+/* A job of a held user, queued in order. */
+void dev__queue_held(struct dev *d, struct job *j);
+/* Starts the held jobs whose users' time is over, hands back the ones
+ * cancelled (or all, at a stop); lowers *wake to the next end of a hold. */
+void dev__pump_held(struct dev *d, int64_t now, int64_t *wake);
 
 /* dev_view.c */
 /* The live view for TOP, rebuilt every DEV_VIEW_NS while jobs run. */

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "coop_util.h"
 #include "dev_internal.h"
 #include "log.h"
 
@@ -149,6 +150,48 @@ static int never_gathered(const struct run *r) {
   return 1;
 }
 
+/* A job the restart took that can run again from the start, as if new:
+ * one task (not periodic), not the cause, not cancelled or failed, its
+ * buffers only inputs and outputs (an INOUT buffer's arena copy may have
+ * been half written, and its input is gone with the arena), and not yet
+ * run again DEV_MAX_RERUNS times (a job that crashes its device itself
+ * must not restart it for ever). Its inputs are still the client's. */
+static int runs_again(const struct dev *d, const struct run *r) {
+  const struct job *j = r->j;
+  if (j->id == d->hung_job || dev__periodic(j) || j->error || r->released > 1 ||
+      atomic_load(&j->cancel) || j->reruns >= DEV_MAX_RERUNS)
+    return 0;
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && j->args[i].dir == COOP_BUF_INOUT) return 0;
+  return 1;
+}
+
+/* The result fields a run fills in, back to a new job's. */
+static void forget_run(struct job *j) {
+  memset(&j->t, 0, sizeof j->t);
+  j->t.gather_ns = j->t.exec_ns = -1;
+  j->m_initial = j->m_min = j->m_max = j->kills = j->forks = j->resizes = 0;
+  j->misses = 0;
+  j->reruns++;
+}
+
+/* The user whose job caused the restart is held back (dev_hold.c); note
+ * says so, for the watchdog's event ("" if no job caused it). */
+static void hold_culprit(struct dev *d, const char *label, char *note, size_t len) {
+  note[0] = '\0';
+  for (struct run *r = d->runs; r; r = r->next) {
+    if (r->j->id != d->hung_job) continue;
+    int64_t ms = dev__hold(d, r->j->uid, coop__now_ns());
+    unsigned n = dev__hold_restarts(d, r->j->uid);
+    log_warn("%s: uid %u caused %u restart%s (job %llu, %s): its jobs are held back for %lld ms",
+             label, r->j->uid, n, n == 1 ? "" : "s", (unsigned long long)r->j->id, r->j->kernel,
+             (long long)ms);
+    snprintf(note, len, "; uid %u held back %lld ms (restart %u it caused)", r->j->uid,
+             (long long)ms, n);
+    return;
+  }
+}
+
 /* The device process died, or a hung kernel made dev_main ask for this:
  * kill it, fail every job that was on it (ELOST; the hung one keeps its
  * EHUNG), then build and launch a new one with the same kernels. Jobs not
@@ -160,12 +203,18 @@ void dev__restart(struct dev *d) {
     snprintf(why, sizeof why, "%s", d->restart_why);
   else
     snprintf(why, sizeof why, "its device process %s", d->rt ? dp_death(d->rt) : "is gone");
-  unsigned nlost = 0;
-  for (struct run *r = d->runs; r; r = r->next)
-    nlost += r->j->id != d->hung_job && !never_gathered(r);
+  unsigned nlost = 0, nagain = 0;
+  for (struct run *r = d->runs; r; r = r->next) {
+    int again = never_gathered(r) || runs_again(d, r);
+    nlost += r->j->id != d->hung_job && !again;
+    nagain += again && !never_gathered(r);
+  }
   char label[32];
   snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %d", d->index);
-  log_error("%s: %s: restarting it (%u other jobs lost)", label, why, nlost);
+  log_error("%s: %s: restarting it (%u other jobs lost, %u to run again)", label, why, nlost,
+            nagain);
+  char held[96];
+  hold_culprit(d, label, held, sizeof held);
   if (d->rt) dp_kill(d->rt);
   d->rt = NULL;
   d->parked = 0;
@@ -176,7 +225,9 @@ void dev__restart(struct dev *d) {
     struct job *j = r->j;
     d->runs = r->next;
     for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0; /* the arena is gone */
-    if (never_gathered(r)) {
+    int fresh = never_gathered(r);
+    if (fresh || runs_again(d, r)) {
+      if (!fresh) forget_run(j);
       atomic_store(&j->state, COOP_JOB_QUEUED);
       free(r);
       j->dev_next = again;
@@ -202,7 +253,7 @@ void dev__restart(struct dev *d) {
     snprintf(d->broken, sizeof d->broken, "restart after %.200s: %.250s", why, err);
     log_error("the device is unavailable: %s", d->broken);
   }
-  watch_event(d, "%s restarted: %.200s", label, why);
+  watch_event(d, "%s restarted: %.200s%s", label, why, held);
   while (again) { /* their IN data is still the client's (memfd or inline copy) */
     struct job *j = again;
     again = j->dev_next;

@@ -177,6 +177,8 @@ static void take_new(struct dev *d) {
       snprintf(j->message, sizeof j->message, "%s",
                d->stop_now ? "cancelled: the daemon is shutting down" : "cancelled");
       dev__hand_back(d, j);
+    } else if (d->held_head || dev__held(d, j->uid, coop__now_ns())) {
+      dev__queue_held(d, j); /* behind the held ones: pump_held keeps the order */
     } else {
       dev__start_job(d, j);
     }
@@ -294,6 +296,8 @@ static void do_swap(struct dev *d);
 static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
+    int64_t held_wake = INT64_MAX; /* the next end of a hold (dev_hold.c) */
+    dev__pump_held(d, coop__now_ns(), &held_wake);
     take_new(d);
     dev__pump_coop_wait(d);
     if (d->parked && d->runs) unpark(d);
@@ -311,6 +315,7 @@ static void *dev_main(void *arg) {
     }
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
+    if (held_wake < wake) wake = held_wake;
     maybe_park(d, now, &wake);
     dev__build_view(d, now);
     pthread_mutex_lock(&d->mu);
@@ -321,7 +326,7 @@ static void *dev_main(void *arg) {
       continue;
     }
     pthread_mutex_lock(&d->mu);
-    int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head;
+    int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head && !d->held_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
     if (d->runs && d->rt && dp_alive(d->rt) && !new_work(d))
@@ -379,8 +384,15 @@ static void do_swap(struct dev *d) {
     e = COOP_ESHUTDOWN;
     snprintf(msg, sizeof msg, "the daemon is shutting down");
   } else {
+    int64_t t0 = coop__now_ns();
     close_runtime(d);
+    int64_t t1 = coop__now_ns();
     e = dev__launch(d, next, msg, sizeof msg);
+    /* the swap's two legs, each bounded (DP_CLOSE_MS, the launch's
+     * discovery): a slow reload says which one it was */
+    log_info("device %d: reload: the old megakernel closed in %.0f ms, the new one %s in %.0f ms",
+             d->index, (double)(t1 - t0) / 1e6, e ? "failed" : "launched",
+             (double)(coop__now_ns() - t1) / 1e6);
     if (e == 0) {
       d->ks = ks;
     } else {

@@ -61,6 +61,7 @@ struct job {
   uint32_t misses;
   struct coop_wire_inst *inst; /* periodic jobs: every instance */
   uint32_t ninst;
+  uint8_t reruns; /* run again from the start after a device restart took it */
 
   /* loop thread only */
   struct session *owner; /* NULL once its client has gone */

@@ -2000,6 +2000,119 @@ START_TEST(hung_kernel_restarts_its_device) {
 }
 END_TEST
 
+/* A render of reps repetitions on one workgroup, submitted. */
+static uint64_t render_reps(struct conn *c, uint32_t reps) {
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.args[4].bits = reps;
+  return submit(c, &m, NULL, 0);
+}
+
+/* Fork: uid 65534 connects, submits the hog on one workgroup, waits for it
+ * to run and leaves (its job cancelled, which the hog never notices). */
+static void hog_as_nobody(struct daemon_proc *d) {
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn a;
+    open_hello(&a, d);
+    union coop_msg m;
+    submit_init(&m, "hog", 1, 0);
+    arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
+    arg_u32(&m.submit, 0xffffffffu);
+    uint64_t x = submit(&a, &m, NULL, 0);
+    if (!x) _exit(4);
+    wait_running(&a, x);
+    _exit(0);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the hog's client failed (%d)", st);
+}
+
+/* A job of another user that makes the device restart costs a victim's
+ * render nothing: its buffers were only inputs and outputs, so it runs
+ * again from the start and its result is right (the old coopd failed it
+ * with ELOST). The user who caused the restart is held back: its next job
+ * waits (QUEUED) for a second, the watchdog's event says so, then runs. */
+START_TEST(restart_reruns_victims_and_holds_the_culprit) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-hold-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.hang_ms=300",
+                        "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_ge(c.m.welcome.workers, 2);
+  /* the victim: a render that runs about 4 s (reps doubled until one run
+   * takes 200 ms, so that the submission's own cost does not count) */
+  uint32_t reps = 256;
+  int64_t took = 0;
+  for (; reps < (1u << 30); reps *= 2) {
+    int64_t t0 = coop__now_ns();
+    uint64_t cal = render_reps(&c, reps);
+    ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+    if ((took = coop__now_ns() - t0) >= 200000000) break;
+  }
+  reps = (uint32_t)((double)reps * 4e9 / (double)took);
+  uint64_t v = render_reps(&c, reps);
+  ck_assert_uint_ne(v, 0);
+  wait_running(&c, v);
+  hog_as_nobody(&d); /* cancelled at its exit: restart after hang_ms */
+  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE) print_log(logp);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim: %s %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  if (!log_has(logp, "1 to run again")) print_log(logp);
+  ck_assert(log_has(logp, "1 to run again"));
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 1);
+  assert_has(st.watchdog, "uid 65534 held back 1000 ms");
+
+  /* the culprit's next job waits out its hold; root's does not */
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    int64_t t = coop__now_ns();
+    uint64_t j = render_reps(&o, 1);
+    if (!j) _exit(4);
+    uint8_t s0 = job_state(&o, j);
+    if (wait_job(&o, j, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
+    int64_t took_ms = (coop__now_ns() - t) / 1000000;
+    int64_t out[2] = {s0, o.m.result.state == COOP_JOB_DONE ? took_ms : -1};
+    if (write(pfd[1], out, sizeof out) != sizeof out) _exit(6);
+    _exit(0);
+  }
+  render_check(&c, 1, 0, 0);
+  int64_t out[2];
+  ck_assert_int_eq(read(pfd[0], out, sizeof out), (ssize_t)sizeof out);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]), close(pfd[1]);
+  ck_assert_int_eq(out[0], COOP_JOB_QUEUED);
+  ck_assert_msg(out[1] >= 0, "the held job did not run");
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
  * them. When root's running sweep ends, the free slot goes to nobody, who
  * runs none yet, not to root's next in line (FIFO would). */
@@ -3730,6 +3843,10 @@ static Suite *suite(void) {
   tcase_add_test(t, waiters_are_bounded);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
+  suite_add_tcase(s, t);
+  t = tcase_create("restarts");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
   suite_add_tcase(s, t);
   t = tcase_create("parking");
   tcase_set_timeout(t, 120);
