@@ -217,7 +217,10 @@ int ctl_connect(struct ctl *x) {
   return e ? ctl_fail("connect", e) : 0;
 }
 
-static void progress(struct ctl *x, uint64_t job, double el, int periodic, double expect_s) {
+/* why: the daemon's answer to the last WAIT that timed out ("job 7 is
+ * queued, waiting for a cooperative slot: ..."), shown while it waits. */
+static void progress(struct ctl *x, uint64_t job, double el, int periodic, double expect_s,
+                     const char *why) {
   struct coop_job_status *s = NULL;
   size_t n = 0;
   if (coop_status(x->c, job, &s, &n) || n != 1) {
@@ -229,6 +232,8 @@ static void progress(struct ctl *x, uint64_t job, double el, int periodic, doubl
   if (expect_s > 0) fprintf(stderr, " / %.1f", expect_s);
   fprintf(stderr, " s");
   if (periodic) fprintf(stderr, ", %u instances, %u misses", s->instances_done, s->misses);
+  const char *slot = strstr(why, "waiting for a cooperative slot");
+  if (slot && s->state == COOP_STATE_QUEUED) fprintf(stderr, ", %s", slot);
   fflush(stderr);
   free(s);
 }
@@ -246,7 +251,9 @@ int ctl_wait(struct ctl *x, uint64_t job, int timeout_ms, int periodic, double e
     }
     e = coop_wait(x->c, job, slice, r);
     if (e != COOP_ETIMEDOUT || (timeout_ms >= 0 && (now_s() - t0) * 1000 >= timeout_ms)) break;
-    progress(x, job, now_s() - t0, periodic, expect_s);
+    char why[COOP_TEXT_MAX];
+    snprintf(why, sizeof why, "%s", coop_errmsg(NULL));
+    progress(x, job, now_s() - t0, periodic, expect_s, why);
     shown = 1;
   }
   if (shown) fputs("\r\033[K", stderr);

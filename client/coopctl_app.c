@@ -293,8 +293,10 @@ static int run_daemon(struct ctl *x, struct app_run *ar, struct coop_app_task *t
     return 1;
   }
   e = ctl_wait(x, id, ar->timeout_ms, 0, 0, res);
+  if (!e) return 0;
+  ctl_fail(what, e); /* before the CANCEL, which clears the daemon's reason */
   if (e == COOP_ETIMEDOUT) coop_cancel(x->c, id);
-  return e ? ctl_fail(what, e) : 0;
+  return 1;
 }
 
 /* ---- output ---- */

@@ -87,6 +87,10 @@ struct dev {
   } served[64];
   unsigned nserved;
   uint64_t serve_seq;
+  /* bumped when the slot queue or the cooperative runs change; the waiting
+   * jobs' places were last published at places_seq, for places_workers */
+  uint64_t slots_seq, places_seq;
+  unsigned places_workers;
   /* watchdog */
   char restart_why[256]; /* device thread: set to restart the device process */
   uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
@@ -134,6 +138,13 @@ int dev__stage_in(struct dev *d, struct job *j);
 void dev__unstage(struct dev *d, struct job *j, int out);
 
 /* dev_slots.c */
+/* Why a cooperative job waits for a slot (job.slot_why): every slot is
+ * held; its user holds its share; the last free slot is kept for a user
+ * holding none; a reload drains the device. */
+#define DEV_SLOT_FULL 1u
+#define DEV_SLOT_SHARE 2u
+#define DEV_SLOT_KEPT 3u
+#define DEV_SLOT_RELOAD 4u
 /* A job taken from the in queue (or after a restart) to start: a
  * cooperative one through the slots' queue, any other at once. */
 void dev__start_job(struct dev *d, struct job *j);

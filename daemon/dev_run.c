@@ -273,6 +273,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
 
 void dev__finish_job(struct dev *d, struct run *r) {
   struct job *j = r->j;
+  if (j->flags & COOP_SUBMIT_COOPERATIVE) d->slots_seq++; /* a slot is free: new places */
   if (j->m_min == UINT32_MAX) j->m_min = 0;
   uint8_t now = atomic_load(&j->state);
   if (now == COOP_JOB_FAILED) {

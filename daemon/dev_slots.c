@@ -2,19 +2,28 @@
  * dev_slots.c: the cooperative slots (docs/faults.md, "Isolation").
  *
  * A running cooperative kernel keeps at least one workgroup: the scheduler
- * kernel keeps at least one workgroup: the scheduler never asks for its
- * last. So cooperative jobs could pin every worker at M = 1 and starve
- * every non-cooperative task. They therefore run on at most coop_slots()
- * workers: the usable ones less [jobs] reserve_percent of them (rounded
- * up), at least one. Beyond that a cooperative job waits in `coop_wait`
- * and a waiting job starts only while its user runs fewer than an even
- * share of the slots (slots / users with cooperative jobs running or
- * waiting, at least 1). Of the jobs that may start, the one whose user runs
- * the fewest goes first, then the one whose user was served longest ago,
- * then the oldest: one user's queue cannot take every slot while another's
- * waits. Device thread only.
+ * never asks for its last. So cooperative jobs could pin every worker at
+ * M = 1 and starve every non-cooperative task. They therefore run on at
+ * most coop_slots() workers: the usable ones less [jobs] reserve_percent of
+ * them (rounded up), at least one. Beyond that a cooperative job waits in
+ * `coop_wait`.
+ *
+ * A slot, once given, is held until the job ends (taking it back would need
+ * the kernel suspended), so what one user may hold is bounded when it is
+ * given (docs/daemon.md, "Cooperative slots"):
+ *  - a waiting job starts only while its user holds fewer than its share,
+ *    ceil(slots / users with cooperative jobs running or waiting);
+ *  - the last free slot goes only to a user who holds none: a user alone
+ *    never takes every slot, so another user's job finds one at once
+ *    (with one slot there is nothing to keep).
+ * Of the jobs that may start, the one whose user holds the fewest goes
+ * first, then the one whose user was served longest ago, then the oldest.
+ * Each waiting job is told (the job's slot_* atomics, dev_slot_wait) how
+ * many jobs go before it in that order and who holds the slots; a WAIT
+ * that times out says so. Device thread only, but dev_slot_wait.
  */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "dev_internal.h"
 
@@ -40,15 +49,27 @@ static void add_user(uint32_t *users, unsigned *nu, uint32_t uid) {
   if (i == *nu && *nu < 64) users[(*nu)++] = uid;
 }
 
-/* An even share of the slots among the users with cooperative jobs. */
+/* A user's share of the slots: ceil(slots / users with cooperative jobs
+ * running or waiting), at least 1. */
 static unsigned coop_share(const struct dev *d) {
   uint32_t users[64];
   unsigned nu = 0;
   for (const struct run *r = d->runs; r; r = r->next)
     if (is_coop(r->j)) add_user(users, &nu, r->j->uid);
   for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) add_user(users, &nu, j->uid);
-  unsigned share = nu ? coop_slots(d) / nu : coop_slots(d);
-  return share ? share : 1;
+  unsigned slots = coop_slots(d);
+  return nu ? (slots + nu - 1) / nu : slots;
+}
+
+/* Why a job of a user holding `mine` may not take a slot now (a
+ * DEV_SLOT_* code), or 0 when it may. */
+static unsigned slot_refusal(const struct dev *d, unsigned running, unsigned mine, unsigned share) {
+  unsigned slots = coop_slots(d);
+  if (d->swap_now) return DEV_SLOT_RELOAD;
+  if (running >= slots) return DEV_SLOT_FULL;
+  if (mine >= share) return DEV_SLOT_SHARE;
+  if (mine > 0 && running + 1 == slots) return DEV_SLOT_KEPT;
+  return 0;
 }
 
 /* When uid last started a cooperative job here (0: never), and noting that
@@ -78,9 +99,80 @@ void dev__start_job(struct dev *d, struct job *j) {
       d->coop_wait_head = j;
     d->coop_wait_tail = j;
     j->dev_next = NULL;
+    d->slots_seq++;
     return;
   }
   dev__start_now(d, j);
+}
+
+/* Each waiting job's place: the order the pump below would start them in
+ * if slots kept freeing, one at a time (each user's jobs stay in FIFO
+ * order, so users are merged: the one holding the fewest next, then the
+ * one served longest ago, then the one whose next job is oldest), and who
+ * holds the slots now. Redone only when the queue, the runs or the
+ * workers changed (slots_seq). */
+static void publish_places(struct dev *d) {
+  unsigned workers = atomic_load(&d->workers);
+  if (d->slots_seq == d->places_seq && workers == d->places_workers) return;
+  d->places_seq = d->slots_seq;
+  d->places_workers = workers;
+  unsigned n = 0;
+  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) n++;
+  if (!n) return;
+  struct job **q = malloc(n * sizeof *q);
+  unsigned char *who = malloc(n);
+  if (!q || !who) { /* the places are for the eye: they stay as they were */
+    free(q);
+    free(who);
+    d->places_seq--;
+    return;
+  }
+  struct {
+    uint32_t uid;
+    unsigned mine, next;
+    uint64_t at;
+  } u[64];
+  unsigned nu = 0, i = 0;
+  for (struct job *j = d->coop_wait_head; j; j = j->dev_next, i++) {
+    unsigned k = 0;
+    while (k < nu && u[k].uid != j->uid) k++;
+    if (k == nu && nu < 64) {
+      u[k].uid = j->uid;
+      u[k].mine = coop_running(d, &j->uid);
+      u[k].at = last_served(d, j->uid);
+      u[k].next = i;
+      nu++;
+    }
+    q[i] = j;
+    who[i] = (unsigned char)(k < 64 ? k : 63); /* past 64 users: counted as the 64th */
+  }
+  unsigned running = coop_running(d, NULL), share = coop_share(d), slots = coop_slots(d);
+  uint64_t seq = d->serve_seq;
+  for (unsigned place = 0; place < n; place++) {
+    unsigned best = nu;
+    for (unsigned k = 0; k < nu; k++) {
+      if (u[k].next >= n) continue;
+      if (best == nu || u[k].mine < u[best].mine ||
+          (u[k].mine == u[best].mine &&
+           (u[k].at < u[best].at || (u[k].at == u[best].at && u[k].next < u[best].next))))
+        best = k;
+    }
+    if (best == nu) break;
+    struct job *j = q[u[best].next];
+    unsigned mine = coop_running(d, &j->uid);
+    atomic_store(&j->slot_held, running);
+    atomic_store(&j->slot_mine, mine);
+    atomic_store(&j->slot_count, slots);
+    atomic_store(&j->slot_why, slot_refusal(d, running, mine, share));
+    atomic_store(&j->slot_ahead, place + 1);
+    u[best].mine++;
+    u[best].at = ++seq;
+    unsigned nx = u[best].next + 1;
+    while (nx < n && who[nx] != best) nx++;
+    u[best].next = nx;
+  }
+  free(q);
+  free(who);
 }
 
 /* Starts the waiting cooperative jobs that may start; hands back the ones
@@ -96,13 +188,13 @@ void dev__pump_coop_wait(struct dev *d) {
         best = p;
         break;
       }
-      if (d->swap_now || running >= coop_slots(d)) continue;
       unsigned mine = coop_running(d, &j->uid);
+      if (slot_refusal(d, running, mine, share)) continue;
       uint64_t at = last_served(d, j->uid);
-      if (mine < share && (!best || mine < best_n || (mine == best_n && at < best_at)))
+      if (!best || mine < best_n || (mine == best_n && at < best_at))
         best = p, best_n = mine, best_at = at;
     }
-    if (!best) return;
+    if (!best) break;
     struct job *j = *best;
     *best = j->dev_next;
     if (d->coop_wait_tail == j) {
@@ -110,6 +202,8 @@ void dev__pump_coop_wait(struct dev *d) {
       for (struct job *q = d->coop_wait_head; q; q = q->dev_next) d->coop_wait_tail = q;
     }
     j->dev_next = NULL;
+    atomic_store(&j->slot_ahead, 0);
+    d->slots_seq++;
     if (d->stop_now || atomic_load(&j->cancel)) {
       atomic_store(&j->state, COOP_JOB_CANCELLED);
       j->error = COOP_ECANCELED;
@@ -122,4 +216,30 @@ void dev__pump_coop_wait(struct dev *d) {
       dev__start_now(d, j);
     }
   }
+  publish_places(d);
+}
+
+int dev_slot_wait(const struct job *j, char *buf, size_t n) {
+  unsigned place = atomic_load(&j->slot_ahead);
+  if (!place) return 0;
+  unsigned ahead = place - 1, held = atomic_load(&j->slot_held), mine = atomic_load(&j->slot_mine),
+           slots = atomic_load(&j->slot_count);
+  unsigned others = held > mine ? held - mine : 0;
+  const char *why = "";
+  switch (atomic_load(&j->slot_why)) {
+    case DEV_SLOT_SHARE:
+      why = "; its user holds its share while other users wait";
+      break;
+    case DEV_SLOT_KEPT:
+      why = "; the last free slot is kept for a user who holds none";
+      break;
+    case DEV_SLOT_RELOAD:
+      why = "; the kernels are being reloaded";
+      break;
+  }
+  snprintf(buf, n,
+           "waiting for a cooperative slot: %u job%s ahead of it; %u of %u slot%s held, %u by "
+           "other users%s",
+           ahead, ahead == 1 ? "" : "s", held, slots, slots == 1 ? "" : "s", others, why);
+  return 1;
 }

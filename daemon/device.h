@@ -53,6 +53,10 @@ int dev_index(const struct dev *d);
 int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,
              void (*on_swapped)(int err, const char *msg, void *user));
 void dev_submit(struct dev *d, struct job *j);
+/* Any thread: 1 with why job j (not yet handed back) waits for a
+ * cooperative slot written to buf ("waiting for a cooperative slot: 2 jobs
+ * ahead of it; ..."), 0 when it does not wait for one. */
+int dev_slot_wait(const struct job *j, char *buf, size_t n);
 void dev_cancel(struct dev *d, struct job *j);
 /* Stop: running jobs get grace_ms to finish, then are cancelled; queued
  * ones are cancelled at once. Every job is handed back; then the runtime

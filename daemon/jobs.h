@@ -52,6 +52,12 @@ struct job {
   _Atomic uint32_t instances_done; /* for STATUS while it runs */
   _Atomic uint32_t misses_so_far;
   atomic_int cancel; /* loop -> device */
+  /* device -> loop, while it waits for a cooperative slot (dev_slot_wait):
+   * its place in the slot queue + 1 (0: not waiting for one), the slots,
+   * those held, those held by its own user, and why (DEV_SLOT_*). For the
+   * eye: the loop may read a mix of two updates. */
+  _Atomic uint32_t slot_ahead, slot_count, slot_held, slot_mine;
+  _Atomic uint8_t slot_why;
 
   /* result: device thread until hand-back */
   int32_t error;

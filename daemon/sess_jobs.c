@@ -134,6 +134,17 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
 
+/* A WAIT's ETIMEDOUT: the job is still running, or still queued, and
+ * then, if it waits for a cooperative slot, behind how many jobs and who
+ * holds the slots (docs/daemon.md, "Cooperative slots"). */
+static void still_running(struct session *s, uint32_t seq, const struct job *j) {
+  char why[200];
+  if (j && !j->finished && dev_slot_wait(j, why, sizeof why))
+    return sess_error(s, seq, COOP_ETIMEDOUT, "job %llu is queued, %s", (unsigned long long)j->id,
+                      why);
+  sess_error(s, seq, COOP_ETIMEDOUT, "job %llu still running", (unsigned long long)(j ? j->id : 0));
+}
+
 static void on_wait_timer(uv_timer_t *t);
 
 void sess_waiter_free(struct waiter *w) {
@@ -149,7 +160,7 @@ void sess_wait(struct session *s, uint32_t seq, const union coop_msg *msg, int *
   struct job *j = lookup(s, seq, m->job);
   if (!j) return;
   if (j->finished) return sess_send_result(s, seq, j);
-  if (m->timeout_ms == 0) return sess_error(s, seq, COOP_ETIMEDOUT, "job still running");
+  if (m->timeout_ms == 0) return still_running(s, seq, j);
   if (s->nwaiters >= SESS_MAX_WAITERS)
     return sess_error(s, seq, COOP_ELIMIT, "at most %u WAITs pending per connection",
                       SESS_MAX_WAITERS);
@@ -182,7 +193,12 @@ void sess_waiter_remove(struct session *s, struct waiter *w) {
 static void on_wait_timer(uv_timer_t *t) {
   struct waiter *w = t->data;
   sess_waiter_remove(w->s, w);
-  sess_error(w->s, w->seq, COOP_ETIMEDOUT, "job %llu still running", (unsigned long long)w->job);
+  struct job_err e;
+  struct job *j = job_lookup(w->s->dm, w->s->uid, w->job, &e);
+  if (j)
+    still_running(w->s, w->seq, j);
+  else
+    sess_error(w->s, w->seq, COOP_ETIMEDOUT, "job %llu still running", (unsigned long long)w->job);
   sess_waiter_free(w);
 }
 

@@ -2168,6 +2168,148 @@ START_TEST(cooperative_slots_are_shared_between_users) {
 }
 END_TEST
 
+/* A DETACHED cooperative sweep of one workgroup with 2^32 - 1 rounds: it
+ * holds its slot for the rest of the test. */
+static uint64_t endless_sweep(struct conn *c) {
+  static uint32_t data[64];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 0xffffffffu);
+  return submit(c, &m, NULL, 0);
+}
+
+/* What a WAIT of timeout_ms answers for a job that has not finished: the
+ * ERROR's message (ETIMEDOUT), into buf. */
+static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
+  ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
+  snprintf(buf, n, "%s", c->m.error.message);
+}
+
+/* coopd for two users (root and nobody): the socket open to both. */
+static void two_user_start(struct daemon_proc *d, const char *reserve) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, reserve, NULL};
+  daemon_start(d, sets);
+  chmod(d->dir, 0755);
+  chmod(d->sock, 0666);
+}
+
+/* Hardening, slots: root's endless detached sweep holds the only slot
+ * (another user's bfs timed out, or waited 542 s, told nothing). The
+ * other user, nobody, queues two; each WAIT that times out says the job
+ * waits for a cooperative slot, how many jobs go before it, and that
+ * other users hold the slot. Root's own queued job is told that the slot
+ * is its own. Fair order: nobody's first (it holds none), then root's
+ * (served longest ago), then nobody's second. */
+START_TEST(cooperative_wait_says_why_and_how_many_ahead) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  two_user_start(&d, "jobs.reserve_percent=100"); /* one cooperative slot */
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t held = endless_sweep(&c);
+  ck_assert_uint_ne(held, 0);
+  wait_running(&c, held);
+  static uint32_t data[64];
+  uint64_t mine = sweep_submit(&c, data, 64, 1000, 1, -1);
+  ck_assert_uint_ne(mine, 0);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    char said[2][COOP_WIRE_TEXT_MAX];
+    uint64_t b1 = sweep_submit(&o, data, 64, 1000, 1, -1);
+    uint64_t b2 = sweep_submit(&o, data, 64, 1000, 1, -1);
+    if (!b1 || !b2) _exit(4);
+    wait_says(&o, b1, 300, said[0], sizeof said[0]);
+    wait_says(&o, b2, 0, said[1], sizeof said[1]);
+    if (write(pfd[1], said, sizeof said) != (ssize_t)sizeof said) _exit(5);
+    pause(); /* keeps the connection, and so the jobs, until killed */
+    _exit(0);
+  }
+  char said[2][COOP_WIRE_TEXT_MAX];
+  ck_assert_int_eq(read(pfd[0], said, sizeof said), (ssize_t)sizeof said);
+  fprintf(stderr, "nobody's first: %s\nnobody's second: %s\n", said[0], said[1]);
+  assert_has(said[0], "is queued, waiting for a cooperative slot: 0 jobs ahead of it");
+  assert_has(said[0], "1 of 1 slot held, 1 by other users");
+  assert_has(said[1], "waiting for a cooperative slot: 2 jobs ahead of it");
+  char own[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, mine, 0, own, sizeof own);
+  fprintf(stderr, "root's second: %s\n", own);
+  assert_has(own, "waiting for a cooperative slot: 1 job ahead of it");
+  assert_has(own, "1 of 1 slot held, 0 by other users");
+  wait_says(&c, held, 0, own, sizeof own); /* running: no slot to wait for */
+  assert_has(own, "still running");
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Hardening, slots: with every worker a cooperative slot (reserve_percent
+ * = 0, at least two), root alone queues one endless detached sweep per
+ * slot. It took every slot, and another user's job then waited for as
+ * long as they ran. Now the last free slot is kept for a user who holds
+ * none: root runs all but one (its last one is told why it waits), and
+ * nobody's sweep starts at once on the kept slot. */
+START_TEST(one_user_cannot_take_every_cooperative_slot) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  two_user_start(&d, "jobs.reserve_percent=0");
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  ck_assert_uint_ge(w, 2);
+  ck_assert_uint_le(w, 64);
+  uint64_t s[64];
+  for (uint32_t i = 0; i < w; i++) ck_assert_uint_ne(s[i] = endless_sweep(&c), 0);
+  wait_running(&c, s[0]);
+  msleep(500); /* every one that may start has started */
+  unsigned running = 0;
+  for (uint32_t i = 0; i < w; i++) running += job_state(&c, s[i]) == COOP_JOB_RUNNING;
+  ck_assert_uint_eq(running, w - 1);
+  char why[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, s[w - 1], 0, why, sizeof why);
+  fprintf(stderr, "root's last: %s\n", why);
+  assert_has(why, "the last free slot is kept for a user who holds none");
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    static uint32_t data[64];
+    uint64_t theirs = sweep_submit(&o, data, 64, 0xffffffffu, 1, -1);
+    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
+    pause();
+    _exit(0);
+  }
+  uint64_t theirs = 0;
+  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  ck_assert_uint_ne(theirs, 0);
+  uint8_t st = COOP_JOB_QUEUED;
+  for (int i = 0; i < 100 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
+  ck_assert_uint_eq(st, COOP_JOB_RUNNING);
+  ck_assert_uint_eq(job_state(&c, s[w - 1]), COOP_JOB_QUEUED); /* every slot held now */
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Issue 20 #13: a HELLO name with a newline and an escape forged log lines.
  * coopd logs it with '?' for every byte outside printable ASCII. */
 START_TEST(hello_name_cannot_forge_log_lines) {
@@ -3838,7 +3980,6 @@ static Suite *suite(void) {
   tcase_add_test(t, guard_zone_breach_fails_the_job);
   tcase_add_test(t, attack_endless_render_then_leave);
   tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
-  tcase_add_test(t, cooperative_slots_are_shared_between_users);
   tcase_add_test(t, hello_name_cannot_forge_log_lines);
   tcase_add_test(t, waiters_are_bounded);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
@@ -3848,6 +3989,13 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
   suite_add_tcase(s, t);
+  t = tcase_create("slots");
+  suite_add_tcase(s, t);
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, cooperative_slots_are_shared_between_users);
+  tcase_add_test(t, cooperative_wait_says_why_and_how_many_ahead);
+  tcase_add_test(t, one_user_cannot_take_every_cooperative_slot);
+
   t = tcase_create("parking");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, idle_megakernel_parks);
