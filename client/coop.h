@@ -282,7 +282,8 @@ int coop_job_device(coop_job *j, int device);
 /* A periodic job: one instance released every period_us until `count`
  * instances (0 = no limit) or `duration_ms` (0 = no limit), at least one of
  * them non-zero, and at most COOP_MAX_INSTANCES instances; an instance finishing later than its
- * release plus deadline_us (0 = none) counts as a miss. period_us = 0 makes the job a single task
+ * release plus deadline_us (0 = none) counts as a miss; coopd refuses a deadline below its
+ * [jobs] min_deadline_us (COOP_EINVAL at submit). period_us = 0 makes the job a single task
  * again. */
 int coop_job_periodic(coop_job *j, uint32_t period_us, uint32_t count, uint32_t duration_ms,
                       uint32_t deadline_us);

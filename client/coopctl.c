@@ -732,6 +732,7 @@ static const struct cmd cmds[] = {
      "  --count N         N instances and/or\n"
      "  --duration MS     MS milliseconds have passed\n"
      "  --deadline US     an instance finishing later than release + US is a miss\n"
+     "                    (coopd refuses US below its [jobs] min_deadline_us)\n"
      "  --device D        run on device D (default: the least loaded one with N workers)\n"
      "  --timeout MS      with --wait: give up after MS milliseconds (exit 1)\n"
      "ARGs, in the kernel's argument order:\n"

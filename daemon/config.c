@@ -50,8 +50,11 @@ void config_defaults(struct config *c) {
   c->gather_budget_ms = 10000;
   c->hang_ms = 5000;
   c->reserve_percent = 50;
+  c->min_deadline_us = 100;
   c->metrics_max_connections = 8;
+  c->metrics_max_per_peer = 2;
   c->metrics_timeout_ms = 5000;
+  c->metrics_request_ms = 2000;
 }
 
 static int parse_uint(const char *v, unsigned long long max, int base, unsigned long long *out) {
@@ -113,10 +116,13 @@ static const struct config_key keys[] = {
     {"jobs", "gather_budget_ms", K_UINT, F(gather_budget_ms), 1u << 31},
     {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
     {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
+    {"jobs", "min_deadline_us", K_UINT | K_LIVE, F(min_deadline_us), 1000000},
     {"metrics", "listen", K_STR, F(metrics_listen), 0},
     {"metrics", "allow_remote", K_BOOL, F(metrics_allow_remote), 0},
     {"metrics", "max_connections", K_UINT | K_LIVE, F(metrics_max_connections), 1024},
+    {"metrics", "max_connections_per_peer", K_UINT | K_LIVE, F(metrics_max_per_peer), 1024},
     {"metrics", "timeout_ms", K_UINT | K_LIVE, F(metrics_timeout_ms), 600000},
+    {"metrics", "request_timeout_ms", K_UINT | K_LIVE, F(metrics_request_ms), 600000},
 };
 #undef F
 
@@ -338,6 +344,10 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
     snprintf(err, errlen, "[metrics] max_connections and timeout_ms must be > 0");
     return -1;
   }
+  if (c->metrics_max_per_peer == 0 || c->metrics_request_ms == 0) {
+    snprintf(err, errlen, "[metrics] max_connections_per_peer and request_timeout_ms must be > 0");
+    return -1;
+  }
   struct sockaddr_storage ss;
   return config_metrics_addr(c, &ss, err, errlen) < 0 ? -1 : 0;
 }
@@ -436,11 +446,14 @@ void config_print(const struct config *c, void (*line)(const char *)) {
            c->max_clients_per_uid, c->max_jobs_per_uid, c->max_bytes_per_uid,
            c->max_detached_kept_per_uid, c->max_detached_kept, c->hello_timeout_ms);
   line(b);
-  snprintf(b, sizeof b, "jobs: reserve_percent=%u", c->reserve_percent);
+  snprintf(b, sizeof b, "jobs: reserve_percent=%u min_deadline_us=%u", c->reserve_percent,
+           c->min_deadline_us);
   line(b);
-  snprintf(b, sizeof b, "metrics: listen=%s allow_remote=%s max_connections=%u timeout_ms=%u",
+  snprintf(b, sizeof b,
+           "metrics: listen=%s allow_remote=%s max_connections=%u timeout_ms=%u "
+           "max_connections_per_peer=%u request_timeout_ms=%u",
            c->metrics_listen[0] ? c->metrics_listen : "(off)",
            c->metrics_allow_remote ? "yes" : "no", c->metrics_max_connections,
-           c->metrics_timeout_ms);
+           c->metrics_timeout_ms, c->metrics_max_per_peer, c->metrics_request_ms);
   line(b);
 }

@@ -45,11 +45,14 @@ struct config {
   unsigned gather_budget_ms; /* fail a task waiting longer for workgroups; 0 = never */
   unsigned hang_ms;          /* a cancelled kernel still running after this is hung */
   unsigned reserve_percent;  /* workers cooperative jobs may not pin (device.c) */
+  unsigned min_deadline_us;  /* a SUBMIT's shorter deadline is refused; 0 = any */
   /* [metrics]: GET /metrics over HTTP (metrics_http.c); off by default */
   char metrics_listen[80];          /* "ADDR:PORT"; "" = off */
   int metrics_allow_remote;         /* a non-loopback ADDR needs this */
   unsigned metrics_max_connections; /* HTTP connections at once; more are closed */
+  unsigned metrics_max_per_peer;    /* of them from one address */
   unsigned metrics_timeout_ms;      /* a connection's whole life, request to close */
+  unsigned metrics_request_ms;      /* accept to a whole request head */
 };
 
 /* Defaults (documented in conf/coopd.ini); the socket from the environment. */

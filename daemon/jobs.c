@@ -48,6 +48,7 @@ void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, con
   r->period_us = m->period_us;
   r->count = m->count;
   r->duration_ms = m->duration_ms;
+  r->deadline_us = m->deadline_us;
   r->nargs = m->nargs;
   for (unsigned i = 0; i < m->nargs; i++) {
     const struct coop_wire_arg *a = &m->args[i];
@@ -101,6 +102,17 @@ static int admit_start(const struct kdef *k, const struct job_req *r, unsigned w
   return 0;
 }
 
+/* The instances a job of these settings runs at most. */
+static uint64_t inst_count(uint32_t period_us, uint32_t count, uint32_t duration_ms) {
+  return count ? count : period_us ? (uint64_t)duration_ms * 1000 / period_us + 1 : 1;
+}
+
+uint64_t job_inst_bytes(uint32_t period_us, uint32_t count, uint32_t duration_ms) {
+  if (!period_us) return 0;
+  uint64_t n = inst_count(period_us, count, duration_ms);
+  return (n > COOP_WIRE_MAX_INST ? COOP_WIRE_MAX_INST : n) * sizeof(struct coop_wire_inst);
+}
+
 /* The kernel's kind, the groups and the periodic settings of a SUBMIT. */
 static int admit_shape(const struct kdef *k, const struct job_req *r, unsigned workers,
                        struct job_err *e) {
@@ -117,11 +129,18 @@ static int admit_shape(const struct kdef *k, const struct job_req *r, unsigned w
     return refuse(e, COOP_EINVAL, "count and duration need a period");
   if (r->period_us && !r->count && !r->duration_ms)
     return refuse(e, COOP_EINVAL, "a periodic job needs a count or a duration");
-  uint64_t ninst = r->count       ? r->count
-                   : r->period_us ? (uint64_t)r->duration_ms * 1000 / r->period_us + 1
-                                  : 1;
+  uint64_t ninst = inst_count(r->period_us, r->count, r->duration_ms);
   if (ninst > COOP_WIRE_MAX_INST)
     return refuse(e, COOP_EINVAL, "at most %u instances per periodic job", COOP_WIRE_MAX_INST);
+  /* A deadline no instance can meet only adds misses to the device's
+   * coop_deadline_misses_total, which the admin reads for every user
+   * (2000 a second at 1 us), and puts the job first in the scheduler's
+   * earliest-deadline order (docs/daemon.md, "Deadlines"). */
+  if (r->deadline_us && r->deadline_us < r->min_deadline_us)
+    return refuse(e, COOP_EINVAL,
+                  "deadline %u us is below [jobs] min_deadline_us = %u us: no instance finishes "
+                  "that soon after its release here (0 asks for no deadline)",
+                  r->deadline_us, r->min_deadline_us);
   return 0;
 }
 

@@ -44,8 +44,9 @@ struct job {
   uint32_t groups, period_us, count, duration_ms, deadline_us;
   unsigned nargs;
   struct job_arg args[COOP_WIRE_MAX_ARGS];
-  uint64_t bytes; /* charged to the owner and its uid: every buffer's size while in
-                   * flight; once finished (loop), the inline bytes it still holds */
+  uint64_t bytes; /* charged to the owner and its uid: every buffer's size and the
+                   * instance records (job_inst_bytes) while in flight; once finished
+                   * (loop), the inline bytes and the records it still holds */
 
   /* shared: written by either thread with atomics */
   _Atomic uint8_t state;           /* enum coop_job_state */
@@ -88,7 +89,7 @@ enum job_at { JOB_AT_SUBMIT, JOB_AT_START };
 struct job_req {
   const char *kernel; /* the name asked for */
   uint8_t flags;      /* COOP_SUBMIT_* */
-  uint32_t groups, period_us, count, duration_ms;
+  uint32_t groups, period_us, count, duration_ms, deadline_us;
   unsigned nargs;
   struct job_req_arg {
     uint8_t type, dir;
@@ -97,7 +98,8 @@ struct job_req {
     int fd;        /* buffers: the frame's descriptor index, or -1 (inline) */
     int fd_ok;     /* that descriptor is a regular file of at least size bytes */
   } args[COOP_WIRE_MAX_ARGS];
-  uint64_t arena_bytes; /* a buffer's largest size (the arena) */
+  uint64_t arena_bytes;     /* a buffer's largest size (the arena) */
+  uint32_t min_deadline_us; /* [jobs] min_deadline_us: a shorter deadline is refused */
 };
 /* Why a job may not run or be seen: the code and the message its client
  * gets (0: it may). */
@@ -116,6 +118,11 @@ int job_admit(const struct kdef *k, const struct job_req *r, unsigned workers, e
  * cooperative one needs one (it starts on what is free), any other all of
  * its groups. */
 int job_fits(unsigned workers, unsigned groups, int cooperative);
+/* The bytes of the per-instance records a periodic job of these settings
+ * holds (COOP_WIRE_MAX_INST at most; 0 for a single task): RESULT carries
+ * every instance, so they stay with the job until it is dropped, and count
+ * toward its owner's bytes like its buffers (docs/daemon.md, "Limits"). */
+uint64_t job_inst_bytes(uint32_t period_us, uint32_t count, uint32_t duration_ms);
 /* r from a SUBMIT (fds: the frame's descriptors, nfds of them). */
 void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, const int *fds,
                          unsigned nfds);

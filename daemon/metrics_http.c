@@ -7,13 +7,23 @@
  * smallest that answers a scraper: one request per connection
  * (Connection: close), no body read, GET /metrics only (404 for another
  * path, 405 for another method, 400 for what is not a request line). The
- * request head must fit HTTP_MAX_REQUEST bytes (431 otherwise); each
- * connection lives at most [metrics] timeout_ms from accept to close, so a
- * client that sends nothing, or a byte a second, holds a slot that long
- * only; and at most [metrics] max_connections are open at once (more are
- * told 503 and closed). After the answer, what the client still sends is
- * read and dropped until it closes: closing with unread bytes would send a
- * reset, which may destroy the answer before the client has read it.
+ * request head must fit HTTP_MAX_REQUEST bytes (431 otherwise) and come
+ * whole within [metrics] request_timeout_ms of the accept; each connection
+ * lives at most [metrics] timeout_ms from accept to close, so a client that
+ * sends nothing, or a byte a second, holds a slot that long only. After the
+ * answer, what the client still sends is read and dropped until it closes:
+ * closing with unread bytes would send a reset, which may destroy the
+ * answer before the client has read it.
+ *
+ * Slots: at most [metrics] max_connections are open at once, and at most
+ * max_connections_per_peer from one address. A connection that would pass
+ * either takes the slot of the oldest idle one in its way (one of that
+ * address's, or any): idle is still waiting for its request head, or
+ * answered with the whole answer handed to the kernel, so nothing is lost
+ * but a peer's chance to keep a slot it does not use. 16 idle connections
+ * from one address once held every slot until their timeout and every
+ * scrape got 503 (docs/daemon.md, "Metrics over HTTP"). Only when every
+ * slot in the way is busy writing an answer is the newcomer told 503.
  */
 #define _GNU_SOURCE /* memmem */
 #include "metrics_http.h"
@@ -31,16 +41,24 @@
 #define HTTP_MAX_REQUEST 8192u /* the request line and headers */
 #define HTTP_BACKLOG 16
 
+/* A peer's address without its port: what max_connections_per_peer counts. */
+struct peer {
+  int family; /* AF_INET, AF_INET6; 0 when unknown (each such one counts alone) */
+  unsigned char addr[16];
+};
+
 struct http_conn {
   uv_tcp_t tcp;
   uv_timer_t deadline;
   uv_write_t wr;
   uv_shutdown_t sd;
   struct metrics_http *srv;
-  struct http_conn *prev, *next;
-  char *resp; /* the answer, head and body; freed with the connection */
-  size_t len; /* request bytes so far */
-  int answered, closing, handles;
+  struct http_conn *prev, *next; /* newest first */
+  char *resp;                    /* the answer, head and body; freed with the connection */
+  size_t len;                    /* request bytes so far */
+  uint64_t accepted;             /* uv_now at the accept */
+  struct peer peer;
+  int answered, written, closing, handles;
   char req[HTTP_MAX_REQUEST];
 };
 
@@ -78,9 +96,21 @@ static void conn_close(struct http_conn *c) {
 
 static void on_deadline(uv_timer_t *t) {
   struct http_conn *c = t->data;
-  log_debug("metrics: a connection %s within timeout_ms; closed",
-            c->answered ? "did not close" : "sent no whole request");
+  log_debug("metrics: a connection %s; closed",
+            c->answered ? "did not close within timeout_ms"
+                        : "sent no whole request within request_timeout_ms");
   conn_close(c);
+}
+
+/* The timer for what c waits for now: its request head within
+ * request_timeout_ms of the accept, and its close within timeout_ms. */
+static void arm_deadline(struct http_conn *c) {
+  const struct config *cfg = &c->srv->dm->cfg;
+  uint64_t at = c->accepted + cfg->metrics_timeout_ms;
+  if (!c->answered && cfg->metrics_request_ms < cfg->metrics_timeout_ms)
+    at = c->accepted + cfg->metrics_request_ms;
+  uint64_t now = uv_now(c->tcp.loop);
+  uv_timer_start(&c->deadline, on_deadline, at > now ? at - now : 0, 0);
 }
 
 /* ---- the answer ---- */
@@ -108,6 +138,7 @@ static void on_shutdown(uv_shutdown_t *r, int status) { (void)r, (void)status; }
 static void on_written(uv_write_t *w, int status) {
   struct http_conn *c = w->data;
   if (status < 0 || c->closing) return conn_close(c);
+  c->written = 1; /* all in the kernel's hands: a newcomer may take the slot */
   /* our FIN: the client reads to the end, then closes, and we see EOF */
   c->sd.data = c;
   if (uv_shutdown(&c->sd, (uv_stream_t *)&c->tcp, on_shutdown)) conn_close(c);
@@ -126,6 +157,7 @@ static void answer(struct http_conn *c, int code, const char *reason, const char
                    "Connection: close\r\n%s\r\n",
                    code, reason, type, blen, extra);
   c->answered = 1;
+  arm_deadline(c); /* now the close is what it waits for */
   c->resp = malloc((size_t)h + blen);
   if (!c->resp || !body) {
     free(body);
@@ -193,7 +225,71 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *b) {
 
 /* ---- accepting ---- */
 
-/* Over max_connections: told so in one write, if the socket takes it, and
+static void peer_of(uv_tcp_t *t, struct peer *p) {
+  struct sockaddr_storage ss;
+  int len = sizeof ss;
+  memset(p, 0, sizeof *p);
+  if (uv_tcp_getpeername(t, (struct sockaddr *)&ss, &len)) return;
+  if (ss.ss_family == AF_INET) {
+    p->family = AF_INET;
+    memcpy(p->addr, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+  } else if (ss.ss_family == AF_INET6) {
+    p->family = AF_INET6;
+    memcpy(p->addr, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+  }
+}
+
+static int same_peer(const struct peer *a, const struct peer *b) {
+  return a->family && a->family == b->family && !memcmp(a->addr, b->addr, sizeof a->addr);
+}
+
+/* Whether c's slot may go to a newcomer: c waits for its request head, or
+ * its whole answer is written (what it still owes is its close). */
+static int idle(const struct http_conn *c) { return !c->answered || c->written; }
+
+/* Makes room for a connection from p: 0, with the oldest idle connection
+ * in the way closed while there is one (p's own while p holds
+ * max_connections_per_peer, else any while all max_connections are open;
+ * more than one only after SIGHUP lowered a limit); -1 when every one in
+ * the way is writing its answer. */
+static int make_room(struct metrics_http *m, const struct peer *p) {
+  const struct config *cfg = &m->dm->cfg;
+  for (;;) {
+    unsigned mine = 0;
+    struct http_conn *old_mine = NULL, *old_any = NULL;
+    for (struct http_conn *c = m->conns; c; c = c->next) { /* newest first */
+      int same = same_peer(&c->peer, p);
+      mine += same;
+      if (idle(c)) {
+        old_any = c;
+        if (same) old_mine = c;
+      }
+    }
+    struct http_conn *victim;
+    const char *why;
+    if (mine >= cfg->metrics_max_per_peer)
+      victim = old_mine, why = "max_connections_per_peer";
+    else if (m->nconns >= cfg->metrics_max_connections)
+      victim = old_any, why = "max_connections";
+    else
+      return 0;
+    if (!victim) {
+      log_debug("metrics: %s reached, none idle; a connection refused", why);
+      return -1;
+    }
+    log_debug("metrics: %s reached; the oldest idle connection (%s) closed for a new one", why,
+              victim->answered ? "answered" : "no request yet");
+    if (victim->written) { /* what it sent since is dropped: the close is a FIN, not a reset */
+      static char drop[4096];
+      uv_os_fd_t fd;
+      if (uv_fileno((uv_handle_t *)&victim->tcp, &fd) == 0)
+        for (int i = 0; i < 4 && recv(fd, drop, sizeof drop, MSG_DONTWAIT) > 0; i++) continue;
+    }
+    conn_close(victim);
+  }
+}
+
+/* No room: told so in one write, if the socket takes it, and
  * closed at once, holding nothing. What the request has already brought is
  * read first (up to a few KiB), so that the close is a FIN, not a reset
  * that could destroy the 503 before the client reads it. */
@@ -218,8 +314,22 @@ static void take(struct metrics_http *m, struct http_conn *c) {
   if (m->conns) m->conns->prev = c;
   m->conns = c;
   m->nconns++;
-  uv_timer_start(&c->deadline, on_deadline, m->dm->cfg.metrics_timeout_ms, 0);
-  if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read)) conn_close(c);
+  c->accepted = uv_now(c->tcp.loop);
+  arm_deadline(c);
+  /* A scraper's request has usually come with its connection: read now, it
+   * is answered before the rest of this accept burst could take its slot. */
+  uv_os_fd_t fd;
+  ssize_t n = uv_fileno((uv_handle_t *)&c->tcp, &fd)
+                  ? -1
+                  : recv(fd, c->req, HTTP_MAX_REQUEST, MSG_DONTWAIT);
+  if (n > 0) {
+    c->len = (size_t)n;
+    if (head_complete(c))
+      serve(c);
+    else if (c->len == HTTP_MAX_REQUEST)
+      answer(c, 431, "Request Header Fields Too Large", TEXT, "", NULL, 0);
+  }
+  if (!c->closing && uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read)) conn_close(c);
 }
 
 static void on_connection(uv_stream_t *l, int status) {
@@ -229,11 +339,10 @@ static void on_connection(uv_stream_t *l, int status) {
   uv_tcp_t *t = c ? &c->tcp : malloc(sizeof *t);
   if (!t) return; /* libuv keeps it queued until memory comes back */
   uv_tcp_init(l->loop, t);
-  if (uv_accept(l, (uv_stream_t *)t) || !c || m->nconns >= m->dm->cfg.metrics_max_connections) {
-    if (c) log_debug("metrics: %u HTTP connections open already; one refused", m->nconns);
-    /* c's tcp is its first member: freeing the handle frees c */
-    return refuse_busy(t);
-  }
+  if (uv_accept(l, (uv_stream_t *)t) || !c) return refuse_busy(t);
+  peer_of(t, &c->peer);
+  /* c's tcp is its first member: freeing the handle frees c */
+  if (make_room(m, &c->peer)) return refuse_busy(t);
   uv_timer_init(l->loop, &c->deadline);
   take(m, c);
 }
@@ -256,8 +365,12 @@ static void log_listening(const struct metrics_http *m) {
       port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
     }
   }
-  log_info("metrics: serving http://%s:%d/metrics (at most %u connections, %u ms each)", host, port,
-           m->dm->cfg.metrics_max_connections, m->dm->cfg.metrics_timeout_ms);
+  const struct config *c = &m->dm->cfg;
+  log_info(
+      "metrics: serving http://%s:%d/metrics (at most %u connections, %u from one address; "
+      "%u ms each, %u ms to send the request)",
+      host, port, c->metrics_max_connections, c->metrics_max_per_peer, c->metrics_timeout_ms,
+      c->metrics_request_ms);
 }
 
 int metrics_http_start(struct daemon *dm, char *err, size_t errlen) {

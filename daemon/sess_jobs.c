@@ -50,10 +50,14 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
   uint64_t total, inline_out;
   job_req_from_submit(&r, m, fds, nfds);
   r.arena_bytes = (uint64_t)dm->cfg.arena_mb << 20;
+  r.min_deadline_us = dm->cfg.min_deadline_us;
   if (job_admit(k, &r, dev_workers(dev), JOB_AT_SUBMIT, &e, &total, &inline_out)) {
     sess_error(s, seq, e.code, "%s", e.message);
     return e.code;
   }
+  /* a periodic job's instance records: up to 4 MiB that RESULT carries,
+   * held like its buffers from here until the job is dropped */
+  total += job_inst_bytes(m->period_us, m->count, m->duration_ms);
   if (inline_out > SESS_INLINE_OUT_MAX) {
     sess_error(s, seq, COOP_ETOOBIG, "inline output buffers above %u bytes: pass a memfd",
                SESS_INLINE_OUT_MAX);
@@ -67,8 +71,9 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
   }
   if (s->bytes + total > dm->cfg.max_bytes_per_client) {
     sess_error(s, seq, COOP_ELIMIT,
-               "at most %llu buffer bytes in flight per client ([limits] max_bytes_per_client)",
-               dm->cfg.max_bytes_per_client);
+               "at most %llu buffer bytes in flight per client ([limits] max_bytes_per_client; "
+               "a periodic job's instance records count, %zu bytes each)",
+               dm->cfg.max_bytes_per_client, sizeof(struct coop_wire_inst));
     return COOP_ELIMIT;
   }
   const struct uid_use *u = s->use;
@@ -82,9 +87,11 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
   if (u->bytes + total > dm->cfg.max_bytes_per_uid) {
     sess_error(s, seq, COOP_ELIMIT,
                "at most %llu buffer bytes per user ([limits] max_bytes_per_uid): its jobs in "
-               "flight and the inline results kept for it hold %llu, this job %llu more; results "
-               "go when their connection closes",
-               dm->cfg.max_bytes_per_uid, (unsigned long long)u->bytes, (unsigned long long)total);
+               "flight and the results kept for it (inline outputs, and %zu bytes per instance "
+               "of a periodic job) hold %llu, this job %llu more; results go when their "
+               "connection closes",
+               dm->cfg.max_bytes_per_uid, sizeof(struct coop_wire_inst),
+               (unsigned long long)u->bytes, (unsigned long long)total);
     return COOP_ELIMIT;
   }
   *bytes = total;
@@ -304,6 +311,28 @@ static void trim_finished(struct daemon *dm, struct session *s) {
   }
 }
 
+/* A finished periodic job's records cut to the instances it ran (one
+ * cancelled early, or refused, ran fewer than its submission asked room
+ * for); the bytes they keep. */
+static uint64_t keep_instances(struct job *j) {
+  if (!j->inst) return 0;
+  if (!j->ninst) {
+    free(j->inst);
+    j->inst = NULL;
+    return 0;
+  }
+  uint64_t had = job_inst_bytes(j->period_us, j->count, j->duration_ms);
+  uint64_t keep = (uint64_t)j->ninst * sizeof *j->inst;
+  if (keep < had) {
+    struct coop_wire_inst *p = realloc(j->inst, keep);
+    if (p)
+      j->inst = p;
+    else
+      keep = had; /* it still holds them all */
+  }
+  return keep;
+}
+
 void session_job_done(struct daemon *dm, struct job *j) {
   uint8_t st = atomic_load(&j->state);
   jobs_count_finished(dm, j);
@@ -338,8 +367,10 @@ void session_job_done(struct daemon *dm, struct job *j) {
    * buffers only): finished renders kept 1.58 GB of them (issue 20 #9).
    * They live until here rather than until staging, because a device
    * restart stages again, from them, a job that never got a workgroup
-   * (device.c). What stays, the OUT bytes for RESULT, counts toward the
-   * user's bytes (max_bytes_per_uid) for as long as the job is kept. */
+   * (device.c). What stays, the OUT bytes and the instance records for
+   * RESULT, counts toward the user's bytes (max_bytes_per_uid) for as long
+   * as the job is kept: the records of finished 65536-instance renders
+   * (up to 4 MiB each) were once held outside every limit. */
   uint64_t held = 0;
   for (unsigned i = 0; i < j->nargs; i++) {
     struct job_arg *a = &j->args[i];
@@ -349,6 +380,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
     }
     if (a->data) held += a->size;
   }
+  held += keep_instances(j);
   uint64_t was = j->bytes;
   j->bytes = held;
   struct uid_use *u = uid_find(dm, j->uid); /* there: the job is counted */

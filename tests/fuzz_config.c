@@ -68,7 +68,9 @@ static void check_fields(const struct config *c, const char *text) {
       c->max_bytes_per_client > (1ull << 40) || c->max_finished_per_client > (1u << 20) ||
       c->watchdog_ms > (1u << 31) || c->grace_ms > (1u << 31) || c->gather_budget_ms > (1u << 31) ||
       c->hang_ms > (1u << 31) || c->reserve_percent > 100 || c->metrics_max_connections > 1024 ||
-      c->metrics_timeout_ms > 600000 || (c->metrics_allow_remote & ~1))
+      c->metrics_timeout_ms > 600000 || c->metrics_max_per_peer > 1024 ||
+      c->metrics_request_ms > 600000 || c->min_deadline_us > 1000000 ||
+      (c->metrics_allow_remote & ~1))
     fail("a number over its maximum", text, "");
   if (c->log_level < 0 || c->log_level > 3 || (c->log_syslog != 0 && c->log_syslog != 1))
     fail("log level or syslog flag out of range", text, "");
@@ -95,7 +97,8 @@ static void check_valid(const struct config *c, const char *text) {
   char err[1024];
   int m = config_metrics_addr(c, &ss, err, sizeof err);
   if (m < 0 || (m == 0 && ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
-      (m == 1 && c->metrics_listen[0]) || !c->metrics_max_connections || !c->metrics_timeout_ms)
+      (m == 1 && c->metrics_listen[0]) || !c->metrics_max_connections || !c->metrics_timeout_ms ||
+      !c->metrics_max_per_peer || !c->metrics_request_ms)
     fail("valid, but [metrics] is not", text, err);
 }
 
@@ -210,6 +213,11 @@ static const char *const builtin[] = {
     "[metrics]\nlisten = []:1\n",
     "[metrics]\nmax_connections = 0\n",
     "[metrics]\ntimeout_ms = 600001\n",
+    "[metrics]\nmax_connections_per_peer = 1024\nrequest_timeout_ms = 600000\n",
+    "[metrics]\nmax_connections_per_peer = 0\n",
+    "[metrics]\nrequest_timeout_ms = 600001\n",
+    "[jobs]\nmin_deadline_us = 0\n",
+    "[jobs]\nmin_deadline_us = 1000001\n",
     /* the maxima */
     "[device]\nplatform_index = 64\ndevice_index = 64\nlocal_size = 1024\n"
     "max_workgroups = 1088\narena_mb = 65536\n[server]\nsocket_mode = 0777\n"
@@ -287,6 +295,14 @@ static const struct expect expects[] = {
     {"[jobs]\nreserve_percent = 100\n", 0, 0, "reserve_percent=100", -2},
     {"", 0, 0, "reserve_percent=50", -2},
     {"[jobs]\nreserve_percent = 101\n", -1, 0, "fuzz:2: [jobs] reserve_percent: bad value", -2},
+    {"", 0, 0, "min_deadline_us=100", -2},
+    {"[jobs]\nmin_deadline_us = 0\n", 0, 0, "min_deadline_us=0", -2},
+    {"[jobs]\nmin_deadline_us = 1000001\n", -1, 0, "fuzz:2: [jobs] min_deadline_us: bad value", -2},
+    {"", 0, 0, "max_connections_per_peer=2 request_timeout_ms=2000", -2},
+    {"[metrics]\nmax_connections_per_peer = 0\n", 0, -1,
+     "[metrics] max_connections_per_peer and request_timeout_ms must be > 0", -2},
+    {"[metrics]\nrequest_timeout_ms = 0\n", 0, -1,
+     "[metrics] max_connections_per_peer and request_timeout_ms must be > 0", -2},
     {"[server]\njournal = /var/lib/coop/jobs\n", 0, 0, "journal=/var/lib/coop/jobs", -2},
     {"[server]\njournal =\n", 0, 0, "journal=(socket).jobs", -2},
     {"[server]\njournal = coop.jobs\n", 0, -1,

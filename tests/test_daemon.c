@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -3721,6 +3722,102 @@ START_TEST(finished_jobs_free_inline_inputs) {
 }
 END_TEST
 
+/* run_done, once coopd has seen a close that frees the room m needs:
+ * while it is refused with ELIMIT, again (2 s at most). */
+static uint64_t run_done_when_room(struct conn *c, const union coop_msg *m) {
+  uint64_t j = 0;
+  for (int i = 0; i < 100 && !(j = submit(c, m, NULL, 0)); i++) {
+    ck_assert_int_eq(c->m.error.code, COOP_ELIMIT);
+    msleep(20);
+  }
+  ck_assert_msg(j != 0, "refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+  return j;
+}
+
+/* A periodic render over tiny inline buffers (4 bytes each), n = 1. */
+static void periodic_tiny(union coop_msg *m, uint32_t period_us, uint32_t count) {
+  render_sized(m, 4, 4, 0);
+  m->submit.period_us = period_us;
+  m->submit.count = count;
+}
+
+/* The instance records of a periodic job (64 bytes each in coopd, 4 MiB
+ * for 65536 instances; RESULT carries every one) counted toward no limit:
+ * finished renders of 65536 instances kept about 2.3 MB each. Now they
+ * count toward max_bytes_per_uid (1000 KiB here) like the buffers: from
+ * the SUBMIT on, the records it may need; once finished, those of the
+ * instances it ran, none lost. A 768 KiB render fits beside 4096 kept
+ * records (256 KiB) only once their connection closes. */
+START_TEST(periodic_records_count_per_uid) {
+  const char *sets[] = {"limits.max_bytes_per_uid=1000K", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, sets);
+  struct conn a, b;
+  open_hello(&a, &d);
+  open_hello(&b, &d);
+  union coop_msg m, big;
+  periodic_tiny(&m, 100, COOP_WIRE_MAX_INST); /* 4 MiB of records */
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_ELIMIT, "[limits] max_bytes_per_uid");
+  assert_has(a.m.error.message, "64 bytes per instance");
+
+  periodic_tiny(&m, 100, 4096);
+  uint64_t j = run_done(&a, &m);
+  ck_assert_uint_eq(a.m.result.ninst, 4096);
+  render_sized(&big, 256u << 10, 256u << 10, 0); /* 768 KiB in flight */
+  expect_refusal(&b, submit(&b, &big, NULL, 0), COOP_ELIMIT, "max_bytes_per_uid");
+  ck_assert_uint_eq(wait_job(&a, j, 1000), COOP_MSG_RESULT); /* kept whole */
+  ck_assert_uint_eq(a.m.result.ninst, 4096);
+  conn_close(&a); /* its results go: room again (once coopd has seen the close) */
+  run_done_when_room(&b, &big);
+  conn_close(&b);
+
+  /* cancelled early, a job keeps the records of what it ran, not of the
+   * 12000 instances it asked room for (750 KiB: with them kept, the 768
+   * KiB render would not fit) */
+  open_hello(&a, &d);
+  periodic_tiny(&m, 1000, 12000);
+  for (int i = 0; i < 100 && !(j = submit(&a, &m, NULL, 0)); i++) msleep(20); /* b's close */
+  ck_assert_msg(j != 0, "refused: %s", a.m.error.message);
+  msleep(100);
+  cancel_job(&a, j);
+  ck_assert_uint_lt(a.m.result.ninst, 1000);
+  run_done(&a, &big);
+  conn_close(&a);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A deadline of 1 us, which no instance meets, added 2000 misses in 2 s to
+ * the device's coop_deadline_misses_total, the admin's count for every
+ * user. Now a deadline below [jobs] min_deadline_us (100 us by default) is
+ * refused, periodic or not; the floor itself, and no deadline, are taken,
+ * and the refusals count as no miss. */
+START_TEST(deadline_below_the_floor_is_refused) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  periodic_tiny(&m, 1000, 3);
+  m.submit.deadline_us = 1;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "[jobs] min_deadline_us = 100 us");
+  render_sized(&m, 4, 4, 0); /* a single task */
+  m.submit.deadline_us = 99;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "min_deadline_us");
+  m.submit.deadline_us = 100;
+  run_done(&c, &m);
+  m.submit.deadline_us = 0;
+  run_done(&c, &m);
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.submitted, 2);
+  ck_assert_uint_eq(st.met[0].deadline_instances, 1);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- issue 21 #5: GET /metrics over HTTP ([metrics] listen) ---- */
 
 /* The port coopd logged for [metrics] listen = 127.0.0.1:0 (it logs
@@ -3739,9 +3836,18 @@ static int metrics_port(const char *logp) {
   return 0;
 }
 
-static int http_open(int port) {
+/* A connection to 127.0.0.1:port from the loopback address src (another
+ * peer to coopd: the whole of 127.0.0.0/8 is this host's), or from
+ * 127.0.0.1 when src is NULL. */
+static int http_open_from(int port, const char *src) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   ck_assert_int_ge(fd, 0);
+  if (src) {
+    struct sockaddr_in b = {.sin_family = AF_INET};
+    ck_assert_int_eq(inet_pton(AF_INET, src, &b.sin_addr), 1);
+    ck_assert_msg(bind(fd, (struct sockaddr *)&b, sizeof b) == 0, "bind %s: %s", src,
+                  strerror(errno));
+  }
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect 127.0.0.1:%d: %s", port,
@@ -3750,6 +3856,8 @@ static int http_open(int port) {
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   return fd;
 }
+
+static int http_open(int port) { return http_open_from(port, NULL); }
 
 /* Everything until coopd closes: the length, -1 on a timeout. */
 static long http_read_all(int fd, char *out, size_t cap) {
@@ -3765,11 +3873,11 @@ static long http_read_all(int fd, char *out, size_t cap) {
   return (long)n;
 }
 
-/* One request (n bytes, sent as is), the whole answer into out (static,
- * NUL-terminated); its status code. */
-static int http_ask(int port, const char *req, size_t n, char **out) {
+/* One request (n bytes, sent as is) from src (http_open_from), the whole
+ * answer into out (static, NUL-terminated); its status code. */
+static int http_ask_from(int port, const char *src, const char *req, size_t n, char **out) {
   static char buf[1 << 17];
-  int fd = http_open(port);
+  int fd = http_open_from(port, src);
   ck_assert_int_eq(write(fd, req, n), (ssize_t)n);
   long got = http_read_all(fd, buf, sizeof buf);
   close(fd);
@@ -3778,6 +3886,10 @@ static int http_ask(int port, const char *req, size_t n, char **out) {
   ck_assert_msg(sscanf(buf, "HTTP/1.1 %d ", &code) == 1, "not an HTTP answer: %.80s", buf);
   *out = buf;
   return code;
+}
+
+static int http_ask(int port, const char *req, size_t n, char **out) {
+  return http_ask_from(port, NULL, req, n, out);
 }
 
 static int http_get(int port, const char *text, char **out) {
@@ -3859,6 +3971,15 @@ static int64_t closed_silent_after(int port, const char *head) {
   return now_ms() - t0;
 }
 
+/* Whether coopd has closed fd (EOF or a reset within ms). */
+static int http_closed_within(int fd, int ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, ms) != 1) return 0;
+  char b[256];
+  ssize_t k = recv(fd, b, sizeof b, MSG_DONTWAIT);
+  return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
 /* Issue 21 #5: with [metrics] listen set, coopd answers GET /metrics with
  * the Prometheus text `coopctl metrics` prints (the counters move with a
  * job), and nothing else: 404, 405, 400, 431 for a head over 8 KiB; a
@@ -3914,21 +4035,94 @@ START_TEST(metrics_served_over_http) {
   t = closed_silent_after(port, "GET /metrics HTTP/1.1\r\nHost:");
   ck_assert_msg(t >= 600 && t < 5000, "half a head was closed after %lld ms", (long long)t);
 
-  /* 3 connections at once at most: a 4th is told 503; once the deadline
-   * has closed the 3, scraping works again */
+  /* 3 connections at once at most, from 3 addresses that send nothing: a
+   * 4th takes the oldest one's slot, the others wait for their deadline */
   int held[3];
-  for (int i = 0; i < 3; i++) held[i] = http_open(port);
-  msleep(100); /* accepted (the 503 needs them counted) */
-  ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n", &r), 503);
+  const char *from[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4"};
+  for (int i = 0; i < 3; i++, msleep(20)) held[i] = http_open_from(port, from[i]);
+  msleep(100); /* accepted: all 3 slots taken */
+  ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n", &r), 200);
+  ck_assert_msg(http_closed_within(held[0], 0), "the oldest idle connection kept its slot");
   char buf[64];
-  for (int i = 0; i < 3; i++) {
+  for (int i = 1; i < 3; i++) {
     ck_assert_int_eq(http_read_all(held[i], buf, sizeof buf), 0);
     close(held[i]);
   }
+  close(held[0]);
   scrape(port);
 
   ck_assert_uint_eq(stats(&c).submitted, 1); /* the socket's clients are served on */
   conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+/* 16 connections from one address that send nothing held every slot of
+ * /metrics (8) for timeout_ms, and each scrape meanwhile got 503; renewed
+ * as they closed, they kept it at 100% 503. Now one address holds
+ * max_connections_per_peer (2) at most, a newcomer takes the slot of the
+ * oldest idle connection in its way, and a connection without a whole
+ * request after request_timeout_ms (1 s here; the whole life is 20 s) is
+ * closed, even one that sends a byte now and then. */
+START_TEST(metrics_idle_peers_cannot_starve_scrapes) {
+  char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"metrics.listen=127.0.0.1:0", "metrics.timeout_ms=20000",
+                        "metrics.request_timeout_ms=1000", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  int port = metrics_port(logp);
+  if (!port) print_log(logp);
+  ck_assert_int_gt(port, 0);
+
+  /* 16 idle from 127.0.0.1: a scrape from there and one from elsewhere
+   * are both answered at once */
+  int idle[16];
+  for (int i = 0; i < 16; i++) idle[i] = http_open(port);
+  msleep(200);
+  int left = 0;
+  for (int i = 0; i < 16; i++) left += !http_closed_within(idle[i], 0);
+  ck_assert_int_le(left, 2);
+  int64_t t0 = now_ms();
+  scrape(port);
+  char *r;
+  ck_assert_int_eq(http_ask_from(port, "127.0.0.2", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r), 200);
+  ck_assert_msg(now_ms() - t0 < 900, "two scrapes took %lld ms", (long long)(now_ms() - t0));
+  /* the idle ones left are closed at request_timeout_ms, not timeout_ms */
+  for (int i = 0; i < 16; i++) {
+    ck_assert_msg(http_closed_within(idle[i], 3000), "idle connection %d still open after 3 s", i);
+    close(idle[i]);
+  }
+  ck_assert_msg(now_ms() - t0 < 3000, "idle connections closed after %lld ms",
+                (long long)(now_ms() - t0));
+
+  /* 8 idle from 8 addresses fill every slot: a ninth address is answered */
+  char addr[8][16];
+  for (int i = 0; i < 8; i++) {
+    snprintf(addr[i], sizeof addr[i], "127.0.1.%d", i + 1);
+    idle[i] = http_open_from(port, addr[i]);
+  }
+  msleep(200);
+  ck_assert_int_eq(http_ask_from(port, "127.0.1.9", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r), 200);
+  ck_assert_msg(http_closed_within(idle[0], 0), "the oldest idle connection kept its slot");
+  for (int i = 1; i < 8; i++) close(idle[i]);
+  close(idle[0]);
+
+  /* a byte every 100 ms is no request: closed after about 1 s */
+  int fd = http_open(port);
+  t0 = now_ms();
+  const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+  int closed = 0;
+  for (const char *p = req; *p && !closed; p++) {
+    if (send(fd, p, 1, MSG_NOSIGNAL) != 1) break;
+    closed = http_closed_within(fd, 100);
+  }
+  for (int i = 0; i < 50 && !closed; i++) closed = http_closed_within(fd, 100);
+  int64_t t = now_ms() - t0;
+  close(fd);
+  ck_assert_msg(closed && t >= 900 && t < 3000, "a trickling client was closed after %lld ms",
+                (long long)t);
   daemon_stop_ok(&d, logp);
   unlink(logp);
 }
@@ -4030,10 +4224,13 @@ static Suite *suite(void) {
   tcase_add_test(t, detached_jobs_waited_for_are_capped);
   tcase_add_test(t, inline_bytes_count_per_uid);
   tcase_add_test(t, finished_jobs_free_inline_inputs);
+  tcase_add_test(t, periodic_records_count_per_uid);
+  tcase_add_test(t, deadline_below_the_floor_is_refused);
   suite_add_tcase(s, t);
   t = tcase_create("metrics_http");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, metrics_served_over_http);
+  tcase_add_test(t, metrics_idle_peers_cannot_starve_scrapes);
   tcase_add_test(t, metrics_http_off_by_default);
   suite_add_tcase(s, t);
   return s;
