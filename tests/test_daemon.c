@@ -1987,6 +1987,151 @@ START_TEST(hung_kernel_restarts_its_device) {
 }
 END_TEST
 
+/* ---- [jobs] task_max_ms: a non-cooperative task's execution bound ---- */
+
+/* A render of root's on every worker that would run for ever (reps =
+ * 2^32 - 1), DETACHED, its connection then closed: the job id. */
+static uint64_t endless_render_detached(const struct daemon_proc *d, uint32_t w) {
+  struct conn a;
+  open_hello(&a, d);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  m.submit.args[4].bits = 0xffffffffu;
+  uint64_t x = submit(&a, &m, NULL, 0);
+  ck_assert_msg(x != 0, "render refused: %s", a.m.error.message);
+  wait_running(&a, x);
+  conn_close(&a); /* detached: it runs on */
+  return x;
+}
+
+/* What a client of uid 65534 (nobody) saw of one render on w workers. */
+struct seen_result {
+  uint8_t state;
+  int32_t error;
+  char message[sizeof(((struct coop_msg_result *)0)->message)];
+};
+
+static struct seen_result render_as_nobody(const struct daemon_proc *d, uint32_t w) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    close(pfd[0]);
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, d);
+    struct seen_result s = {0};
+    uint64_t job = render_submit(&o, w);
+    if (!job) _exit(4);
+    if (wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
+    s.state = o.m.result.state;
+    s.error = o.m.result.error;
+    snprintf(s.message, sizeof s.message, "%s", o.m.result.message);
+    if (write(pfd[1], &s, sizeof s) != (ssize_t)sizeof s) _exit(6);
+    conn_close(&o);
+    _exit(0);
+  }
+  close(pfd[1]);
+  struct seen_result s;
+  ssize_t n = read(pfd[0], &s, sizeof s);
+  close(pfd[0]);
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ck_assert_msg(n == (ssize_t)sizeof s, "nobody's render: no result (child status %d)", st);
+  return s;
+}
+
+/* Item 6: root's render with reps = 2^32 - 1 on every worker, DETACHED and
+ * left, held the device until coopd stopped (no watchdog by default), and
+ * every other user's task failed EHUNG. With task_max_ms = 1500 it is
+ * cancelled past the bound, its RESULT says why (ETIMEDOUT), and nobody's
+ * render on every worker runs; render polls its cancellation, so nothing
+ * is declared hung. The bound is per instance: a periodic render of 2.4 s
+ * in all, each instance short, ends DONE. */
+START_TEST(task_max_ms_ends_a_detached_render) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-task-max-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"jobs.task_max_ms=1500", "jobs.gather_budget_ms=8000", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  render_check(&c, 1, 20000, 120); /* 2.4 s of instances, none near 1.5 s */
+
+  uint64_t x = endless_render_detached(&d, w);
+  struct seen_result b = render_as_nobody(&d, w);
+  ck_assert_msg(b.state == COOP_JOB_DONE, "nobody's render ended %s (%d): %s",
+                coop_job_state_name(b.state), b.error, b.message);
+
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_ETIMEDOUT);
+  assert_has(c.m.result.message, "kernel render ran past the [jobs] task_max_ms bound of 1500 ms");
+  char line[128];
+  snprintf(line, sizeof line, "job %llu (render, uid 0): a task ran", (unsigned long long)x);
+  for (int i = 0; i < 100 && !log_has(logp, line); i++) msleep(50);
+  ck_assert_msg(log_has(logp, line), "the log lacks \"%s\"", line);
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 0); /* render returned at its next row */
+  ck_assert_uint_eq(st.lost_workers, 0);
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+/* Item 6: the EHUNG of a task that waited for workers named the holder's
+ * job id and kernel to any user, which ENOJOB otherwise hides. Now another
+ * user's holder is "another user's job"; the holder's own user (root here,
+ * who may see every job) still gets its id and kernel. task_max_ms = 0:
+ * the bound is off, so the holder stays until cancelled. */
+START_TEST(ehung_names_no_other_users_job) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"jobs.task_max_ms=0", "jobs.gather_budget_ms=1000", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t x = endless_render_detached(&d, w);
+  char holder[64];
+  snprintf(holder, sizeof holder, "job %llu", (unsigned long long)x);
+
+  struct seen_result b = render_as_nobody(&d, w);
+  ck_assert_msg(b.state == COOP_JOB_FAILED && b.error == COOP_EHUNG,
+                "nobody's render ended %s (%d): %s", coop_job_state_name(b.state), b.error,
+                b.message);
+  assert_has(b.message, "held by another user's job (non-cooperative, still running)");
+  ck_assert_msg(!strstr(b.message, holder), "\"%s\" names root's %s", b.message, holder);
+  ck_assert_msg(!strstr(b.message, "render"), "\"%s\" names root's kernel", b.message);
+
+  uint64_t r = render_submit(&c, w); /* root's own: named */
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  char named[128];
+  snprintf(named, sizeof named, "held by %s (render, non-cooperative, still running)", holder);
+  assert_has(c.m.result.message, named);
+
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = x;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
  * them. When root's running sweep ends, the free slot goes to nobody, who
  * runs none yet, not to root's next in line (FIFO would). */
@@ -3605,6 +3750,11 @@ static Suite *suite(void) {
   tcase_add_test(t, waiters_are_bounded);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
+  suite_add_tcase(s, t);
+  t = tcase_create("task_bound");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, task_max_ms_ends_a_detached_render);
+  tcase_add_test(t, ehung_names_no_other_users_job);
   suite_add_tcase(s, t);
   t = tcase_create("parking");
   tcase_set_timeout(t, 120);
