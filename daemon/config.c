@@ -49,6 +49,7 @@ void config_defaults(struct config *c) {
   c->grace_ms = 5000;
   c->gather_budget_ms = 10000;
   c->hang_ms = 5000;
+  c->task_max_ms = 5000; /* how it was chosen: docs/daemon.md, "Execution bound" */
   c->reserve_percent = 50;
   c->min_deadline_us = 100;
   c->metrics_max_connections = 8;
@@ -79,7 +80,8 @@ static int parse_bool(const char *v, int *out) {
  * and why: [device] is the
  * device processes' megakernels; socket, socket_mode and journal are
  * opened at start; the device threads read park_ms, watchdog_ms,
- * gather_budget_ms, hang_ms and reserve_percent without a lock; [metrics]'
+ * gather_budget_ms, hang_ms, task_max_ms and reserve_percent without a
+ * lock; [metrics]'
  * listener is bound at start. */
 enum kind { K_STR, K_UINT, K_INT, K_OCTAL, K_BYTES, K_LEVEL, K_BOOL, K_TYPE = 15, K_LIVE = 16 };
 #define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
@@ -115,6 +117,7 @@ static const struct config_key keys[] = {
     {"jobs", "grace_ms", K_UINT | K_LIVE, F(grace_ms), 1u << 31},
     {"jobs", "gather_budget_ms", K_UINT, F(gather_budget_ms), 1u << 31},
     {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
+    {"jobs", "task_max_ms", K_UINT, F(task_max_ms), 1u << 31},
     {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
     {"jobs", "min_deadline_us", K_UINT | K_LIVE, F(min_deadline_us), 1000000},
     {"metrics", "listen", K_STR, F(metrics_listen), 0},
@@ -436,9 +439,9 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "
-           "hang_ms=%u",
+           "hang_ms=%u task_max_ms=%u",
            c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms,
-           c->gather_budget_ms, c->hang_ms);
+           c->gather_budget_ms, c->hang_ms, c->task_max_ms);
   line(b);
   snprintf(b, sizeof b,
            "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u); "

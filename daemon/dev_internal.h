@@ -29,6 +29,7 @@ struct run {
   coop_task_id task[DEV_MAX_INFLIGHT];
   uint32_t task_inst[DEV_MAX_INFLIGHT];
   uint8_t task_seen[DEV_MAX_INFLIGHT]; /* events already sent: 1 << COOP_EV_* */
+  int64_t task_ran[DEV_MAX_INFLIGHT];  /* when a poll first saw it running (host ns), or 0 */
   unsigned ninflight;
   int64_t started_ns;
   int64_t cancel_seen; /* when the device thread first saw j->cancel */

@@ -81,6 +81,7 @@ static int submit_instance(struct dev *d, struct run *r) {
   r->task[r->ninflight] = id;
   r->task_inst[r->ninflight] = r->released++;
   r->task_seen[r->ninflight] = 0;
+  r->task_ran[r->ninflight] = 0;
   r->ninflight++;
   return 0;
 }
@@ -269,6 +270,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   r->task[slot] = r->task[r->ninflight];
   r->task_inst[slot] = r->task_inst[r->ninflight];
   r->task_seen[slot] = r->task_seen[r->ninflight];
+  r->task_ran[slot] = r->task_ran[r->ninflight];
 }
 
 void dev__finish_job(struct dev *d, struct run *r) {
@@ -336,9 +338,13 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (!releases_done(r) && r->next_release < *wake) *wake = r->next_release;
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
-    if (dp_task_info(d->rt, r->task[i], &ti) == 0 && ti.state >= COOP_TASK_DONE) {
+    int got = dp_task_info(d->rt, r->task[i], &ti) == 0;
+    if (got && ti.state >= COOP_TASK_DONE) {
       record(d, r, i); /* moves the last slot into i */
     } else {
+      /* task_max_ms counts from here (dev_watch.c): the host's clock, not
+       * the device's fitted one, and a poll at most DEV_WAIT_NS late */
+      if (got && ti.state == COOP_TASK_RUNNING && !r->task_ran[i]) r->task_ran[i] = now;
       live_events(d, r, i, &ti);
       i++;
     }

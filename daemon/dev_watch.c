@@ -4,9 +4,15 @@
  * A workgroup cannot be preempted: a kernel that
  * reaches no offer_kill or resizing barrier keeps its workgroups until it
  * returns by itself. What the device thread does about it:
+ *   a non-cooperative task running longer than [jobs] task_max_ms fails
+ *     its job with COOP_ETIMEDOUT and the job is cancelled: such tasks are
+ *     short by design, and one that ran on (render with reps = 2^32 - 1,
+ *     detached) held its workers until coopd stopped;
  *   a task waiting for workgroups longer than [jobs] gather_budget_ms fails
  *     with COOP_EHUNG, its message naming the jobs that hold the workers
- *     (holders()), and is cancelled (it leaves the scheduler's queue);
+ *     (holders(): the caller's own by id and kernel, another user's only as
+ *     "another user's job"), and is cancelled (it leaves the scheduler's
+ *     queue);
  *   a job cancelled (by its client, watchdog_ms, a stop or a reload) whose
  *     tasks still run hang_ms later fails with COOP_EHUNG, and the device
  *     is restarted: its device process (devproc.h) is killed, every other
@@ -45,11 +51,14 @@ static unsigned count_owned(const coop_task_id *owner, unsigned nwg, const coop_
   return c;
 }
 
-/* Who holds the workers, in words, for a task that waited too long:
- * cooperative jobs first (they were asked to give workers back and did
- * not reach offer_kill), then non-cooperative tasks (which keep theirs
- * until they end). */
-static void holders(struct dev *d, char *out, size_t len) {
+/* Who holds the workers, in words, for a task of uid's that waited too
+ * long: cooperative jobs first (they were asked to give workers back and
+ * did not reach offer_kill), then non-cooperative tasks (which keep theirs
+ * until they end). A job uid may not see (jobs.h, job_may_see) is "another
+ * user's job", with no id or kernel: STATUS, WAIT and CANCEL answer ENOJOB
+ * for it so as not to tell who runs what, and this message must not
+ * either. */
+static void holders(struct dev *d, uint32_t uid, char *out, size_t len) {
   static coop_task_id owner[COOP_WIRE_MAX_WG];
   static uint8_t resv[COOP_WIRE_MAX_WG];
   int n = dp_view(d->rt, owner, resv, COOP_WIRE_MAX_WG);
@@ -66,9 +75,13 @@ static void holders(struct dev *d, char *out, size_t len) {
        * one it is at its minimum, which the scheduler never takes. */
       const char *why = c > r->ninflight ? "cooperative, did not offer kills when asked"
                                          : "cooperative, at its last workgroup";
-      at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, %s) %u", at ? "; " : "",
-                             (unsigned long long)r->j->id, r->j->kernel,
-                             coop ? why : "non-cooperative, still running", c);
+      const char *what = coop ? why : "non-cooperative, still running";
+      if (job_may_see(uid, r->j))
+        at += (size_t)snprintf(out + at, len - at, "%sjob %llu (%s, %s) %u", at ? "; " : "",
+                               (unsigned long long)r->j->id, r->j->kernel, what, c);
+      else
+        at += (size_t)snprintf(out + at, len - at, "%sanother user's job (%s) %u", at ? "; " : "",
+                               what, c);
     }
   }
   if (!out[0]) snprintf(out, len, "no job (the scheduler is serving earlier tasks)");
@@ -78,7 +91,7 @@ static void holders(struct dev *d, char *out, size_t len) {
 static void gather_timeout(struct dev *d, struct run *r, int64_t waited_ns) {
   struct job *j = r->j;
   char who[200];
-  holders(d, who, sizeof who);
+  holders(d, j->uid, who, sizeof who);
   dev__fail(j, COOP_EHUNG, "waited %lld ms for %u workgroups; held by %s",
             (long long)(waited_ns / 1000000), j->groups, who);
   atomic_store(&j->cancel, 1);
@@ -106,6 +119,32 @@ static void declare_hung(struct dev *d, struct run *r, int64_t now) {
   }
 }
 
+/* A non-cooperative task of r (slot) has run past [jobs] task_max_ms: the
+ * job fails with ETIMEDOUT and is cancelled. render polls its cancellation
+ * and returns at its next row; a kernel that does not is declared hung
+ * hang_ms later, as any cancelled one (its job keeps this message). The
+ * bound is each task's: a periodic job's instances have it one by one,
+ * never the series as a whole. */
+static void task_overran(struct dev *d, struct run *r, unsigned slot, int64_t ran_ns) {
+  struct job *j = r->j;
+  unsigned max = d->cfg->task_max_ms;
+  log_warn(
+      "job %llu (%s, uid %u): a task ran %lld ms, past the [jobs] task_max_ms bound of %u "
+      "ms: cancelling",
+      (unsigned long long)j->id, j->kernel, j->uid, (long long)(ran_ns / 1000000), max);
+  if (dev__periodic(j))
+    dev__fail(j, COOP_ETIMEDOUT,
+              "instance %u of kernel %s ran past the [jobs] task_max_ms bound of %u ms: the job "
+              "was cancelled (a non-cooperative task must be short; see docs/daemon.md)",
+              r->task_inst[slot], j->kernel, max);
+  else
+    dev__fail(j, COOP_ETIMEDOUT,
+              "kernel %s ran past the [jobs] task_max_ms bound of %u ms: the job was cancelled "
+              "(a non-cooperative task must be short; see docs/daemon.md)",
+              j->kernel, max);
+  atomic_store(&j->cancel, 1);
+}
+
 /* The watchdog's look at one run. */
 void dev__watch_run(struct dev *d, struct run *r, int64_t now) {
   struct job *j = r->j;
@@ -116,6 +155,12 @@ void dev__watch_run(struct dev *d, struct run *r, int64_t now) {
       declare_hung(d, r, now);
     return;
   }
+  if (d->cfg->task_max_ms && !(j->flags & COOP_SUBMIT_COOPERATIVE))
+    for (unsigned i = 0; i < r->ninflight; i++)
+      if (r->task_ran[i] && now - r->task_ran[i] > (int64_t)d->cfg->task_max_ms * 1000000) {
+        task_overran(d, r, i, now - r->task_ran[i]);
+        return;
+      }
   if (!d->cfg->gather_budget_ms) return;
   for (unsigned i = 0; i < r->ninflight; i++) {
     struct coop_rt_task_info ti;
