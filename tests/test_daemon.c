@@ -2043,2345 +2043,2350 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
   temp_log(logp);
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.hang_ms=300",
                         "jobs.task_max_ms=0", "log.level=info", NULL};
-  /* ---- [jobs] task_max_ms: a non-cooperative task's execution bound ---- */
-
-  /* A render of root's on every worker that would run for ever (reps =
-   * 2^32 - 1), DETACHED, its connection then closed: the job id. */
-  static uint64_t endless_render_detached(const struct daemon_proc *d, uint32_t w) {
-    struct conn a;
-    open_hello(&a, d);
-    union coop_msg m;
-    render_init(&m, w);
-    m.submit.flags |= COOP_SUBMIT_DETACHED;
-    m.submit.args[4].bits = 0xffffffffu;
-    uint64_t x = submit(&a, &m, NULL, 0);
-    ck_assert_msg(x != 0, "render refused: %s", a.m.error.message);
-    wait_running(&a, x);
-    conn_close(&a); /* detached: it runs on */
-    return x;
-  }
-
-  /* What a client of uid 65534 (nobody) saw of one render on w workers. */
-  struct seen_result {
-    uint8_t state;
-    int32_t error;
-    char message[sizeof(((struct coop_msg_result *)0)->message)];
-  };
-
-  static struct seen_result render_as_nobody(const struct daemon_proc *d, uint32_t w) {
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t kid = fork();
-    ck_assert_int_ge(kid, 0);
-    if (kid == 0) {
-      close(pfd[0]);
-      if (setgid(65534) || setuid(65534)) _exit(3);
-      struct conn o;
-      open_hello(&o, d);
-      struct seen_result s = {0};
-      uint64_t job = render_submit(&o, w);
-      if (!job) _exit(4);
-      if (wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
-      s.state = o.m.result.state;
-      s.error = o.m.result.error;
-      snprintf(s.message, sizeof s.message, "%s", o.m.result.message);
-      if (write(pfd[1], &s, sizeof s) != (ssize_t)sizeof s) _exit(6);
-      conn_close(&o);
-      _exit(0);
-    }
-    close(pfd[1]);
-    struct seen_result s;
-    ssize_t n = read(pfd[0], &s, sizeof s);
-    close(pfd[0]);
-    int st = 0;
-    waitpid(kid, &st, 0);
-    ck_assert_msg(n == (ssize_t)sizeof s, "nobody's render: no result (child status %d)", st);
-    return s;
-  }
-
-  /* Item 6: root's render with reps = 2^32 - 1 on every worker, DETACHED and
-   * left, held the device until coopd stopped (no watchdog by default), and
-   * every other user's task failed EHUNG. With task_max_ms = 1500 it is
-   * cancelled past the bound, its RESULT says why (ETIMEDOUT), and nobody's
-   * render on every worker runs; render polls its cancellation, so nothing
-   * is declared hung. The bound is per instance: a periodic render of 2.4 s
-   * in all, each instance short, ends DONE. */
-  START_TEST(task_max_ms_ends_a_detached_render) {
-    if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-    char logp[] = "/tmp/coopd-task-max-XXXXXX.log";
-    temp_log(logp);
-    const char *sets[] = {"jobs.task_max_ms=1500", "jobs.gather_budget_ms=8000", NULL};
-    struct daemon_proc d = {.log = logp};
-    daemon_start_log(&d, sets);
-    chmod(d.dir, 0755);
-    chmod(d.sock, 0666);
-    struct conn c;
-    open_hello(&c, &d);
-    ck_assert_uint_ge(c.m.welcome.workers, 2);
-    /* the victim: a render that runs about 4 s (reps doubled until one run
-     * takes 200 ms, so that the submission's own cost does not count) */
-    uint32_t reps = 256;
-    int64_t took = 0;
-    for (; reps < (1u << 30); reps *= 2) {
-      int64_t t0 = coop__now_ns();
-      uint64_t cal = render_reps(&c, reps);
-      ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-      ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
-      if ((took = coop__now_ns() - t0) >= 200000000) break;
-    }
-    reps = (uint32_t)((double)reps * 4e9 / (double)took);
-    uint64_t v = render_reps(&c, reps);
-    ck_assert_uint_ne(v, 0);
-    wait_running(&c, v);
-    hog_as_nobody(&d); /* cancelled at its exit: restart after hang_ms */
-    ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    if (c.m.result.state != COOP_JOB_DONE) print_log(logp);
-    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim: %s %s",
-                  coop_job_state_name(c.m.result.state), c.m.result.message);
-    float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
-    render_inputs(a, b);
-    matmul_ref(a, b, want);
-    ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
-    memcpy(got, c.m.result.bufs[0].data, sizeof got);
-    for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
-    if (!log_has(logp, "1 to run again")) print_log(logp);
-    ck_assert(log_has(logp, "1 to run again"));
-    struct coop_msg_stats_reply st = stats(&c);
-    ck_assert_uint_eq(st.hung, 1);
-    assert_has(st.watchdog, "uid 65534 held back 1000 ms");
-
-    /* the culprit's next job waits out its hold; root's does not */
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t kid = fork();
-    ck_assert_int_ge(kid, 0);
-    if (kid == 0) {
-      if (setgid(65534) || setuid(65534)) _exit(3);
-      struct conn o;
-      open_hello(&o, &d);
-      int64_t t = coop__now_ns();
-      uint64_t j = render_reps(&o, 1);
-      if (!j) _exit(4);
-      uint8_t s0 = job_state(&o, j);
-      if (wait_job(&o, j, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
-      int64_t took_ms = (coop__now_ns() - t) / 1000000;
-      int64_t out[2] = {s0, o.m.result.state == COOP_JOB_DONE ? took_ms : -1};
-      if (write(pfd[1], out, sizeof out) != sizeof out) _exit(6);
-      _exit(0);
-    }
-    render_check(&c, 1, 0, 0);
-    int64_t out[2];
-    ck_assert_int_eq(read(pfd[0], out, sizeof out), (ssize_t)sizeof out);
-    waitpid(kid, NULL, 0);
-    close(pfd[0]), close(pfd[1]);
-    ck_assert_int_eq(out[0], COOP_JOB_QUEUED);
-    ck_assert_msg(out[1] >= 0, "the held job did not run");
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    uint32_t w = c.m.welcome.workers;
-    render_check(&c, 1, 20000, 120); /* 2.4 s of instances, none near 1.5 s */
-
-    uint64_t x = endless_render_detached(&d, w);
-    struct seen_result b = render_as_nobody(&d, w);
-    ck_assert_msg(b.state == COOP_JOB_DONE, "nobody's render ended %s (%d): %s",
-                  coop_job_state_name(b.state), b.error, b.message);
-
-    ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
-    ck_assert_int_eq(c.m.result.error, COOP_ETIMEDOUT);
-    assert_has(c.m.result.message,
-               "kernel render ran past the [jobs] task_max_ms bound of 1500 ms");
-    char line[128];
-    snprintf(line, sizeof line, "job %llu (render, uid 0): a task ran", (unsigned long long)x);
-    for (int i = 0; i < 100 && !log_has(logp, line); i++) msleep(50);
-    ck_assert_msg(log_has(logp, line), "the log lacks \"%s\"", line);
-    struct coop_msg_stats_reply st = stats(&c);
-    ck_assert_uint_eq(st.hung, 0); /* render returned at its next row */
-    ck_assert_uint_eq(st.lost_workers, 0);
-    conn_close(&c);
-    daemon_stop_ok(&d, logp);
-    unlink(logp);
-  }
-  END_TEST
-
-  /* Item 6: the EHUNG of a task that waited for workers named the holder's
-   * job id and kernel to any user, which ENOJOB otherwise hides. Now another
-   * user's holder is "another user's job"; the holder's own user (root here,
-   * who may see every job) still gets its id and kernel. task_max_ms = 0:
-   * the bound is off, so the holder stays until cancelled. */
-  START_TEST(ehung_names_no_other_users_job) {
-    if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-    const char *sets[] = {"jobs.task_max_ms=0", "jobs.gather_budget_ms=1000", NULL};
-    struct daemon_proc d;
-    daemon_start(&d, sets);
-    chmod(d.dir, 0755);
-    chmod(d.sock, 0666);
-    struct conn c;
-    open_hello(&c, &d);
-    uint32_t w = c.m.welcome.workers;
-    uint64_t x = endless_render_detached(&d, w);
-    char holder[64];
-    snprintf(holder, sizeof holder, "job %llu", (unsigned long long)x);
-
-    struct seen_result b = render_as_nobody(&d, w);
-    ck_assert_msg(b.state == COOP_JOB_FAILED && b.error == COOP_EHUNG,
-                  "nobody's render ended %s (%d): %s", coop_job_state_name(b.state), b.error,
-                  b.message);
-    assert_has(b.message, "held by another user's job (non-cooperative, still running)");
-    ck_assert_msg(!strstr(b.message, holder), "\"%s\" names root's %s", b.message, holder);
-    ck_assert_msg(!strstr(b.message, "render"), "\"%s\" names root's kernel", b.message);
-
-    uint64_t r = render_submit(&c, w); /* root's own: named */
-    ck_assert_uint_ne(r, 0);
-    ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
-    char named[128];
-    snprintf(named, sizeof named, "held by %s (render, non-cooperative, still running)", holder);
-    assert_has(c.m.result.message, named);
-
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    m.job.job = x;
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
-    ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-  }
-  END_TEST
-
-  /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
-   * them. When root's running sweep ends, the free slot goes to nobody, who
-   * runs none yet, not to root's next in line (FIFO would). */
-  START_TEST(cooperative_slots_are_shared_between_users) {
-    if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-    /* reserve_percent = 100: one cooperative slot, whatever the device */
-    const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
-                          "jobs.reserve_percent=100", NULL};
-    struct daemon_proc d;
-    daemon_start(&d, sets);
-    chmod(d.dir, 0755);
-    chmod(d.sock, 0666);
-    struct conn c;
-    open_hello(&c, &d);
-    static uint32_t data[64];
-    uint64_t first = victim_sweep(&c, data, 64, 0, 1); /* about 4 s */
-    /* On the device before the others arrive: had the device thread taken
-     * all four in one pass, nobody's (never served) would rightly go first. */
-    wait_running(&c, first);
-    uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);
-    uint64_t last = sweep_submit(&c, data, 64, 100000000u, 1, -1);
-    ck_assert(first && next && last);
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t kid = fork();
-    if (kid == 0) {
-      if (setgid(65534) || setuid(65534)) _exit(3);
-      struct conn o;
-      open_hello(&o, &d);
-      uint64_t mine = sweep_submit(&o, data, 64, 100000000u, 1, -1);
-      if (write(pfd[1], &mine, sizeof mine) != sizeof mine) _exit(4);
-      pause(); /* keeps the connection, and so the job, until killed */
-      _exit(0);
-    }
-    uint64_t theirs = 0;
-    ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
-    ck_assert_uint_ne(theirs, 0);
-    ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
-    ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
-    ck_assert_uint_eq(wait_job(&c, first, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_ge(c.m.welcome.workers, 2);
+  /* the victim: a render that runs about 4 s (reps doubled until one run
+   * takes 200 ms, so that the submission's own cost does not count) */
+  uint32_t reps = 256;
+  int64_t took = 0;
+  for (; reps < (1u << 30); reps *= 2) {
+    int64_t t0 = coop__now_ns();
+    uint64_t cal = render_reps(&c, reps);
+    ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
-    uint8_t st = COOP_JOB_QUEUED;
-    for (int i = 0; i < 600 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
-    ck_assert_uint_eq(st, COOP_JOB_RUNNING);
-    ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
-    ck_assert_uint_eq(job_state(&c, last), COOP_JOB_QUEUED);
-    kill(kid, SIGKILL);
-    waitpid(kid, NULL, 0);
+    if ((took = coop__now_ns() - t0) >= 200000000) break;
+  }
+  reps = (uint32_t)((double)reps * 4e9 / (double)took);
+  uint64_t v = render_reps(&c, reps);
+  ck_assert_uint_ne(v, 0);
+  wait_running(&c, v);
+  hog_as_nobody(&d); /* cancelled at its exit: restart after hang_ms */
+  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE) print_log(logp);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim: %s %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  if (!log_has(logp, "1 to run again")) print_log(logp);
+  ck_assert(log_has(logp, "1 to run again"));
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 1);
+  assert_has(st.watchdog, "uid 65534 held back 1000 ms");
+
+  /* the culprit's next job waits out its hold; root's does not */
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    int64_t t = coop__now_ns();
+    uint64_t j = render_reps(&o, 1);
+    if (!j) _exit(4);
+    uint8_t s0 = job_state(&o, j);
+    if (wait_job(&o, j, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
+    int64_t took_ms = (coop__now_ns() - t) / 1000000;
+    int64_t out[2] = {s0, o.m.result.state == COOP_JOB_DONE ? took_ms : -1};
+    if (write(pfd[1], out, sizeof out) != sizeof out) _exit(6);
+    _exit(0);
+  }
+  render_check(&c, 1, 0, 0);
+  int64_t out[2];
+  ck_assert_int_eq(read(pfd[0], out, sizeof out), (ssize_t)sizeof out);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]), close(pfd[1]);
+  ck_assert_int_eq(out[0], COOP_JOB_QUEUED);
+  ck_assert_msg(out[1] >= 0, "the held job did not run");
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* ---- [jobs] task_max_ms: a non-cooperative task's execution bound ---- */
+
+/* A render of root's on every worker that would run for ever (reps =
+ * 2^32 - 1), DETACHED, its connection then closed: the job id. */
+static uint64_t endless_render_detached(const struct daemon_proc *d, uint32_t w) {
+  struct conn a;
+  open_hello(&a, d);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  m.submit.args[4].bits = 0xffffffffu;
+  uint64_t x = submit(&a, &m, NULL, 0);
+  ck_assert_msg(x != 0, "render refused: %s", a.m.error.message);
+  wait_running(&a, x);
+  conn_close(&a); /* detached: it runs on */
+  return x;
+}
+
+/* What a client of uid 65534 (nobody) saw of one render on w workers. */
+struct seen_result {
+  uint8_t state;
+  int32_t error;
+  char message[sizeof(((struct coop_msg_result *)0)->message)];
+};
+
+static struct seen_result render_as_nobody(const struct daemon_proc *d, uint32_t w) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
     close(pfd[0]);
-    close(pfd[1]);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, d);
+    struct seen_result s = {0};
+    uint64_t job = render_submit(&o, w);
+    if (!job) _exit(4);
+    if (wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
+    s.state = o.m.result.state;
+    s.error = o.m.result.error;
+    snprintf(s.message, sizeof s.message, "%s", o.m.result.message);
+    if (write(pfd[1], &s, sizeof s) != (ssize_t)sizeof s) _exit(6);
+    conn_close(&o);
+    _exit(0);
   }
-  END_TEST
+  close(pfd[1]);
+  struct seen_result s;
+  ssize_t n = read(pfd[0], &s, sizeof s);
+  close(pfd[0]);
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ck_assert_msg(n == (ssize_t)sizeof s, "nobody's render: no result (child status %d)", st);
+  return s;
+}
 
-  /* A DETACHED cooperative sweep of one workgroup with 2^32 - 1 rounds: it
-   * holds its slot for the rest of the test. */
-  static uint64_t endless_sweep(struct conn * c) {
-    static uint32_t data[64];
-    union coop_msg m;
-    submit_init(&m, "sweep", 1, 1);
-    m.submit.flags |= COOP_SUBMIT_DETACHED;
-    arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
-    arg_u32(&m.submit, 64);
-    arg_u32(&m.submit, 0xffffffffu);
-    return submit(c, &m, NULL, 0);
+/* Item 6: root's render with reps = 2^32 - 1 on every worker, DETACHED and
+ * left, held the device until coopd stopped (no watchdog by default), and
+ * every other user's task failed EHUNG. With task_max_ms = 1500 it is
+ * cancelled past the bound, its RESULT says why (ETIMEDOUT), and nobody's
+ * render on every worker runs; render polls its cancellation, so nothing
+ * is declared hung. The bound is per instance: a periodic render of 2.4 s
+ * in all, each instance short, ends DONE. */
+START_TEST(task_max_ms_ends_a_detached_render) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-task-max-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"jobs.task_max_ms=1500", "jobs.gather_budget_ms=8000", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  render_check(&c, 1, 20000, 120); /* 2.4 s of instances, none near 1.5 s */
+
+  uint64_t x = endless_render_detached(&d, w);
+  struct seen_result b = render_as_nobody(&d, w);
+  ck_assert_msg(b.state == COOP_JOB_DONE, "nobody's render ended %s (%d): %s",
+                coop_job_state_name(b.state), b.error, b.message);
+
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_ETIMEDOUT);
+  assert_has(c.m.result.message, "kernel render ran past the [jobs] task_max_ms bound of 1500 ms");
+  char line[128];
+  snprintf(line, sizeof line, "job %llu (render, uid 0): a task ran", (unsigned long long)x);
+  for (int i = 0; i < 100 && !log_has(logp, line); i++) msleep(50);
+  ck_assert_msg(log_has(logp, line), "the log lacks \"%s\"", line);
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 0); /* render returned at its next row */
+  ck_assert_uint_eq(st.lost_workers, 0);
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+/* Item 6: the EHUNG of a task that waited for workers named the holder's
+ * job id and kernel to any user, which ENOJOB otherwise hides. Now another
+ * user's holder is "another user's job"; the holder's own user (root here,
+ * who may see every job) still gets its id and kernel. task_max_ms = 0:
+ * the bound is off, so the holder stays until cancelled. */
+START_TEST(ehung_names_no_other_users_job) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"jobs.task_max_ms=0", "jobs.gather_budget_ms=1000", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t x = endless_render_detached(&d, w);
+  char holder[64];
+  snprintf(holder, sizeof holder, "job %llu", (unsigned long long)x);
+
+  struct seen_result b = render_as_nobody(&d, w);
+  ck_assert_msg(b.state == COOP_JOB_FAILED && b.error == COOP_EHUNG,
+                "nobody's render ended %s (%d): %s", coop_job_state_name(b.state), b.error,
+                b.message);
+  assert_has(b.message, "held by another user's job (non-cooperative, still running)");
+  ck_assert_msg(!strstr(b.message, holder), "\"%s\" names root's %s", b.message, holder);
+  ck_assert_msg(!strstr(b.message, "render"), "\"%s\" names root's kernel", b.message);
+
+  uint64_t r = render_submit(&c, w); /* root's own: named */
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  char named[128];
+  snprintf(named, sizeof named, "held by %s (render, non-cooperative, still running)", holder);
+  assert_has(c.m.result.message, named);
+
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = x;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Item 4, fairness: root queues three cooperative sweeps, nobody one after
+ * them. When root's running sweep ends, the free slot goes to nobody, who
+ * runs none yet, not to root's next in line (FIFO would). */
+START_TEST(cooperative_slots_are_shared_between_users) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  /* reserve_percent = 100: one cooperative slot, whatever the device */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.reserve_percent=100",
+                        NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[64];
+  uint64_t first = victim_sweep(&c, data, 64, 0, 1); /* about 4 s */
+  /* On the device before the others arrive: had the device thread taken
+   * all four in one pass, nobody's (never served) would rightly go first. */
+  wait_running(&c, first);
+  uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  uint64_t last = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  ck_assert(first && next && last);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    uint64_t mine = sweep_submit(&o, data, 64, 100000000u, 1, -1);
+    if (write(pfd[1], &mine, sizeof mine) != sizeof mine) _exit(4);
+    pause(); /* keeps the connection, and so the job, until killed */
+    _exit(0);
   }
+  uint64_t theirs = 0;
+  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  ck_assert_uint_ne(theirs, 0);
+  ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(wait_job(&c, first, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  uint8_t st = COOP_JOB_QUEUED;
+  for (int i = 0; i < 600 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
+  ck_assert_uint_eq(st, COOP_JOB_RUNNING);
+  ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(job_state(&c, last), COOP_JOB_QUEUED);
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
-  /* What a WAIT of timeout_ms answers for a job that has not finished: the
-   * ERROR's message (ETIMEDOUT), into buf. */
-  static void wait_says(struct conn * c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
-    ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
-    ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
-    snprintf(buf, n, "%s", c->m.error.message);
-  }
+/* A DETACHED cooperative sweep of one workgroup with 2^32 - 1 rounds: it
+ * holds its slot for the rest of the test. */
+static uint64_t endless_sweep(struct conn *c) {
+  static uint32_t data[64];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 0xffffffffu);
+  return submit(c, &m, NULL, 0);
+}
 
-  /* coopd for two users (root and nobody): the socket open to both. */
-  static void two_user_start(struct daemon_proc * d, const char *reserve) {
-    const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, reserve, NULL};
-    daemon_start(d, sets);
-    chmod(d->dir, 0755);
-    chmod(d->sock, 0666);
-  }
+/* What a WAIT of timeout_ms answers for a job that has not finished: the
+ * ERROR's message (ETIMEDOUT), into buf. */
+static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
+  ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
+  snprintf(buf, n, "%s", c->m.error.message);
+}
 
-  /* Hardening, slots: root's endless detached sweep holds the only slot
-   * (another user's bfs timed out, or waited 542 s, told nothing). The
-   * other user, nobody, queues two; each WAIT that times out says the job
-   * waits for a cooperative slot, how many jobs go before it, and that
-   * other users hold the slot. Root's own queued job is told that the slot
-   * is its own. Fair order: nobody's first (it holds none), then root's
-   * (served longest ago), then nobody's second. */
-  START_TEST(cooperative_wait_says_why_and_how_many_ahead) {
-    if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-    struct daemon_proc d;
-    two_user_start(&d, "jobs.reserve_percent=100"); /* one cooperative slot */
-    struct conn c;
-    open_hello(&c, &d);
-    uint64_t held = endless_sweep(&c);
-    ck_assert_uint_ne(held, 0);
-    wait_running(&c, held);
-    static uint32_t data[64];
-    uint64_t mine = sweep_submit(&c, data, 64, 1000, 1, -1);
-    ck_assert_uint_ne(mine, 0);
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t kid = fork();
-    if (kid == 0) {
-      if (setgid(65534) || setuid(65534)) _exit(3);
-      struct conn o;
-      open_hello(&o, &d);
-      char said[2][COOP_WIRE_TEXT_MAX];
-      uint64_t b1 = sweep_submit(&o, data, 64, 1000, 1, -1);
-      uint64_t b2 = sweep_submit(&o, data, 64, 1000, 1, -1);
-      if (!b1 || !b2) _exit(4);
-      wait_says(&o, b1, 300, said[0], sizeof said[0]);
-      wait_says(&o, b2, 0, said[1], sizeof said[1]);
-      if (write(pfd[1], said, sizeof said) != (ssize_t)sizeof said) _exit(5);
-      pause(); /* keeps the connection, and so the jobs, until killed */
-      _exit(0);
-    }
+/* coopd for two users (root and nobody): the socket open to both. */
+static void two_user_start(struct daemon_proc *d, const char *reserve) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, reserve, NULL};
+  daemon_start(d, sets);
+  chmod(d->dir, 0755);
+  chmod(d->sock, 0666);
+}
+
+/* Hardening, slots: root's endless detached sweep holds the only slot
+ * (another user's bfs timed out, or waited 542 s, told nothing). The
+ * other user, nobody, queues two; each WAIT that times out says the job
+ * waits for a cooperative slot, how many jobs go before it, and that
+ * other users hold the slot. Root's own queued job is told that the slot
+ * is its own. Fair order: nobody's first (it holds none), then root's
+ * (served longest ago), then nobody's second. */
+START_TEST(cooperative_wait_says_why_and_how_many_ahead) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  two_user_start(&d, "jobs.reserve_percent=100"); /* one cooperative slot */
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t held = endless_sweep(&c);
+  ck_assert_uint_ne(held, 0);
+  wait_running(&c, held);
+  static uint32_t data[64];
+  uint64_t mine = sweep_submit(&c, data, 64, 1000, 1, -1);
+  ck_assert_uint_ne(mine, 0);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
     char said[2][COOP_WIRE_TEXT_MAX];
-    ck_assert_int_eq(read(pfd[0], said, sizeof said), (ssize_t)sizeof said);
-    fprintf(stderr, "nobody's first: %s\nnobody's second: %s\n", said[0], said[1]);
-    assert_has(said[0], "is queued, waiting for a cooperative slot: 0 jobs ahead of it");
-    assert_has(said[0], "1 of 1 slot held, 1 by other users");
-    assert_has(said[1], "waiting for a cooperative slot: 2 jobs ahead of it");
-    char own[COOP_WIRE_TEXT_MAX];
-    wait_says(&c, mine, 0, own, sizeof own);
-    fprintf(stderr, "root's second: %s\n", own);
-    assert_has(own, "waiting for a cooperative slot: 1 job ahead of it");
-    assert_has(own, "1 of 1 slot held, 0 by other users");
-    wait_says(&c, held, 0, own, sizeof own); /* running: no slot to wait for */
-    assert_has(own, "still running");
-    kill(kid, SIGKILL);
-    waitpid(kid, NULL, 0);
-    close(pfd[0]);
-    close(pfd[1]);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    uint64_t b1 = sweep_submit(&o, data, 64, 1000, 1, -1);
+    uint64_t b2 = sweep_submit(&o, data, 64, 1000, 1, -1);
+    if (!b1 || !b2) _exit(4);
+    wait_says(&o, b1, 300, said[0], sizeof said[0]);
+    wait_says(&o, b2, 0, said[1], sizeof said[1]);
+    if (write(pfd[1], said, sizeof said) != (ssize_t)sizeof said) _exit(5);
+    pause(); /* keeps the connection, and so the jobs, until killed */
+    _exit(0);
   }
-  END_TEST
+  char said[2][COOP_WIRE_TEXT_MAX];
+  ck_assert_int_eq(read(pfd[0], said, sizeof said), (ssize_t)sizeof said);
+  fprintf(stderr, "nobody's first: %s\nnobody's second: %s\n", said[0], said[1]);
+  assert_has(said[0], "is queued, waiting for a cooperative slot: 0 jobs ahead of it");
+  assert_has(said[0], "1 of 1 slot held, 1 by other users");
+  assert_has(said[1], "waiting for a cooperative slot: 2 jobs ahead of it");
+  char own[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, mine, 0, own, sizeof own);
+  fprintf(stderr, "root's second: %s\n", own);
+  assert_has(own, "waiting for a cooperative slot: 1 job ahead of it");
+  assert_has(own, "1 of 1 slot held, 0 by other users");
+  wait_says(&c, held, 0, own, sizeof own); /* running: no slot to wait for */
+  assert_has(own, "still running");
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
-  /* Hardening, slots: with every worker a cooperative slot (reserve_percent
-   * = 0, at least two), root alone queues one endless detached sweep per
-   * slot. It took every slot, and another user's job then waited for as
-   * long as they ran. Now the last free slot is kept for a user who holds
-   * none: root runs all but one (its last one is told why it waits), and
-   * nobody's sweep starts at once on the kept slot. */
-  START_TEST(one_user_cannot_take_every_cooperative_slot) {
-    if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-    struct daemon_proc d;
-    two_user_start(&d, "jobs.reserve_percent=0");
-    struct conn c;
-    open_hello(&c, &d);
-    uint32_t w = c.m.welcome.workers;
-    ck_assert_uint_ge(w, 2);
-    ck_assert_uint_le(w, 64);
-    uint64_t s[64];
-    for (uint32_t i = 0; i < w; i++) ck_assert_uint_ne(s[i] = endless_sweep(&c), 0);
-    wait_running(&c, s[0]);
-    msleep(500); /* every one that may start has started */
-    unsigned running = 0;
-    for (uint32_t i = 0; i < w; i++) running += job_state(&c, s[i]) == COOP_JOB_RUNNING;
-    ck_assert_uint_eq(running, w - 1);
-    char why[COOP_WIRE_TEXT_MAX];
-    wait_says(&c, s[w - 1], 0, why, sizeof why);
-    fprintf(stderr, "root's last: %s\n", why);
-    assert_has(why, "the last free slot is kept for a user who holds none");
-    int pfd[2];
-    ck_assert_int_eq(pipe(pfd), 0);
-    pid_t kid = fork();
-    if (kid == 0) {
-      if (setgid(65534) || setuid(65534)) _exit(3);
-      struct conn o;
-      open_hello(&o, &d);
-      static uint32_t data[64];
-      uint64_t theirs = sweep_submit(&o, data, 64, 0xffffffffu, 1, -1);
-      if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
-      pause();
-      _exit(0);
-    }
-    uint64_t theirs = 0;
-    ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
-    ck_assert_uint_ne(theirs, 0);
-    uint8_t st = COOP_JOB_QUEUED;
-    for (int i = 0; i < 100 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
-    ck_assert_uint_eq(st, COOP_JOB_RUNNING);
-    ck_assert_uint_eq(job_state(&c, s[w - 1]), COOP_JOB_QUEUED); /* every slot held now */
-    kill(kid, SIGKILL);
-    waitpid(kid, NULL, 0);
-    close(pfd[0]);
-    close(pfd[1]);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-  }
-  END_TEST
-
-  /* Issue 20 #13: a HELLO name with a newline and an escape forged log lines.
-   * coopd logs it with '?' for every byte outside printable ASCII. */
-  START_TEST(hello_name_cannot_forge_log_lines) {
-    char logp[] = "/tmp/coopd-name-XXXXXX.log";
-    temp_log(logp);
-    const char *sets[] = {"log.level=debug", NULL}; /* connections are logged at debug */
-    struct daemon_proc d = {.log = logp};
-    daemon_start_log(&d, sets);
-    struct conn c;
-    ck_assert_int_eq(conn_open(&c, d.sock), 0);
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
-    snprintf(m.hello.name, sizeof m.hello.name, "evil\n00:00:00.000 coopd info: FORGED\x1b[2J");
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_WELCOME);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    for (int i = 0; i < 100 && !log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"); i++)
-      msleep(50);
-    ck_assert_msg(log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"), "name not escaped");
-    ck_assert_msg(!log_has(logp, "\n00:00:00.000 coopd info: FORGED"), "a forged line");
-    ck_assert_msg(!log_has(logp, "\x1b"), "an escape reached the log");
-    unlink(logp);
-  }
-  END_TEST
-
-  /* Issue 20 #1 and #2: a connection's WAITs are bounded (3M of them took
-   * 560 MB): 4096 pending, the next gets ELIMIT at once. And a job that ends
-   * answers its waiters in one walk of the list (20k WAITs behind 200k froze
-   * the loop for 352 s): cancelled, the job answers all 4096 at once. */
-  START_TEST(waiters_are_bounded) {
-    struct daemon_proc d;
-    daemon_start(&d, iso_sets);
-    struct conn c;
-    open_hello(&c, &d);
+/* Hardening, slots: with every worker a cooperative slot (reserve_percent
+ * = 0, at least two), root alone queues one endless detached sweep per
+ * slot. It took every slot, and another user's job then waited for as
+ * long as they ran. Now the last free slot is kept for a user who holds
+ * none: root runs all but one (its last one is told why it waits), and
+ * nobody's sweep starts at once on the kept slot. */
+START_TEST(one_user_cannot_take_every_cooperative_slot) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  two_user_start(&d, "jobs.reserve_percent=0");
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  ck_assert_uint_ge(w, 2);
+  ck_assert_uint_le(w, 64);
+  uint64_t s[64];
+  for (uint32_t i = 0; i < w; i++) ck_assert_uint_ne(s[i] = endless_sweep(&c), 0);
+  wait_running(&c, s[0]);
+  msleep(500); /* every one that may start has started */
+  unsigned running = 0;
+  for (uint32_t i = 0; i < w; i++) running += job_state(&c, s[i]) == COOP_JOB_RUNNING;
+  ck_assert_uint_eq(running, w - 1);
+  char why[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, s[w - 1], 0, why, sizeof why);
+  fprintf(stderr, "root's last: %s\n", why);
+  assert_has(why, "the last free slot is kept for a user who holds none");
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
     static uint32_t data[64];
-    /* 2^32 - 1 rounds: one workgroup runs 10^8 in seconds */
-    uint64_t slow = sweep_submit(&c, data, 64, 0xffffffffu, 1, -1);
-    ck_assert_uint_ne(slow, 0);
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    m.job.timeout_ms = COOP_WAIT_FOREVER;
-    m.job.job = slow;
-    uint32_t first = 0;
-    for (int i = 0; i < 4096; i++) {
-      uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
-      if (!first) first = seq;
+    uint64_t theirs = sweep_submit(&o, data, 64, 0xffffffffu, 1, -1);
+    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
+    pause();
+    _exit(0);
+  }
+  uint64_t theirs = 0;
+  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  ck_assert_uint_ne(theirs, 0);
+  uint8_t st = COOP_JOB_QUEUED;
+  for (int i = 0; i < 100 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
+  ck_assert_uint_eq(st, COOP_JOB_RUNNING);
+  ck_assert_uint_eq(job_state(&c, s[w - 1]), COOP_JOB_QUEUED); /* every slot held now */
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #13: a HELLO name with a newline and an escape forged log lines.
+ * coopd logs it with '?' for every byte outside printable ASCII. */
+START_TEST(hello_name_cannot_forge_log_lines) {
+  char logp[] = "/tmp/coopd-name-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"log.level=debug", NULL}; /* connections are logged at debug */
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, d.sock), 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  snprintf(m.hello.name, sizeof m.hello.name, "evil\n00:00:00.000 coopd info: FORGED\x1b[2J");
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_WELCOME);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  for (int i = 0; i < 100 && !log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"); i++)
+    msleep(50);
+  ck_assert_msg(log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"), "name not escaped");
+  ck_assert_msg(!log_has(logp, "\n00:00:00.000 coopd info: FORGED"), "a forged line");
+  ck_assert_msg(!log_has(logp, "\x1b"), "an escape reached the log");
+  unlink(logp);
+}
+END_TEST
+
+/* Issue 20 #1 and #2: a connection's WAITs are bounded (3M of them took
+ * 560 MB): 4096 pending, the next gets ELIMIT at once. And a job that ends
+ * answers its waiters in one walk of the list (20k WAITs behind 200k froze
+ * the loop for 352 s): cancelled, the job answers all 4096 at once. */
+START_TEST(waiters_are_bounded) {
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[64];
+  /* 2^32 - 1 rounds: one workgroup runs 10^8 in seconds */
+  uint64_t slow = sweep_submit(&c, data, 64, 0xffffffffu, 1, -1);
+  ck_assert_uint_ne(slow, 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  m.job.job = slow;
+  uint32_t first = 0;
+  for (int i = 0; i < 4096; i++) {
+    uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+    if (!first) first = seq;
+  }
+  uint32_t over = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&c, over), COOP_MSG_ERROR); /* the only reply so far */
+  ck_assert_int_eq(c.m.error.code, COOP_ELIMIT);
+  assert_has(c.m.error.message, "at most 4096 WAITs pending");
+  uint32_t cancel = send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0);
+  unsigned results = 0, ok = 0;
+  while (results < 4096 || !ok) {
+    ck_assert_int_eq(read_frame(&c), 1);
+    if (c.h.seq == cancel) {
+      ck_assert_uint_eq(c.h.type, COOP_MSG_OK);
+      ok = 1;
+      continue;
     }
-    uint32_t over = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
-    ck_assert_uint_eq(reply(&c, over), COOP_MSG_ERROR); /* the only reply so far */
-    ck_assert_int_eq(c.m.error.code, COOP_ELIMIT);
-    assert_has(c.m.error.message, "at most 4096 WAITs pending");
-    uint32_t cancel = send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0);
-    unsigned results = 0, ok = 0;
-    while (results < 4096 || !ok) {
-      ck_assert_int_eq(read_frame(&c), 1);
-      if (c.h.seq == cancel) {
-        ck_assert_uint_eq(c.h.type, COOP_MSG_OK);
-        ok = 1;
-        continue;
-      }
-      ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
-      ck_assert_uint_eq(c.m.result.job, slow);
-      ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
-      ck_assert(c.h.seq >= first && c.h.seq < over);
-      results++;
-    }
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.job, slow);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+    ck_assert(c.h.seq >= first && c.h.seq < over);
+    results++;
   }
-  END_TEST
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
-  /* CPU time (user + system) a process has used, in clock ticks, from /proc. */
-  static unsigned long long cpu_ticks(pid_t pid) {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
-    ck_assert_ptr_nonnull(p);
-    unsigned long long ut = 0, st = 0;
-    /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
-     * majflt cmajflt utime stime */
-    ck_assert_int_eq(
-        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st), 2);
-    return ut + st;
+/* CPU time (user + system) a process has used, in clock ticks, from /proc. */
+static unsigned long long cpu_ticks(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+  ck_assert_ptr_nonnull(p);
+  unsigned long long ut = 0, st = 0;
+  /* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+   * majflt cmajflt utime stime */
+  ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st),
+                   2);
+  return ut + st;
+}
+
+/* The same in seconds. */
+static double cpu_seconds(pid_t pid) {
+  return (double)cpu_ticks(pid) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Issue 18 item 3: an idle coopd spun a CPU core (PoCL: 54 to 97%). With
+ * park_ms = 50 the megakernel leaves the device once idle: STATS says
+ * parked and the device process uses (almost) no CPU; the next job
+ * relaunches it and runs correctly, and it parks again afterwards. */
+START_TEST(idle_megakernel_parks) {
+  const char *sets[] = {"device.park_ms=50", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_eq(st.devs[0].parked, 1);
+  ck_assert_uint_ge(st.devs[0].parks, 1);
+  pid_t dp = device_process(d.pid);
+  double c0 = cpu_seconds(dp);
+  msleep(1500);
+  double used = cpu_seconds(dp) - c0;
+  ck_assert_msg(used < 0.1, "a parked device process used %.2f s of CPU in 1.5 s", used);
+  ck_assert_uint_eq(stats(&c).devs[0].parked, 1);
+  /* the next job relaunches the megakernel, and its result is right */
+  render_check(&c, 1, 0, 0);
+  static uint32_t data[64];
+  for (uint32_t i = 0; i < 64; i++) data[i] = i;
+  uint64_t job = sweep_submit(&c, data, 64, 100, 2, -1);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  for (uint32_t i = 0; i < 64; i++) {
+    uint32_t got;
+    memcpy(&got, c.m.result.bufs[0].data + 4 * i, 4);
+    ck_assert_uint_eq(got, i + 100);
   }
+  st = stats(&c);
+  ck_assert_int_gt(st.devs[0].unpark_ns, 0);
+  uint32_t parks = st.devs[0].parks;
+  for (int i = 0; i < 200 && st.devs[0].parks == parks; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_gt(st.devs[0].parks, parks); /* idle again: parked again */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
-  /* The same in seconds. */
-  static double cpu_seconds(pid_t pid) {
-    return (double)cpu_ticks(pid) / (double)sysconf(_SC_CLK_TCK);
-  }
-
-  /* Issue 18 item 3: an idle coopd spun a CPU core (PoCL: 54 to 97%). With
-   * park_ms = 50 the megakernel leaves the device once idle: STATS says
-   * parked and the device process uses (almost) no CPU; the next job
-   * relaunches it and runs correctly, and it parks again afterwards. */
-  START_TEST(idle_megakernel_parks) {
-    const char *sets[] = {"device.park_ms=50", NULL};
-    struct daemon_proc d;
-    daemon_start(&d, sets);
-    struct conn c;
-    open_hello(&c, &d);
-    struct coop_msg_stats_reply st = stats(&c);
-    for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
-    ck_assert_uint_eq(st.devs[0].parked, 1);
-    ck_assert_uint_ge(st.devs[0].parks, 1);
+/* After a reload the new megakernel parks as the old one did, and a
+ * parked device process spends no CPU. The old coopd never parked again
+ * after a successful reload: the pass that swapped had no wake time, and
+ * the device thread slept until the next job with the megakernel spinning
+ * (docs/faults.md, "Reload and service"). */
+START_TEST(parks_again_after_a_reload) {
+  char logp[] = "/tmp/coopd-park-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"device.park_ms=50", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 400 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_eq(st.devs[0].parked, 1);
+  for (int round = 1; round <= 2; round++) {
+    uint32_t parks = st.devs[0].parks;
+    kill(d.pid, SIGHUP);
+    int done = 0;
+    for (int i = 0; i < 2400 && done < round; i++, msleep(50))
+      done = log_count(logp, "reload: done");
+    if (done < round) print_log(logp);
+    ck_assert_int_eq(done, round);
+    st = stats(&c);
+    for (int i = 0; i < 400 && !(st.devs[0].parked && st.devs[0].parks > parks); i++, msleep(25))
+      st = stats(&c);
+    if (!st.devs[0].parked) print_log(logp);
+    ck_assert_msg(st.devs[0].parked, "reload %d: the megakernel did not park within 10 s", round);
+    ck_assert_uint_gt(st.devs[0].parks, parks);
     pid_t dp = device_process(d.pid);
     double c0 = cpu_seconds(dp);
-    msleep(1500);
+    msleep(1000);
     double used = cpu_seconds(dp) - c0;
-    ck_assert_msg(used < 0.1, "a parked device process used %.2f s of CPU in 1.5 s", used);
-    ck_assert_uint_eq(stats(&c).devs[0].parked, 1);
-    /* the next job relaunches the megakernel, and its result is right */
-    render_check(&c, 1, 0, 0);
-    static uint32_t data[64];
-    for (uint32_t i = 0; i < 64; i++) data[i] = i;
-    uint64_t job = sweep_submit(&c, data, 64, 100, 2, -1);
-    ck_assert_uint_ne(job, 0);
-    ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
-    for (uint32_t i = 0; i < 64; i++) {
-      uint32_t got;
-      memcpy(&got, c.m.result.bufs[0].data + 4 * i, 4);
-      ck_assert_uint_eq(got, i + 100);
-    }
-    st = stats(&c);
-    ck_assert_int_gt(st.devs[0].unpark_ns, 0);
-    uint32_t parks = st.devs[0].parks;
-    for (int i = 0; i < 200 && st.devs[0].parks == parks; i++, msleep(25)) st = stats(&c);
-    ck_assert_uint_gt(st.devs[0].parks, parks); /* idle again: parked again */
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    ck_assert_msg(used < 0.1, "reload %d: the device process used %.2f s of CPU in 1 s", round,
+                  used);
   }
-  END_TEST
+  render_check(&c, 1, 0, 0); /* the new megakernel relaunches and serves */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
 
-  /* After a reload the new megakernel parks as the old one did, and a
-   * parked device process spends no CPU. The old coopd never parked again
-   * after a successful reload: the pass that swapped had no wake time, and
-   * the device thread slept until the next job with the megakernel spinning
-   * (docs/faults.md, "Reload and service"). */
-  START_TEST(parks_again_after_a_reload) {
-    char logp[] = "/tmp/coopd-park-XXXXXX.log";
-    temp_log(logp);
-    const char *sets[] = {"device.park_ms=50", "log.level=info", NULL};
-    struct daemon_proc d = {.log = logp};
-    daemon_start_log(&d, sets);
-    struct conn c;
-    open_hello(&c, &d);
-    struct coop_msg_stats_reply st = stats(&c);
-    for (int i = 0; i < 400 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
-    ck_assert_uint_eq(st.devs[0].parked, 1);
-    for (int round = 1; round <= 2; round++) {
-      uint32_t parks = st.devs[0].parks;
-      kill(d.pid, SIGHUP);
-      int done = 0;
-      for (int i = 0; i < 2400 && done < round; i++, msleep(50))
-        done = log_count(logp, "reload: done");
-      if (done < round) print_log(logp);
-      ck_assert_int_eq(done, round);
-      st = stats(&c);
-      for (int i = 0; i < 400 && !(st.devs[0].parked && st.devs[0].parks > parks); i++, msleep(25))
-        st = stats(&c);
-      if (!st.devs[0].parked) print_log(logp);
-      ck_assert_msg(st.devs[0].parked, "reload %d: the megakernel did not park within 10 s", round);
-      ck_assert_uint_gt(st.devs[0].parks, parks);
-      pid_t dp = device_process(d.pid);
-      double c0 = cpu_seconds(dp);
-      msleep(1000);
-      double used = cpu_seconds(dp) - c0;
-      ck_assert_msg(used < 0.1, "reload %d: the device process used %.2f s of CPU in 1 s", round,
-                    used);
-    }
-    render_check(&c, 1, 0, 0); /* the new megakernel relaunches and serves */
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    unlink(logp);
+/* ---- systemd (issue 21 item 2) ---- */
+
+/* How a systemd-run coopd is started here: stderr into log, and as the
+ * service manager would set it up: NOTIFY_SOCKET (inherited from the
+ * test), JOURNAL_STREAM naming the log file (journal), and the listening
+ * socket lfd passed as descriptor 3 (LISTEN_FDS=1, LISTEN_PID=coopd's). */
+struct sd_run {
+  const char *log;
+  int journal; /* 1: JOURNAL_STREAM is the log; 0: a stream that is not stderr */
+  int lfd;     /* -1: none */
+};
+
+static pid_t sd_spawn(const struct sd_run *r, const char *const *args) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid) return pid;
+  if (!freopen(r->log, "w", stderr)) _exit(126);
+  struct stat st;
+  char js[64] = "0:0";
+  if (r->journal && fstat(2, &st) == 0)
+    snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
+             (unsigned long long)st.st_ino);
+  setenv("JOURNAL_STREAM", js, 1);
+  unsetenv("INVOCATION_ID"); /* the test may itself run as a service */
+  if (r->lfd >= 0) {
+    if (r->lfd != 3 && (dup2(r->lfd, 3) < 0 || close(r->lfd) < 0)) _exit(125);
+    char pid_s[32];
+    snprintf(pid_s, sizeof pid_s, "%d", (int)getpid()); /* exec keeps it */
+    setenv("LISTEN_PID", pid_s, 1);
+    setenv("LISTEN_FDS", "1", 1);
   }
-  END_TEST
+  const char *argv[24] = {COOPD_PATH, "--kernels", KERNEL_DIR};
+  int n = 3;
+  static char backend[64];
+  if (getenv("COOP_BACKEND")) {
+    snprintf(backend, sizeof backend, "device.backend=%.40s", getenv("COOP_BACKEND"));
+    argv[n++] = "--set";
+    argv[n++] = backend;
+  }
+  for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
+  argv[n] = NULL;
+  execv(COOPD_PATH, (char *const *)argv);
+  _exit(127);
+}
 
-  /* ---- systemd (issue 21 item 2) ---- */
+/* The next notification that contains want, into got: 1, or 0 after
+ * timeout_s without one. */
+static int notify_wait(int ns, const char *want, char *got, size_t len, int timeout_s) {
+  time_t end = time(NULL) + timeout_s;
+  while (time(NULL) < end) {
+    struct timeval tv = {1, 0};
+    setsockopt(ns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = recv(ns, got, len - 1, 0);
+    if (n < 0) continue;
+    got[n] = '\0';
+    if (strstr(got, want)) return 1;
+  }
+  return 0;
+}
 
-  /* How a systemd-run coopd is started here: stderr into log, and as the
-   * service manager would set it up: NOTIFY_SOCKET (inherited from the
-   * test), JOURNAL_STREAM naming the log file (journal), and the listening
-   * socket lfd passed as descriptor 3 (LISTEN_FDS=1, LISTEN_PID=coopd's). */
-  struct sd_run {
-    const char *log;
-    int journal; /* 1: JOURNAL_STREAM is the log; 0: a stream that is not stderr */
-    int lfd;     /* -1: none */
-  };
+/* A datagram socket at path, as systemd's notify socket. */
+static int notify_socket(const char *path) {
+  int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(ns, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+  ck_assert_int_eq(bind(ns, (struct sockaddr *)&a, sizeof a), 0);
+  return ns;
+}
 
-  static pid_t sd_spawn(const struct sd_run *r, const char *const *args) {
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid) return pid;
-    if (!freopen(r->log, "w", stderr)) _exit(126);
-    struct stat st;
-    char js[64] = "0:0";
-    if (r->journal && fstat(2, &st) == 0)
-      snprintf(js, sizeof js, "%llu:%llu", (unsigned long long)st.st_dev,
-               (unsigned long long)st.st_ino);
-    setenv("JOURNAL_STREAM", js, 1);
-    unsetenv("INVOCATION_ID"); /* the test may itself run as a service */
-    if (r->lfd >= 0) {
-      if (r->lfd != 3 && (dup2(r->lfd, 3) < 0 || close(r->lfd) < 0)) _exit(125);
-      char pid_s[32];
-      snprintf(pid_s, sizeof pid_s, "%d", (int)getpid()); /* exec keeps it */
-      setenv("LISTEN_PID", pid_s, 1);
-      setenv("LISTEN_FDS", "1", 1);
-    }
-    const char *argv[24] = {COOPD_PATH, "--kernels", KERNEL_DIR};
-    int n = 3;
-    static char backend[64];
-    if (getenv("COOP_BACKEND")) {
-      snprintf(backend, sizeof backend, "device.backend=%.40s", getenv("COOP_BACKEND"));
+static int exit_status(pid_t pid, int signal_it) {
+  if (signal_it) kill(pid, SIGTERM);
+  int st;
+  for (int i = 0; i < 1200; i++, msleep(50))
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
+
+/* Type=notify: READY=1 once the socket accepts; SIGHUP gives RELOADING=1
+ * (with MONOTONIC_USEC) then READY=1, applies the settings that may change
+ * (max_clients here) and names those that need a restart (arena_mb);
+ * SIGTERM gives STOPPING=1. Outside the journal, lines carry the date. The
+ * old coopd sent nothing and reloaded the kernels only. */
+START_TEST(systemd_notify_ready_and_reload) {
+  char dir[] = "/tmp/coopd-sd-XXXXXX", ini[96], nsp[96], logp[96], sock[96], got[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(ini, sizeof ini, "%s/coopd.ini", dir);
+  snprintf(nsp, sizeof nsp, "%s/notify", dir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  write_file(ini, "[device]\narena_mb = 64\n[server]\nmax_clients = 64\njournal = off\n");
+  int ns = notify_socket(nsp);
+  setenv("NOTIFY_SOCKET", nsp, 1);
+  struct sd_run r = {.log = logp, .journal = 0, .lfd = -1};
+  const char *args[] = {"--config", ini, "--socket", sock, NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 within 60 s");
+  assert_has(got, "STATUS=listening on ");
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0); /* ready means accepting */
+  hello(&c);
+  conn_close(&c);
+
+  write_file(ini, "[device]\narena_mb = 128\n[server]\nmax_clients = 1\njournal = off\n");
+  kill(pid, SIGHUP);
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  assert_has(got, "MONOTONIC_USEC=");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 after the reload");
+  ck_assert(log_has(logp, "[server] max_clients: 64 -> 1"));
+  ck_assert(log_has(logp, "[device] arena_mb changed (64 -> 128): needs a restart"));
+  /* max_clients = 1 holds: a second client is turned away */
+  struct conn c2;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  hello(&c);
+  ck_assert_int_eq(conn_open(&c2, sock), 0);
+  /* refused at accept: an ERROR, then closed. Nothing is sent on it, since
+   * coopd may already have closed it (a HELLO would then fail with EPIPE) */
+  unsigned frames = 0;
+  while (read_frame(&c2)) {
+    ck_assert_uint_eq(c2.h.type, COOP_MSG_ERROR);
+    frames++;
+  }
+  ck_assert_uint_le(frames, 1);
+  conn_close(&c2);
+  conn_close(&c);
+
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  ck_assert_msg(notify_wait(ns, "STOPPING=1", got, sizeof got, 5), "no STOPPING=1");
+  /* not the journal (JOURNAL_STREAM names another file): dated lines */
+  ck_assert(!log_has(logp, "<6>"));
+  ck_assert(log_has(logp, " coopd info: listening on "));
+  char year[8];
+  time_t now = time(NULL);
+  strftime(year, sizeof year, "\n%Y-", localtime(&now));
+  ck_assert_msg(log_has(logp, year), "no date in the log");
+  close(ns);
+  unsetenv("NOTIFY_SOCKET");
+  unlink(nsp), unlink(ini), unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* coop.socket: coopd serves on the listening socket passed as descriptor 3
+ * (LISTEN_FDS/LISTEN_PID) instead of binding --socket, and leaves the
+ * socket file to systemd when it stops. The old coopd bound --socket and
+ * nobody answered on the passed one. */
+START_TEST(systemd_socket_activation) {
+  char dir[] = "/tmp/coopd-sa-XXXXXX", act[96], unused[96], logp[96];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(act, sizeof act, "%s/act.sock", dir);
+  snprintf(unused, sizeof unused, "%s/unused.sock", dir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  int lfd = socket(AF_UNIX, SOCK_STREAM, 0); /* blocking, as systemd passes it */
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", act);
+  ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(lfd, 16), 0);
+  struct sd_run r = {.log = logp, .journal = 0, .lfd = lfd};
+  const char *args[] = {"--socket", unused, "--set", "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int i;
+  for (i = 0; i < 1200 && !log_has(logp, "listening on"); i++) {
+    int st;
+    ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0, "coopd exited at start-up");
+    msleep(50);
+  }
+  if (i == 1200) print_log(logp);
+  ck_assert_msg(log_has(logp, "listening on"), "coopd did not start within 60 s");
+  assert_has(act, dir);
+  ck_assert_msg(log_has(logp, "socket activation"), "not the passed socket");
+  ck_assert_int_ne(access(unused, F_OK), 0); /* it did not bind its own */
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, act), 0);
+  struct timeval tv = {20, 0};
+  setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  hello(&c);
+  conn_close(&c);
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  ck_assert_int_eq(access(act, F_OK), 0); /* systemd's, still there */
+  close(lfd);
+  unlink(act), unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* Under the journal (JOURNAL_STREAM is stderr) every line starts with its
+ * syslog priority and has no date; a job's submission and end are one line
+ * each at info, a connection is at debug. The old coopd dated every line,
+ * and logged jobs at debug and connections at info. */
+START_TEST(systemd_journal_log_prefixes) {
+  char dir[] = "/tmp/coopd-jl-XXXXXX", logp[96], sock[96];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
+  const char *args[] = {"--socket",           sock, "--log-level", "debug", "--set",
+                        "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  for (int i = 0; i < 1200 && access(sock, F_OK); i++) msleep(50);
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  hello(&c);
+  uint32_t data[256] = {0};
+  uint64_t job = sweep_submit(&c, data, 256, 1, 1, -1);
+  ck_assert_uint_gt(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, 60000), COOP_MSG_RESULT);
+  conn_close(&c);
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  char want[128];
+  ck_assert(log_has(logp, "<6>listening on "));
+  ck_assert(log_has(logp, "<7>client "));
+  ck_assert(log_has(logp, " connected\n"));
+  snprintf(want, sizeof want, "<6>job %llu submitted: sweep x1 cooperative on device 0",
+           (unsigned long long)job);
+  ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
+  snprintf(want, sizeof want, "<6>job %llu (sweep, uid %u) done\n", (unsigned long long)job,
+           (unsigned)getuid());
+  ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
+  ck_assert(!log_has(logp, " coopd info: "));
+  ck_assert(!log_has(logp, " coopd debug: "));
+  unlink(logp), rmdir(dir);
+}
+END_TEST
+
+/* Every line a line of its own with its priority: a reload's outcome
+ * reaches systemd as STATUS= with READY=1 (a failed one said nothing but
+ * READY=1), and under the journal every line of stderr, the compiler's own
+ * ("1 error generated.", written by the device process) included, starts
+ * with "<N>" (it had none, so journald logged it at info with no source). */
+START_TEST(systemd_reload_status_and_compiler_lines) {
+  char dir[] = "/tmp/coopd-rs-XXXXXX", logp[96], sock[96], nsp[96], kd[96], path[160], got[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(logp, sizeof logp, "%s/coopd.log", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", dir);
+  snprintf(nsp, sizeof nsp, "%s/notify", dir);
+  snprintf(kd, sizeof kd, "%s/kernels", dir);
+  ck_assert_int_eq(mkdir(kd, 0755), 0);
+  snprintf(path, sizeof path, "%s/render.cl", kd);
+  copy_file(KERNEL_DIR "/render.cl", path);
+  int ns = notify_socket(nsp);
+  setenv("NOTIFY_SOCKET", nsp, 1);
+  struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
+  const char *args[] = {"--socket", sock, "--kernels", kd, "--set", "server.journal=off", NULL};
+  pid_t pid = sd_spawn(&r, args);
+  int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 within 60 s");
+
+  kill(pid, SIGHUP); /* a good reload */
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 after the reload");
+  assert_has(got, "STATUS=reload ok: 1 kernels");
+
+  snprintf(path, sizeof path, "%s/bad.cl", kd); /* a bad one */
+  write_file(path,
+             "//@coop name=bad kind=noncooperative args=buf\n"
+             "void bad(struct coop_ctx *c) { not_declared_here(c); }\n");
+  kill(pid, SIGHUP);
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) print_log(logp);
+  ck_assert_msg(ok, "no READY=1 after the failed reload");
+  assert_has(got, "STATUS=reload failed: ");
+  assert_has(got, "the previous kernels still run");
+  ck_assert_ptr_null(strchr(strstr(got, "STATUS="), '\n')); /* one line */
+  ck_assert_int_eq(exit_status(pid, 1), 0);
+  close(ns);
+  unsetenv("NOTIFY_SOCKET");
+
+  ck_assert(log_has(logp, "not_declared_here"));
+  FILE *f = fopen(logp, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[4096];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) {
+    n++;
+    int prefixed = line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>';
+    if (!prefixed) print_log(logp);
+    ck_assert_msg(prefixed, "line %d has no <N> prefix: %s", n, line);
+  }
+  fclose(f);
+  ck_assert_int_gt(n, 3);
+  unlink(path);
+  snprintf(path, sizeof path, "%s/render.cl", kd);
+  unlink(path);
+  rmdir(kd);
+  unlink(logp), unlink(nsp), rmdir(dir);
+}
+END_TEST
+
+/* ---- state: where coopd keeps its files, its journal, its clock (issue 20) ---- */
+
+/* coopd in the foreground on sock with these --set flags, stderr into log:
+ * its exit status, or -1 if it still ran after limit_s (then killed). */
+static int coopd_try(const char *sock, const char *const *sets, const char *log, int limit_s) {
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    if (!freopen(log, "w", stderr)) _exit(126);
+    const char *argv[16] = {COOPD_PATH, "--socket", sock, "--kernels", KERNEL_DIR};
+    int n = 5;
+    for (int i = 0; sets && sets[i] && n < 14; i++) {
       argv[n++] = "--set";
-      argv[n++] = backend;
+      argv[n++] = sets[i];
     }
-    for (int i = 0; args[i] && n < 23; i++) argv[n++] = args[i];
     argv[n] = NULL;
     execv(COOPD_PATH, (char *const *)argv);
     _exit(127);
   }
+  int st;
+  for (int i = 0; i < limit_s * 20; i++, msleep(50))
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  kill(pid, SIGKILL);
+  waitpid(pid, &st, 0);
+  return -1;
+}
 
-  /* The next notification that contains want, into got: 1, or 0 after
-   * timeout_s without one. */
-  static int notify_wait(int ns, const char *want, char *got, size_t len, int timeout_s) {
-    time_t end = time(NULL) + timeout_s;
-    while (time(NULL) < end) {
-      struct timeval tv = {1, 0};
-      setsockopt(ns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-      ssize_t n = recv(ns, got, len - 1, 0);
-      if (n < 0) continue;
-      got[n] = '\0';
-      if (strstr(got, want)) return 1;
+/* coopd refused to start within 20 s, and its log says why. */
+static void refused(const char *sock, const char *const *sets, const char *log, const char *why) {
+  int r = coopd_try(sock, sets, log, 20);
+  if (r != 1 || !log_has(log, why)) print_log(log);
+  ck_assert_msg(r == 1, "coopd: exit status %d, want 1 (a refusal at start)", r);
+  ck_assert_msg(log_has(log, why), "the log lacks \"%s\"", why);
+}
+
+static void file_is(const char *path, const char *want) {
+  char got[256] = "";
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "%s is gone", path);
+  size_t n = fread(got, 1, sizeof got - 1, f);
+  fclose(f);
+  got[n] = 0;
+  ck_assert_str_eq(got, want);
+}
+
+/* A socket bound and listening at path, as a squatter's would be. */
+static int listen_at(const char *path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+  ck_assert_int_eq(listen(fd, 4), 0);
+  return fd;
+}
+
+/* Row #10: the socket and the journal where another user could have put
+ * something first. Each refusal comes before the device opens (quick); the
+ * FIFO at the journal path once blocked coopd's start for good, the file at
+ * the socket path was deleted, the world-writable directory was used. */
+START_TEST(unsafe_paths_are_refused) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", sub[128], sock[192], log[128], jobs[224];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  snprintf(sub, sizeof sub, "%s/run", dir);
+  snprintf(sock, sizeof sock, "%s/coop.sock", sub);
+  snprintf(jobs, sizeof jobs, "%s.jobs", sock);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+  ck_assert_int_eq(chmod(sub, 0777), 0); /* anyone may put files there */
+  refused(sock, NULL, log, "writable by every user without the sticky bit");
+  ck_assert_int_ne(access(sock, F_OK), 0);
+  if (geteuid() == 0) { /* only root can give the directory to another user */
+    ck_assert_int_eq(chmod(sub, 0755), 0);
+    ck_assert_int_eq(chown(sub, 65534, 65534), 0);
+    refused(sock, NULL, log, "owned by another user");
+    ck_assert_int_eq(chown(sub, 0, 0), 0);
+  } else {
+    fprintf(stderr, "unsafe_paths_are_refused: not root, the directory of another user skipped\n");
+  }
+  ck_assert_int_eq(chmod(sub, 0755), 0);
+
+  write_file(sock, "not a socket\n"); /* coopd removes only a stale socket */
+  refused(sock, NULL, log, "not a socket");
+  file_is(sock, "not a socket\n");
+  ck_assert_int_eq(unlink(sock), 0);
+
+  int squat = listen_at(sock); /* a live server: refused, left alone */
+  refused(sock, NULL, log, "another coopd is listening there");
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, sock), 0);
+  conn_close(&c);
+  close(squat);
+  ck_assert_int_eq(unlink(sock), 0);
+
+  ck_assert_int_eq(mkfifo(jobs, 0600), 0); /* a plain open blocks until a writer comes */
+  refused(sock, NULL, log, "not a regular file");
+  ck_assert_int_eq(unlink(jobs), 0);
+  write_file(jobs, "coop-journal 1\nL 5 0 sweep\n");
+  ck_assert_int_eq(chmod(jobs, 0666), 0);
+  refused(sock, NULL, log, "writable by other users");
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chmod(jobs, 0600), 0);
+    ck_assert_int_eq(chown(jobs, 65534, 65534), 0);
+    refused(sock, NULL, log, "owned by another user");
+  }
+  ck_assert_int_eq(unlink(jobs), 0);
+  write_file(jobs, "my notes\n"); /* not a journal: not overwritten */
+  ck_assert_int_eq(chmod(jobs, 0600), 0);
+  refused(sock, NULL, log, "not a coop journal");
+  file_is(jobs, "my notes\n");
+  ck_assert_int_eq(access(sock, F_OK), -1); /* no refusal left a socket behind */
+  unlink(jobs);
+  unlink(log);
+  rmdir(sub);
+  rmdir(dir);
+}
+END_TEST
+
+/* STATUS of a job: 0 with its state in *state, or the ERROR code. */
+static int status_of(struct conn *c, uint64_t job, uint8_t *state) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  uint16_t t = reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0));
+  if (t == COOP_MSG_ERROR) return c->m.error.code;
+  ck_assert_uint_eq(t, COOP_MSG_STATUS_REPLY);
+  struct coop_wire_status st;
+  uint32_t off = 0;
+  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
+  *state = st.state;
+  return 0;
+}
+
+static uint64_t render_done(struct conn *c) {
+  uint64_t job = render_submit(c, 1);
+  ck_assert_msg(job != 0, "render refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+  return job;
+}
+
+/* Row #10: a journal with forged lines. Each bad line is skipped and
+ * logged; the good one is kept. It was: N 2^64-1 (or an A whose id
+ * strtoull saturated) made the next job id 0. */
+START_TEST(forged_journal_lines_are_skipped) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", jobs[128], log[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(jobs, sizeof jobs, "%s/coop.sock.jobs", dir);
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  write_file(jobs,
+             "coop-journal 1\n"
+             "N 18446744073709551615\n"
+             "A 0 0 sweep\n"
+             "A 99999999999999999999999 0 sweep\n"
+             "A 7 0 swe\x1b[2Jep\n"
+             "L 12 0 render\n"
+             "F\n"
+             "A 20 0 sweep extra\n"
+             "A -14 0 sweep\n");
+  ck_assert_int_eq(chmod(jobs, 0600), 0);
+  struct daemon_proc d = {.log = log};
+  snprintf(d.dir, sizeof d.dir, "%s", dir);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
+  daemon_spawn(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t job = render_done(&c);
+  ck_assert_uint_gt(job, 12);         /* after the one good record */
+  ck_assert_uint_lt(job, 1ull << 53); /* no forged id moved the ids */
+  uint8_t st;
+  ck_assert_int_eq(status_of(&c, 12, &st), COOP_ELOST);
+  ck_assert_int_eq(status_of(&c, 7, &st), COOP_ENOJOB);
+  ck_assert_int_eq(status_of(&c, 20, &st), COOP_ENOJOB);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_msg(log_has(log, "7 malformed records skipped"), "the skipped lines are not logged");
+  unlink(log);
+  rmdir(dir);
+}
+END_TEST
+
+/* Fills the file system of dir until it has no byte left. */
+static void fill_up(const char *dir) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/filler", dir);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  setvbuf(f, NULL, _IONBF, 0);
+  static char block[4096];
+  memset(block, 'x', sizeof block);
+  while (fwrite(block, 1, sizeof block, f) == sizeof block) {
+  }
+  while (fputc('x', f) != EOF) {
+  }
+  ck_assert_int_eq(errno, ENOSPC);
+  fclose(f);
+}
+
+/* Row #11: the journal's file system is full, coopd is killed, restarted
+ * while it is still full. It was: coopd refused to start. Now it starts, a
+ * job that finished before the kill is not reported lost, the one that ran
+ * is, and ids go on. The journal is on a tmpfs of 1 MiB (root only: the
+ * test says so and returns otherwise). */
+START_TEST(journal_on_a_full_disk) {
+  char dir[64] = "/tmp/coopd-state-XXXXXX", fs[128], set[192], log[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(fs, sizeof fs, "%s/fs", dir);
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  ck_assert_int_eq(mkdir(fs, 0700), 0);
+  if (mount("tmpfs", fs, "tmpfs", 0, "size=1m,mode=0700") != 0) {
+    fprintf(stderr, "journal_on_a_full_disk: cannot mount a tmpfs (%s): skipped\n",
+            strerror(errno));
+    rmdir(fs);
+    rmdir(dir);
+    return;
+  }
+  snprintf(set, sizeof set, "server.journal=%s/jobs", fs);
+  const char *sets[] = {set, NULL};
+  struct daemon_proc d = {.log = log};
+  snprintf(d.dir, sizeof d.dir, "%s", dir);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
+  daemon_spawn(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t before = render_done(&c);
+  fill_up(fs);
+  uint64_t full = render_done(&c); /* finished on a full disk */
+  static uint32_t data[256];
+  uint64_t ran = 0;
+  for (int round = 0; round < 2; round++) {
+    if (round == 0) { /* runs when coopd is killed */
+      ran = sweep_submit(&c, data, 256, 100000000, w, -1);
+      ck_assert_uint_ne(ran, 0);
+      wait_running(&c, ran);
     }
-    return 0;
-  }
-
-  /* A datagram socket at path, as systemd's notify socket. */
-  static int notify_socket(const char *path) {
-    int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(ns, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    ck_assert_int_eq(bind(ns, (struct sockaddr *)&a, sizeof a), 0);
-    return ns;
-  }
-
-  static int exit_status(pid_t pid, int signal_it) {
-    if (signal_it) kill(pid, SIGTERM);
+    conn_close(&c);
+    kill(d.pid, SIGKILL);
     int st;
-    for (int i = 0; i < 1200; i++, msleep(50))
-      if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return -1;
+    ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+    daemon_spawn(&d, sets); /* still full */
+    reconnect(&c, &d);
+    uint8_t state;
+    ck_assert_int_eq(status_of(&c, ran, &state), COOP_ELOST);
+    ck_assert_int_eq(status_of(&c, full, &state), COOP_ENOJOB);
+    ck_assert_int_eq(status_of(&c, before, &state), COOP_ENOJOB);
+    uint64_t next = render_done(&c); /* killed before the next round: finished, not lost */
+    ck_assert_uint_gt(next, ran);
+    ck_assert_uint_gt(next, full);
+    full = next;
   }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_int_eq(umount(fs), 0);
+  rmdir(fs);
+  if (!log_has(log, "compacting")) print_log(log);
+  ck_assert_msg(log_has(log, "compacting"), "the log does not say the journal cannot be written");
+  unlink(log);
+  rmdir(dir);
+}
+END_TEST
 
-  /* Type=notify: READY=1 once the socket accepts; SIGHUP gives RELOADING=1
-   * (with MONOTONIC_USEC) then READY=1, applies the settings that may change
-   * (max_clients here) and names those that need a restart (arena_mb);
-   * SIGTERM gives STOPPING=1. Outside the journal, lines carry the date. The
-   * old coopd sent nothing and reloaded the kernels only. */
-  START_TEST(systemd_notify_ready_and_reload) {
-    char dir[] = "/tmp/coopd-sd-XXXXXX", ini[96], nsp[96], logp[96], sock[96], got[512];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(ini, sizeof ini, "%s/coopd.ini", dir);
-    snprintf(nsp, sizeof nsp, "%s/notify", dir);
-    snprintf(logp, sizeof logp, "%s/coopd.log", dir);
-    snprintf(sock, sizeof sock, "%s/coop.sock", dir);
-    write_file(ini, "[device]\narena_mb = 64\n[server]\nmax_clients = 64\njournal = off\n");
-    int ns = notify_socket(nsp);
-    setenv("NOTIFY_SOCKET", nsp, 1);
-    struct sd_run r = {.log = logp, .journal = 0, .lfd = -1};
-    const char *args[] = {"--config", ini, "--socket", sock, NULL};
-    pid_t pid = sd_spawn(&r, args);
-    int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
-    if (!ok) print_log(logp);
-    ck_assert_msg(ok, "no READY=1 within 60 s");
-    assert_has(got, "STATUS=listening on ");
-    struct conn c;
-    ck_assert_int_eq(conn_open(&c, sock), 0); /* ready means accepting */
-    hello(&c);
-    conn_close(&c);
-
-    write_file(ini, "[device]\narena_mb = 128\n[server]\nmax_clients = 1\njournal = off\n");
-    kill(pid, SIGHUP);
-    ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
-    assert_has(got, "MONOTONIC_USEC=");
-    ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
-    if (!ok) print_log(logp);
-    ck_assert_msg(ok, "no READY=1 after the reload");
-    ck_assert(log_has(logp, "[server] max_clients: 64 -> 1"));
-    ck_assert(log_has(logp, "[device] arena_mb changed (64 -> 128): needs a restart"));
-    /* max_clients = 1 holds: a second client is turned away */
-    struct conn c2;
-    ck_assert_int_eq(conn_open(&c, sock), 0);
-    hello(&c);
-    ck_assert_int_eq(conn_open(&c2, sock), 0);
-    /* refused at accept: an ERROR, then closed. Nothing is sent on it, since
-     * coopd may already have closed it (a HELLO would then fail with EPIPE) */
-    unsigned frames = 0;
-    while (read_frame(&c2)) {
-      ck_assert_uint_eq(c2.h.type, COOP_MSG_ERROR);
-      frames++;
+/* Issue 20, numbers: under CPU load a 12 ms job reported total 1093.940 ms
+ * inside a 122 ms command, queued showed '-' and medians went negative:
+ * the device clock was fitted once, from two pings 50 ms apart, and a
+ * loaded start made that fit wrong for good. Here busy processes load
+ * every core from before coopd starts (its fit is made under load) to the
+ * end, and each of 16 sweeps, a few hundred ms apart, must report times in
+ * the order they happened and inside the client's own wall time. */
+START_TEST(times_stay_right_under_load) {
+  enum { HOGS = 4, JOBS = 16 };
+  pid_t hog[HOGS];
+  for (int i = 0; i < HOGS; i++) {
+    hog[i] = fork();
+    ck_assert_int_ge(hog[i], 0);
+    if (hog[i] == 0) {
+      alarm(120); /* never outlives the test */
+      for (volatile unsigned long x = 0;; x++) {
+      }
     }
-    ck_assert_uint_le(frames, 1);
-    conn_close(&c2);
-    conn_close(&c);
-
-    ck_assert_int_eq(exit_status(pid, 1), 0);
-    ck_assert_msg(notify_wait(ns, "STOPPING=1", got, sizeof got, 5), "no STOPPING=1");
-    /* not the journal (JOURNAL_STREAM names another file): dated lines */
-    ck_assert(!log_has(logp, "<6>"));
-    ck_assert(log_has(logp, " coopd info: listening on "));
-    char year[8];
-    time_t now = time(NULL);
-    strftime(year, sizeof year, "\n%Y-", localtime(&now));
-    ck_assert_msg(log_has(logp, year), "no date in the log");
-    close(ns);
-    unsetenv("NOTIFY_SOCKET");
-    unlink(nsp), unlink(ini), unlink(logp), rmdir(dir);
   }
-  END_TEST
-
-  /* coop.socket: coopd serves on the listening socket passed as descriptor 3
-   * (LISTEN_FDS/LISTEN_PID) instead of binding --socket, and leaves the
-   * socket file to systemd when it stops. The old coopd bound --socket and
-   * nobody answered on the passed one. */
-  START_TEST(systemd_socket_activation) {
-    char dir[] = "/tmp/coopd-sa-XXXXXX", act[96], unused[96], logp[96];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(act, sizeof act, "%s/act.sock", dir);
-    snprintf(unused, sizeof unused, "%s/unused.sock", dir);
-    snprintf(logp, sizeof logp, "%s/coopd.log", dir);
-    int lfd = socket(AF_UNIX, SOCK_STREAM, 0); /* blocking, as systemd passes it */
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", act);
-    ck_assert_int_eq(bind(lfd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(lfd, 16), 0);
-    struct sd_run r = {.log = logp, .journal = 0, .lfd = lfd};
-    const char *args[] = {"--socket", unused, "--set", "server.journal=off", NULL};
-    pid_t pid = sd_spawn(&r, args);
-    int i;
-    for (i = 0; i < 1200 && !log_has(logp, "listening on"); i++) {
-      int st;
-      ck_assert_msg(waitpid(pid, &st, WNOHANG) == 0, "coopd exited at start-up");
-      msleep(50);
-    }
-    if (i == 1200) print_log(logp);
-    ck_assert_msg(log_has(logp, "listening on"), "coopd did not start within 60 s");
-    assert_has(act, dir);
-    ck_assert_msg(log_has(logp, "socket activation"), "not the passed socket");
-    ck_assert_int_ne(access(unused, F_OK), 0); /* it did not bind its own */
-    struct conn c;
-    ck_assert_int_eq(conn_open(&c, act), 0);
-    struct timeval tv = {20, 0};
-    setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    hello(&c);
-    conn_close(&c);
-    ck_assert_int_eq(exit_status(pid, 1), 0);
-    ck_assert_int_eq(access(act, F_OK), 0); /* systemd's, still there */
-    close(lfd);
-    unlink(act), unlink(logp), rmdir(dir);
-  }
-  END_TEST
-
-  /* Under the journal (JOURNAL_STREAM is stderr) every line starts with its
-   * syslog priority and has no date; a job's submission and end are one line
-   * each at info, a connection is at debug. The old coopd dated every line,
-   * and logged jobs at debug and connections at info. */
-  START_TEST(systemd_journal_log_prefixes) {
-    char dir[] = "/tmp/coopd-jl-XXXXXX", logp[96], sock[96];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(logp, sizeof logp, "%s/coopd.log", dir);
-    snprintf(sock, sizeof sock, "%s/coop.sock", dir);
-    struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
-    const char *args[] = {"--socket",           sock, "--log-level", "debug", "--set",
-                          "server.journal=off", NULL};
-    pid_t pid = sd_spawn(&r, args);
-    for (int i = 0; i < 1200 && access(sock, F_OK); i++) msleep(50);
-    struct conn c;
-    ck_assert_int_eq(conn_open(&c, sock), 0);
-    hello(&c);
-    uint32_t data[256] = {0};
-    uint64_t job = sweep_submit(&c, data, 256, 1, 1, -1);
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, d.sock), 0);
+  hello(&c);
+  static uint32_t data[4096];
+  int bad = 0;
+  for (int i = 0; i < JOBS; i++) {
+    msleep(150 + 50 * (i % 4));
+    int64_t t0 = coop__now_ns();
+    uint64_t job = sweep_submit(&c, data, 4096, 1 + (uint32_t)i % 3, 1, -1);
     ck_assert_uint_gt(job, 0);
     ck_assert_uint_eq(wait_job(&c, job, 60000), COOP_MSG_RESULT);
-    conn_close(&c);
-    ck_assert_int_eq(exit_status(pid, 1), 0);
-    char want[128];
-    ck_assert(log_has(logp, "<6>listening on "));
-    ck_assert(log_has(logp, "<7>client "));
-    ck_assert(log_has(logp, " connected\n"));
-    snprintf(want, sizeof want, "<6>job %llu submitted: sweep x1 cooperative on device 0",
-             (unsigned long long)job);
-    ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
-    snprintf(want, sizeof want, "<6>job %llu (sweep, uid %u) done\n", (unsigned long long)job,
-             (unsigned)getuid());
-    ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
-    ck_assert(!log_has(logp, " coopd info: "));
-    ck_assert(!log_has(logp, " coopd debug: "));
-    unlink(logp), rmdir(dir);
-  }
-  END_TEST
-
-  /* Every line a line of its own with its priority: a reload's outcome
-   * reaches systemd as STATUS= with READY=1 (a failed one said nothing but
-   * READY=1), and under the journal every line of stderr, the compiler's own
-   * ("1 error generated.", written by the device process) included, starts
-   * with "<N>" (it had none, so journald logged it at info with no source). */
-  START_TEST(systemd_reload_status_and_compiler_lines) {
-    char dir[] = "/tmp/coopd-rs-XXXXXX", logp[96], sock[96], nsp[96], kd[96], path[160], got[512];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(logp, sizeof logp, "%s/coopd.log", dir);
-    snprintf(sock, sizeof sock, "%s/coop.sock", dir);
-    snprintf(nsp, sizeof nsp, "%s/notify", dir);
-    snprintf(kd, sizeof kd, "%s/kernels", dir);
-    ck_assert_int_eq(mkdir(kd, 0755), 0);
-    snprintf(path, sizeof path, "%s/render.cl", kd);
-    copy_file(KERNEL_DIR "/render.cl", path);
-    int ns = notify_socket(nsp);
-    setenv("NOTIFY_SOCKET", nsp, 1);
-    struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
-    const char *args[] = {"--socket", sock, "--kernels", kd, "--set", "server.journal=off", NULL};
-    pid_t pid = sd_spawn(&r, args);
-    int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
-    if (!ok) print_log(logp);
-    ck_assert_msg(ok, "no READY=1 within 60 s");
-
-    kill(pid, SIGHUP); /* a good reload */
-    ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
-    ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
-    if (!ok) print_log(logp);
-    ck_assert_msg(ok, "no READY=1 after the reload");
-    assert_has(got, "STATUS=reload ok: 1 kernels");
-
-    snprintf(path, sizeof path, "%s/bad.cl", kd); /* a bad one */
-    write_file(path,
-               "//@coop name=bad kind=noncooperative args=buf\n"
-               "void bad(struct coop_ctx *c) { not_declared_here(c); }\n");
-    kill(pid, SIGHUP);
-    ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
-    ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
-    if (!ok) print_log(logp);
-    ck_assert_msg(ok, "no READY=1 after the failed reload");
-    assert_has(got, "STATUS=reload failed: ");
-    assert_has(got, "the previous kernels still run");
-    ck_assert_ptr_null(strchr(strstr(got, "STATUS="), '\n')); /* one line */
-    ck_assert_int_eq(exit_status(pid, 1), 0);
-    close(ns);
-    unsetenv("NOTIFY_SOCKET");
-
-    ck_assert(log_has(logp, "not_declared_here"));
-    FILE *f = fopen(logp, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[4096];
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-      n++;
-      int prefixed = line[0] == '<' && line[1] >= '0' && line[1] <= '7' && line[2] == '>';
-      if (!prefixed) print_log(logp);
-      ck_assert_msg(prefixed, "line %d has no <N> prefix: %s", n, line);
-    }
-    fclose(f);
-    ck_assert_int_gt(n, 3);
-    unlink(path);
-    snprintf(path, sizeof path, "%s/render.cl", kd);
-    unlink(path);
-    rmdir(kd);
-    unlink(logp), unlink(nsp), rmdir(dir);
-  }
-  END_TEST
-
-  /* ---- state: where coopd keeps its files, its journal, its clock (issue 20) ---- */
-
-  /* coopd in the foreground on sock with these --set flags, stderr into log:
-   * its exit status, or -1 if it still ran after limit_s (then killed). */
-  static int coopd_try(const char *sock, const char *const *sets, const char *log, int limit_s) {
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-      if (!freopen(log, "w", stderr)) _exit(126);
-      const char *argv[16] = {COOPD_PATH, "--socket", sock, "--kernels", KERNEL_DIR};
-      int n = 5;
-      for (int i = 0; sets && sets[i] && n < 14; i++) {
-        argv[n++] = "--set";
-        argv[n++] = sets[i];
-      }
-      argv[n] = NULL;
-      execv(COOPD_PATH, (char *const *)argv);
-      _exit(127);
-    }
-    int st;
-    for (int i = 0; i < limit_s * 20; i++, msleep(50))
-      if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return -1;
-  }
-
-  /* coopd refused to start within 20 s, and its log says why. */
-  static void refused(const char *sock, const char *const *sets, const char *log, const char *why) {
-    int r = coopd_try(sock, sets, log, 20);
-    if (r != 1 || !log_has(log, why)) print_log(log);
-    ck_assert_msg(r == 1, "coopd: exit status %d, want 1 (a refusal at start)", r);
-    ck_assert_msg(log_has(log, why), "the log lacks \"%s\"", why);
-  }
-
-  static void file_is(const char *path, const char *want) {
-    char got[256] = "";
-    FILE *f = fopen(path, "r");
-    ck_assert_msg(f != NULL, "%s is gone", path);
-    size_t n = fread(got, 1, sizeof got - 1, f);
-    fclose(f);
-    got[n] = 0;
-    ck_assert_str_eq(got, want);
-  }
-
-  /* A socket bound and listening at path, as a squatter's would be. */
-  static int listen_at(const char *path) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    ck_assert_uint_lt(strlen(path), sizeof a.sun_path);
-    memcpy(a.sun_path, path, strlen(path) + 1);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    ck_assert_int_eq(listen(fd, 4), 0);
-    return fd;
-  }
-
-  /* Row #10: the socket and the journal where another user could have put
-   * something first. Each refusal comes before the device opens (quick); the
-   * FIFO at the journal path once blocked coopd's start for good, the file at
-   * the socket path was deleted, the world-writable directory was used. */
-  START_TEST(unsafe_paths_are_refused) {
-    char dir[64] = "/tmp/coopd-state-XXXXXX", sub[128], sock[192], log[128], jobs[224];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(log, sizeof log, "%s/coopd.log", dir);
-    snprintf(sub, sizeof sub, "%s/run", dir);
-    snprintf(sock, sizeof sock, "%s/coop.sock", sub);
-    snprintf(jobs, sizeof jobs, "%s.jobs", sock);
-    ck_assert_int_eq(mkdir(sub, 0755), 0);
-
-    ck_assert_int_eq(chmod(sub, 0777), 0); /* anyone may put files there */
-    refused(sock, NULL, log, "writable by every user without the sticky bit");
-    ck_assert_int_ne(access(sock, F_OK), 0);
-    if (geteuid() == 0) { /* only root can give the directory to another user */
-      ck_assert_int_eq(chmod(sub, 0755), 0);
-      ck_assert_int_eq(chown(sub, 65534, 65534), 0);
-      refused(sock, NULL, log, "owned by another user");
-      ck_assert_int_eq(chown(sub, 0, 0), 0);
-    } else {
+    int64_t t1 = coop__now_ns();
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+    const struct coop_wire_times *t = &c.m.result.t;
+    int ok = t0 <= t->submitted && t->submitted <= t->released && t->released <= t->gathered &&
+             t->gathered <= t->started && t->started <= t->finished && t->finished <= t1 &&
+             t->gather_ns >= 0 && t->exec_ns >= 0 && t->exec_ns <= t->finished - t->submitted &&
+             t->gather_ns <= t->finished - t->released;
+    if (!ok) {
       fprintf(stderr,
-              "unsafe_paths_are_refused: not root, the directory of another user skipped\n");
+              "job %d: client %lld..%lld; submitted %+lld released %+lld gathered %+lld "
+              "started %+lld finished %+lld (ns from the client's send) gather %lld exec %lld\n",
+              i, 0ll, (long long)(t1 - t0), (long long)(t->submitted - t0),
+              (long long)(t->released - t0), (long long)(t->gathered - t0),
+              (long long)(t->started - t0), (long long)(t->finished - t0), (long long)t->gather_ns,
+              (long long)t->exec_ns);
+      bad++;
     }
-    ck_assert_int_eq(chmod(sub, 0755), 0);
-
-    write_file(sock, "not a socket\n"); /* coopd removes only a stale socket */
-    refused(sock, NULL, log, "not a socket");
-    file_is(sock, "not a socket\n");
-    ck_assert_int_eq(unlink(sock), 0);
-
-    int squat = listen_at(sock); /* a live server: refused, left alone */
-    refused(sock, NULL, log, "another coopd is listening there");
-    struct conn c;
-    ck_assert_int_eq(conn_open(&c, sock), 0);
-    conn_close(&c);
-    close(squat);
-    ck_assert_int_eq(unlink(sock), 0);
-
-    ck_assert_int_eq(mkfifo(jobs, 0600), 0); /* a plain open blocks until a writer comes */
-    refused(sock, NULL, log, "not a regular file");
-    ck_assert_int_eq(unlink(jobs), 0);
-    write_file(jobs, "coop-journal 1\nL 5 0 sweep\n");
-    ck_assert_int_eq(chmod(jobs, 0666), 0);
-    refused(sock, NULL, log, "writable by other users");
-    if (geteuid() == 0) {
-      ck_assert_int_eq(chmod(jobs, 0600), 0);
-      ck_assert_int_eq(chown(jobs, 65534, 65534), 0);
-      refused(sock, NULL, log, "owned by another user");
-    }
-    ck_assert_int_eq(unlink(jobs), 0);
-    write_file(jobs, "my notes\n"); /* not a journal: not overwritten */
-    ck_assert_int_eq(chmod(jobs, 0600), 0);
-    refused(sock, NULL, log, "not a coop journal");
-    file_is(jobs, "my notes\n");
-    ck_assert_int_eq(access(sock, F_OK), -1); /* no refusal left a socket behind */
-    unlink(jobs);
-    unlink(log);
-    rmdir(sub);
-    rmdir(dir);
   }
-  END_TEST
+  for (int i = 0; i < HOGS; i++) kill(hog[i], SIGKILL), waitpid(hog[i], NULL, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_msg(bad == 0, "%d of %d jobs reported times out of order or outside the client's", bad,
+                JOBS);
+}
+END_TEST
 
-  /* STATUS of a job: 0 with its state in *state, or the ERROR code. */
-  static int status_of(struct conn * c, uint64_t job, uint8_t * state) {
+/* Row #14: a FIFO named *.cl among the kernels, at start and on SIGHUP. It
+ * was: the loop thread blocked in fopen. Now it is skipped with a warning,
+ * the reload finishes, and the kernels beside it serve. */
+START_TEST(fifo_in_the_kernel_directory) {
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[128], logp[128];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  const char *names[] = {"render.cl", "sweep.cl"};
+  for (int i = 0; i < 2; i++) {
+    char from[256];
+    snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, names[i]);
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    copy_file(from, path);
+  }
+  snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
+  ck_assert_int_eq(mkfifo(path, 0600), 0);
+  snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  const char *sets[] = {set, "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  ck_assert(log_has(logp, "a_fifo.cl is not a regular file: skipped"));
+  struct conn c;
+  open_hello(&c, &d);
+  render_done(&c);
+  kill(d.pid, SIGHUP);
+  int done = 0;
+  for (int i = 0; i < 1200 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
+  if (!done) print_log(logp);
+  ck_assert_msg(done, "the reload did not finish");
+  render_done(&c); /* and the loop still answers */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
+  unlink(path);
+  unlink(logp);
+  rmdir(kdir);
+}
+END_TEST
+
+/* ---- limits: what a client can make coopd hold (issue 20 #3 to #9) ---- */
+
+/* daemon_spawn returns once the socket file exists, which is from the
+ * bind on; connections are refused (ECONNREFUSED) until the listen just
+ * after it. These tests connect at once, from several processes: they
+ * wait for the listen. */
+static void wait_listening(const struct daemon_proc *d) {
+  for (int i = 0; i < 200; i++, msleep(50)) {
+    struct conn c;
+    int r = conn_open(&c, d->sock), e = errno;
+    close(c.fd);
+    if (r == 0) return;
+    ck_assert_msg(e == ECONNREFUSED, "connect %s: %s", d->sock, strerror(e));
+  }
+  ck_abort_msg("coopd did not listen within 10 s of creating its socket");
+}
+
+/* daemon_start_log (d->log set, or NULL), then wait_listening. */
+static void limits_start(struct daemon_proc *d, const char *const *sets) {
+  daemon_start_log(d, sets);
+  wait_listening(d);
+}
+
+/* coopd's resident set, or its peak (VmHWM), in KiB. */
+static long proc_kib(pid_t pid, const char *field) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  long kib = -1;
+  size_t n = strlen(field);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n) && line[n] == ':') kib = atol(line + n + 1);
+  fclose(f);
+  ck_assert_int_ge(kib, 0);
+  return kib;
+}
+
+/* CPU time coopd has used (user + system), in ms. */
+static long cpu_ms(pid_t pid) {
+  return (long)(cpu_ticks(pid) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
+
+/* A shorter receive timeout: a test that expects coopd to close a
+ * connection should fail in seconds, not in conn_open's 120 s. */
+static void conn_timeout(struct conn *c, int seconds) {
+  struct timeval tv = {seconds, 0};
+  setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+/* The next frame is an ERROR with this code that says `says`, and then the
+ * connection ends. */
+static void expect_error_then_close(struct conn *c, int code, const char *says) {
+  ck_assert_msg(read_frame(c), "no ERROR before the connection ended (or 10 s passed)");
+  ck_assert_uint_eq(c->h.type, COOP_MSG_ERROR);
+  ck_assert_msg(c->m.error.code == code, "want %s, got %s: %s", coop_err_name(code),
+                coop_err_name(c->m.error.code), c->m.error.message);
+  assert_has(c->m.error.message, says);
+  ck_assert_int_eq(read_frame(c), 0);
+}
+
+/* render over inline buffers of the given sizes, n = 1 (the kernel's rules
+ * want 4 bytes each): IN a and b (zeros), OUT c. */
+static void render_sized(union coop_msg *m, uint32_t ab_bytes, uint32_t c_bytes, int detached) {
+  static uint8_t zeros[COOP_WIRE_INLINE_MAX];
+  submit_init(m, "render", 1, 0);
+  if (detached) m->submit.flags |= COOP_SUBMIT_DETACHED;
+  arg_buf(&m->submit, COOP_BUF_IN, zeros, ab_bytes, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_IN, zeros, ab_bytes, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_OUT, NULL, c_bytes, COOP_WIRE_FD_NONE);
+  arg_u32(&m->submit, 1);
+  arg_u32(&m->submit, 1);
+}
+
+/* Submits m and waits for it: DONE. The job's id. */
+static uint64_t run_done(struct conn *c, const union coop_msg *m) {
+  uint64_t j = submit(c, m, NULL, 0);
+  ck_assert_msg(j != 0, "refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "job %llu: %s %s", (unsigned long long)j,
+                coop_job_state_name(c->m.result.state), c->m.result.message);
+  return j;
+}
+
+/* Until nothing is queued or running. */
+static void wait_idle(struct conn *c) {
+  for (int i = 0; i < 1200; i++, msleep(50)) {
     union coop_msg m;
     memset(&m, 0, sizeof m);
-    m.job.job = job;
-    uint16_t t = reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0));
-    if (t == COOP_MSG_ERROR) return c->m.error.code;
-    ck_assert_uint_eq(t, COOP_MSG_STATUS_REPLY);
-    struct coop_wire_status st;
-    uint32_t off = 0;
-    ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
-    *state = st.state;
+    ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+    if (c->m.stats.queued == 0 && c->m.stats.running == 0) return;
+  }
+  ck_abort_msg("jobs still queued or running after 60 s");
+}
+
+/* Another user (nobody) may connect: the tests that need one run as root
+ * (as CI does); the socket is opened to it. 0 when not root. Call it after
+ * a HELLO: coopd sets the socket's mode between bind and listen, and the
+ * file exists from the bind on. */
+static int other_user_possible(const struct daemon_proc *d, const char *test) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "%s: not root, the other-user checks are skipped\n", test);
     return 0;
   }
+  chmod(d->dir, 0755);
+  chmod(d->sock, 0666);
+  return 1;
+}
 
-  static uint64_t render_done(struct conn * c) {
-    uint64_t job = render_submit(c, 1);
-    ck_assert_msg(job != 0, "render refused: %s", c->m.error.message);
-    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
-    return job;
+static void become_nobody(void) {
+  if (setgid(65534) || setuid(65534)) _exit(3);
+}
+
+static void child_ok(pid_t kid) {
+  int st;
+  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other user's process: status %d", st);
+}
+
+/* Issue 20 #3: a client that kept about 32 MiB of replies pending while
+ * reading steadily grew coopd by 1.95 GB a minute: the output buffer was
+ * reset only when fully drained, so everything ever sent stayed. Now its
+ * memory follows the bytes pending, and past 8 MiB pending no more requests
+ * are read. And past 64 MiB pending (results nobody asked for just now)
+ * the connection is dropped. */
+START_TEST(unread_replies_stay_bounded) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, NULL);
+  struct conn c, other;
+  open_hello(&other, &d); /* first: coopd answers c's waiters before other's */
+  open_hello(&c, &d);
+  union coop_msg m;
+  render_sized(&m, 4, 256u << 10, 0); /* its RESULT carries 256 KiB */
+  uint64_t j = run_done(&c, &m);
+  long before = proc_kib(d.pid, "VmRSS");
+  memset(&m, 0, sizeof m);
+  m.job.job = j;
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  enum { AHEAD = 160, STREAM = 1200 }; /* RESULTs: 40 MiB behind, 340 MiB through */
+  for (int i = 0; i < AHEAD; i++) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  for (int i = 0; i < STREAM + AHEAD; i++) { /* one read, one more asked */
+    ck_assert_int_eq(read_frame(&c), 1);
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.bufs[0].len, 256u << 10);
+    if (i < STREAM) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
   }
-
-  /* Row #10: a journal with forged lines. Each bad line is skipped and
-   * logged; the good one is kept. It was: N 2^64-1 (or an A whose id
-   * strtoull saturated) made the next job id 0. */
-  START_TEST(forged_journal_lines_are_skipped) {
-    char dir[64] = "/tmp/coopd-state-XXXXXX", jobs[128], log[128];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(jobs, sizeof jobs, "%s/coop.sock.jobs", dir);
-    snprintf(log, sizeof log, "%s/coopd.log", dir);
-    write_file(jobs,
-               "coop-journal 1\n"
-               "N 18446744073709551615\n"
-               "A 0 0 sweep\n"
-               "A 99999999999999999999999 0 sweep\n"
-               "A 7 0 swe\x1b[2Jep\n"
-               "L 12 0 render\n"
-               "F\n"
-               "A 20 0 sweep extra\n"
-               "A -14 0 sweep\n");
-    ck_assert_int_eq(chmod(jobs, 0600), 0);
-    struct daemon_proc d = {.log = log};
-    snprintf(d.dir, sizeof d.dir, "%s", dir);
-    snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
-    daemon_spawn(&d, NULL);
-    struct conn c;
-    open_hello(&c, &d);
-    uint64_t job = render_done(&c);
-    ck_assert_uint_gt(job, 12);         /* after the one good record */
-    ck_assert_uint_lt(job, 1ull << 53); /* no forged id moved the ids */
-    uint8_t st;
-    ck_assert_int_eq(status_of(&c, 12, &st), COOP_ELOST);
-    ck_assert_int_eq(status_of(&c, 7, &st), COOP_ENOJOB);
-    ck_assert_int_eq(status_of(&c, 20, &st), COOP_ENOJOB);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    ck_assert_msg(log_has(log, "7 malformed records skipped"), "the skipped lines are not logged");
-    unlink(log);
-    rmdir(dir);
+  long peak = proc_kib(d.pid, "VmHWM");
+  ck_assert_msg(peak - before < 96 * 1024,
+                "coopd grew by %ld KiB while streaming %d MiB to a client %d MiB behind",
+                peak - before, (STREAM + AHEAD) / 4, AHEAD / 4);
+  /* 300 WAITs on a running sweep whose RESULT carries 256 KiB: when it
+   * ends, 75 MiB come at once and the connection is dropped at 64 MiB */
+  static uint32_t words[65536];
+  uint64_t slow = sweep_submit(&c, words, 65536, 0xffffffffu, 1, -1);
+  ck_assert_uint_ne(slow, 0);
+  m.job.job = slow;
+  for (int i = 0; i < 300; i++) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_STATS, &m, NULL, 0)),
+                    COOP_MSG_STATS_REPLY); /* the WAITs are in before the CANCEL */
+  /* c reads nothing until its RESULTs are all out, which other's RESULT
+   * then says (c's waiters are answered first; dropping c frees the job,
+   * so other waits from before the CANCEL) */
+  uint32_t w = send_msg(&other, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(reply(&other, w), COOP_MSG_RESULT);
+  ck_assert_uint_eq(other.m.result.state, COOP_JOB_CANCELLED);
+  conn_timeout(&c, 30);
+  int results = 0;
+  while (read_frame(&c)) {
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    results++;
   }
-  END_TEST
+  /* the socket holds less than one RESULT: likely none came whole */
+  ck_assert_msg(results < 300, "all %d RESULTs came: the connection was not dropped", results);
+  conn_close(&c);
+  render_check(&other, 1, 0, 0); /* coopd serves on */
+  conn_close(&other);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
-  /* Fills the file system of dir until it has no byte left. */
-  static void fill_up(const char *dir) {
-    char path[256];
-    snprintf(path, sizeof path, "%s/filler", dir);
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    setvbuf(f, NULL, _IONBF, 0);
-    static char block[4096];
-    memset(block, 'x', sizeof block);
-    while (fwrite(block, 1, sizeof block, f) == sizeof block) {
-    }
-    while (fputc('x', f) != EOF) {
-    }
-    ck_assert_int_eq(errno, ENOSPC);
-    fclose(f);
-  }
-
-  /* Row #11: the journal's file system is full, coopd is killed, restarted
-   * while it is still full. It was: coopd refused to start. Now it starts, a
-   * job that finished before the kill is not reported lost, the one that ran
-   * is, and ids go on. The journal is on a tmpfs of 1 MiB (root only: the
-   * test says so and returns otherwise). */
-  START_TEST(journal_on_a_full_disk) {
-    char dir[64] = "/tmp/coopd-state-XXXXXX", fs[128], set[192], log[128];
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-    snprintf(fs, sizeof fs, "%s/fs", dir);
-    snprintf(log, sizeof log, "%s/coopd.log", dir);
-    ck_assert_int_eq(mkdir(fs, 0700), 0);
-    if (mount("tmpfs", fs, "tmpfs", 0, "size=1m,mode=0700") != 0) {
-      fprintf(stderr, "journal_on_a_full_disk: cannot mount a tmpfs (%s): skipped\n",
-              strerror(errno));
-      rmdir(fs);
-      rmdir(dir);
-      return;
-    }
-    snprintf(set, sizeof set, "server.journal=%s/jobs", fs);
-    const char *sets[] = {set, NULL};
-    struct daemon_proc d = {.log = log};
-    snprintf(d.dir, sizeof d.dir, "%s", dir);
-    snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
-    daemon_spawn(&d, sets);
-    struct conn c;
-    open_hello(&c, &d);
-    uint32_t w = c.m.welcome.workers;
-    uint64_t before = render_done(&c);
-    fill_up(fs);
-    uint64_t full = render_done(&c); /* finished on a full disk */
-    static uint32_t data[256];
-    uint64_t ran = 0;
-    for (int round = 0; round < 2; round++) {
-      if (round == 0) { /* runs when coopd is killed */
-        ran = sweep_submit(&c, data, 256, 100000000, w, -1);
-        ck_assert_uint_ne(ran, 0);
-        wait_running(&c, ran);
+/* Issue 20 #4: one uid opened 64 idle sockets and nobody (root included)
+ * could connect. Now a user has at most max_clients_per_uid (16) connections,
+ * root too, with an ERROR ELIMIT naming the key for the next; and a
+ * connection that sends no HELLO within hello_timeout_ms (2 s) gets ERROR
+ * ETIMEDOUT and is closed. Defaults throughout. */
+START_TEST(connections_per_uid_and_hello_deadline) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  int two = other_user_possible(&d, "connections_per_uid_and_hello_deadline");
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = -1;
+  if (two) {
+    kid = fork();
+    if (kid == 0) {
+      become_nobody();
+      static struct conn idle[17];
+      int64_t t0 = now_ms();
+      for (int i = 0; i < 17; i++) {
+        if (conn_open(&idle[i], d.sock)) _exit(4);
+        conn_timeout(&idle[i], 10);
       }
-      conn_close(&c);
-      kill(d.pid, SIGKILL);
-      int st;
-      ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
-      daemon_spawn(&d, sets); /* still full */
-      reconnect(&c, &d);
-      uint8_t state;
-      ck_assert_int_eq(status_of(&c, ran, &state), COOP_ELOST);
-      ck_assert_int_eq(status_of(&c, full, &state), COOP_ENOJOB);
-      ck_assert_int_eq(status_of(&c, before, &state), COOP_ENOJOB);
-      uint64_t next = render_done(&c); /* killed before the next round: finished, not lost */
-      ck_assert_uint_gt(next, ran);
-      ck_assert_uint_gt(next, full);
-      full = next;
+      expect_error_then_close(&idle[16], COOP_ELIMIT, "[limits] max_clients_per_uid");
+      char go = 1;
+      if (write(pfd[1], &go, 1) != 1) _exit(5);
+      for (int i = 0; i < 16; i++)
+        expect_error_then_close(&idle[i], COOP_ETIMEDOUT, "[server] hello_timeout_ms");
+      int64_t took = now_ms() - t0;
+      if (took < 1500 || took > 10000) _exit(6);
+      struct conn again; /* the 16 are gone: room again */
+      open_hello(&again, &d);
+      _exit(0);
     }
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    ck_assert_int_eq(umount(fs), 0);
-    rmdir(fs);
-    if (!log_has(log, "compacting")) print_log(log);
-    ck_assert_msg(log_has(log, "compacting"), "the log does not say the journal cannot be written");
-    unlink(log);
-    rmdir(dir);
+    close(pfd[1]); /* so that a child that died reads as EOF here */
+    char go;
+    ck_assert_msg(read(pfd[0], &go, 1) == 1, "the other user's checks failed");
   }
-  END_TEST
-
-  /* Issue 20, numbers: under CPU load a 12 ms job reported total 1093.940 ms
-   * inside a 122 ms command, queued showed '-' and medians went negative:
-   * the device clock was fitted once, from two pings 50 ms apart, and a
-   * loaded start made that fit wrong for good. Here busy processes load
-   * every core from before coopd starts (its fit is made under load) to the
-   * end, and each of 16 sweeps, a few hundred ms apart, must report times in
-   * the order they happened and inside the client's own wall time. */
-  START_TEST(times_stay_right_under_load) {
-    enum { HOGS = 4, JOBS = 16 };
-    pid_t hog[HOGS];
-    for (int i = 0; i < HOGS; i++) {
-      hog[i] = fork();
-      ck_assert_int_ge(hog[i], 0);
-      if (hog[i] == 0) {
-        alarm(120); /* never outlives the test */
-        for (volatile unsigned long x = 0;; x++) {
-        }
-      }
-    }
-    struct daemon_proc d;
-    daemon_start(&d, NULL);
-    struct conn c;
-    ck_assert_int_eq(conn_open(&c, d.sock), 0);
-    hello(&c);
-    static uint32_t data[4096];
-    int bad = 0;
-    for (int i = 0; i < JOBS; i++) {
-      msleep(150 + 50 * (i % 4));
-      int64_t t0 = coop__now_ns();
-      uint64_t job = sweep_submit(&c, data, 4096, 1 + (uint32_t)i % 3, 1, -1);
-      ck_assert_uint_gt(job, 0);
-      ck_assert_uint_eq(wait_job(&c, job, 60000), COOP_MSG_RESULT);
-      int64_t t1 = coop__now_ns();
-      ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
-      const struct coop_wire_times *t = &c.m.result.t;
-      int ok = t0 <= t->submitted && t->submitted <= t->released && t->released <= t->gathered &&
-               t->gathered <= t->started && t->started <= t->finished && t->finished <= t1 &&
-               t->gather_ns >= 0 && t->exec_ns >= 0 && t->exec_ns <= t->finished - t->submitted &&
-               t->gather_ns <= t->finished - t->released;
-      if (!ok) {
-        fprintf(stderr,
-                "job %d: client %lld..%lld; submitted %+lld released %+lld gathered %+lld "
-                "started %+lld finished %+lld (ns from the client's send) gather %lld exec %lld\n",
-                i, 0ll, (long long)(t1 - t0), (long long)(t->submitted - t0),
-                (long long)(t->released - t0), (long long)(t->gathered - t0),
-                (long long)(t->started - t0), (long long)(t->finished - t0),
-                (long long)t->gather_ns, (long long)t->exec_ns);
-        bad++;
-      }
-    }
-    for (int i = 0; i < HOGS; i++) kill(hog[i], SIGKILL), waitpid(hog[i], NULL, 0);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    ck_assert_msg(bad == 0, "%d of %d jobs reported times out of order or outside the client's",
-                  bad, JOBS);
+  /* nobody holds 16 sockets; root still gets in, up to its own 16 */
+  struct conn r, idle[14], over;
+  open_hello(&r, &d);
+  for (int i = 0; i < 14; i++) {
+    ck_assert_int_eq(conn_open(&idle[i], d.sock), 0);
+    conn_timeout(&idle[i], 10);
+    if (i == 0) hello(&idle[0]); /* in time: it stays */
   }
-  END_TEST
-
-  /* Row #14: a FIFO named *.cl among the kernels, at start and on SIGHUP. It
-   * was: the loop thread blocked in fopen. Now it is skipped with a warning,
-   * the reload finishes, and the kernels beside it serve. */
-  START_TEST(fifo_in_the_kernel_directory) {
-    char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[128], logp[128];
-    ck_assert_ptr_nonnull(mkdtemp(kdir));
-    const char *names[] = {"render.cl", "sweep.cl"};
-    for (int i = 0; i < 2; i++) {
-      char from[256];
-      snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, names[i]);
-      snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
-      copy_file(from, path);
-    }
-    snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
-    ck_assert_int_eq(mkfifo(path, 0600), 0);
-    snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
-    snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
-    const char *sets[] = {set, "log.level=info", NULL};
-    struct daemon_proc d = {.log = logp};
-    daemon_start_log(&d, sets);
-    ck_assert(log_has(logp, "a_fifo.cl is not a regular file: skipped"));
-    struct conn c;
-    open_hello(&c, &d);
-    render_done(&c);
-    kill(d.pid, SIGHUP);
-    int done = 0;
-    for (int i = 0; i < 1200 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
-    if (!done) print_log(logp);
-    ck_assert_msg(done, "the reload did not finish");
-    render_done(&c); /* and the loop still answers */
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    for (int i = 0; i < 2; i++) {
-      snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
-      unlink(path);
-    }
-    snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
-    unlink(path);
-    unlink(logp);
-    rmdir(kdir);
+  ck_assert_int_eq(conn_open(&over, d.sock), 0);
+  conn_timeout(&over, 10);
+  expect_error_then_close(&over, COOP_ELIMIT, "at most 16 connections per user");
+  conn_close(&over);
+  for (int i = 1; i < 14; i++) {
+    expect_error_then_close(&idle[i], COOP_ETIMEDOUT, "no HELLO within 2000 ms");
+    conn_close(&idle[i]);
   }
-  END_TEST
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  struct conn *stay[] = {&c, &r, &idle[0]}; /* those with a HELLO are served on */
+  for (int i = 0; i < 3; i++)
+    ck_assert_uint_eq(reply(stay[i], send_msg(stay[i], COOP_MSG_STATS, &m, NULL, 0)),
+                      COOP_MSG_STATS_REPLY);
+  if (two) child_ok(kid);
+  close(pfd[0]);
+  if (!two) close(pfd[1]);
+  conn_close(&idle[0]);
+  conn_close(&r);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
-  /* ---- limits: what a client can make coopd hold (issue 20 #3 to #9) ---- */
-
-  /* daemon_spawn returns once the socket file exists, which is from the
-   * bind on; connections are refused (ECONNREFUSED) until the listen just
-   * after it. These tests connect at once, from several processes: they
-   * wait for the listen. */
-  static void wait_listening(const struct daemon_proc *d) {
-    for (int i = 0; i < 200; i++, msleep(50)) {
-      struct conn c;
-      int r = conn_open(&c, d->sock), e = errno;
-      close(c.fd);
-      if (r == 0) return;
-      ck_assert_msg(e == ECONNREFUSED, "connect %s: %s", d->sock, strerror(e));
-    }
-    ck_abort_msg("coopd did not listen within 10 s of creating its socket");
-  }
-
-  /* daemon_start_log (d->log set, or NULL), then wait_listening. */
-  static void limits_start(struct daemon_proc * d, const char *const *sets) {
-    daemon_start_log(d, sets);
-    wait_listening(d);
-  }
-
-  /* coopd's resident set, or its peak (VmHWM), in KiB. */
-  static long proc_kib(pid_t pid, const char *field) {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    long kib = -1;
-    size_t n = strlen(field);
-    while (fgets(line, sizeof line, f))
-      if (!strncmp(line, field, n) && line[n] == ':') kib = atol(line + n + 1);
-    fclose(f);
-    ck_assert_int_ge(kib, 0);
-    return kib;
-  }
-
-  /* CPU time coopd has used (user + system), in ms. */
-  static long cpu_ms(pid_t pid) {
-    return (long)(cpu_ticks(pid) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
-  }
-
-  static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
-
-  /* A shorter receive timeout: a test that expects coopd to close a
-   * connection should fail in seconds, not in conn_open's 120 s. */
-  static void conn_timeout(struct conn * c, int seconds) {
-    struct timeval tv = {seconds, 0};
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-
-  /* The next frame is an ERROR with this code that says `says`, and then the
-   * connection ends. */
-  static void expect_error_then_close(struct conn * c, int code, const char *says) {
-    ck_assert_msg(read_frame(c), "no ERROR before the connection ended (or 10 s passed)");
-    ck_assert_uint_eq(c->h.type, COOP_MSG_ERROR);
-    ck_assert_msg(c->m.error.code == code, "want %s, got %s: %s", coop_err_name(code),
-                  coop_err_name(c->m.error.code), c->m.error.message);
-    assert_has(c->m.error.message, says);
-    ck_assert_int_eq(read_frame(c), 0);
-  }
-
-  /* render over inline buffers of the given sizes, n = 1 (the kernel's rules
-   * want 4 bytes each): IN a and b (zeros), OUT c. */
-  static void render_sized(union coop_msg * m, uint32_t ab_bytes, uint32_t c_bytes, int detached) {
-    static uint8_t zeros[COOP_WIRE_INLINE_MAX];
-    submit_init(m, "render", 1, 0);
-    if (detached) m->submit.flags |= COOP_SUBMIT_DETACHED;
-    arg_buf(&m->submit, COOP_BUF_IN, zeros, ab_bytes, COOP_WIRE_FD_NONE);
-    arg_buf(&m->submit, COOP_BUF_IN, zeros, ab_bytes, COOP_WIRE_FD_NONE);
-    arg_buf(&m->submit, COOP_BUF_OUT, NULL, c_bytes, COOP_WIRE_FD_NONE);
-    arg_u32(&m->submit, 1);
-    arg_u32(&m->submit, 1);
-  }
-
-  /* Submits m and waits for it: DONE. The job's id. */
-  static uint64_t run_done(struct conn * c, const union coop_msg *m) {
-    uint64_t j = submit(c, m, NULL, 0);
-    ck_assert_msg(j != 0, "refused: %s", c->m.error.message);
-    ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "job %llu: %s %s", (unsigned long long)j,
-                  coop_job_state_name(c->m.result.state), c->m.result.message);
-    return j;
-  }
-
-  /* Until nothing is queued or running. */
-  static void wait_idle(struct conn * c) {
-    for (int i = 0; i < 1200; i++, msleep(50)) {
-      union coop_msg m;
-      memset(&m, 0, sizeof m);
-      ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
-      if (c->m.stats.queued == 0 && c->m.stats.running == 0) return;
-    }
-    ck_abort_msg("jobs still queued or running after 60 s");
-  }
-
-  /* Another user (nobody) may connect: the tests that need one run as root
-   * (as CI does); the socket is opened to it. 0 when not root. Call it after
-   * a HELLO: coopd sets the socket's mode between bind and listen, and the
-   * file exists from the bind on. */
-  static int other_user_possible(const struct daemon_proc *d, const char *test) {
-    if (geteuid() != 0) {
-      fprintf(stderr, "%s: not root, the other-user checks are skipped\n", test);
-      return 0;
-    }
-    chmod(d->dir, 0755);
-    chmod(d->sock, 0666);
-    return 1;
-  }
-
-  static void become_nobody(void) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-  }
-
-  static void child_ok(pid_t kid) {
-    int st;
-    ck_assert_int_eq(waitpid(kid, &st, 0), kid);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other user's process: status %d", st);
-  }
-
-  /* Issue 20 #3: a client that kept about 32 MiB of replies pending while
-   * reading steadily grew coopd by 1.95 GB a minute: the output buffer was
-   * reset only when fully drained, so everything ever sent stayed. Now its
-   * memory follows the bytes pending, and past 8 MiB pending no more requests
-   * are read. And past 64 MiB pending (results nobody asked for just now)
-   * the connection is dropped. */
-  START_TEST(unread_replies_stay_bounded) {
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, NULL);
-    struct conn c, other;
-    open_hello(&other, &d); /* first: coopd answers c's waiters before other's */
-    open_hello(&c, &d);
+/* Issue 20 #5: at `ulimit -n 1024`, with every descriptor taken, accept
+ * failed with EMFILE and coopd busy-looped (475k log lines in 7 s) while
+ * new clients hung. Now the spare descriptor is given up to accept each
+ * one, tell it why and close it: the client hears at once, coopd stays
+ * idle, the log says it once. coopd's limit is lowered to what it holds
+ * plus a few (prlimit), which those few connections then take. */
+START_TEST(out_of_descriptors_sheds_connections) {
+  char logp[] = "/tmp/coopd-emfile-XXXXXX.log";
+  temp_log(logp);
+  struct daemon_proc d = {.log = logp};
+  limits_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  char fdir[64];
+  snprintf(fdir, sizeof fdir, "/proc/%d/fd", (int)d.pid);
+  DIR *dir = opendir(fdir);
+  ck_assert_ptr_nonnull(dir);
+  static char used[4096]; /* coopd's descriptor numbers (inherited ones may sit high) */
+  memset(used, 0, sizeof used);
+  for (struct dirent *e; (e = readdir(dir));)
+    if (e->d_name[0] != '.' && atoi(e->d_name) < (int)sizeof used) used[atoi(e->d_name)] = 1;
+  closedir(dir);
+  /* the lowest limit that leaves coopd exactly `room` numbers to open */
+  const int room = 4;
+  int lim = 0;
+  for (int free_below = 0; free_below < room; lim++) free_below += !used[lim];
+  struct rlimit rl, was;
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
+  rl.rlim_cur = (rlim_t)lim;
+  rl.rlim_max = was.rlim_max;
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
+  /* Clients take what is left (room, unless coopd's own descriptors moved
+   * meanwhile: its device process starts beside the loop), until one is
+   * told that none is; then two more. */
+  struct conn fill[14];
+  int filled = 0, shed = 0;
+  long cpu0 = cpu_ms(d.pid);
+  int64_t t0 = now_ms();
+  while (shed < 3) {
+    struct conn x;
+    ck_assert_int_eq(conn_open(&x, d.sock), 0);
+    conn_timeout(&x, 10);
     union coop_msg m;
-    render_sized(&m, 4, 256u << 10, 0); /* its RESULT carries 256 KiB */
-    uint64_t j = run_done(&c, &m);
-    long before = proc_kib(d.pid, "VmRSS");
     memset(&m, 0, sizeof m);
-    m.job.job = j;
-    m.job.timeout_ms = COOP_WAIT_FOREVER;
-    enum { AHEAD = 160, STREAM = 1200 }; /* RESULTs: 40 MiB behind, 340 MiB through */
-    for (int i = 0; i < AHEAD; i++) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
-    for (int i = 0; i < STREAM + AHEAD; i++) { /* one read, one more asked */
-      ck_assert_int_eq(read_frame(&c), 1);
-      ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
-      ck_assert_uint_eq(c.m.result.bufs[0].len, 256u << 10);
-      if (i < STREAM) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+    m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+    snprintf(m.hello.name, sizeof m.hello.name, "fill");
+    struct coop_wire_buf b;
+    coop_wire_buf_init(&b);
+    ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_HELLO, ++x.seq, &m), 0);
+    ssize_t sent = send(x.fd, b.p, b.len, MSG_NOSIGNAL); /* a refused one may be closed */
+    (void)sent;
+    coop_wire_buf_free(&b);
+    ck_assert_msg(read_frame(&x), "no reply within 10 s (%d clients in, %d told)", filled, shed);
+    if (x.h.type == COOP_MSG_WELCOME) {
+      ck_assert_msg(shed == 0 && filled < 14, "%d clients in, %d told", filled, shed);
+      fill[filled++] = x;
+      continue;
     }
-    long peak = proc_kib(d.pid, "VmHWM");
-    ck_assert_msg(peak - before < 96 * 1024,
-                  "coopd grew by %ld KiB while streaming %d MiB to a client %d MiB behind",
-                  peak - before, (STREAM + AHEAD) / 4, AHEAD / 4);
-    /* 300 WAITs on a running sweep whose RESULT carries 256 KiB: when it
-     * ends, 75 MiB come at once and the connection is dropped at 64 MiB */
-    static uint32_t words[65536];
-    uint64_t slow = sweep_submit(&c, words, 65536, 0xffffffffu, 1, -1);
-    ck_assert_uint_ne(slow, 0);
-    m.job.job = slow;
-    for (int i = 0; i < 300; i++) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
-    ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_STATS, &m, NULL, 0)),
-                      COOP_MSG_STATS_REPLY); /* the WAITs are in before the CANCEL */
-    /* c reads nothing until its RESULTs are all out, which other's RESULT
-     * then says (c's waiters are answered first; dropping c frees the job,
-     * so other waits from before the CANCEL) */
-    uint32_t w = send_msg(&other, COOP_MSG_WAIT, &m, NULL, 0);
-    ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
-    ck_assert_uint_eq(reply(&other, w), COOP_MSG_RESULT);
-    ck_assert_uint_eq(other.m.result.state, COOP_JOB_CANCELLED);
-    conn_timeout(&c, 30);
-    int results = 0;
-    while (read_frame(&c)) {
-      ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
-      results++;
-    }
-    /* the socket holds less than one RESULT: likely none came whole */
-    ck_assert_msg(results < 300, "all %d RESULTs came: the connection was not dropped", results);
-    conn_close(&c);
-    render_check(&other, 1, 0, 0); /* coopd serves on */
-    conn_close(&other);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    ck_assert_uint_eq(x.h.type, COOP_MSG_ERROR);
+    ck_assert_int_eq(x.m.error.code, COOP_ELIMIT);
+    assert_has(x.m.error.message, "out of file descriptors");
+    ck_assert_int_eq(read_frame(&x), 0);
+    conn_close(&x);
+    shed++;
   }
-  END_TEST
+  ck_assert_int_ge(filled, 1);
+  ck_assert_int_lt(now_ms() - t0, 5000);
+  msleep(1000);
+  long spent = cpu_ms(d.pid) - cpu0;
+  ck_assert_msg(spent < 500, "coopd used %ld ms of CPU in about a second at EMFILE", spent);
+  /* a round trip: coopd is serving, and has logged what it had to */
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  FILE *f = fopen(logp, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[1024];
+  int lines = 0;
+  while (fgets(line, sizeof line, f)) {
+    lines += strstr(line, "accept") != NULL;
+  }
+  fclose(f);
+  ck_assert_msg(lines == 1, "%d log lines about accept (want one for three clients)", lines);
+  ck_assert(log_has(logp, "Too many open files"));
+  /* one leaves: the next one gets in */
+  conn_close(&fill[0]);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  {
+    ck_assert_int_eq(conn_open(&fill[0], d.sock), 0);
+    union coop_msg hm;
+    memset(&hm, 0, sizeof hm);
+    hm.hello.min_version = hm.hello.max_version = COOP_WIRE_VERSION;
+    send_msg(&fill[0], COOP_MSG_HELLO, &hm, NULL, 0);
+    uint16_t t = read_frame(&fill[0]) ? fill[0].h.type : 0;
+    if (t != COOP_MSG_WELCOME) print_log(logp);
+    ck_assert_msg(t == COOP_MSG_WELCOME, "after one left: type %u, %s (limit %d, %d in)", t,
+                  t == COOP_MSG_ERROR ? fill[0].m.error.message : "", lim, filled);
+  }
+  for (int i = 0; i < filled; i++) conn_close(&fill[i]);
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
 
-  /* Issue 20 #4: one uid opened 64 idle sockets and nobody (root included)
-   * could connect. Now a user has at most max_clients_per_uid (16) connections,
-   * root too, with an ERROR ELIMIT naming the key for the next; and a
-   * connection that sends no HELLO within hello_timeout_ms (2 s) gets ERROR
-   * ETIMEDOUT and is closed. Defaults throughout. */
-  START_TEST(connections_per_uid_and_hello_deadline) {
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, NULL);
-    struct conn c;
-    open_hello(&c, &d);
-    int two = other_user_possible(&d, "connections_per_uid_and_hello_deadline");
+static void cancel_job(struct conn *c, uint64_t job) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_CANCELLED);
+}
+
+/* Issue 20 #6: 64 DETACHED jobs per connection, reconnect and repeat: the
+ * per-client limit escaped across connections (384 unfinished jobs of one
+ * uid, every task slot full). Now max_jobs_per_uid counts a user's live
+ * jobs over all its connections, detached ones included; other users are
+ * not affected. */
+START_TEST(live_jobs_per_uid_across_connections) {
+  const char *sets[] = {"limits.max_jobs_per_uid=4", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, sets);
+  struct conn a, b;
+  open_hello(&a, &d);
+  int two = other_user_possible(&d, "live_jobs_per_uid_across_connections");
+  uint64_t ids[4];
+  for (int i = 0; i < 3; i++) ck_assert_uint_ne(ids[i] = detached_sweep(&a), 0);
+  conn_close(&a);
+  open_hello(&a, &d); /* a new connection: the three still count */
+  ck_assert_uint_ne(ids[3] = detached_sweep(&a), 0);
+  expect_refusal(&a, detached_sweep(&a), COOP_ELIMIT, "[limits] max_jobs_per_uid");
+  static uint32_t data[64];
+  expect_refusal(&a, sweep_submit(&a, data, 64, 1, 1, -1), COOP_ELIMIT, "per user");
+  open_hello(&b, &d);
+  union coop_msg m;
+  render_init(&m, 1);
+  expect_refusal(&b, submit(&b, &m, NULL, 0), COOP_ELIMIT, "max_jobs_per_uid");
+  if (two) {
+    pid_t kid = fork();
+    if (kid == 0) { /* another user runs as usual */
+      become_nobody();
+      struct conn o;
+      open_hello(&o, &d);
+      render_check(&o, 1, 0, 0);
+      _exit(0);
+    }
+    child_ok(kid);
+  }
+  cancel_job(&b, ids[0]); /* one fewer live: room for one */
+  render_check(&b, 1, 0, 0);
+  for (int i = 1; i < 4; i++) cancel_job(&b, ids[i]);
+  conn_close(&a);
+  conn_close(&b);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #7: another user submitted 1100 DETACHED jobs and disconnected,
+ * and a victim's finished detached result was evicted (the 1024 cap was
+ * global). Now a user keeps at most max_detached_kept_per_uid, and the
+ * global max_detached_kept drops only the oldest of the user whose job
+ * joined. Here both are 2: the victim keeps its one, the attacker (5 jobs,
+ * finishing without a client) keeps only its newest. */
+START_TEST(detached_results_are_kept_per_uid) {
+  const char *sets[] = {"limits.max_detached_kept_per_uid=2", "limits.max_detached_kept=2", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  int two = other_user_possible(&d, "detached_results_are_kept_per_uid");
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  uint64_t victim = run_done(&c, &m);
+  conn_close(&c); /* its result is kept */
+  uint64_t theirs[5] = {0};
+  if (two) {
     int pfd[2];
     ck_assert_int_eq(pipe(pfd), 0);
-    pid_t kid = -1;
-    if (two) {
-      kid = fork();
-      if (kid == 0) {
-        become_nobody();
-        static struct conn idle[17];
-        int64_t t0 = now_ms();
-        for (int i = 0; i < 17; i++) {
-          if (conn_open(&idle[i], d.sock)) _exit(4);
-          conn_timeout(&idle[i], 10);
-        }
-        expect_error_then_close(&idle[16], COOP_ELIMIT, "[limits] max_clients_per_uid");
-        char go = 1;
-        if (write(pfd[1], &go, 1) != 1) _exit(5);
-        for (int i = 0; i < 16; i++)
-          expect_error_then_close(&idle[i], COOP_ETIMEDOUT, "[server] hello_timeout_ms");
-        int64_t took = now_ms() - t0;
-        if (took < 1500 || took > 10000) _exit(6);
-        struct conn again; /* the 16 are gone: room again */
-        open_hello(&again, &d);
-        _exit(0);
-      }
-      close(pfd[1]); /* so that a child that died reads as EOF here */
-      char go;
-      ck_assert_msg(read(pfd[0], &go, 1) == 1, "the other user's checks failed");
+    pid_t kid = fork();
+    if (kid == 0) {
+      become_nobody();
+      struct conn o;
+      open_hello(&o, &d);
+      union coop_msg x;
+      render_sized(&x, 4, 4, 1);
+      for (int i = 0; i < 5; i++)
+        if (!(theirs[i] = submit(&o, &x, NULL, 0))) _exit(4);
+      if (write(pfd[1], theirs, sizeof theirs) != sizeof theirs) _exit(5);
+      _exit(0); /* gone before they finish */
     }
-    /* nobody holds 16 sockets; root still gets in, up to its own 16 */
-    struct conn r, idle[14], over;
-    open_hello(&r, &d);
-    for (int i = 0; i < 14; i++) {
-      ck_assert_int_eq(conn_open(&idle[i], d.sock), 0);
-      conn_timeout(&idle[i], 10);
-      if (i == 0) hello(&idle[0]); /* in time: it stays */
-    }
-    ck_assert_int_eq(conn_open(&over, d.sock), 0);
-    conn_timeout(&over, 10);
-    expect_error_then_close(&over, COOP_ELIMIT, "at most 16 connections per user");
-    conn_close(&over);
-    for (int i = 1; i < 14; i++) {
-      expect_error_then_close(&idle[i], COOP_ETIMEDOUT, "no HELLO within 2000 ms");
-      conn_close(&idle[i]);
-    }
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    struct conn *stay[] = {&c, &r, &idle[0]}; /* those with a HELLO are served on */
-    for (int i = 0; i < 3; i++)
-      ck_assert_uint_eq(reply(stay[i], send_msg(stay[i], COOP_MSG_STATS, &m, NULL, 0)),
-                        COOP_MSG_STATS_REPLY);
-    if (two) child_ok(kid);
+    child_ok(kid);
+    ck_assert_int_eq(read(pfd[0], theirs, sizeof theirs), (ssize_t)sizeof theirs);
     close(pfd[0]);
-    if (!two) close(pfd[1]);
-    conn_close(&idle[0]);
-    conn_close(&r);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    close(pfd[1]);
   }
-  END_TEST
+  open_hello(&c, &d);
+  wait_idle(&c);
+  /* the victim's result, whole */
+  ck_assert_uint_eq(wait_job(&c, victim, 1000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  ck_assert_uint_eq(c.m.result.nbuf, 1);
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  /* the attacker's: its newest only (root sees every job) */
+  for (int i = 0; two && i < 5; i++) {
+    uint16_t t = wait_job(&c, theirs[i], 1000);
+    ck_assert_uint_eq(t, i == 4 ? COOP_MSG_RESULT : COOP_MSG_ERROR);
+    if (i < 4) ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
 
-  /* Issue 20 #5: at `ulimit -n 1024`, with every descriptor taken, accept
-   * failed with EMFILE and coopd busy-looped (475k log lines in 7 s) while
-   * new clients hung. Now the spare descriptor is given up to accept each
-   * one, tell it why and close it: the client hears at once, coopd stays
-   * idle, the log says it once. coopd's limit is lowered to what it holds
-   * plus a few (prlimit), which those few connections then take. */
-  START_TEST(out_of_descriptors_sheds_connections) {
-    char logp[] = "/tmp/coopd-emfile-XXXXXX.log";
-    temp_log(logp);
-    struct daemon_proc d = {.log = logp};
-    limits_start(&d, NULL);
-    struct conn c;
-    open_hello(&c, &d);
-    char fdir[64];
-    snprintf(fdir, sizeof fdir, "/proc/%d/fd", (int)d.pid);
-    DIR *dir = opendir(fdir);
-    ck_assert_ptr_nonnull(dir);
-    static char used[4096]; /* coopd's descriptor numbers (inherited ones may sit high) */
-    memset(used, 0, sizeof used);
-    for (struct dirent *e; (e = readdir(dir));)
-      if (e->d_name[0] != '.' && atoi(e->d_name) < (int)sizeof used) used[atoi(e->d_name)] = 1;
-    closedir(dir);
-    /* the lowest limit that leaves coopd exactly `room` numbers to open */
-    const int room = 4;
-    int lim = 0;
-    for (int free_below = 0; free_below < room; lim++) free_below += !used[lim];
-    struct rlimit rl, was;
-    ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
-    rl.rlim_cur = (rlim_t)lim;
-    rl.rlim_max = was.rlim_max;
-    ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
-    /* Clients take what is left (room, unless coopd's own descriptors moved
-     * meanwhile: its device process starts beside the loop), until one is
-     * told that none is; then two more. */
-    struct conn fill[14];
-    int filled = 0, shed = 0;
-    long cpu0 = cpu_ms(d.pid);
-    int64_t t0 = now_ms();
-    while (shed < 3) {
-      struct conn x;
-      ck_assert_int_eq(conn_open(&x, d.sock), 0);
-      conn_timeout(&x, 10);
-      union coop_msg m;
-      memset(&m, 0, sizeof m);
-      m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
-      snprintf(m.hello.name, sizeof m.hello.name, "fill");
-      struct coop_wire_buf b;
-      coop_wire_buf_init(&b);
-      ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_HELLO, ++x.seq, &m), 0);
-      ssize_t sent = send(x.fd, b.p, b.len, MSG_NOSIGNAL); /* a refused one may be closed */
-      (void)sent;
-      coop_wire_buf_free(&b);
-      ck_assert_msg(read_frame(&x), "no reply within 10 s (%d clients in, %d told)", filled, shed);
-      if (x.h.type == COOP_MSG_WELCOME) {
-        ck_assert_msg(shed == 0 && filled < 14, "%d clients in, %d told", filled, shed);
-        fill[filled++] = x;
-        continue;
-      }
-      ck_assert_uint_eq(x.h.type, COOP_MSG_ERROR);
-      ck_assert_int_eq(x.m.error.code, COOP_ELIMIT);
-      assert_has(x.m.error.message, "out of file descriptors");
-      ck_assert_int_eq(read_frame(&x), 0);
-      conn_close(&x);
-      shed++;
+/* Issue 20 #8: DETACHED jobs waited for before the disconnect were never
+ * capped (2560 kept, +664 MB with no client connected). They are kept
+ * within max_detached_kept_per_uid (2 here) like the others: the oldest go. */
+START_TEST(detached_jobs_waited_for_are_capped) {
+  const char *sets[] = {"limits.max_detached_kept_per_uid=2", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  render_sized(&m, 4, 4, 1);
+  uint64_t ids[4];
+  for (int i = 0; i < 4; i++) ids[i] = run_done(&c, &m);
+  conn_close(&c);
+  open_hello(&c, &d);
+  for (int i = 0; i < 4; i++) {
+    uint16_t t = wait_job(&c, ids[i], 1000);
+    ck_assert_uint_eq(t, i < 2 ? COOP_MSG_ERROR : COOP_MSG_RESULT);
+    if (i < 2) ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+  }
+  memset(&m, 0, sizeof m); /* and STATUS lists just those two */
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
+  ck_assert_uint_eq(c.m.status_reply.n, 2);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #9, the bytes: finished jobs' inline bytes counted toward no
+ * limit. Now a user's jobs in flight and the inline results kept for it
+ * count toward max_bytes_per_uid (2 MiB here), over all its connections;
+ * and a finished job no longer holds its inline IN copies. Each render
+ * sends 2 x 256 KiB IN and keeps 256 KiB OUT: six fit (6 x 256 KiB kept +
+ * 768 KiB in flight = 2 MiB), a seventh does not. Had the IN copies
+ * stayed, the third would not. */
+START_TEST(inline_bytes_count_per_uid) {
+  const char *sets[] = {"limits.max_bytes_per_uid=2M", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, sets);
+  struct conn a, b;
+  open_hello(&a, &d);
+  open_hello(&b, &d);
+  int two = other_user_possible(&d, "inline_bytes_count_per_uid");
+  union coop_msg m;
+  render_sized(&m, 256u << 10, 256u << 10, 0);
+  for (int i = 0; i < 6; i++) run_done(&a, &m);
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_ELIMIT, "[limits] max_bytes_per_uid");
+  expect_refusal(&b, submit(&b, &m, NULL, 0), COOP_ELIMIT, "max_bytes_per_uid");
+  if (two) {
+    pid_t kid = fork();
+    if (kid == 0) { /* another user's bytes are its own */
+      become_nobody();
+      struct conn o;
+      open_hello(&o, &d);
+      run_done(&o, &m);
+      _exit(0);
     }
-    ck_assert_int_ge(filled, 1);
-    ck_assert_int_lt(now_ms() - t0, 5000);
-    msleep(1000);
-    long spent = cpu_ms(d.pid) - cpu0;
-    ck_assert_msg(spent < 500, "coopd used %ld ms of CPU in about a second at EMFILE", spent);
-    /* a round trip: coopd is serving, and has logged what it had to */
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+    child_ok(kid);
+  }
+  conn_close(&a); /* its results go: room again */
+  union coop_msg s;
+  memset(&s, 0, sizeof s);
+  ck_assert_uint_eq(reply(&b, send_msg(&b, COOP_MSG_STATS, &s, NULL, 0)), COOP_MSG_STATS_REPLY);
+  run_done(&b, &m);
+  conn_close(&b);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #9, the memory: 8 connections x 256 finished renders with
+ * 3 x 256 KiB inline buffers took 1.58 GB, the IN copies kept with every
+ * finished job. 120 finished renders with 2 x 256 KiB inline IN each (60
+ * MiB of copies), all still kept for WAIT, now leave coopd's size as it
+ * was. Defaults throughout. */
+START_TEST(finished_jobs_free_inline_inputs) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  render_sized(&m, 256u << 10, 4, 0);
+  for (int i = 0; i < 8; i++) run_done(&c, &m); /* the allocator's pools settle */
+  long before = proc_kib(d.pid, "VmRSS");
+  uint64_t first = run_done(&c, &m);
+  for (int i = 1; i < 120; i++) run_done(&c, &m);
+  long after = proc_kib(d.pid, "VmRSS");
+  ck_assert_msg(after - before < 24 * 1024,
+                "coopd grew by %ld KiB with 120 finished renders (60 MiB of inline inputs)",
+                after - before);
+  ck_assert_uint_eq(wait_job(&c, first, 1000), COOP_MSG_RESULT); /* still kept */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* run_done, once coopd has seen a close that frees the room m needs:
+ * while it is refused with ELIMIT, again (2 s at most). */
+static uint64_t run_done_when_room(struct conn *c, const union coop_msg *m) {
+  uint64_t j = 0;
+  for (int i = 0; i < 100 && !(j = submit(c, m, NULL, 0)); i++) {
+    ck_assert_int_eq(c->m.error.code, COOP_ELIMIT);
+    msleep(20);
+  }
+  ck_assert_msg(j != 0, "refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+  return j;
+}
+
+/* A periodic render over tiny inline buffers (4 bytes each), n = 1. */
+static void periodic_tiny(union coop_msg *m, uint32_t period_us, uint32_t count) {
+  render_sized(m, 4, 4, 0);
+  m->submit.period_us = period_us;
+  m->submit.count = count;
+}
+
+/* The instance records of a periodic job (64 bytes each in coopd, 4 MiB
+ * for 65536 instances; RESULT carries every one) counted toward no limit:
+ * finished renders of 65536 instances kept about 2.3 MB each. Now they
+ * count toward max_bytes_per_uid (1000 KiB here) like the buffers: from
+ * the SUBMIT on, the records it may need; once finished, those of the
+ * instances it ran, none lost. A 768 KiB render fits beside 4096 kept
+ * records (256 KiB) only once their connection closes. */
+START_TEST(periodic_records_count_per_uid) {
+  const char *sets[] = {"limits.max_bytes_per_uid=1000K", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, sets);
+  struct conn a, b;
+  open_hello(&a, &d);
+  open_hello(&b, &d);
+  union coop_msg m, big;
+  periodic_tiny(&m, 100, COOP_WIRE_MAX_INST); /* 4 MiB of records */
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_ELIMIT, "[limits] max_bytes_per_uid");
+  assert_has(a.m.error.message, "64 bytes per instance");
+
+  periodic_tiny(&m, 100, 4096);
+  uint64_t j = run_done(&a, &m);
+  ck_assert_uint_eq(a.m.result.ninst, 4096);
+  render_sized(&big, 256u << 10, 256u << 10, 0); /* 768 KiB in flight */
+  expect_refusal(&b, submit(&b, &big, NULL, 0), COOP_ELIMIT, "max_bytes_per_uid");
+  ck_assert_uint_eq(wait_job(&a, j, 1000), COOP_MSG_RESULT); /* kept whole */
+  ck_assert_uint_eq(a.m.result.ninst, 4096);
+  conn_close(&a); /* its results go: room again (once coopd has seen the close) */
+  run_done_when_room(&b, &big);
+  conn_close(&b);
+
+  /* cancelled early, a job keeps the records of what it ran, not of the
+   * 12000 instances it asked room for (750 KiB: with them kept, the 768
+   * KiB render would not fit) */
+  open_hello(&a, &d);
+  periodic_tiny(&m, 1000, 12000);
+  for (int i = 0; i < 100 && !(j = submit(&a, &m, NULL, 0)); i++) msleep(20); /* b's close */
+  ck_assert_msg(j != 0, "refused: %s", a.m.error.message);
+  msleep(100);
+  cancel_job(&a, j);
+  ck_assert_uint_lt(a.m.result.ninst, 1000);
+  run_done(&a, &big);
+  conn_close(&a);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A deadline of 1 us, which no instance meets, added 2000 misses in 2 s to
+ * the device's coop_deadline_misses_total, the admin's count for every
+ * user. Now a deadline below [jobs] min_deadline_us (100 us by default) is
+ * refused, periodic or not; the floor itself, and no deadline, are taken,
+ * and the refusals count as no miss. */
+START_TEST(deadline_below_the_floor_is_refused) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  periodic_tiny(&m, 1000, 3);
+  m.submit.deadline_us = 1;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "[jobs] min_deadline_us = 100 us");
+  render_sized(&m, 4, 4, 0); /* a single task */
+  m.submit.deadline_us = 99;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "min_deadline_us");
+  m.submit.deadline_us = 100;
+  run_done(&c, &m);
+  m.submit.deadline_us = 0;
+  run_done(&c, &m);
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.submitted, 2);
+  ck_assert_uint_eq(st.met[0].deadline_instances, 1);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* ---- issue 21 #5: GET /metrics over HTTP ([metrics] listen) ---- */
+
+/* The port coopd logged for [metrics] listen = 127.0.0.1:0 (it logs
+ * after creating its socket: waited for), or 0 if none within 10 s. */
+static int metrics_port(const char *logp) {
+  for (int i = 0; i < 200; i++, msleep(50)) {
     FILE *f = fopen(logp, "r");
-    ck_assert_ptr_nonnull(f);
-    char line[1024];
-    int lines = 0;
+    if (!f) continue;
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strstr(buf, "metrics: serving http://127.0.0.1:");
+    if (p) return atoi(p + strlen("metrics: serving http://127.0.0.1:"));
+  }
+  return 0;
+}
+
+/* A connection to 127.0.0.1:port from the loopback address src (another
+ * peer to coopd: the whole of 127.0.0.0/8 is this host's), or from
+ * 127.0.0.1 when src is NULL. */
+static int http_open_from(int port, const char *src) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_ge(fd, 0);
+  if (src) {
+    struct sockaddr_in b = {.sin_family = AF_INET};
+    ck_assert_int_eq(inet_pton(AF_INET, src, &b.sin_addr), 1);
+    ck_assert_msg(bind(fd, (struct sockaddr *)&b, sizeof b) == 0, "bind %s: %s", src,
+                  strerror(errno));
+  }
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect 127.0.0.1:%d: %s", port,
+                strerror(errno));
+  struct timeval tv = {10, 0}; /* a silent coopd fails the test, not hangs it */
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  return fd;
+}
+
+static int http_open(int port) { return http_open_from(port, NULL); }
+
+/* Everything until coopd closes: the length, -1 on a timeout. */
+static long http_read_all(int fd, char *out, size_t cap) {
+  size_t n = 0;
+  for (;;) {
+    ssize_t k = read(fd, out + n, cap - 1 - n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && errno == ECONNRESET) break;
+    if (k < 0) return -1;
+    if (k == 0 || (n += (size_t)k) == cap - 1) break;
+  }
+  out[n] = 0;
+  return (long)n;
+}
+
+/* One request (n bytes, sent as is) from src (http_open_from), the whole
+ * answer into out (static, NUL-terminated); its status code. */
+static int http_ask_from(int port, const char *src, const char *req, size_t n, char **out) {
+  static char buf[1 << 17];
+  int fd = http_open_from(port, src);
+  ck_assert_int_eq(write(fd, req, n), (ssize_t)n);
+  long got = http_read_all(fd, buf, sizeof buf);
+  close(fd);
+  ck_assert_msg(got > 0, "no answer to %.40s", req);
+  int code = 0;
+  ck_assert_msg(sscanf(buf, "HTTP/1.1 %d ", &code) == 1, "not an HTTP answer: %.80s", buf);
+  *out = buf;
+  return code;
+}
+
+static int http_ask(int port, const char *req, size_t n, char **out) {
+  return http_ask_from(port, NULL, req, n, out);
+}
+
+static int http_get(int port, const char *text, char **out) {
+  return http_ask(port, text, strlen(text), out);
+}
+
+/* The body of a 200 answer to GET /metrics, its head checked. */
+static const char *scrape(int port) {
+  char *r;
+  ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r), 200);
+  assert_has(r, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n");
+  assert_has(r, "\r\nConnection: close\r\n");
+  char *body = strstr(r, "\r\n\r\n");
+  ck_assert_ptr_nonnull(body);
+  body += 4;
+  const char *cl = strstr(r, "\r\nContent-Length: ");
+  ck_assert_ptr_nonnull(cl);
+  ck_assert_uint_eq(strtoul(cl + 18, NULL, 10), strlen(body));
+  return body;
+}
+
+/* The text through tests/prom_check.py, where python3 was found. */
+static void prom_parses(const char *text) {
+#ifdef COOP_PYTHON
+  FILE *p = popen(COOP_PYTHON " " PROM_CHECK
+                              " --require coop_info --require coop_jobs_finished_total"
+                              " --require coop_gather_seconds --require coop_device_workers_busy"
+                              " >&2",
+                  "w");
+  ck_assert_ptr_nonnull(p);
+  fputs(text, p);
+  ck_assert_msg(pclose(p) == 0, "prom_check.py refused coopd's /metrics:\n%s", text);
+#else
+  (void)text;
+#endif
+}
+
+/* TCP sockets in LISTEN state that process pid holds (its descriptors'
+ * inodes looked up in /proc/net/tcp and tcp6). */
+static int tcp_listeners(pid_t pid) {
+  char path[64], link[64];
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  DIR *dir = opendir(path);
+  ck_assert_ptr_nonnull(dir);
+  unsigned long inodes[256];
+  int ni = 0, n = 0;
+  for (struct dirent *e; (e = readdir(dir)) && ni < 256;) {
+    char fdp[400];
+    snprintf(fdp, sizeof fdp, "%s/%s", path, e->d_name);
+    ssize_t k = readlink(fdp, link, sizeof link - 1);
+    if (k > 0 && (link[k] = 0, sscanf(link, "socket:[%lu]", &inodes[ni]) == 1)) ni++;
+  }
+  closedir(dir);
+  const char *tabs[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+  for (int t = 0; t < 2; t++) {
+    FILE *f = fopen(tabs[t], "r");
+    if (!f) continue;
+    char line[512];
     while (fgets(line, sizeof line, f)) {
-      lines += strstr(line, "accept") != NULL;
+      unsigned st;
+      unsigned long ino;
+      if (sscanf(line, " %*d: %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &ino) != 2) continue;
+      for (int i = 0; i < ni; i++) n += st == 0x0A && inodes[i] == ino;
     }
     fclose(f);
-    ck_assert_msg(lines == 1, "%d log lines about accept (want one for three clients)", lines);
-    ck_assert(log_has(logp, "Too many open files"));
-    /* one leaves: the next one gets in */
-    conn_close(&fill[0]);
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
-    {
-      ck_assert_int_eq(conn_open(&fill[0], d.sock), 0);
-      union coop_msg hm;
-      memset(&hm, 0, sizeof hm);
-      hm.hello.min_version = hm.hello.max_version = COOP_WIRE_VERSION;
-      send_msg(&fill[0], COOP_MSG_HELLO, &hm, NULL, 0);
-      uint16_t t = read_frame(&fill[0]) ? fill[0].h.type : 0;
-      if (t != COOP_MSG_WELCOME) print_log(logp);
-      ck_assert_msg(t == COOP_MSG_WELCOME, "after one left: type %u, %s (limit %d, %d in)", t,
-                    t == COOP_MSG_ERROR ? fill[0].m.error.message : "", lim, filled);
-    }
-    for (int i = 0; i < filled; i++) conn_close(&fill[i]);
-    conn_close(&c);
-    daemon_stop_ok(&d, logp);
-    unlink(logp);
   }
-  END_TEST
+  return n;
+}
 
-  static void cancel_job(struct conn * c, uint64_t job) {
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    m.job.job = job;
-    ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
-    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c->m.result.state, COOP_JOB_CANCELLED);
+/* A connection that sends head (may be "") and then nothing: coopd closes
+ * it after timeout_ms without a word. The milliseconds it took. */
+static int64_t closed_silent_after(int port, const char *head) {
+  int fd = http_open(port);
+  int64_t t0 = now_ms();
+  if (*head) ck_assert_int_eq(write(fd, head, strlen(head)), (ssize_t)strlen(head));
+  char buf[256];
+  ck_assert_int_eq(http_read_all(fd, buf, sizeof buf), 0);
+  close(fd);
+  return now_ms() - t0;
+}
+
+/* Whether coopd has closed fd (EOF or a reset within ms). */
+static int http_closed_within(int fd, int ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, ms) != 1) return 0;
+  char b[256];
+  ssize_t k = recv(fd, b, sizeof b, MSG_DONTWAIT);
+  return k == 0 || (k < 0 && errno == ECONNRESET);
+}
+
+/* Issue 21 #5: with [metrics] listen set, coopd answers GET /metrics with
+ * the Prometheus text `coopctl metrics` prints (the counters move with a
+ * job), and nothing else: 404, 405, 400, 431 for a head over 8 KiB; a
+ * client that sends nothing or half a head is closed after timeout_ms;
+ * more than max_connections at once are told 503. Before this, [metrics]
+ * was an unknown key and coopd refused to start. */
+START_TEST(metrics_served_over_http) {
+  char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"metrics.listen=127.0.0.1:0", "metrics.timeout_ms=700",
+                        "metrics.max_connections=3", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  int port = metrics_port(logp);
+  if (!port) print_log(logp);
+  ck_assert_int_gt(port, 0);
+  ck_assert_int_eq(tcp_listeners(d.pid), 1);
+
+  const char *m0 = scrape(port);
+  prom_parses(m0);
+  assert_has(m0, "\ncoop_jobs_finished_total{state=\"done\"} 0\n");
+  assert_has(m0, "\ncoop_gather_seconds_count{device=\"0\"} 0\n");
+  struct conn c;
+  open_hello(&c, &d);
+  render_check(&c, 1, 0, 0);
+  const char *m1 = scrape(port);
+  prom_parses(m1);
+  assert_has(m1, "\ncoop_jobs_submitted_total 1\n");
+  assert_has(m1, "\ncoop_jobs_finished_total{state=\"done\"} 1\n");
+  assert_has(m1, "\ncoop_gather_seconds_count{device=\"0\"} 1\n");
+  assert_has(scrape(port), "\ncoop_clients 1\n"); /* c; an HTTP client is none */
+
+  char *r;
+  ck_assert_int_eq(http_get(port, "GET /metrics?name[]=x HTTP/1.0\r\n\r\n", &r), 200);
+  ck_assert_int_eq(http_get(port, "GET / HTTP/1.1\r\n\r\n", &r), 404);
+  ck_assert_int_eq(http_get(port, "GET /metricsx HTTP/1.1\r\n\r\n", &r), 404);
+  ck_assert_int_eq(http_get(port, "GET /metrics/../x HTTP/1.1\r\n\r\n", &r), 404);
+  ck_assert_int_eq(http_get(port, "POST /metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi", &r),
+                   405);
+  assert_has(r, "\r\nAllow: GET\r\n");
+  ck_assert_int_eq(http_get(port, "HEAD /metrics HTTP/1.1\r\n\r\n", &r), 405);
+  ck_assert_int_eq(http_get(port, "GET /metrics\r\n\r\n", &r), 400);
+  ck_assert_int_eq(http_get(port, "\x01\x02\x03 \xff\n\n", &r), 400);
+  ck_assert_int_eq(http_get(port, "GET /metrics SSH-2.0\r\n\r\n", &r), 400);
+  static char big[9000]; /* a head that never ends within 8 KiB */
+  memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
+  memset(big + 26, 'a', sizeof big - 26);
+  ck_assert_int_eq(http_ask(port, big, sizeof big, &r), 431);
+
+  /* nothing, or half a head: closed after timeout_ms (700), unanswered */
+  int64_t t = closed_silent_after(port, "");
+  ck_assert_msg(t >= 600 && t < 5000, "a silent client was closed after %lld ms", (long long)t);
+  t = closed_silent_after(port, "GET /metrics HTTP/1.1\r\nHost:");
+  ck_assert_msg(t >= 600 && t < 5000, "half a head was closed after %lld ms", (long long)t);
+
+  /* 3 connections at once at most, from 3 addresses that send nothing: a
+   * 4th takes the oldest one's slot, the others wait for their deadline */
+  int held[3];
+  const char *from[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4"};
+  for (int i = 0; i < 3; i++, msleep(20)) held[i] = http_open_from(port, from[i]);
+  msleep(100); /* accepted: all 3 slots taken */
+  ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n", &r), 200);
+  ck_assert_msg(http_closed_within(held[0], 0), "the oldest idle connection kept its slot");
+  char buf[64];
+  for (int i = 1; i < 3; i++) {
+    ck_assert_int_eq(http_read_all(held[i], buf, sizeof buf), 0);
+    close(held[i]);
   }
+  close(held[0]);
+  scrape(port);
 
-  /* Issue 20 #6: 64 DETACHED jobs per connection, reconnect and repeat: the
-   * per-client limit escaped across connections (384 unfinished jobs of one
-   * uid, every task slot full). Now max_jobs_per_uid counts a user's live
-   * jobs over all its connections, detached ones included; other users are
-   * not affected. */
-  START_TEST(live_jobs_per_uid_across_connections) {
-    const char *sets[] = {"limits.max_jobs_per_uid=4", NULL};
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, sets);
-    struct conn a, b;
-    open_hello(&a, &d);
-    int two = other_user_possible(&d, "live_jobs_per_uid_across_connections");
-    uint64_t ids[4];
-    for (int i = 0; i < 3; i++) ck_assert_uint_ne(ids[i] = detached_sweep(&a), 0);
-    conn_close(&a);
-    open_hello(&a, &d); /* a new connection: the three still count */
-    ck_assert_uint_ne(ids[3] = detached_sweep(&a), 0);
-    expect_refusal(&a, detached_sweep(&a), COOP_ELIMIT, "[limits] max_jobs_per_uid");
-    static uint32_t data[64];
-    expect_refusal(&a, sweep_submit(&a, data, 64, 1, 1, -1), COOP_ELIMIT, "per user");
-    open_hello(&b, &d);
-    union coop_msg m;
-    render_init(&m, 1);
-    expect_refusal(&b, submit(&b, &m, NULL, 0), COOP_ELIMIT, "max_jobs_per_uid");
-    if (two) {
-      pid_t kid = fork();
-      if (kid == 0) { /* another user runs as usual */
-        become_nobody();
-        struct conn o;
-        open_hello(&o, &d);
-        render_check(&o, 1, 0, 0);
-        _exit(0);
-      }
-      child_ok(kid);
-    }
-    cancel_job(&b, ids[0]); /* one fewer live: room for one */
-    render_check(&b, 1, 0, 0);
-    for (int i = 1; i < 4; i++) cancel_job(&b, ids[i]);
-    conn_close(&a);
-    conn_close(&b);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_uint_eq(stats(&c).submitted, 1); /* the socket's clients are served on */
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+/* 16 connections from one address that send nothing held every slot of
+ * /metrics (8) for timeout_ms, and each scrape meanwhile got 503; renewed
+ * as they closed, they kept it at 100% 503. Now one address holds
+ * max_connections_per_peer (2) at most, a newcomer takes the slot of the
+ * oldest idle connection in its way, and a connection without a whole
+ * request after request_timeout_ms (1 s here; the whole life is 20 s) is
+ * closed, even one that sends a byte now and then. */
+START_TEST(metrics_idle_peers_cannot_starve_scrapes) {
+  char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"metrics.listen=127.0.0.1:0", "metrics.timeout_ms=20000",
+                        "metrics.request_timeout_ms=1000", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  int port = metrics_port(logp);
+  if (!port) print_log(logp);
+  ck_assert_int_gt(port, 0);
+
+  /* 16 idle from 127.0.0.1: a scrape from there and one from elsewhere
+   * are both answered at once */
+  int idle[16];
+  for (int i = 0; i < 16; i++) idle[i] = http_open(port);
+  msleep(200);
+  int left = 0;
+  for (int i = 0; i < 16; i++) left += !http_closed_within(idle[i], 0);
+  ck_assert_int_le(left, 2);
+  int64_t t0 = now_ms();
+  scrape(port);
+  char *r;
+  ck_assert_int_eq(http_ask_from(port, "127.0.0.2", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r), 200);
+  ck_assert_msg(now_ms() - t0 < 900, "two scrapes took %lld ms", (long long)(now_ms() - t0));
+  /* the idle ones left are closed at request_timeout_ms, not timeout_ms */
+  for (int i = 0; i < 16; i++) {
+    ck_assert_msg(http_closed_within(idle[i], 3000), "idle connection %d still open after 3 s", i);
+    close(idle[i]);
   }
-  END_TEST
+  ck_assert_msg(now_ms() - t0 < 3000, "idle connections closed after %lld ms",
+                (long long)(now_ms() - t0));
 
-  /* Issue 20 #7: another user submitted 1100 DETACHED jobs and disconnected,
-   * and a victim's finished detached result was evicted (the 1024 cap was
-   * global). Now a user keeps at most max_detached_kept_per_uid, and the
-   * global max_detached_kept drops only the oldest of the user whose job
-   * joined. Here both are 2: the victim keeps its one, the attacker (5 jobs,
-   * finishing without a client) keeps only its newest. */
-  START_TEST(detached_results_are_kept_per_uid) {
-    const char *sets[] = {"limits.max_detached_kept_per_uid=2", "limits.max_detached_kept=2", NULL};
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, sets);
-    struct conn c;
-    open_hello(&c, &d);
-    int two = other_user_possible(&d, "detached_results_are_kept_per_uid");
-    union coop_msg m;
-    render_init(&m, 1);
-    m.submit.flags |= COOP_SUBMIT_DETACHED;
-    uint64_t victim = run_done(&c, &m);
-    conn_close(&c); /* its result is kept */
-    uint64_t theirs[5] = {0};
-    if (two) {
-      int pfd[2];
-      ck_assert_int_eq(pipe(pfd), 0);
-      pid_t kid = fork();
-      if (kid == 0) {
-        become_nobody();
-        struct conn o;
-        open_hello(&o, &d);
-        union coop_msg x;
-        render_sized(&x, 4, 4, 1);
-        for (int i = 0; i < 5; i++)
-          if (!(theirs[i] = submit(&o, &x, NULL, 0))) _exit(4);
-        if (write(pfd[1], theirs, sizeof theirs) != sizeof theirs) _exit(5);
-        _exit(0); /* gone before they finish */
-      }
-      child_ok(kid);
-      ck_assert_int_eq(read(pfd[0], theirs, sizeof theirs), (ssize_t)sizeof theirs);
-      close(pfd[0]);
-      close(pfd[1]);
-    }
-    open_hello(&c, &d);
-    wait_idle(&c);
-    /* the victim's result, whole */
-    ck_assert_uint_eq(wait_job(&c, victim, 1000), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
-    float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
-    render_inputs(a, b);
-    matmul_ref(a, b, want);
-    ck_assert_uint_eq(c.m.result.nbuf, 1);
-    memcpy(got, c.m.result.bufs[0].data, sizeof got);
-    for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
-    /* the attacker's: its newest only (root sees every job) */
-    for (int i = 0; two && i < 5; i++) {
-      uint16_t t = wait_job(&c, theirs[i], 1000);
-      ck_assert_uint_eq(t, i == 4 ? COOP_MSG_RESULT : COOP_MSG_ERROR);
-      if (i < 4) ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
-    }
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+  /* 8 idle from 8 addresses fill every slot: a ninth address is answered */
+  char addr[8][16];
+  for (int i = 0; i < 8; i++) {
+    snprintf(addr[i], sizeof addr[i], "127.0.1.%d", i + 1);
+    idle[i] = http_open_from(port, addr[i]);
   }
-  END_TEST
+  msleep(200);
+  ck_assert_int_eq(http_ask_from(port, "127.0.1.9", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r), 200);
+  ck_assert_msg(http_closed_within(idle[0], 0), "the oldest idle connection kept its slot");
+  for (int i = 1; i < 8; i++) close(idle[i]);
+  close(idle[0]);
 
-  /* Issue 20 #8: DETACHED jobs waited for before the disconnect were never
-   * capped (2560 kept, +664 MB with no client connected). They are kept
-   * within max_detached_kept_per_uid (2 here) like the others: the oldest go. */
-  START_TEST(detached_jobs_waited_for_are_capped) {
-    const char *sets[] = {"limits.max_detached_kept_per_uid=2", NULL};
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, sets);
-    struct conn c;
-    open_hello(&c, &d);
-    union coop_msg m;
-    render_sized(&m, 4, 4, 1);
-    uint64_t ids[4];
-    for (int i = 0; i < 4; i++) ids[i] = run_done(&c, &m);
-    conn_close(&c);
-    open_hello(&c, &d);
-    for (int i = 0; i < 4; i++) {
-      uint16_t t = wait_job(&c, ids[i], 1000);
-      ck_assert_uint_eq(t, i < 2 ? COOP_MSG_ERROR : COOP_MSG_RESULT);
-      if (i < 2) ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
-    }
-    memset(&m, 0, sizeof m); /* and STATUS lists just those two */
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
-    ck_assert_uint_eq(c.m.status_reply.n, 2);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+  /* a byte every 100 ms is no request: closed after about 1 s */
+  int fd = http_open(port);
+  t0 = now_ms();
+  const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+  int closed = 0;
+  for (const char *p = req; *p && !closed; p++) {
+    if (send(fd, p, 1, MSG_NOSIGNAL) != 1) break;
+    closed = http_closed_within(fd, 100);
   }
-  END_TEST
+  for (int i = 0; i < 50 && !closed; i++) closed = http_closed_within(fd, 100);
+  int64_t t = now_ms() - t0;
+  close(fd);
+  ck_assert_msg(closed && t >= 900 && t < 3000, "a trickling client was closed after %lld ms",
+                (long long)t);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
 
-  /* Issue 20 #9, the bytes: finished jobs' inline bytes counted toward no
-   * limit. Now a user's jobs in flight and the inline results kept for it
-   * count toward max_bytes_per_uid (2 MiB here), over all its connections;
-   * and a finished job no longer holds its inline IN copies. Each render
-   * sends 2 x 256 KiB IN and keeps 256 KiB OUT: six fit (6 x 256 KiB kept +
-   * 768 KiB in flight = 2 MiB), a seventh does not. Had the IN copies
-   * stayed, the third would not. */
-  START_TEST(inline_bytes_count_per_uid) {
-    const char *sets[] = {"limits.max_bytes_per_uid=2M", NULL};
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, sets);
-    struct conn a, b;
-    open_hello(&a, &d);
-    open_hello(&b, &d);
-    int two = other_user_possible(&d, "inline_bytes_count_per_uid");
-    union coop_msg m;
-    render_sized(&m, 256u << 10, 256u << 10, 0);
-    for (int i = 0; i < 6; i++) run_done(&a, &m);
-    expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_ELIMIT, "[limits] max_bytes_per_uid");
-    expect_refusal(&b, submit(&b, &m, NULL, 0), COOP_ELIMIT, "max_bytes_per_uid");
-    if (two) {
-      pid_t kid = fork();
-      if (kid == 0) { /* another user's bytes are its own */
-        become_nobody();
-        struct conn o;
-        open_hello(&o, &d);
-        run_done(&o, &m);
-        _exit(0);
-      }
-      child_ok(kid);
-    }
-    conn_close(&a); /* its results go: room again */
-    union coop_msg s;
-    memset(&s, 0, sizeof s);
-    ck_assert_uint_eq(reply(&b, send_msg(&b, COOP_MSG_STATS, &s, NULL, 0)), COOP_MSG_STATS_REPLY);
-    run_done(&b, &m);
-    conn_close(&b);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-  }
-  END_TEST
+/* Without [metrics] listen (the default) coopd holds no TCP listener; the
+ * count is the one that saw the listener above. */
+START_TEST(metrics_http_off_by_default) {
+  char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  limits_start(&d, sets);
+  msleep(200);
+  ck_assert_int_eq(tcp_listeners(d.pid), 0);
+  ck_assert_msg(!log_has(logp, "metrics: serving"), "coopd serves metrics unasked");
+  ck_assert_msg(log_has(logp, "listening on"), "the log is not the daemon's");
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
 
-  /* Issue 20 #9, the memory: 8 connections x 256 finished renders with
-   * 3 x 256 KiB inline buffers took 1.58 GB, the IN copies kept with every
-   * finished job. 120 finished renders with 2 x 256 KiB inline IN each (60
-   * MiB of copies), all still kept for WAIT, now leave coopd's size as it
-   * was. Defaults throughout. */
-  START_TEST(finished_jobs_free_inline_inputs) {
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, NULL);
-    struct conn c;
-    open_hello(&c, &d);
-    union coop_msg m;
-    render_sized(&m, 256u << 10, 4, 0);
-    for (int i = 0; i < 8; i++) run_done(&c, &m); /* the allocator's pools settle */
-    long before = proc_kib(d.pid, "VmRSS");
-    uint64_t first = run_done(&c, &m);
-    for (int i = 1; i < 120; i++) run_done(&c, &m);
-    long after = proc_kib(d.pid, "VmRSS");
-    ck_assert_msg(after - before < 24 * 1024,
-                  "coopd grew by %ld KiB with 120 finished renders (60 MiB of inline inputs)",
-                  after - before);
-    ck_assert_uint_eq(wait_job(&c, first, 1000), COOP_MSG_RESULT); /* still kept */
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-  }
-  END_TEST
+static Suite *suite(void) {
+  Suite *s = suite_create("daemon");
+  TCase *t = tcase_create("integration");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, hello_kernels_stats);
+  tcase_add_test(t, sweep_beside_periodic_renders);
+  tcase_add_test(t, bad_requests);
+  tcase_add_test(t, several_clients);
+  tcase_add_test(t, client_killed_mid_job);
+  tcase_add_test(t, socket_answers_once_it_appears);
+  tcase_add_test(t, detached_job_survives);
+  tcase_add_test(t, sigterm_in_flight);
+  tcase_add_test(t, limits_and_owners);
+  tcase_add_test(t, sighup_reload);
+  tcase_add_test(t, live_events_and_top);
+  tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
+  tcase_add_test(t, stop_kills_a_hung_kernel);
+  tcase_add_test(t, watchdog_ms_cancels_a_long_job);
+  tcase_add_test(t, full_arena);
+  tcase_add_test(t, crash_then_restart);
+  suite_add_tcase(s, t);
+  t = tcase_create("isolation");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, attack_sweep_n_past_its_buffer);
+  tcase_add_test(t, attack_neighbour_buffers);
+  tcase_add_test(t, attack_reads_nothing_of_others);
+  tcase_add_test(t, guard_zone_breach_fails_the_job);
+  tcase_add_test(t, attack_endless_render_then_leave);
+  tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
+  tcase_add_test(t, hello_name_cannot_forge_log_lines);
+  tcase_add_test(t, waiters_are_bounded);
+  tcase_add_test(t, device_process_crash_costs_its_jobs_only);
+  tcase_add_test(t, hung_kernel_restarts_its_device);
+  suite_add_tcase(s, t);
+  t = tcase_create("restarts");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
+  suite_add_tcase(s, t);
+  t = tcase_create("slots");
+  suite_add_tcase(s, t);
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, cooperative_slots_are_shared_between_users);
+  tcase_add_test(t, cooperative_wait_says_why_and_how_many_ahead);
+  tcase_add_test(t, one_user_cannot_take_every_cooperative_slot);
 
-  /* run_done, once coopd has seen a close that frees the room m needs:
-   * while it is refused with ELIMIT, again (2 s at most). */
-  static uint64_t run_done_when_room(struct conn * c, const union coop_msg *m) {
-    uint64_t j = 0;
-    for (int i = 0; i < 100 && !(j = submit(c, m, NULL, 0)); i++) {
-      ck_assert_int_eq(c->m.error.code, COOP_ELIMIT);
-      msleep(20);
-    }
-    ck_assert_msg(j != 0, "refused: %s", c->m.error.message);
-    ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
-    return j;
-  }
+  t = tcase_create("task_bound");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, task_max_ms_ends_a_detached_render);
+  tcase_add_test(t, ehung_names_no_other_users_job);
+  suite_add_tcase(s, t);
+  t = tcase_create("parking");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, idle_megakernel_parks);
+  tcase_add_test(t, parks_again_after_a_reload);
+  suite_add_tcase(s, t);
+  t = tcase_create("devices");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, devices_named_and_least_loaded);
+  suite_add_tcase(s, t);
+  t = tcase_create("systemd");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, systemd_notify_ready_and_reload);
+  tcase_add_test(t, systemd_socket_activation);
+  tcase_add_test(t, systemd_journal_log_prefixes);
+  tcase_add_test(t, systemd_reload_status_and_compiler_lines);
+  suite_add_tcase(s, t);
+  t = tcase_create("state");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, unsafe_paths_are_refused);
+  tcase_add_test(t, forged_journal_lines_are_skipped);
+  tcase_add_test(t, journal_on_a_full_disk);
+  tcase_add_test(t, fifo_in_the_kernel_directory);
+  tcase_add_test(t, times_stay_right_under_load);
+  suite_add_tcase(s, t);
+  t = tcase_create("limits");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, unread_replies_stay_bounded);
+  tcase_add_test(t, connections_per_uid_and_hello_deadline);
+  tcase_add_test(t, out_of_descriptors_sheds_connections);
+  tcase_add_test(t, live_jobs_per_uid_across_connections);
+  tcase_add_test(t, detached_results_are_kept_per_uid);
+  tcase_add_test(t, detached_jobs_waited_for_are_capped);
+  tcase_add_test(t, inline_bytes_count_per_uid);
+  tcase_add_test(t, finished_jobs_free_inline_inputs);
+  tcase_add_test(t, periodic_records_count_per_uid);
+  tcase_add_test(t, deadline_below_the_floor_is_refused);
+  suite_add_tcase(s, t);
+  t = tcase_create("metrics_http");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, metrics_served_over_http);
+  tcase_add_test(t, metrics_idle_peers_cannot_starve_scrapes);
+  tcase_add_test(t, metrics_http_off_by_default);
+  suite_add_tcase(s, t);
+  return s;
+}
 
-  /* A periodic render over tiny inline buffers (4 bytes each), n = 1. */
-  static void periodic_tiny(union coop_msg * m, uint32_t period_us, uint32_t count) {
-    render_sized(m, 4, 4, 0);
-    m->submit.period_us = period_us;
-    m->submit.count = count;
-  }
-
-  /* The instance records of a periodic job (64 bytes each in coopd, 4 MiB
-   * for 65536 instances; RESULT carries every one) counted toward no limit:
-   * finished renders of 65536 instances kept about 2.3 MB each. Now they
-   * count toward max_bytes_per_uid (1000 KiB here) like the buffers: from
-   * the SUBMIT on, the records it may need; once finished, those of the
-   * instances it ran, none lost. A 768 KiB render fits beside 4096 kept
-   * records (256 KiB) only once their connection closes. */
-  START_TEST(periodic_records_count_per_uid) {
-    const char *sets[] = {"limits.max_bytes_per_uid=1000K", NULL};
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, sets);
-    struct conn a, b;
-    open_hello(&a, &d);
-    open_hello(&b, &d);
-    union coop_msg m, big;
-    periodic_tiny(&m, 100, COOP_WIRE_MAX_INST); /* 4 MiB of records */
-    expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_ELIMIT, "[limits] max_bytes_per_uid");
-    assert_has(a.m.error.message, "64 bytes per instance");
-
-    periodic_tiny(&m, 100, 4096);
-    uint64_t j = run_done(&a, &m);
-    ck_assert_uint_eq(a.m.result.ninst, 4096);
-    render_sized(&big, 256u << 10, 256u << 10, 0); /* 768 KiB in flight */
-    expect_refusal(&b, submit(&b, &big, NULL, 0), COOP_ELIMIT, "max_bytes_per_uid");
-    ck_assert_uint_eq(wait_job(&a, j, 1000), COOP_MSG_RESULT); /* kept whole */
-    ck_assert_uint_eq(a.m.result.ninst, 4096);
-    conn_close(&a); /* its results go: room again (once coopd has seen the close) */
-    run_done_when_room(&b, &big);
-    conn_close(&b);
-
-    /* cancelled early, a job keeps the records of what it ran, not of the
-     * 12000 instances it asked room for (750 KiB: with them kept, the 768
-     * KiB render would not fit) */
-    open_hello(&a, &d);
-    periodic_tiny(&m, 1000, 12000);
-    for (int i = 0; i < 100 && !(j = submit(&a, &m, NULL, 0)); i++) msleep(20); /* b's close */
-    ck_assert_msg(j != 0, "refused: %s", a.m.error.message);
-    msleep(100);
-    cancel_job(&a, j);
-    ck_assert_uint_lt(a.m.result.ninst, 1000);
-    run_done(&a, &big);
-    conn_close(&a);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-  }
-  END_TEST
-
-  /* A deadline of 1 us, which no instance meets, added 2000 misses in 2 s to
-   * the device's coop_deadline_misses_total, the admin's count for every
-   * user. Now a deadline below [jobs] min_deadline_us (100 us by default) is
-   * refused, periodic or not; the floor itself, and no deadline, are taken,
-   * and the refusals count as no miss. */
-  START_TEST(deadline_below_the_floor_is_refused) {
-    struct daemon_proc d = {.log = NULL}; /* stderr as it is */
-    limits_start(&d, NULL);
-    struct conn c;
-    open_hello(&c, &d);
-    union coop_msg m;
-    periodic_tiny(&m, 1000, 3);
-    m.submit.deadline_us = 1;
-    expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "[jobs] min_deadline_us = 100 us");
-    render_sized(&m, 4, 4, 0); /* a single task */
-    m.submit.deadline_us = 99;
-    expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "min_deadline_us");
-    m.submit.deadline_us = 100;
-    run_done(&c, &m);
-    m.submit.deadline_us = 0;
-    run_done(&c, &m);
-    struct coop_msg_stats_reply st = stats(&c);
-    ck_assert_uint_eq(st.submitted, 2);
-    ck_assert_uint_eq(st.met[0].deadline_instances, 1);
-    conn_close(&c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
-  }
-  END_TEST
-
-  /* ---- issue 21 #5: GET /metrics over HTTP ([metrics] listen) ---- */
-
-  /* The port coopd logged for [metrics] listen = 127.0.0.1:0 (it logs
-   * after creating its socket: waited for), or 0 if none within 10 s. */
-  static int metrics_port(const char *logp) {
-    for (int i = 0; i < 200; i++, msleep(50)) {
-      FILE *f = fopen(logp, "r");
-      if (!f) continue;
-      static char buf[1 << 16];
-      size_t n = fread(buf, 1, sizeof buf - 1, f);
-      fclose(f);
-      buf[n] = 0;
-      const char *p = strstr(buf, "metrics: serving http://127.0.0.1:");
-      if (p) return atoi(p + strlen("metrics: serving http://127.0.0.1:"));
-    }
-    return 0;
-  }
-
-  /* A connection to 127.0.0.1:port from the loopback address src (another
-   * peer to coopd: the whole of 127.0.0.0/8 is this host's), or from
-   * 127.0.0.1 when src is NULL. */
-  static int http_open_from(int port, const char *src) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(fd, 0);
-    if (src) {
-      struct sockaddr_in b = {.sin_family = AF_INET};
-      ck_assert_int_eq(inet_pton(AF_INET, src, &b.sin_addr), 1);
-      ck_assert_msg(bind(fd, (struct sockaddr *)&b, sizeof b) == 0, "bind %s: %s", src,
-                    strerror(errno));
-    }
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_msg(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect 127.0.0.1:%d: %s",
-                  port, strerror(errno));
-    struct timeval tv = {10, 0}; /* a silent coopd fails the test, not hangs it */
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    return fd;
-  }
-
-  static int http_open(int port) { return http_open_from(port, NULL); }
-
-  /* Everything until coopd closes: the length, -1 on a timeout. */
-  static long http_read_all(int fd, char *out, size_t cap) {
-    size_t n = 0;
-    for (;;) {
-      ssize_t k = read(fd, out + n, cap - 1 - n);
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0 && errno == ECONNRESET) break;
-      if (k < 0) return -1;
-      if (k == 0 || (n += (size_t)k) == cap - 1) break;
-    }
-    out[n] = 0;
-    return (long)n;
-  }
-
-  /* One request (n bytes, sent as is) from src (http_open_from), the whole
-   * answer into out (static, NUL-terminated); its status code. */
-  static int http_ask_from(int port, const char *src, const char *req, size_t n, char **out) {
-    static char buf[1 << 17];
-    int fd = http_open_from(port, src);
-    ck_assert_int_eq(write(fd, req, n), (ssize_t)n);
-    long got = http_read_all(fd, buf, sizeof buf);
-    close(fd);
-    ck_assert_msg(got > 0, "no answer to %.40s", req);
-    int code = 0;
-    ck_assert_msg(sscanf(buf, "HTTP/1.1 %d ", &code) == 1, "not an HTTP answer: %.80s", buf);
-    *out = buf;
-    return code;
-  }
-
-  static int http_ask(int port, const char *req, size_t n, char **out) {
-    return http_ask_from(port, NULL, req, n, out);
-  }
-
-  static int http_get(int port, const char *text, char **out) {
-    return http_ask(port, text, strlen(text), out);
-  }
-
-  /* The body of a 200 answer to GET /metrics, its head checked. */
-  static const char *scrape(int port) {
-    char *r;
-    ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", &r), 200);
-    assert_has(r, "\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n");
-    assert_has(r, "\r\nConnection: close\r\n");
-    char *body = strstr(r, "\r\n\r\n");
-    ck_assert_ptr_nonnull(body);
-    body += 4;
-    const char *cl = strstr(r, "\r\nContent-Length: ");
-    ck_assert_ptr_nonnull(cl);
-    ck_assert_uint_eq(strtoul(cl + 18, NULL, 10), strlen(body));
-    return body;
-  }
-
-  /* The text through tests/prom_check.py, where python3 was found. */
-  static void prom_parses(const char *text) {
-#ifdef COOP_PYTHON
-    FILE *p = popen(COOP_PYTHON " " PROM_CHECK
-                                " --require coop_info --require coop_jobs_finished_total"
-                                " --require coop_gather_seconds --require coop_device_workers_busy"
-                                " >&2",
-                    "w");
-    ck_assert_ptr_nonnull(p);
-    fputs(text, p);
-    ck_assert_msg(pclose(p) == 0, "prom_check.py refused coopd's /metrics:\n%s", text);
-#else
-    (void)text;
-#endif
-  }
-
-  /* TCP sockets in LISTEN state that process pid holds (its descriptors'
-   * inodes looked up in /proc/net/tcp and tcp6). */
-  static int tcp_listeners(pid_t pid) {
-    char path[64], link[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *dir = opendir(path);
-    ck_assert_ptr_nonnull(dir);
-    unsigned long inodes[256];
-    int ni = 0, n = 0;
-    for (struct dirent *e; (e = readdir(dir)) && ni < 256;) {
-      char fdp[400];
-      snprintf(fdp, sizeof fdp, "%s/%s", path, e->d_name);
-      ssize_t k = readlink(fdp, link, sizeof link - 1);
-      if (k > 0 && (link[k] = 0, sscanf(link, "socket:[%lu]", &inodes[ni]) == 1)) ni++;
-    }
-    closedir(dir);
-    const char *tabs[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-    for (int t = 0; t < 2; t++) {
-      FILE *f = fopen(tabs[t], "r");
-      if (!f) continue;
-      char line[512];
-      while (fgets(line, sizeof line, f)) {
-        unsigned st;
-        unsigned long ino;
-        if (sscanf(line, " %*d: %*s %*s %x %*s %*s %*s %*s %*s %lu", &st, &ino) != 2) continue;
-        for (int i = 0; i < ni; i++) n += st == 0x0A && inodes[i] == ino;
-      }
-      fclose(f);
-    }
-    return n;
-  }
-
-  /* A connection that sends head (may be "") and then nothing: coopd closes
-   * it after timeout_ms without a word. The milliseconds it took. */
-  static int64_t closed_silent_after(int port, const char *head) {
-    int fd = http_open(port);
-    int64_t t0 = now_ms();
-    if (*head) ck_assert_int_eq(write(fd, head, strlen(head)), (ssize_t)strlen(head));
-    char buf[256];
-    ck_assert_int_eq(http_read_all(fd, buf, sizeof buf), 0);
-    close(fd);
-    return now_ms() - t0;
-  }
-
-  /* Whether coopd has closed fd (EOF or a reset within ms). */
-  static int http_closed_within(int fd, int ms) {
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, ms) != 1) return 0;
-    char b[256];
-    ssize_t k = recv(fd, b, sizeof b, MSG_DONTWAIT);
-    return k == 0 || (k < 0 && errno == ECONNRESET);
-  }
-
-  /* Issue 21 #5: with [metrics] listen set, coopd answers GET /metrics with
-   * the Prometheus text `coopctl metrics` prints (the counters move with a
-   * job), and nothing else: 404, 405, 400, 431 for a head over 8 KiB; a
-   * client that sends nothing or half a head is closed after timeout_ms;
-   * more than max_connections at once are told 503. Before this, [metrics]
-   * was an unknown key and coopd refused to start. */
-  START_TEST(metrics_served_over_http) {
-    char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
-    temp_log(logp);
-    const char *sets[] = {"metrics.listen=127.0.0.1:0", "metrics.timeout_ms=700",
-                          "metrics.max_connections=3", "log.level=info", NULL};
-    struct daemon_proc d = {.log = logp};
-    daemon_start_log(&d, sets);
-    int port = metrics_port(logp);
-    if (!port) print_log(logp);
-    ck_assert_int_gt(port, 0);
-    ck_assert_int_eq(tcp_listeners(d.pid), 1);
-
-    const char *m0 = scrape(port);
-    prom_parses(m0);
-    assert_has(m0, "\ncoop_jobs_finished_total{state=\"done\"} 0\n");
-    assert_has(m0, "\ncoop_gather_seconds_count{device=\"0\"} 0\n");
-    struct conn c;
-    open_hello(&c, &d);
-    render_check(&c, 1, 0, 0);
-    const char *m1 = scrape(port);
-    prom_parses(m1);
-    assert_has(m1, "\ncoop_jobs_submitted_total 1\n");
-    assert_has(m1, "\ncoop_jobs_finished_total{state=\"done\"} 1\n");
-    assert_has(m1, "\ncoop_gather_seconds_count{device=\"0\"} 1\n");
-    assert_has(scrape(port), "\ncoop_clients 1\n"); /* c; an HTTP client is none */
-
-    char *r;
-    ck_assert_int_eq(http_get(port, "GET /metrics?name[]=x HTTP/1.0\r\n\r\n", &r), 200);
-    ck_assert_int_eq(http_get(port, "GET / HTTP/1.1\r\n\r\n", &r), 404);
-    ck_assert_int_eq(http_get(port, "GET /metricsx HTTP/1.1\r\n\r\n", &r), 404);
-    ck_assert_int_eq(http_get(port, "GET /metrics/../x HTTP/1.1\r\n\r\n", &r), 404);
-    ck_assert_int_eq(http_get(port, "POST /metrics HTTP/1.1\r\nContent-Length: 2\r\n\r\nhi", &r),
-                     405);
-    assert_has(r, "\r\nAllow: GET\r\n");
-    ck_assert_int_eq(http_get(port, "HEAD /metrics HTTP/1.1\r\n\r\n", &r), 405);
-    ck_assert_int_eq(http_get(port, "GET /metrics\r\n\r\n", &r), 400);
-    ck_assert_int_eq(http_get(port, "\x01\x02\x03 \xff\n\n", &r), 400);
-    ck_assert_int_eq(http_get(port, "GET /metrics SSH-2.0\r\n\r\n", &r), 400);
-    static char big[9000]; /* a head that never ends within 8 KiB */
-    memcpy(big, "GET /metrics HTTP/1.1\r\nX: ", 26);
-    memset(big + 26, 'a', sizeof big - 26);
-    ck_assert_int_eq(http_ask(port, big, sizeof big, &r), 431);
-
-    /* nothing, or half a head: closed after timeout_ms (700), unanswered */
-    int64_t t = closed_silent_after(port, "");
-    ck_assert_msg(t >= 600 && t < 5000, "a silent client was closed after %lld ms", (long long)t);
-    t = closed_silent_after(port, "GET /metrics HTTP/1.1\r\nHost:");
-    ck_assert_msg(t >= 600 && t < 5000, "half a head was closed after %lld ms", (long long)t);
-
-    /* 3 connections at once at most, from 3 addresses that send nothing: a
-     * 4th takes the oldest one's slot, the others wait for their deadline */
-    int held[3];
-    const char *from[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4"};
-    for (int i = 0; i < 3; i++, msleep(20)) held[i] = http_open_from(port, from[i]);
-    msleep(100); /* accepted: all 3 slots taken */
-    ck_assert_int_eq(http_get(port, "GET /metrics HTTP/1.1\r\n\r\n", &r), 200);
-    ck_assert_msg(http_closed_within(held[0], 0), "the oldest idle connection kept its slot");
-    char buf[64];
-    for (int i = 1; i < 3; i++) {
-      ck_assert_int_eq(http_read_all(held[i], buf, sizeof buf), 0);
-      close(held[i]);
-    }
-    close(held[0]);
-    scrape(port);
-
-    ck_assert_uint_eq(stats(&c).submitted, 1); /* the socket's clients are served on */
-    conn_close(&c);
-    daemon_stop_ok(&d, logp);
-    unlink(logp);
-  }
-  END_TEST
-
-  /* 16 connections from one address that send nothing held every slot of
-   * /metrics (8) for timeout_ms, and each scrape meanwhile got 503; renewed
-   * as they closed, they kept it at 100% 503. Now one address holds
-   * max_connections_per_peer (2) at most, a newcomer takes the slot of the
-   * oldest idle connection in its way, and a connection without a whole
-   * request after request_timeout_ms (1 s here; the whole life is 20 s) is
-   * closed, even one that sends a byte now and then. */
-  START_TEST(metrics_idle_peers_cannot_starve_scrapes) {
-    char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
-    temp_log(logp);
-    const char *sets[] = {"metrics.listen=127.0.0.1:0", "metrics.timeout_ms=20000",
-                          "metrics.request_timeout_ms=1000", "log.level=info", NULL};
-    struct daemon_proc d = {.log = logp};
-    daemon_start_log(&d, sets);
-    int port = metrics_port(logp);
-    if (!port) print_log(logp);
-    ck_assert_int_gt(port, 0);
-
-    /* 16 idle from 127.0.0.1: a scrape from there and one from elsewhere
-     * are both answered at once */
-    int idle[16];
-    for (int i = 0; i < 16; i++) idle[i] = http_open(port);
-    msleep(200);
-    int left = 0;
-    for (int i = 0; i < 16; i++) left += !http_closed_within(idle[i], 0);
-    ck_assert_int_le(left, 2);
-    int64_t t0 = now_ms();
-    scrape(port);
-    char *r;
-    ck_assert_int_eq(http_ask_from(port, "127.0.0.2", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r),
-                     200);
-    ck_assert_msg(now_ms() - t0 < 900, "two scrapes took %lld ms", (long long)(now_ms() - t0));
-    /* the idle ones left are closed at request_timeout_ms, not timeout_ms */
-    for (int i = 0; i < 16; i++) {
-      ck_assert_msg(http_closed_within(idle[i], 3000), "idle connection %d still open after 3 s",
-                    i);
-      close(idle[i]);
-    }
-    ck_assert_msg(now_ms() - t0 < 3000, "idle connections closed after %lld ms",
-                  (long long)(now_ms() - t0));
-
-    /* 8 idle from 8 addresses fill every slot: a ninth address is answered */
-    char addr[8][16];
-    for (int i = 0; i < 8; i++) {
-      snprintf(addr[i], sizeof addr[i], "127.0.1.%d", i + 1);
-      idle[i] = http_open_from(port, addr[i]);
-    }
-    msleep(200);
-    ck_assert_int_eq(http_ask_from(port, "127.0.1.9", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r),
-                     200);
-    ck_assert_msg(http_closed_within(idle[0], 0), "the oldest idle connection kept its slot");
-    for (int i = 1; i < 8; i++) close(idle[i]);
-    close(idle[0]);
-
-    /* a byte every 100 ms is no request: closed after about 1 s */
-    int fd = http_open(port);
-    t0 = now_ms();
-    const char *req = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
-    int closed = 0;
-    for (const char *p = req; *p && !closed; p++) {
-      if (send(fd, p, 1, MSG_NOSIGNAL) != 1) break;
-      closed = http_closed_within(fd, 100);
-    }
-    for (int i = 0; i < 50 && !closed; i++) closed = http_closed_within(fd, 100);
-    int64_t t = now_ms() - t0;
-    close(fd);
-    ck_assert_msg(closed && t >= 900 && t < 3000, "a trickling client was closed after %lld ms",
-                  (long long)t);
-    daemon_stop_ok(&d, logp);
-    unlink(logp);
-  }
-  END_TEST
-
-  /* Without [metrics] listen (the default) coopd holds no TCP listener; the
-   * count is the one that saw the listener above. */
-  START_TEST(metrics_http_off_by_default) {
-    char logp[] = "/tmp/coopd-metrics-XXXXXX.log";
-    temp_log(logp);
-    const char *sets[] = {"log.level=info", NULL};
-    struct daemon_proc d = {.log = logp};
-    limits_start(&d, sets);
-    msleep(200);
-    ck_assert_int_eq(tcp_listeners(d.pid), 0);
-    ck_assert_msg(!log_has(logp, "metrics: serving"), "coopd serves metrics unasked");
-    ck_assert_msg(log_has(logp, "listening on"), "the log is not the daemon's");
-    ck_assert_int_eq(daemon_stop(&d), 0);
-    unlink(logp);
-  }
-  END_TEST
-
-  static Suite *suite(void) {
-    Suite *s = suite_create("daemon");
-    TCase *t = tcase_create("integration");
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, hello_kernels_stats);
-    tcase_add_test(t, sweep_beside_periodic_renders);
-    tcase_add_test(t, bad_requests);
-    tcase_add_test(t, several_clients);
-    tcase_add_test(t, client_killed_mid_job);
-    tcase_add_test(t, socket_answers_once_it_appears);
-    tcase_add_test(t, detached_job_survives);
-    tcase_add_test(t, sigterm_in_flight);
-    tcase_add_test(t, limits_and_owners);
-    tcase_add_test(t, sighup_reload);
-    tcase_add_test(t, live_events_and_top);
-    tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
-    tcase_add_test(t, stop_kills_a_hung_kernel);
-    tcase_add_test(t, watchdog_ms_cancels_a_long_job);
-    tcase_add_test(t, full_arena);
-    tcase_add_test(t, crash_then_restart);
-    suite_add_tcase(s, t);
-    t = tcase_create("isolation");
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, attack_sweep_n_past_its_buffer);
-    tcase_add_test(t, attack_neighbour_buffers);
-    tcase_add_test(t, attack_reads_nothing_of_others);
-    tcase_add_test(t, guard_zone_breach_fails_the_job);
-    tcase_add_test(t, attack_endless_render_then_leave);
-    tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
-    tcase_add_test(t, hello_name_cannot_forge_log_lines);
-    tcase_add_test(t, waiters_are_bounded);
-    tcase_add_test(t, device_process_crash_costs_its_jobs_only);
-    tcase_add_test(t, hung_kernel_restarts_its_device);
-    suite_add_tcase(s, t);
-    t = tcase_create("restarts");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
-    suite_add_tcase(s, t);
-    t = tcase_create("slots");
-    suite_add_tcase(s, t);
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, cooperative_slots_are_shared_between_users);
-    tcase_add_test(t, cooperative_wait_says_why_and_how_many_ahead);
-    tcase_add_test(t, one_user_cannot_take_every_cooperative_slot);
-
-    t = tcase_create("task_bound");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, task_max_ms_ends_a_detached_render);
-    tcase_add_test(t, ehung_names_no_other_users_job);
-    suite_add_tcase(s, t);
-    t = tcase_create("parking");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, idle_megakernel_parks);
-    tcase_add_test(t, parks_again_after_a_reload);
-    suite_add_tcase(s, t);
-    t = tcase_create("devices");
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, devices_named_and_least_loaded);
-    suite_add_tcase(s, t);
-    t = tcase_create("systemd");
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, systemd_notify_ready_and_reload);
-    tcase_add_test(t, systemd_socket_activation);
-    tcase_add_test(t, systemd_journal_log_prefixes);
-    tcase_add_test(t, systemd_reload_status_and_compiler_lines);
-    suite_add_tcase(s, t);
-    t = tcase_create("state");
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, unsafe_paths_are_refused);
-    tcase_add_test(t, forged_journal_lines_are_skipped);
-    tcase_add_test(t, journal_on_a_full_disk);
-    tcase_add_test(t, fifo_in_the_kernel_directory);
-    tcase_add_test(t, times_stay_right_under_load);
-    suite_add_tcase(s, t);
-    t = tcase_create("limits");
-    tcase_set_timeout(t, 300);
-    tcase_add_test(t, unread_replies_stay_bounded);
-    tcase_add_test(t, connections_per_uid_and_hello_deadline);
-    tcase_add_test(t, out_of_descriptors_sheds_connections);
-    tcase_add_test(t, live_jobs_per_uid_across_connections);
-    tcase_add_test(t, detached_results_are_kept_per_uid);
-    tcase_add_test(t, detached_jobs_waited_for_are_capped);
-    tcase_add_test(t, inline_bytes_count_per_uid);
-    tcase_add_test(t, finished_jobs_free_inline_inputs);
-    tcase_add_test(t, periodic_records_count_per_uid);
-    tcase_add_test(t, deadline_below_the_floor_is_refused);
-    suite_add_tcase(s, t);
-    t = tcase_create("metrics_http");
-    tcase_set_timeout(t, 120);
-    tcase_add_test(t, metrics_served_over_http);
-    tcase_add_test(t, metrics_idle_peers_cannot_starve_scrapes);
-    tcase_add_test(t, metrics_http_off_by_default);
-    suite_add_tcase(s, t);
-    return s;
-  }
-
-  int main(void) {
-    signal(SIGPIPE, SIG_IGN);
-    return coop_test_run(srunner_create(suite()));
-  }
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  return coop_test_run(srunner_create(suite()));
+}
