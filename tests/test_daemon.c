@@ -2528,6 +2528,107 @@ START_TEST(unsafe_paths_are_refused) {
 }
 END_TEST
 
+/* The directories above the socket's (D/coop/coop.sock with D writable by
+ * all and not sticky, docs/daemon.md "Sockets"): another user could rename
+ * D/coop away, make a D/coop of theirs and listen at the socket's path, and
+ * receive the clients' data. Now coopd refuses any directory above that another user
+ * could write (world or group, unless sticky) or owns, as named and as
+ * reached through a symlink, naming it, and creates nothing under it. A
+ * sticky one, as /tmp, passes: the refusal that follows is another one. */
+START_TEST(unsafe_ancestors_are_refused) {
+  char dir[64] = "/tmp/coopd-up-XXXXXX", up[96], sub[128], sock[160], log[96], link[96], lsock[128],
+       want[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  snprintf(up, sizeof up, "%s/up", dir);
+  snprintf(sub, sizeof sub, "%s/coop", up);
+  snprintf(sock, sizeof sock, "%s/coop.sock", sub);
+  snprintf(link, sizeof link, "%s/link", dir);
+  snprintf(lsock, sizeof lsock, "%s/coop.sock", link);
+  ck_assert_int_eq(mkdir(up, 0755), 0);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+  ck_assert_int_eq(chmod(up, 0777), 0);
+  snprintf(want, sizeof want,
+           "socket %s: the directory %s above it is writable by every user without the sticky "
+           "bit (uid %u, mode 0777)",
+           sock, up, (unsigned)geteuid());
+  refused(sock, NULL, log, want);
+  ck_assert_int_eq(chmod(up, 0775), 0);
+  snprintf(want, sizeof want, "the directory %s above it is writable by its group", up);
+  refused(sock, NULL, log, want);
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chmod(up, 0755), 0);
+    ck_assert_int_eq(chown(up, 65534, 65534), 0);
+    snprintf(want, sizeof want, "the directory %s above it is owned by another user", up);
+    refused(sock, NULL, log, want);
+    ck_assert_int_eq(chown(up, 0, 0), 0);
+  }
+  ck_assert_int_eq(chmod(up, 0777), 0);
+  ck_assert_int_eq(symlink(sub, link), 0); /* dir/link/coop.sock is dir/up/coop/coop.sock */
+  snprintf(want, sizeof want, "socket %s: the directory %s above it is writable", lsock, up);
+  refused(lsock, NULL, log, want);
+  ck_assert_int_eq(rmdir(sub), 0); /* not made under a directory refused */
+  snprintf(want, sizeof want, "the directory %s above it is writable by every user", up);
+  refused(sock, NULL, log, want);
+  ck_assert_int_ne(access(sub, F_OK), 0);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+  ck_assert_int_eq(chmod(up, 01777), 0); /* as /tmp */
+  write_file(sock, "not a socket\n");
+  refused(sock, NULL, log, "not a socket"); /* the next check: the directories passed */
+  ck_assert_int_eq(unlink(sock), 0);
+  unlink(link);
+  unlink(log);
+  rmdir(sub);
+  rmdir(up);
+  rmdir(dir);
+}
+END_TEST
+
+/* At its stop coopd unlinked whatever was at the socket's path: after
+ * another user had renamed its directory and listened at the path (the
+ * test above), the attacker's socket; after a replacement of the file,
+ * the replacement. Now it removes the file it bound, where that is now
+ * (the directory it holds open), and only if its device and inode are
+ * still those it bound. */
+START_TEST(stop_removes_only_its_own_socket) {
+  char logp[] = "/tmp/coopd-own-XXXXXX.log", moved[80], mine[112];
+  temp_log(logp);
+  static const char *const sets[] = {"server.journal=off", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  snprintf(moved, sizeof moved, "%s.moved", d.dir);
+  snprintf(mine, sizeof mine, "%s/coop.sock", moved);
+  ck_assert_int_eq(rename(d.dir, moved), 0);
+  ck_assert_int_eq(mkdir(d.dir, 0755), 0);
+  int squat = listen_at(d.sock);
+  daemon_stop_ok(&d, logp);
+  struct conn c;
+  ck_assert_msg(conn_open(&c, d.sock) == 0,
+                "the socket put in the renamed directory's place is gone");
+  conn_close(&c);
+  ck_assert_msg(access(mine, F_OK) != 0, "coopd left its own socket in the renamed directory");
+  close(squat);
+  unlink(d.sock);
+  rmdir(d.dir);
+  rmdir(moved);
+
+  daemon_start_log(&d, sets); /* the file replaced in place */
+  ck_assert_int_eq(unlink(d.sock), 0);
+  squat = listen_at(d.sock);
+  daemon_stop_ok(&d, logp);
+  ck_assert_msg(conn_open(&c, d.sock) == 0, "the socket that replaced coopd's is gone");
+  conn_close(&c);
+  if (!log_has(logp, "not removed: the file there is not the socket coopd bound")) print_log(logp);
+  ck_assert(log_has(logp, "not removed: the file there is not the socket coopd bound"));
+  close(squat);
+  unlink(d.sock);
+  rmdir(d.dir);
+  unlink(logp);
+}
+END_TEST
+
 /* STATUS of a job: 0 with its state in *state, or the ERROR code. */
 static int status_of(struct conn *c, uint64_t job, uint8_t *state) {
   union coop_msg m;
@@ -3623,6 +3724,8 @@ static Suite *suite(void) {
   t = tcase_create("state");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, unsafe_paths_are_refused);
+  tcase_add_test(t, unsafe_ancestors_are_refused);
+  tcase_add_test(t, stop_removes_only_its_own_socket);
   tcase_add_test(t, forged_journal_lines_are_skipped);
   tcase_add_test(t, journal_on_a_full_disk);
   tcase_add_test(t, fifo_in_the_kernel_directory);
