@@ -10,9 +10,11 @@
  * EVENTs, and wakes the others. Events are dispatched outside the lock, one
  * thread at a time, so the callback may itself call libcoop.
  */
+#define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,12 @@
 
 #define RECV_CHUNK 65536u
 #define DEFAULT_TIMEOUT_MS 30000
+/* The user coopd runs as when installed as a service (conf/coop.sysusers,
+ * conf/coopd.service's User=): the server libcoop trusts besides root and
+ * the caller, unless COOP_SERVER_USER names another. */
+#ifndef COOP_SERVICE_USER
+#define COOP_SERVICE_USER "coop"
+#endif
 
 struct coop_waiter {
   struct coop_waiter *next;
@@ -393,6 +401,61 @@ static int conn_open(coop_conn *c, const char *path) {
   return 0;
 }
 
+/* The uid of a user name, or of a number: 0 with *uid, or -1. */
+static int user_uid(const char *name, uid_t *uid) {
+  if (*name >= '0' && *name <= '9') {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(name, &end, 10);
+    if (errno || *end || v >= (uid_t)-1) return -1;
+    *uid = (uid_t)v;
+    return 0;
+  }
+  size_t len = 16384;
+  char *buf = malloc(len);
+  struct passwd pw, *res = NULL;
+  int e = buf ? getpwnam_r(name, &pw, buf, len, &res) : ENOMEM;
+  if (!e && res) *uid = res->pw_uid;
+  free(buf);
+  return !e && res ? 0 : -1;
+}
+
+/* Whether the server that took the connection may be told anything: it
+ * runs as root, as the caller, or as coopd's service user ($COOP_SERVER_USER,
+ * a name or a uid; else COOP_SERVICE_USER); the kernel says which uid it is
+ * (SO_PEERCRED: who called listen). Anyone else listening at the path (a
+ * directory above it writable by them, a socket left by an old server)
+ * would be handed the HELLO, then the jobs' inline data and memfds.
+ * $COOP_TRUST_ANY_SERVER=1 skips the check. 0, or an error with its
+ * message. */
+static int check_server(coop_conn *c, const char *path) {
+  const char *any = getenv("COOP_TRUST_ANY_SERVER");
+  if (any && !strcmp(any, "1")) return 0;
+  struct ucred cr;
+  socklen_t len = sizeof cr;
+  if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
+    return coop__fail(COOP_ECONN, "%s: cannot learn which user the server runs as: %s", path,
+                      strerror(errno));
+  if (cr.uid == 0 || cr.uid == geteuid() || cr.uid == getuid()) return 0;
+  const char *env = getenv("COOP_SERVER_USER");
+  const char *svc = env && *env ? env : COOP_SERVICE_USER;
+  uid_t su = 0;
+  int known = user_uid(svc, &su) == 0;
+  if (known && cr.uid == su) return 0;
+  char who[160];
+  if (known)
+    snprintf(who, sizeof who, "%.100s (uid %u)", svc, (unsigned)su);
+  else
+    snprintf(who, sizeof who, "%.100s (no such user)", svc);
+  return coop__fail(COOP_EUNTRUSTED,
+                    "%s: the server there runs as uid %u (pid %d), which is neither root, nor "
+                    "you (uid %u), nor coopd's service user %s; nothing was sent to it. If "
+                    "coopd runs as uid %u, set COOP_SERVER_USER=%u (COOP_TRUST_ANY_SERVER=1 "
+                    "turns the check off)",
+                    path, (unsigned)cr.uid, (int)cr.pid, (unsigned)geteuid(), who, (unsigned)cr.uid,
+                    (unsigned)cr.uid);
+}
+
 static void copy_welcome(struct coop_info *d, const struct coop_msg_welcome *s) {
   COOP_SCHEMA_WELCOME(COOP__COPY)
 }
@@ -426,6 +489,7 @@ int coop_connect(coop_conn **out, const char *path, const char *name) {
   coop_conn *c = conn_new();
   if (!c) return coop__fail(COOP_ENOMEM, "out of memory");
   int e = conn_open(c, p);
+  if (!e) e = check_server(c, p);
   if (!e) e = handshake(c, name);
   if (e) {
     coop_disconnect(c);

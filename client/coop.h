@@ -236,9 +236,18 @@ int coop_socket_path(const char *path, char *buf, size_t len);
 /* Connects to coopd (path as coop_socket_path() resolves it) and performs
  * the HELLO/WELCOME handshake; name (NULL: "libcoop") identifies the client
  * in the daemon's log. On success *out is the connection; otherwise *out is
- * NULL and the result is COOP_ECONN (no daemon there), COOP_EVERSION (it
- * speaks another protocol version), COOP_ECLOSED, COOP_ETIMEDOUT, ...;
- * coop_errmsg(NULL) then says more. */
+ * NULL and the result is COOP_ECONN (no daemon there), COOP_EUNTRUSTED (see
+ * below), COOP_EVERSION (it speaks another protocol version), COOP_ECLOSED,
+ * COOP_ETIMEDOUT, ...; coop_errmsg(NULL) then says more.
+ *
+ * Before sending anything it asks the kernel which user listens on the
+ * socket (SO_PEERCRED) and goes on only for root, the caller's own uid, or
+ * coopd's service user: $COOP_SERVER_USER (a user name or a uid), else
+ * "coop", the user the installed service runs as. Anyone else, who could
+ * have put a server at the path (a directory above it writable by them),
+ * would receive the jobs' data: COOP_EUNTRUSTED, and the message names
+ * the server's uid. $COOP_TRUST_ANY_SERVER=1 skips the check. The owner of
+ * the socket file proves nothing: whoever put a server there owns it. */
 int coop_connect(coop_conn **out, const char *path, const char *name);
 
 /* Closes the connection. Jobs still running are cancelled by the daemon;

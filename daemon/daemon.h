@@ -45,6 +45,11 @@ struct daemon {
   struct journal *journal;                  /* NULL with [server] journal = off */
   int listen_fd;
   int listen_inherited; /* socket activation: systemd's socket, never unlinked */
+  /* The socket file bound (server.c): its directory (-1: none held), its
+   * name there, and its device and inode; the stop removes only that. */
+  int sock_dir_fd;
+  char sock_name[256];
+  uint64_t sock_dev, sock_ino;
   uv_poll_t listen_poll;
   int listening;
   /* Out of descriptors (server.c): a spare one, given up to accept and

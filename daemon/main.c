@@ -350,6 +350,7 @@ int main(int argc, char **argv) {
   if (r >= 0) return r;
   log_setup(dm.cfg.log_level, 1, dm.cfg.log_syslog);
   dm.listen_fd = -1;
+  dm.sock_dir_fd = -1;
   if (take_listen_fd(&dm)) return 1;
   char err[1400];
   dm.ks = malloc(sizeof *dm.ks);

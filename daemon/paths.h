@@ -10,11 +10,16 @@
 #include <stddef.h>
 #include <uv.h>
 
-/* The directory of path (a file coopd creates): it must be owned by root or
- * by coopd's uid, and not writable by every user unless it has the sticky
- * bit (as /tmp has: there no one removes or renames another's files). A
- * missing directory (a component under an existing one) is created, mode
- * 0755. what names the file in the message ("socket"). 0, or -1 with err. */
+/* The directory of path (a file coopd creates) and every directory above
+ * it, as named and as realpath resolves them: each must be owned by root or
+ * by coopd's uid, and writable by no other user (group or others) unless it
+ * has the sticky bit (as /tmp has: there no one removes or renames
+ * another's files). Above the socket's directory this is what keeps
+ * another user from renaming that directory away and putting their own
+ * server at the path. A missing directory (a component under an existing
+ * one) is created, mode 0755, once those above it are found safe. what
+ * names the file in the message ("socket"). 0, or -1 with err naming the
+ * offending directory. */
 int paths_check_dir(uv_loop_t *loop, const char *path, const char *what, char *err, size_t errlen);
 
 /* Before the bind: whatever is at the socket path. Nothing: 0. A socket

@@ -162,6 +162,54 @@ static int bind_listen(const char *at, unsigned mode, int *fdp) {
   return 0;
 }
 
+/* The socket file just linked into place: its directory, held open, and
+ * its device and inode, so that the stop removes this file and no other.
+ * By the stop the name may be another's: the directory renamed and another
+ * put at its path, or the file replaced (docs/daemon.md, "Sockets"). A
+ * directory that cannot be opened leaves the stop to the path, as before. */
+static void remember_socket(struct daemon *dm, const char *path) {
+  char dir[sizeof dm->cfg.socket];
+  const char *slash = strrchr(path, '/'); /* the path is absolute (config.c) */
+  size_t n = slash && slash > path ? (size_t)(slash - path) : 1;
+  memcpy(dir, path, n);
+  dir[n] = '\0';
+  snprintf(dm->sock_name, sizeof dm->sock_name, "%s", slash ? slash + 1 : path);
+  dm->sock_dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct stat st;
+  if (dm->sock_dir_fd >= 0 &&
+      fstatat(dm->sock_dir_fd, dm->sock_name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    dm->sock_dev = (uint64_t)st.st_dev;
+    dm->sock_ino = (uint64_t)st.st_ino;
+    return;
+  }
+  log_warn("socket %s: %s: at the stop it is removed by its path", path, strerror(errno));
+  if (dm->sock_dir_fd >= 0) close(dm->sock_dir_fd);
+  dm->sock_dir_fd = -1;
+}
+
+/* The stop: the socket file goes only if it is still the one bound, in
+ * the directory it was bound in (wherever that directory is now). */
+static void remove_socket(struct daemon *dm) {
+  const char *path = dm->cfg.socket;
+  if (dm->sock_dir_fd < 0) {
+    unlink(path);
+    return;
+  }
+  struct stat st;
+  if (fstatat(dm->sock_dir_fd, dm->sock_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+    if (errno != ENOENT) log_warn("socket %s: %s: not removed", path, strerror(errno));
+  } else if ((uint64_t)st.st_dev != dm->sock_dev || (uint64_t)st.st_ino != dm->sock_ino) {
+    log_warn(
+        "socket %s: not removed: the file there is not the socket coopd bound (mode %06o, "
+        "uid %llu); something replaced it",
+        path, (unsigned)st.st_mode, (unsigned long long)st.st_uid);
+  } else if (unlinkat(dm->sock_dir_fd, dm->sock_name, 0) < 0) {
+    log_warn("socket %s: %s: not removed", path, strerror(errno));
+  }
+  close(dm->sock_dir_fd);
+  dm->sock_dir_fd = -1;
+}
+
 /* The socket file appears only once it accepts: bound and listening under
  * a name beside it (path.PID), then linked into place. Bound in place, a
  * client that saw the file between bind and listen got ECONNREFUSED (a
@@ -204,6 +252,7 @@ int server_listen(struct daemon *dm, char *err, size_t errlen) {
       return snprintf(err, errlen, "socket %s: %s", path, strerror(e)), -1;
     }
   }
+  remember_socket(dm, path);
   start_polling(dm, fd);
   return 0;
 }
@@ -224,5 +273,5 @@ void server_stop_listening(struct daemon *dm) {
   if (dm->spare_fd >= 0) close(dm->spare_fd);
   dm->spare_fd = -1;
   /* systemd's socket outlives coopd: a connect meanwhile starts it again */
-  if (!dm->listen_inherited) unlink(dm->cfg.socket);
+  if (!dm->listen_inherited) remove_socket(dm);
 }

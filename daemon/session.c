@@ -14,7 +14,9 @@
  * user (struct uid_use, counted over all of a uid's connections, so that
  * reconnecting escapes nothing; root has its own caps like anyone):
  *   connections  max_clients_per_uid, refused with an ERROR; a connection
- *                that sends no HELLO within hello_timeout_ms is closed;
+ *                that sends no HELLO within hello_timeout_ms is closed; at
+ *                max_clients, a user holding fewer still gets in, and the
+ *                user holding the most loses a connection (evict_pick);
  *   replies      the bytes queued and not yet written (out.len - out_off;
  *                the written prefix is dropped as it goes, so memory
  *                follows them): past SESS_OUT_PAUSE no more requests are
@@ -257,6 +259,7 @@ static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uin
     free(m);
     return;
   }
+  s->active_ms = uv_now(s->dm->loop);
   if (c) c->fn(s, h->seq, m, fds, nfds);
   free(m);
 }
@@ -443,9 +446,63 @@ static void log_refusal(struct daemon *dm, uint32_t uid, const char *why) {
   since = 0;
 }
 
+/* How much closing s would cost its user, lowest first: no HELLO yet;
+ * nothing pending (no job in flight on it, no WAIT, no subscription); only
+ * WAITs or a subscription (a detached job runs on without them); jobs in
+ * flight, which the close cancels. */
+static int evict_cost(const struct session *s) {
+  if (!s->hello) return 0;
+  if (s->inflight) return 3;
+  return s->nwaiters || s->sub_mask ? 2 : 1;
+}
+
+/* max_clients is reached and a connection of a user holding `have` comes.
+ * The user holding the most connections gives one up if it holds at least
+ * two more (so that the two do not take turns): the one that would cost it
+ * least, the one quiet longest among those. Without this, four users with
+ * max_clients_per_uid each filled max_clients and locked everyone else out,
+ * root included (docs/daemon.md, "Connections"). NULL: nobody holds more. */
+static struct session *evict_pick(struct daemon *dm, unsigned have) {
+  unsigned most = 0;
+  for (struct uid_use *u = dm->uids; u; u = u->next)
+    if (u->conns > most) most = u->conns;
+  if (most < have + 2) return NULL;
+  struct session *pick = NULL;
+  /* newest first: on a tie in time, the older connection goes */
+  for (struct session *s = dm->sessions; s; s = s->next) {
+    if (s->use->conns != most || s->closing) continue;
+    int c = pick ? evict_cost(s) - evict_cost(pick) : -1;
+    if (c < 0 || (c == 0 && s->active_ms <= pick->active_ms)) pick = s;
+  }
+  return pick;
+}
+
+/* Closes s to make room for a connection of uid (max_clients reached), with
+ * an ERROR that says why; logged at most once per SESS_LOG_MS. */
+static void evict(struct daemon *dm, struct session *s, uint32_t uid) {
+  static uint64_t last_ms, since;
+  uint64_t now = uv_now(dm->loop) + 1;
+  since++;
+  if (!last_ms || now - last_ms >= SESS_LOG_MS) {
+    log_warn(
+        "max_clients (%u) reached: closing connection %u/%s of uid %u, which holds %u, "
+        "for one of uid %u (%llu closed so since the last such line)",
+        dm->cfg.max_clients, s->pid, s->name, s->uid, s->use->conns, uid,
+        (unsigned long long)since);
+    last_ms = now;
+    since = 0;
+  }
+  sess_error(s, 0, COOP_ELIMIT,
+             "closed to make room for another user: coopd serves at most %u connections "
+             "([server] max_clients) and your uid %u held %u of them, the most of any user",
+             dm->cfg.max_clients, s->uid, s->use->conns);
+  sess_close_after_error(s);
+  sess_close(s);
+}
+
 void session_accept(struct daemon *dm, int fd) {
-  if (dm->nsessions >= dm->cfg.max_clients || dm->stopping) {
-    log_warn("refusing a client: %s", dm->stopping ? "shutting down" : "max_clients reached");
+  if (dm->stopping) {
+    log_warn("refusing a client: shutting down");
     close(fd);
     return;
   }
@@ -456,21 +513,31 @@ void session_accept(struct daemon *dm, int fd) {
     close(fd);
     return;
   }
-  struct uid_use *u = uid_get(dm, cr.uid);
-  if (!u) {
-    session_refuse(fd, COOP_ENOMEM, "coopd is out of memory");
-    return;
-  }
+  struct uid_use *u = uid_find(dm, cr.uid);
+  unsigned have = u ? u->conns : 0;
   /* Root too: its cap is its own, and it counts no one else's (64 idle
    * sockets of one uid locked everyone out: issue 20 #4). */
-  if (u->conns >= dm->cfg.max_clients_per_uid) {
+  if (have >= dm->cfg.max_clients_per_uid) {
     char msg[200];
     snprintf(msg, sizeof msg,
              "at most %u connections per user ([limits] max_clients_per_uid); close one first",
              dm->cfg.max_clients_per_uid);
     log_refusal(dm, cr.uid, "max_clients_per_uid reached");
     session_refuse(fd, COOP_ELIMIT, msg);
-    uid_put(dm, u);
+    return;
+  }
+  if (dm->nsessions >= dm->cfg.max_clients) {
+    struct session *victim = evict_pick(dm, have);
+    if (!victim) {
+      log_warn("refusing a client: max_clients reached");
+      close(fd);
+      return;
+    }
+    evict(dm, victim, cr.uid);
+  }
+  u = uid_get(dm, cr.uid);
+  if (!u) {
+    session_refuse(fd, COOP_ENOMEM, "coopd is out of memory");
     return;
   }
   struct session *s = calloc(1, sizeof *s);
@@ -485,6 +552,7 @@ void session_accept(struct daemon *dm, int fd) {
   s->fd = fd;
   s->uid = cr.uid;
   s->pid = (uint32_t)cr.pid;
+  s->active_ms = uv_now(dm->loop);
   snprintf(s->name, sizeof s->name, "?");
   coop_wire_reader_init(&s->rd);
   coop_wire_buf_init(&s->out);

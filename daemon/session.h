@@ -39,6 +39,7 @@ struct session {
   struct coop_wire_buf out;
   size_t out_off;
   uint32_t uid, pid;
+  uint64_t active_ms; /* the loop's time of its last request (or accept) */
   char name[COOP_WIRE_NAME_MAX];
   int hello;
   int closing;

@@ -43,7 +43,10 @@
   XX(ELOST, -31,                                                                               \
      "the job was lost: coopd or its device process stopped before it finished; submit it "    \
      "again")                                                                                  \
-  XX(EFAULT, -32, "the kernel accessed memory outside its job's buffers")
+  XX(EFAULT, -32, "the kernel accessed memory outside its job's buffers")                      \
+  XX(EUNTRUSTED, -33,                                                                          \
+     "the server at the socket runs as a user libcoop does not trust (not root, coopd's "      \
+     "service user or you)")
 
 enum coop_errno {
 #define COOP__ERR_ENUM(name, val, msg) COOP_##name = (val),

@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <pwd.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,6 +301,157 @@ START_TEST(socket_paths) {
     coop_disconnect(c);
     fake_end(&f);
   }
+}
+END_TEST
+
+/* ---- who the server is ---- */
+
+/* A server listening as uid 65534 (nobody) at a path in its own
+ * directory, as another user could put one at the socket's path: a child
+ * process that tells, one byte per connection on tally, 'S' when nothing
+ * came before the client hung up, 'H' when it answered a HELLO, 'F'
+ * otherwise. Root only. */
+struct foreign {
+  pid_t pid;
+  int tally;
+  char dir[32], path[64];
+};
+
+static void foreign_start(struct foreign *x) {
+  strcpy(x->dir, "/tmp/coop-test.XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(x->dir));
+  ck_assert_int_eq(chown(x->dir, 65534, 65534), 0);
+  ck_assert_int_eq(chmod(x->dir, 0755), 0);
+  snprintf(x->path, sizeof x->path, "%s/coop.sock", x->dir);
+  int tally[2], ready[2];
+  ck_assert_int_eq(pipe(tally), 0);
+  ck_assert_int_eq(pipe(ready), 0);
+  x->pid = fork();
+  ck_assert_int_ge(x->pid, 0);
+  if (x->pid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", x->path);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) || chmod(x->path, 0666) ||
+        listen(lfd, 4) || write(ready[1], "r", 1) != 1)
+      _exit(4);
+    for (;;) {
+      struct fconn c = {.fd = accept(lfd, NULL, NULL)};
+      if (c.fd < 0) _exit(5);
+      coop_wire_reader_init(&c.rd);
+      struct pollfd p = {.fd = c.fd, .events = POLLIN};
+      char b, t = 'F';
+      if (poll(&p, 1, 10000) == 1 && recv(c.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0) t = 'S';
+      if (t == 'F') {
+        struct fake f;
+        memset(&f, 0, sizeof f);
+        fk_welcome(&f, &c);
+        if (!f.fail[0]) t = 'H';
+      }
+      if (write(tally[1], &t, 1) != 1) _exit(6);
+      coop_wire_reader_free(&c.rd);
+      close(c.fd);
+    }
+  }
+  close(tally[1]);
+  close(ready[1]);
+  char r;
+  ck_assert_msg(read(ready[0], &r, 1) == 1, "the server as uid 65534 did not start");
+  close(ready[0]);
+  x->tally = tally[0];
+}
+
+/* What the server saw of the next connection. */
+static char foreign_saw(struct foreign *x) {
+  struct pollfd p = {.fd = x->tally, .events = POLLIN};
+  char t = 0;
+  if (poll(&p, 1, 15000) != 1 || read(x->tally, &t, 1) != 1) return 0;
+  return t;
+}
+
+static void foreign_end(struct foreign *x) {
+  kill(x->pid, SIGKILL);
+  waitpid(x->pid, NULL, 0);
+  close(x->tally);
+  unlink(x->path);
+  rmdir(x->dir);
+}
+
+/* coop_connect as uid (a child process): its result. */
+static int connect_as(uid_t uid, const char *path) {
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(uid) || setuid(uid)) _exit(3);
+    coop_conn *c;
+    int e = coop_connect(&c, path, NULL);
+    coop_disconnect(c);
+    _exit(e == 0 ? 0 : e == COOP_EUNTRUSTED ? 1 : 2);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+  ck_assert(WIFEXITED(st));
+  return WEXITSTATUS(st) == 0 ? 0 : WEXITSTATUS(st) == 1 ? COOP_EUNTRUSTED : -1000;
+}
+
+/* A server of another user at the socket's path (through a directory above
+ * it that the user could write) was handed the HELLO, then the jobs'
+ * inline data and memfds. Now libcoop asks the kernel who listens
+ * (SO_PEERCRED) and sends nothing unless it is root, the caller, or
+ * coopd's service user (COOP_SERVER_USER, else "coop");
+ * COOP_TRUST_ANY_SERVER=1 turns that off. */
+START_TEST(untrusted_server_refused) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "untrusted_server_refused: not root (a server of uid 65534), skipped\n");
+    return;
+  }
+  unsetenv("COOP_SERVER_USER");
+  unsetenv("COOP_TRUST_ANY_SERVER");
+  struct foreign x;
+  foreign_start(&x);
+  coop_conn *c = (coop_conn *)&x; /* must be reset to NULL */
+  ck_assert_int_eq(coop_connect(&c, x.path, NULL), COOP_EUNTRUSTED);
+  ck_assert_ptr_null(c);
+  const char *m = coop_errmsg(NULL);
+  ck_assert_msg(
+      strstr(m, x.path) && strstr(m, "runs as uid 65534") && strstr(m, "COOP_SERVER_USER=65534"),
+      "%s", m);
+  ck_assert_int_eq(foreign_saw(&x), 'S');                       /* not even the HELLO */
+  ck_assert_int_eq(connect_as(65533, x.path), COOP_EUNTRUSTED); /* another user too */
+  ck_assert_int_eq(foreign_saw(&x), 'S');
+  ck_assert_int_eq(connect_as(65534, x.path), 0); /* its own user trusts it */
+  ck_assert_int_eq(foreign_saw(&x), 'H');
+
+  setenv("COOP_SERVER_USER", "65534", 1); /* coopd's service user, by uid */
+  c = NULL;
+  int e = coop_connect(&c, x.path, NULL);
+  ck_assert_msg(e == 0, "%s: %s", coop_err_name(e), coop_errmsg(NULL));
+  coop_disconnect(c);
+  ck_assert_int_eq(foreign_saw(&x), 'H');
+  struct passwd *pw = getpwuid(65534);
+  if (pw) { /* and by name */
+    setenv("COOP_SERVER_USER", pw->pw_name, 1);
+    ck_assert_int_eq(coop_connect(&c, x.path, NULL), 0);
+    coop_disconnect(c);
+    ck_assert_int_eq(foreign_saw(&x), 'H');
+  }
+  setenv("COOP_SERVER_USER", "65533", 1); /* another one */
+  ck_assert_int_eq(coop_connect(&c, x.path, NULL), COOP_EUNTRUSTED);
+  ck_assert_msg(strstr(coop_errmsg(NULL), "service user 65533 (uid 65533)"), "%s",
+                coop_errmsg(NULL));
+  ck_assert_int_eq(foreign_saw(&x), 'S');
+  unsetenv("COOP_SERVER_USER");
+
+  setenv("COOP_TRUST_ANY_SERVER", "1", 1);
+  ck_assert_int_eq(coop_connect(&c, x.path, NULL), 0);
+  coop_disconnect(c);
+  ck_assert_int_eq(foreign_saw(&x), 'H');
+  setenv("COOP_TRUST_ANY_SERVER", "0", 1); /* only 1 turns the check off */
+  ck_assert_int_eq(coop_connect(&c, x.path, NULL), COOP_EUNTRUSTED);
+  ck_assert_int_eq(foreign_saw(&x), 'S');
+  unsetenv("COOP_TRUST_ANY_SERVER");
+  foreign_end(&x);
 }
 END_TEST
 
@@ -1185,6 +1338,26 @@ START_TEST(coopctl_top_many_jobs) {
 }
 END_TEST
 
+/* coopctl before a server of another user: exit 1, and the error says so. */
+START_TEST(coopctl_untrusted_server) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "coopctl_untrusted_server: not root (a server of uid 65534), skipped\n");
+    return;
+  }
+  unsetenv("COOP_SERVER_USER");
+  unsetenv("COOP_TRUST_ANY_SERVER");
+  struct foreign x;
+  foreign_start(&x);
+  static char out[4096];
+  const char *const a[] = {"--json", "--socket", x.path, "stats", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 1);
+  ck_assert_msg(strstr(out, "\"name\":\"EUNTRUSTED\"") && strstr(out, "runs as uid 65534"), "%s",
+                out);
+  ck_assert_int_eq(foreign_saw(&x), 'S');
+  foreign_end(&x);
+}
+END_TEST
+
 /* A coopd older than TOP: the first snapshot's TOP gets ERROR EPROTO and
  * the connection is closed; top notes it, reconnects, and asks no more. */
 static void s_top_old_daemon(struct fake *f, struct fconn *c) {
@@ -1252,6 +1425,7 @@ static Suite *suite(void) {
   tcase_add_test(t, replies_out_of_order);
   tcase_add_test(t, daemon_closes);
   tcase_add_test(t, top_request);
+  tcase_add_test(t, untrusted_server_refused);
   suite_add_tcase(s, t);
   return s;
 }
@@ -1268,6 +1442,7 @@ static Suite *ctl_suite(void) {
   tcase_add_test(t, coopctl_top);
   tcase_add_test(t, coopctl_top_old_daemon);
   tcase_add_test(t, coopctl_top_many_jobs);
+  tcase_add_test(t, coopctl_untrusted_server);
   suite_add_tcase(s, t);
   return s;
 }

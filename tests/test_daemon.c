@@ -3054,6 +3054,107 @@ START_TEST(unsafe_paths_are_refused) {
 }
 END_TEST
 
+/* The directories above the socket's (D/coop/coop.sock with D writable by
+ * all and not sticky, docs/daemon.md "Sockets"): another user could rename
+ * D/coop away, make a D/coop of theirs and listen at the socket's path, and
+ * receive the clients' data. Now coopd refuses any directory above that another user
+ * could write (world or group, unless sticky) or owns, as named and as
+ * reached through a symlink, naming it, and creates nothing under it. A
+ * sticky one, as /tmp, passes: the refusal that follows is another one. */
+START_TEST(unsafe_ancestors_are_refused) {
+  char dir[64] = "/tmp/coopd-up-XXXXXX", up[96], sub[128], sock[160], log[96], link[96], lsock[128],
+       want[512];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  snprintf(up, sizeof up, "%s/up", dir);
+  snprintf(sub, sizeof sub, "%s/coop", up);
+  snprintf(sock, sizeof sock, "%s/coop.sock", sub);
+  snprintf(link, sizeof link, "%s/link", dir);
+  snprintf(lsock, sizeof lsock, "%s/coop.sock", link);
+  ck_assert_int_eq(mkdir(up, 0755), 0);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+  ck_assert_int_eq(chmod(up, 0777), 0);
+  snprintf(want, sizeof want,
+           "socket %s: the directory %s above it is writable by every user without the sticky "
+           "bit (uid %u, mode 0777)",
+           sock, up, (unsigned)geteuid());
+  refused(sock, NULL, log, want);
+  ck_assert_int_eq(chmod(up, 0775), 0);
+  snprintf(want, sizeof want, "the directory %s above it is writable by its group", up);
+  refused(sock, NULL, log, want);
+  if (geteuid() == 0) {
+    ck_assert_int_eq(chmod(up, 0755), 0);
+    ck_assert_int_eq(chown(up, 65534, 65534), 0);
+    snprintf(want, sizeof want, "the directory %s above it is owned by another user", up);
+    refused(sock, NULL, log, want);
+    ck_assert_int_eq(chown(up, 0, 0), 0);
+  }
+  ck_assert_int_eq(chmod(up, 0777), 0);
+  ck_assert_int_eq(symlink(sub, link), 0); /* dir/link/coop.sock is dir/up/coop/coop.sock */
+  snprintf(want, sizeof want, "socket %s: the directory %s above it is writable", lsock, up);
+  refused(lsock, NULL, log, want);
+  ck_assert_int_eq(rmdir(sub), 0); /* not made under a directory refused */
+  snprintf(want, sizeof want, "the directory %s above it is writable by every user", up);
+  refused(sock, NULL, log, want);
+  ck_assert_int_ne(access(sub, F_OK), 0);
+  ck_assert_int_eq(mkdir(sub, 0755), 0);
+
+  ck_assert_int_eq(chmod(up, 01777), 0); /* as /tmp */
+  write_file(sock, "not a socket\n");
+  refused(sock, NULL, log, "not a socket"); /* the next check: the directories passed */
+  ck_assert_int_eq(unlink(sock), 0);
+  unlink(link);
+  unlink(log);
+  rmdir(sub);
+  rmdir(up);
+  rmdir(dir);
+}
+END_TEST
+
+/* At its stop coopd unlinked whatever was at the socket's path: after
+ * another user had renamed its directory and listened at the path (the
+ * test above), the attacker's socket; after a replacement of the file,
+ * the replacement. Now it removes the file it bound, where that is now
+ * (the directory it holds open), and only if its device and inode are
+ * still those it bound. */
+START_TEST(stop_removes_only_its_own_socket) {
+  char logp[] = "/tmp/coopd-own-XXXXXX.log", moved[80], mine[112];
+  temp_log(logp);
+  static const char *const sets[] = {"server.journal=off", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  snprintf(moved, sizeof moved, "%s.moved", d.dir);
+  snprintf(mine, sizeof mine, "%s/coop.sock", moved);
+  ck_assert_int_eq(rename(d.dir, moved), 0);
+  ck_assert_int_eq(mkdir(d.dir, 0755), 0);
+  int squat = listen_at(d.sock);
+  daemon_stop_ok(&d, logp);
+  struct conn c;
+  ck_assert_msg(conn_open(&c, d.sock) == 0,
+                "the socket put in the renamed directory's place is gone");
+  conn_close(&c);
+  ck_assert_msg(access(mine, F_OK) != 0, "coopd left its own socket in the renamed directory");
+  close(squat);
+  unlink(d.sock);
+  rmdir(d.dir);
+  rmdir(moved);
+
+  daemon_start_log(&d, sets); /* the file replaced in place */
+  ck_assert_int_eq(unlink(d.sock), 0);
+  squat = listen_at(d.sock);
+  daemon_stop_ok(&d, logp);
+  ck_assert_msg(conn_open(&c, d.sock) == 0, "the socket that replaced coopd's is gone");
+  conn_close(&c);
+  if (!log_has(logp, "not removed: the file there is not the socket coopd bound")) print_log(logp);
+  ck_assert(log_has(logp, "not removed: the file there is not the socket coopd bound"));
+  close(squat);
+  unlink(d.sock);
+  rmdir(d.dir);
+  unlink(logp);
+}
+END_TEST
+
 /* STATUS of a job: 0 with its state in *state, or the ERROR code. */
 static int status_of(struct conn *c, uint64_t job, uint8_t *state) {
   union coop_msg m;
@@ -3549,6 +3650,121 @@ START_TEST(connections_per_uid_and_hello_deadline) {
   conn_close(&idle[0]);
   conn_close(&r);
   conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Four users with max_clients_per_uid idle connections each filled
+ * max_clients, and everyone else was locked out, root included (no idle
+ * timeout after HELLO). Now a connection of a user holding fewer gets in:
+ * the user holding the most (at least two more) loses the connection that
+ * costs it least, the one quiet longest (docs/daemon.md, "Connections").
+ * Here max_clients = 6: root holds 4 (A with a job in flight, then D, C, B
+ * in that order of activity), nobody 2; uid 65533 comes three times. */
+START_TEST(crowded_out_users_still_get_in) {
+  static const char *const sets[] = {"server.max_clients=6", "limits.max_clients_per_uid=4", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  limits_start(&d, sets);
+  struct conn a, b, c, dd;
+  open_hello(&a, &d);
+  if (!other_user_possible(&d, "crowded_out_users_still_get_in")) {
+    conn_close(&a);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    return;
+  }
+  static uint32_t data[64];
+  uint64_t job = sweep_submit(&a, data, 64, 100000000u, 1, -1); /* runs until cancelled */
+  ck_assert_uint_ne(job, 0);
+  struct conn *order[] = {&dd, &c, &b}; /* quiet longest first */
+  for (int i = 0; i < 3; i++) {
+    msleep(30); /* the loop's clock counts ms */
+    open_hello(order[i], &d);
+    conn_timeout(order[i], 10);
+  }
+  int ready[2], go_nobody[2], go[2], done[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(go_nobody), 0);
+  pid_t nobody = fork();
+  ck_assert_int_ge(nobody, 0);
+  if (nobody == 0) { /* two connections, served throughout */
+    become_nobody();
+    struct conn e, f;
+    open_hello(&e, &d);
+    open_hello(&f, &d);
+    char x = 1;
+    if (write(ready[1], &x, 1) != 1) _exit(4);
+    if (read(go_nobody[0], &x, 1) != 1) _exit(5);
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    if (reply(&e, send_msg(&e, COOP_MSG_STATS, &m, NULL, 0)) != COOP_MSG_STATS_REPLY) _exit(6);
+    if (reply(&f, send_msg(&f, COOP_MSG_STATS, &m, NULL, 0)) != COOP_MSG_STATS_REPLY) _exit(7);
+    _exit(0);
+  }
+  char x;
+  close(ready[1]);
+  ck_assert_msg(read(ready[0], &x, 1) == 1, "nobody's connections failed");
+  /* made after nobody's fork: a write end it held would keep a read here
+   * from ever seeing the newcomer's end */
+  ck_assert_int_eq(pipe(go), 0);
+  ck_assert_int_eq(pipe(done), 0);
+  pid_t newcomer = fork(); /* tells by `done` when each connection is in */
+  ck_assert_int_ge(newcomer, 0);
+  if (newcomer == 0) {
+    if (setgid(65533) || setuid(65533)) _exit(3);
+    static struct conn n[3];
+    for (int i = 0; i < 3; i++) {
+      if (read(go[0], &x, 1) != 1) _exit(4);
+      if (conn_open(&n[i], d.sock)) _exit(5);
+      conn_timeout(&n[i], 10);
+      if (i == 2) { /* 2 each now: nobody holds more; closed with no frame */
+        if (read_frame(&n[i])) _exit(6);
+      } else { /* a HELLO sent without ck_assert: the parent tells of a refusal */
+        union coop_msg m;
+        memset(&m, 0, sizeof m);
+        m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+        struct coop_wire_buf w;
+        coop_wire_buf_init(&w);
+        if (coop_wire_encode(&w, COOP_MSG_HELLO, 1, &m) ||
+            coop_wire_send(n[i].fd, w.p, w.len, NULL, 0, NULL) || !read_frame(&n[i]) ||
+            n[i].h.type != COOP_MSG_WELCOME)
+          _exit(7);
+        coop_wire_buf_free(&w);
+      }
+      if (write(done[1], &x, 1) != 1) _exit(8);
+    }
+    _exit(0);
+  }
+  close(done[1]);
+  const char *why = "closed to make room for another user";
+  ck_assert_int_eq(write(go[1], &x, 1), 1);
+  ck_assert_msg(read(done[0], &x, 1) == 1, "uid 65533 did not get in with max_clients reached");
+  expect_error_then_close(&dd, COOP_ELIMIT, why); /* root's quietest idle one */
+  conn_close(&dd);
+  ck_assert_int_eq(write(go[1], &x, 1), 1);
+  ck_assert_msg(read(done[0], &x, 1) == 1, "uid 65533's second connection did not get in");
+  expect_error_then_close(&c, COOP_ELIMIT, "held 3 of them");
+  conn_close(&c);
+  ck_assert_int_eq(write(go[1], &x, 1), 1);
+  ck_assert_msg(read(done[0], &x, 1) == 1, "uid 65533's third connection was not refused");
+  child_ok(newcomer);
+  /* root's busy connection and its most recent one are served on, and so
+   * is nobody */
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&b, send_msg(&b, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  uint8_t st = job_state(&a, job);
+  ck_assert_msg(st == COOP_JOB_RUNNING || st == COOP_JOB_QUEUED, "the sweep: %s",
+                coop_job_state_name(st));
+  ck_assert_int_eq(write(go_nobody[1], &x, 1), 1);
+  child_ok(nobody);
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  ck_assert_uint_eq(reply(&a, send_msg(&a, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&a, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  for (int i = 0; i < 2; i++) close(go[i]), close(go_nobody[i]), close(ready[i]);
+  close(done[0]);
+  conn_close(&b);
+  conn_close(&a);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST
@@ -4359,6 +4575,8 @@ static Suite *suite(void) {
   t = tcase_create("state");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, unsafe_paths_are_refused);
+  tcase_add_test(t, unsafe_ancestors_are_refused);
+  tcase_add_test(t, stop_removes_only_its_own_socket);
   tcase_add_test(t, forged_journal_lines_are_skipped);
   tcase_add_test(t, journal_on_a_full_disk);
   tcase_add_test(t, fifo_in_the_kernel_directory);
@@ -4368,6 +4586,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 300);
   tcase_add_test(t, unread_replies_stay_bounded);
   tcase_add_test(t, connections_per_uid_and_hello_deadline);
+  tcase_add_test(t, crowded_out_users_still_get_in);
   tcase_add_test(t, out_of_descriptors_sheds_connections);
   tcase_add_test(t, live_jobs_per_uid_across_connections);
   tcase_add_test(t, detached_results_are_kept_per_uid);
