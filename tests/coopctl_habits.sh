@@ -50,7 +50,6 @@ mm="zeros:256 zeros:256 zeros:256 u32:8 u32:1"
 # an output coopctl could not write is found before the job runs: nothing
 # is submitted (it used to run the whole job, then fail to write)
 sub0=$("$coopctl" --socket "$sock" --json stats | sed -n 's/.*"submitted":\([0-9]*\),.*/\1/p')
-# shellcheck disable=SC2086
 expect 1 "coopctl: submit: cannot write /nonexistent/x.bin: No such file or directory" \
   "$coopctl" --socket "$sock" submit render --wg 1 --wait zeros:256 zeros:256 \
   out:256:/nonexistent/x.bin u32:8 u32:1
