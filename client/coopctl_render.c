@@ -311,7 +311,7 @@ static void report_text(const struct render *r, const struct coop_result *res,
   printf("calibration: reps=1 took %.3f ms", r->probe_ns / 1e6);
   if (r->probe2_reps) printf(", reps=%u took %.3f ms", r->probe2_reps, r->probe2_ns / 1e6);
   printf(", so reps %u%s\n", r->reps,
-         r->calibration && !strcmp(r->calibration, "incoherent") ? " (INCOHERENT: see below)"
+         r->calibration && !strcmp(r->calibration, "incoherent") ? " (INCOHERENT: see the warnings)"
          : r->calibration && !strcmp(r->calibration, "repeated") ? " (calibrated twice)"
                                                                  : "");
   if (m->exec.n)
@@ -355,9 +355,12 @@ static int report(struct ctl *x, const struct render *r, const struct coop_resul
   if (got >= 0 && (got < r->exec_ms / 2 || got > r->exec_ms * 2))
     fprintf(stderr,
             "coopctl: render: WARNING: the tasks lasted %.3f ms (execution p50), not the %s "
-            "class's %.3f ms: the calibration (reps %u) was off; the gather and period figures "
-            "are those of %.3f ms tasks\n",
-            got, r->cls, r->exec_ms, r->reps, got);
+            "class's %.3f ms: %s; the gather and period figures are those of %.3f ms tasks\n",
+            got, r->cls, r->exec_ms,
+            r->reps == 1 && got > r->exec_ms
+                ? "one repetition already takes longer here (a smaller --size shortens it)"
+                : "the calibration was off",
+            got);
   summary_free(&m);
   return ok ? 0 : 1;
 }

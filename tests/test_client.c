@@ -1343,7 +1343,7 @@ START_TEST(coopctl_render_calibration) {
                 "stderr: %s", err);
   ck_assert_msg(strstr(out, "class     medium: execution target 3.000 ms, obtained 0.160 ms (p50)"),
                 "stdout: %s", out);
-  ck_assert_ptr_nonnull(strstr(out, "so reps 1 (INCOHERENT: see below)"));
+  ck_assert_ptr_nonnull(strstr(out, "so reps 1 (INCOHERENT: see the warnings)"));
 
   fake_start(&f, s_render_incoherent);
   const char *const j[] = {"--json", "--socket", f.path, "render", "--class", "medium", "--wg",
