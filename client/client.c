@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <pwd.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
@@ -388,6 +390,42 @@ static coop_conn *conn_new(void) {
   return c;
 }
 
+/* ECONN for a failed connect(2), worded for what the user can do: a
+ * socket that refuses this user names the group that may use it (mode
+ * 0660, group coop under systemd: docs/daemon.md "Running under systemd");
+ * no socket, or no one listening on it, asks whether coopd runs. */
+static int connect_failed(const char *path, int err) {
+  struct stat st;
+  if ((err == EACCES || err == EPERM) && stat(path, &st) == 0 && !(st.st_mode & S_IWGRP))
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: permission denied: the socket (mode %04o) lets "
+                      "only its owner (uid %u) in; ask the administrator",
+                      path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+  if ((err == EACCES || err == EPERM) && stat(path, &st) == 0) {
+    char buf[4096], name[64];
+    struct group g, *gp = NULL;
+    if (getgrgid_r(st.st_gid, &g, buf, sizeof buf, &gp) == 0 && gp)
+      snprintf(name, sizeof name, "%s", gp->gr_name);
+    else
+      snprintf(name, sizeof name, "%u", (unsigned)st.st_gid);
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: permission denied: the socket (mode %04o) is for "
+                      "the members of group %s; join it (usermod -aG %s USER, then log in "
+                      "again) or ask the administrator",
+                      path, (unsigned)(st.st_mode & 07777), name, name);
+  }
+  if (err == EACCES || err == EPERM)
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: %s (a directory above the socket does not let this "
+                      "user through)",
+                      path, strerror(err));
+  if (err == ENOENT || err == ECONNREFUSED)
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: %s (is coopd running? check --socket or COOP_SOCKET)",
+                      path, strerror(err));
+  return coop__fail(COOP_ECONN, "cannot connect to %s: %s", path, strerror(err));
+}
+
 static int conn_open(coop_conn *c, const char *path) {
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   if (strlen(path) >= sizeof a.sun_path)
@@ -395,8 +433,7 @@ static int conn_open(coop_conn *c, const char *path) {
   strcpy(a.sun_path, path);
   c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (c->fd < 0) return coop__fail(COOP_ECONN, "socket: %s", strerror(errno));
-  if (connect(c->fd, (struct sockaddr *)&a, sizeof a) < 0)
-    return coop__fail(COOP_ECONN, "cannot connect to %s: %s", path, strerror(errno));
+  if (connect(c->fd, (struct sockaddr *)&a, sizeof a) < 0) return connect_failed(path, errno);
   coop_set_timeout(c, c->timeout_ms);
   return 0;
 }

@@ -7,10 +7,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -210,6 +212,30 @@ double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int ctl_writable(const char *cmd, const char *path) {
+  struct stat st;
+  int fd = -1, ok;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      errno = EISDIR, ok = 0;
+    else if (!S_ISREG(st.st_mode)) /* a FIFO or a device: opening it may block */
+      ok = access(path, W_OK) == 0;
+    else if ((ok = (fd = open(path, O_WRONLY | O_CLOEXEC)) >= 0)) /* not truncated */
+      close(fd);
+  } else if (errno == ENOENT) { /* created, and removed again: the directory takes files */
+    if ((ok = (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) >= 0)) {
+      close(fd);
+      unlink(path);
+    }
+  } else {
+    ok = 0;
+  }
+  if (ok) return 0;
+  fprintf(stderr, "coopctl: %s: cannot write %s: %s (checked before running: nothing was run)\n",
+          cmd, path, strerror(errno));
+  return 1;
 }
 
 int ctl_connect(struct ctl *x) {
@@ -707,6 +733,8 @@ static int cmd_submit(struct ctl *x, int argc, char **argv) {
   coop_job *j = NULL;
   r = build_job(&o, pos, npos, &s, &j);
   if (!r && s.outputs && !o.wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
+  for (unsigned i = 0; !r && i < s.nb; i++)
+    if (s.b[i].path) r = ctl_writable("submit", s.b[i].path);
   if (!r) r = submit_run(x, &o, j, &s);
   coop_job_free(j);
   sargs_free(&s);
@@ -741,7 +769,8 @@ static const struct cmd cmds[] = {
      "  out:BYTES:PATH    OUT buffer of BYTES, written to PATH when the job is done\n"
      "  inout:PATH        the file's bytes in, the buffer written back to PATH\n"
      "  zeros:BYTES       IN buffer of BYTES zero bytes\n"
-     "out: and inout: need --wait. Without --wait the job is detached: it goes on after\n"
+     "out: and inout: need --wait; their PATHs are checked writable before the job is\n"
+     "submitted. Without --wait the job is detached: it goes on after\n"
      "coopctl exits, and `coopctl wait JOB` (any connection of the same user) reports it.\n"
      "With --wait it is cancelled if coopctl dies first.\n",
      cmd_submit},
@@ -806,8 +835,10 @@ static const struct cmd cmds[] = {
      "E=3, heavy P=40 E=10; --period and --duration override P and E (ms). Uses the\n"
      "non-cooperative kernel render (c = a x b for N x N floats, N default 48, repeated\n"
      "reps times). A probe with reps=1 calibrates reps so one task takes about E; then one\n"
-     "periodic job (period P, deadline P, K workgroups) runs for SECONDS. Prints gather\n"
-     "time, execution time and achieved period (p50/p90/p99/max, ms), instances, deadline\n"
+     "periodic job (period P, deadline P, K workgroups) runs for SECONDS. Probes that\n"
+     "disagree (reps=R taking over 3R times reps=1) run again, then get a warning. Prints\n"
+     "the execution obtained against E (a warning when off by over 2x), gather time,\n"
+     "execution time and achieved period (p50/p90/p99/max, ms), instances, deadline\n"
      "misses and reps, and checks the last c against the CPU (exit 1 on a mismatch).\n"
      "--device D runs the probes and the job on device D (default: the least loaded one).\n",
      cmd_render},

@@ -35,6 +35,12 @@ int ctl_usage(const char *cmd, const char *fmt, ...) __attribute__((format(print
 /* "coopctl: what: strerror: message"; returns 1. */
 int ctl_fail(const char *what, int err);
 int ctl_connect(struct ctl *x);
+/* Whether coopctl may write path, an output it writes once a job is done:
+ * checked before the job runs, so that a mistyped path does not cost the
+ * whole run. An existing file is opened (not truncated); a new one is
+ * created and removed again. 0, or 1 with "coopctl: cmd: cannot write
+ * ..." printed. */
+int ctl_writable(const char *cmd, const char *path);
 int parse_u32(const char *s, uint32_t *v);
 int parse_u64(const char *s, uint64_t *v);
 int parse_i64(const char *s, int64_t *v);

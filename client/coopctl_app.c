@@ -420,6 +420,7 @@ static int app_setup(const struct app_opts *o, struct app_run *ar) {
   if (o->groups && (parse_u32(o->groups, &g) || g == 0))
     return ctl_usage("app", "bad --groups %s (1..workers)", o->groups);
   if (o->binary && !o->out) return ctl_usage("app", "--binary needs --out");
+  if (o->out && strcmp(o->out, "-") && ctl_writable("app", o->out)) return 1;
   if (o->original && o->query)
     return ctl_usage("app", "--query-barrier is the cooperative form's: not with --original");
   ar->timeout_ms = o->timeout ? (int)t : -1;

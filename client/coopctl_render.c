@@ -30,6 +30,7 @@ struct render {
   int device;                  /* --device, or COOP_ANY_DEVICE */
   int64_t probe_ns, probe2_ns; /* reps = 1, reps = probe2_reps */
   uint32_t probe2_reps;
+  const char *calibration; /* "ok", "repeated" (the first was incoherent), "incoherent" */
   float *a, *b, *c;
 };
 
@@ -160,17 +161,52 @@ static uint32_t reps_for(double target_ns, double reps, int64_t ns) {
   return v < 1 ? 1 : v > MAX_REPS ? MAX_REPS : (uint32_t)v;
 }
 
+/* Whether the two probes agree: a task has a fixed cost besides its
+ * repetitions, so reps = R takes at most about R times as long as reps = 1.
+ * Far more (a loaded host, a first run that compiled, a clock fit off)
+ * means neither probe measured the kernel, and the reps rescaled from
+ * them give tasks of any length: 20 reps once took 676 times one rep, and
+ * a medium class (3 ms) ran 0.16 ms tasks. */
+#define CALIBRATION_SLACK 3.0
+static int coherent(const struct render *r) {
+  return !r->probe2_reps ||
+         (double)r->probe2_ns <= CALIBRATION_SLACK * r->probe2_reps * (double)r->probe_ns;
+}
+
 /* reps so that one task takes about E: a probe with reps = 1, then one
  * with the estimate, rescaled (the first run of a kernel can be slower, and
- * a task has a fixed cost besides its repetitions). */
+ * a task has a fixed cost besides its repetitions). Probes that disagree
+ * (coherent) are run once more; if they still disagree, coopctl says so
+ * and goes on, and the report says how long the tasks took. */
 static int calibrate(struct ctl *x, struct render *r) {
   double target = r->exec_ms * 1e6;
-  if (!(r->probe_ns = probe(x, r, 1))) return 1;
-  r->reps = reps_for(target, 1, r->probe_ns);
-  if (r->reps == 1) return 0;
-  if (!(r->probe2_ns = probe(x, r, r->reps))) return 1;
-  r->probe2_reps = r->reps;
-  r->reps = reps_for(target, r->reps, r->probe2_ns);
+  for (int attempt = 0;; attempt++) {
+    r->probe2_reps = 0;
+    r->probe2_ns = 0;
+    if (!(r->probe_ns = probe(x, r, 1))) return 1;
+    r->reps = reps_for(target, 1, r->probe_ns);
+    if (r->reps == 1) break;
+    if (!(r->probe2_ns = probe(x, r, r->reps))) return 1;
+    r->probe2_reps = r->reps;
+    r->reps = reps_for(target, r->reps, r->probe2_ns);
+    if (coherent(r) || attempt == 1) break;
+    fprintf(stderr,
+            "coopctl: render: incoherent calibration: reps=1 took %.3f ms but reps=%u took "
+            "%.3f ms (%.0f times as long, not at most %u): calibrating again\n",
+            r->probe_ns / 1e6, r->probe2_reps, r->probe2_ns / 1e6,
+            (double)r->probe2_ns / (double)r->probe_ns, r->probe2_reps);
+    r->calibration = "repeated";
+  }
+  if (!coherent(r)) {
+    r->calibration = "incoherent";
+    fprintf(stderr,
+            "coopctl: render: WARNING: the calibration is still incoherent: reps=1 took %.3f ms, "
+            "reps=%u took %.3f ms; with reps %u the tasks may not last the %s class's %.3f ms "
+            "(the report says how long they did)\n",
+            r->probe_ns / 1e6, r->probe2_reps, r->probe2_ns / 1e6, r->reps, r->cls, r->exec_ms);
+  } else if (!r->calibration) {
+    r->calibration = "ok";
+  }
   return 0;
 }
 
@@ -251,8 +287,13 @@ static void report_json(const struct render *r, const struct coop_result *res,
     printf("\"probe_exec_ns\":null,\"reps\":%u,", r->reps); /* not measured */
   else
     printf("\"probe_exec_ns\":%lld,\"reps\":%u,", (long long)r->probe_ns, r->reps);
+  printf("\"calibration\":\"%s\",", r->calibration ? r->calibration : "ok");
   json_result_fields(stdout, res);
   printf(",\"instances_done\":%u,\"deadline_misses\":%u", m->done, m->misses);
+  if (m->exec.n)
+    printf(",\"exec_obtained_ms\":%.6f", percentile(m->exec.v, m->exec.n, 50));
+  else
+    printf(",\"exec_obtained_ms\":null");
   json_series("gather_ms", &m->gather);
   json_series("exec_ms", &m->exec);
   json_series("period_ms_achieved", &m->period);
@@ -269,7 +310,13 @@ static void report_text(const struct render *r, const struct coop_result *res,
       r->cls, r->period_ms, r->exec_ms, r->wg, res->device, r->n, r->seconds);
   printf("calibration: reps=1 took %.3f ms", r->probe_ns / 1e6);
   if (r->probe2_reps) printf(", reps=%u took %.3f ms", r->probe2_reps, r->probe2_ns / 1e6);
-  printf(", so reps %u\n", r->reps);
+  printf(", so reps %u%s\n", r->reps,
+         r->calibration && !strcmp(r->calibration, "incoherent") ? " (INCOHERENT: see the warnings)"
+         : r->calibration && !strcmp(r->calibration, "repeated") ? " (calibrated twice)"
+                                                                 : "");
+  if (m->exec.n)
+    printf("class     %s: execution target %.3f ms, obtained %.3f ms (p50)\n", r->cls, r->exec_ms,
+           percentile(m->exec.v, m->exec.n, 50));
   printf("job %llu: %s%s%s\n", (unsigned long long)res->job, coop_state_name(res->state),
          res->message[0] ? ": " : "", res->message);
   printf("%-10s %10s %10s %10s %10s   (samples)\n", "ms", "p50", "p90", "p99", "max");
@@ -303,6 +350,17 @@ static int report(struct ctl *x, const struct render *r, const struct coop_resul
   if (checked && !ok)
     fprintf(stderr, "coopctl: render: the last instance's c does not match the CPU (%.3g > %.3g)\n",
             err, tol);
+  /* the figures above are those of the tasks that ran, whatever the class */
+  double got = m.exec.n ? percentile(m.exec.v, m.exec.n, 50) : -1;
+  if (got >= 0 && (got < r->exec_ms / 2 || got > r->exec_ms * 2))
+    fprintf(stderr,
+            "coopctl: render: WARNING: the tasks lasted %.3f ms (execution p50), not the %s "
+            "class's %.3f ms: %s; the gather and period figures are those of %.3f ms tasks\n",
+            got, r->cls, r->exec_ms,
+            r->reps == 1 && got > r->exec_ms
+                ? "one repetition already takes longer here (a smaller --size shortens it)"
+                : "the calibration was off",
+            got);
   summary_free(&m);
   return ok ? 0 : 1;
 }

@@ -98,10 +98,11 @@ void session_accept(struct daemon *dm, int fd);
 /* An ERROR frame (seq 0) to a connection never taken on, best effort, then
  * close(fd). */
 void session_refuse(int fd, int code, const char *message);
+void session_shutdown_all(struct daemon *dm);
+/* sess_jobs.c */
 void session_job_done(struct daemon *dm, struct job *j);
 void session_job_event(struct daemon *dm, const struct dev_event *e);
-void session_shutdown_all(struct daemon *dm);
-/* What STATS answers (a client's, or metrics_http.c's /metrics). */
+/* sess_info.c: what STATS answers (a client's, or metrics_http.c's /metrics). */
 void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st);
 
 #endif /* COOPD_DAEMON_H */

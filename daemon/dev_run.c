@@ -169,7 +169,8 @@ void dev__start_now(struct dev *d, struct job *j) {
   if (dev__periodic(j)) {
     uint64_t n = j->count ? j->count : (uint64_t)j->duration_ms * 1000 / j->period_us + 1;
     j->inst = calloc(n, sizeof *j->inst);
-    if (!j->inst) {
+    j->inst_order = calloc(n, sizeof *j->inst_order);
+    if (!j->inst || !j->inst_order) {
       dev__fail(j, COOP_ENOMEM, "%s", "out of memory");
       free(r);
       dev__hand_back(d, j);
@@ -262,6 +263,8 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
     in->state = st;
     in->t = t;
     if (r->task_inst[slot] + 1 > j->ninst) j->ninst = r->task_inst[slot] + 1;
+    /* published by the add below: STATS counts it now (jobs_count_instances) */
+    j->inst_order[atomic_load(&j->instances_done)] = r->task_inst[slot];
   } else if (atomic_load(&j->state) != COOP_JOB_FAILED) { /* keep a failure's reason */
     atomic_store(&j->state, st);
   }

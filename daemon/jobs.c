@@ -23,6 +23,7 @@ void job_free(struct job *j) {
     free(j->args[i].data);
   }
   free(j->inst);
+  free(j->inst_order);
   free(j);
 }
 
@@ -282,22 +283,42 @@ void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n) {
 
 /* ---- counters and gather statistics ---- */
 
-void jobs_count_finished(struct daemon *dm, const struct job *j) {
+static void gather_sample(struct daemon *dm, int64_t g) {
+  dm->gather[dm->gather_pos] = g;
+  dm->gather_pos = (dm->gather_pos + 1) % DM_GATHER_SAMPLES;
+  if (dm->ngather < DM_GATHER_SAMPLES) dm->ngather++;
+}
+
+void jobs_count_instances(struct daemon *dm, struct job *j) {
+  if (!j->period_us) return;
+  /* acquire: the inst_order entries and inst[] records below it are written */
+  uint32_t n = atomic_load(&j->instances_done);
+  for (; j->inst_counted < n; j->inst_counted++) {
+    int64_t g = j->inst[j->inst_order[j->inst_counted]].t.gather_ns;
+    metrics_count_task(&dm->met, j, g);
+    if (!(j->flags & COOP_SUBMIT_COOPERATIVE) && g >= 0) gather_sample(dm, g);
+  }
+  uint32_t misses = atomic_load(&j->misses_so_far);
+  if (misses > j->misses_counted) {
+    metrics_count_misses(&dm->met, j, misses - j->misses_counted);
+    j->misses_counted = misses;
+  }
+}
+
+void jobs_count_finished(struct daemon *dm, struct job *j) {
   uint8_t st = atomic_load(&j->state);
   dm->done += st == COOP_JOB_DONE;
   dm->cancelled += st == COOP_JOB_CANCELLED;
   dm->refused += st == COOP_JOB_REFUSED;
   dm->failed += st == COOP_JOB_FAILED;
-  metrics_count(&dm->met, j);
-  if (j->flags & COOP_SUBMIT_COOPERATIVE) return;
-  uint32_t n = j->period_us ? j->ninst : 1;
-  for (uint32_t i = 0; i < n; i++) {
-    int64_t g = j->period_us ? j->inst[i].t.gather_ns : j->t.gather_ns;
-    if (g < 0) continue;
-    dm->gather[dm->gather_pos] = g;
-    dm->gather_pos = (dm->gather_pos + 1) % DM_GATHER_SAMPLES;
-    if (dm->ngather < DM_GATHER_SAMPLES) dm->ngather++;
+  if (j->period_us) { /* the instances not yet counted while it ran */
+    jobs_count_instances(dm, j);
+    return;
   }
+  metrics_count_task(&dm->met, j, j->t.gather_ns);
+  metrics_count_misses(&dm->met, j, j->misses);
+  if (!(j->flags & COOP_SUBMIT_COOPERATIVE) && j->t.gather_ns >= 0)
+    gather_sample(dm, j->t.gather_ns);
 }
 
 static int cmp_i64(const void *a, const void *b) {

@@ -7,7 +7,8 @@
  * Ownership: the loop thread creates a job and hands it to the device
  * thread (dev_submit); from then until the device thread posts it back as
  * finished, only the device thread writes the result fields below, and the
- * loop reads only the fields marked (imm) and the atomics. After the
+ * loop reads only the fields marked (imm), the atomics, and the periodic
+ * instances that instances_done publishes (inst_order). After the
  * hand-back the loop owns it all again.
  */
 #ifndef COOPD_JOBS_H
@@ -69,10 +70,16 @@ struct job {
   struct coop_wire_inst *inst; /* periodic jobs: every instance */
   uint32_t ninst;
   uint8_t reruns; /* run again from the start after a device restart took it */
+  uint32_t *inst_order; /* periodic jobs: inst[] indices in the order the instances
+                         * ended; each is set, with its inst[] entry, before
+                         * instances_done counts it, so the loop may read the
+                         * first instances_done while the job runs */
 
   /* loop thread only */
   struct session *owner; /* NULL once its client has gone */
   struct job *next;      /* in the daemon's job list */
+  /* periodic: its instances and misses in the counters so far */
+  uint32_t inst_counted, misses_counted;
   /* device.c's queues (under its mutex) */
   struct job *dev_next;
   int finished; /* handed back */
@@ -146,7 +153,11 @@ void job_release(struct daemon *dm, struct job *j);
  * gone): drops u's oldest beyond the caps. */
 void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n);
 /* A finished job into the counters, the gather samples and the metrics. */
-void jobs_count_finished(struct daemon *dm, const struct job *j);
+void jobs_count_finished(struct daemon *dm, struct job *j);
+/* A periodic job's instances that ended since the last call (running or
+ * finished) into the gather samples and the metrics: STATS and /metrics
+ * show a periodic job's instances as they end, not all at its end. */
+void jobs_count_instances(struct daemon *dm, struct job *j);
 /* STATS' job counts and gather percentiles. */
 void jobs_stats(struct daemon *dm, struct coop_msg_stats_reply *st);
 

@@ -1,7 +1,9 @@
 /*
  * metrics.c: the counters behind STATS_REPLY's tail (metrics.h). Counted
- * when a job is handed back, on the loop thread, so a STATS answer costs
- * one pass over the running jobs and one copy of each device's live view.
+ * on the loop thread when a job is handed back, and a periodic job's
+ * instances also as they end (jobs_count_instances, at each STATS), so a
+ * STATS answer costs one pass over the running jobs and one copy of each
+ * device's live view.
  */
 #include "metrics.h"
 
@@ -33,19 +35,17 @@ static void count_gather(struct metrics_dev *d, int64_t g) {
   d->gather_sum_ns += g;
 }
 
-void metrics_count(struct metrics *m, const struct job *j) {
+void metrics_count_task(struct metrics *m, const struct job *j, int64_t gather_ns) {
   if (j->device >= COOP_WIRE_MAX_DEVICES) return;
   struct metrics_dev *d = &m->dev[j->device];
-  if (j->deadline_us) {
-    d->deadline_instances += j->period_us ? j->ninst : 1;
-    d->deadline_misses += j->misses;
-  }
-  if (j->flags & COOP_SUBMIT_COOPERATIVE) return; /* gathers are non-cooperative tasks' */
-  uint32_t n = j->period_us ? j->ninst : 1;
-  for (uint32_t i = 0; i < n; i++) {
-    int64_t g = j->period_us ? j->inst[i].t.gather_ns : j->t.gather_ns;
-    if (g >= 0) count_gather(d, g);
-  }
+  if (j->deadline_us) d->deadline_instances++;
+  /* gathers are non-cooperative tasks' */
+  if (!(j->flags & COOP_SUBMIT_COOPERATIVE) && gather_ns >= 0) count_gather(d, gather_ns);
+}
+
+void metrics_count_misses(struct metrics *m, const struct job *j, uint32_t n) {
+  if (j->device >= COOP_WIRE_MAX_DEVICES || !j->deadline_us) return;
+  m->dev[j->device].deadline_misses += n;
 }
 
 /* The arena bytes a running job's buffers take, as arena.c lays them out. */

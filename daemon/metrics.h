@@ -28,8 +28,12 @@ struct metrics {
 };
 
 void metrics_start(struct metrics *m);
-/* A finished job's gathers and deadline misses, on its device. */
-void metrics_count(struct metrics *m, const struct job *j);
+/* One finished task of j (the job's, or one periodic instance's) on j's
+ * device: its gather (gather_ns < 0: none) and, for a job with a
+ * deadline, one deadline instance. */
+void metrics_count_task(struct metrics *m, const struct job *j, int64_t gather_ns);
+/* n more deadline misses of j. */
+void metrics_count_misses(struct metrics *m, const struct job *j, uint32_t n);
 /* STATS_REPLY's tail (st->ext and what follows) from m and the daemon's
  * devices and running jobs. */
 void metrics_stats(struct daemon *dm, const struct metrics *m, struct coop_msg_stats_reply *st);

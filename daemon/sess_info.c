@@ -83,6 +83,7 @@ void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
   st->workers = dev_workers(d0);
   stats_devices(dm, st);
   st->clients = dm->nsessions;
+  for (struct job *j = dm->jobs; j; j = j->next) jobs_count_instances(dm, j);
   jobs_stats(dm, st);
   metrics_stats(dm, &dm->met, st);
 }

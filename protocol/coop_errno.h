@@ -32,7 +32,7 @@
   XX(EPERM, -20, "not allowed: the job belongs to another user")                               \
   XX(ENOJOB, -21, "no such job")                                                               \
   XX(EARGS, -22, "arguments do not match the kernel's signature")                              \
-  XX(ECONN, -23, "cannot reach the daemon (is coopd running? check --socket or COOP_SOCKET)")  \
+  XX(ECONN, -23, "cannot reach the daemon")                                                    \
   XX(ECLOSED, -24, "the daemon closed the connection")                                         \
   XX(ESHUTDOWN, -25, "the daemon is shutting down")                                            \
   XX(EIO, -26, "input/output error")                                                           \

@@ -3,7 +3,8 @@
 # help, "did you mean" for a mistyped command or option, a compiler error
 # in a kernel that names its file and line (coopd --check-config compiles
 # the kernels), the daemon's version and uptime in stats, JSON null for
-# absent values, cancel of a finished job, and top's arena and UTIL%.
+# absent values, cancel of a finished job, top's arena and UTIL%, and an
+# output path checked before the job is submitted.
 #
 # usage: coopctl_habits.sh COOPD COOPCTL KERNEL_DIR VERSION
 set -u
@@ -46,6 +47,20 @@ expect_out '"gather_p50_ns":null' "$coopctl" --socket "$sock" --json stats
 if grep -q ':-1[,}]' "$dir/out"; then fail "stats --json still says -1"; fi
 
 mm="zeros:256 zeros:256 zeros:256 u32:8 u32:1"
+# an output coopctl could not write is found before the job runs: nothing
+# is submitted (it used to run the whole job, then fail to write)
+sub0=$("$coopctl" --socket "$sock" --json stats | sed -n 's/.*"submitted":\([0-9]*\),.*/\1/p')
+expect 1 "coopctl: submit: cannot write /nonexistent/x.bin: No such file or directory" \
+  "$coopctl" --socket "$sock" submit render --wg 1 --wait zeros:256 zeros:256 \
+  out:256:/nonexistent/x.bin u32:8 u32:1
+expect 1 "cannot write $dir: Is a directory" "$coopctl" --socket "$sock" submit render --wg 1 \
+  --wait zeros:256 zeros:256 "out:256:$dir" u32:8 u32:1
+sub1=$("$coopctl" --socket "$sock" --json stats | sed -n 's/.*"submitted":\([0-9]*\),.*/\1/p')
+[ "$sub0" = "$sub1" ] || fail "a job with an unwritable output was submitted ($sub0 -> $sub1)"
+[ -n "$sub0" ] || fail "no submitted count in stats --json"
+expect_out "job [0-9]*: done" "$coopctl" --socket "$sock" submit render --wg 1 --wait \
+  zeros:256 zeros:256 "out:256:$dir/c.bin" u32:8 u32:1
+[ "$(wc -c <"$dir/c.bin")" -eq 256 ] || fail "the writable output was not written"
 # shellcheck disable=SC2086
 job=$("$coopctl" --socket "$sock" submit render --wg 1 $mm)
 expect_out "job $job: done" "$coopctl" --socket "$sock" wait "$job"

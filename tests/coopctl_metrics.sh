@@ -37,6 +37,39 @@ grep -q '^coop_deadline_instances_total{device="0"} 10$' "$dir/m1.prom" ||
   fail "not 10 deadline instances"
 grep -q '^coop_jobs_finished_total{state="done"} 1$' "$dir/m1.prom" || fail "not 1 job done"
 ls "$dir"/m1.prom.*.tmp >/dev/null 2>&1 && fail "--out left its temporary file"
+
+# A periodic job's instances count as each one ends, not all at the job's
+# end (docs/faults.md): 150 instances at 20 ms (3 s), detached; metrics and
+# stats read while the job still runs show more than the first job's 10
+# gathers and deadline instances. Once it ends, every instance counts once:
+# 160, not more.
+job=$("$coopctl" --socket "$sock" submit render --wg 1 --period 20000 --count 150 \
+  --deadline 20000 zeros:256 zeros:256 zeros:256 u32:8 u32:1) || fail "the periodic submit"
+seen=
+for _ in $(seq 60); do
+  "$coopctl" --socket "$sock" metrics >"$dir/m3" || fail "metrics exited non-zero"
+  grep -q '^coop_jobs{state="\(queued\|running\)"} 1$' "$dir/m3" || break # it ended
+  n=$(sed -n 's/^coop_deadline_instances_total{device="0"} //p' "$dir/m3")
+  g=$(sed -n 's/^coop_gather_seconds_count{device="0"} //p' "$dir/m3")
+  "$coopctl" --socket "$sock" --json stats >"$dir/s3" || fail "stats exited non-zero"
+  s=$(sed -n 's/.*"samples":\([0-9]*\),.*/\1/p' "$dir/s3")
+  if [ "${n:-0}" -gt 10 ] && [ "$n" -lt 160 ] && [ "${g:-0}" -gt 10 ] && [ "${s:-0}" -gt 10 ] &&
+    grep -q '"queued":1,\|"running":1,' "$dir/s3"; then
+    seen="$n deadline instances, $g gathers, stats: $s samples"
+    break
+  fi
+  sleep 0.1
+done
+[ -n "$seen" ] || fail "no instance of the running periodic job counted while it ran"
+[ -n "$seen" ] && echo "ok: counted while running: $seen"
+expect_out "instances  *150," "$coopctl" --socket "$sock" wait "$job"
+"$coopctl" --socket "$sock" metrics >"$dir/m4" || fail "metrics exited non-zero"
+grep -q '^coop_deadline_instances_total{device="0"} 160$' "$dir/m4" ||
+  fail "not 160 deadline instances after the periodic job: $(grep deadline "$dir/m4")"
+grep -q '^coop_gather_seconds_count{device="0"} 160$' "$dir/m4" ||
+  fail "not 160 gathers after the periodic job"
+"$coopctl" --socket "$sock" --json stats >"$dir/s4" || fail "stats exited non-zero"
+grep -q '"samples":160,' "$dir/s4" || fail "stats: not 160 samples: $(cat "$dir/s4")"
 # idle for park_ms (100 ms by default): the megakernel is parked, and says so
 for _ in $(seq 100); do
   "$coopctl" --socket "$sock" metrics >"$dir/m2" || fail "metrics exited non-zero"

@@ -12,6 +12,7 @@
 #define _GNU_SOURCE /* mkdtemp, setenv */
 #include <check.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -983,19 +984,21 @@ END_TEST
 
 /* Runs coopctl with args (NULL-terminated); its stdout into out (if not
  * NULL). Returns the exit status. */
-static int coopctl(char *out, size_t outlen, const char *const *args) {
+/* coopctl ARGS: its exit status, its stdout in out and its stderr in err
+ * (either NULL: not kept). */
+static int coopctl_io(char *out, size_t outlen, char *err, size_t errlen, const char *const *args) {
   const char *bin = getenv("COOPCTL");
   ck_assert_msg(bin != NULL, "COOPCTL is not set");
-  char tmp[] = "/tmp/coopctl-out.XXXXXX";
-  int fd = mkstemp(tmp);
+  char tmp[] = "/tmp/coopctl-out.XXXXXX", tmp2[] = "/tmp/coopctl-err.XXXXXX";
+  int fd = mkstemp(tmp), efd = mkstemp(tmp2);
   ck_assert_int_ge(fd, 0);
+  ck_assert_int_ge(efd, 0);
   pid_t pid = fork();
   if (pid == 0) {
     const char *argv[32] = {bin};
     for (int i = 0; args[i] && i < 30; i++) argv[i + 1] = args[i];
     dup2(fd, 1);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 2);
+    dup2(efd, 2);
     execv(bin, (char *const *)argv);
     _exit(127);
   }
@@ -1005,9 +1008,19 @@ static int coopctl(char *out, size_t outlen, const char *const *args) {
     ssize_t n = pread(fd, out, outlen - 1, 0);
     out[n > 0 ? n : 0] = '\0';
   }
+  if (err) {
+    ssize_t n = pread(efd, err, errlen - 1, 0);
+    err[n > 0 ? n : 0] = '\0';
+  }
   close(fd);
+  close(efd);
   unlink(tmp);
+  unlink(tmp2);
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static int coopctl(char *out, size_t outlen, const char *const *args) {
+  return coopctl_io(out, outlen, NULL, 0, args);
 }
 
 #define USAGE(...)                                                                   \
@@ -1411,6 +1424,169 @@ START_TEST(coopctl_top_old_daemon) {
 }
 END_TEST
 
+/* coopctl render against a fake coopd whose task times it chooses: every
+ * SUBMIT of render (n = 4) is answered with a RESULT whose execution time
+ * depends on reps (the probes) or is fixed (the periodic job, 5 instances,
+ * c = a x b as the CPU computes it). Incoherent: reps = 1 takes 0.15 ms
+ * but reps = 20 takes 101 ms, and the periodic tasks 0.16 ms; coherent:
+ * 0.15 ms a rep, and 3 ms tasks. */
+static void s_render(struct fake *f, struct fconn *c, int incoherent) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  for (uint64_t job = 1; fk_next(c, &fr); job++) { /* until coopctl goes */
+    const struct coop_msg_submit *s = &fr.m.submit;
+    FK(f, fr.h.type == COOP_MSG_SUBMIT && s->nargs == 5 && s->args[3].bits == 4 &&
+              s->args[0].data_len == 64 && s->args[1].data_len == 64);
+    if (f->fail[0]) {
+      ff_free(&fr);
+      return;
+    }
+    float a[16], b[16], prod[16];
+    memcpy(a, s->args[0].data, sizeof a);
+    memcpy(b, s->args[1].data, sizeof b);
+    for (int i = 0; i < 4; i++)
+      for (int j = 0; j < 4; j++) {
+        float acc = 0.0f;
+        for (int k = 0; k < 4; k++) acc += a[i * 4 + k] * b[k * 4 + j];
+        prod[i * 4 + j] = acc;
+      }
+    uint32_t reps = (uint32_t)s->args[4].bits;
+    int periodic = s->period_us != 0;
+    int64_t exec = periodic     ? (incoherent ? 160000 : 3000000)
+                   : reps == 1  ? 150000
+                   : incoherent ? 101000000
+                                : (int64_t)reps * 150000;
+    union coop_msg m = {0};
+    m.job.job = job;
+    fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
+    ff_free(&fr);
+    if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
+    struct coop_wire_buf recs;
+    coop_wire_buf_init(&recs);
+    int64_t t0 = 1000000000;
+    struct coop_wire_times t = {.submitted = t0,
+                                .released = t0,
+                                .gathered = t0 + 1000,
+                                .started = t0 + 2000,
+                                .finished = t0 + 2000 + exec,
+                                .gather_ns = 1000,
+                                .exec_ns = exec};
+    uint32_t ninst = periodic ? 5 : 0;
+    for (uint32_t i = 0; i < ninst; i++) {
+      struct coop_wire_inst in = {.state = COOP_JOB_DONE, .t = t};
+      int64_t d = (int64_t)i * 40000000;
+      in.t.submitted += d, in.t.released += d, in.t.gathered += d, in.t.started += d;
+      in.t.finished += d;
+      ck_assert_int_eq(coop_wire_inst_put(&recs, &in), 0);
+    }
+    memset(&m, 0, sizeof m);
+    m.result = (struct coop_msg_result){.job = job,
+                                        .state = COOP_JOB_DONE,
+                                        .t = t,
+                                        .instances = periodic ? ninst : 1,
+                                        .ninst = ninst,
+                                        .inst = recs.p,
+                                        .nbuf = 1};
+    m.result.bufs[0] =
+        (struct coop_wire_outbuf){.arg = 2, .data = (const uint8_t *)prod, .len = sizeof prod};
+    fk_send(c, COOP_MSG_RESULT, fr.h.seq, &m);
+    coop_wire_buf_free(&recs);
+    ff_free(&fr);
+  }
+}
+static void s_render_incoherent(struct fake *f, struct fconn *c) { s_render(f, c, 1); }
+static void s_render_coherent(struct fake *f, struct fconn *c) { s_render(f, c, 0); }
+
+START_TEST(coopctl_render_calibration) {
+  struct fake f;
+  static char out[8192], err[8192];
+  fake_start(&f, s_render_incoherent);
+  const char *const a[] = {"--socket", f.path,  "render", "--class", "medium", "--wg",
+                           "1",        "--for", "0.2",    "--size",  "4",      NULL};
+  ck_assert_int_eq(coopctl_io(out, sizeof out, err, sizeof err, a), 0);
+  fake_end(&f);
+  /* calibrated twice, then said so, and said what the tasks lasted */
+  ck_assert_msg(strstr(err,
+                       "incoherent calibration: reps=1 took 0.150 ms but reps=20 took "
+                       "101.000 ms (673 times as long, not at most 20): calibrating again") &&
+                    strstr(err, "WARNING: the calibration is still incoherent") &&
+                    strstr(err,
+                           "WARNING: the tasks lasted 0.160 ms (execution p50), not the "
+                           "medium class's 3.000 ms"),
+                "stderr: %s", err);
+  ck_assert_msg(strstr(out, "class     medium: execution target 3.000 ms, obtained 0.160 ms (p50)"),
+                "stdout: %s", out);
+  ck_assert_ptr_nonnull(strstr(out, "so reps 1 (INCOHERENT: see the warnings)"));
+
+  fake_start(&f, s_render_incoherent);
+  const char *const j[] = {"--json", "--socket", f.path, "render", "--class", "medium", "--wg",
+                           "1",      "--for",    "0.2",  "--size", "4",       NULL};
+  ck_assert_int_eq(coopctl_io(out, sizeof out, NULL, 0, j), 0);
+  fake_end(&f);
+  ck_assert_msg(
+      strstr(out, "\"calibration\":\"incoherent\"") && strstr(out, "\"exec_obtained_ms\":0.160000"),
+      "%s", out);
+
+  fake_start(&f, s_render_coherent); /* 20 reps take 20 times one: no word */
+  ck_assert_int_eq(coopctl_io(out, sizeof out, err, sizeof err, a), 0);
+  fake_end(&f);
+  ck_assert_msg(err[0] == '\0', "stderr: %s", err);
+  ck_assert_msg(strstr(out, "so reps 20\n") &&
+                    strstr(out, "execution target 3.000 ms, obtained 3.000 ms (p50)"),
+                "stdout: %s", out);
+}
+END_TEST
+
+/* A socket that refuses this user: the message names the socket's group,
+ * and no longer asks whether coopd runs. Needs root (to become nobody). */
+START_TEST(socket_permission_names_the_group) {
+  ck_assert_ptr_null(strstr(coop_strerror(COOP_ECONN), "running"));
+  coop_conn *c;
+  ck_assert_int_eq(coop_connect(&c, "/nonexistent/coop.sock", NULL), COOP_ECONN);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "is coopd running?"));
+  if (geteuid() != 0) {
+    fprintf(stderr, "socket_permission_names_the_group: not root: the refused connect skipped\n");
+    return;
+  }
+  struct fake f;
+  memset(&f, 0, sizeof f);
+  fake_listen(&f);
+  ck_assert_int_eq(chmod(f.dir, 0755), 0);
+  ck_assert_int_eq(chmod(f.path, 0660), 0);
+  struct stat st;
+  ck_assert_int_eq(stat(f.path, &st), 0);
+  struct group *g = getgrgid(st.st_gid);
+  char want[128];
+  snprintf(want, sizeof want, "is for the members of group %s; join it", g ? g->gr_name : "?");
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) _exit(3);
+    int e = coop_connect(&c, f.path, NULL);
+    const char *msg = coop_errmsg(NULL);
+    if (write(p[1], msg, strlen(msg)) < 0) _exit(4);
+    _exit(e == COOP_ECONN ? 0 : 5);
+  }
+  close(p[1]);
+  char msg[1024] = "";
+  ssize_t n = 0, k;
+  while ((k = read(p[0], msg + n, sizeof msg - 1 - (size_t)n)) > 0) n += k;
+  msg[n] = '\0';
+  close(p[0]);
+  int wst;
+  waitpid(pid, &wst, 0);
+  close(f.lfd);
+  unlink(f.path);
+  rmdir(f.dir);
+  ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "child: %d, %s", wst, msg);
+  ck_assert_msg(strstr(msg, "permission denied") && strstr(msg, want) && strstr(msg, "mode 0660") &&
+                    !strstr(msg, "running"),
+                "the message: %s", msg);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("libcoop");
   TCase *t = tcase_create("fake_daemon");
@@ -1418,6 +1594,7 @@ static Suite *suite(void) {
   tcase_add_test(t, handshake);
   tcase_add_test(t, version_refused);
   tcase_add_test(t, socket_paths);
+  tcase_add_test(t, socket_permission_names_the_group);
   tcase_add_test(t, submit_inline_and_memfd);
   tcase_add_test(t, job_builder_errors);
   tcase_add_test(t, error_frames);
@@ -1443,6 +1620,7 @@ static Suite *ctl_suite(void) {
   tcase_add_test(t, coopctl_top_old_daemon);
   tcase_add_test(t, coopctl_top_many_jobs);
   tcase_add_test(t, coopctl_untrusted_server);
+  tcase_add_test(t, coopctl_render_calibration);
   suite_add_tcase(s, t);
   return s;
 }

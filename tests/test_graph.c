@@ -324,7 +324,9 @@ static const struct bad bad_inputs[] = {
     {COOP_GRAPH_DIMACS, "p sp 2 1\na 1 2 4294967296\n", 0, COOP_EFORMAT,
      "line 2: weight 4294967296 does not fit 32 bits"},
     {COOP_GRAPH_DIMACS, "p sp 2 2\na 1 2 1\n", 0, COOP_EFORMAT,
-     "end of file: 1 arcs, header said 2"},
+     "line 1: the \"p\" line declares 2 arcs, the file has 1"},
+    {COOP_GRAPH_DIMACS, "c none\np sp 0 0\n", 0, COOP_EFORMAT,
+     "line 2: 0 vertices (a graph needs at least one)"},
     {COOP_GRAPH_DIMACS, "p sp 2 1\na 1 2 1\na 2 1 1\n", 0, COOP_EFORMAT,
      "line 3: more arcs than the 1 the \"p\" line declared"},
     {COOP_GRAPH_DIMACS, "p sp 2 1\na 1 2 1 9\n", 0, COOP_EFORMAT,
@@ -378,8 +380,10 @@ static const struct bad bad_inputs[] = {
      COOP_EFORMAT, "line 3: expected \"i j v\" (found 2 fields)"},
     {COOP_GRAPH_AUTO, MTX_PG "2 2 1\n1 2 5\n", 0, COOP_EFORMAT,
      "line 3: expected \"i j\" (found more than 2 fields)"},
-    {COOP_GRAPH_AUTO, MTX_PG "2 2 2\n1 2\n", 0, COOP_EFORMAT,
-     "end of file: 1 entries, size line said 2"},
+    {COOP_GRAPH_AUTO, MTX_PG "% c\n2 2 2\n1 2\n", 0, COOP_EFORMAT,
+     "line 3: the size line declares 2 entries, the file has 1"},
+    {COOP_GRAPH_AUTO, MTX_PG "0 0 0\n", 0, COOP_EFORMAT,
+     "line 2: a 0 x 0 matrix (a graph needs at least one vertex)"},
     {COOP_GRAPH_AUTO, MTX_PG "2 2 1\n1 2\n% late comment\n2 1\n", 0, COOP_EFORMAT,
      "line 5: more entries than the 1 the size line declared"},
     /* edge lists */
@@ -416,8 +420,8 @@ static const struct bad bad_inputs[] = {
      "line 2: 2000000 rows for 1 entries"},
     {COOP_GRAPH_AUTO, "0 2147483647\n", 0, COOP_ETOOBIG,
      "line 1: vertex 2147483647 out of range 0..2147483646"},
-    {COOP_GRAPH_AUTO, "0 1\n0 2000000\n", 0, COOP_ETOOBIG,
-     "end of file: vertex 2000000 with only 2 edges"},
+    {COOP_GRAPH_AUTO, "0 1\n0 2000000\n1 2\n", 0, COOP_ETOOBIG,
+     "line 2: vertex 2000000 with only 3 edges"},
 };
 #define NBAD (sizeof bad_inputs / sizeof bad_inputs[0])
 
@@ -560,7 +564,7 @@ START_TEST(example_files_malformed) {
   ck_assert_int_eq(
       coop_graph_read_file(COOP_GRAPH_DATA "/bad_count.gr", COOP_GRAPH_AUTO, &g, err, sizeof err),
       COOP_EFORMAT);
-  ck_assert_str_eq(err, "end of file: 3 arcs, header said 4");
+  ck_assert_str_eq(err, "line 2: the \"p\" line declares 4 arcs, the file has 3");
   ck_assert_int_eq(
       coop_graph_read_file(COOP_GRAPH_DATA "/bad_range.mtx", COOP_GRAPH_AUTO, &g, err, sizeof err),
       COOP_EFORMAT);

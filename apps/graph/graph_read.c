@@ -6,7 +6,9 @@
  * bounds (it is never NUL-terminated and may contain any byte). Each reader
  * collects edges into growable arrays and hands them to
  * coop_graph_from_edges. Every refusal names the line (or "end of file") and
- * the reason. The rules are documented in graph.h and docs/inputs.md.
+ * the reason; a fault found only at the end that one line caused (a count
+ * the header declared, a vertex id far past the others) names that line.
+ * The rules are documented in graph.h and docs/inputs.md.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -251,6 +253,10 @@ static int read_dimacs(struct ctx *c, struct src *s, struct coop_graph *g) {
         r = fail(c, COOP_EFORMAT, s->line, "expected \"p sp N M\"");
         goto out;
       }
+      if (nn == 0) { /* no application runs on it; refused here, where the line is known */
+        r = fail(c, COOP_EFORMAT, s->line, "0 vertices (a graph needs at least one)");
+        goto out;
+      }
       if (nn > COOP_GRAPH_MAX_VERTICES) {
         r = fail(c, COOP_ETOOBIG, s->line, "%s vertices, at most %lu", show(&t[2]).s,
                  (unsigned long)COOP_GRAPH_MAX_VERTICES);
@@ -321,7 +327,8 @@ static int read_dimacs(struct ctx *c, struct src *s, struct coop_graph *g) {
   if (!pline)
     r = fail(c, COOP_EFORMAT, 0, "no \"p sp N M\" line");
   else if (e.n != m)
-    r = fail(c, COOP_EFORMAT, 0, "%zu arcs, header said %lu", e.n, (unsigned long)m);
+    r = fail(c, COOP_EFORMAT, pline, "the \"p\" line declares %lu arcs, the file has %zu",
+             (unsigned long)m, e.n);
   else
     r = build(c, g, n, &e);
 out:
@@ -446,6 +453,8 @@ static int read_mtx(struct ctx *c, struct src *s, struct coop_graph *g) {
   if (rows != cols)
     return fail(c, COOP_EFORMAT, sline, "the matrix is %s x %s; a graph needs a square matrix",
                 show(&t[0]).s, show(&t[1]).s);
+  if (rows == 0)
+    return fail(c, COOP_EFORMAT, sline, "a 0 x 0 matrix (a graph needs at least one vertex)");
   if (rows > COOP_GRAPH_MAX_VERTICES)
     return fail(c, COOP_ETOOBIG, sline, "%s rows, at most %lu", show(&t[0]).s,
                 (unsigned long)COOP_GRAPH_MAX_VERTICES);
@@ -514,8 +523,8 @@ static int read_mtx(struct ctx *c, struct src *s, struct coop_graph *g) {
     }
   }
   if (seen != nnz)
-    r = fail(c, COOP_EFORMAT, 0, "%lu entries, size line said %lu", (unsigned long)seen,
-             (unsigned long)nnz);
+    r = fail(c, COOP_EFORMAT, sline, "the size line declares %lu entries, the file has %lu",
+             (unsigned long)nnz, (unsigned long)seen);
   else
     r = build(c, g, n, &e);
 out:
@@ -529,7 +538,8 @@ static int read_edges(struct ctx *c, struct src *s, struct coop_graph *g) {
   struct edges e = {.weighted = 1};
   struct line l;
   struct tok t[3];
-  unsigned long first = 0; /* first edge line: it decides whether there are weights */
+  unsigned long first = 0;   /* first edge line: it decides whether there are weights */
+  unsigned long maxline = 0; /* the line of the largest vertex id */
   int r = 0, weighted = 0;
   uint64_t maxv = 0;
   while (next_line(s, &l)) {
@@ -568,6 +578,7 @@ static int read_edges(struct ctx *c, struct src *s, struct coop_graph *g) {
                v[2] ? "does not fit 32 bits" : "is not positive");
       goto out;
     }
+    if (v[0] > maxv || v[1] > maxv || !maxline) maxline = s->line;
     if (v[0] > maxv) maxv = v[0];
     if (v[1] > maxv) maxv = v[1];
     if ((r = edges_push(&e, (uint32_t)v[0], (uint32_t)v[1], (uint32_t)v[2]))) {
@@ -580,7 +591,7 @@ static int read_edges(struct ctx *c, struct src *s, struct coop_graph *g) {
     goto out;
   }
   if (too_sparse(maxv + 1, e.n)) {
-    r = fail(c, COOP_ETOOBIG, 0,
+    r = fail(c, COOP_ETOOBIG, maxline,
              "vertex %lu with only %zu edges: more than 2 * edges + %lu vertices is refused",
              (unsigned long)maxv, e.n, (unsigned long)COOP_GRAPH_MAX_ISOLATED);
     goto out;

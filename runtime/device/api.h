@@ -100,7 +100,8 @@ COOP_FN coop_i32 coop_arg_i32(const struct coop_ctx *c, coop_u32 i) {
   return (coop_i32)(coop_u32)coop__payload(c)[i];
 }
 /* Unchecked: the raw address of buffer argument i. Shipped kernels never
- * use these two (tests/check_kernels.sh fails the build's tests if one does):
+ * use these two (ctest kernels_use_views, tests/kernels_use_views.cmake,
+ * fails if one does):
  * they index through the views below, so that no client scalar or client
  * data can move an access outside the job's own buffers. */
 COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {
