@@ -45,6 +45,7 @@ struct config {
   unsigned gather_budget_ms; /* fail a task waiting longer for workgroups; 0 = never */
   unsigned hang_ms;          /* a cancelled kernel still running after this is hung */
   unsigned task_max_ms;      /* cancel a non-cooperative task running longer; 0 = never */
+  unsigned restart_hold_ms;  /* a restart's culprit waits this, doubling (dev_hold.c); 0 = no */
   unsigned reserve_percent;  /* workers cooperative jobs may not pin (device.c) */
   unsigned min_deadline_us;  /* a SUBMIT's shorter deadline is refused; 0 = any */
   /* [metrics]: GET /metrics over HTTP (metrics_http.c); off by default */

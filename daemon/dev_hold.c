@@ -4,7 +4,7 @@
  * off the device but by ending its device process, which costs every other
  * job on it; a user who can do that at will could keep the device
  * restarting. So a uid whose job caused a restart has its next jobs on
- * this device held (queued, not started) for DEV_HOLD_BASE_MS, doubling
+ * this device held (queued, not started) for [jobs] restart_hold_ms, doubling
  * with each further restart it causes, up to DEV_HOLD_MAX_MS; a uid that
  * caused none for DEV_HOLD_FORGIVE_NS starts over. Held jobs keep their
  * place and their owner's bounds; a cancel or a stop ends them as it does
@@ -18,7 +18,6 @@
 #include "dev_internal.h"
 #include "log.h"
 
-#define DEV_HOLD_BASE_MS 1000u
 #define DEV_HOLD_MAX_MS 300000u
 #define DEV_HOLD_FORGIVE_NS (600ll * 1000000000ll)
 
@@ -43,7 +42,7 @@ int64_t dev__hold(struct dev *d, uint32_t uid, int64_t now) {
   }
   if (h->restarts && now - h->last > DEV_HOLD_FORGIVE_NS) h->restarts = 0;
   unsigned shift = h->restarts < 20 ? h->restarts : 20;
-  uint64_t ms = (uint64_t)DEV_HOLD_BASE_MS << shift;
+  uint64_t ms = (uint64_t)d->cfg->restart_hold_ms << shift;
   if (ms > DEV_HOLD_MAX_MS) ms = DEV_HOLD_MAX_MS;
   h->restarts++;
   h->last = now;

@@ -224,6 +224,7 @@ static void forget_run(struct job *j) {
  * says so, for the watchdog's event ("" if no job caused it). */
 static void hold_culprit(struct dev *d, const char *label, char *note, size_t len) {
   note[0] = '\0';
+  if (!d->cfg->restart_hold_ms) return; /* [jobs] restart_hold_ms = 0: no hold */
   for (struct run *r = d->runs; r; r = r->next) {
     if (r->j->id != d->hung_job) continue;
     int64_t ms = dev__hold(d, r->j->uid, coop__now_ns());

@@ -313,6 +313,11 @@ void jobs_count_finished(struct daemon *dm, struct job *j) {
   dm->failed += st == COOP_JOB_FAILED;
   if (j->period_us) { /* the instances not yet counted while it ran */
     jobs_count_instances(dm, j);
+    /* every instance is counted now (inst_counted == instances_done, which
+     * no longer moves): the order is not read again, and a kept job must
+     * hold no more than its bytes say (sess_jobs.c, keep_instances) */
+    free(j->inst_order);
+    j->inst_order = NULL;
     return;
   }
   metrics_count_task(&dm->met, j, j->t.gather_ns);

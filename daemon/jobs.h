@@ -69,7 +69,7 @@ struct job {
   uint32_t misses;
   struct coop_wire_inst *inst; /* periodic jobs: every instance */
   uint32_t ninst;
-  uint8_t reruns; /* run again from the start after a device restart took it */
+  uint8_t reruns;       /* run again from the start after a device restart took it */
   uint32_t *inst_order; /* periodic jobs: inst[] indices in the order the instances
                          * ended; each is set, with its inst[] entry, before
                          * instances_done counts it, so the loop may read the

@@ -67,10 +67,11 @@ static void check_fields(const struct config *c, const char *text) {
       c->socket_mode > 0777 || c->max_clients > 100000 || c->max_jobs_per_client > (1u << 20) ||
       c->max_bytes_per_client > (1ull << 40) || c->max_finished_per_client > (1u << 20) ||
       c->watchdog_ms > (1u << 31) || c->grace_ms > (1u << 31) || c->gather_budget_ms > (1u << 31) ||
-      c->hang_ms > (1u << 31) || c->task_max_ms > (1u << 31) || c->reserve_percent > 100 ||
-      c->metrics_max_connections > 1024 || c->metrics_timeout_ms > 600000 ||
-      c->metrics_max_per_peer > 1024 || c->metrics_request_ms > 600000 ||
-      c->min_deadline_us > 1000000 || (c->metrics_allow_remote & ~1))
+      c->hang_ms > (1u << 31) || c->task_max_ms > (1u << 31) || c->restart_hold_ms > 3600000u ||
+      c->reserve_percent > 100 || c->metrics_max_connections > 1024 ||
+      c->metrics_timeout_ms > 600000 || c->metrics_max_per_peer > 1024 ||
+      c->metrics_request_ms > 600000 || c->min_deadline_us > 1000000 ||
+      (c->metrics_allow_remote & ~1))
     fail("a number over its maximum", text, "");
   if (c->log_level < 0 || c->log_level > 3 || (c->log_syslog != 0 && c->log_syslog != 1))
     fail("log level or syslog flag out of range", text, "");

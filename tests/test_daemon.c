@@ -2009,12 +2009,17 @@ static uint64_t render_reps(struct conn *c, uint32_t reps) {
   return submit(c, &m, NULL, 0);
 }
 
-/* Fork: uid 65534 connects, submits the hog on one workgroup, waits for it
- * to run and leaves (its job cancelled, which the hog never notices). */
-static void hog_as_nobody(struct daemon_proc *d) {
+/* Fork: uid 65534 connects, submits the hog on one workgroup and waits for
+ * it to run; returns once it runs, the child keeping the connection (and
+ * so the job) until killed: its job is then cancelled, which the hog never
+ * notices. The child's pid. */
+static pid_t hog_as_nobody(struct daemon_proc *d) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
   pid_t kid = fork();
   ck_assert_int_ge(kid, 0);
   if (kid == 0) {
+    close(pfd[0]);
     if (setgid(65534) || setuid(65534)) _exit(3);
     struct conn a;
     open_hello(&a, d);
@@ -2025,11 +2030,16 @@ static void hog_as_nobody(struct daemon_proc *d) {
     uint64_t x = submit(&a, &m, NULL, 0);
     if (!x) _exit(4);
     wait_running(&a, x);
+    if (write(pfd[1], &x, sizeof x) != sizeof x) _exit(5);
+    pause();
     _exit(0);
   }
-  int st;
-  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
-  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the hog's client failed (%d)", st);
+  close(pfd[1]);
+  uint64_t x = 0;
+  ssize_t n = read(pfd[0], &x, sizeof x);
+  close(pfd[0]);
+  ck_assert_msg(n == (ssize_t)sizeof x, "the hog's client failed");
+  return kid;
 }
 
 /* A job of another user that makes the device restart costs a victim's
@@ -2041,8 +2051,12 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   char logp[] = "/tmp/coopd-hold-XXXXXX.log";
   temp_log(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.hang_ms=300",
-                        "jobs.task_max_ms=0", "log.level=info", NULL};
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                        "jobs.hang_ms=300",
+                        "jobs.task_max_ms=0",
+                        "jobs.restart_hold_ms=5000",
+                        "log.level=info",
+                        NULL};
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   chmod(d.dir, 0755);
@@ -2051,21 +2065,54 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
   open_hello(&c, &d);
   ck_assert_uint_ge(c.m.welcome.workers, 2);
   /* the victim: a render that runs about 4 s (reps doubled until one run
-   * takes 200 ms, so that the submission's own cost does not count) */
+   * executes 100 ms on the device: its exec time, not the round trip) */
   uint32_t reps = 256;
   int64_t took = 0;
   for (; reps < (1u << 30); reps *= 2) {
-    int64_t t0 = coop__now_ns();
     uint64_t cal = render_reps(&c, reps);
     ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
-    if ((took = coop__now_ns() - t0) >= 200000000) break;
+    if ((took = c.m.result.t.exec_ns) >= 100000000) break;
   }
   reps = (uint32_t)((double)reps * 4e9 / (double)took);
+  pid_t hog = hog_as_nobody(&d);
   uint64_t v = render_reps(&c, reps);
   ck_assert_uint_ne(v, 0);
   wait_running(&c, v);
-  hog_as_nobody(&d); /* cancelled at its exit: restart after hang_ms */
+  kill(hog, SIGKILL); /* its job cancelled: the device restarts hang_ms later */
+  waitpid(hog, NULL, 0);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 400 && !strstr(st.watchdog, "held back"); i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_eq(st.hung, 1);
+  assert_has(st.watchdog, "uid 65534 held back 5000 ms");
+
+  /* the culprit's next job waits out its hold (5 s), root's does not */
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    uint64_t j = render_reps(&o, 1);
+    if (!j) _exit(4);
+    msleep(500);
+    int64_t out[2] = {job_state(&o, j), -1};
+    if (wait_job(&o, j, COOP_WAIT_FOREVER) == COOP_MSG_RESULT)
+      out[1] = o.m.result.state == COOP_JOB_DONE;
+    if (write(pfd[1], out, sizeof out) != sizeof out) _exit(6);
+    _exit(0);
+  }
+  render_check(&c, 1, 0, 0);
+  int64_t out[2];
+  ck_assert_int_eq(read(pfd[0], out, sizeof out), (ssize_t)sizeof out);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]), close(pfd[1]);
+  ck_assert_int_eq(out[0], COOP_JOB_QUEUED);
+  ck_assert_msg(out[1] == 1, "the held job did not run");
+
+  /* the victim ran again from the start, and its result is right */
   ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   if (c.m.result.state != COOP_JOB_DONE) print_log(logp);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim: %s %s",
@@ -2078,36 +2125,6 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
   for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
   if (!log_has(logp, "1 to run again")) print_log(logp);
   ck_assert(log_has(logp, "1 to run again"));
-  struct coop_msg_stats_reply st = stats(&c);
-  ck_assert_uint_eq(st.hung, 1);
-  assert_has(st.watchdog, "uid 65534 held back 1000 ms");
-
-  /* the culprit's next job waits out its hold; root's does not */
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  ck_assert_int_ge(kid, 0);
-  if (kid == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, &d);
-    int64_t t = coop__now_ns();
-    uint64_t j = render_reps(&o, 1);
-    if (!j) _exit(4);
-    uint8_t s0 = job_state(&o, j);
-    if (wait_job(&o, j, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
-    int64_t took_ms = (coop__now_ns() - t) / 1000000;
-    int64_t out[2] = {s0, o.m.result.state == COOP_JOB_DONE ? took_ms : -1};
-    if (write(pfd[1], out, sizeof out) != sizeof out) _exit(6);
-    _exit(0);
-  }
-  render_check(&c, 1, 0, 0);
-  int64_t out[2];
-  ck_assert_int_eq(read(pfd[0], out, sizeof out), (ssize_t)sizeof out);
-  waitpid(kid, NULL, 0);
-  close(pfd[0]), close(pfd[1]);
-  ck_assert_int_eq(out[0], COOP_JOB_QUEUED);
-  ck_assert_msg(out[1] >= 0, "the held job did not run");
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(logp);
