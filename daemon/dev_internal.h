@@ -35,7 +35,8 @@ struct run {
 };
 
 struct dev {
-  struct dp *rt; /* the device process; NULL while it restarts or is broken */
+  struct dp *rt;     /* the device process; NULL while it restarts or is broken */
+  _Atomic int rt_up; /* rt != NULL, for the loop (dev_watch_get): set with rt */
   const struct config *cfg;
   const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
   uv_async_t async;
@@ -55,6 +56,8 @@ struct dev {
   int64_t stop_at;               /* device thread: snapshot of stop_deadline */
   _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
   struct run *runs;              /* device thread only */
+  /* under mu: a restart or a reload's launch writes them, the loop copies
+   * them (dev_name) */
   char name[256];
   char backend[16];
   char backend_note[1024]; /* which backend and why (coop_rt_backend_note) */
@@ -89,6 +92,11 @@ struct dev {
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;
   _Atomic int64_t unpark_ns; /* the last relaunch's cost */
+  /* device thread: dp_view's answer for dev__build_view and the watchdog's
+   * holders(); too large for the stack, and a static array would be shared
+   * by the threads of several devices */
+  coop_task_id wg_owner[COOP_WIRE_MAX_WG];
+  uint8_t wg_resv[COOP_WIRE_MAX_WG];
 };
 
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
