@@ -45,7 +45,8 @@ struct dev_hold {
 };
 
 struct dev {
-  struct dp *rt; /* the device process; NULL while it restarts or is broken */
+  struct dp *rt;     /* the device process; NULL while it restarts or is broken */
+  _Atomic int rt_up; /* rt != NULL, for the loop (dev_watch_get): set with rt */
   const struct config *cfg;
   const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
   uv_async_t async;
@@ -65,6 +66,8 @@ struct dev {
   int64_t stop_at;               /* device thread: snapshot of stop_deadline */
   _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
   struct run *runs;              /* device thread only */
+  /* under mu: a restart or a reload's launch writes them, the loop copies
+   * them (dev_name) */
   char name[256];
   char backend[16];
   char backend_note[1024]; /* which backend and why (coop_rt_backend_note) */
@@ -108,6 +111,11 @@ struct dev {
   unsigned nholds;
   struct job *held_head, *held_tail; /* their jobs, in order */
   _Atomic uint32_t holds_total;
+  /* device thread: dp_view's answer for dev__build_view and the watchdog's
+   * holders(); too large for the stack, and a static array would be shared
+   * by the threads of several devices */
+  coop_task_id wg_owner[COOP_WIRE_MAX_WG];
+  uint8_t wg_resv[COOP_WIRE_MAX_WG];
 };
 
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }

@@ -10,7 +10,7 @@ void dev__build_view(struct dev *d, int64_t now) {
   if (d->runs && now - d->view_at < DEV_VIEW_NS) return; /* idle: always fresh */
   d->view_at = now;
   struct dev_view *v = &d->next_view;
-  static coop_task_id owner[COOP_WIRE_MAX_WG];
+  coop_task_id *owner = d->wg_owner;
   v->nwg = 0;
   v->njobs = 0;
   if (d->rt) {

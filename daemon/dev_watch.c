@@ -59,9 +59,8 @@ static unsigned count_owned(const coop_task_id *owner, unsigned nwg, const coop_
  * for it so as not to tell who runs what, and this message must not
  * either. */
 static void holders(struct dev *d, uint32_t uid, char *out, size_t len) {
-  static coop_task_id owner[COOP_WIRE_MAX_WG];
-  static uint8_t resv[COOP_WIRE_MAX_WG];
-  int n = dp_view(d->rt, owner, resv, COOP_WIRE_MAX_WG);
+  coop_task_id *owner = d->wg_owner;
+  int n = dp_view(d->rt, owner, d->wg_resv, COOP_WIRE_MAX_WG);
   unsigned nwg = n > 0 ? (unsigned)n : 0;
   size_t at = 0;
   out[0] = 0;
@@ -182,8 +181,12 @@ void dev_watch_get(struct dev *d, struct dev_watch *w) {
    * event (under mu), so a caller that sees the event sees no lost
    * workers. Read first, rt could be from before the relaunch and the
    * event from after (lost_workers 2 beside "restarted": a test saw it
-   * under load, 2026-11-25). */
-  w->lost_workers = d->rt ? 0 : atomic_load(&d->workers); /* while it restarts */
+   * under load, 2026-11-25). rt itself is the device thread's: this
+   * thread reads rt_up, which the device thread stores (release) with
+   * each change of rt. The mutex above already orders the event after
+   * the store; acquire keeps that so without it. */
+  int up = atomic_load_explicit(&d->rt_up, memory_order_acquire);
+  w->lost_workers = up ? 0 : atomic_load(&d->workers); /* while it restarts */
 }
 
 /* A one-task job whose task no workgroup ever touched (the last poll saw it
@@ -263,6 +266,7 @@ void dev__restart(struct dev *d) {
   hold_culprit(d, label, held, sizeof held);
   if (d->rt) dp_kill(d->rt);
   d->rt = NULL;
+  atomic_store_explicit(&d->rt_up, 0, memory_order_release); /* dev_watch_get says why */
   d->parked = 0;
   atomic_store(&d->parked_pub, 0);
   struct job *again = NULL; /* jobs that never got a workgroup: run them anew */

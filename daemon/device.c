@@ -207,12 +207,13 @@ static void close_runtime(struct dev *d) {
     log_warn("the megakernel did not exit within %u ms: its device process was killed",
              DP_CLOSE_MS);
   d->rt = NULL;
+  atomic_store_explicit(&d->rt_up, 0, memory_order_release); /* dev_watch_get says why */
 }
 
 /* One request for the infos of every task in flight: the pass below reads
  * them from the proxy's cache (devproc.h), not one request per task. */
 static void poll_tasks(struct dev *d) {
-  static coop_task_id ids[256]; /* the runtime has 256 task slots (shared.h) */
+  coop_task_id ids[256]; /* the runtime has 256 task slots (shared.h); 2 KiB, per thread */
   unsigned n = 0;
   for (struct run *r = d->runs; r; r = r->next)
     for (unsigned i = 0; i < r->ninflight && n < 256; i++) ids[n++] = r->task[i];
@@ -281,7 +282,7 @@ static int new_work(struct dev *d) {
  * (dp_wait), for the kick, or until wake (a periodic release), at most
  * DEV_WAIT_NS so the watchdog's checks still run. */
 static void wait_in_flight(struct dev *d, int64_t wake) {
-  static coop_task_id ids[DP_WAIT_MAX];
+  coop_task_id ids[DP_WAIT_MAX]; /* 1 KiB on this device's thread */
   unsigned n = 0;
   for (struct run *r = d->runs; r; r = r->next)
     for (unsigned i = 0; i < r->ninflight && n < DP_WAIT_MAX; i++) ids[n++] = r->task[i];
@@ -354,9 +355,14 @@ int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   if (e == 0) e = dp_set_kick(rt, d->kick);
   if (e) return e;
   d->rt = rt;
+  atomic_store_explicit(&d->rt_up, 1, memory_order_release); /* dev_watch_get says why */
+  /* under mu: a restart or a reload launches on the device thread while
+   * the loop copies these for WELCOME and STATS (dev_name) */
+  pthread_mutex_lock(&d->mu);
   snprintf(d->name, sizeof d->name, "%s", dp_device_name(rt));
   snprintf(d->backend, sizeof d->backend, "%s", dp_backend(rt));
   snprintf(d->backend_note, sizeof d->backend_note, "%s", dp_backend_note(rt));
+  pthread_mutex_unlock(&d->mu);
   atomic_store(&d->cus, dp_compute_units(rt));
   atomic_store(&d->workers, dp_workers(rt));
   d->broken[0] = 0;
@@ -443,6 +449,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
              struct daemon *dm, char *err, size_t errlen) {
   struct dev *d = calloc(1, sizeof *d);
   if (!d) return COOP_ENOMEM;
+  pthread_mutex_init(&d->mu, NULL); /* before dev__launch, which takes it */
   d->cfg = c;
   d->index = index;
   d->ks = ks;
@@ -450,6 +457,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   d->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (d->kick < 0) {
     snprintf(err, errlen, "eventfd: %s", strerror(errno));
+    pthread_mutex_destroy(&d->mu);
     free(d);
     return COOP_ENOMEM;
   }
@@ -461,10 +469,10 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   }
   if (e) {
     close(d->kick);
+    pthread_mutex_destroy(&d->mu);
     free(d);
     return e;
   }
-  pthread_mutex_init(&d->mu, NULL);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -495,8 +503,15 @@ void dev_free(struct dev *d) {
   uv_close((uv_handle_t *)&d->async, on_async_closed);
 }
 
-const char *dev_name(const struct dev *d) { return d->name; }
-const char *dev_backend(const struct dev *d) { return d->backend; }
-const char *dev_backend_note(const struct dev *d) { return d->backend_note; }
+static void copy_text(struct dev *d, const char *text, char *out, size_t len) {
+  pthread_mutex_lock(&d->mu); /* dev__launch writes them under it */
+  snprintf(out, len, "%s", text);
+  pthread_mutex_unlock(&d->mu);
+}
+void dev_name(struct dev *d, char *out, size_t len) { copy_text(d, d->name, out, len); }
+void dev_backend(struct dev *d, char *out, size_t len) { copy_text(d, d->backend, out, len); }
+void dev_backend_note(struct dev *d, char *out, size_t len) {
+  copy_text(d, d->backend_note, out, len);
+}
 unsigned dev_compute_units(const struct dev *d) { return atomic_load(&d->cus); }
 unsigned dev_workers(const struct dev *d) { return atomic_load(&d->workers); }

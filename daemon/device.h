@@ -96,9 +96,11 @@ struct dev_watch {
 };
 void dev_watch_get(struct dev *d, struct dev_watch *w);
 
-const char *dev_name(const struct dev *d);
-const char *dev_backend(const struct dev *d);      /* "opencl" or "cuda" */
-const char *dev_backend_note(const struct dev *d); /* and why that one */
+/* Copies (a restart or a reload sets them again on the device thread):
+ * the device's name, its backend ("opencl" or "cuda") and why that one. */
+void dev_name(struct dev *d, char *out, size_t len);
+void dev_backend(struct dev *d, char *out, size_t len);
+void dev_backend_note(struct dev *d, char *out, size_t len);
 unsigned dev_compute_units(const struct dev *d);
 unsigned dev_workers(const struct dev *d);
 /* Idle parking (device.c): 1 while the megakernel is parked; how many

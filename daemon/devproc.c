@@ -160,7 +160,7 @@ static int sources_memfd(const struct kset *ks) {
  * replaced at that path since (an upgrade) is caught at DP_OPEN by the
  * messages' layout stamp. */
 static int spawn(struct dp *p, char *err, size_t errlen) {
-  static char exe[4096];
+  char exe[4096]; /* not static: the device threads and reload's builder spawn at once */
   ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (el <= 0 || (size_t)el >= sizeof exe - 1)
     snprintf(exe, sizeof exe, "/proc/self/exe");

@@ -240,14 +240,17 @@ static int open_devices(struct daemon *dm) {
     /* CUDA: one primary context per GPU, and a module load in it waits for
      * the megakernel already running there (runtime/backends/cuda.c, cu_load), so
      * a second megakernel on one GPU would hang coopd's start. */
-    for (int j = 0; j < i; j++)
-      if (idx[j] == idx[i] && !strcmp(dev_backend(dm->devs[j]), "cuda")) {
+    for (int j = 0; j < i; j++) {
+      char backend[16];
+      dev_backend(dm->devs[j], backend, sizeof backend);
+      if (idx[j] == idx[i] && !strcmp(backend, "cuda")) {
         log_error(
             "[device] devices: index %d is listed twice; on the CUDA backend one GPU runs "
             "one megakernel (a repeated index needs the OpenCL backend)",
             idx[i]);
         _exit(1);
       }
+    }
     int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm, err, sizeof err);
     if (e && all && i > 0) {
       log_info("devices = all: %d devices (index %d: %s)", i, idx[i], err);
@@ -260,8 +263,11 @@ static int open_devices(struct daemon *dm) {
     }
     dm->ndev = (unsigned)i + 1;
     struct dev *d = dm->devs[i];
-    log_info("device %d: backend %s", i, dev_backend_note(d));
-    log_info("device %d \"%s\": %u compute units, %u workers; %u kernels", i, dev_name(d),
+    char note[1024], name[256];
+    dev_backend_note(d, note, sizeof note);
+    dev_name(d, name, sizeof name);
+    log_info("device %d: backend %s", i, note);
+    log_info("device %d \"%s\": %u compute units, %u workers; %u kernels", i, name,
              dev_compute_units(d), dev_workers(d), dm->ks->n);
   }
   return 0;

@@ -34,8 +34,8 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
   w->version = COOP_WIRE_VERSION;
   snprintf(w->daemon_version, sizeof w->daemon_version, "%s", COOP_VERSION);
   struct dev *d0 = s->dm->devs[0];
-  snprintf(w->backend, sizeof w->backend, "%s", dev_backend(d0));
-  snprintf(w->device, sizeof w->device, "%s", dev_name(d0));
+  dev_backend(d0, w->backend, sizeof w->backend);
+  dev_name(d0, w->device, sizeof w->device);
   w->compute_units = dev_compute_units(d0);
   w->workers = dev_workers(d0);
   w->ndevices = (uint8_t)s->dm->ndev;
@@ -54,8 +54,8 @@ static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
   for (unsigned i = 0; i < dm->ndev; i++) {
     struct dev *d = dm->devs[i];
     struct coop_wire_devinfo *o = &st->devs[i];
-    snprintf(o->device, sizeof o->device, "%s", dev_name(d));
-    snprintf(o->backend, sizeof o->backend, "%s", dev_backend(d));
+    dev_name(d, o->device, sizeof o->device);
+    dev_backend(d, o->backend, sizeof o->backend);
     o->compute_units = dev_compute_units(d);
     o->workers = dev_workers(d);
     o->jobs = dm->dev_jobs[i];
@@ -76,9 +76,9 @@ static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
 void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
   memset(st, 0, sizeof *st);
   struct dev *d0 = dm->devs[0];
-  snprintf(st->backend, sizeof st->backend, "%s", dev_backend(d0));
-  snprintf(st->backend_note, sizeof st->backend_note, "%s", dev_backend_note(d0));
-  snprintf(st->device, sizeof st->device, "%s", dev_name(d0));
+  dev_backend(d0, st->backend, sizeof st->backend);
+  dev_backend_note(d0, st->backend_note, sizeof st->backend_note);
+  dev_name(d0, st->device, sizeof st->device);
   st->compute_units = dev_compute_units(d0);
   st->workers = dev_workers(d0);
   stats_devices(dm, st);
