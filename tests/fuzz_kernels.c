@@ -33,20 +33,23 @@
  *     buffer 0 (no guard zone overwritten).
  *
  * Argument roles. Loop-count scalars must stay small, or a run would not end
- * (a non-cooperative kernel cannot be cancelled, and a cooperative one only
- * between steps). The roles of the shipped kernels are in `profiles` below
- * (a kernel not listed gets roles from its argument names). Some hazards are
- * denial of service, not memory safety, and the default generator steers
- * around the worst of them (--wild does not):
+ * (a kernel is cancelled only at its primitives and where it polls: the
+ * shipped ones poll in their data-driven loops, docs/kernels.md
+ * "Cancellation inside a step", a test kernel may not). The roles of the
+ * shipped kernels are in `profiles` below (a kernel not listed gets roles
+ * from its argument names). Some hazards are denial of service, not memory
+ * safety, and the default generator steers around the worst of them (--wild
+ * does not):
  *   - a step whose loop bound comes from buffer data (an edge range
  *     row[v]..row[v+1], a worklist size, a node's depth) can run up to 2^32
  *     iterations, and an out-of-range read returns whatever the sink last
  *     received (any value, written by any job);
  *   - the work-stealing kernels (octree, game) keep mutexes, queue heads and
- *     pending counts in client buffers: a nonzero lock word spins forever,
- *     and a step that returns COOP_CONTINUE (their mode 0) is never
- *     cancelled; so their control buffers stay as the application made them
- *     (zero in synthetic tasks) and their mode stays nonzero when mutated.
+ *     pending counts in client buffers: a nonzero lock word spins until
+ *     the task is cancelled, and pending counts that never reach 0 keep
+ *     it running until then; so their control buffers stay as the
+ *     application made them (zero in synthetic tasks) and their mode stays
+ *     nonzero when mutated.
  * A task that does not end even after its cancellation is reported as stuck
  * (saying whether coopd would have admitted it); the run goes on in a fresh
  * process (the megakernel cannot be stopped), and a kernel stuck twice

@@ -1892,6 +1892,101 @@ START_TEST(attack_endless_render_then_leave) {
 }
 END_TEST
 
+/* A memfd of size bytes holding n words w (the rest zero). */
+static int memfd_words(size_t size, uint32_t w, size_t n) {
+  int fd = memfd_of(size);
+  static uint32_t chunk[16384];
+  for (size_t i = 0; i < 16384; i++) chunk[i] = w;
+  for (size_t at = 0; at < n; at += 16384) {
+    size_t k = n - at < 16384 ? n - at : 16384;
+    ck_assert_int_eq(pwrite(fd, chunk, k * 4, (off_t)(at * 4)), (ssize_t)(k * 4));
+  }
+  return fd;
+}
+
+/* Item 5: the shipped bfs on a CSR whose worklist holds 65536 copies of a
+ * vertex owning 4M edges (every require rule met, every index in range)
+ * visits 2.7e11 edges in one step and reaches no primitive. Cancelled, it
+ * ran on until hang_ms, and coopd restarted the device, taking another
+ * client's periodic render with it (ELOST). bfs's loops now poll their
+ * cancellation: the job ends CANCELLED within 2 s, the render ends DONE,
+ * nothing is declared hung and every worker serves. */
+START_TEST(attack_hostile_bfs_is_cancelled) {
+  enum { HN = 65536, HM = 4 << 20 };
+  char kdir[] = "/tmp/coopd-bfs-XXXXXX", path[128], set[160];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  snprintf(path, sizeof path, "%s/bfs.cl", kdir);
+  copy_file(KERNEL_DIR "/apps/bfs.cl", path); /* the shipped kernel, alone beside render */
+  snprintf(set, sizeof set, "kernels.dirs=%s:%s", KERNEL_DIR, kdir);
+  const char *sets[] = {set, "jobs.gather_budget_ms=4000", "jobs.hang_ms=1500", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn a, v;
+  open_hello(&a, &d);
+  uint32_t w = a.m.welcome.workers;
+  open_hello(&v, &d);
+
+  /* the victim: a render every 100 ms for 3 s, on one worker */
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.period_us = m.submit.deadline_us = 100000;
+  m.submit.count = 30;
+  uint64_t r = submit(&v, &m, NULL, 0);
+  ck_assert_msg(r != 0, "render refused: %s", v.m.error.message);
+
+  /* row[0] = 0, row[1..n] = m: vertex 0 owns every edge, and every edge
+   * leads back to it (reached: each visit is two loads); q0 = n zeros */
+  int fds[5] = {memfd_words((HN + 1) * 4u, HM, HN + 1), memfd_of(HM * 4u),
+                memfd_words(HN * 4u, 0xffffffffu, HN), memfd_of(HN * 4u), memfd_of(HN * 4u)};
+  ck_assert_int_eq(pwrite(fds[0], &(uint32_t){0}, 4, 0), 4);
+  ck_assert_int_eq(pwrite(fds[2], &(uint32_t){0}, 4, 0), 4); /* lev[0] = 0 */
+  static const uint32_t size[2] = {HN, 0};
+  submit_init(&m, "bfs", 1, 1);
+  arg_u32(&m.submit, 1); /* cooperative form: resizing barriers */
+  arg_buf(&m.submit, COOP_BUF_IN, NULL, (HN + 1) * 4u, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, NULL, HM * 4u, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, HN * 4u, 2);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, HN * 4u, 3);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, HN * 4u, 4);
+  arg_buf(&m.submit, COOP_BUF_INOUT, size, sizeof size, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, HN);
+  uint64_t x = submit(&a, &m, fds, 5);
+  ck_assert_msg(x != 0, "bfs refused: %s", a.m.error.message);
+  wait_running(&a, x); /* and 300 ms: deep in its first step */
+
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  memset(&m, 0, sizeof m);
+  m.job.job = x;
+  ck_assert_uint_eq(reply(&a, send_msg(&a, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&a, x, 20000), COOP_MSG_RESULT);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  /* bench/RESULTS.md quotes this line */
+  fprintf(stderr, "hostile bfs: CANCEL -> RESULT %s (%s) in %.1f ms\n",
+          coop_job_state_name(a.m.result.state), coop_err_name(a.m.result.error), ms);
+  ck_assert_msg(a.m.result.state == COOP_JOB_CANCELLED, "bfs ended %s: %s",
+                coop_job_state_name(a.m.result.state), a.m.result.message);
+  ck_assert_int_eq(a.m.result.error, COOP_ECANCELED);
+  ck_assert_msg(ms < 2000.0, "bfs took %.0f ms to end after its CANCEL", ms);
+
+  ck_assert_uint_eq(wait_job(&v, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(v.m.result.state == COOP_JOB_DONE, "the victim's render ended %s: %s",
+                coop_job_state_name(v.m.result.state), v.m.result.message);
+  ck_assert_uint_eq(v.m.result.instances, 30);
+  struct coop_msg_stats_reply st = stats(&v);
+  ck_assert_uint_eq(st.hung, 0);
+  ck_assert_uint_eq(st.lost_workers, 0);
+  render_check(&v, w, 0, 0); /* every worker serves */
+  for (int i = 0; i < 5; i++) close(fds[i]);
+  conn_close(&a);
+  conn_close(&v);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(path);
+  rmdir(kdir);
+}
+END_TEST
+
 /* Row 5: three detached cooperative sweeps of one workgroup each pinned
  * every worker (a cooperative kernel keeps its last), and every other
  * user's render failed EHUNG. Cooperative jobs now run on the workers left
@@ -4572,6 +4667,10 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, task_max_ms_ends_a_detached_render);
   tcase_add_test(t, ehung_names_no_other_users_job);
+  suite_add_tcase(s, t);
+  t = tcase_create("cancel");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, attack_hostile_bfs_is_cancelled);
   suite_add_tcase(s, t);
   t = tcase_create("parking");
   tcase_set_timeout(t, 120);

@@ -133,15 +133,20 @@ COOP_FN void bc_reset(struct coop_ctx *c, coop_u32 first) {
 /* Forward pass: expand the vertices at `level` of every source of the
  * batch, scaling their sigmas first (see the top of this file). Row b of
  * dist, sigma and scale is a sub-view of n elements: a vertex id >= n from
- * a hostile graph faults instead of reaching another source's row. */
+ * a hostile graph faults instead of reaching another source's row. Both
+ * passes poll their cancellation (coop_poll_cancel) once per vertex, per
+ * source and per chunk of edges: rows that all span every edge make one
+ * pass n x B x m long. */
 COOP_FN void bc_forward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
   coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
   coop_buf_atomic_u32 dist = coop_arg_buf_atomic_u32(c, 3), sigma = coop_arg_buf_atomic_u32(c, 4);
   coop_buf_atomic_u32 flag = coop_arg_buf_atomic_u32(c, 7), scale = coop_arg_buf_atomic_u32(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
-  coop_u32 next = level + 1u;
-  for (coop_u32 v = coop_global_id(c); v < n; v += stride)
+  coop_u32 next = level + 1u, work = 0u;
+  for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+    if (coop_poll_cancel(c, &work, 1u)) break;
     for (coop_u32 b = 0u; b < nb; b++) {
+      if (coop_poll_cancel(c, &work, 1u)) break;
       coop_buf_atomic_u32 d, sg, sc;
       coop_sub(d, dist, (coop_u64)b * n, n);
       coop_sub(sg, sigma, (coop_u64)b * n, n);
@@ -156,17 +161,22 @@ COOP_FN void bc_forward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
       }
       bc_umax(sc, level, coop_f2u(sv));
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
-      for (coop_u32 e = coop_at(row, v); e < end; e++) {
-        coop_u32 w = coop_at(col, e), dw = coop_ld_rlx(coop_ptr(d, w));
-        if (dw == BC_INF) {
-          if (coop_cas(coop_ptr(d, w), &dw, next)) {
-            coop_st_rlx(coop_ptr(flag, next), 1u);
-            dw = next;
-          } /* else dw now holds the level another thread claimed */
+      for (coop_u32 e = coop_at(row, v); e < end;) {
+        coop_u32 stop = coop_poll_chunk(e, end);
+        if (coop_poll_cancel(c, &work, stop - e)) break;
+        for (; e < stop; e++) {
+          coop_u32 w = coop_at(col, e), dw = coop_ld_rlx(coop_ptr(d, w));
+          if (dw == BC_INF) {
+            if (coop_cas(coop_ptr(d, w), &dw, next)) {
+              coop_st_rlx(coop_ptr(flag, next), 1u);
+              dw = next;
+            } /* else dw now holds the level another thread claimed */
+          }
+          if (dw == next) bc_fadd(sg, w, sv);
         }
-        if (dw == next) bc_fadd(sg, w, sv);
       }
     }
+  }
 }
 
 /* Backward pass for level >= 1: delta of the vertices at `level`. */
@@ -176,11 +186,13 @@ COOP_FN void bc_backward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
   coop_buf_f32 delta = coop_arg_buf_f32(c, 5), bc = coop_arg_buf_f32(c, 6);
   coop_buf_atomic_u32 scale = coop_arg_buf_atomic_u32(c, 11);
   coop_u32 n = coop_arg_u32(c, 8), nb = bc_batch(c, first), stride = coop_global_size(c);
-  coop_u32 next = level + 1u;
+  coop_u32 next = level + 1u, work = 0u;
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+    if (coop_poll_cancel(c, &work, 1u)) break;
     float sum = 0.0f;
     coop_u32 any = 0u;
     for (coop_u32 b = 0u; b < nb; b++) {
+      if (coop_poll_cancel(c, &work, 1u)) break;
       coop_buf_atomic_u32 d, sg, sc;
       coop_buf_f32 dl;
       coop_sub(d, dist, (coop_u64)b * n, n);
@@ -191,10 +203,14 @@ COOP_FN void bc_backward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
       float sv = coop_u2f(coop_ld_rlx(coop_ptr(sg, v))), acc = 0.0f;
       float p = bc_pow2(sc, level); /* sigma(w) = sigma'(w) * p * P(level) */
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
-      for (coop_u32 e = coop_at(row, v); e < end; e++) {
-        coop_u32 w = coop_at(col, e);
-        if (coop_ld_rlx(coop_ptr(d, w)) == next)
-          acc += sv / (coop_u2f(coop_ld_rlx(coop_ptr(sg, w))) * p) * (1.0f + coop_at(dl, w));
+      for (coop_u32 e = coop_at(row, v); e < end;) {
+        coop_u32 stop = coop_poll_chunk(e, end);
+        if (coop_poll_cancel(c, &work, stop - e)) break;
+        for (; e < stop; e++) {
+          coop_u32 w = coop_at(col, e);
+          if (coop_ld_rlx(coop_ptr(d, w)) == next)
+            acc += sv / (coop_u2f(coop_ld_rlx(coop_ptr(sg, w))) * p) * (1.0f + coop_at(dl, w));
+        }
       }
       coop_at(dl, v) = acc;
       sum += acc;

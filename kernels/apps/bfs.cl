@@ -48,22 +48,31 @@ COOP_FN void bfs_init(struct coop_ctx *c, struct bfs_state *s) {
 }
 
 /* process_node: claim v's unreached neighbours for level + 1 and push them
- * on the output worklist `out`. */
-COOP_FN void bfs_visit(struct coop_ctx *c, coop_u32 v, coop_u32 level, coop_u32 out) {
+ * on the output worklist `out`. work: the step's cancellation poll count
+ * (coop_poll_cancel), polled once per chunk of edges: a hostile worklist
+ * may name the vertex with every edge in each of its entries, one step's
+ * work growing as their product. Returns 1 when cancelled. */
+COOP_FN coop_u32 bfs_visit(struct coop_ctx *c, coop_u32 v, coop_u32 level, coop_u32 out,
+                           coop_u32 *work) {
   coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
   coop_buf_atomic_u32 lev = coop_arg_buf_atomic_u32(c, 3);
   coop_buf_u32 q = coop_arg_buf_u32(c, 4u + out);
   coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 6);
   coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
-  for (coop_u32 e = coop_at(row, v); e < end; e++) {
-    coop_u32 u = coop_at(col, e);
-    if (coop_ld_rlx(coop_ptr(lev, u)) != BFS_UNREACHED) continue; /* cheap test first */
-    coop_u32 expected = BFS_UNREACHED;
-    if (coop_cas(coop_ptr(lev, u), &expected, level + 1u)) {
-      coop_u32 slot = coop_fadd(coop_ptr(size, out), 1u);
-      coop_at(q, slot) = u;
+  for (coop_u32 e = coop_at(row, v); e < end;) {
+    coop_u32 stop = coop_poll_chunk(e, end);
+    if (coop_poll_cancel(c, work, stop - e)) return 1u;
+    for (; e < stop; e++) {
+      coop_u32 u = coop_at(col, e);
+      if (coop_ld_rlx(coop_ptr(lev, u)) != BFS_UNREACHED) continue; /* cheap test first */
+      coop_u32 expected = BFS_UNREACHED;
+      if (coop_cas(coop_ptr(lev, u), &expected, level + 1u)) {
+        coop_u32 slot = coop_fadd(coop_ptr(size, out), 1u);
+        coop_at(q, slot) = u;
+      }
     }
   }
+  return 0u;
 }
 
 COOP_FN coop_u32 bfs_step(struct coop_ctx *c, struct bfs_state *s) {
@@ -77,8 +86,11 @@ COOP_FN coop_u32 bfs_step(struct coop_ctx *c, struct bfs_state *s) {
     coop_buf_u32 q = coop_arg_buf_u32(c, 4u + s->in);
     coop_u32 stride = coop_global_size(c); /* lines 6-7, recomputed after every barrier */
     n = coop_cap(n, coop_len(q));          /* client data: capped */
-    for (coop_u32 i = coop_global_id(c); i < n; i += stride)
-      bfs_visit(c, coop_at(q, i), s->level, 1u - s->in);
+    coop_u32 work = 0u;
+    for (coop_u32 i = coop_global_id(c); i < n; i += stride) /* cancelled: to the barrier */
+      if (coop_poll_cancel(c, &work, 1u) ||
+          bfs_visit(c, coop_at(q, i), s->level, 1u - s->in, &work))
+        break;
     s->in = 1u - s->in; /* line 11: swap */
     s->phase = 1u;
     return bar; /* line 12 */

@@ -54,15 +54,23 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
   coop_u32 stride = coop_global_size(c);
 
   if (s->phase == 0u) {
-    coop_u32 any = 0u;
+    /* the edge loops' work is client data's (any row may span every edge):
+     * cancelled, they leave for the barrier (coop_poll_cancel, once per
+     * vertex and per chunk of edges) */
+    coop_u32 any = 0u, work = 0u;
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+      if (coop_poll_cancel(c, &work, 1u)) break;
       if (coop_at(colour, v) != COLOR_NONE) continue;
       any = 1u;
       coop_u32 win = 1u;
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
-      for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
-        coop_u32 u = coop_at(col, e);
-        if (u != v && coop_at(colour, u) == COLOR_NONE && coop_prio_beats(prio, u, v)) win = 0u;
+      for (coop_u32 e = coop_at(row, v); e < end && win;) {
+        coop_u32 stop = coop_poll_chunk(e, end);
+        if (coop_poll_cancel(c, &work, stop - e)) break;
+        for (; e < stop && win; e++) {
+          coop_u32 u = coop_at(col, e);
+          if (u != v && coop_at(colour, u) == COLOR_NONE && coop_prio_beats(prio, u, v)) win = 0u;
+        }
       }
       coop_at(cand, v) = win;
     }

@@ -124,8 +124,12 @@ COOP_FN coop_u32 game_static(coop_u64 cur, coop_u64 mask, coop_u32 depth, coop_i
   return 0u;
 }
 
-/* Sequential negamax to `depth` (<= GAME_MAX_DEPTH), explicit stack. */
-COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
+/* Sequential negamax to `depth` (<= GAME_MAX_DEPTH), explicit stack. The
+ * client's depth sets its length (7^14 positions at the largest), so it
+ * polls the cancellation (coop_poll_cancel) and, cancelled, returns a
+ * value nobody will read. */
+COOP_FN coop_i32 game_search(const struct coop_ctx *c, coop_u64 cur, coop_u64 mask,
+                             coop_u32 depth) {
   coop_u64 sc[GAME_MAX_DEPTH + 1u], sm[GAME_MAX_DEPTH + 1u];
   coop_i32 sb[GAME_MAX_DEPTH + 1u];
   coop_u32 sj[GAME_MAX_DEPTH + 1u];
@@ -135,12 +139,13 @@ COOP_FN coop_i32 game_search(coop_u64 cur, coop_u64 mask, coop_u32 depth) {
    * past it */
   if (depth > GAME_MAX_DEPTH) depth = GAME_MAX_DEPTH;
   if (game_static(cur, mask, depth, &v)) return v;
-  coop_u32 lvl = 0u;
+  coop_u32 lvl = 0u, work = 0u;
   sc[0] = cur;
   sm[0] = mask;
   sb[0] = GAME_NEG_INF;
   sj[0] = 0u;
   for (;;) {
+    if (coop_poll_cancel(c, &work, 1u)) return v;
     coop_u32 j = sj[lvl];
     while (j < 7u && (sm[lvl] & game_top(j))) j++;
     if (j == 7u) { /* every move of this level searched */
@@ -190,9 +195,9 @@ COOP_FN0 void game_complete(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_bu
 
 /* Thread 0: creates the children of node t (not resolved, above the split
  * depth) and pushes them on queue q. */
-COOP_FN0 void game_expand(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_buf_atomic_u32 ctl,
-                          coop_buf_u32 items, coop_u32 qcap, coop_u32 nodecap, coop_u32 q,
-                          coop_u32 t) {
+COOP_FN0 void game_expand(const struct coop_ctx *c, coop_buf_u32 nodes, coop_buf_atomic_u32 acc,
+                          coop_buf_atomic_u32 ctl, coop_buf_u32 items, coop_u32 qcap,
+                          coop_u32 nodecap, coop_u32 q, coop_u32 t) {
   coop_buf_u32 rec;
   coop_sub(rec, nodes, (coop_u64)GAME_NODE_WORDS * t, GAME_NODE_WORDS);
   coop_u64 cur = (coop_u64)coop_at(rec, 0) | (coop_u64)coop_at(rec, 1) << 32;
@@ -224,7 +229,7 @@ COOP_FN0 void game_expand(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_buf_
   coop_fadd(coop_ptr(ctl, 1), k); /* before the push: outstanding must not reach 0 early */
   coop_buf_atomic_u32 qctl;
   coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
-  coop_u32 pushed = coop_tq_push(qctl, items, qcap, q, first, k);
+  coop_u32 pushed = coop_tq_push(c, qctl, items, qcap, q, first, k);
   if (pushed < k) {
     coop_for(coop_ptr(ctl, 2), 2u); /* queue full */
     coop_fsub(coop_ptr(ctl, 1), k - pushed);
@@ -233,7 +238,10 @@ COOP_FN0 void game_expand(coop_buf_u32 nodes, coop_buf_atomic_u32 acc, coop_buf_
 
 /* One iteration of the main loop: take a task (pop or steal), process it.
  * The barriers are unconditional (PoCL's work-item loops want every thread
- * to pass the same barriers on every step); each phase's work is guarded. */
+ * to pass the same barriers on every step); each phase's work is guarded.
+ * Cancellation: thread 0 takes no task once the task is cancelled and the
+ * step returns COOP_DONE (the original form's COOP_CONTINUE is no
+ * primitive, where the runtime would see it); game_search polls too. */
 coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   coop_buf_u32 nodes = coop_arg_buf_u32(c, 1);
   coop_buf_atomic_u32 acc = coop_arg_buf_atomic_u32(c, 2), res = coop_arg_buf_atomic_u32(c, 3);
@@ -251,7 +259,9 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
     coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
     coop_sub(outstanding, ctl, 1u, 1u);
     coop_at(sh, GAME_S_TASK) =
-        (coop_i32)coop_tq_pop_or_steal(qctl, outstanding, items, nq, qcap, q);
+        (coop_i32)(coop_cancel_requested(c)
+                       ? GAME_END
+                       : coop_tq_pop_or_steal(c, qctl, outstanding, items, nq, qcap, q));
   }
   coop_wg_barrier();
   coop_u32 t = (coop_u32)coop_at(sh, GAME_S_TASK);
@@ -284,7 +294,7 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
         coop_at(sh, GAME_S_DVAL + j) = cv;
       }
       if (!direct && !(cm & game_top(k)))
-        g = game_search(cc ^ cm, cm | (cm + game_bottom(k)), r - 2u);
+        g = game_search(c, cc ^ cm, cm | (cm + game_bottom(k)), r - 2u);
     } else if (k == 0u) {
       coop_at(sh, GAME_S_DIRECT + j) = 2;
     }
@@ -306,7 +316,7 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
       if (-vj > v) v = -vj;
     }
   }
-  if (lid == 0u && expand) game_expand(nodes, acc, ctl, items, qcap, nodecap, q, t);
+  if (lid == 0u && expand) game_expand(c, nodes, acc, ctl, items, qcap, nodecap, q, t);
   if (lid == 0u && (resolved || search)) game_complete(nodes, acc, res, t, v);
   if (lid == 0u && valid) coop_fsub(coop_ptr(ctl, 1), 1u); /* this task is done */
   if (t == GAME_END) return COOP_DONE;

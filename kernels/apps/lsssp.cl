@@ -49,8 +49,12 @@ COOP_FN void lsssp_init(struct coop_ctx *c, struct lsssp_state *s) {
   s->phase = 0u;
 }
 
-/* Relax v's out-edges; push improved targets on worklist `out`. */
-COOP_FN void lsssp_relax(struct coop_ctx *c, coop_u32 v, coop_u32 stamp, coop_u32 out) {
+/* Relax v's out-edges; push improved targets on worklist `out`. work: the
+ * step's cancellation poll count (coop_poll_cancel, once per chunk of
+ * edges; as in bfs, a hostile worklist makes one step's work the product
+ * of two buffer lengths). Returns 1 when cancelled. */
+COOP_FN coop_u32 lsssp_relax(struct coop_ctx *c, coop_u32 v, coop_u32 stamp, coop_u32 out,
+                             coop_u32 *work) {
   coop_buf_u32 row = coop_arg_buf_u32(c, 1), col = coop_arg_buf_u32(c, 2);
   coop_buf_u32 w = coop_arg_buf_u32(c, 3);
   coop_buf_atomic_u32 dist = coop_arg_buf_atomic_u32(c, 4);
@@ -59,16 +63,21 @@ COOP_FN void lsssp_relax(struct coop_ctx *c, coop_u32 v, coop_u32 stamp, coop_u3
   /* the current distance: possibly already lower than when v was pushed */
   coop_u32 d = coop_ld_rlx(coop_ptr(dist, v));
   coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
-  for (coop_u32 e = coop_at(row, v); e < end; e++) {
-    coop_u32 u = coop_at(col, e), nd = d + coop_at(w, e);
-    if (nd < d) continue;                               /* overflow: no shorter than unreached */
-    if (coop_ld_rlx(coop_ptr(dist, u)) <= nd) continue; /* cheap test first */
-    if (coop_fmin(coop_ptr(dist, u), nd) <= nd) continue;
-    if (coop_fmax(coop_ptr(mark, u), stamp) < stamp) {
-      coop_u32 slot = coop_fadd(coop_ptr(size, out), 1u);
-      coop_at(q, slot) = u;
+  for (coop_u32 e = coop_at(row, v); e < end;) {
+    coop_u32 stop = coop_poll_chunk(e, end);
+    if (coop_poll_cancel(c, work, stop - e)) return 1u;
+    for (; e < stop; e++) {
+      coop_u32 u = coop_at(col, e), nd = d + coop_at(w, e);
+      if (nd < d) continue;                               /* overflow: no shorter than unreached */
+      if (coop_ld_rlx(coop_ptr(dist, u)) <= nd) continue; /* cheap test first */
+      if (coop_fmin(coop_ptr(dist, u), nd) <= nd) continue;
+      if (coop_fmax(coop_ptr(mark, u), stamp) < stamp) {
+        coop_u32 slot = coop_fadd(coop_ptr(size, out), 1u);
+        coop_at(q, slot) = u;
+      }
     }
   }
+  return 0u;
 }
 
 COOP_FN coop_u32 lsssp_step(struct coop_ctx *c, struct lsssp_state *s) {
@@ -81,8 +90,11 @@ COOP_FN coop_u32 lsssp_step(struct coop_ctx *c, struct lsssp_state *s) {
     coop_buf_u32 q = coop_arg_buf_u32(c, 5u + s->in);
     coop_u32 stride = coop_global_size(c); /* recomputed after every barrier */
     n = coop_cap(n, coop_len(q));          /* client data: capped */
-    for (coop_u32 i = coop_global_id(c); i < n; i += stride)
-      lsssp_relax(c, coop_at(q, i), s->iter + 1u, 1u - s->in);
+    coop_u32 work = 0u;
+    for (coop_u32 i = coop_global_id(c); i < n; i += stride) /* cancelled: to the barrier */
+      if (coop_poll_cancel(c, &work, 1u) ||
+          lsssp_relax(c, coop_at(q, i), s->iter + 1u, 1u - s->in, &work))
+        break;
     s->in = 1u - s->in; /* line 11: swap */
     s->phase = 1u;
     return bar; /* line 12 */

@@ -57,17 +57,27 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
   /* M is stable until the barrier that ends this step */
   coop_u32 stride = coop_global_size(c);
 
+  /* the edge loops' work is client data's (any row may span every edge):
+   * cancelled, they leave for the barrier (coop_poll_cancel, once per
+   * vertex and per chunk of edges) */
+  coop_u32 work = 0u;
   if (s->phase == 0u) {
     coop_u32 any = 0u;
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+      if (coop_poll_cancel(c, &work, 1u)) break;
       if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
       any = 1u;
       coop_u32 win = 1u;
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
-      for (coop_u32 e = coop_at(row, v); e < end && win; e++) {
-        coop_u32 u = coop_at(col, e);
-        if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_UNDECIDED && coop_prio_beats(prio, u, v))
-          win = 0u;
+      for (coop_u32 e = coop_at(row, v); e < end && win;) {
+        coop_u32 stop = coop_poll_chunk(e, end);
+        if (coop_poll_cancel(c, &work, stop - e)) break;
+        for (; e < stop && win; e++) {
+          coop_u32 u = coop_at(col, e);
+          if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_UNDECIDED &&
+              coop_prio_beats(prio, u, v))
+            win = 0u;
+        }
       }
       coop_at(cand, v) = win;
     }
@@ -92,15 +102,19 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
 
   /* phase 2: the neighbours of the new members leave the race */
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+    if (coop_poll_cancel(c, &work, 1u)) break;
     if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
     coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
-    for (coop_u32 e = coop_at(row, v); e < end; e++) {
-      coop_u32 u = coop_at(col, e);
-      if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_IN) {
-        coop_st_rlx(coop_ptr(st, v), MIS_OUT);
-        break;
+    coop_u32 out = 0u;
+    for (coop_u32 e = coop_at(row, v); e < end && !out;) {
+      coop_u32 stop = coop_poll_chunk(e, end);
+      if (coop_poll_cancel(c, &work, stop - e)) break;
+      for (; e < stop && !out; e++) {
+        coop_u32 u = coop_at(col, e);
+        if (u != v && coop_ld_rlx(coop_ptr(st, u)) == MIS_IN) out = 1u;
       }
     }
+    if (out) coop_st_rlx(coop_ptr(st, v), MIS_OUT);
   }
   s->round++;
   s->phase = 0u;

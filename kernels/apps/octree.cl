@@ -70,9 +70,9 @@ COOP_FN coop_u32 octree_octant(coop_buf_f32 pts, coop_u32 p, float mx, float my,
 /* Thread 0, after the partition: allocates the non-empty children of node
  * t (child o spans [cr[o], cr[o + 1])), records them, pushes them on queue
  * q; or marks t a leaf. Then t is done. */
-COOP_FN0 void octree_finish(coop_buf_u32 nodes, coop_buf_atomic_u32 ctl, coop_buf_u32 items,
-                            coop_u32 qcap, coop_u32 nodecap, coop_u32 q, coop_u32 t, coop_u32 split,
-                            coop_lbuf_u32 cr) {
+COOP_FN0 void octree_finish(const struct coop_ctx *c, coop_buf_u32 nodes, coop_buf_atomic_u32 ctl,
+                            coop_buf_u32 items, coop_u32 qcap, coop_u32 nodecap, coop_u32 q,
+                            coop_u32 t, coop_u32 split, coop_lbuf_u32 cr) {
   coop_buf_u32 rec;
   coop_sub(rec, nodes, (coop_u64)OCTREE_NODE_WORDS * t, OCTREE_NODE_WORDS);
   coop_u32 k = 0u;
@@ -99,7 +99,7 @@ COOP_FN0 void octree_finish(coop_buf_u32 nodes, coop_buf_atomic_u32 ctl, coop_bu
     coop_fadd(coop_ptr(ctl, 1), k); /* before the push: pending must not reach 0 early */
     coop_buf_atomic_u32 qctl;
     coop_sub(qctl, ctl, OCTREE_CTL_QUEUES, coop_len(ctl));
-    coop_u32 pushed = k > 0u ? coop_tq_push(qctl, items, qcap, q, first, k) : 0u;
+    coop_u32 pushed = k > 0u ? coop_tq_push(c, qctl, items, qcap, q, first, k) : 0u;
     if (pushed < k) {
       coop_for(coop_ptr(ctl, 2), 2u); /* queue full */
       coop_fsub(coop_ptr(ctl, 1), k - pushed);
@@ -112,7 +112,11 @@ COOP_FN0 void octree_finish(coop_buf_u32 nodes, coop_buf_atomic_u32 ctl, coop_bu
 /* One iteration of the main loop: take a task (pop or steal), process it.
  * PoCL's work-item loops want every thread to pass the same barriers on
  * every step, so the barriers below are unconditional and each phase's
- * work is guarded instead. */
+ * work is guarded instead. Cancellation: thread 0 takes no task once the
+ * task is cancelled and the step returns COOP_DONE (the original form's
+ * COOP_CONTINUE is no primitive, where the runtime would see it); a node's
+ * range is client data up to the permutation's length, so the loops over
+ * it poll too (coop_poll_cancel). */
 coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
   coop_buf_f32 pts = coop_arg_buf_f32(c, 1);
   coop_buf_u32 nodes = coop_arg_buf_u32(c, 5);
@@ -133,7 +137,9 @@ coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
     coop_buf_atomic_u32 qctl, pending;
     coop_sub(qctl, ctl, OCTREE_CTL_QUEUES, coop_len(ctl));
     coop_sub(pending, ctl, 1u, 1u);
-    coop_at(sh, 0) = coop_tq_pop_or_steal(qctl, pending, items, nq, qcap, q);
+    coop_at(sh, 0) = coop_cancel_requested(c)
+                         ? OCTREE_END
+                         : coop_tq_pop_or_steal(c, qctl, pending, items, nq, qcap, q);
   }
   coop_wg_barrier();
   coop_u32 t = coop_at(sh, 0);
@@ -171,20 +177,27 @@ coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
 
   /* stable partition: lane l owns a contiguous chunk; h[o * lanes + l]
    * counts, then becomes the lane's cursor for octant o */
-  coop_u32 chunk = (e - b + lanes - 1u) / lanes;
+  coop_u32 chunk = (e - b + lanes - 1u) / lanes, work = 0u;
   coop_u32 cb = b + lid * chunk, ce = cb + chunk;
   if (!split || lid >= lanes || cb > e) cb = e;
   if (ce > e) ce = e;
   if (split && lid < lanes) {
     for (coop_u32 o = 0u; o < 8u; o++) coop_at(h, o * lanes + lid) = 0u;
-    for (coop_u32 i = cb; i < ce; i++) {
-      coop_u32 hi = octree_octant(pts, coop_at(src, i), mx, my, mz) * lanes + lid;
-      coop_at(h, hi)++;
+    for (coop_u32 i = cb; i < ce;) {
+      coop_u32 stop = coop_poll_chunk(i, ce);
+      if (coop_poll_cancel(c, &work, stop - i)) break;
+      for (; i < stop; i++) {
+        coop_u32 hi = octree_octant(pts, coop_at(src, i), mx, my, mz) * lanes + lid;
+        coop_at(h, hi)++;
+      }
     }
   }
   if (valid && !split) { /* a leaf: its points go to the output */
     coop_buf_u32 out = coop_arg_buf_u32(c, 4);
-    for (coop_u32 i = b + lid; i < e; i += lsize) coop_at(out, i) = coop_at(src, i);
+    for (coop_u32 i = b + lid; i < e; i += lsize) {
+      if (coop_poll_cancel(c, &work, 1u)) break;
+      coop_at(out, i) = coop_at(src, i);
+    }
   }
   coop_wg_barrier();
   if (split && lid == 0u) { /* exclusive prefix in (octant, lane) order */
@@ -200,13 +213,17 @@ coop_u32 octree_step(struct coop_ctx *c, struct octree_state *s) {
     coop_at(cr, 8) = off;
   }
   coop_wg_barrier();
-  for (coop_u32 i = cb; i < ce; i++) {
-    coop_u32 p = coop_at(src, i), hi = octree_octant(pts, p, mx, my, mz) * lanes + lid;
-    coop_u32 d = coop_at(h, hi)++;
-    coop_at(dst, d) = p;
+  for (coop_u32 i = cb; i < ce;) {
+    coop_u32 stop = coop_poll_chunk(i, ce);
+    if (coop_poll_cancel(c, &work, stop - i)) break;
+    for (; i < stop; i++) {
+      coop_u32 p = coop_at(src, i), hi = octree_octant(pts, p, mx, my, mz) * lanes + lid;
+      coop_u32 d = coop_at(h, hi)++;
+      coop_at(dst, d) = p;
+    }
   }
   coop_wg_barrier(); /* the partition is written before the children are pushed */
-  if (valid && lid == 0u) octree_finish(nodes, ctl, items, qcap, nodecap, q, t, split, cr);
+  if (valid && lid == 0u) octree_finish(c, nodes, ctl, items, qcap, nodecap, q, t, split, cr);
   if (t == OCTREE_END) return COOP_DONE;
   /* the original form (mode 0) never offers a kill nor asks for a fork */
   return coop_arg_u32(c, 0) == 0u ? COOP_CONTINUE : (COOP_OFFER_KILL | COOP_REQUEST_FORK);

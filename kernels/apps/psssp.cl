@@ -54,14 +54,23 @@ coop_u32 psssp_step(struct coop_ctx *c, struct psssp_state *s) {
   coop_u32 stride = coop_global_size(c);
 
   if (s->phase == 0u) { /* the (min, +) product */
+    /* the edge loop's work is client data's (any row may span every edge):
+     * cancelled, it leaves for the barrier (coop_poll_cancel, once per
+     * vertex and per chunk of edges) */
+    coop_u32 work = 0u;
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
+      if (coop_poll_cancel(c, &work, 1u)) break;
       coop_u32 best = coop_at(d, v);
       coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(src)); /* client data: capped */
-      for (coop_u32 e = coop_at(row, v); e < end; e++) {
-        coop_u32 u = coop_at(src, e), du = coop_at(d, u);
-        if (du == PSSSP_INF) continue;
-        coop_u32 x = du + coop_at(w, e);
-        if (x >= du && x < best) best = x; /* x < du: overflow, ignored */
+      for (coop_u32 e = coop_at(row, v); e < end;) {
+        coop_u32 stop = coop_poll_chunk(e, end);
+        if (coop_poll_cancel(c, &work, stop - e)) break;
+        for (; e < stop; e++) {
+          coop_u32 u = coop_at(src, e), du = coop_at(d, u);
+          if (du == PSSSP_INF) continue;
+          coop_u32 x = du + coop_at(w, e);
+          if (x >= du && x < best) best = x; /* x < du: overflow, ignored */
+        }
       }
       coop_at(nd, v) = best;
     }

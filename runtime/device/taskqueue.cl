@@ -16,20 +16,34 @@
  * workgroup ever leaves holding a mutex.
  *
  * Memory orders: the mutex is acquire on taking, release on giving back
- * (the runtime's coop__lock), so queue words and items written under it are
- * seen by the next holder; the "looks empty" peek outside it is a relaxed
- * hint only, rechecked under the mutex.
+ * (as the runtime's coop__lock), so queue words and items written under it
+ * are seen by the next holder; the "looks empty" peek outside it is a
+ * relaxed hint only, rechecked under the mutex.
+ *
+ * The mutex word is in a client's buffer: a hostile one holds it for ever.
+ * Waiting for it therefore watches the task's cancellation (c), and a
+ * cancelled task gives up: a pop finds nothing, a push pushes nothing.
  */
 #define COOP_TQ_NONE 0xffffffffu /* nothing found now: try again */
 #define COOP_TQ_END 0xfffffffeu  /* no task queued or running anywhere */
 #define COOP_TQ_WORDS 4u
 
+/* Takes the mutex at l: 1, or 0 once the task is cancelled (not taken). */
+COOP_FN coop_u32 coop__tq_lock(const struct coop_ctx *c, COOP_GLOBAL coop_atomic_u32 *l) {
+  while (coop_xchg_acq(l, 1u) != 0u) {
+    while (coop_ld_rlx(l) != 0u)
+      if (coop_cancel_requested(c)) return 0u;
+  }
+  return 1u;
+}
+
 /* Pops from queue `self`, else steals from the others in turn. With none
  * found: COOP_TQ_END once outstanding[0] (tasks queued or running, kept by
- * the kernel) is 0, else COOP_TQ_NONE. */
-COOP_FN0 coop_u32 coop_tq_pop_or_steal(coop_buf_atomic_u32 qctl, coop_buf_atomic_u32 outstanding,
-                                       coop_buf_u32 items, coop_u32 nq, coop_u32 qcap,
-                                       coop_u32 self) {
+ * the kernel) is 0, else COOP_TQ_NONE; COOP_TQ_NONE too when the task was
+ * cancelled while it waited for a mutex. */
+COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
+                                       coop_buf_atomic_u32 outstanding, coop_buf_u32 items,
+                                       coop_u32 nq, coop_u32 qcap, coop_u32 self) {
   for (coop_u32 k = 0u; k < nq; k++) {
     coop_u32 q = (self + k) % nq;
     coop_buf_atomic_u32 qc;
@@ -38,7 +52,7 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal(coop_buf_atomic_u32 qctl, coop_buf_atomic
     coop_sub(qi, items, (coop_u64)q * qcap, qcap);
     if (coop_ld_rlx(coop_ptr(qc, 1)) == coop_ld_rlx(coop_ptr(qc, 2))) continue; /* looks empty */
     coop_u32 t = COOP_TQ_NONE;
-    coop__lock(coop_ptr(qc, 0));
+    if (!coop__tq_lock(c, coop_ptr(qc, 0))) return COOP_TQ_NONE;
     coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2));
     if (head != tail) {
       if (k == 0u) { /* own queue: newest first */
@@ -57,14 +71,16 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal(coop_buf_atomic_u32 qctl, coop_buf_atomic
 }
 
 /* Pushes the k tasks first..first+k-1 on queue q; returns how many fitted
- * (all of them unless the queue is full). */
-COOP_FN0 coop_u32 coop_tq_push(coop_buf_atomic_u32 qctl, coop_buf_u32 items, coop_u32 qcap,
-                               coop_u32 q, coop_u32 first, coop_u32 k) {
+ * (all of them unless the queue is full; none when the task was cancelled
+ * while it waited for the mutex). */
+COOP_FN0 coop_u32 coop_tq_push(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
+                               coop_buf_u32 items, coop_u32 qcap, coop_u32 q, coop_u32 first,
+                               coop_u32 k) {
   coop_buf_atomic_u32 qc;
   coop_buf_u32 qi;
   coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
   coop_sub(qi, items, (coop_u64)q * qcap, qcap);
-  coop__lock(coop_ptr(qc, 0));
+  if (!coop__tq_lock(c, coop_ptr(qc, 0))) return 0u;
   coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2)), i = 0u;
   for (; i < k && tail - head < qcap; i++, tail++) coop_at(qi, tail & (qcap - 1u)) = first + i;
   coop_st_rlx(coop_ptr(qc, 2), tail);
