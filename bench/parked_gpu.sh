@@ -69,7 +69,8 @@ one_run() {
     cat "$tmp/side.err" >&2
     return 1
   }
-  row=$(grep -m1 "(0) matmul alone" <<<"$out") || { echo "$out" >&2; return 1; }
+  echo "$out" >>"${OUT:-$tmp}/parked-side.txt"
+  row=$(grep -m1 "^| (0) matmul alone |" <<<"$out") || { echo "$out" >&2; return 1; }
   # | name | p50 | p90 | p99 | ...: the numbers after the name, in order
   awk -F'|' '{gsub(/ /, "", $3); gsub(/ /, "", $5); printf "%s,%s", $3, $5}' <<<"$row"
 }
@@ -78,23 +79,26 @@ echo "round,case,p50_ms,p99_ms,gpu_util_before,parked_before,parked_after,reload
 for ((r = 1; r <= rounds; r++)); do
   u=$(util)
   echo "$r,none,$(one_run),$u,-,-,-"
-  "$coopd" --backend cuda --socket "$COOP_SOCKET" --set server.journal=off \
+  "$coopd" --backend cuda --socket "$COOP_SOCKET" --kernels "$repo/kernels" --set server.journal=off \
     2>"$tmp/coopd.log" &
   daemon=$!
-  for ((i = 0; i < 600 && ! -S $COOP_SOCKET; i++)); do sleep 0.1; done
+  for ((i = 0; i < 600; i++)); do
+    [ -S "$COOP_SOCKET" ] && break
+    sleep 0.1
+  done
   wait_parked 60 || { echo "parked_gpu.sh: coopd did not park within 60 s" >&2; tail "$tmp/coopd.log" >&2; exit 1; }
   u=$(util)
   p0=$(parked)
   res=$(one_run)
   echo "$r,parked,$res,$u,$p0,$(parked),-"
   n0=$(grep -c "reload: done" "$tmp/coopd.log" || true)
-  t0=$(date +%s.%N)
+  t0=$EPOCHREALTIME
   kill -HUP "$daemon"
   for ((i = 0; i < 1200; i++)); do
     [ "$(grep -c "reload: done" "$tmp/coopd.log" || true)" -gt "$n0" ] && break
     sleep 0.05
   done
-  rs=$(echo "$(date +%s.%N) - $t0" | bc)
+  rs=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
   if wait_parked 30; then
     u=$(util)
     p0=$(parked)

@@ -64,6 +64,8 @@ static const char shim[] =
     "COOP_FN coop_u32 coop_num_groups(const struct coop_ctx *c) { return c->ngroups; }\n"
     "COOP_FN coop_u32 coop_local_id_c(const struct coop_ctx *c) { return c->lid; }\n"
     "COOP_FN coop_u32 coop_local_size_c(const struct coop_ctx *c) { return c->lsize; }\n"
+    "/* a plain launch is never cancelled: the kernel's checks read 0 */\n"
+    "COOP_FN coop_u32 coop_cancel_requested(const struct coop_ctx *c) { return c ? 0u : 0u; }\n"
     "COOP_FN coop_u32 coop_arg_u32(const struct coop_ctx *c, coop_u32 i) {\n"
     "  return (coop_u32)c->args[i];\n"
     "}\n"
