@@ -190,7 +190,7 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
   int takes = d->in_head && !d->swapping;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
-    if (!d->runs && !d->in_head && !d->coop_wait_head && wake == INT64_MAX) {
+    if (!d->runs && !d->in_head && !d->coop_wait_head && !d->held_head && wake == INT64_MAX) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else if (wake > coop__now_ns()) { /* the cv waits on CLOCK_MONOTONIC too */
       struct timespec ts = {wake / 1000000000, wake % 1000000000};
@@ -297,9 +297,10 @@ static void do_swap(struct dev *d);
 static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
+    take_new(d);
+    /* after take_new, which may have just held a job: its wake counts */
     int64_t held_wake = INT64_MAX; /* the next end of a hold (dev_hold.c) */
     dev__pump_held(d, coop__now_ns(), &held_wake);
-    take_new(d);
     dev__pump_coop_wait(d);
     if (d->parked && d->runs) unpark(d);
     poll_tasks(d);
