@@ -84,10 +84,10 @@ void dev__pump_held(struct dev *d, int64_t now, int64_t *wake) {
                d->stop_now ? "cancelled: the daemon is shutting down"
                            : "cancelled while held back after a device restart");
       dev__hand_back(d, j);
-    } else if (!h || now >= h->until) {
+    } else if ((!h || now >= h->until) && !d->swap_now) {
       dev__start_job(d, j);
-    } else {
-      if (h->until < *wake) *wake = h->until;
+    } else { /* still held, or a reload keeps it queued until the swap */
+      if (h && now < h->until && h->until < *wake) *wake = h->until;
       if (keep_tail)
         keep_tail->dev_next = j;
       else

@@ -294,7 +294,39 @@ void dev__restart(struct dev *d) {
   }
   d->restart_why[0] = '\0';
   d->hung_job = 0;
-  if (d->stop_now) return; /* closing anyway */
+  if (d->stop_now) { /* closing anyway: what would have run again is cancelled */
+    while (again) {
+      struct job *j = again;
+      again = j->dev_next;
+      atomic_store(&j->state, COOP_JOB_CANCELLED);
+      j->error = COOP_ECANCELED;
+      snprintf(j->message, sizeof j->message, "cancelled: the daemon is shutting down");
+      dev__hand_back(d, j);
+    }
+    return;
+  }
+  pthread_mutex_lock(&d->mu);
+  int swap = d->swapping && d->swap_rt;
+  pthread_mutex_unlock(&d->mu);
+  if (swap) {
+    /* A reload waits to swap (device.c, do_swap): its new megakernel is
+     * built, so the device comes back with it rather than with the old set
+     * built again (seconds) and then replaced. The jobs to run again go to
+     * the front of the queue, which the swap keeps until the new set runs,
+     * and each is resolved there by name. */
+    log_info("%s: the reload's new megakernel replaces the one killed", label);
+    watch_event(d, "%s restarted: %.200s%s", label, why, held);
+    pthread_mutex_lock(&d->mu);
+    while (again) {
+      struct job *j = again;
+      again = j->dev_next;
+      j->dev_next = d->in_head;
+      d->in_head = j;
+      if (!d->in_tail) d->in_tail = j;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return;
+  }
   struct dp *rt = NULL;
   char err[1024];
   int e = dp_build(&rt, d->cfg, d->index, d->ks, err, sizeof err);

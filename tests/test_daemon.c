@@ -2371,6 +2371,77 @@ START_TEST(ehung_names_no_other_users_job) {
 }
 END_TEST
 
+/* A reload whose drain ends in a restart (a hog that ignores its
+ * cancellation) brings the device back with the reload's new megakernel,
+ * already built, not with the old kernel set built again and then swapped
+ * out: the log says so, the reload ends, and the new kernel runs. The old
+ * coopd rebuilt and relaunched the old set first (seconds more, with the
+ * device's workers reported lost meanwhile). */
+START_TEST(restart_during_a_reload_takes_the_new_kernels) {
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[160], logp[128];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  const char *names[] = {"render.cl", "sweep.cl"};
+  for (int i = 0; i < 2; i++) {
+    char from[256];
+    snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, names[i]);
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    copy_file(from, path);
+  }
+  snprintf(set, sizeof set, "kernels.dirs=%s:%s", kdir, TEST_KERNEL_DIR);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  const char *sets[] = {
+      set, "jobs.grace_ms=300", "jobs.hang_ms=300", "jobs.task_max_ms=0", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  submit_init(&m, "hog", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 0xffffffffu); /* hours, and deaf to its cancellation */
+  uint64_t x = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(x, 0);
+  wait_running(&c, x);
+  char extra[160];
+  snprintf(extra, sizeof extra, "%s/extra.cl", kdir);
+  write_file(extra,
+             "//@coop name=extra kind=noncooperative args=buf\n"
+             "void extra(struct coop_ctx *c) {\n"
+             "  COOP_GLOBAL coop_u32 *o = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);\n"
+             "  if (coop_local_id_c(c) == 0u) o[coop_group_id(c)] = 7u + coop_group_id(c);\n"
+             "}\n");
+  kill(d.pid, SIGHUP);
+  int done = 0;
+  for (int i = 0; i < 2400 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
+  if (!done || !log_has(logp, "the reload's new megakernel replaces the one killed"))
+    print_log(logp);
+  ck_assert_msg(done, "the reload did not end");
+  ck_assert(log_has(logp, "the reload's new megakernel replaces the one killed"));
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  ck_assert(has_kernel(&c, "extra"));
+  submit_init(&m, "extra", 2, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8, COOP_WIRE_FD_NONE);
+  uint64_t job = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  uint32_t o[2];
+  memcpy(o, c.m.result.bufs[0].data, sizeof o);
+  ck_assert_uint_eq(o[0], 7);
+  ck_assert_uint_eq(o[1], 8);
+  render_check(&c, 1, 0, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(extra), unlink(logp);
+  for (int i = 0; i < 2; i++) {
+    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
+    unlink(path);
+  }
+  rmdir(kdir);
+}
+END_TEST
+
 /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
  * them. When root's running sweep ends, the free slot goes to nobody, who
  * runs none yet, not to root's next in line (FIFO would). */
@@ -4655,6 +4726,7 @@ static Suite *suite(void) {
   t = tcase_create("restarts");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
+  tcase_add_test(t, restart_during_a_reload_takes_the_new_kernels);
   suite_add_tcase(s, t);
   t = tcase_create("slots");
   suite_add_tcase(s, t);
