@@ -7,14 +7,25 @@
  * one sitting, e.g. before and after the device process (issue 19 item 3).
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]
+ *                  [--trace FILE]
  *
  * Prints a CSV header and one row: label, runs, median, p10, p90, max (us),
  * machine, commit.
+ *
+ * --trace FILE: FILE is the coopd's COOP_TRACE_FILE (docs/daemon.md, "The
+ * path of one job, leg by leg"). The bench stamps each job's send and
+ * receive (CLOCK_MONOTONIC, like coopd's stamps), reads coopd's line for
+ * each job after the runs, and prints every leg's median, p90 and p99 (us)
+ * as a table and as CSV rows, after the row above. It fails (exit 1) when
+ * a job's stamp is missing or a leg runs backwards: a trace with a hole
+ * would add up to a wrong picture.
  */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "bench_commit.h"
 #include "common.h"
@@ -25,19 +36,242 @@ static int usage(FILE *f, int rc) {
           "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]\n"
           "Submits N (default 500) renders of n x n (default 8) on K (default 1) workgroups\n"
           "to the coopd at PATH one after the other and prints the SUBMIT -> WAIT\n"
-          "round trip (median, p10, p90, max in us) as CSV.\n");
+          "round trip (median, p10, p90, max in us) as CSV.\n"
+          "  --trace FILE  FILE is the COOP_TRACE_FILE the coopd at PATH writes: after the\n"
+          "                runs, print where each round trip went, leg by leg (median, p90,\n"
+          "                p99 in us, a table and CSV rows); exit 1 if a job's stamp is\n"
+          "                missing or out of order\n");
   return rc;
 }
 
+/* ---- --trace ---- */
+
+/* The stamps of one round trip, in the order its critical path passes
+ * them: the client's own (c_send, c_recv) around coopd's (its
+ * COOP_TRACE_FILE columns of these names). */
+static const char *const chain[] = {
+    "c_send",        "recv",     "admitted",    "queued",   "taken",       "staged",
+    "submitted",     "released", "gathered",    "started",  "finished",    "seen",
+    "task_released", "unstaged", "handed_back", "loop_got", "result_sent", "c_recv"};
+#define NCHAIN (sizeof chain / sizeof *chain)
+static const char *const leg_what[NCHAIN - 1] = {
+    "the SUBMIT over the socket, until coopd's read returns",
+    "decode, admission, the job made",
+    "the journal, the log line",
+    "dev_submit, the device thread's wake, take_new",
+    "resolve, the buffers staged (device process round trip)",
+    "dp_submit to the runtime's submit stamp (device process)",
+    "the scheduler releases it (device stamp)",
+    "its workgroups gathered (device stamp)",
+    "started (device stamp)",
+    "the task runs (device stamp)",
+    "until the device thread sees it final (dp_wait, dp_poll)",
+    "dp_task_release (device process round trip)",
+    "OUT data back, arena freed: dp_unstage (device process round trip)",
+    "memfds closed, the out queue",
+    "uv_async_send until the loop's on_async",
+    "session_job_done, the RESULT built",
+    "RESULT encoded, written, over the socket; libcoop's decode and copy-out"};
+/* Off the critical path, beside it: [from, to). */
+static const char *const side[][3] = {
+    {"staged", "submit_ret", "dp_submit's whole round trip"},
+    {"recv", "accepted", "the SUBMIT handled until ACCEPTED written"},
+    {"accepted", "c_accepted", "ACCEPTED over the socket, coop_submit returns"},
+    {"c_accepted", "wait", "coop_wait's WAIT until coopd read it"},
+    {"wait", "result_sent", "WAIT read until the RESULT is built"}};
+#define NSIDE (sizeof side / sizeof *side)
+
+struct tjob {
+  uint64_t id;
+  int64_t c_send, c_accepted, c_recv;
+  int64_t *v; /* coopd's columns, by name index in names[]; NULL until its line is read */
+};
+
+/* The stamp of name for job j: the client's, else coopd's column; -1 when
+ * the trace has no such column. */
+static int64_t stamp(const struct tjob *j, char **names, unsigned nnames, const char *name) {
+  if (!strcmp(name, "c_send")) return j->c_send;
+  if (!strcmp(name, "c_accepted")) return j->c_accepted;
+  if (!strcmp(name, "c_recv")) return j->c_recv;
+  for (unsigned i = 0; i < nnames; i++)
+    if (!strcmp(names[i], name)) return j->v ? j->v[i] : 0;
+  return -1;
+}
+
+/* Reads coopd's trace lines of jobs[] (the last line of each id: a file
+ * that several coopds appended to holds each id's newest last). Columns by
+ * the header's names; every coopd that opens the file writes one, all the
+ * same. Returns the columns' names (*nnames) or NULL. */
+static char **read_trace(const char *path, struct tjob *jobs, unsigned n, unsigned *nnames) {
+  FILE *f = fopen(path, "r");
+  if (!f) return fprintf(stderr, "coop-bench-rtt: %s: cannot read\n", path), NULL;
+  char line[4096];
+  char **names = NULL;
+  *nnames = 0;
+  while (fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    if (!strncmp(line, "id,", 3)) {
+      if (names) continue; /* the same header again */
+      unsigned k = 0;
+      for (char *p = line; p; p = strchr(p, ',')) p += *p == ',', k++;
+      names = calloc(k, sizeof *names);
+      if (!names) break;
+      char *save = NULL;
+      for (char *t = strtok_r(line, ",", &save); t && *nnames < k; t = strtok_r(NULL, ",", &save))
+        names[(*nnames)++] = strdup(t);
+      continue;
+    }
+    if (!names) continue;
+    uint64_t id = strtoull(line, NULL, 10);
+    struct tjob *j = NULL;
+    for (unsigned i = 0; i < n && !j; i++)
+      if (jobs[i].id == id) j = &jobs[i];
+    if (!j) continue;
+    if (!j->v) j->v = calloc(*nnames, sizeof *j->v);
+    if (!j->v) break;
+    char *p = line;
+    for (unsigned c = 0; c < *nnames; c++) {
+      j->v[c] = strtoll(p, &p, 10);
+      if (*p != ',') { /* a short line: the rest stays 0 (missing) */
+        for (unsigned r = c + 1; r < *nnames; r++) j->v[r] = 0;
+        break;
+      }
+      p++;
+    }
+  }
+  fclose(f);
+  if (!names)
+    fprintf(stderr, "coop-bench-rtt: %s: no trace header (is it the coopd's COOP_TRACE_FILE?)\n",
+            path);
+  return names;
+}
+
+static void leg_row(const char *name, const char *what, struct series *s, int csv) {
+  if (csv)
+    printf("%s,%.2f,%.2f,%.2f,%zu\n", name, quantile(s, 0.5), quantile(s, 0.9), quantile(s, 0.99),
+           s->n);
+  else
+    printf("  %-30s %9.2f %9.2f %9.2f  %s\n", name, quantile(s, 0.5), quantile(s, 0.9),
+           quantile(s, 0.99), what);
+}
+
+/* The legs of jobs[], a table and CSV rows. 0, or 1 with the first hole
+ * named on stderr. */
+static int trace_report(const char *path, struct tjob *jobs, unsigned n) {
+  unsigned nnames;
+  char **names;
+  /* coopd writes a job's line just after its RESULT: the last may lag */
+  for (unsigned tries = 0;; tries++) {
+    names = read_trace(path, jobs, n, &nnames);
+    if (!names) return 1;
+    unsigned have = 0;
+    while (have < n && jobs[have].v) have++;
+    if (have == n || tries == 100) break;
+    for (unsigned i = 0; i < nnames; i++) free(names[i]);
+    free(names);
+    nanosleep(&(struct timespec){0, 10000000}, NULL);
+  }
+  int bad = 0;
+  struct series legs[NCHAIN - 1] = {{0}}, sides[NSIDE] = {{0}}, rtt = {0}, sum = {0};
+  unsigned wait_bound = 0, clamped = 0;
+  for (unsigned i = 0; i < n && !bad; i++) {
+    const struct tjob *j = &jobs[i];
+    if (!j->v) {
+      fprintf(stderr, "coop-bench-rtt: job %" PRIu64 " has no line in %s\n", j->id, path);
+      bad = 1;
+      break;
+    }
+    int64_t t[NCHAIN], total = 0;
+    for (unsigned k = 0; k < NCHAIN && !bad; k++) {
+      t[k] = stamp(j, names, nnames, chain[k]);
+      if (t[k] <= 0) {
+        fprintf(stderr, "coop-bench-rtt: job %" PRIu64 ": stamp %s %s\n", j->id, chain[k],
+                t[k] < 0 ? "is not in the trace" : "is missing");
+        bad = 1;
+      } else if (k && t[k] < t[k - 1]) {
+        fprintf(stderr, "coop-bench-rtt: job %" PRIu64 ": %s is %.3f us before %s\n", j->id,
+                chain[k], (double)(t[k - 1] - t[k]) / 1e3, chain[k - 1]);
+        bad = 1;
+      }
+    }
+    if (bad) break;
+    for (unsigned k = 1; k < NCHAIN; k++) {
+      push(&legs[k - 1], (double)(t[k] - t[k - 1]) / 1e3);
+      total += t[k] - t[k - 1];
+    }
+    push(&sum, (double)total / 1e3);
+    push(&rtt, (double)(j->c_recv - j->c_send) / 1e3);
+    if (total > j->c_recv - j->c_send) {
+      fprintf(stderr, "coop-bench-rtt: job %" PRIu64 ": the legs add up past the round trip\n",
+              j->id);
+      bad = 1;
+    }
+    for (unsigned k = 0; k < NSIDE; k++) {
+      int64_t a = stamp(j, names, nnames, side[k][0]), b = stamp(j, names, nnames, side[k][1]);
+      if (a > 0 && b > 0) push(&sides[k], (double)(b - a) / 1e3);
+    }
+    int64_t w = stamp(j, names, nnames, "wait");
+    if (w > 0 && w > stamp(j, names, nnames, "loop_got")) wait_bound++;
+    if (stamp(j, names, nnames, "finished") == stamp(j, names, nnames, "seen")) clamped++;
+  }
+  if (!bad) {
+    double med_sum = 0;
+    for (unsigned k = 0; k < NCHAIN - 1; k++) med_sum += quantile(&legs[k], 0.5);
+    printf("\nwhere one round trip goes (%u jobs, us; stamps CLOCK_MONOTONIC, %s):\n", n, path);
+    printf("  %-30s %9s %9s %9s  %s\n", "leg", "median", "p90", "p99", "what");
+    char name[96];
+    for (unsigned k = 0; k < NCHAIN - 1; k++) {
+      snprintf(name, sizeof name, "%s->%s", chain[k], chain[k + 1]);
+      leg_row(name, leg_what[k], &legs[k], 0);
+    }
+    printf("  %-30s %9.2f %9s %9s  %s\n", "sum of the leg medians", med_sum, "", "",
+           "(medians do not add up exactly)");
+    leg_row("sum of the legs, per job", "c_send->c_recv through every stamp", &sum, 0);
+    leg_row("round trip (measured)", "coop_submit + coop_wait", &rtt, 0);
+    printf("  beside the path:\n");
+    for (unsigned k = 0; k < NSIDE; k++) {
+      snprintf(name, sizeof name, "%s->%s", side[k][0], side[k][1]);
+      leg_row(name, side[k][2], &sides[k], 0);
+    }
+    printf(
+        "  the WAIT came after the loop got the job in %u of %u jobs (the RESULT then waits\n"
+        "  for it: loop_got->result_sent holds the client's ACCEPTED->WAIT turn)\n",
+        wait_bound, n);
+    if (clamped)
+      printf(
+          "  finished == seen in %u of %u jobs: the device clock's fit put the task's end\n"
+          "  after the host saw it, and coopd moved the device stamps back into\n"
+          "  submitted..seen (dev_run.c, host_order): their gaps are the device's, the\n"
+          "  split of submitted->seen between the device legs is as good as the fit\n",
+          clamped, n);
+    printf("\ntrace_leg,median_us,p90_us,p99_us,jobs\n");
+    for (unsigned k = 0; k < NCHAIN - 1; k++) {
+      snprintf(name, sizeof name, "%s->%s", chain[k], chain[k + 1]);
+      leg_row(name, NULL, &legs[k], 1);
+    }
+    leg_row("sum_of_legs", NULL, &sum, 1);
+    leg_row("round_trip", NULL, &rtt, 1);
+    for (unsigned k = 0; k < NSIDE; k++) {
+      snprintf(name, sizeof name, "side:%s->%s", side[k][0], side[k][1]);
+      leg_row(name, NULL, &sides[k], 1);
+    }
+  }
+  for (unsigned k = 0; k < NCHAIN - 1; k++) series_free(&legs[k]);
+  for (unsigned k = 0; k < NSIDE; k++) series_free(&sides[k]);
+  series_free(&rtt);
+  series_free(&sum);
+  for (unsigned i = 0; i < nnames; i++) free(names[i]);
+  free(names);
+  return bad;
+}
+
 int main(int argc, char **argv) {
-  static const struct option lo[] = {{"socket", required_argument, 0, 's'},
-                                     {"runs", required_argument, 0, 'r'},
-                                     {"n", required_argument, 0, 'n'},
-                                     {"groups", required_argument, 0, 'g'},
-                                     {"label", required_argument, 0, 'l'},
-                                     {"help", no_argument, 0, 'h'},
-                                     {0, 0, 0, 0}};
-  const char *sock = NULL, *label = "coopd";
+  static const struct option lo[] = {
+      {"socket", required_argument, 0, 's'}, {"runs", required_argument, 0, 'r'},
+      {"n", required_argument, 0, 'n'},      {"groups", required_argument, 0, 'g'},
+      {"label", required_argument, 0, 'l'},  {"trace", required_argument, 0, 't'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+  const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
   const char *bad = inexact_option(argc, argv, lo);
   if (bad) return fprintf(stderr, "coop-bench-rtt: spell out %s\n", bad), usage(stderr, 2);
@@ -58,6 +292,9 @@ int main(int argc, char **argv) {
       case 'l':
         label = optarg;
         break;
+      case 't':
+        trace = optarg;
+        break;
       case 'h':
         return usage(stdout, 0);
       default:
@@ -73,6 +310,8 @@ int main(int argc, char **argv) {
   if (!a || !o) return 1;
   for (size_t i = 0; i < (size_t)n * n; i++) a[i] = 1.0f;
   struct series s = {0};
+  struct tjob *tj = trace ? calloc(runs, sizeof *tj) : NULL;
+  if (trace && !tj) return 1;
   for (unsigned i = 0; i < runs + 10; i++) { /* 10 warm-up rounds */
     coop_job *j = coop_job_new("render", groups);
     coop_job_buf_in(j, a, bytes);
@@ -84,6 +323,7 @@ int main(int argc, char **argv) {
     uint64_t id;
     struct coop_result r;
     e = coop_submit(c, j, &id);
+    int64_t ta = now_ns();
     if (!e) e = coop_wait(c, id, -1, &r);
     int64_t t1 = now_ns();
     coop_job_free(j);
@@ -92,6 +332,7 @@ int main(int argc, char **argv) {
       return fprintf(stderr, "coop-bench-rtt: render failed: %s\n", r.message), 1;
     coop_result_free(&r);
     if (i >= 10) push(&s, (double)(t1 - t0) / 1e3);
+    if (tj && i >= 10) tj[i - 10] = (struct tjob){id, t0, ta, t1, NULL};
   }
   struct machine m;
   machine_of(&m);
@@ -100,8 +341,15 @@ int main(int argc, char **argv) {
          quantile(&s, 0.5), quantile(&s, 0.1), quantile(&s, 0.9), max_of(&s), m.host, m.cpu,
          COOP_BENCH_COMMIT);
   series_free(&s);
+  int rc = 0;
+  if (tj) {
+    fflush(stdout);
+    rc = trace_report(trace, tj, runs);
+    for (unsigned i = 0; i < runs; i++) free(tj[i].v);
+    free(tj);
+  }
   free(a);
   free(o);
   coop_disconnect(c);
-  return 0;
+  return rc;
 }

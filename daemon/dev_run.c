@@ -78,6 +78,7 @@ static int submit_instance(struct dev *d, struct run *r) {
   coop_task_id id;
   int e = dp_submit(d->rt, &td, &id);
   if (e) return e;
+  TRACE_STAMP(j, submit_ret);
   r->task[r->ninflight] = id;
   r->task_inst[r->ninflight] = r->released++;
   r->task_seen[r->ninflight] = 0;
@@ -182,6 +183,7 @@ void dev__start_now(struct dev *d, struct job *j) {
     dev__hand_back(d, j);
     return;
   }
+  TRACE_STAMP(j, staged);
   r->next = d->runs;
   d->runs = r;
 }
@@ -223,13 +225,16 @@ static void host_order(struct coop_wire_times *t, int64_t seen) {
   }
 }
 
-/* A task that reached a final state: its times into the job. */
-static void record(struct dev *d, struct run *r, unsigned slot) {
+/* A task that reached a final state, as the device thread saw at `seen`:
+ * its times into the job. */
+static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
   struct job *j = r->j;
   struct coop_rt_task_info ti;
   coop_task_id id = r->task[slot];
   dp_task_info(d->rt, id, &ti);
   dp_task_release(d->rt, id);
+  TRACE_SET(j, seen, seen);
+  TRACE_STAMP(j, task_released);
   live_events(d, r, slot, &ti);
   struct coop_wire_times t = {.gather_ns = -1, .exec_ns = -1};
 #define FROM_INFO(name) t.name = ti.t_##name;
@@ -238,7 +243,7 @@ static void record(struct dev *d, struct run *r, unsigned slot) {
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
                : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
                                                  : COOP_JOB_REFUSED;
-  host_order(&t, coop__now_ns());
+  host_order(&t, seen);
   if (st == COOP_JOB_DONE || (st == COOP_JOB_CANCELLED && ti.t_gathered)) {
     t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
     if (t.gather_ns > t.finished - t.released) t.gather_ns = t.finished - t.released;
@@ -309,6 +314,7 @@ void dev__finish_job(struct dev *d, struct run *r) {
   /* A job the views stopped still gets its own output back: it can only
    * hold what the job read from its own buffers and the sink. */
   dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT);
+  TRACE_STAMP(j, unstaged);
   dev__hand_back(d, j);
 }
 
@@ -343,7 +349,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     struct coop_rt_task_info ti;
     int got = dp_task_info(d->rt, r->task[i], &ti) == 0;
     if (got && ti.state >= COOP_TASK_DONE) {
-      record(d, r, i); /* moves the last slot into i */
+      record(d, r, i, coop__now_ns()); /* moves the last slot into i */
     } else {
       /* task_max_ms counts from here (dev_watch.c): the host's clock, not
        * the device's fitted one, and a poll at most DEV_WAIT_NS late */

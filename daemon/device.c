@@ -85,6 +85,7 @@ static void on_async(uv_async_t *a) {
   while (j) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
+    TRACE_STAMP(j, loop_got);
     session_job_done(d->dm, j);
     j = n;
   }
@@ -145,6 +146,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
       close(j->args[i].fd);
       j->args[i].fd = -1;
     }
+  TRACE_STAMP(j, handed_back); /* before the loop may see it */
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
   if (d->out_tail)
@@ -168,9 +170,11 @@ static void take_new(struct dev *d) {
     d->in_head = d->in_tail = NULL;
   }
   pthread_mutex_unlock(&d->mu);
+  int64_t taken = coopd_tracing ? coop__now_ns() : 0;
   while (j) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
+    TRACE_SET(j, taken, taken);
     if (d->stop_now || atomic_load(&j->cancel)) {
       atomic_store(&j->state, COOP_JOB_CANCELLED);
       j->error = COOP_ECANCELED;

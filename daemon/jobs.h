@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "trace.h"
 #include "wire.h"
 
 struct daemon;
@@ -83,6 +84,10 @@ struct job {
   /* device.c's queues (under its mutex) */
   struct job *dev_next;
   int finished; /* handed back */
+
+  /* COOP_TRACE_FILE only (trace.h): each field written by one thread,
+   * trace.h says which; the device's before the hand-back */
+  struct job_trace tr;
 };
 
 void job_free(struct job *j);

@@ -21,6 +21,7 @@
 #include "paths.h"
 #include "relocate.h"
 #include "sdnotify.h"
+#include "trace.h"
 
 static void usage(FILE *f) {
   fprintf(
@@ -382,6 +383,10 @@ int main(int argc, char **argv) {
     return r ? 1 : 0;
   }
   signal(SIGPIPE, SIG_IGN);
+  if (trace_open(err, sizeof err)) { /* before the device threads: they read the flag */
+    fprintf(stderr, "coopd: %s\n", err);
+    return 1;
+  }
   dm.loop = uv_default_loop();
   r = run(&dm);
   uv_loop_close(dm.loop);

@@ -115,6 +115,8 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, &bytes)) return;
   struct job *j = sess_make_job(s, m, k, fds, bytes);
   if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  TRACE_SET(j, recv, s->rx_ns);
+  TRACE_STAMP(j, admitted);
   j->device = (uint8_t)dev;
   dm->dev_jobs[dev]++;
   j->owner = s;
@@ -132,11 +134,15 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
            s->name);
   /* submitted before the reply: if sending fails and closes the session,
    * its cleanup finds the job where it expects it (cancelled, freed later) */
+  TRACE_STAMP(j, queued);
   dev_submit(dm->devs[j->device], j);
   union coop_msg r;
   memset(&r, 0, sizeof r);
   r.job.job = j->id;
   sess_send(s, COOP_MSG_ACCEPTED, seq, &r);
+  /* a loop field of the trace while the device thread runs the job: none
+   * of the fields that thread writes (trace.h) */
+  TRACE_STAMP(j, accepted);
 }
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
@@ -166,6 +172,7 @@ void sess_wait(struct session *s, uint32_t seq, const union coop_msg *msg, int *
   const struct coop_msg_job *m = &msg->job;
   struct job *j = lookup(s, seq, m->job);
   if (!j) return;
+  if (coopd_tracing && !j->tr.wait) j->tr.wait = s->rx_ns;
   if (j->finished) return sess_send_result(s, seq, j);
   if (m->timeout_ms == 0) return still_running(s, seq, j);
   if (s->nwaiters >= SESS_MAX_WAITERS)

@@ -168,9 +168,14 @@ void sess_send_result(struct session *s, uint32_t seq, struct job *j) {
     r->bufs[r->nbuf].len = (uint32_t)a->size;
     r->nbuf++;
   }
+  /* before the send: its client may read the RESULT before send returns,
+   * and a failed send may free j */
+  struct trace_rec tr;
+  int trace = coopd_tracing && trace_take(j, &tr);
   sess_send(s, COOP_MSG_RESULT, seq, m);
   coop_wire_buf_free(&recs);
   free(m);
+  if (trace) trace_write(&tr);
 }
 
 /* Takes the frame's descriptors it uses (sets them to -1 in fds). */
@@ -305,7 +310,8 @@ static void sess_read(struct session *s) {
     int fds[COOP_WIRE_MAX_FDS];
     unsigned nfds = COOP_WIRE_MAX_FDS;
     long n = coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fds, &nfds);
-    if (n == COOP_ETIMEDOUT) break; /* drained */
+    if (n == COOP_ETIMEDOUT) break;               /* drained */
+    if (coopd_tracing) s->rx_ns = coop__now_ns(); /* the frames it completes were read now */
     if (n <= 0) {
       if (n < 0) log_info("client %u/%s: receive failed: closing", s->pid, s->name);
       s->closing = 1;

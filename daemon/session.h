@@ -40,6 +40,7 @@ struct session {
   size_t out_off;
   uint32_t uid, pid;
   uint64_t active_ms; /* the loop's time of its last request (or accept) */
+  int64_t rx_ns;      /* COOP_TRACE_FILE only: when the last read returned (trace.h) */
   char name[COOP_WIRE_NAME_MAX];
   int hello;
   int closing;

@@ -1,0 +1,79 @@
+/*
+ * trace.h: the path of one job through coopd, stamped leg by leg, for
+ * coop-bench-rtt --trace (docs/daemon.md, "The path of one job, leg by
+ * leg"). Off unless the environment names a file (COOP_TRACE_FILE): then
+ * each job's stamps, ns of CLOCK_MONOTONIC like the device's times in
+ * struct coop_wire_times, go there as one line when its first RESULT is
+ * sent. A benchmark aid: the line is written with stdio on the loop
+ * thread, which costs microseconds per job while tracing; off, each stamp
+ * is one test of a flag that never changes after start.
+ */
+#ifndef COOPD_TRACE_H
+#define COOPD_TRACE_H
+
+#include <stdint.h>
+
+#include "coop_util.h" /* coop__now_ns */
+
+/* The stamps, in the order of the line (0: did not happen). The loop
+ * thread writes recv, admitted, queued, accepted, wait, loop_got and
+ * result_sent; the device thread the others, before it hands the job
+ * back (struct job's ownership, jobs.h). */
+/* clang-format off */
+#define COOP_TRACE_MAP(XX)                                                                     \
+  XX(recv)          /* the loop read the SUBMIT's last bytes */                                \
+  XX(admitted)      /* admission done, the job made */                                         \
+  XX(queued)        /* dev_submit called (after the journal and the log line) */              \
+  XX(accepted)      /* ACCEPTED sent */                                                        \
+  XX(wait)          /* the loop read the WAIT for it (the first) */                            \
+  XX(taken)         /* the device thread took it from its queue (take_new) */                  \
+  XX(staged)        /* its buffers in the arena (dp_stage returned) */                         \
+  XX(submit_ret)    /* dp_submit returned (the runtime stamped t.submitted inside it) */       \
+  XX(seen)          /* the device thread found it final (the poll before step_run) */          \
+  XX(task_released) /* dp_task_release returned */                                             \
+  XX(unstaged)      /* OUT data back, arena copies freed (dp_unstage returned) */              \
+  XX(handed_back)   /* into the device's out queue, uv_async_send next */                      \
+  XX(loop_got)      /* the loop took it (on_async, before session_job_done) */                 \
+  XX(result_sent)   /* the RESULT built, sess_send (encode, write) next */
+/* clang-format on */
+
+struct job_trace {
+#define COOP_TRACE_FIELD(name) int64_t name;
+  COOP_TRACE_MAP(COOP_TRACE_FIELD)
+#undef COOP_TRACE_FIELD
+  int written; /* its line is out */
+};
+
+/* Set once at start (trace_open), before any thread but the loop runs. */
+extern int coopd_tracing;
+
+/* Stamps a job's trace field now, when tracing. */
+#define TRACE_STAMP(j, name)                          \
+  do {                                                \
+    if (coopd_tracing) (j)->tr.name = coop__now_ns(); \
+  } while (0)
+/* The same, with a stamp already taken. */
+#define TRACE_SET(j, name, t)              \
+  do {                                     \
+    if (coopd_tracing) (j)->tr.name = (t); \
+  } while (0)
+
+/* A job's line, taken before its RESULT is sent: a failed send may close
+ * the session and free the job. */
+struct trace_rec {
+  uint64_t id;
+  uint8_t state;
+  struct job_trace tr;
+  int64_t t[5]; /* the job's COOP_STAMPS_MAP times */
+};
+
+struct job;
+/* Opens $COOP_TRACE_FILE for appending, if set; 0, or -1 with err set. */
+int trace_open(char *err, unsigned errlen);
+/* Job j's line into *rec, result_sent stamped now; 0 when not tracing or
+ * its line is out already (a second WAIT). Loop thread. */
+int trace_take(struct job *j, struct trace_rec *rec);
+/* The line of trace_take into the file. */
+void trace_write(const struct trace_rec *rec);
+
+#endif /* COOPD_TRACE_H */

@@ -1,0 +1,69 @@
+#!/bin/sh
+# rtt_trace.sh COOPD RTT KERNELS: coop-bench-rtt --trace against a coopd
+# with COOP_TRACE_FILE set (docs/daemon.md, "The path of one job, leg by
+# leg"). Every job of the run must have its line, every stamp set (not 0)
+# and in the order of the path, and the bench's legs must add up to no
+# more than its round trip; a trace with a hole fails.
+coopd=$1 rtt=$2 kernels=$3
+. "$(dirname "$0")/coopctl_lib.sh"
+mkdir "$dir/k" && cp "$kernels/render.cl" "$dir/k/" || exit 1 # one kernel: a quick build
+trace=$dir/trace.csv
+COOP_TRACE_FILE=$trace
+export COOP_TRACE_FILE
+start_coopd "$coopd" --kernels "$dir/k"
+unset COOP_TRACE_FILE
+
+# The coopd side of every line: each stamp set, the path's in order.
+check_trace() {
+  awk -F, -v want="$2" '
+    NR == 1 && $1 != "id" { print "no header: " $0; bad = 1; exit }
+    $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    {
+      n++
+      for (i = 3; i <= NF; i++)
+        if ($i + 0 <= 0) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+      split("recv admitted queued taken staged submitted released gathered started " \
+            "finished seen task_released unstaged handed_back loop_got result_sent", path, " ")
+      for (k = 2; k in path; k++) {
+        if (!(path[k] in col)) { print "no column " path[k]; bad = 1; exit }
+        if ($col[path[k]] + 0 < $col[path[k - 1]] + 0) {
+          print "job " $1 ": " path[k] " before " path[k - 1]; bad = 1
+        }
+      }
+      if ($col["submit_ret"] + 0 < $col["submitted"] + 0 || $col["wait"] + 0 > $col["result_sent"] + 0 ||
+          $col["accepted"] + 0 < $col["queued"] + 0) {
+        print "job " $1 ": submit_ret, wait or accepted out of place"; bad = 1
+      }
+    }
+    function hdr(i,   k) { for (k in col) if (col[k] == i) return k; return "#" i }
+    END {
+      if (!bad && n < want) { print n " lines, expected " want; bad = 1 }
+      exit bad
+    }' "$1"
+}
+
+if "$rtt" --socket "$sock" --runs 20 --trace "$trace" >"$dir/out" 2>"$dir/err"; then
+  echo "ok: coop-bench-rtt --runs 20 --trace"
+else
+  fail "coop-bench-rtt --trace exited non-zero"
+fi
+cat "$dir/out" "$dir/err"
+# 10 warm-up rounds and 20 measured: 30 lines, all whole
+if check_trace "$trace" 30; then echo "ok: every line whole and in order"; else fail "the trace"; fi
+legs=$(grep -c '^[a-z_]*->[a-z_]*,' "$dir/out")
+[ "$legs" -eq 17 ] || fail "$legs leg rows in the CSV, expected 17"
+if ! grep -q '^sum_of_legs,' "$dir/out" || ! grep -q '^round_trip,' "$dir/out"; then
+  fail "no sum or round trip row"
+fi
+awk -F, 'NF == 5 && $1 ~ /^[a-z_:]+->[a-z_]+$/ && ($2 < 0 || $3 < $2 || $4 < $3) { print "leg " $1 ": " $0; bad = 1 } END { exit bad }' \
+  "$dir/out" || fail "a leg's median, p90, p99 out of order"
+
+# The checks can fail: a stamp zeroed, an empty file.
+sed '2s/^\([0-9]*\),\([0-9]*\),[0-9]*,/\1,\2,0,/' "$trace" >"$dir/hole.csv"
+if check_trace "$dir/hole.csv" 30 >/dev/null; then fail "a zeroed stamp passed"; else echo "ok: a zeroed stamp fails"; fi
+: >"$dir/empty.csv"
+if check_trace "$dir/empty.csv" 30 >/dev/null; then fail "an empty trace passed"; else echo "ok: an empty trace fails"; fi
+expect 1 "no trace header" "$rtt" --socket "$sock" --runs 2 --trace "$dir/empty.csv"
+
+stop_coopd
+finish
