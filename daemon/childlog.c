@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -83,7 +84,9 @@ static void *relay(void *arg) {
 }
 
 /* At exit: stdio's buffers into the pipes, the pipes' write ends closed
- * (descriptors 1 and 2 become /dev/null), then the relay drains them. */
+ * (descriptors 1 and 2 become /dev/null), then the relay drains them. At
+ * most 500 ms: a copy of a write end that some library made would keep the
+ * relay reading, and the front waits for this process to exit. */
 static void at_exit(void) {
   fflush(stdout);
   fflush(stderr);
@@ -92,7 +95,11 @@ static void at_exit(void) {
   dup2(null, STDOUT_FILENO);
   dup2(null, STDERR_FILENO);
   close(null);
-  pthread_join(relay_thread, NULL);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_nsec += 500000000;
+  if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+  pthread_timedjoin_np(relay_thread, NULL, &until);
 }
 
 int childlog_start(void) {

@@ -5,10 +5,11 @@
  * job on it; a user who can do that at will could keep the device
  * restarting. So a uid whose job caused a restart has its next jobs on
  * this device held (queued, not started) for [jobs] restart_hold_ms, doubling
- * with each further restart it causes, up to DEV_HOLD_MAX_MS; a uid that
+ * with each further restart it causes, up to DEV_HOLD_MAX_MS (or the first
+ * hold, if the administrator set it longer); a uid that
  * caused none for DEV_HOLD_FORGIVE_NS starts over. Held jobs keep their
  * place and their owner's bounds; a cancel or a stop ends them as it does
- * a queued job. docs/faults.md, "One user against the others".
+ * a queued job. docs/faults.md, "What coopd can and cannot recover".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,11 +44,12 @@ int64_t dev__hold(struct dev *d, uint32_t uid, int64_t now) {
   if (h->restarts && now - h->last > DEV_HOLD_FORGIVE_NS) h->restarts = 0;
   unsigned shift = h->restarts < 20 ? h->restarts : 20;
   uint64_t ms = (uint64_t)d->cfg->restart_hold_ms << shift;
-  if (ms > DEV_HOLD_MAX_MS) ms = DEV_HOLD_MAX_MS;
+  uint64_t cap =
+      d->cfg->restart_hold_ms > DEV_HOLD_MAX_MS ? d->cfg->restart_hold_ms : DEV_HOLD_MAX_MS;
+  if (ms > cap) ms = cap; /* a first hold set above the cap is the cap */
   h->restarts++;
   h->last = now;
   h->until = now + (int64_t)ms * 1000000;
-  atomic_fetch_add(&d->holds_total, 1);
   return (int64_t)ms;
 }
 

@@ -110,7 +110,6 @@ struct dev {
   struct dev_hold holds[DEV_MAX_HOLDS];
   unsigned nholds;
   struct job *held_head, *held_tail; /* their jobs, in order */
-  _Atomic uint32_t holds_total;
   /* device thread: dp_view's answer for dev__build_view and the watchdog's
    * holders(); too large for the stack, and a static array would be shared
    * by the threads of several devices */
