@@ -1904,7 +1904,7 @@ static int memfd_words(size_t size, uint32_t w, size_t n) {
   return fd;
 }
 
-/* Item 5: the shipped bfs on a CSR whose worklist holds 65536 copies of a
+/* The shipped bfs on a CSR whose worklist holds 65536 copies of a
  * vertex owning 4M edges (every require rule met, every index in range)
  * visits 2.7e11 edges in one step and reaches no primitive. Cancelled, it
  * ran on until hang_ms, and coopd restarted the device, taking another
@@ -2282,7 +2282,7 @@ static struct seen_result render_as_nobody(const struct daemon_proc *d, uint32_t
   return s;
 }
 
-/* Item 6: root's render with reps = 2^32 - 1 on every worker, DETACHED and
+/* Root's render with reps = 2^32 - 1 on every worker, DETACHED and
  * left, held the device until coopd stopped (no watchdog by default), and
  * every other user's task failed EHUNG. With task_max_ms = 1500 it is
  * cancelled past the bound, its RESULT says why (ETIMEDOUT), and nobody's
@@ -2325,7 +2325,7 @@ START_TEST(task_max_ms_ends_a_detached_render) {
 }
 END_TEST
 
-/* Item 6: the EHUNG of a task that waited for workers named the holder's
+/* The EHUNG of a task that waited for workers named the holder's
  * job id and kernel to any user, which ENOJOB otherwise hides. Now another
  * user's holder is "another user's job"; the holder's own user (root here,
  * who may see every job) still gets its id and kernel. task_max_ms = 0:
