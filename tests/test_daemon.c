@@ -2520,7 +2520,10 @@ static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *b
 
 /* coopd for two users (root and nobody): the socket open to both. */
 static void two_user_start(struct daemon_proc *d, const char *reserve) {
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, reserve, NULL};
+  /* a launch of at most 5 groups (4 workers): the tests hold every slot
+   * with a job each, on PoCL's 2 workers as on a GPU's hundreds */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, reserve,
+                        "device.max_workgroups=5", NULL};
   daemon_start(d, sets);
   chmod(d->dir, 0755);
   chmod(d->sock, 0666);
