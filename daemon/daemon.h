@@ -102,7 +102,10 @@ void session_shutdown_all(struct daemon *dm);
 /* sess_jobs.c */
 void session_job_done(struct daemon *dm, struct job *j);
 void session_job_event(struct daemon *dm, const struct dev_event *e);
-/* sess_info.c: what STATS answers (a client's, or metrics_http.c's /metrics). */
-void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st);
+/* sess_info.c: what STATS answers (a client's, or metrics_http.c's /metrics),
+ * as user viewer may read it (the watchdog's event: dev_watch_get);
+ * SESSION_VIEWER_ANYONE for a reader who is no user in particular. */
+#define SESSION_VIEWER_ANYONE (UINT32_MAX - 1)
+void session_stats(struct daemon *dm, uint32_t viewer, struct coop_msg_stats_reply *st);
 
 #endif /* COOPD_DAEMON_H */

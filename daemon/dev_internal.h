@@ -100,6 +100,10 @@ struct dev {
   uint64_t hung_job;     /* device thread: the job that caused it, or 0 */
   _Atomic uint32_t gather_timeouts, hung;
   char watch_last[COOP_WIRE_TEXT_MAX]; /* under mu */
+  /* under mu: the same event for users other than watch_uid (whose job it
+   * names) and root: no other user's job id, kernel or uid */
+  char watch_public[COOP_WIRE_TEXT_MAX];
+  uint32_t watch_uid;
   /* idle parking (see the top): device thread, parked mirrored for stats */
   int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
   int parked;

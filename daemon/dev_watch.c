@@ -30,7 +30,10 @@
 #include "dev_internal.h"
 #include "log.h"
 
-static void watch_event(struct dev *d, const char *fmt, ...) {
+/* The latest event, for STATS: fmt in full for root and for uid (whose
+ * job it names), public (no job id, kernel or uid of another user) for
+ * every other user, as ENOJOB hides another user's jobs. */
+static void watch_event(struct dev *d, uint32_t uid, const char *public, const char *fmt, ...) {
   char b[COOP_WIRE_TEXT_MAX];
   va_list ap;
   va_start(ap, fmt);
@@ -39,6 +42,8 @@ static void watch_event(struct dev *d, const char *fmt, ...) {
   log_warn("watchdog: %s", b);
   pthread_mutex_lock(&d->mu);
   memcpy(d->watch_last, b, sizeof b);
+  snprintf(d->watch_public, sizeof d->watch_public, "%s", public);
+  d->watch_uid = uid;
   pthread_mutex_unlock(&d->mu);
 }
 
@@ -95,7 +100,8 @@ static void gather_timeout(struct dev *d, struct run *r, int64_t waited_ns) {
             (long long)(waited_ns / 1000000), j->groups, who);
   atomic_store(&j->cancel, 1);
   atomic_fetch_add(&d->gather_timeouts, 1);
-  watch_event(d, "job %llu (%s) failed: %s", (unsigned long long)j->id, j->kernel, j->message);
+  watch_event(d, j->uid, "a task failed: it waited too long for workgroups",
+              "job %llu (%s) failed: %s", (unsigned long long)j->id, j->kernel, j->message);
 }
 
 /* r was cancelled hang_ms ago and still has tasks on the device: no way
@@ -171,11 +177,12 @@ void dev__watch_run(struct dev *d, struct run *r, int64_t now) {
   }
 }
 
-void dev_watch_get(struct dev *d, struct dev_watch *w) {
+void dev_watch_get(struct dev *d, uint32_t viewer, struct dev_watch *w) {
   w->gather_timeouts = atomic_load(&d->gather_timeouts);
   w->hung = atomic_load(&d->hung);
   pthread_mutex_lock(&d->mu);
-  memcpy(w->last, d->watch_last, sizeof w->last);
+  int all = viewer == 0 || viewer == d->watch_uid;
+  memcpy(w->last, all ? d->watch_last : d->watch_public, sizeof w->last);
   pthread_mutex_unlock(&d->mu);
   /* After the event, not before: a restart sets rt before its "restarted"
    * event (under mu), so a caller that sees the event sees no lost
@@ -264,6 +271,14 @@ void dev__restart(struct dev *d) {
             nagain);
   char held[96];
   hold_culprit(d, label, held, sizeof held);
+  /* what users other than the culprit's (and root) may read of why */
+  uint32_t culprit = UINT32_MAX;
+  for (struct run *r = d->runs; r; r = r->next)
+    if (r->j->id == d->hung_job) culprit = r->j->uid;
+  char pub_why[300], pub[COOP_WIRE_TEXT_MAX];
+  snprintf(pub_why, sizeof pub_why, "%s",
+           culprit == UINT32_MAX ? why : "another user's job still ran after its cancellation");
+  snprintf(pub, sizeof pub, "%s restarted: %.150s", label, pub_why);
   if (d->rt) dp_kill(d->rt);
   d->rt = NULL;
   atomic_store_explicit(&d->rt_up, 0, memory_order_release); /* dev_watch_get says why */
@@ -285,8 +300,9 @@ void dev__restart(struct dev *d) {
       continue;
     }
     if (j->error != COOP_EHUNG) {
+      int mine = j->uid == culprit || j->uid == 0 || culprit == UINT32_MAX;
       dev__fail(j, COOP_ELOST, "the job was lost: coopd restarted %s (%.160s); submit it again",
-                label, why);
+                label, mine ? why : pub_why);
     }
     r->ninflight = 0;
     dev__finish_job(d, r);
@@ -315,7 +331,7 @@ void dev__restart(struct dev *d) {
      * the front of the queue, which the swap keeps until the new set runs,
      * and each is resolved there by name. */
     log_info("%s: the reload's new megakernel replaces the one killed", label);
-    watch_event(d, "%s restarted: %.200s%s", label, why, held);
+    watch_event(d, culprit, pub, "%s restarted: %.200s%s", label, why, held);
     pthread_mutex_lock(&d->mu);
     while (again) {
       struct job *j = again;
@@ -335,7 +351,7 @@ void dev__restart(struct dev *d) {
     snprintf(d->broken, sizeof d->broken, "restart after %.200s: %.250s", why, err);
     log_error("the device is unavailable: %s", d->broken);
   }
-  watch_event(d, "%s restarted: %.200s%s", label, why, held);
+  watch_event(d, culprit, pub, "%s restarted: %.200s%s", label, why, held);
   while (again) { /* their IN data is still the client's (memfd or inline copy) */
     struct job *j = again;
     again = j->dev_next;

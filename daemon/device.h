@@ -94,7 +94,9 @@ struct dev_watch {
   uint32_t gather_timeouts, hung, lost_workers;
   char last[COOP_WIRE_TEXT_MAX];
 };
-void dev_watch_get(struct dev *d, struct dev_watch *w);
+/* last: the event as viewer may read it (root, or the user whose job it
+ * names: all of it; anyone else: with no other user's job, kernel or uid) */
+void dev_watch_get(struct dev *d, uint32_t viewer, struct dev_watch *w);
 
 /* Copies (a restart or a reload sets them again on the device thread):
  * the device's name, its backend ("opencl" or "cuda") and why that one. */

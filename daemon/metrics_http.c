@@ -121,7 +121,7 @@ static long metrics_text(struct daemon *dm, char **body) {
   static struct coop_msg_stats_reply st; /* large; loop thread only */
   static struct coop_stats s;
   static struct coop_metrics m;
-  session_stats(dm, &st);
+  session_stats(dm, SESSION_VIEWER_ANYONE, &st);
   memset(&s, 0, sizeof s);
   coop__stats_from_wire(&s, &st);
   coop__metrics_from_wire(&m, &st);

@@ -49,7 +49,7 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
 
 /* STATS' device records, and the watchdog's counts over every device (the
  * latest event: the first device that has one). */
-static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
+static void stats_devices(struct daemon *dm, uint32_t viewer, struct coop_msg_stats_reply *st) {
   st->ndevices = (uint8_t)dm->ndev;
   for (unsigned i = 0; i < dm->ndev; i++) {
     struct dev *d = dm->devs[i];
@@ -63,7 +63,7 @@ static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
     o->parks = dev_parks(d);
     o->unpark_ns = dev_unpark_ns(d);
     struct dev_watch wd;
-    dev_watch_get(d, &wd);
+    dev_watch_get(d, viewer, &wd);
     o->lost_workers = wd.lost_workers;
     st->gather_timeouts += wd.gather_timeouts;
     st->hung += wd.hung;
@@ -73,7 +73,7 @@ static void stats_devices(struct daemon *dm, struct coop_msg_stats_reply *st) {
   }
 }
 
-void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
+void session_stats(struct daemon *dm, uint32_t viewer, struct coop_msg_stats_reply *st) {
   memset(st, 0, sizeof *st);
   struct dev *d0 = dm->devs[0];
   dev_backend(d0, st->backend, sizeof st->backend);
@@ -81,7 +81,7 @@ void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
   dev_name(d0, st->device, sizeof st->device);
   st->compute_units = dev_compute_units(d0);
   st->workers = dev_workers(d0);
-  stats_devices(dm, st);
+  stats_devices(dm, viewer, st);
   st->clients = dm->nsessions;
   for (struct job *j = dm->jobs; j; j = j->next) jobs_count_instances(dm, j);
   jobs_stats(dm, st);
@@ -91,7 +91,7 @@ void session_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
 void sess_stats(struct session *s, uint32_t seq, const union coop_msg *m, int *fds, unsigned nfds) {
   union coop_msg r;
   memset(&r, 0, sizeof r);
-  session_stats(s->dm, &r.stats);
+  session_stats(s->dm, s->uid, &r.stats);
   sess_send(s, COOP_MSG_STATS_REPLY, seq, &r);
 }
 

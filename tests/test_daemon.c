@@ -2180,6 +2180,23 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
   for (int i = 0; i < 400 && !strstr(st.watchdog, "held back"); i++, msleep(25)) st = stats(&c);
   ck_assert_uint_eq(st.hung, 1);
   assert_has(st.watchdog, "uid 65534 held back 5000 ms");
+  /* a third user's STATS: the event without the culprit's job, kernel or
+   * uid (root and the culprit read all of it) */
+  pid_t third = fork();
+  ck_assert_int_ge(third, 0);
+  if (third == 0) {
+    if (setgid(65533) || setuid(65533)) _exit(3);
+    struct conn t;
+    open_hello(&t, &d);
+    struct coop_msg_stats_reply ts = stats(&t);
+    if (strstr(ts.watchdog, "hog") || strstr(ts.watchdog, "65534")) _exit(4);
+    if (!strstr(ts.watchdog, "another user's job still ran after its cancellation")) _exit(5);
+    _exit(0);
+  }
+  int tst = 0;
+  ck_assert_int_eq(waitpid(third, &tst, 0), third);
+  ck_assert_msg(WIFEXITED(tst) && WEXITSTATUS(tst) == 0,
+                "a third user's STATS named the culprit's job or missed the event (%d)", tst);
 
   /* the culprit's next job waits out its hold (5 s), root's does not */
   int pfd[2];
