@@ -248,7 +248,7 @@ int dp_launch(struct dp *p, char *err, size_t errlen) {
   return start_call(p, DP_LAUNCH, "launch", err, errlen);
 }
 
-int dp_park(struct dp *p) { return call(p, DP_PARK, -1, DP_CLOSE_MS); }
+int dp_park(struct dp *p) { return call(p, DP_PARK, -1, DP_PARK_MS); }
 
 int dp_unpark(struct dp *p, char *err, size_t errlen) {
   return start_call(p, DP_UNPARK, "relaunch", err, errlen);

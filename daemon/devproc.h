@@ -41,6 +41,11 @@ int dp_launch(struct dp *p, char *err, size_t errlen);
  * child and its build stay; dp_unpark relaunches it (discovery: read
  * dp_workers again). COOP_EBUSY: a task slot is still in use. */
 int dp_park(struct dp *p);
+/* How long a park may take before the child counts as stuck. Parking comes
+ * only when the device is idle, but the megakernel must leave first: on a
+ * loaded CPU device (PoCL beside a reload's compile) that took over 2 s,
+ * and a child killed then is a restart, its kernels built again. */
+#define DP_PARK_MS 15000u
 int dp_unpark(struct dp *p, char *err, size_t errlen);
 /* Asks the child to close the runtime and exit; kills it after wait_ms
  * (DP_CLOSE_MS: a megakernel that has not exited by then never will).

@@ -262,9 +262,17 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       return r->err ? strlen(r->data) + 1 : 0;
     case DP_LAUNCH:
       return started(rt, coop_rt_launch(rt), r);
-    case DP_PARK:
+    case DP_PARK: {
+      /* tests only: a megakernel slow to leave (a loaded CPU device) */
+      const char *delay = getenv("COOP_TEST_PARK_DELAY_MS");
+      if (delay) {
+        long ms = strtol(delay, NULL, 10);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+        if (ms > 0) nanosleep(&ts, NULL);
+      }
       r->err = coop_rt_park(rt);
       return 0;
+    }
     case DP_UNPARK:
       return started(rt, coop_rt_unpark(rt), r);
     case DP_SUBMIT: {

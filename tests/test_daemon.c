@@ -2842,6 +2842,33 @@ START_TEST(parks_again_after_a_reload) {
 }
 END_TEST
 
+/* A park that takes 3 s (COOP_TEST_PARK_DELAY_MS: a megakernel slow to
+ * leave a loaded CPU device) parks: the old coopd gave a park 2 s, then
+ * killed the device process and restarted it, its kernels built again
+ * (and its next park met the same fate). */
+START_TEST(a_slow_park_is_not_a_restart) {
+  char logp[] = "/tmp/coopd-slowpark-XXXXXX.log";
+  temp_log(logp);
+  const char *sets[] = {"device.park_ms=50", "log.level=info", NULL};
+  setenv("COOP_TEST_PARK_DELAY_MS", "3000", 1);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  unsetenv("COOP_TEST_PARK_DELAY_MS");
+  struct conn c;
+  open_hello(&c, &d);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 400 && !st.devs[0].parked; i++, msleep(25)) st = stats(&c);
+  if (!st.devs[0].parked || log_has(logp, "restarting")) print_log(logp);
+  ck_assert_msg(st.devs[0].parked, "not parked 10 s after a 3 s park began");
+  ck_assert_msg(!log_has(logp, "restarting"), "the slow park restarted the device");
+  ck_assert_uint_eq(st.lost_workers, 0);
+  render_check(&c, 1, 0, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* ---- systemd (issue 21 item 2) ---- */
 
 /* How a systemd-run coopd is started here: stderr into log, and as the
@@ -4768,6 +4795,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, idle_megakernel_parks);
   tcase_add_test(t, parks_again_after_a_reload);
+  tcase_add_test(t, a_slow_park_is_not_a_restart);
   suite_add_tcase(s, t);
   t = tcase_create("devices");
   tcase_set_timeout(t, 300);
