@@ -32,8 +32,9 @@ struct run {
   int64_t task_ran[DEV_MAX_INFLIGHT];  /* when a poll first saw it running (host ns), or 0 */
   unsigned ninflight;
   int64_t started_ns;
-  int64_t cancel_seen; /* when the device thread first saw j->cancel */
-  int watchdog;        /* cancelled by watchdog_ms: its RESULT says so */
+  int64_t cancel_seen;  /* when the device thread first saw j->cancel */
+  int watchdog;         /* cancelled by watchdog_ms: its RESULT says so */
+  coop_task_id release; /* a one-task job's ended task, released with its unstage */
   struct run *next;
 };
 
@@ -146,8 +147,9 @@ void dev__finish_job(struct dev *d, struct run *r);
 /* Arena copies of the job's buffers, IN data copied in: 0, or -1 with
  * the job failed. */
 int dev__stage_in(struct dev *d, struct job *j);
-/* OUT data back when `out`, every arena copy freed. */
-void dev__unstage(struct dev *d, struct job *j, int out);
+/* OUT data back when `out`, every arena copy freed, and the ended task
+ * `release` (0: none) given back to the runtime, in one request. */
+void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

@@ -232,7 +232,13 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
   struct coop_rt_task_info ti;
   coop_task_id id = r->task[slot];
   dp_task_info(d->rt, id, &ti);
-  dp_task_release(d->rt, id);
+  /* A periodic job's slot is needed by its next instances at once; a
+   * one-task job's goes back with its buffers (dev__unstage): one round
+   * trip to the device process fewer (docs/daemon.md, the path of a job). */
+  if (dev__periodic(j))
+    dp_task_release(d->rt, id);
+  else
+    r->release = id;
   TRACE_SET(j, seen, seen);
   TRACE_STAMP(j, task_released);
   live_events(d, r, slot, &ti);
@@ -313,7 +319,8 @@ void dev__finish_job(struct dev *d, struct run *r) {
   }
   /* A job the views stopped still gets its own output back: it can only
    * hold what the job read from its own buffers and the sink. */
-  dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT);
+  dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
+               r->release);
   TRACE_STAMP(j, unstaged);
   dev__hand_back(d, j);
 }

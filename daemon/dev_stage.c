@@ -99,7 +99,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
  * found overwritten (arena.c) means the kernel wrote outside this job's
  * buffers: the job fails with EFAULT and the log names it (the views keep
  * shipped kernels from ever getting here). */
-void dev__unstage(struct dev *d, struct job *j, int out) {
+void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
   unsigned n = job_bufs(j, b, -1, out, &inl_len);
@@ -107,6 +107,7 @@ void dev__unstage(struct dev *d, struct job *j, int out) {
   for (unsigned i = 0; i < j->nargs; i++) any |= j->args[i].dev != 0;
   if (!n || !any || !d->rt) {
     for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+    if (release && d->rt) dp_task_release(d->rt, release); /* no buffers to go with */
     return;
   }
   int inl = inl_len ? memfd_sized(inl_len) : -1;
@@ -116,7 +117,7 @@ void dev__unstage(struct dev *d, struct job *j, int out) {
   }
   n = job_bufs(j, b, inl, out, &inl_len);
   int breach = -1;
-  int e = dp_unstage(d->rt, b, n, &breach);
+  int e = dp_unstage(d->rt, b, n, release, &breach);
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
   if (e && j->error == 0)
     dev__fail(j, e == COOP_ELOST ? e : COOP_EIO, "%s", "could not write a result back");

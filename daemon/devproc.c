@@ -311,10 +311,15 @@ int dp_stage(struct dp *p, struct dp_buf *b, unsigned n) {
   return e;
 }
 
-int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, int *breach) {
+static void forget(struct dp *p, coop_task_id id);
+
+int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id release,
+               int *breach) {
   if (n > DP_MAX_BUFS) return COOP_EINVAL;
   int fds[DP_MAX_FDS];
   unsigned nfds = pack_fds(b, n, &p->q.u.bufs, fds);
+  if (release) forget(p, release);
+  p->q.id = release; /* q is reused: 0 says none */
   int e = call_fds(p, DP_UNSTAGE, fds, nfds, DP_CALL_MS);
   *breach = e == COOP_ELOST ? -1 : (int)p->r.n - 1;
   return e;

@@ -77,9 +77,10 @@ struct dp_buf {
  * (COOP_ENOMEM: the arena is full; COOP_EIO: a descriptor was short)
  * nothing stays allocated. */
 int dp_stage(struct dp *p, struct dp_buf *b, unsigned n);
-/* Copies the OUT ones out and frees every buffer. *breach: the first whose
+/* Releases the ended task `release` (0: none; as dp_task_release), then
+ * copies the OUT ones out and frees every buffer. *breach: the first whose
  * guard zone was overwritten (arena.c), or -1. COOP_EIO: a write failed. */
-int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, int *breach);
+int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id release, int *breach);
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id);
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);

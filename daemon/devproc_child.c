@@ -322,6 +322,7 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       return 0;
     case DP_UNSTAGE: {
       int breach = -1;
+      if (q->id) coop_rt_task_release(rt, q->id); /* the front's dp_unstage, release */
       r->err = do_unstage(rt, &q->u.bufs, fds, nfds, &breach);
       r->n = (uint32_t)(breach + 1);
       return 0;
