@@ -80,12 +80,7 @@ void dev__pump_held(struct dev *d, int64_t now, int64_t *wake) {
     j->dev_next = NULL;
     struct dev_hold *h = find(d, j->uid);
     if (d->stop_now || atomic_load(&j->cancel)) {
-      atomic_store(&j->state, COOP_JOB_CANCELLED);
-      j->error = COOP_ECANCELED;
-      snprintf(j->message, sizeof j->message, "%s",
-               d->stop_now ? "cancelled: the daemon is shutting down"
-                           : "cancelled while held back after a device restart");
-      dev__hand_back(d, j);
+      dev__cancel_queued(d, j, "cancelled while held back after a device restart");
     } else if ((!h || now >= h->until) && !d->swap_now) {
       dev__start_job(d, j);
     } else { /* still held, or a reload keeps it queued until the swap */

@@ -127,6 +127,9 @@ static inline int dev__periodic(const struct job *j) { return j->period_us != 0;
 /* device.c */
 /* A finished job back to the loop (the out queue and the uv_async). */
 void dev__hand_back(struct dev *d, struct job *j);
+/* A job cancelled before it ran (its client, or a stop: then the message
+ * says the daemon is shutting down, else why), handed back. */
+void dev__cancel_queued(struct dev *d, struct job *j, const char *why);
 /* Launches the megakernel of rt and makes it d's (it takes rt on success):
  * 0, or a coop code with a message in err. */
 int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen);

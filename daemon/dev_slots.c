@@ -205,12 +205,7 @@ void dev__pump_coop_wait(struct dev *d) {
     atomic_store(&j->slot_ahead, 0);
     d->slots_seq++;
     if (d->stop_now || atomic_load(&j->cancel)) {
-      atomic_store(&j->state, COOP_JOB_CANCELLED);
-      j->error = COOP_ECANCELED;
-      snprintf(j->message, sizeof j->message, "%s",
-               d->stop_now ? "cancelled: the daemon is shutting down"
-                           : "cancelled while waiting for a cooperative slot");
-      dev__hand_back(d, j);
+      dev__cancel_queued(d, j, "cancelled while waiting for a cooperative slot");
     } else {
       note_served(d, j->uid);
       dev__start_now(d, j);

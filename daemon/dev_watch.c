@@ -230,22 +230,21 @@ static void forget_run(struct job *j) {
   j->reruns++;
 }
 
-/* The user whose job caused the restart is held back (dev_hold.c); note
- * says so, for the watchdog's event ("" if no job caused it). */
-static void hold_culprit(struct dev *d, const char *label, char *note, size_t len) {
+/* The user whose job (hung, the run that caused the restart) is held back
+ * (dev_hold.c); note says so, for the watchdog's event ("" if no job
+ * caused it). */
+static void hold_culprit(struct dev *d, const struct run *hung, const char *label, char *note,
+                         size_t len) {
   note[0] = '\0';
-  if (!d->cfg->restart_hold_ms) return; /* [jobs] restart_hold_ms = 0: no hold */
-  for (struct run *r = d->runs; r; r = r->next) {
-    if (r->j->id != d->hung_job) continue;
-    int64_t ms = dev__hold(d, r->j->uid, coop__now_ns());
-    unsigned n = dev__hold_restarts(d, r->j->uid);
-    log_warn("%s: uid %u caused %u restart%s (job %llu, %s): its jobs are held back for %lld ms",
-             label, r->j->uid, n, n == 1 ? "" : "s", (unsigned long long)r->j->id, r->j->kernel,
-             (long long)ms);
-    snprintf(note, len, "; uid %u held back %lld ms (restart %u it caused)", r->j->uid,
-             (long long)ms, n);
-    return;
-  }
+  if (!hung || !d->cfg->restart_hold_ms) return; /* [jobs] restart_hold_ms = 0: no hold */
+  const struct job *j = hung->j;
+  int64_t ms = dev__hold(d, j->uid, coop__now_ns());
+  unsigned n = dev__hold_restarts(d, j->uid);
+  log_warn("%s: uid %u caused %u restart%s (job %llu, %s): its jobs are held back for %lld ms",
+           label, j->uid, n, n == 1 ? "" : "s", (unsigned long long)j->id, j->kernel,
+           (long long)ms);
+  snprintf(note, len, "; uid %u held back %lld ms (restart %u it caused)", j->uid, (long long)ms,
+           n);
 }
 
 /* The device process died, or a hung kernel made dev_main ask for this:
@@ -269,12 +268,13 @@ void dev__restart(struct dev *d) {
   snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %d", d->index);
   log_error("%s: %s: restarting it (%u other jobs lost, %u to run again)", label, why, nlost,
             nagain);
+  const struct run *hung = NULL; /* the run whose job caused it, if one did */
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (r->j->id == d->hung_job) hung = r;
   char held[96];
-  hold_culprit(d, label, held, sizeof held);
+  hold_culprit(d, hung, label, held, sizeof held);
   /* what users other than the culprit's (and root) may read of why */
-  uint32_t culprit = UINT32_MAX;
-  for (struct run *r = d->runs; r; r = r->next)
-    if (r->j->id == d->hung_job) culprit = r->j->uid;
+  uint32_t culprit = hung ? hung->j->uid : UINT32_MAX;
   char pub_why[300], pub[COOP_WIRE_TEXT_MAX];
   snprintf(pub_why, sizeof pub_why, "%s",
            culprit == UINT32_MAX ? why : "another user's job still ran after its cancellation");
@@ -314,10 +314,7 @@ void dev__restart(struct dev *d) {
     while (again) {
       struct job *j = again;
       again = j->dev_next;
-      atomic_store(&j->state, COOP_JOB_CANCELLED);
-      j->error = COOP_ECANCELED;
-      snprintf(j->message, sizeof j->message, "cancelled: the daemon is shutting down");
-      dev__hand_back(d, j);
+      dev__cancel_queued(d, j, "cancelled"); /* stop_now: "the daemon is shutting down" */
     }
     return;
   }

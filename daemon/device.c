@@ -158,6 +158,14 @@ void dev__hand_back(struct dev *d, struct job *j) {
   uv_async_send(&d->async);
 }
 
+void dev__cancel_queued(struct dev *d, struct job *j, const char *why) {
+  atomic_store(&j->state, COOP_JOB_CANCELLED);
+  j->error = COOP_ECANCELED;
+  snprintf(j->message, sizeof j->message, "%s",
+           d->stop_now ? "cancelled: the daemon is shutting down" : why);
+  dev__hand_back(d, j);
+}
+
 static void take_new(struct dev *d) {
   pthread_mutex_lock(&d->mu);
   d->stop_now = d->stopping;
@@ -176,11 +184,7 @@ static void take_new(struct dev *d) {
     j->dev_next = NULL;
     TRACE_SET(j, taken, taken);
     if (d->stop_now || atomic_load(&j->cancel)) {
-      atomic_store(&j->state, COOP_JOB_CANCELLED);
-      j->error = COOP_ECANCELED;
-      snprintf(j->message, sizeof j->message, "%s",
-               d->stop_now ? "cancelled: the daemon is shutting down" : "cancelled");
-      dev__hand_back(d, j);
+      dev__cancel_queued(d, j, "cancelled");
     } else if (d->held_head || dev__held(d, j->uid, coop__now_ns())) {
       dev__queue_held(d, j); /* behind the held ones: pump_held keeps the order */
     } else {
