@@ -130,6 +130,30 @@ static void copy_file(const char *from, const char *to) {
   write_file(to, buf);
 }
 
+/* kdir (a mkdtemp template) made, with the shipped render.cl and sweep.cl
+ * in it: for tests that put other kernels beside them. */
+static const char *const shipped_kernels[] = {"render.cl", "sweep.cl"};
+static void kernels_dir_make(char *kdir) {
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  for (int i = 0; i < 2; i++) {
+    char from[256], to[256];
+    snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, shipped_kernels[i]);
+    snprintf(to, sizeof to, "%s/%s", kdir, shipped_kernels[i]);
+    copy_file(from, to);
+  }
+}
+
+/* The copies kernels_dir_make made, and kdir (empty by then: the test
+ * removes what it added). */
+static void kernels_dir_remove(const char *kdir) {
+  for (int i = 0; i < 2; i++) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", kdir, shipped_kernels[i]);
+    unlink(path);
+  }
+  rmdir(kdir);
+}
+
 /* Whether the file contains s (the daemon's log). */
 static int log_has(const char *path, const char *s) {
   FILE *f = fopen(path, "r");
@@ -1136,12 +1160,8 @@ static int has_kernel(struct conn *c, const char *name) {
  * compiler's complaint in the log; a good one replaces it, and a job
  * running across the reload finishes first. */
 START_TEST(sighup_reload) {
-  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[128], logp[128];
-  ck_assert_ptr_nonnull(mkdtemp(kdir));
-  snprintf(path, sizeof path, "%s/render.cl", kdir);
-  copy_file(KERNEL_DIR "/render.cl", path);
-  snprintf(path, sizeof path, "%s/sweep.cl", kdir);
-  copy_file(KERNEL_DIR "/sweep.cl", path);
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[128], logp[128];
+  kernels_dir_make(kdir);
   snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
   snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
   const char *sets[] = {set, "log.level=info", NULL};
@@ -1207,11 +1227,7 @@ START_TEST(sighup_reload) {
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(extra);
   unlink(logp);
-  snprintf(path, sizeof path, "%s/render.cl", kdir);
-  unlink(path);
-  snprintf(path, sizeof path, "%s/sweep.cl", kdir);
-  unlink(path);
-  rmdir(kdir);
+  kernels_dir_remove(kdir);
 }
 END_TEST
 
@@ -2395,15 +2411,8 @@ END_TEST
  * coopd rebuilt and relaunched the old set first (seconds more, with the
  * device's workers reported lost meanwhile). */
 START_TEST(restart_during_a_reload_takes_the_new_kernels) {
-  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[160], logp[128];
-  ck_assert_ptr_nonnull(mkdtemp(kdir));
-  const char *names[] = {"render.cl", "sweep.cl"};
-  for (int i = 0; i < 2; i++) {
-    char from[256];
-    snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, names[i]);
-    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
-    copy_file(from, path);
-  }
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[160], logp[128];
+  kernels_dir_make(kdir);
   snprintf(set, sizeof set, "kernels.dirs=%s:%s", kdir, TEST_KERNEL_DIR);
   snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
   const char *sets[] = {
@@ -2451,11 +2460,7 @@ START_TEST(restart_during_a_reload_takes_the_new_kernels) {
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(extra), unlink(logp);
-  for (int i = 0; i < 2; i++) {
-    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
-    unlink(path);
-  }
-  rmdir(kdir);
+  kernels_dir_remove(kdir);
 }
 END_TEST
 
@@ -3592,14 +3597,7 @@ END_TEST
  * the reload finishes, and the kernels beside it serve. */
 START_TEST(fifo_in_the_kernel_directory) {
   char kdir[64] = "/tmp/coopd-kernels-XXXXXX", path[128], set[128], logp[128];
-  ck_assert_ptr_nonnull(mkdtemp(kdir));
-  const char *names[] = {"render.cl", "sweep.cl"};
-  for (int i = 0; i < 2; i++) {
-    char from[256];
-    snprintf(from, sizeof from, "%s/%s", KERNEL_DIR, names[i]);
-    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
-    copy_file(from, path);
-  }
+  kernels_dir_make(kdir);
   snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
   ck_assert_int_eq(mkfifo(path, 0600), 0);
   snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
@@ -3619,14 +3617,10 @@ START_TEST(fifo_in_the_kernel_directory) {
   render_done(&c); /* and the loop still answers */
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
-  for (int i = 0; i < 2; i++) {
-    snprintf(path, sizeof path, "%s/%s", kdir, names[i]);
-    unlink(path);
-  }
   snprintf(path, sizeof path, "%s/a_fifo.cl", kdir);
   unlink(path);
   unlink(logp);
-  rmdir(kdir);
+  kernels_dir_remove(kdir);
 }
 END_TEST
 
