@@ -313,6 +313,35 @@ int coop_job_f64(coop_job *j, double v);
 int coop_job_buf_in(coop_job *j, const void *data, size_t size);
 int coop_job_buf_out(coop_job *j, void *mem, size_t size);
 int coop_job_buf_inout(coop_job *j, void *mem, size_t size);
+/* A device buffer (coop_buffer_create) as the next argument: nothing is
+ * copied; the kernel reads and writes the buffer in place. The job runs on
+ * the buffer's device (naming another with coop_job_device is an error at
+ * submit). */
+int coop_job_buffer(coop_job *j, uint64_t buffer);
+
+/* ---- device buffers ----
+ * Memory that stays on a device between jobs (PROTOCOL.md, "Device
+ * buffers"): upload a graph once, then run any number of jobs on it. A
+ * buffer is its creator's uid's alone (another user's id reads as
+ * COOP_ENOJOB); its bytes count toward the user's [limits]
+ * max_bytes_per_uid. It is freed by coop_buffer_free, or when the
+ * connection that created it closes, unless created with
+ * COOP_BUFFER_KEEP: then any connection of the same user may use and free
+ * it. A write or a read runs as soon as the daemon takes it, beside any
+ * job: wait for the jobs using a buffer before reading their output from
+ * it. A job submitted after a write returned sees the bytes written. When
+ * the daemon's device process is replaced (a crash or a kernel reload),
+ * its buffers are lost: every later use fails with COOP_ELOST (never
+ * stale data); free them and create them again. */
+#define COOP_BUFFER_KEEP 0x1u
+/* A buffer of size > 0 bytes on device (COOP_ANY_DEVICE: device 0), holding
+ * a copy of data (NULL: zeros); *buffer is its id. */
+int coop_buffer_create(coop_conn *c, int device, size_t size, const void *data, unsigned flags,
+                       uint64_t *buffer);
+/* Bytes [offset, offset + len) of the buffer from data, or into out. */
+int coop_buffer_write(coop_conn *c, uint64_t buffer, size_t offset, const void *data, size_t len);
+int coop_buffer_read(coop_conn *c, uint64_t buffer, size_t offset, void *out, size_t len);
+int coop_buffer_free(coop_conn *c, uint64_t buffer);
 
 /* ---- requests ---- */
 

@@ -170,6 +170,12 @@ int coop_job_buf_inout(coop_job *j, void *mem, size_t size) {
   return buffer(j, COOP_BUF_INOUT, mem, mem, size);
 }
 
+int coop_job_buffer(coop_job *j, uint64_t buffer) {
+  if (!j) return COOP_EINVAL;
+  if (buffer == 0) return job_fail(j, COOP_EINVAL, "argument %u: device buffer 0", j->nargs);
+  return scalar(j, COOP_ARG_DEVBUF, buffer);
+}
+
 /* ---- placement ---- */
 
 /* Instance records the RESULT will carry (57 bytes each). */

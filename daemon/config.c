@@ -45,6 +45,7 @@ void config_defaults(struct config *c) {
   c->max_bytes_per_uid = 512ull << 20;
   c->max_detached_kept_per_uid = 256;
   c->max_detached_kept = 1024;
+  c->max_buffers_per_uid = 256;
   c->log_level = LOG_LV_INFO;
   c->grace_ms = 5000;
   c->gather_budget_ms = 10000;
@@ -112,6 +113,7 @@ static const struct config_key keys[] = {
     {"limits", "max_detached_kept_per_uid", K_UINT | K_LIVE, F(max_detached_kept_per_uid),
      1u << 20},
     {"limits", "max_detached_kept", K_UINT | K_LIVE, F(max_detached_kept), 1u << 20},
+    {"limits", "max_buffers_per_uid", K_UINT | K_LIVE, F(max_buffers_per_uid), 1u << 20},
     {"log", "level", K_LEVEL | K_LIVE, F(log_level), 0},
     {"log", "syslog", K_BOOL | K_LIVE, F(log_syslog), 0},
     {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
@@ -446,10 +448,11 @@ void config_print(const struct config *c, void (*line)(const char *)) {
            c->gather_budget_ms, c->hang_ms, c->task_max_ms, c->restart_hold_ms);
   line(b);
   snprintf(b, sizeof b,
-           "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u); "
-           "server: hello_timeout_ms=%u",
+           "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u) "
+           "buffers=%u; server: hello_timeout_ms=%u",
            c->max_clients_per_uid, c->max_jobs_per_uid, c->max_bytes_per_uid,
-           c->max_detached_kept_per_uid, c->max_detached_kept, c->hello_timeout_ms);
+           c->max_detached_kept_per_uid, c->max_detached_kept, c->max_buffers_per_uid,
+           c->hello_timeout_ms);
   line(b);
   snprintf(b, sizeof b, "jobs: reserve_percent=%u min_deadline_us=%u", c->reserve_percent,
            c->min_deadline_us);

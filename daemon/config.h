@@ -36,6 +36,7 @@ struct config {
   unsigned long long max_bytes_per_uid; /* in flight, plus the inline results kept */
   unsigned max_detached_kept_per_uid;   /* finished DETACHED jobs whose client has gone */
   unsigned max_detached_kept;           /* the same over every user */
+  unsigned max_buffers_per_uid;         /* device buffers, kept ones included */
   /* [log] */
   int log_level;
   int log_syslog;

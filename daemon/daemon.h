@@ -28,7 +28,9 @@ struct uid_use {
   unsigned conns; /* connections, with or without HELLO */
   unsigned live;  /* jobs queued or running, detached ones included */
   unsigned kept;  /* finished DETACHED jobs whose client has gone */
-  uint64_t bytes; /* buffer bytes of live jobs + inline bytes finished ones keep */
+  unsigned bufs;  /* device buffers (bufs.c) */
+  uint64_t bytes; /* buffer bytes of live jobs + inline bytes finished ones keep
+                   * + its device buffers */
   struct uid_use *next;
 };
 
@@ -62,6 +64,8 @@ struct daemon {
   struct session *sessions;
   unsigned nsessions;
   struct job *jobs;  /* every job not yet freed */
+  struct dbuf *bufs; /* every device buffer not yet freed on its device (bufs.c) */
+  uint64_t next_buf; /* the last device buffer id given out */
   uint64_t next_job; /* the last id given out (continued from the journal) */
   uint64_t submitted, done, cancelled, refused, failed;
   int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */

@@ -59,7 +59,9 @@ struct dev {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  struct job *in_head, *in_tail; /* linked through job->dev_next */
+  struct job *in_head, *in_tail;                      /* linked through job->dev_next */
+  struct dev_bufop *bufin_head, *bufin_tail, *bufout; /* under mu: device buffers' operations */
+  uint64_t gen; /* the device process's number: dev__launch counts them (dev_bufs.c) */
   struct job *out_head, *out_tail;
   int stopping, stopped;         /* under mu */
   int64_t stop_deadline;         /* under mu */
@@ -153,6 +155,14 @@ int dev__stage_in(struct dev *d, struct job *j);
 /* OUT data back when `out`, every arena copy freed, and the ended task
  * `release` (0: none) given back to the runtime, in one request. */
 void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release);
+
+/* dev_bufs.c */
+/* The device buffers' operations queued so far, done in order and handed
+ * back (take_new, before the jobs). */
+void dev__do_bufops(struct dev *d);
+/* A job's device buffers still on this device process: 0, or the job
+ * failed with COOP_ELOST. */
+int dev__check_bufs(struct dev *d, struct job *j);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

@@ -178,7 +178,7 @@ void dev__start_now(struct dev *d, struct job *j) {
       return;
     }
   }
-  if (dev__stage_in(d, j)) {
+  if (dev__check_bufs(d, j) || dev__stage_in(d, j)) {
     free(r);
     dev__hand_back(d, j);
     return;

@@ -29,16 +29,24 @@ static int memfd_sized(uint64_t n) {
 /* The job's buffers as the device process moves them (dp_buf), in argument
  * order: a client's memfd where it sent one, else `inl`, one memfd for all
  * the inline bytes (IN data at staging, room for OUT data at unstaging),
- * each buffer at its offset there. Returns how many; *inl_len their total. */
-static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int out, uint64_t *inl_len) {
+ * each buffer at its offset there. Device buffers are not staged, and at
+ * unstaging only checked (keep). Returns how many; *inl_len their total. */
+static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, int out,
+                         uint64_t *inl_len) {
   unsigned n = 0;
   *inl_len = 0;
   for (unsigned i = 0; i < j->nargs; i++) {
     struct job_arg *a = &j->args[i];
-    if (a->type != COOP_ARG_BUF) continue;
+    if (a->type != COOP_ARG_BUF || (a->devbuf_id && !unstage)) continue;
     struct dp_buf *x = &b[n++];
+    memset(x, 0, sizeof *x);
     x->size = a->size;
     x->arg = a->dev ? a->dev - 1 : 0;
+    x->keep = a->devbuf_id != 0; /* a device buffer stays: its guards are checked */
+    if (x->keep) {
+      x->fd = -1;
+      continue;
+    }
     x->in = !out && (a->dir & COOP_BUF_IN);
     x->out = out && (a->dir & COOP_BUF_OUT);
     x->fd = a->fd >= 0 ? a->fd : inl;
@@ -56,7 +64,7 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int out, uint
 int dev__stage_in(struct dev *d, struct job *j) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
-  unsigned n = job_bufs(j, b, -1, 0, &inl_len);
+  unsigned n = job_bufs(j, b, -1, 0, 0, &inl_len);
   if (!n) return 0;
   int inl = -1;
   if (inl_len) { /* the inline IN bytes, one after another */
@@ -74,7 +82,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
       dev__fail(j, COOP_ENOMEM, "%s", "could not stage the inline buffers");
       return j->error;
     }
-    n = job_bufs(j, b, inl, 0, &inl_len);
+    n = job_bufs(j, b, inl, 0, 0, &inl_len);
   }
   int e = dp_stage(d->rt, b, n);
   if (inl >= 0) close(inl);
@@ -90,7 +98,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
     return j->error;
   }
   for (unsigned i = 0, k = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF) j->args[i].dev = b[k++].arg + 1;
+    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
   return 0;
 }
 
@@ -102,7 +110,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
 void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
-  unsigned n = job_bufs(j, b, -1, out, &inl_len);
+  unsigned n = job_bufs(j, b, -1, 1, out, &inl_len);
   int any = 0;
   for (unsigned i = 0; i < j->nargs; i++) any |= j->args[i].dev != 0;
   if (!n || !any || !d->rt) {
@@ -115,7 +123,7 @@ void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
     out = 0;
     if (j->error == 0) dev__fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
   }
-  n = job_bufs(j, b, inl, out, &inl_len);
+  n = job_bufs(j, b, inl, 1, out, &inl_len);
   int breach = -1;
   int e = dp_unstage(d->rt, b, n, release, &breach);
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;

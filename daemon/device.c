@@ -73,6 +73,8 @@ static void on_async(uv_async_t *a) {
   d->nev = d->cap_ev = 0;
   struct job *j = d->out_head;
   d->out_head = d->out_tail = NULL;
+  struct dev_bufop *op = d->bufout;
+  d->bufout = NULL;
   int stopped = d->stopped;
   int swapped = d->swap_done, swap_err = d->swap_err;
   char swap_msg[sizeof d->swap_msg];
@@ -82,6 +84,11 @@ static void on_async(uv_async_t *a) {
   if (swapped && d->on_swapped) d->on_swapped(swap_err, swap_msg, d->dm);
   for (size_t i = 0; i < nev; i++) session_job_event(d->dm, &ev[i]);
   free(ev);
+  while (op) { /* before the jobs: a job's RESULT never overtakes a write's OK */
+    struct dev_bufop *n = op->next;
+    op->done(op);
+    op = n;
+  }
   while (j) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
@@ -167,6 +174,7 @@ void dev__cancel_queued(struct dev *d, struct job *j, const char *why) {
 }
 
 static void take_new(struct dev *d) {
+  dev__do_bufops(d); /* first: a job submitted after a write sees its bytes */
   pthread_mutex_lock(&d->mu);
   d->stop_now = d->stopping;
   d->stop_at = d->stop_deadline;
@@ -196,7 +204,7 @@ static void take_new(struct dev *d) {
 
 static void wait_for_work(struct dev *d, int64_t wake) {
   pthread_mutex_lock(&d->mu);
-  int takes = d->in_head && !d->swapping;
+  int takes = (d->in_head && !d->swapping) || d->bufin_head;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
     if (!d->runs && !d->in_head && !d->coop_wait_head && !d->held_head && wake == INT64_MAX) {
       pthread_cond_wait(&d->cv, &d->mu);
@@ -280,7 +288,7 @@ static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
  * reload request. */
 static int new_work(struct dev *d) {
   pthread_mutex_lock(&d->mu);
-  int w = (d->in_head && !d->swapping) || d->stopping != d->stop_now ||
+  int w = (d->in_head && !d->swapping) || d->bufin_head || d->stopping != d->stop_now ||
           d->swapping != d->swap_now || (d->stopping && d->stop_deadline != d->stop_at);
   pthread_mutex_unlock(&d->mu);
   return w;
@@ -345,6 +353,7 @@ static void *dev_main(void *arg) {
       wait_for_work(d, wake);
   }
   close_runtime(d);
+  dev__do_bufops(d); /* the last ones fail: no answer is lost */
   pthread_mutex_lock(&d->mu);
   d->stopped = 1;
   pthread_mutex_unlock(&d->mu);
@@ -364,6 +373,7 @@ int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   if (e == 0) e = dp_set_kick(rt, d->kick);
   if (e) return e;
   d->rt = rt;
+  d->gen++; /* the device buffers of the one before are gone (dev_bufs.c) */
   atomic_store_explicit(&d->rt_up, 1, memory_order_release); /* dev_watch_get says why */
   /* under mu: a restart or a reload launches on the device thread while
    * the loop copies these for WELCOME and STATS (dev_name) */

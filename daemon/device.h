@@ -53,6 +53,29 @@ int dev_index(const struct dev *d);
 int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,
              void (*on_swapped)(int err, const char *msg, void *user));
 void dev_submit(struct dev *d, struct job *j);
+
+/* Device buffers (dev_bufs.c; docs/daemon.md, "Device buffers"): one
+ * operation on the device's arena, done by the device thread before the
+ * jobs it takes in the same pass, so a job submitted after a write sees
+ * the bytes written. `done` runs on the loop. The bytes come from, or go
+ * to, fd (at offset 0; CREATE: -1 for zeros). A buffer lives on the device
+ * process that created it (gen): after a restart or a reload it is gone,
+ * and every later operation on it fails with COOP_ELOST. */
+enum dev_buf_kind { DEV_BUF_CREATE = 1, DEV_BUF_WRITE, DEV_BUF_READ, DEV_BUF_FREE };
+struct dev_bufop {
+  int kind;
+  uint64_t size; /* CREATE: the buffer's; WRITE, READ: the range's */
+  uint64_t at;   /* WRITE, READ: where in the buffer */
+  uint64_t arg;  /* the buffer (CREATE sets it): its argument value */
+  uint64_t gen;  /* the device process it lives on (CREATE sets it) */
+  int fd;        /* closed by the device thread once done */
+  int err;       /* the result: 0 or a coop code, with message */
+  char message[160];
+  void (*done)(struct dev_bufop *op);
+  void *user;
+  struct dev_bufop *next; /* device.c's queues */
+};
+void dev_buf_op(struct dev *d, struct dev_bufop *op);
 /* Any thread: 1 with why job j (not yet handed back) waits for a
  * cooperative slot written to buf ("waiting for a cooperative slot: 2 jobs
  * ahead of it; ..."), 0 when it does not wait for one. */

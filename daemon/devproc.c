@@ -292,6 +292,8 @@ static unsigned pack_fds(const struct dp_buf *b, unsigned n, struct dp_bufs *q, 
     q->b[i].off = b[i].off;
     q->b[i].in = (uint8_t)b[i].in;
     q->b[i].out = (uint8_t)b[i].out;
+    q->b[i].at = b[i].at;
+    q->b[i].keep = (uint8_t)b[i].keep;
     q->b[i].fd = -1;
     if (b[i].fd < 0) continue;
     unsigned k = 0;
@@ -323,6 +325,12 @@ int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id re
   int e = call_fds(p, DP_UNSTAGE, fds, nfds, DP_CALL_MS);
   *breach = e == COOP_ELOST ? -1 : (int)p->r.n - 1;
   return e;
+}
+
+int dp_copy(struct dp *p, const struct dp_buf *b, int in) {
+  int fds[DP_MAX_FDS];
+  unsigned nfds = pack_fds(b, 1, &p->q.u.bufs, fds);
+  return call_fds(p, in ? DP_WRITE : DP_READ, fds, nfds, DP_CALL_MS);
 }
 
 static void forget(struct dp *p, coop_task_id id) { p->cache[id & 0xffu].gen = 0; }

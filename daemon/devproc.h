@@ -71,7 +71,9 @@ unsigned dp_workers(const struct dp *p);
  * out at unstaging; arg: the kernel argument value, set by dp_stage. */
 struct dp_buf {
   uint64_t size, arg, off;
+  uint64_t at; /* dp_copy: where in the buffer */
   int fd, in, out;
+  int keep; /* dp_unstage: a device buffer, checked but not freed */
 };
 /* Allocates every buffer (zeroed) and copies the IN ones in. On failure
  * (COOP_ENOMEM: the arena is full; COOP_EIO: a descriptor was short)
@@ -81,6 +83,11 @@ int dp_stage(struct dp *p, struct dp_buf *b, unsigned n);
  * copies the OUT ones out and frees every buffer. *breach: the first whose
  * guard zone was overwritten (arena.c), or -1. COOP_EIO: a write failed. */
 int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id release, int *breach);
+/* Device buffers: size bytes between the descriptor fd (at off) and the
+ * buffer arg (at `at`), into the buffer when `in`, else out of it.
+ * COOP_EINVAL: no such buffer, or the range is not inside it; COOP_EIO:
+ * the descriptor was short or could not be written. */
+int dp_copy(struct dp *p, const struct dp_buf *b, int in);
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id);
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);

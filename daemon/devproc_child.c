@@ -173,9 +173,25 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
     if (b->b[i].out && (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
                         fdio_pwrite(fds[f], p, b->b[i].size, b->b[i].off)))
       e = COOP_EIO;
-    if (coop_rt_free(rt, p) == COOP_EFAULT && *breach < 0) *breach = (int)i;
+    int g = b->b[i].keep ? coop_rt_buf_check(rt, p) : coop_rt_free(rt, p);
+    if (g == COOP_EFAULT && *breach < 0) *breach = (int)i;
   }
   return e;
+}
+
+/* DP_WRITE and DP_READ: one range of a device buffer from or to a
+ * descriptor; the range is checked against the buffer here, where the
+ * arena is, whatever the front believed. */
+static int do_copy(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds, int in) {
+  if (b->n != 1) return COOP_EPROTO;
+  uint8_t *p = coop_rt_buf_host(rt, b->b[0].arg);
+  uint64_t len = p ? coop_rt_buf_len(rt, p) : 0, at = b->b[0].at, n = b->b[0].size;
+  if (!p || at > len || n > len - at) return COOP_EINVAL;
+  int32_t f = b->b[0].fd;
+  if (f < 0 || (unsigned)f >= nfds) return COOP_EIO;
+  int bad =
+      in ? fdio_pread(fds[f], p + at, n, b->b[0].off) : fdio_pwrite(fds[f], p + at, n, b->b[0].off);
+  return bad ? COOP_EIO : 0;
 }
 
 /* 1 if the front wrote the kick eventfd (and takes the count). */
@@ -319,6 +335,10 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       return 0;
     case DP_STAGE:
       r->err = do_stage(rt, &q->u.bufs, fds, nfds, r->u.args);
+      return 0;
+    case DP_WRITE:
+    case DP_READ:
+      r->err = do_copy(rt, &q->u.bufs, fds, nfds, q->op == DP_WRITE);
       return 0;
     case DP_UNSTAGE: {
       int breach = -1;

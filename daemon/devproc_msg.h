@@ -28,8 +28,11 @@ enum dp_op {
   DP_PARK,    /* the megakernel leaves the device (coop_rt_park) */
   DP_UNPARK,  /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
   DP_KICKFD,  /* fd: the front's eventfd, written when its device thread has new work */
-  DP_WAIT     /* u.poll, a = budget ns: as POLL, once a task changed state, the
+  DP_WAIT,    /* u.poll, a = budget ns: as POLL, once a task changed state, the
                * kick fd was written, or the budget is spent (devproc_child.c) */
+  DP_WRITE,   /* u.bufs, fds: each b[i].size bytes from its fd at off into the
+               * buffer b[i].arg at b[i].at */
+  DP_READ     /* u.bufs, fds: the same range the other way */
 };
 
 #define DP_POLL_MAX 128 /* task infos per DP_POLL reply (fits DP_DATA_MAX) */
@@ -47,8 +50,10 @@ struct dp_bufs {
   uint32_t n;
   struct {
     uint64_t size, arg, off;
+    uint64_t at; /* DP_WRITE, DP_READ: where in the buffer */
     int32_t fd;
     uint8_t in, out;
+    uint8_t keep; /* DP_UNSTAGE: a device buffer: guard zones checked, not freed */
   } b[DP_MAX_BUFS];
 };
 

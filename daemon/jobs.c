@@ -57,7 +57,9 @@ void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, con
     struct stat st;
     int ok = fd >= 0 && a->fd < nfds && fstat(fds[a->fd], &st) == 0 && S_ISREG(st.st_mode) &&
              (uint64_t)st.st_size >= a->size;
-    r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok};
+    r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok, 0};
+    if (a->type == COOP_ARG_DEVBUF) /* its size: the buffer's (sess_submit) */
+      r->args[i] = (struct job_req_arg){COOP_ARG_BUF, COOP_BUF_INOUT, 0, 0, -1, 1, 1};
   }
 }
 
@@ -67,7 +69,8 @@ void job_req_from_job(struct job_req *r, const struct job *j) {
       .kernel = j->kernel, .flags = j->flags, .groups = j->groups, .nargs = j->nargs};
   for (unsigned i = 0; i < j->nargs; i++) {
     const struct job_arg *a = &j->args[i];
-    r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, a->fd, 1};
+    r->args[i] =
+        (struct job_req_arg){a->type, a->dir, a->bits, a->size, a->fd, 1, a->devbuf_id != 0};
   }
 }
 
@@ -161,6 +164,7 @@ static int admit_args(const struct kdef *k, const struct job_req *r, struct job_
     if (a->size == 0 || a->size > r->arena_bytes)
       return refuse(e, COOP_EINVAL, "buffer argument %u: size %llu not in 1..arena (%u MiB)", i,
                     (unsigned long long)a->size, (unsigned)(r->arena_bytes >> 20));
+    if (a->devbuf) continue; /* on the device already, its bytes counted (bufs.c) */
     if (a->fd >= 0 && !a->fd_ok)
       return refuse(e, COOP_EINVAL,
                     "buffer argument %u: descriptor %u missing, not a regular file (memfd), or "

@@ -21,6 +21,7 @@
 #include "wire.h"
 
 struct daemon;
+struct dbuf;
 struct kdef;
 struct session;
 struct uid_use;
@@ -33,6 +34,10 @@ struct job_arg {
   uint8_t *data; /* inline: IN bytes from the client, then OUT bytes back; an IN-only
                   * copy is freed when the job finishes (session_job_done) */
   uint64_t dev;  /* device thread: the arena copy's argument value + 1; 0: none */
+  /* a device buffer (bufs.h; type COOP_ARG_BUF, dir INOUT, nothing staged):
+   * its id (0: not one), where it lives (argument value, device process) */
+  uint64_t devbuf_id, devbuf_arg, devbuf_gen;
+  struct dbuf *devbuf; /* loop: the table's entry, its users counting this job */
 };
 
 struct job {
@@ -109,6 +114,7 @@ struct job_req {
     uint64_t size; /* buffers */
     int fd;        /* buffers: the frame's descriptor index, or -1 (inline) */
     int fd_ok;     /* that descriptor is a regular file of at least size bytes */
+    int devbuf;    /* a device buffer: its bytes are already counted */
   } args[COOP_WIRE_MAX_ARGS];
   uint64_t arena_bytes;     /* a buffer's largest size (the arena) */
   uint32_t min_deadline_us; /* [jobs] min_deadline_us: a shorter deadline is refused */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "confreload.h"
+#include "bufs.h"
 #include "daemon.h"
 #include "devproc.h"
 #include "journal.h"
@@ -170,6 +171,7 @@ static void on_dev_stopped(struct dev *d, void *user) {
   struct daemon *dm = user;
   if (++dm->ndev_stopped < dm->ndev) return; /* the last one goes on */
   session_shutdown_all(dm);
+  dbuf_free_all(dm); /* kept ones: their device processes are gone */
   uv_timer_stop(&dm->hard_stop);
   journal_close(dm->journal, dm->next_job); /* every job has finished */
   dm->journal = NULL;

@@ -16,8 +16,11 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
     return;
   }
   if (h->min_version > COOP_WIRE_VERSION || h->max_version < COOP_WIRE_VERSION) {
-    sess_error(s, seq, COOP_EVERSION, "this coopd speaks protocol version %u; the client %u..%u",
-               COOP_WIRE_VERSION, h->min_version, h->max_version);
+    sess_error(
+        s, seq, COOP_EVERSION,
+        "this coopd speaks protocol version %u (3: device buffers); the client %u..%u%s",
+        COOP_WIRE_VERSION, h->min_version, h->max_version,
+        h->max_version < COOP_WIRE_VERSION ? ": use the libcoop and coopctl of this coopd" : "");
     sess_close_after_error(s);
     return;
   }

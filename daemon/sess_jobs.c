@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bufs.h"
 #include "journal.h"
 #include "log.h"
 #include "session.h"
@@ -38,17 +39,46 @@ static int pick_device(struct session *s, uint32_t seq, const struct coop_msg_su
   return best < 0 ? 0 : best;
 }
 
+/* A SUBMIT's device buffers (COOP_ARG_DEVBUF) into bufs[]: each the
+ * client's, all on one device, the one it names if it names one. Returns
+ * that device, COOP_WIRE_ANY_DEVICE when the job names none and has no
+ * device buffer, or (ERROR sent) a negative code. */
+static int device_buffers(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
+                          struct dbuf **bufs) {
+  int dev = m->device;
+  for (unsigned i = 0; i < m->nargs; i++) {
+    if (m->args[i].type != COOP_ARG_DEVBUF) continue;
+    struct job_err e;
+    bufs[i] = dbuf_lookup(s->dm, s->uid, m->args[i].bits, &e);
+    if (!bufs[i]) {
+      sess_error(s, seq, e.code, "argument %u: %s", i, e.message);
+      return e.code;
+    }
+    if (dev != COOP_WIRE_ANY_DEVICE && dev != bufs[i]->device) {
+      sess_error(s, seq, COOP_EINVAL,
+                 "argument %u: device buffer %llu is on device %u, the job on device %d", i,
+                 (unsigned long long)bufs[i]->id, bufs[i]->device, dev);
+      return COOP_EINVAL;
+    }
+    dev = bufs[i]->device;
+  }
+  if (dev != COOP_WIRE_ANY_DEVICE && dev >= (int)s->dm->ndev) return pick_device(s, seq, m);
+  return dev;
+}
+
 /* Checks a SUBMIT against the kernel and the device (job_admit), then
  * against the limits. Returns 0, or sends the ERROR and returns its code.
  * fds: the descriptors of this frame. */
 static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
                         const struct kdef *k, struct dev *dev, const int *fds, unsigned nfds,
-                        uint64_t *bytes) {
+                        struct dbuf *const *bufs, uint64_t *bytes) {
   struct daemon *dm = s->dm;
   struct job_req r;
   struct job_err e;
   uint64_t total, inline_out;
   job_req_from_submit(&r, m, fds, nfds);
+  for (unsigned i = 0; i < m->nargs; i++)
+    if (bufs[i]) r.args[i].size = bufs[i]->size;
   r.arena_bytes = (uint64_t)dm->cfg.arena_mb << 20;
   r.min_deadline_us = dm->cfg.min_deadline_us;
   if (job_admit(k, &r, dev_workers(dev), JOB_AT_SUBMIT, &e, &total, &inline_out)) {
@@ -111,8 +141,10 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
           m->args[a].fd != COOP_WIRE_FD_NONE && m->args[a].fd == m->args[b].fd)
         return sess_error(s, seq, COOP_EINVAL, "arguments %u and %u name the same descriptor", a,
                           b);
-  int dev = pick_device(s, seq, m);
-  if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, &bytes)) return;
+  struct dbuf *bufs[COOP_WIRE_MAX_ARGS] = {0};
+  int dev = device_buffers(s, seq, m, bufs);
+  if (dev == COOP_WIRE_ANY_DEVICE) dev = pick_device(s, seq, m);
+  if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, bufs, &bytes)) return;
   struct job *j = sess_make_job(s, m, k, fds, bytes);
   if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
   TRACE_SET(j, recv, s->rx_ns);
@@ -342,6 +374,7 @@ static uint64_t keep_instances(struct job *j) {
 
 void session_job_done(struct daemon *dm, struct job *j) {
   uint8_t st = atomic_load(&j->state);
+  dbuf_job_done(dm, j); /* its device buffers may go now */
   jobs_count_finished(dm, j);
   journal_finished(dm->journal, j->id);
   dm->dev_jobs[j->device]--;

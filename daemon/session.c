@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "bufs.h"
 #include "session.h"
 
 #define SESS_MAX_OUT (64u << 20)  /* replies pending: dropped past this */
@@ -204,6 +205,20 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
     ja->dir = a->dir;
     ja->size = a->size;
     ja->fd = -1;
+    if (a->type == COOP_ARG_DEVBUF) { /* resolved and checked by sess_submit */
+      struct job_err e;
+      struct dbuf *b = dbuf_lookup(s->dm, s->uid, a->bits, &e);
+      ja->type = COOP_ARG_BUF;
+      ja->dir = COOP_BUF_INOUT;
+      ja->bits = 0;
+      ja->size = b->size;
+      ja->devbuf_id = b->id;
+      ja->devbuf_arg = b->arg;
+      ja->devbuf_gen = b->gen;
+      ja->devbuf = b;
+      b->users++;
+      continue;
+    }
     if (a->type != COOP_ARG_BUF) continue;
     if (a->fd != COOP_WIRE_FD_NONE) {
       ja->fd = fds[a->fd]; /* on_submit refused two arguments naming one */
@@ -211,6 +226,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
     } else if (a->dir & COOP_BUF_IN) {
       ja->data = malloc(a->size);
       if (!ja->data) {
+        dbuf_job_done(s->dm, j);
         job_free(j);
         return NULL;
       }
@@ -238,6 +254,10 @@ static const struct sess_cmd {
     {COOP_MSG_STATS, sess_stats, SESS_NEEDS_HELLO},
     {COOP_MSG_KERNELS, sess_kernels, SESS_NEEDS_HELLO},
     {COOP_MSG_SUBSCRIBE, sess_subscribe, SESS_NEEDS_HELLO},
+    {COOP_MSG_BUF_CREATE, sess_buf_create, SESS_NEEDS_HELLO},
+    {COOP_MSG_BUF_WRITE, sess_buf_write, SESS_NEEDS_HELLO},
+    {COOP_MSG_BUF_READ, sess_buf_read, SESS_NEEDS_HELLO},
+    {COOP_MSG_BUF_FREE, sess_buf_free, SESS_NEEDS_HELLO},
 };
 
 /* The row of a message type, or NULL (a reply type, or none). */
@@ -399,6 +419,7 @@ void sess_close(struct session *s) {
    * for them (2560 kept, 664 MB, with no client: issue 20 #8). The caps
    * are applied once, after counting them all. */
   if (kept) jobs_keep(dm, s->use, kept);
+  sess_bufs_closed(s);
   s->use->conns--;
   uid_put(dm, s->use);
   log_debug("client %u/%s disconnected", s->pid, s->name);

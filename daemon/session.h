@@ -49,6 +49,7 @@ struct session {
   uint32_t sub_mask;
   struct waiter *waiters;
   unsigned nwaiters;
+  struct sess_bufop *bufops; /* device buffer operations not yet answered */
   struct session *next;
 };
 
@@ -77,6 +78,12 @@ typedef void sess_handler(struct session *s, uint32_t seq, const union coop_msg 
 sess_handler sess_submit, sess_wait, sess_cancel, sess_status;
 void sess_waiter_free(struct waiter *w);
 void sess_waiter_remove(struct session *s, struct waiter *w);
+
+/* sess_bufs.c */
+sess_handler sess_buf_create, sess_buf_write, sess_buf_read, sess_buf_free;
+/* The connection closes: its operations in flight go unanswered, its
+ * buffers are freed but those it asked to keep. */
+void sess_bufs_closed(struct session *s);
 
 /* sess_info.c */
 sess_handler sess_hello, sess_stats, sess_top, sess_kernels, sess_subscribe;

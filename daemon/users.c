@@ -25,7 +25,7 @@ struct uid_use *uid_get(struct daemon *dm, uint32_t uid) {
 }
 
 void uid_put(struct daemon *dm, struct uid_use *u) {
-  if (!u || u->conns || u->live || u->kept || u->bytes) return;
+  if (!u || u->conns || u->live || u->kept || u->bufs || u->bytes) return;
   for (struct uid_use **p = &dm->uids; *p; p = &(*p)->next)
     if (*p == u) {
       *p = u->next;

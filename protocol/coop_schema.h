@@ -15,6 +15,7 @@
  *   TIMES                   struct coop_wire_times: COOP_TIMES_MAP's i64s
  *   STATE                   u8, an enum coop_job_state
  *   FLAGS                   u8, COOP_SUBMIT_* bits only
+ *   BUFFLAGS                u8, COOP_BUFFER_* bits only
  *   BOOL                    u8, 0 or 1
  *   EVKIND                  u8, an enum coop_event_kind
  *   EVMASK                  u32, COOP_EV_ALL bits only
@@ -78,6 +79,15 @@
 #define COOP_SCHEMA_SUBSCRIBE(XX) XX(EVMASK, mask, 0)
 #define COOP_SCHEMA_TOP(XX) XX(U8, device, 0)
 
+/* Device buffers (PROTOCOL.md, "Device buffers"): CREATE and WRITE are
+ * followed by a blob of the bytes (empty when they come by descriptor, fd
+ * != COOP_WIRE_FD_NONE; CREATE: also empty for zeros). */
+#define COOP_SCHEMA_BUF_CREATE(XX) \
+  XX(U8, device, 0) XX(BUFFLAGS, flags, 0) XX(U64, size, 0) XX(U8, fd, 0)
+#define COOP_SCHEMA_BUF_RANGE(XX) \
+  XX(U64, buffer, 0) XX(U64, offset, 0) XX(U64, len, 0) XX(U8, fd, 0)
+#define COOP_SCHEMA_BUF_FREE(XX) XX(U64, buffer, 0)
+
 /* ---- replies ---- */
 
 #define COOP_SCHEMA_WELCOME(XX) \
@@ -87,6 +97,10 @@
   XX(NDEV, ndevices, 0)
 
 #define COOP_SCHEMA_ERROR(XX) XX(ERRCODE, code, 0) XX(TEXT, message, 0)
+
+/* BUFFER answers BUF_CREATE; BUF_DATA answers BUF_READ (then a blob: the
+ * bytes, empty when they went into the request's descriptor). */
+#define COOP_SCHEMA_BUFFER(XX) XX(U64, buffer, 0) XX(U8, device, 0) XX(U64, size, 0)
 
 /* STATUS_REPLY: n, then n x COOP_SCHEMA_STATUS records. */
 #define COOP_SCHEMA_STATUS_REPLY(XX) XX(COUNT32, n, COOP_WIRE_MAX_STATUS)
@@ -158,6 +172,7 @@
 #define COOP__CTYPE_TIMES struct coop_wire_times
 #define COOP__CTYPE_STATE uint8_t
 #define COOP__CTYPE_FLAGS uint8_t
+#define COOP__CTYPE_BUFFLAGS uint8_t
 #define COOP__CTYPE_BOOL uint8_t
 #define COOP__CTYPE_EVKIND uint8_t
 #define COOP__CTYPE_EVMASK uint32_t
@@ -177,6 +192,7 @@
 #define COOP__DIM_TIMES
 #define COOP__DIM_STATE
 #define COOP__DIM_FLAGS
+#define COOP__DIM_BUFFLAGS
 #define COOP__DIM_BOOL
 #define COOP__DIM_EVKIND
 #define COOP__DIM_EVMASK

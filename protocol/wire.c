@@ -224,6 +224,7 @@ static int type_ok(unsigned t) { return t >= COOP_ARG_U32 && t <= COOP_ARG_BUF; 
 #define ENC_TIMES(e, v, arg) put_times(e, &(v))
 #define ENC_STATE ENC_U8
 #define ENC_FLAGS ENC_U8
+#define ENC_BUFFLAGS ENC_U8
 #define ENC_BOOL ENC_U8
 #define ENC_EVKIND ENC_U8
 #define ENC_WGSTATE ENC_U8
@@ -244,6 +245,7 @@ static int type_ok(unsigned t) { return t >= COOP_ARG_U32 && t <= COOP_ARG_BUF; 
 #define DEC_TIMES(c, v, arg) get_times(c, &(v))
 #define DEC_STATE(c, v, arg) ((v) = (uint8_t)get_in(c, 1, COOP_JOB_QUEUED, COOP_JOB_FAILED))
 #define DEC_FLAGS(c, v, arg) ((v) = (uint8_t)get_bits(c, 1, COOP_SUBMIT_FLAGS_ALL))
+#define DEC_BUFFLAGS(c, v, arg) ((v) = (uint8_t)get_bits(c, 1, COOP_BUFFER_FLAGS_ALL))
 #define DEC_BOOL(c, v, arg) ((v) = (uint8_t)get_in(c, 1, 0, 1))
 #define DEC_EVKIND(c, v, arg) ((v) = (uint8_t)get_in(c, 1, COOP_EV_RELEASED, COOP_EV_FINISHED))
 #define DEC_WGSTATE(c, v, arg) ((v) = (uint8_t)get_in(c, 1, COOP_WG_FREE, COOP_WG_OTHER))
@@ -283,6 +285,10 @@ LIST_CODEC(kernel, COOP_SCHEMA_KERNEL, struct coop_wire_kernel)
 LIST_CODEC(event, COOP_SCHEMA_EVENT, struct coop_msg_event)
 LIST_CODEC(wg, COOP_SCHEMA_WG, struct coop_wire_wg)
 LIST_CODEC(topjob, COOP_SCHEMA_TOPJOB, struct coop_wire_topjob)
+LIST_CODEC(buf_create, COOP_SCHEMA_BUF_CREATE, struct coop_msg_buf_create)
+LIST_CODEC(buf_range, COOP_SCHEMA_BUF_RANGE, struct coop_msg_buf_range)
+LIST_CODEC(buf_free, COOP_SCHEMA_BUF_FREE, struct coop_msg_buf_free)
+LIST_CODEC(buffer, COOP_SCHEMA_BUFFER, struct coop_msg_buffer)
 
 /* A fixed-size record's bytes: its records are fixed-size, and njobs
  * follows them, so a count that does not match them is refused (the decoder
@@ -310,12 +316,13 @@ static int is_32bit(uint8_t type) {
 
 static void dec_arg(struct cur *c, struct coop_wire_arg *a) {
   a->type = get_u8(c);
-  want(c, type_ok(a->type));
+  want(c, type_ok(a->type) || a->type == COOP_ARG_DEVBUF);
   if (a->type != COOP_ARG_BUF) {
     a->bits = get_u64(c);
     /* 32-bit values travel zero-extended: one encoding per value, and a
      * sign-extended i32 (a client bug) is caught here, not on the device */
     if (is_32bit(a->type)) want(c, !(a->bits >> 32));
+    if (a->type == COOP_ARG_DEVBUF) want(c, a->bits != 0); /* ids start at 1 */
     return;
   }
   a->dir = (uint8_t)get_in(c, 1, COOP_BUF_IN, COOP_BUF_INOUT);
@@ -466,6 +473,67 @@ static void dec_stats(struct cur *c, struct coop_msg_stats_reply *m) {
   }
 }
 
+/* ==== device buffers ==== */
+
+/* A descriptor index, or none. */
+static void want_fd(struct cur *c, uint8_t fd) {
+  want(c, fd < COOP_WIRE_MAX_FDS || fd == COOP_WIRE_FD_NONE);
+}
+
+/* Inline bytes: exactly `len` of them (or, where zeros are allowed, none),
+ * and none beside a descriptor. */
+static void want_bytes(struct cur *c, uint8_t fd, uint64_t len, uint32_t data_len, int none_ok) {
+  if (c->err) return;
+  if (fd != COOP_WIRE_FD_NONE)
+    want(c, data_len == 0);
+  else if (data_len > COOP_WIRE_INLINE_MAX)
+    cfail(c, COOP_ETOOBIG);
+  else
+    want(c, data_len == len || (none_ok && data_len == 0));
+}
+
+static void enc_buf_create(struct enc *e, const struct coop_msg_buf_create *m) {
+  put_buf_create(e, m);
+  put_blob(e, m->data, m->data_len);
+}
+
+static void dec_buf_create(struct cur *c, struct coop_msg_buf_create *m) {
+  get_buf_create(c, m);
+  want_fd(c, m->fd);
+  want(c, m->size != 0);
+  get_blob(c, &m->data, &m->data_len);
+  want_bytes(c, m->fd, m->size, m->data_len, 1);
+}
+
+static void enc_buf_write(struct enc *e, const struct coop_msg_buf_range *m) {
+  put_buf_range(e, m);
+  put_blob(e, m->data, m->data_len);
+}
+
+static void dec_buf_write(struct cur *c, struct coop_msg_buf_range *m) {
+  get_buf_range(c, m);
+  want_fd(c, m->fd);
+  get_blob(c, &m->data, &m->data_len);
+  want_bytes(c, m->fd, m->len, m->data_len, 0);
+}
+
+/* READ: inline replies carry at most COOP_WIRE_INLINE_MAX bytes. */
+static void dec_buf_read(struct cur *c, struct coop_msg_buf_range *m) {
+  get_buf_range(c, m);
+  want_fd(c, m->fd);
+  if (!c->err && m->fd == COOP_WIRE_FD_NONE && m->len > COOP_WIRE_INLINE_MAX)
+    cfail(c, COOP_ETOOBIG);
+}
+
+static void enc_buf_data(struct enc *e, const struct coop_msg_buf_data *m) {
+  put_blob(e, m->data, m->data_len);
+}
+
+static void dec_buf_data(struct cur *c, struct coop_msg_buf_data *m) {
+  get_blob(c, &m->data, &m->data_len);
+  if (!c->err && m->data_len > COOP_WIRE_INLINE_MAX) cfail(c, COOP_ETOOBIG);
+}
+
 /* ==== messages ==== */
 
 /* The list replies: their count, then the records built beforehand. */
@@ -497,7 +565,13 @@ static void enc_kernel_list(struct enc *e, const struct coop_msg_kernel_list *m)
   XX(RESULT, result, enc_result, dec_result)                         \
   XX(STATS_REPLY, stats, enc_stats, dec_stats)                       \
   XX(EVENT, event, put_event, get_event)                             \
-  XX(TOP_REPLY, top, enc_top, dec_top)
+  XX(TOP_REPLY, top, enc_top, dec_top)                               \
+  XX(BUF_CREATE, buf_create, enc_buf_create, dec_buf_create)         \
+  XX(BUF_WRITE, buf_range, enc_buf_write, dec_buf_write)             \
+  XX(BUF_READ, buf_range, put_buf_range, dec_buf_read)               \
+  XX(BUF_FREE, buf_free, put_buf_free, get_buf_free)                 \
+  XX(BUFFER, buffer, put_buffer, get_buffer)                         \
+  XX(BUF_DATA, buf_data, enc_buf_data, dec_buf_data)
 
 static int empty(uint16_t type) {
   return type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK;
@@ -653,12 +727,14 @@ int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_
 /* ==== names ==== */
 
 const char *coop_wire_type_name(uint16_t type) {
-  static const char *const req[] = {"?",      "HELLO", "SUBMIT",  "STATUS",    "WAIT",
-                                    "CANCEL", "STATS", "KERNELS", "SUBSCRIBE", "TOP"};
-  static const char *const rep[] = {"WELCOME",     "ACCEPTED",    "STATUS_REPLY", "RESULT",   "OK",
-                                    "STATS_REPLY", "KERNEL_LIST", "EVENT",        "TOP_REPLY"};
-  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_TOP) return req[type];
-  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_TOP_REPLY) return rep[type - COOP_MSG_WELCOME];
+  static const char *const req[] = {"?",          "HELLO",     "SUBMIT",   "STATUS",    "WAIT",
+                                    "CANCEL",     "STATS",     "KERNELS",  "SUBSCRIBE", "TOP",
+                                    "BUF_CREATE", "BUF_WRITE", "BUF_READ", "BUF_FREE"};
+  static const char *const rep[] = {"WELCOME",   "ACCEPTED",    "STATUS_REPLY", "RESULT",
+                                    "OK",        "STATS_REPLY", "KERNEL_LIST",  "EVENT",
+                                    "TOP_REPLY", "BUFFER",      "BUF_DATA"};
+  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_BUF_FREE) return req[type];
+  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_BUF_DATA) return rep[type - COOP_MSG_WELCOME];
   return type == COOP_MSG_ERROR ? "ERROR" : "UNKNOWN";
 }
 
@@ -669,8 +745,8 @@ const char *coop_job_state_name(uint8_t state) {
 }
 
 const char *coop_arg_type_name(uint8_t type) {
-  static const char *const n[] = {"?", "u32", "i32", "u64", "i64", "f32", "f64", "buf"};
-  return type_ok(type) ? n[type] : "unknown";
+  static const char *const n[] = {"?", "u32", "i32", "u64", "i64", "f32", "f64", "buf", "devbuf"};
+  return type_ok(type) || type == COOP_ARG_DEVBUF ? n[type] : "unknown";
 }
 
 /* ==== frame reader ==== */

@@ -1,5 +1,5 @@
 /*
- * wire.h: the coop wire protocol, version 2 (COOP_WIRE_VERSION; PROTOCOL.md).
+ * wire.h: the coop wire protocol, version 3 (COOP_WIRE_VERSION; PROTOCOL.md).
  *
  * A frame is a 16-byte header and a payload, all integers big-endian:
  *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
@@ -35,7 +35,7 @@
 #include "coop_schema.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
-#define COOP_WIRE_VERSION 2u        /* the only version this code speaks */
+#define COOP_WIRE_VERSION 3u        /* the only version this code speaks */
 #define COOP_WIRE_HDR 16u
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
@@ -62,6 +62,10 @@ enum coop_msg_type {
   COOP_MSG_KERNELS = 7,
   COOP_MSG_SUBSCRIBE = 8,
   COOP_MSG_TOP = 9, /* empty payload */
+  COOP_MSG_BUF_CREATE = 10,
+  COOP_MSG_BUF_WRITE = 11,
+  COOP_MSG_BUF_READ = 12,
+  COOP_MSG_BUF_FREE = 13,
   /* daemon -> client */
   COOP_MSG_WELCOME = 64,
   COOP_MSG_ACCEPTED = 65,
@@ -72,6 +76,8 @@ enum coop_msg_type {
   COOP_MSG_KERNEL_LIST = 70,
   COOP_MSG_EVENT = 71,
   COOP_MSG_TOP_REPLY = 72,
+  COOP_MSG_BUFFER = 73,
+  COOP_MSG_BUF_DATA = 74,
   COOP_MSG_ERROR = 127
 };
 
@@ -83,7 +89,10 @@ enum coop_arg_type {
   COOP_ARG_I64 = 4,
   COOP_ARG_F32 = 5,
   COOP_ARG_F64 = 6,
-  COOP_ARG_BUF = 7
+  COOP_ARG_BUF = 7,
+  /* SUBMIT only: a device buffer (BUF_CREATE) by its id, in bits; the
+   * kernel's argument is a buffer (COOP_ARG_BUF in KERNEL_LIST) */
+  COOP_ARG_DEVBUF = 8
 };
 
 /* Buffer direction: what is copied to the device and back. */
@@ -108,6 +117,13 @@ enum coop_job_state {
  * client's unfinished jobs are cancelled when its connection closes. */
 #define COOP_SUBMIT_DETACHED 0x4u
 #define COOP_SUBMIT_FLAGS_ALL 0x7u
+
+/* BUF_CREATE flags. The buffer outlives its connection (any connection of
+ * its uid may use and free it; counted against [limits]
+ * max_kept_buffers_per_uid once its connection has gone). Without it, a
+ * buffer is freed when the connection that created it closes. */
+#define COOP_BUFFER_KEEP 0x1u
+#define COOP_BUFFER_FLAGS_ALL 0x1u
 
 /* Event kinds (EVENT) and SUBSCRIBE mask bits (1u << kind). */
 enum coop_event_kind {
@@ -180,6 +196,33 @@ struct coop_msg_job { /* timeout_ms: WAIT only */
 };
 struct coop_msg_subscribe {
   COOP_SCHEMA_SUBSCRIBE(COOP_SCHEMA_MEMBER)
+};
+
+/* Device buffers (PROTOCOL.md): BUF_CREATE, then a blob of the initial
+ * bytes (size of them; empty: zeros, or fd names a descriptor holding
+ * them); BUF_WRITE and BUF_READ, a range [offset, offset + len) of a
+ * buffer: WRITE then a blob of len bytes (empty with a descriptor), READ's
+ * reply BUF_DATA a blob (empty when they were written into the request's
+ * descriptor). Inline bytes are at most COOP_WIRE_INLINE_MAX. */
+struct coop_msg_buf_create {
+  COOP_SCHEMA_BUF_CREATE(COOP_SCHEMA_MEMBER)
+  const uint8_t *data; /* into the payload */
+  uint32_t data_len;
+};
+struct coop_msg_buf_range { /* BUF_WRITE (data), BUF_READ (no blob) */
+  COOP_SCHEMA_BUF_RANGE(COOP_SCHEMA_MEMBER)
+  const uint8_t *data;
+  uint32_t data_len;
+};
+struct coop_msg_buf_free {
+  COOP_SCHEMA_BUF_FREE(COOP_SCHEMA_MEMBER)
+};
+struct coop_msg_buffer {
+  COOP_SCHEMA_BUFFER(COOP_SCHEMA_MEMBER)
+};
+struct coop_msg_buf_data {
+  const uint8_t *data;
+  uint32_t data_len;
 };
 
 /* ERROR: i32 code (coop_errno, always < 0), str message */
@@ -322,6 +365,11 @@ union coop_msg {
   struct coop_msg_event event;
   struct coop_msg_top_reply top;
   struct coop_msg_top top_req;
+  struct coop_msg_buf_create buf_create;
+  struct coop_msg_buf_range buf_range; /* BUF_WRITE, BUF_READ */
+  struct coop_msg_buf_free buf_free;
+  struct coop_msg_buffer buffer;
+  struct coop_msg_buf_data buf_data;
 };
 
 /* ---- growable output buffer ---- */

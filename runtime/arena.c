@@ -118,6 +118,21 @@ int coop_rt_free(coop_rt *rt, void *p) {
   return r;
 }
 
+int coop_rt_buf_check(coop_rt *rt, const void *p) {
+  if (!rt || !p) return COOP_EINVAL;
+  size_t off = (size_t)((const uint8_t *)p - rt->arena);
+  int r = COOP_EINVAL;
+  pthread_mutex_lock(&rt->lock);
+  for (size_t i = 0; i < rt->nblocks; i++)
+    if (rt->blocks[i].off == off) {
+      struct coop__arena_block b = rt->blocks[i];
+      r = guard_ok(rt, b.off - GUARD) && guard_ok(rt, b.off + b.len) ? 0 : COOP_EFAULT;
+      break;
+    }
+  pthread_mutex_unlock(&rt->lock);
+  return r;
+}
+
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p) {
   return (uint64_t)((const uint8_t *)p - rt->arena);
 }

@@ -480,12 +480,12 @@ END_TEST
 
 /* The worked example of PROTOCOL.md, byte for byte. */
 START_TEST(hello_bytes) {
-  union coop_msg m = {.hello = {2, 2, "coopctl"}};
+  union coop_msg m = {.hello = {3, 3, "coopctl"}};
   struct coop_wire_buf b;
   coop_wire_buf_init(&b);
   encode_ok(&b, COOP_MSG_HELLO, 1, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x02, 0x00, 0x01, 0x00, 0x00,
-                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x02, 0x00, 0x02,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00,
+                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x03, 0x00, 0x03,
                           0x00, 0x07, 'c',  'o',  'o',  'p',  'c',  't',  'l'};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
@@ -629,7 +629,7 @@ START_TEST(top_reply_bytes) {
   ck_assert_int_eq(coop_wire_topjob_put(&j, &tj), 0);
   union coop_msg m = {.top = {4, w.p, (uint32_t)w.len, 1, j.p, (uint32_t)j.len}};
   encode_ok(&b, COOP_MSG_TOP_REPLY, 5, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x02, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x03, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05,
                           0x00, 0x00, 0x00, 0x4e, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00,
                           0x00, 0x00, 0x00, 0x00, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
                           0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -642,7 +642,7 @@ START_TEST(top_reply_bytes) {
   /* TOP itself is the header and the device */
   coop_wire_buf_free(&b);
   encode_ok(&b, COOP_MSG_TOP, 5, NULL);
-  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 2, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
+  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 3, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
   ck_assert_uint_eq(b.len, sizeof top);
   ck_assert_mem_eq(b.p, top, sizeof top);
   coop_wire_buf_free(&w), coop_wire_buf_free(&j), coop_wire_buf_free(&b);
@@ -658,9 +658,11 @@ START_TEST(names) {
   ck_assert_str_eq(coop_wire_type_name(COOP_MSG_TOP), "TOP");
   ck_assert_str_eq(coop_wire_type_name(COOP_MSG_TOP_REPLY), "TOP_REPLY");
   ck_assert_str_eq(coop_wire_type_name(0), "UNKNOWN");
-  ck_assert_str_eq(coop_wire_type_name(10), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(10), "BUF_CREATE");
+  ck_assert_str_eq(coop_wire_type_name(74), "BUF_DATA");
+  ck_assert_str_eq(coop_wire_type_name(14), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(63), "UNKNOWN");
-  ck_assert_str_eq(coop_wire_type_name(73), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(75), "UNKNOWN");
   ck_assert_str_eq(coop_job_state_name(COOP_JOB_CANCELLED), "cancelled");
   ck_assert_str_eq(coop_job_state_name(7), "unknown");
   ck_assert_str_eq(coop_arg_type_name(COOP_ARG_F64), "f64");
@@ -730,8 +732,78 @@ START_TEST(reject_short_and_trailing) {
 }
 END_TEST
 
+/* Device buffers' messages (PROTOCOL.md, "Device buffers"): round trips,
+ * and what a decoder refuses. */
+static int buf_create(uint8_t flags, uint64_t size, uint8_t fd, uint32_t data_len) {
+  struct pb p = {0};
+  pb_be(&p, 0, 1), pb_be(&p, flags, 1), pb_be(&p, size, 8), pb_be(&p, fd, 1);
+  pb_be(&p, data_len, 4);
+  for (uint32_t i = 0; i < data_len; i++) pb_be(&p, 'x', 1);
+  return pb_decode(&p, COOP_MSG_BUF_CREATE);
+}
+
+static int buf_range(uint16_t type, uint64_t len, uint8_t fd, uint32_t data_len) {
+  struct pb p = {0};
+  pb_be(&p, 1, 8), pb_be(&p, 0, 8), pb_be(&p, len, 8), pb_be(&p, fd, 1);
+  if (type == COOP_MSG_BUF_WRITE) pb_be(&p, data_len, 4);
+  for (uint32_t i = 0; type == COOP_MSG_BUF_WRITE && i < data_len; i++) pb_be(&p, 'x', 1);
+  return pb_decode(&p, type);
+}
+
+START_TEST(buffer_messages) {
+  union coop_msg m, out;
+  memset(&m, 0, sizeof m);
+  uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  m.buf_create = (struct coop_msg_buf_create){.device = 1,
+                                              .flags = COOP_BUFFER_KEEP,
+                                              .size = 8,
+                                              .fd = COOP_WIRE_FD_NONE,
+                                              .data = bytes,
+                                              .data_len = 8};
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  encode_ok(&b, COOP_MSG_BUF_CREATE, 5, &m);
+  struct coop_wire_hdr h;
+  ck_assert_int_eq(coop_wire_hdr_decode(b.p, &h), 0);
+  ck_assert_int_eq(coop_wire_decode(&h, b.p + COOP_WIRE_HDR, &out), 0);
+  ck_assert(out.buf_create.device == 1 && out.buf_create.flags == COOP_BUFFER_KEEP &&
+            out.buf_create.size == 8 && out.buf_create.data_len == 8);
+  ck_assert_mem_eq(out.buf_create.data, bytes, 8);
+  coop_wire_buf_free(&b);
+  /* create: zeros (no bytes), bytes by descriptor, exactly size inline */
+  ck_assert_int_eq(buf_create(0, 64, COOP_WIRE_FD_NONE, 0), 0);
+  ck_assert_int_eq(buf_create(0, 64, 3, 0), 0);
+  ck_assert_int_eq(buf_create(0, 64, COOP_WIRE_FD_NONE, 64), 0);
+  ck_assert_int_eq(buf_create(0, 64, COOP_WIRE_FD_NONE, 63), COOP_EPROTO);
+  ck_assert_int_eq(buf_create(0, 64, 3, 64), COOP_EPROTO); /* bytes beside a descriptor */
+  ck_assert_int_eq(buf_create(0, 0, COOP_WIRE_FD_NONE, 0), COOP_EPROTO);  /* size 0 */
+  ck_assert_int_eq(buf_create(2, 64, COOP_WIRE_FD_NONE, 0), COOP_EPROTO); /* unknown flag */
+  ck_assert_int_eq(buf_create(0, 64, 16, 0), COOP_EPROTO);                /* fd index */
+  ck_assert_int_eq(buf_create(0, (256u << 10) + 1, COOP_WIRE_FD_NONE, (256u << 10) + 1),
+                   COOP_ETOOBIG);
+  /* write: len bytes inline, none beside a descriptor; read: inline up to 256 KiB */
+  ck_assert_int_eq(buf_range(COOP_MSG_BUF_WRITE, 16, COOP_WIRE_FD_NONE, 16), 0);
+  ck_assert_int_eq(buf_range(COOP_MSG_BUF_WRITE, 16, COOP_WIRE_FD_NONE, 15), COOP_EPROTO);
+  ck_assert_int_eq(buf_range(COOP_MSG_BUF_WRITE, 16, 0, 16), COOP_EPROTO);
+  ck_assert_int_eq(buf_range(COOP_MSG_BUF_WRITE, 1u << 20, 0, 0), 0);
+  ck_assert_int_eq(buf_range(COOP_MSG_BUF_READ, 256u << 10, COOP_WIRE_FD_NONE, 0), 0);
+  ck_assert_int_eq(buf_range(COOP_MSG_BUF_READ, (256u << 10) + 1, COOP_WIRE_FD_NONE, 0),
+                   COOP_ETOOBIG);
+  ck_assert_int_eq(buf_range(COOP_MSG_BUF_READ, 1u << 30, 1, 0), 0);
+  /* BUFFER and BUF_DATA */
+  memset(&m, 0, sizeof m);
+  m.buffer = (struct coop_msg_buffer){.buffer = 42, .device = 0, .size = 4096};
+  coop_wire_buf_init(&b);
+  encode_ok(&b, COOP_MSG_BUFFER, 5, &m);
+  ck_assert_int_eq(coop_wire_hdr_decode(b.p, &h), 0);
+  ck_assert_int_eq(coop_wire_decode(&h, b.p + COOP_WIRE_HDR, &out), 0);
+  ck_assert(out.buffer.buffer == 42 && out.buffer.size == 4096);
+  coop_wire_buf_free(&b);
+}
+END_TEST
+
 START_TEST(reject_unknown_type) {
-  const uint16_t bad[] = {0, 10, 63, 73, 126, 128, 0xffff};
+  const uint16_t bad[] = {0, 14, 63, 75, 126, 128, 0xffff};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     union coop_msg m;
     ck_assert_int_eq(decode_raw(bad[i], NULL, 0, &m, NULL), COOP_EPROTO);
@@ -802,7 +874,9 @@ static int one_scalar(uint8_t type, uint64_t bits) {
 START_TEST(reject_submit_enums_and_flags) {
   ck_assert_int_eq(one_scalar(COOP_ARG_U64, 1), 0);
   ck_assert_int_eq(one_scalar(0, 1), COOP_EPROTO);
-  ck_assert_int_eq(one_scalar(8, 1), COOP_EPROTO);
+  ck_assert_int_eq(one_scalar(COOP_ARG_DEVBUF, 1), 0);
+  ck_assert_int_eq(one_scalar(COOP_ARG_DEVBUF, 0), COOP_EPROTO); /* ids start at 1 */
+  ck_assert_int_eq(one_scalar(9, 1), COOP_EPROTO);
   ck_assert_int_eq(one_scalar(0xff, 1), COOP_EPROTO);
   ck_assert_int_eq(one_buf(0, COOP_WIRE_FD_NONE, 0, 0), COOP_EPROTO);
   ck_assert_int_eq(one_buf(4, COOP_WIRE_FD_NONE, 0, 0), COOP_EPROTO);
@@ -1723,6 +1797,7 @@ static Suite *suite(void) {
   tcase_add_test(c, header_errors);
   tcase_add_test(c, truncation_never_decodes);
   tcase_add_test(c, stats_tail);
+  tcase_add_test(c, buffer_messages);
   suite_add_tcase(s, c);
   TCase *d = tcase_create("reject");
   tcase_add_test(d, reject_short_and_trailing);

@@ -1,0 +1,118 @@
+/*
+ * dev_bufs.c: device buffers on the device thread (device.h, dev_buf_op;
+ * docs/daemon.md, "Device buffers"). A device buffer is a block of the
+ * device process's arena, like a job's staged buffer, that outlives the
+ * jobs using it. The loop owns the table of them (bufs.c); this file only
+ * does the device's part of each operation and hands it back, so every
+ * call to the device process stays on this thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "dev_internal.h"
+#include "log.h"
+
+void dev_buf_op(struct dev *d, struct dev_bufop *op) {
+  op->next = NULL;
+  pthread_mutex_lock(&d->mu);
+  if (d->bufin_tail)
+    d->bufin_tail->next = op;
+  else
+    d->bufin_head = op;
+  d->bufin_tail = op;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  uint64_t one = 1;
+  ssize_t n = write(d->kick, &one, sizeof one); /* ends a dp_wait at once */
+  (void)n;
+}
+
+static int lost(struct dev *d, struct dev_bufop *op) {
+  snprintf(op->message, sizeof op->message,
+           "the device buffer was lost: its device process %s (a restart or a reload); "
+           "create it again",
+           d->rt ? "has been replaced since" : "is not running");
+  return COOP_ELOST;
+}
+
+static int do_op(struct dev *d, struct dev_bufop *op) {
+  if (op->kind == DEV_BUF_FREE && op->gen != d->gen) return 0; /* went with its process */
+  if (!d->rt || !dp_alive(d->rt)) return lost(d, op);
+  if (op->kind != DEV_BUF_CREATE && op->gen != d->gen) return lost(d, op);
+  struct dp_buf b = {.size = op->size, .arg = op->arg, .at = op->at, .fd = op->fd};
+  int e;
+  switch (op->kind) {
+    case DEV_BUF_CREATE:
+      b.in = op->fd >= 0;
+      e = dp_stage(d->rt, &b, 1);
+      if (e == 0) {
+        op->arg = b.arg;
+        op->gen = d->gen;
+      } else if (e == COOP_ENOMEM) {
+        snprintf(op->message, sizeof op->message, "%s",
+                 "no room for the buffer in the device arena (raise [device] arena_mb)");
+      }
+      return e;
+    case DEV_BUF_WRITE:
+    case DEV_BUF_READ:
+      return dp_copy(d->rt, &b, op->kind == DEV_BUF_WRITE);
+    case DEV_BUF_FREE: {
+      int breach = -1;
+      b.size = 0;
+      e = dp_unstage(d->rt, &b, 1, 0, &breach);
+      if (breach >= 0) /* a job wrote outside it: that job already failed EFAULT */
+        log_warn("device %d: a device buffer's guard zone was overwritten", d->index);
+      return e;
+    }
+  }
+  return COOP_EINVAL;
+}
+
+void dev__do_bufops(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  struct dev_bufop *op = d->bufin_head;
+  d->bufin_head = d->bufin_tail = NULL;
+  pthread_mutex_unlock(&d->mu);
+  if (!op) return;
+  struct dev_bufop *done = NULL, **tail = &done;
+  while (op) {
+    struct dev_bufop *n = op->next;
+    op->message[0] = '\0';
+    op->err = do_op(d, op);
+    if (op->err && !op->message[0])
+      snprintf(op->message, sizeof op->message, "%s",
+               op->err == COOP_EINVAL  ? "the range is outside the buffer"
+               : op->err == COOP_ELOST ? "the device process died during the operation"
+                                       : "could not copy the bytes (a short descriptor?)");
+    if (op->fd >= 0) close(op->fd);
+    op->fd = -1;
+    op->next = NULL;
+    *tail = op;
+    tail = &op->next;
+    op = n;
+  }
+  pthread_mutex_lock(&d->mu);
+  struct dev_bufop **p = &d->bufout;
+  while (*p) p = &(*p)->next;
+  *p = done;
+  pthread_mutex_unlock(&d->mu);
+  uv_async_send(&d->async);
+}
+
+int dev__check_bufs(struct dev *d, struct job *j) {
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (!a->devbuf_id) continue;
+    if (a->devbuf_gen != d->gen) {
+      dev__fail(j, COOP_ELOST,
+                "device buffer %llu (argument %u) was lost when its device process was replaced "
+                "(a restart or a reload): create it again",
+                (unsigned long long)a->devbuf_id, i);
+      return j->error;
+    }
+    a->dev = a->devbuf_arg + 1;
+  }
+  return 0;
+}

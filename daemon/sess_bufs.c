@@ -1,0 +1,267 @@
+/*
+ * sess_bufs.c: a client's device buffers: BUF_CREATE, BUF_WRITE, BUF_READ
+ * and BUF_FREE (PROTOCOL.md, "Device buffers"; the table: bufs.h). CREATE,
+ * WRITE and READ go to the device thread (dev_buf_op) and are answered
+ * when it has done them; a connection that closes meanwhile gets no
+ * answer, and what it created is freed.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bufs.h"
+#include "fdio.h"
+#include "log.h"
+#include "session.h"
+
+/* An operation in flight for a client: on its session's list until done. */
+struct sess_bufop {
+  struct dev_bufop op;
+  struct session *s; /* NULL once the connection has closed */
+  struct daemon *dm;
+  uint32_t seq;
+  struct dbuf *b;
+  int keep_fd; /* READ inline: the memfd the device process writes, read back here */
+  struct sess_bufop *next;
+};
+
+/* The buffer, or an ERROR sent and NULL. */
+static struct dbuf *lookup(struct session *s, uint32_t seq, uint64_t id) {
+  struct job_err e;
+  struct dbuf *b = dbuf_lookup(s->dm, s->uid, id, &e);
+  if (!b) sess_error(s, seq, e.code, "%s", e.message);
+  return b;
+}
+
+/* The frame's descriptor `fd`, taken (fds[fd] = -1) when it is a regular
+ * file of at least `need` bytes; else -1 with the ERROR sent. */
+static int take_fd(struct session *s, uint32_t seq, int *fds, unsigned nfds, uint8_t fd,
+                   uint64_t need) {
+  struct stat st;
+  if (fd >= nfds || fds[fd] < 0 || fstat(fds[fd], &st) || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size < need) {
+    sess_error(s, seq, COOP_EINVAL,
+               "descriptor %u missing, not a regular file (memfd), or shorter than %llu bytes", fd,
+               (unsigned long long)need);
+    return -1;
+  }
+  int f = fds[fd];
+  fds[fd] = -1;
+  return f;
+}
+
+/* A memfd holding n bytes of p (p NULL: n zero bytes), or -1. */
+static int memfd_with(const void *p, uint64_t n) {
+  int fd = memfd_create("coopd-buffer", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (ftruncate(fd, (off_t)n) || (p && fdio_pwrite(fd, p, n, 0))) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+static void on_done(struct dev_bufop *op);
+
+/* The operation on its way: b is in use until it is done. */
+static void start(struct session *s, uint32_t seq, struct dbuf *b, struct sess_bufop *o) {
+  o->s = s;
+  o->dm = s->dm;
+  o->seq = seq;
+  o->b = b;
+  o->op.done = on_done;
+  o->op.arg = b->arg;
+  o->op.gen = b->gen;
+  o->next = s->bufops;
+  s->bufops = o;
+  b->users++;
+  dev_buf_op(s->dm->devs[b->device], &o->op);
+}
+
+static struct sess_bufop *new_op(struct session *s, uint32_t seq, int kind) {
+  struct sess_bufop *o = calloc(1, sizeof *o);
+  if (!o) {
+    sess_error(s, seq, COOP_ENOMEM, "out of memory");
+    return NULL;
+  }
+  o->op.kind = kind;
+  o->op.fd = -1;
+  o->keep_fd = -1;
+  return o;
+}
+
+static void answer(struct sess_bufop *o) {
+  struct session *s = o->s;
+  struct dbuf *b = o->b;
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  uint8_t *data = NULL;
+  if (o->op.err)
+    return sess_error(s, o->seq, o->op.err, "device buffer %llu: %s", (unsigned long long)b->id,
+                      o->op.message);
+  switch (o->op.kind) {
+    case DEV_BUF_CREATE:
+      r.buffer.buffer = b->id;
+      r.buffer.device = b->device;
+      r.buffer.size = b->size;
+      return sess_send(s, COOP_MSG_BUFFER, o->seq, &r);
+    case DEV_BUF_WRITE:
+      return sess_send(s, COOP_MSG_OK, o->seq, &r);
+    case DEV_BUF_READ:
+      if (o->keep_fd >= 0) {
+        data = malloc(o->op.size ? o->op.size : 1);
+        if (!data || fdio_pread(o->keep_fd, data, o->op.size, 0)) {
+          free(data);
+          return sess_error(s, o->seq, COOP_ENOMEM, "could not read the bytes back");
+        }
+        r.buf_data.data = data;
+        r.buf_data.data_len = (uint32_t)o->op.size;
+      }
+      sess_send(s, COOP_MSG_BUF_DATA, o->seq, &r);
+      free(data);
+      return;
+  }
+}
+
+static void on_done(struct dev_bufop *op) {
+  struct sess_bufop *o = (struct sess_bufop *)op; /* op is its first member */
+  struct dbuf *b = o->b;
+  struct daemon *dm = o->dm;
+  if (o->s) {
+    for (struct sess_bufop **p = &o->s->bufops; *p; p = &(*p)->next)
+      if (*p == o) {
+        *p = o->next;
+        break;
+      }
+  }
+  if (op->kind == DEV_BUF_CREATE && op->err == 0) {
+    b->arg = op->arg;
+    b->gen = op->gen;
+    b->ready = 1;
+  }
+  if (o->s) answer(o); /* may close the session: o->s is not used after */
+  if (o->keep_fd >= 0) close(o->keep_fd);
+  if (op->kind == DEV_BUF_CREATE && op->err) dbuf_release(dm, b); /* never given out */
+  if (op->kind == DEV_BUF_CREATE && !b->owner && !(b->flags & COOP_BUFFER_KEEP))
+    dbuf_release(dm, b); /* its connection went before the answer */
+  dbuf_unuse(dm, b);
+  free(o);
+}
+
+void sess_bufs_closed(struct session *s) {
+  for (struct sess_bufop *o = s->bufops; o; o = o->next) o->s = NULL;
+  s->bufops = NULL;
+  dbuf_session_closed(s->dm, s);
+}
+
+void sess_buf_create(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                     unsigned nfds) {
+  const struct coop_msg_buf_create *m = &msg->buf_create;
+  struct daemon *dm = s->dm;
+  struct uid_use *u = s->use;
+  uint64_t arena = (uint64_t)dm->cfg.arena_mb << 20;
+  unsigned dev = m->device == COOP_WIRE_ANY_DEVICE ? 0 : m->device;
+  if (dm->stopping) return sess_error(s, seq, COOP_ESHUTDOWN, "coopd is shutting down");
+  if (dev >= dm->ndev)
+    return sess_error(s, seq, COOP_EINVAL, "no device %u: this coopd runs %u", dev, dm->ndev);
+  if (m->size > arena)
+    return sess_error(s, seq, COOP_EINVAL,
+                      "a buffer of %llu bytes is larger than the arena (%u MiB)",
+                      (unsigned long long)m->size, dm->cfg.arena_mb);
+  if (u->bufs >= dm->cfg.max_buffers_per_uid)
+    return sess_error(s, seq, COOP_ELIMIT,
+                      "at most %u device buffers per user ([limits] max_buffers_per_uid)",
+                      dm->cfg.max_buffers_per_uid);
+  if (u->bytes + m->size > dm->cfg.max_bytes_per_uid)
+    return sess_error(s, seq, COOP_ELIMIT,
+                      "at most %llu buffer bytes per user ([limits] max_bytes_per_uid): its jobs, "
+                      "results and device buffers hold %llu, this buffer %llu more",
+                      dm->cfg.max_bytes_per_uid, (unsigned long long)u->bytes,
+                      (unsigned long long)m->size);
+  struct sess_bufop *o = new_op(s, seq, DEV_BUF_CREATE);
+  if (!o) return;
+  o->op.size = m->size;
+  if (m->fd != COOP_WIRE_FD_NONE) {
+    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, m->size);
+  } else if (m->data_len) {
+    o->op.fd = memfd_with(m->data, m->size);
+    if (o->op.fd < 0) sess_error(s, seq, COOP_ENOMEM, "could not hold the bytes");
+  }
+  if ((m->fd != COOP_WIRE_FD_NONE || m->data_len) && o->op.fd < 0) return free(o);
+  struct dbuf *b = dbuf_new(dm, u, s, (uint8_t)dev, m->flags, m->size);
+  if (!b) {
+    if (o->op.fd >= 0) close(o->op.fd);
+    free(o);
+    return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  }
+  start(s, seq, b, o);
+}
+
+/* WRITE and READ: the buffer, and the range inside it; or NULL with the
+ * ERROR sent. */
+static struct dbuf *range(struct session *s, uint32_t seq, const struct coop_msg_buf_range *m) {
+  struct dbuf *b = lookup(s, seq, m->buffer);
+  if (b && (m->offset > b->size || m->len > b->size - m->offset)) {
+    sess_error(s, seq, COOP_EINVAL, "bytes %llu..%llu are outside device buffer %llu (%llu bytes)",
+               (unsigned long long)m->offset, (unsigned long long)(m->offset + m->len),
+               (unsigned long long)b->id, (unsigned long long)b->size);
+    return NULL;
+  }
+  return b;
+}
+
+void sess_buf_write(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                    unsigned nfds) {
+  const struct coop_msg_buf_range *m = &msg->buf_range;
+  struct dbuf *b = range(s, seq, m);
+  if (!b) return;
+  if (m->len == 0) return sess_send(s, COOP_MSG_OK, seq, &(union coop_msg){0});
+  struct sess_bufop *o = new_op(s, seq, DEV_BUF_WRITE);
+  if (!o) return;
+  o->op.size = m->len;
+  o->op.at = m->offset;
+  if (m->fd != COOP_WIRE_FD_NONE) {
+    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, m->len);
+  } else {
+    o->op.fd = memfd_with(m->data, m->len);
+    if (o->op.fd < 0) sess_error(s, seq, COOP_ENOMEM, "could not hold the bytes");
+  }
+  if (o->op.fd < 0) return free(o);
+  start(s, seq, b, o);
+}
+
+void sess_buf_read(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                   unsigned nfds) {
+  const struct coop_msg_buf_range *m = &msg->buf_range;
+  struct dbuf *b = range(s, seq, m);
+  if (!b) return;
+  if (m->len == 0) return sess_send(s, COOP_MSG_BUF_DATA, seq, &(union coop_msg){0});
+  struct sess_bufop *o = new_op(s, seq, DEV_BUF_READ);
+  if (!o) return;
+  o->op.size = m->len;
+  o->op.at = m->offset;
+  if (m->fd != COOP_WIRE_FD_NONE) {
+    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, 0); /* written, grown if need be */
+  } else {
+    o->keep_fd = memfd_with(NULL, m->len);
+    o->op.fd = o->keep_fd >= 0 ? dup(o->keep_fd) : -1;
+    if (o->op.fd < 0) sess_error(s, seq, COOP_ENOMEM, "could not make room for the bytes");
+  }
+  if (o->op.fd < 0) {
+    if (o->keep_fd >= 0) close(o->keep_fd);
+    return free(o);
+  }
+  start(s, seq, b, o);
+}
+
+void sess_buf_free(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                   unsigned nfds) {
+  struct dbuf *b = lookup(s, seq, msg->buf_free.buffer);
+  if (!b) return;
+  dbuf_release(s->dm, b);
+  sess_send(s, COOP_MSG_OK, seq, &(union coop_msg){0});
+}

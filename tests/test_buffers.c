@@ -1,0 +1,341 @@
+/*
+ * test_buffers.c: device buffers through coopd and libcoop (PROTOCOL.md,
+ * "Device buffers"; docs/daemon.md): their life cycle, their owner, what
+ * they cost their user, and what a device-process restart does to them.
+ * Real daemons on PoCL; the sweep kernel (kernels/sweep.cl) adds `rounds`
+ * to each of n words, so a buffer's contents tell how many jobs ran on it.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check_run.h"
+#include "coop.h"
+#include "coopd_argv.h"
+
+struct daemon_proc {
+  pid_t pid;
+  char dir[64], sock[128];
+};
+
+static void msleep(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
+static void daemon_start(struct daemon_proc *d, const char *const *sets) {
+  snprintf(d->dir, sizeof d->dir, "/tmp/coopd-bufs-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(d->dir));
+  chmod(d->dir, 0755);
+  snprintf(d->sock, sizeof d->sock, "%s/coop.sock", d->dir);
+  d->pid = fork();
+  ck_assert_int_ge(d->pid, 0);
+  if (d->pid == 0) {
+    const char *argv[32];
+    int n = coop_test_coopd_argv(argv, COOPD_PATH, d->sock, KERNEL_DIR, "warn");
+    argv[n++] = "--set";
+    argv[n++] = "server.socket_mode=0666"; /* a second uid below */
+    for (int i = 0; sets && sets[i] && n < 30; i++) {
+      argv[n++] = "--set";
+      argv[n++] = sets[i];
+    }
+    argv[n] = NULL;
+    execv(COOPD_PATH, (char *const *)argv);
+    _exit(127);
+  }
+  for (int i = 0; i < 1200; i++) {
+    if (access(d->sock, F_OK) == 0) return;
+    int st;
+    ck_assert_msg(waitpid(d->pid, &st, WNOHANG) == 0, "coopd exited at start-up");
+    msleep(50);
+  }
+  ck_abort_msg("coopd did not create its socket within 60 s");
+}
+
+static void daemon_stop(struct daemon_proc *d) {
+  kill(d->pid, SIGTERM);
+  int st = 0;
+  ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "coopd stopped with status %d", st);
+  char journal[160];
+  snprintf(journal, sizeof journal, "%s.jobs", d->sock);
+  unlink(journal);
+  rmdir(d->dir);
+}
+
+static coop_conn *connect_to(const struct daemon_proc *d) {
+  coop_conn *c = NULL;
+  int e = coop_connect(&c, d->sock, "test_buffers");
+  ck_assert_msg(e == 0, "connect: %s: %s", coop_err_name(e), coop_errmsg(NULL));
+  return c;
+}
+
+/* A sweep of `rounds` over the first n words of device buffer b; waits
+ * for it and returns its state (error into *err when given). */
+static int sweep_on(coop_conn *c, uint64_t b, uint32_t n, uint32_t rounds, int *err) {
+  coop_job *j = coop_job_new("sweep", 1);
+  coop_job_cooperative(j, 1);
+  coop_job_buffer(j, b);
+  coop_job_u32(j, n);
+  coop_job_u32(j, rounds);
+  uint64_t id = 0;
+  int e = coop_submit(c, j, &id);
+  coop_job_free(j);
+  if (e) {
+    if (err) *err = e;
+    return -1;
+  }
+  struct coop_result r;
+  ck_assert_int_eq(coop_wait(c, id, 60000, &r), 0);
+  int st = r.state;
+  if (err) *err = r.error;
+  coop_result_free(&r);
+  return st;
+}
+
+static void words(uint32_t *w, size_t n, uint32_t base) {
+  for (size_t i = 0; i < n; i++) w[i] = base + (uint32_t)i;
+}
+
+/* Every word of w[0..n) is base + i + add. */
+static void check_words(const uint32_t *w, size_t n, uint32_t base, uint32_t add) {
+  for (size_t i = 0; i < n; i++)
+    ck_assert_msg(w[i] == base + (uint32_t)i + add, "word %zu: %u, want %u", i, w[i],
+                  base + (uint32_t)i + add);
+}
+
+/* Create with contents, write a range, jobs on it one after another, read
+ * back (inline and, above inline_max, by memfd), the range checks, free,
+ * and every use after the free refused. */
+START_TEST(life_cycle) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  enum { N = 4096 };
+  static uint32_t w[N], back[N];
+  words(w, N, 100);
+  uint64_t b = 0;
+  ck_assert_int_eq(coop_buffer_create(c, COOP_ANY_DEVICE, sizeof w, w, 0, &b), 0);
+  ck_assert_uint_ne(b, 0);
+  /* the first 16 words rewritten */
+  uint32_t head[16];
+  words(head, 16, 100);
+  ck_assert_int_eq(coop_buffer_write(c, b, 0, head, sizeof head), 0);
+  for (int k = 0; k < 3; k++) ck_assert_int_eq(sweep_on(c, b, N, 5, NULL), COOP_STATE_DONE);
+  ck_assert_int_eq(coop_buffer_read(c, b, 0, back, sizeof back), 0);
+  check_words(back, N, 100, 15);
+  /* a range in the middle */
+  uint32_t mid[4] = {0};
+  ck_assert_int_eq(coop_buffer_read(c, b, 4 * 1000, mid, sizeof mid), 0);
+  check_words(mid, 4, 1100, 15);
+  /* outside the buffer: refused, nothing written */
+  ck_assert_int_eq(coop_buffer_write(c, b, sizeof w - 4, head, 8), COOP_EINVAL);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "outside device buffer"));
+  ck_assert_int_eq(coop_buffer_read(c, b, sizeof w + 4, mid, 4), COOP_EINVAL);
+  ck_assert_int_eq(coop_buffer_read(c, b, (size_t)-8, mid, 16), COOP_EINVAL);
+  /* the kernel's own rule (n*4 <= len(data)) holds for a device buffer */
+  int err = 0;
+  ck_assert_int_eq(sweep_on(c, b, N + 1, 1, &err), -1);
+  ck_assert_int_eq(err, COOP_EARGS);
+  /* a large one: 2 MiB, beyond inline_max both ways (memfds) */
+  size_t big = 2u << 20;
+  ck_assert_uint_gt(big, coop_info(c)->inline_max);
+  uint32_t *bw = malloc(big), *bb = malloc(big);
+  words(bw, big / 4, 7);
+  uint64_t b2 = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, big, bw, 0, &b2), 0);
+  ck_assert_int_eq(sweep_on(c, b2, (uint32_t)(big / 4), 2, NULL), COOP_STATE_DONE);
+  ck_assert_int_eq(coop_buffer_read(c, b2, 0, bb, big), 0);
+  check_words(bb, big / 4, 7, 2);
+  /* zeros when created without contents */
+  uint64_t z = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, 64, NULL, 0, &z), 0);
+  ck_assert_int_eq(coop_buffer_read(c, z, 0, mid, sizeof mid), 0);
+  ck_assert(mid[0] == 0 && mid[1] == 0 && mid[2] == 0 && mid[3] == 0);
+  /* freed: every use refused as for an id that never was */
+  ck_assert_int_eq(coop_buffer_free(c, b), 0);
+  ck_assert_int_eq(coop_buffer_read(c, b, 0, mid, 4), COOP_ENOJOB);
+  ck_assert_int_eq(coop_buffer_write(c, b, 0, head, 4), COOP_ENOJOB);
+  ck_assert_int_eq(coop_buffer_free(c, b), COOP_ENOJOB);
+  ck_assert_int_eq(sweep_on(c, b, 16, 1, &err), -1);
+  ck_assert_int_eq(err, COOP_ENOJOB);
+  free(bw);
+  free(bb);
+  coop_disconnect(c);
+  daemon_stop(&d);
+}
+END_TEST
+
+/* Freed with its connection unless kept; a kept one reaches any
+ * connection of the same user; another user gets ENOJOB for both. */
+START_TEST(owners_and_connections) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  uint32_t w[64], back[64];
+  words(w, 64, 1);
+  uint64_t plain = 0, kept = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, w, 0, &plain), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, w, COOP_BUFFER_KEEP, &kept), 0);
+  if (geteuid() == 0) {
+    fflush(NULL);
+    pid_t kid = fork();
+    if (kid == 0) {
+      if (setgid(65534) || setuid(65534)) _exit(3);
+      setenv("COOP_TRUST_ANY_SERVER", "1", 1);
+      coop_conn *o = NULL;
+      if (coop_connect(&o, d.sock, "other")) _exit(4);
+      uint32_t x[4];
+      if (coop_buffer_read(o, kept, 0, x, sizeof x) != COOP_ENOJOB) _exit(5);
+      if (coop_buffer_write(o, plain, 0, x, sizeof x) != COOP_ENOJOB) _exit(6);
+      if (coop_buffer_free(o, kept) != COOP_ENOJOB) _exit(7);
+      /* the same words as for an id that names no buffer */
+      if (!strstr(coop_errmsg(o), "no device buffer")) _exit(8);
+      coop_job *j = coop_job_new("sweep", 1);
+      coop_job_cooperative(j, 1);
+      coop_job_buffer(j, kept);
+      coop_job_u32(j, 4);
+      coop_job_u32(j, 1);
+      uint64_t id;
+      int e = coop_submit(o, j, &id);
+      coop_job_free(j);
+      if (e != COOP_ENOJOB) _exit(9);
+      coop_disconnect(o);
+      _exit(0);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other user: status %d", st);
+  }
+  coop_disconnect(c);
+  c = connect_to(&d);
+  ck_assert_int_eq(coop_buffer_read(c, plain, 0, back, sizeof back), COOP_ENOJOB);
+  ck_assert_int_eq(coop_buffer_read(c, kept, 0, back, sizeof back), 0);
+  check_words(back, 64, 1, 0);
+  ck_assert_int_eq(sweep_on(c, kept, 64, 3, NULL), COOP_STATE_DONE);
+  ck_assert_int_eq(coop_buffer_free(c, kept), 0);
+  ck_assert_int_eq(coop_buffer_read(c, kept, 0, back, sizeof back), COOP_ENOJOB);
+  coop_disconnect(c);
+  daemon_stop(&d);
+}
+END_TEST
+
+/* A buffer's bytes count toward max_bytes_per_uid, and the count of
+ * buffers toward max_buffers_per_uid; a free gives them back. */
+START_TEST(counted_per_user) {
+  const char *sets[] = {"limits.max_bytes_per_uid=1M", "limits.max_buffers_per_uid=3", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  coop_conn *c = connect_to(&d);
+  uint64_t a = 0, b = 0, x = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, 600u << 10, NULL, 0, &a), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 600u << 10, NULL, 0, &x), COOP_ELIMIT);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "max_bytes_per_uid"));
+  /* a job's inline buffer counts against the same bytes */
+  static uint8_t zeros[512u << 10];
+  coop_job *j = coop_job_new("sweep", 1);
+  coop_job_cooperative(j, 1);
+  coop_job_buf_inout(j, zeros, sizeof zeros);
+  coop_job_u32(j, 4);
+  coop_job_u32(j, 1);
+  ck_assert_int_eq(coop_submit(c, j, &x), COOP_ELIMIT);
+  coop_job_free(j);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 64, NULL, 0, &b), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 64, NULL, 0, &x), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 64, NULL, 0, &x), COOP_ELIMIT);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "max_buffers_per_uid"));
+  ck_assert_int_eq(coop_buffer_free(c, a), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 600u << 10, NULL, 0, &a), 0);
+  /* larger than the arena: refused at once */
+  ck_assert_int_eq(coop_buffer_free(c, a), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, (size_t)1 << 40, NULL, 0, &a), COOP_EINVAL);
+  coop_disconnect(c);
+  daemon_stop(&d);
+}
+END_TEST
+
+/* The device process of coopd pid (its child named coopd-device), or 0. */
+static pid_t device_process(pid_t pid) {
+  DIR *dir = opendir("/proc");
+  struct dirent *e;
+  pid_t found = 0;
+  while (dir && (e = readdir(dir)) && !found) {
+    char path[300], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')');
+    int ppid = 0;
+    char st;
+    if (rp && sscanf(rp + 2, "%c %d", &st, &ppid) == 2 && ppid == pid &&
+        strstr(buf, "coopd-device"))
+      found = atoi(e->d_name);
+  }
+  if (dir) closedir(dir);
+  return found;
+}
+
+/* The device process killed: every buffer it held is reported lost, to
+ * its operations and to a job naming it, never read as zeros or stale
+ * bytes; a new buffer works. */
+START_TEST(lost_with_the_device_process) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  uint32_t w[64], back[64];
+  words(w, 64, 9);
+  uint64_t b = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, w, 0, &b), 0);
+  pid_t dp = device_process(d.pid);
+  ck_assert_int_gt(dp, 0);
+  kill(dp, SIGKILL);
+  /* the restart comes on the device thread's next pass: a job shows it */
+  int err = 0, st = -1;
+  for (int i = 0; i < 200 && device_process(d.pid) == dp; i++) msleep(50);
+  for (int i = 0; i < 100; i++) {
+    st = sweep_on(c, b, 64, 1, &err);
+    if (st == COOP_STATE_FAILED) break;
+    msleep(100);
+  }
+  ck_assert_int_eq(st, COOP_STATE_FAILED);
+  ck_assert_int_eq(err, COOP_ELOST);
+  ck_assert_int_eq(coop_buffer_read(c, b, 0, back, sizeof back), COOP_ELOST);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "lost"));
+  ck_assert_int_eq(coop_buffer_write(c, b, 0, w, sizeof w), COOP_ELOST);
+  ck_assert_int_eq(coop_buffer_free(c, b), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, w, 0, &b), 0);
+  ck_assert_int_eq(sweep_on(c, b, 64, 2, NULL), COOP_STATE_DONE);
+  ck_assert_int_eq(coop_buffer_read(c, b, 0, back, sizeof back), 0);
+  check_words(back, 64, 9, 2);
+  coop_disconnect(c);
+  daemon_stop(&d);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("buffers");
+  TCase *tc = tcase_create("buffers");
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, life_cycle);
+  tcase_add_test(tc, owners_and_connections);
+  tcase_add_test(tc, counted_per_user);
+  tcase_add_test(tc, lost_with_the_device_process);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  return coop_test_run(srunner_create(suite()));
+}
