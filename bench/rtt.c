@@ -7,10 +7,16 @@
  * one sitting, e.g. before and after the device process (issue 19 item 3).
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]
- *                  [--trace FILE]
+ *                  [--resident] [--trace FILE]
  *
  * Prints a CSV header and one row: label, runs, median, p10, p90, max (us),
- * machine, commit.
+ * machine, commit, p99 (us), and whether the buffers were resident.
+ *
+ * --resident: the render's three buffers are device buffers (PROTOCOL.md,
+ * "Device buffers"), created once before the runs; each job names them and
+ * carries no bytes, and its output stays on the device (read back once at
+ * the end, to check it). The path of a task on data that lives on the
+ * device, as a frame loop or a query service would run it.
  *
  * --trace FILE: FILE is the coopd's COOP_TRACE_FILE (docs/daemon.md, "The
  * path of one job, leg by leg"). The bench stamps each job's send and
@@ -33,10 +39,14 @@
 
 static int usage(FILE *f, int rc) {
   fprintf(f,
-          "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]\n"
-          "Submits N (default 500) renders of n x n (default 8) on K (default 1) workgroups\n"
+          "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K|all] [--label L]\n"
+          "                      [--resident] [--trace FILE]\n"
+          "Submits N (default 500) renders of n x n (default 8) on K (default 1; all: every\n"
+          "worker) workgroups\n"
           "to the coopd at PATH one after the other and prints the SUBMIT -> WAIT\n"
           "round trip (median, p10, p90, max in us) as CSV.\n"
+          "  --resident    the buffers are device buffers, created once: each job carries\n"
+          "                no bytes (coop_buffer_create, coop_job_buffer)\n"
           "  --trace FILE  FILE is the COOP_TRACE_FILE the coopd at PATH writes: after the\n"
           "                runs, print where each round trip went, leg by leg (median, p90,\n"
           "                p99 in us, a table and CSV rows); exit 1 if a job's stamp is\n"
@@ -266,13 +276,18 @@ static int trace_report(const char *path, struct tjob *jobs, unsigned n) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option lo[] = {
-      {"socket", required_argument, 0, 's'}, {"runs", required_argument, 0, 'r'},
-      {"n", required_argument, 0, 'n'},      {"groups", required_argument, 0, 'g'},
-      {"label", required_argument, 0, 'l'},  {"trace", required_argument, 0, 't'},
-      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+  static const struct option lo[] = {{"socket", required_argument, 0, 's'},
+                                     {"runs", required_argument, 0, 'r'},
+                                     {"n", required_argument, 0, 'n'},
+                                     {"groups", required_argument, 0, 'g'},
+                                     {"label", required_argument, 0, 'l'},
+                                     {"trace", required_argument, 0, 't'},
+                                     {"resident", no_argument, 0, 'R'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
   const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
+  int resident = 0;
   const char *bad = inexact_option(argc, argv, lo);
   if (bad) return fprintf(stderr, "coop-bench-rtt: spell out %s\n", bad), usage(stderr, 2);
   for (int ch; (ch = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
@@ -286,14 +301,17 @@ int main(int argc, char **argv) {
       case 'n':
         n = (unsigned)strtoul(optarg, NULL, 10);
         break;
-      case 'g':
-        groups = (unsigned)strtoul(optarg, NULL, 10);
+      case 'g': /* "all": every worker of device 0 */
+        groups = strcmp(optarg, "all") ? (unsigned)strtoul(optarg, NULL, 10) : UINT32_MAX;
         break;
       case 'l':
         label = optarg;
         break;
       case 't':
         trace = optarg;
+        break;
+      case 'R':
+        resident = 1;
         break;
       case 'h':
         return usage(stdout, 0);
@@ -305,18 +323,27 @@ int main(int argc, char **argv) {
   coop_conn *c;
   int e = coop_connect(&c, sock, "coop-bench-rtt");
   if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;
+  if (groups == UINT32_MAX) groups = coop_info(c)->workers;
   size_t bytes = (size_t)n * n * sizeof(float);
   float *a = calloc((size_t)n * n, sizeof *a), *o = calloc((size_t)n * n, sizeof *o);
   if (!a || !o) return 1;
   for (size_t i = 0; i < (size_t)n * n; i++) a[i] = 1.0f;
+  uint64_t dev[3] = {0}; /* --resident: a, b, out */
+  for (unsigned k = 0; resident && k < 3 && !e; k++)
+    e = coop_buffer_create(c, 0, bytes, k < 2 ? a : NULL, 0, &dev[k]);
+  if (e) return fprintf(stderr, "coop-bench-rtt: buffers: %s\n", coop_strerror(e)), 1;
   struct series s = {0};
   struct tjob *tj = trace ? calloc(runs, sizeof *tj) : NULL;
   if (trace && !tj) return 1;
   for (unsigned i = 0; i < runs + 10; i++) { /* 10 warm-up rounds */
     coop_job *j = coop_job_new("render", groups);
-    coop_job_buf_in(j, a, bytes);
-    coop_job_buf_in(j, a, bytes);
-    coop_job_buf_out(j, o, bytes);
+    if (resident) {
+      for (unsigned k = 0; k < 3; k++) coop_job_buffer(j, dev[k]);
+    } else {
+      coop_job_buf_in(j, a, bytes);
+      coop_job_buf_in(j, a, bytes);
+      coop_job_buf_out(j, o, bytes);
+    }
     coop_job_u32(j, n);
     coop_job_u32(j, 1);
     int64_t t0 = now_ns();
@@ -328,18 +355,26 @@ int main(int argc, char **argv) {
     int64_t t1 = now_ns();
     coop_job_free(j);
     if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;
-    if (r.state != COOP_STATE_DONE || o[0] != (float)n)
+    if (r.state != COOP_STATE_DONE || (!resident && o[0] != (float)n))
       return fprintf(stderr, "coop-bench-rtt: render failed: %s\n", r.message), 1;
     coop_result_free(&r);
     if (i >= 10) push(&s, (double)(t1 - t0) / 1e3);
     if (tj && i >= 10) tj[i - 10] = (struct tjob){id, t0, ta, t1, NULL};
   }
+  if (resident) { /* the output, once: the jobs really ran */
+    e = coop_buffer_read(c, dev[2], 0, o, bytes);
+    if (e || o[0] != (float)n)
+      return fprintf(stderr, "coop-bench-rtt: the resident output is wrong (%s)\n",
+                     e ? coop_strerror(e) : "a value"),
+             1;
+    for (unsigned k = 0; k < 3; k++) coop_buffer_free(c, dev[k]);
+  }
   struct machine m;
   machine_of(&m);
-  printf("label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit\n");
-  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s\n", label, runs, n, groups,
+  printf("label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit,p99_us,resident\n");
+  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s,%.1f,%d\n", label, runs, n, groups,
          quantile(&s, 0.5), quantile(&s, 0.1), quantile(&s, 0.9), max_of(&s), m.host, m.cpu,
-         COOP_BENCH_COMMIT);
+         COOP_BENCH_COMMIT, quantile(&s, 0.99), resident);
   series_free(&s);
   int rc = 0;
   if (tj) {

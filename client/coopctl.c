@@ -844,7 +844,8 @@ static const struct cmd cmds[] = {
      cmd_render},
     {"app", "run an application (bfs, l-sssp, ..., game) and check it against the CPU",
      "app NAME [--graph FILE [--graph-format FMT] | --gen SPEC | --scale S --input I]"
-     " [--source V] [--groups N] [--device D] [--query-barrier | --original]"
+     " [--source V | --sources V,V,...] [--groups N] [--device D]"
+     " [--query-barrier | --original]"
      " [--out FILE [--binary]]"
      " [--check] [--timeout MS] | app --list",
      "Runs one of the applications of paper 004 Table 1 (and thesis 000's bc) as ONE\n"
@@ -863,6 +864,8 @@ static const struct cmd cmds[] = {
      "  --scale S         ... at about 2^S times the test size (0..12)\n"
      "  --source V        bfs, l-sssp, p-sssp: the source vertex (default 0, but 1 for the\n"
      "                    test input split-n..., whose vertex 0 is isolated)\n"
+     "  --sources V,V,... one job per source vertex (up to 4096), the graph uploaded once\n"
+     "                    as device buffers: a line per source, then the total time\n"
      "run:\n"
      "  --groups N        N workgroups (default: every worker of the device)\n"
      "  --device D        run on device D (default: the daemon picks the least loaded one\n"

@@ -16,7 +16,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "app.h"
@@ -25,7 +27,8 @@
 #define EXIT_MISMATCH 3
 
 struct app_opts {
-  const char *graph, *graph_format, *gen, *scale, *input, *source, *groups, *device, *out, *timeout;
+  const char *graph, *graph_format, *gen, *scale, *input, *source, *sources, *groups, *device, *out,
+      *timeout;
   int list, query, original, check, binary;
 };
 
@@ -36,7 +39,29 @@ struct app_run {
   uint32_t groups;
   int device; /* COOP_ANY_DEVICE, or --device */
   int timeout_ms;
+  uint32_t *sources; /* --sources: one job each, the input uploaded once */
+  unsigned nsources;
 };
+
+#define APP_MAX_SOURCES 4096u
+
+/* --sources V,V,...: the vertices into ar; 0, or the usage error's status. */
+static int parse_sources(const char *s, struct app_run *ar) {
+  ar->sources = calloc(APP_MAX_SOURCES, sizeof *ar->sources);
+  if (!ar->sources) return 1;
+  char buf[65536];
+  if (strlen(s) >= sizeof buf) return ctl_usage("app", "--sources: the list is too long");
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (ar->nsources == APP_MAX_SOURCES)
+      return ctl_usage("app", "--sources: at most %u vertices", APP_MAX_SOURCES);
+    if (parse_u32(t, &ar->sources[ar->nsources]))
+      return ctl_usage("app", "bad --sources element %s (a vertex)", t);
+    ar->nsources++;
+  }
+  if (!ar->nsources) return ctl_usage("app", "--sources: no vertex");
+  return 0;
+}
 
 static const char *input_name(enum coop_input_kind k) {
   return k == COOP_INPUT_GRAPH ? "graph" : k == COOP_INPUT_POINTS ? "points" : "game";
@@ -135,6 +160,7 @@ static int make_input(const struct app_opts *o, struct app_run *ar) {
   const struct coop_app *a = ar->a;
   struct coop_app_input *in = &ar->in;
   uint32_t scale = 0, idx = 0, src = 0;
+  int e;
   if ((o->graph || o->gen) && a->input != COOP_INPUT_GRAPH)
     return ctl_usage("app", "%s reads %s, not a graph: choose a test input with --input/--scale",
                      a->name, input_name(a->input));
@@ -143,12 +169,15 @@ static int make_input(const struct app_opts *o, struct app_run *ar) {
     return ctl_usage("app", "--scale and --input choose a test input: not with --graph or --gen");
   if (o->graph_format && !o->graph) return ctl_usage("app", "--graph-format needs --graph");
   if (o->source && !a->has_source) return ctl_usage("app", "%s takes no --source", a->name);
+  if (o->sources && !a->has_source) return ctl_usage("app", "%s takes no --sources", a->name);
+  if (o->sources && o->source) return ctl_usage("app", "--source and --sources exclude each other");
+  if (o->sources && o->out) return ctl_usage("app", "--out takes one source, not --sources");
+  if (o->sources && (e = parse_sources(o->sources, ar))) return e;
   if (o->scale && (parse_u32(o->scale, &scale) || scale > 12))
     return ctl_usage("app", "bad --scale %s (0..12)", o->scale);
   if (o->source && parse_u32(o->source, &src))
     return ctl_usage("app", "bad --source %s (a vertex)", o->source);
   memset(in, 0, sizeof *in);
-  int e;
   if (o->graph) {
     enum coop_graph_format fmt = COOP_GRAPH_AUTO;
     char err[256] = "";
@@ -197,6 +226,12 @@ static int make_input(const struct app_opts *o, struct app_run *ar) {
       }
       in->source = src;
     }
+    for (unsigned k = 0; k < ar->nsources; k++)
+      if (ar->sources[k] >= in->graph.n) {
+        fprintf(stderr, "coopctl: app: --sources: vertex %u out of range: %s has %u vertices\n",
+                ar->sources[k], in->label, in->graph.n);
+        return EXIT_USAGE;
+      }
   }
   return 0;
 }
@@ -223,9 +258,10 @@ static void *hold_alloc(struct hold *h, size_t size) {
 }
 
 /* The task as one libcoop job (cooperative, t->groups workgroups). Scratch
- * buffers go as IN buffers of zeros: coopd has no device-only buffer. */
-static int task_job(const struct app_run *ar, const struct coop_app_task *t, coop_job **out,
-                    struct hold *h) {
+ * buffers go as IN buffers of zeros; an argument with a device buffer in
+ * devbuf[i] (--sources: the input, uploaded once) names it instead. */
+static int task_job(const struct app_run *ar, const struct coop_app_task *t, const uint64_t *devbuf,
+                    coop_job **out, struct hold *h) {
   size_t zsize = 0;
   void *zeros = NULL;
   for (unsigned i = 0; i < t->nargs; i++)
@@ -239,7 +275,9 @@ static int task_job(const struct app_run *ar, const struct coop_app_task *t, coo
   coop_job_device(j, ar->device);
   for (unsigned i = 0; i < t->nargs; i++) {
     const struct coop_app_arg *g = &t->arg[i];
-    if (!g->buf) {
+    if (devbuf && devbuf[i]) {
+      coop_job_buffer(j, devbuf[i]);
+    } else if (!g->buf) {
       if (g->type == COOP_APP_U64)
         coop_job_u64(j, g->value);
       else
@@ -269,12 +307,12 @@ static int task_job(const struct app_run *ar, const struct coop_app_task *t, coo
 /* Runs the task through coopd: 0 with *res filled (any state), or an error
  * printed (returns 1). */
 static int run_daemon(struct ctl *x, struct app_run *ar, struct coop_app_task *t,
-                      struct coop_result *res) {
+                      const uint64_t *devbuf, struct coop_result *res) {
   coop_job *j = NULL;
   struct hold h = {0};
   char what[96];
   snprintf(what, sizeof what, "app %s", ar->a->name);
-  int e = task_job(ar, t, &j, &h);
+  int e = task_job(ar, t, devbuf, &j, &h);
   if (e) {
     hold_free(&h);
     return ctl_fail(what, e);
@@ -431,6 +469,112 @@ static int app_setup(const struct app_opts *o, struct app_run *ar) {
   return 0;
 }
 
+/* ---- --sources: the input once, one job per source ---- */
+
+static double ms_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* The input's buffers: a task's borrowed IN buffers (the graph's arrays,
+ * the same for every source), each a device buffer created at its first
+ * sight. */
+struct uploads {
+  struct {
+    const void *init;
+    size_t size;
+    uint64_t id;
+  } u[COOP_MAX_ARGS];
+  unsigned n;
+  size_t bytes;
+  double ms;
+};
+
+static int upload(struct ctl *x, const struct app_run *ar, const struct coop_app_task *t,
+                  struct uploads *up, uint64_t *devbuf) {
+  for (unsigned i = 0; i < t->nargs; i++) {
+    const struct coop_app_arg *g = &t->arg[i];
+    devbuf[i] = 0;
+    if (!g->buf || g->dir != COOP_APP_IN || g->host || !g->init || g->init_len != g->size) continue;
+    unsigned k = 0;
+    while (k < up->n && (up->u[k].init != g->init || up->u[k].size != g->size)) k++;
+    if (k == up->n) {
+      struct timespec t0;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      uint64_t id;
+      int e = coop_buffer_create(x->c, ar->device, g->size, g->init, 0, &id);
+      if (e) return ctl_fail("app: uploading the input", e);
+      up->ms += ms_since(&t0);
+      up->bytes += g->size;
+      up->u[up->n].init = g->init;
+      up->u[up->n].size = g->size;
+      up->u[up->n++].id = id;
+    }
+    devbuf[i] = up->u[k].id;
+  }
+  return 0;
+}
+
+/* One job per source over the input uploaded once; a line each, then the
+ * total. Exit status as for one run (the first failure's). */
+static int run_sources(struct ctl *x, const struct app_opts *o, struct app_run *ar) {
+  const struct coop_app *a = ar->a;
+  struct uploads up = {0};
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int r = 0;
+  unsigned done = 0;
+  for (unsigned k = 0; k < ar->nsources && !r; k++) {
+    ar->in.source = ar->sources[k];
+    struct coop_app_task t;
+    uint64_t devbuf[COOP_MAX_ARGS];
+    int e = coop_app_task_prepare(&t, a, &ar->in, &ar->o, ar->groups);
+    if (e) {
+      fprintf(stderr, "coopctl: app %s: source %u: %s\n", a->name, ar->sources[k],
+              coop_strerror(e));
+      return 1;
+    }
+    struct coop_result res;
+    if ((r = upload(x, ar, &t, &up, devbuf)) || (r = run_daemon(x, ar, &t, devbuf, &res))) {
+      coop_app_task_free(&t);
+      break;
+    }
+    void *out = NULL;
+    size_t bytes = 0;
+    const char *check = "not asked for";
+    char why[512] = "";
+    if (res.state != COOP_STATE_DONE) {
+      fprintf(stderr, "coopctl: app %s: source %u: job %llu ended %s%s%s\n", a->name,
+              ar->sources[k], (unsigned long long)res.job, coop_state_name(res.state),
+              res.message[0] ? ": " : "", res.message);
+      r = 1;
+    } else if (o->check && (e = coop_app_task_collect(&t, &ar->in, &out, &bytes)) == 0) {
+      e = a->check(&ar->in, out, why, sizeof why);
+      check = e == 0 ? "ok" : e == COOP_EMISMATCH ? "MISMATCH" : "error";
+      r = e == 0 ? 0 : e == COOP_EMISMATCH ? EXIT_MISMATCH : 1;
+    } else if (o->check) {
+      check = "error";
+      r = 1;
+    }
+    if (res.state == COOP_STATE_DONE) {
+      done++;
+      printf("source %u: job %llu done, execution %.3f ms, check %s%s%s\n", ar->sources[k],
+             (unsigned long long)res.job, res.t.exec_ns / 1e6, check, *why ? ": " : "", why);
+    }
+    free(out);
+    coop_result_free(&res);
+    coop_app_task_free(&t);
+  }
+  double total = ms_since(&t0);
+  for (unsigned k = 0; k < up.n; k++) coop_buffer_free(x->c, up.u[k].id);
+  printf(
+      "%s on %s: %u of %u sources done in %.3f ms; the input's %zu bytes (%u buffers) "
+      "uploaded once, in %.3f ms\n",
+      a->name, ar->in.label, done, ar->nsources, total, up.bytes, up.n, up.ms);
+  return r;
+}
+
 /* After the input is there: connect, run, collect, write, check. */
 static int app_go(struct ctl *x, const struct app_opts *o, struct app_run *ar) {
   const struct coop_app *a = ar->a;
@@ -453,6 +597,7 @@ static int app_go(struct ctl *x, const struct app_opts *o, struct app_run *ar) {
     if (e) return ctl_fail(what, e);
     if (!ar->o.groups) ar->groups = st.devs[ar->device].workers;
   }
+  if (ar->nsources) return run_sources(x, o, ar);
   struct coop_app_task t;
   int e = coop_app_task_prepare(&t, a, &ar->in, &ar->o, ar->groups);
   if (e) {
@@ -461,7 +606,7 @@ static int app_go(struct ctl *x, const struct app_opts *o, struct app_run *ar) {
     return 1;
   }
   struct coop_result res;
-  if ((r = run_daemon(x, ar, &t, &res))) {
+  if ((r = run_daemon(x, ar, &t, NULL, &res))) {
     coop_app_task_free(&t);
     return r;
   }
@@ -508,6 +653,7 @@ int cmd_app(struct ctl *x, int argc, char **argv) {
                              {"scale", &o.scale, NULL},
                              {"input", &o.input, NULL},
                              {"source", &o.source, NULL},
+                             {"sources", &o.sources, NULL},
                              {"groups", &o.groups, NULL},
                              {"device", &o.device, NULL},
                              {"query-barrier", NULL, &o.query},
@@ -542,9 +688,11 @@ int cmd_app(struct ctl *x, int argc, char **argv) {
   }
   if ((r = app_setup(&o, &ar)) || (r = make_input(&o, &ar))) {
     coop_app_input_free(&ar.in);
+    free(ar.sources);
     return r;
   }
   r = app_go(x, &o, &ar);
   coop_app_input_free(&ar.in);
+  free(ar.sources);
   return r;
 }

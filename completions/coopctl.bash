@@ -36,7 +36,7 @@ _coopctl() {
     top) opts="--interval --iterations --device" ;;
     metrics) opts="--out" ;;
     render) opts="--class --wg --period --duration --for --size --device" ;;
-    app) opts="--list --graph --graph-format --gen --scale --input --source --groups --device --query-barrier --original --out --binary --check --timeout" ;;
+    app) opts="--list --graph --graph-format --gen --scale --input --source --sources --groups --device --query-barrier --original --out --binary --check --timeout" ;;
     help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
   esac
   if [[ $cur == -* ]]; then

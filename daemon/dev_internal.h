@@ -35,6 +35,7 @@ struct run {
   int64_t cancel_seen;  /* when the device thread first saw j->cancel */
   int watchdog;         /* cancelled by watchdog_ms: its RESULT says so */
   coop_task_id release; /* a one-task job's ended task, released with its unstage */
+  int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1 */
   struct run *next;
 };
 
@@ -69,6 +70,7 @@ struct dev {
   int64_t stop_at;               /* device thread: snapshot of stop_deadline */
   _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
   struct run *runs;              /* device thread only */
+  int fresh; /* device thread: the last dp_wait read every task in flight (poll_tasks) */
   /* under mu: a restart or a reload's launch writes them, the loop copies
    * them (dev_name) */
   char name[256];
@@ -155,6 +157,9 @@ int dev__stage_in(struct dev *d, struct job *j);
 /* OUT data back when `out`, every arena copy freed, and the ended task
  * `release` (0: none) given back to the runtime, in one request. */
 void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release);
+/* The same for a job whose end the device process did with its submit
+ * (dp_submit_end): nothing to ask it, the breach it found (-1: none). */
+void dev__unstage_ended(struct job *j, int breach);
 
 /* dev_bufs.c */
 /* The device buffers' operations queued so far, done in order and handed

@@ -57,7 +57,17 @@ static int64_t next_instance_ns(const struct run *r) {
   return r->t0 + (int64_t)next * j->period_us * 1000;
 }
 
-static int submit_instance(struct dev *d, struct run *r) {
+/* How long dp_submit may wait for the task to end: a one-task job alone on
+ * the device is submitted and seen ended in one round trip to the device
+ * process. Never when other runs need the pass (a periodic release, another
+ * job's end): they would wait behind it. Until `wake` at most. */
+static int64_t submit_wait_ns(const struct dev *d, const struct run *r, int64_t wake) {
+  if (dev__periodic(r->j) || d->runs != r || r->next || d->coop_wait_head || d->held_head) return 0;
+  int64_t left = wake - coop__now_ns();
+  return left > 0 ? left : 0;
+}
+
+static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   struct job *j = r->j;
   struct coop_rt_task_desc td = {.kernel = j->kernel_index,
                                  .groups = j->groups,
@@ -76,7 +86,19 @@ static int submit_instance(struct dev *d, struct run *r) {
   if (due_us) td.deadline_ns = coop__now_ns() + (int64_t)due_us * 1000;
   td.next_ns = next_instance_ns(r);
   coop_task_id id;
-  int e = dp_submit(d->rt, &td, &id);
+  int64_t wait_ns = submit_wait_ns(d, r, wake);
+  uint64_t devbufs = 0; /* nothing to copy back: the end may come with the submit */
+  int copies = 0;
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF) {
+      if (j->args[i].devbuf_id)
+        devbufs |= 1ull << i;
+      else
+        copies = 1;
+    }
+  int e = wait_ns && !copies
+              ? dp_submit_end(d->rt, &td, wait_ns, devbufs, &id, &r->ended, &r->breach)
+              : dp_submit(d->rt, &td, wait_ns, &id);
   if (e) return e;
   TRACE_STAMP(j, submit_ret);
   r->task[r->ninflight] = id;
@@ -237,7 +259,7 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
    * trip to the device process fewer (docs/daemon.md, the path of a job). */
   if (dev__periodic(j))
     dp_task_release(d->rt, id);
-  else
+  else if (!r->ended) /* else the device process released it already */
     r->release = id;
   TRACE_SET(j, seen, seen);
   TRACE_STAMP(j, task_released);
@@ -319,8 +341,11 @@ void dev__finish_job(struct dev *d, struct run *r) {
   }
   /* A job the views stopped still gets its own output back: it can only
    * hold what the job read from its own buffers and the sink. */
-  dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
-               r->release);
+  if (r->ended)
+    dev__unstage_ended(j, r->breach);
+  else
+    dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
+                 r->release);
   TRACE_STAMP(j, unstaged);
   dev__hand_back(d, j);
 }
@@ -340,7 +365,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
-    int e = submit_instance(d, r);
+    int e = submit_instance(d, r, *wake);
     if (e == COOP_EBUSY) break; /* no free slot: try on the next pass */
     if (e) {
       dev__fail(j, e, "could not submit: %s", coop_strerror(e));

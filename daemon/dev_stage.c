@@ -102,6 +102,8 @@ int dev__stage_in(struct dev *d, struct job *j) {
   return 0;
 }
 
+static void breached(struct job *j, int breach, int devbufs_only);
+
 /* OUT data back (when `out`: into the client's memfd, or into a[i].data
  * for RESULT) and every arena copy freed, in one request. A guard zone
  * found overwritten (arena.c) means the kernel wrote outside this job's
@@ -143,10 +145,22 @@ void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
     }
   }
   if (inl >= 0) close(inl);
-  if (breach < 0) return;
+  if (breach >= 0) breached(j, breach, 0);
+}
+
+void dev__unstage_ended(struct job *j, int breach) {
+  for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+  if (breach >= 0) breached(j, breach, 1);
+}
+
+/* A guard zone of the job's buffer argument number `breach` (counting
+ * buffers, or device buffers only) was found overwritten. */
+static void breached(struct job *j, int breach, int devbufs_only) {
   unsigned argi = 0;
   for (unsigned i = 0, k = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && k++ == (unsigned)breach) argi = i;
+    if (j->args[i].type == COOP_ARG_BUF && (!devbufs_only || j->args[i].devbuf_id) &&
+        k++ == (unsigned)breach)
+      argi = i;
   log_error("job %llu (%s, uid %u): the guard zone of buffer argument %u was overwritten",
             (unsigned long long)j->id, j->kernel, j->uid, argi);
   if (j->error == COOP_EFAULT) return; /* the views' message says more */

@@ -217,7 +217,9 @@ static int runs_again(const struct dev *d, const struct run *r) {
       atomic_load(&j->cancel) || j->reruns >= DEV_MAX_RERUNS)
     return 0;
   for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && j->args[i].dir == COOP_BUF_INOUT) return 0;
+    if (j->args[i].type == COOP_ARG_BUF &&
+        (j->args[i].dir == COOP_BUF_INOUT || j->args[i].devbuf_id)) /* a device buffer is lost */
+      return 0;
   return 1;
 }
 

@@ -229,6 +229,10 @@ static void close_runtime(struct dev *d) {
 /* One request for the infos of every task in flight: the pass below reads
  * them from the proxy's cache (devproc.h), not one request per task. */
 static void poll_tasks(struct dev *d) {
+  if (d->fresh) { /* the dp_wait that ended the last pass read them all */
+    d->fresh = 0;
+    return;
+  }
   coop_task_id ids[256]; /* the runtime has 256 task slots (shared.h); 2 KiB, per thread */
   unsigned n = 0;
   for (struct run *r = d->runs; r; r = r->next)
@@ -294,6 +298,13 @@ static int new_work(struct dev *d) {
   return w;
 }
 
+/* The tasks in flight. */
+static unsigned nrun(const struct dev *d) {
+  unsigned n = 0;
+  for (const struct run *r = d->runs; r; r = r->next) n += r->ninflight;
+  return n;
+}
+
 /* Tasks in flight: the device process waits for one of them to change
  * (dp_wait), for the kick, or until wake (a periodic release), at most
  * DEV_WAIT_NS so the watchdog's checks still run. */
@@ -305,7 +316,8 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
   int64_t now = coop__now_ns(), budget = wake - now;
   if (budget > DEV_WAIT_NS) budget = DEV_WAIT_NS;
   if (budget <= 0) return;
-  dp_wait(d->rt, ids, n, budget); /* a lost child shows in dp_alive on the next pass */
+  /* a lost child shows in dp_alive on the next pass */
+  d->fresh = dp_wait(d->rt, ids, n, budget) == 0 && n == nrun(d);
 }
 
 static void do_swap(struct dev *d);
@@ -321,6 +333,7 @@ static void *dev_main(void *arg) {
     if (d->parked && d->runs) unpark(d);
     poll_tasks(d);
     int64_t now = coop__now_ns(), wake = now + DEV_WAIT_NS;
+    if (held_wake < wake) wake = held_wake; /* a one-task job's submit waits until then at most */
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
       if (dev__step_run(d, r, now, &wake)) {

@@ -27,6 +27,12 @@
 #define DP_BUILD_MS 600000
 #define DP_LAUNCH_MS 120000
 #define DP_CALL_MS 20000
+/* How long the front spins on the socket for a reply before it sleeps in
+ * poll: on a GPU a short task's DP_SUBMIT answers within tens of
+ * microseconds, and a thread woken from poll costs about ten more (the
+ * trace's finished -> seen). Not on a CPU device (PoCL), whose megakernel
+ * needs the cores. */
+#define DP_REPLY_SPIN_NS 200000
 
 struct dp {
   pid_t pid;
@@ -34,6 +40,7 @@ struct dp {
   int dead;
   char death[64];
   struct dp_devinfo dev;
+  int64_t spin_ns; /* DP_REPLY_SPIN_NS on a GPU backend, else 0 (set at launch) */
   /* Task infos fetched by the last dp_poll (slot = id & 0xff): dp_task_info
    * answers from here until the next poll, or until the task is touched. */
   struct {
@@ -76,6 +83,13 @@ static int lost(struct dp *p, const char *why) {
   return COOP_ELOST;
 }
 
+/* A reply of n bytes received into p->r: its error, or the child lost. */
+static int reply(struct dp *p, ssize_t n) {
+  if (n < (ssize_t)offsetof(struct dp_rep, data)) return lost(p, NULL);
+  if ((size_t)n < sizeof p->r) ((char *)&p->r)[n] = '\0';
+  return p->r.err;
+}
+
 /* One request (p->q, with the descriptors fds[0..nfds)), one reply into
  * p->r. */
 static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, int timeout_ms) {
@@ -102,6 +116,13 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
   while (n < 0 && errno == EINTR);
   if (n != (ssize_t)sizeof p->q) return lost(p, NULL);
   int64_t deadline = now_ms() + timeout_ms;
+  for (int64_t spin_end = p->spin_ns ? coop__now_ns() + p->spin_ns : 0;
+       spin_end && coop__now_ns() < spin_end;) {
+    do n = recv(p->fd, &p->r, sizeof p->r, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    return reply(p, n);
+  }
   for (;;) {
     struct pollfd pf = {p->fd, POLLIN, 0};
     int64_t left = deadline - now_ms();
@@ -111,9 +132,7 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
     if (r <= 0) continue;
     do n = recv(p->fd, &p->r, sizeof p->r, 0);
     while (n < 0 && errno == EINTR);
-    if (n < (ssize_t)offsetof(struct dp_rep, data)) return lost(p, NULL);
-    if ((size_t)n < sizeof p->r) ((char *)&p->r)[n] = '\0';
-    return p->r.err;
+    return reply(p, n);
   }
 }
 
@@ -241,6 +260,7 @@ static int start_call(struct dp *p, uint32_t op, const char *during, char *err, 
     snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.data);
   else
     p->dev = p->r.u.dev;
+  if (e == 0) p->spin_ns = strcmp(p->dev.backend, "cuda") ? 0 : DP_REPLY_SPIN_NS;
   return e;
 }
 
@@ -335,12 +355,32 @@ int dp_copy(struct dp *p, const struct dp_buf *b, int in) {
 
 static void forget(struct dp *p, coop_task_id id) { p->cache[id & 0xffu].gen = 0; }
 
-int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id) {
+int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
+                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach) {
   p->q.u.desc = *d;
-  int e = call(p, DP_SUBMIT, -1, DP_CALL_MS);
-  if (e == 0) *id = (coop_task_id)p->r.a;
-  if (e == 0) forget(p, *id);
-  return e;
+  if (wait_ns < 0) wait_ns = 0;
+  if (wait_ns > 900000000) wait_ns = 900000000;
+  p->q.b = (uint64_t)wait_ns;
+  p->q.a = devbufs;
+  p->q.id = ended != NULL;
+  int e = call(p, DP_SUBMIT, -1, DP_CALL_MS + (int)(wait_ns / 1000000));
+  p->q.a = p->q.b = 0; /* q is reused */
+  p->q.id = 0;
+  if (ended) {
+    *ended = e == 0 && (p->r.n & DP_ENDED);
+    *breach = *ended ? (int)(p->r.n >> 8) - 1 : -1;
+  }
+  if (e) return e;
+  *id = (coop_task_id)p->r.a;
+  unsigned slot = *id & 0xffu; /* the info that came with it: no DP_INFO next */
+  p->cache[slot].id = *id;
+  p->cache[slot].gen = p->gen;
+  p->cache[slot].info = p->r.u.info;
+  return 0;
+}
+
+int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, coop_task_id *id) {
+  return dp_submit_end(p, d, wait_ns, 0, id, NULL, NULL);
 }
 
 /* DP_POLL or DP_WAIT: the infos of ids[0..n) into the cache. */

@@ -89,7 +89,22 @@ int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id re
  * the descriptor was short or could not be written. */
 int dp_copy(struct dp *p, const struct dp_buf *b, int in);
 
-int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, coop_task_id *id);
+/* Submits a task; its info as the child last read it is in the cache
+ * (dp_task_info answers it with no request). With wait_ns > 0 the child
+ * first waits, in the same request, until the task is final, the kick fd is
+ * written, or wait_ns passed (as dp_wait): a one-task job alone on the
+ * device is submitted and seen ended in one round trip (docs/daemon.md,
+ * the path of one job). */
+int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, coop_task_id *id);
+/* As dp_submit with a wait, for a task whose job needs nothing copied back
+ * (its buffers are device buffers: bit i of devbufs for argument i): if it
+ * ends within the wait, the device process also releases it and checks
+ * the guard zones of those buffers, as dp_unstage would, in the same
+ * request. *ended: 1 then, with *breach the first breached device buffer
+ * (in argument order among them) or -1; else 0 and the task is the
+ * caller's to release. */
+int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
+                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach);
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);

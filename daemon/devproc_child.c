@@ -241,6 +241,47 @@ static void wait_change(struct child *ch, const struct dp_poll_ids *p, unsigned 
   }
 }
 
+/* DP_SUBMIT's wait (q->b ns): as wait_change, but for one task to end. */
+static void wait_final(struct child *ch, coop_task_id id, int64_t budget) {
+  int64_t t0 = coop__now_ns(), end = t0 + budget;
+  long nap = DP_NAP0_NS;
+  for (unsigned spins = 0;; spins++) {
+    struct coop_rt_task_info ti;
+    if (coop_rt_task_info(ch->rt, id, &ti) || ti.state >= COOP_TASK_DONE) return;
+    int64_t now = coop__now_ns();
+    if (now >= end) return;
+    if (now - t0 < ch->spin_ns) {
+      if ((spins & 63u) == 0u && kicked(ch)) return;
+      continue;
+    }
+    if (kicked(ch)) return;
+    int64_t left = end - now < nap ? end - now : nap;
+    struct timespec ts = {0, left};
+    struct pollfd pf = {ch->kick, POLLIN, 0};
+    if (ch->kick >= 0)
+      ppoll(&pf, 1, &ts, NULL);
+    else
+      nanosleep(&ts, NULL);
+    if (nap < DP_NAP_MAX_NS) nap *= 2;
+  }
+}
+
+/* A one-task job's end, in DP_SUBMIT's reply (the front asked: it needs
+ * nothing copied back): the task released, and the guard zones of its
+ * device buffers (the args of bits `mask`) checked, as DP_UNSTAGE would. */
+static void end_task(coop_rt *rt, const struct coop_rt_task_desc *d, uint64_t mask, coop_task_id id,
+                     struct dp_rep *r) {
+  coop_rt_task_release(rt, id);
+  int breach = -1;
+  for (unsigned i = 0, k = 0; i < d->nargs && i < 64; i++) {
+    if (!((mask >> i) & 1u)) continue;
+    void *p = coop_rt_buf_host(rt, d->args[i]);
+    if (p && coop_rt_buf_check(rt, p) == COOP_EFAULT && breach < 0) breach = (int)k;
+    k++;
+  }
+  r->n = DP_ENDED | (uint32_t)(breach + 1) << 8;
+}
+
 /* DP_POLL and DP_WAIT's reply: every task's info, noted as answered. */
 static size_t poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n,
                          struct dp_rep *r) {
@@ -295,6 +336,12 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       coop_task_id id = 0;
       r->err = coop_rt_submit(rt, &q->u.desc, &id);
       r->a = id;
+      if (r->err) return 0;
+      if (q->b) wait_final(ch, id, q->b < 1000000000u ? (int64_t)q->b : 0);
+      coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
+      if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
+        ch->reported[id & 0xffu] = (uint8_t)(r->u.info.state + 1);
+      if (q->id && r->u.info.state >= COOP_TASK_DONE) end_task(rt, &q->u.desc, q->a, id, r);
       return 0;
     }
     case DP_INFO:

@@ -16,7 +16,8 @@ enum dp_op {
   DP_OPEN = 1, /* fd: sources; u.open */
   DP_LAUNCH,
   DP_CLOSE,
-  DP_SUBMIT,  /* u.desc -> rep.a = task id */
+  DP_SUBMIT,  /* u.desc, b = wait ns, a = device buffer args (bits), id = 1: end it
+               * -> rep.a = task id, rep.u.info, rep.n (DP_ENDED, breach + 1 << 8) */
   DP_INFO,    /* id -> rep.u.info */
   DP_LIVE,    /* id -> rep.u.live */
   DP_CANCEL,  /* id */
@@ -34,6 +35,10 @@ enum dp_op {
                * buffer b[i].arg at b[i].at */
   DP_READ     /* u.bufs, fds: the same range the other way */
 };
+
+/* DP_SUBMIT's reply: the task ended within the wait and was released, its
+ * device buffers' guard zones checked (rep.n >> 8: the first breached + 1). */
+#define DP_ENDED 1u
 
 #define DP_POLL_MAX 128 /* task infos per DP_POLL reply (fits DP_DATA_MAX) */
 struct dp_poll_ids {

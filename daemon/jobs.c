@@ -59,7 +59,7 @@ void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, con
              (uint64_t)st.st_size >= a->size;
     r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok, 0};
     if (a->type == COOP_ARG_DEVBUF) /* its size: the buffer's (sess_submit) */
-      r->args[i] = (struct job_req_arg){COOP_ARG_BUF, COOP_BUF_INOUT, 0, 0, -1, 1, 1};
+      r->args[i] = (struct job_req_arg){COOP_ARG_BUF, 0, 0, 0, -1, 1, 1};
   }
 }
 

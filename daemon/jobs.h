@@ -34,7 +34,7 @@ struct job_arg {
   uint8_t *data; /* inline: IN bytes from the client, then OUT bytes back; an IN-only
                   * copy is freed when the job finishes (session_job_done) */
   uint64_t dev;  /* device thread: the arena copy's argument value + 1; 0: none */
-  /* a device buffer (bufs.h; type COOP_ARG_BUF, dir INOUT, nothing staged):
+  /* a device buffer (bufs.h; type COOP_ARG_BUF, dir 0: nothing staged):
    * its id (0: not one), where it lives (argument value, device process) */
   uint64_t devbuf_id, devbuf_arg, devbuf_gen;
   struct dbuf *devbuf; /* loop: the table's entry, its users counting this job */

@@ -209,7 +209,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
       struct job_err e;
       struct dbuf *b = dbuf_lookup(s->dm, s->uid, a->bits, &e);
       ja->type = COOP_ARG_BUF;
-      ja->dir = COOP_BUF_INOUT;
+      ja->dir = 0; /* nothing is copied in or out: every copy's loop passes it by */
       ja->bits = 0;
       ja->size = b->size;
       ja->devbuf_id = b->id;

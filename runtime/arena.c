@@ -127,6 +127,10 @@ int coop_rt_buf_check(coop_rt *rt, const void *p) {
     if (rt->blocks[i].off == off) {
       struct coop__arena_block b = rt->blocks[i];
       r = guard_ok(rt, b.off - GUARD) && guard_ok(rt, b.off + b.len) ? 0 : COOP_EFAULT;
+      if (r) { /* found once: armed again for the buffer's next job */
+        guard_fill(rt, b.off - GUARD);
+        guard_fill(rt, b.off + b.len);
+      }
       break;
     }
   pthread_mutex_unlock(&rt->lock);

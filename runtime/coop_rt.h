@@ -99,7 +99,8 @@ int coop_rt_sched_profile(coop_rt *rt, uint64_t *out, int n);
 void *coop_rt_alloc(coop_rt *rt, size_t bytes);
 int coop_rt_free(coop_rt *rt, void *p);
 /* As coop_rt_free's check of the guard zones, the buffer kept: a device
- * buffer that outlives the job that used it (0, COOP_EFAULT, COOP_EINVAL). */
+ * buffer that outlives the job that used it (0, COOP_EFAULT, COOP_EINVAL).
+ * A breach found is reported once: the guards are filled again. */
 int coop_rt_buf_check(coop_rt *rt, const void *p);
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p);
 uint64_t coop_rt_buf_len(coop_rt *rt, const void *p);

@@ -29,6 +29,11 @@ expect 1 "out of range" "$coopctl" --socket "$sock" app color --graph "$graphs/b
 expect 2 "out of range" "$coopctl" --socket "$sock" app bfs --graph "$graphs/grid8x6.gr" \
   --source 48
 expect 2 "unknown application" "$coopctl" --socket "$sock" app nosuchapp
+expect 2 "out of range" "$coopctl" --socket "$sock" app bfs --graph "$graphs/grid8x6.gr" \
+  --sources 0,48
+expect 2 "bad --sources" "$coopctl" --socket "$sock" app bfs --sources 0,x
+expect 2 "exclude" "$coopctl" --socket "$sock" app bfs --source 1 --sources 0,2
+expect 2 "takes no --sources" "$coopctl" --socket "$sock" app color --sources 0
 expect 1 "connect" "$coopctl" --socket "$sock" app bfs --check
 # issue 20: SSSP paths that reach 2^32 - 1, the 32-bit "unreached" value
 # (p-sssp's own --check failed), refused before anything runs
@@ -77,6 +82,19 @@ done
 # a float's range (bc.cl scales sigma per level; before it gave NaN)
 for app in "$@"; do
   [ "$app" = bc ] && expect 0 "" "$coopctl" --socket "$sock" app bc --scale 6 --input 1 --check
+done
+
+# --sources: the graph uploaded once as device buffers (PROTOCOL.md,
+# "Device buffers"), one job per source, each checked against the CPU
+for app in "$@"; do
+  case $app in
+    bfs | lsssp | l-sssp | psssp | p-sssp)
+      expect_out "4 of 4 sources done" "$coopctl" --socket "$sock" app "$app" \
+        --graph "$graphs/grid8x6.gr" --sources 0,5,17,47 --check
+      grep -q "check ok" "$dir/out" || fail "$app --sources: no check line"
+      expect_out "uploaded once" "$coopctl" --socket "$sock" app "$app" \
+        --graph "$graphs/grid8x6.gr" --sources 3,3 --check ;;
+  esac
 done
 
 # one workgroup on device 0; a device it does not have; the daemon's own

@@ -323,6 +323,43 @@ START_TEST(lost_with_the_device_process) {
 }
 END_TEST
 
+/* A kernel that writes past a device buffer (rawpoke: raw stores, no
+ * views) fails EFAULT, as with a buffer sent with the job; the breach is
+ * reported once: the buffer's next job, within bounds, is done, and its
+ * bytes are there to read. */
+START_TEST(guard_zone_of_a_device_buffer) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  coop_conn *c = connect_to(&d);
+  uint64_t b = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, 64, NULL, 0, &b), 0);
+  for (int k = 0; k < 2; k++) {
+    coop_job *j = coop_job_new("rawpoke", 1);
+    coop_job_buffer(j, b);
+    coop_job_u32(j, k == 0 ? 16 + 4 : 16); /* 16 bytes into the guard after it, then inside */
+    uint64_t id;
+    ck_assert_int_eq(coop_submit(c, j, &id), 0);
+    coop_job_free(j);
+    struct coop_result r;
+    ck_assert_int_eq(coop_wait(c, id, 60000, &r), 0);
+    if (k == 0) {
+      ck_assert_int_eq(r.state, COOP_STATE_FAILED);
+      ck_assert_int_eq(r.error, COOP_EFAULT);
+      ck_assert_ptr_nonnull(strstr(r.message, "guard zone"));
+    } else {
+      ck_assert_msg(r.state == COOP_STATE_DONE, "%s", r.message);
+    }
+    coop_result_free(&r);
+  }
+  uint32_t got[16];
+  ck_assert_int_eq(coop_buffer_read(c, b, 0, got, sizeof got), 0);
+  for (int i = 0; i < 16; i++) ck_assert_uint_eq(got[i], 0xfeedfaceu);
+  coop_disconnect(c);
+  daemon_stop(&d);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("buffers");
   TCase *tc = tcase_create("buffers");
@@ -331,6 +368,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, owners_and_connections);
   tcase_add_test(tc, counted_per_user);
   tcase_add_test(tc, lost_with_the_device_process);
+  tcase_add_test(tc, guard_zone_of_a_device_buffer);
   suite_add_tcase(s, tc);
   return s;
 }

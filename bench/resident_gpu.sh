@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU batch behind bench/RESULTS.md "A task on device buffers through
+# coopd": one small task's round trip through coopd with its buffers sent
+# with each job (inline) and on the device (--resident), before (OLD_DIR's
+# coopd and coop-bench-rtt, protocol 2) and after, alternating, beside a
+# plain CUDA launch's round trip in the same run; the legs of the resident
+# round trip (COOP_TRACE_FILE); and bfs from 16 sources on road 1024 x 1024:
+# the graph uploaded once (coopctl app --sources) against 16 runs that each
+# send it, and against the in-process cooperative form.
+#
+#   bench/resident_gpu.sh [OLD_DIR]
+#
+# Run from the repository root on the GPU machine with build-cuda built here
+# (cmake -DCOOP_CUDA=ON) and its shared libraries in .devlibs/, as
+# bench/native_gpu.sh. OLD_DIR (default .devold/old) holds coopd,
+# coop-bench-rtt and libcoop.so.0 of the commit before. Outputs go to $OUT.
+set -o pipefail
+old=${1:-.devold/old}
+out=${OUT:-$PWD/out}
+mkdir -p "$out" /work
+[ -e /work/main ] || ln -s "$PWD" /work/main
+cd /work/main || exit 1
+export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
+nvidia-smi -L
+b=build-cuda/bin
+
+start_coopd() { # BINARY [--set ...]
+  cd_dir=$(mktemp -d)
+  "$1" --socket "$cd_dir/s" --kernels kernels:build-cuda/kernels/apps --backend cuda \
+    --set server.journal=off "${@:2}" --log-level warn 2>"$cd_dir/log" &
+  cd_pid=$!
+  for _ in $(seq 600); do [[ -S $cd_dir/s ]] && break; sleep 0.2; done
+}
+stop_coopd() { kill "$cd_pid"; wait "$cd_pid"; }
+
+echo "== a plain CUDA launch's round trip (coop-bench-native --barriers)"
+timeout 150 $b/coop-bench-native --barriers >"$out/native.txt" 2>&1
+sed -n '/plain launch round trip/,/^$/p' "$out/native.txt" | head -12
+
+echo "== coopd round trips (us), two rounds, old and new alternating"
+start_coopd $b/coopd
+w=$($b/coopctl --socket "$cd_dir/s" --json stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+stop_coopd
+echo "workers: $w"
+for i in 1 2; do
+  start_coopd "$old/coopd"
+  for k in 1 "$w"; do
+    LD_LIBRARY_PATH=$old:$LD_LIBRARY_PATH timeout 100 "$old/coop-bench-rtt" --socket "$cd_dir/s" --runs 1000 --groups "$k" \
+      --label "old-inline-k$k" | tail -1 | tee -a "$out/rtt.csv"
+  done
+  stop_coopd
+  start_coopd $b/coopd
+  for k in 1 "$w"; do
+    for r in "" --resident; do
+      timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 1000 --groups $k $r \
+        --label "new${r:+-resident}-k$k" | tail -1 | tee -a "$out/rtt.csv"
+    done
+  done
+  stop_coopd
+done
+
+echo "== the legs of the resident round trip, K = 1"
+export COOP_TRACE_FILE=$out/trace.csv
+start_coopd $b/coopd
+timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 1000 --groups 1 --resident \
+  --label resident-traced --trace "$COOP_TRACE_FILE" 2>&1 | tee "$out/legs.txt" | head -40
+stop_coopd
+unset COOP_TRACE_FILE
+
+echo "== bfs, road 1024 x 1024, 16 sources"
+srcs=0,1000,65536,131071,200000,300000,400000,500000,524288,600000,700000,800000,900000,1000000,1048000,1048575
+timeout 200 $b/coop-bench-native --app bfs --scale 12 --input 1 >"$out/bfs-native.txt" 2>&1
+grep -iE "coop|native|ms" "$out/bfs-native.txt" | head -8
+start_coopd $b/coopd
+t0=$(date +%s%N)
+timeout 300 $b/coopctl --socket "$cd_dir/s" app bfs --scale 12 --input 1 --sources $srcs \
+  >"$out/bfs-sources.txt" 2>&1
+echo "sources rc=$? wall $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+tail -3 "$out/bfs-sources.txt"
+t0=$(date +%s%N)
+for s in ${srcs//,/ }; do
+  timeout 100 $b/coopctl --socket "$cd_dir/s" app bfs --scale 12 --input 1 --source "$s" \
+    >>"$out/bfs-each.txt" 2>&1 || echo "source $s failed"
+done
+echo "16 separate coopctl runs (each generates the graph and sends it): wall" \
+  "$(( ($(date +%s%N) - t0) / 1000000 )) ms"
+grep -h "execution" "$out/bfs-each.txt" | head -3
+stop_coopd
