@@ -35,7 +35,8 @@ struct run {
   int64_t cancel_seen;  /* when the device thread first saw j->cancel */
   int watchdog;         /* cancelled by watchdog_ms: its RESULT says so */
   coop_task_id release; /* a one-task job's ended task, released with its unstage */
-  int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1 */
+  int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1, */
+  struct coop_rt_task_info end_info; /* and its final info */
   struct run *next;
 };
 

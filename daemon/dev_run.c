@@ -96,9 +96,9 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
       else
         copies = 1;
     }
-  int e = wait_ns && !copies
-              ? dp_submit_end(d->rt, &td, wait_ns, devbufs, &id, &r->ended, &r->breach)
-              : dp_submit(d->rt, &td, wait_ns, &id);
+  int e = wait_ns && !copies ? dp_submit_end(d->rt, &td, wait_ns, devbufs, &id, &r->ended,
+                                             &r->breach, &r->end_info)
+                             : dp_submit(d->rt, &td, wait_ns, &id);
   if (e) return e;
   TRACE_STAMP(j, submit_ret);
   r->task[r->ninflight] = id;
@@ -253,7 +253,10 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
   struct job *j = r->j;
   struct coop_rt_task_info ti;
   coop_task_id id = r->task[slot];
-  dp_task_info(d->rt, id, &ti);
+  if (r->ended) /* the device process has forgotten it */
+    ti = r->end_info;
+  else
+    dp_task_info(d->rt, id, &ti);
   /* A periodic job's slot is needed by its next instances at once; a
    * one-task job's goes back with its buffers (dev__unstage): one round
    * trip to the device process fewer (docs/daemon.md, the path of a job). */
@@ -379,7 +382,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (!releases_done(r) && r->next_release < *wake) *wake = r->next_release;
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
-    int got = dp_task_info(d->rt, r->task[i], &ti) == 0;
+    int got = r->ended ? (ti = r->end_info, 1) : dp_task_info(d->rt, r->task[i], &ti) == 0;
     if (got && ti.state >= COOP_TASK_DONE) {
       record(d, r, i, coop__now_ns()); /* moves the last slot into i */
     } else {

@@ -174,6 +174,13 @@ void dev__cancel_queued(struct dev *d, struct job *j, const char *why) {
 }
 
 static void take_new(struct dev *d) {
+  /* The kicks so far announce what this pass takes: spent now, so that only
+   * later work ends the device process's waits (a kick left from the job
+   * this pass submits ended its DP_SUBMIT wait at once, and its end took
+   * two more round trips). */
+  uint64_t spent;
+  ssize_t got = read(d->kick, &spent, sizeof spent);
+  (void)got;
   dev__do_bufops(d); /* first: a job submitted after a write sees its bytes */
   pthread_mutex_lock(&d->mu);
   d->stop_now = d->stopping;

@@ -217,6 +217,7 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
   struct dp *p = calloc(1, sizeof *p);
   if (!p) return snprintf(err, errlen, "out of memory"), COOP_ENOMEM;
   p->fd = -1;
+  p->gen = 1; /* 0 marks no cache entry valid (dp_task_info) */
   int e = spawn(p, err, errlen);
   if (e) return free(p), e;
   int sfd = sources_memfd(ks);
@@ -356,7 +357,8 @@ int dp_copy(struct dp *p, const struct dp_buf *b, int in) {
 static void forget(struct dp *p, coop_task_id id) { p->cache[id & 0xffu].gen = 0; }
 
 int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
-                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach) {
+                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
+                  struct coop_rt_task_info *info) {
   p->q.u.desc = *d;
   if (wait_ns < 0) wait_ns = 0;
   if (wait_ns > 900000000) wait_ns = 900000000;
@@ -369,6 +371,7 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
   if (ended) {
     *ended = e == 0 && (p->r.n & DP_ENDED);
     *breach = *ended ? (int)(p->r.n >> 8) - 1 : -1;
+    if (*ended) *info = p->r.u.info;
   }
   if (e) return e;
   *id = (coop_task_id)p->r.a;
@@ -380,7 +383,7 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
 }
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, coop_task_id *id) {
-  return dp_submit_end(p, d, wait_ns, 0, id, NULL, NULL);
+  return dp_submit_end(p, d, wait_ns, 0, id, NULL, NULL, NULL);
 }
 
 /* DP_POLL or DP_WAIT: the infos of ids[0..n) into the cache. */

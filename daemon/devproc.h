@@ -101,10 +101,12 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, 
  * ends within the wait, the device process also releases it and checks
  * the guard zones of those buffers, as dp_unstage would, in the same
  * request. *ended: 1 then, with *breach the first breached device buffer
- * (in argument order among them) or -1; else 0 and the task is the
- * caller's to release. */
+ * (in argument order among them) or -1, and *info its final info (the
+ * device process has forgotten the task: only this tells its end); else 0
+ * and the task is the caller's to release. */
 int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
-                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach);
+                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
+                  struct coop_rt_task_info *info);
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);
