@@ -314,6 +314,10 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
 
 void dev__finish_job(struct dev *d, struct run *r) {
   struct job *j = r->j;
+  /* idle from now: a job started and ended within one pass (its end came
+   * with its submit) is never seen by maybe_park, which then parked the
+   * megakernel after every such job, and the next paid the relaunch */
+  d->idle_since = coop__now_ns();
   if (j->flags & COOP_SUBMIT_COOPERATIVE) d->slots_seq++; /* a slot is free: new places */
   if (j->m_min == UINT32_MAX) j->m_min = 0;
   uint8_t now = atomic_load(&j->state);
