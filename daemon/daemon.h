@@ -10,7 +10,7 @@
 #include <uv.h>
 
 #include "config.h"
-#include "device.h"
+#include "device/device.h"
 #include "jobs.h"
 #include "kset.h"
 #include "metrics.h"
@@ -106,6 +106,8 @@ void session_shutdown_all(struct daemon *dm);
 /* sess_jobs.c */
 void session_job_done(struct daemon *dm, struct job *j);
 void session_job_event(struct daemon *dm, const struct dev_event *e);
+/* The two above as the device layer's hooks (dev_open), user = the daemon. */
+extern const struct dev_hooks session_dev_hooks;
 /* sess_info.c: what STATS answers (a client's, or metrics_http.c's /metrics),
  * as user viewer may read it (the watchdog's event: dev_watch_get);
  * SESSION_VIEWER_ANYONE for a reader who is no user in particular. */

@@ -14,7 +14,7 @@
 #include "confreload.h"
 #include "bufs.h"
 #include "daemon.h"
-#include "devproc.h"
+#include "device/devproc.h"
 #include "journal.h"
 #include "listen_fds.h"
 #include "log.h"
@@ -254,7 +254,8 @@ static int open_devices(struct daemon *dm) {
         _exit(1);
       }
     }
-    int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm, err, sizeof err);
+    int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm->loop, &session_dev_hooks, dm, err,
+                     sizeof err);
     if (e && all && i > 0) {
       log_info("devices = all: %d devices (index %d: %s)", i, idx[i], err);
       break;

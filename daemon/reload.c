@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "daemon.h"
-#include "devproc.h"
+#include "device/devproc.h"
 #include "log.h"
 #include "sdnotify.h"
 

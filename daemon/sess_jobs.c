@@ -442,3 +442,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
   o->finished++;
   trim_finished(dm, o);
 }
+
+static void hook_job_done(void *user, struct job *j) { session_job_done(user, j); }
+static void hook_job_event(void *user, const struct dev_event *e) { session_job_event(user, e); }
+const struct dev_hooks session_dev_hooks = {hook_job_done, hook_job_event};

@@ -296,7 +296,7 @@ static int discover(coop_rt *rt) {
  *     COOP_RT_DRIFT_NS is counted as drift; a device clock that went back
  *     (a relaunch that reset it) restarts the line at the new point.
  * The daemon also clamps each job's times to what the host itself saw
- * (daemon/device.c, record), so that no fit can report an impossible
+ * (daemon/device/dev_run.c, record), so that no fit can report an impossible
  * order. */
 
 #define COOP_RT_PING_NS 20000000ll /* a refit's ping not answered in 20 ms is dropped */

@@ -56,8 +56,9 @@ struct dev {
   struct dev_event *ev; /* under mu: events for the loop, in order */
   size_t nev, cap_ev;
   void (*on_stopped)(struct dev *, void *);
-  int index;         /* the device index it was opened with */
-  struct daemon *dm; /* its jobs and events go to its sessions (session_job_done) */
+  int index;                     /* the device index it was opened with */
+  const struct dev_hooks *hooks; /* its jobs and events go up through these, with user */
+  void *user;
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;

@@ -56,7 +56,6 @@
 #include "coop_util.h"
 #include "devproc.h"
 #include "fdio.h"
-#include "daemon.h" /* session_job_done, session_job_event */
 #include "dev_internal.h"
 #include "log.h"
 
@@ -81,8 +80,8 @@ static void on_async(uv_async_t *a) {
   memcpy(swap_msg, d->swap_msg, sizeof swap_msg);
   d->swap_done = 0;
   pthread_mutex_unlock(&d->mu);
-  if (swapped && d->on_swapped) d->on_swapped(swap_err, swap_msg, d->dm);
-  for (size_t i = 0; i < nev; i++) session_job_event(d->dm, &ev[i]);
+  if (swapped && d->on_swapped) d->on_swapped(swap_err, swap_msg, d->user);
+  for (size_t i = 0; i < nev; i++) d->hooks->job_event(d->user, &ev[i]);
   free(ev);
   while (op) { /* before the jobs: a job's RESULT never overtakes a write's OK */
     struct dev_bufop *n = op->next;
@@ -93,13 +92,13 @@ static void on_async(uv_async_t *a) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
     TRACE_STAMP(j, loop_got);
-    session_job_done(d->dm, j);
+    d->hooks->job_done(d->user, j);
     j = n;
   }
   if (stopped && d->on_stopped) {
     void (*cb)(struct dev *, void *) = d->on_stopped;
     d->on_stopped = NULL;
-    cb(d, d->dm);
+    cb(d, d->user);
   }
 }
 
@@ -485,14 +484,15 @@ int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned gra
 }
 
 int dev_open(struct dev **dp, const struct config *c, int index, const struct kset *ks,
-             struct daemon *dm, char *err, size_t errlen) {
+             uv_loop_t *loop, const struct dev_hooks *hooks, void *user, char *err, size_t errlen) {
   struct dev *d = calloc(1, sizeof *d);
   if (!d) return COOP_ENOMEM;
   pthread_mutex_init(&d->mu, NULL); /* before dev__launch, which takes it */
   d->cfg = c;
   d->index = index;
   d->ks = ks;
-  d->dm = dm;
+  d->hooks = hooks;
+  d->user = user;
   d->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (d->kick < 0) {
     snprintf(err, errlen, "eventfd: %s", strerror(errno));
@@ -517,7 +517,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&d->cv, &ca);
   pthread_condattr_destroy(&ca);
-  uv_async_init(dm->loop, &d->async, on_async);
+  uv_async_init(loop, &d->async, on_async);
   d->async.data = d;
   dev__build_view(d, coop__now_ns()); /* TOP has a view before the first client comes */
   *dp = d;

@@ -27,14 +27,22 @@ struct dev_event {
   int64_t t_ns, gather_ns;
 };
 
-struct daemon;
+/* What the device thread hands the layer above, on its loop: each job it
+ * hands back, each event of a running job. coopd's sessions pass theirs
+ * (session_job_done, session_job_event); the device layer knows nothing
+ * above it but these. */
+struct dev_hooks {
+  void (*job_done)(void *user, struct job *j);
+  void (*job_event)(void *user, const struct dev_event *e);
+};
+
 /* Opens the device, registers the kernels, launches the megakernel (in the
- * calling thread, before the loop runs). On dm's loop, each job handed
- * back goes to session_job_done and each event to session_job_event
- * (daemon.h); on_stopped and on_swapped get dm as their user. Returns 0
- * or a coop_errno with a message. */
+ * calling thread, before the loop runs). On loop, each job handed back
+ * goes to hooks->job_done and each event to hooks->job_event, with user;
+ * on_stopped and on_swapped get user too. Returns 0 or a coop_errno with a
+ * message. */
 int dev_open(struct dev **d, const struct config *c, int index, const struct kset *ks,
-             struct daemon *dm, char *err, size_t errlen);
+             uv_loop_t *loop, const struct dev_hooks *hooks, void *user, char *err, size_t errlen);
 int dev_start(struct dev *d);
 /* Starts a device process (devproc.h) that opens the configured device and
  * builds (does not launch) a megakernel of the kernels in ks. Blocking,
