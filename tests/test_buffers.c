@@ -1,13 +1,20 @@
 /*
  * test_buffers.c: device buffers through coopd and libcoop (PROTOCOL.md,
  * "Device buffers"; docs/daemon.md): their life cycle, their owner, what
- * they cost their user, and what a device-process restart does to them.
+ * they cost their user, and what a device-process restart does to them;
+ * and a client that floods coopd with requests it never reads the replies
+ * of, beside one whose tasks must keep running.
  * Real daemons on PoCL; the sweep kernel (kernels/sweep.cl) adds `rounds`
  * to each of n words, so a buffer's contents tell how many jobs ran on it.
  */
 #define _GNU_SOURCE
 #include <check.h>
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +26,9 @@
 
 #include "check_run.h"
 #include "coop.h"
+#include "coop_util.h"
 #include "coopd_argv.h"
+#include "wire.h"
 
 struct daemon_proc {
   pid_t pid;
@@ -360,6 +369,114 @@ START_TEST(guard_zone_of_a_device_buffer) {
 }
 END_TEST
 
+/* ---- a client that floods ---- */
+
+struct flood {
+  const char *sock;
+  volatile int stop;
+  unsigned sent; /* SUBMITs written */
+};
+
+/* Connects, says HELLO, then writes render SUBMITs as fast as the socket
+ * takes them and never reads a reply, until told to stop. */
+static void *flood_main(void *arg) {
+  struct flood *f = arg;
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", f->sock);
+  if (connect(fd, (struct sockaddr *)&sa, sizeof sa)) return NULL;
+  static union coop_msg m;
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  snprintf(m.hello.name, sizeof m.hello.name, "flood");
+  coop_wire_encode(&b, COOP_MSG_HELLO, 1, &m);
+  static float a[64 * 64];
+  memset(&m, 0, sizeof m);
+  snprintf(m.submit.kernel, sizeof m.submit.kernel, "render");
+  m.submit.groups = 1;
+  m.submit.device = COOP_WIRE_ANY_DEVICE;
+  m.submit.nargs = 5;
+  for (int i = 0; i < 3; i++) {
+    struct coop_wire_arg *x = &m.submit.args[i];
+    x->type = COOP_ARG_BUF;
+    x->dir = i < 2 ? COOP_BUF_IN : COOP_BUF_OUT;
+    x->fd = COOP_WIRE_FD_NONE;
+    x->size = sizeof a;
+    x->data = i < 2 ? (const uint8_t *)a : NULL;
+    x->data_len = i < 2 ? (uint32_t)sizeof a : 0;
+  }
+  m.submit.args[3] = (struct coop_wire_arg){.type = COOP_ARG_U32, .bits = 64};
+  m.submit.args[4] = (struct coop_wire_arg){.type = COOP_ARG_U32, .bits = 1};
+  for (uint32_t seq = 2; seq < 200; seq++) coop_wire_encode(&b, COOP_MSG_SUBMIT, seq, &m);
+  fcntl(fd, F_SETFL, O_NONBLOCK);
+  size_t off = 0;
+  while (!f->stop) {
+    ssize_t n = send(fd, b.p + off, b.len - off, MSG_NOSIGNAL);
+    if (n > 0) {
+      off += (size_t)n;
+      if (off == b.len) { /* again, from the first SUBMIT (HELLO is 29 bytes) */
+        off = 29;
+        f->sent += 198;
+      }
+    } else if (n < 0 && errno != EAGAIN) {
+      break;
+    } else {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
+  }
+  coop_wire_buf_free(&b);
+  close(fd);
+  return NULL;
+}
+
+/* One client writes SUBMITs without ever reading a reply (its socket and
+ * coopd's output to it fill up); another's tasks keep running, each within
+ * a bound, and coopd answers as before once the flood stops. */
+START_TEST(a_client_that_never_reads) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  struct flood f = {.sock = d.sock};
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, flood_main, &f), 0);
+  msleep(1000); /* its jobs run (up to max_jobs_per_client), its replies pile up */
+  static float a[16 * 16], o[16 * 16];
+  for (int i = 0; i < 16 * 16; i++) a[i] = 1.0f;
+  int64_t worst = 0;
+  for (int k = 0; k < 20; k++) {
+    coop_job *j = coop_job_new("render", 1);
+    coop_job_buf_in(j, a, sizeof a);
+    coop_job_buf_in(j, a, sizeof a);
+    coop_job_buf_out(j, o, sizeof o);
+    coop_job_u32(j, 16);
+    coop_job_u32(j, 1);
+    int64_t t0 = coop__now_ns();
+    uint64_t id;
+    ck_assert_int_eq(coop_submit(c, j, &id), 0);
+    coop_job_free(j);
+    struct coop_result r;
+    ck_assert_int_eq(coop_wait(c, id, 30000, &r), 0);
+    int64_t dt = coop__now_ns() - t0;
+    if (dt > worst) worst = dt;
+    ck_assert_int_eq(r.state, COOP_STATE_DONE);
+    ck_assert(o[0] == 16.0f);
+    coop_result_free(&r);
+  }
+  f.stop = 1;
+  pthread_join(t, NULL);
+  ck_assert_uint_gt(f.sent, 0);
+  /* behind up to max_jobs_per_client renders of the flood: seconds at most
+   * on 2 loaded cores, never the flood's whole backlog */
+  ck_assert_msg(worst < 5000000000ll, "a task took %.0f ms beside the flood", worst / 1e6);
+  struct coop_stats st;
+  ck_assert_int_eq(coop_stats(c, &st), 0);
+  coop_disconnect(c);
+  daemon_stop(&d);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("buffers");
   TCase *tc = tcase_create("buffers");
@@ -369,6 +486,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, counted_per_user);
   tcase_add_test(tc, lost_with_the_device_process);
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
+  tcase_add_test(tc, a_client_that_never_reads);
   suite_add_tcase(s, tc);
   return s;
 }
