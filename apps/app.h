@@ -2,7 +2,7 @@
  * app.h: the blocking applications of paper 004 Table 1 (plus thesis 000's
  * bc) as tests, benchmarks and the daemon drive them. One file pair per
  * application: NAME.cl (device code, one cooperative kernel, written against
- * runtime/device/api.h and dialect.h so that it also compiles as CUDA)
+ * megakernel/device/api.h and dialect.h so that it also compiles as CUDA)
  * and NAME.c (host side: run on a launched runtime, CPU reference, check),
  * which defines `const struct coop_app coop_app_NAME`.
  *

@@ -14,10 +14,10 @@
  * filled, NAME_init once, then NAME_step until COOP_DONE, a grid sync at
  * every global or resizing barrier, offer_kill never accepted and
  * request_fork forking nothing (both valid outcomes of the primitives,
- * 004 Sec. 3.1). The NVRTC options are runtime/backends/cuda.c's, plus the
+ * 004 Sec. 3.1). The NVRTC options are megakernel/backends/cuda.c's, plus the
  * include path that <cooperative_groups.h> needs.
  *
- * The driver and NVRTC are opened with dlopen (runtime/backends/cuda_loader.h),
+ * The driver and NVRTC are opened with dlopen (megakernel/backends/cuda_loader.h),
  * so that --help and --compile-only run where no driver is.
  */
 #include <pthread.h>
@@ -34,7 +34,7 @@
 #include "native.h"
 
 extern const char coop__src_coop_limits_h[], coop__src_dialect_h[], coop__src_shared_h[],
-    coop__src_api_h[], coop__src_taskqueue_cl[]; /* cooprt: runtime/device/ */
+    coop__src_api_h[], coop__src_taskqueue_cl[]; /* cooprt: megakernel/device/ */
 
 #ifndef COOP_NATIVE_CUDA_INCLUDE
 #define COOP_NATIVE_CUDA_INCLUDE ""

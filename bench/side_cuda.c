@@ -11,9 +11,9 @@
  * coop_local_size_c, coop_arg_u32, coop_arg_buf) read the hardware's block
  * and thread ids and the kernel's parameters, then matmul.cl
  * (coop_app_src_matmul_cl), then an entry point that fills the context and
- * calls matmul(). The NVRTC options are runtime/backends/cuda.c's.
+ * calls matmul(). The NVRTC options are megakernel/backends/cuda.c's.
  *
- * The driver and NVRTC are opened with dlopen (runtime/backends/cuda_loader.h),
+ * The driver and NVRTC are opened with dlopen (megakernel/backends/cuda_loader.h),
  * so that the binary runs --help and --compile-only where no driver is.
  */
 #include <stdio.h>

@@ -241,7 +241,7 @@ static int open_devices(struct daemon *dm) {
     for (n = 0; n < (int)COOP_WIRE_MAX_DEVICES; n++) idx[n] = n;
   for (int i = 0; i < n; i++) {
     /* CUDA: one primary context per GPU, and a module load in it waits for
-     * the megakernel already running there (runtime/backends/cuda.c, cu_load), so
+     * the megakernel already running there (megakernel/backends/cuda.c, cu_load), so
      * a second megakernel on one GPU would hang coopd's start. */
     for (int j = 0; j < i; j++) {
       char backend[16];

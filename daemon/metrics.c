@@ -14,7 +14,7 @@
 #include "daemon.h"
 
 /* arena.c's blocks: the request rounded up to 64 bytes, a 64-byte guard
- * zone on each side (runtime/rt_internal.h, COOP__ARENA_GUARD). */
+ * zone on each side (megakernel/rt_internal.h, COOP__ARENA_GUARD). */
 #define ARENA_ALIGN 64u
 #define ARENA_GUARD 64u
 

@@ -39,9 +39,9 @@ configure_file(${coop_config_root}/conf/coopd.ini ${coop_config_conf}/coopd.ini 
 coop_libfuzzer(NAME config
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/fuzz_config.c ${coop_config_root}/daemon/config.c
     ${coop_config_root}/daemon/log.c
-  FLAGS -DCOOP_FUZZ_RT_STUB -I${coop_config_root}/daemon -I${coop_config_root}/runtime
+  FLAGS -DCOOP_FUZZ_RT_STUB -I${coop_config_root}/daemon -I${coop_config_root}/megakernel
     -I${coop_config_root}/protocol ${INIH_CFLAGS}
   LIBS ${INIH_LDFLAGS}
   DEPENDS ${coop_config_root}/daemon/config.h ${coop_config_root}/daemon/log.h
-    ${coop_config_root}/runtime/coop_rt.h ${coop_config_root}/protocol/coop_errno.h
+    ${coop_config_root}/megakernel/coop_rt.h ${coop_config_root}/protocol/coop_errno.h
   SEED_DIRS ${coop_config_conf} ${coop_config_corpus})

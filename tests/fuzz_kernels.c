@@ -3,7 +3,7 @@
  *
  * A client of coopd controls a job's scalars, its buffer sizes and its
  * buffer contents. The kernels index through bounds-checked views
- * (runtime/device/api.h), so whatever the client sends, a job must stay
+ * (megakernel/device/api.h), so whatever the client sends, a job must stay
  * inside its own buffers: an out-of-range index lands in the sink and the
  * task reports `fault`. This tool checks exactly that, for every kernel file
  * with a `//@coop name=... kind=... args=...` first line in

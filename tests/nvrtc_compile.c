@@ -1,6 +1,6 @@
 /*
  * nvrtc_compile.c: compiles a megakernel source (stdin) with NVRTC and the
- * options the CUDA backend uses (runtime/backends/cuda.c), for sm_90 unless
+ * options the CUDA backend uses (megakernel/backends/cuda.c), for sm_90 unless
  * given another architecture. Needs the toolkit's NVRTC, not a GPU: the
  * test that the device sources are one dialect runs on CI machines that
  * have the toolkit.
