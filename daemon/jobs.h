@@ -51,6 +51,10 @@ struct job {
   uint32_t groups, period_us, count, duration_ms, deadline_us;
   unsigned nargs;
   struct job_arg args[COOP_WIRE_MAX_ARGS];
+  /* a one-task job: when its client's next task like it is expected
+   * (CLOCK_MONOTONIC ns; 0: none), learned from its submissions
+   * (sess_jobs.c, expected_next): the scheduler gathers ahead for it */
+  int64_t next_ns;
   uint64_t bytes; /* charged to the owner and its uid: every buffer's size and the
                    * instance records (job_inst_bytes) while in flight; once finished
                    * (loop), the inline bytes and the records it still holds */

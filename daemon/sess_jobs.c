@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bufs.h"
+#include "coop_util.h"
 #include "journal.h"
 #include "log.h"
 #include "session.h"
@@ -128,6 +129,34 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
   return 0;
 }
 
+/* Gathering ahead for a frame loop (docs/daemon.md, "Device buffers"; the
+ * scheduler's holds: docs/scheduler.md, "Gathering ahead"). A periodic job
+ * tells the scheduler when its next instance comes; a renderer that
+ * submits one task per frame, with fresh input each time, does not. So a
+ * connection's one-task jobs of one kernel, size and device, arriving at a
+ * steady interval (two intervals within 1/8 of each other, between 1 ms
+ * and 1 s), are taken as a period: the job carries when the next is
+ * expected, and the scheduler keeps its workgroups free from just before
+ * then. A wrong guess costs a lapsed hold (those workgroups kept from
+ * cooperative kernels for about 1 ms); without it, every frame waited for
+ * the long kernel's next resizing barrier (2.4 ms beside bfs on the H100). */
+static int64_t expected_next(struct session *s, const struct coop_msg_submit *m, int dev) {
+  if (m->period_us || (m->flags & COOP_SUBMIT_COOPERATIVE)) return 0;
+  int64_t now = coop__now_ns(), next = 0;
+  int same = s->last_task.at && s->last_task.groups == m->groups && s->last_task.device == dev &&
+             !strcmp(s->last_task.kernel, m->kernel);
+  int64_t gap = same ? now - s->last_task.at : 0;
+  if (same && gap >= 1000000 && gap <= 1000000000 && s->last_task.interval &&
+      llabs(gap - s->last_task.interval) * 8 <= s->last_task.interval)
+    next = now + gap;
+  snprintf(s->last_task.kernel, sizeof s->last_task.kernel, "%s", m->kernel);
+  s->last_task.groups = m->groups;
+  s->last_task.device = (uint8_t)dev;
+  s->last_task.interval = gap;
+  s->last_task.at = now;
+  return next;
+}
+
 void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                  unsigned nfds) {
   const struct coop_msg_submit *m = &msg->submit;
@@ -150,6 +179,12 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   TRACE_SET(j, recv, s->rx_ns);
   TRACE_STAMP(j, admitted);
   j->device = (uint8_t)dev;
+  j->next_ns = expected_next(s, m, dev);
+  if (j->next_ns)
+    log_debug(
+        "job %llu: the next like it expected in %.3f ms (its client's period): gathered "
+        "ahead",
+        (unsigned long long)j->id, (double)(j->next_ns - coop__now_ns()) / 1e6);
   dm->dev_jobs[dev]++;
   j->owner = s;
   j->next = dm->jobs;

@@ -50,6 +50,14 @@ struct session {
   struct waiter *waiters;
   unsigned nwaiters;
   struct sess_bufop *bufops; /* device buffer operations not yet answered */
+  /* its last one-task job's kernel, groups, device and arrival, and the
+   * interval before it: a frame loop's period (sess_jobs.c, expected_next) */
+  struct {
+    char kernel[COOP_WIRE_NAME_MAX];
+    uint32_t groups;
+    uint8_t device;
+    int64_t at, interval;
+  } last_task;
   struct session *next;
 };
 

@@ -40,6 +40,8 @@ static void msleep(int ms) {
   nanosleep(&ts, NULL);
 }
 
+static const char *daemon_log; /* when set: coopd's stderr, at debug */
+
 static void daemon_start(struct daemon_proc *d, const char *const *sets) {
   snprintf(d->dir, sizeof d->dir, "/tmp/coopd-bufs-XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(d->dir));
@@ -49,7 +51,9 @@ static void daemon_start(struct daemon_proc *d, const char *const *sets) {
   ck_assert_int_ge(d->pid, 0);
   if (d->pid == 0) {
     const char *argv[32];
-    int n = coop_test_coopd_argv(argv, COOPD_PATH, d->sock, KERNEL_DIR, "warn");
+    if (daemon_log && !freopen(daemon_log, "w", stderr)) _exit(126);
+    int n =
+        coop_test_coopd_argv(argv, COOPD_PATH, d->sock, KERNEL_DIR, daemon_log ? "debug" : "warn");
     argv[n++] = "--set";
     argv[n++] = "server.socket_mode=0666"; /* a second uid below */
     for (int i = 0; sets && sets[i] && n < 30; i++) {
@@ -477,6 +481,52 @@ START_TEST(a_client_that_never_reads) {
 }
 END_TEST
 
+/* A client that submits one task every 20 ms (a frame loop): from its
+ * third task on, coopd expects the next one a period later and has the
+ * scheduler gather ahead for it; one that stops being steady is not. */
+START_TEST(a_frame_loop_is_gathered_ahead) {
+  char logp[] = "/tmp/coopd-frames-XXXXXX.log";
+  int lfd = mkstemps(logp, 4);
+  ck_assert_int_ge(lfd, 0);
+  close(lfd);
+  daemon_log = logp;
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  daemon_log = NULL;
+  coop_conn *c = connect_to(&d);
+  static float a[8 * 8], o[8 * 8];
+  for (int k = 0; k < 8; k++) {
+    int64_t t0 = coop__now_ns();
+    coop_job *j = coop_job_new("render", 1);
+    coop_job_buf_in(j, a, sizeof a);
+    coop_job_buf_in(j, a, sizeof a);
+    coop_job_buf_out(j, o, sizeof o);
+    coop_job_u32(j, 8);
+    coop_job_u32(j, 1);
+    uint64_t id;
+    ck_assert_int_eq(coop_submit(c, j, &id), 0);
+    coop_job_free(j);
+    struct coop_result r;
+    ck_assert_int_eq(coop_wait(c, id, 30000, &r), 0);
+    ck_assert_int_eq(r.state, COOP_STATE_DONE);
+    coop_result_free(&r);
+    int64_t left = t0 + 20000000 - coop__now_ns();
+    if (left > 0) msleep((int)(left / 1000000));
+  }
+  coop_disconnect(c);
+  daemon_stop(&d);
+  FILE *f = fopen(logp, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[512];
+  int ahead = 0;
+  while (fgets(line, sizeof line, f)) ahead += strstr(line, "gathered ahead") != NULL;
+  fclose(f);
+  unlink(logp);
+  /* jobs 3..8 at least most of them (a loaded CI machine may break a period) */
+  ck_assert_msg(ahead >= 3, "%d of 8 jobs were gathered ahead", ahead);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("buffers");
   TCase *tc = tcase_create("buffers");
@@ -487,6 +537,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, lost_with_the_device_process);
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_client_that_never_reads);
+  tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -84,7 +84,7 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   /* due: its deadline after release, else (periodic) its next release */
   uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
   if (due_us) td.deadline_ns = coop__now_ns() + (int64_t)due_us * 1000;
-  td.next_ns = next_instance_ns(r);
+  td.next_ns = dev__periodic(j) ? next_instance_ns(r) : j->next_ns; /* a frame loop's */
   coop_task_id id;
   int64_t wait_ns = submit_wait_ns(d, r, wake);
   uint64_t devbufs = 0; /* nothing to copy back: the end may come with the submit */
