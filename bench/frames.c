@@ -53,7 +53,7 @@ static int usage(FILE *f, int rc) {
   fprintf(f, "usage: " FB
              " --socket PATH [--exec-ms E[,E...]] [--fps F] [--seconds S]\n"
              "                         [--groups K] [--n N] [--scale S] [--input I]\n"
-             "                         [--coopd-pid PID] [--csv FILE]\n"
+             "                         [--coopd-pid PID] [--csv FILE] [--query-barrier]\n"
              "A frame client through coopd: every 1/F s (default 60 fps) it writes a\n"
              "frame's input into a device buffer, runs render (n x n, default 64, on K\n"
              "workgroups, default 1) calibrated to E ms (default 2; a list runs each),\n"
@@ -61,7 +61,8 @@ static int usage(FILE *f, int rc) {
              "(test input I at scale S, default 1 and 12: road 1024 x 1024) that another\n"
              "connection keeps running. Prints latency p50/p90/p99 and against alone,\n"
              "gather, misses, the long kernel's slowdown and, with --coopd-pid, the CPU\n"
-             "coopd and its device process spent per frame.\n");
+             "coopd and its device process spent per frame. --query-barrier: bfs with the\n"
+             "query variant of the resizing barrier.\n");
   return rc;
 }
 
@@ -208,6 +209,8 @@ struct longk {
   int err;
 };
 
+static int long_query;
+
 static int long_open(struct longk *l, const char *sock, unsigned scale, unsigned input) {
   memset(l, 0, sizeof *l);
   int e = coop_connect(&l->c, sock, FB "-long");
@@ -232,13 +235,14 @@ static int long_open(struct longk *l, const char *sock, unsigned scale, unsigned
 static int long_job(struct longk *l, double *ms) {
   /* a fresh task each run: the last one's output is in its INOUT buffers
    * (bfs's levels), and a run started from it would have nothing to do */
-  struct coop_app_opts o = {.mode = COOP_APP_MODE_COOPERATIVE};
+  struct coop_app_opts o = {.mode = COOP_APP_MODE_COOPERATIVE, .query_barrier = long_query};
   coop_app_task_free(&l->t);
   int pe = coop_app_task_prepare(&l->t, l->a, &l->in, &o, coop_info(l->c)->workers);
   if (pe) return pe;
   const struct coop_app_task *t = &l->t;
   coop_job *j = coop_job_new(l->a->kernel, t->groups);
   coop_job_cooperative(j, 1);
+  coop_job_query_barrier(j, long_query);
   for (unsigned i = 0; i < t->nargs; i++) {
     const struct coop_app_arg *g = &t->arg[i];
     if (l->devbuf[i])
@@ -410,6 +414,7 @@ int main(int argc, char **argv) {
                                      {"input", required_argument, 0, 'i'},
                                      {"coopd-pid", required_argument, 0, 'p'},
                                      {"csv", required_argument, 0, 'C'},
+                                     {"query-barrier", no_argument, 0, 'q'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   struct fopts o = {.exec_ms = {2},
@@ -459,6 +464,9 @@ int main(int argc, char **argv) {
         break;
       case 'C':
         o.csv = optarg;
+        break;
+      case 'q':
+        long_query = 1;
         break;
       case 'h':
         return usage(stdout, 0);
