@@ -311,6 +311,13 @@ static unsigned nrun(const struct dev *d) {
   return n;
 }
 
+/* Whether a non-cooperative task is in flight (dp_wait spins only then). */
+static int short_inflight(const struct dev *d) {
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (r->ninflight && !(r->j->flags & COOP_SUBMIT_COOPERATIVE)) return 1;
+  return 0;
+}
+
 /* Tasks in flight: the device process waits for one of them to change
  * (dp_wait), for the kick, or until wake (a periodic release), at most
  * DEV_WAIT_NS so the watchdog's checks still run. */
@@ -323,7 +330,7 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
   if (budget > DEV_WAIT_NS) budget = DEV_WAIT_NS;
   if (budget <= 0) return;
   /* a lost child shows in dp_alive on the next pass */
-  d->fresh = dp_wait(d->rt, ids, n, budget) == 0 && n == nrun(d);
+  d->fresh = dp_wait(d->rt, ids, n, budget, short_inflight(d)) == 0 && n == nrun(d);
 }
 
 static void do_swap(struct dev *d);

@@ -388,15 +388,17 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, 
 
 /* DP_POLL or DP_WAIT: the infos of ids[0..n) into the cache. */
 static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned n,
-                   int64_t budget_ns) {
+                   int64_t budget_ns, int spin) {
   p->gen++;
   unsigned at = 0;
   do {
     unsigned k = n - at < DP_POLL_MAX ? n - at : DP_POLL_MAX;
     p->q.u.poll.n = k;
     p->q.a = (uint64_t)budget_ns;
+    p->q.b = (uint64_t)spin;
     memcpy(p->q.u.poll.id, ids + at, k * sizeof *ids);
     int e = call(p, op, -1, DP_CALL_MS + (int)(budget_ns / 1000000));
+    p->q.b = 0; /* q is reused */
     if (e) return e;
     const struct coop_rt_task_info *ti = (const void *)p->r.data;
     for (unsigned i = 0; i < k && i < p->r.n; i++) {
@@ -412,13 +414,13 @@ static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned 
 }
 
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n) {
-  return n ? poll_op(p, DP_POLL, ids, n, 0) : 0;
+  return n ? poll_op(p, DP_POLL, ids, n, 0, 0) : 0;
 }
 
-int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns) {
+int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns, int spin) {
   if (budget_ns < 0) budget_ns = 0;
   if (budget_ns > 900000000) budget_ns = 900000000;
-  return poll_op(p, DP_WAIT, ids, n, budget_ns);
+  return poll_op(p, DP_WAIT, ids, n, budget_ns, spin);
 }
 
 int dp_set_kick(struct dp *p, int fd) { return call(p, DP_KICKFD, fd, DP_CALL_MS); }

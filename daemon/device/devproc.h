@@ -110,11 +110,15 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);
-/* As dp_poll, but the child first waits (spinning, then sleeping) until one
- * of the tasks changed state since it last answered for it, the kick fd was
- * written, or budget_ns passed: the device thread learns of a finished task
- * within microseconds without polling on a timer. */
-int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns);
+/* As dp_poll, but the child first waits (spinning when `spin`, then
+ * sleeping) until one of the tasks changed state since it last answered for
+ * it, the kick fd was written, or budget_ns passed: the device thread
+ * learns of a finished task within microseconds without polling on a
+ * timer. The caller spins only while a short task is in flight: a long
+ * cooperative kernel alone ends late and rarely, and spinning a
+ * millisecond on every change beside it cost 7 ms of CPU per frame of a
+ * 60 fps client. */
+int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns, int spin);
 /* Gives the child the front's kick eventfd (non-blocking): a write to it
  * ends the child's dp_wait at once. */
 int dp_set_kick(struct dp *p, int fd);

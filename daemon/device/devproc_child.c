@@ -213,19 +213,21 @@ static int changed(struct child *ch, const struct dp_poll_ids *p, unsigned n) {
 /* DP_WAIT: completion without timed polling from the front. The task
  * records are in host memory, so a change is one load away: spin for
  * DP_SPIN_NS (a short task's end is seen within microseconds; only on a
- * GPU: on PoCL the spinning would take a core from the megakernel), then sleep
+ * GPU, where the spinning takes no core from the megakernel as on PoCL, and
+ * only when the front says a short task is in flight), then sleep
  * in ppoll on the kick eventfd, the nap doubling from DP_NAP0_NS to
  * DP_NAP_MAX_NS (a long task costs ~10^4 cheap wakeups a second at most).
  * New work for the front's device thread (a submission, a cancel, a stop)
  * writes the eventfd and ends the wait at once. */
-static void wait_change(struct child *ch, const struct dp_poll_ids *p, unsigned n, int64_t budget) {
+static void wait_change(struct child *ch, const struct dp_poll_ids *p, unsigned n, int64_t budget,
+                        int spin) {
   int64_t t0 = coop__now_ns(), end = t0 + budget;
   long nap = DP_NAP0_NS;
   for (unsigned spins = 0;; spins++) {
     if (changed(ch, p, n)) return;
     int64_t now = coop__now_ns();
     if (now >= end) return;
-    if (now - t0 < ch->spin_ns) {
+    if (spin && now - t0 < ch->spin_ns) {
       if ((spins & 63u) == 0u && kicked(ch)) return;
       continue;
     }
@@ -371,7 +373,8 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
     case DP_WAIT: {
       unsigned n = q->u.poll.n < DP_POLL_MAX ? q->u.poll.n : DP_POLL_MAX;
       coop_rt_refit(rt); /* at most once a second; the times below use it */
-      if (q->op == DP_WAIT) wait_change(ch, &q->u.poll, n, q->a < 1000000000u ? (int64_t)q->a : 0);
+      if (q->op == DP_WAIT)
+        wait_change(ch, &q->u.poll, n, q->a < 1000000000u ? (int64_t)q->a : 0, q->b != 0);
       return poll_reply(ch, &q->u.poll, n, r);
     }
     case DP_KICKFD:

@@ -29,7 +29,7 @@ enum dp_op {
   DP_PARK,    /* the megakernel leaves the device (coop_rt_park) */
   DP_UNPARK,  /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
   DP_KICKFD,  /* fd: the front's eventfd, written when its device thread has new work */
-  DP_WAIT,    /* u.poll, a = budget ns: as POLL, once a task changed state, the
+  DP_WAIT,    /* u.poll, a = budget ns, b = spin: as POLL, once a task changed state, the
                * kick fd was written, or the budget is spent (devproc_child.c) */
   DP_WRITE,   /* u.bufs, fds: each b[i].size bytes from its fd at off into the
                * buffer b[i].arg at b[i].at */
