@@ -1,0 +1,192 @@
+/*
+ * daemon_harness.h: what every part of test_daemon uses: a coopd of its
+ * own on a socket in a temporary directory (daemon_*), its log and other
+ * files (log_*, file_*, kernels_dir_*), a raw protocol client (struct conn:
+ * conn_*, send_msg, reply, hello; the raw codec, so that malformed input
+ * can be sent too), jobs (submit_*, arg_*, render_*, sweep_*, job_*,
+ * wait_*) and the processes and clocks the tests look at. The parts
+ * themselves, one file per concern, add their cases to the one suite
+ * (test_daemon.c).
+ */
+#ifndef COOP_DAEMON_HARNESS_H
+#define COOP_DAEMON_HARNESS_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "wire.h"
+
+/* ---- the parts of the suite (test_daemon_*.c) ---- */
+
+/* Each adds its cases to s. The integration case t, which test_daemon.c
+ * makes, holds basics' tests and then the faults' watchdog, arena and
+ * crash tests. */
+void daemon_basics_cases(TCase *t);
+void daemon_faults_cases(Suite *s, TCase *t);
+void daemon_isolation_cases(Suite *s); /* isolation, slots, task_bound, cancel */
+void daemon_parking_cases(Suite *s);
+void daemon_service_cases(Suite *s); /* devices, systemd, metrics_http */
+void daemon_state_cases(Suite *s);
+void daemon_limits_cases(Suite *s);
+
+/* ---- a daemon ---- */
+
+struct daemon_proc {
+  pid_t pid;
+  char dir[64], sock[128];
+  const char *log; /* when set, the daemon's stderr goes to this file */
+};
+
+/* Starts coopd on d->sock with extra --set flags; waits until its socket
+ * answers. d->log must be set (or NULL) by the caller. */
+void daemon_spawn(struct daemon_proc *d, const char *const *sets);
+
+/* The same in a new temporary directory. */
+void daemon_start_log(struct daemon_proc *d, const char *const *sets);
+
+/* SIGTERM (unless already sent) and the exit status. */
+int daemon_wait(struct daemon_proc *d, int signal_it);
+
+int daemon_stop(struct daemon_proc *d);
+
+void daemon_start(struct daemon_proc *d, const char *const *sets);
+
+/* Stops d, which must exit 0; its log (at path) is shown if it did not. */
+void daemon_stop_ok(struct daemon_proc *d, const char *path);
+
+/* daemon_start_log (d->log set, or NULL), then daemon_wait_listening
+ * (daemon_harness.c says why). */
+void daemon_start_listening(struct daemon_proc *d, const char *const *sets);
+
+/* ---- files and logs ---- */
+
+/* Creates the empty file for a daemon's log: path ends in XXXXXX.log. */
+void log_temp(char *path);
+
+/* Whether the file contains s (the daemon's log). */
+int log_has(const char *path, const char *s);
+
+/* On a failure: the daemon's log, the last of it. */
+void log_print(const char *path);
+
+void file_write(const char *path, const char *text);
+
+void file_copy(const char *from, const char *to);
+
+/* kdir (a mkdtemp template) made, with the shipped render.cl and sweep.cl
+ * in it: for tests that put other kernels beside them. */
+void kernels_dir_make(char *kdir);
+
+/* The copies kernels_dir_make made, and kdir (empty by then: the test
+ * removes what it added). */
+void kernels_dir_remove(const char *kdir);
+
+/* A memfd of size bytes (zeros). */
+int memfd_of(size_t size);
+
+/* ---- a raw client ---- */
+
+struct conn {
+  int fd;
+  uint32_t seq;
+  struct coop_wire_reader rd;
+  uint8_t *payload; /* of the last frame read (owned copy) */
+  struct coop_wire_hdr h;
+  union coop_msg m;
+  int events; /* EVENT frames skipped while waiting for a reply */
+};
+
+int conn_open(struct conn *c, const char *path);
+
+void conn_close(struct conn *c);
+
+void send_raw(struct conn *c, const uint8_t *b, size_t n, const int *fds, unsigned nfds);
+
+uint32_t send_msg(struct conn *c, uint16_t type, const union coop_msg *m, const int *fds,
+                  unsigned nfds);
+
+/* Next frame: 1, or 0 on EOF / error. Decoded into c->m. */
+int read_frame(struct conn *c);
+
+/* The reply to seq (events before it are counted and skipped). */
+uint16_t reply(struct conn *c, uint32_t seq);
+
+void hello(struct conn *c);
+
+void open_hello(struct conn *c, const struct daemon_proc *d);
+
+/* conn_open and hello, retried while a restarted coopd's stale socket is
+ * still there. */
+void conn_reconnect(struct conn *c, const struct daemon_proc *d);
+
+/* ---- jobs ---- */
+
+void arg_u32(struct coop_msg_submit *s, uint32_t v);
+
+void arg_buf(struct coop_msg_submit *s, uint8_t dir, const void *data, uint64_t size, uint8_t fd);
+
+extern uint8_t submit_device; /* what submit_init asks for */
+
+void submit_init(union coop_msg *m, const char *kernel, uint32_t groups, int coop);
+
+/* SUBMIT; returns the job id, or 0 with c->m.error holding the refusal. */
+uint64_t submit(struct conn *c, const union coop_msg *m, const int *fds, unsigned nfds);
+
+uint16_t wait_job(struct conn *c, uint64_t job, uint32_t timeout_ms);
+
+void expect_error(struct conn *c, uint64_t job, int code);
+
+void assert_has(const char *text, const char *want);
+
+/* A refusal with its code and a piece of its message. */
+void expect_refusal(struct conn *c, uint64_t job, int code, const char *says);
+
+#define RN 24 /* render matrix size */
+
+void matmul_ref(const float *a, const float *b, float *o);
+
+void render_inputs(float *a, float *b);
+
+/* A render job (periodic when period_us) with inline buffers, checked. */
+void render_check(struct conn *c, uint32_t groups, uint32_t period_us, uint32_t count);
+
+/* A valid render SUBMIT with inline buffers (one task, not checked). */
+void render_init(union coop_msg *m, uint32_t groups);
+
+uint64_t render_submit(struct conn *c, uint32_t groups);
+
+/* Whether the daemon lists a kernel of this name (KERNELS). */
+int has_kernel(struct conn *c, const char *name);
+
+/* The daemon's STATS. */
+struct coop_msg_stats_reply stats(struct conn *c);
+
+/* Submits sweep over n u32 (inline INOUT from data) for rounds. */
+uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds, uint32_t groups,
+                      int fd);
+
+/* A DETACHED sweep of one workgroup that runs until cancelled. */
+uint64_t detached_sweep(struct conn *c);
+
+/* A job's state as STATUS reports it. */
+uint8_t job_state(struct conn *c, uint64_t job);
+
+/* Waits until the job is RUNNING (its task submitted to the megakernel),
+ * then a little more so that its workgroups are on the device. */
+void wait_running(struct conn *c, uint64_t job);
+
+/* ---- processes and time ---- */
+
+void msleep(int ms);
+
+int64_t now_ms(void);
+
+/* The device process of a coopd (devproc.h): its child named coopd-device. */
+pid_t device_process(pid_t coopd);
+
+/* CPU time (user + system) a process has used, in clock ticks, from /proc. */
+unsigned long long cpu_ticks(pid_t pid);
+
+#endif /* COOP_DAEMON_HARNESS_H */

@@ -1,0 +1,529 @@
+/*
+ * test_daemon_faults.c: what goes wrong on the device and how coopd gets
+ * over it: the watchdog (a kernel that never yields, [jobs] watchdog_ms),
+ * a full arena, coopd itself killed and restarted (its journal): the rest
+ * of the integration case; and device restarts that a user's job caused
+ * (the restarts case: the victims' tasks run again, the culprit is held
+ * back).
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire.h"
+#include "daemon_harness.h"
+
+/* ---- watchdog (kernels/tests/daemon/spin.cl: a kernel that never yields) ---- */
+
+static uint64_t spin_submit(struct conn *c, uint32_t groups, uint32_t kticks) {
+  union coop_msg m;
+  submit_init(&m, "spin", groups, 1);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, kticks);
+  uint64_t job = submit(c, &m, NULL, 0);
+  ck_assert_msg(job != 0, "spin refused: %s", c->m.error.message);
+  return job;
+}
+
+/* kticks for a spin of about ms, from a timed short one (the device clock's
+ * rate is not known to clients; a loaded machine can only make the short
+ * one look longer, and so the long one shorter by the start-up delay). */
+static uint32_t spin_calibrate(struct conn *c, uint32_t w, unsigned ms) {
+  uint32_t k = 256;
+  for (;;) {
+    uint64_t job = spin_submit(c, w, k);
+    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+    int64_t ns = c->m.result.t.exec_ns;
+    if (ns > 600000000 || k >= (1u << 24)) {
+      double want = (double)k * ms * 1e6 / (double)ns;
+      return want > 4e9 ? 4000000000u : (uint32_t)want + 1;
+    }
+    k *= 8;
+  }
+}
+
+/* A cooperative kernel that reaches no primitive: a task waiting for its
+ * workgroups fails after gather_budget_ms naming it; cancelled, it is
+ * declared hung after hang_ms, and coopd restarts the device process to
+ * take its workgroups back: work goes on at once. */
+START_TEST(watchdog_names_a_kernel_that_never_yields) {
+  char logp[] = "/tmp/coopd-watchdog-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                        "jobs.gather_budget_ms=1500", "jobs.hang_ms=1000", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  /* 15 s: the checks below need about 3 s of it; the rest is margin for a
+   * calibration that load made look slow (it fell short once in CI) */
+  uint32_t k = spin_calibrate(&c, w, 15000);
+  uint64_t spin = spin_submit(&c, w, k);
+  wait_running(&c, spin);
+  char name[64];
+  snprintf(name, sizeof name, "job %llu (spin, cooperative, did not offer kills when asked) %u",
+           (unsigned long long)spin, w);
+
+  uint64_t r = render_submit(&c, 1); /* waits for a worker the spin never gives */
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, 20000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  assert_has(c.m.result.message, name);
+
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = spin;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, spin, 20000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  assert_has(c.m.result.message, "kernel spin still ran");
+  assert_has(c.m.result.message, "restarted the device");
+
+  /* the device process was killed and a new one launched: every worker
+   * serves again at once, long before the spin would have returned */
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 1200 && !strstr(st.watchdog, "restarted"); i++, msleep(50)) st = stats(&c);
+  ck_assert_uint_eq(st.gather_timeouts, 1);
+  ck_assert_uint_eq(st.hung, 1);
+  ck_assert_uint_eq(st.lost_workers, 0);
+  assert_has(st.watchdog, "restarted");
+  ck_assert_msg(log_has(logp, "restarting it"), "the restart was not logged");
+  render_check(&c, w, 0, 0); /* every worker serves again */
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+/* SIGTERM with a kernel that never yields: coopd kills its device process
+ * after grace_ms + hang_ms, tells its client, and exits 0 at once. */
+START_TEST(stop_kills_a_hung_kernel) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.grace_ms=300",
+                        "jobs.hang_ms=700", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t spin = spin_submit(&c, w, spin_calibrate(&c, w, 120000));
+  wait_running(&c, spin);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  kill(d.pid, SIGTERM);
+  /* the client hears of it: the job's failure (WAIT), or the shutdown */
+  uint16_t t = wait_job(&c, spin, COOP_WAIT_FOREVER);
+  ck_assert(t == COOP_MSG_RESULT || t == COOP_MSG_ERROR || t == 0);
+  if (t == COOP_MSG_RESULT) ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  ck_assert_int_eq(daemon_wait(&d, 0), 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 8); /* neither the spin's 120 s nor the hard stop */
+  conn_close(&c);
+}
+END_TEST
+
+/* [jobs] watchdog_ms: a cooperative job that runs past it is cancelled (it
+ * leaves at its next primitive), its RESULT says why and coopd logs it;
+ * jobs that end sooner are left alone, and the workers all come back. */
+START_TEST(watchdog_ms_cancels_a_long_job) {
+  char logp[] = "/tmp/coopd-watchdog-ms-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"jobs.watchdog_ms=2000", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+
+  render_check(&c, w, 0, 0); /* short jobs: milliseconds, far from 2 s */
+  uint32_t data[64];
+  for (uint32_t i = 0; i < 64; i++) data[i] = i;
+  uint64_t quick = sweep_submit(&c, data, 64, 100, w, -1);
+  ck_assert_uint_ne(quick, 0);
+  ck_assert_uint_eq(wait_job(&c, quick, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  uint32_t got[64];
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (uint32_t i = 0; i < 64; i++) ck_assert_uint_eq(got[i], i + 100);
+
+  /* a sweep of 10^8 rounds would take hours */
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  uint64_t slow = sweep_submit(&c, data, 64, 100000000u, w, -1);
+  ck_assert_uint_ne(slow, 0);
+  ck_assert_uint_eq(wait_job(&c, slow, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  ck_assert_int_eq(c.m.result.error, COOP_ECANCELED);
+  assert_has(c.m.result.message, "cancelled by the watchdog");
+  assert_has(c.m.result.message, "watchdog_ms = 2000 ms");
+  int64_t ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+  ck_assert_int_ge(ms, 2000); /* not before its budget (no upper bound: load) */
+  char line[128];
+  snprintf(line, sizeof line, "job %llu (sweep) ran past the watchdog budget of 2000 ms",
+           (unsigned long long)slow);
+  for (int i = 0; i < 100 && !log_has(logp, line); i++) msleep(50);
+  ck_assert_msg(log_has(logp, line), "the log lacks \"%s\"", line);
+
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.done, 2);
+  ck_assert_uint_eq(st.cancelled, 1);
+  ck_assert_uint_eq(st.hung, 0); /* it left at a primitive: nothing lost */
+  ck_assert_uint_eq(st.lost_workers, 0);
+  render_check(&c, w, 0, 0); /* every worker serves again */
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+/* A job whose buffers do not fit beside another job's in the arena fails
+ * with ENOMEM and a hint, the daemon goes on, and the space comes back
+ * when the other job ends. Arena 1 MiB: a running sweep holds 600 KiB; a
+ * render of 3 x 160 KiB (n = 200) fits alone, not beside it. */
+START_TEST(full_arena) {
+  const char *sets[] = {"device.arena_mb=1", NULL};
+  struct daemon_proc d = {0};
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  int fd = memfd_of(600u << 10);
+  uint64_t sweep = sweep_submit(&c, NULL, (600u << 10) / 4, 100000000u, w, fd);
+  ck_assert_uint_ne(sweep, 0);
+  close(fd);
+  wait_running(&c, sweep);
+
+  enum { N = 200 };
+  static float a[N * N], b[N * N];
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  submit_init(&m, "render", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, N);
+  arg_u32(&m.submit, 1);
+  uint64_t r = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_ENOMEM);
+  assert_has(c.m.result.message, "arena_mb");
+
+  union coop_msg k;
+  memset(&k, 0, sizeof k);
+  k.job.job = sweep;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+
+  r = submit(&c, &m, NULL, 0); /* the sweep's 600 KiB are free again */
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.nbuf, 1);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof a);
+  static float got[N * N]; /* the wire's bytes need not be aligned for floats */
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < N * N; i++) ck_assert_float_eq(got[i], (float)N);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* ---- crash and restart (daemon/journal.h) ---- */
+
+/* The error a request about a job gets (STATUS, WAIT or CANCEL). */
+static int job_request_error(struct conn *c, uint16_t type, uint64_t job) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  m.job.timeout_ms = 1000;
+  if (reply(c, send_msg(c, type, &m, NULL, 0)) != COOP_MSG_ERROR) return 0;
+  return c->m.error.code;
+}
+
+/* coopd killed with jobs in flight: a waiting client hears EOF at once, not
+ * a hang; the next coopd removes the stale socket, answers ELOST for those
+ * jobs (remembered across a further clean restart) and never reuses ids. */
+START_TEST(crash_then_restart) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  render_check(&c, 1, 0, 0);
+  uint64_t done = c.m.result.job;
+  uint32_t data[256] = {0};
+  uint64_t sj = sweep_submit(&c, data, 256, 100000000, w, -1);
+  ck_assert_uint_ne(sj, 0);
+  wait_running(&c, sj);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = sj;
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  kill(d.pid, SIGKILL);
+  ck_assert_uint_eq(reply(&c, seq), 0); /* EOF */
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 5);
+  conn_close(&c);
+  int st;
+  ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+
+  for (int round = 0; round < 2; round++) { /* after the crash, then after a clean stop */
+    daemon_spawn(&d, NULL);
+    conn_reconnect(&c, &d);
+    ck_assert_int_eq(job_request_error(&c, COOP_MSG_STATUS, sj), COOP_ELOST);
+    assert_has(c.m.error.message, "(sweep) was lost");
+    ck_assert_int_eq(job_request_error(&c, COOP_MSG_WAIT, sj), COOP_ELOST);
+    ck_assert_int_eq(job_request_error(&c, COOP_MSG_CANCEL, sj), COOP_ELOST);
+    ck_assert_int_eq(job_request_error(&c, COOP_MSG_STATUS, done), COOP_ENOJOB);
+    uint64_t next = render_submit(&c, 1);
+    ck_assert_uint_gt(next, sj); /* ids continue */
+    ck_assert_uint_eq(wait_job(&c, next, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+    conn_close(&c);
+    if (round == 0) {
+      kill(d.pid, SIGTERM);
+      ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+      ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+  }
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* ---- restarts that a user's job caused ---- */
+
+/* A render of reps repetitions on one workgroup, submitted. */
+static uint64_t render_reps(struct conn *c, uint32_t reps) {
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.args[4].bits = reps;
+  return submit(c, &m, NULL, 0);
+}
+
+/* Fork: uid 65534 connects, submits the hog on one workgroup and waits for
+ * it to run; returns once it runs, the child keeping the connection (and
+ * so the job) until killed: its job is then cancelled, which the hog never
+ * notices. The child's pid. */
+static pid_t hog_as_nobody(struct daemon_proc *d) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    close(pfd[0]);
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn a;
+    open_hello(&a, d);
+    union coop_msg m;
+    submit_init(&m, "hog", 1, 0);
+    arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
+    arg_u32(&m.submit, 0xffffffffu);
+    uint64_t x = submit(&a, &m, NULL, 0);
+    if (!x) _exit(4);
+    wait_running(&a, x);
+    if (write(pfd[1], &x, sizeof x) != sizeof x) _exit(5);
+    pause();
+    _exit(0);
+  }
+  close(pfd[1]);
+  uint64_t x = 0;
+  ssize_t n = read(pfd[0], &x, sizeof x);
+  close(pfd[0]);
+  ck_assert_msg(n == (ssize_t)sizeof x, "the hog's client failed");
+  return kid;
+}
+
+/* A job of another user that makes the device restart costs a victim's
+ * render nothing: its buffers were only inputs and outputs, so it runs
+ * again from the start and its result is right (the old coopd failed it
+ * with ELOST). The user who caused the restart is held back: its next job
+ * waits (QUEUED) for a second, the watchdog's event says so, then runs. */
+START_TEST(restart_reruns_victims_and_holds_the_culprit) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-hold-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                        "jobs.hang_ms=300",
+                        "jobs.task_max_ms=0",
+                        "jobs.restart_hold_ms=5000",
+                        "log.level=info",
+                        NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_ge(c.m.welcome.workers, 2);
+  /* the victim: a render that runs about 4 s (reps doubled until one run
+   * executes 100 ms on the device: its exec time, not the round trip) */
+  uint32_t reps = 256;
+  int64_t took = 0;
+  for (; reps < (1u << 30); reps *= 2) {
+    uint64_t cal = render_reps(&c, reps);
+    ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+    if ((took = c.m.result.t.exec_ns) >= 100000000) break;
+  }
+  reps = (uint32_t)((double)reps * 4e9 / (double)took);
+  pid_t hog = hog_as_nobody(&d);
+  uint64_t v = render_reps(&c, reps);
+  ck_assert_uint_ne(v, 0);
+  wait_running(&c, v);
+  kill(hog, SIGKILL); /* its job cancelled: the device restarts hang_ms later */
+  waitpid(hog, NULL, 0);
+  struct coop_msg_stats_reply st = stats(&c);
+  for (int i = 0; i < 400 && !strstr(st.watchdog, "held back"); i++, msleep(25)) st = stats(&c);
+  ck_assert_uint_eq(st.hung, 1);
+  assert_has(st.watchdog, "uid 65534 held back 5000 ms");
+  /* a third user's STATS: the event without the culprit's job, kernel or
+   * uid (root and the culprit read all of it) */
+  pid_t third = fork();
+  ck_assert_int_ge(third, 0);
+  if (third == 0) {
+    if (setgid(65533) || setuid(65533)) _exit(3);
+    struct conn t;
+    open_hello(&t, &d);
+    struct coop_msg_stats_reply ts = stats(&t);
+    if (strstr(ts.watchdog, "hog") || strstr(ts.watchdog, "65534")) _exit(4);
+    if (!strstr(ts.watchdog, "another user's job still ran after its cancellation")) _exit(5);
+    _exit(0);
+  }
+  int tst = 0;
+  ck_assert_int_eq(waitpid(third, &tst, 0), third);
+  ck_assert_msg(WIFEXITED(tst) && WEXITSTATUS(tst) == 0,
+                "a third user's STATS named the culprit's job or missed the event (%d)", tst);
+
+  /* the culprit's next job waits out its hold (5 s), root's does not */
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    uint64_t j = render_reps(&o, 1);
+    if (!j) _exit(4);
+    msleep(500);
+    int64_t out[2] = {job_state(&o, j), -1};
+    if (wait_job(&o, j, COOP_WAIT_FOREVER) == COOP_MSG_RESULT)
+      out[1] = o.m.result.state == COOP_JOB_DONE;
+    if (write(pfd[1], out, sizeof out) != sizeof out) _exit(6);
+    _exit(0);
+  }
+  render_check(&c, 1, 0, 0);
+  int64_t out[2];
+  ck_assert_int_eq(read(pfd[0], out, sizeof out), (ssize_t)sizeof out);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]), close(pfd[1]);
+  ck_assert_int_eq(out[0], COOP_JOB_QUEUED);
+  ck_assert_msg(out[1] == 1, "the held job did not run");
+
+  /* the victim ran again from the start, and its result is right */
+  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim: %s %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  if (!log_has(logp, "1 to run again")) log_print(logp);
+  ck_assert(log_has(logp, "1 to run again"));
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* A reload whose drain ends in a restart (a hog that ignores its
+ * cancellation) brings the device back with the reload's new megakernel,
+ * already built, not with the old kernel set built again and then swapped
+ * out: the log says so, the reload ends, and the new kernel runs. The old
+ * coopd rebuilt and relaunched the old set first (seconds more, with the
+ * device's workers reported lost meanwhile). */
+START_TEST(restart_during_a_reload_takes_the_new_kernels) {
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[160], logp[128];
+  kernels_dir_make(kdir);
+  snprintf(set, sizeof set, "kernels.dirs=%s:%s", kdir, TEST_KERNEL_DIR);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  const char *sets[] = {
+      set, "jobs.grace_ms=300", "jobs.hang_ms=300", "jobs.task_max_ms=0", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  submit_init(&m, "hog", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 0xffffffffu); /* hours, and deaf to its cancellation */
+  uint64_t x = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(x, 0);
+  wait_running(&c, x);
+  char extra[160];
+  snprintf(extra, sizeof extra, "%s/extra.cl", kdir);
+  file_write(extra,
+             "//@coop name=extra kind=noncooperative args=buf\n"
+             "void extra(struct coop_ctx *c) {\n"
+             "  COOP_GLOBAL coop_u32 *o = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);\n"
+             "  if (coop_local_id_c(c) == 0u) o[coop_group_id(c)] = 7u + coop_group_id(c);\n"
+             "}\n");
+  kill(d.pid, SIGHUP);
+  int done = 0;
+  for (int i = 0; i < 2400 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
+  if (!done || !log_has(logp, "the reload's new megakernel replaces the one killed"))
+    log_print(logp);
+  ck_assert_msg(done, "the reload did not end");
+  ck_assert(log_has(logp, "the reload's new megakernel replaces the one killed"));
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  ck_assert(has_kernel(&c, "extra"));
+  submit_init(&m, "extra", 2, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8, COOP_WIRE_FD_NONE);
+  uint64_t job = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  uint32_t o[2];
+  memcpy(o, c.m.result.bufs[0].data, sizeof o);
+  ck_assert_uint_eq(o[0], 7);
+  ck_assert_uint_eq(o[1], 8);
+  render_check(&c, 1, 0, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(extra), unlink(logp);
+  kernels_dir_remove(kdir);
+}
+END_TEST
+
+/* t: the integration case, after daemon_basics_cases' tests. */
+void daemon_faults_cases(Suite *s, TCase *t) {
+  tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
+  tcase_add_test(t, stop_kills_a_hung_kernel);
+  tcase_add_test(t, watchdog_ms_cancels_a_long_job);
+  tcase_add_test(t, full_arena);
+  tcase_add_test(t, crash_then_restart);
+  t = tcase_create("restarts");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
+  tcase_add_test(t, restart_during_a_reload_takes_the_new_kernels);
+  suite_add_tcase(s, t);
+}

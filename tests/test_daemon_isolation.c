@@ -1,0 +1,881 @@
+/*
+ * test_daemon_isolation.c: one user against another (docs/faults.md,
+ * "Isolation"): the attacks, one test each (the isolation case); a hostile
+ * bfs cancelled in time (cancel); [jobs] task_max_ms, and EHUNG that names
+ * no other user's job (task_bound); cooperative slots shared between
+ * users (slots).
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "wire.h"
+#include "daemon_harness.h"
+
+/* ---- isolation: the attacks of issue 19, one test each ---- */
+
+static const char *const iso_sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                                       "jobs.gather_budget_ms=4000", "jobs.hang_ms=1500", NULL};
+
+/* A sweep over n u32 whose values start at base + i, running about 4 s
+ * (rounds calibrated once with a short run): the victim. */
+static uint32_t victim_rounds;
+
+static uint64_t victim_sweep(struct conn *c, uint32_t *data, uint32_t n, uint32_t base,
+                             uint32_t groups) {
+  uint64_t job;
+  if (!victim_rounds) {
+    static uint32_t probe[4096];
+    job = sweep_submit(c, probe, n, 2000, groups, -1);
+    ck_assert_uint_ne(job, 0);
+    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    double per = (double)c->m.result.t.exec_ns / 2000.0;
+    double want = 4e9 / (per > 1.0 ? per : 1.0);
+    victim_rounds = want > 1e8 ? 100000000u : want < 2000 ? 2000u : (uint32_t)want;
+  }
+  for (uint32_t i = 0; i < n; i++) data[i] = base + i;
+  job = sweep_submit(c, data, n, victim_rounds, groups, -1);
+  ck_assert_msg(job != 0, "victim refused: %s", c->m.error.message);
+  return job;
+}
+
+static void victim_check(struct conn *c, uint64_t job, uint32_t n, uint32_t base) {
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  struct coop_msg_result *r = &c->m.result;
+  ck_assert_msg(r->state == COOP_JOB_DONE, "victim: %s %s", coop_job_state_name(r->state),
+                r->message);
+  ck_assert_uint_eq(r->nbuf, 1);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t got; /* the wire's bytes need not be aligned for words */
+    memcpy(&got, r->bufs[0].data + 4 * i, 4);
+    ck_assert_msg(got == base + i + victim_rounds, "victim word %u is %08x", i, got);
+  }
+}
+
+/* coopd with iso_sets and a first client, c: the workers it has. */
+static uint32_t iso_open(struct daemon_proc *d, struct conn *c) {
+  daemon_start(d, iso_sets);
+  open_hello(c, d);
+  return c->m.welcome.workers;
+}
+
+/* The attacks' stage: a daemon with the test kernels, a victim's
+ * connection running a sweep over vn words from 0x5ec00000 (running when
+ * this returns), and an attacker's connection. The victim's job id. */
+static uint64_t iso_stage(struct daemon_proc *d, struct conn *victim, struct conn *attacker,
+                          uint32_t *vdata, uint32_t vn) {
+  iso_open(d, victim);
+  open_hello(attacker, d);
+  uint64_t v = victim_sweep(victim, vdata, vn, 0x5ec00000u, 1);
+  wait_running(victim, v);
+  return v;
+}
+
+/* The victim's data intact after the attack, both clients gone, coopd
+ * stopped cleanly: how each attack of iso_stage ends. */
+static void iso_end(struct daemon_proc *d, struct conn *victim, struct conn *attacker, uint64_t v,
+                    uint32_t vn) {
+  victim_check(victim, v, vn, 0x5ec00000u);
+  conn_close(attacker);
+  conn_close(victim);
+  ck_assert_int_eq(daemon_stop(d), 0);
+}
+
+/* oob (kernels/tests/daemon/oob.cl: views, no rule) over the attacker's 64-byte
+ * src and an OUT buffer of out_bytes (inline, or the memfd fd), n words:
+ * the job's id. */
+static uint64_t oob_submit(struct conn *a, uint32_t out_bytes, int fd, uint32_t n) {
+  static uint32_t src[16];
+  union coop_msg m;
+  submit_init(&m, "oob", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, src, sizeof src, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, out_bytes, fd >= 0 ? 0 : COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, n);
+  uint64_t x = submit(a, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+  ck_assert_msg(x != 0, "oob refused: %s", a->m.error.message);
+  return x;
+}
+
+/* Row 1: `coopctl submit sweep --wg 1 --coop zeros:64 u32:0xffffffff u32:1`
+ * killed coopd (SIGSEGV in the megakernel). Now refused at the edge by
+ * sweep's rule, naming it; and coopd serves on. */
+START_TEST(attack_sweep_n_past_its_buffer) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t zeros[16];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, zeros, sizeof zeros, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 0xffffffffu);
+  arg_u32(&m.submit, 1);
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EARGS, "n*4 <= len(data)");
+  assert_has(c.m.error.message, "n = 4294967295");
+  assert_has(c.m.error.message, "len(data) = 64");
+  uint32_t data[64];
+  uint64_t v = victim_sweep(&c, data, 64, 1000, 1);
+  victim_check(&c, v, 64, 1000);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Rows 2 and 3: a job whose n points past its buffers, beside another
+ * user's running job. sweep and render refuse it at admission; oob (no rule,
+ * views only) runs, is stopped at its buffers' ends and fails with EFAULT:
+ * the victim's data is neither changed nor read back. */
+START_TEST(attack_neighbour_buffers) {
+  struct daemon_proc d;
+  struct conn c, a;
+  enum { VN = 256 };
+  static uint32_t vdata[VN];
+  uint64_t v = iso_stage(&d, &c, &a, vdata, VN);
+
+  static uint32_t small[16];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1); /* row 2 through sweep */
+  arg_buf(&m.submit, COOP_BUF_INOUT, small, sizeof small, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 1u << 20);
+  arg_u32(&m.submit, 1);
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_EARGS, "n*4 <= len(data)");
+
+  static float fa[16], fb[160 * 160];
+  render_init(&m, 1); /* row 3 through render: 64-byte a, n = 160 */
+  m.submit.args[0].data = (const uint8_t *)fa;
+  m.submit.args[0].size = m.submit.args[0].data_len = sizeof fa;
+  m.submit.args[1].data = (const uint8_t *)fb;
+  m.submit.args[1].size = m.submit.args[1].data_len = sizeof fb;
+  m.submit.args[2].size = sizeof fb;
+  m.submit.args[3].bits = 160;
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_EARGS, "n*n*4 <= len(a)");
+
+  /* The same attack through a kernel without rules: the views stop it. */
+  uint64_t x = oob_submit(&a, 8192 * 4, -1, 1u << 20);
+  ck_assert_uint_eq(wait_job(&a, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(a.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(a.m.result.error, COOP_EFAULT);
+  assert_has(a.m.result.message, "out of bounds");
+  iso_end(&d, &c, &a, v, VN);
+}
+END_TEST
+
+/* Row 3, read side: oob copies up to n words of a 64-byte src beside a
+ * running job whose words are 0x5ec00000 + i + round: the attacker gets its
+ * output back (EFAULT keeps it), and none of it is the victim's. */
+START_TEST(attack_reads_nothing_of_others) {
+  struct daemon_proc d;
+  struct conn c, a;
+  enum { VN = 4096 };
+  static uint32_t vdata[VN];
+  uint64_t v = iso_stage(&d, &c, &a, vdata, VN);
+  int fd = memfd_of(VN * 4 * 4);
+  uint64_t x = oob_submit(&a, VN * 4 * 4, fd, VN * 4);
+  ck_assert_uint_eq(wait_job(&a, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(a.m.result.error, COOP_EFAULT);
+  static uint32_t got[VN * 4];
+  ck_assert_int_eq(pread(fd, got, sizeof got, 0), (ssize_t)sizeof got);
+  for (unsigned i = 0; i < VN * 4; i++)
+    ck_assert_msg(got[i] - 1u < 0x5ec00000u || got[i] - 1u > 0x5ec00000u + VN + victim_rounds,
+                  "word %u of the attacker's output is the victim's: %08x", i, got[i]);
+  for (unsigned i = 0; i < 16; i++) ck_assert_uint_eq(got[i], 1); /* its own src, + 1 */
+  close(fd);
+  iso_end(&d, &c, &a, v, VN);
+}
+END_TEST
+
+/* Item 2: a kernel that writes past its buffer without views lands in the
+ * guard zone; the job fails with EFAULT and the log names it. */
+START_TEST(guard_zone_breach_fails_the_job) {
+  char logp[] = "/tmp/coopd-guard-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, iso_sets);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  submit_init(&m, "rawpoke", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 64, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 16 + 4); /* 16 bytes into the guard after it */
+  uint64_t x = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(x, 0);
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_EFAULT);
+  assert_has(c.m.result.message, "guard zone");
+  /* within bounds: fine */
+  m.submit.args[1].bits = 16;
+  x = submit(&c, &m, NULL, 0);
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.nbuf, 1);
+  uint32_t got[16];
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < 16; i++) ck_assert_uint_eq(got[i], 0xfeedfaceu);
+  conn_close(&c);
+  int rc = daemon_stop(&d);
+  ck_assert_msg(log_has(logp, "guard zone of buffer argument 0 was overwritten"),
+                "the breach was not logged");
+  if (rc) log_print(logp);
+  ck_assert_int_eq(rc, 0);
+  unlink(logp);
+}
+END_TEST
+
+/* Row 4: render with reps = 0xffffffff on every worker, then disconnect,
+ * left the device unusable until coopd restarted. render now polls its
+ * cancellation: the workers come back, nothing is declared hung. */
+START_TEST(attack_endless_render_then_leave) {
+  struct daemon_proc d;
+  struct conn a, c;
+  uint32_t w = iso_open(&d, &a);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.args[4].bits = 0xffffffffu;
+  uint64_t x = submit(&a, &m, NULL, 0);
+  ck_assert_uint_ne(x, 0);
+  wait_running(&a, x);
+  conn_close(&a); /* its jobs are cancelled */
+  open_hello(&c, &d);
+  render_check(&c, w, 0, 0); /* every worker serves again */
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 0);
+  ck_assert_uint_eq(st.lost_workers, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Row 5: three detached cooperative sweeps of one workgroup each pinned
+ * every worker (a cooperative kernel keeps its last), and every other
+ * user's render failed EHUNG. Cooperative jobs now run on the workers left
+ * after the reserve; the rest wait, and the render runs. */
+START_TEST(attack_cooperative_jobs_pin_every_worker) {
+  struct daemon_proc d;
+  struct conn a, c;
+  uint32_t w = iso_open(&d, &a);
+  ck_assert_uint_ge(w, 2);
+  uint64_t s[3];
+  for (int i = 0; i < 3; i++) ck_assert_uint_ne(s[i] = detached_sweep(&a), 0);
+  wait_running(&a, s[0]);
+  conn_close(&a);
+  open_hello(&c, &d);
+  render_check(&c, (w + 1) / 2, 0, 0); /* the reserve: half the workers */
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.gather_timeouts, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Item 3: the megakernel's process dies (SIGKILL: a crash, the OOM
+ * killer; PoCL's LLVM catches a SIGSEGV sent from outside): only the jobs
+ * on it are lost (ELOST), coopd itself runs on, and the device serves again
+ * within seconds, in a new process. */
+START_TEST(device_process_crash_costs_its_jobs_only) {
+  struct daemon_proc d;
+  struct conn c;
+  uint32_t w = iso_open(&d, &c);
+  static uint32_t data[256];
+  uint64_t v = victim_sweep(&c, data, 256, 0, 1);
+  wait_running(&c, v);
+  pid_t child = device_process(d.pid);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ck_assert_int_eq(kill(child, SIGKILL), 0);
+  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_ELOST);
+  assert_has(c.m.result.message, "signal 9");
+  render_check(&c, w, 0, 0); /* the restarted device serves */
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  fprintf(stderr, "device process crash to a served render: %.2f s\n",
+          (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+  ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 60);
+  ck_assert_int_ne(device_process(d.pid), child);
+  ck_assert_int_eq(kill(d.pid, 0), 0); /* coopd itself never went down */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Item 3: a non-cooperative kernel that never polls its cancellation
+ * (hog) holds every worker; its client leaves; hang_ms later coopd kills
+ * the device process. The hog's job is the only one that fails (EHUNG):
+ * a render that was waiting for workgroups (never gathered) runs on the
+ * new device process, and no worker stays out of service. */
+START_TEST(hung_kernel_restarts_its_device) {
+  struct daemon_proc d;
+  struct conn a, c;
+  uint32_t w = iso_open(&d, &a);
+  union coop_msg m;
+  submit_init(&m, "hog", w, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 4, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 0xffffffffu); /* hours */
+  uint64_t x = submit(&a, &m, NULL, 0);
+  ck_assert_uint_ne(x, 0);
+  wait_running(&a, x);
+  conn_close(&a); /* cancelled: the hog does not notice */
+  open_hello(&c, &d);
+  render_check(&c, w, 0, 0); /* waits for the restart, then runs */
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 1);
+  ck_assert_uint_eq(st.lost_workers, 0);
+  assert_has(st.watchdog, "restarted");
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #13: a HELLO name with a newline and an escape forged log lines.
+ * coopd logs it with '?' for every byte outside printable ASCII. */
+START_TEST(hello_name_cannot_forge_log_lines) {
+  char logp[] = "/tmp/coopd-name-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"log.level=debug", NULL}; /* connections are logged at debug */
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  ck_assert_int_eq(conn_open(&c, d.sock), 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  snprintf(m.hello.name, sizeof m.hello.name, "evil\n00:00:00.000 coopd info: FORGED\x1b[2J");
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_WELCOME);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  for (int i = 0; i < 100 && !log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"); i++)
+    msleep(50);
+  ck_assert_msg(log_has(logp, "evil?00:00:00.000 coopd info: FORGED?[2J"), "name not escaped");
+  ck_assert_msg(!log_has(logp, "\n00:00:00.000 coopd info: FORGED"), "a forged line");
+  ck_assert_msg(!log_has(logp, "\x1b"), "an escape reached the log");
+  unlink(logp);
+}
+END_TEST
+
+/* Issue 20 #1 and #2: a connection's WAITs are bounded (3M of them took
+ * 560 MB): 4096 pending, the next gets ELIMIT at once. And a job that ends
+ * answers its waiters in one walk of the list (20k WAITs behind 200k froze
+ * the loop for 352 s): cancelled, the job answers all 4096 at once. */
+START_TEST(waiters_are_bounded) {
+  struct daemon_proc d;
+  daemon_start(&d, iso_sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[64];
+  /* 2^32 - 1 rounds: one workgroup runs 10^8 in seconds */
+  uint64_t slow = sweep_submit(&c, data, 64, 0xffffffffu, 1, -1);
+  ck_assert_uint_ne(slow, 0);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  m.job.job = slow;
+  uint32_t first = 0;
+  for (int i = 0; i < 4096; i++) {
+    uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+    if (!first) first = seq;
+  }
+  uint32_t over = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&c, over), COOP_MSG_ERROR); /* the only reply so far */
+  ck_assert_int_eq(c.m.error.code, COOP_ELIMIT);
+  assert_has(c.m.error.message, "at most 4096 WAITs pending");
+  uint32_t cancel = send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0);
+  unsigned results = 0, ok = 0;
+  while (results < 4096 || !ok) {
+    ck_assert_int_eq(read_frame(&c), 1);
+    if (c.h.seq == cancel) {
+      ck_assert_uint_eq(c.h.type, COOP_MSG_OK);
+      ok = 1;
+      continue;
+    }
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.job, slow);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+    ck_assert(c.h.seq >= first && c.h.seq < over);
+    results++;
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* ---- cancel: a shipped kernel's data-driven loops poll their cancellation ---- */
+
+/* A memfd of size bytes holding n words w (the rest zero). */
+static int memfd_words(size_t size, uint32_t w, size_t n) {
+  int fd = memfd_of(size);
+  static uint32_t chunk[16384];
+  for (size_t i = 0; i < 16384; i++) chunk[i] = w;
+  for (size_t at = 0; at < n; at += 16384) {
+    size_t k = n - at < 16384 ? n - at : 16384;
+    ck_assert_int_eq(pwrite(fd, chunk, k * 4, (off_t)(at * 4)), (ssize_t)(k * 4));
+  }
+  return fd;
+}
+
+/* The shipped bfs on a CSR whose worklist holds 65536 copies of a
+ * vertex owning 4M edges (every require rule met, every index in range)
+ * visits 2.7e11 edges in one step and reaches no primitive. Cancelled, it
+ * ran on until hang_ms, and coopd restarted the device, taking another
+ * client's periodic render with it (ELOST). bfs's loops now poll their
+ * cancellation: the job ends CANCELLED within 2 s, the render ends DONE,
+ * nothing is declared hung and every worker serves. */
+START_TEST(attack_hostile_bfs_is_cancelled) {
+  enum { HN = 65536, HM = 4 << 20 };
+  char kdir[] = "/tmp/coopd-bfs-XXXXXX", path[128], set[160];
+  ck_assert_ptr_nonnull(mkdtemp(kdir));
+  snprintf(path, sizeof path, "%s/bfs.cl", kdir);
+  file_copy(KERNEL_DIR "/apps/bfs.cl", path); /* the shipped kernel, alone beside render */
+  snprintf(set, sizeof set, "kernels.dirs=%s:%s", KERNEL_DIR, kdir);
+  const char *sets[] = {set, "jobs.gather_budget_ms=4000", "jobs.hang_ms=1500", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn a, v;
+  open_hello(&a, &d);
+  uint32_t w = a.m.welcome.workers;
+  open_hello(&v, &d);
+
+  /* the victim: a render every 100 ms for 3 s, on one worker */
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.period_us = m.submit.deadline_us = 100000;
+  m.submit.count = 30;
+  uint64_t r = submit(&v, &m, NULL, 0);
+  ck_assert_msg(r != 0, "render refused: %s", v.m.error.message);
+
+  /* row[0] = 0, row[1..n] = m: vertex 0 owns every edge, and every edge
+   * leads back to it (reached: each visit is two loads); q0 = n zeros */
+  int fds[5] = {memfd_words((HN + 1) * 4u, HM, HN + 1), memfd_of(HM * 4u),
+                memfd_words(HN * 4u, 0xffffffffu, HN), memfd_of(HN * 4u), memfd_of(HN * 4u)};
+  ck_assert_int_eq(pwrite(fds[0], &(uint32_t){0}, 4, 0), 4);
+  ck_assert_int_eq(pwrite(fds[2], &(uint32_t){0}, 4, 0), 4); /* lev[0] = 0 */
+  static const uint32_t size[2] = {HN, 0};
+  submit_init(&m, "bfs", 1, 1);
+  arg_u32(&m.submit, 1); /* cooperative form: resizing barriers */
+  arg_buf(&m.submit, COOP_BUF_IN, NULL, (HN + 1) * 4u, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, NULL, HM * 4u, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, HN * 4u, 2);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, HN * 4u, 3);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, HN * 4u, 4);
+  arg_buf(&m.submit, COOP_BUF_INOUT, size, sizeof size, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, HN);
+  uint64_t x = submit(&a, &m, fds, 5);
+  ck_assert_msg(x != 0, "bfs refused: %s", a.m.error.message);
+  wait_running(&a, x); /* and 300 ms: deep in its first step */
+
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  memset(&m, 0, sizeof m);
+  m.job.job = x;
+  ck_assert_uint_eq(reply(&a, send_msg(&a, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&a, x, 20000), COOP_MSG_RESULT);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+  /* bench/RESULTS.md quotes this line */
+  fprintf(stderr, "hostile bfs: CANCEL -> RESULT %s (%s) in %.1f ms\n",
+          coop_job_state_name(a.m.result.state), coop_err_name(a.m.result.error), ms);
+  ck_assert_msg(a.m.result.state == COOP_JOB_CANCELLED, "bfs ended %s: %s",
+                coop_job_state_name(a.m.result.state), a.m.result.message);
+  ck_assert_int_eq(a.m.result.error, COOP_ECANCELED);
+  ck_assert_msg(ms < 2000.0, "bfs took %.0f ms to end after its CANCEL", ms);
+
+  ck_assert_uint_eq(wait_job(&v, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(v.m.result.state == COOP_JOB_DONE, "the victim's render ended %s: %s",
+                coop_job_state_name(v.m.result.state), v.m.result.message);
+  ck_assert_uint_eq(v.m.result.instances, 30);
+  struct coop_msg_stats_reply st = stats(&v);
+  ck_assert_uint_eq(st.hung, 0);
+  ck_assert_uint_eq(st.lost_workers, 0);
+  render_check(&v, w, 0, 0); /* every worker serves */
+  for (int i = 0; i < 5; i++) close(fds[i]);
+  conn_close(&a);
+  conn_close(&v);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(path);
+  rmdir(kdir);
+}
+END_TEST
+
+/* ---- [jobs] task_max_ms: a non-cooperative task's execution bound ---- */
+
+/* A render of root's on every worker that would run for ever (reps =
+ * 2^32 - 1), DETACHED, its connection then closed: the job id. */
+static uint64_t endless_render_detached(const struct daemon_proc *d, uint32_t w) {
+  struct conn a;
+  open_hello(&a, d);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  m.submit.args[4].bits = 0xffffffffu;
+  uint64_t x = submit(&a, &m, NULL, 0);
+  ck_assert_msg(x != 0, "render refused: %s", a.m.error.message);
+  wait_running(&a, x);
+  conn_close(&a); /* detached: it runs on */
+  return x;
+}
+
+/* What a client of uid 65534 (nobody) saw of one render on w workers. */
+struct seen_result {
+  uint8_t state;
+  int32_t error;
+  char message[sizeof(((struct coop_msg_result *)0)->message)];
+};
+
+static struct seen_result render_as_nobody(const struct daemon_proc *d, uint32_t w) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    close(pfd[0]);
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, d);
+    struct seen_result s = {0};
+    uint64_t job = render_submit(&o, w);
+    if (!job) _exit(4);
+    if (wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
+    s.state = o.m.result.state;
+    s.error = o.m.result.error;
+    snprintf(s.message, sizeof s.message, "%s", o.m.result.message);
+    if (write(pfd[1], &s, sizeof s) != (ssize_t)sizeof s) _exit(6);
+    conn_close(&o);
+    _exit(0);
+  }
+  close(pfd[1]);
+  struct seen_result s;
+  ssize_t n = read(pfd[0], &s, sizeof s);
+  close(pfd[0]);
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ck_assert_msg(n == (ssize_t)sizeof s, "nobody's render: no result (child status %d)", st);
+  return s;
+}
+
+/* Root's render with reps = 2^32 - 1 on every worker, DETACHED and
+ * left, held the device until coopd stopped (no watchdog by default), and
+ * every other user's task failed EHUNG. With task_max_ms = 1500 it is
+ * cancelled past the bound, its RESULT says why (ETIMEDOUT), and nobody's
+ * render on every worker runs; render polls its cancellation, so nothing
+ * is declared hung. The bound is per instance: a periodic render of 2.4 s
+ * in all, each instance short, ends DONE. */
+START_TEST(task_max_ms_ends_a_detached_render) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-task-max-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"jobs.task_max_ms=1500", "jobs.gather_budget_ms=8000", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  render_check(&c, 1, 20000, 120); /* 2.4 s of instances, none near 1.5 s */
+
+  uint64_t x = endless_render_detached(&d, w);
+  struct seen_result b = render_as_nobody(&d, w);
+  ck_assert_msg(b.state == COOP_JOB_DONE, "nobody's render ended %s (%d): %s",
+                coop_job_state_name(b.state), b.error, b.message);
+
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_ETIMEDOUT);
+  assert_has(c.m.result.message, "kernel render ran past the [jobs] task_max_ms bound of 1500 ms");
+  char line[128];
+  snprintf(line, sizeof line, "job %llu (render, uid 0): a task ran", (unsigned long long)x);
+  for (int i = 0; i < 100 && !log_has(logp, line); i++) msleep(50);
+  ck_assert_msg(log_has(logp, line), "the log lacks \"%s\"", line);
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.hung, 0); /* render returned at its next row */
+  ck_assert_uint_eq(st.lost_workers, 0);
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+/* The EHUNG of a task that waited for workers named the holder's
+ * job id and kernel to any user, which ENOJOB otherwise hides. Now another
+ * user's holder is "another user's job"; the holder's own user (root here,
+ * who may see every job) still gets its id and kernel. task_max_ms = 0:
+ * the bound is off, so the holder stays until cancelled. */
+START_TEST(ehung_names_no_other_users_job) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"jobs.task_max_ms=0", "jobs.gather_budget_ms=1000", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint64_t x = endless_render_detached(&d, w);
+  char holder[64];
+  snprintf(holder, sizeof holder, "job %llu", (unsigned long long)x);
+
+  struct seen_result b = render_as_nobody(&d, w);
+  ck_assert_msg(b.state == COOP_JOB_FAILED && b.error == COOP_EHUNG,
+                "nobody's render ended %s (%d): %s", coop_job_state_name(b.state), b.error,
+                b.message);
+  assert_has(b.message, "held by another user's job (non-cooperative, still running)");
+  ck_assert_msg(!strstr(b.message, holder), "\"%s\" names root's %s", b.message, holder);
+  ck_assert_msg(!strstr(b.message, "render"), "\"%s\" names root's kernel", b.message);
+
+  uint64_t r = render_submit(&c, w); /* root's own: named */
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
+  char named[128];
+  snprintf(named, sizeof named, "held by %s (render, non-cooperative, still running)", holder);
+  assert_has(c.m.result.message, named);
+
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = x;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* ---- cooperative slots between users ---- */
+
+/* Item 4, fairness: root queues three cooperative sweeps, nobody one after
+ * them. When root's running sweep ends, the free slot goes to nobody, who
+ * runs none yet, not to root's next in line (FIFO would). */
+START_TEST(cooperative_slots_are_shared_between_users) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  /* reserve_percent = 100: one cooperative slot, whatever the device */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, "jobs.reserve_percent=100",
+                        NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[64];
+  uint64_t first = victim_sweep(&c, data, 64, 0, 1); /* about 4 s */
+  /* On the device before the others arrive: had the device thread taken
+   * all four in one pass, nobody's (never served) would rightly go first. */
+  wait_running(&c, first);
+  uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  uint64_t last = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+  ck_assert(first && next && last);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    uint64_t mine = sweep_submit(&o, data, 64, 100000000u, 1, -1);
+    if (write(pfd[1], &mine, sizeof mine) != sizeof mine) _exit(4);
+    pause(); /* keeps the connection, and so the job, until killed */
+    _exit(0);
+  }
+  uint64_t theirs = 0;
+  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  ck_assert_uint_ne(theirs, 0);
+  ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(wait_job(&c, first, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  uint8_t st = COOP_JOB_QUEUED;
+  for (int i = 0; i < 600 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
+  ck_assert_uint_eq(st, COOP_JOB_RUNNING);
+  ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
+  ck_assert_uint_eq(job_state(&c, last), COOP_JOB_QUEUED);
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A DETACHED cooperative sweep of one workgroup with 2^32 - 1 rounds: it
+ * holds its slot for the rest of the test. */
+static uint64_t endless_sweep(struct conn *c) {
+  static uint32_t data[64];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 0xffffffffu);
+  return submit(c, &m, NULL, 0);
+}
+
+/* What a WAIT of timeout_ms answers for a job that has not finished: the
+ * ERROR's message (ETIMEDOUT), into buf. */
+static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
+  ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
+  snprintf(buf, n, "%s", c->m.error.message);
+}
+
+/* coopd for two users (root and nobody): the socket open to both. */
+static void two_user_start(struct daemon_proc *d, const char *reserve) {
+  /* a launch of at most 5 groups (4 workers): the tests hold every slot
+   * with a job each, on PoCL's 2 workers as on a GPU's hundreds */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, reserve,
+                        "device.max_workgroups=5", NULL};
+  daemon_start(d, sets);
+  chmod(d->dir, 0755);
+  chmod(d->sock, 0666);
+}
+
+/* Hardening, slots: root's endless detached sweep holds the only slot
+ * (another user's bfs timed out, or waited 542 s, told nothing). The
+ * other user, nobody, queues two; each WAIT that times out says the job
+ * waits for a cooperative slot, how many jobs go before it, and that
+ * other users hold the slot. Root's own queued job is told that the slot
+ * is its own. Fair order: nobody's first (it holds none), then root's
+ * (served longest ago), then nobody's second. */
+START_TEST(cooperative_wait_says_why_and_how_many_ahead) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  two_user_start(&d, "jobs.reserve_percent=100"); /* one cooperative slot */
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t held = endless_sweep(&c);
+  ck_assert_uint_ne(held, 0);
+  wait_running(&c, held);
+  static uint32_t data[64];
+  uint64_t mine = sweep_submit(&c, data, 64, 1000, 1, -1);
+  ck_assert_uint_ne(mine, 0);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    char said[2][COOP_WIRE_TEXT_MAX];
+    uint64_t b1 = sweep_submit(&o, data, 64, 1000, 1, -1);
+    uint64_t b2 = sweep_submit(&o, data, 64, 1000, 1, -1);
+    if (!b1 || !b2) _exit(4);
+    wait_says(&o, b1, 300, said[0], sizeof said[0]);
+    wait_says(&o, b2, 0, said[1], sizeof said[1]);
+    if (write(pfd[1], said, sizeof said) != (ssize_t)sizeof said) _exit(5);
+    pause(); /* keeps the connection, and so the jobs, until killed */
+    _exit(0);
+  }
+  char said[2][COOP_WIRE_TEXT_MAX];
+  ck_assert_int_eq(read(pfd[0], said, sizeof said), (ssize_t)sizeof said);
+  fprintf(stderr, "nobody's first: %s\nnobody's second: %s\n", said[0], said[1]);
+  assert_has(said[0], "is queued, waiting for a cooperative slot: 0 jobs ahead of it");
+  assert_has(said[0], "1 of 1 slot held, 1 by other users");
+  assert_has(said[1], "waiting for a cooperative slot: 2 jobs ahead of it");
+  char own[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, mine, 0, own, sizeof own);
+  fprintf(stderr, "root's second: %s\n", own);
+  assert_has(own, "waiting for a cooperative slot: 1 job ahead of it");
+  assert_has(own, "1 of 1 slot held, 0 by other users");
+  wait_says(&c, held, 0, own, sizeof own); /* running: no slot to wait for */
+  assert_has(own, "still running");
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Hardening, slots: with every worker a cooperative slot (reserve_percent
+ * = 0, at least two), root alone queues one endless detached sweep per
+ * slot. It took every slot, and another user's job then waited for as
+ * long as they ran. Now the last free slot is kept for a user who holds
+ * none: root runs all but one (its last one is told why it waits), and
+ * nobody's sweep starts at once on the kept slot. */
+START_TEST(one_user_cannot_take_every_cooperative_slot) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  two_user_start(&d, "jobs.reserve_percent=0");
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  ck_assert_uint_ge(w, 2);
+  ck_assert_uint_le(w, 64);
+  uint64_t s[64];
+  for (uint32_t i = 0; i < w; i++) ck_assert_uint_ne(s[i] = endless_sweep(&c), 0);
+  wait_running(&c, s[0]);
+  msleep(500); /* every one that may start has started */
+  unsigned running = 0;
+  for (uint32_t i = 0; i < w; i++) running += job_state(&c, s[i]) == COOP_JOB_RUNNING;
+  ck_assert_uint_eq(running, w - 1);
+  char why[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, s[w - 1], 0, why, sizeof why);
+  fprintf(stderr, "root's last: %s\n", why);
+  assert_has(why, "the last free slot is kept for a user who holds none");
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    static uint32_t data[64];
+    uint64_t theirs = sweep_submit(&o, data, 64, 0xffffffffu, 1, -1);
+    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
+    pause();
+    _exit(0);
+  }
+  uint64_t theirs = 0;
+  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  ck_assert_uint_ne(theirs, 0);
+  uint8_t st = COOP_JOB_QUEUED;
+  for (int i = 0; i < 100 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
+  ck_assert_uint_eq(st, COOP_JOB_RUNNING);
+  ck_assert_uint_eq(job_state(&c, s[w - 1]), COOP_JOB_QUEUED); /* every slot held now */
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+void daemon_isolation_cases(Suite *s) {
+  TCase *t = tcase_create("isolation");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, attack_sweep_n_past_its_buffer);
+  tcase_add_test(t, attack_neighbour_buffers);
+  tcase_add_test(t, attack_reads_nothing_of_others);
+  tcase_add_test(t, guard_zone_breach_fails_the_job);
+  tcase_add_test(t, attack_endless_render_then_leave);
+  tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
+  tcase_add_test(t, hello_name_cannot_forge_log_lines);
+  tcase_add_test(t, waiters_are_bounded);
+  tcase_add_test(t, device_process_crash_costs_its_jobs_only);
+  tcase_add_test(t, hung_kernel_restarts_its_device);
+  suite_add_tcase(s, t);
+  t = tcase_create("slots");
+  suite_add_tcase(s, t);
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, cooperative_slots_are_shared_between_users);
+  tcase_add_test(t, cooperative_wait_says_why_and_how_many_ahead);
+  tcase_add_test(t, one_user_cannot_take_every_cooperative_slot);
+  t = tcase_create("task_bound");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, task_max_ms_ends_a_detached_render);
+  tcase_add_test(t, ehung_names_no_other_users_job);
+  suite_add_tcase(s, t);
+  t = tcase_create("cancel");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, attack_hostile_bfs_is_cancelled);
+  suite_add_tcase(s, t);
+}

@@ -1,0 +1,794 @@
+/*
+ * test_daemon_limits.c: what a client can make coopd hold, one test each:
+ * replies it does not read, connections per uid and the HELLO deadline,
+ * users crowded out, descriptors, live and detached jobs per uid, inline
+ * bytes, periodic records, the deadline floor.
+ */
+#define _GNU_SOURCE /* prlimit */
+#include <check.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h> /* prlimit */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h> /* struct timeval */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "wire.h"
+#include "daemon_harness.h"
+
+/* ---- limits: what a client can make coopd hold (issue 20 #3 to #9) ---- */
+
+/* coopd's resident set, or its peak (VmHWM), in KiB. */
+static long proc_kib(pid_t pid, const char *field) {
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  long kib = -1;
+  size_t n = strlen(field);
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, field, n) && line[n] == ':') kib = atol(line + n + 1);
+  fclose(f);
+  ck_assert_int_ge(kib, 0);
+  return kib;
+}
+
+/* CPU time coopd has used (user + system), in ms. */
+static long cpu_ms(pid_t pid) {
+  return (long)(cpu_ticks(pid) * 1000 / (unsigned long long)sysconf(_SC_CLK_TCK));
+}
+
+/* A shorter receive timeout: a test that expects coopd to close a
+ * connection should fail in seconds, not in conn_open's 120 s. */
+static void conn_timeout(struct conn *c, int seconds) {
+  struct timeval tv = {seconds, 0};
+  setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+/* The next frame is an ERROR with this code that says `says`, and then the
+ * connection ends. */
+static void expect_error_then_close(struct conn *c, int code, const char *says) {
+  ck_assert_msg(read_frame(c), "no ERROR before the connection ended (or 10 s passed)");
+  ck_assert_uint_eq(c->h.type, COOP_MSG_ERROR);
+  ck_assert_msg(c->m.error.code == code, "want %s, got %s: %s", coop_err_name(code),
+                coop_err_name(c->m.error.code), c->m.error.message);
+  assert_has(c->m.error.message, says);
+  ck_assert_int_eq(read_frame(c), 0);
+}
+
+/* render over inline buffers of the given sizes, n = 1 (the kernel's rules
+ * want 4 bytes each): IN a and b (zeros), OUT c. */
+static void render_sized(union coop_msg *m, uint32_t ab_bytes, uint32_t c_bytes, int detached) {
+  static uint8_t zeros[COOP_WIRE_INLINE_MAX];
+  submit_init(m, "render", 1, 0);
+  if (detached) m->submit.flags |= COOP_SUBMIT_DETACHED;
+  arg_buf(&m->submit, COOP_BUF_IN, zeros, ab_bytes, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_IN, zeros, ab_bytes, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_OUT, NULL, c_bytes, COOP_WIRE_FD_NONE);
+  arg_u32(&m->submit, 1);
+  arg_u32(&m->submit, 1);
+}
+
+/* Submits m and waits for it: DONE. The job's id. */
+static uint64_t run_done(struct conn *c, const union coop_msg *m) {
+  uint64_t j = submit(c, m, NULL, 0);
+  ck_assert_msg(j != 0, "refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "job %llu: %s %s", (unsigned long long)j,
+                coop_job_state_name(c->m.result.state), c->m.result.message);
+  return j;
+}
+
+/* Until nothing is queued or running. */
+static void wait_idle(struct conn *c) {
+  for (int i = 0; i < 1200; i++, msleep(50)) {
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+    if (c->m.stats.queued == 0 && c->m.stats.running == 0) return;
+  }
+  ck_abort_msg("jobs still queued or running after 60 s");
+}
+
+/* Another user (nobody) may connect: the tests that need one run as root
+ * (as CI does); the socket is opened to it. 0 when not root. Call it after
+ * a HELLO: coopd sets the socket's mode between bind and listen, and the
+ * file exists from the bind on. */
+static int other_user_possible(const struct daemon_proc *d, const char *test) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "%s: not root, the other-user checks are skipped\n", test);
+    return 0;
+  }
+  chmod(d->dir, 0755);
+  chmod(d->sock, 0666);
+  return 1;
+}
+
+static void become_nobody(void) {
+  if (setgid(65534) || setuid(65534)) _exit(3);
+}
+
+static void child_ok(pid_t kid) {
+  int st;
+  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other user's process: status %d", st);
+}
+
+/* Issue 20 #3: a client that kept about 32 MiB of replies pending while
+ * reading steadily grew coopd by 1.95 GB a minute: the output buffer was
+ * reset only when fully drained, so everything ever sent stayed. Now its
+ * memory follows the bytes pending, and past 8 MiB pending no more requests
+ * are read. And past 64 MiB pending (results nobody asked for just now)
+ * the connection is dropped. */
+START_TEST(unread_replies_stay_bounded) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, NULL);
+  struct conn c, other;
+  open_hello(&other, &d); /* first: coopd answers c's waiters before other's */
+  open_hello(&c, &d);
+  union coop_msg m;
+  render_sized(&m, 4, 256u << 10, 0); /* its RESULT carries 256 KiB */
+  uint64_t j = run_done(&c, &m);
+  long before = proc_kib(d.pid, "VmRSS");
+  memset(&m, 0, sizeof m);
+  m.job.job = j;
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  enum { AHEAD = 160, STREAM = 1200 }; /* RESULTs: 40 MiB behind, 340 MiB through */
+  for (int i = 0; i < AHEAD; i++) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  for (int i = 0; i < STREAM + AHEAD; i++) { /* one read, one more asked */
+    ck_assert_int_eq(read_frame(&c), 1);
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.bufs[0].len, 256u << 10);
+    if (i < STREAM) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  }
+  long peak = proc_kib(d.pid, "VmHWM");
+  ck_assert_msg(peak - before < 96 * 1024,
+                "coopd grew by %ld KiB while streaming %d MiB to a client %d MiB behind",
+                peak - before, (STREAM + AHEAD) / 4, AHEAD / 4);
+  /* 300 WAITs on a running sweep whose RESULT carries 256 KiB: when it
+   * ends, 75 MiB come at once and the connection is dropped at 64 MiB */
+  static uint32_t words[65536];
+  uint64_t slow = sweep_submit(&c, words, 65536, 0xffffffffu, 1, -1);
+  ck_assert_uint_ne(slow, 0);
+  m.job.job = slow;
+  for (int i = 0; i < 300; i++) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_STATS, &m, NULL, 0)),
+                    COOP_MSG_STATS_REPLY); /* the WAITs are in before the CANCEL */
+  /* c reads nothing until its RESULTs are all out, which other's RESULT
+   * then says (c's waiters are answered first; dropping c frees the job,
+   * so other waits from before the CANCEL) */
+  uint32_t w = send_msg(&other, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(reply(&other, w), COOP_MSG_RESULT);
+  ck_assert_uint_eq(other.m.result.state, COOP_JOB_CANCELLED);
+  conn_timeout(&c, 30);
+  int results = 0;
+  while (read_frame(&c)) {
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    results++;
+  }
+  /* the socket holds less than one RESULT: likely none came whole */
+  ck_assert_msg(results < 300, "all %d RESULTs came: the connection was not dropped", results);
+  conn_close(&c);
+  render_check(&other, 1, 0, 0); /* coopd serves on */
+  conn_close(&other);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #4: one uid opened 64 idle sockets and nobody (root included)
+ * could connect. Now a user has at most max_clients_per_uid (16) connections,
+ * root too, with an ERROR ELIMIT naming the key for the next; and a
+ * connection that sends no HELLO within hello_timeout_ms (2 s) gets ERROR
+ * ETIMEDOUT and is closed. Defaults throughout. */
+START_TEST(connections_per_uid_and_hello_deadline) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  int two = other_user_possible(&d, "connections_per_uid_and_hello_deadline");
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = -1;
+  if (two) {
+    kid = fork();
+    if (kid == 0) {
+      become_nobody();
+      static struct conn idle[17];
+      int64_t t0 = now_ms();
+      for (int i = 0; i < 17; i++) {
+        if (conn_open(&idle[i], d.sock)) _exit(4);
+        conn_timeout(&idle[i], 10);
+      }
+      expect_error_then_close(&idle[16], COOP_ELIMIT, "[limits] max_clients_per_uid");
+      char go = 1;
+      if (write(pfd[1], &go, 1) != 1) _exit(5);
+      for (int i = 0; i < 16; i++)
+        expect_error_then_close(&idle[i], COOP_ETIMEDOUT, "[server] hello_timeout_ms");
+      int64_t took = now_ms() - t0;
+      if (took < 1500 || took > 10000) _exit(6);
+      struct conn again; /* the 16 are gone: room again */
+      open_hello(&again, &d);
+      _exit(0);
+    }
+    close(pfd[1]); /* so that a child that died reads as EOF here */
+    char go;
+    ck_assert_msg(read(pfd[0], &go, 1) == 1, "the other user's checks failed");
+  }
+  /* nobody holds 16 sockets; root still gets in, up to its own 16 */
+  struct conn r, idle[14], over;
+  open_hello(&r, &d);
+  for (int i = 0; i < 14; i++) {
+    ck_assert_int_eq(conn_open(&idle[i], d.sock), 0);
+    conn_timeout(&idle[i], 10);
+    if (i == 0) hello(&idle[0]); /* in time: it stays */
+  }
+  ck_assert_int_eq(conn_open(&over, d.sock), 0);
+  conn_timeout(&over, 10);
+  expect_error_then_close(&over, COOP_ELIMIT, "at most 16 connections per user");
+  conn_close(&over);
+  for (int i = 1; i < 14; i++) {
+    expect_error_then_close(&idle[i], COOP_ETIMEDOUT, "no HELLO within 2000 ms");
+    conn_close(&idle[i]);
+  }
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  struct conn *stay[] = {&c, &r, &idle[0]}; /* those with a HELLO are served on */
+  for (int i = 0; i < 3; i++)
+    ck_assert_uint_eq(reply(stay[i], send_msg(stay[i], COOP_MSG_STATS, &m, NULL, 0)),
+                      COOP_MSG_STATS_REPLY);
+  if (two) child_ok(kid);
+  close(pfd[0]);
+  if (!two) close(pfd[1]);
+  conn_close(&idle[0]);
+  conn_close(&r);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Four users with max_clients_per_uid idle connections each filled
+ * max_clients, and everyone else was locked out, root included (no idle
+ * timeout after HELLO). Now a connection of a user holding fewer gets in:
+ * the user holding the most (at least two more) loses the connection that
+ * costs it least, the one quiet longest (docs/daemon.md, "Connections").
+ * Here max_clients = 6: root holds 4 (A with a job in flight, then D, C, B
+ * in that order of activity), nobody 2; uid 65533 comes three times. */
+START_TEST(crowded_out_users_still_get_in) {
+  static const char *const sets[] = {"server.max_clients=6", "limits.max_clients_per_uid=4", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, sets);
+  struct conn a, b, c, dd;
+  open_hello(&a, &d);
+  if (!other_user_possible(&d, "crowded_out_users_still_get_in")) {
+    conn_close(&a);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    return;
+  }
+  static uint32_t data[64];
+  uint64_t job = sweep_submit(&a, data, 64, 100000000u, 1, -1); /* runs until cancelled */
+  ck_assert_uint_ne(job, 0);
+  struct conn *order[] = {&dd, &c, &b}; /* quiet longest first */
+  for (int i = 0; i < 3; i++) {
+    msleep(30); /* the loop's clock counts ms */
+    open_hello(order[i], &d);
+    conn_timeout(order[i], 10);
+  }
+  int ready[2], go_nobody[2], go[2], done[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(go_nobody), 0);
+  pid_t nobody = fork();
+  ck_assert_int_ge(nobody, 0);
+  if (nobody == 0) { /* two connections, served throughout */
+    become_nobody();
+    struct conn e, f;
+    open_hello(&e, &d);
+    open_hello(&f, &d);
+    char x = 1;
+    if (write(ready[1], &x, 1) != 1) _exit(4);
+    if (read(go_nobody[0], &x, 1) != 1) _exit(5);
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    if (reply(&e, send_msg(&e, COOP_MSG_STATS, &m, NULL, 0)) != COOP_MSG_STATS_REPLY) _exit(6);
+    if (reply(&f, send_msg(&f, COOP_MSG_STATS, &m, NULL, 0)) != COOP_MSG_STATS_REPLY) _exit(7);
+    _exit(0);
+  }
+  char x;
+  close(ready[1]);
+  ck_assert_msg(read(ready[0], &x, 1) == 1, "nobody's connections failed");
+  /* made after nobody's fork: a write end it held would keep a read here
+   * from ever seeing the newcomer's end */
+  ck_assert_int_eq(pipe(go), 0);
+  ck_assert_int_eq(pipe(done), 0);
+  pid_t newcomer = fork(); /* tells by `done` when each connection is in */
+  ck_assert_int_ge(newcomer, 0);
+  if (newcomer == 0) {
+    if (setgid(65533) || setuid(65533)) _exit(3);
+    static struct conn n[3];
+    for (int i = 0; i < 3; i++) {
+      if (read(go[0], &x, 1) != 1) _exit(4);
+      if (conn_open(&n[i], d.sock)) _exit(5);
+      conn_timeout(&n[i], 10);
+      if (i == 2) { /* 2 each now: nobody holds more; closed with no frame */
+        if (read_frame(&n[i])) _exit(6);
+      } else { /* a HELLO sent without ck_assert: the parent tells of a refusal */
+        union coop_msg m;
+        memset(&m, 0, sizeof m);
+        m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+        struct coop_wire_buf w;
+        coop_wire_buf_init(&w);
+        if (coop_wire_encode(&w, COOP_MSG_HELLO, 1, &m) ||
+            coop_wire_send(n[i].fd, w.p, w.len, NULL, 0, NULL) || !read_frame(&n[i]) ||
+            n[i].h.type != COOP_MSG_WELCOME)
+          _exit(7);
+        coop_wire_buf_free(&w);
+      }
+      if (write(done[1], &x, 1) != 1) _exit(8);
+    }
+    _exit(0);
+  }
+  close(done[1]);
+  const char *why = "closed to make room for another user";
+  ck_assert_int_eq(write(go[1], &x, 1), 1);
+  ck_assert_msg(read(done[0], &x, 1) == 1, "uid 65533 did not get in with max_clients reached");
+  expect_error_then_close(&dd, COOP_ELIMIT, why); /* root's quietest idle one */
+  conn_close(&dd);
+  ck_assert_int_eq(write(go[1], &x, 1), 1);
+  ck_assert_msg(read(done[0], &x, 1) == 1, "uid 65533's second connection did not get in");
+  expect_error_then_close(&c, COOP_ELIMIT, "held 3 of them");
+  conn_close(&c);
+  ck_assert_int_eq(write(go[1], &x, 1), 1);
+  ck_assert_msg(read(done[0], &x, 1) == 1, "uid 65533's third connection was not refused");
+  child_ok(newcomer);
+  /* root's busy connection and its most recent one are served on, and so
+   * is nobody */
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&b, send_msg(&b, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  uint8_t st = job_state(&a, job);
+  ck_assert_msg(st == COOP_JOB_RUNNING || st == COOP_JOB_QUEUED, "the sweep: %s",
+                coop_job_state_name(st));
+  ck_assert_int_eq(write(go_nobody[1], &x, 1), 1);
+  child_ok(nobody);
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  ck_assert_uint_eq(reply(&a, send_msg(&a, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&a, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  for (int i = 0; i < 2; i++) close(go[i]), close(go_nobody[i]), close(ready[i]);
+  close(done[0]);
+  conn_close(&b);
+  conn_close(&a);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #5: at `ulimit -n 1024`, with every descriptor taken, accept
+ * failed with EMFILE and coopd busy-looped (475k log lines in 7 s) while
+ * new clients hung. Now the spare descriptor is given up to accept each
+ * one, tell it why and close it: the client hears at once, coopd stays
+ * idle, the log says it once. coopd's limit is lowered to what it holds
+ * plus a few (prlimit), which those few connections then take. */
+START_TEST(out_of_descriptors_sheds_connections) {
+  char logp[] = "/tmp/coopd-emfile-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_listening(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  char fdir[64];
+  snprintf(fdir, sizeof fdir, "/proc/%d/fd", (int)d.pid);
+  DIR *dir = opendir(fdir);
+  ck_assert_ptr_nonnull(dir);
+  static char used[4096]; /* coopd's descriptor numbers (inherited ones may sit high) */
+  memset(used, 0, sizeof used);
+  for (struct dirent *e; (e = readdir(dir));)
+    if (e->d_name[0] != '.' && atoi(e->d_name) < (int)sizeof used) used[atoi(e->d_name)] = 1;
+  closedir(dir);
+  /* the lowest limit that leaves coopd exactly `room` numbers to open */
+  const int room = 4;
+  int lim = 0;
+  for (int free_below = 0; free_below < room; lim++) free_below += !used[lim];
+  struct rlimit rl, was;
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
+  rl.rlim_cur = (rlim_t)lim;
+  rl.rlim_max = was.rlim_max;
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
+  /* Clients take what is left (room, unless coopd's own descriptors moved
+   * meanwhile: its device process starts beside the loop), until one is
+   * told that none is; then two more. */
+  struct conn fill[14];
+  int filled = 0, shed = 0;
+  long cpu0 = cpu_ms(d.pid);
+  int64_t t0 = now_ms();
+  while (shed < 3) {
+    struct conn x;
+    ck_assert_int_eq(conn_open(&x, d.sock), 0);
+    conn_timeout(&x, 10);
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+    snprintf(m.hello.name, sizeof m.hello.name, "fill");
+    struct coop_wire_buf b;
+    coop_wire_buf_init(&b);
+    ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_HELLO, ++x.seq, &m), 0);
+    ssize_t sent = send(x.fd, b.p, b.len, MSG_NOSIGNAL); /* a refused one may be closed */
+    (void)sent;
+    coop_wire_buf_free(&b);
+    ck_assert_msg(read_frame(&x), "no reply within 10 s (%d clients in, %d told)", filled, shed);
+    if (x.h.type == COOP_MSG_WELCOME) {
+      ck_assert_msg(shed == 0 && filled < 14, "%d clients in, %d told", filled, shed);
+      fill[filled++] = x;
+      continue;
+    }
+    ck_assert_uint_eq(x.h.type, COOP_MSG_ERROR);
+    ck_assert_int_eq(x.m.error.code, COOP_ELIMIT);
+    assert_has(x.m.error.message, "out of file descriptors");
+    ck_assert_int_eq(read_frame(&x), 0);
+    conn_close(&x);
+    shed++;
+  }
+  ck_assert_int_ge(filled, 1);
+  ck_assert_int_lt(now_ms() - t0, 5000);
+  msleep(1000);
+  long spent = cpu_ms(d.pid) - cpu0;
+  ck_assert_msg(spent < 500, "coopd used %ld ms of CPU in about a second at EMFILE", spent);
+  /* a round trip: coopd is serving, and has logged what it had to */
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  FILE *f = fopen(logp, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[1024];
+  int lines = 0;
+  while (fgets(line, sizeof line, f)) {
+    lines += strstr(line, "accept") != NULL;
+  }
+  fclose(f);
+  ck_assert_msg(lines == 1, "%d log lines about accept (want one for three clients)", lines);
+  ck_assert(log_has(logp, "Too many open files"));
+  /* one leaves: the next one gets in */
+  conn_close(&fill[0]);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  {
+    ck_assert_int_eq(conn_open(&fill[0], d.sock), 0);
+    union coop_msg hm;
+    memset(&hm, 0, sizeof hm);
+    hm.hello.min_version = hm.hello.max_version = COOP_WIRE_VERSION;
+    send_msg(&fill[0], COOP_MSG_HELLO, &hm, NULL, 0);
+    uint16_t t = read_frame(&fill[0]) ? fill[0].h.type : 0;
+    if (t != COOP_MSG_WELCOME) log_print(logp);
+    ck_assert_msg(t == COOP_MSG_WELCOME, "after one left: type %u, %s (limit %d, %d in)", t,
+                  t == COOP_MSG_ERROR ? fill[0].m.error.message : "", lim, filled);
+  }
+  for (int i = 0; i < filled; i++) conn_close(&fill[i]);
+  conn_close(&c);
+  daemon_stop_ok(&d, logp);
+  unlink(logp);
+}
+END_TEST
+
+static void cancel_job(struct conn *c, uint64_t job) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_CANCELLED);
+}
+
+/* Issue 20 #6: 64 DETACHED jobs per connection, conn_reconnect and repeat: the
+ * per-client limit escaped across connections (384 unfinished jobs of one
+ * uid, every task slot full). Now max_jobs_per_uid counts a user's live
+ * jobs over all its connections, detached ones included; other users are
+ * not affected. */
+START_TEST(live_jobs_per_uid_across_connections) {
+  const char *sets[] = {"limits.max_jobs_per_uid=4", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, sets);
+  struct conn a, b;
+  open_hello(&a, &d);
+  int two = other_user_possible(&d, "live_jobs_per_uid_across_connections");
+  uint64_t ids[4];
+  for (int i = 0; i < 3; i++) ck_assert_uint_ne(ids[i] = detached_sweep(&a), 0);
+  conn_close(&a);
+  open_hello(&a, &d); /* a new connection: the three still count */
+  ck_assert_uint_ne(ids[3] = detached_sweep(&a), 0);
+  expect_refusal(&a, detached_sweep(&a), COOP_ELIMIT, "[limits] max_jobs_per_uid");
+  static uint32_t data[64];
+  expect_refusal(&a, sweep_submit(&a, data, 64, 1, 1, -1), COOP_ELIMIT, "per user");
+  open_hello(&b, &d);
+  union coop_msg m;
+  render_init(&m, 1);
+  expect_refusal(&b, submit(&b, &m, NULL, 0), COOP_ELIMIT, "max_jobs_per_uid");
+  if (two) {
+    pid_t kid = fork();
+    if (kid == 0) { /* another user runs as usual */
+      become_nobody();
+      struct conn o;
+      open_hello(&o, &d);
+      render_check(&o, 1, 0, 0);
+      _exit(0);
+    }
+    child_ok(kid);
+  }
+  cancel_job(&b, ids[0]); /* one fewer live: room for one */
+  render_check(&b, 1, 0, 0);
+  for (int i = 1; i < 4; i++) cancel_job(&b, ids[i]);
+  conn_close(&a);
+  conn_close(&b);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #7: another user submitted 1100 DETACHED jobs and disconnected,
+ * and a victim's finished detached result was evicted (the 1024 cap was
+ * global). Now a user keeps at most max_detached_kept_per_uid, and the
+ * global max_detached_kept drops only the oldest of the user whose job
+ * joined. Here both are 2: the victim keeps its one, the attacker (5 jobs,
+ * finishing without a client) keeps only its newest. */
+START_TEST(detached_results_are_kept_per_uid) {
+  const char *sets[] = {"limits.max_detached_kept_per_uid=2", "limits.max_detached_kept=2", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  int two = other_user_possible(&d, "detached_results_are_kept_per_uid");
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  uint64_t victim = run_done(&c, &m);
+  conn_close(&c); /* its result is kept */
+  uint64_t theirs[5] = {0};
+  if (two) {
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+      become_nobody();
+      struct conn o;
+      open_hello(&o, &d);
+      union coop_msg x;
+      render_sized(&x, 4, 4, 1);
+      for (int i = 0; i < 5; i++)
+        if (!(theirs[i] = submit(&o, &x, NULL, 0))) _exit(4);
+      if (write(pfd[1], theirs, sizeof theirs) != sizeof theirs) _exit(5);
+      _exit(0); /* gone before they finish */
+    }
+    child_ok(kid);
+    ck_assert_int_eq(read(pfd[0], theirs, sizeof theirs), (ssize_t)sizeof theirs);
+    close(pfd[0]);
+    close(pfd[1]);
+  }
+  open_hello(&c, &d);
+  wait_idle(&c);
+  /* the victim's result, whole */
+  ck_assert_uint_eq(wait_job(&c, victim, 1000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  ck_assert_uint_eq(c.m.result.nbuf, 1);
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  /* the attacker's: its newest only (root sees every job) */
+  for (int i = 0; two && i < 5; i++) {
+    uint16_t t = wait_job(&c, theirs[i], 1000);
+    ck_assert_uint_eq(t, i == 4 ? COOP_MSG_RESULT : COOP_MSG_ERROR);
+    if (i < 4) ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #8: DETACHED jobs waited for before the disconnect were never
+ * capped (2560 kept, +664 MB with no client connected). They are kept
+ * within max_detached_kept_per_uid (2 here) like the others: the oldest go. */
+START_TEST(detached_jobs_waited_for_are_capped) {
+  const char *sets[] = {"limits.max_detached_kept_per_uid=2", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  render_sized(&m, 4, 4, 1);
+  uint64_t ids[4];
+  for (int i = 0; i < 4; i++) ids[i] = run_done(&c, &m);
+  conn_close(&c);
+  open_hello(&c, &d);
+  for (int i = 0; i < 4; i++) {
+    uint16_t t = wait_job(&c, ids[i], 1000);
+    ck_assert_uint_eq(t, i < 2 ? COOP_MSG_ERROR : COOP_MSG_RESULT);
+    if (i < 2) ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+  }
+  memset(&m, 0, sizeof m); /* and STATUS lists just those two */
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
+  ck_assert_uint_eq(c.m.status_reply.n, 2);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #9, the bytes: finished jobs' inline bytes counted toward no
+ * limit. Now a user's jobs in flight and the inline results kept for it
+ * count toward max_bytes_per_uid (2 MiB here), over all its connections;
+ * and a finished job no longer holds its inline IN copies. Each render
+ * sends 2 x 256 KiB IN and keeps 256 KiB OUT: six fit (6 x 256 KiB kept +
+ * 768 KiB in flight = 2 MiB), a seventh does not. Had the IN copies
+ * stayed, the third would not. */
+START_TEST(inline_bytes_count_per_uid) {
+  const char *sets[] = {"limits.max_bytes_per_uid=2M", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, sets);
+  struct conn a, b;
+  open_hello(&a, &d);
+  open_hello(&b, &d);
+  int two = other_user_possible(&d, "inline_bytes_count_per_uid");
+  union coop_msg m;
+  render_sized(&m, 256u << 10, 256u << 10, 0);
+  for (int i = 0; i < 6; i++) run_done(&a, &m);
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_ELIMIT, "[limits] max_bytes_per_uid");
+  expect_refusal(&b, submit(&b, &m, NULL, 0), COOP_ELIMIT, "max_bytes_per_uid");
+  if (two) {
+    pid_t kid = fork();
+    if (kid == 0) { /* another user's bytes are its own */
+      become_nobody();
+      struct conn o;
+      open_hello(&o, &d);
+      run_done(&o, &m);
+      _exit(0);
+    }
+    child_ok(kid);
+  }
+  conn_close(&a); /* its results go: room again */
+  union coop_msg s;
+  memset(&s, 0, sizeof s);
+  ck_assert_uint_eq(reply(&b, send_msg(&b, COOP_MSG_STATS, &s, NULL, 0)), COOP_MSG_STATS_REPLY);
+  run_done(&b, &m);
+  conn_close(&b);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Issue 20 #9, the memory: 8 connections x 256 finished renders with
+ * 3 x 256 KiB inline buffers took 1.58 GB, the IN copies kept with every
+ * finished job. 120 finished renders with 2 x 256 KiB inline IN each (60
+ * MiB of copies), all still kept for WAIT, now leave coopd's size as it
+ * was. Defaults throughout. */
+START_TEST(finished_jobs_free_inline_inputs) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  render_sized(&m, 256u << 10, 4, 0);
+  for (int i = 0; i < 8; i++) run_done(&c, &m); /* the allocator's pools settle */
+  long before = proc_kib(d.pid, "VmRSS");
+  uint64_t first = run_done(&c, &m);
+  for (int i = 1; i < 120; i++) run_done(&c, &m);
+  long after = proc_kib(d.pid, "VmRSS");
+  ck_assert_msg(after - before < 24 * 1024,
+                "coopd grew by %ld KiB with 120 finished renders (60 MiB of inline inputs)",
+                after - before);
+  ck_assert_uint_eq(wait_job(&c, first, 1000), COOP_MSG_RESULT); /* still kept */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* run_done, once coopd has seen a close that frees the room m needs:
+ * while it is refused with ELIMIT, again (2 s at most). */
+static uint64_t run_done_when_room(struct conn *c, const union coop_msg *m) {
+  uint64_t j = 0;
+  for (int i = 0; i < 100 && !(j = submit(c, m, NULL, 0)); i++) {
+    ck_assert_int_eq(c->m.error.code, COOP_ELIMIT);
+    msleep(20);
+  }
+  ck_assert_msg(j != 0, "refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+  return j;
+}
+
+/* A periodic render over tiny inline buffers (4 bytes each), n = 1. */
+static void periodic_tiny(union coop_msg *m, uint32_t period_us, uint32_t count) {
+  render_sized(m, 4, 4, 0);
+  m->submit.period_us = period_us;
+  m->submit.count = count;
+}
+
+/* The instance records of a periodic job (64 bytes each in coopd, 4 MiB
+ * for 65536 instances; RESULT carries every one) counted toward no limit:
+ * finished renders of 65536 instances kept about 2.3 MB each. Now they
+ * count toward max_bytes_per_uid (1000 KiB here) like the buffers: from
+ * the SUBMIT on, the records it may need; once finished, those of the
+ * instances it ran, none lost. A 768 KiB render fits beside 4096 kept
+ * records (256 KiB) only once their connection closes. */
+START_TEST(periodic_records_count_per_uid) {
+  const char *sets[] = {"limits.max_bytes_per_uid=1000K", NULL};
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, sets);
+  struct conn a, b;
+  open_hello(&a, &d);
+  open_hello(&b, &d);
+  union coop_msg m, big;
+  periodic_tiny(&m, 100, COOP_WIRE_MAX_INST); /* 4 MiB of records */
+  expect_refusal(&a, submit(&a, &m, NULL, 0), COOP_ELIMIT, "[limits] max_bytes_per_uid");
+  assert_has(a.m.error.message, "64 bytes per instance");
+
+  periodic_tiny(&m, 100, 4096);
+  uint64_t j = run_done(&a, &m);
+  ck_assert_uint_eq(a.m.result.ninst, 4096);
+  render_sized(&big, 256u << 10, 256u << 10, 0); /* 768 KiB in flight */
+  expect_refusal(&b, submit(&b, &big, NULL, 0), COOP_ELIMIT, "max_bytes_per_uid");
+  ck_assert_uint_eq(wait_job(&a, j, 1000), COOP_MSG_RESULT); /* kept whole */
+  ck_assert_uint_eq(a.m.result.ninst, 4096);
+  conn_close(&a); /* its results go: room again (once coopd has seen the close) */
+  run_done_when_room(&b, &big);
+  conn_close(&b);
+
+  /* cancelled early, a job keeps the records of what it ran, not of the
+   * 12000 instances it asked room for (750 KiB: with them kept, the 768
+   * KiB render would not fit) */
+  open_hello(&a, &d);
+  periodic_tiny(&m, 1000, 12000);
+  for (int i = 0; i < 100 && !(j = submit(&a, &m, NULL, 0)); i++) msleep(20); /* b's close */
+  ck_assert_msg(j != 0, "refused: %s", a.m.error.message);
+  msleep(100);
+  cancel_job(&a, j);
+  ck_assert_uint_lt(a.m.result.ninst, 1000);
+  run_done(&a, &big);
+  conn_close(&a);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A deadline of 1 us, which no instance meets, added 2000 misses in 2 s to
+ * the device's coop_deadline_misses_total, the admin's count for every
+ * user. Now a deadline below [jobs] min_deadline_us (100 us by default) is
+ * refused, periodic or not; the floor itself, and no deadline, are taken,
+ * and the refusals count as no miss. */
+START_TEST(deadline_below_the_floor_is_refused) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  periodic_tiny(&m, 1000, 3);
+  m.submit.deadline_us = 1;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "[jobs] min_deadline_us = 100 us");
+  render_sized(&m, 4, 4, 0); /* a single task */
+  m.submit.deadline_us = 99;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "min_deadline_us");
+  m.submit.deadline_us = 100;
+  run_done(&c, &m);
+  m.submit.deadline_us = 0;
+  run_done(&c, &m);
+  struct coop_msg_stats_reply st = stats(&c);
+  ck_assert_uint_eq(st.submitted, 2);
+  ck_assert_uint_eq(st.met[0].deadline_instances, 1);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+void daemon_limits_cases(Suite *s) {
+  TCase *t = tcase_create("limits");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, unread_replies_stay_bounded);
+  tcase_add_test(t, connections_per_uid_and_hello_deadline);
+  tcase_add_test(t, crowded_out_users_still_get_in);
+  tcase_add_test(t, out_of_descriptors_sheds_connections);
+  tcase_add_test(t, live_jobs_per_uid_across_connections);
+  tcase_add_test(t, detached_results_are_kept_per_uid);
+  tcase_add_test(t, detached_jobs_waited_for_are_capped);
+  tcase_add_test(t, inline_bytes_count_per_uid);
+  tcase_add_test(t, finished_jobs_free_inline_inputs);
+  tcase_add_test(t, periodic_records_count_per_uid);
+  tcase_add_test(t, deadline_below_the_floor_is_refused);
+  suite_add_tcase(s, t);
+}
