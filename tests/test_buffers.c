@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,7 +378,7 @@ END_TEST
 
 struct flood {
   const char *sock;
-  volatile int stop;
+  atomic_int stop;
   unsigned sent; /* SUBMITs written */
 };
 
@@ -415,7 +416,7 @@ static void *flood_main(void *arg) {
   for (uint32_t seq = 2; seq < 200; seq++) coop_wire_encode(&b, COOP_MSG_SUBMIT, seq, &m);
   fcntl(fd, F_SETFL, O_NONBLOCK);
   size_t off = 0;
-  while (!f->stop) {
+  while (!atomic_load(&f->stop)) {
     ssize_t n = send(fd, b.p + off, b.len - off, MSG_NOSIGNAL);
     if (n > 0) {
       off += (size_t)n;
@@ -468,7 +469,7 @@ START_TEST(a_client_that_never_reads) {
     ck_assert(o[0] == 16.0f);
     coop_result_free(&r);
   }
-  f.stop = 1;
+  atomic_store(&f.stop, 1);
   pthread_join(t, NULL);
   ck_assert_uint_gt(f.sent, 0);
   /* behind up to max_jobs_per_client renders of the flood: seconds at most
