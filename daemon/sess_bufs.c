@@ -78,11 +78,19 @@ static void start(struct session *s, uint32_t seq, struct dbuf *b, struct sess_b
   o->op.gen = b->gen;
   o->next = s->bufops;
   s->bufops = o;
+  s->nbufops++;
   b->users++;
   dev_buf_op(s->dm->devs[b->device], &o->op);
 }
 
 static struct sess_bufop *new_op(struct session *s, uint32_t seq, int kind) {
+  if (s->nbufops >= SESS_MAX_BUFOPS) {
+    sess_error(s, seq, COOP_ELIMIT,
+               "at most %u device buffer operations in flight per connection: wait for their "
+               "answers",
+               SESS_MAX_BUFOPS);
+    return NULL;
+  }
   struct sess_bufop *o = calloc(1, sizeof *o);
   if (!o) {
     sess_error(s, seq, COOP_ENOMEM, "out of memory");
@@ -135,6 +143,7 @@ static void on_done(struct dev_bufop *op) {
     for (struct sess_bufop **p = &o->s->bufops; *p; p = &(*p)->next)
       if (*p == o) {
         *p = o->next;
+        o->s->nbufops--;
         break;
       }
   }
@@ -155,6 +164,7 @@ static void on_done(struct dev_bufop *op) {
 void sess_bufs_closed(struct session *s) {
   for (struct sess_bufop *o = s->bufops; o; o = o->next) o->s = NULL;
   s->bufops = NULL;
+  s->nbufops = 0;
   dbuf_session_closed(s->dm, s);
 }
 

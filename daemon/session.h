@@ -16,6 +16,9 @@
 
 #define SESS_INLINE_OUT_MAX (1u << 20)
 #define SESS_MAX_WAITERS 4096u /* WAITs pending on one connection (issue 20 #2) */
+/* Device buffer operations in flight on one connection: each holds a memfd
+ * and a place in the device thread's queue until done (sess_bufs.c). */
+#define SESS_MAX_BUFOPS 64u
 
 struct waiter {
   uv_timer_t timer; /* unused when waiting forever */
@@ -50,6 +53,7 @@ struct session {
   struct waiter *waiters;
   unsigned nwaiters;
   struct sess_bufop *bufops; /* device buffer operations not yet answered */
+  unsigned nbufops;
   /* its last one-task job's kernel, groups, device and arrival, and the
    * interval before it: a frame loop's period (sess_jobs.c, expected_next) */
   struct {

@@ -388,7 +388,7 @@ static void *flood_main(void *arg) {
   struct flood *f = arg;
   int fd = socket(AF_UNIX, SOCK_STREAM, 0);
   struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%s", f->sock);
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", f->sock);
   if (connect(fd, (struct sockaddr *)&sa, sizeof sa)) return NULL;
   static union coop_msg m;
   struct coop_wire_buf b;
@@ -529,6 +529,70 @@ START_TEST(a_frame_loop_is_gathered_ahead) {
 }
 END_TEST
 
+/* The next whole frame on fd into *m (its type returned), or 0. */
+static uint16_t raw_next(int fd, struct coop_wire_reader *rd, union coop_msg *m) {
+  for (;;) {
+    struct coop_wire_hdr h;
+    const uint8_t *payload;
+    int e = coop_wire_reader_next(rd, &h, &payload, NULL, NULL);
+    if (e < 0) return 0;
+    if (e > 0) return coop_wire_decode(&h, payload, m) ? 0 : h.type;
+    static uint8_t buf[1 << 16];
+    long n = coop_wire_recv(fd, buf, sizeof buf, NULL, NULL);
+    if (n <= 0 || coop_wire_reader_feed(rd, buf, (size_t)n, NULL, 0)) return 0;
+  }
+}
+
+/* A connection that sends 300 BUF_WRITEs at once: past 64 in flight they
+ * are refused with ELIMIT (each holds a memfd and a place in the device
+ * thread's queue); every one is answered, and the connection goes on. */
+START_TEST(buffer_operations_bounded_per_connection) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", d.sock);
+  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  struct coop_wire_reader rd;
+  coop_wire_reader_init(&rd);
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  static union coop_msg m;
+  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
+  snprintf(m.hello.name, sizeof m.hello.name, "ops");
+  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_HELLO, 1, &m), 0);
+  memset(&m, 0, sizeof m);
+  m.buf_create = (struct coop_msg_buf_create){.size = 64, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_BUF_CREATE, 2, &m), 0);
+  ck_assert_int_eq(coop_wire_send(fd, b.p, b.len, NULL, 0, NULL), 0);
+  b.len = 0;
+  ck_assert_uint_eq(raw_next(fd, &rd, &m), COOP_MSG_WELCOME);
+  ck_assert_uint_eq(raw_next(fd, &rd, &m), COOP_MSG_BUFFER);
+  uint64_t id = m.buffer.buffer;
+  static uint8_t bytes[64];
+  for (uint32_t k = 0; k < 300; k++) {
+    memset(&m, 0, sizeof m);
+    m.buf_range = (struct coop_msg_buf_range){
+        .buffer = id, .len = 64, .fd = COOP_WIRE_FD_NONE, .data = bytes, .data_len = 64};
+    ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_BUF_WRITE, 10 + k, &m), 0);
+  }
+  ck_assert_int_eq(coop_wire_send(fd, b.p, b.len, NULL, 0, NULL), 0);
+  unsigned ok = 0, limited = 0;
+  for (int k = 0; k < 300; k++) {
+    uint16_t t = raw_next(fd, &rd, &m);
+    ok += t == COOP_MSG_OK;
+    limited += t == COOP_MSG_ERROR && m.error.code == COOP_ELIMIT;
+  }
+  ck_assert_uint_eq(ok + limited, 300);
+  ck_assert_msg(limited > 0, "300 writes at once, none refused");
+  ck_assert_uint_ge(ok, 64);
+  coop_wire_buf_free(&b);
+  coop_wire_reader_free(&rd);
+  close(fd);
+  daemon_stop(&d);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("buffers");
   TCase *tc = tcase_create("buffers");
@@ -540,6 +604,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_client_that_never_reads);
   tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
+  tcase_add_test(tc, buffer_operations_bounded_per_connection);
   suite_add_tcase(s, tc);
   return s;
 }
