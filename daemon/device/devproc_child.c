@@ -33,7 +33,7 @@ struct child {
   uint8_t reported[256]; /* per task slot: the state last answered + 1 (0: none) */
 };
 
-/* DP_WAIT's spin, then its naps (see wait_change). */
+/* DP_WAIT's spin, then its naps (see wait_for). */
 #define DP_SPIN_NS 1000000L
 #define DP_NAP0_NS 5000L
 #define DP_NAP_MAX_NS 100000L
@@ -210,49 +210,37 @@ static int changed(struct child *ch, const struct dp_poll_ids *p, unsigned n) {
   return 0;
 }
 
-/* DP_WAIT: completion without timed polling from the front. The task
- * records are in host memory, so a change is one load away: spin for
- * DP_SPIN_NS (a short task's end is seen within microseconds; only on a
- * GPU, where the spinning takes no core from the megakernel as on PoCL, and
- * only when the front says a short task is in flight), then sleep
- * in ppoll on the kick eventfd, the nap doubling from DP_NAP0_NS to
- * DP_NAP_MAX_NS (a long task costs ~10^4 cheap wakeups a second at most).
- * New work for the front's device thread (a submission, a cancel, a stop)
- * writes the eventfd and ends the wait at once. */
-static void wait_change(struct child *ch, const struct dp_poll_ids *p, unsigned n, int64_t budget,
-                        int spin) {
+/* 1 once the task DP_SUBMIT waits for is final (or gone). */
+static int ended(struct child *ch, const void *arg) {
+  struct coop_rt_task_info ti;
+  return coop_rt_task_info(ch->rt, *(const coop_task_id *)arg, &ti) || ti.state >= COOP_TASK_DONE;
+}
+
+/* DP_WAIT's condition: a task's state differs from what was answered. */
+static int any_changed(struct child *ch, const void *arg) {
+  const struct dp_poll_ids *p = arg;
+  return changed(ch, p, p->n < DP_POLL_MAX ? p->n : DP_POLL_MAX);
+}
+
+/* DP_WAIT and DP_SUBMIT's wait: completion without timed polling from the
+ * front, until done(ch, arg), the kick, or budget ns. The task records are
+ * in host memory, so a change is one load away: spin for DP_SPIN_NS (a
+ * short task's end is seen within microseconds; only on a GPU, where the
+ * spinning takes no core from the megakernel as on PoCL, and only when
+ * `spin`: for DP_WAIT, when the front says a short task is in flight),
+ * then sleep in ppoll on the kick eventfd, the nap doubling from
+ * DP_NAP0_NS to DP_NAP_MAX_NS (a long task costs ~10^4 cheap wakeups a
+ * second at most). New work for the front's device thread (a submission,
+ * a cancel, a stop) writes the eventfd and ends the wait at once. */
+static void wait_for(struct child *ch, int (*done)(struct child *, const void *), const void *arg,
+                     int64_t budget, int spin) {
   int64_t t0 = coop__now_ns(), end = t0 + budget;
   long nap = DP_NAP0_NS;
   for (unsigned spins = 0;; spins++) {
-    if (changed(ch, p, n)) return;
+    if (done(ch, arg)) return;
     int64_t now = coop__now_ns();
     if (now >= end) return;
     if (spin && now - t0 < ch->spin_ns) {
-      if ((spins & 63u) == 0u && kicked(ch)) return;
-      continue;
-    }
-    if (kicked(ch)) return;
-    int64_t left = end - now < nap ? end - now : nap;
-    struct timespec ts = {0, left};
-    struct pollfd pf = {ch->kick, POLLIN, 0};
-    if (ch->kick >= 0)
-      ppoll(&pf, 1, &ts, NULL);
-    else
-      nanosleep(&ts, NULL);
-    if (nap < DP_NAP_MAX_NS) nap *= 2;
-  }
-}
-
-/* DP_SUBMIT's wait (q->b ns): as wait_change, but for one task to end. */
-static void wait_final(struct child *ch, coop_task_id id, int64_t budget) {
-  int64_t t0 = coop__now_ns(), end = t0 + budget;
-  long nap = DP_NAP0_NS;
-  for (unsigned spins = 0;; spins++) {
-    struct coop_rt_task_info ti;
-    if (coop_rt_task_info(ch->rt, id, &ti) || ti.state >= COOP_TASK_DONE) return;
-    int64_t now = coop__now_ns();
-    if (now >= end) return;
-    if (now - t0 < ch->spin_ns) {
       if ((spins & 63u) == 0u && kicked(ch)) return;
       continue;
     }
@@ -339,7 +327,7 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       r->err = coop_rt_submit(rt, &q->u.desc, &id);
       r->a = id;
       if (r->err) return 0;
-      if (q->b) wait_final(ch, id, q->b < 1000000000u ? (int64_t)q->b : 0);
+      if (q->b) wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1);
       coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
       if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
         ch->reported[id & 0xffu] = (uint8_t)(r->u.info.state + 1);
@@ -374,7 +362,7 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       unsigned n = q->u.poll.n < DP_POLL_MAX ? q->u.poll.n : DP_POLL_MAX;
       coop_rt_refit(rt); /* at most once a second; the times below use it */
       if (q->op == DP_WAIT)
-        wait_change(ch, &q->u.poll, n, q->a < 1000000000u ? (int64_t)q->a : 0, q->b != 0);
+        wait_for(ch, any_changed, &q->u.poll, q->a < 1000000000u ? (int64_t)q->a : 0, q->b != 0);
       return poll_reply(ch, &q->u.poll, n, r);
     }
     case DP_KICKFD:
