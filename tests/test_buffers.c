@@ -9,7 +9,6 @@
  */
 #define _GNU_SOURCE
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -28,62 +27,22 @@
 #include "check_run.h"
 #include "coop.h"
 #include "coop_util.h"
-#include "coopd_argv.h"
+#include "daemon_harness.h"
 #include "wire.h"
 
-struct daemon_proc {
-  pid_t pid;
-  char dir[64], sock[128];
-};
-
-static void msleep(int ms) {
-  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
-static const char *daemon_log; /* when set: coopd's stderr, at debug */
-
-static void daemon_start(struct daemon_proc *d, const char *const *sets) {
-  snprintf(d->dir, sizeof d->dir, "/tmp/coopd-bufs-XXXXXX");
-  ck_assert_ptr_nonnull(mkdtemp(d->dir));
+/* A coopd of the harness's (daemon_harness.h) whose socket a second uid
+ * may reach (the owners test), with the settings extra (NULL-ended, or
+ * NULL); with d->log set, its stderr goes there at debug level. */
+static void bufs_start(struct daemon_proc *d, const char *const *extra) {
+  const char *sets[8] = {"server.socket_mode=0666"};
+  unsigned n = 1;
+  if (d->log) sets[n++] = "log.level=debug";
+  for (unsigned i = 0; extra && extra[i] && n < 7; i++) sets[n++] = extra[i];
+  daemon_start_log(d, sets);
   chmod(d->dir, 0755);
-  snprintf(d->sock, sizeof d->sock, "%s/coop.sock", d->dir);
-  d->pid = fork();
-  ck_assert_int_ge(d->pid, 0);
-  if (d->pid == 0) {
-    const char *argv[32];
-    if (daemon_log && !freopen(daemon_log, "w", stderr)) _exit(126);
-    int n =
-        coop_test_coopd_argv(argv, COOPD_PATH, d->sock, KERNEL_DIR, daemon_log ? "debug" : "warn");
-    argv[n++] = "--set";
-    argv[n++] = "server.socket_mode=0666"; /* a second uid below */
-    for (int i = 0; sets && sets[i] && n < 30; i++) {
-      argv[n++] = "--set";
-      argv[n++] = sets[i];
-    }
-    argv[n] = NULL;
-    execv(COOPD_PATH, (char *const *)argv);
-    _exit(127);
-  }
-  for (int i = 0; i < 1200; i++) {
-    if (access(d->sock, F_OK) == 0) return;
-    int st;
-    ck_assert_msg(waitpid(d->pid, &st, WNOHANG) == 0, "coopd exited at start-up");
-    msleep(50);
-  }
-  ck_abort_msg("coopd did not create its socket within 60 s");
 }
 
-static void daemon_stop(struct daemon_proc *d) {
-  kill(d->pid, SIGTERM);
-  int st = 0;
-  ck_assert_int_eq(waitpid(d->pid, &st, 0), d->pid);
-  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "coopd stopped with status %d", st);
-  char journal[160];
-  snprintf(journal, sizeof journal, "%s.jobs", d->sock);
-  unlink(journal);
-  rmdir(d->dir);
-}
+static void bufs_stop(struct daemon_proc *d) { ck_assert_int_eq(daemon_stop(d), 0); }
 
 static coop_conn *connect_to(const struct daemon_proc *d) {
   coop_conn *c = NULL;
@@ -130,8 +89,8 @@ static void check_words(const uint32_t *w, size_t n, uint32_t base, uint32_t add
  * back (inline and, above inline_max, by memfd), the range checks, free,
  * and every use after the free refused. */
 START_TEST(life_cycle) {
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d);
   enum { N = 4096 };
   static uint32_t w[N], back[N];
@@ -184,15 +143,15 @@ START_TEST(life_cycle) {
   free(bw);
   free(bb);
   coop_disconnect(c);
-  daemon_stop(&d);
+  bufs_stop(&d);
 }
 END_TEST
 
 /* Freed with its connection unless kept; a kept one reaches any
  * connection of the same user; another user gets ENOJOB for both. */
 START_TEST(owners_and_connections) {
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d);
   uint32_t w[64], back[64];
   words(w, 64, 1);
@@ -238,7 +197,7 @@ START_TEST(owners_and_connections) {
   ck_assert_int_eq(coop_buffer_free(c, kept), 0);
   ck_assert_int_eq(coop_buffer_read(c, kept, 0, back, sizeof back), COOP_ENOJOB);
   coop_disconnect(c);
-  daemon_stop(&d);
+  bufs_stop(&d);
 }
 END_TEST
 
@@ -246,8 +205,8 @@ END_TEST
  * buffers toward max_buffers_per_uid; a free gives them back. */
 START_TEST(counted_per_user) {
   const char *sets[] = {"limits.max_bytes_per_uid=1M", "limits.max_buffers_per_uid=3", NULL};
-  struct daemon_proc d;
-  daemon_start(&d, sets);
+  struct daemon_proc d = {0};
+  bufs_start(&d, sets);
   coop_conn *c = connect_to(&d);
   uint64_t a = 0, b = 0, x = 0;
   ck_assert_int_eq(coop_buffer_create(c, 0, 600u << 10, NULL, 0, &a), 0);
@@ -272,40 +231,16 @@ START_TEST(counted_per_user) {
   ck_assert_int_eq(coop_buffer_free(c, a), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, (size_t)1 << 40, NULL, 0, &a), COOP_EINVAL);
   coop_disconnect(c);
-  daemon_stop(&d);
+  bufs_stop(&d);
 }
 END_TEST
-
-/* The device process of coopd pid (its child named coopd-device), or 0. */
-static pid_t device_process(pid_t pid) {
-  DIR *dir = opendir("/proc");
-  struct dirent *e;
-  pid_t found = 0;
-  while (dir && (e = readdir(dir)) && !found) {
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *rp = strrchr(buf, ')');
-    int ppid = 0;
-    char st;
-    if (rp && sscanf(rp + 2, "%c %d", &st, &ppid) == 2 && ppid == pid &&
-        strstr(buf, "coopd-device"))
-      found = atoi(e->d_name);
-  }
-  if (dir) closedir(dir);
-  return found;
-}
 
 /* The device process killed: every buffer it held is reported lost, to
  * its operations and to a job naming it, never read as zeros or stale
  * bytes; a new buffer works. */
 START_TEST(lost_with_the_device_process) {
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d);
   uint32_t w[64], back[64];
   words(w, 64, 9);
@@ -333,7 +268,7 @@ START_TEST(lost_with_the_device_process) {
   ck_assert_int_eq(coop_buffer_read(c, b, 0, back, sizeof back), 0);
   check_words(back, 64, 9, 2);
   coop_disconnect(c);
-  daemon_stop(&d);
+  bufs_stop(&d);
 }
 END_TEST
 
@@ -343,8 +278,8 @@ END_TEST
  * bytes are there to read. */
 START_TEST(guard_zone_of_a_device_buffer) {
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, NULL};
-  struct daemon_proc d;
-  daemon_start(&d, sets);
+  struct daemon_proc d = {0};
+  bufs_start(&d, sets);
   coop_conn *c = connect_to(&d);
   uint64_t b = 0;
   ck_assert_int_eq(coop_buffer_create(c, 0, 64, NULL, 0, &b), 0);
@@ -370,7 +305,7 @@ START_TEST(guard_zone_of_a_device_buffer) {
   ck_assert_int_eq(coop_buffer_read(c, b, 0, got, sizeof got), 0);
   for (int i = 0; i < 16; i++) ck_assert_uint_eq(got[i], 0xfeedfaceu);
   coop_disconnect(c);
-  daemon_stop(&d);
+  bufs_stop(&d);
 }
 END_TEST
 
@@ -440,8 +375,8 @@ static void *flood_main(void *arg) {
  * coopd's output to it fill up); another's tasks keep running, each within
  * a bound, and coopd answers as before once the flood stops. */
 START_TEST(a_client_that_never_reads) {
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d);
   struct flood f = {.sock = d.sock};
   pthread_t t;
@@ -478,7 +413,7 @@ START_TEST(a_client_that_never_reads) {
   struct coop_stats st;
   ck_assert_int_eq(coop_stats(c, &st), 0);
   coop_disconnect(c);
-  daemon_stop(&d);
+  bufs_stop(&d);
 }
 END_TEST
 
@@ -487,13 +422,9 @@ END_TEST
  * scheduler gather ahead for it. */
 START_TEST(a_frame_loop_is_gathered_ahead) {
   char logp[] = "/tmp/coopd-frames-XXXXXX.log";
-  int lfd = mkstemps(logp, 4);
-  ck_assert_int_ge(lfd, 0);
-  close(lfd);
-  daemon_log = logp;
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
-  daemon_log = NULL;
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d);
   static float a[8 * 8], o[8 * 8];
   for (int k = 0; k < 10; k++) {
@@ -515,7 +446,7 @@ START_TEST(a_frame_loop_is_gathered_ahead) {
     if (left > 0) msleep((int)(left / 1000000));
   }
   coop_disconnect(c);
-  daemon_stop(&d);
+  bufs_stop(&d);
   FILE *f = fopen(logp, "r");
   ck_assert_ptr_nonnull(f);
   char line[512];
@@ -529,67 +460,39 @@ START_TEST(a_frame_loop_is_gathered_ahead) {
 }
 END_TEST
 
-/* The next whole frame on fd into *m (its type returned), or 0. */
-static uint16_t raw_next(int fd, struct coop_wire_reader *rd, union coop_msg *m) {
-  for (;;) {
-    struct coop_wire_hdr h;
-    const uint8_t *payload;
-    int e = coop_wire_reader_next(rd, &h, &payload, NULL, NULL);
-    if (e < 0) return 0;
-    if (e > 0) return coop_wire_decode(&h, payload, m) ? 0 : h.type;
-    static uint8_t buf[1 << 16];
-    long n = coop_wire_recv(fd, buf, sizeof buf, NULL, NULL);
-    if (n <= 0 || coop_wire_reader_feed(rd, buf, (size_t)n, NULL, 0)) return 0;
-  }
-}
-
 /* A connection that sends 300 BUF_WRITEs at once: past 64 in flight they
  * are refused with ELIMIT (each holds a memfd and a place in the device
  * thread's queue); every one is answered, and the connection goes on. */
 START_TEST(buffer_operations_bounded_per_connection) {
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
-  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  struct sockaddr_un sa = {.sun_family = AF_UNIX};
-  snprintf(sa.sun_path, sizeof sa.sun_path, "%.100s", d.sock);
-  ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-  struct coop_wire_reader rd;
-  coop_wire_reader_init(&rd);
-  struct coop_wire_buf b;
-  coop_wire_buf_init(&b);
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
   static union coop_msg m;
-  m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION;
-  snprintf(m.hello.name, sizeof m.hello.name, "ops");
-  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_HELLO, 1, &m), 0);
-  memset(&m, 0, sizeof m);
   m.buf_create = (struct coop_msg_buf_create){.size = 64, .fd = COOP_WIRE_FD_NONE};
-  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_BUF_CREATE, 2, &m), 0);
-  ck_assert_int_eq(coop_wire_send(fd, b.p, b.len, NULL, 0, NULL), 0);
-  b.len = 0;
-  ck_assert_uint_eq(raw_next(fd, &rd, &m), COOP_MSG_WELCOME);
-  ck_assert_uint_eq(raw_next(fd, &rd, &m), COOP_MSG_BUFFER);
-  uint64_t id = m.buffer.buffer;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
+  uint64_t id = c.m.buffer.buffer;
+  struct coop_wire_buf b; /* the 300 in one write */
+  coop_wire_buf_init(&b);
   static uint8_t bytes[64];
   for (uint32_t k = 0; k < 300; k++) {
     memset(&m, 0, sizeof m);
     m.buf_range = (struct coop_msg_buf_range){
         .buffer = id, .len = 64, .fd = COOP_WIRE_FD_NONE, .data = bytes, .data_len = 64};
-    ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_BUF_WRITE, 10 + k, &m), 0);
+    ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_BUF_WRITE, ++c.seq, &m), 0);
   }
-  ck_assert_int_eq(coop_wire_send(fd, b.p, b.len, NULL, 0, NULL), 0);
+  send_raw(&c, b.p, b.len, NULL, 0);
+  coop_wire_buf_free(&b);
   unsigned ok = 0, limited = 0;
-  for (int k = 0; k < 300; k++) {
-    uint16_t t = raw_next(fd, &rd, &m);
-    ok += t == COOP_MSG_OK;
-    limited += t == COOP_MSG_ERROR && m.error.code == COOP_ELIMIT;
+  for (int k = 0; k < 300 && read_frame(&c); k++) {
+    ok += c.h.type == COOP_MSG_OK;
+    limited += c.h.type == COOP_MSG_ERROR && c.m.error.code == COOP_ELIMIT;
   }
   ck_assert_uint_eq(ok + limited, 300);
   ck_assert_msg(limited > 0, "300 writes at once, none refused");
   ck_assert_uint_ge(ok, 64);
-  coop_wire_buf_free(&b);
-  coop_wire_reader_free(&rd);
-  close(fd);
-  daemon_stop(&d);
+  conn_close(&c);
+  bufs_stop(&d);
 }
 END_TEST
 
