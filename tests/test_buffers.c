@@ -251,7 +251,6 @@ START_TEST(lost_with_the_device_process) {
   kill(dp, SIGKILL);
   /* the restart comes on the device thread's next pass: a job shows it */
   int err = 0, st = -1;
-  for (int i = 0; i < 200 && device_process(d.pid) == dp; i++) msleep(50);
   for (int i = 0; i < 100; i++) {
     st = sweep_on(c, b, 64, 1, &err);
     if (st == COOP_STATE_FAILED) break;
