@@ -70,6 +70,9 @@ struct job {
    * eye: the loop may read a mix of two updates. */
   _Atomic uint32_t slot_ahead, slot_count, slot_held, slot_mine;
   _Atomic uint8_t slot_why;
+  /* device -> loop, while it runs: the cap on its workgroups (0: none) and
+   * the users whose cooperative jobs share the width (dev_slot_cap) */
+  _Atomic uint32_t slot_cap, slot_users;
 
   /* result: device thread until hand-back */
   int32_t error;

@@ -222,6 +222,9 @@ static void still_running(struct session *s, uint32_t seq, const struct job *j) 
   if (j && !j->finished && dev_slot_wait(j, why, sizeof why))
     return sess_error(s, seq, COOP_ETIMEDOUT, "job %llu is queued, %s", (unsigned long long)j->id,
                       why);
+  if (j && !j->finished && dev_slot_cap(j, why, sizeof why))
+    return sess_error(s, seq, COOP_ETIMEDOUT, "job %llu still running, %s",
+                      (unsigned long long)j->id, why);
   sess_error(s, seq, COOP_ETIMEDOUT, "job %llu still running", (unsigned long long)(j ? j->id : 0));
 }
 

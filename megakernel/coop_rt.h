@@ -134,6 +134,9 @@ struct coop_rt_task_desc {
    * Ignored for cooperative tasks. */
   int64_t next_ns;
   int64_t ahead_ns;
+  /* A cooperative task: the most workgroups it may hold, 0 = groups (N).
+   * coop_rt_cap changes it while the task runs. */
+  unsigned cap;
 };
 /* 500 us: longer than most steps of bfs between two resizing barriers on
  * the H100 (gather p99 0.2-0.5 ms without gathering ahead, issue 18) */
@@ -146,6 +149,11 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
 /* timeout_ms < 0 waits forever. 0 when the task reached a final state. */
 int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms);
 int coop_rt_cancel(coop_rt *rt, coop_task_id id);
+/* A cooperative task's cap (task_desc.cap) from now on: 0 lifts it. A
+ * lower cap takes workgroups back at the kernel's next offer_kill or
+ * resizing barrier, never its last; a higher one lets it fork up to the
+ * cap again (device/scheduler.cl, "Caps"). Ignored for other tasks. */
+int coop_rt_cap(coop_rt *rt, coop_task_id id, unsigned cap);
 
 enum coop_task_state {
   COOP_TASK_PENDING = 0,

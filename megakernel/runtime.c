@@ -12,6 +12,7 @@
  *   result:   wait until state is final (acquire), then read the record.
  *   cancel:   task.cancel := 1 (release), then cancel_seq += 1 (release);
  *             the scheduler passes it on.
+ *   cap:      task.cap := k, then cancel_seq += 1 (release), as a cancel.
  *   shutdown: mailbox.shutdown := 1 (release); wait for the kernel to exit.
  */
 #include <errno.h>
@@ -568,6 +569,7 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   atomic_store_explicit(&t->live_kills, 0, memory_order_relaxed);
   atomic_store_explicit(&t->live_forks, 0, memory_order_relaxed);
   atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
+  atomic_store_explicit(&t->cap, d->cap, memory_order_relaxed);
   atomic_store_explicit(&t->state, COOP_TS_SUBMITTED, memory_order_release);
   rt->submitted_ns[slot] = coop__now_ns();
   uint32_t w[COOP_RING_WORDS];
@@ -613,6 +615,15 @@ int coop_rt_cancel(coop_rt *rt, coop_task_id id) {
   if (!t) return COOP_ENOTASK;
   atomic_store_explicit(&t->cancel, 1, memory_order_release);
   /* then the doorbell: the scheduler reads cancel flags only when it moved */
+  atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
+  return 0;
+}
+
+int coop_rt_cap(coop_rt *rt, coop_task_id id, unsigned cap) {
+  struct coop_task_rec *t = rec(rt, id);
+  if (!t) return COOP_ENOTASK;
+  atomic_store_explicit(&t->cap, cap, memory_order_relaxed);
+  /* then the doorbell, as for a cancel: the scheduler reads caps when it moved */
   atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
   return 0;
 }

@@ -849,6 +849,81 @@ START_TEST(one_user_cannot_take_every_cooperative_slot) {
 }
 END_TEST
 
+/* Hardening, slots: root's endless sweep on every worker holds the only
+ * slot, and once nobody's job waits for it, it kept every worker for as
+ * long as it ran. Now it is held at root's share of the width,
+ * floor(workers / 2 users), at its next resizing barrier; a WAIT says so;
+ * once nobody's job is gone the WAIT says nothing of it and the sweep
+ * grows back (its result's M and forks tell). */
+START_TEST(a_waiting_user_shrinks_the_holder) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  two_user_start(&d, "jobs.reserve_percent=100"); /* one cooperative slot */
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers, share = w / 2 ? w / 2 : 1;
+  ck_assert_uint_ge(w, 2);
+  static uint32_t data[64];
+  union coop_msg m;
+  submit_init(&m, "sweep", w, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 0xffffffffu);
+  uint64_t v = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(v, 0);
+  wait_running(&c, v);
+  msleep(300);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    static uint32_t mine[64];
+    uint64_t theirs = sweep_submit(&o, mine, 64, 1000, 1, -1);
+    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
+    pause(); /* keeps the connection, and so the queued job, until killed */
+    _exit(0);
+  }
+  uint64_t theirs = 0;
+  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
+  ck_assert_uint_ne(theirs, 0);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED); /* root may see its state */
+  char why[COOP_WIRE_TEXT_MAX], want[96];
+  wait_says(&c, v, 300, why, sizeof why);
+  fprintf(stderr, "root's sweep: %s\n", why);
+  snprintf(want, sizeof want, "held at %u workgroup", share);
+  assert_has(why, want);
+  assert_has(why, "while 2 users' cooperative jobs share the device");
+  msleep(500);        /* held at the share for a while */
+  kill(kid, SIGKILL); /* nobody's queued job goes with its connection */
+  waitpid(kid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  for (int i = 0; i < 100; i++, msleep(50)) {
+    wait_says(&c, v, 0, why, sizeof why);
+    if (!strstr(why, "held at")) break;
+  }
+  assert_has(why, "still running");
+  ck_assert_ptr_null(strstr(why, "held at"));
+  msleep(500); /* alone again: free to grow back */
+  memset(&m, 0, sizeof m);
+  m.job.job = v;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  const struct coop_msg_result *r = &c.m.result;
+  fprintf(stderr, "root's sweep: M %u..%u, %u kills, %u forks\n", r->m_min, r->m_max, r->kills,
+          r->forks);
+  ck_assert_uint_eq(r->m_max, w);
+  ck_assert_uint_le(r->m_min, share);
+  ck_assert_uint_ge(r->forks, w - share); /* grew back once alone */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_isolation_cases(Suite *s) {
   TCase *t = tcase_create("isolation");
   tcase_set_timeout(t, 300);
@@ -868,6 +943,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, cooperative_slots_are_shared_between_users);
   tcase_add_test(t, cooperative_wait_says_why_and_how_many_ahead);
+  tcase_add_test(t, a_waiting_user_shrinks_the_holder);
   tcase_add_test(t, one_user_cannot_take_every_cooperative_slot);
   t = tcase_create("task_bound");
   tcase_set_timeout(t, 120);

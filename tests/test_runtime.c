@@ -301,6 +301,17 @@ START_TEST(several_kernels) {
 }
 END_TEST
 
+static struct coop_rt_live live_of(struct fx *f, coop_task_id id) {
+  struct coop_rt_live l;
+  ck_assert_int_eq(coop_rt_task_live(f->rt, id, &l), 0);
+  return l;
+}
+
+static void nap_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+}
+
 /* The live view (coopctl top's source): with the kernel at full width,
  * every worker is shown working for it and its live M is W, once the
  * scheduler has published (every few passes). */
@@ -363,6 +374,56 @@ static void stress_run(int query) {
           query ? "query" : "plain", w, ctl[1], ti.kills, ti.forks);
   fx_close(&f);
 }
+
+/* Caps (scheduler.cl, "Caps"): a cooperative kernel of N = W submitted
+ * with cap 1 starts and stays at one workgroup although every other
+ * worker is free; lifted, it grows to W; capped again at 1 (and at 2
+ * where W > 2) while running, it shrinks to the cap at its resizing
+ * barriers; every round still covers every element once. */
+static void caps_run(int query) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), n = 1031;
+  uint32_t *data = coop_rt_alloc(f.rt, n * sizeof *data);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
+  struct coop_rt_task_desc d = {
+      .kernel = f.stress, .groups = w, .cooperative = 1, .query_barrier = query, .nargs = 3};
+  d.args[0] = coop_rt_buf_arg(f.rt, data);
+  d.args[1] = n;
+  d.args[2] = coop_rt_buf_arg(f.rt, ctl);
+  d.cap = 1;
+  coop_task_id id;
+  ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id), 0);
+  wait_width(ctl, 1);
+  nap_ms(300); /* every other worker free all along: no fork past the cap */
+  ck_assert_uint_eq(__atomic_load_n(&ctl[2], __ATOMIC_ACQUIRE), 1u);
+  ck_assert_uint_eq(live_of(&f, id).forks, 0);
+  ck_assert_int_eq(coop_rt_cap(f.rt, id, 0), 0);
+  wait_width(ctl, w);
+  ck_assert_int_eq(coop_rt_cap(f.rt, id, 1), 0);
+  wait_width(ctl, 1);
+  if (w > 2) {
+    ck_assert_int_eq(coop_rt_cap(f.rt, id, 2), 0);
+    wait_width(ctl, 2);
+    nap_ms(100);
+    ck_assert_uint_eq(__atomic_load_n(&ctl[2], __ATOMIC_ACQUIRE), 2u);
+  }
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
+  struct coop_rt_task_info ti = finish(&f, id);
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_uint_eq(ti.m_initial, 1);
+  ck_assert_uint_eq(ti.m_min, 1);
+  ck_assert_uint_eq(ti.m_max, w);
+  for (unsigned i = 0; i < n; i++)
+    ck_assert_msg(data[i] == ctl[1], "element %u covered %u times in %u rounds", i, data[i],
+                  ctl[1]);
+  fx_close(&f);
+}
+
+START_TEST(caps_plain) { caps_run(0); }
+END_TEST
+START_TEST(caps_query) { caps_run(1); }
+END_TEST
 
 START_TEST(stress_plain) { stress_run(0); }
 END_TEST
@@ -504,17 +565,6 @@ END_TEST
  * (Kills are compared with a count taken once the first instance's gather
  * has settled: a plain resizing barrier can give one more than asked,
  * docs/scheduler.md Sec. 5.) */
-static struct coop_rt_live live_of(struct fx *f, coop_task_id id) {
-  struct coop_rt_live l;
-  ck_assert_int_eq(coop_rt_task_live(f->rt, id, &l), 0);
-  return l;
-}
-
-static void nap_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
 START_TEST(gathering_ahead_holds_workers) {
   struct fx f;
   fx_open(&f);
@@ -828,6 +878,8 @@ static Suite *suite(void) {
   tcase_set_timeout(rz, 300);
   tcase_add_test(rz, resizing_plain);
   tcase_add_test(rz, resizing_query);
+  tcase_add_test(rz, caps_plain);
+  tcase_add_test(rz, caps_query);
   suite_add_tcase(s, rz);
   TCase *st = tcase_create("stress");
   tcase_set_timeout(st, 600);

@@ -37,6 +37,7 @@ struct run {
   coop_task_id release; /* a one-task job's ended task, released with its unstage */
   int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1, */
   struct coop_rt_task_info end_info; /* and its final info */
+  unsigned cap, cap_told; /* a cooperative job's cap (dev_slots.c), and what its task was told */
   struct run *next;
 };
 
@@ -100,8 +101,8 @@ struct dev {
   uint64_t serve_seq;
   /* bumped when the slot queue or the cooperative runs change; the waiting
    * jobs' places were last published at places_seq, for places_workers */
-  uint64_t slots_seq, places_seq;
-  unsigned places_workers;
+  uint64_t slots_seq, places_seq, caps_seq;
+  unsigned places_workers, caps_workers;
   /* watchdog */
   char restart_why[256]; /* device thread: set to restart the device process */
   uint64_t hung_job;     /* device thread: the job that caused it, or 0 */

@@ -73,7 +73,9 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
                                  .groups = j->groups,
                                  .cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE),
                                  .query_barrier = !!(j->flags & COOP_SUBMIT_QUERY_BARRIER),
-                                 .nargs = j->nargs};
+                                 .nargs = j->nargs,
+                                 .cap = r->cap};
+  r->cap_told = r->cap;
   for (unsigned i = 0; i < j->nargs; i++) {
     int buf = j->args[i].type == COOP_ARG_BUF;
     td.args[i] = buf ? j->args[i].dev - 1 : j->args[i].bits;

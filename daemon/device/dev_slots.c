@@ -18,6 +18,8 @@
  *    (with one slot there is nothing to keep).
  * Of the jobs that may start, the one whose user holds the fewest goes
  * first, then the one whose user was served longest ago, then the oldest.
+ * The width is shared as well: while several users' cooperative jobs run
+ * or wait, each running one is capped at its user's share (share_width).
  * Each waiting job is told (the job's slot_* atomics, dev_slot_wait) how
  * many jobs go before it in that order and who holds the slots; a WAIT
  * that times out says so. Device thread only, but dev_slot_wait.
@@ -175,6 +177,41 @@ static void publish_places(struct dev *d) {
   free(who);
 }
 
+/* The width between users (docs/daemon.md, "Cooperative slots"): while
+ * cooperative jobs of more than one user run or wait here, each of those
+ * users may hold floor(workers / users) workgroups (at least one), split
+ * evenly over its running cooperative jobs (at least one each): a job's
+ * cap (coop_rt_cap). Alone, a user's jobs run uncapped. So a user whose
+ * job waits for a slot finds the holder shrunk to its share at the
+ * holder's next offer_kill or resizing barrier, and two users' kernels
+ * side by side each get half the device, where the first to fork took
+ * it all. Redone when the queue, the runs or the workers changed; a
+ * task is told only a cap that changed. */
+static void share_width(struct dev *d) {
+  unsigned workers = atomic_load(&d->workers);
+  if (d->slots_seq == d->caps_seq && workers == d->caps_workers) return;
+  d->caps_seq = d->slots_seq;
+  d->caps_workers = workers;
+  uint32_t users[64];
+  unsigned nu = 0;
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (is_coop(r->j)) add_user(users, &nu, r->j->uid);
+  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) add_user(users, &nu, j->uid);
+  unsigned share = nu > 1 ? (workers / nu ? workers / nu : 1) : 0;
+  for (struct run *r = d->runs; r; r = r->next) {
+    if (!is_coop(r->j)) continue;
+    unsigned mine = coop_running(d, &r->j->uid);
+    unsigned cap = share ? (share / mine ? share / mine : 1) : 0;
+    if (cap >= r->j->groups) cap = 0; /* asks no more than that: nothing to cap */
+    r->cap = cap;
+    atomic_store(&r->j->slot_cap, cap);
+    atomic_store(&r->j->slot_users, nu);
+    /* a task not yet submitted takes r->cap with it (dev_run.c) */
+    if (r->ninflight && cap != r->cap_told && d->rt && dp_cap(d->rt, r->task[0], cap) == 0)
+      r->cap_told = cap;
+  }
+}
+
 /* Starts the waiting cooperative jobs that may start; hands back the ones
  * cancelled (or all, at a stop) while waiting. */
 void dev__pump_coop_wait(struct dev *d) {
@@ -212,6 +249,16 @@ void dev__pump_coop_wait(struct dev *d) {
     }
   }
   publish_places(d);
+  share_width(d);
+}
+
+int dev_slot_cap(const struct job *j, char *buf, size_t n) {
+  unsigned cap = atomic_load(&j->slot_cap), users = atomic_load(&j->slot_users);
+  if (!cap) return 0;
+  snprintf(buf, n,
+           "held at %u workgroup%s (of %u) while %u users' cooperative jobs share the device", cap,
+           cap == 1 ? "" : "s", j->groups, users);
+  return 1;
 }
 
 int dev_slot_wait(const struct job *j, char *buf, size_t n) {

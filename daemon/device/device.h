@@ -88,6 +88,9 @@ void dev_buf_op(struct dev *d, struct dev_bufop *op);
  * cooperative slot written to buf ("waiting for a cooperative slot: 2 jobs
  * ahead of it; ..."), 0 when it does not wait for one. */
 int dev_slot_wait(const struct job *j, char *buf, size_t n);
+/* Why a running cooperative job holds fewer workgroups than it asked for
+ * (docs/daemon.md, "Cooperative slots"): 1 with the text in buf, else 0. */
+int dev_slot_cap(const struct job *j, char *buf, size_t n);
 void dev_cancel(struct dev *d, struct job *j);
 /* Stop: running jobs get grace_ms to finish, then are cancelled; queued
  * ones are cancelled at once. Every job is handed back; then the runtime

@@ -451,6 +451,12 @@ int dp_cancel(struct dp *p, coop_task_id id) {
   return call(p, DP_CANCEL, -1, DP_CALL_MS);
 }
 
+int dp_cap(struct dp *p, coop_task_id id, unsigned cap) {
+  p->q.id = id;
+  p->q.a = cap;
+  return call(p, DP_CAP, -1, DP_CALL_MS);
+}
+
 int dp_task_release(struct dp *p, coop_task_id id) {
   forget(p, id);
   p->q.id = id;

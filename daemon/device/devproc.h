@@ -125,6 +125,8 @@ int dp_set_kick(struct dp *p, int fd);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);
+/* A running cooperative task's cap on its workgroups (coop_rt_cap). */
+int dp_cap(struct dp *p, coop_task_id id, unsigned cap);
 int dp_task_release(struct dp *p, coop_task_id id);
 /* As coop_rt_view; returns the number filled or a negative code. */
 int dp_view(struct dp *p, coop_task_id *owner, uint8_t *reserved, unsigned n);

@@ -343,6 +343,9 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
     case DP_CANCEL:
       r->err = coop_rt_cancel(rt, q->id);
       return 0;
+    case DP_CAP:
+      r->err = coop_rt_cap(rt, q->id, q->a > UINT32_MAX ? 0 : (unsigned)q->a);
+      return 0;
     case DP_RELEASE:
       r->err = coop_rt_task_release(rt, q->id);
       return 0;

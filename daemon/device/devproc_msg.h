@@ -33,7 +33,8 @@ enum dp_op {
                * kick fd was written, or the budget is spent (devproc_child.c) */
   DP_WRITE,   /* u.bufs, fds: each b[i].size bytes from its fd at off into the
                * buffer b[i].arg at b[i].at */
-  DP_READ     /* u.bufs, fds: the same range the other way */
+  DP_READ,    /* u.bufs, fds: the same range the other way */
+  DP_CAP      /* id, a = the most workgroups (0: none) -> coop_rt_cap */
 };
 
 /* DP_SUBMIT's reply: the task ended within the wait and was released, its

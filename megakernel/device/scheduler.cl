@@ -14,7 +14,7 @@
  *   3. reconcile forks: reserved workers a kernel has forked become busy;
  *   4. reap workers that returned (acquire on their state): a finished
  *      kernel's task record is completed (results, then state release);
- *   5. pass cancel requests of running tasks to their channels;
+ *   5. pass cancel requests and caps of running tasks to their channels;
  *   6. serve the head of the FIFO: start it if enough workers are free,
  *      else take back reservations and ask cooperative kernels to surrender
  *      workgroups (want_kill, under the channel lock);
@@ -380,9 +380,10 @@ COOP_FN void coop__start_rec(COOP_GLOBAL struct coop_task_rec *t, COOP_GLOBAL st
   t->status = COOP_TR_OK;
 }
 
-/* Start task slot on channel c with g free workers, ids 0..g-1. */
+/* Start task slot on channel c with g free workers, ids 0..g-1, capped
+ * at cap workgroups ("Caps"; N when uncapped). */
 COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
-                         coop_u32 slot, coop_u32 c, coop_u32 g) {
+                         coop_u32 slot, coop_u32 c, coop_u32 g, coop_u32 cap) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
@@ -417,6 +418,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   s->chan_killed_reaped[c] = 0u;
   s->chan_workers[c] = g;
   s->chan_last[c] = 0u;
+  s->chan_cap[c] = cap;
   coop_st_rlx(&ch->rec, COOP_REC_STARTING);
   coop_st_rlx(&ch->start_min, 0xffffffffu);
   ch->t_gathered = coop_clock();
@@ -463,6 +465,48 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rel(&ch->rec, COOP_REC_OPEN);
 }
 
+/* ----------------------------------------------------------------- Caps
+ * The host may cap a cooperative task's workgroups below its N: the
+ * record's cap (0 = none). coopd does so to share the device's width
+ * between users (docs/daemon.md, "Cooperative slots"). The host writes
+ * the cap with the task, or while it runs followed by a move of
+ * cancel_seq (release), as for a cancel; so the scheduler reads a cap
+ * where it reads cancel flags: at a start (serve_head, after the pass's
+ * acquire fence) and in step 5 when cancel_seq moved. sched.chan_cap[c]
+ * holds it (N when uncapped). A capped channel is offered no reservation
+ * past its cap (offer_forks), keeps a standing request for M - cap kills
+ * (want_kill: offer_kill and the resizing barrier act on it as for a
+ * gather) and never goes below one workgroup. Thread 0 only; want_kill
+ * under the channel lock, as everywhere. */
+
+/* A record's cap against the task's N. */
+COOP_FN coop_u32 coop__cap_of(coop_u32 cap, coop_u32 n) { return cap != 0u && cap < n ? cap : n; }
+
+/* Lock held: the kills a cap asks for (M - cap; M >= 1 stays). */
+COOP_FN coop_u32 coop__cap_excess_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 cap) {
+  coop_u32 m = coop_ld_rlx(&ch->m);
+  return m > cap ? m - cap : 0u;
+}
+
+/* Step 5: channel c's task has the record's cap `cap` now. A lower cap
+ * takes back the reservations (offer_forks offers again up to the cap)
+ * and asks for the kills down to it; a higher one is met by the next
+ * offer of free workers. */
+COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 cap) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  coop_u32 k = coop__cap_of(cap, ch->n_max);
+  if (k == s->chan_cap[c]) return;
+  coop_u32 lower = k < s->chan_cap[c];
+  s->chan_cap[c] = k;
+  if (!lower) return;
+  coop__unreserve(dev, c);
+  coop__lock(&ch->lock);
+  coop_u32 excess = coop__cap_excess_locked(ch, k);
+  if (excess > coop_ld_rlx(&ch->want_kill)) coop_st_rel(&ch->want_kill, excess);
+  coop__unlock(&ch->lock);
+}
+
 /* Ask cooperative kernels for `need` more workgroups than are already on
  * their way (requested, or killed but not yet reaped). */
 COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need) {
@@ -495,17 +539,19 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 spare)
   for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1) {
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
     if (!(bits & 1u)) continue;
-    if (coop_ld_acq(&ch->want_kill) != 0u) {
+    coop_u32 cap = s->chan_cap[c];
+    /* what a cap still asks for stays asked ("Caps"); the rest is withdrawn */
+    if (coop_ld_acq(&ch->want_kill) != 0u || coop_ld_acq(&ch->m) > cap) {
       coop__lock(&ch->lock);
-      coop_st_rlx(&ch->want_kill, 0u);
+      coop_st_rel(&ch->want_kill, coop__cap_excess_locked(ch, cap));
       coop__unlock(&ch->lock);
     }
     /* lock-free hint first; M + n_resv is unchanged by a fork */
-    if (spare == 0u || coop_ld_acq(&ch->m) + s->chan_resv[c] >= ch->n_max) continue;
+    if (spare == 0u || coop_ld_acq(&ch->m) + s->chan_resv[c] >= cap) continue;
     coop__lock(&ch->lock);
     coop_u32 n = coop__reconcile_locked(dev, c);
     coop_u32 have = coop_ld_rlx(&ch->m) + n;
-    coop_u32 deficit = have < ch->n_max ? ch->n_max - have : 0u;
+    coop_u32 deficit = have < cap ? cap - have : 0u;
     if (deficit > spare) deficit = spare;
     for (coop_u32 pid = 1u; pid <= s->nworkers && deficit != 0u; pid++) {
       if (s->wstat[pid] != COOP_SW_FREE) continue;
@@ -695,9 +741,13 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     coop__request_kills(dev, need - s->nfree);
     return 0u;
   }
-  coop_u32 g = coop ? (groups < s->nfree ? groups : s->nfree) : groups;
+  /* A cooperative task's cap ("Caps"): one load of its record, after the
+   * pass's acquire fence (which any cap written before this pass's view
+   * of cancel_seq or sub_head happens before). */
+  coop_u32 cap = coop ? coop__cap_of(coop_sys_ld_rlx(&t->cap), groups) : groups;
+  coop_u32 g = coop ? (cap < s->nfree ? cap : s->nfree) : groups;
   s->q_head++;
-  coop__start(mb, dev, slot, c, g);
+  coop__start(mb, dev, slot, c, g, cap);
   if (s->holds || s->t_hold_to[slot]) coop__hold_started(s, slot, g, dev->chan[c].t_gathered);
   return 1u;
 }
@@ -823,7 +873,7 @@ COOP_FN void coop__mark_queued(COOP_GLOBAL struct coop_mailbox *mb,
   }
 }
 
-/* Step 5: cancel requests to running tasks' channels, read only when
+/* Step 5: cancel requests and caps to running tasks' channels, read only when
  * mailbox.cancel_seq moved since the last read (or at shutdown): an idle
  * or busy pass reads no task record across the bus. */
 COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
@@ -839,6 +889,9 @@ COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     if ((stopping || coop_sys_ld_rlx(&coop__task(mb, ch->task)->cancel) != 0u) &&
         coop_ld_rlx(&ch->cancel) == 0u)
       coop_st_rel(&ch->cancel, 1u);
+    /* a cap moves cancel_seq as a cancel does ("Caps"); relaxed likewise */
+    if (!stopping && ((s->coopm >> c) & 1u))
+      coop__set_cap(dev, c, coop_sys_ld_rlx(&coop__task(mb, ch->task)->cap));
   }
 }
 

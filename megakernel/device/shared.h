@@ -23,7 +23,7 @@
 #include "coop_limits.h"
 #endif
 
-#define COOP_ABI 12u
+#define COOP_ABI 13u
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
@@ -95,6 +95,11 @@ struct coop_task_rec {
    * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
    * monitoring only, never used to synchronise. */
   coop_atomic_u32 live_m, live_workers, live_kills, live_forks;
+  /* host -> scheduler: the most workgroups this cooperative task may hold,
+   * 0 = N (scheduler.cl, "Caps"). Written with the task, and while it
+   * runs followed by a move of cancel_seq (release), like cancel. */
+  coop_atomic_u32 cap;
+  coop_u32 pad_cap;
 };
 
 struct coop_mailbox {
@@ -288,6 +293,7 @@ struct coop_sched {
   coop_u32 chan_resv[COOP_MAX_CHANNELS];    /* reserved workers we think it holds */
   coop_u32 chan_workers[COOP_MAX_CHANNELS]; /* workers assigned, not yet reaped */
   coop_u32 chan_last[COOP_MAX_CHANNELS];    /* the last workgroup has left */
+  coop_u32 chan_cap[COOP_MAX_CHANNELS];     /* the most workgroups it may hold ("Caps") */
   coop_u32 queue[COOP_RING];
   coop_u64 q_deadline[COOP_RING]; /* queue[i]'s deadline, copied at intake */
   coop_u32 wstat[COOP_MAX_WG];    /* FREE, RESERVED or channel index */
