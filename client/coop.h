@@ -282,6 +282,8 @@ void coop_job_free(coop_job *j);
 int coop_job_cooperative(coop_job *j, int on);
 /* Cooperative kernels: the query variant of the resizing barrier. */
 int coop_job_query_barrier(coop_job *j, int on);
+/* The groups given to coop_job_new, changed (N or K). */
+int coop_job_groups(coop_job *j, uint32_t groups);
 /* The job outlives this connection: it is not cancelled when the client
  * disconnects, and any connection of the same user may wait for it. */
 int coop_job_detached(coop_job *j, int on);

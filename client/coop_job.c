@@ -79,6 +79,12 @@ static int set_flag(coop_job *j, uint8_t flag, int on) {
 
 int coop_job_cooperative(coop_job *j, int on) { return set_flag(j, COOP_SUBMIT_COOPERATIVE, on); }
 
+int coop_job_groups(coop_job *j, uint32_t groups) {
+  if (!j) return COOP_EINVAL;
+  j->groups = groups;
+  return 0;
+}
+
 int coop_job_detached(coop_job *j, int on) { return set_flag(j, COOP_SUBMIT_DETACHED, on); }
 
 int coop_job_device(coop_job *j, int device) {

@@ -652,10 +652,45 @@ static int set_u32(const char *name, const char *s, uint32_t *v) {
   return 0;
 }
 
+/* What coopd knows of KERNEL fills in what the command line left out: the
+ * kind (--coop follows from it, and must match it when given) and, for a
+ * cooperative kernel, --wg (every worker of the device). Connects. */
+static int kernel_defaults(struct ctl *x, const char *name, int dev, int *coop, uint32_t *wg,
+                           int have_wg) {
+  if (have_wg && *coop) return 0; /* coopd checks the kind */
+  int r = ctl_connect(x);
+  if (r) return r;
+  struct coop_kernel *k = NULL;
+  size_t n = 0;
+  int e = coop_kernels(x->c, &k, &n);
+  if (e) return ctl_fail("submit: kernels", e);
+  size_t i = 0;
+  while (i < n && strcmp(k[i].name, name)) i++;
+  int found = i < n, kind = found && k[i].cooperative;
+  free(k);
+  if (!found) {
+    fprintf(stderr, "coopctl: submit: coopd has no kernel %s (coopctl kernels lists them)\n", name);
+    return EXIT_FAILURE;
+  }
+  if (*coop && !kind) return ctl_usage("submit", "%s is not cooperative: drop --coop", name);
+  *coop = kind;
+  if (have_wg) return 0;
+  if (!kind) return ctl_usage("submit", "--wg N is required for %s (not cooperative)", name);
+  const struct coop_info *info = coop_info(x->c);
+  *wg = info->workers;
+  if (dev != COOP_ANY_DEVICE && dev != 0) {
+    struct coop_stats st;
+    if ((e = coop_stats(x->c, &st))) return ctl_fail("submit: stats", e);
+    if ((uint32_t)dev < st.ndevices) *wg = st.devs[dev].workers;
+  }
+  return 0;
+}
+
 /* The job from the options and ARGs; 0, 1 or 2 as job_arg. */
-static int build_job(const struct sopts *o, char **pos, int npos, struct sargs *s, coop_job **out) {
+static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos, struct sargs *s,
+                     coop_job **out) {
   uint32_t wg = 0, period = 0, count = 0, duration = 0, deadline = 0;
-  if (!o->wg) return ctl_usage("submit", "--wg N is required");
+  int coop = o->coop;
   int r = set_u32("wg", o->wg, &wg) || set_u32("period", o->period, &period) ||
                   set_u32("count", o->count, &count) ||
                   set_u32("duration", o->duration, &duration) ||
@@ -671,12 +706,17 @@ static int build_job(const struct sopts *o, char **pos, int npos, struct sargs *
   if ((r = parse_device("submit", o->device, &dev))) return r;
   coop_job *j = coop_job_new(pos[0], wg);
   if (!j) return ctl_fail("submit", COOP_ENOMEM);
-  coop_job_cooperative(j, o->coop);
   coop_job_query_barrier(j, o->query);
   coop_job_detached(j, !o->wait); /* coopctl exits: the job must not go with it */
   coop_job_periodic(j, period, count, duration, deadline);
   coop_job_device(j, dev);
   for (int i = 1; i < npos && !r; i++) r = job_arg(j, s, pos[i]);
+  /* the ARGs are checked first: a usage error needs no daemon */
+  if (!r && s->outputs && !o->wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
+  for (unsigned i = 0; !r && i < s->nb; i++)
+    if (s->b[i].path) r = ctl_writable("submit", s->b[i].path);
+  if (!r) r = kernel_defaults(x, pos[0], dev, &coop, &wg, o->wg != NULL);
+  if (!r) coop_job_cooperative(j, coop), coop_job_groups(j, wg);
   if (r) coop_job_free(j);
   *out = r ? NULL : j;
   return r;
@@ -693,7 +733,7 @@ static int submit_run(struct ctl *x, const struct sopts *o, coop_job *j, struct 
   uint32_t t = 0;
   if (o->timeout && (parse_u32(o->timeout, &t) || t > INT32_MAX))
     return ctl_usage("submit", "bad --timeout %s (ms)", o->timeout);
-  int r = ctl_connect(x);
+  int r = x->c ? 0 : ctl_connect(x);
   if (r) return r;
   uint64_t id;
   int e = coop_submit(x->c, j, &id);
@@ -731,10 +771,7 @@ static int cmd_submit(struct ctl *x, int argc, char **argv) {
   if (npos > COOP_MAX_ARGS + 1) return ctl_usage("submit", "at most %d ARGs", COOP_MAX_ARGS);
   struct sargs s = {0};
   coop_job *j = NULL;
-  r = build_job(&o, pos, npos, &s, &j);
-  if (!r && s.outputs && !o.wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
-  for (unsigned i = 0; !r && i < s.nb; i++)
-    if (s.b[i].path) r = ctl_writable("submit", s.b[i].path);
+  r = build_job(x, &o, pos, npos, &s, &j);
   if (!r) r = submit_run(x, &o, j, &s);
   coop_job_free(j);
   sargs_free(&s);
@@ -750,11 +787,13 @@ static const struct cmd cmds[] = {
      "ARGTYPES is the comma-separated signature (u32 i32 u64 i64 f32 f64 buf), or - for none.\n",
      cmd_kernels},
     {"submit", "submit a job; print its id, or with --wait its result",
-     "submit KERNEL --wg N [--coop] [--query-barrier] [--period US (--count N | --duration MS)"
+     "submit KERNEL [--wg N] [--coop] [--query-barrier] [--period US (--count N | --duration MS)"
      " [--deadline US]] [--device D] [--wait [--timeout MS]] [ARG...]",
      "Submits a job running KERNEL on N workgroups and prints its id, or with --wait its\n"
      "result (exit status 0 only if it ends done; a progress line on a terminal).\n"
-     "  --coop            the kernel is cooperative (must match its kind)\n"
+     "  --wg N            N workgroups: at most N for a cooperative kernel (default: every\n"
+     "                    worker of the device), exactly N for another (required)\n"
+     "  --coop            optional: coopd knows each kernel's kind; given, it must match\n"
      "  --query-barrier   cooperative: the query variant of the resizing barrier\n"
      "  --period US       a periodic job: an instance every US microseconds, until\n"
      "  --count N         N instances and/or\n"

@@ -94,5 +94,18 @@ expect_out "^arena     0.0 MiB used, 256.0 MiB free of 256.0 MiB" "$coopctl" --s
 grep -q "WORKERS UTIL%" "$dir/out" || fail "top: no UTIL% column"
 expect_out '"job":null' "$coopctl" --socket "$sock" --json top --iterations 1
 
+# coopd knows each kernel's kind: --coop follows from it, and a
+# cooperative kernel's --wg defaults to every worker (M max = workers)
+workers=$("$coopctl" --socket "$sock" --json stats | sed -n 's/.*"devices":\[{[^]]*"workers":\([0-9]*\),.*/\1/p')
+[ -n "$workers" ] || fail "no workers in stats --json"
+expect_out "max $workers;" "$coopctl" --socket "$sock" submit sweep --wait zeros:256 u32:64 u32:20
+expect_out "job [0-9]*: done" "$coopctl" --socket "$sock" submit sweep --coop --wg 1 --wait \
+  zeros:256 u32:64 u32:20
+expect 2 "render is not cooperative: drop --coop" "$coopctl" --socket "$sock" submit render --coop \
+  $mm
+expect 2 "--wg N is required for render (not cooperative)" "$coopctl" --socket "$sock" \
+  submit render $mm
+expect 1 "coopd has no kernel nosuch (coopctl kernels lists them)" "$coopctl" --socket "$sock" \
+  submit nosuch u32:1
 stop_coopd
 finish

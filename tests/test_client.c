@@ -1038,7 +1038,6 @@ START_TEST(coopctl_bad_usage) {
   USAGE("kernels", "extra");
   USAGE("kernels", "--wat");
   USAGE("submit");
-  USAGE("submit", "k");
   USAGE("submit", "k", "--wg", "x");
   USAGE("submit", "k", "--wg");
   USAGE("submit", "k", "--wg", "1", "bogus:1");
@@ -1089,21 +1088,30 @@ START_TEST(coopctl_help) {
 }
 END_TEST
 
-static void s_kernels(struct fake *f, struct fconn *c) {
-  fk_welcome(f, c);
+/* KERNELS answered: render (not cooperative), sweep (cooperative), and k,
+ * whose kind is `k_coop`. */
+static void fk_kernels(struct fake *f, struct fconn *c, int k_coop) {
   struct fframe fr;
   if (!fk_expect(f, c, &fr, COOP_MSG_KERNELS)) return;
   struct coop_wire_buf recs;
   coop_wire_buf_init(&recs);
   struct coop_wire_kernel k1 = {.name = "render", .nargs = 5, .types = {7, 7, 7, 1, 1}};
   struct coop_wire_kernel k2 = {.name = "sweep", .cooperative = 1, .nargs = 3, .types = {7, 1, 1}};
+  struct coop_wire_kernel k3 = {
+      .name = "k", .cooperative = (uint8_t)k_coop, .nargs = 3, .types = {7, 7, 1}};
   coop_wire_kernel_put(&recs, &k1);
   coop_wire_kernel_put(&recs, &k2);
+  coop_wire_kernel_put(&recs, &k3);
   union coop_msg m = {0};
-  m.kernels = (struct coop_msg_kernel_list){.n = 2, .recs = recs.p, .recs_len = recs.len};
+  m.kernels = (struct coop_msg_kernel_list){.n = 3, .recs = recs.p, .recs_len = recs.len};
   fk_send(c, COOP_MSG_KERNEL_LIST, fr.h.seq, &m);
   coop_wire_buf_free(&recs);
   ff_free(&fr);
+}
+
+static void s_kernels(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  fk_kernels(f, c, 0);
 }
 
 START_TEST(coopctl_kernels) {
@@ -1115,14 +1123,17 @@ START_TEST(coopctl_kernels) {
   fake_end(&f);
   ck_assert_str_eq(out,
                    "render noncooperative buf,buf,buf,u32,u32\n"
-                   "sweep cooperative buf,u32,u32\n");
+                   "sweep cooperative buf,u32,u32\n"
+                   "k noncooperative buf,buf,u32\n");
   ck_assert_str_eq(f.hello_name, "coopctl");
 }
 END_TEST
 
-/* submit --wait with in:, out: and u32: ARGs; the output lands in a file. */
+/* submit --wait with in:, out: and u32: ARGs; the output lands in a file.
+ * Without --coop coopctl asks for k's kind first. */
 static void s_submit_files(struct fake *f, struct fconn *c) {
   fk_welcome(f, c);
+  fk_kernels(f, c, 0);
   struct fframe fr;
   if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
   const struct coop_msg_submit *s = &fr.m.submit;
@@ -1190,6 +1201,32 @@ START_TEST(coopctl_submit_detached) {
   ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
   fake_end(&f);
   ck_assert_str_eq(out, "77\n");
+}
+END_TEST
+
+/* Neither --coop nor --wg: coopctl asks coopd for k's kind (cooperative
+ * here) and submits it cooperative on every worker (WELCOME says 7). */
+static void s_submit_defaults(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  fk_kernels(f, c, 1);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
+  FK(f, fr.m.submit.flags == (COOP_SUBMIT_DETACHED | COOP_SUBMIT_COOPERATIVE));
+  FK(f, fr.m.submit.groups == 7);
+  union coop_msg m = {0};
+  m.job.job = 78;
+  fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
+  ff_free(&fr);
+}
+
+START_TEST(coopctl_submit_defaults) {
+  struct fake f;
+  fake_start(&f, s_submit_defaults);
+  char out[256];
+  const char *const a[] = {"--socket", f.path, "submit", "k", "zeros:16", "i32:-1", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 0);
+  fake_end(&f);
+  ck_assert_str_eq(out, "78\n");
 }
 END_TEST
 
@@ -1616,6 +1653,7 @@ static Suite *ctl_suite(void) {
   tcase_add_test(t, coopctl_kernels);
   tcase_add_test(t, coopctl_submit_wait);
   tcase_add_test(t, coopctl_submit_detached);
+  tcase_add_test(t, coopctl_submit_defaults);
   tcase_add_test(t, coopctl_top);
   tcase_add_test(t, coopctl_top_old_daemon);
   tcase_add_test(t, coopctl_top_many_jobs);
