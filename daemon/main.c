@@ -33,7 +33,8 @@ static void usage(FILE *f) {
       "Runs the cooperative-kernels daemon in the foreground: it launches the megakernel on\n"
       "the configured device and serves clients (coopctl, libcoop) on a Unix socket.\n"
       "  --config FILE     settings (every key is documented in conf/coopd.ini);\n"
-      "                    without it, the built-in defaults\n"
+      "                    without it, PREFIX/etc/coop/coopd.ini beside an installed\n"
+      "                    coopd (PREFIX/sbin), else the built-in defaults\n"
       "  --socket PATH     listen here (default $XDG_RUNTIME_DIR/coop.sock, or\n"
       "                    /run/coop/coop.sock for root)\n"
       "  --kernels DIRS    colon-separated directories of *.cl kernels\n"
@@ -124,6 +125,10 @@ static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
       if (r) return fprintf(stderr, "coopd: %s\n", err), 2;
     }
     if (optind < argc) return fprintf(stderr, "coopd: unexpected \"%s\"\n", argv[optind]), 2;
+    /* no --config: an installed coopd reads the settings installed beside it */
+    static char installed[4096];
+    if (pass == 0 && !o->config && paths_installed_config(installed, sizeof installed) == 0)
+      o->config = installed;
     if (pass == 0 && o->config && config_load(c, o->config, err, sizeof err))
       return fprintf(stderr, "coopd: %s\n", err), 1;
   }

@@ -12,8 +12,13 @@
 #ifndef COOP_KERNEL_REL
 #define COOP_KERNEL_REL "../share/coop/kernels"
 #endif
+#ifndef COOP_CONFIG_REL
+#define COOP_CONFIG_REL "../etc/coop/coopd.ini"
+#endif
 
-int paths_installed_kernels(char *out, size_t len) {
+/* rel, relative to the directory of this binary, canonical, into out, if
+ * it exists and is a directory (dir) or a regular file: 0, else -1. */
+static int beside_binary(const char *rel, int dir, char *out, size_t len) {
   /* /proc/self/exe: the binary itself, symbolic links resolved, whatever
    * argv[0] or PATH said */
   char exe[PATH_MAX];
@@ -23,11 +28,20 @@ int paths_installed_kernels(char *out, size_t len) {
   char *slash = strrchr(exe, '/');
   if (!slash) return -1;
   *slash = '\0';
-  char joined[PATH_MAX + sizeof COOP_KERNEL_REL + 1], real[PATH_MAX];
-  snprintf(joined, sizeof joined, "%s/%s", exe, COOP_KERNEL_REL);
+  char joined[2 * PATH_MAX], real[PATH_MAX];
+  snprintf(joined, sizeof joined, "%s/%s", exe, rel);
   struct stat st;
-  if (!realpath(joined, real) || stat(real, &st) || !S_ISDIR(st.st_mode)) return -1;
+  if (!realpath(joined, real) || stat(real, &st)) return -1;
+  if (dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) return -1;
   if (strlen(real) >= len) return -1;
   memcpy(out, real, strlen(real) + 1);
   return 0;
+}
+
+int paths_installed_kernels(char *out, size_t len) {
+  return beside_binary(COOP_KERNEL_REL, 1, out, len);
+}
+
+int paths_installed_config(char *out, size_t len) {
+  return beside_binary(COOP_CONFIG_REL, 0, out, len);
 }

@@ -62,7 +62,11 @@ while [ ! -S "$COOP_SOCKET" ]; do
   [ $i -lt 600 ] || fail "coopd did not listen within 60 s"
   sleep 0.1
 done
+# no --config: the settings installed beside it (it read none before)
+sed -i 's/^max_clients = 64$/max_clients = 7/' "$p/etc/coop/coopd.ini"
 "$p/sbin/coopd" --check-config --socket "$COOP_SOCKET.x" >"$tmp/check.out" || fail "--check-config failed"
+grep -q "max_clients=7 " "$tmp/check.out" ||
+  fail "coopd does not read the prefix's etc/coop/coopd.ini: $(grep max_clients= "$tmp/check.out")"
 grep -q "dirs=$(cd "$p" && pwd -P)/share/coop/kernels\$" "$tmp/check.out" ||
   fail "coopd does not use the prefix's kernels: $(grep dirs= "$tmp/check.out")"
 for c in "$tmp/client_pc" "$tmp/fp/client_shared" "$tmp/fp/client_static"; do
