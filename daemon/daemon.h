@@ -93,6 +93,10 @@ void server_stop_listening(struct daemon *dm);
 void reload_start(struct daemon *dm);
 /* READY=1 with the last reload's outcome as STATUS= (systemd). */
 void reload_notify(struct daemon *dm);
+/* While a reload is in progress: what it is doing, if its new kernels
+ * include `name` ("being built", "waiting for the running megakernel to
+ * drain"), else NULL. For the ENOKERNEL of a kernel that is coming. */
+const char *reload_brings(const struct daemon *dm, const char *name);
 /* Builds (does not launch) the kernels of ks on every configured device:
  * 0, or an error with the compiler's log in err (--check-config). */
 int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen);

@@ -35,6 +35,7 @@ struct reload {
   int index[COOP_WIRE_MAX_DEVICES]; /* each device's index, for the work thread */
   struct dp *rt[COOP_WIRE_MAX_DEVICES];
   unsigned swapped, failed; /* swaps reported so far, and failed ones */
+  int built;                /* the build is done: the devices swap */
   int err;
   char msg[8192];
 };
@@ -76,6 +77,9 @@ void reload_notify(struct daemon *dm) {
 
 static void build_work(uv_work_t *w) {
   struct reload *r = w->data;
+  /* a test's hook: a build as slow as a large kernel set's on a GPU */
+  const char *delay = getenv("COOP_TEST_BUILD_DELAY_MS");
+  if (delay) uv_sleep((unsigned)atoi(delay));
   for (unsigned i = 0; i < r->ndev && !r->err; i++)
     r->err = dev_build(&r->dm->cfg, r->index[i], r->ks, &r->rt[i], r->msg, sizeof r->msg);
 }
@@ -126,6 +130,7 @@ static void after_build(uv_work_t *w, int status) {
   }
   log_info("reload: built %u kernels; draining the running megakernel (grace %u ms)", r->ks->n,
            dm->cfg.grace_ms);
+  r->built = 1;
   unsigned started = 0;
   for (unsigned i = 0; i < r->ndev; i++) {
     if (dev_swap(dm->devs[i], r->rt[i], r->ks, dm->cfg.grace_ms, on_swapped) == 0) {
@@ -137,6 +142,12 @@ static void after_build(uv_work_t *w, int status) {
     r->failed++, r->swapped++;
   }
   if (!started) finish(r);
+}
+
+const char *reload_brings(const struct daemon *dm, const char *name) {
+  const struct reload *r = dm->reload;
+  if (!r || !r->ks || !kset_find(r->ks, name)) return NULL;
+  return r->built ? "waiting for the running megakernel to drain" : "being built";
 }
 
 void reload_start(struct daemon *dm) {

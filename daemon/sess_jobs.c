@@ -163,6 +163,13 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   struct daemon *dm = s->dm;
   if (dm->stopping) return sess_error(s, seq, COOP_ESHUTDOWN, "coopd is shutting down");
   const struct kdef *k = kset_find(dm->ks, m->kernel);
+  const char *coming = k ? NULL : reload_brings(dm, m->kernel);
+  if (coming)
+    return sess_error(s, seq, COOP_ENOKERNEL,
+                      "kernel %s comes with the reload in progress (the new kernels are %s; "
+                      "running jobs get up to [jobs] grace_ms = %u ms before the swap): submit "
+                      "again once `coopctl kernels` lists it",
+                      m->kernel, coming, dm->cfg.grace_ms);
   uint64_t bytes = 0;
   for (unsigned a = 0; a < m->nargs; a++) /* one descriptor per argument */
     for (unsigned b = a + 1; k && b < m->nargs; b++)

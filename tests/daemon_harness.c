@@ -120,15 +120,19 @@ void log_temp(char *path) {
   close(fd);
 }
 
-int log_has(const char *path, const char *s) {
+int log_count(const char *path, const char *s) {
   FILE *f = fopen(path, "r");
   if (!f) return 0;
   static char buf[1 << 18];
   size_t n = fread(buf, 1, sizeof buf - 1, f);
   fclose(f);
   buf[n] = 0;
-  return strstr(buf, s) != NULL;
+  int count = 0;
+  for (const char *p = buf; (p = strstr(p, s)) != NULL; p += strlen(s)) count++;
+  return count;
 }
+
+int log_has(const char *path, const char *s) { return log_count(path, s) > 0; }
 
 void log_print(const char *path) {
   FILE *f = fopen(path, "r");

@@ -67,6 +67,8 @@ void log_temp(char *path);
 
 /* Whether the file contains s (the daemon's log). */
 int log_has(const char *path, const char *s);
+/* How many times s occurs in the log at path (its first 256 KiB). */
+int log_count(const char *path, const char *s);
 
 /* On a failure: the daemon's log, the last of it. */
 void log_print(const char *path);

@@ -674,7 +674,9 @@ START_TEST(sighup_reload) {
   snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
   const char *sets[] = {set, "log.level=info", NULL};
   struct daemon_proc d = {.log = logp};
+  setenv("COOP_TEST_BUILD_DELAY_MS", "1500", 1); /* each reload builds for 1.5 s at least */
   daemon_start_log(&d, sets);
+  unsetenv("COOP_TEST_BUILD_DELAY_MS");
   struct conn c;
   open_hello(&c, &d);
   ck_assert(!has_kernel(&c, "extra"));
@@ -706,6 +708,16 @@ START_TEST(sighup_reload) {
   uint64_t sw = sweep_submit(&c, data, 256, 400, 2, -1);
   ck_assert_uint_ne(sw, 0);
   kill(d.pid, SIGHUP);
+  /* while it builds, extra is refused with word of the reload (it was
+   * "no kernel named ...", as if it would never come) */
+  for (int i = 0; i < 200 && log_count(logp, "SIGHUP: reloading") < 2; i++) msleep(5);
+  union coop_msg m;
+  submit_init(&m, "extra", 2, 0);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8, COOP_WIRE_FD_NONE);
+  ck_assert_uint_eq(submit(&c, &m, NULL, 0), 0);
+  ck_assert_int_eq(c.m.error.code, COOP_ENOKERNEL);
+  assert_has(c.m.error.message,
+             "kernel extra comes with the reload in progress (the new kernels are being built");
   ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
   uint32_t got[256]; /* copied: the payload is not aligned for uint32_t (UBSan) */
@@ -718,7 +730,6 @@ START_TEST(sighup_reload) {
   ck_assert_msg(have, "kernel extra not registered after the reload");
   for (int i = 0; i < 2400 && !log_has(logp, "reload: done"); i++) msleep(50);
   ck_assert(log_has(logp, "reload: done"));
-  union coop_msg m;
   submit_init(&m, "extra", 2, 0);
   arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8, COOP_WIRE_FD_NONE);
   uint64_t job = submit(&c, &m, NULL, 0);

@@ -13,20 +13,7 @@
 #include "wire.h"
 #include "daemon_harness.h"
 
-/* How many times the file contains s. */
-static int log_count(const char *path, const char *s) {
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  static char buf[1 << 18];
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  int k = 0;
-  for (const char *p = buf; (p = strstr(p, s)) != NULL; p += strlen(s)) k++;
-  return k;
-}
-
-/* The same in seconds. */
+/* cpu_ticks (daemon_harness.h) in seconds. */
 static double cpu_seconds(pid_t pid) {
   return (double)cpu_ticks(pid) / (double)sysconf(_SC_CLK_TCK);
 }
