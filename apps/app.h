@@ -54,6 +54,11 @@ struct coop_app_opts {
   unsigned mode;     /* COOP_APP_MODE_ORIGINAL or _COOPERATIVE */
   int query_barrier; /* resizing-barrier variant (cooperative form) */
   int timeout_ms;    /* for the wait; < 0 waits forever */
+  /* In-process only: suspend the task about every this many us (a random
+   * 0..2x), resume it each time (coop_rt_suspend; a test of suspension),
+   * counting them in *suspensions; 0: never. */
+  unsigned suspend_every_us;
+  unsigned *suspensions;
 };
 
 /* ---- a task, described once (task.c) ---- */

@@ -6,8 +6,28 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app.h"
+
+/* Until the task ends: a random pause, a suspension, and if it was
+ * suspended, a resume (*id becomes the resumed task). */
+static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_opts *o) {
+  for (;;) {
+    long us = (long)(rand() % (2 * (int)o->suspend_every_us + 1));
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    nanosleep(&ts, NULL);
+    int r = coop_rt_suspend(rt, *id);
+    if (r == COOP_ESTATE) return 0; /* it ended */
+    if (r) return r;
+    if ((r = coop_rt_wait(rt, *id, o->timeout_ms))) return r;
+    struct coop_rt_task_info ti;
+    if ((r = coop_rt_task_info(rt, *id, &ti))) return r;
+    if (ti.state != COOP_TASK_SUSPENDED) return 0; /* it ended first */
+    if ((r = coop_rt_resume(rt, *id, id))) return r;
+    if (o->suspensions) (*o->suspensions)++;
+  }
+}
 
 int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coop_app_opts *o,
                          unsigned nargs, const uint64_t *args, struct coop_rt_task_info *info) {
@@ -23,7 +43,8 @@ int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coo
   coop_task_id id;
   int r = coop_rt_submit(rt, &d, &id);
   if (r) return r;
-  r = coop_rt_wait(rt, id, o->timeout_ms);
+  r = o->suspend_every_us ? suspend_resume(rt, &id, o) : 0;
+  if (r == 0) r = coop_rt_wait(rt, id, o->timeout_ms);
   if (r) {
     /* still running: cancel, and wait for the cancellation to land so that
      * the caller may free the task's buffers */

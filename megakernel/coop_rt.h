@@ -154,13 +154,27 @@ int coop_rt_cancel(coop_rt *rt, coop_task_id id);
  * resizing barrier, never its last; a higher one lets it fork up to the
  * cap again (device/scheduler.cl, "Caps"). Ignored for other tasks. */
 int coop_rt_cap(coop_rt *rt, coop_task_id id, unsigned cap);
+/* Suspends a running or queued cooperative task (device/scheduler.cl,
+ * "Suspension"): every workgroup but 0 leaves at its next offer_kill or
+ * resizing barrier, then workgroup 0, at its first primitive once alone,
+ * saves each thread's state struct and leaves; the task ends SUSPENDED
+ * (coop_rt_wait returns, coop_rt_task_info says so), or DONE if it ended
+ * first. Scratch memory is not saved. A kernel that never shrinks (global
+ * barriers only) is never suspended: it runs to its end. */
+int coop_rt_suspend(coop_rt *rt, coop_task_id id);
+/* A SUSPENDED task again, on this runtime, as a new task (*id): its
+ * workgroup 0 starts from the saved state, on the same arguments (its
+ * buffers are where they were), and grows by forks. The suspended task's
+ * id is released. */
+int coop_rt_resume(coop_rt *rt, coop_task_id suspended, coop_task_id *id);
 
 enum coop_task_state {
   COOP_TASK_PENDING = 0,
   COOP_TASK_RUNNING,
   COOP_TASK_DONE,
   COOP_TASK_CANCELLED,
-  COOP_TASK_REFUSED
+  COOP_TASK_REFUSED,
+  COOP_TASK_SUSPENDED /* coop_rt_suspend: coop_rt_resume runs it on */
 };
 
 /* Why the scheduler refused a task (values of device/shared.h COOP_TR_*). */

@@ -13,6 +13,9 @@
  *   cancel:   task.cancel := 1 (release), then cancel_seq += 1 (release);
  *             the scheduler passes it on.
  *   cap:      task.cap := k, then cancel_seq += 1 (release), as a cancel.
+ *   suspend:  task.save := a save area, task.suspend := 1, then
+ *             cancel_seq += 1 (release); resume submits a new record with
+ *             COOP_TF_RESUME and that save area (scheduler.cl, "Suspension").
  *   shutdown: mailbox.shutdown := 1 (release); wait for the kernel to exit.
  */
 #include <errno.h>
@@ -536,7 +539,16 @@ static struct coop_task_rec *rec(coop_rt *rt, coop_task_id id) {
   return &rt->mb->tasks[SLOT(id)];
 }
 
+static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
+                           uint32_t more_flags, uint64_t save);
+
 int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id) {
+  return coop__rt_submit(rt, d, id, 0, 0);
+}
+
+/* more_flags, save: a resumed task's (coop_rt_resume). */
+static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
+                           uint32_t more_flags, uint64_t save) {
   if (!rt || !d || !id || d->nargs > COOP_MAX_ARGS) return COOP_EINVAL;
   if (!rt->launched || rt->exited || rt->parked) return COOP_ESTATE;
   if (d->kernel < 0 || d->kernel >= rt->nkernels) return COOP_ENOKERNEL;
@@ -550,8 +562,8 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   rt->gen[slot]++;
   struct coop_task_rec *t = &rt->mb->tasks[slot];
   t->kid = (uint32_t)d->kernel;
-  t->flags =
-      (d->cooperative ? COOP_TF_COOPERATIVE : 0) | (d->query_barrier ? COOP_TF_QUERY_BARRIER : 0);
+  t->flags = (d->cooperative ? COOP_TF_COOPERATIVE : 0) |
+             (d->query_barrier ? COOP_TF_QUERY_BARRIER : 0) | more_flags;
   t->groups = d->groups;
   t->status = 0;
   memset(t->args, 0, sizeof t->args);
@@ -570,6 +582,8 @@ int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id 
   atomic_store_explicit(&t->live_forks, 0, memory_order_relaxed);
   atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
   atomic_store_explicit(&t->cap, d->cap, memory_order_relaxed);
+  atomic_store_explicit(&t->suspend, 0, memory_order_relaxed);
+  t->save = save;
   atomic_store_explicit(&t->state, COOP_TS_SUBMITTED, memory_order_release);
   rt->submitted_ns[slot] = coop__now_ns();
   uint32_t w[COOP_RING_WORDS];
@@ -628,6 +642,49 @@ int coop_rt_cap(coop_rt *rt, coop_task_id id, unsigned cap) {
   return 0;
 }
 
+/* The save area of a suspension: one COOP_TRANSMIT_BYTES per thread of
+ * workgroup 0, owned by the slot until its task is released or resumed. */
+int coop_rt_suspend(coop_rt *rt, coop_task_id id) {
+  struct coop_task_rec *t = rec(rt, id);
+  if (!t) return COOP_ENOTASK;
+  if (!(t->flags & COOP_TF_COOPERATIVE)) return COOP_EINVAL;
+  uint32_t s = atomic_load_explicit(&t->state, memory_order_acquire);
+  if (final_state(s)) return COOP_ESTATE;
+  if (!rt->save[SLOT(id)]) {
+    rt->save[SLOT(id)] = coop_rt_alloc(rt, (size_t)rt->local_size * COOP_TRANSMIT_BYTES);
+    if (!rt->save[SLOT(id)]) return COOP_ENOMEM;
+  }
+  t->save = coop_rt_buf_arg(rt, rt->save[SLOT(id)]);
+  atomic_store_explicit(&t->suspend, 1, memory_order_relaxed);
+  /* then the doorbell, as for a cancel (the release orders save and suspend) */
+  atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
+  return 0;
+}
+
+int coop_rt_resume(coop_rt *rt, coop_task_id suspended, coop_task_id *id) {
+  struct coop_task_rec *t = rec(rt, suspended);
+  if (!t || !id) return t ? COOP_EINVAL : COOP_ENOTASK;
+  if (atomic_load_explicit(&t->state, memory_order_acquire) != COOP_TS_SUSPENDED)
+    return COOP_ESTATE;
+  struct coop_rt_task_desc d = {.kernel = (int)t->kid,
+                                .groups = t->groups,
+                                .cooperative = 1,
+                                .query_barrier = !!(t->flags & COOP_TF_QUERY_BARRIER),
+                                .nargs = COOP_MAX_ARGS};
+  memcpy(d.args, t->args, sizeof d.args);
+  memcpy(d.lens, t->lens, sizeof d.lens);
+  void *save = rt->save[SLOT(suspended)];
+  uint64_t off = t->save;
+  rt->save[SLOT(suspended)] = NULL; /* the new task's now */
+  int r = coop__rt_submit(rt, &d, id, COOP_TF_RESUME, off);
+  if (r) {
+    rt->save[SLOT(suspended)] = save;
+    return r;
+  }
+  rt->save[SLOT(*id)] = save;
+  return coop_rt_task_release(rt, suspended);
+}
+
 int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t || !info) return t ? COOP_EINVAL : COOP_ENOTASK;
@@ -650,6 +707,9 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
       break;
     case COOP_TS_CANCELLED:
       info->state = COOP_TASK_CANCELLED;
+      break;
+    case COOP_TS_SUSPENDED:
+      info->state = COOP_TASK_SUSPENDED;
       break;
     case COOP_TS_REFUSED:
       info->state = COOP_TASK_REFUSED;
@@ -699,6 +759,9 @@ int coop_rt_task_release(coop_rt *rt, coop_task_id id) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
   if (!final_state(atomic_load_explicit(&t->state, memory_order_acquire))) return COOP_ESTATE;
+  void *save = rt->save[SLOT(id)];
+  rt->save[SLOT(id)] = NULL;
+  if (save) coop_rt_free(rt, save);
   pthread_mutex_lock(&rt->lock);
   atomic_store_explicit(&t->state, COOP_TS_FREE, memory_order_relaxed);
   rt->gen[SLOT(id)]++;

@@ -63,7 +63,8 @@ static size_t lines(const struct buf *b) {
 }
 
 /* The glue for kernel i: a cooperative kernel runs init (or loads the
- * transmitted state after a fork) then steps, with the primitive each step
+ * transmitted state after a fork, or its saved state when resumed) then
+ * steps, with the primitive each step
  * returns applied in between by coop__after_step. */
 static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
   if (!k->cooperative) {
@@ -75,7 +76,7 @@ static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
       "COOP_FN void coop__run_%d(struct coop_ctx *c) {\n"
       "  struct %s_state s;\n"
       "  if (c->forked) coop__load_state(c, (coop_u8 *)&s, sizeof s);\n"
-      "  else %s_init(c, &s);\n"
+      "  else if (!coop__load_saved(c, (coop_u8 *)&s, sizeof s)) %s_init(c, &s);\n"
       "  coop_wg_barrier();\n"
       "  coop_u32 go = 1u;\n" /* loop condition at the head: see worker.cl */
       "  while (go) {\n"

@@ -3,7 +3,8 @@
  * CPU reference, in its original form, in its cooperative form with both
  * resizing-barrier variants, and under multitasking: while a thread keeps
  * taking K = 1, W/4, W/2 and W-1 workgroups for non-cooperative matmul tasks
- * (each of those checked too). ctest runs one application per process
+ * (each of those checked too), and suspended and resumed at random steps
+ * (coop_rt_suspend). ctest runs one application per process
  * (COOP_APP=name) so that each megakernel holds one application.
  */
 #include <check.h>
@@ -32,11 +33,16 @@ static coop_rt *open_rt(const struct coop_app *a) {
 }
 
 /* Runs once and checks; returns the task's info. */
-static struct coop_rt_task_info run_check(coop_rt *rt, const struct coop_app *a,
-                                          const struct coop_app_input *in, unsigned mode, int query,
-                                          const char *what) {
-  struct coop_app_opts o = {
-      .groups = coop_rt_workers(rt), .mode = mode, .query_barrier = query, .timeout_ms = 300000};
+static struct coop_rt_task_info run_suspended(coop_rt *rt, const struct coop_app *a,
+                                              const struct coop_app_input *in, unsigned mode,
+                                              int query, const char *what, unsigned every_us,
+                                              unsigned *suspensions) {
+  struct coop_app_opts o = {.groups = coop_rt_workers(rt),
+                            .mode = mode,
+                            .query_barrier = query,
+                            .timeout_ms = 300000,
+                            .suspend_every_us = every_us,
+                            .suspensions = suspensions};
   void *out = NULL;
   struct coop_rt_task_info ti;
   memset(&ti, 0, sizeof ti);
@@ -55,6 +61,12 @@ static struct coop_rt_task_info run_check(coop_rt *rt, const struct coop_app *a,
   return ti;
 }
 
+static struct coop_rt_task_info run_check(coop_rt *rt, const struct coop_app *a,
+                                          const struct coop_app_input *in, unsigned mode, int query,
+                                          const char *what) {
+  return run_suspended(rt, a, in, mode, query, what, 0, NULL);
+}
+
 START_TEST(app_runs) {
   const struct coop_app *a = coop_apps[_i];
   const char *only = getenv("COOP_APP");
@@ -63,6 +75,7 @@ START_TEST(app_runs) {
   unsigned w = coop_rt_workers(rt);
   unsigned ks[4] = {1, w / 4 ? w / 4 : 1, w / 2 ? w / 2 : 1, w - 1};
   int n = coop_app_input_count(a, 0), shared = 0, mt_runs = 0;
+  unsigned suspensions = 0;
   ck_assert_int_gt(n, 0);
   for (int i = 0; i < n; i++) {
     struct coop_app_input in;
@@ -71,6 +84,10 @@ START_TEST(app_runs) {
     run_check(rt, a, &in, COOP_APP_MODE_ORIGINAL, 0, "original");
     run_check(rt, a, &in, COOP_APP_MODE_COOPERATIVE, 0, "cooperative, plain barrier");
     run_check(rt, a, &in, COOP_APP_MODE_COOPERATIVE, 1, "cooperative, query barrier");
+    /* suspended and resumed at random steps, about every 2 ms (each
+     * barrier variant), and still right */
+    run_suspended(rt, a, &in, COOP_APP_MODE_COOPERATIVE, i & 1, "suspended and resumed", 2000,
+                  &suspensions);
     for (int j = 0; j < 4; j++) {
       struct coop_multitask *mt;
       ck_assert_int_eq(coop_multitask_start(&mt, rt, ks[j], 200), 0);
@@ -88,6 +105,8 @@ START_TEST(app_runs) {
   /* the matmul tasks must have got workgroups from the application at least
    * once: its cooperative form gives them back */
   ck_assert_msg(shared > 0, "%s never gave a workgroup to the %d matmul tasks", a->name, mt_runs);
+  fprintf(stderr, "%s: %u suspensions over %d inputs, every result right\n", a->name, suspensions,
+          n);
   ck_assert_int_eq(coop_rt_close(rt), 0);
 }
 END_TEST

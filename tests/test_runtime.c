@@ -425,6 +425,58 @@ END_TEST
 START_TEST(caps_query) { caps_run(1); }
 END_TEST
 
+/* Suspension (scheduler.cl, "Suspension"): stopsweep at full width is
+ * suspended at a random round, many times; each time it ends SUSPENDED
+ * with every element covered the same number of times (a suspension lies
+ * between two rounds), resumes from its saved state on one workgroup and
+ * grows back to W; at the end every element was covered exactly once per
+ * round, across all the suspensions (a round lost or run twice, or a
+ * state not restored, breaks it). */
+static void suspend_run(int query, int times) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), n = 1031;
+  uint32_t *data = coop_rt_alloc(f.rt, n * sizeof *data);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
+  uint64_t a[3] = {coop_rt_buf_arg(f.rt, data), n, coop_rt_buf_arg(f.rt, ctl)};
+  coop_task_id id = submit(&f, f.stress, w, 1, query, 3, a);
+  srand(12345);
+  for (int k = 0; k < times; k++) {
+    wait_width(ctl, w);
+    nap_ms(rand() % 20);
+    ck_assert_int_eq(coop_rt_suspend(f.rt, id), 0);
+    int r = coop_rt_wait(f.rt, id, 60000);
+    if (r) coop_rt_dump(f.rt, stderr);
+    ck_assert_int_eq(r, 0);
+    struct coop_rt_task_info ti;
+    ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
+    ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+    for (unsigned i = 1; i < n; i++)
+      ck_assert_msg(data[i] == data[0], "suspended mid-round: element %u at %u, element 0 at %u", i,
+                    data[i], data[0]);
+    coop_task_id again;
+    ck_assert_int_eq(coop_rt_resume(f.rt, id, &again), 0);
+    ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), COOP_ENOTASK); /* released */
+    id = again;
+  }
+  wait_width(ctl, w);
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
+  struct coop_rt_task_info ti = finish(&f, id);
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_uint_gt(ctl[1], 0);
+  for (unsigned i = 0; i < n; i++)
+    ck_assert_msg(data[i] == ctl[1], "element %u covered %u times in %u rounds", i, data[i],
+                  ctl[1]);
+  fprintf(stderr, "suspend (%s barrier, %u workers): %d suspensions, %u rounds\n",
+          query ? "query" : "plain", w, times, ctl[1]);
+  fx_close(&f);
+}
+
+START_TEST(suspend_plain) { suspend_run(0, 20); }
+END_TEST
+START_TEST(suspend_query) { suspend_run(1, 20); }
+END_TEST
+
 START_TEST(stress_plain) { stress_run(0); }
 END_TEST
 START_TEST(stress_query) { stress_run(1); }
@@ -880,6 +932,8 @@ static Suite *suite(void) {
   tcase_add_test(rz, resizing_query);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
+  tcase_add_test(rz, suspend_plain);
+  tcase_add_test(rz, suspend_query);
   suite_add_tcase(s, rz);
   TCase *st = tcase_create("stress");
   tcase_set_timeout(st, 600);

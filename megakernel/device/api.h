@@ -58,7 +58,8 @@ struct coop_ctx {
   coop_u32 vid; /* the kernel's view: group id */
   coop_u32 lid, lsize;
   coop_u32 forked;
-  coop_u32 left; /* 1 once killed or cancelled: the workgroup must return */
+  coop_u32 left;      /* 1 once killed or cancelled: the workgroup must return */
+  coop_u32 suspended; /* 1 once workgroup 0 saved its state (scheduler.cl, "Suspension") */
 };
 
 /* Cooperative meanings of the OpenCL work-item functions (004 Sec. 3.1):

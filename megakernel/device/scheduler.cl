@@ -408,6 +408,8 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->resizes, 0u);
   coop_st_rlx(&ch->ep_killed, 0u);
   coop_st_rlx(&ch->cancel, 0u);
+  coop_st_rlx(&ch->suspend, 0u);
+  coop_st_rlx(&ch->suspended, 0u);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
   coop_st_rlx(&ch->bar_arrive, g * COOP__ARR_M_ONE);
@@ -505,6 +507,30 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
   coop_u32 excess = coop__cap_excess_locked(ch, k);
   if (excess > coop_ld_rlx(&ch->want_kill)) coop_st_rel(&ch->want_kill, excess);
   coop__unlock(&ch->lock);
+}
+
+/* ----------------------------------------------------------- Suspension
+ * A host may suspend a running cooperative task (the record's suspend, 1;
+ * written like cancel, and read where cancel flags and caps are read). The
+ * scheduler caps the channel at one workgroup (above: every other one
+ * leaves at its next offer_kill or resizing barrier, and none is forked),
+ * hands workgroup 0 the record's save area (ch.save, plain, then
+ * ch.suspend, release). Workgroup 0, at its first primitive after a step
+ * once it is alone (M = 1, acquired), stores suspended and leaves; each of
+ * its threads first saves its state struct at save + lid *
+ * COOP_TRANSMIT_BYTES (barrier.cl, coop__after_step). The last workgroup
+ * out publishes SUSPENDED instead of DONE (worker.cl). A task submitted
+ * with COOP_TF_RESUME starts on one workgroup, whose threads load that
+ * state instead of running init (the generated runner, source.c), and
+ * grows by forks as any cooperative task. Workgroup 0 is never killed, so
+ * it is the one that carries the state; scratch memory is not saved. */
+COOP_FN void coop__suspend(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
+                           coop_u32 c) {
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  if (coop_ld_rlx(&ch->suspend) != 0u) return;
+  coop__set_cap(dev, c, 1u);
+  ch->save = coop__task(mb, ch->task)->save;
+  coop_st_rel(&ch->suspend, 1u);
 }
 
 /* Ask cooperative kernels for `need` more workgroups than are already on
@@ -746,8 +772,14 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
    * of cancel_seq or sub_head happens before). */
   coop_u32 cap = coop ? coop__cap_of(coop_sys_ld_rlx(&t->cap), groups) : groups;
   coop_u32 g = coop ? (cap < s->nfree ? cap : s->nfree) : groups;
+  /* a resumed task: its workgroup 0 alone carries the saved state */
+  coop_u32 resume = (s->t_flags[slot] & COOP_TF_RESUME) != 0u;
+  if (resume) g = 1u;
   s->q_head++;
+  if (resume) dev->chan[c].save = t->save; /* before the start's release */
   coop__start(mb, dev, slot, c, g, cap);
+  /* suspended before it started ("Suspension") */
+  if (coop && coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(mb, dev, c);
   if (s->holds || s->t_hold_to[slot]) coop__hold_started(s, slot, g, dev->chan[c].t_gathered);
   return 1u;
 }
@@ -889,9 +921,14 @@ COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     if ((stopping || coop_sys_ld_rlx(&coop__task(mb, ch->task)->cancel) != 0u) &&
         coop_ld_rlx(&ch->cancel) == 0u)
       coop_st_rel(&ch->cancel, 1u);
-    /* a cap moves cancel_seq as a cancel does ("Caps"); relaxed likewise */
-    if (!stopping && ((s->coopm >> c) & 1u))
-      coop__set_cap(dev, c, coop_sys_ld_rlx(&coop__task(mb, ch->task)->cap));
+    /* a cap or a suspension moves cancel_seq as a cancel does ("Caps",
+     * "Suspension"); relaxed likewise */
+    if (!stopping && ((s->coopm >> c) & 1u)) {
+      COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+      /* a suspending task keeps its cap of 1 whatever the record's says */
+      if (coop_ld_rlx(&ch->suspend) == 0u) coop__set_cap(dev, c, coop_sys_ld_rlx(&t->cap));
+      if (coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(mb, dev, c);
+    }
   }
 }
 

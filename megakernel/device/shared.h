@@ -45,10 +45,12 @@
 #define COOP_TS_DONE 4u
 #define COOP_TS_CANCELLED 5u
 #define COOP_TS_REFUSED 6u /* invalid request, see status */
+#define COOP_TS_SUSPENDED 7u /* final: workgroup 0's state saved (scheduler.cl, "Suspension") */
 
 /* Task flags. */
 #define COOP_TF_COOPERATIVE 1u
 #define COOP_TF_QUERY_BARRIER 2u /* resizing barrier uses the query variant */
+#define COOP_TF_RESUME 4u /* workgroup 0 starts from the saved state at `save` */
 
 /* Refusal reasons (coop_task_rec.status when REFUSED). */
 #define COOP_TR_OK 0u
@@ -99,7 +101,12 @@ struct coop_task_rec {
    * 0 = N (scheduler.cl, "Caps"). Written with the task, and while it
    * runs followed by a move of cancel_seq (release), like cancel. */
   coop_atomic_u32 cap;
-  coop_u32 pad_cap;
+  /* host -> scheduler: 1 = suspend (scheduler.cl, "Suspension"); written
+   * like cancel. save: arena offset of local_size * COOP_TRANSMIT_BYTES
+   * where workgroup 0's threads save their state, and, for a task with
+   * COOP_TF_RESUME, whence they load it. */
+  coop_atomic_u32 suspend;
+  coop_u64 save;
 };
 
 struct coop_mailbox {
@@ -255,6 +262,9 @@ struct coop_chan {
   coop_atomic_u32 resizes;   /* resizing-barrier episodes */
   coop_atomic_u32 ep_killed; /* (L) plain resizing barrier: kills this episode */
   coop_atomic_u32 cancel;    /* scheduler -> kernel: leave at the next primitive */
+  coop_atomic_u32 suspend;   /* scheduler -> kernel: shrink to workgroup 0, save, leave */
+  coop_atomic_u32 suspended; /* workgroup 0 saved its state and left: SUSPENDED */
+  coop_u64 save;             /* the record's save, for workgroup 0 (set before suspend) */
   coop_atomic_u32 m_min;     /* (L) */
   coop_atomic_u32 m_max;     /* (L) */
   /* Who may write the task record (COOP_REC_*; worker.cl, "Completion"). */

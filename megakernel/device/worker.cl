@@ -58,6 +58,7 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
   c->vid = c->wl->vid;
   c->forked = c->wl->forked;
   c->left = 0u;
+  c->suspended = 0u;
   coop_wg_barrier(); /* all have read wl before thread 0 may rewrite it */
   return cmd;
 }
@@ -87,7 +88,10 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
   t->fault = coop_ld_rlx(&ch->fault);
   /* system scope: the host acquires it, and with it the results and what
    * every workgroup of the kernel wrote (acquired through alive) */
-  coop_sys_st_rel(&t->state, coop_ld_rlx(&ch->cancel) ? COOP_TS_CANCELLED : COOP_TS_DONE);
+  coop_u32 final = coop_ld_rlx(&ch->cancel)      ? COOP_TS_CANCELLED
+                   : coop_ld_rlx(&ch->suspended) ? COOP_TS_SUSPENDED
+                                                 : COOP_TS_DONE;
+  coop_sys_st_rel(&t->state, final);
 }
 
 /* Thread 0 reports the end of an assignment. */
@@ -95,7 +99,8 @@ COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *m
   coop_wg_barrier();
   if (c->lid == 0u) {
     COOP_GLOBAL struct coop_chan *ch = c->ch;
-    coop_u32 reason = c->left && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED : COOP_WR_FINISHED;
+    coop_u32 reason = c->left && !c->suspended && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED
+                                                                            : COOP_WR_FINISHED;
     if (coop_fsub(&ch->alive, 1u) == 1u) {
       reason |= COOP_WR_LAST;
       coop__publish(mb, ch, coop_clock());
