@@ -135,6 +135,27 @@ static void cu_free_shared(struct coop_rt *rt, void *p) {
   coop__cu.cuMemFreeHost(p);
 }
 
+/* Where the arena's managed pages start (a benchmark's knob,
+ * COOP_CUDA_ARENA; bench/RESULTS.md "Tails: the first tasks"): unset or
+ * "host", where the host's zeroing put them; "device", prefetched to the
+ * GPU; "advise", also preferred there and mapped by the CPU. Measured on
+ * an H200: prefetching changes nothing (a page the host touches again
+ * moves back), and "advise" makes every task that the host's check of its
+ * output follows take ~0.5 ms. */
+static void arena_placement(struct cu_be *b, CUdeviceptr p, size_t bytes) {
+  const char *how = getenv("COOP_CUDA_ARENA");
+  if (!how || !strcmp(how, "host")) return;
+  CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
+  if (how && !strcmp(how, "advise")) {
+    CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+    coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev);
+    coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, cpu);
+  }
+  /* best effort: a failed prefetch leaves the pages to migrate on use */
+  if (coop__cu.cuMemPrefetchAsync(p, bytes, dev, 0, NULL) == CUDA_SUCCESS)
+    coop__cu.cuStreamSynchronize(NULL);
+}
+
 static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
   if (!b->concurrent_managed) return cu_alloc_shared(rt, bytes); /* host memory: slow but right */
@@ -143,6 +164,7 @@ static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
       coop__cu.cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
     return NULL;
   memset((void *)(uintptr_t)p, 0, bytes);
+  arena_placement(b, p, bytes);
   return (void *)(uintptr_t)p;
 }
 

@@ -37,6 +37,8 @@
   X(cuMemHostAlloc) \
   X(cuMemFreeHost) \
   X(cuMemAllocManaged) \
+  X(cuMemPrefetchAsync) \
+  X(cuMemAdvise) \
   X(cuMemAlloc) \
   X(cuMemFree) \
   X(cuMemsetD8) \
@@ -60,7 +62,6 @@
   X(cuEventElapsedTime) \
   X(cuMemsetD32Async) \
   X(cuMemcpyDtoHAsync) \
-  X(cuMemPrefetchAsync) \
   X(cuFuncSetAttribute) \
   X(cuLaunchCooperativeKernel)
 #define COOP__NVRTC_FNS(X) \
