@@ -157,16 +157,26 @@ int coop_rt_cap(coop_rt *rt, coop_task_id id, unsigned cap);
 /* Suspends a running or queued cooperative task (device/scheduler.cl,
  * "Suspension"): every workgroup but 0 leaves at its next offer_kill or
  * resizing barrier, then workgroup 0, at its first primitive once alone,
- * saves each thread's state struct and leaves; the task ends SUSPENDED
+ * saves its thread 0's state struct and leaves; the task ends SUSPENDED
  * (coop_rt_wait returns, coop_rt_task_info says so), or DONE if it ended
- * first. Scratch memory is not saved. A kernel that never shrinks (global
- * barriers only) is never suspended: it runs to its end. */
+ * first. Resumed, workgroup 0's threads all start from that state, as a
+ * forked workgroup's do from its forker's; scratch memory is not saved. A
+ * kernel that never shrinks (global barriers only) is never suspended: it
+ * runs to its end. */
 int coop_rt_suspend(coop_rt *rt, coop_task_id id);
 /* A SUSPENDED task again, on this runtime, as a new task (*id): its
  * workgroup 0 starts from the saved state, on the same arguments (its
  * buffers are where they were), and grows by forks. The suspended task's
  * id is released. */
 int coop_rt_resume(coop_rt *rt, coop_task_id suspended, coop_task_id *id);
+/* To resume on another runtime (another megakernel, another device): the
+ * saved state's size (coop_rt_state_bytes), the SUSPENDED task's state
+ * copied out, and a task submitted as d describes (its buffers already
+ * copied into this runtime's arena) that starts from such a state. */
+size_t coop_rt_state_bytes(const coop_rt *rt);
+int coop_rt_saved_state(coop_rt *rt, coop_task_id suspended, void *out, size_t len);
+int coop_rt_submit_resumed(coop_rt *rt, const struct coop_rt_task_desc *d, const void *state,
+                           size_t len, coop_task_id *id);
 
 enum coop_task_state {
   COOP_TASK_PENDING = 0,

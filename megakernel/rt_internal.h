@@ -64,7 +64,6 @@ struct coop_rt {
   uint32_t sub_head;    /* host copy of mb->sub_head */
   uint32_t gen[COOP_RING];
   int64_t submitted_ns[COOP_RING];
-  void *save[COOP_RING]; /* a suspended task's save area (coop_rt_suspend), by slot */
 };
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

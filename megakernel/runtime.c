@@ -13,9 +13,9 @@
  *   cancel:   task.cancel := 1 (release), then cancel_seq += 1 (release);
  *             the scheduler passes it on.
  *   cap:      task.cap := k, then cancel_seq += 1 (release), as a cancel.
- *   suspend:  task.save := a save area, task.suspend := 1, then
- *             cancel_seq += 1 (release); resume submits a new record with
- *             COOP_TF_RESUME and that save area (scheduler.cl, "Suspension").
+ *   suspend:  task.suspend := 1, then cancel_seq += 1 (release); resume
+ *             submits a new record with COOP_TF_RESUME and the suspended
+ *             one's state (scheduler.cl, "Suspension").
  *   shutdown: mailbox.shutdown := 1 (release); wait for the kernel to exit.
  */
 #include <errno.h>
@@ -540,15 +540,15 @@ static struct coop_task_rec *rec(coop_rt *rt, coop_task_id id) {
 }
 
 static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
-                           uint32_t more_flags, uint64_t save);
+                           uint32_t more_flags, const uint64_t *state);
 
 int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id) {
-  return coop__rt_submit(rt, d, id, 0, 0);
+  return coop__rt_submit(rt, d, id, 0, NULL);
 }
 
-/* more_flags, save: a resumed task's (coop_rt_resume). */
+/* more_flags, state: a resumed task's (coop_rt_resume). */
 static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
-                           uint32_t more_flags, uint64_t save) {
+                           uint32_t more_flags, const uint64_t *state) {
   if (!rt || !d || !id || d->nargs > COOP_MAX_ARGS) return COOP_EINVAL;
   if (!rt->launched || rt->exited || rt->parked) return COOP_ESTATE;
   if (d->kernel < 0 || d->kernel >= rt->nkernels) return COOP_ENOKERNEL;
@@ -583,7 +583,7 @@ static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_
   atomic_store_explicit(&t->cancel, 0, memory_order_relaxed);
   atomic_store_explicit(&t->cap, d->cap, memory_order_relaxed);
   atomic_store_explicit(&t->suspend, 0, memory_order_relaxed);
-  t->save = save;
+  if (state) memcpy(t->resume_state, state, sizeof t->resume_state);
   atomic_store_explicit(&t->state, COOP_TS_SUBMITTED, memory_order_release);
   rt->submitted_ns[slot] = coop__now_ns();
   uint32_t w[COOP_RING_WORDS];
@@ -642,23 +642,28 @@ int coop_rt_cap(coop_rt *rt, coop_task_id id, unsigned cap) {
   return 0;
 }
 
-/* The save area of a suspension: one COOP_TRANSMIT_BYTES per thread of
- * workgroup 0, owned by the slot until its task is released or resumed. */
 int coop_rt_suspend(coop_rt *rt, coop_task_id id) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
   if (!(t->flags & COOP_TF_COOPERATIVE)) return COOP_EINVAL;
-  uint32_t s = atomic_load_explicit(&t->state, memory_order_acquire);
-  if (final_state(s)) return COOP_ESTATE;
-  if (!rt->save[SLOT(id)]) {
-    rt->save[SLOT(id)] = coop_rt_alloc(rt, (size_t)rt->local_size * COOP_TRANSMIT_BYTES);
-    if (!rt->save[SLOT(id)]) return COOP_ENOMEM;
-  }
-  t->save = coop_rt_buf_arg(rt, rt->save[SLOT(id)]);
+  if (final_state(atomic_load_explicit(&t->state, memory_order_acquire))) return COOP_ESTATE;
   atomic_store_explicit(&t->suspend, 1, memory_order_relaxed);
-  /* then the doorbell, as for a cancel (the release orders save and suspend) */
+  /* then the doorbell, as for a cancel */
   atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
   return 0;
+}
+
+/* The task that resumes a SUSPENDED record t: its kernel, size, flags and
+ * arguments. */
+static void resumed_desc(const struct coop_task_rec *t, struct coop_rt_task_desc *d) {
+  memset(d, 0, sizeof *d);
+  d->kernel = (int)t->kid;
+  d->groups = t->groups;
+  d->cooperative = 1;
+  d->query_barrier = !!(t->flags & COOP_TF_QUERY_BARRIER);
+  d->nargs = COOP_MAX_ARGS;
+  memcpy(d->args, t->args, sizeof d->args);
+  memcpy(d->lens, t->lens, sizeof d->lens);
 }
 
 int coop_rt_resume(coop_rt *rt, coop_task_id suspended, coop_task_id *id) {
@@ -666,23 +671,31 @@ int coop_rt_resume(coop_rt *rt, coop_task_id suspended, coop_task_id *id) {
   if (!t || !id) return t ? COOP_EINVAL : COOP_ENOTASK;
   if (atomic_load_explicit(&t->state, memory_order_acquire) != COOP_TS_SUSPENDED)
     return COOP_ESTATE;
-  struct coop_rt_task_desc d = {.kernel = (int)t->kid,
-                                .groups = t->groups,
-                                .cooperative = 1,
-                                .query_barrier = !!(t->flags & COOP_TF_QUERY_BARRIER),
-                                .nargs = COOP_MAX_ARGS};
-  memcpy(d.args, t->args, sizeof d.args);
-  memcpy(d.lens, t->lens, sizeof d.lens);
-  void *save = rt->save[SLOT(suspended)];
-  uint64_t off = t->save;
-  rt->save[SLOT(suspended)] = NULL; /* the new task's now */
-  int r = coop__rt_submit(rt, &d, id, COOP_TF_RESUME, off);
-  if (r) {
-    rt->save[SLOT(suspended)] = save;
-    return r;
-  }
-  rt->save[SLOT(*id)] = save;
-  return coop_rt_task_release(rt, suspended);
+  struct coop_rt_task_desc d;
+  resumed_desc(t, &d);
+  int r = coop__rt_submit(rt, &d, id, COOP_TF_RESUME, t->resume_state);
+  return r ? r : coop_rt_task_release(rt, suspended);
+}
+
+size_t coop_rt_state_bytes(const coop_rt *rt) { return rt ? COOP_TRANSMIT_BYTES : 0; }
+
+int coop_rt_saved_state(coop_rt *rt, coop_task_id suspended, void *out, size_t len) {
+  struct coop_task_rec *t = rec(rt, suspended);
+  if (!t || !out) return t ? COOP_EINVAL : COOP_ENOTASK;
+  if (len != COOP_TRANSMIT_BYTES) return COOP_EINVAL;
+  if (atomic_load_explicit(&t->state, memory_order_acquire) != COOP_TS_SUSPENDED)
+    return COOP_ESTATE;
+  memcpy(out, t->resume_state, len);
+  return 0;
+}
+
+int coop_rt_submit_resumed(coop_rt *rt, const struct coop_rt_task_desc *d, const void *state,
+                           size_t len, coop_task_id *id) {
+  if (!rt || !d || !state || !id || !d->cooperative) return COOP_EINVAL;
+  if (len != COOP_TRANSMIT_BYTES) return COOP_EINVAL;
+  uint64_t st[COOP_TRANSMIT_BYTES / 8];
+  memcpy(st, state, len);
+  return coop__rt_submit(rt, d, id, COOP_TF_RESUME, st);
 }
 
 int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info) {
@@ -759,9 +772,6 @@ int coop_rt_task_release(coop_rt *rt, coop_task_id id) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
   if (!final_state(atomic_load_explicit(&t->state, memory_order_acquire))) return COOP_ESTATE;
-  void *save = rt->save[SLOT(id)];
-  rt->save[SLOT(id)] = NULL;
-  if (save) coop_rt_free(rt, save);
   pthread_mutex_lock(&rt->lock);
   atomic_store_explicit(&t->state, COOP_TS_FREE, memory_order_relaxed);
   rt->gen[SLOT(id)]++;

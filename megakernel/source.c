@@ -76,7 +76,7 @@ static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
       "COOP_FN void coop__run_%d(struct coop_ctx *c) {\n"
       "  struct %s_state s;\n"
       "  if (c->forked) coop__load_state(c, (coop_u8 *)&s, sizeof s);\n"
-      "  else if (!coop__load_saved(c, (coop_u8 *)&s, sizeof s)) %s_init(c, &s);\n"
+      "  else %s_init(c, &s);\n"
       "  coop_wg_barrier();\n"
       "  coop_u32 go = 1u;\n" /* loop condition at the head: see worker.cl */
       "  while (go) {\n"

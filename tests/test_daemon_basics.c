@@ -750,6 +750,60 @@ START_TEST(sighup_reload) {
 }
 END_TEST
 
+/* A reload no longer cancels a running cooperative job whose kernel stays
+ * the same (docs/daemon.md, "Kernel reload"): the sweep, on every worker
+ * and running far past the grace period (200 ms), is suspended across
+ * the swap and resumed in the new megakernel, and ends DONE with every
+ * element right. It used to be cancelled when the grace period ran out. */
+START_TEST(reload_carries_cooperative_jobs) {
+  char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[128], logp[128];
+  kernels_dir_make(kdir);
+  snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  const char *sets[] = {set, "log.level=info", "jobs.grace_ms=200", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  unsigned w = c.m.welcome.workers;
+  static uint32_t data[1024];
+  memset(data, 0, sizeof data);
+  /* rounds for about 3 s, from a probe's (a sweep of 40000 took 0.3 s) */
+  uint64_t probe = sweep_submit(&c, data, 1024, 20000, w, -1);
+  ck_assert_uint_ne(probe, 0);
+  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double per = (double)c.m.result.t.exec_ns / 20000.0, want = 3e9 / (per > 1.0 ? per : 1.0);
+  const uint32_t rounds = want > 5e7 ? 50000000u : want < 20000 ? 20000u : (uint32_t)want;
+  uint64_t sw = sweep_submit(&c, data, 1024, rounds, w, -1);
+  ck_assert_uint_ne(sw, 0);
+  wait_running(&c, sw);
+  char extra[128]; /* the set changes: one kernel more */
+  snprintf(extra, sizeof extra, "%s/extra.cl", kdir);
+  file_write(extra,
+             "//@coop name=extra kind=noncooperative args=buf\n"
+             "void extra(struct coop_ctx *c) { (void)c; }\n");
+  kill(d.pid, SIGHUP);
+  for (int i = 0; i < 2400 && !log_has(logp, "reload: done"); i++) msleep(50);
+  if (!log_has(logp, "reload: done")) log_print(logp);
+  ck_assert(log_has(logp, "reload: done"));
+  ck_assert_msg(log_has(logp, "suspended across the kernel reload"),
+                "the sweep was not carried (ended before the reload?)");
+  ck_assert(log_has(logp, "resumed in the new megakernel"));
+  ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "sweep: %s %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  uint32_t got[1024]; /* copied: the payload is not aligned for uint32_t (UBSan) */
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < 1024; i++) ck_assert_uint_eq(got[i], rounds);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(extra);
+  unlink(logp);
+  kernels_dir_remove(kdir);
+}
+END_TEST
+
 /* ---- live events and TOP ---- */
 
 static void top(struct conn *c) {
@@ -845,5 +899,6 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, sigterm_in_flight);
   tcase_add_test(t, limits_and_owners);
   tcase_add_test(t, sighup_reload);
+  tcase_add_test(t, reload_carries_cooperative_jobs);
   tcase_add_test(t, live_events_and_top);
 }

@@ -38,6 +38,9 @@ struct run {
   int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1, */
   struct coop_rt_task_info end_info; /* and its final info */
   unsigned cap, cap_told; /* a cooperative job's cap (dev_slots.c), and what its task was told */
+  /* across a reload (dev_carry.c): 1 asked to suspend, 2 carried (off
+   * d->runs, its saved state and buffers in these memfds) */
+  int moving, state_fd, carry_fd;
   struct run *next;
 };
 
@@ -73,6 +76,7 @@ struct dev {
   int64_t stop_at;               /* device thread: snapshot of stop_deadline */
   _Atomic unsigned cus, workers; /* set at each launch, read by the loop */
   struct run *runs;              /* device thread only */
+  struct run *carried;           /* runs suspended across a reload (dev_carry.c) */
   int fresh; /* device thread: the last dp_wait read every task in flight (poll_tasks) */
   /* under mu: a restart or a reload's launch writes them, the loop copies
    * them (dev_name) */
@@ -149,6 +153,18 @@ void dev__fail(struct job *j, int code, const char *fmt, ...) __attribute__((for
 void dev__start_now(struct dev *d, struct job *j);
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake);
+/* j's kernel looked up in d's set and admitted there: 0, or j failed. */
+int dev__resolve(struct dev *d, struct job *j);
+/* The task that runs j (its kernel, size, arguments, cap). */
+void dev__task_desc(const struct job *j, const struct run *r, struct coop_rt_task_desc *td);
+
+/* dev_carry.c: a reload in progress: ask r's task to suspend if the job
+ * may be carried across it; its task SUSPENDED: its state and buffers out
+ * (0: carried, off d->runs; -1: the job failed); after the swap: every
+ * carried run resumed in the new device process, or failed. */
+void dev__carry_request(struct dev *d, struct run *r);
+int dev__carry_out(struct dev *d, struct run *r);
+void dev__carry_in(struct dev *d);
 /* A run ended (or was lost): the job's final state, its buffers back, and
  * the job handed back. */
 void dev__finish_job(struct dev *d, struct run *r);

@@ -67,22 +67,28 @@ static int64_t submit_wait_ns(const struct dev *d, const struct run *r, int64_t 
   return left > 0 ? left : 0;
 }
 
-static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
-  struct job *j = r->j;
-  struct coop_rt_task_desc td = {.kernel = j->kernel_index,
-                                 .groups = j->groups,
-                                 .cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE),
-                                 .query_barrier = !!(j->flags & COOP_SUBMIT_QUERY_BARRIER),
-                                 .nargs = j->nargs,
-                                 .cap = r->cap};
-  r->cap_told = r->cap;
+void dev__task_desc(const struct job *j, const struct run *r, struct coop_rt_task_desc *td) {
+  memset(td, 0, sizeof *td);
+  td->kernel = j->kernel_index;
+  td->groups = j->groups;
+  td->cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE);
+  td->query_barrier = !!(j->flags & COOP_SUBMIT_QUERY_BARRIER);
+  td->nargs = j->nargs;
+  td->cap = r->cap;
   for (unsigned i = 0; i < j->nargs; i++) {
     int buf = j->args[i].type == COOP_ARG_BUF;
-    td.args[i] = buf ? j->args[i].dev - 1 : j->args[i].bits;
+    td->args[i] = buf ? j->args[i].dev - 1 : j->args[i].bits;
     /* The views' bound: the client's declared size, never a scalar. A
      * scalar's length is 1 so that the runtime does not look it up. */
-    td.lens[i] = buf ? j->args[i].size : 1;
+    td->lens[i] = buf ? j->args[i].size : 1;
   }
+}
+
+static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
+  struct job *j = r->j;
+  struct coop_rt_task_desc td;
+  dev__task_desc(j, r, &td);
+  r->cap_told = r->cap;
   /* due: its deadline after release, else (periodic) its next release */
   uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
   if (due_us) td.deadline_ns = coop__now_ns() + (int64_t)due_us * 1000;
@@ -159,7 +165,7 @@ static int releases_done(const struct run *r) {
 /* The job's kernel in the running set, by name: after a reload the index
  * the loop computed may name another kernel, or none. 0, or the coop
  * code the job failed with. */
-static int resolve(struct dev *d, struct job *j) {
+int dev__resolve(struct dev *d, struct job *j) {
   if (d->broken[0]) {
     dev__fail(j, COOP_EFAILED, "the device is unavailable: %.200s", d->broken);
     return j->error;
@@ -177,7 +183,7 @@ static int resolve(struct dev *d, struct job *j) {
 }
 
 void dev__start_now(struct dev *d, struct job *j) {
-  if (resolve(d, j)) {
+  if (dev__resolve(d, j)) {
     dev__hand_back(d, j);
     return;
   }
@@ -359,11 +365,13 @@ void dev__finish_job(struct dev *d, struct run *r) {
   dev__hand_back(d, j);
 }
 
-/* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
+/* One pass over a run: cancel, watchdog, release, poll. 1 when finished,
+ * 2 when suspended to be carried across a reload (dev_carry.c). */
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   struct job *j = r->j;
   if (d->stop_now && now >= d->stop_at) atomic_store(&j->cancel, 1);
-  if (d->swap_now && now >= d->swap_at) atomic_store(&j->cancel, 1);
+  if (d->swap_now) dev__carry_request(d, r);
+  if (d->swap_now && now >= d->swap_at && !r->moving) atomic_store(&j->cancel, 1);
   if (d->cfg->watchdog_ms && r->started_ns &&
       now - r->started_ns > (int64_t)d->cfg->watchdog_ms * 1000000 && !atomic_load(&j->cancel)) {
     log_warn("job %llu (%s) ran past the watchdog budget of %u ms: cancelling",
@@ -389,6 +397,8 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
     int got = r->ended ? (ti = r->end_info, 1) : dp_task_info(d->rt, r->task[i], &ti) == 0;
+    if (got && ti.state == COOP_TASK_SUSPENDED && r->moving == 1 && dev__carry_out(d, r) == 0)
+      return 2; /* carried across the reload */
     if (got && ti.state >= COOP_TASK_DONE) {
       record(d, r, i, coop__now_ns()); /* moves the last slot into i */
     } else {

@@ -16,11 +16,14 @@
  * The other concerns of the device thread each have a file (dev_internal.h
  * holds what they share): dev_run.c a job's run (start, submit, record,
  * finish), dev_stage.c its buffers, dev_slots.c the cooperative slots,
- * dev_watch.c the watchdog and restarts, dev_view.c the live view (TOP).
+ * dev_watch.c the watchdog and restarts, dev_view.c the live view (TOP),
+ * dev_carry.c the cooperative jobs carried across a reload.
  *
  * Kernel reload (dev_swap): the next megakernel is built elsewhere (a libuv
  * work thread, dev_build) while this one runs. The swap itself happens here:
- *   SWAP_REQUESTED: new jobs stay queued in `in`; running jobs get the grace
+ *   SWAP_REQUESTED: new jobs stay queued in `in`; running cooperative jobs
+ *                   whose kernel stays are suspended and carried across
+ *                   (dev_carry.c); the other running jobs get the grace
  *                   period to finish, then are cancelled;
  *   no runs left:   the old runtime closes, the new one launches (discovery);
  *                   if that fails, the old kernel set is built and launched
@@ -349,7 +352,12 @@ static void *dev_main(void *arg) {
     if (held_wake < wake) wake = held_wake; /* a one-task job's submit waits until then at most */
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
-      if (dev__step_run(d, r, now, &wake)) {
+      int s = dev__step_run(d, r, now, &wake);
+      if (s == 2) { /* suspended: it waits for the new megakernel (dev_carry.c) */
+        *p = r->next;
+        r->next = d->carried;
+        d->carried = r;
+      } else if (s) {
         *p = r->next;
         dev__finish_job(d, r);
         free(r);
@@ -470,6 +478,7 @@ static void do_swap(struct dev *d) {
   d->swap_err = e;
   memcpy(d->swap_msg, msg, sizeof msg);
   pthread_mutex_unlock(&d->mu);
+  dev__carry_in(d); /* the jobs suspended across it run on */
   uv_async_send(&d->async);
 }
 

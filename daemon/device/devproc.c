@@ -451,6 +451,23 @@ int dp_cancel(struct dp *p, coop_task_id id) {
   return call(p, DP_CANCEL, -1, DP_CALL_MS);
 }
 
+int dp_suspend(struct dp *p, coop_task_id id) {
+  p->q.id = id;
+  return call(p, DP_SUSPEND, -1, DP_CALL_MS);
+}
+
+int dp_saved(struct dp *p, coop_task_id id, int fd) {
+  p->q.id = id;
+  return call(p, DP_SAVED, fd, DP_CALL_MS);
+}
+
+int dp_resume(struct dp *p, const struct coop_rt_task_desc *d, int fd, coop_task_id *id) {
+  p->q.u.desc = *d;
+  int e = call(p, DP_RESUME, fd, DP_CALL_MS);
+  if (e == 0) *id = (coop_task_id)p->r.a;
+  return e;
+}
+
 int dp_cap(struct dp *p, coop_task_id id, unsigned cap) {
   p->q.id = id;
   p->q.a = cap;

@@ -127,6 +127,12 @@ int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);
 /* A running cooperative task's cap on its workgroups (coop_rt_cap). */
 int dp_cap(struct dp *p, coop_task_id id, unsigned cap);
+/* Suspension (coop_rt_suspend), a SUSPENDED task's saved state into fd
+ * (coop_rt_saved_state), and a task resumed from the state in fd
+ * (coop_rt_submit_resumed): a job carried across a reload. */
+int dp_suspend(struct dp *p, coop_task_id id);
+int dp_saved(struct dp *p, coop_task_id id, int fd);
+int dp_resume(struct dp *p, const struct coop_rt_task_desc *d, int fd, coop_task_id *id);
 int dp_task_release(struct dp *p, coop_task_id id);
 /* As coop_rt_view; returns the number filled or a negative code. */
 int dp_view(struct dp *p, coop_task_id *owner, uint8_t *reserved, unsigned n);

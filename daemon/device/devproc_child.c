@@ -179,6 +179,26 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
   return e;
 }
 
+/* DP_SAVED and DP_RESUME: a suspended task's saved state to fd, or a task
+ * resumed from the state in fd (a job carried across a reload, dev_carry.c). */
+static int saved_state(coop_rt *rt, const struct dp_req *q, int fd, struct dp_rep *r) {
+  size_t n = coop_rt_state_bytes(rt);
+  void *st = malloc(n ? n : 1);
+  if (!st) return COOP_ENOMEM;
+  int e;
+  if (q->op == DP_SAVED) {
+    e = coop_rt_saved_state(rt, q->id, st, n);
+    if (e == 0 && fdio_pwrite(fd, st, n, 0)) e = COOP_EIO;
+    r->a = n;
+  } else {
+    coop_task_id id = 0;
+    e = fdio_pread(fd, st, n, 0) ? COOP_EIO : coop_rt_submit_resumed(rt, &q->u.desc, st, n, &id);
+    r->a = id;
+  }
+  free(st);
+  return e;
+}
+
 /* DP_WRITE and DP_READ: one range of a device buffer from or to a
  * descriptor; the range is checked against the buffer here, where the
  * arena is, whatever the front believed. */
@@ -345,6 +365,13 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
       return 0;
     case DP_CAP:
       r->err = coop_rt_cap(rt, q->id, q->a > UINT32_MAX ? 0 : (unsigned)q->a);
+      return 0;
+    case DP_SUSPEND:
+      r->err = coop_rt_suspend(rt, q->id);
+      return 0;
+    case DP_SAVED:
+    case DP_RESUME:
+      r->err = nfds == 1 ? saved_state(rt, q, fds[0], r) : COOP_EINVAL;
       return 0;
     case DP_RELEASE:
       r->err = coop_rt_task_release(rt, q->id);

@@ -34,7 +34,10 @@ enum dp_op {
   DP_WRITE,   /* u.bufs, fds: each b[i].size bytes from its fd at off into the
                * buffer b[i].arg at b[i].at */
   DP_READ,    /* u.bufs, fds: the same range the other way */
-  DP_CAP      /* id, a = the most workgroups (0: none) -> coop_rt_cap */
+  DP_CAP,     /* id, a = the most workgroups (0: none) -> coop_rt_cap */
+  DP_SUSPEND, /* id -> coop_rt_suspend */
+  DP_SAVED,   /* id, fd: the SUSPENDED task's saved state written at 0 -> rep.a = bytes */
+  DP_RESUME   /* u.desc, fd: a saved state -> coop_rt_submit_resumed, rep.a = task id */
 };
 
 /* DP_SUBMIT's reply: the task ended within the wait and was released, its

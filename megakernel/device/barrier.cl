@@ -237,25 +237,17 @@ COOP_FN0 coop_u32 coop__primitive0(struct coop_ctx *c, coop_u32 r, const coop_u8
   if (!(r & (COOP_GLOBAL_BARRIER | COOP_RESIZING_BARRIER)) && r != COOP_CONTINUE &&
       coop__cancelled(c))
     return 2u;
-  /* Suspension (scheduler.cl): workgroup 0, once alone. A relaxed load
-   * each primitive; the fence (which pairs with the scheduler's release of
-   * suspend, after ch.save) only once it is set. */
-  if (c->vid == 0u && coop_ld_rlx(&c->ch->suspend) != 0u) {
-    coop_fence_acq();
-    if (coop_ld_rlx(&c->ch->m) == 1u) {
-      coop_st_rlx(&c->ch->suspended, 1u); /* before this workgroup's decrement of alive */
-      return 3u;
-    }
+  /* Suspension (scheduler.cl): workgroup 0, once alone (relaxed: M = 1
+   * can only stay so, the cap forks nothing), stores its thread 0's state
+   * where the last workgroup out copies it from, before its decrement of
+   * alive (acq_rel) orders it. */
+  if (c->vid == 0u && coop_ld_rlx(&c->ch->suspend) != 0u && coop_ld_rlx(&c->ch->m) == 1u) {
+    COOP_GLOBAL coop_u8 *d = (COOP_GLOBAL coop_u8 *)c->ch->saved;
+    for (coop_u32 b = 0; b < st_size; b++) d[b] = st[b];
+    coop_st_rlx(&c->ch->suspended, 1u);
+    return 3u;
   }
   return 0u;
-}
-
-/* Suspension: this thread's state into workgroup 0's save area (every
- * thread its own COOP_TRANSMIT_BYTES; ch.save was acquired by thread 0
- * before the broadcast). */
-COOP_FN void coop__save_state(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
-  COOP_GLOBAL coop_u8 *d = c->arena + c->ch->save + (coop_u64)c->lid * COOP_TRANSMIT_BYTES;
-  for (coop_u32 b = 0; b < st_size; b++) d[b] = st[b];
 }
 
 /* Runs the primitive a step asked for; the same two workgroup barriers on
@@ -276,9 +268,6 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
   if (c->lid == 0u) v = coop__primitive0(c, r, st, st_size);
   v = coop__bcast(c, v);
   if (v == 2u) c->left = 1u;
-  if (v == 3u) { /* suspended: the state, then out (coop__report's barrier orders it) */
-    coop__save_state(c, st, st_size);
-    c->left = c->suspended = 1u;
-  }
+  if (v == 3u) c->left = c->suspended = 1u; /* suspended: thread 0's state is saved */
   return v != 0u;
 }

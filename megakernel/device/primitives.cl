@@ -130,14 +130,3 @@ COOP_FN void coop__load_state(struct coop_ctx *c, coop_u8 *st, coop_u32 st_size)
   COOP_GLOBAL const coop_u8 *t = (COOP_GLOBAL const coop_u8 *)c->self->transmit;
   for (coop_u32 b = 0; b < st_size; b++) st[b] = t[b];
 }
-
-/* A resumed task's workgroup 0 (scheduler.cl, "Suspension"): 1 for it, and
- * then each thread's saved state in st. ch.save and the area were written
- * before the start's release, which thread 0 acquired. */
-COOP_FN coop_u32 coop__load_saved(struct coop_ctx *c, coop_u8 *st, coop_u32 st_size) {
-  if (c->vid != 0u || !(c->ch->flags & COOP_TF_RESUME)) return 0u;
-  COOP_GLOBAL const coop_u8 *d =
-      c->arena + c->ch->save + (coop_u64)c->lid * COOP_TRANSMIT_BYTES;
-  for (coop_u32 b = 0; b < st_size; b++) st[b] = d[b];
-  return 1u;
-}

@@ -380,6 +380,17 @@ COOP_FN void coop__start_rec(COOP_GLOBAL struct coop_task_rec *t, COOP_GLOBAL st
   t->status = COOP_TR_OK;
 }
 
+/* A resumed task's workgroup 0 (g = 1, mapped): it starts from the
+ * record's state as a forked workgroup from its forker's ("Suspension").
+ * Before the workers' release, which publishes it. */
+COOP_FN void coop__resume_state(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
+                                COOP_GLOBAL struct coop_task_rec *t) {
+  COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[0]];
+  for (coop_u32 k = 0u; k < COOP_TRANSMIT_BYTES / 8u; k++) w->transmit[k] = t->resume_state[k];
+  w->forked = 1u;
+  coop_st_rlx(&ch->start_min, 0u); /* a forked start is not counted (worker.cl): started = gathered */
+}
+
 /* Start task slot on channel c with g free workers, ids 0..g-1, capped
  * at cap workgroups ("Caps"; N when uncapped). */
 COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
@@ -424,6 +435,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->rec, COOP_REC_STARTING);
   coop_st_rlx(&ch->start_min, 0xffffffffu);
   ch->t_gathered = coop_clock();
+  coop_u32 resume = (ch->flags & COOP_TF_RESUME) != 0u;
   COOP_TRACE(7);
   /* The whole id map before any release: a resize reads it. */
   if (s->nhelpers) {
@@ -439,6 +451,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     /* the id map, and the last order before it (this task's STAGE, maybe):
      * the helpers' writes acquired here, passed on by a release fence */
     coop__help_wait(s);
+    if (resume) coop__resume_state(dev, ch, t);
     COOP_TRACE(8);
     s->nfree -= g;
     if (g > COOP_HELP_MIN_RELEASE) {
@@ -449,6 +462,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     }
   } else {
     coop__map_ids(dev, ch, c, g, s->nworkers);
+    if (resume) coop__resume_state(dev, ch, t);
     COOP_TRACE(8);
     s->nfree -= g;
     /* channel, payload and id map before: one release fence for all g */
@@ -513,23 +527,23 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
  * A host may suspend a running cooperative task (the record's suspend, 1;
  * written like cancel, and read where cancel flags and caps are read). The
  * scheduler caps the channel at one workgroup (above: every other one
- * leaves at its next offer_kill or resizing barrier, and none is forked),
- * hands workgroup 0 the record's save area (ch.save, plain, then
- * ch.suspend, release). Workgroup 0, at its first primitive after a step
- * once it is alone (M = 1, acquired), stores suspended and leaves; each of
- * its threads first saves its state struct at save + lid *
- * COOP_TRANSMIT_BYTES (barrier.cl, coop__after_step). The last workgroup
- * out publishes SUSPENDED instead of DONE (worker.cl). A task submitted
- * with COOP_TF_RESUME starts on one workgroup, whose threads load that
- * state instead of running init (the generated runner, source.c), and
+ * leaves at its next offer_kill or resizing barrier, and none is forked)
+ * and stores ch.suspend (release). Workgroup 0, at its first primitive
+ * after a step once it is alone (M = 1), stores its thread 0's state in
+ * ch.saved, then suspended, and leaves (barrier.cl, coop__after_step); the
+ * last workgroup out copies ch.saved into the record's resume_state and
+ * publishes SUSPENDED instead of DONE (worker.cl). A task submitted with
+ * COOP_TF_RESUME starts on one workgroup, workgroup 0, which starts from
+ * the record's resume_state exactly as a forked workgroup starts from its
+ * forker's (coop__start copies it into the worker's transmit[]), and
  * grows by forks as any cooperative task. Workgroup 0 is never killed, so
- * it is the one that carries the state; scratch memory is not saved. */
-COOP_FN void coop__suspend(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
-                           coop_u32 c) {
+ * it is the one that carries the state. So a resumed workgroup 0's threads
+ * all start from thread 0's state, as forked ones do, and scratch memory
+ * is not saved (docs/kernels.md, "Suspension"). */
+COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
   if (coop_ld_rlx(&ch->suspend) != 0u) return;
   coop__set_cap(dev, c, 1u);
-  ch->save = coop__task(mb, ch->task)->save;
   coop_st_rel(&ch->suspend, 1u);
 }
 
@@ -773,13 +787,11 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 cap = coop ? coop__cap_of(coop_sys_ld_rlx(&t->cap), groups) : groups;
   coop_u32 g = coop ? (cap < s->nfree ? cap : s->nfree) : groups;
   /* a resumed task: its workgroup 0 alone carries the saved state */
-  coop_u32 resume = (s->t_flags[slot] & COOP_TF_RESUME) != 0u;
-  if (resume) g = 1u;
+  if (s->t_flags[slot] & COOP_TF_RESUME) g = 1u;
   s->q_head++;
-  if (resume) dev->chan[c].save = t->save; /* before the start's release */
   coop__start(mb, dev, slot, c, g, cap);
   /* suspended before it started ("Suspension") */
-  if (coop && coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(mb, dev, c);
+  if (coop && coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(dev, c);
   if (s->holds || s->t_hold_to[slot]) coop__hold_started(s, slot, g, dev->chan[c].t_gathered);
   return 1u;
 }
@@ -927,7 +939,7 @@ COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
       COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
       /* a suspending task keeps its cap of 1 whatever the record's says */
       if (coop_ld_rlx(&ch->suspend) == 0u) coop__set_cap(dev, c, coop_sys_ld_rlx(&t->cap));
-      if (coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(mb, dev, c);
+      if (coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(dev, c);
     }
   }
 }

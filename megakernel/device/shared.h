@@ -50,7 +50,7 @@
 /* Task flags. */
 #define COOP_TF_COOPERATIVE 1u
 #define COOP_TF_QUERY_BARRIER 2u /* resizing barrier uses the query variant */
-#define COOP_TF_RESUME 4u /* workgroup 0 starts from the saved state at `save` */
+#define COOP_TF_RESUME 4u /* workgroup 0 starts from the record's resume_state */
 
 /* Refusal reasons (coop_task_rec.status when REFUSED). */
 #define COOP_TR_OK 0u
@@ -102,11 +102,13 @@ struct coop_task_rec {
    * runs followed by a move of cancel_seq (release), like cancel. */
   coop_atomic_u32 cap;
   /* host -> scheduler: 1 = suspend (scheduler.cl, "Suspension"); written
-   * like cancel. save: arena offset of local_size * COOP_TRANSMIT_BYTES
-   * where workgroup 0's threads save their state, and, for a task with
-   * COOP_TF_RESUME, whence they load it. */
+   * like cancel. resume_state: a SUSPENDED task's workgroup 0's thread-0 state
+   * (written before the final state), and, for a task with COOP_TF_RESUME,
+   * the state its workgroup 0 starts from (written by the host with the
+   * task). */
   coop_atomic_u32 suspend;
-  coop_u64 save;
+  coop_u32 pad_suspend;
+  coop_u64 resume_state[COOP_TRANSMIT_BYTES / 8];
 };
 
 struct coop_mailbox {
@@ -264,7 +266,7 @@ struct coop_chan {
   coop_atomic_u32 cancel;    /* scheduler -> kernel: leave at the next primitive */
   coop_atomic_u32 suspend;   /* scheduler -> kernel: shrink to workgroup 0, save, leave */
   coop_atomic_u32 suspended; /* workgroup 0 saved its state and left: SUSPENDED */
-  coop_u64 save;             /* the record's save, for workgroup 0 (set before suspend) */
+  coop_u64 saved[COOP_TRANSMIT_BYTES / 8]; /* ... that state (thread 0's), for the record */
   coop_atomic_u32 m_min;     /* (L) */
   coop_atomic_u32 m_max;     /* (L) */
   /* Who may write the task record (COOP_REC_*; worker.cl, "Completion"). */

@@ -1,0 +1,141 @@
+/*
+ * dev_carry.c: cooperative jobs carried across a kernel reload
+ * (docs/daemon.md, "Kernel reload").
+ *
+ * Once a reload's megakernel is built, each running cooperative job whose
+ * kernel the new set has unchanged is suspended (dp_suspend: it shrinks to
+ * workgroup 0, which saves its threads' state; docs/scheduler.md,
+ * "Suspension"). When its task is SUSPENDED, its state and every buffer's
+ * contents leave the old device process for two memfds, and the run leaves
+ * d->runs for d->carried, so that the swap need not wait for it. After the
+ * swap its buffers are staged into the new device process and its task
+ * resumed from the state (dp_resume): nothing is lost, and its client sees
+ * it run on. A job that cannot be carried (a periodic one, one with device
+ * buffers, whose kernel is gone or changed) drains as before: the grace
+ * period, then cancelled. Device thread only.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "dev_internal.h"
+#include "log.h"
+
+/* The same kernel in both sets: name, kind, signature and source. */
+static int same_kernel(const struct kdef *a, const struct kdef *b) {
+  return a && b && a->cooperative == b->cooperative && a->nargs == b->nargs &&
+         !memcmp(a->types, b->types, sizeof a->types) && a->source && b->source &&
+         !strcmp(a->source, b->source);
+}
+
+static int carriable(struct dev *d, const struct run *r) {
+  const struct job *j = r->j;
+  if (!(j->flags & COOP_SUBMIT_COOPERATIVE) || dev__periodic(j) || r->ninflight != 1) return 0;
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && j->args[i].devbuf_id) return 0;
+  pthread_mutex_lock(&d->mu);
+  const struct kset *next = d->swap_ks;
+  pthread_mutex_unlock(&d->mu);
+  return next && same_kernel(kset_find(d->ks, j->kernel), kset_find(next, j->kernel));
+}
+
+void dev__carry_request(struct dev *d, struct run *r) {
+  if (r->moving || !d->rt || !carriable(d, r)) return;
+  if (dp_suspend(d->rt, r->task[0]) == 0) r->moving = 1;
+}
+
+/* Each buffer of j (not device buffers) at its offset in one memfd, in
+ * argument order; the memfd is sized. Returns how many. */
+static unsigned carry_bufs(struct job *j, struct dp_buf *b, int fd, int in) {
+  unsigned n = 0;
+  uint64_t off = 0;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->type != COOP_ARG_BUF || a->devbuf_id) continue;
+    struct dp_buf *x = &b[n++];
+    memset(x, 0, sizeof *x);
+    x->size = a->size;
+    x->arg = a->dev ? a->dev - 1 : 0;
+    x->in = (uint8_t)in;
+    x->out = (uint8_t)!in;
+    x->fd = fd;
+    x->off = off;
+    off += a->size;
+  }
+  if (!in && ftruncate(fd, (off_t)off)) return 0;
+  return n;
+}
+
+int dev__carry_out(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  r->state_fd = memfd_create("coopd-carry-state", MFD_CLOEXEC);
+  r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  int e =
+      r->state_fd < 0 || r->carry_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
+  unsigned n = e ? 0 : carry_bufs(j, b, r->carry_fd, 0);
+  int breach = -1;
+  if (e == 0) e = dp_unstage(d->rt, b, n, r->task[0], &breach); /* and the task released */
+  if (e || breach >= 0) {
+    dev__fail(j, e ? e : COOP_EFAULT, "could not carry it across the kernel reload: %s",
+              e ? coop_strerror(e) : "a guard zone was overwritten");
+    r->moving = 0;
+    return -1;
+  }
+  for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+  r->ninflight = 0;
+  r->moving = 2;
+  log_info("job %llu (%s): suspended across the kernel reload", (unsigned long long)j->id,
+           j->kernel);
+  return 0;
+}
+
+/* One carried run into the new device process: 0, or the job failed. */
+static int carry_in_one(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  if (d->stop_now || !d->rt) {
+    dev__fail(j, COOP_ESHUTDOWN, "%s", "cancelled: the daemon is shutting down");
+    return -1;
+  }
+  if (dev__resolve(d, j)) return -1;
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  unsigned n = carry_bufs(j, b, r->carry_fd, 1);
+  int e = n ? dp_stage(d->rt, b, n) : 0;
+  if (e == 0)
+    for (unsigned i = 0, k = 0; i < j->nargs; i++)
+      if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
+  struct coop_rt_task_desc td;
+  dev__task_desc(j, r, &td);
+  coop_task_id id = 0;
+  if (e == 0) e = dp_resume(d->rt, &td, r->state_fd, &id);
+  if (e) {
+    dev__fail(j, e, "could not resume it after the kernel reload: %s", coop_strerror(e));
+    return -1;
+  }
+  r->task[0] = id;
+  r->ninflight = 1;
+  r->moving = 0;
+  r->cap_told = r->cap;
+  log_info("job %llu (%s): resumed in the new megakernel", (unsigned long long)j->id, j->kernel);
+  return 0;
+}
+
+void dev__carry_in(struct dev *d) {
+  while (d->carried) {
+    struct run *r = d->carried;
+    d->carried = r->next;
+    int e = carry_in_one(d, r);
+    close(r->state_fd);
+    close(r->carry_fd);
+    r->state_fd = r->carry_fd = -1;
+    if (e) {
+      dev__finish_job(d, r);
+      free(r);
+      continue;
+    }
+    r->next = d->runs;
+    d->runs = r;
+  }
+}
