@@ -388,7 +388,8 @@ COOP_FN void coop__resume_state(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL st
   COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[0]];
   for (coop_u32 k = 0u; k < COOP_TRANSMIT_BYTES / 8u; k++) w->transmit[k] = t->resume_state[k];
   w->forked = 1u;
-  coop_st_rlx(&ch->start_min, 0u); /* a forked start is not counted (worker.cl): started = gathered */
+  coop_st_rlx(&ch->start_min,
+              0u); /* a forked start is not counted (worker.cl): started = gathered */
 }
 
 /* Start task slot on channel c with g free workers, ids 0..g-1, capped

@@ -44,13 +44,13 @@
 #define COOP_TS_RUNNING 3u
 #define COOP_TS_DONE 4u
 #define COOP_TS_CANCELLED 5u
-#define COOP_TS_REFUSED 6u /* invalid request, see status */
+#define COOP_TS_REFUSED 6u   /* invalid request, see status */
 #define COOP_TS_SUSPENDED 7u /* final: workgroup 0's state saved (scheduler.cl, "Suspension") */
 
 /* Task flags. */
 #define COOP_TF_COOPERATIVE 1u
 #define COOP_TF_QUERY_BARRIER 2u /* resizing barrier uses the query variant */
-#define COOP_TF_RESUME 4u /* workgroup 0 starts from the record's resume_state */
+#define COOP_TF_RESUME 4u        /* workgroup 0 starts from the record's resume_state */
 
 /* Refusal reasons (coop_task_rec.status when REFUSED). */
 #define COOP_TR_OK 0u
@@ -267,8 +267,8 @@ struct coop_chan {
   coop_atomic_u32 suspend;   /* scheduler -> kernel: shrink to workgroup 0, save, leave */
   coop_atomic_u32 suspended; /* workgroup 0 saved its state and left: SUSPENDED */
   coop_u64 saved[COOP_TRANSMIT_BYTES / 8]; /* ... that state (thread 0's), for the record */
-  coop_atomic_u32 m_min;     /* (L) */
-  coop_atomic_u32 m_max;     /* (L) */
+  coop_atomic_u32 m_min;                   /* (L) */
+  coop_atomic_u32 m_max;                   /* (L) */
   /* Who may write the task record (COOP_REC_*; worker.cl, "Completion"). */
   coop_atomic_u32 rec;
   /* min over the workgroups it started with of (start - t_gathered),

@@ -101,8 +101,8 @@ COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *m
   coop_wg_barrier();
   if (c->lid == 0u) {
     COOP_GLOBAL struct coop_chan *ch = c->ch;
-    coop_u32 reason = c->left && !c->suspended && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED
-                                                                            : COOP_WR_FINISHED;
+    coop_u32 reason =
+        c->left && !c->suspended && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED : COOP_WR_FINISHED;
     if (coop_fsub(&ch->alive, 1u) == 1u) {
       reason |= COOP_WR_LAST;
       coop__publish(mb, ch, coop_clock());
