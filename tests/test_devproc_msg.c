@@ -5,7 +5,9 @@
  * long, an unknown op, a count that disagrees with the length and a wrong
  * number of descriptors are each refused. Messages under check end where
  * an inaccessible page begins, so any read past them faults: the checks
- * refuse before they read what is not there.
+ * refuse before they read what is not there. Then a real device process
+ * (coopd --device-process, no device opened) answers malformed requests
+ * with EPROTO, logs why, and goes on serving.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check_run.h"
@@ -71,7 +74,8 @@ static void make_req(struct dp_req *q, uint32_t op, uint32_t count) {
   q->a = 1;
   q->b = 2;
   if (op == DP_OPEN) q->u.open.layout = DP_LAYOUT;
-  if (dp_ops[op].req.item) memcpy(&q->u, &count, sizeof count);
+  const struct dp_op_entry *e = dp_op_entry(op);
+  if (e && e->req.item) memcpy(&q->u, &count, sizeof count);
 }
 
 static void make_rep(struct dp_rep *r, uint32_t op, uint32_t n) {
@@ -329,6 +333,95 @@ START_TEST(malformed_replies_are_refused) {
 }
 END_TEST
 
+/* ---- a device process ---- */
+
+struct child {
+  pid_t pid;
+  int fd;  /* our end of its socket */
+  int log; /* its stderr: a memfd */
+};
+
+static struct child child_start(void) {
+  struct child c;
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  c.log = memfd_create("devproc-log", MFD_CLOEXEC);
+  ck_assert_int_ge(c.log, 0);
+  c.pid = fork();
+  ck_assert_int_ge(c.pid, 0);
+  if (c.pid == 0) {
+    dup2(sv[1], 3);
+    dup2(c.log, 2);
+    execl(COOPD_PATH, "coopd", "--device-process", "3", (char *)NULL);
+    _exit(127);
+  }
+  close(sv[1]);
+  c.fd = sv[0];
+  return c;
+}
+
+/* One request of len bytes (nfds descriptors of /dev/null): the reply's
+ * error, the reply checked as coopd checks it. */
+static int ask(const struct child *c, const void *m, size_t len, unsigned nfds, uint32_t op,
+               struct dp_rep *r) {
+  int fds[DP_MAX_FDS] = {0};
+  for (unsigned i = 0; i < nfds; i++) fds[i] = devnull();
+  ck_assert_int_eq(dp_send(c->fd, m, len, fds, nfds), (ssize_t)len);
+  for (unsigned i = 0; i < nfds; i++) close(fds[i]);
+  int cut;
+  ssize_t n = dp_recv(c->fd, r, sizeof *r, 0, NULL, NULL, &cut);
+  ck_assert_int_ge(n, (ssize_t)DP_REP_HDR);
+  ck_assert_int_eq(cut, 0);
+  if (r->err && (size_t)n == DP_REP_HDR) r->u.text[0] = '\0';
+  if (dp_op_entry(op)) ck_assert_int_eq(dp_rep_check(op, r, (size_t)n, NULL), 0);
+  return r->err;
+}
+
+START_TEST(device_process_refuses_and_goes_on) {
+  static struct dp_req q;
+  static struct dp_rep r;
+  struct child c = child_start();
+  /* well-formed, before any OPEN: the device is not there yet */
+  make_req(&q, DP_CANCEL, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_CANCEL, &r), COOP_ESTATE);
+  /* short, long, unknown, a count that disagrees, a missing descriptor */
+  ck_assert_int_eq(ask(&c, &q, DP_REQ_HDR - 1, 0, DP_CANCEL, &r), COOP_EPROTO);
+  ck_assert_int_eq(ask(&c, &q, DP_REQ_HDR + 1, 0, DP_CANCEL, &r), COOP_EPROTO);
+  make_req(&q, DP_NOPS, 0);
+  ck_assert_int_eq(ask(&c, &q, DP_REQ_HDR, 0, DP_NOPS, &r), COOP_EPROTO);
+  ck_assert_uint_eq(r.op, DP_NOPS);
+  make_req(&q, DP_POLL, 3);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q) - sizeof(uint32_t), 0, DP_POLL, &r), COOP_EPROTO);
+  make_req(&q, DP_KICKFD, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_KICKFD, &r), COOP_EPROTO);
+  make_req(&q, DP_INFO, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 1, DP_INFO, &r), COOP_EPROTO);
+  /* another build's OPEN is told so, in words */
+  make_req(&q, DP_OPEN, 0);
+  q.u.open.layout = DP_LAYOUT + 1;
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 1, DP_OPEN, &r), COOP_EVERSION);
+  ck_assert_ptr_nonnull(strstr(r.u.text, "another build of coopd"));
+  /* still serving: a close ends it cleanly */
+  make_req(&q, DP_POLL, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_POLL, &r), COOP_ESTATE);
+  make_req(&q, DP_CLOSE, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_CLOSE, &r), 0);
+  int st;
+  ck_assert_int_eq(waitpid(c.pid, &st, 0), c.pid);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(c.fd);
+  /* and said why, each time */
+  char log[8192] = {0};
+  ck_assert_int_ge(pread(c.log, log, sizeof log - 1, 0), 0);
+  close(c.log);
+  unsigned said = 0;
+  for (const char *l = log; (l = strstr(l, "refused a request")); l++) said++;
+  ck_assert_uint_eq(said, 7);
+  ck_assert_ptr_nonnull(strstr(log, "unknown op"));
+  ck_assert_ptr_nonnull(strstr(log, "descriptors"));
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("devproc_msg");
   TCase *c = tcase_create("layer");
@@ -342,6 +435,10 @@ static Suite *suite(void) {
   tcase_add_test(c, another_build_is_told_so);
   tcase_add_test(c, malformed_replies_are_refused);
   suite_add_tcase(s, c);
+  TCase *d = tcase_create("device_process");
+  tcase_set_timeout(d, 30);
+  tcase_add_test(d, device_process_refuses_and_goes_on);
+  suite_add_tcase(s, d);
   return s;
 }
 
