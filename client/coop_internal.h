@@ -15,6 +15,13 @@
 #include "coop.h"
 #include "wire.h"
 
+/* A TIMES field of the schema (coop_copy.h's COOP__COPY_TIMES). */
+static inline void coop__copy_times(struct coop_times *d, const struct coop_wire_times *s) {
+#define COOP__COPY_TIME(name) d->name = s->name;
+  COOP_TIMES_MAP(COOP__COPY_TIME)
+#undef COOP__COPY_TIME
+}
+
 /* A frame taken off the socket; payload is our own copy (the reader's
  * buffer moves on), so decoded pointers stay valid while the frame lives. */
 struct coop_frame {

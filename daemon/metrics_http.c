@@ -1,6 +1,6 @@
 /*
  * metrics_http.c: GET /metrics over HTTP (metrics_http.h), the text
- * `coopctl metrics` prints (client/coop_prom.h), for a Prometheus server
+ * `coopctl metrics` prints (protocol/coop_prom.h), for a Prometheus server
  * that scrapes over the network rather than running a command.
  *
  * Whoever can reach the port may send anything, so the server is the

@@ -83,45 +83,37 @@ static int lost(struct dp *p, const char *why) {
   return COOP_ELOST;
 }
 
-/* A reply of n bytes received into p->r: its error, or the child lost. */
-static int reply(struct dp *p, ssize_t n) {
-  if (n < (ssize_t)offsetof(struct dp_rep, data)) return lost(p, NULL);
-  if ((size_t)n < sizeof p->r) ((char *)&p->r)[n] = '\0';
+/* A reply of n bytes received into p->r for op: its error, or the child
+ * lost (gone, or a reply its op's entry does not allow: devproc_msg.c). */
+static int reply(struct dp *p, uint32_t op, ssize_t n, int cut) {
+  if (n <= 0) return lost(p, NULL);
+  const char *why = "descriptors or too long";
+  if (cut || dp_rep_check(op, &p->r, (size_t)n, &why)) {
+    char death[sizeof p->death];
+    snprintf(death, sizeof death, "sent a malformed reply (%s)", why);
+    return lost(p, death);
+  }
+  if (p->r.err && (size_t)n == DP_REP_HDR) p->r.u.text[0] = '\0';
   return p->r.err;
 }
 
-/* One request (p->q, with the descriptors fds[0..nfds)), one reply into
- * p->r. */
+/* One request (p->q, header and its op's body, with the descriptors
+ * fds[0..nfds)), one reply into p->r. */
 static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, int timeout_ms) {
   if (p->dead) return COOP_ELOST;
   if (nfds > DP_MAX_FDS) return COOP_EINVAL;
   p->q.op = op;
-  char cbuf[CMSG_SPACE(DP_MAX_FDS * sizeof(int))];
-  struct iovec iov = {&p->q, sizeof p->q};
-  struct msghdr mh = {0};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  if (nfds) {
-    memset(cbuf, 0, sizeof cbuf);
-    mh.msg_control = cbuf;
-    mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-    memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-  }
-  ssize_t n;
-  do n = sendmsg(p->fd, &mh, MSG_NOSIGNAL);
-  while (n < 0 && errno == EINTR);
-  if (n != (ssize_t)sizeof p->q) return lost(p, NULL);
+  size_t len = dp_req_len(&p->q);
+  if (!len) return COOP_EINVAL;
+  ssize_t n = dp_send(p->fd, &p->q, len, fds, nfds);
+  if (n != (ssize_t)len) return lost(p, NULL);
+  int cut = 0;
   int64_t deadline = now_ms() + timeout_ms;
   for (int64_t spin_end = p->spin_ns ? coop__now_ns() + p->spin_ns : 0;
        spin_end && coop__now_ns() < spin_end;) {
-    do n = recv(p->fd, &p->r, sizeof p->r, MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
+    n = dp_recv(p->fd, &p->r, sizeof p->r, MSG_DONTWAIT, NULL, NULL, &cut);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
-    return reply(p, n);
+    return reply(p, op, n, cut);
   }
   for (;;) {
     struct pollfd pf = {p->fd, POLLIN, 0};
@@ -130,9 +122,8 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
     int r = poll(&pf, 1, (int)left);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
-    do n = recv(p->fd, &p->r, sizeof p->r, 0);
-    while (n < 0 && errno == EINTR);
-    return reply(p, n);
+    n = dp_recv(p->fd, &p->r, sizeof p->r, 0, NULL, NULL, &cut);
+    return reply(p, op, n, cut);
   }
 }
 
@@ -243,7 +234,7 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
     if (e == COOP_ELOST)
       snprintf(err, errlen, "the device process %s while building", p->death);
     else
-      snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.data[0] ? ": " : "", p->r.data);
+      snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.u.text[0] ? ": " : "", p->r.u.text);
     dp_close(p, DP_CLOSE_MS);
     return e;
   }
@@ -258,7 +249,7 @@ static int start_call(struct dp *p, uint32_t op, const char *during, char *err, 
   if (e == COOP_ELOST)
     snprintf(err, errlen, "the device process %s during the %s", p->death, during);
   else if (e)
-    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.data);
+    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.u.text);
   else
     p->dev = p->r.u.dev;
   if (e == 0) p->spin_ns = strcmp(p->dev.backend, "cuda") ? 0 : DP_REPLY_SPIN_NS;
@@ -330,6 +321,7 @@ int dp_stage(struct dp *p, struct dp_buf *b, unsigned n) {
   int fds[DP_MAX_FDS];
   unsigned nfds = pack_fds(b, n, &p->q.u.bufs, fds);
   int e = call_fds(p, DP_STAGE, fds, nfds, DP_CALL_MS);
+  if (e == 0 && p->r.n != n) return lost(p, "sent a malformed reply (args)");
   for (unsigned i = 0; e == 0 && i < n; i++) b[i].arg = p->r.u.args[i];
   return e;
 }
@@ -400,8 +392,9 @@ static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned 
     int e = call(p, op, -1, DP_CALL_MS + (int)(budget_ns / 1000000));
     p->q.b = 0; /* q is reused */
     if (e) return e;
-    const struct coop_rt_task_info *ti = (const void *)p->r.data;
-    for (unsigned i = 0; i < k && i < p->r.n; i++) {
+    if (p->r.n != k) return lost(p, "sent a malformed reply (infos)");
+    const struct coop_rt_task_info *ti = p->r.u.infos;
+    for (unsigned i = 0; i < k; i++) {
       unsigned slot = ids[at + i] & 0xffu;
       p->cache[slot].id = ids[at + i];
       p->cache[slot].gen = p->gen;
@@ -485,7 +478,7 @@ int dp_view(struct dp *p, coop_task_id *owner, uint8_t *reserved, unsigned n) {
   int e = call(p, DP_VIEW, -1, DP_CALL_MS);
   if (e) return e;
   unsigned got = p->r.n < n ? p->r.n : n;
-  memcpy(owner, p->r.data, got * sizeof *owner);
-  memcpy(reserved, p->r.data + (size_t)p->r.n * sizeof *owner, got);
+  memcpy(owner, p->r.u.view, got * sizeof *owner);
+  memcpy(reserved, p->r.u.view + (size_t)p->r.n * sizeof *owner, got);
   return (int)got;
 }

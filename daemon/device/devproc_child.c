@@ -24,7 +24,7 @@
 #include "devproc_msg.h"
 #include "wire.h"
 
-_Static_assert(COOP_WIRE_MAX_WG *(sizeof(coop_task_id) + 1) <= DP_DATA_MAX, "a view fits a reply");
+_Static_assert(COOP_WIRE_MAX_WG <= DP_VIEW_MAX, "a view fits a reply");
 
 struct child {
   coop_rt *rt;
@@ -38,34 +38,6 @@ struct child {
 #define DP_NAP0_NS 5000L
 #define DP_NAP_MAX_NS 100000L
 
-/* One request, and the descriptors that came with it (fds[0..*nfds)). */
-static ssize_t recv_req(int fd, struct dp_req *q, int *fds, unsigned *nfds) {
-  char cbuf[CMSG_SPACE(DP_MAX_FDS * sizeof(int))];
-  struct iovec iov = {q, sizeof *q};
-  struct msghdr mh = {0};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = cbuf;
-  mh.msg_controllen = sizeof cbuf;
-  ssize_t n;
-  do n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
-  *nfds = 0;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n > 0 && c; c = CMSG_NXTHDR(&mh, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-      for (unsigned i = 0; i < k && *nfds < DP_MAX_FDS; i++)
-        memcpy(&fds[(*nfds)++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-    }
-  return n;
-}
-
-static void send_rep(int fd, const struct dp_rep *r, size_t datalen) {
-  size_t len = offsetof(struct dp_rep, data) + datalen;
-  while (send(fd, r, len, MSG_NOSIGNAL) < 0 && errno == EINTR) {
-  }
-}
-
 static void devinfo(coop_rt *rt, struct dp_devinfo *d) {
   snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(rt));
   snprintf(d->backend, sizeof d->backend, "%s", coop_rt_backend(rt));
@@ -74,18 +46,19 @@ static void devinfo(coop_rt *rt, struct dp_devinfo *d) {
   d->workers = coop_rt_workers(rt);
 }
 
+/* DP_OPEN's answer to a front of another build (dp_req_check). */
+static void another_build(struct dp_rep *r) {
+  snprintf(r->u.text, sizeof r->u.text,
+           "the device process is another build of coopd than the one running (was it "
+           "replaced on disk?): restart coopd");
+}
+
 /* OPEN: the options, then the kernels from the memfd (devproc.c writes
  * them: u32 cooperative, u32 name length, u64 source length, name, source). */
 static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_rep *r) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
-  const struct dp_open_args *a = &q->u.open;
-  if (a->layout != DP_LAYOUT) {
-    snprintf(r->data, sizeof r->data,
-             "the device process is another build of coopd than the one running (was it "
-             "replaced on disk?): restart coopd");
-    return COOP_EVERSION;
-  }
+  const struct dp_open_args *a = &q->u.open; /* its layout stamp checked: dp_req_check */
   o.backend = a->backend[0] ? a->backend : NULL;
   o.platform = a->platform[0] ? a->platform : NULL;
   o.device = a->device[0] ? a->device : NULL;
@@ -124,7 +97,7 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
     free(src);
   }
   if (e == 0) e = coop_rt_build(ch->rt);
-  if (e && ch->rt) snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(ch->rt));
+  if (e && ch->rt) snprintf(r->u.text, sizeof r->u.text, "%s", coop_rt_errmsg(ch->rt));
   if (e == 0) devinfo(ch->rt, &r->u.dev);
   return e;
 }
@@ -293,42 +266,44 @@ static void end_task(coop_rt *rt, const struct coop_rt_task_desc *d, uint64_t ma
 }
 
 /* DP_POLL and DP_WAIT's reply: every task's info, noted as answered. */
-static size_t poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n,
-                         struct dp_rep *r) {
-  struct coop_rt_task_info *ti = (struct coop_rt_task_info *)(void *)r->data;
+static void poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n,
+                       struct dp_rep *r) {
+  struct coop_rt_task_info *ti = r->u.infos;
   for (unsigned i = 0; i < n; i++) {
     if (coop_rt_task_info(ch->rt, p->id[i], &ti[i])) memset(&ti[i], 0, sizeof ti[i]);
     ch->reported[p->id[i] & 0xffu] = (uint8_t)(ti[i].state + 1);
   }
   r->n = n;
-  return n * sizeof *ti;
 }
 
 /* DP_LAUNCH's and DP_UNPARK's reply: the runtime's message on error,
  * else the device's info. */
-static size_t started(coop_rt *rt, int err, struct dp_rep *r) {
+static void started(coop_rt *rt, int err, struct dp_rep *r) {
   r->err = err;
-  if (err) {
-    snprintf(r->data, sizeof r->data, "%s", coop_rt_errmsg(rt));
-    return strlen(r->data) + 1;
-  }
-  devinfo(rt, &r->u.dev);
-  return 0;
+  if (err)
+    snprintf(r->u.text, sizeof r->u.text, "%s", coop_rt_errmsg(rt));
+  else
+    devinfo(rt, &r->u.dev);
 }
 
-static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
-                    struct dp_rep *r) {
+/* One well-formed request (dp_req_check): its answer in r, whose body
+ * dp_rep_len sizes from the op's entry. */
+static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
+                  struct dp_rep *r) {
   int rfd = nfds ? fds[0] : -1;
   coop_rt *rt = ch->rt;
   r->err = 0;
-  if (!rt && q->op != DP_OPEN && q->op != DP_CLOSE) return r->err = COOP_ESTATE, 0;
+  if (!rt && q->op != DP_OPEN && q->op != DP_CLOSE) {
+    r->err = COOP_ESTATE;
+    return;
+  }
   switch (q->op) {
     case DP_OPEN:
-      if (rt || rfd < 0) return r->err = COOP_ESTATE, 0;
-      r->err = do_open(ch, q, rfd, r);
-      return r->err ? strlen(r->data) + 1 : 0;
+      r->err = rt || rfd < 0 ? COOP_ESTATE : do_open(ch, q, rfd, r);
+      return;
     case DP_LAUNCH:
-      return started(rt, coop_rt_launch(rt), r);
+      started(rt, coop_rt_launch(rt), r);
+      return;
     case DP_PARK: {
       /* tests only: a megakernel slow to leave (a loaded CPU device) */
       const char *delay = getenv("COOP_TEST_PARK_DELAY_MS");
@@ -338,85 +313,95 @@ static size_t serve(struct child *ch, const struct dp_req *q, const int *fds, un
         if (ms > 0) nanosleep(&ts, NULL);
       }
       r->err = coop_rt_park(rt);
-      return 0;
+      return;
     }
     case DP_UNPARK:
-      return started(rt, coop_rt_unpark(rt), r);
+      started(rt, coop_rt_unpark(rt), r);
+      return;
     case DP_SUBMIT: {
       coop_task_id id = 0;
       r->err = coop_rt_submit(rt, &q->u.desc, &id);
       r->a = id;
-      if (r->err) return 0;
+      if (r->err) return;
       if (q->b) wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1);
       coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
       if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
         ch->reported[id & 0xffu] = (uint8_t)(r->u.info.state + 1);
       if (q->id && r->u.info.state >= COOP_TASK_DONE) end_task(rt, &q->u.desc, q->a, id, r);
-      return 0;
+      return;
     }
     case DP_INFO:
       r->err = coop_rt_task_info(rt, q->id, &r->u.info);
-      return 0;
+      return;
     case DP_LIVE:
       r->err = coop_rt_task_live(rt, q->id, &r->u.live);
-      return 0;
+      return;
     case DP_CANCEL:
       r->err = coop_rt_cancel(rt, q->id);
-      return 0;
+      return;
     case DP_CAP:
       r->err = coop_rt_cap(rt, q->id, q->a > UINT32_MAX ? 0 : (unsigned)q->a);
-      return 0;
+      return;
     case DP_SUSPEND:
       r->err = coop_rt_suspend(rt, q->id);
-      return 0;
+      return;
     case DP_SAVED:
     case DP_RESUME:
       r->err = nfds == 1 ? saved_state(rt, q, fds[0], r) : COOP_EINVAL;
-      return 0;
+      return;
     case DP_RELEASE:
       r->err = coop_rt_task_release(rt, q->id);
-      return 0;
+      return;
     case DP_VIEW: {
       unsigned n = q->a < COOP_WIRE_MAX_WG ? (unsigned)q->a : COOP_WIRE_MAX_WG;
       static coop_task_id owner[COOP_WIRE_MAX_WG];
       static uint8_t resv[COOP_WIRE_MAX_WG];
       int got = coop_rt_view(rt, owner, resv, n);
-      if (got < 0) return r->err = got, 0;
+      if (got < 0) {
+        r->err = got;
+        return;
+      }
       r->n = (uint32_t)got;
-      memcpy(r->data, owner, (size_t)got * sizeof owner[0]);
-      memcpy(r->data + (size_t)got * sizeof owner[0], resv, (size_t)got);
-      return (size_t)got * (sizeof owner[0] + 1);
+      memcpy(r->u.view, owner, (size_t)got * sizeof owner[0]);
+      memcpy(r->u.view + (size_t)got * sizeof owner[0], resv, (size_t)got);
+      return;
     }
     case DP_POLL:
     case DP_WAIT: {
-      unsigned n = q->u.poll.n < DP_POLL_MAX ? q->u.poll.n : DP_POLL_MAX;
-      coop_rt_refit(rt); /* at most once a second; the times below use it */
+      unsigned n = q->u.poll.n; /* at most DP_POLL_MAX: dp_req_check */
+      coop_rt_refit(rt);        /* at most once a second; the times below use it */
       if (q->op == DP_WAIT)
         wait_for(ch, any_changed, &q->u.poll, q->a < 1000000000u ? (int64_t)q->a : 0, q->b != 0);
-      return poll_reply(ch, &q->u.poll, n, r);
+      poll_reply(ch, &q->u.poll, n, r);
+      return;
     }
     case DP_KICKFD:
-      if (rfd < 0) return r->err = COOP_EINVAL, 0;
+      if (rfd < 0) {
+        r->err = COOP_EINVAL;
+        return;
+      }
       if (ch->kick >= 0) close(ch->kick);
       ch->kick = dup(rfd); /* the request's own copy is closed after it */
       ch->spin_ns = strcmp(coop_rt_backend(rt), "cuda") ? 0 : DP_SPIN_NS;
-      return 0;
+      return;
     case DP_STAGE:
       r->err = do_stage(rt, &q->u.bufs, fds, nfds, r->u.args);
-      return 0;
+      if (r->err == 0) r->n = q->u.bufs.n; /* one arg per buffer */
+      return;
     case DP_WRITE:
     case DP_READ:
       r->err = do_copy(rt, &q->u.bufs, fds, nfds, q->op == DP_WRITE);
-      return 0;
+      return;
     case DP_UNSTAGE: {
       int breach = -1;
       if (q->id) coop_rt_task_release(rt, q->id); /* the front's dp_unstage, release */
       r->err = do_unstage(rt, &q->u.bufs, fds, nfds, &breach);
       r->n = (uint32_t)(breach + 1);
-      return 0;
+      return;
     }
     default:
-      return r->err = COOP_EPROTO, 0;
+      r->err = COOP_EPROTO;
+      return;
   }
 }
 
@@ -445,21 +430,38 @@ int dp_child_main(int fd) {
   for (;;) {
     int fds[DP_MAX_FDS];
     unsigned nfds;
-    ssize_t n = recv_req(fd, &q, fds, &nfds);
+    int cut;
+    q.op = 0; /* a message too short to hold one names none */
+    ssize_t n = dp_recv(fd, &q, sizeof q, 0, fds, &nfds, &cut);
     if (n <= 0) break; /* the front closed its end: exit */
-    memset(&r, 0, offsetof(struct dp_rep, data));
-    r.data[0] = '\0';
-    size_t len = 0;
-    if (q.op == DP_CLOSE) {
+    memset(&r, 0, DP_REP_HDR);
+    r.op = q.op;
+    r.u.text[0] = '\0';
+    const char *why = "longer than any request, or too many descriptors";
+    int bad = cut ? COOP_EPROTO : dp_req_check(&q, (size_t)n, nfds, &why);
+    if (bad) {
+      /* refused before any of its fields is read: answered, and said */
+      r.err = bad;
+      if (bad == COOP_EVERSION) another_build(&r);
+      fprintf(stderr, "refused a request (op %u, %zd bytes, %u descriptors): %s\n", q.op, n, nfds,
+              why);
+    } else if (q.op == DP_CLOSE) {
       r.err = ch.rt ? coop_rt_close(ch.rt) : 0;
       ch.rt = NULL;
     } else {
-      len = (size_t)n == sizeof q ? serve(&ch, &q, fds, nfds, &r) : (r.err = COOP_EPROTO, 0);
+      serve(&ch, &q, fds, nfds, &r);
       if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
     }
     for (unsigned i = 0; i < nfds; i++) close(fds[i]);
-    send_rep(fd, &r, len);
-    if (q.op == DP_CLOSE) return 0;
+    if (r.err) r.u.text[DP_TEXT_MAX - 1] = '\0';
+    size_t len = dp_rep_len(&r);
+    if (!len) { /* a count its entry does not allow: a fault here, said as one */
+      r.err = COOP_EPROTO;
+      r.u.text[0] = '\0';
+      len = DP_REP_HDR;
+    }
+    dp_send(fd, &r, len, NULL, 0);
+    if (q.op == DP_CLOSE && !bad) return 0;
   }
   if (ch.rt) coop_rt_close(ch.rt);
   return 0;

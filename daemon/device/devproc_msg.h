@@ -1,14 +1,20 @@
 /*
  * devproc_msg.h: the messages between coopd and a device process
- * (devproc.h). Internal to devproc.c and devproc_child.c; both ends are the
- * same binary, so the structures travel as they are. One request, then one
- * reply, each a single SOCK_SEQPACKET message; descriptors (a memfd of
- * kernel sources, a job's buffer memfd) ride along with SCM_RIGHTS.
+ * (devproc.h), and their framing (devproc_msg.c). Internal to devproc.c and
+ * devproc_child.c; both ends are the same binary, so the structures travel
+ * as they are. One request, then one reply, each a single SOCK_SEQPACKET
+ * message: a header, then only the body its op needs (dp_ops[]), never
+ * the whole union. Descriptors (a memfd of kernel sources, a job's buffer
+ * memfd) ride along with SCM_RIGHTS. A receiver checks a message's length
+ * against its op's entry before it reads any field past the header
+ * (dp_req_check, dp_rep_check).
  */
 #ifndef COOPD_DEVPROC_MSG_H
 #define COOPD_DEVPROC_MSG_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "coop_rt.h"
 
@@ -22,10 +28,10 @@ enum dp_op {
   DP_LIVE,    /* id -> rep.u.live */
   DP_CANCEL,  /* id */
   DP_RELEASE, /* id */
-  DP_VIEW,    /* a = n -> rep.n owners (u32) then n reserved bytes in rep.data */
-  DP_STAGE,   /* u.bufs, fds: allocate every buffer, copy IN data -> rep.u.args */
+  DP_VIEW,    /* a = n -> rep.n owners (u32) then rep.n reserved bytes in rep.u.view */
+  DP_STAGE,   /* u.bufs, fds: allocate every buffer, copy IN data -> rep.n args in rep.u.args */
   DP_UNSTAGE, /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
-  DP_POLL,    /* u.poll -> rep.n infos in rep.data: one request per device pass */
+  DP_POLL,    /* u.poll -> rep.n infos in rep.u.infos: one request per device pass */
   DP_PARK,    /* the megakernel leaves the device (coop_rt_park) */
   DP_UNPARK,  /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
   DP_KICKFD,  /* fd: the front's eventfd, written when its device thread has new work */
@@ -37,16 +43,17 @@ enum dp_op {
   DP_CAP,     /* id, a = the most workgroups (0: none) -> coop_rt_cap */
   DP_SUSPEND, /* id -> coop_rt_suspend */
   DP_SAVED,   /* id, fd: the SUSPENDED task's saved state written at 0 -> rep.a = bytes */
-  DP_RESUME   /* u.desc, fd: a saved state -> coop_rt_submit_resumed, rep.a = task id */
+  DP_RESUME,  /* u.desc, fd: a saved state -> coop_rt_submit_resumed, rep.a = task id */
+  DP_NOPS     /* one past the last op */
 };
 
 /* DP_SUBMIT's reply: the task ended within the wait and was released, its
  * device buffers' guard zones checked (rep.n >> 8: the first breached + 1). */
 #define DP_ENDED 1u
 
-#define DP_POLL_MAX 128 /* task infos per DP_POLL reply (fits DP_DATA_MAX) */
+#define DP_POLL_MAX 128 /* task infos per DP_POLL reply */
 struct dp_poll_ids {
-  uint32_t n;
+  uint32_t n; /* the ids that follow: only those travel */
   uint32_t id[DP_POLL_MAX];
 };
 
@@ -56,8 +63,8 @@ struct dp_poll_ids {
 #define DP_MAX_BUFS COOP_MAX_ARGS /* a task's buffers: one per argument at most */
 #define DP_MAX_FDS (DP_MAX_BUFS + 2)
 struct dp_bufs {
-  uint32_t n;
-  struct {
+  uint32_t n; /* the entries of b that follow: only those travel */
+  struct dp_buf_entry {
     uint64_t size, arg, off;
     uint64_t at; /* DP_WRITE, DP_READ: where in the buffer */
     int32_t fd;
@@ -67,13 +74,15 @@ struct dp_bufs {
 };
 
 struct dp_open_args {
-  uint32_t layout; /* DP_LAYOUT of the front: both ends must be one binary */
+  uint32_t layout; /* DP_LAYOUT of the front: both ends must be one binary (first: see
+                    * dp_req_check) */
   char backend[16], platform[256], device[256];
   int32_t platform_index, device_index;
   uint32_t local_size, launch_groups, nkernels;
   uint64_t arena_bytes;
 };
 
+/* A request: the header (op .. b), then u's member for op. */
 struct dp_req {
   uint32_t op, id;
   uint64_t a, b;
@@ -84,6 +93,7 @@ struct dp_req {
     struct dp_poll_ids poll;
   } u;
 };
+#define DP_REQ_HDR offsetof(struct dp_req, u)
 
 /* What OPEN and LAUNCH tell about the device. */
 struct dp_devinfo {
@@ -91,27 +101,87 @@ struct dp_devinfo {
   uint32_t cus, workers;
 };
 
-#define DP_DATA_MAX 20480 /* a compiler log (16 KiB), or a view */
+#define DP_TEXT_MAX 20480 /* a compiler log (the runtime keeps 16 KiB), or another message */
+#define DP_VIEW_MAX 4096u /* workers in a DP_VIEW reply (COOP_WIRE_MAX_WG) */
 
+/* A reply: the header (op .. a), then u's member for op (dp_ops[]). op
+ * repeats the request's, so that a reply is checked against what was
+ * asked. */
 struct dp_rep {
+  uint32_t op;
   int32_t err;
   uint32_t n;
+  uint32_t pad_;
   uint64_t a;
   union {
     struct coop_rt_task_info info;
     struct coop_rt_live live;
     struct dp_devinfo dev;
     uint64_t args[DP_MAX_BUFS];
+    struct coop_rt_task_info infos[DP_POLL_MAX];
+    uint8_t view[DP_VIEW_MAX * (sizeof(coop_task_id) + 1)]; /* owners, then reserved bytes */
+    char text[DP_TEXT_MAX];                                 /* an error's message, NUL-terminated */
   } u;
-  char data[DP_DATA_MAX];
+};
+#define DP_REP_HDR offsetof(struct dp_rep, u)
+
+/* One op's message rules. A body is `len` bytes, plus `item` bytes for
+ * each of its items where it has a list (a request's count: the body's
+ * first u32; a reply's: rep.n), from items_min to items_max of them. */
+struct dp_rule {
+  uint32_t len, item, items_min, items_max;
+};
+struct dp_op_entry {
+  const char *name;
+  struct dp_rule req; /* the request's body */
+  struct dp_rule rep; /* the reply's body when rep.err == 0 */
+  /* rep.err != 0: no body, or where text is set a NUL-terminated message
+   * (1 to DP_TEXT_MAX bytes) */
+  uint8_t text;
+  uint8_t fds_min, fds_max; /* descriptors the request carries */
 };
 
-_Static_assert(DP_POLL_MAX * sizeof(struct coop_rt_task_info) <= DP_DATA_MAX,
-               "a poll's infos fit a reply");
+/* Indexed by op; dp_ops[0] is no op (name NULL). */
+extern const struct dp_op_entry dp_ops[DP_NOPS];
+
+/* The op's entry, or NULL for no op. */
+const struct dp_op_entry *dp_op_entry(uint32_t op);
+
+/* The length of q as it travels (header and the body its op and count
+ * say), or 0 for an unknown op or a count out of range. */
+size_t dp_req_len(const struct dp_req *q);
+/* The length of r, a reply to r->op, as it travels: on success the op's
+ * body for r->n, on error the message in r->u.text where the op may carry
+ * one (an empty string: none). 0 for an unknown op. */
+size_t dp_rep_len(const struct dp_rep *r);
+
+/* Whether the len bytes at m, with nfds descriptors, are a well-formed
+ * request: the header there, a known op, the stamp of DP_OPEN, the length
+ * the op's entry gives (for its count), the descriptors it allows. Reads
+ * nothing past len, and no field before the length that holds it is
+ * checked. 0, COOP_EVERSION (a DP_OPEN from another build), or
+ * COOP_EPROTO; *why says what was wrong. */
+int dp_req_check(const void *m, size_t len, unsigned nfds, const char **why);
+/* The same for a reply to op: its header, the op repeated, its length
+ * for rep.n or its error's message. 0 or COOP_EPROTO, and *why. */
+int dp_rep_check(uint32_t op, const void *m, size_t len, const char **why);
+
+/* One message (len bytes, fds[0..nfds) with SCM_RIGHTS): len sent, or -1
+ * (errno). EINTR is retried. */
+ssize_t dp_send(int fd, const void *m, size_t len, const int *fds, unsigned nfds);
+/* One message into buf (cap bytes), its descriptors into fds (room for
+ * DP_MAX_FDS; fds NULL: none wanted) and *nfds: its length, 0 once the
+ * peer has closed, -1 (errno: EAGAIN under MSG_DONTWAIT). *cut is set when
+ * the message was longer than cap or carried more descriptors than there
+ * was room for (those are closed): such a message is malformed. EINTR is
+ * retried. */
+ssize_t dp_recv(int fd, void *buf, size_t cap, int flags, int *fds, unsigned *nfds, int *cut);
 
 /* A stamp of the messages' layout: a front and a device process from two
  * different builds (a binary replaced under a running coopd) must not talk. */
-#define DP_LAYOUT \
-  ((uint32_t)(sizeof(struct dp_req) * 65599u + sizeof(struct dp_rep) * 31u + DP_POLL) ^ 0x636f6f70u)
+#define DP_LAYOUT                                                                           \
+  ((uint32_t)(sizeof(struct dp_req) * 65599u + sizeof(struct dp_rep) * 31u + DP_NOPS * 7u + \
+              DP_REP_HDR) ^                                                                 \
+   0x636f6f70u)
 
 #endif /* COOPD_DEVPROC_MSG_H */

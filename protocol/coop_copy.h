@@ -6,14 +6,15 @@
  *   COOP_SCHEMA_WELCOME(COOP__COPY)
  * Strings are copied terminated; COUNT32 fields count records, which the
  * caller copies itself, as it does arrays and SUBMIT flags (coop.h spells
- * those bits out).
+ * those bits out). Its includer includes coop.h or coop_stats.h for the
+ * structs it fills; TIMES fields call coop__copy_times, which libcoop
+ * defines (coop_internal.h).
  */
 #ifndef COOP_COPY_H
 #define COOP_COPY_H
 
 #include <stdio.h>
 
-#include "coop.h"
 #include "wire.h"
 
 #define COOP__COPY(kind, name, arg) COOP__COPY_##kind(d->name, s->name);
@@ -35,11 +36,5 @@
 #define COOP__COPY_TIMES(dst, src) coop__copy_times(&(dst), &(src))
 #define COOP__COPY_FLAGS(dst, src) (void)0
 #define COOP__COPY_COUNT32(dst, src) (void)0
-
-static inline void coop__copy_times(struct coop_times *d, const struct coop_wire_times *s) {
-#define COOP__COPY_TIME(name) d->name = s->name;
-  COOP_TIMES_MAP(COOP__COPY_TIME)
-#undef COOP__COPY_TIME
-}
 
 #endif /* COOP_COPY_H */

@@ -1,6 +1,6 @@
 /*
- * coop_stats_wire.c: STATS_REPLY into coop.h's coop_stats and coop_metrics
- * (coop_prom.h), for libcoop and for coopd's own /metrics.
+ * coop_stats_wire.c: STATS_REPLY into coop_stats.h's coop_stats and
+ * coop_metrics (coop_prom.h), for libcoop and for coopd's own /metrics.
  */
 #include <stdio.h>
 #include <string.h>

@@ -10,10 +10,10 @@
 
 #include <stdio.h>
 
-#include "coop.h"
+#include "coop_stats.h"
 #include "wire.h"
 
-/* STATS_REPLY into coop.h's structs (coop_stats(), coop_metrics()). m is
+/* STATS_REPLY into coop_stats.h's structs (coop_stats(), coop_metrics()). m is
  * zeroed, and left so when the reply has no metrics tail (ext == 0). */
 void coop__stats_from_wire(struct coop_stats *d, const struct coop_msg_stats_reply *s);
 void coop__metrics_from_wire(struct coop_metrics *d, const struct coop_msg_stats_reply *s);

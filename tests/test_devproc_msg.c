@@ -1,0 +1,445 @@
+/*
+ * test_devproc_msg.c: the device process's message layer
+ * (daemon/device/devproc_msg.h): every op's entry round-trips through a
+ * socket pair, request and reply, at the ends of its counts; a short, a
+ * long, an unknown op, a count that disagrees with the length and a wrong
+ * number of descriptors are each refused. Messages under check end where
+ * an inaccessible page begins, so any read past them faults: the checks
+ * refuse before they read what is not there. Then a real device process
+ * (coopd --device-process, no device opened) answers malformed requests
+ * with EPROTO, logs why, and goes on serving.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_run.h"
+#include "coop_errno.h"
+#include "devproc_msg.h"
+
+/* ---- helpers ---- */
+
+/* Room for the largest message, then a page that faults when touched. */
+static uint8_t *guard_base;
+static size_t guard_room;
+
+static void guard_setup(void) {
+  long pg = sysconf(_SC_PAGESIZE);
+  size_t big =
+      sizeof(struct dp_rep) > sizeof(struct dp_req) ? sizeof(struct dp_rep) : sizeof(struct dp_req);
+  guard_room = (big + 2 + (size_t)pg - 1) / (size_t)pg * (size_t)pg;
+  guard_base = mmap(NULL, guard_room + (size_t)pg, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ck_assert_ptr_ne(guard_base, MAP_FAILED);
+  ck_assert_int_eq(mprotect(guard_base + guard_room, (size_t)pg, PROT_NONE), 0);
+}
+
+static void guard_teardown(void) { munmap(guard_base, guard_room + (size_t)sysconf(_SC_PAGESIZE)); }
+
+/* len bytes of m (len may exceed what m holds: the rest are zeros), placed
+ * so that they end at the inaccessible page. */
+static const void *at_edge(const void *m, size_t have, size_t len) {
+  uint8_t *d = guard_base + guard_room - len;
+  memset(d, 0, len);
+  memcpy(d, m, have < len ? have : len);
+  return d;
+}
+
+static int req_check(const struct dp_req *q, size_t len, unsigned nfds) {
+  const char *why = NULL;
+  int e = dp_req_check(at_edge(q, sizeof *q, len), len, nfds, &why);
+  if (e) ck_assert_ptr_nonnull(why);
+  return e;
+}
+
+static int rep_check(uint32_t op, const struct dp_rep *r, size_t len) {
+  const char *why = NULL;
+  int e = dp_rep_check(op, at_edge(r, sizeof *r, len), len, &why);
+  if (e) ck_assert_ptr_nonnull(why);
+  return e;
+}
+
+/* A well-formed request for op with `count` items (where it has a list). */
+static void make_req(struct dp_req *q, uint32_t op, uint32_t count) {
+  memset(q, 0, sizeof *q);
+  q->op = op;
+  q->id = 7;
+  q->a = 1;
+  q->b = 2;
+  if (op == DP_OPEN) q->u.open.layout = DP_LAYOUT;
+  const struct dp_op_entry *e = dp_op_entry(op);
+  if (e && e->req.item) memcpy(&q->u, &count, sizeof count);
+}
+
+static void make_rep(struct dp_rep *r, uint32_t op, uint32_t n) {
+  memset(r, 0, sizeof *r);
+  r->op = op;
+  r->n = n;
+  r->a = 9;
+}
+
+static int devnull(void) {
+  int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  return fd;
+}
+
+/* Sends len bytes of m with nfds descriptors over a fresh pair; what
+ * arrives (length, descriptors, cut) into the out parameters. */
+static ssize_t through(const void *m, size_t len, unsigned nfds, void *buf, size_t cap,
+                       unsigned *got_fds, int *cut) {
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  int fds[DP_MAX_FDS + 4];
+  for (unsigned i = 0; i < nfds; i++) fds[i] = devnull();
+  /* dp_send refuses more than DP_MAX_FDS: a larger set goes by hand */
+  if (nfds <= DP_MAX_FDS) {
+    ck_assert_int_eq(dp_send(sv[0], m, len, fds, nfds), (ssize_t)len);
+  } else {
+    char cbuf[CMSG_SPACE(sizeof fds)];
+    memset(cbuf, 0, sizeof cbuf);
+    struct iovec iov = {(void *)m, len};
+    struct msghdr mh = {.msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = cbuf,
+                        .msg_controllen = CMSG_SPACE(nfds * sizeof(int))};
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+    memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+    ck_assert_int_eq(sendmsg(sv[0], &mh, 0), (ssize_t)len);
+  }
+  for (unsigned i = 0; i < nfds; i++) close(fds[i]);
+  int in[DP_MAX_FDS];
+  *got_fds = 0;
+  ssize_t n = dp_recv(sv[1], buf, cap, 0, in, got_fds, cut);
+  for (unsigned i = 0; i < *got_fds; i++) close(in[i]);
+  close(sv[0]);
+  close(sv[1]);
+  return n;
+}
+
+/* ---- every entry round-trips ---- */
+
+START_TEST(every_op_round_trips) {
+  static struct dp_req q, got;
+  static struct dp_rep r, rgot;
+  for (uint32_t op = 1; op < DP_NOPS; op++) {
+    const struct dp_op_entry *e = dp_op_entry(op);
+    ck_assert_msg(e && e->name && e->name[0], "op %u has an entry", op);
+    ck_assert_uint_le(e->fds_min, e->fds_max);
+    ck_assert_uint_le(e->fds_max, DP_MAX_FDS);
+    uint32_t counts[2] = {e->req.items_min, e->req.items_max};
+    for (unsigned k = 0; k < 2; k++) {
+      make_req(&q, op, counts[k]);
+      size_t len = dp_req_len(&q);
+      ck_assert_uint_eq(len, DP_REQ_HDR + e->req.len + (size_t)counts[k] * e->req.item);
+      ck_assert_uint_le(len, sizeof q);
+      for (unsigned nfds = e->fds_min; nfds <= e->fds_max; nfds++) {
+        unsigned got_fds;
+        int cut;
+        memset(&got, 0xa5, sizeof got);
+        ssize_t n = through(&q, len, nfds, &got, sizeof got, &got_fds, &cut);
+        ck_assert_int_eq(n, (ssize_t)len);
+        ck_assert_uint_eq(got_fds, nfds);
+        ck_assert_int_eq(cut, 0);
+        ck_assert_int_eq(req_check(&got, (size_t)n, got_fds), 0);
+        ck_assert_mem_eq(&got, &q, len);
+      }
+    }
+    /* the reply: success at the ends of its count, then an error */
+    uint32_t rcounts[2] = {e->rep.items_min, e->rep.items_max};
+    for (unsigned k = 0; k < 2; k++) {
+      make_rep(&r, op, rcounts[k]);
+      size_t len = dp_rep_len(&r);
+      ck_assert_uint_eq(len, DP_REP_HDR + e->rep.len + (size_t)rcounts[k] * e->rep.item);
+      ck_assert_uint_le(len, sizeof r);
+      unsigned got_fds;
+      int cut;
+      ssize_t n = through(&r, len, 0, &rgot, sizeof rgot, &got_fds, &cut);
+      ck_assert_int_eq(n, (ssize_t)len);
+      ck_assert_int_eq(cut, 0);
+      ck_assert_int_eq(rep_check(op, &rgot, (size_t)n), 0);
+    }
+    make_rep(&r, op, 0);
+    r.err = COOP_EINVAL;
+    snprintf(r.u.text, sizeof r.u.text, "what went wrong");
+    size_t len = dp_rep_len(&r);
+    ck_assert_uint_eq(len, DP_REP_HDR + (e->text ? strlen("what went wrong") + 1 : 0));
+    ck_assert_int_eq(rep_check(op, &r, len), 0);
+    r.u.text[0] = '\0';
+    ck_assert_uint_eq(dp_rep_len(&r), DP_REP_HDR);
+    ck_assert_int_eq(rep_check(op, &r, DP_REP_HDR), 0);
+  }
+}
+END_TEST
+
+/* The hot ops carry only what they need. */
+START_TEST(hot_ops_are_small) {
+  static struct dp_req q;
+  static struct dp_rep r;
+  make_req(&q, DP_WAIT, 1);
+  ck_assert_uint_eq(dp_req_len(&q), DP_REQ_HDR + 2 * sizeof(uint32_t));
+  make_rep(&r, DP_WAIT, 1);
+  ck_assert_uint_eq(dp_rep_len(&r), DP_REP_HDR + sizeof(struct coop_rt_task_info));
+  make_req(&q, DP_SUBMIT, 0);
+  ck_assert_uint_eq(dp_req_len(&q), DP_REQ_HDR + sizeof(struct coop_rt_task_desc));
+  make_rep(&r, DP_SUBMIT, DP_ENDED);
+  ck_assert_uint_eq(dp_rep_len(&r), DP_REP_HDR + sizeof(struct coop_rt_task_info));
+  make_req(&q, DP_CANCEL, 0);
+  ck_assert_uint_eq(dp_req_len(&q), DP_REQ_HDR);
+}
+END_TEST
+
+/* ---- requests refused ---- */
+
+START_TEST(short_requests_are_refused) {
+  static struct dp_req q;
+  for (size_t len = 0; len < DP_REQ_HDR; len++) {
+    make_req(&q, DP_CANCEL, 0);
+    ck_assert_int_eq(req_check(&q, len, 0), COOP_EPROTO);
+  }
+  for (uint32_t op = 1; op < DP_NOPS; op++) {
+    const struct dp_op_entry *e = &dp_ops[op];
+    make_req(&q, op, e->req.items_min);
+    size_t len = dp_req_len(&q);
+    if (len > DP_REQ_HDR) ck_assert_int_eq(req_check(&q, len - 1, e->fds_min), COOP_EPROTO);
+    if (e->req.item) { /* a list one item short of its count */
+      make_req(&q, op, e->req.items_max);
+      ck_assert_int_eq(req_check(&q, dp_req_len(&q) - e->req.item, e->fds_min), COOP_EPROTO);
+    }
+  }
+}
+END_TEST
+
+START_TEST(long_requests_are_refused) {
+  static struct dp_req q;
+  for (uint32_t op = 1; op < DP_NOPS; op++) {
+    const struct dp_op_entry *e = &dp_ops[op];
+    make_req(&q, op, e->req.items_max);
+    size_t len = dp_req_len(&q);
+    ck_assert_int_eq(req_check(&q, len + 1, e->fds_min), COOP_EPROTO);
+    if (e->req.item) {
+      /* one item more than the count says, and a count past the most */
+      make_req(&q, op, e->req.items_min);
+      ck_assert_int_eq(req_check(&q, dp_req_len(&q) + e->req.item, e->fds_min), COOP_EPROTO);
+      make_req(&q, op, e->req.items_max + 1);
+      ck_assert_uint_eq(dp_req_len(&q), 0);
+      ck_assert_int_eq(req_check(&q, DP_REQ_HDR + e->req.len + e->req.item, e->fds_min),
+                       COOP_EPROTO);
+    }
+  }
+  /* longer than any request: cut at the receiver */
+  static uint8_t big[sizeof(struct dp_req) + 64];
+  unsigned got_fds;
+  int cut;
+  make_req(&q, DP_CANCEL, 0);
+  memcpy(big, &q, DP_REQ_HDR);
+  ck_assert_int_eq(through(big, sizeof big, 0, &q, sizeof q, &got_fds, &cut), (ssize_t)sizeof q);
+  ck_assert_int_eq(cut, 1);
+}
+END_TEST
+
+START_TEST(unknown_ops_are_refused) {
+  static struct dp_req q;
+  const uint32_t bad[] = {0, DP_NOPS, DP_NOPS + 1, 0x7fffffffu, 0xffffffffu};
+  for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    make_req(&q, DP_CANCEL, 0);
+    q.op = bad[i];
+    ck_assert_ptr_null(dp_op_entry(bad[i]));
+    ck_assert_uint_eq(dp_req_len(&q), 0);
+    ck_assert_int_eq(req_check(&q, DP_REQ_HDR, 0), COOP_EPROTO);
+    ck_assert_int_eq(req_check(&q, sizeof q, 0), COOP_EPROTO);
+  }
+}
+END_TEST
+
+START_TEST(wrong_descriptor_counts_are_refused) {
+  static struct dp_req q;
+  for (uint32_t op = 1; op < DP_NOPS; op++) {
+    const struct dp_op_entry *e = &dp_ops[op];
+    make_req(&q, op, e->req.items_min);
+    size_t len = dp_req_len(&q);
+    ck_assert_int_eq(req_check(&q, len, e->fds_max + 1u), COOP_EPROTO);
+    if (e->fds_min) ck_assert_int_eq(req_check(&q, len, e->fds_min - 1u), COOP_EPROTO);
+  }
+  /* more descriptors than a request may carry: cut, and none kept */
+  unsigned got_fds;
+  int cut;
+  make_req(&q, DP_STAGE, 0);
+  static struct dp_req got;
+  ck_assert_int_eq(through(&q, dp_req_len(&q), DP_MAX_FDS + 2, &got, sizeof got, &got_fds, &cut),
+                   (ssize_t)dp_req_len(&q));
+  ck_assert_int_eq(cut, 1);
+  ck_assert_uint_le(got_fds, DP_MAX_FDS);
+}
+END_TEST
+
+START_TEST(another_build_is_told_so) {
+  static struct dp_req q;
+  make_req(&q, DP_OPEN, 0);
+  q.u.open.layout = DP_LAYOUT ^ 1u;
+  /* its OPEN may be longer or shorter too: the stamp is checked first */
+  size_t len = dp_req_len(&q);
+  ck_assert_int_eq(req_check(&q, len, 1), COOP_EVERSION);
+  ck_assert_int_eq(req_check(&q, len - 8, 1), COOP_EVERSION);
+  ck_assert_int_eq(req_check(&q, DP_REQ_HDR + 4, 1), COOP_EVERSION);
+  ck_assert_int_eq(req_check(&q, DP_REQ_HDR + 3, 1), COOP_EPROTO);
+}
+END_TEST
+
+/* ---- replies refused ---- */
+
+START_TEST(malformed_replies_are_refused) {
+  static struct dp_rep r;
+  for (size_t len = 0; len < DP_REP_HDR; len++) {
+    make_rep(&r, DP_CANCEL, 0);
+    ck_assert_int_eq(rep_check(DP_CANCEL, &r, len), COOP_EPROTO);
+  }
+  for (uint32_t op = 1; op < DP_NOPS; op++) {
+    const struct dp_op_entry *e = &dp_ops[op];
+    make_rep(&r, op, e->rep.items_min);
+    size_t len = dp_rep_len(&r);
+    ck_assert_int_eq(rep_check(op, &r, len + 1), COOP_EPROTO);
+    if (len > DP_REP_HDR) ck_assert_int_eq(rep_check(op, &r, len - 1), COOP_EPROTO);
+    /* a reply to another op, and to no op */
+    ck_assert_int_eq(rep_check(op % (DP_NOPS - 1) + 1, &r, len), COOP_EPROTO);
+    ck_assert_int_eq(rep_check(DP_NOPS, &r, len), COOP_EPROTO);
+    if (e->rep.item) { /* rep.n disagrees with the length, or is past the most */
+      make_rep(&r, op, 2);
+      len = dp_rep_len(&r);
+      r.n = 3;
+      ck_assert_int_eq(rep_check(op, &r, len), COOP_EPROTO);
+      r.n = e->rep.items_max + 1;
+      ck_assert_uint_eq(dp_rep_len(&r), 0);
+      ck_assert_int_eq(rep_check(op, &r, DP_REP_HDR + (size_t)r.n * e->rep.item), COOP_EPROTO);
+    }
+    /* an error: a message only where the op may carry one, terminated */
+    make_rep(&r, op, 0);
+    r.err = COOP_EIO;
+    memset(r.u.text, 'x', 8);
+    ck_assert_int_eq(rep_check(op, &r, DP_REP_HDR + 8), COOP_EPROTO);
+    r.u.text[7] = '\0';
+    ck_assert_int_eq(rep_check(op, &r, DP_REP_HDR + 8), e->text ? 0 : COOP_EPROTO);
+  }
+}
+END_TEST
+
+/* ---- a device process ---- */
+
+struct child {
+  pid_t pid;
+  int fd;  /* our end of its socket */
+  int log; /* its stderr: a memfd */
+};
+
+static struct child child_start(void) {
+  struct child c;
+  int sv[2];
+  ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  c.log = memfd_create("devproc-log", MFD_CLOEXEC);
+  ck_assert_int_ge(c.log, 0);
+  c.pid = fork();
+  ck_assert_int_ge(c.pid, 0);
+  if (c.pid == 0) {
+    dup2(sv[1], 3);
+    dup2(c.log, 2);
+    execl(COOPD_PATH, "coopd", "--device-process", "3", (char *)NULL);
+    _exit(127);
+  }
+  close(sv[1]);
+  c.fd = sv[0];
+  return c;
+}
+
+/* One request of len bytes (nfds descriptors of /dev/null): the reply's
+ * error, the reply checked as coopd checks it. */
+static int ask(const struct child *c, const void *m, size_t len, unsigned nfds, uint32_t op,
+               struct dp_rep *r) {
+  int fds[DP_MAX_FDS] = {0};
+  for (unsigned i = 0; i < nfds; i++) fds[i] = devnull();
+  ck_assert_int_eq(dp_send(c->fd, m, len, fds, nfds), (ssize_t)len);
+  for (unsigned i = 0; i < nfds; i++) close(fds[i]);
+  int cut;
+  ssize_t n = dp_recv(c->fd, r, sizeof *r, 0, NULL, NULL, &cut);
+  ck_assert_int_ge(n, (ssize_t)DP_REP_HDR);
+  ck_assert_int_eq(cut, 0);
+  if (r->err && (size_t)n == DP_REP_HDR) r->u.text[0] = '\0';
+  if (dp_op_entry(op)) ck_assert_int_eq(dp_rep_check(op, r, (size_t)n, NULL), 0);
+  return r->err;
+}
+
+START_TEST(device_process_refuses_and_goes_on) {
+  static struct dp_req q;
+  static struct dp_rep r;
+  struct child c = child_start();
+  /* well-formed, before any OPEN: the device is not there yet */
+  make_req(&q, DP_CANCEL, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_CANCEL, &r), COOP_ESTATE);
+  /* short, long, unknown, a count that disagrees, a missing descriptor */
+  ck_assert_int_eq(ask(&c, &q, DP_REQ_HDR - 1, 0, DP_CANCEL, &r), COOP_EPROTO);
+  ck_assert_int_eq(ask(&c, &q, DP_REQ_HDR + 1, 0, DP_CANCEL, &r), COOP_EPROTO);
+  make_req(&q, DP_NOPS, 0);
+  ck_assert_int_eq(ask(&c, &q, DP_REQ_HDR, 0, DP_NOPS, &r), COOP_EPROTO);
+  ck_assert_uint_eq(r.op, DP_NOPS);
+  make_req(&q, DP_POLL, 3);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q) - sizeof(uint32_t), 0, DP_POLL, &r), COOP_EPROTO);
+  make_req(&q, DP_KICKFD, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_KICKFD, &r), COOP_EPROTO);
+  make_req(&q, DP_INFO, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 1, DP_INFO, &r), COOP_EPROTO);
+  /* another build's OPEN is told so, in words */
+  make_req(&q, DP_OPEN, 0);
+  q.u.open.layout = DP_LAYOUT + 1;
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 1, DP_OPEN, &r), COOP_EVERSION);
+  ck_assert_ptr_nonnull(strstr(r.u.text, "another build of coopd"));
+  /* still serving: a close ends it cleanly */
+  make_req(&q, DP_POLL, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_POLL, &r), COOP_ESTATE);
+  make_req(&q, DP_CLOSE, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 0, DP_CLOSE, &r), 0);
+  int st;
+  ck_assert_int_eq(waitpid(c.pid, &st, 0), c.pid);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(c.fd);
+  /* and said why, each time */
+  char log[8192] = {0};
+  ck_assert_int_ge(pread(c.log, log, sizeof log - 1, 0), 0);
+  close(c.log);
+  unsigned said = 0;
+  for (const char *l = log; (l = strstr(l, "refused a request")); l++) said++;
+  ck_assert_uint_eq(said, 7);
+  ck_assert_ptr_nonnull(strstr(log, "unknown op"));
+  ck_assert_ptr_nonnull(strstr(log, "descriptors"));
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("devproc_msg");
+  TCase *c = tcase_create("layer");
+  tcase_add_checked_fixture(c, guard_setup, guard_teardown);
+  tcase_add_test(c, every_op_round_trips);
+  tcase_add_test(c, hot_ops_are_small);
+  tcase_add_test(c, short_requests_are_refused);
+  tcase_add_test(c, long_requests_are_refused);
+  tcase_add_test(c, unknown_ops_are_refused);
+  tcase_add_test(c, wrong_descriptor_counts_are_refused);
+  tcase_add_test(c, another_build_is_told_so);
+  tcase_add_test(c, malformed_replies_are_refused);
+  suite_add_tcase(s, c);
+  TCase *d = tcase_create("device_process");
+  tcase_set_timeout(d, 30);
+  tcase_add_test(d, device_process_refuses_and_goes_on);
+  suite_add_tcase(s, d);
+  return s;
+}
+
+int main(void) { return coop_test_run(srunner_create(suite())); }
