@@ -59,6 +59,13 @@ struct coop_app_opts {
    * counting them in *suspensions; 0: never. */
   unsigned suspend_every_us;
   unsigned *suspensions;
+  /* ... and with this, each suspension's timings (coop-bench-suspend):
+   * request -> SUSPENDED, and resume -> every requested workgroup running
+   * again (the live view; -1 if the task ended first), ns; at most cap. */
+  struct coop_app_suspend_log {
+    int64_t *suspend_ns, *regrow_ns;
+    unsigned n, cap;
+  } * suspend_log;
 };
 
 /* ---- a task, described once (task.c) ---- */

@@ -10,22 +10,46 @@
 
 #include "app.h"
 
+static int64_t mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* After a resume: when every one of `groups` workgroups runs again (the
+ * live view, polled), ns from t0; -1 if the task ended first. */
+static int64_t regrown(coop_rt *rt, coop_task_id id, unsigned groups, int64_t t0) {
+  for (;;) {
+    struct coop_rt_live l;
+    if (coop_rt_task_live(rt, id, &l) || l.m >= groups) return mono_ns() - t0;
+    if (coop_rt_wait(rt, id, 0) == 0) return -1;
+  }
+}
+
 /* Until the task ends: a random pause, a suspension, and if it was
  * suspended, a resume (*id becomes the resumed task). */
-static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_opts *o) {
+static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_opts *o,
+                          unsigned groups) {
+  struct coop_app_suspend_log *log = o->suspend_log;
   for (;;) {
     long us = (long)(rand() % (2 * (int)o->suspend_every_us + 1));
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
     nanosleep(&ts, NULL);
+    int64_t t0 = mono_ns();
     int r = coop_rt_suspend(rt, *id);
     if (r == COOP_ESTATE) return 0; /* it ended */
     if (r) return r;
     if ((r = coop_rt_wait(rt, *id, o->timeout_ms))) return r;
+    int64_t t1 = mono_ns();
     struct coop_rt_task_info ti;
     if ((r = coop_rt_task_info(rt, *id, &ti))) return r;
     if (ti.state != COOP_TASK_SUSPENDED) return 0; /* it ended first */
     if ((r = coop_rt_resume(rt, *id, id))) return r;
     if (o->suspensions) (*o->suspensions)++;
+    if (log && log->n < log->cap) {
+      log->suspend_ns[log->n] = t1 - t0;
+      log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);
+    }
   }
 }
 
@@ -43,7 +67,7 @@ int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coo
   coop_task_id id;
   int r = coop_rt_submit(rt, &d, &id);
   if (r) return r;
-  r = o->suspend_every_us ? suspend_resume(rt, &id, o) : 0;
+  r = o->suspend_every_us ? suspend_resume(rt, &id, o, d.groups) : 0;
   if (r == 0) r = coop_rt_wait(rt, id, o->timeout_ms);
   if (r) {
     /* still running: cancel, and wait for the cancellation to land so that

@@ -1,0 +1,133 @@
+/*
+ * suspend.c (coop-bench-suspend): what suspending a cooperative kernel
+ * costs (docs/scheduler.md, "Suspension"). An application (default bfs)
+ * runs at full width on one input (default road 1024 x 1024) and is
+ * suspended about every --every-us and resumed each time; per suspension:
+ * request -> SUSPENDED (every workgroup off the device, its state saved),
+ * and resume -> every requested workgroup running again. Beside them, the
+ * application's step on that input (an uninterrupted run: execution time
+ * / resizing barriers), so that the suspension reads in steps. Every run
+ * is checked against the CPU reference. CSV rows on stdout after the
+ * table. Timing is never asserted.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "common.h"
+
+static int cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* p50 / p99 / max of v[0..n) in us, into s; -1 entries (the task ended
+ * first) left out. */
+static void pct(int64_t *v, unsigned n, char *s, size_t len) {
+  unsigned k = 0;
+  for (unsigned i = 0; i < n; i++)
+    if (v[i] >= 0) v[k++] = v[i];
+  if (!k) {
+    snprintf(s, len, "-");
+    return;
+  }
+  qsort(v, k, sizeof *v, cmp);
+  unsigned p99 = (unsigned)(0.99 * (k - 1) + 0.5);
+  snprintf(s, len, "%.1f / %.1f / %.1f us (%u)", v[k / 2] / 1e3, v[p99] / 1e3, v[k - 1] / 1e3, k);
+}
+
+static int usage(FILE *f, int rc) {
+  fprintf(f,
+          "usage: coop-bench-suspend [--app NAME] [--input I] [--scale S] [--runs N]\n"
+          "                          [--every-us US] [--backend NAME]\n"
+          "Suspends and resumes a cooperative application as it runs (default bfs on\n"
+          "road 1024 x 1024: --input 1 --scale 12) about every US microseconds (default\n"
+          "20000), N runs (default 5), each checked; prints request -> suspended and\n"
+          "resume -> full width again (p50 / p99 / max), and the application's step.\n");
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  const char *name = "bfs", *backend = getenv("COOP_BACKEND");
+  unsigned input = 1, scale = 12, runs = 5, every = 20000;
+  for (int i = 1; i < argc; i++) {
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(argv[i], "--help")) return usage(stdout, 0);
+    if (!v) return usage(stderr, 2);
+    if (!strcmp(argv[i], "--app"))
+      name = v;
+    else if (!strcmp(argv[i], "--input"))
+      input = (unsigned)atoi(v);
+    else if (!strcmp(argv[i], "--scale"))
+      scale = (unsigned)atoi(v);
+    else if (!strcmp(argv[i], "--runs"))
+      runs = (unsigned)atoi(v);
+    else if (!strcmp(argv[i], "--every-us"))
+      every = (unsigned)atoi(v);
+    else if (!strcmp(argv[i], "--backend"))
+      backend = v;
+    else
+      return usage(stderr, 2);
+    i++;
+  }
+  const struct coop_app *a = coop_app_find(name);
+  if (!a || !runs || !every) return usage(stderr, 2);
+  struct coop_rt_options ro;
+  coop_rt_options_init(&ro);
+  ro.backend = backend;
+  coop_rt *rt = NULL;
+  int r = coop_rt_open(&rt, &ro);
+  if (!r) r = coop_rt_add_kernel(rt, a->kernel, 1, a->source) < 0;
+  if (!r) r = coop_rt_launch(rt);
+  if (r) {
+    fprintf(stderr, "coop-bench-suspend: %s\n", rt ? coop_rt_errmsg(rt) : coop_strerror(r));
+    return 1;
+  }
+  struct coop_app_input in;
+  if ((r = coop_app_input(a, input, scale, &in))) {
+    fprintf(stderr, "coop-bench-suspend: input %u: %s\n", input, coop_strerror(r));
+    return 1;
+  }
+  unsigned w = coop_rt_workers(rt), cap = runs * 10000u;
+  int64_t *sus = calloc(cap, sizeof *sus), *grow = calloc(cap, sizeof *grow);
+  struct coop_app_suspend_log log = {sus, grow, 0, cap};
+  double step_us = 0;
+  unsigned total = 0;
+  for (unsigned k = 0; k <= runs && sus && grow; k++) {
+    unsigned n = 0; /* run 0: uninterrupted, for the step */
+    struct coop_app_opts o = {.groups = w,
+                              .mode = COOP_APP_MODE_COOPERATIVE,
+                              .timeout_ms = 600000,
+                              .suspend_every_us = k ? every : 0,
+                              .suspensions = &n,
+                              .suspend_log = &log};
+    void *out = NULL;
+    struct coop_rt_task_info ti;
+    char why[256] = "";
+    r = a->run(rt, &in, &o, &out, &ti);
+    if (!r) r = a->check(&in, out, why, sizeof why) ? COOP_EFAULT : 0;
+    free(out);
+    if (r) {
+      fprintf(stderr, "coop-bench-suspend: run %u: %s %s\n", k, coop_strerror(r), why);
+      return 1;
+    }
+    if (!k) step_us = ti.resizes ? (double)(ti.t_finished - ti.t_started) / 1e3 / ti.resizes : 0;
+    total += n;
+  }
+  char s1[96], s2[96];
+  printf("coop-bench-suspend: %s on %s, %s, %u workers, every ~%u us\n", a->name, in.label,
+         coop_rt_device_name(rt), w, every);
+  printf("  step (uninterrupted run: execution / resizing barriers): %.1f us\n", step_us);
+  pct(sus, log.n, s1, sizeof s1);
+  pct(grow, log.n, s2, sizeof s2);
+  printf("  %u suspensions in %u runs, every result right\n", total, runs);
+  printf("  request -> suspended (p50 / p99 / max): %s\n", s1);
+  printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
+  printf("app,input,workers,step_us,suspensions,suspend,regrow\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\"\n",
+         a->name, in.label, w, step_us, total, s1, s2);
+  coop_app_input_free(&in);
+  free(sus);
+  free(grow);
+  return coop_rt_close(rt) ? 1 : 0;
+}
