@@ -56,6 +56,7 @@ struct plain {
   float *ref; /* CPU result */
   char name[256];
   int sms, cc_major, cc_minor, driver;
+  int prio, prio_least, prio_greatest; /* the stream's, and the context's range */
   /* CUDA objects, opaque here */
   void *ctx, *mod, *fn, *stream, *ev0, *ev1;
   uint64_t a, b, c, chk; /* device pointers */
@@ -67,6 +68,10 @@ struct plain {
  * this process), the kernel built and loaded, a non-blocking stream of the
  * highest priority, two events. */
 int plain_open(struct plain *p, int device, unsigned local);
+/* The stream again (after the work on it is done): the highest priority
+ * of the context, or (highest = 0) the default priority, as a plain
+ * cuStreamCreate gives. */
+int plain_stream(struct plain *p, int highest);
 /* The kernel's preferred shared-memory carveout, percent of the unified
  * L1/shared memory that is shared (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_
  * MEMORY_CARVEOUT); < 0 leaves the driver's default. */

@@ -216,16 +216,36 @@ int plain_open(struct plain *p, int device, unsigned local) {
   CUfunction fn;
   CK(p, coop__cu.cuModuleGetFunction(&fn, mod, "coop_side_matmul"));
   p->fn = fn;
-  int least = 0, greatest = 0;
-  CK(p, coop__cu.cuCtxGetStreamPriorityRange(&least, &greatest));
+  CK(p, coop__cu.cuCtxGetStreamPriorityRange(&p->prio_least, &p->prio_greatest));
   CUstream s;
-  CK(p, coop__cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest));
+  CK(p, coop__cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, p->prio_greatest));
   p->stream = s;
+  p->prio = p->prio_greatest;
   CUevent e0, e1;
   CK(p, coop__cu.cuEventCreate(&e0, CU_EVENT_DEFAULT));
   p->ev0 = e0;
   CK(p, coop__cu.cuEventCreate(&e1, CU_EVENT_DEFAULT));
   p->ev1 = e1;
+  return 0;
+}
+
+int plain_stream(struct plain *p, int highest) {
+  CK(p, coop__cu.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, coop__cu.cuStreamSynchronize((CUstream)p->stream));
+  CUstream s;
+  if (highest)
+    CK(p, coop__cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, p->prio_greatest));
+  else
+    CK(p, coop__cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  int prio = 0;
+  CUresult e = coop__cu.cuStreamGetPriority(s, &prio);
+  if (e != CUDA_SUCCESS) {
+    coop__cu.cuStreamDestroy(s);
+    return cu_fail(p, e, "cuStreamGetPriority", __LINE__);
+  }
+  CK(p, coop__cu.cuStreamDestroy((CUstream)p->stream));
+  p->stream = s;
+  p->prio = prio;
   return 0;
 }
 

@@ -53,6 +53,7 @@
   X(cuDriverGetVersion) \
   X(cuCtxGetStreamPriorityRange) \
   X(cuStreamCreateWithPriority) \
+  X(cuStreamGetPriority) \
   X(cuStreamQuery) \
   X(cuEventCreate) \
   X(cuEventDestroy) \
