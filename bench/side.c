@@ -55,6 +55,9 @@ static void usage(FILE *f) {
              "  (c)   coop        ours: a non-cooperative coop task of K groups, gathered\n"
              "                    from the cooperative long kernel\n"
              "  (d)   prio        as (b), on the context's highest-priority stream\n"
+             "  (e)   green       CUDA green contexts: the matmul on k SMs, the long kernel\n"
+             "                    (a megakernel of its own) on the others; also the long\n"
+             "                    kernel alone there; needs a 12.4+ driver (else skipped)\n"
              "  (f)   mps         MPS: the long kernel and the matmul as two client\n"
              "                    processes of an MPS daemon started (and stopped) here,\n"
              "                    with no limits and with 90/10 active threads; needs\n"
@@ -87,7 +90,9 @@ static void usage(FILE *f) {
              "                     default 500, 0 = off: gathered only once released)\n"
              "  --min-runs R       long-kernel runs per window at least (default 3)\n"
              "  --setups LIST      which of alone,long,coop-alone,process,stream,coop,prio,\n"
-             "                     mps, or all (default: all but mps)\n"
+             "                     green,mps, or all (default: all but green and mps)\n"
+             "  --green-sms K      (e): the matmul's SMs (default: the smallest of 8, 16,\n"
+             "                     32, 64 whose latency p50 alone there is within P)\n"
              "  --local-size L     threads per workgroup, both forms (default 64)\n"
              "  --launch-groups W  workgroups the megakernel launches (default: the\n"
              "                     runtime's, 2 x SMs + 1)\n"
@@ -193,7 +198,7 @@ static unsigned setups_of(const char *list) {
       i++;
     if (i == S_COUNT)
       bad("--setups: '%s' names a setup other than all, alone, long, coop-alone, "
-          "process, stream, coop, prio, mps",
+          "process, stream, coop, prio, green, mps",
           list);
     m |= 1u << i;
     p += len + (p[len] == ',');
@@ -212,18 +217,31 @@ static unsigned default_setups(void) {
 
 int side_parse(int argc, char **argv, struct sopts *o) {
   static const struct option lo[] = {
-      {"period", 1, 0, 'P'},       {"window", 1, 0, 'W'},
-      {"exec-ms", 1, 0, 'E'},      {"k", 1, 0, 'k'},
-      {"grid", 1, 0, 'g'},         {"matrix", 1, 0, 'm'},
-      {"app", 1, 0, 'a'},          {"input", 1, 0, 'i'},
-      {"scale", 1, 0, 'S'},        {"barrier", 1, 0, 'B'},
-      {"min-runs", 1, 0, 'r'},     {"setups", 1, 0, 's'},
-      {"local-size", 1, 0, 'l'},   {"launch-groups", 1, 0, 'L'},
-      {"device", 1, 0, 'd'},       {"timeout", 1, 0, 't'},
-      {"csv", 1, 0, 'o'},          {"source", 0, 0, 'X'},
-      {"compile-only", 0, 0, 'C'}, {"report", 1, 0, 'R'},
-      {"carveout", 1, 0, 'c'},     {"ahead", 1, 0, 'A'},
-      {"help", 0, 0, 'h'},         {0, 0, 0, 0},
+      {"period", 1, 0, 'P'},
+      {"window", 1, 0, 'W'},
+      {"exec-ms", 1, 0, 'E'},
+      {"k", 1, 0, 'k'},
+      {"grid", 1, 0, 'g'},
+      {"matrix", 1, 0, 'm'},
+      {"app", 1, 0, 'a'},
+      {"input", 1, 0, 'i'},
+      {"scale", 1, 0, 'S'},
+      {"barrier", 1, 0, 'B'},
+      {"min-runs", 1, 0, 'r'},
+      {"setups", 1, 0, 's'},
+      {"local-size", 1, 0, 'l'},
+      {"launch-groups", 1, 0, 'L'},
+      {"device", 1, 0, 'd'},
+      {"timeout", 1, 0, 't'},
+      {"csv", 1, 0, 'o'},
+      {"source", 0, 0, 'X'},
+      {"compile-only", 0, 0, 'C'},
+      {"report", 1, 0, 'R'},
+      {"carveout", 1, 0, 'c'},
+      {"ahead", 1, 0, 'A'},
+      {"green-sms", 1, 0, 'G'},
+      {"help", 0, 0, 'h'},
+      {0, 0, 0, 0},
   };
   int ch, action = 0;
   opterr = 0;
@@ -283,6 +301,9 @@ int side_parse(int argc, char **argv, struct sopts *o) {
         break;
       case 'A':
         o->ahead_us = parse_num("ahead", optarg, 0, 1000000);
+        break;
+      case 'G':
+        o->green_sms = parse_num("green-sms", optarg, 1, 100000);
         break;
       case 'c':
         o->carveout = parse_num("carveout", optarg, 0, 100);

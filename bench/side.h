@@ -57,6 +57,7 @@ struct plain {
   char name[256];
   int sms, cc_major, cc_minor, driver;
   int prio, prio_least, prio_greatest; /* the stream's, and the context's range */
+  int own_ctx;                         /* the primary context, retained here */
   /* CUDA objects, opaque here */
   void *ctx, *mod, *fn, *stream, *ev0, *ev1;
   uint64_t a, b, c, chk; /* device pointers */
@@ -68,6 +69,12 @@ struct plain {
  * this process), the kernel built and loaded, a non-blocking stream of the
  * highest priority, two events. */
 int plain_open(struct plain *p, int device, unsigned local);
+/* The same in the context ctx (a green context's, as a CUcontext), which
+ * the caller keeps alive until plain_close; NULL: the primary one. */
+int plain_open_ctx(struct plain *p, int device, unsigned local, void *ctx);
+/* No context current in the calling thread: a green context may be
+ * current in only one thread at a time. */
+void plain_unbind(void);
 /* The stream again (after the work on it is done): the highest priority
  * of the context, or (highest = 0) the default priority, as a plain
  * cuStreamCreate gives. */

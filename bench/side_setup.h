@@ -26,6 +26,8 @@ enum {
   S_STREAM,
   S_COOP,
   S_PRIO,
+  S_GREEN,
+  S_GREEN_LONG,
   S_MPS,
   S_MPS_SPLIT,
   S_COUNT
@@ -35,7 +37,7 @@ struct sopts {
   double period_ms, window_s, exec_ms;
   const char *klist, *app, *csv, *report;
   long matrix, grid, local, scale, input, min_runs, device, timeout_s, launch_groups, carveout;
-  long ahead_us, green_sms;
+  long ahead_us, green_sms; /* green_sms 0: chosen */
   int query;
   unsigned setups; /* bit per S_* */
   char cmd[2048];
@@ -145,6 +147,8 @@ struct bench {
   char klabels[MAXK][16];
   int nk;
   struct coopgfx cg[MAXK];
+  void *cuda_ctx;    /* the megakernel's CUcontext (green), NULL: the primary one */
+  unsigned cuda_sms; /* its SMs */
 };
 
 /* The graphics tasks started by `start` and stopped by `stop` around a
@@ -217,6 +221,7 @@ int setup_slice_prepare(struct bench *b);
 int setup_slice_run(struct bench *b, int setup);
 int setup_stream_run(struct bench *b, int setup);
 int setup_coop_run(struct bench *b, int setup);
+int setup_green_run(struct bench *b, int setup);
 int setup_mps_run(struct bench *b, int setup);
 /* mps's long-kernel process: SB --long-child CTRL_FD DATA_FD OPTIONS... */
 int side_long_child_main(int argc, char **argv);

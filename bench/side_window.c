@@ -45,6 +45,11 @@ int side_megakernel(struct bench *b, int with_matmul) {
   ro.local_size = (unsigned)o->local;
   ro.launch_groups = (unsigned)o->launch_groups;
   ro.arena_bytes = (size_t)512 << 20;
+  if (b->cuda_ctx) { /* a green context: its SMs bound the launch, --launch-groups does not */
+    ro.cuda_context = b->cuda_ctx;
+    ro.cuda_context_sms = b->cuda_sms;
+    ro.launch_groups = 0;
+  }
   int r = coop_rt_open(&b->rt, &ro);
   if (!r) r = coop_rt_add_kernel(b->rt, b->app->kernel, 1, b->app->source);
   if (r >= 0 && with_matmul) r = coop_matmul_register(b->rt);
