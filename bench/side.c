@@ -90,7 +90,9 @@ static void usage(FILE *f) {
              "                     default 500, 0 = off: gathered only once released)\n"
              "  --min-runs R       long-kernel runs per window at least (default 3)\n"
              "  --setups LIST      which of alone,long,coop-alone,process,stream,coop,prio,\n"
-             "                     green,mps, or all (default: all but green and mps)\n"
+             "                     coop-alone-ahead0,coop-ahead0 (as coop-alone and coop\n"
+             "                     with --ahead 0), green,mps, or all (default: all but\n"
+             "                     the ahead0 ones, green and mps)\n"
              "  --green-sms K      (e): the matmul's SMs (default: the smallest of 8, 16,\n"
              "                     32, 64 whose latency p50 alone there is within P)\n"
              "  --local-size L     threads per workgroup, both forms (default 64)\n"
@@ -198,7 +200,7 @@ static unsigned setups_of(const char *list) {
       i++;
     if (i == S_COUNT)
       bad("--setups: '%s' names a setup other than all, alone, long, coop-alone, "
-          "process, stream, coop, prio, green, mps",
+          "process, stream, coop, prio, coop-alone-ahead0, coop-ahead0, green, mps",
           list);
     m |= 1u << i;
     p += len + (p[len] == ',');

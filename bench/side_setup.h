@@ -26,6 +26,8 @@ enum {
   S_STREAM,
   S_COOP,
   S_PRIO,
+  S_COOP_ALONE_AHEAD0,
+  S_COOP_AHEAD0,
   S_GREEN,
   S_GREEN_LONG,
   S_MPS,

@@ -3,7 +3,8 @@
  * coop task of K groups on the idle megakernel, and (c) the same task
  * beside the long kernel, gathering its K workgroups from the cooperative
  * long kernel (from --ahead before its release, or only once released
- * with --ahead 0). One row per K of --k.
+ * with --ahead 0; the *-ahead0 setups run the latter beside the former in
+ * one run). One row per K of --k.
  */
 #include <stdio.h>
 #include <string.h>
@@ -75,11 +76,19 @@ struct task_ops coop_ops(struct coopgfx *c) {
   return o;
 }
 
+/* The task of the i-th K; the *-ahead0 setups' gathered only once released. */
+static struct coopgfx *task_of(struct bench *b, int setup, int i, struct coopgfx *c) {
+  *c = b->cg[i];
+  if (setup == S_COOP_ALONE_AHEAD0 || setup == S_COOP_AHEAD0) c->ahead_ns = 0;
+  return c;
+}
+
 int setup_coop_alone_run(struct bench *b, int setup) {
   for (int i = 0; i < b->nk; i++) {
     struct result *x = new_result(setup, b->ks[i], b->klabels[i]);
     say_start(x);
-    struct task_ops ops = coop_ops(&b->cg[i]);
+    struct coopgfx c;
+    struct task_ops ops = coop_ops(task_of(b, setup, i, &c));
     if (gfx_alone(b, x, &ops)) return 1;
   }
   return 0;
@@ -89,7 +98,8 @@ int setup_coop_run(struct bench *b, int setup) {
   for (int i = 0; i < b->nk; i++) {
     struct result *x = new_result(setup, b->ks[i], b->klabels[i]);
     say_start(x);
-    struct thread_arg t = {.ops = coop_ops(&b->cg[i])};
+    struct coopgfx c;
+    struct thread_arg t = {.ops = coop_ops(task_of(b, setup, i, &c))};
     struct gfx_ctl ctl = {th_start, th_stop, &t};
     if (long_window(b, x, &ctl)) return 1;
   }
