@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ extern char **environ;
 /* This process's environment with env's "NAME=VALUE" strings in place of
  * (or beside) its own: built before fork, for execve. malloc'ed array,
  * the strings not copied. */
-static char **child_env(char *const *env) {
+char **side_child_env(char *const *env) {
   size_t n = 0, m = 0;
   while (environ && environ[n]) n++;
   while (env && env[m]) m++;
@@ -83,7 +84,7 @@ int child_exec(struct child *c, const char *mode, char *const *args, char *const
   snprintf(fds[0], 32, "%d", cp[0]);
   snprintf(fds[1], 32, "%d", dp[1]);
   char **argv = malloc((na + 5) * sizeof *argv);
-  char **envp = child_env(env);
+  char **envp = side_child_env(env);
   if (!argv || !envp) {
     free(argv);
     free(envp);
@@ -185,8 +186,17 @@ int child_end(struct child *c) {
   if (c->ctrl >= 0) close(c->ctrl);
   if (c->data >= 0) close(c->data);
   c->ctrl = c->data = -1;
+  /* it ends on the closed pipe; one stuck (in the driver) is killed after 60 s */
   int st = 0;
-  waitpid(c->pid, &st, 0);
+  pid_t r = 0;
+  for (int i = 0; i < 6000 && (r = waitpid(c->pid, &st, WNOHANG)) == 0; i++) usleep(10000);
+  if (r == 0) {
+    fprintf(stderr, SB ": process %d did not end within 60 s of its pipes closing: killed\n",
+            (int)c->pid);
+    kill(c->pid, SIGKILL);
+    waitpid(c->pid, &st, 0);
+    st = 1;
+  }
   c->pid = -1;
   return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
 }

@@ -127,6 +127,10 @@ int child_spawn(struct child *c, const struct sopts *o, const struct plain *p, c
 int child_say(struct child *c, const char *what);
 int child_collect(struct child *c, struct result *x);
 int child_end(struct child *c);
+/* This process's environment with env's "NAME=VALUE" strings in place of
+ * (or beside) its own, built before a fork for execve: a malloc'ed array,
+ * the strings not copied. */
+char **side_child_env(char *const *env);
 /* A line from fd within timeout_ms (without the newline); 0 on EOF,
  * timeout or error. */
 int read_line_to(int fd, char *buf, size_t n, int timeout_ms);

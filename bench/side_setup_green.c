@@ -210,8 +210,14 @@ static int green(struct bench *b, int setup, char *why, size_t whylen) {
   b->cuda_ctx = s.ctx[1];
   b->cuda_sms = s.sms[1];
   int rc = side_megakernel(b, 0);
-  if (!rc) {
-    printf(SB ": (e) megakernel on the long kernel's green context: %u workers\n", b->workers);
+  if (rc) {
+    /* the driver refused the megakernel there: the setup cannot run */
+    snprintf(why, whylen, "the megakernel did not launch in the green context of %u SMs (above)",
+             s.sms[1]);
+    rc = -1;
+  } else {
+    printf(SB ": (e) megakernel on the long kernel's green context: %u launched, %u workers\n",
+           coop_rt_launched_groups(b->rt), b->workers);
     rc = side_long_warm_up(b);
   }
   if (!rc) {
@@ -228,7 +234,7 @@ static int green(struct bench *b, int setup, char *why, size_t whylen) {
   }
   if (b->rt && coop_rt_close(b->rt)) {
     fprintf(stderr, SB ": (e) closing the megakernel failed\n");
-    rc = 1;
+    if (!rc) rc = 1;
   }
   b->rt = NULL;
   b->cuda_ctx = NULL;
