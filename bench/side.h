@@ -11,6 +11,12 @@
  *   (b)  plain CUDA on another stream of the long kernel's process
  *   (c)  ours: the graphics kernel is a non-cooperative coop task that
  *        gathers K workgroups from the cooperative long kernel
+ *   (d)  as (b) on the highest-priority stream
+ *   (e)  CUDA green contexts: the two kernels on disjoint sets of SMs
+ *   (f)  MPS: the two kernels in two client processes of one MPS server
+ *
+ * side_setups.c holds the table of setups, one file each; side_setup.h
+ * what they share. This header: the plain launches and the release loop.
  *
  * The graphics kernel is kernels/apps/matmul.cl in every setup: for the
  * plain launches it is compiled alone with NVRTC through the same

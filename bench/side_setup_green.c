@@ -157,9 +157,33 @@ static int task_p50(struct bench *b, struct split *s, double *p50, char *why, si
   return rc;
 }
 
+/* The device's SMs and the split's granularity, as the driver reports them. */
+static int granularity(int device, CUdevSmResource *sm, char *why, size_t whylen) {
+  CUdevice d;
+  CUdevResource all;
+  memset(&all, 0, sizeof all);
+  GK(coop__cu.cuDeviceGet(&d, device), "cuDeviceGet");
+  GK(gc.get_resource(d, &all, CU_DEV_RESOURCE_TYPE_SM), "cuDeviceGetDevResource(SM)");
+  *sm = all.sm;
+  return 0;
+}
+
+/* k rounded up to what a split can make: at least the minimum partition,
+ * a multiple of the co-scheduling alignment. */
+static unsigned round_k(unsigned k, const CUdevSmResource *sm) {
+  if (k < sm->minSmPartitionSize) k = sm->minSmPartitionSize;
+  unsigned a = sm->smCoscheduledAlignment ? sm->smCoscheduledAlignment : 1;
+  return (k + a - 1) / a * a;
+}
+
 /* k: --green-sms, or the smallest candidate whose p50 alone is within P. */
 static int choose(struct bench *b, unsigned *k, char *why, size_t n) {
   static const unsigned cand[] = {8, 16, 32, 64};
+  CUdevSmResource sm;
+  if (granularity((int)b->o->device, &sm, why, n)) return 1;
+  printf(SB ": (e) green contexts: %u SMs; a split takes at least %u SMs, in multiples of %u\n",
+         sm.smCount, sm.minSmPartitionSize, sm.smCoscheduledAlignment);
+  *k = 0;
   if (b->o->green_sms) {
     *k = (unsigned)b->o->green_sms;
     printf(SB ": (e) green contexts: the matmul on %u SMs (--green-sms)\n", *k);
@@ -167,24 +191,26 @@ static int choose(struct bench *b, unsigned *k, char *why, size_t n) {
   }
   double P = b->o->period_ms;
   for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
-    if (cand[i] >= (unsigned)b->p.sms) break;
+    unsigned want = round_k(cand[i], &sm);
+    if (want >= sm.smCount || want <= *k) continue; /* too many, or tried */
     struct split s;
     double p50 = 0;
-    int rc = split_make((int)b->o->device, cand[i], &s, why, n);
+    int rc = split_make((int)b->o->device, want, &s, why, n);
     if (!rc) rc = task_p50(b, &s, &p50, why, n);
     unsigned got = s.sms[0];
     split_free(&s);
     if (rc) return 1;
-    *k = cand[i];
+    *k = want;
     printf(SB
            ": (e) green contexts: the matmul alone on %u SMs (asked %u): latency p50 %.3f ms, "
            "%s P = %.4g ms\n",
-           got, cand[i], p50, p50 <= P ? "within" : "over", P);
+           got, want, p50, p50 <= P ? "within" : "over", P);
     fflush(stdout);
     if (p50 <= P) return 0;
   }
   if (!*k) {
-    snprintf(why, n, "the GPU has %d SMs, too few to split off %u", b->p.sms, cand[0]);
+    snprintf(why, n, "the GPU has %u SMs, too few to split off %u", sm.smCount,
+             round_k(cand[0], &sm));
     return 1;
   }
   printf(SB ": (e) green contexts: no candidate met P; the largest tried, %u SMs asked\n", *k);
