@@ -5,35 +5,33 @@
  * a user has today on an NVIDIA GPU and in ours, one after the other in one
  * run (side.h lists them; bench/README.md says why each is built as it is).
  *
- * Order: (0) the plain matmul alone, before anything else touches the GPU;
- * the child of (a) started (its context built and warmed up on the idle
- * GPU, then idle); the megakernel launched; the long kernel alone; (0c) the
- * coop task alone at each K; then (a), (b) and (c) at each K, each a window
- * of the long kernel back to back for at least --window seconds with the
- * graphics tasks released throughout.
+ * This file: the options, the calibration, the header and the frame that
+ * runs the setups of side_setups.c in its order. (0) the plain matmul
+ * alone, before anything else touches the GPU; the child of (a) started
+ * (its context built and warmed up on the idle GPU, then idle); the
+ * megakernel launched; then every setup beside it in the table's order
+ * (the long kernel alone; (0c) the coop task alone at each K; (a), (b), (c)
+ * at each K, (d)), each a window of the long kernel back to back for at
+ * least --window seconds with the graphics tasks released throughout;
+ * then the megakernel closed and the setups whose long kernel runs
+ * elsewhere ((e) green contexts, (f) MPS).
  *
  * Every long-kernel run is checked against the CPU reference after its
  * window, and the first graphics task of every window writes a separate,
  * NaN-filled buffer that is checked against the CPU (exit status 1 if any
  * is wrong, or if a run or task fails). Nothing is asserted about time.
  */
-#define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "app.h"
-#include "side.h"
+#include "side_setup.h"
 
 #ifdef COOP_BENCH_COMMIT_H
 #include "bench_commit.h" /* written at build time by bench/CMakeLists.txt */
@@ -42,25 +40,7 @@
 #define COOP_BENCH_COMMIT "unknown"
 #endif
 
-/* ------------------------------------------------------------ samples */
-
 /* ------------------------------------------------------------ options */
-
-enum { S_ALONE, S_LONG, S_COOP_ALONE, S_PROCESS, S_STREAM, S_COOP, S_COUNT };
-static const char *const setup_id[S_COUNT] = {"alone",   "long",   "coop-alone",
-                                              "process", "stream", "coop"};
-
-#define MAXK 16
-
-struct sopts {
-  double period_ms, window_s, exec_ms;
-  const char *klist, *app, *csv, *report;
-  long matrix, grid, local, scale, input, min_runs, device, timeout_s, launch_groups, carveout;
-  long ahead_us;
-  int query;
-  unsigned setups; /* bit per S_* */
-  char cmd[2048];
-};
 
 static void usage(FILE *f) {
   fprintf(f, "usage: " SB
@@ -73,10 +53,19 @@ static void usage(FILE *f) {
              "  (0c)  coop-alone  the matmul as a coop task of K groups, idle megakernel\n"
              "  (a)   process     plain CUDA matmul from a second process beside the long\n"
              "                    kernel (the driver time-slices between the contexts)\n"
-             "  (b)   stream      plain CUDA matmul on another stream of the long kernel's\n"
-             "                    process (it fills the SM slots the megakernel leaves free)\n"
+             "  (b)   stream      plain CUDA matmul on another stream (default priority) of\n"
+             "                    the long kernel's process (it fills the SM slots the\n"
+             "                    megakernel leaves free)\n"
              "  (c)   coop        ours: a non-cooperative coop task of K groups, gathered\n"
              "                    from the cooperative long kernel\n"
+             "  (d)   prio        as (b), on the context's highest-priority stream\n"
+             "  (e)   green       CUDA green contexts: the matmul on k SMs, the long kernel\n"
+             "                    (a megakernel of its own) on the others; also the long\n"
+             "                    kernel alone there; needs a 12.4+ driver (else skipped)\n"
+             "  (f)   mps         MPS: the long kernel and the matmul as two client\n"
+             "                    processes of an MPS daemon started (and stopped) here,\n"
+             "                    with no limits and with 90/10 active threads; needs\n"
+             "                    nvidia-cuda-mps-control on PATH (else skipped)\n"
              "The plain matmul is the same source compiled alone with NVRTC through\n"
              "device/dialect.h; n and reps are calibrated so that it takes E on the idle GPU\n"
              "with G blocks. Per setup: task latency (release -> the host sees it done)\n"
@@ -104,8 +93,12 @@ static void usage(FILE *f) {
              "                     release until it starts (coop_rt_task_desc.next_ns;\n"
              "                     default 500, 0 = off: gathered only once released)\n"
              "  --min-runs R       long-kernel runs per window at least (default 3)\n"
-             "  --setups LIST      which of alone,long,coop-alone,process,stream,coop\n"
-             "                     (default all)\n"
+             "  --setups LIST      which of alone,long,coop-alone,process,stream,coop,prio,\n"
+             "                     coop-alone-ahead0,coop-ahead0 (as coop-alone and coop\n"
+             "                     with --ahead 0), green,mps, or all (default: all but\n"
+             "                     the ahead0 ones, green and mps)\n"
+             "  --green-sms K      (e): the matmul's SMs (default: the smallest of 8, 16,\n"
+             "                     32, 64 whose latency p50 alone there is within P)\n"
              "  --local-size L     threads per workgroup, both forms (default 64)\n"
              "  --launch-groups W  workgroups the megakernel launches (default: the\n"
              "                     runtime's, 2 x SMs + 1)\n"
@@ -200,10 +193,18 @@ static unsigned setups_of(const char *list) {
   for (const char *p = list; *p;) {
     size_t len = strcspn(p, ",");
     int i = 0;
-    while (i < S_COUNT && (strlen(setup_id[i]) != len || strncmp(p, setup_id[i], len))) i++;
+    if (len == 3 && !strncmp(p, "all", 3)) {
+      for (i = 0; i < S_COUNT; i++)
+        if (!(side_setups[i].flags & SETUP_HIDDEN)) m |= 1u << i;
+      p += len + (p[len] == ',');
+      continue;
+    }
+    while (i < S_COUNT && ((side_setups[i].flags & SETUP_HIDDEN) ||
+                           strlen(side_setups[i].id) != len || strncmp(p, side_setups[i].id, len)))
+      i++;
     if (i == S_COUNT)
-      bad("--setups: '%s' names a setup other than alone, long, coop-alone, "
-          "process, stream, coop",
+      bad("--setups: '%s' names a setup other than all, alone, long, coop-alone, "
+          "process, stream, coop, prio, coop-alone-ahead0, coop-ahead0, green, mps",
           list);
     m |= 1u << i;
     p += len + (p[len] == ',');
@@ -212,20 +213,41 @@ static unsigned setups_of(const char *list) {
   return m;
 }
 
-static int parse(int argc, char **argv, struct sopts *o) {
+/* The setups run when --setups is not given. */
+static unsigned default_setups(void) {
+  unsigned m = 0;
+  for (int i = 0; i < S_COUNT; i++)
+    if (!(side_setups[i].flags & (SETUP_HIDDEN | SETUP_EXTRA))) m |= 1u << i;
+  return m;
+}
+
+int side_parse(int argc, char **argv, struct sopts *o) {
   static const struct option lo[] = {
-      {"period", 1, 0, 'P'},       {"window", 1, 0, 'W'},
-      {"exec-ms", 1, 0, 'E'},      {"k", 1, 0, 'k'},
-      {"grid", 1, 0, 'g'},         {"matrix", 1, 0, 'm'},
-      {"app", 1, 0, 'a'},          {"input", 1, 0, 'i'},
-      {"scale", 1, 0, 'S'},        {"barrier", 1, 0, 'B'},
-      {"min-runs", 1, 0, 'r'},     {"setups", 1, 0, 's'},
-      {"local-size", 1, 0, 'l'},   {"launch-groups", 1, 0, 'L'},
-      {"device", 1, 0, 'd'},       {"timeout", 1, 0, 't'},
-      {"csv", 1, 0, 'o'},          {"source", 0, 0, 'X'},
-      {"compile-only", 0, 0, 'C'}, {"report", 1, 0, 'R'},
-      {"carveout", 1, 0, 'c'},     {"ahead", 1, 0, 'A'},
-      {"help", 0, 0, 'h'},         {0, 0, 0, 0},
+      {"period", 1, 0, 'P'},
+      {"window", 1, 0, 'W'},
+      {"exec-ms", 1, 0, 'E'},
+      {"k", 1, 0, 'k'},
+      {"grid", 1, 0, 'g'},
+      {"matrix", 1, 0, 'm'},
+      {"app", 1, 0, 'a'},
+      {"input", 1, 0, 'i'},
+      {"scale", 1, 0, 'S'},
+      {"barrier", 1, 0, 'B'},
+      {"min-runs", 1, 0, 'r'},
+      {"setups", 1, 0, 's'},
+      {"local-size", 1, 0, 'l'},
+      {"launch-groups", 1, 0, 'L'},
+      {"device", 1, 0, 'd'},
+      {"timeout", 1, 0, 't'},
+      {"csv", 1, 0, 'o'},
+      {"source", 0, 0, 'X'},
+      {"compile-only", 0, 0, 'C'},
+      {"report", 1, 0, 'R'},
+      {"carveout", 1, 0, 'c'},
+      {"ahead", 1, 0, 'A'},
+      {"green-sms", 1, 0, 'G'},
+      {"help", 0, 0, 'h'},
+      {0, 0, 0, 0},
   };
   int ch, action = 0;
   opterr = 0;
@@ -286,6 +308,9 @@ static int parse(int argc, char **argv, struct sopts *o) {
       case 'A':
         o->ahead_us = parse_num("ahead", optarg, 0, 1000000);
         break;
+      case 'G':
+        o->green_sms = parse_num("green-sms", optarg, 1, 100000);
+        break;
       case 'c':
         o->carveout = parse_num("carveout", optarg, 0, 100);
         break;
@@ -316,434 +341,6 @@ static int parse(int argc, char **argv, struct sopts *o) {
     bad("--k: '%s' is not a list of numbers, N, N/D or N-D (at most 16)", o->klist);
   if (!coop_app_find(o->app)) bad("--app: no application '%s' in this build", o->app);
   return action;
-}
-
-/* ------------------------------------------------------------ results */
-
-struct run {
-  int64_t t_started, t_finished;
-  unsigned kills, forks, m_min;
-  int checked;
-};
-
-struct result {
-  int setup;
-  unsigned k;
-  char klabel[16];
-  char name[64];
-  int64_t t0, t1; /* the window, host clock */
-  struct sample *s;
-  size_t ns;
-  struct run *r;
-  size_t nr, capr;
-  int has_long;
-};
-
-static struct result results[S_COUNT * MAXK];
-static int nresults;
-
-static void add_run(struct result *x, const struct coop_rt_task_info *ti) {
-  if (x->nr == x->capr) {
-    x->capr = x->capr ? 2 * x->capr : 32;
-    x->r = realloc(x->r, x->capr * sizeof *x->r);
-    if (!x->r) {
-      fprintf(stderr, SB ": out of memory\n");
-      exit(1);
-    }
-  }
-  struct run *r = &x->r[x->nr++];
-  memset(r, 0, sizeof *r);
-  r->t_started = ti->t_started;
-  r->t_finished = ti->t_finished;
-  r->kills = ti->kills;
-  r->forks = ti->forks;
-  r->m_min = ti->m_min;
-}
-
-/* The tasks a setup's figures are taken over: not the check task, released
- * in the window and, beside a long kernel, during one of its runs. */
-static int counted(const struct result *x, const struct sample *s) {
-  return !s->chk && s->t_release >= x->t0 && s->t_release < x->t1 && (!x->has_long || s->in_run);
-}
-
-static void mark_in_run(struct result *x) {
-  for (size_t i = 0; i < x->ns; i++) {
-    struct sample *s = &x->s[i];
-    s->in_run = 0;
-    for (size_t j = 0; j < x->nr && !s->in_run; j++)
-      s->in_run = s->t_release >= x->r[j].t_started && s->t_release < x->r[j].t_finished;
-  }
-}
-
-static struct result *new_result(int setup, unsigned k, const char *klabel) {
-  struct result *x = &results[nresults++];
-  memset(x, 0, sizeof *x);
-  x->setup = setup;
-  x->k = k;
-  snprintf(x->klabel, sizeof x->klabel, "%s", klabel ? klabel : "");
-  switch (setup) {
-    case S_ALONE:
-      snprintf(x->name, sizeof x->name, "(0) matmul alone");
-      break;
-    case S_LONG:
-      snprintf(x->name, sizeof x->name, "long kernel alone");
-      break;
-    case S_COOP_ALONE:
-      snprintf(x->name, sizeof x->name, "(0c) coop task alone, K=%u (%s)", k, klabel);
-      break;
-    case S_PROCESS:
-      snprintf(x->name, sizeof x->name, "(a) separate process");
-      break;
-    case S_STREAM:
-      snprintf(x->name, sizeof x->name, "(b) same process, other stream");
-      break;
-    default:
-      snprintf(x->name, sizeof x->name, "(c) coop, K=%u (%s)", k, klabel);
-      break;
-  }
-  return x;
-}
-
-static void take_samples(struct result *x, struct gfx *g) {
-  x->s = g->s;
-  x->ns = g->n;
-  g->s = NULL;
-  g->n = g->cap = 0;
-}
-
-/* ---------------------------------------------------- the coop task */
-
-struct coopgfx {
-  coop_rt *rt;
-  struct coop_matmul *mm;
-  float *chk;
-  unsigned k;
-  int64_t timeout_ns;
-  coop_task_id id;
-  int64_t ahead_ns; /* gathering ahead of the next release (--ahead); 0: off */
-};
-
-static int c_reset(void *p) {
-  struct coopgfx *c = p;
-  memset(c->chk, 0xff, (size_t)c->mm->n * c->mm->n * sizeof(float));
-  return 0;
-}
-
-static int c_launch(void *p, int chk, int64_t next_ns) {
-  struct coopgfx *c = p;
-  struct coop_rt_task_desc d = {.kernel = c->mm->kernel, .groups = c->k, .nargs = 5};
-  if (c->ahead_ns > 0 && next_ns > 0) {
-    d.next_ns = next_ns;
-    d.ahead_ns = c->ahead_ns;
-  }
-  d.args[0] = coop_rt_buf_arg(c->rt, c->mm->a);
-  d.args[1] = coop_rt_buf_arg(c->rt, c->mm->b);
-  d.args[2] = coop_rt_buf_arg(c->rt, chk ? c->chk : c->mm->c);
-  d.args[3] = c->mm->n;
-  d.args[4] = c->mm->reps;
-  int r = coop_rt_submit(c->rt, &d, &c->id);
-  if (r) fprintf(stderr, SB ": submitting a matmul task: %s\n", coop_strerror(r));
-  return r != 0;
-}
-
-/* Spins on the task's state (host memory), as plain_finish spins on
- * cuStreamQuery: coop_rt_wait's naps would add up to 500 us. */
-static int c_finish(void *p, struct sample *s) {
-  struct coopgfx *c = p;
-  struct coop_rt_task_info ti;
-  for (;;) {
-    int r = coop_rt_task_info(c->rt, c->id, &ti);
-    if (r) {
-      fprintf(stderr, SB ": matmul task: %s\n", coop_strerror(r));
-      return 1;
-    }
-    if (ti.state != COOP_TASK_PENDING && ti.state != COOP_TASK_RUNNING) break;
-    if (now_ns() - s->t_launch > c->timeout_ns) {
-      coop_rt_cancel(c->rt, c->id);
-      coop_rt_wait(c->rt, c->id, -1);
-      coop_rt_task_release(c->rt, c->id);
-      fprintf(stderr, SB ": a matmul task of %u groups took longer than the timeout\n", c->k);
-      return 1;
-    }
-  }
-  s->t_done = now_ns();
-  coop_rt_task_release(c->rt, c->id);
-  if (ti.state != COOP_TASK_DONE) {
-    fprintf(stderr, SB ": a matmul task of %u groups ended in state %d (refusal %d)\n", c->k,
-            (int)ti.state, (int)ti.refusal);
-    return 1;
-  }
-  s->exec_ns = ti.t_finished - ti.t_started;
-  s->gather_ns = ti.gather_ns;
-  return 0;
-}
-
-static int c_check(void *p, char *why, size_t len) {
-  struct coopgfx *c = p;
-  return side_mm_compare(c->chk, c->mm->ref, c->mm->n, why, len);
-}
-
-static struct task_ops coop_ops(struct coopgfx *c) {
-  struct task_ops o = {c, c_reset, c_launch, c_finish, c_check};
-  return o;
-}
-
-/* ------------------------------------------------ the child of (a) */
-
-struct child {
-  pid_t pid;
-  int ctrl, data;
-  char name[256];
-};
-
-/* A line from fd within timeout_ms (without the newline); 0 on EOF,
- * timeout or error. */
-static int read_line_to(int fd, char *buf, size_t n, int timeout_ms) {
-  size_t len = 0;
-  int64_t end = now_ns() + (int64_t)timeout_ms * 1000000;
-  while (len + 1 < n) {
-    int64_t left = (end - now_ns()) / 1000000;
-    struct pollfd pf = {fd, POLLIN, 0};
-    if (left <= 0 || poll(&pf, 1, (int)left) <= 0) break;
-    ssize_t r = read(fd, buf + len, 1);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    if (buf[len] == '\n') {
-      buf[len] = 0;
-      return 1;
-    }
-    len++;
-  }
-  buf[len] = 0;
-  return 0;
-}
-
-static int child_spawn(struct child *c, const struct sopts *o, const struct plain *p) {
-  memset(c, 0, sizeof *c);
-  c->pid = -1;
-  int cp[2], dp[2];
-  if (pipe2(cp, O_CLOEXEC)) return 1;
-  if (pipe2(dp, O_CLOEXEC)) {
-    close(cp[0]);
-    close(cp[1]);
-    return 1;
-  }
-  char a[10][32];
-  snprintf(a[0], 32, "%d", cp[0]);
-  snprintf(a[1], 32, "%d", dp[1]);
-  snprintf(a[2], 32, "%ld", o->device);
-  snprintf(a[3], 32, "%u", p->n);
-  snprintf(a[4], 32, "%u", p->reps);
-  snprintf(a[5], 32, "%u", p->grid);
-  snprintf(a[6], 32, "%u", p->local);
-  snprintf(a[7], 32, "%lld", (long long)(o->period_ms * 1e6));
-  snprintf(a[8], 32, "%ld", o->timeout_s);
-  snprintf(a[9], 32, "%ld", o->carveout);
-  char *argv[] = {SB, "--child", a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], NULL};
-  fflush(NULL);
-  c->pid = fork();
-  if (c->pid == 0) {
-    fcntl(cp[0], F_SETFD, 0);
-    fcntl(dp[1], F_SETFD, 0);
-    execv("/proc/self/exe", argv);
-    _exit(127);
-  }
-  close(cp[0]);
-  close(dp[1]);
-  c->ctrl = cp[1];
-  c->data = dp[0];
-  if (c->pid < 0) return 1;
-  char line[512];
-  if (!read_line_to(c->data, line, sizeof line, 120000) || strncmp(line, "ready ", 6)) {
-    fprintf(stderr, SB ": the process of setup (a) did not start: %s\n",
-            line[0] ? line : "(no answer in 120 s)");
-    return 1;
-  }
-  snprintf(c->name, sizeof c->name, "%.255s", line + 6);
-  return 0;
-}
-
-static int child_say(struct child *c, const char *what) {
-  size_t len = strlen(what);
-  return write(c->ctrl, what, len) != (ssize_t)len;
-}
-
-/* After "stop": the samples and the child's verdict. */
-static int child_collect(struct child *c, struct result *x) {
-  char line[512];
-  size_t cap = 0;
-  while (read_line_to(c->data, line, sizeof line, 60000)) {
-    if (!strncmp(line, "end ", 4)) {
-      int rc = atoi(line + 4);
-      if (rc) fprintf(stderr, SB ": setup (a): the graphics process failed: %s\n", line + 6);
-      return rc != 0;
-    }
-    struct sample s;
-    memset(&s, 0, sizeof s);
-    long long v[6];
-    int chk;
-    if (sscanf(line, "s %d %lld %lld %lld %lld %lld", &chk, &v[0], &v[1], &v[2], &v[3], &v[4]) != 6)
-      continue;
-    s.chk = chk;
-    s.t_release = v[0];
-    s.t_launch = v[1];
-    s.t_done = v[2];
-    s.exec_ns = v[3];
-    s.t_next = v[4];
-    if (x->ns == cap) {
-      cap = cap ? 2 * cap : 256;
-      x->s = realloc(x->s, cap * sizeof *x->s);
-      if (!x->s) exit(1);
-    }
-    x->s[x->ns++] = s;
-  }
-  fprintf(stderr, SB ": setup (a): the graphics process did not report\n");
-  return 1;
-}
-
-static int child_end(struct child *c) {
-  if (c->pid <= 0) return 0;
-  close(c->ctrl);
-  close(c->data);
-  int st = 0;
-  waitpid(c->pid, &st, 0);
-  c->pid = -1;
-  return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
-}
-
-/* ------------------------------------------------------------ windows */
-
-struct bench {
-  struct sopts *o;
-  struct plain p;
-  coop_rt *rt;
-  unsigned workers;
-  const struct coop_app *app;
-  struct coop_app_input in;
-  struct coop_matmul mm;
-  float *chk;
-  struct child child;
-  double e_plain_ms, e_coop_all_ms;
-  int64_t window_ns;
-};
-
-static void nap_ms(double ms) {
-  struct timespec ts = {(time_t)(ms / 1000), (long)(fmod(ms, 1000) * 1e6)};
-  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-  }
-}
-
-/* Graphics alone: g released for the window, nothing else. */
-static int gfx_alone(struct bench *b, struct result *x, const struct task_ops *ops) {
-  struct gfx g;
-  x->t0 = now_ns();
-  if (gfx_start(&g, ops, (int64_t)(b->o->period_ms * 1e6))) return 1;
-  nap_ms(b->o->window_s * 1e3);
-  x->t1 = now_ns();
-  int rc = gfx_stop(&g);
-  if (rc) fprintf(stderr, SB ": %s: %s\n", x->name, g.why);
-  take_samples(x, &g);
-  gfx_free(&g);
-  return rc;
-}
-
-/* Checks every run's output (kept in outs) against the CPU; frees them. */
-static int check_runs(struct bench *b, struct result *x, void **outs) {
-  int rc = 0;
-  for (size_t i = 0; i < x->nr; i++) {
-    char why[256] = "";
-    if (outs[i] && !rc && b->app->check(&b->in, outs[i], why, sizeof why)) {
-      fprintf(stderr, SB ": %s: %s on %s, run %zu: WRONG RESULT: %s\n", x->name, b->app->name,
-              b->in.label, i, why);
-      rc = 1;
-    }
-    x->r[i].checked = outs[i] && !rc;
-    free(outs[i]);
-  }
-  free(outs);
-  return rc;
-}
-
-/* The long kernel back to back for the window (at least --min-runs runs),
- * the graphics tasks started by `start` and stopped by `stop` around it. */
-struct gfx_ctl {
-  int (*start)(struct bench *b, void *arg);
-  int (*stop)(struct bench *b, void *arg, struct result *x);
-  void *arg;
-};
-
-static int long_window(struct bench *b, struct result *x, const struct gfx_ctl *ctl) {
-  const struct sopts *o = b->o;
-  x->has_long = 1;
-  size_t cap = 64;
-  void **outs = calloc(cap, sizeof *outs);
-  if (!outs) return 1;
-  x->t0 = now_ns();
-  int rc = ctl && ctl->start(b, ctl->arg);
-  while (!rc) {
-    struct coop_app_opts ao = {.groups = b->workers,
-                               .mode = COOP_APP_MODE_COOPERATIVE,
-                               .query_barrier = o->query,
-                               .timeout_ms = (int)o->timeout_s * 1000};
-    struct coop_rt_task_info ti;
-    void *out = NULL;
-    memset(&ti, 0, sizeof ti);
-    int r = b->app->run(b->rt, &b->in, &ao, &out, &ti);
-    if (!r && ti.state != COOP_TASK_DONE) r = COOP_EFAILED;
-    if (r) {
-      fprintf(stderr, SB ": %s: %s on %s: %s\n", x->name, b->app->name, b->in.label,
-              coop_strerror(r));
-      free(out);
-      rc = 1;
-      break;
-    }
-    if (x->nr == cap) {
-      cap *= 2;
-      outs = realloc(outs, cap * sizeof *outs);
-      if (!outs) exit(1);
-    }
-    outs[x->nr] = out;
-    add_run(x, &ti);
-    if ((long)x->nr >= o->min_runs && now_ns() - x->t0 >= b->window_ns) break;
-  }
-  x->t1 = now_ns();
-  if (ctl) rc |= ctl->stop(b, ctl->arg, x);
-  rc |= check_runs(b, x, outs);
-  mark_in_run(x);
-  return rc;
-}
-
-/* (b) and (c): a graphics thread in this process. */
-struct thread_arg {
-  struct gfx g;
-  struct task_ops ops;
-};
-
-static int th_start(struct bench *b, void *arg) {
-  struct thread_arg *t = arg;
-  return gfx_start(&t->g, &t->ops, (int64_t)(b->o->period_ms * 1e6));
-}
-
-static int th_stop(struct bench *b, void *arg, struct result *x) {
-  (void)b;
-  struct thread_arg *t = arg;
-  int rc = gfx_stop(&t->g);
-  if (rc) fprintf(stderr, SB ": %s: %s\n", x->name, t->g.why);
-  take_samples(x, &t->g);
-  gfx_free(&t->g);
-  return rc;
-}
-
-/* (a): the child process. */
-static int ch_start(struct bench *b, void *arg) {
-  (void)arg;
-  return child_say(&b->child, "go\n");
-}
-
-static int ch_stop(struct bench *b, void *arg, struct result *x) {
-  (void)arg;
-  if (child_say(&b->child, "stop\n")) return 1;
-  return child_collect(&b->child, x);
 }
 
 /* -------------------------------------------------------- calibration */
@@ -780,32 +377,12 @@ static int calibrate(struct bench *b) {
   }
 }
 
-/* Median execution time of 5 coop tasks of k groups on the idle
- * megakernel (after one unrecorded), ms. */
-static int coop_measure(struct bench *b, unsigned k, double *ms) {
-  struct coopgfx c = {b->rt, &b->mm, b->chk, k, (int64_t)b->o->timeout_s * 1000000000, 0, 0};
-  struct series s = {0};
-  for (int i = -1; i < 5; i++) {
-    struct sample x;
-    memset(&x, 0, sizeof x);
-    x.t_launch = now_ns();
-    if (c_launch(&c, 0, 0) || c_finish(&c, &x)) {
-      series_free(&s);
-      return 1;
-    }
-    if (i >= 0) push(&s, (double)x.exec_ns / 1e6);
-  }
-  *ms = quantile(&s, .5);
-  series_free(&s);
-  return 0;
-}
-
 /* ------------------------------------------------------------- header */
 
-static char header[4096];
-
-static void make_header(struct bench *b, const char *load, const char *date, unsigned *ks,
-                        char labels[][16], int nk) {
+static void make_header(struct bench *b, const char *load, const char *date) {
+  unsigned *ks = b->ks;
+  char(*labels)[16] = b->klabels;
+  int nk = b->nk;
   const struct sopts *o = b->o;
   char kstr[256] = "", carve[32] = "driver default";
   if (o->carveout >= 0) snprintf(carve, sizeof carve, "%ld%% shared", o->carveout);
@@ -838,442 +415,33 @@ static void make_header(struct bench *b, const char *load, const char *date, uns
            b->workers, o->min_runs, o->cmd);
 }
 
-/* ------------------------------------------------------------ report */
-
-struct gstat {
-  size_t n, nwin, miss;
-  double p50, p90, p99, max, exec50, gather50, gather99, per50, permean, launch99;
-};
-
-static void gfx_stats(const struct result *x, const struct sopts *o, struct gstat *g) {
-  struct series lat = {0}, ex = {0}, ga = {0}, per = {0}, la = {0};
-  memset(g, 0, sizeof *g);
-  int64_t P = (int64_t)(o->period_ms * 1e6);
-  for (size_t i = 0; i < x->ns; i++) {
-    const struct sample *s = &x->s[i];
-    if (!s->chk && s->t_release >= x->t0 && s->t_release < x->t1) g->nwin++;
-    if (!counted(x, s)) continue;
-    g->n++;
-    push(&lat, (double)(s->t_done - s->t_release) / 1e6);
-    push(&ex, (double)s->exec_ns / 1e6);
-    if (x->setup == S_COOP || x->setup == S_COOP_ALONE) push(&ga, (double)s->gather_ns / 1e6);
-    push(&per, (double)(s->t_next - s->t_release) / 1e6);
-    push(&la, (double)(s->t_launch - s->t_release) / 1e6);
-    g->miss += s->t_done > s->t_release + P;
-  }
-  g->p50 = quantile(&lat, .5);
-  g->p90 = quantile(&lat, .9);
-  g->p99 = quantile(&lat, .99);
-  g->max = quantile(&lat, 1);
-  g->exec50 = quantile(&ex, .5);
-  g->gather50 = quantile(&ga, .5);
-  g->gather99 = quantile(&ga, .99);
-  g->per50 = quantile(&per, .5);
-  g->permean = mean_of(&per);
-  g->launch99 = quantile(&la, .99);
-  series_free(&la);
-  series_free(&lat);
-  series_free(&ex);
-  series_free(&ga);
-  series_free(&per);
-}
-
-struct lstat {
-  size_t runs, checked;
-  double p50, p10, p90, mean, rps;
-  unsigned kills, forks;
-};
-
-static void long_stats(const struct result *x, struct lstat *l) {
-  struct series t = {0};
-  memset(l, 0, sizeof *l);
-  for (size_t i = 0; i < x->nr; i++) {
-    push(&t, (double)(x->r[i].t_finished - x->r[i].t_started) / 1e6);
-    l->checked += (size_t)x->r[i].checked;
-    l->kills += x->r[i].kills;
-    l->forks += x->r[i].forks;
-  }
-  l->runs = x->nr;
-  l->p50 = quantile(&t, .5);
-  l->p10 = quantile(&t, .1);
-  l->p90 = quantile(&t, .9);
-  l->mean = mean_of(&t);
-  l->rps = x->t1 > x->t0 ? (double)x->nr / ((double)(x->t1 - x->t0) / 1e9) : NAN;
-  series_free(&t);
-}
-
-/* Per-run ratio range against the alone mean. */
-static void run_ratio_range(const struct result *x, double alone_mean, double *lo, double *hi) {
-  *lo = INFINITY;
-  *hi = -INFINITY;
-  for (size_t i = 0; i < x->nr; i++) {
-    double r = (double)(x->r[i].t_finished - x->r[i].t_started) / 1e6 / alone_mean;
-    if (r < *lo) *lo = r;
-    if (r > *hi) *hi = r;
-  }
-  if (!x->nr) *lo = *hi = NAN;
-}
-
-static void fmt(char *d, size_t n, double v, const char *f) {
-  if (isnan(v))
-    snprintf(d, n, "-");
-  else
-    snprintf(d, n, f, v);
-}
-
-static const struct result *find_result(int setup) {
-  for (int i = 0; i < nresults; i++)
-    if (results[i].setup == setup) return &results[i];
-  return NULL;
-}
-
-static int has_gfx(const struct result *x) { return x->setup != S_LONG; }
-
-/* The tables, to each of the streams given. */
-static void tables(FILE **fs, int nf, const struct sopts *o) {
-  const struct result *alone = find_result(S_ALONE), *lalone = find_result(S_LONG);
-  struct gstat ga;
-  struct lstat la;
-  if (alone) gfx_stats(alone, o, &ga);
-  if (lalone) long_stats(lalone, &la);
-  double base50 = alone ? ga.p50 : NAN, base99 = alone ? ga.p99 : NAN;
-  double lmean = lalone ? la.mean : NAN, lrps = lalone ? la.rps : NAN;
-  char b[16][32];
-  for (int f = 0; f < nf; f++) {
-    FILE *s = fs[f];
-    fprintf(s,
-            "\n### Side by side\n\n"
-            "Graphics task latency = release -> the host sees it done (ms), over the tasks "
-            "released during a long-kernel run (all tasks of the window for the alone "
-            "rows); x alone = against (0). Long kernel: mean run time / alone, and "
-            "throughput (runs/s over the window) alone / here.\n\n"
-            "| setup | latency p50 | p90 | p99 | max | p50 x alone | p99 x alone | missed | "
-            "period p50 | long kernel slowdown | throughput cost |\n"
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    for (int i = 0; i < nresults; i++) {
-      const struct result *x = &results[i];
-      struct gstat g;
-      struct lstat l;
-      if (has_gfx(x)) gfx_stats(x, o, &g);
-      if (x->has_long) long_stats(x, &l);
-      int G = has_gfx(x);
-      fmt(b[0], 32, G ? g.p50 : NAN, "%.3f");
-      fmt(b[1], 32, G ? g.p90 : NAN, "%.3f");
-      fmt(b[2], 32, G ? g.p99 : NAN, "%.3f");
-      fmt(b[3], 32, G ? g.max : NAN, "%.3f");
-      fmt(b[4], 32, G ? g.p50 / base50 : NAN, "%.2f");
-      fmt(b[5], 32, G ? g.p99 / base99 : NAN, "%.2f");
-      if (G)
-        snprintf(b[6], 32, "%zu / %zu", g.miss, g.n);
-      else
-        snprintf(b[6], 32, "-");
-      fmt(b[7], 32, G ? g.per50 : NAN, "%.2f");
-      fmt(b[8], 32, x->has_long ? l.mean / lmean : NAN, "%.3f");
-      fmt(b[9], 32, x->has_long ? lrps / l.rps : NAN, "%.3f");
-      fprintf(s, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x->name, b[0], b[1],
-              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9]);
-    }
-    fprintf(s,
-            "\n### Graphics task (ms)\n\n"
-            "tasks: counted (released during a long-kernel run) / released in the window "
-            "(less the check task); exec: on the device (CUDA events around the launch; "
-            "coop: started -> finished); gather: coop only (released -> gathered); "
-            "period: r(i+1) - r(i) = max(P, response); missed: done after release + P; "
-            "launch p99: release -> the launch or submit call (the host thread's wake-up).\n\n"
-            "| setup | tasks | p50 | p90 | p99 | max | exec p50 | gather p50 | gather p99 | "
-            "period p50 | period mean | missed | launch p99 |\n"
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    for (int i = 0; i < nresults; i++) {
-      const struct result *x = &results[i];
-      if (!has_gfx(x)) continue;
-      struct gstat g;
-      gfx_stats(x, o, &g);
-      fmt(b[0], 32, g.p50, "%.3f");
-      fmt(b[1], 32, g.p90, "%.3f");
-      fmt(b[2], 32, g.p99, "%.3f");
-      fmt(b[3], 32, g.max, "%.3f");
-      fmt(b[4], 32, g.exec50, "%.3f");
-      fmt(b[5], 32, g.gather50, "%.3f");
-      fmt(b[6], 32, g.per50, "%.2f");
-      fmt(b[7], 32, g.permean, "%.2f");
-      fmt(b[8], 32, g.launch99, "%.3f");
-      fmt(b[9], 32, g.gather99, "%.3f");
-      fprintf(s, "| %s | %zu / %zu | %s | %s | %s | %s | %s | %s | %s | %s | %s | %zu | %s |\n",
-              x->name, g.n, g.nwin, b[0], b[1], b[2], b[3], b[4], b[5], b[9], b[6], b[7], g.miss,
-              b[8]);
-    }
-    fprintf(s,
-            "\n### Long kernel (ms)\n\n"
-            "run time = t_finished - t_started of the cooperative task (device clock); "
-            "slowdown = mean / mean alone, with the range of run / mean alone; runs/s over "
-            "the window (host gaps between runs included); checked: runs compared with the "
-            "CPU reference.\n\n"
-            "| setup | runs (checked) | p50 | p10 | p90 | mean | slowdown | per-run range | "
-            "runs/s | kills / forks |\n"
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-    for (int i = 0; i < nresults; i++) {
-      const struct result *x = &results[i];
-      if (!x->has_long) continue;
-      struct lstat l;
-      long_stats(x, &l);
-      double lo, hi;
-      run_ratio_range(x, lmean, &lo, &hi);
-      fmt(b[0], 32, l.p50, "%.2f");
-      fmt(b[1], 32, l.p10, "%.2f");
-      fmt(b[2], 32, l.p90, "%.2f");
-      fmt(b[3], 32, l.mean, "%.2f");
-      fmt(b[4], 32, l.mean / lmean, "%.3f");
-      if (isnan(lo))
-        snprintf(b[5], 32, "-");
-      else
-        snprintf(b[5], 32, "%.3f - %.3f", lo, hi);
-      fmt(b[6], 32, l.rps, "%.2f");
-      fprintf(s, "| %s | %zu (%zu) | %s | %s | %s | %s | %s | %s | %s | %u / %u |\n", x->name,
-              l.runs, l.checked, b[0], b[1], b[2], b[3], b[4], b[5], b[6], l.kills, l.forks);
-    }
-  }
-}
-
-static char title[160]; /* the plot's: "bfs on road-1024x1024" */
-
-static void write_csv(FILE *f, const struct sopts *o) {
-  int64_t P = (int64_t)(o->period_ms * 1e6);
-  for (const char *l = header; *l;) {
-    size_t len = strcspn(l, "\n");
-    fprintf(f, "# %.*s\n", (int)len, l);
-    l += len + (l[len] == '\n');
-  }
-  fprintf(f, "# period_ns: %lld\n# title: %s\n", (long long)P, title);
-  fprintf(f,
-          "setup,k,klabel,kind,index,start_ns,time_ns,exec_ns,gather_ns,period_ns,missed,"
-          "in_run,counted,check,kills,forks,launch_ns\n");
-  for (int i = 0; i < nresults; i++) {
-    const struct result *x = &results[i];
-    const char *id = setup_id[x->setup], *kl = x->klabel[0] ? x->klabel : "-";
-    fprintf(f, "%s,%u,%s,window,0,0,%lld,,,,,,,,,,\n", id, x->k, kl, (long long)(x->t1 - x->t0));
-    for (size_t j = 0; j < x->nr; j++) {
-      const struct run *r = &x->r[j];
-      fprintf(f, "%s,%u,%s,run,%zu,%lld,%lld,,,,,,1,%d,%u,%u,\n", id, x->k, kl, j,
-              (long long)(r->t_started - x->t0), (long long)(r->t_finished - r->t_started),
-              r->checked, r->kills, r->forks);
-    }
-    for (size_t j = 0; j < x->ns; j++) {
-      const struct sample *s = &x->s[j];
-      fprintf(f, "%s,%u,%s,task,%zu,%lld,%lld,%lld,", id, x->k, kl, j,
-              (long long)(s->t_release - x->t0), (long long)(s->t_done - s->t_release),
-              (long long)s->exec_ns);
-      if (x->setup == S_COOP || x->setup == S_COOP_ALONE)
-        fprintf(f, "%lld", (long long)s->gather_ns);
-      fprintf(f, ",%lld,%d,%d,%d,%d,,,%lld\n", (long long)(s->t_next - s->t_release),
-              s->t_done > s->t_release + P, s->in_run, counted(x, s), s->chk,
-              (long long)(s->t_launch - s->t_release));
-    }
-  }
-}
-
-/* --report: the results back from a CSV written by write_csv (times
- * relative to each window's start). 0, or 1 with a message. */
-static int read_csv(const char *path, struct sopts *o) {
-  FILE *f = fopen(path, "r");
-  if (!f) {
-    fprintf(stderr, SB ": %s: %s\n", path, strerror(errno));
-    return 1;
-  }
-  char line[4096];
-  size_t hl = 0, lineno = 0;
-  int bad_line = 0;
-  while (fgets(line, sizeof line, f)) {
-    lineno++;
-    line[strcspn(line, "\r\n")] = 0;
-    if (!strncmp(line, "# period_ns: ", 13)) {
-      o->period_ms = (double)strtoll(line + 13, NULL, 10) / 1e6;
-      continue;
-    }
-    if (!strncmp(line, "# title: ", 9)) {
-      snprintf(title, sizeof title, "%.159s", line + 9);
-      continue;
-    }
-    if (!strncmp(line, "# ", 2)) {
-      hl += (size_t)snprintf(header + hl, hl < sizeof header ? sizeof header - hl : 0, "%s\n",
-                             line + 2);
-      if (hl >= sizeof header) hl = sizeof header - 1;
-      continue;
-    }
-    if (!strncmp(line, "setup,", 6) || !line[0]) continue;
-    char *fld[17];
-    int nf = 0;
-    for (char *p = line; nf < 17;) {
-      fld[nf++] = p;
-      char *c = strchr(p, ',');
-      if (!c) break;
-      *c = 0;
-      p = c + 1;
-    }
-    int st = 0;
-    while (st < S_COUNT && strcmp(fld[0], setup_id[st])) st++;
-    if (nf != 17 || st == S_COUNT) {
-      bad_line = (int)lineno;
-      break;
-    }
-    unsigned k = (unsigned)strtoul(fld[1], NULL, 10);
-    struct result *x = NULL;
-    for (int i = 0; i < nresults && !x; i++)
-      if (results[i].setup == st && results[i].k == k) x = &results[i];
-    if (!x) {
-      if (nresults == S_COUNT * MAXK) {
-        bad_line = (int)lineno;
-        break;
-      }
-      x = new_result(st, k, strcmp(fld[2], "-") ? fld[2] : NULL);
-      x->has_long = st == S_LONG || st == S_PROCESS || st == S_STREAM || st == S_COOP;
-    }
-    long long start = strtoll(fld[5], NULL, 10), t = strtoll(fld[6], NULL, 10);
-    if (!strcmp(fld[3], "window")) {
-      x->t0 = 0;
-      x->t1 = t;
-    } else if (!strcmp(fld[3], "run")) {
-      struct coop_rt_task_info ti;
-      memset(&ti, 0, sizeof ti);
-      ti.t_started = start;
-      ti.t_finished = start + t;
-      ti.kills = (unsigned)strtoul(fld[14], NULL, 10);
-      ti.forks = (unsigned)strtoul(fld[15], NULL, 10);
-      add_run(x, &ti);
-      x->r[x->nr - 1].checked = atoi(fld[13]);
-    } else if (!strcmp(fld[3], "task")) {
-      struct gfx g = {0};
-      g.s = x->s;
-      g.n = g.cap = x->ns;
-      struct sample sm;
-      memset(&sm, 0, sizeof sm);
-      sm.t_release = start;
-      sm.t_done = start + t;
-      sm.exec_ns = strtoll(fld[7], NULL, 10);
-      sm.gather_ns = strtoll(fld[8], NULL, 10);
-      sm.t_next = start + strtoll(fld[9], NULL, 10);
-      sm.in_run = atoi(fld[11]);
-      sm.chk = atoi(fld[13]);
-      sm.t_launch = start + strtoll(fld[16], NULL, 10);
-      x->s = realloc(x->s, (x->ns + 1) * sizeof *x->s);
-      if (!x->s) exit(1);
-      x->s[x->ns++] = sm;
-      (void)g;
-    } else {
-      bad_line = (int)lineno;
-      break;
-    }
-  }
-  fclose(f);
-  if (bad_line) {
-    fprintf(stderr, SB ": %s:%d: not a line of " SB "'s CSV\n", path, bad_line);
-    return 1;
-  }
-  if (!nresults) {
-    fprintf(stderr, SB ": %s: no results\n", path);
-    return 1;
-  }
-  return 0;
-}
-
-static int plot(const char *png, const struct sopts *o, const char *what) {
-  if (!have_gnuplot()) {
-    printf(
-        "png: not written: gnuplot is not installed (apt-get install gnuplot-nox); the CSV "
-        "and Markdown files are (" SB " --report CSV redraws it from the CSV)\n");
-    return 1;
-  }
-  FILE *p = popen("gnuplot", "w");
-  if (!p) return 1;
-  const struct result *lalone = find_result(S_LONG);
-  struct lstat la;
-  if (lalone) long_stats(lalone, &la);
-  fprintf(p,
-          "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 1400,700 "
-          "font ',10' } else { set terminal png size 1400,700 }\n"
-          "set output '%s'\nset datafile missing '?'\n$d << EOD\n",
-          png);
-  for (int i = 0; i < nresults; i++) {
-    const struct result *x = &results[i];
-    char label[96];
-    size_t j = 0;
-    for (const char *c = x->name; *c && j + 1 < sizeof label; c++)
-      label[j++] = (*c == '"' || *c == '\'') ? '-' : *c;
-    label[j] = 0;
-    struct gstat g;
-    struct lstat l;
-    char v[5][32];
-    if (has_gfx(x)) gfx_stats(x, o, &g);
-    if (x->has_long) long_stats(x, &l);
-    double vals[5] = {has_gfx(x) ? g.p50 : NAN, has_gfx(x) ? g.p90 : NAN, has_gfx(x) ? g.p99 : NAN,
-                      has_gfx(x) ? g.max : NAN, x->has_long && lalone ? l.mean / la.mean : NAN};
-    for (int k = 0; k < 5; k++)
-      if (isnan(vals[k]))
-        snprintf(v[k], 32, "?");
-      else
-        snprintf(v[k], 32, "%.6g", vals[k]);
-    fprintf(p, "\"%s\" %s %s %s %s %s\n", label, v[0], v[1], v[2], v[3], v[4]);
-  }
-  fprintf(p,
-          "EOD\n"
-          "set multiplot layout 1,2 title 'coop-bench-side: matmul every %.4g ms beside %s'\n"
-          "set style data histogram\nset style histogram clustered gap 1\n"
-          "set style fill solid 0.8 border -1\nset xtics rotate by -30 scale 0\n"
-          "set grid y\nset key top left\n"
-          "set logscale y\nset ylabel 'graphics task latency, release -> done (ms)'\n"
-          "plot $d using 2:xtic(1) title 'p50', '' using 3 title 'p90', '' using 4 title "
-          "'p99', '' using 5 title 'max', %g with lines lw 2 dt 2 title 'P'\n"
-          "unset logscale y\nset yrange [0:*]\n"
-          "set ylabel 'long kernel: mean run time / alone'\n"
-          "plot $d using 6:xtic(1) title 'slowdown', 1 with lines dt 2 title 'alone'\n"
-          "unset multiplot\n",
-          o->period_ms, what, o->period_ms);
-  int rc = pclose(p);
-  if (rc) printf("png: gnuplot failed (status %d); the CSV and Markdown files are written\n", rc);
-  return rc != 0;
-}
-
-/* The tables on stdout, the CSV (with_csv: from this run), the Markdown
- * file and the PNG beside it. */
-static int emit(const struct sopts *o, int with_csv) {
-  char base[1000], csv[1024], md[1024], png[1024];
-  const char *path = o->csv ? o->csv : "bench/out/side-cuda.csv";
-  size_t len = strlen(path);
-  int cut = len > 4 && !strcmp(path + len - 4, ".csv");
-  snprintf(base, sizeof base, "%.*s", (int)(cut ? len - 4 : len), path);
-  snprintf(csv, sizeof csv, "%s", path);
-  snprintf(md, sizeof md, "%s.md", base);
-  snprintf(png, sizeof png, "%s.png", base);
-  FILE *so = stdout;
-  tables(&so, 1, o);
-  make_parent(md);
-  FILE *fc = with_csv ? fopen(csv, "w") : NULL, *fm = fopen(md, "w");
-  if ((with_csv && !fc) || !fm) {
-    fprintf(stderr, SB ": cannot write %s: %s\n", !fm ? md : csv, strerror(errno));
-    if (fc) fclose(fc);
-    if (fm) fclose(fm);
-    return 1;
-  }
-  if (fc) {
-    write_csv(fc, o);
-    if (fclose(fc)) return 1;
-  }
-  fprintf(fm,
-          "# " SB
-          ": one graphics-like kernel beside one long kernel\n\n```\n%s```\n\n"
-          "CSV: `%s`; plot: `%s`.\n",
-          header, csv, png);
-  tables(&fm, 1, o);
-  if (fclose(fm)) return 1;
-  printf("\ncsv: %s\nmd: %s\n", csv, md);
-  char t[160];
-  snprintf(t, sizeof t, "%s", title);
-  for (char *c = t; *c; c++)
-    if (*c == '\'' || *c == '"') *c = '-';
-  if (!plot(png, o, t)) printf("png: %s\n", png);
-  return 0;
-}
-
 /* --------------------------------------------------------------- main */
+
+static int selected(const struct sopts *o, int i) { return (o->setups >> i) & 1u; }
+
+/* Each selected setup of one phase, in the table's order. */
+static int run_phase(struct bench *b, unsigned with, unsigned without) {
+  for (int i = 0; i < S_COUNT; i++) {
+    const struct side_setup *s = &side_setups[i];
+    if (!selected(b->o, i) || !s->run || (s->flags & with) != with || (s->flags & without))
+      continue;
+    if (s->run(b, i)) return 1;
+  }
+  return 0;
+}
+
+/* The megakernel's matmul buffers and the megakernel itself, closed (the
+ * setups with processes of their own run on a GPU without it). */
+static int close_megakernel(struct bench *b) {
+  if (!b->rt) return 0;
+  if (b->chk) coop_rt_free(b->rt, b->chk);
+  b->chk = NULL;
+  coop_matmul_close(&b->mm);
+  int r = coop_rt_close(b->rt);
+  b->rt = NULL;
+  if (r) fprintf(stderr, SB ": closing the megakernel failed\n");
+  return r != 0;
+}
 
 static int run(struct sopts *o) {
   struct bench b;
@@ -1289,22 +457,10 @@ static int run(struct sopts *o) {
   signal(SIGPIPE, SIG_IGN);
 
   /* the long kernel's input first: a bad one fails before the GPU is used */
-  b.app = coop_app_find(o->app);
-  int nin = coop_app_input_count(b.app, (unsigned)o->scale);
-  if (o->input >= nin) {
-    fprintf(stderr, SB ": --input %ld: %s has %d inputs (0..%d)\n", o->input, b.app->name, nin,
-            nin - 1);
-    return 2;
-  }
-  printf(SB ": generating %s input %ld at scale %ld\n", b.app->name, o->input, o->scale);
-  fflush(stdout);
-  int r = coop_app_input(b.app, (unsigned)o->input, (unsigned)o->scale, &b.in);
-  if (r) {
-    fprintf(stderr, SB ": input: %s\n", coop_strerror(r));
-    return 1;
-  }
+  int r = side_input(&b);
+  if (r) return r;
 
-  /* (0): the plain matmul alone, before anything else runs on the GPU */
+  /* the plain matmul, calibrated, and (0) before anything else runs on the GPU */
   if (plain_open(&b.p, (int)o->device, (unsigned)o->local)) {
     fprintf(stderr, SB ": plain CUDA: %s\n", b.p.err);
     plain_close(&b.p);
@@ -1328,58 +484,21 @@ static int run(struct sopts *o) {
   }
   printf(SB ": matmul n %u, reps %u: %.3f ms alone\n", b.p.n, b.p.reps, b.e_plain_ms);
   fflush(stdout);
-  struct task_ops pops = side_plain_ops(&b.p);
-  if (o->setups & (1u << S_ALONE)) {
-    struct result *x = new_result(S_ALONE, 0, NULL);
-    printf(SB ": %s ...\n", x->name);
-    fflush(stdout);
-    if (gfx_alone(&b, x, &pops)) {
-      rc = 1;
-      goto out;
-    }
-  }
+  if ((rc = run_phase(&b, SETUP_IDLE_GPU, 0))) goto out;
 
-  /* the child of (a), its context built and warmed up while the GPU is idle */
-  if (o->setups & (1u << S_PROCESS)) {
-    printf(SB ": starting the process of setup (a)\n");
-    fflush(stdout);
-    if (child_spawn(&b.child, o, &b.p)) {
-      rc = 1;
-      goto out;
-    }
-  }
+  /* what must be ready before the megakernel: (a)'s process, its context
+   * built and warmed up while the GPU is idle */
+  for (int i = 0; i < S_COUNT; i++)
+    if (selected(o, i) && side_setups[i].prepare && (rc = side_setups[i].prepare(&b))) goto out;
 
   /* the megakernel: the long kernel's application and the matmul task */
-  struct coop_rt_options ro;
-  coop_rt_options_init(&ro);
-  /* test hook: COOP_SIDE_BACKEND=opencl runs the megakernel on PoCL, to
-   * exercise the harness without a GPU (the plain launches still need a
-   * libcuda.so.1: a stub). Not for measurements. */
-  const char *be = getenv("COOP_SIDE_BACKEND");
-  ro.backend = be && *be ? be : "cuda";
-  ro.device_index = (int)o->device;
-  ro.local_size = (unsigned)o->local;
-  ro.launch_groups = (unsigned)o->launch_groups;
-  ro.arena_bytes = (size_t)512 << 20;
-  r = coop_rt_open(&b.rt, &ro);
-  if (!r) r = coop_rt_add_kernel(b.rt, b.app->kernel, 1, b.app->source);
-  if (r >= 0) r = coop_matmul_register(b.rt);
-  if (!r) r = coop_rt_launch(b.rt);
-  if (r) {
-    fprintf(stderr, SB ": megakernel: %s\n%s\n", coop_strerror(r),
-            b.rt ? coop_rt_errmsg(b.rt) : "");
-    rc = 1;
-    goto out;
-  }
-  b.workers = coop_rt_workers(b.rt);
+  if ((rc = side_megakernel(&b, 1))) goto out;
   if (strcmp(coop_rt_device_name(b.rt), b.p.name))
     fprintf(stderr, SB ": warning: the megakernel runs on '%s', the plain launches on '%s'\n",
             coop_rt_device_name(b.rt), b.p.name);
   if (b.child.pid > 0 && strcmp(b.child.name, b.p.name))
     fprintf(stderr, SB ": warning: the process of (a) runs on '%s'\n", b.child.name);
-  unsigned ks[MAXK];
-  char klabels[MAXK][16];
-  int nk = k_list(o->klist, b.workers, ks, klabels);
+  b.nk = k_list(o->klist, b.workers, b.ks, b.klabels);
   r = coop_matmul_open(&b.mm, b.rt, b.p.n, b.p.reps);
   b.chk = r ? NULL : coop_rt_alloc(b.rt, b.p.bytes);
   if (r || !b.chk) {
@@ -1396,84 +515,34 @@ static int run(struct sopts *o) {
     rc = 1;
     goto out;
   }
-  make_header(&b, load, date, ks, klabels, nk);
+  make_header(&b, load, date);
   printf("\n" SB "\n%s\n", header);
   fflush(stdout);
-
-  /* the long kernel alone (one unrecorded, checked run first) */
-  {
-    struct result warm;
-    memset(&warm, 0, sizeof warm);
-    snprintf(warm.name, sizeof warm.name, "warm-up");
-    struct sopts one = *o;
-    one.min_runs = 1;
-    b.o = &one;
-    int64_t w = b.window_ns;
-    b.window_ns = 0;
-    rc = long_window(&b, &warm, NULL);
-    b.o = o;
-    b.window_ns = w;
-    if (!rc && warm.nr)
-      printf(SB ": one run of the long kernel alone: %.2f ms\n",
-             (double)(warm.r[0].t_finished - warm.r[0].t_started) / 1e6);
-    free(warm.r);
-    if (rc) goto out;
-  }
-  if (o->setups & (1u << S_LONG)) {
-    struct result *x = new_result(S_LONG, 0, NULL);
-    printf(SB ": %s ...\n", x->name);
-    fflush(stdout);
-    if ((rc = long_window(&b, x, NULL))) goto out;
-  }
-  struct coopgfx cg[MAXK];
-  for (int i = 0; i < nk; i++) {
-    cg[i] = (struct coopgfx){b.rt,
-                             &b.mm,
-                             b.chk,
-                             ks[i],
-                             (int64_t)o->timeout_s * 1000000000,
-                             0,
-                             (int64_t)(o->ahead_us * 1000)};
+  if ((rc = side_long_warm_up(&b))) goto out;
+  for (int i = 0; i < b.nk; i++) {
+    b.cg[i] = (struct coopgfx){b.rt,
+                               &b.mm,
+                               b.chk,
+                               b.ks[i],
+                               (int64_t)o->timeout_s * 1000000000,
+                               0,
+                               (int64_t)(o->ahead_us * 1000)};
     double ms;
-    if (coop_measure(&b, ks[i], &ms)) { /* warm: the buffers migrate to the GPU */
+    if (coop_measure(&b, b.ks[i], &ms)) { /* warm: the buffers migrate to the GPU */
       rc = 1;
       goto out;
     }
   }
-  if (o->setups & (1u << S_COOP_ALONE))
-    for (int i = 0; i < nk; i++) {
-      struct result *x = new_result(S_COOP_ALONE, ks[i], klabels[i]);
-      printf(SB ": %s ...\n", x->name);
-      fflush(stdout);
-      struct task_ops ops = coop_ops(&cg[i]);
-      if ((rc = gfx_alone(&b, x, &ops))) goto out;
+
+  /* the setups beside this process's megakernel, then those whose long
+   * kernel runs in processes of their own, on a GPU without it */
+  if ((rc = run_phase(&b, 0, SETUP_IDLE_GPU | SETUP_OWN_LONG))) goto out;
+  for (int i = 0; i < S_COUNT; i++)
+    if (selected(o, i) && (side_setups[i].flags & SETUP_OWN_LONG)) {
+      if ((rc = close_megakernel(&b))) goto out;
+      break;
     }
-  if (o->setups & (1u << S_PROCESS)) {
-    struct result *x = new_result(S_PROCESS, 0, NULL);
-    printf(SB ": %s ...\n", x->name);
-    fflush(stdout);
-    struct gfx_ctl ctl = {ch_start, ch_stop, NULL};
-    rc = long_window(&b, x, &ctl);
-    rc |= child_end(&b.child);
-    if (rc) goto out;
-  }
-  if (o->setups & (1u << S_STREAM)) {
-    struct result *x = new_result(S_STREAM, 0, NULL);
-    printf(SB ": %s ...\n", x->name);
-    fflush(stdout);
-    struct thread_arg t = {.ops = pops};
-    struct gfx_ctl ctl = {th_start, th_stop, &t};
-    if ((rc = long_window(&b, x, &ctl))) goto out;
-  }
-  if (o->setups & (1u << S_COOP))
-    for (int i = 0; i < nk; i++) {
-      struct result *x = new_result(S_COOP, ks[i], klabels[i]);
-      printf(SB ": %s ...\n", x->name);
-      fflush(stdout);
-      struct thread_arg t = {.ops = coop_ops(&cg[i])};
-      struct gfx_ctl ctl = {th_start, th_stop, &t};
-      if ((rc = long_window(&b, x, &ctl))) goto out;
-    }
+  if ((rc = run_phase(&b, SETUP_OWN_LONG, 0))) goto out;
 
   /* report */
   snprintf(title, sizeof title, "%s on %s", b.app->name, b.in.label);
@@ -1481,43 +550,41 @@ static int run(struct sopts *o) {
 
 out:
   if (b.child.pid > 0) child_end(&b.child);
-  if (b.rt) {
-    if (b.chk) coop_rt_free(b.rt, b.chk);
-    coop_matmul_close(&b.mm);
-    if (coop_rt_close(b.rt)) {
-      fprintf(stderr, SB ": closing the megakernel failed\n");
-      rc = 1;
-    }
-  }
+  rc |= close_megakernel(&b);
   plain_close(&b.p); /* after the megakernel: freeing waits for the device */
   coop_app_input_free(&b.in);
-  for (int i = 0; i < nresults; i++) {
-    free(results[i].s);
-    free(results[i].r);
-  }
+  free_results();
   return rc;
+}
+
+void side_defaults(struct sopts *o) {
+  *o = (struct sopts){.period_ms = 16.7,
+                      .window_s = 3,
+                      .exec_ms = 2,
+                      .klist = "N/2",
+                      .app = "bfs",
+                      .input = 1,
+                      .scale = 12,
+                      .min_runs = 3,
+                      .local = 64,
+                      .timeout_s = 120,
+                      .carveout = -1,
+                      .ahead_us = 500,
+                      .query = 1,
+                      .setups = default_setups()};
 }
 
 int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "--child")) return side_child_main(argc, argv);
-  struct sopts o = {.period_ms = 16.7,
-                    .window_s = 3,
-                    .exec_ms = 2,
-                    .klist = "N/2",
-                    .app = "bfs",
-                    .input = 1,
-                    .scale = 12,
-                    .min_runs = 3,
-                    .local = 64,
-                    .timeout_s = 120,
-                    .carveout = -1,
-                    .ahead_us = 500,
-                    .query = 1,
-                    .setups = (1u << S_COUNT) - 1};
+  if (argc > 1 && !strcmp(argv[1], "--long-child")) return side_long_child_main(argc, argv);
+  struct sopts o;
+  side_defaults(&o);
+  o.argc = argc;
+  o.argv = argv;
   size_t len = 0;
   for (int i = 0; i < argc && len < sizeof o.cmd; i++)
     len += (size_t)snprintf(o.cmd + len, sizeof o.cmd - len, "%s%s", i ? " " : "", argv[i]);
-  int action = parse(argc, argv, &o);
+  int action = side_parse(argc, argv, &o);
   if (action == 1) {
     char *s = side_plain_source();
     if (!s) return 1;
@@ -1533,10 +600,7 @@ int main(int argc, char **argv) {
   if (action == 3) {
     o.csv = o.report;
     int r = read_csv(o.report, &o) || emit(&o, 0);
-    for (int i = 0; i < nresults; i++) {
-      free(results[i].s);
-      free(results[i].r);
-    }
+    free_results();
     return r ? 1 : 0;
   }
   int rc = run(&o);

@@ -11,6 +11,12 @@
  *   (b)  plain CUDA on another stream of the long kernel's process
  *   (c)  ours: the graphics kernel is a non-cooperative coop task that
  *        gathers K workgroups from the cooperative long kernel
+ *   (d)  as (b) on the highest-priority stream
+ *   (e)  CUDA green contexts: the two kernels on disjoint sets of SMs
+ *   (f)  MPS: the two kernels in two client processes of one MPS server
+ *
+ * side_setups.c holds the table of setups, one file each; side_setup.h
+ * what they share. This header: the plain launches and the release loop.
  *
  * The graphics kernel is kernels/apps/matmul.cl in every setup: for the
  * plain launches it is compiled alone with NVRTC through the same
@@ -56,6 +62,8 @@ struct plain {
   float *ref; /* CPU result */
   char name[256];
   int sms, cc_major, cc_minor, driver;
+  int prio, prio_least, prio_greatest; /* the stream's, and the context's range */
+  int own_ctx;                         /* the primary context, retained here */
   /* CUDA objects, opaque here */
   void *ctx, *mod, *fn, *stream, *ev0, *ev1;
   uint64_t a, b, c, chk; /* device pointers */
@@ -67,6 +75,16 @@ struct plain {
  * this process), the kernel built and loaded, a non-blocking stream of the
  * highest priority, two events. */
 int plain_open(struct plain *p, int device, unsigned local);
+/* The same in the context ctx (a green context's, as a CUcontext), which
+ * the caller keeps alive until plain_close; NULL: the primary one. */
+int plain_open_ctx(struct plain *p, int device, unsigned local, void *ctx);
+/* No context current in the calling thread: a green context may be
+ * current in only one thread at a time. */
+void plain_unbind(void);
+/* The stream again (after the work on it is done): the highest priority
+ * of the context, or (highest = 0) the default priority, as a plain
+ * cuStreamCreate gives. */
+int plain_stream(struct plain *p, int highest);
 /* The kernel's preferred shared-memory carveout, percent of the unified
  * L1/shared memory that is shared (CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_
  * MEMORY_CARVEOUT); < 0 leaves the driver's default. */

@@ -178,6 +178,10 @@ static int cu_fail(struct plain *p, CUresult e, const char *what, int line) {
   } while (0)
 
 int plain_open(struct plain *p, int device, unsigned local) {
+  return plain_open_ctx(p, device, local, NULL);
+}
+
+int plain_open_ctx(struct plain *p, int device, unsigned local, void *ctx_in) {
   memset(p, 0, sizeof *p);
   p->timeout_ns = (int64_t)120 * 1000000000;
   p->device = device;
@@ -201,8 +205,11 @@ int plain_open(struct plain *p, int device, unsigned local) {
   p->sms = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   p->cc_major = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   p->cc_minor = coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-  CUcontext ctx;
-  CK(p, coop__cu.cuDevicePrimaryCtxRetain(&ctx, d));
+  CUcontext ctx = (CUcontext)ctx_in;
+  if (!ctx) {
+    CK(p, coop__cu.cuDevicePrimaryCtxRetain(&ctx, d));
+    p->own_ctx = 1;
+  }
   p->ctx = ctx;
   CK(p, coop__cu.cuCtxSetCurrent(ctx));
   char arch[32], *cubin = NULL;
@@ -216,16 +223,36 @@ int plain_open(struct plain *p, int device, unsigned local) {
   CUfunction fn;
   CK(p, coop__cu.cuModuleGetFunction(&fn, mod, "coop_side_matmul"));
   p->fn = fn;
-  int least = 0, greatest = 0;
-  CK(p, coop__cu.cuCtxGetStreamPriorityRange(&least, &greatest));
+  CK(p, coop__cu.cuCtxGetStreamPriorityRange(&p->prio_least, &p->prio_greatest));
   CUstream s;
-  CK(p, coop__cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, greatest));
+  CK(p, coop__cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, p->prio_greatest));
   p->stream = s;
+  p->prio = p->prio_greatest;
   CUevent e0, e1;
   CK(p, coop__cu.cuEventCreate(&e0, CU_EVENT_DEFAULT));
   p->ev0 = e0;
   CK(p, coop__cu.cuEventCreate(&e1, CU_EVENT_DEFAULT));
   p->ev1 = e1;
+  return 0;
+}
+
+int plain_stream(struct plain *p, int highest) {
+  CK(p, coop__cu.cuCtxSetCurrent((CUcontext)p->ctx));
+  CK(p, coop__cu.cuStreamSynchronize((CUstream)p->stream));
+  CUstream s;
+  if (highest)
+    CK(p, coop__cu.cuStreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, p->prio_greatest));
+  else
+    CK(p, coop__cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  int prio = 0;
+  CUresult e = coop__cu.cuStreamGetPriority(s, &prio);
+  if (e != CUDA_SUCCESS) {
+    coop__cu.cuStreamDestroy(s);
+    return cu_fail(p, e, "cuStreamGetPriority", __LINE__);
+  }
+  CK(p, coop__cu.cuStreamDestroy((CUstream)p->stream));
+  p->stream = s;
+  p->prio = prio;
   return 0;
 }
 
@@ -368,6 +395,11 @@ void plain_close(struct plain *p) {
   if (p->stream) coop__cu.cuStreamDestroy((CUstream)p->stream);
   if (p->mod) coop__cu.cuModuleUnload((CUmodule)p->mod);
   CUdevice d;
-  if (coop__cu.cuDeviceGet(&d, p->device) == CUDA_SUCCESS) coop__cu.cuDevicePrimaryCtxRelease(d);
+  if (p->own_ctx && coop__cu.cuDeviceGet(&d, p->device) == CUDA_SUCCESS)
+    coop__cu.cuDevicePrimaryCtxRelease(d);
   p->ctx = NULL;
+}
+
+void plain_unbind(void) {
+  if (coop__cu.cuCtxSetCurrent) coop__cu.cuCtxSetCurrent(NULL);
 }

@@ -39,6 +39,12 @@ struct coop_rt_options {
   size_t arena_bytes;           /* SVM arena for task buffers (default 64 MiB) */
   unsigned test_hide_svm;       /* test hook: 1 = pretend no fine-grained buffers,
                                    2 = pretend no SVM atomics */
+  void *cuda_context;           /* CUDA: run in this CUcontext (e.g. a green
+                                   context's, cuCtxFromGreenCtx) instead of the
+                                   device's primary context; the caller's, alive
+                                   until coop_rt_close. NULL: the primary one */
+  unsigned cuda_context_sms;    /* with cuda_context: the SMs it may use (the
+                                   occupancy bound's multiplier); 0: the device's */
 };
 
 void coop_rt_options_init(struct coop_rt_options *o);

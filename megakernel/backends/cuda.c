@@ -48,6 +48,7 @@ struct cu_be {
   char *cubin; /* built, not yet loaded: see cu_build */
   int cc_major, cc_minor, concurrent_managed;
   int launched;
+  int own_ctx; /* the primary context, retained here */
 };
 
 static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
@@ -107,7 +108,14 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
       return COOP_ENODEV;
     }
     rt->compute_units = (unsigned)coop__cuda_attr(d, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
-    CU_CHECK(rt, coop__cu.cuDevicePrimaryCtxRetain(&b->ctx, d));
+    if (o->cuda_context) {
+      /* the caller's context (a green context's: fewer SMs) */
+      b->ctx = (CUcontext)o->cuda_context;
+      if (o->cuda_context_sms) rt->compute_units = o->cuda_context_sms;
+    } else {
+      CU_CHECK(rt, coop__cu.cuDevicePrimaryCtxRetain(&b->ctx, d));
+      b->own_ctx = 1;
+    }
     CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
     CU_CHECK(rt, coop__cu.cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
     return 0;
@@ -333,7 +341,7 @@ static void cu_close(struct coop_rt *rt) {
     if (b->module) coop__cu.cuModuleUnload(b->module);
     if (b->devmem) coop__cu.cuMemFree(b->devmem);
     if (b->stream) coop__cu.cuStreamDestroy(b->stream);
-    coop__cu.cuDevicePrimaryCtxRelease(b->dev);
+    if (b->own_ctx) coop__cu.cuDevicePrimaryCtxRelease(b->dev);
   }
   free(b);
   rt->be = NULL;

@@ -55,6 +55,7 @@
   X(cuDriverGetVersion) \
   X(cuCtxGetStreamPriorityRange) \
   X(cuStreamCreateWithPriority) \
+  X(cuStreamGetPriority) \
   X(cuStreamQuery) \
   X(cuEventCreate) \
   X(cuEventDestroy) \

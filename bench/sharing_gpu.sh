@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The GPU batch "sharing one GPU": coop-bench-side's setups side by side for
+# one short periodic task (the matmul, every 16.7 ms) beside one long
+# kernel: coop with gathering ahead on and off, driver time slicing (a
+# second process), a second stream at the default and at the highest
+# priority, green contexts and MPS (no limits, 90/10), for tasks of 0.1,
+# 0.3, 2 and 8 ms beside bfs on road 1024 x 1024 (barrier-bound) and beside
+# game (Connect Four search, compute-bound; scale GAME_SCALE, default 2).
+# Eight runs of coop-bench-side with 1 s windows, K = N/2, about 8 minutes
+# on an H100.
+#
+#   bench/sharing_gpu.sh [DIR]
+#
+# Run from the repository root on the GPU machine with build-cuda built here
+# (cmake -DCOOP_CUDA=ON) and its shared libraries in .devlibs/, as
+# bench/native_gpu.sh. Outputs (side-APP-E.csv, .md and .txt per run) go to
+# DIR, else $OUT, else ./out. mps starts and quits an MPS control daemon of
+# its own when nvidia-cuda-mps-control is on PATH, and is skipped (a line
+# says so) when it is not; green is skipped on a driver without green
+# contexts.
+set -o pipefail
+out=${1:-${OUT:-$PWD/out}}
+mkdir -p "$out" /work || exit 1
+out=$(cd "$out" && pwd)
+[ -e /work/main ] || ln -s "$PWD" /work/main
+cd /work/main || exit 1
+export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
+nvidia-smi -L
+command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control on PATH: mps will be skipped"
+b=build-cuda/bin
+setups=alone,long,coop-alone,coop-alone-ahead0,process,stream,prio,coop,coop-ahead0,green,mps
+t0=$(date +%s)
+for long in "bfs 1 12" "game 0 ${GAME_SCALE:-2}"; do
+  read -r app input scale <<<"$long"
+  for e in 0.1 0.3 2 8; do
+    name=side-$app-$e
+    timeout 110 $b/coop-bench-side --app "$app" --input "$input" --scale "$scale" --exec-ms "$e" \
+      --setups $setups --k N/2 --window 1 --min-runs 2 --timeout 30 \
+      --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
+    echo "== $name rc=$? at $(($(date +%s) - t0)) s"
+    grep -E "matmul n |long kernel alone: |skipped|green contexts|mps:|WRONG|FAILED" "$out/$name.txt"
+    sed -n '/^### Side by side/,/^### Graphics/p' "$out/$name.txt" | grep -E '^\| [(l]'
+  done
+done
