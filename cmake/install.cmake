@@ -25,7 +25,20 @@ set(COOP_SYSUSERSDIR "lib/sysusers.d" CACHE STRING
 install(FILES ${PROJECT_SOURCE_DIR}/conf/coopd.ini DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/coop)
 install(FILES ${PROJECT_SOURCE_DIR}/conf/coop.sysusers DESTINATION ${COOP_SYSUSERSDIR}
   RENAME coop.conf)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/daemon.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/docs/daemon.md ${PROJECT_SOURCE_DIR}/docs/kernels.md
+  DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The kernel SDK (docs/kernels.md, "The kernel SDK"): what a kernel is
+# compiled against, under include/ so that compilers and editors find it
+# on their include path as <coop/kernel/coop_kernel.h>. A kernel file never
+# includes it (the runtime assembles the program from text); it serves
+# offline syntax checks and editors. The .cl files hold coop_global_barrier
+# and the task queues, which kernels call too.
+set(coop_sdk_device ${PROJECT_SOURCE_DIR}/megakernel/device)
+install(FILES ${PROJECT_SOURCE_DIR}/megakernel/sdk/coop_kernel.h
+  ${PROJECT_SOURCE_DIR}/protocol/coop_limits.h ${coop_sdk_device}/dialect.h
+  ${coop_sdk_device}/shared.h ${coop_sdk_device}/api.h ${coop_sdk_device}/primitives.cl
+  ${coop_sdk_device}/barrier.cl ${coop_sdk_device}/taskqueue.cl
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/coop/kernel)
 # The units name coopd's and the settings' paths: written at install time,
 # when the prefix is known (cmake/install_units.cmake).
 install(CODE "

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "coop_util.h"
+#include "kernel_check.h"
 #include "log.h"
 
 #define KSET_MAX_SOURCE (1u << 20)
@@ -78,8 +79,9 @@ static int parse_directive(const char *line, struct kdef *k, char *err, size_t e
   return 0;
 }
 
-/* The lines after the first that start with "//@coop ": admission rules. */
-static int parse_rules(const char *src, struct kdef *k, char *err, size_t errlen) {
+/* The lines after the first that start with "//@coop ": admission rules.
+ * On error *at is the line that holds it. */
+static int parse_rules(const char *src, struct kdef *k, unsigned *at, char *err, size_t errlen) {
   const char *line = strchr(src, '\n');
   unsigned lineno = 1;
   while (line) {
@@ -89,21 +91,19 @@ static int parse_rules(const char *src, struct kdef *k, char *err, size_t errlen
     size_t l = end ? (size_t)(end - line) : strlen(line);
     if (l >= 8 && !strncmp(line, "//@coop ", 8)) {
       char buf[REQ_MAX_TEXT + 16];
-      if (l - 8 >= sizeof buf)
-        return snprintf(err, errlen, "line %u: directive too long", lineno), -1;
+      *at = lineno;
+      if (l - 8 >= sizeof buf) return snprintf(err, errlen, "directive too long"), -1;
       memcpy(buf, line + 8, l - 8);
       buf[l - 8] = '\0';
       buf[strcspn(buf, "\r")] = '\0';
       if (strncmp(buf, "require ", 8))
-        return snprintf(err, errlen, "line %u: unknown directive (only \"require\" may follow)",
-                        lineno),
-               -1;
+        return snprintf(err, errlen, "unknown directive (only \"require\" may follow)"), -1;
       if (k->nrules == KDEF_MAX_RULES)
-        return snprintf(err, errlen, "line %u: more than %u rules", lineno, KDEF_MAX_RULES), -1;
+        return snprintf(err, errlen, "more than %u rules", KDEF_MAX_RULES), -1;
       char why[200];
       if (req_compile(&k->rules[k->nrules], buf + 8, (const char(*)[32])k->argnames, k->types,
                       k->nargs, why, sizeof why))
-        return snprintf(err, errlen, "line %u: %s", lineno, why), -1;
+        return snprintf(err, errlen, "%s", why), -1;
       k->nrules++;
     }
     line = end;
@@ -163,22 +163,31 @@ static int read_file(const char *path, char **src, char *err, size_t errlen) {
 }
 
 static int load_one(struct kset *s, const char *path, char *err, size_t errlen) {
-  char why[256];
+  char why[512];
   char *src;
   int r = read_file(path, &src, err, errlen);
   if (r) return r < 0 ? -1 : 0;
   struct kdef k;
   memset(&k, 0, sizeof k);
-  if (parse_directive(src, &k, why, sizeof why) || parse_rules(src, &k, why, sizeof why)) {
+  /* Every error names the file and line as compilers do (FILE:LINE:), so
+   * that an editor jumps there; what concerns the kernel as a whole
+   * (its name, its kind, the definitions its kind needs) is on line 1,
+   * the directive that declares them. */
+  unsigned at = 1;
+  if (parse_directive(src, &k, why, sizeof why) || parse_rules(src, &k, &at, why, sizeof why)) {
     free(src);
-    return snprintf(err, errlen, "%s: %s", path, why), -1;
+    return snprintf(err, errlen, "%s:%u: %s", path, at, why), -1;
   }
   const struct kdef *dup = kset_find(s, k.name);
   if (dup) {
     free(src);
-    return snprintf(err, errlen, "%s: kernel \"%s\" already defined in %s", path, k.name,
+    return snprintf(err, errlen, "%s:1: kernel \"%s\" already defined in %s:1", path, k.name,
                     dup->path),
            -1;
+  }
+  if (coop_kernel_check(k.name, k.cooperative, src, why, sizeof why)) {
+    free(src);
+    return snprintf(err, errlen, "%s:1: %s", path, why), -1;
   }
   if (s->n == COOP_MAX_KERNELS) {
     free(src);

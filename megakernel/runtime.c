@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "coop_schema.h"
+#include "kernel_check.h"
 #include "rt_internal.h"
 
 _Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-byte alignment");
@@ -458,6 +459,20 @@ int coop_rt_build(coop_rt *rt) {
   if (rt->nkernels == 0) {
     coop__rt_msg(rt, "no kernel registered");
     return COOP_EINVAL;
+  }
+  for (int i = 0; i < rt->nkernels; i++) {
+    const struct coop__kernel *k = &rt->kernels[i];
+    char why[512];
+    if (!coop_kernel_check(k->name, k->cooperative, k->source, why, sizeof why)) continue;
+    /* coopd opens each kernel with #line 1 "FILE" (daemon/device/devproc.c):
+     * then name the file, as the compiler would */
+    const char *f = !strncmp(k->source, "#line 1 \"", 9) ? k->source + 9 : NULL;
+    int fl = f ? (int)strcspn(f, "\"\n") : 0;
+    if (f && f[fl] == '"')
+      coop__rt_msg(rt, "%.*s:1: %s", fl, f, why);
+    else
+      coop__rt_msg(rt, "kernel %s: %s", k->name, why);
+    return COOP_EBUILD;
   }
   char *src = coop__assemble_source(rt);
   if (!src) return COOP_ENOMEM;

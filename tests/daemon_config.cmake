@@ -118,10 +118,10 @@ file(MAKE_DIRECTORY ${WORK}/kernel_bad_kind/k ${WORK}/kernel_no_directive/k
   ${WORK}/kernel_dir_empty/k)
 file(WRITE ${WORK}/kernel_bad_kind/k/bad.cl
   "//@coop name=bad kind=sometimes args=u32\nvoid bad(struct coop_ctx *c) {}\n")
-run(kernel_bad_kind 1 "bad\\.cl: kind must be cooperative or noncooperative" -
+run(kernel_bad_kind 1 "bad\\.cl:1: kind must be cooperative or noncooperative" -
   --socket @DIR@/coop.sock --kernels @DIR@/k)
 file(WRITE ${WORK}/kernel_no_directive/k/plain.cl "void plain(struct coop_ctx *c) {}\n")
-run(kernel_no_directive 1 "plain\\.cl: first line is not a //@coop directive" -
+run(kernel_no_directive 1 "plain\\.cl:1: first line is not a //@coop directive" -
   --socket @DIR@/coop.sock --kernels @DIR@/k)
 run(kernel_dir_empty 1 "no \\*\\.cl kernel in .*kernel_dir_empty/k" -
   --socket @DIR@/coop.sock --kernels @DIR@/k)

@@ -9,7 +9,9 @@
 #   - a block that starts no coopd gets one, at $COOP_SOCKET.
 # A block preceded by the line <!-- docs_run: skip: WHY --> is not run (it
 # needs a GPU, root or a cluster; WHY must say which). Every background job
-# a block leaves is killed when it ends.
+# a block leaves is killed when it ends. A ```c block preceded by
+# <!-- docs_run: kernel NAME KIND args=... --> is a kernel example, which
+# docs_kernels.sh compiles and runs.
 #
 # usage: docs_run.sh SOURCE_DIR BUILD_DIR
 set -u

@@ -1,7 +1,8 @@
 /*
  * emit_source.c: prints the megakernel source that the runtime assembles for
  * every kernel of the tests and the applications, and for the kernel files
- * named on the command line (coopd's, with their //@coop header), without
+ * named on the command line (coopd's, with their //@coop header, each
+ * opened by a #line naming it), without
  * opening a device. The CUDA compile test feeds it to NVRTC: the same
  * device files must compile as OpenCL C and as CUDA.
  */
@@ -30,15 +31,19 @@ static int add_file(struct coop_rt *rt, const char *path) {
   }
   static char bufs[8][65536];
   static int nb;
-  char *b = bufs[nb];
-  size_t n = nb < 8 ? fread(b, 1, sizeof bufs[0] - 1, f) : 0;
+  /* opened by a #line that names the file, as coopd does
+   * (daemon/device/devproc.c), so that the compiler's log names it */
+  char *b = nb < 8 ? bufs[nb] : NULL;
+  int hl = b ? snprintf(b, 1024, "#line 1 \"%s\"\n", path) : 0;
+  size_t n = b && hl < 1024 ? fread(b + hl, 1, sizeof bufs[0] - 1 - (size_t)hl, f) : 0;
   fclose(f);
-  if (!n || n == sizeof bufs[0] - 1) {
+  if (!n || n == sizeof bufs[0] - 1 - (size_t)hl) {
     fprintf(stderr, "%s: empty, too large, or too many files\n", path);
     return -1;
   }
-  b[n] = 0;
+  b[hl + n] = 0;
   nb++;
+  b += hl;
   const char *name = strstr(b, "name="), *kind = strstr(b, "kind=");
   const char *eol = strchr(b, '\n');
   if (strncmp(b, "//@coop ", 8) || !name || !kind || !eol || name > eol || kind > eol) {
@@ -49,7 +54,7 @@ static int add_file(struct coop_rt *rt, const char *path) {
   size_t len = strcspn(name + 5, " \n");
   snprintf(k->name, sizeof k->name, "%.*s", (int)(len < 63 ? len : 63), name + 5);
   k->cooperative = !strncmp(kind + 5, "cooperative", 11);
-  k->source = b;
+  k->source = b - hl;
   return 0;
 }
 

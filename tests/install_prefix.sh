@@ -27,12 +27,26 @@ mv "$tmp/first" "$tmp/p"
 p=$tmp/p
 for f in lib/libcoop.a lib/libcoop.so lib/pkgconfig/coop.pc lib/cmake/coop/coopConfig.cmake \
   lib/cmake/coop/coopConfigVersion.cmake include/coop.h sbin/coopd share/coop/kernels/sweep.cl \
-  lib/systemd/system/coopd.service lib/systemd/system/coop.socket lib/sysusers.d/coop.conf; do
+  lib/systemd/system/coopd.service lib/systemd/system/coop.socket lib/sysusers.d/coop.conf \
+  include/coop/kernel/coop_kernel.h include/coop/kernel/api.h include/coop/kernel/dialect.h \
+  include/coop/kernel/shared.h include/coop/kernel/coop_limits.h include/coop/kernel/barrier.cl \
+  include/coop/kernel/taskqueue.cl share/doc/coop/kernels.md share/man/man7/coop-kernels.7; do
   [ -e "$p/$f" ] || fail "not installed: $f"
 done
 # the unit names the install's coopd and settings
 grep -q "^ExecStart=$tmp/first/sbin/coopd --config $tmp/first/etc/coop/coopd.ini " \
   "$p/lib/systemd/system/coopd.service" || fail "coopd.service: ExecStart not the prefix's"
+
+# the kernel SDK: a shipped kernel checks against the installed headers
+# alone, and an error in one names its file and line (docs/kernels.md)
+if command -v clang >/dev/null; then
+  sdk="clang -x cl -cl-std=CL3.0 -Xclang -finclude-default-header -fsyntax-only -I$p/include"
+  $sdk -include coop/kernel/coop_kernel.h "$src/kernels/apps/bfs.cl" ||
+    fail "bfs.cl does not check against the installed kernel headers"
+  printf '//@coop name=k kind=noncooperative args=u32\nvoid k(struct coop_ctx *c) {\n  coop_u32 x = nope;\n}\n' >"$tmp/k.cl"
+  if $sdk -include coop/kernel/coop_kernel.h "$tmp/k.cl" 2>"$tmp/sdk.err"; then fail "a bad kernel checks"; fi
+  grep -q "k.cl:3:" "$tmp/sdk.err" || fail "the SDK check does not name k.cl:3: $(cat "$tmp/sdk.err")"
+fi
 
 # pkg-config, from the moved tree
 export PKG_CONFIG_PATH="$p/lib/pkgconfig"

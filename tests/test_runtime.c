@@ -896,6 +896,34 @@ START_TEST(build_error_reported) {
 }
 END_TEST
 
+/* A kernel without what its kind needs is refused before the compiler
+ * runs, naming the kernel (in process) or the file its #line names (coopd's
+ * kernels), not a line of the generated glue (docs/kernels.md, "Errors"). */
+START_TEST(missing_definition_reported) {
+  coop_rt *rt;
+  ck_assert_int_eq(coop_rt_open(&rt, NULL), 0);
+  ck_assert_int_ge(
+      coop_rt_add_kernel(rt, "nostep", 1,
+                         "struct nostep_state { coop_u32 x; };\n"
+                         "void nostep_init(struct coop_ctx *c, struct nostep_state *s) "
+                         "{}\n"),
+      0);
+  ck_assert_int_eq(coop_rt_launch(rt), COOP_EBUILD);
+  ck_assert_msg(strstr(coop_rt_errmsg(rt),
+                       "kernel nostep: cooperative kernel \"nostep\" defines "
+                       "no nostep_step"),
+                "%s", coop_rt_errmsg(rt));
+  ck_assert_ptr_null(strstr(coop_rt_errmsg(rt), "coop-megakernel"));
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+  ck_assert_int_eq(coop_rt_open(&rt, NULL), 0);
+  ck_assert_int_ge(coop_rt_add_kernel(rt, "plain", 0, "#line 1 \"k/plain.cl\"\n//@coop x\n"), 0);
+  ck_assert_int_eq(coop_rt_launch(rt), COOP_EBUILD);
+  ck_assert_msg(strstr(coop_rt_errmsg(rt), "k/plain.cl:1: noncooperative kernel \"plain\""), "%s",
+                coop_rt_errmsg(rt));
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("runtime");
   TCase *d = tcase_create("discovery");
@@ -903,6 +931,7 @@ static Suite *suite(void) {
   tcase_add_test(d, discovery_finds_occupancy);
   tcase_add_test(d, refuses_without_svm);
   tcase_add_test(d, build_error_reported);
+  tcase_add_test(d, missing_definition_reported);
   tcase_add_test(d, ring_entry_carries_the_task);
   suite_add_tcase(s, d);
   TCase *t = tcase_create("semantics");

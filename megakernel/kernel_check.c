@@ -1,0 +1,109 @@
+/* kernel_check.c: see kernel_check.h. */
+#include "kernel_check.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* src with its comments, string and character literals blanked (newlines
+ * kept), so that a name in a comment does not count as a definition. */
+static char *code_only(const char *src) {
+  size_t n = strlen(src);
+  char *t = malloc(n + 1);
+  if (!t) return NULL;
+  memcpy(t, src, n + 1);
+  for (size_t i = 0; i < n; i++) {
+    if (t[i] == '/' && t[i + 1] == '/') {
+      while (i < n && t[i] != '\n') t[i++] = ' ';
+    } else if (t[i] == '/' && t[i + 1] == '*') {
+      t[i] = t[i + 1] = ' ';
+      for (i += 2; i < n && !(t[i] == '*' && t[i + 1] == '/'); i++)
+        if (t[i] != '\n') t[i] = ' ';
+      if (i < n) t[i] = t[i + 1] = ' ', i++;
+    } else if (t[i] == '"' || t[i] == '\'') {
+      char q = t[i];
+      for (t[i++] = ' '; i < n && t[i] != q && t[i] != '\n'; i++) {
+        if (t[i] == '\\' && i + 1 < n) t[i++] = ' ';
+        t[i] = ' ';
+      }
+      if (i < n && t[i] == q) t[i] = ' ';
+    }
+  }
+  return t;
+}
+
+static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+static const char *skip_space(const char *p) {
+  while (isspace((unsigned char)*p)) p++;
+  return p;
+}
+
+/* Whether t has `word` as a whole identifier followed by `(`...`)` and `{`:
+ * a function definition (a declaration or a call is not one). */
+static int defines_function(const char *t, const char *word) {
+  size_t wl = strlen(word);
+  for (const char *p = strstr(t, word); p; p = strstr(p + 1, word)) {
+    if ((p > t && ident_char(p[-1])) || ident_char(p[wl])) continue;
+    const char *q = skip_space(p + wl);
+    if (*q != '(') continue;
+    int depth = 0;
+    for (; *q; q++) {
+      if (*q == '(') depth++;
+      if (*q == ')' && --depth == 0) break;
+    }
+    if (*q && *skip_space(q + 1) == '{') return 1;
+  }
+  return 0;
+}
+
+/* Whether t has `struct tag {`. */
+static int defines_struct(const char *t, const char *tag) {
+  size_t tl = strlen(tag);
+  for (const char *p = strstr(t, "struct"); p; p = strstr(p + 1, "struct")) {
+    if ((p > t && ident_char(p[-1])) || ident_char(p[6])) continue;
+    const char *q = skip_space(p + 6);
+    if (strncmp(q, tag, tl) || ident_char(q[tl])) continue;
+    if (*skip_space(q + tl) == '{') return 1;
+  }
+  return 0;
+}
+
+int coop_kernel_check(const char *name, int cooperative, const char *src, char *why,
+                      size_t whylen) {
+  char *t = code_only(src);
+  if (!t) return snprintf(why, whylen, "out of memory"), -1;
+  char step[96], init[96], state[96];
+  snprintf(step, sizeof step, "%s_step", name);
+  snprintf(init, sizeof init, "%s_init", name);
+  snprintf(state, sizeof state, "%s_state", name);
+  int r = 0;
+  if (cooperative) {
+    const char *hint = defines_function(t, name) && !defines_function(t, step)
+                           ? " (it defines a function named like the kernel: kind=noncooperative?)"
+                           : "";
+    if (!defines_struct(t, state))
+      r = snprintf(why, whylen,
+                   "cooperative kernel \"%s\" defines no struct %s { ... } (its transmitted "
+                   "state)%s",
+                   name, state, hint);
+    else if (!defines_function(t, init))
+      r = snprintf(why, whylen,
+                   "cooperative kernel \"%s\" defines no %s: void %s(struct coop_ctx *c, "
+                   "struct %s *s) { ... }%s",
+                   name, init, init, state, hint);
+    else if (!defines_function(t, step))
+      r = snprintf(why, whylen,
+                   "cooperative kernel \"%s\" defines no %s: coop_u32 %s(struct coop_ctx *c, "
+                   "struct %s *s) { ... }%s",
+                   name, step, step, state, hint);
+  } else if (!defines_function(t, name)) {
+    r = snprintf(
+        why, whylen,
+        "noncooperative kernel \"%s\" defines no %s: void %s(struct coop_ctx *c) { ... }%s", name,
+        name, name, defines_function(t, step) ? " (it defines a step: kind=cooperative?)" : "");
+  }
+  free(t);
+  return r ? -1 : 0;
+}

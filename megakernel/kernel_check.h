@@ -1,0 +1,20 @@
+/*
+ * kernel_check.h: what can be checked of a kernel's source before a
+ * compiler sees it. The runtime's glue (source.c, put_runner) calls
+ * NAME_init and NAME_step over a struct NAME_state, or NAME itself; a
+ * kernel that lacks one of them would fail to compile in that glue, and
+ * the compiler would name a line of the generated source, not the
+ * author's. So coopd (daemon/kset.c) checks each file as it loads it, and
+ * coop_rt_build each registered kernel, and report the kernel's own file.
+ */
+#ifndef COOP_KERNEL_CHECK_H
+#define COOP_KERNEL_CHECK_H
+
+#include <stddef.h>
+
+/* 0 when src defines what a kernel `name` of its kind needs; else -1 with
+ * what is missing in why (which names neither file nor line: the caller
+ * gives the kernel's file and the line that declares its kind). */
+int coop_kernel_check(const char *name, int cooperative, const char *src, char *why, size_t whylen);
+
+#endif /* COOP_KERNEL_CHECK_H */

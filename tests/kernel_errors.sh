@@ -1,0 +1,137 @@
+#!/bin/sh
+# kernel_errors.sh CASE COOPD [EMIT_SOURCE NVRTC_COMPILE]: a kernel that
+# does not build is reported at its author's file and line, never at a line
+# of the generated megakernel source (docs/kernels.md, "Errors"). Each CASE
+# writes a kernel directory with one mistake, runs coopd --check-config on
+# it (PoCL compiles), and checks that it fails with FILE:LINE: naming the
+# file and the line of the mistake. Where a compiler reports it (a helper
+# defined twice, a compile error), NVRTC is checked too when given: it
+# writes FILE(LINE).
+set -u
+case=$1 coopd=$2 emit=${3:-} nvrtc=${4:-}
+dir=$(mktemp -d "${TMPDIR:-/tmp}/coop-kerr-XXXXXX") || exit 1
+trap 'rm -rf "$dir"' EXIT
+mkdir "$dir/k"
+k=$dir/k
+nv=
+case $case in
+missing_step) # the glue calls nostep_step: today a line of coop-megakernel.cl
+  cat >"$k/nostep.cl" <<'CL'
+//@coop name=nostep kind=cooperative args=u32
+struct nostep_state {
+  coop_u32 x;
+};
+void nostep_init(struct coop_ctx *c, struct nostep_state *s) { s->x = 0u; }
+/* coop_u32 nostep_step(...) { } in a comment is no definition */
+CL
+  want='nostep\.cl:1: cooperative kernel "nostep" defines no nostep_step: coop_u32 nostep_step(struct coop_ctx \*c, struct nostep_state \*s)'
+  ;;
+missing_init)
+  cat >"$k/noinit.cl" <<'CL'
+//@coop name=noinit kind=cooperative args=u32
+struct noinit_state {
+  coop_u32 x;
+};
+coop_u32 noinit_step(struct coop_ctx *c, struct noinit_state *s) { return COOP_DONE; }
+CL
+  want='noinit\.cl:1: cooperative kernel "noinit" defines no noinit_init'
+  ;;
+missing_state)
+  cat >"$k/nostate.cl" <<'CL'
+//@coop name=nostate kind=cooperative args=u32
+void nostate_init(struct coop_ctx *c, struct nostate_state *s) {}
+coop_u32 nostate_step(struct coop_ctx *c, struct nostate_state *s) { return COOP_DONE; }
+CL
+  want='nostate\.cl:1: cooperative kernel "nostate" defines no struct nostate_state'
+  ;;
+missing_function) # a step where the kind says noncooperative
+  cat >"$k/plain.cl" <<'CL'
+//@coop name=plain kind=noncooperative args=u32
+struct plain_state {
+  coop_u32 x;
+};
+void plain_init(struct coop_ctx *c, struct plain_state *s) {}
+coop_u32 plain_step(struct coop_ctx *c, struct plain_state *s) { return COOP_DONE; }
+CL
+  want='plain\.cl:1: noncooperative kernel "plain" defines no plain: void plain(struct coop_ctx \*c) { ... } (it defines a step: kind=cooperative?)'
+  ;;
+name_clash) # two files, one kernel name
+  printf '//@coop name=twice kind=noncooperative args=u32\nvoid twice(struct coop_ctx *c) {}\n' >"$k/a.cl"
+  printf '//@coop name=twice kind=noncooperative args=u32\nvoid twice(struct coop_ctx *c) {}\n' >"$k/b.cl"
+  want='b\.cl:1: kernel "twice" already defined in .*a\.cl:1'
+  ;;
+helper_clash) # two kernels, one helper name: the second definition's line
+  cat >"$k/a.cl" <<'CL'
+//@coop name=ka kind=noncooperative args=u32
+/* a helper without the kernel's prefix */
+coop_u32 helper(coop_u32 x) { return x + 1u; }
+void ka(struct coop_ctx *c) {}
+CL
+  cat >"$k/b.cl" <<'CL'
+//@coop name=kb kind=noncooperative args=u32
+
+
+/* the same name */
+coop_u32 helper(coop_u32 x) { return x + 2u; }
+void kb(struct coop_ctx *c) {}
+CL
+  want='b\.cl:5:[0-9]*:* .*redefinition of .helper'
+  nv='b\.cl(5): error: function "helper" has already been defined'
+  ;;
+compile_error)
+  cat >"$k/bad.cl" <<'CL'
+//@coop name=bad kind=noncooperative args=u32
+/* line 2 */
+void bad(struct coop_ctx *c) {
+  coop_u32 x = undefined_thing + 1;
+}
+CL
+  want='bad\.cl:4:[0-9]*:* .*undefined_thing'
+  nv='bad\.cl(4): error: identifier "undefined_thing" is undefined'
+  ;;
+bad_directive)
+  printf '//@coop name=bd kind=noncooperative args=u32 colour=red\nvoid bd(struct coop_ctx *c) {}\n' >"$k/bd.cl"
+  want='bd\.cl:1: unknown key "colour"'
+  ;;
+bad_require) # the second rule, on line 3, does not parse
+  cat >"$k/br.cl" <<'CL'
+//@coop name=br kind=noncooperative args=n:u32,a:buf
+//@coop require n*4 <= len(a)
+//@coop require n*4 <= len(b
+void br(struct coop_ctx *c) {}
+CL
+  want='br\.cl:3: require "n\*4 <= len(b": '
+  ;;
+*)
+  echo "kernel_errors: no case $case"
+  exit 2
+  ;;
+esac
+
+fails=0
+POCL_MAX_PTHREAD_COUNT=3 "$coopd" --kernels "$k" --socket "$dir/s" --check-config >"$dir/out" 2>&1
+st=$?
+if [ $st -ne 1 ]; then
+  echo "FAIL: coopd --check-config exited $st, expected 1"
+  fails=$((fails + 1))
+elif ! grep -q -- "$want" "$dir/out"; then
+  echo "FAIL: no \"$want\" in coopd's message"
+  fails=$((fails + 1))
+elif grep -q 'coop-megakernel\.cl' "$dir/out"; then
+  echo "FAIL: the message names the generated source"
+  fails=$((fails + 1))
+else
+  echo "ok (PoCL): $(grep -- "$want" "$dir/out")"
+fi
+[ $fails -eq 0 ] || sed 's/^/    /' "$dir/out"
+if [ -n "$nv" ] && [ -n "$nvrtc" ]; then
+  "$emit" "$k"/*.cl | "$nvrtc" >"$dir/nv" 2>&1
+  if ! grep -q -- "$nv" "$dir/nv"; then
+    echo "FAIL: no \"$nv\" in NVRTC's log:"
+    sed 's/^/    /' "$dir/nv"
+    fails=$((fails + 1))
+  else
+    echo "ok (NVRTC): $(grep -- "$nv" "$dir/nv")"
+  fi
+fi
+[ $fails -eq 0 ]
