@@ -40,17 +40,19 @@ static void pct(int64_t *v, unsigned n, char *s, size_t len) {
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-suspend [--app NAME] [--input I] [--scale S] [--runs N]\n"
-          "                          [--every-us US] [--backend NAME]\n"
+          "                          [--every-us US] [--query 0|1] [--backend NAME]\n"
           "Suspends and resumes a cooperative application as it runs (default bfs on\n"
           "road 1024 x 1024: --input 1 --scale 12) about every US microseconds (default\n"
           "20000), N runs (default 5), each checked; prints request -> suspended and\n"
-          "resume -> full width again (p50 / p99 / max), and the application's step.\n");
+          "resume -> full width again (p50 / p99 / max), and the application's step.\n"
+          "--query 1: the query variant of the resizing barrier (default: the plain one).\n");
   return rc;
 }
 
 int main(int argc, char **argv) {
   const char *name = "bfs", *backend = getenv("COOP_BACKEND");
   unsigned input = 1, scale = 12, runs = 5, every = 20000;
+  int query = 0;
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--help")) return usage(stdout, 0);
@@ -63,6 +65,8 @@ int main(int argc, char **argv) {
       scale = (unsigned)atoi(v);
     else if (!strcmp(argv[i], "--runs"))
       runs = (unsigned)atoi(v);
+    else if (!strcmp(argv[i], "--query"))
+      query = atoi(v);
     else if (!strcmp(argv[i], "--every-us"))
       every = (unsigned)atoi(v);
     else if (!strcmp(argv[i], "--backend"))
@@ -98,6 +102,7 @@ int main(int argc, char **argv) {
     unsigned n = 0; /* run 0: uninterrupted, for the step */
     struct coop_app_opts o = {.groups = w,
                               .mode = COOP_APP_MODE_COOPERATIVE,
+                              .query_barrier = query,
                               .timeout_ms = 600000,
                               .suspend_every_us = k ? every : 0,
                               .suspensions = &n,
@@ -116,8 +121,8 @@ int main(int argc, char **argv) {
     total += n;
   }
   char s1[96], s2[96];
-  printf("coop-bench-suspend: %s on %s, %s, %u workers, every ~%u us\n", a->name, in.label,
-         coop_rt_device_name(rt), w, every);
+  printf("coop-bench-suspend: %s on %s, %s, %u workers, %s resizing barrier, every ~%u us\n",
+         a->name, in.label, coop_rt_device_name(rt), w, query ? "query" : "plain", every);
   printf("  step (uninterrupted run: execution / resizing barriers): %.1f us\n", step_us);
   pct(sus, log.n, s1, sizeof s1);
   pct(grow, log.n, s2, sizeof s2);

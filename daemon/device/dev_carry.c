@@ -107,7 +107,7 @@ static int carry_in_one(struct dev *d, struct run *r) {
     for (unsigned i = 0, k = 0; i < j->nargs; i++)
       if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
   struct coop_rt_task_desc td;
-  dev__task_desc(j, r, &td);
+  dev__task_desc(d, j, r, &td);
   coop_task_id id = 0;
   if (e == 0) e = dp_resume(d->rt, &td, r->state_fd, &id);
   if (e) {

@@ -156,7 +156,8 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake);
 /* j's kernel looked up in d's set and admitted there: 0, or j failed. */
 int dev__resolve(struct dev *d, struct job *j);
 /* The task that runs j (its kernel, size, arguments, cap). */
-void dev__task_desc(const struct job *j, const struct run *r, struct coop_rt_task_desc *td);
+void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
+                    struct coop_rt_task_desc *td);
 
 /* dev_carry.c: a reload in progress: ask r's task to suspend if the job
  * may be carried across it; its task SUSPENDED: its state and buffers out

@@ -67,10 +67,16 @@ static int64_t submit_wait_ns(const struct dev *d, const struct run *r, int64_t 
   return left > 0 ? left : 0;
 }
 
-void dev__task_desc(const struct job *j, const struct run *r, struct coop_rt_task_desc *td) {
+void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
+                    struct coop_rt_task_desc *td) {
   memset(td, 0, sizeof *td);
   td->kernel = j->kernel_index;
   td->groups = j->groups;
+  /* a cooperative N is the most it may hold: after a reload or a restart
+   * the megakernel may have fewer workers than at its submission (another
+   * kernel set, another occupancy; seen on an H200) */
+  unsigned w = atomic_load(&d->workers);
+  if ((j->flags & COOP_SUBMIT_COOPERATIVE) && w && td->groups > w) td->groups = w;
   td->cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE);
   td->query_barrier = !!(j->flags & COOP_SUBMIT_QUERY_BARRIER);
   td->nargs = j->nargs;
@@ -87,7 +93,7 @@ void dev__task_desc(const struct job *j, const struct run *r, struct coop_rt_tas
 static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   struct job *j = r->j;
   struct coop_rt_task_desc td;
-  dev__task_desc(j, r, &td);
+  dev__task_desc(d, j, r, &td);
   r->cap_told = r->cap;
   /* due: its deadline after release, else (periodic) its next release */
   uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
