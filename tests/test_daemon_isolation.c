@@ -649,6 +649,37 @@ END_TEST
 
 /* ---- cooperative slots between users ---- */
 
+/* A child as nobody (uid 65534) that submits a sweep of `rounds` on one
+ * workgroup and keeps its connection, and so the job, until stop_nobody;
+ * *job gets the job's id. */
+static pid_t nobody_sweep(struct daemon_proc *d, uint32_t rounds, uint64_t *job) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, d);
+    static uint32_t data[64];
+    uint64_t theirs = sweep_submit(&o, data, 64, rounds, 1, -1);
+    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
+    pause();
+    _exit(0);
+  }
+  *job = 0;
+  ck_assert_int_eq(read(pfd[0], job, sizeof *job), (ssize_t)sizeof *job);
+  close(pfd[0]);
+  close(pfd[1]);
+  ck_assert_uint_ne(*job, 0);
+  return kid;
+}
+
+/* Its connection closes: a job of it not DETACHED goes with it. */
+static void stop_nobody(pid_t kid) {
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+}
+
 /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
  * them. When root's running sweep ends, the free slot goes to nobody, who
  * runs none yet, not to root's next in line (FIFO would). */
@@ -671,21 +702,8 @@ START_TEST(cooperative_slots_are_shared_between_users) {
   uint64_t next = sweep_submit(&c, data, 64, 100000000u, 1, -1);
   uint64_t last = sweep_submit(&c, data, 64, 100000000u, 1, -1);
   ck_assert(first && next && last);
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  if (kid == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, &d);
-    uint64_t mine = sweep_submit(&o, data, 64, 100000000u, 1, -1);
-    if (write(pfd[1], &mine, sizeof mine) != sizeof mine) _exit(4);
-    pause(); /* keeps the connection, and so the job, until killed */
-    _exit(0);
-  }
-  uint64_t theirs = 0;
-  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
-  ck_assert_uint_ne(theirs, 0);
+  uint64_t theirs;
+  pid_t kid = nobody_sweep(&d, 100000000u, &theirs);
   ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
   ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
   ck_assert_uint_eq(wait_job(&c, first, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
@@ -695,10 +713,7 @@ START_TEST(cooperative_slots_are_shared_between_users) {
   ck_assert_uint_eq(st, COOP_JOB_RUNNING);
   ck_assert_uint_eq(job_state(&c, next), COOP_JOB_QUEUED);
   ck_assert_uint_eq(job_state(&c, last), COOP_JOB_QUEUED);
-  kill(kid, SIGKILL);
-  waitpid(kid, NULL, 0);
-  close(pfd[0]);
-  close(pfd[1]);
+  stop_nobody(kid);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -820,30 +835,13 @@ START_TEST(one_user_cannot_take_every_cooperative_slot) {
   wait_says(&c, s[w - 1], 0, why, sizeof why);
   fprintf(stderr, "root's last: %s\n", why);
   assert_has(why, "the last free slot is kept for a user who holds none");
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  if (kid == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, &d);
-    static uint32_t data[64];
-    uint64_t theirs = sweep_submit(&o, data, 64, 0xffffffffu, 1, -1);
-    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
-    pause();
-    _exit(0);
-  }
-  uint64_t theirs = 0;
-  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
-  ck_assert_uint_ne(theirs, 0);
+  uint64_t theirs;
+  pid_t kid = nobody_sweep(&d, 0xffffffffu, &theirs);
   uint8_t st = COOP_JOB_QUEUED;
   for (int i = 0; i < 100 && st == COOP_JOB_QUEUED; i++, msleep(50)) st = job_state(&c, theirs);
   ck_assert_uint_eq(st, COOP_JOB_RUNNING);
   ck_assert_uint_eq(job_state(&c, s[w - 1]), COOP_JOB_QUEUED); /* every slot held now */
-  kill(kid, SIGKILL);
-  waitpid(kid, NULL, 0);
-  close(pfd[0]);
-  close(pfd[1]);
+  stop_nobody(kid);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -873,22 +871,8 @@ START_TEST(a_waiting_user_shrinks_the_holder) {
   ck_assert_uint_ne(v, 0);
   wait_running(&c, v);
   msleep(300);
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  if (kid == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, &d);
-    static uint32_t mine[64];
-    uint64_t theirs = sweep_submit(&o, mine, 64, 1000, 1, -1);
-    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
-    pause(); /* keeps the connection, and so the queued job, until killed */
-    _exit(0);
-  }
-  uint64_t theirs = 0;
-  ck_assert_int_eq(read(pfd[0], &theirs, sizeof theirs), (ssize_t)sizeof theirs);
-  ck_assert_uint_ne(theirs, 0);
+  uint64_t theirs;
+  pid_t kid = nobody_sweep(&d, 1000, &theirs);
   ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED); /* root may see its state */
   char why[COOP_WIRE_TEXT_MAX], want[96];
   wait_says(&c, v, 300, why, sizeof why);
@@ -896,11 +880,8 @@ START_TEST(a_waiting_user_shrinks_the_holder) {
   snprintf(want, sizeof want, "held at %u workgroup", share);
   assert_has(why, want);
   assert_has(why, "while 2 users' cooperative jobs share the device");
-  msleep(500);        /* held at the share for a while */
-  kill(kid, SIGKILL); /* nobody's queued job goes with its connection */
-  waitpid(kid, NULL, 0);
-  close(pfd[0]);
-  close(pfd[1]);
+  msleep(500);      /* held at the share for a while */
+  stop_nobody(kid); /* nobody's queued job goes with its connection */
   for (int i = 0; i < 100; i++, msleep(50)) {
     wait_says(&c, v, 0, why, sizeof why);
     if (!strstr(why, "held at")) break;
