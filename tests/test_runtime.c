@@ -312,6 +312,20 @@ static void nap_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* Stops a running stopsweep (ctl[0]) and checks that it ended DONE with
+ * every one of data[n] covered once per round it ran (ctl[1]). */
+static struct coop_rt_task_info stop_covered(struct fx *f, coop_task_id id, const uint32_t *data,
+                                             unsigned n, uint32_t *ctl) {
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
+  struct coop_rt_task_info ti = finish(f, id);
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_uint_gt(ctl[1], 0);
+  for (unsigned i = 0; i < n; i++)
+    ck_assert_msg(data[i] == ctl[1], "element %u covered %u times in %u rounds", i, data[i],
+                  ctl[1]);
+  return ti;
+}
+
 /* The live view (coopctl top's source): with the kernel at full width,
  * every worker is shown working for it and its live M is W, once the
  * scheduler has published (every few passes). */
@@ -360,13 +374,7 @@ static void stress_run(int query) {
   for (int i = 0; i < gathers / 2; i++) want_kills += churn_k(w, i);
   churn_wait(&f, gathers / 2, ctl);
   churn(&f, gathers - gathers / 2);
-  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
-  struct coop_rt_task_info ti = finish(&f, id);
-  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
-  ck_assert_uint_gt(ctl[1], 0);
-  for (unsigned i = 0; i < n; i++)
-    ck_assert_msg(data[i] == ctl[1], "element %u covered %u times in %u rounds", i, data[i],
-                  ctl[1]);
+  struct coop_rt_task_info ti = stop_covered(&f, id, data, n, ctl);
   ck_assert_uint_eq(ti.resizes, ctl[1]);
   ck_assert_msg(ti.kills >= want_kills, "%u kills, want at least %u", ti.kills, want_kills);
   ck_assert_uint_eq(ti.kills - ti.forks, w - ctl[2]); /* every M change accounted */
@@ -408,15 +416,10 @@ static void caps_run(int query) {
     nap_ms(100);
     ck_assert_uint_eq(__atomic_load_n(&ctl[2], __ATOMIC_ACQUIRE), 2u);
   }
-  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
-  struct coop_rt_task_info ti = finish(&f, id);
-  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  struct coop_rt_task_info ti = stop_covered(&f, id, data, n, ctl);
   ck_assert_uint_eq(ti.m_initial, 1);
   ck_assert_uint_eq(ti.m_min, 1);
   ck_assert_uint_eq(ti.m_max, w);
-  for (unsigned i = 0; i < n; i++)
-    ck_assert_msg(data[i] == ctl[1], "element %u covered %u times in %u rounds", i, data[i],
-                  ctl[1]);
   fx_close(&f);
 }
 
@@ -460,13 +463,7 @@ static void suspend_run(int query, int times) {
     id = again;
   }
   wait_width(ctl, w);
-  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
-  struct coop_rt_task_info ti = finish(&f, id);
-  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
-  ck_assert_uint_gt(ctl[1], 0);
-  for (unsigned i = 0; i < n; i++)
-    ck_assert_msg(data[i] == ctl[1], "element %u covered %u times in %u rounds", i, data[i],
-                  ctl[1]);
+  struct coop_rt_task_info ti = stop_covered(&f, id, data, n, ctl);
   fprintf(stderr, "suspend (%s barrier, %u workers): %d suspensions, %u rounds\n",
           query ? "query" : "plain", w, times, ctl[1]);
   fx_close(&f);
