@@ -463,7 +463,7 @@ static void suspend_run(int query, int times) {
     id = again;
   }
   wait_width(ctl, w);
-  struct coop_rt_task_info ti = stop_covered(&f, id, data, n, ctl);
+  stop_covered(&f, id, data, n, ctl);
   fprintf(stderr, "suspend (%s barrier, %u workers): %d suspensions, %u rounds\n",
           query ? "query" : "plain", w, times, ctl[1]);
   fx_close(&f);
