@@ -8,6 +8,11 @@ usage: test_layout.py LAYOUT_PROGRAM PYTHON_PACKAGE_DIR
 import subprocess
 import sys
 
+try:
+    import numpy  # noqa: F401
+except ImportError:
+    print(f"SKIP: {sys.executable} cannot import numpy (Debian: apt-get install python3-numpy)")
+    sys.exit(77)
 sys.path.insert(0, sys.argv[2])
 from coop import _capi  # noqa: E402
 
