@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """graph_bfs.py: breadth-first search of a SciPy sparse graph as one
-cooperative coop job (the bfs application's kernel, apps/kernels/bfs.cl),
+cooperative coop job (the bfs application's kernel, kernels/apps/bfs.cl),
 checked against scipy.sparse.csgraph.
 
 The graph's CSR arrays go to the device once, as device buffers, and every
