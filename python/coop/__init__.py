@@ -10,13 +10,15 @@ errors raise coop.Error with libcoop's negative code and the daemon's
 message.
 """
 import ctypes
+import mmap
+import os
 import threading
 
 import numpy as np
 
 from . import _capi
 
-__all__ = ["connect", "socket_path", "Connection", "Job", "Result", "Buffer", "In", "Out",
+__all__ = ["connect", "socket_path", "empty", "zeros", "Connection", "Job", "Result", "Buffer", "In", "Out",
            "InOut", "Error", "Timeout", "STATES", "EVENTS_ALL", "ANY_DEVICE"]
 
 _lib = _capi.load()
@@ -92,6 +94,61 @@ class Out(_Dir):
 
 class InOut(_Dir):
     """An array read and written (what a bare array means)."""
+
+
+class _Memfd:
+    """A memfd and its shared mapping: the memory of coop.empty's arrays."""
+
+    def __init__(self, nbytes):
+        self.size = max(1, nbytes)
+        self.fd = os.memfd_create("coop-array", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, self.size)
+            self.map = mmap.mmap(self.fd, self.size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.addr = np.frombuffer(self.map, np.uint8).ctypes.data
+
+    def __del__(self):
+        # the mapping goes with the last array that uses it
+        if getattr(self, "fd", -1) >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class SharedArray(np.ndarray):
+    """An array in a memfd (coop.empty): passed to a job as the memfd itself,
+    without a copy, when it starts at the memfd's first byte."""
+
+    def __array_finalize__(self, obj):
+        self._coop_mem = getattr(obj, "_coop_mem", None)
+
+
+def empty(shape, dtype=np.float32):
+    """An uninitialised array whose memory is a memfd shared with coopd:
+    as a job argument (the whole array, or a view that starts at its first
+    byte) libcoop passes the memfd itself (coop_job_buf_fd) and nothing is
+    copied on this side; the daemon writes a job's output straight into it.
+    Falls back to the copying path where libcoop lacks coop_job_buf_fd."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    m = _Memfd(count * dtype.itemsize)
+    a = np.frombuffer(m.map, dtype=dtype, count=count).reshape(shape).view(SharedArray)
+    a._coop_mem = m
+    return a
+
+
+def zeros(shape, dtype=np.float32):
+    """coop.empty, filled with zeros (a new memfd reads as zeros)."""
+    return empty(shape, dtype)
+
+
+def _memfd_of(a):
+    m = getattr(a, "_coop_mem", None)
+    if m is None or not hasattr(_lib, "coop_job_buf_fd") or a.ctypes.data != m.addr:
+        return None
+    return m
 
 
 _SCALARS = {np.uint32: "u32", np.int32: "i32", np.uint64: "u64", np.int64: "i64",
@@ -310,7 +367,12 @@ class Connection:
                 if kind == "buffer":
                     _lib.coop_job_buffer(j, v.id)
                 elif kind in ("in", "out", "inout"):
-                    getattr(_lib, "coop_job_buf_" + kind)(j, v.ctypes.data, v.nbytes)
+                    m = _memfd_of(v)
+                    if m is not None:
+                        _lib.coop_job_buf_fd(j, m.fd, v.nbytes,
+                                             {"in": 1, "out": 2, "inout": 3}[kind])
+                    else:
+                        getattr(_lib, "coop_job_buf_" + kind)(j, v.ctypes.data, v.nbytes)
                     keep.append(v)
                 else:
                     getattr(_lib, "coop_job_" + kind)(j, v.item())

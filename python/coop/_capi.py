@@ -165,8 +165,12 @@ def load():
         "coop_type_name": (ctypes.c_char_p, [c_int]),
         "coop_event_name": (ctypes.c_char_p, [c_int]),
     }
-    for name, (res, args) in sigs.items():
-        f = getattr(lib, name)
+    # newer than libcoop.so.0's first release: absent from an older one
+    optional = {"coop_job_buf_fd": (c_int, [_P, c_int, ctypes.c_size_t, ctypes.c_uint])}
+    for name, (res, args) in list(sigs.items()) + list(optional.items()):
+        f = getattr(lib, name, None)
+        if f is None and name in optional:
+            continue
         f.restype = res
         f.argtypes = args
     libc = ctypes.CDLL(None)

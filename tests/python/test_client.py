@@ -51,6 +51,24 @@ big = np.zeros(1 << 20, np.uint32)  # 4 MiB: goes by memfd, not inline
 c.run("sweep", coop.InOut(big), np.uint32(big.size), np.uint32(3), groups=2, cooperative=True)
 check(bool((big == 3).all()), "sweep of 4 MiB (memfd)")
 
+# arrays in memfds (coop.empty): passed as the memfd, the output written
+# straight into them; the 4 MiB one and a small one that would travel inline
+for size in (256, 1 << 20):
+    sa = coop.zeros(size, np.uint32)
+    check(isinstance(sa, coop.SharedArray) and not sa.any(), f"coop.zeros({size})")
+    sa[:] = np.arange(size, dtype=np.uint32)
+    r = c.run("sweep", sa, np.uint32(size), np.uint32(5), groups=1, cooperative=True)
+    check(np.array_equal(sa, np.arange(size, dtype=np.uint32) + 5), f"sweep of coop.zeros({size})")
+sm = coop.empty((8, 8), np.float32)
+sm[:] = np.eye(8, dtype=np.float32) * 2
+so = coop.empty((8, 8), np.float32)
+sb = np.arange(64, dtype=np.float32).reshape(8, 8)
+c.run("render", coop.In(sm), coop.In(sb), coop.Out(so), np.uint32(8), np.uint32(1))
+check(np.array_equal(so, sb * 2), "render with coop.empty In and Out arrays")
+part = sa[1:]  # not at the memfd's start: copied as an ordinary array
+c.run("sweep", part, np.uint32(part.size), np.uint32(1), groups=1, cooperative=True)
+check(sa[0] == 5 and sa[1] == 7, "a view past the memfd's start (the copying path)")
+
 # render: out = a x b, n x n float32 (kernels/render.cl)
 n = 16
 rng = np.random.default_rng(1)
