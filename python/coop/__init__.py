@@ -12,14 +12,13 @@ message.
 import ctypes
 import mmap
 import os
-import threading
 
 import numpy as np
 
 from . import _capi
 
 __all__ = ["connect", "socket_path", "empty", "zeros", "Connection", "Job", "Result", "Buffer", "In", "Out",
-           "InOut", "Error", "Timeout", "STATES", "EVENTS_ALL", "ANY_DEVICE"]
+           "InOut", "SharedArray", "Error", "Timeout", "STATES", "EVENTS_ALL", "ANY_DEVICE"]
 
 _lib = _capi.load()
 
@@ -66,7 +65,7 @@ del _code, _name
 def _check(rc, conn=None):
     if rc < 0:
         msg = _s(_lib.coop_errmsg(conn))
-        raise (Timeout if rc == ETIMEDOUT else Error)(rc, msg)
+        raise (Timeout if ERRORS.get(rc) == "ETIMEDOUT" else Error)(rc, msg)
     return rc
 
 
@@ -232,13 +231,13 @@ class Result:
 
 
 class Job:
-    """A submitted job. Its Out/InOut arrays are kept alive here until wait()
-    has received its result: libcoop writes the output into them then."""
+    """A submitted job. Its arrays are kept alive by its connection until a
+    wait() has received its result (libcoop writes the output into them
+    then), even when the Job object itself is dropped."""
 
-    def __init__(self, conn, job_id, keep):
+    def __init__(self, conn, job_id):
         self.conn = conn
         self.id = job_id
-        self._keep = keep
         self.result = None
 
     def wait(self, timeout=None):
@@ -253,7 +252,7 @@ class Job:
             self.result = Result(r)
         finally:
             _lib.coop_result_free(ctypes.byref(r))
-        self._keep = None
+        self.conn._pending.pop(self.id, None)
         return self.result
 
     def cancel(self):
@@ -319,7 +318,7 @@ class Connection:
             _check(rc, None)
         self._c = c
         self._event_fn = None
-        self._lock = threading.Lock()
+        self._pending = {}  # job id -> the arrays libcoop may still write
         if timeout is not None:
             _lib.coop_set_timeout(c, int(timeout * 1000))
         i = _lib.coop_info(c).contents
@@ -330,6 +329,7 @@ class Connection:
         if self._c:
             _lib.coop_disconnect(self._c)
             self._c = None
+            self._pending.clear()
 
     def __enter__(self):
         return self
@@ -380,7 +380,8 @@ class Connection:
             _check(_lib.coop_submit(self._c, j, ctypes.byref(jid)), self._c)
         finally:
             _lib.coop_job_free(j)
-        return Job(self, jid.value, keep)
+        self._pending[jid.value] = keep
+        return Job(self, jid.value)
 
     def run(self, kernel, *args, timeout=None, **kw):
         """submit() then wait(); raises coop.Error unless the job ends DONE."""
@@ -388,7 +389,7 @@ class Connection:
 
     def wait(self, job_id, timeout=None):
         """Waits for a job by id (a detached one, say)."""
-        return Job(self, job_id, None).wait(timeout)
+        return Job(self, job_id).wait(timeout)
 
     def cancel(self, job_id):
         _check(_lib.coop_cancel(self._c, job_id), self._c)
