@@ -266,6 +266,18 @@ int coop_job_f64(coop_job *j, double v);
 int coop_job_buf_in(coop_job *j, const void *data, size_t size);
 int coop_job_buf_out(coop_job *j, void *mem, size_t size);
 int coop_job_buf_inout(coop_job *j, void *mem, size_t size);
+/* A buffer argument held in the caller's memfd (or other regular file of at
+ * least size bytes), dir COOP_JOB_IN, COOP_JOB_OUT or COOP_JOB_INOUT: the
+ * descriptor is passed to the daemon as it is and nothing is copied on the
+ * client's side (the other setters copy into a memfd of libcoop's). The
+ * daemon reads the input from it when the job starts and writes the
+ * output into it when the job ends DONE, so a caller that maps the memfd
+ * must leave its bytes [0, size) alone until coop_wait() returns the job's
+ * result. fd stays the caller's (libcoop sends a duplicate). */
+#define COOP_JOB_IN 1u
+#define COOP_JOB_OUT 2u
+#define COOP_JOB_INOUT 3u
+int coop_job_buf_fd(coop_job *j, int fd, size_t size, unsigned dir);
 /* A device buffer (coop_buffer_create) as the next argument: nothing is
  * copied; the kernel reads and writes the buffer in place. The job runs on
  * the buffer's device (naming another with coop_job_device is an error at

@@ -9,11 +9,13 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "coop_internal.h"
@@ -31,6 +33,7 @@ struct jarg {
   const void *data; /* IN bytes */
   void *mem;        /* OUT destination */
   size_t size;
+  int fd1; /* coop_job_buf_fd: the caller's descriptor + 1 (0: none) */
 };
 
 struct coop_job {
@@ -176,6 +179,30 @@ int coop_job_buf_inout(coop_job *j, void *mem, size_t size) {
   return buffer(j, COOP_BUF_INOUT, mem, mem, size);
 }
 
+_Static_assert(COOP_JOB_IN == COOP_BUF_IN && COOP_JOB_OUT == COOP_BUF_OUT &&
+                   COOP_JOB_INOUT == COOP_BUF_INOUT,
+               "coop.h's directions are the wire's");
+
+int coop_job_buf_fd(coop_job *j, int fd, size_t size, unsigned dir) {
+  if (!j) return COOP_EINVAL;
+  struct stat st;
+  if (dir < COOP_JOB_IN || dir > COOP_JOB_INOUT)
+    return job_fail(j, COOP_EINVAL, "argument %u: direction %u is not IN, OUT or INOUT", j->nargs,
+                    dir);
+  if (size == 0 || fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size < size)
+    return job_fail(j, COOP_EINVAL,
+                    "argument %u: a buffer descriptor must be a memfd or file of at least %zu "
+                    "bytes (and size > 0)",
+                    j->nargs, size);
+  struct jarg *a = new_arg(j, COOP_ARG_BUF);
+  if (!a) return j->err;
+  a->dir = (uint8_t)dir;
+  a->size = size;
+  a->fd1 = fd + 1;
+  return 0;
+}
+
 int coop_job_buffer(coop_job *j, uint64_t buffer) {
   if (!j) return COOP_EINVAL;
   if (buffer == 0) return job_fail(j, COOP_EINVAL, "argument %u: device buffer 0", j->nargs);
@@ -201,7 +228,7 @@ static void place(const coop_conn *c, const coop_job *j, int *inl) {
   for (unsigned i = 0; i < j->nargs; i++) {
     const struct jarg *a = &j->a[i];
     inl[i] = 0;
-    if (a->type != COOP_ARG_BUF || a->size > c->info.inline_max) continue;
+    if (a->type != COOP_ARG_BUF || a->fd1 || a->size > c->info.inline_max) continue;
     uint64_t in = a->dir & COOP_BUF_IN ? a->size : 0, out = a->dir & COOP_BUF_OUT ? a->size : 0;
     if (in > in_room || out > out_room) continue;
     in_room -= in;
@@ -265,6 +292,15 @@ static int put_buffer(const struct jarg *a, unsigned i, int inl, struct coop_wir
   w->size = a->size;
   w->fd = COOP_WIRE_FD_NONE;
   int fd = -1;
+  if (a->fd1) {
+    /* the caller's own: sent as it is (a duplicate, closed once sent); the
+     * daemon writes the output there, nothing to copy back */
+    fd = fcntl(a->fd1 - 1, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return coop__fail(COOP_EIO, "argument %u: dup: %s", i, strerror(errno));
+    w->fd = (uint8_t)*nfds;
+    fds[(*nfds)++] = fd;
+    return 0;
+  }
   if (inl && (a->dir & COOP_BUF_IN)) {
     w->data = a->data;
     w->data_len = (uint32_t)a->size;

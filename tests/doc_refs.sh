@@ -13,7 +13,7 @@ set -u
 cd "$1" || exit 1
 # runtime/: megakernel/'s former name, kept so that a path left behind by the
 # move is still caught
-tops='tests|docs|bench|scripts|conf|kernels|apps|daemon|client|megakernel|runtime|protocol|cmake|completions'
+tops='tests|docs|bench|scripts|conf|kernels|apps|daemon|client|megakernel|runtime|protocol|cmake|completions|python|examples'
 exts='c|h|sh|md|cmake|py|cl|ini|service|socket|conf|txt|map|in|png|csv|supp'
 refs=$(mktemp) || exit 1
 trap 'rm -f "$refs"' EXIT

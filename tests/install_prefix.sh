@@ -1,14 +1,18 @@
 #!/bin/sh
-# install_prefix.sh BUILD_DIR SOURCE_DIR: issue 21 item 1. Installs the
-# build to a temporary prefix, moves the tree (the install must be
-# relocatable), builds a small client against it with pkg-config and with
-# find_package (shared and static), and runs each against a coopd from the
-# moved prefix started without --kernels: it must serve the installed
-# kernels. The old install failed each step: coop.pc said /usr/local, there
-# was no CMake package nor libcoop.a, and coopd looked in /usr/local.
+# install_prefix.sh BUILD_DIR SOURCE_DIR [PYTHON PYTHON_DIR]: issue 21
+# item 1. Installs the build to a temporary prefix, moves the tree (the
+# install must be relocatable), builds a small client against it with
+# pkg-config and with find_package (shared and static), and runs each
+# against a coopd from the moved prefix started without --kernels: it must
+# serve the installed kernels. With PYTHON (and PYTHON_DIR, the Python
+# package's directory under the prefix), the installed coop Python package
+# too: it must find the prefix's libcoop by itself. The old install failed
+# each step: coop.pc said /usr/local, there was no CMake package nor
+# libcoop.a, and coopd looked in /usr/local.
 set -eu
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
+python=${3:-} pydir=${4:-}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/coop-install-XXXXXX")
 pid=
 cleanup() {
@@ -89,6 +93,21 @@ for c in "$tmp/client_pc" "$tmp/fp/client_shared" "$tmp/fp/client_static"; do
 done
 "$p/bin/coopctl" kernels >"$tmp/coopctl.out" 2>&1 || { cat "$tmp/coopctl.out" >&2; fail "the prefix's coopctl failed"; }
 grep -q sweep "$tmp/coopctl.out" || fail "coopctl kernels: no sweep"
+if [ -n "$python" ]; then
+  [ -e "$p/$pydir/coop/__init__.py" ] || fail "not installed: $pydir/coop/__init__.py"
+  [ -e "$p/$pydir/coop/_capi.py" ] || fail "not installed: $pydir/coop/_capi.py"
+  if "$python" -c 'import numpy' 2>/dev/null; then
+    env -u COOP_LIBRARY PYTHONPATH="$p/$pydir" "$python" -c '
+import sys, numpy as np, coop
+assert coop.__file__.startswith(sys.argv[1]), coop.__file__
+a = np.zeros(256, np.uint32)
+coop.connect().run("sweep", a, np.uint32(256), np.uint32(2), cooperative=True)
+assert (a == 2).all(), a
+' "$p/" >"$tmp/python.out" 2>&1 || { cat "$tmp/python.out" >&2; fail "the installed Python package failed"; }
+  else
+    echo "install_prefix: $python cannot import numpy: the Python package not run"
+  fi
+fi
 kill "$pid"
 wait "$pid" || fail "coopd did not stop cleanly"
 pid=

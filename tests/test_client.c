@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -634,6 +635,28 @@ START_TEST(job_builder_errors) {
   ck_assert_int_eq(coop_job_buf_out(j, NULL, 0), COOP_EINVAL);
   ck_assert_int_eq(coop_job_periodic(j, 1000, 0, 0, 0), COOP_EINVAL);
   coop_job_free(j);
+  /* coop_job_buf_fd: a regular file of at least size bytes, a direction */
+  int fd = memfd_create("t", MFD_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, 64), 0);
+  j = coop_job_new("k", 1);
+  ck_assert_int_eq(coop_job_buf_fd(j, fd, 64, COOP_JOB_INOUT), 0);
+  ck_assert_int_eq(coop_job_buf_fd(j, fd, 65, COOP_JOB_IN), COOP_EINVAL);
+  coop_job_free(j);
+  j = coop_job_new("k", 1);
+  ck_assert_int_eq(coop_job_buf_fd(j, fd, 64, 0), COOP_EINVAL);
+  coop_job_free(j);
+  j = coop_job_new("k", 1);
+  ck_assert_int_eq(coop_job_buf_fd(j, -1, 64, COOP_JOB_OUT), COOP_EINVAL);
+  coop_job_free(j);
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  j = coop_job_new("k", 1);
+  ck_assert_int_eq(coop_job_buf_fd(j, p[0], 1, COOP_JOB_IN), COOP_EINVAL); /* not a file */
+  coop_job_free(j);
+  close(p[0]);
+  close(p[1]);
+  close(fd);
 }
 END_TEST
 

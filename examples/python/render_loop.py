@@ -1,0 +1,64 @@
+#!/usr/bin/python3
+"""render_loop.py: a 60 fps loop of small render tasks (kernels/render.cl,
+an n x n matrix product) on coopd, as a game or a UI would submit its
+frames, printing the latency percentiles: submit to result in the client,
+and the daemon's gather time (how long each frame waited for workgroups).
+
+    examples/python/render_loop.py [--socket PATH] [--frames N] [--fps F] [--n N]
+"""
+import argparse
+import time
+
+import numpy as np
+
+import coop
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--socket", help="coopd's socket (default: as libcoop finds it)")
+    ap.add_argument("--frames", type=int, default=600)
+    ap.add_argument("--fps", type=float, default=60.0)
+    ap.add_argument("--n", type=int, default=32, help="matrix size")
+    ap.add_argument("--groups", type=int, default=1)
+    o = ap.parse_args()
+
+    rng = np.random.default_rng(0)
+    a = rng.random((o.n, o.n), dtype=np.float32)
+    b = rng.random((o.n, o.n), dtype=np.float32)
+    out = np.empty((o.n, o.n), np.float32)
+    want = a @ b
+    period = 1.0 / o.fps
+    lat, gather, late = [], [], 0
+    with coop.connect(o.socket, name="render_loop") as c:
+        start = time.monotonic()
+        for f in range(o.frames):
+            due = start + f * period
+            now = time.monotonic()
+            if now < due:
+                time.sleep(due - now)
+            elif now - due > period:
+                late += 1
+            t0 = time.monotonic()
+            r = c.run("render", coop.In(a), coop.In(b), coop.Out(out), np.uint32(o.n),
+                      np.uint32(1), groups=o.groups)
+            lat.append(time.monotonic() - t0)
+            if r.times["gather_ns"] >= 0:
+                gather.append(r.times["gather_ns"] / 1e9)
+        if not np.allclose(out, want, rtol=1e-4):
+            raise SystemExit("the last frame differs from a @ b")
+
+    def pct(xs):
+        if not xs:
+            return "-"
+        p = np.percentile(np.array(xs) * 1e3, [50, 90, 99, 100])
+        return "p50 {:.3f} p90 {:.3f} p99 {:.3f} max {:.3f} ms".format(*p)
+
+    print(f"{o.frames} frames at {o.fps:g} fps, {o.n}x{o.n}, {o.groups} workgroup(s), "
+          f"{late} started more than a frame late")
+    print(f"latency  {pct(lat)}")
+    print(f"gather   {pct(gather)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,459 @@
+"""coop: drive coopd from Python with NumPy arrays (docs/python.md).
+
+    import coop, numpy as np
+    c = coop.connect()
+    a = np.zeros(4096, np.uint32)
+    c.run("sweep", a, np.uint32(a.size), np.uint32(7), groups=1, cooperative=True)
+
+A thin layer over libcoop (ctypes): every call maps to one libcoop call,
+errors raise coop.Error with libcoop's negative code and the daemon's
+message.
+"""
+import ctypes
+import mmap
+import os
+
+import numpy as np
+
+from . import _capi
+
+__all__ = ["connect", "socket_path", "empty", "zeros", "Connection", "Job", "Result", "Buffer", "In", "Out",
+           "InOut", "SharedArray", "Error", "Timeout", "STATES", "EVENTS_ALL", "ANY_DEVICE"]
+
+_lib = _capi.load()
+
+ANY_DEVICE = -1
+EVENTS_ALL = 0x1E
+BUFFER_KEEP = 0x1
+EVENT_RELEASED, EVENT_GATHERED, EVENT_STARTED, EVENT_FINISHED = 1, 2, 3, 4
+STATE_QUEUED, STATE_RUNNING, STATE_DONE, STATE_CANCELLED, STATE_REFUSED, STATE_FAILED = range(1, 7)
+STATES = {s: _lib.coop_state_name(s).decode() for s in range(1, 7)}
+
+
+def _s(b):
+    return b.decode("utf-8", "replace") if b else ""
+
+
+class Error(Exception):
+    """A libcoop or daemon error: code is negative, as in C (coop.ENOKERNEL,
+    ...), name its symbol ("ENOKERNEL") and message the daemon's or
+    libcoop's explanation (coop_errmsg), else coop_strerror's text."""
+
+    def __init__(self, code, message=""):
+        self.code = code
+        self.name = _s(_lib.coop_err_name(code))
+        self.message = message or _s(_lib.coop_strerror(code))
+        super().__init__(f"{self.name} ({code}): {self.message}")
+
+
+class Timeout(Error, TimeoutError):
+    """COOP_ETIMEDOUT: a wait ran out before the job ended."""
+
+
+# The codes of protocol/coop_errno.h as module constants, read from libcoop
+# itself (coop_err_name) so that the list cannot fall behind the C one.
+ERRORS = {}
+for _code in range(-1, -128, -1):
+    _name = _s(_lib.coop_err_name(_code))
+    if not _name.startswith("E"):
+        break
+    globals()[_name] = _code
+    ERRORS[_code] = _name
+del _code, _name
+
+
+def _check(rc, conn=None):
+    if rc < 0:
+        msg = _s(_lib.coop_errmsg(conn))
+        raise (Timeout if ERRORS.get(rc) == "ETIMEDOUT" else Error)(rc, msg)
+    return rc
+
+
+
+
+def socket_path(path=None):
+    """The socket path connect(path) would use (coop_socket_path)."""
+    buf = ctypes.create_string_buffer(4096)
+    _check(_lib.coop_socket_path(path.encode() if path else None, buf, len(buf)))
+    return buf.value.decode()
+
+
+class _Dir:
+    def __init__(self, array):
+        self.array = array
+
+
+class In(_Dir):
+    """An array the kernel only reads: copied when the job is submitted."""
+
+
+class Out(_Dir):
+    """An array the kernel writes: filled when wait() sees the job DONE."""
+
+
+class InOut(_Dir):
+    """An array read and written (what a bare array means)."""
+
+
+class _Memfd:
+    """A memfd and its shared mapping: the memory of coop.empty's arrays."""
+
+    def __init__(self, nbytes):
+        self.size = max(1, nbytes)
+        self.fd = os.memfd_create("coop-array", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, self.size)
+            self.map = mmap.mmap(self.fd, self.size)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.addr = np.frombuffer(self.map, np.uint8).ctypes.data
+
+    def __del__(self):
+        # the mapping goes with the last array that uses it
+        if getattr(self, "fd", -1) >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class SharedArray(np.ndarray):
+    """An array in a memfd (coop.empty): passed to a job as the memfd itself,
+    without a copy, when it starts at the memfd's first byte."""
+
+    def __array_finalize__(self, obj):
+        self._coop_mem = getattr(obj, "_coop_mem", None)
+
+
+def empty(shape, dtype=np.float32):
+    """An uninitialised array whose memory is a memfd shared with coopd:
+    as a job argument (the whole array, or a view that starts at its first
+    byte) libcoop passes the memfd itself (coop_job_buf_fd) and nothing is
+    copied on this side; the daemon writes a job's output straight into it.
+    Falls back to the copying path where libcoop lacks coop_job_buf_fd."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    m = _Memfd(count * dtype.itemsize)
+    a = np.frombuffer(m.map, dtype=dtype, count=count).reshape(shape).view(SharedArray)
+    a._coop_mem = m
+    return a
+
+
+def zeros(shape, dtype=np.float32):
+    """coop.empty, filled with zeros (a new memfd reads as zeros)."""
+    return empty(shape, dtype)
+
+
+def _memfd_of(a):
+    m = getattr(a, "_coop_mem", None)
+    if m is None or not hasattr(_lib, "coop_job_buf_fd") or a.ctypes.data != m.addr:
+        return None
+    return m
+
+
+_SCALARS = {np.uint32: "u32", np.int32: "i32", np.uint64: "u64", np.int64: "i64",
+            np.float32: "f32", np.float64: "f64"}
+
+
+def _array(i, a, writable):
+    if not isinstance(a, np.ndarray):
+        raise TypeError(f"argument {i}: In/Out/InOut take a NumPy array, not {type(a).__name__}")
+    if not a.flags.c_contiguous:
+        raise TypeError(f"argument {i}: the array is not C-contiguous (use np.ascontiguousarray)")
+    if writable and not a.flags.writeable:
+        raise TypeError(f"argument {i}: the array is read-only but the kernel writes it")
+    if a.nbytes == 0:
+        raise ValueError(f"argument {i}: an empty array (buffers need at least one byte)")
+    return a
+
+
+def _describe(args):
+    """[(kind, value)] for args, checked before anything is sent; raises
+    TypeError naming the argument's index."""
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, Buffer):
+            if a.id is None:
+                raise ValueError(f"argument {i}: the device buffer was freed")
+            out.append(("buffer", a))
+        elif isinstance(a, _Dir):
+            kind = {In: "in", Out: "out", InOut: "inout"}[type(a)]
+            out.append((kind, _array(i, a.array, kind != "in")))
+        elif isinstance(a, np.ndarray) and a.ndim > 0:
+            out.append(("inout", _array(i, a, True)))
+        elif isinstance(a, np.generic) and type(a) in _SCALARS:
+            out.append((_SCALARS[type(a)], a))
+        elif isinstance(a, (bool, int, float, np.bool_)) or (
+                isinstance(a, np.ndarray) and a.ndim == 0):
+            raise TypeError(
+                f"argument {i}: {type(a).__name__} {a!r} has no fixed width; pass np.uint32, "
+                "np.int32, np.uint64, np.int64, np.float32 or np.float64")
+        else:
+            raise TypeError(f"argument {i}: cannot pass {type(a).__name__} to a kernel "
+                            "(NumPy scalars, arrays, In/Out/InOut, device buffers)")
+    return out
+
+
+class Result:
+    """How a job ended (struct coop_result): state ("done", "cancelled",
+    "refused", "failed"), error (0 or a negative code) and message, the
+    timestamps (ns, daemon's CLOCK_MONOTONIC) and the cooperative counters."""
+
+    def __init__(self, r):
+        self.job = r.job
+        self.state = STATES.get(r.state, str(r.state))
+        self.state_code = r.state
+        self.device = r.device
+        self.error = r.error
+        self.message = _s(r.message)
+        self.times = {n: getattr(r.t, n) for n, _ in _capi.Times._fields_}
+        for n in ("m_initial", "m_min", "m_max", "kills", "forks", "resizes", "instances",
+                  "misses"):
+            setattr(self, n, getattr(r, n))
+        self.instances_list = [
+            (STATES.get(r.inst[k].state, str(r.inst[k].state)),
+             {n: getattr(r.inst[k].t, n) for n, _ in _capi.Times._fields_})
+            for k in range(r.ninst)]
+
+    @property
+    def ok(self):
+        return self.state_code == STATE_DONE
+
+    def raise_for_state(self):
+        """Error unless the job ended DONE (ECANCELED for a cancelled one)."""
+        if not self.ok:
+            code = self.error or (globals()["ECANCELED"] if self.state_code == STATE_CANCELLED
+                                  else globals()["EFAILED"])
+            raise Error(code, self.message or f"job {self.job} {self.state}")
+        return self
+
+    def __repr__(self):
+        return f"<coop.Result job={self.job} {self.state} error={self.error}>"
+
+
+class Job:
+    """A submitted job. Its arrays are kept alive by its connection until a
+    wait() has received its result (libcoop writes the output into them
+    then), even when the Job object itself is dropped."""
+
+    def __init__(self, conn, job_id):
+        self.conn = conn
+        self.id = job_id
+        self.result = None
+
+    def wait(self, timeout=None):
+        """The Result once the job has ended; timeout in seconds (None:
+        forever, 0: just ask). coop.Timeout while it runs."""
+        if self.result is not None:
+            return self.result
+        ms = -1 if timeout is None else int(timeout * 1000)
+        r = _capi.Result()
+        _check(_lib.coop_wait(self.conn._c, self.id, ms, ctypes.byref(r)), self.conn._c)
+        try:
+            self.result = Result(r)
+        finally:
+            _lib.coop_result_free(ctypes.byref(r))
+        self.conn._pending.pop(self.id, None)
+        return self.result
+
+    def cancel(self):
+        _check(_lib.coop_cancel(self.conn._c, self.id), self.conn._c)
+
+    def __repr__(self):
+        return f"<coop.Job {self.id}>"
+
+
+class Buffer:
+    """Memory on a device that stays there between jobs (coop_buffer_*).
+    Pass it as a job argument: the kernel uses it in place."""
+
+    def __init__(self, conn, buffer_id, size, device):
+        self.conn = conn
+        self.id = buffer_id
+        self.size = size
+        self.device = device
+
+    def write(self, array, offset=0):
+        a = _array(0, np.asarray(array), False)
+        _check(_lib.coop_buffer_write(self.conn._c, self._live(), offset, a.ctypes.data, a.nbytes),
+               self.conn._c)
+
+    def read(self, out=None, nbytes=None, offset=0):
+        """Into out (a C-contiguous array, its whole size), or a new uint8
+        array of nbytes (default: the rest of the buffer)."""
+        if out is None:
+            out = np.empty(self.size - offset if nbytes is None else nbytes, np.uint8)
+        _array(0, out, True)
+        _check(_lib.coop_buffer_read(self.conn._c, self._live(), offset, out.ctypes.data,
+                                     out.nbytes), self.conn._c)
+        return out
+
+    def free(self):
+        if self.id is not None and self.conn._c:
+            bid, self.id = self.id, None
+            _check(_lib.coop_buffer_free(self.conn._c, bid), self.conn._c)
+        self.id = None
+
+    def _live(self):
+        if self.id is None:
+            raise ValueError("the device buffer was freed")
+        return self.id
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def __repr__(self):
+        return f"<coop.Buffer {self.id} {self.size} bytes>"
+
+
+class Connection:
+    """One connection to coopd (coop_connect). Usable from several threads."""
+
+    def __init__(self, path=None, name="python", timeout=None):
+        c = ctypes.c_void_p()
+        rc = _lib.coop_connect(ctypes.byref(c), path.encode() if path else None, name.encode())
+        if rc < 0:
+            _check(rc, None)
+        self._c = c
+        self._event_fn = None
+        self._pending = {}  # job id -> the arrays libcoop may still write
+        if timeout is not None:
+            _lib.coop_set_timeout(c, int(timeout * 1000))
+        i = _lib.coop_info(c).contents
+        self.info = {n: (_s(getattr(i, n)) if isinstance(getattr(i, n), bytes) else getattr(i, n))
+                     for n, _ in _capi.Info._fields_}
+
+    def close(self):
+        if self._c:
+            _lib.coop_disconnect(self._c)
+            self._c = None
+            self._pending.clear()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def submit(self, kernel, *args, groups=1, cooperative=False, device=ANY_DEVICE,
+               query_barrier=False, detached=False, periodic=None):
+        """Submits kernel(*args) on `groups` workgroups and returns its Job.
+        periodic: dict(period_us=, count=, duration_ms=, deadline_us=)."""
+        desc = _describe(args)  # every TypeError before anything is sent
+        if not self._c:
+            raise ValueError("the connection is closed")
+        j = _lib.coop_job_new(kernel.encode(), groups)
+        if not j:
+            raise MemoryError("coop_job_new")
+        keep = []
+        try:
+            _lib.coop_job_cooperative(j, int(cooperative))
+            _lib.coop_job_query_barrier(j, int(query_barrier))
+            _lib.coop_job_detached(j, int(detached))
+            _lib.coop_job_device(j, device)
+            if periodic:
+                p = dict(period_us=0, count=0, duration_ms=0, deadline_us=0, **periodic)
+                _lib.coop_job_periodic(j, p["period_us"], p["count"], p["duration_ms"],
+                                       p["deadline_us"])
+            for kind, v in desc:
+                if kind == "buffer":
+                    _lib.coop_job_buffer(j, v.id)
+                elif kind in ("in", "out", "inout"):
+                    m = _memfd_of(v)
+                    if m is not None:
+                        _lib.coop_job_buf_fd(j, m.fd, v.nbytes,
+                                             {"in": 1, "out": 2, "inout": 3}[kind])
+                    else:
+                        getattr(_lib, "coop_job_buf_" + kind)(j, v.ctypes.data, v.nbytes)
+                    keep.append(v)
+                else:
+                    getattr(_lib, "coop_job_" + kind)(j, v.item())
+            jid = ctypes.c_uint64()
+            _check(_lib.coop_submit(self._c, j, ctypes.byref(jid)), self._c)
+        finally:
+            _lib.coop_job_free(j)
+        self._pending[jid.value] = keep
+        return Job(self, jid.value)
+
+    def run(self, kernel, *args, timeout=None, **kw):
+        """submit() then wait(); raises coop.Error unless the job ends DONE."""
+        return self.submit(kernel, *args, **kw).wait(timeout).raise_for_state()
+
+    def wait(self, job_id, timeout=None):
+        """Waits for a job by id (a detached one, say)."""
+        return Job(self, job_id).wait(timeout)
+
+    def cancel(self, job_id):
+        _check(_lib.coop_cancel(self._c, job_id), self._c)
+
+    def buffer(self, data, device=ANY_DEVICE, keep=False):
+        """A device buffer holding a copy of array `data`, or of `data`
+        bytes of zeros when data is an int."""
+        if isinstance(data, (int, np.integer)):
+            size, ptr = int(data), None
+        else:
+            a = _array(0, np.asarray(data), False)
+            size, ptr = a.nbytes, a.ctypes.data
+        bid = ctypes.c_uint64()
+        _check(_lib.coop_buffer_create(self._c, device, size, ptr, BUFFER_KEEP if keep else 0,
+                                       ctypes.byref(bid)), self._c)
+        return Buffer(self, bid.value, size, device)
+
+    def stats(self):
+        s = _capi.Stats()
+        _check(_lib.coop_stats(self._c, ctypes.byref(s)), self._c)
+        d = {}
+        for n, _ in _capi.Stats._fields_:
+            v = getattr(s, n)
+            if n == "devs":
+                v = [{m: (_s(getattr(v[k], m)) if isinstance(getattr(v[k], m), bytes)
+                          else getattr(v[k], m)) for m, _ in _capi.Device._fields_}
+                     for k in range(s.ndevices)]
+            elif isinstance(v, bytes):
+                v = _s(v)
+            d[n] = v
+        return d
+
+    def kernels(self):
+        """{name: (cooperative, [argument type names])}"""
+        lst = ctypes.POINTER(_capi.Kernel)()
+        n = ctypes.c_size_t()
+        _check(_lib.coop_kernels(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
+        try:
+            return {_s(lst[k].name): (bool(lst[k].cooperative),
+                                      [_s(_lib.coop_type_name(lst[k].types[a]))
+                                       for a in range(lst[k].nargs)])
+                    for k in range(n.value)}
+        finally:
+            _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
+
+    def subscribe(self, callback, mask=EVENTS_ALL):
+        """callback(event dict) for each event of mask (coop_subscribe),
+        called from whichever call on this connection reads it."""
+        def tramp(ev, _user):
+            e = ev.contents
+            callback({"job": e.job, "kind": _s(_lib.coop_event_name(e.kind)),
+                      "state": STATES.get(e.state, str(e.state)), "instance": e.instance,
+                      "t_ns": e.t_ns, "gather_ns": e.gather_ns})
+        fn = _capi.EVENT_FN(tramp)
+        _check(_lib.coop_subscribe(self._c, mask, fn, None), self._c)
+        self._event_fn = fn  # libcoop holds the pointer: keep it alive
+
+    def poll_events(self, timeout=0):
+        """Dispatches pending events (waits up to timeout s); their count."""
+        ms = -1 if timeout is None else int(timeout * 1000)
+        return _check(_lib.coop_poll_events(self._c, ms), self._c)
+
+
+def connect(path=None, name="python", timeout=None):
+    """A Connection to the coopd at path (default: coop_socket_path's:
+    $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock or /run/coop/coop.sock)."""
+    return Connection(path, name, timeout)

@@ -1,0 +1,180 @@
+"""The C side of coop: libcoop's structs and functions through ctypes.
+
+Every struct layout the package relies on is declared here and nowhere
+else; tests/python/layout.c prints the same layouts from client/coop.h and
+tests/python/test_layout.py compares the two, so they cannot drift apart.
+"""
+import ctypes
+import ctypes.util
+import os
+
+# protocol/coop_limits.h
+NAME_MAX = 64
+TEXT_MAX = 1024
+MAX_ARGS = 16
+MAX_DEVICES = 8
+
+c_int = ctypes.c_int
+c_u32 = ctypes.c_uint32
+c_u64 = ctypes.c_uint64
+c_i64 = ctypes.c_int64
+
+
+class Info(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint), ("daemon_version", ctypes.c_char * NAME_MAX),
+                ("backend", ctypes.c_char * NAME_MAX), ("device", ctypes.c_char * TEXT_MAX),
+                ("compute_units", c_u32), ("workers", c_u32), ("max_payload", c_u32),
+                ("inline_max", c_u32), ("uid", c_u32), ("pid", c_u32), ("ndevices", c_u32)]
+
+
+class Times(ctypes.Structure):
+    _fields_ = [(n, c_i64) for n in ("submitted", "released", "gathered", "started",
+                                     "finished", "gather_ns", "exec_ns")]
+
+
+class Instance(ctypes.Structure):
+    _fields_ = [("state", c_int), ("t", Times)]
+
+
+class Result(ctypes.Structure):
+    _fields_ = [("job", c_u64), ("state", c_int), ("device", c_int), ("error", c_int),
+                ("message", ctypes.c_char * TEXT_MAX), ("t", Times),
+                ("m_initial", c_u32), ("m_min", c_u32), ("m_max", c_u32),
+                ("kills", c_u32), ("forks", c_u32), ("resizes", c_u32),
+                ("instances", c_u32), ("misses", c_u32), ("ninst", c_u32),
+                ("inst", ctypes.POINTER(Instance))]
+
+
+class Device(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_char * TEXT_MAX), ("backend", ctypes.c_char * NAME_MAX),
+                ("compute_units", c_u32), ("workers", c_u32), ("lost_workers", c_u32),
+                ("jobs", c_u32), ("parked", c_u32), ("parks", c_u32), ("unpark_ns", c_i64)]
+
+
+class Stats(ctypes.Structure):
+    _fields_ = [("backend", ctypes.c_char * NAME_MAX), ("device", ctypes.c_char * TEXT_MAX),
+                ("compute_units", c_u32), ("workers", c_u32), ("clients", c_u32),
+                ("queued", c_u32), ("running", c_u32),
+                ("submitted", c_u64), ("done", c_u64), ("cancelled", c_u64),
+                ("refused", c_u64), ("failed", c_u64), ("samples", c_u32),
+                ("gather_p50", c_i64), ("gather_p90", c_i64), ("gather_p99", c_i64),
+                ("gather_max", c_i64), ("backend_note", ctypes.c_char * TEXT_MAX),
+                ("gather_timeouts", c_u32), ("hung", c_u32), ("lost_workers", c_u32),
+                ("watchdog", ctypes.c_char * TEXT_MAX), ("ndevices", c_u32),
+                ("devs", Device * MAX_DEVICES)]
+
+
+class Kernel(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * NAME_MAX), ("cooperative", c_int),
+                ("nargs", ctypes.c_uint), ("types", c_int * MAX_ARGS)]
+
+
+class Event(ctypes.Structure):
+    _fields_ = [("job", c_u64), ("kind", c_int), ("state", c_int), ("instance", c_u32),
+                ("t_ns", c_i64), ("gather_ns", c_i64)]
+
+
+# The structs tests/python/layout.c describes: C name -> ctypes class.
+STRUCTS = {"coop_info": Info, "coop_times": Times, "coop_instance": Instance,
+           "coop_result": Result, "coop_device": Device, "coop_stats": Stats,
+           "coop_kernel": Kernel, "coop_event": Event}
+
+EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
+
+_P = ctypes.c_void_p
+
+
+def _find_library():
+    """COOP_LIBRARY, else the libcoop.so.0 of the prefix this package was
+    installed under, else the dynamic linker's search."""
+    env = os.environ.get("COOP_LIBRARY")
+    if env:
+        return env
+    # PREFIX/lib/python3/dist-packages/coop or PREFIX/lib/<multiarch>/python3/...
+    here = os.path.dirname(os.path.abspath(__file__))
+    d = here
+    for _ in range(6):
+        d = os.path.dirname(d)
+        for sub in ("", "lib", "lib64"):
+            p = os.path.join(d, sub, "libcoop.so.0")
+            if os.path.exists(p):
+                return p
+        for p in _glob_multiarch(d):
+            return p
+    return ctypes.util.find_library("coop") or "libcoop.so.0"
+
+
+def _glob_multiarch(d):
+    libdir = os.path.join(d, "lib")
+    try:
+        names = os.listdir(libdir)
+    except OSError:
+        return []
+    return [os.path.join(libdir, n, "libcoop.so.0") for n in names
+            if os.path.exists(os.path.join(libdir, n, "libcoop.so.0"))]
+
+
+def load():
+    path = _find_library()
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError as e:
+        raise ImportError(f"coop: cannot load libcoop ({e}); set COOP_LIBRARY to the path of "
+                          "libcoop.so.0") from e
+    sigs = {
+        "coop_socket_path": (c_int, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]),
+        "coop_connect": (c_int, [ctypes.POINTER(_P), ctypes.c_char_p, ctypes.c_char_p]),
+        "coop_disconnect": (None, [_P]),
+        "coop_info": (ctypes.POINTER(Info), [_P]),
+        "coop_set_timeout": (None, [_P, c_int]),
+        "coop_errmsg": (ctypes.c_char_p, [_P]),
+        "coop_strerror": (ctypes.c_char_p, [c_int]),
+        "coop_err_name": (ctypes.c_char_p, [c_int]),
+        "coop_job_new": (_P, [ctypes.c_char_p, c_u32]),
+        "coop_job_free": (None, [_P]),
+        "coop_job_cooperative": (c_int, [_P, c_int]),
+        "coop_job_query_barrier": (c_int, [_P, c_int]),
+        "coop_job_detached": (c_int, [_P, c_int]),
+        "coop_job_device": (c_int, [_P, c_int]),
+        "coop_job_periodic": (c_int, [_P, c_u32, c_u32, c_u32, c_u32]),
+        "coop_job_u32": (c_int, [_P, c_u32]),
+        "coop_job_i32": (c_int, [_P, ctypes.c_int32]),
+        "coop_job_u64": (c_int, [_P, c_u64]),
+        "coop_job_i64": (c_int, [_P, c_i64]),
+        "coop_job_f32": (c_int, [_P, ctypes.c_float]),
+        "coop_job_f64": (c_int, [_P, ctypes.c_double]),
+        "coop_job_buf_in": (c_int, [_P, _P, ctypes.c_size_t]),
+        "coop_job_buf_out": (c_int, [_P, _P, ctypes.c_size_t]),
+        "coop_job_buf_inout": (c_int, [_P, _P, ctypes.c_size_t]),
+        "coop_job_buffer": (c_int, [_P, c_u64]),
+        "coop_buffer_create": (c_int, [_P, c_int, ctypes.c_size_t, _P, ctypes.c_uint,
+                                       ctypes.POINTER(c_u64)]),
+        "coop_buffer_write": (c_int, [_P, c_u64, ctypes.c_size_t, _P, ctypes.c_size_t]),
+        "coop_buffer_read": (c_int, [_P, c_u64, ctypes.c_size_t, _P, ctypes.c_size_t]),
+        "coop_buffer_free": (c_int, [_P, c_u64]),
+        "coop_submit": (c_int, [_P, _P, ctypes.POINTER(c_u64)]),
+        "coop_wait": (c_int, [_P, c_u64, c_int, ctypes.POINTER(Result)]),
+        "coop_result_free": (None, [ctypes.POINTER(Result)]),
+        "coop_cancel": (c_int, [_P, c_u64]),
+        "coop_stats": (c_int, [_P, ctypes.POINTER(Stats)]),
+        "coop_kernels": (c_int, [_P, ctypes.POINTER(ctypes.POINTER(Kernel)),
+                                 ctypes.POINTER(ctypes.c_size_t)]),
+        "coop_subscribe": (c_int, [_P, c_u32, EVENT_FN, _P]),
+        "coop_poll_events": (c_int, [_P, c_int]),
+        "coop_state_name": (ctypes.c_char_p, [c_int]),
+        "coop_type_name": (ctypes.c_char_p, [c_int]),
+        "coop_event_name": (ctypes.c_char_p, [c_int]),
+    }
+    # newer than libcoop.so.0's first release: absent from an older one
+    optional = {"coop_job_buf_fd": (c_int, [_P, c_int, ctypes.c_size_t, ctypes.c_uint])}
+    for name, (res, args) in list(sigs.items()) + list(optional.items()):
+        f = getattr(lib, name, None)
+        if f is None and name in optional:
+            continue
+        f.restype = res
+        f.argtypes = args
+    libc = ctypes.CDLL(None)
+    libc.free.argtypes = [_P]
+    libc.free.restype = None
+    lib.libc_free = libc.free
+    return lib

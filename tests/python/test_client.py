@@ -1,0 +1,141 @@
+"""The coop Python package against a running coopd (python_client.sh starts
+it): sweep and render checked against what their kernels compute, a device
+buffer's life cycle, errors, cancel, events, stats.
+
+usage: test_client.py SOCKET   (COOP_LIBRARY and PYTHONPATH set by the caller)
+"""
+import sys
+import time
+
+import numpy as np
+
+import coop
+
+sock = sys.argv[1]
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        fails += 1
+
+
+def raises(exc, fn, what):
+    try:
+        fn()
+    except exc as e:
+        check(True, f"{what}: {type(e).__name__}: {e}")
+        return e
+    except Exception as e:  # noqa: BLE001
+        check(False, f"{what}: {type(e).__name__} instead of {exc.__name__}: {e}")
+        return None
+    check(False, f"{what}: nothing raised")
+    return None
+
+
+t0 = time.monotonic()
+c = coop.connect(sock)
+check(c.info["workers"] >= 1, f"connected: {c.info['backend']}, {c.info['workers']} workers")
+check(coop.socket_path(sock) == sock, "socket_path")
+k = c.kernels()
+check(k.get("sweep") == (True, ["buf", "u32", "u32"]), f"kernels: sweep {k.get('sweep')}")
+
+# sweep: every element grows by `rounds` (kernels/sweep.cl)
+a = np.arange(4096, dtype=np.uint32)
+r = c.run("sweep", a, np.uint32(a.size), np.uint32(7), groups=1, cooperative=True)
+check(r.state == "done" and np.array_equal(a, np.arange(4096, dtype=np.uint32) + 7),
+      f"sweep inout: {r}")
+big = np.zeros(1 << 20, np.uint32)  # 4 MiB: goes by memfd, not inline
+c.run("sweep", coop.InOut(big), np.uint32(big.size), np.uint32(3), groups=2, cooperative=True)
+check(bool((big == 3).all()), "sweep of 4 MiB (memfd)")
+
+# arrays in memfds (coop.empty): passed as the memfd, the output written
+# straight into them; the 4 MiB one and a small one that would travel inline
+for size in (256, 1 << 20):
+    sa = coop.zeros(size, np.uint32)
+    check(isinstance(sa, coop.SharedArray) and not sa.any(), f"coop.zeros({size})")
+    sa[:] = np.arange(size, dtype=np.uint32)
+    r = c.run("sweep", sa, np.uint32(size), np.uint32(5), groups=1, cooperative=True)
+    check(np.array_equal(sa, np.arange(size, dtype=np.uint32) + 5), f"sweep of coop.zeros({size})")
+sm = coop.empty((8, 8), np.float32)
+sm[:] = np.eye(8, dtype=np.float32) * 2
+so = coop.empty((8, 8), np.float32)
+sb = np.arange(64, dtype=np.float32).reshape(8, 8)
+c.run("render", coop.In(sm), coop.In(sb), coop.Out(so), np.uint32(8), np.uint32(1))
+check(np.array_equal(so, sb * 2), "render with coop.empty In and Out arrays")
+part = sa[1:]  # not at the memfd's start: copied as an ordinary array
+c.run("sweep", part, np.uint32(part.size), np.uint32(1), groups=1, cooperative=True)
+check(sa[0] == 5 and sa[1] == 7, "a view past the memfd's start (the copying path)")
+
+# render: out = a x b, n x n float32 (kernels/render.cl)
+n = 16
+rng = np.random.default_rng(1)
+ma = rng.random((n, n), dtype=np.float32)
+mb = rng.random((n, n), dtype=np.float32)
+out = np.zeros((n, n), np.float32)
+r = c.run("render", coop.In(ma), coop.In(mb), coop.Out(out), np.uint32(n), np.uint32(1),
+          groups=2)
+check(np.allclose(out, ma @ mb, rtol=1e-4), f"render in/in/out: {r.state}")
+
+# device buffers: create from an array, sweep in place twice, read back, write, free
+with c.buffer(np.full(1024, 5, np.uint32)) as buf:
+    for _ in range(2):
+        c.run("sweep", buf, np.uint32(1024), np.uint32(10), groups=1, cooperative=True)
+    got = buf.read(np.empty(1024, np.uint32))
+    check(bool((got == 25).all()), f"buffer: two sweeps in place -> {got[:3]}")
+    buf.write(np.array([100, 200], np.uint32), offset=8)
+    raw = buf.read(nbytes=16)
+    check(np.array_equal(raw.view(np.uint32), [25, 25, 100, 200]), "buffer write at offset")
+    bid = buf.id
+e = raises(ValueError, lambda: buf.read(), "read of a freed buffer")
+z = c.buffer(64)
+check(bool((z.read() == 0).all()) and z.size == 64, "buffer of zeros")
+z.free()
+stale = coop.Buffer(c, bid, 1024, 0)
+e = raises(coop.Error, lambda: stale.read(nbytes=4), "read of a freed buffer id")
+check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
+
+# errors
+e = raises(coop.Error, lambda: c.run("nosuchkernel", np.uint32(1)), "unknown kernel")
+check(e is not None and e.code == coop.ENOKERNEL and e.code < 0 and e.message,
+      f"its code {e and e.code} ({e and e.name}), message {e and e.message!r}")
+before = c.stats()["submitted"]
+e = raises(TypeError, lambda: c.submit("sweep", a, 4096, np.uint32(1)), "plain int")
+check(e is not None and "argument 1" in str(e), "the TypeError names argument 1")
+raises(TypeError, lambda: c.submit("sweep", a, np.uint32(4096), 1.5), "plain float")
+raises(TypeError, lambda: c.submit("sweep", a[::2], np.uint32(1), np.uint32(1)),
+       "non-contiguous array")
+raises(TypeError, lambda: c.submit("sweep", "x", np.uint32(1), np.uint32(1)), "a str")
+ro = np.zeros(4, np.uint32)
+ro.flags.writeable = False
+raises(TypeError, lambda: c.submit("sweep", ro, np.uint32(4), np.uint32(1)), "read-only inout")
+check(c.stats()["submitted"] == before, "nothing was submitted for the argument errors")
+e = raises(coop.Error, lambda: c.run("sweep", a, np.uint32(1), groups=1, cooperative=True),
+           "too few arguments")
+check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
+
+# cancel: a sweep that would run for long, cancelled while it runs
+events = []
+c.subscribe(events.append)
+long = np.zeros(1 << 16, np.uint32)
+j = c.submit("sweep", long, np.uint32(long.size), np.uint32(1 << 30), groups=1,
+             cooperative=True)
+e = raises(coop.Timeout, lambda: j.wait(timeout=0.2), "wait with a timeout")
+check(e is not None and e.code == coop.ETIMEDOUT, "Timeout carries ETIMEDOUT")
+j.cancel()
+r = j.wait(timeout=20)
+check(r.state == "cancelled", f"cancelled: {r}")
+e = raises(coop.Error, r.raise_for_state, "raise_for_state of a cancelled job")
+c.poll_events(0.1)
+kinds = {ev["kind"] for ev in events if ev["job"] == j.id}
+check("finished" in kinds, f"events of the cancelled job: {sorted(kinds)}")
+s = c.stats()
+check(s["cancelled"] >= 1 and s["ndevices"] == len(s["devs"]), "stats")
+
+c.close()
+e = raises(coop.Error, lambda: coop.connect(sock + ".none"), "connect to no daemon")
+check(e is not None and e.code == coop.ECONN and sock in e.message, f"its code: {e and e.name}")
+print(f"{time.monotonic() - t0:.1f} s, {fails} failures")
+sys.exit(1 if fails else 0)

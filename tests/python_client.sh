@@ -1,0 +1,30 @@
+#!/bin/sh
+# python_client.sh: the Python package (python/coop) against a coopd on
+# PoCL: tests/python/test_client.py, then each example of examples/python
+# briefly. Skipped (exit 77) when PYTHON cannot import numpy.
+#
+# usage: python_client.sh COOPD KERNEL_DIRS PYTHON LIBCOOP SOURCE_DIR
+set -u
+coopd=$1 kernels=$2 python=$3 libcoop=$4 src=$5
+
+if ! "$python" -c 'import numpy' 2>/dev/null; then
+  echo "SKIP: $python cannot import numpy (Debian: apt-get install python3-numpy)"
+  exit 77
+fi
+. "$(dirname "$0")/coopctl_lib.sh"
+
+COOP_LIBRARY=$libcoop PYTHONPATH=$src/python
+export COOP_LIBRARY PYTHONPATH
+start_coopd "$coopd" --kernels "$kernels"
+
+"$python" "$src/tests/python/test_client.py" "$sock" || fail "test_client.py"
+if "$python" -c 'import scipy' 2>/dev/null; then
+  "$python" "$src/examples/python/graph_bfs.py" --socket "$sock" --vertices 2000 ||
+    fail "graph_bfs.py"
+else
+  echo "skipped graph_bfs.py: no scipy"
+fi
+"$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 20 ||
+  fail "render_loop.py"
+stop_coopd
+finish
