@@ -9,19 +9,14 @@
 #include <time.h>
 
 #include "app.h"
-
-static int64_t mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
+#include "coop_util.h"
 
 /* After a resume: when every one of `groups` workgroups runs again (the
  * live view, polled), ns from t0; -1 if the task ended first. */
 static int64_t regrown(coop_rt *rt, coop_task_id id, unsigned groups, int64_t t0) {
   for (;;) {
     struct coop_rt_live l;
-    if (coop_rt_task_live(rt, id, &l) || l.m >= groups) return mono_ns() - t0;
+    if (coop_rt_task_live(rt, id, &l) || l.m >= groups) return coop__now_ns() - t0;
     if (coop_rt_wait(rt, id, 0) == 0) return -1;
   }
 }
@@ -35,12 +30,12 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
     long us = (long)(rand() % (2 * (int)o->suspend_every_us + 1));
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
     nanosleep(&ts, NULL);
-    int64_t t0 = mono_ns();
+    int64_t t0 = coop__now_ns();
     int r = coop_rt_suspend(rt, *id);
     if (r == COOP_ESTATE) return 0; /* it ended */
     if (r) return r;
     if ((r = coop_rt_wait(rt, *id, o->timeout_ms))) return r;
-    int64_t t1 = mono_ns();
+    int64_t t1 = coop__now_ns();
     struct coop_rt_task_info ti;
     if ((r = coop_rt_task_info(rt, *id, &ti))) return r;
     if (ti.state != COOP_TASK_SUSPENDED) return 0; /* it ended first */

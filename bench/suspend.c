@@ -17,24 +17,18 @@
 #include "app.h"
 #include "common.h"
 
-static int cmp(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* p50 / p99 / max of v[0..n) in us, into s; -1 entries (the task ended
- * first) left out. */
-static void pct(int64_t *v, unsigned n, char *s, size_t len) {
-  unsigned k = 0;
+/* p50 / p99 / max of v[0..n) in us, into s (the benchmarks' quantile,
+ * common.h); -1 entries (the task ended first) left out. */
+static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
+  struct series x = {0};
   for (unsigned i = 0; i < n; i++)
-    if (v[i] >= 0) v[k++] = v[i];
-  if (!k) {
+    if (v[i] >= 0) push(&x, (double)v[i] / 1e3);
+  if (!x.n)
     snprintf(s, len, "-");
-    return;
-  }
-  qsort(v, k, sizeof *v, cmp);
-  unsigned p99 = (unsigned)(0.99 * (k - 1) + 0.5);
-  snprintf(s, len, "%.1f / %.1f / %.1f us (%u)", v[k / 2] / 1e3, v[p99] / 1e3, v[k - 1] / 1e3, k);
+  else
+    snprintf(s, len, "%.1f / %.1f / %.1f us (%zu)", quantile(&x, 0.5), quantile(&x, 0.99),
+             max_of(&x), x.n);
+  series_free(&x);
 }
 
 static int usage(FILE *f, int rc) {

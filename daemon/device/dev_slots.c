@@ -51,15 +51,20 @@ static void add_user(uint32_t *users, unsigned *nu, uint32_t uid) {
   if (i == *nu && *nu < 64) users[(*nu)++] = uid;
 }
 
-/* A user's share of the slots: ceil(slots / users with cooperative jobs
- * running or waiting), at least 1. */
-static unsigned coop_share(const struct dev *d) {
+/* The users with cooperative jobs running or waiting here (at most 64). */
+static unsigned wanting_users(const struct dev *d) {
   uint32_t users[64];
   unsigned nu = 0;
   for (const struct run *r = d->runs; r; r = r->next)
     if (is_coop(r->j)) add_user(users, &nu, r->j->uid);
   for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) add_user(users, &nu, j->uid);
-  unsigned slots = coop_slots(d);
+  return nu;
+}
+
+/* A user's share of the slots: ceil(slots / users with cooperative jobs
+ * running or waiting), at least 1. */
+static unsigned coop_share(const struct dev *d) {
+  unsigned nu = wanting_users(d), slots = coop_slots(d);
   return nu ? (slots + nu - 1) / nu : slots;
 }
 
@@ -192,11 +197,7 @@ static void share_width(struct dev *d) {
   if (d->slots_seq == d->caps_seq && workers == d->caps_workers) return;
   d->caps_seq = d->slots_seq;
   d->caps_workers = workers;
-  uint32_t users[64];
-  unsigned nu = 0;
-  for (const struct run *r = d->runs; r; r = r->next)
-    if (is_coop(r->j)) add_user(users, &nu, r->j->uid);
-  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) add_user(users, &nu, j->uid);
+  unsigned nu = wanting_users(d);
   unsigned share = nu > 1 ? (workers / nu ? workers / nu : 1) : 0;
   for (struct run *r = d->runs; r; r = r->next) {
     if (!is_coop(r->j)) continue;
