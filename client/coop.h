@@ -131,6 +131,8 @@ struct coop_job_status {
   char kernel[COOP_NAME_MAX];
   uint32_t groups, uid, pid;
   uint32_t instances_done, misses;
+  int32_t priority; /* coop_job_priority */
+  int suspended; /* 1 while a running cooperative job is suspended (docs/daemon.md, "Priority") */
 };
 
 /* A registered kernel (coop_kernels). */
@@ -164,6 +166,7 @@ struct coop_topjob {
   uint32_t m;       /* cooperative: its active count M now; otherwise groups */
   uint32_t workers; /* the worker workgroups it holds now (running or reserved) */
   uint32_t kills, forks;
+  int32_t priority; /* coop_job_priority */
 };
 
 struct coop_event {
@@ -241,6 +244,13 @@ int coop_job_detached(coop_job *j, int on);
 /* The device to run on: 0..ndevices-1 (coop_info), or COOP_ANY_DEVICE (the
  * default): the least loaded one with enough workers. */
 int coop_job_device(coop_job *j, int device);
+/* The job's priority: 0 by default; lower ones (down to COOP_PRIORITY_MIN)
+ * for anyone, higher ones up to what coopd allows the user ([limits]
+ * max_priority, priority_users; else the SUBMIT fails with COOP_EPERM). A
+ * job of higher priority that cannot get its workers has lower-priority
+ * cooperative jobs suspended until it ends (docs/daemon.md, "Priority").
+ * COOP_PRIORITY_MIN..COOP_PRIORITY_MAX (coop_limits.h). */
+int coop_job_priority(coop_job *j, int priority);
 /* A periodic job: one instance released every period_us until `count`
  * instances (0 = no limit) or `duration_ms` (0 = no limit), at least one of
  * them non-zero, and at most COOP_MAX_INSTANCES instances; an instance finishing later than its

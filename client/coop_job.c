@@ -41,6 +41,7 @@ struct coop_job {
   uint8_t flags;
   uint32_t groups, period_us, count, duration_ms, deadline_us;
   uint8_t device; /* COOP_WIRE_ANY_DEVICE or an index */
+  int32_t priority;
   unsigned nargs;
   struct jarg a[COOP_WIRE_MAX_ARGS];
   int err; /* the first error of a setter */
@@ -96,6 +97,15 @@ int coop_job_device(coop_job *j, int device) {
     return job_fail(j, COOP_EINVAL, "device %d: want 0..%u or COOP_ANY_DEVICE", device,
                     COOP_MAX_DEVICES - 1);
   j->device = device == COOP_ANY_DEVICE ? COOP_WIRE_ANY_DEVICE : (uint8_t)device;
+  return 0;
+}
+
+int coop_job_priority(coop_job *j, int priority) {
+  if (!j) return COOP_EINVAL;
+  if (priority < COOP_PRIORITY_MIN || priority > COOP_PRIORITY_MAX)
+    return job_fail(j, COOP_EINVAL, "priority %d: want %d..%d", priority, COOP_PRIORITY_MIN,
+                    COOP_PRIORITY_MAX);
+  j->priority = priority;
   return 0;
 }
 
@@ -329,6 +339,7 @@ static int build_submit(const coop_conn *c, const coop_job *j, struct coop_msg_s
   s->duration_ms = j->duration_ms;
   s->deadline_us = j->deadline_us;
   s->device = j->device;
+  s->priority = j->priority;
   s->nargs = (uint8_t)j->nargs;
   for (unsigned i = 0; i < j->nargs; i++) {
     const struct jarg *a = &j->a[i];

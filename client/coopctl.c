@@ -643,9 +643,24 @@ static int job_arg(coop_job *j, struct sargs *s, const char *arg) {
 }
 
 struct sopts {
-  const char *wg, *period, *count, *duration, *deadline, *timeout, *device;
+  const char *wg, *period, *count, *duration, *deadline, *timeout, *device, *priority;
   int coop, query, wait;
 };
+
+/* --priority P: COOP_PRIORITY_MIN..COOP_PRIORITY_MAX (coopd decides what
+ * this user may ask above 0). */
+static int parse_priority(const char *s, int *p) {
+  *p = 0;
+  if (!s) return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < COOP_PRIORITY_MIN || v > COOP_PRIORITY_MAX)
+    return ctl_usage("submit", "bad --priority %s (%d..%d)", s, COOP_PRIORITY_MIN,
+                     COOP_PRIORITY_MAX);
+  *p = (int)v;
+  return 0;
+}
 
 static int set_u32(const char *name, const char *s, uint32_t *v) {
   if (s && parse_u32(s, v)) return ctl_usage("submit", "bad --%s %s", name, s);
@@ -702,14 +717,16 @@ static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos,
     return ctl_usage("submit", "--count, --duration and --deadline need --period");
   if (period && !count && !duration)
     return ctl_usage("submit", "--period needs --count or --duration");
-  int dev;
+  int dev, prio;
   if ((r = parse_device("submit", o->device, &dev))) return r;
+  if ((r = parse_priority(o->priority, &prio))) return r;
   coop_job *j = coop_job_new(pos[0], wg);
   if (!j) return ctl_fail("submit", COOP_ENOMEM);
   coop_job_query_barrier(j, o->query);
   coop_job_detached(j, !o->wait); /* coopctl exits: the job must not go with it */
   coop_job_periodic(j, period, count, duration, deadline);
   coop_job_device(j, dev);
+  coop_job_priority(j, prio);
   for (int i = 1; i < npos && !r; i++) r = job_arg(j, s, pos[i]);
   /* the ARGs are checked first: a usage error needs no daemon */
   if (!r && s->outputs && !o->wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
@@ -763,6 +780,7 @@ static int cmd_submit(struct ctl *x, int argc, char **argv) {
                              {"duration", &o.duration, NULL},
                              {"deadline", &o.deadline, NULL},
                              {"device", &o.device, NULL},
+                             {"priority", &o.priority, NULL},
                              {0}};
   char *pos[COOP_MAX_ARGS + 2];
   int npos, r = ctl_parse(x, "submit", argc, argv, opts, pos, &npos, COOP_MAX_ARGS + 2);
@@ -788,7 +806,7 @@ static const struct cmd cmds[] = {
      cmd_kernels},
     {"submit", "submit a job; print its id, or with --wait its result",
      "submit KERNEL [--wg N] [--coop] [--query-barrier] [--period US (--count N | --duration MS)"
-     " [--deadline US]] [--device D] [--wait [--timeout MS]] [ARG...]",
+     " [--deadline US]] [--device D] [--priority P] [--wait [--timeout MS]] [ARG...]",
      "Submits a job running KERNEL on N workgroups and prints its id, or with --wait its\n"
      "result (exit status 0 only if it ends done; a progress line on a terminal).\n"
      "  --wg N            N workgroups: at most N for a cooperative kernel (default: every\n"
@@ -801,6 +819,9 @@ static const struct cmd cmds[] = {
      "  --deadline US     an instance finishing later than release + US is a miss\n"
      "                    (coopd refuses US below its [jobs] min_deadline_us)\n"
      "  --device D        run on device D (default: the least loaded one with N workers)\n"
+     "  --priority P      -100..100 (default 0); above 0 only as far as coopd's [limits]\n"
+     "                    allow this user. A job that cannot get its workers has running\n"
+     "                    cooperative jobs of lower priority suspended until it ends\n"
      "  --timeout MS      with --wait: give up after MS milliseconds (exit 1)\n"
      "ARGs, in the kernel's argument order:\n"
      "  u32:V i32:V u64:V i64:V f32:V f64:V   scalars (integers in decimal or 0x hex)\n"
@@ -814,8 +835,10 @@ static const struct cmd cmds[] = {
      "With --wait it is cancelled if coopctl dies first.\n",
      cmd_submit},
     {"status", "show one job, or all jobs this user may see", "status [JOB]",
-     "Shows one job, or every job this user may see (root: all), with its state,\n"
-     "kernel, workgroups, instances and deadline misses so far.\n",
+     "Shows one job, or every job this user may see (root: all), with its state\n"
+     "(\"suspended\": a running cooperative job whose workgroups a job of higher priority\n"
+     "or another user's share took; it resumes where it stopped), kernel, workgroups,\n"
+     "priority, instances and deadline misses so far.\n",
      cmd_status},
     {"wait", "wait for a job and print its result", "wait JOB [--timeout MS]",
      "Waits for a job (up to MS milliseconds) and prints its result: state, gather and\n"

@@ -165,21 +165,21 @@ static void json_status(const struct coop_job_status *s) {
   json_str(stdout, s->kernel);
   printf(
       ",\"cooperative\":%s,\"query_barrier\":%s,\"groups\":%u,\"uid\":%u,\"pid\":%u,"
-      "\"instances_done\":%u,\"misses\":%u}",
+      "\"instances_done\":%u,\"misses\":%u,\"priority\":%d,\"suspended\":%s}",
       s->cooperative ? "true" : "false", s->query_barrier ? "true" : "false", s->groups, s->uid,
-      s->pid, s->instances_done, s->misses);
+      s->pid, s->instances_done, s->misses, (int)s->priority, s->suspended ? "true" : "false");
 }
 
 static void status_table(const struct coop_job_status *s, size_t n, int active_only) {
-  printf("%-8s %-9s %-20s %6s %-17s %9s %6s %6s %7s\n", "JOB", "STATE", "KERNEL", "GROUPS", "KIND",
-         "INSTANCES", "MISSES", "UID", "PID");
+  printf("%-8s %-9s %-20s %6s %-17s %4s %9s %6s %6s %7s\n", "JOB", "STATE", "KERNEL", "GROUPS",
+         "KIND", "PRI", "INSTANCES", "MISSES", "UID", "PID");
   for (size_t i = 0; i < n; i++) {
     if (active_only && s[i].state != COOP_STATE_QUEUED && s[i].state != COOP_STATE_RUNNING)
       continue;
-    printf("%-8llu %-9s %-20s %6u %-17s %9u %6u %6u %7u\n", (unsigned long long)s[i].job,
-           coop_state_name(s[i].state), s[i].kernel, s[i].groups,
-           kind(s[i].cooperative, s[i].query_barrier), s[i].instances_done, s[i].misses, s[i].uid,
-           s[i].pid);
+    printf("%-8llu %-9s %-20s %6u %-17s %4d %9u %6u %6u %7u\n", (unsigned long long)s[i].job,
+           s[i].suspended ? "suspended" : coop_state_name(s[i].state), s[i].kernel, s[i].groups,
+           kind(s[i].cooperative, s[i].query_barrier), (int)s[i].priority, s[i].instances_done,
+           s[i].misses, s[i].uid, s[i].pid);
   }
 }
 
@@ -442,8 +442,8 @@ const char *top_sort_name(int sort) {
 }
 
 static void top_table(const struct top_view *v, const struct marks *mk) {
-  printf("%-8s %-2s %-9s %-20s %-7s %6s %6s %7s %5s %6s %6s\n", "JOB", "WG", "STATE", "KERNEL",
-         "KIND", "N", "M", "WORKERS", "UTIL%", "KILLS", "FORKS");
+  printf("%-8s %-2s %-9s %-20s %-7s %4s %6s %6s %7s %5s %6s %6s\n", "JOB", "WG", "STATE", "KERNEL",
+         "KIND", "PRI", "N", "M", "WORKERS", "UTIL%", "KILLS", "FORKS");
   struct coop_topjob *sorted = v->njobs ? malloc(v->njobs * sizeof *sorted) : NULL;
   if (sorted) {
     memcpy(sorted, v->jobs, v->njobs * sizeof *sorted);
@@ -455,19 +455,21 @@ static void top_table(const struct top_view *v, const struct marks *mk) {
   for (size_t i = 0; i < v->njobs; i++) {
     const struct coop_topjob *t = sorted ? &sorted[i] : &v->jobs[i];
     const struct coop_job_status *s = status_of(v, t->job);
-    printf("%-8llu %-2c %-9s %-20s %-7s %6u %6u %7u %5.1f %6u %6u\n", (unsigned long long)t->job,
-           job_mark(mk, t->job), coop_state_name(s ? s->state : COOP_STATE_RUNNING), t->kernel,
-           t->cooperative ? "coop" : "noncoop", t->groups, t->m, t->workers, util(v, t), t->kills,
-           t->forks);
+    printf("%-8llu %-2c %-9s %-20s %-7s %4d %6u %6u %7u %5.1f %6u %6u\n",
+           (unsigned long long)t->job, job_mark(mk, t->job),
+           coop_state_name(s ? s->state : COOP_STATE_RUNNING), t->kernel,
+           t->cooperative ? "coop" : "noncoop", (int)t->priority, t->groups, t->m, t->workers,
+           util(v, t), t->kills, t->forks);
   }
   free(sorted);
   /* queued jobs, and running ones TOP does not list (or no TOP at all) */
   for (size_t i = 0; i < v->nstatus; i++) {
     const struct coop_job_status *s = &v->status[i];
     if (!active(s) || (v->have_top && topjob_of(v, s->job))) continue;
-    printf("%-8llu %-2s %-9s %-20s %-7s %6u %6s %7s %5s %6s %6s\n", (unsigned long long)s->job, "-",
-           coop_state_name(s->state), s->kernel, s->cooperative ? "coop" : "noncoop", s->groups,
-           "-", "-", "-", "-", "-");
+    printf("%-8llu %-2s %-9s %-20s %-7s %4d %6u %6s %7s %5s %6s %6s\n", (unsigned long long)s->job,
+           "-", s->suspended ? "suspended" : coop_state_name(s->state), s->kernel,
+           s->cooperative ? "coop" : "noncoop", (int)s->priority, s->groups, "-", "-", "-", "-",
+           "-");
   }
 }
 
@@ -495,9 +497,9 @@ static void json_top(const struct top_view *v, const struct marks *mk) {
     json_str(stdout, t->kernel);
     printf(
         ",\"cooperative\":%s,\"groups\":%u,\"m\":%u,\"workers\":%u,\"util_percent\":%.1f,"
-        "\"kills\":%u,\"forks\":%u}",
+        "\"kills\":%u,\"forks\":%u,\"priority\":%d}",
         t->cooperative ? "true" : "false", t->groups, t->m, t->workers, util(v, t), t->kills,
-        t->forks);
+        t->forks, (int)t->priority);
   }
   printf("]}");
 }

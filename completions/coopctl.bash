@@ -31,7 +31,7 @@ _coopctl() {
   fi
   local opts=
   case $cmd in
-    submit) opts="--wg --coop --query-barrier --period --count --duration --deadline --device --wait --timeout" ;;
+    submit) opts="--wg --coop --query-barrier --period --count --duration --deadline --device --priority --wait --timeout" ;;
     wait) opts="--timeout" ;;
     top) opts="--interval --iterations --device" ;;
     metrics) opts="--out" ;;

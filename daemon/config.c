@@ -13,6 +13,7 @@
 
 #include "coop_rt.h"
 #include "log.h"
+#include "priority.h"
 #include "wire.h"
 
 #ifndef COOP_KERNEL_DIR
@@ -114,6 +115,8 @@ static const struct config_key keys[] = {
      1u << 20},
     {"limits", "max_detached_kept", K_UINT | K_LIVE, F(max_detached_kept), 1u << 20},
     {"limits", "max_buffers_per_uid", K_UINT | K_LIVE, F(max_buffers_per_uid), 1u << 20},
+    {"limits", "max_priority", K_UINT | K_LIVE, F(max_priority), COOP_PRIORITY_MAX},
+    {"limits", "priority_users", K_STR | K_LIVE, F(priority_users), 0},
     {"log", "level", K_LEVEL | K_LIVE, F(log_level), 0},
     {"log", "syslog", K_BOOL | K_LIVE, F(log_syslog), 0},
     {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
@@ -355,6 +358,7 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
     snprintf(err, errlen, "[metrics] max_connections_per_peer and request_timeout_ms must be > 0");
     return -1;
   }
+  if (priority_check(c->priority_users, err, errlen)) return -1;
   struct sockaddr_storage ss;
   return config_metrics_addr(c, &ss, err, errlen) < 0 ? -1 : 0;
 }
@@ -449,10 +453,10 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u) "
-           "buffers=%u; server: hello_timeout_ms=%u",
+           "buffers=%u max_priority=%u priority_users=\"%s\"; server: hello_timeout_ms=%u",
            c->max_clients_per_uid, c->max_jobs_per_uid, c->max_bytes_per_uid,
            c->max_detached_kept_per_uid, c->max_detached_kept, c->max_buffers_per_uid,
-           c->hello_timeout_ms);
+           c->max_priority, c->priority_users, c->hello_timeout_ms);
   line(b);
   snprintf(b, sizeof b, "jobs: reserve_percent=%u min_deadline_us=%u", c->reserve_percent,
            c->min_deadline_us);

@@ -30,13 +30,16 @@ struct config {
   unsigned max_jobs_per_client;
   unsigned long long max_bytes_per_client;
   unsigned max_finished_per_client;
-  /* per user (uid), over all its connections (issue 20 #4, #6-#9) */
+  /* per user (uid), over all its connections (docs/daemon.md, "Limits") */
   unsigned max_clients_per_uid;
   unsigned max_jobs_per_uid;            /* queued or running, detached included */
   unsigned long long max_bytes_per_uid; /* in flight, plus the inline results kept */
   unsigned max_detached_kept_per_uid;   /* finished DETACHED jobs whose client has gone */
   unsigned max_detached_kept;           /* the same over every user */
   unsigned max_buffers_per_uid;         /* device buffers, kept ones included */
+  /* job priorities (priority.c): what every uid may ask, and more for some */
+  unsigned max_priority;
+  char priority_users[1024]; /* "NAME:N", "UID:N", "@GROUP:N", separated by spaces or commas */
   /* [log] */
   int log_level;
   int log_syslog;

@@ -49,6 +49,7 @@ struct job {
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t flags;
   uint32_t groups, period_us, count, duration_ms, deadline_us;
+  int32_t priority; /* the SUBMIT's, within what its user may ask (priority.h) */
   unsigned nargs;
   struct job_arg args[COOP_WIRE_MAX_ARGS];
   /* a one-task job: when its client's next task like it is expected
@@ -73,6 +74,11 @@ struct job {
   /* device -> loop, while it runs: the cap on its workgroups (0: none) and
    * the users whose cooperative jobs share the width (dev_slot_cap) */
   _Atomic uint32_t slot_cap, slot_users;
+  /* device -> loop: 1 while its cooperative task is suspended for a job of
+   * higher priority or another user's share (dev_prio.c), and the
+   * priority of the job it was suspended for */
+  _Atomic uint8_t suspended;
+  _Atomic int32_t suspended_for;
 
   /* result: device thread until hand-back */
   int32_t error;
@@ -95,7 +101,8 @@ struct job {
   uint32_t inst_counted, misses_counted;
   /* device.c's queues (under its mutex) */
   struct job *dev_next;
-  int finished; /* handed back */
+  struct run *dev_run; /* device thread: its suspended run, while it waits to resume */
+  int finished;        /* handed back */
 
   /* COOP_TRACE_FILE only (trace.h): each field written by one thread,
    * trace.h says which; the device's before the hand-back */

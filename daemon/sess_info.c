@@ -134,6 +134,7 @@ void sess_top(struct session *s, uint32_t seq, const union coop_msg *m, int *fds
     t.workers = vj->workers;
     t.kills = vj->kills;
     t.forks = vj->forks;
+    t.priority = vj->priority;
     coop_wire_topjob_put(&jobs, &t);
     r.top.njobs++;
   }

@@ -9,6 +9,7 @@
 #include "coop_util.h"
 #include "journal.h"
 #include "log.h"
+#include "priority.h"
 #include "session.h"
 
 /* The job, or an ERROR sent and NULL. */
@@ -125,6 +126,21 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
                (unsigned long long)u->bytes, (unsigned long long)total);
     return COOP_ELIMIT;
   }
+  if (m->priority < COOP_PRIORITY_MIN || m->priority > COOP_PRIORITY_MAX) {
+    sess_error(s, seq, COOP_EINVAL, "priority %d: want %d..%d", (int)m->priority, COOP_PRIORITY_MIN,
+               COOP_PRIORITY_MAX);
+    return COOP_EINVAL;
+  }
+  if (m->priority > (int32_t)dm->cfg.max_priority) {
+    int most = priority_max(&dm->cfg, s->uid);
+    if (m->priority > most) {
+      sess_error(s, seq, COOP_EPERM,
+                 "priority %d: this user may ask at most %d ([limits] max_priority, "
+                 "priority_users)",
+                 (int)m->priority, most);
+      return COOP_EPERM;
+    }
+  }
   *bytes = total;
   return 0;
 }
@@ -221,14 +237,15 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
 
-/* A WAIT's ETIMEDOUT: the job is still running, or still queued, and
- * then, if it waits for a cooperative slot, behind how many jobs and who
- * holds the slots (docs/daemon.md, "Cooperative slots"). */
+/* A WAIT's ETIMEDOUT: the job is still running, or still queued (or
+ * suspended: docs/daemon.md, "Priority"), and then, if it waits for a
+ * cooperative slot, behind how many jobs and who holds the slots
+ * (docs/daemon.md, "Cooperative slots"). */
 static void still_running(struct session *s, uint32_t seq, const struct job *j) {
-  char why[200];
+  char why[320];
   if (j && !j->finished && dev_slot_wait(j, why, sizeof why))
-    return sess_error(s, seq, COOP_ETIMEDOUT, "job %llu is queued, %s", (unsigned long long)j->id,
-                      why);
+    return sess_error(s, seq, COOP_ETIMEDOUT, "job %llu is %s%s", (unsigned long long)j->id,
+                      atomic_load(&j->suspended) ? "" : "queued, ", why);
   if (j && !j->finished && dev_slot_cap(j, why, sizeof why))
     return sess_error(s, seq, COOP_ETIMEDOUT, "job %llu still running, %s",
                       (unsigned long long)j->id, why);
@@ -315,6 +332,8 @@ static void put_status(struct coop_wire_buf *b, const struct job *j) {
   st.pid = j->pid;
   st.instances_done = atomic_load(&j->instances_done);
   st.misses = atomic_load(&j->misses_so_far);
+  st.priority = j->priority;
+  st.suspended = atomic_load(&j->suspended);
   coop_wire_status_put(b, &st);
 }
 

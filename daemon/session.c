@@ -195,6 +195,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
   j->count = m->count;
   j->duration_ms = m->duration_ms;
   j->deadline_us = m->deadline_us;
+  j->priority = m->priority;
   j->nargs = m->nargs;
   j->bytes = bytes;
   for (unsigned i = 0; i < m->nargs; i++) {

@@ -19,5 +19,7 @@
 #define COOP_MAX_DEVICES 8       /* devices of one daemon */
 #define COOP_MAX_INSTANCES 65536 /* instances of one periodic job */
 #define COOP_MAX_BOUNDS 32       /* upper bounds of the gather histogram */
+#define COOP_PRIORITY_MIN (-100) /* a job's priority: COOP_PRIORITY_MIN.. */
+#define COOP_PRIORITY_MAX 100    /* ..COOP_PRIORITY_MAX, 0 by default */
 
 #endif /* COOP_LIMITS_H */

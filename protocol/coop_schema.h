@@ -71,7 +71,7 @@
 #define COOP_SCHEMA_SUBMIT(XX) \
   XX(NAME, kernel, 0) XX(FLAGS, flags, 0) XX(U32, groups, 0) \
   XX(U32, period_us, 0) XX(U32, count, 0) XX(U32, duration_ms, 0) XX(U32, deadline_us, 0) \
-  XX(U8, device, 0) XX(COUNT8, nargs, COOP_MAX_ARGS)
+  XX(U8, device, 0) XX(I32, priority, 0) XX(COUNT8, nargs, COOP_MAX_ARGS)
 
 /* ACCEPTED, STATUS, CANCEL; WAIT adds its timeout (struct coop_msg_job). */
 #define COOP_SCHEMA_JOB(XX) XX(U64, job, 0)
@@ -107,7 +107,7 @@
 #define COOP_SCHEMA_STATUS(XX) \
   XX(U64, job, 0) XX(STATE, state, 0) XX(FLAGS, flags, 0) XX(NAME, kernel, 0) \
   XX(U32, groups, 0) XX(U32, uid, 0) XX(U32, pid, 0) XX(U32, instances_done, 0) \
-  XX(U32, misses, 0)
+  XX(U32, misses, 0) XX(I32, priority, 0) XX(BOOL, suspended, 0)
 
 /* RESULT: then ninst x COOP_SCHEMA_INST records, and the inline OUT
  * buffers (u8 nbuf, nbuf x (u8 arg, blob data)). */
@@ -154,7 +154,8 @@
 #define COOP_SCHEMA_WG(XX) XX(WGSTATE, state, 0) XX(U64, job, 0)
 #define COOP_SCHEMA_TOPJOB(XX) \
   XX(U64, job, 0) XX(NAME, kernel, 0) XX(BOOL, cooperative, 0) \
-  XX(U32, groups, 0) XX(U32, m, 0) XX(U32, workers, 0) XX(U32, kills, 0) XX(U32, forks, 0)
+  XX(U32, groups, 0) XX(U32, m, 0) XX(U32, workers, 0) XX(U32, kills, 0) XX(U32, forks, 0) \
+  XX(I32, priority, 0)
 /* clang-format on */
 
 /* ---- what the lists generate ---- */

@@ -1,5 +1,5 @@
 /*
- * wire.h: the coop wire protocol, version 3 (COOP_WIRE_VERSION; PROTOCOL.md).
+ * wire.h: the coop wire protocol, version 4 (COOP_WIRE_VERSION; PROTOCOL.md).
  *
  * A frame is a 16-byte header and a payload, all integers big-endian:
  *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
@@ -35,7 +35,7 @@
 #include "coop_schema.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
-#define COOP_WIRE_VERSION 3u        /* the only version this code speaks */
+#define COOP_WIRE_VERSION 4u        /* the only version this code speaks */
 #define COOP_WIRE_HDR 16u
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */

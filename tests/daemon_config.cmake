@@ -158,6 +158,12 @@ run(metrics_listen_v6_any 1 "\"\\[::\\]:9464\" is not a loopback address"
   "[metrics]\nlisten = [::]:9464\n" ${std})
 run(metrics_timeout_zero 1 "\\[metrics\\] max_connections and timeout_ms must be > 0"
   "[metrics]\nlisten = 127.0.0.1:9464\ntimeout_ms = 0\n" ${std})
+run(priority_users_bad 1 "\\[limits\\] priority_users: \"alice @:3\": want entries NAME:N"
+  "[limits]\npriority_users = alice @:3\n" ${std})
+run(priority_users_over_100 1 "\\[limits\\] priority_users: \"bob:101\""
+  "[limits]\npriority_users = bob:101\n" ${std})
+run(max_priority_over_100 1 "\\[limits\\] max_priority: bad value \"101\""
+  "[limits]\nmax_priority = 101\n" ${std})
 run(metrics_allow_remote_bad 1 "\\[metrics\\] allow_remote: bad value \"perhaps\""
   "[metrics]\nallow_remote = perhaps\n" ${std})
 

@@ -250,9 +250,9 @@ static void seed_records(union coop_msg *m, uint16_t type, struct seedrecs *r) {
                                      {COOP_WG_FREE, 0},
                                      {COOP_WG_RUNNING, 4}};
     for (unsigned i = 0; i < sizeof w / sizeof w[0]; i++) coop_wire_wg_put(&r->wgs, &w[i]);
-    struct coop_wire_topjob j = {3, "bfs", 1, 4, 1, 2, 3, 1};
+    struct coop_wire_topjob j = {3, "bfs", 1, 4, 1, 2, 3, 1, 2};
     coop_wire_topjob_put(&r->jobs, &j);
-    j = (struct coop_wire_topjob){4, "render", 0, 1, 1, 1, 0, 0};
+    j = (struct coop_wire_topjob){4, "render", 0, 1, 1, 1, 0, 0, -3};
     coop_wire_topjob_put(&r->jobs, &j);
     m->top = (struct coop_msg_top_reply){5, r->wgs.p,  (uint32_t)r->wgs.len,
                                          2, r->jobs.p, (uint32_t)r->jobs.len};

@@ -250,7 +250,7 @@ static void s_refuse_version(struct fake *f, struct fconn *c) {
   ff_free(&fr);
 }
 
-static void s_welcome_v4(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 4); }
+static void s_welcome_v5(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 5); }
 
 START_TEST(version_refused) {
   struct fake f;
@@ -262,9 +262,9 @@ START_TEST(version_refused) {
   fake_end(&f);
   ck_assert_str_eq(f.hello_name, "libcoop");
   /* a reply framed in another version */
-  fake_start(&f, s_welcome_v4);
+  fake_start(&f, s_welcome_v5);
   ck_assert_int_eq(coop_connect(&c, f.path, NULL), COOP_EVERSION);
-  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "version 4"));
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "version 5"));
   fake_end(&f);
 }
 END_TEST
@@ -920,8 +920,8 @@ static void reply_top(struct fconn *c, uint32_t seq) {
     struct coop_wire_wg free_wg = {COOP_WG_FREE, 0};
     ck_assert_int_eq(coop_wire_wg_put(&w, i < 5 ? &wg[i] : &free_wg), 0);
   }
-  const struct coop_wire_topjob tj[] = {{3, "bfs", 1, 4, 2, 3, 5, 1},
-                                        {4, "render", 0, 1, 1, 1, 0, 0}};
+  const struct coop_wire_topjob tj[] = {{3, "bfs", 1, 4, 2, 3, 5, 1, 7},
+                                        {4, "render", 0, 1, 1, 1, 0, 0, -2}};
   for (unsigned i = 0; i < 2; i++) ck_assert_int_eq(coop_wire_topjob_put(&j, &tj[i]), 0);
   union coop_msg m = {0};
   m.top = (struct coop_msg_top_reply){TOP_WGS, w.p, (uint32_t)w.len, 2, j.p, (uint32_t)j.len};
@@ -979,8 +979,10 @@ START_TEST(top_request) {
   ck_assert_uint_eq(tj[0].workers, 3);
   ck_assert_uint_eq(tj[0].kills, 5);
   ck_assert_uint_eq(tj[0].forks, 1);
+  ck_assert_int_eq(tj[0].priority, 7);
   ck_assert_str_eq(tj[1].kernel, "render");
   ck_assert_int_eq(tj[1].cooperative, 0);
+  ck_assert_int_eq(tj[1].priority, -2);
   free(wg);
   free(tj);
   /* nothing on the device: empty lists */
@@ -1324,10 +1326,16 @@ static const char top_text[] =
     "legend    A job 3 bfs  B job 4 render\n"
     "          a-z reserved for A-Z, # another user's, . free\n"
     "\n"
-    "JOB      WG STATE     KERNEL               KIND         N      M WORKERS UTIL%  KILLS  FORKS\n"
-    "3        A  running   bfs                  coop         4      2       3   4.3      5      1\n"
-    "4        B  running   render               noncoop      1      1       1   1.4      0      0\n"
-    "5        -  queued    sweep                coop         8      -       -     -      -      "
+    "JOB      WG STATE     KERNEL               KIND     PRI      N      M WORKERS UTIL%  KILLS  "
+    "FORKS\n"
+    "3        A  running   bfs                  coop       7      4      2       3   4.3      5    "
+    "  "
+    "1\n"
+    "4        B  running   render               noncoop   -2      1      1       1   1.4      0    "
+    "  "
+    "0\n"
+    "5        -  queued    sweep                coop       0      8      -       -     -      -    "
+    "  "
     "-\n";
 
 START_TEST(coopctl_top) {
@@ -1358,11 +1366,11 @@ START_TEST(coopctl_top) {
                                "\"workgroups\":[{\"state\":\"running\",\"job\":3},"
                                "{\"state\":\"running\",\"job\":3},{\"state\":\"reserved\","
                                "\"job\":3},{\"state\":\"other\",\"job\":null},"));
-  ck_assert_ptr_nonnull(
-      strstr(out,
-             "\"jobs\":[{\"job\":3,\"mark\":\"A\",\"kernel\":\"bfs\","
-             "\"cooperative\":true,\"groups\":4,\"m\":2,\"workers\":3,"
-             "\"util_percent\":4.3,\"kills\":5,\"forks\":1},{\"job\":4,\"mark\":\"B\""));
+  ck_assert_ptr_nonnull(strstr(
+      out,
+      "\"jobs\":[{\"job\":3,\"mark\":\"A\",\"kernel\":\"bfs\","
+      "\"cooperative\":true,\"groups\":4,\"m\":2,\"workers\":3,"
+      "\"util_percent\":4.3,\"kills\":5,\"forks\":1,\"priority\":7},{\"job\":4,\"mark\":\"B\""));
   ck_assert_ptr_nonnull(strstr(out, "\"job\":5,\"state\":\"queued\""));
   ck_assert_ptr_null(strstr(out, "\"job\":2,")); /* done: not shown */
   ck_assert_ptr_null(strstr(out, "\"note\""));
@@ -1461,13 +1469,16 @@ START_TEST(coopctl_top_old_daemon) {
   const char *note =
       "note: this coopd does not answer TOP (an older daemon?): no workgroup map (bad UNKNOWN "
       "frame: malformed message)\n\n"
-      "JOB      WG STATE     KERNEL               KIND         N      M WORKERS UTIL%  KILLS  "
+      "JOB      WG STATE     KERNEL               KIND     PRI      N      M WORKERS UTIL%  KILLS  "
       "FORKS\n"
-      "3        -  running   bfs                  coop         4      -       -     -      -      "
+      "3        -  running   bfs                  coop       0      4      -       -     -      -  "
+      "    "
       "-\n"
-      "4        -  running   render               noncoop      1      -       -     -      -      "
+      "4        -  running   render               noncoop    0      1      -       -     -      -  "
+      "    "
       "-\n"
-      "5        -  queued    sweep                coop         8      -       -     -      -      "
+      "5        -  queued    sweep                coop       0      8      -       -     -      -  "
+      "    "
       "-\n";
   char *first = strstr(out, note);
   ck_assert_msg(first != NULL, "no note in:\n%s", out);

@@ -480,12 +480,12 @@ END_TEST
 
 /* The worked example of PROTOCOL.md, byte for byte. */
 START_TEST(hello_bytes) {
-  union coop_msg m = {.hello = {3, 3, "coopctl"}};
+  union coop_msg m = {.hello = {4, 4, "coopctl"}};
   struct coop_wire_buf b;
   coop_wire_buf_init(&b);
   encode_ok(&b, COOP_MSG_HELLO, 1, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x03, 0x00, 0x01, 0x00, 0x00,
-                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x03, 0x00, 0x03,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00,
+                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x04, 0x00, 0x04,
                           0x00, 0x07, 'c',  'o',  'o',  'p',  'c',  't',  'l'};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
@@ -625,24 +625,24 @@ START_TEST(top_reply_bytes) {
   const struct coop_wire_wg wg[] = {
       {COOP_WG_RUNNING, 3}, {COOP_WG_RESERVED, 3}, {COOP_WG_OTHER, 0}, {COOP_WG_FREE, 0}};
   for (unsigned i = 0; i < 4; i++) ck_assert_int_eq(coop_wire_wg_put(&w, &wg[i]), 0);
-  struct coop_wire_topjob tj = {3, "bfs", 1, 2, 1, 2, 1, 0};
+  struct coop_wire_topjob tj = {3, "bfs", 1, 2, 1, 2, 1, 0, 0};
   ck_assert_int_eq(coop_wire_topjob_put(&j, &tj), 0);
   union coop_msg m = {.top = {4, w.p, (uint32_t)w.len, 1, j.p, (uint32_t)j.len}};
   encode_ok(&b, COOP_MSG_TOP_REPLY, 5, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x03, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05,
-                          0x00, 0x00, 0x00, 0x4e, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00,
-                          0x00, 0x00, 0x00, 0x00, 0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                          0x00, 0x03, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-                          0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
-                          0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x03, 'b',  'f',
-                          's',  0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
-                          0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00};
+  const uint8_t want[] = {
+      0x43, 0x4f, 0x4f, 0x50, 0x00, 0x04, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
+      0x00, 0x52, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x03, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x00, 0x03,
+      'b',  'f',  's',  0x01, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+      0x00, 0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
   /* TOP itself is the header and the device */
   coop_wire_buf_free(&b);
   encode_ok(&b, COOP_MSG_TOP, 5, NULL);
-  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 3, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
+  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 4, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
   ck_assert_uint_eq(b.len, sizeof top);
   ck_assert_mem_eq(b.p, top, sizeof top);
   coop_wire_buf_free(&w), coop_wire_buf_free(&j), coop_wire_buf_free(&b);
@@ -847,7 +847,7 @@ END_TEST
 static void submit_head(struct pb *p, uint8_t flags, uint8_t nargs) {
   pb_str(p, "k", 1), pb_be(p, flags, 1);
   for (int i = 0; i < 5; i++) pb_be(p, 1, 4);
-  pb_be(p, COOP_WIRE_ANY_DEVICE, 1), pb_be(p, nargs, 1);
+  pb_be(p, COOP_WIRE_ANY_DEVICE, 1), pb_be(p, 0, 4) /* priority */, pb_be(p, nargs, 1);
 }
 
 static void buf_arg_pb(struct pb *p, uint8_t dir, uint8_t fd, uint64_t size, uint32_t len) {
@@ -953,6 +953,7 @@ END_TEST
 static void status_rec(struct pb *p, uint8_t state, uint8_t flags) {
   pb_be(p, 5, 8), pb_be(p, state, 1), pb_be(p, flags, 1), pb_str(p, "k", 1);
   for (int i = 0; i < 5; i++) pb_be(p, 1, 4);
+  pb_be(p, 0xfffffffbu, 4), pb_be(p, 1, 1); /* priority -5, suspended */
 }
 
 START_TEST(reject_status_records) {
@@ -1003,7 +1004,7 @@ static void wg_rec(struct pb *p, uint8_t state, uint64_t job) {
 
 static void topjob_rec(struct pb *p, const char *kernel, size_t n, uint8_t coop) {
   pb_be(p, 9, 8), pb_str(p, kernel, n), pb_be(p, coop, 1);
-  for (int i = 0; i < 5; i++) pb_be(p, 2, 4);
+  for (int i = 0; i < 6; i++) pb_be(p, 2, 4); /* groups, m, workers, kills, forks, priority */
 }
 
 /* A TOP_REPLY whose workgroup records are fine: a free one and a job's. */
@@ -1419,7 +1420,7 @@ START_TEST(record_puts_refuse) {
   coop_wire_buf_free(&b);
   strcpy(j.kernel, "bfs");
   ck_assert_int_eq(coop_wire_topjob_put(&b, &j), 0);
-  ck_assert_uint_eq(b.len, 8 + 2 + 3 + 1 + 20);
+  ck_assert_uint_eq(b.len, 8 + 2 + 3 + 1 + 24);
   coop_wire_buf_free(&b);
 }
 END_TEST

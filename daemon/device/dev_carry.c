@@ -15,6 +15,7 @@
  * period, then cancelled. Device thread only.
  */
 #define _GNU_SOURCE /* memfd_create */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,19 +31,30 @@ static int same_kernel(const struct kdef *a, const struct kdef *b) {
          !strcmp(a->source, b->source);
 }
 
-static int carriable(struct dev *d, const struct run *r) {
-  const struct job *j = r->j;
-  if (!(j->flags & COOP_SUBMIT_COOPERATIVE) || dev__periodic(j) || r->ninflight != 1) return 0;
+static int has_devbufs(const struct job *j) {
   for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && j->args[i].devbuf_id) return 0;
+    if (j->args[i].type == COOP_ARG_BUF && j->args[i].devbuf_id) return 1;
+  return 0;
+}
+
+/* Whether j's kernel is the same in the set the reload brings. */
+static int kernel_stays(struct dev *d, const struct job *j) {
   pthread_mutex_lock(&d->mu);
   const struct kset *next = d->swap_ks;
   pthread_mutex_unlock(&d->mu);
   return next && same_kernel(kset_find(d->ks, j->kernel), kset_find(next, j->kernel));
 }
 
+static int carriable(struct dev *d, const struct run *r) {
+  const struct job *j = r->j;
+  if (!(j->flags & COOP_SUBMIT_COOPERATIVE) || dev__periodic(j) || r->ninflight != 1) return 0;
+  return !has_devbufs(j) && kernel_stays(d, j);
+}
+
 void dev__carry_request(struct dev *d, struct run *r) {
-  if (r->moving || !d->rt || !carriable(d, r)) return;
+  /* one suspending for a job of higher priority waits in coop_wait, and
+   * dev__carry_suspended takes it across from there */
+  if (r->moving || r->suspending || !d->rt || !carriable(d, r)) return;
   if (dp_suspend(d->rt, r->task[0]) == 0) r->moving = 1;
 }
 
@@ -81,6 +93,9 @@ int dev__carry_out(struct dev *d, struct run *r) {
   if (e || breach >= 0) {
     dev__fail(j, e ? e : COOP_EFAULT, "could not carry it across the kernel reload: %s",
               e ? coop_strerror(e) : "a guard zone was overwritten");
+    if (r->state_fd >= 0) close(r->state_fd);
+    if (r->carry_fd >= 0) close(r->carry_fd);
+    r->state_fd = r->carry_fd = -1;
     r->moving = 0;
     return -1;
   }
@@ -92,6 +107,35 @@ int dev__carry_out(struct dev *d, struct run *r) {
   return 0;
 }
 
+int dev__resume_run(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  if (dev__resolve(d, j)) return j->error;
+  int e = 0;
+  if (r->carry_fd >= 0) { /* its buffers left the old device process */
+    struct dp_buf b[COOP_WIRE_MAX_ARGS];
+    unsigned n = carry_bufs(j, b, r->carry_fd, 1);
+    e = n ? dp_stage(d->rt, b, n) : 0;
+    for (unsigned i = 0, k = 0; e == 0 && i < j->nargs; i++)
+      if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
+  }
+  struct coop_rt_task_desc td;
+  dev__task_desc(d, j, r, &td);
+  coop_task_id id = 0;
+  if (e == 0) e = dp_resume(d->rt, &td, r->state_fd, &id);
+  close(r->state_fd);
+  if (r->carry_fd >= 0) close(r->carry_fd);
+  r->state_fd = r->carry_fd = -1;
+  if (e) {
+    dev__fail(j, e, "could not resume it: %s", coop_strerror(e));
+    return e;
+  }
+  r->task[0] = id;
+  r->ninflight = 1;
+  r->moving = 0;
+  r->cap_told = r->cap;
+  return 0;
+}
+
 /* One carried run into the new device process: 0, or the job failed. */
 static int carry_in_one(struct dev *d, struct run *r) {
   struct job *j = r->j;
@@ -99,27 +143,50 @@ static int carry_in_one(struct dev *d, struct run *r) {
     dev__fail(j, COOP_ESHUTDOWN, "%s", "cancelled: the daemon is shutting down");
     return -1;
   }
-  if (dev__resolve(d, j)) return -1;
-  struct dp_buf b[COOP_WIRE_MAX_ARGS];
-  unsigned n = carry_bufs(j, b, r->carry_fd, 1);
-  int e = n ? dp_stage(d->rt, b, n) : 0;
-  if (e == 0)
-    for (unsigned i = 0, k = 0; i < j->nargs; i++)
-      if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
-  struct coop_rt_task_desc td;
-  dev__task_desc(d, j, r, &td);
-  coop_task_id id = 0;
-  if (e == 0) e = dp_resume(d->rt, &td, r->state_fd, &id);
-  if (e) {
-    dev__fail(j, e, "could not resume it after the kernel reload: %s", coop_strerror(e));
-    return -1;
-  }
-  r->task[0] = id;
-  r->ninflight = 1;
-  r->moving = 0;
-  r->cap_told = r->cap;
+  if (dev__resume_run(d, r)) return -1;
   log_info("job %llu (%s): resumed in the new megakernel", (unsigned long long)j->id, j->kernel);
   return 0;
+}
+
+/* A suspended job's buffers out of the old device process into a memfd
+ * (dev__resume_run stages them into the new one): 0, or -1 (the job
+ * failed). */
+static int carry_suspended_one(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  if (has_devbufs(j) || !kernel_stays(d, j)) {
+    atomic_store(&j->state, COOP_JOB_CANCELLED);
+    j->error = COOP_ECANCELED;
+    snprintf(j->message, sizeof j->message,
+             "cancelled: suspended when the daemon reloaded its kernels, and %s",
+             has_devbufs(j) ? "its device buffers do not move to the new megakernel"
+                            : "the new set changed or removed its kernel");
+    return -1;
+  }
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
+  unsigned n = r->carry_fd < 0 ? 0 : carry_bufs(j, b, r->carry_fd, 0);
+  int breach = -1;
+  int e = r->carry_fd < 0 ? COOP_ENOMEM : n ? dp_unstage(d->rt, b, n, 0, &breach) : 0;
+  if (e || breach >= 0) {
+    dev__fail(j, e ? e : COOP_EFAULT, "could not carry it across the kernel reload: %s",
+              e ? coop_strerror(e) : "a guard zone was overwritten");
+    return -1;
+  }
+  for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+  return 0;
+}
+
+void dev__carry_suspended(struct dev *d) {
+  for (struct job **p = &d->coop_wait_head; *p;) {
+    struct job *j = *p;
+    struct run *r = j->dev_run;
+    if (!r || r->carry_fd >= 0 || !d->rt || carry_suspended_one(d, r) == 0) {
+      p = &j->dev_next;
+      continue;
+    }
+    dev__coop_wait_remove(d, p);
+    dev__drop_suspended(d, j);
+  }
 }
 
 void dev__carry_in(struct dev *d) {
@@ -127,8 +194,8 @@ void dev__carry_in(struct dev *d) {
     struct run *r = d->carried;
     d->carried = r->next;
     int e = carry_in_one(d, r);
-    close(r->state_fd);
-    close(r->carry_fd);
+    if (r->state_fd >= 0) close(r->state_fd);
+    if (r->carry_fd >= 0) close(r->carry_fd);
     r->state_fd = r->carry_fd = -1;
     if (e) {
       dev__finish_job(d, r);

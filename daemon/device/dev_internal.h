@@ -41,6 +41,15 @@ struct run {
   /* across a reload (dev_carry.c): 1 asked to suspend, 2 carried (off
    * d->runs, its saved state and buffers in these memfds) */
   int moving, state_fd, carry_fd;
+  /* priority (dev_prio.c): asked to suspend for a job of higher priority
+   * or another user's share, and for which priority (INT32_MIN: a share);
+   * suspended since (its job back in coop_wait, this run its dev_run);
+   * to be resumed by its next pass; a non-cooperative run that had
+   * cooperative jobs suspended for its workers (they wait until it ends) */
+  int suspending;
+  int32_t suspend_for;
+  int64_t suspended_at;
+  int resuming, preempting;
   struct run *next;
 };
 
@@ -166,9 +175,42 @@ void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
 void dev__carry_request(struct dev *d, struct run *r);
 int dev__carry_out(struct dev *d, struct run *r);
 void dev__carry_in(struct dev *d);
+/* Before the swap: each suspended job waiting in coop_wait has its
+ * buffers copied out of the old device process (or fails, when the new
+ * set changed its kernel). */
+void dev__carry_suspended(struct dev *d);
+/* A suspended run's task again from its saved state (r->state_fd), its
+ * buffers staged first if they were carried (r->carry_fd): 0, or the
+ * coop code (the job failed with it). */
+int dev__resume_run(struct dev *d, struct run *r);
 /* A run ended (or was lost): the job's final state, its buffers back, and
  * the job handed back. */
 void dev__finish_job(struct dev *d, struct run *r);
+
+/* dev_prio.c */
+/* Suspends what a waiting job of higher priority, a non-cooperative run
+ * of higher priority that lacks workers, or a user below its share of the
+ * slots needs: one cooperative run at a time per need. */
+void dev__preempt(struct dev *d);
+/* r's task, asked to suspend by dev__preempt, is SUSPENDED: its state
+ * saved, the task released, its job back in coop_wait (first) with r as
+ * its dev_run. 0, or -1: the job failed (r stays on d->runs, finished). */
+int dev__suspend_out(struct dev *d, struct run *r);
+/* Whether a job of priority p waits for a non-cooperative run of higher
+ * priority that had cooperative jobs suspended (DEV_SLOT_PRIORITY). */
+int dev__prio_blocked(const struct dev *d, int32_t p);
+/* A suspended job that leaves coop_wait without running again (cancelled,
+ * a stop, a restart that took its buffers, a reload that changed its
+ * kernel): its run finished with j's state as set (or CANCELLED). */
+void dev__drop_suspended(struct dev *d, struct job *j);
+/* A run taken from coop_wait to run on (dev_slots.c put it back on
+ * d->runs, `resuming`): its task again from the saved state. 0, or -1:
+ * the job failed. */
+int dev__resume_suspended(struct dev *d, struct run *r);
+/* The device process is gone with the buffers of the suspended jobs that
+ * were not carried: their runs back on d->runs, to be lost or run again
+ * from the start with the others (dev__restart). */
+void dev__unsuspend_lost(struct dev *d);
 
 /* dev_stage.c */
 /* Arena copies of the job's buffers, IN data copied in: 0, or -1 with
@@ -197,12 +239,21 @@ int dev__check_bufs(struct dev *d, struct job *j);
 #define DEV_SLOT_SHARE 2u
 #define DEV_SLOT_KEPT 3u
 #define DEV_SLOT_RELOAD 4u
+#define DEV_SLOT_PRIORITY 5u
 /* A job taken from the in queue (or after a restart) to start: a
  * cooperative one through the slots' queue, any other at once. */
 void dev__start_job(struct dev *d, struct job *j);
 /* Starts the waiting cooperative jobs that may start; hands back the ones
  * cancelled (or all, at a stop) while waiting. */
 void dev__pump_coop_wait(struct dev *d);
+/* *p (a link of coop_wait) taken off the queue. */
+void dev__coop_wait_remove(struct dev *d, struct job **p);
+/* The running cooperative jobs (of uid, unless NULL) and the workers they
+ * may hold together (coop_slots); the users whose cooperative jobs run or
+ * wait; a user's share of the slots. */
+unsigned dev__coop_running(const struct dev *d, const uint32_t *uid);
+unsigned dev__coop_slots(const struct dev *d);
+unsigned dev__coop_share(const struct dev *d);
 
 /* dev_watch.c */
 /* The watchdog's look at one run. */

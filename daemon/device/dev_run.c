@@ -200,6 +200,7 @@ void dev__start_now(struct dev *d, struct job *j) {
     return;
   }
   r->j = j;
+  r->state_fd = r->carry_fd = -1; /* none: dev_carry.c, dev_prio.c */
   r->t0 = r->next_release = coop__now_ns();
   j->m_min = UINT32_MAX;
   j->t.gather_ns = j->t.exec_ns = -1;
@@ -372,9 +373,12 @@ void dev__finish_job(struct dev *d, struct run *r) {
 }
 
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished,
- * 2 when suspended to be carried across a reload (dev_carry.c). */
+ * 2 when suspended to be carried across a reload (dev_carry.c), 3 when
+ * suspended for a job of higher priority or a share (dev_prio.c: its job
+ * waits in coop_wait). */
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   struct job *j = r->j;
+  if (r->resuming && dev__resume_suspended(d, r)) return 1;
   if (d->stop_now && now >= d->stop_at) atomic_store(&j->cancel, 1);
   if (d->swap_now) dev__carry_request(d, r);
   if (d->swap_now && now >= d->swap_at && !r->moving) atomic_store(&j->cancel, 1);
@@ -405,6 +409,8 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     int got = r->ended ? (ti = r->end_info, 1) : dp_task_info(d->rt, r->task[i], &ti) == 0;
     if (got && ti.state == COOP_TASK_SUSPENDED && r->moving == 1 && dev__carry_out(d, r) == 0)
       return 2; /* carried across the reload */
+    if (got && ti.state == COOP_TASK_SUSPENDED && r->suspending && dev__suspend_out(d, r) == 0)
+      return 3; /* back in coop_wait */
     if (got && ti.state >= COOP_TASK_DONE) {
       record(d, r, i, coop__now_ns()); /* moves the last slot into i */
     } else {

@@ -4,18 +4,21 @@
  * A running cooperative kernel keeps at least one workgroup: the scheduler
  * never asks for its last. So cooperative jobs could pin every worker at
  * M = 1 and starve every non-cooperative task. They therefore run on at
- * most coop_slots() workers: the usable ones less [jobs] reserve_percent of
+ * most dev__coop_slots() workers: the usable ones less [jobs] reserve_percent of
  * them (rounded up), at least one. Beyond that a cooperative job waits in
  * `coop_wait`.
  *
- * A slot, once given, is held until the job ends (taking it back would need
- * the kernel suspended), so what one user may hold is bounded when it is
- * given (docs/daemon.md, "Cooperative slots"):
+ * A slot, once given, is held until the job ends or is suspended
+ * (dev_prio.c: for a job of higher priority, or for a user below its
+ * share), so what one user may hold is bounded when it is given
+ * (docs/daemon.md, "Cooperative slots"):
  *  - a waiting job starts only while its user holds fewer than its share,
  *    ceil(slots / users with cooperative jobs running or waiting);
- *  - the last free slot goes only to a user who holds none: a user alone
- *    never takes every slot, so another user's job finds one at once
- *    (with one slot there is nothing to keep).
+ *  - a user alone never takes the last free slot, so another user's job
+ *    finds one at once (with one slot there is nothing to keep); once
+ *    several users want slots, one below its share may take it, and a
+ *    user who finds every slot held has the newest job of a user above
+ *    its share suspended (dev_prio.c).
  * Of the jobs that may start, the one whose user holds the fewest goes
  * first, then the one whose user was served longest ago, then the oldest.
  * The width is shared as well: while several users' cooperative jobs run
@@ -24,6 +27,7 @@
  * many jobs go before it in that order and who holds the slots; a WAIT
  * that times out says so. Device thread only, but dev_slot_wait.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,13 +36,13 @@
 static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
 
 /* Workers cooperative jobs may run on together (see the top). */
-static unsigned coop_slots(const struct dev *d) {
+unsigned dev__coop_slots(const struct dev *d) {
   unsigned usable = atomic_load(&d->workers);
   unsigned reserve = (usable * d->cfg->reserve_percent + 99) / 100;
   return usable > reserve ? usable - reserve : 1;
 }
 
-static unsigned coop_running(const struct dev *d, const uint32_t *uid) {
+unsigned dev__coop_running(const struct dev *d, const uint32_t *uid) {
   unsigned n = 0;
   for (const struct run *r = d->runs; r; r = r->next)
     n += is_coop(r->j) && (!uid || r->j->uid == *uid);
@@ -63,19 +67,40 @@ static unsigned wanting_users(const struct dev *d) {
 
 /* A user's share of the slots: ceil(slots / users with cooperative jobs
  * running or waiting), at least 1. */
-static unsigned coop_share(const struct dev *d) {
-  unsigned nu = wanting_users(d), slots = coop_slots(d);
+unsigned dev__coop_share(const struct dev *d) {
+  unsigned nu = wanting_users(d), slots = dev__coop_slots(d);
   return nu ? (slots + nu - 1) / nu : slots;
+}
+
+/* The highest priority of other users' cooperative jobs running or
+ * waiting here (COOP_PRIORITY_MIN - 1: none). */
+static int32_t others_priority(const struct dev *d, uint32_t uid) {
+  int32_t p = COOP_PRIORITY_MIN - 1;
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (is_coop(r->j) && r->j->uid != uid && r->j->priority > p) p = r->j->priority;
+  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next)
+    if (j->uid != uid && j->priority > p) p = j->priority;
+  return p;
 }
 
 /* Why a job of a user holding `mine` may not take a slot now (a
  * DEV_SLOT_* code), or 0 when it may. */
-static unsigned slot_refusal(const struct dev *d, unsigned running, unsigned mine, unsigned share) {
-  unsigned slots = coop_slots(d);
+static unsigned slot_refusal(const struct dev *d, const struct job *j, unsigned running,
+                             unsigned mine, unsigned share) {
+  unsigned slots = dev__coop_slots(d);
   if (d->swap_now) return DEV_SLOT_RELOAD;
+  if (dev__prio_blocked(d, j->priority)) return DEV_SLOT_PRIORITY;
   if (running >= slots) return DEV_SLOT_FULL;
+  /* the share and the kept slot hold between jobs of one priority: a job
+   * above every other user's cooperative jobs (there being some) takes a
+   * free slot */
+  int32_t others = others_priority(d, j->uid);
+  if (others >= COOP_PRIORITY_MIN && j->priority > others) return 0;
   if (mine >= share) return DEV_SLOT_SHARE;
-  if (mine > 0 && running + 1 == slots) return DEV_SLOT_KEPT;
+  /* alone, a user keeps off the last slot; with others, a user below its
+   * share takes it, and one who comes later has a job of a user above its
+   * share suspended for it (dev_prio.c) */
+  if (mine > 0 && running + 1 == slots && wanting_users(d) < 2) return DEV_SLOT_KEPT;
   return 0;
 }
 
@@ -145,7 +170,7 @@ static void publish_places(struct dev *d) {
     while (k < nu && u[k].uid != j->uid) k++;
     if (k == nu && nu < 64) {
       u[k].uid = j->uid;
-      u[k].mine = coop_running(d, &j->uid);
+      u[k].mine = dev__coop_running(d, &j->uid);
       u[k].at = last_served(d, j->uid);
       u[k].next = i;
       nu++;
@@ -153,7 +178,8 @@ static void publish_places(struct dev *d) {
     q[i] = j;
     who[i] = (unsigned char)(k < 64 ? k : 63); /* past 64 users: counted as the 64th */
   }
-  unsigned running = coop_running(d, NULL), share = coop_share(d), slots = coop_slots(d);
+  unsigned running = dev__coop_running(d, NULL), share = dev__coop_share(d),
+           slots = dev__coop_slots(d);
   uint64_t seq = d->serve_seq;
   for (unsigned place = 0; place < n; place++) {
     unsigned best = nu;
@@ -166,11 +192,11 @@ static void publish_places(struct dev *d) {
     }
     if (best == nu) break;
     struct job *j = q[u[best].next];
-    unsigned mine = coop_running(d, &j->uid);
+    unsigned mine = dev__coop_running(d, &j->uid);
     atomic_store(&j->slot_held, running);
     atomic_store(&j->slot_mine, mine);
     atomic_store(&j->slot_count, slots);
-    atomic_store(&j->slot_why, slot_refusal(d, running, mine, share));
+    atomic_store(&j->slot_why, slot_refusal(d, j, running, mine, share));
     atomic_store(&j->slot_ahead, place + 1);
     u[best].mine++;
     u[best].at = ++seq;
@@ -201,7 +227,7 @@ static void share_width(struct dev *d) {
   unsigned share = nu > 1 ? (workers / nu ? workers / nu : 1) : 0;
   for (struct run *r = d->runs; r; r = r->next) {
     if (!is_coop(r->j)) continue;
-    unsigned mine = coop_running(d, &r->j->uid);
+    unsigned mine = dev__coop_running(d, &r->j->uid);
     unsigned cap = share ? (share / mine ? share / mine : 1) : 0;
     if (cap >= r->j->groups) cap = 0; /* asks no more than that: nothing to cap */
     r->cap = cap;
@@ -213,12 +239,41 @@ static void share_width(struct dev *d) {
   }
 }
 
-/* Starts the waiting cooperative jobs that may start; hands back the ones
- * cancelled (or all, at a stop) while waiting. */
+void dev__coop_wait_remove(struct dev *d, struct job **p) {
+  struct job *j = *p;
+  *p = j->dev_next;
+  if (d->coop_wait_tail == j) {
+    d->coop_wait_tail = NULL;
+    for (struct job *q = d->coop_wait_head; q; q = q->dev_next) d->coop_wait_tail = q;
+  }
+  j->dev_next = NULL;
+  atomic_store(&j->slot_ahead, 0);
+  d->slots_seq++;
+}
+
+/* A job taken from the queue to run: a suspended one resumes (its run
+ * back on d->runs, resumed by its next pass), any other starts. */
+static void start_waiting(struct dev *d, struct job *j) {
+  note_served(d, j->uid);
+  struct run *r = j->dev_run;
+  if (!r) {
+    dev__start_now(d, j);
+    return;
+  }
+  j->dev_run = NULL;
+  r->resuming = 1;
+  r->next = d->runs;
+  d->runs = r;
+}
+
+/* Starts the waiting cooperative jobs that may start, higher priorities
+ * first, then as the top of this file says; hands back the ones cancelled
+ * (or all, at a stop) while waiting; then suspends what a job of higher
+ * priority or a user below its share needs (dev_prio.c). */
 void dev__pump_coop_wait(struct dev *d) {
   for (;;) {
     struct job **best = NULL;
-    unsigned share = coop_share(d), running = coop_running(d, NULL), best_n = 0;
+    unsigned share = dev__coop_share(d), running = dev__coop_running(d, NULL), best_n = 0;
     uint64_t best_at = 0;
     for (struct job **p = &d->coop_wait_head; *p; p = &(*p)->dev_next) {
       struct job *j = *p;
@@ -226,29 +281,27 @@ void dev__pump_coop_wait(struct dev *d) {
         best = p;
         break;
       }
-      unsigned mine = coop_running(d, &j->uid);
-      if (slot_refusal(d, running, mine, share)) continue;
+      unsigned mine = dev__coop_running(d, &j->uid);
+      if (slot_refusal(d, j, running, mine, share)) continue;
       uint64_t at = last_served(d, j->uid);
-      if (!best || mine < best_n || (mine == best_n && at < best_at))
+      int32_t bp = best ? (*best)->priority : 0;
+      if (!best || j->priority > bp ||
+          (j->priority == bp && (mine < best_n || (mine == best_n && at < best_at))))
         best = p, best_n = mine, best_at = at;
     }
     if (!best) break;
     struct job *j = *best;
-    *best = j->dev_next;
-    if (d->coop_wait_tail == j) {
-      d->coop_wait_tail = NULL;
-      for (struct job *q = d->coop_wait_head; q; q = q->dev_next) d->coop_wait_tail = q;
-    }
-    j->dev_next = NULL;
-    atomic_store(&j->slot_ahead, 0);
-    d->slots_seq++;
+    dev__coop_wait_remove(d, best);
     if (d->stop_now || atomic_load(&j->cancel)) {
-      dev__cancel_queued(d, j, "cancelled while waiting for a cooperative slot");
+      if (j->dev_run)
+        dev__drop_suspended(d, j);
+      else
+        dev__cancel_queued(d, j, "cancelled while waiting for a cooperative slot");
     } else {
-      note_served(d, j->uid);
-      dev__start_now(d, j);
+      start_waiting(d, j);
     }
   }
+  dev__preempt(d);
   publish_places(d);
   share_width(d);
 }
@@ -269,6 +322,20 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n) {
            slots = atomic_load(&j->slot_count);
   unsigned others = held > mine ? held - mine : 0;
   const char *why = "";
+  if (atomic_load(&j->suspended)) {
+    int32_t p = atomic_load(&j->suspended_for);
+    if (p == INT32_MIN)
+      snprintf(buf, n,
+               "suspended: its user held more than its share of the cooperative slots while "
+               "another user's job waited; it resumes where it stopped (%u job%s ahead of it)",
+               ahead, ahead == 1 ? "" : "s");
+    else
+      snprintf(buf, n,
+               "suspended for a job of priority %d (its own is %d); it resumes where it stopped "
+               "when that job ends (%u job%s ahead of it)",
+               (int)p, (int)j->priority, ahead, ahead == 1 ? "" : "s");
+    return 1;
+  }
   switch (atomic_load(&j->slot_why)) {
     case DEV_SLOT_SHARE:
       why = "; its user holds its share while other users wait";
@@ -278,6 +345,9 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n) {
       break;
     case DEV_SLOT_RELOAD:
       why = "; the kernels are being reloaded";
+      break;
+    case DEV_SLOT_PRIORITY:
+      why = "; a job of higher priority needs the workers";
       break;
   }
   snprintf(buf, n,

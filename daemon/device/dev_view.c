@@ -31,6 +31,7 @@ void dev__build_view(struct dev *d, int64_t now) {
       snprintf(vj->kernel, sizeof vj->kernel, "%s", j->kernel);
       vj->cooperative = !!(j->flags & COOP_SUBMIT_COOPERATIVE);
       vj->groups = j->groups;
+      vj->priority = j->priority;
       v->njobs++;
     } else {
       vj = NULL;

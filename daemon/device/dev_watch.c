@@ -200,6 +200,7 @@ void dev_watch_get(struct dev *d, uint32_t viewer, struct dev_watch *w) {
  * waiting): nothing of it ran, so after a restart it can run as if new. */
 static int never_gathered(const struct run *r) {
   if (dev__periodic(r->j) || r->j->error || r->released > 1) return 0;
+  if (r->suspended_at) return 0; /* it ran before its suspension (dev_prio.c) */
   for (unsigned i = 0; i < r->ninflight; i++)
     if (r->task_seen[i] & (1u << COOP_EV_GATHERED)) return 0;
   return 1;
@@ -260,6 +261,7 @@ void dev__restart(struct dev *d) {
     snprintf(why, sizeof why, "%s", d->restart_why);
   else
     snprintf(why, sizeof why, "its device process %s", d->rt ? dp_death(d->rt) : "is gone");
+  dev__unsuspend_lost(d); /* suspended jobs' buffers were in it too */
   unsigned nlost = 0, nagain = 0;
   for (struct run *r = d->runs; r; r = r->next) {
     int again = never_gathered(r) || runs_again(d, r);
@@ -292,6 +294,9 @@ void dev__restart(struct dev *d) {
     struct job *j = r->j;
     d->runs = r->next;
     for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0; /* the arena is gone */
+    if (r->state_fd >= 0) close(r->state_fd); /* a suspension's state: no task to resume */
+    if (r->carry_fd >= 0) close(r->carry_fd);
+    r->state_fd = r->carry_fd = -1;
     int fresh = never_gathered(r);
     if (fresh || runs_again(d, r)) {
       if (!fresh) forget_run(j);

@@ -17,7 +17,8 @@
  * holds what they share): dev_run.c a job's run (start, submit, record,
  * finish), dev_stage.c its buffers, dev_slots.c the cooperative slots,
  * dev_watch.c the watchdog and restarts, dev_view.c the live view (TOP),
- * dev_carry.c the cooperative jobs carried across a reload.
+ * dev_carry.c the cooperative jobs carried across a reload, dev_prio.c the
+ * cooperative jobs suspended for a job of higher priority or a share.
  *
  * Kernel reload (dev_swap): the next megakernel is built elsewhere (a libuv
  * work thread, dev_build) while this one runs. The swap itself happens here:
@@ -350,6 +351,7 @@ static void *dev_main(void *arg) {
     poll_tasks(d);
     int64_t now = coop__now_ns(), wake = now + DEV_WAIT_NS;
     if (held_wake < wake) wake = held_wake; /* a one-task job's submit waits until then at most */
+    int suspended = 0;
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
       int s = dev__step_run(d, r, now, &wake);
@@ -357,6 +359,10 @@ static void *dev_main(void *arg) {
         *p = r->next;
         r->next = d->carried;
         d->carried = r;
+      } else if (s == 3) { /* suspended: its job waits for a slot again (dev_prio.c) */
+        *p = r->next;
+        r->next = NULL;
+        suspended = 1;
       } else if (s) {
         *p = r->next;
         dev__finish_job(d, r);
@@ -364,6 +370,10 @@ static void *dev_main(void *arg) {
       } else {
         p = &r->next;
       }
+    }
+    if (suspended) { /* what it was suspended for starts now, not a pass later */
+      dev__pump_coop_wait(d);
+      wake = now;
     }
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
@@ -443,6 +453,7 @@ static void do_swap(struct dev *d) {
     e = COOP_ESHUTDOWN;
     snprintf(msg, sizeof msg, "the daemon is shutting down");
   } else {
+    dev__carry_suspended(d); /* their buffers out of the old device process first */
     int64_t t0 = coop__now_ns();
     close_runtime(d);
     int64_t t1 = coop__now_ns();

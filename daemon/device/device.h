@@ -108,6 +108,7 @@ struct dev_view_job {
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t cooperative;
   uint32_t groups, m, workers, kills, forks;
+  int32_t priority;
 };
 struct dev_view {
   unsigned nwg;

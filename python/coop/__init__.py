@@ -344,9 +344,12 @@ class Connection:
             pass
 
     def submit(self, kernel, *args, groups=1, cooperative=False, device=ANY_DEVICE,
-               query_barrier=False, detached=False, periodic=None):
+               query_barrier=False, detached=False, periodic=None, priority=0):
         """Submits kernel(*args) on `groups` workgroups and returns its Job.
-        periodic: dict(period_us=, count=, duration_ms=, deadline_us=)."""
+        periodic: dict(period_us=, count=, duration_ms=, deadline_us=).
+        priority: -100..100; above 0 as far as coopd allows this user (else
+        coop.Error EPERM); a job that cannot get its workers has running
+        cooperative jobs of lower priority suspended until it ends."""
         desc = _describe(args)  # every TypeError before anything is sent
         if not self._c:
             raise ValueError("the connection is closed")
@@ -359,6 +362,7 @@ class Connection:
             _lib.coop_job_query_barrier(j, int(query_barrier))
             _lib.coop_job_detached(j, int(detached))
             _lib.coop_job_device(j, device)
+            _lib.coop_job_priority(j, int(priority))
             if periodic:
                 p = dict(period_us=0, count=0, duration_ms=0, deadline_us=0, **periodic)
                 _lib.coop_job_periodic(j, p["period_us"], p["count"], p["duration_ms"],

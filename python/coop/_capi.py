@@ -136,6 +136,7 @@ def load():
         "coop_job_query_barrier": (c_int, [_P, c_int]),
         "coop_job_detached": (c_int, [_P, c_int]),
         "coop_job_device": (c_int, [_P, c_int]),
+        "coop_job_priority": (c_int, [_P, c_int]),
         "coop_job_periodic": (c_int, [_P, c_u32, c_u32, c_u32, c_u32]),
         "coop_job_u32": (c_int, [_P, c_u32]),
         "coop_job_i32": (c_int, [_P, ctypes.c_int32]),

@@ -1,0 +1,208 @@
+/*
+ * dev_prio.c: priority and the slots taken back (docs/daemon.md,
+ * "Priority").
+ *
+ * A cooperative job keeps its slot until it ends, unless it is suspended
+ * (docs/scheduler.md, "Suspension": it shrinks to workgroup 0, which saves
+ * its state and leaves). Three needs suspend one:
+ *  - a waiting cooperative job finds every slot held (DEV_SLOT_FULL) and a
+ *    running one has a lower priority: the lowest, newest such is
+ *    suspended;
+ *  - the same, with no lower priority running, while its user holds fewer
+ *    than its share of the slots and another user more: that user's
+ *    newest job of the same priority is suspended (the fair share made
+ *    real: before, a job started first held its slot for ever);
+ *  - a non-cooperative run needs more workgroups than the workers less one
+ *    per running cooperative job (each keeps at least one), and some of
+ *    those have a lower priority: the lowest, newest is suspended, one
+ *    more each pass until the task fits; the run is `preempting` until it
+ *    ends, and no cooperative job below its priority starts or resumes
+ *    until then (DEV_SLOT_PRIORITY).
+ * A suspension in flight counts as done: nothing more is suspended for the
+ * same need until it lands (a kernel that never shrinks is never
+ * suspended: its slot comes back when it ends). A suspended job's task is
+ * released, its state kept in a memfd, its buffers where they were; its
+ * job waits in coop_wait, first, and takes a slot again by the same rules
+ * as any waiting job, higher priorities first. Only jobs of strictly lower
+ * priority are suspended for a priority, and only of the same priority
+ * for a share. Device thread only.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "coop_util.h"
+#include "dev_internal.h"
+#include "log.h"
+
+static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
+
+/* A run that may be suspended: a one-task cooperative job whose task has
+ * been seen running and is not already leaving. */
+static int suspendable(const struct run *r) {
+  return is_coop(r->j) && !dev__periodic(r->j) && r->ninflight == 1 && r->task_ran[0] &&
+         !r->moving && !r->suspending && !r->resuming && !atomic_load(&r->j->cancel);
+}
+
+/* Cooperative runs not on their way out (suspending). */
+static unsigned coop_staying(const struct dev *d) {
+  unsigned n = 0;
+  for (const struct run *r = d->runs; r; r = r->next) n += is_coop(r->j) && !r->suspending;
+  return n;
+}
+
+/* The run to suspend for a need of priority p: the lowest priority below
+ * p (same = 1: equal to p, and of a user holding more than share), the
+ * newest started among equals; NULL: none. */
+static struct run *victim(struct dev *d, int32_t p, int same, unsigned share) {
+  struct run *best = NULL;
+  for (struct run *r = d->runs; r; r = r->next) {
+    const struct job *j = r->j;
+    if (!suspendable(r)) continue;
+    if (same ? j->priority != p || dev__coop_running(d, &j->uid) <= share : j->priority >= p)
+      continue;
+    if (!best || j->priority < best->j->priority ||
+        (j->priority == best->j->priority && r->t0 > best->t0))
+      best = r;
+  }
+  return best;
+}
+
+static void suspend(struct dev *d, struct run *r, int32_t p, const char *why) {
+  if (dp_suspend(d->rt, r->task[0])) return; /* the next pass tries again */
+  r->suspending = 1;
+  r->suspend_for = p;
+  log_info("job %llu (%s, uid %u, priority %d): suspending it: %s", (unsigned long long)r->j->id,
+           r->j->kernel, r->j->uid, (int)r->j->priority, why);
+}
+
+/* The first waiting job that finds every slot held, highest priority
+ * first (suspended ones wait for their own turn, not to suspend others). */
+static struct job *first_blocked(struct dev *d) {
+  if (coop_staying(d) < dev__coop_slots(d)) return NULL; /* a slot is, or will be, free */
+  struct job *best = NULL;
+  for (struct job *j = d->coop_wait_head; j; j = j->dev_next)
+    if (!j->dev_run && !atomic_load(&j->cancel) && !dev__prio_blocked(d, j->priority) &&
+        (!best || j->priority > best->priority))
+      best = j;
+  return best;
+}
+
+/* A slot for the first blocked waiting job, by priority or by share. */
+static void preempt_for_slot(struct dev *d) {
+  struct job *w = first_blocked(d);
+  if (!w) return;
+  struct run *v = victim(d, w->priority, 0, 0);
+  if (v) {
+    char why[96];
+    snprintf(why, sizeof why, "job %llu of priority %d waits for a cooperative slot",
+             (unsigned long long)w->id, (int)w->priority);
+    suspend(d, v, w->priority, why);
+    return;
+  }
+  unsigned share = dev__coop_share(d);
+  if (dev__coop_running(d, &w->uid) >= share) return;
+  v = victim(d, w->priority, 1, share);
+  if (v) suspend(d, v, INT32_MIN, "its user holds more than its share of the cooperative slots");
+}
+
+/* Workers for a non-cooperative run of higher priority that cannot get
+ * them while every cooperative job keeps one. */
+static void preempt_for_task(struct dev *d) {
+  unsigned workers = atomic_load(&d->workers);
+  for (struct run *r = d->runs; r; r = r->next) {
+    const struct job *j = r->j;
+    if (is_coop(j) || !r->ninflight || atomic_load(&j->cancel)) continue;
+    unsigned coop = coop_staying(d);
+    if (j->groups + coop <= workers) continue;
+    struct run *v = victim(d, j->priority, 0, 0);
+    if (!v) continue;
+    r->preempting = 1;
+    char why[96];
+    snprintf(why, sizeof why, "job %llu of priority %d needs %u of the %u workers",
+             (unsigned long long)j->id, (int)j->priority, j->groups, workers);
+    suspend(d, v, j->priority, why);
+  }
+}
+
+void dev__preempt(struct dev *d) {
+  if (!d->rt || d->swap_now || d->stop_now) return;
+  preempt_for_task(d);
+  preempt_for_slot(d);
+}
+
+int dev__prio_blocked(const struct dev *d, int32_t p) {
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (r->preempting && r->j->priority > p) return 1;
+  return 0;
+}
+
+int dev__suspend_out(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  r->state_fd = memfd_create("coopd-suspended-state", MFD_CLOEXEC);
+  int e = r->state_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
+  r->suspending = 0;
+  if (e) {
+    if (r->state_fd >= 0) close(r->state_fd);
+    r->state_fd = -1;
+    dev__fail(j, e, "could not suspend it for a job of higher priority: %s", coop_strerror(e));
+    return -1;
+  }
+  dp_task_release(d->rt, r->task[0]);
+  r->ninflight = 0;
+  r->suspended_at = coop__now_ns();
+  atomic_store(&j->suspended_for, r->suspend_for);
+  atomic_store(&j->suspended, 1);
+  j->dev_run = r;
+  j->dev_next = d->coop_wait_head; /* first: it waited longest */
+  d->coop_wait_head = j;
+  if (!d->coop_wait_tail) d->coop_wait_tail = j;
+  d->slots_seq++;
+  log_info("job %llu (%s): suspended", (unsigned long long)j->id, j->kernel);
+  return 0;
+}
+
+/* A run taken from coop_wait runs on (dev_slots.c put it on d->runs with
+ * `resuming`): its task from the saved state. 0, or the job failed. */
+int dev__resume_suspended(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  r->resuming = 0;
+  atomic_store(&j->suspended, 0);
+  /* the watchdog counts the time it ran, not the time it waited */
+  if (r->started_ns) r->started_ns += coop__now_ns() - r->suspended_at;
+  if (dev__resume_run(d, r)) return -1;
+  log_info("job %llu (%s): resumed", (unsigned long long)j->id, j->kernel);
+  return 0;
+}
+
+void dev__drop_suspended(struct dev *d, struct job *j) {
+  struct run *r = j->dev_run;
+  j->dev_run = NULL;
+  atomic_store(&j->suspended, 0);
+  if (r->state_fd >= 0) close(r->state_fd);
+  if (r->carry_fd >= 0) close(r->carry_fd);
+  r->state_fd = r->carry_fd = -1;
+  dev__finish_job(d, r); /* CANCELLED unless it failed; its buffers back */
+  free(r);
+}
+
+void dev__unsuspend_lost(struct dev *d) {
+  for (struct job **p = &d->coop_wait_head; *p;) {
+    struct job *j = *p;
+    struct run *r = j->dev_run;
+    if (!r || r->carry_fd >= 0) { /* carried: its buffers are in a memfd, not lost */
+      p = &j->dev_next;
+      continue;
+    }
+    dev__coop_wait_remove(d, p);
+    j->dev_run = NULL;
+    atomic_store(&j->suspended, 0);
+    close(r->state_fd);
+    r->state_fd = -1;
+    r->next = d->runs;
+    d->runs = r;
+  }
+}

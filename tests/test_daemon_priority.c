@@ -1,0 +1,302 @@
+/*
+ * test_daemon_priority.c: job priorities and the cooperative jobs they
+ * suspend (docs/daemon.md, "Priority"): the bounds a user may ask, a task
+ * of higher priority that needs every worker, a cooperative job of higher
+ * priority that finds every slot held, and a user above its share of the
+ * slots while another user waits. Each suspended job resumes where it
+ * stopped, and its result is checked word by word.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "wire.h"
+#include "daemon_harness.h"
+
+/* STATUS of one job: its record. */
+static struct coop_wire_status status_of(struct conn *c, uint64_t job) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = job;
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
+  struct coop_wire_status st;
+  uint32_t off = 0;
+  ck_assert_uint_eq(c->m.status_reply.n, 1);
+  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
+  return st;
+}
+
+/* A slowsweep (kernels/tests/priority) over n words starting at base + i,
+ * of `rounds` rounds of at least kticks x 1024 device clock ticks each, on
+ * up to `groups` workgroups, at priority p. */
+static uint64_t sweep_at(struct conn *c, uint32_t *data, uint32_t n, uint32_t base, uint32_t rounds,
+                         uint32_t kticks, uint32_t groups, int32_t p) {
+  for (uint32_t i = 0; i < n; i++) data[i] = base + i;
+  union coop_msg m;
+  submit_init(&m, "slowsweep", groups, 1);
+  m.submit.priority = p;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, n * 4u, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, n);
+  arg_u32(&m.submit, rounds);
+  arg_u32(&m.submit, kticks);
+  return submit(c, &m, NULL, 0);
+}
+
+/* Its RESULT: DONE, every word base + i + rounds (a suspension that lost
+ * or repeated a round would show). */
+static void sweep_check(struct conn *c, uint64_t job, uint32_t n, uint32_t base, uint32_t rounds) {
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  const struct coop_msg_result *r = &c->m.result;
+  ck_assert_msg(r->state == COOP_JOB_DONE, "sweep %llu: %s %s", (unsigned long long)job,
+                coop_job_state_name(r->state), r->message);
+  ck_assert_uint_eq(r->nbuf, 1);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t got;
+    memcpy(&got, r->bufs[0].data + 4 * i, 4);
+    ck_assert_msg(got == base + i + rounds, "sweep %llu word %u is %u, want %u",
+                  (unsigned long long)job, i, got, base + i + rounds);
+  }
+}
+
+/* kticks for rounds of about 10 ms: the device clock's rate is not known
+ * to clients, so from 8 rounds of 1024 kticks, timed by the device. */
+static uint32_t kticks_10ms(struct conn *c, uint32_t groups) {
+  static uint32_t probe[64];
+  uint64_t job = sweep_at(c, probe, 64, 0, 8, 1024, groups, 0);
+  ck_assert_uint_ne(job, 0);
+  sweep_check(c, job, 64, 0, 8);
+  double per = (double)c->m.result.t.exec_ns / 8; /* ns a round of 1024 kticks */
+  double k = 1024.0 * 10e6 / (per > 1000 ? per : 1000);
+  uint32_t kt = k < 1 ? 1u : k > 1e6 ? 1000000u : (uint32_t)k;
+  fprintf(stderr, "slowsweep: %.0f ns a round of 1024 kticks; %u kticks for 10 ms\n", per, kt);
+  return kt;
+}
+
+/* Waits (at most 30 s) until job's STATUS says suspended; 1 if it did. */
+static int seen_suspended(struct conn *c, uint64_t job) {
+  for (int i = 0; i < 3000; i++) {
+    struct coop_wire_status st = status_of(c, job);
+    if (st.suspended) return 1;
+    if (st.state >= COOP_JOB_DONE) return 0;
+    msleep(10);
+  }
+  return 0;
+}
+
+/* Its WAIT of timeout 0 (the job still running): the ERROR's message. */
+static void wait_says(struct conn *c, uint64_t job, char *buf, size_t n) {
+  ck_assert_uint_eq(wait_job(c, job, 0), COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
+  snprintf(buf, n, "%s", c->m.error.message);
+}
+
+/* Bounds: above 0 only as far as [limits] allows the uid (by name, uid
+ * or group; the highest entry naming it); anyone lower; outside
+ * -100..100 never. */
+START_TEST(priority_bounds_are_the_administrators) {
+  char users[96];
+  snprintf(users, sizeof users, "limits.priority_users=nosuchuser:90, %u:7 @nosuchgroup:50",
+           (unsigned)getuid());
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, "limits.max_priority=2",
+                        users, NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[64];
+  uint64_t ok = sweep_at(&c, data, 64, 0, 10, 0, 1, 7);
+  ck_assert_msg(ok != 0, "priority 7 refused: %s", c.m.error.message);
+  ck_assert_int_eq(status_of(&c, ok).priority, 7);
+  ck_assert_uint_eq(sweep_at(&c, data, 64, 0, 10, 0, 1, 8), 0);
+  ck_assert_int_eq(c.m.error.code, COOP_EPERM);
+  assert_has(c.m.error.message, "this user may ask at most 7");
+  uint64_t low = sweep_at(&c, data, 64, 0, 10, 0, 1, COOP_PRIORITY_MIN);
+  ck_assert_msg(low != 0, "priority -100 refused: %s", c.m.error.message);
+  ck_assert_uint_eq(sweep_at(&c, data, 64, 0, 10, 0, 1, COOP_PRIORITY_MAX + 1), 0);
+  ck_assert_int_eq(c.m.error.code, COOP_EINVAL);
+  ck_assert_uint_eq(sweep_at(&c, data, 64, 0, 10, 0, 1, INT32_MIN), 0);
+  ck_assert_int_eq(c.m.error.code, COOP_EINVAL);
+  ck_assert_uint_eq(wait_job(&c, ok, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(wait_job(&c, low, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A non-cooperative task of priority 5 that needs every worker, beside a
+ * cooperative sweep of priority 0 on every worker: the sweep keeps one
+ * workgroup at its barriers, so the task waited until the sweep ended (or
+ * its gather budget ran out). Now the sweep is suspended, the task runs at
+ * once, and the sweep resumes and ends right. */
+START_TEST(a_task_of_higher_priority_suspends_a_cooperative_job) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "limits.max_priority=10", "device.max_workgroups=5", "log.level=info",
+                        NULL};
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  ck_assert_uint_ge(w, 2);
+  uint32_t kt = kticks_10ms(&c, w), rounds = 300; /* about 3 s */
+  static uint32_t data[256];
+  uint64_t low = sweep_at(&c, data, 256, 11, rounds, kt, w, 0);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.priority = 5;
+  int64_t t0 = now_ms();
+  uint64_t task = submit(&c, &m, NULL, 0);
+  ck_assert_msg(task != 0, "task refused: %s", c.m.error.message);
+  ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  int64_t took = now_ms() - t0, task_end = c.m.result.t.finished;
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "task: %s", c.m.result.message);
+  fprintf(stderr, "priority task on %u workers beside the sweep: %lld ms\n", w, (long long)took);
+  sweep_check(&c, low, 256, 11, rounds);
+  ck_assert_int_lt(task_end, c.m.result.t.finished); /* not waited for */
+  if (!log_has(d.log, "suspending it: job") || !log_has(d.log, "resumed")) {
+    log_print(d.log);
+    ck_abort_msg("the sweep was not suspended and resumed");
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* One cooperative slot, held by a long sweep of priority 0; a sweep of
+ * priority 3 comes: the first is suspended (STATUS and WAIT say so), the
+ * second runs and ends while the first waits, then the first resumes and
+ * ends right. Before, the second waited for the first to end. */
+START_TEST(a_cooperative_job_of_higher_priority_takes_the_slot) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "limits.max_priority=10",
+                        "jobs.reserve_percent=100",
+                        "device.max_workgroups=5",
+                        "log.level=info",
+                        NULL};
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 300; /* about 3 s */
+  static uint32_t a[256], b[256];
+  uint64_t low = sweep_at(&c, a, 256, 5, rounds, kt, w, 0);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  uint64_t high = sweep_at(&c, b, 256, 1000, rounds / 4 + 1, kt, w, 3);
+  ck_assert_uint_ne(high, 0);
+  if (!seen_suspended(&c, low)) {
+    log_print(logp);
+    ck_abort_msg("the sweep of priority 0 was never suspended");
+  }
+  wait_running(&c, high);
+  char why[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, low, why, sizeof why);
+  fprintf(stderr, "low: %s\n", why);
+  assert_has(why, "suspended for a job of priority 3");
+  ck_assert_int_eq(status_of(&c, low).state, COOP_JOB_RUNNING);
+  sweep_check(&c, high, 256, 1000, rounds / 4 + 1);
+  int64_t high_end = c.m.result.t.finished;
+  sweep_check(&c, low, 256, 5, rounds);
+  ck_assert_int_lt(high_end, c.m.result.t.finished); /* not behind the first */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* A child as nobody (uid 65534) that submits an endless sweep on one
+ * workgroup and keeps its connection until killed; *job: its id. */
+static pid_t nobody_sweep(struct daemon_proc *d, uint64_t *job) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, d);
+    static uint32_t data[64];
+    uint64_t theirs = sweep_at(&o, data, 64, 0, 0xffffffffu, 0, 1, 0);
+    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
+    pause();
+    _exit(0);
+  }
+  *job = 0;
+  ck_assert_int_eq(read(pfd[0], job, sizeof *job), (ssize_t)sizeof *job);
+  close(pfd[0]);
+  close(pfd[1]);
+  ck_assert_uint_ne(*job, 0);
+  return kid;
+}
+
+/* Four slots; root, alone, takes three (the fourth is kept for a user
+ * holding none), nobody takes the fourth. nobody's second job finds every
+ * slot held while root holds more than its share (2): root's newest is
+ * suspended and nobody's second runs. Before, it waited for one of root's
+ * endless sweeps to end. Cancelling the suspended job ends it CANCELLED. */
+START_TEST(a_user_above_its_share_is_suspended) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.reserve_percent=0", "device.max_workgroups=5", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_eq(c.m.welcome.workers, 4);
+  static uint32_t data[3][64];
+  uint64_t mine[3];
+  for (int i = 0; i < 3; i++) {
+    mine[i] = sweep_at(&c, data[i], 64, 0, 0xffffffffu, 0, 1, 0);
+    ck_assert_uint_ne(mine[i], 0);
+    wait_running(&c, mine[i]);
+  }
+  uint64_t t1, t2;
+  pid_t k1 = nobody_sweep(&d, &t1);
+  wait_running(&c, t1);
+  pid_t k2 = nobody_sweep(&d, &t2);
+  ck_assert_msg(seen_suspended(&c, mine[2]), "root's newest sweep was never suspended");
+  wait_running(&c, t2);
+  ck_assert(!status_of(&c, mine[0]).suspended && !status_of(&c, mine[1]).suspended);
+  char why[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, mine[2], why, sizeof why);
+  assert_has(why, "its user held more than its share");
+  union coop_msg m;
+  for (int i = 0; i < 3; i++) {
+    memset(&m, 0, sizeof m);
+    m.job.job = mine[i];
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+    ck_assert_uint_eq(wait_job(&c, mine[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  }
+  kill(k1, SIGKILL), kill(k2, SIGKILL);
+  waitpid(k1, NULL, 0), waitpid(k2, NULL, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+void daemon_priority_cases(Suite *s) {
+  TCase *t = tcase_create("priority");
+  tcase_set_timeout(t, 240);
+  tcase_add_test(t, priority_bounds_are_the_administrators);
+  tcase_add_test(t, a_task_of_higher_priority_suspends_a_cooperative_job);
+  tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
+  suite_add_tcase(s, t);
+  t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */
+  tcase_set_timeout(t, 240);
+  tcase_add_test(t, a_user_above_its_share_is_suspended);
+  suite_add_tcase(s, t);
+}
