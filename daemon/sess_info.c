@@ -18,7 +18,7 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
   if (h->min_version > COOP_WIRE_VERSION || h->max_version < COOP_WIRE_VERSION) {
     sess_error(
         s, seq, COOP_EVERSION,
-        "this coopd speaks protocol version %u (3: device buffers); the client %u..%u%s",
+        "this coopd speaks protocol version %u (4: job priorities); the client %u..%u%s",
         COOP_WIRE_VERSION, h->min_version, h->max_version,
         h->max_version < COOP_WIRE_VERSION ? ": use the libcoop and coopctl of this coopd" : "");
     sess_close_after_error(s);
@@ -27,7 +27,7 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
   s->hello = 1;
   uv_timer_stop(&s->hello_timer);
   /* The name goes into log lines (and journald): a newline or an escape
-   * from a client would forge lines or drive a terminal (issue 20 #13). */
+   * from a client would forge lines or drive a terminal. */
   snprintf(s->name, sizeof s->name, "%s", h->name);
   for (char *p = s->name; *p; p++)
     if (*p < 0x20 || *p > 0x7e) *p = '?';

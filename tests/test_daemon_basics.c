@@ -354,14 +354,14 @@ START_TEST(bad_requests) {
   ck_assert_int_eq(read_frame(&c), 0);
   conn_close(&c);
 
-  /* a client of the previous version (2, before device buffers): refused
+  /* a client of the previous version (3, before job priorities): refused
    * by a message that names the version this coopd speaks */
   ck_assert_int_eq(conn_open(&c, d.sock), 0);
   memset(&m, 0, sizeof m);
   m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION - 1;
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_ERROR);
   ck_assert_int_eq(c.m.error.code, COOP_EVERSION);
-  assert_has(c.m.error.message, "speaks protocol version 3");
+  assert_has(c.m.error.message, "speaks protocol version 4");
   assert_has(c.m.error.message, "libcoop");
   ck_assert_int_eq(read_frame(&c), 0);
   conn_close(&c);
@@ -769,10 +769,13 @@ START_TEST(reload_carries_cooperative_jobs) {
   static uint32_t data[1024];
   memset(data, 0, sizeof data);
   /* rounds for about 6 s, from a probe's (a sweep of 40000 took 0.3 s):
-   * the reload's build must end while it still runs */
-  uint64_t probe = sweep_submit(&c, data, 1024, 20000, w, -1);
-  ck_assert_uint_ne(probe, 0);
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+   * the reload's build must end while it still runs. The second probe's:
+   * the first sweep after a launch can run 30 times slower on PoCL. */
+  for (int i = 0; i < 2; i++) {
+    uint64_t probe = sweep_submit(&c, data, 1024, 20000, w, -1);
+    ck_assert_uint_ne(probe, 0);
+    ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  }
   double per = (double)c.m.result.t.exec_ns / 20000.0, want = 6e9 / (per > 1.0 ? per : 1.0);
   const uint32_t rounds = want > 5e7 ? 50000000u : want < 20000 ? 20000u : (uint32_t)want;
   uint64_t sw = sweep_submit(&c, data, 1024, rounds, w, -1);
