@@ -10,9 +10,11 @@ endif()
 # coop-bench-frames (frames.c): a frame client through coopd, alone and
 # beside bfs that another client keeps running (device buffers both).
 if(TARGET coop AND TARGET coopbench AND TARGET coopapphost)
-  add_executable(coop-bench-frames ${CMAKE_CURRENT_LIST_DIR}/frames.c)
+  add_executable(coop-bench-frames ${CMAKE_CURRENT_LIST_DIR}/frames.c
+                 ${CMAKE_CURRENT_LIST_DIR}/coopd_jobs.c ${CMAKE_CURRENT_LIST_DIR}/coopd_proc.c)
   add_dependencies(coop-bench-frames coop-bench-commit)
   target_include_directories(coop-bench-frames PRIVATE ${PROJECT_BINARY_DIR}/bench
                              ${PROJECT_SOURCE_DIR}/apps)
   target_link_libraries(coop-bench-frames PRIVATE coopbench coop coopapphost Threads::Threads m)
 endif()
+
