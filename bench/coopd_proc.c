@@ -59,6 +59,7 @@ static void child_exec(const struct coopd_proc *d, const char *path, char **argv
   if (!freopen(d->log, "w", stderr) || dup2(STDERR_FILENO, STDOUT_FILENO) < 0) _exit(126);
   execv(path, argv);
   fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
+  fflush(stderr); /* _exit flushes nothing, and the reopened stderr may buffer */
   _exit(127);
 }
 
@@ -144,13 +145,17 @@ int coopd_stop(struct coopd_proc *d, int keep_log) {
 void coopd_log_tail(const struct coopd_proc *d, FILE *f, int lines) {
   FILE *l = fopen(d->log, "r");
   if (!l) return;
-  static char ring[32][512];
-  int n = 0;
-  while (fgets(ring[n % 32], sizeof ring[0], l)) n++;
+  /* about `lines` lines from the end: the last bytes, from a line's start */
+  long back = 160L * lines;
+  if (fseek(l, -back, SEEK_END))
+    rewind(l); /* a shorter log: all of it */
+  else
+    for (int ch; (ch = fgetc(l)) != EOF && ch != '\n';) {
+    }
+  fprintf(f, "---- the end of %s ----\n", d->log);
+  char buf[512];
+  while (fgets(buf, sizeof buf, l)) fputs(buf, f);
   fclose(l);
-  if (lines > 32) lines = 32;
-  fprintf(f, "---- the last lines of %s ----\n", d->log);
-  for (int i = n > lines ? n - lines : 0; i < n; i++) fputs(ring[i % 32], f);
 }
 
 /* utime + stime of one process, clock ticks; its parent into *ppid. */

@@ -32,7 +32,7 @@ int coopd_start(struct coopd_proc *d, const char *path, const char *const *sets,
 /* SIGTERM, waits up to 30 s (then SIGKILL); removes the directory unless
  * keep_log. 0 if coopd exited 0. */
 int coopd_stop(struct coopd_proc *d, int keep_log);
-/* The last lines of the daemon's log to f. */
+/* About the last `lines` lines of the daemon's log to f. */
 void coopd_log_tail(const struct coopd_proc *d, FILE *f, int lines);
 
 /* CPU seconds (utime + stime) that pid and its children have spent so far:

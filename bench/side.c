@@ -5,8 +5,8 @@
  * a user has today on an NVIDIA GPU and in ours, one after the other in one
  * run (side.h lists them; bench/README.md says why each is built as it is).
  *
- * This file: the options, the calibration, the header and the frame that
- * runs the setups of side_setups.c in its order. (0) the plain matmul
+ * This file: the calibration, the header and the frame that runs the
+ * setups of side_setups.c in its order (side_options.c: the options). (0) the plain matmul
  * alone, before anything else touches the GPU; the child of (a) started
  * (its context built and warmed up on the idle GPU, then idle); the
  * megakernel launched; then every setup beside it in the table's order
@@ -14,7 +14,7 @@
  * at each K, (d)), each a window of the long kernel back to back for at
  * least --window seconds with the graphics tasks released throughout;
  * then the megakernel closed and the setups whose long kernel runs
- * elsewhere ((e) green contexts, (f) MPS).
+ * elsewhere ((e) green contexts, (f) MPS, (g) a coopd).
  *
  * Every long-kernel run is checked against the CPU reference after its
  * window, and the first graphics task of every window writes a separate,

@@ -324,7 +324,7 @@ static void write_csv(FILE *f, const struct sopts *o) {
   for (int i = 0; i < nresults; i++) {
     const struct result *x = &results[i];
     const char *id = side_setups[x->setup].id, *kl = x->klabel[0] ? x->klabel : "-";
-    fprintf(f, "%s,%u,%s,window,0,0,%lld,,,,,,,,,,", id, x->k, kl, (long long)(x->t1 - x->t0));
+    fprintf(f, "%s,%u,%s,window,0,0,%lld,,,,,,,,,,,", id, x->k, kl, (long long)(x->t1 - x->t0));
     if (x->has_cpu) fprintf(f, "%lld", (long long)llround(x->cpu_s * 1e9));
     fprintf(f, "\n");
     for (size_t j = 0; j < x->nr; j++) {
