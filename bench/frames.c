@@ -23,11 +23,8 @@
  *
  * Prints a table and, with --csv, one row per (task size, setup).
  */
-#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +35,8 @@
 #include "bench_commit.h"
 #include "common.h"
 #include "coop.h"
+#include "coopd_jobs.h"
+#include "coopd_proc.h"
 
 #define FB "coop-bench-frames"
 
@@ -48,6 +47,8 @@ struct fopts {
   double fps;
   long coopd_pid;
 };
+
+static int long_query; /* --query-barrier */
 
 static int usage(FILE *f, int rc) {
   fprintf(f, "usage: " FB
@@ -68,74 +69,46 @@ static int usage(FILE *f, int rc) {
 
 /* ---- the frame's task ---- */
 
+/* render's a: all ones but its first row, which says which frame it is */
 struct frame {
-  coop_conn *c;
-  uint64_t a, b, o; /* device buffers */
-  uint32_t n, reps, groups;
-  float *in, *out;
-  int64_t t_write, t_task, t_read; /* the last frame's legs, ns */
+  struct dframe d;
+  float *in;
 };
 
 static int frame_open(struct frame *f, coop_conn *c, uint32_t n, uint32_t groups) {
-  memset(f, 0, sizeof *f);
-  f->c = c;
-  f->n = n;
-  f->groups = groups;
-  f->reps = 1;
-  size_t bytes = (size_t)n * n * sizeof(float);
-  f->in = malloc(bytes);
-  f->out = malloc(bytes);
-  if (!f->in || !f->out) return COOP_ENOMEM;
-  for (size_t i = 0; i < (size_t)n * n; i++) f->in[i] = 1.0f;
-  int e = coop_buffer_create(c, 0, bytes, f->in, 0, &f->a);
-  if (!e) e = coop_buffer_create(c, 0, bytes, f->in, 0, &f->b);
-  if (!e) e = coop_buffer_create(c, 0, bytes, NULL, 0, &f->o);
-  return e;
+  size_t count = (size_t)n * n;
+  f->in = malloc(count * sizeof(float));
+  if (!f->in) return COOP_ENOMEM;
+  for (size_t i = 0; i < count; i++) f->in[i] = 1.0f;
+  return dframe_open(&f->d, c, "render", n, groups, f->in, f->in);
 }
 
 /* One frame: fresh input (its first row says which frame), the task, the
- * output back; the result's times into *r (freed here). */
+ * output back; the result's times into *r (freed here on failure). */
 static int frame_run(struct frame *f, uint32_t k, struct coop_result *r) {
-  size_t bytes = (size_t)f->n * f->n * sizeof(float);
-  for (uint32_t i = 0; i < f->n; i++) f->in[i] = (float)(k % 7 + 1);
-  int64_t t0 = now_ns();
-  int e = coop_buffer_write(f->c, f->a, 0, f->in, bytes);
-  int64_t t1 = now_ns();
-  coop_job *j = coop_job_new("render", f->groups);
-  coop_job_buffer(j, f->a);
-  coop_job_buffer(j, f->b);
-  coop_job_buffer(j, f->o);
-  coop_job_u32(j, f->n);
-  coop_job_u32(j, f->reps);
+  struct dframe *d = &f->d;
+  for (uint32_t i = 0; i < d->n; i++) f->in[i] = (float)(k % 7 + 1);
   uint64_t id;
-  if (!e) e = coop_submit(f->c, j, &id);
-  coop_job_free(j);
-  if (!e) e = coop_wait(f->c, id, 60000, r);
-  if (!e && r->state != COOP_STATE_DONE) {
-    fprintf(stderr, FB ": frame %u: %s: %s\n", k, coop_state_name(r->state), r->message);
-    coop_result_free(r);
+  int e = dframe_submit(d, f->in, d->o, &id);
+  if (!e) e = dframe_finish(d, id, d->o, 60000, r);
+  if (e) {
+    fprintf(stderr, FB ": frame %u: %s: %s\n", k, coop_strerror(e), coop_errmsg(d->c));
     return 1;
   }
-  int64_t t2 = now_ns();
-  if (!e) e = coop_buffer_read(f->c, f->o, 0, f->out, bytes);
-  f->t_write = t1 - t0;
-  f->t_task = t2 - t1;
-  f->t_read = now_ns() - t2;
   /* c[0][0] = row 0 of a (all k%7+1) . column 0 of b (ones) = n * (k%7+1) */
-  if (!e && f->out[0] != (float)f->n * (float)(k % 7 + 1)) {
-    fprintf(stderr, FB ": frame %u: output %g, want %g\n", k, f->out[0],
-            (float)f->n * (float)(k % 7 + 1));
+  if (d->out[0] != (float)d->n * (float)(k % 7 + 1)) {
+    fprintf(stderr, FB ": frame %u: output %g, want %g\n", k, d->out[0],
+            (float)d->n * (float)(k % 7 + 1));
     coop_result_free(r);
     return 1;
   }
-  if (e) fprintf(stderr, FB ": frame %u: %s: %s\n", k, coop_strerror(e), coop_errmsg(f->c));
-  return e ? 1 : 0;
+  return 0;
 }
 
 /* reps so that one task takes about ms milliseconds (executions measured
  * by the device, median of 5). */
 static int calibrate(struct frame *f, double ms) {
-  f->reps = 1;
+  f->d.reps = 1;
   for (int round = 0; round < 2; round++) {
     struct series s = {0};
     for (uint32_t i = 0; i < 5; i++) {
@@ -144,11 +117,11 @@ static int calibrate(struct frame *f, double ms) {
       push(&s, (double)r.t.exec_ns);
       coop_result_free(&r);
     }
-    double one = quantile(&s, 0.5) / f->reps;
+    double one = quantile(&s, 0.5) / f->d.reps;
     series_free(&s);
     if (one <= 0) one = 1000;
     double reps = ms * 1e6 / one;
-    f->reps = reps < 1 ? 1 : reps > 1e6 ? 1000000 : (uint32_t)(reps + 0.5);
+    f->d.reps = reps < 1 ? 1 : reps > 1e6 ? 1000000 : (uint32_t)(reps + 0.5);
   }
   return 0;
 }
@@ -182,9 +155,9 @@ static int frames(struct frame *f, int64_t period, unsigned seconds, struct fsta
     int64_t done = now_ns();
     push(&st->lat, (double)(done - next) / 1e6);
     if (r.t.gather_ns >= 0) push(&st->gather, (double)r.t.gather_ns / 1e6);
-    push(&st->write, (double)f->t_write / 1e6);
-    push(&st->task, (double)f->t_task / 1e6);
-    push(&st->read, (double)f->t_read / 1e6);
+    push(&st->write, (double)f->d.t_write / 1e6);
+    push(&st->task, (double)f->d.t_task / 1e6);
+    push(&st->read, (double)f->d.t_read / 1e6);
     coop_result_free(&r);
     st->frames++;
     st->misses += done > next + period;
@@ -194,127 +167,11 @@ static int frames(struct frame *f, int64_t period, unsigned seconds, struct fsta
   return 0;
 }
 
-/* ---- the long kernel: bfs through its own connection ---- */
-
-struct longk {
-  coop_conn *c;
-  const struct coop_app *a;
-  struct coop_app_input in;
-  struct coop_app_task t;
-  uint64_t devbuf[COOP_MAX_ARGS];
-  void *zeros;
-  pthread_t th;
-  atomic_int stop;
-  struct series exec; /* ms, the jobs that ended while running */
-  int err;
-};
-
-static int long_query;
-
-static int long_open(struct longk *l, const char *sock, unsigned scale, unsigned input) {
-  memset(l, 0, sizeof *l);
-  int e = coop_connect(&l->c, sock, FB "-long");
-  if (e) return e;
-  l->a = coop_app_find("bfs");
-  if (!l->a) return COOP_EINVAL;
-  e = coop_app_input(l->a, input, scale, &l->in);
-  struct coop_app_opts o = {.mode = COOP_APP_MODE_COOPERATIVE};
-  if (!e) e = coop_app_task_prepare(&l->t, l->a, &l->in, &o, coop_info(l->c)->workers);
-  size_t zsize = 0;
-  for (unsigned i = 0; !e && i < l->t.nargs; i++) {
-    const struct coop_app_arg *g = &l->t.arg[i];
-    if (g->buf && g->dir == COOP_APP_SCRATCH && g->size > zsize) zsize = g->size;
-    /* the graph (borrowed IN buffers): uploaded once */
-    if (g->buf && g->dir == COOP_APP_IN && !g->host && g->init && g->init_len == g->size)
-      e = coop_buffer_create(l->c, 0, g->size, g->init, 0, &l->devbuf[i]);
-  }
-  if (!e && zsize && !(l->zeros = calloc(1, zsize))) e = COOP_ENOMEM;
-  return e;
-}
-
-static int long_job(struct longk *l, double *ms) {
-  /* a fresh task each run: the last one's output is in its INOUT buffers
-   * (bfs's levels), and a run started from it would have nothing to do */
-  struct coop_app_opts o = {.mode = COOP_APP_MODE_COOPERATIVE, .query_barrier = long_query};
-  coop_app_task_free(&l->t);
-  int pe = coop_app_task_prepare(&l->t, l->a, &l->in, &o, coop_info(l->c)->workers);
-  if (pe) return pe;
-  const struct coop_app_task *t = &l->t;
-  coop_job *j = coop_job_new(l->a->kernel, t->groups);
-  coop_job_cooperative(j, 1);
-  coop_job_query_barrier(j, long_query);
-  for (unsigned i = 0; i < t->nargs; i++) {
-    const struct coop_app_arg *g = &t->arg[i];
-    if (l->devbuf[i])
-      coop_job_buffer(j, l->devbuf[i]);
-    else if (!g->buf)
-      g->type == COOP_APP_U64 ? coop_job_u64(j, g->value) : coop_job_u32(j, (uint32_t)g->value);
-    else if (g->dir == COOP_APP_SCRATCH)
-      coop_job_buf_in(j, l->zeros, g->size);
-    else if (g->dir == COOP_APP_OUT)
-      coop_job_buf_out(j, g->host, g->size);
-    else if (g->dir == COOP_APP_INOUT)
-      coop_job_buf_inout(j, g->host, g->size);
-    else
-      coop_job_buf_in(j, g->init, g->size); /* the task's own IN buffers: whole */
-  }
-  uint64_t id;
-  int e = coop_submit(l->c, j, &id);
-  coop_job_free(j);
-  struct coop_result r;
-  if (!e) e = coop_wait(l->c, id, 600000, &r);
-  if (e) return e;
-  int ok = r.state == COOP_STATE_DONE;
-  *ms = (double)r.t.exec_ns / 1e6;
-  coop_result_free(&r);
-  return ok ? 0 : COOP_EFAILED;
-}
-
-static void *long_main(void *p) {
-  struct longk *l = p;
-  while (!atomic_load(&l->stop)) {
-    double ms;
-    if ((l->err = long_job(l, &ms))) break;
-    push(&l->exec, ms);
-  }
-  return NULL;
-}
-
-/* ---- CPU of coopd and its device process ---- */
-
-static double cpu_ticks(long pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *p = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (p) sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
-  return (double)(ut + st);
-}
-
-/* coopd's and its children's CPU seconds so far. */
-static double coopd_cpu(long pid) {
-  if (pid <= 0) return 0;
-  double t = cpu_ticks(pid);
-  DIR *d = opendir("/proc");
-  for (struct dirent *e; d && (e = readdir(d));) {
-    char path[300], buf[512];
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    long ppid = 0;
-    if (p && sscanf(p + 2, "%*c %ld", &ppid) == 1 && ppid == pid) t += cpu_ticks(atol(e->d_name));
-  }
-  if (d) closedir(d);
-  return t / (double)sysconf(_SC_CLK_TCK);
+/* The long kernel's mean execution over its runs since the last clear, ms. */
+static double long_mean_ms(const struct dlong *l) {
+  double sum = 0;
+  for (size_t i = 0; i < l->nruns; i++) sum += (double)l->runs[i].exec_ns / 1e6;
+  return l->nruns ? sum / (double)l->nruns : 0;
 }
 
 /* ---- the run ---- */
@@ -344,15 +201,16 @@ static int run(const struct fopts *o) {
   struct frame f;
   if ((e = frame_open(&f, c, o->n, o->groups)))
     return fprintf(stderr, FB ": buffers: %s\n", coop_strerror(e)), 1;
-  struct longk l;
-  if ((e = long_open(&l, o->sock, o->scale, o->input)))
+  struct coop_app_input in;
+  const struct coop_app *bfs = coop_app_find("bfs");
+  if (!bfs || (e = coop_app_input(bfs, o->input, o->scale, &in)))
+    return fprintf(stderr, FB ": bfs input: %s\n", coop_strerror(bfs ? e : COOP_EINVAL)), 1;
+  struct dlong l;
+  if ((e = dlong_open(&l, o->sock, FB "-long", bfs, &in, long_query)))
     return fprintf(stderr, FB ": bfs: %s: %s\n", coop_strerror(e), coop_errmsg(l.c)), 1;
-  struct series alone_long = {0};
-  for (int i = 0; i < 3; i++) {
-    double ms;
-    if ((e = long_job(&l, &ms))) return fprintf(stderr, FB ": bfs: %s\n", coop_strerror(e)), 1;
-    push(&alone_long, ms);
-  }
+  for (int i = 0; i < 3; i++)
+    if ((e = dlong_job(&l))) return fprintf(stderr, FB ": bfs: %s\n", coop_strerror(e)), 1;
+  double alone_long = long_mean_ms(&l);
   FILE *csv = o->csv ? fopen(o->csv, "w") : NULL;
   if (csv)
     fprintf(csv,
@@ -365,8 +223,7 @@ static int run(const struct fopts *o) {
          ": %s, %s, commit %s; device %s (%s), %u workers; %.0f fps, %u s each; render "
          "n %u on %u workgroups; bfs (%s) alone %.2f ms\n",
          m.host, m.cpu, COOP_BENCH_COMMIT, coop_info(c)->device, coop_info(c)->backend,
-         coop_info(c)->workers, o->fps, o->seconds, o->n, o->groups, l.in.label,
-         mean_of(&alone_long));
+         coop_info(c)->workers, o->fps, o->seconds, o->n, o->groups, in.label, alone_long);
   printf("%-7s %-8s %7s %9s %9s %9s %8s %8s %9s %9s %7s %8s %9s   %s\n", "task_ms", "setup",
          "frames", "p50_ms", "p90_ms", "p99_ms", "p50/al", "p99/al", "gath50", "gath99", "misses",
          "long_x", "cpu_us/f", "p50 ms: write task read");
@@ -376,21 +233,18 @@ static int run(const struct fopts *o) {
     if (calibrate(&f, o->exec_ms[x])) return 1;
     struct fstats alone, beside;
     if (frames(&f, period, o->seconds, &alone)) return 1;
-    atomic_store(&l.stop, 0);
-    series_free(&l.exec);
-    if (pthread_create(&l.th, NULL, long_main, &l)) return 1;
+    dlong_clear(&l);
+    if (dlong_start(&l)) return 1;
     sleep(1);
-    double cpu0 = coopd_cpu(o->coopd_pid);
+    double cpu0 = coopd_cpu_s(o->coopd_pid);
     rc = frames(&f, period, o->seconds, &beside);
-    double cpu = coopd_cpu(o->coopd_pid) - cpu0;
-    atomic_store(&l.stop, 1);
-    pthread_join(l.th, NULL);
-    if (l.err) return fprintf(stderr, FB ": bfs: %s\n", coop_strerror(l.err)), 1;
+    double cpu = coopd_cpu_s(o->coopd_pid) - cpu0;
+    if ((e = dlong_stop(&l))) return fprintf(stderr, FB ": bfs: %s\n", coop_strerror(e)), 1;
     if (rc) break;
-    double slow = l.exec.n ? mean_of(&l.exec) / mean_of(&alone_long) : 0;
-    row(csv, o, o->exec_ms[x], "alone", &alone, &alone, 0, 0, f.reps);
+    double slow = l.nruns ? long_mean_ms(&l) / alone_long : 0;
+    row(csv, o, o->exec_ms[x], "alone", &alone, &alone, 0, 0, f.d.reps);
     row(csv, o, o->exec_ms[x], "bfs", &beside, &alone, slow,
-        o->coopd_pid > 0 ? cpu * 1e6 / beside.frames : 0, f.reps);
+        o->coopd_pid > 0 ? cpu * 1e6 / beside.frames : 0, f.d.reps);
     struct fstats *both[] = {&alone, &beside};
     for (int k = 0; k < 2; k++) {
       series_free(&both[k]->lat), series_free(&both[k]->gather), series_free(&both[k]->write);
@@ -398,7 +252,10 @@ static int run(const struct fopts *o) {
     }
   }
   if (csv) fclose(csv);
-  coop_disconnect(l.c);
+  dlong_close(&l);
+  coop_app_input_free(&in);
+  dframe_close(&f.d);
+  free(f.in);
   coop_disconnect(c);
   return rc;
 }

@@ -10,9 +10,21 @@ endif()
 # coop-bench-frames (frames.c): a frame client through coopd, alone and
 # beside bfs that another client keeps running (device buffers both).
 if(TARGET coop AND TARGET coopbench AND TARGET coopapphost)
-  add_executable(coop-bench-frames ${CMAKE_CURRENT_LIST_DIR}/frames.c)
+  add_executable(coop-bench-frames ${CMAKE_CURRENT_LIST_DIR}/frames.c
+                 ${CMAKE_CURRENT_LIST_DIR}/coopd_jobs.c ${CMAKE_CURRENT_LIST_DIR}/coopd_proc.c)
   add_dependencies(coop-bench-frames coop-bench-commit)
   target_include_directories(coop-bench-frames PRIVATE ${PROJECT_BINARY_DIR}/bench
                              ${PROJECT_SOURCE_DIR}/apps)
   target_link_libraries(coop-bench-frames PRIVATE coopbench coop coopapphost Threads::Threads m)
+endif()
+
+# coop-bench-side's setup (g), a frame client through coopd (libcoop), with
+# what it shares with coop-bench-frames; a build without libcoop
+# (COOP_RUNTIME_ONLY) never includes this file and skips the setup.
+if(TARGET coop AND TARGET coop-bench-side)
+  target_sources(coop-bench-side PRIVATE ${CMAKE_CURRENT_LIST_DIR}/side_setup_coopd.c
+                 ${CMAKE_CURRENT_LIST_DIR}/coopd_jobs.c ${CMAKE_CURRENT_LIST_DIR}/coopd_proc.c)
+  target_compile_definitions(coop-bench-side PRIVATE COOP_SIDE_COOPD=1)
+  target_link_libraries(coop-bench-side PRIVATE coop)
+  add_dependencies(coop-bench-side coopd) # the daemon it starts, beside it in bin/
 endif()

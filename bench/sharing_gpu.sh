@@ -6,7 +6,10 @@
 # priority, green contexts and MPS (no limits, 90/10), for tasks of 0.1,
 # 0.3, 2 and 8 ms beside bfs on road 1024 x 1024 (barrier-bound) and beside
 # game (Connect Four search, compute-bound; scale GAME_SCALE, default 2).
-# Eight runs of coop-bench-side with 1 s windows, K = N/2, about 8 minutes
+# Beside bfs at 0.3 and 2 ms also coopd: a frame client of a coopd the
+# bench starts (build-cuda/bin/coopd), its input written and its output
+# read through device buffers every frame, beside bfs as a coopd job.
+# Eight runs of coop-bench-side with 1 s windows, K = N/2, about 9 minutes
 # on an H100.
 #
 #   bench/sharing_gpu.sh [DIR]
@@ -34,11 +37,15 @@ for long in "bfs 1 12" "game 0 ${GAME_SCALE:-2}"; do
   read -r app input scale <<<"$long"
   for e in 0.1 0.3 2 8; do
     name=side-$app-$e
-    timeout 110 $b/coop-bench-side --app "$app" --input "$input" --scale "$scale" --exec-ms "$e" \
-      --setups $setups --k N/2 --window 1 --min-runs 2 --timeout 30 \
+    s=$setups limit=110
+    # the frame client through coopd: its own daemon, three more windows
+    if [ "$app" = bfs ] && { [ "$e" = 0.3 ] || [ "$e" = 2 ]; }; then s=$setups,coopd limit=170; fi
+    timeout $limit $b/coop-bench-side --app "$app" --input "$input" --scale "$scale" --exec-ms "$e" \
+      --setups "$s" --k N/2 --window 1 --min-runs 2 --timeout 30 \
       --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
     echo "== $name rc=$? at $(($(date +%s) - t0)) s"
-    grep -E "matmul n |long kernel alone: |skipped|green contexts|mps:|WRONG|FAILED" "$out/$name.txt"
+    grep -E "matmul n |long kernel alone: |skipped|green contexts|mps:|coopd \(g\)|WRONG|FAILED" \
+      "$out/$name.txt"
     sed -n '/^### Side by side/,/^### Graphics/p' "$out/$name.txt" | grep -E '^\| [(l]'
   done
 done

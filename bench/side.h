@@ -14,6 +14,9 @@
  *   (d)  as (b) on the highest-priority stream
  *   (e)  CUDA green contexts: the two kernels on disjoint sets of SMs
  *   (f)  MPS: the two kernels in two client processes of one MPS server
+ *   (g)  through coopd: a client writes the graphics kernel's input into a
+ *        device buffer, submits it through libcoop and reads its output
+ *        back every frame, beside the long kernel as a coopd job
  *
  * side_setups.c holds the table of setups, one file each; side_setup.h
  * what they share. This header: the plain launches and the release loop.

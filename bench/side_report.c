@@ -168,23 +168,44 @@ static void fmt(char *d, size_t n, double v, const char *f) {
     snprintf(d, n, f, v);
 }
 
-static const struct result *find_result(int setup) {
+static int has_gfx(const struct result *x) { return !(side_setups[x->setup].flags & SETUP_NO_GFX); }
+
+/* The row x's ratios are against (side_setups.c: gfx_base, long_base), at
+ * x's K where that setup has one row per K; NULL if it did not run. */
+static const struct result *base_row(const struct result *x, int of_long) {
+  const struct side_setup *s = &side_setups[x->setup];
+  int st = of_long ? (s->long_base ? s->long_base : S_LONG) : s->gfx_base;
+  int per_k = (side_setups[st].flags & SETUP_PER_K) != 0;
   for (int i = 0; i < nresults; i++)
-    if (results[i].setup == setup) return &results[i];
+    if (results[i].setup == st && (!per_k || results[i].k == x->k)) return &results[i];
   return NULL;
 }
 
-static int has_gfx(const struct result *x) { return !(side_setups[x->setup].flags & SETUP_NO_GFX); }
+/* The latency percentiles x is against ((0) for most rows), NAN without. */
+static void gfx_base(const struct result *x, const struct sopts *o, double *p50, double *p99) {
+  const struct result *a = base_row(x, 0);
+  struct gstat g;
+  if (a) gfx_stats(a, o, &g);
+  *p50 = a ? g.p50 : NAN;
+  *p99 = a ? g.p99 : NAN;
+}
+
+/* The long kernel's mean run time x is against (alone), and its runs/s. */
+static void long_base(const struct result *x, double *mean, double *rps) {
+  const struct result *a = base_row(x, 1);
+  struct lstat l;
+  if (a) long_stats(a, &l);
+  *mean = a ? l.mean : NAN;
+  if (rps) *rps = a ? l.rps : NAN;
+}
+
+/* CPU that coopd and its device process spent per task of the window, us. */
+static double cpu_per_task(const struct result *x) {
+  return x->has_cpu && x->ns ? x->cpu_s * 1e6 / (double)x->ns : NAN;
+}
 
 /* The tables, to each of the streams given. */
 static void tables(FILE **fs, int nf, const struct sopts *o) {
-  const struct result *alone = find_result(S_ALONE), *lalone = find_result(S_LONG);
-  struct gstat ga;
-  struct lstat la;
-  if (alone) gfx_stats(alone, o, &ga);
-  if (lalone) long_stats(lalone, &la);
-  double base50 = alone ? ga.p50 : NAN, base99 = alone ? ga.p99 : NAN;
-  double lmean = lalone ? la.mean : NAN, lrps = lalone ? la.rps : NAN;
   char b[16][32];
   for (int f = 0; f < nf; f++) {
     FILE *s = fs[f];
@@ -192,11 +213,14 @@ static void tables(FILE **fs, int nf, const struct sopts *o) {
             "\n### Side by side\n\n"
             "Graphics task latency = release -> the host sees it done (ms), over the tasks "
             "released during a long-kernel run (all tasks of the window for the alone "
-            "rows); x alone = against (0). Long kernel: mean run time / alone, and "
-            "throughput (runs/s over the window) alone / here.\n\n"
+            "rows); x alone = against (0), and for (g) against (g) alone at the same K. "
+            "Long kernel: mean run time / alone, and throughput (runs/s over the window) "
+            "alone / here; alone = the long kernel alone, and for (g) the long kernel "
+            "alone in coopd. coopd CPU: utime + stime of coopd and its device process over "
+            "the window, per task released.\n\n"
             "| setup | latency p50 | p90 | p99 | max | p50 x alone | p99 x alone | missed | "
-            "period p50 | long kernel slowdown | throughput cost |\n"
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+            "period p50 | long kernel slowdown | throughput cost | coopd CPU per task (us) |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < nresults; i++) {
       const struct result *x = &results[i];
       struct gstat g;
@@ -204,6 +228,9 @@ static void tables(FILE **fs, int nf, const struct sopts *o) {
       if (has_gfx(x)) gfx_stats(x, o, &g);
       if (x->has_long) long_stats(x, &l);
       int G = has_gfx(x);
+      double base50, base99, lmean, lrps;
+      gfx_base(x, o, &base50, &base99);
+      long_base(x, &lmean, &lrps);
       fmt(b[0], 32, G ? g.p50 : NAN, "%.3f");
       fmt(b[1], 32, G ? g.p90 : NAN, "%.3f");
       fmt(b[2], 32, G ? g.p99 : NAN, "%.3f");
@@ -217,8 +244,9 @@ static void tables(FILE **fs, int nf, const struct sopts *o) {
       fmt(b[7], 32, G ? g.per50 : NAN, "%.2f");
       fmt(b[8], 32, x->has_long ? l.mean / lmean : NAN, "%.3f");
       fmt(b[9], 32, x->has_long ? lrps / l.rps : NAN, "%.3f");
-      fprintf(s, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x->name, b[0], b[1],
-              b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9]);
+      fmt(b[10], 32, cpu_per_task(x), "%.1f");
+      fprintf(s, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x->name, b[0],
+              b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10]);
     }
     fprintf(s,
             "\n### Graphics task (ms)\n\n"
@@ -263,7 +291,8 @@ static void tables(FILE **fs, int nf, const struct sopts *o) {
       if (!x->has_long) continue;
       struct lstat l;
       long_stats(x, &l);
-      double lo, hi;
+      double lo, hi, lmean;
+      long_base(x, &lmean, NULL);
       run_ratio_range(x, lmean, &lo, &hi);
       fmt(b[0], 32, l.p50, "%.2f");
       fmt(b[1], 32, l.p10, "%.2f");
@@ -291,14 +320,16 @@ static void write_csv(FILE *f, const struct sopts *o) {
   fprintf(f, "# period_ns: %lld\n# title: %s\n", (long long)P, title);
   fprintf(f,
           "setup,k,klabel,kind,index,start_ns,time_ns,exec_ns,gather_ns,period_ns,missed,"
-          "in_run,counted,check,kills,forks,launch_ns\n");
+          "in_run,counted,check,kills,forks,launch_ns,cpu_ns\n");
   for (int i = 0; i < nresults; i++) {
     const struct result *x = &results[i];
     const char *id = side_setups[x->setup].id, *kl = x->klabel[0] ? x->klabel : "-";
-    fprintf(f, "%s,%u,%s,window,0,0,%lld,,,,,,,,,,\n", id, x->k, kl, (long long)(x->t1 - x->t0));
+    fprintf(f, "%s,%u,%s,window,0,0,%lld,,,,,,,,,,,", id, x->k, kl, (long long)(x->t1 - x->t0));
+    if (x->has_cpu) fprintf(f, "%lld", (long long)llround(x->cpu_s * 1e9));
+    fprintf(f, "\n");
     for (size_t j = 0; j < x->nr; j++) {
       const struct run *r = &x->r[j];
-      fprintf(f, "%s,%u,%s,run,%zu,%lld,%lld,,,,,,1,%d,%u,%u,\n", id, x->k, kl, j,
+      fprintf(f, "%s,%u,%s,run,%zu,%lld,%lld,,,,,,1,%d,%u,%u,,\n", id, x->k, kl, j,
               (long long)(r->t_started - x->t0), (long long)(r->t_finished - r->t_started),
               r->checked, r->kills, r->forks);
     }
@@ -308,7 +339,7 @@ static void write_csv(FILE *f, const struct sopts *o) {
               (long long)(s->t_release - x->t0), (long long)(s->t_done - s->t_release),
               (long long)s->exec_ns);
       if (side_setups[x->setup].flags & SETUP_GATHER) fprintf(f, "%lld", (long long)s->gather_ns);
-      fprintf(f, ",%lld,%d,%d,%d,%d,,,%lld\n", (long long)(s->t_next - s->t_release),
+      fprintf(f, ",%lld,%d,%d,%d,%d,,,%lld,\n", (long long)(s->t_next - s->t_release),
               s->t_done > s->t_release + P, s->in_run, counted(x, s), s->chk,
               (long long)(s->t_launch - s->t_release));
     }
@@ -344,9 +375,9 @@ int read_csv(const char *path, struct sopts *o) {
       continue;
     }
     if (!strncmp(line, "setup,", 6) || !line[0]) continue;
-    char *fld[17];
+    char *fld[18];
     int nf = 0;
-    for (char *p = line; nf < 17;) {
+    for (char *p = line; nf < 18;) {
       fld[nf++] = p;
       char *c = strchr(p, ',');
       if (!c) break;
@@ -355,7 +386,8 @@ int read_csv(const char *path, struct sopts *o) {
     }
     int st = 0;
     while (st < S_COUNT && strcmp(fld[0], side_setups[st].id)) st++;
-    if (nf != 17 || st == S_COUNT) {
+    /* 17 fields: a file from before cpu_ns */
+    if ((nf != 17 && nf != 18) || st == S_COUNT) {
       bad_line = (int)lineno;
       break;
     }
@@ -374,6 +406,8 @@ int read_csv(const char *path, struct sopts *o) {
     if (!strcmp(fld[3], "window")) {
       x->t0 = 0;
       x->t1 = t;
+      x->has_cpu = nf == 18 && fld[17][0];
+      x->cpu_s = x->has_cpu ? (double)strtoll(fld[17], NULL, 10) / 1e9 : 0;
     } else if (!strcmp(fld[3], "run")) {
       struct coop_rt_task_info ti;
       memset(&ti, 0, sizeof ti);
@@ -427,9 +461,6 @@ static int plot(const char *png, const struct sopts *o, const char *what) {
   }
   FILE *p = popen("gnuplot", "w");
   if (!p) return 1;
-  const struct result *lalone = find_result(S_LONG);
-  struct lstat la;
-  if (lalone) long_stats(lalone, &la);
   fprintf(p,
           "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 1400,700 "
           "font ',10' } else { set terminal png size 1400,700 }\n"
@@ -446,9 +477,11 @@ static int plot(const char *png, const struct sopts *o, const char *what) {
     struct lstat l;
     char v[5][32];
     if (has_gfx(x)) gfx_stats(x, o, &g);
+    double lmean;
     if (x->has_long) long_stats(x, &l);
+    long_base(x, &lmean, NULL);
     double vals[5] = {has_gfx(x) ? g.p50 : NAN, has_gfx(x) ? g.p90 : NAN, has_gfx(x) ? g.p99 : NAN,
-                      has_gfx(x) ? g.max : NAN, x->has_long && lalone ? l.mean / la.mean : NAN};
+                      has_gfx(x) ? g.max : NAN, x->has_long ? l.mean / lmean : NAN};
     for (int k = 0; k < 5; k++)
       if (isnan(vals[k]))
         snprintf(v[k], 32, "?");

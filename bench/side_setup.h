@@ -32,6 +32,9 @@ enum {
   S_GREEN_LONG,
   S_MPS,
   S_MPS_SPLIT,
+  S_COOPD,
+  S_COOPD_ALONE,
+  S_COOPD_LONG,
   S_COUNT
 };
 
@@ -40,6 +43,7 @@ struct sopts {
   const char *klist, *app, *csv, *report;
   long matrix, grid, local, scale, input, min_runs, device, timeout_s, launch_groups, carveout;
   long ahead_us, green_sms; /* green_sms 0: chosen */
+  const char *coopd;        /* the coopd setup's daemon; NULL: the one beside this binary */
   int query;
   unsigned setups; /* bit per S_* */
   char cmd[2048];
@@ -51,6 +55,10 @@ void side_defaults(struct sopts *o);
 /* The command line into o: 0 (run), 1 --source, 2 --compile-only, 3
  * --report; exits 2 on a bad one. */
 int side_parse(int argc, char **argv, struct sopts *o);
+/* The K of a --k list against N workers (N = 0: its syntax only) into
+ * ks[] and their spellings into labels[]; the count of distinct K, or -1
+ * for a bad list. */
+int side_k_list(const char *list, unsigned workers, unsigned *ks, char labels[][16]);
 
 /* ------------------------------------------------------------ results */
 
@@ -72,6 +80,8 @@ struct result {
   struct run *r;
   size_t nr, capr;
   int has_long;
+  int has_cpu;  /* cpu_s was measured (the coopd rows) */
+  double cpu_s; /* CPU that coopd and its device process spent over the window, s */
 };
 
 #define MAXRESULTS (S_COUNT * MAXK)
@@ -153,6 +163,8 @@ struct bench {
   char klabels[MAXK][16];
   int nk;
   struct coopgfx cg[MAXK];
+  int no_plain;      /* no CUDA driver (the PoCL test hook): SETUP_CUDA setups skipped */
+  unsigned launched; /* the megakernel's workgroups, for a coopd launched alike */
   void *cuda_ctx;    /* the megakernel's CUcontext (green), NULL: the primary one */
   unsigned cuda_sms; /* its SMs */
 };
@@ -170,6 +182,9 @@ int gfx_alone(struct bench *b, struct result *x, const struct task_ops *ops);
 /* The long kernel back to back for the window (at least --min-runs runs),
  * every run checked; ctl (or NULL) around it. */
 int long_window(struct bench *b, struct result *x, const struct gfx_ctl *ctl);
+/* Checks every run's output (outs[i] for x->r[i], NULL: not kept)
+ * against the CPU, sets their checked flags and frees outs and them. */
+int side_check_runs(struct bench *b, struct result *x, void **outs);
 /* A graphics thread in this process, as ctl's arg. */
 struct thread_arg {
   struct gfx g;
@@ -216,6 +231,11 @@ struct side_setup {
   /* Its rows (new_result): 0, or 1 on a failed or wrong run or task. A
    * setup that cannot run here prints say_skip and returns 0. */
   int (*run)(struct bench *b, int setup);
+  /* The rows its ratios are against: the latency's (the row of this setup
+   * at the same K; 0 = S_ALONE, (0)) and the long kernel's (0: S_LONG).
+   * A setup whose own path differs from this process's megakernel is
+   * measured against itself without the other kernel. */
+  int gfx_base, long_base;
 };
 
 extern const struct side_setup side_setups[S_COUNT];
@@ -229,6 +249,7 @@ int setup_stream_run(struct bench *b, int setup);
 int setup_coop_run(struct bench *b, int setup);
 int setup_green_run(struct bench *b, int setup);
 int setup_mps_run(struct bench *b, int setup);
+int setup_coopd_run(struct bench *b, int setup);
 /* mps's long-kernel process: SB --long-child CTRL_FD DATA_FD OPTIONS... */
 int side_long_child_main(int argc, char **argv);
 

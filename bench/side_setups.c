@@ -44,4 +44,25 @@ const struct side_setup side_setups[S_COUNT] = {
     [S_MPS_SPLIT] = {"mps-90-10", "(f) MPS, 90/10 active threads",
                      "mps with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE 90 (long) and 10 (matmul)",
                      SETUP_LONG | SETUP_CUDA | SETUP_OWN_LONG | SETUP_HIDDEN, NULL, NULL},
+    [S_COOPD] = {"coopd", "(g) frame client through coopd",
+                 "the matmul from a client of a coopd, its input written and its output read "
+                 "through device buffers every frame, beside the long kernel as a coopd job",
+                 SETUP_LONG | SETUP_GATHER | SETUP_PER_K | SETUP_OWN_LONG | SETUP_EXTRA, NULL,
+                 setup_coopd_run, S_COOPD_ALONE, S_COOPD_LONG},
+    [S_COOPD_ALONE] = {"coopd-alone", "(g) coopd: frame client alone",
+                       "coopd: the frame client with no other job",
+                       SETUP_GATHER | SETUP_PER_K | SETUP_OWN_LONG | SETUP_HIDDEN, NULL, NULL},
+    [S_COOPD_LONG] = {"coopd-long", "(g) coopd: long kernel alone",
+                      "coopd: the long kernel as coopd jobs, alone",
+                      SETUP_LONG | SETUP_NO_GFX | SETUP_OWN_LONG | SETUP_HIDDEN, NULL, NULL},
 };
+
+#ifndef COOP_SIDE_COOPD
+/* A build without libcoop (COOP_RUNTIME_ONLY) has no client to go through
+ * coopd with: side_setup_coopd.c is not in it. */
+int setup_coopd_run(struct bench *b, int setup) {
+  (void)b;
+  say_skip(side_setups[setup].label, "built without libcoop (COOP_RUNTIME_ONLY)");
+  return 0;
+}
+#endif

@@ -60,6 +60,7 @@ int side_megakernel(struct bench *b, int with_matmul) {
     return 1;
   }
   b->workers = coop_rt_workers(b->rt);
+  if (!b->cuda_ctx) b->launched = coop_rt_launched_groups(b->rt); /* not a green context's */
   return 0;
 }
 
@@ -111,8 +112,7 @@ int gfx_alone(struct bench *b, struct result *x, const struct task_ops *ops) {
   return rc;
 }
 
-/* Checks every run's output (kept in outs) against the CPU; frees them. */
-static int check_runs(struct bench *b, struct result *x, void **outs) {
+int side_check_runs(struct bench *b, struct result *x, void **outs) {
   int rc = 0;
   for (size_t i = 0; i < x->nr; i++) {
     char why[256] = "";
@@ -164,7 +164,7 @@ int long_window(struct bench *b, struct result *x, const struct gfx_ctl *ctl) {
   }
   x->t1 = now_ns();
   if (ctl) rc |= ctl->stop(b, ctl->arg, x);
-  rc |= check_runs(b, x, outs);
+  rc |= side_check_runs(b, x, outs);
   mark_in_run(x);
   return rc;
 }

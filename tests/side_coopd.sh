@@ -1,0 +1,63 @@
+#!/bin/sh
+# side_coopd.sh SIDE COOPD: coop-bench-side's setup (g), a frame client
+# through a coopd the bench starts, on PoCL at a tiny size (the test hook
+# COOP_SIDE_BACKEND=opencl; without a CUDA driver the plain setups are
+# skipped). The run must exit 0 and its CSV hold the three rows of (g)
+# with sane values: frames counted beside the long kernel with a latency,
+# a device execution and a gather; the long kernel's runs through coopd
+# all checked against the CPU; coopd's CPU over each frame window; and the
+# table the ratio of the frame client beside the long kernel to it alone,
+# again when --report reads the CSV back.
+side=$1 coopd=$2
+dir=$(mktemp -d /tmp/side-coopd-XXXXXX) || exit 1
+trap 'rm -rf "$dir"' EXIT
+fails=0
+fail() {
+  echo "FAIL: $*"
+  fails=$((fails + 1))
+}
+
+COOP_SIDE_BACKEND=opencl "$side" --setups long,coopd --coopd "$coopd" --scale 4 --input 1 \
+  --exec-ms 0.5 --period 10 --window 0.5 --min-runs 2 --timeout 120 --csv "$dir/side.csv" \
+  >"$dir/out" 2>&1
+rc=$?
+cat "$dir/out"
+[ "$rc" -eq 0 ] || fail "coop-bench-side exited $rc"
+csv=$dir/side.csv
+[ -s "$csv" ] || { fail "no CSV"; exit 1; }
+
+# setup,k,klabel,kind,index,start_ns,time_ns,exec_ns,gather_ns,period_ns,missed,in_run,
+# counted,check,kills,forks,launch_ns,cpu_ns
+awk -F, '
+  /^#/ || $1 == "setup" { next }
+  NF != 18 { print "line of " NF " fields: " $0; bad = 1 }
+  $4 == "window" { win[$1] = 1; if ($1 ~ /^coopd(-alone)?$/ && $18 + 0 <= 0) { print $1 ": no CPU"; bad = 1 } }
+  $4 == "run" && $1 ~ /^coopd/ {
+    runs[$1]++
+    if ($14 != 1) { print $1 " run " $5 " not checked"; bad = 1 }
+    if ($7 + 0 <= 0) { print $1 " run " $5 ": time " $7; bad = 1 }
+  }
+  $4 == "task" && $1 ~ /^coopd/ && $13 == 1 {
+    tasks[$1]++
+    if ($7 + 0 <= 0 || $8 + 0 <= 0 || $9 == "" || $9 + 0 < 0 || $7 + 0 < $8 + 0) {
+      print $1 " task " $5 ": latency " $7 ", exec " $8 ", gather " $9; bad = 1
+    }
+  }
+  END {
+    split("coopd coopd-alone coopd-long", s, " ")
+    for (i = 1; i <= 3; i++) if (!(s[i] in win)) { print "no row " s[i]; bad = 1 }
+    if (runs["coopd-long"] < 2 || runs["coopd"] < 2) { print "too few long-kernel runs"; bad = 1 }
+    if (tasks["coopd-alone"] < 1 || tasks["coopd"] < 1) { print "no frame counted"; bad = 1 }
+    exit bad
+  }' "$csv" || fail "the CSV"
+
+# the frame client beside the long kernel against itself alone: a ratio, not "-"
+grep -E '^\| \(g\) frame client through coopd, K=[0-9]+ \(N/2\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|' \
+  "$dir/out" >/dev/null || fail "no ratio to the frame client alone in the table"
+grep -q 'WRONG' "$dir/out" && fail "a wrong result"
+# --report reads the CSV back: the same row, coopd's CPU per task included
+"$side" --report "$csv" >"$dir/report" 2>&1 || fail "--report exited non-zero"
+grep -E '^\| \(g\) frame client through coopd.* \| [0-9.]+ \|$' "$dir/report" >/dev/null ||
+  fail "--report: no row of (g) with coopd's CPU"
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]
