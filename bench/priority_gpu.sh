@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# bench/priority_gpu.sh: what a job of higher priority that needs every
+# worker waits for beside a running cooperative job (docs/daemon.md,
+# "Priority").
+#   bench/priority_gpu.sh [--build-dir DIR] [--tasks N] [--barrier query|plain]
+# Starts a coopd of its own (max_priority 10, never parked), runs bfs on
+# road:1024x1024 through it as cooperative jobs on every worker (one job
+# per source, `coopctl app bfs --sources`, in the background), and, while
+# they run, N non-cooperative render tasks (n = 64, one rep) on every
+# worker, one at a time: N at priority 5, then N at priority 0. A task of
+# priority 5 has the running bfs job suspended (it keeps one workgroup at
+# its barriers, so the task cannot otherwise get every worker); one of
+# priority 0 waits for that bfs job to end. Prints one CSV line per task:
+# priority, gather (released -> gathered, ns, the device's clock),
+# end-to-end latency (ms, coopctl's wall clock); then p50/p99 per priority,
+# bfs's step time from the log of the bfs run, the machine, GPU and commit.
+# Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
+# on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower.
+set -euo pipefail
+export LC_ALL=C
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
+bdir=$repo/build-cuda tasks=20 barrier=query
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) bdir=$2; shift 2 ;;
+    --tasks) tasks=$2; shift 2 ;;
+    --barrier) barrier=$2; shift 2 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "priority_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$tasks" in '' | *[!0-9]*) echo "priority_gpu.sh: '$tasks' is not a whole number" >&2; exit 2 ;; esac
+case "$barrier" in query) bflag=--query-barrier ;; plain) bflag= ;;
+  *) echo "priority_gpu.sh: --barrier query or plain" >&2; exit 2 ;; esac
+coopd=$bdir/bin/coopd ctl=$bdir/bin/coopctl
+for b in "$coopd" "$ctl"; do
+  [ -x "$b" ] || { echo "priority_gpu.sh: no $b (build with -DCOOP_CUDA=ON, or --build-dir)" >&2; exit 1; }
+done
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+
+tmp=$(mktemp -d /tmp/coop-priority.XXXXXX)
+daemon= apps=
+cleanup() {
+  [ -n "$apps" ] && kill "$apps" 2>/dev/null || true
+  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+sock=$tmp/coop.sock
+"$coopd" --socket "$sock" --kernels "$repo/kernels" --set limits.max_priority=10 \
+  --set device.park_ms=0 --set jobs.gather_budget_ms=60000 --set server.journal=off \
+  2>"$tmp/coopd.log" &
+daemon=$!
+for _ in $(seq 1 600); do [ -S "$sock" ] && "$ctl" --socket "$sock" stats >/dev/null 2>&1 && break; sleep 0.1; done
+ctl() { "$ctl" --socket "$sock" "$@"; }
+workers=$(ctl --json stats | "$py" -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+head -c $((64 * 64 * 4)) /dev/zero >"$tmp/m"
+
+# bfs for long enough: 4 x tasks sources (about 45 ms each on an H100)
+sources=$(seq -s, 0 $((4 * tasks * 2 - 1)))
+ctl app bfs --gen road:1024x1024 $bflag --sources "$sources" >"$tmp/bfs.out" 2>&1 &
+apps=$!
+sleep 3 # the graph is uploaded and the first jobs run
+
+echo "priority,gather_ns,latency_ms"
+for p in 5 0; do
+  for _ in $(seq 1 "$tasks"); do
+    kill -0 "$apps" 2>/dev/null || { echo "priority_gpu.sh: bfs ended before the tasks did" >&2; exit 1; }
+    t0=$(date +%s%N)
+    ctl --json submit render --wg "$workers" --priority "$p" --wait \
+      in:"$tmp/m" in:"$tmp/m" out:$((64 * 64 * 4)):/dev/null u32:64 u32:1 >"$tmp/r.json"
+    t1=$(date +%s%N)
+    "$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%s,%s,%.3f" % (sys.argv[2], r["gather_ns"], (int(sys.argv[4])-int(sys.argv[3]))/1e6))' \
+      "$tmp/r.json" "$p" "$t0" "$t1"
+    sleep 0.05
+  done
+done | tee "$tmp/tasks.csv"
+"$py" - "$tmp/tasks.csv" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+def q(v, f):
+    v = sorted(v); return v[min(len(v) - 1, int(f * len(v)))]
+for p in ("5", "0"):
+    g = [int(r["gather_ns"]) for r in rows if r["priority"] == p and r["gather_ns"] not in ("", "null")]
+    l = [float(r["latency_ms"]) for r in rows if r["priority"] == p]
+    if g:
+        print("priority %s: gather p50 %.1f us p99 %.1f us; latency p50 %.2f ms p99 %.2f ms (%d tasks)"
+              % (p, q(g, .5) / 1e3, q(g, .99) / 1e3, q(l, .5), q(l, .99), len(g)))
+EOF
+grep -c "suspending it" "$tmp/coopd.log" | sed 's/^/suspensions: /'
+kill "$apps" 2>/dev/null || true
+echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
+echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); workers: $workers; barrier: $barrier"
