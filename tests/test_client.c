@@ -250,7 +250,7 @@ static void s_refuse_version(struct fake *f, struct fconn *c) {
   ff_free(&fr);
 }
 
-static void s_welcome_v4(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 4); }
+static void s_welcome_v5(struct fake *f, struct fconn *c) { fk_welcome_v(f, c, 5); }
 
 START_TEST(version_refused) {
   struct fake f;
@@ -262,9 +262,9 @@ START_TEST(version_refused) {
   fake_end(&f);
   ck_assert_str_eq(f.hello_name, "libcoop");
   /* a reply framed in another version */
-  fake_start(&f, s_welcome_v4);
+  fake_start(&f, s_welcome_v5);
   ck_assert_int_eq(coop_connect(&c, f.path, NULL), COOP_EVERSION);
-  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "version 4"));
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(NULL), "version 5"));
   fake_end(&f);
 }
 END_TEST
