@@ -359,7 +359,8 @@ int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n);
  * builds the new kernel set has ended (seconds on PoCL, up to minutes with
  * CUDA): 0 when it runs the change. Otherwise an error: COOP_EPERM (not an
  * author; another author's kernel), COOP_EEXIST (the name is taken),
- * COOP_ETOOBIG (the source is larger than coopd takes), COOP_ELIMIT (the
+ * COOP_ETOOBIG (the source is larger than coopd takes: [kernels]
+ * max_source_bytes, and never more than COOP_SOURCE_MAX), COOP_ELIMIT (the
  * author's count), COOP_EBUSY (another reload is in progress: ask again),
  * COOP_ENOKERNEL, COOP_EBUILD (the kernel does not pass the checks or does
  * not compile): coop_errmsg() says why, and *log (when log is not NULL;

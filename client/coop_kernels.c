@@ -97,9 +97,9 @@ int coop_kernel_add(coop_conn *c, const char *file, const char *source, size_t l
   if (strlen(file) >= COOP_NAME_MAX)
     return coop__fail(COOP_EINVAL, "kernel add: the file name %s is %zu bytes (at most %d)", file,
                       strlen(file), COOP_NAME_MAX - 1);
-  if (len > COOP_WIRE_SOURCE_MAX)
+  if (len > COOP_SOURCE_MAX)
     return coop__fail(COOP_ETOOBIG, "kernel add: %s is %zu bytes; the protocol takes at most %u",
-                      file, len, COOP_WIRE_SOURCE_MAX);
+                      file, len, COOP_SOURCE_MAX);
   union coop_msg *q = calloc(1, sizeof *q);
   if (!q) return coop__fail(COOP_ENOMEM, "out of memory");
   snprintf(q->kernel_add.file, sizeof q->kernel_add.file, "%s", file);

@@ -201,10 +201,10 @@ void sess_reload(struct session *s, uint32_t seq, const union coop_msg *msg, int
 void kadd_done(struct daemon *dm, struct reload_req *q, int err, const char *log) {
   static const char *const what[] = {"reload", "add", "remove"};
   if (err)
-    log_info("uid %u: kernel %s %s failed: %.*s", q->uid, what[q->op], q->name,
-             (int)strcspn(log, "\n"), log);
+    log_info("uid %u: kernel %s%s%s failed: %.*s", q->uid, what[q->op], q->name[0] ? " " : "",
+             q->name, (int)strcspn(log, "\n"), log);
   else
-    log_info("uid %u: kernel %s %s done", q->uid, what[q->op], q->name);
+    log_info("uid %u: kernel %s%s%s done", q->uid, what[q->op], q->name[0] ? " " : "", q->name);
   if (q->s) {
     union coop_msg m;
     memset(&m, 0, sizeof m);

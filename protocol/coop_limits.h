@@ -19,5 +19,6 @@
 #define COOP_MAX_DEVICES 8       /* devices of one daemon */
 #define COOP_MAX_INSTANCES 65536 /* instances of one periodic job */
 #define COOP_MAX_BOUNDS 32       /* upper bounds of the gather histogram */
+#define COOP_SOURCE_MAX 262144   /* the source of a kernel an author adds: bytes */
 
 #endif /* COOP_LIMITS_H */

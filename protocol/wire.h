@@ -41,12 +41,12 @@
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
 #define COOP_WIRE_MAX_FDS 16u             /* descriptors beside one frame */
 #define COOP_WIRE_FD_NONE 0xffu
-#define COOP_WIRE_SOURCE_MAX (256u << 10) /* KERNEL_ADD's source, at most */
-#define COOP_WIRE_LOG_MAX (64u << 10)     /* KERNEL_DONE's log, at most */
-#define COOP_WIRE_ARGNAME_MAX 32u         /* a kernel argument's name: < 32 bytes */
-#define COOP_WIRE_RULE_MAX 160u           /* a require rule's text: < 160 bytes */
-#define COOP_WIRE_MAX_RULES 16u           /* require rules of one kernel */
-#define COOP_WIRE_SHIPPED 0xffffffffu     /* KERNEL_LIST owner: not an author's */
+#define COOP_WIRE_SOURCE_MAX COOP_SOURCE_MAX /* KERNEL_ADD's source, at most */
+#define COOP_WIRE_LOG_MAX (64u << 10)        /* KERNEL_DONE's log, at most */
+#define COOP_WIRE_ARGNAME_MAX 32u            /* a kernel argument's name: < 32 bytes */
+#define COOP_WIRE_RULE_MAX 160u              /* a require rule's text: < 160 bytes */
+#define COOP_WIRE_MAX_RULES 16u              /* require rules of one kernel */
+#define COOP_WIRE_SHIPPED 0xffffffffu        /* KERNEL_LIST owner: not an author's */
 /* The wire's spellings of the shared limits (coop_limits.h). */
 #define COOP_WIRE_NAME_MAX COOP_NAME_MAX
 #define COOP_WIRE_TEXT_MAX COOP_TEXT_MAX

@@ -30,6 +30,7 @@ void daemon_parking_cases(Suite *s);
 void daemon_service_cases(Suite *s); /* devices, systemd, metrics_http */
 void daemon_state_cases(Suite *s);
 void daemon_limits_cases(Suite *s);
+void daemon_authors_cases(Suite *s); /* kernel authors */
 
 /* ---- a daemon ---- */
 
