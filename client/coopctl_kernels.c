@@ -13,8 +13,6 @@
 
 #include "coopctl.h"
 
-static int x_json; /* --json: failures are printed as JSON too */
-
 int cmd_kernels(struct ctl *x, int argc, char **argv) {
   char *pos[1];
   int npos, r = ctl_parse(x, "kernels", argc, argv, NULL, pos, &npos, 0);
@@ -66,16 +64,12 @@ static int busy_again(int e, double t0, int timeout_ms) {
 }
 
 /* A failed outcome: coopd's whole log (the checker's or the compiler's,
- * at the author's file and line), then one line that says what failed. */
+ * at the author's file and line), then the line that says what failed
+ * (its message is the log's first line). */
 static int outcome_failed(const char *what, int e, char *log) {
-  if (!log) return ctl_fail(what, e);
-  fprintf(stderr, "%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
+  if (log) fprintf(stderr, "%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
   free(log);
-  fprintf(stderr, "coopctl: %s: %s (coopd's log above says why)\n", what, coop_strerror(e));
-  if (x_json)
-    printf("{\"error\":{\"what\":\"%s\",\"code\":%d,\"name\":\"%s\"}}\n", what, e,
-           coop_err_name(e));
-  return 1;
+  return ctl_fail(what, e);
 }
 
 static int parse_timeout(const char *cmd, const char *s, int *ms) {
@@ -94,7 +88,6 @@ static int kernel_add(struct ctl *x, const char *path, int timeout_ms) {
   base = base ? base + 1 : path;
   int r = ctl_connect(x);
   if (r) return free(src), r;
-  x_json = x->json;
   struct coop_kernel_info k;
   char *log = NULL;
   int e;
@@ -110,7 +103,6 @@ static int kernel_add(struct ctl *x, const char *path, int timeout_ms) {
 static int kernel_remove(struct ctl *x, const char *name, int timeout_ms) {
   int r = ctl_connect(x);
   if (r) return r;
-  x_json = x->json;
   char *log = NULL;
   int e;
   double t0 = now_s();
@@ -149,7 +141,6 @@ int cmd_reload(struct ctl *x, int argc, char **argv) {
   int npos, ms, r = ctl_parse(x, "reload", argc, argv, o, pos, &npos, 0);
   if (r) return r == 1 ? 0 : r;
   if ((r = parse_timeout("reload", timeout, &ms)) || (r = ctl_connect(x))) return r;
-  x_json = x->json;
   char *log = NULL;
   int e;
   double t0 = now_s();
