@@ -471,11 +471,12 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u journal=%s", c->socket,
            c->socket_mode, c->max_clients, c->journal[0] ? c->journal : "(socket).jobs");
   line(b);
+  snprintf(b, sizeof b, "kernels: dirs=%s", c->kernel_dirs);
+  line(b);
   snprintf(b, sizeof b,
-           "kernels: dirs=%s authors=\"%s\" authored_dir=%s max_per_author=%u "
+           "kernel authors: authors=\"%s\" authored_dir=%s max_per_author=%u "
            "max_source_bytes=%llu",
-           c->kernel_dirs, c->authors, c->authored_dir, c->max_kernels_per_author,
-           c->max_source_bytes);
+           c->authors, c->authored_dir, c->max_kernels_per_author, c->max_source_bytes);
   line(b);
   snprintf(b, sizeof b,
            "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "
