@@ -349,6 +349,44 @@ int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m);
 /* The registered kernels; release *list with free(). */
 int coop_kernels(coop_conn *c, struct coop_kernel **list, size_t *n);
 
+/* A kernel as coop_kernels_info() and coop_kernel_add() describe it: its
+ * signature, each argument's name ("" when the directive names none), its
+ * `//@coop require` rules as written, and who added it. */
+#define COOP_SHIPPED 0xffffffffu /* owner: one of coopd's own kernels */
+struct coop_kernel_info {
+  struct coop_kernel k;
+  uint32_t owner; /* COOP_SHIPPED, or the uid of the author who added it */
+  char argnames[COOP_MAX_ARGS][32];
+  unsigned nrules;
+  char rules[16][160];
+};
+/* The registered kernels with their argument names and rules; release
+ * *list with free(). */
+int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n);
+
+/* Kernel authors ([kernels] authors in coopd.ini; docs/kernels.md, "Adding
+ * a kernel without root"). Each call returns when coopd's reload that
+ * builds the new kernel set has ended (seconds on PoCL, up to minutes with
+ * CUDA): 0 when it runs the change. Otherwise an error: COOP_EPERM (not an
+ * author; another author's kernel), COOP_EEXIST (the name is taken),
+ * COOP_ETOOBIG (the source is larger than coopd takes: [kernels]
+ * max_source_bytes, and never more than COOP_SOURCE_MAX), COOP_ELIMIT (the
+ * author's count), COOP_EBUSY (another reload is in progress: ask again),
+ * COOP_ENOKERNEL, COOP_EBUILD (the kernel does not pass the checks or does
+ * not compile): coop_errmsg() says why, and *log (when log is not NULL;
+ * release it with free()) holds the whole checker's or compiler's log, at
+ * the author's file and line, or NULL when there is none. */
+/* Adds the kernel of source (len bytes; file: the name its messages give
+ * it, a base name such as "mykernel.cl"), or replaces the caller's own of
+ * that name; *info (when not NULL) describes it as it now runs. */
+int coop_kernel_add(coop_conn *c, const char *file, const char *source, size_t len,
+                    struct coop_kernel_info *info, char **log);
+/* Removes a kernel the caller added (root: any author's). */
+int coop_kernel_remove(coop_conn *c, const char *name, char **log);
+/* Reads the kernels again and builds them, as SIGHUP does (authors and
+ * root). */
+int coop_reload(coop_conn *c, char **log);
+
 /* The device as the daemon's scheduler last published it (every few ms):
  * *wgs (*nwg records) holds one record per worker workgroup, in the
  * megakernel's participant order, and *jobs (*njobs records) the running

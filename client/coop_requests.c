@@ -172,7 +172,9 @@ int coop_metrics(coop_conn *c, struct coop_stats *s, struct coop_metrics *m) {
 }
 
 static void copy_kernel(struct coop_kernel *d, const struct coop_wire_kernel *s) {
-  COOP_SCHEMA_KERNEL(COOP__COPY)
+  snprintf(d->name, sizeof d->name, "%s", s->name); /* owner: coop_kernels_info */
+  d->cooperative = s->cooperative;
+  d->nargs = s->nargs;
   for (unsigned a = 0; a < s->nargs && a < COOP_MAX_ARGS; a++) d->types[a] = s->types[a];
 }
 

@@ -1,9 +1,9 @@
 /*
  * coopctl.c: the command-line client of coopd, on libcoop's public API.
- * Commands: kernels, submit, status, wait, cancel, stats, top, metrics
- * (coopctl_metrics.c), render (coopctl_render.c), app (coopctl_app.c). Exit status: 0 success, 1
- * error (or a waited job that did not end done), 2 bad usage, 3 app --check found a difference from
- * the CPU reference.
+ * Commands: submit, status, wait, cancel, stats, top, metrics
+ * (coopctl_metrics.c), kernels, kernel and reload (coopctl_kernels.c), render (coopctl_render.c),
+ * app (coopctl_app.c). Exit status: 0 success, 1 error (or a waited job that did not end done), 2
+ * bad usage, 3 app --check found a difference from the CPU reference.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -293,20 +293,6 @@ static int parse_job(const char *cmd, const char *s, uint64_t *job) {
 }
 
 /* ---- kernels, status, cancel, stats ---- */
-
-static int cmd_kernels(struct ctl *x, int argc, char **argv) {
-  char *pos[1];
-  int npos, r = ctl_parse(x, "kernels", argc, argv, NULL, pos, &npos, 0);
-  if (r) return r == 1 ? 0 : r;
-  if ((r = ctl_connect(x))) return r;
-  struct coop_kernel *k;
-  size_t n;
-  int e = coop_kernels(x->c, &k, &n);
-  if (e) return ctl_fail("kernels", e);
-  print_kernels(x, k, n);
-  free(k);
-  return 0;
-}
 
 static int cmd_status(struct ctl *x, int argc, char **argv) {
   char *pos[1];
@@ -801,9 +787,31 @@ static int cmd_submit(struct ctl *x, int argc, char **argv) {
 static const struct cmd cmds[] = {
     {"kernels", "list the registered kernels", "kernels",
      "Lists the kernels coopd has registered, one per line:\n"
-     "  NAME cooperative|noncooperative ARGTYPES\n"
-     "ARGTYPES is the comma-separated signature (u32 i32 u64 i64 f32 f64 buf), or - for none.\n",
+     "  NAME cooperative|noncooperative ARGS\n"
+     "ARGS is the comma-separated signature, each argument NAME:TYPE (TYPE alone when the\n"
+     "kernel names none; u32 i32 u64 i64 f32 f64 buf), or - for none. Indented lines below\n"
+     "give the kernel's `//@coop require` rules, which coopd checks at every submission,\n"
+     "and, for a kernel an author added, its author's uid.\n",
      cmd_kernels},
+    {"kernel", "add or remove a kernel of your own (kernel authors)",
+     "kernel add FILE | kernel remove NAME [--timeout MS]",
+     "For the users [kernels] authors names in coopd.ini (docs/kernels.md, \"Adding a kernel\n"
+     "without root\"). Waits until coopd has built its new kernel set, then prints the\n"
+     "outcome; exit status 1 with coopd's message when it refused or did not build it.\n"
+     "  add FILE      send FILE's source (its first line the //@coop directive) as a kernel,\n"
+     "                or as the new version of your own kernel of its name; prints its\n"
+     "                signature, or the checker's or compiler's log at FILE's lines\n"
+     "  remove NAME   remove a kernel you added (root: anyone's)\n"
+     "  --timeout MS  while another reload is in progress, ask again for at most MS\n"
+     "                (default: until it is taken)\n",
+     cmd_kernel},
+    {"reload", "read the kernels again and build them (kernel authors, root)",
+     "reload [--timeout MS]",
+     "Asks coopd to read its kernels again (its directories and the authors') and build\n"
+     "them, as SIGHUP does without reading the settings; waits for the outcome and prints\n"
+     "it, with the compiler's log when the build failed (exit status 1).\n"
+     "  --timeout MS  while another reload is in progress, ask again for at most MS\n",
+     cmd_reload},
     {"submit", "submit a job; print its id, or with --wait its result",
      "submit KERNEL [--wg N] [--coop] [--query-barrier] [--period US (--count N | --duration MS)"
      " [--deadline US]] [--device D] [--priority P] [--wait [--timeout MS]] [ARG...]",

@@ -60,7 +60,9 @@ int ctl_wait(struct ctl *x, uint64_t job, int timeout_ms, int periodic, double e
 void json_str(FILE *f, const char *s);
 void print_result(const struct ctl *x, const struct coop_result *r);
 void json_result_fields(FILE *f, const struct coop_result *r);
-void print_kernels(const struct ctl *x, const struct coop_kernel *k, size_t n);
+void print_kernels(const struct ctl *x, const struct coop_kernel_info *k, size_t n);
+/* kernel add's outcome: the kernel as coopd now runs it. */
+void print_added(const struct ctl *x, const struct coop_kernel_info *k);
 void print_status(const struct ctl *x, const struct coop_job_status *s, size_t n);
 void print_stats(const struct ctl *x, const struct coop_stats *s, const struct coop_metrics *m);
 /* One snapshot of top: STATS, STATUS (every job) and, from a daemon that
@@ -96,6 +98,10 @@ void keys_close(void);
 
 /* coopctl_metrics.c */
 int cmd_metrics(struct ctl *x, int argc, char **argv);
+/* coopctl_kernels.c */
+int cmd_kernels(struct ctl *x, int argc, char **argv);
+int cmd_kernel(struct ctl *x, int argc, char **argv);
+int cmd_reload(struct ctl *x, int argc, char **argv);
 
 /* coopctl_render.c */
 int cmd_render(struct ctl *x, int argc, char **argv);

@@ -138,24 +138,64 @@ void print_result(const struct ctl *x, const struct coop_result *r) {
 
 /* ---- kernels, status, stats ---- */
 
-void print_kernels(const struct ctl *x, const struct coop_kernel *k, size_t n) {
+/* One kernel as a JSON object. "args" stays the list of types it was;
+ * "argnames" ("" for an unnamed one), "rules" and "owner" (null for one of
+ * coopd's own) came with the authors' protocol. */
+static void json_kernel(const struct coop_kernel_info *k) {
+  printf("{\"name\":");
+  json_str(stdout, k->k.name);
+  printf(",\"cooperative\":%s,\"args\":[", k->k.cooperative ? "true" : "false");
+  for (unsigned a = 0; a < k->k.nargs; a++)
+    printf("%s\"%s\"", a ? "," : "", coop_type_name(k->k.types[a]));
+  printf("],\"argnames\":[");
+  for (unsigned a = 0; a < k->k.nargs; a++) {
+    printf("%s", a ? "," : "");
+    json_str(stdout, k->argnames[a]);
+  }
+  printf("],\"rules\":[");
+  for (unsigned i = 0; i < k->nrules; i++) {
+    printf("%s", i ? "," : "");
+    json_str(stdout, k->rules[i]);
+  }
+  if (k->owner == COOP_SHIPPED)
+    printf("],\"owner\":null}");
+  else
+    printf("],\"owner\":%u}", k->owner);
+}
+
+/* NAME KIND a:buf,n:u32, then a line per rule and the author. */
+static void text_kernel(const struct coop_kernel_info *k) {
+  printf("%s %s ", k->k.name, k->k.cooperative ? "cooperative" : "noncooperative");
+  for (unsigned a = 0; a < k->k.nargs; a++)
+    printf("%s%s%s%s", a ? "," : "", k->argnames[a], k->argnames[a][0] ? ":" : "",
+           coop_type_name(k->k.types[a]));
+  puts(k->k.nargs ? "" : "-");
+  for (unsigned i = 0; i < k->nrules; i++) printf("  require %s\n", k->rules[i]);
+  if (k->owner != COOP_SHIPPED) printf("  added by uid %u\n", k->owner);
+}
+
+void print_kernels(const struct ctl *x, const struct coop_kernel_info *k, size_t n) {
   if (x->json) printf("{\"kernels\":[");
   for (size_t i = 0; i < n; i++) {
     if (x->json) {
-      printf("%s{\"name\":", i ? "," : "");
-      json_str(stdout, k[i].name);
-      printf(",\"cooperative\":%s,\"args\":[", k[i].cooperative ? "true" : "false");
-      for (unsigned a = 0; a < k[i].nargs; a++)
-        printf("%s\"%s\"", a ? "," : "", coop_type_name(k[i].types[a]));
-      printf("]}");
-      continue;
+      printf("%s", i ? "," : "");
+      json_kernel(&k[i]);
+    } else {
+      text_kernel(&k[i]);
     }
-    printf("%s %s ", k[i].name, k[i].cooperative ? "cooperative" : "noncooperative");
-    for (unsigned a = 0; a < k[i].nargs; a++)
-      printf("%s%s", a ? "," : "", coop_type_name(k[i].types[a]));
-    puts(k[i].nargs ? "" : "-");
   }
   if (x->json) puts("]}");
+}
+
+void print_added(const struct ctl *x, const struct coop_kernel_info *k) {
+  if (x->json) {
+    printf("{\"added\":");
+    json_kernel(k);
+    puts("}");
+    return;
+  }
+  printf("added kernel: ");
+  text_kernel(k);
 }
 
 static void json_status(const struct coop_job_status *s) {

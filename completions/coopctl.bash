@@ -6,7 +6,7 @@ _coopctl() {
   COMPREPLY=()
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="kernels submit status wait cancel stats top metrics render app help"
+  local commands="kernels kernel reload submit status wait cancel stats top metrics render app help"
   local global="--socket --json --help --version"
   cmd=
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -32,7 +32,17 @@ _coopctl() {
   local opts=
   case $cmd in
     submit) opts="--wg --coop --query-barrier --period --count --duration --deadline --device --priority --wait --timeout" ;;
-    wait) opts="--timeout" ;;
+    wait | reload) opts="--timeout" ;;
+    kernel)
+      opts="--timeout"
+      if [[ $cur != -* ]]; then
+        if ((COMP_CWORD == i + 1)); then
+          COMPREPLY=($(compgen -W "add remove" -- "$cur"))
+        elif [[ ${COMP_WORDS[i + 1]} == add ]]; then
+          COMPREPLY=($(compgen -f -- "$cur"))
+        fi
+        return
+      fi ;;
     top) opts="--interval --iterations --device" ;;
     metrics) opts="--out" ;;
     render) opts="--class --wg --period --duration --for --size --device" ;;

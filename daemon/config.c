@@ -22,6 +22,22 @@
 
 static void copy(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s); }
 
+/* Added kernels live in coopd's state directory: systemd's StateDirectory=
+ * (the first of $STATE_DIRECTORY), /var/lib/coop for root, else the
+ * user's XDG state directory. */
+static void default_authored_dir(char *d, size_t n) {
+  const char *sd = getenv("STATE_DIRECTORY"), *xs = getenv("XDG_STATE_HOME"),
+             *home = getenv("HOME");
+  if (sd && sd[0] == '/')
+    snprintf(d, n, "%.*s/kernels", (int)strcspn(sd, ":"), sd);
+  else if (geteuid() == 0 || !((xs && xs[0] == '/') || (home && home[0] == '/')))
+    snprintf(d, n, "/var/lib/coop/kernels");
+  else if (xs && xs[0] == '/')
+    snprintf(d, n, "%s/coop/kernels", xs);
+  else
+    snprintf(d, n, "%s/.local/state/coop/kernels", home);
+}
+
 void config_defaults(struct config *c) {
   memset(c, 0, sizeof *c);
   copy(c->backend, sizeof c->backend, "auto");
@@ -38,6 +54,9 @@ void config_defaults(struct config *c) {
   c->max_clients = 64;
   c->hello_timeout_ms = 2000;
   copy(c->kernel_dirs, sizeof c->kernel_dirs, COOP_KERNEL_DIR);
+  default_authored_dir(c->authored_dir, sizeof c->authored_dir);
+  c->max_kernels_per_author = 16;
+  c->max_source_bytes = 64u << 10;
   c->max_jobs_per_client = 64;
   c->max_bytes_per_client = 256ull << 20;
   c->max_finished_per_client = 256;
@@ -105,6 +124,10 @@ static const struct config_key keys[] = {
     {"server", "max_clients", K_UINT | K_LIVE, F(max_clients), 100000},
     {"server", "hello_timeout_ms", K_UINT | K_LIVE, F(hello_timeout_ms), 1u << 31},
     {"kernels", "dirs", K_STR | K_LIVE, F(kernel_dirs), 0},
+    {"kernels", "authors", K_STR | K_LIVE, F(authors), 0},
+    {"kernels", "authored_dir", K_STR, F(authored_dir), 0},
+    {"kernels", "max_per_author", K_UINT | K_LIVE, F(max_kernels_per_author), 1024},
+    {"kernels", "max_source_bytes", K_BYTES | K_LIVE, F(max_source_bytes), COOP_WIRE_SOURCE_MAX},
     {"limits", "max_jobs_per_client", K_UINT | K_LIVE, F(max_jobs_per_client), 1u << 20},
     {"limits", "max_bytes_per_client", K_BYTES | K_LIVE, F(max_bytes_per_client), 1ull << 40},
     {"limits", "max_finished_per_client", K_UINT | K_LIVE, F(max_finished_per_client), 1u << 20},
@@ -340,6 +363,15 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
     snprintf(err, errlen, "[kernels] dirs: empty; name at least one directory");
     return -1;
   }
+  if (c->authored_dir[0] != '/') {
+    snprintf(err, errlen, "[kernels] authored_dir: \"%s\" must be an absolute path",
+             c->authored_dir);
+    return -1;
+  }
+  if (c->max_source_bytes == 0) {
+    snprintf(err, errlen, "[kernels] max_source_bytes must be > 0");
+    return -1;
+  }
   if (c->max_jobs_per_client == 0 || c->max_clients == 0 || c->arena_mb == 0) {
     snprintf(err, errlen, "max_jobs_per_client, max_clients and arena_mb must be > 0");
     return -1;
@@ -436,7 +468,7 @@ int config_devices(const struct config *c, int *idx, unsigned max) {
 }
 
 void config_print(const struct config *c, void (*line)(const char *)) {
-  char b[1400];
+  char b[3000];
   snprintf(b, sizeof b, "device: backend=%s devices=%s platform=\"%s\" device=\"%s\" local_size=%u",
            c->backend, c->devices[0] ? c->devices : "(one)", c->platform, c->device, c->local_size);
   line(b);
@@ -444,6 +476,11 @@ void config_print(const struct config *c, void (*line)(const char *)) {
            c->socket_mode, c->max_clients, c->journal[0] ? c->journal : "(socket).jobs");
   line(b);
   snprintf(b, sizeof b, "kernels: dirs=%s", c->kernel_dirs);
+  line(b);
+  snprintf(b, sizeof b,
+           "kernel authors: authors=\"%s\" authored_dir=%s max_per_author=%u "
+           "max_source_bytes=%llu",
+           c->authors, c->authored_dir, c->max_kernels_per_author, c->max_source_bytes);
   line(b);
   snprintf(b, sizeof b,
            "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "

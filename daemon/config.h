@@ -26,6 +26,10 @@ struct config {
   unsigned hello_timeout_ms; /* close a connection without HELLO after this; 0 = never */
   /* [kernels] */
   char kernel_dirs[1024]; /* colon-separated */
+  char authors[1024];     /* who may add kernels (authors.h); "" = nobody */
+  char authored_dir[512]; /* where added kernels are kept (kstore.h) */
+  unsigned max_kernels_per_author;
+  unsigned long long max_source_bytes; /* of one added kernel */
   /* [limits] */
   unsigned max_jobs_per_client;
   unsigned long long max_bytes_per_client;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "authors.h"
 #include "config.h"
 #include "device/device.h"
 #include "jobs.h"
@@ -37,8 +38,9 @@ struct uid_use {
 struct daemon {
   uv_loop_t *loop;
   struct config cfg;
-  struct kset *ks;       /* the running kernels (replaced by a reload) */
-  struct reload *reload; /* while a SIGHUP reload is in progress */
+  struct authors authors; /* [kernels] authors, looked up (authors.h) */
+  struct kset *ks;        /* the running kernels (replaced by a reload) */
+  struct reload *reload;  /* while a SIGHUP reload is in progress */
   uint32_t reloads, reload_failures;
   char reload_status[256];                 /* the last reload's outcome, for STATS */
   struct dev *devs[COOP_WIRE_MAX_DEVICES]; /* one megakernel each ([device] devices) */
@@ -91,6 +93,28 @@ void server_stop_listening(struct daemon *dm);
 
 /* reload.c */
 void reload_start(struct daemon *dm);
+/* A client's request to change the kernels (kadd.c), carried by the reload
+ * it starts; kadd_done answers it when the reload has ended. */
+enum reload_op { RELOAD_KERNELS, RELOAD_ADD, RELOAD_REMOVE };
+struct reload_req {
+  enum reload_op op;
+  struct session *s; /* who waits for the outcome; NULL once it has gone */
+  uint32_t seq, uid;
+  char name[COOP_WIRE_NAME_MAX]; /* ADD, REMOVE: the kernel */
+  char file[COOP_WIRE_NAME_MAX]; /* ADD: the author's name for its file */
+  char *source;                  /* ADD: what the store keeps */
+  size_t len;
+};
+/* The kernels as a reload reads them: [kernels] dirs, then the authors'
+ * (kstore.h). 0, or -1 with err. */
+int reload_load(struct daemon *dm, struct kset *ks, char *err, size_t errlen);
+/* Starts a reload that builds ks (the caller's set, changed as req asks)
+ * and, once built, makes req's change in the store. Both become the
+ * reload's. 0, or -1 when one is in progress or coopd stops (ks and req
+ * stay the caller's). */
+int reload_request(struct daemon *dm, struct kset *ks, struct reload_req *req);
+/* A session closes: a reload it waits for answers nobody. */
+void reload_forget(struct daemon *dm, const struct session *s);
 /* READY=1 with the last reload's outcome as STATUS= (systemd). */
 void reload_notify(struct daemon *dm);
 /* While a reload is in progress: what it is doing, if its new kernels

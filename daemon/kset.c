@@ -12,6 +12,7 @@
 
 #include "coop_util.h"
 #include "kernel_check.h"
+#include "kviews.h"
 #include "log.h"
 
 #define KSET_MAX_SOURCE (1u << 20)
@@ -124,7 +125,7 @@ int kdef_admit(const struct kdef *k, const uint64_t *bits, const uint64_t *lens,
  * node would read forever. Opened without blocking and without following a
  * symlink's last component; a file that is not regular is skipped (1) with
  * a warning. 0 with *src, 1, or -1 with err. */
-static int read_file(const char *path, char **src, char *err, size_t errlen) {
+int kset_read_file(const char *path, char **src, char *err, size_t errlen) {
   *src = NULL;
   int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0 && errno == ELOOP) {
@@ -162,47 +163,58 @@ static int read_file(const char *path, char **src, char *err, size_t errlen) {
   return 0;
 }
 
-static int load_one(struct kset *s, const char *path, char *err, size_t errlen) {
+int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
+                    const struct kdef **dup, char *err, size_t errlen) {
   char why[512];
-  char *src;
-  int r = read_file(path, &src, err, errlen);
-  if (r) return r < 0 ? -1 : 0;
   struct kdef k;
   memset(&k, 0, sizeof k);
+  k.owner = owner;
+  if (!src) return snprintf(err, errlen, "out of memory"), -1;
   /* Every error names the file and line as compilers do (FILE:LINE:), so
    * that an editor jumps there; what concerns the kernel as a whole
    * (its name, its kind, the definitions its kind needs) is on line 1,
    * the directive that declares them. */
   unsigned at = 1;
-  if (parse_directive(src, &k, why, sizeof why) || parse_rules(src, &k, &at, why, sizeof why)) {
-    free(src);
-    return snprintf(err, errlen, "%s:%u: %s", path, at, why), -1;
+  int r = -1;
+  if (parse_directive(src, &k, why, sizeof why) || parse_rules(src, &k, &at, why, sizeof why) ||
+      (owner != KDEF_SHIPPED && kviews_check(src, &at, why, sizeof why))) {
+    snprintf(err, errlen, "%s:%u: %s", path, at, why);
+  } else if (kset_find(s, k.name)) {
+    const struct kdef *d = kset_find(s, k.name);
+    snprintf(err, errlen, "%s:1: kernel \"%s\" already defined in %s:1", path, k.name, d->path);
+    if (dup) *dup = d, r = -2;
+  } else if (coop_kernel_check(k.name, k.cooperative, src, why, sizeof why)) {
+    snprintf(err, errlen, "%s:1: %s", path, why);
+  } else if (s->n == COOP_MAX_KERNELS) {
+    snprintf(err, errlen, "%s: more than %u kernels", path, COOP_MAX_KERNELS);
+  } else {
+    struct kdef *nk = realloc(s->k, (s->n + 1) * sizeof *nk);
+    if (!nk) {
+      snprintf(err, errlen, "out of memory");
+    } else {
+      s->k = nk;
+      k.source = src;
+      snprintf(k.path, sizeof k.path, "%s", path);
+      s->k[s->n++] = k;
+      return 0;
+    }
   }
-  const struct kdef *dup = kset_find(s, k.name);
-  if (dup) {
-    free(src);
-    return snprintf(err, errlen, "%s:1: kernel \"%s\" already defined in %s:1", path, k.name,
-                    dup->path),
-           -1;
-  }
-  if (coop_kernel_check(k.name, k.cooperative, src, why, sizeof why)) {
-    free(src);
-    return snprintf(err, errlen, "%s:1: %s", path, why), -1;
-  }
-  if (s->n == COOP_MAX_KERNELS) {
-    free(src);
-    return snprintf(err, errlen, "%s: more than %u kernels", path, COOP_MAX_KERNELS), -1;
-  }
-  struct kdef *nk = realloc(s->k, (s->n + 1) * sizeof *nk);
-  if (!nk) {
-    free(src);
-    return snprintf(err, errlen, "out of memory"), -1;
-  }
-  s->k = nk;
-  k.source = src;
-  snprintf(k.path, sizeof k.path, "%s", path);
-  s->k[s->n++] = k;
-  return 0;
+  free(src);
+  return r;
+}
+
+void kset_remove(struct kset *s, unsigned i) {
+  if (i >= s->n) return;
+  free(s->k[i].source);
+  memmove(&s->k[i], &s->k[i + 1], (s->n - i - 1) * sizeof *s->k);
+  s->n--;
+}
+
+static int load_one(struct kset *s, const char *path, char *err, size_t errlen) {
+  char *src;
+  int r = kset_read_file(path, &src, err, errlen);
+  if (r) return r < 0 ? -1 : 0;
+  return kset_add_source(s, path, src, KDEF_SHIPPED, NULL, err, errlen) ? -1 : 0;
 }
 
 static int cmp_names(const void *a, const void *b) {

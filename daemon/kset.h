@@ -29,8 +29,10 @@ struct kdef {
   struct req_rule rules[KDEF_MAX_RULES];
   unsigned nrules;
   char *source;
-  char path[1024];
+  char path[1024]; /* what messages name it by: its file, or an author's name for it */
+  uint32_t owner;  /* KDEF_SHIPPED, or the uid of the author who added it (kstore.h) */
 };
+#define KDEF_SHIPPED 0xffffffffu
 
 struct kset {
   struct kdef *k;
@@ -41,6 +43,19 @@ struct kset {
  * the file and the problem; s is then empty. */
 int kset_load(struct kset *s, const char *dirs, char *err, size_t errlen);
 void kset_free(struct kset *s);
+/* Adds one kernel from its source (taken: freed on error too): parsed,
+ * checked as kset_load checks a file (an author's also by kviews.h), and
+ * refused if its name is taken. Messages start with "PATH:LINE: " (path:
+ * what to name it by). 0, or -1 with err; with dup set, a name taken is
+ * -2 and *dup the kernel that has it. */
+int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
+                    const struct kdef **dup, char *err, size_t errlen);
+/* A kernel file's source (at most 1 MiB), opened without blocking or
+ * following a symlink: 0 with *src (malloc'd, NUL-terminated), 1 when it
+ * is no regular file (skipped, with a warning), or -1 with err. */
+int kset_read_file(const char *path, char **src, char *err, size_t errlen);
+/* The kernel at i removed (its source freed); the others keep their order. */
+void kset_remove(struct kset *s, unsigned i);
 const struct kdef *kset_find(const struct kset *s, const char *name);
 /* 0 when scalars bits[] and buffer lengths lens[] meet every rule of k;
  * else -1 with the first broken rule and its values in why. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "confreload.h"
+#include "kstore.h"
 #include "bufs.h"
 #include "daemon.h"
 #include "device/devproc.h"
@@ -151,6 +152,17 @@ static int reread_config(struct config *c, char *err, size_t errlen) {
   return config_validate(c, err, errlen);
 }
 
+/* [kernels] authors looked up again: a name that no longer resolves keeps
+ * the authors read before (logged), so a typo locks nobody out. */
+static void authors_update(struct daemon *dm) {
+  struct authors a;
+  char err[300];
+  if (authors_parse(&a, dm->cfg.authors, err, sizeof err))
+    log_error("%s; the authors read before stay", err);
+  else
+    dm->authors = a;
+}
+
 /* SIGHUP: the settings that may change while running (confreload.h), then
  * the kernels (reload.c). systemd hears RELOADING=1 now and READY=1 when
  * the kernel reload has ended (reload.c), or now if none started. */
@@ -162,6 +174,7 @@ static void on_hup(struct daemon *dm) {
     log_error("SIGHUP: %s; the running settings stay", err);
   else if (confreload_apply(&dm->cfg, &nc) == 0)
     log_info("SIGHUP: settings read again%s", args.config ? "" : " (no --config file)");
+  authors_update(dm);
   reload_start(dm);
   if (!dm->reload) reload_notify(dm); /* it did not start: STATUS says why */
 }
@@ -304,6 +317,17 @@ static int take_listen_fd(struct daemon *dm) {
   return 0;
 }
 
+/* The kernels authors added, after the shipped ones: a store that cannot
+ * be trusted is logged and left out, never a reason not to start. With
+ * authors configured, the store is made ready for their first kernel. */
+static void load_authored(struct daemon *dm, int prepare) {
+  char err[1400];
+  if (prepare && dm->cfg.authors[0] && kstore_prepare(dm->cfg.authored_dir, err, sizeof err))
+    log_error("[kernels] authored_dir: %s: authors cannot add kernels", err);
+  else if (kstore_load(dm->ks, dm->cfg.authored_dir, err, sizeof err))
+    log_error("[kernels] authored_dir: %s: the authors' kernels are left out", err);
+}
+
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
@@ -370,10 +394,12 @@ int main(int argc, char **argv) {
   char err[1400];
   dm.ks = malloc(sizeof *dm.ks);
   if (!dm.ks) return 1;
-  if (kset_load(dm.ks, dm.cfg.kernel_dirs, err, sizeof err)) {
+  if (kset_load(dm.ks, dm.cfg.kernel_dirs, err, sizeof err) ||
+      authors_parse(&dm.authors, dm.cfg.authors, err, sizeof err)) {
     fprintf(stderr, "coopd: %s\n", err);
     return 1;
   }
+  load_authored(&dm, !o.check);
   if (o.check) {
     config_print(&dm.cfg, print_line);
     for (unsigned i = 0; i < dm.ks->n; i++)

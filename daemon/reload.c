@@ -11,6 +11,12 @@
  * With several devices, one megakernel is built per device, and each device
  * swaps on its own; the reload succeeds when all have.
  *
+ * A client's KERNEL_ADD, KERNEL_REMOVE or RELOAD (kadd.c) starts the same
+ * reload with its request attached: the set to build already holds the
+ * change, the store (kstore.h) takes it once the set has built (a kernel
+ * that does not build is never stored), and the client's answer goes out
+ * when the reload has ended, carrying its outcome.
+ *
  * Ownership: the struct reload lives from SIGHUP until its last callback;
  * the new kset belongs to it until every swap succeeds, then to the daemon
  * (dm->ks), and the old one is freed. If some device failed to swap (it runs
@@ -24,6 +30,8 @@
 
 #include "daemon.h"
 #include "device/devproc.h"
+#include "kadd.h"
+#include "kstore.h"
 #include "log.h"
 #include "sdnotify.h"
 
@@ -38,6 +46,10 @@ struct reload {
   int built;                /* the build is done: the devices swap */
   int err;
   char msg[8192];
+  struct reload_req *req; /* a client's, or NULL (SIGHUP) */
+  char store[512];        /* [kernels] authored_dir, for the work thread */
+  int outcome;            /* 0, or why the reload failed ... */
+  char why[8192];         /* ... in words, for req's answer */
 };
 
 static void set_outcome(struct daemon *dm, int ok, const char *fmt, const char *what) {
@@ -51,7 +63,15 @@ static void close_built(struct reload *r) {
     if (r->rt[i]) dp_close(r->rt[i], DP_CLOSE_MS);
 }
 
+/* The first failure is the one a client hears of. */
+static void fail(struct reload *r, int err, const char *msg) {
+  if (r->outcome) return;
+  r->outcome = err;
+  snprintf(r->why, sizeof r->why, "%s", msg);
+}
+
 static void finish(struct reload *r) {
+  if (r->req) kadd_done(r->dm, r->req, r->outcome, r->why);
   if (r->ks) {
     kset_free(r->ks);
     free(r->ks);
@@ -82,6 +102,15 @@ static void build_work(uv_work_t *w) {
   if (delay) uv_sleep((unsigned)atoi(delay));
   for (unsigned i = 0; i < r->ndev && !r->err; i++)
     r->err = dev_build(&r->dm->cfg, r->index[i], r->ks, &r->rt[i], r->msg, sizeof r->msg);
+  if (r->err || !r->req) return;
+  /* built: the change is kept, so that it outlives a restart of coopd */
+  const struct reload_req *q = r->req;
+  if (q->op == RELOAD_ADD)
+    r->err =
+        kstore_write(r->store, q->name, q->uid, q->file, q->source, q->len, r->msg, sizeof r->msg);
+  else if (q->op == RELOAD_REMOVE)
+    r->err = kstore_remove(r->store, q->name, r->msg, sizeof r->msg);
+  if (r->err) r->err = COOP_EIO;
 }
 
 static void on_swapped(int err, const char *msg, void *user) {
@@ -92,6 +121,7 @@ static void on_swapped(int err, const char *msg, void *user) {
     r->failed++;
     log_error("reload: the new megakernel did not start (%s); the previous kernels run again", msg);
     set_outcome(dm, 0, "failed: the new megakernel did not start: %.180s", msg);
+    fail(r, err < 0 ? err : COOP_EFAILED, msg);
   }
   if (++r->swapped < r->ndev) return;
   if (r->failed && r->failed < r->ndev) { /* mixed: both sets in use */
@@ -117,6 +147,7 @@ static void after_build(uv_work_t *w, int status) {
   struct daemon *dm = r->dm;
   if (status == UV_ECANCELED || dm->stopping || !dm->ndev) {
     set_outcome(dm, 0, "failed: %s", dm->stopping ? "coopd is stopping" : "no device runs");
+    fail(r, COOP_ESHUTDOWN, dm->stopping ? "coopd is stopping" : "no device runs");
     close_built(r);
     finish(r);
     return;
@@ -124,6 +155,7 @@ static void after_build(uv_work_t *w, int status) {
   if (r->err) {
     log_error("reload: the new kernels do not build; the running megakernel stays:\n%s", r->msg);
     set_outcome(dm, 0, "failed: %.200s", r->msg);
+    fail(r, r->err < 0 ? r->err : COOP_EBUILD, r->msg);
     close_built(r);
     finish(r);
     return;
@@ -139,6 +171,7 @@ static void after_build(uv_work_t *w, int status) {
     }
     dp_close(r->rt[i], DP_CLOSE_MS);
     log_error("reload: device %u is busy stopping; its running megakernel stays", i);
+    fail(r, COOP_EBUSY, "a device is stopping; its running megakernel stays");
     r->failed++, r->swapped++;
   }
   if (!started) finish(r);
@@ -148,6 +181,31 @@ const char *reload_brings(const struct daemon *dm, const char *name) {
   const struct reload *r = dm->reload;
   if (!r || !r->ks || !kset_find(r->ks, name)) return NULL;
   return r->built ? "waiting for the running megakernel to drain" : "being built";
+}
+
+int reload_load(struct daemon *dm, struct kset *ks, char *err, size_t errlen) {
+  if (kset_load(ks, dm->cfg.kernel_dirs, err, errlen)) return -1;
+  char why[1400];
+  if (kstore_load(ks, dm->cfg.authored_dir, why, sizeof why))
+    log_warn("authored kernels left out: %s", why); /* the shipped ones still serve */
+  return 0;
+}
+
+/* Queues the build of r->ks; r becomes dm->reload. 0, or -1 (r freed). */
+static int begin(struct daemon *dm, struct reload *r) {
+  r->dm = dm;
+  r->ndev = dm->ndev;
+  for (unsigned i = 0; i < dm->ndev; i++) r->index[i] = dev_index(dm->devs[i]);
+  snprintf(r->store, sizeof r->store, "%s", dm->cfg.authored_dir);
+  dm->reload = r;
+  r->work.data = r;
+  if (uv_queue_work(dm->loop, &r->work, build_work, after_build)) {
+    log_error("reload: cannot queue the build; the running kernels stay");
+    fail(r, COOP_ENOMEM, "cannot queue the build");
+    finish(r);
+    return -1;
+  }
+  return 0;
 }
 
 void reload_start(struct daemon *dm) {
@@ -163,13 +221,8 @@ void reload_start(struct daemon *dm) {
     log_error("SIGHUP: out of memory; the running kernels stay");
     return;
   }
-  r->dm = dm;
-  r->ndev = dm->ndev;
-  for (unsigned i = 0; i < dm->ndev; i++) {
-    r->index[i] = dev_index(dm->devs[i]);
-  }
   char err[1400];
-  if (kset_load(r->ks, dm->cfg.kernel_dirs, err, sizeof err)) {
+  if (reload_load(dm, r->ks, err, sizeof err)) {
     log_error("reload: %s; the running kernels stay", err);
     set_outcome(dm, 0, "failed: %.200s", err);
     free(r->ks);
@@ -177,12 +230,23 @@ void reload_start(struct daemon *dm) {
     return;
   }
   log_info("SIGHUP: reloading %u kernels from %s", r->ks->n, dm->cfg.kernel_dirs);
-  dm->reload = r;
-  r->work.data = r;
-  if (uv_queue_work(dm->loop, &r->work, build_work, after_build)) {
-    log_error("reload: cannot queue the build; the running kernels stay");
-    finish(r);
-  }
+  begin(dm, r);
+}
+
+int reload_request(struct daemon *dm, struct kset *ks, struct reload_req *req) {
+  if (dm->stopping || dm->reload) return -1;
+  struct reload *r = calloc(1, sizeof *r);
+  if (!r) return -1;
+  r->ks = ks;
+  r->req = req;
+  sdnotify_reloading(); /* systemd sees it as it sees a SIGHUP's */
+  log_info("reloading %u kernels for uid %u", ks->n, (unsigned)req->uid);
+  begin(dm, r);
+  return 0;
+}
+
+void reload_forget(struct daemon *dm, const struct session *s) {
+  if (dm->reload && dm->reload->req && dm->reload->req->s == s) dm->reload->req->s = NULL;
 }
 
 /* --check-config: a reload's build, without the swap, on every configured

@@ -1,5 +1,5 @@
 /* sess_info.c: what a client may ask of coopd itself: HELLO, STATS, TOP,
- * KERNELS, SUBSCRIBE (session.h). */
+ * KERNELS, SUBSCRIBE (session.h); kernel records (kdef_wire). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,8 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
   if (h->min_version > COOP_WIRE_VERSION || h->max_version < COOP_WIRE_VERSION) {
     sess_error(
         s, seq, COOP_EVERSION,
-        "this coopd speaks protocol version %u (4: job priorities); the client %u..%u%s",
+        "this coopd speaks protocol version %u (4: job priorities, kernel authors, argument "
+        "names and rules in KERNEL_LIST); the client %u..%u%s",
         COOP_WIRE_VERSION, h->min_version, h->max_version,
         h->max_version < COOP_WIRE_VERSION ? ": use the libcoop and coopctl of this coopd" : "");
     sess_close_after_error(s);
@@ -148,6 +149,20 @@ void sess_top(struct session *s, uint32_t seq, const union coop_msg *m, int *fds
   coop_wire_buf_free(&jobs);
 }
 
+void kdef_wire(const struct kdef *k, struct coop_wire_kernel *w) {
+  memset(w, 0, sizeof *w);
+  snprintf(w->name, sizeof w->name, "%s", k->name);
+  w->cooperative = (uint8_t)k->cooperative;
+  w->owner = k->owner;
+  w->nargs = (uint8_t)k->nargs;
+  memcpy(w->types, k->types, k->nargs);
+  for (unsigned i = 0; i < k->nargs; i++)
+    snprintf(w->argnames[i], sizeof w->argnames[i], "%s", k->argnames[i]);
+  w->nrules = (uint8_t)k->nrules;
+  for (unsigned i = 0; i < k->nrules; i++)
+    snprintf(w->rules[i], sizeof w->rules[i], "%s", k->rules[i].text);
+}
+
 void sess_kernels(struct session *s, uint32_t seq, const union coop_msg *m, int *fds,
                   unsigned nfds) {
   struct coop_wire_buf recs;
@@ -155,13 +170,8 @@ void sess_kernels(struct session *s, uint32_t seq, const union coop_msg *m, int 
   union coop_msg r;
   memset(&r, 0, sizeof r);
   for (unsigned i = 0; i < s->dm->ks->n; i++) {
-    const struct kdef *k = &s->dm->ks->k[i];
     struct coop_wire_kernel wk;
-    memset(&wk, 0, sizeof wk);
-    snprintf(wk.name, sizeof wk.name, "%s", k->name);
-    wk.cooperative = (uint8_t)k->cooperative;
-    wk.nargs = (uint8_t)k->nargs;
-    memcpy(wk.types, k->types, k->nargs);
+    kdef_wire(&s->dm->ks->k[i], &wk);
     coop_wire_kernel_put(&recs, &wk);
   }
   r.kernels.n = s->dm->ks->n;

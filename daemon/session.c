@@ -1,7 +1,8 @@
 /*
  * session.c: one client connection: framing, the hello handshake's
  * deadline, and the dispatch of requests through one table (cmds[]) to
- * their handlers in sess_jobs.c and sess_info.c (protocol/PROTOCOL.md).
+ * their handlers in sess_jobs.c, sess_info.c, sess_bufs.c and kadd.c
+ * (protocol/PROTOCOL.md).
  *
  * Trust: everything a client sends is checked here before it reaches the
  * device thread. A malformed, truncated, oversized or wrong-version frame
@@ -259,6 +260,9 @@ static const struct sess_cmd {
     {COOP_MSG_BUF_WRITE, sess_buf_write, SESS_NEEDS_HELLO},
     {COOP_MSG_BUF_READ, sess_buf_read, SESS_NEEDS_HELLO},
     {COOP_MSG_BUF_FREE, sess_buf_free, SESS_NEEDS_HELLO},
+    {COOP_MSG_KERNEL_ADD, sess_kernel_add, SESS_NEEDS_HELLO},
+    {COOP_MSG_KERNEL_REMOVE, sess_kernel_remove, SESS_NEEDS_HELLO},
+    {COOP_MSG_RELOAD, sess_reload, SESS_NEEDS_HELLO},
 };
 
 /* The row of a message type, or NULL (a reply type, or none). */
@@ -421,6 +425,7 @@ void sess_close(struct session *s) {
    * are applied once, after counting them all. */
   if (kept) jobs_keep(dm, s->use, kept);
   sess_bufs_closed(s);
+  reload_forget(dm, s); /* a KERNEL_ADD's answer goes to nobody */
   s->use->conns--;
   uid_put(dm, s->use);
   log_debug("client %u/%s disconnected", s->pid, s->name);

@@ -99,5 +99,10 @@ void sess_bufs_closed(struct session *s);
 
 /* sess_info.c */
 sess_handler sess_hello, sess_stats, sess_top, sess_kernels, sess_subscribe;
+/* A kernel's KERNEL_LIST record: its signature, argument names and rules. */
+void kdef_wire(const struct kdef *k, struct coop_wire_kernel *w);
+
+/* kadd.c: kernel authors' requests */
+sess_handler sess_kernel_add, sess_kernel_remove, sess_reload;
 
 #endif /* COOPD_SESSION_H */

@@ -29,7 +29,7 @@
   XX(EVERSION, -17, "unsupported protocol version")                                            \
   XX(ETOOBIG, -18, "message or buffer larger than the limit")                                  \
   XX(ELIMIT, -19, "per-client limit reached")                                                  \
-  XX(EPERM, -20, "not allowed: the job belongs to another user")                               \
+  XX(EPERM, -20, "not allowed")                                                                \
   XX(ENOJOB, -21, "no such job")                                                               \
   XX(EARGS, -22, "arguments do not match the kernel's signature")                              \
   XX(ECONN, -23, "cannot reach the daemon")                                                    \

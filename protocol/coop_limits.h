@@ -21,5 +21,6 @@
 #define COOP_MAX_BOUNDS 32       /* upper bounds of the gather histogram */
 #define COOP_PRIORITY_MIN (-100) /* a job's priority: COOP_PRIORITY_MIN.. */
 #define COOP_PRIORITY_MAX 100    /* ..COOP_PRIORITY_MAX, 0 by default */
+#define COOP_SOURCE_MAX 262144   /* the source of a kernel an author adds: bytes */
 
 #endif /* COOP_LIMITS_H */

@@ -88,6 +88,12 @@
   XX(U64, buffer, 0) XX(U64, offset, 0) XX(U64, len, 0) XX(U8, fd, 0)
 #define COOP_SCHEMA_BUF_FREE(XX) XX(U64, buffer, 0)
 
+/* Kernel authors (PROTOCOL.md, "Kernel authors"): KERNEL_ADD is followed
+ * by a blob of the source (at most COOP_WIRE_SOURCE_MAX bytes); file is the
+ * name the author's messages give it (a base name). */
+#define COOP_SCHEMA_KERNEL_ADD(XX) XX(NAME, file, 0)
+#define COOP_SCHEMA_KERNEL_REMOVE(XX) XX(NAME, name, 0)
+
 /* ---- replies ---- */
 
 #define COOP_SCHEMA_WELCOME(XX) \
@@ -140,10 +146,20 @@
   XX(U32, busy_workers, 0) XX(U64, arena_bytes, 0) XX(U64, arena_used, 0) XX(I64, gather_sum_ns, 0)
 #define COOP_SCHEMA_DEADLINES(XX) XX(U64, deadline_instances, 0) XX(U64, deadline_misses, 0)
 
-/* KERNEL_LIST: n, then n x (COOP_SCHEMA_KERNEL, nargs x u8 argument type). */
+/* KERNEL_LIST: n, then n x (COOP_SCHEMA_KERNEL, nargs x (u8 argument type,
+ * str argument name), u8 nrules, nrules x str rule). owner: the uid of the
+ * author who added it, COOP_WIRE_SHIPPED for a kernel of coopd's own
+ * directories. */
 #define COOP_SCHEMA_KERNEL_LIST(XX) XX(COUNT32, n, COOP_WIRE_MAX_KERNELS)
 #define COOP_SCHEMA_KERNEL(XX) \
-  XX(NAME, name, 0) XX(BOOL, cooperative, 0) XX(COUNT8, nargs, COOP_MAX_ARGS)
+  XX(NAME, name, 0) XX(BOOL, cooperative, 0) XX(U32, owner, 0) XX(COUNT8, nargs, COOP_MAX_ARGS)
+
+/* KERNEL_DONE answers KERNEL_ADD, KERNEL_REMOVE and RELOAD once the reload
+ * they asked for has ended: then a blob of the log (the compiler's or
+ * checker's at the author's file and line; empty on success) and, with
+ * has_kernel 1, one KERNEL_LIST record: the added kernel's signature. */
+#define COOP_SCHEMA_KERNEL_DONE(XX) \
+  XX(I32, error, 0) XX(U32, nkernels, 0) XX(BOOL, has_kernel, 0)
 
 #define COOP_SCHEMA_EVENT(XX) \
   XX(U64, job, 0) XX(EVKIND, kind, 0) XX(STATE, state, 0) XX(U32, instance, 0) \

@@ -289,6 +289,9 @@ LIST_CODEC(buf_create, COOP_SCHEMA_BUF_CREATE, struct coop_msg_buf_create)
 LIST_CODEC(buf_range, COOP_SCHEMA_BUF_RANGE, struct coop_msg_buf_range)
 LIST_CODEC(buf_free, COOP_SCHEMA_BUF_FREE, struct coop_msg_buf_free)
 LIST_CODEC(buffer, COOP_SCHEMA_BUFFER, struct coop_msg_buffer)
+LIST_CODEC(kernel_add, COOP_SCHEMA_KERNEL_ADD, struct coop_msg_kernel_add)
+LIST_CODEC(kernel_remove, COOP_SCHEMA_KERNEL_REMOVE, struct coop_msg_kernel_remove)
+LIST_CODEC(kernel_done, COOP_SCHEMA_KERNEL_DONE, struct coop_msg_kernel_done)
 
 /* A fixed-size record's bytes: its records are fixed-size, and njobs
  * follows them, so a count that does not match them is refused (the decoder
@@ -351,9 +354,15 @@ static void dec_submit(struct cur *c, struct coop_msg_submit *m) {
   for (unsigned i = 0; i < m->nargs && !c->err; i++) dec_arg(c, &m->args[i]);
 }
 
+/* A kernel record: its list, each argument's type and name, its rules. */
 static void enc_kernel(struct enc *e, const struct coop_wire_kernel *k) {
   put_kernel(e, k);
-  put_mem(e, k->types, k->nargs); /* a no-op after a bad count */
+  for (unsigned i = 0; i < k->nargs && !e->err; i++) { /* none after a bad count */
+    put_u8(e, k->types[i]);
+    put_str(e, k->argnames[i], sizeof k->argnames[i]);
+  }
+  put_count(e, k->nrules, COOP_WIRE_MAX_RULES, 1);
+  for (unsigned i = 0; i < k->nrules && !e->err; i++) put_str(e, k->rules[i], sizeof k->rules[i]);
 }
 
 static void dec_kernel(struct cur *c, struct coop_wire_kernel *k) {
@@ -361,7 +370,10 @@ static void dec_kernel(struct cur *c, struct coop_wire_kernel *k) {
   for (unsigned i = 0; i < k->nargs && !c->err; i++) {
     k->types[i] = get_u8(c);
     want(c, type_ok(k->types[i]));
+    get_str(c, k->argnames[i], sizeof k->argnames[i]);
   }
+  k->nrules = (uint8_t)get_count(c, COOP_WIRE_MAX_RULES, 1);
+  for (unsigned i = 0; i < k->nrules && !c->err; i++) get_str(c, k->rules[i], sizeof k->rules[i]);
 }
 
 /* Job 0 unless RUNNING or RESERVED: a free workgroup has no job, and OTHER
@@ -534,6 +546,39 @@ static void dec_buf_data(struct cur *c, struct coop_msg_buf_data *m) {
   if (!c->err && m->data_len > COOP_WIRE_INLINE_MAX) cfail(c, COOP_ETOOBIG);
 }
 
+/* ==== kernel authors ==== */
+
+static void enc_kernel_add(struct enc *e, const struct coop_msg_kernel_add *m) {
+  if (m->source_len > COOP_WIRE_SOURCE_MAX) efail(e, COOP_ETOOBIG);
+  put_kernel_add(e, m);
+  put_blob(e, m->source, m->source_len);
+}
+
+/* The source's bound is checked before its bytes are taken: a length past
+ * it is too big, not a short payload. */
+static void dec_kernel_add(struct cur *c, struct coop_msg_kernel_add *m) {
+  get_kernel_add(c, m);
+  m->source_len = get_u32(c);
+  if (m->source_len > COOP_WIRE_SOURCE_MAX) cfail(c, COOP_ETOOBIG);
+  m->source = take(c, m->source_len);
+}
+
+static void enc_kernel_done(struct enc *e, const struct coop_msg_kernel_done *m) {
+  if (m->log_len > COOP_WIRE_LOG_MAX) efail(e, COOP_ETOOBIG);
+  put_kernel_done(e, m);
+  put_blob(e, m->log, m->log_len);
+  if (m->has_kernel) enc_kernel(e, &m->kernel);
+}
+
+static void dec_kernel_done(struct cur *c, struct coop_msg_kernel_done *m) {
+  get_kernel_done(c, m);
+  want(c, m->error <= 0);
+  m->log_len = get_u32(c);
+  if (m->log_len > COOP_WIRE_LOG_MAX) cfail(c, COOP_ETOOBIG);
+  m->log = take(c, m->log_len);
+  if (m->has_kernel) dec_kernel(c, &m->kernel);
+}
+
 /* ==== messages ==== */
 
 /* The list replies: their count, then the records built beforehand. */
@@ -549,32 +594,36 @@ static void enc_kernel_list(struct enc *e, const struct coop_msg_kernel_list *m)
 
 /* The messages with a payload: type, member of union coop_msg, encoder,
  * decoder. */
-#define MESSAGES(XX)                                                 \
-  XX(HELLO, hello, put_hello, get_hello)                             \
-  XX(WELCOME, welcome, put_welcome, get_welcome)                     \
-  XX(SUBMIT, submit, enc_submit, dec_submit)                         \
-  XX(ACCEPTED, job, put_job, get_job)                                \
-  XX(STATUS, job, put_job, get_job)                                  \
-  XX(CANCEL, job, put_job, get_job)                                  \
-  XX(WAIT, job, put_wait, get_wait)                                  \
-  XX(SUBSCRIBE, subscribe, put_subscribe, get_subscribe)             \
-  XX(TOP, top_req, put_top, get_top)                                 \
-  XX(ERROR, error, put_error, get_error)                             \
-  XX(STATUS_REPLY, status_reply, enc_status_reply, dec_status_reply) \
-  XX(KERNEL_LIST, kernels, enc_kernel_list, dec_kernel_list)         \
-  XX(RESULT, result, enc_result, dec_result)                         \
-  XX(STATS_REPLY, stats, enc_stats, dec_stats)                       \
-  XX(EVENT, event, put_event, get_event)                             \
-  XX(TOP_REPLY, top, enc_top, dec_top)                               \
-  XX(BUF_CREATE, buf_create, enc_buf_create, dec_buf_create)         \
-  XX(BUF_WRITE, buf_range, enc_buf_write, dec_buf_write)             \
-  XX(BUF_READ, buf_range, put_buf_range, dec_buf_read)               \
-  XX(BUF_FREE, buf_free, put_buf_free, get_buf_free)                 \
-  XX(BUFFER, buffer, put_buffer, get_buffer)                         \
-  XX(BUF_DATA, buf_data, enc_buf_data, dec_buf_data)
+#define MESSAGES(XX)                                                     \
+  XX(HELLO, hello, put_hello, get_hello)                                 \
+  XX(WELCOME, welcome, put_welcome, get_welcome)                         \
+  XX(SUBMIT, submit, enc_submit, dec_submit)                             \
+  XX(ACCEPTED, job, put_job, get_job)                                    \
+  XX(STATUS, job, put_job, get_job)                                      \
+  XX(CANCEL, job, put_job, get_job)                                      \
+  XX(WAIT, job, put_wait, get_wait)                                      \
+  XX(SUBSCRIBE, subscribe, put_subscribe, get_subscribe)                 \
+  XX(TOP, top_req, put_top, get_top)                                     \
+  XX(ERROR, error, put_error, get_error)                                 \
+  XX(STATUS_REPLY, status_reply, enc_status_reply, dec_status_reply)     \
+  XX(KERNEL_LIST, kernels, enc_kernel_list, dec_kernel_list)             \
+  XX(RESULT, result, enc_result, dec_result)                             \
+  XX(STATS_REPLY, stats, enc_stats, dec_stats)                           \
+  XX(EVENT, event, put_event, get_event)                                 \
+  XX(TOP_REPLY, top, enc_top, dec_top)                                   \
+  XX(BUF_CREATE, buf_create, enc_buf_create, dec_buf_create)             \
+  XX(BUF_WRITE, buf_range, enc_buf_write, dec_buf_write)                 \
+  XX(BUF_READ, buf_range, put_buf_range, dec_buf_read)                   \
+  XX(BUF_FREE, buf_free, put_buf_free, get_buf_free)                     \
+  XX(BUFFER, buffer, put_buffer, get_buffer)                             \
+  XX(BUF_DATA, buf_data, enc_buf_data, dec_buf_data)                     \
+  XX(KERNEL_ADD, kernel_add, enc_kernel_add, dec_kernel_add)             \
+  XX(KERNEL_REMOVE, kernel_remove, put_kernel_remove, get_kernel_remove) \
+  XX(KERNEL_DONE, kernel_done, enc_kernel_done, dec_kernel_done)
 
 static int empty(uint16_t type) {
-  return type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK;
+  return type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK ||
+         type == COOP_MSG_RELOAD;
 }
 
 /* 0 when encoded (errors are in e->err), COOP_EINVAL for an unknown type. */
@@ -727,14 +776,15 @@ int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_
 /* ==== names ==== */
 
 const char *coop_wire_type_name(uint16_t type) {
-  static const char *const req[] = {"?",          "HELLO",     "SUBMIT",   "STATUS",    "WAIT",
-                                    "CANCEL",     "STATS",     "KERNELS",  "SUBSCRIBE", "TOP",
-                                    "BUF_CREATE", "BUF_WRITE", "BUF_READ", "BUF_FREE"};
+  static const char *const req[] = {
+      "?",        "HELLO",    "SUBMIT",     "STATUS",        "WAIT",       "CANCEL",
+      "STATS",    "KERNELS",  "SUBSCRIBE",  "TOP",           "BUF_CREATE", "BUF_WRITE",
+      "BUF_READ", "BUF_FREE", "KERNEL_ADD", "KERNEL_REMOVE", "RELOAD"};
   static const char *const rep[] = {"WELCOME",   "ACCEPTED",    "STATUS_REPLY", "RESULT",
                                     "OK",        "STATS_REPLY", "KERNEL_LIST",  "EVENT",
-                                    "TOP_REPLY", "BUFFER",      "BUF_DATA"};
-  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_BUF_FREE) return req[type];
-  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_BUF_DATA) return rep[type - COOP_MSG_WELCOME];
+                                    "TOP_REPLY", "BUFFER",      "BUF_DATA",     "KERNEL_DONE"};
+  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_RELOAD) return req[type];
+  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_KERNEL_DONE) return rep[type - COOP_MSG_WELCOME];
   return type == COOP_MSG_ERROR ? "ERROR" : "UNKNOWN";
 }
 

@@ -41,6 +41,12 @@
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
 #define COOP_WIRE_MAX_FDS 16u             /* descriptors beside one frame */
 #define COOP_WIRE_FD_NONE 0xffu
+#define COOP_WIRE_SOURCE_MAX COOP_SOURCE_MAX /* KERNEL_ADD's source, at most */
+#define COOP_WIRE_LOG_MAX (64u << 10)        /* KERNEL_DONE's log, at most */
+#define COOP_WIRE_ARGNAME_MAX 32u            /* a kernel argument's name: < 32 bytes */
+#define COOP_WIRE_RULE_MAX 160u              /* a require rule's text: < 160 bytes */
+#define COOP_WIRE_MAX_RULES 16u              /* require rules of one kernel */
+#define COOP_WIRE_SHIPPED 0xffffffffu        /* KERNEL_LIST owner: not an author's */
 /* The wire's spellings of the shared limits (coop_limits.h). */
 #define COOP_WIRE_NAME_MAX COOP_NAME_MAX
 #define COOP_WIRE_TEXT_MAX COOP_TEXT_MAX
@@ -66,6 +72,9 @@ enum coop_msg_type {
   COOP_MSG_BUF_WRITE = 11,
   COOP_MSG_BUF_READ = 12,
   COOP_MSG_BUF_FREE = 13,
+  COOP_MSG_KERNEL_ADD = 14,    /* answered by KERNEL_DONE once the reload ended */
+  COOP_MSG_KERNEL_REMOVE = 15, /* the same */
+  COOP_MSG_RELOAD = 16,        /* empty payload; the same */
   /* daemon -> client */
   COOP_MSG_WELCOME = 64,
   COOP_MSG_ACCEPTED = 65,
@@ -78,6 +87,7 @@ enum coop_msg_type {
   COOP_MSG_TOP_REPLY = 72,
   COOP_MSG_BUFFER = 73,
   COOP_MSG_BUF_DATA = 74,
+  COOP_MSG_KERNEL_DONE = 75,
   COOP_MSG_ERROR = 127
 };
 
@@ -302,16 +312,42 @@ struct coop_msg_stats_reply {
   struct coop_wire_devmetrics met[COOP_WIRE_MAX_DEVICES];
 };
 
-/* KERNEL_LIST: u32 n, n x (its list, nargs x u8 arg type) */
+/* KERNEL_LIST: u32 n, n x (its list, nargs x (u8 arg type, str arg name
+ * < COOP_WIRE_ARGNAME_MAX, "" when unnamed), u8 nrules, nrules x str rule
+ * < COOP_WIRE_RULE_MAX) */
 struct coop_wire_kernel {
   COOP_SCHEMA_KERNEL(COOP_SCHEMA_MEMBER)
   uint8_t types[COOP_WIRE_MAX_ARGS];
+  char argnames[COOP_WIRE_MAX_ARGS][COOP_WIRE_ARGNAME_MAX];
+  uint8_t nrules;
+  char rules[COOP_WIRE_MAX_RULES][COOP_WIRE_RULE_MAX];
 };
 #define COOP_WIRE_MAX_KERNELS 256u
 struct coop_msg_kernel_list {
   COOP_SCHEMA_KERNEL_LIST(COOP_SCHEMA_MEMBER)
   const uint8_t *recs; /* into the payload */
   uint32_t recs_len;
+};
+
+/* KERNEL_ADD: file (the author's name for it, for messages), then a blob
+ * of the source, at most COOP_WIRE_SOURCE_MAX bytes (COOP_ETOOBIG past it).
+ * KERNEL_REMOVE: the kernel's name. RELOAD: empty. */
+struct coop_msg_kernel_add {
+  COOP_SCHEMA_KERNEL_ADD(COOP_SCHEMA_MEMBER)
+  const uint8_t *source; /* into the payload */
+  uint32_t source_len;
+};
+struct coop_msg_kernel_remove {
+  COOP_SCHEMA_KERNEL_REMOVE(COOP_SCHEMA_MEMBER)
+};
+/* KERNEL_DONE: error (0: done), the kernels in the set now, then a blob of
+ * the log (at most COOP_WIRE_LOG_MAX bytes), then with has_kernel one
+ * kernel record (KERNEL_ADD's kernel as it now runs). */
+struct coop_msg_kernel_done {
+  COOP_SCHEMA_KERNEL_DONE(COOP_SCHEMA_MEMBER)
+  const uint8_t *log; /* into the payload; not NUL-terminated */
+  uint32_t log_len;
+  struct coop_wire_kernel kernel;
 };
 
 /* EVENT: t_ns on the daemon's CLOCK_MONOTONIC, gather_ns -1 unless kind is
@@ -370,6 +406,9 @@ union coop_msg {
   struct coop_msg_buf_free buf_free;
   struct coop_msg_buffer buffer;
   struct coop_msg_buf_data buf_data;
+  struct coop_msg_kernel_add kernel_add;
+  struct coop_msg_kernel_remove kernel_remove;
+  struct coop_msg_kernel_done kernel_done;
 };
 
 /* ---- growable output buffer ---- */

@@ -31,6 +31,7 @@ void daemon_service_cases(Suite *s); /* devices, systemd, metrics_http */
 void daemon_state_cases(Suite *s);
 void daemon_limits_cases(Suite *s);
 void daemon_priority_cases(Suite *s); /* priority */
+void daemon_authors_cases(Suite *s);  /* kernel authors */
 
 /* ---- a daemon ---- */
 

@@ -1120,10 +1120,18 @@ static void fk_kernels(struct fake *f, struct fconn *c, int k_coop) {
   if (!fk_expect(f, c, &fr, COOP_MSG_KERNELS)) return;
   struct coop_wire_buf recs;
   coop_wire_buf_init(&recs);
-  struct coop_wire_kernel k1 = {.name = "render", .nargs = 5, .types = {7, 7, 7, 1, 1}};
-  struct coop_wire_kernel k2 = {.name = "sweep", .cooperative = 1, .nargs = 3, .types = {7, 1, 1}};
-  struct coop_wire_kernel k3 = {
-      .name = "k", .cooperative = (uint8_t)k_coop, .nargs = 3, .types = {7, 7, 1}};
+  struct coop_wire_kernel k1 = {
+      .name = "render", .owner = COOP_WIRE_SHIPPED, .nargs = 5, .types = {7, 7, 7, 1, 1}};
+  struct coop_wire_kernel k2 = {.name = "sweep",
+                                .cooperative = 1,
+                                .owner = COOP_WIRE_SHIPPED,
+                                .nargs = 3,
+                                .types = {7, 1, 1}};
+  struct coop_wire_kernel k3 = {.name = "k",
+                                .cooperative = (uint8_t)k_coop,
+                                .owner = COOP_WIRE_SHIPPED,
+                                .nargs = 3,
+                                .types = {7, 7, 1}};
   coop_wire_kernel_put(&recs, &k1);
   coop_wire_kernel_put(&recs, &k2);
   coop_wire_kernel_put(&recs, &k3);

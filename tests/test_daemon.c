@@ -25,6 +25,7 @@ static Suite *suite(void) {
   daemon_service_cases(s); /* devices, systemd, metrics_http */
   daemon_state_cases(s);
   daemon_limits_cases(s);
+  daemon_authors_cases(s);
   return s;
 }
 

@@ -660,9 +660,12 @@ START_TEST(names) {
   ck_assert_str_eq(coop_wire_type_name(0), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(10), "BUF_CREATE");
   ck_assert_str_eq(coop_wire_type_name(74), "BUF_DATA");
-  ck_assert_str_eq(coop_wire_type_name(14), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(14), "KERNEL_ADD");
+  ck_assert_str_eq(coop_wire_type_name(16), "RELOAD");
+  ck_assert_str_eq(coop_wire_type_name(75), "KERNEL_DONE");
+  ck_assert_str_eq(coop_wire_type_name(17), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(63), "UNKNOWN");
-  ck_assert_str_eq(coop_wire_type_name(75), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(76), "UNKNOWN");
   ck_assert_str_eq(coop_job_state_name(COOP_JOB_CANCELLED), "cancelled");
   ck_assert_str_eq(coop_job_state_name(7), "unknown");
   ck_assert_str_eq(coop_arg_type_name(COOP_ARG_F64), "f64");
@@ -803,7 +806,7 @@ START_TEST(buffer_messages) {
 END_TEST
 
 START_TEST(reject_unknown_type) {
-  const uint16_t bad[] = {0, 14, 63, 75, 126, 128, 0xffff};
+  const uint16_t bad[] = {0, 17, 63, 76, 126, 128, 0xffff};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     union coop_msg m;
     ck_assert_int_eq(decode_raw(bad[i], NULL, 0, &m, NULL), COOP_EPROTO);
@@ -977,24 +980,130 @@ START_TEST(reject_status_records) {
 }
 END_TEST
 
+/* A kernel record: name "k", cooperative, owner, nargs u32 arguments
+ * named "a" (the last one unnamed), nrules rules "a<=1". */
+static void kernel_rec(struct pb *p, uint8_t coop, unsigned nargs, unsigned nrules) {
+  pb_str(p, "k", 1), pb_be(p, coop, 1), pb_be(p, 1000, 4), pb_be(p, nargs, 1);
+  for (unsigned i = 0; i < nargs; i++)
+    pb_be(p, COOP_ARG_U32, 1), i + 1 < nargs ? pb_str(p, "a", 1) : pb_str(p, "", 0);
+  pb_be(p, nrules, 1);
+  for (unsigned i = 0; i < nrules; i++) pb_str(p, "a<=1", 4);
+}
+
 START_TEST(reject_kernel_records) {
   struct pb p = {0};
-  pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 1, 1), pb_be(&p, 2, 1);
-  pb_be(&p, COOP_ARG_BUF, 1), pb_be(&p, COOP_ARG_U32, 1);
+  pb_be(&p, 1, 4), kernel_rec(&p, 1, 2, 1);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), 0);
-  pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 2, 1), pb_be(&p, 0, 1);
+  pb_be(&p, 1, 4), kernel_rec(&p, 2, 0, 0);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_EPROTO); /* cooperative 2 */
-  pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 1, 1), pb_be(&p, 8, 1);
+  pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 4), pb_be(&p, 1, 1);
+  pb_be(&p, 8, 1), pb_str(&p, "", 0), pb_be(&p, 0, 1); /* devbuf is SUBMIT's only */
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_EPROTO);
-  pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 17, 1);
-  for (int i = 0; i < 17; i++) pb_be(&p, COOP_ARG_U32, 1);
+  pb_be(&p, 1, 4), kernel_rec(&p, 0, 17, 0);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
+  /* rules: 16 at most, each shorter than COOP_WIRE_RULE_MAX; names than 32 */
+  pb_be(&p, 1, 4), kernel_rec(&p, 0, 16, 16);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), 0);
+  pb_be(&p, 1, 4), kernel_rec(&p, 0, 1, 17);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
+  char rule[COOP_WIRE_RULE_MAX];
+  memset(rule, 'a', sizeof rule);
+  pb_be(&p, 1, 4), kernel_rec(&p, 0, 0, 0), p.n--, pb_be(&p, 1, 1);
+  pb_str(&p, rule, COOP_WIRE_RULE_MAX - 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), 0);
+  pb_be(&p, 1, 4), kernel_rec(&p, 0, 0, 0), p.n--, pb_be(&p, 1, 1);
+  pb_str(&p, rule, COOP_WIRE_RULE_MAX);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
+  pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 4), pb_be(&p, 1, 1);
+  pb_be(&p, COOP_ARG_U32, 1), pb_str(&p, rule, COOP_WIRE_ARGNAME_MAX - 1), pb_be(&p, 0, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), 0);
+  pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 4), pb_be(&p, 1, 1);
+  pb_be(&p, COOP_ARG_U32, 1), pb_str(&p, rule, COOP_WIRE_ARGNAME_MAX), pb_be(&p, 0, 1);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
   pb_be(&p, COOP_WIRE_MAX_KERNELS + 1, 4);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
   pb_be(&p, COOP_WIRE_MAX_KERNELS, 4);
-  for (unsigned i = 0; i < COOP_WIRE_MAX_KERNELS; i++)
-    pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 1);
+  for (unsigned i = 0; i < COOP_WIRE_MAX_KERNELS; i++) kernel_rec(&p, 0, 0, 0);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), 0);
+}
+END_TEST
+
+/* Kernel authors' messages: round trips, and every length checked at its
+ * edge: the source (COOP_WIRE_SOURCE_MAX), the log (COOP_WIRE_LOG_MAX),
+ * the file and kernel names (< 64), RELOAD's empty payload. */
+START_TEST(kernel_author_messages) {
+  static char src[COOP_WIRE_SOURCE_MAX + 1];
+  memset(src, 'x', sizeof src);
+  struct pb p = {0};
+  pb_str(&p, "my.cl", 5), pb_be(&p, COOP_WIRE_SOURCE_MAX, 4);
+  pb_mem(&p, src, COOP_WIRE_SOURCE_MAX);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_ADD), 0);
+  pb_str(&p, "my.cl", 5), pb_be(&p, COOP_WIRE_SOURCE_MAX + 1, 4);
+  pb_mem(&p, src, COOP_WIRE_SOURCE_MAX + 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_ADD), COOP_ETOOBIG);
+  pb_str(&p, "my.cl", 5), pb_be(&p, 10, 4), pb_mem(&p, src, 9); /* short */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_ADD), COOP_EPROTO);
+  pb_str(&p, "my.cl", 5), pb_be(&p, 1, 4), pb_mem(&p, src, 2); /* trailing */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_ADD), COOP_EPROTO);
+  pb_str(&p, src, 63), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_ADD), 0);
+  pb_str(&p, src, 64), pb_be(&p, 0, 4);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_ADD), COOP_ETOOBIG);
+  pb_str(&p, src, 63);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_REMOVE), 0);
+  pb_str(&p, src, 64);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_REMOVE), COOP_ETOOBIG);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_RELOAD), 0);
+  pb_be(&p, 0, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_RELOAD), COOP_EPROTO);
+  /* KERNEL_DONE: the log's edge, a failure's code, the kernel record */
+  pb_be(&p, (uint32_t)COOP_EBUILD, 4), pb_be(&p, 3, 4), pb_be(&p, 0, 1);
+  pb_be(&p, COOP_WIRE_LOG_MAX, 4), pb_mem(&p, src, COOP_WIRE_LOG_MAX);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_DONE), 0);
+  pb_be(&p, (uint32_t)COOP_EBUILD, 4), pb_be(&p, 3, 4), pb_be(&p, 0, 1);
+  pb_be(&p, COOP_WIRE_LOG_MAX + 1, 4), pb_mem(&p, src, COOP_WIRE_LOG_MAX + 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_DONE), COOP_ETOOBIG);
+  pb_be(&p, 1, 4), pb_be(&p, 3, 4), pb_be(&p, 0, 1), pb_be(&p, 0, 4); /* error > 0 */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_DONE), COOP_EPROTO);
+  pb_be(&p, 0, 4), pb_be(&p, 3, 4), pb_be(&p, 1, 1), pb_be(&p, 0, 4), kernel_rec(&p, 1, 2, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_DONE), 0);
+  pb_be(&p, 0, 4), pb_be(&p, 3, 4), pb_be(&p, 1, 1), pb_be(&p, 0, 4); /* no record */
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_DONE), COOP_EPROTO);
+  /* round trips through the encoder, which refuses what the decoder would */
+  union coop_msg m, out;
+  memset(&m, 0, sizeof m);
+  snprintf(m.kernel_add.file, sizeof m.kernel_add.file, "my.cl");
+  m.kernel_add.source = (const uint8_t *)src;
+  m.kernel_add.source_len = COOP_WIRE_SOURCE_MAX;
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  encode_ok(&b, COOP_MSG_KERNEL_ADD, 9, &m);
+  ck_assert_int_eq(
+      decode_raw(COOP_MSG_KERNEL_ADD, b.p + COOP_WIRE_HDR, b.len - COOP_WIRE_HDR, &out, NULL), 0);
+  ck_assert_str_eq(out.kernel_add.file, "my.cl");
+  ck_assert_uint_eq(out.kernel_add.source_len, COOP_WIRE_SOURCE_MAX);
+  b.len = 0;
+  m.kernel_add.source_len = COOP_WIRE_SOURCE_MAX + 1;
+  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_KERNEL_ADD, 9, &m), COOP_ETOOBIG);
+  b.err = 0, b.len = 0;
+  memset(&m, 0, sizeof m);
+  struct coop_wire_kernel *k = &m.kernel_done.kernel;
+  m.kernel_done.has_kernel = 1;
+  m.kernel_done.nkernels = 4;
+  snprintf(k->name, sizeof k->name, "mine");
+  k->cooperative = 1, k->owner = 1000, k->nargs = 2, k->nrules = 1;
+  k->types[0] = COOP_ARG_BUF, k->types[1] = COOP_ARG_U32;
+  snprintf(k->argnames[0], sizeof k->argnames[0], "data");
+  snprintf(k->argnames[1], sizeof k->argnames[1], "n");
+  snprintf(k->rules[0], sizeof k->rules[0], "n*4 <= len(data)");
+  encode_ok(&b, COOP_MSG_KERNEL_DONE, 9, &m);
+  ck_assert_int_eq(
+      decode_raw(COOP_MSG_KERNEL_DONE, b.p + COOP_WIRE_HDR, b.len - COOP_WIRE_HDR, &out, NULL), 0);
+  ck_assert_str_eq(out.kernel_done.kernel.argnames[0], "data");
+  ck_assert_str_eq(out.kernel_done.kernel.rules[0], "n*4 <= len(data)");
+  ck_assert_uint_eq(out.kernel_done.kernel.owner, 1000);
+  coop_wire_buf_free(&b);
+  free(p.b);
 }
 END_TEST
 
@@ -1812,6 +1921,7 @@ static Suite *suite(void) {
   tcase_add_test(d, reject_fd_index);
   tcase_add_test(d, reject_status_records);
   tcase_add_test(d, reject_kernel_records);
+  tcase_add_test(d, kernel_author_messages);
   tcase_add_test(d, reject_top_records);
   tcase_add_test(d, reject_result);
   tcase_add_test(d, reject_event_subscribe_error);

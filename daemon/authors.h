@@ -1,0 +1,30 @@
+/*
+ * authors.h: who may add kernels ([kernels] authors): a list of user names,
+ * uids and @groups, separated by commas or spaces; empty (the default):
+ * nobody. Names are looked up when the settings are read (at start and on
+ * SIGHUP), never while a client waits: a user's groups come from its
+ * socket (SO_PEERCRED, SO_PEERGROUPS), not from a directory service. Root
+ * may remove any author's kernel, but adds only if listed, like anyone.
+ */
+#ifndef COOPD_AUTHORS_H
+#define COOPD_AUTHORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AUTHORS_MAX 64
+
+struct authors {
+  unsigned nuids, ngids;
+  uint32_t uids[AUTHORS_MAX];
+  uint32_t gids[AUTHORS_MAX];
+};
+
+/* spec into a: 0, or -1 with err naming the user or group unknown. */
+int authors_parse(struct authors *a, const char *spec, char *err, size_t errlen);
+
+/* Whether the peer of socket fd (uid) may add kernels: its uid is listed,
+ * or its primary or a supplementary group. */
+int authors_allow(const struct authors *a, int fd, uint32_t uid);
+
+#endif /* COOPD_AUTHORS_H */

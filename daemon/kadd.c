@@ -1,0 +1,221 @@
+/* kadd.c: see kadd.h. */
+#include "kadd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "session.h"
+
+/* Whether the author's name for the file can stand in messages and in the
+ * #line that names it to the compiler: a base name, printable, unquoted. */
+static int file_name_ok(const char *f) {
+  if (!f[0] || !strcmp(f, ".") || !strcmp(f, "..")) return 0;
+  for (const char *p = f; *p; p++)
+    if (*p == '/' || *p == '"' || *p == '\\' || *p < 0x20 || *p > 0x7e) return 0;
+  return 1;
+}
+
+/* The checks every request makes first: 0, or the ERROR already sent. */
+static int may_change(struct session *s, uint32_t seq, int root_too) {
+  struct daemon *dm = s->dm;
+  if (!authors_allow(&dm->authors, s->fd, s->uid) && !(root_too && s->uid == 0)) {
+    log_info("uid %u asked to change the kernels: not an author ([kernels] authors)", s->uid);
+    sess_error(s, seq, COOP_EPERM,
+               "uid %u may not change coopd's kernels: [kernels] authors (coopd.ini) lists the "
+               "users and groups who may",
+               s->uid);
+    return -1;
+  }
+  if (dm->reload || dm->stopping) {
+    sess_error(s, seq, COOP_EBUSY,
+               dm->stopping ? "coopd is stopping"
+                            : "a kernel reload is in progress: ask again once it has ended");
+    return -1;
+  }
+  return 0;
+}
+
+static struct kset *load_set(struct session *s, uint32_t seq) {
+  struct kset *ks = calloc(1, sizeof *ks);
+  char err[1400];
+  if (!ks) return sess_error(s, seq, COOP_ENOMEM, "out of memory"), NULL;
+  if (reload_load(s->dm, ks, err, sizeof err)) {
+    free(ks);
+    sess_error(s, seq, COOP_EIO, "the kernels cannot be read: %s", err);
+    return NULL;
+  }
+  return ks;
+}
+
+static void set_free(struct kset *ks) {
+  kset_free(ks);
+  free(ks);
+}
+
+static void req_free(struct reload_req *q) {
+  if (!q) return;
+  free(q->source);
+  free(q);
+}
+
+/* Hands ks and q to a new reload; on failure answers and frees both. */
+static void start(struct session *s, uint32_t seq, struct kset *ks, struct reload_req *q) {
+  if (reload_request(s->dm, ks, q) == 0) return;
+  sess_error(s, seq, COOP_EBUSY, "the reload could not start: ask again");
+  set_free(ks);
+  req_free(q);
+}
+
+static struct reload_req *new_req(struct session *s, uint32_t seq, enum reload_op op) {
+  struct reload_req *q = calloc(1, sizeof *q);
+  if (!q) return sess_error(s, seq, COOP_ENOMEM, "out of memory"), NULL;
+  q->op = op;
+  q->s = s;
+  q->seq = seq;
+  q->uid = s->uid;
+  return q;
+}
+
+/* A checked but refused source: a KERNEL_DONE with the checker's message
+ * at the author's FILE:LINE, as a failed build's log. */
+static void refuse_source(struct session *s, uint32_t seq, const char *log) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.kernel_done.error = COOP_EBUILD;
+  m.kernel_done.nkernels = s->dm->ks->n;
+  m.kernel_done.log = (const uint8_t *)log;
+  m.kernel_done.log_len = (uint32_t)strlen(log);
+  log_info("uid %u: kernel add refused: %s", s->uid, log);
+  sess_send(s, COOP_MSG_KERNEL_DONE, seq, &m);
+}
+
+static unsigned owned_by(const struct kset *ks, uint32_t uid) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < ks->n; i++) n += ks->k[i].owner == uid;
+  return n;
+}
+
+/* The source into ks, replacing the author's own kernel of its name. 0,
+ * or -1 with the answer sent. */
+static int put_source(struct session *s, uint32_t seq, struct kset *ks, const char *file,
+                      const char *src) {
+  char err[1400];
+  const struct kdef *dup = NULL;
+  int r = kset_add_source(ks, file, strdup(src), s->uid, &dup, err, sizeof err);
+  if (r == -2 && dup->owner == s->uid) { /* its own: replaced */
+    kset_remove(ks, (unsigned)(dup - ks->k));
+    r = kset_add_source(ks, file, strdup(src), s->uid, NULL, err, sizeof err);
+  } else if (r == -2) {
+    sess_error(s, seq, COOP_EEXIST, "kernel %s %s: choose another name", dup->name,
+               dup->owner == KDEF_SHIPPED ? "is one of coopd's own kernels"
+                                          : "was added by another author");
+    log_info("uid %u: kernel add %s refused: the name is taken", s->uid, dup->name);
+    return -1;
+  }
+  if (r) refuse_source(s, seq, err);
+  return r ? -1 : 0;
+}
+
+/* KERNEL_ADD: checked here (size, name, the rules shipped kernels pass),
+ * built by a reload, stored once built. */
+void sess_kernel_add(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                     unsigned nfds) {
+  const struct coop_msg_kernel_add *a = &msg->kernel_add;
+  const struct config *c = &s->dm->cfg;
+  if (may_change(s, seq, 0)) return;
+  if (!file_name_ok(a->file))
+    return sess_error(s, seq, COOP_EINVAL,
+                      "the file name must be a base name of printable characters without "
+                      "quotes or backslashes (coopctl sends the file's base name)");
+  if (a->source_len > c->max_source_bytes)
+    return sess_error(s, seq, COOP_ETOOBIG,
+                      "%s is %u bytes; [kernels] max_source_bytes allows %llu", a->file,
+                      a->source_len, c->max_source_bytes);
+  if (memchr(a->source, 0, a->source_len))
+    return sess_error(s, seq, COOP_EINVAL, "%s has a NUL byte: not a source file", a->file);
+  struct reload_req *q = new_req(s, seq, RELOAD_ADD);
+  if (q && !(q->source = strndup((const char *)a->source, a->source_len))) {
+    req_free(q);
+    return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  }
+  struct kset *ks = q ? load_set(s, seq) : NULL;
+  if (!ks) return req_free(q);
+  q->len = a->source_len;
+  snprintf(q->file, sizeof q->file, "%s", a->file);
+  if (put_source(s, seq, ks, a->file, q->source)) return set_free(ks), req_free(q);
+  const struct kdef *k = &ks->k[ks->n - 1];
+  snprintf(q->name, sizeof q->name, "%s", k->name);
+  if (owned_by(ks, s->uid) > c->max_kernels_per_author) {
+    sess_error(s, seq, COOP_ELIMIT, "uid %u has %u kernels: [kernels] max_per_author allows %u",
+               s->uid, owned_by(ks, s->uid) - 1, c->max_kernels_per_author);
+    return set_free(ks), req_free(q);
+  }
+  log_info("uid %u: kernel add %s from %s (%u bytes): building", s->uid, q->name, a->file,
+           a->source_len);
+  start(s, seq, ks, q);
+}
+
+/* KERNEL_REMOVE: an author's own kernel; root's, any author's. */
+void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                        unsigned nfds) {
+  const char *name = msg->kernel_remove.name;
+  if (may_change(s, seq, 1)) return;
+  struct kset *ks = load_set(s, seq);
+  if (!ks) return;
+  const struct kdef *k = kset_find(ks, name);
+  const char *no = !k                             ? NULL
+                   : k->owner == KDEF_SHIPPED     ? "is one of coopd's own kernels ([kernels] dirs)"
+                   : k->owner != s->uid && s->uid ? "was added by another author"
+                                                  : NULL;
+  if (!k || no) {
+    if (!k)
+      sess_error(s, seq, COOP_ENOKERNEL, "no kernel named %s (coopctl kernels lists them)", name);
+    else
+      sess_error(s, seq, COOP_EPERM, "kernel %s %s: only its author or root may remove it", name,
+                 no);
+    log_info("uid %u: kernel remove %s refused: %s", s->uid, name, k ? no : "no such kernel");
+    return set_free(ks);
+  }
+  struct reload_req *q = new_req(s, seq, RELOAD_REMOVE);
+  if (!q) return set_free(ks);
+  snprintf(q->name, sizeof q->name, "%s", name);
+  log_info("uid %u: kernel remove %s (uid %u's)", s->uid, name, k->owner);
+  kset_remove(ks, (unsigned)(k - ks->k));
+  start(s, seq, ks, q);
+}
+
+/* RELOAD: the kernels read again and built, as on SIGHUP (the settings
+ * are the admin's: they are not read again). */
+void sess_reload(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+                 unsigned nfds) {
+  if (may_change(s, seq, 1)) return;
+  struct kset *ks = load_set(s, seq);
+  struct reload_req *q = ks ? new_req(s, seq, RELOAD_KERNELS) : NULL;
+  if (!q) return ks ? set_free(ks) : (void)0;
+  log_info("uid %u: kernel reload", s->uid);
+  start(s, seq, ks, q);
+}
+
+void kadd_done(struct daemon *dm, struct reload_req *q, int err, const char *log) {
+  static const char *const what[] = {"reload", "add", "remove"};
+  if (err)
+    log_info("uid %u: kernel %s%s%s failed: %.*s", q->uid, what[q->op], q->name[0] ? " " : "",
+             q->name, (int)strcspn(log, "\n"), log);
+  else
+    log_info("uid %u: kernel %s%s%s done", q->uid, what[q->op], q->name[0] ? " " : "", q->name);
+  if (q->s) {
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    struct coop_msg_kernel_done *d = &m.kernel_done;
+    d->error = err;
+    d->nkernels = dm->ks->n;
+    d->log = (const uint8_t *)(err ? log : "");
+    d->log_len = (uint32_t)strnlen((const char *)d->log, COOP_WIRE_LOG_MAX);
+    const struct kdef *k = q->op == RELOAD_ADD && !err ? kset_find(dm->ks, q->name) : NULL;
+    if (k) d->has_kernel = 1, kdef_wire(k, &d->kernel);
+    sess_send(q->s, COOP_MSG_KERNEL_DONE, q->seq, &m);
+  }
+  req_free(q);
+}

@@ -1,0 +1,315 @@
+/*
+ * test_daemon_authors.c: kernel authors ([kernels] authors; PROTOCOL.md,
+ * "Kernel authors"; docs/kernels.md, "Adding a kernel without root"). One
+ * coopd serves the whole case, restarted once to show that an added kernel
+ * outlives it; builds take seconds on PoCL, so only the requests that must
+ * build (a compile error, the good kernel, its removal) start a reload.
+ * Other uids where run as root (CI): 65534 is an author, 65533 is not.
+ */
+#define _GNU_SOURCE /* popen's prototype under -std=c11 */
+#include <check.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon_harness.h"
+
+static const char triple_src[] =
+    "//@coop name=triple kind=noncooperative args=data:buf,n:u32\n"
+    "//@coop require n*4 <= len(data)\n"
+    "void triple(struct coop_ctx *c) {\n"
+    "  coop_buf_u32 d = coop_arg_buf_u32(c, 0);\n"
+    "  coop_u32 n = coop_arg_u32(c, 1);\n"
+    "  if (coop_group_id(c) == 0u)\n"
+    "    for (coop_u32 i = coop_local_id_c(c); i < n; i += coop_local_size_c(c))\n"
+    "      coop_at(d, i) = coop_at(d, i) * 3u;\n"
+    "}\n";
+
+/* KERNEL_ADD of src as file; the reply's type (c->m holds it). */
+static uint16_t add(struct conn *c, const char *file, const char *src, size_t len) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.kernel_add.file, sizeof m.kernel_add.file, "%s", file);
+  m.kernel_add.source = (const uint8_t *)src;
+  m.kernel_add.source_len = (uint32_t)len;
+  return reply(c, send_msg(c, COOP_MSG_KERNEL_ADD, &m, NULL, 0));
+}
+
+static uint16_t remove_kernel(struct conn *c, const char *name) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.kernel_remove.name, sizeof m.kernel_remove.name, "%s", name);
+  return reply(c, send_msg(c, COOP_MSG_KERNEL_REMOVE, &m, NULL, 0));
+}
+
+/* An ERROR reply with code, its message holding says. */
+static void refused(struct conn *c, uint16_t type, int code, const char *says) {
+  ck_assert_uint_eq(type, COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, code);
+  assert_has(c->m.error.message, says);
+}
+
+/* A KERNEL_DONE that failed with code, its log holding says. */
+static void failed(struct conn *c, uint16_t type, int code, const char *says) {
+  ck_assert_uint_eq(type, COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c->m.kernel_done.error, code);
+  char log[4096];
+  uint32_t n = c->m.kernel_done.log_len < sizeof log - 1 ? c->m.kernel_done.log_len
+                                                         : (uint32_t)sizeof log - 1;
+  memcpy(log, c->m.kernel_done.log, n);
+  log[n] = '\0';
+  assert_has(log, says);
+}
+
+/* uid's requests from a child (root only): add triple as its own, remove
+ * triple, remove nosuch; each reply's code, 0 for a KERNEL_DONE that
+ * succeeded, written to the pipe. */
+static void as_uid(const struct daemon_proc *d, uid_t uid, int codes[3]) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    close(pfd[0]);
+    if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(3);
+    struct conn c;
+    open_hello(&c, d);
+    int got[3];
+    uint16_t t = add(&c, "mine.cl", triple_src, strlen(triple_src));
+    got[0] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
+    t = remove_kernel(&c, "triple");
+    got[1] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
+    t = remove_kernel(&c, "nosuch");
+    got[2] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
+    _exit(write(pfd[1], got, sizeof got) == sizeof got ? 0 : 4);
+  }
+  close(pfd[1]);
+  ck_assert_int_eq(read(pfd[0], codes, 3 * sizeof *codes), (ssize_t)(3 * sizeof *codes));
+  close(pfd[0]);
+  int st;
+  waitpid(kid, &st, 0);
+}
+
+/* triple over [1, 2, 3, 4]: [3, 6, 9, 12]. */
+static void triple_runs(struct conn *c) {
+  uint32_t in[4] = {1, 2, 3, 4}, out[4];
+  union coop_msg m;
+  submit_init(&m, "triple", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_INOUT, in, sizeof in, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 4);
+  uint64_t job = submit(c, &m, NULL, 0);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(c, job, 60000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+  ck_assert_uint_eq(c->m.result.bufs[0].len, sizeof out);
+  memcpy(out, c->m.result.bufs[0].data, sizeof out);
+  for (int i = 0; i < 4; i++) ck_assert_uint_eq(out[i], 3u * (uint32_t)(i + 1));
+}
+
+/* The KERNEL_LIST record of name, or 0. */
+static int find_kernel(struct conn *c, const char *name, struct coop_wire_kernel *k) {
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_KERNELS, NULL, NULL, 0)), COOP_MSG_KERNEL_LIST);
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < c->m.kernels.n; i++) {
+    ck_assert_int_eq(coop_wire_kernel_next(&c->m.kernels, &off, k), 0);
+    if (!strcmp(k->name, name)) return 1;
+  }
+  return 0;
+}
+
+/* coopctl with args; its exit status, its stdout and stderr in out. */
+static int coopctl(const struct daemon_proc *d, const char *args, char *out, size_t len) {
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "%s --socket %s %s 2>&1", COOPCTL_PATH, d->sock, args);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(p);
+  size_t n = fread(out, 1, len - 1, p);
+  out[n] = '\0';
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The next notification holding want within timeout_s: 1, or 0. */
+static int notified(int ns, const char *want, char *got, size_t len, int timeout_s) {
+  for (time_t end = time(NULL) + timeout_s; time(NULL) < end;) {
+    struct timeval tv = {1, 0};
+    setsockopt(ns, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssize_t n = recv(ns, got, len - 1, 0);
+    if (n < 0) continue;
+    got[n] = '\0';
+    if (strstr(got, want)) return 1;
+  }
+  return 0;
+}
+
+START_TEST(kernel_authors) {
+  char kdir[64] = "/tmp/coopd-authors-XXXXXX", store[96], dirs[96], dir_set[128], logp[128];
+  char nsp[96], path[160], out[8192];
+  kernels_dir_make(kdir);
+  snprintf(store, sizeof store, "%s/store", kdir);
+  snprintf(dirs, sizeof dirs, "kernels.dirs=%s", kdir);
+  snprintf(dir_set, sizeof dir_set, "kernels.authored_dir=%s", store);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  snprintf(nsp, sizeof nsp, "%s/notify", kdir);
+  const char *sets[] = {
+      dirs, dir_set, "kernels.authors=0,65534", "kernels.max_source_bytes=4096", "log.level=info",
+      NULL};
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  snprintf(a.sun_path, sizeof a.sun_path, "%s", nsp);
+  int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  ck_assert_int_eq(bind(ns, (struct sockaddr *)&a, sizeof a), 0);
+  setenv("NOTIFY_SOCKET", nsp, 1);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  unsetenv("NOTIFY_SOCKET");
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct stat st;
+  ck_assert_int_eq(stat(store, &st), 0); /* made at start, for authors */
+  ck_assert_uint_eq(st.st_mode & 0777, 0700);
+  char got[512];
+  ck_assert(notified(ns, "READY=1", got, sizeof got, 60));
+  struct conn c;
+  open_hello(&c, &d);
+  if (geteuid() == 0) { /* not an author: refused before anything is read */
+    int codes[3];
+    as_uid(&d, 65533, codes);
+    ck_assert_int_eq(codes[0], COOP_EPERM);
+    ck_assert_int_eq(codes[1], COOP_EPERM);
+  }
+
+  /* a compile error, through coopctl: the compiler's log at the author's
+   * file and line (bad.cl, not the store's path), exit 1; the failed
+   * reload reaches systemd as STATUS= */
+  char srcdir[96]; /* the author's files: not among coopd's kernels */
+  snprintf(srcdir, sizeof srcdir, "%s/src", kdir);
+  ck_assert_int_eq(mkdir(srcdir, 0755), 0);
+  snprintf(path, sizeof path, "%s/bad.cl", srcdir);
+  file_write(path,
+             "//@coop name=bad kind=noncooperative args=buf\n"
+             "void bad(struct coop_ctx *c) {\n"
+             "  not_declared_here(c);\n"
+             "}\n");
+  char args[256];
+  snprintf(args, sizeof args, "kernel add %s", path);
+  int rc = coopctl(&d, args, out, sizeof out);
+  if (rc != 1 || !strstr(out, "bad.cl:3")) log_print(logp);
+  ck_assert_msg(rc == 1, "coopctl kernel add of a broken kernel exited %d: %s", rc, out);
+  assert_has(out, "bad.cl:3");
+  assert_has(out, "not_declared_here");
+  ck_assert_ptr_null(strstr(out, store));
+  ck_assert(notified(ns, "RELOADING=1", got, sizeof got, 10));
+  ck_assert(notified(ns, "READY=1", got, sizeof got, 60));
+  assert_has(got, "STATUS=reload failed: ");
+  unlink(path);
+  rmdir(srcdir);
+
+  /* refused by the checks shipped kernels pass, at the author's line */
+  const char nostep[] =
+      "//@coop name=twice kind=cooperative args=buf\n"
+      "struct twice_state { coop_u32 x; };\n"
+      "void twice_init(struct coop_ctx *c, struct twice_state *s) {}\n";
+  failed(&c, add(&c, "twice.cl", nostep, strlen(nostep)), COOP_EBUILD,
+         "twice.cl:1: cooperative kernel \"twice\" defines no twice_step");
+  const char raw[] =
+      "//@coop name=raw kind=noncooperative args=buf\n"
+      "void raw(struct coop_ctx *c) {\n"
+      "  COOP_GLOBAL coop_u32 *p = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 0);\n"
+      "  p[0] = 1u;\n"
+      "}\n";
+  failed(&c, add(&c, "raw.cl", raw, strlen(raw)), COOP_EBUILD, "raw.cl:3: COOP_GLOBAL");
+  const char inc[] =
+      "//@coop name=inc kind=noncooperative args=buf\n"
+      "#include \"/etc/passwd\"\n"
+      "void inc(struct coop_ctx *c) {}\n";
+  failed(&c, add(&c, "inc.cl", inc, strlen(inc)), COOP_EBUILD, "inc.cl:2: #include");
+  const char clash[] =
+      "//@coop name=render kind=noncooperative args=buf\n"
+      "void render(struct coop_ctx *c) {}\n";
+  refused(&c, add(&c, "r.cl", clash, strlen(clash)), COOP_EEXIST,
+          "kernel render is one of coopd's own kernels");
+  static char big[4097];
+  memset(big, ' ', sizeof big);
+  memcpy(big, triple_src, strlen(triple_src));
+  refused(&c, add(&c, "big.cl", big, 4097), COOP_ETOOBIG, "max_source_bytes allows 4096");
+  refused(&c, remove_kernel(&c, "nosuch"), COOP_ENOKERNEL, "no kernel named nosuch");
+  refused(&c, remove_kernel(&c, "sweep"), COOP_EPERM, "one of coopd's own kernels");
+
+  /* the good kernel: its signature comes back, a job of it runs */
+  ck_assert_uint_eq(add(&c, "triple.cl", triple_src, strlen(triple_src)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  ck_assert_uint_eq(c.m.kernel_done.has_kernel, 1);
+  struct coop_wire_kernel *k = &c.m.kernel_done.kernel;
+  ck_assert_str_eq(k->name, "triple");
+  ck_assert_uint_eq(k->nargs, 2);
+  ck_assert_str_eq(k->argnames[0], "data");
+  ck_assert_str_eq(k->argnames[1], "n");
+  ck_assert_uint_eq(k->nrules, 1);
+  ck_assert_str_eq(k->rules[0], "n*4 <= len(data)");
+  ck_assert_uint_eq(k->owner, geteuid());
+  triple_runs(&c);
+  ck_assert(log_has(logp, "kernel add triple from triple.cl"));
+  if (geteuid() == 0) { /* another author: neither shadows it nor removes it */
+    int codes[3];
+    as_uid(&d, 65534, codes);
+    ck_assert_int_eq(codes[0], COOP_EEXIST);
+    ck_assert_int_eq(codes[1], COOP_EPERM);
+    ck_assert_int_eq(codes[2], COOP_ENOKERNEL);
+    ck_assert(log_has(logp, "uid 65534: kernel remove triple refused"));
+  }
+
+  /* coopctl kernels: argument names and rules, and whose */
+  ck_assert_int_eq(coopctl(&d, "kernels", out, sizeof out), 0);
+  assert_has(out, "sweep cooperative data:buf,n:u32,rounds:u32\n  require n*4 <= len(data)\n");
+  assert_has(out, "triple noncooperative data:buf,n:u32\n  require n*4 <= len(data)\n  added by");
+  ck_assert_int_eq(coopctl(&d, "--json kernels", out, sizeof out), 0);
+  assert_has(out,
+             "\"name\":\"triple\",\"cooperative\":false,\"args\":[\"buf\",\"u32\"],"
+             "\"argnames\":[\"data\",\"n\"],\"rules\":[\"n*4 <= len(data)\"],\"owner\":");
+
+  /* a restart keeps it, with its owner */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_int_eq(mkdir(d.dir, 0700), 0);
+  daemon_spawn(&d, sets);
+  conn_reconnect(&c, &d);
+  struct coop_wire_kernel *kk = malloc(sizeof *kk);
+  ck_assert(find_kernel(&c, "triple", kk));
+  ck_assert_uint_eq(kk->owner, geteuid());
+  ck_assert_str_eq(kk->argnames[0], "data");
+  free(kk);
+  triple_runs(&c);
+
+  /* removed: its jobs are refused, and it is gone from the store */
+  ck_assert_uint_eq(remove_kernel(&c, "triple"), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  union coop_msg m;
+  submit_init(&m, "triple", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_INOUT, big, 16, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 4);
+  ck_assert_uint_eq(submit(&c, &m, NULL, 0), 0);
+  ck_assert_int_eq(c.m.error.code, COOP_ENOKERNEL);
+  snprintf(path, sizeof path, "%s/triple.cl", store);
+  ck_assert_int_ne(access(path, F_OK), 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  close(ns);
+  unlink(nsp), unlink(logp), rmdir(store);
+  kernels_dir_remove(kdir);
+}
+END_TEST
+
+void daemon_authors_cases(Suite *s) {
+  TCase *t = tcase_create("authors");
+  tcase_set_timeout(t, 300);
+  tcase_add_test(t, kernel_authors);
+  suite_add_tcase(s, t);
+}
