@@ -36,8 +36,6 @@ coopd=$bdir/bin/coopd ctl=$bdir/bin/coopctl
 for b in "$coopd" "$ctl"; do
   [ -x "$b" ] || { echo "priority_gpu.sh: no $b (build with -DCOOP_CUDA=ON, or --build-dir)" >&2; exit 1; }
 done
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
 
 tmp=$(mktemp -d /tmp/coop-priority.XXXXXX)
 daemon= apps=
@@ -48,17 +46,22 @@ cleanup() {
 }
 trap cleanup EXIT
 sock=$tmp/coop.sock
-"$coopd" --socket "$sock" --kernels "$repo/kernels" --set limits.max_priority=10 \
+"$coopd" --socket "$sock" --kernels "$repo/kernels:$bdir/kernels/apps" --set limits.max_priority=10 \
   --set device.park_ms=0 --set jobs.gather_budget_ms=60000 --set server.journal=off \
   2>"$tmp/coopd.log" &
 daemon=$!
-for _ in $(seq 1 600); do [ -S "$sock" ] && "$ctl" --socket "$sock" stats >/dev/null 2>&1 && break; sleep 0.1; done
+for _ in $(seq 1 3000); do # the megakernel's build: seconds (minutes on PoCL)
+  [ -S "$sock" ] && "$ctl" --socket "$sock" stats >/dev/null 2>&1 && break
+  kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
+  sleep 0.1
+done
 ctl() { "$ctl" --socket "$sock" "$@"; }
-workers=$(ctl --json stats | "$py" -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+# the first "workers": field of STATS (device 0's)
+workers=$(ctl --json stats | sed -n 's/.*"workers":\([0-9]*\).*/\1/p' | head -1)
 head -c $((64 * 64 * 4)) /dev/zero >"$tmp/m"
 
-# bfs for long enough: 4 x tasks sources (about 45 ms each on an H100)
-sources=$(seq -s, 0 $((4 * tasks * 2 - 1)))
+# bfs for long enough: 20 x tasks sources (about 45 ms each on an H100)
+sources=$(seq -s, 0 $((20 * tasks - 1)))
 ctl app bfs --gen road:1024x1024 $bflag --sources "$sources" >"$tmp/bfs.out" 2>&1 &
 apps=$!
 sleep 3 # the graph is uploaded and the first jobs run
@@ -71,23 +74,20 @@ for p in 5 0; do
     ctl --json submit render --wg "$workers" --priority "$p" --wait \
       in:"$tmp/m" in:"$tmp/m" out:$((64 * 64 * 4)):/dev/null u32:64 u32:1 >"$tmp/r.json"
     t1=$(date +%s%N)
-    "$py" -c 'import json,sys; r=json.load(open(sys.argv[1])); print("%s,%s,%.3f" % (sys.argv[2], r["gather_ns"], (int(sys.argv[4])-int(sys.argv[3]))/1e6))' \
-      "$tmp/r.json" "$p" "$t0" "$t1"
+    g=$(sed -n 's/.*"gather_ns":\([0-9null]*\).*/\1/p' "$tmp/r.json" | head -1)
+    echo "$p,$g,$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e6 }')"
     sleep 0.05
   done
 done | tee "$tmp/tasks.csv"
-"$py" - "$tmp/tasks.csv" <<'EOF'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-def q(v, f):
-    v = sorted(v); return v[min(len(v) - 1, int(f * len(v)))]
-for p in ("5", "0"):
-    g = [int(r["gather_ns"]) for r in rows if r["priority"] == p and r["gather_ns"] not in ("", "null")]
-    l = [float(r["latency_ms"]) for r in rows if r["priority"] == p]
-    if g:
-        print("priority %s: gather p50 %.1f us p99 %.1f us; latency p50 %.2f ms p99 %.2f ms (%d tasks)"
-              % (p, q(g, .5) / 1e3, q(g, .99) / 1e3, q(l, .5), q(l, .99), len(g)))
-EOF
+# quantile F of a column of numbers, one per line (nearest rank)
+quant() { sort -g | awk -v f="$1" '{ v[NR] = $1 } END { i = int(f * NR + 0.999); if (i < 1) i = 1; if (NR) print v[i] }'; }
+for p in 5 0; do
+  col() { awk -F, -v p="$p" -v c="$1" 'NR > 1 && $1 == p && $2 != "null" && $2 != "" { print $c }' "$tmp/tasks.csv"; }
+  n=$(col 2 | wc -l)
+  [ "$n" -gt 0 ] || continue
+  echo "priority $p ($n tasks): gather p50 $(col 2 | quant 0.5) ns p99 $(col 2 | quant 0.99) ns;" \
+    "latency p50 $(col 3 | quant 0.5) ms p99 $(col 3 | quant 0.99) ms"
+done
 grep -c "suspending it" "$tmp/coopd.log" | sed 's/^/suspensions: /'
 kill "$apps" 2>/dev/null || true
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
