@@ -113,6 +113,14 @@ uint64_t coop_rt_buf_len(coop_rt *rt, const void *p);
 /* The host pointer of the buffer whose argument value is arg, or NULL when
  * no buffer starts there (a device process gets only argument values). */
 void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
+/* n bytes from host memory src into a buffer's memory at dst (to_arena),
+ * or from a buffer's memory src to host memory dst, while the megakernel
+ * runs: by the device's copy engine where the arena is memory the host
+ * would fault on page by page (CUDA managed memory), else memcpy. 0 or a
+ * coop code. coop_rt_arena_is_host: 1 when plain host reads and writes of
+ * the arena are as fast (no copy engine needed). */
+int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena);
+int coop_rt_arena_is_host(const coop_rt *rt);
 
 struct coop_rt_task_desc {
   int kernel;      /* from coop_rt_add_kernel */

@@ -102,6 +102,37 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   return e;
 }
 
+/* Bytes between a descriptor and arena memory. Where the arena is host
+ * memory, straight; else (CUDA managed memory, which the host would fault
+ * on page by page) through a host buffer and the device's copy engine
+ * (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
+#define DP_BOUNCE (1u << 20)
+static uint8_t *bounce(void) {
+  static uint8_t *b;
+  if (!b) b = malloc(DP_BOUNCE);
+  return b;
+}
+
+static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off) {
+  if (coop_rt_arena_is_host(rt)) return fdio_pread(fd, p, n, off);
+  uint8_t *b = bounce();
+  for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
+    size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
+    if (!b || fdio_pread(fd, b, k, off + at) || coop_rt_arena_copy(rt, p + at, b, k, 1)) return -1;
+  }
+  return 0;
+}
+
+static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off) {
+  if (coop_rt_arena_is_host(rt)) return fdio_pwrite(fd, p, n, off);
+  uint8_t *b = bounce();
+  for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
+    size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
+    if (!b || coop_rt_arena_copy(rt, b, p + at, k, 0) || fdio_pwrite(fd, b, k, off + at)) return -1;
+  }
+  return 0;
+}
+
 /* DP_STAGE: every buffer allocated (zeroed), IN data read from its
  * descriptor; on any failure nothing stays allocated. */
 static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
@@ -118,7 +149,7 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
     args[i] = coop_rt_buf_arg(rt, p);
     int32_t f = b->b[i].fd;
     if (b->b[i].in &&
-        (f < 0 || (unsigned)f >= nfds || fdio_pread(fds[f], p, b->b[i].size, b->b[i].off))) {
+        (f < 0 || (unsigned)f >= nfds || fd_to_arena(rt, fds[f], p, b->b[i].size, b->b[i].off))) {
       e = COOP_EIO;
       i++;
       break;
@@ -144,7 +175,7 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
     }
     int32_t f = b->b[i].fd;
     if (b->b[i].out && (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
-                        fdio_pwrite(fds[f], p, b->b[i].size, b->b[i].off)))
+                        arena_to_fd(rt, fds[f], p, b->b[i].size, b->b[i].off)))
       e = COOP_EIO;
     int g = b->b[i].keep ? coop_rt_buf_check(rt, p) : coop_rt_free(rt, p);
     if (g == COOP_EFAULT && *breach < 0) *breach = (int)i;
@@ -182,8 +213,8 @@ static int do_copy(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigne
   if (!p || at > len || n > len - at) return COOP_EINVAL;
   int32_t f = b->b[0].fd;
   if (f < 0 || (unsigned)f >= nfds) return COOP_EIO;
-  int bad =
-      in ? fdio_pread(fds[f], p + at, n, b->b[0].off) : fdio_pwrite(fds[f], p + at, n, b->b[0].off);
+  int bad = in ? fd_to_arena(rt, fds[f], p + at, n, b->b[0].off)
+               : arena_to_fd(rt, fds[f], p + at, n, b->b[0].off);
   return bad ? COOP_EIO : 0;
 }
 

@@ -199,6 +199,21 @@ static int cu_write_dev(struct coop_rt *rt, size_t offset, const void *src, size
   return 0;
 }
 
+/* An arena copy on the legacy stream, which is not ordered after the
+ * megakernel's non-blocking stream: it does not wait for the kernel, and
+ * the copy engine moves the bytes where the host would take a page fault
+ * per page of managed memory that lives on the GPU. */
+static int cu_copy_arena(struct coop_rt *rt, void *dst, const void *src, size_t bytes,
+                         int to_arena) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (to_arena)
+    CU_CHECK(rt, coop__cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes));
+  else
+    CU_CHECK(rt, coop__cu.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes));
+  return 0;
+}
+
 /* A snapshot of device memory while the megakernel runs, for coop_rt_dump.
  * The synchronous copy goes on the legacy stream, which is not ordered
  * after the megakernel's non-blocking stream, so it does not wait for the
@@ -354,6 +369,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .alloc_shared = cu_alloc_shared,
     .free_shared = cu_free_shared,
     .alloc_arena = cu_alloc_arena,
+    .copy_arena = cu_copy_arena,
     .free_arena = cu_free_arena,
     .alloc_dev = cu_alloc_dev,
     .write_dev = cu_write_dev,
