@@ -44,31 +44,32 @@ static uint64_t canary(const struct coop_rt *rt, size_t at) {
   return rt->canary_key ^ ((uint64_t)at * 0x9e3779b97f4a7c15ull);
 }
 
-/* Guards are GUARD bytes at byte offset `at` of the arena, built and
- * checked in host memory and copied as the arena wants
- * (coop_rt_arena_copy: CUDA managed memory through the copy engine, where
- * a host access faults the page over). */
+/* Guards are GUARD bytes at byte offset `at` of the arena. Host accesses:
+ * a guard is too small for the copy engine to pay (coop_rt_arena_copy). */
 static void guard_fill(struct coop_rt *rt, size_t at) {
-  uint64_t g[GUARD / 8];
-  for (size_t i = 0; i < GUARD / 8; i++) g[i] = canary(rt, at + 8 * i);
-  coop_rt_arena_copy(rt, rt->arena + at, g, GUARD, 1);
+  for (size_t i = 0; i < GUARD; i += 8) {
+    uint64_t v = canary(rt, at + i);
+    memcpy(rt->arena + at + i, &v, 8);
+  }
 }
 
 static int guard_ok(const struct coop_rt *rt, size_t at) {
-  uint64_t g[GUARD / 8];
-  if (coop_rt_arena_copy((struct coop_rt *)rt, g, rt->arena + at, GUARD, 0)) return 0;
-  for (size_t i = 0; i < GUARD / 8; i++)
-    if (g[i] != canary(rt, at + 8 * i)) return 0;
+  for (size_t i = 0; i < GUARD; i += 8) {
+    uint64_t v;
+    memcpy(&v, rt->arena + at + i, 8);
+    if (v != canary(rt, at + i)) return 0;
+  }
   return 1;
 }
 
-/* len bytes of the arena at p zeroed, as guard_fill writes. */
+/* len bytes of the arena at p zeroed: large buffers by the copy engine
+ * where the arena wants it (coop_rt_arena_copy), from a MiB of zeros. */
 static void arena_zero(struct coop_rt *rt, uint8_t *p, size_t len) {
-  if (coop_rt_arena_is_host(rt)) {
+  static const uint8_t zeros[1u << 20];
+  if (len < COOP__ARENA_COPY_MIN || coop_rt_arena_is_host(rt)) {
     memset(p, 0, len);
     return;
   }
-  static const uint8_t zeros[1u << 16];
   for (size_t at = 0; at < len; at += sizeof zeros)
     coop_rt_arena_copy(rt, p + at, zeros, len - at < sizeof zeros ? len - at : sizeof zeros, 1);
 }
@@ -188,7 +189,9 @@ int coop_rt_arena_is_host(const coop_rt *rt) { return !rt || !rt->ops || !rt->op
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;
-  if (coop_rt_arena_is_host(rt)) {
+  /* a copy engine call costs about 10 us: below COOP__ARENA_COPY_MIN the
+   * host's faults cost less (bench/RESULTS.md, "Bytes into the arena") */
+  if (n < COOP__ARENA_COPY_MIN || coop_rt_arena_is_host(rt)) {
     memcpy(dst, src, n);
     return 0;
   }

@@ -116,7 +116,8 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
 /* n bytes from host memory src into a buffer's memory at dst (to_arena),
  * or from a buffer's memory src to host memory dst, while the megakernel
  * runs: by the device's copy engine where the arena is memory the host
- * would fault on page by page (CUDA managed memory), else memcpy. 0 or a
+ * would fault on page by page (CUDA managed memory) and n is 64 KiB or
+ * more, else memcpy. 0 or a
  * coop code. coop_rt_arena_is_host: 1 when plain host reads and writes of
  * the arena are as fast (no copy engine needed). */
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena);
