@@ -14,7 +14,7 @@
 #     sets no COOP_SOCKET.
 # Everything is stopped and removed at exit; every wait has a timeout.
 # Exit 77 (skipped) when not root or without Debian's slurmd, slurmctld,
-# slurm-client and munge (scripts/deps installs them).
+# slurm-client and munge (scripts/deps --slurm installs them).
 #
 # usage: slurm_node.sh SOURCE_DIR COOPD COOPCTL KERNEL_DIRS
 set -u
@@ -27,7 +27,7 @@ skip() {
 [ "$(id -u)" -eq 0 ] || skip "not root (slurmd runs each job as its user)"
 PATH=$PATH:/usr/sbin:/sbin
 for c in munged mungekey slurmctld slurmd srun sbatch scontrol scancel python3 timeout; do
-  command -v "$c" >/dev/null 2>&1 || skip "no $c (apt-get install slurmd slurmctld slurm-client munge)"
+  command -v "$c" >/dev/null 2>&1 || skip "no $c (as root: scripts/deps --slurm)"
 done
 
 . "$(dirname "$0")/coopctl_lib.sh"
