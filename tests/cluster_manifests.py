@@ -5,8 +5,10 @@ and metadata.name; a DaemonSet's selector matches its pod labels; every
 volumeMount names a volume of its pod; the client Job mounts the hostPath
 the DaemonSet's coopd puts its socket in, and its COOP_SOCKET is that
 socket; gres.conf lines are NAME=VALUE fields with a Name; the Slurm
-prolog prints only TaskProlog lines (export, print); every manifest
-and snippet docs/cluster.md refers to exists.
+prolog names that socket on one line sock=PATH and prints only
+TaskProlog lines (export, print); every manifest and snippet
+docs/cluster.md refers to exists. slurm_node.sh runs the Slurm files
+under a real Slurm.
 
 usage: cluster_manifests.py DOCS_DIR
 """
@@ -106,6 +108,12 @@ def main():
             fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
             if len(fields) != len(line.split()) or "Name" not in fields:
                 fail("gres.conf:%d: want NAME=VALUE fields with a Name" % n)
+    # the prolog names the socket on one line "sock=PATH" (slurm_node.sh
+    # points that line at its own coopd), the DaemonSet's socket
+    with open(os.path.join(d, "cluster", "prolog.sh")) as fh:
+        socks = re.findall(r"^sock=(\S+)$", fh.read(), re.M)
+    if socks != [sock]:
+        fail("prolog.sh: want one line sock=%s, found %s" % (sock, socks))
     # the prolog prints only lines Slurm's TaskProlog understands
     out = subprocess.run(["sh", os.path.join(d, "cluster", "prolog.sh")], capture_output=True,
                          text=True, check=False)
