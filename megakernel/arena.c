@@ -190,8 +190,8 @@ int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;
   /* a copy engine call costs about 10 us: below COOP__ARENA_COPY_MIN the
-   * host's faults cost less (bench/RESULTS.md, "A frame client through coopd, in coop-bench-side")
-   */
+   * host's faults cost less (bench/RESULTS.md, "A frame client through
+   * coopd, in coop-bench-side") */
   if (n < COOP__ARENA_COPY_MIN || coop_rt_arena_is_host(rt)) {
     memcpy(dst, src, n);
     return 0;
