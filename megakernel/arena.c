@@ -44,21 +44,33 @@ static uint64_t canary(const struct coop_rt *rt, size_t at) {
   return rt->canary_key ^ ((uint64_t)at * 0x9e3779b97f4a7c15ull);
 }
 
-/* Guards are GUARD bytes at byte offset `at` of the arena. Host accesses:
- * a guard is too small for the copy engine to pay (coop_rt_arena_copy). */
-static void guard_fill(struct coop_rt *rt, size_t at) {
-  for (size_t i = 0; i < GUARD; i += 8) {
-    uint64_t v = canary(rt, at + i);
-    memcpy(rt->arena + at + i, &v, 8);
-  }
+/* Guards are GUARD bytes at byte offset `at` of the arena, beside a buffer
+ * of len bytes. A large buffer's guards go by the copy engine where the
+ * arena wants it: a host access would move the page it shares with the
+ * buffer's first or last bytes to the host, and the next task that
+ * touches them would fault it back (a frame client's device buffers, every
+ * frame). A small buffer's by the host: a copy engine call costs more. */
+static int guard_by_engine(const struct coop_rt *rt, size_t len) {
+  return len >= COOP__ARENA_COPY_MIN && !coop_rt_arena_is_host(rt);
 }
 
-static int guard_ok(const struct coop_rt *rt, size_t at) {
-  for (size_t i = 0; i < GUARD; i += 8) {
-    uint64_t v;
-    memcpy(&v, rt->arena + at + i, 8);
-    if (v != canary(rt, at + i)) return 0;
-  }
+static void guard_fill(struct coop_rt *rt, size_t at, size_t len) {
+  uint64_t g[GUARD / 8];
+  for (size_t i = 0; i < GUARD / 8; i++) g[i] = canary(rt, at + 8 * i);
+  if (guard_by_engine(rt, len))
+    rt->ops->copy_arena(rt, rt->arena + at, g, GUARD, 1);
+  else
+    memcpy(rt->arena + at, g, GUARD);
+}
+
+static int guard_ok(const struct coop_rt *rt, size_t at, size_t len) {
+  uint64_t g[GUARD / 8];
+  if (!guard_by_engine(rt, len))
+    memcpy(g, rt->arena + at, GUARD);
+  else if (rt->ops->copy_arena((struct coop_rt *)rt, g, rt->arena + at, GUARD, 0))
+    return 0;
+  for (size_t i = 0; i < GUARD / 8; i++)
+    if (g[i] != canary(rt, at + 8 * i)) return 0;
   return 1;
 }
 
@@ -103,8 +115,8 @@ void *coop_rt_alloc(coop_rt *rt, size_t bytes) {
         res = rt->arena + b.off;
         /* Zeroed before reuse: nothing of an earlier job survives. */
         arena_zero(rt, res, len);
-        guard_fill(rt, b.off - GUARD);
-        guard_fill(rt, b.off + len);
+        guard_fill(rt, b.off - GUARD, len);
+        guard_fill(rt, b.off + len, len);
       }
       break;
     }
@@ -122,7 +134,7 @@ int coop_rt_free(coop_rt *rt, void *p) {
   for (size_t i = 0; i < rt->nblocks; i++) {
     struct coop__arena_block b = rt->blocks[i];
     if (b.off != off) continue;
-    r = guard_ok(rt, b.off - GUARD) && guard_ok(rt, b.off + b.len) ? 0 : COOP_EFAULT;
+    r = guard_ok(rt, b.off - GUARD, b.len) && guard_ok(rt, b.off + b.len, b.len) ? 0 : COOP_EFAULT;
     memmove(rt->blocks + i, rt->blocks + i + 1, (rt->nblocks - i - 1) * sizeof *rt->blocks);
     rt->nblocks--;
     break;
@@ -139,10 +151,11 @@ int coop_rt_buf_check(coop_rt *rt, const void *p) {
   for (size_t i = 0; i < rt->nblocks; i++)
     if (rt->blocks[i].off == off) {
       struct coop__arena_block b = rt->blocks[i];
-      r = guard_ok(rt, b.off - GUARD) && guard_ok(rt, b.off + b.len) ? 0 : COOP_EFAULT;
+      r = guard_ok(rt, b.off - GUARD, b.len) && guard_ok(rt, b.off + b.len, b.len) ? 0
+                                                                                   : COOP_EFAULT;
       if (r) { /* found once: armed again for the buffer's next job */
-        guard_fill(rt, b.off - GUARD);
-        guard_fill(rt, b.off + b.len);
+        guard_fill(rt, b.off - GUARD, b.len);
+        guard_fill(rt, b.off + b.len, b.len);
       }
       break;
     }
