@@ -476,7 +476,7 @@ uint64_t detached_sweep(struct conn *c) {
   return submit(c, &m, NULL, 0);
 }
 
-uint8_t job_state(struct conn *c, uint64_t job) {
+struct coop_wire_status job_status(struct conn *c, uint64_t job) {
   union coop_msg m;
   memset(&m, 0, sizeof m);
   m.job.job = job;
@@ -485,7 +485,30 @@ uint8_t job_state(struct conn *c, uint64_t job) {
   uint32_t off = 0;
   ck_assert_uint_eq(c->m.status_reply.n, 1);
   ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
-  return st.state;
+  return st;
+}
+
+uint8_t job_state(struct conn *c, uint64_t job) { return job_status(c, job).state; }
+
+pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *job) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, d);
+    uint64_t theirs = submit(&o, m, NULL, 0);
+    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
+    pause();
+    _exit(0);
+  }
+  *job = 0;
+  ck_assert_int_eq(read(pfd[0], job, sizeof *job), (ssize_t)sizeof *job);
+  close(pfd[0]);
+  close(pfd[1]);
+  ck_assert_uint_ne(*job, 0);
+  return kid;
 }
 
 void wait_running(struct conn *c, uint64_t job) {

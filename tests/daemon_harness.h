@@ -174,8 +174,14 @@ uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t round
 /* A DETACHED sweep of one workgroup that runs until cancelled. */
 uint64_t detached_sweep(struct conn *c);
 
-/* A job's state as STATUS reports it. */
+/* A job's state as STATUS reports it, and its whole record. */
 uint8_t job_state(struct conn *c, uint64_t job);
+struct coop_wire_status job_status(struct conn *c, uint64_t job);
+
+/* A child as nobody (uid 65534) that submits m on a connection of its own
+ * and keeps it, and so the job (unless DETACHED), until killed; *job: the
+ * job's id. Needs root. */
+pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *job);
 
 /* Waits until the job is RUNNING (its task submitted to the megakernel),
  * then a little more so that its workgroups are on the device. */

@@ -653,25 +653,13 @@ END_TEST
  * workgroup and keeps its connection, and so the job, until stop_nobody;
  * *job gets the job's id. */
 static pid_t nobody_sweep(struct daemon_proc *d, uint32_t rounds, uint64_t *job) {
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  if (kid == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, d);
-    static uint32_t data[64];
-    uint64_t theirs = sweep_submit(&o, data, 64, rounds, 1, -1);
-    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
-    pause();
-    _exit(0);
-  }
-  *job = 0;
-  ck_assert_int_eq(read(pfd[0], job, sizeof *job), (ssize_t)sizeof *job);
-  close(pfd[0]);
-  close(pfd[1]);
-  ck_assert_uint_ne(*job, 0);
-  return kid;
+  static uint32_t data[64];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, rounds);
+  return nobody_submit(d, &m, job);
 }
 
 /* Its connection closes: a job of it not DETACHED goes with it. */

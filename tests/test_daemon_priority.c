@@ -18,19 +18,6 @@
 #include "wire.h"
 #include "daemon_harness.h"
 
-/* STATUS of one job: its record. */
-static struct coop_wire_status status_of(struct conn *c, uint64_t job) {
-  union coop_msg m;
-  memset(&m, 0, sizeof m);
-  m.job.job = job;
-  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
-  struct coop_wire_status st;
-  uint32_t off = 0;
-  ck_assert_uint_eq(c->m.status_reply.n, 1);
-  ck_assert_int_eq(coop_wire_status_next(&c->m.status_reply, &off, &st), 0);
-  return st;
-}
-
 /* A slowsweep (kernels/tests/priority) over n words starting at base + i,
  * of `rounds` rounds of at least kticks x 1024 device clock ticks each, on
  * up to `groups` workgroups, at priority p. */
@@ -80,7 +67,7 @@ static uint32_t kticks_10ms(struct conn *c, uint32_t groups) {
 /* Waits (at most 30 s) until job's STATUS says suspended; 1 if it did. */
 static int seen_suspended(struct conn *c, uint64_t job) {
   for (int i = 0; i < 3000; i++) {
-    struct coop_wire_status st = status_of(c, job);
+    struct coop_wire_status st = job_status(c, job);
     if (st.suspended) return 1;
     if (st.state >= COOP_JOB_DONE) return 0;
     msleep(10);
@@ -111,7 +98,7 @@ START_TEST(priority_bounds_are_the_administrators) {
   static uint32_t data[64];
   uint64_t ok = sweep_at(&c, data, 64, 0, 10, 0, 1, 7);
   ck_assert_msg(ok != 0, "priority 7 refused: %s", c.m.error.message);
-  ck_assert_int_eq(status_of(&c, ok).priority, 7);
+  ck_assert_int_eq(job_status(&c, ok).priority, 7);
   ck_assert_uint_eq(sweep_at(&c, data, 64, 0, 10, 0, 1, 8), 0);
   ck_assert_int_eq(c.m.error.code, COOP_EPERM);
   assert_has(c.m.error.message, "this user may ask at most 7");
@@ -205,7 +192,7 @@ START_TEST(a_cooperative_job_of_higher_priority_takes_the_slot) {
   wait_says(&c, low, why, sizeof why);
   fprintf(stderr, "low: %s\n", why);
   assert_has(why, "suspended for a job of priority 3");
-  ck_assert_int_eq(status_of(&c, low).state, COOP_JOB_RUNNING);
+  ck_assert_int_eq(job_status(&c, low).state, COOP_JOB_RUNNING);
   sweep_check(&c, high, 256, 1000, rounds / 4 + 1);
   int64_t high_end = c.m.result.t.finished;
   sweep_check(&c, low, 256, 5, rounds);
@@ -216,28 +203,17 @@ START_TEST(a_cooperative_job_of_higher_priority_takes_the_slot) {
 }
 END_TEST
 
-/* A child as nobody (uid 65534) that submits an endless sweep on one
- * workgroup and keeps its connection until killed; *job: its id. */
+/* A child as nobody (uid 65534) with an endless slowsweep on one
+ * workgroup, until killed; *job: its id. */
 static pid_t nobody_sweep(struct daemon_proc *d, uint64_t *job) {
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  if (kid == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, d);
-    static uint32_t data[64];
-    uint64_t theirs = sweep_at(&o, data, 64, 0, 0xffffffffu, 0, 1, 0);
-    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
-    pause();
-    _exit(0);
-  }
-  *job = 0;
-  ck_assert_int_eq(read(pfd[0], job, sizeof *job), (ssize_t)sizeof *job);
-  close(pfd[0]);
-  close(pfd[1]);
-  ck_assert_uint_ne(*job, 0);
-  return kid;
+  static uint32_t data[64];
+  union coop_msg m;
+  submit_init(&m, "slowsweep", 1, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, sizeof data, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 0xffffffffu);
+  arg_u32(&m.submit, 0);
+  return nobody_submit(d, &m, job);
 }
 
 /* Four slots; root, alone, takes three (the fourth is kept for a user
@@ -269,7 +245,7 @@ START_TEST(a_user_above_its_share_is_suspended) {
   pid_t k2 = nobody_sweep(&d, &t2);
   ck_assert_msg(seen_suspended(&c, mine[2]), "root's newest sweep was never suspended");
   wait_running(&c, t2);
-  ck_assert(!status_of(&c, mine[0]).suspended && !status_of(&c, mine[1]).suspended);
+  ck_assert(!job_status(&c, mine[0]).suspended && !job_status(&c, mine[1]).suspended);
   char why[COOP_WIRE_TEXT_MAX];
   wait_says(&c, mine[2], why, sizeof why);
   assert_has(why, "its user held more than its share");
