@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernel_check.h"
+
 /* Identifiers refused wherever they stand in code (comments and literals
  * are blanked first), and what to use instead. */
 static const struct {
@@ -48,23 +50,7 @@ static char *code_text(const char *src) {
   }
   for (; owed; owed--) t[o++] = '\n';
   t[o] = '\0';
-  for (size_t i = 0; i < o; i++) {
-    if (t[i] == '/' && t[i + 1] == '/') {
-      while (i < o && t[i] != '\n') t[i++] = ' ';
-    } else if (t[i] == '/' && t[i + 1] == '*') {
-      t[i] = t[i + 1] = ' ';
-      for (i += 2; i < o && !(t[i] == '*' && t[i + 1] == '/'); i++)
-        if (t[i] != '\n') t[i] = ' ';
-      if (i < o) t[i] = t[i + 1] = ' ', i++;
-    } else if (t[i] == '"' || t[i] == '\'') {
-      char q = t[i];
-      for (t[i++] = ' '; i < o && t[i] != q && t[i] != '\n'; i++) {
-        if (t[i] == '\\' && i + 1 < o) t[i++] = ' ';
-        t[i] = ' ';
-      }
-      if (i < o && t[i] == q) t[i] = ' ';
-    }
-  }
+  coop_kernel_blank(t, o);
   return t;
 }
 

@@ -6,13 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* src with its comments, string and character literals blanked (newlines
- * kept), so that a name in a comment does not count as a definition. */
-static char *code_only(const char *src) {
-  size_t n = strlen(src);
-  char *t = malloc(n + 1);
-  if (!t) return NULL;
-  memcpy(t, src, n + 1);
+void coop_kernel_blank(char *t, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (t[i] == '/' && t[i + 1] == '/') {
       while (i < n && t[i] != '\n') t[i++] = ' ';
@@ -30,6 +24,16 @@ static char *code_only(const char *src) {
       if (i < n && t[i] == q) t[i] = ' ';
     }
   }
+}
+
+/* src with its comments, string and character literals blanked (newlines
+ * kept), so that a name in a comment does not count as a definition. */
+static char *code_only(const char *src) {
+  size_t n = strlen(src);
+  char *t = malloc(n + 1);
+  if (!t) return NULL;
+  memcpy(t, src, n + 1);
+  coop_kernel_blank(t, n);
   return t;
 }
 

@@ -16,5 +16,9 @@
  * what is missing in why (which names neither file nor line: the caller
  * gives the kernel's file and the line that declares its kind). */
 int coop_kernel_check(const char *name, int cooperative, const char *src, char *why, size_t whylen);
+/* t's comments and string and character literals (n bytes, NUL after)
+ * turned into spaces, newlines kept: what is left is code, at the same
+ * lines and columns. */
+void coop_kernel_blank(char *t, size_t n);
 
 #endif /* COOP_KERNEL_CHECK_H */
