@@ -1,5 +1,5 @@
 /*
- * multitask.c: the "same checks under multitasking" of issue 4: a thread
+ * multitask.c: the applications' checks under multitasking: a thread
  * that keeps taking K workgroups away from whatever cooperative kernel runs,
  * by submitting non-cooperative matmul tasks of K groups one after another.
  * Each product is checked, so a task that ran on a group still owned by the

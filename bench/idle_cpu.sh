@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/idle_cpu.sh: the CPU an idle coopd uses (issue 18: "an idle coopd
-# must use <= 1% of a core on PoCL, 10 s sample"), with idle parking on
+# bench/idle_cpu.sh: the CPU an idle coopd uses (the bound: an idle coopd
+# must use <= 1% of a core on PoCL, 10 s sample), with idle parking on
 # ([device] park_ms, default 100) and off (park_ms = 0, "never park").
 #   bench/idle_cpu.sh [--build-dir DIR] [--seconds S] [--settle S]
 #                     [--park-ms MS] [--backend opencl|auto|cuda] [--no-job]
@@ -18,7 +18,7 @@
 # after the window (yes: parked at both ends, no relaunch between).
 # Prints the per-thread figures, then a CSV line per case (case, seconds,
 # cpu_percent_of_one_core, parked), the machine, the commit, and whether the
-# parked figure meets issue 18's bound (<= 1% of one core).
+# parked figure meets that bound (<= 1% of one core).
 # Run as root, coopd and coopctl run as --user (default nobody) through
 # setpriv, so the figures are those of a non-root daemon. POCL_MAX_PTHREAD_COUNT
 # is passed through as set (unset: PoCL's default, one unit per core).
@@ -227,7 +227,7 @@ EOF
   echo "   total: $pct% of one core over $w s (utime+stime, $hz ticks/s; the threads'" \
     "schedstat run time: $nspct%), parked: $parked; 1-min load average after: $load"
   csv+=("$name,$w,$pct,$parked")
-  [ "$pms" -eq 0 ] || verdict="parked coopd: $pct% of one core; issue 18 bound 1%: $(
+  [ "$pms" -eq 0 ] || verdict="parked coopd: $pct% of one core; bound 1%: $(
     awk -v p="$pct" 'BEGIN { print (p <= 1 ? "met" : "NOT met") }')"
   stop_daemon
   if [ -s "$log" ]; then

@@ -1,6 +1,6 @@
 /*
- * micro.c: microbenchmarks of the megakernel runtime (issue 6 item 5,
- * issue 5 item 7), on whatever backend coop_rt_open picks.
+ * micro.c: microbenchmarks of the megakernel runtime (bench/README.md,
+ * coop-bench-micro), on whatever backend coop_rt_open picks.
  *
  *   1. dispatch: a no-op non-cooperative task of K = 1 and K = W (all
  *      workers) workgroups on an otherwise idle megakernel, split into the

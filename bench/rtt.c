@@ -4,7 +4,8 @@
  * to the return of its WAIT, sequentially, a given number of times. It
  * measures the whole dispatch path (socket, device thread, device process,
  * megakernel, hand-back); compare two coopd builds on the same machine in
- * one sitting, e.g. before and after the device process (issue 19 item 3).
+ * one sitting, e.g. before and after the device process (bench/RESULTS.md,
+ * "Isolation").
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]
  *                  [--resident] [--trace FILE]

@@ -1,5 +1,5 @@
 /*
- * side.c: coop-bench-side (issue 6 item 4): the same graphics-like kernel
+ * side.c: coop-bench-side (bench/README.md): the same graphics-like kernel
  * (kernels/apps/matmul.cl) released every P beside the same long kernel
  * (an application of apps/ in the coop megakernel), in the setups
  * a user has today on an NVIDIA GPU and in ours, one after the other in one

@@ -1,5 +1,5 @@
 /*
- * side.h: coop-bench-side (issue 6 item 4), one graphics-like kernel beside
+ * side.h: coop-bench-side (bench/README.md), one graphics-like kernel beside
  * one long kernel on an NVIDIA GPU, in the setups a user has today and in
  * ours, side by side in one run:
  *

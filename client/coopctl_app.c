@@ -1,5 +1,5 @@
 /*
- * coopctl_app.c: `coopctl app`, the applications of issue 4 (bfs, l-sssp,
+ * coopctl_app.c: `coopctl app`, the applications of docs/apps/ (bfs, l-sssp,
  * p-sssp, color, mis, bc, octree, game) run through coopd.
  *
  * The input comes from the apps' own readers and generators (a graph file

@@ -22,8 +22,8 @@ struct session;
 struct reload;
 
 /* One user's share of coopd, counted over all its connections so that
- * reconnecting escapes no limit (users.c; issue 20 #4, #6-#9). An entry
- * lives while any count is non-zero. */
+ * reconnecting escapes no limit (users.c; docs/faults.md, "Resources a
+ * client can exhaust"). An entry lives while any count is non-zero. */
 struct uid_use {
   uint32_t uid;
   unsigned conns; /* connections, with or without HELLO */

@@ -266,8 +266,8 @@ void job_drop(struct daemon *dm, struct job *j) {
 /* The user keeps at most max_detached_kept_per_uid; and while all users'
  * kept jobs together pass max_detached_kept, this user's go too, since
  * jobs of theirs just joined: the oldest first. Another user's are never
- * touched (one user's 1100 detached jobs evicted a victim's result: issue
- * 20 #7). */
+ * touched (one user's 1100 detached jobs once evicted a victim's result:
+ * docs/faults.md, "Resources a client can exhaust", row 7). */
 void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n) {
   const struct config *c = &dm->cfg;
   u->kept += n;

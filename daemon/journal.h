@@ -1,5 +1,6 @@
 /*
- * journal.h: what coopd remembers across a crash (issue 7, docs/faults.md).
+ * journal.h: what coopd remembers across a crash (docs/faults.md, "Daemon
+ * crash, stop and reload").
  *
  * A job lives in coopd's memory and on the device; neither survives coopd.
  * coopd does not resume jobs after a restart (their buffers, their place in
@@ -11,10 +12,11 @@
  * after every id an earlier coopd may have given out, so an old id never
  * names a new job.
  *
- * The file is text, one record per line, read with distrust (issue 20 #10:
- * the file must be a regular file of coopd's uid that no one else may
- * write; a line that does not parse strictly, or names job 0 or an id past
- * JOURNAL_ID_MAX, is logged and skipped, never trusted):
+ * The file is text, one record per line, read with distrust (docs/faults.md,
+ * "Resources a client can exhaust", row 10: the file must be a regular file
+ * of coopd's uid that no one else may write; a line that does not parse
+ * strictly, or names job 0 or an id past JOURNAL_ID_MAX, is logged and
+ * skipped, never trusted):
  *     coop-journal 1          first line
  *     N <id>                  ids up to this one may have been given out
  *     A <id> <uid> <kernel>   accepted
@@ -22,11 +24,11 @@
  *     L <id> <uid> <kernel>   lost in an earlier crash, kept for reconnecting
  *                             clients (the newest JOURNAL_LOST_MAX)
  *
- * Ids are reserved ahead in blocks (issue 20 #11): before an id past the
- * last N is given out, an N record JOURNAL_ID_BLOCK further is appended and
- * synced, so that ids stay unique even when later records never reach the
- * disk. A and F records are synced too, in the background (a libuv work
- * thread; the loop thread never waits for the disk).
+ * Ids are reserved ahead in blocks (the same table, row 11): before an id
+ * past the last N is given out, an N record JOURNAL_ID_BLOCK further is
+ * appended and synced, so that ids stay unique even when later records
+ * never reach the disk. A and F records are synced too, in the background
+ * (a libuv work thread; the loop thread never waits for the disk).
  *
  * At start, and whenever appends pass JOURNAL_COMPACT_BYTES, it is rewritten
  * (a temporary file, synced, renamed over it) with N, the L records and one

@@ -1,5 +1,6 @@
 /*
- * paths.h: where coopd puts its files (issue 20 #10). The socket and the
+ * paths.h: where coopd puts its files (docs/faults.md, "Resources a client
+ * can exhaust, and coopd's own files", row 10). The socket and the
  * journal must live in a directory that no other user can write to, or
  * another user could put a socket there first (and receive the clients'
  * data), a FIFO (and block coopd's start) or a forged journal.

@@ -1,5 +1,5 @@
 /*
- * reload.c: SIGHUP, the kernel reload of issue 3.
+ * reload.c: SIGHUP, the kernel reload (docs/daemon.md, "Kernel reload").
  *
  * Loop side of it: read the kernel directories again, build the new
  * megakernel on a libuv work thread (a build takes seconds, and the running

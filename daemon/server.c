@@ -44,7 +44,8 @@ static void on_accept_pause(uv_timer_t *t) {
 
 /* Accepting stops for SERVER_PAUSE_MS: the listening socket is
  * level-triggered, so returning with a connection still queued would only
- * bring us back at once, a busy loop (issue 20 #5). */
+ * bring us back at once, a busy loop (docs/faults.md, "Resources a client
+ * can exhaust", row 5). */
 static void pause_accepting(struct daemon *dm) {
   uv_poll_stop(&dm->listen_poll);
   uv_timer_start(&dm->accept_pause, on_accept_pause, SERVER_PAUSE_MS, 0);

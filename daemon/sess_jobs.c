@@ -468,7 +468,8 @@ void session_job_done(struct daemon *dm, struct job *j) {
   }
   j->finished = 1;
   /* Its inline IN copies are not needed any more (RESULT carries OUT
-   * buffers only): finished renders kept 1.58 GB of them (issue 20 #9).
+   * buffers only): finished renders kept 1.58 GB of them (docs/faults.md,
+   * "Resources a client can exhaust", row 9).
    * They live until here rather than until staging, because a device
    * restart stages again, from them, a job that never got a workgroup
    * (device.c). What stays, the OUT bytes and the instance records for

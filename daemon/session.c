@@ -10,7 +10,7 @@
  * SO_PEERCRED; a client sees and cancels only its own uid's jobs unless it
  * is root.
  *
- * Resources (issue 20, docs/faults.md "Resources a client can exhaust"):
+ * Resources (docs/faults.md, "Resources a client can exhaust"):
  * every one a client can make coopd hold is bounded, per connection and per
  * user (struct uid_use, counted over all of a uid's connections, so that
  * reconnecting escapes nothing; root has its own caps like anyone):
@@ -128,7 +128,7 @@ static void sess_flush(struct session *s) {
   } else if (s->out_off >= pending(s)) {
     /* The written prefix goes once it is as long as what is left: the
      * buffer then holds at most twice the pending bytes (a client reading
-     * steadily behind 32 MiB grew it by 2 GB a minute: issue 20 #3), and
+     * steadily behind 32 MiB grew it by 2 GB a minute), and
      * each byte moves at most once on average. */
     memmove(s->out.p, s->out.p + s->out_off, pending(s));
     s->out.len -= s->out_off;
@@ -421,7 +421,7 @@ void sess_close(struct session *s) {
     }
   }
   /* Jobs waited for before the disconnect are kept too, so the caps hold
-   * for them (2560 kept, 664 MB, with no client: issue 20 #8). The caps
+   * for them (2560 kept, 664 MB, with no client, before they counted). The caps
    * are applied once, after counting them all. */
   if (kept) jobs_keep(dm, s->use, kept);
   sess_bufs_closed(s);
@@ -549,7 +549,7 @@ void session_accept(struct daemon *dm, int fd) {
   struct uid_use *u = uid_find(dm, cr.uid);
   unsigned have = u ? u->conns : 0;
   /* Root too: its cap is its own, and it counts no one else's (64 idle
-   * sockets of one uid locked everyone out: issue 20 #4). */
+   * sockets of one uid once locked everyone out). */
   if (have >= dm->cfg.max_clients_per_uid) {
     char msg[200];
     snprintf(msg, sizeof msg,

@@ -15,7 +15,7 @@
 #include "wire.h"
 
 #define SESS_INLINE_OUT_MAX (1u << 20)
-#define SESS_MAX_WAITERS 4096u /* WAITs pending on one connection (issue 20 #2) */
+#define SESS_MAX_WAITERS 4096u /* WAITs pending on one connection */
 /* Device buffer operations in flight on one connection: each holds a memfd
  * and a place in the device thread's queue until done (sess_bufs.c). */
 #define SESS_MAX_BUFOPS 64u

@@ -1,7 +1,8 @@
 /*
  * users.c: what each uid holds in coopd (struct uid_use, daemon.h),
  * counted over all its connections so that reconnecting escapes no limit
- * (issue 20 #4, #6-#9). An entry lives while any count is non-zero.
+ * (docs/faults.md, "Resources a client can exhaust", rows 4 and 6-9). An
+ * entry lives while any count is non-zero.
  */
 #include <stdlib.h>
 

@@ -154,7 +154,8 @@ struct coop_rt_task_desc {
   unsigned cap;
 };
 /* 500 us: longer than most steps of bfs between two resizing barriers on
- * the H100 (gather p99 0.2-0.5 ms without gathering ahead, issue 18) */
+ * the H100 (gather p99 0.2-0.5 ms without gathering ahead: bench/RESULTS.md,
+ * "Gathering ahead") */
 #define COOP_RT_AHEAD_NS 500000ll
 #define COOP_RT_AHEAD_MAX_NS 1000000000ll /* 1 s */
 

@@ -292,7 +292,7 @@ static int discover(coop_rt *rt) {
  *     through the anchor (the first point) and a new one: the baseline
  *     grows, so the slope's error (rtt_anchor + rtt_new) / 2 / baseline
  *     shrinks with time, where a fixed 50 ms fit made a 12 ms job last
- *     1093 ms after a loaded start (issue 20);
+ *     1093 ms after a loaded start (docs/scheduler.md, "7. Timestamps");
  *   - a refit whose tightest ping is far looser than the tightest ever seen
  *     (the host is loaded now) and that the line explains within that
  *     round trip is not used, unless no fit was made for

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """cluster_manifests.py: the example manifests of docs/cluster/ parse and
-hang together (issue 21 item 5): every YAML document has apiVersion, kind
+hang together (docs/cluster.md): every YAML document has apiVersion, kind
 and metadata.name; a DaemonSet's selector matches its pod labels; every
 volumeMount names a volume of its pod; the client Job mounts the hostPath
 the DaemonSet's coopd puts its socket in, and its COOP_SOCKET is that

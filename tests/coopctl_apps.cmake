@@ -1,4 +1,4 @@
-# coopctl app (issue 4 item 6): the applications through coopd. One coopd on
+# coopctl app: the applications through coopd. One coopd on
 # PoCL with the runtime's and the applications' kernels, `coopctl app NAME
 # --check` for every application built (its test input 0, and for the graph
 # apps a file of tests/data/graphs), and the error paths (coopctl_apps.sh).

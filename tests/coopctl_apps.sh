@@ -1,6 +1,6 @@
 #!/bin/sh
 # coopctl_apps.sh: every application through coopd from `coopctl app`,
-# checked against its CPU reference (issue 4 item 6). Starts one coopd on a
+# checked against its CPU reference. Starts one coopd on a
 # socket in a temporary directory with the runtime's and the applications'
 # kernels, then for each application NAME given:
 #   coopctl app NAME --check                    (its test input 0)
@@ -35,7 +35,7 @@ expect 2 "bad --sources" "$coopctl" --socket "$sock" app bfs --sources 0,x
 expect 2 "exclude" "$coopctl" --socket "$sock" app bfs --source 1 --sources 0,2
 expect 2 "takes no --sources" "$coopctl" --socket "$sock" app color --sources 0
 expect 1 "connect" "$coopctl" --socket "$sock" app bfs --check
-# issue 20: SSSP paths that reach 2^32 - 1, the 32-bit "unreached" value
+# SSSP paths that reach 2^32 - 1, the 32-bit "unreached" value
 # (p-sssp's own --check failed), refused before anything runs
 for app in "$@"; do
   case $app in
@@ -69,7 +69,7 @@ for app in "$@"; do
   [ -s "$dir/$app.out" ] || fail "$app: --out wrote nothing"
 done
 
-# issue 20: an arc given one way: color and mis coloured both ends alike
+# an arc given one way: color and mis once coloured both ends alike
 # (exit 0 without --check); its input now gets both directions
 for app in "$@"; do
   case $app in

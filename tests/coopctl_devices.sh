@@ -1,9 +1,10 @@
 #!/bin/sh
 # coopctl_devices.sh: coopctl's --device through coopd with two devices
-# (issue 5 item 6). PoCL has one device, so coopd runs two megakernels on
-# it ([device] devices = 0,0, one worker each). Checks that submit, render
-# and top reach the device named, that the result says where a job ran,
-# and the errors for a device coopd does not have and a malformed index.
+# (docs/daemon.md, "Several devices"). PoCL has one device, so coopd runs
+# two megakernels on it ([device] devices = 0,0, one worker each). Checks
+# that submit, render and top reach the device named, that the result says
+# where a job ran, and the errors for a device coopd does not have and a
+# malformed index.
 #
 # usage: coopctl_devices.sh COOPD COOPCTL KERNEL_DIR
 set -u

@@ -1,5 +1,5 @@
 #!/bin/sh
-# coopctl_habits.sh: the CLI's habits (issue 21 item 3): --version and -V,
+# coopctl_habits.sh: the CLI's habits: --version and -V,
 # help, "did you mean" for a mistyped command or option, a compiler error
 # in a kernel that names its file and line (coopd --check-config compiles
 # the kernels), the daemon's version and uptime in stats, JSON null for

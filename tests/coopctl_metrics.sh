@@ -1,5 +1,5 @@
 #!/bin/sh
-# coopctl_metrics.sh: `coopctl metrics` (issue 21 item 5) parsed by a strict
+# coopctl_metrics.sh: `coopctl metrics` parsed by a strict
 # checker of the Prometheus text format (prom_check.py, which first checks
 # itself on texts it must refuse), before and after periodic tasks with a
 # deadline; the counts must move with the tasks run, and --out must write

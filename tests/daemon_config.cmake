@@ -142,7 +142,7 @@ if(EXISTS ${WORK}/journal_symlink/coop.sock)
   math(EXPR failures "${failures} + 1")
 endif()
 
-# ---- [metrics] listen (issue 21 #5): refused at load, before any port is bound ----
+# ---- [metrics] listen: refused at load, before any port is bound ----
 run(metrics_listen_no_port 1 "\\[metrics\\] listen: \"127\\.0\\.0\\.1\": want ADDR:PORT"
   "[metrics]\nlisten = 127.0.0.1\n" ${std})
 run(metrics_listen_hostname 1 "\\[metrics\\] listen: \"example\\.org:9464\": want ADDR:PORT"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# docs_run.sh: every ```sh block of README.md and docs/ (issue 21 item 4)
+# docs_run.sh: every ```sh block of README.md and docs/
 # runs as written, each in a fresh `bash -e` (any command that fails fails
 # the block), from a directory that looks like the source tree with the
 # build as build/ (entries of the tree are symlinked; files a block writes

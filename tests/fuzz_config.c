@@ -201,7 +201,7 @@ static const char *const builtin[] = {
     "[jobs]\nreserve_percent = 100\n",
     "[jobs]\nreserve_percent = 101\n",
     "[device]\ndevices = 0,0,0,0,0,0,0,63\n",
-    /* [metrics] (issue 21 #5): the address forms, allowed or refused */
+    /* [metrics]: the address forms, allowed or refused */
     "[metrics]\nlisten = 127.0.0.1:9464\nmax_connections = 1024\ntimeout_ms = 600000\n",
     "[metrics]\nlisten = [::1]:0\n",
     "[metrics]\nlisten = localhost:65535\n",

@@ -1,4 +1,4 @@
-# Graph inputs (issue 4): the CSR builder, readers and generators as a
+# Graph inputs (docs/inputs.md): the CSR builder, readers and generators as a
 # static library, their unit tests (check), the readers' fuzz target replayed
 # with the project compiler on a built-in corpus and its mutations, and,
 # where clang has libFuzzer, a 30-second libFuzzer run. Included from

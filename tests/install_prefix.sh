@@ -1,14 +1,14 @@
 #!/bin/sh
-# install_prefix.sh BUILD_DIR SOURCE_DIR [PYTHON PYTHON_DIR]: issue 21
-# item 1. Installs the build to a temporary prefix, moves the tree (the
-# install must be relocatable), builds a small client against it with
-# pkg-config and with find_package (shared and static), and runs each
-# against a coopd from the moved prefix started without --kernels: it must
-# serve the installed kernels. With PYTHON (and PYTHON_DIR, the Python
-# package's directory under the prefix), the installed coop Python package
-# too: it must find the prefix's libcoop by itself. The old install failed
-# each step: coop.pc said /usr/local, there was no CMake package nor
-# libcoop.a, and coopd looked in /usr/local.
+# install_prefix.sh BUILD_DIR SOURCE_DIR [PYTHON PYTHON_DIR]
+# (docs/daemon.md, "Installing"). Installs the build to a temporary
+# prefix, moves the tree (the install must be relocatable), builds a small
+# client against it with pkg-config and with find_package (shared and
+# static), and runs each against a coopd from the moved prefix started
+# without --kernels: it must serve the installed kernels. With PYTHON (and
+# PYTHON_DIR, the Python package's directory under the prefix), the
+# installed coop Python package too: it must find the prefix's libcoop by
+# itself. The old install failed each step: coop.pc said /usr/local, there
+# was no CMake package nor libcoop.a, and coopd looked in /usr/local.
 set -eu
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)

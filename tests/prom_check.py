@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """prom_check.py: a strict parser of the Prometheus text exposition format
-(version 0.0.4), for `coopctl metrics` (issue 21 item 5).
+(version 0.0.4), for `coopctl metrics`.
 
 usage: prom_check.py [--require FAMILY]... < metrics.txt
        prom_check.py --self-test

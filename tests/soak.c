@@ -1,5 +1,5 @@
 /*
- * soak.c: coop-soak, a bounded soak test of coopd through libcoop (issue 7).
+ * soak.c: coop-soak, a bounded soak test of coopd through libcoop.
  *
  * It starts its own coopd (socket and log in a temporary directory), or
  * uses the one at --socket, and runs --clients client threads plus one

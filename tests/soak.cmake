@@ -1,5 +1,5 @@
 # coop-soak (soak.c): many libcoop clients against a real coopd for a
-# bounded time, with the invariants checked at the end (issue 7). ctest runs
+# bounded time, with the invariants checked at the end. ctest runs
 # one minute (soak_short, labelled device so that `scripts/test --backend
 # cuda` runs it too); the ten-minute run is a bench target (bench/README.md).
 # Included from tests/CMakeLists.txt.

@@ -100,7 +100,7 @@ START_TEST(task_matches_signature) {
 }
 END_TEST
 
-/* issue 20: inputs from files that the apps could not take as they were.
+/* Inputs from files that the apps once could not take as they were.
  * An arc given one way reaches color and mis in both directions; an SSSP
  * input whose paths can reach 2^32 - 1 (the "unreached" value) is refused
  * alike by coop_app_fit_input, by prepare and by the check's reference. */

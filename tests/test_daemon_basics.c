@@ -603,7 +603,7 @@ START_TEST(limits_and_owners) {
     /* Another user (nobody) may connect (mode 0666) but neither cancel,
      * wait on, read the status of, nor list root's jobs; and the answer
      * is the one for an id that names no job (EPERM "belongs to uid 0"
-     * told every client who ran what: issue 20 #12). */
+     * told every client who ran what). */
     pid_t kid = fork();
     if (kid == 0) {
       if (setgid(65534) || setuid(65534)) _exit(3);

@@ -18,7 +18,7 @@
 #include "wire.h"
 #include "daemon_harness.h"
 
-/* ---- isolation: the attacks of issue 19, one test each ---- */
+/* ---- isolation: the attacks of docs/faults.md "Isolation between users" ---- */
 
 static const char *const iso_sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
                                        "jobs.gather_budget_ms=4000", "jobs.hang_ms=1500", NULL};
@@ -333,7 +333,7 @@ START_TEST(hung_kernel_restarts_its_device) {
 }
 END_TEST
 
-/* Issue 20 #13: a HELLO name with a newline and an escape forged log lines.
+/* A HELLO name with a newline and an escape once forged log lines.
  * coopd logs it with '?' for every byte outside printable ASCII. */
 START_TEST(hello_name_cannot_forge_log_lines) {
   char logp[] = "/tmp/coopd-name-XXXXXX.log";
@@ -359,7 +359,7 @@ START_TEST(hello_name_cannot_forge_log_lines) {
 }
 END_TEST
 
-/* Issue 20 #1 and #2: a connection's WAITs are bounded (3M of them took
+/* A connection's WAITs are bounded (3M of them took
  * 560 MB): 4096 pending, the next gets ELIMIT at once. And a job that ends
  * answers its waiters in one walk of the list (20k WAITs behind 200k froze
  * the loop for 352 s): cancelled, the job answers all 4096 at once. */

@@ -20,7 +20,7 @@
 #include "wire.h"
 #include "daemon_harness.h"
 
-/* ---- limits: what a client can make coopd hold (issue 20 #3 to #9) ---- */
+/* ---- limits: what a client can make coopd hold (docs/faults.md) ---- */
 
 /* coopd's resident set, or its peak (VmHWM), in KiB. */
 static long proc_kib(pid_t pid, const char *field) {
@@ -118,7 +118,7 @@ static void child_ok(pid_t kid) {
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the other user's process: status %d", st);
 }
 
-/* Issue 20 #3: a client that kept about 32 MiB of replies pending while
+/* Unread replies: a client that kept about 32 MiB of replies pending while
  * reading steadily grew coopd by 1.95 GB a minute: the output buffer was
  * reset only when fully drained, so everything ever sent stayed. Now its
  * memory follows the bytes pending, and past 8 MiB pending no more requests
@@ -180,11 +180,11 @@ START_TEST(unread_replies_stay_bounded) {
 }
 END_TEST
 
-/* Issue 20 #4: one uid opened 64 idle sockets and nobody (root included)
- * could connect. Now a user has at most max_clients_per_uid (16) connections,
- * root too, with an ERROR ELIMIT naming the key for the next; and a
- * connection that sends no HELLO within hello_timeout_ms (2 s) gets ERROR
- * ETIMEDOUT and is closed. Defaults throughout. */
+/* Connections per uid: one uid opened 64 idle sockets and nobody (root
+ * included) could connect. Now a user has at most max_clients_per_uid (16)
+ * connections, root too, with an ERROR ELIMIT naming the key for the next;
+ * and a connection that sends no HELLO within hello_timeout_ms (2 s) gets
+ * ERROR ETIMEDOUT and is closed. Defaults throughout. */
 START_TEST(connections_per_uid_and_hello_deadline) {
   struct daemon_proc d = {.log = NULL}; /* stderr as it is */
   daemon_start_listening(&d, NULL);
@@ -366,7 +366,7 @@ START_TEST(crowded_out_users_still_get_in) {
 }
 END_TEST
 
-/* Issue 20 #5: at `ulimit -n 1024`, with every descriptor taken, accept
+/* Out of descriptors: at `ulimit -n 1024`, with every descriptor taken, accept
  * failed with EMFILE and coopd busy-looped (475k log lines in 7 s) while
  * new clients hung. Now the spare descriptor is given up to accept each
  * one, tell it why and close it: the client hears at once, coopd stays
@@ -480,11 +480,11 @@ static void cancel_job(struct conn *c, uint64_t job) {
   ck_assert_uint_eq(c->m.result.state, COOP_JOB_CANCELLED);
 }
 
-/* Issue 20 #6: 64 DETACHED jobs per connection, conn_reconnect and repeat: the
- * per-client limit escaped across connections (384 unfinished jobs of one
- * uid, every task slot full). Now max_jobs_per_uid counts a user's live
- * jobs over all its connections, detached ones included; other users are
- * not affected. */
+/* Live jobs per uid: 64 DETACHED jobs per connection, conn_reconnect and
+ * repeat: the per-client limit escaped across connections (384 unfinished
+ * jobs of one uid, every task slot full). Now max_jobs_per_uid counts a
+ * user's live jobs over all its connections, detached ones included; other
+ * users are not affected. */
 START_TEST(live_jobs_per_uid_across_connections) {
   const char *sets[] = {"limits.max_jobs_per_uid=4", NULL};
   struct daemon_proc d = {.log = NULL}; /* stderr as it is */
@@ -524,10 +524,10 @@ START_TEST(live_jobs_per_uid_across_connections) {
 }
 END_TEST
 
-/* Issue 20 #7: another user submitted 1100 DETACHED jobs and disconnected,
- * and a victim's finished detached result was evicted (the 1024 cap was
- * global). Now a user keeps at most max_detached_kept_per_uid, and the
- * global max_detached_kept drops only the oldest of the user whose job
+/* Kept results per uid: another user submitted 1100 DETACHED jobs and
+ * disconnected, and a victim's finished detached result was evicted (the 1024
+ * cap was global). Now a user keeps at most max_detached_kept_per_uid, and
+ * the global max_detached_kept drops only the oldest of the user whose job
  * joined. Here both are 2: the victim keeps its one, the attacker (5 jobs,
  * finishing without a client) keeps only its newest. */
 START_TEST(detached_results_are_kept_per_uid) {
@@ -585,9 +585,10 @@ START_TEST(detached_results_are_kept_per_uid) {
 }
 END_TEST
 
-/* Issue 20 #8: DETACHED jobs waited for before the disconnect were never
- * capped (2560 kept, +664 MB with no client connected). They are kept
- * within max_detached_kept_per_uid (2 here) like the others: the oldest go. */
+/* Kept jobs waited for: DETACHED jobs waited for before the disconnect were
+ * never capped (2560 kept, +664 MB with no client connected). They are kept
+ * within max_detached_kept_per_uid (2 here) like the others: the oldest
+ * go. */
 START_TEST(detached_jobs_waited_for_are_capped) {
   const char *sets[] = {"limits.max_detached_kept_per_uid=2", NULL};
   struct daemon_proc d = {.log = NULL}; /* stderr as it is */
@@ -613,7 +614,7 @@ START_TEST(detached_jobs_waited_for_are_capped) {
 }
 END_TEST
 
-/* Issue 20 #9, the bytes: finished jobs' inline bytes counted toward no
+/* Inline bytes per uid: finished jobs' inline bytes counted toward no
  * limit. Now a user's jobs in flight and the inline results kept for it
  * count toward max_bytes_per_uid (2 MiB here), over all its connections;
  * and a finished job no longer holds its inline IN copies. Each render
@@ -654,7 +655,7 @@ START_TEST(inline_bytes_count_per_uid) {
 }
 END_TEST
 
-/* Issue 20 #9, the memory: 8 connections x 256 finished renders with
+/* Inline IN copies freed: 8 connections x 256 finished renders with
  * 3 x 256 KiB inline buffers took 1.58 GB, the IN copies kept with every
  * finished job. 120 finished renders with 2 x 256 KiB inline IN each (60
  * MiB of copies), all still kept for WAIT, now leave coopd's size as it

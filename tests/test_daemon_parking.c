@@ -18,7 +18,7 @@ static double cpu_seconds(pid_t pid) {
   return (double)cpu_ticks(pid) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* Issue 18 item 3: an idle coopd spun a CPU core (PoCL: 54 to 97%). With
+/* Idle parking: an idle coopd spun a CPU core (PoCL: 54 to 97%). With
  * park_ms = 50 the megakernel leaves the device once idle: STATS says
  * parked and the device process uses (almost) no CPU; the next job
  * relaunches it and runs correctly, and it parks again afterwards. */

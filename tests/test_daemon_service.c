@@ -84,7 +84,7 @@ START_TEST(devices_named_and_least_loaded) {
 }
 END_TEST
 
-/* ---- systemd (issue 21 item 2) ---- */
+/* ---- systemd ---- */
 
 /* How a systemd-run coopd is started here: stderr into log, and as the
  * service manager would set it up: NOTIFY_SOCKET (inherited from the
@@ -380,7 +380,7 @@ START_TEST(systemd_reload_status_and_compiler_lines) {
 }
 END_TEST
 
-/* ---- issue 21 #5: GET /metrics over HTTP ([metrics] listen) ---- */
+/* ---- GET /metrics over HTTP ([metrics] listen) ---- */
 
 /* The port coopd logged for [metrics] listen = 127.0.0.1:0 (it logs
  * after creating its socket: waited for), or 0 if none within 10 s. */
@@ -542,7 +542,7 @@ static int http_closed_within(int fd, int ms) {
   return k == 0 || (k < 0 && errno == ECONNRESET);
 }
 
-/* Issue 21 #5: with [metrics] listen set, coopd answers GET /metrics with
+/* With [metrics] listen set, coopd answers GET /metrics with
  * the Prometheus text `coopctl metrics` prints (the counters move with a
  * job), and nothing else: 404, 405, 400, 431 for a head over 8 KiB; a
  * client that sends nothing or half a head is closed after timeout_ms;

@@ -21,7 +21,7 @@
 #include "wire.h"
 #include "daemon_harness.h"
 
-/* ---- state: where coopd keeps its files, its journal, its clock (issue 20) ---- */
+/* ---- state: where coopd keeps its files, its journal, its clock ---- */
 
 /* coopd in the foreground on sock with these --set flags, stderr into log:
  * its exit status, or -1 if it still ran after limit_s (then killed). */
@@ -385,7 +385,7 @@ START_TEST(journal_on_a_full_disk) {
 }
 END_TEST
 
-/* Issue 20, numbers: under CPU load a 12 ms job reported total 1093.940 ms
+/* Job times: under CPU load a 12 ms job reported total 1093.940 ms
  * inside a 122 ms command, queued showed '-' and medians went negative:
  * the device clock was fitted once, from two pings 50 ms apart, and a
  * loaded start made that fit wrong for good. Here busy processes load

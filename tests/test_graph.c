@@ -400,7 +400,7 @@ static const struct bad bad_inputs[] = {
     {COOP_GRAPH_AUTO, "0 -1\n", 0, COOP_EFORMAT, "line 1: \"-1\" is not a non-negative integer"},
     {COOP_GRAPH_AUTO, "# c\n\n0 1\r\n1 x\r\n", 0, COOP_EFORMAT,
      "line 4: \"x\" is not a non-negative integer"},
-    /* issue 20: an empty file said "no edges (an edge list needs at least one)" */
+    /* an empty file once said "no edges (an edge list needs at least one)" */
     {COOP_GRAPH_AUTO, "", 0, COOP_EFORMAT, "end of file: the input is empty (no graph in it)"},
     {COOP_GRAPH_AUTO, "\xef\xbb\xbf \r\n\t\n", 0, COOP_EFORMAT,
      "end of file: the input is empty (no graph in it)"},
@@ -613,7 +613,7 @@ END_TEST
 
 /* ---- generators ---- */
 
-/* issue 20: `p sp 3 1` / `a 1 2 7` gave color and mis a graph whose arc
+/* `p sp 3 1` / `a 1 2 7` once gave color and mis a graph whose arc
  * goes one way; symmetrised, it has both, and repeats and loops are gone. */
 START_TEST(symmetrise_one_way_arcs) {
   struct coop_graph g;
@@ -631,7 +631,7 @@ START_TEST(symmetrise_one_way_arcs) {
 }
 END_TEST
 
-/* issue 20: a path of 2^31 + 2^31 - 1 = 2^32 - 1 reached the SSSP apps'
+/* A path of 2^31 + 2^31 - 1 = 2^32 - 1 reached the SSSP apps'
  * "unreached" value; the bound (each vertex's heaviest in-edge, summed)
  * sees it, and stays exact past 32 bits. */
 START_TEST(path_bound) {

@@ -506,7 +506,7 @@ START_TEST(shutdown_in_flight) {
 }
 END_TEST
 
-/* Issue 20, numbers: the device clock was fitted once, from two pings 50
+/* Clock refits: the device clock was fitted once, from two pings 50
  * ms apart; a start under CPU load (a ping's round trip of milliseconds)
  * left the slope a few percent off for good, and a 12 ms job then reported
  * 1093 ms. The test bends the fit as such a start would (5% on the slope),
@@ -564,7 +564,7 @@ START_TEST(clock_refit_repairs_a_loaded_fit) {
 }
 END_TEST
 
-/* Issue 18, deadline-aware dispatch: a render that is due must not wait
+/* Deadline-aware dispatch: a render that is due must not wait
  * behind a task that queued earlier. A cooperative kernel holds every
  * worker; a task of all workers without a deadline queues (it holds the
  * head, asking for kills that cannot give it all), then one with a
@@ -603,7 +603,7 @@ START_TEST(earliest_deadline_gathered_first) {
 }
 END_TEST
 
-/* Issue 18, gathering ahead: a periodic task's instance waited for a
+/* Gathering ahead: a periodic task's instance waited for a
  * cooperative kernel's next resizing barrier at every release. Given the
  * next instance's time (next_ns), the scheduler frees its workers from
  * next_ns - ahead_ns: here the cooperative kernel, holding every worker,
@@ -712,7 +712,7 @@ START_TEST(refusals) {
 }
 END_TEST
 
-/* Issue 18: the scheduler queues a task from its ring entry alone
+/* Ring entries: the scheduler queues a task from its ring entry alone
  * (shared.h, coop__ring_words), taking it only if every word carries the
  * index's lap. Each field must come back as given, or clamped to a value
  * that is still refused; two laps, and a lap and a zeroed ring, must

@@ -1,6 +1,6 @@
 /*
  * graph.h: directed graphs in compressed sparse row form, as the graph
- * applications (issue 4) read them: their builders, readers and generators.
+ * applications (docs/apps/) read them: their builders, readers and generators.
  *
  * An undirected input is stored with both directions of every edge. Weights
  * are positive 32-bit integers; an input without weights gets weight 1 on

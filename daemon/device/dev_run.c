@@ -231,7 +231,8 @@ void dev__start_now(struct dev *d, struct job *j) {
  * (now, after the task was seen final) are the host's own. However far a
  * fit is off, submitted <= released <= gathered <= started <= finished <=
  * seen holds, so queued, execution and total stay inside the host's
- * interval (a loaded start once made a 12 ms job 1093 ms long; issue 20).
+ * interval (a loaded start once made a 12 ms job 1093 ms long;
+ * docs/scheduler.md, "7. Timestamps").
  * Times not stamped (0) stay 0.
  * Before that clamp, the device's times move together by the least shift
  * that brings them into the interval: the fit's error is an offset, and

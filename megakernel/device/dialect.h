@@ -185,7 +185,7 @@ typedef unsigned int coop_atomic_u32;
 
 /* One 16-byte load, each word a relaxed system-scope load (PTX gives each
  * element its own single-copy atomicity, nothing across them): the H100
- * serves a thread's loads of host memory about one at a time (issue 18),
+ * serves a thread's loads of host memory about one at a time,
  * so four words cost one transaction, not four. */
 COOP_FN void coop__sys_ld4(const coop_atomic_u32 *p, coop_u32 *o) {
   asm volatile("ld.relaxed.sys.v4.u32 {%0, %1, %2, %3}, [%4];"

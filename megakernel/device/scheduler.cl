@@ -64,7 +64,7 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
  * On CUDA (COOP_SCHED_HELPERS) the scheduler workgroup's threads past its
  * first warp serve thread 0: the work of a start that is many independent
  * memory operations, each a bus or L2 round trip when one thread does them
- * in turn, is spread over them. Issue 18 measured, one thread, H100: the
+ * in turn, is spread over them. Measured with one thread on the H100: the
  * task record's 32 argument words read across PCIe one after the other, 54
  * us from intake to gather; one store per worker to release 527 workers,
  * 107 us. Spread over 224 threads, each is about one round trip.
@@ -290,7 +290,7 @@ COOP_FN void coop__free_chan(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
 /* Step 4. */
 COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  /* Nobody returned since the last reap: no scan (issue 18: one thread
+  /* Nobody returned since the last reap: no scan (one thread
    * loading 264 to 1056 worker states made every pass, and so every
    * gather, tens to hundreds of us long on the H100). The acquire (a
    * relaxed load, then a fence only when the count moved) pairs
@@ -317,7 +317,7 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
    * batch that has a RETURNED one, then each returned worker's results
    * loaded together. Loaded one after the other
    * (a fence per worker, which also emptied the cache the next loads
-   * needed), 527 workers took 1.25 ms to reap on the H100 (issue 18). */
+   * needed), 527 workers took 1.25 ms to reap on the H100. */
   /* The scan stops once it has reaped all that had returned: a task of
    * one workgroup is reaped in one batch, not a walk over every worker
    * (which held the next task's intake ~100 us on the H100). */
@@ -403,7 +403,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
    * kernel reads them: with helpers, at intake (STAGE), each word read by
    * its own helper thread while thread 0 queues the task; without, field by field here (loading all
    * into registers first took 32 more registers, which halved the megakernel's occupancy at 256
-   * threads: 527 to 263 workers on the H100; issue 18). */
+   * threads: 527 to 263 workers on the H100). */
   if (!s->nhelpers) coop__copy_payload(s->t_payload[slot], t->args, 0u, 1u);
   ch->kid = s->t_kid[slot];
   ch->flags = s->t_flags[slot];
@@ -443,7 +443,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     /* A few workers: this thread maps them, looking at most at
      * COOP_T0_SCAN workers, without an order to the helpers and back (that
      * round took 3.2 of the 6 us from gathered to started at K = 1 on the
-     * H100; issue 18). The helpers map what it did not find. */
+     * H100). The helpers map what it did not find. */
     coop_u32 v = g <= COOP_HELP_MIN_RELEASE ? coop__map_ids(dev, ch, c, g, COOP_T0_SCAN) : 0u;
     if (v < g) {
       coop_st_rlx(&s->help_ticket, v); /* map_share skips the workers mapped */
@@ -475,7 +475,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   /* RUNNING (with t_gathered, t_released and status) only after the
    * release: the host only reads it, and a system-scope release waits for
    * every earlier store to host memory, which the workers need not wait
-   * for (issue 18). */
+   * for. */
   coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
   COOP_TRACE(10);
   /* only now may the last workgroup out write the final state (worker.cl) */
@@ -612,7 +612,7 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 spare)
  * A periodic task's instances come every period, and each needs its K
  * workgroups at once. Beside a cooperative kernel that holds the rest of
  * the device, every gather waited for that kernel's next resizing barrier:
- * one step of it (bfs on a road graph, H100: 72 us p50, issue 18). The
+ * one step of it (bfs on a road graph, H100: 72 us p50). The
  * host knows when the next instance comes, and gives each instance a
  * window round that time (record: hold_from, hold_to, device ticks). When
  * the instance starts, its window is armed as a hold. From hold_from the
@@ -689,7 +689,7 @@ COOP_FN void coop__idle_workers(COOP_GLOBAL struct coop_dev *dev) {
  * robin (view_pass is the cursor): the whole map at once cost one thread
  * two loads per worker, 527 workers on an H100, every 64 passes, which
  * made the idle scheduler spend most of its time here and notice a new
- * task 140 us late (issue 18). The channels' counters go every
+ * task 140 us late. The channels' counters go every
  * COOP_VIEW_PASSES passes, when the cursor wraps. */
 #define COOP_VIEW_SLICE 8u
 COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
@@ -726,7 +726,7 @@ COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
   }
 }
 
-/* Deadline-aware dispatch (issue 18): the queued task with the earliest
+/* Deadline-aware dispatch: the queued task with the earliest
  * deadline moves to the head, so a render that is due is gathered before
  * a cooperative kernel or a large task that queued earlier (which would
  * otherwise hold the head while kills are requested for it). Tasks

@@ -126,7 +126,7 @@ struct coop_mailbox {
   coop_u32 pad1[2];
   /* The doorbell: the host's four words the scheduler reads every pass,
    * one 16-byte load (coop_sys_ld4_rlx). The H100 serves a thread's loads
-   * of host memory about one at a time, ~0.6 us each (issue 18): one
+   * of host memory about one at a time, ~0.6 us each: one
    * vector load, not four. */
   coop_atomic_u32 ping;     /* clock calibration: host bumps it */
   coop_atomic_u32 shutdown; /* host -> scheduler */
@@ -139,7 +139,7 @@ struct coop_mailbox {
    * each word tagged with the index's lap. The scheduler loads the next
    * entry with the doorbell, before its acquire, and takes it if every
    * word carries the lap: a task is queued without loading its record
-   * (3.2 us on the H100, issue 18). */
+   * (3.2 us on the H100). */
   coop_atomic_u32 ring[COOP_RING][COOP_RING_WORDS];
   struct coop_task_rec tasks[COOP_RING];
   /* Live view: per participant (index pid, 1..workers), 0 when free, else
@@ -298,7 +298,7 @@ struct coop_sched {
   /* Channels running a task (bit c), and those of them whose task is
    * cooperative: a pass's loops over channels read one word, not one per
    * channel (16 loads of scheduler memory were 3 us of each pass on the
-   * H100, issue 18). */
+   * H100). */
   coop_u32 busy, coopm;
   coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
   coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
@@ -330,7 +330,7 @@ struct coop_sched {
    * intake by the helpers, while thread 0 queues the task from its ring
    * entry, or at the start by thread 0 when there are no helpers. They stay until the slot's next
    * intake: the host reuses a slot only once the task is final, which its last workgroup out writes
-   * after every workgroup's last read (worker.cl, "Completion"). A start copies nothing (issue 18).
+   * after every workgroup's last read (worker.cl, "Completion"). A start copies nothing.
    */
   coop_u64 t_payload[COOP_RING][2u * COOP_MAX_ARGS];
   /* Holds armed by started tasks (scheduler.cl, "Gathering ahead"): entry

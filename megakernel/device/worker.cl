@@ -14,7 +14,7 @@
  * Completion: the kernel's last workgroup out publishes the task's results
  * and its final state itself (coop__publish), before its RETURNED. When the
  * scheduler did it, at its reap, the host saw a finished task 14-25 us
- * after its end on the H100 (issue 18): the wait for the scheduler's pass
+ * after its end on the H100: the wait for the scheduler's pass
  * to reach the reap, the reap, then the record's stores. The scheduler
  * still reaps every worker (to free it) and then the channel, but writes
  * nothing into a record after RUNNING except its live view, which it
