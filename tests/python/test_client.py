@@ -116,6 +116,19 @@ e = raises(coop.Error, lambda: c.run("sweep", a, np.uint32(1), groups=1, coopera
            "too few arguments")
 check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
 
+# priority: lower for anyone, higher only as coopd allows (max_priority 0
+# here), -100..100 at all
+low = np.zeros(64, np.uint32)
+c.run("sweep", low, np.uint32(low.size), np.uint32(3), groups=1, cooperative=True, priority=-5)
+check(int(low[0]) == 3, f"a job of priority -5 ran: {low[0]}")
+e = raises(coop.Error, lambda: c.run("sweep", low, np.uint32(low.size), np.uint32(1), groups=1,
+                                     cooperative=True, priority=3), "priority above the bound")
+check(e is not None and e.code == coop.EPERM and "at most 0" in e.message,
+      f"its code {e and e.name}, message {e and e.message!r}")
+e = raises(coop.Error, lambda: c.run("sweep", low, np.uint32(low.size), np.uint32(1), groups=1,
+                                     cooperative=True, priority=101), "priority 101")
+check(e is not None and e.code == coop.EINVAL, f"its code: {e and e.name}")
+
 # cancel: a sweep that would run for long, cancelled while it runs
 events = []
 c.subscribe(events.append)
