@@ -159,9 +159,13 @@ START_TEST(kernel_authors) {
   snprintf(dir_set, sizeof dir_set, "kernels.authored_dir=%s", store);
   snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
   snprintf(nsp, sizeof nsp, "%s/notify", kdir);
-  const char *sets[] = {
-      dirs, dir_set, "kernels.authors=0,65534", "kernels.max_source_bytes=4096", "log.level=info",
-      NULL};
+  const char *sets[] = {dirs,
+                        dir_set,
+                        "kernels.authors=0,65534",
+                        "kernels.max_source_bytes=4096",
+                        "log.level=info",
+                        "kernels.max_per_author=1",
+                        NULL};
   struct sockaddr_un a = {.sun_family = AF_UNIX};
   snprintf(a.sun_path, sizeof a.sun_path, "%s", nsp);
   int ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -259,6 +263,12 @@ START_TEST(kernel_authors) {
   ck_assert_uint_eq(k->owner, geteuid());
   triple_runs(&c);
   ck_assert(log_has(logp, "kernel add triple from triple.cl"));
+  /* one kernel per author here: a second name is refused; the same name
+   * again would replace it */
+  const char quad[] =
+      "//@coop name=quad kind=noncooperative args=buf\n"
+      "void quad(struct coop_ctx *c) {}\n";
+  refused(&c, add(&c, "quad.cl", quad, strlen(quad)), COOP_ELIMIT, "max_per_author allows 1");
   if (geteuid() == 0) { /* another author: neither shadows it nor removes it */
     int codes[3];
     as_uid(&d, 65534, codes);
