@@ -27,4 +27,12 @@ int authors_parse(struct authors *a, const char *spec, char *err, size_t errlen)
  * or its primary or a supplementary group. */
 int authors_allow(const struct authors *a, int fd, uint32_t uid);
 
+/* One entry of such a list (of the setting `key`, for err): "NAME", "UID",
+ * "@GROUP" or "@GID", looked up now: *group, *id. 0, or -1 with err
+ * naming the user or group unknown. */
+int who_parse(const char *t, const char *key, int *group, uint32_t *id, char *err, size_t errlen);
+/* Whether the peer of socket fd is in group gid: its primary group or a
+ * supplementary one, as the kernel recorded them when it connected. */
+int peer_in_group(int fd, uint32_t gid);
+
 #endif /* COOPD_AUTHORS_H */

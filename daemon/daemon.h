@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "authors.h"
+#include "priority.h"
 #include "config.h"
 #include "device/device.h"
 #include "jobs.h"
@@ -38,9 +39,10 @@ struct uid_use {
 struct daemon {
   uv_loop_t *loop;
   struct config cfg;
-  struct authors authors; /* [kernels] authors, looked up (authors.h) */
-  struct kset *ks;        /* the running kernels (replaced by a reload) */
-  struct reload *reload;  /* while a SIGHUP reload is in progress */
+  struct authors authors;     /* [kernels] authors, looked up (authors.h) */
+  struct priority_rules prio; /* [limits] priority_users, looked up (priority.h) */
+  struct kset *ks;            /* the running kernels (replaced by a reload) */
+  struct reload *reload;      /* while a SIGHUP reload is in progress */
   uint32_t reloads, reload_failures;
   char reload_status[256];                 /* the last reload's outcome, for STATS */
   struct dev *devs[COOP_WIRE_MAX_DEVICES]; /* one megakernel each ([device] devices) */

@@ -152,15 +152,21 @@ static int reread_config(struct config *c, char *err, size_t errlen) {
   return config_validate(c, err, errlen);
 }
 
-/* [kernels] authors looked up again: a name that no longer resolves keeps
- * the authors read before (logged), so a typo locks nobody out. */
-static void authors_update(struct daemon *dm) {
+/* [kernels] authors and [limits] priority_users looked up again: a name
+ * that no longer resolves keeps the list read before (logged), so a typo
+ * locks nobody out. */
+static void users_update(struct daemon *dm) {
   struct authors a;
+  static struct priority_rules p;
   char err[300];
   if (authors_parse(&a, dm->cfg.authors, err, sizeof err))
     log_error("%s; the authors read before stay", err);
   else
     dm->authors = a;
+  if (priority_parse(&p, dm->cfg.priority_users, err, sizeof err))
+    log_error("%s; the priorities read before stay", err);
+  else
+    dm->prio = p;
 }
 
 /* SIGHUP: the settings that may change while running (confreload.h), then
@@ -174,7 +180,7 @@ static void on_hup(struct daemon *dm) {
     log_error("SIGHUP: %s; the running settings stay", err);
   else if (confreload_apply(&dm->cfg, &nc) == 0)
     log_info("SIGHUP: settings read again%s", args.config ? "" : " (no --config file)");
-  authors_update(dm);
+  users_update(dm);
   reload_start(dm);
   if (!dm->reload) reload_notify(dm); /* it did not start: STATUS says why */
 }
@@ -395,7 +401,8 @@ int main(int argc, char **argv) {
   dm.ks = malloc(sizeof *dm.ks);
   if (!dm.ks) return 1;
   if (kset_load(dm.ks, dm.cfg.kernel_dirs, err, sizeof err) ||
-      authors_parse(&dm.authors, dm.cfg.authors, err, sizeof err)) {
+      authors_parse(&dm.authors, dm.cfg.authors, err, sizeof err) ||
+      priority_parse(&dm.prio, dm.cfg.priority_users, err, sizeof err)) {
     fprintf(stderr, "coopd: %s\n", err);
     return 1;
   }

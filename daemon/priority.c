@@ -1,26 +1,18 @@
 /*
- * priority.c: see priority.h. priority_users is a list of entries
- * "WHO:N" separated by spaces or commas; WHO is a user name, a uid, or
- * @GROUP (a group name or gid), N is 0..COOP_PRIORITY_MAX. A user may ask
- * the highest N of the entries naming it or one of its groups, and never
- * less than max_priority. Names are looked up when a job asks for more
- * than max_priority (the loop thread, once per such SUBMIT): a user added
- * to a group counts from its next job, as for the socket's permissions.
+ * priority.c: see priority.h. priority_users is a list of entries "WHO:N"
+ * separated by spaces or commas; WHO is a user name, a uid, or @GROUP (a
+ * group name or gid; authors.c, who_parse), N is 0..COOP_PRIORITY_MAX. A
+ * user may ask the highest N of the entries naming it or one of its
+ * groups, and never less than max_priority.
  */
-#define _GNU_SOURCE /* getgrouplist */
 #include "priority.h"
 
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "config.h"
+#include "authors.h"
 #include "wire.h"
-
-#define PRIO_MAX_GROUPS 256
 
 /* The next entry of *s: WHO into who, N into *n. 1, 0 at the end, -1 when
  * it does not parse. */
@@ -40,8 +32,16 @@ static int next_entry(const char **s, char *who, size_t wholen, long *n) {
   num[nl] = '\0';
   char *end;
   *n = strtol(num, &end, 10);
-  if (*end || *n < 0 || *n > COOP_PRIORITY_MAX) return -1;
+  if (*end || *n < 0 || *n > COOP_PRIORITY_MAX || !strcmp(who, "@")) return -1;
   return 1;
+}
+
+static int bad_spec(const char *spec, char *err, size_t errlen) {
+  snprintf(err, errlen,
+           "[limits] priority_users: \"%s\": want entries NAME:N, UID:N or @GROUP:N "
+           "(N 0..%d) separated by spaces or commas",
+           spec, COOP_PRIORITY_MAX);
+  return -1;
 }
 
 int priority_check(const char *spec, char *err, size_t errlen) {
@@ -49,57 +49,38 @@ int priority_check(const char *spec, char *err, size_t errlen) {
   long n;
   int r;
   const char *s = spec;
-  while ((r = next_entry(&s, who, sizeof who, &n)) > 0)
-    if (!strcmp(who, "@")) r = -1;
-  if (r < 0) {
-    snprintf(err, errlen,
-             "[limits] priority_users: \"%s\": want entries NAME:N, UID:N or @GROUP:N "
-             "(N 0..%d) separated by spaces or commas",
-             spec, COOP_PRIORITY_MAX);
-    return -1;
+  while ((r = next_entry(&s, who, sizeof who, &n)) > 0) {
   }
-  return 0;
+  return r < 0 ? bad_spec(spec, err, errlen) : 0;
 }
 
-static int all_digits(const char *s) { return *s && strspn(s, "0123456789") == strlen(s); }
-
-/* Whether WHO (no @) names uid. */
-static int names_user(const char *who, uint32_t uid, const struct passwd *pw) {
-  if (all_digits(who)) return strtoul(who, NULL, 10) == uid;
-  return pw && !strcmp(pw->pw_name, who);
-}
-
-/* Whether GROUP names one of the gids. */
-static int names_group(const char *group, const gid_t *gids, int ngids) {
-  gid_t g;
-  if (all_digits(group)) {
-    g = (gid_t)strtoul(group, NULL, 10);
-  } else {
-    struct group *gr = getgrnam(group);
-    if (!gr) return 0;
-    g = gr->gr_gid;
-  }
-  for (int i = 0; i < ngids; i++)
-    if (gids[i] == g) return 1;
-  return 0;
-}
-
-int priority_max(const struct config *c, uint32_t uid) {
-  int best = (int)c->max_priority;
-  if (!c->priority_users[0]) return best;
-  struct passwd *pw = getpwuid(uid);
-  gid_t gids[PRIO_MAX_GROUPS];
-  int ngids = 0;
-  if (pw) {
-    ngids = PRIO_MAX_GROUPS;
-    if (getgrouplist(pw->pw_name, pw->pw_gid, gids, &ngids) < 0) ngids = PRIO_MAX_GROUPS;
-  }
+int priority_parse(struct priority_rules *p, const char *spec, char *err, size_t errlen) {
+  memset(p, 0, sizeof *p);
   char who[128];
   long n;
-  const char *s = c->priority_users;
-  while (next_entry(&s, who, sizeof who, &n) > 0) {
-    int match = who[0] == '@' ? names_group(who + 1, gids, ngids) : names_user(who, uid, pw);
-    if (match && n > best) best = (int)n;
+  int r;
+  const char *s = spec;
+  while ((r = next_entry(&s, who, sizeof who, &n)) > 0) {
+    if (p->n == PRIORITY_MAX_RULES) {
+      snprintf(err, errlen, "[limits] priority_users: more than %u entries", PRIORITY_MAX_RULES);
+      r = -2;
+      break;
+    }
+    if (who_parse(who, "[limits] priority_users", &p->r[p->n].group, &p->r[p->n].id, err, errlen)) {
+      r = -2;
+      break;
+    }
+    p->r[p->n++].most = (int)n;
   }
+  if (r == -1) bad_spec(spec, err, errlen);
+  if (r < 0) memset(p, 0, sizeof *p);
+  return r < 0 ? -1 : 0;
+}
+
+int priority_max(const struct priority_rules *p, unsigned max_priority, int fd, uint32_t uid) {
+  int best = (int)max_priority;
+  for (unsigned i = 0; i < p->n; i++)
+    if (p->r[i].most > best && (p->r[i].group ? peer_in_group(fd, p->r[i].id) : p->r[i].id == uid))
+      best = p->r[i].most;
   return best;
 }

@@ -132,7 +132,7 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
     return COOP_EINVAL;
   }
   if (m->priority > (int32_t)dm->cfg.max_priority) {
-    int most = priority_max(&dm->cfg, s->uid);
+    int most = priority_max(&dm->prio, dm->cfg.max_priority, s->fd, s->uid);
     if (m->priority > most) {
       sess_error(s, seq, COOP_EPERM,
                  "priority %d: this user may ask at most %d ([limits] max_priority, "

@@ -12,14 +12,15 @@ set(coop_config_corpus ${CMAKE_CURRENT_LIST_DIR}/data/config_corpus)
 # UBSan only reports and goes on unless told to stop; a test must fail.
 set(coop_config_test_env "UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1")
 
-# coopd's target is not visible here: config.c, priority.c and log.c again, and inih's
-# imported target (pkg-config's targets are local to their directory).
+# coopd's target is not visible here: config.c, priority.c, authors.c and
+# log.c again, and inih's imported target (pkg-config's targets are local
+# to their directory).
 pkg_check_modules(INIH REQUIRED IMPORTED_TARGET inih)
 
 # About 1 s unsanitized, a few s with COOP_SANITIZE, on one core.
 add_executable(fuzz_config_replay ${CMAKE_CURRENT_LIST_DIR}/fuzz_config.c
   ${coop_config_root}/daemon/config.c ${coop_config_root}/daemon/priority.c
-  ${coop_config_root}/daemon/log.c)
+  ${coop_config_root}/daemon/authors.c ${coop_config_root}/daemon/log.c)
 target_compile_definitions(fuzz_config_replay PRIVATE COOP_FUZZ_STANDALONE)
 target_include_directories(fuzz_config_replay PRIVATE ${coop_config_root}/daemon)
 target_link_libraries(fuzz_config_replay PRIVATE cooprt PkgConfig::INIH)
@@ -39,7 +40,8 @@ file(MAKE_DIRECTORY ${coop_config_conf})
 configure_file(${coop_config_root}/conf/coopd.ini ${coop_config_conf}/coopd.ini COPYONLY)
 coop_libfuzzer(NAME config
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/fuzz_config.c ${coop_config_root}/daemon/config.c
-    ${coop_config_root}/daemon/priority.c ${coop_config_root}/daemon/log.c
+    ${coop_config_root}/daemon/priority.c ${coop_config_root}/daemon/authors.c
+    ${coop_config_root}/daemon/log.c
   FLAGS -DCOOP_FUZZ_RT_STUB -I${coop_config_root}/daemon -I${coop_config_root}/megakernel
     -I${coop_config_root}/protocol ${INIH_CFLAGS}
   LIBS ${INIH_LDFLAGS}

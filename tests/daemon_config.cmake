@@ -162,6 +162,8 @@ run(priority_users_bad 1 "\\[limits\\] priority_users: \"alice @:3\": want entri
   "[limits]\npriority_users = alice @:3\n" ${std})
 run(priority_users_over_100 1 "\\[limits\\] priority_users: \"bob:101\""
   "[limits]\npriority_users = bob:101\n" ${std})
+run(priority_users_unknown 1 "\\[limits\\] priority_users: no user named \"nosuchuser\""
+  "[limits]\npriority_users = nosuchuser:5\n" ${std})
 run(max_priority_over_100 1 "\\[limits\\] max_priority: bad value \"101\""
   "[limits]\nmax_priority = 101\n" ${std})
 run(metrics_allow_remote_bad 1 "\\[metrics\\] allow_remote: bad value \"perhaps\""

@@ -83,11 +83,11 @@ static void wait_says(struct conn *c, uint64_t job, char *buf, size_t n) {
 }
 
 /* Bounds: above 0 only as far as [limits] allows the uid (by name, uid
- * or group; the highest entry naming it); anyone lower; outside
- * -100..100 never. */
+ * or group; the highest entry naming it: not another user's, not a group
+ * it is not in); anyone lower; outside -100..100 never. */
 START_TEST(priority_bounds_are_the_administrators) {
   char users[96];
-  snprintf(users, sizeof users, "limits.priority_users=nosuchuser:90, %u:7 @nosuchgroup:50",
+  snprintf(users, sizeof users, "limits.priority_users=daemon:90, %u:7 @nogroup:50",
            (unsigned)getuid());
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, "limits.max_priority=2",
                         users, NULL};
