@@ -51,7 +51,7 @@ static uint64_t canary(const struct coop_rt *rt, size_t at) {
  * touches them would fault it back (a frame client's device buffers, every
  * frame). A small buffer's by the host: a copy engine call costs more. */
 static int guard_by_engine(const struct coop_rt *rt, size_t len) {
-  return len >= COOP__ARENA_COPY_MIN && !coop_rt_arena_is_host(rt);
+  return !coop_rt_arena_direct(rt, len);
 }
 
 static void guard_fill(struct coop_rt *rt, size_t at, size_t len) {
@@ -78,7 +78,7 @@ static int guard_ok(const struct coop_rt *rt, size_t at, size_t len) {
  * where the arena wants it (coop_rt_arena_copy), from a MiB of zeros. */
 static void arena_zero(struct coop_rt *rt, uint8_t *p, size_t len) {
   static const uint8_t zeros[1u << 20];
-  if (len < COOP__ARENA_COPY_MIN || coop_rt_arena_is_host(rt)) {
+  if (coop_rt_arena_direct(rt, len)) {
     memset(p, 0, len);
     return;
   }
@@ -197,15 +197,17 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg) {
   return is_buf ? rt->arena + arg : NULL;
 }
 
-int coop_rt_arena_is_host(const coop_rt *rt) { return !rt || !rt->ops || !rt->ops->copy_arena; }
+/* a copy engine call costs about 10 us: below COOP__ARENA_COPY_MIN the
+ * host's faults cost less (bench/RESULTS.md, "A frame client through
+ * coopd, in coop-bench-side") */
+int coop_rt_arena_direct(const coop_rt *rt, size_t n) {
+  return !rt || !rt->ops || !rt->ops->copy_arena || n < COOP__ARENA_COPY_MIN;
+}
 
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;
-  /* a copy engine call costs about 10 us: below COOP__ARENA_COPY_MIN the
-   * host's faults cost less (bench/RESULTS.md, "A frame client through
-   * coopd, in coop-bench-side") */
-  if (n < COOP__ARENA_COPY_MIN || coop_rt_arena_is_host(rt)) {
+  if (coop_rt_arena_direct(rt, n)) {
     memcpy(dst, src, n);
     return 0;
   }

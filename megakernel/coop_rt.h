@@ -117,11 +117,11 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
  * or from a buffer's memory src to host memory dst, while the megakernel
  * runs: by the device's copy engine where the arena is memory the host
  * would fault on page by page (CUDA managed memory) and n is 64 KiB or
- * more, else memcpy. 0 or a
- * coop code. coop_rt_arena_is_host: 1 when plain host reads and writes of
- * the arena are as fast (no copy engine needed). */
+ * more, else memcpy. 0 or a coop code. coop_rt_arena_direct: 1 when plain
+ * host reads and writes of n bytes of the arena cost no more (no copy
+ * engine needed). */
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena);
-int coop_rt_arena_is_host(const coop_rt *rt);
+int coop_rt_arena_direct(const coop_rt *rt, size_t n);
 
 struct coop_rt_task_desc {
   int kernel;      /* from coop_rt_add_kernel */

@@ -21,8 +21,8 @@ struct coop__kernel {
  * to 64 bytes, req the request; a guard zone of COOP__ARENA_GUARD bytes
  * on each side (arena.c). */
 #define COOP__ARENA_GUARD 64u
-/* Arena copies of at least this many bytes go by the copy engine where
- * the arena wants it (coop_rt_arena_copy); smaller ones by the host. */
+/* Arena accesses of at least this many bytes go by the copy engine where
+ * the arena wants it (coop_rt_arena_direct); smaller ones by the host. */
 #define COOP__ARENA_COPY_MIN (64u << 10)
 struct coop__arena_block {
   size_t off, len, req;

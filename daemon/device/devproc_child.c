@@ -102,13 +102,12 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   return e;
 }
 
-/* Bytes between a descriptor and arena memory. Where the arena is host
- * memory, or for less than DP_COPY_MIN, straight; else (CUDA managed
- * memory, which the host would fault on page by page) through a host
- * buffer and the device's copy engine (coop_rt_arena_copy), a chunk at a
- * time. 0, or -1. */
+/* Bytes between a descriptor and arena memory. Where host accesses do
+ * as well (coop_rt_arena_direct: host memory, or too few bytes),
+ * straight; else (CUDA managed memory, which the host would fault on page
+ * by page) through a host buffer and the device's copy engine
+ * (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
 #define DP_BOUNCE (1u << 20)
-#define DP_COPY_MIN (64u << 10) /* below it a copy engine call costs more than the faults */
 static uint8_t *bounce(void) {
   static uint8_t *b;
   if (!b) b = malloc(DP_BOUNCE);
@@ -116,7 +115,7 @@ static uint8_t *bounce(void) {
 }
 
 static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off) {
-  if (coop_rt_arena_is_host(rt) || n < DP_COPY_MIN) return fdio_pread(fd, p, n, off);
+  if (coop_rt_arena_direct(rt, n)) return fdio_pread(fd, p, n, off);
   uint8_t *b = bounce();
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
@@ -126,7 +125,7 @@ static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off
 }
 
 static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off) {
-  if (coop_rt_arena_is_host(rt) || n < DP_COPY_MIN) return fdio_pwrite(fd, p, n, off);
+  if (coop_rt_arena_direct(rt, n)) return fdio_pwrite(fd, p, n, off);
   uint8_t *b = bounce();
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
