@@ -42,12 +42,11 @@ struct run {
    * d->runs, its saved state and buffers in these memfds) */
   int moving, state_fd, carry_fd;
   /* priority (dev_prio.c): asked to suspend for a job of higher priority
-   * or another user's share, and for which priority (INT32_MIN: a share);
+   * or another user's share (for which: its job's suspended_for);
    * suspended since (its job back in coop_wait, this run its dev_run);
    * to be resumed by its next pass; a non-cooperative run that had
    * cooperative jobs suspended for its workers (they wait until it ends) */
   int suspending;
-  int32_t suspend_for;
   int64_t suspended_at;
   int resuming, preempting;
   struct run *next;

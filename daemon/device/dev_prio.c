@@ -74,7 +74,7 @@ static struct run *victim(struct dev *d, int32_t p, int same, unsigned share) {
 static void suspend(struct dev *d, struct run *r, int32_t p, const char *why) {
   if (dp_suspend(d->rt, r->task[0])) return; /* the next pass tries again */
   r->suspending = 1;
-  r->suspend_for = p;
+  atomic_store(&r->j->suspended_for, p); /* read only once suspended is 1 */
   log_info("job %llu (%s, uid %u, priority %d): suspending it: %s", (unsigned long long)r->j->id,
            r->j->kernel, r->j->uid, (int)r->j->priority, why);
 }
@@ -154,7 +154,6 @@ int dev__suspend_out(struct dev *d, struct run *r) {
   dp_task_release(d->rt, r->task[0]);
   r->ninflight = 0;
   r->suspended_at = coop__now_ns();
-  atomic_store(&j->suspended_for, r->suspend_for);
   atomic_store(&j->suspended, 1);
   j->dev_run = r;
   j->dev_next = d->coop_wait_head; /* first: it waited longest */

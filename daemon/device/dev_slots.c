@@ -91,17 +91,18 @@ static unsigned slot_refusal(const struct dev *d, const struct job *j, unsigned 
   if (d->swap_now) return DEV_SLOT_RELOAD;
   if (dev__prio_blocked(d, j->priority)) return DEV_SLOT_PRIORITY;
   if (running >= slots) return DEV_SLOT_FULL;
+  /* alone, a user keeps off the last slot; with others, a user below its
+   * share takes it, and one who comes later has a job of a user above its
+   * share suspended for it (dev_prio.c) */
+  unsigned why = mine >= share                                              ? DEV_SLOT_SHARE
+                 : mine > 0 && running + 1 == slots && wanting_users(d) < 2 ? DEV_SLOT_KEPT
+                                                                            : 0;
+  if (!why) return 0;
   /* the share and the kept slot hold between jobs of one priority: a job
    * above every other user's cooperative jobs (there being some) takes a
    * free slot */
   int32_t others = others_priority(d, j->uid);
-  if (others >= COOP_PRIORITY_MIN && j->priority > others) return 0;
-  if (mine >= share) return DEV_SLOT_SHARE;
-  /* alone, a user keeps off the last slot; with others, a user below its
-   * share takes it, and one who comes later has a job of a user above its
-   * share suspended for it (dev_prio.c) */
-  if (mine > 0 && running + 1 == slots && wanting_users(d) < 2) return DEV_SLOT_KEPT;
-  return 0;
+  return others >= COOP_PRIORITY_MIN && j->priority > others ? 0 : why;
 }
 
 /* When uid last started a cooperative job here (0: never), and noting that
@@ -268,8 +269,8 @@ static void start_waiting(struct dev *d, struct job *j) {
 
 /* Starts the waiting cooperative jobs that may start, higher priorities
  * first, then as the top of this file says; hands back the ones cancelled
- * (or all, at a stop) while waiting; then suspends what a job of higher
- * priority or a user below its share needs (dev_prio.c). */
+ * (or all, at a stop) while waiting. What the others lack is suspended
+ * once a pass, after the runs' steps (dev__preempt, device.c). */
 void dev__pump_coop_wait(struct dev *d) {
   for (;;) {
     struct job **best = NULL;
@@ -301,7 +302,6 @@ void dev__pump_coop_wait(struct dev *d) {
       start_waiting(d, j);
     }
   }
-  dev__preempt(d);
   publish_places(d);
   share_width(d);
 }

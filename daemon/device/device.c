@@ -374,11 +374,10 @@ static void *dev_main(void *arg) {
     if (suspended) { /* what it was suspended for starts now, not a pass later */
       dev__pump_coop_wait(d);
       wake = now;
-    } else {
-      /* a task submitted in this pass that lacks workers has what it needs
-       * suspended now: the next pass may be DEV_WAIT_NS away (dev_prio.c) */
-      dev__preempt(d);
     }
+    /* what a waiting job, or a task submitted in this pass, lacks is
+     * suspended now: the next pass may be DEV_WAIT_NS away (dev_prio.c) */
+    dev__preempt(d);
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
     if (held_wake < wake) wake = held_wake;
