@@ -148,6 +148,7 @@ static const struct config_key keys[] = {
     {"jobs", "hang_ms", K_UINT, F(hang_ms), 1u << 31},
     {"jobs", "task_max_ms", K_UINT, F(task_max_ms), 1u << 31},
     {"jobs", "restart_hold_ms", K_UINT, F(restart_hold_ms), 3600000u},
+    {"jobs", "checkpoint_ms", K_UINT, F(checkpoint_ms), 86400000u},
     {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
     {"jobs", "min_deadline_us", K_UINT | K_LIVE, F(min_deadline_us), 1000000},
     {"metrics", "listen", K_STR, F(metrics_listen), 0},
@@ -346,6 +347,12 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
              c->devices, COOP_WIRE_MAX_DEVICES);
     return -1;
   }
+  if (c->checkpoint_ms && c->checkpoint_ms < 100) {
+    snprintf(err, errlen,
+             "[jobs] checkpoint_ms: %u is too short: 0 (no checkpoints) or at least 100 ms",
+             c->checkpoint_ms);
+    return -1;
+  }
   if (c->local_size & (c->local_size - 1)) {
     snprintf(err, errlen, "[device] local_size: %u is not a power of two (or 0: the backend's)",
              c->local_size);
@@ -484,9 +491,9 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "
-           "hang_ms=%u task_max_ms=%u restart_hold_ms=%u",
+           "hang_ms=%u task_max_ms=%u restart_hold_ms=%u checkpoint_ms=%u",
            c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms,
-           c->gather_budget_ms, c->hang_ms, c->task_max_ms, c->restart_hold_ms);
+           c->gather_budget_ms, c->hang_ms, c->task_max_ms, c->restart_hold_ms, c->checkpoint_ms);
   line(b);
   snprintf(b, sizeof b,
            "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u) "

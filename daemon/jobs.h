@@ -88,11 +88,14 @@ struct job {
   uint32_t misses;
   struct coop_wire_inst *inst; /* periodic jobs: every instance */
   uint32_t ninst;
-  uint8_t reruns;       /* run again from the start after a device restart took it */
-  uint32_t *inst_order; /* periodic jobs: inst[] indices in the order the instances
-                         * ended; each is set, with its inst[] entry, before
-                         * instances_done counts it, so the loop may read the
-                         * first instances_done while the job runs */
+  uint8_t reruns;                 /* run again after a device restart took it (from the start or
+                                   * from a checkpoint) */
+  uint32_t checkpoints, restores; /* checkpoints taken; resumed from one (dev_ckpt.c) */
+  int64_t lost_ns;                /* the work those resumptions did again */
+  uint32_t *inst_order;           /* periodic jobs: inst[] indices in the order the instances
+                                   * ended; each is set, with its inst[] entry, before
+                                   * instances_done counts it, so the loop may read the
+                                   * first instances_done while the job runs */
 
   /* loop thread only */
   struct session *owner; /* NULL once its client has gone */

@@ -578,3 +578,62 @@ unsigned long long cpu_ticks(pid_t pid) {
                    2);
   return ut + st;
 }
+
+/* ---- slowsweep jobs (kernels/tests/priority) ---- */
+
+/* A slowsweep (kernels/tests/priority) over n words starting at base + i,
+ * of `rounds` rounds of at least kticks x 1024 device clock ticks each, on
+ * up to `groups` workgroups, at priority p. */
+uint64_t sweep_at(struct conn *c, uint32_t *data, uint32_t n, uint32_t base, uint32_t rounds,
+                  uint32_t kticks, uint32_t groups, int32_t p) {
+  for (uint32_t i = 0; i < n; i++) data[i] = base + i;
+  union coop_msg m;
+  submit_init(&m, "slowsweep", groups, 1);
+  m.submit.priority = p;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, n * 4u, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, n);
+  arg_u32(&m.submit, rounds);
+  arg_u32(&m.submit, kticks);
+  return submit(c, &m, NULL, 0);
+}
+
+/* Its RESULT: DONE, every word base + i + rounds (a suspension that lost
+ * or repeated a round would show). */
+void sweep_check(struct conn *c, uint64_t job, uint32_t n, uint32_t base, uint32_t rounds) {
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  const struct coop_msg_result *r = &c->m.result;
+  ck_assert_msg(r->state == COOP_JOB_DONE, "sweep %llu: %s %s", (unsigned long long)job,
+                coop_job_state_name(r->state), r->message);
+  ck_assert_uint_eq(r->nbuf, 1);
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t got;
+    memcpy(&got, r->bufs[0].data + 4 * i, 4);
+    ck_assert_msg(got == base + i + rounds, "sweep %llu word %u is %u, want %u",
+                  (unsigned long long)job, i, got, base + i + rounds);
+  }
+}
+
+/* kticks for rounds of about 10 ms: the device clock's rate is not known
+ * to clients, so from 8 rounds of 1024 kticks, timed by the device. */
+uint32_t kticks_10ms(struct conn *c, uint32_t groups) {
+  static uint32_t probe[64];
+  uint64_t job = sweep_at(c, probe, 64, 0, 8, 1024, groups, 0);
+  ck_assert_uint_ne(job, 0);
+  sweep_check(c, job, 64, 0, 8);
+  double per = (double)c->m.result.t.exec_ns / 8; /* ns a round of 1024 kticks */
+  double k = 1024.0 * 10e6 / (per > 1000 ? per : 1000);
+  uint32_t kt = k < 1 ? 1u : k > 1e6 ? 1000000u : (uint32_t)k;
+  fprintf(stderr, "slowsweep: %.0f ns a round of 1024 kticks; %u kticks for 10 ms\n", per, kt);
+  return kt;
+}
+
+/* Waits (at most 30 s) until job's STATUS says suspended; 1 if it did. */
+int seen_suspended(struct conn *c, uint64_t job) {
+  for (int i = 0; i < 3000; i++) {
+    struct coop_wire_status st = job_status(c, job);
+    if (st.suspended) return 1;
+    if (st.state >= COOP_JOB_DONE) return 0;
+    msleep(10);
+  }
+  return 0;
+}

@@ -31,6 +31,7 @@ void daemon_service_cases(Suite *s); /* devices, systemd, metrics_http */
 void daemon_state_cases(Suite *s);
 void daemon_limits_cases(Suite *s);
 void daemon_priority_cases(Suite *s); /* priority */
+void daemon_suspend_cases(Suite *s);  /* checkpoints, migrate */
 void daemon_authors_cases(Suite *s);  /* kernel authors */
 
 /* ---- a daemon ---- */
@@ -198,5 +199,20 @@ pid_t device_process(pid_t coopd);
 
 /* CPU time (user + system) a process has used, in clock ticks, from /proc. */
 unsigned long long cpu_ticks(pid_t pid);
+
+/* ---- slowsweep jobs (kernels/tests/priority) ---- */
+
+/* A slowsweep over n words starting at base + i, of `rounds` rounds of at
+ * least kticks x 1024 device clock ticks each, on up to `groups`
+ * workgroups, at priority p: the job, or 0 (c->m the ERROR). */
+uint64_t sweep_at(struct conn *c, uint32_t *data, uint32_t n, uint32_t base, uint32_t rounds,
+                  uint32_t kticks, uint32_t groups, int32_t p);
+/* Its RESULT: DONE, every word base + i + rounds (a suspension that lost
+ * or repeated a round would show). c->m holds the RESULT after. */
+void sweep_check(struct conn *c, uint64_t job, uint32_t n, uint32_t base, uint32_t rounds);
+/* kticks for rounds of about 10 ms on `groups` workgroups. */
+uint32_t kticks_10ms(struct conn *c, uint32_t groups);
+/* Waits (at most 30 s) until job's STATUS says suspended; 1 if it did. */
+int seen_suspended(struct conn *c, uint64_t job);
 
 #endif /* COOP_DAEMON_HARNESS_H */

@@ -21,6 +21,7 @@ static Suite *suite(void) {
   daemon_faults_cases(s, t); /* the rest of integration; restarts */
   daemon_isolation_cases(s); /* isolation, slots, task_bound, cancel */
   daemon_priority_cases(s);
+  daemon_suspend_cases(s); /* checkpoints, migrate */
   daemon_parking_cases(s);
   daemon_service_cases(s); /* devices, systemd, metrics_http */
   daemon_state_cases(s);

@@ -31,12 +31,6 @@ static int same_kernel(const struct kdef *a, const struct kdef *b) {
          !strcmp(a->source, b->source);
 }
 
-static int has_devbufs(const struct job *j) {
-  for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && j->args[i].devbuf_id) return 1;
-  return 0;
-}
-
 /* Whether j's kernel is the same in the set the reload brings. */
 static int kernel_stays(struct dev *d, const struct job *j) {
   pthread_mutex_lock(&d->mu);
@@ -48,36 +42,14 @@ static int kernel_stays(struct dev *d, const struct job *j) {
 static int carriable(struct dev *d, const struct run *r) {
   const struct job *j = r->j;
   if (!(j->flags & COOP_SUBMIT_COOPERATIVE) || dev__periodic(j) || r->ninflight != 1) return 0;
-  return !has_devbufs(j) && kernel_stays(d, j);
+  return !dev__has_devbufs(j) && kernel_stays(d, j);
 }
 
 void dev__carry_request(struct dev *d, struct run *r) {
   /* one suspending for a job of higher priority waits in coop_wait, and
    * dev__carry_suspended takes it across from there */
-  if (r->moving || r->suspending || !d->rt || !carriable(d, r)) return;
+  if (r->moving || r->suspending || r->ckpting || !d->rt || !carriable(d, r)) return;
   if (dp_suspend(d->rt, r->task[0]) == 0) r->moving = 1;
-}
-
-/* Each buffer of j (not device buffers) at its offset in one memfd, in
- * argument order; the memfd is sized. Returns how many. */
-static unsigned carry_bufs(struct job *j, struct dp_buf *b, int fd, int in) {
-  unsigned n = 0;
-  uint64_t off = 0;
-  for (unsigned i = 0; i < j->nargs; i++) {
-    struct job_arg *a = &j->args[i];
-    if (a->type != COOP_ARG_BUF || a->devbuf_id) continue;
-    struct dp_buf *x = &b[n++];
-    memset(x, 0, sizeof *x);
-    x->size = a->size;
-    x->arg = a->dev ? a->dev - 1 : 0;
-    x->in = (uint8_t)in;
-    x->out = (uint8_t)!in;
-    x->fd = fd;
-    x->off = off;
-    off += a->size;
-  }
-  if (!in && ftruncate(fd, (off_t)off)) return 0;
-  return n;
 }
 
 int dev__carry_out(struct dev *d, struct run *r) {
@@ -87,7 +59,7 @@ int dev__carry_out(struct dev *d, struct run *r) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   int e =
       r->state_fd < 0 || r->carry_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
-  unsigned n = e ? 0 : carry_bufs(j, b, r->carry_fd, 0);
+  unsigned n = e ? 0 : dev__carry_bufs(j, b, r->carry_fd, 0);
   int breach = -1;
   if (e == 0) e = dp_unstage(d->rt, b, n, r->task[0], &breach); /* and the task released */
   if (e || breach >= 0) {
@@ -107,21 +79,31 @@ int dev__carry_out(struct dev *d, struct run *r) {
   return 0;
 }
 
+int dev__resume_task(struct dev *d, struct run *r, int state_fd) {
+  struct coop_rt_task_desc td;
+  dev__task_desc(d, r->j, r, &td);
+  coop_task_id id = 0;
+  int e = dp_resume(d->rt, &td, state_fd, &id);
+  if (e) return e;
+  r->task[0] = id;
+  r->ninflight = 1;
+  r->moving = 0;
+  r->cap_told = r->cap;
+  return 0;
+}
+
 int dev__resume_run(struct dev *d, struct run *r) {
   struct job *j = r->j;
   if (dev__resolve(d, j)) return j->error;
   int e = 0;
   if (r->carry_fd >= 0) { /* its buffers left the old device process */
     struct dp_buf b[COOP_WIRE_MAX_ARGS];
-    unsigned n = carry_bufs(j, b, r->carry_fd, 1);
+    unsigned n = dev__carry_bufs(j, b, r->carry_fd, 1);
     e = n ? dp_stage(d->rt, b, n) : 0;
     for (unsigned i = 0, k = 0; e == 0 && i < j->nargs; i++)
       if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
   }
-  struct coop_rt_task_desc td;
-  dev__task_desc(d, j, r, &td);
-  coop_task_id id = 0;
-  if (e == 0) e = dp_resume(d->rt, &td, r->state_fd, &id);
+  if (e == 0) e = dev__resume_task(d, r, r->state_fd);
   close(r->state_fd);
   if (r->carry_fd >= 0) close(r->carry_fd);
   r->state_fd = r->carry_fd = -1;
@@ -129,10 +111,6 @@ int dev__resume_run(struct dev *d, struct run *r) {
     dev__fail(j, e, "could not resume it: %s", coop_strerror(e));
     return e;
   }
-  r->task[0] = id;
-  r->ninflight = 1;
-  r->moving = 0;
-  r->cap_told = r->cap;
   return 0;
 }
 
@@ -153,18 +131,18 @@ static int carry_in_one(struct dev *d, struct run *r) {
  * failed). */
 static int carry_suspended_one(struct dev *d, struct run *r) {
   struct job *j = r->j;
-  if (has_devbufs(j) || !kernel_stays(d, j)) {
+  if (dev__has_devbufs(j) || !kernel_stays(d, j)) {
     atomic_store(&j->state, COOP_JOB_CANCELLED);
     j->error = COOP_ECANCELED;
     snprintf(j->message, sizeof j->message,
              "cancelled: suspended when the daemon reloaded its kernels, and %s",
-             has_devbufs(j) ? "its device buffers do not move to the new megakernel"
-                            : "the new set changed or removed its kernel");
+             dev__has_devbufs(j) ? "its device buffers do not move to the new megakernel"
+                                 : "the new set changed or removed its kernel");
     return -1;
   }
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
-  unsigned n = r->carry_fd < 0 ? 0 : carry_bufs(j, b, r->carry_fd, 0);
+  unsigned n = r->carry_fd < 0 ? 0 : dev__carry_bufs(j, b, r->carry_fd, 0);
   int breach = -1;
   int e = r->carry_fd < 0 ? COOP_ENOMEM : n ? dp_unstage(d->rt, b, n, 0, &breach) : 0;
   if (e || breach >= 0) {
@@ -199,7 +177,7 @@ void dev__carry_in(struct dev *d) {
     r->state_fd = r->carry_fd = -1;
     if (e) {
       dev__finish_job(d, r);
-      free(r);
+      dev__run_free(r);
       continue;
     }
     r->next = d->runs;

@@ -20,6 +20,11 @@
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
 #define DEV_MAX_HOLDS 64      /* users remembered for having caused a restart */
 #define DEV_MAX_RERUNS 2      /* runs again a job lost to restarts may have */
+/* job.suspended_for beside a priority: suspended for another user's
+ * share (dev_prio.c), or back from a checkpoint after a restart
+ * (dev_ckpt.c) */
+#define DEV_FOR_SHARE INT32_MIN
+#define DEV_FOR_RESTART (INT32_MIN + 1)
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -49,6 +54,11 @@ struct run {
   int suspending;
   int64_t suspended_at;
   int resuming, preempting;
+  /* checkpoints (dev_ckpt.c): asked to suspend for one; the last one's
+   * state and buffers (memfds, or -1) and when its task was suspended for
+   * it (host ns) */
+  int ckpting, ckpt_state_fd, ckpt_buf_fd;
+  int64_t ckpt_at;
   struct run *next;
 };
 
@@ -182,9 +192,34 @@ void dev__carry_suspended(struct dev *d);
  * buffers staged first if they were carried (r->carry_fd): 0, or the
  * coop code (the job failed with it). */
 int dev__resume_run(struct dev *d, struct run *r);
+/* r's task again from the state in state_fd, its buffers where they are
+ * (in this device process): 0, or a coop code (nothing changed). */
+int dev__resume_task(struct dev *d, struct run *r, int state_fd);
 /* A run ended (or was lost): the job's final state, its buffers back, and
  * the job handed back. */
 void dev__finish_job(struct dev *d, struct run *r);
+
+/* dev_ckpt.c */
+/* Whether r's job's kernel arguments name device buffers (which stay on
+ * their device: such a job is neither carried nor checkpointed). */
+int dev__has_devbufs(const struct job *j);
+/* Each buffer of j (not device buffers) at its offset in the memfd fd, in
+ * argument order, into b: copied in (in = 1) or out (in = 0; the memfd
+ * is sized). Returns how many. */
+unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in);
+/* Asks r's task to suspend for a checkpoint when [jobs] checkpoint_ms
+ * has passed since its last one (or its start). */
+void dev__ckpt_request(struct dev *d, struct run *r, int64_t now);
+/* r's task, asked by dev__ckpt_request, is SUSPENDED: its state and
+ * buffers copied out (the run's new checkpoint) and the task resumed at
+ * once. 0, or -1: the job failed (its run ended). */
+int dev__ckpt_take(struct dev *d, struct run *r);
+/* A run the restart took: 1 when it will resume from its last checkpoint
+ * (its job back in coop_wait, first, as a suspended job whose state and
+ * buffers are copies of the checkpoint's), else 0. */
+int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now);
+/* A run done with: its descriptors closed, freed. */
+void dev__run_free(struct run *r);
 
 /* dev_prio.c */
 /* Suspends what a waiting job of higher priority, a non-cooperative run

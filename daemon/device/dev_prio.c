@@ -44,7 +44,7 @@ static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPE
  * been seen running and is not already leaving. */
 static int suspendable(const struct run *r) {
   return is_coop(r->j) && !dev__periodic(r->j) && r->ninflight == 1 && r->task_ran[0] &&
-         !r->moving && !r->suspending && !r->resuming && !atomic_load(&r->j->cancel);
+         !r->moving && !r->suspending && !r->resuming && !r->ckpting && !atomic_load(&r->j->cancel);
 }
 
 /* Cooperative runs not on their way out (suspending). */
@@ -106,7 +106,8 @@ static void preempt_for_slot(struct dev *d) {
   unsigned share = dev__coop_share(d);
   if (dev__coop_running(d, &w->uid) >= share) return;
   v = victim(d, w->priority, 1, share);
-  if (v) suspend(d, v, INT32_MIN, "its user holds more than its share of the cooperative slots");
+  if (v)
+    suspend(d, v, DEV_FOR_SHARE, "its user holds more than its share of the cooperative slots");
 }
 
 /* Workers for a non-cooperative run of higher priority that cannot get
@@ -185,7 +186,7 @@ void dev__drop_suspended(struct dev *d, struct job *j) {
   if (r->carry_fd >= 0) close(r->carry_fd);
   r->state_fd = r->carry_fd = -1;
   dev__finish_job(d, r); /* CANCELLED unless it failed; its buffers back */
-  free(r);
+  dev__run_free(r);
 }
 
 void dev__unsuspend_lost(struct dev *d) {

@@ -200,7 +200,8 @@ void dev__start_now(struct dev *d, struct job *j) {
     return;
   }
   r->j = j;
-  r->state_fd = r->carry_fd = -1; /* none: dev_carry.c, dev_prio.c */
+  r->state_fd = r->carry_fd = -1; /* none: dev_carry.c, dev_prio.c, dev_ckpt.c */
+  r->ckpt_state_fd = r->ckpt_buf_fd = -1;
   r->t0 = r->next_release = coop__now_ns();
   j->m_min = UINT32_MAX;
   j->t.gather_ns = j->t.exec_ns = -1;
@@ -390,6 +391,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     atomic_store(&j->cancel, 1);
     r->watchdog = 1;
   }
+  dev__ckpt_request(d, r, now);
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
@@ -412,6 +414,11 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
       return 2; /* carried across the reload */
     if (got && ti.state == COOP_TASK_SUSPENDED && r->suspending && dev__suspend_out(d, r) == 0)
       return 3; /* back in coop_wait */
+    if (got && ti.state == COOP_TASK_SUSPENDED && r->ckpting) {
+      if (dev__ckpt_take(d, r)) break; /* the job failed: no task left */
+      i++;                             /* its resumed task: polled on the next pass */
+      continue;
+    }
     if (got && ti.state >= COOP_TASK_DONE) {
       record(d, r, i, coop__now_ns()); /* moves the last slot into i */
     } else {

@@ -324,7 +324,12 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n) {
   const char *why = "";
   if (atomic_load(&j->suspended)) {
     int32_t p = atomic_load(&j->suspended_for);
-    if (p == INT32_MIN)
+    if (p == DEV_FOR_RESTART)
+      snprintf(buf, n,
+               "its device process was restarted: it resumes from its last checkpoint (%u job%s "
+               "ahead of it)",
+               ahead, ahead == 1 ? "" : "s");
+    else if (p == DEV_FOR_SHARE)
       snprintf(buf, n,
                "suspended: its user held more than its share of the cooperative slots while "
                "another user's job waited; it resumes where it stopped (%u job%s ahead of it)",

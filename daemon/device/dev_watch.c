@@ -262,16 +262,20 @@ void dev__restart(struct dev *d) {
   else
     snprintf(why, sizeof why, "its device process %s", d->rt ? dp_death(d->rt) : "is gone");
   dev__unsuspend_lost(d); /* suspended jobs' buffers were in it too */
-  unsigned nlost = 0, nagain = 0;
+  unsigned nlost = 0, nagain = 0, nckpt = 0;
   for (struct run *r = d->runs; r; r = r->next) {
-    int again = never_gathered(r) || runs_again(d, r);
+    int ckpt = !never_gathered(r) && r->ckpt_state_fd >= 0 && r->j->id != d->hung_job;
+    int again = never_gathered(r) || ckpt || runs_again(d, r);
     nlost += r->j->id != d->hung_job && !again;
-    nagain += again && !never_gathered(r);
+    nagain += again && !never_gathered(r) && !ckpt;
+    nckpt += ckpt;
   }
   char label[32];
   snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %d", d->index);
-  log_error("%s: %s: restarting it (%u other jobs lost, %u to run again)", label, why, nlost,
-            nagain);
+  log_error(
+      "%s: %s: restarting it (%u other jobs lost, %u to run again, %u to resume from a "
+      "checkpoint)",
+      label, why, nlost, nagain, nckpt);
   const struct run *hung = NULL; /* the run whose job caused it, if one did */
   for (const struct run *r = d->runs; r; r = r->next)
     if (r->j->id == d->hung_job) hung = r;
@@ -289,6 +293,7 @@ void dev__restart(struct dev *d) {
   d->parked = 0;
   atomic_store(&d->parked_pub, 0);
   struct job *again = NULL; /* jobs that never got a workgroup: run them anew */
+  int64_t now = coop__now_ns();
   while (d->runs) {
     struct run *r = d->runs;
     struct job *j = r->j;
@@ -298,10 +303,11 @@ void dev__restart(struct dev *d) {
     if (r->carry_fd >= 0) close(r->carry_fd);
     r->state_fd = r->carry_fd = -1;
     int fresh = never_gathered(r);
+    if (!fresh && dev__ckpt_restore(d, r, now)) continue; /* back in coop_wait */
     if (fresh || runs_again(d, r)) {
       if (!fresh) forget_run(j);
       atomic_store(&j->state, COOP_JOB_QUEUED);
-      free(r);
+      dev__run_free(r);
       j->dev_next = again;
       again = j;
       continue;
@@ -313,7 +319,7 @@ void dev__restart(struct dev *d) {
     }
     r->ninflight = 0;
     dev__finish_job(d, r);
-    free(r);
+    dev__run_free(r);
   }
   d->restart_why[0] = '\0';
   d->hung_job = 0;

@@ -18,7 +18,8 @@
  * finish), dev_stage.c its buffers, dev_slots.c the cooperative slots,
  * dev_watch.c the watchdog and restarts, dev_view.c the live view (TOP),
  * dev_carry.c the cooperative jobs carried across a reload, dev_prio.c the
- * cooperative jobs suspended for a job of higher priority or a share.
+ * cooperative jobs suspended for a job of higher priority or a share,
+ * dev_ckpt.c their checkpoints and what a restart resumes from them.
  *
  * Kernel reload (dev_swap): the next megakernel is built elsewhere (a libuv
  * work thread, dev_build) while this one runs. The swap itself happens here:
@@ -366,7 +367,7 @@ static void *dev_main(void *arg) {
       } else if (s) {
         *p = r->next;
         dev__finish_job(d, r);
-        free(r);
+        dev__run_free(r);
       } else {
         p = &r->next;
       }
