@@ -132,7 +132,8 @@ struct coop_job_status {
   uint32_t groups, uid, pid;
   uint32_t instances_done, misses;
   int32_t priority; /* coop_job_priority */
-  int suspended; /* 1 while a running cooperative job is suspended (docs/daemon.md, "Priority") */
+  int suspended;   /* 1 while a running cooperative job is suspended (docs/daemon.md, "Priority") */
+  uint32_t device; /* where it is now: a cooperative job may move (coop_migrate) */
 };
 
 /* A registered kernel (coop_kernels). */
@@ -336,6 +337,15 @@ void coop_result_free(struct coop_result *r);
 /* Asks the daemon to cancel a job; a later coop_wait() reports how it
  * ended (a job may finish before the cancellation takes effect). */
 int coop_cancel(coop_conn *c, uint64_t job);
+
+/* Asks the daemon to move a cooperative job (running or waiting; one
+ * task, no device buffers) to another device: it is suspended where it
+ * runs, its state and buffers are copied over, and it resumes there where
+ * it stopped (docs/daemon.md, "Moving jobs between devices"). Returns
+ * once the move is asked; coop_status's `device` says where the job is.
+ * COOP_ESTATE when it cannot move (and why), COOP_EINVAL for no such
+ * device, COOP_ENOJOB as coop_cancel. */
+int coop_migrate(coop_conn *c, uint64_t job, unsigned device);
 
 /* The status of one job, or with job == 0 of every job this client may
  * see. *list (release with free()) holds *n records. */

@@ -110,6 +110,21 @@ int coop_cancel(coop_conn *c, uint64_t job) {
   return e;
 }
 
+int coop_migrate(coop_conn *c, uint64_t job, unsigned device) {
+  coop__clear_msg();
+  if (!c) return coop__fail(COOP_EINVAL, "migrate: no connection");
+  if (device >= COOP_WIRE_ANY_DEVICE)
+    return coop__fail(COOP_EINVAL, "migrate: no device %u", device);
+  union coop_msg m, r;
+  memset(&m, 0, sizeof m);
+  m.migrate.job = job;
+  m.migrate.device = (uint8_t)device;
+  struct coop_frame *f = NULL;
+  int e = coop__request(c, COOP_MSG_MIGRATE, &m, NULL, 0, coop__timeout(c), COOP_MSG_OK, &r, &f);
+  coop__frame_free(f);
+  return e;
+}
+
 static void copy_status(struct coop_job_status *d, const struct coop_wire_status *s) {
   COOP_SCHEMA_STATUS(COOP__COPY)
   d->cooperative = !!(s->flags & COOP_SUBMIT_COOPERATIVE);

@@ -347,6 +347,61 @@ static int cmd_cancel(struct ctl *x, int argc, char **argv) {
   return 0;
 }
 
+/* migrate JOB DEVICE [--timeout MS]: asks, then follows the job's STATUS
+ * until it runs on DEVICE again (not suspended), ends, or MS pass. */
+static int cmd_migrate(struct ctl *x, int argc, char **argv) {
+  char *pos[2];
+  const char *tmo = NULL;
+  const struct opt opts[] = {{"timeout", &tmo, NULL}, {NULL, NULL, NULL}};
+  int npos, r = ctl_parse(x, "migrate", argc, argv, opts, pos, &npos, 2);
+  if (r) return r == 1 ? 0 : r;
+  uint64_t job;
+  uint32_t dev, ms = 30000;
+  if ((r = parse_job("migrate", npos ? pos[0] : NULL, &job))) return r;
+  if (npos < 2 || parse_u32(pos[1], &dev)) return ctl_usage("migrate", "want JOB DEVICE");
+  if (tmo && parse_u32(tmo, &ms)) return ctl_usage("migrate", "bad --timeout %s", tmo);
+  if ((r = ctl_connect(x))) return r;
+  double t0 = now_s();
+  int e = coop_migrate(x->c, job, dev);
+  if (e) return ctl_fail("migrate", e);
+  const char *how = "asked";
+  struct coop_job_status *s = NULL;
+  size_t n = 0;
+  for (;;) {
+    free(s);
+    s = NULL;
+    if ((e = coop_status(x->c, job, &s, &n)) || n != 1) break;
+    if (s->state != COOP_STATE_QUEUED && s->state != COOP_STATE_RUNNING) {
+      how = "ended";
+      break;
+    }
+    if (s->device == dev && !s->suspended) {
+      how = s->state == COOP_STATE_RUNNING ? "running" : "queued";
+      break;
+    }
+    if (now_s() - t0 >= ms / 1e3) {
+      how = s->device == dev ? "suspended" : "moving";
+      break;
+    }
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  double took = (now_s() - t0) * 1e3;
+  const char *st = s && n == 1 ? coop_state_name(s->state) : "unknown";
+  if (x->json)
+    printf("{\"job\":%llu,\"device\":%u,\"migrate\":\"%s\",\"state\":\"%s\",\"ms\":%.3f}\n",
+           (unsigned long long)job, dev, how, st, took);
+  else if (!strcmp(how, "running") || !strcmp(how, "queued"))
+    printf("job %llu: %s on device %u after %.1f ms\n", (unsigned long long)job, how, dev, took);
+  else if (!strcmp(how, "ended"))
+    printf("job %llu: ended (%s) before it ran on device %u\n", (unsigned long long)job, st, dev);
+  else
+    printf("job %llu: asked to move to device %u; after %.1f ms it is still %s\n",
+           (unsigned long long)job, dev, took, how);
+  free(s);
+  return 0;
+}
+
 static int cmd_stats(struct ctl *x, int argc, char **argv) {
   char *pos[1];
   int npos, r = ctl_parse(x, "stats", argc, argv, NULL, pos, &npos, 0);
@@ -857,6 +912,14 @@ static const struct cmd cmds[] = {
      "already finished is left as it is: coopctl says how it ended and exits 1\n"
      "(--json: {\"job\":N,\"cancel\":\"finished\",\"state\":\"done\"}).\n",
      cmd_cancel},
+    {"migrate", "move a cooperative job to another device", "migrate JOB DEVICE [--timeout MS]",
+     "Moves a cooperative job (one task, no device buffers; running or waiting) to\n"
+     "DEVICE: coopd suspends it where it runs, copies its state and its buffers over, and\n"
+     "it resumes on DEVICE where it stopped once a cooperative slot is free there.\n"
+     "coopctl then follows the job until it runs on DEVICE, ends, or MS milliseconds\n"
+     "(default 30000; 0: do not wait) pass, and says which and how long it took.\n"
+     "Only the job's owner (or root) may move it.\n",
+     cmd_migrate},
     {"stats", "the daemon's counters and recent gather times", "stats",
      "The daemon's version and uptime, device, workers, clients, job counters, and the\n"
      "p50/p90/p99/max gather times of its recent non-cooperative task instances.\n",

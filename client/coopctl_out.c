@@ -205,21 +205,22 @@ static void json_status(const struct coop_job_status *s) {
   json_str(stdout, s->kernel);
   printf(
       ",\"cooperative\":%s,\"query_barrier\":%s,\"groups\":%u,\"uid\":%u,\"pid\":%u,"
-      "\"instances_done\":%u,\"misses\":%u,\"priority\":%d,\"suspended\":%s}",
+      "\"instances_done\":%u,\"misses\":%u,\"priority\":%d,\"suspended\":%s,\"device\":%u}",
       s->cooperative ? "true" : "false", s->query_barrier ? "true" : "false", s->groups, s->uid,
-      s->pid, s->instances_done, s->misses, (int)s->priority, s->suspended ? "true" : "false");
+      s->pid, s->instances_done, s->misses, (int)s->priority, s->suspended ? "true" : "false",
+      s->device);
 }
 
 static void status_table(const struct coop_job_status *s, size_t n, int active_only) {
-  printf("%-8s %-9s %-20s %6s %-17s %4s %9s %6s %6s %7s\n", "JOB", "STATE", "KERNEL", "GROUPS",
-         "KIND", "PRI", "INSTANCES", "MISSES", "UID", "PID");
+  printf("%-8s %-9s %-20s %6s %-17s %4s %9s %6s %6s %7s %3s\n", "JOB", "STATE", "KERNEL", "GROUPS",
+         "KIND", "PRI", "INSTANCES", "MISSES", "UID", "PID", "DEV");
   for (size_t i = 0; i < n; i++) {
     if (active_only && s[i].state != COOP_STATE_QUEUED && s[i].state != COOP_STATE_RUNNING)
       continue;
-    printf("%-8llu %-9s %-20s %6u %-17s %4d %9u %6u %6u %7u\n", (unsigned long long)s[i].job,
+    printf("%-8llu %-9s %-20s %6u %-17s %4d %9u %6u %6u %7u %3u\n", (unsigned long long)s[i].job,
            s[i].suspended ? "suspended" : coop_state_name(s[i].state), s[i].kernel, s[i].groups,
            kind(s[i].cooperative, s[i].query_barrier), (int)s[i].priority, s[i].instances_done,
-           s[i].misses, s[i].uid, s[i].pid);
+           s[i].misses, s[i].uid, s[i].pid, s[i].device);
   }
 }
 

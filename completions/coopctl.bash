@@ -6,7 +6,7 @@ _coopctl() {
   COMPREPLY=()
   cur=${COMP_WORDS[COMP_CWORD]}
   prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="kernels kernel reload submit status wait cancel stats top metrics render app help"
+  local commands="kernels kernel reload submit status wait cancel migrate stats top metrics render app help"
   local global="--socket --json --help --version"
   cmd=
   for ((i = 1; i < COMP_CWORD; i++)); do
@@ -32,7 +32,7 @@ _coopctl() {
   local opts=
   case $cmd in
     submit) opts="--wg --coop --query-barrier --period --count --duration --deadline --device --priority --wait --timeout" ;;
-    wait | reload) opts="--timeout" ;;
+    wait | reload | migrate) opts="--timeout" ;;
     kernel)
       opts="--timeout"
       if [[ $cur != -* ]]; then

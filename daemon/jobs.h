@@ -22,6 +22,7 @@
 
 struct daemon;
 struct dbuf;
+struct dev;
 struct kdef;
 struct session;
 struct uid_use;
@@ -45,7 +46,6 @@ struct job {
   uint64_t id;
   uint32_t uid, pid;
   int kernel_index; /* in the device's runtime */
-  uint8_t device;   /* index into the daemon's devs[] */
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t flags;
   uint32_t groups, period_us, count, duration_ms, deadline_us;
@@ -79,6 +79,16 @@ struct job {
    * priority of the job it was suspended for */
   _Atomic uint8_t suspended;
   _Atomic int32_t suspended_for;
+  /* where it is: an index into the daemon's devs[], set before dev_submit
+   * and stored again by the device thread that hands it to another device
+   * (dev_move.c) */
+  _Atomic uint8_t device;
+  /* loop -> device (MIGRATE) or device -> itself (a suspended job moved
+   * to an idle device): the device to move to (its index + 1; 0: none),
+   * and its dev; move_dev is written before move_to and read after it */
+  _Atomic uint8_t move_to;
+  struct dev *_Atomic move_dev;
+  uint8_t counted_dev; /* loop: the device whose dev_jobs counts it */
 
   /* result: device thread until hand-back */
   int32_t error;

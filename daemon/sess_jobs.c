@@ -209,6 +209,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
         "ahead",
         (unsigned long long)j->id, (double)(j->next_ns - coop__now_ns()) / 1e6);
   dm->dev_jobs[dev]++;
+  j->counted_dev = (uint8_t)dev;
   j->owner = s;
   j->next = dm->jobs;
   dm->jobs = j;
@@ -320,6 +321,49 @@ void sess_cancel(struct session *s, uint32_t seq, const union coop_msg *m, int *
   sess_send(s, COOP_MSG_OK, seq, &r);
 }
 
+/* MIGRATE: the caller's cooperative job (root: anyone's), running or
+ * waiting, to another device (docs/daemon.md, "Moving jobs between
+ * devices"). OK once the move is asked; STATUS shows the device it is on. */
+void sess_migrate(struct session *s, uint32_t seq, const union coop_msg *m, int *fds,
+                  unsigned nfds) {
+  (void)fds, (void)nfds;
+  struct daemon *dm = s->dm;
+  const struct coop_msg_migrate *q = &m->migrate;
+  struct job *j = lookup(s, seq, q->job);
+  if (!j) return;
+  unsigned to = q->device, from = j->device;
+  const char *why = NULL;
+  if (j->finished || atomic_load(&j->state) >= COOP_JOB_DONE)
+    why = "it has ended";
+  else if (!(j->flags & COOP_SUBMIT_COOPERATIVE))
+    why = "only a cooperative job can move (a task runs where it started)";
+  else if (j->period_us)
+    why = "a periodic job cannot move";
+  else if (atomic_load(&j->cancel))
+    why = "it is being cancelled";
+  for (unsigned i = 0; !why && i < j->nargs; i++)
+    if (j->args[i].devbuf_id) why = "its device buffers stay on their device";
+  if (why)
+    return sess_error(s, seq, COOP_ESTATE, "job %llu cannot move: %s", (unsigned long long)j->id,
+                      why);
+  if (to >= dm->ndev)
+    return sess_error(s, seq, COOP_EINVAL, "no device %u: this coopd runs %u (0..%u)", to, dm->ndev,
+                      dm->ndev - 1);
+  if (to == from || atomic_load(&j->move_to))
+    return sess_error(s, seq, COOP_ESTATE, "job %llu is %s device %u", (unsigned long long)j->id,
+                      to == from ? "already on" : "already moving to",
+                      to == from ? to : atomic_load(&j->move_to) - 1u);
+  log_info("job %llu (%s, uid %u): moving from device %u to device %u (uid %u asked)",
+           (unsigned long long)j->id, j->kernel, j->uid, from, to, s->uid);
+  dm->dev_jobs[j->counted_dev]--;
+  dm->dev_jobs[to]++;
+  j->counted_dev = (uint8_t)to;
+  dev_migrate(dm->devs[from], j, dm->devs[to], to);
+  union coop_msg r;
+  memset(&r, 0, sizeof r);
+  sess_send(s, COOP_MSG_OK, seq, &r);
+}
+
 static void put_status(struct coop_wire_buf *b, const struct job *j) {
   struct coop_wire_status st;
   memset(&st, 0, sizeof st);
@@ -334,6 +378,7 @@ static void put_status(struct coop_wire_buf *b, const struct job *j) {
   st.misses = atomic_load(&j->misses_so_far);
   st.priority = j->priority;
   st.suspended = atomic_load(&j->suspended);
+  st.device = j->device;
   coop_wire_status_put(b, &st);
 }
 
@@ -441,7 +486,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
   dbuf_job_done(dm, j); /* its device buffers may go now */
   jobs_count_finished(dm, j);
   journal_finished(dm->journal, j->id);
-  dm->dev_jobs[j->device]--;
+  dm->dev_jobs[j->counted_dev]--;
   /* done, cancelled, refused or failed: one line, with the reason if any */
   log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
            coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
@@ -510,4 +555,20 @@ void session_job_done(struct daemon *dm, struct job *j) {
 
 static void hook_job_done(void *user, struct job *j) { session_job_done(user, j); }
 static void hook_job_event(void *user, const struct dev_event *e) { session_job_event(user, e); }
-const struct dev_hooks session_dev_hooks = {hook_job_done, hook_job_event};
+/* On a device thread: the device with the most free cooperative slots
+ * (then the lowest index) other than from, with the workers j asks for
+ * or at least one. */
+static int hook_move_target(void *user, struct dev *from, const struct job *j, struct dev **to) {
+  struct daemon *dm = user; /* devs[] and ndev do not change once devices run */
+  int best = -1;
+  unsigned best_free = 0;
+  (void)j;
+  for (unsigned i = 0; i < dm->ndev; i++) {
+    unsigned f = dm->devs[i] == from ? 0 : dev_free_slots(dm->devs[i]);
+    if (f > best_free) best = (int)i, best_free = f;
+  }
+  if (best >= 0) *to = dm->devs[best];
+  return best;
+}
+
+const struct dev_hooks session_dev_hooks = {hook_job_done, hook_job_event, hook_move_target};

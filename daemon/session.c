@@ -263,6 +263,7 @@ static const struct sess_cmd {
     {COOP_MSG_KERNEL_ADD, sess_kernel_add, SESS_NEEDS_HELLO},
     {COOP_MSG_KERNEL_REMOVE, sess_kernel_remove, SESS_NEEDS_HELLO},
     {COOP_MSG_RELOAD, sess_reload, SESS_NEEDS_HELLO},
+    {COOP_MSG_MIGRATE, sess_migrate, SESS_NEEDS_HELLO},
 };
 
 /* The row of a message type, or NULL (a reply type, or none). */

@@ -87,7 +87,7 @@ typedef void sess_handler(struct session *s, uint32_t seq, const union coop_msg 
                           unsigned nfds);
 
 /* sess_jobs.c */
-sess_handler sess_submit, sess_wait, sess_cancel, sess_status;
+sess_handler sess_submit, sess_wait, sess_cancel, sess_status, sess_migrate;
 void sess_waiter_free(struct waiter *w);
 void sess_waiter_remove(struct session *s, struct waiter *w);
 

@@ -93,6 +93,8 @@
  * name the author's messages give it (a base name). */
 #define COOP_SCHEMA_KERNEL_ADD(XX) XX(NAME, file, 0)
 #define COOP_SCHEMA_KERNEL_REMOVE(XX) XX(NAME, name, 0)
+/* MIGRATE (PROTOCOL.md, "MIGRATE"): a cooperative job to another device. */
+#define COOP_SCHEMA_MIGRATE(XX) XX(U64, job, 0) XX(U8, device, 0)
 
 /* ---- replies ---- */
 
@@ -113,7 +115,7 @@
 #define COOP_SCHEMA_STATUS(XX) \
   XX(U64, job, 0) XX(STATE, state, 0) XX(FLAGS, flags, 0) XX(NAME, kernel, 0) \
   XX(U32, groups, 0) XX(U32, uid, 0) XX(U32, pid, 0) XX(U32, instances_done, 0) \
-  XX(U32, misses, 0) XX(I32, priority, 0) XX(BOOL, suspended, 0)
+  XX(U32, misses, 0) XX(I32, priority, 0) XX(BOOL, suspended, 0) XX(U8, device, 0)
 
 /* RESULT: then ninst x COOP_SCHEMA_INST records, and the inline OUT
  * buffers (u8 nbuf, nbuf x (u8 arg, blob data)). */

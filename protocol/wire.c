@@ -292,6 +292,7 @@ LIST_CODEC(buffer, COOP_SCHEMA_BUFFER, struct coop_msg_buffer)
 LIST_CODEC(kernel_add, COOP_SCHEMA_KERNEL_ADD, struct coop_msg_kernel_add)
 LIST_CODEC(kernel_remove, COOP_SCHEMA_KERNEL_REMOVE, struct coop_msg_kernel_remove)
 LIST_CODEC(kernel_done, COOP_SCHEMA_KERNEL_DONE, struct coop_msg_kernel_done)
+LIST_CODEC(migrate, COOP_SCHEMA_MIGRATE, struct coop_msg_migrate)
 
 /* A fixed-size record's bytes: its records are fixed-size, and njobs
  * follows them, so a count that does not match them is refused (the decoder
@@ -619,7 +620,8 @@ static void enc_kernel_list(struct enc *e, const struct coop_msg_kernel_list *m)
   XX(BUF_DATA, buf_data, enc_buf_data, dec_buf_data)                     \
   XX(KERNEL_ADD, kernel_add, enc_kernel_add, dec_kernel_add)             \
   XX(KERNEL_REMOVE, kernel_remove, put_kernel_remove, get_kernel_remove) \
-  XX(KERNEL_DONE, kernel_done, enc_kernel_done, dec_kernel_done)
+  XX(KERNEL_DONE, kernel_done, enc_kernel_done, dec_kernel_done)         \
+  XX(MIGRATE, migrate, put_migrate, get_migrate)
 
 static int empty(uint16_t type) {
   return type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK ||
@@ -779,11 +781,11 @@ const char *coop_wire_type_name(uint16_t type) {
   static const char *const req[] = {
       "?",        "HELLO",    "SUBMIT",     "STATUS",        "WAIT",       "CANCEL",
       "STATS",    "KERNELS",  "SUBSCRIBE",  "TOP",           "BUF_CREATE", "BUF_WRITE",
-      "BUF_READ", "BUF_FREE", "KERNEL_ADD", "KERNEL_REMOVE", "RELOAD"};
+      "BUF_READ", "BUF_FREE", "KERNEL_ADD", "KERNEL_REMOVE", "RELOAD",     "MIGRATE"};
   static const char *const rep[] = {"WELCOME",   "ACCEPTED",    "STATUS_REPLY", "RESULT",
                                     "OK",        "STATS_REPLY", "KERNEL_LIST",  "EVENT",
                                     "TOP_REPLY", "BUFFER",      "BUF_DATA",     "KERNEL_DONE"};
-  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_RELOAD) return req[type];
+  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_MIGRATE) return req[type];
   if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_KERNEL_DONE) return rep[type - COOP_MSG_WELCOME];
   return type == COOP_MSG_ERROR ? "ERROR" : "UNKNOWN";
 }

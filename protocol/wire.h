@@ -75,6 +75,7 @@ enum coop_msg_type {
   COOP_MSG_KERNEL_ADD = 14,    /* answered by KERNEL_DONE once the reload ended */
   COOP_MSG_KERNEL_REMOVE = 15, /* the same */
   COOP_MSG_RELOAD = 16,        /* empty payload; the same */
+  COOP_MSG_MIGRATE = 17,       /* answered by OK once the move is asked */
   /* daemon -> client */
   COOP_MSG_WELCOME = 64,
   COOP_MSG_ACCEPTED = 65,
@@ -193,6 +194,10 @@ struct coop_msg_submit {
 /* STATUS: u64 job (0 = every job this client may see) */
 /* WAIT: u64 job, u32 timeout_ms (COOP_WAIT_FOREVER) */
 /* CANCEL: u64 job */
+/* MIGRATE: u64 job, u8 device */
+struct coop_msg_migrate {
+  COOP_SCHEMA_MIGRATE(COOP_SCHEMA_MEMBER)
+};
 /* STATS, KERNELS: empty payload */
 /* TOP: u8 device */
 struct coop_msg_top {
@@ -409,6 +414,7 @@ union coop_msg {
   struct coop_msg_kernel_add kernel_add;
   struct coop_msg_kernel_remove kernel_remove;
   struct coop_msg_kernel_done kernel_done;
+  struct coop_msg_migrate migrate;
 };
 
 /* ---- growable output buffer ---- */

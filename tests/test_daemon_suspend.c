@@ -54,9 +54,140 @@ START_TEST(a_restart_resumes_from_the_last_checkpoint) {
 }
 END_TEST
 
+/* MIGRATE job to device: the reply's type (c->m the ERROR if refused). */
+static uint16_t migrate(struct conn *c, uint64_t job, uint8_t device) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.migrate.job = job;
+  m.migrate.device = device;
+  return reply(c, send_msg(c, COOP_MSG_MIGRATE, &m, NULL, 0));
+}
+
+static void refused(struct conn *c, uint16_t type, int code, const char *says) {
+  ck_assert_uint_eq(type, COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, code);
+  assert_has(c->m.error.message, says);
+}
+
+/* Waits (at most 30 s) until job's STATUS puts it on device and not
+ * suspended; 1 if it did. */
+static int seen_on(struct conn *c, uint64_t job, unsigned device) {
+  for (int i = 0; i < 3000; i++) {
+    struct coop_wire_status st = job_status(c, job);
+    if (st.device == device && !st.suspended && st.state == COOP_JOB_RUNNING) return 1;
+    if (st.state >= COOP_JOB_DONE) return 0;
+    msleep(10);
+  }
+  return 0;
+}
+
+static const char *two_devices = "device.devices=0,0"; /* two megakernels on PoCL */
+
+/* A sweep of about 3 s on device 0, moved by MIGRATE to device 1 while it
+ * runs: STATUS puts it on device 1, running, and it ends there (RESULT's
+ * device) with every word right. What may not move is refused with why. */
+START_TEST(migrate_moves_a_running_sweep) {
+  char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices,
+                        "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_eq(c.m.welcome.ndevices, 2);
+  submit_device = 0;
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 300;
+  static uint32_t data[256];
+  uint64_t job = sweep_at(&c, data, 256, 3, rounds, kt, w, 0);
+  ck_assert_uint_ne(job, 0);
+  wait_running(&c, job);
+  ck_assert_uint_eq(job_status(&c, job).device, 0);
+  refused(&c, migrate(&c, job, 2), COOP_EINVAL, "no device 2");
+  refused(&c, migrate(&c, job, 0), COOP_ESTATE, "already on device 0");
+  refused(&c, migrate(&c, job + 1000, 1), COOP_ENOJOB, "");
+  int64_t t0 = now_ms();
+  ck_assert_uint_eq(migrate(&c, job, 1), COOP_MSG_OK);
+  if (!seen_on(&c, job, 1)) {
+    log_print(logp);
+    ck_abort_msg("the sweep never ran on device 1");
+  }
+  fprintf(stderr, "running on device 1 %lld ms after MIGRATE\n", (long long)(now_ms() - t0));
+  sweep_check(&c, job, 256, 3, rounds);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  /* a task cannot move; neither can a job that has ended */
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.args[4].bits = 1u << 20; /* long enough to be asked while it runs */
+  uint64_t task = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(task, 0);
+  refused(&c, migrate(&c, task, 1), COOP_ESTATE, "only a cooperative job can move");
+  ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  refused(&c, migrate(&c, job, 0), COOP_ESTATE, "it has ended");
+  ck_assert(log_has(logp, "moved here, suspended"));
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* One cooperative slot per device. A sweep of priority 0 runs on device 0;
+ * a sweep of priority 3 comes to device 0 and has the first suspended.
+ * Device 1 is idle, so the suspended sweep moves there by itself and
+ * resumes at once: it ends on device 1 (RESULT), before the second would
+ * have let it resume on device 0, and both results are right. Before, it
+ * waited on device 0 until the second ended. */
+START_TEST(a_suspended_job_moves_to_an_idle_device) {
+  char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        two_devices,
+                        "limits.max_priority=10",
+                        "jobs.reserve_percent=100",
+                        "device.max_workgroups=5",
+                        "log.level=info",
+                        NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  submit_device = 0;
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 300;
+  static uint32_t a[256], b[256];
+  uint64_t low = sweep_at(&c, a, 256, 5, rounds, kt, w, 0);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  uint64_t high = sweep_at(&c, b, 256, 1000, rounds, kt, w, 3);
+  ck_assert_uint_ne(high, 0);
+  if (!seen_on(&c, low, 1)) {
+    log_print(logp);
+    ck_abort_msg("the suspended sweep never ran on device 1");
+  }
+  sweep_check(&c, low, 256, 5, rounds);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  int64_t low_end = c.m.result.t.finished;
+  sweep_check(&c, high, 256, 1000, rounds);
+  ck_assert_uint_eq(c.m.result.device, 0);
+  fprintf(stderr, "low ended %lld ms before high\n",
+          (long long)((c.m.result.t.finished - low_end) / 1000000));
+  if (!log_has(logp, "it moves there")) log_print(logp);
+  ck_assert(log_has(logp, "it moves there"));
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 void daemon_suspend_cases(Suite *s) {
   TCase *t = tcase_create("checkpoints");
   tcase_set_timeout(t, 240);
   tcase_add_test(t, a_restart_resumes_from_the_last_checkpoint);
+  suite_add_tcase(s, t);
+  t = tcase_create("migrate"); /* two megakernels on PoCL's one device */
+  tcase_set_timeout(t, 240);
+  tcase_add_test(t, migrate_moves_a_running_sweep);
+  tcase_add_test(t, a_suspended_job_moves_to_an_idle_device);
   suite_add_tcase(s, t);
 }

@@ -663,7 +663,8 @@ START_TEST(names) {
   ck_assert_str_eq(coop_wire_type_name(14), "KERNEL_ADD");
   ck_assert_str_eq(coop_wire_type_name(16), "RELOAD");
   ck_assert_str_eq(coop_wire_type_name(75), "KERNEL_DONE");
-  ck_assert_str_eq(coop_wire_type_name(17), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(17), "MIGRATE");
+  ck_assert_str_eq(coop_wire_type_name(18), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(63), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(76), "UNKNOWN");
   ck_assert_str_eq(coop_job_state_name(COOP_JOB_CANCELLED), "cancelled");
@@ -806,7 +807,7 @@ START_TEST(buffer_messages) {
 END_TEST
 
 START_TEST(reject_unknown_type) {
-  const uint16_t bad[] = {0, 17, 63, 76, 126, 128, 0xffff};
+  const uint16_t bad[] = {0, 18, 63, 76, 126, 128, 0xffff};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     union coop_msg m;
     ck_assert_int_eq(decode_raw(bad[i], NULL, 0, &m, NULL), COOP_EPROTO);
@@ -957,6 +958,7 @@ static void status_rec(struct pb *p, uint8_t state, uint8_t flags) {
   pb_be(p, 5, 8), pb_be(p, state, 1), pb_be(p, flags, 1), pb_str(p, "k", 1);
   for (int i = 0; i < 5; i++) pb_be(p, 1, 4);
   pb_be(p, 0xfffffffbu, 4), pb_be(p, 1, 1); /* priority -5, suspended */
+  pb_be(p, 1, 1);                           /* on device 1 */
 }
 
 START_TEST(reject_status_records) {
@@ -1056,6 +1058,13 @@ START_TEST(kernel_author_messages) {
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_RELOAD), 0);
   pb_be(&p, 0, 1);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_RELOAD), COOP_EPROTO);
+  /* MIGRATE: u64 job, u8 device, exactly */
+  pb_be(&p, 7, 8), pb_be(&p, 1, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_MIGRATE), 0);
+  pb_be(&p, 7, 8);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_MIGRATE), COOP_EPROTO);
+  pb_be(&p, 7, 8), pb_be(&p, 1, 1), pb_be(&p, 0, 1);
+  ck_assert_int_eq(pb_decode(&p, COOP_MSG_MIGRATE), COOP_EPROTO);
   /* KERNEL_DONE: the log's edge, a failure's code, the kernel record */
   pb_be(&p, (uint32_t)COOP_EBUILD, 4), pb_be(&p, 3, 4), pb_be(&p, 0, 1);
   pb_be(&p, COOP_WIRE_LOG_MAX, 4), pb_mem(&p, src, COOP_WIRE_LOG_MAX);

@@ -48,11 +48,12 @@ static int carriable(struct dev *d, const struct run *r) {
 void dev__carry_request(struct dev *d, struct run *r) {
   /* one suspending for a job of higher priority waits in coop_wait, and
    * dev__carry_suspended takes it across from there */
-  if (r->moving || r->suspending || r->ckpting || !d->rt || !carriable(d, r)) return;
+  if (r->moving || r->suspending || r->ckpting || r->migrating || !d->rt || !carriable(d, r))
+    return;
   if (dp_suspend(d->rt, r->task[0]) == 0) r->moving = 1;
 }
 
-int dev__carry_out(struct dev *d, struct run *r) {
+int dev__carry_out(struct dev *d, struct run *r, const char *where) {
   struct job *j = r->j;
   r->state_fd = memfd_create("coopd-carry-state", MFD_CLOEXEC);
   r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
@@ -63,7 +64,7 @@ int dev__carry_out(struct dev *d, struct run *r) {
   int breach = -1;
   if (e == 0) e = dp_unstage(d->rt, b, n, r->task[0], &breach); /* and the task released */
   if (e || breach >= 0) {
-    dev__fail(j, e ? e : COOP_EFAULT, "could not carry it across the kernel reload: %s",
+    dev__fail(j, e ? e : COOP_EFAULT, "could not carry it %s: %s", where,
               e ? coop_strerror(e) : "a guard zone was overwritten");
     if (r->state_fd >= 0) close(r->state_fd);
     if (r->carry_fd >= 0) close(r->carry_fd);
@@ -74,8 +75,8 @@ int dev__carry_out(struct dev *d, struct run *r) {
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
   r->ninflight = 0;
   r->moving = 2;
-  log_info("job %llu (%s): suspended across the kernel reload", (unsigned long long)j->id,
-           j->kernel);
+  log_info("job %llu (%s): suspended, to be carried %s", (unsigned long long)j->id, j->kernel,
+           where);
   return 0;
 }
 
@@ -140,13 +141,18 @@ static int carry_suspended_one(struct dev *d, struct run *r) {
                                  : "the new set changed or removed its kernel");
     return -1;
   }
+  return dev__carry_waiting(d, r, "across the kernel reload");
+}
+
+int dev__carry_waiting(struct dev *d, struct run *r, const char *where) {
+  struct job *j = r->j;
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
   unsigned n = r->carry_fd < 0 ? 0 : dev__carry_bufs(j, b, r->carry_fd, 0);
   int breach = -1;
   int e = r->carry_fd < 0 ? COOP_ENOMEM : n ? dp_unstage(d->rt, b, n, 0, &breach) : 0;
   if (e || breach >= 0) {
-    dev__fail(j, e ? e : COOP_EFAULT, "could not carry it across the kernel reload: %s",
+    dev__fail(j, e ? e : COOP_EFAULT, "could not carry it %s: %s", where,
               e ? coop_strerror(e) : "a guard zone was overwritten");
     return -1;
   }

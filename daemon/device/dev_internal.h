@@ -25,6 +25,7 @@
  * (dev_ckpt.c) */
 #define DEV_FOR_SHARE INT32_MIN
 #define DEV_FOR_RESTART (INT32_MIN + 1)
+#define DEV_FOR_MOVE (INT32_MIN + 2) /* moved from another device (dev_move.c) */
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -59,6 +60,7 @@ struct run {
    * it (host ns) */
   int ckpting, ckpt_state_fd, ckpt_buf_fd;
   int64_t ckpt_at;
+  int migrating; /* asked to suspend to move to another device (dev_move.c) */
   struct run *next;
 };
 
@@ -124,6 +126,7 @@ struct dev {
   /* bumped when the slot queue or the cooperative runs change; the waiting
    * jobs' places were last published at places_seq, for places_workers */
   uint64_t slots_seq, places_seq, caps_seq;
+  _Atomic unsigned free_slots; /* device thread -> others: dev_free_slots (dev_move.c) */
   unsigned places_workers, caps_workers;
   /* watchdog */
   char restart_why[256]; /* device thread: set to restart the device process */
@@ -154,6 +157,11 @@ struct dev {
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
 
 /* device.c */
+/* A suspended job (its run in j->dev_run) or a waiting one, from another
+ * device thread: queued in d's in queue, it waits first in d's slot queue
+ * (take_new). index: d's place in the daemon's devices (job.device).
+ * -1 when d is stopping (the job stays the caller's). */
+int dev__adopt(struct dev *d, struct job *j, unsigned index);
 /* A finished job back to the loop (the out queue and the uv_async). */
 void dev__hand_back(struct dev *d, struct job *j);
 /* A job cancelled before it ran (its client, or a stop: then the message
@@ -182,7 +190,11 @@ void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
  * (0: carried, off d->runs; -1: the job failed); after the swap: every
  * carried run resumed in the new device process, or failed. */
 void dev__carry_request(struct dev *d, struct run *r);
-int dev__carry_out(struct dev *d, struct run *r);
+int dev__carry_out(struct dev *d, struct run *r, const char *where);
+/* A suspended job waiting in coop_wait: its buffers copied out of the
+ * device process into r->carry_fd, freed there: 0, or -1 (the job
+ * failed; where: "across the kernel reload", "to another device"). */
+int dev__carry_waiting(struct dev *d, struct run *r, const char *where);
 void dev__carry_in(struct dev *d);
 /* Before the swap: each suspended job waiting in coop_wait has its
  * buffers copied out of the old device process (or fails, when the new
@@ -220,6 +232,18 @@ int dev__ckpt_take(struct dev *d, struct run *r);
 int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now);
 /* A run done with: its descriptors closed, freed. */
 void dev__run_free(struct run *r);
+
+/* dev_move.c */
+/* r's job asked to move (job.move_to): its task asked to suspend once it
+ * runs and nothing else suspends it. */
+void dev__move_request(struct dev *d, struct run *r);
+/* r, suspended and carried out (dev__carry_out), off d->runs: handed to
+ * the device its job moves to. */
+void dev__move_out(struct dev *d, struct run *r);
+/* The jobs waiting in coop_wait that move: asked to (MIGRATE), or
+ * suspended while another device has a free slot (hooks->move_target):
+ * their buffers out, handed over. Then d's free slots published. */
+void dev__move_waiting(struct dev *d);
 
 /* dev_prio.c */
 /* Suspends what a waiting job of higher priority, a non-cooperative run

@@ -377,7 +377,8 @@ void dev__finish_job(struct dev *d, struct run *r) {
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished,
  * 2 when suspended to be carried across a reload (dev_carry.c), 3 when
  * suspended for a job of higher priority or a share (dev_prio.c: its job
- * waits in coop_wait). */
+ * waits in coop_wait), 4 when suspended to move to another device
+ * (dev_move.c). */
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   struct job *j = r->j;
   if (r->resuming && dev__resume_suspended(d, r)) return 1;
@@ -392,6 +393,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     r->watchdog = 1;
   }
   dev__ckpt_request(d, r, now);
+  if (atomic_load(&j->move_to)) dev__move_request(d, r);
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
@@ -410,8 +412,12 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
     int got = r->ended ? (ti = r->end_info, 1) : dp_task_info(d->rt, r->task[i], &ti) == 0;
-    if (got && ti.state == COOP_TASK_SUSPENDED && r->moving == 1 && dev__carry_out(d, r) == 0)
+    if (got && ti.state == COOP_TASK_SUSPENDED && r->moving == 1 &&
+        dev__carry_out(d, r, "across the kernel reload") == 0)
       return 2; /* carried across the reload */
+    if (got && ti.state == COOP_TASK_SUSPENDED && r->migrating &&
+        dev__carry_out(d, r, "to another device") == 0)
+      return 4; /* to another device (dev_move.c) */
     if (got && ti.state == COOP_TASK_SUSPENDED && r->suspending && dev__suspend_out(d, r) == 0)
       return 3; /* back in coop_wait */
     if (got && ti.state == COOP_TASK_SUSPENDED && r->ckpting) {

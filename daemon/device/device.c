@@ -137,6 +137,49 @@ void dev_cancel(struct dev *d, struct job *j) {
   kick(d);
 }
 
+void dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index) {
+  atomic_store(&j->move_dev, to); /* before move_to: whoever sees move_to sees it */
+  atomic_store(&j->move_to, (uint8_t)(index + 1));
+  pthread_mutex_lock(&from->mu);
+  pthread_cond_signal(&from->cv);
+  pthread_mutex_unlock(&from->mu);
+  kick(from);
+}
+
+int dev__adopt(struct dev *d, struct job *j, unsigned index) {
+  pthread_mutex_lock(&d->mu);
+  if (d->stopping) { /* its thread may be gone before it takes the job */
+    pthread_mutex_unlock(&d->mu);
+    return -1;
+  }
+  j->device = (uint8_t)index; /* before the link: see dev_move.c */
+  if (j->dev_run) {
+    atomic_store(&j->suspended_for, DEV_FOR_MOVE);
+    atomic_store(&j->suspended, 1);
+  }
+  j->dev_next = NULL;
+  if (d->in_tail)
+    d->in_tail->dev_next = j;
+  else
+    d->in_head = j;
+  d->in_tail = j;
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  kick(d);
+  return 0;
+}
+
+/* A job moved here with its suspended run (dev__adopt): first in the slot
+ * queue, as a job suspended here would be (dev__suspend_out). */
+static void adopt_suspended(struct dev *d, struct job *j) {
+  j->dev_next = d->coop_wait_head;
+  d->coop_wait_head = j;
+  if (!d->coop_wait_tail) d->coop_wait_tail = j;
+  d->slots_seq++;
+  log_info("job %llu (%s): moved here, suspended; it resumes when a slot is free",
+           (unsigned long long)j->id, j->kernel);
+}
+
 void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *, void *)) {
   pthread_mutex_lock(&d->mu);
   d->on_stopped = on_stopped;
@@ -202,7 +245,9 @@ static void take_new(struct dev *d) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
     TRACE_SET(j, taken, taken);
-    if (d->stop_now || atomic_load(&j->cancel)) {
+    if (j->dev_run) { /* moved from another device: the slot queue cancels it if need be */
+      adopt_suspended(d, j);
+    } else if (d->stop_now || atomic_load(&j->cancel)) {
       dev__cancel_queued(d, j, "cancelled");
     } else if (d->held_head || dev__held(d, j->uid, coop__now_ns())) {
       dev__queue_held(d, j); /* behind the held ones: pump_held keeps the order */
@@ -360,6 +405,9 @@ static void *dev_main(void *arg) {
         *p = r->next;
         r->next = d->carried;
         d->carried = r;
+      } else if (s == 4) { /* suspended: to another device (dev_move.c) */
+        *p = r->next;
+        dev__move_out(d, r);
       } else if (s == 3) { /* suspended: its job waits for a slot again (dev_prio.c) */
         *p = r->next;
         r->next = NULL;
@@ -379,6 +427,7 @@ static void *dev_main(void *arg) {
     /* what a waiting job, or a task submitted in this pass, lacks is
      * suspended now: the next pass may be DEV_WAIT_NS away (dev_prio.c) */
     dev__preempt(d);
+    dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
     if (held_wake < wake) wake = held_wake;

@@ -34,6 +34,12 @@ struct dev_event {
 struct dev_hooks {
   void (*job_done)(void *user, struct job *j);
   void (*job_event)(void *user, const struct dev_event *e);
+  /* Called on from's device thread, not the loop: where a suspended
+   * cooperative job j waiting on from may move now, a device with a free
+   * cooperative slot (dev_free_slots): its index in the daemon's devices
+   * and *to, or -1 to stay. It may read only what dev_free_slots and
+   * dev_workers publish. */
+  int (*move_target)(void *user, struct dev *from, const struct job *j, struct dev **to);
 };
 
 /* Opens the device, registers the kernels, launches the megakernel (in the
@@ -92,6 +98,15 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n);
  * (docs/daemon.md, "Cooperative slots"): 1 with the text in buf, else 0. */
 int dev_slot_cap(const struct job *j, char *buf, size_t n);
 void dev_cancel(struct dev *d, struct job *j);
+/* MIGRATE (loop): j, running or waiting on `from`, moves to `to` (at
+ * `index` in the daemon's devices): from's device thread suspends it
+ * there (once it runs), copies its saved state and its buffers out, and
+ * hands it to to's, which resumes it when a slot is free. The caller
+ * checked that it may move (cooperative, one task, no device buffers). */
+void dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index);
+/* Cooperative slots free on d with no job waiting for them, as its device
+ * thread last published (any thread). */
+unsigned dev_free_slots(const struct dev *d);
 /* Stop: running jobs get grace_ms to finish, then are cancelled; queued
  * ones are cancelled at once. Every job is handed back; then the runtime
  * closes and on_stopped runs on the loop. */

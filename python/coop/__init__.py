@@ -258,6 +258,12 @@ class Job:
     def cancel(self):
         _check(_lib.coop_cancel(self.conn._c, self.id), self.conn._c)
 
+    def migrate(self, device):
+        """Moves this cooperative job to another device: it resumes there
+        where it stopped (docs/daemon.md, "Moving jobs between devices").
+        Returns once the move is asked."""
+        _check(_lib.coop_migrate(self.conn._c, self.id, int(device)), self.conn._c)
+
     def __repr__(self):
         return f"<coop.Job {self.id}>"
 

@@ -157,6 +157,7 @@ def load():
         "coop_wait": (c_int, [_P, c_u64, c_int, ctypes.POINTER(Result)]),
         "coop_result_free": (None, [ctypes.POINTER(Result)]),
         "coop_cancel": (c_int, [_P, c_u64]),
+        "coop_migrate": (c_int, [_P, c_u64, ctypes.c_uint]),
         "coop_stats": (c_int, [_P, ctypes.POINTER(Stats)]),
         "coop_kernels": (c_int, [_P, ctypes.POINTER(ctypes.POINTER(Kernel)),
                                  ctypes.POINTER(ctypes.c_size_t)]),

@@ -1,0 +1,110 @@
+/*
+ * dev_move.c: cooperative jobs that move to another device (docs/daemon.md,
+ * "Moving jobs between devices").
+ *
+ * A job moves when MIGRATE asks it to (job.move_to, set by the loop), or
+ * by itself when it waits suspended (for a job of higher priority, a
+ * share, or after a restart) while another device has a free cooperative
+ * slot and nothing waiting for it (hooks->move_target, which reads what
+ * each device thread publishes in dev_free_slots). The mechanism is the
+ * reload's (dev_carry.c): a running job's task is suspended (every
+ * workgroup but 0 leaves at its offer_kill; workgroup 0 saves its state,
+ * docs/scheduler.md "Suspension"), its state and every buffer's contents
+ * leave this device process for two memfds, and the job with its run goes
+ * to the other device thread's in queue (dev__adopt), which puts it first
+ * in its slot queue as a suspended job; when a slot is free there, its
+ * buffers are staged into that device process and its task resumes from
+ * the state (dev__resume_run). A job waiting suspended has only its
+ * buffers to copy out; one waiting that never ran moves as it is.
+ *
+ * Ownership: the run and the job belong to this device thread until
+ * dev__adopt links them into the other's in queue under its mutex; from
+ * then on to the other's. job.device is stored before that link, so that
+ * the loop, which reads it for STATUS and CANCEL, sees the new device no
+ * later than the new device thread owns it (a CANCEL sent to the old one
+ * in between is a flag on the job: the new thread sees it on its pass).
+ * Device thread only.
+ */
+#include <stdio.h>
+#include <unistd.h>
+
+#include "coop_util.h"
+#include "dev_internal.h"
+#include "log.h"
+
+void dev__move_request(struct dev *d, struct run *r) {
+  /* a reload's carry, a priority's suspension or a checkpoint first: the
+   * move waits for its pass after them */
+  if (r->migrating || r->moving || r->suspending || r->ckpting || r->resuming || !d->rt) return;
+  if (r->ninflight != 1 || !r->task_ran[0]) return; /* not yet running: next pass */
+  if (dp_suspend(d->rt, r->task[0]) == 0) r->migrating = 1;
+}
+
+/* Hands j (and its run, if any, in j->dev_run) to the device it moves to;
+ * if that one is stopping, the job ends here (cancelled, as the stop
+ * would have). */
+static void hand_over(struct dev *d, struct job *j) {
+  struct dev *to = atomic_load(&j->move_dev);
+  unsigned index = atomic_load(&j->move_to) - 1u;
+  atomic_store(&j->move_to, 0);
+  atomic_store(&j->move_dev, NULL);
+  d->slots_seq++;
+  if (dev__adopt(to, j, index) == 0) {
+    log_info("job %llu (%s): handed to device %u", (unsigned long long)j->id, j->kernel, index);
+    return;
+  }
+  if (j->dev_run) {
+    dev__drop_suspended(d, j); /* CANCELLED */
+  } else {
+    dev__cancel_queued(d, j, "cancelled: the daemon is shutting down");
+  }
+}
+
+void dev__move_out(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  r->migrating = 0;
+  r->moving = 0;
+  r->next = NULL;
+  r->suspended_at = coop__now_ns();
+  j->dev_run = r;
+  hand_over(d, j);
+}
+
+/* Whether waiting j moves: asked to, or suspended with a device free for it. */
+static int moves(struct dev *d, struct job *j) {
+  struct run *r = j->dev_run;
+  if (r && r->carry_fd < 0 && !d->rt) return 0; /* its buffers come back with the device */
+  if (atomic_load(&j->move_to)) return 1;
+  if (!r || !d->hooks->move_target || atomic_load(&j->cancel) || d->stop_now) return 0;
+  struct dev *to = NULL;
+  int index = d->hooks->move_target(d->user, d, j, &to);
+  if (index < 0 || !to) return 0;
+  atomic_store(&j->move_dev, to);
+  atomic_store(&j->move_to, (uint8_t)(index + 1));
+  log_info("job %llu (%s): suspended here while device %d has a free slot: it moves there",
+           (unsigned long long)j->id, j->kernel, index);
+  return 1;
+}
+
+void dev__move_waiting(struct dev *d) {
+  for (struct job **p = &d->coop_wait_head; *p;) {
+    struct job *j = *p;
+    if (!moves(d, j)) {
+      p = &j->dev_next;
+      continue;
+    }
+    struct run *r = j->dev_run;
+    dev__coop_wait_remove(d, p);
+    if (r && r->carry_fd < 0 && dev__carry_waiting(d, r, "to another device")) {
+      atomic_store(&j->move_to, 0);
+      dev__drop_suspended(d, j); /* failed: its run ends with the job's error */
+      continue;
+    }
+    hand_over(d, j);
+  }
+  unsigned slots = dev__coop_slots(d), running = dev__coop_running(d, NULL);
+  int open = d->rt && !d->swap_now && !d->stop_now && !d->broken[0] && !d->coop_wait_head;
+  atomic_store(&d->free_slots, open && slots > running ? slots - running : 0);
+}
+
+unsigned dev_free_slots(const struct dev *d) { return atomic_load(&d->free_slots); }
