@@ -26,7 +26,7 @@ START_TEST(a_restart_resumes_from_the_last_checkpoint) {
   char logp[] = "/tmp/coopd-ckpt-XXXXXX.log";
   log_temp(logp);
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.checkpoint_ms=200", "log.level=info", NULL};
+                        "jobs.checkpoint_ms=200", "log.level=debug", NULL};
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
@@ -36,7 +36,12 @@ START_TEST(a_restart_resumes_from_the_last_checkpoint) {
   uint64_t job = sweep_at(&c, data, 256, 7, rounds, kt, w, 0);
   ck_assert_uint_ne(job, 0);
   wait_running(&c, job);
-  msleep(1000);
+  for (int i = 0; i < 1000 && !log_has(logp, "checkpoint 1:"); i++) msleep(10);
+  if (!log_has(logp, "checkpoint 1:")) {
+    log_print(logp);
+    ck_abort_msg("no checkpoint within 10 s");
+  }
+  msleep(300); /* the work after it is lost */
   pid_t dp = device_process(d.pid);
   ck_assert_int_gt(dp, 0);
   ck_assert_int_eq(kill(dp, SIGKILL), 0);
@@ -81,7 +86,14 @@ static int seen_on(struct conn *c, uint64_t job, unsigned device) {
   return 0;
 }
 
-static const char *two_devices = "device.devices=0,0"; /* two megakernels on PoCL */
+/* Two megakernels on PoCL's one device by default; COOP_TEST_DEVICES=0,1
+ * on a machine with two GPUs (CUDA runs one megakernel a GPU). */
+static const char *two_devices(void) {
+  static char devs[64];
+  snprintf(devs, sizeof devs, "device.devices=%.40s",
+           getenv("COOP_TEST_DEVICES") ? getenv("COOP_TEST_DEVICES") : "0,0");
+  return devs;
+}
 
 /* A sweep of about 3 s on device 0, moved by MIGRATE to device 1 while it
  * runs: STATUS puts it on device 1, running, and it ends there (RESULT's
@@ -89,8 +101,8 @@ static const char *two_devices = "device.devices=0,0"; /* two megakernels on PoC
 START_TEST(migrate_moves_a_running_sweep) {
   char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
   log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices,
-                        "log.level=info", NULL};
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices(),
+                        "log.level=debug", NULL};
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
@@ -142,7 +154,7 @@ START_TEST(a_suspended_job_moves_to_an_idle_device) {
   char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
   log_temp(logp);
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        two_devices,
+                        two_devices(),
                         "limits.max_priority=10",
                         "jobs.reserve_percent=100",
                         "device.max_workgroups=5",

@@ -62,6 +62,7 @@ int dev__carry_out(struct dev *d, struct run *r, const char *where) {
       r->state_fd < 0 || r->carry_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
   unsigned n = e ? 0 : dev__carry_bufs(j, b, r->carry_fd, 0);
   int breach = -1;
+  if (e == 0) dev__segment_end(d, r);
   if (e == 0) e = dp_unstage(d->rt, b, n, r->task[0], &breach); /* and the task released */
   if (e || breach >= 0) {
     dev__fail(j, e ? e : COOP_EFAULT, "could not carry it %s: %s", where,

@@ -72,25 +72,40 @@ void dev__ckpt_request(struct dev *d, struct run *r, int64_t now) {
   if (!checkpointable(d, r)) return;
   int64_t last = r->ckpt_at ? r->ckpt_at : r->task_ran[0];
   if (now - last < (int64_t)d->cfg->checkpoint_ms * 1000000) return;
-  if (dp_suspend(d->rt, r->task[0]) == 0) r->ckpting = 1;
+  int e = dp_suspend(d->rt, r->task[0]);
+  if (e == 0) r->ckpting = 1, r->ckpt_asked_at = now;
+  log_debug("job %llu (%s): checkpoint asked: %s", (unsigned long long)r->j->id, r->j->kernel,
+            e ? coop_strerror(e) : "suspending");
 }
 
-/* The suspended task's state and a copy of its buffers into two new
- * memfds: 0 (*sfd, *bfd set), or a coop code (nothing kept). */
-static int save(struct dev *d, struct run *r, int *sfd, int *bfd) {
+/* A memfd to write a checkpoint into: the spare one, or a new one. */
+static int target(int *spare, const char *name) {
+  int fd = *spare;
+  *spare = -1;
+  return fd >= 0 ? fd : memfd_create(name, MFD_CLOEXEC);
+}
+
+/* The suspended task's state and a copy of its buffers into *sfd and *bfd
+ * (the spare pair, or new memfds): 0, or a coop code (the pair kept as the
+ * spare). *bytes: the buffers' size. */
+static int save(struct dev *d, struct run *r, int *sfd, int *bfd, uint64_t *bytes) {
   struct job *j = r->j;
-  *sfd = memfd_create("coopd-checkpoint-state", MFD_CLOEXEC);
-  *bfd = memfd_create("coopd-checkpoint-buffers", MFD_CLOEXEC);
+  *sfd = target(&r->spare_state_fd, "coopd-checkpoint-state");
+  *bfd = target(&r->spare_buf_fd, "coopd-checkpoint-buffers");
   int e = *sfd < 0 || *bfd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], *sfd);
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   unsigned n = e ? 0 : dev__carry_bufs(j, b, *bfd, 0);
-  for (unsigned i = 0; i < n; i++) b[i].keep = 1; /* copied, not freed */
+  *bytes = 0;
+  for (unsigned i = 0; i < n; i++) {
+    b[i].keep = 1; /* copied, not freed */
+    *bytes += b[i].size;
+  }
   int breach = -1;
   if (e == 0 && n) e = dp_unstage(d->rt, b, n, 0, &breach);
   if (e == 0 && breach >= 0) e = COOP_EFAULT;
   if (e) {
-    if (*sfd >= 0) close(*sfd);
-    if (*bfd >= 0) close(*bfd);
+    r->spare_state_fd = *sfd;
+    r->spare_buf_fd = *bfd;
     *sfd = *bfd = -1;
   }
   return e;
@@ -101,16 +116,17 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
   int64_t t0 = coop__now_ns();
   r->ckpting = 0;
   int sfd, bfd;
-  int e = save(d, r, &sfd, &bfd);
+  uint64_t bytes;
+  int e = save(d, r, &sfd, &bfd, &bytes);
   if (e == COOP_EFAULT) { /* a guard zone written: the job wrote outside its buffer */
     dev__fail(j, e, "%s", "a guard zone was overwritten (found at a checkpoint)");
     atomic_store(&j->cancel, 1);
   } else if (e) { /* the job runs on, with its previous checkpoint */
     log_warn("job %llu (%s): checkpoint failed: %s", (unsigned long long)j->id, j->kernel,
              coop_strerror(e));
-  } else {
-    if (r->ckpt_state_fd >= 0) close(r->ckpt_state_fd);
-    if (r->ckpt_buf_fd >= 0) close(r->ckpt_buf_fd);
+  } else { /* the new pair is the checkpoint, the old one the spare */
+    r->spare_state_fd = r->ckpt_state_fd;
+    r->spare_buf_fd = r->ckpt_buf_fd;
     r->ckpt_state_fd = sfd;
     r->ckpt_buf_fd = bfd;
     r->ckpt_at = t0;
@@ -119,8 +135,10 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
   /* its own state, not the checkpoint's copy: the same bytes either way */
   int fd = e ? memfd_create("coopd-checkpoint-state", MFD_CLOEXEC) : r->ckpt_state_fd;
   int re = fd < 0 ? COOP_ENOMEM : e ? dp_saved(d->rt, r->task[0], fd) : 0;
+  dev__segment_end(d, r);
   dp_task_release(d->rt, r->task[0]);
   r->ninflight = 0;
+  int64_t t1 = coop__now_ns();
   if (re == 0 && !j->error) re = dev__resume_task(d, r, fd);
   if (e && fd >= 0) close(fd);
   if (j->error) return -1;
@@ -128,8 +146,13 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
     dev__fail(j, re, "could not resume it after a checkpoint: %s", coop_strerror(re));
     return -1;
   }
-  log_debug("job %llu (%s): checkpoint %u in %lld us", (unsigned long long)j->id, j->kernel,
-            j->checkpoints, (long long)((coop__now_ns() - t0) / 1000));
+  int64_t t2 = coop__now_ns();
+  log_debug(
+      "job %llu (%s): checkpoint %u: suspended %lld us after the request, %llu bytes "
+      "copied in %lld us, resumed in %lld us",
+      (unsigned long long)j->id, j->kernel, j->checkpoints,
+      (long long)((t0 - r->ckpt_asked_at) / 1000), (unsigned long long)bytes,
+      (long long)((t1 - t0) / 1000), (long long)((t2 - t1) / 1000));
   return 0;
 }
 
@@ -173,7 +196,8 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
 }
 
 void dev__run_free(struct run *r) {
-  int *fds[] = {&r->state_fd, &r->carry_fd, &r->ckpt_state_fd, &r->ckpt_buf_fd};
+  int *fds[] = {&r->state_fd,    &r->carry_fd,       &r->ckpt_state_fd,
+                &r->ckpt_buf_fd, &r->spare_state_fd, &r->spare_buf_fd};
   for (unsigned i = 0; i < sizeof fds / sizeof *fds; i++)
     if (*fds[i] >= 0) close(*fds[i]);
   free(r);

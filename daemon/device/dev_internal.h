@@ -55,12 +55,18 @@ struct run {
   int suspending;
   int64_t suspended_at;
   int resuming, preempting;
-  /* checkpoints (dev_ckpt.c): asked to suspend for one; the last one's
-   * state and buffers (memfds, or -1) and when its task was suspended for
-   * it (host ns) */
-  int ckpting, ckpt_state_fd, ckpt_buf_fd;
-  int64_t ckpt_at;
+  /* checkpoints (dev_ckpt.c): asked to suspend for one (when: asked_at);
+   * the last one's state and buffers (memfds, or -1) and when it was
+   * taken (host ns); the pair the one before used, written over by the
+   * next (its pages already there) */
+  int ckpting, ckpt_state_fd, ckpt_buf_fd, spare_state_fd, spare_buf_fd;
+  int64_t ckpt_at, ckpt_asked_at;
   int migrating; /* asked to suspend to move to another device (dev_move.c) */
+  /* a task suspended and resumed (dev__segment_end): how many times, and
+   * its first task's times and initial width, for the job's RESULT */
+  unsigned segs;
+  struct coop_wire_times first;
+  uint32_t first_m;
   struct run *next;
 };
 
@@ -177,6 +183,10 @@ void dev__fail(struct job *j, int code, const char *fmt, ...) __attribute__((for
 /* A job whose turn has come: resolved, its buffers staged, a run of it
  * started; or handed back failed. */
 void dev__start_now(struct dev *d, struct job *j);
+/* r's task is SUSPENDED and about to be released: its counters merged
+ * into the job's, and its times kept if it was the first (the RESULT of a
+ * resumed job counts from its first task; record). */
+void dev__segment_end(struct dev *d, struct run *r);
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished. */
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake);
 /* j's kernel looked up in d's set and admitted there: 0, or j failed. */

@@ -37,7 +37,10 @@ void dev__move_request(struct dev *d, struct run *r) {
    * move waits for its pass after them */
   if (r->migrating || r->moving || r->suspending || r->ckpting || r->resuming || !d->rt) return;
   if (r->ninflight != 1 || !r->task_ran[0]) return; /* not yet running: next pass */
-  if (dp_suspend(d->rt, r->task[0]) == 0) r->migrating = 1;
+  int e = dp_suspend(d->rt, r->task[0]);
+  if (e == 0) r->migrating = 1;
+  log_debug("job %llu (%s): to move: %s", (unsigned long long)r->j->id, r->j->kernel,
+            e ? coop_strerror(e) : "suspending");
 }
 
 /* Hands j (and its run, if any, in j->dev_run) to the device it moves to;

@@ -152,6 +152,7 @@ int dev__suspend_out(struct dev *d, struct run *r) {
     dev__fail(j, e, "could not suspend it for a job of higher priority: %s", coop_strerror(e));
     return -1;
   }
+  dev__segment_end(d, r);
   dp_task_release(d->rt, r->task[0]);
   r->ninflight = 0;
   r->suspended_at = coop__now_ns();

@@ -201,7 +201,7 @@ void dev__start_now(struct dev *d, struct job *j) {
   }
   r->j = j;
   r->state_fd = r->carry_fd = -1; /* none: dev_carry.c, dev_prio.c, dev_ckpt.c */
-  r->ckpt_state_fd = r->ckpt_buf_fd = -1;
+  r->ckpt_state_fd = r->ckpt_buf_fd = r->spare_state_fd = r->spare_buf_fd = -1;
   r->t0 = r->next_release = coop__now_ns();
   j->m_min = UINT32_MAX;
   j->t.gather_ns = j->t.exec_ns = -1;
@@ -224,6 +224,28 @@ void dev__start_now(struct dev *d, struct job *j) {
   TRACE_STAMP(j, staged);
   r->next = d->runs;
   d->runs = r;
+}
+
+static void host_order(struct coop_wire_times *t, int64_t seen);
+
+void dev__segment_end(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  struct coop_rt_task_info ti;
+  if (dp_task_info(d->rt, r->task[0], &ti)) return;
+  if (!r->segs) {
+    struct coop_wire_times t = {.gather_ns = -1, .exec_ns = -1};
+#define FROM_INFO(name) t.name = ti.t_##name;
+    COOP_STAMPS_MAP(FROM_INFO) /* coop_schema.h */
+#undef FROM_INFO
+    host_order(&t, coop__now_ns());
+    t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
+    r->first = t;
+    r->first_m = ti.m_initial;
+  }
+  r->segs++;
+#define MERGE(kind, name, rule) COOP_MERGE_##rule(j->name, ti.name);
+  COOP_COUNTERS_MAP(MERGE)
+#undef MERGE
 }
 
 /* A task's times in the order the host saw them. The device stamps
@@ -297,6 +319,14 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
     if (t.gather_ns > t.finished - t.released) t.gather_ns = t.finished - t.released;
     t.exec_ns = t.started ? t.finished - t.started : 0;
   }
+  if (r->segs) { /* resumed: from its first task's start, suspensions included */
+    t.submitted = r->first.submitted;
+    t.released = r->first.released;
+    t.gathered = r->first.gathered;
+    t.started = r->first.started;
+    t.gather_ns = r->first.gather_ns;
+    if (t.finished && t.started) t.exec_ns = t.finished - t.started;
+  }
   if (ti.fault) fault(d, j, ti.fault);
   if (st == COOP_JOB_REFUSED && j->error == 0) {
     j->error = COOP_EREFUSED;
@@ -311,6 +341,7 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
 #define MERGE(kind, name, rule) COOP_MERGE_##rule(j->name, ti.name);
   COOP_COUNTERS_MAP(MERGE)
 #undef MERGE
+  if (r->segs) j->m_initial = r->first_m;
   if (dev__periodic(j)) {
     struct coop_wire_inst *in = &j->inst[r->task_inst[slot]];
     in->state = st;
@@ -430,7 +461,10 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     } else {
       /* task_max_ms counts from here (dev_watch.c): the host's clock, not
        * the device's fitted one, and a poll at most DEV_WAIT_NS late */
-      if (got && ti.state == COOP_TASK_RUNNING && !r->task_ran[i]) r->task_ran[i] = now;
+      if (got && ti.state == COOP_TASK_RUNNING && !r->task_ran[i]) {
+        r->task_ran[i] = now;
+        log_debug("job %llu (%s): task %u runs", (unsigned long long)j->id, j->kernel, i);
+      }
       live_events(d, r, i, &ti);
       i++;
     }

@@ -201,6 +201,23 @@ COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, 
   coop_u32 m = coop__master_wait(c, hints);
   if (m == 0u) return 1u;
   coop_u32 m_new = m;
+  /* A suspension (scheduler.cl, "Suspension") takes every workgroup but 0
+   * at this episode, as the query barrier would: the plain barrier's
+   * offers claim kills only from the top id down in arrival order, one or
+   * two an episode when hundreds arrive, and a kernel of 10 ms steps at
+   * full width did not shrink in seconds. Every slave has arrived (this is
+   * the master's wait), so any top set may leave: ep_killed becomes the
+   * claims so far plus what want_kill still asks (the suspension's cap of
+   * one asked for m - 1). Relaxed, under the channel's lock, as the
+   * offers' own updates. */
+  if (!query && m > 1u && coop_ld_rlx(&ch->suspend) != 0u) {
+    coop__lock(&ch->lock);
+    coop_u32 ek = coop_ld_rlx(&ch->ep_killed), want = coop_ld_rlx(&ch->want_kill);
+    coop_u32 more = want < m - 1u - ek ? want : m - 1u - ek;
+    coop_st_rlx(&ch->want_kill, want - more);
+    coop_st_rlx(&ch->ep_killed, ek + more);
+    coop__unlock(&ch->lock);
+  }
   /* Anything due? ep_killed was written before the adds the wait
    * acquired, so it is exact; the hints may be stale, which only delays a
    * kill or a fork to the next episode (offer_kill may be a no-op, k = 0 a

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# bench/checkpoint_gpu.sh: what checkpoints cost a long cooperative job, and
+# what moving one to another device costs (docs/daemon.md, "Checkpoints",
+# "Moving jobs between devices").
+#   bench/checkpoint_gpu.sh [--build-dir DIR] [--graph WxH] [--runs N] [--periods "0 1000 250"]
+#                           [--migrate]
+# For each period P (ms; 0: no checkpoints) starts a coopd of its own with
+# [jobs] checkpoint_ms = P and runs bfs (cooperative, query barrier) on a
+# road graph of WxH (4096x4096 by default) from vertex 0, N times (3), each
+# checked against the CPU. Prints one CSV line per run: period, run, the
+# job's time through coopd (finished - submitted, ms), its checkpoints, and
+# the checkpoints' median and largest cost (ms the job was off the GPU:
+# the copy of its state and buffers plus the resumption, from coopd's log);
+# then per period the median time and its overhead against period 0.
+# --migrate (two devices: [device] devices = 0,1): the same bfs on device 0,
+# moved by `coopctl migrate` to device 1 half a second in; prints how long
+# the move took (MIGRATE -> running on device 1), the job's time and its
+# check, beside a run that stays on device 0.
+# Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
+# on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower.
+set -euo pipefail
+export LC_ALL=C
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
+bdir=$repo/build-cuda graph=4096x4096 runs=3 periods="0 1000 250" migrate=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) bdir=$2; shift 2 ;;
+    --graph) graph=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --periods) periods=$2; shift 2 ;;
+    --migrate) migrate=1; shift ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "checkpoint_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+case "$runs" in '' | *[!0-9]*) echo "checkpoint_gpu.sh: '$runs' is not a whole number" >&2; exit 2 ;; esac
+coopd=$bdir/bin/coopd ctl=$bdir/bin/coopctl
+for b in "$coopd" "$ctl"; do
+  [ -x "$b" ] || { echo "checkpoint_gpu.sh: no $b (build with -DCOOP_CUDA=ON, or --build-dir)" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d /tmp/coop-checkpoint.XXXXXX)
+daemon=
+stop_daemon() {
+  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+  daemon=
+}
+trap 'stop_daemon; [ -n "${COOP_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
+sock=$tmp/coop.sock
+start_daemon() { # extra --set arguments
+  rm -f "$sock"
+  "$coopd" --socket "$sock" --kernels "$repo/kernels:$bdir/kernels/apps" --set device.park_ms=0 \
+    --set server.journal=off --set log.level=debug --set jobs.watchdog_ms=0 \
+    --set device.arena_mb=4096 --set limits.max_bytes_per_client=4G --set limits.max_bytes_per_uid=4G "$@" \
+    2>"$tmp/coopd.log" &
+  daemon=$!
+  for _ in $(seq 1 3000); do # the megakernel's build: seconds (minutes on PoCL)
+    [ -S "$sock" ] && "$ctl" --socket "$sock" stats >/dev/null 2>&1 && return 0
+    kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "checkpoint_gpu.sh: coopd did not start" >&2
+  exit 1
+}
+ctl() { "$ctl" --socket "$sock" "$@"; }
+# the job's finished - submitted (ms) from coopctl app's JSON
+took() { sed -n 's/.*"submitted":\([0-9]*\).*"finished":\([0-9]*\).*/\1 \2/p' "$1" | head -1 |
+  awk '{ printf "%.3f", ($2 - $1) / 1e6 }'; }
+quant() { sort -g | awk -v f="$1" '{ v[NR] = $1 } END { i = int(f * NR + 0.999); if (i < 1) i = 1; if (NR) print v[i] }'; }
+bfs() { ctl --json app bfs --gen "road:$graph" --query-barrier --source 0 --check "$@"; }
+
+if [ "$migrate" = 0 ]; then
+  echo "period_ms,run,job_ms,checkpoints,ckpt_p50_ms,ckpt_max_ms,check"
+  for p in $periods; do
+    start_daemon --set "jobs.checkpoint_ms=$p"
+    for r in $(seq 1 "$runs"); do
+      before=$(wc -l <"$tmp/coopd.log")
+      bfs >"$tmp/r.json" 2>"$tmp/r.err" || { cat "$tmp/r.err" >&2; exit 1; }
+      # the checkpoints of this run: "copied in X us, resumed in Y us"
+      tail -n +"$((before + 1))" "$tmp/coopd.log" |
+        sed -n 's/.*copied in \([0-9]*\) us, resumed in \([0-9]*\) us.*/\1 \2/p' |
+        awk '{ print ($1 + $2) / 1000 }' >"$tmp/ck"
+      n=$(wc -l <"$tmp/ck")
+      ck=$(sed -n 's/.*"check":"\([a-zA-Z]*\)".*/\1/p' "$tmp/r.json")
+      echo "$p,$r,$(took "$tmp/r.json"),$n,$(quant 0.5 <"$tmp/ck"),$(quant 1 <"$tmp/ck"),$ck"
+    done
+    grep -m1 "bytes copied" "$tmp/coopd.log" | sed 's/^.*checkpoint/one checkpoint:/' >&2 || true
+    stop_daemon
+  done | tee "$tmp/runs.csv"
+  base=$(awk -F, '$1 == 0 { print $3 }' "$tmp/runs.csv" | quant 0.5)
+  for p in $periods; do
+    m=$(awk -F, -v p="$p" '$1 == p { print $3 }' "$tmp/runs.csv" | quant 0.5)
+    awk -v p="$p" -v m="$m" -v b="$base" 'BEGIN {
+      printf "checkpoint_ms %s: job p50 %.1f ms", p, m
+      if (b > 0) printf " (%+.2f%% against no checkpoints)", (m - b) * 100 / b
+      printf "\n" }'
+  done
+else
+  start_daemon --set "device.devices=${COOP_BENCH_DEVICES:-0,1}" # 0,0 on PoCL
+  echo "run,moved,migrate_ms,job_ms,device,check"
+  for r in $(seq 1 "$runs"); do
+    bfs --device 0 >"$tmp/stay.json" 2>"$tmp/r.err" || { cat "$tmp/r.err" >&2; exit 1; }
+    echo "$r,no,,$(took "$tmp/stay.json"),$(sed -n 's/.*"device":\([0-9]*\).*/\1/p' "$tmp/stay.json" | head -1),$(sed -n 's/.*"check":"\([a-zA-Z]*\)".*/\1/p' "$tmp/stay.json")"
+    bfs --device 0 >"$tmp/moved.json" 2>"$tmp/r.err" &
+    app=$!
+    job=
+    for _ in $(seq 1 6000); do # its job, once it runs (the graph is made first)
+      job=$(ctl --json status | grep -o '"job":[0-9]*,"state":"running","kernel":"bfs"' | head -1 |
+        sed 's/"job":\([0-9]*\).*/\1/' || true)
+      [ -n "$job" ] && break
+      sleep 0.01
+    done
+    [ -n "$job" ] || { echo "checkpoint_gpu.sh: the bfs job never ran" >&2; exit 1; }
+    sleep 0.5
+    ctl --json migrate "$job" 1 >"$tmp/m.json"
+    wait "$app" || { cat "$tmp/r.err" >&2; exit 1; }
+    ms=$(sed -n 's/.*"ms":\([0-9.]*\).*/\1/p' "$tmp/m.json")
+    echo "$r,yes,$ms,$(took "$tmp/moved.json"),$(sed -n 's/.*"device":\([0-9]*\).*/\1/p' "$tmp/moved.json" | head -1),$(sed -n 's/.*"check":"\([a-zA-Z]*\)".*/\1/p' "$tmp/moved.json")"
+  done
+  grep "handed to device\|moved here\|to be carried" "$tmp/coopd.log" | tail -3 >&2 || true
+  stop_daemon
+fi
+echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
+echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); graph: road:$graph"
