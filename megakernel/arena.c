@@ -204,6 +204,14 @@ int coop_rt_arena_direct(const coop_rt *rt, size_t n) {
   return !rt || !rt->ops || !rt->ops->copy_arena || n < COOP__ARENA_COPY_MIN;
 }
 
+void *coop_rt_host_buffer(coop_rt *rt, size_t n) {
+  if (rt && rt->ops && rt->ops->alloc_host) {
+    void *p = rt->ops->alloc_host(rt, n);
+    if (p) return p;
+  }
+  return malloc(n);
+}
+
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;

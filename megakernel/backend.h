@@ -32,6 +32,9 @@ struct coop__backend_ops {
    * host copy into managed pages that live on the GPU faults page by page
    * (272 KB took 2 ms on an H200). */
   int (*copy_arena)(struct coop_rt *rt, void *dst, const void *src, size_t bytes, int to_arena);
+  /* optional: host memory the copy engine reaches at full speed (pinned),
+   * for coop_rt_host_buffer; NULL: malloc */
+  void *(*alloc_host)(struct coop_rt *rt, size_t bytes);
   /* Device memory for the scheduler context, zeroed; one per runtime. A
    * second call (a relaunch after parking) zeroes the same memory again. */
   int (*alloc_dev)(struct coop_rt *rt, size_t bytes);

@@ -122,6 +122,11 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
  * engine needed). */
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena);
 int coop_rt_arena_direct(const coop_rt *rt, size_t n);
+/* n bytes of host memory for coop_rt_arena_copy's host side, which the
+ * copy engine reaches at full speed (CUDA: page-locked; a pageable buffer
+ * was copied through the driver's staging at about a fifth of it), or
+ * NULL. It lives as long as the process: allocate it once. */
+void *coop_rt_host_buffer(coop_rt *rt, size_t n);
 
 struct coop_rt_task_desc {
   int kernel;      /* from coop_rt_add_kernel */

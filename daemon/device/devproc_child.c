@@ -107,16 +107,16 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
  * straight; else (CUDA managed memory, which the host would fault on page
  * by page) through a host buffer and the device's copy engine
  * (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
-#define DP_BOUNCE (1u << 20)
-static uint8_t *bounce(void) {
-  static uint8_t *b;
-  if (!b) b = malloc(DP_BOUNCE);
+#define DP_BOUNCE (16u << 20) /* a 1 MiB one spent more on the calls than the bytes */
+static uint8_t *bounce(coop_rt *rt) {
+  static uint8_t *b; /* the child's one runtime's, for its lifetime */
+  if (!b) b = coop_rt_host_buffer(rt, DP_BOUNCE);
   return b;
 }
 
 static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off) {
   if (coop_rt_arena_direct(rt, n)) return fdio_pread(fd, p, n, off);
-  uint8_t *b = bounce();
+  uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
     if (!b || fdio_pread(fd, b, k, off + at) || coop_rt_arena_copy(rt, p + at, b, k, 1)) return -1;
@@ -126,7 +126,7 @@ static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off
 
 static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off) {
   if (coop_rt_arena_direct(rt, n)) return fdio_pwrite(fd, p, n, off);
-  uint8_t *b = bounce();
+  uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
     if (!b || coop_rt_arena_copy(rt, b, p + at, k, 0) || fdio_pwrite(fd, b, k, off + at)) return -1;

@@ -214,6 +214,16 @@ static int cu_copy_arena(struct coop_rt *rt, void *dst, const void *src, size_t 
   return 0;
 }
 
+/* Page-locked host memory: the copy engine writes and reads it directly. */
+static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  void *p = NULL;
+  if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      coop__cu.cuMemHostAlloc(&p, bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+    return NULL;
+  return p;
+}
+
 /* A snapshot of device memory while the megakernel runs, for coop_rt_dump.
  * The synchronous copy goes on the legacy stream, which is not ordered
  * after the megakernel's non-blocking stream, so it does not wait for the
@@ -370,6 +380,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .free_shared = cu_free_shared,
     .alloc_arena = cu_alloc_arena,
     .copy_arena = cu_copy_arena,
+    .alloc_host = cu_alloc_host,
     .free_arena = cu_free_arena,
     .alloc_dev = cu_alloc_dev,
     .write_dev = cu_write_dev,
