@@ -115,9 +115,9 @@ static void kick(struct dev *d) {
   (void)n;
 }
 
-void dev_submit(struct dev *d, struct job *j) {
-  atomic_store(&j->state, COOP_JOB_QUEUED);
-  pthread_mutex_lock(&d->mu);
+/* j at the end of d's in queue, its condition variable signalled; d->mu
+ * held (the caller kicks once it unlocks). */
+static void enqueue_locked(struct dev *d, struct job *j) {
   j->dev_next = NULL;
   if (d->in_tail)
     d->in_tail->dev_next = j;
@@ -125,6 +125,12 @@ void dev_submit(struct dev *d, struct job *j) {
     d->in_head = j;
   d->in_tail = j;
   pthread_cond_signal(&d->cv);
+}
+
+void dev_submit(struct dev *d, struct job *j) {
+  atomic_store(&j->state, COOP_JOB_QUEUED);
+  pthread_mutex_lock(&d->mu);
+  enqueue_locked(d, j);
   pthread_mutex_unlock(&d->mu);
   kick(d);
 }
@@ -157,13 +163,7 @@ int dev__adopt(struct dev *d, struct job *j, unsigned index) {
     atomic_store(&j->suspended_for, DEV_FOR_MOVE);
     atomic_store(&j->suspended, 1);
   }
-  j->dev_next = NULL;
-  if (d->in_tail)
-    d->in_tail->dev_next = j;
-  else
-    d->in_head = j;
-  d->in_tail = j;
-  pthread_cond_signal(&d->cv);
+  enqueue_locked(d, j);
   pthread_mutex_unlock(&d->mu);
   kick(d);
   return 0;
