@@ -284,12 +284,12 @@ static void probe_widths(struct dp *p, const struct config *c, int index, const 
  * launch; with the kernels measured alone, a summary for the backend note
  * (what `coopctl stats` shows). */
 static void report_widths(struct dp *p, int index, const struct config *c) {
-  char t[512];
-  log_info("device index %d: megakernel width: %s", index,
-           coop_rt_width_text(&p->widths[0], t, sizeof t));
+  char t[512], dev[32] = "device"; /* index -1: the first usable */
+  if (index >= 0) snprintf(dev, sizeof dev, "device index %d", index);
+  log_info("%s: megakernel width: %s", dev, coop_rt_width_text(&p->widths[0], t, sizeof t));
   if (c->max_registers && strcmp(p->dev.backend, "cuda"))
-    log_info("device index %d: [device] max_registers = %u is ignored: %s has no register cap",
-             index, c->max_registers, p->dev.backend);
+    log_info("%s: [device] max_registers = %u is ignored: %s has no register cap", dev,
+             c->max_registers, p->dev.backend);
   if (p->nwidths <= 1) {
     log_info(
         "device index %d: each kernel's width: coopd --check-config, or [device] "
@@ -301,8 +301,7 @@ static void report_widths(struct dp *p, int index, const struct config *c) {
   n += (size_t)snprintf(p->width_note, sizeof p->width_note, "widths alone:");
   for (unsigned i = 1; i < p->nwidths; i++) {
     const struct coop_rt_width *w = &p->widths[i];
-    log_info("device index %d: kernel %s alone: %s", index, w->name,
-             coop_rt_width_text(w, t, sizeof t));
+    log_info("%s: kernel %s alone: %s", dev, w->name, coop_rt_width_text(w, t, sizeof t));
     if (n >= sizeof p->width_note) continue;
     if (!w->measured)
       n += (size_t)snprintf(p->width_note + n, sizeof p->width_note - n, " %s n/a,", w->name);
@@ -327,7 +326,7 @@ static void report_widths(struct dp *p, int index, const struct config *c) {
                  ? "; the merged megakernel holds fewer than any kernel alone"
                  : "");
   }
-  log_info("device index %d: %s", index, t);
+  log_info("%s: %s", dev, t);
   n = strlen(p->width_note);
   snprintf(p->width_note + n, sizeof p->width_note - n, "; %s", t);
 }
