@@ -190,9 +190,14 @@ static void print_widths(FILE *out, int index, const struct dp *rt) {
   for (unsigned i = 1; i < n; i++)
     fprintf(out, "  %-20s %s\n", w[i].name, coop_rt_width_text(&w[i], t, sizeof t));
   int b = n > 1 ? coop_rt_width_bound(&w[1], (int)n - 1) : -1;
-  if (b >= 0)
-    fprintf(out, "  bound by kernel %s (%s)\n", w[1 + b].name, w[1 + b].bound);
-  else
+  if (b >= 0) {
+    fprintf(out, "  bound by kernel %s (%s)", w[1 + b].name, w[1 + b].bound);
+    const char *sep = "; as wide:";
+    for (unsigned i = 1; i < n; i++)
+      if ((int)i != 1 + b && coop_rt_width_as_wide(&w[i], &w[1 + b]))
+        fprintf(out, "%s %s", sep, w[i].name), sep = ",";
+    fprintf(out, "\n");
+  } else
     fprintf(out, "  bound: n/a (%s gives no occupancy)\n", dp_backend(rt));
 }
 

@@ -112,6 +112,9 @@ int coop_rt_kernel_width(coop_rt *rt, int index, struct coop_rt_width *out);
  * shared memory), or -1 when none has figures. Pure: the daemon calls it on
  * widths a device process sent. */
 int coop_rt_width_bound(const struct coop_rt_width *kernels, int n);
+/* 1 when a is measured and as wide as b (the same occupancy, registers and
+ * shared memory): a kernel that ties with the bound. */
+int coop_rt_width_as_wide(const struct coop_rt_width *a, const struct coop_rt_width *b);
 /* One line for a log or a table: "56 registers/thread, 4144 B shared/block,
  * 80 B local/thread (0 B spilled): 4 blocks/SM, 528 workgroups (registers)",
  * "n/a" where a figure is -1, or "not measured: NOTE". Returns buf. */

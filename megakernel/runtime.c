@@ -545,6 +545,11 @@ int coop_rt_width_bound(const struct coop_rt_width *k, int n) {
   return best;
 }
 
+int coop_rt_width_as_wide(const struct coop_rt_width *a, const struct coop_rt_width *b) {
+  return a->measured && b->measured && a->per_cu == b->per_cu && a->regs == b->regs &&
+         a->shared_bytes == b->shared_bytes;
+}
+
 static void fig(char *b, size_t n, int v, const char *unit) {
   if (v < 0)
     snprintf(b, n, "n/a %s", unit);

@@ -970,8 +970,12 @@ START_TEST(kernel_widths) {
   struct coop_rt_width f[2] = {w[0], w[0]};
   f[0].per_cu = 4, f[0].regs = 56, f[1].per_cu = 2, f[1].regs = 96;
   ck_assert_int_eq(coop_rt_width_bound(f, 2), 1);
+  ck_assert(!coop_rt_width_as_wide(&f[0], &f[1]));
+  f[0].regs = 96, f[0].per_cu = 2;
+  ck_assert(coop_rt_width_as_wide(&f[0], &f[1])); /* a tie with the bound */
   f[1].measured = 0;
   ck_assert_int_eq(coop_rt_width_bound(f, 2), 0);
+  ck_assert(!coop_rt_width_as_wide(&f[0], &f[1]));
   ck_assert_int_eq(coop_rt_close(rt), 0);
 }
 END_TEST

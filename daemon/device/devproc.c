@@ -291,10 +291,7 @@ static void report_widths(struct dp *p, int index, const struct config *c) {
     log_info("%s: [device] max_registers = %u is ignored: %s has no register cap", dev,
              c->max_registers, p->dev.backend);
   if (p->nwidths <= 1) {
-    log_info(
-        "device index %d: each kernel's width: coopd --check-config, or [device] "
-        "kernel_widths = yes",
-        index);
+    log_info("%s: each kernel's width: coopd --check-config, or [device] kernel_widths = yes", dev);
     return;
   }
   size_t n = 0;
@@ -320,11 +317,16 @@ static void report_widths(struct dp *p, int index, const struct config *c) {
              p->dev.backend);
   } else {
     const struct coop_rt_width *k = &p->widths[1 + b];
-    snprintf(t, sizeof t, "bound by kernel %s (%s: %d blocks/SM alone, %d registers/thread)%s",
-             k->name, k->bound, k->per_cu, k->regs,
-             m->measured && m->per_cu >= 0 && m->per_cu < k->per_cu
-                 ? "; the merged megakernel holds fewer than any kernel alone"
-                 : "");
+    size_t tn = (size_t)snprintf(
+        t, sizeof t, "bound by kernel %s (%s: %d blocks/SM alone, %d registers/thread)%s", k->name,
+        k->bound, k->per_cu, k->regs,
+        m->measured && m->per_cu >= 0 && m->per_cu < k->per_cu
+            ? "; the merged megakernel holds fewer than any kernel alone"
+            : "");
+    for (unsigned i = 1; i < p->nwidths && tn < sizeof t; i++)
+      if ((int)i != 1 + b && coop_rt_width_as_wide(&p->widths[i], k))
+        tn += (size_t)snprintf(t + tn, sizeof t - tn, "%s %s",
+                               strstr(t, "; as wide:") ? "," : "; as wide:", p->widths[i].name);
   }
   log_info("%s: %s", dev, t);
   n = strlen(p->width_note);
