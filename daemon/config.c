@@ -118,6 +118,8 @@ static const struct config_key keys[] = {
     {"device", "max_workgroups", K_UINT, F(max_workgroups), 1088},
     {"device", "arena_mb", K_UINT, F(arena_mb), 1u << 16},
     {"device", "park_ms", K_UINT, F(park_ms), 1u << 31},
+    {"device", "max_registers", K_UINT, F(max_registers), 255},
+    {"device", "kernel_widths", K_BOOL, F(kernel_widths), 0},
     {"server", "socket", K_STR, F(socket), 0},
     {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
     {"server", "journal", K_STR, F(journal), 0},
@@ -358,6 +360,13 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
              c->local_size);
     return -1;
   }
+  /* below 16 NVRTC refuses the cap, or every kernel spills (the runtime
+   * alone takes 56 on sm_90: docs/kernels.md, "The megakernel's width") */
+  if (c->max_registers && c->max_registers < 16) {
+    snprintf(err, errlen, "[device] max_registers: %u: want 0 (no cap) or 16..255",
+             c->max_registers);
+    return -1;
+  }
   if (c->socket[0] != '/') {
     snprintf(err, errlen, "[server] socket: \"%s\" must be an absolute path", c->socket);
     return -1;
@@ -476,8 +485,11 @@ int config_devices(const struct config *c, int *idx, unsigned max) {
 
 void config_print(const struct config *c, void (*line)(const char *)) {
   char b[3000];
-  snprintf(b, sizeof b, "device: backend=%s devices=%s platform=\"%s\" device=\"%s\" local_size=%u",
-           c->backend, c->devices[0] ? c->devices : "(one)", c->platform, c->device, c->local_size);
+  snprintf(b, sizeof b,
+           "device: backend=%s devices=%s platform=\"%s\" device=\"%s\" local_size=%u "
+           "max_registers=%u%s kernel_widths=%s",
+           c->backend, c->devices[0] ? c->devices : "(one)", c->platform, c->device, c->local_size,
+           c->max_registers, c->max_registers ? "" : " (no cap)", c->kernel_widths ? "yes" : "no");
   line(b);
   snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u journal=%s", c->socket,
            c->socket_mode, c->max_clients, c->journal[0] ? c->journal : "(socket).jobs");

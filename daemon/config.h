@@ -18,6 +18,8 @@ struct config {
   unsigned max_workgroups; /* hardware workgroups launched; 0 = the runtime chooses */
   unsigned arena_mb;       /* SVM arena for job buffers */
   unsigned park_ms;        /* idle this long: the megakernel leaves the device; 0 = never */
+  unsigned max_registers;  /* CUDA: NVRTC --maxrregcount; 0 = none, else 16..255 */
+  int kernel_widths;       /* each kernel's width measured alone at every build (devproc.c) */
   /* [server] */
   char socket[256];
   char journal[300]; /* "": the socket's path + ".jobs"; "off": none */

@@ -124,8 +124,11 @@ void reload_notify(struct daemon *dm);
  * drain"), else NULL. For the ENOKERNEL of a kernel that is coming. */
 const char *reload_brings(const struct daemon *dm, const char *name);
 /* Builds (does not launch) the kernels of ks on every configured device:
- * 0, or an error with the compiler's log in err (--check-config). */
-int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen);
+ * 0, or an error with the compiler's log in err (--check-config). With
+ * out, each device's width table goes there (every kernel measured alone,
+ * and the one that bounds the launch). */
+int reload_check_build(const struct config *c, const struct kset *ks, FILE *out, char *err,
+                       size_t errlen);
 
 /* session.c */
 void session_accept(struct daemon *dm, int fd);

@@ -414,7 +414,10 @@ int main(int argc, char **argv) {
              dm.ks->k[i].cooperative ? "cooperative" : "noncooperative", dm.ks->k[i].path);
     char log[8192];
     fflush(stdout);
-    r = reload_check_build(&dm.cfg, dm.ks, log, sizeof log);
+    /* the widths are printed below as a table: not in the log as well */
+    if (dm.cfg.log_level > LOG_LV_WARN) log_setup(LOG_LV_WARN, 1, dm.cfg.log_syslog);
+    printf("kernel widths (each kernel alone, then the bound):\n");
+    r = reload_check_build(&dm.cfg, dm.ks, stdout, log, sizeof log);
     if (r)
       fprintf(stderr, "coopd: the kernels do not build: %s\n", log);
     else

@@ -177,6 +177,30 @@ static void after_build(uv_work_t *w, int status) {
   if (!started) finish(r);
 }
 
+/* --check-config's width table for device index `index` (reload_check_build). */
+static void print_widths(FILE *out, int index, const struct dp *rt) {
+  static struct coop_rt_width w[DP_WIDTHS_MAX];
+  unsigned n = dp_widths(rt, w, DP_WIDTHS_MAX);
+  char t[512];
+  if (index >= 0)
+    fprintf(out, "device index %d: %s on %s\n", index, dp_backend(rt), dp_device_name(rt));
+  else
+    fprintf(out, "device: %s on %s\n", dp_backend(rt), dp_device_name(rt));
+  if (n) fprintf(out, "  %-20s %s\n", "(megakernel)", coop_rt_width_text(&w[0], t, sizeof t));
+  for (unsigned i = 1; i < n; i++)
+    fprintf(out, "  %-20s %s\n", w[i].name, coop_rt_width_text(&w[i], t, sizeof t));
+  int b = n > 1 ? coop_rt_width_bound(&w[1], (int)n - 1) : -1;
+  if (b >= 0) {
+    fprintf(out, "  bound by kernel %s (%s)", w[1 + b].name, w[1 + b].bound);
+    const char *sep = "; as wide:";
+    for (unsigned i = 1; i < n; i++)
+      if ((int)i != 1 + b && coop_rt_width_as_wide(&w[i], &w[1 + b]))
+        fprintf(out, "%s %s", sep, w[i].name), sep = ",";
+    fprintf(out, "\n");
+  } else
+    fprintf(out, "  bound: n/a (%s gives no occupancy)\n", dp_backend(rt));
+}
+
 const char *reload_brings(const struct daemon *dm, const char *name) {
   const struct reload *r = dm->reload;
   if (!r || !r->ks || !kset_find(r->ks, name)) return NULL;
@@ -251,14 +275,21 @@ void reload_forget(struct daemon *dm, const struct session *s) {
 
 /* --check-config: a reload's build, without the swap, on every configured
  * device ("all": the first), so that a kernel that does not compile is
- * caught before the daemon (or a SIGHUP) meets it. */
-int reload_check_build(const struct config *c, const struct kset *ks, char *err, size_t errlen) {
+ * caught before the daemon (or a SIGHUP) meets it. With out, each device's
+ * width table too: every kernel measured alone (a compile each, which a
+ * normal start makes only with [device] kernel_widths), and the one that
+ * bounds the launch. */
+int reload_check_build(const struct config *c, const struct kset *ks, FILE *out, char *err,
+                       size_t errlen) {
   int idx[COOP_WIRE_MAX_DEVICES];
   int n = config_devices(c, idx, COOP_WIRE_MAX_DEVICES);
   if (n <= 0) idx[0] = 0, n = 1; /* all: probing the others is start-up's job */
+  struct config cw = *c;
+  cw.kernel_widths = out != NULL;
   for (int i = 0; i < n; i++) {
     struct dp *rt = NULL;
-    int e = dev_build(c, idx[i], ks, &rt, err, errlen);
+    int e = dev_build(&cw, idx[i], ks, &rt, err, errlen);
+    if (rt && out) print_widths(out, idx[i], rt);
     if (rt) dp_close(rt, DP_CLOSE_MS);
     if (e) return e;
   }

@@ -12,6 +12,7 @@
 
 struct coop_rt;
 struct coop_rt_options;
+struct coop_rt_width;
 
 struct coop__backend_ops {
   const char *name;
@@ -54,6 +55,15 @@ struct coop__backend_ops {
    * then launches 2 x CU + 1 and discovery finds what ran. */
   int (*occupancy)(struct coop_rt *rt, unsigned local_size, unsigned *groups, char *why,
                    size_t len);
+  /* Optional: the width of a megakernel (struct coop_rt_width, without
+   * name): src NULL, the one built (its occupancy at rt->local_size);
+   * else src built on the side into a program of its own that nothing
+   * launches, with the build's options (rt->max_registers included), then
+   * freed. Runs beside a running megakernel: it loads nothing into the
+   * device's context (CUDA: cuModuleLoadData would wait for the megakernel
+   * to end). A build that fails is not an error: w->measured 0 and a note.
+   * NULL: nothing is known ("n/a"). */
+  int (*width)(struct coop_rt *rt, const char *src, struct coop_rt_width *w);
   /* Launch the megakernel (mailbox, dev, arena) and return at once. */
   int (*launch)(struct coop_rt *rt, unsigned groups, unsigned local_size);
   /* Block until the megakernel has exited. */

@@ -45,6 +45,11 @@ struct coop_rt_options {
                                    until coop_rt_close. NULL: the primary one */
   unsigned cuda_context_sms;    /* with cuda_context: the SMs it may use (the
                                    occupancy bound's multiplier); 0: the device's */
+  unsigned max_registers;       /* CUDA: registers per thread the compiler may use
+                                   (NVRTC --maxrregcount), 0 = its own choice; a
+                                   lower cap widens the launch, and what does not
+                                   fit spills to local memory (coop_rt_width's
+                                   spill_bytes). OpenCL has no such option. */
 };
 
 void coop_rt_options_init(struct coop_rt_options *o);
@@ -74,6 +79,47 @@ int coop_rt_kernel_index(const coop_rt *rt, const char *name);
 int coop_rt_build(coop_rt *rt);
 /* Builds (unless built), launches, runs discovery, calibrates the clock. */
 int coop_rt_launch(coop_rt *rt);
+/* The megakernel's width (docs/kernels.md, "The megakernel's width"):
+ * every registered kernel is compiled into one function, so the launch is
+ * bounded by its heaviest member. coop_rt_kernel_width builds the
+ * megakernel with kernel `index` alone (the same assembly, a one-kernel
+ * list) and says what that would cost and allow; index -1 gives the
+ * merged megakernel's own figures (after coop_rt_build). A lone build is
+ * made at the first call and kept: it takes about as long as the merged
+ * build (seconds), so nothing calls it unless asked. One that fails (a
+ * device compiler can refuse a kernel alone) is not an error: measured is
+ * 0 and note says why. -1: the backend cannot tell (OpenCL has no
+ * register count nor occupancy bound). Returns 0, COOP_EINVAL or
+ * COOP_ESTATE (index -1 before the build), COOP_ENOMEM. */
+struct coop_rt_width {
+  char name[COOP_NAME_MAX]; /* the kernel's; "" for the merged megakernel */
+  int measured;             /* 1: the figures below; 0: note says why not */
+  int regs;                 /* registers per thread */
+  int shared_bytes;         /* static shared (OpenCL: local) memory per workgroup */
+  int local_bytes;          /* local (OpenCL: private) memory per thread: CUDA's
+                               stack frame, spills included */
+  int spill_bytes;          /* of it, registers spilled (CUDA) */
+  int max_local_size;       /* the most threads per workgroup it allows (OpenCL) */
+  int per_cu;               /* workgroups of the launch's local size one SM holds */
+  int groups;               /* per_cu x compute units: the launch it would allow */
+  char bound[24];           /* what bounds per_cu: "registers", "shared memory",
+                               "threads per SM", "blocks per SM"; "" */
+  char note[128];           /* why not measured, or "" */
+};
+int coop_rt_kernel_width(coop_rt *rt, int index, struct coop_rt_width *out);
+/* Of kernels[0..n) (each measured alone), the one that bounds the merged
+ * launch: the lowest per_cu (then the most registers, then the most
+ * shared memory), or -1 when none has figures. Pure: the daemon calls it on
+ * widths a device process sent. */
+int coop_rt_width_bound(const struct coop_rt_width *kernels, int n);
+/* 1 when a is measured and as wide as b (the same occupancy, registers and
+ * shared memory): a kernel that ties with the bound. */
+int coop_rt_width_as_wide(const struct coop_rt_width *a, const struct coop_rt_width *b);
+/* One line for a log or a table: "56 registers/thread, 4144 B shared/block,
+ * 80 B local/thread (0 B spilled): 4 blocks/SM, 528 workgroups (registers)",
+ * "n/a" where a figure is -1, or "not measured: NOTE". Returns buf. */
+char *coop_rt_width_text(const struct coop_rt_width *w, char *buf, size_t len);
+
 /* The launch shape: workgroups launched (known after launch when the
  * options left it 0) and threads per workgroup (known after open). */
 unsigned coop_rt_launched_groups(const coop_rt *rt);

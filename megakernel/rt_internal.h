@@ -35,6 +35,7 @@ struct coop_rt {
   char device_name[256];
   unsigned compute_units;
   unsigned local_size, launch_groups, window_ms;
+  unsigned max_registers; /* coop_rt_options.max_registers */
   int built, launched, exited;
   int parked;              /* the megakernel left the device; coop_rt_unpark relaunches it */
   int cl_gpu_only;         /* backend auto, first pass: no CPU OpenCL device */
@@ -42,6 +43,9 @@ struct coop_rt {
 
   struct coop__kernel kernels[COOP_MAX_KERNELS];
   int nkernels;
+  /* coop_rt_kernel_width's lone builds, made once each */
+  struct coop_rt_width widths[COOP_MAX_KERNELS];
+  uint8_t width_made[COOP_MAX_KERNELS];
 
   struct coop_mailbox *mb; /* shared */
   uint8_t *arena;          /* shared */
@@ -71,8 +75,11 @@ struct coop_rt {
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* source.c */
+/* source.c: the megakernel of rt's kernels, or of kernels[0..n) alone */
 char *coop__assemble_source(const struct coop_rt *rt);
+char *coop__assemble_kernels(const struct coop__kernel *kernels, int n);
+/* runtime.c: the compiler options of every build (the lone ones too) */
+#define COOP__BUILD_OPTIONS "-cl-std=CL3.0"
 /* arena.c */
 void coop__arena_init(struct coop_rt *rt);
 void coop__arena_fini(struct coop_rt *rt);

@@ -166,6 +166,7 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   if (r) return r;
   rt->local_size = o->local_size ? o->local_size : rt->ops->default_local_size;
   rt->launch_groups = o->launch_groups; /* 0: chosen at launch (launch_shape) */
+  rt->max_registers = o->max_registers;
   if (o->launch_groups && (rt->launch_groups < 2 || rt->launch_groups > COOP_MAX_WG)) {
     coop__rt_msg(rt, "launch_groups %u: must be in [2, %u]", rt->launch_groups, COOP_MAX_WG);
     return COOP_EINVAL;
@@ -484,13 +485,98 @@ int coop_rt_build(coop_rt *rt) {
       fclose(f);
     }
   }
-  char opts[128];
-  snprintf(opts, sizeof opts, "-cl-std=CL3.0");
-  int r = rt->ops->build(rt, src, opts);
+  int r = rt->ops->build(rt, src, COOP__BUILD_OPTIONS);
   free(src);
   if (r) return r;
   rt->built = 1;
   return 0;
+}
+
+static void width_unknown(struct coop_rt_width *w, const char *note) {
+  char name[sizeof w->name];
+  memcpy(name, w->name, sizeof name);
+  memset(w, 0, sizeof *w);
+  memcpy(w->name, name, sizeof name);
+  w->regs = w->shared_bytes = w->local_bytes = w->spill_bytes = -1;
+  w->max_local_size = w->per_cu = w->groups = -1;
+  snprintf(w->note, sizeof w->note, "%s", note);
+}
+
+int coop_rt_kernel_width(coop_rt *rt, int index, struct coop_rt_width *out) {
+  if (!rt || !rt->be || !out || index < -1 || index >= rt->nkernels) return COOP_EINVAL;
+  if (index == -1) {
+    if (!rt->built) return COOP_ESTATE;
+    memset(out, 0, sizeof *out);
+    width_unknown(out, "");
+    if (!rt->ops->width) return 0;
+    int r = rt->ops->width(rt, NULL, out);
+    out->name[0] = '\0';
+    return r;
+  }
+  struct coop_rt_width *w = &rt->widths[index];
+  if (!rt->width_made[index]) {
+    memset(w, 0, sizeof *w);
+    memcpy(w->name, rt->kernels[index].name, sizeof w->name);
+    width_unknown(w, rt->ops->width ? "" : "the backend cannot tell");
+    if (rt->ops->width) {
+      char *src = coop__assemble_kernels(&rt->kernels[index], 1);
+      if (!src) return COOP_ENOMEM;
+      int r = rt->ops->width(rt, src, w);
+      free(src);
+      if (r) return r;
+      memcpy(w->name, rt->kernels[index].name, sizeof w->name);
+    }
+    rt->width_made[index] = 1;
+  }
+  *out = *w;
+  return 0;
+}
+
+int coop_rt_width_bound(const struct coop_rt_width *k, int n) {
+  int best = -1;
+  for (int i = 0; i < n; i++) {
+    if (!k[i].measured || k[i].per_cu < 0) continue;
+    if (best < 0 || k[i].per_cu < k[best].per_cu ||
+        (k[i].per_cu == k[best].per_cu &&
+         (k[i].regs > k[best].regs ||
+          (k[i].regs == k[best].regs && k[i].shared_bytes > k[best].shared_bytes))))
+      best = i;
+  }
+  return best;
+}
+
+int coop_rt_width_as_wide(const struct coop_rt_width *a, const struct coop_rt_width *b) {
+  return a->measured && b->measured && a->per_cu == b->per_cu && a->regs == b->regs &&
+         a->shared_bytes == b->shared_bytes;
+}
+
+static void fig(char *b, size_t n, int v, const char *unit) {
+  if (v < 0)
+    snprintf(b, n, "n/a %s", unit);
+  else
+    snprintf(b, n, "%d %s", v, unit);
+}
+
+char *coop_rt_width_text(const struct coop_rt_width *w, char *buf, size_t len) {
+  if (!w->measured) {
+    snprintf(buf, len, "not measured: %s", w->note[0] ? w->note : "unknown");
+    return buf;
+  }
+  char regs[48], sh[48], loc[48], occ[96] = "";
+  fig(regs, sizeof regs, w->regs, "registers/thread");
+  fig(sh, sizeof sh, w->shared_bytes, "B shared/block");
+  fig(loc, sizeof loc, w->local_bytes, "B local/thread");
+  if (w->per_cu >= 0)
+    snprintf(occ, sizeof occ, "%d blocks/SM, %d workgroups%s%s%s", w->per_cu, w->groups,
+             w->bound[0] ? " (" : "", w->bound, w->bound[0] ? ")" : "");
+  else if (w->max_local_size > 0)
+    snprintf(occ, sizeof occ, "occupancy n/a, at most %d threads/workgroup", w->max_local_size);
+  else
+    snprintf(occ, sizeof occ, "occupancy n/a");
+  char spill[40] = "";
+  if (w->spill_bytes >= 0) snprintf(spill, sizeof spill, " (%d B spilled)", w->spill_bytes);
+  snprintf(buf, len, "%s, %s, %s%s: %s", regs, sh, loc, spill, occ);
+  return buf;
 }
 
 /* How many workgroups to launch when the options left it to the runtime:

@@ -89,19 +89,18 @@ static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
 }
 
 /* The registered kernels, then the glue that names them. */
-static void put_kernels(struct buf *b, const struct coop_rt *rt) {
-  for (int i = 0; i < rt->nkernels; i++) {
-    put(b, "/* ---- kernel %s ---- */\n%s\n", rt->kernels[i].name, rt->kernels[i].source);
+static void put_kernels(struct buf *b, const struct coop__kernel *ks, int n) {
+  for (int i = 0; i < n; i++) {
+    put(b, "/* ---- kernel %s ---- */\n%s\n", ks[i].name, ks[i].source);
     put(b, "#line %zu \"" COOP__SRC_NAME "\"\n", lines(b) + 2);
   }
-  put(b, "#define COOP_NKERNELS %du\n", rt->nkernels);
-  for (int i = 0; i < rt->nkernels; i++) put_runner(b, i, &rt->kernels[i]);
+  put(b, "#define COOP_NKERNELS %du\n", n);
+  for (int i = 0; i < n; i++) put_runner(b, i, &ks[i]);
   put(b, "COOP_FN coop_u32 coop__kernel_is_coop(coop_u32 k) {\n  switch (k) {\n");
-  for (int i = 0; i < rt->nkernels; i++)
-    put(b, "    case %d: return %du;\n", i, rt->kernels[i].cooperative ? 1 : 0);
+  for (int i = 0; i < n; i++) put(b, "    case %d: return %du;\n", i, ks[i].cooperative ? 1 : 0);
   put(b, "  }\n  return 0u;\n}\n");
   put(b, "COOP_FN void coop__dispatch(struct coop_ctx *c, coop_u32 k) {\n  switch (k) {\n");
-  for (int i = 0; i < rt->nkernels; i++) put(b, "    case %d: coop__run_%d(c); break;\n", i, i);
+  for (int i = 0; i < n; i++) put(b, "    case %d: coop__run_%d(c); break;\n", i, i);
   put(b, "  }\n}\n");
 }
 
@@ -120,6 +119,13 @@ static void put_env_defines(struct buf *b) {
 }
 
 char *coop__assemble_source(const struct coop_rt *rt) {
+  return coop__assemble_kernels(rt->kernels, rt->nkernels);
+}
+
+/* A megakernel of kernels[0..n) alone is assembled exactly as the whole
+ * set's: coop_rt_kernel_width's figures are those the kernel would give
+ * if it were the only one registered. */
+char *coop__assemble_kernels(const struct coop__kernel *kernels, int n) {
   struct buf b = {0};
   /* Lines keep their place in the assembled source, under one name; a
    * kernel may open with its own #line (coopd names its file there), so
@@ -130,7 +136,7 @@ char *coop__assemble_source(const struct coop_rt *rt) {
   put(&b, "%s\n", coop__src_coop_limits_h);
   for (int i = 0; coop__device_names[i]; i++) {
     put(&b, "%s\n", coop__device_texts[i]);
-    if (!strcmp(coop__device_names[i], COOP__KERNELS_AFTER)) put_kernels(&b, rt);
+    if (!strcmp(coop__device_names[i], COOP__KERNELS_AFTER)) put_kernels(&b, kernels, n);
   }
   if (b.oom) {
     free(b.p);

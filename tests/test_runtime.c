@@ -921,6 +921,65 @@ START_TEST(missing_definition_reported) {
 }
 END_TEST
 
+/* The width report (coop_rt_kernel_width): every registered kernel by its
+ * name, measured alone with sane figures, and the merged megakernel's
+ * (after the build only); nothing launches. On PoCL registers and
+ * occupancy are n/a (-1); the figures that OpenCL gives are positive. */
+START_TEST(kernel_widths) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  o.backend = getenv("COOP_BACKEND");
+  coop_rt *rt = NULL;
+  int r = coop_rt_open(&rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  const char *names[] = {"ids", "sweep", "queue"};
+  ck_assert_int_eq(coop_rt_add_kernel(rt, "ids", 0, k_ids), 0);
+  ck_assert_int_eq(coop_rt_add_kernel(rt, "sweep", 1, k_sweep), 1);
+  ck_assert_int_eq(coop_rt_add_kernel(rt, "queue", 1, k_queue), 2);
+  struct coop_rt_width w[3], m;
+  ck_assert_int_eq(coop_rt_kernel_width(rt, -1, &m), COOP_ESTATE); /* not built yet */
+  ck_assert_int_eq(coop_rt_kernel_width(rt, 3, &m), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_kernel_width(rt, -2, &m), COOP_EINVAL);
+  for (int i = 0; i < 3; i++) { /* lone builds need no merged one */
+    ck_assert_int_eq(coop_rt_kernel_width(rt, i, &w[i]), 0);
+    ck_assert_str_eq(w[i].name, names[i]);
+    ck_assert_msg(w[i].measured, "%s: %s", names[i], w[i].note);
+    ck_assert_int_gt(w[i].shared_bytes, 0); /* the runtime's own workgroup memory */
+    ck_assert_int_ge(w[i].local_bytes, 0);
+    if (!strcmp(coop_rt_backend(rt), "opencl")) {
+      ck_assert_int_eq(w[i].regs, -1);
+      ck_assert_int_eq(w[i].per_cu, -1);
+      ck_assert_int_ge(w[i].max_local_size, 16);
+    } else {
+      ck_assert_int_ge(w[i].regs, 16);
+      ck_assert_int_ge(w[i].per_cu, 1);
+      ck_assert_int_eq(w[i].groups, w[i].per_cu * (int)coop_rt_compute_units(rt));
+    }
+    char t[512];
+    ck_assert_ptr_nonnull(strstr(coop_rt_width_text(&w[i], t, sizeof t), "registers/thread"));
+  }
+  ck_assert_int_eq(coop_rt_build(rt), 0);
+  ck_assert_int_eq(coop_rt_kernel_width(rt, -1, &m), 0);
+  ck_assert_msg(m.measured, "merged: %s", m.note);
+  ck_assert_str_eq(m.name, "");
+  ck_assert_int_gt(m.shared_bytes, 0);
+  /* the bound: the lowest occupancy; none where no kernel has one */
+  int b = coop_rt_width_bound(w, 3);
+  if (w[0].per_cu < 0) ck_assert_int_eq(b, -1);
+  struct coop_rt_width f[2] = {w[0], w[0]};
+  f[0].per_cu = 4, f[0].regs = 56, f[1].per_cu = 2, f[1].regs = 96;
+  ck_assert_int_eq(coop_rt_width_bound(f, 2), 1);
+  ck_assert(!coop_rt_width_as_wide(&f[0], &f[1]));
+  f[0].regs = 96, f[0].per_cu = 2;
+  ck_assert(coop_rt_width_as_wide(&f[0], &f[1])); /* a tie with the bound */
+  f[1].measured = 0;
+  ck_assert_int_eq(coop_rt_width_bound(f, 2), 0);
+  ck_assert(!coop_rt_width_as_wide(&f[0], &f[1]));
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("runtime");
   TCase *d = tcase_create("discovery");
@@ -961,6 +1020,10 @@ static Suite *suite(void) {
   tcase_add_test(rz, suspend_plain);
   tcase_add_test(rz, suspend_query);
   suite_add_tcase(s, rz);
+  TCase *wd = tcase_create("widths");
+  tcase_set_timeout(wd, 300);
+  tcase_add_test(wd, kernel_widths);
+  suite_add_tcase(s, wd);
   TCase *st = tcase_create("stress");
   tcase_set_timeout(st, 600);
   tcase_add_test(st, stress_plain);

@@ -19,6 +19,7 @@
 #include "coop_util.h"
 #include "devproc_msg.h"
 #include "kset.h"
+#include "log.h"
 
 /* How long a request may take before the child counts as stuck: a build
  * compiles every kernel (NVRTC or PoCL's LLVM, tens of seconds on a loaded
@@ -51,6 +52,12 @@ struct dp {
   uint64_t gen;
   struct dp_req q;
   struct dp_rep r;
+  /* The build's widths (dp_widths): [0] the merged megakernel's, then
+   * each kernel's alone where [device] kernel_widths measured them; and
+   * what they say, for the backend note (start_call). */
+  struct coop_rt_width widths[DP_WIDTHS_MAX];
+  unsigned nwidths;
+  char width_note[512];
 };
 
 static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
@@ -202,20 +209,13 @@ static int spawn(struct dp *p, char *err, size_t errlen) {
   return 0;
 }
 
-int dp_build(struct dp **pp, const struct config *c, int index, const struct kset *ks, char *err,
-             size_t errlen) {
-  *pp = NULL;
-  struct dp *p = calloc(1, sizeof *p);
-  if (!p) return snprintf(err, errlen, "out of memory"), COOP_ENOMEM;
-  p->fd = -1;
-  p->gen = 1; /* 0 marks no cache entry valid (dp_task_info) */
-  int e = spawn(p, err, errlen);
-  if (e) return free(p), e;
+/* A spawned child's DP_OPEN: the device opened, ks's kernels registered
+ * and, unless widths_only, the megakernel built. */
+static int open_child(struct dp *p, const struct config *c, int index, const struct kset *ks,
+                      int widths_only, char *err, size_t errlen) {
   int sfd = sources_memfd(ks);
-  if (sfd < 0) {
-    dp_kill(p);
+  if (sfd < 0)
     return snprintf(err, errlen, "memfd for the kernel sources: %s", strerror(errno)), COOP_EIO;
-  }
   struct dp_open_args *a = &p->q.u.open;
   memset(a, 0, sizeof *a);
   snprintf(a->backend, sizeof a->backend, "%s", c->backend);
@@ -227,20 +227,145 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
   a->launch_groups = c->max_workgroups;
   a->arena_bytes = (uint64_t)c->arena_mb << 20;
   a->nkernels = ks->n;
+  a->max_registers = c->max_registers;
+  a->widths_only = (uint32_t)widths_only;
   a->layout = DP_LAYOUT;
-  e = call(p, DP_OPEN, sfd, DP_BUILD_MS);
+  int e = call(p, DP_OPEN, sfd, DP_BUILD_MS);
   close(sfd);
-  if (e) {
+  if (e == COOP_ELOST)
+    snprintf(err, errlen, "the device process %s while building", p->death);
+  else if (e)
+    snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.u.text[0] ? ": " : "", p->r.u.text);
+  return e;
+}
+
+static struct dp *dp_new(void) {
+  struct dp *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->fd = -1;
+  p->gen = 1; /* 0 marks no cache entry valid (dp_task_info) */
+  return p;
+}
+
+/* Each kernel's width alone (coop_rt_kernel_width), into p->widths[1..]:
+ * measured in a device process of its own, which builds nothing else and
+ * exits. Why not in p's: a lone build is a compile of its own (as long as
+ * the merged one), and a device compiler that crashes on one (PoCL's
+ * work-group compiler has refused kernel sets it built otherwise) must
+ * take nothing down; a failure here is widths not measured. */
+static void probe_widths(struct dp *p, const struct config *c, int index, const struct kset *ks) {
+  char err[512] = "out of memory";
+  struct dp *q = dp_new();
+  int e = q ? spawn(q, err, sizeof err) : COOP_ENOMEM;
+  if (e == 0) e = open_child(q, c, index, ks, 1, err, sizeof err);
+  if (e == 0) {
+    q->q.a = 1;
+    e = call(q, DP_WIDTH, -1, DP_BUILD_MS);
     if (e == COOP_ELOST)
-      snprintf(err, errlen, "the device process %s while building", p->death);
+      snprintf(err, sizeof err, "the process measuring them %s", q->death);
+    else if (e)
+      snprintf(err, sizeof err, "%s", coop_strerror(e));
+  }
+  unsigned n = e == 0 ? q->r.n : 0;
+  for (unsigned i = 1; i < n && i <= ks->n; i++) p->widths[i] = q->r.u.widths[i];
+  for (unsigned i = n ? n : 1; i <= ks->n && i < DP_WIDTHS_MAX; i++) {
+    memset(&p->widths[i], 0, sizeof p->widths[i]);
+    snprintf(p->widths[i].name, sizeof p->widths[i].name, "%s", ks->k[i - 1].name);
+    snprintf(p->widths[i].note, sizeof p->widths[i].note, "%.120s", err);
+  }
+  p->nwidths = ks->n + 1 < DP_WIDTHS_MAX ? ks->n + 1 : DP_WIDTHS_MAX;
+  if (q && q->pid > 0)
+    dp_close(q, DP_CLOSE_MS);
+  else
+    free(q);
+}
+
+/* The widths in the log, one line each, and the kernel that bounds the
+ * launch; with the kernels measured alone, a summary for the backend note
+ * (what `coopctl stats` shows). */
+static void report_widths(struct dp *p, int index, const struct config *c) {
+  char t[512], dev[32] = "device"; /* index -1: the first usable */
+  if (index >= 0) snprintf(dev, sizeof dev, "device index %d", index);
+  log_info("%s: megakernel width: %s", dev, coop_rt_width_text(&p->widths[0], t, sizeof t));
+  if (c->max_registers && strcmp(p->dev.backend, "cuda"))
+    log_info("%s: [device] max_registers = %u is ignored: %s has no register cap", dev,
+             c->max_registers, p->dev.backend);
+  if (p->nwidths <= 1) {
+    log_info("%s: each kernel's width: coopd --check-config, or [device] kernel_widths = yes", dev);
+    return;
+  }
+  size_t n = 0;
+  n += (size_t)snprintf(p->width_note, sizeof p->width_note, "widths alone:");
+  for (unsigned i = 1; i < p->nwidths; i++) {
+    const struct coop_rt_width *w = &p->widths[i];
+    log_info("%s: kernel %s alone: %s", dev, w->name, coop_rt_width_text(w, t, sizeof t));
+    if (n >= sizeof p->width_note) continue;
+    if (!w->measured)
+      n += (size_t)snprintf(p->width_note + n, sizeof p->width_note - n, " %s n/a,", w->name);
+    else if (w->per_cu >= 0)
+      n += (size_t)snprintf(p->width_note + n, sizeof p->width_note - n, " %s %dr %d/SM,", w->name,
+                            w->regs, w->per_cu);
     else
-      snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.u.text[0] ? ": " : "", p->r.u.text);
+      n += (size_t)snprintf(p->width_note + n, sizeof p->width_note - n,
+                            " %s %dB local %dB private,", w->name, w->shared_bytes, w->local_bytes);
+  }
+  if (n < sizeof p->width_note) p->width_note[n - 1] = '\0'; /* the last comma */
+  int b = coop_rt_width_bound(&p->widths[1], (int)p->nwidths - 1);
+  const struct coop_rt_width *m = &p->widths[0];
+  if (b < 0) {
+    snprintf(t, sizeof t, "no kernel's occupancy is known (%s gives none): no bound named",
+             p->dev.backend);
+  } else {
+    const struct coop_rt_width *k = &p->widths[1 + b];
+    size_t tn = (size_t)snprintf(
+        t, sizeof t, "bound by kernel %s (%s: %d blocks/SM alone, %d registers/thread)%s", k->name,
+        k->bound, k->per_cu, k->regs,
+        m->measured && m->per_cu >= 0 && m->per_cu < k->per_cu
+            ? "; the merged megakernel holds fewer than any kernel alone"
+            : "");
+    for (unsigned i = 1; i < p->nwidths && tn < sizeof t; i++)
+      if ((int)i != 1 + b && coop_rt_width_as_wide(&p->widths[i], k))
+        tn += (size_t)snprintf(t + tn, sizeof t - tn, "%s %s",
+                               strstr(t, "; as wide:") ? "," : "; as wide:", p->widths[i].name);
+  }
+  log_info("%s: %s", dev, t);
+  n = strlen(p->width_note);
+  snprintf(p->width_note + n, sizeof p->width_note - n, "; %s", t);
+}
+
+int dp_build(struct dp **pp, const struct config *c, int index, const struct kset *ks, char *err,
+             size_t errlen) {
+  *pp = NULL;
+  struct dp *p = dp_new();
+  if (!p) return snprintf(err, errlen, "out of memory"), COOP_ENOMEM;
+  int e = spawn(p, err, errlen);
+  if (e) return free(p), e;
+  e = open_child(p, c, index, ks, 0, err, errlen);
+  if (e) {
     dp_close(p, DP_CLOSE_MS);
     return e;
   }
   p->dev = p->r.u.dev;
+  /* the merged megakernel's width: read from the build, no compile */
+  p->q.a = 0;
+  e = call(p, DP_WIDTH, -1, DP_CALL_MS);
+  if (e == COOP_ELOST) {
+    snprintf(err, errlen, "the device process %s after building", p->death);
+    dp_close(p, DP_CLOSE_MS);
+    return e;
+  }
+  if (e == 0) p->widths[0] = p->r.u.widths[0];
+  p->nwidths = 1;
+  if (c->kernel_widths) probe_widths(p, c, index, ks);
+  report_widths(p, index, c);
   *pp = p;
   return 0;
+}
+
+unsigned dp_widths(const struct dp *p, struct coop_rt_width *out, unsigned max) {
+  unsigned n = p->nwidths < max ? p->nwidths : max;
+  memcpy(out, p->widths, n * sizeof *out);
+  return n;
 }
 
 /* DP_LAUNCH and DP_UNPARK: the megakernel (re)started, and its devinfo. */
@@ -252,6 +377,10 @@ static int start_call(struct dp *p, uint32_t op, const char *during, char *err, 
     snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.u.text);
   else
     p->dev = p->r.u.dev;
+  if (e == 0 && p->width_note[0]) { /* the widths' summary, for `coopctl stats` */
+    size_t n = strlen(p->dev.note);
+    snprintf(p->dev.note + n, sizeof p->dev.note - n, "; %s", p->width_note);
+  }
   if (e == 0) p->spin_ns = strcmp(p->dev.backend, "cuda") ? 0 : DP_REPLY_SPIN_NS;
   return e;
 }

@@ -35,6 +35,13 @@ struct dp;
  * why (the compiler log for a build error). */
 int dp_build(struct dp **p, const struct config *c, int index, const struct kset *ks, char *err,
              size_t errlen);
+/* The build's widths (coop_rt_width), up to max: [0] the merged
+ * megakernel's, then, where [device] kernel_widths measured them (in a
+ * device process of their own, at dp_build), each kernel's alone in ks's
+ * order. dp_build logs them, and the kernel that bounds the launch; the
+ * backend note carries a summary. Returns how many. */
+#define DP_WIDTHS_MAX (COOP_MAX_KERNELS + 1) /* the merged megakernel and each kernel */
+unsigned dp_widths(const struct dp *p, struct coop_rt_width *out, unsigned max);
 /* Launches the megakernel (discovery) in a built child. */
 int dp_launch(struct dp *p, char *err, size_t errlen);
 /* Idle parking (coop_rt_park): the megakernel leaves the device, the

@@ -67,6 +67,7 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   o.local_size = a->local_size;
   o.launch_groups = a->launch_groups;
   o.arena_bytes = a->arena_bytes;
+  o.max_registers = a->max_registers;
   int e = coop_rt_open(&ch->rt, &o);
   uint64_t off = 0;
   for (uint32_t i = 0; e == 0 && i < a->nkernels; i++) {
@@ -96,7 +97,7 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
     free(name); /* the runtime keeps its own copies */
     free(src);
   }
-  if (e == 0) e = coop_rt_build(ch->rt);
+  if (e == 0 && !a->widths_only) e = coop_rt_build(ch->rt);
   if (e && ch->rt) snprintf(r->u.text, sizeof r->u.text, "%s", coop_rt_errmsg(ch->rt));
   if (e == 0) devinfo(ch->rt, &r->u.dev);
   return e;
@@ -308,6 +309,29 @@ static void poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n
   r->n = n;
 }
 
+/* DP_WIDTH's reply: the merged megakernel's width (not measured where
+ * this process only measures widths: nothing was built), then, when
+ * asked, each kernel's alone. A lone build that fails is a width not
+ * measured, never an error. */
+static int widths_reply(coop_rt *rt, int lone, struct dp_rep *r) {
+  struct coop_rt_width *w = r->u.widths;
+  int e = coop_rt_kernel_width(rt, -1, &w[0]);
+  if (e == COOP_ESTATE) {
+    memset(&w[0], 0, sizeof w[0]);
+    snprintf(w[0].note, sizeof w[0].note, "not built here");
+  } else if (e) {
+    return e;
+  }
+  r->n = 1;
+  for (int i = 0; lone && r->n < DP_WIDTHS_MAX; i++) {
+    e = coop_rt_kernel_width(rt, i, &w[r->n]);
+    if (e == COOP_EINVAL) break; /* past the last kernel */
+    if (e) return e;
+    r->n++;
+  }
+  return 0;
+}
+
 /* DP_LAUNCH's and DP_UNPARK's reply: the runtime's message on error,
  * else the device's info. */
 static void started(coop_rt *rt, int err, struct dp_rep *r) {
@@ -335,6 +359,9 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       return;
     case DP_LAUNCH:
       started(rt, coop_rt_launch(rt), r);
+      return;
+    case DP_WIDTH:
+      r->err = widths_reply(rt, q->a != 0, r);
       return;
     case DP_PARK: {
       /* tests only: a megakernel slow to leave (a loaded CPU device) */

@@ -49,6 +49,7 @@ const struct dp_op_entry dp_ops[DP_NOPS] = {
     [DP_SUSPEND] = {"suspend", NONE, NONE, 0, 0, 0},
     [DP_SAVED] = {"saved", NONE, NONE, 0, 1, 1},
     [DP_RESUME] = {"resume", FIXED(sizeof(struct coop_rt_task_desc)), NONE, 0, 1, 1},
+    [DP_WIDTH] = {"width", NONE, LIST(0, sizeof(struct coop_rt_width), 1, DP_WIDTHS_MAX), 0, 0, 0},
 };
 
 /* Each body fits its union member, whatever the count. */
@@ -60,6 +61,8 @@ _Static_assert(offsetof(struct dp_poll_ids, id) + DP_POLL_MAX * sizeof(uint32_t)
                "a full list of ids is the whole struct");
 _Static_assert(DP_VIEW_MAX *(sizeof(coop_task_id) + 1) <= DP_TEXT_MAX,
                "a view is no longer than the reply's union");
+_Static_assert(DP_WIDTHS_MAX * sizeof(struct coop_rt_width) <= DP_TEXT_MAX,
+               "every width fits the reply's union as it was");
 
 const struct dp_op_entry *dp_op_entry(uint32_t op) {
   return op > 0 && op < DP_NOPS && dp_ops[op].name ? &dp_ops[op] : NULL;

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "coop_rt.h"
+#include "devproc.h" /* DP_WIDTHS_MAX */
 
 enum dp_op {
   DP_OPEN = 1, /* fd: sources; u.open */
@@ -44,6 +45,8 @@ enum dp_op {
   DP_SUSPEND, /* id -> coop_rt_suspend */
   DP_SAVED,   /* id, fd: the SUSPENDED task's saved state written at 0 -> rep.a = bytes */
   DP_RESUME,  /* u.desc, fd: a saved state -> coop_rt_submit_resumed, rep.a = task id */
+  DP_WIDTH,   /* a = 1: each kernel alone too -> rep.n widths in rep.u.widths: the merged
+               * megakernel's, then each kernel's (coop_rt_kernel_width) */
   DP_NOPS     /* one past the last op */
 };
 
@@ -80,6 +83,9 @@ struct dp_open_args {
   int32_t platform_index, device_index;
   uint32_t local_size, launch_groups, nkernels;
   uint64_t arena_bytes;
+  uint32_t max_registers; /* coop_rt_options.max_registers */
+  uint32_t widths_only;   /* open and register, no build: a process that only
+                           * measures widths (devproc.c, probe_widths) */
 };
 
 /* A request: the header (op .. b), then u's member for op. */
@@ -120,7 +126,8 @@ struct dp_rep {
     uint64_t args[DP_MAX_BUFS];
     struct coop_rt_task_info infos[DP_POLL_MAX];
     uint8_t view[DP_VIEW_MAX * (sizeof(coop_task_id) + 1)]; /* owners, then reserved bytes */
-    char text[DP_TEXT_MAX];                                 /* an error's message, NUL-terminated */
+    struct coop_rt_width widths[DP_WIDTHS_MAX];
+    char text[DP_TEXT_MAX]; /* an error's message, NUL-terminated */
   } u;
 };
 #define DP_REP_HDR offsetof(struct dp_rep, u)

@@ -49,6 +49,10 @@ struct cu_be {
   int cc_major, cc_minor, concurrent_managed;
   int launched;
   int own_ctx; /* the primary context, retained here */
+  /* what ptxas said of the built megakernel (cu_width before the load);
+   * regs -1: it said nothing */
+  struct coop_rt_width built;
+  int no_verbose; /* this NVRTC refused --ptxas-options: no figures before a load */
 };
 
 static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
@@ -235,37 +239,96 @@ static int cu_read_dev(struct coop_rt *rt, void *dst, size_t bytes) {
   return 0;
 }
 
-static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
+/* ptxas's report of coop_megakernel (--ptxas-options=--verbose), read
+ * from the compiler log: registers, static shared memory, the stack frame
+ * (local memory per thread, spills included) and the spill stores. The
+ * width of a build that is never loaded comes from here: loading it
+ * (cuModuleLoadData) would wait for a running megakernel (cu_load). A
+ * figure the log does not give stays -1. */
+static void ptxas_figures(const char *log, struct coop_rt_width *w) {
+  w->regs = w->shared_bytes = w->local_bytes = w->spill_bytes = -1;
+  const char *p = log ? strstr(log, "Function properties for coop_megakernel\n") : NULL;
+  if (!p) return;
+  p = strchr(p, '\n') + 1;
+  int frame, spill;
+  const char *f = strstr(p, "bytes stack frame");
+  if (f && sscanf(p, "ptxas . %d bytes stack frame, %d bytes spill stores", &frame, &spill) == 2)
+    w->local_bytes = frame, w->spill_bytes = spill;
+  const char *u = strstr(p, "Used ");
+  if (u && sscanf(u, "Used %d registers", &w->regs) != 1) w->regs = -1;
+  const char *eol = u ? strchr(u, '\n') : NULL, *sm = u ? strstr(u, " bytes smem") : NULL;
+  if (sm && (!eol || sm < eol)) {
+    const char *d = sm;
+    while (d > u && d[-1] >= '0' && d[-1] <= '9') d--;
+    if (d < sm) w->shared_bytes = atoi(d);
+  }
+}
+
+/* NVRTC on src with the backend's options (and the register cap): the
+ * cubin (malloc'ed) unless cubin is NULL, and ptxas's figures. On failure
+ * the first lines of the log in err. */
+static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
+                      char *err, size_t errlen) {
   struct cu_be *b = rt->be;
-  (void)options; /* OpenCL's; NVRTC gets its own */
-  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   nvrtcProgram prog;
   if (coop__cu.nvrtcCreateProgram(&prog, src, "coop_megakernel.cu", 0, NULL, NULL) !=
       NVRTC_SUCCESS) {
-    coop__rt_msg(rt, "nvrtcCreateProgram failed");
+    snprintf(err, errlen, "nvrtcCreateProgram failed");
     return COOP_ENOMEM;
   }
-  char arch[48];
+  char arch[48], regs[40];
   snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", b->cc_major, b->cc_minor);
-  const char *opts[] = {arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
-  nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, 4, opts);
+  snprintf(regs, sizeof regs, "--maxrregcount=%u", rt->max_registers);
+  const char *opts[8] = {arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
+  int n = 4;
+  if (rt->max_registers) opts[n++] = regs;
+  int verbose = !b->no_verbose;
+  if (verbose) opts[n++] = "--ptxas-options=--verbose";
+  nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, n, opts);
+  if (r == NVRTC_ERROR_INVALID_OPTION && verbose) {
+    /* an NVRTC without --ptxas-options: figures only from a loaded module */
+    b->no_verbose = 1;
+    verbose = 0;
+    coop__cu.nvrtcDestroyProgram(&prog);
+    if (coop__cu.nvrtcCreateProgram(&prog, src, "coop_megakernel.cu", 0, NULL, NULL) !=
+        NVRTC_SUCCESS) {
+      snprintf(err, errlen, "nvrtcCreateProgram failed");
+      return COOP_ENOMEM;
+    }
+    r = coop__cu.nvrtcCompileProgram(prog, n - 1, opts);
+  }
+  char *log = coop__nvrtc_log(prog);
   if (r != NVRTC_SUCCESS) {
-    char *log = coop__nvrtc_log(prog);
-    coop__rt_msg(rt, "megakernel build failed (%s). Compiler log:\n%s",
-                 coop__cu.nvrtcGetErrorString(r), log ? log : "(unavailable)");
+    snprintf(err, errlen, "megakernel build failed (%s). Compiler log:\n%s",
+             coop__cu.nvrtcGetErrorString(r), log ? log : "(unavailable)");
     free(log);
     coop__cu.nvrtcDestroyProgram(&prog);
     return COOP_EBUILD;
   }
-  size_t n = 0;
-  coop__cu.nvrtcGetCUBINSize(prog, &n);
-  char *cubin = malloc(n ? n : 1);
-  if (!cubin) {
-    coop__cu.nvrtcDestroyProgram(&prog);
-    return COOP_ENOMEM;
+  ptxas_figures(verbose ? log : NULL, w);
+  free(log);
+  if (cubin) {
+    size_t sz = 0;
+    coop__cu.nvrtcGetCUBINSize(prog, &sz);
+    *cubin = malloc(sz ? sz : 1);
+    if (!*cubin) {
+      coop__cu.nvrtcDestroyProgram(&prog);
+      snprintf(err, errlen, "out of memory");
+      return COOP_ENOMEM;
+    }
+    coop__cu.nvrtcGetCUBIN(prog, *cubin);
   }
-  coop__cu.nvrtcGetCUBIN(prog, cubin);
   coop__cu.nvrtcDestroyProgram(&prog);
+  return 0;
+}
+
+static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
+  struct cu_be *b = rt->be;
+  (void)options; /* OpenCL's; NVRTC gets its own */
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  char *cubin = NULL;
+  int r = cu_compile(rt, src, &cubin, &b->built, rt->msg, sizeof rt->msg);
+  if (r) return r;
   free(b->cubin);
   b->cubin = cubin;
   return 0;
@@ -290,12 +353,41 @@ static int cu_load(struct coop_rt *rt) {
   return 0;
 }
 
+/* The blocks of local_size one SM holds at regs registers per thread and
+ * smem bytes of static shared memory per block, each per-multiprocessor
+ * limit worked out as the occupancy API does (registers are allocated per
+ * warp in units of 256, and each block costs 1 KiB of shared memory for
+ * the system on sm_80 and later); the smallest is named in *bound. */
+struct cu_limits {
+  unsigned regs, smem, threads, blocks, lim;
+  const char *bound;
+};
+static void cu_limits(const struct cu_be *b, unsigned local_size, int regs, int smem,
+                      struct cu_limits *l) {
+  unsigned warps = (local_size + 31u) / 32u;
+  unsigned reg_unit = ((unsigned)regs * 32u + 255u) / 256u * 256u;
+  l->threads =
+      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) /
+      local_size;
+  l->blocks = (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  l->regs = reg_unit ? (unsigned)coop__cuda_attr(
+                           b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) /
+                           (reg_unit * warps)
+                     : l->blocks;
+  l->smem =
+      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) /
+      ((unsigned)smem + (b->cc_major >= 8 ? 1024u : 0u));
+  l->bound = "threads per SM";
+  l->lim = l->threads;
+  if (l->blocks < l->lim) l->lim = l->blocks, l->bound = "blocks per SM";
+  if (l->regs < l->lim) l->lim = l->regs, l->bound = "registers";
+  if (l->smem < l->lim) l->lim = l->smem, l->bound = "shared memory";
+}
+
 /* The occupancy API's bound for the merged megakernel, and which resource
- * sets it: each per-multiprocessor limit is worked out as the API does
- * (registers are allocated per warp in units of 256, and each block costs
- * 1 KiB of shared memory for the system on sm_80 and later), and the
- * smallest is named. Registers grow with every kernel coopd loads: the
- * merged kernel is as heavy as its heaviest member. */
+ * sets it (cu_limits). Registers grow with every kernel coopd loads: the
+ * merged kernel is as heavy as its heaviest member (coop_rt_kernel_width
+ * says which). */
 static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *groups, char *why,
                         size_t len) {
   struct cu_be *b = rt->be;
@@ -307,31 +399,73 @@ static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *group
       rt, coop__cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0));
   coop__cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
   coop__cu.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, b->fn);
-  unsigned warps = (local_size + 31u) / 32u;
-  unsigned reg_unit = ((unsigned)regs * 32u + 255u) / 256u * 256u;
-  unsigned lim_threads =
-      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) /
-      local_size;
-  unsigned lim_blocks =
-      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
-  unsigned lim_regs = reg_unit ? (unsigned)coop__cuda_attr(
-                                     b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) /
-                                     (reg_unit * warps)
-                               : lim_blocks;
-  unsigned lim_smem =
-      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) /
-      ((unsigned)smem + (b->cc_major >= 8 ? 1024u : 0u));
-  const char *bound = "threads per SM";
-  unsigned lim = lim_threads;
-  if (lim_blocks < lim) lim = lim_blocks, bound = "blocks per SM";
-  if (lim_regs < lim) lim = lim_regs, bound = "registers";
-  if (lim_smem < lim) lim = lim_smem, bound = "shared memory";
+  struct cu_limits l;
+  cu_limits(b, local_size, regs, smem, &l);
   snprintf(why, len,
            "%d per SM x %u SMs, bound by %s; %d registers/thread allow %u, %d B shared/block "
            "allow %u, threads allow %u, blocks %u",
-           per_sm, rt->compute_units, (unsigned)per_sm == lim ? bound : "the occupancy API", regs,
-           lim_regs, smem, lim_smem, lim_threads, lim_blocks);
+           per_sm, rt->compute_units, (unsigned)per_sm == l.lim ? l.bound : "the occupancy API",
+           regs, l.regs, smem, l.smem, l.threads, l.blocks);
   *groups = (unsigned)per_sm * rt->compute_units;
+  return 0;
+}
+
+/* The width of the built megakernel (src NULL) or of src built on the side
+ * (backend.h). Once the megakernel is loaded its figures are the driver's
+ * (CU_FUNC_ATTRIBUTE_*, cuOccupancyMaxActiveBlocksPerMultiprocessor);
+ * before, and for every lone build, ptxas's (ptxas_figures) with the
+ * occupancy worked out by cu_limits: nothing is loaded, so a reload's
+ * build and coopd --check-config beside a running megakernel never wait
+ * for it. */
+static int cu_width(struct coop_rt *rt, const char *src, struct coop_rt_width *w) {
+  struct cu_be *b = rt->be;
+  if (src) {
+    char err[160];
+    int r = cu_compile(rt, src, NULL, w, err, sizeof err);
+    if (r == COOP_ENOMEM) return r;
+    if (r) {
+      err[strcspn(err, "\n")] = '\0';
+      snprintf(w->note, sizeof w->note, "%.120s", err);
+      return 0;
+    }
+  } else if (b->fn) {
+    int per_sm = 0;
+    coop__cu.cuCtxSetCurrent(b->ctx);
+    coop__cu.cuFuncGetAttribute(&w->regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
+    coop__cu.cuFuncGetAttribute(&w->shared_bytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, b->fn);
+    coop__cu.cuFuncGetAttribute(&w->local_bytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, b->fn);
+    w->spill_bytes = b->built.spill_bytes;
+    if (coop__cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)rt->local_size,
+                                                             0) != CUDA_SUCCESS)
+      per_sm = -1;
+    struct cu_limits l;
+    cu_limits(b, rt->local_size, w->regs, w->shared_bytes, &l);
+    w->measured = 1;
+    w->per_cu = per_sm;
+    w->groups = per_sm < 0 ? -1 : per_sm * (int)rt->compute_units;
+    snprintf(w->bound, sizeof w->bound, "%s",
+             per_sm >= 0 && (unsigned)per_sm == l.lim ? l.bound : "");
+    return 0;
+  } else {
+    struct coop_rt_width keep = *w;
+    *w = b->built;
+    memcpy(w->name, keep.name, sizeof w->name);
+    w->max_local_size = -1;
+  }
+  if (w->regs < 0 || w->shared_bytes < 0) {
+    snprintf(w->note, sizeof w->note, "%s",
+             b->no_verbose ? "this NVRTC gives no ptxas figures (--ptxas-options)"
+                           : "ptxas's report not found in the compiler log");
+    w->measured = 0;
+    return 0;
+  }
+  struct cu_limits l;
+  cu_limits(b, rt->local_size, w->regs, w->shared_bytes, &l);
+  w->measured = 1;
+  w->note[0] = '\0';
+  w->per_cu = (int)l.lim;
+  w->groups = (int)(l.lim * rt->compute_units);
+  snprintf(w->bound, sizeof w->bound, "%s", l.bound);
   return 0;
 }
 
@@ -387,6 +521,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .read_dev = cu_read_dev,
     .build = cu_build,
     .occupancy = cu_occupancy,
+    .width = cu_width,
     .launch = cu_launch,
     .wait_exit = cu_wait_exit,
     .close = cu_close,

@@ -6,6 +6,7 @@
  */
 #define CL_TARGET_OPENCL_VERSION 300
 #include <CL/cl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,6 +166,53 @@ static int cl_build(struct coop_rt *rt, const char *src, const char *options) {
   return 0;
 }
 
+/* What OpenCL tells of a built kernel: local memory per workgroup,
+ * private memory per work-item and the largest workgroup it allows.
+ * Nothing about registers or how many workgroups a compute unit holds
+ * (OpenCL has no occupancy query): those stay -1. */
+static void kernel_figures(cl_kernel k, cl_device_id d, struct coop_rt_width *w) {
+  cl_ulong lm = 0, pm = 0;
+  size_t wg = 0;
+  if (clGetKernelWorkGroupInfo(k, d, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL) == CL_SUCCESS)
+    w->shared_bytes = (int)lm;
+  if (clGetKernelWorkGroupInfo(k, d, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof pm, &pm, NULL) ==
+      CL_SUCCESS)
+    w->local_bytes = (int)pm;
+  if (clGetKernelWorkGroupInfo(k, d, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS)
+    w->max_local_size = (int)wg;
+  w->measured = 1;
+}
+
+/* backend.h: the built megakernel's figures, or src's built into a
+ * program of its own (about as long as the megakernel's build: 0.7 s a
+ * kernel with PoCL on two cores) and released. PoCL refuses some kernel
+ * sets that it builds whole or the other way round (its work-group
+ * compiler), so a lone build that fails says so in the note and is no
+ * error. */
+static int cl_width(struct coop_rt *rt, const char *src, struct coop_rt_width *w) {
+  struct cl_be *b = rt->be;
+  if (!src) {
+    if (b->kernel) kernel_figures(b->kernel, b->device, w);
+    return 0;
+  }
+  cl_int e;
+  cl_program p = clCreateProgramWithSource(b->ctx, 1, &src, NULL, &e);
+  if (!p) {
+    snprintf(w->note, sizeof w->note, "clCreateProgramWithSource: OpenCL error %d", (int)e);
+    return 0;
+  }
+  e = clBuildProgram(p, 1, &b->device, COOP__BUILD_OPTIONS, NULL, NULL);
+  cl_kernel k = e == CL_SUCCESS ? clCreateKernel(p, "coop_megakernel", &e) : NULL;
+  if (k) {
+    kernel_figures(k, b->device, w);
+    clReleaseKernel(k);
+  } else {
+    snprintf(w->note, sizeof w->note, "does not build alone (OpenCL error %d)", (int)e);
+  }
+  clReleaseProgram(p);
+  return 0;
+}
+
 static int cl_launch(struct coop_rt *rt, unsigned groups, unsigned local_size) {
   struct cl_be *b = rt->be;
   CL_CHECK(rt, clSetKernelArgSVMPointer(b->kernel, 0, rt->mb));
@@ -208,6 +256,7 @@ const struct coop__backend_ops coop__opencl_ops = {
     .alloc_dev = cl_alloc_dev,
     .write_dev = cl_write_dev,
     .build = cl_build,
+    .width = cl_width,
     .launch = cl_launch,
     .wait_exit = cl_wait_exit,
     .close = cl_close,
