@@ -4,7 +4,8 @@
 # two megakernels on it ([device] devices = 0,0, one worker each). Checks
 # that submit, render and top reach the device named, that the result says
 # where a job ran, and the errors for a device coopd does not have and a
-# malformed index.
+# malformed index, and coopctl migrate moving a cooperative job from one
+# to the other.
 #
 # usage: coopctl_devices.sh COOPD COOPCTL KERNEL_DIR
 set -u
@@ -35,6 +36,24 @@ expect_out '"top":{"device":1,"map":"' "$coopctl" --socket "$sock" --json top --
   --iterations 1
 expect_out "map of    device 1" "$coopctl" --socket "$sock" top --device 1 --iterations 1
 expect 1 "" "$coopctl" --socket "$sock" top --device 2 --iterations 1
+
+# migrate: a long cooperative sweep on device 0 moves to device 1 and runs
+# there (docs/daemon.md, "Moving jobs between devices")
+expect 2 "want JOB DEVICE" "$coopctl" --socket "$sock" migrate 1
+"$coopctl" --socket "$sock" submit sweep --coop --wg 1 --device 0 zeros:256 u32:64 \
+  u32:100000000 >"$dir/sub" 2>&1
+job=$(grep -o '[0-9][0-9]*' "$dir/sub" | head -1)
+if [ -z "$job" ]; then
+  fail "the sweep was not submitted: $(cat "$dir/sub")"
+else
+  expect 1 "no device 5" "$coopctl" --socket "$sock" migrate "$job" 5
+  expect_out "job $job: running on device 1 after" "$coopctl" --socket "$sock" migrate "$job" 1
+  expect_out '"device":1}' "$coopctl" --socket "$sock" --json status "$job"
+  expect 1 "already on device 1" "$coopctl" --socket "$sock" migrate "$job" 1
+  "$coopctl" --socket "$sock" cancel "$job" >/dev/null 2>&1
+  "$coopctl" --socket "$sock" --json wait "$job" --timeout 30000 >"$dir/w" 2>&1
+  grep -q '"device":1,"state":"cancelled"' "$dir/w" || fail "the moved sweep: $(cat "$dir/w")"
+fi
 
 stop_coopd
 finish
