@@ -117,7 +117,7 @@ else
     ms=$(sed -n 's/.*"ms":\([0-9.]*\).*/\1/p' "$tmp/m.json")
     echo "$r,yes,$ms,$(took "$tmp/moved.json"),$(sed -n 's/.*"device":\([0-9]*\).*/\1/p' "$tmp/moved.json" | head -1),$(sed -n 's/.*"check":"\([a-zA-Z]*\)".*/\1/p' "$tmp/moved.json")"
   done
-  grep "handed to device\|moved here\|to be carried" "$tmp/coopd.log" | tail -3 >&2 || true
+  grep "handed to device\|moved here\|for its move" "$tmp/coopd.log" | tail -3 >&2 || true
   stop_daemon
 fi
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"

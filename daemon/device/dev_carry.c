@@ -76,8 +76,7 @@ int dev__carry_out(struct dev *d, struct run *r, const char *where) {
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
   r->ninflight = 0;
   r->moving = 2;
-  log_info("job %llu (%s): suspended, to be carried %s", (unsigned long long)j->id, j->kernel,
-           where);
+  log_info("job %llu (%s): suspended %s", (unsigned long long)j->id, j->kernel, where);
   return 0;
 }
 

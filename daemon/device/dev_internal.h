@@ -203,7 +203,7 @@ void dev__carry_request(struct dev *d, struct run *r);
 int dev__carry_out(struct dev *d, struct run *r, const char *where);
 /* A suspended job waiting in coop_wait: its buffers copied out of the
  * device process into r->carry_fd, freed there: 0, or -1 (the job
- * failed; where: "across the kernel reload", "to another device"). */
+ * failed; where: "across the kernel reload", "for its move to another device"). */
 int dev__carry_waiting(struct dev *d, struct run *r, const char *where);
 void dev__carry_in(struct dev *d);
 /* Before the swap: each suspended job waiting in coop_wait has its

@@ -447,7 +447,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
         dev__carry_out(d, r, "across the kernel reload") == 0)
       return 2; /* carried across the reload */
     if (got && ti.state == COOP_TASK_SUSPENDED && r->migrating &&
-        dev__carry_out(d, r, "to another device") == 0)
+        dev__carry_out(d, r, "for its move to another device") == 0)
       return 4; /* to another device (dev_move.c) */
     if (got && ti.state == COOP_TASK_SUSPENDED && r->suspending && dev__suspend_out(d, r) == 0)
       return 3; /* back in coop_wait */

@@ -137,6 +137,13 @@ j = c.submit("sweep", long, np.uint32(long.size), np.uint32(1 << 30), groups=1,
              cooperative=True)
 e = raises(coop.Timeout, lambda: j.wait(timeout=0.2), "wait with a timeout")
 check(e is not None and e.code == coop.ETIMEDOUT, "Timeout carries ETIMEDOUT")
+# migrate: this coopd runs one device, so there is nowhere to move it
+e = raises(coop.Error, lambda: j.migrate(1), "migrate to a device coopd does not run")
+check(e is not None and e.code == coop.EINVAL and "no device 1" in e.message,
+      f"its code {e and e.name}, message {e and e.message!r}")
+e = raises(coop.Error, lambda: j.migrate(0), "migrate to the device it is on")
+check(e is not None and e.code == coop.ESTATE and "already on device 0" in e.message,
+      f"its code {e and e.name}, message {e and e.message!r}")
 j.cancel()
 r = j.wait(timeout=20)
 check(r.state == "cancelled", f"cancelled: {r}")
