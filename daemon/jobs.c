@@ -39,6 +39,12 @@ static int refuse(struct job_err *e, int code, const char *fmt, ...) {
   return e->code = code;
 }
 
+int job_has_devbufs(const struct job *j) {
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && j->args[i].devbuf_id) return 1;
+  return 0;
+}
+
 int job_fits(unsigned workers, unsigned groups, int cooperative) {
   return workers > 0 && (cooperative || groups <= workers);
 }

@@ -123,6 +123,9 @@ struct job {
 };
 
 void job_free(struct job *j);
+/* Whether j's arguments name device buffers (bufs.h): they stay on their
+ * device, so such a job is neither carried, checkpointed nor moved. */
+int job_has_devbufs(const struct job *j);
 
 /* ---- admission ---- */
 

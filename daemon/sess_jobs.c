@@ -341,8 +341,8 @@ void sess_migrate(struct session *s, uint32_t seq, const union coop_msg *m, int 
     why = "a periodic job cannot move";
   else if (atomic_load(&j->cancel))
     why = "it is being cancelled";
-  for (unsigned i = 0; !why && i < j->nargs; i++)
-    if (j->args[i].devbuf_id) why = "its device buffers stay on their device";
+  else if (job_has_devbufs(j))
+    why = "its device buffers stay on their device";
   if (why)
     return sess_error(s, seq, COOP_ESTATE, "job %llu cannot move: %s", (unsigned long long)j->id,
                       why);

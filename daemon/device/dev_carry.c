@@ -42,7 +42,7 @@ static int kernel_stays(struct dev *d, const struct job *j) {
 static int carriable(struct dev *d, const struct run *r) {
   const struct job *j = r->j;
   if (!(j->flags & COOP_SUBMIT_COOPERATIVE) || dev__periodic(j) || r->ninflight != 1) return 0;
-  return !dev__has_devbufs(j) && kernel_stays(d, j);
+  return !job_has_devbufs(j) && kernel_stays(d, j);
 }
 
 void dev__carry_request(struct dev *d, struct run *r) {
@@ -132,13 +132,13 @@ static int carry_in_one(struct dev *d, struct run *r) {
  * failed). */
 static int carry_suspended_one(struct dev *d, struct run *r) {
   struct job *j = r->j;
-  if (dev__has_devbufs(j) || !kernel_stays(d, j)) {
+  if (job_has_devbufs(j) || !kernel_stays(d, j)) {
     atomic_store(&j->state, COOP_JOB_CANCELLED);
     j->error = COOP_ECANCELED;
     snprintf(j->message, sizeof j->message,
              "cancelled: suspended when the daemon reloaded its kernels, and %s",
-             dev__has_devbufs(j) ? "its device buffers do not move to the new megakernel"
-                                 : "the new set changed or removed its kernel");
+             job_has_devbufs(j) ? "its device buffers do not move to the new megakernel"
+                                : "the new set changed or removed its kernel");
     return -1;
   }
   return dev__carry_waiting(d, r, "across the kernel reload");

@@ -34,12 +34,6 @@
 #include "dev_internal.h"
 #include "log.h"
 
-int dev__has_devbufs(const struct job *j) {
-  for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && j->args[i].devbuf_id) return 1;
-  return 0;
-}
-
 unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in) {
   unsigned n = 0;
   uint64_t off = 0;
@@ -62,10 +56,8 @@ unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in) {
 
 static int checkpointable(const struct dev *d, const struct run *r) {
   const struct job *j = r->j;
-  return d->cfg->checkpoint_ms && d->rt && !d->swap_now && !d->stop_now &&
-         (j->flags & COOP_SUBMIT_COOPERATIVE) && !dev__periodic(j) && r->ninflight == 1 &&
-         r->task_ran[0] && !r->moving && !r->suspending && !r->resuming && !r->ckpting &&
-         !atomic_load(&j->cancel) && !j->error && !dev__has_devbufs(j);
+  return d->cfg->checkpoint_ms && d->rt && !d->swap_now && !d->stop_now && dev__may_suspend(r) &&
+         !j->error && !job_has_devbufs(j);
 }
 
 void dev__ckpt_request(struct dev *d, struct run *r, int64_t now) {
@@ -186,10 +178,7 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
   atomic_store(&j->suspended_for, DEV_FOR_RESTART);
   atomic_store(&j->suspended, 1);
   j->dev_run = r;
-  j->dev_next = d->coop_wait_head; /* first: it ran before any waiting job */
-  d->coop_wait_head = j;
-  if (!d->coop_wait_tail) d->coop_wait_tail = j;
-  d->slots_seq++;
+  dev__coop_wait_push_front(d, j);
   log_warn("job %llu (%s): resumes from its checkpoint of %lld ms before the restart",
            (unsigned long long)j->id, j->kernel, (long long)(lost / 1000000));
   return 1;

@@ -183,6 +183,12 @@ void dev__fail(struct job *j, int code, const char *fmt, ...) __attribute__((for
 /* A job whose turn has come: resolved, its buffers staged, a run of it
  * started; or handed back failed. */
 void dev__start_now(struct dev *d, struct job *j);
+/* Whether r's task may be asked to suspend now (for a priority, a share,
+ * a checkpoint or a move): a one-task cooperative job whose task has been
+ * seen running, not being cancelled, and that nothing else is suspending
+ * or resuming (a reload's carry, a priority, a checkpoint, a move: two at
+ * once left one's flag set on a task the other resumed). */
+int dev__may_suspend(const struct run *r);
 /* r's task is SUSPENDED and about to be released: its counters merged
  * into the job's, and its times kept if it was the first (the RESULT of a
  * resumed job counts from its first task; record). */
@@ -222,9 +228,6 @@ int dev__resume_task(struct dev *d, struct run *r, int state_fd);
 void dev__finish_job(struct dev *d, struct run *r);
 
 /* dev_ckpt.c */
-/* Whether r's job's kernel arguments name device buffers (which stay on
- * their device: such a job is neither carried nor checkpointed). */
-int dev__has_devbufs(const struct job *j);
 /* Each buffer of j (not device buffers) at its offset in the memfd fd, in
  * argument order, into b: copied in (in = 1) or out (in = 0; the memfd
  * is sized). Returns how many. */
@@ -314,6 +317,9 @@ void dev__start_job(struct dev *d, struct job *j);
 /* Starts the waiting cooperative jobs that may start; hands back the ones
  * cancelled (or all, at a stop) while waiting. */
 void dev__pump_coop_wait(struct dev *d);
+/* j first in coop_wait: a suspended job, which ran before any waiting one
+ * (suspended here, back from a checkpoint, or moved here). */
+void dev__coop_wait_push_front(struct dev *d, struct job *j);
 /* *p (a link of coop_wait) taken off the queue. */
 void dev__coop_wait_remove(struct dev *d, struct job **p);
 /* The running cooperative jobs (of uid, unless NULL) and the workers they

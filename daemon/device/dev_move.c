@@ -33,10 +33,9 @@
 #include "log.h"
 
 void dev__move_request(struct dev *d, struct run *r) {
-  /* a reload's carry, a priority's suspension or a checkpoint first: the
-   * move waits for its pass after them */
-  if (r->migrating || r->moving || r->suspending || r->ckpting || r->resuming || !d->rt) return;
-  if (r->ninflight != 1 || !r->task_ran[0]) return; /* not yet running: next pass */
+  /* not yet running, or a reload's carry, a priority's suspension or a
+   * checkpoint first: the move waits for a later pass */
+  if (!d->rt || !dev__may_suspend(r)) return;
   int e = dp_suspend(d->rt, r->task[0]);
   if (e == 0) r->migrating = 1;
   log_debug("job %llu (%s): to move: %s", (unsigned long long)r->j->id, r->j->kernel,

@@ -40,13 +40,6 @@
 
 static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
 
-/* A run that may be suspended: a one-task cooperative job whose task has
- * been seen running and is not already leaving. */
-static int suspendable(const struct run *r) {
-  return is_coop(r->j) && !dev__periodic(r->j) && r->ninflight == 1 && r->task_ran[0] &&
-         !r->moving && !r->suspending && !r->resuming && !r->ckpting && !atomic_load(&r->j->cancel);
-}
-
 /* Cooperative runs not on their way out (suspending). */
 static unsigned coop_staying(const struct dev *d) {
   unsigned n = 0;
@@ -61,7 +54,7 @@ static struct run *victim(struct dev *d, int32_t p, int same, unsigned share) {
   struct run *best = NULL;
   for (struct run *r = d->runs; r; r = r->next) {
     const struct job *j = r->j;
-    if (!suspendable(r)) continue;
+    if (!dev__may_suspend(r)) continue;
     if (same ? j->priority != p || dev__coop_running(d, &j->uid) <= share : j->priority >= p)
       continue;
     if (!best || j->priority < best->j->priority ||
@@ -158,10 +151,7 @@ int dev__suspend_out(struct dev *d, struct run *r) {
   r->suspended_at = coop__now_ns();
   atomic_store(&j->suspended, 1);
   j->dev_run = r;
-  j->dev_next = d->coop_wait_head; /* first: it waited longest */
-  d->coop_wait_head = j;
-  if (!d->coop_wait_tail) d->coop_wait_tail = j;
-  d->slots_seq++;
+  dev__coop_wait_push_front(d, j);
   log_info("job %llu (%s): suspended", (unsigned long long)j->id, j->kernel);
   return 0;
 }

@@ -226,26 +226,11 @@ void dev__start_now(struct dev *d, struct job *j) {
   d->runs = r;
 }
 
-static void host_order(struct coop_wire_times *t, int64_t seen);
-
-void dev__segment_end(struct dev *d, struct run *r) {
-  struct job *j = r->j;
-  struct coop_rt_task_info ti;
-  if (dp_task_info(d->rt, r->task[0], &ti)) return;
-  if (!r->segs) {
-    struct coop_wire_times t = {.gather_ns = -1, .exec_ns = -1};
-#define FROM_INFO(name) t.name = ti.t_##name;
-    COOP_STAMPS_MAP(FROM_INFO) /* coop_schema.h */
-#undef FROM_INFO
-    host_order(&t, coop__now_ns());
-    t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
-    r->first = t;
-    r->first_m = ti.m_initial;
-  }
-  r->segs++;
-#define MERGE(kind, name, rule) COOP_MERGE_##rule(j->name, ti.name);
-  COOP_COUNTERS_MAP(MERGE)
-#undef MERGE
+int dev__may_suspend(const struct run *r) {
+  const struct job *j = r->j;
+  return (j->flags & COOP_SUBMIT_COOPERATIVE) && !dev__periodic(j) && r->ninflight == 1 &&
+         r->task_ran[0] && !r->moving && !r->suspending && !r->resuming && !r->ckpting &&
+         !r->migrating && !atomic_load(&j->cancel);
 }
 
 /* A task's times in the order the host saw them. The device stamps
@@ -286,6 +271,16 @@ static void host_order(struct coop_wire_times *t, int64_t seen) {
   }
 }
 
+/* A task's stamps (times unset: 0) in the order the host saw them. */
+static struct coop_wire_times task_times(const struct coop_rt_task_info *ti, int64_t seen) {
+  struct coop_wire_times t = {.gather_ns = -1, .exec_ns = -1};
+#define FROM_INFO(name) t.name = ti->t_##name;
+  COOP_STAMPS_MAP(FROM_INFO) /* coop_schema.h */
+#undef FROM_INFO
+  host_order(&t, seen);
+  return t;
+}
+
 /* A task that reached a final state, as the device thread saw at `seen`:
  * its times into the job. */
 static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
@@ -306,14 +301,10 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
   TRACE_SET(j, seen, seen);
   TRACE_STAMP(j, task_released);
   live_events(d, r, slot, &ti);
-  struct coop_wire_times t = {.gather_ns = -1, .exec_ns = -1};
-#define FROM_INFO(name) t.name = ti.t_##name;
-  COOP_STAMPS_MAP(FROM_INFO) /* coop_schema.h */
-#undef FROM_INFO
+  struct coop_wire_times t = task_times(&ti, seen);
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
                : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
                                                  : COOP_JOB_REFUSED;
-  host_order(&t, seen);
   if (st == COOP_JOB_DONE || (st == COOP_JOB_CANCELLED && ti.t_gathered)) {
     t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
     if (t.gather_ns > t.finished - t.released) t.gather_ns = t.finished - t.released;
@@ -358,6 +349,22 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
   r->task_inst[slot] = r->task_inst[r->ninflight];
   r->task_seen[slot] = r->task_seen[r->ninflight];
   r->task_ran[slot] = r->task_ran[r->ninflight];
+}
+
+void dev__segment_end(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  struct coop_rt_task_info ti;
+  if (dp_task_info(d->rt, r->task[0], &ti)) return;
+  if (!r->segs) {
+    struct coop_wire_times t = task_times(&ti, coop__now_ns());
+    t.gather_ns = ti.gather_ns < 0 ? 0 : ti.gather_ns;
+    r->first = t;
+    r->first_m = ti.m_initial;
+  }
+  r->segs++;
+#define MERGE(kind, name, rule) COOP_MERGE_##rule(j->name, ti.name);
+  COOP_COUNTERS_MAP(MERGE)
+#undef MERGE
 }
 
 void dev__finish_job(struct dev *d, struct run *r) {

@@ -240,6 +240,13 @@ static void share_width(struct dev *d) {
   }
 }
 
+void dev__coop_wait_push_front(struct dev *d, struct job *j) {
+  j->dev_next = d->coop_wait_head;
+  d->coop_wait_head = j;
+  if (!d->coop_wait_tail) d->coop_wait_tail = j;
+  d->slots_seq++;
+}
+
 void dev__coop_wait_remove(struct dev *d, struct job **p) {
   struct job *j = *p;
   *p = j->dev_next;

@@ -135,21 +135,23 @@ void dev_submit(struct dev *d, struct job *j) {
   kick(d);
 }
 
-void dev_cancel(struct dev *d, struct job *j) {
-  atomic_store(&j->cancel, 1);
+/* The device thread woken for a flag set on a job (cancel, move_to). */
+static void wake(struct dev *d) {
   pthread_mutex_lock(&d->mu);
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
   kick(d);
 }
 
+void dev_cancel(struct dev *d, struct job *j) {
+  atomic_store(&j->cancel, 1);
+  wake(d);
+}
+
 void dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index) {
   atomic_store(&j->move_dev, to); /* before move_to: whoever sees move_to sees it */
   atomic_store(&j->move_to, (uint8_t)(index + 1));
-  pthread_mutex_lock(&from->mu);
-  pthread_cond_signal(&from->cv);
-  pthread_mutex_unlock(&from->mu);
-  kick(from);
+  wake(from);
 }
 
 int dev__adopt(struct dev *d, struct job *j, unsigned index) {
@@ -172,10 +174,7 @@ int dev__adopt(struct dev *d, struct job *j, unsigned index) {
 /* A job moved here with its suspended run (dev__adopt): first in the slot
  * queue, as a job suspended here would be (dev__suspend_out). */
 static void adopt_suspended(struct dev *d, struct job *j) {
-  j->dev_next = d->coop_wait_head;
-  d->coop_wait_head = j;
-  if (!d->coop_wait_tail) d->coop_wait_tail = j;
-  d->slots_seq++;
+  dev__coop_wait_push_front(d, j);
   log_info("job %llu (%s): moved here, suspended; it resumes when a slot is free",
            (unsigned long long)j->id, j->kernel);
 }
