@@ -3,7 +3,7 @@
 # what moving one to another device costs (docs/daemon.md, "Checkpoints",
 # "Moving jobs between devices").
 #   bench/checkpoint_gpu.sh [--build-dir DIR] [--graph WxH] [--runs N] [--periods "0 1000 250"]
-#                           [--migrate]
+#                           [--migrate] [--widths "1 5 64 264 527"]
 # For each period P (ms; 0: no checkpoints) starts a coopd of its own with
 # [jobs] checkpoint_ms = P and runs bfs (cooperative, query barrier) on a
 # road graph of WxH (4096x4096 by default) from vertex 0, N times (3), each
@@ -16,12 +16,16 @@
 # moved by `coopctl migrate` to device 1 half a second in; prints how long
 # the move took (MIGRATE -> running on device 1), the job's time and its
 # check, beside a run that stays on device 0.
+# --widths: whether checkpoints are taken of a kernel at each width, with
+# the plain and the query resizing barrier: slowsweep (kernels/tests/priority,
+# 150 rounds of 9400 kticks: about 10 ms a round on an H200) with
+# checkpoint_ms = 200; prints width, barrier and the checkpoints taken.
 # Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
 # on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower.
 set -euo pipefail
 export LC_ALL=C
 repo=$(cd "$(dirname "$0")/.." && pwd -P)
-bdir=$repo/build-cuda graph=4096x4096 runs=3 periods="0 1000 250" migrate=0
+bdir=$repo/build-cuda graph=4096x4096 runs=3 periods="0 1000 250" migrate=0 widths=
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) bdir=$2; shift 2 ;;
@@ -29,7 +33,8 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --periods) periods=$2; shift 2 ;;
     --migrate) migrate=1; shift ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --widths) widths=$2; shift 2 ;;
+    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "checkpoint_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -49,9 +54,9 @@ trap 'stop_daemon; [ -n "${COOP_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
 sock=$tmp/coop.sock
 start_daemon() { # extra --set arguments
   rm -f "$sock"
-  "$coopd" --socket "$sock" --kernels "$repo/kernels:$bdir/kernels/apps" --set device.park_ms=0 \
-    --set server.journal=off --set log.level=debug --set jobs.watchdog_ms=0 \
-    --set device.arena_mb=4096 --set limits.max_bytes_per_client=4G --set limits.max_bytes_per_uid=4G "$@" \
+  "$coopd" --socket "$sock" --kernels "$repo/kernels:$bdir/kernels/apps:$repo/kernels/tests/priority" \
+    --set device.park_ms=0 \
+    --set server.journal=off --set log.level=debug --set jobs.watchdog_ms=0 "$@" \
     2>"$tmp/coopd.log" &
   daemon=$!
   for _ in $(seq 1 3000); do # the megakernel's build: seconds (minutes on PoCL)
@@ -63,16 +68,35 @@ start_daemon() { # extra --set arguments
   exit 1
 }
 ctl() { "$ctl" --socket "$sock" "$@"; }
+# room for bfs's graph (a 16.8M-vertex road graph: 502 MB of buffers)
+big=(--set device.arena_mb=4096 --set limits.max_bytes_per_client=4G --set limits.max_bytes_per_uid=4G)
 # the job's finished - submitted (ms) from coopctl app's JSON
 took() { sed -n 's/.*"submitted":\([0-9]*\).*"finished":\([0-9]*\).*/\1 \2/p' "$1" | head -1 |
   awk '{ printf "%.3f", ($2 - $1) / 1e6 }'; }
 quant() { sort -g | awk -v f="$1" '{ v[NR] = $1 } END { i = int(f * NR + 0.999); if (i < 1) i = 1; if (NR) print v[i] }'; }
 bfs() { ctl --json app bfs --gen "road:$graph" --query-barrier --source 0 --check "$@"; }
 
-if [ "$migrate" = 0 ]; then
+if [ -n "$widths" ]; then
+  start_daemon --set jobs.checkpoint_ms=200
+  head -c 4096 /dev/zero >"$tmp/data"
+  echo "workgroups,barrier,checkpoints"
+  for q in plain query; do
+    flag=
+    [ "$q" = query ] && flag=--query-barrier
+    for w in $widths; do
+      n=$(grep -c "checkpoint .*: suspended" "$tmp/coopd.log" || true)
+      # shellcheck disable=SC2086 # flag: one word or none
+      timeout 60 "$ctl" --socket "$sock" submit slowsweep --coop $flag --wg "$w" --wait \
+        inout:"$tmp/data" u32:1024 u32:150 u32:9400 >/dev/null 2>&1 || true
+      m=$(grep -c "checkpoint .*: suspended" "$tmp/coopd.log" || true)
+      echo "$w,$q,$((m - n))"
+    done
+  done
+  stop_daemon
+elif [ "$migrate" = 0 ]; then
   echo "period_ms,run,job_ms,checkpoints,ckpt_p50_ms,ckpt_max_ms,check"
   for p in $periods; do
-    start_daemon --set "jobs.checkpoint_ms=$p"
+    start_daemon "${big[@]}" --set "jobs.checkpoint_ms=$p"
     for r in $(seq 1 "$runs"); do
       before=$(wc -l <"$tmp/coopd.log")
       bfs >"$tmp/r.json" 2>"$tmp/r.err" || { cat "$tmp/r.err" >&2; exit 1; }
@@ -96,7 +120,7 @@ if [ "$migrate" = 0 ]; then
       printf "\n" }'
   done
 else
-  start_daemon --set "device.devices=${COOP_BENCH_DEVICES:-0,1}" # 0,0 on PoCL
+  start_daemon "${big[@]}" --set "device.devices=${COOP_BENCH_DEVICES:-0,1}" # 0,0 on PoCL
   echo "run,moved,migrate_ms,job_ms,device,check"
   for r in $(seq 1 "$runs"); do
     bfs --device 0 >"$tmp/stay.json" 2>"$tmp/r.err" || { cat "$tmp/r.err" >&2; exit 1; }
