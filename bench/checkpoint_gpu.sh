@@ -39,41 +39,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$runs" in '' | *[!0-9]*) echo "checkpoint_gpu.sh: '$runs' is not a whole number" >&2; exit 2 ;; esac
-coopd=$bdir/bin/coopd ctl=$bdir/bin/coopctl
-for b in "$coopd" "$ctl"; do
-  [ -x "$b" ] || { echo "checkpoint_gpu.sh: no $b (build with -DCOOP_CUDA=ON, or --build-dir)" >&2; exit 1; }
-done
-
-tmp=$(mktemp -d /tmp/coop-checkpoint.XXXXXX)
-daemon=
-stop_daemon() {
-  [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-  daemon=
-}
-trap 'stop_daemon; [ -n "${COOP_BENCH_KEEP:-}" ] || rm -rf "$tmp"' EXIT
-sock=$tmp/coop.sock
-start_daemon() { # extra --set arguments
-  rm -f "$sock"
-  "$coopd" --socket "$sock" --kernels "$repo/kernels:$bdir/kernels/apps:$repo/kernels/tests/priority" \
-    --set device.park_ms=0 \
-    --set server.journal=off --set log.level=debug --set jobs.watchdog_ms=0 "$@" \
-    2>"$tmp/coopd.log" &
-  daemon=$!
-  for _ in $(seq 1 3000); do # the megakernel's build: seconds (minutes on PoCL)
-    [ -S "$sock" ] && "$ctl" --socket "$sock" stats >/dev/null 2>&1 && return 0
-    kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "checkpoint_gpu.sh: coopd did not start" >&2
-  exit 1
-}
-ctl() { "$ctl" --socket "$sock" "$@"; }
+name=checkpoint_gpu.sh
+# shellcheck source=bench/gpu_daemon.sh
+. "$repo/bench/gpu_daemon.sh"
 # room for bfs's graph (a 16.8M-vertex road graph: 502 MB of buffers)
 big=(--set device.arena_mb=4096 --set limits.max_bytes_per_client=4G --set limits.max_bytes_per_uid=4G)
-# the job's finished - submitted (ms) from coopctl app's JSON
-took() { sed -n 's/.*"submitted":\([0-9]*\).*"finished":\([0-9]*\).*/\1 \2/p' "$1" | head -1 |
-  awk '{ printf "%.3f", ($2 - $1) / 1e6 }'; }
-quant() { sort -g | awk -v f="$1" '{ v[NR] = $1 } END { i = int(f * NR + 0.999); if (i < 1) i = 1; if (NR) print v[i] }'; }
 bfs() { ctl --json app bfs --gen "road:$graph" --query-barrier --source 0 --check "$@"; }
 
 if [ -n "$widths" ]; then
@@ -110,7 +80,8 @@ elif [ "$migrate" = 0 ]; then
     done
     grep -m1 "bytes copied" "$tmp/coopd.log" | sed 's/^.*checkpoint/one checkpoint:/' >&2 || true
     stop_daemon
-  done | tee "$tmp/runs.csv"
+  done > >(tee "$tmp/runs.csv") # not a pipe: the loop runs in this shell, whose EXIT trap stops its coopd
+  wait "$!" # tee's last line, before runs.csv is read
   base=$(awk -F, '$1 == 0 { print $3 }' "$tmp/runs.csv" | quant 0.5)
   for p in $periods; do
     m=$(awk -F, -v p="$p" '$1 == p { print $3 }' "$tmp/runs.csv" | quant 0.5)
@@ -144,5 +115,5 @@ else
   grep "handed to device\|moved here\|for its move" "$tmp/coopd.log" | tail -3 >&2 || true
   stop_daemon
 fi
-echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
-echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); graph: road:$graph"
+machine_line
+echo "graph: road:$graph"

@@ -45,6 +45,7 @@ void config_defaults(struct config *c) {
   c->device_index = -1;
   c->arena_mb = 256;
   c->park_ms = 100;
+  c->max_registers = CONFIG_MAX_REGISTERS;
   const char *xdg = getenv("XDG_RUNTIME_DIR");
   if (geteuid() != 0 && xdg && *xdg)
     snprintf(c->socket, sizeof c->socket, "%s/coop.sock", xdg);

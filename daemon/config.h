@@ -7,6 +7,12 @@
 
 #include <stddef.h>
 
+/* [device] max_registers by default: on an H200 with every shipped kernel
+ * the merged megakernel takes 96 registers (2 blocks of 256 an SM); at 80
+ * it fits 3 (1.5x the workers) and the applications ran within their
+ * run-to-run spread (bench/RESULTS.md, "A register cap"). */
+#define CONFIG_MAX_REGISTERS 80u
+
 struct config {
   /* [device] */
   char backend[16];   /* "auto", "opencl" or "cuda" */

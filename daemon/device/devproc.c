@@ -287,7 +287,8 @@ static void report_widths(struct dp *p, int index, const struct config *c) {
   char t[512], dev[32] = "device"; /* index -1: the first usable */
   if (index >= 0) snprintf(dev, sizeof dev, "device index %d", index);
   log_info("%s: megakernel width: %s", dev, coop_rt_width_text(&p->widths[0], t, sizeof t));
-  if (c->max_registers && strcmp(p->dev.backend, "cuda"))
+  if (c->max_registers && c->max_registers != CONFIG_MAX_REGISTERS &&
+      strcmp(p->dev.backend, "cuda"))
     log_info("%s: [device] max_registers = %u is ignored: %s has no register cap", dev,
              c->max_registers, p->dev.backend);
   if (p->nwidths <= 1) {

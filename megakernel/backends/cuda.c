@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cuda_loader.h"
+#include "occupancy.h"
 #include "rt_internal.h"
 
 struct cu_be {
@@ -264,11 +265,11 @@ static void ptxas_figures(const char *log, struct coop_rt_width *w) {
   }
 }
 
-/* NVRTC on src with the backend's options (and the register cap): the
- * cubin (malloc'ed) unless cubin is NULL, and ptxas's figures. On failure
- * the first lines of the log in err. */
-static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
-                      char *err, size_t errlen) {
+/* NVRTC on src with the backend's options and a register cap of cap (0:
+ * none): the cubin (malloc'ed) unless cubin is NULL, and ptxas's figures.
+ * On failure the first lines of the log in err. */
+static int cu_compile_cap(struct coop_rt *rt, const char *src, unsigned cap, char **cubin,
+                          struct coop_rt_width *w, char *err, size_t errlen) {
   struct cu_be *b = rt->be;
   nvrtcProgram prog;
   if (coop__cu.nvrtcCreateProgram(&prog, src, "coop_megakernel.cu", 0, NULL, NULL) !=
@@ -278,10 +279,10 @@ static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct 
   }
   char arch[48], regs[40];
   snprintf(arch, sizeof arch, "--gpu-architecture=sm_%d%d", b->cc_major, b->cc_minor);
-  snprintf(regs, sizeof regs, "--maxrregcount=%u", rt->max_registers);
+  snprintf(regs, sizeof regs, "--maxrregcount=%u", cap);
   const char *opts[8] = {arch, "--std=c++17", "-default-device", "--extra-device-vectorization"};
   int n = 4;
-  if (rt->max_registers) opts[n++] = regs;
+  if (cap) opts[n++] = regs;
   int verbose = !b->no_verbose;
   if (verbose) opts[n++] = "--ptxas-options=--verbose";
   nvrtcResult r = coop__cu.nvrtcCompileProgram(prog, n, opts);
@@ -322,6 +323,25 @@ static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct 
   return 0;
 }
 
+/* src compiled under the register cap rt->max_registers, which is an upper
+ * bound only: given --maxrregcount=N, ptxas spends up to N registers even
+ * on code that needs fewer without it (on an H200 at a cap of 80, render
+ * alone took 72 registers instead of 40, and fitted 3 blocks an SM instead
+ * of 6). So the build without a cap is kept where it fits under the cap,
+ * and the capped build is made only where it does not (or where ptxas gave
+ * no figures to tell). */
+static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
+                      char *err, size_t errlen) {
+  unsigned cap = rt->max_registers;
+  int r = cu_compile_cap(rt, src, 0, cubin, w, err, errlen);
+  if (r || !cap || (w->regs >= 0 && (unsigned)w->regs <= cap)) return r;
+  if (cubin) {
+    free(*cubin);
+    *cubin = NULL;
+  }
+  return cu_compile_cap(rt, src, cap, cubin, w, err, errlen);
+}
+
 static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
   struct cu_be *b = rt->be;
   (void)options; /* OpenCL's; NVRTC gets its own */
@@ -353,35 +373,22 @@ static int cu_load(struct coop_rt *rt) {
   return 0;
 }
 
-/* The blocks of local_size one SM holds at regs registers per thread and
- * smem bytes of static shared memory per block, each per-multiprocessor
- * limit worked out as the occupancy API does (registers are allocated per
- * warp in units of 256, and each block costs 1 KiB of shared memory for
- * the system on sm_80 and later); the smallest is named in *bound. */
-struct cu_limits {
-  unsigned regs, smem, threads, blocks, lim;
-  const char *bound;
-};
+/* One SM's limits from the device attributes, and the occupancy of a
+ * block of local_size threads at regs registers and smem bytes of static
+ * shared memory (occupancy.c). */
 static void cu_limits(const struct cu_be *b, unsigned local_size, int regs, int smem,
-                      struct cu_limits *l) {
-  unsigned warps = (local_size + 31u) / 32u;
-  unsigned reg_unit = ((unsigned)regs * 32u + 255u) / 256u * 256u;
-  l->threads =
-      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR) /
-      local_size;
-  l->blocks = (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
-  l->regs = reg_unit ? (unsigned)coop__cuda_attr(
-                           b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR) /
-                           (reg_unit * warps)
-                     : l->blocks;
-  l->smem =
-      (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR) /
-      ((unsigned)smem + (b->cc_major >= 8 ? 1024u : 0u));
-  l->bound = "threads per SM";
-  l->lim = l->threads;
-  if (l->blocks < l->lim) l->lim = l->blocks, l->bound = "blocks per SM";
-  if (l->regs < l->lim) l->lim = l->regs, l->bound = "registers";
-  if (l->smem < l->lim) l->lim = l->smem, l->bound = "shared memory";
+                      struct coop__occ *l) {
+  struct coop__sm sm = {
+      .regfile =
+          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
+      .threads =
+          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+      .blocks =
+          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
+      .shared = (unsigned)coop__cuda_attr(b->dev,
+                                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+      .block_sys = b->cc_major >= 8 ? 1024u : 0u};
+  coop__occupancy(&sm, local_size, regs, smem, l);
 }
 
 /* The occupancy API's bound for the merged megakernel, and which resource
@@ -399,14 +406,18 @@ static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *group
       rt, coop__cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)local_size, 0));
   coop__cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, b->fn);
   coop__cu.cuFuncGetAttribute(&smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, b->fn);
-  struct cu_limits l;
+  struct coop__occ l;
   cu_limits(b, local_size, regs, smem, &l);
+  *groups = coop__launch_groups(&l, (unsigned)per_sm, rt->compute_units);
   snprintf(why, len,
-           "%d per SM x %u SMs, bound by %s; %d registers/thread allow %u, %d B shared/block "
+           "%d per SM x %u SMs%s, bound by %s; %d registers/thread allow %u, %d B shared/block "
            "allow %u, threads allow %u, blocks %u",
-           per_sm, rt->compute_units, (unsigned)per_sm == l.lim ? l.bound : "the occupancy API",
-           regs, l.regs, smem, l.smem, l.threads, l.blocks);
-  *groups = (unsigned)per_sm * rt->compute_units;
+           per_sm, rt->compute_units,
+           *groups < (unsigned)per_sm * rt->compute_units
+               ? " less 1 (room for the driver's kernels)"
+               : "",
+           (unsigned)per_sm == l.lim ? l.bound : "the occupancy API", regs, l.regs, smem, l.smem,
+           l.threads, l.blocks);
   return 0;
 }
 
@@ -438,11 +449,11 @@ static int cu_width(struct coop_rt *rt, const char *src, struct coop_rt_width *w
     if (coop__cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, b->fn, (int)rt->local_size,
                                                              0) != CUDA_SUCCESS)
       per_sm = -1;
-    struct cu_limits l;
+    struct coop__occ l;
     cu_limits(b, rt->local_size, w->regs, w->shared_bytes, &l);
     w->measured = 1;
     w->per_cu = per_sm;
-    w->groups = per_sm < 0 ? -1 : per_sm * (int)rt->compute_units;
+    w->groups = per_sm < 0 ? -1 : (int)coop__launch_groups(&l, (unsigned)per_sm, rt->compute_units);
     snprintf(w->bound, sizeof w->bound, "%s",
              per_sm >= 0 && (unsigned)per_sm == l.lim ? l.bound : "");
     return 0;
@@ -459,12 +470,12 @@ static int cu_width(struct coop_rt *rt, const char *src, struct coop_rt_width *w
     w->measured = 0;
     return 0;
   }
-  struct cu_limits l;
+  struct coop__occ l;
   cu_limits(b, rt->local_size, w->regs, w->shared_bytes, &l);
   w->measured = 1;
   w->note[0] = '\0';
   w->per_cu = (int)l.lim;
-  w->groups = (int)(l.lim * rt->compute_units);
+  w->groups = (int)coop__launch_groups(&l, l.lim, rt->compute_units);
   snprintf(w->bound, sizeof w->bound, "%s", l.bound);
   return 0;
 }

@@ -1,0 +1,31 @@
+/* How many blocks of the megakernel one SM holds, and how many to launch:
+ * the arithmetic of the CUDA occupancy API, free of the driver so that a
+ * test can check it (docs/kernels.md, "The megakernel's width"). */
+#ifndef COOP_OCCUPANCY_H
+#define COOP_OCCUPANCY_H
+
+/* One SM's limits, as the device attributes give them. */
+struct coop__sm {
+  unsigned regfile;   /* MAX_REGISTERS_PER_MULTIPROCESSOR */
+  unsigned threads;   /* MAX_THREADS_PER_MULTIPROCESSOR */
+  unsigned blocks;    /* MAX_BLOCKS_PER_MULTIPROCESSOR */
+  unsigned shared;    /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, bytes */
+  unsigned block_sys; /* shared memory the system takes per block (1 KiB from sm_80) */
+};
+
+struct coop__occ {
+  unsigned regs, smem, threads, blocks; /* blocks per SM each resource allows */
+  unsigned lim;                         /* the smallest of them */
+  const char *bound;                    /* its name */
+  int full; /* lim blocks leave no room on the SM for a small kernel (occupancy.c) */
+};
+
+/* The blocks of local_size threads one SM holds at regs registers per
+ * thread and smem bytes of static shared memory per block. */
+void coop__occupancy(const struct coop__sm *sm, unsigned local_size, int regs, int smem,
+                     struct coop__occ *o);
+/* The workgroups to launch for per_sm blocks an SM on sms SMs: all of
+ * them, or one fewer where per_sm is the bound and fills every SM. */
+unsigned coop__launch_groups(const struct coop__occ *o, unsigned per_sm, unsigned sms);
+
+#endif
