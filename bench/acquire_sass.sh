@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/acquire_sass.sh: what a device-scope acquire load and a relaxed load
-# plus one acquire fence compile to on an NVIDIA GPU (bench/RESULTS.md,
+# plus one acquire fence compile to on an NVIDIA GPU (bench/HISTORY.md,
 # "Spins that keep L1"): two spin kernels built with nvcc -cubin, then the
 # memory instructions of their SASS (CCTL.IVALL: the SM's L1 invalidated).
 #   bench/acquire_sass.sh [sm_XX]     (default sm_90; needs nvcc and cuobjdump)

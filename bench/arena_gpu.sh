@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU batch behind bench/RESULTS.md "Tails: where the arena's pages
-# live": the dispatch legs in-process (coop-bench-micro --quick) and one
-# small task's round trip through coopd (coop-bench-rtt, buffers inline and
+# The GPU batch behind bench/RESULTS.md "Tails: the first tasks after a
+# launch are the slow ones": the dispatch legs in-process
+# (coop-bench-micro --quick) and one small task's round trip through coopd (coop-bench-rtt, buffers inline and
 # on the device), for each placement of the CUDA arena's managed pages
 # (COOP_CUDA_ARENA: host, as zeroed; device, prefetched; advise, device
 # preferred and mapped by the CPU), in one lease.

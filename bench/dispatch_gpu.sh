@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU batch behind bench/RESULTS.md "Dispatch and idle": the
+# The GPU batch behind bench/HISTORY.md "Dispatch and idle": the
 # dispatch legs, the round trip through coopd, a plain CUDA kernel beside an
 # idle coopd, and a graphics kernel beside bfs, before and after, one run.
 #

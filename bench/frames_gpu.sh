@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The GPU batch behind bench/RESULTS.md "A frame client through coopd":
-# coop-bench-frames (a 60 fps renderer outside coopd, its input written
-# into device buffers each frame, beside bfs run by another client of the
-# same coopd) for a 2 ms and a 0.3 ms task, then coop-bench-side's driver
-# setups (a second process: time slicing; a second stream) and the
-# in-process coop task for the same task times, in the same lease.
+# The GPU batch behind bench/RESULTS.md "A frame client through coopd,
+# beside bfs": coop-bench-frames (a 60 fps renderer outside coopd, its
+# input written into device buffers each frame, beside bfs run by another
+# client of the same coopd) for a 2 ms and a 0.3 ms task, then
+# coop-bench-side's driver setups (a second process: time slicing; a
+# second stream) and the in-process coop task for the same task times, in
+# the same lease.
 #
 #   bench/frames_gpu.sh
 #

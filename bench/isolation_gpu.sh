@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU batch behind bench/RESULTS.md "Isolation": the tests
+# The GPU batch behind bench/HISTORY.md "Isolation": the tests
 # labelled device through CUDA, the kernel fuzzer under compute-sanitizer's
 # memcheck, and coop-bench-rtt against two coopd builds, one after the
 # other in one sitting.

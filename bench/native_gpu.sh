@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU batch behind bench/RESULTS.md "Native speed": coop's
+# The GPU batch behind bench/HISTORY.md "Native speed": coop's
 # barriers and applications beside plain CUDA on the same GPU, in one run.
 #
 #   bench/native_gpu.sh [tests|bench|all] [OLD_DIR]

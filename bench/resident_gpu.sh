@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU batch behind bench/RESULTS.md "A task on device buffers through
-# coopd": one small task's round trip through coopd with its buffers sent
-# with each job (inline) and on the device (--resident), before (OLD_DIR's
+# The GPU batch behind bench/RESULTS.md "A small task through coopd, on
+# device buffers": one small task's round trip through coopd with its
+# buffers sent with each job (inline) and on the device (--resident), before (OLD_DIR's
 # coopd and coop-bench-rtt, protocol 2) and after, alternating, beside a
 # plain CUDA launch's round trip in the same run; the legs of the resident
 # round trip (COOP_TRACE_FILE); and bfs from 16 sources on road 1024 x 1024:

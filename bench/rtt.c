@@ -4,7 +4,7 @@
  * to the return of its WAIT, sequentially, a given number of times. It
  * measures the whole dispatch path (socket, device thread, device process,
  * megakernel, hand-back); compare two coopd builds on the same machine in
- * one sitting, e.g. before and after the device process (bench/RESULTS.md,
+ * one sitting, e.g. before and after the device process (bench/HISTORY.md,
  * "Isolation").
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]

@@ -31,7 +31,7 @@ struct coop_rt_options {
   const char *device;           /* substring of the device name, or NULL */
   int device_index;             /* or index within the platform; -1 = first */
   unsigned local_size;          /* threads per workgroup; 0 = the backend's
-                                   (CUDA 256, OpenCL 64: bench/RESULTS.md) */
+                                   (CUDA 256, OpenCL 64: bench/HISTORY.md) */
   unsigned launch_groups;       /* hardware workgroups launched; 0 = the
                                    occupancy bound where the backend knows it
                                    (CUDA), else 2 x CU + 1 */
@@ -205,7 +205,7 @@ struct coop_rt_task_desc {
   unsigned cap;
 };
 /* 500 us: longer than most steps of bfs between two resizing barriers on
- * the H100 (gather p99 0.2-0.5 ms without gathering ahead: bench/RESULTS.md,
+ * the H100 (gather p99 0.2-0.5 ms without gathering ahead: bench/HISTORY.md,
  * "Gathering ahead") */
 #define COOP_RT_AHEAD_NS 500000ll
 #define COOP_RT_AHEAD_MAX_NS 1000000000ll /* 1 s */

@@ -235,7 +235,7 @@ typedef _Atomic uint32_t coop_atomic_u32;
 /* How long a device spin naps between two looks (coop_nap; CUDA only):
  * idle workers, and workgroups waiting for discovery's spread order. It
  * bounds what a nap adds to gathered -> started; 0, 100 and 1000 ns
- * measured alike on the H100 (bench/RESULTS.md). */
+ * measured alike on the H100 (bench/HISTORY.md, "Spins that keep L1"). */
 #ifndef COOP_IDLE_NAP_NS
 #define COOP_IDLE_NAP_NS 100u
 #endif
