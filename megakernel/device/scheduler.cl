@@ -433,6 +433,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   s->chan_workers[c] = g;
   s->chan_last[c] = 0u;
   s->chan_cap[c] = cap;
+  s->chan_pub_task[c] = COOP_SW_FREE; /* the live counters go at the next refresh */
   coop_st_rlx(&ch->rec, COOP_REC_STARTING);
   coop_st_rlx(&ch->start_min, 0xffffffffu);
   ch->t_gathered = coop_clock();
@@ -683,15 +684,46 @@ COOP_FN void coop__idle_workers(COOP_GLOBAL struct coop_dev *dev) {
 
 /* The live view for monitoring (shared.h: wg_view, live_*). Relaxed
  * system-scope stores: the host only displays these, so no ordering is
- * needed, and a view torn across workers is acceptable. Only changed map
+ * needed, and a view torn across workers is acceptable. Only changed
  * entries are written, because each store to host memory crosses the bus
  * on a GPU. The map is refreshed COOP_VIEW_SLICE workers per pass, round
  * robin (view_pass is the cursor): the whole map at once cost one thread
  * two loads per worker, 527 workers on an H100, every 64 passes, which
  * made the idle scheduler spend most of its time here and notice a new
- * task 140 us late. The channels' counters go every
- * COOP_VIEW_PASSES passes, when the cursor wraps. */
+ * task 140 us late. The channels' counters (at most COOP_MAX_CHANNELS,
+ * four loads each) go at every refresh, written only when they changed:
+ * they went once the cursor wrapped, every 8 x 66 passes at 527 workers,
+ * about a millisecond on an H200, so a kernel's M was seen that late
+ * (a resumed kernel's regrowth read 1.2 ms by it). */
 #define COOP_VIEW_SLICE 8u
+COOP_FN void coop__publish_counters(COOP_GLOBAL struct coop_mailbox *mb,
+                                    COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
+    if (!(bits & 1u)) continue;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    coop_u32 m = coop_ld_rlx(&ch->m), wk = s->chan_workers[c];
+    coop_u32 kills = coop_ld_rlx(&ch->killed), forks = coop_ld_rlx(&ch->forked);
+    coop_u32 task = ch->task;
+    COOP_GLOBAL coop_u32 *pub = s->chan_pub[c];
+    if (s->chan_pub_task[c] == task && m == pub[0] && wk == pub[1] && kills == pub[2] &&
+        forks == pub[3])
+      continue;
+    /* Only while it holds the record: once the last workgroup out has
+     * closed it, the host may see the task final and reuse its slot. */
+    coop_u32 open = COOP_REC_OPEN;
+    if (!coop_cas(&ch->rec, &open, COOP_REC_VIEWING)) continue;
+    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, task);
+    coop_sys_st_rlx(&t->live_m, m);
+    coop_sys_st_rlx(&t->live_workers, wk);
+    coop_sys_st_rlx(&t->live_kills, kills);
+    coop_sys_st_rlx(&t->live_forks, forks);
+    coop_st_rel(&ch->rec, COOP_REC_OPEN);
+    s->chan_pub_task[c] = task;
+    pub[0] = m, pub[1] = wk, pub[2] = kills, pub[3] = forks;
+  }
+}
+
 COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
                                 COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
@@ -707,23 +739,8 @@ COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
       coop_sys_st_rlx(&mb->wg_view[pid], v);
     }
   }
-  s->view_pass = pid - 1u;
-  if (pid <= s->nworkers) return;
-  s->view_pass = 0u; /* the map is done: the counters, then from the top */
-  for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
-    if (!(bits & 1u)) continue;
-    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-    /* Only while it holds the record: once the last workgroup out has
-     * closed it, the host may see the task final and reuse its slot. */
-    coop_u32 open = COOP_REC_OPEN;
-    if (!coop_cas(&ch->rec, &open, COOP_REC_VIEWING)) continue;
-    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
-    coop_sys_st_rlx(&t->live_m, coop_ld_rlx(&ch->m));
-    coop_sys_st_rlx(&t->live_workers, s->chan_workers[c]);
-    coop_sys_st_rlx(&t->live_kills, coop_ld_rlx(&ch->killed));
-    coop_sys_st_rlx(&t->live_forks, coop_ld_rlx(&ch->forked));
-    coop_st_rel(&ch->rec, COOP_REC_OPEN);
-  }
+  s->view_pass = pid > s->nworkers ? 0u : pid - 1u; /* from the top once the map is done */
+  coop__publish_counters(mb, dev);
 }
 
 /* Deadline-aware dispatch: the queued task with the earliest
