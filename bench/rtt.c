@@ -86,7 +86,7 @@ static const char *const leg_what[NCHAIN - 1] = {
 /* Off the critical path, beside it: [from, to). */
 static const char *const side[][3] = {
     {"staged", "submit_ret", "dp_submit's whole round trip"},
-    {"recv", "accepted", "the SUBMIT handled until ACCEPTED written"},
+    {"recv", "accepted", "the SUBMIT handled, up to the write of ACCEPTED"},
     {"accepted", "c_accepted", "ACCEPTED over the socket, coop_submit returns"},
     {"c_accepted", "wait", "coop_wait's WAIT until coopd read it"},
     {"wait", "result_sent", "WAIT read until the RESULT is built"}};

@@ -230,10 +230,12 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   union coop_msg r;
   memset(&r, 0, sizeof r);
   r.job.job = j->id;
-  sess_send(s, COOP_MSG_ACCEPTED, seq, &r);
   /* a loop field of the trace while the device thread runs the job: none
-   * of the fields that thread writes (trace.h) */
+   * of the fields that thread writes (trace.h). Before the write: the
+   * client may read ACCEPTED, and stamp c_accepted, before a stamp taken
+   * after sess_send returns (a negative leg, seen on 2 cores) */
   TRACE_STAMP(j, accepted);
+  sess_send(s, COOP_MSG_ACCEPTED, seq, &r);
 }
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
