@@ -333,8 +333,11 @@ static int cu_compile_cap(struct coop_rt *rt, const char *src, unsigned cap, cha
 static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
                       char *err, size_t errlen) {
   unsigned cap = rt->max_registers;
+  struct cu_be *b = rt->be;
+  if (!cap || b->no_verbose) /* no cap, or no figures to compare with it */
+    return cu_compile_cap(rt, src, cap, cubin, w, err, errlen);
   int r = cu_compile_cap(rt, src, 0, cubin, w, err, errlen);
-  if (r || !cap || (w->regs >= 0 && (unsigned)w->regs <= cap)) return r;
+  if (r || (w->regs >= 0 && (unsigned)w->regs <= cap)) return r;
   if (cubin) {
     free(*cubin);
     *cubin = NULL;

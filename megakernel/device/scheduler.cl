@@ -433,7 +433,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   s->chan_workers[c] = g;
   s->chan_last[c] = 0u;
   s->chan_cap[c] = cap;
-  s->chan_pub_task[c] = COOP_SW_FREE; /* the live counters go at the next refresh */
+  s->chan_pub[c][0] = COOP_SW_FREE; /* the live counters go at the next refresh */
   coop_st_rlx(&ch->rec, COOP_REC_STARTING);
   coop_st_rlx(&ch->start_min, 0xffffffffu);
   ch->t_gathered = coop_clock();
@@ -704,22 +704,18 @@ COOP_FN void coop__publish_counters(COOP_GLOBAL struct coop_mailbox *mb,
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
     coop_u32 m = coop_ld_rlx(&ch->m), wk = s->chan_workers[c];
     coop_u32 kills = coop_ld_rlx(&ch->killed), forks = coop_ld_rlx(&ch->forked);
-    coop_u32 task = ch->task;
     COOP_GLOBAL coop_u32 *pub = s->chan_pub[c];
-    if (s->chan_pub_task[c] == task && m == pub[0] && wk == pub[1] && kills == pub[2] &&
-        forks == pub[3])
-      continue;
+    if (m == pub[0] && wk == pub[1] && kills == pub[2] && forks == pub[3]) continue;
     /* Only while it holds the record: once the last workgroup out has
      * closed it, the host may see the task final and reuse its slot. */
     coop_u32 open = COOP_REC_OPEN;
     if (!coop_cas(&ch->rec, &open, COOP_REC_VIEWING)) continue;
-    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, task);
+    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
     coop_sys_st_rlx(&t->live_m, m);
     coop_sys_st_rlx(&t->live_workers, wk);
     coop_sys_st_rlx(&t->live_kills, kills);
     coop_sys_st_rlx(&t->live_forks, forks);
     coop_st_rel(&ch->rec, COOP_REC_OPEN);
-    s->chan_pub_task[c] = task;
     pub[0] = m, pub[1] = wk, pub[2] = kills, pub[3] = forks;
   }
 }

@@ -311,9 +311,8 @@ struct coop_sched {
   coop_u32 wstat[COOP_MAX_WG];    /* FREE, RESERVED or channel index */
   coop_u32 wpub[COOP_MAX_WG];     /* what wg_view last got, so only changes are written */
   /* what a channel's record last got in live_m, live_workers, live_kills,
-   * live_forks, and for which task (COOP_SW_FREE: none yet) */
+   * live_forks; live_m COOP_SW_FREE (no M is): nothing since its start */
   coop_u32 chan_pub[COOP_MAX_CHANNELS][4];
-  coop_u32 chan_pub_task[COOP_MAX_CHANNELS];
   coop_u32 view_pass;
   coop_u32 reaped; /* workers reaped, ever: compared with dev.returned */
   /* A task's kernel, kind and size, copied from its record at intake with its
