@@ -3,7 +3,7 @@
 # what moving one to another device costs (docs/daemon.md, "Checkpoints",
 # "Moving jobs between devices").
 #   bench/checkpoint_gpu.sh [--build-dir DIR] [--graph WxH] [--runs N] [--periods "0 1000 250"]
-#                           [--migrate] [--widths "1 5 64 264 527"]
+#                           [--snapshot PERCENT] [--migrate] [--widths "1 5 64 264 527"]
 # For each period P (ms; 0: no checkpoints) starts a coopd of its own with
 # [jobs] checkpoint_ms = P and runs bfs (cooperative, query barrier) on a
 # road graph of WxH (4096x4096 by default) from vertex 0, N times (3), each
@@ -12,6 +12,9 @@
 # the checkpoints' median and largest cost (ms the job was off the GPU:
 # the copy of its state and buffers plus the resumption, from coopd's log);
 # then per period the median time and its overhead against period 0.
+# --snapshot: [jobs] checkpoint_snapshot_percent (default coopd's, 25 of
+# the arena: the job waits only for a copy on the device; 0: for the copy
+# to host memory).
 # --migrate (two devices: [device] devices = 0,1): the same bfs on device 0,
 # moved by `coopctl migrate` to device 1 half a second in; prints how long
 # the move took (MIGRATE -> running on device 1), the job's time and its
@@ -25,16 +28,17 @@
 set -euo pipefail
 export LC_ALL=C
 repo=$(cd "$(dirname "$0")/.." && pwd -P)
-bdir=$repo/build-cuda graph=4096x4096 runs=3 periods="0 1000 250" migrate=0 widths=
+bdir=$repo/build-cuda graph=4096x4096 runs=3 periods="0 1000 250" migrate=0 widths= snap=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) bdir=$2; shift 2 ;;
     --graph) graph=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --periods) periods=$2; shift 2 ;;
+    --snapshot) snap=(--set "jobs.checkpoint_snapshot_percent=$2"); shift 2 ;;
     --migrate) migrate=1; shift ;;
     --widths) widths=$2; shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "checkpoint_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,19 +70,20 @@ if [ -n "$widths" ]; then
 elif [ "$migrate" = 0 ]; then
   echo "period_ms,run,job_ms,checkpoints,ckpt_p50_ms,ckpt_max_ms,check"
   for p in $periods; do
-    start_daemon "${big[@]}" --set "jobs.checkpoint_ms=$p"
+    start_daemon "${big[@]}" "${snap[@]}" --set "jobs.checkpoint_ms=$p"
     for r in $(seq 1 "$runs"); do
       before=$(wc -l <"$tmp/coopd.log")
       bfs >"$tmp/r.json" 2>"$tmp/r.err" || { cat "$tmp/r.err" >&2; exit 1; }
-      # the checkpoints of this run: "copied in X us, resumed in Y us"
+      # the checkpoints of this run: "copied [on the device] in X us, resumed in Y us"
       tail -n +"$((before + 1))" "$tmp/coopd.log" |
-        sed -n 's/.*copied in \([0-9]*\) us, resumed in \([0-9]*\) us.*/\1 \2/p' |
+        sed -n 's/.*copied\( on the device\)\{0,1\} in \([0-9]*\) us, resumed in \([0-9]*\) us.*/\2 \3/p' |
         awk '{ print ($1 + $2) / 1000 }' >"$tmp/ck"
       n=$(wc -l <"$tmp/ck")
       ck=$(sed -n 's/.*"check":"\([a-zA-Z]*\)".*/\1/p' "$tmp/r.json")
       echo "$p,$r,$(took "$tmp/r.json"),$n,$(quant 0.5 <"$tmp/ck"),$(quant 1 <"$tmp/ck"),$ck"
     done
     grep -m1 "bytes copied" "$tmp/coopd.log" | sed 's/^.*checkpoint/one checkpoint:/' >&2 || true
+    grep -m1 "bytes drained" "$tmp/coopd.log" | sed 's/^.*checkpoint/its drain:/' >&2 || true
     stop_daemon
   done > >(tee "$tmp/runs.csv") # not a pipe: the loop runs in this shell, whose EXIT trap stops its coopd
   wait "$!" # tee's last line, before runs.csv is read

@@ -73,6 +73,7 @@ void config_defaults(struct config *c) {
   c->hang_ms = 5000;
   c->task_max_ms = 5000; /* how it was chosen: docs/daemon.md, "Execution bound" */
   c->restart_hold_ms = 1000;
+  c->snapshot_percent = 25;
   c->reserve_percent = 50;
   c->min_deadline_us = 100;
   c->metrics_max_connections = 8;
@@ -152,6 +153,7 @@ static const struct config_key keys[] = {
     {"jobs", "task_max_ms", K_UINT, F(task_max_ms), 1u << 31},
     {"jobs", "restart_hold_ms", K_UINT, F(restart_hold_ms), 3600000u},
     {"jobs", "checkpoint_ms", K_UINT, F(checkpoint_ms), 86400000u},
+    {"jobs", "checkpoint_snapshot_percent", K_UINT, F(snapshot_percent), 100},
     {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
     {"jobs", "min_deadline_us", K_UINT | K_LIVE, F(min_deadline_us), 1000000},
     {"metrics", "listen", K_STR, F(metrics_listen), 0},
@@ -504,9 +506,11 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "
-           "hang_ms=%u task_max_ms=%u restart_hold_ms=%u checkpoint_ms=%u",
+           "hang_ms=%u task_max_ms=%u restart_hold_ms=%u checkpoint_ms=%u "
+           "checkpoint_snapshot_percent=%u",
            c->max_jobs_per_client, c->max_bytes_per_client, c->watchdog_ms, c->grace_ms,
-           c->gather_budget_ms, c->hang_ms, c->task_max_ms, c->restart_hold_ms, c->checkpoint_ms);
+           c->gather_budget_ms, c->hang_ms, c->task_max_ms, c->restart_hold_ms, c->checkpoint_ms,
+           c->snapshot_percent);
   line(b);
   snprintf(b, sizeof b,
            "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u) "

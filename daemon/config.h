@@ -63,6 +63,7 @@ struct config {
   unsigned task_max_ms;      /* cancel a non-cooperative task running longer; 0 = never */
   unsigned restart_hold_ms;  /* a restart's culprit waits this, doubling (dev_hold.c); 0 = no */
   unsigned checkpoint_ms; /* a cooperative job's state copied out this often (dev_ckpt.c); 0 = no */
+  unsigned snapshot_percent; /* of the arena one job's checkpoint snapshot may take; 0 = none */
   unsigned reserve_percent; /* workers cooperative jobs may not pin (device.c) */
   unsigned min_deadline_us; /* a SUBMIT's shorter deadline is refused; 0 = any */
   /* [metrics]: GET /metrics over HTTP (metrics_http.c); off by default */

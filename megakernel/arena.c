@@ -221,3 +221,13 @@ int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to
   }
   return rt->ops->copy_arena(rt, dst, src, n, to_arena);
 }
+
+int coop_rt_arena_dup(coop_rt *rt, void *dst, const void *src, size_t n) {
+  if (!rt || !rt->arena) return COOP_EINVAL;
+  if (n == 0) return 0;
+  if (coop_rt_arena_direct(rt, n) || !rt->ops->dup_arena) {
+    memcpy(dst, src, n);
+    return 0;
+  }
+  return rt->ops->dup_arena(rt, dst, src, n);
+}

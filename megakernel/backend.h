@@ -33,6 +33,10 @@ struct coop__backend_ops {
    * host copy into managed pages that live on the GPU faults page by page
    * (272 KB took 2 ms on an H200). */
   int (*copy_arena)(struct coop_rt *rt, void *dst, const void *src, size_t bytes, int to_arena);
+  /* Optional: copy bytes from one part of the arena to another on the
+   * device, while the megakernel runs, and return once they are there.
+   * NULL: the host copies (coop_rt_arena_dup). */
+  int (*dup_arena)(struct coop_rt *rt, void *dst, const void *src, size_t bytes);
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);

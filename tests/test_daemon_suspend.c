@@ -21,12 +21,20 @@
  * from the start) with checkpoints every 200 ms; its device process is
  * killed after 1 s. The sweep resumes from its last checkpoint in the new
  * device process, ends DONE with every word right, and its RESULT says how
- * much work the restart cost. Before, it failed with ELOST. */
-START_TEST(a_restart_resumes_from_the_last_checkpoint) {
+ * much work the restart cost. Before, it failed with ELOST.
+ * With a snapshot (the default), the checkpoint's copy to host memory is
+ * drained while the sweep runs on, after a copy on the device; the log says
+ * both. Before, the sweep was suspended for the whole copy to host memory,
+ * as it still is with checkpoint_snapshot_percent = 0. */
+static void restart_case(int snapshot) {
   char logp[] = "/tmp/coopd-ckpt-XXXXXX.log";
   log_temp(logp);
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.checkpoint_ms=200", "log.level=debug", NULL};
+                        "jobs.checkpoint_ms=200", "log.level=debug",
+                        snapshot ? "jobs.checkpoint_snapshot_percent=25"
+                                 : "jobs.checkpoint_snapshot_percent=0",
+                        NULL};
+  const char *taken = snapshot ? "bytes drained in" : "bytes copied in";
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
@@ -36,11 +44,14 @@ START_TEST(a_restart_resumes_from_the_last_checkpoint) {
   uint64_t job = sweep_at(&c, data, 256, 7, rounds, kt, w, 0);
   ck_assert_uint_ne(job, 0);
   wait_running(&c, job);
-  for (int i = 0; i < 1000 && !log_has(logp, "checkpoint 1:"); i++) msleep(10);
-  if (!log_has(logp, "checkpoint 1:")) {
+  for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
+  if (!log_has(logp, taken)) {
     log_print(logp);
-    ck_abort_msg("no checkpoint within 10 s");
+    ck_abort_msg("no checkpoint within 10 s (no \"%s\" in the log)", taken);
   }
+  /* the sweep ran while its snapshot drained: it was off the device only
+   * for the copy on it */
+  ck_assert_int_eq(log_has(logp, "copied on the device in"), snapshot);
   msleep(300); /* the work after it is lost */
   pid_t dp = device_process(d.pid);
   ck_assert_int_gt(dp, 0);
@@ -57,6 +68,11 @@ START_TEST(a_restart_resumes_from_the_last_checkpoint) {
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(logp);
 }
+
+START_TEST(a_restart_resumes_from_the_last_checkpoint) { restart_case(1); }
+END_TEST
+
+START_TEST(a_restart_resumes_from_a_checkpoint_copied_while_suspended) { restart_case(0); }
 END_TEST
 
 /* MIGRATE job to device: the reply's type (c->m the ERROR if refused). */
@@ -196,6 +212,7 @@ void daemon_suspend_cases(Suite *s) {
   TCase *t = tcase_create("checkpoints");
   tcase_set_timeout(t, 240);
   tcase_add_test(t, a_restart_resumes_from_the_last_checkpoint);
+  tcase_add_test(t, a_restart_resumes_from_a_checkpoint_copied_while_suspended);
   suite_add_tcase(s, t);
   t = tcase_create("migrate"); /* two megakernels on PoCL's one device */
   tcase_set_timeout(t, 240);

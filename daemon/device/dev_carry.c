@@ -55,6 +55,7 @@ void dev__carry_request(struct dev *d, struct run *r) {
 
 int dev__carry_out(struct dev *d, struct run *r, const char *where) {
   struct job *j = r->j;
+  dev__ckpt_drop(d, r);
   r->state_fd = memfd_create("coopd-carry-state", MFD_CLOEXEC);
   r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
   struct dp_buf b[COOP_WIRE_MAX_ARGS];

@@ -10,7 +10,21 @@
  * contents of every buffer (a copy, the buffers stay in the arena) form
  * one consistent point; they go to two memfds, which replace the run's
  * previous checkpoint only once both are complete, and the task is resumed
- * at once from the state, in the same megakernel.
+ * from the state, in the same megakernel.
+ *
+ * The copy to host memory runs at the host link's speed (about 3 GB/s
+ * through the arena's bounce buffer: 160 ms for 500 MB), and a job waiting
+ * for it does no work. So where [jobs] checkpoint_snapshot_percent allows
+ * it, the job's buffers are first copied on the device, while it is
+ * suspended, into one snapshot buffer in the arena (allocated before the
+ * first checkpoint is asked, kept while the task runs here): the task
+ * resumes as soon as that copy is done, and the snapshot drains into the
+ * pending memfd DEV_DRAIN_CHUNK bytes a pass of the device thread
+ * (dev__ckpt_drain) while the job runs on. Nothing writes the snapshot in
+ * the meantime, so what drains is the suspended point; the pending pair
+ * becomes the checkpoint when the last byte is there. A restart or a
+ * suspension before that abandons the drain, and the previous checkpoint
+ * stays the one to resume from.
  *
  * When the device process dies or is restarted (dev_watch.c), a run with
  * a checkpoint does not fail with ELOST: its job goes back to coop_wait,
@@ -57,13 +71,39 @@ unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in) {
 static int checkpointable(const struct dev *d, const struct run *r) {
   const struct job *j = r->j;
   return d->cfg->checkpoint_ms && d->rt && !d->swap_now && !d->stop_now && dev__may_suspend(r) &&
-         !j->error && !job_has_devbufs(j);
+         !j->error && !job_has_devbufs(j) && !r->draining;
+}
+
+/* The bytes of j's buffers (not device buffers), as dev__carry_bufs lays
+ * them out. */
+static uint64_t buf_bytes(const struct job *j) {
+  uint64_t n = 0;
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) n += j->args[i].size;
+  return n;
+}
+
+/* r's snapshot buffer, allocated (zeroed, in the arena) before the first
+ * checkpoint of its task is asked, while the task runs: 1 when it has one.
+ * None beyond [jobs] checkpoint_snapshot_percent of the arena, or where the
+ * arena has no room now (tried again at the next checkpoint). */
+static int snapshot_ready(struct dev *d, struct run *r) {
+  if (r->snap_arg) return 1;
+  uint64_t n = buf_bytes(r->j);
+  uint64_t most = (uint64_t)d->cfg->arena_mb * (1u << 20) / 100 * d->cfg->snapshot_percent;
+  if (n == 0 || n > most) return 0;
+  struct dp_buf b = {.size = n, .fd = -1};
+  if (dp_stage(d->rt, &b, 1)) return 0;
+  r->snap_arg = b.arg;
+  r->snap_bytes = n;
+  return 1;
 }
 
 void dev__ckpt_request(struct dev *d, struct run *r, int64_t now) {
   if (!checkpointable(d, r)) return;
   int64_t last = r->ckpt_at ? r->ckpt_at : r->task_ran[0];
   if (now - last < (int64_t)d->cfg->checkpoint_ms * 1000000) return;
+  snapshot_ready(d, r);
   int e = dp_suspend(d->rt, r->task[0]);
   if (e == 0) r->ckpting = 1, r->ckpt_asked_at = now;
   log_debug("job %llu (%s): checkpoint asked: %s", (unsigned long long)r->j->id, r->j->kernel,
@@ -103,14 +143,49 @@ static int save(struct dev *d, struct run *r, int *sfd, int *bfd, uint64_t *byte
   return e;
 }
 
+/* As save, but the buffers into r's snapshot, on the device: the pair
+ * (its memfd sized) is pending until dev__ckpt_drain has filled it. */
+static int snap(struct dev *d, struct run *r, int *sfd, int *bfd, uint64_t *bytes) {
+  struct job *j = r->j;
+  *sfd = target(&r->spare_state_fd, "coopd-checkpoint-state");
+  *bfd = target(&r->spare_buf_fd, "coopd-checkpoint-buffers");
+  int e = *sfd < 0 || *bfd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], *sfd);
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  unsigned n = e ? 0 : dev__carry_bufs(j, b, *bfd, 0);
+  *bytes = 0;
+  for (unsigned i = 0; i < n; i++) {
+    b[i].at = b[i].off; /* the snapshot is laid out as the memfd */
+    b[i].fd = -1;
+    *bytes += b[i].size;
+  }
+  int breach = -1;
+  if (e == 0 && (!n || *bytes != r->snap_bytes)) e = COOP_EINVAL; /* not the one it was made for */
+  if (e == 0) e = dp_dup(d->rt, r->snap_arg, b, n, &breach);
+  if (e == 0 && breach >= 0) e = COOP_EFAULT;
+  if (e) {
+    r->spare_state_fd = *sfd;
+    r->spare_buf_fd = *bfd;
+    *sfd = *bfd = -1;
+  }
+  return e;
+}
+
 int dev__ckpt_take(struct dev *d, struct run *r) {
   struct job *j = r->j;
   int64_t t0 = coop__now_ns();
   r->ckpting = 0;
   int sfd, bfd;
   uint64_t bytes;
-  int e = save(d, r, &sfd, &bfd, &bytes);
-  if (e == COOP_EFAULT) { /* a guard zone written: the job wrote outside its buffer */
+  int e = r->snap_arg ? snap(d, r, &sfd, &bfd, &bytes) : COOP_EINVAL;
+  int snapped = e == 0;
+  if (e && e != COOP_EFAULT && e != COOP_ELOST) e = save(d, r, &sfd, &bfd, &bytes);
+  if (snapped) { /* the pair waits for the drain; the task resumes now */
+    r->draining = 1;
+    r->drained = 0;
+    r->pend_state_fd = sfd;
+    r->pend_buf_fd = bfd;
+    r->drain_t0 = t0;
+  } else if (e == COOP_EFAULT) { /* a guard zone written: the job wrote outside its buffer */
     dev__fail(j, e, "%s", "a guard zone was overwritten (found at a checkpoint)");
     atomic_store(&j->cancel, 1);
   } else if (e) { /* the job runs on, with its previous checkpoint */
@@ -125,7 +200,9 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
     j->checkpoints++;
   }
   /* its own state, not the checkpoint's copy: the same bytes either way */
-  int fd = e ? memfd_create("coopd-checkpoint-state", MFD_CLOEXEC) : r->ckpt_state_fd;
+  int fd = snapped ? r->pend_state_fd
+           : e     ? memfd_create("coopd-checkpoint-state", MFD_CLOEXEC)
+                   : r->ckpt_state_fd;
   int re = fd < 0 ? COOP_ENOMEM : e ? dp_saved(d->rt, r->task[0], fd) : 0;
   dev__segment_end(d, r);
   dp_task_release(d->rt, r->task[0]);
@@ -139,13 +216,75 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
     return -1;
   }
   int64_t t2 = coop__now_ns();
-  log_debug(
-      "job %llu (%s): checkpoint %u: suspended %lld us after the request, %llu bytes "
-      "copied in %lld us, resumed in %lld us",
-      (unsigned long long)j->id, j->kernel, j->checkpoints,
-      (long long)((t0 - r->ckpt_asked_at) / 1000), (unsigned long long)bytes,
-      (long long)((t1 - t0) / 1000), (long long)((t2 - t1) / 1000));
+  if (snapped)
+    log_debug(
+        "job %llu (%s): checkpoint %u: suspended %lld us after the request, %llu bytes "
+        "copied on the device in %lld us, resumed in %lld us; draining",
+        (unsigned long long)j->id, j->kernel, j->checkpoints + 1,
+        (long long)((t0 - r->ckpt_asked_at) / 1000), (unsigned long long)bytes,
+        (long long)((t1 - t0) / 1000), (long long)((t2 - t1) / 1000));
+  else
+    log_debug(
+        "job %llu (%s): checkpoint %u: suspended %lld us after the request, %llu bytes "
+        "copied in %lld us, resumed in %lld us",
+        (unsigned long long)j->id, j->kernel, j->checkpoints,
+        (long long)((t0 - r->ckpt_asked_at) / 1000), (unsigned long long)bytes,
+        (long long)((t1 - t0) / 1000), (long long)((t2 - t1) / 1000));
   return 0;
+}
+
+void dev__ckpt_drain(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
+  if (!r->draining || !d->rt) return;
+  uint64_t k = r->snap_bytes - r->drained;
+  if (k > DEV_DRAIN_CHUNK) k = DEV_DRAIN_CHUNK;
+  struct dp_buf b = {
+      .size = k, .arg = r->snap_arg, .at = r->drained, .off = r->drained, .fd = r->pend_buf_fd};
+  int e = dp_copy(d->rt, &b, 0);
+  if (e) { /* the job runs on, with its previous checkpoint */
+    log_warn("job %llu (%s): checkpoint failed: its snapshot could not be copied out: %s",
+             (unsigned long long)r->j->id, r->j->kernel, coop_strerror(e));
+    if (e == COOP_ELOST) return; /* the restart forgets the drain */
+    dev__ckpt_drop(d, r);
+    return;
+  }
+  r->drained += k;
+  if (r->drained < r->snap_bytes) {
+    *wake = now;
+    return;
+  }
+  /* the pending pair is the checkpoint, the old one the spare */
+  r->spare_state_fd = r->ckpt_state_fd;
+  r->spare_buf_fd = r->ckpt_buf_fd;
+  r->ckpt_state_fd = r->pend_state_fd;
+  r->ckpt_buf_fd = r->pend_buf_fd;
+  r->pend_state_fd = r->pend_buf_fd = -1;
+  r->ckpt_at = r->drain_t0;
+  r->draining = 0;
+  r->j->checkpoints++;
+  log_debug("job %llu (%s): checkpoint %u: %llu bytes drained in %lld us while it ran",
+            (unsigned long long)r->j->id, r->j->kernel, r->j->checkpoints,
+            (unsigned long long)r->snap_bytes, (long long)((coop__now_ns() - r->drain_t0) / 1000));
+}
+
+void dev__ckpt_forget(struct run *r) {
+  r->snap_arg = r->snap_bytes = 0;
+  if (!r->draining) return;
+  r->draining = 0; /* the pair goes back as the spare (taken from it: none there now) */
+  int *spare[] = {&r->spare_state_fd, &r->spare_buf_fd}, *pend[] = {&r->pend_state_fd, &r->pend_buf_fd};
+  for (unsigned i = 0; i < 2; i++) {
+    if (*spare[i] >= 0) close(*spare[i]);
+    *spare[i] = *pend[i];
+    *pend[i] = -1;
+  }
+}
+
+void dev__ckpt_drop(struct dev *d, struct run *r) {
+  if (r->snap_arg && d->rt) {
+    struct dp_buf b = {.size = r->snap_bytes, .arg = r->snap_arg, .fd = -1};
+    int breach;
+    dp_unstage(d->rt, &b, 1, 0, &breach); /* nothing but coopd writes it */
+  }
+  dev__ckpt_forget(r);
 }
 
 int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
@@ -185,8 +324,8 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
 }
 
 void dev__run_free(struct run *r) {
-  int *fds[] = {&r->state_fd,    &r->carry_fd,       &r->ckpt_state_fd,
-                &r->ckpt_buf_fd, &r->spare_state_fd, &r->spare_buf_fd};
+  int *fds[] = {&r->state_fd,       &r->carry_fd,       &r->ckpt_state_fd, &r->ckpt_buf_fd,
+                &r->spare_state_fd, &r->spare_buf_fd,   &r->pend_state_fd, &r->pend_buf_fd};
   for (unsigned i = 0; i < sizeof fds / sizeof *fds; i++)
     if (*fds[i] >= 0) close(*fds[i]);
   free(r);

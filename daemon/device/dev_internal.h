@@ -61,6 +61,12 @@ struct run {
    * next (its pages already there) */
   int ckpting, ckpt_state_fd, ckpt_buf_fd, spare_state_fd, spare_buf_fd;
   int64_t ckpt_at, ckpt_asked_at;
+  /* its snapshot in the arena (0: none) of snap_bytes, and a drain in
+   * progress: the snapshot into the pending pair of memfds, drained bytes
+   * so far, since when (host ns) */
+  uint64_t snap_arg, snap_bytes, drained;
+  int draining, pend_state_fd, pend_buf_fd;
+  int64_t drain_t0;
   int migrating; /* asked to suspend to move to another device (dev_move.c) */
   /* a task suspended and resumed (dev__segment_end): how many times, and
    * its first task's times and initial width, for the job's RESULT */
@@ -239,6 +245,17 @@ void dev__ckpt_request(struct dev *d, struct run *r, int64_t now);
  * buffers copied out (the run's new checkpoint) and the task resumed at
  * once. 0, or -1: the job failed (its run ended). */
 int dev__ckpt_take(struct dev *d, struct run *r);
+/* A drain in progress (r->draining): the next DEV_DRAIN_CHUNK bytes of
+ * r's snapshot into its pending memfd, the pair made the checkpoint when
+ * the last is there; *wake set to now while more remain. */
+#define DEV_DRAIN_CHUNK (8u << 20) /* about 3 ms of the device thread at 3 GB/s */
+void dev__ckpt_drain(struct dev *d, struct run *r, int64_t now, int64_t *wake);
+/* r's task leaves the device (it ends, is suspended or carried): its
+ * snapshot freed in the arena, a drain abandoned (the last checkpoint
+ * stays). dev__ckpt_forget: the same where the arena is already gone (a
+ * restart), nothing asked of the device process. */
+void dev__ckpt_drop(struct dev *d, struct run *r);
+void dev__ckpt_forget(struct run *r);
 /* A run the restart took: 1 when it will resume from its last checkpoint
  * (its job back in coop_wait, first, as a suspended job whose state and
  * buffers are copies of the checkpoint's), else 0. */

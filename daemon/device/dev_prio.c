@@ -136,6 +136,7 @@ int dev__prio_blocked(const struct dev *d, int32_t p) {
 
 int dev__suspend_out(struct dev *d, struct run *r) {
   struct job *j = r->j;
+  dev__ckpt_drop(d, r); /* taken again at the next checkpoint after it resumes */
   r->state_fd = memfd_create("coopd-suspended-state", MFD_CLOEXEC);
   int e = r->state_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
   r->suspending = 0;

@@ -202,6 +202,7 @@ void dev__start_now(struct dev *d, struct job *j) {
   r->j = j;
   r->state_fd = r->carry_fd = -1; /* none: dev_carry.c, dev_prio.c, dev_ckpt.c */
   r->ckpt_state_fd = r->ckpt_buf_fd = r->spare_state_fd = r->spare_buf_fd = -1;
+  r->pend_state_fd = r->pend_buf_fd = -1;
   r->t0 = r->next_release = coop__now_ns();
   j->m_min = UINT32_MAX;
   j->t.gather_ns = j->t.exec_ns = -1;
@@ -369,6 +370,7 @@ void dev__segment_end(struct dev *d, struct run *r) {
 
 void dev__finish_job(struct dev *d, struct run *r) {
   struct job *j = r->j;
+  dev__ckpt_drop(d, r);
   /* idle from now: a job started and ended within one pass (its end came
    * with its submit) is never seen by maybe_park, which then parked the
    * megakernel after every such job, and the next paid the relaunch */
@@ -476,6 +478,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
       i++;
     }
   }
+  if (r->ninflight) dev__ckpt_drain(d, r, now, wake); /* a snapshot's next chunk */
   dev__watch_run(d, r, now); /* after the poll: only tasks still on the device */
   return releases_done(r) && r->ninflight == 0;
 }

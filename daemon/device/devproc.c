@@ -476,6 +476,16 @@ int dp_copy(struct dp *p, const struct dp_buf *b, int in) {
   return call_fds(p, in ? DP_WRITE : DP_READ, fds, nfds, DP_CALL_MS);
 }
 
+int dp_dup(struct dp *p, uint64_t to, const struct dp_buf *b, unsigned n, int *breach) {
+  if (n == 0 || n > DP_MAX_BUFS) return COOP_EINVAL;
+  int fds[DP_MAX_FDS];
+  pack_fds(b, n, &p->q.u.bufs, fds); /* no descriptors: every fd is -1 */
+  p->q.a = to;
+  int e = call_fds(p, DP_DUP, fds, 0, DP_CALL_MS);
+  *breach = e ? -1 : (int)p->r.n - 1;
+  return e;
+}
+
 static void forget(struct dp *p, coop_task_id id) { p->cache[id & 0xffu].gen = 0; }
 
 int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,

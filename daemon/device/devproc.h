@@ -95,6 +95,12 @@ int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id re
  * COOP_EINVAL: no such buffer, or the range is not inside it; COOP_EIO:
  * the descriptor was short or could not be written. */
 int dp_copy(struct dp *p, const struct dp_buf *b, int in);
+/* Buffers copied on the device into one buffer `to` (a checkpoint's
+ * snapshot, dev_ckpt.c): b[i].size bytes of the buffer b[i].arg to `to` at
+ * b[i].at (coop_rt_arena_dup); each source's guard zones checked, as
+ * dp_unstage's keep. *breach: the first breached source, or -1. COOP_EINVAL:
+ * a buffer that is not one, or a range outside `to`. */
+int dp_dup(struct dp *p, uint64_t to, const struct dp_buf *b, unsigned n, int *breach);
 
 /* Submits a task; its info as the child last read it is in the cache
  * (dp_task_info answers it with no request). With wait_ns > 0 the child

@@ -220,6 +220,28 @@ static int do_copy(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigne
   return bad ? COOP_EIO : 0;
 }
 
+/* DP_DUP: buffers into one buffer at offsets, on the device; every range
+ * checked here first, where the arena is. *breach as do_unstage's. */
+static int do_dup(coop_rt *rt, uint64_t to, const struct dp_bufs *b, int *breach) {
+  if (b->n == 0 || b->n > DP_MAX_BUFS) return COOP_EPROTO;
+  uint8_t *d = coop_rt_buf_host(rt, to);
+  uint64_t dlen = d ? coop_rt_buf_len(rt, d) : 0;
+  *breach = -1;
+  for (unsigned i = 0; i < b->n; i++) {
+    const uint8_t *s = coop_rt_buf_host(rt, b->b[i].arg);
+    uint64_t n = b->b[i].size, at = b->b[i].at;
+    if (!d || !s || s == d || n > coop_rt_buf_len(rt, s) || at > dlen || n > dlen - at)
+      return COOP_EINVAL;
+  }
+  for (unsigned i = 0; i < b->n; i++) {
+    const uint8_t *s = coop_rt_buf_host(rt, b->b[i].arg);
+    int e = coop_rt_arena_dup(rt, d + b->b[i].at, s, b->b[i].size);
+    if (e) return e;
+    if (coop_rt_buf_check(rt, s) == COOP_EFAULT && *breach < 0) *breach = (int)i;
+  }
+  return 0;
+}
+
 /* 1 if the front wrote the kick eventfd (and takes the count). */
 static int kicked(struct child *ch) {
   uint64_t v;
@@ -451,6 +473,12 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
     case DP_READ:
       r->err = do_copy(rt, &q->u.bufs, fds, nfds, q->op == DP_WRITE);
       return;
+    case DP_DUP: {
+      int breach = -1;
+      r->err = do_dup(rt, q->a, &q->u.bufs, &breach);
+      r->n = (uint32_t)(breach + 1);
+      return;
+    }
     case DP_UNSTAGE: {
       int breach = -1;
       if (q->id) coop_rt_task_release(rt, q->id); /* the front's dp_unstage, release */

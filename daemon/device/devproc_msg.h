@@ -47,6 +47,8 @@ enum dp_op {
   DP_RESUME,  /* u.desc, fd: a saved state -> coop_rt_submit_resumed, rep.a = task id */
   DP_WIDTH,   /* a = 1: each kernel alone too -> rep.n widths in rep.u.widths: the merged
                * megakernel's, then each kernel's (coop_rt_kernel_width) */
+  DP_DUP,     /* u.bufs, a = a buffer arg: each b[i].size bytes of the buffer b[i].arg copied
+               * into that buffer at b[i].at, on the device -> rep.n = breach + 1 */
   DP_NOPS     /* one past the last op */
 };
 
@@ -69,7 +71,7 @@ struct dp_bufs {
   uint32_t n; /* the entries of b that follow: only those travel */
   struct dp_buf_entry {
     uint64_t size, arg, off;
-    uint64_t at; /* DP_WRITE, DP_READ: where in the buffer */
+    uint64_t at; /* DP_WRITE, DP_READ: where in the buffer; DP_DUP: in the copy */
     int32_t fd;
     uint8_t in, out;
     uint8_t keep; /* DP_UNSTAGE: a device buffer: guard zones checked, not freed */

@@ -219,6 +219,19 @@ static int cu_copy_arena(struct coop_rt *rt, void *dst, const void *src, size_t 
   return 0;
 }
 
+/* Arena to arena on the device (a checkpoint's snapshot of a suspended
+ * task's buffers). A device-to-device copy returns before it is done, so
+ * the legacy stream is synchronized: the copy is there when this returns,
+ * and the megakernel's non-blocking stream is not waited for. */
+static int cu_dup_arena(struct coop_rt *rt, void *dst, const void *src, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src,
+                                     bytes));
+  CU_CHECK(rt, coop__cu.cuStreamSynchronize(NULL));
+  return 0;
+}
+
 /* Page-locked host memory: the copy engine writes and reads it directly. */
 static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
@@ -528,6 +541,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .free_shared = cu_free_shared,
     .alloc_arena = cu_alloc_arena,
     .copy_arena = cu_copy_arena,
+    .dup_arena = cu_dup_arena,
     .alloc_host = cu_alloc_host,
     .free_arena = cu_free_arena,
     .alloc_dev = cu_alloc_dev,

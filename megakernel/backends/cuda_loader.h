@@ -44,6 +44,7 @@
   X(cuMemsetD8) \
   X(cuMemcpyHtoD) \
   X(cuMemcpyDtoH) \
+  X(cuMemcpyDtoD) \
   X(cuModuleLoadData) \
   X(cuModuleUnload) \
   X(cuModuleGetFunction) \
