@@ -72,6 +72,55 @@ static void restart_case(int snapshot) {
 START_TEST(a_restart_resumes_from_the_last_checkpoint) { restart_case(1); }
 END_TEST
 
+/* The device process dies in the middle of a checkpoint, at its Nth
+ * request of `op` (COOP_TEST_DIE_AT, devproc_child.c): while the sweep's
+ * state is saved ("saved"), while its buffers are copied on the device
+ * ("dup"), while it is resumed ("resume"), or while its snapshot drains
+ * ("read"). The sweep resumes from the checkpoint before and ends DONE
+ * with every word right. Before, a death while the state was saved or the
+ * task resumed failed the job ("could not resume it after a checkpoint"),
+ * and its checkpoint was never used. */
+static void die_in_checkpoint(const char *op, unsigned n) {
+  char logp[] = "/tmp/coopd-ckdie-XXXXXX.log", mark[64], env[128];
+  log_temp(logp);
+  snprintf(mark, sizeof mark, "%s.died", logp);
+  unlink(mark);
+  snprintf(env, sizeof env, "%s:%u:%s", op, n, mark);
+  ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.checkpoint_ms=200", "log.level=debug", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  unsetenv("COOP_TEST_DIE_AT");
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 200;
+  static uint32_t data[256];
+  uint64_t job = sweep_at(&c, data, 256, 7, rounds, kt, w, 0);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE || access(mark, F_OK)) log_print(logp);
+  ck_assert_msg(access(mark, F_OK) == 0, "the device process never died at %s %u", op, n);
+  sweep_check(&c, job, 256, 7, rounds);
+  assert_has(c.m.result.message, "resumed from its last checkpoint after 1 device restart");
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(mark);
+  unlink(logp);
+}
+
+START_TEST(a_death_while_the_state_is_saved) { die_in_checkpoint("saved", 3); }
+END_TEST
+
+START_TEST(a_death_while_the_buffers_are_copied_on_the_device) { die_in_checkpoint("dup", 3); }
+END_TEST
+
+START_TEST(a_death_while_the_task_resumes) { die_in_checkpoint("resume", 3); }
+END_TEST
+
+START_TEST(a_death_while_the_snapshot_drains) { die_in_checkpoint("read", 3); }
+END_TEST
+
 START_TEST(a_restart_resumes_from_a_checkpoint_copied_while_suspended) { restart_case(0); }
 END_TEST
 
@@ -213,6 +262,10 @@ void daemon_suspend_cases(Suite *s) {
   tcase_set_timeout(t, 240);
   tcase_add_test(t, a_restart_resumes_from_the_last_checkpoint);
   tcase_add_test(t, a_restart_resumes_from_a_checkpoint_copied_while_suspended);
+  tcase_add_test(t, a_death_while_the_state_is_saved);
+  tcase_add_test(t, a_death_while_the_buffers_are_copied_on_the_device);
+  tcase_add_test(t, a_death_while_the_task_resumes);
+  tcase_add_test(t, a_death_while_the_snapshot_drains);
   suite_add_tcase(s, t);
   t = tcase_create("migrate"); /* two megakernels on PoCL's one device */
   tcase_set_timeout(t, 240);

@@ -105,7 +105,7 @@ void dev__ckpt_request(struct dev *d, struct run *r, int64_t now) {
   if (now - last < (int64_t)d->cfg->checkpoint_ms * 1000000) return;
   snapshot_ready(d, r);
   int e = dp_suspend(d->rt, r->task[0]);
-  if (e == 0) r->ckpting = 1, r->ckpt_asked_at = now;
+  if (e == 0) r->ckpting = 1, r->ckpt_asked_at = coop__now_ns(); /* after the allocation */
   log_debug("job %llu (%s): checkpoint asked: %s", (unsigned long long)r->j->id, r->j->kernel,
             e ? coop_strerror(e) : "suspending");
 }
@@ -179,6 +179,10 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
   int e = r->snap_arg ? snap(d, r, &sfd, &bfd, &bytes) : COOP_EINVAL;
   int snapped = e == 0;
   if (e && e != COOP_EFAULT && e != COOP_ELOST) e = save(d, r, &sfd, &bfd, &bytes);
+  /* The device process died under the checkpoint: not the job's failure.
+   * The run stays as it is, and the restart (dev_watch.c) resumes it from
+   * its last checkpoint; failing it here lost the job instead. */
+  if (e == COOP_ELOST) return -1;
   if (snapped) { /* the pair waits for the drain; the task resumes now */
     r->draining = 1;
     r->drained = 0;
@@ -210,6 +214,10 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
   int64_t t1 = coop__now_ns();
   if (re == 0 && !j->error) re = dev__resume_task(d, r, fd);
   if (e && fd >= 0) close(fd);
+  if (re == COOP_ELOST && !j->error) {
+    r->ninflight = 1; /* as above: the restart takes the run as it was */
+    return -1;
+  }
   if (j->error) return -1;
   if (re) {
     dev__fail(j, re, "could not resume it after a checkpoint: %s", coop_strerror(re));

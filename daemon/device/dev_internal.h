@@ -243,12 +243,13 @@ unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in);
 void dev__ckpt_request(struct dev *d, struct run *r, int64_t now);
 /* r's task, asked by dev__ckpt_request, is SUSPENDED: its state and
  * buffers copied out (the run's new checkpoint) and the task resumed at
- * once. 0, or -1: the job failed (its run ended). */
+ * once. 0, or -1: the job failed (its run ended), or the device process
+ * died (the run left for the restart). */
 int dev__ckpt_take(struct dev *d, struct run *r);
 /* A drain in progress (r->draining): the next DEV_DRAIN_CHUNK bytes of
  * r's snapshot into its pending memfd, the pair made the checkpoint when
  * the last is there; *wake set to now while more remain. */
-#define DEV_DRAIN_CHUNK (8u << 20) /* about 3 ms of the device thread at 3 GB/s */
+#define DEV_DRAIN_CHUNK (4u << 20) /* about 2 ms of the device thread on an H200 */
 void dev__ckpt_drain(struct dev *d, struct run *r, int64_t now, int64_t *wake);
 /* r's task leaves the device (it ends, is suspended or carried): its
  * snapshot freed in the arena, a drain abandoned (the last checkpoint

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -366,11 +367,34 @@ static void started(coop_rt *rt, int err, struct dp_rep *r) {
 
 /* One well-formed request (dp_req_check): its answer in r, whose body
  * dp_rep_len sizes from the op's entry. */
+/* Tests only: COOP_TEST_DIE_AT="OP:N:PATH" kills this process (SIGKILL,
+ * as a crash would) as its Nth request of op OP (its name in dp_ops)
+ * arrives, once over every device process of the test: the death creates
+ * PATH, and none comes while PATH exists. tests/test_daemon_suspend.c
+ * kills it so in the middle of a checkpoint. */
+static void test_die_at(uint32_t op) {
+  static int armed = -1;
+  static unsigned left;
+  static char name[16], path[256];
+  if (armed < 0) {
+    const char *v = getenv("COOP_TEST_DIE_AT");
+    armed = v && sscanf(v, "%15[^:]:%u:%255s", name, &left, path) == 3 && left > 0;
+  }
+  const struct dp_op_entry *e = armed ? dp_op_entry(op) : NULL;
+  if (!e || strcmp(e->name, name) || --left) return;
+  armed = 0;
+  int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return; /* an earlier device process died so already */
+  close(fd);
+  kill(getpid(), SIGKILL);
+}
+
 static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
                   struct dp_rep *r) {
   int rfd = nfds ? fds[0] : -1;
   coop_rt *rt = ch->rt;
   r->err = 0;
+  test_die_at(q->op);
   if (!rt && q->op != DP_OPEN && q->op != DP_CLOSE) {
     r->err = COOP_ESTATE;
     return;
