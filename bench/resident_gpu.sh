@@ -9,6 +9,7 @@
 # send it, and against the in-process cooperative form.
 #
 #   bench/resident_gpu.sh [OLD_DIR]
+#   PARTS="native rtt legs sources" bench/resident_gpu.sh   # the default: all
 #
 # Run from the repository root on the GPU machine with build-cuda built here
 # (cmake -DCOOP_CUDA=ON) and its shared libraries in .devlibs/, as
@@ -16,6 +17,8 @@
 # coop-bench-rtt and libcoop.so.0 of the commit before. Outputs go to $OUT.
 set -o pipefail
 old=${1:-.devold/old}
+parts=" ${PARTS:-native rtt legs sources} "
+part() { [[ $parts == *" $1 "* ]]; }
 out=${OUT:-$PWD/out}
 mkdir -p "$out" /work
 [ -e /work/main ] || ln -s "$PWD" /work/main
@@ -33,10 +36,13 @@ start_coopd() { # BINARY [--set ...]
 }
 stop_coopd() { kill "$cd_pid"; wait "$cd_pid"; }
 
+if part native; then
 echo "== a plain CUDA launch's round trip (coop-bench-native --barriers)"
 timeout 150 $b/coop-bench-native --barriers >"$out/native.txt" 2>&1
 sed -n '/plain launch round trip/,/^$/p' "$out/native.txt" | head -12
+fi
 
+if part rtt; then
 echo "== coopd round trips (us), two rounds, old and new alternating"
 start_coopd $b/coopd
 w=$($b/coopctl --socket "$cd_dir/s" --json stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
@@ -58,7 +64,9 @@ for i in 1 2; do
   done
   stop_coopd
 done
+fi
 
+if part legs; then
 echo "== the legs of the resident round trip, K = 1"
 export COOP_TRACE_FILE=$out/trace.csv
 start_coopd $b/coopd
@@ -66,7 +74,9 @@ timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 1000 --groups 1 --resi
   --label resident-traced --trace "$COOP_TRACE_FILE" 2>&1 | tee "$out/legs.txt" | head -40
 stop_coopd
 unset COOP_TRACE_FILE
+fi
 
+part sources || exit 0
 echo "== bfs, road 1024 x 1024, 16 sources"
 srcs=0,1000,65536,131071,200000,300000,400000,500000,524288,600000,700000,800000,900000,1000000,1048000,1048575
 timeout 200 $b/coop-bench-native --app bfs --scale 12 --input 1 >"$out/bfs-native.txt" 2>&1
