@@ -74,17 +74,19 @@ static int guard_ok(const struct coop_rt *rt, size_t at, size_t len) {
   return 1;
 }
 
-/* len bytes of the arena at p zeroed: large buffers on the device where
- * the backend can (zero_arena), else by the copy engine where the arena
- * wants it (coop_rt_arena_copy), from a MiB of zeros: a MiB a call, 500 MB
- * took 140 ms on an H200. */
+/* len bytes of the arena at p zeroed: large buffers by the copy engine
+ * where the arena wants it (coop_rt_arena_copy), from a MiB of zeros (500
+ * MB took 140 ms on an H200). Not cuMemsetD8: a memset is a kernel, which
+ * beside the megakernel gets only the room left for the driver's kernels
+ * (occupancy.c); zeroing a 500 MB buffer so while bfs was staged through
+ * coopd lost the device process (H200), where the copy engine's zeros did
+ * not. */
 static void arena_zero(struct coop_rt *rt, uint8_t *p, size_t len) {
   static const uint8_t zeros[1u << 20];
   if (coop_rt_arena_direct(rt, len)) {
     memset(p, 0, len);
     return;
   }
-  if (rt->ops->zero_arena && rt->ops->zero_arena(rt, p, len) == 0) return;
   for (size_t at = 0; at < len; at += sizeof zeros)
     coop_rt_arena_copy(rt, p + at, zeros, len - at < sizeof zeros ? len - at : sizeof zeros, 1);
 }

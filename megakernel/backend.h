@@ -37,10 +37,6 @@ struct coop__backend_ops {
    * device, while the megakernel runs, and return once they are there.
    * NULL: the host copies (coop_rt_arena_dup). */
   int (*dup_arena)(struct coop_rt *rt, void *dst, const void *src, size_t bytes);
-  /* Optional: zero bytes of the arena on the device, while the megakernel
-   * runs, and return once they are zero (a new buffer). NULL, or an error:
-   * the copy engine writes zeros (copy_arena). */
-  int (*zero_arena)(struct coop_rt *rt, void *p, size_t bytes);
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);

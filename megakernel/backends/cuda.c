@@ -232,16 +232,6 @@ static int cu_dup_arena(struct coop_rt *rt, void *dst, const void *src, size_t b
   return 0;
 }
 
-/* A new buffer zeroed on the device (cu_dup_arena's stream and wait): a
- * MiB of zeros a copy from the host took 140 ms for 500 MB. */
-static int cu_zero_arena(struct coop_rt *rt, void *p, size_t bytes) {
-  struct cu_be *b = rt->be;
-  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
-  CU_CHECK(rt, coop__cu.cuMemsetD8((CUdeviceptr)(uintptr_t)p, 0, bytes));
-  CU_CHECK(rt, coop__cu.cuStreamSynchronize(NULL));
-  return 0;
-}
-
 /* Page-locked host memory: the copy engine writes and reads it directly. */
 static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
@@ -552,7 +542,6 @@ const struct coop__backend_ops coop__cuda_ops = {
     .alloc_arena = cu_alloc_arena,
     .copy_arena = cu_copy_arena,
     .dup_arena = cu_dup_arena,
-    .zero_arena = cu_zero_arena,
     .alloc_host = cu_alloc_host,
     .free_arena = cu_free_arena,
     .alloc_dev = cu_alloc_dev,
