@@ -134,6 +134,17 @@ int log_count(const char *path, const char *s) {
 
 int log_has(const char *path, const char *s) { return log_count(path, s) > 0; }
 
+long log_offset(const char *path, const char *s) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  static char buf[1 << 18];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strstr(buf, s);
+  return p ? (long)(p - buf) : -1;
+}
+
 void log_print(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) return;

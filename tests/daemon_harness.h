@@ -70,6 +70,8 @@ void log_temp(char *path);
 
 /* Whether the file contains s (the daemon's log). */
 int log_has(const char *path, const char *s);
+/* Where s first occurs in the log at path (its first 256 KiB), or -1. */
+long log_offset(const char *path, const char *s);
 /* How many times s occurs in the log at path (its first 256 KiB). */
 int log_count(const char *path, const char *s);
 

@@ -62,10 +62,13 @@ END_TEST
  * cooperative sweep of priority 0 on every worker: the sweep keeps one
  * workgroup at its barriers, so the task waited until the sweep ended (or
  * its gather budget ran out). Now the sweep is suspended, the task runs at
- * once, and the sweep resumes and ends right. */
+ * once, and the sweep resumes and ends right. The suspension is asked
+ * before the task is submitted (the device thread's log says so): the
+ * sweep's workgroups come free while the submit is on its way. Before, it
+ * was asked after the submit and the rest of the device thread's pass. */
 START_TEST(a_task_of_higher_priority_suspends_a_cooperative_job) {
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "limits.max_priority=10", "device.max_workgroups=5", "log.level=info",
+                        "limits.max_priority=10", "device.max_workgroups=5", "log.level=debug",
                         NULL};
   char logp[] = "/tmp/coopd-priority-XXXXXX.log";
   log_temp(logp);
@@ -96,6 +99,13 @@ START_TEST(a_task_of_higher_priority_suspends_a_cooperative_job) {
     log_print(d.log);
     ck_abort_msg("the sweep was not suspended and resumed");
   }
+  char submitted[64];
+  snprintf(submitted, sizeof submitted, "job %llu (render): task 0 submitted",
+           (unsigned long long)task);
+  long asked = log_offset(d.log, "suspending it: job"), sent = log_offset(d.log, submitted);
+  if (sent < 0 || asked > sent) log_print(d.log);
+  ck_assert_int_ge(sent, 0);
+  ck_assert_int_lt(asked, sent);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(logp);

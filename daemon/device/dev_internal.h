@@ -281,6 +281,11 @@ void dev__move_waiting(struct dev *d);
  * of higher priority that lacks workers, or a user below its share of the
  * slots needs: one cooperative run at a time per need. */
 void dev__preempt(struct dev *d);
+/* The same for r alone, before its task is submitted (none in flight): the
+ * suspension asked first, its workgroups come free while the submit is on
+ * its way, instead of after it and the rest of the pass (the task's gather
+ * shorter by both). */
+void dev__preempt_before_submit(struct dev *d, struct run *r);
 /* r's task, asked to suspend by dev__preempt, is SUSPENDED: its state
  * saved, the task released, its job back in coop_wait (first) with r as
  * its dev_run. 0, or -1: the job failed (r stays on d->runs, finished). */

@@ -105,21 +105,26 @@ static void preempt_for_slot(struct dev *d) {
 
 /* Workers for a non-cooperative run of higher priority that cannot get
  * them while every cooperative job keeps one. */
-static void preempt_for_task(struct dev *d) {
+static void preempt_run(struct dev *d, struct run *r) {
+  const struct job *j = r->j;
   unsigned workers = atomic_load(&d->workers);
-  for (struct run *r = d->runs; r; r = r->next) {
-    const struct job *j = r->j;
-    if (is_coop(j) || !r->ninflight || atomic_load(&j->cancel)) continue;
-    unsigned coop = coop_staying(d);
-    if (j->groups + coop <= workers) continue;
-    struct run *v = victim(d, j->priority, 0, 0);
-    if (!v) continue;
-    r->preempting = 1;
-    char why[96];
-    snprintf(why, sizeof why, "job %llu of priority %d needs %u of the %u workers",
-             (unsigned long long)j->id, (int)j->priority, j->groups, workers);
-    suspend(d, v, j->priority, why);
-  }
+  if (is_coop(j) || atomic_load(&j->cancel) || j->groups + coop_staying(d) <= workers) return;
+  struct run *v = victim(d, j->priority, 0, 0);
+  if (!v) return;
+  r->preempting = 1;
+  char why[96];
+  snprintf(why, sizeof why, "job %llu of priority %d needs %u of the %u workers",
+           (unsigned long long)j->id, (int)j->priority, j->groups, workers);
+  suspend(d, v, j->priority, why);
+}
+
+static void preempt_for_task(struct dev *d) {
+  for (struct run *r = d->runs; r; r = r->next)
+    if (r->ninflight) preempt_run(d, r);
+}
+
+void dev__preempt_before_submit(struct dev *d, struct run *r) {
+  if (d->rt && !d->swap_now && !d->stop_now && !r->ninflight) preempt_run(d, r);
 }
 
 void dev__preempt(struct dev *d) {

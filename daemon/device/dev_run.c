@@ -437,6 +437,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
+    dev__preempt_before_submit(d, r);
     int e = submit_instance(d, r, *wake);
     if (e == COOP_EBUSY) break; /* no free slot: try on the next pass */
     if (e) {
@@ -445,6 +446,8 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
       break;
     }
     atomic_store(&j->state, COOP_JOB_RUNNING);
+    log_debug("job %llu (%s): task %u submitted", (unsigned long long)j->id, j->kernel,
+              r->released - 1);
     if (!r->started_ns) r->started_ns = now;
     r->next_release = r->t0 + (int64_t)r->released * j->period_us * 1000;
   }
