@@ -12,7 +12,8 @@
  * guards and returns COOP_EFAULT on a breach: the job that owned the block
  * wrote outside it (kernels index through bounds-checked views, so only a
  * kernel that uses the raw coop_arg_buf can). A block is zeroed, guards
- * excepted, before it is handed out again.
+ * excepted, before it is handed out again; coop_rt_alloc_filled's only to
+ * its alignment past its size, its caller writing the rest first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,17 @@ static void arena_zero(struct coop_rt *rt, uint8_t *p, size_t len) {
     coop_rt_arena_copy(rt, p + at, zeros, len - at < sizeof zeros ? len - at : sizeof zeros, 1);
 }
 
+/* The n < ALIGN bytes after a filled buffer's last byte zeroed, by the
+ * same hand as that buffer's guards (a host write beside a large buffer
+ * would move its last page to the host). */
+static void tail_zero(struct coop_rt *rt, uint8_t *p, size_t n, size_t len) {
+  static const uint8_t zeros[ALIGN];
+  if (guard_by_engine(rt, len))
+    rt->ops->copy_arena(rt, p, zeros, n, 1);
+  else
+    memset(p, 0, n);
+}
+
 static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
   if (rt->nblocks == rt->cap_blocks) {
     size_t cap = rt->cap_blocks ? rt->cap_blocks * 2 : 32;
@@ -105,7 +117,7 @@ static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block 
   return 0;
 }
 
-void *coop_rt_alloc(coop_rt *rt, size_t bytes) {
+static void *alloc(coop_rt *rt, size_t bytes, int zero) {
   if (!rt || !rt->arena || bytes == 0 || bytes > rt->arena_bytes) return NULL;
   size_t len = (bytes + ALIGN - 1) / ALIGN * ALIGN;
   size_t need = len + 2 * GUARD; /* footprint: [guard][len][guard] */
@@ -118,8 +130,13 @@ void *coop_rt_alloc(coop_rt *rt, size_t bytes) {
       struct coop__arena_block b = {prev_end + GUARD, len, bytes};
       if (insert(rt, i, &b) == 0) {
         res = rt->arena + b.off;
-        /* Zeroed before reuse: nothing of an earlier job survives. */
-        arena_zero(rt, res, len);
+        /* Zeroed before reuse: nothing of an earlier job survives (the
+         * caller of coop_rt_alloc_filled writes every byte first). The
+         * tail past `bytes` up to the alignment is zeroed either way. */
+        if (zero)
+          arena_zero(rt, res, len);
+        else if (len > bytes)
+          tail_zero(rt, (uint8_t *)res + bytes, len - bytes, len);
         guard_fill(rt, b.off - GUARD, len);
         guard_fill(rt, b.off + len, len);
       }
@@ -130,6 +147,10 @@ void *coop_rt_alloc(coop_rt *rt, size_t bytes) {
   pthread_mutex_unlock(&rt->lock);
   return res;
 }
+
+void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1); }
+
+void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 0); }
 
 int coop_rt_free(coop_rt *rt, void *p) {
   if (!rt || !p) return 0;

@@ -835,7 +835,8 @@ static void refuse_caps(unsigned hide, const char *what) {
 
 /* Isolation: a view stops an index past its buffer (and scratch) and the
  * task reports which; a raw write past it breaks the guard zone, which
- * coop_rt_free reports; a freed block comes back zeroed. */
+ * coop_rt_free reports; a freed block comes back zeroed (filled ones
+ * excepted: their callers write them whole). */
 START_TEST(views_and_guard_zones) {
   struct fx f;
   fx_open(&f);
@@ -868,6 +869,25 @@ START_TEST(views_and_guard_zones) {
   ck_assert_int_eq(coop_rt_free(f.rt, b), COOP_EFAULT);
   ck_assert_int_eq(coop_rt_free(f.rt, victim), 0);
   ck_assert_int_eq(coop_rt_free(f.rt, victim), COOP_EINVAL); /* not a buffer any more */
+
+  /* coop_rt_alloc_filled (a buffer its caller writes whole first): not
+   * zeroed, but the bytes past its size up to the alignment are, and its
+   * guards are whole; the next coop_rt_alloc there zeroes it again */
+  uint8_t *s = coop_rt_alloc(f.rt, 64);
+  ck_assert_ptr_nonnull(s);
+  memset(s, 0xcd, 64);
+  ck_assert_int_eq(coop_rt_free(f.rt, s), 0);
+  uint8_t *g = coop_rt_alloc_filled(f.rt, 60);
+  ck_assert_ptr_eq(g, s);
+  ck_assert_uint_eq(coop_rt_buf_len(f.rt, g), 60);
+  for (int i = 0; i < 60; i++) ck_assert_uint_eq(g[i], 0xcd);
+  for (int i = 60; i < 64; i++) ck_assert_uint_eq(g[i], 0);
+  ck_assert_int_eq(coop_rt_buf_check(f.rt, g), 0);
+  ck_assert_int_eq(coop_rt_free(f.rt, g), 0);
+  uint8_t *z = coop_rt_alloc(f.rt, 64);
+  ck_assert_ptr_eq(z, s);
+  for (int i = 0; i < 64; i++) ck_assert_uint_eq(z[i], 0);
+  ck_assert_int_eq(coop_rt_free(f.rt, z), 0);
   fx_close(&f);
 }
 END_TEST
