@@ -151,7 +151,7 @@ int coop_rt_sched_profile(coop_rt *rt, uint64_t *out, int n);
 void *coop_rt_alloc(coop_rt *rt, size_t bytes);
 /* As coop_rt_alloc, but not zeroed: for a buffer whose every byte the
  * caller writes before any task or host reads it (a job's IN data copied
- * over the whole of it; a snapshot). Zeroing a large buffer goes by the
+ * over the whole of it). Zeroing a large buffer goes by the
  * copy engine a MiB a call (140 ms for 500 MB on an H200), and the copy
  * that follows writes it all again. */
 void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes);

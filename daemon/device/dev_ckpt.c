@@ -92,7 +92,10 @@ static int snapshot_ready(struct dev *d, struct run *r) {
   uint64_t n = buf_bytes(r->j);
   uint64_t most = (uint64_t)d->cfg->arena_mb * (1u << 20) / 100 * d->cfg->snapshot_percent;
   if (n == 0 || n > most) return 0;
-  struct dp_buf b = {.size = n, .fd = -1, .filled = 1}; /* every byte a copy's (snap) */
+  /* zeroed, though snap writes it all: zeroing touches every managed page
+   * while the job runs; untouched, the first copy on the device took 75 ms
+   * instead of 1.4 (502 MB, H200) while the job waited for it */
+  struct dp_buf b = {.size = n, .fd = -1};
   if (dp_stage(d->rt, &b, 1)) return 0;
   r->snap_arg = b.arg;
   r->snap_bytes = n;

@@ -80,8 +80,7 @@ struct dp_buf {
   uint64_t size, arg, off;
   uint64_t at; /* dp_copy: where in the buffer */
   int fd, in, out;
-  int keep;   /* dp_unstage: a device buffer, checked but not freed */
-  int filled; /* dp_stage: not zeroed: the caller writes every byte before any read */
+  int keep; /* dp_unstage: a device buffer, checked but not freed */
 };
 /* Allocates every buffer (zeroed) and copies the IN ones in. On failure
  * (COOP_ENOMEM: the arena is full; COOP_EIO: a descriptor was short)

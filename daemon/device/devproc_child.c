@@ -139,17 +139,15 @@ static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64
 /* DP_STAGE: every buffer allocated, IN data read from its descriptor; on
  * any failure nothing stays allocated. A buffer is zeroed unless its IN
  * data covers it (a short read fails the stage, and the next allocation
- * of that memory zeroes it) or the front fills it itself (`filled`: a
- * checkpoint's snapshot, dev_ckpt.c). */
+ * of that memory zeroes it). */
 static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
                     uint64_t *args) {
   if (b->n > DP_MAX_BUFS) return COOP_EPROTO;
   int e = 0;
   unsigned i = 0;
   for (; i < b->n; i++) {
-    int full = b->b[i].in || b->b[i].filled;
     void *p = !b->b[i].size ? NULL
-              : full        ? coop_rt_alloc_filled(rt, b->b[i].size)
+              : b->b[i].in  ? coop_rt_alloc_filled(rt, b->b[i].size)
                             : coop_rt_alloc(rt, b->b[i].size);
     if (!p) {
       e = COOP_ENOMEM;

@@ -74,8 +74,7 @@ struct dp_bufs {
     uint64_t at; /* DP_WRITE, DP_READ: where in the buffer; DP_DUP: in the copy */
     int32_t fd;
     uint8_t in, out;
-    uint8_t keep;   /* DP_UNSTAGE: a device buffer: guard zones checked, not freed */
-    uint8_t filled; /* DP_STAGE: not zeroed: the front writes every byte first */
+    uint8_t keep; /* DP_UNSTAGE: a device buffer: guard zones checked, not freed */
   } b[DP_MAX_BUFS];
 };
 
