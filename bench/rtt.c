@@ -8,16 +8,21 @@
  * "Isolation").
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]
- *                  [--resident] [--trace FILE]
+ *                  [--resident [--frame]] [--trace FILE]
  *
  * Prints a CSV header and one row: label, runs, median, p10, p90, max (us),
- * machine, commit, p99 (us), and whether the buffers were resident.
+ * machine, commit, p99 (us), whether the buffers were resident, and with
+ * --frame the medians of its write and its read (us).
  *
  * --resident: the render's three buffers are device buffers (PROTOCOL.md,
  * "Device buffers"), created once before the runs; each job names them and
  * carries no bytes, and its output stays on the device (read back once at
  * the end, to check it). The path of a task on data that lives on the
- * device, as a frame loop or a query service would run it.
+ * device, as a frame loop or a query service would run it. --frame: each
+ * run is a frame of a frame client (coop-bench-side's setup g): the first
+ * input written into its device buffer (coop_buffer_write, 4 n^2 bytes:
+ * n = 264 is that setup's 278784), the render, and the output read back
+ * (coop_buffer_read); the round trip counts all three.
  *
  * --trace FILE: FILE is the coopd's COOP_TRACE_FILE (docs/daemon.md, "The
  * path of one job, leg by leg"). The bench stamps each job's send and
@@ -41,13 +46,17 @@
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K|all] [--label L]\n"
-          "                      [--resident] [--trace FILE]\n"
+          "                      [--resident [--frame]] [--trace FILE]\n"
           "Submits N (default 500) renders of n x n (default 8) on K (default 1; all: every\n"
           "worker) workgroups\n"
           "to the coopd at PATH one after the other and prints the SUBMIT -> WAIT\n"
           "round trip (median, p10, p90, max in us) as CSV.\n"
           "  --resident    the buffers are device buffers, created once: each job carries\n"
           "                no bytes (coop_buffer_create, coop_job_buffer)\n"
+          "  --frame       with --resident: each run also writes the first input\n"
+          "                (coop_buffer_write) before its submit and reads the output\n"
+          "                back (coop_buffer_read) after its wait, as a frame client;\n"
+          "                the row adds the medians of the write and the read\n"
           "  --trace FILE  FILE is the COOP_TRACE_FILE the coopd at PATH writes: after the\n"
           "                runs, print where each round trip went, leg by leg (median, p90,\n"
           "                p99 in us, a table and CSV rows); exit 1 if a job's stamp is\n"
@@ -284,11 +293,12 @@ int main(int argc, char **argv) {
                                      {"label", required_argument, 0, 'l'},
                                      {"trace", required_argument, 0, 't'},
                                      {"resident", no_argument, 0, 'R'},
+                                     {"frame", no_argument, 0, 'F'},
                                      {"help", no_argument, 0, 'h'},
                                      {0, 0, 0, 0}};
   const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
-  int resident = 0;
+  int resident = 0, frame = 0;
   const char *bad = inexact_option(argc, argv, lo);
   if (bad) return fprintf(stderr, "coop-bench-rtt: spell out %s\n", bad), usage(stderr, 2);
   for (int ch; (ch = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
@@ -314,13 +324,16 @@ int main(int argc, char **argv) {
       case 'R':
         resident = 1;
         break;
+      case 'F':
+        frame = 1;
+        break;
       case 'h':
         return usage(stdout, 0);
       default:
         return usage(stderr, 2);
     }
   }
-  if (!sock || !runs || !n || n > 1024 || !groups) return usage(stderr, 2);
+  if (!sock || !runs || !n || n > 1024 || !groups || (frame && !resident)) return usage(stderr, 2);
   coop_conn *c;
   int e = coop_connect(&c, sock, "coop-bench-rtt");
   if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;
@@ -333,7 +346,7 @@ int main(int argc, char **argv) {
   for (unsigned k = 0; resident && k < 3 && !e; k++)
     e = coop_buffer_create(c, 0, bytes, k < 2 ? a : NULL, 0, &dev[k]);
   if (e) return fprintf(stderr, "coop-bench-rtt: buffers: %s\n", coop_strerror(e)), 1;
-  struct series s = {0};
+  struct series s = {0}, sw = {0}, sr = {0}; /* round trips; --frame: writes, reads */
   struct tjob *tj = trace ? calloc(runs, sizeof *tj) : NULL;
   if (trace && !tj) return 1;
   for (unsigned i = 0; i < runs + 10; i++) { /* 10 warm-up rounds */
@@ -350,17 +363,22 @@ int main(int argc, char **argv) {
     int64_t t0 = now_ns();
     uint64_t id;
     struct coop_result r;
-    e = coop_submit(c, j, &id);
+    e = frame ? coop_buffer_write(c, dev[0], 0, a, bytes) : 0;
+    int64_t tw = now_ns();
+    if (!e) e = coop_submit(c, j, &id);
     int64_t ta = now_ns();
     if (!e) e = coop_wait(c, id, -1, &r);
+    int64_t tr = now_ns();
+    if (!e && frame) e = coop_buffer_read(c, dev[2], 0, o, bytes);
     int64_t t1 = now_ns();
     coop_job_free(j);
     if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;
-    if (r.state != COOP_STATE_DONE || (!resident && o[0] != (float)n))
+    if (r.state != COOP_STATE_DONE || ((!resident || frame) && o[0] != (float)n))
       return fprintf(stderr, "coop-bench-rtt: render failed: %s\n", r.message), 1;
     coop_result_free(&r);
     if (i >= 10) push(&s, (double)(t1 - t0) / 1e3);
-    if (tj && i >= 10) tj[i - 10] = (struct tjob){id, t0, ta, t1, NULL};
+    if (i >= 10 && frame) push(&sw, (double)(tw - t0) / 1e3), push(&sr, (double)(t1 - tr) / 1e3);
+    if (tj && i >= 10) tj[i - 10] = (struct tjob){id, tw, ta, tr, NULL}; /* the job's own legs */
   }
   if (resident) { /* the output, once: the jobs really ran */
     e = coop_buffer_read(c, dev[2], 0, o, bytes);
@@ -372,11 +390,16 @@ int main(int argc, char **argv) {
   }
   struct machine m;
   machine_of(&m);
-  printf("label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit,p99_us,resident\n");
-  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s,%.1f,%d\n", label, runs, n, groups,
+  printf("label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit,p99_us,resident%s\n",
+         frame ? ",write_p50_us,read_p50_us" : "");
+  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s,%.1f,%d", label, runs, n, groups,
          quantile(&s, 0.5), quantile(&s, 0.1), quantile(&s, 0.9), max_of(&s), m.host, m.cpu,
          COOP_BENCH_COMMIT, quantile(&s, 0.99), resident);
+  if (frame) printf(",%.1f,%.1f", quantile(&sw, 0.5), quantile(&sr, 0.5));
+  printf("\n");
   series_free(&s);
+  series_free(&sw);
+  series_free(&sr);
   int rc = 0;
   if (tj) {
     fflush(stdout);
