@@ -372,6 +372,8 @@ static coop_conn *conn_new(void) {
   coop_conn *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   c->fd = -1;
+  c->xfd = -1;
+  pthread_mutex_init(&c->xmu, NULL);
   c->rbuf = malloc(RECV_CHUNK);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -539,6 +541,8 @@ int coop_connect(coop_conn **out, const char *path, const char *name) {
 void coop_disconnect(coop_conn *c) {
   if (!c) return;
   if (c->fd >= 0) close(c->fd);
+  if (c->xfd >= 0) close(c->xfd);
+  pthread_mutex_destroy(&c->xmu);
   coop__frame_free(c->ev_head);
   coop__pending_free_all(c);
   coop_wire_reader_free(&c->rd);

@@ -314,7 +314,11 @@ int coop_job_buffer(coop_job *j, uint64_t buffer);
  * a copy of data (NULL: zeros); *buffer is its id. */
 int coop_buffer_create(coop_conn *c, int device, size_t size, const void *data, unsigned flags,
                        uint64_t *buffer);
-/* Bytes [offset, offset + len) of the buffer from data, or into out. */
+/* Bytes [offset, offset + len) of the buffer from data, or into out. Up
+ * to the daemon's inline_max the bytes travel in the request or its reply;
+ * above, in a memfd the connection keeps for the next such op (up to 64
+ * MiB; dropped after a failure), so a connection holds one memfd as large
+ * as its largest such transfer until it closes. */
 int coop_buffer_write(coop_conn *c, uint64_t buffer, size_t offset, const void *data, size_t len);
 int coop_buffer_read(coop_conn *c, uint64_t buffer, size_t offset, void *out, size_t len);
 int coop_buffer_free(coop_conn *c, uint64_t buffer);

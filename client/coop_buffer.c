@@ -32,6 +32,52 @@ static int memfd_of(const void *data, size_t n) {
   return fd;
 }
 
+/* The bytes of a buffer write or read too large to go inline travel in a
+ * memfd. A fresh one costs its size twice more: the kernel allocates and
+ * zeroes each page at its first write, in this process for a write, in
+ * the device process for a read. So each connection keeps one, used by
+ * one op at a time (xmu, tried: an op that finds it busy makes a fresh
+ * one), grown as needed up to XFER_KEEP_MAX. After any failure it is
+ * dropped: a request that timed out may still be served, and its late
+ * bytes must not land in the next op's. */
+#define XFER_KEEP_MAX (64u << 20)
+
+/* A memfd of at least n bytes, data (if any) at 0: the kept one
+ * (*kept = 1; xmu held until xfer_put) or a fresh one. */
+static int xfer_get(coop_conn *c, const void *data, size_t n, int *kept) {
+  *kept = 0;
+  if (n > XFER_KEEP_MAX || pthread_mutex_trylock(&c->xmu)) return memfd_of(data, n);
+  if (c->xfd < 0) {
+    c->xfd = memfd_create("coop-transfer", MFD_CLOEXEC);
+    c->xsize = 0;
+  }
+  if (c->xfd >= 0 && n > c->xsize && ftruncate(c->xfd, (off_t)n) == 0) c->xsize = n;
+  int ok = c->xfd >= 0 && c->xsize >= n;
+  for (size_t off = 0; ok && data && off < n;) {
+    ssize_t k = pwrite(c->xfd, (const char *)data + off, n - off, (off_t)off);
+    if (k < 0 && errno == EINTR) continue;
+    ok = k > 0;
+    off += ok ? (size_t)k : 0;
+  }
+  if (ok) return *kept = 1, c->xfd;
+  if (c->xfd >= 0) close(c->xfd);
+  c->xfd = -1;
+  pthread_mutex_unlock(&c->xmu);
+  return memfd_of(data, n);
+}
+
+static void xfer_put(coop_conn *c, int fd, int kept, int failed) {
+  if (!kept) {
+    close(fd);
+    return;
+  }
+  if (failed) { /* see above: never reused after a failure */
+    close(c->xfd);
+    c->xfd = -1;
+  }
+  pthread_mutex_unlock(&c->xmu);
+}
+
 static int inline_ok(const coop_conn *c, size_t n) {
   return n <= c->info.inline_max && n + 4096u <= c->info.max_payload;
 }
@@ -84,18 +130,18 @@ int coop_buffer_write(coop_conn *c, uint64_t buffer, size_t offset, const void *
   if (!m) return coop__fail(COOP_ENOMEM, "out of memory");
   m[0].buf_range = (struct coop_msg_buf_range){
       .buffer = buffer, .offset = offset, .len = len, .fd = COOP_WIRE_FD_NONE};
-  int fd = -1;
+  int fd = -1, kept = 0;
   if (inline_ok(c, len)) {
     m[0].buf_range.data = data;
     m[0].buf_range.data_len = (uint32_t)len;
   } else {
-    fd = memfd_of(data, len);
+    fd = xfer_get(c, data, len, &kept);
     if (fd < 0) return free(m), fd;
     m[0].buf_range.fd = 0;
   }
   struct coop_frame *f = NULL;
   int e = request(c, COOP_MSG_BUF_WRITE, &m[0], fd, COOP_MSG_OK, &m[1], &f);
-  if (fd >= 0) close(fd);
+  if (fd >= 0) xfer_put(c, fd, kept, e != 0);
   coop__frame_free(f);
   free(m);
   return e;
@@ -108,9 +154,9 @@ int coop_buffer_read(coop_conn *c, uint64_t buffer, size_t offset, void *out, si
   if (!m) return coop__fail(COOP_ENOMEM, "out of memory");
   m[0].buf_range = (struct coop_msg_buf_range){
       .buffer = buffer, .offset = offset, .len = len, .fd = COOP_WIRE_FD_NONE};
-  int fd = -1;
+  int fd = -1, kept = 0;
   if (!inline_ok(c, len)) {
-    fd = memfd_of(NULL, len);
+    fd = xfer_get(c, NULL, len, &kept);
     if (fd < 0) return free(m), fd;
     m[0].buf_range.fd = 0;
   }
@@ -125,7 +171,7 @@ int coop_buffer_read(coop_conn *c, uint64_t buffer, size_t offset, void *out, si
     if (k <= 0) e = coop__fail(COOP_EIO, "memfd read: %s", k ? strerror(errno) : "short");
     if (k > 0) off += (size_t)k;
   }
-  if (fd >= 0) close(fd);
+  if (fd >= 0) xfer_put(c, fd, kept, e != 0);
   coop__frame_free(f);
   free(m);
   return e;

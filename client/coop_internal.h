@@ -66,6 +66,11 @@ struct coop_conn {
   struct coop_pending *pending; /* jobs with output to write back */
   struct coop_info info;
   int timeout_ms;
+  /* coop_buffer.c: the transfer memfd kept for buffer writes and reads
+   * (-1: none yet), its size, and who uses it (one op at a time) */
+  int xfd;
+  size_t xsize;
+  pthread_mutex_t xmu;
 };
 
 /* client.c */
