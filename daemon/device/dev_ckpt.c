@@ -92,7 +92,7 @@ static int snapshot_ready(struct dev *d, struct run *r) {
   uint64_t n = buf_bytes(r->j);
   uint64_t most = (uint64_t)d->cfg->arena_mb * (1u << 20) / 100 * d->cfg->snapshot_percent;
   if (n == 0 || n > most) return 0;
-  /* zeroed, though snap writes it all: zeroing touches every managed page
+  /* zeroed, though a save writes it all: zeroing touches every managed page
    * while the job runs; untouched, the first copy on the device took 75 ms
    * instead of 1.4 (502 MB, H200) while the job waited for it */
   struct dp_buf b = {.size = n, .fd = -1};
@@ -122,8 +122,10 @@ static int target(int *spare, const char *name) {
 
 /* The suspended task's state and a copy of its buffers into *sfd and *bfd
  * (the spare pair, or new memfds): 0, or a coop code (the pair kept as the
- * spare). *bytes: the buffers' size. */
-static int save(struct dev *d, struct run *r, int *sfd, int *bfd, uint64_t *bytes) {
+ * spare). *bytes: the buffers' size. With `to_snap`, the buffers go into
+ * r's snapshot on the device instead, laid out as in the memfd (sized):
+ * the pair is pending until dev__ckpt_drain has filled it. */
+static int save(struct dev *d, struct run *r, int to_snap, int *sfd, int *bfd, uint64_t *bytes) {
   struct job *j = r->j;
   *sfd = target(&r->spare_state_fd, "coopd-checkpoint-state");
   *bfd = target(&r->spare_buf_fd, "coopd-checkpoint-buffers");
@@ -132,38 +134,16 @@ static int save(struct dev *d, struct run *r, int *sfd, int *bfd, uint64_t *byte
   unsigned n = e ? 0 : dev__carry_bufs(j, b, *bfd, 0);
   *bytes = 0;
   for (unsigned i = 0; i < n; i++) {
-    b[i].keep = 1; /* copied, not freed */
+    if (to_snap)
+      b[i].at = b[i].off, b[i].fd = -1;
+    else
+      b[i].keep = 1; /* copied, not freed */
     *bytes += b[i].size;
   }
   int breach = -1;
-  if (e == 0 && n) e = dp_unstage(d->rt, b, n, 0, &breach);
-  if (e == 0 && breach >= 0) e = COOP_EFAULT;
-  if (e) {
-    r->spare_state_fd = *sfd;
-    r->spare_buf_fd = *bfd;
-    *sfd = *bfd = -1;
-  }
-  return e;
-}
-
-/* As save, but the buffers into r's snapshot, on the device: the pair
- * (its memfd sized) is pending until dev__ckpt_drain has filled it. */
-static int snap(struct dev *d, struct run *r, int *sfd, int *bfd, uint64_t *bytes) {
-  struct job *j = r->j;
-  *sfd = target(&r->spare_state_fd, "coopd-checkpoint-state");
-  *bfd = target(&r->spare_buf_fd, "coopd-checkpoint-buffers");
-  int e = *sfd < 0 || *bfd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], *sfd);
-  struct dp_buf b[COOP_WIRE_MAX_ARGS];
-  unsigned n = e ? 0 : dev__carry_bufs(j, b, *bfd, 0);
-  *bytes = 0;
-  for (unsigned i = 0; i < n; i++) {
-    b[i].at = b[i].off; /* the snapshot is laid out as the memfd */
-    b[i].fd = -1;
-    *bytes += b[i].size;
-  }
-  int breach = -1;
-  if (e == 0 && (!n || *bytes != r->snap_bytes)) e = COOP_EINVAL; /* not the one it was made for */
-  if (e == 0) e = dp_dup(d->rt, r->snap_arg, b, n, &breach);
+  if (e == 0 && to_snap && (!n || *bytes != r->snap_bytes)) e = COOP_EINVAL; /* not its snapshot */
+  if (e == 0 && n)
+    e = to_snap ? dp_dup(d->rt, r->snap_arg, b, n, &breach) : dp_unstage(d->rt, b, n, 0, &breach);
   if (e == 0 && breach >= 0) e = COOP_EFAULT;
   if (e) {
     r->spare_state_fd = *sfd;
@@ -179,9 +159,9 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
   r->ckpting = 0;
   int sfd, bfd;
   uint64_t bytes;
-  int e = r->snap_arg ? snap(d, r, &sfd, &bfd, &bytes) : COOP_EINVAL;
+  int e = r->snap_arg ? save(d, r, 1, &sfd, &bfd, &bytes) : COOP_EINVAL;
   int snapped = e == 0;
-  if (e && e != COOP_EFAULT && e != COOP_ELOST) e = save(d, r, &sfd, &bfd, &bytes);
+  if (e && e != COOP_EFAULT && e != COOP_ELOST) e = save(d, r, 0, &sfd, &bfd, &bytes);
   /* The device process died under the checkpoint: not the job's failure.
    * The run stays as it is, and the restart (dev_watch.c) resumes it from
    * its last checkpoint; failing it here lost the job instead. */
