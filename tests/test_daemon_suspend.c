@@ -109,6 +109,56 @@ static void die_in_checkpoint(const char *op, unsigned n) {
   unlink(logp);
 }
 
+/* Snapshots give way: in an arena of 1 MiB a checkpointed sweep of 200
+ * KiB holds a snapshot as large; a render of three 225 KiB buffers then
+ * finds no room but for the snapshot. It is freed, the render runs, and the
+ * sweep's checkpoints go on (copied while suspended while the render holds
+ * the room, then into a new snapshot) and it ends right. Before, the
+ * render failed with ENOMEM: one user's checkpoints cost another user's
+ * job. */
+START_TEST(a_snapshot_gives_way_to_a_jobs_buffers) {
+  char logp[] = "/tmp/coopd-ckevict-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.checkpoint_ms=200", "device.arena_mb=1", "log.level=debug", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 250;
+  enum { SN = 51200 }; /* 200 KiB */
+  static uint32_t data[SN];
+  uint64_t job = sweep_at(&c, data, SN, 3, rounds, kt, w, 0);
+  ck_assert_uint_ne(job, 0);
+  char drained[96]; /* its own first checkpoint's snapshot is there */
+  snprintf(drained, sizeof drained, "job %llu (slowsweep): checkpoint 1: %u bytes drained in",
+           (unsigned long long)job, (unsigned)sizeof data);
+  for (int i = 0; i < 1000 && !log_has(logp, drained); i++) msleep(10);
+  if (!log_has(logp, drained)) log_print(logp);
+  ck_assert_msg(log_has(logp, drained), "no \"%s\" in the log", drained);
+  enum { RN2 = 240 };              /* 3 x 230400 bytes: more than the room left */
+  static float a[RN2 * RN2], b[RN2 * RN2];
+  for (unsigned i = 0; i < RN2 * RN2; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  submit_init(&m, "render", 1, 0);
+  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
+  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, RN2);
+  arg_u32(&m.submit, 1);
+  uint64_t task = submit(&c, &m, NULL, 0);
+  ck_assert_msg(task != 0, "render refused: %s", c.m.error.message);
+  ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "render: %s", c.m.result.message);
+  ck_assert(log_has(logp, "checkpoint snapshot freed for a job's buffers"));
+  sweep_check(&c, job, SN, 3, rounds);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 START_TEST(a_death_while_the_state_is_saved) { die_in_checkpoint("saved", 3); }
 END_TEST
 
@@ -262,6 +312,7 @@ void daemon_suspend_cases(Suite *s) {
   tcase_set_timeout(t, 240);
   tcase_add_test(t, a_restart_resumes_from_the_last_checkpoint);
   tcase_add_test(t, a_restart_resumes_from_a_checkpoint_copied_while_suspended);
+  tcase_add_test(t, a_snapshot_gives_way_to_a_jobs_buffers);
   tcase_add_test(t, a_death_while_the_state_is_saved);
   tcase_add_test(t, a_death_while_the_buffers_are_copied_on_the_device);
   tcase_add_test(t, a_death_while_the_task_resumes);

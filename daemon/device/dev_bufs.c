@@ -47,6 +47,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
     case DEV_BUF_CREATE:
       b.in = op->fd >= 0;
       e = dp_stage(d->rt, &b, 1);
+      if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, &b, 1);
       if (e == 0) {
         op->arg = b.arg;
         op->gen = d->gen;

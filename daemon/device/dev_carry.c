@@ -102,6 +102,7 @@ int dev__resume_run(struct dev *d, struct run *r) {
     struct dp_buf b[COOP_WIRE_MAX_ARGS];
     unsigned n = dev__carry_bufs(j, b, r->carry_fd, 1);
     e = n ? dp_stage(d->rt, b, n) : 0;
+    if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
     for (unsigned i = 0, k = 0; e == 0 && i < j->nargs; i++)
       if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
   }

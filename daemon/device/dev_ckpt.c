@@ -24,7 +24,10 @@
  * the meantime, so what drains is the suspended point; the pending pair
  * becomes the checkpoint when the last byte is there. A restart or a
  * suspension before that abandons the drain, and the previous checkpoint
- * stays the one to resume from.
+ * stays the one to resume from. Snapshots are a cache: when a job's or a
+ * device buffer's staging finds the arena full, every snapshot is freed
+ * and the staging tried again (dev__ckpt_evict), so one user's
+ * checkpoints never cost another user's job its room.
  *
  * When the device process dies or is restarted (dev_watch.c), a run with
  * a checkpoint does not fail with ELOST: its job goes back to coop_wait,
@@ -267,6 +270,19 @@ void dev__ckpt_forget(struct run *r) {
     *spare[i] = *pend[i];
     *pend[i] = -1;
   }
+}
+
+unsigned dev__ckpt_evict(struct dev *d) {
+  unsigned n = 0;
+  for (struct run *r = d->runs; r; r = r->next)
+    if (r->snap_arg) {
+      dev__ckpt_drop(d, r);
+      n++;
+    }
+  if (n)
+    log_info("device %d: the arena is full: %u checkpoint snapshot%s freed for a job's buffers",
+             d->index, n, n == 1 ? "" : "s");
+  return n;
 }
 
 void dev__ckpt_drop(struct dev *d, struct run *r) {

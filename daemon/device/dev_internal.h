@@ -257,6 +257,10 @@ void dev__ckpt_drain(struct dev *d, struct run *r, int64_t now, int64_t *wake);
  * restart), nothing asked of the device process. */
 void dev__ckpt_drop(struct dev *d, struct run *r);
 void dev__ckpt_forget(struct run *r);
+/* The arena is full for a staging: every run's snapshot dropped (drains
+ * in progress abandoned), so that the staging may be tried again; how
+ * many were freed (0: trying again is no use). */
+unsigned dev__ckpt_evict(struct dev *d);
 /* A run the restart took: 1 when it will resume from its last checkpoint
  * (its job back in coop_wait, first, as a suspended job whose state and
  * buffers are copies of the checkpoint's), else 0. */
