@@ -151,6 +151,8 @@ struct dev {
   uint32_t watch_uid;
   /* idle parking (see the top): device thread, parked mirrored for stats */
   int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
+  int inl_fd;        /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
+  uint64_t inl_size; /* its size */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;

@@ -14,16 +14,20 @@
 #include "fdio.h"
 #include "log.h"
 
-/* A memfd of n zero bytes, for the device process to write results into.
- * -1 on failure. */
-static int memfd_sized(uint64_t n) {
-  int fd = memfd_create("coopd-results", MFD_CLOEXEC);
-  if (fd < 0) return -1;
-  if (ftruncate(fd, (off_t)n)) {
-    close(fd);
-    return -1;
+/* A memfd of at least n bytes for the inline bytes of one staging (IN
+ * data, written here) or unstaging (OUT data, written by the device
+ * process): the device thread's kept one, grown as needed. A fresh memfd
+ * each time cost its creation and the kernel's allocation of its pages,
+ * twice for every job with inline buffers. The device process is done
+ * with it when its request returns, and only the ranges a request wrote
+ * are read back, so the next job may use it at once. -1 on failure. */
+static int inline_fd(struct dev *d, uint64_t n) {
+  if (d->inl_fd < 0) {
+    d->inl_fd = memfd_create("coopd-inline", MFD_CLOEXEC);
+    d->inl_size = 0;
   }
-  return fd;
+  if (d->inl_fd >= 0 && n > d->inl_size && ftruncate(d->inl_fd, (off_t)n) == 0) d->inl_size = n;
+  return d->inl_fd >= 0 && d->inl_size >= n ? d->inl_fd : -1;
 }
 
 /* The job's buffers as the device process moves them (dp_buf), in argument
@@ -68,7 +72,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
   if (!n) return 0;
   int inl = -1;
   if (inl_len) { /* the inline IN bytes, one after another */
-    inl = memfd_create("coopd-inline", MFD_CLOEXEC);
+    inl = inline_fd(d, inl_len);
     int bad = inl < 0;
     uint64_t at = 0;
     for (unsigned i = 0; !bad && i < j->nargs; i++) {
@@ -78,7 +82,6 @@ int dev__stage_in(struct dev *d, struct job *j) {
       at += a->size;
     }
     if (bad) {
-      if (inl >= 0) close(inl);
       dev__fail(j, COOP_ENOMEM, "%s", "could not stage the inline buffers");
       return j->error;
     }
@@ -86,7 +89,6 @@ int dev__stage_in(struct dev *d, struct job *j) {
   }
   int e = dp_stage(d->rt, b, n);
   if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
-  if (inl >= 0) close(inl);
   if (e == COOP_ENOMEM) {
     dev__fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
               "raise [device] arena_mb");
@@ -121,7 +123,7 @@ void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
     if (release && d->rt) dp_task_release(d->rt, release); /* no buffers to go with */
     return;
   }
-  int inl = inl_len ? memfd_sized(inl_len) : -1;
+  int inl = inl_len ? inline_fd(d, inl_len) : -1;
   if (inl_len && inl < 0) {
     out = 0;
     if (j->error == 0) dev__fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
@@ -145,7 +147,6 @@ void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
       if (j->error == 0) dev__fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
     }
   }
-  if (inl >= 0) close(inl);
   if (breach >= 0) breached(j, breach, 0);
 }
 

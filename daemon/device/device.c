@@ -572,6 +572,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   d->ks = ks;
   d->hooks = hooks;
   d->user = user;
+  d->inl_fd = -1;
   d->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (d->kick < 0) {
     snprintf(err, errlen, "eventfd: %s", strerror(errno));
@@ -615,6 +616,7 @@ static void on_async_closed(uv_handle_t *h) { free(h->data); }
 void dev_free(struct dev *d) {
   pthread_join(d->thread, NULL);
   close(d->kick);
+  if (d->inl_fd >= 0) close(d->inl_fd);
   free(d->ev);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
