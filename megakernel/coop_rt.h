@@ -177,7 +177,8 @@ int coop_rt_arena_direct(const coop_rt *rt, size_t n);
 /* n bytes from one buffer's memory (src) into another's (dst), both in the
  * arena, while the megakernel runs: on the device where the arena lives
  * there (CUDA: a device-to-device copy, at the device memory's speed, not
- * the host link's), else memcpy. Done when it returns. 0 or a coop code. */
+ * the host link's, and for any size: a host copy would move the pages to
+ * the host), else memcpy. Done when it returns. 0 or a coop code. */
 int coop_rt_arena_dup(coop_rt *rt, void *dst, const void *src, size_t n);
 /* n bytes of host memory for coop_rt_arena_copy's host side, which the
  * copy engine reaches at full speed (CUDA: page-locked; a pageable buffer
