@@ -369,8 +369,6 @@ static void started(coop_rt *rt, int err, struct dp_rep *r) {
     devinfo(rt, &r->u.dev);
 }
 
-/* One well-formed request (dp_req_check): its answer in r, whose body
- * dp_rep_len sizes from the op's entry. */
 /* Tests only: COOP_TEST_DIE_AT="OP:N:PATH" kills this process (SIGKILL,
  * as a crash would) as its Nth request of op OP (its name in dp_ops)
  * arrives, once over every device process of the test: the death creates
@@ -393,6 +391,8 @@ static void test_die_at(uint32_t op) {
   kill(getpid(), SIGKILL);
 }
 
+/* One well-formed request (dp_req_check): its answer in r, whose body
+ * dp_rep_len sizes from the op's entry. */
 static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsigned nfds,
                   struct dp_rep *r) {
   int rfd = nfds ? fds[0] : -1;
