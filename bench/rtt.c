@@ -286,16 +286,12 @@ static int trace_report(const char *path, struct tjob *jobs, unsigned n) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option lo[] = {{"socket", required_argument, 0, 's'},
-                                     {"runs", required_argument, 0, 'r'},
-                                     {"n", required_argument, 0, 'n'},
-                                     {"groups", required_argument, 0, 'g'},
-                                     {"label", required_argument, 0, 'l'},
-                                     {"trace", required_argument, 0, 't'},
-                                     {"resident", no_argument, 0, 'R'},
-                                     {"frame", no_argument, 0, 'F'},
-                                     {"help", no_argument, 0, 'h'},
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"socket", required_argument, 0, 's'}, {"runs", required_argument, 0, 'r'},
+      {"n", required_argument, 0, 'n'},      {"groups", required_argument, 0, 'g'},
+      {"label", required_argument, 0, 'l'},  {"trace", required_argument, 0, 't'},
+      {"resident", no_argument, 0, 'R'},     {"frame", no_argument, 0, 'F'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
   int resident = 0, frame = 0;

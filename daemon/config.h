@@ -64,8 +64,8 @@ struct config {
   unsigned restart_hold_ms;  /* a restart's culprit waits this, doubling (dev_hold.c); 0 = no */
   unsigned checkpoint_ms; /* a cooperative job's state copied out this often (dev_ckpt.c); 0 = no */
   unsigned snapshot_percent; /* of the arena one job's checkpoint snapshot may take; 0 = none */
-  unsigned reserve_percent; /* workers cooperative jobs may not pin (device.c) */
-  unsigned min_deadline_us; /* a SUBMIT's shorter deadline is refused; 0 = any */
+  unsigned reserve_percent;  /* workers cooperative jobs may not pin (device.c) */
+  unsigned min_deadline_us;  /* a SUBMIT's shorter deadline is refused; 0 = any */
   /* [metrics]: GET /metrics over HTTP (metrics_http.c); off by default */
   char metrics_listen[80];          /* "ADDR:PORT"; "" = off */
   int metrics_allow_remote;         /* a non-loopback ADDR needs this */

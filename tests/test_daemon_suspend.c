@@ -29,11 +29,11 @@
 static void restart_case(int snapshot) {
   char logp[] = "/tmp/coopd-ckpt-XXXXXX.log";
   log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.checkpoint_ms=200", "log.level=debug",
-                        snapshot ? "jobs.checkpoint_snapshot_percent=25"
-                                 : "jobs.checkpoint_snapshot_percent=0",
-                        NULL};
+  const char *sets[] = {
+      "kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, "jobs.checkpoint_ms=200",
+      "log.level=debug",
+      snapshot ? "jobs.checkpoint_snapshot_percent=25" : "jobs.checkpoint_snapshot_percent=0",
+      NULL};
   const char *taken = snapshot ? "bytes drained in" : "bytes copied in";
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
@@ -136,7 +136,7 @@ START_TEST(a_snapshot_gives_way_to_a_jobs_buffers) {
   for (int i = 0; i < 1000 && !log_has(logp, drained); i++) msleep(10);
   if (!log_has(logp, drained)) log_print(logp);
   ck_assert_msg(log_has(logp, drained), "no \"%s\" in the log", drained);
-  enum { RN2 = 240 };              /* 3 x 230400 bytes: more than the room left */
+  enum { RN2 = 240 }; /* 3 x 230400 bytes: more than the room left */
   static float a[RN2 * RN2], b[RN2 * RN2];
   for (unsigned i = 0; i < RN2 * RN2; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;

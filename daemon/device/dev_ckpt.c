@@ -264,7 +264,8 @@ void dev__ckpt_forget(struct run *r) {
   r->snap_arg = r->snap_bytes = 0;
   if (!r->draining) return;
   r->draining = 0; /* the pair goes back as the spare (taken from it: none there now) */
-  int *spare[] = {&r->spare_state_fd, &r->spare_buf_fd}, *pend[] = {&r->pend_state_fd, &r->pend_buf_fd};
+  int *spare[] = {&r->spare_state_fd, &r->spare_buf_fd},
+      *pend[] = {&r->pend_state_fd, &r->pend_buf_fd};
   for (unsigned i = 0; i < 2; i++) {
     if (*spare[i] >= 0) close(*spare[i]);
     *spare[i] = *pend[i];
@@ -331,8 +332,8 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
 }
 
 void dev__run_free(struct run *r) {
-  int *fds[] = {&r->state_fd,       &r->carry_fd,       &r->ckpt_state_fd, &r->ckpt_buf_fd,
-                &r->spare_state_fd, &r->spare_buf_fd,   &r->pend_state_fd, &r->pend_buf_fd};
+  int *fds[] = {&r->state_fd,       &r->carry_fd,     &r->ckpt_state_fd, &r->ckpt_buf_fd,
+                &r->spare_state_fd, &r->spare_buf_fd, &r->pend_state_fd, &r->pend_buf_fd};
   for (unsigned i = 0; i < sizeof fds / sizeof *fds; i++)
     if (*fds[i] >= 0) close(*fds[i]);
   free(r);

@@ -150,7 +150,7 @@ struct dev {
   char watch_public[COOP_WIRE_TEXT_MAX];
   uint32_t watch_uid;
   /* idle parking (see the top): device thread, parked mirrored for stats */
-  int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
+  int kick;          /* eventfd: new work for the device thread; ends the child's dp_wait */
   int inl_fd;        /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
   uint64_t inl_size; /* its size */
   int parked;

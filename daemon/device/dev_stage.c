@@ -22,7 +22,7 @@
  * with it when its request returns, and only the ranges a request wrote
  * are read back, so the next job may use it at once. -1 on failure. */
 static int inline_fd(struct dev *d, uint64_t n) {
-  if (d->inl_fd < 0) {
+  if (d->inl_fd < 0) { /* its creation at the device's start failed */
     d->inl_fd = memfd_create("coopd-inline", MFD_CLOEXEC);
     d->inl_size = 0;
   }

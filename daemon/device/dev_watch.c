@@ -299,7 +299,7 @@ void dev__restart(struct dev *d) {
     struct job *j = r->j;
     d->runs = r->next;
     for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0; /* the arena is gone */
-    dev__ckpt_forget(r);                                            /* its snapshot too */
+    dev__ckpt_forget(r);                                        /* its snapshot too */
     if (r->state_fd >= 0) close(r->state_fd); /* a suspension's state: no task to resume */
     if (r->carry_fd >= 0) close(r->carry_fd);
     r->state_fd = r->carry_fd = -1;

@@ -572,10 +572,13 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   d->ks = ks;
   d->hooks = hooks;
   d->user = user;
-  d->inl_fd = -1;
+  /* made now, not at the first inline job: it lives as long as the device
+   * (dev_stage.c), one of coopd's descriptors from its start */
+  d->inl_fd = memfd_create("coopd-inline", MFD_CLOEXEC);
   d->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (d->kick < 0) {
     snprintf(err, errlen, "eventfd: %s", strerror(errno));
+    if (d->inl_fd >= 0) close(d->inl_fd);
     pthread_mutex_destroy(&d->mu);
     free(d);
     return COOP_ENOMEM;
@@ -588,6 +591,7 @@ int dev_open(struct dev **dp, const struct config *c, int index, const struct ks
   }
   if (e) {
     close(d->kick);
+    if (d->inl_fd >= 0) close(d->inl_fd);
     pthread_mutex_destroy(&d->mu);
     free(d);
     return e;

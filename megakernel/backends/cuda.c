@@ -226,8 +226,8 @@ static int cu_copy_arena(struct coop_rt *rt, void *dst, const void *src, size_t 
 static int cu_dup_arena(struct coop_rt *rt, void *dst, const void *src, size_t bytes) {
   struct cu_be *b = rt->be;
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
-  CU_CHECK(rt, coop__cu.cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src,
-                                     bytes));
+  CU_CHECK(rt,
+           coop__cu.cuMemcpyDtoD((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes));
   CU_CHECK(rt, coop__cu.cuStreamSynchronize(NULL));
   return 0;
 }
