@@ -34,7 +34,6 @@ static void restart_case(int snapshot) {
       "log.level=debug",
       snapshot ? "jobs.checkpoint_snapshot_percent=25" : "jobs.checkpoint_snapshot_percent=0",
       NULL};
-  const char *taken = snapshot ? "bytes drained in" : "bytes copied in";
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
@@ -44,6 +43,13 @@ static void restart_case(int snapshot) {
   uint64_t job = sweep_at(&c, data, 256, 7, rounds, kt, w, 0);
   ck_assert_uint_ne(job, 0);
   wait_running(&c, job);
+  /* the sweep's own first checkpoint taken (the probe before it may have
+   * had some): drained, or, copied while suspended, logged once, done */
+  char taken[128];
+  snprintf(taken, sizeof taken,
+           snapshot ? "job %llu (slowsweep): checkpoint 1: 1024 bytes drained in"
+                    : "job %llu (slowsweep): checkpoint 1: suspended",
+           (unsigned long long)job);
   for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
   if (!log_has(logp, taken)) {
     log_print(logp);
@@ -73,18 +79,21 @@ START_TEST(a_restart_resumes_from_the_last_checkpoint) { restart_case(1); }
 END_TEST
 
 /* The device process dies in the middle of a checkpoint, at its Nth
- * request of `op` (COOP_TEST_DIE_AT, devproc_child.c): while the sweep's
- * state is saved ("saved"), while its buffers are copied on the device
- * ("dup"), while it is resumed ("resume"), or while its snapshot drains
- * ("read"). The sweep resumes from the checkpoint before and ends DONE
- * with every word right. Before, a death while the state was saved or the
- * task resumed failed the job ("could not resume it after a checkpoint"),
- * and its checkpoint was never used. */
+ * request of `op` (COOP_TEST_DIE_AT, devproc_child.c) once the sweep's
+ * first checkpoint is taken: while the sweep's state is saved ("saved"),
+ * while its buffers are copied on the device ("dup"), while it is resumed
+ * ("resume"), or while its snapshot drains ("read"). The sweep resumes
+ * from the checkpoint before and ends DONE with every word right. Before,
+ * a death while the state was saved or the task resumed failed the job
+ * ("could not resume it after a checkpoint"), and its checkpoint was never
+ * used. */
 static void die_in_checkpoint(const char *op, unsigned n) {
-  char logp[] = "/tmp/coopd-ckdie-XXXXXX.log", mark[64], env[128];
+  char logp[] = "/tmp/coopd-ckdie-XXXXXX.log", mark[64], arm[72], env[128];
   log_temp(logp);
   snprintf(mark, sizeof mark, "%s.died", logp);
+  snprintf(arm, sizeof arm, "%s.arm", mark);
   unlink(mark);
+  unlink(arm);
   snprintf(env, sizeof env, "%s:%u:%s", op, n, mark);
   ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
@@ -98,6 +107,15 @@ static void die_in_checkpoint(const char *op, unsigned n) {
   static uint32_t data[256];
   uint64_t job = sweep_at(&c, data, 256, 7, rounds, kt, w, 0);
   ck_assert_uint_ne(job, 0);
+  char taken[96]; /* the sweep's own first checkpoint, not the probe's */
+  snprintf(taken, sizeof taken, "job %llu (slowsweep): checkpoint 1: 1024 bytes drained in",
+           (unsigned long long)job);
+  for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
+  if (!log_has(logp, taken)) log_print(logp);
+  ck_assert_msg(log_has(logp, taken), "no \"%s\" in the log", taken);
+  FILE *a = fopen(arm, "w"); /* the device process dies at its next `op` from now */
+  ck_assert_ptr_nonnull(a);
+  fclose(a);
   ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   if (c.m.result.state != COOP_JOB_DONE || access(mark, F_OK)) log_print(logp);
   ck_assert_msg(access(mark, F_OK) == 0, "the device process never died at %s %u", op, n);
@@ -106,6 +124,7 @@ static void die_in_checkpoint(const char *op, unsigned n) {
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(mark);
+  unlink(arm);
   unlink(logp);
 }
 
@@ -159,16 +178,16 @@ START_TEST(a_snapshot_gives_way_to_a_jobs_buffers) {
 }
 END_TEST
 
-START_TEST(a_death_while_the_state_is_saved) { die_in_checkpoint("saved", 3); }
+START_TEST(a_death_while_the_state_is_saved) { die_in_checkpoint("saved", 1); }
 END_TEST
 
-START_TEST(a_death_while_the_buffers_are_copied_on_the_device) { die_in_checkpoint("dup", 3); }
+START_TEST(a_death_while_the_buffers_are_copied_on_the_device) { die_in_checkpoint("dup", 1); }
 END_TEST
 
-START_TEST(a_death_while_the_task_resumes) { die_in_checkpoint("resume", 3); }
+START_TEST(a_death_while_the_task_resumes) { die_in_checkpoint("resume", 1); }
 END_TEST
 
-START_TEST(a_death_while_the_snapshot_drains) { die_in_checkpoint("read", 3); }
+START_TEST(a_death_while_the_snapshot_drains) { die_in_checkpoint("read", 1); }
 END_TEST
 
 START_TEST(a_restart_resumes_from_a_checkpoint_copied_while_suspended) { restart_case(0); }

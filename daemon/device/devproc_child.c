@@ -371,19 +371,21 @@ static void started(coop_rt *rt, int err, struct dp_rep *r) {
 
 /* Tests only: COOP_TEST_DIE_AT="OP:N:PATH" kills this process (SIGKILL,
  * as a crash would) as its Nth request of op OP (its name in dp_ops)
- * arrives, once over every device process of the test: the death creates
- * PATH, and none comes while PATH exists. tests/test_daemon_suspend.c
- * kills it so in the middle of a checkpoint. */
+ * arrives once the file PATH.arm exists (the test makes it when the job it
+ * watches is where it wants it), once over every device process of the
+ * test: the death creates PATH, and none comes while PATH exists.
+ * tests/test_daemon_suspend.c kills it so in the middle of a checkpoint. */
 static void test_die_at(uint32_t op) {
   static int armed = -1;
   static unsigned left;
-  static char name[16], path[256];
+  static char name[16], path[256], arm[272];
   if (armed < 0) {
     const char *v = getenv("COOP_TEST_DIE_AT");
     armed = v && sscanf(v, "%15[^:]:%u:%255s", name, &left, path) == 3 && left > 0;
+    snprintf(arm, sizeof arm, "%s.arm", path);
   }
   const struct dp_op_entry *e = armed ? dp_op_entry(op) : NULL;
-  if (!e || strcmp(e->name, name) || --left) return;
+  if (!e || strcmp(e->name, name) || access(arm, F_OK) || --left) return;
   armed = 0;
   int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0) return; /* an earlier device process died so already */
