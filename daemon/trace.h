@@ -24,7 +24,7 @@
   XX(recv)          /* the loop read the SUBMIT's last bytes */                                \
   XX(admitted)      /* admission done, the job made */                                         \
   XX(queued)        /* dev_submit called (after the journal and the log line) */              \
-  XX(accepted)      /* ACCEPTED about to be written */                                                        \
+  XX(accepted)      /* ACCEPTED about to be written */                                         \
   XX(wait)          /* the loop read the WAIT for it (the first) */                            \
   XX(taken)         /* the device thread took it from its queue (take_new) */                  \
   XX(staged)        /* its buffers in the arena (dp_stage returned) */                         \

@@ -55,13 +55,20 @@ static int guard_by_engine(const struct coop_rt *rt, size_t len) {
   return !coop_rt_arena_direct(rt, len);
 }
 
+/* n bytes from host memory src to the arena at p, at an edge of a buffer
+ * of len bytes (a guard, or the bytes past a filled buffer's end): by the
+ * same hand as that buffer's guards. */
+static void edge_write(struct coop_rt *rt, uint8_t *p, const void *src, size_t n, size_t len) {
+  if (guard_by_engine(rt, len))
+    rt->ops->copy_arena(rt, p, src, n, 1);
+  else
+    memcpy(p, src, n);
+}
+
 static void guard_fill(struct coop_rt *rt, size_t at, size_t len) {
   uint64_t g[GUARD / 8];
   for (size_t i = 0; i < GUARD / 8; i++) g[i] = canary(rt, at + 8 * i);
-  if (guard_by_engine(rt, len))
-    rt->ops->copy_arena(rt, rt->arena + at, g, GUARD, 1);
-  else
-    memcpy(rt->arena + at, g, GUARD);
+  edge_write(rt, rt->arena + at, g, GUARD, len);
 }
 
 static int guard_ok(const struct coop_rt *rt, size_t at, size_t len) {
@@ -90,17 +97,6 @@ static void arena_zero(struct coop_rt *rt, uint8_t *p, size_t len) {
   }
   for (size_t at = 0; at < len; at += sizeof zeros)
     coop_rt_arena_copy(rt, p + at, zeros, len - at < sizeof zeros ? len - at : sizeof zeros, 1);
-}
-
-/* The n < ALIGN bytes after a filled buffer's last byte zeroed, by the
- * same hand as that buffer's guards (a host write beside a large buffer
- * would move its last page to the host). */
-static void tail_zero(struct coop_rt *rt, uint8_t *p, size_t n, size_t len) {
-  static const uint8_t zeros[ALIGN];
-  if (guard_by_engine(rt, len))
-    rt->ops->copy_arena(rt, p, zeros, n, 1);
-  else
-    memset(p, 0, n);
 }
 
 static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
@@ -133,10 +129,11 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero) {
         /* Zeroed before reuse: nothing of an earlier job survives (the
          * caller of coop_rt_alloc_filled writes every byte first). The
          * tail past `bytes` up to the alignment is zeroed either way. */
+        static const uint8_t zeros[ALIGN];
         if (zero)
           arena_zero(rt, res, len);
-        else if (len > bytes)
-          tail_zero(rt, (uint8_t *)res + bytes, len - bytes, len);
+        else if (len > bytes) /* fewer than ALIGN */
+          edge_write(rt, (uint8_t *)res + bytes, zeros, len - bytes, len);
         guard_fill(rt, b.off - GUARD, len);
         guard_fill(rt, b.off + len, len);
       }

@@ -210,20 +210,14 @@ int dev__ckpt_take(struct dev *d, struct run *r) {
     return -1;
   }
   int64_t t2 = coop__now_ns();
-  if (snapped)
-    log_debug(
-        "job %llu (%s): checkpoint %u: suspended %lld us after the request, %llu bytes "
-        "copied on the device in %lld us, resumed in %lld us; draining",
-        (unsigned long long)j->id, j->kernel, j->checkpoints + 1,
-        (long long)((t0 - r->ckpt_asked_at) / 1000), (unsigned long long)bytes,
-        (long long)((t1 - t0) / 1000), (long long)((t2 - t1) / 1000));
-  else
-    log_debug(
-        "job %llu (%s): checkpoint %u: suspended %lld us after the request, %llu bytes "
-        "copied in %lld us, resumed in %lld us",
-        (unsigned long long)j->id, j->kernel, j->checkpoints,
-        (long long)((t0 - r->ckpt_asked_at) / 1000), (unsigned long long)bytes,
-        (long long)((t1 - t0) / 1000), (long long)((t2 - t1) / 1000));
+  /* a snapshot's checkpoint counts once drained (dev__ckpt_drain) */
+  log_debug(
+      "job %llu (%s): checkpoint %u: suspended %lld us after the request, %llu bytes "
+      "copied%s in %lld us, resumed in %lld us%s",
+      (unsigned long long)j->id, j->kernel, j->checkpoints + (snapped ? 1u : 0u),
+      (long long)((t0 - r->ckpt_asked_at) / 1000), (unsigned long long)bytes,
+      snapped ? " on the device" : "", (long long)((t1 - t0) / 1000), (long long)((t2 - t1) / 1000),
+      snapped ? "; draining" : "");
   return 0;
 }
 
