@@ -6,10 +6,15 @@
 # plain CUDA launch's round trip in the same run; the legs of the resident
 # round trip (COOP_TRACE_FILE); and bfs from 16 sources on road 1024 x 1024:
 # the graph uploaded once (coopctl app --sources) against 16 runs that each
-# send it, and against the in-process cooperative form.
+# send it, and against the in-process cooperative form. Part "spin" (not
+# in the default): the idle spins, coopd's ([device] idle_spin_us 0 or the
+# backend's choice) by the client's (coop-bench-rtt --spin-us 0 or 200),
+# for the render and the nop task (kernels/probe/nop.cl), with coopd's CPU
+# time per job, then the legs of the nop task with and without them.
 #
 #   bench/resident_gpu.sh [OLD_DIR]
 #   PARTS="native rtt legs sources" bench/resident_gpu.sh   # the default: all
+#   PARTS="native spin" bench/resident_gpu.sh
 #
 # Run from the repository root on the GPU machine with build-cuda built here
 # (cmake -DCOOP_CUDA=ON) and its shared libraries in .devlibs/, as
@@ -29,7 +34,7 @@ b=build-cuda/bin
 
 start_coopd() { # BINARY [--set ...]
   cd_dir=$(mktemp -d)
-  "$1" --socket "$cd_dir/s" --kernels kernels:build-cuda/kernels/apps --backend cuda \
+  "$1" --socket "$cd_dir/s" --kernels kernels:kernels/probe:build-cuda/kernels/apps --backend cuda \
     --set server.journal=off "${@:2}" --log-level warn 2>"$cd_dir/log" &
   cd_pid=$!
   for _ in $(seq 600); do [[ -S $cd_dir/s ]] && break; sleep 0.2; done
@@ -64,6 +69,53 @@ for i in 1 2; do
   done
   stop_coopd
 done
+fi
+
+# CPU time (clock ticks) of coopd and its device processes so far
+cpu_ticks() {
+  local t=0 p
+  for p in "$cd_pid" $(pgrep -P "$cd_pid"); do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat" 2>/dev/null || echo 0)))
+  done
+  echo $t
+}
+
+if part spin; then
+echo "== idle spins: coopd's (idle_spin_us) by the client's (--spin-us), us; coopd's CPU us per job"
+start_coopd $b/coopd
+w=$($b/coopctl --socket "$cd_dir/s" --json stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+stop_coopd
+echo "workers: $w"
+hz=$(getconf CLK_TCK)
+for round in 1 2; do
+  for isp in 0 -1; do
+    start_coopd $b/coopd --set device.idle_spin_us=$isp
+    for cs in 0 200; do
+      for task in "--resident" "--resident --nop" "--nop"; do
+        for k in 1 "$w"; do
+          c0=$(cpu_ticks)
+          row=$(timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 2000 --groups $k $task \
+            --spin-us $cs --label "r$round-isp$isp-cs$cs-k$k" | tail -1)
+          c1=$(cpu_ticks)
+          echo "$row,$(( (c1 - c0) * 1000000 / hz / 2010 ))" | tee -a "$out/spin.csv"
+        done
+      done
+    done
+    stop_coopd
+  done
+done
+echo "== the legs of the nop task on a device buffer, K = 1: no spins; every spin"
+export COOP_TRACE_FILE=$out/trace-spin.csv
+for isp in 0 -1; do
+  cs=$([ "$isp" = 0 ] && echo 0 || echo 200)
+  rm -f "$COOP_TRACE_FILE"
+  start_coopd $b/coopd --set device.idle_spin_us=$isp
+  timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 2000 --groups 1 --resident --nop \
+    --spin-us $cs --label "nop-traced-isp$isp-cs$cs" --trace "$COOP_TRACE_FILE" 2>&1 |
+    tee "$out/legs-spin$isp.txt" | head -40
+  stop_coopd
+done
+unset COOP_TRACE_FILE
 fi
 
 if part legs; then

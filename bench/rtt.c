@@ -8,11 +8,19 @@
  * "Isolation").
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]
- *                  [--resident [--frame]] [--trace FILE]
+ *                  [--resident [--frame]] [--nop] [--spin-us US] [--trace FILE]
  *
  * Prints a CSV header and one row: label, runs, median, p10, p90, max (us),
- * machine, commit, p99 (us), whether the buffers were resident, and with
- * --frame the medians of its write and its read (us).
+ * machine, commit, p99 (us), whether the buffers were resident, the
+ * kernel, the client's spin (us), and with --frame the medians of its
+ * write and its read (us).
+ *
+ * --nop: the task is nop (kernels/probe/nop.cl: each workgroup stores
+ * one word) in place of the render, whose 8 x 8 pixels take about 17 us
+ * of the GPU's time on one workgroup: the dispatch path alone, as
+ * coop-bench-micro and a plain CUDA launch measure it. The coopd needs
+ * kernels/probe among its kernel directories. --spin-us: the client's
+ * coop_set_spin.
  *
  * --resident: the render's three buffers are device buffers (PROTOCOL.md,
  * "Device buffers"), created once before the runs; each job names them and
@@ -34,6 +42,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +55,7 @@
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K|all] [--label L]\n"
-          "                      [--resident [--frame]] [--trace FILE]\n"
+          "                      [--resident [--frame]] [--nop] [--spin-us US] [--trace FILE]\n"
           "Submits N (default 500) renders of n x n (default 8) on K (default 1; all: every\n"
           "worker) workgroups\n"
           "to the coopd at PATH one after the other and prints the SUBMIT -> WAIT\n"
@@ -57,6 +66,10 @@ static int usage(FILE *f, int rc) {
           "                (coop_buffer_write) before its submit and reads the output\n"
           "                back (coop_buffer_read) after its wait, as a frame client;\n"
           "                the row adds the medians of the write and the read\n"
+          "  --nop         the task is nop (each workgroup stores one word), not the\n"
+          "                render: the dispatch path alone; coopd must load kernels/probe\n"
+          "  --spin-us US  the client watches the socket US us before it sleeps for a\n"
+          "                reply (coop_set_spin; default: COOP_SPIN_US, else 0)\n"
           "  --trace FILE  FILE is the COOP_TRACE_FILE the coopd at PATH writes: after the\n"
           "                runs, print where each round trip went, leg by leg (median, p90,\n"
           "                p99 in us, a table and CSV rows); exit 1 if a job's stamp is\n"
@@ -285,16 +298,63 @@ static int trace_report(const char *path, struct tjob *jobs, unsigned n) {
   return bad;
 }
 
+/* The render of n x n, one rep: its two inputs and its output inline, or
+ * the device buffers dev[0..2]. */
+static coop_job *render_job(const uint64_t *dev, const float *a, float *o, size_t bytes,
+                            unsigned groups, unsigned n) {
+  coop_job *j = coop_job_new("render", groups);
+  if (dev) {
+    for (unsigned k = 0; k < 3; k++) coop_job_buffer(j, dev[k]);
+  } else {
+    coop_job_buf_in(j, a, bytes);
+    coop_job_buf_in(j, a, bytes);
+    coop_job_buf_out(j, o, bytes);
+  }
+  coop_job_u32(j, n);
+  coop_job_u32(j, 1);
+  return j;
+}
+
+/* nop on K workgroups, each storing tag at word 16 x its id of the
+ * output: the device buffer dev, or o inline. */
+static coop_job *nop_job(uint64_t dev, float *o, size_t bytes, unsigned groups, unsigned tag) {
+  coop_job *j = coop_job_new("nop", groups);
+  if (dev)
+    coop_job_buffer(j, dev);
+  else
+    coop_job_buf_out(j, o, bytes);
+  coop_job_u32(j, tag);
+  return j;
+}
+
+/* The task's output is what it must be: the render's first pixel (n), or
+ * nop's tag from every workgroup. */
+static int output_ok(const float *o, int nop, unsigned groups, unsigned n, unsigned tag) {
+  if (!nop) return o[0] == (float)n;
+  const uint32_t *w = (const uint32_t *)(const void *)o;
+  for (unsigned g = 0; g < groups; g++)
+    if (w[16u * g] != tag) return 0;
+  return 1;
+}
+
+/* libcoop's default spin: COOP_SPIN_US, as coop_connect reads it. */
+static unsigned long env_spin_us(void) {
+  const char *s = getenv("COOP_SPIN_US");
+  return s && *s >= '0' && *s <= '9' ? strtoul(s, NULL, 10) : 0;
+}
+
 int main(int argc, char **argv) {
   static const struct option lo[] = {
       {"socket", required_argument, 0, 's'}, {"runs", required_argument, 0, 'r'},
       {"n", required_argument, 0, 'n'},      {"groups", required_argument, 0, 'g'},
       {"label", required_argument, 0, 'l'},  {"trace", required_argument, 0, 't'},
       {"resident", no_argument, 0, 'R'},     {"frame", no_argument, 0, 'F'},
+      {"nop", no_argument, 0, 'N'},          {"spin-us", required_argument, 0, 'S'},
       {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
-  int resident = 0, frame = 0;
+  int resident = 0, frame = 0, nop = 0;
+  long spin_us = -1; /* -1: libcoop's default */
   const char *bad = inexact_option(argc, argv, lo);
   if (bad) return fprintf(stderr, "coop-bench-rtt: spell out %s\n", bad), usage(stderr, 2);
   for (int ch; (ch = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
@@ -323,39 +383,41 @@ int main(int argc, char **argv) {
       case 'F':
         frame = 1;
         break;
+      case 'N':
+        nop = 1;
+        break;
+      case 'S':
+        spin_us = strtol(optarg, NULL, 10);
+        if (spin_us < 0 || spin_us > 1000000) return usage(stderr, 2);
+        break;
       case 'h':
         return usage(stdout, 0);
       default:
         return usage(stderr, 2);
     }
   }
-  if (!sock || !runs || !n || n > 1024 || !groups || (frame && !resident)) return usage(stderr, 2);
+  if (!sock || !runs || !n || n > 1024 || !groups || (frame && (!resident || nop)))
+    return usage(stderr, 2);
   coop_conn *c;
   int e = coop_connect(&c, sock, "coop-bench-rtt");
   if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;
+  if (spin_us >= 0) coop_set_spin(c, (unsigned)spin_us);
   if (groups == UINT32_MAX) groups = coop_info(c)->workers;
+  if (nop) n = 4 * (unsigned)ceil(sqrt(groups)); /* n^2 floats hold 16 words per workgroup */
   size_t bytes = (size_t)n * n * sizeof(float);
   float *a = calloc((size_t)n * n, sizeof *a), *o = calloc((size_t)n * n, sizeof *o);
   if (!a || !o) return 1;
   for (size_t i = 0; i < (size_t)n * n; i++) a[i] = 1.0f;
   uint64_t dev[3] = {0}; /* --resident: a, b, out */
-  for (unsigned k = 0; resident && k < 3 && !e; k++)
+  for (unsigned k = 0; resident && k < (nop ? 1u : 3u) && !e; k++)
     e = coop_buffer_create(c, 0, bytes, k < 2 ? a : NULL, 0, &dev[k]);
   if (e) return fprintf(stderr, "coop-bench-rtt: buffers: %s\n", coop_strerror(e)), 1;
   struct series s = {0}, sw = {0}, sr = {0}; /* round trips; --frame: writes, reads */
   struct tjob *tj = trace ? calloc(runs, sizeof *tj) : NULL;
   if (trace && !tj) return 1;
   for (unsigned i = 0; i < runs + 10; i++) { /* 10 warm-up rounds */
-    coop_job *j = coop_job_new("render", groups);
-    if (resident) {
-      for (unsigned k = 0; k < 3; k++) coop_job_buffer(j, dev[k]);
-    } else {
-      coop_job_buf_in(j, a, bytes);
-      coop_job_buf_in(j, a, bytes);
-      coop_job_buf_out(j, o, bytes);
-    }
-    coop_job_u32(j, n);
-    coop_job_u32(j, 1);
+    coop_job *j = nop ? nop_job(resident ? dev[0] : 0, o, bytes, groups, i + 1)
+                      : render_job(resident ? dev : NULL, a, o, bytes, groups, n);
     int64_t t0 = now_ns();
     uint64_t id;
     struct coop_result r;
@@ -369,28 +431,32 @@ int main(int argc, char **argv) {
     int64_t t1 = now_ns();
     coop_job_free(j);
     if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;
-    if (r.state != COOP_STATE_DONE || ((!resident || frame) && o[0] != (float)n))
-      return fprintf(stderr, "coop-bench-rtt: render failed: %s\n", r.message), 1;
+    if (r.state != COOP_STATE_DONE ||
+        ((!resident || frame) && !output_ok(o, nop, groups, n, i + 1)))
+      return fprintf(stderr, "coop-bench-rtt: the task failed: %s\n", r.message), 1;
     coop_result_free(&r);
     if (i >= 10) push(&s, (double)(t1 - t0) / 1e3);
     if (i >= 10 && frame) push(&sw, (double)(tw - t0) / 1e3), push(&sr, (double)(t1 - tr) / 1e3);
     if (tj && i >= 10) tj[i - 10] = (struct tjob){id, tw, ta, tr, NULL}; /* the job's own legs */
   }
   if (resident) { /* the output, once: the jobs really ran */
-    e = coop_buffer_read(c, dev[2], 0, o, bytes);
-    if (e || o[0] != (float)n)
+    e = coop_buffer_read(c, dev[nop ? 0 : 2], 0, o, bytes);
+    if (e || !output_ok(o, nop, groups, n, runs + 10))
       return fprintf(stderr, "coop-bench-rtt: the resident output is wrong (%s)\n",
                      e ? coop_strerror(e) : "a value"),
              1;
-    for (unsigned k = 0; k < 3; k++) coop_buffer_free(c, dev[k]);
+    for (unsigned k = 0; k < (nop ? 1u : 3u); k++) coop_buffer_free(c, dev[k]);
   }
   struct machine m;
   machine_of(&m);
-  printf("label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit,p99_us,resident%s\n",
-         frame ? ",write_p50_us,read_p50_us" : "");
-  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s,%.1f,%d", label, runs, n, groups,
+  printf(
+      "label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit,p99_us,resident,"
+      "kernel,spin_us%s\n",
+      frame ? ",write_p50_us,read_p50_us" : "");
+  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s,%.1f,%d,%s,%ld", label, runs, n, groups,
          quantile(&s, 0.5), quantile(&s, 0.1), quantile(&s, 0.9), max_of(&s), m.host, m.cpu,
-         COOP_BENCH_COMMIT, quantile(&s, 0.99), resident);
+         COOP_BENCH_COMMIT, quantile(&s, 0.99), resident, nop ? "nop" : "render",
+         spin_us < 0 ? (long)env_spin_us() : spin_us);
   if (frame) printf(",%.1f,%.1f", quantile(&sw, 0.5), quantile(&sr, 0.5));
   printf("\n");
   series_free(&s);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "coop_copy.h"
+#include "coop_util.h"
 #include "coop_internal.h"
 
 #define RECV_CHUNK 65536u
@@ -140,7 +141,17 @@ static int take_frames(coop_conn *c, struct coop_frame **out) {
  * the frames completed by it in *out. Called by the reader, unlocked. */
 static int pump(coop_conn *c, int wait_ms, struct coop_frame **out) {
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
-  int n = poll(&p, 1, wait_ms);
+  int n = 0;
+  unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
+  if (spin && wait_ms != 0) { /* coop_set_spin: watched before sleeping */
+    int64_t t0 = coop__now_ns(), end = t0 + (int64_t)spin * 1000;
+    if (wait_ms > 0 && (int64_t)wait_ms * 1000000 < end - t0) end = t0 + (int64_t)wait_ms * 1000000;
+    while ((n = poll(&p, 1, 0)) == 0 && coop__now_ns() < end) {
+    }
+    if (n == 0 && wait_ms > 0) wait_ms -= (int)((coop__now_ns() - t0) / 1000000);
+    if (wait_ms < 0) wait_ms = 0;
+  }
+  if (n == 0) n = poll(&p, 1, wait_ms);
   if (n < 0) return errno == EINTR ? 0 : COOP_EIO;
   if (n == 0) return 0;
   int fds[COOP_WIRE_MAX_FDS];
@@ -385,6 +396,8 @@ static coop_conn *conn_new(void) {
   coop_wire_reader_init(&c->rd);
   c->next_seq = 1;
   c->timeout_ms = DEFAULT_TIMEOUT_MS;
+  const char *spin = getenv("COOP_SPIN_US"); /* coop_set_spin; a bad value is none */
+  if (spin && *spin >= '0' && *spin <= '9') coop_set_spin(c, (unsigned)strtoul(spin, NULL, 10));
   if (!c->rbuf) {
     coop_disconnect(c);
     return NULL;
@@ -554,6 +567,10 @@ void coop_disconnect(coop_conn *c) {
 }
 
 const struct coop_info *coop_info(const coop_conn *c) { return c ? &c->info : NULL; }
+
+void coop_set_spin(coop_conn *c, unsigned spin_us) {
+  if (c) atomic_store(&c->spin_us, spin_us > 1000000u ? 1000000u : spin_us);
+}
 
 void coop_set_timeout(coop_conn *c, int timeout_ms) {
   if (!c) return;

@@ -11,6 +11,7 @@
 #define COOP_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "coop.h"
 #include "wire.h"
@@ -66,6 +67,7 @@ struct coop_conn {
   struct coop_pending *pending; /* jobs with output to write back */
   struct coop_info info;
   int timeout_ms;
+  _Atomic unsigned spin_us; /* coop_set_spin: read by the reader unlocked */
   /* coop_buffer.c: the transfer memfd kept for buffer writes and reads
    * (-1: none yet), its size, and who uses it (one op at a time) */
   int xfd;

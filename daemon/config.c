@@ -45,6 +45,7 @@ void config_defaults(struct config *c) {
   c->device_index = -1;
   c->arena_mb = 256;
   c->park_ms = 100;
+  c->idle_spin_us = -1;
   c->max_registers = CONFIG_MAX_REGISTERS;
   const char *xdg = getenv("XDG_RUNTIME_DIR");
   if (geteuid() != 0 && xdg && *xdg)
@@ -122,6 +123,7 @@ static const struct config_key keys[] = {
     {"device", "park_ms", K_UINT, F(park_ms), 1u << 31},
     {"device", "max_registers", K_UINT, F(max_registers), 255},
     {"device", "kernel_widths", K_BOOL, F(kernel_widths), 0},
+    {"device", "idle_spin_us", K_INT, F(idle_spin_us), 100000},
     {"server", "socket", K_STR, F(socket), 0},
     {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
     {"server", "journal", K_STR, F(journal), 0},

@@ -26,6 +26,8 @@ struct config {
   unsigned park_ms;        /* idle this long: the megakernel leaves the device; 0 = never */
   unsigned max_registers;  /* CUDA: NVRTC --maxrregcount; 0 = none, else 16..255 */
   int kernel_widths;       /* each kernel's width measured alone at every build (devproc.c) */
+  int idle_spin_us;        /* after a job: how long the device thread and process spin for the
+                            * next before they sleep; -1 = the backend's choice (device.c) */
   /* [server] */
   char socket[256];
   char journal[300]; /* "": the socket's path + ".jobs"; "off": none */

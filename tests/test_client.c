@@ -865,6 +865,61 @@ START_TEST(replies_out_of_order) {
 }
 END_TEST
 
+/* coop_set_spin: replies within the spin, after it (the reader then
+ * sleeps), none at all; the spin never outlasts the request's timeout. */
+static void s_spin(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe a;
+  if (!fk_expect(f, c, &a, COOP_MSG_STATUS)) return;
+  reply_status(c, a.h.seq, a.m.job.job); /* at once: within the spin */
+  ff_free(&a);
+  if (!fk_expect(f, c, &a, COOP_MSG_STATUS)) return;
+  sleep_ms(50); /* long after a 1 ms spin */
+  reply_status(c, a.h.seq, a.m.job.job);
+  ff_free(&a);
+  if (!fk_expect(f, c, &a, COOP_MSG_STATUS)) return; /* never answered */
+  ff_free(&a);
+  if (!fk_expect(f, c, &a, COOP_MSG_STATUS)) return;
+  reply_status(c, a.h.seq, a.m.job.job);
+  ff_free(&a);
+}
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+START_TEST(spin_before_sleep) {
+  struct fake f;
+  fake_start(&f, s_spin);
+  setenv("COOP_SPIN_US", "1000", 1); /* read at connect */
+  coop_conn *c = connect_ok(&f);
+  unsetenv("COOP_SPIN_US");
+  struct coop_job_status *s;
+  size_t n;
+  for (uint64_t job = 1; job <= 2; job++) {
+    ck_assert_int_eq(coop_status(c, job, &s, &n), 0);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(s[0].job, job);
+    free(s);
+  }
+  coop_set_spin(c, 5000000); /* more than the most: 1 s */
+  coop_set_timeout(c, 150);
+  int64_t t0 = mono_ms();
+  ck_assert_int_eq(coop_status(c, 3, &s, &n), COOP_ETIMEDOUT);
+  int64_t took_ms = mono_ms() - t0;
+  ck_assert_msg(took_ms >= 140 && took_ms < 700, "a 150 ms timeout took %lld ms with a 1 s spin",
+                (long long)took_ms);
+  coop_set_timeout(c, 5000);
+  ck_assert_int_eq(coop_status(c, 4, &s, &n), 0);
+  ck_assert_uint_eq(s[0].job, 4);
+  free(s);
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
+
 /* ---- the daemon going away ---- */
 
 static void s_close_on_status(struct fake *f, struct fconn *c) {
@@ -1679,6 +1734,7 @@ static Suite *suite(void) {
   tcase_add_test(t, error_frames);
   tcase_add_test(t, events_while_waiting);
   tcase_add_test(t, replies_out_of_order);
+  tcase_add_test(t, spin_before_sleep);
   tcase_add_test(t, daemon_closes);
   tcase_add_test(t, top_request);
   tcase_add_test(t, untrusted_server_refused);

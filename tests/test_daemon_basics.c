@@ -415,9 +415,10 @@ START_TEST(bad_requests) {
 END_TEST
 
 /* Several client processes at once, each checking its own renders. */
-START_TEST(several_clients) {
+/* Four clients, five renders each, checked, at once. */
+static void several_clients_on(const char *const *sets) {
   struct daemon_proc d;
-  daemon_start(&d, NULL);
+  daemon_start(&d, sets);
   enum { NC = 4 };
   pid_t kids[NC];
   for (int i = 0; i < NC; i++) {
@@ -437,6 +438,17 @@ START_TEST(several_clients) {
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client %d failed", i);
   }
   ck_assert_int_eq(daemon_stop(&d), 0);
+}
+
+START_TEST(several_clients) { several_clients_on(NULL); }
+END_TEST
+
+/* The same with the idle spin a GPU gets ([device] idle_spin_us; PoCL's
+ * default is none): the device thread and the device process watch for
+ * the next job instead of sleeping, and take every one. */
+START_TEST(several_clients_idle_spin) {
+  static const char *const sets[] = {"device.idle_spin_us=2000", NULL};
+  several_clients_on(sets);
 }
 END_TEST
 
@@ -897,6 +909,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, hello_kernels_stats);
   tcase_add_test(t, sweep_beside_periodic_renders);
   tcase_add_test(t, bad_requests);
+  tcase_add_test(t, several_clients_idle_spin);
   tcase_add_test(t, several_clients);
   tcase_add_test(t, client_killed_mid_job);
   tcase_add_test(t, socket_answers_once_it_appears);

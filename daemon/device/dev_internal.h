@@ -15,6 +15,9 @@
 #include "devproc.h"
 
 #define DEV_WAIT_NS 50000000L /* longest dp_wait: the watchdog's granularity */
+/* [device] idle_spin_us = -1 on a GPU: a client submitting one job after
+ * another sends the next within about 50 us of the last RESULT */
+#define DEV_IDLE_SPIN_NS 200000L
 #define DP_WAIT_MAX 128       /* tasks one dp_wait watches (DP_POLL_MAX) */
 #define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
@@ -150,9 +153,15 @@ struct dev {
   char watch_public[COOP_WIRE_TEXT_MAX];
   uint32_t watch_uid;
   /* idle parking (see the top): device thread, parked mirrored for stats */
-  int kick;          /* eventfd: new work for the device thread; ends the child's dp_wait */
-  int inl_fd;        /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
-  uint64_t inl_size; /* its size */
+  int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
+  /* the idle spin (device.c, spin_for_work): work_seq counts kicks (any
+   * thread); the rest is the device thread's */
+  _Atomic unsigned work_seq;
+  unsigned seen_seq;    /* work_seq when the last pass took its work */
+  int64_t idle_spin_ns; /* [device] idle_spin_us, resolved at launch */
+  int64_t spin_until;   /* the last hand-back + idle_spin_ns */
+  int inl_fd;           /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
+  uint64_t inl_size;    /* its size */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;

@@ -110,6 +110,7 @@ static void on_async(uv_async_t *a) {
 /* Wakes the device thread wherever it waits: on the condition variable
  * (nothing in flight) or in the device process's dp_wait. */
 static void kick(struct dev *d) {
+  atomic_fetch_add_explicit(&d->work_seq, 1, memory_order_release); /* spin_for_work */
   uint64_t one = 1;
   ssize_t n = write(d->kick, &one, sizeof one); /* EAGAIN: already pending */
   (void)n;
@@ -200,6 +201,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
       j->args[i].fd = -1;
     }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
+  if (d->idle_spin_ns) d->spin_until = coop__now_ns() + d->idle_spin_ns;
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
   if (d->out_tail)
@@ -224,6 +226,7 @@ static void take_new(struct dev *d) {
    * later work ends the device process's waits (a kick left from the job
    * this pass submits ended its DP_SUBMIT wait at once, and its end took
    * two more round trips). */
+  d->seen_seq = atomic_load_explicit(&d->work_seq, memory_order_acquire);
   uint64_t spent;
   ssize_t got = read(d->kick, &spent, sizeof spent);
   (void)got;
@@ -257,7 +260,21 @@ static void take_new(struct dev *d) {
   }
 }
 
+/* Within idle_spin_ns of a job's hand-back the device thread watches
+ * work_seq instead of sleeping: a client that submits its next job on
+ * the last one's RESULT does so within tens of microseconds, and a thread
+ * woken on the condition variable costs several of them (the trace's "the
+ * device thread's wake"). A kick that came since take_new ends it; one
+ * whose work that pass already took costs one empty pass. */
+static int spin_for_work(struct dev *d, int64_t wake) {
+  int64_t end = d->spin_until < wake ? d->spin_until : wake;
+  while (coop__now_ns() < end)
+    if (atomic_load_explicit(&d->work_seq, memory_order_acquire) != d->seen_seq) return 1;
+  return 0;
+}
+
 static void wait_for_work(struct dev *d, int64_t wake) {
+  if (d->spin_until && spin_for_work(d, wake)) return;
   pthread_mutex_lock(&d->mu);
   int takes = (d->in_head && !d->swapping) || d->bufin_head;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
@@ -464,9 +481,17 @@ int dev_build(const struct config *c, int index, const struct kset *ks, struct d
   return dp_build(rtp, c, index, ks, err, errlen);
 }
 
+/* [device] idle_spin_us: -1 lets the backend choose: a GPU's spinning
+ * threads take no core from its megakernel, a CPU device's (PoCL) do. */
+static int64_t idle_spin_ns(const struct config *c, const char *backend) {
+  if (c->idle_spin_us >= 0) return (int64_t)c->idle_spin_us * 1000;
+  return strcmp(backend, "cuda") ? 0 : DEV_IDLE_SPIN_NS;
+}
+
 int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   int e = dp_launch(rt, err, errlen);
-  if (e == 0) e = dp_set_kick(rt, d->kick);
+  if (e == 0) d->idle_spin_ns = idle_spin_ns(d->cfg, dp_backend(rt));
+  if (e == 0) e = dp_set_kick(rt, d->kick, d->idle_spin_ns);
   if (e) return e;
   d->rt = rt;
   d->gen++; /* the device buffers of the one before are gone (dev_bufs.c) */

@@ -556,7 +556,10 @@ int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns
   return poll_op(p, DP_WAIT, ids, n, budget_ns, spin);
 }
 
-int dp_set_kick(struct dp *p, int fd) { return call(p, DP_KICKFD, fd, DP_CALL_MS); }
+int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns) {
+  p->q.a = (uint64_t)idle_spin_ns;
+  return call(p, DP_KICKFD, fd, DP_CALL_MS);
+}
 
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) {
   unsigned slot = id & 0xffu;

@@ -133,8 +133,10 @@ int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);
  * 60 fps client. */
 int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns, int spin);
 /* Gives the child the front's kick eventfd (non-blocking): a write to it
- * ends the child's dp_wait at once. */
-int dp_set_kick(struct dp *p, int fd);
+ * ends the child's dp_wait at once. After each reply the child watches
+ * its socket for the next request this long before it sleeps in recvmsg
+ * (0: at once). */
+int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);

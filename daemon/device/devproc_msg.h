@@ -35,7 +35,8 @@ enum dp_op {
   DP_POLL,    /* u.poll -> rep.n infos in rep.u.infos: one request per device pass */
   DP_PARK,    /* the megakernel leaves the device (coop_rt_park) */
   DP_UNPARK,  /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
-  DP_KICKFD,  /* fd: the front's eventfd, written when its device thread has new work */
+  DP_KICKFD,  /* fd: the front's eventfd, written when its device thread has new work;
+               * a = the idle spin, ns (dp_set_kick) */
   DP_WAIT,    /* u.poll, a = budget ns, b = spin: as POLL, once a task changed state, the
                * kick fd was written, or the budget is spent (devproc_child.c) */
   DP_WRITE,   /* u.bufs, fds: each b[i].size bytes from its fd at off into the

@@ -317,7 +317,7 @@ class Buffer:
 class Connection:
     """One connection to coopd (coop_connect). Usable from several threads."""
 
-    def __init__(self, path=None, name="python", timeout=None):
+    def __init__(self, path=None, name="python", timeout=None, spin_us=None):
         c = ctypes.c_void_p()
         rc = _lib.coop_connect(ctypes.byref(c), path.encode() if path else None, name.encode())
         if rc < 0:
@@ -327,6 +327,8 @@ class Connection:
         self._pending = {}  # job id -> the arrays libcoop may still write
         if timeout is not None:
             _lib.coop_set_timeout(c, int(timeout * 1000))
+        if spin_us is not None:  # coop_set_spin: watch the socket this long before sleeping
+            _lib.coop_set_spin(c, int(spin_us))
         i = _lib.coop_info(c).contents
         self.info = {n: (_s(getattr(i, n)) if isinstance(getattr(i, n), bytes) else getattr(i, n))
                      for n, _ in _capi.Info._fields_}

@@ -127,6 +127,7 @@ def load():
         "coop_disconnect": (None, [_P]),
         "coop_info": (ctypes.POINTER(Info), [_P]),
         "coop_set_timeout": (None, [_P, c_int]),
+        "coop_set_spin": (None, [_P, c_u32]),
         "coop_errmsg": (ctypes.c_char_p, [_P]),
         "coop_strerror": (ctypes.c_char_p, [c_int]),
         "coop_err_name": (ctypes.c_char_p, [c_int]),
