@@ -82,14 +82,14 @@ cpu_ticks() {
 
 if part spin; then
 echo "== idle spins: coopd's (idle_spin_us) by the client's (--spin-us), us; coopd's CPU us per job"
-start_coopd $b/coopd
-w=$($b/coopctl --socket "$cd_dir/s" --json stats | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
-stop_coopd
-echo "workers: $w"
 hz=$(getconf CLK_TCK)
+w=
 for round in 1 2; do
   for isp in 0 -1; do
     start_coopd $b/coopd --set device.idle_spin_us=$isp
+    [ -n "$w" ] || w=$($b/coopctl --socket "$cd_dir/s" --json stats |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+    echo "workers: $w"
     for cs in 0 200; do
       for task in "--resident" "--resident --nop" "--nop"; do
         for k in 1 "$w"; do
