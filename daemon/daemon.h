@@ -15,6 +15,7 @@
 #include "device/device.h"
 #include "jobs.h"
 #include "kset.h"
+#include "loopspin.h"
 #include "metrics.h"
 
 #define DM_GATHER_SAMPLES 1024u
@@ -79,6 +80,7 @@ struct daemon {
   int exit_code;
   uv_signal_t sig[3];
   uv_timer_t hard_stop;
+  struct loopspin spin; /* after a job is queued and after a RESULT (loopspin.h) */
 };
 
 /* users.c */

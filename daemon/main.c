@@ -201,6 +201,7 @@ static void on_dev_stopped(struct dev *d, void *user) {
   dm->journal = NULL;
   for (unsigned i = 0; i < dm->ndev; i++) dev_free(dm->devs[i]);
   dm->ndev = 0;
+  loopspin_stop(&dm->spin);
   uv_walk(dm->loop, on_handle_close, NULL);
   /* Closing the signal handles restored the default actions: a late
    * SIGTERM must not kill the exit. */
@@ -355,6 +356,7 @@ static int run(struct daemon *dm) {
     return 1;
   }
   uv_timer_init(loop, &dm->hard_stop);
+  loopspin_init(&dm->spin, loop);
   if (server_listen(dm, err, sizeof err) || metrics_http_start(dm, err, sizeof err)) {
     log_error("%s", err);
     server_stop_listening(dm);

@@ -227,6 +227,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
    * its cleanup finds the job where it expects it (cancelled, freed later) */
   TRACE_STAMP(j, queued);
   dev_submit(dm->devs[j->device], j);
+  loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[j->device])); /* its hand-back */
   union coop_msg r;
   memset(&r, 0, sizeof r);
   r.job.job = j->id;

@@ -174,7 +174,10 @@ void sess_send_result(struct session *s, uint32_t seq, struct job *j) {
    * and a failed send may free j */
   struct trace_rec tr;
   int trace = coopd_tracing && trace_take(j, &tr);
+  struct daemon *dm = s->dm;
+  int64_t spin = j->device < dm->ndev ? dev_idle_spin_ns(dm->devs[j->device]) : 0;
   sess_send(s, COOP_MSG_RESULT, seq, m);
+  loopspin_for(&dm->spin, spin); /* the client's next SUBMIT (loopspin.h) */
   coop_wire_buf_free(&recs);
   free(m);
   if (trace) trace_write(&tr);

@@ -201,7 +201,8 @@ void dev__hand_back(struct dev *d, struct job *j) {
       j->args[i].fd = -1;
     }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
-  if (d->idle_spin_ns) d->spin_until = coop__now_ns() + d->idle_spin_ns;
+  int64_t spin = atomic_load_explicit(&d->idle_spin_ns, memory_order_relaxed);
+  if (spin) d->spin_until = coop__now_ns() + spin;
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
   if (d->out_tail)
@@ -490,8 +491,8 @@ static int64_t idle_spin_ns(const struct config *c, const char *backend) {
 
 int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   int e = dp_launch(rt, err, errlen);
-  if (e == 0) d->idle_spin_ns = idle_spin_ns(d->cfg, dp_backend(rt));
-  if (e == 0) e = dp_set_kick(rt, d->kick, d->idle_spin_ns);
+  if (e == 0) atomic_store(&d->idle_spin_ns, idle_spin_ns(d->cfg, dp_backend(rt)));
+  if (e == 0) e = dp_set_kick(rt, d->kick, atomic_load(&d->idle_spin_ns));
   if (e) return e;
   d->rt = rt;
   d->gen++; /* the device buffers of the one before are gone (dev_bufs.c) */
@@ -514,6 +515,7 @@ int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
 unsigned dev_parked(const struct dev *d) { return atomic_load(&d->parked_pub); }
 unsigned dev_parks(const struct dev *d) { return atomic_load(&d->parks); }
 int64_t dev_unpark_ns(const struct dev *d) { return atomic_load(&d->unpark_ns); }
+int64_t dev_idle_spin_ns(const struct dev *d) { return atomic_load(&d->idle_spin_ns); }
 
 /* Device thread, no job running: the old megakernel goes, the new one
  * comes (see the top of this file). */

@@ -160,6 +160,10 @@ unsigned dev_workers(const struct dev *d);
 unsigned dev_parked(const struct dev *d);
 unsigned dev_parks(const struct dev *d);
 int64_t dev_unpark_ns(const struct dev *d);
+/* [device] idle_spin_us as this device's backend resolved it, ns: how
+ * long its threads, and the loop for it (loopspin.h), watch for the next
+ * job after one (0: they sleep at once). */
+int64_t dev_idle_spin_ns(const struct dev *d);
 /* A job's kernel_index is recomputed by the device thread from its kernel
  * name when the job starts: the runtime registers a kset in its order. */
 
