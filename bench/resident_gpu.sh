@@ -11,6 +11,9 @@
 # backend's choice) by the client's (coop-bench-rtt --spin-us 0 or 200),
 # for the render and the nop task (kernels/probe/nop.cl), with coopd's CPU
 # time per job, then the legs of the nop task with and without them.
+# Part "cold": the same tasks one every 16667 us (--every-us, as a 60 fps
+# frame loop submits), against back to back, and a frame's write, render
+# and read (--frame, n = 264, every worker) both ways; traced at 60 fps.
 #
 #   bench/resident_gpu.sh [OLD_DIR]
 #   PARTS="native rtt legs sources" bench/resident_gpu.sh   # the default: all
@@ -115,6 +118,34 @@ for isp in 0 -1; do
     tee "$out/legs-spin$isp.txt" | head -40
   stop_coopd
 done
+unset COOP_TRACE_FILE
+fi
+
+if part cold; then
+echo "== cold: one task every 16667 us against back to back; coopd idle_spin_us 0 and default"
+for isp in 0 -1; do
+  start_coopd $b/coopd --set device.idle_spin_us=$isp
+  w=$($b/coopctl --socket "$cd_dir/s" --json stats |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"])')
+  for every in 0 16667; do
+    for cs in 0 200; do
+      timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 300 --groups 1 --resident --nop \
+        --spin-us $cs --every-us $every --label "cold-isp$isp" | tail -1 | tee -a "$out/cold.csv"
+    done
+    timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 300 --n 264 --groups "$w" \
+      --resident --frame --every-us $every --label "cold-frame-isp$isp" | tail -1 |
+      tee -a "$out/cold.csv"
+  done
+  stop_coopd
+done
+echo "== the legs of one nop task every 16667 us (default spins, client 200)"
+export COOP_TRACE_FILE=$out/trace-cold.csv
+rm -f "$COOP_TRACE_FILE"
+start_coopd $b/coopd
+timeout 100 $b/coop-bench-rtt --socket "$cd_dir/s" --runs 300 --groups 1 --resident --nop \
+  --spin-us 200 --every-us 16667 --label nop-traced-cold --trace "$COOP_TRACE_FILE" 2>&1 |
+  tee "$out/legs-cold.txt" | head -40
+stop_coopd
 unset COOP_TRACE_FILE
 fi
 

@@ -8,7 +8,8 @@
  * "Isolation").
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]
- *                  [--resident [--frame]] [--nop] [--spin-us US] [--trace FILE]
+ *                  [--resident [--frame]] [--nop] [--spin-us US] [--every-us US]
+ *                  [--trace FILE]
  *
  * Prints a CSV header and one row: label, runs, median, p10, p90, max (us),
  * machine, commit, p99 (us), whether the buffers were resident, the
@@ -20,7 +21,9 @@
  * of the GPU's time on one workgroup: the dispatch path alone, as
  * coop-bench-micro and a plain CUDA launch measure it. The coopd needs
  * kernels/probe among its kernel directories. --spin-us: the client's
- * coop_set_spin.
+ * coop_set_spin. --every-us: a run starts every US us (as a frame loop's
+ * would, 16667 at 60 fps), not as soon as the last one ended: each then
+ * finds coopd's threads asleep, as a frame does.
  *
  * --resident: the render's three buffers are device buffers (PROTOCOL.md,
  * "Device buffers"), created once before the runs; each job names them and
@@ -41,6 +44,7 @@
  * would add up to a wrong picture.
  */
 #include <getopt.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -55,7 +59,8 @@
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K|all] [--label L]\n"
-          "                      [--resident [--frame]] [--nop] [--spin-us US] [--trace FILE]\n"
+          "                      [--resident [--frame]] [--nop] [--spin-us US] [--every-us US]\n"
+          "                      [--trace FILE]\n"
           "Submits N (default 500) renders of n x n (default 8) on K (default 1; all: every\n"
           "worker) workgroups\n"
           "to the coopd at PATH one after the other and prints the SUBMIT -> WAIT\n"
@@ -70,6 +75,8 @@ static int usage(FILE *f, int rc) {
           "                render: the dispatch path alone; coopd must load kernels/probe\n"
           "  --spin-us US  the client watches the socket US us before it sleeps for a\n"
           "                reply (coop_set_spin; default: COOP_SPIN_US, else 0)\n"
+          "  --every-us US a run starts every US us (16667: 60 fps), not at once after the\n"
+          "                last: each finds coopd's threads asleep, as a frame does\n"
           "  --trace FILE  FILE is the COOP_TRACE_FILE the coopd at PATH writes: after the\n"
           "                runs, print where each round trip went, leg by leg (median, p90,\n"
           "                p99 in us, a table and CSV rows); exit 1 if a job's stamp is\n"
@@ -344,17 +351,24 @@ static unsigned long env_spin_us(void) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option lo[] = {
-      {"socket", required_argument, 0, 's'}, {"runs", required_argument, 0, 'r'},
-      {"n", required_argument, 0, 'n'},      {"groups", required_argument, 0, 'g'},
-      {"label", required_argument, 0, 'l'},  {"trace", required_argument, 0, 't'},
-      {"resident", no_argument, 0, 'R'},     {"frame", no_argument, 0, 'F'},
-      {"nop", no_argument, 0, 'N'},          {"spin-us", required_argument, 0, 'S'},
-      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+  static const struct option lo[] = {{"socket", required_argument, 0, 's'},
+                                     {"runs", required_argument, 0, 'r'},
+                                     {"n", required_argument, 0, 'n'},
+                                     {"groups", required_argument, 0, 'g'},
+                                     {"label", required_argument, 0, 'l'},
+                                     {"trace", required_argument, 0, 't'},
+                                     {"resident", no_argument, 0, 'R'},
+                                     {"frame", no_argument, 0, 'F'},
+                                     {"nop", no_argument, 0, 'N'},
+                                     {"spin-us", required_argument, 0, 'S'},
+                                     {"every-us", required_argument, 0, 'E'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
   const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
   int resident = 0, frame = 0, nop = 0;
   long spin_us = -1; /* -1: libcoop's default */
+  long every_us = 0;
   const char *bad = inexact_option(argc, argv, lo);
   if (bad) return fprintf(stderr, "coop-bench-rtt: spell out %s\n", bad), usage(stderr, 2);
   for (int ch; (ch = getopt_long(argc, argv, "", lo, NULL)) != -1;) {
@@ -386,6 +400,10 @@ int main(int argc, char **argv) {
       case 'N':
         nop = 1;
         break;
+      case 'E':
+        every_us = strtol(optarg, NULL, 10);
+        if (every_us < 0 || every_us > 10000000) return usage(stderr, 2);
+        break;
       case 'S':
         spin_us = strtol(optarg, NULL, 10);
         if (spin_us < 0 || spin_us > 1000000) return usage(stderr, 2);
@@ -415,7 +433,14 @@ int main(int argc, char **argv) {
   struct series s = {0}, sw = {0}, sr = {0}; /* round trips; --frame: writes, reads */
   struct tjob *tj = trace ? calloc(runs, sizeof *tj) : NULL;
   if (trace && !tj) return 1;
+  int64_t next_start = now_ns();
   for (unsigned i = 0; i < runs + 10; i++) { /* 10 warm-up rounds */
+    if (every_us) {                          /* --every-us: this run's start */
+      struct timespec ts = {next_start / 1000000000, next_start % 1000000000};
+      while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+      }
+      next_start += every_us * 1000;
+    }
     coop_job *j = nop ? nop_job(resident ? dev[0] : 0, o, bytes, groups, i + 1)
                       : render_job(resident ? dev : NULL, a, o, bytes, groups, n);
     int64_t t0 = now_ns();
@@ -451,12 +476,12 @@ int main(int argc, char **argv) {
   machine_of(&m);
   printf(
       "label,runs,n,groups,median_us,p10_us,p90_us,max_us,host,cpu,commit,p99_us,resident,"
-      "kernel,spin_us%s\n",
+      "kernel,spin_us,every_us%s\n",
       frame ? ",write_p50_us,read_p50_us" : "");
-  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s,%.1f,%d,%s,%ld", label, runs, n, groups,
+  printf("%s,%u,%u,%u,%.1f,%.1f,%.1f,%.1f,%s,\"%s\",%s,%.1f,%d,%s,%ld,%ld", label, runs, n, groups,
          quantile(&s, 0.5), quantile(&s, 0.1), quantile(&s, 0.9), max_of(&s), m.host, m.cpu,
          COOP_BENCH_COMMIT, quantile(&s, 0.99), resident, nop ? "nop" : "render",
-         spin_us < 0 ? (long)env_spin_us() : spin_us);
+         spin_us < 0 ? (long)env_spin_us() : spin_us, every_us);
   if (frame) printf(",%.1f,%.1f", quantile(&sw, 0.5), quantile(&sr, 0.5));
   printf("\n");
   series_free(&s);

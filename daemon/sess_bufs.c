@@ -81,6 +81,7 @@ static void start(struct session *s, uint32_t seq, struct dbuf *b, struct sess_b
   s->nbufops++;
   b->users++;
   dev_buf_op(s->dm->devs[b->device], &o->op);
+  loopspin_for(&s->dm->spin, dev_idle_spin_ns(s->dm->devs[b->device])); /* its answer */
 }
 
 static struct sess_bufop *new_op(struct session *s, uint32_t seq, int kind) {
@@ -152,6 +153,8 @@ static void on_done(struct dev_bufop *op) {
     b->gen = op->gen;
     b->ready = 1;
   }
+  if (b->device < dm->ndev) /* the client's next request (loopspin.h) */
+    loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[b->device]));
   if (o->s) answer(o); /* may close the session: o->s is not used after */
   if (o->keep_fd >= 0) close(o->keep_fd);
   if (op->kind == DEV_BUF_CREATE && op->err) dbuf_release(dm, b); /* never given out */

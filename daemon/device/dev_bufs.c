@@ -24,9 +24,7 @@ void dev_buf_op(struct dev *d, struct dev_bufop *op) {
   d->bufin_tail = op;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
-  uint64_t one = 1;
-  ssize_t n = write(d->kick, &one, sizeof one); /* ends a dp_wait at once */
-  (void)n;
+  dev__kick(d); /* ends a dp_wait or an idle spin at once */
 }
 
 static int lost(struct dev *d, struct dev_bufop *op) {
@@ -100,6 +98,7 @@ void dev__do_bufops(struct dev *d) {
   *p = done;
   pthread_mutex_unlock(&d->mu);
   uv_async_send(&d->async);
+  dev__spin_after(d); /* a frame's write comes before its submit, a read after its end */
 }
 
 int dev__check_bufs(struct dev *d, struct job *j) {

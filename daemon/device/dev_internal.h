@@ -180,6 +180,13 @@ struct dev {
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
 
 /* device.c */
+/* New work for the device thread (any thread): counted in work_seq and
+ * written to the kick eventfd, which ends a dp_wait at once. */
+void dev__kick(struct dev *d);
+/* A job or a buffer operation answered: the next is likely within
+ * idle_spin_ns, so the device thread watches for it that long before it
+ * sleeps (device.c, spin_for_work). */
+void dev__spin_after(struct dev *d);
 /* A suspended job (its run in j->dev_run) or a waiting one, from another
  * device thread: queued in d's in queue, it waits first in d's slot queue
  * (take_new). index: d's place in the daemon's devices (job.device).

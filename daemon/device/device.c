@@ -109,7 +109,7 @@ static void on_async(uv_async_t *a) {
 
 /* Wakes the device thread wherever it waits: on the condition variable
  * (nothing in flight) or in the device process's dp_wait. */
-static void kick(struct dev *d) {
+void dev__kick(struct dev *d) {
   atomic_fetch_add_explicit(&d->work_seq, 1, memory_order_release); /* spin_for_work */
   uint64_t one = 1;
   ssize_t n = write(d->kick, &one, sizeof one); /* EAGAIN: already pending */
@@ -133,7 +133,7 @@ void dev_submit(struct dev *d, struct job *j) {
   pthread_mutex_lock(&d->mu);
   enqueue_locked(d, j);
   pthread_mutex_unlock(&d->mu);
-  kick(d);
+  dev__kick(d);
 }
 
 /* The device thread woken for a flag set on a job (cancel, move_to). */
@@ -141,7 +141,7 @@ static void wake(struct dev *d) {
   pthread_mutex_lock(&d->mu);
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
-  kick(d);
+  dev__kick(d);
 }
 
 void dev_cancel(struct dev *d, struct job *j) {
@@ -168,7 +168,7 @@ int dev__adopt(struct dev *d, struct job *j, unsigned index) {
   }
   enqueue_locked(d, j);
   pthread_mutex_unlock(&d->mu);
-  kick(d);
+  dev__kick(d);
   return 0;
 }
 
@@ -187,7 +187,7 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
   d->stop_deadline = coop__now_ns() + (int64_t)grace_ms * 1000000;
   pthread_cond_signal(&d->cv);
   pthread_mutex_unlock(&d->mu);
-  kick(d);
+  dev__kick(d);
 }
 
 /* ---- device side ---- */
@@ -201,8 +201,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
       j->args[i].fd = -1;
     }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
-  int64_t spin = atomic_load_explicit(&d->idle_spin_ns, memory_order_relaxed);
-  if (spin) d->spin_until = coop__now_ns() + spin;
+  dev__spin_after(d);
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
   if (d->out_tail)
@@ -261,7 +260,12 @@ static void take_new(struct dev *d) {
   }
 }
 
-/* Within idle_spin_ns of a job's hand-back the device thread watches
+void dev__spin_after(struct dev *d) {
+  int64_t spin = atomic_load_explicit(&d->idle_spin_ns, memory_order_relaxed);
+  if (spin) d->spin_until = coop__now_ns() + spin;
+}
+
+/* Within idle_spin_ns of a job's hand-back (or a buffer operation's end) the device thread watches
  * work_seq instead of sleeping: a client that submits its next job on
  * the last one's RESULT does so within tens of microseconds, and a thread
  * woken on the condition variable costs several of them (the trace's "the
@@ -585,7 +589,7 @@ int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned gra
     pthread_cond_signal(&d->cv);
   }
   pthread_mutex_unlock(&d->mu);
-  if (!busy) kick(d);
+  if (!busy) dev__kick(d);
   return busy ? COOP_ESTATE : 0;
 }
 
