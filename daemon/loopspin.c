@@ -10,10 +10,18 @@ static void on_idle(uv_idle_t *h) {
   if (coop__now_ns() >= ls->until) uv_idle_stop(h);
 }
 
+static void on_timer(uv_timer_t *t) {
+  struct loopspin *ls = t->data;
+  int64_t to = ls->to;
+  ls->from = ls->to = 0;
+  loopspin_for(ls, to - coop__now_ns());
+}
+
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop) {
-  ls->until = 0;
-  ls->ready = uv_idle_init(loop, &ls->idle) == 0;
+  ls->until = ls->from = ls->to = 0;
+  ls->ready = uv_idle_init(loop, &ls->idle) == 0 && uv_timer_init(loop, &ls->timer) == 0;
   ls->idle.data = ls;
+  ls->timer.data = ls;
 }
 
 void loopspin_for(struct loopspin *ls, int64_t ns) {
@@ -23,8 +31,24 @@ void loopspin_for(struct loopspin *ls, int64_t ns) {
   uv_idle_start(&ls->idle, on_idle); /* already active: nothing */
 }
 
+void loopspin_at(struct loopspin *ls, int64_t from, int64_t to) {
+  int64_t now = coop__now_ns();
+  if (!ls->ready || to <= now) return;
+  if (ls->from && ls->from > now && ls->from < from) return; /* a nearer one is armed */
+  if (from <= now) {
+    loopspin_for(ls, to - now);
+    return;
+  }
+  ls->from = from;
+  ls->to = to;
+  /* the loop's timers count ms: start up to 1 ms early, never late */
+  uv_update_time(ls->timer.loop);
+  uv_timer_start(&ls->timer, on_timer, (uint64_t)((from - now) / 1000000), 0);
+}
+
 void loopspin_stop(struct loopspin *ls) {
   if (!ls->ready) return;
   ls->ready = 0;
   uv_idle_stop(&ls->idle);
+  uv_timer_stop(&ls->timer);
 }

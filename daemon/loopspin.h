@@ -7,7 +7,9 @@
  * several of them (bench/RESULTS.md, "Idle spins on the daemon path").
  * For that long ([device] idle_spin_us, as the device resolved it) an
  * active uv_idle handle keeps uv_run polling without sleeping; then it
- * stops itself. Loop thread only.
+ * stops itself. And a frame loop's next task, expected 16 ms on, finds
+ * the loop spinning if loopspin_at armed a window around it (warm ahead:
+ * docs/daemon.md, "Spinning"). Loop thread only.
  */
 #ifndef COOPD_LOOPSPIN_H
 #define COOPD_LOOPSPIN_H
@@ -17,13 +19,19 @@
 
 struct loopspin {
   uv_idle_t idle;
-  int64_t until; /* CLOCK_MONOTONIC ns; the handle stops itself after it */
-  int ready;     /* initialised, and not closing */
+  uv_timer_t timer; /* the next window's start (loopspin_at) */
+  int64_t until;    /* CLOCK_MONOTONIC ns; the idle handle stops itself after it */
+  int64_t from, to; /* the window the timer starts, or 0 */
+  int ready;        /* initialised, and not closing */
 };
 
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop);
 /* Keeps the loop polling for ns more from now (0: nothing). */
 void loopspin_for(struct loopspin *ls, int64_t ns);
+/* Keeps the loop polling from `from` to `to` (CLOCK_MONOTONIC ns). One
+ * window is armed at a time: a later call moves it, unless the armed one
+ * starts sooner (two frame loops: the nearer frame is served). */
+void loopspin_at(struct loopspin *ls, int64_t from, int64_t to);
 /* At the stop, before uv_walk closes every handle: no spin starts again. */
 void loopspin_stop(struct loopspin *ls);
 

@@ -452,6 +452,35 @@ START_TEST(several_clients_idle_spin) {
 }
 END_TEST
 
+/* Warm ahead (docs/daemon.md, "Spinning"): one task every 20 ms, as a
+ * frame loop submits, and the device's threads spin ahead of each task
+ * after the second (an interval is taken as a period once two agree); every
+ * render is right, and the warm windows end (the log's count stays put
+ * once the frames stop). */
+START_TEST(frame_loop_warm_ahead) {
+  char logp[] = "/tmp/coopd-warm-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.idle_spin_us=1000", "log.level=debug", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  for (int i = 0; i < 8; i++) {
+    render_check(&c, 1, 0, 0);
+    msleep(20);
+  }
+  msleep(100);
+  int warm = log_count(logp, "warm ahead of the next frame");
+  if (warm < 3) log_print(logp);
+  ck_assert_msg(warm >= 3, "%d warm windows for 8 frames 20 ms apart", warm);
+  msleep(200);
+  ck_assert_int_eq(log_count(logp, "warm ahead of the next frame"), warm);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* The socket file appears only once coopd listens (server.c). With
  * listen() delayed 300 ms (slow_listen.c), a coopd that bound its socket in
  * place refused, for those 300 ms, a client that had found the file: in CI
@@ -910,6 +939,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, sweep_beside_periodic_renders);
   tcase_add_test(t, bad_requests);
   tcase_add_test(t, several_clients_idle_spin);
+  tcase_add_test(t, frame_loop_warm_ahead);
   tcase_add_test(t, several_clients);
   tcase_add_test(t, client_killed_mid_job);
   tcase_add_test(t, socket_answers_once_it_appears);

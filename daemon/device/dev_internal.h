@@ -157,11 +157,13 @@ struct dev {
   /* the idle spin (device.c, spin_for_work): work_seq counts kicks (any
    * thread); the rest is the device thread's */
   _Atomic unsigned work_seq;
-  unsigned seen_seq;            /* work_seq when the last pass took its work */
-  _Atomic int64_t idle_spin_ns; /* [device] idle_spin_us, resolved at launch (dev_idle_spin_ns) */
-  int64_t spin_until;           /* the last hand-back + idle_spin_ns */
-  int inl_fd;                   /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
-  uint64_t inl_size;            /* its size */
+  unsigned seen_seq;             /* work_seq when the last pass took its work */
+  _Atomic int64_t idle_spin_ns;  /* [device] idle_spin_us, resolved at launch (dev_idle_spin_ns) */
+  int64_t spin_until;            /* the last hand-back + idle_spin_ns */
+  int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
+  int warm_on;                   /* inside it, the device process told */
+  int inl_fd;                    /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
+  uint64_t inl_size;             /* its size */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;

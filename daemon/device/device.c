@@ -192,6 +192,55 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
 
 /* ---- device side ---- */
 
+/* Warm ahead. A frame loop's next task is expected at j->next_ns
+ * (gathering ahead's guess, sess_jobs.c): 16 ms after this one, when
+ * every thread on its path sleeps, and a GPU's path then wakes four of
+ * them in turn (the loop, this thread, the device process, the loop
+ * again), hundreds of microseconds in all on a VM where a warm path takes
+ * tens (bench/RESULTS.md, "Idle spins on the daemon path"). So from
+ * DEV_WARM_SPINS idle spins before that time to as many after it, this
+ * thread spins instead of sleeping, keeps the device process spinning
+ * (dp_set_warm, and a request if none is due), and the loop spins too
+ * (loopspin_at, armed by the loop from the same guess). A wrong guess
+ * costs one window of spinning. */
+#define DEV_WARM_SPINS 2
+int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t *from, int64_t *to) {
+  int64_t spin = atomic_load_explicit(&d->idle_spin_ns, memory_order_relaxed);
+  if (!spin || !next_ns) return 0;
+  *from = next_ns - DEV_WARM_SPINS * spin;
+  *to = next_ns + DEV_WARM_SPINS * spin;
+  return 1;
+}
+
+static void warm_for(struct dev *d, const struct job *j) {
+  if (!dev_warm_window(d, j->next_ns, &d->warm_from, &d->warm_until)) return;
+  d->warm_on = 0;
+}
+
+/* The pass's part of warming ahead: the next wake no later than the
+ * window's start; inside it, everything spins until its end. */
+static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
+  if (!d->warm_until || !d->rt) return;
+  if (now >= d->warm_until) { /* over: sleep again */
+    d->warm_from = d->warm_until = 0;
+    d->warm_on = 0;
+    dp_set_warm(d->rt, 0);
+    return;
+  }
+  if (now < d->warm_from) {
+    if (d->warm_from < *wake) *wake = d->warm_from;
+    return;
+  }
+  if (d->warm_until < *wake) *wake = d->warm_until;
+  if (d->spin_until < d->warm_until) d->spin_until = d->warm_until;
+  if (d->warm_on) return;
+  d->warm_on = 1;
+  log_debug("device %d: warm ahead of the next frame, for %.0f us", d->index,
+            (double)(d->warm_until - now) / 1e3);
+  dp_set_warm(d->rt, d->warm_until);
+  if (!d->runs) dp_poll(d->rt, NULL, 0); /* nothing due: a request wakes the child to spin */
+}
+
 void dev__hand_back(struct dev *d, struct job *j) {
   /* the client's memfds are written back (or not wanted): a finished job
    * kept for a later WAIT (DETACHED) must not hold them open */
@@ -202,6 +251,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
     }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
   dev__spin_after(d);
+  warm_for(d, j);
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
   if (d->out_tail)
@@ -453,6 +503,7 @@ static void *dev_main(void *arg) {
     if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
     if (held_wake < wake) wake = held_wake;
     maybe_park(d, now, &wake);
+    warm_ahead(d, coop__now_ns(), &wake);
     dev__build_view(d, now);
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;

@@ -41,7 +41,8 @@ struct dp {
   int dead;
   char death[64];
   struct dp_devinfo dev;
-  int64_t spin_ns; /* DP_REPLY_SPIN_NS on a GPU backend, else 0 (set at launch) */
+  int64_t spin_ns;    /* DP_REPLY_SPIN_NS on a GPU backend, else 0 (set at launch) */
+  int64_t warm_until; /* dp_set_warm: every request carries it */
   /* Task infos fetched by the last dp_poll (slot = id & 0xff): dp_task_info
    * answers from here until the next poll, or until the task is touched. */
   struct {
@@ -110,14 +111,16 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
   if (p->dead) return COOP_ELOST;
   if (nfds > DP_MAX_FDS) return COOP_EINVAL;
   p->q.op = op;
+  p->q.warm_until = p->warm_until;
   size_t len = dp_req_len(&p->q);
   if (!len) return COOP_EINVAL;
   ssize_t n = dp_send(p->fd, &p->q, len, fds, nfds);
   if (n != (ssize_t)len) return lost(p, NULL);
   int cut = 0;
   int64_t deadline = now_ms() + timeout_ms;
-  for (int64_t spin_end = p->spin_ns ? coop__now_ns() + p->spin_ns : 0;
-       spin_end && coop__now_ns() < spin_end;) {
+  int64_t spin_end = p->spin_ns ? coop__now_ns() + p->spin_ns : 0;
+  if (spin_end && p->warm_until > spin_end) spin_end = p->warm_until; /* dp_set_warm */
+  while (spin_end && coop__now_ns() < spin_end) {
     n = dp_recv(p->fd, &p->r, sizeof p->r, MSG_DONTWAIT, NULL, NULL, &cut);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     return reply(p, op, n, cut);
@@ -555,6 +558,8 @@ int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns
   if (budget_ns > 900000000) budget_ns = 900000000;
   return poll_op(p, DP_WAIT, ids, n, budget_ns, spin);
 }
+
+void dp_set_warm(struct dp *p, int64_t until) { p->warm_until = until; }
 
 int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns) {
   p->q.a = (uint64_t)idle_spin_ns;

@@ -137,6 +137,14 @@ int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns
  * its socket for the next request this long before it sleeps in recvmsg
  * (0: at once). */
 int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns);
+/* The warm window (device.c, "warm ahead"): until `until` (CLOCK_MONOTONIC
+ * ns; 0: none) the front spins for every reply, and the child, told in
+ * each request, spins where it would sleep: in DP_WAIT, and for the next
+ * request after its reply. A GPU backend only (PoCL's cores are its
+ * megakernel's): elsewhere the front does not spin and the child's idle
+ * spin is 0, and the child's wait spins only while a short task is in
+ * flight, as before. */
+void dp_set_warm(struct dp *p, int64_t until);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);

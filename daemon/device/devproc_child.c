@@ -39,6 +39,7 @@ struct child {
 #define DP_SPIN_NS 1000000L
 #define DP_NAP0_NS 5000L
 #define DP_NAP_MAX_NS 100000L
+#define DP_WARM_MAX_NS 10000000L /* the longest warm window honoured */
 
 static void devinfo(coop_rt *rt, struct dp_devinfo *d) {
   snprintf(d->name, sizeof d->name, "%s", coop_rt_device_name(rt));
@@ -276,6 +277,13 @@ static int any_changed(struct child *ch, const void *arg) {
   return changed(ch, p, p->n < DP_POLL_MAX ? p->n : DP_POLL_MAX);
 }
 
+/* Inside the front's warm window (dp_set_warm): a GPU's spinning takes no
+ * core from its megakernel, so only there (idle_spin_ns, the GPU's
+ * sign). */
+static int warm(const struct child *ch, const struct dp_req *q) {
+  return ch->idle_spin_ns && q->warm_until > coop__now_ns();
+}
+
 /* DP_WAIT and DP_SUBMIT's wait: completion without timed polling from the
  * front, until done(ch, arg), the kick, or budget ns. The task records are
  * in host memory, so a change is one load away: spin for DP_SPIN_NS (a
@@ -483,7 +491,8 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       unsigned n = q->u.poll.n; /* at most DP_POLL_MAX: dp_req_check */
       coop_rt_refit(rt);        /* at most once a second; the times below use it */
       if (q->op == DP_WAIT)
-        wait_for(ch, any_changed, &q->u.poll, q->a < 1000000000u ? (int64_t)q->a : 0, q->b != 0);
+        wait_for(ch, any_changed, &q->u.poll, q->a < 1000000000u ? (int64_t)q->a : 0,
+                 q->b != 0 || warm(ch, q));
       poll_reply(ch, &q->u.poll, n, r);
       return;
     }
@@ -597,6 +606,11 @@ int dp_child_main(int fd) {
     dp_send(fd, &r, len, NULL, 0);
     if (q.op == DP_CLOSE && !bad) return 0;
     spin_end = ch.idle_spin_ns ? coop__now_ns() + ch.idle_spin_ns : 0;
+    /* the warm window, at most DP_WARM_MAX_NS ahead: a wild stamp cannot
+     * keep this process spinning */
+    if (spin_end && q.warm_until > spin_end)
+      spin_end =
+          q.warm_until - spin_end < DP_WARM_MAX_NS ? q.warm_until : spin_end + DP_WARM_MAX_NS;
   }
   if (ch.rt) coop_rt_close(ch.rt);
   return 0;

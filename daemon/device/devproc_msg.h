@@ -95,6 +95,9 @@ struct dp_open_args {
 struct dp_req {
   uint32_t op, id;
   uint64_t a, b;
+  /* the front's warm window ends then (CLOCK_MONOTONIC ns; 0: none, see
+   * dp_set_warm): until then the child spins where it would sleep */
+  int64_t warm_until;
   union {
     struct dp_open_args open;
     struct coop_rt_task_desc desc;
