@@ -48,6 +48,10 @@ struct job {
   int kernel_index; /* in the device's runtime */
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t flags;
+  /* its kernel reaches buffers only through views (kset.h, kdef.views):
+   * its device buffers' guard zones are checked when freed, not after
+   * each task (dev_stage.c) */
+  uint8_t views;
   uint32_t groups, period_us, count, duration_ms, deadline_us;
   int32_t priority; /* the SUBMIT's, within what its user may ask (priority.h) */
   unsigned nargs;

@@ -188,6 +188,9 @@ int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
   } else if (s->n == COOP_MAX_KERNELS) {
     snprintf(err, errlen, "%s: more than %u kernels", path, COOP_MAX_KERNELS);
   } else {
+    unsigned vline;
+    char vwhy[128];
+    k.views = owner != KDEF_SHIPPED || kviews_check(src, &vline, vwhy, sizeof vwhy) == 0;
     struct kdef *nk = realloc(s->k, (s->n + 1) * sizeof *nk);
     if (!nk) {
       snprintf(err, errlen, "out of memory");

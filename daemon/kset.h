@@ -31,6 +31,15 @@ struct kdef {
   char *source;
   char path[1024]; /* what messages name it by: its file, or an author's name for it */
   uint32_t owner;  /* KDEF_SHIPPED, or the uid of the author who added it (kstore.h) */
+  /* every buffer and scratch access through a view (kviews.h): required
+   * of an author's kernel, found or not in a shipped one. Its tasks
+   * cannot write past a buffer (a view sends such a write to its sink),
+   * so the guard zones of the device buffers they use are not read after
+   * each task: on a GPU that read moved the page the buffer's edge shares
+   * with its guard to the host, and the next task faulted it back,
+   * hundreds of microseconds of every frame (docs/daemon.md, "Device
+   * buffers") */
+  int views;
 };
 #define KDEF_SHIPPED 0xffffffffu
 

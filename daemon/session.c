@@ -194,6 +194,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
   j->kernel_index = (int)(k - s->dm->ks->k);
   snprintf(j->kernel, sizeof j->kernel, "%s", k->name);
   j->flags = m->flags;
+  j->views = (uint8_t)k->views;
   j->groups = m->groups;
   j->period_us = m->period_us;
   j->count = m->count;

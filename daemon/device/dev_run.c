@@ -106,7 +106,7 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   for (unsigned i = 0; i < j->nargs; i++)
     if (j->args[i].type == COOP_ARG_BUF) {
       if (j->args[i].devbuf_id)
-        devbufs |= 1ull << i;
+        devbufs |= j->views ? 0 : 1ull << i; /* guards checked at the end (kset.h, views) */
       else
         copies = 1;
     }

@@ -46,7 +46,9 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, 
     memset(x, 0, sizeof *x);
     x->size = a->size;
     x->arg = a->dev ? a->dev - 1 : 0;
-    x->keep = a->devbuf_id != 0; /* a device buffer stays: its guards are checked */
+    /* a device buffer stays: its guards are checked, unless the kernel
+     * reaches it only through views (kset.h, kdef.views) */
+    x->keep = a->devbuf_id ? (j->views ? 2 : 1) : 0;
     if (x->keep) {
       x->fd = -1;
       continue;

@@ -186,7 +186,7 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
     if (b->b[i].out && (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
                         arena_to_fd(rt, fds[f], p, b->b[i].size, b->b[i].off)))
       e = COOP_EIO;
-    int g = b->b[i].keep ? coop_rt_buf_check(rt, p) : coop_rt_free(rt, p);
+    int g = b->b[i].keep == 1 ? coop_rt_buf_check(rt, p) : b->b[i].keep ? 0 : coop_rt_free(rt, p);
     if (g == COOP_EFAULT && *breach < 0) *breach = (int)i;
   }
   return e;

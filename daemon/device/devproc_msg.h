@@ -75,7 +75,8 @@ struct dp_bufs {
     uint64_t at; /* DP_WRITE, DP_READ: where in the buffer; DP_DUP: in the copy */
     int32_t fd;
     uint8_t in, out;
-    uint8_t keep; /* DP_UNSTAGE: a device buffer: guard zones checked, not freed */
+    uint8_t keep; /* DP_UNSTAGE: a device buffer, not freed: 1 its guard zones checked,
+                   * 2 not (a kernel of views: kset.h, kdef.views) */
   } b[DP_MAX_BUFS];
 };
 
