@@ -60,9 +60,12 @@ struct job {
    * (CLOCK_MONOTONIC ns; 0: none), learned from its submissions
    * (sess_jobs.c, expected_next): the scheduler gathers ahead for it */
   int64_t next_ns;
-  uint64_t bytes; /* charged to the owner and its uid: every buffer's size and the
-                   * instance records (job_inst_bytes) while in flight; once finished
-                   * (loop), the inline bytes and the records it still holds */
+  int64_t next_lead_ns; /* and how long before then that task's frame begins (its
+                         * client's first request after a pause: a buffer write):
+                         * the warm window opens that much sooner (device.c) */
+  uint64_t bytes;       /* charged to the owner and its uid: every buffer's size and the
+                         * instance records (job_inst_bytes) while in flight; once finished
+                         * (loop), the inline bytes and the records it still holds */
 
   /* shared: written by either thread with atomics */
   _Atomic uint8_t state;           /* enum coop_job_state */

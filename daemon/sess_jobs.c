@@ -156,6 +156,7 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
  * then. A wrong guess costs a lapsed hold (those workgroups kept from
  * cooperative kernels for about 1 ms); without it, every frame waited for
  * the long kernel's next resizing barrier (2.4 ms beside bfs on the H100). */
+#define SESS_LEAD_MAX_NS 5000000 /* the most a frame's work before its SUBMIT counts */
 static int64_t expected_next(struct session *s, const struct coop_msg_submit *m, int dev) {
   if (m->period_us || (m->flags & COOP_SUBMIT_COOPERATIVE)) return 0;
   int64_t now = coop__now_ns(), next = 0;
@@ -203,6 +204,10 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   TRACE_STAMP(j, admitted);
   j->device = (uint8_t)dev;
   j->next_ns = expected_next(s, m, dev);
+  if (j->next_ns) { /* this frame began at its burst's first request (session.c, burst) */
+    int64_t lead = coop__now_ns() - s->last_task.burst_at;
+    j->next_lead_ns = lead > 0 && lead < SESS_LEAD_MAX_NS ? lead : 0;
+  }
   if (j->next_ns)
     log_debug(
         "job %llu: the next like it expected in %.3f ms (its client's period): gathered "
@@ -229,7 +234,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   dev_submit(dm->devs[j->device], j);
   loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[j->device])); /* its hand-back */
   int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead) */
-  if (dev_warm_window(dm->devs[j->device], j->next_ns, &warm_from, &warm_to))
+  if (dev_warm_window(dm->devs[j->device], j->next_ns, j->next_lead_ns, &warm_from, &warm_to))
     loopspin_at(&dm->spin, warm_from, warm_to);
   union coop_msg r;
   memset(&r, 0, sizeof r);

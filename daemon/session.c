@@ -333,6 +333,16 @@ static int sess_frames(struct session *s) {
   return n;
 }
 
+/* A frame loop's requests come in bursts (write, submit, wait, read),
+ * one a frame: the burst's start is when the next frame's work begins
+ * (sess_jobs.c, expected_next). */
+#define SESS_BURST_GAP_NS 1000000
+static void burst(struct session *s) {
+  int64_t now = coop__now_ns();
+  if (now - s->last_task.last_rx > SESS_BURST_GAP_NS) s->last_task.burst_at = now;
+  s->last_task.last_rx = now;
+}
+
 static void sess_read(struct session *s) {
   uint8_t *buf = malloc(SESS_RECV_CHUNK);
   if (!buf) return sess_close(s);
@@ -342,6 +352,7 @@ static void sess_read(struct session *s) {
     long n = coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fds, &nfds);
     if (n == COOP_ETIMEDOUT) break;               /* drained */
     if (coopd_tracing) s->rx_ns = coop__now_ns(); /* the frames it completes were read now */
+    if (n > 0) burst(s);
     if (n <= 0) {
       if (n < 0) log_info("client %u/%s: receive failed: closing", s->pid, s->name);
       s->closing = 1;

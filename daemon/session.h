@@ -61,6 +61,10 @@ struct session {
     uint32_t groups;
     uint8_t device;
     int64_t at, interval;
+    /* the start of its current burst of requests (the first after a
+     * pause of SESS_BURST_GAP_NS: a frame's buffer write comes before its
+     * SUBMIT) and its last request's arrival (warm ahead: device.c) */
+    int64_t burst_at, last_rx;
   } last_task;
   struct session *next;
 };

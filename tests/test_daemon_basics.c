@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wire.h"
@@ -452,27 +453,34 @@ START_TEST(several_clients_idle_spin) {
 }
 END_TEST
 
-/* Warm ahead (docs/daemon.md, "Spinning"): one task every 20 ms, as a
- * frame loop submits, and the device's threads spin ahead of each task
- * after the second (an interval is taken as a period once two agree); every
- * render is right, and the warm windows end (the log's count stays put
- * once the frames stop). */
+/* Warm ahead (docs/daemon.md, "Spinning"): one task every 50 ms, as a
+ * frame loop submits, and a warm window is armed for each task after the
+ * second (an interval is taken as a period once two agree) and entered
+ * (on 2 loaded cores a 50 ms sleep may overshoot a window of 0.8 ms, so
+ * not every time); every render is right, and the windows end (the log's
+ * count stays put once the frames stop). */
 START_TEST(frame_loop_warm_ahead) {
   char logp[] = "/tmp/coopd-warm-XXXXXX.log";
   log_temp(logp);
-  const char *sets[] = {"device.idle_spin_us=1000", "log.level=debug", NULL};
+  const char *sets[] = {"device.idle_spin_us=200", "log.level=debug", NULL};
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
   open_hello(&c, &d);
+  struct timespec next; /* one every 50 ms, however long each takes: a period */
+  clock_gettime(CLOCK_MONOTONIC, &next);
   for (int i = 0; i < 8; i++) {
     render_check(&c, 1, 0, 0);
-    msleep(20);
+    next.tv_nsec += 50000000;
+    if (next.tv_nsec >= 1000000000) next.tv_sec++, next.tv_nsec -= 1000000000;
+    clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
   }
   msleep(100);
+  int armed = log_count(logp, "a warm window armed for the next frame");
   int warm = log_count(logp, "warm ahead of the next frame");
-  if (warm < 3) log_print(logp);
-  ck_assert_msg(warm >= 3, "%d warm windows for 8 frames 20 ms apart", warm);
+  if (armed < 4 || warm < 1) log_print(logp);
+  ck_assert_msg(armed >= 4, "%d warm windows armed for 8 frames 50 ms apart", armed);
+  ck_assert_msg(warm >= 1, "none of %d warm windows entered", armed);
   msleep(200);
   ck_assert_int_eq(log_count(logp, "warm ahead of the next frame"), warm);
   conn_close(&c);

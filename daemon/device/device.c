@@ -198,23 +198,28 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
  * them in turn (the loop, this thread, the device process, the loop
  * again), hundreds of microseconds in all on a VM where a warm path takes
  * tens (bench/RESULTS.md, "Idle spins on the daemon path"). So from
- * DEV_WARM_SPINS idle spins before that time to as many after it, this
+ * DEV_WARM_SPINS idle spins before that time, and before the frame's
+ * first request where that comes sooner (j->next_lead_ns: its buffer
+ * write), to as many idle spins after it, this
  * thread spins instead of sleeping, keeps the device process spinning
  * (dp_set_warm, and a request if none is due), and the loop spins too
  * (loopspin_at, armed by the loop from the same guess). A wrong guess
  * costs one window of spinning. */
 #define DEV_WARM_SPINS 2
-int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t *from, int64_t *to) {
+int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t lead_ns, int64_t *from,
+                    int64_t *to) {
   int64_t spin = atomic_load_explicit(&d->idle_spin_ns, memory_order_relaxed);
   if (!spin || !next_ns) return 0;
-  *from = next_ns - DEV_WARM_SPINS * spin;
+  *from = next_ns - lead_ns - DEV_WARM_SPINS * spin;
   *to = next_ns + DEV_WARM_SPINS * spin;
   return 1;
 }
 
 static void warm_for(struct dev *d, const struct job *j) {
-  if (!dev_warm_window(d, j->next_ns, &d->warm_from, &d->warm_until)) return;
+  if (!dev_warm_window(d, j->next_ns, j->next_lead_ns, &d->warm_from, &d->warm_until)) return;
   d->warm_on = 0;
+  log_debug("device %d: a warm window armed for the next frame, from %.0f us before it", d->index,
+            (double)(j->next_ns - d->warm_from) / 1e3);
 }
 
 /* The pass's part of warming ahead: the next wake no later than the
