@@ -467,19 +467,26 @@ START_TEST(frame_loop_warm_ahead) {
   daemon_start_log(&d, sets);
   struct conn c;
   open_hello(&c, &d);
-  struct timespec next; /* one every 50 ms, however long each takes: a period */
+  /* one every 50 ms (or 4 round trips, on a slow build: ThreadSanitizer),
+   * however long each takes: a period */
+  struct timespec t0, next;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  render_check(&c, 1, 0, 0);
   clock_gettime(CLOCK_MONOTONIC, &next);
+  long rtt = (next.tv_sec - t0.tv_sec) * 1000000000L + next.tv_nsec - t0.tv_nsec;
+  long period = rtt * 4 > 50000000L ? rtt * 4 : 50000000L;
   for (int i = 0; i < 8; i++) {
-    render_check(&c, 1, 0, 0);
-    next.tv_nsec += 50000000;
-    if (next.tv_nsec >= 1000000000) next.tv_sec++, next.tv_nsec -= 1000000000;
+    next.tv_nsec += period;
+    while (next.tv_nsec >= 1000000000) next.tv_sec++, next.tv_nsec -= 1000000000;
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+    render_check(&c, 1, 0, 0);
   }
   msleep(100);
   int armed = log_count(logp, "a warm window armed for the next frame");
   int warm = log_count(logp, "warm ahead of the next frame");
   if (armed < 4 || warm < 1) log_print(logp);
-  ck_assert_msg(armed >= 4, "%d warm windows armed for 8 frames 50 ms apart", armed);
+  ck_assert_msg(armed >= 4, "%d warm windows armed for 9 frames %ld ms apart", armed,
+                period / 1000000);
   ck_assert_msg(warm >= 1, "none of %d warm windows entered", armed);
   msleep(200);
   ck_assert_int_eq(log_count(logp, "warm ahead of the next frame"), warm);
