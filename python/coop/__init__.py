@@ -465,7 +465,8 @@ class Connection:
         return _check(_lib.coop_poll_events(self._c, ms), self._c)
 
 
-def connect(path=None, name="python", timeout=None):
+def connect(path=None, name="python", timeout=None, spin_us=None):
     """A Connection to the coopd at path (default: coop_socket_path's:
-    $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock or /run/coop/coop.sock)."""
-    return Connection(path, name, timeout)
+    $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock or /run/coop/coop.sock);
+    spin_us: coop_set_spin's (default: $COOP_SPIN_US, else 0)."""
+    return Connection(path, name, timeout, spin_us)

@@ -47,6 +47,11 @@ a = np.arange(4096, dtype=np.uint32)
 r = c.run("sweep", a, np.uint32(a.size), np.uint32(7), groups=1, cooperative=True)
 check(r.state == "done" and np.array_equal(a, np.arange(4096, dtype=np.uint32) + 7),
       f"sweep inout: {r}")
+# a connection that spins 2 ms before it sleeps for a reply (coop_set_spin)
+with coop.connect(sock, spin_us=2000) as sc:
+    sa = np.zeros(64, np.uint32)
+    r = sc.run("sweep", sa, np.uint32(sa.size), np.uint32(2), groups=1, cooperative=True)
+    check(r.state == "done" and bool((sa == 2).all()), f"sweep on a spinning connection: {r}")
 big = np.zeros(1 << 20, np.uint32)  # 4 MiB: goes by memfd, not inline
 c.run("sweep", coop.InOut(big), np.uint32(big.size), np.uint32(3), groups=2, cooperative=True)
 check(bool((big == 3).all()), "sweep of 4 MiB (memfd)")
