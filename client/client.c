@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "coop_copy.h"
-#include "coop_util.h"
 #include "coop_internal.h"
 
 #define RECV_CHUNK 65536u
@@ -139,16 +138,23 @@ static int take_frames(coop_conn *c, struct coop_frame **out) {
 
 /* Receives once, waiting up to wait_ms for something to arrive, and returns
  * the frames completed by it in *out. Called by the reader, unlocked. */
+/* CLOCK_MONOTONIC in ns (libcoop.a carries no coop_util). */
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int pump(coop_conn *c, int wait_ms, struct coop_frame **out) {
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
   int n = 0;
   unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
   if (spin && wait_ms != 0) { /* coop_set_spin: watched before sleeping */
-    int64_t t0 = coop__now_ns(), end = t0 + (int64_t)spin * 1000;
+    int64_t t0 = mono_ns(), end = t0 + (int64_t)spin * 1000;
     if (wait_ms > 0 && (int64_t)wait_ms * 1000000 < end - t0) end = t0 + (int64_t)wait_ms * 1000000;
-    while ((n = poll(&p, 1, 0)) == 0 && coop__now_ns() < end) {
+    while ((n = poll(&p, 1, 0)) == 0 && mono_ns() < end) {
     }
-    if (n == 0 && wait_ms > 0) wait_ms -= (int)((coop__now_ns() - t0) / 1000000);
+    if (n == 0 && wait_ms > 0) wait_ms -= (int)((mono_ns() - t0) / 1000000);
     if (wait_ms < 0) wait_ms = 0;
   }
   if (n == 0) n = poll(&p, 1, wait_ms);

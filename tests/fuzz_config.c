@@ -107,7 +107,8 @@ static void check_valid(const struct config *c, const char *text) {
 static int names_a_key(const char *err) {
   return !strncmp(err, "[device] ", 9) || !strncmp(err, "[server] ", 9) ||
          !strncmp(err, "[kernels] ", 10) || !strncmp(err, "[metrics] ", 10) ||
-         !strncmp(err, "[limits] ", 9) || strstr(err, "max_jobs_per_client") != NULL;
+         !strncmp(err, "[limits] ", 9) || !strncmp(err, "[jobs] ", 7) ||
+         !strncmp(err, "[log] ", 6) || strstr(err, "max_jobs_per_client") != NULL;
 }
 
 /* config_print's lines, kept (the standalone expectations look into them). */
