@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "coop_util.h"
@@ -256,37 +255,6 @@ static void hold_culprit(struct dev *d, const struct run *hung, const char *labe
  * EHUNG), then build and launch a new one with the same kernels. Jobs not
  * yet on the device (queued, waiting for a cooperative slot) stay and run
  * on the new one. */
-/* A megakernel launched while the killed one's GPU context is still being
- * torn down (the driver does it after the process is reaped, and a
- * kernel that never yields takes a while to stop) finds fewer co-resident
- * workgroups: an H200 gave 395 workers where there had been 527, and jobs
- * sized to the old width were refused until the next park. So while it
- * is narrower than before, it is parked and relaunched (discovery again),
- * DEV_REGAIN_TRIES times at most, DEV_REGAIN_NS apart. */
-#define DEV_REGAIN_TRIES 4
-#define DEV_REGAIN_NS 50000000L
-static void regain_width(struct dev *d, unsigned before, const char *label) {
-  unsigned now = atomic_load(&d->workers);
-  for (int i = 0; i < DEV_REGAIN_TRIES && now < before; i++) {
-    struct timespec ts = {0, DEV_REGAIN_NS};
-    nanosleep(&ts, NULL);
-    char err[256];
-    if (dp_park(d->rt)) return;              /* a lost child: the next pass restarts it */
-    if (dp_unpark(d->rt, err, sizeof err)) { /* the next run relaunches it, or restarts */
-      d->parked = 1;
-      atomic_store(&d->parked_pub, 1);
-      return;
-    }
-    now = dp_workers(d->rt);
-    atomic_store(&d->workers, now);
-  }
-  if (now < before)
-    log_warn("%s: %u workers after the restart, %u before (another process holds part of it?)",
-             label, now, before);
-  else if (before)
-    log_info("%s: %u workers again after the restart", label, now);
-}
-
 void dev__restart(struct dev *d) {
   char why[300];
   if (d->restart_why[0])
@@ -388,10 +356,8 @@ void dev__restart(struct dev *d) {
   }
   struct dp *rt = NULL;
   char err[1024];
-  unsigned before = atomic_load(&d->workers);
   int e = dp_build(&rt, d->cfg, d->index, d->ks, err, sizeof err);
   if (e == 0 && (e = dev__launch(d, rt, err, sizeof err)) != 0) dp_close(rt, DP_CLOSE_MS);
-  if (e == 0) regain_width(d, before, label);
   if (e) {
     snprintf(d->broken, sizeof d->broken, "restart after %.200s: %.250s", why, err);
     log_error("the device is unavailable: %s", d->broken);
