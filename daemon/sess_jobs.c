@@ -205,7 +205,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   j->device = (uint8_t)dev;
   j->next_ns = expected_next(s, m, dev);
   if (j->next_ns) { /* this frame began at its burst's first request (session.c, burst) */
-    int64_t lead = coop__now_ns() - s->last_task.burst_at;
+    int64_t lead = s->last_task.at - s->last_task.burst_at; /* at: expected_next's now */
     j->next_lead_ns = lead > 0 && lead < SESS_LEAD_MAX_NS ? lead : 0;
   }
   if (j->next_ns)

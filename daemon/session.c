@@ -337,8 +337,7 @@ static int sess_frames(struct session *s) {
  * one a frame: the burst's start is when the next frame's work begins
  * (sess_jobs.c, expected_next). */
 #define SESS_BURST_GAP_NS 1000000
-static void burst(struct session *s) {
-  int64_t now = coop__now_ns();
+static void burst(struct session *s, int64_t now) {
   if (now - s->last_task.last_rx > SESS_BURST_GAP_NS) s->last_task.burst_at = now;
   s->last_task.last_rx = now;
 }
@@ -350,9 +349,10 @@ static void sess_read(struct session *s) {
     int fds[COOP_WIRE_MAX_FDS];
     unsigned nfds = COOP_WIRE_MAX_FDS;
     long n = coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fds, &nfds);
-    if (n == COOP_ETIMEDOUT) break;               /* drained */
-    if (coopd_tracing) s->rx_ns = coop__now_ns(); /* the frames it completes were read now */
-    if (n > 0) burst(s);
+    if (n == COOP_ETIMEDOUT) break; /* drained */
+    int64_t now = coop__now_ns();
+    if (coopd_tracing) s->rx_ns = now; /* the frames it completes were read now */
+    if (n > 0) burst(s, now);
     if (n <= 0) {
       if (n < 0) log_info("client %u/%s: receive failed: closing", s->pid, s->name);
       s->closing = 1;

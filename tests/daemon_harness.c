@@ -386,15 +386,10 @@ void render_check(struct conn *c, uint32_t groups, uint32_t period_us, uint32_t 
   render_inputs(a, b);
   matmul_ref(a, b, want);
   union coop_msg m;
-  submit_init(&m, "render", groups, 0);
+  render_init_n(&m, groups, a, b, RN);
   m.submit.period_us = period_us;
   m.submit.count = count;
   m.submit.deadline_us = period_us;
-  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, RN);
-  arg_u32(&m.submit, 1);
   uint64_t job = submit(c, &m, NULL, 0);
   ck_assert_msg(job != 0, "render refused: %s", c->m.error.message);
   ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
@@ -425,15 +420,20 @@ void render_check(struct conn *c, uint32_t groups, uint32_t period_us, uint32_t 
   }
 }
 
+void render_init_n(union coop_msg *m, uint32_t groups, const float *a, const float *b, uint32_t n) {
+  size_t bytes = (size_t)n * n * sizeof(float);
+  submit_init(m, "render", groups, 0);
+  arg_buf(&m->submit, COOP_BUF_IN, a, bytes, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_IN, b, bytes, COOP_WIRE_FD_NONE);
+  arg_buf(&m->submit, COOP_BUF_OUT, NULL, bytes, COOP_WIRE_FD_NONE);
+  arg_u32(&m->submit, n);
+  arg_u32(&m->submit, 1);
+}
+
 void render_init(union coop_msg *m, uint32_t groups) {
   static float a[RN * RN], b[RN * RN];
   render_inputs(a, b);
-  submit_init(m, "render", groups, 0);
-  arg_buf(&m->submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
-  arg_buf(&m->submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
-  arg_buf(&m->submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
-  arg_u32(&m->submit, RN);
-  arg_u32(&m->submit, 1);
+  render_init_n(m, groups, a, b, RN);
 }
 
 uint64_t render_submit(struct conn *c, uint32_t groups) {

@@ -161,6 +161,8 @@ void render_check(struct conn *c, uint32_t groups, uint32_t period_us, uint32_t 
 
 /* A valid render SUBMIT with inline buffers (one task, not checked). */
 void render_init(union coop_msg *m, uint32_t groups);
+/* The same for n x n inputs a and b (the caller's, alive until the send). */
+void render_init_n(union coop_msg *m, uint32_t groups, const float *a, const float *b, uint32_t n);
 
 uint64_t render_submit(struct conn *c, uint32_t groups);
 

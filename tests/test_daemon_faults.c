@@ -206,12 +206,7 @@ START_TEST(full_arena) {
   static float a[N * N], b[N * N];
   for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
-  submit_init(&m, "render", 1, 0);
-  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, N);
-  arg_u32(&m.submit, 1);
+  render_init_n(&m, 1, a, b, N);
   uint64_t r = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(r, 0);
   ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);

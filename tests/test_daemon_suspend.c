@@ -159,12 +159,7 @@ START_TEST(a_snapshot_gives_way_to_a_jobs_buffers) {
   static float a[RN2 * RN2], b[RN2 * RN2];
   for (unsigned i = 0; i < RN2 * RN2; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
-  submit_init(&m, "render", 1, 0);
-  arg_buf(&m.submit, COOP_BUF_IN, a, sizeof a, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_IN, b, sizeof b, COOP_WIRE_FD_NONE);
-  arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof a, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, RN2);
-  arg_u32(&m.submit, 1);
+  render_init_n(&m, 1, a, b, RN2);
   uint64_t task = submit(&c, &m, NULL, 0);
   ck_assert_msg(task != 0, "render refused: %s", c.m.error.message);
   ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
