@@ -204,6 +204,11 @@ int job_admit(const struct kdef *k, const struct job_req *r, unsigned workers, e
 
 int job_may_see(uint32_t uid, const struct job *j) { return uid == 0 || j->uid == uid; }
 
+uint8_t job_state_shown(const struct job *j) {
+  uint8_t st = atomic_load(&j->state); /* set by the device thread */
+  return st >= COOP_JOB_DONE && !j->finished ? COOP_JOB_RUNNING : st;
+}
+
 static struct job *find_job(struct daemon *dm, uint64_t id) {
   for (struct job *j = dm->jobs; j; j = j->next)
     if (j->id == id) return j;
@@ -343,7 +348,7 @@ static int cmp_i64(const void *a, const void *b) {
 
 void jobs_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
   for (struct job *j = dm->jobs; j; j = j->next) {
-    uint8_t x = atomic_load(&j->state);
+    uint8_t x = job_state_shown(j);
     st->queued += x == COOP_JOB_QUEUED;
     st->running += x == COOP_JOB_RUNNING;
   }

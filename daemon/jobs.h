@@ -188,6 +188,10 @@ void job_req_from_job(struct job_req *r, const struct job *j);
 
 /* Whether a client of uid may see (STATUS, WAIT, CANCEL) job j. */
 int job_may_see(uint32_t uid, const struct job *j);
+/* The state STATS and STATUS show: an end only once the loop has the job
+ * back (its RESULT can be sent); until then a job the device thread has
+ * ended still counts as running. */
+uint8_t job_state_shown(const struct job *j);
 /* Job id for a client of uid: the job, or NULL with e set (ENOJOB, worded
  * the same whether no job has that id or another user's does; ELOST for
  * a job an earlier coopd lost, from the journal). */

@@ -379,7 +379,7 @@ static void put_status(struct coop_wire_buf *b, const struct job *j) {
   struct coop_wire_status st;
   memset(&st, 0, sizeof st);
   st.job = j->id;
-  st.state = atomic_load(&j->state);
+  st.state = job_state_shown(j);
   st.flags = j->flags;
   snprintf(st.kernel, sizeof st.kernel, "%s", j->kernel);
   st.groups = j->groups;

@@ -565,6 +565,36 @@ START_TEST(client_killed_mid_job) {
 }
 END_TEST
 
+/* STATS and STATUS show a job's end only once its RESULT can be had: a job
+ * whose state the device thread had set to DONE, but which the loop had not
+ * taken back yet, counted as neither queued nor running, and a WAIT of no
+ * time just after "nothing queued or running" said it still ran (a test
+ * that waited for an idle daemon then lost a kept result that way). */
+START_TEST(stats_idle_means_results_are_ready) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  unsigned polls = 0;
+  for (int round = 0; round < 60; round++) {
+    uint64_t job = render_submit(&c, 1);
+    ck_assert_uint_ne(job, 0);
+    for (;;) {
+      struct coop_msg_stats_reply st = stats(&c);
+      polls++;
+      if (st.queued == 0 && st.running == 0) break;
+    }
+    ck_assert_msg(wait_job(&c, job, 0) == COOP_MSG_RESULT,
+                  "round %d: STATS showed nothing running, but job %llu had no result", round,
+                  (unsigned long long)job);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  }
+  ck_assert_uint_gt(polls, 60); /* STATS did see the jobs running */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A detached job outlives its client; another connection waits for it. */
 START_TEST(detached_job_survives) {
   struct daemon_proc d;
@@ -960,6 +990,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, several_clients);
   tcase_add_test(t, client_killed_mid_job);
   tcase_add_test(t, socket_answers_once_it_appears);
+  tcase_add_test(t, stats_idle_means_results_are_ready);
   tcase_add_test(t, detached_job_survives);
   tcase_add_test(t, sigterm_in_flight);
   tcase_add_test(t, limits_and_owners);
