@@ -63,7 +63,9 @@ struct coop_app_opts {
    * request -> SUSPENDED, and resume -> every requested workgroup running
    * again (the live view; -1 if the task ended first), ns; at most cap. */
   struct coop_app_suspend_log {
-    int64_t *suspend_ns, *regrow_ns;
+    /* request -> SUSPENDED seen; of it, request -> the last workgroup out
+     * (its device stamp, t_finished); resume -> full width */
+    int64_t *suspend_ns, *left_ns, *regrow_ns;
     unsigned n, cap;
   } * suspend_log;
 };

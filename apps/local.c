@@ -43,6 +43,7 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
     if (o->suspensions) (*o->suspensions)++;
     if (log && log->n < log->cap) {
       log->suspend_ns[log->n] = t1 - t0;
+      if (log->left_ns) log->left_ns[log->n] = ti.t_finished ? ti.t_finished - t0 : -1;
       log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);
     }
   }

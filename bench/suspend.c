@@ -88,11 +88,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   unsigned w = coop_rt_workers(rt), cap = runs * 10000u;
-  int64_t *sus = calloc(cap, sizeof *sus), *grow = calloc(cap, sizeof *grow);
-  struct coop_app_suspend_log log = {sus, grow, 0, cap};
+  int64_t *sus = calloc(cap, sizeof *sus), *grow = calloc(cap, sizeof *grow),
+          *left = calloc(cap, sizeof *left);
+  struct coop_app_suspend_log log = {sus, left, grow, 0, cap};
   double step_us = 0;
   unsigned total = 0;
-  for (unsigned k = 0; k <= runs && sus && grow; k++) {
+  for (unsigned k = 0; k <= runs && sus && grow && left; k++) {
     unsigned n = 0; /* run 0: uninterrupted, for the step */
     struct coop_app_opts o = {.groups = w,
                               .mode = COOP_APP_MODE_COOPERATIVE,
@@ -114,19 +115,24 @@ int main(int argc, char **argv) {
     if (!k) step_us = ti.resizes ? (double)(ti.t_finished - ti.t_started) / 1e3 / ti.resizes : 0;
     total += n;
   }
-  char s1[96], s2[96];
+  char s1[96], s2[96], s3[96];
   printf("coop-bench-suspend: %s on %s, %s, %u workers, %s resizing barrier, every ~%u us\n",
          a->name, in.label, coop_rt_device_name(rt), w, query ? "query" : "plain", every);
   printf("  step (uninterrupted run: execution / resizing barriers): %.1f us\n", step_us);
   pct(sus, log.n, s1, sizeof s1);
   pct(grow, log.n, s2, sizeof s2);
+  pct(left, log.n, s3, sizeof s3);
   printf("  %u suspensions in %u runs, every result right\n", total, runs);
   printf("  request -> suspended (p50 / p99 / max): %s\n", s1);
+  printf("    of it, request -> the last workgroup out (device stamp): %s\n", s3);
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
-  printf("app,input,workers,step_us,suspensions,suspend,regrow\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\"\n",
-         a->name, in.label, w, step_us, total, s1, s2);
+  printf(
+      "app,input,workers,step_us,suspensions,suspend,regrow,left\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\","
+      "\"%s\"\n",
+      a->name, in.label, w, step_us, total, s1, s2, s3);
   coop_app_input_free(&in);
   free(sus);
   free(grow);
+  free(left);
   return coop_rt_close(rt) ? 1 : 0;
 }

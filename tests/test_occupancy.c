@@ -4,12 +4,18 @@
  * shared memory, 1 KiB a block for the system; 132 SMs): the blocks each
  * resource allows, the bound named, and the launch one block short where
  * the megakernel would fill every SM (an arena copy into managed memory
- * never returned then: docs/kernels.md, "The megakernel's width").
+ * never returned then: docs/kernels.md, "The megakernel's width"). And
+ * the figures read from a cubin (megakernel/cubin.h) when ptxas's log has
+ * none, on a small ELF built here with a cubin's sections.
  */
 #include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_run.h"
+#include "coop_rt.h"
+#include "cubin.h"
 #include "occupancy.h"
 
 static const struct coop__sm h200 = {
@@ -77,6 +83,127 @@ START_TEST(below_the_bound_untouched) {
 }
 END_TEST
 
+/* ---- a cubin's figures (cubin.h) ---- */
+
+struct blob {
+  unsigned char b[2048];
+  size_t n;
+};
+
+static void put(unsigned char *p, uint64_t v, unsigned n) {
+  for (unsigned i = 0; i < n; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static size_t add(struct blob *x, const void *p, size_t n) {
+  size_t at = (x->n + 7) & ~(size_t)7;
+  memcpy(x->b + at, p, n);
+  x->n = at + n;
+  return at;
+}
+
+/* An ELF64 with a cubin's sections: .shstrtab, .strtab, .symtab (null,
+ * "other", coop_megakernel), .nv.info (with_info: an HVAL entry, then
+ * REGCOUNT 99 of "other", REGCOUNT 48 and FRAME_SIZE 80 of
+ * coop_megakernel), .text.coop_megakernel (sh_info: 52 registers << 24),
+ * .nv.shared.coop_megakernel (NOBITS, 4144 bytes). */
+static void cubin(struct blob *x, int with_info) {
+  static const char shstr[] =
+      "\0.shstrtab\0.strtab\0.symtab\0.nv.info\0.text.coop_megakernel\0"
+      ".nv.shared.coop_megakernel";
+  static const char str[] = "\0other\0coop_megakernel";
+  unsigned char sym[72] = {0}, info[4 + 3 * 12], text[16] = {0};
+  put(sym + 24, 1, 4);
+  put(sym + 48, 7, 4);
+  unsigned char *e = info;
+  e[0] = COOP_EIFMT_HVAL, e[1] = 0x1b, put(e + 2, 0x100, 2), e += 4;
+  unsigned vals[3][3] = {{COOP_EIATTR_REGCOUNT, 1, 99},
+                         {COOP_EIATTR_REGCOUNT, 2, 48},
+                         {COOP_EIATTR_FRAME_SIZE, 2, 80}};
+  for (int i = 0; i < 3; i++, e += 12) {
+    e[0] = COOP_EIFMT_SVAL, e[1] = (unsigned char)vals[i][0], put(e + 2, 8, 2);
+    put(e + 4, vals[i][1], 4), put(e + 8, vals[i][2], 4);
+  }
+  memset(x, 0, sizeof *x);
+  x->n = 64;
+  size_t o_shstr = add(x, shstr, sizeof shstr), o_str = add(x, str, sizeof str);
+  size_t o_sym = add(x, sym, sizeof sym), o_info = add(x, info, with_info ? sizeof info : 4);
+  size_t o_text = add(x, text, sizeof text);
+  /* name, type, offset, size, link, info of sections 1..6 (0 is null) */
+  uint64_t sh[7][6] = {{0},
+                       {1, 3, o_shstr, sizeof shstr, 0, 0},
+                       {11, 3, o_str, sizeof str, 0, 0},
+                       {19, 2, o_sym, sizeof sym, 2, 0},
+                       {27, 0x70000000, o_info, with_info ? sizeof info : 4, 0, 0},
+                       {36, 1, o_text, sizeof text, 0, (52u << 24) | 2},
+                       {58, 8, 0, 4144, 0, 0}};
+  size_t shoff = (x->n + 7) & ~(size_t)7;
+  for (int i = 0; i < 7; i++) {
+    unsigned char *h = x->b + shoff + 64 * i;
+    memset(h, 0, 64);
+    put(h, sh[i][0], 4), put(h + 4, sh[i][1], 4), put(h + 24, sh[i][2], 8);
+    put(h + 32, sh[i][3], 8), put(h + 40, sh[i][4], 4), put(h + 44, sh[i][5], 4);
+  }
+  x->n = shoff + 64 * 7;
+  memcpy(x->b, "\177ELF\2\1\1", 7);
+  put(x->b + 0x28, shoff, 8), put(x->b + 0x3a, 64, 2), put(x->b + 0x3c, 7, 2);
+  put(x->b + 0x3e, 1, 2);
+}
+
+/* NVRTC's cached builds print no ptxas report: a build under the register
+ * cap was taken for want of figures (80 registers, 3 blocks an SM, where
+ * the uncapped one fitted 5). They come from the cubin: .nv.info first. */
+START_TEST(cubin_figures_from_nv_info) {
+  struct blob x;
+  cubin(&x, 1);
+  struct coop__cubin_figures f;
+  ck_assert_int_eq(coop__cubin_figures(x.b, x.n, "coop_megakernel", &f), 0);
+  ck_assert_int_eq(f.regs, 48); /* its own entry, not "other"'s 99 nor sh_info's 52 */
+  ck_assert_int_eq(f.frame_bytes, 80);
+  ck_assert_int_eq(f.shared_bytes, 4144);
+  ck_assert_int_eq(coop__cubin_figures(x.b, x.n, "other", &f), 0);
+  ck_assert_int_eq(f.regs, 99);
+  ck_assert_int_eq(f.shared_bytes, 0); /* no .nv.shared.other */
+  ck_assert_int_eq(coop__cubin_figures(x.b, x.n, "missing", &f), COOP_EINVAL);
+  ck_assert_int_eq(f.regs, -1);
+}
+END_TEST
+
+/* Without a REGCOUNT entry, the .text section's sh_info holds the count. */
+START_TEST(cubin_registers_from_the_text_section) {
+  struct blob x;
+  cubin(&x, 0);
+  struct coop__cubin_figures f;
+  ck_assert_int_eq(coop__cubin_figures(x.b, x.n, "coop_megakernel", &f), 0);
+  ck_assert_int_eq(f.regs, 52);
+  ck_assert_int_eq(f.frame_bytes, -1);
+  ck_assert_int_eq(f.shared_bytes, 4144);
+}
+END_TEST
+
+/* Every prefix of the file and every byte changed: an answer or EINVAL,
+ * never a read outside the buffer (which ASan or valgrind would name). */
+START_TEST(cubin_cut_or_damaged) {
+  struct blob x;
+  cubin(&x, 1);
+  struct coop__cubin_figures f;
+  for (size_t n = 0; n < x.n; n++) {
+    unsigned char *cut = malloc(n ? n : 1);
+    memcpy(cut, x.b, n);
+    int r = coop__cubin_figures(cut, n, "coop_megakernel", &f);
+    ck_assert(r == 0 || r == COOP_EINVAL);
+    free(cut);
+  }
+  for (size_t i = 0; i < x.n; i++) {
+    struct blob y = x;
+    y.b[i] ^= 0xff;
+    int r = coop__cubin_figures(y.b, y.n, "coop_megakernel", &f);
+    ck_assert(r == 0 || r == COOP_EINVAL);
+  }
+  ck_assert_int_eq(coop__cubin_figures("not an elf", 10, "coop_megakernel", &f), COOP_EINVAL);
+  ck_assert_int_eq(coop__cubin_figures(NULL, 0, "coop_megakernel", &f), COOP_EINVAL);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("occupancy");
   TCase *t = tcase_create("occupancy");
@@ -85,6 +212,9 @@ static Suite *suite(void) {
   tcase_add_test(t, threads_and_blocks_bound);
   tcase_add_test(t, shared_memory_bound);
   tcase_add_test(t, below_the_bound_untouched);
+  tcase_add_test(t, cubin_figures_from_nv_info);
+  tcase_add_test(t, cubin_registers_from_the_text_section);
+  tcase_add_test(t, cubin_cut_or_damaged);
   suite_add_tcase(s, t);
   return s;
 }

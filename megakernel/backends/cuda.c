@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "cuda_loader.h"
+#include "cubin.h"
 #include "occupancy.h"
 #include "rt_internal.h"
 
@@ -321,18 +322,34 @@ static int cu_compile_cap(struct coop_rt *rt, const char *src, unsigned cap, cha
   }
   ptxas_figures(verbose ? log : NULL, w);
   free(log);
-  if (cubin) {
-    size_t sz = 0;
+  /* No figures in the log: NVRTC served the program from its cache
+   * without running ptxas (seen on the H200: every build after a first
+   * identical one), and then they come from the cubin itself. Without
+   * them a build made under the cap was taken (80 registers, 3 blocks an
+   * SM) where the uncapped one fitted 5. */
+  char *bin = NULL;
+  size_t sz = 0;
+  if (cubin || w->regs < 0) {
     coop__cu.nvrtcGetCUBINSize(prog, &sz);
-    *cubin = malloc(sz ? sz : 1);
-    if (!*cubin) {
+    bin = malloc(sz ? sz : 1);
+    if (!bin) {
       coop__cu.nvrtcDestroyProgram(&prog);
       snprintf(err, errlen, "out of memory");
       return COOP_ENOMEM;
     }
-    coop__cu.nvrtcGetCUBIN(prog, *cubin);
+    coop__cu.nvrtcGetCUBIN(prog, bin);
   }
   coop__cu.nvrtcDestroyProgram(&prog);
+  struct coop__cubin_figures f;
+  if (w->regs < 0 && coop__cubin_figures(bin, sz, "coop_megakernel", &f) == 0) {
+    w->regs = f.regs;
+    w->shared_bytes = f.shared_bytes;
+    w->local_bytes = f.frame_bytes;
+  }
+  if (cubin)
+    *cubin = bin;
+  else
+    free(bin);
   return 0;
 }
 
