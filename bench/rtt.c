@@ -115,6 +115,8 @@ static const char *const leg_what[NCHAIN - 1] = {
 /* Off the critical path, beside it: [from, to). */
 static const char *const side[][3] = {
     {"staged", "submit_ret", "dp_submit's whole round trip"},
+    {"finished", "dp_seen", "the device process sees it final (DP_SUBMIT's wait; device stamp)"},
+    {"dp_seen", "seen", "DP_SUBMIT's end: released, refit, reply over the socket"},
     {"recv", "accepted", "the SUBMIT handled, up to the write of ACCEPTED"},
     {"accepted", "c_accepted", "ACCEPTED over the socket, coop_submit returns"},
     {"c_accepted", "wait", "coop_wait's WAIT until coopd read it"},

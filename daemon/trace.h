@@ -29,6 +29,7 @@
   XX(taken)         /* the device thread took it from its queue (take_new) */                  \
   XX(staged)        /* its buffers in the arena (dp_stage returned) */                         \
   XX(submit_ret)    /* dp_submit returned (the runtime stamped t.submitted inside it) */       \
+  XX(dp_seen)       /* the device process saw it final inside DP_SUBMIT's wait (else 0) */     \
   XX(seen)          /* the device thread found it final (the poll before step_run) */          \
   XX(task_released) /* dp_task_release returned */                                             \
   XX(unstaged)      /* OUT data back, arena copies freed (dp_unstage returned) */              \

@@ -115,6 +115,7 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
                              : dp_submit(d->rt, &td, wait_ns, &id);
   if (e) return e;
   TRACE_STAMP(j, submit_ret);
+  TRACE_SET(j, dp_seen, dp_end_seen(d->rt));
   r->task[r->ninflight] = id;
   r->task_inst[r->ninflight] = r->released++;
   r->task_seen[r->ninflight] = 0;

@@ -53,6 +53,7 @@ struct dp {
   uint64_t gen;
   struct dp_req q;
   struct dp_rep r;
+  int64_t end_seen; /* dp_end_seen */
   /* The build's widths (dp_widths): [0] the merged megakernel's, then
    * each kernel's alone where [device] kernel_widths measured them; and
    * what they say, for the backend note (start_call). */
@@ -508,6 +509,7 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
     *breach = *ended ? (int)(p->r.n >> 8) - 1 : -1;
     if (*ended) *info = p->r.u.info;
   }
+  p->end_seen = e == 0 && p->r.seen_after ? p->r.u.info.t_submitted + p->r.seen_after : 0;
   if (e) return e;
   *id = (coop_task_id)p->r.a;
   unsigned slot = *id & 0xffu; /* the info that came with it: no DP_INFO next */
@@ -516,6 +518,8 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
   p->cache[slot].info = p->r.u.info;
   return 0;
 }
+
+int64_t dp_end_seen(const struct dp *p) { return p->end_seen; }
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, coop_task_id *id) {
   return dp_submit_end(p, d, wait_ns, 0, id, NULL, NULL, NULL);

@@ -120,6 +120,9 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, 
 int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
                   uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
                   struct coop_rt_task_info *info);
+/* When the device process saw the task of the last dp_submit(_end) final
+ * inside its wait (CLOCK_MONOTONIC ns), or 0: the trace's dp_seen. */
+int64_t dp_end_seen(const struct dp *p);
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);

@@ -444,9 +444,13 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       r->a = id;
       if (r->err) return;
       if (q->b) wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1);
+      int64_t seen = coop__now_ns();
       coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
       if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
         ch->reported[id & 0xffu] = (uint8_t)(r->u.info.state + 1);
+      int64_t after = seen - r->u.info.t_submitted;
+      if (q->b && r->u.info.state >= COOP_TASK_DONE && after > 0 && after < UINT32_MAX)
+        r->seen_after = (uint32_t)after;
       if (q->id && r->u.info.state >= COOP_TASK_DONE) end_task(rt, &q->u.desc, q->a, id, r);
       return;
     }

@@ -124,7 +124,9 @@ struct dp_rep {
   uint32_t op;
   int32_t err;
   uint32_t n;
-  uint32_t pad_;
+  /* DP_SUBMIT's reply, when its wait saw the task final: ns from the
+   * task's submit to that moment (for the trace, dp_seen); else 0 */
+  uint32_t seen_after;
   uint64_t a;
   union {
     struct coop_rt_task_info info;
