@@ -92,7 +92,8 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
 #define COOP_HELP_REAP 3u    /* reap every worker that has returned */
 #define COOP_HELP_EXIT 4u
 #define COOP_HELP_STAGE 5u /* task help_slot's arguments, from its record -> sched.t_payload */
-#define COOP_HELP_MIN_RELEASE 8u /* fewer workers: thread 0 maps and releases them itself */
+#define COOP_HELP_START_RELEASE 6u /* START, each helper then releasing the workers it mapped */
+#define COOP_HELP_MIN_RELEASE 8u   /* fewer workers: thread 0 maps and releases them itself */
 #ifndef COOP_T0_SCAN     /* a test of the helpers finishing a map sets it (COOP_DEVICE_DEFINES) */
 #define COOP_T0_SCAN 64u /* ... looking at this many workers at most */
 #endif
@@ -138,6 +139,17 @@ COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struc
     if (v >= g) return;
     coop__assign(dev, ch, c, pid, v);
   }
+}
+
+/* START_RELEASE's second half: ASSIGNED to the workers among pids 1 + h,
+ * 1 + h + step, ... that this helper mapped to channel c (their wstat is c:
+ * a channel starts with none of its workers left, and the other helpers'
+ * pids are not among these). After the caller's release fence. */
+COOP_FN void coop__release_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 h,
+                                 coop_u32 step) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step)
+    if (s->wstat[pid] == c) coop_st_rlx(&dev->w[pid].state, COOP_WS_ASSIGNED);
 }
 
 /* REAP: the returned workers among pids 1 + h, 1 + h + step, ... */
@@ -215,7 +227,12 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
     if (op == COOP_HELP_STAGE)
       coop__copy_payload(s->t_payload[s->help_slot], mb->tasks[s->help_slot].args, h, n);
-    if (op == COOP_HELP_START) coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
+    if (op == COOP_HELP_START || op == COOP_HELP_START_RELEASE)
+      coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
+    if (op == COOP_HELP_START_RELEASE) { /* payloads, and what thread 0 released, first */
+      coop_fence_rel();
+      coop__release_share(dev, s->help_chan, h, n);
+    }
     if (op == COOP_HELP_REAP) coop__reap_share(dev, h, n);
     if (op == COOP_HELP_RELEASE) {
       coop_fence_rel();
@@ -446,9 +463,16 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
      * round took 3.2 of the 6 us from gathered to started at K = 1 on the
      * H100). The helpers map what it did not find. */
     coop_u32 v = g <= COOP_HELP_MIN_RELEASE ? coop__map_ids(dev, ch, c, g, COOP_T0_SCAN) : 0u;
+    /* More: each helper releases the workers it maps at once, in the same
+     * order (START_RELEASE), rather than all of them after the whole map
+     * (START, then RELEASE): one round of orders fewer, and the first
+     * workers start while the others are mapped. Nothing a started
+     * workgroup does reads the map: kills take no pid, forks write ids
+     * from g up, and the scheduler's own reads wait for the order. */
+    coop_u32 direct = g > COOP_HELP_MIN_RELEASE && !resume;
     if (v < g) {
       coop_st_rlx(&s->help_ticket, v); /* map_share skips the workers mapped */
-      coop__help_post(s, COOP_HELP_START, slot, c, g);
+      coop__help_post(s, direct ? COOP_HELP_START_RELEASE : COOP_HELP_START, slot, c, g);
     }
     /* the id map, and the last order before it (this task's STAGE, maybe):
      * the helpers' writes acquired here, passed on by a release fence */
@@ -456,7 +480,9 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     if (resume) coop__resume_state(dev, ch, t);
     COOP_TRACE(8);
     s->nfree -= g;
-    if (g > COOP_HELP_MIN_RELEASE) {
+    if (direct) {
+      /* released by the helpers */
+    } else if (g > COOP_HELP_MIN_RELEASE) {
       coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
     } else {
       coop_fence_rel();
