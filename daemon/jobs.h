@@ -116,7 +116,11 @@ struct job {
 
   /* loop thread only */
   struct session *owner; /* NULL once its client has gone */
-  struct job *next;      /* in the daemon's job list */
+  struct job *next;      /* in the daemon's job list, newest first */
+  struct job **pprev;    /* the pointer to it there: unlinked at once (jobs_link) */
+  /* its owner's jobs, oldest first (session.h, jobs): the oldest finished
+   * one is found without a walk of every job (sess_jobs.c, trim_finished) */
+  struct job *s_next, **s_pprev;
   /* periodic: its instances and misses in the counters so far */
   uint32_t inst_counted, misses_counted;
   /* device.c's queues (under its mutex) */
@@ -196,6 +200,8 @@ uint8_t job_state_shown(const struct job *j);
  * the same whether no job has that id or another user's does; ELOST for
  * a job an earlier coopd lost, from the journal). */
 struct job *job_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_err *e);
+/* Puts a new job at the head of the table (newest first). */
+void jobs_link(struct daemon *dm, struct job *j);
 /* Takes a finished job out of the table and frees it, off its user's
  * counts. */
 void job_drop(struct daemon *dm, struct job *j);

@@ -215,9 +215,8 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
         (unsigned long long)j->id, (double)(j->next_ns - coop__now_ns()) / 1e6);
   dm->dev_jobs[dev]++;
   j->counted_dev = (uint8_t)dev;
-  j->owner = s;
-  j->next = dm->jobs;
-  dm->jobs = j;
+  sess_own(s, j);
+  jobs_link(dm, j);
   s->inflight++;
   s->bytes += bytes;
   s->use->live++;
@@ -459,13 +458,32 @@ static void send_events(struct session *s, const struct job *j) {
 }
 
 /* Drop the owner's oldest finished jobs beyond the limit. */
+void sess_own(struct session *s, struct job *j) {
+  j->owner = s;
+  j->s_next = NULL;
+  j->s_pprev = s->jobs_tail;
+  *s->jobs_tail = j;
+  s->jobs_tail = &j->s_next;
+}
+
+void sess_disown(struct session *s, struct job *j) {
+  *j->s_pprev = j->s_next;
+  if (j->s_next)
+    j->s_next->s_pprev = j->s_pprev;
+  else
+    s->jobs_tail = j->s_pprev;
+  j->owner = NULL;
+  j->s_next = NULL;
+  j->s_pprev = NULL;
+}
+
 static void trim_finished(struct daemon *dm, struct session *s) {
   while (s->finished > dm->cfg.max_finished_per_client) {
-    struct job *last = NULL;
-    for (struct job *j = dm->jobs; j; j = j->next)
-      if (j->owner == s && j->finished) last = j; /* list is newest first */
-    if (!last) return;
-    job_drop(dm, last);
+    struct job *old = s->jobs; /* oldest first: past the few still running */
+    while (old && !old->finished) old = old->s_next;
+    if (!old) return;
+    sess_disown(s, old);
+    job_drop(dm, old);
     s->finished--;
   }
 }

@@ -418,23 +418,15 @@ void sess_close(struct session *s) {
    * running, are cancelled (nobody will read them) and freed when handed
    * back; finished ones are freed now. */
   unsigned kept = 0; /* finished detached jobs that become kept */
-  for (struct job **p = &dm->jobs; *p;) {
-    struct job *j = *p;
-    if (j->owner != s) {
-      p = &j->next;
-      continue;
-    }
-    j->owner = NULL;
-    if (j->flags & COOP_SUBMIT_DETACHED) {
+  while (s->jobs) {
+    struct job *j = s->jobs;
+    sess_disown(s, j);
+    if (j->flags & COOP_SUBMIT_DETACHED)
       kept += j->finished;
-      p = &j->next;
-    } else if (j->finished) {
-      *p = j->next;
-      job_release(dm, j);
-    } else {
+    else if (j->finished)
+      job_drop(dm, j);
+    else
       dev_cancel(dm->devs[j->device], j);
-      p = &j->next;
-    }
   }
   /* Jobs waited for before the disconnect are kept too, so the caps hold
    * for them (2560 kept, 664 MB, with no client, before they counted). The caps
@@ -597,6 +589,7 @@ void session_accept(struct daemon *dm, int fd) {
   }
   s->dm = dm;
   s->use = u;
+  s->jobs_tail = &s->jobs;
   u->conns++;
   s->fd = fd;
   s->uid = cr.uid;

@@ -49,6 +49,8 @@ struct session {
   int closing;
   unsigned inflight, finished;
   uint64_t bytes; /* buffer bytes of its jobs in flight */
+  /* the jobs it owns (job.owner), oldest first: job.s_next, s_pprev */
+  struct job *jobs, **jobs_tail;
   uint32_t sub_mask;
   struct waiter *waiters;
   unsigned nwaiters;
@@ -92,6 +94,9 @@ typedef void sess_handler(struct session *s, uint32_t seq, const union coop_msg 
 
 /* sess_jobs.c */
 sess_handler sess_submit, sess_wait, sess_cancel, sess_status, sess_migrate;
+/* Job j becomes s's (its owner, at the end of s's jobs); and no longer. */
+void sess_own(struct session *s, struct job *j);
+void sess_disown(struct session *s, struct job *j);
 void sess_waiter_free(struct waiter *w);
 void sess_waiter_remove(struct session *s, struct waiter *w);
 
