@@ -372,7 +372,10 @@ int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job) {
   coop__clear_msg();
   if (!c || !j || !job) return coop__fail(COOP_EINVAL, "submit: no connection, job or id");
   if (j->err) return coop__fail(j->err, "job description: %s", j->errmsg);
-  union coop_msg *m = calloc(2, sizeof *m); /* request and reply: large */
+  /* request and reply: large; the encoder reads the request's submit only,
+   * and the decoder writes the reply's member only (wire.h) */
+  union coop_msg *m = malloc(2 * sizeof *m);
+  if (m) memset(&m[0].submit, 0, sizeof m[0].submit);
   struct coop_pending *p = calloc(1, sizeof *p);
   int fds[COOP_WIRE_MAX_FDS];
   unsigned nfds = 0;

@@ -67,8 +67,9 @@ int coop_wait(coop_conn *c, uint64_t job, int timeout_ms, struct coop_result *r)
   coop__clear_msg();
   if (!c || !r) return coop__fail(COOP_EINVAL, "wait: no connection or result");
   memset(r, 0, sizeof *r);
-  union coop_msg *m = calloc(2, sizeof *m);
+  union coop_msg *m = malloc(2 * sizeof *m); /* request and reply: see coop_submit */
   if (!m) return coop__fail(COOP_ENOMEM, "out of memory");
+  memset(&m[0].job, 0, sizeof m[0].job);
   m[0].job.job = job;
   m[0].job.timeout_ms = timeout_ms < 0 ? COOP_WAIT_FOREVER : (uint32_t)timeout_ms;
   struct coop_frame *f = NULL;

@@ -235,8 +235,8 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead) */
   if (dev_warm_window(dm->devs[j->device], j->next_ns, j->next_lead_ns, &warm_from, &warm_to))
     loopspin_at(&dm->spin, warm_from, warm_to);
-  union coop_msg r;
-  memset(&r, 0, sizeof r);
+  union coop_msg r; /* the encoder reads its job only */
+  memset(&r.job, 0, sizeof r.job);
   r.job.job = j->id;
   /* a loop field of the trace while the device thread runs the job: none
    * of the fields that thread writes (trace.h). Before the write: the

@@ -143,11 +143,12 @@ static void sess_flush(struct session *s) {
 /* ---- RESULT ---- */
 
 void sess_send_result(struct session *s, uint32_t seq, struct job *j) {
-  union coop_msg *m = calloc(1, sizeof *m);
+  union coop_msg *m = malloc(sizeof *m); /* the encoder reads its result only */
   struct coop_wire_buf recs;
   coop_wire_buf_init(&recs);
   if (!m) return sess_close(s);
   struct coop_msg_result *r = &m->result;
+  memset(r, 0, sizeof *r);
   r->job = j->id;
   r->state = atomic_load(&j->state);
   r->device = j->device;

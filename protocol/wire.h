@@ -455,7 +455,9 @@ int coop_wire_encode(struct coop_wire_buf *b, uint16_t type, uint32_t seq, const
  * COOP_EPROTO; a string of length >= its field's max, a count over its
  * limit or an inline buffer over COOP_WIRE_INLINE_MAX: COOP_ETOOBIG. A
  * SUBMIT's fd indexes are checked against COOP_WIRE_MAX_FDS only: the
- * daemon checks them against the descriptors that came with the frame. */
+ * daemon checks them against the descriptors that came with the frame.
+ * Only the member of m that `type` names is written (zeroed, then filled);
+ * the union's other bytes are left as they were. */
 int coop_wire_decode(const struct coop_wire_hdr *h, const uint8_t *payload, union coop_msg *m);
 
 /* ---- records of the variable-length replies ---- */
