@@ -136,8 +136,6 @@ static int take_frames(coop_conn *c, struct coop_frame **out) {
   }
 }
 
-/* Receives once, waiting up to wait_ms for something to arrive, and returns
- * the frames completed by it in *out. Called by the reader, unlocked. */
 /* CLOCK_MONOTONIC in ns (libcoop.a carries no coop_util). */
 static int64_t mono_ns(void) {
   struct timespec ts;
@@ -145,24 +143,29 @@ static int64_t mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Receives once, waiting up to wait_ms for something to arrive, and returns
+ * the frames completed by it in *out. Called by the reader, unlocked. */
 static int pump(coop_conn *c, int wait_ms, struct coop_frame **out) {
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
-  int n = 0;
-  unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
-  if (spin && wait_ms != 0) { /* coop_set_spin: watched before sleeping */
-    int64_t t0 = mono_ns(), end = t0 + (int64_t)spin * 1000;
-    if (wait_ms > 0 && (int64_t)wait_ms * 1000000 < end - t0) end = t0 + (int64_t)wait_ms * 1000000;
-    while ((n = poll(&p, 1, 0)) == 0 && mono_ns() < end) {
-    }
-    if (n == 0 && wait_ms > 0) wait_ms -= (int)((mono_ns() - t0) / 1000000);
-    if (wait_ms < 0) wait_ms = 0;
-  }
-  if (n == 0) n = poll(&p, 1, wait_ms);
-  if (n < 0) return errno == EINTR ? 0 : COOP_EIO;
-  if (n == 0) return 0;
   int fds[COOP_WIRE_MAX_FDS];
   unsigned nfds = 0;
-  long k = coop_wire_recv(c->fd, c->rbuf, RECV_CHUNK, fds, &nfds);
+  long k = COOP_ETIMEDOUT;
+  unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
+  if (spin && wait_ms != 0) { /* coop_set_spin: read without waiting before sleeping */
+    int64_t t0 = mono_ns(), end = t0 + (int64_t)spin * 1000;
+    if (wait_ms > 0 && (int64_t)wait_ms * 1000000 < end - t0) end = t0 + (int64_t)wait_ms * 1000000;
+    while ((k = coop_wire_try_recv(c->fd, c->rbuf, RECV_CHUNK, fds, &nfds)) == COOP_ETIMEDOUT &&
+           mono_ns() < end) {
+    }
+    if (k == COOP_ETIMEDOUT && wait_ms > 0) wait_ms -= (int)((mono_ns() - t0) / 1000000);
+    if (wait_ms < 0) wait_ms = 0;
+  }
+  if (k == COOP_ETIMEDOUT) {
+    int n = poll(&p, 1, wait_ms);
+    if (n < 0) return errno == EINTR ? 0 : COOP_EIO;
+    if (n == 0) return 0;
+    k = coop_wire_recv(c->fd, c->rbuf, RECV_CHUNK, fds, &nfds);
+  }
   if (k == COOP_ETIMEDOUT) return 0; /* nothing after all */
   if (k == 0) return COOP_ECLOSED;
   if (k < 0) return (int)k;

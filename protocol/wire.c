@@ -1004,7 +1004,7 @@ static void take_fds(struct msghdr *msg, int *fds, unsigned *nfds) {
   }
 }
 
-long coop_wire_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds) {
+static long recv_flags(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds, int flags) {
   union {
     char buf[CMSG_SPACE(sizeof(int) * COOP_WIRE_MAX_FDS)];
     struct cmsghdr align;
@@ -1019,9 +1019,17 @@ long coop_wire_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds
     msg.msg_controllen = sizeof u.buf;
   }
   ssize_t k;
-  do k = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  do k = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | flags);
   while (k < 0 && errno == EINTR);
   if (k < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? COOP_ETIMEDOUT : sock_error(errno);
   if (msg.msg_control) take_fds(&msg, fds, nfds);
   return (long)k;
+}
+
+long coop_wire_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds) {
+  return recv_flags(sock, buf, cap, fds, nfds, 0);
+}
+
+long coop_wire_try_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds) {
+  return recv_flags(sock, buf, cap, fds, nfds, MSG_DONTWAIT);
 }

@@ -539,5 +539,8 @@ int coop_wire_send(int sock, const uint8_t *buf, size_t len, const int *fds, uns
  * COOP_EIO on other errors, COOP_ETIMEDOUT (EAGAIN) when non-blocking and
  * nothing is there. */
 long coop_wire_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds);
+/* The same, never waiting (MSG_DONTWAIT) on a blocking socket: a spin's
+ * one call a look, where poll then recvmsg took two. */
+long coop_wire_try_recv(int sock, uint8_t *buf, size_t cap, int *fds, unsigned *nfds);
 
 #endif /* COOP_WIRE_H */
