@@ -546,7 +546,7 @@ int dev_build(const struct config *c, int index, const struct kset *ks, struct d
  * threads take no core from its megakernel, a CPU device's (PoCL) do. */
 static int64_t idle_spin_ns(const struct config *c, const char *backend) {
   if (c->idle_spin_us >= 0) return (int64_t)c->idle_spin_us * 1000;
-  return strcmp(backend, "cuda") ? 0 : DEV_IDLE_SPIN_NS;
+  return dp_backend_spins(backend) ? DEV_IDLE_SPIN_NS : 0;
 }
 
 int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {

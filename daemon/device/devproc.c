@@ -386,7 +386,7 @@ static int start_call(struct dp *p, uint32_t op, const char *during, char *err, 
     size_t n = strlen(p->dev.note);
     snprintf(p->dev.note + n, sizeof p->dev.note - n, "; %s", p->width_note);
   }
-  if (e == 0) p->spin_ns = strcmp(p->dev.backend, "cuda") ? 0 : DP_REPLY_SPIN_NS;
+  if (e == 0) p->spin_ns = dp_backend_spins(p->dev.backend) ? DP_REPLY_SPIN_NS : 0;
   return e;
 }
 
@@ -520,6 +520,8 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
 }
 
 int64_t dp_end_seen(const struct dp *p) { return p->end_seen; }
+
+int dp_backend_spins(const char *backend) { return backend && !strcmp(backend, "cuda"); }
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, coop_task_id *id) {
   return dp_submit_end(p, d, wait_ns, 0, id, NULL, NULL, NULL);

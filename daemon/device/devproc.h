@@ -120,6 +120,12 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, 
 int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
                   uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
                   struct coop_rt_task_info *info);
+/* Whether the host side may spin for a device of this backend ("cuda",
+ * "opencl"): a GPU's megakernel needs no CPU core, PoCL's takes every one.
+ * The one test behind each spin on the device side: the device thread's
+ * idle spin, the device process's in DP_WAIT, the front's for a reply
+ * (docs/daemon.md, "Spinning"). */
+int dp_backend_spins(const char *backend);
 /* When the device process saw the task of the last dp_submit(_end) final
  * inside its wait (CLOCK_MONOTONIC ns), or 0: the trace's dp_seen. */
 int64_t dp_end_seen(const struct dp *p);

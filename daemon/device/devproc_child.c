@@ -508,7 +508,7 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       if (ch->kick >= 0) close(ch->kick);
       ch->kick = dup(rfd); /* the request's own copy is closed after it */
       ch->idle_spin_ns = q->a < 1000000000u ? (int64_t)q->a : 0;
-      ch->spin_ns = strcmp(coop_rt_backend(rt), "cuda") ? 0 : DP_SPIN_NS;
+      ch->spin_ns = dp_backend_spins(coop_rt_backend(rt)) ? DP_SPIN_NS : 0;
       return;
     case DP_STAGE:
       r->err = do_stage(rt, &q->u.bufs, fds, nfds, r->u.args);
