@@ -968,18 +968,22 @@ COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
   for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
     if (!(bits & 1u)) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-    /* relaxed: the flag carries no data, and an acquire would hold back
-     * the next channel's load */
-    if ((stopping || coop_sys_ld_rlx(&coop__task(mb, ch->task)->cancel) != 0u) &&
-        coop_ld_rlx(&ch->cancel) == 0u)
-      coop_st_rel(&ch->cancel, 1u);
-    /* a cap or a suspension moves cancel_seq as a cancel does ("Caps",
-     * "Suspension"); relaxed likewise */
-    if (!stopping && ((s->coopm >> c) & 1u)) {
-      COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+    COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+    /* The record's three words, all loaded before any is used: each is a
+     * bus round trip (the record is in host memory), and taken one after
+     * the other, as the branches once had them, they were three. Relaxed:
+     * a flag carries no data, and an acquire would hold back the next
+     * load. A cap or a suspension moves cancel_seq as a cancel does
+     * ("Caps", "Suspension"). */
+    coop_u32 coop = !stopping && ((s->coopm >> c) & 1u);
+    coop_u32 cancel = coop_sys_ld_rlx(&t->cancel);
+    coop_u32 cap = coop ? coop_sys_ld_rlx(&t->cap) : 0u;
+    coop_u32 suspend = coop ? coop_sys_ld_rlx(&t->suspend) : 0u;
+    if ((stopping || cancel != 0u) && coop_ld_rlx(&ch->cancel) == 0u) coop_st_rel(&ch->cancel, 1u);
+    if (coop) {
       /* a suspending task keeps its cap of 1 whatever the record's says */
-      if (coop_ld_rlx(&ch->suspend) == 0u) coop__set_cap(dev, c, coop_sys_ld_rlx(&t->cap));
-      if (coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(dev, c);
+      if (coop_ld_rlx(&ch->suspend) == 0u) coop__set_cap(dev, c, cap);
+      if (suspend != 0u) coop__suspend(dev, c);
     }
   }
 }
