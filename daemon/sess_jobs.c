@@ -457,7 +457,6 @@ static void send_events(struct session *s, const struct job *j) {
   }
 }
 
-/* Drop the owner's oldest finished jobs beyond the limit. */
 void sess_own(struct session *s, struct job *j) {
   j->owner = s;
   j->s_next = NULL;
@@ -477,6 +476,7 @@ void sess_disown(struct session *s, struct job *j) {
   j->s_pprev = NULL;
 }
 
+/* Drop the owner's oldest finished jobs beyond the limit. */
 static void trim_finished(struct daemon *dm, struct session *s) {
   while (s->finished > dm->cfg.max_finished_per_client) {
     struct job *old = s->jobs; /* oldest first: past the few still running */
