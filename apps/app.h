@@ -66,6 +66,11 @@ struct coop_app_opts {
     /* request -> SUSPENDED seen; of it, request -> the last workgroup out
      * (its device stamp, t_finished); resume -> full width */
     int64_t *suspend_ns, *left_ns, *regrow_ns;
+    /* with a megakernel built with COOP_PROF_SUSPEND (scheduler.cl,
+     * "Profile"), else NULL or left -1: the scheduler passing the
+     * suspension on -> its next reap of a worker, and -> the last
+     * workgroup out, ns of the device clock */
+    int64_t *reaped_ns, *last_ns;
     unsigned n, cap;
   } * suspend_log;
 };

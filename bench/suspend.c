@@ -39,7 +39,10 @@ static int usage(FILE *f, int rc) {
           "road 1024 x 1024: --input 1 --scale 12) about every US microseconds (default\n"
           "20000), N runs (default 5), each checked; prints request -> suspended and\n"
           "resume -> full width again (p50 / p99 / max), and the application's step.\n"
-          "--query 1: the query variant of the resizing barrier (default: the plain one).\n");
+          "--query 1: the query variant of the resizing barrier (default: the plain one).\n"
+          "With COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND in the environment it also prints,\n"
+          "from the device's clock, the scheduler passing the suspension on -> its next\n"
+          "reap of a worker (the first to leave) and -> the last workgroup out.\n");
   return rc;
 }
 
@@ -89,11 +92,12 @@ int main(int argc, char **argv) {
   }
   unsigned w = coop_rt_workers(rt), cap = runs * 10000u;
   int64_t *sus = calloc(cap, sizeof *sus), *grow = calloc(cap, sizeof *grow),
-          *left = calloc(cap, sizeof *left);
-  struct coop_app_suspend_log log = {sus, left, grow, 0, cap};
+          *left = calloc(cap, sizeof *left), *reaped = calloc(cap, sizeof *reaped),
+          *last = calloc(cap, sizeof *last);
+  struct coop_app_suspend_log log = {sus, left, grow, reaped, last, 0, cap};
   double step_us = 0;
   unsigned total = 0;
-  for (unsigned k = 0; k <= runs && sus && grow && left; k++) {
+  for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last; k++) {
     unsigned n = 0; /* run 0: uninterrupted, for the step */
     struct coop_app_opts o = {.groups = w,
                               .mode = COOP_APP_MODE_COOPERATIVE,
@@ -115,16 +119,23 @@ int main(int argc, char **argv) {
     if (!k) step_us = ti.resizes ? (double)(ti.t_finished - ti.t_started) / 1e3 / ti.resizes : 0;
     total += n;
   }
-  char s1[96], s2[96], s3[96];
+  char s1[96], s2[96], s3[96], s4[96], s5[96];
   printf("coop-bench-suspend: %s on %s, %s, %u workers, %s resizing barrier, every ~%u us\n",
          a->name, in.label, coop_rt_device_name(rt), w, query ? "query" : "plain", every);
   printf("  step (uninterrupted run: execution / resizing barriers): %.1f us\n", step_us);
   pct(sus, log.n, s1, sizeof s1);
   pct(grow, log.n, s2, sizeof s2);
   pct(left, log.n, s3, sizeof s3);
+  pct(reaped, log.n, s4, sizeof s4);
+  pct(last, log.n, s5, sizeof s5);
   printf("  %u suspensions in %u runs, every result right\n", total, runs);
   printf("  request -> suspended (p50 / p99 / max): %s\n", s1);
   printf("    of it, request -> the last workgroup out (device stamp): %s\n", s3);
+  if (strcmp(s5, "-")) /* COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND */
+    printf(
+        "    scheduler passes it on -> its next reap of a worker: %s\n"
+        "    scheduler passes it on -> the last workgroup out: %s\n",
+        s4, s5);
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
   printf(
       "app,input,workers,step_us,suspensions,suspend,regrow,left\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\","
@@ -134,5 +145,7 @@ int main(int argc, char **argv) {
   free(sus);
   free(grow);
   free(left);
+  free(reaped);
+  free(last);
   return coop_rt_close(rt) ? 1 : 0;
 }

@@ -875,6 +875,32 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
 #define COOP_PROF_MARK(k)
 #define COOP_PROF_PASS()
 #endif
+/* Built with COOP_PROF_SUSPEND instead (COOP_DEVICE_DEFINES; not with the
+ * two above, whose slots it shares): where a suspension's time goes, in
+ * device ticks. prof[0] counts the suspensions the scheduler passed on;
+ * prof[1] is when it passed on the last one (step 5), prof[2] when it
+ * next reaped a worker (the first to leave, at its barrier), prof[3] when
+ * that task's last workgroup left (worker.cl, coop__publish).
+ * coop-bench-suspend --profile reads them. */
+#ifdef COOP_PROF_SUSPEND
+#define COOP_PROF_SUSPEND_DECL coop_u32 prof_armed = 0u, prof_reaped = 0u;
+#define COOP_PROF_SUSPEND_NOTICED(n) \
+  if (n) {                           \
+    mb->prof[1] = coop_clock();      \
+    mb->prof[0] += (n);              \
+    prof_armed = 1u;                 \
+    prof_reaped = s->reaped;         \
+  }
+#define COOP_PROF_SUSPEND_REAPED()              \
+  if (prof_armed && s->reaped != prof_reaped) { \
+    mb->prof[2] = coop_clock();                 \
+    prof_armed = 0u;                            \
+  }
+#else
+#define COOP_PROF_SUSPEND_DECL
+#define COOP_PROF_SUSPEND_NOTICED(n) (void)(n)
+#define COOP_PROF_SUSPEND_REAPED()
+#endif
 /* The live view is refreshed every COOP_VIEW_EVERY passes: it is for the
  * eye (coopctl top), and its loads lengthen the pass that every new task
  * and every completion waits on. */
@@ -959,11 +985,13 @@ COOP_FN void coop__mark_queued(COOP_GLOBAL struct coop_mailbox *mb,
 
 /* Step 5: cancel requests and caps to running tasks' channels, read only when
  * mailbox.cancel_seq moved since the last read (or at shutdown): an idle
- * or busy pass reads no task record across the bus. */
-COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
-                                COOP_GLOBAL struct coop_dev *dev, coop_u32 stopping) {
+ * or busy pass reads no task record across the bus. Returns the
+ * suspensions it passed on first (COOP_PROF_SUSPEND counts them). */
+COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
+                                    COOP_GLOBAL struct coop_dev *dev, coop_u32 stopping) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  if (!stopping && s->cseq == s->cseq_seen) return;
+  coop_u32 noticed = 0u;
+  if (!stopping && s->cseq == s->cseq_seen) return 0u;
   s->cseq_seen = s->cseq;
   for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
     if (!(bits & 1u)) continue;
@@ -983,9 +1011,11 @@ COOP_FN void coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     if (coop) {
       /* a suspending task keeps its cap of 1 whatever the record's says */
       if (coop_ld_rlx(&ch->suspend) == 0u) coop__set_cap(dev, c, cap);
+      if (suspend != 0u && coop_ld_rlx(&ch->suspend) == 0u) noticed++;
       if (suspend != 0u) coop__suspend(dev, c);
     }
   }
+  return noticed;
 }
 
 COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
@@ -1009,6 +1039,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   coop_sys_st_rel(&mb->participants, participants);
   coop_sys_st_rel(&mb->sched_state, 1u);
   COOP_PROF_DECL
+  COOP_PROF_SUSPEND_DECL
   for (;;) {
     COOP_TRACE(0);
     /* Step 1. The doorbell (the host's four words) and the next ring
@@ -1059,8 +1090,10 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
       if (bits & 1u) coop__reconcile_forks(dev, c);
     COOP_PROF_MARK(3);
     coop__reap(dev);
+    COOP_PROF_SUSPEND_REAPED();
     COOP_PROF_MARK(4);
-    coop__pass_cancels(mb, dev, stopping);
+    coop_u32 noticed = coop__pass_cancels(mb, dev, stopping);
+    COOP_PROF_SUSPEND_NOTICED(noticed);
     COOP_PROF_MARK(5);
     COOP_TRACE(5);
     if (stopping) {

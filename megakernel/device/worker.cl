@@ -93,6 +93,9 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
   coop_u32 final = coop_ld_rlx(&ch->cancel)      ? COOP_TS_CANCELLED
                    : coop_ld_rlx(&ch->suspended) ? COOP_TS_SUSPENDED
                                                  : COOP_TS_DONE;
+#ifdef COOP_PROF_SUSPEND /* scheduler.cl, "Profile" */
+  if (final == COOP_TS_SUSPENDED) mb->prof[3] = finished;
+#endif
   coop_sys_st_rel(&t->state, final);
 }
 
