@@ -31,6 +31,26 @@ static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
   series_free(&x);
 }
 
+/* Built with COOP_DEVICE_DEFINES=COOP_PROF (scheduler.cl, "Profile"): the
+ * scheduler's passes over the whole run, mean us per step of a pass, as
+ * coop-bench-micro prints them: how long a suspension waits for a pass. */
+static void print_passes(coop_rt *rt) {
+  static const char *const step[] = {"host words", "intake", "forks", "reap",
+                                     "cancels",    "serve",  "offer", "view"};
+  enum { N = 1 + sizeof step / sizeof *step };
+  const char *defs = getenv("COOP_DEVICE_DEFINES");
+  uint64_t p[N];
+  if (!defs || !strstr(defs, "COOP_PROF") || strstr(defs, "COOP_PROF_") ||
+      coop_rt_sched_profile(rt, p, N) != N)
+    return;
+  double us = coop_rt_tick_ns(rt) / 1e3 / (double)p[0], total = 0;
+  for (int k = 1; k < N; k++) total += (double)p[k];
+  printf("  scheduler passes (COOP_PROF): %llu, mean %.3f us:", (unsigned long long)p[0],
+         total * us);
+  for (int k = 1; k < N; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
+  printf("\n");
+}
+
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-suspend [--app NAME] [--input I] [--scale S] [--runs N]\n"
@@ -94,7 +114,11 @@ int main(int argc, char **argv) {
   int64_t *sus = calloc(cap, sizeof *sus), *grow = calloc(cap, sizeof *grow),
           *left = calloc(cap, sizeof *left), *reaped = calloc(cap, sizeof *reaped),
           *last = calloc(cap, sizeof *last);
-  struct coop_app_suspend_log log = {sus, left, grow, reaped, last, 0, cap};
+  /* the device's own stamps only from a megakernel built to take them */
+  const char *defs = getenv("COOP_DEVICE_DEFINES");
+  int prof = defs && strstr(defs, "COOP_PROF_SUSPEND");
+  struct coop_app_suspend_log log = {sus, left, grow, prof ? reaped : NULL, prof ? last : NULL,
+                                     0,   cap};
   double step_us = 0;
   unsigned total = 0;
   for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last; k++) {
@@ -131,12 +155,13 @@ int main(int argc, char **argv) {
   printf("  %u suspensions in %u runs, every result right\n", total, runs);
   printf("  request -> suspended (p50 / p99 / max): %s\n", s1);
   printf("    of it, request -> the last workgroup out (device stamp): %s\n", s3);
-  if (strcmp(s5, "-")) /* COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND */
+  if (prof) /* COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND */
     printf(
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
+  print_passes(rt);
   printf(
       "app,input,workers,step_us,suspensions,suspend,regrow,left\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\","
       "\"%s\"\n",
