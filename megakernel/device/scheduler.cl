@@ -881,7 +881,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * prof[1] is when it passed on the last one (step 5), prof[2] when it
  * next reaped a worker (the first to leave, at its barrier), prof[3] when
  * that task's last workgroup left (worker.cl, coop__publish).
- * coop-bench-suspend --profile reads them. */
+ * coop-bench-suspend reads them. */
 #ifdef COOP_PROF_SUSPEND
 #define COOP_PROF_SUSPEND_DECL coop_u32 prof_armed = 0u, prof_reaped = 0u;
 #define COOP_PROF_SUSPEND_NOTICED(n) \
