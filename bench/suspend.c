@@ -16,6 +16,7 @@
 
 #include "app.h"
 #include "common.h"
+#include "sched_prof.h"
 
 /* p50 / p99 / max of v[0..n) in us, into s (the benchmarks' quantile,
  * common.h); -1 entries (the task ended first) left out. */
@@ -29,26 +30,6 @@ static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
     snprintf(s, len, "%.1f / %.1f / %.1f us (%zu)", quantile(&x, 0.5), quantile(&x, 0.99),
              max_of(&x), x.n);
   series_free(&x);
-}
-
-/* Built with COOP_DEVICE_DEFINES=COOP_PROF (scheduler.cl, "Profile"): the
- * scheduler's passes over the whole run, mean us per step of a pass, as
- * coop-bench-micro prints them: how long a suspension waits for a pass. */
-static void print_passes(coop_rt *rt) {
-  static const char *const step[] = {"host words", "intake", "forks", "reap",
-                                     "cancels",    "serve",  "offer", "view"};
-  enum { N = 1 + sizeof step / sizeof *step };
-  const char *defs = getenv("COOP_DEVICE_DEFINES");
-  uint64_t p[N];
-  if (!defs || !strstr(defs, "COOP_PROF") || strstr(defs, "COOP_PROF_") ||
-      coop_rt_sched_profile(rt, p, N) != N)
-    return;
-  double us = coop_rt_tick_ns(rt) / 1e3 / (double)p[0], total = 0;
-  for (int k = 1; k < N; k++) total += (double)p[k];
-  printf("  scheduler passes (COOP_PROF): %llu, mean %.3f us:", (unsigned long long)p[0],
-         total * us);
-  for (int k = 1; k < N; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
-  printf("\n");
 }
 
 static int usage(FILE *f, int rc) {
@@ -161,7 +142,7 @@ int main(int argc, char **argv) {
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
-  print_passes(rt);
+  sched_prof_print(rt); /* under COOP_PROF: the passes during the run */
   printf(
       "app,input,workers,step_us,suspensions,suspend,regrow,left\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\","
       "\"%s\"\n",

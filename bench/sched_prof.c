@@ -1,0 +1,39 @@
+/* sched_prof.c: see sched_prof.h. */
+#include "sched_prof.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A megakernel built with COOP_DEVICE_DEFINES=COOP_PROF: where the
+ * scheduler's passes went over the whole run (device clock). */
+void sched_prof_print(coop_rt *rt) {
+  static const char *const step[] = {"host words", "intake", "forks", "reap",
+                                     "cancels",    "serve",  "offer", "view"};
+  /* COOP_PROF_TASKS: the passes that started a task, from trace mark k - 1 to k */
+  static const char *const mark[] = {"host words", "released", "validated",  "intake done",
+                                     "reap etc.",  "head",     "gathered",   "id map",
+                                     "release",    "RUNNING",  "serve done", "pass end"};
+  const char *defs = getenv("COOP_DEVICE_DEFINES");
+  if (defs && strstr(defs, "COOP_PROF_SUSPEND")) return; /* its slots: coop-bench-suspend */
+  int traced = defs && strstr(defs, "COOP_PROF_TASKS");
+  enum { N = 1 + sizeof step / sizeof *step, NT = 1 + sizeof mark / sizeof *mark };
+  uint64_t p[NT];
+  int n = traced ? NT : N;
+  if (coop_rt_sched_profile(rt, p, n) != n) return;
+  if (traced) {
+    double us = coop_rt_tick_ns(rt) / 1e3 / (double)p[0];
+    printf("%-36s %llu passes that started a task, mean us from the mark before:",
+           "scheduler trace (COOP_PROF_TASKS)", (unsigned long long)p[0]);
+    for (int k = 1; k < NT; k++) printf(" %s %.3f", mark[k - 1], (double)p[k] * us);
+    printf("\n");
+    return;
+  }
+  double us = coop_rt_tick_ns(rt) / 1e3 / (double)p[0], total = 0;
+  for (int k = 1; k < N; k++) total += (double)p[k];
+  printf("%-36s %llu passes, mean %.3f us:", "scheduler profile (COOP_PROF)",
+         (unsigned long long)p[0], total * us);
+  for (int k = 1; k < N; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
+  printf("\n");
+}
