@@ -1009,9 +1009,10 @@ COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     coop_u32 suspend = coop ? coop_sys_ld_rlx(&t->suspend) : 0u;
     if ((stopping || cancel != 0u) && coop_ld_rlx(&ch->cancel) == 0u) coop_st_rel(&ch->cancel, 1u);
     if (coop) {
+      coop_u32 suspending = coop_ld_rlx(&ch->suspend);
       /* a suspending task keeps its cap of 1 whatever the record's says */
-      if (coop_ld_rlx(&ch->suspend) == 0u) coop__set_cap(dev, c, cap);
-      if (suspend != 0u && coop_ld_rlx(&ch->suspend) == 0u) noticed++;
+      if (!suspending) coop__set_cap(dev, c, cap);
+      if (suspend != 0u && !suspending) noticed++;
       if (suspend != 0u) coop__suspend(dev, c);
     }
   }
