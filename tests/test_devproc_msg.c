@@ -7,12 +7,14 @@
  * an inaccessible page begins, so any read past them faults: the checks
  * refuse before they read what is not there. Then a real device process
  * (coopd --device-process, no device opened) answers malformed requests
- * with EPROTO, logs why, and goes on serving.
+ * with EPROTO, logs why, and goes on serving, by its socket and by its
+ * shared channel (devproc_shm.h).
  */
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -22,6 +24,7 @@
 
 #include "check_run.h"
 #include "coop_errno.h"
+#include "devproc_shm.h"
 #include "devproc_msg.h"
 
 /* ---- helpers ---- */
@@ -422,6 +425,97 @@ START_TEST(device_process_refuses_and_goes_on) {
 }
 END_TEST
 
+/* Waits up to 5 s for *flag to read want. */
+static int flag_becomes(atomic_uint *flag, unsigned want) {
+  for (int i = 0; i < 5000 && atomic_load(flag) != want; i++) usleep(1000);
+  return atomic_load(flag) == want;
+}
+
+/* No message waiting on our end of the socket (it may have closed). */
+static int socket_quiet(const struct child *c) {
+  char b;
+  return recv(c->fd, &b, 1, MSG_DONTWAIT | MSG_PEEK) <= 0;
+}
+
+/* A request of len bytes through the shared channel, as coopd's front sends one,
+ * after the child went to sleep on its socket (so it must be rung). With
+ * sleep, we sleep too and must be rung for the reply; else we spin and the
+ * child must not ring. The reply's error, checked as coopd checks it. */
+static int shm_ask(const struct child *c, struct dp_shm *sh, const struct dp_req *q, uint32_t len,
+                   uint32_t op, int sleep, struct dp_rep *r) {
+  static uint32_t seq;
+  ck_assert(flag_becomes(&sh->child_asleep, 1));
+  atomic_store(&sh->front_asleep, (unsigned)sleep); /* before: the ring is then certain */
+  memcpy(&sh->req, q, len < sizeof *q ? len : sizeof *q);
+  atomic_store_explicit(&sh->req_len, len, memory_order_relaxed);
+  atomic_store(&sh->req_seq, ++seq);
+  ck_assert_uint_eq(atomic_load(&sh->child_asleep), 1);
+  ck_assert_int_eq(dp_shm_ring(c->fd), 0);
+  if (sleep) {
+    struct pollfd pf = {c->fd, POLLIN, 0};
+    ck_assert_int_eq(poll(&pf, 1, 5000), 1);
+    char bell[8];
+    ck_assert_int_eq(recv(c->fd, bell, sizeof bell, 0), DP_DOORBELL_LEN);
+    atomic_store(&sh->front_asleep, 0);
+  }
+  ck_assert(flag_becomes(&sh->rep_seq, seq));
+  ck_assert_msg(socket_quiet(c), "call %u", seq); /* rung once when asleep, never when spinning */
+  uint32_t n = atomic_load_explicit(&sh->rep_len, memory_order_relaxed);
+  ck_assert_int_eq(dp_shm_copy(r, sizeof *r, &sh->rep, n), 0);
+  ck_assert_uint_ge(n, DP_REP_HDR);
+  if (r->err && n == DP_REP_HDR) r->u.text[0] = '\0';
+  if (dp_op_entry(op)) ck_assert_int_eq(dp_rep_check(op, r, n, NULL), 0);
+  ck_assert_uint_eq(r->op, op);
+  return r->err;
+}
+
+START_TEST(device_process_serves_its_shared_channel) {
+  static struct dp_req q;
+  static struct dp_rep r;
+  struct child c = child_start();
+  /* a descriptor that is not a shared channel (its size): refused, nothing mapped */
+  make_req(&q, DP_SHM, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 1, DP_SHM, &r), 0);
+  ck_assert_uint_eq(r.n, 0);
+  struct dp_shm *sh;
+  int mfd = dp_shm_create(&sh);
+  ck_assert_int_ge(mfd, 0);
+  ck_assert_int_eq(dp_send(c.fd, &q, dp_req_len(&q), &mfd, 1), (ssize_t)dp_req_len(&q));
+  int cut;
+  ck_assert_int_eq(dp_recv(c.fd, &r, sizeof r, 0, NULL, NULL, &cut), (ssize_t)DP_REP_HDR);
+  ck_assert_int_eq(r.err, 0);
+  ck_assert_uint_eq(r.n, 1);
+  /* served through it, the child rung awake, and ringing us when we sleep */
+  make_req(&q, DP_CANCEL, 0);
+  ck_assert_int_eq(shm_ask(&c, sh, &q, (uint32_t)dp_req_len(&q), DP_CANCEL, 1, &r), COOP_ESTATE);
+  ck_assert_int_eq(shm_ask(&c, sh, &q, (uint32_t)dp_req_len(&q), DP_CANCEL, 0, &r), COOP_ESTATE);
+  /* a stale doorbell, with nothing new in the shared channel: neither served nor refused */
+  ck_assert_int_eq(dp_shm_ring(c.fd), 0);
+  /* refused as on the socket: short, and a length past the request */
+  ck_assert_int_eq(shm_ask(&c, sh, &q, DP_REQ_HDR - 1, DP_CANCEL, 1, &r), COOP_EPROTO);
+  ck_assert_int_eq(shm_ask(&c, sh, &q, sizeof q + 1, 0, 0, &r), COOP_EPROTO);
+  /* the socket still serves requests (those with descriptors use it) */
+  make_req(&q, DP_INFO, 0);
+  ck_assert_int_eq(ask(&c, &q, dp_req_len(&q), 1, DP_INFO, &r), COOP_EPROTO);
+  make_req(&q, DP_POLL, 0);
+  ck_assert_int_eq(shm_ask(&c, sh, &q, (uint32_t)dp_req_len(&q), DP_POLL, 1, &r), COOP_ESTATE);
+  make_req(&q, DP_CLOSE, 0);
+  ck_assert_int_eq(shm_ask(&c, sh, &q, (uint32_t)dp_req_len(&q), DP_CLOSE, 0, &r), 0);
+  int st;
+  ck_assert_int_eq(waitpid(c.pid, &st, 0), c.pid);
+  ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  close(c.fd);
+  close(mfd);
+  dp_shm_unmap(sh);
+  char log[8192] = {0};
+  ck_assert_int_ge(pread(c.log, log, sizeof log - 1, 0), 0);
+  close(c.log);
+  unsigned said = 0;
+  for (const char *l = log; (l = strstr(l, "refused a request")); l++) said++;
+  ck_assert_uint_eq(said, 3); /* the short, the long, the descriptor */
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("devproc_msg");
   TCase *c = tcase_create("layer");
@@ -438,6 +532,7 @@ static Suite *suite(void) {
   TCase *d = tcase_create("device_process");
   tcase_set_timeout(d, 30);
   tcase_add_test(d, device_process_refuses_and_goes_on);
+  tcase_add_test(d, device_process_serves_its_shared_channel);
   suite_add_tcase(s, d);
   return s;
 }

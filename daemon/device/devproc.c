@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "coop_util.h"
+#include "devproc_shm.h"
 #include "devproc_msg.h"
 #include "kset.h"
 #include "log.h"
@@ -53,6 +54,12 @@ struct dp {
   uint64_t gen;
   struct dp_req q;
   struct dp_rep r;
+  /* The shared channel (devproc_shm.h): created with the first dp_set_kick,
+   * used for requests without descriptors once the child mapped it. */
+  struct dp_shm *shm;
+  int shm_fd;
+  int shm_on;
+  uint32_t shm_seq; /* the last request's req_seq */
   int64_t end_seen; /* dp_end_seen */
   /* The build's widths (dp_widths): [0] the merged megakernel's, then
    * each kernel's alone where [device] kernel_widths measured them; and
@@ -106,8 +113,60 @@ static int reply(struct dp *p, uint32_t op, ssize_t n, int cut) {
   return p->r.err;
 }
 
+/* Until when the front spins for a reply, or 0 for not at all. */
+static int64_t spin_until(const struct dp *p) {
+  int64_t spin_end = p->spin_ns ? coop__now_ns() + p->spin_ns : 0;
+  if (spin_end && p->warm_until > spin_end) spin_end = p->warm_until; /* dp_set_warm */
+  return spin_end;
+}
+
+/* The shared channel's reply, copied out of the shared pages before it is
+ * checked: the child may write them at any time. */
+static int shm_reply(struct dp *p, uint32_t op) {
+  uint32_t n = atomic_load_explicit(&p->shm->rep_len, memory_order_relaxed);
+  if (dp_shm_copy(&p->r, sizeof p->r, &p->shm->rep, n))
+    return lost(p, "sent a malformed reply (its length past the shared channel)");
+  return reply(p, op, (ssize_t)n, 0);
+}
+
+/* A request of len bytes in p->q through the shared channel (devproc_shm.h for
+ * the orders): its reply into p->r. */
+static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
+  struct dp_shm *sh = p->shm;
+  memcpy(&sh->req, &p->q, len);
+  atomic_store_explicit(&sh->req_len, (unsigned)len, memory_order_relaxed);
+  uint32_t s = ++p->shm_seq;
+  atomic_store(&sh->req_seq, s); /* seq_cst: then child_asleep (the Dekker pair) */
+  if (atomic_load(&sh->child_asleep) && dp_shm_ring(p->fd)) return lost(p, NULL);
+  int64_t deadline = now_ms() + timeout_ms;
+  for (int64_t spin_end = spin_until(p); spin_end && coop__now_ns() < spin_end;)
+    if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
+  int e = 0;
+  for (;;) {
+    atomic_store(&sh->front_asleep, 1); /* seq_cst: then rep_seq */
+    if (atomic_load(&sh->rep_seq) == s) break;
+    int64_t left = deadline - now_ms();
+    if (left <= 0) {
+      e = lost(p, "stopped answering (killed)");
+      break;
+    }
+    struct pollfd pf = {p->fd, POLLIN, 0};
+    if (poll(&pf, 1, (int)left) <= 0) continue;
+    char bell[8];
+    int cut = 0;
+    ssize_t n = dp_recv(p->fd, bell, sizeof bell, MSG_DONTWAIT, NULL, NULL, &cut);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (n == DP_DOORBELL_LEN && !cut) continue; /* look again */
+    e = lost(p, n > 0 ? "sent a malformed reply (a message where a doorbell was due)" : NULL);
+    break;
+  }
+  atomic_store(&sh->front_asleep, 0);
+  return e ? e : shm_reply(p, op);
+}
+
 /* One request (p->q, header and its op's body, with the descriptors
- * fds[0..nfds)), one reply into p->r. */
+ * fds[0..nfds)), one reply into p->r: through the shared channel when it carries
+ * no descriptors, else the socket. */
 static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, int timeout_ms) {
   if (p->dead) return COOP_ELOST;
   if (nfds > DP_MAX_FDS) return COOP_EINVAL;
@@ -115,15 +174,16 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
   p->q.warm_until = p->warm_until;
   size_t len = dp_req_len(&p->q);
   if (!len) return COOP_EINVAL;
+  if (nfds == 0 && p->shm_on) return call_shm(p, op, len, timeout_ms);
   ssize_t n = dp_send(p->fd, &p->q, len, fds, nfds);
   if (n != (ssize_t)len) return lost(p, NULL);
   int cut = 0;
   int64_t deadline = now_ms() + timeout_ms;
-  int64_t spin_end = p->spin_ns ? coop__now_ns() + p->spin_ns : 0;
-  if (spin_end && p->warm_until > spin_end) spin_end = p->warm_until; /* dp_set_warm */
+  int64_t spin_end = spin_until(p);
   while (spin_end && coop__now_ns() < spin_end) {
     n = dp_recv(p->fd, &p->r, sizeof p->r, MSG_DONTWAIT, NULL, NULL, &cut);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (n == DP_DOORBELL_LEN && !cut) continue; /* a shared-channel reply's, rung late */
     return reply(p, op, n, cut);
   }
   for (;;) {
@@ -134,6 +194,7 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
     n = dp_recv(p->fd, &p->r, sizeof p->r, 0, NULL, NULL, &cut);
+    if (n == DP_DOORBELL_LEN && !cut) continue;
     return reply(p, op, n, cut);
   }
 }
@@ -247,6 +308,7 @@ static struct dp *dp_new(void) {
   struct dp *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->fd = -1;
+  p->shm_fd = -1;
   p->gen = 1; /* 0 marks no cache entry valid (dp_task_info) */
   return p;
 }
@@ -400,6 +462,13 @@ int dp_unpark(struct dp *p, char *err, size_t errlen) {
   return start_call(p, DP_UNPARK, "relaunch", err, errlen);
 }
 
+static void dp_free(struct dp *p) {
+  if (p->fd >= 0) close(p->fd);
+  if (p->shm_fd >= 0) close(p->shm_fd);
+  dp_shm_unmap(p->shm);
+  free(p);
+}
+
 int dp_close(struct dp *p, unsigned wait_ms) {
   if (!p) return 0;
   int killed = 0;
@@ -407,16 +476,14 @@ int dp_close(struct dp *p, unsigned wait_ms) {
     killed = call(p, DP_CLOSE, -1, (int)wait_ms) == COOP_ELOST;
     if (!killed) reap(p, 0);
   }
-  if (p->fd >= 0) close(p->fd);
-  free(p);
+  dp_free(p);
   return killed;
 }
 
 void dp_kill(struct dp *p) {
   if (!p) return;
   lost(p, "killed");
-  if (p->fd >= 0) close(p->fd);
-  free(p);
+  dp_free(p);
 }
 
 int dp_alive(const struct dp *p) { return p && !p->dead; }
@@ -567,9 +634,27 @@ int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns
 
 void dp_set_warm(struct dp *p, int64_t until) { p->warm_until = until; }
 
+/* The shared channel handed to the child (DP_SHM): from then on, requests
+ * without descriptors go through it. Without one (no memfd, or the child
+ * could not map it) the socket carries everything, as before. */
+static int shm_start(struct dp *p) {
+  if (p->shm_on) return 0;
+  if (!p->shm && (p->shm_fd = dp_shm_create(&p->shm)) < 0) {
+    p->shm = NULL;
+    log_warn("the device process's shared channel: %s: requests go by the socket", strerror(errno));
+    return 0;
+  }
+  int e = call(p, DP_SHM, p->shm_fd, DP_CALL_MS);
+  p->shm_on = e == 0 && p->r.n == 1;
+  if (e == 0 && !p->shm_on)
+    log_warn("the device process could not map its shared channel: requests go by the socket");
+  return e == COOP_ELOST ? e : 0;
+}
+
 int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns) {
   p->q.a = (uint64_t)idle_spin_ns;
-  return call(p, DP_KICKFD, fd, DP_CALL_MS);
+  int e = call(p, DP_KICKFD, fd, DP_CALL_MS);
+  return e ? e : shm_start(p);
 }
 
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) {

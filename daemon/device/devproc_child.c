@@ -21,6 +21,7 @@
 #include "childlog.h"
 #include "coop_util.h"
 #include "devproc.h"
+#include "devproc_shm.h"
 #include "fdio.h"
 #include "devproc_msg.h"
 #include "wire.h"
@@ -33,6 +34,8 @@ struct child {
   long spin_ns;          /* DP_WAIT's spin: DP_SPIN_NS on a GPU, 0 on the CPU (PoCL) */
   int64_t idle_spin_ns;  /* DP_KICKFD's a: after a reply, the next request's spin */
   uint8_t reported[256]; /* per task slot: the state last answered + 1 (0: none) */
+  struct dp_shm *shm;    /* DP_SHM's channel (devproc_shm.h), or NULL */
+  uint32_t shm_seen;     /* the last request taken from it (its req_seq) */
 };
 
 /* DP_WAIT's spin, then its naps (see wait_for). */
@@ -410,6 +413,13 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
   coop_rt *rt = ch->rt;
   r->err = 0;
   test_die_at(q->op);
+  if (q->op == DP_SHM) { /* the device need not be open */
+    dp_shm_unmap(ch->shm);
+    ch->shm = dp_shm_map(rfd);
+    if (ch->shm) ch->shm_seen = atomic_load(&ch->shm->req_seq); /* nothing is in it yet */
+    r->n = ch->shm != NULL;
+    return;
+  }
   if (!rt && q->op != DP_OPEN && q->op != DP_CLOSE) {
     r->err = COOP_ESTATE;
     return;
@@ -507,6 +517,7 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       }
       if (ch->kick >= 0) close(ch->kick);
       ch->kick = dup(rfd); /* the request's own copy is closed after it */
+
       ch->idle_spin_ns = q->a < 1000000000u ? (int64_t)q->a : 0;
       ch->spin_ns = dp_backend_spins(coop_rt_backend(rt)) ? DP_SPIN_NS : 0;
       return;
@@ -553,13 +564,57 @@ static void quiet_signals(void) {
  * microseconds of the last one's reply when a client submits one after
  * another, and recvmsg woken from sleep costs several of them (the trace's
  * "the request reaching the runtime"; bench/RESULTS.md). */
-static ssize_t next_request(int fd, struct dp_req *q, int *fds, unsigned *nfds, int *cut,
-                            int64_t spin_end) {
-  while (spin_end && coop__now_ns() < spin_end) {
-    ssize_t n = dp_recv(fd, q, sizeof *q, MSG_DONTWAIT, fds, nfds, cut);
+/* A new request in the shared channel, copied into q (devproc_shm.h): its
+ * length, or 0 when there is none. */
+static ssize_t shm_take(struct child *ch, struct dp_req *q, int *cut) {
+  if (!ch->shm) return 0;
+  unsigned s = atomic_load_explicit(&ch->shm->req_seq, memory_order_acquire);
+  if (s == ch->shm_seen) return 0;
+  ch->shm_seen = s;
+  uint32_t n = atomic_load_explicit(&ch->shm->req_len, memory_order_relaxed);
+  *cut = dp_shm_copy(q, sizeof *q, &ch->shm->req, n) != 0; /* refused as too long */
+  return *cut ? (ssize_t)sizeof *q : (ssize_t)n;
+}
+
+/* A doorbell read where a request was due: look at the shared channel again. */
+static int doorbell(ssize_t n, int *fds, unsigned *nfds) {
+  if (n != DP_DOORBELL_LEN) return 0;
+  for (unsigned i = 0; i < *nfds; i++) close(fds[i]);
+  *nfds = 0;
+  return 1;
+}
+
+static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds, unsigned *nfds,
+                            int *cut, int64_t spin_end, int *via_shm) {
+  *nfds = 0;
+  *cut = 0;
+  for (unsigned i = 0; spin_end && coop__now_ns() < spin_end; i++) {
+    ssize_t n = shm_take(ch, q, cut);
+    if (n) return *via_shm = 1, n;
+    if (i % 16u) continue; /* the socket only carries requests with descriptors */
+    n = dp_recv(fd, q, sizeof *q, MSG_DONTWAIT, fds, nfds, cut);
+    if (doorbell(n, fds, nfds)) continue;
     if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
   }
-  return dp_recv(fd, q, sizeof *q, 0, fds, nfds, cut);
+  for (;;) {
+    if (ch->shm) atomic_store(&ch->shm->child_asleep, 1); /* seq_cst: then req_seq */
+    ssize_t n = shm_take(ch, q, cut);
+    if (n)
+      *via_shm = 1;
+    else
+      n = dp_recv(fd, q, sizeof *q, 0, fds, nfds, cut);
+    if (ch->shm) atomic_store(&ch->shm->child_asleep, 0);
+    if (*via_shm || !doorbell(n, fds, nfds)) return n;
+  }
+}
+
+/* The reply r of len bytes to a request from the shared channel; the front is
+ * rung if it went to sleep on the socket (the Dekker pair). */
+static void shm_reply(struct child *ch, int fd, const struct dp_rep *r, size_t len) {
+  memcpy(&ch->shm->rep, r, len);
+  atomic_store_explicit(&ch->shm->rep_len, (unsigned)len, memory_order_relaxed);
+  atomic_store(&ch->shm->rep_seq, ch->shm_seen); /* seq_cst: then front_asleep */
+  if (atomic_load(&ch->shm->front_asleep)) dp_shm_ring(fd);
 }
 
 int dp_child_main(int fd) {
@@ -578,8 +633,9 @@ int dp_child_main(int fd) {
     int fds[DP_MAX_FDS];
     unsigned nfds;
     int cut;
+    int via_shm = 0;
     q.op = 0; /* a message too short to hold one names none */
-    ssize_t n = next_request(fd, &q, fds, &nfds, &cut, spin_end);
+    ssize_t n = next_request(&ch, fd, &q, fds, &nfds, &cut, spin_end, &via_shm);
     if (n <= 0) break; /* the front closed its end: exit */
     memset(&r, 0, DP_REP_HDR);
     r.op = q.op;
@@ -607,7 +663,10 @@ int dp_child_main(int fd) {
       r.u.text[0] = '\0';
       len = DP_REP_HDR;
     }
-    dp_send(fd, &r, len, NULL, 0);
+    if (via_shm)
+      shm_reply(&ch, fd, &r, len);
+    else
+      dp_send(fd, &r, len, NULL, 0);
     if (q.op == DP_CLOSE && !bad) return 0;
     spin_end = ch.idle_spin_ns ? coop__now_ns() + ch.idle_spin_ns : 0;
     /* the warm window, at most DP_WARM_MAX_NS ahead: a wild stamp cannot

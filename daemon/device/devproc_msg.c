@@ -50,6 +50,7 @@ const struct dp_op_entry dp_ops[DP_NOPS] = {
     [DP_SAVED] = {"saved", NONE, NONE, 0, 1, 1},
     [DP_RESUME] = {"resume", FIXED(sizeof(struct coop_rt_task_desc)), NONE, 0, 1, 1},
     [DP_DUP] = {"dup", BUFS(1, DP_MAX_BUFS), NONE, 0, 0, 0},
+    [DP_SHM] = {"shm", NONE, NONE, 0, 1, 1},
     [DP_WIDTH] = {"width", NONE, LIST(0, sizeof(struct coop_rt_width), 1, DP_WIDTHS_MAX), 0, 0, 0},
 };
 

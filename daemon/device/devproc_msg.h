@@ -50,6 +50,8 @@ enum dp_op {
                * megakernel's, then each kernel's (coop_rt_kernel_width) */
   DP_DUP,     /* u.bufs, a = a buffer arg: each b[i].size bytes of the buffer b[i].arg copied
                * into that buffer at b[i].at, on the device -> rep.n = breach + 1 */
+  DP_SHM,     /* fd: the shared channel's memfd (devproc_shm.h) -> rep.n = 1: mapped, and
+               * requests without descriptors come through it from now on */
   DP_NOPS     /* one past the last op */
 };
 
