@@ -588,7 +588,12 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
 
 int64_t dp_end_seen(const struct dp *p) { return p->end_seen; }
 
-int dp_backend_spins(const char *backend) { return backend && !strcmp(backend, "cuda"); }
+int dp_backend_spins(const char *backend) {
+  /* tests only: every spin on a CPU device too, so that CI runs the
+   * spinning sides of the shared channel (docs/daemon.md, "Spinning") */
+  if (getenv("COOP_TEST_SPIN_ANY")) return 1;
+  return backend && !strcmp(backend, "cuda");
+}
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, coop_task_id *id) {
   return dp_submit_end(p, d, wait_ns, 0, id, NULL, NULL, NULL);

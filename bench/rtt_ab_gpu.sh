@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# bench/rtt_ab_gpu.sh: two coopd builds side by side in one lease, the nop
+# task through coopd (coop-bench-rtt --nop --resident), K = 1 and K = all
+# workers, rounds alternating old then new so that a lease's drift falls on
+# both. Each run has its own coopd (COOP_TRACE_FILE set, so the new build's
+# rows come with the legs of the path: docs/daemon.md, "The path of one
+# job, leg by leg").
+#
+#   bench/rtt_ab_gpu.sh --old DIR [--build-dir DIR] [--rounds N] [--runs N]
+#
+# --old DIR: the other build's coopd, coop-bench-rtt and libcoop.so.0, in
+# one folder. --build-dir: the new build (default build-cuda). Prints each
+# run's CSV row (label old-K or new-K) and the new build's legs; set
+# COOP_BACKEND etc. as for any coopd.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bdir=$repo/build-cuda old= rounds=2 runs=2000
+while [ $# -gt 0 ]; do
+  case $1 in
+    --old) old=$2; shift 2 ;;
+    --build-dir) bdir=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "rtt_ab_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+[ -n "$old" ] && [ -x "$old/coopd" ] && [ -x "$old/coop-bench-rtt" ] ||
+  { echo "rtt_ab_gpu.sh: --old DIR must hold coopd and coop-bench-rtt" >&2; exit 2; }
+tmp=$(mktemp -d /tmp/coop-rtt-ab.XXXXXX)
+daemon=
+trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; rm -rf "$tmp"' EXIT
+echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
+echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); old: $old"
+# one SIDE (old|new) K run: a coopd of its own, then the bench against it
+one() {
+  local side=$1 k=$2 coopd rtt libs
+  if [ "$side" = old ]; then coopd=$old/coopd rtt=$old/coop-bench-rtt libs=$old:${LD_LIBRARY_PATH:-}
+  else coopd=$bdir/bin/coopd rtt=$bdir/bin/coop-bench-rtt libs=${LD_LIBRARY_PATH:-}; fi
+  local sock=$tmp/s.sock trace=$tmp/$side-$k.trace
+  rm -f "$sock" "$trace"
+  COOP_TRACE_FILE=$trace LD_LIBRARY_PATH=$libs "$coopd" --socket "$sock" \
+    --kernels "$repo/kernels:$repo/kernels/probe" --set server.journal=off \
+    --set device.park_ms=0 --set jobs.watchdog_ms=0 2>"$tmp/coopd.log" &
+  daemon=$!
+  for _ in $(seq 1 1200); do
+    [ -S "$sock" ] && break
+    kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  sleep 1 # the socket is there before the megakernel answers: the bench waits too
+  LD_LIBRARY_PATH=$libs "$rtt" --socket "$sock" --nop --resident --spin-us 200 --runs "$runs" \
+    --groups "$k" --label "$side-$k" --trace "$trace" 2>&1
+  kill "$daemon"; wait "$daemon" 2>/dev/null || true
+  daemon=
+}
+for r in $(seq 1 "$rounds"); do
+  echo "== round $r"
+  for k in 1 all; do one old "$k"; one new "$k"; done
+done
