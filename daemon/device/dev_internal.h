@@ -41,8 +41,12 @@ struct run {
   int64_t task_ran[DEV_MAX_INFLIGHT];  /* when a poll first saw it running (host ns), or 0 */
   unsigned ninflight;
   int64_t started_ns;
-  int64_t cancel_seen;  /* when the device thread first saw j->cancel */
-  int watchdog;         /* cancelled by watchdog_ms: its RESULT says so */
+  int64_t cancel_seen; /* when the device thread first saw j->cancel */
+  int watchdog;        /* cancelled by watchdog_ms: its RESULT says so */
+  /* its device process was lost inside a DP_SUBMIT (which may carry the
+   * task's whole run): the task may have run, so a restart runs the job
+   * again only by runs_again's rules (dev_watch.c), never as fresh */
+  int submit_lost;
   coop_task_id release; /* a one-task job's ended task, released with its unstage */
   int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1, */
   struct coop_rt_task_info end_info; /* and its final info */

@@ -439,8 +439,14 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
     dev__preempt_before_submit(d, r);
+    int alive = dp_alive(d->rt);
     int e = submit_instance(d, r, *wake);
     if (e == COOP_EBUSY) break; /* no free slot: try on the next pass */
+    if (e == COOP_ELOST && !dp_alive(d->rt)) {
+      /* the restart (next pass) decides: dev__restart, runs_again */
+      r->submit_lost = alive;
+      break;
+    }
     if (e) {
       dev__fail(j, e, "could not submit: %s", coop_strerror(e));
       atomic_store(&j->cancel, 1);

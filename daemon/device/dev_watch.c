@@ -199,7 +199,7 @@ void dev_watch_get(struct dev *d, uint32_t viewer, struct dev_watch *w) {
 /* A one-task job whose task no workgroup ever touched (the last poll saw it
  * waiting): nothing of it ran, so after a restart it can run as if new. */
 static int never_gathered(const struct run *r) {
-  if (dev__periodic(r->j) || r->j->error || r->released > 1) return 0;
+  if (dev__periodic(r->j) || r->j->error || r->released > 1 || r->submit_lost) return 0;
   if (r->suspended_at) return 0; /* it ran before its suspension (dev_prio.c) */
   for (unsigned i = 0; i < r->ninflight; i++)
     if (r->task_seen[i] & (1u << COOP_EV_GATHERED)) return 0;

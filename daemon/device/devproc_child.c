@@ -386,7 +386,12 @@ static void started(coop_rt *rt, int err, struct dp_rep *r) {
  * arrives once the file PATH.arm exists (the test makes it when the job it
  * watches is where it wants it), once over every device process of the
  * test: the death creates PATH, and none comes while PATH exists.
- * tests/test_daemon_suspend.c kills it so in the middle of a checkpoint. */
+ * tests/test_daemon_suspend.c kills it so in the middle of a checkpoint.
+ * With OP written "~OP" it does not die but garbles its next reply through
+ * the shared channel (a length past the reply, as a corrupted device
+ * process might write): test_daemon_faults.c. */
+static int garble_next;
+
 static void test_die_at(uint32_t op) {
   static int armed = -1;
   static unsigned left;
@@ -397,12 +402,16 @@ static void test_die_at(uint32_t op) {
     snprintf(arm, sizeof arm, "%s.arm", path);
   }
   const struct dp_op_entry *e = armed ? dp_op_entry(op) : NULL;
-  if (!e || strcmp(e->name, name) || access(arm, F_OK) || --left) return;
+  int garble = name[0] == '~';
+  if (!e || strcmp(e->name, name + garble) || access(arm, F_OK) || --left) return;
   armed = 0;
   int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0) return; /* an earlier device process died so already */
   close(fd);
-  kill(getpid(), SIGKILL);
+  if (garble)
+    garble_next = 1;
+  else
+    kill(getpid(), SIGKILL);
 }
 
 /* One well-formed request (dp_req_check): its answer in r, whose body
@@ -517,7 +526,6 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       }
       if (ch->kick >= 0) close(ch->kick);
       ch->kick = dup(rfd); /* the request's own copy is closed after it */
-
       ch->idle_spin_ns = q->a < 1000000000u ? (int64_t)q->a : 0;
       ch->spin_ns = dp_backend_spins(coop_rt_backend(rt)) ? DP_SPIN_NS : 0;
       return;
@@ -559,11 +567,6 @@ static void quiet_signals(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
-/* The next request. For idle_spin_ns after the last reply the socket is
- * read without sleeping: a job's request comes within tens of
- * microseconds of the last one's reply when a client submits one after
- * another, and recvmsg woken from sleep costs several of them (the trace's
- * "the request reaching the runtime"; bench/RESULTS.md). */
 /* A new request in the shared channel, copied into q (devproc_shm.h): its
  * length, or 0 when there is none. */
 static ssize_t shm_take(struct child *ch, struct dp_req *q, int *cut) {
@@ -584,6 +587,15 @@ static int doorbell(ssize_t n, int *fds, unsigned *nfds) {
   return 1;
 }
 
+/* The next request. For idle_spin_ns after the last reply the shared
+ * channel is watched without sleeping (and every 16th look the socket,
+ * which carries only requests with descriptors): a job's request comes
+ * within tens of microseconds of the last one's reply when a client
+ * submits one after another, and recvmsg woken from sleep costs several
+ * of them (the trace's "the request reaching the runtime";
+ * bench/RESULTS.md). Then it sleeps on the socket, where the front rings
+ * it (devproc_shm.h). *via_shm: the request came through the channel, and
+ * so goes its reply. */
 static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds, unsigned *nfds,
                             int *cut, int64_t spin_end, int *via_shm) {
   *nfds = 0;
@@ -612,6 +624,8 @@ static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds
  * rung if it went to sleep on the socket (the Dekker pair). */
 static void shm_reply(struct child *ch, int fd, const struct dp_rep *r, size_t len) {
   memcpy(&ch->shm->rep, r, len);
+  if (garble_next) /* test_die_at */
+    garble_next = 0, len = sizeof *r + 1;
   atomic_store_explicit(&ch->shm->rep_len, (unsigned)len, memory_order_relaxed);
   atomic_store(&ch->shm->rep_seq, ch->shm_seen); /* seq_cst: then front_asleep */
   if (atomic_load(&ch->shm->front_asleep)) dp_shm_ring(fd);
