@@ -510,17 +510,19 @@ START_TEST(restart_during_a_reload_takes_the_new_kernels) {
 }
 END_TEST
 
-/* The device process is lost inside its first DP_SUBMIT (COOP_TEST_DIE_AT
- * OP, armed from the start): with "submit" it dies as the request
- * arrives; with "~submit" it garbles the reply, writing through the shared
- * channel a length past the reply, as a corrupted process might, which
- * coopd must refuse before it reads past. Either way coopd restarts it,
- * and the render that was being submitted, whose buffers are only inputs
- * and outputs, runs again and ends right (before, a loss inside the
- * submit, which carries a short task's whole run, failed the job with
- * "could not submit: the job was lost"); the device serves on. */
-static void lost_in_submit(const char *op, const char *said) {
-  char logp[] = "/tmp/coopd-lostsub-XXXXXX.log", mark[64], arm[72], env[128];
+/* The device process is lost inside its first request of OP
+ * (COOP_TEST_DIE_AT, armed from the start): "submit" and "stage", it
+ * dies as the request arrives; "~submit", it garbles the reply, writing
+ * through the shared channel a length past the reply, as a corrupted
+ * process might, which coopd must refuse before it reads past. Each time
+ * coopd restarts it and the render, whose buffers are only inputs and
+ * outputs, runs again and ends right (before, a loss inside the submit,
+ * which carries a short task's whole run, failed the job with "could not
+ * submit: the job was lost", and one while staged with "the device
+ * process died while the job was staged"); the device serves on. said: in
+ * the log; again: the restart's count of what runs again. */
+static void lost_at(const char *op, const char *said, const char *again) {
+  char logp[] = "/tmp/coopd-lostat-XXXXXX.log", mark[64], arm[72], env[128];
   log_temp(logp);
   snprintf(mark, sizeof mark, "%s.done", logp);
   snprintf(arm, sizeof arm, "%s.arm", mark);
@@ -537,10 +539,10 @@ static void lost_in_submit(const char *op, const char *said) {
   struct conn c;
   open_hello(&c, &d);
   render_check(&c, 1, 0, 0); /* DONE, every pixel right */
-  if (access(mark, F_OK) || !log_has(logp, said)) log_print(logp);
+  if (access(mark, F_OK) || !log_has(logp, said) || !log_has(logp, again)) log_print(logp);
   ck_assert_msg(access(mark, F_OK) == 0, "the device process was never lost at %s", op);
   ck_assert_msg(log_has(logp, said), "no \"%s\" in the log", said);
-  ck_assert(log_has(logp, "restarting it (0 other jobs lost, 1 to run again"));
+  ck_assert_msg(log_has(logp, again), "no \"%s\" in the log", again);
   render_check(&c, 1, 0, 0);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
@@ -550,12 +552,18 @@ static void lost_in_submit(const char *op, const char *said) {
 }
 
 START_TEST(a_death_inside_a_submit_runs_the_task_again) {
-  lost_in_submit("submit", "killed by signal 9");
+  lost_at("submit", "killed by signal 9", "restarting it (0 other jobs lost, 1 to run again");
+}
+END_TEST
+
+START_TEST(a_death_while_staged_runs_the_job_again) {
+  lost_at("stage", "killed by signal 9", "restarting it (0 other jobs lost, 0 to run again");
 }
 END_TEST
 
 START_TEST(a_garbled_shared_channel_costs_a_restart) {
-  lost_in_submit("~submit", "sent a malformed reply (its length past the shared channel)");
+  lost_at("~submit", "sent a malformed reply (its length past the shared channel)",
+          "restarting it (0 other jobs lost, 1 to run again");
 }
 END_TEST
 
@@ -571,6 +579,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
   tcase_add_test(t, restart_during_a_reload_takes_the_new_kernels);
   tcase_add_test(t, a_death_inside_a_submit_runs_the_task_again);
+  tcase_add_test(t, a_death_while_staged_runs_the_job_again);
   tcase_add_test(t, a_garbled_shared_channel_costs_a_restart);
   suite_add_tcase(s, t);
 }

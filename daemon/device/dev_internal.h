@@ -335,8 +335,9 @@ int dev__resume_suspended(struct dev *d, struct run *r);
 void dev__unsuspend_lost(struct dev *d);
 
 /* dev_stage.c */
-/* Arena copies of the job's buffers, IN data copied in: 0, or -1 with
- * the job failed. */
+/* Arena copies of the job's buffers, IN data copied in: 0; the code the
+ * job failed with; or COOP_ELOST, the job not failed, when the device
+ * process died under the request (nothing of it ran: the restart runs it). */
 int dev__stage_in(struct dev *d, struct job *j);
 /* OUT data back when `out`, every arena copy freed, and the ended task
  * `release` (0: none) given back to the runtime, in one request. */

@@ -218,11 +218,20 @@ void dev__start_now(struct dev *d, struct job *j) {
       return;
     }
   }
-  if (dev__check_bufs(d, j) || dev__stage_in(d, j)) {
+  int e = dev__check_bufs(d, j);
+  if (!e) e = dev__stage_in(d, j);
+  if (e == COOP_ELOST && !j->error && j->reruns++ >= DEV_MAX_RERUNS)
+    dev__fail(j, e, "the device process died while the job was staged, %u times", j->reruns);
+  if (e && !(e == COOP_ELOST && !j->error)) {
     free(r);
     dev__hand_back(d, j);
     return;
   }
+  /* e: its device process died while it was staged. The run joins the
+   * others with nothing in flight, and the restart that comes next pass
+   * runs it again as new (dev__restart: never_gathered), at most
+   * DEV_MAX_RERUNS times: a job whose staging kills the device process
+   * must not restart it for ever. */
   TRACE_STAMP(j, staged);
   r->next = d->runs;
   d->runs = r;

@@ -96,6 +96,8 @@ int dev__stage_in(struct dev *d, struct job *j) {
               "raise [device] arena_mb");
     return j->error;
   }
+  if (e == COOP_ELOST && !dp_alive(d->rt))
+    return e; /* not failed: nothing of it ran, the restart runs it (dev__start_now) */
   if (e) {
     dev__fail(j, e, "%s",
               e == COOP_ELOST ? "the device process died while the job was staged"
