@@ -7,7 +7,18 @@
 
 static void on_idle(uv_idle_t *h) {
   struct loopspin *ls = h->data;
-  if (coop__now_ns() >= ls->until) uv_idle_stop(h);
+  if (ls->turn) ls->turn(ls->turn_arg);
+  if (!ls->ready || coop__now_ns() < ls->until) return;
+  /* Stopping: the flag cleared first, then one more look, so that work a
+   * device thread announced while it still read the flag set is taken
+   * now; later work wakes the loop by uv_async (dev__announce). */
+  atomic_store(&ls->spinning, 0);
+  if (ls->turn) ls->turn(ls->turn_arg);
+  if (ls->ready && coop__now_ns() < ls->until) { /* that look asked for more */
+    atomic_store(&ls->spinning, 1);
+    return;
+  }
+  uv_idle_stop(h);
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -19,6 +30,9 @@ static void on_timer(uv_timer_t *t) {
 
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop) {
   ls->until = ls->from = ls->to = 0;
+  atomic_init(&ls->spinning, 0);
+  ls->turn = NULL;
+  ls->turn_arg = NULL;
   ls->ready = uv_idle_init(loop, &ls->idle) == 0 && uv_timer_init(loop, &ls->timer) == 0;
   ls->idle.data = ls;
   ls->timer.data = ls;
@@ -28,7 +42,13 @@ void loopspin_for(struct loopspin *ls, int64_t ns) {
   if (!ls->ready || ns <= 0) return;
   int64_t until = coop__now_ns() + ns;
   if (until > ls->until) ls->until = until;
+  atomic_store(&ls->spinning, 1);    /* the idle handle runs on the next turn */
   uv_idle_start(&ls->idle, on_idle); /* already active: nothing */
+}
+
+void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg) {
+  ls->turn = fn;
+  ls->turn_arg = arg;
 }
 
 void loopspin_at(struct loopspin *ls, int64_t from, int64_t to) {
@@ -49,6 +69,7 @@ void loopspin_at(struct loopspin *ls, int64_t from, int64_t to) {
 void loopspin_stop(struct loopspin *ls) {
   if (!ls->ready) return;
   ls->ready = 0;
+  atomic_store(&ls->spinning, 0);
   uv_idle_stop(&ls->idle);
   uv_timer_stop(&ls->timer);
 }

@@ -9,11 +9,16 @@
  * active uv_idle handle keeps uv_run polling without sleeping; then it
  * stops itself. And a frame loop's next task, expected 16 ms on, finds
  * the loop spinning if loopspin_at armed a window around it (warm ahead:
- * docs/daemon.md, "Spinning"). Loop thread only.
+ * docs/daemon.md, "Spinning"). While it spins, the loop also calls a
+ * `turn` hook every turn, and `spinning` (read by device threads) says so:
+ * a device thread then announces finished work by a flag the hook reads
+ * instead of waking the loop with uv_async (device.h, dev_poll). Loop
+ * thread only, but for `spinning`.
  */
 #ifndef COOPD_LOOPSPIN_H
 #define COOPD_LOOPSPIN_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -23,6 +28,12 @@ struct loopspin {
   int64_t until;    /* CLOCK_MONOTONIC ns; the idle handle stops itself after it */
   int64_t from, to; /* the window the timer starts, or 0 */
   int ready;        /* initialised, and not closing */
+  /* 1 only while the idle handle is active, so that `turn` runs every
+   * turn; seq_cst: its clear, then turn's last look, pairs with a device
+   * thread's flag, then its read of this (dev__announce) */
+  atomic_int spinning;
+  void (*turn)(void *arg);
+  void *turn_arg;
 };
 
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop);
@@ -32,6 +43,8 @@ void loopspin_for(struct loopspin *ls, int64_t ns);
  * window is armed at a time: a later call moves it, unless the armed one
  * starts sooner (two frame loops: the nearer frame is served). */
 void loopspin_at(struct loopspin *ls, int64_t from, int64_t to);
+/* fn(arg) on every turn while the loop spins, and once more when it stops. */
+void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
 /* At the stop, before uv_walk closes every handle: no spin starts again. */
 void loopspin_stop(struct loopspin *ls);
 

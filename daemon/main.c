@@ -210,6 +210,14 @@ static void on_dev_stopped(struct dev *d, void *user) {
   log_info("stopped");
 }
 
+/* The loop's spin, every turn: what the device threads announced
+ * (loopspin.h). ndev is read again each time: the last device's stop
+ * frees them all (on_dev_stopped) and sets it to 0. */
+static void poll_devices(void *arg) {
+  struct daemon *dm = arg;
+  for (unsigned i = 0; i < dm->ndev; i++) dev_poll(dm->devs[i]);
+}
+
 static void on_hard_stop(uv_timer_t *t) {
   log_error("the device did not stop: a non-cooperative kernel cannot be cancelled; exiting");
   _exit(1);
@@ -376,6 +384,8 @@ static int run(struct daemon *dm) {
       uv_signal_start(&dm->sig[i], on_signal, sigs[i]);
     }
   }
+  loopspin_on_turn(&dm->spin, poll_devices, dm);
+  for (unsigned i = 0; i < dm->ndev; i++) dev_set_loop_spin(dm->devs[i], &dm->spin.spinning);
   for (unsigned i = 0; i < dm->ndev; i++)
     if (dev_start(dm->devs[i])) {
       log_error("cannot start the device thread");

@@ -97,7 +97,7 @@ void dev__do_bufops(struct dev *d) {
   while (*p) p = &(*p)->next;
   *p = done;
   pthread_mutex_unlock(&d->mu);
-  uv_async_send(&d->async);
+  dev__announce(d);
   dev__spin_after(d); /* a frame's write comes before its submit, a read after its end */
 }
 

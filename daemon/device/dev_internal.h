@@ -96,6 +96,11 @@ struct dev {
   const struct config *cfg;
   const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
   uv_async_t async;
+  /* dev__announce: set (seq_cst) after work for the loop is queued, taken
+   * by dev_poll or on_async; loop_spin: the loop's loopspin.spinning, or
+   * NULL (dev_set_loop_spin) */
+  atomic_int announced;
+  const atomic_int *loop_spin;
   struct dev_event *ev; /* under mu: events for the loop, in order */
   size_t nev, cap_ev;
   void (*on_stopped)(struct dev *, void *);
@@ -212,6 +217,10 @@ int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen);
 void dev__fail(struct job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A job whose turn has come: resolved, its buffers staged, a run of it
  * started; or handed back failed. */
+/* Work for the loop is queued (under mu): tells it, by the flag it reads
+ * every turn while it spins (dev_poll), else by uv_async_send. Any
+ * thread. */
+void dev__announce(struct dev *d);
 void dev__start_now(struct dev *d, struct job *j);
 /* Whether r's task may be asked to suspend now (for a priority, a share,
  * a checkpoint or a move): a one-task cooperative job whose task has been

@@ -139,7 +139,7 @@ static void push_event(struct dev *d, const struct job *j, uint32_t inst, uint8_
   }
   d->ev[d->nev++] = (struct dev_event){j->id, j->uid, inst, kind, t, gather_ns};
   pthread_mutex_unlock(&d->mu);
-  uv_async_send(&d->async);
+  dev__announce(d);
 }
 
 /* RELEASED and GATHERED as soon as the task record shows them (or, for a

@@ -2,7 +2,8 @@
  * device.c: see device.h.
  *
  * Two queues under one mutex: `in` (loop -> device: new jobs), and `out`
- * (device -> loop: finished jobs), the latter announced by uv_async_send.
+ * (device -> loop: finished jobs), the latter announced by dev__announce:
+ * uv_async_send, or while the loop spins a flag it reads every turn.
  * Cancellation is a flag on the job (atomic), seen by the device thread on
  * its next pass. The device thread sleeps on a condition variable when it
  * has nothing in flight; with tasks in flight it waits in the device
@@ -68,6 +69,7 @@
 
 static void on_async(uv_async_t *a) {
   struct dev *d = a->data;
+  atomic_store(&d->announced, 0); /* before the queues: a later announce is seen again */
   pthread_mutex_lock(&d->mu);
   /* events and finished jobs taken together: a job's events were queued
    * before it, so they are all here when it is, and go out first */
@@ -106,6 +108,20 @@ static void on_async(uv_async_t *a) {
     cb(d, d->user);
   }
 }
+
+/* The flag, then the loop's: a Dekker pair with the loop's stop of its
+ * spin (loopspin.c, on_idle: its flag cleared, then a last dev_poll), so
+ * the loop either takes this work in that look or gets the uv_async. */
+void dev__announce(struct dev *d) {
+  atomic_store(&d->announced, 1);
+  if (!d->loop_spin || !atomic_load(d->loop_spin)) uv_async_send(&d->async);
+}
+
+void dev_poll(struct dev *d) {
+  if (atomic_load(&d->announced)) on_async(&d->async);
+}
+
+void dev_set_loop_spin(struct dev *d, const atomic_int *spinning) { d->loop_spin = spinning; }
 
 /* Wakes the device thread wherever it waits: on the condition variable
  * (nothing in flight) or in the device process's dp_wait. */
@@ -265,7 +281,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
     d->out_head = j;
   d->out_tail = j;
   pthread_mutex_unlock(&d->mu);
-  uv_async_send(&d->async);
+  dev__announce(d);
 }
 
 void dev__cancel_queued(struct dev *d, struct job *j, const char *why) {
@@ -531,7 +547,7 @@ static void *dev_main(void *arg) {
   pthread_mutex_lock(&d->mu);
   d->stopped = 1;
   pthread_mutex_unlock(&d->mu);
-  uv_async_send(&d->async);
+  dev__announce(d);
   return NULL;
 }
 
@@ -629,7 +645,7 @@ static void do_swap(struct dev *d) {
   memcpy(d->swap_msg, msg, sizeof msg);
   pthread_mutex_unlock(&d->mu);
   dev__carry_in(d); /* the jobs suspended across it run on */
-  uv_async_send(&d->async);
+  dev__announce(d);
 }
 
 int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,

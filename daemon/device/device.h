@@ -8,6 +8,7 @@
 #ifndef COOPD_DEVICE_H
 #define COOPD_DEVICE_H
 
+#include <stdatomic.h>
 #include <uv.h>
 
 #include "config.h"
@@ -67,6 +68,14 @@ int dev_index(const struct dev *d);
 int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,
              void (*on_swapped)(int err, const char *msg, void *user));
 void dev_submit(struct dev *d, struct job *j);
+/* The loop's spin (loopspin.h, `spinning`): while it reads nonzero the
+ * loop calls dev_poll every turn, so the device thread announces finished
+ * jobs, events and buffer answers by a flag, not by waking the loop with
+ * uv_async (a system call on each side). Set before dev_start; unset, the
+ * uv_async always. */
+void dev_set_loop_spin(struct dev *d, const atomic_int *spinning);
+/* On the loop: what the device thread announced (as its uv_async would). */
+void dev_poll(struct dev *d);
 
 /* Device buffers (dev_bufs.c; docs/daemon.md, "Device buffers"): one
  * operation on the device's arena, done by the device thread before the

@@ -1,0 +1,171 @@
+/*
+ * test_loopspin.c: the loop's bounded spin (daemon/loopspin.h) and its
+ * half of the hand-back's Dekker pair (docs/daemon.md, "Spinning"): while
+ * the idle handle is active `spinning` reads 1 and the turn hook runs every
+ * turn; the stop clears `spinning` and then runs the hook once more; a hook
+ * that asks for more spin in that last look keeps the loop spinning. Then
+ * a producer thread announces items as a device thread does
+ * (dev__announce: its flag, then `spinning`, uv_async only when clear)
+ * while the loop's spins start and stop under it: every item is taken,
+ * none waits for a later wake.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <uv.h>
+
+#include "check_run.h"
+#include "coop_util.h"
+#include "loopspin.h"
+
+struct probe {
+  struct loopspin ls;
+  unsigned turns, looks_clear; /* hook calls; those with spinning clear */
+  int extend;                  /* the last look asks for this much more spin, once */
+};
+
+static void count_turn(void *arg) {
+  struct probe *p = arg;
+  p->turns++;
+  if (atomic_load(&p->ls.spinning)) return;
+  p->looks_clear++;
+  if (p->extend) {
+    loopspin_for(&p->ls, p->extend);
+    p->extend = 0;
+  }
+}
+
+START_TEST(spins_then_stops_with_a_last_look) {
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  struct probe p = {0};
+  loopspin_init(&p.ls, &loop);
+  loopspin_on_turn(&p.ls, count_turn, &p);
+  ck_assert_int_eq(atomic_load(&p.ls.spinning), 0);
+  int64_t t0 = coop__now_ns();
+  loopspin_for(&p.ls, 2000000);
+  ck_assert_int_eq(atomic_load(&p.ls.spinning), 1);
+  uv_run(&loop, UV_RUN_DEFAULT); /* returns once the idle handle stopped */
+  int64_t took = coop__now_ns() - t0;
+  ck_assert_int_ge(took, 2000000);
+  ck_assert_int_eq(atomic_load(&p.ls.spinning), 0);
+  ck_assert_uint_gt(p.turns, 10);
+  ck_assert_uint_eq(p.looks_clear, 1); /* exactly one look after the clear */
+  /* the last look asks for 3 ms more: the loop spins on, then stops */
+  p.turns = p.looks_clear = 0;
+  p.extend = 3000000;
+  t0 = coop__now_ns();
+  loopspin_for(&p.ls, 1000000);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_int_ge(coop__now_ns() - t0, 4000000);
+  ck_assert_uint_eq(p.looks_clear, 2);
+  ck_assert_int_eq(atomic_load(&p.ls.spinning), 0);
+  loopspin_stop(&p.ls);
+  uv_close((uv_handle_t *)&p.ls.idle, NULL);
+  uv_close((uv_handle_t *)&p.ls.timer, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+/* ---- the pair, under a producer ---- */
+
+#define ITEMS 20000u
+
+struct pair {
+  struct loopspin ls;
+  uv_async_t async;
+  uv_timer_t tick; /* ends the test once the producer is done */
+  atomic_int announced;
+  atomic_uint produced, taken; /* the "queue": items announced; items the loop took */
+  atomic_int done;
+  unsigned lost; /* producer: items the loop had not taken 20 ms after their announce */
+};
+
+/* As on_async: the flag cleared, then the queue taken; and, as a RESULT
+ * does, a short spin after it, so that spins stop all the time, at random
+ * points between the producer's announces. */
+static void take(struct pair *p) {
+  atomic_store(&p->announced, 0);
+  atomic_store(&p->taken, atomic_load(&p->produced));
+  loopspin_for(&p->ls, (int64_t)(rand() % 40) * 1000);
+}
+
+static void pair_turn(void *arg) {
+  struct pair *p = arg;
+  if (atomic_load(&p->announced)) take(p);
+}
+
+static void on_pair_async(uv_async_t *a) { take(a->data); }
+
+static void on_tick(uv_timer_t *t) {
+  struct pair *p = t->data;
+  if (!atomic_load(&p->done)) return;
+  uv_close((uv_handle_t *)&p->async, NULL);
+  uv_close((uv_handle_t *)t, NULL);
+}
+
+/* A device thread's side: queue, then dev__announce (the flag, then
+ * `spinning`; uv_async only when clear), then wait for the loop to take
+ * it. Nothing else wakes the loop (the tick is 1 s), so an announce lost
+ * in the loop's stop shows as an item not taken. */
+static void *producer(void *arg) {
+  struct pair *p = arg;
+  for (unsigned i = 1; i <= ITEMS; i++) {
+    struct timespec ts = {0, (rand() % 60) * 1000};
+    nanosleep(&ts, NULL);
+    atomic_store(&p->produced, i);
+    atomic_store(&p->announced, 1);
+    if (!atomic_load(&p->ls.spinning)) uv_async_send(&p->async);
+    int64_t until = coop__now_ns() + 20000000;
+    while (atomic_load(&p->taken) != i && coop__now_ns() < until) {
+    }
+    if (atomic_load(&p->taken) != i) {
+      p->lost++;
+      uv_async_send(&p->async); /* on with the test */
+      while (atomic_load(&p->taken) != i) {
+      }
+    }
+  }
+  atomic_store(&p->done, 1);
+  return NULL;
+}
+
+START_TEST(no_announce_is_lost) {
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  static struct pair p;
+  memset(&p, 0, sizeof p);
+  loopspin_init(&p.ls, &loop);
+  loopspin_on_turn(&p.ls, pair_turn, &p);
+  ck_assert_int_eq(uv_async_init(&loop, &p.async, on_pair_async), 0);
+  p.async.data = &p;
+  uv_timer_init(&loop, &p.tick);
+  p.tick.data = &p;
+  uv_timer_start(&p.tick, on_tick, 1000, 1000);
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, producer, &p), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  pthread_join(th, NULL);
+  ck_assert_uint_eq(atomic_load(&p.taken), ITEMS);
+  ck_assert_uint_eq(p.lost, 0);
+  loopspin_stop(&p.ls);
+  uv_close((uv_handle_t *)&p.ls.idle, NULL);
+  uv_close((uv_handle_t *)&p.ls.timer, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(&loop), 0);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("loopspin");
+  TCase *c = tcase_create("spin");
+  tcase_set_timeout(c, 60);
+  tcase_add_test(c, spins_then_stops_with_a_last_look);
+  tcase_add_test(c, no_announce_is_lost);
+  suite_add_tcase(s, c);
+  return coop_test_run(srunner_create(s));
+}
