@@ -163,6 +163,11 @@ struct dev {
   uint32_t watch_uid;
   /* idle parking (see the top): device thread, parked mirrored for stats */
   int kick; /* eventfd: new work for the device thread; ends the child's dp_wait */
+  /* in_wait: 1 while the device thread is in a request the child may wait
+   * in for the kick (DP_WAIT, DP_SUBMIT's wait): only then is the eventfd
+   * written (dev__kick, dev__wait_begin); kick_pending: it was written
+   * since the device thread last drained it (take_new) */
+  _Atomic int in_wait, kick_pending;
   /* the idle spin (device.c, spin_for_work): work_seq counts kicks (any
    * thread); the rest is the device thread's */
   _Atomic unsigned work_seq;
@@ -191,9 +196,15 @@ struct dev {
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
 
 /* device.c */
-/* New work for the device thread (any thread): counted in work_seq and
- * written to the kick eventfd, which ends a dp_wait at once. */
+/* New work for the device thread (any thread): counted in work_seq and,
+ * while the device thread waits in its device process, written to the
+ * kick eventfd, which ends that wait at once. */
 void dev__kick(struct dev *d);
+/* Around a request in which the device process may wait for the kick
+ * (device thread): from begin, kicks are written to the eventfd, and work
+ * that came since the pass took its queues kicks it at once. */
+void dev__wait_begin(struct dev *d);
+void dev__wait_end(struct dev *d);
 /* A job or a buffer operation answered: the next is likely within
  * idle_spin_ns, so the device thread watches for it that long before it
  * sleeps (device.c, spin_for_work). */

@@ -110,9 +110,11 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
       else
         copies = 1;
     }
+  if (wait_ns) dev__wait_begin(d);
   int e = wait_ns && !copies ? dp_submit_end(d->rt, &td, wait_ns, devbufs, &id, &r->ended,
                                              &r->breach, &r->end_info)
                              : dp_submit(d->rt, &td, wait_ns, &id);
+  if (wait_ns) dev__wait_end(d);
   if (e) return e;
   TRACE_STAMP(j, submit_ret);
   TRACE_SET(j, dp_seen, dp_end_seen(d->rt));

@@ -125,12 +125,29 @@ void dev_set_loop_spin(struct dev *d, const atomic_int *spinning) { d->loop_spin
 
 /* Wakes the device thread wherever it waits: on the condition variable
  * (nothing in flight) or in the device process's dp_wait. */
-void dev__kick(struct dev *d) {
-  atomic_fetch_add_explicit(&d->work_seq, 1, memory_order_release); /* spin_for_work */
+static void kick_fd(struct dev *d) {
+  atomic_store(&d->kick_pending, 1);
   uint64_t one = 1;
   ssize_t n = write(d->kick, &one, sizeof one); /* EAGAIN: already pending */
   (void)n;
 }
+
+/* work_seq, then in_wait; dev__wait_begin stores in_wait, then reads
+ * work_seq; all seq_cst (a Dekker pair): either the device thread sees
+ * the new count before it waits, or this sees it waiting and writes the
+ * eventfd. A device thread that spins or runs a pass is not woken: the
+ * eventfd write (a system call here, its read one there) is saved. */
+void dev__kick(struct dev *d) {
+  atomic_fetch_add(&d->work_seq, 1); /* spin_for_work reads it */
+  if (atomic_load(&d->in_wait)) kick_fd(d);
+}
+
+void dev__wait_begin(struct dev *d) {
+  atomic_store(&d->in_wait, 1);
+  if (atomic_load(&d->work_seq) != d->seen_seq) kick_fd(d); /* came before the flag */
+}
+
+void dev__wait_end(struct dev *d) { atomic_store(&d->in_wait, 0); }
 
 /* j at the end of d's in queue, its condition variable signalled; d->mu
  * held (the caller kicks once it unlocks). */
@@ -296,11 +313,14 @@ static void take_new(struct dev *d) {
   /* The kicks so far announce what this pass takes: spent now, so that only
    * later work ends the device process's waits (a kick left from the job
    * this pass submits ended its DP_SUBMIT wait at once, and its end took
-   * two more round trips). */
+   * two more round trips). Only written while the device thread waited
+   * (dev__kick), so usually there is none to read. */
   d->seen_seq = atomic_load_explicit(&d->work_seq, memory_order_acquire);
-  uint64_t spent;
-  ssize_t got = read(d->kick, &spent, sizeof spent);
-  (void)got;
+  if (atomic_exchange(&d->kick_pending, 0)) {
+    uint64_t spent;
+    ssize_t got = read(d->kick, &spent, sizeof spent);
+    (void)got;
+  }
   dev__do_bufops(d); /* first: a job submitted after a write sees its bytes */
   pthread_mutex_lock(&d->mu);
   d->stop_now = d->stopping;
@@ -472,7 +492,9 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
   if (budget > DEV_WAIT_NS) budget = DEV_WAIT_NS;
   if (budget <= 0) return;
   /* a lost child shows in dp_alive on the next pass */
+  dev__wait_begin(d);
   d->fresh = dp_wait(d->rt, ids, n, budget, short_inflight(d)) == 0 && n == nrun(d);
+  dev__wait_end(d);
 }
 
 static void do_swap(struct dev *d);
