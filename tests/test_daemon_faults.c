@@ -511,15 +511,17 @@ START_TEST(restart_during_a_reload_takes_the_new_kernels) {
 END_TEST
 
 /* The device process is lost inside its first request of OP
- * (COOP_TEST_DIE_AT, armed from the start): "submit" and "stage", it
- * dies as the request arrives; "~submit", it garbles the reply, writing
+ * (COOP_TEST_DIE_AT, armed from the start): "submit", "stage" and
+ * "unstage", it dies as the request arrives; "~submit", it garbles the reply, writing
  * through the shared channel a length past the reply, as a corrupted
  * process might, which coopd must refuse before it reads past. Each time
  * coopd restarts it and the render, whose buffers are only inputs and
  * outputs, runs again and ends right (before, a loss inside the submit,
  * which carries a short task's whole run, failed the job with "could not
- * submit: the job was lost", and one while staged with "the device
- * process died while the job was staged"); the device serves on. said: in
+ * submit: the job was lost", one while staged with "the device process
+ * died while the job was staged", and one while its results were copied
+ * back, "unstage", with "could not write a result back"); the device
+ * serves on. said: in
  * the log; again: the restart's count of what runs again. */
 static void lost_at(const char *op, const char *said, const char *again) {
   char logp[] = "/tmp/coopd-lostat-XXXXXX.log", mark[64], arm[72], env[128];
@@ -561,6 +563,11 @@ START_TEST(a_death_while_staged_runs_the_job_again) {
 }
 END_TEST
 
+START_TEST(a_death_inside_an_unstage_runs_the_job_again) {
+  lost_at("unstage", "killed by signal 9", "restarting it (0 other jobs lost, 1 to run again");
+}
+END_TEST
+
 START_TEST(a_garbled_shared_channel_costs_a_restart) {
   lost_at("~submit", "sent a malformed reply (its length past the shared channel)",
           "restarting it (0 other jobs lost, 1 to run again");
@@ -580,6 +587,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, restart_during_a_reload_takes_the_new_kernels);
   tcase_add_test(t, a_death_inside_a_submit_runs_the_task_again);
   tcase_add_test(t, a_death_while_staged_runs_the_job_again);
+  tcase_add_test(t, a_death_inside_an_unstage_runs_the_job_again);
   tcase_add_test(t, a_garbled_shared_channel_costs_a_restart);
   suite_add_tcase(s, t);
 }

@@ -43,10 +43,11 @@ struct run {
   int64_t started_ns;
   int64_t cancel_seen; /* when the device thread first saw j->cancel */
   int watchdog;        /* cancelled by watchdog_ms: its RESULT says so */
-  /* its device process was lost inside a DP_SUBMIT (which may carry the
-   * task's whole run): the task may have run, so a restart runs the job
-   * again only by runs_again's rules (dev_watch.c), never as fresh */
-  int submit_lost;
+  /* its device process was lost inside a request after its task may have
+   * run (a DP_SUBMIT, which may carry the task's whole run; the unstage
+   * that copies its results back): a restart runs the job again only by
+   * dev__runs_again's rules, never as fresh */
+  int lost_running;
   coop_task_id release; /* a one-task job's ended task, released with its unstage */
   int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1, */
   struct coop_rt_task_info end_info; /* and its final info */
@@ -276,6 +277,11 @@ int dev__resume_task(struct dev *d, struct run *r, int state_fd);
 /* A run ended (or was lost): the job's final state, its buffers back, and
  * the job handed back. */
 void dev__finish_job(struct dev *d, struct run *r);
+/* The same where the restart may take the job instead (the device
+ * thread's pass): 1 when its device process died under the unstage and
+ * dev__runs_again holds, the run kept (it stays in d->runs for
+ * dev__restart, next in the pass), else 0, the job finished. */
+int dev__finish_or_keep(struct dev *d, struct run *r);
 
 /* dev_ckpt.c */
 /* Each buffer of j (not device buffers) at its offset in the memfd fd, in
@@ -354,14 +360,23 @@ int dev__resume_suspended(struct dev *d, struct run *r);
  * from the start with the others (dev__restart). */
 void dev__unsuspend_lost(struct dev *d);
 
+/* dev_watch.c */
+/* A job a restart took that can run again from the start, as if new
+ * (one task, only inputs and outputs, not the cause, not cancelled or
+ * failed, not yet run again DEV_MAX_RERUNS times). */
+int dev__runs_again(const struct dev *d, const struct run *r);
+
 /* dev_stage.c */
 /* Arena copies of the job's buffers, IN data copied in: 0; the code the
  * job failed with; or COOP_ELOST, the job not failed, when the device
  * process died under the request (nothing of it ran: the restart runs it). */
 int dev__stage_in(struct dev *d, struct job *j);
 /* OUT data back when `out`, every arena copy freed, and the ended task
- * `release` (0: none) given back to the runtime, in one request. */
-void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release);
+ * `release` (0: none) given back to the runtime, in one request: 0, or
+ * COOP_ELOST, the job not failed, when the device process died under it
+ * (the caller fails it, or lets a restart run it again); other failures
+ * fail the job. */
+int dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release);
 /* The same for a job whose end the device process did with its submit
  * (dp_submit_end): nothing to ask it, the breach it found (-1: none). */
 void dev__unstage_ended(struct job *j, int breach);

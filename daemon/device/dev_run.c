@@ -380,7 +380,13 @@ void dev__segment_end(struct dev *d, struct run *r) {
 #undef MERGE
 }
 
-void dev__finish_job(struct dev *d, struct run *r) {
+static int finish(struct dev *d, struct run *r, int may_keep);
+
+void dev__finish_job(struct dev *d, struct run *r) { finish(d, r, 0); }
+
+int dev__finish_or_keep(struct dev *d, struct run *r) { return finish(d, r, 1); }
+
+static int finish(struct dev *d, struct run *r, int may_keep) {
   struct job *j = r->j;
   dev__ckpt_drop(d, r);
   /* idle from now: a job started and ended within one pass (its end came
@@ -417,13 +423,20 @@ void dev__finish_job(struct dev *d, struct run *r) {
   }
   /* A job the views stopped still gets its own output back: it can only
    * hold what the job read from its own buffers and the sink. */
+  int e = 0;
   if (r->ended)
     dev__unstage_ended(j, r->breach);
   else
-    dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
-                 r->release);
+    e = dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
+                     r->release);
+  if (e && may_keep && dev__runs_again(d, r)) {
+    r->lost_running = 1; /* its results went with the device process */
+    return 1;
+  }
+  if (e && j->error == 0) dev__fail(j, e, "%s", "could not write a result back");
   TRACE_STAMP(j, unstaged);
   dev__hand_back(d, j);
+  return 0;
 }
 
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished,
@@ -454,8 +467,8 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     int e = submit_instance(d, r, *wake);
     if (e == COOP_EBUSY) break; /* no free slot: try on the next pass */
     if (e == COOP_ELOST && !dp_alive(d->rt)) {
-      /* the restart (next pass) decides: dev__restart, runs_again */
-      r->submit_lost = alive;
+      /* the restart (next pass) decides: dev__restart, dev__runs_again */
+      r->lost_running = alive;
       break;
     }
     if (e) {

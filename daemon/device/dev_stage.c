@@ -116,7 +116,7 @@ static void breached(struct job *j, int breach, int devbufs_only);
  * found overwritten (arena.c) means the kernel wrote outside this job's
  * buffers: the job fails with EFAULT and the log names it (the views keep
  * shipped kernels from ever getting here). */
-void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
+int dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
   unsigned n = job_bufs(j, b, -1, 1, out, &inl_len);
@@ -125,7 +125,7 @@ void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
   if (!n || !any || !d->rt) {
     for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
     if (release && d->rt) dp_task_release(d->rt, release); /* no buffers to go with */
-    return;
+    return 0;
   }
   int inl = inl_len ? inline_fd(d, inl_len) : -1;
   if (inl_len && inl < 0) {
@@ -136,6 +136,7 @@ void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
   int breach = -1;
   int e = dp_unstage(d->rt, b, n, release, &breach);
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+  if (e == COOP_ELOST && d->rt && !dp_alive(d->rt)) return e; /* the caller's to say */
   if (e && j->error == 0)
     dev__fail(j, e == COOP_ELOST ? e : COOP_EIO, "%s", "could not write a result back");
   for (unsigned i = 0, k = 0; e == 0 && inl >= 0 && i < j->nargs; i++) {
@@ -152,6 +153,7 @@ void dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
     }
   }
   if (breach >= 0) breached(j, breach, 0);
+  return 0;
 }
 
 void dev__unstage_ended(struct job *j, int breach) {

@@ -199,7 +199,7 @@ void dev_watch_get(struct dev *d, uint32_t viewer, struct dev_watch *w) {
 /* A one-task job whose task no workgroup ever touched (the last poll saw it
  * waiting): nothing of it ran, so after a restart it can run as if new. */
 static int never_gathered(const struct run *r) {
-  if (dev__periodic(r->j) || r->j->error || r->released > 1 || r->submit_lost) return 0;
+  if (dev__periodic(r->j) || r->j->error || r->released > 1 || r->lost_running) return 0;
   if (r->suspended_at) return 0; /* it ran before its suspension (dev_prio.c) */
   for (unsigned i = 0; i < r->ninflight; i++)
     if (r->task_seen[i] & (1u << COOP_EV_GATHERED)) return 0;
@@ -212,7 +212,7 @@ static int never_gathered(const struct run *r) {
  * been half written, and its input is gone with the arena), and not yet
  * run again DEV_MAX_RERUNS times (a job that crashes its device itself
  * must not restart it for ever). Its inputs are still the client's. */
-static int runs_again(const struct dev *d, const struct run *r) {
+int dev__runs_again(const struct dev *d, const struct run *r) {
   const struct job *j = r->j;
   if (j->id == d->hung_job || dev__periodic(j) || j->error || r->released > 1 ||
       atomic_load(&j->cancel) || j->reruns >= DEV_MAX_RERUNS)
@@ -265,7 +265,7 @@ void dev__restart(struct dev *d) {
   unsigned nlost = 0, nagain = 0, nckpt = 0;
   for (struct run *r = d->runs; r; r = r->next) {
     int ckpt = !never_gathered(r) && r->ckpt_state_fd >= 0 && r->j->id != d->hung_job;
-    int again = never_gathered(r) || ckpt || runs_again(d, r);
+    int again = never_gathered(r) || ckpt || dev__runs_again(d, r);
     nlost += r->j->id != d->hung_job && !again;
     nagain += again && !never_gathered(r) && !ckpt;
     nckpt += ckpt;
@@ -305,7 +305,7 @@ void dev__restart(struct dev *d) {
     r->state_fd = r->carry_fd = -1;
     int fresh = never_gathered(r);
     if (!fresh && dev__ckpt_restore(d, r, now)) continue; /* back in coop_wait */
-    if (fresh || runs_again(d, r)) {
+    if (fresh || dev__runs_again(d, r)) {
       if (!fresh) forget_run(j);
       atomic_store(&j->state, COOP_JOB_QUEUED);
       dev__run_free(r);

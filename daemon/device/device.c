@@ -526,9 +526,10 @@ static void *dev_main(void *arg) {
         *p = r->next;
         r->next = NULL;
         suspended = 1;
+      } else if (s && dev__finish_or_keep(d, r)) {
+        p = &r->next; /* its device process died under its unstage: dev__restart below */
       } else if (s) {
         *p = r->next;
-        dev__finish_job(d, r);
         dev__run_free(r);
       } else {
         p = &r->next;
