@@ -38,6 +38,15 @@ static void count_turn(void *arg) {
   }
 }
 
+/* The spin stopped, its handles closed, and the loop with them. */
+static void loop_end(uv_loop_t *loop, struct loopspin *ls) {
+  loopspin_stop(ls);
+  uv_close((uv_handle_t *)&ls->idle, NULL);
+  uv_close((uv_handle_t *)&ls->timer, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  ck_assert_int_eq(uv_loop_close(loop), 0);
+}
+
 START_TEST(spins_then_stops_with_a_last_look) {
   uv_loop_t loop;
   ck_assert_int_eq(uv_loop_init(&loop), 0);
@@ -63,11 +72,7 @@ START_TEST(spins_then_stops_with_a_last_look) {
   ck_assert_int_ge(coop__now_ns() - t0, 4000000);
   ck_assert_uint_eq(p.looks_clear, 2);
   ck_assert_int_eq(atomic_load(&p.ls.spinning), 0);
-  loopspin_stop(&p.ls);
-  uv_close((uv_handle_t *)&p.ls.idle, NULL);
-  uv_close((uv_handle_t *)&p.ls.timer, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  loop_end(&loop, &p.ls);
 }
 END_TEST
 
@@ -152,11 +157,7 @@ START_TEST(no_announce_is_lost) {
   pthread_join(th, NULL);
   ck_assert_uint_eq(atomic_load(&p.taken), ITEMS);
   ck_assert_uint_eq(p.lost, 0);
-  loopspin_stop(&p.ls);
-  uv_close((uv_handle_t *)&p.ls.idle, NULL);
-  uv_close((uv_handle_t *)&p.ls.timer, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  ck_assert_int_eq(uv_loop_close(&loop), 0);
+  loop_end(&loop, &p.ls);
 }
 END_TEST
 

@@ -227,12 +227,12 @@ int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen);
 /* dev_run.c */
 /* The job fails with code and the message fmt, ... (its client's text). */
 void dev__fail(struct job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* A job whose turn has come: resolved, its buffers staged, a run of it
- * started; or handed back failed. */
 /* Work for the loop is queued (under mu): tells it, by the flag it reads
  * every turn while it spins (dev_poll), else by uv_async_send. Any
  * thread. */
 void dev__announce(struct dev *d);
+/* A job whose turn has come: resolved, its buffers staged, a run of it
+ * started; or handed back failed. */
 void dev__start_now(struct dev *d, struct job *j);
 /* Whether r's task may be asked to suspend now (for a priority, a share,
  * a checkpoint or a move): a one-task cooperative job whose task has been

@@ -123,8 +123,7 @@ void dev_poll(struct dev *d) {
 
 void dev_set_loop_spin(struct dev *d, const atomic_int *spinning) { d->loop_spin = spinning; }
 
-/* Wakes the device thread wherever it waits: on the condition variable
- * (nothing in flight) or in the device process's dp_wait. */
+/* The kick eventfd written, and noted for take_new to drain. */
 static void kick_fd(struct dev *d) {
   atomic_store(&d->kick_pending, 1);
   uint64_t one = 1;
@@ -132,10 +131,12 @@ static void kick_fd(struct dev *d) {
   (void)n;
 }
 
-/* work_seq, then in_wait; dev__wait_begin stores in_wait, then reads
+/* Wakes the device thread wherever it waits: spinning on work_seq, on the
+ * condition variable (nothing in flight) or in the device process's
+ * dp_wait. work_seq, then in_wait; dev__wait_begin stores in_wait, then reads
  * work_seq; all seq_cst (a Dekker pair): either the device thread sees
  * the new count before it waits, or this sees it waiting and writes the
- * eventfd. A device thread that spins or runs a pass is not woken: the
+ * eventfd. A device thread that spins or runs a pass gets no eventfd: the
  * eventfd write (a system call here, its read one there) is saved. */
 void dev__kick(struct dev *d) {
   atomic_fetch_add(&d->work_seq, 1); /* spin_for_work reads it */
@@ -526,11 +527,13 @@ static void *dev_main(void *arg) {
         *p = r->next;
         r->next = NULL;
         suspended = 1;
-      } else if (s && dev__finish_or_keep(d, r)) {
-        p = &r->next; /* its device process died under its unstage: dev__restart below */
       } else if (s) {
-        *p = r->next;
-        dev__run_free(r);
+        if (dev__finish_or_keep(d, r)) {
+          p = &r->next; /* its device process died under its unstage: dev__restart below */
+        } else {
+          *p = r->next;
+          dev__run_free(r);
+        }
       } else {
         p = &r->next;
       }
