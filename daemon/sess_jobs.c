@@ -150,27 +150,22 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
  * tells the scheduler when its next instance comes; a renderer that
  * submits one task per frame, with fresh input each time, does not. So a
  * connection's one-task jobs of one kernel, size and device, arriving at a
- * steady interval (two intervals within 1/8 of each other, between 1 ms
- * and 1 s), are taken as a period: the job carries when the next is
- * expected, and the scheduler keeps its workgroups free from just before
- * then. A wrong guess costs a lapsed hold (those workgroups kept from
- * cooperative kernels for about 1 ms); without it, every frame waited for
- * the long kernel's next resizing barrier (2.4 ms beside bfs on the H100). */
+ * steady interval, are taken as a frame loop (cadence.h: a period, then a
+ * grid that a late or skipped frame does not lose): the job carries when
+ * the next is expected, and the scheduler keeps its workgroups free from
+ * just before then. A wrong guess costs a lapsed hold (those workgroups
+ * kept from cooperative kernels for about 1 ms); without it, every frame
+ * waited for the long kernel's next resizing barrier (2.4 ms beside bfs on
+ * the H100). */
 #define SESS_LEAD_MAX_NS 5000000 /* the most a frame's work before its SUBMIT counts */
 static int64_t expected_next(struct session *s, const struct coop_msg_submit *m, int dev) {
   if (m->period_us || (m->flags & COOP_SUBMIT_COOPERATIVE)) return 0;
-  int64_t now = coop__now_ns(), next = 0;
-  int same = s->last_task.at && s->last_task.groups == m->groups && s->last_task.device == dev &&
+  int same = s->last_task.groups == m->groups && s->last_task.device == dev &&
              !strcmp(s->last_task.kernel, m->kernel);
-  int64_t gap = same ? now - s->last_task.at : 0;
-  if (same && gap >= 1000000 && gap <= 1000000000 && s->last_task.interval &&
-      llabs(gap - s->last_task.interval) * 8 <= s->last_task.interval)
-    next = now + gap;
+  int64_t next = cadence_arrive(&s->last_task.cad, coop__now_ns(), same);
   snprintf(s->last_task.kernel, sizeof s->last_task.kernel, "%s", m->kernel);
   s->last_task.groups = m->groups;
   s->last_task.device = (uint8_t)dev;
-  s->last_task.interval = gap;
-  s->last_task.at = now;
   return next;
 }
 
@@ -205,7 +200,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   j->device = (uint8_t)dev;
   j->next_ns = expected_next(s, m, dev);
   if (j->next_ns) { /* this frame began at its burst's first request (session.c, burst) */
-    int64_t lead = s->last_task.at - s->last_task.burst_at; /* at: expected_next's now */
+    int64_t lead = s->last_task.cad.at - s->last_task.burst_at; /* cad.at: its arrival */
     j->next_lead_ns = lead > 0 && lead < SESS_LEAD_MAX_NS ? lead : 0;
   }
   if (j->next_ns)

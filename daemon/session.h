@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "cadence.h"
 #include "daemon.h"
 #include "wire.h"
 
@@ -56,13 +57,13 @@ struct session {
   unsigned nwaiters;
   struct sess_bufop *bufops; /* device buffer operations not yet answered */
   unsigned nbufops;
-  /* its last one-task job's kernel, groups, device and arrival, and the
-   * interval before it: a frame loop's period (sess_jobs.c, expected_next) */
+  /* its last one-task job's kernel, groups and device, and the cadence of
+   * such jobs: a frame loop's period (sess_jobs.c, expected_next) */
   struct {
     char kernel[COOP_WIRE_NAME_MAX];
     uint32_t groups;
     uint8_t device;
-    int64_t at, interval;
+    struct cadence cad;
     /* the start of its current burst of requests (the first after a
      * pause of SESS_BURST_GAP_NS: a frame's buffer write comes before its
      * SUBMIT) and its last request's arrival (warm ahead: device.c) */

@@ -1,0 +1,55 @@
+/*
+ * cadence.c: a frame loop's period and grid (cadence.h).
+ */
+#include "cadence.h"
+
+#include <stdlib.h>
+
+static int agree(int64_t a, int64_t b) { return b > 0 && llabs(a - b) * 8 <= b; }
+
+/* The grid point nearest `now`, counting skipped frames; 0 when it is
+ * more than CADENCE_MAX_SKIP periods past the one due. */
+static int64_t nearest_point(const struct cadence *c, int64_t now) {
+  int64_t late = now - c->grid;
+  if (late <= c->period / 2) return c->grid;
+  int64_t n = (late + c->period / 2) / c->period; /* periods past the due point */
+  return n > CADENCE_MAX_SKIP ? 0 : c->grid + n * c->period;
+}
+
+/* With a period known: the frame is on the grid or off it; returns the
+ * next frame's due point, or 0 when the grid is dropped. */
+static int64_t on_grid(struct cadence *c, int64_t now) {
+  int64_t point = nearest_point(c, now);
+  if (!point) return 0;
+  int64_t err = now - point;
+  if (llabs(err) * 8 <= c->period) {
+    c->off = 0;
+    return point + err / 4 + c->period;
+  }
+  if (++c->off >= 2) return 0;
+  return point + c->period; /* one late (or early) frame: the next is still due on the grid */
+}
+
+int64_t cadence_arrive(struct cadence *c, int64_t now, int same) {
+  if (!same || !c->at || now <= c->at) {
+    *c = (struct cadence){.at = now};
+    return 0;
+  }
+  int64_t gap = now - c->at;
+  /* two intervals that agree with each other but not with the period: the
+   * loop changed its rate (or now skips every other frame) */
+  if (c->period && agree(gap, c->interval) && !agree(gap, c->period)) c->period = 0;
+  int64_t next = c->period ? on_grid(c, now) : 0;
+  if (!next) { /* none known, or just dropped: two agreeing intervals make one */
+    c->period = 0;
+    c->off = 0;
+    if (gap >= CADENCE_MIN_NS && gap <= CADENCE_MAX_NS && agree(gap, c->interval)) {
+      c->period = gap;
+      next = now + gap;
+    }
+  }
+  c->grid = next;
+  c->interval = gap;
+  c->at = now;
+  return next;
+}

@@ -1,0 +1,40 @@
+/*
+ * cadence.h: a frame loop's period, learned from when its tasks arrive.
+ * A renderer submits one task per frame with fresh input, and says
+ * nothing of when the next comes; the scheduler holds workgroups free
+ * from just before the next frame if it knows (docs/scheduler.md,
+ * "Gathering ahead"). Two intervals within 1/8 of each other, between
+ * 1 ms and 1 s, are taken as a period; from then on the frames are
+ * expected on a grid, one period apart, so that a frame that comes late
+ * (a client's hiccup) or not at all (a skipped frame) does not lose the
+ * period: the one after it is still expected on the grid. The grid
+ * follows the arrivals by a quarter of each on-grid frame's error (a
+ * client clock that drifts); two frames in a row off the grid by more
+ * than 1/8 of the period, a pause of more than CADENCE_MAX_SKIP periods,
+ * or two intervals that agree with each other but not with the period (a
+ * new rate) drop it, and two agreeing intervals learn it again. Pure
+ * arithmetic on CLOCK_MONOTONIC nanoseconds: no clock read here.
+ */
+#ifndef COOPD_CADENCE_H
+#define COOPD_CADENCE_H
+
+#include <stdint.h>
+
+#define CADENCE_MIN_NS 1000000LL    /* shorter intervals are no frame loop's */
+#define CADENCE_MAX_NS 1000000000LL /* nor longer ones */
+#define CADENCE_MAX_SKIP 4          /* frames that may be skipped on the grid */
+
+struct cadence {
+  int64_t at;       /* the last arrival, or 0 */
+  int64_t interval; /* the interval before it, or 0 */
+  int64_t period;   /* the learned period, or 0 */
+  int64_t grid;     /* when the next frame is due on the grid (period != 0) */
+  unsigned off;     /* frames in a row off the grid */
+};
+
+/* A frame arrived at `now`; `same` is 0 when it is not like the last (its
+ * kernel, size or device differ): the cadence starts again. Returns when
+ * the next is expected, or 0 when no period is known. */
+int64_t cadence_arrive(struct cadence *c, int64_t now, int same);
+
+#endif

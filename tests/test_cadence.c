@@ -1,0 +1,168 @@
+/*
+ * test_cadence.c: a frame loop's period and grid (daemon/cadence.h;
+ * docs/daemon.md, "Device buffers", a frame loop). Arrival times are made
+ * up here, so every case is exact: a steady loop is expected from its
+ * third frame on; a late frame, a skipped one, jitter and a slow drift
+ * keep the period; two frames off the grid, a long pause, a new rate or
+ * another kernel drop it; a loop that is no loop is never expected.
+ */
+#include <check.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cadence.h"
+#include "check_run.h"
+
+#define MS 1000000LL
+#define T0 (5000 * MS) /* any CLOCK_MONOTONIC time but 0 */
+
+/* Frames arriving at `at` (ms after T0); next[i] what the cadence expected
+ * after frame i, in ns. */
+static void arrive_all(struct cadence *c, const double *at, int n, int64_t *next) {
+  for (int i = 0; i < n; i++) next[i] = cadence_arrive(c, T0 + (int64_t)(at[i] * MS), 1);
+}
+
+/* within 1/8 of a 100 ms period of where the next frame comes */
+static int expects(int64_t next, double at_ms) {
+  return next && llabs(next - (T0 + (int64_t)(at_ms * MS))) * 8 <= 100 * MS;
+}
+
+START_TEST(a_steady_loop_is_expected_from_its_third_frame) {
+  struct cadence c = {0};
+  double at[10];
+  int64_t next[10];
+  for (int i = 0; i < 10; i++) at[i] = 100.0 * i;
+  arrive_all(&c, at, 10, next);
+  ck_assert_int_eq(next[0], 0); /* one arrival: no interval */
+  ck_assert_int_eq(next[1], 0); /* one interval: nothing to agree with */
+  for (int i = 2; i < 10; i++) ck_assert_int_eq(next[i], T0 + (int64_t)(at[i] + 100) * MS);
+}
+END_TEST
+
+/* The failure this grid fixes: a frame 17 ms late, then the loop catching
+ * up on its own grid (117 ms, then 83 ms). The intervals alone lost the
+ * period for two frames; the grid loses none. */
+START_TEST(a_late_frame_keeps_the_period) {
+  struct cadence c = {0};
+  const double at[] = {0, 100, 200, 300, 417, 500, 600, 700};
+  int64_t next[8];
+  arrive_all(&c, at, 8, next);
+  for (int i = 2; i < 8; i++)
+    ck_assert_msg(expects(next[i], 100.0 * (i + 1)), "frame %d: next at %.1f ms", i,
+                  next[i] ? (double)(next[i] - T0) / MS : -1.0);
+}
+END_TEST
+
+START_TEST(a_skipped_frame_keeps_the_period) {
+  struct cadence c = {0};
+  const double at[] = {0, 100, 200, 300, 500, 600, 900, 1000};
+  int64_t next[8];
+  arrive_all(&c, at, 8, next);
+  for (int i = 2; i < 8; i++) ck_assert_msg(expects(next[i], at[i] + 100), "frame %d", i);
+}
+END_TEST
+
+/* +-6 ms of jitter around a 100 ms grid, and a grid that drifts by 1 ms a
+ * frame (a client clock 1% slow): once two intervals agree (the fourth
+ * frame here), expected every time, and near the frame, not off by the
+ * accumulated drift. */
+START_TEST(jitter_and_drift_are_followed) {
+  static const double jit[] = {0, 6, -5, -5, -6, 5, -2, 6, -6, 1, 4, -4, 0, 6, -5, 2, -3, 5};
+  enum { N = sizeof jit / sizeof jit[0] };
+  struct cadence c = {0};
+  double at[N];
+  int64_t next[N];
+  for (int i = 0; i < N; i++) at[i] = 101.0 * i + jit[i];
+  arrive_all(&c, at, N, next);
+  ck_assert_int_eq(next[2], 0); /* 107 then 90 ms: no agreement yet */
+  for (int i = 3; i < N - 1; i++)
+    ck_assert_msg(expects(next[i], 101.0 * (i + 1)), "frame %d: next at %.1f ms, the frame at %.1f",
+                  i, next[i] ? (double)(next[i] - T0) / MS : -1.0, at[i + 1]);
+}
+END_TEST
+
+START_TEST(two_frames_off_the_grid_drop_it) {
+  struct cadence c = {0};
+  const double at[] = {0, 100, 200, 300, 340, 371, 430};
+  int64_t next[7];
+  arrive_all(&c, at, 7, next);
+  ck_assert(expects(next[3], 400));
+  ck_assert_int_ne(next[4], 0); /* one off: the grid still holds */
+  ck_assert_int_eq(next[5], 0); /* the second off: dropped */
+  ck_assert_int_eq(c.period, 0);
+  ck_assert_int_eq(next[6], 0); /* 59 ms after 31: no period yet */
+}
+END_TEST
+
+START_TEST(a_long_pause_drops_the_grid) {
+  struct cadence c = {0};
+  const double at[] = {0, 100, 200, 300, 900, 1000, 1100};
+  int64_t next[7];
+  arrive_all(&c, at, 7, next);
+  ck_assert_int_eq(next[4], 0); /* 6 periods later */
+  ck_assert_int_eq(next[5], 0); /* 100 after 600: learning again */
+  ck_assert(expects(next[6], 1200));
+}
+END_TEST
+
+/* From 100 ms to 50 ms frames: every other one lands on the old grid, but
+ * two 50 ms intervals agree and are taken as the new period. */
+START_TEST(a_new_rate_is_learned) {
+  struct cadence c = {0};
+  const double at[] = {0, 100, 200, 300, 350, 400, 450, 500, 550};
+  int64_t next[9];
+  arrive_all(&c, at, 9, next);
+  ck_assert_int_eq(c.period, 50 * MS);
+  for (int i = 5; i < 9; i++)
+    ck_assert_msg(next[i] && llabs(next[i] - (T0 + (int64_t)(at[i] + 50) * MS)) * 8 <= 50 * MS,
+                  "frame %d", i);
+}
+END_TEST
+
+START_TEST(another_task_starts_again) {
+  struct cadence c = {0};
+  for (int i = 0; i < 5; i++) cadence_arrive(&c, T0 + i * 100 * MS, 1);
+  ck_assert_int_ne(c.period, 0);
+  ck_assert_int_eq(cadence_arrive(&c, T0 + 500 * MS, 0), 0);
+  ck_assert_int_eq(c.period, 0);
+  ck_assert_int_eq(cadence_arrive(&c, T0 + 600 * MS, 1), 0);
+  ck_assert_int_ne(cadence_arrive(&c, T0 + 700 * MS, 1), 0);
+}
+END_TEST
+
+/* Intervals that never agree within 1/8 (each 1.3x the last, then back),
+ * and ones outside 1 ms .. 1 s: never taken as a loop. */
+START_TEST(no_loop_is_never_expected) {
+  struct cadence c = {0};
+  int64_t t = T0, gap = 2 * MS;
+  for (int i = 0; i < 40; i++) {
+    ck_assert_int_eq(cadence_arrive(&c, t, 1), 0);
+    gap = gap * 13 / 10;
+    if (gap > 400 * MS) gap = 2 * MS;
+    t += gap;
+  }
+  struct cadence fast = {0}, slow = {0};
+  for (int i = 0; i < 10; i++) {
+    ck_assert_int_eq(cadence_arrive(&fast, T0 + i * MS / 2, 1), 0);
+    ck_assert_int_eq(cadence_arrive(&slow, T0 + i * 2000 * MS, 1), 0);
+  }
+  ck_assert_int_eq(cadence_arrive(&c, t, 1) >= 0, 1);
+  ck_assert_int_eq(cadence_arrive(&c, t, 1), 0); /* a clock that stands still */
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("cadence");
+  TCase *c = tcase_create("cadence");
+  tcase_add_test(c, a_steady_loop_is_expected_from_its_third_frame);
+  tcase_add_test(c, a_late_frame_keeps_the_period);
+  tcase_add_test(c, a_skipped_frame_keeps_the_period);
+  tcase_add_test(c, jitter_and_drift_are_followed);
+  tcase_add_test(c, two_frames_off_the_grid_drop_it);
+  tcase_add_test(c, a_long_pause_drops_the_grid);
+  tcase_add_test(c, a_new_rate_is_learned);
+  tcase_add_test(c, another_task_starts_again);
+  tcase_add_test(c, no_loop_is_never_expected);
+  suite_add_tcase(s, c);
+  return coop_test_run(srunner_create(s));
+}
