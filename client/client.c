@@ -96,6 +96,7 @@ static void cond_wait_until(coop_conn *c, int64_t deadline) {
 void coop__frame_free(struct coop_frame *f) {
   while (f) {
     struct coop_frame *n = f->next;
+    if (f->fd >= 0) close(f->fd);
     free(f->payload);
     free(f);
     f = n;
@@ -109,28 +110,78 @@ static void conn_kill(coop_conn *c, int err, const char *msg) {
   snprintf(c->dead_msg, sizeof c->dead_msg, "%s", msg);
 }
 
+/* A record of the down ring (len bytes, just peeked) as a new frame. */
+static int ring_frame(coop_conn *c, uint32_t len, struct coop_frame **out) {
+  struct coop_frame *f = calloc(1, sizeof *f);
+  uint8_t *b = malloc(len);
+  if (!f || !b) {
+    free(f);
+    free(b);
+    return COOP_ENOMEM;
+  }
+  coop_ring_take(&c->down, b, len);
+  int e = coop_wire_hdr_decode(b, &f->h);
+  if (!e && f->h.len != len - COOP_WIRE_HDR) e = COOP_EPROTO;
+  if (e) {
+    free(f);
+    free(b);
+    return COOP_EPROTO;
+  }
+  memmove(b, b + COOP_WIRE_HDR, f->h.len);
+  f->payload = b;
+  f->fd = -1;
+  *out = f;
+  return 0;
+}
+
+/* Appends at *tail the ring's records that are due: written before the
+ * socket frame that comes next (protocol/ring.h). Moves *tail on. */
+static int take_ring(coop_conn *c, struct coop_frame ***tail) {
+  while (c->ring) {
+    uint32_t len, before;
+    int r = coop_ring_peek(&c->down, &len, &before);
+    if (r == 0 || (r == 1 && !coop_ring_due(before, c->sock_in))) return 0;
+    if (r < 0) return COOP_EPROTO;
+    struct coop_frame *f;
+    int e = ring_frame(c, len, &f);
+    if (e) return e;
+    **tail = f;
+    *tail = &f->next;
+  }
+  return 0;
+}
+
 /* Moves the complete frames out of the reader into *out (copies: the
- * reader's buffer is reused). The daemon never sends descriptors; any that
- * came are closed. */
+ * reader's buffer is reused), each after the ring's records written
+ * before it. The daemon sends a descriptor only with RING_OPEN's OK: the
+ * first kept with its frame, any other closed. */
 static int take_frames(coop_conn *c, struct coop_frame **out) {
   for (;;) {
+    int e = take_ring(c, &out);
+    if (e) return e;
     struct coop_wire_hdr h;
     const uint8_t *p = NULL;
     int fds[COOP_WIRE_MAX_FDS];
     unsigned nfds = 0;
     int r = coop_wire_reader_next(&c->rd, &h, &p, fds, &nfds);
-    for (unsigned i = 0; i < nfds; i++) close(fds[i]);
-    if (r <= 0) return r;
+    for (unsigned i = 1; i < nfds; i++) close(fds[i]);
+    if (r <= 0) {
+      if (nfds) close(fds[0]);
+      return r;
+    }
+    c->sock_in++;
     struct coop_frame *f = calloc(1, sizeof *f);
     uint8_t *copy = malloc(h.len ? h.len : 1);
     if (!f || !copy) {
       free(f);
       free(copy);
+      if (nfds) close(fds[0]);
       return COOP_ENOMEM;
     }
     memcpy(copy, p, h.len);
     f->h = h;
     f->payload = copy;
+    f->fd = nfds ? fds[0] : -1;
     *out = f;
     out = &f->next;
   }
@@ -143,35 +194,57 @@ static int64_t mono_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* Spins up to spin_us (at most wait_ms) for the socket or the ring:
+ * the socket's bytes in *k (COOP_ETIMEDOUT: none), the ring's records at
+ * *tail. The ring's reader is awake only while it spins. */
+static int spin_for(coop_conn *c, unsigned spin, int *wait_ms, long *k, int *fds, unsigned *nfds,
+                    struct coop_frame ***tail) {
+  int64_t t0 = mono_ns(), end = t0 + (int64_t)spin * 1000;
+  if (*wait_ms > 0 && (int64_t)*wait_ms * 1000000 < end - t0)
+    end = t0 + (int64_t)*wait_ms * 1000000;
+  struct coop_frame **start = *tail;
+  int e = 0;
+  if (c->ring) coop_ring_awake(&c->down);
+  while ((*k = coop_wire_try_recv(c->fd, c->rbuf, RECV_CHUNK, fds, nfds)) == COOP_ETIMEDOUT) {
+    if ((e = take_ring(c, tail)) || *start) break;
+    if (mono_ns() >= end) break;
+  }
+  /* asleep again, then a last look (the Dekker pair of ring.h) */
+  if (c->ring && coop_ring_sleep(&c->down) && !e && !*start) e = take_ring(c, tail);
+  if (*k == COOP_ETIMEDOUT && *wait_ms > 0) *wait_ms -= (int)((mono_ns() - t0) / 1000000);
+  if (*wait_ms < 0) *wait_ms = 0;
+  return e;
+}
+
 /* Receives once, waiting up to wait_ms for something to arrive, and returns
- * the frames completed by it in *out. Called by the reader, unlocked. */
+ * the frames completed by it in *out, with the ring's records in their
+ * order. Called by the reader, unlocked. */
 static int pump(coop_conn *c, int wait_ms, struct coop_frame **out) {
   struct pollfd p = {.fd = c->fd, .events = POLLIN};
   int fds[COOP_WIRE_MAX_FDS];
   unsigned nfds = 0;
   long k = COOP_ETIMEDOUT;
+  struct coop_frame **tail = out;
+  int e = take_ring(c, &tail); /* what came while nobody read */
+  if (e || *out) return e;
   unsigned spin = atomic_load_explicit(&c->spin_us, memory_order_relaxed);
   if (spin && wait_ms != 0) { /* coop_set_spin: read without waiting before sleeping */
-    int64_t t0 = mono_ns(), end = t0 + (int64_t)spin * 1000;
-    if (wait_ms > 0 && (int64_t)wait_ms * 1000000 < end - t0) end = t0 + (int64_t)wait_ms * 1000000;
-    while ((k = coop_wire_try_recv(c->fd, c->rbuf, RECV_CHUNK, fds, &nfds)) == COOP_ETIMEDOUT &&
-           mono_ns() < end) {
-    }
-    if (k == COOP_ETIMEDOUT && wait_ms > 0) wait_ms -= (int)((mono_ns() - t0) / 1000000);
-    if (wait_ms < 0) wait_ms = 0;
+    e = spin_for(c, spin, &wait_ms, &k, fds, &nfds, &tail);
+    if (e || (*out && k == COOP_ETIMEDOUT)) return e;
   }
-  if (k == COOP_ETIMEDOUT) {
+  if (k == COOP_ETIMEDOUT && !*out) {
+    /* asleep (ring.h): a record written from now on comes with a RING_WAKE */
     int n = poll(&p, 1, wait_ms);
     if (n < 0) return errno == EINTR ? 0 : COOP_EIO;
-    if (n == 0) return 0;
+    if (n == 0) return take_ring(c, &tail);
     k = coop_wire_recv(c->fd, c->rbuf, RECV_CHUNK, fds, &nfds);
   }
   if (k == COOP_ETIMEDOUT) return 0; /* nothing after all */
   if (k == 0) return COOP_ECLOSED;
   if (k < 0) return (int)k;
-  int e = coop_wire_reader_feed(&c->rd, c->rbuf, (size_t)k, fds, nfds);
+  e = coop_wire_reader_feed(&c->rd, c->rbuf, (size_t)k, fds, nfds);
   if (e) return e;
-  return take_frames(c, out);
+  return take_frames(c, tail);
 }
 
 static struct coop_waiter *find_waiter(coop_conn *c, uint32_t seq) {
@@ -316,9 +389,20 @@ static int take_reply(const struct coop_frame *f, uint16_t want, union coop_msg 
   return 0;
 }
 
+/* By the ring when it has one, the frame carries no descriptor and fits
+ * (then a RING_BELL if coopd may be asleep), else by the socket; the
+ * socket's frames are counted (protocol/ring.h). */
 static int send_frame(coop_conn *c, const struct coop_wire_buf *b, const int *fds, unsigned nfds) {
   pthread_mutex_lock(&c->send_mu);
-  int e = coop_wire_send(c->fd, b->p, b->len, fds, nfds, NULL);
+  int r = c->ring && !nfds ? coop_ring_put(&c->up, b->p, (uint32_t)b->len, c->sock_out) : 0;
+  int e = r < 0 ? r : 0;
+  if (r == 1 && coop_ring_reader_asleep(&c->up)) {
+    e = coop_wire_send(c->fd, c->bell, sizeof c->bell, NULL, 0, NULL);
+    c->sock_out++;
+  } else if (r == 0) {
+    e = coop_wire_send(c->fd, b->p, b->len, fds, nfds, NULL);
+    c->sock_out++;
+  }
   pthread_mutex_unlock(&c->send_mu);
   return e;
 }
@@ -540,6 +624,33 @@ static int handshake(coop_conn *c, const char *name) {
   return e;
 }
 
+/* Asks coopd for the shared ring (protocol/ring.h); without one (refused,
+ * or $COOP_RING=0) every frame goes by the socket. Before the connection
+ * is handed out: one thread. */
+static void open_ring(coop_conn *c) {
+  const char *env = getenv("COOP_RING");
+  if (env && !strcmp(env, "0")) return;
+  union coop_msg m, r;
+  memset(&m, 0, sizeof m);
+  struct coop_frame *f = NULL;
+  struct coop_wire_buf bell;
+  coop_wire_buf_init(&bell);
+  if (coop__request(c, COOP_MSG_RING_OPEN, &m, NULL, 0, coop__timeout(c), COOP_MSG_OK, &r, &f) ||
+      coop_wire_encode(&bell, COOP_MSG_RING_BELL, 0, NULL) || bell.len != sizeof c->bell) {
+    coop__frame_free(f);
+    coop_wire_buf_free(&bell);
+    coop__clear_msg();
+    return;
+  }
+  memcpy(c->bell, bell.p, sizeof c->bell);
+  coop_wire_buf_free(&bell);
+  c->ring = f->fd >= 0 ? coop_ring_map(f->fd) : NULL;
+  coop__frame_free(f); /* the mapping stays */
+  if (!c->ring) return;
+  c->up = (struct coop_ring_end){&c->ring->up, 0};
+  c->down = (struct coop_ring_end){&c->ring->down, 0};
+}
+
 int coop_connect(coop_conn **out, const char *path, const char *name) {
   coop__clear_msg();
   if (!out) return coop__fail(COOP_EINVAL, "coop_connect: out is NULL");
@@ -552,6 +663,7 @@ int coop_connect(coop_conn **out, const char *path, const char *name) {
   int e = conn_open(c, p);
   if (!e) e = check_server(c, p);
   if (!e) e = handshake(c, name);
+  if (!e) open_ring(c);
   if (e) {
     coop_disconnect(c);
     return e;
@@ -564,6 +676,7 @@ void coop_disconnect(coop_conn *c) {
   if (!c) return;
   if (c->fd >= 0) close(c->fd);
   if (c->xfd >= 0) close(c->xfd);
+  coop_ring_unmap(c->ring);
   pthread_mutex_destroy(&c->xmu);
   coop__frame_free(c->ev_head);
   coop__pending_free_all(c);

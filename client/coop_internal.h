@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 
 #include "coop.h"
+#include "ring.h"
 #include "wire.h"
 
 /* A TIMES field of the schema (coop_copy.h's COOP__COPY_TIMES). */
@@ -29,6 +30,7 @@ struct coop_frame {
   struct coop_frame *next;
   struct coop_wire_hdr h;
   uint8_t *payload;
+  int fd; /* a descriptor that came with it (RING_OPEN's OK), or -1 */
 };
 
 /* An OUT or INOUT buffer of a submitted job, to fill when its RESULT comes. */
@@ -73,6 +75,14 @@ struct coop_conn {
   int xfd;
   size_t xsize;
   pthread_mutex_t xmu;
+  /* the shared ring coopd handed over at the handshake (protocol/ring.h),
+   * or NULL: up is written under send_mu, down read by the reader; the
+   * frames sent on and taken from the socket order the two channels */
+  struct coop_ring *ring;
+  struct coop_ring_end up, down;
+  uint32_t sock_out;           /* send_mu */
+  uint32_t sock_in;            /* the reader's */
+  uint8_t bell[COOP_WIRE_HDR]; /* a RING_BELL frame */
 };
 
 /* client.c */

@@ -138,6 +138,10 @@ void session_accept(struct daemon *dm, int fd);
  * close(fd). */
 void session_refuse(int fd, int code, const char *message);
 void session_shutdown_all(struct daemon *dm);
+/* The loop's look at every connection's shared ring (sess_ring.c): each
+ * turn of its spin (spinning 1: coopd reads the rings), and once after
+ * (0: their readers are marked asleep, then a last look). */
+void session_poll_rings(struct daemon *dm, int spinning);
 /* sess_jobs.c */
 void session_job_done(struct daemon *dm, struct job *j);
 void session_job_event(struct daemon *dm, const struct dev_event *e);

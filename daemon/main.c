@@ -211,11 +211,12 @@ static void on_dev_stopped(struct dev *d, void *user) {
 }
 
 /* The loop's spin, every turn: what the device threads announced
- * (loopspin.h). ndev is read again each time: the last device's stop
- * frees them all (on_dev_stopped) and sets it to 0. */
+ * (loopspin.h), and what clients wrote in their rings (sess_ring.c). ndev is read again each time:
+ * the last device's stop frees them all (on_dev_stopped) and sets it to 0. */
 static void poll_devices(void *arg) {
   struct daemon *dm = arg;
   for (unsigned i = 0; i < dm->ndev; i++) dev_poll(dm->devs[i]);
+  session_poll_rings(dm, atomic_load(&dm->spin.spinning));
 }
 
 static void on_hard_stop(uv_timer_t *t) {

@@ -62,10 +62,28 @@ void sess_close_after_error(struct session *s) {
 
 /* ---- output ---- */
 
-static void sess_flush(struct session *s);
+/* The frame just encoded at out[mark..] goes by the ring if it has room
+ * (then a RING_WAKE follows on the socket if the client may be asleep),
+ * else by the socket; the socket's frames are counted (ring.h). */
+static void sess_route(struct session *s, size_t mark) {
+  if (s->ring && !s->down_off && s->out.len > mark) {
+    int r = coop_ring_put(&s->down, s->out.p + mark, (uint32_t)(s->out.len - mark), s->sock_out);
+    if (r == 1) {
+      s->out.len = mark;
+      if (!coop_ring_reader_asleep(&s->down)) return;
+      if (coop_wire_encode(&s->out, COOP_MSG_RING_WAKE, 0, NULL)) return; /* out of memory */
+    } else if (r < 0) {
+      log_warn("client %u/%s: its ring's head is impossible: replies go by the socket", s->pid,
+               s->name);
+      s->down_off = 1;
+    }
+  }
+  if (s->out.len > mark) s->sock_out++;
+}
 
 void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m) {
   if (s->closing) return;
+  size_t mark = s->out.len;
   int e = coop_wire_encode(&s->out, type, seq, m);
   if (e) {
     /* only a reply too large for a frame; say so instead */
@@ -78,6 +96,7 @@ void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_
     snprintf(er.error.message, sizeof er.error.message, "the reply would be too large");
     coop_wire_encode(&s->out, COOP_MSG_ERROR, seq, &er);
   }
+  sess_route(s, mark);
   sess_flush(s);
 }
 
@@ -106,7 +125,7 @@ static size_t pending(const struct session *s) { return s->out.len - s->out_off;
 /* Replies enough queued: read no more requests until they drain. */
 static int out_paused(const struct session *s) { return pending(s) > SESS_OUT_PAUSE; }
 
-static void sess_flush(struct session *s) {
+void sess_flush(struct session *s) {
   while (s->out_off < s->out.len) {
     size_t sent = 0;
     int e = coop_wire_send(s->fd, s->out.p + s->out_off, s->out.len - s->out_off, NULL, 0, &sent);
@@ -269,6 +288,8 @@ static const struct sess_cmd {
     {COOP_MSG_KERNEL_REMOVE, sess_kernel_remove, SESS_NEEDS_HELLO},
     {COOP_MSG_RELOAD, sess_reload, SESS_NEEDS_HELLO},
     {COOP_MSG_MIGRATE, sess_migrate, SESS_NEEDS_HELLO},
+    {COOP_MSG_RING_OPEN, sess_ring_open, SESS_NEEDS_HELLO},
+    {COOP_MSG_RING_BELL, sess_ring_bell, SESS_NEEDS_HELLO},
 };
 
 /* The row of a message type, or NULL (a reply type, or none). */
@@ -308,13 +329,57 @@ static void bad_header(struct session *s, int e) {
   sess_close_after_error(s);
 }
 
-/* Answers the whole frames rd holds, until the replies pending pass
- * SESS_OUT_PAUSE: then s->stalled, and on_io goes on once they drain.
- * Returns how many it answered. */
+/* A frame loop's requests come in bursts (write, submit, wait, read),
+ * one a frame: the burst's start is when the next frame's work begins
+ * (sess_jobs.c, expected_next). */
+#define SESS_BURST_GAP_NS 1000000
+static void burst(struct session *s, int64_t now) {
+  if (now - s->last_task.last_rx > SESS_BURST_GAP_NS) s->last_task.burst_at = now;
+  s->last_task.last_rx = now;
+}
+
+/* Answers the ring's records that are due: written before the socket
+ * frame the connection sent next, that is after the sock_in frames taken
+ * (ring.h). 1 when none due is left; 0 when it stopped: the replies
+ * pending passed SESS_OUT_PAUSE (then s->stalled), or the connection
+ * closes. */
+static int sess_ring_input(struct session *s) {
+  while (s->ring && !s->closing) {
+    if (out_paused(s)) {
+      s->stalled = 1;
+      return 0;
+    }
+    uint32_t len, before;
+    int r = coop_ring_peek(&s->up, &len, &before);
+    if (r == 0 || (r == 1 && !coop_ring_due(before, s->sock_in))) return 1;
+    uint8_t frame[COOP_RING_FRAME_MAX];
+    struct coop_wire_hdr h;
+    if (r == 1) {
+      coop_ring_take(&s->up, frame, len); /* a copy: the client may write the pages */
+      r = coop_wire_hdr_decode(frame, &h);
+      if (!r && h.len != len - COOP_WIRE_HDR) r = COOP_EPROTO;
+    }
+    if (r) {
+      bad_header(s, r);
+      return 0;
+    }
+    int64_t now = coop__now_ns();
+    if (coopd_tracing) s->rx_ns = now;
+    burst(s, now);
+    on_frame(s, &h, frame + COOP_WIRE_HDR, NULL, 0);
+  }
+  return !s->closing;
+}
+
+/* Answers the whole frames rd holds, and the ring's records before,
+ * between and after them, until the replies pending pass SESS_OUT_PAUSE:
+ * then s->stalled, and on_io goes on once they drain. Returns how many
+ * socket frames it answered. */
 static int sess_frames(struct session *s) {
   int n = 0;
   s->stalled = 0;
   while (!s->closing) {
+    if (!sess_ring_input(s)) break;
     if (out_paused(s)) {
       s->stalled = 1; /* perhaps none is left: on_io then finds so */
       break;
@@ -326,6 +391,7 @@ static int sess_frames(struct session *s) {
     int e = coop_wire_reader_next(&s->rd, &h, &payload, ffds, &nf);
     if (e < 0) bad_header(s, e);
     if (e <= 0) break;
+    s->sock_in++;
     on_frame(s, &h, payload, ffds, nf);
     for (unsigned i = 0; i < nf; i++)
       if (ffds[i] >= 0) close(ffds[i]); /* those no argument took */
@@ -334,13 +400,10 @@ static int sess_frames(struct session *s) {
   return n;
 }
 
-/* A frame loop's requests come in bursts (write, submit, wait, read),
- * one a frame: the burst's start is when the next frame's work begins
- * (sess_jobs.c, expected_next). */
-#define SESS_BURST_GAP_NS 1000000
-static void burst(struct session *s, int64_t now) {
-  if (now - s->last_task.last_rx > SESS_BURST_GAP_NS) s->last_task.burst_at = now;
-  s->last_task.last_rx = now;
+void sess_input(struct session *s) {
+  if (s->closing || s->stalled) return;
+  sess_frames(s);
+  if (s->closing) sess_close(s);
 }
 
 static void sess_read(struct session *s) {
@@ -390,6 +453,7 @@ static void on_closed(uv_handle_t *h) {
   struct session *s = h->data;
   if (--s->handles) return;
   close(s->fd);
+  coop_ring_unmap(s->ring);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);
   free(s);

@@ -13,6 +13,7 @@
 
 #include "cadence.h"
 #include "daemon.h"
+#include "ring.h"
 #include "wire.h"
 
 #define SESS_INLINE_OUT_MAX (1u << 20)
@@ -69,11 +70,22 @@ struct session {
      * SUBMIT) and its last request's arrival (warm ahead: device.c) */
     int64_t burst_at, last_rx;
   } last_task;
+  /* its shared ring, once it asked for one (sess_ring.c), and the frames
+   * taken from and queued to its socket: the order across the two
+   * channels (ring.h). down_off: its reader's head was impossible, and
+   * replies go by the socket from then on. */
+  struct coop_ring *ring;
+  struct coop_ring_end up, down;
+  uint32_t sock_in, sock_out;
+  int down_off;
   struct session *next;
 };
 
 /* session.c */
 void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m);
+/* Sends what out holds, as far as the socket takes it; closes the
+ * connection on a failure or too much unread. */
+void sess_flush(struct session *s);
 /* An ERROR reply (logged at debug). */
 void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
@@ -81,6 +93,10 @@ void sess_close(struct session *s);
 /* closing: 0 open, 1 to close, 2 to close once the last ERROR is out,
  * 3 closed (the handle is closing; never downgraded). */
 void sess_close_after_error(struct session *s);
+/* Answers what the connection sent that is due, from its ring and from
+ * frames already read off its socket, unless it waits for its replies to
+ * drain (the loop's look at every ring while it spins: sess_ring.c). */
+void sess_input(struct session *s);
 /* The RESULT of job j, a reply to seq. */
 void sess_send_result(struct session *s, uint32_t seq, struct job *j);
 /* A job for SUBMIT m of kernel k; takes the frame's descriptors it uses
@@ -106,6 +122,9 @@ sess_handler sess_buf_create, sess_buf_write, sess_buf_read, sess_buf_free;
 /* The connection closes: its operations in flight go unanswered, its
  * buffers are freed but those it asked to keep. */
 void sess_bufs_closed(struct session *s);
+
+/* sess_ring.c */
+sess_handler sess_ring_open, sess_ring_bell;
 
 /* sess_info.c */
 sess_handler sess_hello, sess_stats, sess_top, sess_kernels, sess_subscribe;

@@ -625,7 +625,8 @@ static void enc_kernel_list(struct enc *e, const struct coop_msg_kernel_list *m)
 
 static int empty(uint16_t type) {
   return type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK ||
-         type == COOP_MSG_RELOAD;
+         type == COOP_MSG_RELOAD || type == COOP_MSG_RING_OPEN || type == COOP_MSG_RING_BELL ||
+         type == COOP_MSG_RING_WAKE;
 }
 
 /* 0 when encoded (errors are in e->err), COOP_EINVAL for an unknown type. */
@@ -794,14 +795,15 @@ int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_
 
 const char *coop_wire_type_name(uint16_t type) {
   static const char *const req[] = {
-      "?",        "HELLO",    "SUBMIT",     "STATUS",        "WAIT",       "CANCEL",
-      "STATS",    "KERNELS",  "SUBSCRIBE",  "TOP",           "BUF_CREATE", "BUF_WRITE",
-      "BUF_READ", "BUF_FREE", "KERNEL_ADD", "KERNEL_REMOVE", "RELOAD",     "MIGRATE"};
+      "?",          "HELLO",         "SUBMIT", "STATUS",     "WAIT",      "CANCEL",   "STATS",
+      "KERNELS",    "SUBSCRIBE",     "TOP",    "BUF_CREATE", "BUF_WRITE", "BUF_READ", "BUF_FREE",
+      "KERNEL_ADD", "KERNEL_REMOVE", "RELOAD", "MIGRATE",    "RING_OPEN", "RING_BELL"};
   static const char *const rep[] = {"WELCOME",   "ACCEPTED",    "STATUS_REPLY", "RESULT",
                                     "OK",        "STATS_REPLY", "KERNEL_LIST",  "EVENT",
-                                    "TOP_REPLY", "BUFFER",      "BUF_DATA",     "KERNEL_DONE"};
-  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_MIGRATE) return req[type];
-  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_KERNEL_DONE) return rep[type - COOP_MSG_WELCOME];
+                                    "TOP_REPLY", "BUFFER",      "BUF_DATA",     "KERNEL_DONE",
+                                    "RING_WAKE"};
+  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_RING_BELL) return req[type];
+  if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_RING_WAKE) return rep[type - COOP_MSG_WELCOME];
   return type == COOP_MSG_ERROR ? "ERROR" : "UNKNOWN";
 }
 

@@ -1,5 +1,5 @@
 /*
- * wire.h: the coop wire protocol, version 4 (COOP_WIRE_VERSION; PROTOCOL.md).
+ * wire.h: the coop wire protocol, version 5 (COOP_WIRE_VERSION; PROTOCOL.md).
  *
  * A frame is a 16-byte header and a payload, all integers big-endian:
  *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
@@ -35,7 +35,7 @@
 #include "coop_schema.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
-#define COOP_WIRE_VERSION 4u        /* the only version this code speaks */
+#define COOP_WIRE_VERSION 5u        /* the only version this code speaks */
 #define COOP_WIRE_HDR 16u
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
@@ -76,6 +76,8 @@ enum coop_msg_type {
   COOP_MSG_KERNEL_REMOVE = 15, /* the same */
   COOP_MSG_RELOAD = 16,        /* empty payload; the same */
   COOP_MSG_MIGRATE = 17,       /* answered by OK once the move is asked */
+  COOP_MSG_RING_OPEN = 18,     /* empty; answered by OK with the ring's memfd (ring.h) */
+  COOP_MSG_RING_BELL = 19,     /* empty; no reply: "look at the ring" */
   /* daemon -> client */
   COOP_MSG_WELCOME = 64,
   COOP_MSG_ACCEPTED = 65,
@@ -89,6 +91,7 @@ enum coop_msg_type {
   COOP_MSG_BUFFER = 73,
   COOP_MSG_BUF_DATA = 74,
   COOP_MSG_KERNEL_DONE = 75,
+  COOP_MSG_RING_WAKE = 76, /* empty: "look at the ring" */
   COOP_MSG_ERROR = 127
 };
 

@@ -33,6 +33,7 @@ void daemon_limits_cases(Suite *s);
 void daemon_priority_cases(Suite *s); /* priority */
 void daemon_suspend_cases(Suite *s);  /* checkpoints, migrate */
 void daemon_authors_cases(Suite *s);  /* kernel authors */
+void daemon_ring_cases(Suite *s);     /* the shared ring */
 
 /* ---- a daemon ---- */
 

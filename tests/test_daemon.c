@@ -27,6 +27,7 @@ static Suite *suite(void) {
   daemon_state_cases(s);
   daemon_limits_cases(s);
   daemon_authors_cases(s);
+  daemon_ring_cases(s);
   return s;
 }
 

@@ -480,12 +480,12 @@ END_TEST
 
 /* The worked example of PROTOCOL.md, byte for byte. */
 START_TEST(hello_bytes) {
-  union coop_msg m = {.hello = {4, 4, "coopctl"}};
+  union coop_msg m = {.hello = {5, 5, "coopctl"}};
   struct coop_wire_buf b;
   coop_wire_buf_init(&b);
   encode_ok(&b, COOP_MSG_HELLO, 1, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x04, 0x00, 0x01, 0x00, 0x00,
-                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x04, 0x00, 0x04,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x05, 0x00, 0x01, 0x00, 0x00,
+                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x05, 0x00, 0x05,
                           0x00, 0x07, 'c',  'o',  'o',  'p',  'c',  't',  'l'};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
@@ -630,7 +630,7 @@ START_TEST(top_reply_bytes) {
   union coop_msg m = {.top = {4, w.p, (uint32_t)w.len, 1, j.p, (uint32_t)j.len}};
   encode_ok(&b, COOP_MSG_TOP_REPLY, 5, &m);
   const uint8_t want[] = {
-      0x43, 0x4f, 0x4f, 0x50, 0x00, 0x04, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
+      0x43, 0x4f, 0x4f, 0x50, 0x00, 0x05, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
       0x00, 0x52, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x03, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -642,7 +642,7 @@ START_TEST(top_reply_bytes) {
   /* TOP itself is the header and the device */
   coop_wire_buf_free(&b);
   encode_ok(&b, COOP_MSG_TOP, 5, NULL);
-  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 4, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
+  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 5, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
   ck_assert_uint_eq(b.len, sizeof top);
   ck_assert_mem_eq(b.p, top, sizeof top);
   coop_wire_buf_free(&w), coop_wire_buf_free(&j), coop_wire_buf_free(&b);
@@ -664,9 +664,12 @@ START_TEST(names) {
   ck_assert_str_eq(coop_wire_type_name(16), "RELOAD");
   ck_assert_str_eq(coop_wire_type_name(75), "KERNEL_DONE");
   ck_assert_str_eq(coop_wire_type_name(17), "MIGRATE");
-  ck_assert_str_eq(coop_wire_type_name(18), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(18), "RING_OPEN");
+  ck_assert_str_eq(coop_wire_type_name(19), "RING_BELL");
+  ck_assert_str_eq(coop_wire_type_name(20), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(63), "UNKNOWN");
-  ck_assert_str_eq(coop_wire_type_name(76), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(76), "RING_WAKE");
+  ck_assert_str_eq(coop_wire_type_name(77), "UNKNOWN");
   ck_assert_str_eq(coop_job_state_name(COOP_JOB_CANCELLED), "cancelled");
   ck_assert_str_eq(coop_job_state_name(7), "unknown");
   ck_assert_str_eq(coop_arg_type_name(COOP_ARG_F64), "f64");
@@ -807,7 +810,7 @@ START_TEST(buffer_messages) {
 END_TEST
 
 START_TEST(reject_unknown_type) {
-  const uint16_t bad[] = {0, 18, 63, 76, 126, 128, 0xffff};
+  const uint16_t bad[] = {0, 20, 63, 77, 126, 128, 0xffff};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     union coop_msg m;
     ck_assert_int_eq(decode_raw(bad[i], NULL, 0, &m, NULL), COOP_EPROTO);

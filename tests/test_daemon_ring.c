@@ -1,0 +1,289 @@
+/*
+ * test_daemon_ring.c: a connection's shared ring (protocol/ring.h;
+ * docs/daemon.md, "The client's ring") against a real coopd, from a raw
+ * client that writes the ring itself, so that it can also break it.
+ *   - requests sent by the ring and by the socket, pipelined, are answered
+ *     in the order they were sent, and the answers, by either channel,
+ *     are read back in that order;
+ *   - a loop that spins reads the ring with no RING_BELL, and marks itself
+ *     asleep again when its spin ends;
+ *   - a ring a client breaks (a record too long, a tail past the ring, a
+ *     frame that is no frame, an impossible head) costs that connection
+ *     at most: another client's requests are answered, and a broken head
+ *     only sends the replies by the socket; the memfd cannot be shrunk.
+ */
+#define _GNU_SOURCE
+#include <check.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon_harness.h"
+#include "ring.h"
+
+/* A raw client with its ring: the socket's frames counted each way, and a
+ * socket frame read ahead of ring records that come before it. */
+struct rconn {
+  struct conn c;
+  struct coop_ring *ring;
+  struct coop_ring_end up, down;
+  uint32_t sock_out, sock_in;
+  int ringfd;
+  /* the frame read: its header, type, seq and channel ('r' or 's') */
+  struct coop_wire_hdr h;
+  int via;
+  int ahead; /* c holds a socket frame not yet handed out */
+};
+
+static void ring_open(struct rconn *r, const struct daemon_proc *d) {
+  memset(r, 0, sizeof *r);
+  open_hello(&r->c, d);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  uint32_t seq = send_msg(&r->c, COOP_MSG_RING_OPEN, &m, NULL, 0);
+  r->sock_out = 2; /* HELLO, RING_OPEN */
+  uint8_t buf[64];
+  int fds[COOP_WIRE_MAX_FDS];
+  unsigned nfds = COOP_WIRE_MAX_FDS;
+  ck_assert_int_eq(coop_wire_recv(r->c.fd, buf, sizeof buf, fds, &nfds), COOP_WIRE_HDR);
+  ck_assert_uint_eq(nfds, 1);
+  struct coop_wire_hdr h;
+  ck_assert_int_eq(coop_wire_hdr_decode(buf, &h), 0);
+  ck_assert_uint_eq(h.type, COOP_MSG_OK);
+  ck_assert_uint_eq(h.seq, seq);
+  r->ringfd = fds[0];
+  r->ring = coop_ring_map(fds[0]);
+  ck_assert_ptr_nonnull(r->ring);
+  r->up = (struct coop_ring_end){&r->ring->up, 0};
+  r->down = (struct coop_ring_end){&r->ring->down, 0};
+  r->sock_in = 2; /* WELCOME, OK */
+}
+
+static void ring_close(struct rconn *r) {
+  coop_ring_unmap(r->ring);
+  close(r->ringfd);
+  conn_close(&r->c);
+}
+
+static uint32_t by_socket(struct rconn *r, uint16_t type, const union coop_msg *m) {
+  r->sock_out++;
+  return send_msg(&r->c, type, m, NULL, 0);
+}
+
+/* By the ring; rings the bell when coopd may be asleep (or when told to
+ * always: bell 1; never: bell -1). */
+static uint32_t by_ring(struct rconn *r, uint16_t type, const union coop_msg *m, int bell) {
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  uint32_t seq = ++r->c.seq;
+  ck_assert_int_eq(coop_wire_encode(&b, type, seq, m), 0);
+  ck_assert_int_eq(coop_ring_put(&r->up, b.p, (uint32_t)b.len, r->sock_out), 1);
+  coop_wire_buf_free(&b);
+  if (bell > 0 || (bell == 0 && coop_ring_reader_asleep(&r->up))) {
+    union coop_msg none;
+    memset(&none, 0, sizeof none);
+    r->sock_out++;
+    send_msg(&r->c, COOP_MSG_RING_BELL, &none, NULL, 0);
+    r->c.seq--; /* a bell is no request */
+  }
+  return seq;
+}
+
+/* A ring record that is due, decoded into r->c: 1, or 0 when none is. */
+static int take_due(struct rconn *r) {
+  uint32_t len, before;
+  int k = coop_ring_peek(&r->down, &len, &before);
+  ck_assert_int_ge(k, 0);
+  if (!k || !coop_ring_due(before, r->sock_in)) return 0;
+  uint8_t *f = malloc(len);
+  coop_ring_take(&r->down, f, len);
+  ck_assert_int_eq(coop_wire_hdr_decode(f, &r->h), 0);
+  ck_assert_uint_eq(r->h.len + COOP_WIRE_HDR, len);
+  free(r->c.payload);
+  r->c.payload = malloc(r->h.len + 1);
+  memcpy(r->c.payload, f + COOP_WIRE_HDR, r->h.len);
+  free(f);
+  ck_assert_int_eq(coop_wire_decode(&r->h, r->c.payload, &r->c.m), 0);
+  r->via = 'r';
+  return 1;
+}
+
+/* The next frame in coopd's order, from either channel (RING_WAKE and
+ * EVENT skipped): its type. A socket frame is read ahead, then handed out
+ * once the ring records written before it have been. 0 at EOF. */
+static uint16_t next_frame(struct rconn *r) {
+  for (;;) {
+    if (take_due(r)) return r->h.type;
+    if (!r->ahead) {
+      if (!read_frame(&r->c)) return 0;
+      r->ahead = 1;
+      continue; /* records written before it come first */
+    }
+    r->ahead = 0;
+    r->sock_in++;
+    r->h = r->c.h;
+    r->via = 's';
+    if (r->h.type != COOP_MSG_RING_WAKE && r->h.type != COOP_MSG_EVENT) return r->h.type;
+  }
+}
+
+/* 300 requests, pipelined, each by the ring or the socket in a fixed mix
+ * (STATS, KERNELS and TOP), and read only once all are sent: the replies
+ * fill the ring (64 KiB), and those that find it full go by the socket.
+ * Answered in the order sent, and read back in that order; a ring whose
+ * records were taken whenever seen (not after the socket frames sent
+ * before them) answers out of order. */
+START_TEST(order_across_ring_and_socket) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct rconn r;
+  ring_open(&r, &d);
+  enum { N = 300 };
+  static const uint16_t types[] = {COOP_MSG_STATS, COOP_MSG_KERNELS, COOP_MSG_TOP};
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  uint32_t first = r.c.seq + 1;
+  for (int i = 0; i < N; i++) {
+    uint16_t t = types[i % 3];
+    if ((i * 7) % 5 < 2)
+      by_socket(&r, t, t == COOP_MSG_TOP ? &m : NULL);
+    else
+      by_ring(&r, t, t == COOP_MSG_TOP ? &m : NULL, 0);
+  }
+  int via[2] = {0, 0};
+  for (int i = 0; i < N; i++) {
+    uint16_t t = next_frame(&r);
+    ck_assert_msg(t != 0 && t != COOP_MSG_ERROR, "reply %d: type %u", i, t);
+    ck_assert_msg(r.h.seq == first + (uint32_t)i, "reply %d: seq %u, expected %u", i, r.h.seq,
+                  first + (uint32_t)i);
+    via[r.via == 'r']++;
+  }
+  ck_assert_int_gt(via[0], 0); /* replies came by both */
+  ck_assert_int_gt(via[1], 0);
+  ring_close(&r);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* The loop spins for [device] idle_spin_us after a RESULT
+ * (COOP_TEST_SPIN_ANY: as on a GPU): the ring's reader is awake, and a
+ * request written with no bell is answered; once the spin is over, the
+ * last look marks it asleep again. */
+START_TEST(a_spinning_loop_needs_no_bell) {
+  static const char *const sets[] = {"device.idle_spin_us=100000", NULL};
+  setenv("COOP_TEST_SPIN_ANY", "1", 1);
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  unsetenv("COOP_TEST_SPIN_ANY");
+  struct rconn r;
+  ring_open(&r, &d);
+  int awake = 0;
+  for (int tries = 0; tries < 20 && !awake; tries++) {
+    union coop_msg m;
+    render_init(&m, 1);
+    uint32_t seq = by_socket(&r, COOP_MSG_SUBMIT, &m);
+    ck_assert_uint_eq(next_frame(&r), COOP_MSG_ACCEPTED);
+    ck_assert_uint_eq(r.h.seq, seq);
+    union coop_msg w;
+    memset(&w, 0, sizeof w);
+    w.job.job = r.c.m.job.job;
+    w.job.timeout_ms = 30000;
+    seq = by_socket(&r, COOP_MSG_WAIT, &w);
+    ck_assert_uint_eq(next_frame(&r), COOP_MSG_RESULT);
+    ck_assert_uint_eq(r.h.seq, seq);
+    /* the spin starts once the RESULT is out: its first turn wakes the reader */
+    for (int k = 0; k < 200 && coop_ring_reader_asleep(&r.up); k++) msleep(1);
+    if (coop_ring_reader_asleep(&r.up)) continue; /* this machine was slow: again */
+    seq = by_ring(&r, COOP_MSG_KERNELS, NULL, -1);
+    /* the answer, by the ring, comes with a RING_WAKE (this reader sleeps) */
+    struct pollfd p = {.fd = r.c.fd, .events = POLLIN};
+    if (poll(&p, 1, 3000) == 0) {
+      /* the spin ended between the look and the write: the last look missed
+       * a record written with no bell, as it may; only then */
+      ck_assert_msg(coop_ring_reader_asleep(&r.up), "a spinning loop did not read the ring");
+      by_socket(&r, COOP_MSG_RING_BELL, NULL);
+      r.c.seq--;
+    } else {
+      awake = 1;
+    }
+    ck_assert_uint_eq(next_frame(&r), COOP_MSG_KERNEL_LIST);
+    ck_assert_uint_eq(r.h.seq, seq);
+  }
+  ck_assert_msg(awake, "the loop never read the ring awake after a RESULT");
+  int64_t t0 = now_ms();
+  while (!coop_ring_reader_asleep(&r.up) && now_ms() - t0 < 5000) msleep(10);
+  ck_assert_msg(coop_ring_reader_asleep(&r.up), "the loop's ring reader is not asleep after 5 s");
+  ring_close(&r);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A request by the socket, answered (by either channel): the connection
+ * still works. */
+static void still_answers(struct rconn *r) {
+  uint32_t seq = by_socket(r, COOP_MSG_KERNELS, NULL);
+  ck_assert_uint_eq(next_frame(r), COOP_MSG_KERNEL_LIST);
+  ck_assert_uint_eq(r->h.seq, seq);
+}
+
+/* A raw record header and tail written into the up ring, then a bell:
+ * coopd answers ERROR EPROTO and closes that connection only. */
+static void broken_record(const struct daemon_proc *d, uint32_t len, uint32_t tail_add,
+                          int bad_magic) {
+  struct rconn r;
+  ring_open(&r, d);
+  uint32_t rec[2] = {len, r.sock_out};
+  memcpy(r.ring->up.data, rec, sizeof rec);
+  memset(r.ring->up.data + sizeof rec, bad_magic ? 0x5a : 0, 64);
+  atomic_store(&r.ring->up.tail, tail_add);
+  union coop_msg none;
+  memset(&none, 0, sizeof none);
+  send_msg(&r.c, COOP_MSG_RING_BELL, &none, NULL, 0);
+  ck_assert_uint_eq(next_frame(&r), COOP_MSG_ERROR);
+  ck_assert_int_eq(r.c.m.error.code, COOP_EPROTO);
+  ck_assert_uint_eq(next_frame(&r), 0); /* closed */
+  ring_close(&r);
+}
+
+START_TEST(a_broken_ring_costs_its_connection_only) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct rconn other;
+  ring_open(&other, &d);
+  broken_record(&d, COOP_RING_FRAME_MAX + 8, COOP_RING_FRAME_MAX + 16, 0); /* too long */
+  broken_record(&d, 32, COOP_RING_DATA + 64, 0);                           /* past the ring */
+  broken_record(&d, 40, 48, 1);                                            /* no frame */
+  broken_record(&d, 8, 16, 0);                                             /* too short */
+  still_answers(&other);
+  /* an impossible head: coopd's replies go by the socket from then on */
+  atomic_store(&other.ring->down.head, 0x40000000u);
+  for (int i = 0; i < 3; i++) {
+    still_answers(&other);
+    ck_assert_int_eq(other.via, 's');
+  }
+  /* the memfd is sealed: no shrinking it under coopd */
+  ck_assert_int_ne(ftruncate(other.ringfd, 0), 0);
+  ck_assert_int_ne(ftruncate(other.ringfd, 1 << 20), 0);
+  /* a second RING_OPEN is refused; the connection goes on */
+  union coop_msg none;
+  memset(&none, 0, sizeof none);
+  uint32_t seq = by_socket(&other, COOP_MSG_RING_OPEN, &none);
+  ck_assert_uint_eq(next_frame(&other), COOP_MSG_ERROR);
+  ck_assert_uint_eq(other.h.seq, seq);
+  ck_assert_int_eq(other.c.m.error.code, COOP_EINVAL);
+  still_answers(&other);
+  ring_close(&other);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+void daemon_ring_cases(Suite *s) {
+  TCase *t = tcase_create("ring");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, order_across_ring_and_socket);
+  tcase_add_test(t, a_spinning_loop_needs_no_bell);
+  tcase_add_test(t, a_broken_ring_costs_its_connection_only);
+  suite_add_tcase(s, t);
+}
