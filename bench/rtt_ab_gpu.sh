@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/rtt_ab_gpu.sh: two coopd builds side by side in one lease, the nop
 # task through coopd (coop-bench-rtt --nop --resident), K = 1 and K = all
-# workers, rounds alternating old then new so that a lease's drift falls on
-# both. Each run has its own coopd (COOP_TRACE_FILE set, so the new build's
+# workers, rounds alternating old, new, then new with its client's frames
+# on the socket alone (COOP_RING=0: what the shared ring saves, PROTOCOL.md
+# "The shared ring"), so that a lease's drift falls on all three. Each run has its own coopd (COOP_TRACE_FILE set, so the new build's
 # rows come with the legs of the path: docs/daemon.md, "The path of one
 # job, leg by leg").
 #
@@ -10,7 +11,7 @@
 #
 # --old DIR: the other build's coopd, coop-bench-rtt and libcoop.so.0, in
 # one folder. --build-dir: the new build (default build-cuda). Prints each
-# run's CSV row (label old-K or new-K) and the new build's legs; set
+# run's CSV row (label old-K, new-K or noring-K) and the new build's legs; set
 # COOP_BACKEND etc. as for any coopd.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +22,7 @@ while [ $# -gt 0 ]; do
     --build-dir) bdir=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "rtt_ab_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -32,11 +33,12 @@ daemon=
 trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; rm -rf "$tmp"' EXIT
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
 echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); old: $old"
-# one SIDE (old|new) K run: a coopd of its own, then the bench against it
+# one SIDE (old|new|noring) K run: a coopd of its own, then the bench against it
 one() {
-  local side=$1 k=$2 coopd rtt libs
+  local side=$1 k=$2 coopd rtt libs ring=1
   if [ "$side" = old ]; then coopd=$old/coopd rtt=$old/coop-bench-rtt libs=$old:${LD_LIBRARY_PATH:-}
   else coopd=$bdir/bin/coopd rtt=$bdir/bin/coop-bench-rtt libs=${LD_LIBRARY_PATH:-}; fi
+  [ "$side" = noring ] && ring=0
   local sock=$tmp/s.sock trace=$tmp/$side-$k.trace
   rm -f "$sock" "$trace"
   COOP_TRACE_FILE=$trace LD_LIBRARY_PATH=$libs "$coopd" --socket "$sock" \
@@ -49,12 +51,12 @@ one() {
     sleep 0.1
   done
   sleep 1 # the socket is there before the megakernel answers: the bench waits too
-  LD_LIBRARY_PATH=$libs "$rtt" --socket "$sock" --nop --resident --spin-us 200 --runs "$runs" \
+  COOP_RING=$ring LD_LIBRARY_PATH=$libs "$rtt" --socket "$sock" --nop --resident --spin-us 200 --runs "$runs" \
     --groups "$k" --label "$side-$k" --trace "$trace" 2>&1
   kill "$daemon"; wait "$daemon" 2>/dev/null || true
   daemon=
 }
 for r in $(seq 1 "$rounds"); do
   echo "== round $r"
-  for k in 1 all; do one old "$k"; one new "$k"; done
+  for k in 1 all; do one old "$k"; one new "$k"; one noring "$k"; done
 done

@@ -10,11 +10,15 @@
  *   - a ring a client breaks (a record too long, a tail past the ring, a
  *     frame that is no frame, an impossible head) costs that connection
  *     at most: another client's requests are answered, and a broken head
- *     only sends the replies by the socket; the memfd cannot be shrunk.
+ *     only sends the replies by the socket; the memfd cannot be shrunk;
+ *   - a client that floods by its ring and never reads costs another
+ *     client's tasks no more than one that floods by its socket.
  */
 #define _GNU_SOURCE
 #include <check.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,11 +283,82 @@ START_TEST(a_broken_ring_costs_its_connection_only) {
 }
 END_TEST
 
+/* ---- a client that floods by its ring ---- */
+
+struct ring_flood {
+  struct rconn r;
+  atomic_int stop;
+  unsigned sent; /* SUBMITs written into the ring */
+};
+
+/* Writes one render SUBMIT after another into its ring, with a bell when
+ * coopd's reader sleeps, and never reads a reply, until told to stop. A
+ * bell that does not fit the socket (coopd no longer reads it) is left
+ * out: coopd is not reading either channel then. */
+static void *ring_flood_main(void *arg) {
+  struct ring_flood *f = arg;
+  static union coop_msg m;
+  render_init(&m, 1);
+  struct coop_wire_buf b, bell;
+  coop_wire_buf_init(&b);
+  coop_wire_buf_init(&bell);
+  coop_wire_encode(&b, COOP_MSG_SUBMIT, 1000, &m);
+  coop_wire_encode(&bell, COOP_MSG_RING_BELL, 0, NULL);
+  while (!atomic_load(&f->stop)) {
+    if (coop_ring_put(&f->r.up, b.p, (uint32_t)b.len, f->r.sock_out) != 1) {
+      msleep(1);
+      continue;
+    }
+    f->sent++;
+    if (!coop_ring_reader_asleep(&f->r.up)) continue;
+    ssize_t n = send(f->r.c.fd, bell.p, bell.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n == (ssize_t)bell.len)
+      f->r.sock_out++;
+    else if (n > 0)
+      break; /* half a frame: the stream is broken, stop */
+  }
+  coop_wire_buf_free(&b);
+  coop_wire_buf_free(&bell);
+  return NULL;
+}
+
+/* One client fills its ring with SUBMITs and never reads a reply (its
+ * ring's replies, then its socket, fill up); another's tasks keep running,
+ * each within a bound, as beside a client that floods by its socket
+ * (test_buffers.c, a_client_that_never_reads). */
+START_TEST(a_client_that_floods_by_its_ring) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  static struct ring_flood f;
+  memset(&f, 0, sizeof f);
+  ring_open(&f.r, &d);
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, ring_flood_main, &f), 0);
+  msleep(1000); /* its jobs run (up to max_jobs_per_client), its replies pile up */
+  struct conn c;
+  open_hello(&c, &d);
+  int64_t worst = 0;
+  for (int k = 0; k < 10; k++) {
+    int64_t t0 = now_ms();
+    render_check(&c, 1, 0, 0);
+    if (now_ms() - t0 > worst) worst = now_ms() - t0;
+  }
+  atomic_store(&f.stop, 1);
+  pthread_join(t, NULL);
+  ck_assert_uint_gt(f.sent, 64); /* more than its jobs' cap: it did flood */
+  ck_assert_msg(worst < 5000, "a task took %lld ms beside the flood", (long long)worst);
+  conn_close(&c);
+  ring_close(&f.r);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_ring_cases(Suite *s) {
   TCase *t = tcase_create("ring");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, order_across_ring_and_socket);
   tcase_add_test(t, a_spinning_loop_needs_no_bell);
   tcase_add_test(t, a_broken_ring_costs_its_connection_only);
+  tcase_add_test(t, a_client_that_floods_by_its_ring);
   suite_add_tcase(s, t);
 }
