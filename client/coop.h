@@ -218,12 +218,17 @@ const struct coop_info *coop_info(const coop_conn *c);
 void coop_set_timeout(coop_conn *c, int timeout_ms);
 
 /* How long a thread waiting for a reply (coop_wait()'s RESULT, any
- * request's answer) watches the socket before it sleeps in poll, us; 0
+ * request's answer) watches the connection's shared ring and its socket
+ * before it sleeps in poll, us; 0
  * (the default, or the environment's COOP_SPIN_US at coop_connect()) never
  * spins. A reply that comes within the spin reaches the caller several
  * microseconds sooner than one that wakes a sleeping thread, at the cost
  * of a CPU core busy for up to that long each wait: worth it for tasks
- * of tens of microseconds (bench/RESULTS.md). At most 1000000. */
+ * of tens of microseconds (bench/RESULTS.md). At most 1000000.
+ * coop_connect() asks coopd for the shared ring (PROTOCOL.md, "The shared
+ * ring"), through which small requests and replies pass without a system
+ * call while both sides watch; the environment's COOP_RING=0 keeps every
+ * frame on the socket. */
 void coop_set_spin(coop_conn *c, unsigned spin_us);
 
 /* The message that came with the last error returned to this thread by
