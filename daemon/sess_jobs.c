@@ -218,10 +218,6 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   s->use->bytes += bytes;
   dm->submitted++;
   journal_accepted(dm->journal, j->id, j->uid, j->kernel);
-  log_info("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
-           (unsigned long long)j->id, j->kernel, j->groups,
-           (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
-           s->name);
   /* submitted before the reply: if sending fails and closes the session,
    * its cleanup finds the job where it expects it (cancelled, freed later) */
   TRACE_STAMP(j, queued);
@@ -239,6 +235,13 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
    * after sess_send returns (a negative leg, seen on 2 cores) */
   TRACE_STAMP(j, accepted);
   sess_send(s, COOP_MSG_ACCEPTED, seq, &r);
+  /* after the job's hand-off and its reply: a line on stderr is a write(2),
+   * a microsecond or more that no job should wait for (j and s live on
+   * until the loop's next turn, even if the send closed s) */
+  log_info("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
+           (unsigned long long)j->id, j->kernel, j->groups,
+           (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
+           s->name);
 }
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
@@ -511,9 +514,6 @@ void session_job_done(struct daemon *dm, struct job *j) {
   jobs_count_finished(dm, j);
   journal_finished(dm->journal, j->id);
   dm->dev_jobs[j->counted_dev]--;
-  /* done, cancelled, refused or failed: one line, with the reason if any */
-  log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
-           coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
   /* j->finished is set only after the sends: a session that a failed send
    * closes meanwhile then treats j as running (owner := NULL) rather than
    * freeing it under us. */
@@ -535,6 +535,10 @@ void session_job_done(struct daemon *dm, struct job *j) {
       sess_waiter_free(w);
     }
   }
+  /* done, cancelled, refused or failed: one line, with the reason if any;
+   * after the RESULTs, which it would hold up by a write(2) */
+  log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
+           coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
   j->finished = 1;
   /* Its inline IN copies are not needed any more (RESULT carries OUT
    * buffers only): finished renders kept 1.58 GB of them (docs/faults.md,
