@@ -353,10 +353,25 @@ enum { RECORDS = 20000 };
 
 static uint32_t seq_len(uint32_t seq) { return COOP_WIRE_HDR + seq % 7 * 4; }
 
+/* The writer waits, half the time, until the reader has taken all: the
+ * next record then races the reader going to sleep, and a wake-up lost
+ * there is never made up by a later record's bell. Each side pauses a
+ * random while (up to about a microsecond) at its end of the race, so that
+ * the two meet at every distance: without the pauses, a Dekker pair broken
+ * on x86 (coop_ring_sleep's store and load relaxed) lost no wake-up in 20
+ * runs; with them, one in every run. */
+static void pace_writer(const struct coop_ring_end *w, uint64_t *pace) {
+  uint64_t x = coop_xorshift64(pace);
+  if (x & 1)
+    while (atomic_load(&w->d->head) != w->pos) sched_yield();
+  for (volatile uint32_t i = (uint32_t)(x >> 1) % 512; i; i--) continue;
+}
+
 /* The other process's writer: each record its sequence number, repeated;
  * a byte on bell when the reader may be asleep. */
 static void write_all(struct coop_ring_dir *d, int bell) {
   struct coop_ring_end w = {d, 0};
+  uint64_t pace = 2463534242ull;
   uint32_t f[COOP_WIRE_HDR / 4 + 6];
   for (uint32_t seq = 0; seq < RECORDS; seq++) {
     for (unsigned i = 0; i < sizeof f / sizeof f[0]; i++) f[i] = seq;
@@ -364,34 +379,43 @@ static void write_all(struct coop_ring_dir *d, int bell) {
     while ((rc = coop_ring_put(&w, f, seq_len(seq), 0)) == 0) sched_yield();
     if (rc != 1) _exit(2);
     if (coop_ring_reader_asleep(&w) && send(bell, "b", 1, MSG_NOSIGNAL) != 1) _exit(3);
+    pace_writer(&w, &pace);
   }
   _exit(0);
 }
 
+/* Takes record seq. No ck_assert on the way when all is well: each one
+ * writes to check's pipe, and would make the reader the slower side. */
 static void check_seq(struct coop_ring_end *rd, uint32_t seq) {
   uint32_t n = 0, sb = 1, f[COOP_WIRE_HDR / 4 + 6];
-  ck_assert_int_eq(coop_ring_peek(rd, &n, &sb), 1);
-  ck_assert_uint_eq(n, seq_len(seq));
-  ck_assert_uint_eq(sb, 0);
+  int rc = coop_ring_peek(rd, &n, &sb);
+  if (rc != 1 || n != seq_len(seq) || sb != 0)
+    ck_abort_msg("record %u: peek %d, len %u, sock_before %u", seq, rc, n, sb);
   coop_ring_take(rd, f, n);
-  for (unsigned i = 0; i < n / 4; i++) ck_assert_uint_eq(f[i], seq);
+  for (unsigned i = 0; i < n / 4; i++)
+    if (f[i] != seq) ck_abort_msg("record %u: word %u is %u", seq, i, f[i]);
 }
 
-/* Blocks on the bell, as a reader with nothing in the ring. */
+/* Blocks on the bell, as a reader with nothing in the ring: it sleeps only
+ * while records are still to come, so the writer is still there. */
 static void wait_bell(int bell, uint32_t seq) {
   struct pollfd p = {bell, POLLIN, 0};
   ck_assert_msg(poll(&p, 1, 2000) == 1, "a lost wake-up: record %u never rang", seq);
   char b[256];
-  while (recv(bell, b, sizeof b, MSG_DONTWAIT) > 0) continue;
+  ssize_t k;
+  while ((k = recv(bell, b, sizeof b, MSG_DONTWAIT)) > 0) continue;
+  ck_assert_msg(k < 0, "the writer left before record %u", seq); /* then status */
 }
 
 static void read_all(struct coop_ring_end *rd, int bell) {
+  uint64_t pace = 88172645463325252ull;
   for (uint32_t seq = 0; seq < RECORDS;) {
     uint32_t n, sb;
     if (coop_ring_peek(rd, &n, &sb) != 0) {
       check_seq(rd, seq++);
       continue;
     }
+    for (volatile uint32_t i = coop_xorshift64(&pace) % 512; i; i--) continue;
     if (!coop_ring_sleep(rd)) wait_bell(bell, seq);
     coop_ring_awake(rd);
   }
