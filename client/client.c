@@ -119,7 +119,7 @@ static int ring_frame(coop_conn *c, uint32_t len, struct coop_frame **out) {
     free(b);
     return COOP_ENOMEM;
   }
-  coop_ring_take(&c->down, b, len);
+  coop_sring_take(&c->down, b, len);
   int e = coop_wire_hdr_decode(b, &f->h);
   if (!e && f->h.len != len - COOP_WIRE_HDR) e = COOP_EPROTO;
   if (e) {
@@ -135,12 +135,12 @@ static int ring_frame(coop_conn *c, uint32_t len, struct coop_frame **out) {
 }
 
 /* Appends at *tail the ring's records that are due: written before the
- * socket frame that comes next (protocol/ring.h). Moves *tail on. */
+ * socket frame that comes next (protocol/sring.h). Moves *tail on. */
 static int take_ring(coop_conn *c, struct coop_frame ***tail) {
   while (c->ring) {
     uint32_t len, before;
-    int r = coop_ring_peek(&c->down, &len, &before);
-    if (r == 0 || (r == 1 && !coop_ring_due(before, c->sock_in))) return 0;
+    int r = coop_sring_peek(&c->down, &len, &before);
+    if (r == 0 || (r == 1 && !coop_sring_due(before, c->sock_in))) return 0;
     if (r < 0) return COOP_EPROTO;
     struct coop_frame *f;
     int e = ring_frame(c, len, &f);
@@ -204,13 +204,13 @@ static int spin_for(coop_conn *c, unsigned spin, int *wait_ms, long *k, int *fds
     end = t0 + (int64_t)*wait_ms * 1000000;
   struct coop_frame **start = *tail;
   int e = 0;
-  if (c->ring) coop_ring_awake(&c->down);
+  if (c->ring) coop_sring_awake(&c->down);
   while ((*k = coop_wire_try_recv(c->fd, c->rbuf, RECV_CHUNK, fds, nfds)) == COOP_ETIMEDOUT) {
     if ((e = take_ring(c, tail)) || *start) break;
     if (mono_ns() >= end) break;
   }
-  /* asleep again, then a last look (the Dekker pair of ring.h) */
-  if (c->ring && coop_ring_sleep(&c->down) && !e && !*start) e = take_ring(c, tail);
+  /* asleep again, then a last look (the Dekker pair of sring.h) */
+  if (c->ring && coop_sring_sleep(&c->down) && !e && !*start) e = take_ring(c, tail);
   if (*k == COOP_ETIMEDOUT && *wait_ms > 0) *wait_ms -= (int)((mono_ns() - t0) / 1000000);
   if (*wait_ms < 0) *wait_ms = 0;
   return e;
@@ -233,7 +233,7 @@ static int pump(coop_conn *c, int wait_ms, struct coop_frame **out) {
     if (e || (*out && k == COOP_ETIMEDOUT)) return e;
   }
   if (k == COOP_ETIMEDOUT && !*out) {
-    /* asleep (ring.h): a record written from now on comes with a RING_WAKE */
+    /* asleep (sring.h): a record written from now on comes with a RING_WAKE */
     int n = poll(&p, 1, wait_ms);
     if (n < 0) return errno == EINTR ? 0 : COOP_EIO;
     if (n == 0) return take_ring(c, &tail);
@@ -391,12 +391,12 @@ static int take_reply(const struct coop_frame *f, uint16_t want, union coop_msg 
 
 /* By the ring when it has one, the frame carries no descriptor and fits
  * (then a RING_BELL if coopd may be asleep), else by the socket; the
- * socket's frames are counted (protocol/ring.h). */
+ * socket's frames are counted (protocol/sring.h). */
 static int send_frame(coop_conn *c, const struct coop_wire_buf *b, const int *fds, unsigned nfds) {
   pthread_mutex_lock(&c->send_mu);
-  int r = c->ring && !nfds ? coop_ring_put(&c->up, b->p, (uint32_t)b->len, c->sock_out) : 0;
+  int r = c->ring && !nfds ? coop_sring_put(&c->up, b->p, (uint32_t)b->len, c->sock_out) : 0;
   int e = r < 0 ? r : 0;
-  if (r == 1 && coop_ring_reader_asleep(&c->up)) {
+  if (r == 1 && coop_sring_reader_asleep(&c->up)) {
     e = coop_wire_send(c->fd, c->bell, sizeof c->bell, NULL, 0, NULL);
     c->sock_out++;
   } else if (r == 0) {
@@ -624,7 +624,7 @@ static int handshake(coop_conn *c, const char *name) {
   return e;
 }
 
-/* Asks coopd for the shared ring (protocol/ring.h); without one (refused,
+/* Asks coopd for the shared ring (protocol/sring.h); without one (refused,
  * or $COOP_RING=0) every frame goes by the socket. Before the connection
  * is handed out: one thread. */
 static void open_ring(coop_conn *c) {
@@ -644,11 +644,11 @@ static void open_ring(coop_conn *c) {
   }
   memcpy(c->bell, bell.p, sizeof c->bell);
   coop_wire_buf_free(&bell);
-  c->ring = f->fd >= 0 ? coop_ring_map(f->fd) : NULL;
+  c->ring = f->fd >= 0 ? coop_sring_map(f->fd) : NULL;
   coop__frame_free(f); /* the mapping stays */
   if (!c->ring) return;
-  c->up = (struct coop_ring_end){&c->ring->up, 0};
-  c->down = (struct coop_ring_end){&c->ring->down, 0};
+  c->up = (struct coop_sring_end){&c->ring->up, 0};
+  c->down = (struct coop_sring_end){&c->ring->down, 0};
 }
 
 int coop_connect(coop_conn **out, const char *path, const char *name) {
@@ -676,7 +676,7 @@ void coop_disconnect(coop_conn *c) {
   if (!c) return;
   if (c->fd >= 0) close(c->fd);
   if (c->xfd >= 0) close(c->xfd);
-  coop_ring_unmap(c->ring);
+  coop_sring_unmap(c->ring);
   pthread_mutex_destroy(&c->xmu);
   coop__frame_free(c->ev_head);
   coop__pending_free_all(c);

@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 
 #include "coop.h"
-#include "ring.h"
+#include "sring.h"
 #include "wire.h"
 
 /* A TIMES field of the schema (coop_copy.h's COOP__COPY_TIMES). */
@@ -75,11 +75,11 @@ struct coop_conn {
   int xfd;
   size_t xsize;
   pthread_mutex_t xmu;
-  /* the shared ring coopd handed over at the handshake (protocol/ring.h),
+  /* the shared ring coopd handed over at the handshake (protocol/sring.h),
    * or NULL: up is written under send_mu, down read by the reader; the
    * frames sent on and taken from the socket order the two channels */
-  struct coop_ring *ring;
-  struct coop_ring_end up, down;
+  struct coop_sring *ring;
+  struct coop_sring_end up, down;
   uint32_t sock_out;           /* send_mu */
   uint32_t sock_in;            /* the reader's */
   uint8_t bell[COOP_WIRE_HDR]; /* a RING_BELL frame */

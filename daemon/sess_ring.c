@@ -1,5 +1,5 @@
 /*
- * sess_ring.c: a connection's shared ring (protocol/ring.h; docs/daemon.md,
+ * sess_ring.c: a connection's shared ring (protocol/sring.h; docs/daemon.md,
  * "The client's ring"): RING_OPEN hands the client a sealed memfd with two
  * rings, and the loop looks at every connection's ring each turn while it
  * spins, so that a client's request reaches a spinning loop without a
@@ -23,8 +23,8 @@ void sess_ring_open(struct session *s, uint32_t seq, const union coop_msg *m, in
    * nothing queued). */
   if (s->out_off < s->out.len)
     return sess_error(s, seq, COOP_EBUSY, "replies are queued on this connection: ask again");
-  struct coop_ring *r;
-  int fd = coop_ring_create(&r);
+  struct coop_sring *r;
+  int fd = coop_sring_create(&r);
   if (fd < 0) return sess_error(s, seq, COOP_ENOMEM, "cannot make a ring: %s", strerror(errno));
   /* out is empty: the OK is built there, and sent with the descriptor */
   s->out.len = s->out_off = 0;
@@ -36,15 +36,15 @@ void sess_ring_open(struct session *s, uint32_t seq, const union coop_msg *m, in
   if (e) {
     s->out.len = 0;
     s->out.err = 0;
-    coop_ring_unmap(r);
+    coop_sring_unmap(r);
     return sess_error(s, seq, e, "cannot hand the ring over: %s", coop_strerror(e));
   }
   /* the descriptor went with the first byte; the rest of a partial send
    * waits in out like any reply */
   s->out_off = sent;
   s->ring = r;
-  s->up = (struct coop_ring_end){&r->up, 0};
-  s->down = (struct coop_ring_end){&r->down, 0};
+  s->up = (struct coop_sring_end){&r->up, 0};
+  s->down = (struct coop_sring_end){&r->down, 0};
   s->sock_out++;
   sess_flush(s);
   log_debug("client %u/%s: a shared ring of %zu bytes", s->pid, s->name, sizeof *r);
@@ -62,9 +62,9 @@ void session_poll_rings(struct daemon *dm, int spinning) {
     next = s->next; /* s may close: it leaves the list, and is freed later */
     if (!s->ring || s->closing) continue;
     if (!spinning)
-      coop_ring_sleep(&s->up); /* then the last look below */
+      coop_sring_sleep(&s->up); /* then the last look below */
     else if (atomic_load_explicit(&s->up.d->asleep, memory_order_relaxed))
-      coop_ring_awake(&s->up);
+      coop_sring_awake(&s->up);
     sess_input(s);
   }
 }

@@ -64,13 +64,13 @@ void sess_close_after_error(struct session *s) {
 
 /* The frame just encoded at out[mark..] goes by the ring if it has room
  * (then a RING_WAKE follows on the socket if the client may be asleep),
- * else by the socket; the socket's frames are counted (ring.h). */
+ * else by the socket; the socket's frames are counted (sring.h). */
 static void sess_route(struct session *s, size_t mark) {
   if (s->ring && !s->down_off && s->out.len > mark) {
-    int r = coop_ring_put(&s->down, s->out.p + mark, (uint32_t)(s->out.len - mark), s->sock_out);
+    int r = coop_sring_put(&s->down, s->out.p + mark, (uint32_t)(s->out.len - mark), s->sock_out);
     if (r == 1) {
       s->out.len = mark;
-      if (!coop_ring_reader_asleep(&s->down)) return;
+      if (!coop_sring_reader_asleep(&s->down)) return;
       if (coop_wire_encode(&s->out, COOP_MSG_RING_WAKE, 0, NULL)) return; /* out of memory */
     } else if (r < 0) {
       log_warn("client %u/%s: its ring's head is impossible: replies go by the socket", s->pid,
@@ -340,7 +340,7 @@ static void burst(struct session *s, int64_t now) {
 
 /* Answers the ring's records that are due: written before the socket
  * frame the connection sent next, that is after the sock_in frames taken
- * (ring.h). 1 when none due is left; 0 when it stopped: the replies
+ * (sring.h). 1 when none due is left; 0 when it stopped: the replies
  * pending passed SESS_OUT_PAUSE (then s->stalled), or the connection
  * closes. */
 static int sess_ring_input(struct session *s) {
@@ -350,12 +350,12 @@ static int sess_ring_input(struct session *s) {
       return 0;
     }
     uint32_t len, before;
-    int r = coop_ring_peek(&s->up, &len, &before);
-    if (r == 0 || (r == 1 && !coop_ring_due(before, s->sock_in))) return 1;
-    uint8_t frame[COOP_RING_FRAME_MAX];
+    int r = coop_sring_peek(&s->up, &len, &before);
+    if (r == 0 || (r == 1 && !coop_sring_due(before, s->sock_in))) return 1;
+    uint8_t frame[COOP_SRING_FRAME_MAX];
     struct coop_wire_hdr h;
     if (r == 1) {
-      coop_ring_take(&s->up, frame, len); /* a copy: the client may write the pages */
+      coop_sring_take(&s->up, frame, len); /* a copy: the client may write the pages */
       r = coop_wire_hdr_decode(frame, &h);
       if (!r && h.len != len - COOP_WIRE_HDR) r = COOP_EPROTO;
     }
@@ -453,7 +453,7 @@ static void on_closed(uv_handle_t *h) {
   struct session *s = h->data;
   if (--s->handles) return;
   close(s->fd);
-  coop_ring_unmap(s->ring);
+  coop_sring_unmap(s->ring);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);
   free(s);

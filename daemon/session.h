@@ -13,7 +13,7 @@
 
 #include "cadence.h"
 #include "daemon.h"
-#include "ring.h"
+#include "sring.h"
 #include "wire.h"
 
 #define SESS_INLINE_OUT_MAX (1u << 20)
@@ -72,10 +72,10 @@ struct session {
   } last_task;
   /* its shared ring, once it asked for one (sess_ring.c), and the frames
    * taken from and queued to its socket: the order across the two
-   * channels (ring.h). down_off: its reader's head was impossible, and
+   * channels (sring.h). down_off: its reader's head was impossible, and
    * replies go by the socket from then on. */
-  struct coop_ring *ring;
-  struct coop_ring_end up, down;
+  struct coop_sring *ring;
+  struct coop_sring_end up, down;
   uint32_t sock_in, sock_out;
   int down_off;
   struct session *next;

@@ -1,5 +1,5 @@
 /*
- * test_daemon_ring.c: a connection's shared ring (protocol/ring.h;
+ * test_daemon_ring.c: a connection's shared ring (protocol/sring.h;
  * docs/daemon.md, "The client's ring") against a real coopd, from a raw
  * client that writes the ring itself, so that it can also break it.
  *   - requests sent by the ring and by the socket, pipelined, are answered
@@ -25,14 +25,14 @@
 #include <unistd.h>
 
 #include "daemon_harness.h"
-#include "ring.h"
+#include "sring.h"
 
 /* A raw client with its ring: the socket's frames counted each way, and a
  * socket frame read ahead of ring records that come before it. */
 struct rconn {
   struct conn c;
-  struct coop_ring *ring;
-  struct coop_ring_end up, down;
+  struct coop_sring *ring;
+  struct coop_sring_end up, down;
   uint32_t sock_out, sock_in;
   int ringfd;
   /* the frame read: its header, type, seq and channel ('r' or 's') */
@@ -58,15 +58,15 @@ static void ring_open(struct rconn *r, const struct daemon_proc *d) {
   ck_assert_uint_eq(h.type, COOP_MSG_OK);
   ck_assert_uint_eq(h.seq, seq);
   r->ringfd = fds[0];
-  r->ring = coop_ring_map(fds[0]);
+  r->ring = coop_sring_map(fds[0]);
   ck_assert_ptr_nonnull(r->ring);
-  r->up = (struct coop_ring_end){&r->ring->up, 0};
-  r->down = (struct coop_ring_end){&r->ring->down, 0};
+  r->up = (struct coop_sring_end){&r->ring->up, 0};
+  r->down = (struct coop_sring_end){&r->ring->down, 0};
   r->sock_in = 2; /* WELCOME, OK */
 }
 
 static void ring_close(struct rconn *r) {
-  coop_ring_unmap(r->ring);
+  coop_sring_unmap(r->ring);
   close(r->ringfd);
   conn_close(&r->c);
 }
@@ -83,9 +83,9 @@ static uint32_t by_ring(struct rconn *r, uint16_t type, const union coop_msg *m,
   coop_wire_buf_init(&b);
   uint32_t seq = ++r->c.seq;
   ck_assert_int_eq(coop_wire_encode(&b, type, seq, m), 0);
-  ck_assert_int_eq(coop_ring_put(&r->up, b.p, (uint32_t)b.len, r->sock_out), 1);
+  ck_assert_int_eq(coop_sring_put(&r->up, b.p, (uint32_t)b.len, r->sock_out), 1);
   coop_wire_buf_free(&b);
-  if (bell > 0 || (bell == 0 && coop_ring_reader_asleep(&r->up))) {
+  if (bell > 0 || (bell == 0 && coop_sring_reader_asleep(&r->up))) {
     union coop_msg none;
     memset(&none, 0, sizeof none);
     r->sock_out++;
@@ -98,11 +98,11 @@ static uint32_t by_ring(struct rconn *r, uint16_t type, const union coop_msg *m,
 /* A ring record that is due, decoded into r->c: 1, or 0 when none is. */
 static int take_due(struct rconn *r) {
   uint32_t len, before;
-  int k = coop_ring_peek(&r->down, &len, &before);
+  int k = coop_sring_peek(&r->down, &len, &before);
   ck_assert_int_ge(k, 0);
-  if (!k || !coop_ring_due(before, r->sock_in)) return 0;
+  if (!k || !coop_sring_due(before, r->sock_in)) return 0;
   uint8_t *f = malloc(len);
-  coop_ring_take(&r->down, f, len);
+  coop_sring_take(&r->down, f, len);
   ck_assert_int_eq(coop_wire_hdr_decode(f, &r->h), 0);
   ck_assert_uint_eq(r->h.len + COOP_WIRE_HDR, len);
   free(r->c.payload);
@@ -198,15 +198,15 @@ START_TEST(a_spinning_loop_needs_no_bell) {
     ck_assert_uint_eq(next_frame(&r), COOP_MSG_RESULT);
     ck_assert_uint_eq(r.h.seq, seq);
     /* the spin starts once the RESULT is out: its first turn wakes the reader */
-    for (int k = 0; k < 200 && coop_ring_reader_asleep(&r.up); k++) msleep(1);
-    if (coop_ring_reader_asleep(&r.up)) continue; /* this machine was slow: again */
+    for (int k = 0; k < 200 && coop_sring_reader_asleep(&r.up); k++) msleep(1);
+    if (coop_sring_reader_asleep(&r.up)) continue; /* this machine was slow: again */
     seq = by_ring(&r, COOP_MSG_KERNELS, NULL, -1);
     /* the answer, by the ring, comes with a RING_WAKE (this reader sleeps) */
     struct pollfd p = {.fd = r.c.fd, .events = POLLIN};
     if (poll(&p, 1, 3000) == 0) {
       /* the spin ended between the look and the write: the last look missed
        * a record written with no bell, as it may; only then */
-      ck_assert_msg(coop_ring_reader_asleep(&r.up), "a spinning loop did not read the ring");
+      ck_assert_msg(coop_sring_reader_asleep(&r.up), "a spinning loop did not read the ring");
       by_socket(&r, COOP_MSG_RING_BELL, NULL);
       r.c.seq--;
     } else {
@@ -217,8 +217,8 @@ START_TEST(a_spinning_loop_needs_no_bell) {
   }
   ck_assert_msg(awake, "the loop never read the ring awake after a RESULT");
   int64_t t0 = now_ms();
-  while (!coop_ring_reader_asleep(&r.up) && now_ms() - t0 < 5000) msleep(10);
-  ck_assert_msg(coop_ring_reader_asleep(&r.up), "the loop's ring reader is not asleep after 5 s");
+  while (!coop_sring_reader_asleep(&r.up) && now_ms() - t0 < 5000) msleep(10);
+  ck_assert_msg(coop_sring_reader_asleep(&r.up), "the loop's ring reader is not asleep after 5 s");
   ring_close(&r);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -256,10 +256,10 @@ START_TEST(a_broken_ring_costs_its_connection_only) {
   daemon_start(&d, NULL);
   struct rconn other;
   ring_open(&other, &d);
-  broken_record(&d, COOP_RING_FRAME_MAX + 8, COOP_RING_FRAME_MAX + 16, 0); /* too long */
-  broken_record(&d, 32, COOP_RING_DATA + 64, 0);                           /* past the ring */
-  broken_record(&d, 40, 48, 1);                                            /* no frame */
-  broken_record(&d, 8, 16, 0);                                             /* too short */
+  broken_record(&d, COOP_SRING_FRAME_MAX + 8, COOP_SRING_FRAME_MAX + 16, 0); /* too long */
+  broken_record(&d, 32, COOP_SRING_DATA + 64, 0);                            /* past the ring */
+  broken_record(&d, 40, 48, 1);                                              /* no frame */
+  broken_record(&d, 8, 16, 0);                                               /* too short */
   still_answers(&other);
   /* an impossible head: coopd's replies go by the socket from then on */
   atomic_store(&other.ring->down.head, 0x40000000u);
@@ -305,12 +305,12 @@ static void *ring_flood_main(void *arg) {
   coop_wire_encode(&b, COOP_MSG_SUBMIT, 1000, &m);
   coop_wire_encode(&bell, COOP_MSG_RING_BELL, 0, NULL);
   while (!atomic_load(&f->stop)) {
-    if (coop_ring_put(&f->r.up, b.p, (uint32_t)b.len, f->r.sock_out) != 1) {
+    if (coop_sring_put(&f->r.up, b.p, (uint32_t)b.len, f->r.sock_out) != 1) {
       msleep(1);
       continue;
     }
     f->sent++;
-    if (!coop_ring_reader_asleep(&f->r.up)) continue;
+    if (!coop_sring_reader_asleep(&f->r.up)) continue;
     ssize_t n = send(f->r.c.fd, bell.p, bell.len, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n == (ssize_t)bell.len)
       f->r.sock_out++;

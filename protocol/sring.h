@@ -1,5 +1,5 @@
 /*
- * ring.h: the shared ring between a client and coopd, beside their socket
+ * sring.h: the shared ring between a client and coopd, beside their socket
  * (PROTOCOL.md, "The shared ring"; docs/daemon.md, "The client's ring").
  * A frame without descriptors, small enough, is copied into a memfd both
  * map instead of crossing the socket: a peer that is spinning sees it with
@@ -31,76 +31,79 @@
  *     sees the flag and rings. A doorbell that finds the record already
  *     taken costs one look.
  *
- * Distrust: each side keeps its own index of each ring (coop_ring_end.pos)
+ * Distrust: each side keeps its own index of each ring (coop_sring_end.pos)
  * and never reads it back from the shared pages; the other side's index
- * is checked (at most COOP_RING_DATA ahead or behind), a record's length
+ * is checked (at most COOP_SRING_DATA ahead or behind), a record's length
  * is checked before a byte of it is copied, and the copy is checked again
  * as a wire frame (coop_wire_hdr_decode, then the decoder) by its user.
  * The creator (coopd) seals the memfd against shrinking, so a client
  * cannot make coopd's next access fault.
  */
-#ifndef COOP_RING_H
-#define COOP_RING_H
+#ifndef COOP_SRING_H
+#define COOP_SRING_H
 
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#define COOP_RING_MAGIC 0x52494e47u     /* "RING" */
-#define COOP_RING_DATA (64u << 10)      /* each ring's bytes (a power of two) */
-#define COOP_RING_REC 8u                /* a record's header: len, sock_before */
-#define COOP_RING_FRAME_MAX (16u << 10) /* longer frames go by the socket */
+#define COOP_SRING_MAGIC 0x52494e47u     /* "RING" */
+#define COOP_SRING_DATA (64u << 10)      /* each ring's bytes (a power of two) */
+#define COOP_SRING_REC 8u                /* a record's header: len, sock_before */
+#define COOP_SRING_FRAME_MAX (16u << 10) /* longer frames go by the socket */
 
-struct coop_ring_dir {
+struct coop_sring_dir {
   alignas(64) atomic_uint tail;   /* the writer's: bytes written */
   alignas(64) atomic_uint head;   /* the reader's: bytes taken */
   alignas(64) atomic_uint asleep; /* the reader's: 1 while it may block on the socket */
-  alignas(64) uint8_t data[COOP_RING_DATA];
+  alignas(64) uint8_t data[COOP_SRING_DATA];
 };
 
-struct coop_ring {
-  uint32_t magic, size;      /* COOP_RING_MAGIC, sizeof(struct coop_ring) */
-  struct coop_ring_dir up;   /* client -> coopd */
-  struct coop_ring_dir down; /* coopd -> client */
+struct coop_sring {
+  uint32_t magic, size;       /* COOP_SRING_MAGIC, sizeof(struct coop_sring) */
+  struct coop_sring_dir up;   /* client -> coopd */
+  struct coop_sring_dir down; /* coopd -> client */
 };
 
 /* One side's end of one ring: pos is its own index (the writer's tail or
  * the reader's head), kept here and only stored to the shared pages. */
-struct coop_ring_end {
-  struct coop_ring_dir *d;
+struct coop_sring_end {
+  struct coop_sring_dir *d;
   uint32_t pos;
 };
 
 /* coopd: a new ring in a sealed memfd (close-on-exec), mapped at *r, both
  * readers marked asleep. Returns the memfd, or -1 (errno). */
-int coop_ring_create(struct coop_ring **r);
+int coop_sring_create(struct coop_sring **r);
 /* The client: maps the memfd coopd sent, after checking its size and
  * magic. Returns the mapping, or NULL. */
-struct coop_ring *coop_ring_map(int fd);
-void coop_ring_unmap(struct coop_ring *r);
+struct coop_sring *coop_sring_map(int fd);
+void coop_sring_unmap(struct coop_sring *r);
 
 /* The writer: appends a record of the frame's len bytes. 1 when written,
- * 0 when it does not fit now (or is longer than COOP_RING_FRAME_MAX),
+ * 0 when it does not fit now (or is shorter than a frame header or longer
+ * than COOP_SRING_FRAME_MAX: it goes by the socket),
  * COOP_EPROTO when the reader's head is impossible. */
-int coop_ring_put(struct coop_ring_end *w, const void *frame, uint32_t len, uint32_t sock_before);
+int coop_sring_put(struct coop_sring_end *w, const void *frame, uint32_t len, uint32_t sock_before);
 /* The writer, after a put: whether the reader may be asleep (then ring). */
-int coop_ring_reader_asleep(const struct coop_ring_end *w);
+int coop_sring_reader_asleep(const struct coop_sring_end *w);
 
 /* The reader: the next record's frame length and sock_before. 1 when
  * there is one, 0 when the ring is empty, COOP_EPROTO when the writer's
  * tail or the record's length is impossible. */
-int coop_ring_peek(struct coop_ring_end *r, uint32_t *len, uint32_t *sock_before);
+int coop_sring_peek(struct coop_sring_end *r, uint32_t *len, uint32_t *sock_before);
 /* The reader: copies the record just peeked (len bytes) into dst and
  * frees its room. */
-void coop_ring_take(struct coop_ring_end *r, void *dst, uint32_t len);
+void coop_sring_take(struct coop_sring_end *r, void *dst, uint32_t len);
 /* The reader, about to block on the socket: marks itself asleep, then
  * says whether a record came meanwhile (1: look again, do not block). */
-int coop_ring_sleep(struct coop_ring_end *r);
+int coop_sring_sleep(struct coop_sring_end *r);
 /* The reader, no longer blocking. */
-void coop_ring_awake(struct coop_ring_end *r);
+void coop_sring_awake(struct coop_sring_end *r);
 
-/* Whether socket frame count a comes no later than b (modulo 2^32). */
-static inline int coop_ring_due(uint32_t sock_before, uint32_t sock_seen) {
+/* Whether a record written after sock_before socket frames is due for a
+ * reader that has taken sock_seen of them: sock_before <= sock_seen,
+ * modulo 2^32. */
+static inline int coop_sring_due(uint32_t sock_before, uint32_t sock_seen) {
   return (int32_t)(sock_before - sock_seen) <= 0;
 }
 
