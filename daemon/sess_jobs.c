@@ -217,11 +217,14 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   s->use->live++;
   s->use->bytes += bytes;
   dm->submitted++;
-  journal_accepted(dm->journal, j->id, j->uid, j->kernel);
   /* submitted before the reply: if sending fails and closes the session,
    * its cleanup finds the job where it expects it (cancelled, freed later) */
   TRACE_STAMP(j, queued);
   dev_submit(dm->devs[j->device], j);
+  /* journaled before its client learns its id (ACCEPTED), which is all a
+   * lost job's report needs, and after its hand-off: the line is a
+   * write(2) the device need not wait for (journal.h) */
+  journal_accepted(dm->journal, j->id, j->uid, j->kernel);
   loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[j->device])); /* its hand-back */
   int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead) */
   if (dev_warm_window(dm->devs[j->device], j->next_ns, j->next_lead_ns, &warm_from, &warm_to))
@@ -512,7 +515,6 @@ void session_job_done(struct daemon *dm, struct job *j) {
   uint8_t st = atomic_load(&j->state);
   dbuf_job_done(dm, j); /* its device buffers may go now */
   jobs_count_finished(dm, j);
-  journal_finished(dm->journal, j->id);
   dm->dev_jobs[j->counted_dev]--;
   /* j->finished is set only after the sends: a session that a failed send
    * closes meanwhile then treats j as running (owner := NULL) rather than
@@ -535,8 +537,11 @@ void session_job_done(struct daemon *dm, struct job *j) {
       sess_waiter_free(w);
     }
   }
-  /* done, cancelled, refused or failed: one line, with the reason if any;
-   * after the RESULTs, which it would hold up by a write(2) */
+  /* after the RESULTs, which these would hold up by a write(2) each: the
+   * journal's line (a crash just before it reports the job lost to a
+   * client that has its RESULT, which asks no more), and the log's, one
+   * line for done, cancelled, refused or failed, with the reason if any */
+  journal_finished(dm->journal, j->id);
   log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
            coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
   j->finished = 1;
