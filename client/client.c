@@ -110,41 +110,25 @@ static void conn_kill(coop_conn *c, int err, const char *msg) {
   snprintf(c->dead_msg, sizeof c->dead_msg, "%s", msg);
 }
 
-/* A record of the down ring (len bytes, just peeked) as a new frame. */
-static int ring_frame(coop_conn *c, uint32_t len, struct coop_frame **out) {
-  struct coop_frame *f = calloc(1, sizeof *f);
-  uint8_t *b = malloc(len);
-  if (!f || !b) {
-    free(f);
-    free(b);
-    return COOP_ENOMEM;
-  }
-  coop_sring_take(&c->down, b, len);
-  int e = coop_wire_hdr_decode(b, &f->h);
-  if (!e && f->h.len != len - COOP_WIRE_HDR) e = COOP_EPROTO;
-  if (e) {
-    free(f);
-    free(b);
-    return COOP_EPROTO;
-  }
-  memmove(b, b + COOP_WIRE_HDR, f->h.len);
-  f->payload = b;
-  f->fd = -1;
-  *out = f;
-  return 0;
-}
-
 /* Appends at *tail the ring's records that are due: written before the
  * socket frame that comes next (protocol/sring.h). Moves *tail on. */
 static int take_ring(coop_conn *c, struct coop_frame ***tail) {
-  while (c->ring) {
-    uint32_t len, before;
-    int r = coop_sring_peek(&c->down, &len, &before);
-    if (r == 0 || (r == 1 && !coop_sring_due(before, c->sock_in))) return 0;
+  uint8_t buf[COOP_SRING_FRAME_MAX];
+  struct coop_wire_hdr h;
+  int r;
+  while (c->ring && (r = coop_sring_next(&c->down, c->sock_in, buf, &h)) != 0) {
     if (r < 0) return COOP_EPROTO;
-    struct coop_frame *f;
-    int e = ring_frame(c, len, &f);
-    if (e) return e;
+    struct coop_frame *f = calloc(1, sizeof *f);
+    uint8_t *p = malloc(h.len ? h.len : 1);
+    if (!f || !p) {
+      free(f);
+      free(p);
+      return COOP_ENOMEM; /* the record is gone: the connection dies of it */
+    }
+    memcpy(p, buf + COOP_WIRE_HDR, h.len);
+    f->h = h;
+    f->payload = p;
+    f->fd = -1;
     **tail = f;
     *tail = &f->next;
   }

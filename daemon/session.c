@@ -349,17 +349,11 @@ static int sess_ring_input(struct session *s) {
       s->stalled = 1;
       return 0;
     }
-    uint32_t len, before;
-    int r = coop_sring_peek(&s->up, &len, &before);
-    if (r == 0 || (r == 1 && !coop_sring_due(before, s->sock_in))) return 1;
     uint8_t frame[COOP_SRING_FRAME_MAX];
     struct coop_wire_hdr h;
-    if (r == 1) {
-      coop_sring_take(&s->up, frame, len); /* a copy: the client may write the pages */
-      r = coop_wire_hdr_decode(frame, &h);
-      if (!r && h.len != len - COOP_WIRE_HDR) r = COOP_EPROTO;
-    }
-    if (r) {
+    int r = coop_sring_next(&s->up, s->sock_in, frame, &h);
+    if (r == 0) return 1;
+    if (r < 0) {
       bad_header(s, r);
       return 0;
     }

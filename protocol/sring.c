@@ -109,6 +109,18 @@ void coop_sring_take(struct coop_sring_end *r, void *dst, uint32_t len) {
   atomic_store_explicit(&r->d->head, r->pos, memory_order_release);
 }
 
+int coop_sring_next(struct coop_sring_end *r, uint32_t sock_seen, uint8_t *buf,
+                    struct coop_wire_hdr *h) {
+  uint32_t len, before;
+  int k = coop_sring_peek(r, &len, &before);
+  if (k <= 0) return k;
+  if (!coop_sring_due(before, sock_seen)) return 0; /* after a socket frame not taken yet */
+  coop_sring_take(r, buf, len); /* a copy: the writer may change the pages */
+  int e = coop_wire_hdr_decode(buf, h);
+  if (!e && h->len != len - COOP_WIRE_HDR) e = COOP_EPROTO;
+  return e ? e : 1;
+}
+
 int coop_sring_sleep(struct coop_sring_end *r) {
   atomic_store(&r->d->asleep, 1u);           /* seq_cst */
   return atomic_load(&r->d->tail) != r->pos; /* seq_cst */

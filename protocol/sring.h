@@ -46,6 +46,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "wire.h"
+
 #define COOP_SRING_MAGIC 0x52494e47u     /* "RING" */
 #define COOP_SRING_DATA (64u << 10)      /* each ring's bytes (a power of two) */
 #define COOP_SRING_REC 8u                /* a record's header: len, sock_before */
@@ -94,6 +96,13 @@ int coop_sring_peek(struct coop_sring_end *r, uint32_t *len, uint32_t *sock_befo
 /* The reader: copies the record just peeked (len bytes) into dst and
  * frees its room. */
 void coop_sring_take(struct coop_sring_end *r, void *dst, uint32_t len);
+/* The reader: the next record, if it is due for a reader that has taken
+ * sock_seen socket frames, copied into buf (COOP_SRING_FRAME_MAX bytes)
+ * and its header decoded into *h (coop_wire_hdr_decode, and the payload's
+ * length the record's). 1 when taken; 0 when none is due; COOP_EPROTO (or
+ * the header's own error) when the ring or the frame is broken. */
+int coop_sring_next(struct coop_sring_end *r, uint32_t sock_seen, uint8_t *buf,
+                    struct coop_wire_hdr *h);
 /* The reader, about to block on the socket: marks itself asleep, then
  * says whether a record came meanwhile (1: look again, do not block). */
 int coop_sring_sleep(struct coop_sring_end *r);

@@ -50,7 +50,8 @@ struct run {
   int lost_running;
   coop_task_id release; /* a one-task job's ended task, released with its unstage */
   int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1, */
-  struct coop_rt_task_info end_info; /* and its final info */
+  struct coop_rt_task_info end_info; /* and its final info, */
+  int64_t end_seen;                  /* and when the device process saw it final (0: unknown) */
   unsigned cap, cap_told; /* a cooperative job's cap (dev_slots.c), and what its task was told */
   /* across a reload (dev_carry.c): 1 asked to suspend, 2 carried (off
    * d->runs, its saved state and buffers in these memfds) */

@@ -117,7 +117,8 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   if (wait_ns) dev__wait_end(d);
   if (e) return e;
   TRACE_STAMP(j, submit_ret);
-  TRACE_SET(j, dp_seen, dp_end_seen(d->rt));
+  r->end_seen = r->ended ? dp_end_seen(d->rt) : 0;
+  TRACE_SET(j, dp_seen, r->end_seen);
   r->task[r->ninflight] = id;
   r->task_inst[r->ninflight] = r->released++;
   r->task_seen[r->ninflight] = 0;
@@ -314,7 +315,13 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
   TRACE_SET(j, seen, seen);
   TRACE_STAMP(j, task_released);
   live_events(d, r, slot, &ti);
-  struct coop_wire_times t = task_times(&ti, seen);
+  /* the device's stamps end no later than the device process saw the task
+   * final, when it did (inside DP_SUBMIT's wait): a tighter bound than the
+   * device thread's sight, which a late fit of the device clock moved
+   * `finished` to, after that moment (coop-bench-rtt's finished->dp_seen
+   * came out negative on 2 loaded cores) */
+  int64_t bound = r->ended && r->end_seen > 0 && r->end_seen < seen ? r->end_seen : seen;
+  struct coop_wire_times t = task_times(&ti, bound);
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
                : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
                                                  : COOP_JOB_REFUSED;
