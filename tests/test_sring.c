@@ -446,8 +446,40 @@ START_TEST(no_wake_up_is_lost_between_processes) {
 }
 END_TEST
 
+/* coop_sring_next, the readers' one call: a record written after 3 socket
+ * frames waits (0, and stays) while the reader has taken 2, comes out as a
+ * checked frame once it has taken 3; a record whose frame header is not a
+ * frame's, or whose payload length is not the record's, is an error. */
+START_TEST(next_takes_only_what_is_due) {
+  struct coop_sring *r = new_ring(NULL);
+  struct coop_sring_end w, rd;
+  start_at(&r->up, 0, &w, &rd);
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  ck_assert_int_eq(coop_wire_encode(&b, COOP_MSG_STATS, 7, NULL), 0);
+  ck_assert_int_eq(coop_sring_put(&w, b.p, (uint32_t)b.len, 3), 1);
+  struct coop_wire_hdr h;
+  for (int i = 0; i < 3; i++) ck_assert_int_eq(coop_sring_next(&rd, 2, out, &h), 0);
+  ck_assert_uint_eq(rd.pos, 0);
+  ck_assert_int_eq(coop_sring_next(&rd, 3, out, &h), 1);
+  ck_assert_uint_eq(h.type, COOP_MSG_STATS);
+  ck_assert_uint_eq(h.seq, 7);
+  ck_assert_int_eq(coop_sring_next(&rd, 3, out, &h), 0); /* empty */
+  memcpy(in, b.p, b.len);
+  in[0] ^= 0xff; /* no magic */
+  ck_assert_int_eq(coop_sring_put(&w, in, (uint32_t)b.len, 0), 1);
+  ck_assert_int_eq(coop_sring_next(&rd, 3, out, &h), COOP_EPROTO);
+  memcpy(in, b.p, b.len);
+  in[15] = 4; /* a payload of 4 in a record of none */
+  ck_assert_int_eq(coop_sring_put(&w, in, (uint32_t)b.len, 0), 1);
+  ck_assert_int_eq(coop_sring_next(&rd, 3, out, &h), COOP_EPROTO);
+  coop_wire_buf_free(&b);
+  coop_sring_unmap(r);
+}
+END_TEST
+
 int main(void) {
-  Suite *s = suite_create("ring");
+  Suite *s = suite_create("sring");
   TCase *c = tcase_create("ring");
   tcase_add_test(c, frames_round_trip_in_padded_records);
   tcase_add_test(c, records_wrap_around_the_data);
@@ -457,6 +489,7 @@ int main(void) {
   tcase_add_test(c, a_hostile_reader_is_refused);
   tcase_add_test(c, the_sleep_flag);
   tcase_add_test(c, due_is_modulo_2_32);
+  tcase_add_test(c, next_takes_only_what_is_due);
   tcase_add_test(c, the_memfd_is_sealed_and_checked);
   tcase_add_test(c, no_wake_up_is_lost_between_processes);
   tcase_set_timeout(c, 30);
