@@ -567,6 +567,81 @@ START_TEST(buffer_operations_bounded_per_connection) {
 }
 END_TEST
 
+/* ---- threads that share one connection ---- */
+
+struct sharer {
+  coop_conn *c;
+  int index, done;
+};
+
+/* A render of 8 x 8 of ones (rep 1): each output is 8. Odd k: the buffers
+ * in memfds of the thread's own (frames with descriptors: by the socket);
+ * even k: in memory (small frames: by the shared ring). */
+static void *sharer_main(void *arg) {
+  struct sharer *sh = arg;
+  float a[64], o[64];
+  for (int i = 0; i < 64; i++) a[i] = 1.0f;
+  int fin = memfd_of(sizeof a), fout = memfd_of(sizeof o);
+  if (fin < 0 || fout < 0 || pwrite(fin, a, sizeof a, 0) != (ssize_t)sizeof a) return NULL;
+  for (int k = 0; k < 30; k++) {
+    memset(o, 0, sizeof o);
+    coop_job *j = coop_job_new("render", 1);
+    if (k % 2) {
+      coop_job_buf_fd(j, fin, sizeof a, COOP_JOB_IN);
+      coop_job_buf_fd(j, fin, sizeof a, COOP_JOB_IN);
+      coop_job_buf_fd(j, fout, sizeof o, COOP_JOB_OUT);
+    } else {
+      coop_job_buf_in(j, a, sizeof a);
+      coop_job_buf_in(j, a, sizeof a);
+      coop_job_buf_out(j, o, sizeof o);
+    }
+    coop_job_u32(j, 8);
+    coop_job_u32(j, 1);
+    uint64_t id;
+    int e = coop_submit(sh->c, j, &id);
+    coop_job_free(j);
+    struct coop_result r;
+    if (e || coop_wait(sh->c, id, 60000, &r)) break;
+    int st = r.state;
+    coop_result_free(&r);
+    if (k % 2 && pread(fout, o, sizeof o, 0) != (ssize_t)sizeof o) break;
+    if (st != COOP_STATE_DONE || o[0] != 8.0f || o[63] != 8.0f) break;
+    sh->done++;
+  }
+  close(fin);
+  close(fout);
+  return NULL;
+}
+
+/* Four threads on one connection, each a mix of jobs whose requests go by
+ * the shared ring and by the socket (descriptors): every job's result is
+ * its own, in the order libcoop hands replies out across both channels
+ * (PROTOCOL.md, "The shared ring"). */
+START_TEST(threads_share_one_connection) {
+  char logp[] = "/tmp/coopd-share-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  bufs_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  ck_assert(log_has(logp, "a shared ring of"));
+  enum { T = 4 };
+  struct sharer sh[T];
+  pthread_t t[T];
+  for (int i = 0; i < T; i++) {
+    sh[i] = (struct sharer){.c = c, .index = i};
+    ck_assert_int_eq(pthread_create(&t[i], NULL, sharer_main, &sh[i]), 0);
+  }
+  for (int i = 0; i < T; i++) {
+    pthread_join(t[i], NULL);
+    ck_assert_msg(sh[i].done == 30, "thread %d: %d of 30 jobs right (%s)", i, sh[i].done,
+                  coop_errmsg(c));
+  }
+  coop_disconnect(c);
+  bufs_stop(&d);
+  unlink(logp);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("buffers");
   TCase *tc = tcase_create("buffers");
@@ -580,6 +655,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_client_that_never_reads);
   tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
   tcase_add_test(tc, buffer_operations_bounded_per_connection);
+  tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
   return s;
 }
