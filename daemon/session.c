@@ -62,11 +62,13 @@ void sess_close_after_error(struct session *s) {
 
 /* ---- output ---- */
 
-/* The frame just encoded at out[mark..] goes by the ring if it has room
- * (then a RING_WAKE follows on the socket if the client may be asleep),
- * else by the socket; the socket's frames are counted (sring.h). */
+/* The frame just encoded at out[mark..] goes by the ring if the client
+ * uses it and it has room (then a RING_WAKE follows on the socket if the
+ * client may be asleep), else by the socket; the socket's frames are
+ * counted (sring.h). A client that could not map the ring never writes
+ * to it, and gets every reply by the socket. */
 static void sess_route(struct session *s, size_t mark) {
-  if (s->ring && !s->down_off && s->out.len > mark) {
+  if (s->ring && s->down_used && !s->down_off && s->out.len > mark) {
     int r = coop_sring_put(&s->down, s->out.p + mark, (uint32_t)(s->out.len - mark), s->sock_out);
     if (r == 1) {
       s->out.len = mark;
@@ -357,6 +359,7 @@ static int sess_ring_input(struct session *s) {
       bad_header(s, r);
       return 0;
     }
+    s->down_used = 1;
     int64_t now = coop__now_ns();
     if (coopd_tracing) s->rx_ns = now;
     burst(s, now);

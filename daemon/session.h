@@ -72,12 +72,13 @@ struct session {
   } last_task;
   /* its shared ring, once it asked for one (sess_ring.c), and the frames
    * taken from and queued to its socket: the order across the two
-   * channels (sring.h). down_off: its reader's head was impossible, and
-   * replies go by the socket from then on. */
+   * channels (sring.h). down_used: the client wrote a record, so it has
+   * the ring mapped, and replies may go by it; down_off: its reader's head
+   * was impossible, and replies go by the socket from then on. */
   struct coop_sring *ring;
   struct coop_sring_end up, down;
   uint32_t sock_in, sock_out;
-  int down_off;
+  int down_used, down_off;
   struct session *next;
 };
 

@@ -251,6 +251,24 @@ static void broken_record(const struct daemon_proc *d, uint32_t len, uint32_t ta
   ring_close(&r);
 }
 
+/* A client that got a ring but never wrote to it (it could not map it,
+ * say) gets every reply by the socket: none waits in a ring it does not
+ * read. */
+START_TEST(an_unused_ring_carries_no_reply) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct rconn r;
+  ring_open(&r, &d);
+  for (int i = 0; i < 5; i++) {
+    still_answers(&r);
+    ck_assert_int_eq(r.via, 's');
+  }
+  ck_assert_uint_eq(atomic_load(&r.ring->down.tail), 0);
+  ring_close(&r);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(a_broken_ring_costs_its_connection_only) {
   struct daemon_proc d;
   daemon_start(&d, NULL);
@@ -261,6 +279,11 @@ START_TEST(a_broken_ring_costs_its_connection_only) {
   broken_record(&d, 40, 48, 1);                                              /* no frame */
   broken_record(&d, 8, 16, 0);                                               /* too short */
   still_answers(&other);
+  /* a client that has written to its ring gets replies by it */
+  uint32_t seq0 = by_ring(&other, COOP_MSG_KERNELS, NULL, 0);
+  ck_assert_uint_eq(next_frame(&other), COOP_MSG_KERNEL_LIST);
+  ck_assert_uint_eq(other.h.seq, seq0);
+  ck_assert_int_eq(other.via, 'r');
   /* an impossible head: coopd's replies go by the socket from then on */
   atomic_store(&other.ring->down.head, 0x40000000u);
   for (int i = 0; i < 3; i++) {
@@ -358,6 +381,7 @@ void daemon_ring_cases(Suite *s) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, order_across_ring_and_socket);
   tcase_add_test(t, a_spinning_loop_needs_no_bell);
+  tcase_add_test(t, an_unused_ring_carries_no_reply);
   tcase_add_test(t, a_broken_ring_costs_its_connection_only);
   tcase_add_test(t, a_client_that_floods_by_its_ring);
   suite_add_tcase(s, t);
