@@ -189,7 +189,14 @@ static int spin_for(coop_conn *c, unsigned spin, int *wait_ms, long *k, int *fds
   struct coop_frame **start = *tail;
   int e = 0;
   if (c->ring) coop_sring_awake(&c->down);
-  while ((*k = coop_wire_try_recv(c->fd, c->rbuf, RECV_CHUNK, fds, nfds)) == COOP_ETIMEDOUT) {
+  /* with a ring, the socket every 16th look: a recvmsg costs a microsecond,
+   * a look at the ring a load, and replies come by the ring but for the
+   * long ones (the device process's own spin: docs/daemon.md, "Spinning") */
+  for (unsigned look = 0;; look++) {
+    *k = COOP_ETIMEDOUT;
+    if ((!c->ring || look % 16 == 0) &&
+        (*k = coop_wire_try_recv(c->fd, c->rbuf, RECV_CHUNK, fds, nfds)) != COOP_ETIMEDOUT)
+      break;
     if ((e = take_ring(c, tail)) || *start) break;
     if (mono_ns() >= end) break;
   }
