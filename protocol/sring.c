@@ -114,8 +114,10 @@ int coop_sring_next(struct coop_sring_end *r, uint32_t sock_seen, uint8_t *buf,
   uint32_t len, before;
   int k = coop_sring_peek(r, &len, &before);
   if (k <= 0) return k;
-  if (!coop_sring_due(before, sock_seen)) return 0; /* after a socket frame not taken yet */
-  coop_sring_take(r, buf, len); /* a copy: the writer may change the pages */
+  /* due only after the socket frames written before it */
+  if (!coop_sring_due(before, sock_seen)) return 0;
+  /* a copy: the writer may change the pages */
+  coop_sring_take(r, buf, len);
   int e = coop_wire_hdr_decode(buf, h);
   if (!e && h->len != len - COOP_WIRE_HDR) e = COOP_EPROTO;
   return e ? e : 1;
