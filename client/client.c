@@ -110,6 +110,24 @@ static void conn_kill(coop_conn *c, int err, const char *msg) {
   snprintf(c->dead_msg, sizeof c->dead_msg, "%s", msg);
 }
 
+/* A frame of its own: header h, a copy of its payload, descriptor fd
+ * (-1: none; closed on failure). NULL when out of memory. */
+static struct coop_frame *frame_new(const struct coop_wire_hdr *h, const uint8_t *payload, int fd) {
+  struct coop_frame *f = calloc(1, sizeof *f);
+  uint8_t *copy = malloc(h->len ? h->len : 1);
+  if (!f || !copy) {
+    free(f);
+    free(copy);
+    if (fd >= 0) close(fd);
+    return NULL;
+  }
+  memcpy(copy, payload, h->len);
+  f->h = *h;
+  f->payload = copy;
+  f->fd = fd;
+  return f;
+}
+
 /* Appends at *tail the ring's records that are due: written before the
  * socket frame that comes next (protocol/sring.h). Moves *tail on. */
 static int take_ring(coop_conn *c, struct coop_frame ***tail) {
@@ -118,17 +136,8 @@ static int take_ring(coop_conn *c, struct coop_frame ***tail) {
   int r;
   while (c->ring && (r = coop_sring_next(&c->down, c->sock_in, buf, &h)) != 0) {
     if (r < 0) return COOP_EPROTO;
-    struct coop_frame *f = calloc(1, sizeof *f);
-    uint8_t *p = malloc(h.len ? h.len : 1);
-    if (!f || !p) {
-      free(f);
-      free(p);
-      return COOP_ENOMEM; /* the record is gone: the connection dies of it */
-    }
-    memcpy(p, buf + COOP_WIRE_HDR, h.len);
-    f->h = h;
-    f->payload = p;
-    f->fd = -1;
+    struct coop_frame *f = frame_new(&h, buf + COOP_WIRE_HDR, -1);
+    if (!f) return COOP_ENOMEM; /* the record is gone: the connection dies of it */
     **tail = f;
     *tail = &f->next;
   }
@@ -154,18 +163,8 @@ static int take_frames(coop_conn *c, struct coop_frame **out) {
       return r;
     }
     c->sock_in++;
-    struct coop_frame *f = calloc(1, sizeof *f);
-    uint8_t *copy = malloc(h.len ? h.len : 1);
-    if (!f || !copy) {
-      free(f);
-      free(copy);
-      if (nfds) close(fds[0]);
-      return COOP_ENOMEM;
-    }
-    memcpy(copy, p, h.len);
-    f->h = h;
-    f->payload = copy;
-    f->fd = nfds ? fds[0] : -1;
+    struct coop_frame *f = frame_new(&h, p, nfds ? fds[0] : -1);
+    if (!f) return COOP_ENOMEM;
     *out = f;
     out = &f->next;
   }

@@ -63,7 +63,7 @@ void session_poll_rings(struct daemon *dm, int spinning) {
     if (!s->ring || s->closing) continue;
     if (!spinning)
       coop_sring_sleep(&s->up); /* then the last look below */
-    else if (atomic_load_explicit(&s->up.d->asleep, memory_order_relaxed))
+    else
       coop_sring_awake(&s->up);
     sess_input(s);
   }

@@ -129,5 +129,8 @@ int coop_sring_sleep(struct coop_sring_end *r) {
 }
 
 void coop_sring_awake(struct coop_sring_end *r) {
-  atomic_store_explicit(&r->d->asleep, 0u, memory_order_relaxed);
+  /* stored only when set: a loop that spins calls this every turn, and a
+   * store would take the line from the writer each time */
+  if (atomic_load_explicit(&r->d->asleep, memory_order_relaxed))
+    atomic_store_explicit(&r->d->asleep, 0u, memory_order_relaxed);
 }

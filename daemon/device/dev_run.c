@@ -320,7 +320,7 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
    * device thread's sight, which a late fit of the device clock moved
    * `finished` to, after that moment (coop-bench-rtt's finished->dp_seen
    * came out negative on 2 loaded cores) */
-  int64_t bound = r->ended && r->end_seen > 0 && r->end_seen < seen ? r->end_seen : seen;
+  int64_t bound = r->end_seen > 0 && r->end_seen < seen ? r->end_seen : seen;
   struct coop_wire_times t = task_times(&ti, bound);
   uint8_t st = ti.state == COOP_TASK_DONE        ? COOP_JOB_DONE
                : ti.state == COOP_TASK_CANCELLED ? COOP_JOB_CANCELLED
