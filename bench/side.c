@@ -98,7 +98,7 @@ static void make_header(struct bench *b, const char *load, const char *date) {
            "graphics task: matmul.cl, n %u, reps %u; plain launch %u blocks x %ld threads "
            "(carveout %s): %.3f ms alone (target E %.3g ms); coop task on all %u workers: "
            "%.3f ms\n"
-           "period P %.4g ms, window >= %.4g s, K = %s, gathering ahead %ld us\n"
+           "period P %.4g ms, window >= %.4g s, K = %s, gathering ahead %ld us%s\n"
            "long kernel: %s (cooperative form, %s resizing barrier) on %s (%u vertices, %u "
            "edges), all %u workers, back to back, >= %ld runs per window\n"
            "command: %s\n",
@@ -108,6 +108,7 @@ static void make_header(struct bench *b, const char *load, const char *date) {
            coop_rt_participants(b->rt), b->workers, o->local, coop_rt_tick_ns(b->rt),
            COOP_BENCH_COMMIT, date, b->p.n, b->p.reps, b->p.grid, o->local, carve, b->e_plain_ms,
            o->exec_ms, b->workers, b->e_coop_all_ms, o->period_ms, o->window_s, kstr, o->ahead_us,
+           o->frame_io ? "; every frame copies a in and its output out (--frame-io)" : "",
            b->app->name, o->query ? "query" : "plain", b->in.label, b->in.graph.n, b->in.graph.m,
            b->workers, o->min_runs, o->cmd);
 }
@@ -164,6 +165,7 @@ static int plain_start(struct bench *b) {
     return 0;
   }
   p->grid = o->grid ? (unsigned)o->grid : 2u * (unsigned)p->sms;
+  p->io = o->frame_io;
   p->timeout_ns = (int64_t)o->timeout_s * 1000000000;
   if (plain_carveout(p, (int)o->carveout)) {
     fprintf(stderr, SB ": --carveout: %s\n", p->err);
@@ -248,6 +250,17 @@ static int run(struct sopts *o) {
     rc = 1;
     goto out;
   }
+  if (o->frame_io) { /* a's bytes as every frame sends them */
+    b.io_in = coop_rt_host_buffer(b.rt, b.p.bytes);
+    b.io_out = coop_rt_host_buffer(b.rt, b.p.bytes);
+    r = !b.io_in || !b.io_out ? COOP_ENOMEM
+                              : coop_rt_arena_copy(b.rt, b.io_in, b.mm.a, b.p.bytes, 0);
+    if (r) {
+      fprintf(stderr, SB ": --frame-io buffers: %s\n", coop_strerror(r));
+      rc = 1;
+      goto out;
+    }
+  }
   if (memcmp(b.mm.ref, b.p.ref, b.p.bytes)) {
     fprintf(stderr, SB ": internal: the plain and the coop matmul inputs differ\n");
     rc = 1;
@@ -268,7 +281,10 @@ static int run(struct sopts *o) {
                                b.ks[i],
                                (int64_t)o->timeout_s * 1000000000,
                                0,
-                               (int64_t)(o->ahead_us * 1000)};
+                               (int64_t)(o->ahead_us * 1000),
+                               b.io_in,
+                               b.io_out,
+                               NULL};
     double ms;
     if (coop_measure(&b, b.ks[i], &ms)) { /* warm: the buffers migrate to the GPU */
       rc = 1;

@@ -70,6 +70,8 @@ struct plain {
   /* CUDA objects, opaque here */
   void *ctx, *mod, *fn, *stream, *ev0, *ev1;
   uint64_t a, b, c, chk; /* device pointers */
+  int io;                /* set before plain_data: every launch moves a in and its output out */
+  void *io_in, *io_out;  /* page-locked host copies of a and the output (io) */
   int64_t timeout_ns;    /* plain_finish gives up after this long (default 120 s) */
   char err[512];
 };
@@ -94,7 +96,9 @@ int plain_stream(struct plain *p, int highest);
 int plain_carveout(struct plain *p, int pct);
 /* Device buffers for n x n, inputs uploaded, CPU reference computed. */
 int plain_data(struct plain *p, uint32_t n);
-/* One launch of grid x local threads; chk: into the check buffer. */
+/* One launch of grid x local threads; chk: into the check buffer. With io,
+ * a copied in from io_in before it and its output to io_out after it, on
+ * the same stream (outside the events: exec is the kernel's). */
 int plain_launch(struct plain *p, int chk);
 /* Spins (cuStreamQuery) until the launch is done; *exec_ns from the events. */
 int plain_finish(struct plain *p, int64_t *exec_ns);

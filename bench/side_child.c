@@ -130,7 +130,7 @@ int child_exec(struct child *c, const char *mode, char *const *args, char *const
 }
 
 int child_spawn(struct child *c, const struct sopts *o, const struct plain *p, char *const *env) {
-  char a[8][32];
+  char a[9][32];
   snprintf(a[0], 32, "%ld", o->device);
   snprintf(a[1], 32, "%u", p->n);
   snprintf(a[2], 32, "%u", p->reps);
@@ -139,7 +139,8 @@ int child_spawn(struct child *c, const struct sopts *o, const struct plain *p, c
   snprintf(a[5], 32, "%lld", (long long)(o->period_ms * 1e6));
   snprintf(a[6], 32, "%ld", o->timeout_s);
   snprintf(a[7], 32, "%ld", o->carveout);
-  char *args[] = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], NULL};
+  snprintf(a[8], 32, "%d", p->io);
+  char *args[] = {a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], NULL};
   return child_exec(c, "--child", args, env, "the matmul's process");
 }
 

@@ -159,13 +159,13 @@ static void *stop_reader(void *p) {
   return NULL;
 }
 
-/* coop-bench-side --child CTRL_FD DATA_FD DEVICE N REPS GRID LOCAL PERIOD_NS TIMEOUT_S CARVEOUT
+/* coop-bench-side --child CTRL_FD DATA_FD DEVICE N REPS GRID LOCAL PERIOD_NS TIMEOUT_S CARVEOUT IO
  * Protocol on DATA_FD: "ready NAME" once the kernel is built, loaded and
  * warmed up (or "end 1 why"); after "go" on CTRL_FD the periodic loop until
  * "stop" (or EOF); then one line per task, "s chk t_release t_launch t_done
  * exec_ns t_next", and "end RC why". */
 int side_child_main(int argc, char **argv) {
-  if (argc != 12) {
+  if (argc != 13) {
     fprintf(stderr, SB " --child: internal use only (setup (a))\n");
     return 2;
   }
@@ -179,6 +179,7 @@ int side_child_main(int argc, char **argv) {
   struct plain p;
   int rc = plain_open(&p, device, local);
   if (timeout_s > 0) p.timeout_ns = timeout_s * 1000000000;
+  p.io = atoi(argv[12]) != 0;
   if (!rc) rc = plain_carveout(&p, atoi(argv[11]));
   if (!rc) rc = plain_data(&p, n);
   if (!rc) {

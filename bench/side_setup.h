@@ -45,6 +45,7 @@ struct sopts {
   long ahead_us, green_sms; /* green_sms 0: chosen */
   const char *coopd;        /* the coopd setup's daemon; NULL: the one beside this binary */
   int query;
+  int frame_io;    /* --frame-io: every frame moves its input in and output out */
   unsigned setups; /* bit per S_* */
   char cmd[2048];
   int argc; /* the command line, for the processes that parse it again */
@@ -112,7 +113,9 @@ struct coopgfx {
   unsigned k;
   int64_t timeout_ns;
   coop_task_id id;
-  int64_t ahead_ns; /* gathering ahead of the next release (--ahead); 0: off */
+  int64_t ahead_ns;     /* gathering ahead of the next release (--ahead); 0: off */
+  void *io_in, *io_out; /* --frame-io: a's bytes in, the output's out (host); NULL: none */
+  float *out;           /* the task in flight's output buffer */
 };
 
 struct task_ops coop_ops(struct coopgfx *c);
@@ -156,7 +159,8 @@ struct bench {
   struct coop_app_input in;
   struct coop_matmul mm;
   float *chk;
-  struct child child; /* (a)'s, started before the megakernel */
+  void *io_in, *io_out; /* --frame-io: coop_rt_host_buffer's, for (c); else NULL */
+  struct child child;   /* (a)'s, started before the megakernel */
   double e_plain_ms, e_coop_all_ms;
   int64_t window_ns;
   unsigned ks[MAXK]; /* the K of --k against the megakernel's workers */

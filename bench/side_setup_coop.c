@@ -26,10 +26,17 @@ static int c_launch(void *p, int chk, int64_t next_ns) {
   }
   d.args[0] = coop_rt_buf_arg(c->rt, c->mm->a);
   d.args[1] = coop_rt_buf_arg(c->rt, c->mm->b);
-  d.args[2] = coop_rt_buf_arg(c->rt, chk ? c->chk : c->mm->c);
+  c->out = chk ? c->chk : c->mm->c;
+  size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
+  int r = c->io_in ? coop_rt_arena_copy(c->rt, c->mm->a, c->io_in, bytes, 1) : 0;
+  if (r) {
+    fprintf(stderr, SB ": --frame-io: the input's copy: %s\n", coop_strerror(r));
+    return 1;
+  }
+  d.args[2] = coop_rt_buf_arg(c->rt, c->out);
   d.args[3] = c->mm->n;
   d.args[4] = c->mm->reps;
-  int r = coop_rt_submit(c->rt, &d, &c->id);
+  r = coop_rt_submit(c->rt, &d, &c->id);
   if (r) fprintf(stderr, SB ": submitting a matmul task: %s\n", coop_strerror(r));
   return r != 0;
 }
@@ -54,8 +61,16 @@ static int c_finish(void *p, struct sample *s) {
       return 1;
     }
   }
+  size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
+  int r = ti.state == COOP_TASK_DONE && c->io_out
+              ? coop_rt_arena_copy(c->rt, c->io_out, c->out, bytes, 0)
+              : 0;
   s->t_done = now_ns();
   coop_rt_task_release(c->rt, c->id);
+  if (r) {
+    fprintf(stderr, SB ": --frame-io: the output's copy: %s\n", coop_strerror(r));
+    return 1;
+  }
   if (ti.state != COOP_TASK_DONE) {
     fprintf(stderr, SB ": a matmul task of %u groups ended in state %d (refusal %d)\n", c->k,
             (int)ti.state, (int)ti.refusal);
@@ -68,7 +83,10 @@ static int c_finish(void *p, struct sample *s) {
 
 static int c_check(void *p, char *why, size_t len) {
   struct coopgfx *c = p;
-  return side_mm_compare(c->chk, c->mm->ref, c->mm->n, why, len);
+  /* --frame-io: what the last frame moved out (every frame's a is a0, so
+   * every frame's output is the reference), else the check task's */
+  const float *got = c->io_out ? (const float *)c->io_out : c->chk;
+  return side_mm_compare(got, c->mm->ref, c->mm->n, why, len);
 }
 
 struct task_ops coop_ops(struct coopgfx *c) {

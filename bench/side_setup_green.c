@@ -118,6 +118,7 @@ static int split_make(int device, unsigned k, struct split *s, char *why, size_t
 static int task_open(struct bench *b, struct split *s, struct plain *tp, char *why, size_t n) {
   int rc = plain_open_ctx(tp, (int)b->o->device, b->p.local, s->ctx[0]);
   if (!rc) rc = plain_carveout(tp, (int)b->o->carveout);
+  tp->io = b->p.io;
   if (!rc) rc = plain_data(tp, b->p.n);
   if (!rc) {
     tp->grid = b->p.grid;

@@ -187,7 +187,8 @@ int th_stop(struct bench *b, void *arg, struct result *x) {
 /* Median execution time of 5 coop tasks of k groups on the idle
  * megakernel (after one unrecorded), ms. */
 int coop_measure(struct bench *b, unsigned k, double *ms) {
-  struct coopgfx c = {b->rt, &b->mm, b->chk, k, (int64_t)b->o->timeout_s * 1000000000, 0, 0};
+  struct coopgfx c = {b->rt, &b->mm, b->chk, k,    (int64_t)b->o->timeout_s * 1000000000,
+                      0,     0,      NULL,   NULL, NULL};
   struct task_ops ops = coop_ops(&c);
   struct series s = {0};
   for (int i = -1; i < 5; i++) {

@@ -7,7 +7,8 @@
 # a device execution and a gather; the long kernel's runs through coopd
 # all checked against the CPU; coopd's CPU over each frame window; and the
 # table the ratio of the frame client beside the long kernel to it alone,
-# again when --report reads the CSV back.
+# again when --report reads the CSV back. Then (0c) and (c) with
+# --frame-io.
 side=$1 coopd=$2
 dir=$(mktemp -d /tmp/side-coopd-XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
@@ -59,5 +60,12 @@ grep -q 'WRONG' "$dir/out" && fail "a wrong result"
 "$side" --report "$csv" >"$dir/report" 2>&1 || fail "--report exited non-zero"
 grep -E '^\| \(g\) frame client through coopd.* \| [0-9.]+ \|$' "$dir/report" >/dev/null ||
   fail "--report: no row of (g) with coopd's CPU"
+
+# --frame-io: (0c) and (c) copy each frame's input in and output out; the
+# run checks what the last frame copied out against the CPU (exit 1 if not)
+COOP_SIDE_BACKEND=opencl "$side" --setups coop-alone,coop --frame-io --scale 4 --input 1 \
+  --exec-ms 0.5 --period 10 --window 0.3 --min-runs 2 --timeout 120 --csv "$dir/io.csv" \
+  >"$dir/io" 2>&1 || { cat "$dir/io"; fail "--frame-io: coop-bench-side exited non-zero"; }
+grep -q 'every frame copies a in and its output out' "$dir/io" || fail "--frame-io: not in the header"
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

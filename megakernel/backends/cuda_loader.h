@@ -64,6 +64,7 @@
   X(cuEventElapsedTime) \
   X(cuMemsetD32Async) \
   X(cuMemcpyDtoHAsync) \
+  X(cuMemcpyHtoDAsync) \
   X(cuFuncSetAttribute) \
   X(cuLaunchCooperativeKernel)
 #define COOP__NVRTC_FNS(X) \
