@@ -67,6 +67,11 @@ static void usage(FILE *f) {
              "  --ahead US         (c): gather each task's K groups from US before its next\n"
              "                     release until it starts (coop_rt_task_desc.next_ns;\n"
              "                     default 500, 0 = off: gathered only once released)\n"
+             "  --coopd-frame HOW  (g): buffers (default): each frame writes its input into\n"
+             "                     a device buffer, submits, waits and reads its output\n"
+             "                     back; job: each frame is one job that carries its\n"
+             "                     input and brings its output back in its RESULT (b\n"
+             "                     stays on the device either way)\n"
              "  --frame-io         every frame also copies the matmul's input a (n x n\n"
              "                     floats) to the device before it and its output back\n"
              "                     after it, as the frame client (g) always does: plain\n"
@@ -206,33 +211,20 @@ static unsigned default_setups(void) {
 
 int side_parse(int argc, char **argv, struct sopts *o) {
   static const struct option lo[] = {
-      {"period", 1, 0, 'P'},
-      {"window", 1, 0, 'W'},
-      {"exec-ms", 1, 0, 'E'},
-      {"k", 1, 0, 'k'},
-      {"grid", 1, 0, 'g'},
-      {"matrix", 1, 0, 'm'},
-      {"app", 1, 0, 'a'},
-      {"input", 1, 0, 'i'},
-      {"scale", 1, 0, 'S'},
-      {"barrier", 1, 0, 'B'},
-      {"min-runs", 1, 0, 'r'},
-      {"setups", 1, 0, 's'},
-      {"local-size", 1, 0, 'l'},
-      {"launch-groups", 1, 0, 'L'},
-      {"device", 1, 0, 'd'},
-      {"timeout", 1, 0, 't'},
-      {"csv", 1, 0, 'o'},
-      {"source", 0, 0, 'X'},
-      {"compile-only", 0, 0, 'C'},
-      {"report", 1, 0, 'R'},
-      {"carveout", 1, 0, 'c'},
-      {"ahead", 1, 0, 'A'},
-      {"green-sms", 1, 0, 'G'},
-      {"coopd", 1, 0, 'D'},
-      {"frame-io", 0, 0, 'I'},
-      {"help", 0, 0, 'h'},
-      {0, 0, 0, 0},
+      {"period", 1, 0, 'P'},       {"window", 1, 0, 'W'},
+      {"exec-ms", 1, 0, 'E'},      {"k", 1, 0, 'k'},
+      {"grid", 1, 0, 'g'},         {"matrix", 1, 0, 'm'},
+      {"app", 1, 0, 'a'},          {"input", 1, 0, 'i'},
+      {"scale", 1, 0, 'S'},        {"barrier", 1, 0, 'B'},
+      {"min-runs", 1, 0, 'r'},     {"setups", 1, 0, 's'},
+      {"local-size", 1, 0, 'l'},   {"launch-groups", 1, 0, 'L'},
+      {"device", 1, 0, 'd'},       {"timeout", 1, 0, 't'},
+      {"csv", 1, 0, 'o'},          {"source", 0, 0, 'X'},
+      {"compile-only", 0, 0, 'C'}, {"report", 1, 0, 'R'},
+      {"carveout", 1, 0, 'c'},     {"ahead", 1, 0, 'A'},
+      {"green-sms", 1, 0, 'G'},    {"coopd", 1, 0, 'D'},
+      {"frame-io", 0, 0, 'I'},     {"coopd-frame", 1, 0, 'J'},
+      {"help", 0, 0, 'h'},         {0, 0, 0, 0},
   };
   int ch, action = 0;
   opterr = 0;
@@ -301,6 +293,12 @@ int side_parse(int argc, char **argv, struct sopts *o) {
         break;
       case 'I':
         o->frame_io = 1;
+        break;
+      case 'J':
+        if (!strcmp(optarg, "job"))
+          o->coopd_by_job = 1;
+        else if (strcmp(optarg, "buffers"))
+          bad("--coopd-frame: '%s' is neither buffers nor job", optarg);
         break;
       case 'c':
         o->carveout = parse_num("carveout", optarg, 0, 100);

@@ -119,6 +119,7 @@ static int cframe_open(struct cframe *f, const struct bench *b, coop_conn *c) {
   f->ref = b->p.ref;
   f->timeout_ms = (int)b->o->timeout_s * 1000;
   int e = dframe_open(&f->d, c, "matmul", n, 1, f->a0, f->b0);
+  f->d.by_job = b->o->coopd_by_job;
   if (!e) e = coop_buffer_create(c, 0, bytes, NULL, 0, &f->chk);
   f->d.reps = b->p.reps;
   return e;
@@ -171,8 +172,10 @@ static void describe(const struct bench *b, coop_conn *c) {
   size_t len = strlen(header);
   snprintf(header + len, sizeof header - len,
            "coopd (g): %s on %s (%s), %u workers (this process's megakernel: %u), local size "
-           "%ld; each frame writes %zu bytes and reads %zu back\n",
+           "%ld; each frame %s %zu bytes in and %zu out\n",
            in->daemon_version, in->device, in->backend, in->workers, b->workers, b->o->local,
+           b->o->coopd_by_job ? "is one job (--coopd-frame job), its SUBMIT and RESULT carrying"
+                              : "moves through device buffers (BUF_WRITE, BUF_READ)",
            (size_t)b->p.n * b->p.n * sizeof(float), (size_t)b->p.n * b->p.n * sizeof(float));
   printf(SB ": %s", header + len);
   if (in->workers != b->workers)

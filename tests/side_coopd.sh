@@ -8,7 +8,7 @@
 # all checked against the CPU; coopd's CPU over each frame window; and the
 # table the ratio of the frame client beside the long kernel to it alone,
 # again when --report reads the CSV back. Then (0c) and (c) with
-# --frame-io.
+# --frame-io, and (g) with --coopd-frame job.
 side=$1 coopd=$2
 dir=$(mktemp -d /tmp/side-coopd-XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
@@ -67,5 +67,14 @@ COOP_SIDE_BACKEND=opencl "$side" --setups coop-alone,coop --frame-io --scale 4 -
   --exec-ms 0.5 --period 10 --window 0.3 --min-runs 2 --timeout 120 --csv "$dir/io.csv" \
   >"$dir/io" 2>&1 || { cat "$dir/io"; fail "--frame-io: coop-bench-side exited non-zero"; }
 grep -q 'every frame copies a in and its output out' "$dir/io" || fail "--frame-io: not in the header"
+
+# --coopd-frame job: each frame one job carrying its input and bringing its
+# output back in its RESULT; every frame's c[0] is checked (exit 1 if not)
+COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --coopd-frame job --scale 4 \
+  --input 1 --exec-ms 0.5 --period 10 --window 0.3 --min-runs 2 --timeout 120 \
+  --csv "$dir/job.csv" >"$dir/job" 2>&1 || { cat "$dir/job"; fail "--coopd-frame job: exited non-zero"; }
+grep -q 'each frame is one job' "$dir/job" || fail "--coopd-frame job: not in the header"
+grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N/2\) \| [0-9.]+ \|' "$dir/job" ||
+  fail "--coopd-frame job: no row of (g)"
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
