@@ -80,6 +80,7 @@ static void start(struct session *s, uint32_t seq, struct dbuf *b, struct sess_b
   s->bufops = o;
   s->nbufops++;
   b->users++;
+  TRACE_STAMP(&o->op, queued);
   dev_buf_op(s->dm->devs[b->device], &o->op);
   loopspin_for(&s->dm->spin, dev_idle_spin_ns(s->dm->devs[b->device])); /* its answer */
 }
@@ -99,6 +100,7 @@ static struct sess_bufop *new_op(struct session *s, uint32_t seq, int kind) {
   }
   o->op.kind = kind;
   o->op.fd = -1;
+  TRACE_STAMP(&o->op, recv);
   o->keep_fd = -1;
   return o;
 }
@@ -140,6 +142,7 @@ static void on_done(struct dev_bufop *op) {
   struct sess_bufop *o = (struct sess_bufop *)op; /* op is its first member */
   struct dbuf *b = o->b;
   struct daemon *dm = o->dm;
+  TRACE_STAMP(op, loop_got);
   if (o->s) {
     for (struct sess_bufop **p = &o->s->bufops; *p; p = &(*p)->next)
       if (*p == o) {
@@ -156,6 +159,13 @@ static void on_done(struct dev_bufop *op) {
   if (b->device < dm->ndev) /* the client's next request (loopspin.h) */
     loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[b->device]));
   if (o->s) answer(o); /* may close the session: o->s is not used after */
+  if (coopd_tracing) {
+    TRACE_STAMP(op, answered);
+    trace_buf_write(op->kind == DEV_BUF_CREATE  ? "create"
+                    : op->kind == DEV_BUF_WRITE ? "write"
+                                                : "read",
+                    op->size, &op->tr);
+  }
   if (o->keep_fd >= 0) close(o->keep_fd);
   if (op->kind == DEV_BUF_CREATE && op->err) dbuf_release(dm, b); /* never given out */
   if (op->kind == DEV_BUF_CREATE && !b->owner && !(b->flags & COOP_BUFFER_KEEP))

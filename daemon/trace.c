@@ -36,6 +36,9 @@ int trace_open(char *err, unsigned errlen) {
 #define NAME(name) fprintf(trace_file, ",%s", #name);
   COOP_TRACE_MAP(NAME)
   COOP_STAMPS_MAP(NAME) /* the job's times (coop_schema.h) */
+  fprintf(trace_file, "\n");
+  fprintf(trace_file, "bufop,kind,bytes");
+  COOP_BUFTRACE_MAP(NAME)
 #undef NAME
   fprintf(trace_file, "\n");
   coopd_tracing = 1;
@@ -63,5 +66,14 @@ void trace_write(const struct trace_rec *rec) {
 #undef TR
   for (unsigned i = 0; i < sizeof rec->t / sizeof *rec->t; i++)
     fprintf(trace_file, ",%lld", (long long)rec->t[i]);
+  fprintf(trace_file, "\n");
+}
+
+void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t) {
+  if (!trace_file) return;
+  fprintf(trace_file, "buf,%s,%llu", kind, (unsigned long long)bytes);
+#define TR(name) fprintf(trace_file, ",%lld", (long long)t->name);
+  COOP_BUFTRACE_MAP(TR)
+#undef TR
   fprintf(trace_file, "\n");
 }

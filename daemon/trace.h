@@ -68,6 +68,30 @@ struct trace_rec {
   int64_t t[5]; /* the job's COOP_STAMPS_MAP times */
 };
 
+/* A client's BUF_CREATE, BUF_WRITE or BUF_READ, stamped likewise: one
+ * line "buf,KIND,BYTES,..." per operation when it is answered, after a
+ * header "bufop,kind,bytes,..." naming the stamps (a reader of the jobs'
+ * lines skips both: neither starts with a job id). The loop writes recv,
+ * queued, loop_got and answered; the device thread taken, copy_start,
+ * copy_end and handed_back (struct dev_bufop's ownership, device.h). */
+/* clang-format off */
+#define COOP_BUFTRACE_MAP(XX)                                                                  \
+  XX(recv)          /* the loop has the request (decoded, before its checks) */               \
+  XX(queued)        /* dev_buf_op called (the memfd made or taken) */                        \
+  XX(taken)         /* the device thread took it (dev__do_bufops) */                         \
+  XX(copy_start)    /* the device process asked (dp_copy, dp_stage) */                      \
+  XX(copy_end)      /* its answer back: the bytes moved */                                   \
+  XX(handed_back)   /* into the device's done list, the announce next */                      \
+  XX(loop_got)      /* the loop took it (on_done) */                                          \
+  XX(answered)      /* its reply encoded and written (sess_send returned) */
+/* clang-format on */
+
+struct buf_trace {
+#define COOP_TRACE_FIELD(name) int64_t name;
+  COOP_BUFTRACE_MAP(COOP_TRACE_FIELD)
+#undef COOP_TRACE_FIELD
+};
+
 struct job;
 /* Opens $COOP_TRACE_FILE for appending, if set; 0, or -1 with err set. */
 int trace_open(char *err, unsigned errlen);
@@ -76,5 +100,8 @@ int trace_open(char *err, unsigned errlen);
 int trace_take(struct job *j, struct trace_rec *rec);
 /* The line of trace_take into the file. */
 void trace_write(const struct trace_rec *rec);
+/* A buffer operation's line (kind: "create", "write" or "read"); nothing
+ * when not tracing. Loop thread. */
+void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t);
 
 #endif /* COOPD_TRACE_H */

@@ -3,7 +3,9 @@
 # with COOP_TRACE_FILE set (docs/daemon.md, "The path of one job, leg by
 # leg"). Every job of the run must have its line, every stamp set (not 0)
 # and in the order of the path, and the bench's legs must add up to no
-# more than its round trip; a trace with a hole fails.
+# more than its round trip; a trace with a hole fails. Then a run of frames
+# (--resident --frame): every device-buffer operation has its "buf," line,
+# every stamp set and in order, and bench/buf_legs.sh reads them.
 coopd=$1 rtt=$2 kernels=$3
 . "$(dirname "$0")/coopctl_lib.sh"
 mkdir "$dir/k" && cp "$kernels/render.cl" "$dir/k/" || exit 1 # one kernel: a quick build
@@ -18,6 +20,7 @@ check_trace() {
   awk -F, -v want="$2" '
     NR == 1 && $1 != "id" { print "no header: " $0; bad = 1; exit }
     $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $1 == "bufop" || $1 == "buf" { next } # the buffer operations: check_bufs
     {
       n++
       for (i = 3; i <= NF; i++)
@@ -64,11 +67,48 @@ awk -F, 'NF == 5 && $1 ~ /^[a-z_:]+->[a-z_]+$/ && ($2 < 0 || $3 < $2 || $4 < $3)
   "$dir/out" || fail "a leg's median, p90, p99 out of order"
 
 # The checks can fail: a stamp zeroed, an empty file.
-sed '2s/^\([0-9]*\),\([0-9]*\),[0-9]*,/\1,\2,0,/' "$trace" >"$dir/hole.csv"
+awk -F, -v OFS=, '!done && $1 ~ /^[0-9]+$/ { $3 = 0; done = 1 } 1' "$trace" >"$dir/hole.csv"
 if check_trace "$dir/hole.csv" 30 >/dev/null; then fail "a zeroed stamp passed"; else echo "ok: a zeroed stamp fails"; fi
 : >"$dir/empty.csv"
 if check_trace "$dir/empty.csv" 30 >/dev/null; then fail "an empty trace passed"; else echo "ok: an empty trace fails"; fi
 expect 1 "no trace header" "$rtt" --socket "$sock" --runs 2 --trace "$dir/empty.csv"
+
+# The buffer operations of frames: 3 creates, then a write and a read a
+# run (10 warm-up and 12 measured), each line whole and in order (the
+# same file: the first run wrote no "buf," line).
+check_bufs() {
+  awk -F, -v want="$2" '
+    $1 == "bufop" { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    $1 != "buf" { next }
+    {
+      n[$2]++
+      split("recv queued taken copy_start copy_end handed_back loop_got answered", path, " ")
+      for (k = 1; k in path; k++) {
+        if (!(path[k] in col)) { print "no column " path[k]; bad = 1; exit }
+        if ($col[path[k]] + 0 <= 0) { print $2 " " NR ": no stamp " path[k]; bad = 1 }
+        if (k > 1 && $col[path[k]] + 0 < $col[path[k - 1]] + 0) {
+          print $2 " " NR ": " path[k] " before " path[k - 1]; bad = 1
+        }
+      }
+    }
+    END {
+      if (!bad && (n["create"] < 3 || n["write"] < want || n["read"] < want)) {
+        print n["create"] + 0 " creates, " n["write"] + 0 " writes, " n["read"] + 0 " reads, expected 3, " want ", " want; bad = 1
+      }
+      exit bad
+    }' "$1"
+}
+"$rtt" --socket "$sock" --runs 12 --resident --frame --n 48 >"$dir/frame" 2>&1 ||
+  { cat "$dir/frame"; fail "coop-bench-rtt --resident --frame exited non-zero"; }
+if check_bufs "$trace" 22; then echo "ok: every buffer operation's line whole and in order"; else fail "the buffer lines"; fi
+sed '/^buf,write/s/,[0-9]*$/,0/' "$trace" >"$dir/bufhole.csv"
+if check_bufs "$dir/bufhole.csv" 22 >/dev/null; then fail "a zeroed buffer stamp passed"; else echo "ok: a zeroed buffer stamp fails"; fi
+legs=$(sh "$kernels/../bench/buf_legs.sh" "$trace" 10) || fail "bench/buf_legs.sh failed"
+echo "$legs"
+for k in write read; do
+  echo "$legs" | awk -v k="$k" '$1 == k && $2 == "recv->answered" && $3 > 0 && $4 >= $3 && $5 >= 12 { ok = 1 } END { exit !ok }' ||
+    fail "buf_legs.sh: no $k total over 12 operations or more"
+done
 
 stop_coopd
 finish

@@ -41,6 +41,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
   if (op->kind != DEV_BUF_CREATE && op->gen != d->gen) return lost(d, op);
   struct dp_buf b = {.size = op->size, .arg = op->arg, .at = op->at, .fd = op->fd};
   int e;
+  TRACE_STAMP(op, copy_start);
   switch (op->kind) {
     case DEV_BUF_CREATE:
       b.in = op->fd >= 0;
@@ -79,7 +80,9 @@ void dev__do_bufops(struct dev *d) {
   while (op) {
     struct dev_bufop *n = op->next;
     op->message[0] = '\0';
+    TRACE_STAMP(op, taken);
     op->err = do_op(d, op);
+    TRACE_STAMP(op, copy_end);
     if (op->err && !op->message[0])
       snprintf(op->message, sizeof op->message, "%s",
                op->err == COOP_EINVAL  ? "the range is outside the buffer"
@@ -95,6 +98,8 @@ void dev__do_bufops(struct dev *d) {
   pthread_mutex_lock(&d->mu);
   struct dev_bufop **p = &d->bufout;
   while (*p) p = &(*p)->next;
+  if (coopd_tracing)
+    for (struct dev_bufop *o = done; o; o = o->next) TRACE_STAMP(o, handed_back);
   *p = done;
   pthread_mutex_unlock(&d->mu);
   dev__announce(d);

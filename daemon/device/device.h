@@ -96,6 +96,7 @@ struct dev_bufop {
   char message[160];
   void (*done)(struct dev_bufop *op);
   void *user;
+  struct buf_trace tr;    /* COOP_TRACE_FILE's stamps (trace.h) */
   struct dev_bufop *next; /* device.c's queues */
 };
 void dev_buf_op(struct dev *d, struct dev_bufop *op);
