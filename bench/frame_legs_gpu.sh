@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench/frame_legs_gpu.sh: where a frame client's time goes through coopd.
+# coop-bench-rtt --resident --frame (each run writes the render's first
+# input into a device buffer, renders n x n on K workgroups, reads the
+# output back), one run every 16667 us (60 fps: coopd's threads asleep or
+# warm ahead between frames) and back to back, each against a coopd of its
+# own with COOP_TRACE_FILE set; prints the bench's CSV row, the job's legs
+# and the buffer operations' legs (bench/buf_legs.sh).
+#
+#   bench/frame_legs_gpu.sh [--build-dir DIR] [--runs N] [--n N] [--groups K|all]
+#
+# Set COOP_BACKEND etc. as for any coopd.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bdir=$repo/build-cuda runs=300 n=264 groups=all
+while [ $# -gt 0 ]; do
+  case $1 in
+    --build-dir) bdir=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --n) n=$2; shift 2 ;;
+    --groups) groups=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "frame_legs_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+tmp=$(mktemp -d /tmp/coop-frame-legs.XXXXXX)
+daemon=
+trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; rm -rf "$tmp"' EXIT
+echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
+echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+for every in 16667 0; do
+  sock=$tmp/s.sock trace=$tmp/trace-$every.csv
+  rm -f "$sock"
+  COOP_TRACE_FILE=$trace "$bdir/bin/coopd" --socket "$sock" \
+    --kernels "$repo/kernels:$repo/kernels/probe" --set server.journal=off \
+    --set device.park_ms=0 --set jobs.watchdog_ms=0 2>"$tmp/coopd.log" &
+  daemon=$!
+  for _ in $(seq 1 1200); do
+    [ -S "$sock" ] && break
+    kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  sleep 1
+  echo "== one frame every $every us"
+  "$bdir/bin/coop-bench-rtt" --socket "$sock" --resident --frame --n "$n" --groups "$groups" \
+    --spin-us 200 --every-us "$every" --runs "$runs" --label "frame-every$every" --trace "$trace" 2>&1
+  sh "$repo/bench/buf_legs.sh" "$trace" 10
+  kill "$daemon"; wait "$daemon" 2>/dev/null || true
+  daemon=
+done
