@@ -40,7 +40,7 @@ int trace_open(char *err, unsigned errlen) {
   fprintf(trace_file, "bufop,kind,bytes");
   COOP_BUFTRACE_MAP(NAME)
 #undef NAME
-  fprintf(trace_file, "\n");
+  fprintf(trace_file, ",warm_from,warm_until\n");
   coopd_tracing = 1;
   return 0;
 }
@@ -75,5 +75,5 @@ void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t
 #define TR(name) fprintf(trace_file, ",%lld", (long long)t->name);
   COOP_BUFTRACE_MAP(TR)
 #undef TR
-  fprintf(trace_file, "\n");
+  fprintf(trace_file, ",%lld,%lld\n", (long long)t->warm_from, (long long)t->warm_until);
 }

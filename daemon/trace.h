@@ -70,8 +70,9 @@ struct trace_rec {
 
 /* A client's BUF_CREATE, BUF_WRITE or BUF_READ, stamped likewise: one
  * line "buf,KIND,BYTES,..." per operation when it is answered, after a
- * header "bufop,kind,bytes,..." naming the stamps (a reader of the jobs'
- * lines skips both: neither starts with a job id). The loop writes recv,
+ * header "bufop,kind,bytes,..." naming the stamps, then warm_from and
+ * warm_until (a reader of the jobs' lines skips both: neither starts with
+ * a job id). The loop writes recv,
  * queued, loop_got and answered; the device thread taken, copy_start,
  * copy_end and handed_back (struct dev_bufop's ownership, device.h). */
 /* clang-format off */
@@ -90,6 +91,9 @@ struct buf_trace {
 #define COOP_TRACE_FIELD(name) int64_t name;
   COOP_BUFTRACE_MAP(COOP_TRACE_FIELD)
 #undef COOP_TRACE_FIELD
+  /* beside the path, as the device thread took it: its warm window for
+   * the next frame (device.c, "Warm ahead"), 0 when none was armed */
+  int64_t warm_from, warm_until;
 };
 
 struct job;

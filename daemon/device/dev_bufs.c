@@ -81,6 +81,7 @@ void dev__do_bufops(struct dev *d) {
     struct dev_bufop *n = op->next;
     op->message[0] = '\0';
     TRACE_STAMP(op, taken);
+    if (coopd_tracing) op->tr.warm_from = d->warm_from, op->tr.warm_until = d->warm_until;
     op->err = do_op(d, op);
     TRACE_STAMP(op, copy_end);
     if (op->err && !op->message[0])
