@@ -8,18 +8,22 @@
 # and the buffer operations' legs (bench/buf_legs.sh).
 #
 #   bench/frame_legs_gpu.sh [--build-dir DIR] [--runs N] [--n N] [--groups K|all]
+#                           [--keep DIR]
 #
-# Set COOP_BACKEND etc. as for any coopd.
+# --keep DIR: the traces (trace-EVERY.csv) and coopd's logs are left there.
+# Set COOP_BACKEND etc. as for any coopd; COOP_LOG_LEVEL=debug logs each
+# warm window armed and entered.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bdir=$repo/build-cuda runs=300 n=264 groups=all
+bdir=$repo/build-cuda runs=300 n=264 groups=all keep=
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) bdir=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --n) n=$2; shift 2 ;;
     --groups) groups=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --keep) keep=$2; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "frame_legs_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -33,7 +37,8 @@ for every in 16667 0; do
   rm -f "$sock"
   COOP_TRACE_FILE=$trace "$bdir/bin/coopd" --socket "$sock" \
     --kernels "$repo/kernels:$repo/kernels/probe" --set server.journal=off \
-    --set device.park_ms=0 --set jobs.watchdog_ms=0 2>"$tmp/coopd.log" &
+    --set device.park_ms=0 --set jobs.watchdog_ms=0 ${COOP_LOG_LEVEL:+--log-level "$COOP_LOG_LEVEL"} \
+    2>"$tmp/coopd.log" &
   daemon=$!
   for _ in $(seq 1 1200); do
     [ -S "$sock" ] && break
@@ -47,4 +52,5 @@ for every in 16667 0; do
   sh "$repo/bench/buf_legs.sh" "$trace" 10
   kill "$daemon"; wait "$daemon" 2>/dev/null || true
   daemon=
+  if [ -n "$keep" ]; then cp "$trace" "$keep/" && cp "$tmp/coopd.log" "$keep/coopd-$every.log"; fi
 done
