@@ -24,6 +24,7 @@ static int64_t on_grid(struct cadence *c, int64_t now) {
   int64_t err = now - point;
   if (llabs(err) * 8 <= c->period) {
     c->off = 0;
+    c->period += err / 16; /* the period too: a learned one is off by its intervals' jitter */
     return point + err / 4 + c->period;
   }
   if (++c->off >= 2) return 0;
@@ -52,4 +53,13 @@ int64_t cadence_arrive(struct cadence *c, int64_t now, int same) {
   c->interval = gap;
   c->at = now;
   return next;
+}
+
+int64_t cadence_frame_start(int64_t burst_at, int64_t now, int64_t max_lead, int64_t *lead) {
+  if (burst_at <= 0 || burst_at > now || now - burst_at >= max_lead) {
+    *lead = 0;
+    return now;
+  }
+  *lead = now - burst_at;
+  return burst_at;
 }

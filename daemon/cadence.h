@@ -8,8 +8,13 @@
  * expected on a grid, one period apart, so that a frame that comes late
  * (a client's hiccup) or not at all (a skipped frame) does not lose the
  * period: the one after it is still expected on the grid. The grid
- * follows the arrivals by a quarter of each on-grid frame's error (a
- * client clock that drifts); two frames in a row off the grid by more
+ * follows the arrivals by a quarter of each on-grid frame's error, and
+ * the period by a sixteenth of it (a second-order loop, stable: its
+ * error shrinks by about 0.87 a frame). Without the second, a period
+ * learned from two intervals kept their jitter: off by d, the grid ran
+ * 4 d behind the frames, 0.4 to 0.8 ms on a GPU where the warm window
+ * before a frame is 0.4 ms (bench/RESULTS.md, "Where a frame's write
+ * waits"). Two frames in a row off the grid by more
  * than 1/8 of the period, a pause of more than CADENCE_MAX_SKIP periods,
  * or two intervals that agree with each other but not with the period (a
  * new rate) drop it, and two agreeing intervals learn it again. Pure
@@ -36,5 +41,12 @@ struct cadence {
  * kernel, size or device differ): the cadence starts again. Returns when
  * the next is expected, or 0 when no period is known. */
 int64_t cadence_arrive(struct cadence *c, int64_t now, int same);
+
+/* The start of a frame whose task arrives at `now`: its burst's first
+ * request (burst_at: a buffer write before the SUBMIT, sess_jobs.c) when
+ * that came at most max_lead before, else `now`; *lead the start -> now.
+ * The cadence runs on starts: they follow the client's clock, where a
+ * SUBMIT's arrival also moves with how long its frame's write took. */
+int64_t cadence_frame_start(int64_t burst_at, int64_t now, int64_t max_lead, int64_t *lead);
 
 #endif

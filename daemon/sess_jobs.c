@@ -158,11 +158,24 @@ static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_s
  * waited for the long kernel's next resizing barrier (2.4 ms beside bfs on
  * the H100). */
 #define SESS_LEAD_MAX_NS 5000000 /* the most a frame's work before its SUBMIT counts */
-static int64_t expected_next(struct session *s, const struct coop_msg_submit *m, int dev) {
+/* The cadence runs on the frames' starts: a frame begins at its burst's
+ * first request (session.c, burst: its buffer write, before the SUBMIT),
+ * or at the SUBMIT when nothing came just before it. The start is the
+ * client's own clock (a vsync-paced loop); the SUBMIT's arrival is not: it
+ * comes after the write, which takes 80 us with coopd's threads warm and
+ * 450 with them asleep, so a grid of SUBMITs moved with the warmth it
+ * was meant to bring, and the warm window began after the write had come
+ * (bench/RESULTS.md, "Where a frame's write waits"). *lead: the start ->
+ * SUBMIT of this frame; returns the next frame's expected start, or 0. */
+static int64_t expected_next(struct session *s, const struct coop_msg_submit *m, int dev,
+                             int64_t *lead) {
+  int64_t start =
+      cadence_frame_start(s->last_task.burst_at, coop__now_ns(), SESS_LEAD_MAX_NS, lead);
   if (m->period_us || (m->flags & COOP_SUBMIT_COOPERATIVE)) return 0;
   int same = s->last_task.groups == m->groups && s->last_task.device == dev &&
              !strcmp(s->last_task.kernel, m->kernel);
-  int64_t next = cadence_arrive(&s->last_task.cad, coop__now_ns(), same);
+  if (same && start == s->last_task.cad.at) return s->last_task.cad.grid; /* a frame's second */
+  int64_t next = cadence_arrive(&s->last_task.cad, start, same);
   snprintf(s->last_task.kernel, sizeof s->last_task.kernel, "%s", m->kernel);
   s->last_task.groups = m->groups;
   s->last_task.device = (uint8_t)dev;
@@ -198,10 +211,10 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   TRACE_SET(j, recv, s->rx_ns);
   TRACE_STAMP(j, admitted);
   j->device = (uint8_t)dev;
-  j->next_ns = expected_next(s, m, dev);
-  if (j->next_ns) { /* this frame began at its burst's first request (session.c, burst) */
-    int64_t lead = s->last_task.cad.at - s->last_task.burst_at; /* cad.at: its arrival */
-    j->next_lead_ns = lead > 0 && lead < SESS_LEAD_MAX_NS ? lead : 0;
+  int64_t lead = 0, next_start = expected_next(s, m, dev, &lead);
+  if (next_start) { /* the next SUBMIT: as long after its frame's start as this one */
+    j->next_ns = next_start + lead;
+    j->next_lead_ns = lead;
   }
   if (j->next_ns)
     log_debug(

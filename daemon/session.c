@@ -100,6 +100,7 @@ void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_
   }
   sess_route(s, mark);
   sess_flush(s);
+  s->last_task.last_io = coop__now_ns(); /* a reply: the client's burst goes on (burst) */
 }
 
 void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...) {
@@ -333,11 +334,13 @@ static void bad_header(struct session *s, int e) {
 
 /* A frame loop's requests come in bursts (write, submit, wait, read),
  * one a frame: the burst's start is when the next frame's work begins
- * (sess_jobs.c, expected_next). */
-#define SESS_BURST_GAP_NS 1000000
+ * (sess_jobs.c, expected_next). The gap that ends a burst runs from the
+ * last request or reply, whichever came later: a frame's write answered
+ * after a millisecond, then its SUBMIT, is one burst. */
+#define SESS_BURST_GAP_NS 2000000
 static void burst(struct session *s, int64_t now) {
-  if (now - s->last_task.last_rx > SESS_BURST_GAP_NS) s->last_task.burst_at = now;
-  s->last_task.last_rx = now;
+  if (now - s->last_task.last_io > SESS_BURST_GAP_NS) s->last_task.burst_at = now;
+  s->last_task.last_io = now;
 }
 
 /* Answers the ring's records that are due: written before the socket

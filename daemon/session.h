@@ -67,8 +67,9 @@ struct session {
     struct cadence cad;
     /* the start of its current burst of requests (the first after a
      * pause of SESS_BURST_GAP_NS: a frame's buffer write comes before its
-     * SUBMIT) and its last request's arrival (warm ahead: device.c) */
-    int64_t burst_at, last_rx;
+     * SUBMIT) and its last request's arrival or reply's departure (warm
+     * ahead: device.c) */
+    int64_t burst_at, last_io;
   } last_task;
   /* its shared ring, once it asked for one (sess_ring.c), and the frames
    * taken from and queued to its socket: the order across the two

@@ -3,7 +3,8 @@
  * docs/daemon.md, "Device buffers", a frame loop). Arrival times are made
  * up here, so every case is exact: a steady loop is expected from its
  * third frame on; a late frame, a skipped one, jitter and a slow drift
- * keep the period; two frames off the grid, a long pause, a new rate or
+ * keep the period, and a period learned off is corrected; two frames off
+ * the grid, a long pause, a new rate or
  * another kernel drop it; a loop that is no loop is never expected.
  */
 #include <check.h>
@@ -26,6 +27,64 @@ static void arrive_all(struct cadence *c, const double *at, int n, int64_t *next
 static int expects(int64_t next, double at_ms) {
   return next && llabs(next - (T0 + (int64_t)(at_ms * MS))) * 8 <= 100 * MS;
 }
+
+/* A period learned from two intervals carries their jitter: here 100.5
+ * ms for a 100 ms loop. The grid follows the frames by a quarter of each
+ * error and the period by a sixteenth: within 20 frames the next frame is
+ * expected within 0.25 ms. With the period fixed, the grid ran 4 x 0.5 =
+ * 2 ms behind the frames for ever, and a warm window opened 0.4 ms before
+ * the expected frame came after it (bench/RESULTS.md, "Where a frame's
+ * write waits"). */
+START_TEST(a_period_learned_off_by_its_jitter_is_corrected) {
+  enum { N = 40 };
+  struct cadence c = {0};
+  double at[N];
+  int64_t next[N];
+  at[0] = 0, at[1] = 100.3, at[2] = 200.8; /* intervals 100.3 and 100.5 */
+  for (int i = 3; i < N; i++) at[i] = 100.0 * i;
+  arrive_all(&c, at, N, next);
+  for (int i = 2; i < N - 1; i++) ck_assert_msg(next[i], "frame %d: none expected", i);
+  for (int i = 20; i < N - 1; i++) {
+    double off = (double)(next[i] - (T0 + (int64_t)(at[i + 1] * MS))) / MS;
+    ck_assert_msg(off > -0.25 && off < 0.25, "frame %d: the next expected %+.3f ms from it", i,
+                  off);
+  }
+}
+END_TEST
+
+/* The cadence runs on frames' starts (cadence_frame_start), not their
+ * SUBMITs. A frame loop on a 100 ms grid whose SUBMIT comes 0.08 or 0.45
+ * ms after its buffer write (a GPU's write with coopd's threads warm or
+ * asleep), in no order: the next frame's start is expected within 0.25
+ * ms, where a grid of the SUBMITs was off by up to the leads' difference
+ * and the warm window before the next write (0.4 ms) missed it. A burst
+ * that began too long before (a stale one) is no frame's start. */
+START_TEST(frames_are_expected_by_their_starts) {
+  enum { N = 30 };
+  static const double lead_ms[N] = {0.08, 0.45, 0.45, 0.08, 0.45, 0.08, 0.08, 0.08, 0.45, 0.45,
+                                    0.08, 0.45, 0.08, 0.45, 0.45, 0.45, 0.08, 0.08, 0.45, 0.08,
+                                    0.45, 0.08, 0.08, 0.45, 0.45, 0.08, 0.45, 0.08, 0.08, 0.45};
+  struct cadence c = {0};
+  for (int i = 0; i < N - 1; i++) {
+    int64_t write = T0 + (int64_t)(100.0 * i * MS), lead = -1;
+    int64_t submit = write + (int64_t)(lead_ms[i] * MS);
+    int64_t start = cadence_frame_start(write, submit, 5 * MS, &lead);
+    ck_assert_int_eq(start, write);
+    ck_assert_int_eq(lead, submit - write);
+    int64_t next = cadence_arrive(&c, start, 1);
+    if (i < 2) continue;
+    double off = (double)(next - (write + 100 * MS)) / MS;
+    ck_assert_msg(off > -0.25 && off < 0.25, "frame %d: its next start expected %+.3f ms off", i,
+                  off);
+  }
+  int64_t lead = -1;
+  ck_assert_int_eq(cadence_frame_start(T0, T0 + 5 * MS, 5 * MS, &lead), T0 + 5 * MS);
+  ck_assert_int_eq(lead, 0);
+  ck_assert_int_eq(cadence_frame_start(0, T0, 5 * MS, &lead), T0);      /* no burst yet */
+  ck_assert_int_eq(cadence_frame_start(T0 + 1, T0, 5 * MS, &lead), T0); /* none before now */
+  ck_assert_int_eq(lead, 0);
+}
+END_TEST
 
 START_TEST(a_steady_loop_is_expected_from_its_third_frame) {
   struct cadence c = {0};
@@ -155,6 +214,8 @@ int main(void) {
   Suite *s = suite_create("cadence");
   TCase *c = tcase_create("cadence");
   tcase_add_test(c, a_steady_loop_is_expected_from_its_third_frame);
+  tcase_add_test(c, a_period_learned_off_by_its_jitter_is_corrected);
+  tcase_add_test(c, frames_are_expected_by_their_starts);
   tcase_add_test(c, a_late_frame_keeps_the_period);
   tcase_add_test(c, a_skipped_frame_keeps_the_period);
   tcase_add_test(c, jitter_and_drift_are_followed);
