@@ -49,7 +49,7 @@ for every in 16667 0; do
   echo "== one frame every $every us"
   "$bdir/bin/coop-bench-rtt" --socket "$sock" --resident --frame --n "$n" --groups "$groups" \
     --spin-us 200 --every-us "$every" --runs "$runs" --label "frame-every$every" --trace "$trace" 2>&1
-  sh "$repo/bench/buf_legs.sh" "$trace" 10
+  sh "$repo/bench/buf_legs.sh" "$trace" 10 || echo "(no buffer operations' lines: a coopd before them)"
   kill "$daemon"; wait "$daemon" 2>/dev/null || true
   daemon=
   if [ -n "$keep" ]; then cp "$trace" "$keep/" && cp "$tmp/coopd.log" "$keep/coopd-$every.log"; fi
