@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -48,7 +49,11 @@ static int xfer_get(coop_conn *c, const void *data, size_t n, int *kept) {
   *kept = 0;
   if (n > XFER_KEEP_MAX || pthread_mutex_trylock(&c->xmu)) return memfd_of(data, n);
   if (c->xfd < 0) {
-    c->xfd = memfd_create("coop-transfer", MFD_CLOEXEC);
+    /* sealed against shrinking: coopd's device process may then map it
+     * once and have the copy engine read and write its pages (docs/
+     * daemon.md, "Device buffers"); it may still grow */
+    c->xfd = memfd_create("coop-transfer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (c->xfd >= 0) fcntl(c->xfd, F_ADD_SEALS, F_SEAL_SHRINK);
     c->xsize = 0;
   }
   if (c->xfd >= 0 && n > c->xsize && ftruncate(c->xfd, (off_t)n) == 0) c->xsize = n;

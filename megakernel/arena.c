@@ -235,6 +235,15 @@ void *coop_rt_host_buffer(coop_rt *rt, size_t n) {
   return malloc(n);
 }
 
+int coop_rt_host_register(coop_rt *rt, void *p, size_t n) {
+  if (!rt || !rt->ops || !rt->ops->host_register || !p || !n) return COOP_EINVAL;
+  return rt->ops->host_register(rt, p, n);
+}
+
+void coop_rt_host_unregister(coop_rt *rt, void *p) {
+  if (rt && rt->ops && rt->ops->host_unregister && p) rt->ops->host_unregister(rt, p);
+}
+
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;

@@ -40,6 +40,11 @@ struct coop__backend_ops {
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);
+  /* Optional: host memory someone else allocated (a client's mapped
+   * memfd) made such memory until host_unregister, for
+   * coop_rt_host_register; NULL: not possible (nothing to gain) */
+  int (*host_register)(struct coop_rt *rt, void *p, size_t bytes);
+  void (*host_unregister)(struct coop_rt *rt, void *p);
   /* Device memory for the scheduler context, zeroed; one per runtime. A
    * second call (a relaunch after parking) zeroes the same memory again. */
   int (*alloc_dev)(struct coop_rt *rt, size_t bytes);

@@ -185,6 +185,12 @@ int coop_rt_arena_dup(coop_rt *rt, void *dst, const void *src, size_t n);
  * was copied through the driver's staging at about a fifth of it), or
  * NULL. It lives as long as the process: allocate it once. */
 void *coop_rt_host_buffer(coop_rt *rt, size_t n);
+/* n bytes of host memory at p (page-aligned: a mapping) made memory the
+ * copy engine reaches at full speed, until coop_rt_host_unregister: 0, or
+ * COOP_EINVAL where the backend has no such thing (its arena copies are
+ * the host's own: nothing to gain) or it failed. */
+int coop_rt_host_register(coop_rt *rt, void *p, size_t n);
+void coop_rt_host_unregister(coop_rt *rt, void *p);
 
 struct coop_rt_task_desc {
   int kernel;      /* from coop_rt_add_kernel */

@@ -104,6 +104,20 @@ static int memfds_of(pid_t pid, const char *name) {
   return n;
 }
 
+/* The seals of this process's memfd named `name` (the first), or -1. */
+static int seals_of(const char *name) {
+  char want[96], path[64], link[128];
+  snprintf(want, sizeof want, "/memfd:%s (deleted)", name);
+  for (int fd = 0; fd < 1024; fd++) {
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t k = readlink(path, link, sizeof link - 1);
+    if (k <= 0) continue;
+    link[k] = '\0';
+    if (!strcmp(link, want)) return fcntl(fd, F_GET_SEALS);
+  }
+  return -1;
+}
+
 /* Create with contents, write a range, jobs on it one after another, read
  * back (inline and, above inline_max, by memfd), the range checks, free,
  * and every use after the free refused. Writes and reads above inline_max
@@ -159,6 +173,9 @@ START_TEST(life_cycle) {
     check_words(bb, big / 4 - 2, 1000u * (uint32_t)k + 1, 0);
   }
   ck_assert_int_eq(memfds_of(0, "coop-transfer"), 1);
+  /* sealed against shrinking: the device process may map it once (xmap.h) */
+  ck_assert_int_ge(seals_of("coop-transfer"), 0);
+  ck_assert(seals_of("coop-transfer") & F_SEAL_SHRINK);
   /* a failed op drops it: a late answer must not reach the next op's bytes */
   ck_assert_int_eq(coop_buffer_read(c, b2, 8, bb, big), COOP_EINVAL);
   ck_assert_int_eq(memfds_of(0, "coop-transfer"), 0);

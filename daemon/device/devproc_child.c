@@ -25,6 +25,7 @@
 #include "fdio.h"
 #include "devproc_msg.h"
 #include "wire.h"
+#include "xmap.h"
 
 _Static_assert(COOP_WIRE_MAX_WG <= DP_VIEW_MAX, "a view fits a reply");
 
@@ -59,6 +60,13 @@ static void another_build(struct dp_rep *r) {
            "replaced on disk?): restart coopd");
 }
 
+/* A client's transfer memfd, mapped and pinned once (xmap.h): the copy
+ * engine reads and writes its pages, with no bounce. Set up with the
+ * runtime (do_open), cleared before it closes. */
+static struct xmap xm;
+static int xm_pin(void *rt, void *p, size_t n) { return coop_rt_host_register(rt, p, n); }
+static void xm_unpin(void *rt, void *p) { coop_rt_host_unregister(rt, p); }
+
 /* OPEN: the options, then the kernels from the memfd (devproc.c writes
  * them: u32 cooperative, u32 name length, u64 source length, name, source). */
 static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_rep *r) {
@@ -75,6 +83,7 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   o.arena_bytes = a->arena_bytes;
   o.max_registers = a->max_registers;
   int e = coop_rt_open(&ch->rt, &o);
+  if (e == 0) xmap_init(&xm, xm_pin, xm_unpin, ch->rt);
   uint64_t off = 0;
   for (uint32_t i = 0; e == 0 && i < a->nkernels; i++) {
     struct {
@@ -123,6 +132,8 @@ static uint8_t *bounce(coop_rt *rt) {
 
 static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off) {
   if (coop_rt_arena_direct(rt, n)) return fdio_pread(fd, p, n, off);
+  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns()) : NULL;
+  if (m) return coop_rt_arena_copy(rt, p, m + off, n, 1) ? -1 : 0;
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
@@ -133,6 +144,8 @@ static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off
 
 static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off) {
   if (coop_rt_arena_direct(rt, n)) return fdio_pwrite(fd, p, n, off);
+  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns()) : NULL;
+  if (m) return coop_rt_arena_copy(rt, m + off, p, n, 0) ? -1 : 0;
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
@@ -663,6 +676,8 @@ int dp_child_main(int fd) {
       fprintf(stderr, "refused a request (op %u, %zd bytes, %u descriptors): %s\n", q.op, n, nfds,
               why);
     } else if (q.op == DP_CLOSE) {
+      xmap_clear(&xm); /* unpinned while the runtime is there to do it */
+      xmap_init(&xm, NULL, NULL, NULL);
       r.err = ch.rt ? coop_rt_close(ch.rt) : 0;
       ch.rt = NULL;
     } else {
@@ -689,6 +704,7 @@ int dp_child_main(int fd) {
       spin_end =
           q.warm_until - spin_end < DP_WARM_MAX_NS ? q.warm_until : spin_end + DP_WARM_MAX_NS;
   }
+  xmap_clear(&xm);
   if (ch.rt) coop_rt_close(ch.rt);
   return 0;
 }

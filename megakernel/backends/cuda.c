@@ -243,6 +243,20 @@ static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
   return p;
 }
 
+/* Host memory page-locked in place (cuMemHostRegister): the copy engine
+ * then reads and writes it directly, as the runtime's own pinned memory. */
+static int cu_host_register(struct coop_rt *rt, void *p, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuMemHostRegister(p, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+  return 0;
+}
+
+static void cu_host_unregister(struct coop_rt *rt, void *p) {
+  struct cu_be *b = rt->be;
+  if (coop__cu.cuCtxSetCurrent(b->ctx) == CUDA_SUCCESS) coop__cu.cuMemHostUnregister(p);
+}
+
 /* A snapshot of device memory while the megakernel runs, for coop_rt_dump.
  * The synchronous copy goes on the legacy stream, which is not ordered
  * after the megakernel's non-blocking stream, so it does not wait for the
@@ -560,6 +574,8 @@ const struct coop__backend_ops coop__cuda_ops = {
     .copy_arena = cu_copy_arena,
     .dup_arena = cu_dup_arena,
     .alloc_host = cu_alloc_host,
+    .host_register = cu_host_register,
+    .host_unregister = cu_host_unregister,
     .free_arena = cu_free_arena,
     .alloc_dev = cu_alloc_dev,
     .write_dev = cu_write_dev,

@@ -36,6 +36,8 @@
   X(cuStreamSynchronize) \
   X(cuMemHostAlloc) \
   X(cuMemFreeHost) \
+  X(cuMemHostRegister) \
+  X(cuMemHostUnregister) \
   X(cuMemAllocManaged) \
   X(cuMemPrefetchAsync) \
   X(cuMemAdvise) \

@@ -1,0 +1,75 @@
+/*
+ * xmap.c: see xmap.h.
+ */
+#define _GNU_SOURCE /* F_GET_SEALS */
+#include "xmap.h"
+
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+void xmap_init(struct xmap *x, int (*pin)(void *, void *, size_t), void (*unpin)(void *, void *),
+               void *arg) {
+  memset(x, 0, sizeof *x);
+  x->pin = pin;
+  x->unpin = unpin;
+  x->arg = arg;
+}
+
+static void drop(struct xmap *x, struct xmap_slot *s) {
+  if (s->p) {
+    if (x->unpin) x->unpin(x->arg, s->p);
+    munmap(s->p, s->len);
+  }
+  memset(s, 0, sizeof *s);
+}
+
+/* The file mapped and pinned into slot s, or s remembered as not mappable. */
+static void map(struct xmap *x, struct xmap_slot *s, int fd, const struct stat *st, int64_t now) {
+  s->dev = st->st_dev;
+  s->ino = st->st_ino;
+  s->used = now;
+  s->len = (size_t)st->st_size;
+  void *p = mmap(NULL, s->len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    s->p = NULL;
+    return;
+  }
+  if (x->pin && x->pin(x->arg, p, s->len)) {
+    munmap(p, s->len);
+    s->p = NULL;
+    return;
+  }
+  s->p = p;
+}
+
+uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now) {
+  for (unsigned i = 0; i < XMAP_SLOTS; i++) /* pinned memory of a client long gone */
+    if (x->slot[i].used && now - x->slot[i].used > XMAP_IDLE_NS) drop(x, &x->slot[i]);
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+      (uint64_t)st.st_size > XMAP_MAX || off > (uint64_t)st.st_size ||
+      n > (uint64_t)st.st_size - off)
+    return NULL;
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0 || !(seals & F_SEAL_SHRINK)) return NULL; /* truncation: SIGBUS here */
+  struct xmap_slot *s = NULL, *lru = &x->slot[0];
+  for (unsigned i = 0; i < XMAP_SLOTS && !s; i++) {
+    struct xmap_slot *t = &x->slot[i];
+    if (t->used && t->dev == st.st_dev && t->ino == st.st_ino) s = t;
+    if (t->used < lru->used) lru = t;
+  }
+  if (s && s->p && s->len < (size_t)st.st_size) drop(x, s), s = NULL; /* it grew: again */
+  if (!s) {
+    s = lru;
+    drop(x, s);
+    map(x, s, fd, &st, now);
+  }
+  s->used = now;
+  return s->p;
+}
+
+void xmap_clear(struct xmap *x) {
+  for (unsigned i = 0; i < XMAP_SLOTS; i++) drop(x, &x->slot[i]);
+}

@@ -1,0 +1,57 @@
+/*
+ * xmap.h: a client's transfer memfd, mapped and pinned once, in the
+ * device process (docs/daemon.md, "Device buffers", the transfer memfd).
+ * A frame client writes and reads its device buffers through one kept
+ * memfd (libcoop's transfer memfd). The device process used to read it
+ * into its page-locked bounce buffer and have the copy engine move that
+ * on, every frame, and the reverse for a read. Mapped once and pinned in
+ * place (the runtime's coop_rt_host_register), the client's pages are
+ * what the copy engine reads and writes: one copy of the bytes on the
+ * host fewer each way.
+ *
+ * Only a memfd sealed against shrinking (F_SEAL_SHRINK) is mapped: a
+ * client that truncated a file the device process had mapped would kill
+ * it with SIGBUS, and every other user's jobs with it. Growing is fine
+ * (the mapping is made again, larger). At most XMAP_SLOTS files are kept
+ * (the least recently used goes), each of at most XMAP_MAX bytes, and one
+ * unused for XMAP_IDLE_NS goes at the next look: pinned memory of a
+ * client that may be long gone. A file that cannot be mapped or pinned is
+ * remembered as such (its slot holds no mapping) and not tried again
+ * until its slot goes. Single-threaded (the device process's one thread).
+ */
+#ifndef COOPD_XMAP_H
+#define COOPD_XMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define XMAP_SLOTS 4
+#define XMAP_MAX (64u << 20)       /* libcoop keeps transfer memfds up to this */
+#define XMAP_IDLE_NS 10000000000LL /* 10 s */
+
+struct xmap_slot {
+  dev_t dev;
+  ino_t ino;
+  uint8_t *p;   /* the mapping, pinned; NULL: this file cannot be (remembered) */
+  size_t len;   /* its length (the file's size when mapped) */
+  int64_t used; /* the last look that returned it, CLOCK_MONOTONIC ns; 0: a free slot */
+};
+
+struct xmap {
+  struct xmap_slot slot[XMAP_SLOTS];
+  /* pins len bytes at p: 0, else the mapping is not used; and undoes it */
+  int (*pin)(void *arg, void *p, size_t len);
+  void (*unpin)(void *arg, void *p);
+  void *arg;
+};
+
+void xmap_init(struct xmap *x, int (*pin)(void *, void *, size_t), void (*unpin)(void *, void *),
+               void *arg);
+/* The pinned mapping of the file fd, whose bytes off..off+n it holds (the
+ * pointer is the file's byte 0), or NULL: then read and write fd instead. */
+uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now);
+/* Every mapping unpinned and unmapped (before the runtime closes). */
+void xmap_clear(struct xmap *x);
+
+#endif /* COOPD_XMAP_H */

@@ -1,0 +1,176 @@
+/*
+ * test_xmap.c: the device process's mappings of clients' transfer memfds
+ * (daemon/device/xmap.h). Pinning is a counter here (on a GPU it is
+ * cuMemHostRegister): a memfd sealed against shrinking is mapped and
+ * pinned once and then reused, its bytes shared both ways; an unsealed
+ * one, a range past the end, or no regular file is never mapped; a file
+ * that grew is mapped again; a pin that fails is remembered; the least
+ * recently used of more files than slots goes, and so does one idle too
+ * long; clear unpins everything. And the seal does what the mapping needs:
+ * the client can no longer shrink the file under it.
+ */
+#define _GNU_SOURCE /* memfd_create */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check_run.h"
+#include "xmap.h"
+
+#define MIB (1u << 20)
+#define T0 1000000000LL
+
+struct pins {
+  int pinned, unpinned, fail;
+};
+
+static int pin(void *arg, void *p, size_t n) {
+  struct pins *c = arg;
+  (void)p, (void)n;
+  if (c->fail) return -1;
+  c->pinned++;
+  return 0;
+}
+
+static void unpin(void *arg, void *p) {
+  (void)p;
+  ((struct pins *)arg)->unpinned++;
+}
+
+/* A memfd of n bytes, byte i = i * 7, sealed against shrinking or not. */
+static int memfd(size_t n, int sealed) {
+  int fd = memfd_create("xmap-test", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ck_assert_int_ge(fd, 0);
+  ck_assert_int_eq(ftruncate(fd, (off_t)n), 0);
+  uint8_t buf[4096];
+  for (size_t off = 0; off < n; off += sizeof buf) {
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)((off + i) * 7);
+    size_t k = n - off < sizeof buf ? n - off : sizeof buf;
+    ck_assert_int_eq(pwrite(fd, buf, k, (off_t)off), (ssize_t)k);
+  }
+  if (sealed) ck_assert_int_eq(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  return fd;
+}
+
+START_TEST(a_sealed_memfd_is_mapped_and_pinned_once) {
+  struct pins c = {0};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int fd = memfd(MIB, 1);
+  uint8_t *m = xmap_get(&x, fd, 4096, 65536, T0);
+  ck_assert_ptr_nonnull(m);
+  ck_assert_int_eq(c.pinned, 1);
+  for (size_t i = 4096; i < 4096 + 65536; i++) ck_assert_uint_eq(m[i], (uint8_t)(i * 7));
+  /* the other way: what is written through the mapping is the file's */
+  memset(m + 8192, 0xab, 100);
+  uint8_t back[100];
+  ck_assert_int_eq(pread(fd, back, sizeof back, 8192), (ssize_t)sizeof back);
+  for (size_t i = 0; i < sizeof back; i++) ck_assert_uint_eq(back[i], 0xab);
+  /* again, through another descriptor of the same file (the next request's) */
+  int fd2 = dup(fd);
+  ck_assert_ptr_eq(xmap_get(&x, fd2, 0, MIB, T0 + 1), m);
+  ck_assert_int_eq(c.pinned, 1);
+  /* the seal holds: the client cannot shrink the file under the mapping */
+  ck_assert_int_eq(ftruncate(fd, 4096), -1);
+  ck_assert_int_eq(errno, EPERM);
+  xmap_clear(&x);
+  ck_assert_int_eq(c.unpinned, 1);
+  close(fd), close(fd2);
+}
+END_TEST
+
+START_TEST(what_is_never_mapped) {
+  struct pins c = {0};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int open_fd = memfd(MIB, 0); /* may shrink: a SIGBUS waiting to happen */
+  ck_assert_ptr_null(xmap_get(&x, open_fd, 0, 4096, T0));
+  int fd = memfd(MIB, 1);
+  ck_assert_ptr_null(xmap_get(&x, fd, MIB - 100, 101, T0)); /* past the end */
+  ck_assert_ptr_null(xmap_get(&x, fd, MIB + 1, 0, T0));
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  ck_assert_ptr_null(xmap_get(&x, p[0], 0, 1, T0)); /* no regular file */
+  int big = memfd(XMAP_MAX + 4096, 1);              /* larger than any kept one */
+  ck_assert_ptr_null(xmap_get(&x, big, 0, 4096, T0));
+  ck_assert_int_eq(c.pinned, 0);
+  xmap_clear(&x);
+  close(open_fd), close(fd), close(p[0]), close(p[1]), close(big);
+}
+END_TEST
+
+START_TEST(a_file_that_grew_is_mapped_again) {
+  struct pins c = {0};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int fd = memfd(65536, 1);
+  ck_assert_ptr_nonnull(xmap_get(&x, fd, 0, 65536, T0));
+  ck_assert_int_eq(ftruncate(fd, 4 * 65536), 0); /* growing is allowed */
+  uint8_t *m = xmap_get(&x, fd, 3 * 65536, 65536, T0 + 1);
+  ck_assert_ptr_nonnull(m);
+  ck_assert_int_eq(c.pinned, 2);
+  ck_assert_int_eq(c.unpinned, 1);
+  m[4 * 65536 - 1] = 5; /* the whole new length is mapped */
+  xmap_clear(&x);
+  close(fd);
+}
+END_TEST
+
+START_TEST(a_failed_pin_is_remembered) {
+  struct pins c = {.fail = 1};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int fd = memfd(65536, 1);
+  ck_assert_ptr_null(xmap_get(&x, fd, 0, 4096, T0));
+  c.fail = 0;
+  ck_assert_ptr_null(xmap_get(&x, fd, 0, 4096, T0 + 1)); /* not tried again */
+  ck_assert_int_eq(c.pinned, 0);
+  xmap_clear(&x);
+  ck_assert_int_eq(c.unpinned, 0);
+  close(fd);
+}
+END_TEST
+
+START_TEST(slots_go_least_recently_used_first_and_when_idle) {
+  struct pins c = {0};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int fd[XMAP_SLOTS + 1];
+  uint8_t *m[XMAP_SLOTS + 1];
+  for (int i = 0; i <= XMAP_SLOTS; i++) fd[i] = memfd(65536, 1);
+  for (int i = 0; i < XMAP_SLOTS; i++) m[i] = xmap_get(&x, fd[i], 0, 4096, T0 + i);
+  ck_assert_ptr_eq(xmap_get(&x, fd[0], 0, 4096, T0 + 10), m[0]); /* 0 used again: 1 is oldest */
+  m[XMAP_SLOTS] = xmap_get(&x, fd[XMAP_SLOTS], 0, 4096, T0 + 11);
+  ck_assert_ptr_nonnull(m[XMAP_SLOTS]);
+  ck_assert_int_eq(c.unpinned, 1);
+  ck_assert_ptr_eq(xmap_get(&x, fd[0], 0, 4096, T0 + 12), m[0]); /* still there */
+  ck_assert_int_eq(c.pinned, XMAP_SLOTS + 1);
+  ck_assert_ptr_nonnull(xmap_get(&x, fd[1], 0, 4096, T0 + 13)); /* it went: mapped again */
+  ck_assert_int_eq(c.pinned, XMAP_SLOTS + 2);
+  /* long after: every other mapping goes at the next look */
+  int before = c.unpinned;
+  ck_assert_ptr_nonnull(xmap_get(&x, fd[0], 0, 4096, T0 + 13 + XMAP_IDLE_NS + 1));
+  ck_assert_int_eq(c.unpinned, before + XMAP_SLOTS);
+  xmap_clear(&x);
+  ck_assert_int_eq(c.unpinned, c.pinned);
+  for (int i = 0; i <= XMAP_SLOTS; i++) close(fd[i]);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("xmap");
+  TCase *t = tcase_create("xmap");
+  tcase_add_test(t, a_sealed_memfd_is_mapped_and_pinned_once);
+  tcase_add_test(t, what_is_never_mapped);
+  tcase_add_test(t, a_file_that_grew_is_mapped_again);
+  tcase_add_test(t, a_failed_pin_is_remembered);
+  tcase_add_test(t, slots_go_least_recently_used_first_and_when_idle);
+  suite_add_tcase(s, t);
+  return s;
+}
+
+int main(void) { return coop_test_run(srunner_create(suite())); }
