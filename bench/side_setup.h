@@ -45,9 +45,10 @@ struct sopts {
   long ahead_us, green_sms; /* green_sms 0: chosen */
   const char *coopd;        /* the coopd setup's daemon; NULL: the one beside this binary */
   int query;
-  int frame_io;     /* --frame-io: every frame moves its input in and output out */
-  int coopd_by_job; /* --coopd-frame job: (g)'s frame as one job (dframe.by_job) */
-  unsigned setups;  /* bit per S_* */
+  int frame_io;       /* --frame-io: every frame moves its input in and output out */
+  int coopd_by_job;   /* --coopd-frame job: (g)'s frame as one job (dframe.by_job) */
+  long coopd_spin_us; /* --coopd-spin-us: (g)'s client's wait (coop_set_spin) */
+  unsigned setups;    /* bit per S_* */
   char cmd[2048];
   int argc; /* the command line, for the processes that parse it again */
   char **argv;

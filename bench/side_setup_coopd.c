@@ -172,11 +172,12 @@ static void describe(const struct bench *b, coop_conn *c) {
   size_t len = strlen(header);
   snprintf(header + len, sizeof header - len,
            "coopd (g): %s on %s (%s), %u workers (this process's megakernel: %u), local size "
-           "%ld; each frame %s %zu bytes in and %zu out\n",
+           "%ld; each frame %s %zu bytes in and %zu out; its waits spin up to %ld us\n",
            in->daemon_version, in->device, in->backend, in->workers, b->workers, b->o->local,
            b->o->coopd_by_job ? "is one job (--coopd-frame job), its SUBMIT and RESULT carrying"
                               : "moves through device buffers (BUF_WRITE, BUF_READ)",
-           (size_t)b->p.n * b->p.n * sizeof(float), (size_t)b->p.n * b->p.n * sizeof(float));
+           (size_t)b->p.n * b->p.n * sizeof(float), (size_t)b->p.n * b->p.n * sizeof(float),
+           b->o->coopd_spin_us);
   printf(SB ": %s", header + len);
   if (in->workers != b->workers)
     fprintf(stderr, SB ": warning: coopd has %u workers, this process's megakernel had %u\n",
@@ -260,6 +261,7 @@ static int rows(struct bench *b, const struct coopd_proc *d) {
   memset(&l, 0, sizeof l);
   memset(&f, 0, sizeof f);
   int e = coop_connect(&c, d->sock, SB " frames");
+  if (!e) coop_set_spin(c, (unsigned)b->o->coopd_spin_us); /* its waits as the others' */
   if (!e) e = cframe_open(&f, b, c);
   if (!e) e = dlong_open(&l, d->sock, SB " long", b->app, &b->in, b->o->query);
   if (e) fprintf(stderr, SB ": (g): %s: %s\n", coop_strerror(e), coop_errmsg(l.c ? l.c : c));

@@ -56,6 +56,8 @@ awk -F, '
 grep -E '^\| \(g\) frame client through coopd, K=[0-9]+ \(N/2\) \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \| [0-9.]+ \|' \
   "$dir/out" >/dev/null || fail "no ratio to the frame client alone in the table"
 grep -q 'WRONG' "$dir/out" && fail "a wrong result"
+# the frame client waits as the other setups do: spinning (--coopd-spin-us)
+grep -q 'its waits spin up to 1000000 us' "$dir/out" || fail "the frame client's spin not in the header"
 # --report reads the CSV back: the same row, coopd's CPU per task included
 "$side" --report "$csv" >"$dir/report" 2>&1 || fail "--report exited non-zero"
 grep -E '^\| \(g\) frame client through coopd.* \| [0-9.]+ \|$' "$dir/report" >/dev/null ||
