@@ -7,10 +7,41 @@
 #include <string.h>
 
 /* A megakernel built with COOP_DEVICE_DEFINES=COOP_PROF: where the
- * scheduler's passes went over the whole run (device clock). */
+ * scheduler's passes went (device clock): p, the slots (p[0] the passes)
+ * over some span, printed under `what`. */
+static const char *const step[] = {"host words", "intake", "forks", "reap",
+                                   "cancels",    "serve",  "offer", "view"};
+enum { N = 1 + sizeof step / sizeof *step };
+
+static void print_steps(coop_rt *rt, const char *what, const uint64_t *p) {
+  if (!p[0]) return;
+  double us = coop_rt_tick_ns(rt) / 1e3 / (double)p[0], total = 0;
+  for (int k = 1; k < N; k++) total += (double)p[k];
+  printf("%-36s %llu passes, mean %.3f us:", what, (unsigned long long)p[0], total * us);
+  for (int k = 1; k < N; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
+  printf("\n");
+}
+
+/* 1 when the megakernel was built with COOP_PROF alone (the per-step sums) */
+static int prof_steps(void) {
+  const char *defs = getenv("COOP_DEVICE_DEFINES");
+  return defs && strstr(defs, "COOP_PROF") && !strstr(defs, "COOP_PROF_SUSPEND") &&
+         !strstr(defs, "COOP_PROF_TASKS");
+}
+
+int sched_prof_snap(coop_rt *rt, uint64_t snap[SCHED_PROF_SLOTS]) {
+  memset(snap, 0, SCHED_PROF_SLOTS * sizeof *snap);
+  return prof_steps() && coop_rt_sched_profile(rt, snap, N) == N;
+}
+
+void sched_prof_print_since(coop_rt *rt, const char *what, const uint64_t snap[SCHED_PROF_SLOTS]) {
+  uint64_t now[SCHED_PROF_SLOTS], d[SCHED_PROF_SLOTS];
+  if (!sched_prof_snap(rt, now)) return;
+  for (int k = 0; k < N; k++) d[k] = now[k] - snap[k];
+  print_steps(rt, what, d);
+}
+
 void sched_prof_print(coop_rt *rt) {
-  static const char *const step[] = {"host words", "intake", "forks", "reap",
-                                     "cancels",    "serve",  "offer", "view"};
   /* COOP_PROF_TASKS: the passes that started a task, from trace mark k - 1 to k */
   static const char *const mark[] = {"host words", "released", "validated",  "intake done",
                                      "reap etc.",  "head",     "gathered",   "id map",
@@ -18,7 +49,7 @@ void sched_prof_print(coop_rt *rt) {
   const char *defs = getenv("COOP_DEVICE_DEFINES");
   if (defs && strstr(defs, "COOP_PROF_SUSPEND")) return; /* its slots: coop-bench-suspend */
   int traced = defs && strstr(defs, "COOP_PROF_TASKS");
-  enum { N = 1 + sizeof step / sizeof *step, NT = 1 + sizeof mark / sizeof *mark };
+  enum { NT = 1 + sizeof mark / sizeof *mark };
   uint64_t p[NT];
   int n = traced ? NT : N;
   if (coop_rt_sched_profile(rt, p, n) != n) return;
@@ -30,10 +61,5 @@ void sched_prof_print(coop_rt *rt) {
     printf("\n");
     return;
   }
-  double us = coop_rt_tick_ns(rt) / 1e3 / (double)p[0], total = 0;
-  for (int k = 1; k < N; k++) total += (double)p[k];
-  printf("%-36s %llu passes, mean %.3f us:", "scheduler profile (COOP_PROF)",
-         (unsigned long long)p[0], total * us);
-  for (int k = 1; k < N; k++) printf(" %s %.3f", step[k - 1], (double)p[k] * us);
-  printf("\n");
+  print_steps(rt, "scheduler profile (COOP_PROF)", p);
 }

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app.h"
 #include "common.h"
@@ -41,6 +42,9 @@ static int usage(FILE *f, int rc) {
           "20000), N runs (default 5), each checked; prints request -> suspended and\n"
           "resume -> full width again (p50 / p99 / max), and the application's step.\n"
           "--query 1: the query variant of the resizing barrier (default: the plain one).\n"
+          "With COOP_DEVICE_DEFINES=COOP_PROF, where the scheduler's passes went: idle\n"
+          "(200 ms), during the uninterrupted run, during the runs with suspensions, and\n"
+          "over the whole run.\n"
           "With COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND in the environment it also prints,\n"
           "from the device's clock, the scheduler passing the suspension on -> its next\n"
           "reap of a worker (the first to leave) and -> the last workgroup out.\n");
@@ -102,7 +106,16 @@ int main(int argc, char **argv) {
                                      0,   cap};
   double step_us = 0;
   unsigned total = 0;
+  /* COOP_PROF: the passes of an idle megakernel (200 ms), of the
+   * uninterrupted run, and of the runs with suspensions, apart */
+  uint64_t snap[SCHED_PROF_SLOTS];
+  if (sched_prof_snap(rt, snap)) {
+    struct timespec idle = {0, 200000000};
+    nanosleep(&idle, NULL);
+    sched_prof_print_since(rt, "  passes, idle (200 ms)", snap);
+  }
   for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last; k++) {
+    if (k <= 1) sched_prof_snap(rt, snap);
     unsigned n = 0; /* run 0: uninterrupted, for the step */
     struct coop_app_opts o = {.groups = w,
                               .mode = COOP_APP_MODE_COOPERATIVE,
@@ -122,8 +135,10 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (!k) step_us = ti.resizes ? (double)(ti.t_finished - ti.t_started) / 1e3 / ti.resizes : 0;
+    if (!k) sched_prof_print_since(rt, "  passes, the uninterrupted run", snap);
     total += n;
   }
+  sched_prof_print_since(rt, "  passes, the runs with suspensions", snap);
   char s1[96], s2[96], s3[96], s4[96], s5[96];
   printf("coop-bench-suspend: %s on %s, %s, %u workers, %s resizing barrier, every ~%u us\n",
          a->name, in.label, coop_rt_device_name(rt), w, query ? "query" : "plain", every);
