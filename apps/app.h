@@ -71,6 +71,10 @@ struct coop_app_opts {
      * suspension on -> its next reap of a worker, and -> the last
      * workgroup out, ns of the device clock */
     int64_t *reaped_ns, *last_ns;
+    /* with COOP_PROF_SUSPEND too: request -> the host sees the scheduler's
+     * count of suspensions passed on move (mailbox.prof[0]): the pass-on
+     * on the host's clock alone, within a store's way to host memory */
+    int64_t *passon_ns;
     unsigned n, cap;
   } * suspend_log;
 };

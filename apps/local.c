@@ -30,10 +30,16 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
     long us = (long)(rand() % (2 * (int)o->suspend_every_us + 1));
     struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
     nanosleep(&ts, NULL);
-    int64_t t0 = coop__now_ns();
+    uint64_t p0[1] = {0}, pn[1];
+    int on_host = log && log->passon_ns; /* prof[0] read even while 0 (none passed on yet) */
+    if (on_host) coop_rt_sched_profile(rt, p0, 1);
+    int64_t t0 = coop__now_ns(), passon = -1;
     int r = coop_rt_suspend(rt, *id);
     if (r == COOP_ESTATE) return 0; /* it ended */
     if (r) return r;
+    /* COOP_PROF_SUSPEND: the pass-on, seen on this clock (100 ms at most) */
+    while (on_host && passon < 0 && coop__now_ns() - t0 < 100000000)
+      if (coop_rt_sched_profile(rt, pn, 1), pn[0] != p0[0]) passon = coop__now_ns() - t0;
     if ((r = coop_rt_wait(rt, *id, o->timeout_ms))) return r;
     int64_t t1 = coop__now_ns();
     struct coop_rt_task_info ti;
@@ -54,6 +60,7 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
             prof && p[2] >= p[1] ? (int64_t)((double)(p[2] - p[1]) * tick) : -1;
       if (log->last_ns)
         log->last_ns[log->n] = prof && p[3] >= p[1] ? (int64_t)((double)(p[3] - p[1]) * tick) : -1;
+      if (log->passon_ns) log->passon_ns[log->n] = passon;
       log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);
     }
   }
