@@ -881,13 +881,17 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * prof[1] is when it passed on the last one (step 5), prof[2] when it
  * next reaped a worker (the first to leave, at its barrier), prof[3] when
  * that task's last workgroup left (worker.cl, coop__publish).
- * coop-bench-suspend reads them. */
+ * coop-bench-suspend reads them, and spins on prof[0] after its request:
+ * the system-scope fence after the count waits for both stores to reach
+ * host memory, so that the host sees the pass-on then, not whenever a
+ * weak store to host memory leaves the GPU's caches. */
 #ifdef COOP_PROF_SUSPEND
 #define COOP_PROF_SUSPEND_DECL coop_u32 prof_armed = 0u, prof_reaped = 0u;
 #define COOP_PROF_SUSPEND_NOTICED(n) \
   if (n) {                           \
     mb->prof[1] = coop_clock();      \
     mb->prof[0] += (n);              \
+    coop_sys_fence_acq();            \
     prof_armed = 1u;                 \
     prof_reaped = s->reaped;         \
   }
