@@ -75,6 +75,9 @@ struct coop_app_opts {
      * count of suspensions passed on move (mailbox.prof[0]): the pass-on
      * on the host's clock alone, within a store's way to host memory */
     int64_t *passon_ns;
+    /* and the pass that passed it on: its start -> the pass-on, ns of the
+     * device clock (what of the wait was inside that pass) */
+    int64_t *inpass_ns;
     unsigned n, cap;
   } * suspend_log;
 };

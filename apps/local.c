@@ -52,8 +52,8 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
       if (log->left_ns) log->left_ns[log->n] = ti.t_finished ? ti.t_finished - t0 : -1;
       /* the reap may come after the host saw the end: then it is the
        * previous suspension's, older than the pass-on, and left out */
-      uint64_t p[4];
-      int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 4) == 4 && p[1];
+      uint64_t p[5];
+      int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 5) == 5 && p[1];
       double tick = coop_rt_tick_ns(rt);
       if (log->reaped_ns)
         log->reaped_ns[log->n] =
@@ -61,6 +61,9 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
       if (log->last_ns)
         log->last_ns[log->n] = prof && p[3] >= p[1] ? (int64_t)((double)(p[3] - p[1]) * tick) : -1;
       if (log->passon_ns) log->passon_ns[log->n] = passon;
+      if (log->inpass_ns)
+        log->inpass_ns[log->n] =
+            prof && p[4] && p[1] >= p[4] ? (int64_t)((double)(p[1] - p[4]) * tick) : -1;
       log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);
     }
   }

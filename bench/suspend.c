@@ -99,12 +99,20 @@ int main(int argc, char **argv) {
   unsigned w = coop_rt_workers(rt), cap = runs * 10000u;
   int64_t *sus = calloc(cap, sizeof *sus), *grow = calloc(cap, sizeof *grow),
           *left = calloc(cap, sizeof *left), *reaped = calloc(cap, sizeof *reaped),
-          *last = calloc(cap, sizeof *last), *passon = calloc(cap, sizeof *passon);
+          *last = calloc(cap, sizeof *last), *passon = calloc(cap, sizeof *passon),
+          *inpass = calloc(cap, sizeof *inpass);
   /* the device's own stamps only from a megakernel built to take them */
   const char *defs = getenv("COOP_DEVICE_DEFINES");
   int prof = defs && strstr(defs, "COOP_PROF_SUSPEND");
-  struct coop_app_suspend_log log = {
-      sus, left, grow, prof ? reaped : NULL, prof ? last : NULL, prof ? passon : NULL, 0, cap};
+  struct coop_app_suspend_log log = {sus,
+                                     left,
+                                     grow,
+                                     prof ? reaped : NULL,
+                                     prof ? last : NULL,
+                                     prof ? passon : NULL,
+                                     prof ? inpass : NULL,
+                                     0,
+                                     cap};
   double step_us = 0;
   unsigned total = 0;
   /* COOP_PROF: the passes of an idle megakernel (200 ms), of the
@@ -115,7 +123,8 @@ int main(int argc, char **argv) {
     nanosleep(&idle, NULL);
     sched_prof_print_since(rt, "  passes, idle (200 ms)", snap);
   }
-  for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last && passon; k++) {
+  for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last && passon && inpass;
+       k++) {
     if (k <= 1) sched_prof_snap(rt, snap);
     unsigned n = 0; /* run 0: uninterrupted, for the step */
     struct coop_app_opts o = {.groups = w,
@@ -140,7 +149,7 @@ int main(int argc, char **argv) {
     total += n;
   }
   sched_prof_print_since(rt, "  passes, the runs with suspensions", snap);
-  char s1[96], s2[96], s3[96], s4[96], s5[96], s6[96];
+  char s1[96], s2[96], s3[96], s4[96], s5[96], s6[96], s7[96];
   printf("coop-bench-suspend: %s on %s, %s, %u workers, %s resizing barrier, every ~%u us\n",
          a->name, in.label, coop_rt_device_name(rt), w, query ? "query" : "plain", every);
   printf("  step (uninterrupted run: execution / resizing barriers): %.1f us\n", step_us);
@@ -150,15 +159,17 @@ int main(int argc, char **argv) {
   pct(reaped, log.n, s4, sizeof s4);
   pct(last, log.n, s5, sizeof s5);
   pct(passon, log.n, s6, sizeof s6);
+  pct(inpass, log.n, s7, sizeof s7);
   printf("  %u suspensions in %u runs, every result right\n", total, runs);
   printf("  request -> suspended (p50 / p99 / max): %s\n", s1);
   printf("    of it, request -> the last workgroup out (device stamp): %s\n", s3);
   if (prof) /* COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND */
     printf(
         "    request -> the host sees the scheduler pass it on (one clock): %s\n"
+        "      of it, inside the pass that passes it on (device clock): %s\n"
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
-        s6, s4, s5);
+        s6, s7, s4, s5);
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
   sched_prof_print(rt); /* under COOP_PROF: the passes during the run */
   printf(
@@ -172,5 +183,6 @@ int main(int argc, char **argv) {
   free(reaped);
   free(last);
   free(passon);
+  free(inpass);
   return coop_rt_close(rt) ? 1 : 0;
 }

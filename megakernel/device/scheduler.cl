@@ -880,16 +880,21 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * device ticks. prof[0] counts the suspensions the scheduler passed on;
  * prof[1] is when it passed on the last one (step 5), prof[2] when it
  * next reaped a worker (the first to leave, at its barrier), prof[3] when
- * that task's last workgroup left (worker.cl, coop__publish).
+ * that task's last workgroup left (worker.cl, coop__publish), prof[4]
+ * when the pass that passed it on began (its doorbell's load).
  * coop-bench-suspend reads them, and spins on prof[0] after its request:
  * the system-scope fence after the count waits for both stores to reach
  * host memory, so that the host sees the pass-on then, not whenever a
  * weak store to host memory leaves the GPU's caches. */
 #ifdef COOP_PROF_SUSPEND
-#define COOP_PROF_SUSPEND_DECL coop_u32 prof_armed = 0u, prof_reaped = 0u;
+#define COOP_PROF_SUSPEND_DECL \
+  coop_u32 prof_armed = 0u, prof_reaped = 0u; \
+  coop_u64 prof_pass = 0u;
+#define COOP_PROF_SUSPEND_PASS() prof_pass = coop_clock()
 #define COOP_PROF_SUSPEND_NOTICED(n) \
   if (n) {                           \
     mb->prof[1] = coop_clock();      \
+    mb->prof[4] = prof_pass;         \
     mb->prof[0] += (n);              \
     coop_sys_fence_acq();            \
     prof_armed = 1u;                 \
@@ -902,6 +907,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   }
 #else
 #define COOP_PROF_SUSPEND_DECL
+#define COOP_PROF_SUSPEND_PASS()
 #define COOP_PROF_SUSPEND_NOTICED(n) (void)(n)
 #define COOP_PROF_SUSPEND_REAPED()
 #endif
@@ -1046,6 +1052,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   COOP_PROF_DECL
   COOP_PROF_SUSPEND_DECL
   for (;;) {
+    COOP_PROF_SUSPEND_PASS();
     COOP_TRACE(0);
     /* Step 1. The doorbell (the host's four words) and the next ring
      * entry, a 16-byte load each, in flight together, then, only if a
