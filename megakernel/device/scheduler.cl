@@ -887,7 +887,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * host memory, so that the host sees the pass-on then, not whenever a
  * weak store to host memory leaves the GPU's caches. */
 #ifdef COOP_PROF_SUSPEND
-#define COOP_PROF_SUSPEND_DECL \
+#define COOP_PROF_SUSPEND_DECL                \
   coop_u32 prof_armed = 0u, prof_reaped = 0u; \
   coop_u64 prof_pass = 0u;
 #define COOP_PROF_SUSPEND_PASS() prof_pass = coop_clock()
