@@ -4,6 +4,7 @@
  * journal (forged lines skipped, a full disk), kernels that are FIFOs,
  * and job times under CPU load.
  */
+#define _GNU_SOURCE /* memmem */
 #include <check.h>
 #include <sys/mount.h>
 #include <errno.h>
@@ -321,6 +322,24 @@ static void fill_up(const char *dir) {
   fclose(f);
 }
 
+/* Until the journal at path holds job id's F record (journal.c): coopd
+ * writes it just after the job's RESULT, so a kill right after the RESULT
+ * may come before it, and the job is then reported lost (by design:
+ * daemon/sess_jobs.c, session_job_done). */
+static void wait_journal_finished(const char *path, uint64_t id) {
+  char want[40];
+  int wl = snprintf(want, sizeof want, "\nF %llu\n", (unsigned long long)id);
+  static char text[2u << 20];
+  for (int i = 0; i < 500; i++) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text, f) : 0;
+    if (f) fclose(f);
+    if (n && memmem(text, n, want, (size_t)wl)) return;
+    msleep(10);
+  }
+  ck_abort_msg("no F record of job %llu in %s within 5 s", (unsigned long long)id, path);
+}
+
 /* Row #11: the journal's file system is full, coopd is killed, restarted
  * while it is still full. It was: coopd refused to start. Now it starts, a
  * job that finished before the kill is not reported lost, the one that ran
@@ -359,6 +378,7 @@ START_TEST(journal_on_a_full_disk) {
       ck_assert_uint_ne(ran, 0);
       wait_running(&c, ran);
     }
+    wait_journal_finished(set + strlen("server.journal="), full); /* finished before the kill */
     conn_close(&c);
     kill(d.pid, SIGKILL);
     int st;
