@@ -38,8 +38,10 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
     if (r == COOP_ESTATE) return 0; /* it ended */
     if (r) return r;
     /* COOP_PROF_SUSPEND: the pass-on, seen on this clock (100 ms at most) */
-    while (on_host && passon < 0 && coop__now_ns() - t0 < 100000000)
-      if (coop_rt_sched_profile(rt, pn, 1), pn[0] != p0[0]) passon = coop__now_ns() - t0;
+    while (on_host && passon < 0 && coop__now_ns() - t0 < 100000000) {
+      coop_rt_sched_profile(rt, pn, 1); /* fills pn even while the count is 0 */
+      if (pn[0] != p0[0]) passon = coop__now_ns() - t0;
+    }
     if ((r = coop_rt_wait(rt, *id, o->timeout_ms))) return r;
     int64_t t1 = coop__now_ns();
     struct coop_rt_task_info ti;
