@@ -78,9 +78,15 @@ struct coop_app_opts {
     /* and the pass that passed it on: its start -> the pass-on, ns of the
      * device clock (what of the wait was inside that pass) */
     int64_t *inpass_ns;
+    /* and that pass's legs (COOP_APP_SUSPEND_LEGS per suspension, ns of
+     * the device clock, -1 where a stamp is missing): its start -> the
+     * doorbell's acquire fence done, -> sub_head loaded again, -> step 5
+     * begins, -> the record's words in, -> the pass-on */
+    int64_t *legs_ns;
     unsigned n, cap;
   } * suspend_log;
 };
+#define COOP_APP_SUSPEND_LEGS 5
 
 /* ---- a task, described once (task.c) ---- */
 

@@ -21,6 +21,19 @@ static int64_t regrown(coop_rt *rt, coop_task_id id, unsigned groups, int64_t t0
   }
 }
 
+/* The pass that passed a suspension on, from its stamps p (scheduler.cl,
+ * COOP_PROF_SUSPEND): start p[4], fence p[5], sub_head p[6], step 5 p[7],
+ * the record's words p[8], the pass-on p[1]; a leg whose stamps are out
+ * of order (one not taken in that pass) is -1. */
+static void in_pass_legs(const uint64_t *p, int prof, double tick, int64_t *legs) {
+  static const unsigned at[COOP_APP_SUSPEND_LEGS + 1] = {4, 5, 6, 7, 8, 1};
+  for (unsigned k = 0; k < COOP_APP_SUSPEND_LEGS; k++) {
+    uint64_t a = p[at[k]], b = p[at[k + 1]];
+    legs[k] =
+        prof && a && a >= p[4] && b >= a && b <= p[1] ? (int64_t)((double)(b - a) * tick) : -1;
+  }
+}
+
 /* Until the task ends: a random pause, a suspension, and if it was
  * suspended, a resume (*id becomes the resumed task). */
 static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_opts *o,
@@ -54,8 +67,8 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
       if (log->left_ns) log->left_ns[log->n] = ti.t_finished ? ti.t_finished - t0 : -1;
       /* the reap may come after the host saw the end: then it is the
        * previous suspension's, older than the pass-on, and left out */
-      uint64_t p[5];
-      int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 5) == 5 && p[1];
+      uint64_t p[9];
+      int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 9) == 9 && p[1];
       double tick = coop_rt_tick_ns(rt);
       if (log->reaped_ns)
         log->reaped_ns[log->n] =
@@ -66,6 +79,7 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
       if (log->inpass_ns)
         log->inpass_ns[log->n] =
             prof && p[4] && p[1] >= p[4] ? (int64_t)((double)(p[1] - p[4]) * tick) : -1;
+      if (log->legs_ns) in_pass_legs(p, prof, tick, &log->legs_ns[log->n * COOP_APP_SUSPEND_LEGS]);
       log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);
     }
   }

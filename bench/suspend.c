@@ -33,6 +33,22 @@ static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
   series_free(&x);
 }
 
+/* The pass that passed each suspension on, leg by leg (apps/local.c). */
+static void print_legs(const int64_t *legs, unsigned n) {
+  static const char *what[COOP_APP_SUSPEND_LEGS] = {
+      "its start -> the doorbell's acquire fence done", "-> sub_head loaded again",
+      "-> step 5 begins (intake, forks, reap)", "-> the record's words in",
+      "-> passed on (cap, suspend)"};
+  int64_t *v = malloc((n ? n : 1) * sizeof *v);
+  for (unsigned k = 0; v && k < COOP_APP_SUSPEND_LEGS; k++) {
+    char s[96];
+    for (unsigned i = 0; i < n; i++) v[i] = legs[i * COOP_APP_SUSPEND_LEGS + k];
+    pct(v, n, s, sizeof s);
+    printf("        %s: %s\n", what[k], s);
+  }
+  free(v);
+}
+
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-suspend [--app NAME] [--input I] [--scale S] [--runs N]\n"
@@ -100,7 +116,8 @@ int main(int argc, char **argv) {
   int64_t *sus = calloc(cap, sizeof *sus), *grow = calloc(cap, sizeof *grow),
           *left = calloc(cap, sizeof *left), *reaped = calloc(cap, sizeof *reaped),
           *last = calloc(cap, sizeof *last), *passon = calloc(cap, sizeof *passon),
-          *inpass = calloc(cap, sizeof *inpass);
+          *inpass = calloc(cap, sizeof *inpass),
+          *legs = calloc((size_t)cap * COOP_APP_SUSPEND_LEGS, sizeof *legs);
   /* the device's own stamps only from a megakernel built to take them */
   const char *defs = getenv("COOP_DEVICE_DEFINES");
   int prof = defs && strstr(defs, "COOP_PROF_SUSPEND");
@@ -111,6 +128,7 @@ int main(int argc, char **argv) {
                                      prof ? last : NULL,
                                      prof ? passon : NULL,
                                      prof ? inpass : NULL,
+                                     prof ? legs : NULL,
                                      0,
                                      cap};
   double step_us = 0;
@@ -123,8 +141,8 @@ int main(int argc, char **argv) {
     nanosleep(&idle, NULL);
     sched_prof_print_since(rt, "  passes, idle (200 ms)", snap);
   }
-  for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last && passon && inpass;
-       k++) {
+  for (unsigned k = 0;
+       k <= runs && sus && grow && left && reaped && last && passon && inpass && legs; k++) {
     if (k <= 1) sched_prof_snap(rt, snap);
     unsigned n = 0; /* run 0: uninterrupted, for the step */
     struct coop_app_opts o = {.groups = w,
@@ -163,13 +181,17 @@ int main(int argc, char **argv) {
   printf("  %u suspensions in %u runs, every result right\n", total, runs);
   printf("  request -> suspended (p50 / p99 / max): %s\n", s1);
   printf("    of it, request -> the last workgroup out (device stamp): %s\n", s3);
-  if (prof) /* COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND */
+  if (prof) { /* COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND */
     printf(
         "    request -> the host sees the scheduler pass it on (one clock): %s\n"
-        "      of it, inside the pass that passes it on (device clock): %s\n"
+        "      of it, inside the pass that passes it on (device clock): %s\n",
+        s6, s7);
+    print_legs(legs, log.n);
+    printf(
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
-        s6, s7, s4, s5);
+        s4, s5);
+  }
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
   sched_prof_print(rt); /* under COOP_PROF: the passes during the run */
   printf(
@@ -184,5 +206,6 @@ int main(int argc, char **argv) {
   free(last);
   free(passon);
   free(inpass);
+  free(legs);
   return coop_rt_close(rt) ? 1 : 0;
 }

@@ -881,7 +881,12 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * prof[1] is when it passed on the last one (step 5), prof[2] when it
  * next reaped a worker (the first to leave, at its barrier), prof[3] when
  * that task's last workgroup left (worker.cl, coop__publish), prof[4]
- * when the pass that passed it on began (its doorbell's load).
+ * when the pass that passed it on began (its doorbell's load); and inside
+ * each pass where cancel_seq moved (in coop-bench-suspend, the suspension's
+ * own), prof[5] after the doorbell's acquire fence, prof[6] after
+ * sub_head's second load, prof[7] as step 5 begins, prof[8] once the
+ * record's words are in (each stamp taken under a branch on the value it
+ * waits for, so that the clock is not read before the load returns).
  * coop-bench-suspend reads them, and spins on prof[0] after its request:
  * the system-scope fence after the count waits for both stores to reach
  * host memory, so that the host sees the pass-on then, not whenever a
@@ -905,7 +910,10 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     mb->prof[2] = coop_clock();                 \
     prof_armed = 0u;                            \
   }
+#define COOP_PROF_SUSPEND_AT(k, cond) \
+  if (cond) mb->prof[k] = coop_clock()
 #else
+#define COOP_PROF_SUSPEND_AT(k, cond)
 #define COOP_PROF_SUSPEND_DECL
 #define COOP_PROF_SUSPEND_PASS()
 #define COOP_PROF_SUSPEND_NOTICED(n) (void)(n)
@@ -1003,6 +1011,7 @@ COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 noticed = 0u;
   if (!stopping && s->cseq == s->cseq_seen) return 0u;
   s->cseq_seen = s->cseq;
+  COOP_PROF_SUSPEND_AT(7, 1);
   for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
     if (!(bits & 1u)) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
@@ -1017,6 +1026,7 @@ COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     coop_u32 cancel = coop_sys_ld_rlx(&t->cancel);
     coop_u32 cap = coop ? coop_sys_ld_rlx(&t->cap) : 0u;
     coop_u32 suspend = coop ? coop_sys_ld_rlx(&t->suspend) : 0u;
+    COOP_PROF_SUSPEND_AT(8, (cancel | cap | suspend) != 0xffffffffu);
     if ((stopping || cancel != 0u) && coop_ld_rlx(&ch->cancel) == 0u) coop_st_rel(&ch->cancel, 1u);
     if (coop) {
       coop_u32 suspending = coop_ld_rlx(&ch->suspend);
@@ -1073,6 +1083,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     coop_u32 p = db[0], down = db[1], head = db[2], cseq = db[3];
     if (p != last_ping || head != s->sub_tail || cseq != s->cseq || (down != 0u && !stopping))
       coop_sys_fence_acq();
+    COOP_PROF_SUSPEND_AT(5, cseq != s->cseq);
     /* A cancel came (cancel_seq moved): sub_head again, acquire, so that
      * every task submitted before that cancel is taken in by this pass, at
      * the latest. The intake reads no cancel flag, relying on this: such
@@ -1081,7 +1092,10 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
      * and not yet the submit (its words are separate loads), and the next
      * pass take the task in with the cancel's own cancel_seq: a lost
      * cancel, and a kernel that never ends kept running. */
-    if (cseq != s->cseq) head = coop_sys_ld_acq(&mb->sub_head);
+    if (cseq != s->cseq) {
+      head = coop_sys_ld_acq(&mb->sub_head);
+      COOP_PROF_SUSPEND_AT(6, head + 1u != 0u);
+    }
     coop_u32 cseq_before = s->cseq;
     s->cseq = cseq;
     if (p != last_ping) {
