@@ -80,13 +80,13 @@ struct coop_app_opts {
     int64_t *inpass_ns;
     /* and that pass's legs (COOP_APP_SUSPEND_LEGS per suspension, ns of
      * the device clock, -1 where a stamp is missing): its start -> the
-     * doorbell's acquire fence done, -> sub_head loaded again, -> step 5
-     * begins, -> the record's words in, -> the pass-on */
+     * doorbell's acquire fence done, -> step 5 begins (intake, forks,
+     * reap), -> the record's words in, -> the pass-on */
     int64_t *legs_ns;
     unsigned n, cap;
   } * suspend_log;
 };
-#define COOP_APP_SUSPEND_LEGS 5
+#define COOP_APP_SUSPEND_LEGS 4
 
 /* ---- a task, described once (task.c) ---- */
 

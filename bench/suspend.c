@@ -36,9 +36,8 @@ static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
 /* The pass that passed each suspension on, leg by leg (apps/local.c). */
 static void print_legs(const int64_t *legs, unsigned n) {
   static const char *what[COOP_APP_SUSPEND_LEGS] = {
-      "its start -> the doorbell's acquire fence done", "-> sub_head loaded again",
-      "-> step 5 begins (intake, forks, reap)", "-> the record's words in",
-      "-> passed on (cap, suspend)"};
+      "its start -> the doorbell's acquire fence done", "-> step 5 begins (intake, forks, reap)",
+      "-> the record's words in", "-> passed on (cap, suspend)"};
   int64_t *v = malloc((n ? n : 1) * sizeof *v);
   for (unsigned k = 0; v && k < COOP_APP_SUSPEND_LEGS; k++) {
     char s[96];

@@ -30,7 +30,14 @@
 #include "rt_internal.h"
 
 _Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-byte alignment");
-_Static_assert(offsetof(struct coop_task_rec, args) == 24, "task record layout changed");
+_Static_assert(offsetof(struct coop_task_rec, args) == 32, "task record layout changed");
+/* the scheduler loads state, cancel, cap and suspend of a running task as
+ * one 16-byte vector (scheduler.cl, step 5) */
+_Static_assert(offsetof(struct coop_task_rec, cancel) == 4 &&
+                   offsetof(struct coop_task_rec, cap) == 8 &&
+                   offsetof(struct coop_task_rec, suspend) == 12 &&
+                   sizeof(struct coop_task_rec) % 16 == 0,
+               "task record: state, cancel, cap, suspend first, records 16-byte aligned");
 /* the scheduler copies a task's args and lens as one run of words */
 _Static_assert(offsetof(struct coop_task_rec, lens) ==
                    offsetof(struct coop_task_rec, args) + sizeof(uint64_t) * COOP_MAX_ARGS,
@@ -48,7 +55,7 @@ _Static_assert(offsetof(struct coop_mailbox, ring) % 16 == 0 &&
                "mailbox: ring entries must be 16 bytes, 16-byte aligned");
 
 _Static_assert(offsetof(struct coop_mailbox, pong_clock) % 8 == 0, "mailbox layout");
-_Static_assert(offsetof(struct coop_mailbox, tasks) % 8 == 0, "mailbox layout");
+_Static_assert(offsetof(struct coop_mailbox, tasks) % 16 == 0, "mailbox layout");
 _Static_assert(offsetof(struct coop_mailbox, prof) % 8 == 0, "mailbox layout");
 _Static_assert(COOP_RING <= 256, "a ring entry holds the slot in 8 bits");
 _Static_assert(COOP_REFUSE_BAD_KERNEL == COOP_TR_BAD_KERNEL &&

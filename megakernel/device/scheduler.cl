@@ -883,8 +883,8 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * that task's last workgroup left (worker.cl, coop__publish), prof[4]
  * when the pass that passed it on began (its doorbell's load); and inside
  * each pass where cancel_seq moved (in coop-bench-suspend, the suspension's
- * own), prof[5] after the doorbell's acquire fence, prof[6] after
- * sub_head's second load, prof[7] as step 5 begins, prof[8] once the
+ * own), prof[5] after the doorbell's acquire fence, prof[7] as step 5
+ * begins, prof[8] once the
  * record's words are in (each stamp taken under a branch on the value it
  * waits for, so that the clock is not read before the load returns).
  * coop-bench-suspend reads them, and spins on prof[0] after its request:
@@ -942,7 +942,7 @@ COOP_FN coop_u32 coop__ring_fresh(const coop_u32 *e, coop_u32 i) {
  * nor anything else is stored to the record here: a task started in this
  * pass goes straight to RUNNING (one system-scope release less). e is the
  * entry at the tail, loaded with sub_head before the fence; cseq_before is
- * mailbox.cancel_seq as read in the previous pass. */
+ * mailbox.cancel_seq as read two passes ago (step 1). */
 COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_sched *s,
                           coop_u32 head, coop_u32 *e, coop_u32 cseq_before) {
   coop_u32 first = 1u;
@@ -973,9 +973,9 @@ COOP_FN void coop__intake(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struc
     s->t_kid[slot] = kid;
     s->t_flags[slot] = flags;
     s->t_groups[slot] = groups;
-    /* Its cancel flag is not read here: it is taken as 0 as of the previous
-     * pass's cancel_seq, so a cancel that came since (the host sets the
-     * flag, then moves cancel_seq) has the flag read when it is served. */
+    /* Its cancel flag is not read here: it is taken as 0 as of cancel_seq
+     * two passes ago, so a cancel that came since (the host sets the flag,
+     * then moves cancel_seq) has the flag read when it is served. */
     s->t_cseq[slot] = cseq_before;
     s->t_queued[slot] = 0u;
     /* a window (periodic jobs, coopd) is the only field read from the
@@ -1016,24 +1016,26 @@ COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     if (!(bits & 1u)) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
-    /* The record's three words, all loaded before any is used: each is a
-     * bus round trip (the record is in host memory), and taken one after
-     * the other, as the branches once had them, they were three. Relaxed:
-     * a flag carries no data, and an acquire would hold back the next
-     * load. A cap or a suspension moves cancel_seq as a cancel does
-     * ("Caps", "Suspension"). */
-    coop_u32 coop = !stopping && ((s->coopm >> c) & 1u);
-    coop_u32 cancel = coop_sys_ld_rlx(&t->cancel);
-    coop_u32 cap = coop ? coop_sys_ld_rlx(&t->cap) : 0u;
-    coop_u32 suspend = coop ? coop_sys_ld_rlx(&t->suspend) : 0u;
+    /* The record's words, state, cancel, cap and suspend, in one vector
+     * load: the bus serves this thread's loads of host memory one at a
+     * time (about 0.6 us each on the H100), so three loads of the flags
+     * were three round trips. Relaxed: a flag carries no data, and an
+     * acquire would hold back the next load. A cap or a suspension moves
+     * cancel_seq as a cancel does ("Caps", "Suspension"). */
+    coop_u32 coop = !stopping && ((s->coopm >> c) & 1u), w[4];
+    coop_sys_ld4_rlx(&t->state, w);
+    coop_u32 cancel = w[1], cap = coop ? w[2] : 0u, suspend = coop ? w[3] : 0u;
     COOP_PROF_SUSPEND_AT(8, (cancel | cap | suspend) != 0xffffffffu);
     if ((stopping || cancel != 0u) && coop_ld_rlx(&ch->cancel) == 0u) coop_st_rel(&ch->cancel, 1u);
     if (coop) {
       coop_u32 suspending = coop_ld_rlx(&ch->suspend);
-      /* a suspending task keeps its cap of 1 whatever the record's says */
-      if (!suspending) coop__set_cap(dev, c, cap);
+      /* a suspending task keeps its cap of 1 whatever the record's says,
+       * and one that suspends now takes it at once (coop__suspend) */
       if (suspend != 0u && !suspending) noticed++;
-      if (suspend != 0u) coop__suspend(dev, c);
+      if (suspend != 0u)
+        coop__suspend(dev, c);
+      else if (!suspending)
+        coop__set_cap(dev, c, cap);
     }
   }
   return noticed;
@@ -1055,7 +1057,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
   s->nhelpers = coop__nhelpers();
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
-  s->cseq = s->cseq_seen = coop_sys_ld_acq(&mb->cancel_seq);
+  s->cseq = s->cseq_prev = s->cseq_seen = coop_sys_ld_acq(&mb->cancel_seq);
   coop_u32 stopping = 0u;
   coop_sys_st_rel(&mb->participants, participants);
   coop_sys_st_rel(&mb->sched_state, 1u);
@@ -1084,19 +1086,20 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     if (p != last_ping || head != s->sub_tail || cseq != s->cseq || (down != 0u && !stopping))
       coop_sys_fence_acq();
     COOP_PROF_SUSPEND_AT(5, cseq != s->cseq);
-    /* A cancel came (cancel_seq moved): sub_head again, acquire, so that
-     * every task submitted before that cancel is taken in by this pass, at
-     * the latest. The intake reads no cancel flag, relying on this: such
-     * a task gets cseq_before, older than the cancel, so its flag is read
-     * when it is served. Without it, the doorbell could show the cancel
-     * and not yet the submit (its words are separate loads), and the next
-     * pass take the task in with the cancel's own cancel_seq: a lost
-     * cancel, and a kernel that never ends kept running. */
-    if (cseq != s->cseq) {
-      head = coop_sys_ld_acq(&mb->sub_head);
-      COOP_PROF_SUSPEND_AT(6, head + 1u != 0u);
-    }
-    coop_u32 cseq_before = s->cseq;
+    /* Tasks taken in now are taken as not cancelled as of cancel_seq two
+     * doorbells ago (t_cseq; the intake reads no cancel flag): a task
+     * submitted before a cancel that this pass sees may be missing from
+     * this doorbell's sub_head (its words are separate loads), but the next
+     * pass's doorbell, loaded after this pass's acquire fence, has it.
+     * Taken in by this pass or the next, it gets a cancel_seq older than
+     * the cancel's, so its flag is read when it is served. (With the
+     * previous pass's value the next pass would take it in as of the
+     * cancel's own cancel_seq, never read its flag, and a kernel that
+     * never ends ran on; a second, acquire load of sub_head here closed
+     * that too, at a bus round trip in every pass that sees a cancel, a
+     * cap or a suspension: docs/scheduler.md, step 2.) */
+    coop_u32 cseq_before = s->cseq_prev;
+    s->cseq_prev = s->cseq;
     s->cseq = cseq;
     if (p != last_ping) {
       mb->pong_clock = coop_clock();

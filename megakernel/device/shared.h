@@ -60,9 +60,18 @@
 #define COOP_TR_KIND 4u /* cooperative flag does not match the kernel */
 
 struct coop_task_rec {
+  /* The first four words, 16-byte aligned, are what the scheduler reads of
+   * a running task when cancel_seq moves: one vector load (step 5). */
   coop_atomic_u32 state;
   coop_atomic_u32 cancel; /* host -> scheduler: 1 = cancel requested */
-  coop_u32 kid;           /* index into the registered kernel table */
+  /* host -> scheduler: the most workgroups this cooperative task may hold,
+   * 0 = N (scheduler.cl, "Caps"). Written with the task, and while it
+   * runs followed by a move of cancel_seq (release), like cancel. */
+  coop_atomic_u32 cap;
+  /* host -> scheduler: 1 = suspend (scheduler.cl, "Suspension"); written
+   * like cancel. */
+  coop_atomic_u32 suspend;
+  coop_u32 kid; /* index into the registered kernel table */
   coop_u32 flags;
   coop_u32 groups; /* N (cooperative maximum) or K (non-cooperative) */
   coop_u32 status;
@@ -97,18 +106,11 @@ struct coop_task_rec {
    * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
    * monitoring only, never used to synchronise. */
   coop_atomic_u32 live_m, live_workers, live_kills, live_forks;
-  /* host -> scheduler: the most workgroups this cooperative task may hold,
-   * 0 = N (scheduler.cl, "Caps"). Written with the task, and while it
-   * runs followed by a move of cancel_seq (release), like cancel. */
-  coop_atomic_u32 cap;
-  /* host -> scheduler: 1 = suspend (scheduler.cl, "Suspension"); written
-   * like cancel. resume_state: a SUSPENDED task's workgroup 0's thread-0 state
-   * (written before the final state), and, for a task with COOP_TF_RESUME,
-   * the state its workgroup 0 starts from (written by the host with the
-   * task). */
-  coop_atomic_u32 suspend;
-  coop_u32 pad_suspend;
+  /* A SUSPENDED task's workgroup 0's thread-0 state (written before the
+   * final state), and, for a task with COOP_TF_RESUME, the state its
+   * workgroup 0 starts from (written by the host with the task). */
   coop_u64 resume_state[COOP_TRANSMIT_BYTES / 8];
+  coop_u64 pad_align; /* records 16-byte aligned (the vector load above) */
 };
 
 struct coop_mailbox {
@@ -343,6 +345,7 @@ struct coop_sched {
   coop_u32 hold_n[COOP_HOLDS], hold_kid[COOP_HOLDS];
   coop_u32 holds;
   coop_u32 cseq;      /* mailbox.cancel_seq as read this pass */
+  coop_u32 cseq_prev; /* ... the pass before (the intake's t_cseq) */
   coop_u32 cseq_seen; /* ... when running tasks' flags were last read */
   coop_u32 pass;      /* passes, for the live view's rate */
   /* Helper warps (scheduler.cl): thread 0 writes an order (op, slot, chan,
