@@ -14,7 +14,8 @@
 # priority, gather (released -> gathered, ns, the device's clock),
 # end-to-end latency (ms, coopctl's wall clock, process start included),
 # whether it had bfs suspended (a task that came between two bfs jobs finds
-# every worker free); then p50/p99 per priority, the machine, GPU and commit.
+# every worker free); then p50/p99 per priority, the machine, GPU and commit,
+# and the step of that bfs run alone (execution / resizing barriers, us).
 # Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
 # on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower.
 set -euo pipefail
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --tasks) tasks=$2; shift 2 ;;
     --barrier) barrier=$2; shift 2 ;;
     --graph) graph=$2; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "priority_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -61,6 +62,12 @@ ctl() { "$ctl" --socket "$sock" "$@"; }
 # the first "workers": field of STATS (device 0's)
 workers=$(ctl --json stats | sed -n 's/.*"workers":\([0-9]*\).*/\1/p' | head -1)
 head -c $((64 * 64 * 4)) /dev/zero >"$tmp/m"
+
+# the yardstick: a step of that bfs alone through coopd (execution /
+# resizing barriers, one job from source 0)
+ctl app bfs --gen "road:$graph" $bflag >"$tmp/one.out" 2>&1 || true
+step=$(awk '/^  execution/ { e = $2; u = $3 } /resizes/ { r = $NF }
+  END { if (r > 0) printf "%.1f", (u == "ms" ? e * 1000 : e) / r; else print "-" }' "$tmp/one.out")
 
 # bfs for long enough: 20 x tasks sources (about 45 ms each on an H100)
 sources=$(seq -s, 0 $((20 * tasks - 1)))
@@ -101,3 +108,4 @@ grep -c "suspending it" "$tmp/coopd.log" | sed 's/^/suspensions: /'
 kill "$apps" 2>/dev/null || true
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
 echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); workers: $workers; barrier: $barrier"
+echo "bfs's step alone (execution / resizing barriers): $step us"
