@@ -120,8 +120,16 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c) {
   /* d = (generation difference) << 11 | released M: the generation has
    * moved past g exactly when d >= 1 << 11 as a signed number */
   coop_i32 d;
-  while ((d = (coop_i32)(coop_ld_rlx(&ch->bar_rel) - g)) < (coop_i32)(1u << COOP__REL_SHIFT))
-    if (coop_ld_rlx(&ch->cancel)) return COOP_BF_NONE;
+  for (;;) {
+    /* Both words loaded before either is used: in flight together, so a
+     * spin round is one round trip to L2, not two (the cancel flag's load
+     * once waited for the compare of bar_rel's), and the release is seen
+     * sooner. */
+    coop_u32 rel = coop_ld_rlx(&ch->bar_rel), cancel = coop_ld_rlx(&ch->cancel);
+    d = (coop_i32)(rel - g);
+    if (d >= (coop_i32)(1u << COOP__REL_SHIFT)) break;
+    if (cancel) return COOP_BF_NONE;
+  }
   coop_fence_acq(); /* acquires the master's release of bar_rel */
   if (d >= (coop_i32)(2u << COOP__REL_SHIFT) || c->vid >= COOP__REL_M((coop_u32)d))
     return COOP_BF_KILL;
