@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench/reload_gpu.sh: what a kernel reload costs a cooperative job that runs
+# through it (docs/daemon.md, "Kernel reload": such a job is suspended,
+# carried into the new megakernel and resumed, not cancelled).
+#   bench/reload_gpu.sh [--build-dir DIR] [--graph WxH] [--runs N] [--after-ms MS]
+# Starts a coopd of its own and, N times (3): runs bfs (cooperative, query
+# barrier) on a road graph of WxH (65536x128 by default: about 1.4 s on an
+# H200, longer than a reload's build) from vertex 0 uninterrupted, then
+# again with a SIGHUP MS ms (100) after its job is running, each checked
+# against the CPU and their outputs compared byte for byte. Prints one CSV
+# line per run: the two job times through coopd (finished - submitted, ms),
+# the time the reload added, the swap's two legs (the old megakernel closed,
+# the new one launched; coopd's log), how long the job was off the GPU (its
+# suspension across the reload -> resumed in the new megakernel, from the
+# log's millisecond stamps), the jobs cancelled (the target is 0), the
+# check and whether the outputs are identical. Then the medians.
+# Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
+# on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower (use a
+# smaller graph).
+set -euo pipefail
+export LC_ALL=C
+repo=$(cd "$(dirname "$0")/.." && pwd -P)
+bdir=$repo/build-cuda graph=65536x128 runs=3 after=100
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build-dir) bdir=$2; shift 2 ;;
+    --graph) graph=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --after-ms) after=$2; shift 2 ;;
+    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "reload_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+for v in "$runs" "$after"; do
+  case "$v" in '' | *[!0-9]*) echo "reload_gpu.sh: '$v' is not a whole number" >&2; exit 2 ;; esac
+done
+name=reload_gpu.sh
+# shellcheck source=bench/gpu_daemon.sh
+. "$repo/bench/gpu_daemon.sh"
+start_daemon --set device.arena_mb=4096 --set limits.max_bytes_per_client=4G \
+  --set limits.max_bytes_per_uid=4G
+bfs() { ctl --json app bfs --gen "road:$graph" --query-barrier --source 0 --check "$@"; }
+# ms since midnight of a coopd log line's stamp (2026-11-29 09:32:43.719 ...)
+stamp_ms() { awk '{ split($2, t, ":"); printf "%.0f\n", ((t[1] * 60 + t[2]) * 60 + t[3]) * 1000 }'; }
+reloads() { grep -c "reload: done" "$tmp/coopd.log" || true; }
+
+echo "run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,off_gpu_ms,cancelled,check,identical"
+for r in $(seq 1 "$runs"); do
+  bfs --out "$tmp/base.out" >"$tmp/base.json" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  before=$(wc -l <"$tmp/coopd.log")
+  n0=$(reloads)
+  bfs --out "$tmp/reload.out" >"$tmp/reload.json" 2>"$tmp/err" &
+  app=$!
+  job=
+  for _ in $(seq 1 6000); do # its job, once it runs (the graph is made first)
+    job=$(ctl --json status | grep -o '"job":[0-9]*,"state":"running","kernel":"bfs"' | head -1 |
+      sed 's/"job":\([0-9]*\).*/\1/' || true)
+    [ -n "$job" ] && break
+    sleep 0.01
+  done
+  [ -n "$job" ] || { echo "reload_gpu.sh: the bfs job never ran" >&2; exit 1; }
+  sleep "$(awk -v m="$after" 'BEGIN { print m / 1000 }')"
+  kill -HUP "$daemon"
+  wait "$app" || { cat "$tmp/err" >&2; exit 1; }
+  for _ in $(seq 1 600); do # the reload's end, before the next run
+    [ "$(reloads)" -gt "$n0" ] && break
+    sleep 0.05
+  done
+  log=$(tail -n +"$((before + 1))" "$tmp/coopd.log")
+  legs=$(sed -n 's/.*closed in \([0-9]*\) ms, the new one launched in \([0-9]*\) ms.*/\1,\2/p' <<<"$log" | head -1)
+  out=$(grep -m1 "job $job (bfs): suspended across the kernel reload" <<<"$log" | stamp_ms || true)
+  in=$(grep -m1 "job $job (bfs): resumed in the new megakernel" <<<"$log" | stamp_ms || true)
+  off=-
+  [ -n "$out" ] && [ -n "$in" ] && off=$((in - out))
+  cancelled=$(grep -c "job [0-9]* .*cancel" <<<"$log" || true)
+  same=no
+  cmp -s "$tmp/base.out" "$tmp/reload.out" && same=yes
+  b=$(took "$tmp/base.json") t=$(took "$tmp/reload.json")
+  echo "$r,$b,$t,$(awk -v a="$t" -v b="$b" 'BEGIN { printf "%.3f", a - b }'),${legs:--,-},$off,$cancelled,$(field check "$tmp/reload.json"),$same"
+done | tee "$tmp/runs.csv"
+for c in 2 3 4 5 6 7; do
+  h=$(head -1 <<<"run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,off_gpu_ms" | cut -d, -f"$c")
+  printf "%s p50 %s; " "$h" "$(cut -d, -f"$c" "$tmp/runs.csv" | grep -v '^-$' | quant 0.5)"
+done
+echo
+machine_line
+echo "graph: road $graph; SIGHUP $after ms after the job runs"
