@@ -151,7 +151,7 @@ static void cu_free_shared(struct coop_rt *rt, void *p) {
 
 /* Where the arena's managed pages start (a benchmark's knob,
  * COOP_CUDA_ARENA; bench/RESULTS.md "Tails: the first tasks"): unset or
- * "host", where the host's zeroing put them; "device", prefetched to the
+ * "host", where they are first touched; "device", prefetched to the
  * GPU; "advise", also preferred there and mapped by the CPU. Measured on
  * an H200: prefetching changes nothing (a page the host touches again
  * moves back), and "advise" makes every task that the host's check of its
@@ -177,7 +177,10 @@ static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
   if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
       coop__cu.cuMemAllocManaged(&p, bytes, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS)
     return NULL;
-  memset((void *)(uintptr_t)p, 0, bytes);
+  /* Not zeroed here: every block is zeroed as it is handed out (arena.c),
+   * and the host's memset of the whole arena was most of a launch, each
+   * page a fault: 2.2 s of a kernel reload's swap with a 4 GiB arena on an
+   * H200 (bench/RESULTS.md, "A kernel reload through a running bfs"). */
   arena_placement(b, p, bytes);
   return (void *)(uintptr_t)p;
 }
