@@ -288,8 +288,8 @@ static int open_devices(struct daemon *dm) {
         _exit(1);
       }
     }
-    int e = dev_open(&dm->devs[i], &dm->cfg, idx[i], dm->ks, dm->loop, &session_dev_hooks, dm, err,
-                     sizeof err);
+    int e = dev_open(&dm->devs[i], &dm->cfg, (unsigned)i, idx[i], dm->ks, dm->loop,
+                     &session_dev_hooks, dm, err, sizeof err);
     if (e && all && i > 0) {
       log_info("devices = all: %d devices (index %d: %s)", i, idx[i], err);
       break;

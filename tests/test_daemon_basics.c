@@ -870,6 +870,11 @@ START_TEST(sighup_reload) {
   ck_assert_msg(have, "kernel extra not registered after the reload");
   for (int i = 0; i < 2400 && !log_has(logp, "reload: done"); i++) msleep(50);
   ck_assert(log_has(logp, "reload: done"));
+  /* the swap's line names the device by its number, as coopd's other lines
+   * do (it said "device -1", the backend's "any device", before) */
+  ck_assert_msg(log_has(logp, "device 0: reload: the old megakernel closed in"),
+                "the swap's line does not name device 0");
+  ck_assert(!log_has(logp, "device -1"));
   submit_init(&m, "extra", 2, 0);
   arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8, COOP_WIRE_FD_NONE);
   uint64_t job = submit(&c, &m, NULL, 0);

@@ -63,7 +63,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
       b.size = 0;
       e = dp_unstage(d->rt, &b, 1, 0, &breach);
       if (breach >= 0) /* a job wrote outside it: that job already failed EFAULT */
-        log_warn("device %d: a device buffer's guard zone was overwritten", d->index);
+        log_warn("%s: a device buffer's guard zone was overwritten", d->logname);
       return e;
     }
   }

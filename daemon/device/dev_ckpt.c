@@ -275,8 +275,8 @@ unsigned dev__ckpt_evict(struct dev *d) {
       n++;
     }
   if (n)
-    log_info("device %d: the arena is full: %u checkpoint snapshot%s freed for a job's buffers",
-             d->index, n, n == 1 ? "" : "s");
+    log_info("%s: the arena is full: %u checkpoint snapshot%s freed for a job's buffers",
+             d->logname, n, n == 1 ? "" : "s");
   return n;
 }
 

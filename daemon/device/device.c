@@ -252,7 +252,7 @@ int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t lead_ns, int64
 static void warm_for(struct dev *d, const struct job *j) {
   if (!dev_warm_window(d, j->next_ns, j->next_lead_ns, &d->warm_from, &d->warm_until)) return;
   d->warm_on = 0;
-  log_debug("device %d: a warm window armed for the next frame, from %.0f us before it", d->index,
+  log_debug("%s: a warm window armed for the next frame, from %.0f us before it", d->logname,
             (double)(j->next_ns - d->warm_from) / 1e3);
 }
 
@@ -274,7 +274,7 @@ static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
   if (d->spin_until < d->warm_until) d->spin_until = d->warm_until;
   if (d->warm_on) return;
   d->warm_on = 1;
-  log_debug("device %d: warm ahead of the next frame, for %.0f us", d->index,
+  log_debug("%s: warm ahead of the next frame, for %.0f us", d->logname,
             (double)(d->warm_until - now) / 1e3);
   dp_set_warm(d->rt, d->warm_until);
   if (!d->runs) dp_poll(d->rt, NULL, 0); /* nothing due: a request wakes the child to spin */
@@ -423,7 +423,7 @@ static void unpark(struct dev *d) {
   }
   atomic_store(&d->workers, dp_workers(d->rt));
   atomic_store(&d->unpark_ns, coop__now_ns() - t0);
-  log_debug("device %d: relaunched after parking in %.3f ms, %u workers", d->index,
+  log_debug("%s: relaunched after parking in %.3f ms, %u workers", d->logname,
             (double)(coop__now_ns() - t0) / 1e6, dp_workers(d->rt));
 }
 
@@ -447,14 +447,14 @@ static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
   int e = dp_park(d->rt);
   if (e == COOP_ELOST) return; /* the next pass restarts the device */
   if (e) {
-    log_warn("device %d: could not park the megakernel: %s", d->index, coop_strerror(e));
+    log_warn("%s: could not park the megakernel: %s", d->logname, coop_strerror(e));
     d->idle_since = now; /* try again a period later */
     return;
   }
   d->parked = 1;
   atomic_store(&d->parked_pub, 1);
   atomic_fetch_add(&d->parks, 1);
-  log_debug("device %d: idle for %u ms: the megakernel is parked", d->index, d->cfg->park_ms);
+  log_debug("%s: idle for %u ms: the megakernel is parked", d->logname, d->cfg->park_ms);
 }
 
 /* Something for the next pass that the kick announced: a job, a stop, a
@@ -641,8 +641,8 @@ static void do_swap(struct dev *d) {
     e = dev__launch(d, next, msg, sizeof msg);
     /* the swap's two legs, each bounded (DP_CLOSE_MS, the launch's
      * discovery): a slow reload says which one it was */
-    log_info("device %d: reload: the old megakernel closed in %.0f ms, the new one %s in %.0f ms",
-             d->index, (double)(t1 - t0) / 1e6, e ? "failed" : "launched",
+    log_info("%s: reload: the old megakernel closed in %.0f ms, the new one %s in %.0f ms",
+             d->logname, (double)(t1 - t0) / 1e6, e ? "failed" : "launched",
              (double)(coop__now_ns() - t1) / 1e6);
     if (e == 0) {
       d->ks = ks;
@@ -691,13 +691,15 @@ int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned gra
   return busy ? COOP_ESTATE : 0;
 }
 
-int dev_open(struct dev **dp, const struct config *c, int index, const struct kset *ks,
-             uv_loop_t *loop, const struct dev_hooks *hooks, void *user, char *err, size_t errlen) {
+int dev_open(struct dev **dp, const struct config *c, unsigned place, int index,
+             const struct kset *ks, uv_loop_t *loop, const struct dev_hooks *hooks, void *user,
+             char *err, size_t errlen) {
   struct dev *d = calloc(1, sizeof *d);
   if (!d) return COOP_ENOMEM;
   pthread_mutex_init(&d->mu, NULL); /* before dev__launch, which takes it */
   d->cfg = c;
   d->index = index;
+  snprintf(d->logname, sizeof d->logname, "device %u", place);
   d->ks = ks;
   d->hooks = hooks;
   d->user = user;

@@ -46,10 +46,13 @@ struct dev_hooks {
 /* Opens the device, registers the kernels, launches the megakernel (in the
  * calling thread, before the loop runs). On loop, each job handed back
  * goes to hooks->job_done and each event to hooks->job_event, with user;
- * on_stopped and on_swapped get user too. Returns 0 or a coop_errno with a
- * message. */
-int dev_open(struct dev **d, const struct config *c, int index, const struct kset *ks,
-             uv_loop_t *loop, const struct dev_hooks *hooks, void *user, char *err, size_t errlen);
+ * on_stopped and on_swapped get user too. place: its number among the
+ * daemon's devices (job.device, and "device N" in the log); index: the
+ * backend's device it opens (-1: the backend's choice). Returns 0 or a
+ * coop_errno with a message. */
+int dev_open(struct dev **d, const struct config *c, unsigned place, int index,
+             const struct kset *ks, uv_loop_t *loop, const struct dev_hooks *hooks, void *user,
+             char *err, size_t errlen);
 int dev_start(struct dev *d);
 /* Starts a device process (devproc.h) that opens the configured device and
  * builds (does not launch) a megakernel of the kernels in ks. Blocking,
