@@ -254,10 +254,10 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   /* after the job's hand-off and its reply: a line on stderr is a write(2),
    * a microsecond or more that no job should wait for (j and s live on
    * until the loop's next turn, even if the send closed s) */
-  log_info("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
-           (unsigned long long)j->id, j->kernel, j->groups,
-           (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
-           s->name);
+  log_debug("job %llu submitted: %s x%u%s on device %u, uid %u (client %u/%s)",
+            (unsigned long long)j->id, j->kernel, j->groups,
+            (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
+            s->name);
 }
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }
@@ -553,10 +553,16 @@ void session_job_done(struct daemon *dm, struct job *j) {
   /* after the RESULTs, which these would hold up by a write(2) each: the
    * journal's line (a crash just before it reports the job lost to a
    * client that has its RESULT, which asks no more), and the log's, one
-   * line for done, cancelled, refused or failed, with the reason if any */
+   * line for done, cancelled, refused or failed, with the reason if any.
+   * A job that ended done is a debug line, as its submission is: at info
+   * each was a write(2) on this thread right after the RESULT, and a
+   * client's next SUBMIT waited for it (2 us of a 29 us round trip on an
+   * H200: bench/RESULTS.md, "Where a suspension's pass goes"); a frame
+   * loop's 60 jobs a second filled the journal besides. */
   journal_finished(dm->journal, j->id);
-  log_info("job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
-           coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
+  log_msg(st == COOP_JOB_DONE ? LOG_LV_DEBUG : LOG_LV_INFO, "job %llu (%s, uid %u) %s%s%s",
+          (unsigned long long)j->id, j->kernel, j->uid, coop_job_state_name(st),
+          j->message[0] ? ": " : "", j->message);
   j->finished = 1;
   /* Its inline IN copies are not needed any more (RESULT carries OUT
    * buffers only): finished renders kept 1.58 GB of them (docs/faults.md,

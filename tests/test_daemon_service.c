@@ -300,10 +300,11 @@ START_TEST(systemd_journal_log_prefixes) {
   ck_assert(log_has(logp, "<6>listening on "));
   ck_assert(log_has(logp, "<7>client "));
   ck_assert(log_has(logp, " connected\n"));
-  snprintf(want, sizeof want, "<6>job %llu submitted: sweep x1 cooperative on device 0",
+  /* a job's submission and its end when done: debug lines (sess_jobs.c) */
+  snprintf(want, sizeof want, "<7>job %llu submitted: sweep x1 cooperative on device 0",
            (unsigned long long)job);
   ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
-  snprintf(want, sizeof want, "<6>job %llu (sweep, uid %u) done\n", (unsigned long long)job,
+  snprintf(want, sizeof want, "<7>job %llu (sweep, uid %u) done\n", (unsigned long long)job,
            (unsigned)getuid());
   ck_assert_msg(log_has(logp, want), "no \"%s\"", want);
   ck_assert(!log_has(logp, " coopd info: "));
