@@ -23,8 +23,8 @@ static int64_t regrown(coop_rt *rt, coop_task_id id, unsigned groups, int64_t t0
 
 /* The pass that passed a suspension on, from its stamps p (scheduler.cl,
  * COOP_PROF_SUSPEND): start p[4], fence p[5], step 5 p[7], the record's
- * words p[8], the pass-on p[1]; a leg whose stamps are out
- * of order (one not taken in that pass) is -1. */
+ * words p[8], the pass-on p[1]; a leg whose stamps are out of order (one
+ * not taken in that pass) is -1. */
 static void in_pass_legs(const uint64_t *p, int prof, double tick, int64_t *legs) {
   static const unsigned at[COOP_APP_SUSPEND_LEGS + 1] = {4, 5, 7, 8, 1};
   for (unsigned k = 0; k < COOP_APP_SUSPEND_LEGS; k++) {

@@ -884,9 +884,9 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * when the pass that passed it on began (its doorbell's load); and inside
  * each pass where cancel_seq moved (in coop-bench-suspend, the suspension's
  * own), prof[5] after the doorbell's acquire fence, prof[7] as step 5
- * begins, prof[8] once the
- * record's words are in (each stamp taken under a branch on the value it
- * waits for, so that the clock is not read before the load returns).
+ * begins, prof[8] once the record's words are in (each stamp taken under
+ * a branch on the value it waits for, so that the clock is not read
+ * before the load returns).
  * coop-bench-suspend reads them, and spins on prof[0] after its request:
  * the system-scope fence after the count waits for both stores to reach
  * host memory, so that the host sees the pass-on then, not whenever a
