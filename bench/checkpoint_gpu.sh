@@ -103,14 +103,7 @@ else
     echo "$r,no,,$(took "$tmp/stay.json"),$(sed -n 's/.*"device":\([0-9]*\).*/\1/p' "$tmp/stay.json" | head -1),$(sed -n 's/.*"check":"\([a-zA-Z]*\)".*/\1/p' "$tmp/stay.json")"
     bfs --device 0 >"$tmp/moved.json" 2>"$tmp/r.err" &
     app=$!
-    job=
-    for _ in $(seq 1 6000); do # its job, once it runs (the graph is made first)
-      job=$(ctl --json status | grep -o '"job":[0-9]*,"state":"running","kernel":"bfs"' | head -1 |
-        sed 's/"job":\([0-9]*\).*/\1/' || true)
-      [ -n "$job" ] && break
-      sleep 0.01
-    done
-    [ -n "$job" ] || { echo "checkpoint_gpu.sh: the bfs job never ran" >&2; exit 1; }
+    job=$(running_job bfs)
     sleep 0.5
     ctl --json migrate "$job" 1 >"$tmp/m.json"
     wait "$app" || { cat "$tmp/r.err" >&2; exit 1; }

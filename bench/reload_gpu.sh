@@ -51,14 +51,7 @@ for r in $(seq 1 "$runs"); do
   n0=$(reloads)
   bfs --out "$tmp/reload.out" >"$tmp/reload.json" 2>"$tmp/err" &
   app=$!
-  job=
-  for _ in $(seq 1 6000); do # its job, once it runs (the graph is made first)
-    job=$(ctl --json status | grep -o '"job":[0-9]*,"state":"running","kernel":"bfs"' | head -1 |
-      sed 's/"job":\([0-9]*\).*/\1/' || true)
-    [ -n "$job" ] && break
-    sleep 0.01
-  done
-  [ -n "$job" ] || { echo "reload_gpu.sh: the bfs job never ran" >&2; exit 1; }
+  job=$(running_job bfs)
   sleep "$(awk -v m="$after" 'BEGIN { print m / 1000 }')"
   kill -HUP "$daemon"
   wait "$app" || { cat "$tmp/err" >&2; exit 1; }
