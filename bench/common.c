@@ -1,7 +1,9 @@
 /* common.c: see common.h. */
 #include "common.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,4 +137,23 @@ const char *inexact_option(int argc, char **argv, const struct option *lo) {
     if (x->has_arg) i += !strchr(argv[i], '='); /* skip its value */
   }
   return NULL;
+}
+
+void bench_usage_error(const char *prog, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", prog);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\ntry: %s --help\n", prog);
+  va_end(ap);
+  exit(2);
+}
+
+long bench_parse_num(const char *prog, const char *name, const char *s, long lo, long hi) {
+  char *end = NULL;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || *end || v < lo || v > hi)
+    bench_usage_error(prog, "--%s: '%s' is not an integer in %ld..%ld", name, s, lo, hi);
+  return v;
 }

@@ -60,4 +60,12 @@ int have_gnuplot(void);             /* gnuplot on $PATH */
  * that a command line in RESULTS.md means one thing. */
 const char *inexact_option(int argc, char **argv, const struct option *lo);
 
+/* A bad command line: "PROG: MESSAGE" and "try: PROG --help" on stderr,
+ * then exit status 2. */
+void bench_usage_error(const char *prog, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3), noreturn));
+/* Option --name's value s as a whole number in lo..hi, else a usage
+ * error. */
+long bench_parse_num(const char *prog, const char *name, const char *s, long lo, long hi);
+
 #endif /* COOP_BENCH_COMMON_H */

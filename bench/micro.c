@@ -80,17 +80,7 @@ static void usage(FILE *f) {
 }
 
 /* Strict decimal in [lo, hi]; else a message and exit 2. */
-static long parse_num(const char *name, const char *s, long lo, long hi) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    fprintf(stderr, "coop-bench-micro: --%s: '%s' is not a number in [%ld, %ld]\n", name, s, lo,
-            hi);
-    exit(2);
-  }
-  return v;
-}
+#define parse_num(name, s, lo, hi) bench_parse_num("coop-bench-micro", name, s, lo, hi)
 
 static void parse_args(int argc, char **argv, struct opts *o) {
   static const struct option lo[] = {

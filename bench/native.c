@@ -127,24 +127,8 @@ static void usage(FILE *f) {
              "bad command line.\n");
 }
 
-static void bad(const char *fmt, const char *a) {
-  fprintf(stderr, NB ": ");
-  fprintf(stderr, fmt, a);
-  fprintf(stderr, "\ntry: " NB " --help\n");
-  exit(2);
-}
-
-static long parse_num(const char *name, const char *s, long lo, long hi) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    char m[128];
-    snprintf(m, sizeof m, "--%s: '%%s' is not an integer in %ld..%ld", name, lo, hi);
-    bad(m, s);
-  }
-  return v;
-}
+#define bad(...) bench_usage_error(NB, __VA_ARGS__)
+#define parse_num(name, s, lo, hi) bench_parse_num(NB, name, s, lo, hi)
 
 static int app_selected(const struct nopts *o, const struct coop_app *a) {
   if (!o->apps[0]) return 1;

@@ -74,20 +74,9 @@ static void usage(FILE *f) {
              "Exit status: 0, 1 on a failed or wrong run, 2 on a bad command line.\n");
 }
 
-static void bad(const char *fmt, const char *a, const char *b) {
-  fprintf(stderr, PB ": ");
-  fprintf(stderr, fmt, a, b);
-  fprintf(stderr, "\ntry: " PB " --help\n");
-  exit(2);
-}
+#define bad(...) bench_usage_error(PB, __VA_ARGS__)
 
-static long parse_num(const char *name, const char *s, long lo, long hi) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) bad("--%s: '%s' is out of range", name, s);
-  return v;
-}
+#define parse_num(name, s, lo, hi) bench_parse_num(PB, name, s, lo, hi)
 
 static double parse_real(const char *name, const char *s) {
   char *end = NULL;

@@ -109,24 +109,8 @@ static void usage(FILE *f) {
              "bad command line.\n");
 }
 
-static void bad(const char *fmt, const char *a) {
-  fprintf(stderr, SB ": ");
-  fprintf(stderr, fmt, a);
-  fprintf(stderr, "\ntry: " SB " --help\n");
-  exit(2);
-}
-
-static long parse_num(const char *name, const char *s, long lo, long hi) {
-  char *end = NULL;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || *end || v < lo || v > hi) {
-    char m[128];
-    snprintf(m, sizeof m, "--%s: '%%s' is not an integer in %ld..%ld", name, lo, hi);
-    bad(m, s);
-  }
-  return v;
-}
+#define bad(...) bench_usage_error(SB, __VA_ARGS__)
+#define parse_num(name, s, lo, hi) bench_parse_num(SB, name, s, lo, hi)
 
 static double parse_real(const char *name, const char *s, double lo, double hi) {
   char *end = NULL;
