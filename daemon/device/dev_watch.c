@@ -270,17 +270,19 @@ void dev__restart(struct dev *d) {
     nagain += again && !never_gathered(r) && !ckpt;
     nckpt += ckpt;
   }
+  /* what clients read says "the device" where coopd has one; the log
+   * names it by its number, as every device line does */
   char label[32];
   snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %d", d->index);
   log_error(
       "%s: %s: restarting it (%u other jobs lost, %u to run again, %u to resume from a "
       "checkpoint)",
-      label, why, nlost, nagain, nckpt);
+      d->logname, why, nlost, nagain, nckpt);
   const struct run *hung = NULL; /* the run whose job caused it, if one did */
   for (const struct run *r = d->runs; r; r = r->next)
     if (r->j->id == d->hung_job) hung = r;
   char held[96];
-  hold_culprit(d, hung, label, held, sizeof held);
+  hold_culprit(d, hung, d->logname, held, sizeof held);
   /* what users other than the culprit's (and root) may read of why */
   uint32_t culprit = hung ? hung->j->uid : UINT32_MAX;
   char pub_why[300], pub[COOP_WIRE_TEXT_MAX];
@@ -341,7 +343,7 @@ void dev__restart(struct dev *d) {
      * built again (seconds) and then replaced. The jobs to run again go to
      * the front of the queue, which the swap keeps until the new set runs,
      * and each is resolved there by name. */
-    log_info("%s: the reload's new megakernel replaces the one killed", label);
+    log_info("%s: the reload's new megakernel replaces the one killed", d->logname);
     watch_event(d, culprit, pub, "%s restarted: %.200s%s", label, why, held);
     pthread_mutex_lock(&d->mu);
     while (again) {
