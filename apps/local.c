@@ -21,6 +21,12 @@ static int64_t regrown(coop_rt *rt, coop_task_id id, unsigned groups, int64_t t0
   }
 }
 
+/* Device ticks from -> to in ns (tick ns a tick), or -1 unless ok and the
+ * two stamps are in order. */
+static int64_t span_ns(int ok, uint64_t from, uint64_t to, double tick) {
+  return ok && to >= from ? (int64_t)((double)(to - from) * tick) : -1;
+}
+
 /* The pass that passed a suspension on, from its stamps p (scheduler.cl,
  * COOP_PROF_SUSPEND): start p[4], fence p[5], step 5 p[7], the record's
  * words p[8], the pass-on p[1]; a leg whose stamps are out of order (one
@@ -29,8 +35,7 @@ static void in_pass_legs(const uint64_t *p, int prof, double tick, int64_t *legs
   static const unsigned at[COOP_APP_SUSPEND_LEGS + 1] = {4, 5, 7, 8, 1};
   for (unsigned k = 0; k < COOP_APP_SUSPEND_LEGS; k++) {
     uint64_t a = p[at[k]], b = p[at[k + 1]];
-    legs[k] =
-        prof && a && a >= p[4] && b >= a && b <= p[1] ? (int64_t)((double)(b - a) * tick) : -1;
+    legs[k] = span_ns(prof && a && a >= p[4] && b <= p[1], a, b, tick);
   }
 }
 
@@ -70,15 +75,10 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
       uint64_t p[9];
       int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 9) == 9 && p[1];
       double tick = coop_rt_tick_ns(rt);
-      if (log->reaped_ns)
-        log->reaped_ns[log->n] =
-            prof && p[2] >= p[1] ? (int64_t)((double)(p[2] - p[1]) * tick) : -1;
-      if (log->last_ns)
-        log->last_ns[log->n] = prof && p[3] >= p[1] ? (int64_t)((double)(p[3] - p[1]) * tick) : -1;
+      if (log->reaped_ns) log->reaped_ns[log->n] = span_ns(prof, p[1], p[2], tick);
+      if (log->last_ns) log->last_ns[log->n] = span_ns(prof, p[1], p[3], tick);
       if (log->passon_ns) log->passon_ns[log->n] = passon;
-      if (log->inpass_ns)
-        log->inpass_ns[log->n] =
-            prof && p[4] && p[1] >= p[4] ? (int64_t)((double)(p[1] - p[4]) * tick) : -1;
+      if (log->inpass_ns) log->inpass_ns[log->n] = span_ns(prof && p[4], p[4], p[1], tick);
       if (log->legs_ns) in_pass_legs(p, prof, tick, &log->legs_ns[log->n * COOP_APP_SUSPEND_LEGS]);
       log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);
     }
