@@ -3,7 +3,7 @@
 # launch are the slow ones": the dispatch legs in-process
 # (coop-bench-micro --quick) and one small task's round trip through coopd (coop-bench-rtt, buffers inline and
 # on the device), for each placement of the CUDA arena's managed pages
-# (COOP_CUDA_ARENA: host, as zeroed; device, prefetched; advise, device
+# (COOP_CUDA_ARENA: host, where first touched; device, prefetched; advise, device
 # preferred and mapped by the CPU), in one lease.
 #
 #   bench/arena_gpu.sh
