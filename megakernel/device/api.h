@@ -42,8 +42,11 @@ typedef unsigned char coop_u8;
  * the kernel entry function, which is the megakernel's). */
 struct coop_wgl {
   coop_u32 cmd, chan, vid, forked, decision;
-  coop_u32 gen, resizes; /* thread 0's: barrier generation, resizes (master) */
-  coop_u32 pad;
+  /* thread 0's (barrier.cl): the barrier episode it is in and that
+   * episode's base in bar_arrive; the master's count of the episode and its
+   * resizing-barrier episodes; a hold or an offer to make before the next
+   * arrival */
+  coop_u32 gen, base, m_ep, resizes, hold_next, pad;
   coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
   coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */
 };

@@ -2,69 +2,81 @@
 /*
  * barrier.cl: global_barrier and the two resizing barriers of 004 Sec. 4.2.
  *
- * A counter barrier with a master (docs/scheduler.md section 6): its cost
- * does not grow with M. Two words per channel, each on its own line:
- *   bar_arrive = M << 16 | slaves arrived in this episode. Arrivals add 1;
- *     forks add k << 16 and offer_kill's kills subtract 1 << 16 (under the
- *     lock, beside ch.m), so one load tells the master both how many have
- *     arrived and how many it waits for, consistently.
- *   bar_rel = generation << 11 | M after the release: the master's release
- *     of an episode. A slave learns from the same word both that it may go
- *     and whether the release removed it (ids >= M are removed: a resize
- *     always removes the highest ids).
- * Thread 0 of every workgroup keeps the generation it is in, g, in
- * workgroup memory (wl->gen: a write to the context or to device memory
- * costs a reload or a round trip on every barrier).
- *   slave:  fetch_add(bar_arrive, 1) (release); spin while bar_rel's
- *           generation is not past g (relaxed loads, then an acquire
- *           fence); removed if the generation moved by more than one or its
- *           id >= the released M; g += 1.
- *   master (workgroup 0, never killed): spin until the count = M - 1
- *           (acquire); bar_arrive := M << 16; apply a resize if one is due;
- *           bar_rel := (g + 1) << 11 | M' (release); g += 1.
- * Happens-before: every slave's step -> its release add -> the master's
- * acquire of the count (the adds are read-modify-writes, so the value read
- * synchronises with every add before it) -> the master's release of
- * bar_rel -> every slave's acquire fence. grid.sync does the same with a
- * counter and a flag. The design this replaced had the master's thread 0
- * read one flag and write one flag per workgroup: 62 us at 264 on the H100.
+ * A counter barrier whose count is its own release, as grid.sync's
+ * (docs/scheduler.md section 6): every workgroup adds to one word,
+ * bar_arrive, and spins on it; the last add is the release, seen by every
+ * spinner on its next load. One L2 round trip after the last arrival, where
+ * a master that polls the count and then stores a release flag takes two.
  *
- * Generations. A workgroup forked by request_fork starts in its forker's
- * generation (the forker is between barriers); one forked by the master
- * inside a resizing barrier starts in g + 1, the generation that barrier's
- * release opens, and starts at once: it may finish its first step and
- * arrive at the next barrier while bar_rel still holds generation g. A
- * slave waiting in generation g therefore sees g - 1 (that case), g
- * (waiting), g + 1 (released), or more than g + 1 (it was removed, later
- * episodes no longer count it and it read late). It waits while the
- * signed, wrapping difference is <= 0. The generation field has 21 bits,
- * so this is exact for slaves fewer than 2^20 episodes late. (Spinning
- * while "== g" let a forked workgroup through its first barrier at once;
- * spinning until "== g + 1" left a removed slave that read late spinning
- * for ever. test_runtime's resizing case at 8 units, ctest resizing_cu8,
- * catches both.)
+ * Episodes. Thread 0 of every workgroup keeps, in workgroup memory, the
+ * episode it is in (wl->gen, e) and that episode's base (wl->base, b): a
+ * write to the context or to device memory costs a reload or a round trip
+ * on every barrier. Every episode adds exactly COOP__BAR_EP (EP) to the
+ * word in all, so its target t = b + EP is reached at its last arrival and
+ * not before:
+ *   the master (workgroup 0, never killed): EP - N as the episode opens
+ *     (N = n_max), then 1 + N - P at its arrival, P the number of
+ *     workgroups in the episode at its start ("The master's count").
+ *   a slave (id != 0): 1 at its arrival.
+ *   a workgroup killed at offer_kill: 1 as it leaves, its arrival.
+ *   request_fork of k: -k before the k new workgroups start; they start in
+ *     the forker's episode and each adds 1 at its arrival.
+ * Each spins until d = bar_arrive - t, a signed wrapping difference, is
+ * >= 0. Until every arrival is in, d < 0: the only add that is not
+ * positive, a fork's -k, comes before the k arrivals it pays for, and the
+ * master's first add leaves the count N short of the target.
  *
- * global_barrier: M may change while the master waits: a workgroup that has not
- * arrived may be killed at an offer_kill (M shrinks: only id M-1, only by
- * itself, so never one that arrived) or fork (M grows; the forker adds its
- * k << 16 before its own arrival, in the same word, so any count that
- * includes the forker includes its fork).
+ * The master's count. Kills and forks outside a resize add their change of
+ * P to bar_delta[e mod 4]. The master's first add, made as soon as it sees
+ * the previous episode released, cannot wait for that change (a round trip
+ * before its next step), so it counts N workgroups; at its arrival it
+ * loads bar_delta[(e - 1) mod 4] beside its add of 1, and adds N - P when
+ * P < N: a second add only while the kernel is narrower than N. The load
+ * is exact: the changes of episode e - 1 came before its completion, which
+ * the master acquired, and episode e + 3, the next to write that slot,
+ * cannot start before this one completes. The master then subtracts what
+ * it read (atomic: a later episode's changes commute).
  *
- * resizing_global_barrier: M changes only after every active workgroup has
- * arrived and before any leaves.
- *   plain (Sec. 4.2, first design): each slave offers itself once, on
- *     arrival: accepted only if it is then the highest id not yet doomed in
- *     this episode, so how many go depends on arrival order. The doomed
- *     still arrive and wait for the release, which removes them.
- *   query (Sec. 4.2, second design): the master asks query() how many the
- *     scheduler wants, and releases the highest W ids as removed.
- * In both, the master first forks (fork before kill, Appendix A), only when
- * no kill is due in this episode, transmitting workgroup 0's state. When
- * nothing is due (the common case) the master takes no lock and reads its
- * hints while it spins: the query resizing barrier costs about 0.3 us more
- * than global_barrier on the H100; the plain one 0.5 us more, a round trip
- * more on each side (a slave reads want_kill before it arrives, the master
- * ep_killed after its wait, where it is exact).
+ * Holding an episode (resizes). A resize must come after every arrival and
+ * before anyone leaves, and only the master makes it (its state is what
+ * forks transmit). Whoever wants one (the master for a kill the query
+ * barrier asks for, a fork or a suspension; a slave of the plain barrier
+ * whose offer is accepted) takes the lock and, unless ep_hold says the
+ * episode is held already, subtracts COOP__BAR_HOLD (H) with a
+ * compare-and-swap, only while -EP/2 <= d < 0: the master's first add is
+ * in, and the episode is not released (a released episode cannot be held).
+ * With every arrival in, the word then stops at t - H. The master spins
+ * until d >= 0 or d == -H; at -H it resizes under the lock, stores bar_rel
+ * = (e + 1) << 11 | M', and adds H + COOP__BAR_HELD (X) with its first add
+ * of the next episode, which releases. The workgroups a resize forks start
+ * after that add, in episode e + 1. A fork outside a resize waits, like a
+ * hold, for the master's first add (or forks nothing: k = 0 is always
+ * valid), so that no episode's count goes below its base.
+ *
+ * Ranges (N <= 2047 <= H, EP = X = 8192). While an episode is incomplete, d
+ * is in [-EP, -EP + N] before the master's first add and in [-2N, -1]
+ * after it, or [-2N - H, -H] once held; the master, which spins only after
+ * its own arrival, reads [-N, -1] or [-N - H, -H], so d == -H is a held
+ * episode complete. Once it is released, a reader, however late, reads d
+ * in [0, EP) after a plain episode (the next one's count stays above its
+ * base, even held: EP - 2N - H > 0) and d >= X after a held one. A slave
+ * that saw a held release reads bar_rel: it was removed if bar_rel's
+ * generation is not e + 1 (it reads so late that later resizes happened,
+ * which no kept slave can: the next episode waits for it) or if its id >=
+ * M'. Exact for readers fewer than 2^31 / (EP + X) = 131072 held episodes
+ * late.
+ *
+ * Memory orders (device scope). Every arrival is a release add by thread
+ * 0, after the workgroup barrier that orders every thread's writes of the
+ * step. Spinners load relaxed and acquire with one fence once released:
+ * the value read comes from the last add or later in the word's chain of
+ * read-modify-writes, and so synchronises with every add before it. A
+ * workgroup whose own add completed the episode fences the same way. The
+ * held release's add orders bar_rel and the resize before it. (The design
+ * before this one had the master poll the count and store a release flag:
+ * 2.3x grid.sync on the H200. The one before that had the master's thread
+ * 0 read one flag and write one flag per workgroup: 62 us at 264 on the
+ * H100.)
  *
  * Cancellation: every spin watches chan.cancel, and the master reads it on
  * every barrier, so a cancelled kernel leaves its barriers instead of
@@ -73,77 +85,226 @@
 
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
-/* Master, thread 0 (the master's step of every barrier; no relation to a
- * task's gather): wait until every slave of this episode has arrived,
- * then reset the count for the next. Returns M, or 0 if cancelled. hints,
- * when not NULL, gets want_kill and n_resv, read beside the count: they
- * are hints that only delay a resize when stale. The cancel flag is read
- * on every call, before the count (a relaxed load before an acquire one
- * overlaps it): a barrier that completes at once still sees a cancel. */
-COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 *hints) {
-  COOP_GLOBAL struct coop_chan *ch = c->ch;
+/* Thread 0: spin until the episode of target t is released or, for the
+ * master (master = 1), complete while held. Returns d (the word - t) after
+ * the acquire, or sets *cancelled. The two words are loaded before either
+ * is used: in flight together, a spin round is one round trip. */
+COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, coop_u32 t, coop_u32 master,
+                                coop_u32 *cancelled) {
   for (;;) {
-    coop_u32 cancel = coop_ld_rlx(&ch->cancel);
-    if (hints) {
-      hints[0] = coop_ld_rlx(&ch->want_kill);
-      hints[1] = coop_ld_rlx(&ch->n_resv);
+    coop_u32 w = coop_ld_rlx(&ch->bar_arrive), cancel = coop_ld_rlx(&ch->cancel);
+    coop_i32 d = (coop_i32)(w - t);
+    if (d >= 0 || (master && d == -(coop_i32)COOP__BAR_HOLD)) {
+      coop_fence_acq(); /* acquires every add before the value read */
+      return d;
     }
-    coop_u32 v = coop_ld_rlx(&ch->bar_arrive);
-    if (cancel) return 0u;
-    coop_u32 m = COOP__ARR_M(v), n = COOP__ARR_N(v);
-    if (n + 1u >= m) {
-      coop_fence_acq(); /* acquires every add it counted */
-      /* Nobody can add before the release (all M - 1 wait; forks of a
-       * resize follow the reset through the fork's release fence). */
-      if (n != 0u) coop_st_rlx(&ch->bar_arrive, m * COOP__ARR_M_ONE);
-      return m;
+    if (cancel) {
+      *cancelled = 1u;
+      return d;
     }
   }
 }
 
-/* The release of an episode: the generation it opens and the M it leaves.
- * With no slave before or after (M was and is 1) there is nobody to
- * release: bar_rel and gen stay equal, which is all a later fork relies
- * on. */
-COOP_FN void coop__master_release(struct coop_ctx *c, coop_u32 m_old, coop_u32 m_new) {
-  if (m_old <= 1u && m_new <= 1u) return;
-  coop_u32 g = c->wl->gen + 1u;
-  c->wl->gen = g;
-  coop_st_rel(&c->ch->bar_rel, (g << COOP__REL_SHIFT) | m_new);
+/* Lock held, the master's first add of the episode of target t in
+ * (coop__bar_opened, waited for before the lock: the master may need the
+ * lock before it makes that add): hold the episode for a resize, unless it
+ * is held already or released. Returns 1 if it is held. */
+COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, coop_u32 t) {
+  if (coop_ld_rlx(&ch->ep_hold) != 0u) return 1u;
+  coop_u32 w = coop_ld_rlx(&ch->bar_arrive);
+  while ((coop_i32)(w - t) < 0) {
+    if (coop_cas(&ch->bar_arrive, &w, w - COOP__BAR_HOLD)) {
+      coop_st_rlx(&ch->ep_hold, 1u);
+      return 1u;
+    }
+  }
+  return 0u;
 }
 
-/* Slave, thread 0: returns GO, KILL (removed), or NONE if cancelled. */
-COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c) {
+/* Master, thread 0 (its first add is in): hold the episode of target t
+ * under the lock. Returns 1 if it is held, 0 if it was released first. */
+COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch, coop_u32 t) {
+  coop__lock(&ch->lock);
+  coop_u32 h = coop__bar_hold(ch, t);
+  coop__unlock(&ch->lock);
+  return h;
+}
+
+/* The plain resizing barrier: this slave's offer_kill, made once an
+ * episode, applied at the release, which the accepted offer holds.
+ * Accepted only if it is the highest id not yet doomed in this episode, so
+ * how many go depends on arrival order. Returns 2 if it came too late (the
+ * episode was released), else 0. */
+COOP_FN coop_u32 coop__plain_offer(struct coop_ctx *c, coop_u32 t) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
-  coop_u32 g = c->wl->gen << COOP__REL_SHIFT;
-  coop_fadd_rel(&ch->bar_arrive, 1u);
-  /* d = (generation difference) << 11 | released M: the generation has
-   * moved past g exactly when d >= 1 << 11 as a signed number */
-  coop_i32 d;
-  for (;;) {
-    /* Both words loaded before either is used: in flight together, so a
-     * spin round is one round trip to L2, not two (the cancel flag's load
-     * once waited for the compare of bar_rel's), and the release is seen
-     * sooner. */
-    coop_u32 rel = coop_ld_rlx(&ch->bar_rel), cancel = coop_ld_rlx(&ch->cancel);
-    d = (coop_i32)(rel - g);
-    if (d >= (coop_i32)(1u << COOP__REL_SHIFT)) break;
-    if (cancel) return COOP_BF_NONE;
+  coop_u32 r = 0u;
+  coop__bar_opened(ch, t);
+  coop__lock(&ch->lock);
+  coop_u32 m = coop_ld_rlx(&ch->m), ek = coop_ld_rlx(&ch->ep_killed);
+  coop_u32 want = coop_ld_rlx(&ch->want_kill);
+  if (want != 0u && c->vid == m - ek - 1u) {
+    if (coop__bar_hold(ch, t)) {
+      coop_st_rlx(&ch->want_kill, want - 1u);
+      coop_st_rlx(&ch->ep_killed, ek + 1u);
+    } else {
+      r = 2u;
+    }
   }
-  coop_fence_acq(); /* acquires the master's release of bar_rel */
-  if (d >= (coop_i32)(2u << COOP__REL_SHIFT) || c->vid >= COOP__REL_M((coop_u32)d))
+  coop__unlock(&ch->lock);
+  return r;
+}
+
+/* Slave, thread 0: arrive, wait, and learn whether a held release removed
+ * it. offer: this is the plain resizing barrier. Its offer is judged after
+ * the add, with want_kill read beside it (a hint: a stale zero only delays
+ * the surrender); an offer that comes too late, the episode released by
+ * then, is made before the next arrival, where it cannot be. Returns GO,
+ * KILL (removed), or NONE if cancelled. */
+COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
+  COOP_GLOBAL struct coop_chan *ch = c->ch;
+  COOP_LOCAL struct coop_wgl *wl = c->wl;
+  coop_u32 e = wl->gen, t = wl->base + COOP__BAR_EP;
+  coop_u32 early = offer && wl->hold_next;
+  if (early) coop__plain_offer(c, t);
+  wl->hold_next = 0u;
+  coop_u32 w = coop_fadd_rel(&ch->bar_arrive, 1u) + 1u;
+  if (offer && !early && coop_ld_rlx(&ch->want_kill) != 0u) {
+    wl->hold_next = coop__plain_offer(c, t) == 2u;
+    w = t - 1u; /* read the word again */
+  }
+  coop_i32 d = (coop_i32)(w - t);
+  if (d >= 0) {
+    coop_fence_acq(); /* this add completed the episode */
+  } else {
+    coop_u32 cancelled = 0u;
+    d = coop__bar_spin(ch, t, 0u, &cancelled);
+    if (cancelled) return COOP_BF_NONE;
+  }
+  wl->gen = e + 1u;
+  if (d < (coop_i32)COOP__BAR_EP) {
+    wl->base = t;
+    return COOP_BF_GO;
+  }
+  coop_u32 rel = coop_ld_rlx(&ch->bar_rel); /* after the fence: the held release's */
+  if ((rel >> COOP__REL_SHIFT) != ((e + 1u) & (0xffffffffu >> COOP__REL_SHIFT)) ||
+      c->vid >= COOP__REL_M(rel))
     return COOP_BF_KILL;
-  c->wl->gen += 1u;
+  wl->base = t + COOP__BAR_HELD;
   return COOP_BF_GO;
 }
 
-/* global_barrier, thread 0. Returns 1 if the kernel was cancelled. */
+/* Master, thread 0: its arrival ("The master's count"), the hold it asks
+ * for in a resizing barrier, and the wait. The hints for a hold are read
+ * beside the add; stale, they only delay a resize. A hold asked for after
+ * the master's add fails if that add completed the episode; it is then
+ * made before the next arrival, where it cannot fail. A hold for a fork
+ * never fails: P < N, so the count waits for the master's second add.
+ * Returns 0 if cancelled, 1 after a plain episode (the next one opened),
+ * 2 when the episode is held and complete: every arrival is in and nobody
+ * has left, and the caller resizes and releases it (coop__release_held). */
+COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
+  COOP_GLOBAL struct coop_chan *ch = c->ch;
+  COOP_LOCAL struct coop_wgl *wl = c->wl;
+  coop_u32 n = ch->n_max, t = wl->base + COOP__BAR_EP, slot = (wl->gen - 1u) & 3u;
+  coop_u32 held = 0u;
+  if (resizing && wl->hold_next) held = coop__bar_hold_now(ch, t);
+  wl->hold_next = 0u;
+  coop_u32 w = coop_fadd_rel(&ch->bar_arrive, 1u) + 1u;
+  coop_u32 dd = coop_ld_rlx(&ch->bar_delta[slot]), cancel = coop_ld_rlx(&ch->cancel);
+  coop_u32 want = 0u, nr = 0u, sus = 0u;
+  if (resizing) {
+    want = coop_ld_rlx(&ch->want_kill);
+    nr = coop_ld_rlx(&ch->n_resv);
+    sus = coop_ld_rlx(&ch->suspend);
+  }
+  coop_u32 p = wl->m_ep + dd;
+  wl->m_ep = p;
+  if (dd != 0u) coop_fadd_rlx(&ch->bar_delta[slot], 0u - dd);
+  if (resizing && !held) {
+    coop_u32 hold = (ch->flags & COOP_TF_QUERY_BARRIER) ? want != 0u : (sus != 0u && p > 1u);
+    if ((hold || (nr != 0u && p < n)) && !coop__bar_hold_now(ch, t)) wl->hold_next = 1u;
+  }
+  if (p != n) w = coop_fadd_rel(&ch->bar_arrive, n - p) + (n - p);
+  if (cancel) return 0u;
+  coop_i32 d = (coop_i32)(w - t);
+  if (d >= 0) {
+    coop_fence_acq(); /* this add completed the episode */
+  } else {
+    coop_u32 cancelled = 0u;
+    d = coop__bar_spin(ch, t, 1u, &cancelled);
+    if (cancelled) return 0u;
+  }
+  if (d < 0) return 2u;
+  /* the next episode opens: the master's first add for it */
+  coop_fadd_rlx(&ch->bar_arrive, COOP__BAR_EP - n);
+  wl->gen += 1u;
+  wl->base = t;
+  return 1u;
+}
+
+/* Master, thread 0, a held episode complete: resize under the lock and
+ * release. Kill w of M (the highest ids) or, when none is due and st is
+ * given, fork, transmitting workgroup 0's state st; the new workgroups
+ * start after the release, in the episode it opens. */
+COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
+  COOP_GLOBAL struct coop_chan *ch = c->ch;
+  COOP_LOCAL struct coop_wgl *wl = c->wl;
+  coop_u32 e = wl->gen, t = wl->base + COOP__BAR_EP;
+  coop_u32 query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
+  coop__lock(&ch->lock);
+  coop_u32 m = coop_ld_rlx(&ch->m), w;
+  if (query) {
+    w = coop_ld_rlx(&ch->want_kill); /* query() */
+    if (w > m - 1u) w = m - 1u;
+    coop_st_rlx(&ch->want_kill, coop_ld_rlx(&ch->want_kill) - w);
+  } else {
+    w = coop_ld_rlx(&ch->ep_killed);
+    /* A suspension (scheduler.cl, "Suspension") takes every workgroup but
+     * 0 at this episode, as the query barrier would: the plain barrier's
+     * offers claim kills only from the top id down in arrival order, one or
+     * two an episode when hundreds arrive, and a kernel of 10 ms steps at
+     * full width did not shrink in seconds. Every slave has arrived, so any
+     * top set may leave: the claims so far plus what want_kill still asks
+     * (the suspension's cap of one asked for m - 1). */
+    if (m > 1u && coop_ld_rlx(&ch->suspend) != 0u) {
+      coop_u32 want = coop_ld_rlx(&ch->want_kill);
+      coop_u32 more = want < m - 1u - w ? want : m - 1u - w;
+      coop_st_rlx(&ch->want_kill, want - more);
+      w += more;
+    }
+    coop_st_rlx(&ch->ep_killed, 0u);
+  }
+  coop_u32 k = 0u, m_new = m - w;
+  if (w == 0u && st) {
+    k = coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, e + 1u,
+                          t + COOP__BAR_HELD);
+    m_new = m + k;
+  } else if (w != 0u) {
+    coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
+    coop_st_rel(&ch->m, m_new);
+    coop__track_m(ch, m_new);
+  }
+  /* This episode's kills and forks are in M' now */
+  coop_st_rlx(&ch->bar_delta[e & 3u], 0u);
+  coop_st_rlx(&ch->ep_hold, 0u);
+  coop_st_rlx(&ch->bar_rel, ((e + 1u) << COOP__REL_SHIFT) | m_new);
+  /* the release, with the master's first add for the next episode */
+  coop_fadd_rel(&ch->bar_arrive, COOP__BAR_HOLD + COOP__BAR_HELD + COOP__BAR_EP - ch->n_max);
+  if (k) coop__fork_start(c->dev, ch, m, k);
+  coop__unlock(&ch->lock);
+  wl->m_ep = m_new;
+  wl->gen = e + 1u;
+  wl->base = t + COOP__BAR_HELD;
+}
+
+/* global_barrier, thread 0. Returns 1 if the kernel was cancelled. An
+ * episode held by a late plain offer (coop__bar_hold) is released with its
+ * kills, never a fork: a global barrier transmits no state. */
 COOP_FN0 coop_u32 coop__global_barrier0(struct coop_ctx *c) {
-  if (c->vid != 0u) return coop__slave_wait(c) != COOP_BF_GO;
-  coop_u32 m = coop__master_wait(c, (coop_u32 *)0);
-  if (m == 0u) return 1u;
-  coop__master_release(c, m, m);
-  return 0u;
+  if (c->vid != 0u) return coop__slave_wait(c, 0u) != COOP_BF_GO;
+  coop_u32 r = coop__master_wait(c, 0u);
+  if (r == 2u) coop__release_held(c, (const coop_u8 *)0, 0u);
+  return r == 0u;
 }
 
 /* global_barrier, callable from any function by every active workgroup
@@ -156,90 +317,26 @@ COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
   return left;
 }
 
-/* The plain resizing barrier: this slave's one offer_kill, judged on
- * arrival, applied at the release. A stale zero of want_kill only delays
- * the surrender. */
-COOP_FN void coop__plain_offer(struct coop_ctx *c) {
-  COOP_GLOBAL struct coop_chan *ch = c->ch;
-  if (coop_ld_rlx(&ch->want_kill) == 0u) return;
-  coop__lock(&ch->lock);
-  coop_u32 m = coop_ld_rlx(&ch->m), ek = coop_ld_rlx(&ch->ep_killed);
-  coop_u32 want = coop_ld_rlx(&ch->want_kill);
-  if (want != 0u && c->vid == m - ek - 1u) {
-    coop_st_rlx(&ch->want_kill, want - 1u);
-    coop_st_rlx(&ch->ep_killed, ek + 1u);
-  }
-  coop__unlock(&ch->lock);
-}
-
-/* Master, lock held: kill w of m (the highest ids) or fork. Returns M'. */
-COOP_FN coop_u32 coop__resize_locked(struct coop_ctx *c, coop_u32 query, coop_u32 m,
-                                     const coop_u8 *st, coop_u32 st_size) {
-  COOP_GLOBAL struct coop_chan *ch = c->ch;
-  coop_u32 w;
-  if (query) {
-    w = coop_ld_rlx(&ch->want_kill); /* query() */
-    if (w > m - 1u) w = m - 1u;
-    coop_st_rlx(&ch->want_kill, coop_ld_rlx(&ch->want_kill) - w);
-  } else {
-    w = coop_ld_rlx(&ch->ep_killed);
-    coop_st_rlx(&ch->ep_killed, 0u);
-  }
-  if (w == 0u) /* the new workgroups start in the generation this release opens */
-    return m +
-           coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen + 1u);
-  coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
-  coop_st_rel(&ch->m, m - w);
-  /* the wait's reset wrote m << 16; nobody adds before the release */
-  coop_st_rlx(&ch->bar_arrive, (m - w) * COOP__ARR_M_ONE);
-  coop__track_m(ch, m - w);
-  return m - w;
-}
-
 /* resizing_global_barrier, thread 0. Returns 1 if this workgroup must leave
- * (killed or cancelled). st is thread 0's transmitted state. */
-COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
+ * (killed or cancelled). st is thread 0's transmitted state.
+ *   plain (Sec. 4.2, first design): each slave offers itself once, on
+ *     arrival (coop__plain_offer); the doomed wait for the release, which
+ *     removes them.
+ *   query (Sec. 4.2, second design): the master asks query() how many the
+ *     scheduler wants, and releases the highest W ids as removed.
+ * In both, the master forks (fork before kill, Appendix A) only when no
+ * kill is due in this episode. When nothing is due (the common case)
+ * nobody takes a lock and the barrier is a global_barrier. */
+COOP_FN0 coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
-  coop_u32 query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
-  if (c->vid != 0u) {
-    if (!query) coop__plain_offer(c);
-    return coop__slave_wait(c) != COOP_BF_GO;
-  }
-  coop_u32 hints[2];
-  coop_u32 m = coop__master_wait(c, hints);
-  if (m == 0u) return 1u;
-  coop_u32 m_new = m;
-  /* A suspension (scheduler.cl, "Suspension") takes every workgroup but 0
-   * at this episode, as the query barrier would: the plain barrier's
-   * offers claim kills only from the top id down in arrival order, one or
-   * two an episode when hundreds arrive, and a kernel of 10 ms steps at
-   * full width did not shrink in seconds. Every slave has arrived (this is
-   * the master's wait), so any top set may leave: ep_killed becomes the
-   * claims so far plus what want_kill still asks (the suspension's cap of
-   * one asked for m - 1). Relaxed, under the channel's lock, as the
-   * offers' own updates. */
-  if (!query && m > 1u && coop_ld_rlx(&ch->suspend) != 0u) {
-    coop__lock(&ch->lock);
-    coop_u32 ek = coop_ld_rlx(&ch->ep_killed), want = coop_ld_rlx(&ch->want_kill);
-    coop_u32 more = want < m - 1u - ek ? want : m - 1u - ek;
-    coop_st_rlx(&ch->want_kill, want - more);
-    coop_st_rlx(&ch->ep_killed, ek + more);
-    coop__unlock(&ch->lock);
-  }
-  /* Anything due? ep_killed was written before the adds the wait
-   * acquired, so it is exact; the hints may be stale, which only delays a
-   * kill or a fork to the next episode (offer_kill may be a no-op, k = 0 a
-   * valid fork). */
-  if ((query ? hints[0] != 0u : coop_ld_rlx(&ch->ep_killed) != 0u) ||
-      (m < ch->n_max && hints[1] != 0u)) {
-    coop__lock(&ch->lock);
-    m_new = coop__resize_locked(c, query, m, st, st_size);
-    coop__unlock(&ch->lock);
-  }
+  if (c->vid != 0u)
+    return coop__slave_wait(c, (ch->flags & COOP_TF_QUERY_BARRIER) == 0u) != COOP_BF_GO;
+  coop_u32 r = coop__master_wait(c, 1u);
+  if (r == 0u) return 1u;
+  if (r == 2u) coop__release_held(c, st, st_size);
   /* the master is the only writer of resizes while the kernel runs */
   c->wl->resizes += 1u;
   coop_st_rlx(&ch->resizes, c->wl->resizes);
-  coop__master_release(c, m, m_new);
   return 0u;
 }
 

@@ -30,28 +30,39 @@ COOP_FN void coop__track_m(COOP_GLOBAL struct coop_chan *ch, coop_u32 m) {
   if (m > coop_ld_rlx(&ch->m_max)) coop_st_rlx(&ch->m_max, m);
 }
 
-/* Thread 0, lock held: the offer of workgroup vid, judged against M. */
-COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vid) {
+/* Thread 0: wait until the master's first add of the barrier episode of
+ * target t is in (barrier.cl, "Holding an episode"), unless it is released.
+ * Returns the word, or t if cancelled. */
+COOP_FN coop_u32 coop__bar_opened(COOP_GLOBAL struct coop_chan *ch, coop_u32 t) {
+  for (;;) {
+    coop_u32 w = coop_ld_rlx(&ch->bar_arrive), cancel = coop_ld_rlx(&ch->cancel);
+    if ((coop_i32)(w - t) >= -(coop_i32)(COOP__BAR_EP / 2u)) return w;
+    if (cancel) return t;
+  }
+}
+
+/* Thread 0, lock held: the offer of workgroup vid, judged against M. The
+ * episode it is in (ep) loses it from the next on (bar_delta); in this one
+ * its arrival is made for it by the caller, once the lock is given back. */
+COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vid, coop_u32 ep) {
   coop_u32 m = coop_ld_rlx(&ch->m);
   coop_u32 want = coop_ld_rlx(&ch->want_kill);
   if (want == 0u || vid == 0u || m <= 1u || vid != m - 1u) return 0u;
   coop_st_rlx(&ch->want_kill, want - 1u);
   coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + 1u);
   coop_st_rel(&ch->m, m - 1u);
-  /* the barrier's M, in the word the master polls (barrier.cl) */
-  coop_fadd_rlx(&ch->bar_arrive, 0u - COOP__ARR_M_ONE);
+  coop_fadd_rlx(&ch->bar_delta[ep & 3u], 0u - 1u);
   coop__track_m(ch, m - 1u);
   return 1u;
 }
 
-/* Thread 0, lock held: fork up to n_max - M reserved workers with ids
- * M..M+k-1, each starting after the fork with the state bytes st. The new
- * worker's payload and M are written before its state is released, so it
- * sees M+k and its transmitted state (release on state, acquire in worker).
- * gen is the barrier generation the new workgroups start in (barrier.cl).
- * Returns k. */
+/* Thread 0, lock held: take up to n_max - M reserved workers as ids
+ * M..M+k-1, each to start with the state bytes st in barrier episode gen
+ * at base (barrier.cl), and write their payloads and M. Nothing starts yet
+ * (coop__fork_start). Returns k. */
 COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 chan,
-                                   const coop_u8 *st, coop_u32 st_size, coop_u32 gen) {
+                                   const coop_u8 *st, coop_u32 st_size, coop_u32 gen,
+                                   coop_u32 base) {
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[chan];
   coop_u32 m = coop_ld_rlx(&ch->m);
   coop_u32 nr = coop_ld_rlx(&ch->n_resv);
@@ -60,9 +71,6 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
   if (k == 0u) return 0u;
   for (coop_u32 a = 0; a < k; a++) ch->pid_of[m + a] = ch->resv[nr - 1u - a];
   coop_st_rel(&ch->m, m + k);
-  /* The barrier's M, in the word the master polls (barrier.cl): before the
-   * forker's own arrival, and before any new workgroup's (the fence below). */
-  coop_fadd_rlx(&ch->bar_arrive, k * COOP__ARR_M_ONE);
   coop_fadd(&ch->alive, k); /* atomic: leaving workgroups decrement without the lock */
   for (coop_u32 a = 0; a < k; a++) {
     COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[m + a]];
@@ -72,13 +80,21 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
     w->vid = m + a;
     w->forked = 1u;
     w->gen = gen;
+    w->base = base;
   }
-  coop_fence_rel(); /* the payloads and M before any of the k starts */
-  for (coop_u32 a = 0; a < k; a++) coop_st_rlx(&dev->w[ch->pid_of[m + a]].state, COOP_WS_ASSIGNED);
   coop_st_rlx(&ch->n_resv, nr - k);
   coop_st_rlx(&ch->forked, coop_ld_rlx(&ch->forked) + k);
   coop__track_m(ch, m + k);
   return k;
+}
+
+/* Thread 0, lock held: start the k workgroups coop__fork_locked took, ids
+ * m0..m0+k-1. The payloads and M before any of them starts: a release
+ * fence, then relaxed stores (the new worker acquires its state). */
+COOP_FN void coop__fork_start(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
+                              coop_u32 m0, coop_u32 k) {
+  coop_fence_rel();
+  for (coop_u32 a = 0; a < k; a++) coop_st_rlx(&dev->w[ch->pid_of[m0 + a]].state, COOP_WS_ASSIGNED);
 }
 
 /* Broadcast thread 0's value v to the whole workgroup. */
@@ -107,19 +123,37 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
   if (c->vid != 0u && coop_ld_rlx(&c->ch->want_kill) != 0u &&
       coop_ld_rlx(&c->ch->m) == c->vid + 1u) {
     coop__lock(&c->ch->lock);
-    d = coop__kill_locked(c->ch, c->vid);
+    d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
     coop__unlock(&c->ch->lock);
+    /* Its arrival in this episode, made now (barrier.cl, "Kills and
+     * forks"); a release, after its step's writes and the kill's. */
+    if (d) coop_fadd_rel(&c->ch->bar_arrive, 1u);
   }
   return d;
 }
 
-/* request_fork: thread 0's state st is transmitted to the new workgroups. */
+/* request_fork: thread 0's state st is transmitted to the new workgroups,
+ * which start in the forker's episode (not at a barrier). This episode now
+ * waits for k more arrivals: the count goes k back before any of them can
+ * arrive, and the next episodes count them (bar_delta). */
 COOP_FN void coop__request_fork0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   if (coop_ld_rlx(&ch->n_resv) == 0u) return;
+  /* Only once the master's first add of this episode is in (barrier.cl,
+   * "Holding an episode"; the forker has not arrived, so the episode is not
+   * released), waited for before the lock, which the master may need
+   * before it makes that add. */
+  coop_u32 t = c->wl->base + COOP__BAR_EP;
+  if (coop__bar_opened(ch, t) == t) return; /* cancelled */
   coop__lock(&ch->lock);
-  /* not at a barrier: the new workgroups are in the forker's generation */
-  coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen);
+  coop_u32 m = coop_ld_rlx(&ch->m);
+  coop_u32 k = coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen,
+                                 c->wl->base);
+  if (k) {
+    coop_fadd_rlx(&ch->bar_arrive, 0u - k);
+    coop_fadd_rlx(&ch->bar_delta[c->wl->gen & 3u], k);
+    coop__fork_start(c->dev, ch, m, k);
+  }
   coop__unlock(&ch->lock);
 }
 

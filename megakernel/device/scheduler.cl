@@ -123,6 +123,7 @@ COOP_FN void coop__assign(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct c
   w->vid = v;
   w->forked = 0u;
   w->gen = 0u;
+  w->base = 0u;
   w->t_gathered = ch->t_gathered;
   ch->pid_of[v] = pid;
   dev->sched.wstat[pid] = c;
@@ -426,6 +427,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   ch->flags = s->t_flags[slot];
   ch->n_max = s->t_groups[slot];
   ch->task = slot;
+  ch->m0 = g;
   coop_st_rlx(&ch->fault, 0u);
   coop_st_rlx(&ch->lock, 0u);
   coop_st_rlx(&ch->m, g);
@@ -436,12 +438,15 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->forked, 0u);
   coop_st_rlx(&ch->resizes, 0u);
   coop_st_rlx(&ch->ep_killed, 0u);
+  coop_st_rlx(&ch->ep_hold, 0u);
+  for (coop_u32 q = 0; q < 4u; q++) coop_st_rlx(&ch->bar_delta[q], 0u);
   coop_st_rlx(&ch->cancel, 0u);
   coop_st_rlx(&ch->suspend, 0u);
   coop_st_rlx(&ch->suspended, 0u);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
-  coop_st_rlx(&ch->bar_arrive, g * COOP__ARR_M_ONE);
+  /* episode 0's base is 0, with the master's first add made (barrier.cl) */
+  coop_st_rlx(&ch->bar_arrive, COOP__BAR_EP - ch->n_max);
   coop_st_rlx(&ch->bar_rel, 0u);
   s->busy |= 1u << c;
   if (ch->flags & COOP_TF_COOPERATIVE) s->coopm |= 1u << c;

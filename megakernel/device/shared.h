@@ -218,11 +218,13 @@ COOP_FN void coop__ring_words(coop_u32 *w, coop_u32 slot, coop_u32 i, coop_u32 k
 
 struct coop_worker {
   coop_atomic_u32 state;
-  coop_u32 chan;       /* payload: channel of the kernel to run */
-  coop_u32 vid;        /* payload: cooperative group id */
-  coop_u32 forked;     /* payload: 1 = start after a fork with transmit[] */
-  coop_u32 reason;     /* result */
-  coop_u32 gen;        /* payload: the barrier generation it starts in */
+  coop_u32 chan;   /* payload: channel of the kernel to run */
+  coop_u32 vid;    /* payload: cooperative group id */
+  coop_u32 forked; /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason; /* result */
+  coop_u32 gen;    /* payload: the barrier episode it starts in */
+  coop_u32 base;   /* payload: that episode's base in bar_arrive */
+  coop_u32 pad_w;
   coop_u64 t_gathered; /* payload: the channel's t_gathered (initial workers) */
   coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
 };
@@ -232,16 +234,23 @@ struct coop_worker {
 #define COOP_BF_NONE 0u
 #define COOP_BF_GO 2u
 #define COOP_BF_KILL 3u
-/* The packing of the barrier words (barrier.cl), one definition for the
- * device and for the host's dump: bar_arrive = M << 16 | arrivals,
- * bar_rel = generation << 11 | M. */
-#define COOP__ARR_M_ONE (1u << 16) /* one workgroup of M in bar_arrive */
-#define COOP__ARR_M(v) ((v) >> 16)
-#define COOP__ARR_N(v) ((v)&0xffffu)
+/* The barrier words (barrier.cl), one definition for the device and for
+ * the host's dump. bar_arrive is a counter that every episode adds exactly
+ * COOP__BAR_EP to in all, so that it reaches the episode's target (its
+ * base + COOP__BAR_EP) at the last arrival and not before: the workgroups
+ * spin on the word they add to. A held episode (a resize is due) is
+ * COOP__BAR_HOLD short until the master releases it, and its release adds
+ * COOP__BAR_HELD more, so that a released slave tells a held episode from a
+ * plain one by how far the word is past its target (barrier.cl, "Ranges").
+ * bar_rel = generation << 11 | M: a held episode's outcome. */
+#define COOP__BAR_EP 8192u
+#define COOP__BAR_HOLD 2048u
+#define COOP__BAR_HELD 8192u
 #define COOP__REL_SHIFT 11u
 #define COOP__REL_M(v) ((v) & ((1u << COOP__REL_SHIFT) - 1u))
 #if COOP_MAX_WG >= 2048
-#error "COOP_MAX_WG must stay below 2048: barrier.cl packs M into 11 bits"
+#error \
+    "COOP_MAX_WG must stay below 2048: barrier.cl packs M into 11 bits, and a held episode's COOP__BAR_HOLD must exceed any count of workgroups"
 #endif
 
 /* One channel per running kernel. Fields above `lock` are written by the
@@ -251,9 +260,11 @@ struct coop_worker {
 struct coop_chan {
   coop_u32 kid;
   coop_u32 flags;
-  coop_u32 n_max;        /* N: the most workgroups the kernel may have */
-  coop_u32 task;         /* task slot */
-  coop_u64 t_gathered;   /* the record's t_gathered, for the last workgroup out */
+  coop_u32 n_max;      /* N: the most workgroups the kernel may have */
+  coop_u32 task;       /* task slot */
+  coop_u64 t_gathered; /* the record's t_gathered, for the last workgroup out */
+  coop_u32 m0;         /* M at the start: the master's first count (barrier.cl) */
+  coop_u32 pad_m0;
   coop_atomic_u32 fault; /* a view's tag after an out-of-bounds access; relaxed */
   coop_atomic_u32 pad_fault;
   coop_atomic_u32 lock;
@@ -265,6 +276,10 @@ struct coop_chan {
   coop_atomic_u32 forked;    /* (L) workgroups forked since the start */
   coop_atomic_u32 resizes;   /* resizing-barrier episodes */
   coop_atomic_u32 ep_killed; /* (L) plain resizing barrier: kills this episode */
+  coop_atomic_u32 ep_hold;   /* (L) this episode is held for a resize (barrier.cl) */
+  /* Changes of M by kills and forks outside a resize, per episode modulo 4
+   * (barrier.cl, "The master's count"); atomic adds. */
+  coop_atomic_u32 bar_delta[4];
   coop_atomic_u32 cancel;    /* scheduler -> kernel: leave at the next primitive */
   coop_atomic_u32 suspend;   /* scheduler -> kernel: shrink to workgroup 0, save, leave */
   coop_atomic_u32 suspended; /* workgroup 0 saved its state and left: SUSPENDED */
@@ -277,13 +292,13 @@ struct coop_chan {
    * device clock ticks, at most 2^32 - 1: a relaxed atomic min by each,
    * right after its assignment (worker.cl, coop__next). */
   coop_atomic_u32 start_min;
-  /* Barrier words (barrier.cl), each on its own 128-byte line: every slave
-   * adds to bar_arrive once and then spins reading bar_rel, the master polls
-   * bar_arrive; sharing a line would make each arrival disturb the spinners. */
+  /* Barrier words (barrier.cl), each on its own 128-byte line: every
+   * workgroup adds to bar_arrive once and then spins reading it; bar_rel is
+   * read only after a held episode's release. */
   coop_u32 pad_bar0[32];
-  coop_atomic_u32 bar_arrive; /* (L for M) M << 16 | slaves arrived this episode */
+  coop_atomic_u32 bar_arrive; /* the episode counter every workgroup adds to and spins on */
   coop_u32 pad_bar1[31];
-  coop_atomic_u32 bar_rel; /* the master's release: generation << 11 | M */
+  coop_atomic_u32 bar_rel; /* a held episode's outcome: generation << 11 | M' */
   coop_u32 pad_bar2[31];
   coop_u32 resv[COOP_MAX_WG];   /* (L) worker ids reserved for a fork */
   coop_u32 pid_of[COOP_MAX_WG]; /* (L) id -> worker; entries < M are current */

@@ -43,6 +43,9 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     c->wl->vid = c->self->vid;
     c->wl->forked = c->self->forked;
     c->wl->gen = c->self->gen; /* thread 0's from here on (barrier.cl) */
+    c->wl->base = c->self->base;
+    c->wl->hold_next = 0u;
+    c->wl->m_ep = c->dev->chan[c->wl->chan].m0; /* used by workgroup 0 only */
     c->wl->resizes = 0u;
     /* The task's first start: a forked workgroup's never is (its forker
      * started before it). Relaxed, a reduction not waited for; the
