@@ -55,14 +55,16 @@ static void dump_chan(const struct coop_rt *rt, const struct coop_dev *d, unsign
           c, ch->task, kernel_name(rt, ch->kid), ch->n_max, ch->m, ch->want_kill, ch->n_resv,
           ch->alive, ch->killed, ch->forked, ch->resizes, ch->ep_killed, ch->cancel, ch->lock,
           s->chan_workers[c], s->chan_resv[c], s->chan_killed_reaped[c], s->chan_last[c]);
-  /* The count word's offset in its episode (modulo COOP__BAR_EP) tells how
-   * many have arrived once the master has: EP minus the arrivals awaited. */
+  /* A count word's offset in its episode (modulo COOP__BAR_EP) tells how
+   * many have arrived once the master has: EP minus the arrivals awaited
+   * (barrier.cl). */
   fprintf(f,
-          "    barrier: count 0x%08x (%u mod %u) held %u; deltas %d %d %d %d; last held "
-          "release: generation %u, M %u\n",
-          ch->bar_arrive, ch->bar_arrive % COOP__BAR_EP, COOP__BAR_EP, ch->ep_hold,
-          (int)ch->bar_delta[0], (int)ch->bar_delta[1], (int)ch->bar_delta[2],
-          (int)ch->bar_delta[3], ch->bar_rel >> COOP__REL_SHIFT, COOP__REL_M(ch->bar_rel));
+          "    barrier: counts even 0x%08x (%u mod %u) odd 0x%08x (%u) held %u; deltas %d %d %d "
+          "%d; last held release: generation %u, M %u\n",
+          ch->bar_arrive, ch->bar_arrive % COOP__BAR_EP, COOP__BAR_EP, ch->bar_arrive_odd,
+          ch->bar_arrive_odd % COOP__BAR_EP, ch->ep_hold, (int)ch->bar_delta[0],
+          (int)ch->bar_delta[1], (int)ch->bar_delta[2], (int)ch->bar_delta[3],
+          ch->bar_rel >> COOP__REL_SHIFT, COOP__REL_M(ch->bar_rel));
   /* Workers of this channel, grouped by (state, forked). */
   unsigned hist[4][2] = {{0}};
   for (unsigned pid = 1; pid <= s->nworkers && pid < COOP_MAX_WG; pid++) {

@@ -43,10 +43,10 @@ typedef unsigned char coop_u8;
 struct coop_wgl {
   coop_u32 cmd, chan, vid, forked, decision;
   /* thread 0's (barrier.cl): the barrier episode it is in and that
-   * episode's base in bar_arrive; the master's count of the episode and its
+   * bases of the next episodes on each count word; the master's count of the episode and its
    * resizing-barrier episodes; a hold or an offer to make before the next
    * arrival */
-  coop_u32 gen, base, m_ep, resizes, hold_next, pad;
+  coop_u32 gen, base[2], m_ep, resizes, hold_next;
   coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
   coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */
 };

@@ -30,17 +30,6 @@ COOP_FN void coop__track_m(COOP_GLOBAL struct coop_chan *ch, coop_u32 m) {
   if (m > coop_ld_rlx(&ch->m_max)) coop_st_rlx(&ch->m_max, m);
 }
 
-/* Thread 0: wait until the master's first add of the barrier episode of
- * target t is in (barrier.cl, "Holding an episode"), unless it is released.
- * Returns the word, or t if cancelled. */
-COOP_FN coop_u32 coop__bar_opened(COOP_GLOBAL struct coop_chan *ch, coop_u32 t) {
-  for (;;) {
-    coop_u32 w = coop_ld_rlx(&ch->bar_arrive), cancel = coop_ld_rlx(&ch->cancel);
-    if ((coop_i32)(w - t) >= -(coop_i32)(COOP__BAR_EP / 2u)) return w;
-    if (cancel) return t;
-  }
-}
-
 /* Thread 0, lock held: the offer of workgroup vid, judged against M. The
  * episode it is in (ep) loses it from the next on (bar_delta); in this one
  * its arrival is made for it by the caller, once the lock is given back. */
@@ -58,11 +47,11 @@ COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vi
 
 /* Thread 0, lock held: take up to n_max - M reserved workers as ids
  * M..M+k-1, each to start with the state bytes st in barrier episode gen
- * at base (barrier.cl), and write their payloads and M. Nothing starts yet
+ * with the bases base0, base1 (barrier.cl), and write their payloads and M. Nothing starts yet
  * (coop__fork_start). Returns k. */
 COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 chan,
                                    const coop_u8 *st, coop_u32 st_size, coop_u32 gen,
-                                   coop_u32 base) {
+                                   coop_u32 base0, coop_u32 base1) {
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[chan];
   coop_u32 m = coop_ld_rlx(&ch->m);
   coop_u32 nr = coop_ld_rlx(&ch->n_resv);
@@ -80,7 +69,8 @@ COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 ch
     w->vid = m + a;
     w->forked = 1u;
     w->gen = gen;
-    w->base = base;
+    w->base[0] = base0;
+    w->base[1] = base1;
   }
   coop_st_rlx(&ch->n_resv, nr - k);
   coop_st_rlx(&ch->forked, coop_ld_rlx(&ch->forked) + k);
@@ -125,9 +115,9 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
     coop__lock(&c->ch->lock);
     d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
     coop__unlock(&c->ch->lock);
-    /* Its arrival in this episode, made now (barrier.cl, "Kills and
-     * forks"); a release, after its step's writes and the kill's. */
-    if (d) coop_fadd_rel(&c->ch->bar_arrive, 1u);
+    /* Its arrival in this episode, made now (barrier.cl, "Episodes"); a
+     * release, after its step's writes and the kill's. */
+    if (d) coop_fadd_rel(COOP__BAR_WORD(c->ch, c->wl->gen), 1u);
   }
   return d;
 }
@@ -139,18 +129,12 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
 COOP_FN void coop__request_fork0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   if (coop_ld_rlx(&ch->n_resv) == 0u) return;
-  /* Only once the master's first add of this episode is in (barrier.cl,
-   * "Holding an episode"; the forker has not arrived, so the episode is not
-   * released), waited for before the lock, which the master may need
-   * before it makes that add. */
-  coop_u32 t = c->wl->base + COOP__BAR_EP;
-  if (coop__bar_opened(ch, t) == t) return; /* cancelled */
   coop__lock(&ch->lock);
   coop_u32 m = coop_ld_rlx(&ch->m);
   coop_u32 k = coop__fork_locked(c->dev, (coop_u32)(ch - c->dev->chan), st, st_size, c->wl->gen,
-                                 c->wl->base);
+                                 c->wl->base[0], c->wl->base[1]);
   if (k) {
-    coop_fadd_rlx(&ch->bar_arrive, 0u - k);
+    coop_fadd_rlx(COOP__BAR_WORD(ch, c->wl->gen), 0u - k);
     coop_fadd_rlx(&ch->bar_delta[c->wl->gen & 3u], k);
     coop__fork_start(c->dev, ch, m, k);
   }

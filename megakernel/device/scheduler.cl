@@ -123,7 +123,7 @@ COOP_FN void coop__assign(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct c
   w->vid = v;
   w->forked = 0u;
   w->gen = 0u;
-  w->base = 0u;
+  w->base[0] = w->base[1] = 0u;
   w->t_gathered = ch->t_gathered;
   ch->pid_of[v] = pid;
   dev->sched.wstat[pid] = c;
@@ -445,8 +445,10 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->suspended, 0u);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
-  /* episode 0's base is 0, with the master's first add made (barrier.cl) */
+  /* episodes 0 and 1 have base 0; the master's first add of episode 0 is
+   * made here, of episode 1 at the master's first arrival (barrier.cl) */
   coop_st_rlx(&ch->bar_arrive, COOP__BAR_EP - ch->n_max);
+  coop_st_rlx(&ch->bar_arrive_odd, 0u);
   coop_st_rlx(&ch->bar_rel, 0u);
   s->busy |= 1u << c;
   if (ch->flags & COOP_TF_COOPERATIVE) s->coopm |= 1u << c;

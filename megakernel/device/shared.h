@@ -218,13 +218,12 @@ COOP_FN void coop__ring_words(coop_u32 *w, coop_u32 slot, coop_u32 i, coop_u32 k
 
 struct coop_worker {
   coop_atomic_u32 state;
-  coop_u32 chan;   /* payload: channel of the kernel to run */
-  coop_u32 vid;    /* payload: cooperative group id */
-  coop_u32 forked; /* payload: 1 = start after a fork with transmit[] */
-  coop_u32 reason; /* result */
-  coop_u32 gen;    /* payload: the barrier episode it starts in */
-  coop_u32 base;   /* payload: that episode's base in bar_arrive */
-  coop_u32 pad_w;
+  coop_u32 chan;       /* payload: channel of the kernel to run */
+  coop_u32 vid;        /* payload: cooperative group id */
+  coop_u32 forked;     /* payload: 1 = start after a fork with transmit[] */
+  coop_u32 reason;     /* result */
+  coop_u32 gen;        /* payload: the barrier episode it starts in */
+  coop_u32 base[2];    /* payload: the bases of the next episodes on each count word */
   coop_u64 t_gathered; /* payload: the channel's t_gathered (initial workers) */
   coop_u64 transmit[COOP_TRANSMIT_BYTES / 8];
 };
@@ -235,8 +234,9 @@ struct coop_worker {
 #define COOP_BF_GO 2u
 #define COOP_BF_KILL 3u
 /* The barrier words (barrier.cl), one definition for the device and for
- * the host's dump. bar_arrive is a counter that every episode adds exactly
- * COOP__BAR_EP to in all, so that it reaches the episode's target (its
+ * the host's dump. Episodes use two count words in turn (bar_arrive for
+ * even ones, bar_arrive_odd for odd ones); each is a counter that every
+ * episode adds exactly COOP__BAR_EP to in all, so that it reaches the episode's target (its
  * base + COOP__BAR_EP) at the last arrival and not before: the workgroups
  * spin on the word they add to. A held episode (a resize is due) is
  * COOP__BAR_HOLD short until the master releases it, and its release adds
@@ -245,7 +245,9 @@ struct coop_worker {
  * bar_rel = generation << 11 | M: a held episode's outcome. */
 #define COOP__BAR_EP 8192u
 #define COOP__BAR_HOLD 2048u
-#define COOP__BAR_HELD 8192u
+#define COOP__BAR_HELD 16384u
+/* The count word of episode e */
+#define COOP__BAR_WORD(ch, e) (((e)&1u) ? &(ch)->bar_arrive_odd : &(ch)->bar_arrive)
 #define COOP__REL_SHIFT 11u
 #define COOP__REL_M(v) ((v) & ((1u << COOP__REL_SHIFT) - 1u))
 #if COOP_MAX_WG >= 2048
@@ -292,14 +294,17 @@ struct coop_chan {
    * device clock ticks, at most 2^32 - 1: a relaxed atomic min by each,
    * right after its assignment (worker.cl, coop__next). */
   coop_atomic_u32 start_min;
-  /* Barrier words (barrier.cl), each on its own 128-byte line: every
-   * workgroup adds to bar_arrive once and then spins reading it; bar_rel is
-   * read only after a held episode's release. */
+  /* Barrier words (barrier.cl), each on its own 128-byte line: episodes
+   * use the two count words in turn, every workgroup adding to one and
+   * spinning on it while the next episode's first add goes to the other;
+   * bar_rel is read only after a held episode's release. */
   coop_u32 pad_bar0[32];
-  coop_atomic_u32 bar_arrive; /* the episode counter every workgroup adds to and spins on */
+  coop_atomic_u32 bar_arrive; /* the count of even episodes */
   coop_u32 pad_bar1[31];
-  coop_atomic_u32 bar_rel; /* a held episode's outcome: generation << 11 | M' */
+  coop_atomic_u32 bar_arrive_odd; /* the count of odd episodes */
   coop_u32 pad_bar2[31];
+  coop_atomic_u32 bar_rel; /* a held episode's outcome: generation << 11 | M' */
+  coop_u32 pad_bar3[31];
   coop_u32 resv[COOP_MAX_WG];   /* (L) worker ids reserved for a fork */
   coop_u32 pid_of[COOP_MAX_WG]; /* (L) id -> worker; entries < M are current */
 };

@@ -43,7 +43,8 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     c->wl->vid = c->self->vid;
     c->wl->forked = c->self->forked;
     c->wl->gen = c->self->gen; /* thread 0's from here on (barrier.cl) */
-    c->wl->base = c->self->base;
+    c->wl->base[0] = c->self->base[0];
+    c->wl->base[1] = c->self->base[1];
     c->wl->hold_next = 0u;
     c->wl->m_ep = c->dev->chan[c->wl->chan].m0; /* used by workgroup 0 only */
     c->wl->resizes = 0u;
@@ -107,6 +108,9 @@ COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *m
   coop_wg_barrier();
   if (c->lid == 0u) {
     COOP_GLOBAL struct coop_chan *ch = c->ch;
+    /* the master is the only writer of resizes (barrier.cl), ordered
+     * before the publication by the decrement of alive below */
+    if (c->vid == 0u) coop_st_rlx(&ch->resizes, c->wl->resizes);
     coop_u32 reason =
         c->left && !c->suspended && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED : COOP_WR_FINISHED;
     if (coop_fsub(&ch->alive, 1u) == 1u) {
