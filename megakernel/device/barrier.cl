@@ -210,7 +210,7 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
 COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   COOP_LOCAL struct coop_wgl *wl = c->wl;
-  coop_u32 e = wl->gen, n = ch->n_max, t = wl->base[e & 1u] + COOP__BAR_EP, slot = (e - 1u) & 3u;
+  coop_u32 e = wl->gen, n = wl->n_max, t = wl->base[e & 1u] + COOP__BAR_EP, slot = (e - 1u) & 3u;
   COOP_GLOBAL coop_atomic_u32 *word = COOP__BAR_WORD(ch, e);
   coop_u32 held = 0u;
   if (resizing && wl->hold_next) held = coop__bar_hold_now(ch, word, t);
@@ -221,17 +221,17 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
    * (made after the completion, it cost that fence a round trip). */
   coop_fadd_rlx(COOP__BAR_WORD(ch, e + 1u), COOP__BAR_EP - n);
   coop_u32 dd = coop_ld_rlx(&ch->bar_delta[slot]), cancel = coop_ld_rlx(&ch->cancel);
-  coop_u32 want = 0u, nr = 0u, sus = 0u;
+  coop_u32 sus = coop_ld_rlx(&ch->suspend), want = 0u, nr = 0u;
   if (resizing) {
     want = coop_ld_rlx(&ch->want_kill);
     nr = coop_ld_rlx(&ch->n_resv);
-    sus = coop_ld_rlx(&ch->suspend);
   }
+  wl->sus = sus; /* for coop__primitive0's suspension, without a load of its own */
   coop_u32 p = wl->m_ep + dd;
   wl->m_ep = p;
   if (dd != 0u) coop_fadd_rlx(&ch->bar_delta[slot], 0u - dd);
   if (resizing && !held) {
-    coop_u32 hold = (ch->flags & COOP_TF_QUERY_BARRIER) ? want != 0u : (sus != 0u && p > 1u);
+    coop_u32 hold = wl->query ? want != 0u : (sus != 0u && p > 1u);
     if ((hold || (nr != 0u && p < n)) && !coop__bar_hold_now(ch, word, t)) wl->hold_next = 1u;
   }
   if (p != n) v = coop_fadd_rel(word, n - p) + (n - p);
@@ -258,7 +258,7 @@ COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   COOP_LOCAL struct coop_wgl *wl = c->wl;
   coop_u32 e = wl->gen, t = wl->base[e & 1u] + COOP__BAR_EP;
-  coop_u32 query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
+  coop_u32 query = wl->query;
   coop__lock(&ch->lock);
   coop_u32 m = coop_ld_rlx(&ch->m), w;
   if (query) {
@@ -337,8 +337,7 @@ COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
  * nobody takes a lock and the barrier is a global_barrier. */
 COOP_FN0 coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
-  if (c->vid != 0u)
-    return coop__slave_wait(c, (ch->flags & COOP_TF_QUERY_BARRIER) == 0u) != COOP_BF_GO;
+  if (c->vid != 0u) return coop__slave_wait(c, !c->wl->query) != COOP_BF_GO;
   coop_u32 r = coop__master_wait(c, 1u);
   if (r == 0u) return 1u;
   if (r == 2u) coop__release_held(c, st, st_size);
@@ -371,8 +370,12 @@ COOP_FN0 coop_u32 coop__primitive0(struct coop_ctx *c, coop_u32 r, const coop_u8
   /* Suspension (scheduler.cl): workgroup 0, once alone (relaxed: M = 1
    * can only stay so, the cap forks nothing), stores its thread 0's state
    * where the last workgroup out copies it from, before its decrement of
-   * alive (acq_rel) orders it. */
-  if (c->vid == 0u && coop_ld_rlx(&c->ch->suspend) != 0u && coop_ld_rlx(&c->ch->m) == 1u) {
+   * alive (acq_rel) orders it. After a barrier it goes by the flag it read
+   * beside its arrival: a load here, after the barrier's acquire, cost the
+   * master a round trip before every step, and so every barrier one. */
+  coop_u32 barrier = (r & (COOP_GLOBAL_BARRIER | COOP_RESIZING_BARRIER)) != 0u;
+  if (c->vid == 0u && (barrier ? c->wl->sus : coop_ld_rlx(&c->ch->suspend)) != 0u &&
+      coop_ld_rlx(&c->ch->m) == 1u) {
     COOP_GLOBAL coop_u8 *d = (COOP_GLOBAL coop_u8 *)c->ch->saved;
     for (coop_u32 b = 0; b < st_size; b++) d[b] = st[b];
     coop_st_rlx(&c->ch->suspended, 1u);

@@ -46,7 +46,11 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     c->wl->base[0] = c->self->base[0];
     c->wl->base[1] = c->self->base[1];
     c->wl->hold_next = 0u;
-    c->wl->m_ep = c->dev->chan[c->wl->chan].m0; /* used by workgroup 0 only */
+    COOP_GLOBAL struct coop_chan *ch = &c->dev->chan[c->wl->chan];
+    c->wl->m_ep = ch->m0; /* used by workgroup 0 only */
+    c->wl->n_max = ch->n_max;
+    c->wl->query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
+    c->wl->sus = 0u;
     c->wl->resizes = 0u;
     /* The task's first start: a forked workgroup's never is (its forker
      * started before it). Relaxed, a reduction not waited for; the
