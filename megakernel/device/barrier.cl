@@ -90,16 +90,21 @@ COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch
 
 /* Thread 0: spin on the count word w until its episode (target t) is
  * released or, for the master (master = 1), complete while held. Returns d
- * (the word - t) after the acquire, or sets *cancelled. The two words are
- * loaded before either is used: in flight together, a spin round is one
- * round trip. */
+ * (the word - t) after the acquire, or sets *cancelled. A cancellation
+ * adds COOP__BAR_CANCEL to both count words (scheduler.cl) after its flag,
+ * so a spinner sees it as a release and then reads the flag: the spin
+ * loads one word, not two (with the flag beside it, every spin round was
+ * two loads for L2 to serve from every waiter). The flag is also read
+ * every 64th round, for a removed workgroup reading so late that the
+ * count has wrapped past it. */
 COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                 coop_u32 t, coop_u32 master, coop_u32 *cancelled) {
-  for (;;) {
-    coop_u32 v = coop_ld_rlx(w), cancel = coop_ld_rlx(&ch->cancel);
+  for (coop_u32 round = 1u;; round++) {
+    coop_u32 v = coop_ld_rlx(w), cancel = (round & 63u) ? 0u : coop_ld_rlx(&ch->cancel);
     coop_i32 d = (coop_i32)(v - t);
     if (d >= 0 || (master && d == -(coop_i32)COOP__BAR_HOLD)) {
       coop_fence_acq(); /* acquires every add before the value read */
+      if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u) *cancelled = 1u;
       return d;
     }
     if (cancel) {
@@ -178,7 +183,9 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
   }
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) {
-    coop_fence_acq(); /* this add completed the episode */
+    coop_fence_acq(); /* this add completed the episode (or met a cancellation) */
+    if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u)
+      return COOP_BF_NONE;
   } else {
     coop_u32 cancelled = 0u;
     d = coop__bar_spin(ch, word, t, 0u, &cancelled);
@@ -238,7 +245,8 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   if (cancel) return 0u;
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) {
-    coop_fence_acq(); /* this add completed the episode */
+    coop_fence_acq(); /* this add completed the episode (or met a cancellation) */
+    if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u) return 0u;
   } else {
     coop_u32 cancelled = 0u;
     d = coop__bar_spin(ch, word, t, 1u, &cancelled);

@@ -1033,7 +1033,12 @@ COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     coop_sys_ld4_rlx(&t->state, w);
     coop_u32 cancel = w[1], cap = coop ? w[2] : 0u, suspend = coop ? w[3] : 0u;
     COOP_PROF_SUSPEND_AT(8, (cancel | cap | suspend) != 0xffffffffu);
-    if ((stopping || cancel != 0u) && coop_ld_rlx(&ch->cancel) == 0u) coop_st_rel(&ch->cancel, 1u);
+    if ((stopping || cancel != 0u) && coop_ld_rlx(&ch->cancel) == 0u) {
+      coop_st_rel(&ch->cancel, 1u);
+      /* seen by barrier spinners as a release, after the flag (barrier.cl) */
+      coop_fadd_rel(&ch->bar_arrive, COOP__BAR_CANCEL);
+      coop_fadd_rel(&ch->bar_arrive_odd, COOP__BAR_CANCEL);
+    }
     if (coop) {
       coop_u32 suspending = coop_ld_rlx(&ch->suspend);
       /* a suspending task keeps its cap of 1 whatever the record's says,

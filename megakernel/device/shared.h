@@ -246,6 +246,8 @@ struct coop_worker {
 #define COOP__BAR_EP 8192u
 #define COOP__BAR_HOLD 2048u
 #define COOP__BAR_HELD 16384u
+/* What a cancellation adds to both count words (barrier.cl, coop__bar_spin) */
+#define COOP__BAR_CANCEL (1u << 30)
 /* The count word of episode e */
 #define COOP__BAR_WORD(ch, e) (((e)&1u) ? &(ch)->bar_arrive_odd : &(ch)->bar_arrive)
 #define COOP__REL_SHIFT 11u
