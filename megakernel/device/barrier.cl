@@ -88,32 +88,6 @@
 
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
-/* Thread 0: spin on the count word w until its episode (target t) is
- * released or, for the master (master = 1), complete while held. Returns d
- * (the word - t) after the acquire, or sets *cancelled. A cancellation
- * adds COOP__BAR_CANCEL to both count words (scheduler.cl) after its flag,
- * so a spinner sees it as a release and then reads the flag: the spin
- * loads one word, not two (with the flag beside it, every spin round was
- * two loads for L2 to serve from every waiter). The flag is also read
- * every 64th round, for a removed workgroup reading so late that the
- * count has wrapped past it. */
-COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
-                                coop_u32 t, coop_u32 master, coop_u32 *cancelled) {
-  for (coop_u32 round = 1u;; round++) {
-    coop_u32 v = coop_ld_rlx(w), cancel = (round & 63u) ? 0u : coop_ld_rlx(&ch->cancel);
-    coop_i32 d = (coop_i32)(v - t);
-    if (d >= 0 || (master && d == -(coop_i32)COOP__BAR_HOLD)) {
-      coop_fence_acq(); /* acquires every add before the value read */
-      if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u) *cancelled = 1u;
-      return d;
-    }
-    if (cancel) {
-      *cancelled = 1u;
-      return d;
-    }
-  }
-}
-
 /* Lock held: hold the episode of count word w and target t for a resize,
  * unless it is held already or released. Returns 1 if it is held. */
 COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
@@ -137,6 +111,46 @@ COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
   coop_u32 h = coop__bar_hold(ch, w, t);
   coop__unlock(&ch->lock);
   return h;
+}
+
+/* Thread 0: spin on the count word w until its episode (target t) is
+ * released or, for the master (master = 1), complete while held. Returns d
+ * (the word - t) after the acquire, or sets *cancelled. A cancellation
+ * adds COOP__BAR_CANCEL to both count words (scheduler.cl) after its flag,
+ * so a spinner sees it as a release and then reads the flag: the spin
+ * loads one word, not two (with the flag beside it, every spin round was
+ * two loads for L2 to serve from every waiter). The flag is also read
+ * every 64th round, for a removed workgroup reading so late that the
+ * count has wrapped past it. watch (the master of a resizing barrier, not
+ * yet held): every 8th round it also reads the hints for a hold, so that a
+ * kill, fork or suspension asked for while it waits is made at this
+ * episode, not the next (bit 0: query variant; the master's count P is
+ * watch >> 1). */
+COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
+                                coop_u32 t, coop_u32 master, coop_u32 watch, coop_u32 *cancelled) {
+  for (coop_u32 round = 1u;; round++) {
+    coop_u32 v = coop_ld_rlx(w), cancel = (round & 63u) ? 0u : coop_ld_rlx(&ch->cancel);
+    coop_u32 hint = 0u;
+    if (watch && !(round & 7u)) {
+      coop_u32 want = coop_ld_rlx(&ch->want_kill), sus = coop_ld_rlx(&ch->suspend);
+      coop_u32 nr = coop_ld_rlx(&ch->n_resv), p = watch >> 1;
+      hint = ((watch & 1u) && want != 0u) || (sus != 0u && p > 1u) || (nr != 0u && p < ch->n_max);
+    }
+    coop_i32 d = (coop_i32)(v - t);
+    if (d >= 0 || (master && d == -(coop_i32)COOP__BAR_HOLD)) {
+      coop_fence_acq(); /* acquires every add before the value read */
+      if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u) *cancelled = 1u;
+      return d;
+    }
+    if (cancel) {
+      *cancelled = 1u;
+      return d;
+    }
+    if (hint) {
+      watch = 0u;
+      coop__bar_hold_now(ch, w, t);
+    }
+  }
 }
 
 /* The plain resizing barrier: this slave's offer_kill, made once an
@@ -194,7 +208,7 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
       return COOP_BF_NONE;
   } else {
     coop_u32 cancelled = 0u;
-    d = coop__bar_spin(ch, word, t, 0u, &cancelled);
+    d = coop__bar_spin(ch, word, t, 0u, 0u, &cancelled);
     if (cancelled) return COOP_BF_NONE;
   }
   wl->gen = e + 1u;
@@ -245,7 +259,10 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   if (dd != 0u) coop_fadd_rlx(&ch->bar_delta[slot], 0u - dd);
   if (resizing && !held) {
     coop_u32 hold = (wl->query && want != 0u) || (sus != 0u && p > 1u);
-    if ((hold || (nr != 0u && p < n)) && !coop__bar_hold_now(ch, word, t)) wl->hold_next = 1u;
+    if (hold || (nr != 0u && p < n)) {
+      held = 1u;
+      if (!coop__bar_hold_now(ch, word, t)) wl->hold_next = 1u;
+    }
   }
   if (p != n) v = coop_fadd_rel(word, n - p) + (n - p);
   if (cancel) return 0u;
@@ -255,7 +272,7 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
     if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u) return 0u;
   } else {
     coop_u32 cancelled = 0u;
-    d = coop__bar_spin(ch, word, t, 1u, &cancelled);
+    d = coop__bar_spin(ch, word, t, 1u, resizing && !held ? (p << 1) | wl->query : 0u, &cancelled);
     if (cancelled) return 0u;
   }
   if (d < 0) return 2u;
