@@ -88,8 +88,9 @@
 
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
-/* Lock held: hold the episode of count word w and target t for a resize,
- * unless it is held already or released. Returns 1 if it is held. */
+/* Lock held (or, in the query variant, the master): hold the episode of
+ * count word w and target t for a resize, unless it is held already or
+ * released. Returns 1 if it is held. */
 COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                 coop_u32 t) {
   if (coop_ld_rlx(&ch->ep_hold) != 0u) return 1u;
@@ -103,10 +104,14 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
   return 0u;
 }
 
-/* Master, thread 0: hold its episode under the lock. Returns 1 if it is
- * held, 0 if it was released first. */
+/* Master, thread 0: hold its episode. Returns 1 if it is held, 0 if it
+ * was released first. In the query variant the master is the only one
+ * that holds, and it takes no lock: a hold that comes a round trip later
+ * misses more episodes that complete meanwhile, each a step more for the
+ * kill or suspension it was for. */
 COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
-                                    COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t) {
+                                    COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 query) {
+  if (query) return coop__bar_hold(ch, w, t);
   coop__lock(&ch->lock);
   coop_u32 h = coop__bar_hold(ch, w, t);
   coop__unlock(&ch->lock);
@@ -122,16 +127,16 @@ COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
  * two loads for L2 to serve from every waiter). The flag is also read
  * every 64th round, for a removed workgroup reading so late that the
  * count has wrapped past it. watch (the master of a resizing barrier, not
- * yet held): every 8th round it also reads the hints for a hold, so that a
+ * yet held): every round it also reads the hints for a hold, so that a
  * kill, fork or suspension asked for while it waits is made at this
- * episode, not the next (bit 0: query variant; the master's count P is
- * watch >> 1). */
+ * episode unless the episode completes first (bit 0: query variant; the
+ * master's count P is watch >> 1). */
 COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                 coop_u32 t, coop_u32 master, coop_u32 watch, coop_u32 *cancelled) {
   for (coop_u32 round = 1u;; round++) {
     coop_u32 v = coop_ld_rlx(w), cancel = (round & 63u) ? 0u : coop_ld_rlx(&ch->cancel);
     coop_u32 hint = 0u;
-    if (watch && !(round & 7u)) {
+    if (watch) {
       coop_u32 want = coop_ld_rlx(&ch->want_kill), sus = coop_ld_rlx(&ch->suspend);
       coop_u32 nr = coop_ld_rlx(&ch->n_resv), p = watch >> 1;
       hint = ((watch & 1u) && want != 0u) || (sus != 0u && p > 1u) || (nr != 0u && p < ch->n_max);
@@ -148,7 +153,7 @@ COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
     }
     if (hint) {
       watch = 0u;
-      coop__bar_hold_now(ch, w, t);
+      coop__bar_hold_now(ch, w, t, watch & 1u);
     }
   }
 }
@@ -240,7 +245,7 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   coop_u32 e = wl->gen, n = wl->n_max, t = wl->base[e & 1u] + COOP__BAR_EP, slot = (e - 1u) & 3u;
   COOP_GLOBAL coop_atomic_u32 *word = COOP__BAR_WORD(ch, e);
   coop_u32 held = 0u;
-  if (resizing && wl->hold_next) held = coop__bar_hold_now(ch, word, t);
+  if (resizing && wl->hold_next) held = coop__bar_hold_now(ch, word, t, wl->query);
   wl->hold_next = 0u;
   coop_u32 v = coop_fadd_rel(word, 1u) + 1u;
   /* The next episode's first add: in flight with this one, it has landed
@@ -261,7 +266,7 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
     coop_u32 hold = (wl->query && want != 0u) || (sus != 0u && p > 1u);
     if (hold || (nr != 0u && p < n)) {
       held = 1u;
-      if (!coop__bar_hold_now(ch, word, t)) wl->hold_next = 1u;
+      if (!coop__bar_hold_now(ch, word, t, wl->query)) wl->hold_next = 1u;
     }
   }
   if (p != n) v = coop_fadd_rel(word, n - p) + (n - p);
