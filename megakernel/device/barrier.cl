@@ -88,9 +88,8 @@
 
 COOP_FN coop_u32 coop__cancelled(struct coop_ctx *c) { return coop_ld_acq(&c->ch->cancel); }
 
-/* Lock held (or, in the query variant, the master): hold the episode of
- * count word w and target t for a resize, unless it is held already or
- * released. Returns 1 if it is held. */
+/* Lock held: hold the episode of count word w and target t for a resize,
+ * unless it is held already or released. Returns 1 if it is held. */
 COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                 coop_u32 t) {
   if (coop_ld_rlx(&ch->ep_hold) != 0u) return 1u;
@@ -104,14 +103,31 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
   return 0u;
 }
 
-/* Master, thread 0: hold its episode. Returns 1 if it is held, 0 if it
- * was released first. In the query variant the master is the only one
- * that holds, and it takes no lock: a hold that comes a round trip later
- * misses more episodes that complete meanwhile, each a step more for the
- * kill or suspension it was for. */
+/* The query variant's hold, without the lock: every workgroup that sees
+ * want_kill beside its arrival may hold, so that a kill or a suspension
+ * asked for while the last arrive is made at this episode (a hold made
+ * only by the master, a round trip or two after its own arrival, missed
+ * the episode whenever the others completed it meanwhile: a step more).
+ * The one that moves ep_hold from 0 to 1 holds, or gives ep_hold back if
+ * the episode was released first. Returns 1 if the episode is held or
+ * another is holding it (which may yet fail: the kill then waits for the
+ * next episode). */
+COOP_FN coop_u32 coop__bar_claim(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
+                                 coop_u32 t) {
+  coop_u32 z = 0u;
+  if (coop_ld_rlx(&ch->ep_hold) != 0u || !coop_cas(&ch->ep_hold, &z, 1u)) return 1u;
+  coop_u32 v = coop_ld_rlx(w);
+  while ((coop_i32)(v - t) < 0)
+    if (coop_cas(w, &v, v - COOP__BAR_HOLD)) return 1u;
+  coop_st_rlx(&ch->ep_hold, 0u);
+  return 0u;
+}
+
+/* Master, thread 0: hold its episode. Returns 1 if it is held (or another
+ * is holding it), 0 if it was released first. */
 COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
                                     COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 query) {
-  if (query) return coop__bar_hold(ch, w, t);
+  if (query) return coop__bar_claim(ch, w, t);
   coop__lock(&ch->lock);
   coop_u32 h = coop__bar_hold(ch, w, t);
   coop__unlock(&ch->lock);
@@ -188,7 +204,9 @@ COOP_FN coop_u32 coop__plain_offer(struct coop_ctx *c, COOP_GLOBAL coop_atomic_u
 }
 
 /* Slave, thread 0: arrive, wait, and learn whether a held release removed
- * it. offer: this is the plain resizing barrier. Its offer is judged after
+ * it. offer: 2 in the query resizing barrier, where a slave that sees
+ * want_kill beside its add holds the episode for the master
+ * (coop__bar_claim); 1 in the plain one. Its offer is judged after
  * the add, with want_kill read beside it (a hint: a stale zero only delays
  * the surrender); an offer that comes too late, the episode released by
  * then, is made before the next arrival, where it cannot be. Returns GO,
@@ -198,13 +216,16 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
   COOP_LOCAL struct coop_wgl *wl = c->wl;
   coop_u32 e = wl->gen, t = wl->base[e & 1u] + COOP__BAR_EP;
   COOP_GLOBAL coop_atomic_u32 *word = COOP__BAR_WORD(ch, e);
-  coop_u32 early = offer && wl->hold_next;
+  coop_u32 early = offer == 1u && wl->hold_next;
   if (early) coop__plain_offer(c, word, t);
   wl->hold_next = 0u;
   coop_u32 v = coop_fadd_rel(word, 1u) + 1u;
-  if (offer && !early && coop_ld_rlx(&ch->want_kill) != 0u) {
+  if (offer == 1u && !early && coop_ld_rlx(&ch->want_kill) != 0u) {
     wl->hold_next = coop__plain_offer(c, word, t) == 2u;
     v = t - 1u; /* read the word again */
+  } else if (offer == 2u && (coop_i32)(v - t) < 0 && coop_ld_rlx(&ch->want_kill) != 0u) {
+    coop__bar_claim(ch, word, t);
+    v = t - 1u;
   }
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) {
@@ -377,7 +398,7 @@ COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
  * nobody takes a lock and the barrier is a global_barrier. */
 COOP_FN0 coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
-  if (c->vid != 0u) return coop__slave_wait(c, !c->wl->query) != COOP_BF_GO;
+  if (c->vid != 0u) return coop__slave_wait(c, c->wl->query ? 2u : 1u) != COOP_BF_GO;
   coop_u32 r = coop__master_wait(c, 1u);
   if (r == 0u) return 1u;
   if (r == 2u) coop__release_held(c, st, st_size);
