@@ -114,9 +114,11 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
  * next episode). */
 COOP_FN coop_u32 coop__bar_claim(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                  coop_u32 t) {
-  coop_u32 z = 0u;
+  coop_u32 z = 0u, v = coop_ld_rlx(w);
+  /* not once released: a claim that fails holds ep_hold for nothing */
+  if ((coop_i32)(v - t) >= 0) return 0u;
   if (coop_ld_rlx(&ch->ep_hold) != 0u || !coop_cas(&ch->ep_hold, &z, 1u)) return 1u;
-  coop_u32 v = coop_ld_rlx(w);
+  v = coop_ld_rlx(w);
   while ((coop_i32)(v - t) < 0)
     if (coop_cas(w, &v, v - COOP__BAR_HOLD)) return 1u;
   coop_st_rlx(&ch->ep_hold, 0u);
@@ -143,10 +145,11 @@ COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
  * two loads for L2 to serve from every waiter). The flag is also read
  * every 64th round, for a removed workgroup reading so late that the
  * count has wrapped past it. watch (the master of a resizing barrier, not
- * yet held): every round it also reads the hints for a hold, so that a
- * kill, fork or suspension asked for while it waits is made at this
- * episode unless the episode completes first (bit 0: query variant; the
- * master's count P is watch >> 1). */
+ * yet held): every round it also reads the hints for a hold, and holds
+ * while the word does not show one, so that a kill, fork or suspension
+ * asked for while it waits is made at this episode unless the episode
+ * completes first (bit 0: query variant; the master's count P is
+ * watch >> 1). */
 COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                 coop_u32 t, coop_u32 master, coop_u32 watch, coop_u32 *cancelled) {
   for (coop_u32 round = 1u;; round++) {
@@ -167,10 +170,8 @@ COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
       *cancelled = 1u;
       return d;
     }
-    if (hint) {
-      watch = 0u;
-      coop__bar_hold_now(ch, w, t, watch & 1u);
-    }
+    /* until the word shows the hold (a claim by another may fail) */
+    if (hint && d > -(coop_i32)COOP__BAR_HOLD) coop__bar_hold_now(ch, w, t, watch & 1u);
   }
 }
 
