@@ -397,16 +397,15 @@ COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
  * In both, the master forks (fork before kill, Appendix A) only when no
  * kill is due in this episode. When nothing is due (the common case)
  * nobody takes a lock and the barrier is a global_barrier. */
-COOP_FN0 coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
+COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, coop_u32 st_size) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   if (c->vid != 0u) return coop__slave_wait(c, c->wl->query ? 2u : 1u) != COOP_BF_GO;
   coop_u32 r = coop__master_wait(c, 1u);
   if (r == 0u) return 1u;
   if (r == 2u) coop__release_held(c, st, st_size);
-  /* counted in workgroup memory, stored once as the master leaves
-   * (coop__report): a store here made the next arrival's release fence
-   * wait for it, 0.4 us a barrier on the H200 */
+  /* the master is the only writer of resizes while the kernel runs */
   c->wl->resizes += 1u;
+  coop_st_rlx(&ch->resizes, c->wl->resizes);
   return 0u;
 }
 

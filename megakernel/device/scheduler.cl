@@ -439,7 +439,10 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->resizes, 0u);
   coop_st_rlx(&ch->ep_killed, 0u);
   coop_st_rlx(&ch->ep_hold, 0u);
-  for (coop_u32 q = 0; q < 4u; q++) coop_st_rlx(&ch->bar_delta[q], 0u);
+  coop_st_rlx(&ch->bar_delta[0], 0u);
+  coop_st_rlx(&ch->bar_delta[1], 0u);
+  coop_st_rlx(&ch->bar_delta[2], 0u);
+  coop_st_rlx(&ch->bar_delta[3], 0u);
   coop_st_rlx(&ch->cancel, 0u);
   coop_st_rlx(&ch->suspend, 0u);
   coop_st_rlx(&ch->suspended, 0u);

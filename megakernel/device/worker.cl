@@ -28,6 +28,36 @@
  * written into the record once the host may see it final and reuse it.
  */
 
+/* Thread 0, once it has acquired its state st: the assignment into wl,
+ * the barrier's state of a workgroup that starts (barrier.cl, from its
+ * payload and its channel), and the task's first start. Not inline: with
+ * this in coop__next, PoCL's work-item loops failed to compile ("Incoming
+ * edges to non-entry block", the daemon's test kernels loaded) once the
+ * barrier's state grew. */
+COOP_FN0 void coop__took(COOP_LOCAL struct coop_wgl *wl, COOP_GLOBAL struct coop_worker *w,
+                         COOP_GLOBAL struct coop_dev *dev, coop_u32 st) {
+  wl->cmd = st;
+  wl->chan = w->chan;
+  wl->vid = w->vid;
+  wl->forked = w->forked;
+  wl->resizes = 0u;
+  if (st != COOP_WS_ASSIGNED) return; /* EXIT: no channel */
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[w->chan];
+  wl->gen = w->gen;
+  wl->base[0] = w->base[0];
+  wl->base[1] = w->base[1];
+  wl->hold_next = 0u;
+  wl->m_ep = ch->m0; /* used by workgroup 0 only */
+  wl->n_max = ch->n_max;
+  wl->query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
+  wl->sus = 0u;
+  /* The task's first start: a forked workgroup's never is (its forker
+   * started before it). Relaxed, a reduction not waited for; the
+   * decrement of alive (acq_rel) in coop__report orders it. */
+  coop_u64 ts = coop_clock(), tg = w->t_gathered, d = ts > tg ? ts - tg : 0u;
+  if (!w->forked) coop_fmin_rlx(&ch->start_min, d < 0xffffffffu ? (coop_u32)d : 0xffffffffu);
+}
+
 /* Thread 0 waits for the next assignment and publishes it in wl. */
 COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
   if (c->lid == 0u) {
@@ -38,27 +68,7 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     while ((st = coop_ld_rlx(&c->self->state)) != COOP_WS_ASSIGNED && st != COOP_WS_EXIT)
       coop_nap(COOP_IDLE_NAP_NS);
     coop_fence_acq();
-    c->wl->cmd = st;
-    c->wl->chan = c->self->chan;
-    c->wl->vid = c->self->vid;
-    c->wl->forked = c->self->forked;
-    c->wl->gen = c->self->gen; /* thread 0's from here on (barrier.cl) */
-    c->wl->base[0] = c->self->base[0];
-    c->wl->base[1] = c->self->base[1];
-    c->wl->hold_next = 0u;
-    COOP_GLOBAL struct coop_chan *ch = &c->dev->chan[c->wl->chan];
-    c->wl->m_ep = ch->m0; /* used by workgroup 0 only */
-    c->wl->n_max = ch->n_max;
-    c->wl->query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
-    c->wl->sus = 0u;
-    c->wl->resizes = 0u;
-    /* The task's first start: a forked workgroup's never is (its forker
-     * started before it). Relaxed, a reduction not waited for; the
-     * decrement of alive (acq_rel) in coop__report orders it. */
-    coop_u64 ts = coop_clock(), tg = c->self->t_gathered, d = ts > tg ? ts - tg : 0u;
-    if (st == COOP_WS_ASSIGNED && !c->wl->forked)
-      coop_fmin_rlx(&c->dev->chan[c->wl->chan].start_min,
-                    d < 0xffffffffu ? (coop_u32)d : 0xffffffffu);
+    coop__took(c->wl, c->self, c->dev, st);
   }
   coop_wg_barrier();
   coop_u32 cmd = c->wl->cmd;
@@ -112,9 +122,6 @@ COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *m
   coop_wg_barrier();
   if (c->lid == 0u) {
     COOP_GLOBAL struct coop_chan *ch = c->ch;
-    /* the master is the only writer of resizes (barrier.cl), ordered
-     * before the publication by the decrement of alive below */
-    if (c->vid == 0u) coop_st_rlx(&ch->resizes, c->wl->resizes);
     coop_u32 reason =
         c->left && !c->suspended && !coop_ld_rlx(&ch->cancel) ? COOP_WR_KILLED : COOP_WR_FINISHED;
     if (coop_fsub(&ch->alive, 1u) == 1u) {
