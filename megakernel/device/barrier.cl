@@ -462,7 +462,10 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
   coop_u32 v = 0u;
   if (c->lid == 0u) v = coop__primitive0(c, r, st, st_size);
   v = coop__bcast(c, v);
-  if (v == 2u) c->left = 1u;
-  if (v == 3u) c->left = c->suspended = 1u; /* suspended: thread 0's state is saved */
+  /* Without branches: with the two ifs here, LLVM merged their stores into
+   * a block that PoCL's parallel regions could not take ("Incoming edges
+   * to non-entry block"), for some sets of kernels (the daemon's tests). */
+  c->left |= (coop_u32)(v >= 2u);
+  c->suspended |= (coop_u32)(v == 3u); /* suspended: thread 0's state is saved */
   return v != 0u;
 }
