@@ -253,8 +253,16 @@ struct coop_worker {
 #define COOP__REL_SHIFT 11u
 #define COOP__REL_M(v) ((v) & ((1u << COOP__REL_SHIFT) - 1u))
 #if COOP_MAX_WG >= 2048
-#error \
-    "COOP_MAX_WG must stay below 2048: barrier.cl packs M into 11 bits, and a held episode's COOP__BAR_HOLD must exceed any count of workgroups"
+#error "COOP_MAX_WG must stay below 2048: barrier.cl packs M into 11 bits"
+#endif
+/* The ranges barrier.cl relies on ("Ranges"), N at most COOP_MAX_WG - 1:
+ * a held episode complete (t - H) below any incomplete plain one's count
+ * after the master's arrival (t - N + 1); the next episode's count above
+ * its base even when held (EP - 2N - H > 0); a held release past any plain
+ * one however late it is read (X - N - H >= EP). */
+#if COOP__BAR_HOLD < COOP_MAX_WG || COOP__BAR_EP <= 2u * COOP_MAX_WG + COOP__BAR_HOLD || \
+    COOP__BAR_HELD < COOP__BAR_EP + COOP_MAX_WG + COOP__BAR_HOLD
+#error "the barrier's COOP__BAR_* constants no longer keep its ranges apart for COOP_MAX_WG"
 #endif
 
 /* One channel per running kernel. Fields above `lock` are written by the
