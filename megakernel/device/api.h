@@ -42,12 +42,12 @@ typedef unsigned char coop_u8;
  * the kernel entry function, which is the megakernel's). */
 struct coop_wgl {
   coop_u32 cmd, chan, vid, forked, decision;
-  /* thread 0's (barrier.cl): the barrier episode it is in and that
-   * bases of the next episodes on each count word; the master's count of the episode and its
-   * resizing-barrier episodes; a hold or an offer to make before the next
-   * arrival; the channel's n_max and query flag, copied at the start (a
-   * load from the channel after a barrier's acquire fence goes to L2);
-   * the suspension flag the master read at its last arrival */
+  /* thread 0's (barrier.cl): the barrier episode it is in and the bases
+   * of the next episodes on each count word; the master's count of the
+   * episode and its resizing-barrier episodes; a hold or an offer to make
+   * before the next arrival; the channel's n_max and query flag, copied at
+   * the start (a load from the channel after a barrier's acquire fence
+   * goes to L2); the suspension flag the master read at its last arrival */
   coop_u32 gen, base[2], m_ep, resizes, hold_next, n_max, query, sus, pad;
   coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
   coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */

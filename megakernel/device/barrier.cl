@@ -136,6 +136,14 @@ COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
   return h;
 }
 
+/* Thread 0, its episode's word read at d >= 0 (released): the acquire of
+ * every add before that value, and whether it was a cancellation's add
+ * instead (coop__bar_spin). */
+COOP_FN coop_u32 coop__bar_acquire(COOP_GLOBAL struct coop_chan *ch, coop_i32 d) {
+  coop_fence_acq();
+  return d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u;
+}
+
 /* Thread 0: spin on the count word w until its episode (target t) is
  * released or, for the master (master = 1), complete while held. Returns d
  * (the word - t) after the acquire, or sets *cancelled. A cancellation
@@ -162,8 +170,7 @@ COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
     }
     coop_i32 d = (coop_i32)(v - t);
     if (d >= 0 || (master && d == -(coop_i32)COOP__BAR_HOLD)) {
-      coop_fence_acq(); /* acquires every add before the value read */
-      if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u) *cancelled = 1u;
+      if (coop__bar_acquire(ch, d)) *cancelled = 1u;
       return d;
     }
     if (cancel) {
@@ -229,10 +236,8 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
     v = t - 1u;
   }
   coop_i32 d = (coop_i32)(v - t);
-  if (d >= 0) {
-    coop_fence_acq(); /* this add completed the episode (or met a cancellation) */
-    if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u)
-      return COOP_BF_NONE;
+  if (d >= 0) { /* this add completed the episode (or met a cancellation) */
+    if (coop__bar_acquire(ch, d)) return COOP_BF_NONE;
   } else {
     coop_u32 cancelled = 0u;
     d = coop__bar_spin(ch, word, t, 0u, 0u, &cancelled);
@@ -294,9 +299,8 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   if (p != n) v = coop_fadd_rel(word, n - p) + (n - p);
   if (cancel) return 0u;
   coop_i32 d = (coop_i32)(v - t);
-  if (d >= 0) {
-    coop_fence_acq(); /* this add completed the episode (or met a cancellation) */
-    if (d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u) return 0u;
+  if (d >= 0) { /* this add completed the episode (or met a cancellation) */
+    if (coop__bar_acquire(ch, d)) return 0u;
   } else {
     coop_u32 cancelled = 0u;
     d = coop__bar_spin(ch, word, t, 1u, resizing && !held ? (p << 1) | wl->query : 0u, &cancelled);

@@ -47,8 +47,8 @@ COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vi
 
 /* Thread 0, lock held: take up to n_max - M reserved workers as ids
  * M..M+k-1, each to start with the state bytes st in barrier episode gen
- * with the bases base0, base1 (barrier.cl), and write their payloads and M. Nothing starts yet
- * (coop__fork_start). Returns k. */
+ * with the bases base0, base1 (barrier.cl), and write their payloads and
+ * M. Nothing starts yet (coop__fork_start). Returns k. */
 COOP_FN coop_u32 coop__fork_locked(COOP_GLOBAL struct coop_dev *dev, coop_u32 chan,
                                    const coop_u8 *st, coop_u32 st_size, coop_u32 gen,
                                    coop_u32 base0, coop_u32 base1) {
