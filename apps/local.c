@@ -134,13 +134,15 @@ int coop_app_run_local(const struct coop_app *a, coop_rt *rt, const struct coop_
     } else if (!(dev[i] = coop_rt_alloc(rt, g->size))) { /* zeroed */
       r = COOP_ENOMEM;
     } else {
-      if (g->init_len) memcpy(dev[i], g->init, g->init_len);
+      /* by the copy engine where the host would fault page by page */
+      if (g->init_len) r = coop_rt_arena_copy(rt, dev[i], g->init, g->init_len, 1);
       args[i] = coop_rt_buf_arg(rt, dev[i]);
     }
   }
   if (r == 0) r = coop_app_submit_wait(rt, a, o, t.nargs, args, info);
   for (unsigned i = 0; i < t.nargs && r == 0; i++)
-    if (t.arg[i].buf && (t.arg[i].dir & COOP_APP_OUT)) memcpy(t.arg[i].host, dev[i], t.arg[i].size);
+    if (t.arg[i].buf && (t.arg[i].dir & COOP_APP_OUT))
+      r = coop_rt_arena_copy(rt, t.arg[i].host, dev[i], t.arg[i].size, 0);
   for (unsigned i = 0; i < t.nargs; i++) coop_rt_free(rt, dev[i]);
   size_t bytes;
   if (r == 0) r = coop_app_task_collect(&t, in, out, &bytes);

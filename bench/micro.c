@@ -53,7 +53,7 @@ extern const char coop_bench_src_micro_nop_cl[], coop_bench_src_micro_bar_cl[];
 struct opts {
   const char *backend, *csv;
   long reps, rounds, tasks, local_size;
-  int quick;
+  int quick, out_arena;
 };
 
 static void usage(FILE *f) {
@@ -61,8 +61,8 @@ static void usage(FILE *f) {
           "usage: coop-bench-micro [options]\n"
           "Microbenchmarks of the megakernel runtime: dispatch latency of a no-op task\n"
           "(1 and all workgroups) and barrier latency against M (global, resizing,\n"
-          "resizing with query). Prints median/p10/p90/p99/max; writes every sample\n"
-          "to a CSV file. Timing is never asserted; the exit status is 1 if a task\n"
+          "resizing with query). Prints median/p10/p90/p99/p99.9/max; writes every\n"
+          "sample to a CSV file. Timing is never asserted; the exit status is 1 if a task\n"
           "did not finish DONE or did not run on the groups it asked for.\n"
           "  --backend NAME    auto, opencl or cuda (default: $COOP_BACKEND, else auto)\n"
           "  --reps N          dispatches per size (default 1000; --quick 200)\n"
@@ -72,6 +72,10 @@ static void usage(FILE *f) {
           "                    --quick 2)\n"
           "  --local-size L    threads per workgroup (default: the runtime's, 256\n"
           "                    on CUDA, 64 on OpenCL)\n"
+          "  --out-buffer W    where the no-op task's result goes, which the host\n"
+          "                    checks after each task: host (coop_rt_alloc_host,\n"
+          "                    the default) or arena (coop_rt_alloc: on CUDA its\n"
+          "                    page moves at each check until the driver settles it)\n"
           "  --csv FILE        CSV output (default bench/out/micro-BACKEND.csv,\n"
           "                    relative to the working directory; created)\n"
           "  --quick           the smaller defaults above (< 2 min on PoCL, 4 CUs)\n"
@@ -84,9 +88,9 @@ static void usage(FILE *f) {
 
 static void parse_args(int argc, char **argv, struct opts *o) {
   static const struct option lo[] = {
-      {"backend", 1, 0, 'b'}, {"reps", 1, 0, 'r'},       {"rounds", 1, 0, 'R'},
-      {"tasks", 1, 0, 't'},   {"local-size", 1, 0, 'l'}, {"csv", 1, 0, 'c'},
-      {"quick", 0, 0, 'q'},   {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+      {"backend", 1, 0, 'b'},    {"reps", 1, 0, 'r'}, {"rounds", 1, 0, 'R'}, {"tasks", 1, 0, 't'},
+      {"local-size", 1, 0, 'l'}, {"csv", 1, 0, 'c'},  {"quick", 0, 0, 'q'},  {"help", 0, 0, 'h'},
+      {"out-buffer", 1, 0, 'o'}, {0, 0, 0, 0}};
   long reps = 0, rounds = 0, tasks = 0; /* 0: not given, take the mode's default */
   int ch;
   opterr = 0; /* our own message below */
@@ -104,6 +108,11 @@ static void parse_args(int argc, char **argv, struct opts *o) {
     if (ch == 'l') o->local_size = parse_num("local-size", optarg, 1, 1024);
     if (ch == 'c') o->csv = optarg;
     if (ch == 'q') o->quick = 1;
+    if (ch == 'o' && strcmp(optarg, "host") && strcmp(optarg, "arena")) {
+      fprintf(stderr, "coop-bench-micro: --out-buffer: '%s' is not host or arena\n", optarg);
+      exit(2);
+    }
+    if (ch == 'o') o->out_arena = !strcmp(optarg, "arena");
     if (ch == 'h') {
       usage(stdout);
       exit(0);
@@ -140,24 +149,25 @@ static double rank(const double *v, size_t n, double p) {
 
 struct stats {
   size_t n;
-  double med, p10, p90, p99, max;
+  double med, p10, p90, p99, p999, max;
 };
 
 static struct stats stats_of(struct series *s) {
-  struct stats t = {s->n, NAN, NAN, NAN, NAN, NAN};
+  struct stats t = {s->n, NAN, NAN, NAN, NAN, NAN, NAN};
   if (!s->n) return t;
   qsort(s->v, s->n, sizeof *s->v, cmp_dbl);
   t.med = rank(s->v, s->n, .5);
   t.p10 = rank(s->v, s->n, .1);
   t.p90 = rank(s->v, s->n, .9);
   t.p99 = rank(s->v, s->n, .99);
+  t.p999 = rank(s->v, s->n, .999);
   t.max = s->v[s->n - 1];
   return t;
 }
 
 static void print_stats(struct stats t, double unit) {
-  printf(" %7zu %9.3f %9.3f %9.3f %9.3f %9.3f", t.n, t.med / unit, t.p10 / unit, t.p90 / unit,
-         t.p99 / unit, t.max / unit);
+  printf(" %7zu %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f", t.n, t.med / unit, t.p10 / unit, t.p90 / unit,
+         t.p99 / unit, t.p999 / unit, t.max / unit);
 }
 
 /* ------------------------------------------------------------- machine */
@@ -341,16 +351,19 @@ static int bench_ping(struct bench *b) {
 }
 
 static int run_dispatch(struct bench *b) {
-  uint32_t *out = coop_rt_alloc(b->rt, (size_t)b->workers * SLOT * sizeof *out);
+  size_t bytes = (size_t)b->workers * SLOT * sizeof(uint32_t);
+  uint32_t *out = b->o.out_arena ? coop_rt_alloc(b->rt, bytes) : coop_rt_alloc_host(b->rt, bytes);
   uint32_t tag = 0;
   if (!out) return 1;
   printf("\nDispatch: a no-op non-cooperative task of K groups on an idle megakernel, us\n");
+  printf("(its result, checked by the host after each task, in a buffer of %s)\n",
+         b->o.out_arena ? "coop_rt_alloc, placed for the device" : "coop_rt_alloc_host");
   printf("(%ld per K after %d unrecorded; 'submit' is the host's clock before coop_rt_submit\n",
          b->o.reps, WARMUP);
   printf("for the round trip, the runtime's t_submitted otherwise; * = host clock against\n");
   printf("device events mapped by the launch-time calibration: both carry its error e)\n");
-  printf("%-36s %5s %7s %9s %9s %9s %9s %9s\n", "quantity", "K", "n", "median", "p10", "p90", "p99",
-         "max");
+  printf("%-36s %5s %7s %9s %9s %9s %9s %9s %9s\n", "quantity", "K", "n", "median", "p10", "p90",
+         "p99", "p99.9", "max");
   int rc = bench_dispatch(b, 1, out, &tag);
   sched_prof_print(b->rt); /* totals so far: K = 1 alone, then again with the rest */
   if (!rc && b->workers > 1) rc = bench_dispatch(b, b->workers, out, &tag);
@@ -466,8 +479,8 @@ static int run_barriers(struct bench *b) {
       " without a device clock, per task (t_finished - t_started) / R;\n"
       " dev_mean: median over tasks of (t[R] - t[1]) / (R - 1); host: of (t_finished - "
       "t_started) / R)\n");
-  printf("%-15s %5s %7s %9s %9s %9s %9s %9s %9s %9s\n", "variant", "M", "n", "median", "p10", "p90",
-         "p99", "max", "dev_mean", "host");
+  printf("%-15s %5s %7s %9s %9s %9s %9s %9s %9s %9s %9s\n", "variant", "M", "n", "median", "p10",
+         "p90", "p99", "p99.9", "max", "dev_mean", "host");
   int rc = 0;
   for (size_t v = 0; v < sizeof variants / sizeof variants[0] && !rc; v++)
     for (unsigned m = 1; m && !rc; m = next_m(m, b->workers))

@@ -462,7 +462,8 @@ static int coop_run(struct bench *b, coop_rt *rt, const struct coop_app *a,
     } else if (!(dev[i] = coop_rt_alloc(rt, g->size))) { /* zeroed */
       r = COOP_ENOMEM;
     } else {
-      if (g->init_len) memcpy(dev[i], g->init, g->init_len);
+      /* by the copy engine where the host would fault page by page */
+      if (g->init_len) r = coop_rt_arena_copy(rt, dev[i], g->init, g->init_len, 1);
       args[i] = coop_rt_buf_arg(rt, dev[i]);
       if (b->o->prefetch && native_dev_prefetch(&b->d, dev[i], g->size)) {
         fprintf(stderr, NB ": %s: --coop-prefetch: %s (is the arena managed memory?)\n", a->name,
@@ -473,7 +474,8 @@ static int coop_run(struct bench *b, coop_rt *rt, const struct coop_app *a,
   }
   if (r == 0) r = coop_app_submit_wait(rt, a, o, t.nargs, args, info);
   for (unsigned i = 0; i < t.nargs && r == 0; i++)
-    if (t.arg[i].buf && (t.arg[i].dir & COOP_APP_OUT)) memcpy(t.arg[i].host, dev[i], t.arg[i].size);
+    if (t.arg[i].buf && (t.arg[i].dir & COOP_APP_OUT))
+      r = coop_rt_arena_copy(rt, t.arg[i].host, dev[i], t.arg[i].size, 0);
   for (unsigned i = 0; i < t.nargs; i++) coop_rt_free(rt, dev[i]);
   if (r == 0) r = coop_app_task_collect(&t, in, out, bytes);
   coop_app_task_free(&t);

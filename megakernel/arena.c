@@ -45,41 +45,53 @@ static uint64_t canary(const struct coop_rt *rt, size_t at) {
   return rt->canary_key ^ ((uint64_t)at * 0x9e3779b97f4a7c15ull);
 }
 
-/* Guards are GUARD bytes at byte offset `at` of the arena, beside a buffer
- * of len bytes. A large buffer's guards go by the copy engine where the
- * arena wants it: a host access would move the page it shares with the
+/* Guards are GUARD bytes at byte offset `at` of the arena, beside a
+ * buffer. A large buffer's guards go by the copy engine where the arena
+ * wants it: a host access would move the page it shares with the
  * buffer's first or last bytes to the host, and the next task that
  * touches them would fault it back (a frame client's device buffers, every
- * frame). A small buffer's by the host: a copy engine call costs more. */
-static int guard_by_engine(const struct coop_rt *rt, size_t len) {
-  return !coop_rt_arena_direct(rt, len);
+ * frame). A small buffer's, and those of a buffer in host memory, by the
+ * host: a copy engine call costs more. */
+static int by_host(const struct coop_rt *rt, const struct coop__arena_block *b) {
+  return b->host || coop_rt_arena_direct(rt, b->len);
 }
 
-/* n bytes from host memory src to the arena at p, at an edge of a buffer
- * of len bytes (a guard, or the bytes past a filled buffer's end): by the
- * same hand as that buffer's guards. */
-static void edge_write(struct coop_rt *rt, uint8_t *p, const void *src, size_t n, size_t len) {
-  if (guard_by_engine(rt, len))
-    rt->ops->copy_arena(rt, p, src, n, 1);
-  else
+/* n bytes from host memory src to the arena at p, at an edge of block b
+ * (a guard, or the bytes past a filled buffer's end): by the same hand as
+ * its guards. */
+static void edge_write(struct coop_rt *rt, uint8_t *p, const void *src, size_t n,
+                       const struct coop__arena_block *b) {
+  if (by_host(rt, b))
     memcpy(p, src, n);
+  else
+    rt->ops->copy_arena(rt, p, src, n, 1);
 }
 
-static void guard_fill(struct coop_rt *rt, size_t at, size_t len) {
+static void guard_fill(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
   uint64_t g[GUARD / 8];
   for (size_t i = 0; i < GUARD / 8; i++) g[i] = canary(rt, at + 8 * i);
-  edge_write(rt, rt->arena + at, g, GUARD, len);
+  edge_write(rt, rt->arena + at, g, GUARD, b);
 }
 
-static int guard_ok(const struct coop_rt *rt, size_t at, size_t len) {
+static int guard_ok(const struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
   uint64_t g[GUARD / 8];
-  if (!guard_by_engine(rt, len))
+  if (by_host(rt, b))
     memcpy(g, rt->arena + at, GUARD);
   else if (rt->ops->copy_arena((struct coop_rt *)rt, g, rt->arena + at, GUARD, 0))
     return 0;
   for (size_t i = 0; i < GUARD / 8; i++)
     if (g[i] != canary(rt, at + 8 * i)) return 0;
   return 1;
+}
+
+/* Both of block b's guards: filled, or checked (1 when both are whole). */
+static void guards_fill(struct coop_rt *rt, const struct coop__arena_block *b) {
+  guard_fill(rt, b->off - GUARD, b);
+  guard_fill(rt, b->off + b->len, b);
+}
+
+static int guards_ok(const struct coop_rt *rt, const struct coop__arena_block *b) {
+  return guard_ok(rt, b->off - GUARD, b) && guard_ok(rt, b->off + b->len, b);
 }
 
 /* len bytes of the arena at p zeroed: large buffers by the copy engine
@@ -89,9 +101,10 @@ static int guard_ok(const struct coop_rt *rt, size_t at, size_t len) {
  * (occupancy.c); zeroing a 500 MB buffer so while bfs was staged through
  * coopd lost the device process (H200), where the copy engine's zeros did
  * not. */
-static void arena_zero(struct coop_rt *rt, uint8_t *p, size_t len) {
+static void arena_zero(struct coop_rt *rt, uint8_t *p, const struct coop__arena_block *b) {
   static const uint8_t zeros[1u << 20];
-  if (coop_rt_arena_direct(rt, len)) {
+  size_t len = b->len;
+  if (by_host(rt, b)) {
     memset(p, 0, len);
     return;
   }
@@ -113,41 +126,59 @@ static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block 
   return 0;
 }
 
-static void *alloc(coop_rt *rt, size_t bytes, int zero) {
-  if (!rt || !rt->arena || bytes == 0 || bytes > rt->arena_bytes) return NULL;
-  size_t len = (bytes + ALIGN - 1) / ALIGN * ALIGN;
-  size_t need = len + 2 * GUARD; /* footprint: [guard][len][guard] */
-  void *res = NULL;
-  pthread_mutex_lock(&rt->lock);
+static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+/* rt->lock held. Where block b goes, first fit: b->off and b->len set, its
+ * index in the list returned, or -1 when no gap holds it. A block in host
+ * memory starts on a page and ends on one, guards included. */
+static long place(const struct coop_rt *rt, size_t bytes, struct coop__arena_block *b) {
+  size_t len = round_up(bytes, ALIGN);
+  size_t page = b->host ? COOP__ARENA_HOST_PAGE : 1;
+  size_t need = round_up(len + 2 * GUARD, page); /* footprint: [guard][len][guard] */
   size_t prev_end = 0;
   for (size_t i = 0; i <= rt->nblocks; i++) {
     size_t next = i < rt->nblocks ? rt->blocks[i].off - GUARD : rt->arena_bytes;
-    if (next - prev_end >= need) {
-      struct coop__arena_block b = {prev_end + GUARD, len, bytes};
-      if (insert(rt, i, &b) == 0) {
-        res = rt->arena + b.off;
-        /* Zeroed before reuse: nothing of an earlier job survives (the
-         * caller of coop_rt_alloc_filled writes every byte first). The
-         * tail past `bytes` up to the alignment is zeroed either way. */
-        static const uint8_t zeros[ALIGN];
-        if (zero)
-          arena_zero(rt, res, len);
-        else if (len > bytes) /* fewer than ALIGN */
-          edge_write(rt, (uint8_t *)res + bytes, zeros, len - bytes, len);
-        guard_fill(rt, b.off - GUARD, len);
-        guard_fill(rt, b.off + len, len);
-      }
-      break;
+    size_t at = round_up(prev_end, page);
+    if (at <= next && next - at >= need) {
+      b->off = at + GUARD;
+      b->len = need - 2 * GUARD;
+      return (long)i;
     }
     if (i < rt->nblocks) prev_end = rt->blocks[i].off + rt->blocks[i].len + GUARD;
+  }
+  return -1;
+}
+
+static void *alloc(coop_rt *rt, size_t bytes, int zero, int host) {
+  if (!rt || !rt->arena || bytes == 0 || bytes > rt->arena_bytes) return NULL;
+  struct coop__arena_block b = {.req = bytes, .host = host};
+  void *res = NULL;
+  pthread_mutex_lock(&rt->lock);
+  long i = place(rt, bytes, &b);
+  if (i >= 0 && b.host && rt->ops->place_host &&
+      rt->ops->place_host(rt, rt->arena + b.off - GUARD, b.len + 2 * GUARD, 1))
+    i = -1;
+  if (i >= 0 && insert(rt, (size_t)i, &b) == 0) {
+    res = rt->arena + b.off;
+    /* Zeroed before reuse: nothing of an earlier job survives (the caller
+     * of coop_rt_alloc_filled writes every byte first). The tail past
+     * `bytes` is zeroed either way. */
+    static const uint8_t zeros[COOP__ARENA_HOST_PAGE];
+    if (zero)
+      arena_zero(rt, res, &b);
+    else if (b.len > bytes) /* fewer than ALIGN, or what rounds it to pages */
+      edge_write(rt, (uint8_t *)res + bytes, zeros, b.len - bytes, &b);
+    guards_fill(rt, &b);
   }
   pthread_mutex_unlock(&rt->lock);
   return res;
 }
 
-void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1); }
+void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0); }
 
-void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 0); }
+void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 0, 0); }
+
+void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 1); }
 
 int coop_rt_free(coop_rt *rt, void *p) {
   if (!rt || !p) return 0;
@@ -157,7 +188,9 @@ int coop_rt_free(coop_rt *rt, void *p) {
   for (size_t i = 0; i < rt->nblocks; i++) {
     struct coop__arena_block b = rt->blocks[i];
     if (b.off != off) continue;
-    r = guard_ok(rt, b.off - GUARD, b.len) && guard_ok(rt, b.off + b.len, b.len) ? 0 : COOP_EFAULT;
+    r = guards_ok(rt, &b) ? 0 : COOP_EFAULT;
+    if (b.host && rt->ops->place_host) /* what comes next at its place goes where its use puts it */
+      rt->ops->place_host(rt, rt->arena + b.off - GUARD, b.len + 2 * GUARD, 0);
     memmove(rt->blocks + i, rt->blocks + i + 1, (rt->nblocks - i - 1) * sizeof *rt->blocks);
     rt->nblocks--;
     break;
@@ -174,12 +207,8 @@ int coop_rt_buf_check(coop_rt *rt, const void *p) {
   for (size_t i = 0; i < rt->nblocks; i++)
     if (rt->blocks[i].off == off) {
       struct coop__arena_block b = rt->blocks[i];
-      r = guard_ok(rt, b.off - GUARD, b.len) && guard_ok(rt, b.off + b.len, b.len) ? 0
-                                                                                   : COOP_EFAULT;
-      if (r) { /* found once: armed again for the buffer's next job */
-        guard_fill(rt, b.off - GUARD, b.len);
-        guard_fill(rt, b.off + b.len, b.len);
-      }
+      r = guards_ok(rt, &b) ? 0 : COOP_EFAULT;
+      if (r) guards_fill(rt, &b); /* found once: armed again for the buffer's next job */
       break;
     }
   pthread_mutex_unlock(&rt->lock);

@@ -37,6 +37,11 @@ struct coop__backend_ops {
    * device, while the megakernel runs, and return once they are there.
    * NULL: the host copies (coop_rt_arena_dup). */
   int (*dup_arena)(struct coop_rt *rt, void *dst, const void *src, size_t bytes);
+  /* Optional: the arena's bytes [p, p + bytes), whole pages, placed in
+   * host memory and reached by the device over the bus (on), or left
+   * where their use puts them again (off), for coop_rt_alloc_host. NULL:
+   * the arena is host memory already (OpenCL's fine-grained SVM). */
+  int (*place_host)(struct coop_rt *rt, void *p, size_t bytes, int on);
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);

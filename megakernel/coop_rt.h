@@ -155,6 +155,16 @@ void *coop_rt_alloc(coop_rt *rt, size_t bytes);
  * copy engine a MiB a call (140 ms for 500 MB on an H200), and the copy
  * that follows writes it all again. */
 void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes);
+/* As coop_rt_alloc, for a buffer the host reads (or writes) between
+ * tasks, a small result above all: its pages stay in host memory and the
+ * device reaches them over the bus. A coop_rt_alloc buffer is placed for
+ * the device: where the arena is CUDA managed memory, each host read of
+ * it moves its page to the host and the next task's write moves it back,
+ * hundreds of us each, until the driver settles it (bench/RESULTS.md,
+ * "Tails: the first tasks"). Takes whole pages of 64 KiB, guards
+ * included, on every backend; freed with coop_rt_free. Where the arena
+ * is host memory already (OpenCL), placed as any other buffer. */
+void *coop_rt_alloc_host(coop_rt *rt, size_t bytes);
 int coop_rt_free(coop_rt *rt, void *p);
 /* As coop_rt_free's check of the guard zones, the buffer kept: a device
  * buffer that outlives the job that used it (0, COOP_EFAULT, COOP_EINVAL).

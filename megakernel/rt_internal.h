@@ -19,13 +19,17 @@ struct coop__kernel {
 
 /* One task buffer: data at [off, off + len), len the request rounded up
  * to 64 bytes, req the request; a guard zone of COOP__ARENA_GUARD bytes
- * on each side (arena.c). */
+ * on each side (arena.c). A buffer placed in host memory
+ * (coop_rt_alloc_host) takes whole pages of COOP__ARENA_HOST_PAGE bytes,
+ * guards included, so that its placement is no other buffer's. */
 #define COOP__ARENA_GUARD 64u
+#define COOP__ARENA_HOST_PAGE (64u << 10)
 /* Arena accesses of at least this many bytes go by the copy engine where
  * the arena wants it (coop_rt_arena_direct); smaller ones by the host. */
 #define COOP__ARENA_COPY_MIN (64u << 10)
 struct coop__arena_block {
   size_t off, len, req;
+  int host; /* placed in host memory (coop_rt_alloc_host) */
 };
 
 struct coop_rt {

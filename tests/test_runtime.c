@@ -892,6 +892,47 @@ START_TEST(views_and_guard_zones) {
 }
 END_TEST
 
+/* coop_rt_alloc_host: a buffer that takes whole 64 KiB pages, guards
+ * included, so that placing it in host memory places nothing else; a
+ * kernel writes it and the host reads it as any buffer; its guards and
+ * zeroing hold as for any buffer, and plain buffers fill the gap before
+ * it. */
+START_TEST(host_buffers_take_whole_pages) {
+  struct fx f;
+  fx_open(&f);
+  const size_t page = 64u << 10, guard = 64;
+  uint8_t *a = coop_rt_alloc(f.rt, 64);
+  uint32_t *h = coop_rt_alloc_host(f.rt, 100);
+  uint8_t *c = coop_rt_alloc(f.rt, 64);   /* first fit: in the gap before h */
+  uint8_t *d = coop_rt_alloc(f.rt, page); /* too large for the gap: after h */
+  ck_assert(a && h && c && d);
+  uint64_t ha = coop_rt_buf_arg(f.rt, h);
+  ck_assert_uint_eq((ha - guard) % page, 0); /* starts a page */
+  ck_assert_ptr_eq(c, a + 64 + 2 * guard);
+  ck_assert_uint_le(coop_rt_buf_arg(f.rt, c) + 64 + guard, ha - guard);
+  ck_assert_uint_eq(coop_rt_buf_arg(f.rt, d) - guard, ha - guard + page); /* ends one */
+  ck_assert_uint_eq(coop_rt_buf_len(f.rt, h), 100);
+  for (int i = 0; i < 25; i++) ck_assert_uint_eq(h[i], 0);
+  uint64_t args[2] = {ha, 25};
+  struct coop_rt_task_info ti = finish(&f, submit(&f, f.rawpoke, 1, 0, 0, 2, args));
+  ck_assert_uint_eq(ti.state, COOP_TASK_DONE);
+  for (int i = 0; i < 25; i++) ck_assert_uint_eq(h[i], 7);
+  ck_assert_int_eq(coop_rt_buf_check(f.rt, h), 0);
+  args[1] = (uint32_t)((page - 2 * guard) / 4 + 1); /* one word into the guard at its page's end */
+  ti = finish(&f, submit(&f, f.rawpoke, 1, 0, 0, 2, args));
+  ck_assert_uint_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_int_eq(coop_rt_free(f.rt, h), COOP_EFAULT);
+  uint32_t *h2 = coop_rt_alloc_host(f.rt, 8); /* its place again, zeroed */
+  ck_assert_ptr_eq(h2, h);
+  for (int i = 0; i < 2; i++) ck_assert_uint_eq(h2[i], 0);
+  ck_assert_int_eq(coop_rt_free(f.rt, h2), 0);
+  ck_assert_int_eq(coop_rt_free(f.rt, d), 0);
+  ck_assert_int_eq(coop_rt_free(f.rt, c), 0);
+  ck_assert_int_eq(coop_rt_free(f.rt, a), 0);
+  fx_close(&f);
+}
+END_TEST
+
 START_TEST(refuses_without_svm) {
   if (getenv("COOP_BACKEND")) return; /* an OpenCL-only check */
   refuse_caps(1, "fine-grained SVM buffers");
@@ -1017,6 +1058,7 @@ static Suite *suite(void) {
   tcase_set_timeout(t, 300);
   tcase_add_test(t, noncooperative_ids);
   tcase_add_test(t, views_and_guard_zones);
+  tcase_add_test(t, host_buffers_take_whole_pages);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);

@@ -185,6 +185,30 @@ static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
   return (void *)(uintptr_t)p;
 }
 
+/* A buffer the host reads after every task (a small result) kept in host
+ * memory, the GPU reaching it over the bus: left to the driver, its page
+ * moves to the host at each read and back at the next task's write, each
+ * move a fault of hundreds of us, until the driver's thrashing heuristic
+ * settles it where this puts it from the start (bench/RESULTS.md, "Tails:
+ * the first tasks"). Advice only, no migration now: the host's zeroing
+ * of the buffer, which follows, brings its pages home. */
+static int cu_place_host(struct coop_rt *rt, void *p, size_t bytes, int on) {
+  struct cu_be *b = rt->be;
+  if (!b->concurrent_managed) return 0; /* the arena is pinned host memory already */
+  CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+  CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
+  CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (on) {
+    CU_CHECK(rt, coop__cu.cuMemAdvise(d, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, cpu));
+    CU_CHECK(rt, coop__cu.cuMemAdvise(d, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, dev));
+  } else {
+    CU_CHECK(rt, coop__cu.cuMemAdvise(d, bytes, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, cpu));
+    CU_CHECK(rt, coop__cu.cuMemAdvise(d, bytes, CU_MEM_ADVISE_UNSET_ACCESSED_BY, dev));
+  }
+  return 0;
+}
+
 static void cu_free_arena(struct coop_rt *rt, void *p) {
   struct cu_be *b = rt->be;
   if (!p) return;
@@ -576,6 +600,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .alloc_arena = cu_alloc_arena,
     .copy_arena = cu_copy_arena,
     .dup_arena = cu_dup_arena,
+    .place_host = cu_place_host,
     .alloc_host = cu_alloc_host,
     .host_register = cu_host_register,
     .host_unregister = cu_host_unregister,
