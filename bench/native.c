@@ -51,7 +51,7 @@
 struct nopts {
   char apps[1024];   /* comma list; empty: every app */
   long scale, input; /* -1: the default plan */
-  long runs, local, coop_local, blocks, device, timeout_s;
+  long runs, local, coop_local, blocks, device, timeout_s, max_registers;
   const char *csv, *backend, *arch;
   int no_coop, prefetch, query;
   char cmd[2048];
@@ -103,6 +103,9 @@ static void usage(FILE *f) {
              "                     the host) to the GPU before the submit, so that no page\n"
              "                     migrates while the task is timed (default: no prefetch,\n"
              "                     as the app's run does)\n"
+             "  --max-registers R  the megakernel's register cap per thread (CUDA), as\n"
+             "                     coopd's [device] max_registers (whose default is 80);\n"
+             "                     default 0: the runtime's, uncapped\n"
              "  --no-coop          native runs only (no megakernel)\n"
              "  --device I         CUDA device index (default 0)\n"
              "  --timeout S        seconds one run may take (default 120)\n"
@@ -156,16 +159,14 @@ static void check_apps(const char *list) {
 enum { ACT_RUN, ACT_SOURCE, ACT_COMPILE, ACT_BARRIERS };
 
 static int parse(int argc, char **argv, struct nopts *o) {
-  static const struct option lo[] = {{"app", 1, 0, 'a'},        {"scale", 1, 0, 'S'},
-                                     {"input", 1, 0, 'i'},      {"runs", 1, 0, 'r'},
-                                     {"local-size", 1, 0, 'l'}, {"coop-local-size", 1, 0, 'L'},
-                                     {"blocks", 1, 0, 'B'},     {"backend", 1, 0, 'b'},
-                                     {"barrier", 1, 0, 'q'},    {"coop-prefetch", 0, 0, 'p'},
-                                     {"no-coop", 0, 0, 'n'},    {"device", 1, 0, 'd'},
-                                     {"timeout", 1, 0, 't'},    {"csv", 1, 0, 'o'},
-                                     {"source", 0, 0, 'X'},     {"compile-only", 0, 0, 'C'},
-                                     {"barriers", 0, 0, 'G'},   {"arch", 1, 0, 'A'},
-                                     {"help", 0, 0, 'h'},       {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"app", 1, 0, 'a'},           {"scale", 1, 0, 'S'},         {"input", 1, 0, 'i'},
+      {"runs", 1, 0, 'r'},          {"local-size", 1, 0, 'l'},    {"coop-local-size", 1, 0, 'L'},
+      {"blocks", 1, 0, 'B'},        {"backend", 1, 0, 'b'},       {"barrier", 1, 0, 'q'},
+      {"coop-prefetch", 0, 0, 'p'}, {"no-coop", 0, 0, 'n'},       {"device", 1, 0, 'd'},
+      {"timeout", 1, 0, 't'},       {"csv", 1, 0, 'o'},           {"source", 0, 0, 'X'},
+      {"compile-only", 0, 0, 'C'},  {"barriers", 0, 0, 'G'},      {"arch", 1, 0, 'A'},
+      {"help", 0, 0, 'h'},          {"max-registers", 1, 0, 'R'}, {0, 0, 0, 0}};
   int ch, action = ACT_RUN;
   opterr = 0;
   const char *inexact = inexact_option(argc, argv, lo);
@@ -218,6 +219,9 @@ static int parse(int argc, char **argv, struct nopts *o) {
         break;
       case 'n':
         o->no_coop = 1;
+        break;
+      case 'R':
+        o->max_registers = parse_num("max-registers", optarg, 0, 255);
         break;
       case 'd':
         o->device = parse_num("device", optarg, 0, 1024);
@@ -631,6 +635,7 @@ static int run_job(struct bench *b, const struct job *j, struct native_kernel *k
     ro.local_size = (unsigned)o->coop_local;
     ro.device_index = (int)o->device;
     ro.arena_bytes = arena_for(a, ins, n);
+    ro.max_registers = (unsigned)o->max_registers;
     int r = coop_rt_open(&rt, &ro);
     if (!r) r = coop_rt_add_kernel(rt, a->kernel, 1, a->source);
     if (r >= 0) r = coop_rt_launch(rt);
