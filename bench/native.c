@@ -99,10 +99,10 @@ static void usage(FILE *f) {
              "                     $COOP_BACKEND, else cuda)\n"
              "  --barrier B        plain or query: the cooperative form's resizing barrier\n"
              "                     (default query)\n"
-             "  --coop-prefetch    prefetch the coop task's buffers (managed memory, filled by\n"
-             "                     the host) to the GPU before the submit, so that no page\n"
-             "                     migrates while the task is timed (default: no prefetch,\n"
-             "                     as the app's run does)\n"
+             "  --coop-prefetch    also prefetch the coop task's buffers (managed memory,\n"
+             "                     filled by the copy engine as the app's run fills them)\n"
+             "                     to the GPU before the submit (default: no prefetch, as\n"
+             "                     the app's run does)\n"
              "  --max-registers R  the megakernel's register cap per thread (CUDA), as\n"
              "                     coopd's [device] max_registers (whose default is 80);\n"
              "                     default 0: the runtime's, uncapped\n"
@@ -443,12 +443,12 @@ static int native_input(struct bench *b, struct native_kernel *k, const struct c
 /* ------------------------------------------------------------ coop */
 
 /* app->run, i.e. coop_app_run_local (every app's run is that), step for
- * step: prepare at o->groups, arena buffers (zeroed) filled, one
- * cooperative task submitted and waited for, OUT/INOUT copied back,
- * collect. Copied here for two things the app's run does not give: the
- * output's size (*bytes, for struct memo) and, with --coop-prefetch, the
- * buffers prefetched to the GPU after the host filled them (managed
- * memory), so that no page migrates while the task is timed. */
+ * step: prepare at o->groups, arena buffers (zeroed) filled by
+ * coop_rt_arena_copy, one cooperative task submitted and waited for,
+ * OUT/INOUT copied back the same way, collect. Copied here for two things
+ * the app's run does not give: the output's size (*bytes, for struct
+ * memo) and, with --coop-prefetch, the buffers prefetched to the GPU
+ * after they were filled (managed memory). */
 static int coop_run(struct bench *b, coop_rt *rt, const struct coop_app *a,
                     const struct coop_app_input *in, const struct coop_app_opts *o, void **out,
                     size_t *bytes, struct coop_rt_task_info *info) {
