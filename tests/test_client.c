@@ -591,6 +591,56 @@ static coop_job *mix_job(struct bufs *b) {
   return j;
 }
 
+/* An IN buffer sent in a memfd leaves its all-zero pages as holes (a
+ * page written costs the kernel its allocation): pages 0, 1 and 3 zero,
+ * page 2 and the tail not. The bytes read back are the caller's. */
+#define SPARSE_N (4 * 4096 + 100)
+
+static void sparse_fill(uint8_t *b) {
+  memset(b, 0, SPARSE_N);
+  b[2 * 4096 + 17] = 9;
+  b[SPARSE_N - 1] = 7;
+}
+
+static void s_sparse(struct fake *f, struct fconn *c) {
+  f->inline_max = 1024; /* the buffer goes in a memfd */
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
+  const struct coop_wire_arg *a = fr.m.submit.args;
+  FK(f, fr.m.submit.nargs == 1 && fr.nfds == 1 && a[0].fd == 0 && a[0].size == SPARSE_N);
+  if (!f->fail[0]) {
+    int fd = fr.fds[0];
+    uint8_t want[SPARSE_N], got[SPARSE_N];
+    sparse_fill(want);
+    FK(f, pread(fd, got, SPARSE_N, 0) == SPARSE_N && !memcmp(got, want, SPARSE_N));
+    FK(f, lseek(fd, 0, SEEK_DATA) == 2 * 4096);        /* pages 0 and 1: a hole */
+    FK(f, lseek(fd, 2 * 4096, SEEK_HOLE) == 3 * 4096); /* page 3: a hole */
+    FK(f, lseek(fd, 3 * 4096, SEEK_DATA) == 4 * 4096); /* the tail: data */
+  }
+  union coop_msg m = {0};
+  m.job.job = 5;
+  fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
+  ff_free(&fr);
+}
+
+START_TEST(submit_memfd_leaves_zero_pages_as_holes) {
+  struct fake f;
+  fake_start(&f, s_sparse);
+  coop_conn *c = connect_ok(&f);
+  static uint8_t b[SPARSE_N];
+  sparse_fill(b);
+  coop_job *j = coop_job_new("k", 1);
+  ck_assert_int_eq(coop_job_buf_in(j, b, SPARSE_N), 0);
+  uint64_t id;
+  ck_assert_int_eq(coop_submit(c, j, &id), 0);
+  ck_assert_uint_eq(id, 5);
+  coop_job_free(j);
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
+
 START_TEST(submit_inline_and_memfd) {
   struct fake f;
   fake_start(&f, s_submit);
@@ -1740,6 +1790,7 @@ static Suite *suite(void) {
   tcase_add_test(t, socket_paths);
   tcase_add_test(t, socket_permission_names_the_group);
   tcase_add_test(t, submit_inline_and_memfd);
+  tcase_add_test(t, submit_memfd_leaves_zero_pages_as_holes);
   tcase_add_test(t, job_builder_errors);
   tcase_add_test(t, error_frames);
   tcase_add_test(t, events_while_waiting);
