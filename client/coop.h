@@ -287,7 +287,9 @@ int coop_job_f64(coop_job *j, double v);
  * copied when the job is submitted. OUT and INOUT memory must stay valid
  * until coop_wait() returns the job's result on the connection that
  * submitted it: the job's output is written there when it ends DONE (and
- * is left untouched otherwise). */
+ * is left untouched otherwise). A buffer too large to go inline travels
+ * in a memfd, whose all-zero pages are left as holes: zeros cost nothing
+ * to send. */
 int coop_job_buf_in(coop_job *j, const void *data, size_t size);
 int coop_job_buf_out(coop_job *j, void *mem, size_t size);
 int coop_job_buf_inout(coop_job *j, void *mem, size_t size);
