@@ -670,7 +670,6 @@ void coop_disconnect(coop_conn *c) {
   pthread_mutex_destroy(&c->xmu);
   coop__frame_free(c->ev_head);
   coop__pending_free_all(c);
-  coop__fd_pool_free(c);
   coop_wire_reader_free(&c->rd);
   free(c->rbuf);
   pthread_cond_destroy(&c->cv);

@@ -41,27 +41,12 @@ struct coop_outbuf {
   int fd; /* memfd, or -1 when it travels inline */
 };
 
-/* A memfd this library made for a job's buffer (coop_job.c). */
-struct coop_madefd {
-  int fd;
-  size_t size;
-};
-
 struct coop_pending {
   struct coop_pending *next;
   uint64_t job;
   unsigned n;
   struct coop_outbuf b[COOP_WIRE_MAX_ARGS];
-  /* every memfd made for the job (the b[] ones too): back to the
-   * connection's pool when it ends DONE (coop_job.c, "memfds") */
-  unsigned nmade;
-  struct coop_madefd made[COOP_WIRE_MAX_ARGS];
 };
-
-/* Job memfds kept for the next jobs of the connection: at most this many,
- * of at most COOP_FD_POOL_BYTES in all (coop_job.c, "memfds"). */
-#define COOP_FD_POOL 8
-#define COOP_FD_POOL_BYTES (64u << 20)
 
 struct coop_waiter; /* client.c: a request waiting for its reply */
 
@@ -90,9 +75,6 @@ struct coop_conn {
   int xfd;
   size_t xsize;
   pthread_mutex_t xmu;
-  /* coop_job.c: memfds of finished jobs, for the next ones (under mu) */
-  struct coop_madefd fpool[COOP_FD_POOL];
-  unsigned nfpool;
   /* the shared ring coopd handed over at the handshake (protocol/sring.h),
    * or NULL: up is written under send_mu, down read by the reader; the
    * frames sent on and taken from the socket order the two channels */
@@ -122,6 +104,5 @@ int coop__timeout(coop_conn *c);
 /* coop_job.c */
 int coop__result_writeback(coop_conn *c, const struct coop_msg_result *r);
 void coop__pending_free_all(coop_conn *c);
-void coop__fd_pool_free(coop_conn *c);
 
 #endif /* COOP_INTERNAL_H */

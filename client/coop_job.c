@@ -299,58 +299,8 @@ static int write_sparse(int fd, const uint8_t *p, size_t n) {
   return run < n ? fd_io_at(fd, (void *)(p + run), n - run, run) : 0;
 }
 
-/* The memfds of a job that ended DONE go to a pool of the connection, and
- * the next job's buffer of the same size takes one: its pages are there
- * already, so writing it costs a copy, not the kernel's allocation. A
- * pooled memfd is sealed against shrinking, which lets coopd's device
- * process map it once and have the copy engine reach it in place
- * (docs/daemon.md, "Device buffers"). Only after DONE: the daemon has
- * closed its copies once it sends the RESULT, but a job that timed out on
- * this side may still be served, and its late bytes must not land in the
- * next job's. */
-static int pool_take(coop_conn *c, size_t size) {
-  int fd = -1;
-  pthread_mutex_lock(&c->mu);
-  for (unsigned i = 0; i < c->nfpool && fd < 0; i++)
-    if (c->fpool[i].size == size) {
-      fd = c->fpool[i].fd;
-      c->fpool[i] = c->fpool[--c->nfpool];
-    }
-  pthread_mutex_unlock(&c->mu);
-  return fd;
-}
-
-static void pool_put(coop_conn *c, struct coop_madefd m) {
-  fcntl(m.fd, F_ADD_SEALS, F_SEAL_SHRINK); /* best effort: unsealed, it is read, not mapped */
-  pthread_mutex_lock(&c->mu);
-  size_t bytes = m.size;
-  for (unsigned i = 0; i < c->nfpool; i++) bytes += c->fpool[i].size;
-  int keep = c->nfpool < COOP_FD_POOL && bytes <= COOP_FD_POOL_BYTES;
-  if (keep) c->fpool[c->nfpool++] = m;
-  pthread_mutex_unlock(&c->mu);
-  if (!keep) close(m.fd);
-}
-
-void coop__fd_pool_free(coop_conn *c) {
-  for (unsigned i = 0; i < c->nfpool; i++) close(c->fpool[i].fd);
-  c->nfpool = 0;
-}
-
-/* A memfd of a->size bytes holding a's IN bytes: a pooled one (every byte
- * written: its old ones are there, and hole punching would part pages
- * the device process may have pinned from the file), else a fresh one
- * (zero pages left as holes). */
-static int make_memfd(coop_conn *c, const struct jarg *a, int *out) {
-  int fd = pool_take(c, a->size);
-  if (fd >= 0) {
-    int e = a->dir & COOP_BUF_IN ? fd_io(fd, (void *)a->data, a->size, 1) : 0;
-    if (e)
-      close(fd);
-    else
-      *out = fd;
-    return e;
-  }
-  fd = memfd_create("coop-buffer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+static int make_memfd(const struct jarg *a, int *out) {
+  int fd = memfd_create("coop-buffer", MFD_CLOEXEC);
   if (fd < 0) return coop__fail(COOP_EIO, "memfd_create: %s", strerror(errno));
   int e = 0;
   if (ftruncate(fd, (off_t)a->size) < 0)
@@ -368,8 +318,8 @@ static int make_memfd(coop_conn *c, const struct jarg *a, int *out) {
 /* ---- SUBMIT ---- */
 
 static void pending_free(struct coop_pending *p) {
-  for (unsigned i = 0; p && i < p->nmade; i++)
-    if (p->made[i].fd >= 0) close(p->made[i].fd);
+  for (unsigned i = 0; p && i < p->n; i++)
+    if (p->b[i].fd >= 0) close(p->b[i].fd);
   free(p);
 }
 
@@ -383,8 +333,8 @@ void coop__pending_free_all(coop_conn *c) {
 
 /* One buffer argument into the SUBMIT; memfds go to fds[] and, for
  * output, to p (which then owns them; fds[] keeps IN-only ones). */
-static int put_buffer(coop_conn *c, const struct jarg *a, unsigned i, int inl,
-                      struct coop_wire_arg *w, int *fds, unsigned *nfds, struct coop_pending *p) {
+static int put_buffer(const struct jarg *a, unsigned i, int inl, struct coop_wire_arg *w, int *fds,
+                      unsigned *nfds, struct coop_pending *p) {
   w->dir = a->dir;
   w->size = a->size;
   w->fd = COOP_WIRE_FD_NONE;
@@ -402,11 +352,10 @@ static int put_buffer(coop_conn *c, const struct jarg *a, unsigned i, int inl,
     w->data = a->data;
     w->data_len = (uint32_t)a->size;
   } else if (!inl) {
-    int e = make_memfd(c, a, &fd);
+    int e = make_memfd(a, &fd);
     if (e) return e;
     w->fd = (uint8_t)*nfds;
     fds[(*nfds)++] = fd;
-    p->made[p->nmade++] = (struct coop_madefd){.fd = fd, .size = a->size};
   }
   if (a->dir & COOP_BUF_OUT) {
     p->b[p->n] = (struct coop_outbuf){.arg = (uint8_t)i, .mem = a->mem, .size = a->size, .fd = fd};
@@ -415,7 +364,7 @@ static int put_buffer(coop_conn *c, const struct jarg *a, unsigned i, int inl,
   return 0;
 }
 
-static int build_submit(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
+static int build_submit(const coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
                         unsigned *nfds, struct coop_pending *p) {
   int inl[COOP_WIRE_MAX_ARGS];
   place(c, j, inl);
@@ -434,18 +383,17 @@ static int build_submit(coop_conn *c, const coop_job *j, struct coop_msg_submit 
     s->args[i].type = a->type;
     s->args[i].bits = a->bits;
     if (a->type != COOP_ARG_BUF) continue;
-    int e = put_buffer(c, a, i, inl[i], &s->args[i], fds, nfds, p);
+    int e = put_buffer(a, i, inl[i], &s->args[i], fds, nfds, p);
     if (e) return e;
   }
   return 0;
 }
 
-/* Closes the descriptors of fds[] that p does not own (the duplicates of
- * the caller's own); p's go with p (pending_free, or the pool). */
+/* Closes the descriptors of fds[] that p does not keep. */
 static void close_sent(const int *fds, unsigned nfds, const struct coop_pending *p) {
   for (unsigned i = 0; i < nfds; i++) {
     int kept = 0;
-    for (unsigned k = 0; k < p->nmade; k++) kept |= p->made[k].fd == fds[i];
+    for (unsigned k = 0; k < p->n; k++) kept |= p->b[k].fd == fds[i];
     if (!kept) close(fds[i]);
   }
 }
@@ -521,10 +469,6 @@ int coop__result_writeback(coop_conn *c, const struct coop_msg_result *r) {
   for (unsigned i = 0; p && r->state == COOP_JOB_DONE && i < p->n && !e; i++) {
     const struct coop_outbuf *b = &p->b[i];
     e = b->fd >= 0 ? fd_io(b->fd, b->mem, b->size, 0) : copy_inline(r, b);
-  }
-  for (unsigned i = 0; p && r->state == COOP_JOB_DONE && !e && i < p->nmade; i++) {
-    pool_put(c, p->made[i]); /* for the next jobs (see pool_take) */
-    p->made[i].fd = -1;
   }
   pending_free(p);
   return e;

@@ -641,81 +641,6 @@ START_TEST(submit_memfd_leaves_zero_pages_as_holes) {
 }
 END_TEST
 
-/* The memfds of a job that ended DONE serve the next job's buffers of
- * the same sizes: the same files, sealed against shrinking, every byte
- * the new job's (a page that held data and is now zero included). */
-#define POOL_IO 8192
-#define POOL_IN (3 * 4096)
-
-static void pool_in_fill(uint8_t *b, unsigned k) {
-  memset(b, 0, POOL_IN);
-  if (k == 1) b[100] = 1;       /* page 0: data in job 1, zero in job 2 */
-  b[2 * 4096 + k] = (uint8_t)k; /* page 2: data in both */
-}
-
-static void s_pool(struct fake *f, struct fconn *c) {
-  f->inline_max = 1024; /* both buffers go in memfds */
-  fk_welcome(f, c);
-  ino_t ino[2] = {0, 0};
-  for (unsigned k = 1; k <= 2 && !f->fail[0]; k++) {
-    struct fframe fr;
-    if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
-    const struct coop_wire_arg *a = fr.m.submit.args;
-    FK(f, fr.m.submit.nargs == 2 && fr.nfds == 2 && a[0].fd < 2 && a[1].fd < 2);
-    if (!f->fail[0]) {
-      int io = fr.fds[a[0].fd], in = fr.fds[a[1].fd];
-      uint8_t want[POOL_IN], got[POOL_IN];
-      pool_in_fill(want, k);
-      FK(f, pread(in, got, POOL_IN, 0) == POOL_IN && !memcmp(got, want, POOL_IN));
-      FK(f, memfd_has(io, POOL_IO, 10 + k));
-      struct stat st[2];
-      FK(f, fstat(io, &st[0]) == 0 && fstat(in, &st[1]) == 0);
-      if (k == 1) {
-        ino[0] = st[0].st_ino;
-        ino[1] = st[1].st_ino;
-      } else { /* job 1's files again, sealed */
-        FK(f, st[0].st_ino == ino[0] && st[1].st_ino == ino[1]);
-        FK(f, (fcntl(io, F_GET_SEALS) & F_SEAL_SHRINK) && (fcntl(in, F_GET_SEALS) & F_SEAL_SHRINK));
-      }
-      memfd_fill(io, POOL_IO, 20 + k); /* the output, in place */
-    }
-    union coop_msg m = {0};
-    m.job.job = k;
-    fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
-    ff_free(&fr);
-    if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
-    memset(&m, 0, sizeof m);
-    m.result = (struct coop_msg_result){.job = k, .state = COOP_JOB_DONE};
-    fk_send(c, COOP_MSG_RESULT, fr.h.seq, &m);
-    ff_free(&fr);
-  }
-}
-
-START_TEST(job_memfds_serve_the_next_job) {
-  struct fake f;
-  fake_start(&f, s_pool);
-  coop_conn *c = connect_ok(&f);
-  static uint8_t io[POOL_IO], in[POOL_IN];
-  for (unsigned k = 1; k <= 2; k++) {
-    for (size_t i = 0; i < POOL_IO; i++) io[i] = pat(i, 10 + k);
-    pool_in_fill(in, k);
-    coop_job *j = coop_job_new("k", 1);
-    ck_assert_int_eq(coop_job_buf_inout(j, io, POOL_IO), 0);
-    ck_assert_int_eq(coop_job_buf_in(j, in, POOL_IN), 0);
-    uint64_t id;
-    ck_assert_int_eq(coop_submit(c, j, &id), 0);
-    coop_job_free(j);
-    struct coop_result r;
-    ck_assert_int_eq(coop_wait(c, id, -1, &r), 0);
-    ck_assert_int_eq(r.state, COOP_STATE_DONE);
-    ck_assert(pat_ok(io, POOL_IO, 20 + k));
-    coop_result_free(&r);
-  }
-  coop_disconnect(c);
-  fake_end(&f);
-}
-END_TEST
-
 START_TEST(submit_inline_and_memfd) {
   struct fake f;
   fake_start(&f, s_submit);
@@ -1866,7 +1791,6 @@ static Suite *suite(void) {
   tcase_add_test(t, socket_permission_names_the_group);
   tcase_add_test(t, submit_inline_and_memfd);
   tcase_add_test(t, submit_memfd_leaves_zero_pages_as_holes);
-  tcase_add_test(t, job_memfds_serve_the_next_job);
   tcase_add_test(t, job_builder_errors);
   tcase_add_test(t, error_frames);
   tcase_add_test(t, events_while_waiting);
