@@ -62,7 +62,8 @@ static void another_build(struct dp_rep *r) {
 
 /* A client's transfer memfd, mapped and pinned once (xmap.h): the copy
  * engine reads and writes its pages, with no bounce. Set up with the
- * runtime (do_open), cleared before it closes. */
+ * runtime (do_open), cleared when the megakernel parks, forgotten once
+ * the runtime has closed. */
 static struct xmap xm;
 static int xm_pin(void *rt, void *p, size_t n) { return coop_rt_host_register(rt, p, n); }
 static void xm_unpin(void *rt, void *p) { coop_rt_host_unregister(rt, p); }
@@ -465,6 +466,7 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
         if (ms > 0) nanosleep(&ts, NULL);
       }
       r->err = coop_rt_park(rt);
+      if (r->err == 0) xmap_clear(&xm); /* the megakernel has left: unpinning waits for nothing */
       return;
     }
     case DP_UNPARK:
@@ -676,10 +678,13 @@ int dp_child_main(int fd) {
       fprintf(stderr, "refused a request (op %u, %zd bytes, %u descriptors): %s\n", q.op, n, nfds,
               why);
     } else if (q.op == DP_CLOSE) {
-      xmap_clear(&xm); /* unpinned while the runtime is there to do it */
-      xmap_init(&xm, NULL, NULL, NULL);
+      /* not unpinned first: that waits for the device, which the running
+       * megakernel keeps busy (xmap.h); the closed runtime's context
+       * takes its registrations with it */
       r.err = ch.rt ? coop_rt_close(ch.rt) : 0;
       ch.rt = NULL;
+      xmap_forget(&xm);
+      xmap_init(&xm, NULL, NULL, NULL);
     } else {
       serve(&ch, &q, fds, nfds, &r);
       if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
@@ -704,7 +709,7 @@ int dp_child_main(int fd) {
       spin_end =
           q.warm_until - spin_end < DP_WARM_MAX_NS ? q.warm_until : spin_end + DP_WARM_MAX_NS;
   }
-  xmap_clear(&xm);
   if (ch.rt) coop_rt_close(ch.rt);
+  xmap_forget(&xm);
   return 0;
 }

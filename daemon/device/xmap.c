@@ -45,8 +45,6 @@ static void map(struct xmap *x, struct xmap_slot *s, int fd, const struct stat *
 }
 
 uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now) {
-  for (unsigned i = 0; i < XMAP_SLOTS; i++) /* pinned memory of a client long gone */
-    if (x->slot[i].used && now - x->slot[i].used > XMAP_IDLE_NS) drop(x, &x->slot[i]);
   struct stat st;
   if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
       (uint64_t)st.st_size > XMAP_MAX || off > (uint64_t)st.st_size ||
@@ -54,22 +52,25 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now)
     return NULL;
   int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0 || !(seals & F_SEAL_SHRINK)) return NULL; /* truncation: SIGBUS here */
-  struct xmap_slot *s = NULL, *lru = &x->slot[0];
+  struct xmap_slot *s = NULL, *free_slot = NULL;
   for (unsigned i = 0; i < XMAP_SLOTS && !s; i++) {
     struct xmap_slot *t = &x->slot[i];
     if (t->used && t->dev == st.st_dev && t->ino == st.st_ino) s = t;
-    if (t->used < lru->used) lru = t;
+    if (!t->used && !free_slot) free_slot = t;
   }
-  if (s && s->p && s->len < (size_t)st.st_size) drop(x, s), s = NULL; /* it grew: again */
-  if (!s) {
-    s = lru;
-    drop(x, s);
-    map(x, s, fd, &st, now);
-  }
+  if (!s && !free_slot) return NULL; /* full: nothing goes while the kernel runs (xmap.h) */
+  if (!s) map(x, s = free_slot, fd, &st, now);
   s->used = now;
-  return s->p;
+  /* it grew past its mapping: read and written instead until the next
+   * clear (mapping it again would unpin the old one) */
+  return s->p && s->len >= off + n ? s->p : NULL;
 }
 
 void xmap_clear(struct xmap *x) {
   for (unsigned i = 0; i < XMAP_SLOTS; i++) drop(x, &x->slot[i]);
+}
+
+void xmap_forget(struct xmap *x) {
+  x->unpin = NULL; /* the runtime that pinned them has closed, and its registrations with it */
+  xmap_clear(x);
 }

@@ -11,13 +11,21 @@
  *
  * Only a memfd sealed against shrinking (F_SEAL_SHRINK) is mapped: a
  * client that truncated a file the device process had mapped would kill
- * it with SIGBUS, and every other user's jobs with it. Growing is fine
- * (the mapping is made again, larger). At most XMAP_SLOTS files are kept
- * (the least recently used goes), each of at most XMAP_MAX bytes, and one
- * unused for XMAP_IDLE_NS goes at the next look: pinned memory of a
- * client that may be long gone. A file that cannot be mapped or pinned is
- * remembered as such (its slot holds no mapping) and not tried again
- * until its slot goes. Single-threaded (the device process's one thread).
+ * it with SIGBUS, and every other user's jobs with it. At most XMAP_SLOTS
+ * files are kept, each of at most XMAP_MAX bytes.
+ *
+ * Nothing is unpinned while the megakernel runs: CUDA's
+ * cuMemHostUnregister waits for the device, which a persistent kernel
+ * never lets go idle, and the device process hung until it was killed
+ * (an H200, a fifth client's transfer memfd evicting the least recently
+ * used one: bench/RESULTS.md, "Many sources through coopd"). So a full
+ * map maps no more (the file is read and written instead), a file that
+ * grew past its mapping is read and written instead, and the mappings go
+ * only with xmap_clear, which the device process calls once the
+ * megakernel has left (parked), or with xmap_forget after the runtime
+ * closed. A file that cannot be mapped or pinned is remembered as such
+ * (its slot holds no mapping) and not tried again until a clear.
+ * Single-threaded (the device process's one thread).
  */
 #ifndef COOPD_XMAP_H
 #define COOPD_XMAP_H
@@ -27,15 +35,14 @@
 #include <sys/types.h>
 
 #define XMAP_SLOTS 4
-#define XMAP_MAX (64u << 20)       /* libcoop keeps transfer memfds up to this */
-#define XMAP_IDLE_NS 10000000000LL /* 10 s */
+#define XMAP_MAX (64u << 20) /* libcoop keeps transfer memfds up to this */
 
 struct xmap_slot {
   dev_t dev;
   ino_t ino;
   uint8_t *p;   /* the mapping, pinned; NULL: this file cannot be (remembered) */
   size_t len;   /* its length (the file's size when mapped) */
-  int64_t used; /* the last look that returned it, CLOCK_MONOTONIC ns; 0: a free slot */
+  int64_t used; /* the last look that found it, CLOCK_MONOTONIC ns; 0: a free slot */
 };
 
 struct xmap {
@@ -51,7 +58,10 @@ void xmap_init(struct xmap *x, int (*pin)(void *, void *, size_t), void (*unpin)
 /* The pinned mapping of the file fd, whose bytes off..off+n it holds (the
  * pointer is the file's byte 0), or NULL: then read and write fd instead. */
 uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now);
-/* Every mapping unpinned and unmapped (before the runtime closes). */
+/* Every mapping unpinned and unmapped: only while no kernel runs (the
+ * runtime parked). */
 void xmap_clear(struct xmap *x);
+/* Every mapping unmapped, not unpinned: after the runtime closed. */
+void xmap_forget(struct xmap *x);
 
 #endif /* COOPD_XMAP_H */
