@@ -124,6 +124,14 @@ static void fk_send(struct fconn *c, uint16_t type, uint32_t seq, const union co
   fk_send_v(c, type, seq, m, 0);
 }
 
+/* The SUBMIT fr accepted as job `job`, and fr freed. */
+static void fk_accept(struct fconn *c, struct fframe *fr, uint64_t job) {
+  union coop_msg m = {0};
+  m.job.job = job;
+  fk_send(c, COOP_MSG_ACCEPTED, fr->h.seq, &m);
+  ff_free(fr);
+}
+
 static void fk_error(struct fconn *c, uint32_t seq, int code, const char *msg) {
   union coop_msg m = {0};
   m.error.code = code;
@@ -618,10 +626,7 @@ static void s_sparse(struct fake *f, struct fconn *c) {
     FK(f, lseek(fd, 2 * 4096, SEEK_HOLE) == 3 * 4096); /* page 3: a hole */
     FK(f, lseek(fd, 3 * 4096, SEEK_DATA) == 4 * 4096); /* the tail: data */
   }
-  union coop_msg m = {0};
-  m.job.job = 5;
-  fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
-  ff_free(&fr);
+  fk_accept(c, &fr, 5);
 }
 
 START_TEST(submit_memfd_leaves_zero_pages_as_holes) {
@@ -1334,10 +1339,7 @@ static void s_submit_detached(struct fake *f, struct fconn *c) {
   FK(f, fr.m.submit.flags == (COOP_SUBMIT_DETACHED | COOP_SUBMIT_COOPERATIVE));
   FK(f, fr.m.submit.nargs == 2 && fr.m.submit.args[1].type == COOP_ARG_I32 &&
             fr.m.submit.args[1].bits == 0xffffffffu);
-  union coop_msg m = {0};
-  m.job.job = 77;
-  fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
-  ff_free(&fr);
+  fk_accept(c, &fr, 77);
 }
 
 START_TEST(coopctl_submit_detached) {
@@ -1361,10 +1363,7 @@ static void s_submit_defaults(struct fake *f, struct fconn *c) {
   if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
   FK(f, fr.m.submit.flags == (COOP_SUBMIT_DETACHED | COOP_SUBMIT_COOPERATIVE));
   FK(f, fr.m.submit.groups == 7);
-  union coop_msg m = {0};
-  m.job.job = 78;
-  fk_send(c, COOP_MSG_ACCEPTED, fr.h.seq, &m);
-  ff_free(&fr);
+  fk_accept(c, &fr, 78);
 }
 
 START_TEST(coopctl_submit_defaults) {
