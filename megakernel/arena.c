@@ -155,10 +155,14 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host) {
   void *res = NULL;
   pthread_mutex_lock(&rt->lock);
   long i = place(rt, bytes, &b);
-  if (i >= 0 && b.host && rt->ops->place_host &&
-      rt->ops->place_host(rt, rt->arena + b.off - GUARD, b.len + 2 * GUARD, 1))
+  uint8_t *foot = rt->arena + b.off - GUARD; /* its footprint, guards included */
+  int placed = i >= 0 && b.host && rt->ops->place_host;
+  if (placed && rt->ops->place_host(rt, foot, b.len + 2 * GUARD, 1)) i = -1, placed = 0;
+  if (i >= 0 && insert(rt, (size_t)i, &b) != 0) {
+    if (placed) rt->ops->place_host(rt, foot, b.len + 2 * GUARD, 0); /* no block there after all */
     i = -1;
-  if (i >= 0 && insert(rt, (size_t)i, &b) == 0) {
+  }
+  if (i >= 0) {
     res = rt->arena + b.off;
     /* Zeroed before reuse: nothing of an earlier job survives (the caller
      * of coop_rt_alloc_filled writes every byte first). The tail past
