@@ -15,7 +15,6 @@
  * period, then cancelled. Device thread only.
  */
 #define _GNU_SOURCE /* memfd_create */
-#include <fcntl.h>  /* fallocate */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,47 +45,19 @@ static int carriable(struct dev *d, const struct run *r) {
   return !job_has_devbufs(j) && kernel_stays(d, j);
 }
 
-/* The buffers leave the device process into a memfd, whose pages the
- * kernel allocates (and zeroes) at their first write: about 1.6 GB/s on
- * the H200's host, the larger part of a carried job's time off the GPU
- * (bench/RESULTS.md, "A kernel reload through a running bfs"). Allocated
- * here, before the suspension is asked, that time passes while the job
- * still runs. Best effort: without it the memfd is made as before. */
-void dev__carry_prepare(struct run *r) {
-  uint64_t n = dev__buf_bytes(r->j);
-  if (r->carry_pre >= 0 || n == 0) return;
-  int fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
-  if (fd >= 0 && fallocate(fd, 0, 0, (off_t)n) == 0) {
-    r->carry_pre = fd;
-    return;
-  }
-  if (fd >= 0) close(fd);
-}
-
-/* The prepared memfd given up (the suspension was not asked after all). */
-static void carry_unprepare(struct run *r) {
-  if (r->carry_pre >= 0) close(r->carry_pre);
-  r->carry_pre = -1;
-}
-
 void dev__carry_request(struct dev *d, struct run *r) {
   /* one suspending for a job of higher priority waits in coop_wait, and
    * dev__carry_suspended takes it across from there */
   if (r->moving || r->suspending || r->ckpting || r->migrating || !d->rt || !carriable(d, r))
     return;
-  dev__carry_prepare(r);
-  if (dp_suspend(d->rt, r->task[0]) == 0)
-    r->moving = 1;
-  else
-    carry_unprepare(r);
+  if (dp_suspend(d->rt, r->task[0]) == 0) r->moving = 1;
 }
 
 int dev__carry_out(struct dev *d, struct run *r, const char *where) {
   struct job *j = r->j;
   dev__ckpt_drop(d, r);
   r->state_fd = memfd_create("coopd-carry-state", MFD_CLOEXEC);
-  r->carry_fd = r->carry_pre >= 0 ? r->carry_pre : memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
-  r->carry_pre = -1;
+  r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   int e =
       r->state_fd < 0 || r->carry_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);

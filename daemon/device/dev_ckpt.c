@@ -77,7 +77,9 @@ static int checkpointable(const struct dev *d, const struct run *r) {
          !j->error && !job_has_devbufs(j) && !r->draining;
 }
 
-uint64_t dev__buf_bytes(const struct job *j) {
+/* The bytes of j's buffers (not device buffers), as dev__carry_bufs lays
+ * them out. */
+static uint64_t buf_bytes(const struct job *j) {
   uint64_t n = 0;
   for (unsigned i = 0; i < j->nargs; i++)
     if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) n += j->args[i].size;
@@ -90,7 +92,7 @@ uint64_t dev__buf_bytes(const struct job *j) {
  * arena has no room now (tried again at the next checkpoint). */
 static int snapshot_ready(struct dev *d, struct run *r) {
   if (r->snap_arg) return 1;
-  uint64_t n = dev__buf_bytes(r->j);
+  uint64_t n = buf_bytes(r->j);
   uint64_t most = (uint64_t)d->cfg->arena_mb * (1u << 20) / 100 * d->cfg->snapshot_percent;
   if (n == 0 || n > most) return 0;
   /* zeroed, though a save writes it all: zeroing touches every managed page
@@ -324,9 +326,8 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
 }
 
 void dev__run_free(struct run *r) {
-  int *fds[] = {&r->state_fd,      &r->carry_fd,       &r->ckpt_state_fd,
-                &r->ckpt_buf_fd,   &r->spare_state_fd, &r->spare_buf_fd,
-                &r->pend_state_fd, &r->pend_buf_fd,    &r->carry_pre};
+  int *fds[] = {&r->state_fd,       &r->carry_fd,     &r->ckpt_state_fd, &r->ckpt_buf_fd,
+                &r->spare_state_fd, &r->spare_buf_fd, &r->pend_state_fd, &r->pend_buf_fd};
   for (unsigned i = 0; i < sizeof fds / sizeof *fds; i++)
     if (*fds[i] >= 0) close(*fds[i]);
   free(r);

@@ -56,9 +56,6 @@ struct run {
   /* across a reload (dev_carry.c): 1 asked to suspend, 2 carried (off
    * d->runs, its saved state and buffers in these memfds) */
   int moving, state_fd, carry_fd;
-  /* the memfd its buffers will leave through, its pages allocated while
-   * the task still ran (dev__carry_prepare), or -1 */
-  int carry_pre;
   /* priority (dev_prio.c): asked to suspend for a job of higher priority
    * or another user's share (for which: its job's suspended_for);
    * suspended since (its job back in coop_wait, this run its dev_run);
@@ -293,13 +290,6 @@ int dev__finish_or_keep(struct dev *d, struct run *r);
  * argument order, into b: copied in (in = 1) or out (in = 0; the memfd
  * is sized). Returns how many. */
 unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in);
-/* The bytes of j's buffers (not device buffers), as dev__carry_bufs lays
- * them out. */
-uint64_t dev__buf_bytes(const struct job *j);
-/* Before r's task is asked to suspend so that its buffers leave the
- * device process (a reload's carry, a move): the memfd they will go to,
- * its pages allocated now (r->carry_pre), while the task still runs. */
-void dev__carry_prepare(struct run *r);
 /* Asks r's task to suspend for a checkpoint when [jobs] checkpoint_ms
  * has passed since its last one (or its start). */
 void dev__ckpt_request(struct dev *d, struct run *r, int64_t now);

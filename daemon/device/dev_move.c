@@ -36,7 +36,6 @@ void dev__move_request(struct dev *d, struct run *r) {
   /* not yet running, or a reload's carry, a priority's suspension or a
    * checkpoint first: the move waits for a later pass */
   if (!d->rt || !dev__may_suspend(r)) return;
-  dev__carry_prepare(r); /* its buffers leave for a memfd (dev_carry.c) */
   int e = dp_suspend(d->rt, r->task[0]);
   if (e == 0) r->migrating = 1;
   log_debug("job %llu (%s): to move: %s", (unsigned long long)r->j->id, r->j->kernel,

@@ -206,7 +206,7 @@ void dev__start_now(struct dev *d, struct job *j) {
   r->j = j;
   r->state_fd = r->carry_fd = -1; /* none: dev_carry.c, dev_prio.c, dev_ckpt.c */
   r->ckpt_state_fd = r->ckpt_buf_fd = r->spare_state_fd = r->spare_buf_fd = -1;
-  r->pend_state_fd = r->pend_buf_fd = r->carry_pre = -1;
+  r->pend_state_fd = r->pend_buf_fd = -1;
   r->t0 = r->next_release = coop__now_ns();
   j->m_min = UINT32_MAX;
   j->t.gather_ns = j->t.exec_ns = -1;
