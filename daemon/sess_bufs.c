@@ -100,6 +100,7 @@ static struct sess_bufop *new_op(struct session *s, uint32_t seq, int kind) {
   }
   o->op.kind = kind;
   o->op.fd = -1;
+  o->op.owner = s->uid + 1;
   TRACE_STAMP(&o->op, recv);
   o->keep_fd = -1;
   return o;

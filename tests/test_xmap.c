@@ -7,7 +7,8 @@
  * that fails is remembered; and nothing is unpinned but by clear (CUDA's
  * unpin waits for a device the megakernel never lets go idle): a file
  * that grew past its mapping, or one more than the slots, is read and
- * written instead until a clear; forget unmaps without unpinning. And the
+ * written instead until a clear; one user holds at most its share of the
+ * slots; forget unmaps without unpinning. And the
  * seal does what the mapping needs: the client can no longer shrink the
  * file under it.
  */
@@ -63,7 +64,7 @@ START_TEST(a_sealed_memfd_is_mapped_and_pinned_once) {
   struct xmap x;
   xmap_init(&x, pin, unpin, &c);
   int fd = memfd(MIB, 1);
-  uint8_t *m = xmap_get(&x, fd, 4096, 65536, T0);
+  uint8_t *m = xmap_get(&x, fd, 4096, 65536, T0, 1);
   ck_assert_ptr_nonnull(m);
   ck_assert_int_eq(c.pinned, 1);
   for (size_t i = 4096; i < 4096 + 65536; i++) ck_assert_uint_eq(m[i], (uint8_t)(i * 7));
@@ -74,7 +75,7 @@ START_TEST(a_sealed_memfd_is_mapped_and_pinned_once) {
   for (size_t i = 0; i < sizeof back; i++) ck_assert_uint_eq(back[i], 0xab);
   /* again, through another descriptor of the same file (the next request's) */
   int fd2 = dup(fd);
-  ck_assert_ptr_eq(xmap_get(&x, fd2, 0, MIB, T0 + 1), m);
+  ck_assert_ptr_eq(xmap_get(&x, fd2, 0, MIB, T0 + 1, 1), m);
   ck_assert_int_eq(c.pinned, 1);
   /* the seal holds: the client cannot shrink the file under the mapping */
   ck_assert_int_eq(ftruncate(fd, 4096), -1);
@@ -90,15 +91,15 @@ START_TEST(what_is_never_mapped) {
   struct xmap x;
   xmap_init(&x, pin, unpin, &c);
   int open_fd = memfd(MIB, 0); /* may shrink: a SIGBUS waiting to happen */
-  ck_assert_ptr_null(xmap_get(&x, open_fd, 0, 4096, T0));
+  ck_assert_ptr_null(xmap_get(&x, open_fd, 0, 4096, T0, 1));
   int fd = memfd(MIB, 1);
-  ck_assert_ptr_null(xmap_get(&x, fd, MIB - 100, 101, T0)); /* past the end */
-  ck_assert_ptr_null(xmap_get(&x, fd, MIB + 1, 0, T0));
+  ck_assert_ptr_null(xmap_get(&x, fd, MIB - 100, 101, T0, 1)); /* past the end */
+  ck_assert_ptr_null(xmap_get(&x, fd, MIB + 1, 0, T0, 1));
   int p[2];
   ck_assert_int_eq(pipe(p), 0);
-  ck_assert_ptr_null(xmap_get(&x, p[0], 0, 1, T0)); /* no regular file */
-  int big = memfd(XMAP_MAX + 4096, 1);              /* larger than any kept one */
-  ck_assert_ptr_null(xmap_get(&x, big, 0, 4096, T0));
+  ck_assert_ptr_null(xmap_get(&x, p[0], 0, 1, T0, 1)); /* no regular file */
+  int big = memfd(XMAP_MAX + 4096, 1);                 /* larger than any kept one */
+  ck_assert_ptr_null(xmap_get(&x, big, 0, 4096, T0, 1));
   ck_assert_int_eq(c.pinned, 0);
   xmap_clear(&x);
   close(open_fd), close(fd), close(p[0]), close(p[1]), close(big);
@@ -110,15 +111,15 @@ START_TEST(a_file_that_grew_is_mapped_again_after_a_clear) {
   struct xmap x;
   xmap_init(&x, pin, unpin, &c);
   int fd = memfd(65536, 1);
-  uint8_t *m0 = xmap_get(&x, fd, 0, 65536, T0);
+  uint8_t *m0 = xmap_get(&x, fd, 0, 65536, T0, 1);
   ck_assert_ptr_nonnull(m0);
-  ck_assert_int_eq(ftruncate(fd, 4 * 65536), 0);                  /* growing is allowed */
-  ck_assert_ptr_null(xmap_get(&x, fd, 3 * 65536, 65536, T0 + 1)); /* past its mapping */
-  ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 2), m0);       /* within it: still there */
+  ck_assert_int_eq(ftruncate(fd, 4 * 65536), 0);                     /* growing is allowed */
+  ck_assert_ptr_null(xmap_get(&x, fd, 3 * 65536, 65536, T0 + 1, 1)); /* past its mapping */
+  ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 2, 1), m0);       /* within it: still there */
   ck_assert_int_eq(c.unpinned, 0);
   xmap_clear(&x); /* the megakernel parked */
   ck_assert_int_eq(c.unpinned, 1);
-  uint8_t *m = xmap_get(&x, fd, 3 * 65536, 65536, T0 + 3);
+  uint8_t *m = xmap_get(&x, fd, 3 * 65536, 65536, T0 + 3, 1);
   ck_assert_ptr_nonnull(m);
   ck_assert_int_eq(c.pinned, 2);
   m[4 * 65536 - 1] = 5; /* the whole new length is mapped */
@@ -132,9 +133,9 @@ START_TEST(a_failed_pin_is_remembered) {
   struct xmap x;
   xmap_init(&x, pin, unpin, &c);
   int fd = memfd(65536, 1);
-  ck_assert_ptr_null(xmap_get(&x, fd, 0, 4096, T0));
+  ck_assert_ptr_null(xmap_get(&x, fd, 0, 4096, T0, 1));
   c.fail = 0;
-  ck_assert_ptr_null(xmap_get(&x, fd, 0, 4096, T0 + 1)); /* not tried again */
+  ck_assert_ptr_null(xmap_get(&x, fd, 0, 4096, T0 + 1, 1)); /* not tried again */
   ck_assert_int_eq(c.pinned, 0);
   xmap_clear(&x);
   ck_assert_int_eq(c.unpinned, 0);
@@ -150,24 +151,47 @@ START_TEST(nothing_is_unpinned_but_by_a_clear) {
   uint8_t *m[XMAP_SLOTS + 1];
   for (int i = 0; i <= XMAP_SLOTS; i++) fd[i] = memfd(65536, 1);
   for (int i = 0; i < XMAP_SLOTS; i++) {
-    m[i] = xmap_get(&x, fd[i], 0, 4096, T0 + i);
+    m[i] = xmap_get(&x, fd[i], 0, 4096, T0 + i, (uint32_t)i + 1); /* four users */
     ck_assert_ptr_nonnull(m[i]);
   }
   /* one more than the slots, however long the others have been idle: read
    * and written instead, nothing unpinned */
-  ck_assert_ptr_null(xmap_get(&x, fd[XMAP_SLOTS], 0, 4096, T0 + 3600 * 1000000000LL));
+  ck_assert_ptr_null(xmap_get(&x, fd[XMAP_SLOTS], 0, 4096, T0 + 3600 * 1000000000LL, 9));
   ck_assert_int_eq(c.unpinned, 0);
   for (int i = 0; i < XMAP_SLOTS; i++)
-    ck_assert_ptr_eq(xmap_get(&x, fd[i], 0, 4096, T0 + 3600 * 1000000000LL + i), m[i]);
+    ck_assert_ptr_eq(xmap_get(&x, fd[i], 0, 4096, T0 + 3600 * 1000000000LL + i, 1), m[i]);
   ck_assert_int_eq(c.pinned, XMAP_SLOTS);
   xmap_clear(&x);
   ck_assert_int_eq(c.unpinned, XMAP_SLOTS);
-  ck_assert_ptr_nonnull(xmap_get(&x, fd[XMAP_SLOTS], 0, 4096, T0 + 1)); /* room again */
+  ck_assert_ptr_nonnull(xmap_get(&x, fd[XMAP_SLOTS], 0, 4096, T0 + 1, 1)); /* room again */
   /* forget: unmapped, not unpinned (the runtime closed) */
   xmap_forget(&x);
   ck_assert_int_eq(c.unpinned, XMAP_SLOTS);
   ck_assert_int_eq(c.pinned, XMAP_SLOTS + 1);
   for (int i = 0; i <= XMAP_SLOTS; i++) close(fd[i]);
+}
+END_TEST
+
+/* One client's uid holds at most XMAP_PER_OWNER slots: its next file is
+ * read and written instead (nothing pinned), and another user's still
+ * maps; a clear gives the share back. */
+START_TEST(one_owner_holds_at_most_its_share) {
+  struct pins c = {0};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int fd[XMAP_PER_OWNER + 2];
+  for (int i = 0; i < XMAP_PER_OWNER + 2; i++) fd[i] = memfd(65536, 1);
+  for (int i = 0; i < XMAP_PER_OWNER; i++)
+    ck_assert_ptr_nonnull(xmap_get(&x, fd[i], 0, 4096, T0 + i, 7));
+  ck_assert_ptr_null(xmap_get(&x, fd[XMAP_PER_OWNER], 0, 4096, T0 + 10, 7)); /* its share taken */
+  ck_assert_int_eq(c.pinned, XMAP_PER_OWNER);
+  ck_assert_ptr_nonnull(xmap_get(&x, fd[XMAP_PER_OWNER + 1], 0, 4096, T0 + 11, 8)); /* another's */
+  ck_assert_ptr_nonnull(xmap_get(&x, fd[0], 0, 4096, T0 + 12, 7)); /* its own mapped one: still */
+  xmap_clear(&x);
+  ck_assert_ptr_nonnull(xmap_get(&x, fd[XMAP_PER_OWNER], 0, 4096, T0 + 13, 7));
+  xmap_clear(&x);
+  ck_assert_int_eq(c.unpinned, c.pinned);
+  for (int i = 0; i < XMAP_PER_OWNER + 2; i++) close(fd[i]);
 }
 END_TEST
 
@@ -179,6 +203,7 @@ static Suite *suite(void) {
   tcase_add_test(t, a_file_that_grew_is_mapped_again_after_a_clear);
   tcase_add_test(t, a_failed_pin_is_remembered);
   tcase_add_test(t, nothing_is_unpinned_but_by_a_clear);
+  tcase_add_test(t, one_owner_holds_at_most_its_share);
   suite_add_tcase(s, t);
   return s;
 }

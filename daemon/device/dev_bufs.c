@@ -39,7 +39,8 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
   if (op->kind == DEV_BUF_FREE && op->gen != d->gen) return 0; /* went with its process */
   if (!d->rt || !dp_alive(d->rt)) return lost(d, op);
   if (op->kind != DEV_BUF_CREATE && op->gen != d->gen) return lost(d, op);
-  struct dp_buf b = {.size = op->size, .arg = op->arg, .at = op->at, .fd = op->fd};
+  struct dp_buf b = {
+      .size = op->size, .arg = op->arg, .at = op->at, .fd = op->fd, .owner = op->owner};
   int e;
   TRACE_STAMP(op, copy_start);
   switch (op->kind) {

@@ -56,6 +56,7 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, 
     x->in = !out && (a->dir & COOP_BUF_IN);
     x->out = out && (a->dir & COOP_BUF_OUT);
     x->fd = a->fd >= 0 ? a->fd : inl;
+    x->owner = a->fd >= 0 ? j->uid + 1 : 0; /* the client's own descriptor */
     x->off = 0;
     if (a->fd < 0 && (x->in || x->out)) {
       x->off = *inl_len;

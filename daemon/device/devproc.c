@@ -507,6 +507,7 @@ static unsigned pack_fds(const struct dp_buf *b, unsigned n, struct dp_bufs *q, 
     q->b[i].out = (uint8_t)b[i].out;
     q->b[i].at = b[i].at;
     q->b[i].keep = (uint8_t)b[i].keep;
+    q->b[i].owner = b[i].owner;
     q->b[i].fd = -1;
     if (b[i].fd < 0) continue;
     unsigned k = 0;

@@ -80,7 +80,8 @@ struct dp_buf {
   uint64_t size, arg, off;
   uint64_t at; /* dp_copy: where in the buffer */
   int fd, in, out;
-  int keep; /* dp_unstage: a device buffer, checked but not freed */
+  int keep;       /* dp_unstage: a device buffer, checked but not freed */
+  uint32_t owner; /* uid + 1 of the client whose descriptor fd is, 0: coopd's (xmap.h) */
 };
 /* Allocates every buffer (zeroed) and copies the IN ones in. On failure
  * (COOP_ENOMEM: the arena is full; COOP_EIO: a descriptor was short)

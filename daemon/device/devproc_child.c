@@ -131,9 +131,9 @@ static uint8_t *bounce(coop_rt *rt) {
   return b;
 }
 
-static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off) {
+static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner) {
   if (coop_rt_arena_direct(rt, n)) return fdio_pread(fd, p, n, off);
-  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns()) : NULL;
+  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
   if (m) return coop_rt_arena_copy(rt, p, m + off, n, 1) ? -1 : 0;
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
@@ -143,9 +143,10 @@ static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off
   return 0;
 }
 
-static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off) {
+static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off,
+                       uint32_t owner) {
   if (coop_rt_arena_direct(rt, n)) return fdio_pwrite(fd, p, n, off);
-  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns()) : NULL;
+  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
   if (m) return coop_rt_arena_copy(rt, m + off, p, n, 0) ? -1 : 0;
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
@@ -174,8 +175,8 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
     }
     args[i] = coop_rt_buf_arg(rt, p);
     int32_t f = b->b[i].fd;
-    if (b->b[i].in &&
-        (f < 0 || (unsigned)f >= nfds || fd_to_arena(rt, fds[f], p, b->b[i].size, b->b[i].off))) {
+    if (b->b[i].in && (f < 0 || (unsigned)f >= nfds ||
+                       fd_to_arena(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner))) {
       e = COOP_EIO;
       i++;
       break;
@@ -201,7 +202,7 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
     }
     int32_t f = b->b[i].fd;
     if (b->b[i].out && (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
-                        arena_to_fd(rt, fds[f], p, b->b[i].size, b->b[i].off)))
+                        arena_to_fd(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner)))
       e = COOP_EIO;
     int g = b->b[i].keep == 1 ? coop_rt_buf_check(rt, p) : b->b[i].keep ? 0 : coop_rt_free(rt, p);
     if (g == COOP_EFAULT && *breach < 0) *breach = (int)i;
@@ -239,8 +240,9 @@ static int do_copy(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigne
   if (!p || at > len || n > len - at) return COOP_EINVAL;
   int32_t f = b->b[0].fd;
   if (f < 0 || (unsigned)f >= nfds) return COOP_EIO;
-  int bad = in ? fd_to_arena(rt, fds[f], p + at, n, b->b[0].off)
-               : arena_to_fd(rt, fds[f], p + at, n, b->b[0].off);
+  uint32_t owner = b->b[0].owner;
+  int bad = in ? fd_to_arena(rt, fds[f], p + at, n, b->b[0].off, owner)
+               : arena_to_fd(rt, fds[f], p + at, n, b->b[0].off, owner);
   return bad ? COOP_EIO : 0;
 }
 

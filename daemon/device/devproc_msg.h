@@ -77,8 +77,10 @@ struct dp_bufs {
     uint64_t at; /* DP_WRITE, DP_READ: where in the buffer; DP_DUP: in the copy */
     int32_t fd;
     uint8_t in, out;
-    uint8_t keep; /* DP_UNSTAGE: a device buffer, not freed: 1 its guard zones checked,
-                   * 2 not (a kernel of views: kset.h, kdef.views) */
+    uint8_t keep;   /* DP_UNSTAGE: a device buffer, not freed: 1 its guard zones checked,
+                     * 2 not (a kernel of views: kset.h, kdef.views) */
+    uint32_t owner; /* uid + 1 of the client whose descriptor fd is (0: coopd's own):
+                     * what it may keep pinned is bounded per owner (xmap.h) */
   } b[DP_MAX_BUFS];
 };
 

@@ -44,7 +44,7 @@ static void map(struct xmap *x, struct xmap_slot *s, int fd, const struct stat *
   s->p = p;
 }
 
-uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now) {
+uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now, uint32_t owner) {
   struct stat st;
   if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
       (uint64_t)st.st_size > XMAP_MAX || off > (uint64_t)st.st_size ||
@@ -53,13 +53,19 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now)
   int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0 || !(seals & F_SEAL_SHRINK)) return NULL; /* truncation: SIGBUS here */
   struct xmap_slot *s = NULL, *free_slot = NULL;
-  for (unsigned i = 0; i < XMAP_SLOTS && !s; i++) {
+  unsigned held = 0; /* slots of this owner */
+  for (unsigned i = 0; i < XMAP_SLOTS; i++) {
     struct xmap_slot *t = &x->slot[i];
     if (t->used && t->dev == st.st_dev && t->ino == st.st_ino) s = t;
     if (!t->used && !free_slot) free_slot = t;
+    held += t->used && t->owner == owner;
   }
-  if (!s && !free_slot) return NULL; /* full: nothing goes while the kernel runs (xmap.h) */
-  if (!s) map(x, s = free_slot, fd, &st, now);
+  /* full, or the owner's share taken: nothing goes while the kernel runs */
+  if (!s && (!free_slot || held >= XMAP_PER_OWNER)) return NULL;
+  if (!s) {
+    map(x, s = free_slot, fd, &st, now);
+    s->owner = owner;
+  }
   s->used = now;
   /* it grew past its mapping: read and written instead until the next
    * clear (mapping it again would unpin the old one) */

@@ -19,7 +19,8 @@
  * never lets go idle, and the device process hung until it was killed
  * (an H200, a fifth client's transfer memfd evicting the least recently
  * used one: bench/RESULTS.md, "Many sources through coopd"). So a full
- * map maps no more (the file is read and written instead), a file that
+ * map maps no more (the file is read and written instead), nor does one
+ * whose owner holds XMAP_PER_OWNER slots already, a file that
  * grew past its mapping is read and written instead, and the mappings go
  * only with xmap_clear, which the device process calls once the
  * megakernel has left (parked), or with xmap_forget after the runtime
@@ -35,14 +36,16 @@
 #include <sys/types.h>
 
 #define XMAP_SLOTS 4
+#define XMAP_PER_OWNER 2     /* of them one client's uid may hold */
 #define XMAP_MAX (64u << 20) /* libcoop keeps transfer memfds up to this */
 
 struct xmap_slot {
   dev_t dev;
   ino_t ino;
-  uint8_t *p;   /* the mapping, pinned; NULL: this file cannot be (remembered) */
-  size_t len;   /* its length (the file's size when mapped) */
-  int64_t used; /* the last look that found it, CLOCK_MONOTONIC ns; 0: a free slot */
+  uint8_t *p;     /* the mapping, pinned; NULL: this file cannot be (remembered) */
+  size_t len;     /* its length (the file's size when mapped) */
+  int64_t used;   /* the last look that found it, CLOCK_MONOTONIC ns; 0: a free slot */
+  uint32_t owner; /* whose file it is (uid + 1; 0: coopd's own) */
 };
 
 struct xmap {
@@ -56,8 +59,12 @@ struct xmap {
 void xmap_init(struct xmap *x, int (*pin)(void *, void *, size_t), void (*unpin)(void *, void *),
                void *arg);
 /* The pinned mapping of the file fd, whose bytes off..off+n it holds (the
- * pointer is the file's byte 0), or NULL: then read and write fd instead. */
-uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now);
+ * pointer is the file's byte 0), or NULL: then read and write fd instead.
+ * owner: uid + 1 of the client whose descriptor it is (0: coopd's own);
+ * a file of an owner that holds XMAP_PER_OWNER slots already is not
+ * mapped, so that one user cannot take every slot from the others until
+ * the next clear. */
+uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now, uint32_t owner);
 /* Every mapping unpinned and unmapped: only while no kernel runs (the
  * runtime parked). */
 void xmap_clear(struct xmap *x);
