@@ -195,10 +195,19 @@ int coop_app_task_collect(struct coop_app_task *t, const struct coop_app_input *
 void coop_app_task_free(struct coop_app_task *t);
 
 /* The in-process executor (local.c, coopapps only): prepare with groups =
- * o->groups or every worker, arena buffers filled, coop_app_submit_wait,
- * OUT/INOUT copied back, buffers freed, collect. Every app's run. */
+ * o->groups or every worker, coop_app_task_run, collect. Every app's run. */
 int coop_app_run_local(const struct coop_app *a, coop_rt *rt, const struct coop_app_input *in,
                        const struct coop_app_opts *o, void **out, struct coop_rt_task_info *info);
+/* Its middle, for executors that need more around it (coop-bench-native):
+ * the prepared task t's buffers allocated in the arena (zeroed) and their
+ * IN bytes copied in by coop_rt_arena_copy (the copy engine where host
+ * writes would fault page by page), each then handed to `filled` if given
+ * (0 to go on), coop_app_submit_wait, OUT/INOUT copied back the same
+ * way, the buffers freed. 0 or a coop code. */
+int coop_app_task_run(coop_rt *rt, const struct coop_app *a, struct coop_app_task *t,
+                      const struct coop_app_opts *o,
+                      int (*filled)(void *user, void *buf, size_t size), void *user,
+                      struct coop_rt_task_info *info);
 
 /* In NAME.c: `COOP_APP_RUN(fn, coop_app_NAME);` defines fn, the app's run,
  * on the in-process executor; `.run = COOP_APP_RUN_FN(fn)`. coopapphost

@@ -119,31 +119,40 @@ int coop_app_submit_wait(coop_rt *rt, const struct coop_app *a, const struct coo
   return 0;
 }
 
+int coop_app_task_run(coop_rt *rt, const struct coop_app *a, struct coop_app_task *t,
+                      const struct coop_app_opts *o,
+                      int (*filled)(void *user, void *buf, size_t size), void *user,
+                      struct coop_rt_task_info *info) {
+  void *dev[COOP_RT_MAX_ARGS] = {NULL};
+  uint64_t args[COOP_RT_MAX_ARGS];
+  int r = 0;
+  for (unsigned i = 0; i < t->nargs && r == 0; i++) {
+    const struct coop_app_arg *g = &t->arg[i];
+    if (!g->buf) {
+      args[i] = g->value;
+    } else if (!(dev[i] = coop_rt_alloc(rt, g->size))) { /* zeroed */
+      r = COOP_ENOMEM;
+    } else {
+      if (g->init_len) r = coop_rt_arena_copy(rt, dev[i], g->init, g->init_len, 1);
+      args[i] = coop_rt_buf_arg(rt, dev[i]);
+      if (r == 0 && filled) r = filled(user, dev[i], g->size);
+    }
+  }
+  if (r == 0) r = coop_app_submit_wait(rt, a, o, t->nargs, args, info);
+  for (unsigned i = 0; i < t->nargs && r == 0; i++)
+    if (t->arg[i].buf && (t->arg[i].dir & COOP_APP_OUT))
+      r = coop_rt_arena_copy(rt, t->arg[i].host, dev[i], t->arg[i].size, 0);
+  for (unsigned i = 0; i < t->nargs; i++) coop_rt_free(rt, dev[i]);
+  return r;
+}
+
 int coop_app_run_local(const struct coop_app *a, coop_rt *rt, const struct coop_app_input *in,
                        const struct coop_app_opts *o, void **out, struct coop_rt_task_info *info) {
   *out = NULL;
   struct coop_app_task t;
   int r = coop_app_task_prepare(&t, a, in, o, o->groups ? o->groups : coop_rt_workers(rt));
   if (r) return r;
-  void *dev[COOP_RT_MAX_ARGS] = {NULL};
-  uint64_t args[COOP_RT_MAX_ARGS];
-  for (unsigned i = 0; i < t.nargs && r == 0; i++) {
-    const struct coop_app_arg *g = &t.arg[i];
-    if (!g->buf) {
-      args[i] = g->value;
-    } else if (!(dev[i] = coop_rt_alloc(rt, g->size))) { /* zeroed */
-      r = COOP_ENOMEM;
-    } else {
-      /* by the copy engine where the host would fault page by page */
-      if (g->init_len) r = coop_rt_arena_copy(rt, dev[i], g->init, g->init_len, 1);
-      args[i] = coop_rt_buf_arg(rt, dev[i]);
-    }
-  }
-  if (r == 0) r = coop_app_submit_wait(rt, a, o, t.nargs, args, info);
-  for (unsigned i = 0; i < t.nargs && r == 0; i++)
-    if (t.arg[i].buf && (t.arg[i].dir & COOP_APP_OUT))
-      r = coop_rt_arena_copy(rt, t.arg[i].host, dev[i], t.arg[i].size, 0);
-  for (unsigned i = 0; i < t.nargs; i++) coop_rt_free(rt, dev[i]);
+  r = coop_app_task_run(rt, a, &t, o, NULL, NULL, info);
   size_t bytes;
   if (r == 0) r = coop_app_task_collect(&t, in, out, &bytes);
   coop_app_task_free(&t);

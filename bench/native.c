@@ -442,13 +442,24 @@ static int native_input(struct bench *b, struct native_kernel *k, const struct c
 
 /* ------------------------------------------------------------ coop */
 
-/* app->run, i.e. coop_app_run_local (every app's run is that), step for
- * step: prepare at o->groups, arena buffers (zeroed) filled by
- * coop_rt_arena_copy, one cooperative task submitted and waited for,
- * OUT/INOUT copied back the same way, collect. Copied here for two things
- * the app's run does not give: the output's size (*bytes, for struct
- * memo) and, with --coop-prefetch, the buffers prefetched to the GPU
- * after they were filled (managed memory). */
+/* --coop-prefetch: a filled buffer prefetched to the GPU (managed memory). */
+struct prefetch {
+  struct bench *b;
+  const struct coop_app *a;
+};
+
+static int prefetch_filled(void *user, void *buf, size_t size) {
+  struct prefetch *pf = user;
+  if (!native_dev_prefetch(&pf->b->d, buf, size)) return 0;
+  fprintf(stderr, NB ": %s: --coop-prefetch: %s (is the arena managed memory?)\n", pf->a->name,
+          pf->b->d.err);
+  return COOP_EFAILED;
+}
+
+/* app->run, i.e. coop_app_run_local (every app's run is that), with two
+ * things the app's run does not give: the output's size (*bytes, for
+ * struct memo) and, with --coop-prefetch, the buffers prefetched to the
+ * GPU after they were filled. */
 static int coop_run(struct bench *b, coop_rt *rt, const struct coop_app *a,
                     const struct coop_app_input *in, const struct coop_app_opts *o, void **out,
                     size_t *bytes, struct coop_rt_task_info *info) {
@@ -457,30 +468,8 @@ static int coop_run(struct bench *b, coop_rt *rt, const struct coop_app *a,
   struct coop_app_task t;
   int r = coop_app_task_prepare(&t, a, in, o, o->groups ? o->groups : coop_rt_workers(rt));
   if (r) return r;
-  void *dev[COOP_RT_MAX_ARGS] = {NULL};
-  uint64_t args[COOP_RT_MAX_ARGS];
-  for (unsigned i = 0; i < t.nargs && r == 0; i++) {
-    const struct coop_app_arg *g = &t.arg[i];
-    if (!g->buf) {
-      args[i] = g->value;
-    } else if (!(dev[i] = coop_rt_alloc(rt, g->size))) { /* zeroed */
-      r = COOP_ENOMEM;
-    } else {
-      /* by the copy engine where the host would fault page by page */
-      if (g->init_len) r = coop_rt_arena_copy(rt, dev[i], g->init, g->init_len, 1);
-      args[i] = coop_rt_buf_arg(rt, dev[i]);
-      if (b->o->prefetch && native_dev_prefetch(&b->d, dev[i], g->size)) {
-        fprintf(stderr, NB ": %s: --coop-prefetch: %s (is the arena managed memory?)\n", a->name,
-                b->d.err);
-        r = COOP_EFAILED;
-      }
-    }
-  }
-  if (r == 0) r = coop_app_submit_wait(rt, a, o, t.nargs, args, info);
-  for (unsigned i = 0; i < t.nargs && r == 0; i++)
-    if (t.arg[i].buf && (t.arg[i].dir & COOP_APP_OUT))
-      r = coop_rt_arena_copy(rt, t.arg[i].host, dev[i], t.arg[i].size, 0);
-  for (unsigned i = 0; i < t.nargs; i++) coop_rt_free(rt, dev[i]);
+  struct prefetch pf = {b, a};
+  r = coop_app_task_run(rt, a, &t, o, b->o->prefetch ? prefetch_filled : NULL, &pf, info);
   if (r == 0) r = coop_app_task_collect(&t, in, out, bytes);
   coop_app_task_free(&t);
   return r;
