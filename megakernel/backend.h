@@ -42,6 +42,13 @@ struct coop__backend_ops {
    * where their use puts them again (off), for coop_rt_alloc_host. NULL:
    * the arena is host memory already (OpenCL's fine-grained SVM). */
   int (*place_host)(struct coop_rt *rt, void *p, size_t bytes, int on);
+  /* Optional: device memory another process opens by the handle ipc
+   * (coop_rt_share_alloc / _open), and its release (opened: a mapping of
+   * another's). NULL: the arena is host memory, and a memfd serves
+   * (share.c). Copies to and from it go by dup_arena. */
+  int (*share_alloc)(struct coop_rt *rt, size_t bytes, void **p, uint8_t ipc[64]);
+  int (*share_open)(struct coop_rt *rt, const uint8_t ipc[64], void **p);
+  void (*share_release)(struct coop_rt *rt, void *p, int opened);
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);

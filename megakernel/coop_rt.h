@@ -79,6 +79,39 @@ int coop_rt_kernel_index(const coop_rt *rt, const char *name);
 int coop_rt_build(coop_rt *rt);
 /* Builds (unless built), launches, runs discovery, calibrates the clock. */
 int coop_rt_launch(coop_rt *rt);
+/* Everything of coop_rt_launch before the megakernel starts: the build,
+ * the launch shape, the mailbox and the arena. Buffers may then be
+ * allocated and filled (coop_rt_alloc, coop_rt_share_copy) while no
+ * kernel runs; coop_rt_launch goes on from there. */
+int coop_rt_prepare(coop_rt *rt);
+
+/* Memory of the device that two processes on it both reach: a kernel
+ * reload carries a suspended job's buffers from the old device process
+ * to the new one through one (docs/daemon.md, "Kernel reload"), on the
+ * device, where a copy through host memory crossed the bus twice.
+ * coop_rt_share_alloc makes one of n bytes and fills *h, which the other
+ * process passes to coop_rt_share_open. CUDA: device memory and its IPC
+ * handle; a backend whose arena is host memory (OpenCL): a memfd, which
+ * the other process opens through /proc (same user). At most
+ * COOP_RT_SHARES per runtime; COOP_ENOMEM when none is left or the device
+ * is full, COOP_EPERM where the other process cannot reach it. */
+#define COOP_RT_SHARES 16
+struct coop_rt_share {
+  uint64_t bytes;
+  int32_t pid, fd; /* the host kind: the memfd, in the process that made it */
+  uint8_t ipc[64]; /* the device kind: the backend's handle (CUipcMemHandle) */
+};
+int coop_rt_share_alloc(coop_rt *rt, size_t n, struct coop_rt_share *h, void **p);
+int coop_rt_share_open(coop_rt *rt, const struct coop_rt_share *h, void **p);
+/* n bytes between a share of this runtime and a buffer of its arena (one
+ * of dst, src in each), while the megakernel runs or before it: on the
+ * device where the backend can. Done when it returns. COOP_EINVAL where
+ * either range is not wholly inside what it should be. */
+int coop_rt_share_copy(coop_rt *rt, void *dst, const void *src, size_t n);
+/* The share at p let go (freed, or closed where opened). COOP_ESTATE
+ * while the megakernel runs on a backend whose free would wait for it
+ * (CUDA): it goes at coop_rt_close. */
+int coop_rt_share_free(coop_rt *rt, void *p);
 /* The megakernel's width (docs/kernels.md, "The megakernel's width"):
  * every registered kernel is compiled into one function, so the launch is
  * bounded by its heaviest member. coop_rt_kernel_width builds the

@@ -71,6 +71,14 @@ struct coop_rt {
   int64_t fit_at, fit_ok; /* host ns of the last refit tried, and made */
   uint64_t fits, drifts;
 
+  /* coop_rt_share_*: p NULL where free (share.c) */
+  struct coop__share {
+    uint8_t *p;
+    size_t n;
+    int opened; /* another process's */
+    int fd;     /* the host kind's memfd, else -1 */
+  } shares[COOP_RT_SHARES];
+
   pthread_mutex_t lock; /* slots, ring, arena */
   uint32_t sub_head;    /* host copy of mb->sub_head */
   uint32_t gen[COOP_RING];
@@ -87,6 +95,8 @@ char *coop__assemble_kernels(const struct coop__kernel *kernels, int n);
 /* arena.c */
 void coop__arena_init(struct coop_rt *rt);
 void coop__arena_fini(struct coop_rt *rt);
+/* share.c: every share let go, at close (no megakernel runs) */
+void coop__shares_fini(struct coop_rt *rt);
 uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off);
 
 #endif /* COOP_RT_INTERNAL_H */

@@ -614,21 +614,29 @@ static int launch_shape(coop_rt *rt) {
   return 0;
 }
 
-int coop_rt_launch(coop_rt *rt) {
+int coop_rt_prepare(coop_rt *rt) {
   if (!rt || !rt->be) return COOP_EINVAL;
   if (rt->launched) return COOP_ESTATE;
+  if (rt->arena) return 0; /* prepared */
   int r = coop_rt_build(rt);
   if (r) return r;
   r = launch_shape(rt);
   if (r) return r;
-  rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
-  rt->arena = rt->ops->alloc_arena ? rt->ops->alloc_arena(rt, rt->arena_bytes)
-                                   : rt->ops->alloc_shared(rt, rt->arena_bytes);
+  if (!rt->mb) rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
+  rt->arena = !rt->mb                ? NULL
+              : rt->ops->alloc_arena ? rt->ops->alloc_arena(rt, rt->arena_bytes)
+                                     : rt->ops->alloc_shared(rt, rt->arena_bytes);
   if (!rt->mb || !rt->arena) {
     coop__rt_msg(rt, "cannot allocate %zu bytes of fine-grained SVM", rt->arena_bytes);
     return COOP_ENOMEM;
   }
   rt->mb->abi = COOP_ABI;
+  return 0;
+}
+
+int coop_rt_launch(coop_rt *rt) {
+  int r = coop_rt_prepare(rt);
+  if (r) return r;
   r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
   if (!r) r = discovery_open(rt, rt->launch_groups);
   if (r) return r;
@@ -950,6 +958,7 @@ int coop_rt_close(coop_rt *rt) {
     rt->exited = 1;
   }
   if (rt->be) {
+    coop__shares_fini(rt); /* the megakernel is gone: nothing waits */
     rt->ops->free_shared(rt, rt->mb);
     if (rt->ops->free_arena)
       rt->ops->free_arena(rt, rt->arena);

@@ -933,6 +933,72 @@ START_TEST(host_buffers_take_whole_pages) {
 }
 END_TEST
 
+/* A prepared runtime (coop_rt_prepare: the arena, no kernel running)
+ * whose arena the host may fill. */
+static coop_rt *prepared(void) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  o.backend = getenv("COOP_BACKEND");
+  o.arena_bytes = 1u << 20;
+  coop_rt *rt = NULL;
+  int r = coop_rt_open(&rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  ck_assert_int_ge(coop_rt_add_kernel(rt, "ids", 0, k_ids), 0);
+  r = coop_rt_prepare(rt);
+  ck_assert_msg(r == 0, "prepare: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  ck_assert_int_eq(coop_rt_prepare(rt), 0); /* once is enough */
+  return rt;
+}
+
+/* Shares (coop_rt_share_*): a buffer of one runtime reaches another's
+ * through one, copied in before that one's megakernel starts (a kernel
+ * reload's carried buffers, docs/daemon.md). Ranges outside the share
+ * or the arena are refused; a runtime holds at most COOP_RT_SHARES. */
+START_TEST(shares_carry_bytes_between_runtimes) {
+  coop_rt *a = prepared(), *b = prepared();
+  enum { N = 3 * 4096 + 5 };
+  uint8_t *src = coop_rt_alloc_filled(a, N), *dst = coop_rt_alloc(b, N);
+  ck_assert(src && dst);
+  uint8_t want[N];
+  for (unsigned i = 0; i < N; i++) want[i] = (uint8_t)(i * 7 + 3);
+  ck_assert_int_eq(coop_rt_arena_copy(a, src, want, N, 1), 0);
+  struct coop_rt_share h;
+  void *sa = NULL, *sb = NULL;
+  ck_assert_int_eq(coop_rt_share_alloc(b, N + 100, &h, &sb), 0);
+  ck_assert_uint_eq(h.bytes, N + 100);
+  int e = coop_rt_share_open(a, &h, &sa);
+  if (e == COOP_EPERM &&
+      !strcmp(coop_rt_backend(a), "cuda")) { /* its IPC handles: another process only */
+    ck_assert_int_eq(coop_rt_share_copy(b, sb, dst, N), 0);
+    ck_assert_int_eq(coop_rt_share_free(b, sb), 0);
+    ck_assert_int_eq(coop_rt_close(a), 0);
+    ck_assert_int_eq(coop_rt_close(b), 0);
+    return;
+  }
+  ck_assert_msg(e == 0, "open: %s", coop_strerror(e));
+  ck_assert_int_eq(coop_rt_share_copy(a, (uint8_t *)sa + 100, src, N), 0);
+  ck_assert_int_eq(coop_rt_share_copy(a, (uint8_t *)sa + 101, src, N), COOP_EINVAL); /* past it */
+  ck_assert_int_eq(coop_rt_share_copy(a, dst, src, N), COOP_EINVAL); /* not a share of a */
+  ck_assert_int_eq(coop_rt_share_copy(a, sa, want, 8), COOP_EINVAL); /* nor in a's arena */
+  ck_assert_int_eq(coop_rt_share_free(a, sa), 0);
+  ck_assert_int_eq(coop_rt_share_copy(b, dst, (uint8_t *)sb + 100, N), 0);
+  uint8_t got[N];
+  ck_assert_int_eq(coop_rt_arena_copy(b, got, dst, N, 0), 0);
+  ck_assert_mem_eq(got, want, N);
+  ck_assert_int_eq(coop_rt_share_free(b, sb), 0);
+  ck_assert_int_eq(coop_rt_share_free(b, sb), COOP_EINVAL); /* gone */
+  void *p[COOP_RT_SHARES + 1];
+  for (unsigned i = 0; i < COOP_RT_SHARES; i++)
+    ck_assert_int_eq(coop_rt_share_alloc(b, 64, &h, &p[i]), 0);
+  ck_assert_int_eq(coop_rt_share_alloc(b, 64, &h, &p[COOP_RT_SHARES]), COOP_ENOMEM);
+  h.bytes = 1u << 30; /* more than the memfd named holds */
+  ck_assert_int_ne(coop_rt_share_open(a, &h, &sa), 0);
+  ck_assert_int_eq(coop_rt_close(a), 0);
+  ck_assert_int_eq(coop_rt_close(b), 0); /* with its shares */
+}
+END_TEST
+
 START_TEST(refuses_without_svm) {
   if (getenv("COOP_BACKEND")) return; /* an OpenCL-only check */
   refuse_caps(1, "fine-grained SVM buffers");
@@ -1059,6 +1125,7 @@ static Suite *suite(void) {
   tcase_add_test(t, noncooperative_ids);
   tcase_add_test(t, views_and_guard_zones);
   tcase_add_test(t, host_buffers_take_whole_pages);
+  tcase_add_test(t, shares_carry_bytes_between_runtimes);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);

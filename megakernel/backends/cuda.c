@@ -260,6 +260,48 @@ static int cu_dup_arena(struct coop_rt *rt, void *dst, const void *src, size_t b
   return 0;
 }
 
+/* A share (share.c): device memory another process maps by its IPC
+ * handle. Plain device memory, not managed: managed memory has no handle.
+ * Freeing either end waits for the device (coop_rt_share_free says when). */
+static int cu_share_alloc(struct coop_rt *rt, size_t bytes, void **p, uint8_t ipc[64]) {
+  struct cu_be *b = rt->be;
+  CUdeviceptr d = 0;
+  CUipcMemHandle h;
+  _Static_assert(sizeof h == 64, "CUipcMemHandle is CU_IPC_HANDLE_SIZE bytes");
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (coop__cu.cuMemAlloc(&d, bytes) != CUDA_SUCCESS) return COOP_ENOMEM;
+  if (coop__cu.cuIpcGetMemHandle(&h, d) != CUDA_SUCCESS) {
+    coop__cu.cuMemFree(d);
+    coop__rt_msg(rt, "cuIpcGetMemHandle failed: no shared device memory here");
+    return COOP_EPERM;
+  }
+  memcpy(ipc, &h, sizeof h);
+  *p = (void *)(uintptr_t)d;
+  return 0;
+}
+
+static int cu_share_open(struct coop_rt *rt, const uint8_t ipc[64], void **p) {
+  struct cu_be *b = rt->be;
+  CUdeviceptr d = 0;
+  CUipcMemHandle h;
+  memcpy(&h, ipc, sizeof h);
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (coop__cu.cuIpcOpenMemHandle(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != CUDA_SUCCESS)
+    return COOP_EPERM;
+  *p = (void *)(uintptr_t)d;
+  return 0;
+}
+
+static void cu_share_release(struct coop_rt *rt, void *p, int opened) {
+  struct cu_be *b = rt->be;
+  CUdeviceptr d = (CUdeviceptr)(uintptr_t)p;
+  if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS) return;
+  if (opened)
+    coop__cu.cuIpcCloseMemHandle(d);
+  else
+    coop__cu.cuMemFree(d);
+}
+
 /* Page-locked host memory: the copy engine writes and reads it directly. */
 static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
@@ -600,6 +642,9 @@ const struct coop__backend_ops coop__cuda_ops = {
     .alloc_arena = cu_alloc_arena,
     .copy_arena = cu_copy_arena,
     .dup_arena = cu_dup_arena,
+    .share_alloc = cu_share_alloc,
+    .share_open = cu_share_open,
+    .share_release = cu_share_release,
     .place_host = cu_place_host,
     .alloc_host = cu_alloc_host,
     .host_register = cu_host_register,

@@ -47,6 +47,9 @@
   X(cuMemcpyHtoD) \
   X(cuMemcpyDtoH) \
   X(cuMemcpyDtoD) \
+  X(cuIpcGetMemHandle) \
+  X(cuIpcOpenMemHandle) \
+  X(cuIpcCloseMemHandle) \
   X(cuModuleLoadData) \
   X(cuModuleUnload) \
   X(cuModuleGetFunction) \
