@@ -10,7 +10,9 @@
 # against the CPU and their outputs compared byte for byte. Prints one CSV
 # line per run: the two job times through coopd (finished - submitted, ms),
 # the time the reload added, the swap's two legs (the old megakernel closed,
-# the new one launched; coopd's log), how long the job was off the GPU (its
+# the new one launched; coopd's log), the carried buffers' staging between
+# them (through a share of the new device process; "-" where they went
+# through a memfd, as before 2026-11-29), how long the job was off the GPU (its
 # suspension across the reload -> resumed in the new megakernel, from the
 # log's millisecond stamps), the jobs cancelled (the target is 0), the
 # check and whether the outputs are identical. Then the medians.
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
     --graph) graph=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --after-ms) after=$2; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reload_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -44,7 +46,7 @@ bfs() { ctl --json app bfs --gen "road:$graph" --query-barrier --source 0 --chec
 stamp_ms() { awk '{ split($2, t, ":"); printf "%.0f\n", ((t[1] * 60 + t[2]) * 60 + t[3]) * 1000 }'; }
 reloads() { grep -c "reload: done" "$tmp/coopd.log" || true; }
 
-echo "run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,off_gpu_ms,cancelled,check,identical"
+echo "run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,staged_ms,off_gpu_ms,cancelled,check,identical"
 for r in $(seq 1 "$runs"); do
   bfs --out "$tmp/base.out" >"$tmp/base.json" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   before=$(wc -l <"$tmp/coopd.log")
@@ -61,6 +63,7 @@ for r in $(seq 1 "$runs"); do
   done
   log=$(tail -n +"$((before + 1))" "$tmp/coopd.log")
   legs=$(sed -n 's/.*closed in \([0-9]*\) ms, the new one launched in \([0-9]*\) ms.*/\1,\2/p' <<<"$log" | head -1)
+  staged=$(sed -n "s/.*MB of carried buffers staged in the new megakernel's arena in \([0-9.]*\) ms.*/\1/p" <<<"$log" | head -1)
   out=$(grep -m1 "job $job (bfs): suspended across the kernel reload" <<<"$log" | stamp_ms || true)
   in=$(grep -m1 "job $job (bfs): resumed in the new megakernel" <<<"$log" | stamp_ms || true)
   off=-
@@ -69,10 +72,10 @@ for r in $(seq 1 "$runs"); do
   same=no
   cmp -s "$tmp/base.out" "$tmp/reload.out" && same=yes
   b=$(took "$tmp/base.json") t=$(took "$tmp/reload.json")
-  echo "$r,$b,$t,$(awk -v a="$t" -v b="$b" 'BEGIN { printf "%.3f", a - b }'),${legs:--,-},$off,$cancelled,$(field check "$tmp/reload.json"),$same"
+  echo "$r,$b,$t,$(awk -v a="$t" -v b="$b" 'BEGIN { printf "%.3f", a - b }'),${legs:--,-},${staged:--},$off,$cancelled,$(field check "$tmp/reload.json"),$same"
 done | tee "$tmp/runs.csv"
-for c in 2 3 4 5 6 7; do
-  h=$(head -1 <<<"run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,off_gpu_ms" | cut -d, -f"$c")
+for c in 2 3 4 5 6 7 8; do
+  h=$(head -1 <<<"run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,staged_ms,off_gpu_ms" | cut -d, -f"$c")
   printf "%s p50 %s; " "$h" "$(cut -d, -f"$c" "$tmp/runs.csv" | grep -v '^-$' | quant 0.5)"
 done
 echo

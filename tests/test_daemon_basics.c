@@ -899,7 +899,9 @@ END_TEST
  * the same (docs/daemon.md, "Kernel reload"): the sweep, on every worker
  * and running far past the grace period (200 ms), is suspended across
  * the swap and resumed in the new megakernel, and ends DONE with every
- * element right. It used to be cancelled when the grace period ran out. */
+ * element right. It used to be cancelled when the grace period ran out.
+ * Its buffers cross in a share of the new device process (they used to
+ * go through a memfd, twice across the host link on a GPU). */
 START_TEST(reload_carries_cooperative_jobs) {
   char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[128], logp[128];
   kernels_dir_make(kdir);
@@ -939,6 +941,11 @@ START_TEST(reload_carries_cooperative_jobs) {
   ck_assert_msg(log_has(logp, "suspended across the kernel reload"),
                 "the sweep was not carried (ended before the reload?)");
   ck_assert(log_has(logp, "resumed in the new megakernel"));
+  /* its buffers went from one device process to the other through memory
+   * both reach, staged before the new megakernel started */
+  ck_assert(
+      log_has(logp, "suspended across the kernel reload (its buffers through device memory)"));
+  ck_assert(log_has(logp, "MB of carried buffers staged in the new megakernel's arena"));
   ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "sweep: %s %s",
                 coop_job_state_name(c.m.result.state), c.m.result.message);

@@ -53,31 +53,88 @@ void dev__carry_request(struct dev *d, struct run *r) {
   if (dp_suspend(d->rt, r->task[0]) == 0) r->moving = 1;
 }
 
+struct dp *dev__carry_into(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  struct dp *next = d->swapping && !d->stopping ? d->swap_rt : NULL;
+  pthread_mutex_unlock(&d->mu);
+  return next;
+}
+
+int dev__carried(const struct run *r) { return r->carry_fd >= 0 || r->carry_share != 0; }
+
+/* A share of `into` for n buffers laid out in b (dev__carry_bufs), opened
+ * in the old device process; b then names its addresses there. 0, or no
+ * share (the bytes go through a memfd). */
+static int share_out(struct dev *d, struct dp *into, struct dp_buf *b, unsigned n,
+                     uint64_t *there) {
+  uint64_t total = b[n - 1].off + b[n - 1].size, here = 0;
+  struct coop_rt_share h;
+  if (total == 0 || dp_share(into, total, &h, there)) return -1;
+  if (dp_share_open(d->rt, &h, &here)) {
+    dp_share_free(into, *there);
+    *there = 0;
+    return -1;
+  }
+  for (unsigned i = 0; i < n; i++) b[i].share = here + b[i].off;
+  return 0;
+}
+
+/* j's buffers out of the old device process and freed there (its task
+ * `release` released first, 0: none): into a share of `into` (on the
+ * device: r->carry_share) where there is one, else into a new memfd
+ * (r->carry_fd). 0, or a coop code; *breach as dp_unstage's. */
+static int bufs_out(struct dev *d, struct run *r, struct dp *into, coop_task_id release,
+                    int *breach) {
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  unsigned n = dev__carry_bufs(r->j, b, -1, 0);
+  *breach = -1;
+  if (n && into && share_out(d, into, b, n, &r->carry_share) == 0) {
+    int e = dp_unstage(d->rt, b, n, release, breach);
+    if (e) {
+      dp_share_free(into, r->carry_share);
+      r->carry_share = 0;
+    }
+    return e;
+  }
+  r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
+  if (r->carry_fd < 0) return COOP_ENOMEM;
+  n = dev__carry_bufs(r->j, b, r->carry_fd, 0);
+  return n || release ? dp_unstage(d->rt, b, n, release, breach) : 0;
+}
+
+/* r's buffers no longer carried: the memfd closed, or the share freed
+ * (its process holds it until its launch or close otherwise). */
+void dev__carry_drop(struct dev *d, struct run *r) {
+  if (r->carry_fd >= 0) close(r->carry_fd);
+  struct dp *into = dev__carry_into(d);
+  if (r->carry_share && into) dp_share_free(into, r->carry_share);
+  r->carry_fd = -1;
+  r->carry_share = 0;
+}
+
 int dev__carry_out(struct dev *d, struct run *r, const char *where) {
   struct job *j = r->j;
   dev__ckpt_drop(d, r);
+  struct dp *into = r->moving ? dev__carry_into(d) : NULL; /* a move: the next device's own */
   r->state_fd = memfd_create("coopd-carry-state", MFD_CLOEXEC);
-  r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
-  struct dp_buf b[COOP_WIRE_MAX_ARGS];
-  int e =
-      r->state_fd < 0 || r->carry_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
-  unsigned n = e ? 0 : dev__carry_bufs(j, b, r->carry_fd, 0);
+  int e = r->state_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
   int breach = -1;
   if (e == 0) dev__segment_end(d, r);
-  if (e == 0) e = dp_unstage(d->rt, b, n, r->task[0], &breach); /* and the task released */
+  if (e == 0) e = bufs_out(d, r, into, r->task[0], &breach); /* and the task released */
   if (e || breach >= 0) {
     dev__fail(j, e ? e : COOP_EFAULT, "could not carry it %s: %s", where,
               e ? coop_strerror(e) : "a guard zone was overwritten");
     if (r->state_fd >= 0) close(r->state_fd);
-    if (r->carry_fd >= 0) close(r->carry_fd);
-    r->state_fd = r->carry_fd = -1;
+    r->state_fd = -1;
+    dev__carry_drop(d, r);
     r->moving = 0;
     return -1;
   }
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
   r->ninflight = 0;
   r->moving = 2;
-  log_info("job %llu (%s): suspended %s", (unsigned long long)j->id, j->kernel, where);
+  log_info("job %llu (%s): suspended %s%s", (unsigned long long)j->id, j->kernel, where,
+           r->carry_share ? " (its buffers through device memory)" : "");
   return 0;
 }
 
@@ -98,7 +155,15 @@ int dev__resume_run(struct dev *d, struct run *r) {
   struct job *j = r->j;
   if (dev__resolve(d, j)) return j->error;
   int e = 0;
-  if (r->carry_fd >= 0) { /* its buffers left the old device process */
+  if (r->carry_staged || r->carry_share) /* staged before the launch (dev__carry_prestage) */
+    e = r->carry_staged == d->rt ? 0 : COOP_ELOST;
+  r->carry_staged = NULL;
+  r->carry_share = 0;
+  if (e) {
+    dev__fail(j, e, "%s",
+              "could not resume it: its buffers were carried into a device process "
+              "that did not launch");
+  } else if (r->carry_fd >= 0) { /* its buffers left the old device process */
     struct dp_buf b[COOP_WIRE_MAX_ARGS];
     unsigned n = dev__carry_bufs(j, b, r->carry_fd, 1);
     e = n ? dp_stage(d->rt, b, n) : 0;
@@ -111,7 +176,7 @@ int dev__resume_run(struct dev *d, struct run *r) {
   if (r->carry_fd >= 0) close(r->carry_fd);
   r->state_fd = r->carry_fd = -1;
   if (e) {
-    dev__fail(j, e, "could not resume it: %s", coop_strerror(e));
+    if (!j->error) dev__fail(j, e, "could not resume it: %s", coop_strerror(e));
     return e;
   }
   return 0;
@@ -143,16 +208,13 @@ static int carry_suspended_one(struct dev *d, struct run *r) {
                                 : "the new set changed or removed its kernel");
     return -1;
   }
-  return dev__carry_waiting(d, r, "across the kernel reload");
+  return dev__carry_waiting(d, r, "across the kernel reload", dev__carry_into(d));
 }
 
-int dev__carry_waiting(struct dev *d, struct run *r, const char *where) {
+int dev__carry_waiting(struct dev *d, struct run *r, const char *where, struct dp *into) {
   struct job *j = r->j;
-  struct dp_buf b[COOP_WIRE_MAX_ARGS];
-  r->carry_fd = memfd_create("coopd-carry-buffers", MFD_CLOEXEC);
-  unsigned n = r->carry_fd < 0 ? 0 : dev__carry_bufs(j, b, r->carry_fd, 0);
   int breach = -1;
-  int e = r->carry_fd < 0 ? COOP_ENOMEM : n ? dp_unstage(d->rt, b, n, 0, &breach) : 0;
+  int e = bufs_out(d, r, into, 0, &breach);
   if (e || breach >= 0) {
     dev__fail(j, e ? e : COOP_EFAULT, "could not carry it %s: %s", where,
               e ? coop_strerror(e) : "a guard zone was overwritten");
@@ -162,11 +224,58 @@ int dev__carry_waiting(struct dev *d, struct run *r, const char *where) {
   return 0;
 }
 
+/* The buffers of one carried run, in a share of next, staged into next's
+ * arena: 0, or a coop code (the job fails when it would resume). */
+static int prestage_one(struct dp *next, struct run *r) {
+  struct job *j = r->j;
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  unsigned n = dev__carry_bufs(j, b, -1, 1);
+  for (unsigned i = 0; i < n; i++) b[i].share = r->carry_share + b[i].off;
+  int e = dp_stage(next, b, n);
+  for (unsigned i = 0, k = 0; e == 0 && i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
+  if (e == 0) r->carry_staged = next;
+  dp_share_free(next, r->carry_share); /* before the launch: nothing waits */
+  r->carry_share = 0;
+  return e;
+}
+
+static void prestage(struct dp *next, struct run *r, int *prepared, uint64_t *bytes) {
+  struct job *j = r->j;
+  if (!r->carry_share) return;
+  char err[256];
+  int e = *prepared ? 0 : dp_prepare(next, err, sizeof err);
+  if (e) log_error("reload: the new device process could not prepare its arena: %s", err);
+  *prepared = e ? -1 : 1;
+  if (e == 0) e = prestage_one(next, r);
+  if (e) {
+    dev__fail(j, e, "could not carry it across the kernel reload: %s", coop_strerror(e));
+    return;
+  }
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) *bytes += j->args[i].size;
+}
+
+void dev__carry_prestage(struct dev *d, struct dp *next) {
+  int prepared = 0;
+  uint64_t bytes = 0;
+  int64_t t0 = coop__now_ns();
+  for (struct run *r = d->carried; r && prepared >= 0; r = r->next)
+    prestage(next, r, &prepared, &bytes);
+  for (struct job *j = d->coop_wait_head; j && prepared >= 0; j = j->dev_next)
+    if (j->dev_run) prestage(next, j->dev_run, &prepared, &bytes);
+  if (prepared > 0)
+    log_info(
+        "%s: reload: %.1f MB of carried buffers staged in the new megakernel's arena in %.1f "
+        "ms, on the device",
+        d->logname, (double)bytes / 1e6, (double)(coop__now_ns() - t0) / 1e6);
+}
+
 void dev__carry_suspended(struct dev *d) {
   for (struct job **p = &d->coop_wait_head; *p;) {
     struct job *j = *p;
     struct run *r = j->dev_run;
-    if (!r || r->carry_fd >= 0 || !d->rt || carry_suspended_one(d, r) == 0) {
+    if (!r || dev__carried(r) || !d->rt || carry_suspended_one(d, r) == 0) {
       p = &j->dev_next;
       continue;
     }
@@ -176,6 +285,25 @@ void dev__carry_suspended(struct dev *d) {
 }
 
 void dev__carry_in(struct dev *d) {
+  /* suspended jobs that wait their turn: buffers staged in this device
+   * process are simply its own now; staged in one that did not launch,
+   * they are lost */
+  for (struct job **p = &d->coop_wait_head; *p;) {
+    struct job *j = *p;
+    struct run *r = j->dev_run;
+    if (r && (r->carry_share || (r->carry_staged && r->carry_staged != d->rt))) {
+      dev__fail(j, COOP_ELOST, "%s",
+                "could not resume it: its buffers were carried into a device "
+                "process that did not launch");
+      r->carry_share = 0;
+      r->carry_staged = NULL;
+      dev__coop_wait_remove(d, p);
+      dev__drop_suspended(d, j);
+      continue;
+    }
+    if (r) r->carry_staged = NULL;
+    p = &j->dev_next;
+  }
   while (d->carried) {
     struct run *r = d->carried;
     d->carried = r->next;

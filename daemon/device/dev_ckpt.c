@@ -67,7 +67,7 @@ unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in) {
     x->off = off;
     off += a->size;
   }
-  if (!in && ftruncate(fd, (off_t)off)) return 0;
+  if (!in && fd >= 0 && ftruncate(fd, (off_t)off)) return 0;
   return n;
 }
 

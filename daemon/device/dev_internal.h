@@ -56,6 +56,11 @@ struct run {
   /* across a reload (dev_carry.c): 1 asked to suspend, 2 carried (off
    * d->runs, its saved state and buffers in these memfds) */
   int moving, state_fd, carry_fd;
+  /* or its buffers, carried on the device: in a share of the new device
+   * process at this address (0: none), then staged there before its
+   * launch (carry_staged: that process) */
+  uint64_t carry_share;
+  struct dp *carry_staged;
   /* priority (dev_prio.c): asked to suspend for a job of higher priority
    * or another user's share (for which: its job's suspended_for);
    * suspended since (its job back in coop_wait, this run its dev_run);
@@ -260,15 +265,27 @@ void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
  * carried run resumed in the new device process, or failed. */
 void dev__carry_request(struct dev *d, struct run *r);
 int dev__carry_out(struct dev *d, struct run *r, const char *where);
+/* The device process a reload's carried buffers go to on the device (its
+ * shares), or NULL: none is ready (a move to another device, or no reload). */
+struct dp *dev__carry_into(struct dev *d);
 /* A suspended job waiting in coop_wait: its buffers copied out of the
  * device process into r->carry_fd, freed there: 0, or -1 (the job
  * failed; where: "across the kernel reload", "for its move to another device"). */
-int dev__carry_waiting(struct dev *d, struct run *r, const char *where);
+int dev__carry_waiting(struct dev *d, struct run *r, const char *where, struct dp *into);
 void dev__carry_in(struct dev *d);
 /* Before the swap: each suspended job waiting in coop_wait has its
  * buffers copied out of the old device process (or fails, when the new
  * set changed its kernel). */
 void dev__carry_suspended(struct dev *d);
+/* Between the old device process's close and next's launch: next's arena
+ * prepared and the buffers carried in its shares staged there, the
+ * shares freed (after the launch a free would wait for the megakernel). */
+void dev__carry_prestage(struct dev *d, struct dp *next);
+/* Whether r's buffers left the device process for the reload (a memfd or
+ * a share of the next one): a restart of the old one loses nothing. */
+int dev__carried(const struct run *r);
+/* r's carried buffers let go: the memfd closed, the share freed. */
+void dev__carry_drop(struct dev *d, struct run *r);
 /* A suspended run's task again from its saved state (r->state_fd), its
  * buffers staged first if they were carried (r->carry_fd): 0, or the
  * coop code (the job failed with it). */
@@ -289,7 +306,8 @@ int dev__finish_or_keep(struct dev *d, struct run *r);
 /* Each buffer of j (not device buffers) at its offset in the memfd fd, in
  * argument order, into b: copied in (in = 1) or out (in = 0; the memfd
  * is sized). Returns how many. */
-unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in);
+unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd,
+                         int in); /* fd -1: laid out only */
 /* Asks r's task to suspend for a checkpoint when [jobs] checkpoint_ms
  * has passed since its last one (or its start). */
 void dev__ckpt_request(struct dev *d, struct run *r, int64_t now);

@@ -97,7 +97,7 @@ void dev__move_waiting(struct dev *d) {
     }
     struct run *r = j->dev_run;
     dev__coop_wait_remove(d, p);
-    if (r && r->carry_fd < 0 && dev__carry_waiting(d, r, "for its move to another device")) {
+    if (r && r->carry_fd < 0 && dev__carry_waiting(d, r, "for its move to another device", NULL)) {
       atomic_store(&j->move_to, 0);
       dev__drop_suspended(d, j); /* failed: its run ends with the job's error */
       continue;

@@ -180,8 +180,8 @@ void dev__drop_suspended(struct dev *d, struct job *j) {
   j->dev_run = NULL;
   atomic_store(&j->suspended, 0);
   if (r->state_fd >= 0) close(r->state_fd);
-  if (r->carry_fd >= 0) close(r->carry_fd);
-  r->state_fd = r->carry_fd = -1;
+  r->state_fd = -1;
+  dev__carry_drop(d, r);
   dev__finish_job(d, r); /* CANCELLED unless it failed; its buffers back */
   dev__run_free(r);
 }
@@ -190,7 +190,7 @@ void dev__unsuspend_lost(struct dev *d) {
   for (struct job **p = &d->coop_wait_head; *p;) {
     struct job *j = *p;
     struct run *r = j->dev_run;
-    if (!r || r->carry_fd >= 0) { /* carried: its buffers are in a memfd, not lost */
+    if (!r || dev__carried(r)) { /* carried: its buffers are elsewhere, not lost */
       p = &j->dev_next;
       continue;
     }

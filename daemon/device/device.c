@@ -638,12 +638,14 @@ static void do_swap(struct dev *d) {
     int64_t t0 = coop__now_ns();
     close_runtime(d);
     int64_t t1 = coop__now_ns();
+    dev__carry_prestage(d, next); /* before the launch, which would hold the shares */
+    int64_t t2 = coop__now_ns();
     e = dev__launch(d, next, msg, sizeof msg);
     /* the swap's two legs, each bounded (DP_CLOSE_MS, the launch's
      * discovery): a slow reload says which one it was */
     log_info("%s: reload: the old megakernel closed in %.0f ms, the new one %s in %.0f ms",
              d->logname, (double)(t1 - t0) / 1e6, e ? "failed" : "launched",
-             (double)(coop__now_ns() - t1) / 1e6);
+             (double)(coop__now_ns() - t2) / 1e6);
     if (e == 0) {
       d->ks = ks;
     } else {

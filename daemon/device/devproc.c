@@ -509,7 +509,11 @@ static unsigned pack_fds(const struct dp_buf *b, unsigned n, struct dp_bufs *q, 
     q->b[i].keep = (uint8_t)b[i].keep;
     q->b[i].owner = b[i].owner;
     q->b[i].fd = -1;
-    if (b[i].fd < 0) continue;
+    if (b[i].share) {
+      q->b[i].fd = DP_FD_SHARE;
+      q->b[i].at = b[i].share;
+    }
+    if (b[i].fd < 0 || b[i].share) continue;
     unsigned k = 0;
     while (k < nfds && fds[k] != b[i].fd) k++;
     if (k == nfds) fds[nfds++] = b[i].fd;
@@ -704,6 +708,35 @@ int dp_resume(struct dp *p, const struct coop_rt_task_desc *d, int fd, coop_task
   int e = call(p, DP_RESUME, fd, DP_CALL_MS);
   if (e == 0) *id = (coop_task_id)p->r.a;
   return e;
+}
+
+int dp_prepare(struct dp *p, char *err, size_t errlen) {
+  int e = call(p, DP_PREPARE, -1, DP_LAUNCH_MS);
+  if (e == COOP_ELOST)
+    snprintf(err, errlen, "the device process %s while it prepared its arena", p->death);
+  else if (e)
+    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.u.text);
+  return e;
+}
+
+int dp_share(struct dp *p, uint64_t bytes, struct coop_rt_share *h, uint64_t *addr) {
+  p->q.a = bytes;
+  int e = call(p, DP_SHARE, -1, DP_CALL_MS);
+  if (e == 0) *h = p->r.u.share;
+  if (e == 0) *addr = p->r.a;
+  return e;
+}
+
+int dp_share_open(struct dp *p, const struct coop_rt_share *h, uint64_t *addr) {
+  p->q.u.share = *h;
+  int e = call(p, DP_SHARE_OPEN, -1, DP_CALL_MS);
+  if (e == 0) *addr = p->r.a;
+  return e;
+}
+
+int dp_share_free(struct dp *p, uint64_t addr) {
+  p->q.a = addr;
+  return call(p, DP_SHARE_FREE, -1, DP_CALL_MS);
 }
 
 int dp_cap(struct dp *p, coop_task_id id, unsigned cap) {

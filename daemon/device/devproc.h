@@ -81,6 +81,8 @@ struct dp_buf {
   uint64_t at; /* dp_copy: where in the buffer */
   int fd, in, out;
   int keep;       /* dp_unstage: a device buffer, checked but not freed */
+  uint64_t share; /* not 0: the bytes are at this address of a share of that process
+                   * (dp_share, dp_share_open), not in fd */
   uint32_t owner; /* uid + 1 of the client whose descriptor fd is, 0: coopd's (xmap.h) */
 };
 /* Allocates every buffer (zeroed) and copies the IN ones in. On failure
@@ -167,6 +169,18 @@ int dp_suspend(struct dp *p, coop_task_id id);
 int dp_saved(struct dp *p, coop_task_id id, int fd);
 int dp_resume(struct dp *p, const struct coop_rt_task_desc *d, int fd, coop_task_id *id);
 int dp_task_release(struct dp *p, coop_task_id id);
+/* A kernel reload's carried buffers on the device (dev_carry.c): the new
+ * device process prepared (its arena, no launch: dp_prepare, err as
+ * dp_launch's), a share made in it (dp_share: *addr its address there,
+ * *h for the old process's dp_share_open, *addr its address there), the
+ * buffers unstaged into it there and staged from it here (a dp_buf's
+ * `share`), then freed (dp_share_free: before the launch, else at
+ * close). COOP_EPERM or COOP_ENOMEM: no share, the bytes go through a
+ * descriptor as before. */
+int dp_prepare(struct dp *p, char *err, size_t errlen);
+int dp_share(struct dp *p, uint64_t bytes, struct coop_rt_share *h, uint64_t *addr);
+int dp_share_open(struct dp *p, const struct coop_rt_share *h, uint64_t *addr);
+int dp_share_free(struct dp *p, uint64_t addr);
 /* As coop_rt_view; returns the number filled or a negative code. */
 int dp_view(struct dp *p, coop_task_id *owner, uint8_t *reserved, unsigned n);
 

@@ -175,8 +175,15 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
     }
     args[i] = coop_rt_buf_arg(rt, p);
     int32_t f = b->b[i].fd;
-    if (b->b[i].in && (f < 0 || (unsigned)f >= nfds ||
-                       fd_to_arena(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner))) {
+    if (b->b[i].in && f == DP_FD_SHARE) {
+      if (coop_rt_share_copy(rt, p, (void *)(uintptr_t)b->b[i].at, b->b[i].size)) {
+        e = COOP_EIO;
+        i++;
+        break;
+      }
+    } else if (b->b[i].in &&
+               (f < 0 || (unsigned)f >= nfds ||
+                fd_to_arena(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner))) {
       e = COOP_EIO;
       i++;
       break;
@@ -201,13 +208,47 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
       continue;
     }
     int32_t f = b->b[i].fd;
-    if (b->b[i].out && (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
-                        arena_to_fd(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner)))
+    if (b->b[i].out && f == DP_FD_SHARE) {
+      if (coop_rt_buf_len(rt, p) < b->b[i].size ||
+          coop_rt_share_copy(rt, (void *)(uintptr_t)b->b[i].at, p, b->b[i].size))
+        e = COOP_EIO;
+    } else if (b->b[i].out &&
+               (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
+                arena_to_fd(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner)))
       e = COOP_EIO;
     int g = b->b[i].keep == 1 ? coop_rt_buf_check(rt, p) : b->b[i].keep ? 0 : coop_rt_free(rt, p);
     if (g == COOP_EFAULT && *breach < 0) *breach = (int)i;
   }
   return e;
+}
+
+/* DP_PREPARE and the shares (DP_SHARE, _OPEN, _FREE): a kernel reload's
+ * carried buffers go from the old device process to the new one through
+ * device memory both reach, staged into the new arena before its
+ * megakernel starts (docs/daemon.md, "Kernel reload"). 1 where op was
+ * one of them. */
+static int share_op(coop_rt *rt, const struct dp_req *q, struct dp_rep *r) {
+  void *p = NULL;
+  switch (q->op) {
+    case DP_PREPARE:
+      r->err = coop_rt_prepare(rt);
+      if (r->err) snprintf(r->u.text, sizeof r->u.text, "%s", coop_rt_errmsg(rt));
+      return 1;
+    case DP_SHARE:
+      r->err =
+          q->a > SIZE_MAX ? COOP_EINVAL : coop_rt_share_alloc(rt, (size_t)q->a, &r->u.share, &p);
+      r->a = (uintptr_t)p;
+      return 1;
+    case DP_SHARE_OPEN:
+      r->err = coop_rt_share_open(rt, &q->u.share, &p);
+      r->a = (uintptr_t)p;
+      return 1;
+    case DP_SHARE_FREE:
+      r->err = coop_rt_share_free(rt, (void *)(uintptr_t)q->a);
+      return 1;
+    default:
+      return 0;
+  }
 }
 
 /* DP_SAVED and DP_RESUME: a suspended task's saved state to fd, or a task
@@ -449,6 +490,7 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
     r->err = COOP_ESTATE;
     return;
   }
+  if (share_op(rt, q, r)) return;
   switch (q->op) {
     case DP_OPEN:
       r->err = rt || rfd < 0 ? COOP_ESTATE : do_open(ch, q, rfd, r);

@@ -52,6 +52,10 @@ const struct dp_op_entry dp_ops[DP_NOPS] = {
     [DP_DUP] = {"dup", BUFS(1, DP_MAX_BUFS), NONE, 0, 0, 0},
     [DP_SHM] = {"shm", NONE, NONE, 0, 1, 1},
     [DP_WIDTH] = {"width", NONE, LIST(0, sizeof(struct coop_rt_width), 1, DP_WIDTHS_MAX), 0, 0, 0},
+    [DP_PREPARE] = {"prepare", NONE, NONE, 1, 0, 0},
+    [DP_SHARE] = {"share", NONE, FIXED(sizeof(struct coop_rt_share)), 0, 0, 0},
+    [DP_SHARE_OPEN] = {"share-open", FIXED(sizeof(struct coop_rt_share)), NONE, 0, 0, 0},
+    [DP_SHARE_FREE] = {"share-free", NONE, NONE, 0, 0, 0},
 };
 
 /* Each body fits its union member, whatever the count. */

@@ -23,36 +23,40 @@ enum dp_op {
   DP_OPEN = 1, /* fd: sources; u.open */
   DP_LAUNCH,
   DP_CLOSE,
-  DP_SUBMIT,  /* u.desc, b = wait ns, a = device buffer args (bits), id = 1: end it
-               * -> rep.a = task id, rep.u.info, rep.n (DP_ENDED, breach + 1 << 8) */
-  DP_INFO,    /* id -> rep.u.info */
-  DP_LIVE,    /* id -> rep.u.live */
-  DP_CANCEL,  /* id */
-  DP_RELEASE, /* id */
-  DP_VIEW,    /* a = n -> rep.n owners (u32) then rep.n reserved bytes in rep.u.view */
-  DP_STAGE,   /* u.bufs, fds: allocate every buffer, copy IN data -> rep.n args in rep.u.args */
-  DP_UNSTAGE, /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
-  DP_POLL,    /* u.poll -> rep.n infos in rep.u.infos: one request per device pass */
-  DP_PARK,    /* the megakernel leaves the device (coop_rt_park) */
-  DP_UNPARK,  /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
-  DP_KICKFD,  /* fd: the front's eventfd, written when its device thread has new work;
-               * a = the idle spin, ns (dp_set_kick) */
-  DP_WAIT,    /* u.poll, a = budget ns, b = spin: as POLL, once a task changed state, the
-               * kick fd was written, or the budget is spent (devproc_child.c) */
-  DP_WRITE,   /* u.bufs, fds: each b[i].size bytes from its fd at off into the
-               * buffer b[i].arg at b[i].at */
-  DP_READ,    /* u.bufs, fds: the same range the other way */
-  DP_CAP,     /* id, a = the most workgroups (0: none) -> coop_rt_cap */
-  DP_SUSPEND, /* id -> coop_rt_suspend */
-  DP_SAVED,   /* id, fd: the SUSPENDED task's saved state written at 0 -> rep.a = bytes */
-  DP_RESUME,  /* u.desc, fd: a saved state -> coop_rt_submit_resumed, rep.a = task id */
-  DP_WIDTH,   /* a = 1: each kernel alone too -> rep.n widths in rep.u.widths: the merged
-               * megakernel's, then each kernel's (coop_rt_kernel_width) */
-  DP_DUP,     /* u.bufs, a = a buffer arg: each b[i].size bytes of the buffer b[i].arg copied
-               * into that buffer at b[i].at, on the device -> rep.n = breach + 1 */
-  DP_SHM,     /* fd: the shared channel's memfd (devproc_shm.h) -> rep.n = 1: mapped, and
-               * requests without descriptors come through it from now on */
-  DP_NOPS     /* one past the last op */
+  DP_SUBMIT,     /* u.desc, b = wait ns, a = device buffer args (bits), id = 1: end it
+                  * -> rep.a = task id, rep.u.info, rep.n (DP_ENDED, breach + 1 << 8) */
+  DP_INFO,       /* id -> rep.u.info */
+  DP_LIVE,       /* id -> rep.u.live */
+  DP_CANCEL,     /* id */
+  DP_RELEASE,    /* id */
+  DP_VIEW,       /* a = n -> rep.n owners (u32) then rep.n reserved bytes in rep.u.view */
+  DP_STAGE,      /* u.bufs, fds: allocate every buffer, copy IN data -> rep.n args in rep.u.args */
+  DP_UNSTAGE,    /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
+  DP_POLL,       /* u.poll -> rep.n infos in rep.u.infos: one request per device pass */
+  DP_PARK,       /* the megakernel leaves the device (coop_rt_park) */
+  DP_UNPARK,     /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
+  DP_KICKFD,     /* fd: the front's eventfd, written when its device thread has new work;
+                  * a = the idle spin, ns (dp_set_kick) */
+  DP_WAIT,       /* u.poll, a = budget ns, b = spin: as POLL, once a task changed state, the
+                  * kick fd was written, or the budget is spent (devproc_child.c) */
+  DP_WRITE,      /* u.bufs, fds: each b[i].size bytes from its fd at off into the
+                  * buffer b[i].arg at b[i].at */
+  DP_READ,       /* u.bufs, fds: the same range the other way */
+  DP_CAP,        /* id, a = the most workgroups (0: none) -> coop_rt_cap */
+  DP_SUSPEND,    /* id -> coop_rt_suspend */
+  DP_SAVED,      /* id, fd: the SUSPENDED task's saved state written at 0 -> rep.a = bytes */
+  DP_RESUME,     /* u.desc, fd: a saved state -> coop_rt_submit_resumed, rep.a = task id */
+  DP_WIDTH,      /* a = 1: each kernel alone too -> rep.n widths in rep.u.widths: the merged
+                  * megakernel's, then each kernel's (coop_rt_kernel_width) */
+  DP_DUP,        /* u.bufs, a = a buffer arg: each b[i].size bytes of the buffer b[i].arg copied
+                  * into that buffer at b[i].at, on the device -> rep.n = breach + 1 */
+  DP_SHM,        /* fd: the shared channel's memfd (devproc_shm.h) -> rep.n = 1: mapped, and
+                  * requests without descriptors come through it from now on */
+  DP_PREPARE,    /* coop_rt_prepare: the arena, no launch (buffers staged before it) */
+  DP_SHARE,      /* a = bytes -> rep.a = its address here, rep.u.share (coop_rt_share_alloc) */
+  DP_SHARE_OPEN, /* u.share, another device process's -> rep.a = its address here */
+  DP_SHARE_FREE, /* a = a share's address here (coop_rt_share_free) */
+  DP_NOPS        /* one past the last op */
 };
 
 /* DP_SUBMIT's reply: the task ended within the wait and was released, its
@@ -70,6 +74,10 @@ struct dp_poll_ids {
  * where in that descriptor the buffer's bytes are. */
 #define DP_MAX_BUFS COOP_MAX_ARGS /* a task's buffers: one per argument at most */
 #define DP_MAX_FDS (DP_MAX_BUFS + 2)
+/* An entry's fd: its bytes are not in a descriptor but at the address
+ * `at` of a share this process holds (DP_SHARE, DP_SHARE_OPEN): DP_STAGE
+ * and DP_UNSTAGE copy on the device (coop_rt_share_copy). */
+#define DP_FD_SHARE (-2)
 struct dp_bufs {
   uint32_t n; /* the entries of b that follow: only those travel */
   struct dp_buf_entry {
@@ -108,6 +116,7 @@ struct dp_req {
     struct coop_rt_task_desc desc;
     struct dp_bufs bufs;
     struct dp_poll_ids poll;
+    struct coop_rt_share share;
   } u;
 };
 #define DP_REQ_HDR offsetof(struct dp_req, u)
@@ -140,6 +149,7 @@ struct dp_rep {
     struct coop_rt_task_info infos[DP_POLL_MAX];
     uint8_t view[DP_VIEW_MAX * (sizeof(coop_task_id) + 1)]; /* owners, then reserved bytes */
     struct coop_rt_width widths[DP_WIDTHS_MAX];
+    struct coop_rt_share share;
     char text[DP_TEXT_MAX]; /* an error's message, NUL-terminated */
   } u;
 };
