@@ -9,8 +9,9 @@
 # again with a SIGHUP MS ms (100) after its job is running, each checked
 # against the CPU and their outputs compared byte for byte. Prints one CSV
 # line per run: the two job times through coopd (finished - submitted, ms),
-# the time the reload added, the swap's two legs (the old megakernel closed,
-# the new one launched; coopd's log), the carried buffers' staging between
+# the time the reload added, the swap's two legs (the old megakernel left
+# the device, or before 2026-11-29 closed with its process; the new one
+# launched; coopd's log), the carried buffers' staging between
 # them (through a share of the new device process; "-" where they went
 # through a memfd, as before 2026-11-29), how long the job was off the GPU (its
 # suspension across the reload -> resumed in the new megakernel, from the
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
     --graph) graph=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --after-ms) after=$2; shift 2 ;;
-    -h | --help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reload_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -62,7 +63,7 @@ for r in $(seq 1 "$runs"); do
     sleep 0.05
   done
   log=$(tail -n +"$((before + 1))" "$tmp/coopd.log")
-  legs=$(sed -n 's/.*closed in \([0-9]*\) ms, the new one launched in \([0-9]*\) ms.*/\1,\2/p' <<<"$log" | head -1)
+  legs=$(sed -n 's/.*\(closed\|left the device\) in \([0-9]*\) ms, the new one launched in \([0-9]*\) ms.*/\2,\3/p' <<<"$log" | head -1)
   staged=$(sed -n "s/.*MB of carried buffers staged in the new megakernel's arena in \([0-9.]*\) ms.*/\1/p" <<<"$log" | head -1)
   out=$(grep -m1 "job $job (bfs): suspended across the kernel reload" <<<"$log" | stamp_ms || true)
   in=$(grep -m1 "job $job (bfs): resumed in the new megakernel" <<<"$log" | stamp_ms || true)

@@ -618,11 +618,13 @@ int coop_rt_prepare(coop_rt *rt) {
   if (!rt || !rt->be) return COOP_EINVAL;
   if (rt->launched) return COOP_ESTATE;
   if (rt->arena) return 0; /* prepared */
-  int r = coop_rt_build(rt);
-  if (r) return r;
-  r = launch_shape(rt);
-  if (r) return r;
-  if (!rt->mb) rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
+  if (!rt->mb) {           /* else a call before failed at the arena: the shape is chosen */
+    int r = coop_rt_build(rt);
+    if (r) return r;
+    r = launch_shape(rt);
+    if (r) return r;
+    rt->mb = rt->ops->alloc_shared(rt, sizeof *rt->mb);
+  }
   rt->arena = !rt->mb                ? NULL
               : rt->ops->alloc_arena ? rt->ops->alloc_arena(rt, rt->arena_bytes)
                                      : rt->ops->alloc_shared(rt, rt->arena_bytes);

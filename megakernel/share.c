@@ -128,9 +128,9 @@ int coop_rt_share_open(coop_rt *rt, const struct coop_rt_share *h, void **p) {
 int coop_rt_share_copy(coop_rt *rt, void *dst, const void *src, size_t n) {
   if (!rt || !dst || !src) return COOP_EINVAL;
   if (n == 0) return 0;
-  int ok = (holding(rt, dst, n) && in_arena(rt, src, n)) ||
-           (holding(rt, src, n) && in_arena(rt, dst, n));
-  if (!ok) return COOP_EINVAL;
+  int out = holding(rt, dst, n) && in_arena(rt, src, n);
+  if (!out && !(holding(rt, src, n) && in_arena(rt, dst, n))) return COOP_EINVAL;
+  if (rt->ops->share_copy) return rt->ops->share_copy(rt, dst, src, n, !out);
   if (!rt->ops->dup_arena) {
     memcpy(dst, src, n);
     return 0;

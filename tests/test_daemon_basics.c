@@ -872,7 +872,7 @@ START_TEST(sighup_reload) {
   ck_assert(log_has(logp, "reload: done"));
   /* the swap's line names the device by its number, as coopd's other lines
    * do (it said "device -1", the backend's "any device", before) */
-  ck_assert_msg(log_has(logp, "device 0: reload: the old megakernel closed in"),
+  ck_assert_msg(log_has(logp, "device 0: reload: the old megakernel left the device in"),
                 "the swap's line does not name device 0");
   ck_assert(!log_has(logp, "device -1"));
   submit_init(&m, "extra", 2, 0);

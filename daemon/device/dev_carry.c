@@ -224,51 +224,70 @@ int dev__carry_waiting(struct dev *d, struct run *r, const char *where, struct d
   return 0;
 }
 
+/* One pass of dev__carry_prestage over the carried runs. soft: the first,
+ * beside the old device process's close, where its arena may not yet fit
+ * beside the old one: what fails there is left for the second. */
+struct prestage {
+  struct dp *next;
+  int soft, prepared; /* prepared: 1 done, -1 failed */
+  uint64_t bytes;
+  int64_t prep_ns;
+};
+
 /* The buffers of one carried run, in a share of next, staged into next's
- * arena: 0, or a coop code (the job fails when it would resume). */
-static int prestage_one(struct dp *next, struct run *r) {
+ * arena: 0, or a coop code (the share kept when soft). */
+static int prestage_one(struct prestage *ps, struct run *r) {
   struct job *j = r->j;
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   unsigned n = dev__carry_bufs(j, b, -1, 1);
   for (unsigned i = 0; i < n; i++) b[i].share = r->carry_share + b[i].off;
-  int e = dp_stage(next, b, n);
+  int e = dp_stage(ps->next, b, n);
+  if (e && ps->soft) return e;
   for (unsigned i = 0, k = 0; e == 0 && i < j->nargs; i++)
     if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
-  if (e == 0) r->carry_staged = next;
-  dp_share_free(next, r->carry_share); /* before the launch: nothing waits */
+  if (e == 0) r->carry_staged = ps->next;
+  dp_share_free(ps->next, r->carry_share); /* before the launch: nothing waits */
   r->carry_share = 0;
   return e;
 }
 
-static void prestage(struct dp *next, struct run *r, int *prepared, uint64_t *bytes) {
+static void prestage(struct prestage *ps, struct run *r) {
   struct job *j = r->j;
   if (!r->carry_share) return;
   char err[256];
-  int e = *prepared ? 0 : dp_prepare(next, err, sizeof err);
+  int64_t t0 = coop__now_ns();
+  int e = ps->prepared ? 0 : dp_prepare(ps->next, err, sizeof err);
+  if (!ps->prepared) ps->prep_ns = coop__now_ns() - t0;
+  ps->prepared = e ? -1 : 1;
+  if (e && ps->soft) return;
   if (e) log_error("reload: the new device process could not prepare its arena: %s", err);
-  *prepared = e ? -1 : 1;
-  if (e == 0) e = prestage_one(next, r);
+  if (e == 0) e = prestage_one(ps, r);
+  if (e && ps->soft) return;
   if (e) {
     dev__fail(j, e, "could not carry it across the kernel reload: %s", coop_strerror(e));
     return;
   }
   for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) *bytes += j->args[i].size;
+    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) ps->bytes += j->args[i].size;
 }
 
-void dev__carry_prestage(struct dev *d, struct dp *next) {
-  int prepared = 0;
-  uint64_t bytes = 0;
+int dev__carry_prestage(struct dev *d, struct dp *next, int soft) {
+  struct prestage ps = {.next = next, .soft = soft};
   int64_t t0 = coop__now_ns();
-  for (struct run *r = d->carried; r && prepared >= 0; r = r->next)
-    prestage(next, r, &prepared, &bytes);
-  for (struct job *j = d->coop_wait_head; j && prepared >= 0; j = j->dev_next)
-    if (j->dev_run) prestage(next, j->dev_run, &prepared, &bytes);
-  if (prepared > 0)
+  for (struct run *r = d->carried; r && ps.prepared >= 0; r = r->next) prestage(&ps, r);
+  for (struct job *j = d->coop_wait_head; j && ps.prepared >= 0; j = j->dev_next)
+    if (j->dev_run) prestage(&ps, j->dev_run);
+  if (ps.bytes)
     log_info(
         "%s: reload: %.1f MB of carried buffers staged in the new megakernel's arena in %.1f "
-        "ms, on the device",
-        d->logname, (double)bytes / 1e6, (double)(coop__now_ns() - t0) / 1e6);
+        "ms, on the device (its arena made in %.1f ms of it)%s",
+        d->logname, (double)ps.bytes / 1e6, (double)(coop__now_ns() - t0) / 1e6,
+        (double)ps.prep_ns / 1e6, soft ? ", beside the old one's close" : "");
+  int left = 0;
+  for (struct run *r = d->carried; r; r = r->next) left += r->carry_share != 0;
+  for (struct job *j = d->coop_wait_head; j; j = j->dev_next)
+    left += j->dev_run && j->dev_run->carry_share;
+  return left;
 }
 
 void dev__carry_suspended(struct dev *d) {

@@ -277,10 +277,13 @@ void dev__carry_in(struct dev *d);
  * buffers copied out of the old device process (or fails, when the new
  * set changed its kernel). */
 void dev__carry_suspended(struct dev *d);
-/* Between the old device process's close and next's launch: next's arena
- * prepared and the buffers carried in its shares staged there, the
- * shares freed (after the launch a free would wait for the megakernel). */
-void dev__carry_prestage(struct dev *d, struct dp *next);
+/* Before next's launch: next's arena prepared and the buffers carried in
+ * its shares staged there, the shares freed (after the launch a free
+ * would wait for the megakernel). soft: while the old device process
+ * still closes, when next's arena may not fit yet: what fails is left
+ * for a second call, once the old one is gone, which fails the job
+ * instead. Returns how many runs still have their buffers in a share. */
+int dev__carry_prestage(struct dev *d, struct dp *next, int soft);
 /* Whether r's buffers left the device process for the reload (a memfd or
  * a share of the next one): a restart of the old one loses nothing. */
 int dev__carried(const struct run *r);

@@ -619,6 +619,65 @@ unsigned dev_parks(const struct dev *d) { return atomic_load(&d->parks); }
 int64_t dev_unpark_ns(const struct dev *d) { return atomic_load(&d->unpark_ns); }
 int64_t dev_idle_spin_ns(const struct dev *d) { return atomic_load(&d->idle_spin_ns); }
 
+/* The old device process closed on a thread of its own once its
+ * megakernel has left the device (dp_park): its teardown, tens of ms of
+ * freeing its context, overlaps the new one's staging and launch. */
+struct closer {
+  struct dp *old;
+  int64_t ns; /* how long its close took */
+  pthread_t th;
+};
+
+static void *close_main(void *arg) {
+  struct closer *c = arg;
+  int64_t t0 = coop__now_ns();
+  if (dp_close(c->old, DP_CLOSE_MS))
+    log_warn("the old device process did not exit within %u ms: it was killed", DP_CLOSE_MS);
+  c->ns = coop__now_ns() - t0;
+  return NULL;
+}
+
+static void closer_join(struct closer *c) {
+  if (!c->old) return;
+  pthread_join(c->th, NULL);
+  c->old = NULL;
+}
+
+/* The swap's legs: the old megakernel leaves, the carried buffers are
+ * staged into next, next launches. 0, or the launch's error (msg). */
+static int swap_legs(struct dev *d, struct dp *next, char *msg, size_t len) {
+  int64_t t0 = coop__now_ns();
+  struct closer c = {.old = d->rt};
+  int left = d->parked || (d->rt && dp_park(d->rt) == 0);
+  if (c.old && left && pthread_create(&c.th, NULL, close_main, &c) == 0) {
+    d->rt = NULL;
+    atomic_store_explicit(&d->rt_up, 0, memory_order_release);
+  } else {
+    c.old = NULL;
+    close_runtime(d);
+  }
+  int64_t t1 = coop__now_ns();
+  /* beside the old process's teardown, where next's arena fits beside
+   * the old one's; what it could not stage, once the old one is gone */
+  if (dev__carry_prestage(d, next, c.old != NULL)) {
+    closer_join(&c);
+    dev__carry_prestage(d, next, 0);
+  }
+  int64_t t2 = coop__now_ns();
+  int e = dev__launch(d, next, msg, len);
+  int64_t t3 = coop__now_ns();
+  int beside = c.old != NULL;
+  closer_join(&c);
+  /* the swap's legs, each bounded (DP_PARK_MS or DP_CLOSE_MS, the
+   * launch's discovery): a slow reload says which one it was */
+  log_info(
+      "%s: reload: the old megakernel left the device in %.0f ms, the new one %s in %.0f ms "
+      "(the old device process closed in %.0f ms%s)",
+      d->logname, (double)(t1 - t0) / 1e6, e ? "failed" : "launched", (double)(t3 - t2) / 1e6,
+      (double)(beside ? c.ns : t1 - t0) / 1e6, beside ? ", beside" : "");
+  return e;
+}
+
 /* Device thread, no job running: the old megakernel goes, the new one
  * comes (see the top of this file). */
 static void do_swap(struct dev *d) {
@@ -635,17 +694,7 @@ static void do_swap(struct dev *d) {
     snprintf(msg, sizeof msg, "the daemon is shutting down");
   } else {
     dev__carry_suspended(d); /* their buffers out of the old device process first */
-    int64_t t0 = coop__now_ns();
-    close_runtime(d);
-    int64_t t1 = coop__now_ns();
-    dev__carry_prestage(d, next); /* before the launch, which would hold the shares */
-    int64_t t2 = coop__now_ns();
-    e = dev__launch(d, next, msg, sizeof msg);
-    /* the swap's two legs, each bounded (DP_CLOSE_MS, the launch's
-     * discovery): a slow reload says which one it was */
-    log_info("%s: reload: the old megakernel closed in %.0f ms, the new one %s in %.0f ms",
-             d->logname, (double)(t1 - t0) / 1e6, e ? "failed" : "launched",
-             (double)(coop__now_ns() - t2) / 1e6);
+    e = swap_legs(d, next, msg, sizeof msg);
     if (e == 0) {
       d->ks = ks;
     } else {
