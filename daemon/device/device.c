@@ -623,7 +623,8 @@ int64_t dev_idle_spin_ns(const struct dev *d) { return atomic_load(&d->idle_spin
  * megakernel has left the device (dp_park): its teardown, tens of ms of
  * freeing its context, overlaps the new one's staging and launch. */
 struct closer {
-  struct dp *old;
+  struct dp *old; /* NULL once joined (joined 1) or where none was started */
+  int joined;
   int64_t ns; /* how long its close took */
   pthread_t th;
 };
@@ -641,40 +642,38 @@ static void closer_join(struct closer *c) {
   if (!c->old) return;
   pthread_join(c->th, NULL);
   c->old = NULL;
+  c->joined = 1;
 }
 
 /* The swap's legs: the old megakernel leaves, the carried buffers are
- * staged into next, next launches. 0, or the launch's error (msg). */
-static int swap_legs(struct dev *d, struct dp *next, char *msg, size_t len) {
+ * staged into next, next launches; the old process closes in c, which
+ * the caller joins once the carried jobs run on. 0, or the launch's
+ * error (msg). */
+static int swap_legs(struct dev *d, struct dp *next, struct closer *c, char *msg, size_t len) {
   int64_t t0 = coop__now_ns();
-  struct closer c = {.old = d->rt};
+  c->old = d->rt;
   int left = d->parked || (d->rt && dp_park(d->rt) == 0);
-  if (c.old && left && pthread_create(&c.th, NULL, close_main, &c) == 0) {
+  if (c->old && left && pthread_create(&c->th, NULL, close_main, c) == 0) {
     d->rt = NULL;
     atomic_store_explicit(&d->rt_up, 0, memory_order_release);
   } else {
-    c.old = NULL;
+    c->old = NULL;
     close_runtime(d);
   }
   int64_t t1 = coop__now_ns();
   /* beside the old process's teardown, where next's arena fits beside
    * the old one's; what it could not stage, once the old one is gone */
-  if (dev__carry_prestage(d, next, c.old != NULL)) {
-    closer_join(&c);
+  if (dev__carry_prestage(d, next, c->old != NULL)) {
+    closer_join(c);
     dev__carry_prestage(d, next, 0);
   }
   int64_t t2 = coop__now_ns();
   int e = dev__launch(d, next, msg, len);
-  int64_t t3 = coop__now_ns();
-  int beside = c.old != NULL;
-  closer_join(&c);
   /* the swap's legs, each bounded (DP_PARK_MS or DP_CLOSE_MS, the
    * launch's discovery): a slow reload says which one it was */
-  log_info(
-      "%s: reload: the old megakernel left the device in %.0f ms, the new one %s in %.0f ms "
-      "(the old device process closed in %.0f ms%s)",
-      d->logname, (double)(t1 - t0) / 1e6, e ? "failed" : "launched", (double)(t3 - t2) / 1e6,
-      (double)(beside ? c.ns : t1 - t0) / 1e6, beside ? ", beside" : "");
+  log_info("%s: reload: the old megakernel left the device in %.0f ms, the new one %s in %.0f ms",
+           d->logname, (double)(t1 - t0) / 1e6, e ? "failed" : "launched",
+           (double)(coop__now_ns() - t2) / 1e6);
   return e;
 }
 
@@ -688,13 +687,15 @@ static void do_swap(struct dev *d) {
   pthread_mutex_unlock(&d->mu);
   char msg[sizeof d->swap_msg] = "";
   int e = 0;
+  struct closer c = {0};
   if (stopping) {
     dp_close(next, DP_CLOSE_MS);
     e = COOP_ESHUTDOWN;
     snprintf(msg, sizeof msg, "the daemon is shutting down");
   } else {
     dev__carry_suspended(d); /* their buffers out of the old device process first */
-    e = swap_legs(d, next, msg, sizeof msg);
+    e = swap_legs(d, next, &c, msg, sizeof msg);
+    if (e) closer_join(&c); /* the old set comes back: the old process must be gone */
     if (e == 0) {
       d->ks = ks;
     } else {
@@ -723,6 +724,11 @@ static void do_swap(struct dev *d) {
   pthread_mutex_unlock(&d->mu);
   dev__carry_in(d); /* the jobs suspended across it run on */
   dev__announce(d);
+  closer_join(&c);
+  if (c.joined) {
+    log_info("%s: reload: the old device process closed in %.0f ms, beside the new megakernel",
+             d->logname, (double)c.ns / 1e6);
+  }
 }
 
 int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,
