@@ -902,14 +902,16 @@ END_TEST
  * element right. It used to be cancelled when the grace period ran out.
  * Its buffers cross in a share of the new device process (they used to
  * go through a memfd, twice across the host link on a GPU). */
-START_TEST(reload_carries_cooperative_jobs) {
+static void reload_carries(int share) {
   char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[128], logp[128];
   kernels_dir_make(kdir);
   snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
   snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
   const char *sets[] = {set, "log.level=info", "jobs.grace_ms=200", NULL};
   struct daemon_proc d = {.log = logp};
+  if (!share) setenv("COOP_TEST_NO_SHARE", "1", 1);
   daemon_start_log(&d, sets);
+  unsetenv("COOP_TEST_NO_SHARE");
   struct conn c;
   open_hello(&c, &d);
   unsigned w = c.m.welcome.workers;
@@ -943,9 +945,11 @@ START_TEST(reload_carries_cooperative_jobs) {
   ck_assert(log_has(logp, "resumed in the new megakernel"));
   /* its buffers went from one device process to the other through memory
    * both reach, staged before the new megakernel started */
-  ck_assert(
-      log_has(logp, "suspended across the kernel reload (its buffers through device memory)"));
-  ck_assert(log_has(logp, "MB of carried buffers staged in the new megakernel's arena"));
+  ck_assert_int_eq(
+      log_has(logp, "suspended across the kernel reload (its buffers through device memory)"),
+      share);
+  ck_assert_int_eq(log_has(logp, "MB of carried buffers staged in the new megakernel's arena"),
+                   share);
   ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "sweep: %s %s",
                 coop_job_state_name(c.m.result.state), c.m.result.message);
@@ -959,6 +963,15 @@ START_TEST(reload_carries_cooperative_jobs) {
   unlink(logp);
   kernels_dir_remove(kdir);
 }
+
+START_TEST(reload_carries_cooperative_jobs) { reload_carries(1); }
+END_TEST
+
+/* The same where no share can be made (COOP_TEST_NO_SHARE, tests only; in
+ * use: more than 16 carried jobs, the device full, /proc closed to the
+ * device processes): the buffers go through a memfd, and the sweep still
+ * ends DONE with every element right. */
+START_TEST(reload_carries_through_a_memfd_without_a_share) { reload_carries(0); }
 END_TEST
 
 /* ---- live events and TOP ---- */
@@ -1060,5 +1073,6 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, limits_and_owners);
   tcase_add_test(t, sighup_reload);
   tcase_add_test(t, reload_carries_cooperative_jobs);
+  tcase_add_test(t, reload_carries_through_a_memfd_without_a_share);
   tcase_add_test(t, live_events_and_top);
 }
