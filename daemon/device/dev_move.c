@@ -91,11 +91,13 @@ static int moves(struct dev *d, struct job *j) {
 void dev__move_waiting(struct dev *d) {
   for (struct job **p = &d->coop_wait_head; *p;) {
     struct job *j = *p;
-    if (!moves(d, j)) {
+    struct run *r = j->dev_run;
+    /* its buffers in a share of this device's next process (a reload in
+     * progress): it moves once they are staged there */
+    if (!moves(d, j) || (r && r->carry_share)) {
       p = &j->dev_next;
       continue;
     }
-    struct run *r = j->dev_run;
     dev__coop_wait_remove(d, p);
     if (r && r->carry_fd < 0 && dev__carry_waiting(d, r, "for its move to another device", NULL)) {
       atomic_store(&j->move_to, 0);
