@@ -638,7 +638,10 @@ START_TEST(gathering_ahead_holds_workers) {
     nap_ms(1);
   }
   ck_assert_msg(seen != 0, "no kill for the held worker in 20 s (kills %u)", kills);
-  ck_assert_msg(seen >= from - slack, "the hold began %lld ns before its window",
+  /* the device clock's fit to the host's may be off by tens of ms while
+   * two cores are loaded (seen 99 ms in CI): early by more than 250 ms,
+   * the window would be wrong, not the clock */
+  ck_assert_msg(seen >= from - 5 * slack, "the hold began %lld ns before its window",
                 (long long)(from - seen));
   /* the next instance takes the hold: the worker goes back at once */
   unsigned forks = live_of(&f, hold).forks;
