@@ -103,7 +103,7 @@ else
     echo "$r,no,,$(took "$tmp/stay.json"),$(sed -n 's/.*"device":\([0-9]*\).*/\1/p' "$tmp/stay.json" | head -1),$(sed -n 's/.*"check":"\([a-zA-Z]*\)".*/\1/p' "$tmp/stay.json")"
     bfs --device 0 >"$tmp/moved.json" 2>"$tmp/r.err" &
     app=$!
-    job=$(running_job bfs)
+    job=$(running_job bfs "$app")
     sleep 0.5
     ctl --json migrate "$job" 1 >"$tmp/m.json"
     wait "$app" || { cat "$tmp/r.err" >&2; exit 1; }

@@ -44,14 +44,20 @@ took() { sed -n 's/.*"submitted":\([0-9]*\).*"finished":\([0-9]*\).*/\1 \2/p' "$
   awk '{ printf "%.3f", ($2 - $1) / 1e6 }'; }
 # quant F: the F-quantile (nearest rank) of the numbers on stdin
 quant() { sort -g | awk -v f="$1" '{ v[NR] = $1 } END { i = int(f * NR + 0.999); if (i < 1) i = 1; if (NR) print v[i] }'; }
-# running_job KERNEL: the id of a job of KERNEL once `coopctl status` says it
-# runs (60 s at most; a job that starts with its input made first), or exits
+# running_job KERNEL [PID]: the id of a job of KERNEL once `coopctl status`
+# says it runs (60 s at most; a job that starts with its input made first),
+# or exits; PID: the coopctl that submitted it, whose exit before the job
+# was seen running means that it ended too soon to be caught
 running_job() {
   local job=
   for _ in $(seq 1 6000); do
     job=$(ctl --json status | grep -o "\"job\":[0-9]*,\"state\":\"running\",\"kernel\":\"$1\"" |
       head -1 | sed 's/"job":\([0-9]*\).*/\1/' || true)
     [ -n "$job" ] && { echo "$job"; return 0; }
+    if [ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null; then
+      echo "$name: the $1 job ended before it was seen running: it must run for longer (a larger --graph)" >&2
+      exit 1
+    fi
     sleep 0.01
   done
   echo "$name: the $1 job never ran" >&2

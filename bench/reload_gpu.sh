@@ -18,8 +18,10 @@
 # log's millisecond stamps), the jobs cancelled (the target is 0), the
 # check and whether the outputs are identical. Then the medians.
 # Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
-# on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower (use a
-# smaller graph).
+# on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower: the
+# job must still run when the reload's build ends (about 0.5 s on two
+# cores), so keep the graph and ask early (--graph 65536x128 --after-ms 10
+# runs 0.6 s there).
 set -euo pipefail
 export LC_ALL=C
 repo=$(cd "$(dirname "$0")/.." && pwd -P)
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
     --graph) graph=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --after-ms) after=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reload_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,7 +56,7 @@ for r in $(seq 1 "$runs"); do
   n0=$(reloads)
   bfs --out "$tmp/reload.out" >"$tmp/reload.json" 2>"$tmp/err" &
   app=$!
-  job=$(running_job bfs)
+  job=$(running_job bfs "$app")
   sleep "$(awk -v m="$after" 'BEGIN { print m / 1000 }')"
   kill -HUP "$daemon"
   wait "$app" || { cat "$tmp/err" >&2; exit 1; }

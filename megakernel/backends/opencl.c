@@ -123,6 +123,17 @@ static void cl_free_shared(struct coop_rt *rt, void *p) {
   if (p) clSVMFree(b->ctx, p);
 }
 
+/* The arena: fine-grained SVM as the mailbox, but not zeroed here. Every
+ * block is zeroed as it is handed out, or written whole (arena.c), and a
+ * memset of the whole arena touched every page of it: 4.6 s of a launch
+ * with a 4 GiB arena on two cores (bench/RESULTS.md, "A kernel reload's
+ * carried buffers on the device"), as the CUDA backend once did. */
+static void *cl_alloc_arena(struct coop_rt *rt, size_t bytes) {
+  struct cl_be *b = rt->be;
+  return clSVMAlloc(b->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS,
+                    bytes, 0);
+}
+
 static int cl_alloc_dev(struct coop_rt *rt, size_t bytes) {
   struct cl_be *b = rt->be;
   cl_int e;
@@ -253,6 +264,8 @@ const struct coop__backend_ops coop__opencl_ops = {
     .open = cl_open,
     .alloc_shared = cl_alloc_shared,
     .free_shared = cl_free_shared,
+    .alloc_arena = cl_alloc_arena,
+    .free_arena = cl_free_shared,
     .alloc_dev = cl_alloc_dev,
     .write_dev = cl_write_dev,
     .build = cl_build,
