@@ -45,12 +45,12 @@ struct coop__backend_ops {
   /* Optional: device memory another process opens by the handle ipc
    * (coop_rt_share_alloc / _open), and its release (opened: a mapping of
    * another's). NULL: the arena is host memory, and a memfd serves
-   * (share.c). Copies to and from it go by dup_arena. */
+   * (share.c). Copies to and from it go by share_copy. */
   int (*share_alloc)(struct coop_rt *rt, size_t bytes, void **p, uint8_t ipc[64]);
   int (*share_open)(struct coop_rt *rt, const uint8_t ipc[64], void **p);
   void (*share_release)(struct coop_rt *rt, void *p, int opened);
-  /* Optional: a share's bytes into the arena (to_arena) or out of it,
-   * done when it returns. NULL: dup_arena, else memcpy. */
+  /* With share_alloc: a share's bytes into the arena (to_arena) or out of
+   * it, done when it returns. NULL: memcpy (the host kind). */
   int (*share_copy)(struct coop_rt *rt, void *dst, const void *src, size_t bytes, int to_arena);
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */

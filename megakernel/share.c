@@ -131,11 +131,8 @@ int coop_rt_share_copy(coop_rt *rt, void *dst, const void *src, size_t n) {
   int out = holding(rt, dst, n) && in_arena(rt, src, n);
   if (!out && !(holding(rt, src, n) && in_arena(rt, dst, n))) return COOP_EINVAL;
   if (rt->ops->share_copy) return rt->ops->share_copy(rt, dst, src, n, !out);
-  if (!rt->ops->dup_arena) {
-    memcpy(dst, src, n);
-    return 0;
-  }
-  return rt->ops->dup_arena(rt, dst, src, n);
+  memcpy(dst, src, n); /* the host kind: both are host memory */
+  return 0;
 }
 
 static void release(coop_rt *rt, struct coop__share *s) {

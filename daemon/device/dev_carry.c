@@ -172,8 +172,7 @@ int dev__resume_run(struct dev *d, struct run *r) {
     unsigned n = dev__carry_bufs(j, b, r->carry_fd, 1);
     e = n ? dp_stage(d->rt, b, n) : 0;
     if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
-    for (unsigned i = 0, k = 0; e == 0 && i < j->nargs; i++)
-      if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
+    if (e == 0) dev__staged_args(j, b);
   }
   if (e == 0) e = dev__resume_task(d, r, r->state_fd);
   close(r->state_fd);
@@ -239,7 +238,8 @@ struct prestage {
 };
 
 /* The buffers of one carried run, in a share of next, staged into next's
- * arena: 0, or a coop code (the share kept when soft). */
+ * arena (their bytes counted in ps): 0, or a coop code (the share kept
+ * when soft). */
 static int prestage_one(struct prestage *ps, struct run *r) {
   struct job *j = r->j;
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
@@ -247,9 +247,11 @@ static int prestage_one(struct prestage *ps, struct run *r) {
   for (unsigned i = 0; i < n; i++) b[i].share = r->carry_share + b[i].off;
   int e = dp_stage(ps->next, b, n);
   if (e && ps->soft) return e;
-  for (unsigned i = 0, k = 0; e == 0 && i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
-  if (e == 0) r->carry_staged = ps->next;
+  if (e == 0) {
+    dev__staged_args(j, b);
+    r->carry_staged = ps->next;
+    for (unsigned i = 0; i < n; i++) ps->bytes += b[i].size;
+  }
   dp_share_free(ps->next, r->carry_share); /* before the launch: nothing waits */
   r->carry_share = 0;
   return e;
@@ -267,12 +269,7 @@ static void prestage(struct prestage *ps, struct run *r) {
   if (e) log_error("reload: the new device process could not prepare its arena: %s", err);
   if (e == 0) e = prestage_one(ps, r);
   if (e && ps->soft) return;
-  if (e) {
-    dev__fail(j, e, "could not carry it across the kernel reload: %s", coop_strerror(e));
-    return;
-  }
-  for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) ps->bytes += j->args[i].size;
+  if (e) dev__fail(j, e, "could not carry it across the kernel reload: %s", coop_strerror(e));
 }
 
 int dev__carry_prestage(struct dev *d, struct dp *next, int soft) {

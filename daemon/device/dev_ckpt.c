@@ -71,6 +71,11 @@ unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in) {
   return n;
 }
 
+void dev__staged_args(struct job *j, const struct dp_buf *b) {
+  for (unsigned i = 0, k = 0; i < j->nargs; i++)
+    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
+}
+
 static int checkpointable(const struct dev *d, const struct run *r) {
   const struct job *j = r->j;
   return d->cfg->checkpoint_ms && d->rt && !d->swap_now && !d->stop_now && dev__may_suspend(r) &&

@@ -269,8 +269,9 @@ int dev__carry_out(struct dev *d, struct run *r, const char *where);
  * shares), or NULL: none is ready (a move to another device, or no reload). */
 struct dp *dev__carry_into(struct dev *d);
 /* A suspended job waiting in coop_wait: its buffers copied out of the
- * device process into r->carry_fd, freed there: 0, or -1 (the job
- * failed; where: "across the kernel reload", "for its move to another device"). */
+ * device process into a share of `into` (r->carry_share; NULL: none) or
+ * else r->carry_fd, freed there: 0, or -1 (the job failed; where: "across
+ * the kernel reload", "for its move to another device"). */
 int dev__carry_waiting(struct dev *d, struct run *r, const char *where, struct dp *into);
 void dev__carry_in(struct dev *d);
 /* Before the swap: each suspended job waiting in coop_wait has its
@@ -308,9 +309,11 @@ int dev__finish_or_keep(struct dev *d, struct run *r);
 /* dev_ckpt.c */
 /* Each buffer of j (not device buffers) at its offset in the memfd fd, in
  * argument order, into b: copied in (in = 1) or out (in = 0; the memfd
- * is sized). Returns how many. */
-unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd,
-                         int in); /* fd -1: laid out only */
+ * is sized). fd -1: laid out only. Returns how many. */
+unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in);
+/* The kernel arguments of j's buffers (not device buffers) from the args
+ * dp_stage set in b, laid out as dev__carry_bufs does. */
+void dev__staged_args(struct job *j, const struct dp_buf *b);
 /* Asks r's task to suspend for a checkpoint when [jobs] checkpoint_ms
  * has passed since its last one (or its start). */
 void dev__ckpt_request(struct dev *d, struct run *r, int64_t now);

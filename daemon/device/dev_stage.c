@@ -105,8 +105,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
                               : "could not read a buffer's descriptor to its declared size");
     return j->error;
   }
-  for (unsigned i = 0, k = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = b[k++].arg + 1;
+  dev__staged_args(j, b);
   return 0;
 }
 

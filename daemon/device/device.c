@@ -623,9 +623,8 @@ int64_t dev_idle_spin_ns(const struct dev *d) { return atomic_load(&d->idle_spin
  * megakernel has left the device (dp_park): its teardown, tens of ms of
  * freeing its context, overlaps the new one's staging and launch. */
 struct closer {
-  struct dp *old; /* NULL once joined (joined 1) or where none was started */
-  int joined;
-  int64_t ns; /* how long its close took */
+  struct dp *old; /* NULL once joined, or where none was started */
+  int64_t ns;     /* how long its close took */
   pthread_t th;
 };
 
@@ -638,11 +637,12 @@ static void *close_main(void *arg) {
   return NULL;
 }
 
-static void closer_join(struct closer *c) {
+static void closer_join(struct dev *d, struct closer *c) {
   if (!c->old) return;
   pthread_join(c->th, NULL);
   c->old = NULL;
-  c->joined = 1;
+  log_info("%s: reload: the old device process closed in %.0f ms, beside the swap", d->logname,
+           (double)c->ns / 1e6);
 }
 
 /* The swap's legs: the old megakernel leaves, the carried buffers are
@@ -664,7 +664,7 @@ static int swap_legs(struct dev *d, struct dp *next, struct closer *c, char *msg
   /* beside the old process's teardown, where next's arena fits beside
    * the old one's; what it could not stage, once the old one is gone */
   if (dev__carry_prestage(d, next, c->old != NULL)) {
-    closer_join(c);
+    closer_join(d, c);
     dev__carry_prestage(d, next, 0);
   }
   int64_t t2 = coop__now_ns();
@@ -695,7 +695,7 @@ static void do_swap(struct dev *d) {
   } else {
     dev__carry_suspended(d); /* their buffers out of the old device process first */
     e = swap_legs(d, next, &c, msg, sizeof msg);
-    if (e) closer_join(&c); /* the old set comes back: the old process must be gone */
+    if (e) closer_join(d, &c); /* the old set comes back: the old process must be gone */
     if (e == 0) {
       d->ks = ks;
     } else {
@@ -724,11 +724,7 @@ static void do_swap(struct dev *d) {
   pthread_mutex_unlock(&d->mu);
   dev__carry_in(d); /* the jobs suspended across it run on */
   dev__announce(d);
-  closer_join(&c);
-  if (c.joined) {
-    log_info("%s: reload: the old device process closed in %.0f ms, beside the new megakernel",
-             d->logname, (double)c.ns / 1e6);
-  }
+  closer_join(d, &c);
 }
 
 int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,

@@ -169,14 +169,14 @@ int dp_suspend(struct dp *p, coop_task_id id);
 int dp_saved(struct dp *p, coop_task_id id, int fd);
 int dp_resume(struct dp *p, const struct coop_rt_task_desc *d, int fd, coop_task_id *id);
 int dp_task_release(struct dp *p, coop_task_id id);
-/* A kernel reload's carried buffers on the device (dev_carry.c): the new
- * device process prepared (its arena, no launch: dp_prepare, err as
- * dp_launch's), a share made in it (dp_share: *addr its address there,
- * *h for the old process's dp_share_open, *addr its address there), the
- * buffers unstaged into it there and staged from it here (a dp_buf's
- * `share`), then freed (dp_share_free: before the launch, else at
- * close). COOP_EPERM or COOP_ENOMEM: no share, the bytes go through a
- * descriptor as before. */
+/* A kernel reload's carried buffers on the device (dev_carry.c): a share
+ * made in the new device process (dp_share: *addr its address there, *h
+ * its handle) and opened in the old one (dp_share_open: *addr its address
+ * there); the old one unstages the buffers into it (a dp_buf's `share`);
+ * the new one, prepared (its arena, no launch: dp_prepare, err as
+ * dp_launch's), stages them from it, and frees it (dp_share_free: before
+ * the launch, else at close). COOP_EPERM or COOP_ENOMEM: no share, the
+ * bytes go through a descriptor as before. */
 int dp_prepare(struct dp *p, char *err, size_t errlen);
 int dp_share(struct dp *p, uint64_t bytes, struct coop_rt_share *h, uint64_t *addr);
 int dp_share_open(struct dp *p, const struct coop_rt_share *h, uint64_t *addr);

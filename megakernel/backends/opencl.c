@@ -110,20 +110,8 @@ static int cl_open(struct coop_rt *rt, const struct coop_rt_options *o) {
   return 0;
 }
 
-static void *cl_alloc_shared(struct coop_rt *rt, size_t bytes) {
-  struct cl_be *b = rt->be;
-  void *p = clSVMAlloc(
-      b->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS, bytes, 0);
-  if (p) memset(p, 0, bytes);
-  return p;
-}
-
-static void cl_free_shared(struct coop_rt *rt, void *p) {
-  struct cl_be *b = rt->be;
-  if (p) clSVMFree(b->ctx, p);
-}
-
-/* The arena: fine-grained SVM as the mailbox, but not zeroed here. Every
+/* The arena: fine-grained SVM, as the mailbox (cl_alloc_shared), but not
+ * zeroed here. Every
  * block is zeroed as it is handed out, or written whole (arena.c), and a
  * memset of the whole arena touched every page of it: 4.6 s of a launch
  * with a 4 GiB arena on two cores (bench/RESULTS.md, "A kernel reload's
@@ -132,6 +120,17 @@ static void *cl_alloc_arena(struct coop_rt *rt, size_t bytes) {
   struct cl_be *b = rt->be;
   return clSVMAlloc(b->ctx, CL_MEM_READ_WRITE | CL_MEM_SVM_FINE_GRAIN_BUFFER | CL_MEM_SVM_ATOMICS,
                     bytes, 0);
+}
+
+static void *cl_alloc_shared(struct coop_rt *rt, size_t bytes) {
+  void *p = cl_alloc_arena(rt, bytes);
+  if (p) memset(p, 0, bytes);
+  return p;
+}
+
+static void cl_free_shared(struct coop_rt *rt, void *p) {
+  struct cl_be *b = rt->be;
+  if (p) clSVMFree(b->ctx, p);
 }
 
 static int cl_alloc_dev(struct coop_rt *rt, size_t bytes) {
