@@ -2,7 +2,8 @@
 # bench/reload_gpu.sh: what a kernel reload costs a cooperative job that runs
 # through it (docs/daemon.md, "Kernel reload": such a job is suspended,
 # carried into the new megakernel and resumed, not cancelled).
-#   bench/reload_gpu.sh [--build-dir DIR] [--graph WxH] [--runs N] [--after-ms MS]
+#   bench/reload_gpu.sh [--build-dir DIR] [--graph WxH | --sweep N,ROUNDS] [--runs N]
+#                       [--after-ms MS]
 # Starts a coopd of its own and, N times (3): runs bfs (cooperative, query
 # barrier) on a road graph of WxH (65536x128 by default: about 1.4 s on an
 # H200, longer than a reload's build) from vertex 0 uninterrupted, then
@@ -22,21 +23,28 @@
 # job must still run when the reload's build ends (about 0.5 s on two
 # cores), so keep the graph and ask early (--graph 65536x128 --after-ms 10
 # runs 0.6 s there).
+# --sweep N,ROUNDS: the job is the sample kernel sweep instead (cooperative,
+# query barrier) on N u32 elements for ROUNDS rounds, its output compared
+# in the same way: a job whose run time varies far less than bfs's (whose
+# runs spread by 10% on an H200), so that what a reload adds is seen.
 set -euo pipefail
 export LC_ALL=C
 repo=$(cd "$(dirname "$0")/.." && pwd -P)
-bdir=$repo/build-cuda graph=65536x128 runs=3 after=100
+bdir=$repo/build-cuda graph=65536x128 runs=3 after=100 sweep=
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) bdir=$2; shift 2 ;;
     --graph) graph=$2; shift 2 ;;
+    --sweep) sweep=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --after-ms) after=$2; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reload_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
-for v in "$runs" "$after"; do
+n=${sweep%%,*} rounds=${sweep#*,}
+[ -n "$sweep" ] || n=0 rounds=0
+for v in "$runs" "$after" "$n" "$rounds"; do
   case "$v" in '' | *[!0-9]*) echo "reload_gpu.sh: '$v' is not a whole number" >&2; exit 2 ;; esac
 done
 name=reload_gpu.sh
@@ -44,19 +52,28 @@ name=reload_gpu.sh
 . "$repo/bench/gpu_daemon.sh"
 start_daemon --set device.arena_mb=4096 --set limits.max_bytes_per_client=4G \
   --set limits.max_bytes_per_uid=4G
-bfs() { ctl --json app bfs --gen "road:$graph" --query-barrier --source 0 --check "$@"; }
+kernel=bfs
+[ -n "$sweep" ] && kernel=sweep
+# job --out PATH: the job, its result JSON on stdout, its output in PATH
+job() {
+  if [ -z "$sweep" ]; then
+    ctl --json app bfs --gen "road:$graph" --query-barrier --source 0 --check "$@"
+  else
+    ctl --json submit sweep --coop --query-barrier --wait "out:$((n * 4)):$2" "u32:$n" "u32:$rounds"
+  fi
+}
 # ms since midnight of a coopd log line's stamp (2026-11-29 09:32:43.719 ...)
 stamp_ms() { awk '{ split($2, t, ":"); printf "%.0f\n", ((t[1] * 60 + t[2]) * 60 + t[3]) * 1000 }'; }
 reloads() { grep -c "reload: done" "$tmp/coopd.log" || true; }
 
 echo "run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,staged_ms,off_gpu_ms,cancelled,check,identical"
 for r in $(seq 1 "$runs"); do
-  bfs --out "$tmp/base.out" >"$tmp/base.json" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  job --out "$tmp/base.out" >"$tmp/base.json" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   before=$(wc -l <"$tmp/coopd.log")
   n0=$(reloads)
-  bfs --out "$tmp/reload.out" >"$tmp/reload.json" 2>"$tmp/err" &
+  job --out "$tmp/reload.out" >"$tmp/reload.json" 2>"$tmp/err" &
   app=$!
-  job=$(running_job bfs "$app")
+  id=$(running_job "$kernel" "$app")
   sleep "$(awk -v m="$after" 'BEGIN { print m / 1000 }')"
   kill -HUP "$daemon"
   wait "$app" || { cat "$tmp/err" >&2; exit 1; }
@@ -67,15 +84,15 @@ for r in $(seq 1 "$runs"); do
   log=$(tail -n +"$((before + 1))" "$tmp/coopd.log")
   legs=$(sed -n 's/.*\(closed\|left the device\) in \([0-9]*\) ms, the new one launched in \([0-9]*\) ms.*/\2,\3/p' <<<"$log" | head -1)
   staged=$(sed -n "s/.*MB of carried buffers staged in the new megakernel's arena in \([0-9.]*\) ms.*/\1/p" <<<"$log" | head -1)
-  out=$(grep -m1 "job $job (bfs): suspended across the kernel reload" <<<"$log" | stamp_ms || true)
-  in=$(grep -m1 "job $job (bfs): resumed in the new megakernel" <<<"$log" | stamp_ms || true)
+  out=$(grep -m1 "job $id ($kernel): suspended across the kernel reload" <<<"$log" | stamp_ms || true)
+  in=$(grep -m1 "job $id ($kernel): resumed in the new megakernel" <<<"$log" | stamp_ms || true)
   off=-
   [ -n "$out" ] && [ -n "$in" ] && off=$((in - out))
   cancelled=$(grep -c "job [0-9]* .*cancel" <<<"$log" || true)
   same=no
   cmp -s "$tmp/base.out" "$tmp/reload.out" && same=yes
   b=$(took "$tmp/base.json") t=$(took "$tmp/reload.json")
-  echo "$r,$b,$t,$(awk -v a="$t" -v b="$b" 'BEGIN { printf "%.3f", a - b }'),${legs:--,-},${staged:--},$off,$cancelled,$(field check "$tmp/reload.json"),$same"
+  echo "$r,$b,$t,$(awk -v a="$t" -v b="$b" 'BEGIN { printf "%.3f", a - b }'),${legs:--,-},${staged:--},$off,$cancelled,$(chk=$(field check "$tmp/reload.json"); echo "${chk:--}"),$same"
 done | tee "$tmp/runs.csv"
 for c in 2 3 4 5 6 7 8; do
   h=$(head -1 <<<"run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,staged_ms,off_gpu_ms" | cut -d, -f"$c")
@@ -83,4 +100,8 @@ for c in 2 3 4 5 6 7 8; do
 done
 echo
 machine_line
-echo "graph: road $graph; SIGHUP $after ms after the job runs"
+if [ -n "$sweep" ]; then
+  echo "job: sweep of $n u32 x $rounds rounds; SIGHUP $after ms after the job runs"
+else
+  echo "graph: road $graph; SIGHUP $after ms after the job runs"
+fi

@@ -180,6 +180,16 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host) {
 
 void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0); }
 
+int coop_rt_arena_warm(coop_rt *rt, size_t bytes, unsigned nbufs) {
+  if (!rt || !rt->arena) return COOP_EINVAL;
+  if (rt->launched) return COOP_ESTATE; /* the backend waits for the device */
+  if (!rt->ops->warm_arena || bytes == 0) return 0;
+  /* each block: its data rounded up to ALIGN, a guard on either side */
+  size_t per = 2 * (size_t)GUARD + ALIGN, cap = rt->arena_bytes;
+  size_t n = bytes >= cap || nbufs > (cap - bytes) / per ? cap : bytes + (size_t)nbufs * per;
+  return rt->ops->warm_arena(rt, rt->arena, n);
+}
+
 void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 0, 0); }
 
 void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 1); }

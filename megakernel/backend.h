@@ -17,6 +17,10 @@ struct coop_rt_width;
 struct coop__backend_ops {
   const char *name;
   unsigned default_local_size; /* threads per workgroup when the options say 0 */
+  /* The device clock's nominal ns per tick, or 0 where it is not known
+   * (PoCL's TSC): then the launch fits it over 50 ms (runtime.c,
+   * calibrate). */
+  double clock_ns_per_tick;
   /* Pick and check the device; fill rt->device_name, rt->compute_units. */
   int (*open)(struct coop_rt *rt, const struct coop_rt_options *o);
   /* Host-visible memory the running kernel and the host share with atomics
@@ -42,6 +46,10 @@ struct coop__backend_ops {
    * where their use puts them again (off), for coop_rt_alloc_host. NULL:
    * the arena is host memory already (OpenCL's fine-grained SVM). */
   int (*place_host)(struct coop_rt *rt, void *p, size_t bytes, int on);
+  /* Optional: the arena's bytes [p, p + bytes) placed on the device now,
+   * before any kernel runs, and returned once they are there. NULL: the
+   * arena's pages need no placing (OpenCL). */
+  int (*warm_arena)(struct coop_rt *rt, void *p, size_t bytes);
   /* Optional: device memory another process opens by the handle ipc
    * (coop_rt_share_alloc / _open), and its release (opened: a mapping of
    * another's). NULL: the arena is host memory, and a memfd serves

@@ -295,7 +295,8 @@ static int discover(coop_rt *rt) {
  * of it. Under CPU load a round trip can take milliseconds (the host thread
  * or PoCL's scheduler thread descheduled), so:
  *   - each point is the tightest of several pings;
- *   - the first calibration fits two points 50 ms apart, and each refit
+ *   - the first calibration fits two points 50 ms apart (one point at
+ *     the backend's nominal rate where it has one), and each refit
  *     (at most once per COOP_RT_REFIT_NS, from coop_rt_refit) fits the line
  *     through the anchor (the first point) and a new one: the baseline
  *     grows, so the slope's error (rtt_anchor + rtt_new) / 2 / baseline
@@ -353,14 +354,25 @@ static int64_t best_ping(coop_rt *rt, int n, int64_t wait_ns, int64_t *mid, uint
   return best;
 }
 
-/* The first fit: two tightest-of-33 points 50 ms apart. */
+/* The first fit: two tightest-of-33 points 50 ms apart; or, where the
+ * backend knows the clock's rate (CUDA's %globaltimer counts ns), one
+ * point at that rate. That sleep was most of a launch on a GPU (50 of its
+ * 51 ms, every start, restart and reload); the refits a second on (from
+ * the anchor, coop_rt_refit) correct the rate either way. */
 static void calibrate(coop_rt *rt) {
   int64_t m0 = 0, m1 = 0;
   uint64_t d0 = 0, d1 = 0;
-  int64_t r0 = best_ping(rt, 33, COOP_RT_CALIB_PING_NS, &m0, &d0);
-  sleep_ns(50000000);
-  int64_t r1 = best_ping(rt, 33, COOP_RT_CALIB_PING_NS, &m1, &d1);
-  rt->tick_ns = r0 >= 0 && r1 >= 0 && d1 > d0 ? (double)(m1 - m0) / (double)(d1 - d0) : 0.0;
+  int64_t r0 = best_ping(rt, 33, COOP_RT_CALIB_PING_NS, &m0, &d0), r1 = r0;
+  double nominal = rt->ops->clock_ns_per_tick;
+  if (nominal > 0.0) {
+    m1 = m0;
+    d1 = d0;
+    rt->tick_ns = r0 >= 0 && d0 ? nominal : 0.0;
+  } else {
+    sleep_ns(50000000);
+    r1 = best_ping(rt, 33, COOP_RT_CALIB_PING_NS, &m1, &d1);
+    rt->tick_ns = r0 >= 0 && r1 >= 0 && d1 > d0 ? (double)(m1 - m0) / (double)(d1 - d0) : 0.0;
+  }
   rt->anchor_ns = m0;
   rt->anchor_ticks = d0;
   rt->anchor_rtt = r0;
@@ -795,12 +807,12 @@ int coop_rt_resume(coop_rt *rt, coop_task_id suspended, coop_task_id *id) {
   return r ? r : coop_rt_task_release(rt, suspended);
 }
 
-size_t coop_rt_state_bytes(const coop_rt *rt) { return rt ? COOP_TRANSMIT_BYTES : 0; }
+size_t coop_rt_state_bytes(const coop_rt *rt) { return rt ? COOP_RESUME_WORDS * 8 : 0; }
 
 int coop_rt_saved_state(coop_rt *rt, coop_task_id suspended, void *out, size_t len) {
   struct coop_task_rec *t = rec(rt, suspended);
   if (!t || !out) return t ? COOP_EINVAL : COOP_ENOTASK;
-  if (len != COOP_TRANSMIT_BYTES) return COOP_EINVAL;
+  if (len != COOP_RESUME_WORDS * 8) return COOP_EINVAL;
   if (atomic_load_explicit(&t->state, memory_order_acquire) != COOP_TS_SUSPENDED)
     return COOP_ESTATE;
   memcpy(out, t->resume_state, len);
@@ -810,8 +822,8 @@ int coop_rt_saved_state(coop_rt *rt, coop_task_id suspended, void *out, size_t l
 int coop_rt_submit_resumed(coop_rt *rt, const struct coop_rt_task_desc *d, const void *state,
                            size_t len, coop_task_id *id) {
   if (!rt || !d || !state || !id || !d->cooperative) return COOP_EINVAL;
-  if (len != COOP_TRANSMIT_BYTES) return COOP_EINVAL;
-  uint64_t st[COOP_TRANSMIT_BYTES / 8];
+  if (len != COOP_RESUME_WORDS * 8) return COOP_EINVAL;
+  uint64_t st[COOP_RESUME_WORDS];
   memcpy(st, state, len);
   return coop__rt_submit(rt, d, id, COOP_TF_RESUME, st);
 }

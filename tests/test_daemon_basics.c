@@ -950,6 +950,9 @@ static void reload_carries(int share) {
       share);
   ck_assert_int_eq(log_has(logp, "MB of carried buffers staged in the new megakernel's arena"),
                    share);
+  /* that arena made, and room placed for them, while the sweep still ran */
+  ck_assert(log_has(logp, "reload: the new megakernel's arena made in"));
+  ck_assert_int_eq(log_has(logp, "on the device (its arena made before the swap)"), share);
   ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "sweep: %s %s",
                 coop_job_state_name(c.m.result.state), c.m.result.message);

@@ -431,8 +431,9 @@ END_TEST
 /* Suspension (scheduler.cl, "Suspension"): stopsweep at full width is
  * suspended at a random round, many times; each time it ends SUSPENDED
  * with every element covered the same number of times (a suspension lies
- * between two rounds), resumes from its saved state on one workgroup and
- * grows back to W; at the end every element was covered exactly once per
+ * between two rounds), resumes from its saved state on the free workers
+ * (saved after a resizing barrier, each starts from it as if forked) and
+ * is back at W; at the end every element was covered exactly once per
  * round, across all the suspensions (a round lost or run twice, or a
  * state not restored, breaks it). */
 static void suspend_run(int query, int times) {
@@ -454,6 +455,11 @@ static void suspend_run(int query, int times) {
     struct coop_rt_task_info ti;
     ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
     ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+    /* saved after a resizing barrier, a resumed task starts on the free
+     * workers, every one from the saved state, not on workgroup 0 alone
+     * (its next round ran on one workgroup: scheduler.cl, "Suspension") */
+    if (k > 0 && w >= 2)
+      ck_assert_msg(ti.m_initial >= 2, "resumed on %u workgroup(s) of %u", ti.m_initial, w);
     for (unsigned i = 1; i < n; i++)
       ck_assert_msg(data[i] == data[0], "suspended mid-round: element %u at %u, element 0 at %u", i,
                     data[i], data[0]);
@@ -1002,6 +1008,29 @@ START_TEST(shares_carry_bytes_between_runtimes) {
 }
 END_TEST
 
+/* Room placed on the device ahead of staging (a kernel reload's new
+ * arena): on a prepared runtime only, any size (capped at the arena),
+ * and the buffers allocated there afterwards hold what is written. */
+START_TEST(arena_warms_before_launch_only) {
+  coop_rt *rt = prepared();
+  ck_assert_int_eq(coop_rt_arena_warm(NULL, 64, 1), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_arena_warm(rt, 4096, 1), 0);
+  ck_assert_int_eq(coop_rt_arena_warm(rt, (size_t)1 << 40, 1u << 30), 0); /* the arena, no more */
+  ck_assert_int_eq(coop_rt_arena_warm(rt, 64, ~0u), 0);
+  uint8_t want[4096], got[4096];
+  for (unsigned i = 0; i < sizeof want; i++) want[i] = (uint8_t)(i * 5 + 1);
+  uint8_t *p = coop_rt_alloc_filled(rt, sizeof want);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, p, want, sizeof want, 1), 0);
+  int r = coop_rt_launch(rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  ck_assert_int_eq(coop_rt_arena_warm(rt, 4096, 1), COOP_ESTATE); /* a kernel runs */
+  ck_assert_int_eq(coop_rt_arena_copy(rt, got, p, sizeof got, 0), 0);
+  ck_assert_mem_eq(got, want, sizeof want);
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 START_TEST(refuses_without_svm) {
   if (getenv("COOP_BACKEND")) return; /* an OpenCL-only check */
   refuse_caps(1, "fine-grained SVM buffers");
@@ -1129,6 +1158,7 @@ static Suite *suite(void) {
   tcase_add_test(t, views_and_guard_zones);
   tcase_add_test(t, host_buffers_take_whole_pages);
   tcase_add_test(t, shares_carry_bytes_between_runtimes);
+  tcase_add_test(t, arena_warms_before_launch_only);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);

@@ -45,6 +45,51 @@ static int carriable(struct dev *d, const struct run *r) {
   return !job_has_devbufs(j) && kernel_stays(d, j);
 }
 
+/* The bytes and buffers a reload will carry on the device: those of the
+ * carriable runs and of the suspended jobs waiting their turn. */
+static uint64_t carry_bytes(struct dev *d, unsigned *nbufs) {
+  uint64_t bytes = 0;
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  *nbufs = 0;
+  for (struct run *r = d->runs; r; r = r->next) {
+    unsigned n = carriable(d, r) ? dev__carry_bufs(r->j, b, -1, 1) : 0;
+    if (n) bytes += b[n - 1].off + b[n - 1].size;
+    *nbufs += n;
+  }
+  for (struct job *j = d->coop_wait_head; j; j = j->dev_next) {
+    unsigned n = j->dev_run && kernel_stays(d, j) ? dev__carry_bufs(j, b, -1, 1) : 0;
+    if (n) bytes += b[n - 1].off + b[n - 1].size;
+    *nbufs += n;
+  }
+  return bytes;
+}
+
+/* The new device process makes its arena (2 ms for a managed 4 GiB) and
+ * places room for the carried buffers on the device (3 ms for 250 MB)
+ * while those jobs still run: their time off the GPU is then the copies
+ * and the launch alone (docs/daemon.md, "Kernel reload"). What fails here
+ * is tried again at the swap (dev__carry_prestage), when the old arena
+ * may be gone. */
+void dev__carry_prepare(struct dev *d) {
+  if (!d->swap_now || d->swap_prepared || d->stop_now) return;
+  pthread_mutex_lock(&d->mu);
+  struct dp *next = d->swap_rt;
+  pthread_mutex_unlock(&d->mu);
+  if (!next) return;
+  char err[256];
+  unsigned nbufs = 0;
+  uint64_t bytes =
+      dev__carry_into(d) ? carry_bytes(d, &nbufs) : 0; /* else a memfd, staged after the launch */
+  int64_t t0 = coop__now_ns();
+  int e = dp_prepare(next, bytes, nbufs, err, sizeof err);
+  d->swap_prepared = e ? -1 : 1;
+  log_info(
+      "%s: reload: the new megakernel's arena %s in %.1f ms before the swap, %.1f MB "
+      "placed for its carried buffers%s%s",
+      d->logname, e ? "not made" : "made", (double)(coop__now_ns() - t0) / 1e6, (double)bytes / 1e6,
+      e ? ": " : "", e ? err : "");
+}
+
 void dev__carry_request(struct dev *d, struct run *r) {
   /* one suspending for a job of higher priority waits in coop_wait, and
    * dev__carry_suspended takes it across from there */
@@ -262,7 +307,7 @@ static void prestage(struct prestage *ps, struct run *r) {
   if (!r->carry_share) return;
   char err[256];
   int64_t t0 = coop__now_ns();
-  int e = ps->prepared ? 0 : dp_prepare(ps->next, err, sizeof err);
+  int e = ps->prepared ? 0 : dp_prepare(ps->next, 0, 0, err, sizeof err);
   if (!ps->prepared) ps->prep_ns = coop__now_ns() - t0;
   ps->prepared = e ? -1 : 1;
   if (e && ps->soft) return;
@@ -273,17 +318,21 @@ static void prestage(struct prestage *ps, struct run *r) {
 }
 
 int dev__carry_prestage(struct dev *d, struct dp *next, int soft) {
-  struct prestage ps = {.next = next, .soft = soft};
+  /* prepared while the jobs still ran (dev__carry_prepare), or now */
+  struct prestage ps = {.next = next, .soft = soft, .prepared = d->swap_prepared > 0};
   int64_t t0 = coop__now_ns();
+  char arena[64] = "its arena made before the swap";
   for (struct run *r = d->carried; r && ps.prepared >= 0; r = r->next) prestage(&ps, r);
   for (struct job *j = d->coop_wait_head; j && ps.prepared >= 0; j = j->dev_next)
     if (j->dev_run) prestage(&ps, j->dev_run);
+  if (ps.prep_ns)
+    snprintf(arena, sizeof arena, "its arena made in %.1f ms of it", (double)ps.prep_ns / 1e6);
   if (ps.bytes)
     log_info(
         "%s: reload: %.1f MB of carried buffers staged in the new megakernel's arena in %.1f "
-        "ms, on the device (its arena made in %.1f ms of it)%s",
-        d->logname, (double)ps.bytes / 1e6, (double)(coop__now_ns() - t0) / 1e6,
-        (double)ps.prep_ns / 1e6, soft ? ", beside the old one's close" : "");
+        "ms, on the device (%s)%s",
+        d->logname, (double)ps.bytes / 1e6, (double)(coop__now_ns() - t0) / 1e6, arena,
+        soft ? ", beside the old one's close" : "");
   int left = 0;
   for (struct run *r = d->carried; r; r = r->next) left += r->carry_share != 0;
   for (struct job *j = d->coop_wait_head; j; j = j->dev_next)

@@ -142,12 +142,13 @@ struct dev {
   int64_t swap_deadline;
   char swap_msg[2048];
   void (*on_swapped)(int err, const char *msg, void *user);
-  int swap_now;                                /* device thread: snapshot of swapping */
-  int64_t swap_at;                             /* device thread: snapshot of swap_deadline */
-  char broken[512];                            /* device thread: why no runtime is running, or "" */
-  struct dev_view view;                        /* under mu: the last snapshot (TOP) */
-  struct dev_view next_view;                   /* device thread: the one being built */
-  int64_t view_at;                             /* device thread: when it was last built */
+  int swap_now;              /* device thread: snapshot of swapping */
+  int64_t swap_at;           /* device thread: snapshot of swap_deadline */
+  int swap_prepared;         /* device thread: swap_rt's arena made (1) or tried (-1) */
+  char broken[512];          /* device thread: why no runtime is running, or "" */
+  struct dev_view view;      /* under mu: the last snapshot (TOP) */
+  struct dev_view next_view; /* device thread: the one being built */
+  int64_t view_at;           /* device thread: when it was last built */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
   struct {
     uint32_t uid;
@@ -264,6 +265,9 @@ void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
  * (0: carried, off d->runs; -1: the job failed); after the swap: every
  * carried run resumed in the new device process, or failed. */
 void dev__carry_request(struct dev *d, struct run *r);
+/* A reload seen: its new device process prepared now, while the jobs it
+ * will carry still run (once per reload; see swap_prepared). */
+void dev__carry_prepare(struct dev *d);
 int dev__carry_out(struct dev *d, struct run *r, const char *where);
 /* The device process a reload's carried buffers go to on the device (its
  * shares), or NULL: none is ready (a move to another device, or no reload). */

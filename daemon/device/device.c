@@ -504,6 +504,7 @@ static void *dev_main(void *arg) {
   struct dev *d = arg;
   for (;;) {
     take_new(d);
+    dev__carry_prepare(d); /* before this pass asks any job to suspend for the swap */
     /* after take_new, which may have just held a job: its wake counts */
     int64_t held_wake = INT64_MAX; /* the next end of a hold (dev_hold.c) */
     dev__pump_held(d, coop__now_ns(), &held_wake);
@@ -716,6 +717,7 @@ static void do_swap(struct dev *d) {
   d->idle_since = coop__now_ns(); /* the new megakernel parks park_ms from now */
   pthread_mutex_lock(&d->mu);
   d->swapping = 0;
+  d->swap_prepared = 0;
   d->swap_rt = NULL;
   d->swap_ks = NULL;
   d->swap_done = 1;

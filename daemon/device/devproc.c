@@ -710,7 +710,9 @@ int dp_resume(struct dp *p, const struct coop_rt_task_desc *d, int fd, coop_task
   return e;
 }
 
-int dp_prepare(struct dp *p, char *err, size_t errlen) {
+int dp_prepare(struct dp *p, uint64_t bytes, unsigned nbufs, char *err, size_t errlen) {
+  p->q.a = bytes;
+  p->q.b = nbufs;
   int e = call(p, DP_PREPARE, -1, DP_LAUNCH_MS);
   if (e == COOP_ELOST)
     snprintf(err, errlen, "the device process %s while it prepared its arena", p->death);

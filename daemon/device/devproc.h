@@ -174,10 +174,11 @@ int dp_task_release(struct dp *p, coop_task_id id);
  * its handle) and opened in the old one (dp_share_open: *addr its address
  * there); the old one unstages the buffers into it (a dp_buf's `share`);
  * the new one, prepared (its arena, no launch: dp_prepare, err as
- * dp_launch's), stages them from it, and frees it (dp_share_free: before
- * the launch, else at close). COOP_EPERM or COOP_ENOMEM: no share, the
- * bytes go through a descriptor as before. */
-int dp_prepare(struct dp *p, char *err, size_t errlen);
+ * dp_launch's; room for nbufs buffers of `bytes` placed on the device
+ * ahead, coop_rt_arena_warm), stages them from it, and frees it
+ * (dp_share_free: before the launch, else at close). COOP_EPERM or
+ * COOP_ENOMEM: no share, the bytes go through a descriptor as before. */
+int dp_prepare(struct dp *p, uint64_t bytes, unsigned nbufs, char *err, size_t errlen);
 int dp_share(struct dp *p, uint64_t bytes, struct coop_rt_share *h, uint64_t *addr);
 int dp_share_open(struct dp *p, const struct coop_rt_share *h, uint64_t *addr);
 int dp_share_free(struct dp *p, uint64_t addr);

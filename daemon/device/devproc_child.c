@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -230,8 +231,11 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
 static int share_op(coop_rt *rt, const struct dp_req *q, struct dp_rep *r) {
   void *p = NULL;
   switch (q->op) {
-    case DP_PREPARE:
+    case DP_PREPARE: /* a: bytes, b: buffers to place on the device ahead */
       r->err = coop_rt_prepare(rt);
+      if (r->err == 0 && q->a && q->a <= SIZE_MAX && q->b <= UINT_MAX)
+        (void)coop_rt_arena_warm(rt, (size_t)q->a,
+                                 (unsigned)q->b); /* a hint: staging works without */
       if (r->err) snprintf(r->u.text, sizeof r->u.text, "%s", coop_rt_errmsg(rt));
       return 1;
     case DP_SHARE:

@@ -318,6 +318,18 @@ static int cu_share_copy(struct coop_rt *rt, void *dst, const void *src, size_t 
   return cu_dup_arena(rt, dst, src, bytes);
 }
 
+/* The managed pages made on the device before the megakernel starts (no
+ * kernel runs: the default stream's wait is the prefetch's own). */
+static int cu_warm_arena(struct coop_rt *rt, void *p, size_t bytes) {
+  struct cu_be *b = rt->be;
+  if (!b->concurrent_managed) return 0; /* host memory (cu_alloc_arena) */
+  CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  CU_CHECK(rt, coop__cu.cuMemPrefetchAsync((CUdeviceptr)(uintptr_t)p, bytes, dev, 0, NULL));
+  CU_CHECK(rt, coop__cu.cuStreamSynchronize(NULL));
+  return 0;
+}
+
 /* Page-locked host memory: the copy engine writes and reads it directly. */
 static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
@@ -652,6 +664,7 @@ static void cu_close(struct coop_rt *rt) {
 const struct coop__backend_ops coop__cuda_ops = {
     .name = "cuda",
     .default_local_size = 256,
+    .clock_ns_per_tick = 1.0, /* %globaltimer counts ns (dialect.h) */
     .open = cu_open,
     .alloc_shared = cu_alloc_shared,
     .free_shared = cu_free_shared,
@@ -663,6 +676,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .share_release = cu_share_release,
     .share_copy = cu_share_copy,
     .place_host = cu_place_host,
+    .warm_arena = cu_warm_arena,
     .alloc_host = cu_alloc_host,
     .host_register = cu_host_register,
     .host_unregister = cu_host_unregister,

@@ -443,6 +443,11 @@ COOP_FN0 coop_u32 coop__primitive0(struct coop_ctx *c, coop_u32 r, const coop_u8
       coop_ld_rlx(&c->ch->m) == 1u) {
     COOP_GLOBAL coop_u8 *d = (COOP_GLOBAL coop_u8 *)c->ch->saved;
     for (coop_u32 b = 0; b < st_size; b++) d[b] = st[b];
+    /* where this primitive could fork, so may a resume (scheduler.cl):
+     * a resizing barrier, or a fork not beside a global barrier (above) */
+    coop_u32 forks =
+        (r & COOP_RESIZING_BARRIER) || ((r & COOP_REQUEST_FORK) && !(r & COOP_GLOBAL_BARRIER));
+    c->ch->saved_how = forks ? COOP_RS_WIDE : 0u;
     coop_st_rlx(&c->ch->suspended, 1u);
     return 3u;
   }

@@ -398,14 +398,29 @@ COOP_FN void coop__start_rec(COOP_GLOBAL struct coop_task_rec *t, COOP_GLOBAL st
   t->status = COOP_TR_OK;
 }
 
-/* A resumed task's workgroup 0 (g = 1, mapped): it starts from the
- * record's state as a forked workgroup from its forker's ("Suspension").
+/* A resumed task's g workgroups (mapped: g = 1, or more where its state
+ * says COOP_RS_WIDE): each starts from the record's state as a forked
+ * workgroup from its forker's ("Suspension"). Four words at a time are
+ * read from the record into registers and stored to every payload: a load
+ * per word per worker, each from L2 behind the store before it, made a
+ * wide resume of 526 workers take 430 us to full width on an H200 (and
+ * the whole state in registers would weigh on the megakernel's count).
  * Before the workers' release, which publishes it. */
+typedef char coop__state_in_fours[(COOP_TRANSMIT_BYTES / 8) % 4 == 0 ? 1 : -1];
 COOP_FN void coop__resume_state(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
-                                COOP_GLOBAL struct coop_task_rec *t) {
-  COOP_GLOBAL struct coop_worker *w = &dev->w[ch->pid_of[0]];
-  for (coop_u32 k = 0u; k < COOP_TRANSMIT_BYTES / 8u; k++) w->transmit[k] = t->resume_state[k];
-  w->forked = 1u;
+                                COOP_GLOBAL struct coop_task_rec *t, coop_u32 g) {
+  for (coop_u32 k = 0u; k < COOP_TRANSMIT_BYTES / 8u; k += 4u) {
+    coop_u64 a = t->resume_state[k], b = t->resume_state[k + 1u];
+    coop_u64 d = t->resume_state[k + 2u], e = t->resume_state[k + 3u];
+    for (coop_u32 v = 0u; v < g; v++) {
+      COOP_GLOBAL coop_u64 *x = dev->w[ch->pid_of[v]].transmit + k;
+      x[0] = a;
+      x[1] = b;
+      x[2] = d;
+      x[3] = e;
+    }
+  }
+  for (coop_u32 v = 0u; v < g; v++) dev->w[ch->pid_of[v]].forked = 1u;
   coop_st_rlx(&ch->start_min,
               0u); /* a forked start is not counted (worker.cl): started = gathered */
 }
@@ -487,7 +502,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     /* the id map, and the last order before it (this task's STAGE, maybe):
      * the helpers' writes acquired here, passed on by a release fence */
     coop__help_wait(s);
-    if (resume) coop__resume_state(dev, ch, t);
+    if (resume) coop__resume_state(dev, ch, t, g);
     COOP_TRACE(8);
     s->nfree -= g;
     if (direct) {
@@ -500,7 +515,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
     }
   } else {
     coop__map_ids(dev, ch, c, g, s->nworkers);
-    if (resume) coop__resume_state(dev, ch, t);
+    if (resume) coop__resume_state(dev, ch, t, g);
     COOP_TRACE(8);
     s->nfree -= g;
     /* channel, payload and id map before: one release fence for all g */
@@ -574,7 +589,13 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
  * COOP_TF_RESUME starts on one workgroup, workgroup 0, which starts from
  * the record's resume_state exactly as a forked workgroup starts from its
  * forker's (coop__start copies it into the worker's transmit[]), and
- * grows by forks as any cooperative task. Workgroup 0 is never killed, so
+ * grows by forks as any cooperative task. Where workgroup 0 saved its
+ * state right after a resizing barrier or a fork (ch.saved_how, the
+ * record's last resume_state word, COOP_RS_WIDE, which the host keeps
+ * with the state), that barrier could have forked from the same state:
+ * the task then starts on every worker it is given, each from that state
+ * as if forked there, so that its next step runs at full width (the
+ * resumed step on one workgroup was a whole round of a sweep). Workgroup 0 is never killed, so
  * it is the one that carries the state. So a resumed workgroup 0's threads
  * all start from thread 0's state, as forked ones do, and scratch memory
  * is not saved (docs/kernels.md, "Suspension"). */
@@ -836,8 +857,14 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
    * of cancel_seq or sub_head happens before). */
   coop_u32 cap = coop ? coop__cap_of(coop_sys_ld_rlx(&t->cap), groups) : groups;
   coop_u32 g = coop ? (cap < s->nfree ? cap : s->nfree) : groups;
-  /* a resumed task: its workgroup 0 alone carries the saved state */
-  if (s->t_flags[slot] & COOP_TF_RESUME) g = 1u;
+  /* A resumed task: its workgroup 0 alone carries the saved state, unless
+   * it was saved where a fork was allowed (COOP_RS_WIDE): then all g start
+   * from it, as if forked there, and its next step runs at full width (a
+   * sweep resumed on one workgroup ran a whole round on it first: 160 ms
+   * of 1.3 s on an H200). */
+  if ((s->t_flags[slot] & COOP_TF_RESUME) &&
+      !(t->resume_state[COOP_TRANSMIT_BYTES / 8u] & COOP_RS_WIDE)) /* one load, resumes only */
+    g = 1u;
   s->q_head++;
   coop__start(mb, dev, slot, c, g, cap);
   /* suspended before it started ("Suspension") */

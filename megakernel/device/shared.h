@@ -23,7 +23,7 @@
 #include "coop_limits.h"
 #endif
 
-#define COOP_ABI 13u
+#define COOP_ABI 14u
 #define COOP_TRANSMIT_BYTES 256 /* largest transmitted state struct */
 #define COOP_RING 256           /* task slots, and the submit ring */
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
@@ -51,6 +51,11 @@
 #define COOP_TF_COOPERATIVE 1u
 #define COOP_TF_QUERY_BARRIER 2u /* resizing barrier uses the query variant */
 #define COOP_TF_RESUME 4u        /* workgroup 0 starts from the record's resume_state */
+
+/* A saved state: the kernel's state struct, then one word of how it was
+ * saved (COOP_RS_*), which the host keeps with it (coop_rt_state_bytes). */
+#define COOP_RESUME_WORDS (COOP_TRANSMIT_BYTES / 8 + 1)
+#define COOP_RS_WIDE 1u /* saved right after a resizing barrier or a fork: a resume may fork */
 
 /* Refusal reasons (coop_task_rec.status when REFUSED). */
 #define COOP_TR_OK 0u
@@ -108,9 +113,10 @@ struct coop_task_rec {
   coop_atomic_u32 live_m, live_workers, live_kills, live_forks;
   /* A SUSPENDED task's workgroup 0's thread-0 state (written before the
    * final state), and, for a task with COOP_TF_RESUME, the state its
-   * workgroup 0 starts from (written by the host with the task). */
-  coop_u64 resume_state[COOP_TRANSMIT_BYTES / 8];
-  coop_u64 pad_align; /* records 16-byte aligned (the vector load above) */
+   * workgroup 0 starts from (written by the host with the task); its
+   * last word is COOP_RS_* (the record's size stays a multiple of 16,
+   * for the vector load above). */
+  coop_u64 resume_state[COOP_RESUME_WORDS];
 };
 
 struct coop_mailbox {
@@ -296,6 +302,7 @@ struct coop_chan {
   coop_atomic_u32 suspend;   /* scheduler -> kernel: shrink to workgroup 0, save, leave */
   coop_atomic_u32 suspended; /* workgroup 0 saved its state and left: SUSPENDED */
   coop_u64 saved[COOP_TRANSMIT_BYTES / 8]; /* ... that state (thread 0's), for the record */
+  coop_u32 saved_how;                      /* ... and how (COOP_RS_*), likewise */
   coop_atomic_u32 m_min;                   /* (L) */
   coop_atomic_u32 m_max;                   /* (L) */
   /* Who may write the task record (COOP_REC_*; worker.cl, "Completion"). */

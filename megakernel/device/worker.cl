@@ -104,8 +104,10 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
   t->forks = coop_ld_rlx(&ch->forked);
   t->resizes = coop_ld_rlx(&ch->resizes);
   t->fault = coop_ld_rlx(&ch->fault);
-  if (coop_ld_rlx(&ch->suspended)) /* workgroup 0's, before its decrement of alive */
+  if (coop_ld_rlx(&ch->suspended)) { /* workgroup 0's, before its decrement of alive */
     for (coop_u32 k = 0u; k < COOP_TRANSMIT_BYTES / 8u; k++) t->resume_state[k] = ch->saved[k];
+    t->resume_state[COOP_TRANSMIT_BYTES / 8u] = ch->saved_how;
+  }
   /* system scope: the host acquires it, and with it the results and what
    * every workgroup of the kernel wrote (acquired through alive) */
   coop_u32 final = coop_ld_rlx(&ch->cancel)      ? COOP_TS_CANCELLED
