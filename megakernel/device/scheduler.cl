@@ -595,10 +595,11 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
  * with the state), that barrier could have forked from the same state:
  * the task then starts on every worker it is given, each from that state
  * as if forked there, so that its next step runs at full width (the
- * resumed step on one workgroup was a whole round of a sweep). Workgroup 0 is never killed, so
- * it is the one that carries the state. So a resumed workgroup 0's threads
- * all start from thread 0's state, as forked ones do, and scratch memory
- * is not saved (docs/kernels.md, "Suspension"). */
+ * resumed step on one workgroup was a whole round of a sweep). Workgroup
+ * 0 is never killed, so it is the one that carries the state. So a
+ * resumed workgroup 0's threads all start from thread 0's state, as forked
+ * ones do, and scratch memory is not saved (docs/kernels.md,
+ * "Suspension"). */
 COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
   if (coop_ld_rlx(&ch->suspend) != 0u) return;
