@@ -17,7 +17,10 @@
 # through a memfd, as before 2026-11-29), how long the job was off the GPU (its
 # suspension across the reload -> resumed in the new megakernel, from the
 # log's millisecond stamps), the jobs cancelled (the target is 0), the
-# check and whether the outputs are identical. Then the medians.
+# check, whether the outputs are identical, and how long the new device
+# process took to make its arena and place the carried buffers' room on
+# the device while the job still ran ("-" before 2026-11-29). Then the
+# medians.
 # Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
 # on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower: the
 # job must still run when the reload's build ends (about 0.5 s on two
@@ -38,7 +41,7 @@ while [ $# -gt 0 ]; do
     --sweep) sweep=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --after-ms) after=$2; shift 2 ;;
-    -h | --help) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reload_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,7 +69,7 @@ job() {
 stamp_ms() { awk '{ split($2, t, ":"); printf "%.0f\n", ((t[1] * 60 + t[2]) * 60 + t[3]) * 1000 }'; }
 reloads() { grep -c "reload: done" "$tmp/coopd.log" || true; }
 
-echo "run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,staged_ms,off_gpu_ms,cancelled,check,identical"
+echo "run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,staged_ms,off_gpu_ms,cancelled,check,identical,ahead_ms"
 for r in $(seq 1 "$runs"); do
   job --out "$tmp/base.out" >"$tmp/base.json" 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
   before=$(wc -l <"$tmp/coopd.log")
@@ -84,6 +87,7 @@ for r in $(seq 1 "$runs"); do
   log=$(tail -n +"$((before + 1))" "$tmp/coopd.log")
   legs=$(sed -n 's/.*\(closed\|left the device\) in \([0-9]*\) ms, the new one launched in \([0-9]*\) ms.*/\2,\3/p' <<<"$log" | head -1)
   staged=$(sed -n "s/.*MB of carried buffers staged in the new megakernel's arena in \([0-9.]*\) ms.*/\1/p" <<<"$log" | head -1)
+  ahead=$(sed -n "s/.*the new megakernel's arena made in \([0-9.]*\) ms before the swap.*/\1/p" <<<"$log" | head -1)
   out=$(grep -m1 "job $id ($kernel): suspended across the kernel reload" <<<"$log" | stamp_ms || true)
   in=$(grep -m1 "job $id ($kernel): resumed in the new megakernel" <<<"$log" | stamp_ms || true)
   off=-
@@ -92,7 +96,7 @@ for r in $(seq 1 "$runs"); do
   same=no
   cmp -s "$tmp/base.out" "$tmp/reload.out" && same=yes
   b=$(took "$tmp/base.json") t=$(took "$tmp/reload.json")
-  echo "$r,$b,$t,$(awk -v a="$t" -v b="$b" 'BEGIN { printf "%.3f", a - b }'),${legs:--,-},${staged:--},$off,$cancelled,$(chk=$(field check "$tmp/reload.json"); echo "${chk:--}"),$same"
+  echo "$r,$b,$t,$(awk -v a="$t" -v b="$b" 'BEGIN { printf "%.3f", a - b }'),${legs:--,-},${staged:--},$off,$cancelled,$(chk=$(field check "$tmp/reload.json"); echo "${chk:--}"),$same,${ahead:--}"
 done | tee "$tmp/runs.csv"
 for c in 2 3 4 5 6 7 8; do
   h=$(head -1 <<<"run,base_ms,reload_ms,added_ms,closed_ms,launched_ms,staged_ms,off_gpu_ms" | cut -d, -f"$c")
