@@ -45,22 +45,24 @@ static int carriable(struct dev *d, const struct run *r) {
   return !job_has_devbufs(j) && kernel_stays(d, j);
 }
 
+/* j's buffers as dev__carry_bufs lays them out: their bytes in all, and
+ * their count added to *nbufs. */
+static uint64_t laid_out(struct job *j, unsigned *nbufs) {
+  struct dp_buf b[COOP_WIRE_MAX_ARGS];
+  unsigned n = dev__carry_bufs(j, b, -1, 1);
+  *nbufs += n;
+  return n ? b[n - 1].off + b[n - 1].size : 0;
+}
+
 /* The bytes and buffers a reload will carry on the device: those of the
  * carriable runs and of the suspended jobs waiting their turn. */
 static uint64_t carry_bytes(struct dev *d, unsigned *nbufs) {
   uint64_t bytes = 0;
-  struct dp_buf b[COOP_WIRE_MAX_ARGS];
   *nbufs = 0;
-  for (struct run *r = d->runs; r; r = r->next) {
-    unsigned n = carriable(d, r) ? dev__carry_bufs(r->j, b, -1, 1) : 0;
-    if (n) bytes += b[n - 1].off + b[n - 1].size;
-    *nbufs += n;
-  }
-  for (struct job *j = d->coop_wait_head; j; j = j->dev_next) {
-    unsigned n = j->dev_run && kernel_stays(d, j) ? dev__carry_bufs(j, b, -1, 1) : 0;
-    if (n) bytes += b[n - 1].off + b[n - 1].size;
-    *nbufs += n;
-  }
+  for (struct run *r = d->runs; r; r = r->next)
+    if (carriable(d, r)) bytes += laid_out(r->j, nbufs);
+  for (struct job *j = d->coop_wait_head; j; j = j->dev_next)
+    if (j->dev_run && kernel_stays(d, j)) bytes += laid_out(j, nbufs);
   return bytes;
 }
 

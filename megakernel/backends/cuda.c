@@ -156,18 +156,26 @@ static void cu_free_shared(struct coop_rt *rt, void *p) {
  * an H200: prefetching changes nothing (a page the host touches again
  * moves back), and "advise" makes every task that the host's check of its
  * output follows take ~0.5 ms. */
+/* The managed pages [p, p + bytes) made on b's device by a prefetch on the
+ * default stream, waited for where `wait` (only while no kernel runs: the
+ * megakernel would hold the wait). */
+static CUresult to_device(struct cu_be *b, CUdeviceptr p, size_t bytes, int wait) {
+  CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
+  CUresult e = coop__cu.cuMemPrefetchAsync(p, bytes, dev, 0, NULL);
+  return e == CUDA_SUCCESS && wait ? coop__cu.cuStreamSynchronize(NULL) : e;
+}
+
 static void arena_placement(struct cu_be *b, CUdeviceptr p, size_t bytes) {
   const char *how = getenv("COOP_CUDA_ARENA");
   if (!how || !strcmp(how, "host")) return;
-  CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
   if (how && !strcmp(how, "advise")) {
+    CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
     CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
     coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev);
     coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, cpu);
   }
   /* best effort: a failed prefetch leaves the pages to migrate on use */
-  if (coop__cu.cuMemPrefetchAsync(p, bytes, dev, 0, NULL) == CUDA_SUCCESS)
-    coop__cu.cuStreamSynchronize(NULL);
+  (void)to_device(b, p, bytes, 1);
 }
 
 static void *cu_alloc_arena(struct coop_rt *rt, size_t bytes) {
@@ -310,11 +318,8 @@ static int cu_share_copy(struct coop_rt *rt, void *dst, const void *src, size_t 
                          int to_arena) {
   struct cu_be *b = rt->be;
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
-  if (to_arena && b->concurrent_managed) {
-    CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
-    /* best effort: without it the copy faults the pages in */
-    coop__cu.cuMemPrefetchAsync((CUdeviceptr)(uintptr_t)dst, bytes, dev, 0, NULL);
-  }
+  /* best effort: without it the copy faults the pages in */
+  if (to_arena && b->concurrent_managed) (void)to_device(b, (CUdeviceptr)(uintptr_t)dst, bytes, 0);
   return cu_dup_arena(rt, dst, src, bytes);
 }
 
@@ -323,10 +328,8 @@ static int cu_share_copy(struct coop_rt *rt, void *dst, const void *src, size_t 
 static int cu_warm_arena(struct coop_rt *rt, void *p, size_t bytes) {
   struct cu_be *b = rt->be;
   if (!b->concurrent_managed) return 0; /* host memory (cu_alloc_arena) */
-  CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
-  CU_CHECK(rt, coop__cu.cuMemPrefetchAsync((CUdeviceptr)(uintptr_t)p, bytes, dev, 0, NULL));
-  CU_CHECK(rt, coop__cu.cuStreamSynchronize(NULL));
+  CU_CHECK(rt, to_device(b, (CUdeviceptr)(uintptr_t)p, bytes, 1));
   return 0;
 }
 
