@@ -17,7 +17,7 @@
 
 struct fx {
   coop_rt *rt;
-  int ids, queue, sweep, phases, forever, stress, viewpoke, rawpoke;
+  int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke;
 };
 
 static void fx_open(struct fx *f) {
@@ -34,6 +34,7 @@ static void fx_open(struct fx *f) {
   f->sweep = coop_rt_add_kernel(f->rt, "sweep", 1, k_sweep);
   f->phases = coop_rt_add_kernel(f->rt, "phases", 1, k_phases);
   f->forever = coop_rt_add_kernel(f->rt, "forever", 1, k_forever);
+  f->offerspin = coop_rt_add_kernel(f->rt, "offerspin", 1, k_offerspin);
   f->stress = coop_rt_add_kernel(f->rt, "stopsweep", 1, coop_stopsweep_src);
   ck_assert_int_ge(f->stress, 0);
   f->viewpoke = coop_rt_add_kernel(f->rt, "viewpoke", 0, k_viewpoke);
@@ -474,6 +475,36 @@ static void suspend_run(int query, int times) {
           query ? "query" : "plain", w, times, ctl[1]);
   fx_close(&f);
 }
+
+/* Saved where no fork may start (after an offer_kill, with no barrier:
+ * offerspin), a suspended task resumes on workgroup 0 alone, and grows
+ * back by forks as a new one would not: a start on every worker there
+ * would begin workgroups at a point the kernel never offered them. The
+ * first resume's state was saved so too, so the second suspension's
+ * record says how the first resume started. */
+START_TEST(suspend_after_offer_kill_resumes_narrow) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  coop_task_id id = submit(&f, f.offerspin, w, 1, 0, 0, NULL);
+  ck_assert_int_eq(coop_rt_wait(f.rt, id, 100), COOP_ETIMEDOUT);
+  for (int k = 0; k < 2; k++) {
+    ck_assert_int_eq(coop_rt_suspend(f.rt, id), 0);
+    ck_assert_int_eq(coop_rt_wait(f.rt, id, 60000), 0);
+    struct coop_rt_task_info ti;
+    ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
+    ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+    if (k == 1) ck_assert_uint_eq(ti.m_initial, 1);
+    coop_task_id again;
+    ck_assert_int_eq(coop_rt_resume(f.rt, id, &again), 0);
+    id = again;
+    ck_assert_int_eq(coop_rt_wait(f.rt, id, 50), COOP_ETIMEDOUT);
+  }
+  ck_assert_int_eq(coop_rt_cancel(f.rt, id), 0);
+  ck_assert_int_eq(coop_rt_wait(f.rt, id, 60000), 0);
+  fx_close(&f);
+}
+END_TEST
 
 START_TEST(suspend_plain) { suspend_run(0, 20); }
 END_TEST
@@ -1183,6 +1214,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
   tcase_add_test(rz, suspend_plain);
+  tcase_add_test(rz, suspend_after_offer_kill_resumes_narrow);
   tcase_add_test(rz, suspend_query);
   suite_add_tcase(s, rz);
   TCase *wd = tcase_create("widths");
