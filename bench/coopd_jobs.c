@@ -28,16 +28,20 @@ int dframe_open(struct dframe *f, coop_conn *c, const char *kernel, uint32_t n, 
 
 int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id) {
   int64_t t0 = now_ns();
-  int e = f->by_job ? 0 : coop_buffer_write(f->c, f->a, 0, in, f->bytes);
+  int e = f->how == DFRAME_BUFFERS ? coop_buffer_write(f->c, f->a, 0, in, f->bytes) : 0;
   f->t_write = now_ns() - t0;
   coop_job *j = coop_job_new(f->kernel, f->groups);
-  if (f->by_job)
+  if (f->how == DFRAME_JOB)
     coop_job_buf_in(j, in, f->bytes);
+  else if (f->how == DFRAME_IO)
+    coop_job_buffer_io(j, f->a, 0, in, NULL, f->bytes);
   else
     coop_job_buffer(j, f->a);
   coop_job_buffer(j, f->b);
-  if (f->by_job)
+  if (f->how == DFRAME_JOB)
     coop_job_buf_out(j, f->out, f->bytes);
+  else if (f->how == DFRAME_IO)
+    coop_job_buffer_io(j, out, 0, NULL, f->out, f->bytes);
   else
     coop_job_buffer(j, out);
   coop_job_u32(j, f->n);
@@ -60,8 +64,8 @@ int dframe_finish(struct dframe *f, uint64_t id, uint64_t out, int timeout_ms,
     return COOP_EFAILED;
   }
   /* a read runs beside any job: only after the wait is the output this
-   * frame's (by_job: its RESULT brought it into f->out) */
-  e = f->by_job ? 0 : coop_buffer_read(f->c, out, 0, f->out, f->bytes);
+   * frame's (DFRAME_JOB, DFRAME_IO: its RESULT brought it into f->out) */
+  e = f->how == DFRAME_BUFFERS ? coop_buffer_read(f->c, out, 0, f->out, f->bytes) : 0;
   f->t_read = now_ns() - t2;
   if (e) coop_result_free(r);
   return e;

@@ -32,18 +32,23 @@ struct dframe {
   uint64_t a, b, o;                /* device buffers: the inputs and the output */
   float *out;                      /* the output read back */
   int64_t t_write, t_task, t_read; /* the last frame's legs, ns */
-  /* 1: a frame is one job, its input sent with it (coop_job_buf_in) and
-   * its output back in its RESULT (coop_job_buf_out), only b on the
-   * device; 0 (dframe_open's): written into a, read back from out */
-  int by_job;
+  /* DFRAME_BUFFERS (dframe_open's): written into a, the job, read back
+   * from out, three requests; DFRAME_JOB: a frame is one job, its input
+   * sent with it (coop_job_buf_in) and its output back in its RESULT
+   * (coop_job_buf_out), only b on the device; DFRAME_IO: one job on the
+   * three device buffers that writes a and reads out itself
+   * (coop_job_buffer_io) */
+  int how;
 };
+enum { DFRAME_BUFFERS, DFRAME_JOB, DFRAME_IO };
 
 /* Buffers a and b (holding a0, b0) and o; 0 or a coop_errno. */
 int dframe_open(struct dframe *f, coop_conn *c, const char *kernel, uint32_t n, uint32_t groups,
                 const float *a0, const float *b0);
 /* in (n x n floats) into a, then the task submitted with its output into
- * out (f->o or another buffer of the same size); *id the job. by_job: in
- * and the output travel with the job (out is not used). */
+ * out (f->o or another buffer of the same size); *id the job. DFRAME_JOB:
+ * in and the output travel with the job (out is not used); DFRAME_IO: the
+ * job writes in and reads out itself. */
 int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id);
 /* Waits for the job, reads out back into f->out. *r is the job's result
  * (coop_result_free it after a 0 return). 0, a coop_errno, or COOP_EFAILED

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coopd_jobs.h"
 #include "side_setup.h"
 
 /* ------------------------------------------------------------ options */
@@ -67,11 +68,14 @@ static void usage(FILE *f) {
              "  --ahead US         (c): gather each task's K groups from US before its next\n"
              "                     release until it starts (coop_rt_task_desc.next_ns;\n"
              "                     default 500, 0 = off: gathered only once released)\n"
-             "  --coopd-frame HOW  (g): buffers (default): each frame writes its input into\n"
-             "                     a device buffer, submits, waits and reads its output\n"
-             "                     back; job: each frame is one job that carries its\n"
-             "                     input and brings its output back in its RESULT (b\n"
-             "                     stays on the device either way)\n"
+             "  --coopd-frame HOW  (g): io (default): each frame is one job on device\n"
+             "                     buffers that writes its input into one and reads its\n"
+             "                     output from another itself (coop_job_buffer_io: one\n"
+             "                     request each way); buffers: each frame writes its\n"
+             "                     input into a device buffer, submits, waits and reads\n"
+             "                     its output back (three requests); job: each frame is\n"
+             "                     one job that carries its input and brings its output\n"
+             "                     back in its RESULT (b stays on the device always)\n"
              "  --coopd-spin-us US (g): how long the frame client's waits spin before they\n"
              "                     sleep (coop_set_spin; default 1000000, the most: it\n"
              "                     spins until its answers come, as the plain setups\n"
@@ -303,9 +307,13 @@ int side_parse(int argc, char **argv, struct sopts *o) {
         break;
       case 'J':
         if (!strcmp(optarg, "job"))
-          o->coopd_by_job = 1;
-        else if (strcmp(optarg, "buffers"))
-          bad("--coopd-frame: '%s' is neither buffers nor job", optarg);
+          o->coopd_frame = DFRAME_JOB;
+        else if (!strcmp(optarg, "buffers"))
+          o->coopd_frame = DFRAME_BUFFERS;
+        else if (!strcmp(optarg, "io"))
+          o->coopd_frame = DFRAME_IO;
+        else
+          bad("--coopd-frame: '%s' is none of io, buffers and job", optarg);
         break;
       case 'c':
         o->carveout = parse_num("carveout", optarg, 0, 100);
@@ -353,6 +361,7 @@ void side_defaults(struct sopts *o) {
                       .carveout = -1,
                       .ahead_us = 500,
                       .coopd_spin_us = 1000000,
+                      .coopd_frame = DFRAME_IO,
                       .query = 1,
                       .setups = default_setups()};
 }

@@ -46,7 +46,7 @@ struct sopts {
   const char *coopd;        /* the coopd setup's daemon; NULL: the one beside this binary */
   int query;
   int frame_io;       /* --frame-io: every frame moves its input in and output out */
-  int coopd_by_job;   /* --coopd-frame job: (g)'s frame as one job (dframe.by_job) */
+  int coopd_frame;    /* --coopd-frame: how (g)'s frame goes (dframe.how) */
   long coopd_spin_us; /* --coopd-spin-us: (g)'s client's wait (coop_set_spin) */
   unsigned setups;    /* bit per S_* */
   char cmd[2048];

@@ -119,7 +119,7 @@ static int cframe_open(struct cframe *f, const struct bench *b, coop_conn *c) {
   f->ref = b->p.ref;
   f->timeout_ms = (int)b->o->timeout_s * 1000;
   int e = dframe_open(&f->d, c, "matmul", n, 1, f->a0, f->b0);
-  f->d.by_job = b->o->coopd_by_job;
+  f->d.how = b->o->coopd_frame;
   if (!e) e = coop_buffer_create(c, 0, bytes, NULL, 0, &f->chk);
   f->d.reps = b->p.reps;
   return e;
@@ -174,8 +174,11 @@ static void describe(const struct bench *b, coop_conn *c) {
            "coopd (g): %s on %s (%s), %u workers (this process's megakernel: %u), local size "
            "%ld; each frame %s %zu bytes in and %zu out; its waits spin up to %ld us\n",
            in->daemon_version, in->device, in->backend, in->workers, b->workers, b->o->local,
-           b->o->coopd_by_job ? "is one job (--coopd-frame job), its SUBMIT and RESULT carrying"
-                              : "moves through device buffers (BUF_WRITE, BUF_READ)",
+           b->o->coopd_frame == DFRAME_JOB ? "is one job (--coopd-frame job), its SUBMIT and "
+                                             "RESULT carrying"
+           : b->o->coopd_frame == DFRAME_IO
+               ? "is one job on device buffers that moves (--coopd-frame io, devbuf_io)"
+               : "moves through device buffers (BUF_WRITE, BUF_READ)",
            (size_t)b->p.n * b->p.n * sizeof(float), (size_t)b->p.n * b->p.n * sizeof(float),
            b->o->coopd_spin_us);
   printf(SB ": %s", header + len);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -467,7 +468,6 @@ static coop_conn *conn_new(void) {
   if (!c) return NULL;
   c->fd = -1;
   c->xfd = -1;
-  pthread_mutex_init(&c->xmu, NULL);
   c->rbuf = malloc(RECV_CHUNK);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -665,9 +665,9 @@ int coop_connect(coop_conn **out, const char *path, const char *name) {
 void coop_disconnect(coop_conn *c) {
   if (!c) return;
   if (c->fd >= 0) close(c->fd);
+  if (c->xmem) munmap(c->xmem, c->xmapped);
   if (c->xfd >= 0) close(c->xfd);
   coop_sring_unmap(c->ring);
-  pthread_mutex_destroy(&c->xmu);
   coop__frame_free(c->ev_head);
   coop__pending_free_all(c);
   coop_wire_reader_free(&c->rd);

@@ -310,6 +310,20 @@ int coop_job_buf_fd(coop_job *j, int fd, size_t size, unsigned dir);
  * the buffer's device (naming another with coop_job_device is an error at
  * submit). */
 int coop_job_buffer(coop_job *j, uint64_t buffer);
+/* A device buffer as the next argument, as coop_job_buffer, with bytes
+ * offset..offset+len of it moved by the job itself: `in` (NULL: none)
+ * written there before the job's first task starts, and the same range
+ * read into `out` (NULL: none) after its last task, when coop_wait()
+ * returns the job DONE (otherwise `out` is left alone). A frame's input
+ * and output then cross with its SUBMIT and its RESULT instead of a
+ * coop_buffer_write and a coop_buffer_read of their own: two round trips
+ * to the daemon fewer. `in` is copied at coop_submit(); `out` must stay
+ * valid until coop_wait() returns. The bytes travel in the connection's
+ * transfer memfd, which the job holds until its RESULT is received: a
+ * job submitted meanwhile (or a coop_buffer_write) uses a fresh memfd,
+ * which costs its pages. */
+int coop_job_buffer_io(coop_job *j, uint64_t buffer, size_t offset, const void *in, void *out,
+                       size_t len);
 
 /* ---- device buffers ----
  * Memory that stays on a device between jobs (PROTOCOL.md, "Device

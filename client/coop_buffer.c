@@ -13,8 +13,7 @@
 
 #include "coop_internal.h"
 
-/* A memfd of n bytes holding data (NULL: zeros), or a negative code. */
-static int memfd_of(const void *data, size_t n) {
+int coop__memfd_of(const void *data, size_t n) {
   int fd = memfd_create("coop-buffer", MFD_CLOEXEC);
   if (fd < 0) return coop__fail(COOP_EIO, "memfd_create: %s", strerror(errno));
   if (ftruncate(fd, (off_t)n) < 0) {
@@ -33,54 +32,81 @@ static int memfd_of(const void *data, size_t n) {
   return fd;
 }
 
-/* The bytes of a buffer write or read too large to go inline travel in a
- * memfd. A fresh one costs its size twice more: the kernel allocates and
- * zeroes each page at its first write, in this process for a write, in
- * the device process for a read. So each connection keeps one, used by
- * one op at a time (xmu, tried: an op that finds it busy makes a fresh
- * one), grown as needed up to XFER_KEEP_MAX. After any failure it is
- * dropped: a request that timed out may still be served, and its late
- * bytes must not land in the next op's. */
+/* The bytes of a buffer write or read too large to go inline, and the
+ * ranges a job moves (coop_job_buffer_io), travel in a memfd. A fresh one
+ * costs its size twice more: the kernel allocates and zeroes each page at
+ * its first write, in this process for a write, in the device process for
+ * a read. So each connection keeps one, mapped here (the bytes go in and
+ * out by memcpy, no system call), used by one op or job at a time, grown
+ * as needed up to XFER_KEEP_MAX. */
 #define XFER_KEEP_MAX (64u << 20)
 
-/* A memfd of at least n bytes, data (if any) at 0: the kept one
- * (*kept = 1; xmu held until xfer_put) or a fresh one. */
-static int xfer_get(coop_conn *c, const void *data, size_t n, int *kept) {
-  *kept = 0;
-  if (n > XFER_KEEP_MAX || pthread_mutex_trylock(&c->xmu)) return memfd_of(data, n);
+static void xfer_drop(coop_conn *c) {
+  if (c->xmem) munmap(c->xmem, c->xmapped);
+  if (c->xfd >= 0) close(c->xfd);
+  c->xmem = NULL;
+  c->xmapped = 0;
+  c->xfd = -1;
+  c->xsize = 0;
+}
+
+/* The kept memfd made, grown to n and mapped (the caller holds it). */
+static int xfer_ready(coop_conn *c, size_t n) {
   if (c->xfd < 0) {
     /* sealed against shrinking: coopd's device process may then map it
      * once and have the copy engine read and write its pages (docs/
      * daemon.md, "Device buffers"); it may still grow */
     c->xfd = memfd_create("coop-transfer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (c->xfd >= 0) fcntl(c->xfd, F_ADD_SEALS, F_SEAL_SHRINK);
-    c->xsize = 0;
+    if (c->xfd < 0) return -1;
+    fcntl(c->xfd, F_ADD_SEALS, F_SEAL_SHRINK);
   }
-  if (c->xfd >= 0 && n > c->xsize && ftruncate(c->xfd, (off_t)n) == 0) c->xsize = n;
-  int ok = c->xfd >= 0 && c->xsize >= n;
-  for (size_t off = 0; ok && data && off < n;) {
-    ssize_t k = pwrite(c->xfd, (const char *)data + off, n - off, (off_t)off);
-    if (k < 0 && errno == EINTR) continue;
-    ok = k > 0;
-    off += ok ? (size_t)k : 0;
+  if (n > c->xsize) {
+    if (ftruncate(c->xfd, (off_t)n)) return -1;
+    c->xsize = n;
   }
-  if (ok) return *kept = 1, c->xfd;
-  if (c->xfd >= 0) close(c->xfd);
-  c->xfd = -1;
-  pthread_mutex_unlock(&c->xmu);
-  return memfd_of(data, n);
+  if (c->xmapped < c->xsize) {
+    if (c->xmem) munmap(c->xmem, c->xmapped);
+    c->xmapped = 0;
+    c->xmem = mmap(NULL, c->xsize, PROT_READ | PROT_WRITE, MAP_SHARED, c->xfd, 0);
+    if (c->xmem == MAP_FAILED) return c->xmem = NULL, -1;
+    c->xmapped = c->xsize;
+  }
+  return 0;
+}
+
+int coop__xfer_take(coop_conn *c, size_t n, uint8_t **mem) {
+  int idle = 0;
+  if (n > XFER_KEEP_MAX || !atomic_compare_exchange_strong(&c->xbusy, &idle, 1)) return -1;
+  if (xfer_ready(c, n ? n : 1)) {
+    xfer_drop(c);
+    atomic_store(&c->xbusy, 0);
+    return -1;
+  }
+  *mem = c->xmem;
+  return c->xfd;
+}
+
+void coop__xfer_give(coop_conn *c, int failed) {
+  if (failed) xfer_drop(c);
+  atomic_store(&c->xbusy, 0);
+}
+
+/* A memfd of at least n bytes, data (if any) at 0: the kept one
+ * (*kept = 1; held until xfer_put) or a fresh one. */
+static int xfer_get(coop_conn *c, const void *data, size_t n, int *kept) {
+  uint8_t *mem;
+  int fd = coop__xfer_take(c, n, &mem);
+  *kept = fd >= 0;
+  if (fd < 0) return coop__memfd_of(data, n);
+  if (data && n) memcpy(mem, data, n);
+  return fd;
 }
 
 static void xfer_put(coop_conn *c, int fd, int kept, int failed) {
-  if (!kept) {
+  if (kept)
+    coop__xfer_give(c, failed);
+  else
     close(fd);
-    return;
-  }
-  if (failed) { /* see above: never reused after a failure */
-    close(c->xfd);
-    c->xfd = -1;
-  }
-  pthread_mutex_unlock(&c->xmu);
 }
 
 static int inline_ok(const coop_conn *c, size_t n) {
@@ -115,7 +141,7 @@ int coop_buffer_create(coop_conn *c, int device, size_t size, const void *data, 
     m[0].buf_create.data = data;
     m[0].buf_create.data_len = (uint32_t)size;
   } else if (data) {
-    fd = memfd_of(data, size);
+    fd = coop__memfd_of(data, size);
     if (fd < 0) return free(m), fd;
     m[0].buf_create.fd = 0;
   }
@@ -170,7 +196,8 @@ int coop_buffer_read(coop_conn *c, uint64_t buffer, size_t offset, void *out, si
   if (!e && fd < 0 && m[1].buf_data.data_len != len)
     e = coop__fail(COOP_EPROTO, "BUF_DATA carries %u bytes, not %zu", m[1].buf_data.data_len, len);
   if (!e && fd < 0 && len) memcpy(out, m[1].buf_data.data, len);
-  for (size_t off = 0; !e && fd >= 0 && off < len;) {
+  if (!e && kept && len) memcpy(out, c->xmem, len); /* the kept one is mapped */
+  for (size_t off = 0; !e && fd >= 0 && !kept && off < len;) {
     ssize_t k = pread(fd, (char *)out + off, len - off, (off_t)off);
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) e = coop__fail(COOP_EIO, "memfd read: %s", k ? strerror(errno) : "short");

@@ -38,7 +38,10 @@ struct coop_outbuf {
   uint8_t arg; /* argument index */
   void *mem;
   size_t size;
-  int fd; /* memfd, or -1 when it travels inline */
+  int fd;     /* memfd, or -1 when it travels inline or is a range (io) */
+  uint8_t io; /* a device buffer's range (coop_job_buffer_io): at `off` of the job's
+               * transfer memfd (coop_pending) */
+  uint64_t off;
 };
 
 struct coop_pending {
@@ -46,6 +49,10 @@ struct coop_pending {
   uint64_t job;
   unsigned n;
   struct coop_outbuf b[COOP_WIRE_MAX_ARGS];
+  /* the memfd of the job's ranges: the connection's (xfer: held until the
+   * RESULT, mapped at iomem) or its own (iofd, or -1) */
+  int xfer, iofd;
+  const uint8_t *iomem;
 };
 
 struct coop_waiter; /* client.c: a request waiting for its reply */
@@ -71,10 +78,15 @@ struct coop_conn {
   int timeout_ms;
   _Atomic unsigned spin_us; /* coop_set_spin: read by the reader unlocked */
   /* coop_buffer.c: the transfer memfd kept for buffer writes and reads
-   * (-1: none yet), its size, and who uses it (one op at a time) */
+   * and a job's ranges of device buffers (-1: none yet), its size, its
+   * mapping here, and whether an op or a job holds it (one at a time:
+   * coop__xfer_take; a job from its SUBMIT until its RESULT, which may
+   * be taken by another thread, hence a flag and not a mutex) */
   int xfd;
   size_t xsize;
-  pthread_mutex_t xmu;
+  uint8_t *xmem;
+  size_t xmapped;
+  atomic_int xbusy;
   /* the shared ring coopd handed over at the handshake (protocol/sring.h),
    * or NULL: up is written under send_mu, down read by the reader; the
    * frames sent on and taken from the socket order the two channels */
@@ -100,6 +112,18 @@ int coop__request(coop_conn *c, uint16_t type, const union coop_msg *m, const in
 void coop__frame_free(struct coop_frame *f);
 /* The connection's reply timeout (coop_set_timeout). */
 int coop__timeout(coop_conn *c);
+
+/* coop_buffer.c */
+/* The connection's transfer memfd, at least n bytes long and mapped at
+ * *mem, held by the caller until coop__xfer_give; or -1 when another op
+ * or job holds it (or it cannot be had): then use a fresh memfd. */
+int coop__xfer_take(coop_conn *c, size_t n, uint8_t **mem);
+/* Given back; after a failure (`failed`) dropped: a request that timed
+ * out may still be served, and its late bytes must not land in the next
+ * op's. */
+void coop__xfer_give(coop_conn *c, int failed);
+/* A fresh memfd of n bytes holding data (NULL: zeros), or a negative code. */
+int coop__memfd_of(const void *data, size_t n);
 
 /* coop_job.c */
 int coop__result_writeback(coop_conn *c, const struct coop_msg_result *r);

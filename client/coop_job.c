@@ -29,7 +29,8 @@
 
 struct jarg {
   uint8_t type, dir;
-  uint64_t bits;    /* scalars */
+  uint64_t bits;    /* scalars; a device buffer's id */
+  uint64_t at;      /* coop_job_buffer_io: the range's start in the buffer */
   const void *data; /* IN bytes */
   void *mem;        /* OUT destination */
   size_t size;
@@ -219,6 +220,29 @@ int coop_job_buffer(coop_job *j, uint64_t buffer) {
   return scalar(j, COOP_ARG_DEVBUF, buffer);
 }
 
+int coop_job_buffer_io(coop_job *j, uint64_t buffer, size_t offset, const void *in, void *out,
+                       size_t len) {
+  if (!j) return COOP_EINVAL;
+  if (buffer == 0) return job_fail(j, COOP_EINVAL, "argument %u: device buffer 0", j->nargs);
+  if (len == 0 || (!in && !out))
+    return job_fail(j, COOP_EINVAL,
+                    "argument %u: a device buffer's range needs a length > 0 and bytes in or "
+                    "memory for them out",
+                    j->nargs);
+  if (offset > UINT64_MAX - len)
+    return job_fail(j, COOP_EINVAL, "argument %u: offset %zu + %zu bytes overflows", j->nargs,
+                    offset, len);
+  struct jarg *a = new_arg(j, COOP_ARG_DEVBUF_IO);
+  if (!a) return j->err;
+  a->bits = buffer;
+  a->at = offset;
+  a->dir = (uint8_t)((in ? COOP_BUF_IN : 0) | (out ? COOP_BUF_OUT : 0));
+  a->data = in;
+  a->mem = out;
+  a->size = len;
+  return 0;
+}
+
 /* ---- placement ---- */
 
 /* Instance records the RESULT will carry (57 bytes each). */
@@ -317,9 +341,19 @@ static int make_memfd(const struct jarg *a, int *out) {
 
 /* ---- SUBMIT ---- */
 
-static void pending_free(struct coop_pending *p) {
+static struct coop_pending *pending_new(void) {
+  struct coop_pending *p = calloc(1, sizeof *p);
+  if (p) p->iofd = -1;
+  return p;
+}
+
+/* failed: the job's request failed, so the daemon may still use the
+ * connection's transfer memfd: it is dropped (coop__xfer_give) */
+static void pending_free(coop_conn *c, struct coop_pending *p, int failed) {
   for (unsigned i = 0; p && i < p->n; i++)
     if (p->b[i].fd >= 0) close(p->b[i].fd);
+  if (p && p->iofd >= 0) close(p->iofd);
+  if (p && p->xfer) coop__xfer_give(c, failed);
   free(p);
 }
 
@@ -327,7 +361,7 @@ void coop__pending_free_all(coop_conn *c) {
   while (c->pending) {
     struct coop_pending *p = c->pending;
     c->pending = p->next;
-    pending_free(p);
+    pending_free(c, p, 1);
   }
 }
 
@@ -364,7 +398,66 @@ static int put_buffer(const struct jarg *a, unsigned i, int inl, struct coop_wir
   return 0;
 }
 
-static int build_submit(const coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
+/* Where each range a job moves sits in its transfer memfd. */
+#define IO_ALIGN 64u
+
+static size_t io_layout(const coop_job *j, size_t *off) {
+  size_t total = 0;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    if (j->a[i].type != COOP_ARG_DEVBUF_IO) continue;
+    off[i] = total;
+    total += (j->a[i].size + IO_ALIGN - 1) / IO_ALIGN * IO_ALIGN;
+  }
+  return total;
+}
+
+/* The ranges of device buffers the job moves (coop_job_buffer_io): every
+ * IN range copied into one memfd, the connection's when it is free (held
+ * by p until the RESULT) or a fresh one, sent as one descriptor; p learns
+ * where each OUT range will be. */
+static int put_io(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
+                  unsigned *nfds, struct coop_pending *p) {
+  size_t off[COOP_WIRE_MAX_ARGS] = {0};
+  size_t total = io_layout(j, off);
+  if (!total) return 0;
+  if (*nfds == COOP_WIRE_MAX_FDS)
+    return coop__fail(COOP_EARGS, "more than %u descriptors in one job", COOP_WIRE_MAX_FDS);
+  uint8_t *mem = NULL;
+  int fd = coop__xfer_take(c, total, &mem), out = 0;
+  p->xfer = fd >= 0;
+  p->iomem = mem;
+  fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : coop__memfd_of(NULL, total);
+  if (fd < 0) return p->xfer ? coop__fail(COOP_EIO, "dup: %s", strerror(errno)) : fd;
+  unsigned fi = *nfds;
+  fds[(*nfds)++] = fd; /* closed once sent (close_sent) */
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct jarg *a = &j->a[i];
+    if (a->type != COOP_ARG_DEVBUF_IO) continue;
+    struct coop_wire_arg *w = &s->args[i];
+    w->dir = a->dir;
+    w->fd = (uint8_t)fi;
+    w->at = a->at;
+    w->size = a->size;
+    w->off = off[i];
+    if ((a->dir & COOP_BUF_IN) && mem) memcpy(mem + off[i], a->data, a->size);
+    if ((a->dir & COOP_BUF_IN) && !mem) {
+      int e = fd_io_at(fd, (void *)a->data, a->size, off[i]);
+      if (e) return e;
+    }
+    if (a->dir & COOP_BUF_OUT) {
+      p->b[p->n++] = (struct coop_outbuf){
+          .arg = (uint8_t)i, .mem = a->mem, .size = a->size, .fd = -1, .io = 1, .off = off[i]};
+      out = 1;
+    }
+  }
+  if (!mem && out) { /* its own memfd: read back at the RESULT */
+    p->iofd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (p->iofd < 0) return coop__fail(COOP_EIO, "dup: %s", strerror(errno));
+  }
+  return 0;
+}
+
+static int build_submit(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
                         unsigned *nfds, struct coop_pending *p) {
   int inl[COOP_WIRE_MAX_ARGS];
   place(c, j, inl);
@@ -386,7 +479,7 @@ static int build_submit(const coop_conn *c, const coop_job *j, struct coop_msg_s
     int e = put_buffer(a, i, inl[i], &s->args[i], fds, nfds, p);
     if (e) return e;
   }
-  return 0;
+  return put_io(c, j, s, fds, nfds, p);
 }
 
 /* Closes the descriptors of fds[] that p does not keep. */
@@ -413,7 +506,7 @@ int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job) {
    * and the decoder writes the reply's member only (wire.h) */
   union coop_msg *m = malloc(2 * sizeof *m);
   if (m) memset(&m[0].submit, 0, sizeof m[0].submit);
-  struct coop_pending *p = calloc(1, sizeof *p);
+  struct coop_pending *p = pending_new();
   int fds[COOP_WIRE_MAX_FDS];
   unsigned nfds = 0;
   struct coop_frame *f = NULL;
@@ -425,12 +518,12 @@ int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job) {
   if (p) close_sent(fds, nfds, p); /* sent: the daemon holds its own copies */
   if (!e) {
     *job = p->job = m[1].job.job;
-    if (p->n) {
+    if (p->n || p->xfer) { /* output to copy, or the transfer memfd held */
       pending_add(c, p);
       p = NULL;
     }
   }
-  pending_free(p);
+  pending_free(c, p, e != 0);
   coop__frame_free(f);
   free(m);
   return e;
@@ -468,8 +561,13 @@ int coop__result_writeback(coop_conn *c, const struct coop_msg_result *r) {
   /* a job that did not finish left nothing worth copying over the caller's */
   for (unsigned i = 0; p && r->state == COOP_JOB_DONE && i < p->n && !e; i++) {
     const struct coop_outbuf *b = &p->b[i];
-    e = b->fd >= 0 ? fd_io(b->fd, b->mem, b->size, 0) : copy_inline(r, b);
+    if (b->io && p->iomem)
+      memcpy(b->mem, p->iomem + b->off, b->size);
+    else if (b->io)
+      e = fd_io_base(p->iofd, b->mem, b->size, b->off, 0);
+    else
+      e = b->fd >= 0 ? fd_io(b->fd, b->mem, b->size, 0) : copy_inline(r, b);
   }
-  pending_free(p);
+  pending_free(c, p, 0);
   return e;
 }

@@ -20,6 +20,7 @@ void job_free(struct job *j) {
   if (!j) return;
   for (unsigned i = 0; i < j->nargs; i++) {
     if (j->args[i].fd >= 0) close(j->args[i].fd);
+    if (j->args[i].io_fd1) close(j->args[i].io_fd1 - 1);
     free(j->args[i].data);
   }
   free(j->inst);
@@ -64,7 +65,8 @@ void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, con
     int ok = fd >= 0 && a->fd < nfds && fstat(fds[a->fd], &st) == 0 && S_ISREG(st.st_mode) &&
              (uint64_t)st.st_size >= a->size;
     r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok, 0};
-    if (a->type == COOP_ARG_DEVBUF) /* its size: the buffer's (sess_submit) */
+    if (a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO) /* its size: the
+                                                                      * buffer's (sess_submit) */
       r->args[i] = (struct job_req_arg){COOP_ARG_BUF, 0, 0, 0, -1, 1, 1};
   }
 }

@@ -39,6 +39,13 @@ struct job_arg {
    * its id (0: not one), where it lives (argument value, device process) */
   uint64_t devbuf_id, devbuf_arg, devbuf_gen;
   struct dbuf *devbuf; /* loop: the table's entry, its users counting this job */
+  /* a device buffer's range moved with the job (COOP_ARG_DEVBUF_IO;
+   * dev_bufs.c, dev__io): bytes io_at..+io_len of the buffer written from the
+   * client's descriptor at io_off before the first task (io_dir IN), read
+   * into it after the last (OUT); io_fd1: that descriptor + 1, 0: none */
+  int io_fd1;
+  uint8_t io_dir;
+  uint64_t io_at, io_len, io_off;
 };
 
 struct job {

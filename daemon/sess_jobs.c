@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bufs.h"
 #include "coop_util.h"
@@ -41,20 +42,51 @@ static int pick_device(struct session *s, uint32_t seq, const struct coop_msg_su
   return best < 0 ? 0 : best;
 }
 
-/* A SUBMIT's device buffers (COOP_ARG_DEVBUF) into bufs[]: each the
- * client's, all on one device, the one it names if it names one. Returns
- * that device, COOP_WIRE_ANY_DEVICE when the job names none and has no
- * device buffer, or (ERROR sent) a negative code. */
+/* A device buffer's range moved with the job (COOP_ARG_DEVBUF_IO): inside
+ * the buffer, and inside the frame's descriptor it names, a regular file.
+ * 0, or (ERROR sent) the code. */
+static int io_range(struct session *s, uint32_t seq, unsigned i, const struct coop_wire_arg *a,
+                    const struct dbuf *b, const int *fds, unsigned nfds) {
+  struct stat st;
+  if (a->at > b->size || a->size > b->size - a->at) {
+    sess_error(s, seq, COOP_EINVAL,
+               "argument %u: bytes %llu..%llu are outside device buffer %llu (%llu bytes)", i,
+               (unsigned long long)a->at, (unsigned long long)(a->at + a->size),
+               (unsigned long long)b->id, (unsigned long long)b->size);
+    return COOP_EINVAL;
+  }
+  if (a->fd >= nfds || fds[a->fd] < 0 || fstat(fds[a->fd], &st) || !S_ISREG(st.st_mode) ||
+      (uint64_t)st.st_size < a->off + a->size) {
+    sess_error(s, seq, COOP_EINVAL,
+               "argument %u: descriptor %u must be a memfd of at least %llu bytes (the range's "
+               "offset %llu plus its %llu bytes)",
+               i, (unsigned)a->fd, (unsigned long long)(a->off + a->size),
+               (unsigned long long)a->off, (unsigned long long)a->size);
+    return COOP_EINVAL;
+  }
+  return 0;
+}
+
+/* A SUBMIT's device buffers (COOP_ARG_DEVBUF, COOP_ARG_DEVBUF_IO) into
+ * bufs[]: each the client's, all on one device, the one it names if it
+ * names one, each range moved with the job inside its buffer and its
+ * descriptor. Returns that device, COOP_WIRE_ANY_DEVICE when the job names
+ * none and has no device buffer, or (ERROR sent) a negative code. */
 static int device_buffers(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
-                          struct dbuf **bufs) {
+                          struct dbuf **bufs, const int *fds, unsigned nfds) {
   int dev = m->device;
   for (unsigned i = 0; i < m->nargs; i++) {
-    if (m->args[i].type != COOP_ARG_DEVBUF) continue;
+    const struct coop_wire_arg *a = &m->args[i];
+    if (a->type != COOP_ARG_DEVBUF && a->type != COOP_ARG_DEVBUF_IO) continue;
     struct job_err e;
-    bufs[i] = dbuf_lookup(s->dm, s->uid, m->args[i].bits, &e);
+    bufs[i] = dbuf_lookup(s->dm, s->uid, a->bits, &e);
     if (!bufs[i]) {
       sess_error(s, seq, e.code, "argument %u: %s", i, e.message);
       return e.code;
+    }
+    if (a->type == COOP_ARG_DEVBUF_IO) {
+      int r = io_range(s, seq, i, a, bufs[i], fds, nfds);
+      if (r) return r;
     }
     if (dev != COOP_WIRE_ANY_DEVICE && dev != bufs[i]->device) {
       sess_error(s, seq, COOP_EINVAL,
@@ -182,6 +214,10 @@ static int64_t expected_next(struct session *s, const struct coop_msg_submit *m,
   return next;
 }
 
+static int has_fd(const struct coop_wire_arg *a) {
+  return (a->type == COOP_ARG_BUF || a->type == COOP_ARG_DEVBUF_IO) && a->fd != COOP_WIRE_FD_NONE;
+}
+
 void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                  unsigned nfds) {
   const struct coop_msg_submit *m = &msg->submit;
@@ -196,14 +232,16 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
                       "again once `coopctl kernels` lists it",
                       m->kernel, coming, dm->cfg.grace_ms);
   uint64_t bytes = 0;
-  for (unsigned a = 0; a < m->nargs; a++) /* one descriptor per argument */
+  /* a buffer's descriptor is its argument's alone (the job takes it);
+   * ranges moved with the job may share one (each keeps a duplicate) */
+  for (unsigned a = 0; a < m->nargs; a++)
     for (unsigned b = a + 1; k && b < m->nargs; b++)
-      if (m->args[a].type == COOP_ARG_BUF && m->args[b].type == COOP_ARG_BUF &&
-          m->args[a].fd != COOP_WIRE_FD_NONE && m->args[a].fd == m->args[b].fd)
+      if ((m->args[a].type == COOP_ARG_BUF || m->args[b].type == COOP_ARG_BUF) &&
+          has_fd(&m->args[a]) && has_fd(&m->args[b]) && m->args[a].fd == m->args[b].fd)
         return sess_error(s, seq, COOP_EINVAL, "arguments %u and %u name the same descriptor", a,
                           b);
   struct dbuf *bufs[COOP_WIRE_MAX_ARGS] = {0};
-  int dev = device_buffers(s, seq, m, bufs);
+  int dev = device_buffers(s, seq, m, bufs, fds, nfds);
   if (dev == COOP_WIRE_ANY_DEVICE) dev = pick_device(s, seq, m);
   if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, bufs, &bytes)) return;
   struct job *j = sess_make_job(s, m, k, fds, bytes);

@@ -37,6 +37,7 @@
  */
 #define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,9 +235,24 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
     ja->dir = a->dir;
     ja->size = a->size;
     ja->fd = -1;
-    if (a->type == COOP_ARG_DEVBUF) { /* resolved and checked by sess_submit */
+    if (a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO) {
+      /* resolved and checked by sess_submit; a range moved with the job
+       * keeps a duplicate of its descriptor, which others may name too */
       struct job_err e;
       struct dbuf *b = dbuf_lookup(s->dm, s->uid, a->bits, &e);
+      if (a->type == COOP_ARG_DEVBUF_IO) {
+        int fd = fcntl(fds[a->fd], F_DUPFD_CLOEXEC, 0);
+        if (fd < 0) {
+          dbuf_job_done(s->dm, j);
+          job_free(j);
+          return NULL;
+        }
+        ja->io_fd1 = fd + 1;
+        ja->io_dir = a->dir;
+        ja->io_at = a->at;
+        ja->io_len = a->size;
+        ja->io_off = a->off;
+      }
       ja->type = COOP_ARG_BUF;
       ja->dir = 0; /* nothing is copied in or out: every copy's loop passes it by */
       ja->bits = 0;

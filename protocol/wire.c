@@ -304,6 +304,15 @@ _Static_assert(COOP_WIRE_INST_BYTES == 57u && WG_BYTES == 9u, "record lengths ar
 
 static void enc_arg(struct enc *e, const struct coop_wire_arg *a) {
   put_u8(e, a->type);
+  if (a->type == COOP_ARG_DEVBUF_IO) {
+    put_u64(e, a->bits);
+    put_u8(e, a->dir);
+    put_u8(e, a->fd);
+    put_u64(e, a->at);
+    put_u64(e, a->size);
+    put_u64(e, a->off);
+    return;
+  }
   if (a->type != COOP_ARG_BUF) {
     put_u64(e, a->bits);
     return;
@@ -318,9 +327,25 @@ static int is_32bit(uint8_t type) {
   return type == COOP_ARG_U32 || type == COOP_ARG_I32 || type == COOP_ARG_F32;
 }
 
+/* A device buffer's range through a descriptor: a real descriptor index,
+ * a length > 0, and neither range past 2^64 (the daemon checks them
+ * against the buffer and the file). */
+static void dec_devbuf_io(struct cur *c, struct coop_wire_arg *a) {
+  a->bits = get_u64(c);
+  want(c, a->bits != 0); /* ids start at 1 */
+  a->dir = (uint8_t)get_in(c, 1, COOP_BUF_IN, COOP_BUF_INOUT);
+  a->fd = get_u8(c);
+  want(c, a->fd < COOP_WIRE_MAX_FDS);
+  a->at = get_u64(c);
+  a->size = get_u64(c);
+  a->off = get_u64(c);
+  want(c, a->size != 0 && a->at <= UINT64_MAX - a->size && a->off <= UINT64_MAX - a->size);
+}
+
 static void dec_arg(struct cur *c, struct coop_wire_arg *a) {
   a->type = get_u8(c);
-  want(c, type_ok(a->type) || a->type == COOP_ARG_DEVBUF);
+  want(c, type_ok(a->type) || a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO);
+  if (a->type == COOP_ARG_DEVBUF_IO) return dec_devbuf_io(c, a);
   if (a->type != COOP_ARG_BUF) {
     a->bits = get_u64(c);
     /* 32-bit values travel zero-extended: one encoding per value, and a
@@ -814,8 +839,10 @@ const char *coop_job_state_name(uint8_t state) {
 }
 
 const char *coop_arg_type_name(uint8_t type) {
-  static const char *const n[] = {"?", "u32", "i32", "u64", "i64", "f32", "f64", "buf", "devbuf"};
-  return type_ok(type) || type == COOP_ARG_DEVBUF ? n[type] : "unknown";
+  static const char *const n[] = {"?",   "u32", "i32", "u64",    "i64",
+                                  "f32", "f64", "buf", "devbuf", "devbuf_io"};
+  return type_ok(type) || type == COOP_ARG_DEVBUF || type == COOP_ARG_DEVBUF_IO ? n[type]
+                                                                                : "unknown";
 }
 
 /* ==== frame reader ==== */

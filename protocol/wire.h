@@ -1,5 +1,5 @@
 /*
- * wire.h: the coop wire protocol, version 5 (COOP_WIRE_VERSION; PROTOCOL.md).
+ * wire.h: the coop wire protocol, version 6 (COOP_WIRE_VERSION; PROTOCOL.md).
  *
  * A frame is a 16-byte header and a payload, all integers big-endian:
  *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
@@ -35,7 +35,7 @@
 #include "coop_schema.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
-#define COOP_WIRE_VERSION 5u        /* the only version this code speaks */
+#define COOP_WIRE_VERSION 6u        /* the only version this code speaks */
 #define COOP_WIRE_HDR 16u
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
@@ -106,7 +106,12 @@ enum coop_arg_type {
   COOP_ARG_BUF = 7,
   /* SUBMIT only: a device buffer (BUF_CREATE) by its id, in bits; the
    * kernel's argument is a buffer (COOP_ARG_BUF in KERNEL_LIST) */
-  COOP_ARG_DEVBUF = 8
+  COOP_ARG_DEVBUF = 8,
+  /* SUBMIT only: a device buffer as COOP_ARG_DEVBUF, with a range of it
+   * written before the job's first task (dir IN) and read after its last
+   * (dir OUT) through a descriptor of the frame: one crossing each way for
+   * a frame's input and output (PROTOCOL.md, "Device buffers") */
+  COOP_ARG_DEVBUF_IO = 9
 };
 
 /* Buffer direction: what is copied to the device and back. */
@@ -176,7 +181,8 @@ struct coop_wire_arg {
   uint8_t type;
   uint64_t bits;
   uint8_t dir, fd;
-  uint64_t size;
+  uint64_t size;       /* buf: its size; devbuf_io: the range's length */
+  uint64_t at, off;    /* devbuf_io: the range's start in the buffer, and in the descriptor */
   const uint8_t *data; /* inline IN data, into the payload */
   uint32_t data_len;
 };

@@ -201,6 +201,94 @@ START_TEST(life_cycle) {
 }
 END_TEST
 
+/* A sweep of `rounds` over n words of device buffer b, its input `in`
+ * (NULL: none) written into bytes at.. of b by the job and the same range
+ * read into `out` (NULL: none) after it (coop_job_buffer_io). Submitted
+ * only: *id. */
+static int sweep_io(coop_conn *c, uint64_t b, uint32_t n, uint32_t rounds, size_t at,
+                    const void *in, void *out, size_t len, uint64_t *id) {
+  coop_job *j = coop_job_new("sweep", 1);
+  coop_job_cooperative(j, 1);
+  coop_job_buffer_io(j, b, at, in, out, len);
+  coop_job_u32(j, n);
+  coop_job_u32(j, rounds);
+  int e = coop_submit(c, j, id);
+  coop_job_free(j);
+  return e;
+}
+
+static int wait_state(coop_conn *c, uint64_t id) {
+  struct coop_result r;
+  ck_assert_int_eq(coop_wait(c, id, 60000, &r), 0);
+  int st = r.state;
+  coop_result_free(&r);
+  return st;
+}
+
+/* A job that moves ranges of its device buffer (PROTOCOL.md, "Device
+ * buffers", devbuf_io): the input lands before its task, the output is
+ * the task's, read after it; through the connection's kept transfer memfd,
+ * or a fresh one while a job holds that; ranges checked against the
+ * buffer; a job that did not finish leaves the caller's memory alone. */
+START_TEST(a_job_moves_its_ranges) {
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  enum { N = 70000 }; /* 280 KB: above inline_max, as a frame's */
+  static uint32_t w[N], back[N], back2[N];
+  words(w, N, 100);
+  uint64_t b = 0, id = 0, id2 = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, NULL, 0, &b), 0);
+  /* in and out: the task saw the input, the caller gets the task's output */
+  ck_assert_int_eq(sweep_io(c, b, N, 3, 0, w, back, sizeof w, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  check_words(back, N, 100, 3);
+  ck_assert_int_eq(memfds_of(0, "coop-transfer"), 1);
+  /* in only, in the middle; out only; then what stayed on the device */
+  uint32_t mid[16];
+  words(mid, 16, 5000);
+  ck_assert_int_eq(sweep_io(c, b, N, 1, 4 * 100, mid, NULL, sizeof mid, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  memset(back, 0, sizeof back);
+  ck_assert_int_eq(sweep_io(c, b, N, 1, 0, NULL, back, sizeof back, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  check_words(back, 100, 100, 5);
+  check_words(back + 100, 16, 5000, 2);
+  check_words(back + 116, N - 116, 216, 5);
+  /* two in flight: the second takes a fresh memfd; each gets its own */
+  words(w, N, 7);
+  ck_assert_int_eq(sweep_io(c, b, N, 1, 0, w, back, sizeof w, &id), 0);
+  words(w, N, 9000);
+  uint64_t b2 = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, NULL, 0, &b2), 0);
+  ck_assert_int_eq(sweep_io(c, b2, N, 2, 0, w, back2, sizeof w, &id2), 0);
+  ck_assert_int_eq(wait_state(c, id2), COOP_STATE_DONE);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  check_words(back, N, 7, 1);
+  check_words(back2, N, 9000, 2);
+  /* and the kept one serves a buffer read again */
+  ck_assert_int_eq(coop_buffer_read(c, b2, 0, back, sizeof back), 0);
+  check_words(back, N, 9000, 2);
+  ck_assert_int_eq(memfds_of(0, "coop-transfer"), 1);
+  /* outside the buffer: refused at submit, nothing run */
+  ck_assert_int_eq(sweep_io(c, b, 16, 1, sizeof w - 8, mid, NULL, 16, &id), COOP_EINVAL);
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "outside device buffer"));
+  ck_assert_int_eq(sweep_io(c, b, 16, 1, (size_t)-8, NULL, back, 16, &id), COOP_EINVAL);
+  /* the kernel's own rules hold for the buffer's whole size */
+  ck_assert_int_eq(sweep_io(c, b, N + 1, 1, 0, mid, NULL, 16, &id), COOP_EARGS);
+  /* no bytes either way: refused by the setter */
+  ck_assert_int_eq(sweep_io(c, b, N, 1, 0, NULL, NULL, 16, &id), COOP_EINVAL);
+  /* a job cancelled before its end: the caller's memory untouched */
+  memset(back, 0xab, sizeof back);
+  ck_assert_int_eq(sweep_io(c, b, N, 100000000, 0, w, back, sizeof w, &id), 0);
+  ck_assert_int_eq(coop_cancel(c, id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
+  for (size_t i = 0; i < N; i++) ck_assert_uint_eq(back[i], 0xababababu);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* Jobs whose buffers travel inline: their bytes go to and from the device
  * process through one memfd coopd's device thread keeps (dev_stage.c),
  * not two fresh ones a job (their creation and page allocation were about
@@ -270,6 +358,15 @@ START_TEST(owners_and_connections) {
       int e = coop_submit(o, j, &id);
       coop_job_free(j);
       if (e != COOP_ENOJOB) _exit(9);
+      /* nor may it move a range of the buffer */
+      j = coop_job_new("sweep", 1);
+      coop_job_cooperative(j, 1);
+      coop_job_buffer_io(j, kept, 0, NULL, x, sizeof x);
+      coop_job_u32(j, 4);
+      coop_job_u32(j, 1);
+      e = coop_submit(o, j, &id);
+      coop_job_free(j);
+      if (e != COOP_ENOJOB) _exit(10);
       coop_disconnect(o);
       _exit(0);
     }
@@ -666,6 +763,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("buffers");
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, life_cycle);
+  tcase_add_test(tc, a_job_moves_its_ranges);
   tcase_add_test(tc, inline_bytes_share_one_memfd);
   tcase_add_test(tc, owners_and_connections);
   tcase_add_test(tc, counted_per_user);

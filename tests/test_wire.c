@@ -480,12 +480,12 @@ END_TEST
 
 /* The worked example of PROTOCOL.md, byte for byte. */
 START_TEST(hello_bytes) {
-  union coop_msg m = {.hello = {5, 5, "coopctl"}};
+  union coop_msg m = {.hello = {6, 6, "coopctl"}};
   struct coop_wire_buf b;
   coop_wire_buf_init(&b);
   encode_ok(&b, COOP_MSG_HELLO, 1, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x05, 0x00, 0x01, 0x00, 0x00,
-                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x05, 0x00, 0x05,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x06, 0x00, 0x01, 0x00, 0x00,
+                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x06, 0x00, 0x06,
                           0x00, 0x07, 'c',  'o',  'o',  'p',  'c',  't',  'l'};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
@@ -630,7 +630,7 @@ START_TEST(top_reply_bytes) {
   union coop_msg m = {.top = {4, w.p, (uint32_t)w.len, 1, j.p, (uint32_t)j.len}};
   encode_ok(&b, COOP_MSG_TOP_REPLY, 5, &m);
   const uint8_t want[] = {
-      0x43, 0x4f, 0x4f, 0x50, 0x00, 0x05, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
+      0x43, 0x4f, 0x4f, 0x50, 0x00, 0x06, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
       0x00, 0x52, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x03, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -642,7 +642,7 @@ START_TEST(top_reply_bytes) {
   /* TOP itself is the header and the device */
   coop_wire_buf_free(&b);
   encode_ok(&b, COOP_MSG_TOP, 5, NULL);
-  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 5, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
+  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 6, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
   ck_assert_uint_eq(b.len, sizeof top);
   ck_assert_mem_eq(b.p, top, sizeof top);
   coop_wire_buf_free(&w), coop_wire_buf_free(&j), coop_wire_buf_free(&b);
@@ -878,12 +878,62 @@ static int one_scalar(uint8_t type, uint64_t bits) {
   return pb_decode(&p, COOP_MSG_SUBMIT);
 }
 
+/* A devbuf_io argument: id, dir, fd, at, len, off. */
+static int one_io(uint64_t id, uint8_t dir, uint8_t fd, uint64_t at, uint64_t len, uint64_t off) {
+  struct pb p = {0};
+  submit_head(&p, 0, 1);
+  pb_be(&p, COOP_ARG_DEVBUF_IO, 1), pb_be(&p, id, 8), pb_be(&p, dir, 1), pb_be(&p, fd, 1);
+  pb_be(&p, at, 8), pb_be(&p, len, 8), pb_be(&p, off, 8);
+  return pb_decode(&p, COOP_MSG_SUBMIT);
+}
+
+/* A device buffer's range moved with the job: a real id, direction and
+ * descriptor index, a length > 0, neither range past 2^64; its fields
+ * come back as sent. */
+START_TEST(devbuf_io_arguments) {
+  ck_assert_int_eq(one_io(1, COOP_BUF_IN, 0, 0, 16, 0), 0);
+  ck_assert_int_eq(one_io(7, COOP_BUF_INOUT, 15, 1u << 20, 4096, 64), 0);
+  ck_assert_int_eq(one_io(0, COOP_BUF_IN, 0, 0, 16, 0), COOP_EPROTO); /* ids start at 1 */
+  ck_assert_int_eq(one_io(1, 0, 0, 0, 16, 0), COOP_EPROTO);
+  ck_assert_int_eq(one_io(1, 4, 0, 0, 16, 0), COOP_EPROTO);
+  ck_assert_int_eq(one_io(1, COOP_BUF_OUT, COOP_WIRE_MAX_FDS, 0, 16, 0), COOP_EPROTO);
+  ck_assert_int_eq(one_io(1, COOP_BUF_OUT, COOP_WIRE_FD_NONE, 0, 16, 0), COOP_EPROTO);
+  ck_assert_int_eq(one_io(1, COOP_BUF_OUT, 0, 0, 0, 0), COOP_EPROTO); /* nothing to move */
+  ck_assert_int_eq(one_io(1, COOP_BUF_OUT, 0, UINT64_MAX - 15, 16, 0), COOP_EPROTO);
+  ck_assert_int_eq(one_io(1, COOP_BUF_OUT, 0, UINT64_MAX - 16, 16, 0), 0);
+  ck_assert_int_eq(one_io(1, COOP_BUF_OUT, 0, 0, 16, UINT64_MAX - 15), COOP_EPROTO);
+  union coop_msg m, out;
+  memset(&m, 0, sizeof m);
+  snprintf(m.submit.kernel, sizeof m.submit.kernel, "render");
+  m.submit.groups = 1;
+  m.submit.nargs = 1;
+  m.submit.args[0] = (struct coop_wire_arg){.type = COOP_ARG_DEVBUF_IO,
+                                            .bits = 42,
+                                            .dir = COOP_BUF_INOUT,
+                                            .fd = 3,
+                                            .at = 128,
+                                            .size = 999,
+                                            .off = 4096};
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  encode_ok(&b, COOP_MSG_SUBMIT, 1, &m);
+  uint8_t *keep = NULL;
+  ck_assert_int_eq(
+      decode_raw(COOP_MSG_SUBMIT, b.p + COOP_WIRE_HDR, b.len - COOP_WIRE_HDR, &out, &keep), 0);
+  const struct coop_wire_arg *a = &out.submit.args[0];
+  ck_assert(a->type == COOP_ARG_DEVBUF_IO && a->bits == 42 && a->dir == COOP_BUF_INOUT &&
+            a->fd == 3 && a->at == 128 && a->size == 999 && a->off == 4096);
+  free(keep);
+  coop_wire_buf_free(&b);
+}
+END_TEST
+
 START_TEST(reject_submit_enums_and_flags) {
   ck_assert_int_eq(one_scalar(COOP_ARG_U64, 1), 0);
   ck_assert_int_eq(one_scalar(0, 1), COOP_EPROTO);
   ck_assert_int_eq(one_scalar(COOP_ARG_DEVBUF, 1), 0);
   ck_assert_int_eq(one_scalar(COOP_ARG_DEVBUF, 0), COOP_EPROTO); /* ids start at 1 */
-  ck_assert_int_eq(one_scalar(9, 1), COOP_EPROTO);
+  ck_assert_int_eq(one_scalar(10, 1), COOP_EPROTO);
   ck_assert_int_eq(one_scalar(0xff, 1), COOP_EPROTO);
   ck_assert_int_eq(one_buf(0, COOP_WIRE_FD_NONE, 0, 0), COOP_EPROTO);
   ck_assert_int_eq(one_buf(4, COOP_WIRE_FD_NONE, 0, 0), COOP_EPROTO);
@@ -1927,6 +1977,7 @@ static Suite *suite(void) {
   tcase_add_test(d, reject_long_strings);
   tcase_add_test(d, reject_nul_in_string);
   tcase_add_test(d, reject_submit_enums_and_flags);
+  tcase_add_test(d, devbuf_io_arguments);
   tcase_add_test(d, reject_scalar_high_bits);
   tcase_add_test(d, reject_too_many_args);
   tcase_add_test(d, reject_inline_data_rules);

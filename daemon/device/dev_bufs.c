@@ -123,3 +123,36 @@ int dev__check_bufs(struct dev *d, struct job *j) {
   }
   return 0;
 }
+
+/* One range of a device buffer between it and the client's descriptor,
+ * for a job that moves it (COOP_ARG_DEVBUF_IO): the device process maps
+ * and pins the descriptor once when it can (xmap.h), as for BUF_WRITE. */
+static int io_copy(struct dev *d, const struct job *j, const struct job_arg *a, int in) {
+  struct dp_buf b = {.size = a->io_len,
+                     .arg = a->devbuf_arg,
+                     .at = a->io_at,
+                     .off = a->io_off,
+                     .fd = a->io_fd1 - 1,
+                     .owner = j->uid + 1};
+  return dp_copy(d->rt, &b, in);
+}
+
+int dev__io(struct dev *d, struct job *j, int in) {
+  unsigned want = in ? COOP_BUF_IN : COOP_BUF_OUT;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct job_arg *a = &j->args[i];
+    if (!a->io_fd1 || !(a->io_dir & want)) continue;
+    int e = d->rt ? io_copy(d, j, a, in) : COOP_ELOST;
+    if (e == COOP_ELOST && (!d->rt || !dp_alive(d->rt)))
+      return e; /* the job not failed: the caller says what a restart does */
+    if (e) {
+      dev__fail(j, e == COOP_EINVAL ? e : COOP_EIO,
+                "could not %s device buffer %llu (argument %u) %s its descriptor: %s",
+                in ? "write" : "read", (unsigned long long)a->devbuf_id, i, in ? "from" : "into",
+                e == COOP_EINVAL ? "the range is outside the buffer"
+                                 : "the descriptor is shorter than the range (truncated?)");
+      return j->error;
+    }
+  }
+  return 0;
+}

@@ -418,6 +418,11 @@ void dev__do_bufops(struct dev *d);
 /* A job's device buffers still on this device process: 0, or the job
  * failed with COOP_ELOST. */
 int dev__check_bufs(struct dev *d, struct job *j);
+/* The ranges of device buffers the job moves (job_arg.io_*): written from
+ * its client's descriptors (`in`: before its first task), or read into
+ * them (after its last, once it is done). 0; the code the job failed with;
+ * or COOP_ELOST, the job not failed, when the device process died. */
+int dev__io(struct dev *d, struct job *j, int in);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

@@ -222,6 +222,7 @@ void dev__start_now(struct dev *d, struct job *j) {
     }
   }
   int e = dev__check_bufs(d, j);
+  if (!e) e = dev__io(d, j, 1);
   if (!e) e = dev__stage_in(d, j);
   if (e == COOP_ELOST && !j->error && j->reruns++ >= DEV_MAX_RERUNS)
     dev__fail(j, e, "the device process died while the job was staged, %u times", j->reruns);
@@ -436,6 +437,7 @@ static int finish(struct dev *d, struct run *r, int may_keep) {
   else
     e = dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
                      r->release);
+  if (!e && atomic_load(&j->state) == COOP_JOB_DONE) e = dev__io(d, j, 0); /* its ranges out */
   if (e && may_keep && dev__runs_again(d, r)) {
     r->lost_running = 1; /* its results went with the device process */
     return 1;

@@ -175,6 +175,10 @@ def _describe(args):
             if a.id is None:
                 raise ValueError(f"argument {i}: the device buffer was freed")
             out.append(("buffer", a))
+        elif isinstance(a, _BufferIO):
+            if a.buf.id is None:
+                raise ValueError(f"argument {i}: the device buffer was freed")
+            out.append(("buffer_io", a))
         elif isinstance(a, _Dir):
             kind = {In: "in", Out: "out", InOut: "inout"}[type(a)]
             out.append((kind, _array(i, a.array, kind != "in")))
@@ -293,6 +297,20 @@ class Buffer:
                                      out.nbytes), self.conn._c)
         return out
 
+    def io(self, write=None, read=None, offset=0):
+        """This buffer as a job argument whose job moves bytes offset.. of
+        it itself (coop_job_buffer_io): array `write` written there before
+        the job's first task, and the same range read into array `read`
+        when wait() sees the job DONE; one request each way for a frame's
+        input and output instead of write(), the job and read()."""
+        if write is None and read is None:
+            raise ValueError("io: an array to write, to read into, or both")
+        w = None if write is None else _array(0, np.asarray(write), False)
+        r = None if read is None else _array(0, read, True)
+        if w is not None and r is not None and w.nbytes != r.nbytes:
+            raise ValueError(f"io: write has {w.nbytes} bytes, read {r.nbytes}: one range")
+        return _BufferIO(self, w, r, offset)
+
     def free(self):
         if self.id is not None and self.conn._c:
             bid, self.id = self.id, None
@@ -312,6 +330,14 @@ class Buffer:
 
     def __repr__(self):
         return f"<coop.Buffer {self.id} {self.size} bytes>"
+
+
+class _BufferIO:
+    """A device buffer with a range its job moves (Buffer.io)."""
+
+    def __init__(self, buf, write, read, offset):
+        self.buf, self.write, self.read, self.offset = buf, write, read, int(offset)
+        self.nbytes = (write if write is not None else read).nbytes
 
 
 class Connection:
@@ -378,6 +404,11 @@ class Connection:
             for kind, v in desc:
                 if kind == "buffer":
                     _lib.coop_job_buffer(j, v.id)
+                elif kind == "buffer_io":
+                    _lib.coop_job_buffer_io(
+                        j, v.buf.id, v.offset, None if v.write is None else v.write.ctypes.data,
+                        None if v.read is None else v.read.ctypes.data, v.nbytes)
+                    keep.append(v)
                 elif kind in ("in", "out", "inout"):
                     m = _memfd_of(v)
                     if m is not None:

@@ -94,6 +94,12 @@ with c.buffer(np.full(1024, 5, np.uint32)) as buf:
     raw = buf.read(nbytes=16)
     check(np.array_equal(raw.view(np.uint32), [25, 25, 100, 200]), "buffer write at offset")
     bid = buf.id
+    # a range moved by the job itself: written before it, read after it
+    back = np.zeros(1024, np.uint32)
+    c.run("sweep", buf.io(write=np.full(1024, 7, np.uint32), read=back), np.uint32(1024),
+          np.uint32(3), groups=1, cooperative=True)
+    check(bool((back == 10).all()), f"buffer io: written, swept, read -> {back[:3]}")
+    e = raises(ValueError, lambda: buf.io(write=np.zeros(4, np.uint32), read=back), "io sizes")
 e = raises(ValueError, lambda: buf.read(), "read of a freed buffer")
 z = c.buffer(64)
 check(bool((z.read() == 0).all()) and z.size == 64, "buffer of zeros")
