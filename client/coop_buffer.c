@@ -40,6 +40,7 @@ int coop__memfd_of(const void *data, size_t n) {
  * out by memcpy, no system call), used by one op or job at a time, grown
  * as needed up to XFER_KEEP_MAX. */
 #define XFER_KEEP_MAX (64u << 20)
+#define XFER_STEP (1u << 20)
 
 static void xfer_drop(coop_conn *c) {
   if (c->xmem) munmap(c->xmem, c->xmapped);
@@ -61,8 +62,14 @@ static int xfer_ready(coop_conn *c, size_t n) {
     fcntl(c->xfd, F_ADD_SEALS, F_SEAL_SHRINK);
   }
   if (n > c->xsize) {
-    if (ftruncate(c->xfd, (off_t)n)) return -1;
-    c->xsize = n;
+    /* in steps of powers of two from 1 MiB: each growth costs a mapping
+     * here and, in coopd's device process, a pinned mapping it keeps
+     * until the megakernel parks (xmap.h) */
+    size_t want = XFER_STEP;
+    while (want < n) want *= 2;
+    if (want > XFER_KEEP_MAX) want = n;
+    if (ftruncate(c->xfd, (off_t)want)) return -1;
+    c->xsize = want;
   }
   if (c->xmapped < c->xsize) {
     if (c->xmem) munmap(c->xmem, c->xmapped);

@@ -6,9 +6,9 @@
  * one, a range past the end, or no regular file is never mapped; a pin
  * that fails is remembered; and nothing is unpinned but by clear (CUDA's
  * unpin waits for a device the megakernel never lets go idle): a file
- * that grew past its mapping, or one more than the slots, is read and
- * written instead until a clear; one user holds at most its share of the
- * slots; forget unmaps without unpinning. And the
+ * that grew past its mapping is mapped again in another slot while its
+ * owner's share allows; one more than the slots is read and written
+ * instead until a clear; one user holds at most its share of the slots; forget unmaps without unpinning. And the
  * seal does what the mapping needs: the client can no longer shrink the
  * file under it.
  */
@@ -106,23 +106,38 @@ START_TEST(what_is_never_mapped) {
 }
 END_TEST
 
-START_TEST(a_file_that_grew_is_mapped_again_after_a_clear) {
+/* A file that grew past its mapping is mapped again whole in another slot
+ * at once (a frame client's transfer memfd grows when its job moves input
+ * and output: read and written through the bounce instead, its frames took
+ * 0.12 ms longer on an H200), the old mapping kept pinned until the next
+ * clear; once its owner's share is taken, a further growth is read and
+ * written instead until the clear. */
+START_TEST(a_file_that_grew_is_mapped_again) {
   struct pins c = {0};
   struct xmap x;
   xmap_init(&x, pin, unpin, &c);
   int fd = memfd(65536, 1);
   uint8_t *m0 = xmap_get(&x, fd, 0, 65536, T0, 1);
   ck_assert_ptr_nonnull(m0);
-  ck_assert_int_eq(ftruncate(fd, 4 * 65536), 0);                     /* growing is allowed */
-  ck_assert_ptr_null(xmap_get(&x, fd, 3 * 65536, 65536, T0 + 1, 1)); /* past its mapping */
-  ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 2, 1), m0);       /* within it: still there */
+  ck_assert_int_eq(ftruncate(fd, 4 * 65536), 0); /* growing is allowed */
+  uint8_t *m1 = xmap_get(&x, fd, 3 * 65536, 65536, T0 + 1, 1);
+  ck_assert_ptr_nonnull(m1);
+  ck_assert_ptr_ne(m1, m0);
+  ck_assert_int_eq(c.pinned, 2);
+  ck_assert_int_eq(c.unpinned, 0); /* the old one stays pinned */
+  m1[4 * 65536 - 1] = 5;           /* the whole new length is mapped */
+  ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 2, 1), m1); /* the new one serves all */
+  /* its share (two slots) taken: a further growth is read and written */
+  ck_assert_int_eq(ftruncate(fd, 8 * 65536), 0);
+  ck_assert_ptr_null(xmap_get(&x, fd, 7 * 65536, 65536, T0 + 3, 1));
+  ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 4, 1), m1); /* within it: still there */
   ck_assert_int_eq(c.unpinned, 0);
   xmap_clear(&x); /* the megakernel parked */
-  ck_assert_int_eq(c.unpinned, 1);
-  uint8_t *m = xmap_get(&x, fd, 3 * 65536, 65536, T0 + 3, 1);
+  ck_assert_int_eq(c.unpinned, 2);
+  uint8_t *m = xmap_get(&x, fd, 7 * 65536, 65536, T0 + 5, 1);
   ck_assert_ptr_nonnull(m);
-  ck_assert_int_eq(c.pinned, 2);
-  m[4 * 65536 - 1] = 5; /* the whole new length is mapped */
+  ck_assert_int_eq(c.pinned, 3);
+  m[8 * 65536 - 1] = 5;
   xmap_clear(&x);
   close(fd);
 }
@@ -200,7 +215,7 @@ static Suite *suite(void) {
   TCase *t = tcase_create("xmap");
   tcase_add_test(t, a_sealed_memfd_is_mapped_and_pinned_once);
   tcase_add_test(t, what_is_never_mapped);
-  tcase_add_test(t, a_file_that_grew_is_mapped_again_after_a_clear);
+  tcase_add_test(t, a_file_that_grew_is_mapped_again);
   tcase_add_test(t, a_failed_pin_is_remembered);
   tcase_add_test(t, nothing_is_unpinned_but_by_a_clear);
   tcase_add_test(t, one_owner_holds_at_most_its_share);

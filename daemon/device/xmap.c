@@ -60,6 +60,14 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now,
     if (!t->used && !free_slot) free_slot = t;
     held += t->used && t->owner == owner;
   }
+  /* it grew past its mapping: mapped again whole in another slot if the
+   * owner's share allows; the old mapping stays pinned, out of reach,
+   * until the next clear (unpinning it would wait for the device) */
+  if (s && s->p && s->len < off + n && free_slot && held < XMAP_PER_OWNER) {
+    s->dev = 0;
+    s->ino = 0;
+    s = NULL;
+  }
   /* full, or the owner's share taken: nothing goes while the kernel runs */
   if (!s && (!free_slot || held >= XMAP_PER_OWNER)) return NULL;
   if (!s) {
@@ -67,8 +75,8 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now,
     s->owner = owner;
   }
   s->used = now;
-  /* it grew past its mapping: read and written instead until the next
-   * clear (mapping it again would unpin the old one) */
+  /* it grew past its mapping and the owner's share is taken: read and
+   * written instead until the next clear */
   return s->p && s->len >= off + n ? s->p : NULL;
 }
 

@@ -20,8 +20,10 @@
  * (an H200, a fifth client's transfer memfd evicting the least recently
  * used one: bench/RESULTS.md, "Many sources through coopd"). So a full
  * map maps no more (the file is read and written instead), nor does one
- * whose owner holds XMAP_PER_OWNER slots already, a file that
- * grew past its mapping is read and written instead, and the mappings go
+ * whose owner holds XMAP_PER_OWNER slots already; a file that
+ * grew past its mapping is mapped again whole in another slot, the old
+ * mapping kept pinned and out of reach, while its owner's share allows
+ * (else it is read and written instead); and the mappings go
  * only with xmap_clear, which the device process calls once the
  * megakernel has left (parked), or with xmap_forget after the runtime
  * closed. A file that cannot be mapped or pinned is remembered as such
