@@ -8,14 +8,17 @@
 # and the buffer operations' legs (bench/buf_legs.sh).
 #
 #   bench/frame_legs_gpu.sh [--build-dir DIR] [--runs N] [--n N] [--groups K|all]
-#                           [--keep DIR]
+#                           [--io] [--keep DIR]
 #
+# --io: each frame is one job that moves its input and output itself
+# (coop-bench-rtt --frame-io, coop_job_buffer_io), not a write, a job and
+# a read.
 # --keep DIR: the traces (trace-EVERY.csv) and coopd's logs are left there.
 # Set COOP_BACKEND etc. as for any coopd; COOP_LOG_LEVEL=debug logs each
 # warm window armed and entered.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bdir=$repo/build-cuda runs=300 n=264 groups=all keep=
+bdir=$repo/build-cuda runs=300 n=264 groups=all keep= how=--frame
 while [ $# -gt 0 ]; do
   case $1 in
     --build-dir) bdir=$2; shift 2 ;;
@@ -23,7 +26,8 @@ while [ $# -gt 0 ]; do
     --n) n=$2; shift 2 ;;
     --groups) groups=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --io) how=--frame-io; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "frame_legs_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -47,7 +51,7 @@ for every in 16667 0; do
   done
   sleep 1
   echo "== one frame every $every us"
-  "$bdir/bin/coop-bench-rtt" --socket "$sock" --resident --frame --n "$n" --groups "$groups" \
+  "$bdir/bin/coop-bench-rtt" --socket "$sock" --resident "$how" --n "$n" --groups "$groups" \
     --spin-us 200 --every-us "$every" --runs "$runs" --label "frame-every$every" --trace "$trace" 2>&1
   sh "$repo/bench/buf_legs.sh" "$trace" 10 || echo "(no buffer operations' lines: a coopd before them)"
   kill "$daemon"; wait "$daemon" 2>/dev/null || true

@@ -8,7 +8,7 @@
  * "Isolation").
  *
  *   coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K] [--label L]
- *                  [--resident [--frame]] [--nop] [--spin-us US] [--every-us US]
+ *                  [--resident [--frame|--frame-io]] [--nop] [--spin-us US] [--every-us US]
  *                  [--trace FILE]
  *
  * Prints a CSV header and one row: label, runs, median, p10, p90, max (us),
@@ -33,7 +33,9 @@
  * run is a frame of a frame client (coop-bench-side's setup g): the first
  * input written into its device buffer (coop_buffer_write, 4 n^2 bytes:
  * n = 264 is that setup's 278784), the render, and the output read back
- * (coop_buffer_read); the round trip counts all three.
+ * (coop_buffer_read); the round trip counts all three. --frame-io: the
+ * same frame as one job that moves its input and output itself
+ * (coop_job_buffer_io: one request each way).
  *
  * --trace FILE: FILE is the coopd's COOP_TRACE_FILE (docs/daemon.md, "The
  * path of one job, leg by leg"). The bench stamps each job's send and
@@ -59,7 +61,8 @@
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K|all] [--label L]\n"
-          "                      [--resident [--frame]] [--nop] [--spin-us US] [--every-us US]\n"
+          "                      [--resident [--frame|--frame-io]] [--nop] [--spin-us US]\n"
+          "                      [--every-us US]\n"
           "                      [--trace FILE]\n"
           "Submits N (default 500) renders of n x n (default 8) on K (default 1; all: every\n"
           "worker) workgroups\n"
@@ -71,6 +74,8 @@ static int usage(FILE *f, int rc) {
           "                (coop_buffer_write) before its submit and reads the output\n"
           "                back (coop_buffer_read) after its wait, as a frame client;\n"
           "                the row adds the medians of the write and the read\n"
+          "  --frame-io    with --resident: the same frame as one job that writes the\n"
+          "                input and reads the output itself (coop_job_buffer_io)\n"
           "  --nop         the task is nop (each workgroup stores one word), not the\n"
           "                render: the dispatch path alone; coopd must load kernels/probe\n"
           "  --spin-us US  the client watches the socket US us before it sleeps for a\n"
@@ -310,9 +315,13 @@ static int trace_report(const char *path, struct tjob *jobs, unsigned n) {
 /* The render of n x n, one rep: its two inputs and its output inline, or
  * the device buffers dev[0..2]. */
 static coop_job *render_job(const uint64_t *dev, const float *a, float *o, size_t bytes,
-                            unsigned groups, unsigned n) {
+                            unsigned groups, unsigned n, int io) {
   coop_job *j = coop_job_new("render", groups);
-  if (dev) {
+  if (dev && io) { /* --frame-io: a written, the output read, by the job */
+    coop_job_buffer_io(j, dev[0], 0, a, NULL, bytes);
+    coop_job_buffer(j, dev[1]);
+    coop_job_buffer_io(j, dev[2], 0, NULL, o, bytes);
+  } else if (dev) {
     for (unsigned k = 0; k < 3; k++) coop_job_buffer(j, dev[k]);
   } else {
     coop_job_buf_in(j, a, bytes);
@@ -361,6 +370,7 @@ int main(int argc, char **argv) {
                                      {"trace", required_argument, 0, 't'},
                                      {"resident", no_argument, 0, 'R'},
                                      {"frame", no_argument, 0, 'F'},
+                                     {"frame-io", no_argument, 0, 'O'},
                                      {"nop", no_argument, 0, 'N'},
                                      {"spin-us", required_argument, 0, 'S'},
                                      {"every-us", required_argument, 0, 'E'},
@@ -368,7 +378,7 @@ int main(int argc, char **argv) {
                                      {0, 0, 0, 0}};
   const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
-  int resident = 0, frame = 0, nop = 0;
+  int resident = 0, frame = 0, frame_io = 0, nop = 0;
   long spin_us = -1; /* -1: libcoop's default */
   long every_us = 0;
   const char *bad = inexact_option(argc, argv, lo);
@@ -399,6 +409,9 @@ int main(int argc, char **argv) {
       case 'F':
         frame = 1;
         break;
+      case 'O':
+        frame_io = 1;
+        break;
       case 'N':
         nop = 1;
         break;
@@ -416,7 +429,7 @@ int main(int argc, char **argv) {
         return usage(stderr, 2);
     }
   }
-  if (!sock || !runs || !n || n > 1024 || !groups || (frame && (!resident || nop)))
+  if (!sock || !runs || !n || n > 1024 || !groups || ((frame || frame_io) && (!resident || nop)) || (frame && frame_io))
     return usage(stderr, 2);
   coop_conn *c;
   int e = coop_connect(&c, sock, "coop-bench-rtt");
@@ -444,7 +457,7 @@ int main(int argc, char **argv) {
       next_start += every_us * 1000;
     }
     coop_job *j = nop ? nop_job(resident ? dev[0] : 0, o, bytes, groups, i + 1)
-                      : render_job(resident ? dev : NULL, a, o, bytes, groups, n);
+                      : render_job(resident ? dev : NULL, a, o, bytes, groups, n, frame_io);
     int64_t t0 = now_ns();
     uint64_t id;
     struct coop_result r;
@@ -459,7 +472,7 @@ int main(int argc, char **argv) {
     coop_job_free(j);
     if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;
     if (r.state != COOP_STATE_DONE ||
-        ((!resident || frame) && !output_ok(o, nop, groups, n, i + 1)))
+        ((!resident || frame || frame_io) && !output_ok(o, nop, groups, n, i + 1)))
       return fprintf(stderr, "coop-bench-rtt: the task failed: %s\n", r.message), 1;
     coop_result_free(&r);
     if (i >= 10) push(&s, (double)(t1 - t0) / 1e3);

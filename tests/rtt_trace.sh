@@ -111,5 +111,13 @@ for k in write read; do
     fail "buf_legs.sh: no $k total over 12 operations or more"
 done
 
+# Frames as one job each that moves its input and output itself
+# (--frame-io, devbuf_io): every output checked by the bench, every
+# job's legs whole and in order (--trace exits 1 otherwise).
+"$rtt" --socket "$sock" --runs 12 --resident --frame-io --n 48 --trace "$trace" >"$dir/frameio" 2>&1 ||
+  { cat "$dir/frameio"; fail "coop-bench-rtt --resident --frame-io exited non-zero"; }
+grep -q '^staged->submitted,' "$dir/frameio" || fail "no legs for the --frame-io jobs"
+echo "ok: frames as one job each (--frame-io): outputs right, legs whole"
+
 stop_coopd
 finish
