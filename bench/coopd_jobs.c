@@ -1,9 +1,13 @@
 /* coopd_jobs.c: see coopd_jobs.h. */
+#define _GNU_SOURCE /* memfd_create */
 #include "coopd_jobs.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common.h"
 
@@ -26,6 +30,28 @@ int dframe_open(struct dframe *f, coop_conn *c, const char *kernel, uint32_t n, 
   return e;
 }
 
+int dframe_how(struct dframe *f, int how, const float *a0) {
+  f->how = how;
+  if (how != DFRAME_IO_FD || f->iomap) return 0;
+  f->io_out = (f->bytes + 4095) & ~(size_t)4095;
+  f->iolen = f->io_out + f->bytes;
+  f->iofd = memfd_create("coop-frame", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (f->iofd < 0 || ftruncate(f->iofd, (off_t)f->iolen) ||
+      fcntl(f->iofd, F_ADD_SEALS, F_SEAL_SHRINK)) /* coopd may map and pin it */
+    return COOP_EIO;
+  void *m = mmap(NULL, f->iolen, PROT_READ | PROT_WRITE, MAP_SHARED, f->iofd, 0);
+  if (m == MAP_FAILED) return COOP_EIO;
+  f->iomap = m;
+  memcpy(f->iomap, a0, f->bytes);
+  f->out_own = f->out;
+  f->out = (float *)(void *)(f->iomap + f->io_out);
+  return 0;
+}
+
+float *dframe_input(struct dframe *f) {
+  return f->how == DFRAME_IO_FD ? (float *)(void *)f->iomap : NULL;
+}
+
 int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id) {
   int64_t t0 = now_ns();
   int e = f->how == DFRAME_BUFFERS ? coop_buffer_write(f->c, f->a, 0, in, f->bytes) : 0;
@@ -35,13 +61,18 @@ int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id)
     coop_job_buf_in(j, in, f->bytes);
   else if (f->how == DFRAME_IO)
     coop_job_buffer_io(j, f->a, 0, in, NULL, f->bytes);
-  else
+  else if (f->how == DFRAME_IO_FD) {
+    if (in != dframe_input(f)) memcpy(f->iomap, in, f->bytes);
+    coop_job_buffer_io_fd(j, f->a, 0, f->iofd, 0, f->bytes, COOP_JOB_IN);
+  } else
     coop_job_buffer(j, f->a);
   coop_job_buffer(j, f->b);
   if (f->how == DFRAME_JOB)
     coop_job_buf_out(j, f->out, f->bytes);
   else if (f->how == DFRAME_IO)
     coop_job_buffer_io(j, out, 0, NULL, f->out, f->bytes);
+  else if (f->how == DFRAME_IO_FD)
+    coop_job_buffer_io_fd(j, out, 0, f->iofd, f->io_out, f->bytes, COOP_JOB_OUT);
   else
     coop_job_buffer(j, out);
   coop_job_u32(j, f->n);
@@ -76,6 +107,11 @@ void dframe_close(struct dframe *f) {
   if (f->c && f->a) coop_buffer_free(f->c, f->a);
   if (f->c && f->b) coop_buffer_free(f->c, f->b);
   if (f->c && f->o) coop_buffer_free(f->c, f->o);
+  if (f->iomap) {
+    munmap(f->iomap, f->iolen);
+    f->out = f->out_own;
+  }
+  if (f->iomap || f->iofd > 0) close(f->iofd);
   free(f->out);
   memset(f, 0, sizeof *f);
 }

@@ -37,10 +37,23 @@ struct dframe {
    * sent with it (coop_job_buf_in) and its output back in its RESULT
    * (coop_job_buf_out), only b on the device; DFRAME_IO: one job on the
    * three device buffers that writes a and reads out itself
-   * (coop_job_buffer_io) */
+   * (coop_job_buffer_io); DFRAME_IO_FD: the same through a memfd of this
+   * process's (coop_job_buffer_io_fd): the input produced in its mapping
+   * (dframe_input), the output read there, no copy here */
   int how;
+  int iofd;       /* DFRAME_IO_FD: the memfd, input at 0, output at io_out */
+  uint8_t *iomap; /* its mapping */
+  size_t iolen, io_out;
+  float *out_own; /* the malloc'd out, while out points into iomap */
 };
-enum { DFRAME_BUFFERS, DFRAME_JOB, DFRAME_IO };
+enum { DFRAME_BUFFERS, DFRAME_JOB, DFRAME_IO, DFRAME_IO_FD };
+
+/* How its frames go (after dframe_open); DFRAME_IO_FD makes the memfd,
+ * its input half holding a0. 0 or a coop_errno. */
+int dframe_how(struct dframe *f, int how, const float *a0);
+/* Where to produce the next frame's input without a copy (DFRAME_IO_FD:
+ * the memfd's mapping), or NULL: pass it to dframe_submit. */
+float *dframe_input(struct dframe *f);
 
 /* Buffers a and b (holding a0, b0) and o; 0 or a coop_errno. */
 int dframe_open(struct dframe *f, coop_conn *c, const char *kernel, uint32_t n, uint32_t groups,

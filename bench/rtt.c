@@ -362,20 +362,14 @@ static unsigned long env_spin_us(void) {
 }
 
 int main(int argc, char **argv) {
-  static const struct option lo[] = {{"socket", required_argument, 0, 's'},
-                                     {"runs", required_argument, 0, 'r'},
-                                     {"n", required_argument, 0, 'n'},
-                                     {"groups", required_argument, 0, 'g'},
-                                     {"label", required_argument, 0, 'l'},
-                                     {"trace", required_argument, 0, 't'},
-                                     {"resident", no_argument, 0, 'R'},
-                                     {"frame", no_argument, 0, 'F'},
-                                     {"frame-io", no_argument, 0, 'O'},
-                                     {"nop", no_argument, 0, 'N'},
-                                     {"spin-us", required_argument, 0, 'S'},
-                                     {"every-us", required_argument, 0, 'E'},
-                                     {"help", no_argument, 0, 'h'},
-                                     {0, 0, 0, 0}};
+  static const struct option lo[] = {
+      {"socket", required_argument, 0, 's'},  {"runs", required_argument, 0, 'r'},
+      {"n", required_argument, 0, 'n'},       {"groups", required_argument, 0, 'g'},
+      {"label", required_argument, 0, 'l'},   {"trace", required_argument, 0, 't'},
+      {"resident", no_argument, 0, 'R'},      {"frame", no_argument, 0, 'F'},
+      {"frame-io", no_argument, 0, 'O'},      {"nop", no_argument, 0, 'N'},
+      {"spin-us", required_argument, 0, 'S'}, {"every-us", required_argument, 0, 'E'},
+      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
   const char *sock = NULL, *label = "coopd", *trace = NULL;
   unsigned runs = 500, n = 8, groups = 1;
   int resident = 0, frame = 0, frame_io = 0, nop = 0;
@@ -429,7 +423,8 @@ int main(int argc, char **argv) {
         return usage(stderr, 2);
     }
   }
-  if (!sock || !runs || !n || n > 1024 || !groups || ((frame || frame_io) && (!resident || nop)) || (frame && frame_io))
+  if (!sock || !runs || !n || n > 1024 || !groups || ((frame || frame_io) && (!resident || nop)) ||
+      (frame && frame_io))
     return usage(stderr, 2);
   coop_conn *c;
   int e = coop_connect(&c, sock, "coop-bench-rtt");

@@ -68,10 +68,14 @@ static void usage(FILE *f) {
              "  --ahead US         (c): gather each task's K groups from US before its next\n"
              "                     release until it starts (coop_rt_task_desc.next_ns;\n"
              "                     default 500, 0 = off: gathered only once released)\n"
-             "  --coopd-frame HOW  (g): io (default): each frame is one job on device\n"
+             "  --coopd-frame HOW  (g): iofd (default): each frame is one job on device\n"
              "                     buffers that writes its input into one and reads its\n"
-             "                     output from another itself (coop_job_buffer_io: one\n"
-             "                     request each way); buffers: each frame writes its\n"
+             "                     output from another itself, through a memfd of the\n"
+             "                     client's in which it produces the input and reads the\n"
+             "                     output (coop_job_buffer_io_fd: one request each way,\n"
+             "                     no copy in the client, as the plain setups' page-locked\n"
+             "                     buffers); io: the same with libcoop copying the bytes\n"
+             "                     (coop_job_buffer_io); buffers: each frame writes its\n"
              "                     input into a device buffer, submits, waits and reads\n"
              "                     its output back (three requests); job: each frame is\n"
              "                     one job that carries its input and brings its output\n"
@@ -312,8 +316,10 @@ int side_parse(int argc, char **argv, struct sopts *o) {
           o->coopd_frame = DFRAME_BUFFERS;
         else if (!strcmp(optarg, "io"))
           o->coopd_frame = DFRAME_IO;
+        else if (!strcmp(optarg, "iofd"))
+          o->coopd_frame = DFRAME_IO_FD;
         else
-          bad("--coopd-frame: '%s' is none of io, buffers and job", optarg);
+          bad("--coopd-frame: '%s' is none of iofd, io, buffers and job", optarg);
         break;
       case 'c':
         o->carveout = parse_num("carveout", optarg, 0, 100);
@@ -361,7 +367,7 @@ void side_defaults(struct sopts *o) {
                       .carveout = -1,
                       .ahead_us = 500,
                       .coopd_spin_us = 1000000,
-                      .coopd_frame = DFRAME_IO,
+                      .coopd_frame = DFRAME_IO_FD,
                       .query = 1,
                       .setups = default_setups()};
 }

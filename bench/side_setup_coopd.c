@@ -70,11 +70,18 @@ static int f_launch(void *p, int chk, int64_t next_ns) {
   struct cframe *f = p;
   f->delta = chk ? 0.0f : (float)(1 + f->frame % 4);
   f->frame++;
-  float a00 = f->a0[0];
-  f->a0[0] = a00 + f->delta;
   f->out = chk ? f->chk : f->d.o;
-  int e = dframe_submit(&f->d, f->a0, f->out, &f->id);
-  f->a0[0] = a00;
+  float *in = dframe_input(&f->d); /* --coopd-frame iofd: produced in place */
+  int e;
+  if (in) {
+    in[0] = f->a0[0] + f->delta;
+    e = dframe_submit(&f->d, in, f->out, &f->id);
+  } else {
+    float a00 = f->a0[0];
+    f->a0[0] = a00 + f->delta;
+    e = dframe_submit(&f->d, f->a0, f->out, &f->id);
+    f->a0[0] = a00;
+  }
   if (e)
     fprintf(stderr, SB ": (g) frame %u: %s: %s\n", f->frame, coop_strerror(e), coop_errmsg(f->d.c));
   return e != 0;
@@ -119,7 +126,7 @@ static int cframe_open(struct cframe *f, const struct bench *b, coop_conn *c) {
   f->ref = b->p.ref;
   f->timeout_ms = (int)b->o->timeout_s * 1000;
   int e = dframe_open(&f->d, c, "matmul", n, 1, f->a0, f->b0);
-  f->d.how = b->o->coopd_frame;
+  if (!e) e = dframe_how(&f->d, b->o->coopd_frame, f->a0);
   if (!e) e = coop_buffer_create(c, 0, bytes, NULL, 0, &f->chk);
   f->d.reps = b->p.reps;
   return e;
@@ -178,6 +185,9 @@ static void describe(const struct bench *b, coop_conn *c) {
                                              "RESULT carrying"
            : b->o->coopd_frame == DFRAME_IO
                ? "is one job on device buffers that moves (--coopd-frame io, devbuf_io)"
+           : b->o->coopd_frame == DFRAME_IO_FD
+               ? "is one job on device buffers that moves through a memfd of the client's, "
+                 "its input produced there (--coopd-frame iofd, devbuf_io),"
                : "moves through device buffers (BUF_WRITE, BUF_READ)",
            (size_t)b->p.n * b->p.n * sizeof(float), (size_t)b->p.n * b->p.n * sizeof(float),
            b->o->coopd_spin_us);

@@ -324,6 +324,20 @@ int coop_job_buffer(coop_job *j, uint64_t buffer);
  * which costs its pages. */
 int coop_job_buffer_io(coop_job *j, uint64_t buffer, size_t offset, const void *in, void *out,
                        size_t len);
+/* As coop_job_buffer_io, the bytes in the caller's own memfd (or other
+ * regular file), as coop_job_buf_fd's: with COOP_JOB_IN, bytes
+ * fd_off..fd_off+len of fd written into the buffer at offset before the
+ * job's first task; with COOP_JOB_OUT, that range of the buffer written
+ * into fd at fd_off after its last task if it ends DONE. Nothing is
+ * copied in this process: a frame produced in the memfd's mapping and read
+ * from it costs no copy on the client's side. Leave the range alone until
+ * coop_wait() returns. Seal the memfd against shrinking (memfd_create
+ * with MFD_ALLOW_SEALING, then F_ADD_SEALS F_SEAL_SHRINK): coopd's device
+ * process then maps and pins it once and the copy engine reads and writes
+ * its pages; an unsealed file is read and written through a bounce
+ * buffer. fd stays the caller's (libcoop sends a duplicate). */
+int coop_job_buffer_io_fd(coop_job *j, uint64_t buffer, size_t offset, int fd, size_t fd_off,
+                          size_t len, unsigned dir);
 
 /* ---- device buffers ----
  * Memory that stays on a device between jobs (PROTOCOL.md, "Device

@@ -34,7 +34,8 @@ struct jarg {
   const void *data; /* IN bytes */
   void *mem;        /* OUT destination */
   size_t size;
-  int fd1; /* coop_job_buf_fd: the caller's descriptor + 1 (0: none) */
+  int fd1;       /* coop_job_buf_fd, coop_job_buffer_io_fd: the caller's descriptor + 1 (0: none) */
+  size_t fd_off; /* coop_job_buffer_io_fd: where the range is in it */
 };
 
 struct coop_job {
@@ -243,6 +244,31 @@ int coop_job_buffer_io(coop_job *j, uint64_t buffer, size_t offset, const void *
   return 0;
 }
 
+int coop_job_buffer_io_fd(coop_job *j, uint64_t buffer, size_t offset, int fd, size_t fd_off,
+                          size_t len, unsigned dir) {
+  if (!j) return COOP_EINVAL;
+  struct stat st;
+  if (buffer == 0) return job_fail(j, COOP_EINVAL, "argument %u: device buffer 0", j->nargs);
+  if (dir < COOP_JOB_IN || dir > COOP_JOB_INOUT)
+    return job_fail(j, COOP_EINVAL, "argument %u: direction %u is not IN, OUT or INOUT", j->nargs,
+                    dir);
+  if (len == 0 || offset > UINT64_MAX - len || fd_off > UINT64_MAX - len || fd < 0 ||
+      fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < fd_off + len)
+    return job_fail(j, COOP_EINVAL,
+                    "argument %u: a range of %zu bytes > 0 at %zu of a memfd of at least %zu "
+                    "bytes",
+                    j->nargs, len, fd_off, fd_off + len);
+  struct jarg *a = new_arg(j, COOP_ARG_DEVBUF_IO);
+  if (!a) return j->err;
+  a->bits = buffer;
+  a->at = offset;
+  a->dir = (uint8_t)dir;
+  a->size = len;
+  a->fd1 = fd + 1;
+  a->fd_off = fd_off;
+  return 0;
+}
+
 /* ---- placement ---- */
 
 /* Instance records the RESULT will carry (57 bytes each). */
@@ -404,7 +430,7 @@ static int put_buffer(const struct jarg *a, unsigned i, int inl, struct coop_wir
 static size_t io_layout(const coop_job *j, size_t *off) {
   size_t total = 0;
   for (unsigned i = 0; i < j->nargs; i++) {
-    if (j->a[i].type != COOP_ARG_DEVBUF_IO) continue;
+    if (j->a[i].type != COOP_ARG_DEVBUF_IO || j->a[i].fd1) continue;
     off[i] = total;
     total += (j->a[i].size + IO_ALIGN - 1) / IO_ALIGN * IO_ALIGN;
   }
@@ -415,8 +441,31 @@ static size_t io_layout(const coop_job *j, size_t *off) {
  * IN range copied into one memfd, the connection's when it is free (held
  * by p until the RESULT) or a fresh one, sent as one descriptor; p learns
  * where each OUT range will be. */
+/* The ranges in the caller's own memfds (coop_job_buffer_io_fd): a
+ * duplicate of each descriptor sent, nothing copied here. */
+static int put_io_fds(const coop_job *j, struct coop_msg_submit *s, int *fds, unsigned *nfds) {
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct jarg *a = &j->a[i];
+    if (a->type != COOP_ARG_DEVBUF_IO || !a->fd1) continue;
+    if (*nfds == COOP_WIRE_MAX_FDS)
+      return coop__fail(COOP_EARGS, "more than %u descriptors in one job", COOP_WIRE_MAX_FDS);
+    int fd = fcntl(a->fd1 - 1, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0) return coop__fail(COOP_EIO, "argument %u: dup: %s", i, strerror(errno));
+    struct coop_wire_arg *w = &s->args[i];
+    w->dir = a->dir;
+    w->fd = (uint8_t)*nfds;
+    w->at = a->at;
+    w->size = a->size;
+    w->off = a->fd_off;
+    fds[(*nfds)++] = fd; /* closed once sent (close_sent) */
+  }
+  return 0;
+}
+
 static int put_io(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
                   unsigned *nfds, struct coop_pending *p) {
+  int e = put_io_fds(j, s, fds, nfds);
+  if (e) return e;
   size_t off[COOP_WIRE_MAX_ARGS] = {0};
   size_t total = io_layout(j, off);
   if (!total) return 0;
@@ -432,7 +481,7 @@ static int put_io(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, in
   fds[(*nfds)++] = fd; /* closed once sent (close_sent) */
   for (unsigned i = 0; i < j->nargs; i++) {
     const struct jarg *a = &j->a[i];
-    if (a->type != COOP_ARG_DEVBUF_IO) continue;
+    if (a->type != COOP_ARG_DEVBUF_IO || a->fd1) continue;
     struct coop_wire_arg *w = &s->args[i];
     w->dir = a->dir;
     w->fd = (uint8_t)fi;
@@ -441,7 +490,7 @@ static int put_io(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, in
     w->off = off[i];
     if ((a->dir & COOP_BUF_IN) && mem) memcpy(mem + off[i], a->data, a->size);
     if ((a->dir & COOP_BUF_IN) && !mem) {
-      int e = fd_io_at(fd, (void *)a->data, a->size, off[i]);
+      e = fd_io_at(fd, (void *)a->data, a->size, off[i]);
       if (e) return e;
     }
     if (a->dir & COOP_BUF_OUT) {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -276,6 +277,35 @@ START_TEST(a_job_moves_its_ranges) {
   ck_assert_int_eq(sweep_io(c, b, 16, 1, (size_t)-8, NULL, back, 16, &id), COOP_EINVAL);
   /* the kernel's own rules hold for the buffer's whole size */
   ck_assert_int_eq(sweep_io(c, b, N + 1, 1, 0, mid, NULL, 16, &id), COOP_EARGS);
+  /* the caller's own memfd (coop_job_buffer_io_fd): input at 4096 of it,
+   * output into its start; sealed (mapped by the device process) or not */
+  for (int sealed = 0; sealed < 2; sealed++) {
+    int mfd = memfd_create("io-own", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ck_assert_int_ge(mfd, 0);
+    ck_assert_int_eq(ftruncate(mfd, 4096 + sizeof w), 0);
+    if (sealed) ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+    words(w, N, 300u + (uint32_t)sealed);
+    ck_assert_int_eq(pwrite(mfd, w, sizeof w, 4096), (ssize_t)sizeof w);
+    coop_job *j = coop_job_new("sweep", 1);
+    coop_job_cooperative(j, 1);
+    coop_job_buffer_io_fd(j, b, 0, mfd, 4096, sizeof w, COOP_JOB_INOUT);
+    coop_job_u32(j, N);
+    coop_job_u32(j, 4);
+    ck_assert_int_eq(coop_submit(c, j, &id), 0);
+    coop_job_free(j);
+    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+    ck_assert_int_eq(pread(mfd, back, sizeof back, 4096), (ssize_t)sizeof back);
+    check_words(back, N, 300u + (uint32_t)sealed, 4);
+    close(mfd);
+  }
+  /* a memfd shorter than its range: refused by the setter */
+  int small = memfd_create("io-small", MFD_CLOEXEC);
+  ck_assert_int_eq(ftruncate(small, 64), 0);
+  coop_job *sj = coop_job_new("sweep", 1);
+  coop_job_buffer_io_fd(sj, b, 0, small, 32, 64, COOP_JOB_IN);
+  ck_assert_int_eq(coop_submit(c, sj, &id), COOP_EINVAL);
+  coop_job_free(sj);
+  close(small);
   /* no bytes either way: refused by the setter */
   ck_assert_int_eq(sweep_io(c, b, N, 1, 0, NULL, NULL, 16, &id), COOP_EINVAL);
   /* a job cancelled before its end: the caller's memory untouched */

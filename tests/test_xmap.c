@@ -8,9 +8,9 @@
  * unpin waits for a device the megakernel never lets go idle): a file
  * that grew past its mapping is mapped again in another slot while its
  * owner's share allows; one more than the slots is read and written
- * instead until a clear; one user holds at most its share of the slots; forget unmaps without unpinning. And the
- * seal does what the mapping needs: the client can no longer shrink the
- * file under it.
+ * instead until a clear; one user holds at most its share of the slots; forget unmaps without
+ * unpinning. And the seal does what the mapping needs: the client can no longer shrink the file
+ * under it.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
@@ -124,20 +124,32 @@ START_TEST(a_file_that_grew_is_mapped_again) {
   ck_assert_ptr_nonnull(m1);
   ck_assert_ptr_ne(m1, m0);
   ck_assert_int_eq(c.pinned, 2);
-  ck_assert_int_eq(c.unpinned, 0); /* the old one stays pinned */
-  m1[4 * 65536 - 1] = 5;           /* the whole new length is mapped */
+  ck_assert_int_eq(c.unpinned, 0);                             /* the old one stays pinned */
+  m1[4 * 65536 - 1] = 5;                                       /* the whole new length is mapped */
   ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 2, 1), m1); /* the new one serves all */
-  /* its share (two slots) taken: a further growth is read and written */
-  ck_assert_int_eq(ftruncate(fd, 8 * 65536), 0);
-  ck_assert_ptr_null(xmap_get(&x, fd, 7 * 65536, 65536, T0 + 3, 1));
-  ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 4, 1), m1); /* within it: still there */
+  /* growing on until its share is taken: then read and written instead */
+  size_t len = 4 * 65536;
+  uint8_t *last = m1;
+  for (int held = 2; held <= XMAP_PER_OWNER; held++) {
+    len *= 2;
+    ck_assert_int_eq(ftruncate(fd, (off_t)len), 0);
+    uint8_t *m = xmap_get(&x, fd, len - 65536, 65536, T0 + 3 + held, 1);
+    if (held < XMAP_PER_OWNER) {
+      ck_assert_ptr_nonnull(m);
+      last = m;
+    } else {
+      ck_assert_ptr_null(m);
+    }
+  }
+  ck_assert_ptr_eq(xmap_get(&x, fd, 0, 65536, T0 + 100, 1), last); /* within it: still there */
+  ck_assert_int_eq(c.pinned, XMAP_PER_OWNER);
   ck_assert_int_eq(c.unpinned, 0);
   xmap_clear(&x); /* the megakernel parked */
-  ck_assert_int_eq(c.unpinned, 2);
-  uint8_t *m = xmap_get(&x, fd, 7 * 65536, 65536, T0 + 5, 1);
+  ck_assert_int_eq(c.unpinned, XMAP_PER_OWNER);
+  uint8_t *m = xmap_get(&x, fd, len - 65536, 65536, T0 + 101, 1);
   ck_assert_ptr_nonnull(m);
-  ck_assert_int_eq(c.pinned, 3);
-  m[8 * 65536 - 1] = 5;
+  ck_assert_int_eq(c.pinned, XMAP_PER_OWNER + 1);
+  m[len - 1] = 5;
   xmap_clear(&x);
   close(fd);
 }

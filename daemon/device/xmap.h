@@ -37,8 +37,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define XMAP_SLOTS 4
-#define XMAP_PER_OWNER 2     /* of them one client's uid may hold */
+/* At most XMAP_SLOTS x XMAP_MAX bytes of host memory pinned (512 MiB): a
+ * frame client holds its transfer memfd and its own memfds of input and
+ * output (coop_job_buffer_io_fd), and one grown file holds two slots. */
+#define XMAP_SLOTS 8
+#define XMAP_PER_OWNER 4     /* of them one client's uid may hold */
 #define XMAP_MAX (64u << 20) /* libcoop keeps transfer memfds up to this */
 
 struct xmap_slot {

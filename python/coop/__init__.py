@@ -10,6 +10,7 @@ errors raise coop.Error with libcoop's negative code and the daemon's
 message.
 """
 import ctypes
+import fcntl
 import mmap
 import os
 
@@ -100,9 +101,12 @@ class _Memfd:
 
     def __init__(self, nbytes):
         self.size = max(1, nbytes)
-        self.fd = os.memfd_create("coop-array", os.MFD_CLOEXEC)
+        self.fd = os.memfd_create("coop-array", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         try:
             os.ftruncate(self.fd, self.size)
+            # sealed against shrinking: coopd's device process may then map
+            # and pin it once (docs/daemon.md, "Device buffers")
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
             self.map = mmap.mmap(self.fd, self.size)
         except BaseException:
             os.close(self.fd)
@@ -332,6 +336,17 @@ class Buffer:
         return f"<coop.Buffer {self.id} {self.size} bytes>"
 
 
+def _io_memfd(v):
+    """(memfd, offset) when every array of a Buffer.io lies in one memfd at
+    one offset (write and read the same coop.empty array), else None."""
+    arrs = [a for a in (v.write, v.read) if a is not None]
+    ms = [_memfd_of(a) for a in arrs]
+    if any(m is None for m in ms) or len({id(m) for m in ms}) != 1:
+        return None
+    offs = {a.ctypes.data - ms[0].addr for a in arrs}
+    return (ms[0], offs.pop()) if len(offs) == 1 else None
+
+
 class _BufferIO:
     """A device buffer with a range its job moves (Buffer.io)."""
 
@@ -405,9 +420,16 @@ class Connection:
                 if kind == "buffer":
                     _lib.coop_job_buffer(j, v.id)
                 elif kind == "buffer_io":
-                    _lib.coop_job_buffer_io(
-                        j, v.buf.id, v.offset, None if v.write is None else v.write.ctypes.data,
-                        None if v.read is None else v.read.ctypes.data, v.nbytes)
+                    m = _io_memfd(v)
+                    if m is not None:  # coop.empty arrays: their memfd, no copy
+                        _lib.coop_job_buffer_io_fd(j, v.buf.id, v.offset, m[0].fd, m[1], v.nbytes,
+                                                   (1 if v.write is not None else 0)
+                                                   | (2 if v.read is not None else 0))
+                    else:
+                        _lib.coop_job_buffer_io(
+                            j, v.buf.id, v.offset,
+                            None if v.write is None else v.write.ctypes.data,
+                            None if v.read is None else v.read.ctypes.data, v.nbytes)
                     keep.append(v)
                 elif kind in ("in", "out", "inout"):
                     m = _memfd_of(v)

@@ -150,6 +150,8 @@ def load():
         "coop_job_buf_inout": (c_int, [_P, _P, ctypes.c_size_t]),
         "coop_job_buffer": (c_int, [_P, c_u64]),
         "coop_job_buffer_io": (c_int, [_P, c_u64, ctypes.c_size_t, _P, _P, ctypes.c_size_t]),
+        "coop_job_buffer_io_fd": (c_int, [_P, c_u64, ctypes.c_size_t, c_int, ctypes.c_size_t,
+                                          ctypes.c_size_t, ctypes.c_uint]),
         "coop_buffer_create": (c_int, [_P, c_int, ctypes.c_size_t, _P, ctypes.c_uint,
                                        ctypes.POINTER(c_u64)]),
         "coop_buffer_write": (c_int, [_P, c_u64, ctypes.c_size_t, _P, ctypes.c_size_t]),

@@ -100,6 +100,12 @@ with c.buffer(np.full(1024, 5, np.uint32)) as buf:
           np.uint32(3), groups=1, cooperative=True)
     check(bool((back == 10).all()), f"buffer io: written, swept, read -> {back[:3]}")
     e = raises(ValueError, lambda: buf.io(write=np.zeros(4, np.uint32), read=back), "io sizes")
+    # the same with a coop.empty array: its memfd goes as it is (no copy)
+    sh = coop.empty(1024, np.uint32)
+    sh[:] = 20
+    c.run("sweep", buf.io(write=sh, read=sh), np.uint32(1024), np.uint32(2), groups=1,
+          cooperative=True)
+    check(bool((sh == 22).all()), f"buffer io through a coop.empty memfd -> {sh[:3]}")
 e = raises(ValueError, lambda: buf.read(), "read of a freed buffer")
 z = c.buffer(64)
 check(bool((z.read() == 0).all()) and z.size == 64, "buffer of zeros")
