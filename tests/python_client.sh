@@ -26,5 +26,7 @@ else
 fi
 "$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 20 ||
   fail "render_loop.py"
+"$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 5 --how inline ||
+  fail "render_loop.py --how inline"
 stop_coopd
 finish

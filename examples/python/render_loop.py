@@ -5,6 +5,13 @@ frames, printing the latency percentiles: submit to result in the client,
 and the daemon's gather time (how long each frame waited for workgroups).
 
     examples/python/render_loop.py [--socket PATH] [--frames N] [--fps F] [--n N]
+                                   [--how resident|inline]
+
+--how resident (the default): the scene (b) is a device buffer, uploaded
+once; each frame's input (a) is produced in a coop.empty array and its
+output read from another, both moved by the frame's job itself
+(Buffer.io): one request and one reply a frame, no copy in this process.
+--how inline: every frame sends a, b and room for the output with its job.
 """
 import argparse
 import time
@@ -21,16 +28,20 @@ def main():
     ap.add_argument("--fps", type=float, default=60.0)
     ap.add_argument("--n", type=int, default=32, help="matrix size")
     ap.add_argument("--groups", type=int, default=1)
+    ap.add_argument("--how", choices=("resident", "inline"), default="resident")
     o = ap.parse_args()
 
     rng = np.random.default_rng(0)
-    a = rng.random((o.n, o.n), dtype=np.float32)
     b = rng.random((o.n, o.n), dtype=np.float32)
-    out = np.empty((o.n, o.n), np.float32)
-    want = a @ b
+    # resident: the input and output live in memfds the daemon maps
+    a = coop.empty((o.n, o.n)) if o.how == "resident" else np.empty((o.n, o.n), np.float32)
+    out = coop.empty((o.n, o.n)) if o.how == "resident" else np.empty((o.n, o.n), np.float32)
+    a[:] = rng.random((o.n, o.n), dtype=np.float32)
     period = 1.0 / o.fps
     lat, gather, late = [], [], 0
     with coop.connect(o.socket, name="render_loop") as c:
+        if o.how == "resident":
+            da, db, dout = c.buffer(a.nbytes), c.buffer(b), c.buffer(out.nbytes)
         start = time.monotonic()
         for f in range(o.frames):
             due = start + f * period
@@ -39,13 +50,18 @@ def main():
                 time.sleep(due - now)
             elif now - due > period:
                 late += 1
+            a[0, 0] = f % 7  # this frame's input
             t0 = time.monotonic()
-            r = c.run("render", coop.In(a), coop.In(b), coop.Out(out), np.uint32(o.n),
-                      np.uint32(1), groups=o.groups)
+            if o.how == "resident":
+                r = c.run("render", da.io(write=a), db, dout.io(read=out), np.uint32(o.n),
+                          np.uint32(1), groups=o.groups)
+            else:
+                r = c.run("render", coop.In(a), coop.In(b), coop.Out(out), np.uint32(o.n),
+                          np.uint32(1), groups=o.groups)
             lat.append(time.monotonic() - t0)
             if r.times["gather_ns"] >= 0:
                 gather.append(r.times["gather_ns"] / 1e9)
-        if not np.allclose(out, want, rtol=1e-4):
+        if not np.allclose(out, np.asarray(a) @ b, rtol=1e-4):
             raise SystemExit("the last frame differs from a @ b")
 
     def pct(xs):
@@ -54,7 +70,7 @@ def main():
         p = np.percentile(np.array(xs) * 1e3, [50, 90, 99, 100])
         return "p50 {:.3f} p90 {:.3f} p99 {:.3f} max {:.3f} ms".format(*p)
 
-    print(f"{o.frames} frames at {o.fps:g} fps, {o.n}x{o.n}, {o.groups} workgroup(s), "
+    print(f"{o.frames} frames at {o.fps:g} fps, {o.n}x{o.n}, {o.groups} workgroup(s), {o.how}, "
           f"{late} started more than a frame late")
     print(f"latency  {pct(lat)}")
     print(f"gather   {pct(gather)}")
