@@ -239,6 +239,58 @@ START_TEST(bad_requests) {
   expect_refusal(&c, submit(&c, &m, &fd, 1), COOP_EINVAL, "buffer argument 2: descriptor 0");
   close(fd);
 
+  /* a device buffer's range moved with the job (devbuf_io), the render's
+   * output read into a memfd: refused with no descriptor, a pipe, a memfd
+   * shorter than the range, a range outside the buffer, a descriptor a
+   * buf argument also names; then accepted, and the memfd holds a x b */
+  {
+    const size_t ob = RN * RN * sizeof(float);
+    memset(&m, 0, sizeof m);
+    m.buf_create.device = 0;
+    m.buf_create.size = ob;
+    m.buf_create.fd = COOP_WIRE_FD_NONE;
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
+    uint64_t bid = c.m.buffer.buffer;
+    struct coop_wire_arg io = {.type = COOP_ARG_DEVBUF_IO,
+                               .bits = bid,
+                               .dir = COOP_BUF_OUT,
+                               .fd = 0,
+                               .at = 0,
+                               .size = ob,
+                               .off = 0};
+    render_init(&m, 1);
+    m.submit.args[2] = io;
+    expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "argument 2: descriptor 0 must be");
+    ck_assert_int_eq(pipe(pfd), 0);
+    expect_refusal(&c, submit(&c, &m, &pfd[1], 1), COOP_EINVAL, "argument 2: descriptor 0 must");
+    close(pfd[0]);
+    close(pfd[1]);
+    fd = memfd_of(ob);
+    m.submit.args[2].off = 16; /* 16 + ob bytes: past its end */
+    expect_refusal(&c, submit(&c, &m, &fd, 1), COOP_EINVAL, "argument 2: descriptor 0 must");
+    m.submit.args[2].off = 0;
+    m.submit.args[2].at = 4; /* 4 + ob: past the buffer's end */
+    expect_refusal(&c, submit(&c, &m, &fd, 1), COOP_EINVAL, "outside device buffer");
+    m.submit.args[2].at = 0;
+    m.submit.args[0].fd = 0; /* a buf argument on the same descriptor */
+    m.submit.args[0].data = NULL;
+    m.submit.args[0].data_len = 0;
+    expect_refusal(&c, submit(&c, &m, &fd, 1), COOP_EINVAL, "arguments 0 and 2 name the same");
+    float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+    render_inputs(a, b);
+    matmul_ref(a, b, want);
+    render_init_n(&m, 1, a, b, RN);
+    m.submit.args[2] = io;
+    uint64_t ij = submit(&c, &m, &fd, 1);
+    ck_assert_msg(ij != 0, "devbuf_io refused: %s", c.m.error.message);
+    ck_assert_uint_eq(wait_job(&c, ij, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+    ck_assert_uint_eq(c.m.result.nbuf, 0); /* the output went into the memfd */
+    ck_assert_int_eq(pread(fd, got, sizeof got, 0), (ssize_t)sizeof got);
+    for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+    close(fd);
+  }
+
   /* inline outputs: exactly 1 MiB is accepted and comes back whole in the
    * RESULT; one byte more is ETOOBIG */
   fd = memfd_of(64);
