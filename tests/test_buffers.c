@@ -271,6 +271,12 @@ START_TEST(a_job_moves_its_ranges) {
   ck_assert_int_eq(coop_buffer_read(c, b2, 0, back, sizeof back), 0);
   check_words(back, N, 9000, 2);
   ck_assert_int_eq(memfds_of(0, "coop-transfer"), 1);
+  /* coopd holds none of the ranges' descriptors once their jobs ended,
+   * though it keeps the jobs for RESULT (each held one: the daemon's
+   * descriptor table grew with a frame loop, and each growth past a power
+   * of two stopped its loop for milliseconds) */
+  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), 0);
+  ck_assert_int_eq(memfds_of(d.pid, "coop-buffer"), 0);
   /* outside the buffer: refused at submit, nothing run */
   ck_assert_int_eq(sweep_io(c, b, 16, 1, sizeof w - 8, mid, NULL, 16, &id), COOP_EINVAL);
   ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "outside device buffer"));

@@ -282,12 +282,22 @@ static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
 
 void dev__hand_back(struct dev *d, struct job *j) {
   /* the client's memfds are written back (or not wanted): a finished job
-   * kept for a later WAIT (DETACHED) must not hold them open */
-  for (unsigned i = 0; i < j->nargs; i++)
+   * kept for a later WAIT must not hold them open. Nor its ranges'
+   * descriptors (devbuf_io): a frame loop's finished jobs held one each, and
+   * every time the daemon's descriptor table grew past a power of two the
+   * kernel's expansion (an RCU grace period, the process being threaded)
+   * stopped the loop for 5 to 14 ms (bench/RESULTS.md, "A frame in one
+   * request each way") */
+  for (unsigned i = 0; i < j->nargs; i++) {
     if (j->args[i].fd >= 0) {
       close(j->args[i].fd);
       j->args[i].fd = -1;
     }
+    if (j->args[i].io_fd1) {
+      close(j->args[i].io_fd1 - 1);
+      j->args[i].io_fd1 = 0;
+    }
+  }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
   dev__spin_after(d);
   warm_for(d, j);
