@@ -437,10 +437,6 @@ static size_t io_layout(const coop_job *j, size_t *off) {
   return total;
 }
 
-/* The ranges of device buffers the job moves (coop_job_buffer_io): every
- * IN range copied into one memfd, the connection's when it is free (held
- * by p until the RESULT) or a fresh one, sent as one descriptor; p learns
- * where each OUT range will be. */
 /* The ranges in the caller's own memfds (coop_job_buffer_io_fd): a
  * duplicate of each descriptor sent, nothing copied here. */
 static int put_io_fds(const coop_job *j, struct coop_msg_submit *s, int *fds, unsigned *nfds) {
@@ -462,6 +458,11 @@ static int put_io_fds(const coop_job *j, struct coop_msg_submit *s, int *fds, un
   return 0;
 }
 
+/* The ranges of device buffers the job moves (coop_job_buffer_io and
+ * _fd): those in the caller's memfds as they are; every other IN range
+ * copied into one memfd, the connection's when it is free (held by p until
+ * the RESULT) or a fresh one, sent as one descriptor; p learns where each
+ * OUT range will be. */
 static int put_io(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
                   unsigned *nfds, struct coop_pending *p) {
   int e = put_io_fds(j, s, fds, nfds);
