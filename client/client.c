@@ -468,6 +468,7 @@ static coop_conn *conn_new(void) {
   if (!c) return NULL;
   c->fd = -1;
   c->xfd = -1;
+  pthread_mutex_init(&c->xreg_mu, NULL);
   c->rbuf = malloc(RECV_CHUNK);
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
@@ -668,6 +669,7 @@ void coop_disconnect(coop_conn *c) {
   if (c->xmem) munmap(c->xmem, c->xmapped);
   if (c->xfd >= 0) close(c->xfd);
   coop_sring_unmap(c->ring);
+  pthread_mutex_destroy(&c->xreg_mu);
   coop__frame_free(c->ev_head);
   coop__pending_free_all(c);
   coop_wire_reader_free(&c->rd);

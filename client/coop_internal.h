@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "coop.h"
 #include "sring.h"
@@ -87,6 +88,16 @@ struct coop_conn {
   uint8_t *xmem;
   size_t xmapped;
   atomic_int xbusy;
+  /* coop_job.c: the memfd coopd holds as this connection's transfer memfd
+   * (XFER; xreg: one was sent), which a job's ranges then name without
+   * sending it; and the first memfd of the last job that moved ranges (a
+   * memfd two jobs in a row use is sent by XFER). xreg_mu: held from a
+   * job's XFER to its SUBMIT, so that another thread's XFER cannot come
+   * between them. */
+  pthread_mutex_t xreg_mu;
+  int xreg, xlast;
+  dev_t xreg_dev, xlast_dev;
+  ino_t xreg_ino, xlast_ino;
   /* the shared ring coopd handed over at the handshake (protocol/sring.h),
    * or NULL: up is written under send_mu, down read by the reader; the
    * frames sent on and taken from the socket order the two channels */

@@ -437,23 +437,72 @@ static size_t io_layout(const coop_job *j, size_t *off) {
   return total;
 }
 
-/* The ranges in the caller's own memfds (coop_job_buffer_io_fd): a
- * duplicate of each descriptor sent, nothing copied here. */
-static int put_io_fds(const coop_job *j, struct coop_msg_submit *s, int *fds, unsigned *nfds) {
+/* XFER: fd becomes the connection's transfer memfd in coopd. */
+static int xfer_register(coop_conn *c, int fd) {
+  union coop_msg m, r;
+  memset(&m, 0, sizeof m);
+  struct coop_frame *f = NULL;
+  int e = coop__request(c, COOP_MSG_XFER, &m, &fd, 1, coop__timeout(c), COOP_MSG_OK, &r, &f);
+  coop__frame_free(f);
+  return e;
+}
+
+/* How a job's range names memfd fd on the wire: COOP_WIRE_FD_XFER when
+ * coopd holds it as the connection's transfer memfd (sent by XFER when the
+ * job's first memfd is the last job's first too: a frame loop's, from its
+ * second frame on), so that the SUBMIT carries no descriptor and may go by
+ * the shared ring; else a duplicate appended to fds. *first: the job's
+ * first memfd was looked at. Called with xreg_mu held. */
+static int io_fd_name(coop_conn *c, int fd, int *fds, unsigned *nfds, int *first, uint8_t *name) {
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    if (c->xreg && st.st_dev == c->xreg_dev && st.st_ino == c->xreg_ino) {
+      /* and no other memfd of this job may replace it now: that would
+       * change what this name means to coopd */
+      *first = 1;
+      *name = COOP_WIRE_FD_XFER;
+      return 0;
+    }
+    int again = c->xlast && st.st_dev == c->xlast_dev && st.st_ino == c->xlast_ino;
+    if (!*first && again && xfer_register(c, fd) == 0) {
+      *first = 1;
+      c->xreg = 1;
+      c->xreg_dev = st.st_dev;
+      c->xreg_ino = st.st_ino;
+      *name = COOP_WIRE_FD_XFER;
+      return 0;
+    }
+    coop__clear_msg(); /* a refused XFER only costs the descriptor's crossing */
+    if (!*first) {
+      c->xlast = 1;
+      c->xlast_dev = st.st_dev;
+      c->xlast_ino = st.st_ino;
+    }
+  }
+  *first = 1;
+  if (*nfds == COOP_WIRE_MAX_FDS)
+    return coop__fail(COOP_EARGS, "more than %u descriptors in one job", COOP_WIRE_MAX_FDS);
+  int d = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (d < 0) return coop__fail(COOP_EIO, "dup: %s", strerror(errno));
+  *name = (uint8_t)*nfds;
+  fds[(*nfds)++] = d; /* closed once sent (close_sent) */
+  return 0;
+}
+
+/* The ranges in the caller's own memfds (coop_job_buffer_io_fd), named as
+ * io_fd_name says: nothing copied here. */
+static int put_io_fds(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
+                      unsigned *nfds, int *first) {
   for (unsigned i = 0; i < j->nargs; i++) {
     const struct jarg *a = &j->a[i];
     if (a->type != COOP_ARG_DEVBUF_IO || !a->fd1) continue;
-    if (*nfds == COOP_WIRE_MAX_FDS)
-      return coop__fail(COOP_EARGS, "more than %u descriptors in one job", COOP_WIRE_MAX_FDS);
-    int fd = fcntl(a->fd1 - 1, F_DUPFD_CLOEXEC, 0);
-    if (fd < 0) return coop__fail(COOP_EIO, "argument %u: dup: %s", i, strerror(errno));
     struct coop_wire_arg *w = &s->args[i];
+    int e = io_fd_name(c, a->fd1 - 1, fds, nfds, first, &w->fd);
+    if (e) return e;
     w->dir = a->dir;
-    w->fd = (uint8_t)*nfds;
     w->at = a->at;
     w->size = a->size;
     w->off = a->fd_off;
-    fds[(*nfds)++] = fd; /* closed once sent (close_sent) */
   }
   return 0;
 }
@@ -465,27 +514,36 @@ static int put_io_fds(const coop_job *j, struct coop_msg_submit *s, int *fds, un
  * OUT range will be. */
 static int put_io(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, int *fds,
                   unsigned *nfds, struct coop_pending *p) {
-  int e = put_io_fds(j, s, fds, nfds);
+  int first = 0;
+  int e = put_io_fds(c, j, s, fds, nfds, &first);
   if (e) return e;
   size_t off[COOP_WIRE_MAX_ARGS] = {0};
   size_t total = io_layout(j, off);
   if (!total) return 0;
-  if (*nfds == COOP_WIRE_MAX_FDS)
-    return coop__fail(COOP_EARGS, "more than %u descriptors in one job", COOP_WIRE_MAX_FDS);
-  uint8_t *mem = NULL;
+  uint8_t *mem = NULL, name = 0;
   int fd = coop__xfer_take(c, total, &mem), out = 0;
   p->xfer = fd >= 0;
   p->iomem = mem;
-  fd = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : coop__memfd_of(NULL, total);
-  if (fd < 0) return p->xfer ? coop__fail(COOP_EIO, "dup: %s", strerror(errno)) : fd;
-  unsigned fi = *nfds;
-  fds[(*nfds)++] = fd; /* closed once sent (close_sent) */
+  if (fd < 0) { /* a fresh one, its own: sent, never registered */
+    fd = coop__memfd_of(NULL, total);
+    if (fd < 0) return fd;
+    if (*nfds == COOP_WIRE_MAX_FDS) {
+      close(fd);
+      return coop__fail(COOP_EARGS, "more than %u descriptors in one job", COOP_WIRE_MAX_FDS);
+    }
+    name = (uint8_t)*nfds;
+    fds[(*nfds)++] = fd; /* closed once sent (close_sent) */
+  } else {
+    e = io_fd_name(c, fd, fds, nfds, &first, &name);
+    if (e) return e;
+    fd = -1; /* written through mem */
+  }
   for (unsigned i = 0; i < j->nargs; i++) {
     const struct jarg *a = &j->a[i];
     if (a->type != COOP_ARG_DEVBUF_IO || a->fd1) continue;
     struct coop_wire_arg *w = &s->args[i];
     w->dir = a->dir;
-    w->fd = (uint8_t)fi;
+    w->fd = name;
     w->at = a->at;
     w->size = a->size;
     w->off = off[i];
@@ -561,10 +619,14 @@ int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job) {
   unsigned nfds = 0;
   struct coop_frame *f = NULL;
   int e = m && p ? 0 : coop__fail(COOP_ENOMEM, "out of memory");
+  int io = 0;
+  for (unsigned i = 0; i < j->nargs; i++) io |= j->a[i].type == COOP_ARG_DEVBUF_IO;
+  if (io) pthread_mutex_lock(&c->xreg_mu); /* its XFER, if any, and its SUBMIT together */
   if (!e) e = build_submit(c, j, &m[0].submit, fds, &nfds, p);
   if (!e)
     e = coop__request(c, COOP_MSG_SUBMIT, &m[0], fds, nfds, coop__timeout(c), COOP_MSG_ACCEPTED,
                       &m[1], &f);
+  if (io) pthread_mutex_unlock(&c->xreg_mu);
   if (p) close_sent(fds, nfds, p); /* sent: the daemon holds its own copies */
   if (!e) {
     *job = p->job = m[1].job.job;

@@ -289,3 +289,22 @@ void sess_buf_free(struct session *s, uint32_t seq, const union coop_msg *msg, i
   dbuf_release(s->dm, b);
   sess_send(s, COOP_MSG_OK, seq, &(union coop_msg){0});
 }
+
+/* XFER: the frame's one descriptor becomes the connection's transfer
+ * memfd, replacing any earlier one (a job holds its own duplicate), until
+ * the connection closes: at most one per connection, which its user's
+ * connection bound bounds. */
+void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
+               unsigned nfds) {
+  (void)msg;
+  struct stat st;
+  if (nfds != 1 || fds[0] < 0 || fstat(fds[0], &st) || !S_ISREG(st.st_mode))
+    return sess_error(s, seq, COOP_EINVAL,
+                      "XFER carries exactly one descriptor, a memfd (regular file); it came "
+                      "with %u",
+                      nfds);
+  if (s->xfer_fd1) close(s->xfer_fd1 - 1);
+  s->xfer_fd1 = fds[0] + 1;
+  fds[0] = -1; /* taken */
+  sess_send(s, COOP_MSG_OK, seq, &(union coop_msg){0});
+}

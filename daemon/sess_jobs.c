@@ -55,8 +55,13 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
                (unsigned long long)b->id, (unsigned long long)b->size);
     return COOP_EINVAL;
   }
-  if (a->fd >= nfds || fds[a->fd] < 0 || fstat(fds[a->fd], &st) || !S_ISREG(st.st_mode) ||
-      (uint64_t)st.st_size < a->off + a->size) {
+  if (a->fd == COOP_WIRE_FD_XFER && !s->xfer_fd1) {
+    sess_error(s, seq, COOP_EINVAL,
+               "argument %u: names the connection's transfer memfd, and none was sent (XFER)", i);
+    return COOP_EINVAL;
+  }
+  int fd = a->fd == COOP_WIRE_FD_XFER ? s->xfer_fd1 - 1 : a->fd < nfds ? fds[a->fd] : -1;
+  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < a->off + a->size) {
     sess_error(s, seq, COOP_EINVAL,
                "argument %u: descriptor %u must be a memfd of at least %llu bytes (the range's "
                "offset %llu plus its %llu bytes)",
@@ -214,8 +219,10 @@ static int64_t expected_next(struct session *s, const struct coop_msg_submit *m,
   return next;
 }
 
+/* Whether an argument names a descriptor of its frame. */
 static int has_fd(const struct coop_wire_arg *a) {
-  return (a->type == COOP_ARG_BUF || a->type == COOP_ARG_DEVBUF_IO) && a->fd != COOP_WIRE_FD_NONE;
+  return (a->type == COOP_ARG_BUF && a->fd != COOP_WIRE_FD_NONE) ||
+         (a->type == COOP_ARG_DEVBUF_IO && a->fd != COOP_WIRE_FD_XFER);
 }
 
 void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,

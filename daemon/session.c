@@ -241,7 +241,8 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
       struct job_err e;
       struct dbuf *b = dbuf_lookup(s->dm, s->uid, a->bits, &e);
       if (a->type == COOP_ARG_DEVBUF_IO) {
-        int fd = fcntl(fds[a->fd], F_DUPFD_CLOEXEC, 0);
+        int src = a->fd == COOP_WIRE_FD_XFER ? s->xfer_fd1 - 1 : fds[a->fd];
+        int fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
         if (fd < 0) {
           dbuf_job_done(s->dm, j);
           job_free(j);
@@ -309,6 +310,7 @@ static const struct sess_cmd {
     {COOP_MSG_MIGRATE, sess_migrate, SESS_NEEDS_HELLO},
     {COOP_MSG_RING_OPEN, sess_ring_open, SESS_NEEDS_HELLO},
     {COOP_MSG_RING_BELL, sess_ring_bell, SESS_NEEDS_HELLO},
+    {COOP_MSG_XFER, sess_xfer, SESS_NEEDS_HELLO},
 };
 
 /* The row of a message type, or NULL (a reply type, or none). */
@@ -469,6 +471,7 @@ static void on_closed(uv_handle_t *h) {
   struct session *s = h->data;
   if (--s->handles) return;
   close(s->fd);
+  if (s->xfer_fd1) close(s->xfer_fd1 - 1);
   coop_sring_unmap(s->ring);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);

@@ -80,6 +80,10 @@ struct session {
   struct coop_sring_end up, down;
   uint32_t sock_in, sock_out;
   int down_used, down_off;
+  /* its transfer memfd (XFER, sess_bufs.c) + 1, 0: none: what a devbuf_io
+   * argument names by COOP_WIRE_FD_XFER, so that its SUBMIT carries no
+   * descriptor and may go by the ring */
+  int xfer_fd1;
   struct session *next;
 };
 
@@ -120,7 +124,7 @@ void sess_waiter_free(struct waiter *w);
 void sess_waiter_remove(struct session *s, struct waiter *w);
 
 /* sess_bufs.c */
-sess_handler sess_buf_create, sess_buf_write, sess_buf_read, sess_buf_free;
+sess_handler sess_buf_create, sess_buf_write, sess_buf_read, sess_buf_free, sess_xfer;
 /* The connection closes: its operations in flight go unanswered, its
  * buffers are freed but those it asked to keep. */
 void sess_bufs_closed(struct session *s);

@@ -335,7 +335,7 @@ static void dec_devbuf_io(struct cur *c, struct coop_wire_arg *a) {
   want(c, a->bits != 0); /* ids start at 1 */
   a->dir = (uint8_t)get_in(c, 1, COOP_BUF_IN, COOP_BUF_INOUT);
   a->fd = get_u8(c);
-  want(c, a->fd < COOP_WIRE_MAX_FDS);
+  want(c, a->fd < COOP_WIRE_MAX_FDS || a->fd == COOP_WIRE_FD_XFER);
   a->at = get_u64(c);
   a->size = get_u64(c);
   a->off = get_u64(c);
@@ -651,7 +651,7 @@ static void enc_kernel_list(struct enc *e, const struct coop_msg_kernel_list *m)
 static int empty(uint16_t type) {
   return type == COOP_MSG_STATS || type == COOP_MSG_KERNELS || type == COOP_MSG_OK ||
          type == COOP_MSG_RELOAD || type == COOP_MSG_RING_OPEN || type == COOP_MSG_RING_BELL ||
-         type == COOP_MSG_RING_WAKE;
+         type == COOP_MSG_RING_WAKE || type == COOP_MSG_XFER;
 }
 
 /* 0 when encoded (errors are in e->err), COOP_EINVAL for an unknown type. */
@@ -820,14 +820,14 @@ int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_
 
 const char *coop_wire_type_name(uint16_t type) {
   static const char *const req[] = {
-      "?",          "HELLO",         "SUBMIT", "STATUS",     "WAIT",      "CANCEL",   "STATS",
-      "KERNELS",    "SUBSCRIBE",     "TOP",    "BUF_CREATE", "BUF_WRITE", "BUF_READ", "BUF_FREE",
-      "KERNEL_ADD", "KERNEL_REMOVE", "RELOAD", "MIGRATE",    "RING_OPEN", "RING_BELL"};
+      "?",          "HELLO",         "SUBMIT", "STATUS",     "WAIT",      "CANCEL",    "STATS",
+      "KERNELS",    "SUBSCRIBE",     "TOP",    "BUF_CREATE", "BUF_WRITE", "BUF_READ",  "BUF_FREE",
+      "KERNEL_ADD", "KERNEL_REMOVE", "RELOAD", "MIGRATE",    "RING_OPEN", "RING_BELL", "XFER"};
   static const char *const rep[] = {"WELCOME",   "ACCEPTED",    "STATUS_REPLY", "RESULT",
                                     "OK",        "STATS_REPLY", "KERNEL_LIST",  "EVENT",
                                     "TOP_REPLY", "BUFFER",      "BUF_DATA",     "KERNEL_DONE",
                                     "RING_WAKE"};
-  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_RING_BELL) return req[type];
+  if (type >= COOP_MSG_HELLO && type <= COOP_MSG_XFER) return req[type];
   if (type >= COOP_MSG_WELCOME && type <= COOP_MSG_RING_WAKE) return rep[type - COOP_MSG_WELCOME];
   return type == COOP_MSG_ERROR ? "ERROR" : "UNKNOWN";
 }

@@ -41,6 +41,10 @@
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
 #define COOP_WIRE_MAX_FDS 16u             /* descriptors beside one frame */
 #define COOP_WIRE_FD_NONE 0xffu
+/* devbuf_io's fd naming the connection's transfer memfd (XFER), not a
+ * descriptor of the frame: such a SUBMIT carries none and may go by the
+ * shared ring */
+#define COOP_WIRE_FD_XFER 0xfeu
 #define COOP_WIRE_SOURCE_MAX COOP_SOURCE_MAX /* KERNEL_ADD's source, at most */
 #define COOP_WIRE_LOG_MAX (64u << 10)        /* KERNEL_DONE's log, at most */
 #define COOP_WIRE_ARGNAME_MAX 32u            /* a kernel argument's name: < 32 bytes */
@@ -78,6 +82,8 @@ enum coop_msg_type {
   COOP_MSG_MIGRATE = 17,       /* answered by OK once the move is asked */
   COOP_MSG_RING_OPEN = 18,     /* empty; answered by OK with the ring's memfd (ring.h) */
   COOP_MSG_RING_BELL = 19,     /* empty; no reply: "look at the ring" */
+  COOP_MSG_XFER = 20,          /* empty, one descriptor: the connection's transfer memfd
+                                * (COOP_WIRE_FD_XFER); answered by OK */
   /* daemon -> client */
   COOP_MSG_WELCOME = 64,
   COOP_MSG_ACCEPTED = 65,

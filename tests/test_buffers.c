@@ -271,11 +271,12 @@ START_TEST(a_job_moves_its_ranges) {
   ck_assert_int_eq(coop_buffer_read(c, b2, 0, back, sizeof back), 0);
   check_words(back, N, 9000, 2);
   ck_assert_int_eq(memfds_of(0, "coop-transfer"), 1);
-  /* coopd holds none of the ranges' descriptors once their jobs ended,
-   * though it keeps the jobs for RESULT (each held one: the daemon's
-   * descriptor table grew with a frame loop, and each growth past a power
-   * of two stopped its loop for milliseconds) */
-  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), 0);
+  /* coopd holds the connection's transfer memfd once (libcoop sent it by
+   * XFER: the second job in a row to use it), and none of the ranges'
+   * descriptors once their jobs ended, though it keeps the jobs for RESULT
+   * (each held one: the daemon's descriptor table grew with a frame loop,
+   * and each growth past a power of two stopped its loop for milliseconds) */
+  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), 1);
   ck_assert_int_eq(memfds_of(d.pid, "coop-buffer"), 0);
   /* outside the buffer: refused at submit, nothing run */
   ck_assert_int_eq(sweep_io(c, b, 16, 1, sizeof w - 8, mid, NULL, 16, &id), COOP_EINVAL);
@@ -303,6 +304,46 @@ START_TEST(a_job_moves_its_ranges) {
     ck_assert_int_eq(pread(mfd, back, sizeof back, 4096), (ssize_t)sizeof back);
     check_words(back, N, 300u + (uint32_t)sealed, 4);
     close(mfd);
+  }
+  /* a frame loop of two memfds of its own, the render's input a and its
+   * output c (b a device buffer): the first, used again, becomes the
+   * connection's transfer memfd (XFER) and is named, not sent; the second
+   * is sent; every frame gets a x b of its own a (on the old code the
+   * fourth frame named the first and then registered the second in one
+   * job, and read its input from the output's file) */
+  {
+    float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN];
+    render_inputs(fa, fb);
+    uint64_t bb = 0, ba = 0, bc = 0;
+    ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fb, fb, 0, &bb), 0);
+    ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fa, NULL, 0, &ba), 0);
+    ck_assert_int_eq(coop_buffer_create(c, 0, sizeof got, NULL, 0, &bc), 0);
+    int in_fd = memfd_create("io-in", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    int out_fd = memfd_create("io-out", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    ck_assert(in_fd >= 0 && out_fd >= 0);
+    ck_assert_int_eq(ftruncate(in_fd, sizeof fa), 0);
+    ck_assert_int_eq(ftruncate(out_fd, sizeof got), 0);
+    ck_assert_int_eq(fcntl(in_fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+    for (int k = 0; k < 6; k++) {
+      fa[0] = (float)k;
+      matmul_ref(fa, fb, want);
+      ck_assert_int_eq(pwrite(in_fd, fa, sizeof fa, 0), (ssize_t)sizeof fa);
+      coop_job *j = coop_job_new("render", 1);
+      coop_job_buffer_io_fd(j, ba, 0, in_fd, 0, sizeof fa, COOP_JOB_IN);
+      coop_job_buffer(j, bb);
+      coop_job_buffer_io_fd(j, bc, 0, out_fd, 0, sizeof got, COOP_JOB_OUT);
+      coop_job_u32(j, RN);
+      coop_job_u32(j, 1);
+      ck_assert_int_eq(coop_submit(c, j, &id), 0);
+      coop_job_free(j);
+      ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+      ck_assert_int_eq(pread(out_fd, got, sizeof got, 0), (ssize_t)sizeof got);
+      for (int i = 0; i < RN * RN; i++)
+        ck_assert_msg(got[i] == want[i] || (got[i] - want[i]) * (got[i] - want[i]) < 1e-6f,
+                      "frame %d, element %d: %g, want %g", k, i, (double)got[i], (double)want[i]);
+    }
+    close(in_fd);
+    close(out_fd);
   }
   /* a memfd shorter than its range: refused by the setter */
   int small = memfd_create("io-small", MFD_CLOEXEC);

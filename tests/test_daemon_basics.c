@@ -289,6 +289,31 @@ START_TEST(bad_requests) {
     ck_assert_int_eq(pread(fd, got, sizeof got, 0), (ssize_t)sizeof got);
     for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
     close(fd);
+    /* the connection's transfer memfd (XFER), named COOP_WIRE_FD_XFER in
+     * a SUBMIT that carries no descriptor: refused before one was sent;
+     * an XFER without exactly one memfd refused; then the output lands in
+     * the memfd XFER sent */
+    m.submit.args[2].fd = COOP_WIRE_FD_XFER;
+    expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "none was sent (XFER)");
+    union coop_msg x;
+    memset(&x, 0, sizeof x);
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_XFER, &x, NULL, 0)), COOP_MSG_ERROR);
+    ck_assert_int_eq(c.m.error.code, COOP_EINVAL);
+    ck_assert_int_eq(pipe(pfd), 0);
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_XFER, &x, &pfd[0], 1)), COOP_MSG_ERROR);
+    ck_assert_int_eq(c.m.error.code, COOP_EINVAL);
+    close(pfd[0]);
+    close(pfd[1]);
+    int xfd = memfd_of(ob);
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_XFER, &x, &xfd, 1)), COOP_MSG_OK);
+    uint64_t xj = submit(&c, &m, NULL, 0);
+    ck_assert_msg(xj != 0, "devbuf_io on the XFER memfd refused: %s", c.m.error.message);
+    ck_assert_uint_eq(wait_job(&c, xj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+    memset(got, 0, sizeof got);
+    ck_assert_int_eq(pread(xfd, got, sizeof got, 0), (ssize_t)sizeof got);
+    for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+    close(xfd);
   }
 
   /* inline outputs: exactly 1 MiB is accepted and comes back whole in the

@@ -666,7 +666,8 @@ START_TEST(names) {
   ck_assert_str_eq(coop_wire_type_name(17), "MIGRATE");
   ck_assert_str_eq(coop_wire_type_name(18), "RING_OPEN");
   ck_assert_str_eq(coop_wire_type_name(19), "RING_BELL");
-  ck_assert_str_eq(coop_wire_type_name(20), "UNKNOWN");
+  ck_assert_str_eq(coop_wire_type_name(20), "XFER");
+  ck_assert_str_eq(coop_wire_type_name(21), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(63), "UNKNOWN");
   ck_assert_str_eq(coop_wire_type_name(76), "RING_WAKE");
   ck_assert_str_eq(coop_wire_type_name(77), "UNKNOWN");
@@ -810,7 +811,7 @@ START_TEST(buffer_messages) {
 END_TEST
 
 START_TEST(reject_unknown_type) {
-  const uint16_t bad[] = {0, 20, 63, 77, 126, 128, 0xffff};
+  const uint16_t bad[] = {0, 21, 63, 77, 126, 128, 0xffff};
   for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     union coop_msg m;
     ck_assert_int_eq(decode_raw(bad[i], NULL, 0, &m, NULL), COOP_EPROTO);
