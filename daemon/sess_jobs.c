@@ -60,7 +60,7 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
                "argument %u: names the connection's transfer memfd, and none was sent (XFER)", i);
     return COOP_EINVAL;
   }
-  int fd = a->fd == COOP_WIRE_FD_XFER ? s->xfer_fd1 - 1 : a->fd < nfds ? fds[a->fd] : -1;
+  int fd = sess_io_fd(s, a, fds, nfds);
   if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < a->off + a->size) {
     sess_error(s, seq, COOP_EINVAL,
                "argument %u: descriptor %u must be a memfd of at least %llu bytes (the range's "

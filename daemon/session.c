@@ -207,6 +207,12 @@ void sess_send_result(struct session *s, uint32_t seq, struct job *j) {
   if (trace) trace_write(&tr);
 }
 
+int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int *fds,
+               unsigned nfds) {
+  if (a->fd == COOP_WIRE_FD_XFER) return s->xfer_fd1 - 1;
+  return a->fd < nfds ? fds[a->fd] : -1;
+}
+
 /* Takes the frame's descriptors it uses (sets them to -1 in fds). */
 struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
                           int *fds, uint64_t bytes) {
@@ -241,8 +247,8 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
       struct job_err e;
       struct dbuf *b = dbuf_lookup(s->dm, s->uid, a->bits, &e);
       if (a->type == COOP_ARG_DEVBUF_IO) {
-        int src = a->fd == COOP_WIRE_FD_XFER ? s->xfer_fd1 - 1 : fds[a->fd];
-        int fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+        int src = sess_io_fd(s, a, fds, COOP_WIRE_MAX_FDS); /* checked by sess_submit */
+        int fd = src < 0 ? -1 : fcntl(src, F_DUPFD_CLOEXEC, 0);
         if (fd < 0) {
           dbuf_job_done(s->dm, j);
           job_free(j);

@@ -105,6 +105,10 @@ void sess_close_after_error(struct session *s);
 void sess_input(struct session *s);
 /* The RESULT of job j, a reply to seq. */
 void sess_send_result(struct session *s, uint32_t seq, struct job *j);
+/* The descriptor a devbuf_io argument names: one of its frame's fds, or
+ * the connection's transfer memfd (COOP_WIRE_FD_XFER); -1 if none. */
+int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int *fds,
+               unsigned nfds);
 /* A job for SUBMIT m of kernel k; takes the frame's descriptors it uses
  * (sets them to -1 in fds). NULL when out of memory. */
 struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
