@@ -41,6 +41,9 @@ int coop__memfd_of(const void *data, size_t n) {
  * as needed up to XFER_KEEP_MAX. */
 #define XFER_KEEP_MAX (64u << 20)
 #define XFER_STEP (1u << 20)
+_Static_assert(XFER_KEEP_MAX % XFER_STEP == 0 &&
+                   ((XFER_KEEP_MAX / XFER_STEP) & (XFER_KEEP_MAX / XFER_STEP - 1)) == 0,
+               "the kept memfd's steps reach XFER_KEEP_MAX exactly");
 
 static void xfer_drop(coop_conn *c) {
   if (c->xmem) munmap(c->xmem, c->xmapped);
@@ -65,9 +68,8 @@ static int xfer_ready(coop_conn *c, size_t n) {
     /* in steps of powers of two from 1 MiB: each growth costs a mapping
      * here and, in coopd's device process, a pinned mapping it keeps
      * until the megakernel parks (xmap.h) */
-    size_t want = XFER_STEP;
+    size_t want = XFER_STEP; /* n <= XFER_KEEP_MAX, itself a power of two */
     while (want < n) want *= 2;
-    if (want > XFER_KEEP_MAX) want = n;
     if (ftruncate(c->xfd, (off_t)want)) return -1;
     c->xsize = want;
   }
