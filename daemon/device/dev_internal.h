@@ -20,6 +20,9 @@
 #define DEV_IDLE_SPIN_NS 200000L
 #define DP_WAIT_MAX 128       /* tasks one dp_wait watches (DP_POLL_MAX) */
 #define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
+/* the bytes of a large buffer one request moves: other jobs' work goes
+ * between two (docs/daemon.md, "Large buffers in slices") */
+#define DEV_SLICE (2u << 20)
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
 #define DEV_MAX_HOLDS 64      /* users remembered for having caused a restart */
 #define DEV_MAX_RERUNS 2      /* runs again a job lost to restarts may have */
@@ -87,6 +90,12 @@ struct run {
   unsigned segs;
   struct coop_wire_times first;
   uint32_t first_m;
+  /* large buffers in slices (dev_stage.c, dev__slice): its sliced IN ones
+   * being filled before its first release, its OUT ones emptied after its
+   * end (emptied: all of them, then), the next slice's argument and offset */
+  int filling, emptying, emptied;
+  unsigned slice_arg;
+  uint64_t slice_at;
   struct run *next;
 };
 
@@ -218,6 +227,9 @@ void dev__wait_end(struct dev *d);
  * idle_spin_ns, so the device thread watches for it that long before it
  * sleeps (device.c, spin_for_work). */
 void dev__spin_after(struct dev *d);
+/* Whether work waits for the device thread's next pass: a job or a buffer
+ * operation queued, a stop or a swap asked for (takes the mutex). */
+int dev__new_work(struct dev *d);
 /* A suspended job (its run in j->dev_run) or a waiting one, from another
  * device thread: queued in d's in queue, it waits first in d's slot queue
  * (take_new). index: d's place in the daemon's devices (job.device).
@@ -406,7 +418,17 @@ int dev__stage_in(struct dev *d, struct job *j);
  * COOP_ELOST, the job not failed, when the device process died under it
  * (the caller fails it, or lets a restart run it again); other failures
  * fail the job. */
-int dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release);
+int dev__unstage(struct dev *d, struct job *j, int out, int drained, coop_task_id release);
+/* Whether j has a buffer whose bytes in direction dir (COOP_BUF_IN, _OUT)
+ * move in slices: IN ones are staged as room only, then filled by
+ * dev__slice; OUT ones emptied by it, then left out of the unstage
+ * (`drained`). */
+int dev__sliced(const struct job *j, unsigned dir);
+/* The next slice in direction `in` (1: into the arena, 0: back out) from
+ * r->slice_arg, r->slice_at: 1 while more are left, 0 when all are
+ * through; COOP_ELOST, the job not failed, when the device process died
+ * under it; else the code the job failed with. */
+int dev__slice(struct dev *d, struct run *r, int in);
 /* The same for a job whose end the device process did with its submit
  * (dp_submit_end): nothing to ask it, the breach it found (-1: none). */
 void dev__unstage_ended(struct job *j, int breach);

@@ -236,9 +236,24 @@ void dev__start_now(struct dev *d, struct job *j) {
    * runs it again as new (dev__restart: never_gathered), at most
    * DEV_MAX_RERUNS times: a job whose staging kills the device process
    * must not restart it for ever. */
-  TRACE_STAMP(j, staged);
+  r->filling = !e && dev__sliced(j, COOP_BUF_IN); /* staged when its slices are in */
+  if (!r->filling) TRACE_STAMP(j, staged);
   r->next = d->runs;
   d->runs = r;
+}
+
+/* A sliced job's next slices (dev__slice): one after another while it is
+ * the only run and nothing new is queued; else one a pass, so that what
+ * came meanwhile is taken, and other runs' ends are seen, between two
+ * (docs/daemon.md, "Large buffers in slices"). 1 while slices are left,
+ * or the device process died under one (the restart at the end of this
+ * pass decides); 0 when all are through, or the job failed. */
+static int slice_on(struct dev *d, struct run *r, int in) {
+  int e;
+  do
+    e = dev__slice(d, r, in);
+  while (e == 1 && d->runs == r && !r->next && !dev__new_work(d));
+  return e == 1 || (e == COOP_ELOST && !r->j->error);
 }
 
 int dev__may_suspend(const struct run *r) {
@@ -436,7 +451,7 @@ static int finish(struct dev *d, struct run *r, int may_keep) {
     dev__unstage_ended(j, r->breach);
   else
     e = dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
-                     r->release);
+                     r->emptied, r->release);
   if (!e && atomic_load(&j->state) == COOP_JOB_DONE) e = dev__io(d, j, 0); /* its ranges out */
   if (e && may_keep && dev__runs_again(d, r)) {
     r->lost_running = 1; /* its results went with the device process */
@@ -470,6 +485,14 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (atomic_load(&j->move_to)) dev__move_request(d, r);
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
+  if (r->filling && !atomic_load(&j->cancel)) {
+    if (slice_on(d, r, 1)) {
+      *wake = now; /* the next slice comes next pass */
+      return 0;
+    }
+    r->filling = 0;
+    if (!j->error) TRACE_STAMP(j, staged);
+  }
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
     dev__preempt_before_submit(d, r);
     int alive = dp_alive(d->rt);
@@ -523,5 +546,21 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   }
   if (r->ninflight) dev__ckpt_drain(d, r, now, wake); /* a snapshot's next chunk */
   dev__watch_run(d, r, now); /* after the poll: only tasks still on the device */
-  return releases_done(r) && r->ninflight == 0;
+  if (!releases_done(r) || r->ninflight) return 0;
+  /* ended: a done job's sliced OUT buffers emptied before its unstage */
+  if (!r->emptying && !r->emptied && !r->ended && !j->error &&
+      atomic_load(&j->state) == COOP_JOB_DONE && dev__sliced(j, COOP_BUF_OUT)) {
+    r->emptying = 1;
+    r->slice_arg = 0;
+    r->slice_at = 0;
+  }
+  if (r->emptying) {
+    if (slice_on(d, r, 0)) {
+      *wake = now;
+      return 0;
+    }
+    r->emptying = 0;
+    r->emptied = !j->error;
+  }
+  return 1;
 }

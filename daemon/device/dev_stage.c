@@ -1,7 +1,7 @@
 /*
  * dev_stage.c: a job's buffers through the device process: staged into
  * the arena before its first task, and back out (OUT data, guard zones
- * checked) when it ends.
+ * checked) when it ends; a large buffer's bytes in slices between them.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <stdio.h>
@@ -30,13 +30,29 @@ static int inline_fd(struct dev *d, uint64_t n) {
   return d->inl_fd >= 0 && d->inl_size >= n ? d->inl_fd : -1;
 }
 
+/* Whether argument a's bytes in direction dir (COOP_BUF_IN or _OUT) move
+ * in slices, apart from its staging or unstaging: a client's descriptor
+ * of more than one slice (docs/daemon.md, "Large buffers in slices"). */
+static int sliced(const struct job_arg *a, unsigned dir) {
+  return a->type == COOP_ARG_BUF && !a->devbuf_id && a->fd >= 0 && (a->dir & dir) &&
+         a->size > DEV_SLICE;
+}
+
+int dev__sliced(const struct job *j, unsigned dir) {
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (sliced(&j->args[i], dir)) return 1;
+  return 0;
+}
+
 /* The job's buffers as the device process moves them (dp_buf), in argument
  * order: a client's memfd where it sent one, else `inl`, one memfd for all
  * the inline bytes (IN data at staging, room for OUT data at unstaging),
  * each buffer at its offset there. Device buffers are not staged, and at
- * unstaging only checked (keep). Returns how many; *inl_len their total. */
+ * unstaging only checked (keep). A sliced IN buffer is staged as room
+ * only (DP_IN_LATER), a sliced OUT one's bytes are not read back where
+ * `drained` (they went by slices). Returns how many; *inl_len their total. */
 static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, int out,
-                         uint64_t *inl_len) {
+                         int drained, uint64_t *inl_len) {
   unsigned n = 0;
   *inl_len = 0;
   for (unsigned i = 0; i < j->nargs; i++) {
@@ -56,6 +72,11 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, 
     x->in = !out && (a->dir & COOP_BUF_IN);
     x->out = out && (a->dir & COOP_BUF_OUT);
     x->fd = a->fd >= 0 ? a->fd : inl;
+    if (!unstage && x->in && sliced(a, COOP_BUF_IN)) {
+      x->in = DP_IN_LATER;
+      x->fd = -1;
+    }
+    if (x->out && drained && sliced(a, COOP_BUF_OUT)) x->out = 0;
     x->owner = a->fd >= 0 ? j->uid + 1 : 0; /* the client's own descriptor */
     x->off = 0;
     if (a->fd < 0 && (x->in || x->out)) {
@@ -71,7 +92,7 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, 
 int dev__stage_in(struct dev *d, struct job *j) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
-  unsigned n = job_bufs(j, b, -1, 0, 0, &inl_len);
+  unsigned n = job_bufs(j, b, -1, 0, 0, 0, &inl_len);
   if (!n) return 0;
   int inl = -1;
   if (inl_len) { /* the inline IN bytes, one after another */
@@ -88,7 +109,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
       dev__fail(j, COOP_ENOMEM, "%s", "could not stage the inline buffers");
       return j->error;
     }
-    n = job_bufs(j, b, inl, 0, 0, &inl_len);
+    n = job_bufs(j, b, inl, 0, 0, 0, &inl_len);
   }
   int e = dp_stage(d->rt, b, n);
   if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
@@ -116,10 +137,10 @@ static void breached(struct job *j, int breach, int devbufs_only);
  * found overwritten (arena.c) means the kernel wrote outside this job's
  * buffers: the job fails with EFAULT and the log names it (the views keep
  * shipped kernels from ever getting here). */
-int dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
+int dev__unstage(struct dev *d, struct job *j, int out, int drained, coop_task_id release) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
-  unsigned n = job_bufs(j, b, -1, 1, out, &inl_len);
+  unsigned n = job_bufs(j, b, -1, 1, out, drained, &inl_len);
   int any = 0;
   for (unsigned i = 0; i < j->nargs; i++) any |= j->args[i].dev != 0;
   if (!n || !any || !d->rt) {
@@ -132,7 +153,7 @@ int dev__unstage(struct dev *d, struct job *j, int out, coop_task_id release) {
     out = 0;
     if (j->error == 0) dev__fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
   }
-  n = job_bufs(j, b, inl, 1, out, &inl_len);
+  n = job_bufs(j, b, inl, 1, out, drained, &inl_len);
   int breach = -1;
   int e = dp_unstage(d->rt, b, n, release, &breach);
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
@@ -176,4 +197,39 @@ static void breached(struct job *j, int breach, int devbufs_only) {
             "kernel %s wrote outside buffer argument %u (its guard zone was overwritten); the "
             "result is not to be trusted",
             j->kernel, argi);
+}
+
+int dev__slice(struct dev *d, struct run *r, int in) {
+  struct job *j = r->j;
+  unsigned dir = in ? COOP_BUF_IN : COOP_BUF_OUT;
+  while (r->slice_arg < j->nargs && !sliced(&j->args[r->slice_arg], dir)) r->slice_arg++;
+  if (r->slice_arg == j->nargs) return 0;
+  struct job_arg *a = &j->args[r->slice_arg];
+  if (d->rt && !a->dev && !dp_alive(d->rt)) return COOP_ELOST; /* its staging was lost */
+  if (!d->rt || !a->dev) {
+    dev__fail(j, COOP_ELOST, "%s", "the device is unavailable");
+    return j->error;
+  }
+  uint64_t k = a->size - r->slice_at < DEV_SLICE ? a->size - r->slice_at : DEV_SLICE;
+  /* a client's descriptor holds the buffer from its offset 0 (job_bufs) */
+  struct dp_buf b = {.size = k,
+                     .arg = a->dev - 1,
+                     .at = r->slice_at,
+                     .off = r->slice_at,
+                     .fd = a->fd,
+                     .owner = j->uid + 1};
+  int e = dp_copy(d->rt, &b, in);
+  if (e == COOP_ELOST && !dp_alive(d->rt)) return e;
+  if (e) {
+    dev__fail(j, e == COOP_ELOST ? e : COOP_EIO, "%s",
+              in ? "could not read a buffer's descriptor to its declared size"
+                 : "could not write a result back");
+    return j->error;
+  }
+  r->slice_at += k;
+  if (r->slice_at == a->size) {
+    r->slice_arg++;
+    r->slice_at = 0;
+  }
+  return 1;
 }

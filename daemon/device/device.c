@@ -469,7 +469,7 @@ static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
 
 /* Something for the next pass that the kick announced: a job, a stop, a
  * reload request. */
-static int new_work(struct dev *d) {
+int dev__new_work(struct dev *d) {
   pthread_mutex_lock(&d->mu);
   int w = (d->in_head && !d->swapping) || d->bufin_head || d->stopping != d->stop_now ||
           d->swapping != d->swap_now || (d->stopping && d->stop_deadline != d->stop_at);
@@ -574,7 +574,7 @@ static void *dev_main(void *arg) {
     int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head && !d->held_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
-    if (d->runs && d->rt && dp_alive(d->rt) && !new_work(d))
+    if (d->runs && d->rt && dp_alive(d->rt) && !dev__new_work(d))
       wait_in_flight(d, wake);
     else
       wait_for_work(d, wake);

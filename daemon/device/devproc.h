@@ -72,6 +72,12 @@ const char *dp_backend_note(const struct dp *p);
 unsigned dp_compute_units(const struct dp *p);
 unsigned dp_workers(const struct dp *p);
 
+/* A buffer's in for dp_stage: room for IN data that dp_copy requests
+ * bring next, in slices (docs/daemon.md, "Large buffers in slices"):
+ * allocated as filled (not zeroed) and not read. No task runs on it before
+ * every slice is in; a job whose slice failed is freed unrun, and the next
+ * allocation of that memory zeroes it. */
+#define DP_IN_LATER 2
 /* A job's buffers in the arena (see coop_rt.h), moved in one request each
  * way. size: bytes; fd, off: where the bytes are (a client's memfd, or one
  * coopd filled with inline data), or fd -1; in / out: copy in at staging,
@@ -85,7 +91,8 @@ struct dp_buf {
                    * (dp_share, dp_share_open), not in fd */
   uint32_t owner; /* uid + 1 of the client whose descriptor fd is, 0: coopd's (xmap.h) */
 };
-/* Allocates every buffer (zeroed) and copies the IN ones in. On failure
+/* Allocates every buffer (zeroed) and copies the IN ones in (in ==
+ * DP_IN_LATER: allocated only, its bytes come by dp_copy next). On failure
  * (COOP_ENOMEM: the arena is full; COOP_EIO: a descriptor was short)
  * nothing stays allocated. */
 int dp_stage(struct dp *p, struct dp_buf *b, unsigned n);

@@ -157,8 +157,9 @@ static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64
   return 0;
 }
 
-/* DP_STAGE: every buffer allocated, IN data read from its descriptor; on
- * any failure nothing stays allocated. A buffer is zeroed unless its IN
+/* DP_STAGE: every buffer allocated, IN data read from its descriptor (a
+ * DP_IN_LATER one's comes by DP_WRITE next); on any failure nothing stays
+ * allocated. A buffer is zeroed unless its IN
  * data covers it (a short read fails the stage, and the next allocation
  * of that memory zeroes it). */
 static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
@@ -175,6 +176,7 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
       break;
     }
     args[i] = coop_rt_buf_arg(rt, p);
+    if (b->b[i].in == DP_IN_LATER) continue; /* its slices come by DP_WRITE */
     int32_t f = b->b[i].fd;
     if (b->b[i].in && f == DP_FD_SHARE) {
       if (coop_rt_share_copy(rt, p, (void *)(uintptr_t)b->b[i].at, b->b[i].size)) {
