@@ -639,7 +639,8 @@ static void *flood_main(void *arg) {
  * and everything queued after it waited for the whole copy (a frame beside
  * a bfs job of 30 MB lost up to 2.4 ms so on an H200). The large job's
  * bytes still arrive whole: its INOUT buffer comes back as it went (every
- * slice at its place), and its OUT-only one as the arena's zeroes. */
+ * slice at its place), its OUT-only one as zeroes, and so does a later
+ * job's OUT-only buffer where the first one's bytes were. */
 START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
   struct daemon_proc d = {0};
   const char *sets[] = {"device.arena_mb=512", NULL};
@@ -692,6 +693,23 @@ START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
   ck_assert(((float *)out)[0] == (float)R8);
   coop_result_free(&rs);
   coop_result_free(&rb);
+  /* a large OUT-only buffer where the INOUT one was: zeroes, not its
+   * bytes (it is filled with zeroes by slices, not zeroed at its staging) */
+  memset(in, 0xa5, in_bytes);
+  j = coop_job_new("render", 1);
+  coop_job_buf_in(j, b, sizeof b);
+  coop_job_buf_in(j, b, sizeof b);
+  coop_job_buf_fd(j, in_fd, in_bytes, COOP_JOB_OUT);
+  coop_job_u32(j, R8);
+  coop_job_u32(j, 1);
+  ck_assert_int_eq(coop_submit(big, j, &id_big), 0);
+  coop_job_free(j);
+  ck_assert_int_eq(coop_wait(big, id_big, 60000, &rb), 0);
+  ck_assert_msg(rb.state == COOP_STATE_DONE, "the OUT-only job: %d (%s)", rb.state, rb.message);
+  coop_result_free(&rb);
+  ck_assert(((float *)in)[0] == (float)R8);
+  for (size_t i = R8 * R8; i < in_bytes / 4; i++)
+    if (in[i] != 0) ck_abort_msg("word %zu of the OUT-only buffer: %#x", i, in[i]);
   munmap(in, in_bytes);
   munmap(out, out_bytes);
   close(in_fd);

@@ -18,8 +18,8 @@
 /* [device] idle_spin_us = -1 on a GPU: a client submitting one job after
  * another sends the next within about 50 us of the last RESULT */
 #define DEV_IDLE_SPIN_NS 200000L
-#define DP_WAIT_MAX 128       /* tasks one dp_wait watches (DP_POLL_MAX) */
-#define DEV_MAX_INFLIGHT 8    /* instances of one periodic job in flight at once */
+#define DP_WAIT_MAX 128    /* tasks one dp_wait watches (DP_POLL_MAX) */
+#define DEV_MAX_INFLIGHT 8 /* instances of one periodic job in flight at once */
 /* the bytes of a large buffer one request moves: other jobs' work goes
  * between two (docs/daemon.md, "Large buffers in slices") */
 #define DEV_SLICE (2u << 20)
@@ -195,7 +195,8 @@ struct dev {
   int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
   int warm_on;                   /* inside it, the device process told */
   int inl_fd;                    /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
-  uint64_t inl_size;             /* its size */
+  int zero_fd;       /* DEV_SLICE zero bytes, sealed against resizing (dev_stage.c), or -1 */
+  uint64_t inl_size; /* its size */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;
@@ -420,15 +421,19 @@ int dev__stage_in(struct dev *d, struct job *j);
  * fail the job. */
 int dev__unstage(struct dev *d, struct job *j, int out, int drained, coop_task_id release);
 /* Whether j has a buffer whose bytes in direction dir (COOP_BUF_IN, _OUT)
- * move in slices: IN ones are staged as room only, then filled by
- * dev__slice; OUT ones emptied by it, then left out of the unstage
- * (`drained`). */
+ * move in slices: large ones are staged as room only, then filled by
+ * dev__slice (with their IN data, or zeroes); OUT ones emptied by it, then
+ * left out of the unstage (`drained`). */
 int dev__sliced(const struct job *j, unsigned dir);
 /* The next slice in direction `in` (1: into the arena, 0: back out) from
  * r->slice_arg, r->slice_at: 1 while more are left, 0 when all are
  * through; COOP_ELOST, the job not failed, when the device process died
  * under it; else the code the job failed with. */
 int dev__slice(struct dev *d, struct run *r, int in);
+/* A memfd of DEV_SLICE zero bytes, sealed against shrinking and growing
+ * (the device process may pin it: xmap.h), or -1: where a large buffer
+ * without IN data gets its zeroes from, a slice at a time. */
+int dev__zeros_make(void);
 /* The same for a job whose end the device process did with its submit
  * (dp_submit_end): nothing to ask it, the breach it found (-1: none). */
 void dev__unstage_ended(struct job *j, int breach);

@@ -250,8 +250,7 @@ void dev__start_now(struct dev *d, struct job *j) {
  * pass decides); 0 when all are through, or the job failed. */
 static int slice_on(struct dev *d, struct run *r, int in) {
   int e;
-  do
-    e = dev__slice(d, r, in);
+  do e = dev__slice(d, r, in);
   while (e == 1 && d->runs == r && !r->next && !dev__new_work(d));
   return e == 1 || (e == COOP_ELOST && !r->j->error);
 }

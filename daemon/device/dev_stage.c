@@ -4,6 +4,7 @@
  * checked) when it ends; a large buffer's bytes in slices between them.
  */
 #define _GNU_SOURCE /* memfd_create */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,15 @@ static int inline_fd(struct dev *d, uint64_t n) {
   return d->inl_fd >= 0 && d->inl_size >= n ? d->inl_fd : -1;
 }
 
-/* Whether argument a's bytes in direction dir (COOP_BUF_IN or _OUT) move
- * in slices, apart from its staging or unstaging: a client's descriptor
- * of more than one slice (docs/daemon.md, "Large buffers in slices"). */
+/* Whether argument a's bytes move in slices apart from its staging or
+ * unstaging (docs/daemon.md, "Large buffers in slices"): a buffer of more
+ * than one slice, filled (dir COOP_BUF_IN) from the client's descriptor,
+ * or from zeroes where it holds no IN data; emptied (COOP_BUF_OUT) into
+ * the client's descriptor. */
 static int sliced(const struct job_arg *a, unsigned dir) {
-  return a->type == COOP_ARG_BUF && !a->devbuf_id && a->fd >= 0 && (a->dir & dir) &&
-         a->size > DEV_SLICE;
+  if (a->type != COOP_ARG_BUF || a->devbuf_id || a->size <= DEV_SLICE) return 0;
+  if (dir == COOP_BUF_IN) return a->fd >= 0 || !(a->dir & COOP_BUF_IN);
+  return a->fd >= 0 && (a->dir & COOP_BUF_OUT);
 }
 
 int dev__sliced(const struct job *j, unsigned dir) {
@@ -72,7 +76,7 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, 
     x->in = !out && (a->dir & COOP_BUF_IN);
     x->out = out && (a->dir & COOP_BUF_OUT);
     x->fd = a->fd >= 0 ? a->fd : inl;
-    if (!unstage && x->in && sliced(a, COOP_BUF_IN)) {
+    if (!unstage && sliced(a, COOP_BUF_IN)) {
       x->in = DP_IN_LATER;
       x->fd = -1;
     }
@@ -211,13 +215,20 @@ int dev__slice(struct dev *d, struct run *r, int in) {
     return j->error;
   }
   uint64_t k = a->size - r->slice_at < DEV_SLICE ? a->size - r->slice_at : DEV_SLICE;
-  /* a client's descriptor holds the buffer from its offset 0 (job_bufs) */
+  /* a client's descriptor holds the buffer from its offset 0 (job_bufs);
+   * a buffer without IN data is filled with zeroes, coopd's own */
+  int zeros = in && !(a->dir & COOP_BUF_IN);
+  if (zeros && d->zero_fd < 0) d->zero_fd = dev__zeros_make();
   struct dp_buf b = {.size = k,
                      .arg = a->dev - 1,
                      .at = r->slice_at,
-                     .off = r->slice_at,
-                     .fd = a->fd,
-                     .owner = j->uid + 1};
+                     .off = zeros ? 0 : r->slice_at,
+                     .fd = zeros ? d->zero_fd : a->fd,
+                     .owner = zeros ? 0 : j->uid + 1};
+  if (b.fd < 0) {
+    dev__fail(j, COOP_ENOMEM, "%s", "could not zero a buffer (no memfd)");
+    return j->error;
+  }
   int e = dp_copy(d->rt, &b, in);
   if (e == COOP_ELOST && !dp_alive(d->rt)) return e;
   if (e) {
@@ -232,4 +243,14 @@ int dev__slice(struct dev *d, struct run *r, int in) {
     r->slice_at = 0;
   }
   return 1;
+}
+
+int dev__zeros_make(void) {
+  int fd = memfd_create("coopd-zeros", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd >= 0 &&
+      (ftruncate(fd, DEV_SLICE) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)) {
+    close(fd);
+    fd = -1;
+  }
+  return fd;
 }

@@ -771,10 +771,12 @@ int dev_open(struct dev **dp, const struct config *c, unsigned place, int index,
   /* made now, not at the first inline job: it lives as long as the device
    * (dev_stage.c), one of coopd's descriptors from its start */
   d->inl_fd = memfd_create("coopd-inline", MFD_CLOEXEC);
+  d->zero_fd = dev__zeros_make(); /* the same: large buffers' zeroes */
   d->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (d->kick < 0) {
     snprintf(err, errlen, "eventfd: %s", strerror(errno));
     if (d->inl_fd >= 0) close(d->inl_fd);
+    if (d->zero_fd >= 0) close(d->zero_fd);
     pthread_mutex_destroy(&d->mu);
     free(d);
     return COOP_ENOMEM;
@@ -788,6 +790,7 @@ int dev_open(struct dev **dp, const struct config *c, unsigned place, int index,
   if (e) {
     close(d->kick);
     if (d->inl_fd >= 0) close(d->inl_fd);
+    if (d->zero_fd >= 0) close(d->zero_fd);
     pthread_mutex_destroy(&d->mu);
     free(d);
     return e;
@@ -817,6 +820,7 @@ void dev_free(struct dev *d) {
   pthread_join(d->thread, NULL);
   close(d->kick);
   if (d->inl_fd >= 0) close(d->inl_fd);
+  if (d->zero_fd >= 0) close(d->zero_fd);
   free(d->ev);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
