@@ -647,7 +647,7 @@ START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
   bufs_start(&d, sets);
   coop_conn *big = connect_to(&d), *small = connect_to(&d);
   enum { R8 = 8 };
-  const size_t in_bytes = 160u << 20, out_bytes = 48u << 20; /* 80 and 24 slices */
+  const size_t in_bytes = 160u << 20, out_bytes = 48u << 20; /* 160 and 48 slices */
   int in_fd = memfd_of(in_bytes), out_fd = memfd_of(out_bytes);
   uint32_t *in = mmap(NULL, in_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, in_fd, 0);
   uint8_t *out = mmap(NULL, out_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, out_fd, 0);

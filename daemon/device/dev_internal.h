@@ -22,7 +22,7 @@
 #define DEV_MAX_INFLIGHT 8 /* instances of one periodic job in flight at once */
 /* the bytes of a large buffer one request moves: other jobs' work goes
  * between two (docs/daemon.md, "Large buffers in slices") */
-#define DEV_SLICE (2u << 20)
+#define DEV_SLICE (1u << 20)
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
 #define DEV_MAX_HOLDS 64      /* users remembered for having caused a restart */
 #define DEV_MAX_RERUNS 2      /* runs again a job lost to restarts may have */
