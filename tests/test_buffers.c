@@ -720,6 +720,52 @@ START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
 }
 END_TEST
 
+/* A job's range through the caller's sealed memfd: the device process
+ * maps it at its first copy, and later copies name it without sending the
+ * descriptor (devproc_msg.h, DP_FD_PINNED: by the shared channel). When
+ * the megakernel parks its mappings go; a copy that names the file then
+ * finds none, and the descriptor goes after all. Every frame's bytes are
+ * its own throughout. */
+START_TEST(a_mapped_memfd_is_named_and_sent_again_after_a_park) {
+  struct daemon_proc d = {0};
+  const char *sets[] = {"device.park_ms=50", NULL};
+  bufs_start(&d, sets);
+  coop_conn *c = connect_to(&d);
+  enum { N = 70000 };
+  static uint32_t w[N], back[N];
+  uint64_t b = 0, id = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, NULL, 0, &b), 0);
+  int mfd = memfd_create("io-named", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ck_assert_int_ge(mfd, 0);
+  ck_assert_int_eq(ftruncate(mfd, sizeof w), 0);
+  ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  struct coop_stats st;
+  for (uint32_t k = 0; k < 6; k++) {
+    if (k == 3) { /* parked: the device process let its mappings go */
+      ck_assert_int_eq(coop_stats(c, &st), 0);
+      for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25))
+        ck_assert_int_eq(coop_stats(c, &st), 0);
+      ck_assert_uint_eq(st.devs[0].parked, 1);
+    }
+    words(w, N, 1000 * k);
+    ck_assert_int_eq(pwrite(mfd, w, sizeof w, 0), (ssize_t)sizeof w);
+    coop_job *j = coop_job_new("sweep", 1);
+    coop_job_cooperative(j, 1);
+    coop_job_buffer_io_fd(j, b, 0, mfd, 0, sizeof w, COOP_JOB_INOUT);
+    coop_job_u32(j, N);
+    coop_job_u32(j, k + 1);
+    ck_assert_int_eq(coop_submit(c, j, &id), 0);
+    coop_job_free(j);
+    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+    ck_assert_int_eq(pread(mfd, back, sizeof back, 0), (ssize_t)sizeof back);
+    check_words(back, N, 1000 * k, k + 1);
+  }
+  close(mfd);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* One client writes SUBMITs without ever reading a reply (its socket and
  * coopd's output to it fill up); another's tasks keep running, each within
  * a bound, and coopd answers as before once the flood stops. */
@@ -934,6 +980,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, lost_with_the_device_process);
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_small_job_goes_between_a_large_jobs_slices);
+  tcase_add_test(tc, a_mapped_memfd_is_named_and_sent_again_after_a_park);
   tcase_add_test(tc, a_client_that_never_reads);
   tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
   tcase_add_test(tc, buffer_operations_bounded_per_connection);

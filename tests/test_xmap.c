@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check_run.h"
@@ -155,6 +156,37 @@ START_TEST(a_file_that_grew_is_mapped_again) {
 }
 END_TEST
 
+/* A file named by its identity (the request carries no descriptor:
+ * devproc_msg.h, DP_FD_PINNED) is found only as mapped for the same owner,
+ * within its mapping, and never after the clear or once it grew into
+ * another slot; nothing is mapped or pinned by a look. */
+START_TEST(a_mapped_file_is_found_by_its_identity) {
+  struct pins c = {0};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int fd = memfd(65536, 1);
+  struct stat st;
+  ck_assert_int_eq(fstat(fd, &st), 0);
+  ck_assert_ptr_null(xmap_find(&x, st.st_dev, st.st_ino, 0, 4096, T0, 1)); /* not yet mapped */
+  uint8_t *m = xmap_get(&x, fd, 0, 4096, T0, 1);
+  ck_assert_ptr_nonnull(m);
+  ck_assert_ptr_eq(xmap_find(&x, st.st_dev, st.st_ino, 4096, 4096, T0 + 1, 1), m);
+  ck_assert_ptr_null(xmap_find(&x, st.st_dev, st.st_ino, 0, 4096, T0 + 1, 2)); /* another owner */
+  ck_assert_ptr_null(xmap_find(&x, st.st_dev, st.st_ino, 65000, 1000, T0 + 1, 1)); /* past it */
+  ck_assert_ptr_null(xmap_find(&x, st.st_dev, st.st_ino + 1, 0, 1, T0 + 1, 1));
+  /* grown and mapped again: the old mapping is out of reach, the new one found */
+  ck_assert_int_eq(ftruncate(fd, 2 * 65536), 0);
+  ck_assert_ptr_null(xmap_find(&x, st.st_dev, st.st_ino, 65536, 4096, T0 + 2, 1));
+  uint8_t *m2 = xmap_get(&x, fd, 65536, 4096, T0 + 2, 1);
+  ck_assert_ptr_nonnull(m2);
+  ck_assert_ptr_eq(xmap_find(&x, st.st_dev, st.st_ino, 0, 4096, T0 + 3, 1), m2);
+  ck_assert_int_eq(c.pinned, 2);
+  xmap_clear(&x);
+  ck_assert_ptr_null(xmap_find(&x, st.st_dev, st.st_ino, 0, 4096, T0 + 4, 1));
+  close(fd);
+}
+END_TEST
+
 START_TEST(a_failed_pin_is_remembered) {
   struct pins c = {.fail = 1};
   struct xmap x;
@@ -228,6 +260,7 @@ static Suite *suite(void) {
   tcase_add_test(t, a_sealed_memfd_is_mapped_and_pinned_once);
   tcase_add_test(t, what_is_never_mapped);
   tcase_add_test(t, a_file_that_grew_is_mapped_again);
+  tcase_add_test(t, a_mapped_file_is_found_by_its_identity);
   tcase_add_test(t, a_failed_pin_is_remembered);
   tcase_add_test(t, nothing_is_unpinned_but_by_a_clear);
   tcase_add_test(t, one_owner_holds_at_most_its_share);

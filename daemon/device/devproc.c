@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include "devproc_msg.h"
 #include "kset.h"
 #include "log.h"
+#include "xmap.h" /* XMAP_SLOTS */
 
 /* How long a request may take before the child counts as stuck: a build
  * compiles every kernel (NVRTC or PoCL's LLVM, tens of seconds on a loaded
@@ -67,6 +69,15 @@ struct dp {
   struct coop_rt_width widths[DP_WIDTHS_MAX];
   unsigned nwidths;
   char width_note[512];
+  /* Files the child said it holds mapped (dp_copy), the oldest replaced
+   * first; a copy of one goes without its descriptor. */
+  struct {
+    dev_t dev;
+    ino_t ino;
+    uint32_t owner;
+    int set;
+  } mapped[XMAP_SLOTS];
+  unsigned mapped_next;
 };
 
 static int64_t now_ms(void) { return coop__now_ns() / 1000000; }
@@ -546,10 +557,48 @@ int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id re
   return e;
 }
 
+static int mapped_find(const struct dp *p, const struct stat *st, uint32_t owner) {
+  for (unsigned i = 0; i < XMAP_SLOTS; i++)
+    if (p->mapped[i].set && p->mapped[i].dev == st->st_dev && p->mapped[i].ino == st->st_ino &&
+        p->mapped[i].owner == owner)
+      return (int)i;
+  return -1;
+}
+
+/* A file the child holds mapped (its reply's n) is named by its identity
+ * next time, without its descriptor: the request then goes by the shared
+ * channel, where a descriptor goes only by the socket (18 us a request
+ * against 2, back to back on an H200: docs/daemon.md, "Device buffers").
+ * Where the child has let it go (a park clears its mappings), it copies
+ * nothing and says so, and the descriptor goes after all. */
 int dp_copy(struct dp *p, const struct dp_buf *b, int in) {
+  uint32_t op = in ? DP_WRITE : DP_READ;
   int fds[DP_MAX_FDS];
+  struct stat st;
+  int named = b->fd >= 0 && !b->share && fstat(b->fd, &st) == 0;
+  int k = named ? mapped_find(p, &st, b->owner) : -1;
+  if (k >= 0) {
+    struct dp_buf x = *b;
+    x.fd = -1;
+    pack_fds(&x, 1, &p->q.u.bufs, fds);
+    p->q.u.bufs.b[0].fd = DP_FD_PINNED;
+    p->q.a = (uint64_t)st.st_dev;
+    p->q.b = (uint64_t)st.st_ino;
+    int e = call_fds(p, op, fds, 0, DP_CALL_MS);
+    p->q.a = p->q.b = 0; /* q is reused */
+    if (e || p->r.n) return e;
+    p->mapped[k].set = 0;
+  }
   unsigned nfds = pack_fds(b, 1, &p->q.u.bufs, fds);
-  return call_fds(p, in ? DP_WRITE : DP_READ, fds, nfds, DP_CALL_MS);
+  int e = call_fds(p, op, fds, nfds, DP_CALL_MS);
+  if (e == 0 && named && p->r.n && mapped_find(p, &st, b->owner) < 0) {
+    unsigned i = p->mapped_next++ % XMAP_SLOTS;
+    p->mapped[i].dev = st.st_dev;
+    p->mapped[i].ino = st.st_ino;
+    p->mapped[i].owner = b->owner;
+    p->mapped[i].set = 1;
+  }
+  return e;
 }
 
 int dp_dup(struct dp *p, uint64_t to, const struct dp_buf *b, unsigned n, int *breach) {

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "childlog.h"
@@ -66,7 +67,12 @@ static void another_build(struct dp_rep *r) {
  * runtime (do_open), cleared when the megakernel parks, forgotten once
  * the runtime has closed. */
 static struct xmap xm;
-static int xm_pin(void *rt, void *p, size_t n) { return coop_rt_host_register(rt, p, n); }
+/* Pinned where the arena is the copy engine's; where the host's own
+ * copies fill it (PoCL: coop_rt_arena_direct at any size) the mapping
+ * serves as it is, with nothing to pin. */
+static int xm_pin(void *rt, void *p, size_t n) {
+  return coop_rt_arena_direct(rt, SIZE_MAX) ? 0 : coop_rt_host_register(rt, p, n);
+}
 static void xm_unpin(void *rt, void *p) { coop_rt_host_unregister(rt, p); }
 
 /* OPEN: the options, then the kernels from the memfd (devproc.c writes
@@ -120,9 +126,10 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   return e;
 }
 
-/* Bytes between a descriptor and arena memory. Where host accesses do
- * as well (coop_rt_arena_direct: host memory, or too few bytes),
- * straight; else (CUDA managed memory, which the host would fault on page
+/* Bytes between a descriptor and arena memory. Through the file's mapping
+ * where this process holds one (xmap.h, via_map); else where host
+ * accesses do as well (coop_rt_arena_direct: host memory, or too few
+ * bytes), straight; else (CUDA managed memory, which the host would fault on page
  * by page) through a host buffer and the device's copy engine
  * (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
 #define DP_BOUNCE (16u << 20) /* a 1 MiB one spent more on the calls than the bytes */
@@ -132,10 +139,17 @@ static uint8_t *bounce(coop_rt *rt) {
   return b;
 }
 
+/* Whether a copy of n bytes goes through the file's mapping where it can:
+ * where the copy engine moves them (not a few bytes: coop_rt_arena_direct),
+ * or where the host moves every size (PoCL: a read spared). */
+static int via_map(coop_rt *rt, uint64_t n) {
+  return xm.arg && (!coop_rt_arena_direct(rt, n) || coop_rt_arena_direct(rt, SIZE_MAX));
+}
+
 static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner) {
-  if (coop_rt_arena_direct(rt, n)) return fdio_pread(fd, p, n, off);
-  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
+  uint8_t *m = via_map(rt, n) ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
   if (m) return coop_rt_arena_copy(rt, p, m + off, n, 1) ? -1 : 0;
+  if (coop_rt_arena_direct(rt, n)) return fdio_pread(fd, p, n, off);
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
@@ -146,9 +160,9 @@ static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off
 
 static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off,
                        uint32_t owner) {
-  if (coop_rt_arena_direct(rt, n)) return fdio_pwrite(fd, p, n, off);
-  uint8_t *m = xm.arg ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
+  uint8_t *m = via_map(rt, n) ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
   if (m) return coop_rt_arena_copy(rt, m + off, p, n, 0) ? -1 : 0;
+  if (coop_rt_arena_direct(rt, n)) return fdio_pwrite(fd, p, n, off);
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
@@ -278,18 +292,36 @@ static int saved_state(coop_rt *rt, const struct dp_req *q, int fd, struct dp_re
 }
 
 /* DP_WRITE and DP_READ: one range of a device buffer from or to a
- * descriptor; the range is checked against the buffer here, where the
- * arena is, whatever the front believed. */
-static int do_copy(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds, int in) {
+ * descriptor, or a file mapped here named by its identity (q->a, q->b:
+ * DP_FD_PINNED); the range is checked against the buffer here, where the
+ * arena is, whatever the front believed. *mapped: the copy went through
+ * the file's mapping (0 with DP_FD_PINNED: it is not mapped, and nothing
+ * was copied). */
+static int do_copy(coop_rt *rt, const struct dp_req *q, const int *fds, unsigned nfds, int in,
+                   uint32_t *mapped) {
+  const struct dp_bufs *b = &q->u.bufs;
+  *mapped = 0;
   if (b->n != 1) return COOP_EPROTO;
   uint8_t *p = coop_rt_buf_host(rt, b->b[0].arg);
   uint64_t len = p ? coop_rt_buf_len(rt, p) : 0, at = b->b[0].at, n = b->b[0].size;
   if (!p || at > len || n > len - at) return COOP_EINVAL;
   int32_t f = b->b[0].fd;
-  if (f < 0 || (unsigned)f >= nfds) return COOP_EIO;
   uint32_t owner = b->b[0].owner;
-  int bad = in ? fd_to_arena(rt, fds[f], p + at, n, b->b[0].off, owner)
-               : arena_to_fd(rt, fds[f], p + at, n, b->b[0].off, owner);
+  uint64_t off = b->b[0].off;
+  int64_t now = coop__now_ns();
+  if (f == DP_FD_PINNED) {
+    uint8_t *m = xm.arg ? xmap_find(&xm, (dev_t)q->a, (ino_t)q->b, off, n, now, owner) : NULL;
+    if (!m) return 0;
+    *mapped = 1;
+    return coop_rt_arena_copy(rt, in ? p + at : m + off, in ? m + off : p + at, n, in) ? COOP_EIO
+                                                                                       : 0;
+  }
+  if (f < 0 || (unsigned)f >= nfds) return COOP_EIO;
+  int bad = in ? fd_to_arena(rt, fds[f], p + at, n, off, owner)
+               : arena_to_fd(rt, fds[f], p + at, n, off, owner);
+  struct stat st;
+  *mapped = !bad && xm.arg && fstat(fds[f], &st) == 0 &&
+            xmap_find(&xm, st.st_dev, st.st_ino, off, n, now, owner) != NULL;
   return bad ? COOP_EIO : 0;
 }
 
@@ -600,7 +632,7 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       return;
     case DP_WRITE:
     case DP_READ:
-      r->err = do_copy(rt, &q->u.bufs, fds, nfds, q->op == DP_WRITE);
+      r->err = do_copy(rt, q, fds, nfds, q->op == DP_WRITE, &r->n);
       return;
     case DP_DUP: {
       int breach = -1;

@@ -78,6 +78,13 @@ struct dp_poll_ids {
  * `at` of a share this process holds (DP_SHARE, DP_SHARE_OPEN): DP_STAGE
  * and DP_UNSTAGE copy on the device (coop_rt_share_copy). */
 #define DP_FD_SHARE (-2)
+/* A DP_WRITE's or DP_READ's fd: no descriptor travels (so the request
+ * may go by the shared channel); the file is the one this process holds
+ * mapped and pinned as the request's a (st_dev) and b (st_ino), for the
+ * entry's owner (xmap.h, xmap_find). Its reply's n: 1 copied, 0 not
+ * mapped here (nothing copied: the front sends the descriptor). For a
+ * request with its descriptor, n = 1 says the file is mapped now. */
+#define DP_FD_PINNED (-3)
 struct dp_bufs {
   uint32_t n; /* the entries of b that follow: only those travel */
   struct dp_buf_entry {

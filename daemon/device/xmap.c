@@ -80,6 +80,18 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now,
   return s->p && s->len >= off + n ? s->p : NULL;
 }
 
+uint8_t *xmap_find(struct xmap *x, dev_t dev, ino_t ino, uint64_t off, uint64_t n, int64_t now,
+                   uint32_t owner) {
+  for (unsigned i = 0; i < XMAP_SLOTS; i++) {
+    struct xmap_slot *s = &x->slot[i];
+    if (!s->used || !s->p || s->dev != dev || s->ino != ino || s->owner != owner) continue;
+    if (off > s->len || n > s->len - off) return NULL;
+    s->used = now;
+    return s->p;
+  }
+  return NULL;
+}
+
 void xmap_clear(struct xmap *x) {
   for (unsigned i = 0; i < XMAP_SLOTS; i++) drop(x, &x->slot[i]);
 }

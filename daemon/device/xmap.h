@@ -70,6 +70,12 @@ void xmap_init(struct xmap *x, int (*pin)(void *, void *, size_t), void (*unpin)
  * mapped, so that one user cannot take every slot from the others until
  * the next clear. */
 uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now, uint32_t owner);
+/* The mapping of the file (dev, ino) that xmap_get mapped for `owner`, if
+ * it holds bytes off..off+n, or NULL: a request that names a file by its
+ * identity instead of a descriptor (devproc_msg.h, DP_FD_PINNED). The
+ * mapping holds the file, so no other file has its identity meanwhile. */
+uint8_t *xmap_find(struct xmap *x, dev_t dev, ino_t ino, uint64_t off, uint64_t n, int64_t now,
+                   uint32_t owner);
 /* Every mapping unpinned and unmapped: only while no kernel runs (the
  * runtime parked). */
 void xmap_clear(struct xmap *x);
