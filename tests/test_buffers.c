@@ -766,6 +766,127 @@ START_TEST(a_mapped_memfd_is_named_and_sent_again_after_a_park) {
 }
 END_TEST
 
+/* The render of a large job: a = in_fd (IN, or INOUT), b = 1.0 inline, c
+ * = out_fd (OUT); submitted on c, its result into *r. */
+static uint64_t large_render(coop_conn *c, int in_fd, size_t in_bytes, unsigned in_dir, int out_fd,
+                             size_t out_bytes) {
+  enum { R8 = 8 };
+  float b[R8 * R8];
+  for (int i = 0; i < R8 * R8; i++) b[i] = 1.0f;
+  coop_job *j = coop_job_new("render", 1);
+  coop_job_buf_fd(j, in_fd, in_bytes, in_dir);
+  coop_job_buf_in(j, b, sizeof b);
+  coop_job_buf_fd(j, out_fd, out_bytes, COOP_JOB_OUT);
+  coop_job_u32(j, R8);
+  coop_job_u32(j, 1);
+  uint64_t id = 0;
+  ck_assert_int_eq(coop_submit(c, j, &id), 0);
+  coop_job_free(j);
+  return id;
+}
+
+/* A memfd of n bytes of 1.0f (render's input), mapped at *m. */
+static int ones_memfd(size_t n, float **m) {
+  int fd = memfd_of(n);
+  *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ck_assert(*m != MAP_FAILED);
+  for (size_t i = 0; i < n / 4; i++) (*m)[i] = 1.0f;
+  return fd;
+}
+
+/* A client's descriptor cut short while its job fills from it: the slice
+ * that reads past its end fails the job (EIO), and no task of it runs on
+ * the room its slices did not fill. */
+START_TEST(a_descriptor_cut_short_fails_the_fill) {
+  struct daemon_proc d = {0};
+  const char *sets[] = {"device.arena_mb=512", NULL};
+  bufs_start(&d, sets);
+  coop_conn *c = connect_to(&d);
+  const size_t in_bytes = 160u << 20, out_bytes = 4u << 20;
+  float *in;
+  int in_fd = ones_memfd(in_bytes, &in), out_fd = memfd_of(out_bytes);
+  uint64_t id = large_render(c, in_fd, in_bytes, COOP_JOB_IN, out_fd, out_bytes);
+  ck_assert_int_eq(ftruncate(in_fd, 1u << 20), 0); /* a slice later reads past its end */
+  struct coop_result r;
+  ck_assert_int_eq(coop_wait(c, id, 60000, &r), 0);
+  ck_assert_msg(r.state == COOP_STATE_FAILED && r.error == COOP_EIO, "state %d, error %d (%s)",
+                r.state, r.error, r.message);
+  ck_assert_ptr_nonnull(strstr(r.message, "declared size"));
+  ck_assert_msg(r.t.started == 0, "its task ran");
+  coop_result_free(&r);
+  munmap(in, in_bytes);
+  close(in_fd);
+  close(out_fd);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
+/* The device process lost under a slice (COOP_TEST_DIE_AT, armed from
+ * the start, at the `nth` request of `op`): under a fill ("write") the
+ * job never ran and runs again from its staging; under an emptying
+ * ("read") its task ran and it runs again only where its buffers are
+ * inputs and outputs (`inout` 0: DONE, every byte right), else it is lost
+ * (its INOUT bytes in the caller's memfd may be half written). */
+static void lost_in_a_slice(const char *op, unsigned nth, int inout) {
+  char logp[] = "/tmp/coopd-slice-XXXXXX.log", mark[64], arm[72], env[128];
+  log_temp(logp);
+  snprintf(mark, sizeof mark, "%s.done", logp);
+  snprintf(arm, sizeof arm, "%s.arm", mark);
+  unlink(mark);
+  FILE *a = fopen(arm, "w");
+  ck_assert_ptr_nonnull(a);
+  fclose(a);
+  snprintf(env, sizeof env, "%s:%u:%s", op, nth, mark);
+  ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
+  struct daemon_proc d = {.log = logp};
+  bufs_start(&d, NULL);
+  unsetenv("COOP_TEST_DIE_AT");
+  coop_conn *c = connect_to(&d);
+  const size_t in_bytes = 16u << 20, out_bytes = 8u << 20;
+  float *in;
+  int in_fd = ones_memfd(in_bytes, &in), out_fd = memfd_of(out_bytes);
+  uint64_t id =
+      large_render(c, in_fd, in_bytes, inout ? COOP_JOB_INOUT : COOP_JOB_IN, out_fd, out_bytes);
+  struct coop_result r;
+  ck_assert_int_eq(coop_wait(c, id, 60000, &r), 0);
+  if (access(mark, F_OK)) log_print(logp);
+  ck_assert_msg(access(mark, F_OK) == 0, "the device process was never lost at %s %u", op, nth);
+  if (inout) {
+    ck_assert_msg(r.state == COOP_STATE_FAILED && r.error == COOP_ELOST, "state %d (%s)", r.state,
+                  r.message);
+  } else {
+    ck_assert_msg(r.state == COOP_STATE_DONE, "state %d (%s)", r.state, r.message);
+    float *out = mmap(NULL, out_bytes, PROT_READ, MAP_SHARED, out_fd, 0);
+    ck_assert(out != MAP_FAILED);
+    for (int i = 0; i < 64; i++) ck_assert(out[i] == 8.0f);
+    for (size_t i = 64; i < out_bytes / 4; i++)
+      if (out[i] != 0.0f) ck_abort_msg("float %zu of the output: %g", i, (double)out[i]);
+    munmap(out, out_bytes);
+  }
+  coop_result_free(&r);
+  /* the device serves on */
+  id = large_render(c, in_fd, in_bytes, COOP_JOB_IN, out_fd, out_bytes);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  munmap(in, in_bytes);
+  close(in_fd);
+  close(out_fd);
+  coop_disconnect(c);
+  bufs_stop(&d);
+  unlink(mark);
+  unlink(arm);
+  unlink(logp);
+}
+
+START_TEST(a_death_inside_a_fill_runs_the_job_again) { lost_in_a_slice("write", 5, 0); }
+END_TEST
+
+START_TEST(a_death_inside_an_emptying_runs_it_again_if_it_can) {
+  lost_in_a_slice("read", 3, 0);
+  lost_in_a_slice("read", 3, 1);
+}
+END_TEST
+
 /* One client writes SUBMITs without ever reading a reply (its socket and
  * coopd's output to it fill up); another's tasks keep running, each within
  * a bound, and coopd answers as before once the flood stops. */
@@ -981,6 +1102,9 @@ static Suite *suite(void) {
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_small_job_goes_between_a_large_jobs_slices);
   tcase_add_test(tc, a_mapped_memfd_is_named_and_sent_again_after_a_park);
+  tcase_add_test(tc, a_descriptor_cut_short_fails_the_fill);
+  tcase_add_test(tc, a_death_inside_a_fill_runs_the_job_again);
+  tcase_add_test(tc, a_death_inside_an_emptying_runs_it_again_if_it_can);
   tcase_add_test(tc, a_client_that_never_reads);
   tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
   tcase_add_test(tc, buffer_operations_bounded_per_connection);

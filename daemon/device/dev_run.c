@@ -245,14 +245,48 @@ void dev__start_now(struct dev *d, struct job *j) {
 /* A sliced job's next slices (dev__slice): one after another while it is
  * the only run and nothing new is queued; else one a pass, so that what
  * came meanwhile is taken, and other runs' ends are seen, between two
- * (docs/daemon.md, "Large buffers in slices"). 1 while slices are left,
- * or the device process died under one (the restart at the end of this
- * pass decides); 0 when all are through, or the job failed. */
+ * (docs/daemon.md, "Large buffers in slices"). dev__slice's answer for the
+ * last: 1 while slices are left, 0 when all are through; COOP_ELOST, the
+ * job not failed, when the device process died under one (the restart at
+ * the end of this pass decides); else the job failed, and is cancelled:
+ * no task of it runs on room not filled. */
 static int slice_on(struct dev *d, struct run *r, int in) {
   int e;
   do e = dev__slice(d, r, in);
   while (e == 1 && d->runs == r && !r->next && !dev__new_work(d));
-  return e == 1 || (e == COOP_ELOST && !r->j->error);
+  if (e < 0 && r->j->error) atomic_store(&r->j->cancel, 1);
+  return e;
+}
+
+/* The fill of a run's sliced buffers before its first release: 1 while it
+ * goes on (the pass comes back at once), 0 once it is over (done, or the
+ * job failed). A device process lost under a slice is the restart's,
+ * which runs the job again from its staging (it never gathered), at most
+ * DEV_MAX_RERUNS times, as a loss inside its staging. */
+static int fill(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  int e = slice_on(d, r, 1);
+  if (e == COOP_ELOST && !j->error && j->reruns++ >= DEV_MAX_RERUNS) {
+    dev__fail(j, e, "the device process died while the job was staged, %u times", j->reruns);
+    atomic_store(&j->cancel, 1);
+  }
+  if (e == 1 || (e == COOP_ELOST && !j->error)) return 1;
+  r->filling = 0;
+  if (!j->error) TRACE_STAMP(j, staged);
+  return 0;
+}
+
+/* The emptying of a DONE run's sliced OUT buffers after its end: as fill.
+ * A device process lost under a slice lost the task's results, which ran:
+ * the restart runs the job again only by dev__runs_again's rules (an
+ * INOUT buffer's bytes in the client's descriptor may be half written). */
+static int empty(struct dev *d, struct run *r) {
+  int e = slice_on(d, r, 0);
+  if (e == COOP_ELOST && !r->j->error) r->lost_running = 1;
+  if (e == 1 || (e == COOP_ELOST && !r->j->error)) return 1;
+  r->emptying = 0;
+  r->emptied = !r->j->error;
+  return 0;
 }
 
 int dev__may_suspend(const struct run *r) {
@@ -484,13 +518,9 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (atomic_load(&j->move_to)) dev__move_request(d, r);
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
-  if (r->filling && !atomic_load(&j->cancel)) {
-    if (slice_on(d, r, 1)) {
-      *wake = now; /* the next slice comes next pass */
-      return 0;
-    }
-    r->filling = 0;
-    if (!j->error) TRACE_STAMP(j, staged);
+  if (r->filling && !atomic_load(&j->cancel) && fill(d, r)) {
+    *wake = now; /* the next slice comes next pass */
+    return 0;
   }
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
     dev__preempt_before_submit(d, r);
@@ -553,13 +583,9 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     r->slice_arg = 0;
     r->slice_at = 0;
   }
-  if (r->emptying) {
-    if (slice_on(d, r, 0)) {
-      *wake = now;
-      return 0;
-    }
-    r->emptying = 0;
-    r->emptied = !j->error;
+  if (r->emptying && empty(d, r)) {
+    *wake = now;
+    return 0;
   }
   return 1;
 }
