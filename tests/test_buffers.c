@@ -366,6 +366,27 @@ START_TEST(a_job_moves_its_ranges) {
 }
 END_TEST
 
+/* The render j, its buffers added, with n and one repetition: submitted
+ * on c and freed, its id. */
+static uint64_t render_go(coop_conn *c, coop_job *j, uint32_t n) {
+  coop_job_u32(j, n);
+  coop_job_u32(j, 1);
+  uint64_t id = 0;
+  ck_assert_int_eq(coop_submit(c, j, &id), 0);
+  coop_job_free(j);
+  return id;
+}
+
+/* A render of n x n with its three buffers inline (c = a b into o):
+ * submitted on c, its id. */
+static uint64_t inline_render(coop_conn *c, const float *a, const float *b, float *o, uint32_t n) {
+  coop_job *j = coop_job_new("render", 1);
+  coop_job_buf_in(j, a, (size_t)n * n * sizeof *a);
+  coop_job_buf_in(j, b, (size_t)n * n * sizeof *b);
+  coop_job_buf_out(j, o, (size_t)n * n * sizeof *o);
+  return render_go(c, j, n);
+}
+
 /* Jobs whose buffers travel inline: their bytes go to and from the device
  * process through one memfd coopd's device thread keeps (dev_stage.c),
  * not two fresh ones a job (their creation and page allocation were about
@@ -378,16 +399,8 @@ START_TEST(inline_bytes_share_one_memfd) {
   float a[RN8 * RN8], o[RN8 * RN8];
   for (int k = 0; k < 5; k++) {
     for (int i = 0; i < RN8 * RN8; i++) a[i] = (float)(k + 1), o[i] = 0;
-    coop_job *j = coop_job_new("render", 1);
-    coop_job_buf_in(j, a, sizeof a);
-    coop_job_buf_in(j, a, sizeof a);
-    coop_job_buf_out(j, o, sizeof o);
-    coop_job_u32(j, RN8);
-    coop_job_u32(j, 1);
-    uint64_t id = 0;
+    uint64_t id = inline_render(c, a, a, o, RN8);
     struct coop_result r;
-    ck_assert_int_eq(coop_submit(c, j, &id), 0);
-    coop_job_free(j);
     ck_assert_int_eq(coop_wait(c, id, -1, &r), 0);
     ck_assert_int_eq(r.state, COOP_STATE_DONE);
     coop_result_free(&r);
@@ -633,6 +646,20 @@ static void *flood_main(void *arg) {
   return NULL;
 }
 
+/* The render of a large job: a = in_fd (IN, or INOUT), b = 1.0 inline, c
+ * = out_fd (OUT), n = 8: submitted on c, its id. */
+static uint64_t large_render(coop_conn *c, int in_fd, size_t in_bytes, unsigned in_dir, int out_fd,
+                             size_t out_bytes) {
+  enum { R8 = 8 };
+  float b[R8 * R8];
+  for (int i = 0; i < R8 * R8; i++) b[i] = 1.0f;
+  coop_job *j = coop_job_new("render", 1);
+  coop_job_buf_fd(j, in_fd, in_bytes, in_dir);
+  coop_job_buf_in(j, b, sizeof b);
+  coop_job_buf_fd(j, out_fd, out_bytes, COOP_JOB_OUT);
+  return render_go(c, j, R8);
+}
+
 /* A job whose buffers are large moves their bytes in slices, and a small
  * job submitted meanwhile runs between two (docs/daemon.md, "Large buffers
  * in slices"): the device thread staged a job's buffers in one request,
@@ -657,23 +684,8 @@ START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
   memset(out, 0xa5, out_bytes);
   float b[R8 * R8], o[R8 * R8];
   for (int i = 0; i < R8 * R8; i++) b[i] = 1.0f, o[i] = 0;
-  coop_job *j = coop_job_new("render", 1);
-  coop_job_buf_fd(j, in_fd, in_bytes, COOP_JOB_INOUT);
-  coop_job_buf_in(j, b, sizeof b);
-  coop_job_buf_fd(j, out_fd, out_bytes, COOP_JOB_OUT);
-  coop_job_u32(j, R8);
-  coop_job_u32(j, 1);
-  uint64_t id_big = 0, id_small = 0;
-  ck_assert_int_eq(coop_submit(big, j, &id_big), 0);
-  coop_job_free(j);
-  j = coop_job_new("render", 1);
-  coop_job_buf_in(j, b, sizeof b);
-  coop_job_buf_in(j, b, sizeof b);
-  coop_job_buf_out(j, o, sizeof o);
-  coop_job_u32(j, R8);
-  coop_job_u32(j, 1);
-  ck_assert_int_eq(coop_submit(small, j, &id_small), 0);
-  coop_job_free(j);
+  uint64_t id_big = large_render(big, in_fd, in_bytes, COOP_JOB_INOUT, out_fd, out_bytes);
+  uint64_t id_small = inline_render(small, b, b, o, R8);
   struct coop_result rs, rb;
   ck_assert_int_eq(coop_wait(small, id_small, 60000, &rs), 0);
   ck_assert_int_eq(coop_wait(big, id_big, 60000, &rb), 0);
@@ -696,7 +708,7 @@ START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
   /* a large OUT-only buffer where the INOUT one was: zeroes, not its
    * bytes (it is filled with zeroes by slices, not zeroed at its staging) */
   memset(in, 0xa5, in_bytes);
-  j = coop_job_new("render", 1);
+  coop_job *j = coop_job_new("render", 1);
   coop_job_buf_in(j, b, sizeof b);
   coop_job_buf_in(j, b, sizeof b);
   coop_job_buf_fd(j, in_fd, in_bytes, COOP_JOB_OUT);
@@ -765,25 +777,6 @@ START_TEST(a_mapped_memfd_is_named_and_sent_again_after_a_park) {
   bufs_stop(&d);
 }
 END_TEST
-
-/* The render of a large job: a = in_fd (IN, or INOUT), b = 1.0 inline, c
- * = out_fd (OUT); submitted on c, its result into *r. */
-static uint64_t large_render(coop_conn *c, int in_fd, size_t in_bytes, unsigned in_dir, int out_fd,
-                             size_t out_bytes) {
-  enum { R8 = 8 };
-  float b[R8 * R8];
-  for (int i = 0; i < R8 * R8; i++) b[i] = 1.0f;
-  coop_job *j = coop_job_new("render", 1);
-  coop_job_buf_fd(j, in_fd, in_bytes, in_dir);
-  coop_job_buf_in(j, b, sizeof b);
-  coop_job_buf_fd(j, out_fd, out_bytes, COOP_JOB_OUT);
-  coop_job_u32(j, R8);
-  coop_job_u32(j, 1);
-  uint64_t id = 0;
-  ck_assert_int_eq(coop_submit(c, j, &id), 0);
-  coop_job_free(j);
-  return id;
-}
 
 /* A memfd of n bytes of 1.0f (render's input), mapped at *m. */
 static int ones_memfd(size_t n, float **m) {
