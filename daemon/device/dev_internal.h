@@ -195,8 +195,8 @@ struct dev {
   int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
   int warm_on;                   /* inside it, the device process told */
   int inl_fd;                    /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
-  int zero_fd;       /* DEV_SLICE zero bytes, sealed against resizing (dev_stage.c), or -1 */
-  uint64_t inl_size; /* its size */
+  uint64_t inl_size;             /* its size */
+  int zero_fd; /* DEV_SLICE zero bytes, sealed against resizing (dev_stage.c), or -1 */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;
@@ -414,16 +414,17 @@ int dev__runs_again(const struct dev *d, const struct run *r);
  * job failed with; or COOP_ELOST, the job not failed, when the device
  * process died under the request (nothing of it ran: the restart runs it). */
 int dev__stage_in(struct dev *d, struct job *j);
-/* OUT data back when `out`, every arena copy freed, and the ended task
+/* OUT data back when `out` (but a sliced buffer's where `emptied`: its
+ * bytes went by dev__slice), every arena copy freed, and the ended task
  * `release` (0: none) given back to the runtime, in one request: 0, or
  * COOP_ELOST, the job not failed, when the device process died under it
  * (the caller fails it, or lets a restart run it again); other failures
  * fail the job. */
-int dev__unstage(struct dev *d, struct job *j, int out, int drained, coop_task_id release);
+int dev__unstage(struct dev *d, struct job *j, int out, int emptied, coop_task_id release);
 /* Whether j has a buffer whose bytes in direction dir (COOP_BUF_IN, _OUT)
  * move in slices: large ones are staged as room only, then filled by
  * dev__slice (with their IN data, or zeroes); OUT ones emptied by it, then
- * left out of the unstage (`drained`). */
+ * left out of the unstage (`emptied`). */
 int dev__sliced(const struct job *j, unsigned dir);
 /* The next slice in direction `in` (1: into the arena, 0: back out) from
  * r->slice_arg, r->slice_at: 1 while more are left, 0 when all are

@@ -54,9 +54,9 @@ int dev__sliced(const struct job *j, unsigned dir) {
  * each buffer at its offset there. Device buffers are not staged, and at
  * unstaging only checked (keep). A sliced IN buffer is staged as room
  * only (DP_IN_LATER), a sliced OUT one's bytes are not read back where
- * `drained` (they went by slices). Returns how many; *inl_len their total. */
+ * `emptied` (they went by slices). Returns how many; *inl_len their total. */
 static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, int out,
-                         int drained, uint64_t *inl_len) {
+                         int emptied, uint64_t *inl_len) {
   unsigned n = 0;
   *inl_len = 0;
   for (unsigned i = 0; i < j->nargs; i++) {
@@ -80,7 +80,7 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, 
       x->in = DP_IN_LATER;
       x->fd = -1;
     }
-    if (x->out && drained && sliced(a, COOP_BUF_OUT)) x->out = 0;
+    if (x->out && emptied && sliced(a, COOP_BUF_OUT)) x->out = 0;
     x->owner = a->fd >= 0 ? j->uid + 1 : 0; /* the client's own descriptor */
     x->off = 0;
     if (a->fd < 0 && (x->in || x->out)) {
@@ -141,10 +141,10 @@ static void breached(struct job *j, int breach, int devbufs_only);
  * found overwritten (arena.c) means the kernel wrote outside this job's
  * buffers: the job fails with EFAULT and the log names it (the views keep
  * shipped kernels from ever getting here). */
-int dev__unstage(struct dev *d, struct job *j, int out, int drained, coop_task_id release) {
+int dev__unstage(struct dev *d, struct job *j, int out, int emptied, coop_task_id release) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
-  unsigned n = job_bufs(j, b, -1, 1, out, drained, &inl_len);
+  unsigned n = job_bufs(j, b, -1, 1, out, emptied, &inl_len);
   int any = 0;
   for (unsigned i = 0; i < j->nargs; i++) any |= j->args[i].dev != 0;
   if (!n || !any || !d->rt) {
@@ -157,7 +157,7 @@ int dev__unstage(struct dev *d, struct job *j, int out, int drained, coop_task_i
     out = 0;
     if (j->error == 0) dev__fail(j, COOP_ENOMEM, "%s", "could not copy a result back");
   }
-  n = job_bufs(j, b, inl, 1, out, drained, &inl_len);
+  n = job_bufs(j, b, inl, 1, out, emptied, &inl_len);
   int breach = -1;
   int e = dp_unstage(d->rt, b, n, release, &breach);
   for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
