@@ -670,11 +670,10 @@ static uint64_t large_render(coop_conn *c, int in_fd, size_t in_bytes, unsigned 
  * job's OUT-only buffer where the first one's bytes were. */
 START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
   struct daemon_proc d = {0};
-  const char *sets[] = {"device.arena_mb=512", NULL};
-  bufs_start(&d, sets);
+  bufs_start(&d, NULL);
   coop_conn *big = connect_to(&d), *small = connect_to(&d);
   enum { R8 = 8 };
-  const size_t in_bytes = 160u << 20, out_bytes = 48u << 20; /* 160 and 48 slices */
+  const size_t in_bytes = 64u << 20, out_bytes = 16u << 20; /* 64 and 16 slices */
   int in_fd = memfd_of(in_bytes), out_fd = memfd_of(out_bytes);
   uint32_t *in = mmap(NULL, in_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, in_fd, 0);
   uint8_t *out = mmap(NULL, out_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, out_fd, 0);
@@ -792,10 +791,9 @@ static int ones_memfd(size_t n, float **m) {
  * the room its slices did not fill. */
 START_TEST(a_descriptor_cut_short_fails_the_fill) {
   struct daemon_proc d = {0};
-  const char *sets[] = {"device.arena_mb=512", NULL};
-  bufs_start(&d, sets);
+  bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d);
-  const size_t in_bytes = 160u << 20, out_bytes = 4u << 20;
+  const size_t in_bytes = 64u << 20, out_bytes = 4u << 20;
   float *in;
   int in_fd = ones_memfd(in_bytes, &in), out_fd = memfd_of(out_bytes);
   uint64_t id = large_render(c, in_fd, in_bytes, COOP_JOB_IN, out_fd, out_bytes);
