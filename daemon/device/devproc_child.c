@@ -17,7 +17,6 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "childlog.h"
@@ -126,12 +125,7 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   return e;
 }
 
-/* Bytes between a descriptor and arena memory. Through the file's mapping
- * where this process holds one (xmap.h, via_map); else where host
- * accesses do as well (coop_rt_arena_direct: host memory, or too few
- * bytes), straight; else (CUDA managed memory, which the host would fault on page
- * by page) through a host buffer and the device's copy engine
- * (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
+/* fd_copy's host buffer for the copy engine. */
 #define DP_BOUNCE (16u << 20) /* a 1 MiB one spent more on the calls than the bytes */
 static uint8_t *bounce(coop_rt *rt) {
   static uint8_t *b; /* the child's one runtime's, for its lifetime */
@@ -146,27 +140,33 @@ static int via_map(coop_rt *rt, uint64_t n) {
   return xm.arg && (!coop_rt_arena_direct(rt, n) || coop_rt_arena_direct(rt, SIZE_MAX));
 }
 
-static int fd_to_arena(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner) {
-  uint8_t *m = via_map(rt, n) ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
-  if (m) return coop_rt_arena_copy(rt, p, m + off, n, 1) ? -1 : 0;
-  if (coop_rt_arena_direct(rt, n)) return fdio_pread(fd, p, n, off);
-  uint8_t *b = bounce(rt);
-  for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
-    size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
-    if (!b || fdio_pread(fd, b, k, off + at) || coop_rt_arena_copy(rt, p + at, b, k, 1)) return -1;
-  }
-  return 0;
+/* n bytes between a file's mapping at m and arena memory at p: into the
+ * arena where `in`, else out of it. 0, or -1. */
+static int map_copy(coop_rt *rt, uint8_t *m, uint8_t *p, uint64_t n, int in) {
+  return coop_rt_arena_copy(rt, in ? p : m, in ? m : p, n, in) ? -1 : 0;
 }
 
-static int arena_to_fd(coop_rt *rt, int fd, const uint8_t *p, uint64_t n, uint64_t off,
-                       uint32_t owner) {
+/* n bytes between descriptor fd at off and arena memory at p, into the
+ * arena where `in`, else out of it. Through the file's mapping where this
+ * process holds one (xmap.h, via_map: *mapped, where given, says so);
+ * else where host accesses do as well (coop_rt_arena_direct: host memory,
+ * or too few bytes), straight; else (CUDA managed memory, which the host
+ * would fault on page by page) through the bounce buffer and the device's
+ * copy engine (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
+static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner,
+                   int in, uint32_t *mapped) {
   uint8_t *m = via_map(rt, n) ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
-  if (m) return coop_rt_arena_copy(rt, m + off, p, n, 0) ? -1 : 0;
-  if (coop_rt_arena_direct(rt, n)) return fdio_pwrite(fd, p, n, off);
+  if (mapped) *mapped = m != NULL;
+  if (m) return map_copy(rt, m + off, p, n, in);
+  if (coop_rt_arena_direct(rt, n))
+    return in ? fdio_pread(fd, p, n, off) : fdio_pwrite(fd, p, n, off);
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
-    if (!b || coop_rt_arena_copy(rt, b, p + at, k, 0) || fdio_pwrite(fd, b, k, off + at)) return -1;
+    int bad =
+        !b || (in ? fdio_pread(fd, b, k, off + at) || coop_rt_arena_copy(rt, p + at, b, k, 1)
+                  : coop_rt_arena_copy(rt, b, p + at, k, 0) || fdio_pwrite(fd, b, k, off + at));
+    if (bad) return -1;
   }
   return 0;
 }
@@ -200,7 +200,7 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
       }
     } else if (b->b[i].in &&
                (f < 0 || (unsigned)f >= nfds ||
-                fd_to_arena(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner))) {
+                fd_copy(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner, 1, NULL))) {
       e = COOP_EIO;
       i++;
       break;
@@ -231,7 +231,7 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
         e = COOP_EIO;
     } else if (b->b[i].out &&
                (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
-                arena_to_fd(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner)))
+                fd_copy(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner, 0, NULL)))
       e = COOP_EIO;
     int g = b->b[i].keep == 1 ? coop_rt_buf_check(rt, p) : b->b[i].keep ? 0 : coop_rt_free(rt, p);
     if (g == COOP_EFAULT && *breach < 0) *breach = (int)i;
@@ -308,21 +308,15 @@ static int do_copy(coop_rt *rt, const struct dp_req *q, const int *fds, unsigned
   int32_t f = b->b[0].fd;
   uint32_t owner = b->b[0].owner;
   uint64_t off = b->b[0].off;
-  int64_t now = coop__now_ns();
   if (f == DP_FD_PINNED) {
-    uint8_t *m = xm.arg ? xmap_find(&xm, (dev_t)q->a, (ino_t)q->b, off, n, now, owner) : NULL;
+    uint8_t *m =
+        xm.arg ? xmap_find(&xm, (dev_t)q->a, (ino_t)q->b, off, n, coop__now_ns(), owner) : NULL;
     if (!m) return 0;
     *mapped = 1;
-    return coop_rt_arena_copy(rt, in ? p + at : m + off, in ? m + off : p + at, n, in) ? COOP_EIO
-                                                                                       : 0;
+    return map_copy(rt, m + off, p + at, n, in) ? COOP_EIO : 0;
   }
   if (f < 0 || (unsigned)f >= nfds) return COOP_EIO;
-  int bad = in ? fd_to_arena(rt, fds[f], p + at, n, off, owner)
-               : arena_to_fd(rt, fds[f], p + at, n, off, owner);
-  struct stat st;
-  *mapped = !bad && xm.arg && fstat(fds[f], &st) == 0 &&
-            xmap_find(&xm, st.st_dev, st.st_ino, off, n, now, owner) != NULL;
-  return bad ? COOP_EIO : 0;
+  return fd_copy(rt, fds[f], p + at, n, off, owner, in, mapped) ? COOP_EIO : 0;
 }
 
 /* DP_DUP: buffers into one buffer at offsets, on the device; every range
