@@ -226,6 +226,17 @@ static int wait_state(coop_conn *c, uint64_t id) {
   return st;
 }
 
+/* The render j, its buffers added, with n and one repetition: submitted
+ * on c and freed, its id. */
+static uint64_t render_go(coop_conn *c, coop_job *j, uint32_t n) {
+  coop_job_u32(j, n);
+  coop_job_u32(j, 1);
+  uint64_t id = 0;
+  ck_assert_int_eq(coop_submit(c, j, &id), 0);
+  coop_job_free(j);
+  return id;
+}
+
 /* A job that moves ranges of its device buffer (PROTOCOL.md, "Device
  * buffers", devbuf_io): the input lands before its task, the output is
  * the task's, read after it; through the connection's kept transfer memfd,
@@ -332,11 +343,7 @@ START_TEST(a_job_moves_its_ranges) {
       coop_job_buffer_io_fd(j, ba, 0, in_fd, 0, sizeof fa, COOP_JOB_IN);
       coop_job_buffer(j, bb);
       coop_job_buffer_io_fd(j, bc, 0, out_fd, 0, sizeof got, COOP_JOB_OUT);
-      coop_job_u32(j, RN);
-      coop_job_u32(j, 1);
-      ck_assert_int_eq(coop_submit(c, j, &id), 0);
-      coop_job_free(j);
-      ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+      ck_assert_int_eq(wait_state(c, render_go(c, j, RN)), COOP_STATE_DONE);
       ck_assert_int_eq(pread(out_fd, got, sizeof got, 0), (ssize_t)sizeof got);
       for (int i = 0; i < RN * RN; i++)
         ck_assert_msg(got[i] == want[i] || (got[i] - want[i]) * (got[i] - want[i]) < 1e-6f,
@@ -365,17 +372,6 @@ START_TEST(a_job_moves_its_ranges) {
   bufs_stop(&d);
 }
 END_TEST
-
-/* The render j, its buffers added, with n and one repetition: submitted
- * on c and freed, its id. */
-static uint64_t render_go(coop_conn *c, coop_job *j, uint32_t n) {
-  coop_job_u32(j, n);
-  coop_job_u32(j, 1);
-  uint64_t id = 0;
-  ck_assert_int_eq(coop_submit(c, j, &id), 0);
-  coop_job_free(j);
-  return id;
-}
 
 /* A render of n x n with its three buffers inline (c = a b into o):
  * submitted on c, its id. */
