@@ -41,14 +41,21 @@ typedef unsigned char coop_u8;
  * scratch memory kernels may use (OpenCL allows local declarations only in
  * the kernel entry function, which is the megakernel's). */
 struct coop_wgl {
-  coop_u32 cmd, chan, vid, forked, decision;
+  /* decision: coop__bcast's two slots, used in turn */
+  coop_u32 cmd, chan, vid, forked, decision[2];
   /* thread 0's (barrier.cl): the barrier episode it is in and the bases
    * of the next episodes on each count word; the master's count of the
    * episode and its resizing-barrier episodes; a hold or an offer to make
    * before the next arrival; the channel's n_max and query flag, copied at
    * the start (a load from the channel after a barrier's acquire fence
    * goes to L2); the suspension flag the master read at its last arrival */
-  coop_u32 gen, base[2], m_ep, resizes, hold_next, n_max, query, sus, pad;
+  coop_u32 gen, base[2], m_ep, resizes, hold_next, n_max, query, sus;
+  /* The task's arguments then lens, copied from sched.t_payload when the
+   * workgroup takes the task (worker.cl, coop__next): read from device
+   * memory, an argument cost a kernel two dependent L2 round trips
+   * (ch->task, then the payload) after every barrier, whose acquire fence
+   * empties the SM's L1 (docs/scheduler.md, "Arguments") */
+  coop_u64 args[2 * COOP_MAX_ARGS];
   coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
   coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */
 };
@@ -65,6 +72,7 @@ struct coop_ctx {
   coop_u32 forked;
   coop_u32 left;      /* 1 once killed or cancelled: the workgroup must return */
   coop_u32 suspended; /* 1 once workgroup 0 saved its state (scheduler.cl, "Suspension") */
+  coop_u32 bslot;     /* coop__bcast's next slot of wl->decision */
 };
 
 /* Cooperative meanings of the OpenCL work-item functions (004 Sec. 3.1):
@@ -132,17 +140,16 @@ COOP_FN coop_u32 coop_poll_chunk(coop_u32 i, coop_u32 end) {
 }
 
 /* Arguments: 64-bit slots; buffers travel as offsets into the arena, so the
- * same value means the same buffer on every backend. The task's args then
- * lens, where the scheduler staged them (shared.h, sched.t_payload). */
-COOP_FN COOP_GLOBAL const coop_u64 *coop__payload(const struct coop_ctx *c) {
-  return c->dev->sched.t_payload[c->ch->task];
-}
-COOP_FN coop_u64 coop_arg_u64(const struct coop_ctx *c, coop_u32 i) { return coop__payload(c)[i]; }
+ * same value means the same buffer on every backend. Slot i < COOP_MAX_ARGS
+ * is argument i, slot COOP_MAX_ARGS + i its length, read from the
+ * workgroup's copy (wl->args). */
+COOP_FN coop_u64 coop__arg(const struct coop_ctx *c, coop_u32 i) { return c->wl->args[i]; }
+COOP_FN coop_u64 coop_arg_u64(const struct coop_ctx *c, coop_u32 i) { return coop__arg(c, i); }
 COOP_FN coop_u32 coop_arg_u32(const struct coop_ctx *c, coop_u32 i) {
-  return (coop_u32)coop__payload(c)[i];
+  return (coop_u32)coop__arg(c, i);
 }
 COOP_FN coop_i32 coop_arg_i32(const struct coop_ctx *c, coop_u32 i) {
-  return (coop_i32)(coop_u32)coop__payload(c)[i];
+  return (coop_i32)(coop_u32)coop__arg(c, i);
 }
 /* Unchecked: the raw address of buffer argument i. Shipped kernels never
  * use these two (ctest kernels_use_views, tests/kernels_use_views.cmake,
@@ -150,7 +157,7 @@ COOP_FN coop_i32 coop_arg_i32(const struct coop_ctx *c, coop_u32 i) {
  * they index through the views below, so that no client scalar or client
  * data can move an access outside the job's own buffers. */
 COOP_FN COOP_GLOBAL void *coop_arg_buf(const struct coop_ctx *c, coop_u32 i) {
-  return (COOP_GLOBAL void *)(c->arena + coop__payload(c)[i]);
+  return (COOP_GLOBAL void *)(c->arena + coop__arg(c, i));
 }
 COOP_FN COOP_LOCAL void *coop_scratch(const struct coop_ctx *c) {
   return (COOP_LOCAL void *)c->wl->scratch;
@@ -222,16 +229,15 @@ COOP_FN coop_u32 coop_cap(coop_u32 x, coop_u64 len) {
 }
 
 /* Views of buffer argument i (a buffer the host sized) and of the scratch. */
-#define COOP__ARG_VIEW(FN, NAME, T)                       \
-  COOP_FN NAME FN(const struct coop_ctx *c, coop_u32 i) { \
-    NAME v;                                               \
-    COOP_GLOBAL const coop_u64 *a = coop__payload(c);     \
-    v.p = (COOP_GLOBAL T *)(c->arena + a[i]);             \
-    v.sink = (COOP_GLOBAL T *)c->dev->sink;               \
-    v.fault = &c->ch->fault;                              \
-    v.n = a[COOP_MAX_ARGS + i] / (coop_u64)sizeof(T);     \
-    v.tag = i + 1u;                                       \
-    return v;                                             \
+#define COOP__ARG_VIEW(FN, NAME, T)                              \
+  COOP_FN NAME FN(const struct coop_ctx *c, coop_u32 i) {        \
+    NAME v;                                                      \
+    v.p = (COOP_GLOBAL T *)(c->arena + coop__arg(c, i));         \
+    v.sink = (COOP_GLOBAL T *)c->dev->sink;                      \
+    v.fault = &c->ch->fault;                                     \
+    v.n = coop__arg(c, COOP_MAX_ARGS + i) / (coop_u64)sizeof(T); \
+    v.tag = i + 1u;                                              \
+    return v;                                                    \
   }
 COOP__ARG_VIEW(coop_arg_buf_u32, coop_buf_u32, coop_u32)
 COOP__ARG_VIEW(coop_arg_buf_i32, coop_buf_i32, coop_i32)

@@ -146,8 +146,11 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE)
 #define coop_st_rlx(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
-#define coop_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
-#define coop_fence_rel() __nv_atomic_thread_fence(__NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_DEVICE)
+/* Fences as acq_rel, which is both: NVRTC lowers an acquire-only or a
+ * release-only fence to fence.sc, the costlier sequentially consistent
+ * one, and an acq_rel fence to fence.acq_rel */
+#define coop_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#define coop_fence_rel() __nv_atomic_thread_fence(__NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fadd(p, v) \
   __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fsub(p, v) \
@@ -175,7 +178,7 @@ typedef unsigned int coop_atomic_u32;
 #define coop_f2u(f) __float_as_uint((float)(f))
 #define coop_sys_ld_acq(p) __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_ld_rlx(p) __nv_atomic_load_n((p), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM)
-#define coop_sys_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
+#define coop_sys_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_st_rel(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_fadd(p, v) \

@@ -87,13 +87,19 @@ COOP_FN void coop__fork_start(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL stru
   for (coop_u32 a = 0; a < k; a++) coop_st_rlx(&dev->w[ch->pid_of[m0 + a]].state, COOP_WS_ASSIGNED);
 }
 
-/* Broadcast thread 0's value v to the whole workgroup. */
+/* Broadcast thread 0's value v to the whole workgroup, with one workgroup
+ * barrier. Every thread calls it the same number of times (it holds a
+ * barrier), so each keeps the same bslot; calls use the two slots in turn.
+ * Slot k is written again two calls later, after the next call's barrier,
+ * which each thread reaches only once it has read slot k: no second
+ * barrier is needed to keep the value until all have read it (a step
+ * then costs two workgroup barriers, as grid.sync's own). */
 COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
-  if (c->lid == 0u) c->wl->decision = v;
+  coop_u32 k = c->bslot;
+  c->bslot = k ^ 1u;
+  if (c->lid == 0u) c->wl->decision[k] = v;
   coop_wg_barrier();
-  v = c->wl->decision;
-  coop_wg_barrier(); /* nobody rewrites decision before all have read it */
-  return v;
+  return c->wl->decision[k];
 }
 
 /* The primitives below run on thread 0 only, with no workgroup barrier:

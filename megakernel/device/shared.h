@@ -368,7 +368,7 @@ struct coop_sched {
   coop_u64 t_hold_from[COOP_RING]; /* the record's window, copied at intake */
   coop_u64 t_hold_to[COOP_RING];
   /* Each task's args then lens (buffer lengths, bytes: the views), where
-   * its kernel reads them (api.h, coop__payload). Copied from the record at
+   * its kernel's workgroups copy them (worker.cl, coop__next). Copied from the record at
    * intake by the helpers, while thread 0 queues the task from its ring
    * entry, or at the start by thread 0 when there are no helpers. They stay until the slot's next
    * intake: the host reuses a slot only once the task is final, which its last workgroup out writes

@@ -77,7 +77,15 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
   c->forked = c->wl->forked;
   c->left = 0u;
   c->suspended = 0u;
-  coop_wg_barrier(); /* all have read wl before thread 0 may rewrite it */
+  c->bslot = 0u;
+  /* The arguments into workgroup memory (api.h, wl->args), after thread
+   * 0's acquire of the assignment, which the barrier above passes on */
+  if (cmd == COOP_WS_ASSIGNED) {
+    COOP_GLOBAL const coop_u64 *a = c->dev->sched.t_payload[c->ch->task];
+    for (coop_u32 i = c->lid; i < 2u * COOP_MAX_ARGS; i += c->lsize) c->wl->args[i] = a[i];
+  }
+  /* all have read wl, and the arguments are in, before thread 0 may rewrite it */
+  coop_wg_barrier();
   return cmd;
 }
 
