@@ -56,6 +56,9 @@ struct coop_wgl {
    * (ch->task, then the payload) after every barrier, whose acquire fence
    * empties the SM's L1 (docs/scheduler.md, "Arguments") */
   coop_u64 args[2 * COOP_MAX_ARGS];
+  /* thread 0's copy of the kernel's state for a call out of line
+   * (primitives.cl, "Calls out of line"; CUDA only) */
+  coop_u64 st[COOP_TRANSMIT_BYTES / 8];
   coop_u64 scratch[COOP_SCRATCH_BYTES / 8];
   coop_u64 sink[2]; /* where an out-of-bounds scratch access lands (views below) */
 };

@@ -102,6 +102,36 @@ COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
   return c->wl->decision[k];
 }
 
+/* Calls out of line. Thread 0's primitives (coop__primitive0) and the
+ * global barrier (coop__global_barrier0) are one noinline function each,
+ * shared by every kernel (PoCL needs the call; on CUDA, inlined into every
+ * kernel's step loop they doubled NVRTC's time for the shipped set). A
+ * pointer to the context or to the kernel's state passed to such a call
+ * keeps that variable in local memory for the whole loop, and each step
+ * after a barrier, whose acquire fence empties the SM's L1 on CUDA, read
+ * it again from L2. So on CUDA (COOP_CALLS_BY_VALUE) the call takes the
+ * context by value and the state from a copy in workgroup memory
+ * (wl->st), made by thread 0 before the call: both stay in registers. */
+#if COOP_CALLS_BY_VALUE
+#define COOP_CTX_PARAM struct coop_ctx
+#define COOP_CTX_ARG(c) (*(c))
+#define COOP_CTX_OF(p) (&(p))
+COOP_FN const coop_u8 *coop__state_out(struct coop_ctx *c, const coop_u8 *st, coop_u32 n) {
+  coop_u8 *d = (coop_u8 *)c->wl->st;
+  for (coop_u32 b = 0; b < n; b++) d[b] = st[b];
+  return d;
+}
+#else
+#define COOP_CTX_PARAM struct coop_ctx *
+#define COOP_CTX_ARG(c) (c)
+#define COOP_CTX_OF(p) (p)
+COOP_FN const coop_u8 *coop__state_out(struct coop_ctx *c, const coop_u8 *st, coop_u32 n) {
+  (void)c;
+  (void)n;
+  return st;
+}
+#endif
+
 /* The primitives below run on thread 0 only, with no workgroup barrier:
  * coop__after_step broadcasts their outcome once per step. Keeping every
  * iteration of the step loop to the same barriers is what PoCL's work-item
