@@ -11,7 +11,8 @@
  * NAME.cl (coop_app_src_NAME_cl, reached through coop_app.source), and an
  * entry point generated here that plays the runtime's role for one
  * workgroup: a coop_ctx over the hardware ids and a channel the host
- * filled, NAME_init once, then NAME_step until COOP_DONE, a grid sync at
+ * filled, the task's arguments copied into workgroup memory (as the
+ * megakernel's workgroups read them), NAME_init once, then NAME_step until COOP_DONE, a grid sync at
  * every global or resizing barrier, offer_kill never accepted and
  * request_fork forking nothing (both valid outcomes of the primitives,
  * 004 Sec. 3.1). The NVRTC options are megakernel/backends/cuda.c's, plus the
