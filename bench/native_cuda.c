@@ -12,11 +12,10 @@
  * entry point generated here that plays the runtime's role for one
  * workgroup: a coop_ctx over the hardware ids and a channel the host
  * filled, the task's arguments copied into workgroup memory (as the
- * megakernel's workgroups read them), NAME_init once, then NAME_step until COOP_DONE, a grid sync at
- * every global or resizing barrier, offer_kill never accepted and
- * request_fork forking nothing (both valid outcomes of the primitives,
- * 004 Sec. 3.1). The NVRTC options are megakernel/backends/cuda.c's, plus the
- * include path that <cooperative_groups.h> needs.
+ * megakernel's workgroups read them), NAME_init once, then NAME_step until COOP_DONE, a grid sync
+ * at every global or resizing barrier, offer_kill never accepted and request_fork forking nothing
+ * (both valid outcomes of the primitives, 004 Sec. 3.1). The NVRTC options are
+ * megakernel/backends/cuda.c's, plus the include path that <cooperative_groups.h> needs.
  *
  * The driver and NVRTC are opened with dlopen (megakernel/backends/cuda_loader.h),
  * so that --help and --compile-only run where no driver is.

@@ -380,8 +380,8 @@ COOP_FN coop_u32 coop__global_barrier_t0(struct coop_ctx *c) {
   if (r == 2u) coop__release_held(c, (const coop_u8 *)0, 0u);
   return r == 0u;
 }
-COOP_FN0 coop_u32 coop__global_barrier0(COOP_CTX_PARAM cp) {
-  return coop__global_barrier_t0(COOP_CTX_OF(cp));
+COOP_FN0 coop_u32 coop__global_barrier0(COOP__CTX_PARAM cp) {
+  return coop__global_barrier_t0(COOP__CTX_OF(cp));
 }
 
 /* global_barrier, callable from any function by every active workgroup
@@ -389,7 +389,7 @@ COOP_FN0 coop_u32 coop__global_barrier0(COOP_CTX_PARAM cp) {
  * caller must return from its step. */
 COOP_FN coop_u32 coop_global_barrier(struct coop_ctx *c) {
   coop_wg_barrier(); /* every thread's writes before thread 0's release (its add) */
-  coop_u32 left = coop__bcast(c, c->lid == 0u ? coop__global_barrier0(COOP_CTX_ARG(c)) : 0u);
+  coop_u32 left = coop__bcast(c, c->lid == 0u ? coop__global_barrier0(COOP__CTX_ARG(c)) : 0u);
   if (left) c->left = 1u;
   return left;
 }
@@ -418,9 +418,9 @@ COOP_FN coop_u32 coop__resizing_barrier0(struct coop_ctx *c, const coop_u8 *st, 
 
 /* Thread 0: the primitive(s) a step asked for, in the order kill, fork,
  * barrier. Returns 0 to go on, 1 when done, 2 when killed or cancelled. */
-COOP_FN0 coop_u32 coop__primitive0(COOP_CTX_PARAM cp, coop_u32 r, const coop_u8 *st,
+COOP_FN0 coop_u32 coop__primitive0(COOP__CTX_PARAM cp, coop_u32 r, const coop_u8 *st,
                                    coop_u32 st_size) {
-  struct coop_ctx *c = COOP_CTX_OF(cp);
+  struct coop_ctx *c = COOP__CTX_OF(cp);
   if (c->left) return 2u; /* cancelled inside a direct coop_global_barrier */
   if (r & COOP_DONE) return 1u;
   if ((r & COOP_OFFER_KILL) && coop__offer_kill0(c)) return 2u;
@@ -474,7 +474,7 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
   coop_wg_barrier();
   coop_u32 v = 0u;
   if (c->lid == 0u)
-    v = coop__primitive0(COOP_CTX_ARG(c), r, coop__state_out(c, st, st_size), st_size);
+    v = coop__primitive0(COOP__CTX_ARG(c), r, coop__state_out(c, st, st_size), st_size);
   v = coop__bcast(c, v);
   /* Without branches: with the two ifs here, LLVM merged their stores into
    * a block that PoCL's parallel regions could not take ("Incoming edges

@@ -33,7 +33,7 @@ typedef atomic_uint coop_atomic_u32;
 /* For code run by thread 0 alone, with spin loops and no barrier: kept out of
  * line so that PoCL's barrier-region analysis sees one call, not its CFG. */
 #define COOP_FN0 static __attribute__((noinline))
-#define COOP_CALLS_BY_VALUE 0
+#define COOP__CALLS_BY_VALUE 0
 #define COOP_KERNEL_ENTRY kernel
 
 #if defined(__opencl_c_atomic_scope_all_devices)
@@ -140,7 +140,7 @@ typedef unsigned int coop_atomic_u32;
 #define COOP_FN0 static __device__ __noinline__
 /* The step loop's calls out of line take the context by value and the
  * state from workgroup memory (primitives.cl, "Calls out of line") */
-#define COOP_CALLS_BY_VALUE 1
+#define COOP__CALLS_BY_VALUE 1
 #define COOP_KERNEL_ENTRY extern "C" __global__
 
 #define COOP__ORD_ACQ __ATOMIC_ACQUIRE

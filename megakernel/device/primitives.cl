@@ -109,22 +109,22 @@ COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
  * pointer to the context or to the kernel's state passed to such a call
  * keeps that variable in local memory for the whole loop, and each step
  * after a barrier, whose acquire fence empties the SM's L1 on CUDA, read
- * it again from L2. So on CUDA (COOP_CALLS_BY_VALUE) the call takes the
+ * it again from L2. So on CUDA (COOP__CALLS_BY_VALUE) the call takes the
  * context by value and the state from a copy in workgroup memory
  * (wl->st), made by thread 0 before the call: both stay in registers. */
-#if COOP_CALLS_BY_VALUE
-#define COOP_CTX_PARAM struct coop_ctx
-#define COOP_CTX_ARG(c) (*(c))
-#define COOP_CTX_OF(p) (&(p))
+#if COOP__CALLS_BY_VALUE
+#define COOP__CTX_PARAM struct coop_ctx
+#define COOP__CTX_ARG(c) (*(c))
+#define COOP__CTX_OF(p) (&(p))
 COOP_FN const coop_u8 *coop__state_out(struct coop_ctx *c, const coop_u8 *st, coop_u32 n) {
   coop_u8 *d = (coop_u8 *)c->wl->st;
   for (coop_u32 b = 0; b < n; b++) d[b] = st[b];
   return d;
 }
 #else
-#define COOP_CTX_PARAM struct coop_ctx *
-#define COOP_CTX_ARG(c) (c)
-#define COOP_CTX_OF(p) (p)
+#define COOP__CTX_PARAM struct coop_ctx *
+#define COOP__CTX_ARG(c) (c)
+#define COOP__CTX_OF(p) (p)
 COOP_FN const coop_u8 *coop__state_out(struct coop_ctx *c, const coop_u8 *st, coop_u32 n) {
   (void)c;
   (void)n;
