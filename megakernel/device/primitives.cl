@@ -111,7 +111,9 @@ COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
  * after a barrier, whose acquire fence empties the SM's L1 on CUDA, read
  * it again from L2. So on CUDA (COOP__CALLS_BY_VALUE) the call takes the
  * context by value and the state from a copy in workgroup memory
- * (wl->st), made by thread 0 before the call: both stay in registers. */
+ * (wl->st), made by thread 0 before the call, so that the compiler may
+ * keep both in registers (a state too large for them stays in local
+ * memory still; micro_bar's loop has no local access left). */
 #if COOP__CALLS_BY_VALUE
 #define COOP__CTX_PARAM struct coop_ctx
 #define COOP__CTX_ARG(c) (*(c))
