@@ -11,12 +11,21 @@ static void on_idle(uv_idle_t *h) {
   if (!ls->ready || coop__now_ns() < ls->until) return;
   /* Stopping: the flag cleared first, then one more look, so that work a
    * device thread announced while it still read the flag set is taken
-   * now; later work wakes the loop by uv_async (dev__announce). */
-  atomic_store(&ls->spinning, 0);
-  if (ls->turn) ls->turn(ls->turn_arg);
-  if (ls->ready && coop__now_ns() < ls->until) { /* that look asked for more */
-    atomic_store(&ls->spinning, 1);
-    return;
+   * now; later work wakes the loop by uv_async (dev__announce). The look
+   * may call loopspin_for, which sets the flag again: if its window is
+   * still open the spin goes on; if it is over already (a short spin
+   * asked by a look that took longer, as under a sanitizer), the flag is
+   * cleared and looked behind again. The handle never stops with the flag
+   * set: a device thread that read it would announce to a loop asleep in
+   * epoll_wait, and its work would wait for an unrelated wake. */
+  for (;;) {
+    atomic_store(&ls->spinning, 0);
+    if (ls->turn) ls->turn(ls->turn_arg);
+    if (ls->ready && coop__now_ns() < ls->until) { /* that look asked for more */
+      atomic_store(&ls->spinning, 1);
+      return;
+    }
+    if (!atomic_load_explicit(&ls->spinning, memory_order_relaxed)) break; /* loop thread's own */
   }
   uv_idle_stop(h);
 }
