@@ -16,11 +16,23 @@
 #include "journal.h"
 #include "log.h"
 
+unsigned job_io_fds(struct job *j, int *fds) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *a = &j->args[i];
+    if (a->io_fd1 && a->io_owns) fds[n++] = a->io_fd1 - 1;
+    a->io_fd1 = 0;
+    a->io_owns = 0;
+  }
+  return n;
+}
+
 void job_free(struct job *j) {
   if (!j) return;
+  int io[COOP_WIRE_MAX_ARGS];
+  for (unsigned i = 0, n = job_io_fds(j, io); i < n; i++) close(io[i]);
   for (unsigned i = 0; i < j->nargs; i++) {
     if (j->args[i].fd >= 0) close(j->args[i].fd);
-    if (j->args[i].io_fd1) close(j->args[i].io_fd1 - 1);
     free(j->args[i].data);
   }
   free(j->inst);

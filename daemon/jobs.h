@@ -42,10 +42,16 @@ struct job_arg {
   /* a device buffer's range moved with the job (COOP_ARG_DEVBUF_IO;
    * dev_bufs.c, dev__io): bytes io_at..+io_len of the buffer written from the
    * client's descriptor at io_off before the first task (io_dir IN), read
-   * into it after the last (OUT); io_fd1: that descriptor + 1, 0: none */
+   * into it after the last (OUT); io_fd1: that descriptor + 1, 0: none.
+   * Ranges of one job that name one descriptor (a frame's input and output
+   * in the connection's transfer memfd) share one duplicate: io_owns is 1
+   * on the first, which closes it (job_io_fds). io_ino, io_devno: the
+   * file's identity, learned by the device thread's first copy (0: not
+   * yet), so that the next copy through it needs no fstat */
   int io_fd1;
-  uint8_t io_dir;
+  uint8_t io_dir, io_owns;
   uint64_t io_at, io_len, io_off;
+  uint64_t io_ino, io_devno;
 };
 
 struct job {
@@ -141,6 +147,10 @@ struct job {
 };
 
 void job_free(struct job *j);
+/* The descriptors j's ranges own (job_arg.io_owns), taken out of j into
+ * fds (room for COOP_WIRE_MAX_ARGS): the caller closes them. Returns how
+ * many. */
+unsigned job_io_fds(struct job *j, int *fds);
 /* Whether j's arguments name device buffers (bufs.h): they stay on their
  * device, so such a job is neither carried, checkpointed nor moved. */
 int job_has_devbufs(const struct job *j);

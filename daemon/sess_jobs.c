@@ -1,5 +1,6 @@
 /* sess_jobs.c: a client's jobs: SUBMIT, WAIT, CANCEL, STATUS, and the
  * RESULTs and events of finished jobs (session.h). */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,11 +43,18 @@ static int pick_device(struct session *s, uint32_t seq, const struct coop_msg_su
   return best < 0 ? 0 : best;
 }
 
+/* The last descriptor io_range looked at in one SUBMIT, and its size: a
+ * frame's input and output name one memfd, which is looked at once. */
+struct io_seen {
+  int fd;
+  uint64_t size;
+};
+
 /* A device buffer's range moved with the job (COOP_ARG_DEVBUF_IO): inside
  * the buffer, and inside the frame's descriptor it names, a regular file.
  * 0, or (ERROR sent) the code. */
 static int io_range(struct session *s, uint32_t seq, unsigned i, const struct coop_wire_arg *a,
-                    const struct dbuf *b, const int *fds, unsigned nfds) {
+                    const struct dbuf *b, const int *fds, unsigned nfds, struct io_seen *seen) {
   struct stat st;
   if (a->at > b->size || a->size > b->size - a->at) {
     sess_error(s, seq, COOP_EINVAL,
@@ -61,7 +69,13 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
     return COOP_EINVAL;
   }
   int fd = sess_io_fd(s, a, fds, nfds);
-  if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < a->off + a->size) {
+  if (fd >= 0 && fd != seen->fd) {
+    seen->fd = -1;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+      *seen = (struct io_seen){fd, (uint64_t)st.st_size};
+  }
+  /* off + size may wrap: neither is trusted */
+  if (fd < 0 || fd != seen->fd || a->size > seen->size || a->off > seen->size - a->size) {
     sess_error(s, seq, COOP_EINVAL,
                "argument %u: descriptor %u must be a memfd of at least %llu bytes (the range's "
                "offset %llu plus its %llu bytes)",
@@ -80,6 +94,7 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
 static int device_buffers(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
                           struct dbuf **bufs, const int *fds, unsigned nfds) {
   int dev = m->device;
+  struct io_seen seen = {-1, 0};
   for (unsigned i = 0; i < m->nargs; i++) {
     const struct coop_wire_arg *a = &m->args[i];
     if (a->type != COOP_ARG_DEVBUF && a->type != COOP_ARG_DEVBUF_IO) continue;
@@ -90,7 +105,7 @@ static int device_buffers(struct session *s, uint32_t seq, const struct coop_msg
       return e.code;
     }
     if (a->type == COOP_ARG_DEVBUF_IO) {
-      int r = io_range(s, seq, i, a, bufs[i], fds, nfds);
+      int r = io_range(s, seq, i, a, bufs[i], fds, nfds, &seen);
       if (r) return r;
     }
     if (dev != COOP_WIRE_ANY_DEVICE && dev != bufs[i]->device) {
@@ -251,7 +266,12 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   int dev = device_buffers(s, seq, m, bufs, fds, nfds);
   if (dev == COOP_WIRE_ANY_DEVICE) dev = pick_device(s, seq, m);
   if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, bufs, &bytes)) return;
+  errno = ENOMEM;
   struct job *j = sess_make_job(s, m, k, fds, bytes);
+  if (!j && (errno == EMFILE || errno == ENFILE))
+    return sess_error(s, seq, COOP_ELIMIT,
+                      "coopd is out of file descriptors (a range's duplicate): try again later "
+                      "(its administrator should raise LimitNOFILE)");
   if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
   TRACE_SET(j, recv, s->rx_ns);
   TRACE_STAMP(j, admitted);

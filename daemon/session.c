@@ -213,11 +213,17 @@ int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int
   return a->fd < nfds ? fds[a->fd] : -1;
 }
 
-/* Takes the frame's descriptors it uses (sets them to -1 in fds). */
+/* Takes the frame's descriptors it uses (sets them to -1 in fds). NULL
+ * with errno set (ENOMEM; EMFILE or ENFILE: no descriptor for a range's
+ * duplicate). */
 struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
                           int *fds, uint64_t bytes) {
   struct job *j = calloc(1, sizeof *j);
   if (!j) return NULL;
+  /* before any argument is filled: a failure part way frees the job, and
+   * job_free closes every argument's descriptor (calloc's 0 was coopd's
+   * standard input, or whatever took that number since) */
+  for (unsigned i = 0; i < COOP_WIRE_MAX_ARGS; i++) j->args[i].fd = -1;
   j->id = ++s->dm->next_job;
   j->uid = s->uid;
   j->pid = s->pid;
@@ -243,15 +249,25 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
     ja->fd = -1;
     if (a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO) {
       /* resolved and checked by sess_submit; a range moved with the job
-       * keeps a duplicate of its descriptor, which others may name too */
+       * keeps a duplicate of its descriptor, which others may name too.
+       * Ranges that name one descriptor share one duplicate (a frame's
+       * input and output: one fcntl, and one close, a frame) */
       struct job_err e;
       struct dbuf *b = dbuf_lookup(s->dm, s->uid, a->bits, &e);
       if (a->type == COOP_ARG_DEVBUF_IO) {
         int src = sess_io_fd(s, a, fds, COOP_WIRE_MAX_FDS); /* checked by sess_submit */
-        int fd = src < 0 ? -1 : fcntl(src, F_DUPFD_CLOEXEC, 0);
+        int fd = -1;
+        for (unsigned p = 0; p < i && fd < 0; p++)
+          if (m->args[p].type == COOP_ARG_DEVBUF_IO && j->args[p].io_owns &&
+              sess_io_fd(s, &m->args[p], fds, COOP_WIRE_MAX_FDS) == src)
+            fd = j->args[p].io_fd1 - 1;
+        ja->io_owns = fd < 0;
+        if (fd < 0 && src >= 0) fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
         if (fd < 0) {
+          int err = src < 0 ? EBADF : errno;
           dbuf_job_done(s->dm, j);
           job_free(j);
+          errno = err;
           return NULL;
         }
         ja->io_fd1 = fd + 1;
@@ -280,6 +296,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
       if (!ja->data) {
         dbuf_job_done(s->dm, j);
         job_free(j);
+        errno = ENOMEM;
         return NULL;
       }
       memcpy(ja->data, a->data, a->size);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -368,6 +369,91 @@ START_TEST(a_job_moves_its_ranges) {
   ck_assert_int_eq(coop_cancel(c, id), 0);
   ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
   for (size_t i = 0; i < N; i++) ck_assert_uint_eq(back[i], 0xababababu);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
+/* A frame of the render whose input and output move with it (a into ba,
+ * c out of bc; b in bb): both ranges travel in the connection's one
+ * transfer memfd. Submitted, its id; `reps` repetitions. */
+static int frame_go(coop_conn *c, uint64_t ba, uint64_t bb, uint64_t bc, const float *a, float *o,
+                    uint32_t reps, uint64_t *id) {
+  coop_job *j = coop_job_new("render", 1);
+  coop_job_buffer_io(j, ba, 0, a, NULL, RN * RN * sizeof *a);
+  coop_job_buffer(j, bb);
+  coop_job_buffer_io(j, bc, 0, NULL, o, RN * RN * sizeof *o);
+  coop_job_u32(j, RN);
+  coop_job_u32(j, reps);
+  int e = coop_submit(c, j, id);
+  coop_job_free(j);
+  return e;
+}
+
+/* What /proc says coopd's descriptor n is ("" if none). */
+static void fd_link(pid_t pid, int n, char *link, size_t len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, n);
+  ssize_t k = readlink(path, link, len - 1);
+  link[k > 0 ? k : 0] = '\0';
+}
+
+/* A frame's two ranges name one memfd: coopd keeps one duplicate of it
+ * for the job, not one a range (one fcntl and one close a frame), and
+ * closes it once the job has ended. With no descriptor left for that
+ * duplicate (EMFILE) the job is refused as coopd being out of descriptors,
+ * and nothing else of coopd's is closed: the job's arguments not yet
+ * filled once had descriptor 0 (calloc's), which job_free closed. */
+START_TEST(a_frames_ranges_share_one_duplicate) {
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(fa, fb);
+  uint64_t ba = 0, bb = 0, bc = 0, id = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fa, NULL, 0, &ba), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fb, fb, 0, &bb), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof got, NULL, 0, &bc), 0);
+  for (int k = 0; k < 4; k++) { /* from the second on, named by XFER */
+    fa[0] = (float)k;
+    matmul_ref(fa, fb, want);
+    memset(got, 0, sizeof got);
+    ck_assert_int_eq(frame_go(c, ba, bb, bc, fa, got, 1, &id), 0);
+    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+    for (int i = 0; i < RN * RN; i++)
+      ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", k, i);
+  }
+  int kept = memfds_of(d.pid, "coop-transfer");
+  ck_assert_int_eq(kept, 1);
+  /* a long frame: while it runs, its two ranges hold one duplicate */
+  ck_assert_int_eq(frame_go(c, ba, bb, bc, fa, got, 1u << 30, &id), 0);
+  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), kept + 1);
+  ck_assert_int_eq(coop_cancel(c, id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
+  for (int t = 0; t < 200 && memfds_of(d.pid, "coop-transfer") != kept; t++) msleep(10);
+  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), kept);
+  /* coopd's table full below its limit: the duplicate cannot be had */
+  char fd0[256], fd0_after[256];
+  fd_link(d.pid, 0, fd0, sizeof fd0);
+  int lim = 0;
+  for (char link[256];; lim++) {
+    fd_link(d.pid, lim, link, sizeof link);
+    if (!link[0]) break;
+  }
+  struct rlimit rl, was;
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
+  rl.rlim_cur = (rlim_t)lim;
+  rl.rlim_max = was.rlim_max;
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
+  int e = frame_go(c, ba, bb, bc, fa, got, 1, &id);
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
+  fd_link(d.pid, 0, fd0_after, sizeof fd0_after);
+  ck_assert_str_eq(fd0_after, fd0);
+  ck_assert_msg(e == COOP_ELIMIT, "%s: %s", coop_err_name(e), coop_errmsg(c));
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "out of file descriptors"));
+  /* and the next frame, with room again, runs */
+  ck_assert_int_eq(frame_go(c, ba, bb, bc, fa, got, 1, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
   coop_disconnect(c);
   bufs_stop(&d);
 }
@@ -1082,6 +1168,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, life_cycle);
   tcase_add_test(tc, a_job_moves_its_ranges);
+  tcase_add_test(tc, a_frames_ranges_share_one_duplicate);
   tcase_add_test(tc, inline_bytes_share_one_memfd);
   tcase_add_test(tc, owners_and_connections);
   tcase_add_test(tc, counted_per_user);

@@ -127,20 +127,32 @@ int dev__check_bufs(struct dev *d, struct job *j) {
 /* One range of a device buffer between it and the client's descriptor,
  * for a job that moves it (COOP_ARG_DEVBUF_IO): the device process maps
  * and pins the descriptor once when it can (xmap.h), as for BUF_WRITE. */
-static int io_copy(struct dev *d, const struct job *j, const struct job_arg *a, int in) {
+static int io_copy(struct dev *d, struct job *j, struct job_arg *a, int in) {
   struct dp_buf b = {.size = a->io_len,
                      .arg = a->devbuf_arg,
                      .at = a->io_at,
                      .off = a->io_off,
                      .fd = a->io_fd1 - 1,
-                     .owner = j->uid + 1};
-  return dp_copy(d->rt, &b, in);
+                     .owner = j->uid + 1,
+                     .ino = a->io_ino,
+                     .devno = a->io_devno};
+  int e = dp_copy(d->rt, &b, in);
+  /* what dp_copy learned of the file, for this job's next copy through it
+   * (its output, a frame's other range): one fstat a frame, not one a copy */
+  for (unsigned i = 0; i < j->nargs; i++) {
+    struct job_arg *o = &j->args[i];
+    if (o->io_fd1 == a->io_fd1) {
+      o->io_ino = b.ino;
+      o->io_devno = b.devno;
+    }
+  }
+  return e;
 }
 
 int dev__io(struct dev *d, struct job *j, int in) {
   unsigned want = in ? COOP_BUF_IN : COOP_BUF_OUT;
   for (unsigned i = 0; i < j->nargs; i++) {
-    const struct job_arg *a = &j->args[i];
+    struct job_arg *a = &j->args[i];
     if (!a->io_fd1 || !(a->io_dir & want)) continue;
     int e = d->rt ? io_copy(d, j, a, in) : COOP_ELOST;
     if (e == COOP_ELOST && (!d->rt || !dp_alive(d->rt)))

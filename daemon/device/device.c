@@ -287,15 +287,15 @@ void dev__hand_back(struct dev *d, struct job *j) {
    * every time the daemon's descriptor table grew past a power of two the
    * kernel's expansion (an RCU grace period, the process being threaded)
    * stopped the loop for 5 to 14 ms (bench/RESULTS.md, "A frame in one
-   * request each way") */
+   * request each way"). They are taken out of the job here and closed
+   * once it is announced: a close is a system call that the RESULT need
+   * not wait for */
+  int io[COOP_WIRE_MAX_ARGS];
+  unsigned nio = job_io_fds(j, io);
   for (unsigned i = 0; i < j->nargs; i++) {
     if (j->args[i].fd >= 0) {
       close(j->args[i].fd);
       j->args[i].fd = -1;
-    }
-    if (j->args[i].io_fd1) {
-      close(j->args[i].io_fd1 - 1);
-      j->args[i].io_fd1 = 0;
     }
   }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
@@ -310,6 +310,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
   d->out_tail = j;
   pthread_mutex_unlock(&d->mu);
   dev__announce(d);
+  for (unsigned i = 0; i < nio; i++) close(io[i]);
 }
 
 void dev__cancel_queued(struct dev *d, struct job *j, const char *why) {

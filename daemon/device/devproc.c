@@ -571,11 +571,18 @@ static int mapped_find(const struct dp *p, const struct stat *st, uint32_t owner
  * against 2, back to back on an H200: docs/daemon.md, "Device buffers").
  * Where the child has let it go (a park clears its mappings), it copies
  * nothing and says so, and the descriptor goes after all. */
-int dp_copy(struct dp *p, const struct dp_buf *b, int in) {
+int dp_copy(struct dp *p, struct dp_buf *b, int in) {
   uint32_t op = in ? DP_WRITE : DP_READ;
   int fds[DP_MAX_FDS];
   struct stat st;
-  int named = b->fd >= 0 && !b->share && fstat(b->fd, &st) == 0;
+  int named = b->fd >= 0 && !b->share && (b->ino || fstat(b->fd, &st) == 0);
+  if (named && b->ino) { /* the caller's, from an earlier look at the same descriptor */
+    st.st_ino = (ino_t)b->ino;
+    st.st_dev = (dev_t)b->devno;
+  } else if (named) {
+    b->ino = (uint64_t)st.st_ino;
+    b->devno = (uint64_t)st.st_dev;
+  }
   int k = named ? mapped_find(p, &st, b->owner) : -1;
   if (k >= 0) {
     struct dp_buf x = *b;

@@ -90,6 +90,9 @@ struct dp_buf {
   uint64_t share; /* not 0: the bytes are at this address of a share of that process
                    * (dp_share, dp_share_open), not in fd */
   uint32_t owner; /* uid + 1 of the client whose descriptor fd is, 0: coopd's (xmap.h) */
+  /* dp_copy: fd's file (st_ino, st_dev), when the caller knows it (ino not
+   * 0); else dp_copy looks (fstat) and fills them in */
+  uint64_t ino, devno;
 };
 /* Allocates every buffer (zeroed) and copies the IN ones in (in ==
  * DP_IN_LATER: allocated only, its bytes come by dp_copy next). On failure
@@ -104,7 +107,7 @@ int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id re
  * buffer arg (at `at`), into the buffer when `in`, else out of it.
  * COOP_EINVAL: no such buffer, or the range is not inside it; COOP_EIO:
  * the descriptor was short or could not be written. */
-int dp_copy(struct dp *p, const struct dp_buf *b, int in);
+int dp_copy(struct dp *p, struct dp_buf *b, int in);
 /* Buffers copied on the device into one buffer `to` (a checkpoint's
  * snapshot, dev_ckpt.c): b[i].size bytes of the buffer b[i].arg to `to` at
  * b[i].at (coop_rt_arena_dup); each source's guard zones checked, as
