@@ -287,14 +287,14 @@ void dev__hand_back(struct dev *d, struct job *j) {
    * every time the daemon's descriptor table grew past a power of two the
    * kernel's expansion (an RCU grace period, the process being threaded)
    * stopped the loop for 5 to 14 ms (bench/RESULTS.md, "A frame in one
-   * request each way"). They are taken out of the job here and closed
+   * request each way"). Both are taken out of the job here and closed
    * once it is announced: a close is a system call that the RESULT need
    * not wait for */
-  int io[COOP_WIRE_MAX_ARGS];
+  int io[2 * COOP_WIRE_MAX_ARGS];
   unsigned nio = job_io_fds(j, io);
   for (unsigned i = 0; i < j->nargs; i++) {
     if (j->args[i].fd >= 0) {
-      close(j->args[i].fd);
+      io[nio++] = j->args[i].fd;
       j->args[i].fd = -1;
     }
   }
