@@ -255,7 +255,8 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
                       m->kernel, coming, dm->cfg.grace_ms);
   uint64_t bytes = 0;
   /* a buffer's descriptor is its argument's alone (the job takes it);
-   * ranges moved with the job may share one (each keeps a duplicate) */
+   * ranges moved with the job may share one (and one duplicate of it:
+   * sess_make_job) */
   for (unsigned a = 0; a < m->nargs; a++)
     for (unsigned b = a + 1; k && b < m->nargs; b++)
       if ((m->args[a].type == COOP_ARG_BUF || m->args[b].type == COOP_ARG_BUF) &&
