@@ -557,10 +557,10 @@ int dp_unstage(struct dp *p, const struct dp_buf *b, unsigned n, coop_task_id re
   return e;
 }
 
-static int mapped_find(const struct dp *p, const struct stat *st, uint32_t owner) {
+static int mapped_find(const struct dp *p, const struct dp_buf *b) {
   for (unsigned i = 0; i < XMAP_SLOTS; i++)
-    if (p->mapped[i].set && p->mapped[i].dev == st->st_dev && p->mapped[i].ino == st->st_ino &&
-        p->mapped[i].owner == owner)
+    if (p->mapped[i].set && p->mapped[i].dev == b->devno && p->mapped[i].ino == b->ino &&
+        p->mapped[i].owner == b->owner)
       return (int)i;
   return -1;
 }
@@ -570,27 +570,26 @@ static int mapped_find(const struct dp *p, const struct stat *st, uint32_t owner
  * channel, where a descriptor goes only by the socket (18 us a request
  * against 2, back to back on an H200: docs/daemon.md, "Device buffers").
  * Where the child has let it go (a park clears its mappings), it copies
- * nothing and says so, and the descriptor goes after all. */
+ * nothing and says so, and the descriptor goes after all. The identity is
+ * the caller's when it has looked before (b->ino), else looked up here
+ * and left in b for its next copy through the same descriptor. */
 int dp_copy(struct dp *p, struct dp_buf *b, int in) {
   uint32_t op = in ? DP_WRITE : DP_READ;
   int fds[DP_MAX_FDS];
   struct stat st;
-  int named = b->fd >= 0 && !b->share && (b->ino || fstat(b->fd, &st) == 0);
-  if (named && b->ino) { /* the caller's, from an earlier look at the same descriptor */
-    st.st_ino = (ino_t)b->ino;
-    st.st_dev = (dev_t)b->devno;
-  } else if (named) {
+  if (b->fd >= 0 && !b->share && !b->ino && fstat(b->fd, &st) == 0) {
     b->ino = (uint64_t)st.st_ino;
     b->devno = (uint64_t)st.st_dev;
   }
-  int k = named ? mapped_find(p, &st, b->owner) : -1;
+  int named = b->fd >= 0 && !b->share && b->ino;
+  int k = named ? mapped_find(p, b) : -1;
   if (k >= 0) {
     struct dp_buf x = *b;
     x.fd = -1;
     pack_fds(&x, 1, &p->q.u.bufs, fds);
     p->q.u.bufs.b[0].fd = DP_FD_PINNED;
-    p->q.a = (uint64_t)st.st_dev;
-    p->q.b = (uint64_t)st.st_ino;
+    p->q.a = b->devno;
+    p->q.b = b->ino;
     int e = call_fds(p, op, fds, 0, DP_CALL_MS);
     p->q.a = p->q.b = 0; /* q is reused */
     if (e || p->r.n) return e;
@@ -598,10 +597,10 @@ int dp_copy(struct dp *p, struct dp_buf *b, int in) {
   }
   unsigned nfds = pack_fds(b, 1, &p->q.u.bufs, fds);
   int e = call_fds(p, op, fds, nfds, DP_CALL_MS);
-  if (e == 0 && named && p->r.n && mapped_find(p, &st, b->owner) < 0) {
+  if (e == 0 && named && p->r.n && mapped_find(p, b) < 0) {
     unsigned i = p->mapped_next++ % XMAP_SLOTS;
-    p->mapped[i].dev = st.st_dev;
-    p->mapped[i].ino = st.st_ino;
+    p->mapped[i].dev = b->devno;
+    p->mapped[i].ino = b->ino;
     p->mapped[i].owner = b->owner;
     p->mapped[i].set = 1;
   }
