@@ -101,6 +101,25 @@ static void wait_width(const uint32_t *ctl, unsigned want) {
                __atomic_load_n(&ctl[2], __ATOMIC_ACQUIRE));
 }
 
+/* One non-cooperative `ids` task of k groups, checked: each of its groups
+ * ran once with num_groups == k, none other ran, its times in order. */
+static struct coop_rt_task_info churn_one(struct fx *f, uint32_t *o, unsigned k) {
+  unsigned w = coop_rt_workers(f->rt);
+  memset(o, 0, 2 * w * sizeof *o);
+  uint64_t a[1] = {coop_rt_buf_arg(f->rt, o)};
+  struct coop_rt_task_info ti = finish(f, submit(f, f->ids, k, 0, 0, 1, a));
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_int_ge(ti.gather_ns, 0);
+  ck_assert_int_le(ti.t_released, ti.t_gathered);
+  ck_assert_int_le(ti.t_gathered, ti.t_started);
+  ck_assert_int_le(ti.t_started, ti.t_finished);
+  for (unsigned g = 0; g < w; g++) {
+    ck_assert_uint_eq(o[2 * g], g < k ? 1u : 0u);
+    ck_assert_uint_eq(o[2 * g + 1], g < k ? k : 0u);
+  }
+  return ti;
+}
+
 /* Runs `n` non-cooperative `ids` tasks of churn_k groups, checking each ran
  * exactly its K groups with num_groups == K. With ctl, it first waits for
  * the stopsweep kernel to be back at full width, so every gather must kill. */
@@ -108,25 +127,34 @@ static void churn_wait(struct fx *f, int n, const uint32_t *ctl) {
   unsigned w = coop_rt_workers(f->rt);
   uint32_t *o = coop_rt_alloc(f->rt, 2 * w * sizeof *o);
   for (int i = 0; i < n; i++) {
-    unsigned k = churn_k(w, i);
     if (ctl) wait_width(ctl, w);
-    memset(o, 0, 2 * w * sizeof *o);
-    uint64_t a[1] = {coop_rt_buf_arg(f->rt, o)};
-    struct coop_rt_task_info ti = finish(f, submit(f, f->ids, k, 0, 0, 1, a));
-    ck_assert_int_eq(ti.state, COOP_TASK_DONE);
-    ck_assert_int_ge(ti.gather_ns, 0);
-    ck_assert_int_le(ti.t_released, ti.t_gathered);
-    ck_assert_int_le(ti.t_gathered, ti.t_started);
-    ck_assert_int_le(ti.t_started, ti.t_finished);
-    for (unsigned g = 0; g < w; g++) {
-      ck_assert_uint_eq(o[2 * g], g < k ? 1u : 0u);
-      ck_assert_uint_eq(o[2 * g + 1], g < k ? k : 0u);
-    }
+    churn_one(f, o, churn_k(w, i));
   }
   coop_rt_free(f->rt, o);
 }
 
 static void churn(struct fx *f, int n) { churn_wait(f, n, NULL); }
+
+/* Churns at least `n` tasks and then on until the task `id` has ended (at
+ * most 64 n): on a fast device a fixed number of short tasks may all have
+ * run before the task grew or after it ended, which would leave its
+ * resizing barriers nothing to kill. Returns how many ran; `first` is the
+ * first one's times and `last` the last one's end (CLOCK_MONOTONIC ns). */
+static unsigned churn_during(struct fx *f, int n, coop_task_id id, struct coop_rt_task_info *first,
+                             int64_t *last) {
+  unsigned w = coop_rt_workers(f->rt), ran = 0;
+  uint32_t *o = coop_rt_alloc(f->rt, 2 * w * sizeof *o);
+  for (int i = 0; i < 64 * n; i++) {
+    struct coop_rt_task_info live;
+    ck_assert_int_eq(coop_rt_task_info(f->rt, id, &live), 0);
+    if (i >= n && live.state != COOP_TASK_PENDING && live.state != COOP_TASK_RUNNING) break;
+    struct coop_rt_task_info ti = churn_one(f, o, churn_k(w, i));
+    if (ran++ == 0) *first = ti;
+    *last = ti.t_finished;
+  }
+  coop_rt_free(f->rt, o);
+  return ran;
+}
 
 START_TEST(discovery_finds_occupancy) {
   struct fx f;
@@ -235,7 +263,9 @@ static void sweep_run(int query, int nchurn, unsigned rounds) {
   uint64_t a[5] = {coop_rt_buf_arg(f.rt, data), n, rounds, coop_rt_buf_arg(f.rt, err),
                    coop_rt_buf_arg(f.rt, cnt)};
   coop_task_id id = submit(&f, f.sweep, w, 1, query, 5, a);
-  churn(&f, nchurn);
+  struct coop_rt_task_info first = {0};
+  int64_t last = 0;
+  unsigned tasks = churn_during(&f, nchurn, id, &first, &last);
   struct coop_rt_task_info ti = finish(&f, id);
   ck_assert_int_eq(ti.state, COOP_TASK_DONE);
   for (unsigned i = 0; i < n; i++)
@@ -245,7 +275,21 @@ static void sweep_run(int query, int nchurn, unsigned rounds) {
   ck_assert_msg(err[1] == 0, "%u group ids >= M", err[1]);
   ck_assert_msg(err[2] == 0, "%u intervals with a group count != M", err[2]);
   ck_assert_uint_eq(ti.resizes, rounds);
-  if (nchurn > 0) ck_assert_msg(ti.kills > 0, "no kill in %u resizing barriers", ti.resizes);
+  fprintf(stderr,
+          "sweep (%s barrier, %u workers): %u kills, %u forks in %.3f ms; the first of %u churn "
+          "tasks released %+.3f ms after its start, gathered %+.3f\n",
+          query ? "query" : "plain", w, ti.kills, ti.forks, (ti.t_finished - ti.t_started) / 1e6,
+          tasks, (first.t_released - ti.t_started) / 1e6, (first.t_gathered - ti.t_started) / 1e6);
+  if (nchurn > 0)
+    ck_assert_msg(ti.kills > 0,
+                  "no kill in %u resizing barriers: the sweep ran %.3f ms on %u..%u groups "
+                  "(%u at its start); %u churn tasks, the first submitted %+.3f ms after "
+                  "its start, released %+.3f, gathered %+.3f, started %+.3f; the last "
+                  "ended %+.3f ms after its end",
+                  ti.resizes, (ti.t_finished - ti.t_started) / 1e6, ti.m_min, ti.m_max,
+                  ti.m_initial, tasks, (first.t_submitted - ti.t_started) / 1e6,
+                  (first.t_released - ti.t_started) / 1e6, (first.t_gathered - ti.t_started) / 1e6,
+                  (first.t_started - ti.t_started) / 1e6, (last - ti.t_finished) / 1e6);
   fx_close(&f);
 }
 

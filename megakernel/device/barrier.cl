@@ -136,6 +136,39 @@ COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
   return h;
 }
 
+/* Master, thread 0, before its own arrival (wl->hold_next): hold its
+ * episode, which cannot complete before that arrival. Returns 1 once the
+ * word shows a hold (its own or another's), 0 if the episode was released
+ * (a cancellation's add) or a claim found it so.
+ * Query variant: a claim in flight by another (ep_hold set) is waited for
+ * until the word shows its hold, or until ep_hold is given back (that
+ * claim was a late one for an episode already released), and then made
+ * here. Taking "another holds" for a hold let the master add its arrival
+ * while a slave's compare-and-swap was still losing to the arrivals' adds:
+ * such a claim lands only once the adds stop, which at the last arrival is
+ * too late, and at 1087 workgroups on an H200 the query barrier then made
+ * no kill in 3000 episodes (test_runtime `resizing_query`). Before the
+ * master's arrival the count stays short of its target, so a claim in
+ * flight lands and this wait ends. Values (Ranges above): d in [-N, -1]
+ * unheld, [-N - H, -H - 1] held. */
+COOP_FN coop_u32 coop__bar_hold_first(COOP_GLOBAL struct coop_chan *ch,
+                                      COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 query) {
+  if (!query) return coop__bar_hold_now(ch, w, t, 0u); /* under the lock: no claim in flight */
+  for (;;) {
+    coop_i32 d = (coop_i32)(coop_ld_rlx(w) - t);
+    if (d >= 0) return 0u;
+    if (d <= -(coop_i32)COOP__BAR_HOLD) return 1u;
+    coop_u32 z = 0u;
+    if (coop_ld_rlx(&ch->ep_hold) == 0u && coop_cas(&ch->ep_hold, &z, 1u)) {
+      coop_u32 v = coop_ld_rlx(w);
+      while ((coop_i32)(v - t) < 0)
+        if (coop_cas(w, &v, v - COOP__BAR_HOLD)) return 1u;
+      coop_st_rlx(&ch->ep_hold, 0u);
+      return 0u;
+    }
+  }
+}
+
 /* Thread 0, its episode's word read at d >= 0 (released): the acquire of
  * every add before that value, and whether it was a cancellation's add
  * instead (coop__bar_spin). */
@@ -272,7 +305,7 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   coop_u32 e = wl->gen, n = wl->n_max, t = wl->base[e & 1u] + COOP__BAR_EP, slot = (e - 1u) & 3u;
   COOP_GLOBAL coop_atomic_u32 *word = COOP__BAR_WORD(ch, e);
   coop_u32 held = 0u;
-  if (resizing && wl->hold_next) held = coop__bar_hold_now(ch, word, t, wl->query);
+  if (resizing && wl->hold_next) held = coop__bar_hold_first(ch, word, t, wl->query);
   wl->hold_next = 0u;
   coop_u32 v = coop_fadd_rel(word, 1u) + 1u;
   /* The next episode's first add: in flight with this one, it has landed
@@ -307,6 +340,9 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
     if (cancelled) return 0u;
   }
   if (d < 0) return 2u;
+  /* A hold asked for (held), the episode released plain: another's claim
+   * lost to the arrivals (coop__bar_hold_first). Hold the next one first. */
+  if (held) wl->hold_next = 1u;
   wl->gen = e + 1u;
   wl->base[e & 1u] = t;
   return 1u;
