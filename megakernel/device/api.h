@@ -48,8 +48,10 @@ struct coop_wgl {
    * episode and its resizing-barrier episodes; a hold or an offer to make
    * before the next arrival; the channel's n_max and query flag, copied at
    * the start (a load from the channel after a barrier's acquire fence
-   * goes to L2); the suspension flag the master read at its last arrival */
-  coop_u32 gen, base[2], m_ep, resizes, hold_next, n_max, query, sus;
+   * goes to L2); the suspension flag the master read at its last arrival;
+   * the want_kill a slave of the query barrier read before its step's
+   * workgroup barrier (coop__after_step) */
+  coop_u32 gen, base[2], m_ep, resizes, hold_next, n_max, query, sus, want_pre;
   /* The task's arguments then lens, copied from sched.t_payload when the
    * workgroup takes the task (worker.cl, coop__next): read from device
    * memory, an argument cost a kernel two dependent L2 round trips

@@ -103,15 +103,12 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
   return 0u;
 }
 
-/* The query variant's hold, without the lock: every workgroup that sees
- * want_kill beside its arrival may hold, so that a kill or a suspension
- * asked for while the last arrive is made at this episode (a hold made
- * only by the master, a round trip or two after its own arrival, missed
- * the episode whenever the others completed it meanwhile: a step more).
- * The one that moves ep_hold from 0 to 1 holds, or gives ep_hold back if
- * the episode was released first. Returns 1 if the episode is held or
- * another is holding it (which may yet fail: the kill then waits for the
- * next episode). */
+/* The query variant's hold by the master after its arrival, without the
+ * lock (slaves hold with their arrival: coop__slave_wait). The one that
+ * moves ep_hold from 0 to 1 holds, or gives ep_hold back if the episode
+ * was released first. Returns 1 if the episode is held or another is
+ * holding it (which may yet fail: coop__master_wait then holds the next
+ * episode first). */
 COOP_FN coop_u32 coop__bar_claim(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                  coop_u32 t) {
   coop_u32 z = 0u, v = coop_ld_rlx(w);
@@ -245,9 +242,15 @@ COOP_FN coop_u32 coop__plain_offer(struct coop_ctx *c, COOP_GLOBAL coop_atomic_u
 }
 
 /* Slave, thread 0: arrive, wait, and learn whether a held release removed
- * it. offer: 2 in the query resizing barrier, where a slave that sees
- * want_kill beside its add holds the episode for the master
- * (coop__bar_claim); 1 in the plain one. Its offer is judged after
+ * it. offer: 2 in the query resizing barrier, where a slave that read
+ * want_kill non-zero before its step's workgroup barrier (wl->want_pre,
+ * coop__after_step) holds the episode for the master with its arrival:
+ * one add of 1 - H, which cannot come too late (the episode waits for
+ * that very arrival), where a compare-and-swap after the add lost to the
+ * other arrivals' adds until the last was in (at 1087 workgroups on an
+ * H200, always). ep_hold, taken first, makes it one hold an episode; if
+ * another has it, the master's hold covers the episode
+ * (coop__bar_hold_first). 1 in the plain one: its offer is judged after
  * the add, with want_kill read beside it (a hint: a stale zero only delays
  * the surrender); an offer that comes too late, the episode released by
  * then, is made before the next arrival, where it cannot be. Returns GO,
@@ -260,13 +263,14 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
   coop_u32 early = offer == 1u && wl->hold_next;
   if (early) coop__plain_offer(c, word, t);
   wl->hold_next = 0u;
-  coop_u32 v = coop_fadd_rel(word, 1u) + 1u;
+  coop_u32 add = 1u, z = 0u;
+  if (offer == 2u && wl->want_pre != 0u && coop_ld_rlx(&ch->ep_hold) == 0u &&
+      coop_cas(&ch->ep_hold, &z, 1u))
+    add = 1u - COOP__BAR_HOLD;
+  coop_u32 v = coop_fadd_rel(word, add) + add;
   if (offer == 1u && !early && coop_ld_rlx(&ch->want_kill) != 0u) {
     wl->hold_next = coop__plain_offer(c, word, t) == 2u;
     v = t - 1u; /* read the word again */
-  } else if (offer == 2u && (coop_i32)(v - t) < 0 && coop_ld_rlx(&ch->want_kill) != 0u) {
-    coop__bar_claim(ch, word, t);
-    v = t - 1u;
   }
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) { /* this add completed the episode (or met a cancellation) */
@@ -507,6 +511,13 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
    * must be behind this workgroup barrier first. (Missing, it showed on the
    * H100 as bc's deltas read stale across barriers, 1 in 10^4 off, only
    * when the kernel shrank to one workgroup and grew back.) */
+  /* A slave of the query barrier reads want_kill here, its round trip
+   * beside the workgroup barrier's wait, and holds the episode with its
+   * arrival if it is non-zero (coop__slave_wait) */
+  if (c->lid == 0u)
+    c->wl->want_pre = (r & COOP_RESIZING_BARRIER) && c->vid != 0u && c->wl->query
+                          ? coop_ld_rlx(&c->ch->want_kill)
+                          : 0u;
   coop_wg_barrier();
   coop_u32 v = 0u;
   if (c->lid == 0u)

@@ -51,6 +51,7 @@ COOP_FN0 void coop__took(COOP_LOCAL struct coop_wgl *wl, COOP_GLOBAL struct coop
   wl->n_max = ch->n_max;
   wl->query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
   wl->sus = 0u;
+  wl->want_pre = 0u;
   /* The task's first start: a forked workgroup's never is (its forker
    * started before it). Relaxed, a reduction not waited for; the
    * decrement of alive (acq_rel) in coop__report orders it. */
