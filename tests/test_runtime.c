@@ -17,7 +17,7 @@
 
 struct fx {
   coop_rt *rt;
-  int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke;
+  int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke, gate;
 };
 
 static void fx_open(struct fx *f) {
@@ -35,6 +35,7 @@ static void fx_open(struct fx *f) {
   f->phases = coop_rt_add_kernel(f->rt, "phases", 1, k_phases);
   f->forever = coop_rt_add_kernel(f->rt, "forever", 1, k_forever);
   f->offerspin = coop_rt_add_kernel(f->rt, "offerspin", 1, k_offerspin);
+  f->gate = coop_rt_add_kernel(f->rt, "gate", 1, k_gate);
   f->stress = coop_rt_add_kernel(f->rt, "stopsweep", 1, coop_stopsweep_src);
   ck_assert_int_ge(f->stress, 0);
   f->viewpoke = coop_rt_add_kernel(f->rt, "viewpoke", 0, k_viewpoke);
@@ -292,6 +293,67 @@ static void sweep_run(int query, int nchurn, unsigned rounds) {
                   (first.t_started - ti.t_started) / 1e6, (last - ti.t_finished) / 1e6);
   fx_close(&f);
 }
+
+/* Waits (up to 60 s) until *word >= want. */
+static void wait_word(const uint32_t *word, uint32_t want, const char *what) {
+  for (int ms = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) < want; ms++) {
+    ck_assert_msg(ms < 60000, "%s: not within 60 s", what);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* A kill asked for while every workgroup of a query-barrier kernel is
+ * inside a step is made at the barrier that ends that step
+ * (docs/scheduler.md, "Holding an episode": a slave that read want_kill
+ * before its workgroup barrier holds with its arrival). The gate kernel on
+ * every worker is held inside step 1 until the scheduler has taken a task
+ * of one group, which needs a kill; then the gate opens. Workgroup 0 must
+ * see M = W in steps 0 and 1 and W - 1 in step 2. (Through CUDA at 1087
+ * workgroups on an H200 the query barrier made no kill at all before the
+ * master held the next episode first, and only one episode late before
+ * slaves held with their arrival.) */
+START_TEST(query_kill_at_the_step_it_is_asked_in) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), steps = 4;
+  uint32_t *ctl = coop_rt_alloc(f.rt, 2 * sizeof *ctl);
+  uint32_t *rec = coop_rt_alloc(f.rt, steps * sizeof *rec);
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  memset(rec, 0, steps * sizeof *rec);
+  memset(o, 0, 2 * w * sizeof *o);
+  __atomic_store_n(&ctl[1], 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE); /* step 0 open */
+  uint64_t a[3] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), steps};
+  coop_task_id id = submit(&f, f.gate, w, 1, 1, 3, a);
+  wait_word(&ctl[1], 2u, "workgroup 0 in step 1"); /* barrier 0 passed by all */
+  uint64_t oa[1] = {coop_rt_buf_arg(f.rt, o)};
+  coop_task_id t = submit(&f, f.ids, 1, 0, 0, 1, oa);
+  struct coop_rt_task_info ti = {0};
+  for (int ms = 0; ti.t_released == 0 && ms < 60000; ms++) {
+    ck_assert_int_eq(coop_rt_task_info(f.rt, t, &ti), 0);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_msg(ti.t_released != 0, "the task of one group was not taken within 60 s");
+  struct timespec settle = {0, 20000000}; /* its kill request beside the release */
+  nanosleep(&settle, NULL);
+  __atomic_store_n(&ctl[0], steps, __ATOMIC_RELEASE);
+  struct coop_rt_task_info tt = finish(&f, t), gi = finish(&f, id);
+  ck_assert_int_eq(tt.state, COOP_TASK_DONE);
+  ck_assert_int_eq(gi.state, COOP_TASK_DONE);
+  ck_assert_uint_eq(o[0], 1u);
+  ck_assert_uint_ge(gi.kills, 1u);
+  ck_assert_msg(rec[0] == w && rec[1] == w && rec[2] == w - 1,
+                "M by step: %u %u %u %u (W = %u): the kill asked for inside step 1 was not "
+                "made at the barrier that ended it",
+                rec[0], rec[1], rec[2], rec[3], w);
+  coop_rt_free(f.rt, o);
+  coop_rt_free(f.rt, rec);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
 
 START_TEST(resizing_plain) { sweep_run(0, 12, 3000); }
 END_TEST
@@ -1255,6 +1317,7 @@ static Suite *suite(void) {
   tcase_set_timeout(rz, 300);
   tcase_add_test(rz, resizing_plain);
   tcase_add_test(rz, resizing_query);
+  tcase_add_test(rz, query_kill_at_the_step_it_is_asked_in);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
   tcase_add_test(rz, suspend_plain);
