@@ -137,17 +137,21 @@ COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
  * episode, which cannot complete before that arrival. Returns 1 once the
  * word shows a hold (its own or another's), 0 if the episode was released
  * (a cancellation's add) or a claim found it so.
- * Query variant: a claim in flight by another (ep_hold set) is waited for
- * until the word shows its hold, or until ep_hold is given back (that
- * claim was a late one for an episode already released), and then made
- * here. Taking "another holds" for a hold let the master add its arrival
- * while a slave's compare-and-swap was still losing to the arrivals' adds:
- * such a claim lands only once the adds stop, which at the last arrival is
- * too late, and at 1087 workgroups on an H200 the query barrier then made
- * no kill in 3000 episodes (test_runtime `resizing_query`). Before the
- * master's arrival the count stays short of its target, so a claim in
- * flight lands and this wait ends. Values (Ranges above): d in [-N, -1]
- * unheld, [-N - H, -H - 1] held. */
+ * Query variant: a hold in flight by another (ep_hold set: a slave between
+ * taking it and its arrival's add) is waited for until the word shows it,
+ * or until ep_hold is given back (a claim for an episode already
+ * released), and then made here. Taking "another holds" for a hold let the
+ * master add its arrival while a slave's claim, a compare-and-swap after
+ * its own add, was still losing to the other arrivals' adds: it landed only
+ * once the adds stopped, at the last arrival, too late, and at 1087
+ * workgroups on an H200 the query barrier made no kill in 3000 episodes
+ * (test_runtime `resizing_query`; slaves now hold with their arrival,
+ * coop__slave_wait). Before the master's arrival the count stays short of
+ * its target, so a hold in flight lands and this wait ends. Values (Ranges
+ * above): d in [-N - k, -1] unheld, k a fork's workgroups not yet arrived,
+ * [-N - k - H, -H - 1] held. A fork in flight with N + k >= H reads as a
+ * hold: the episode then completes plain and coop__master_wait holds the
+ * next one (after the master's arrival d >= 1 - N: no false resize). */
 COOP_FN coop_u32 coop__bar_hold_first(COOP_GLOBAL struct coop_chan *ch,
                                       COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 query) {
   if (!query) return coop__bar_hold_now(ch, w, t, 0u); /* under the lock: no claim in flight */
