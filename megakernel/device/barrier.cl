@@ -103,6 +103,18 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
   return 0u;
 }
 
+/* The query variant, ep_hold just moved from 0 to 1 by this thread: hold
+ * the episode while it is open, or give ep_hold back if it was released
+ * first. Returns 1 if it is held. */
+COOP_FN coop_u32 coop__bar_claim_taken(COOP_GLOBAL struct coop_chan *ch,
+                                       COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t) {
+  coop_u32 v = coop_ld_rlx(w);
+  while ((coop_i32)(v - t) < 0)
+    if (coop_cas(w, &v, v - COOP__BAR_HOLD)) return 1u;
+  coop_st_rlx(&ch->ep_hold, 0u);
+  return 0u;
+}
+
 /* The query variant's hold by the master after its arrival, without the
  * lock (slaves hold with their arrival: coop__slave_wait). The one that
  * moves ep_hold from 0 to 1 holds, or gives ep_hold back if the episode
@@ -111,15 +123,11 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
  * episode first). */
 COOP_FN coop_u32 coop__bar_claim(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                  coop_u32 t) {
-  coop_u32 z = 0u, v = coop_ld_rlx(w);
+  coop_u32 z = 0u;
   /* not once released: a claim that fails holds ep_hold for nothing */
-  if ((coop_i32)(v - t) >= 0) return 0u;
+  if ((coop_i32)(coop_ld_rlx(w) - t) >= 0) return 0u;
   if (coop_ld_rlx(&ch->ep_hold) != 0u || !coop_cas(&ch->ep_hold, &z, 1u)) return 1u;
-  v = coop_ld_rlx(w);
-  while ((coop_i32)(v - t) < 0)
-    if (coop_cas(w, &v, v - COOP__BAR_HOLD)) return 1u;
-  coop_st_rlx(&ch->ep_hold, 0u);
-  return 0u;
+  return coop__bar_claim_taken(ch, w, t);
 }
 
 /* Master, thread 0: hold its episode. Returns 1 if it is held (or another
@@ -160,13 +168,8 @@ COOP_FN coop_u32 coop__bar_hold_first(COOP_GLOBAL struct coop_chan *ch,
     if (d >= 0) return 0u;
     if (d <= -(coop_i32)COOP__BAR_HOLD) return 1u;
     coop_u32 z = 0u;
-    if (coop_ld_rlx(&ch->ep_hold) == 0u && coop_cas(&ch->ep_hold, &z, 1u)) {
-      coop_u32 v = coop_ld_rlx(w);
-      while ((coop_i32)(v - t) < 0)
-        if (coop_cas(w, &v, v - COOP__BAR_HOLD)) return 1u;
-      coop_st_rlx(&ch->ep_hold, 0u);
-      return 0u;
-    }
+    if (coop_ld_rlx(&ch->ep_hold) == 0u && coop_cas(&ch->ep_hold, &z, 1u))
+      return coop__bar_claim_taken(ch, w, t);
   }
 }
 
