@@ -103,6 +103,14 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
   return 0u;
 }
 
+/* The query variant's guard: moves ep_hold from 0 to 1 (the load first: a
+ * compare-and-swap bound to fail costs the line's ownership). Returns 1 if
+ * this thread took it, and with it the one hold of the episode. */
+COOP_FN coop_u32 coop__ep_hold_take(COOP_GLOBAL struct coop_chan *ch) {
+  coop_u32 z = 0u;
+  return coop_ld_rlx(&ch->ep_hold) == 0u && coop_cas(&ch->ep_hold, &z, 1u);
+}
+
 /* The query variant, ep_hold just moved from 0 to 1 by this thread: hold
  * the episode while it is open, or give ep_hold back if it was released
  * first. Returns 1 if it is held. */
@@ -123,10 +131,9 @@ COOP_FN coop_u32 coop__bar_claim_taken(COOP_GLOBAL struct coop_chan *ch,
  * episode first). */
 COOP_FN coop_u32 coop__bar_claim(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                  coop_u32 t) {
-  coop_u32 z = 0u;
   /* not once released: a claim that fails holds ep_hold for nothing */
   if ((coop_i32)(coop_ld_rlx(w) - t) >= 0) return 0u;
-  if (coop_ld_rlx(&ch->ep_hold) != 0u || !coop_cas(&ch->ep_hold, &z, 1u)) return 1u;
+  if (!coop__ep_hold_take(ch)) return 1u;
   return coop__bar_claim_taken(ch, w, t);
 }
 
@@ -167,9 +174,7 @@ COOP_FN coop_u32 coop__bar_hold_first(COOP_GLOBAL struct coop_chan *ch,
     coop_i32 d = (coop_i32)(coop_ld_rlx(w) - t);
     if (d >= 0) return 0u;
     if (d <= -(coop_i32)COOP__BAR_HOLD) return 1u;
-    coop_u32 z = 0u;
-    if (coop_ld_rlx(&ch->ep_hold) == 0u && coop_cas(&ch->ep_hold, &z, 1u))
-      return coop__bar_claim_taken(ch, w, t);
+    if (coop__ep_hold_take(ch)) return coop__bar_claim_taken(ch, w, t);
   }
 }
 
@@ -270,10 +275,8 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
   coop_u32 early = offer == 1u && wl->hold_next;
   if (early) coop__plain_offer(c, word, t);
   wl->hold_next = 0u;
-  coop_u32 add = 1u, z = 0u;
-  if (offer == 2u && wl->want_pre != 0u && coop_ld_rlx(&ch->ep_hold) == 0u &&
-      coop_cas(&ch->ep_hold, &z, 1u))
-    add = 1u - COOP__BAR_HOLD;
+  coop_u32 add = 1u;
+  if (offer == 2u && wl->want_pre != 0u && coop__ep_hold_take(ch)) add = 1u - COOP__BAR_HOLD;
   coop_u32 v = coop_fadd_rel(word, add) + add;
   if (offer == 1u && !early && coop_ld_rlx(&ch->want_kill) != 0u) {
     wl->hold_next = coop__plain_offer(c, word, t) == 2u;
