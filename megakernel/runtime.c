@@ -10,10 +10,11 @@
  *             with head's lap;
  *             sub_head := head + 1 (release).
  *   result:   wait until state is final (acquire), then read the record.
- *   cancel:   task.cancel := 1 (release), then cancel_seq += 1 (release);
+ *   cancel:   task.cancel := 1 (release), then cancel_seq := its count + 1,
+ *             the slot and CANCEL (release; one compare-and-swap, doorbell_ctl);
  *             the scheduler passes it on.
- *   cap:      task.cap := k, then cancel_seq += 1 (release), as a cancel.
- *   suspend:  task.suspend := 1, then cancel_seq += 1 (release); resume
+ *   cap:      task.cap := k, then cancel_seq as a cancel's (CAP).
+ *   suspend:  task.suspend := 1, then cancel_seq as a cancel's (SUSPEND); resume
  *             submits a new record with COOP_TF_RESUME and the suspended
  *             one's state (scheduler.cl, "Suspension").
  *   shutdown: mailbox.shutdown := 1 (release); wait for the kernel to exit.
@@ -754,12 +755,25 @@ int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms) {
   return 0;
 }
 
+/* After a request is written in task id's record: the doorbell's
+ * cancel_seq moves (release), naming the request (COOP_CTL_*). The
+ * scheduler reads records' flags only when it moved, and none at all when
+ * it moved by one request that it names: a cancel or a suspension then
+ * reaches the channel without a round trip to the record (docs/scheduler.md,
+ * step 5). Several threads may ask at once: one compare-and-swap. */
+static void doorbell_ctl(coop_rt *rt, coop_task_id id, uint32_t op) {
+  uint32_t old = atomic_load_explicit(&rt->mb->cancel_seq, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&rt->mb->cancel_seq, &old,
+                                                COOP_CTL_WORD(old, (uint32_t)SLOT(id), op),
+                                                memory_order_release, memory_order_relaxed)) {
+  }
+}
+
 int coop_rt_cancel(coop_rt *rt, coop_task_id id) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
   atomic_store_explicit(&t->cancel, 1, memory_order_release);
-  /* then the doorbell: the scheduler reads cancel flags only when it moved */
-  atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
+  doorbell_ctl(rt, id, COOP_CTL_CANCEL);
   return 0;
 }
 
@@ -767,8 +781,7 @@ int coop_rt_cap(coop_rt *rt, coop_task_id id, unsigned cap) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
   atomic_store_explicit(&t->cap, cap, memory_order_relaxed);
-  /* then the doorbell, as for a cancel: the scheduler reads caps when it moved */
-  atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
+  doorbell_ctl(rt, id, COOP_CTL_CAP); /* the scheduler reads the record's cap then */
   return 0;
 }
 
@@ -778,8 +791,7 @@ int coop_rt_suspend(coop_rt *rt, coop_task_id id) {
   if (!(t->flags & COOP_TF_COOPERATIVE)) return COOP_EINVAL;
   if (final_state(atomic_load_explicit(&t->state, memory_order_acquire))) return COOP_ESTATE;
   atomic_store_explicit(&t->suspend, 1, memory_order_relaxed);
-  /* then the doorbell, as for a cancel */
-  atomic_fetch_add_explicit(&rt->mb->cancel_seq, 1, memory_order_release);
+  doorbell_ctl(rt, id, COOP_CTL_SUSPEND);
   return 0;
 }
 

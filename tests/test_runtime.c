@@ -5,6 +5,8 @@
  * purpose-built kernels recorded.
  */
 #include <check.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -970,6 +972,89 @@ START_TEST(cancel_seen_before_its_submit) {
 }
 END_TEST
 
+/* Requests from several host threads at once, each to its own running
+ * task: a cancel or a suspension (in every third round a cap before it,
+ * which makes the pass read every record), and in the last round 100000
+ * caps a thread first, every one counted. cancel_seq counts them and
+ * names the latest (docs/scheduler.md, step 5): a pass that finds the
+ * count moved by one passes on the one request the word names and reads
+ * no record, so a request whose count was lost (two threads moving the
+ * word at once, one move overwriting the other) would never reach its
+ * task, and a pass that took two requests for one would miss the other. */
+struct req_arg {
+  coop_rt *rt;
+  coop_task_id id;
+  int suspend, caps;
+  pthread_barrier_t *go;
+};
+
+static void *req_main(void *p) {
+  struct req_arg *a = p;
+  pthread_barrier_wait(a->go);
+  int e = 0;
+  for (int k = 0; k < a->caps && e == 0; k++) e = coop_rt_cap(a->rt, a->id, 0);
+  if (a->caps > 1) return (void *)(intptr_t)e; /* the count alone */
+  if (e == 0) e = a->suspend ? coop_rt_suspend(a->rt, a->id) : coop_rt_cancel(a->rt, a->id);
+  return (void *)(intptr_t)e;
+}
+
+/* n threads at once, the i-th asking task id[i] for `caps` caps and then
+ * (unless caps > 1) a cancel or a suspension, which a[i] records. */
+static void req_threads(struct fx *f, const coop_task_id *id, unsigned n, int caps, int round,
+                        struct req_arg *a) {
+  pthread_barrier_t go;
+  pthread_barrier_init(&go, NULL, n);
+  pthread_t th[4];
+  for (unsigned i = 0; i < n; i++) {
+    a[i] = (struct req_arg){f->rt, id[i], (int)((i + (unsigned)round) & 1u), caps, &go};
+    ck_assert_int_eq(pthread_create(&th[i], NULL, req_main, &a[i]), 0);
+  }
+  for (unsigned i = 0; i < n; i++) {
+    void *e;
+    pthread_join(th[i], &e);
+    ck_assert_int_eq((int)(intptr_t)e, 0);
+  }
+  pthread_barrier_destroy(&go);
+}
+
+START_TEST(requests_from_many_threads_each_reach_their_task) {
+  struct fx f;
+  fx_open(&f);
+  unsigned n = coop_rt_workers(f.rt) < 4 ? coop_rt_workers(f.rt) : 4;
+  ck_assert_uint_ge(n, 2);
+  for (int round = 0; round < 10; round++) {
+    coop_task_id id[4];
+    for (unsigned i = 0; i < n; i++) id[i] = submit(&f, f.forever, 1, 1, 0, 0, NULL);
+    for (unsigned i = 0; i < n; i++) { /* every one running */
+      struct coop_rt_task_info ti;
+      for (int t = 0; t < 10000; t++) {
+        ck_assert_int_eq(coop_rt_task_info(f.rt, id[i], &ti), 0);
+        if (ti.state == COOP_TASK_RUNNING) break;
+        nap_ms(1);
+      }
+      ck_assert_int_eq(ti.state, COOP_TASK_RUNNING);
+    }
+    struct req_arg a[4];
+    if (round == 9) { /* 4 x 100000 caps at once: the count moves by each */
+      uint32_t w0 = atomic_load(&f.rt->mb->cancel_seq);
+      req_threads(&f, id, n, 100000, round, a);
+      uint32_t moved = (atomic_load(&f.rt->mb->cancel_seq) - w0) >> COOP_CTL_SEQ_SHIFT;
+      ck_assert_uint_eq(moved, 100000u * n);
+    }
+    req_threads(&f, id, n, round % 3 == 2, round, a);
+    for (unsigned i = 0; i < n; i++) {
+      int r = coop_rt_wait(f.rt, id[i], 20000);
+      if (r != 0) coop_rt_dump(f.rt, stderr);
+      ck_assert_msg(r == 0, "round %d: task %u still runs 20 s after its request", round, i);
+      struct coop_rt_task_info ti = finish(&f, id[i]);
+      ck_assert_int_eq(ti.state, a[i].suspend ? COOP_TASK_SUSPENDED : COOP_TASK_CANCELLED);
+    }
+  }
+  churn(&f, 2); /* still serving */
+  fx_close(&f);
+}
+END_TEST
+
 static void refuse_caps(unsigned hide, const char *what) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
@@ -1306,6 +1391,7 @@ static Suite *suite(void) {
   tcase_add_test(t, cancel_running);
   tcase_add_test(t, cancel_right_after_submit);
   tcase_add_test(t, cancel_seen_before_its_submit);
+  tcase_add_test(t, requests_from_many_threads_each_reach_their_task);
   tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
   tcase_add_test(t, earliest_deadline_gathered_first);
   tcase_add_test(t, gathering_ahead_holds_workers);

@@ -1039,20 +1039,62 @@ COOP_FN void coop__mark_queued(COOP_GLOBAL struct coop_mailbox *mb,
   }
 }
 
-/* Step 5: cancel requests and caps to running tasks' channels, read only when
- * mailbox.cancel_seq moved since the last read (or at shutdown): an idle
- * or busy pass reads no task record across the bus. Returns the
- * suspensions it passed on first (COOP_PROF_SUSPEND counts them). */
+/* Step 5: channel ch's task is cancelled. */
+COOP_FN void coop__pass_cancel(COOP_GLOBAL struct coop_chan *ch) {
+  if (coop_ld_rlx(&ch->cancel) != 0u) return;
+  coop_st_rel(&ch->cancel, 1u);
+  /* seen by barrier spinners as a release, after the flag (barrier.cl) */
+  coop_fadd_rel(&ch->bar_arrive, COOP__BAR_CANCEL);
+  coop_fadd_rel(&ch->bar_arrive_odd, COOP__BAR_CANCEL);
+}
+
+/* Step 5: cooperative channel c's task is to be suspended (suspend != 0)
+ * or has the record's cap `cap`. Returns 1 if the suspension is new. */
+COOP_FN coop_u32 coop__pass_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 cap,
+                                coop_u32 suspend) {
+  coop_u32 suspending = coop_ld_rlx(&dev->chan[c].suspend);
+  /* a suspending task keeps its cap of 1 whatever the record's says,
+   * and one that suspends now takes it at once (coop__suspend) */
+  if (suspend != 0u)
+    coop__suspend(dev, c);
+  else if (!suspending)
+    coop__set_cap(dev, c, cap);
+  return suspend != 0u && !suspending;
+}
+
+/* Step 5: cancel requests, caps and suspensions to running tasks'
+ * channels, read only when mailbox.cancel_seq moved since the last read
+ * (or at shutdown): an idle or busy pass reads no task record across the
+ * bus. When it moved by exactly one request, a cancel or a suspension,
+ * the word names its slot (COOP_CTL_*), and that request alone is passed
+ * on, with no record read: requests before it were passed on by the passes
+ * that saw them. Returns the suspensions it passed on first
+ * (COOP_PROF_SUSPEND counts them). */
 COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
                                     COOP_GLOBAL struct coop_dev *dev, coop_u32 stopping) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  coop_u32 noticed = 0u;
-  if (!stopping && s->cseq == s->cseq_seen) return 0u;
-  s->cseq_seen = s->cseq;
+  coop_u32 noticed = 0u, w = s->cseq;
+  if (!stopping && w == s->cseq_seen) return 0u;
+  /* the count is bits 31..10: one request more wraps as the word does */
+  coop_u32 one = !stopping &&
+                 ((w & ~(COOP_CTL_SEQ_ONE - 1u)) - (s->cseq_seen & ~(COOP_CTL_SEQ_ONE - 1u))) ==
+                     COOP_CTL_SEQ_ONE &&
+                 COOP_CTL_OP(w) != COOP_CTL_CAP;
+  s->cseq_seen = w;
   COOP_PROF_SUSPEND_AT(7, 1);
   for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1) {
     if (!(bits & 1u)) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    coop_u32 coop = !stopping && ((s->coopm >> c) & 1u);
+    if (one) { /* the named request: to its task's channel, if it runs */
+      if (ch->task != COOP_CTL_SLOT(w)) continue;
+      COOP_PROF_SUSPEND_AT(8, 1);
+      if (COOP_CTL_OP(w) == COOP_CTL_CANCEL)
+        coop__pass_cancel(ch);
+      else if (coop) /* a suspension (the host refuses one of another kind) */
+        noticed += coop__pass_cap(dev, c, 0u, 1u);
+      break;
+    }
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
     /* The record's words, state, cancel, cap and suspend, in one vector
      * load: the bus serves this thread's loads of host memory one at a
@@ -1060,26 +1102,12 @@ COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
      * were three round trips. Relaxed: a flag carries no data, and an
      * acquire would hold back the next load. A cap or a suspension moves
      * cancel_seq as a cancel does ("Caps", "Suspension"). */
-    coop_u32 coop = !stopping && ((s->coopm >> c) & 1u), w[4];
-    coop_sys_ld4_rlx(&t->state, w);
-    coop_u32 cancel = w[1], cap = coop ? w[2] : 0u, suspend = coop ? w[3] : 0u;
+    coop_u32 r[4];
+    coop_sys_ld4_rlx(&t->state, r);
+    coop_u32 cancel = r[1], cap = coop ? r[2] : 0u, suspend = coop ? r[3] : 0u;
     COOP_PROF_SUSPEND_AT(8, (cancel | cap | suspend) != 0xffffffffu);
-    if ((stopping || cancel != 0u) && coop_ld_rlx(&ch->cancel) == 0u) {
-      coop_st_rel(&ch->cancel, 1u);
-      /* seen by barrier spinners as a release, after the flag (barrier.cl) */
-      coop_fadd_rel(&ch->bar_arrive, COOP__BAR_CANCEL);
-      coop_fadd_rel(&ch->bar_arrive_odd, COOP__BAR_CANCEL);
-    }
-    if (coop) {
-      coop_u32 suspending = coop_ld_rlx(&ch->suspend);
-      /* a suspending task keeps its cap of 1 whatever the record's says,
-       * and one that suspends now takes it at once (coop__suspend) */
-      if (suspend != 0u && !suspending) noticed++;
-      if (suspend != 0u)
-        coop__suspend(dev, c);
-      else if (!suspending)
-        coop__set_cap(dev, c, cap);
-    }
+    if (stopping || cancel != 0u) coop__pass_cancel(ch);
+    if (coop) noticed += coop__pass_cap(dev, c, cap, suspend);
   }
   return noticed;
 }

@@ -119,6 +119,20 @@ struct coop_task_rec {
   coop_u64 resume_state[COOP_RESUME_WORDS];
 };
 
+/* mailbox.cancel_seq: bits 31..10 count the host's requests to tasks
+ * (cancel, cap, suspend), bits 9..2 are the latest one's slot, bits 1..0
+ * what it asked (docs/scheduler.md, step 5). The host moves it with one
+ * compare-and-swap, so the three fields are one single-copy atomic word. */
+#define COOP_CTL_SEQ_SHIFT 10u
+#define COOP_CTL_SEQ_ONE (1u << COOP_CTL_SEQ_SHIFT)
+#define COOP_CTL_CANCEL 1u
+#define COOP_CTL_CAP 2u
+#define COOP_CTL_SUSPEND 3u
+#define COOP_CTL_WORD(seq_of, slot, op) \
+  (((((seq_of) >> COOP_CTL_SEQ_SHIFT) + 1u) << COOP_CTL_SEQ_SHIFT) | ((slot) << 2) | (op))
+#define COOP_CTL_SLOT(w) (((w) >> 2) & 0xffu)
+#define COOP_CTL_OP(w) ((w)&3u)
+
 struct coop_mailbox {
   coop_u32 abi;
   coop_u32 launched; /* hardware workgroups launched */
@@ -139,8 +153,10 @@ struct coop_mailbox {
   coop_atomic_u32 ping;     /* clock calibration: host bumps it */
   coop_atomic_u32 shutdown; /* host -> scheduler */
   coop_atomic_u32 sub_head; /* host -> scheduler: ring entries written */
-  /* host -> scheduler: bumped (release) after each cancel flag is set, so
-   * that the scheduler reads tasks' cancel flags only when one changed. */
+  /* host -> scheduler: moved (release) after each cancel, cap or suspend
+   * is written in a record, so that the scheduler reads tasks' flags only
+   * when one changed; it also names the latest of them (COOP_CTL_*), so
+   * that a pass that finds exactly one new reads no record at all. */
   coop_atomic_u32 cancel_seq;
   /* Entry index % COOP_RING, 16 bytes (coop__ring_words): the slot and what
    * the scheduler needs to queue the task (kernel, flags, size, deadline),
