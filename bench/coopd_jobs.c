@@ -77,6 +77,7 @@ int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id)
     coop_job_buffer(j, out);
   coop_job_u32(j, f->n);
   coop_job_u32(j, f->reps);
+  if (!e && f->priority) e = coop_job_priority(j, f->priority);
   if (!e) e = coop_submit(f->c, j, id);
   coop_job_free(j);
   return e;

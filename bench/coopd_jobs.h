@@ -41,6 +41,7 @@ struct dframe {
    * process's (coop_job_buffer_io_fd): the input produced in its mapping
    * (dframe_input), the output read there, no copy here */
   int how;
+  int priority;   /* each frame's job's (coop_job_priority); 0 by default */
   int iofd;       /* DFRAME_IO_FD: the memfd, input at 0, output at io_out */
   uint8_t *iomap; /* its mapping */
   size_t iolen, io_out;

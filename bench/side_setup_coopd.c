@@ -129,6 +129,7 @@ static int cframe_open(struct cframe *f, const struct bench *b, coop_conn *c) {
   if (!e) e = dframe_how(&f->d, b->o->coopd_frame, f->a0);
   if (!e) e = coop_buffer_create(c, 0, bytes, NULL, 0, &f->chk);
   f->d.reps = b->p.reps;
+  f->d.priority = (int)b->o->coopd_priority;
   return e;
 }
 
@@ -152,17 +153,19 @@ static int start_coopd(struct bench *b, struct coopd_proc *d) {
     return 1;
   }
   const char *be = getenv("COOP_SIDE_BACKEND"); /* the test hook, as side_megakernel */
-  char backend[64], local[64], groups[64], device[64];
+  char backend[64], local[64], groups[64], device[64], prio[64];
   snprintf(backend, sizeof backend, "device.backend=%.40s", be && *be ? be : "cuda");
   snprintf(local, sizeof local, "device.local_size=%ld", o->local);
   snprintf(groups, sizeof groups, "device.max_workgroups=%u", b->launched);
   snprintf(device, sizeof device, "device.device_index=%ld", o->device);
+  snprintf(prio, sizeof prio, "limits.max_priority=%ld", o->coopd_priority); /* 0: the default */
   int cuda = !be || !*be || !strcmp(be, "cuda");
   const char *sets[] = {backend,
                         local,
                         groups,
                         "device.arena_mb=512",
                         "device.park_ms=0", /* this process's megakernel never parks */
+                        prio,
                         cuda ? device : NULL,
                         NULL};
   printf(SB ": (g): starting %s\n", path);
@@ -179,7 +182,8 @@ static void describe(const struct bench *b, coop_conn *c) {
   size_t len = strlen(header);
   snprintf(header + len, sizeof header - len,
            "coopd (g): %s on %s (%s), %u workers (this process's megakernel: %u), local size "
-           "%ld; each frame %s %zu bytes in and %zu out; its waits spin up to %ld us\n",
+           "%ld; each frame %s %zu bytes in and %zu out; its waits spin up to %ld us; "
+           "its priority %ld (the long kernel's jobs: 0)\n",
            in->daemon_version, in->device, in->backend, in->workers, b->workers, b->o->local,
            b->o->coopd_frame == DFRAME_JOB ? "is one job (--coopd-frame job), its SUBMIT and "
                                              "RESULT carrying"
@@ -190,7 +194,7 @@ static void describe(const struct bench *b, coop_conn *c) {
                  "its input produced there (--coopd-frame iofd, devbuf_io),"
                : "moves through device buffers (BUF_WRITE, BUF_READ)",
            (size_t)b->p.n * b->p.n * sizeof(float), (size_t)b->p.n * b->p.n * sizeof(float),
-           b->o->coopd_spin_us);
+           b->o->coopd_spin_us, b->o->coopd_priority);
   printf(SB ": %s", header + len);
   if (in->workers != b->workers)
     fprintf(stderr, SB ": warning: coopd has %u workers, this process's megakernel had %u\n",

@@ -8,7 +8,8 @@
 # all checked against the CPU; coopd's CPU over each frame window; and the
 # table the ratio of the frame client beside the long kernel to it alone,
 # again when --report reads the CSV back. Then (0c) and (c) with
-# --frame-io, and (g) with --coopd-frame job.
+# --frame-io, (g) with --coopd-frame job, and (g) at K = N with
+# --coopd-priority.
 side=$1 coopd=$2
 dir=$(mktemp -d /tmp/side-coopd-XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
@@ -78,5 +79,17 @@ COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --coopd-frame j
 grep -q 'each frame is one job' "$dir/job" || fail "--coopd-frame job: not in the header"
 grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N/2\) \| [0-9.]+ \|' "$dir/job" ||
   fail "--coopd-frame job: no row of (g)"
+# --coopd-priority: frames of K = N at priority 5 beside the long kernel's
+# jobs (0): each frame has the running job suspended (its kills in the
+# CSV) and the job resumes after it; every run still checked
+COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --k N --coopd-priority 5 \
+  --scale 4 --input 1 --exec-ms 0.5 --period 60 --window 0.3 --min-runs 2 --timeout 120 \
+  --csv "$dir/prio.csv" >"$dir/prio" 2>&1 || { cat "$dir/prio"; fail "--coopd-priority: exited non-zero"; }
+grep -q 'its priority 5 (the long kernel' "$dir/prio" || fail "--coopd-priority: not in the header"
+grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N\) \| [0-9.]+ \|' "$dir/prio" ||
+  fail "--coopd-priority: no row of (g) at K = N"
+awk -F, '$1 == "coopd" && $4 == "run" { n++; if ($14 != 1) bad = 1; kills += $15 }
+  END { exit !(n >= 2 && !bad && kills > 0) }' "$dir/prio.csv" ||
+  fail "--coopd-priority: the long kernel's runs unchecked, too few, or never suspended"
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

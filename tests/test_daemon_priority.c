@@ -112,6 +112,55 @@ START_TEST(a_task_of_higher_priority_suspends_a_cooperative_job) {
 }
 END_TEST
 
+/* The same with the device thread's passes 30 s apart when nothing wakes
+ * it (COOP_TEST_DEV_WAIT_MS): the sweep must resume as the task ends, not
+ * at the next timed pass. Before, a pass that ended the task left the
+ * sweep waiting until then (DEV_WAIT_NS, 50 ms; here 30 s), the device
+ * idle: a bfs suspended for each frame of a 60 fps client of higher
+ * priority resumed 50 ms after each frame. */
+START_TEST(a_suspended_job_resumes_as_the_task_ends) {
+  /* never parked: a park's timer would wake the thread too */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "limits.max_priority=10",
+                        "device.max_workgroups=5",
+                        "device.park_ms=0",
+                        "log.level=info",
+                        NULL};
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  setenv("COOP_TEST_DEV_WAIT_MS", "30000", 1);
+  daemon_start_log(&d, sets);
+  unsetenv("COOP_TEST_DEV_WAIT_MS");
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  uint32_t kt = kticks_10ms(&c, w), rounds = 300; /* about 3 s */
+  static uint32_t data[256];
+  uint64_t low = sweep_at(&c, data, 256, 3, rounds, kt, w, 0);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.priority = 5;
+  uint64_t task = submit(&c, &m, NULL, 0);
+  ck_assert_msg(task != 0, "task refused: %s", c.m.error.message);
+  ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "task: %s", c.m.result.message);
+  int64_t t0 = now_ms();
+  sweep_check(&c, low, 256, 3, rounds);
+  int64_t took = now_ms() - t0;
+  fprintf(stderr, "the sweep ended %lld ms after the task of priority 5\n", (long long)took);
+  if (!log_has(d.log, "resumed") || took >= 15000) log_print(d.log);
+  ck_assert_msg(log_has(d.log, "resumed"), "the sweep was not suspended and resumed");
+  ck_assert_msg(took < 15000, "the sweep ended %lld ms after the task (its rest: about 3 s)",
+                (long long)took);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* One cooperative slot, held by a long sweep of priority 0; a sweep of
  * priority 3 comes: the first is suspended (STATUS and WAIT say so), the
  * second runs and ends while the first waits, then the first resumes and
@@ -222,6 +271,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_set_timeout(t, 240);
   tcase_add_test(t, priority_bounds_are_the_administrators);
   tcase_add_test(t, a_task_of_higher_priority_suspends_a_cooperative_job);
+  tcase_add_test(t, a_suspended_job_resumes_as_the_task_ends);
   tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
   suite_add_tcase(s, t);
   t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */

@@ -108,6 +108,7 @@ struct dev_hold {
 
 struct dev {
   struct dp *rt;     /* the device process; NULL while it restarts or is broken */
+  int64_t wait_ns;   /* DEV_WAIT_NS (tests: COOP_TEST_DEV_WAIT_MS) */
   _Atomic int rt_up; /* rt != NULL, for the loop (dev_watch_get): set with rt */
   const struct config *cfg;
   const struct kset *ks; /* the kernels of rt: device thread (and dev_swap's caller) */
