@@ -58,6 +58,26 @@ START_TEST(priority_bounds_are_the_administrators) {
 }
 END_TEST
 
+/* A sweep of priority 0 on every worker of c's coopd (about 3 s, seed
+ * `seed`, data[256]), running; then a render of priority 5 on every worker,
+ * done. *low: the sweep's job; returns the render's, c.m its RESULT. */
+static uint64_t task_beside_sweep(struct conn *c, uint32_t *data, uint32_t seed, uint32_t rounds,
+                                  uint64_t *low) {
+  uint32_t w = c->m.welcome.workers;
+  ck_assert_uint_ge(w, 2);
+  *low = sweep_at(c, data, 256, seed, rounds, kticks_10ms(c, w), w, 0);
+  ck_assert_uint_ne(*low, 0);
+  wait_running(c, *low);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.priority = 5;
+  uint64_t task = submit(c, &m, NULL, 0);
+  ck_assert_msg(task != 0, "task refused: %s", c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "task: %s", c->m.result.message);
+  return task;
+}
+
 /* A non-cooperative task of priority 5 that needs every worker, beside a
  * cooperative sweep of priority 0 on every worker: the sweep keeps one
  * workgroup at its barriers, so the task waited until the sweep ended (or
@@ -76,23 +96,15 @@ START_TEST(a_task_of_higher_priority_suspends_a_cooperative_job) {
   daemon_start_log(&d, sets);
   struct conn c;
   open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers;
-  ck_assert_uint_ge(w, 2);
-  uint32_t kt = kticks_10ms(&c, w), rounds = 300; /* about 3 s */
   static uint32_t data[256];
-  uint64_t low = sweep_at(&c, data, 256, 11, rounds, kt, w, 0);
-  ck_assert_uint_ne(low, 0);
-  wait_running(&c, low);
-  union coop_msg m;
-  render_init(&m, w);
-  m.submit.priority = 5;
+  uint32_t rounds = 300; /* about 3 s */
+  uint64_t low;
+  uint32_t w = c.m.welcome.workers;
   int64_t t0 = now_ms();
-  uint64_t task = submit(&c, &m, NULL, 0);
-  ck_assert_msg(task != 0, "task refused: %s", c.m.error.message);
-  ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  uint64_t task = task_beside_sweep(&c, data, 11, rounds, &low);
   int64_t took = now_ms() - t0, task_end = c.m.result.t.finished;
-  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "task: %s", c.m.result.message);
-  fprintf(stderr, "priority task on %u workers beside the sweep: %lld ms\n", w, (long long)took);
+  fprintf(stderr, "the sweep and the priority task on %u workers beside it: %lld ms\n", w,
+          (long long)took);
   sweep_check(&c, low, 256, 11, rounds);
   ck_assert_int_lt(task_end, c.m.result.t.finished); /* not waited for */
   if (!log_has(d.log, "suspending it: job") || !log_has(d.log, "resumed")) {
@@ -134,19 +146,10 @@ START_TEST(a_suspended_job_resumes_as_the_task_ends) {
   unsetenv("COOP_TEST_DEV_WAIT_MS");
   struct conn c;
   open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers;
-  uint32_t kt = kticks_10ms(&c, w), rounds = 300; /* about 3 s */
   static uint32_t data[256];
-  uint64_t low = sweep_at(&c, data, 256, 3, rounds, kt, w, 0);
-  ck_assert_uint_ne(low, 0);
-  wait_running(&c, low);
-  union coop_msg m;
-  render_init(&m, w);
-  m.submit.priority = 5;
-  uint64_t task = submit(&c, &m, NULL, 0);
-  ck_assert_msg(task != 0, "task refused: %s", c.m.error.message);
-  ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "task: %s", c.m.result.message);
+  uint32_t rounds = 300; /* about 3 s */
+  uint64_t low;
+  task_beside_sweep(&c, data, 3, rounds, &low);
   int64_t t0 = now_ms();
   sweep_check(&c, low, 256, 3, rounds);
   int64_t took = now_ms() - t0;
