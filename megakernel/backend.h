@@ -96,6 +96,16 @@ struct coop__backend_ops {
    * to end). A build that fails is not an error: w->measured 0 and a note.
    * NULL: nothing is known ("n/a"). */
   int (*width)(struct coop_rt *rt, const char *src, struct coop_rt_width *w);
+  /* Rebuilding in place (rebuild.c): build_next builds src beside the
+   * running megakernel, on any thread, into *next without touching the
+   * program it runs and loading nothing into the device's context (CUDA:
+   * the cubin, loaded at the next launch); on failure the log goes to err.
+   * swap_next, with the megakernel parked, lets the current program go and
+   * makes next the one the next launch runs; free_next lets an unused
+   * next go. */
+  int (*build_next)(struct coop_rt *rt, const char *src, void **next, char *err, size_t errlen);
+  void (*swap_next)(struct coop_rt *rt, void *next);
+  void (*free_next)(struct coop_rt *rt, void *next);
   /* Launch the megakernel (mailbox, dev, arena) and return at once. */
   int (*launch)(struct coop_rt *rt, unsigned groups, unsigned local_size);
   /* Block until the megakernel has exited. */

@@ -380,6 +380,31 @@ int coop_rt_park(coop_rt *rt);
 int coop_rt_unpark(coop_rt *rt);
 int coop_rt_parked(const coop_rt *rt);
 
+/* Rebuilding in place (docs/scheduler.md, "Rebuilding in place"): a new
+ * kernel set for a launched runtime, without a second context or a copy of
+ * any buffer. coop_rt_next_open, coop_rt_next_add_kernel as
+ * coop_rt_add_kernel, then coop_rt_next_build: it compiles on the calling
+ * thread while the megakernel runs on (one build at a time; the log in
+ * coop_rt_next_errmsg on COOP_EBUILD) and loads nothing into the device's
+ * context. Once the megakernel is parked (coop_rt_park) with no task slot
+ * in use, coop_rt_next_swap makes the new set the runtime's (n is freed;
+ * on an error it stays the caller's) and coop_rt_unpark launches it, at
+ * the width its program allows, discovery included. The arena and every
+ * allocation in it stay valid, as do the clock fit and the task ids to
+ * come; a kernel's index is its index in the new set. A task suspended
+ * before the swap (coop_rt_saved_state, then coop_rt_task_release) runs on
+ * after it through coop_rt_submit_resumed, its kernel named by that new
+ * index. coop_rt_next_free lets a next set go unused. Swap from the thread
+ * that submits, as for park. */
+typedef struct coop_rt_next coop_rt_next;
+int coop_rt_next_open(coop_rt *rt, coop_rt_next **out);
+int coop_rt_next_add_kernel(coop_rt_next *n, const char *name, int cooperative, const char *source);
+int coop_rt_next_kernel_index(const coop_rt_next *n, const char *name);
+int coop_rt_next_build(coop_rt *rt, coop_rt_next *n);
+const char *coop_rt_next_errmsg(const coop_rt_next *n);
+int coop_rt_next_swap(coop_rt *rt, coop_rt_next *n);
+void coop_rt_next_free(coop_rt *rt, coop_rt_next *n);
+
 /* Frees the task slot once it is final. */
 int coop_rt_task_release(coop_rt *rt, coop_task_id id);
 

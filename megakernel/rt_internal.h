@@ -41,7 +41,12 @@ struct coop_rt {
   unsigned local_size, launch_groups, window_ms;
   unsigned max_registers; /* coop_rt_options.max_registers */
   int built, launched, exited;
-  int parked;              /* the megakernel left the device; coop_rt_unpark relaunches it */
+  int parked; /* the megakernel left the device; coop_rt_unpark relaunches it */
+  /* coop_rt_next_swap: the next unpark launches a new program, whose
+   * shape is chosen again (unless launch_fixed: the options named it) and
+   * found by a discovery of its own */
+  int reshape, launch_fixed;
+  size_t note_shape;       /* where launch_shape's part of backend_note starts (0: none yet) */
   int cl_gpu_only;         /* backend auto, first pass: no CPU OpenCL device */
   char backend_note[1024]; /* which backend, and why; after launch also the shape */
 
@@ -87,6 +92,13 @@ struct coop_rt {
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* runtime.c: kernel `name` added to kernels[0..*n) (coop_rt_add_kernel's
+ * checks): its index, or a coop code */
+int coop__kernel_add(struct coop__kernel *kernels, int *n, const char *name, int cooperative,
+                     const char *source);
+/* runtime.c: the first of kernels[0..n) that coop_kernel_check refuses,
+ * told in msg (COOP_EBUILD), else 0 */
+int coop__kernels_check(const struct coop__kernel *kernels, int n, char *msg, size_t len);
 /* source.c: the megakernel of rt's kernels, or of kernels[0..n) alone */
 char *coop__assemble_source(const struct coop_rt *rt);
 char *coop__assemble_kernels(const struct coop__kernel *kernels, int n);

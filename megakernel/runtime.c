@@ -174,6 +174,7 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   if (r) return r;
   rt->local_size = o->local_size ? o->local_size : rt->ops->default_local_size;
   rt->launch_groups = o->launch_groups; /* 0: chosen at launch (launch_shape) */
+  rt->launch_fixed = o->launch_groups != 0;
   rt->max_registers = o->max_registers;
   if (o->launch_groups && (rt->launch_groups < 2 || rt->launch_groups > COOP_MAX_WG)) {
     coop__rt_msg(rt, "launch_groups %u: must be in [2, %u]", rt->launch_groups, COOP_MAX_WG);
@@ -217,17 +218,24 @@ double coop_rt_tick_ns(const coop_rt *rt) { return rt->tick_ns; }
 
 static int valid_name(const char *s) { return s && strlen(s) < 48 && coop__is_ident(s); }
 
-int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source) {
-  if (!rt || !source || !valid_name(name)) return COOP_EINVAL;
-  if (rt->launched || rt->built) return COOP_ESTATE;
-  if (coop_rt_kernel_index(rt, name) >= 0) return COOP_EEXIST;
-  if (rt->nkernels == COOP_MAX_KERNELS) return COOP_ENOMEM;
-  struct coop__kernel *k = &rt->kernels[rt->nkernels];
+int coop__kernel_add(struct coop__kernel *kernels, int *n, const char *name, int cooperative,
+                     const char *source) {
+  if (!source || !valid_name(name)) return COOP_EINVAL;
+  for (int i = 0; i < *n; i++)
+    if (strcmp(kernels[i].name, name) == 0) return COOP_EEXIST;
+  if (*n == COOP_MAX_KERNELS) return COOP_ENOMEM;
+  struct coop__kernel *k = &kernels[*n];
   k->source = strdup(source);
   if (!k->source) return COOP_ENOMEM;
   snprintf(k->name, sizeof k->name, "%s", name);
   k->cooperative = cooperative ? 1 : 0;
-  return rt->nkernels++;
+  return (*n)++;
+}
+
+int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source) {
+  if (!rt) return COOP_EINVAL;
+  if (rt->launched || rt->built) return COOP_ESTATE;
+  return coop__kernel_add(rt->kernels, &rt->nkernels, name, cooperative, source);
 }
 
 int coop_rt_kernel_index(const coop_rt *rt, const char *name) {
@@ -473,6 +481,24 @@ int coop_rt_refit(coop_rt *rt) {
   return drift;
 }
 
+int coop__kernels_check(const struct coop__kernel *kernels, int n, char *msg, size_t len) {
+  for (int i = 0; i < n; i++) {
+    const struct coop__kernel *k = &kernels[i];
+    char why[512];
+    if (!coop_kernel_check(k->name, k->cooperative, k->source, why, sizeof why)) continue;
+    /* coopd opens each kernel with #line 1 "FILE" (daemon/device/devproc.c):
+     * then name the file, as the compiler would */
+    const char *f = !strncmp(k->source, "#line 1 \"", 9) ? k->source + 9 : NULL;
+    int fl = f ? (int)strcspn(f, "\"\n") : 0;
+    if (f && f[fl] == '"')
+      snprintf(msg, len, "%.*s:1: %s", fl, f, why);
+    else
+      snprintf(msg, len, "kernel %s: %s", k->name, why);
+    return COOP_EBUILD;
+  }
+  return 0;
+}
+
 int coop_rt_build(coop_rt *rt) {
   if (!rt || !rt->be) return COOP_EINVAL;
   if (rt->launched) return COOP_ESTATE;
@@ -481,20 +507,8 @@ int coop_rt_build(coop_rt *rt) {
     coop__rt_msg(rt, "no kernel registered");
     return COOP_EINVAL;
   }
-  for (int i = 0; i < rt->nkernels; i++) {
-    const struct coop__kernel *k = &rt->kernels[i];
-    char why[512];
-    if (!coop_kernel_check(k->name, k->cooperative, k->source, why, sizeof why)) continue;
-    /* coopd opens each kernel with #line 1 "FILE" (daemon/device/devproc.c):
-     * then name the file, as the compiler would */
-    const char *f = !strncmp(k->source, "#line 1 \"", 9) ? k->source + 9 : NULL;
-    int fl = f ? (int)strcspn(f, "\"\n") : 0;
-    if (f && f[fl] == '"')
-      coop__rt_msg(rt, "%.*s:1: %s", fl, f, why);
-    else
-      coop__rt_msg(rt, "kernel %s: %s", k->name, why);
-    return COOP_EBUILD;
-  }
+  int c = coop__kernels_check(rt->kernels, rt->nkernels, rt->msg, sizeof rt->msg);
+  if (c) return c;
   char *src = coop__assemble_source(rt);
   if (!src) return COOP_ENOMEM;
   const char *dump = getenv("COOP_DUMP_SOURCE"); /* debugging: the assembled source */
@@ -611,6 +625,7 @@ static int launch_shape(coop_rt *rt) {
     int r = rt->ops->occupancy(rt, rt->local_size, &occ, why, sizeof why);
     if (r) return r;
   }
+  if (rt->note_shape) rt->backend_note[rt->note_shape] = '\0'; /* a reshape: the new one */
   int chosen = rt->launch_groups == 0;
   if (chosen) {
     rt->launch_groups = occ ? occ : 2 * rt->compute_units + 1;
@@ -618,6 +633,7 @@ static int launch_shape(coop_rt *rt) {
     if (rt->launch_groups < 2) rt->launch_groups = 2;
   }
   size_t n = strlen(rt->backend_note);
+  rt->note_shape = n;
   snprintf(rt->backend_note + n, sizeof rt->backend_note - n, "; launch %u x %u (%s%s%s%s)",
            rt->launch_groups, rt->local_size,
            !chosen ? "as configured"
@@ -964,8 +980,16 @@ int coop_rt_unpark(coop_rt *rt) {
    * them join, the poll closes at once instead of after a window with no
    * newcomer (PoCL: 200 ms against 2 ms). Fewer may join (the device is
    * shared): discovery's window still decides, as at the first launch. */
-  int r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
-  if (r == 0) r = discovery_open(rt, rt->participants);
+  int r = 0;
+  unsigned groups = rt->participants;
+  if (rt->reshape) { /* a new program (coop_rt_next_swap): its own shape and discovery */
+    rt->reshape = 0;
+    if (!rt->launch_fixed) rt->launch_groups = 0;
+    r = launch_shape(rt);
+    groups = rt->launch_groups;
+  }
+  if (r == 0) r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
+  if (r == 0) r = discovery_open(rt, groups);
   if (r == 0) r = rt->ops->launch(rt, mb->launched, rt->local_size);
   if (r == 0) r = discover(rt);
   rt->parked = 0; /* on failure too: coop_rt_close then stops what did start */

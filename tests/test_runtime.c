@@ -586,6 +586,85 @@ static void suspend_run(int query, int times) {
   fx_close(&f);
 }
 
+/* Rebuilding in place (coop_rt_next_*): a new kernel set, stopsweep first
+ * and ids after it, forever gone, compiled on another thread while
+ * stopsweep runs on every worker; a set that does not compile leaves the
+ * runtime as it was; the swap waits for a park. stopsweep, suspended
+ * before the park and resumed after the swap under its new index, ends
+ * with every element covered once a round across the swap: its data and
+ * control buffers, allocated before, are where they were. Then a task of
+ * the new set's other kernel runs, and the old set's third kernel is no
+ * longer known. */
+struct next_arg {
+  coop_rt *rt;
+  coop_rt_next *n;
+  int r;
+};
+
+static void *next_build_main(void *p) {
+  struct next_arg *a = p;
+  a->r = coop_rt_next_build(a->rt, a->n);
+  return NULL;
+}
+
+START_TEST(rebuild_in_place_resumes_on_the_same_buffers) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), n = 1031;
+  uint32_t *data = coop_rt_alloc(f.rt, n * sizeof *data);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
+  uint64_t a[3] = {coop_rt_buf_arg(f.rt, data), n, coop_rt_buf_arg(f.rt, ctl)};
+  coop_task_id id = submit(&f, f.stress, w, 1, 0, 3, a);
+  wait_width(ctl, w);
+  coop_rt_next *bad = NULL, *nx = NULL;
+  ck_assert_int_eq(coop_rt_next_open(f.rt, &bad), 0);
+  ck_assert_int_eq(coop_rt_next_add_kernel(bad, "broken", 0,
+                                           "coop_u32 broken_step(struct coop_ctx *c, int *s) "
+                                           "{ return undeclared_name; }"),
+                   0);
+  ck_assert_int_eq(coop_rt_next_build(f.rt, bad), COOP_EBUILD);
+  ck_assert_msg(strlen(coop_rt_next_errmsg(bad)) > 0, "no build log");
+  coop_rt_next_free(f.rt, bad);
+  ck_assert_int_eq(coop_rt_next_open(f.rt, &nx), 0);
+  ck_assert_int_eq(coop_rt_next_add_kernel(nx, "stopsweep", 1, coop_stopsweep_src), 0);
+  ck_assert_int_eq(coop_rt_next_add_kernel(nx, "ids", 0, k_ids), 1);
+  ck_assert_int_eq(coop_rt_next_add_kernel(nx, "ids", 0, k_ids), COOP_EEXIST);
+  struct next_arg na = {f.rt, nx, -1};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, next_build_main, &na), 0);
+  pthread_join(th, NULL);
+  ck_assert_msg(na.r == 0, "next build: %s: %s", coop_strerror(na.r), coop_rt_next_errmsg(nx));
+  ck_assert_int_eq(coop_rt_next_add_kernel(nx, "late", 0, k_ids), COOP_ESTATE);
+  ck_assert_int_eq(coop_rt_next_swap(f.rt, nx), COOP_ESTATE); /* not parked */
+  wait_width(ctl, w);                                         /* the old program ran on meanwhile */
+  ck_assert_int_eq(coop_rt_suspend(f.rt, id), 0);
+  ck_assert_int_eq(coop_rt_wait(f.rt, id, 60000), 0);
+  size_t sb = coop_rt_state_bytes(f.rt);
+  void *st = malloc(sb);
+  ck_assert_ptr_nonnull(st);
+  ck_assert_int_eq(coop_rt_saved_state(f.rt, id, st, sb), 0);
+  ck_assert_int_eq(coop_rt_park(f.rt), COOP_EBUSY); /* its record still held */
+  ck_assert_int_eq(coop_rt_task_release(f.rt, id), 0);
+  ck_assert_int_eq(coop_rt_park(f.rt), 0);
+  ck_assert_int_eq(coop_rt_next_swap(f.rt, nx), 0);
+  ck_assert_int_eq(coop_rt_kernel_index(f.rt, "stopsweep"), 0);
+  ck_assert_int_eq(coop_rt_kernel_index(f.rt, "forever"), COOP_ENOKERNEL);
+  int r = coop_rt_unpark(f.rt);
+  ck_assert_msg(r == 0, "unpark: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  unsigned w2 = coop_rt_workers(f.rt);
+  ck_assert_uint_ge(w2, 1);
+  struct coop_rt_task_desc d = {.kernel = 0, .groups = w2, .cooperative = 1, .nargs = 3};
+  memcpy(d.args, a, sizeof a);
+  ck_assert_int_eq(coop_rt_submit_resumed(f.rt, &d, st, sb, &id), 0);
+  free(st);
+  wait_width(ctl, w2);
+  stop_covered(&f, id, data, n, ctl);
+  f.ids = 1; /* the new set's */
+  churn(&f, 2);
+  fx_close(&f);
+}
+END_TEST
+
 /* Saved where no fork may start (after an offer_kill, with no barrier:
  * offerspin), a suspended task resumes on workgroup 0 alone, and grows
  * back by forks as a new one would not: a start on every worker there
@@ -1392,6 +1471,7 @@ static Suite *suite(void) {
   tcase_add_test(t, cancel_right_after_submit);
   tcase_add_test(t, cancel_seen_before_its_submit);
   tcase_add_test(t, requests_from_many_threads_each_reach_their_task);
+  tcase_add_test(t, rebuild_in_place_resumes_on_the_same_buffers);
   tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
   tcase_add_test(t, earliest_deadline_gathered_first);
   tcase_add_test(t, gathering_ahead_holds_workers);

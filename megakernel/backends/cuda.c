@@ -501,6 +501,50 @@ static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
   return 0;
 }
 
+/* backend.h, rebuilding in place: the next cubin and what ptxas said of
+ * it, compiled while the megakernel runs; swapped in while it is parked,
+ * when unloading the old module waits for nothing. */
+struct cu_next {
+  char *cubin;
+  struct coop_rt_width built;
+};
+
+static int cu_build_next(struct coop_rt *rt, const char *src, void **next, char *err,
+                         size_t errlen) {
+  struct cu_next *n = calloc(1, sizeof *n);
+  if (!n) {
+    snprintf(err, errlen, "out of memory");
+    return COOP_ENOMEM;
+  }
+  int r = cu_compile(rt, src, &n->cubin, &n->built, err, errlen);
+  if (r) {
+    free(n);
+    return r;
+  }
+  *next = n;
+  return 0;
+}
+
+static void cu_free_next(struct coop_rt *rt, void *next) {
+  (void)rt;
+  struct cu_next *n = next;
+  if (n) free(n->cubin);
+  free(n);
+}
+
+static void cu_swap_next(struct coop_rt *rt, void *next) {
+  struct cu_be *b = rt->be;
+  struct cu_next *n = next;
+  if (b->module && coop__cu.cuCtxSetCurrent(b->ctx) == CUDA_SUCCESS)
+    coop__cu.cuModuleUnload(b->module);
+  b->module = NULL;
+  b->fn = NULL;
+  free(b->cubin);
+  b->cubin = n->cubin; /* loaded at the next launch (cu_load) */
+  b->built = n->built;
+  free(n);
+}
+
 /* The module is loaded at launch, not at build: cuModuleLoadData waits for
  * the device's work to drain, holding the context's lock, and coopd builds
  * a reloaded kernel set while the old megakernel, which never drains until
@@ -688,6 +732,9 @@ const struct coop__backend_ops coop__cuda_ops = {
     .write_dev = cu_write_dev,
     .read_dev = cu_read_dev,
     .build = cu_build,
+    .build_next = cu_build_next,
+    .swap_next = cu_swap_next,
+    .free_next = cu_free_next,
     .occupancy = cu_occupancy,
     .width = cu_width,
     .launch = cu_launch,

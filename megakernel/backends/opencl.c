@@ -152,28 +152,86 @@ static int cl_write_dev(struct coop_rt *rt, size_t offset, const void *src, size
   return 0;
 }
 
-static int cl_build(struct coop_rt *rt, const char *src, const char *options) {
-  struct cl_be *b = rt->be;
+/* src built into a program of its own and its megakernel: 0, or the
+ * build log (or the failing call) in err. */
+static int cl_compile(struct cl_be *b, const char *src, const char *options, cl_program *pp,
+                      cl_kernel *kp, char *err, size_t errlen) {
   cl_int e;
-  b->program = clCreateProgramWithSource(b->ctx, 1, &src, NULL, &e);
-  CL_CHECK(rt, e);
-  e = clBuildProgram(b->program, 1, &b->device, options, NULL, NULL);
+  cl_program p = clCreateProgramWithSource(b->ctx, 1, &src, NULL, &e);
+  if (!p) {
+    snprintf(err, errlen, "clCreateProgramWithSource failed with OpenCL error %d", (int)e);
+    return COOP_ECL;
+  }
+  e = clBuildProgram(p, 1, &b->device, options, NULL, NULL);
   if (e != CL_SUCCESS) {
     size_t n = 0;
-    clGetProgramBuildInfo(b->program, b->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    clGetProgramBuildInfo(p, b->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
     char *log = malloc(n + 1);
     if (log) {
-      clGetProgramBuildInfo(b->program, b->device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+      clGetProgramBuildInfo(p, b->device, CL_PROGRAM_BUILD_LOG, n, log, NULL);
       log[n] = 0;
     }
-    coop__rt_msg(rt, "megakernel build failed (OpenCL error %d). Compiler log:\n%s", (int)e,
-                 log ? log : "(unavailable)");
+    snprintf(err, errlen, "megakernel build failed (OpenCL error %d). Compiler log:\n%s", (int)e,
+             log ? log : "(unavailable)");
     free(log);
+    clReleaseProgram(p);
     return COOP_EBUILD;
   }
-  b->kernel = clCreateKernel(b->program, "coop_megakernel", &e);
-  CL_CHECK(rt, e);
+  cl_kernel k = clCreateKernel(p, "coop_megakernel", &e);
+  if (!k) {
+    snprintf(err, errlen, "clCreateKernel failed with OpenCL error %d", (int)e);
+    clReleaseProgram(p);
+    return COOP_ECL;
+  }
+  *pp = p;
+  *kp = k;
   return 0;
+}
+
+static int cl_build(struct coop_rt *rt, const char *src, const char *options) {
+  struct cl_be *b = rt->be;
+  return cl_compile(b, src, options, &b->program, &b->kernel, rt->msg, sizeof rt->msg);
+}
+
+/* backend.h, rebuilding in place: OpenCL builds a program beside the one
+ * that runs (its calls are thread-safe); the swap releases the old one. */
+struct cl_next {
+  cl_program program;
+  cl_kernel kernel;
+};
+
+static int cl_build_next(struct coop_rt *rt, const char *src, void **next, char *err,
+                         size_t errlen) {
+  struct cl_next *n = calloc(1, sizeof *n);
+  if (!n) {
+    snprintf(err, errlen, "out of memory");
+    return COOP_ENOMEM;
+  }
+  int r = cl_compile(rt->be, src, COOP__BUILD_OPTIONS, &n->program, &n->kernel, err, errlen);
+  if (r) {
+    free(n);
+    return r;
+  }
+  *next = n;
+  return 0;
+}
+
+static void cl_free_next(struct coop_rt *rt, void *next) {
+  (void)rt;
+  struct cl_next *n = next;
+  if (n && n->kernel) clReleaseKernel(n->kernel);
+  if (n && n->program) clReleaseProgram(n->program);
+  free(n);
+}
+
+static void cl_swap_next(struct coop_rt *rt, void *next) {
+  struct cl_be *b = rt->be;
+  struct cl_next *n = next;
+  if (b->kernel) clReleaseKernel(b->kernel);
+  if (b->program) clReleaseProgram(b->program);
+  b->program = n->program;
+  b->kernel = n->kernel;
+  free(n);
 }
 
 /* What OpenCL tells of a built kernel: local memory per workgroup,
@@ -268,6 +326,9 @@ const struct coop__backend_ops coop__opencl_ops = {
     .alloc_dev = cl_alloc_dev,
     .write_dev = cl_write_dev,
     .build = cl_build,
+    .build_next = cl_build_next,
+    .swap_next = cl_swap_next,
+    .free_next = cl_free_next,
     .width = cl_width,
     .launch = cl_launch,
     .wait_exit = cl_wait_exit,
