@@ -45,6 +45,7 @@ void config_defaults(struct config *c) {
   c->device_index = -1;
   c->arena_mb = 256;
   c->park_ms = 100;
+  c->reload_in_place = 1;
   c->idle_spin_us = -1;
   c->max_registers = CONFIG_MAX_REGISTERS;
   const char *xdg = getenv("XDG_RUNTIME_DIR");
@@ -130,6 +131,7 @@ static const struct config_key keys[] = {
     {"server", "max_clients", K_UINT | K_LIVE, F(max_clients), 100000},
     {"server", "hello_timeout_ms", K_UINT | K_LIVE, F(hello_timeout_ms), 1u << 31},
     {"kernels", "dirs", K_STR | K_LIVE, F(kernel_dirs), 0},
+    {"kernels", "reload_in_place", K_BOOL | K_LIVE, F(reload_in_place), 0},
     {"kernels", "authors", K_STR | K_LIVE, F(authors), 0},
     {"kernels", "authored_dir", K_STR, F(authored_dir), 0},
     {"kernels", "max_per_author", K_UINT | K_LIVE, F(max_kernels_per_author), 1024},

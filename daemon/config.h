@@ -36,6 +36,7 @@ struct config {
   unsigned hello_timeout_ms; /* close a connection without HELLO after this; 0 = never */
   /* [kernels] */
   char kernel_dirs[1024]; /* colon-separated */
+  int reload_in_place;    /* a reload builds in the running device process (device.h) */
   char authors[1024];     /* who may add kernels (authors.h); "" = nobody */
   char authored_dir[512]; /* where added kernels are kept (kstore.h) */
   unsigned max_kernels_per_author;

@@ -41,7 +41,12 @@ struct reload {
   struct kset *ks;
   unsigned ndev;
   int index[COOP_WIRE_MAX_DEVICES]; /* each device's index, for the work thread */
+  struct dev *dev[COOP_WIRE_MAX_DEVICES];
+  /* each device's new megakernel: a new device process, or NULL where its
+   * running one built the set in place (inplace[i]; dev_next_build) */
   struct dp *rt[COOP_WIRE_MAX_DEVICES];
+  uint8_t inplace[COOP_WIRE_MAX_DEVICES];
+  int try_in_place;         /* [kernels] reload_in_place, as the reload began */
   unsigned swapped, failed; /* swaps reported so far, and failed ones */
   int built;                /* the build is done: the devices swap */
   int err;
@@ -59,8 +64,10 @@ static void set_outcome(struct daemon *dm, int ok, const char *fmt, const char *
 }
 
 static void close_built(struct reload *r) {
-  for (unsigned i = 0; i < r->ndev; i++)
+  for (unsigned i = 0; i < r->ndev; i++) {
     if (r->rt[i]) dp_close(r->rt[i], DP_CLOSE_MS);
+    if (r->inplace[i]) dev_next_cancel(r->dev[i]);
+  }
 }
 
 /* The first failure is the one a client hears of. */
@@ -100,8 +107,17 @@ static void build_work(uv_work_t *w) {
   /* a test's hook: a build as slow as a large kernel set's on a GPU */
   const char *delay = getenv("COOP_TEST_BUILD_DELAY_MS");
   if (delay) uv_sleep((unsigned)atoi(delay));
-  for (unsigned i = 0; i < r->ndev && !r->err; i++)
-    r->err = dev_build(&r->dm->cfg, r->index[i], r->ks, &r->rt[i], r->msg, sizeof r->msg);
+  for (unsigned i = 0; i < r->ndev && !r->err; i++) {
+    /* in the running device process where it can be (no second context
+     * beside the running jobs, their buffers left in place), else in a new
+     * one (docs/daemon.md, "Kernel reload") */
+    int e = r->try_in_place ? dev_next_build(r->dev[i], r->ks, r->msg, sizeof r->msg)
+                            : DEV_NOT_IN_PLACE;
+    r->inplace[i] = e == 0;
+    if (e == DEV_NOT_IN_PLACE)
+      e = dev_build(&r->dm->cfg, r->index[i], r->ks, &r->rt[i], r->msg, sizeof r->msg);
+    r->err = e;
+  }
   if (r->err || !r->req) return;
   /* built: the change is kept, so that it outlives a restart of coopd */
   const struct reload_req *q = r->req;
@@ -160,7 +176,12 @@ static void after_build(uv_work_t *w, int status) {
     finish(r);
     return;
   }
-  log_info("reload: built %u kernels; draining the running megakernel (grace %u ms)", r->ks->n,
+  unsigned nin = 0;
+  for (unsigned i = 0; i < r->ndev; i++) nin += r->inplace[i];
+  log_info("reload: built %u kernels (%s); draining the running megakernel (grace %u ms)", r->ks->n,
+           nin == r->ndev ? "in place"
+           : nin          ? "in place on some devices, in a new device process on others"
+                          : "in a new device process",
            dm->cfg.grace_ms);
   r->built = 1;
   unsigned started = 0;
@@ -169,7 +190,8 @@ static void after_build(uv_work_t *w, int status) {
       started++;
       continue;
     }
-    dp_close(r->rt[i], DP_CLOSE_MS);
+    if (r->rt[i]) dp_close(r->rt[i], DP_CLOSE_MS);
+    if (r->inplace[i]) dev_next_cancel(r->dev[i]);
     log_error("reload: device %u is busy stopping; its running megakernel stays", i);
     fail(r, COOP_EBUSY, "a device is stopping; its running megakernel stays");
     r->failed++, r->swapped++;
@@ -219,7 +241,11 @@ int reload_load(struct daemon *dm, struct kset *ks, char *err, size_t errlen) {
 static int begin(struct daemon *dm, struct reload *r) {
   r->dm = dm;
   r->ndev = dm->ndev;
-  for (unsigned i = 0; i < dm->ndev; i++) r->index[i] = dev_index(dm->devs[i]);
+  for (unsigned i = 0; i < dm->ndev; i++) {
+    r->index[i] = dev_index(dm->devs[i]);
+    r->dev[i] = dm->devs[i];
+  }
+  r->try_in_place = dm->cfg.reload_in_place;
   snprintf(r->store, sizeof r->store, "%s", dm->cfg.authored_dir);
   dm->reload = r;
   r->work.data = r;

@@ -638,6 +638,51 @@ START_TEST(lost_with_the_device_process) {
 }
 END_TEST
 
+/* A kernel reload in place ([kernels] reload_in_place, the default)
+ * keeps the device process, and with it every device buffer: its bytes
+ * read back as they were, and a job on it runs on. A reload in a new
+ * device process (reload_in_place = no, and every reload before) loses
+ * them, as a restart does. */
+static void across_a_reload(int in_place) {
+  char logp[] = "/tmp/coopd-bufs-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  const char *extra[] = {in_place ? "kernels.reload_in_place=yes" : "kernels.reload_in_place=no",
+                         NULL};
+  bufs_start(&d, extra);
+  coop_conn *c = connect_to(&d);
+  uint32_t w[64], back[64];
+  words(w, 64, 5);
+  uint64_t b = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, w, 0, &b), 0);
+  ck_assert_int_eq(sweep_on(c, b, 64, 1, NULL), COOP_STATE_DONE);
+  kill(d.pid, SIGHUP);
+  int done = 0;
+  for (int i = 0; i < 2400 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
+  if (!done) log_print(logp);
+  ck_assert_msg(done, "the reload did not end");
+  ck_assert_int_eq(log_has(logp, "reload: swapped in place in"), in_place);
+  int e = coop_buffer_read(c, b, 0, back, sizeof back);
+  if (!in_place) {
+    ck_assert_int_eq(e, COOP_ELOST);
+  } else {
+    ck_assert_msg(e == 0, "%s: %s", coop_err_name(e), coop_errmsg(c));
+    check_words(back, 64, 5, 1);
+    ck_assert_int_eq(sweep_on(c, b, 64, 2, NULL), COOP_STATE_DONE);
+    ck_assert_int_eq(coop_buffer_read(c, b, 0, back, sizeof back), 0);
+    check_words(back, 64, 5, 3);
+  }
+  coop_disconnect(c);
+  bufs_stop(&d);
+  unlink(logp);
+}
+
+START_TEST(kept_across_a_reload_in_place) { across_a_reload(1); }
+END_TEST
+
+START_TEST(lost_across_a_reload_in_a_new_process) { across_a_reload(0); }
+END_TEST
+
 /* A kernel that writes past a device buffer (rawpoke: raw stores, no
  * views) fails EFAULT, as with a buffer sent with the job; the breach is
  * reported once: the buffer's next job, within bounds, is done, and its
@@ -1182,6 +1227,8 @@ static Suite *suite(void) {
   tcase_add_test(tc, owners_and_connections);
   tcase_add_test(tc, counted_per_user);
   tcase_add_test(tc, lost_with_the_device_process);
+  tcase_add_test(tc, kept_across_a_reload_in_place);
+  tcase_add_test(tc, lost_across_a_reload_in_a_new_process);
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_small_job_goes_between_a_large_jobs_slices);
   tcase_add_test(tc, a_mapped_memfd_is_named_and_sent_again_after_a_park);

@@ -948,9 +948,10 @@ START_TEST(sighup_reload) {
   for (int i = 0; i < 2400 && !log_has(logp, "reload: done"); i++) msleep(50);
   ck_assert(log_has(logp, "reload: done"));
   /* the swap's line names the device by its number, as coopd's other lines
-   * do (it said "device -1", the backend's "any device", before) */
-  ck_assert_msg(log_has(logp, "device 0: reload: the old megakernel left the device in"),
-                "the swap's line does not name device 0");
+   * do (it said "device -1", the backend's "any device", before); the set
+   * was built and swapped in place ([kernels] reload_in_place) */
+  ck_assert_msg(log_has(logp, "device 0: reload: swapped in place in"),
+                "the swap's line does not name device 0, or the swap was not in place");
   ck_assert(!log_has(logp, "device -1"));
   submit_init(&m, "extra", 2, 0);
   arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8, COOP_WIRE_FD_NONE);
@@ -977,16 +978,24 @@ END_TEST
  * and running far past the grace period (200 ms), is suspended across
  * the swap and resumed in the new megakernel, and ends DONE with every
  * element right. It used to be cancelled when the grace period ran out.
- * Its buffers cross in a share of the new device process (they used to
- * go through a memfd, twice across the host link on a GPU). */
-static void reload_carries(int share) {
+ * How its buffers cross: CARRY_IN_PLACE (the default), they stay where
+ * they are, in the one device process that built the new set beside the
+ * old and swapped it in; with [kernels] reload_in_place = no, a new
+ * device process builds it, and CARRY_SHARE they cross in a share of it,
+ * CARRY_MEMFD through a memfd (COOP_TEST_NO_SHARE), twice across the host
+ * link on a GPU. */
+enum { CARRY_IN_PLACE, CARRY_SHARE, CARRY_MEMFD };
+static void reload_carries(int how) {
   char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[128], logp[128];
   kernels_dir_make(kdir);
   snprintf(set, sizeof set, "kernels.dirs=%s", kdir);
   snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
-  const char *sets[] = {set, "log.level=info", "jobs.grace_ms=200", NULL};
+  int share = how == CARRY_SHARE, in_place = how == CARRY_IN_PLACE;
+  const char *sets[] = {set, "log.level=info", "jobs.grace_ms=200",
+                        in_place ? "kernels.reload_in_place=yes" : "kernels.reload_in_place=no",
+                        NULL};
   struct daemon_proc d = {.log = logp};
-  if (!share) setenv("COOP_TEST_NO_SHARE", "1", 1);
+  if (how == CARRY_MEMFD) setenv("COOP_TEST_NO_SHARE", "1", 1);
   daemon_start_log(&d, sets);
   unsetenv("COOP_TEST_NO_SHARE");
   struct conn c;
@@ -1020,15 +1029,21 @@ static void reload_carries(int share) {
   ck_assert_msg(log_has(logp, "suspended across the kernel reload"),
                 "the sweep was not carried (ended before the reload?)");
   ck_assert(log_has(logp, "resumed in the new megakernel"));
-  /* its buffers went from one device process to the other through memory
-   * both reach, staged before the new megakernel started */
+  /* in place: its buffers stayed, in the one device process there was */
+  ck_assert_int_eq(
+      log_has(logp, "suspended across the kernel reload (its buffers stay where they are)"),
+      in_place);
+  ck_assert_int_eq(log_has(logp, "reload: swapped in place in"), in_place);
+  ck_assert_int_eq(log_has(logp, "the old device process closed"), !in_place);
+  /* else its buffers went from one device process to the other through
+   * memory both reach, staged before the new megakernel started */
   ck_assert_int_eq(
       log_has(logp, "suspended across the kernel reload (its buffers through device memory)"),
       share);
   ck_assert_int_eq(log_has(logp, "MB of carried buffers staged in the new megakernel's arena"),
                    share);
   /* that arena made, and room placed for them, while the sweep still ran */
-  ck_assert(log_has(logp, "reload: the new megakernel's arena made in"));
+  ck_assert_int_eq(log_has(logp, "reload: the new megakernel's arena made in"), !in_place);
   ck_assert_int_eq(log_has(logp, "on the device (its arena made before the swap)"), share);
   ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "sweep: %s %s",
@@ -1044,14 +1059,17 @@ static void reload_carries(int share) {
   kernels_dir_remove(kdir);
 }
 
-START_TEST(reload_carries_cooperative_jobs) { reload_carries(1); }
+START_TEST(reload_carries_cooperative_jobs) { reload_carries(CARRY_IN_PLACE); }
+END_TEST
+
+START_TEST(reload_carries_through_a_share_of_a_new_process) { reload_carries(CARRY_SHARE); }
 END_TEST
 
 /* The same where no share can be made (COOP_TEST_NO_SHARE, tests only; in
  * use: more than 16 carried jobs, the device full, /proc closed to the
  * device processes): the buffers go through a memfd, and the sweep still
  * ends DONE with every element right. */
-START_TEST(reload_carries_through_a_memfd_without_a_share) { reload_carries(0); }
+START_TEST(reload_carries_through_a_memfd_without_a_share) { reload_carries(CARRY_MEMFD); }
 END_TEST
 
 /* ---- live events and TOP ---- */
@@ -1153,6 +1171,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, limits_and_owners);
   tcase_add_test(t, sighup_reload);
   tcase_add_test(t, reload_carries_cooperative_jobs);
+  tcase_add_test(t, reload_carries_through_a_share_of_a_new_process);
   tcase_add_test(t, reload_carries_through_a_memfd_without_a_share);
   tcase_add_test(t, live_events_and_top);
 }

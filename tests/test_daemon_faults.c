@@ -451,18 +451,30 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
 END_TEST
 
 /* A reload whose drain ends in a restart (a hog that ignores its
- * cancellation) brings the device back with the reload's new megakernel,
- * already built, not with the old kernel set built again and then swapped
- * out: the log says so, the reload ends, and the new kernel runs. The old
- * coopd rebuilt and relaunched the old set first (seconds more, with the
- * device's workers reported lost meanwhile). */
-START_TEST(restart_during_a_reload_takes_the_new_kernels) {
+ * cancellation) brings the device back with the reload's new kernel set,
+ * not with the old set built again and then swapped out: the log says so,
+ * the reload ends, and the new kernel runs. The old coopd rebuilt and
+ * relaunched the old set first (seconds more, with the device's workers
+ * reported lost meanwhile). Built in a new device process ([kernels]
+ * reload_in_place = no), the device comes back with that one; built in
+ * place, the set is built again into the process that replaces the one
+ * killed, and the swap only adopts it. */
+static void restart_during_a_reload(int in_place) {
   char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[160], logp[128];
   kernels_dir_make(kdir);
   snprintf(set, sizeof set, "kernels.dirs=%s:%s", kdir, TEST_KERNEL_DIR);
   snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
-  const char *sets[] = {
-      set, "jobs.grace_ms=300", "jobs.hang_ms=300", "jobs.task_max_ms=0", "log.level=info", NULL};
+  const char *sets[] = {set,
+                        "jobs.grace_ms=300",
+                        "jobs.hang_ms=300",
+                        "jobs.task_max_ms=0",
+                        "log.level=info",
+                        in_place ? "kernels.reload_in_place=yes" : "kernels.reload_in_place=no",
+                        NULL};
+  /* in place, the set built in the process the restart kills is built
+   * again into the new one */
+  const char *says = in_place ? "the reload's new kernel set is built into the new device process"
+                              : "the reload's new megakernel replaces the one killed";
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
@@ -485,10 +497,9 @@ START_TEST(restart_during_a_reload_takes_the_new_kernels) {
   kill(d.pid, SIGHUP);
   int done = 0;
   for (int i = 0; i < 2400 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
-  if (!done || !log_has(logp, "the reload's new megakernel replaces the one killed"))
-    log_print(logp);
+  if (!done || !log_has(logp, says)) log_print(logp);
   ck_assert_msg(done, "the reload did not end");
-  ck_assert(log_has(logp, "the reload's new megakernel replaces the one killed"));
+  ck_assert_msg(log_has(logp, says), "the log does not say: %s", says);
   ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_int_eq(c.m.result.error, COOP_EHUNG);
   ck_assert(has_kernel(&c, "extra"));
@@ -508,6 +519,11 @@ START_TEST(restart_during_a_reload_takes_the_new_kernels) {
   unlink(extra), unlink(logp);
   kernels_dir_remove(kdir);
 }
+
+START_TEST(restart_during_a_reload_takes_the_new_kernels) { restart_during_a_reload(1); }
+END_TEST
+
+START_TEST(restart_during_a_reload_of_a_new_process_takes_it) { restart_during_a_reload(0); }
 END_TEST
 
 /* The device process is lost inside its first request of OP
@@ -585,6 +601,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
   tcase_add_test(t, restart_during_a_reload_takes_the_new_kernels);
+  tcase_add_test(t, restart_during_a_reload_of_a_new_process_takes_it);
   tcase_add_test(t, a_death_inside_a_submit_runs_the_task_again);
   tcase_add_test(t, a_death_while_staged_runs_the_job_again);
   tcase_add_test(t, a_death_inside_an_unstage_runs_the_job_again);

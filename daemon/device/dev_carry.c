@@ -161,15 +161,26 @@ void dev__carry_drop(struct dev *d, struct run *r) {
   r->carry_share = 0;
 }
 
+/* A reload that swaps in place (dev_next_build): the device process, and
+ * with it the buffers, stay. */
+static int in_place(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  int in = d->swapping && d->swap_inplace;
+  pthread_mutex_unlock(&d->mu);
+  return in;
+}
+
 int dev__carry_out(struct dev *d, struct run *r, const char *where) {
   struct job *j = r->j;
   dev__ckpt_drop(d, r);
   struct dp *into = r->moving ? dev__carry_into(d) : NULL; /* a move: the next device's own */
+  int stay = r->moving && !r->migrating && in_place(d);    /* its buffers where they are */
   r->state_fd = memfd_create("coopd-carry-state", MFD_CLOEXEC);
   int e = r->state_fd < 0 ? COOP_ENOMEM : dp_saved(d->rt, r->task[0], r->state_fd);
   int breach = -1;
   if (e == 0) dev__segment_end(d, r);
-  if (e == 0) e = bufs_out(d, r, into, r->task[0], &breach); /* and the task released */
+  if (e == 0 && stay) e = dp_task_release(d->rt, r->task[0]);
+  if (e == 0 && !stay) e = bufs_out(d, r, into, r->task[0], &breach); /* and the task released */
   if (e || breach >= 0) {
     dev__fail(j, e ? e : COOP_EFAULT, "could not carry it %s: %s", where,
               e ? coop_strerror(e) : "a guard zone was overwritten");
@@ -179,11 +190,14 @@ int dev__carry_out(struct dev *d, struct run *r, const char *where) {
     r->moving = 0;
     return -1;
   }
-  for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
+  if (!stay)
+    for (unsigned i = 0; i < j->nargs; i++) j->args[i].dev = 0;
   r->ninflight = 0;
   r->moving = 2;
   log_info("job %llu (%s): suspended %s%s", (unsigned long long)j->id, j->kernel, where,
-           r->carry_share ? " (its buffers through device memory)" : "");
+           stay             ? " (its buffers stay where they are)"
+           : r->carry_share ? " (its buffers through device memory)"
+                            : "");
   return 0;
 }
 
@@ -258,6 +272,7 @@ static int carry_suspended_one(struct dev *d, struct run *r) {
                                 : "the new set changed or removed its kernel");
     return -1;
   }
+  if (in_place(d)) return 0; /* its buffers stay where they are */
   return dev__carry_waiting(d, r, "across the kernel reload", dev__carry_into(d));
 }
 

@@ -14,7 +14,9 @@
 #include "device.h"
 #include "devproc.h"
 
-#define DEV_WAIT_NS 50000000L /* longest dp_wait: the watchdog's granularity */
+#define DEV_WAIT_NS 50000000L     /* longest dp_wait: the watchdog's granularity */
+#define DEV_NEXT_POLL_NS 2000000L /* a build in place is looked at this often */
+enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILABLE };
 /* [device] idle_spin_us = -1 on a GPU: a client submitting one job after
  * another sends the next within about 50 us of the last RESULT */
 #define DEV_IDLE_SPIN_NS 200000L
@@ -152,13 +154,24 @@ struct dev {
   int64_t swap_deadline;
   char swap_msg[2048];
   void (*on_swapped)(int err, const char *msg, void *user);
-  int swap_now;              /* device thread: snapshot of swapping */
-  int64_t swap_at;           /* device thread: snapshot of swap_deadline */
-  int swap_prepared;         /* device thread: swap_rt's arena made (1) or tried (-1) */
-  char broken[512];          /* device thread: why no runtime is running, or "" */
-  struct dev_view view;      /* under mu: the last snapshot (TOP) */
-  struct dev_view next_view; /* device thread: the one being built */
-  int64_t view_at;           /* device thread: when it was last built */
+  int swap_now;      /* device thread: snapshot of swapping */
+  int64_t swap_at;   /* device thread: snapshot of swap_deadline */
+  int swap_prepared; /* device thread: swap_rt's arena made (1) or tried (-1) */
+  /* Rebuilding in place (dev_next_build), under mu: next_state is
+   * NEXT_IDLE, NEXT_ASKED (the device thread starts the build), NEXT_BUILDING
+   * (it polls the build), NEXT_BUILT, NEXT_UNAVAILABLE, or a coop error;
+   * next_cv wakes the reload's work thread when it is one of the last
+   * three. swap_inplace: the swap in progress is of that set (swap_rt
+   * NULL); swap_rebuilt: a restart meanwhile built it into a new device
+   * process, which the swap then only adopts. */
+  int next_state, next_drop, swap_inplace, swap_rebuilt;
+  const struct kset *next_ks;
+  char next_msg[8192];
+  pthread_cond_t next_cv;
+  char broken[512];                            /* device thread: why no runtime is running, or "" */
+  struct dev_view view;                        /* under mu: the last snapshot (TOP) */
+  struct dev_view next_view;                   /* device thread: the one being built */
+  int64_t view_at;                             /* device thread: when it was last built */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
   struct {
     uint32_t uid;

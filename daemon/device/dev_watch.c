@@ -262,6 +262,15 @@ void dev__restart(struct dev *d) {
   else
     snprintf(why, sizeof why, "its device process %s", d->rt ? dp_death(d->rt) : "is gone");
   dev__unsuspend_lost(d); /* suspended jobs' buffers were in it too */
+  pthread_mutex_lock(&d->mu);
+  int inplace = d->swapping && d->swap_inplace && !d->swap_rebuilt;
+  pthread_mutex_unlock(&d->mu);
+  while (inplace && d->carried) { /* so were the buffers of those a reload in place carries */
+    struct run *r = d->carried;
+    d->carried = r->next;
+    r->next = d->runs;
+    d->runs = r;
+  }
   unsigned nlost = 0, nagain = 0, nckpt = 0;
   for (struct run *r = d->runs; r; r = r->next) {
     int ckpt = !never_gathered(r) && r->ckpt_state_fd >= 0 && r->j->id != d->hung_job;
@@ -356,15 +365,41 @@ void dev__restart(struct dev *d) {
     pthread_mutex_unlock(&d->mu);
     return;
   }
+  /* A reload in place waits to swap: its set was built in the process
+   * that is gone, so the new one is built with it (the swap then only
+   * adopts it: swap_rebuilt), and what runs again waits for the swap, as
+   * above. */
   struct dp *rt = NULL;
   char err[1024];
-  int e = dp_build(&rt, d->cfg, d->index, d->ks, err, sizeof err);
+  const struct kset *ks = d->ks;
+  if (inplace) {
+    pthread_mutex_lock(&d->mu);
+    ks = d->swap_ks;
+    pthread_mutex_unlock(&d->mu);
+  }
+  int e = dp_build(&rt, d->cfg, d->index, ks, err, sizeof err);
   if (e == 0 && (e = dev__launch(d, rt, err, sizeof err)) != 0) dp_close(rt, DP_CLOSE_MS);
   if (e) {
     snprintf(d->broken, sizeof d->broken, "restart after %.200s: %.250s", why, err);
     log_error("the device is unavailable: %s", d->broken);
   }
+  if (inplace && e == 0) {
+    d->swap_rebuilt = 1;
+    log_info("%s: the reload's new kernel set is built into the new device process", d->logname);
+  }
   watch_event(d, culprit, pub, "%s restarted: %.200s%s", label, why, held);
+  if (inplace) {
+    pthread_mutex_lock(&d->mu);
+    while (again) {
+      struct job *j = again;
+      again = j->dev_next;
+      j->dev_next = d->in_head;
+      d->in_head = j;
+      if (!d->in_tail) d->in_tail = j;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return;
+  }
   while (again) { /* their IN data is still the client's (memfd or inline copy) */
     struct job *j = again;
     again = j->dev_next;

@@ -510,6 +510,7 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
 }
 
 static void do_swap(struct dev *d);
+static int next_step(struct dev *d, int64_t now, int64_t *wake);
 
 static void *dev_main(void *arg) {
   struct dev *d = arg;
@@ -524,6 +525,7 @@ static void *dev_main(void *arg) {
     poll_tasks(d);
     int64_t now = coop__now_ns(), wake = now + d->wait_ns;
     if (held_wake < wake) wake = held_wake; /* a one-task job's submit waits until then at most */
+    int building = next_step(d, now, &wake);
     int suspended = 0, ended = 0;
     for (struct run **p = &d->runs; *p;) {
       struct run *r = *p;
@@ -567,7 +569,7 @@ static void *dev_main(void *arg) {
     dev__preempt(d);
     dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
-    if (!d->runs && !d->coop_wait_head) wake = INT64_MAX; /* nothing to poll */
+    if (!d->runs && !d->coop_wait_head && !building) wake = INT64_MAX; /* nothing to poll */
     if (held_wake < wake) wake = held_wake;
     maybe_park(d, now, &wake);
     warm_ahead(d, coop__now_ns(), &wake);
@@ -592,6 +594,10 @@ static void *dev_main(void *arg) {
   dev__do_bufops(d); /* the last ones fail: no answer is lost */
   pthread_mutex_lock(&d->mu);
   d->stopped = 1;
+  if (d->next_state == NEXT_ASKED || d->next_state == NEXT_BUILDING) {
+    d->next_state = NEXT_UNAVAILABLE; /* dev_next_build's waiter goes on */
+    pthread_cond_broadcast(&d->next_cv);
+  }
   pthread_mutex_unlock(&d->mu);
   dev__announce(d);
   return NULL;
@@ -611,14 +617,9 @@ static int64_t idle_spin_ns(const struct config *c, const char *backend) {
   return dp_backend_spins(backend) ? DEV_IDLE_SPIN_NS : 0;
 }
 
-int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
-  int e = dp_launch(rt, err, errlen);
-  if (e == 0) atomic_store(&d->idle_spin_ns, idle_spin_ns(d->cfg, dp_backend(rt)));
-  if (e == 0) e = dp_set_kick(rt, d->kick, atomic_load(&d->idle_spin_ns));
-  if (e) return e;
-  d->rt = rt;
-  d->gen++; /* the device buffers of the one before are gone (dev_bufs.c) */
-  atomic_store_explicit(&d->rt_up, 1, memory_order_release); /* dev_watch_get says why */
+/* What a launch (or a swap in place) tells of rt's megakernel, for the
+ * loop (WELCOME, STATS) and the device thread. */
+static void launched(struct dev *d, struct dp *rt) {
   /* under mu: a restart or a reload launches on the device thread while
    * the loop copies these for WELCOME and STATS (dev_name) */
   pthread_mutex_lock(&d->mu);
@@ -631,6 +632,17 @@ int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   d->broken[0] = 0;
   d->parked = 0; /* a new device process starts launched */
   atomic_store(&d->parked_pub, 0);
+}
+
+int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
+  int e = dp_launch(rt, err, errlen);
+  if (e == 0) atomic_store(&d->idle_spin_ns, idle_spin_ns(d->cfg, dp_backend(rt)));
+  if (e == 0) e = dp_set_kick(rt, d->kick, atomic_load(&d->idle_spin_ns));
+  if (e) return e;
+  d->rt = rt;
+  d->gen++; /* the device buffers of the one before are gone (dev_bufs.c) */
+  atomic_store_explicit(&d->rt_up, 1, memory_order_release); /* dev_watch_get says why */
+  launched(d, rt);
   return 0;
 }
 
@@ -697,21 +709,60 @@ static int swap_legs(struct dev *d, struct dp *next, struct closer *c, char *msg
   return e;
 }
 
+/* The swap of a set built in place (dev_next_build): the megakernel
+ * parked, the new program in, relaunched, in the same device process; the
+ * carried jobs' buffers stay where they are. A restart meanwhile built the
+ * set into a new device process (swap_rebuilt): nothing left to do. On a
+ * failure the device restarts with the old set, and the carried jobs,
+ * whose buffers were in the process it replaces, are lost. 0, or the
+ * error (msg). */
+static int swap_in_place(struct dev *d, const struct kset *ks, char *msg, size_t len) {
+  if (d->swap_rebuilt) return 0;
+  int64_t t0 = coop__now_ns();
+  int e = d->rt ? dp_next_swap(d->rt, d->cfg, d->index, ks, msg, len) : COOP_ELOST;
+  if (e == COOP_ELOST && !d->rt) snprintf(msg, len, "no device process runs");
+  if (e == 0) {
+    launched(d, d->rt); /* its device buffers stay: d->gen as it was */
+    log_info(
+        "%s: reload: swapped in place in %.1f ms (the megakernel parked, the new program "
+        "in, relaunched on %u workers)",
+        d->logname, (double)(coop__now_ns() - t0) / 1e6, dp_workers(d->rt));
+    return 0;
+  }
+  if (d->rt) dp_next_drop(d->rt);
+  while (d->carried) { /* their buffers go with the process */
+    struct run *r = d->carried;
+    d->carried = r->next;
+    dev__fail(r->j, COOP_ELOST, "could not resume it after the kernel reload: %.200s", msg);
+    if (r->state_fd >= 0) close(r->state_fd);
+    r->state_fd = -1;
+    dev__finish_job(d, r);
+    dev__run_free(r);
+  }
+  snprintf(d->restart_why, sizeof d->restart_why, "the reload's swap in place failed: %.200s", msg);
+  return e;
+}
+
 /* Device thread, no job running: the old megakernel goes, the new one
  * comes (see the top of this file). */
 static void do_swap(struct dev *d) {
   pthread_mutex_lock(&d->mu);
   struct dp *next = d->swap_rt;
   const struct kset *ks = d->swap_ks, *old_ks = d->ks;
-  int stopping = d->stopping;
+  int stopping = d->stopping, inplace = d->swap_inplace;
   pthread_mutex_unlock(&d->mu);
   char msg[sizeof d->swap_msg] = "";
   int e = 0;
   struct closer c = {0};
   if (stopping) {
-    dp_close(next, DP_CLOSE_MS);
+    if (next) dp_close(next, DP_CLOSE_MS);
+    if (inplace && d->rt) dp_next_drop(d->rt);
     e = COOP_ESHUTDOWN;
     snprintf(msg, sizeof msg, "the daemon is shutting down");
+  } else if (inplace) {
+    dev__carry_suspended(d); /* those whose kernel changed are cancelled */
+    e = swap_in_place(d, ks, msg, sizeof msg);
+    if (e == 0) d->ks = ks;
   } else {
     dev__carry_suspended(d); /* their buffers out of the old device process first */
     e = swap_legs(d, next, &c, msg, sizeof msg);
@@ -737,6 +788,9 @@ static void do_swap(struct dev *d) {
   pthread_mutex_lock(&d->mu);
   d->swapping = 0;
   d->swap_prepared = 0;
+  d->swap_inplace = 0;
+  d->swap_rebuilt = 0;
+  d->next_state = NEXT_IDLE;
   d->swap_rt = NULL;
   d->swap_ks = NULL;
   d->swap_done = 1;
@@ -748,12 +802,83 @@ static void do_swap(struct dev *d) {
   closer_join(d, &c);
 }
 
+int dev_next_build(struct dev *d, const struct kset *ks, char *msg, size_t len) {
+  pthread_mutex_lock(&d->mu);
+  if (!atomic_load_explicit(&d->rt_up, memory_order_acquire) || d->stopping || d->swapping ||
+      d->next_state != NEXT_IDLE) {
+    pthread_mutex_unlock(&d->mu);
+    return DEV_NOT_IN_PLACE;
+  }
+  d->next_ks = ks;
+  d->next_state = NEXT_ASKED;
+  d->next_msg[0] = '\0';
+  pthread_cond_signal(&d->cv);
+  pthread_mutex_unlock(&d->mu);
+  dev__kick(d);
+  pthread_mutex_lock(&d->mu);
+  while (d->next_state == NEXT_ASKED || d->next_state == NEXT_BUILDING)
+    pthread_cond_wait(&d->next_cv, &d->mu);
+  int st = d->next_state;
+  if (st != NEXT_BUILT) {
+    snprintf(msg, len, "%s", d->next_msg);
+    d->next_state = NEXT_IDLE;
+  }
+  pthread_mutex_unlock(&d->mu);
+  return st == NEXT_BUILT ? 0 : st == NEXT_UNAVAILABLE ? DEV_NOT_IN_PLACE : st;
+}
+
+void dev_next_cancel(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  if (d->next_state == NEXT_BUILT && !d->swapping) {
+    d->next_state = NEXT_IDLE;
+    d->next_drop = 1;
+    pthread_cond_signal(&d->cv);
+  }
+  pthread_mutex_unlock(&d->mu);
+  dev__kick(d);
+}
+
+/* Device thread, every pass: a build in place asked for is started, one
+ * under way looked at (every DEV_NEXT_POLL_NS: *wake), and its end told to
+ * dev_next_build's waiter; a built set given up is let go. Returns 1 while
+ * it builds. */
+static int next_step(struct dev *d, int64_t now, int64_t *wake) {
+  pthread_mutex_lock(&d->mu);
+  int st = d->next_state, drop = d->next_drop;
+  const struct kset *ks = d->next_ks;
+  d->next_drop = 0;
+  pthread_mutex_unlock(&d->mu);
+  if (drop && d->rt) dp_next_drop(d->rt);
+  if (st != NEXT_ASKED && st != NEXT_BUILDING) return 0;
+  char msg[sizeof d->next_msg] = "";
+  int ns;
+  if (!d->rt || !dp_alive(d->rt) || d->stop_now) {
+    ns = NEXT_UNAVAILABLE; /* the reload builds a new device process instead */
+  } else if (st == NEXT_ASKED) {
+    int e = dp_next_build(d->rt, ks, msg, sizeof msg);
+    ns = e ? e : NEXT_BUILDING;
+  } else {
+    int p = dp_next_poll(d->rt, msg, sizeof msg);
+    ns = p < 0 ? p : p ? NEXT_BUILT : NEXT_BUILDING;
+  }
+  if (ns < 0 && d->rt && dp_alive(d->rt)) dp_next_drop(d->rt); /* the failed one */
+  if (ns == COOP_ELOST) ns = NEXT_UNAVAILABLE; /* died meanwhile: a restart follows */
+  if (ns == NEXT_BUILDING && now + DEV_NEXT_POLL_NS < *wake) *wake = now + DEV_NEXT_POLL_NS;
+  pthread_mutex_lock(&d->mu);
+  d->next_state = ns;
+  snprintf(d->next_msg, sizeof d->next_msg, "%s", msg);
+  if (ns != NEXT_BUILDING) pthread_cond_broadcast(&d->next_cv);
+  pthread_mutex_unlock(&d->mu);
+  return ns == NEXT_BUILDING;
+}
+
 int dev_swap(struct dev *d, struct dp *next, const struct kset *ks, unsigned grace_ms,
              void (*on_swapped)(int err, const char *msg, void *user)) {
   pthread_mutex_lock(&d->mu);
-  int busy = d->swapping || d->stopping;
+  int busy = d->swapping || d->stopping || (!next && d->next_state != NEXT_BUILT);
   if (!busy) {
     d->swap_rt = next;
+    d->swap_inplace = next == NULL;
     d->swap_ks = ks;
     d->swapping = 1;
     d->swap_deadline = coop__now_ns() + (int64_t)grace_ms * 1000000;
@@ -814,6 +939,7 @@ int dev_open(struct dev **dp, const struct config *c, unsigned place, int index,
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   pthread_cond_init(&d->cv, &ca);
   pthread_condattr_destroy(&ca);
+  pthread_cond_init(&d->next_cv, NULL);
   uv_async_init(loop, &d->async, on_async);
   d->async.data = d;
   dev__build_view(d, coop__now_ns()); /* TOP has a view before the first client comes */
@@ -838,6 +964,7 @@ void dev_free(struct dev *d) {
   free(d->ev);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
+  pthread_cond_destroy(&d->next_cv);
   uv_close((uv_handle_t *)&d->async, on_async_closed);
 }
 

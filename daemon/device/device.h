@@ -60,11 +60,23 @@ int dev_start(struct dev *d);
  * from a libuv work thread on SIGHUP. */
 int dev_build(const struct config *c, int index, const struct kset *ks, struct dp **rt, char *err,
               size_t errlen);
+/* Rebuilding in place (docs/daemon.md, "Kernel reload"): ks built by this
+ * device's own device process, beside its running megakernel, with no
+ * second process or context (dp_next_build). Blocking: the reload's work
+ * thread waits here while the device thread starts the build and watches
+ * it. 0 when built (then dev_swap with next NULL swaps it in, or
+ * dev_next_cancel lets it go), DEV_NOT_IN_PLACE where it cannot be built
+ * so (no device process runs, the device is stopping or swapping:
+ * dev_build then), else the error, the compiler log in msg. */
+#define DEV_NOT_IN_PLACE 1
+int dev_next_build(struct dev *d, const struct kset *ks, char *msg, size_t len);
+void dev_next_cancel(struct dev *d);
 /* The device index this dev was opened with (config_devices). */
 int dev_index(const struct dev *d);
 /* Reload: drains the running megakernel (new jobs wait; running ones get
  * grace_ms, then are cancelled), closes it and launches `next` (built from
- * ks by dev_build; dev takes it). ks must stay alive until the next swap.
+ * ks by dev_build; dev takes it), or with next NULL swaps in the set
+ * dev_next_build built in place. ks must stay alive until the next swap.
  * on_swapped(0 or error, message) runs on the loop when done; on error the
  * previous kernels run again (rebuilt), or the device is marked unavailable.
  * COOP_ESTATE if a swap is in progress or the device is stopping. */

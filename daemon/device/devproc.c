@@ -473,6 +473,48 @@ int dp_unpark(struct dp *p, char *err, size_t errlen) {
   return start_call(p, DP_UNPARK, "relaunch", err, errlen);
 }
 
+int dp_next_build(struct dp *p, const struct kset *ks, char *err, size_t errlen) {
+  int sfd = sources_memfd(ks);
+  if (sfd < 0)
+    return snprintf(err, errlen, "memfd for the kernel sources: %s", strerror(errno)), COOP_EIO;
+  p->q.a = ks->n;
+  int e = call(p, DP_NEXT_BUILD, sfd, DP_CALL_MS);
+  close(sfd);
+  if (e) snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.u.text[0] ? ": " : "", p->r.u.text);
+  return e;
+}
+
+int dp_next_poll(struct dp *p, char *err, size_t errlen) {
+  int e = call(p, DP_NEXT_POLL, -1, DP_CALL_MS);
+  if (e == COOP_ELOST)
+    snprintf(err, errlen, "the device process %s while building", p->death);
+  else if (e)
+    snprintf(err, errlen, "%s", p->r.u.text[0] ? p->r.u.text : coop_strerror(e));
+  return e ? e : (int)p->r.n;
+}
+
+int dp_next_swap(struct dp *p, const struct config *c, int index, const struct kset *ks, char *err,
+                 size_t errlen) {
+  p->width_note[0] = '\0'; /* the old build's: the new one's follow */
+  int e = start_call(p, DP_NEXT_SWAP, "swap of the kernel set", err, errlen);
+  if (e) return e;
+  p->q.a = 0;
+  if (call(p, DP_WIDTH, -1, DP_CALL_MS) != 0) return 0; /* the width unknown: said nowhere */
+  p->widths[0] = p->r.u.widths[0];
+  p->nwidths = 1;
+  if (c->kernel_widths) probe_widths(p, c, index, ks);
+  report_widths(p, index, c);
+  if (p->width_note[0]) { /* as start_call adds it at a launch */
+    size_t n = strlen(p->dev.note);
+    snprintf(p->dev.note + n, sizeof p->dev.note - n, "; %s", p->width_note);
+  }
+  return 0;
+}
+
+void dp_next_drop(struct dp *p) {
+  if (p && !p->dead) call(p, DP_NEXT_DROP, -1, DP_BUILD_MS);
+}
+
 static void dp_free(struct dp *p) {
   if (p->fd >= 0) close(p->fd);
   if (p->shm_fd >= 0) close(p->shm_fd);

@@ -54,6 +54,19 @@ int dp_park(struct dp *p);
  * and a child killed then is a restart, its kernels built again. */
 #define DP_PARK_MS 15000u
 int dp_unpark(struct dp *p, char *err, size_t errlen);
+/* Rebuilding in place (docs/daemon.md, "Kernel reload"): ks built by
+ * the running child, on a thread of its own while it answers on, with no
+ * second process or context (coop_rt_next_*). dp_next_build starts it;
+ * dp_next_poll says 1 once built, 0 while building, or the error (the
+ * compiler log in err); dp_next_swap parks the megakernel, swaps the set
+ * in and relaunches it (discovery: read dp_workers again), and reads the
+ * new build's width (logged as dp_build's is; c, index and ks as dp_build's);
+ * dp_next_drop lets an unused one go (waiting for its build). */
+int dp_next_build(struct dp *p, const struct kset *ks, char *err, size_t errlen);
+int dp_next_poll(struct dp *p, char *err, size_t errlen);
+int dp_next_swap(struct dp *p, const struct config *c, int index, const struct kset *ks, char *err,
+                 size_t errlen);
+void dp_next_drop(struct dp *p);
 /* Asks the child to close the runtime and exit; kills it after wait_ms
  * (DP_CLOSE_MS: a megakernel that has not exited by then never will).
  * Frees p. 1 when it had to be killed. */

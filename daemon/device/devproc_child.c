@@ -10,6 +10,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,12 @@ _Static_assert(COOP_WIRE_MAX_WG <= DP_VIEW_MAX, "a view fits a reply");
 
 struct child {
   coop_rt *rt;
+  /* DP_NEXT_BUILD's set (rebuilding in place), NULL if none; its build
+   * runs on next_th until next_done (release), with next_err its result */
+  coop_rt_next *next;
+  pthread_t next_th;
+  atomic_int next_done;
+  int next_err, next_joined;
   int kick;              /* DP_KICKFD's eventfd (non-blocking), or -1 */
   long spin_ns;          /* DP_WAIT's spin: DP_SPIN_NS on a GPU, 0 on the CPU (PoCL) */
   int64_t idle_spin_ns;  /* DP_KICKFD's a: after a reply, the next request's spin */
@@ -74,8 +82,45 @@ static int xm_pin(void *rt, void *p, size_t n) {
 }
 static void xm_unpin(void *rt, void *p) { coop_rt_host_unregister(rt, p); }
 
-/* OPEN: the options, then the kernels from the memfd (devproc.c writes
- * them: u32 cooperative, u32 name length, u64 source length, name, source). */
+/* n kernels from the memfd sfd (devproc.c writes them: u32 cooperative,
+ * u32 name length, u64 source length, name, source), each given to add:
+ * 0, or the first error (COOP_EIO: the file was not as written). */
+static int read_kernels(int sfd, uint32_t n, int (*add)(void *, const char *, int, const char *),
+                        void *to) {
+  uint64_t off = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    struct {
+      uint32_t coop, nlen;
+      uint64_t slen;
+    } h;
+    if (fdio_pread(sfd, &h, sizeof h, off) || h.nlen > 255 || h.slen > (1u << 20)) return COOP_EIO;
+    off += sizeof h;
+    char *name = malloc(h.nlen + 1), *src = malloc(h.slen + 1);
+    int e = !name || !src || fdio_pread(sfd, name, h.nlen, off) ||
+                    fdio_pread(sfd, src, h.slen, off + h.nlen)
+                ? COOP_EIO
+                : 0;
+    if (e == 0) {
+      name[h.nlen] = src[h.slen] = '\0';
+      off += h.nlen + h.slen;
+      int k = add(to, name, (int)h.coop, src);
+      if (k < 0) e = k;
+    }
+    free(name); /* the runtime keeps its own copies */
+    free(src);
+    if (e) return e;
+  }
+  return 0;
+}
+
+static int add_to_rt(void *rt, const char *name, int coop, const char *src) {
+  return coop_rt_add_kernel(rt, name, coop, src);
+}
+static int add_to_next(void *n, const char *name, int coop, const char *src) {
+  return coop_rt_next_add_kernel(n, name, coop, src);
+}
+
+/* OPEN: the options, then the kernels from the memfd (read_kernels). */
 static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_rep *r) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
@@ -91,34 +136,7 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   o.max_registers = a->max_registers;
   int e = coop_rt_open(&ch->rt, &o);
   if (e == 0) xmap_init(&xm, xm_pin, xm_unpin, ch->rt);
-  uint64_t off = 0;
-  for (uint32_t i = 0; e == 0 && i < a->nkernels; i++) {
-    struct {
-      uint32_t coop, nlen;
-      uint64_t slen;
-    } h;
-    if (fdio_pread(sfd, &h, sizeof h, off) || h.nlen > 255 || h.slen > (1u << 20)) {
-      e = COOP_EIO;
-      break;
-    }
-    off += sizeof h;
-    char *name = malloc(h.nlen + 1), *src = malloc(h.slen + 1);
-    if (!name || !src || fdio_pread(sfd, name, h.nlen, off) ||
-        fdio_pread(sfd, src, h.slen, off + h.nlen)) {
-      free(name);
-      free(src);
-      e = COOP_EIO;
-      break;
-    }
-    name[h.nlen] = src[h.slen] = '\0';
-    off += h.nlen + h.slen;
-    if (e == 0) {
-      int k = coop_rt_add_kernel(ch->rt, name, (int)h.coop, src);
-      if (k < 0) e = k;
-    }
-    free(name); /* the runtime keeps its own copies */
-    free(src);
-  }
+  if (e == 0) e = read_kernels(sfd, a->nkernels, add_to_rt, ch->rt);
   if (e == 0 && !a->widths_only) e = coop_rt_build(ch->rt);
   if (e && ch->rt) snprintf(r->u.text, sizeof r->u.text, "%s", coop_rt_errmsg(ch->rt));
   if (e == 0) devinfo(ch->rt, &r->u.dev);
@@ -470,6 +488,94 @@ static void started(coop_rt *rt, int err, struct dp_rep *r) {
     devinfo(rt, &r->u.dev);
 }
 
+/* ---- rebuilding in place (coop_rt_next_*, docs/daemon.md "Kernel reload") */
+
+static coop_rt *next_rt; /* the runtime the build thread builds for (the child's one) */
+
+static void *next_main(void *arg) {
+  struct child *ch = arg;
+  ch->next_err = coop_rt_next_build(next_rt, ch->next);
+  atomic_store_explicit(&ch->next_done, 1, memory_order_release);
+  return NULL;
+}
+
+/* The build thread's end, once (it has ended or is waited for). */
+static void next_join(struct child *ch) {
+  if (!ch->next || ch->next_joined) return;
+  pthread_join(ch->next_th, NULL);
+  ch->next_joined = 1;
+}
+
+static void next_drop(struct child *ch) {
+  next_join(ch);
+  coop_rt_next_free(ch->rt, ch->next);
+  ch->next = NULL;
+}
+
+/* DP_NEXT_BUILD: the kernels read here, the build on a thread of its own,
+ * so that this process answers on (the running megakernel's jobs). */
+static int next_build(struct child *ch, uint32_t nkernels, int sfd, struct dp_rep *r) {
+  if (ch->next) return COOP_ESTATE;
+  int e = coop_rt_next_open(ch->rt, &ch->next);
+  if (e == 0) e = read_kernels(sfd, nkernels, add_to_next, ch->next);
+  ch->next_err = 0;
+  ch->next_joined = 0;
+  atomic_store(&ch->next_done, 0);
+  next_rt = ch->rt;
+  if (e == 0 && pthread_create(&ch->next_th, NULL, next_main, ch)) e = COOP_ENOMEM;
+  if (e) {
+    snprintf(r->u.text, sizeof r->u.text, "%s",
+             ch->next ? coop_rt_next_errmsg(ch->next) : "the next build could not start");
+    ch->next_joined = 1; /* no thread */
+    next_drop(ch);
+  }
+  return e;
+}
+
+/* DP_NEXT_POLL: rep.n 1 once built, 0 while building; the build's error. */
+static int next_poll(struct child *ch, struct dp_rep *r) {
+  if (!ch->next) return COOP_ESTATE;
+  if (!atomic_load_explicit(&ch->next_done, memory_order_acquire)) return 0;
+  next_join(ch);
+  if (ch->next_err) {
+    snprintf(r->u.text, sizeof r->u.text, "%s", coop_rt_next_errmsg(ch->next));
+    return ch->next_err;
+  }
+  r->n = 1;
+  return 0;
+}
+
+/* DP_NEXT_SWAP: the megakernel parked (unless it is), the built set swapped
+ * in, and launched: what LAUNCH answers. A swap refused (a task record in
+ * use) relaunches the old program and says why. */
+static void next_swap(struct child *ch, struct dp_rep *r) {
+  coop_rt *rt = ch->rt;
+  if (!ch->next || !atomic_load_explicit(&ch->next_done, memory_order_acquire) || ch->next_err) {
+    r->err = COOP_ESTATE;
+    snprintf(r->u.text, sizeof r->u.text, "no next kernel set built");
+    return;
+  }
+  next_join(ch);
+  int e = coop_rt_parked(rt) ? 0 : coop_rt_park(rt);
+  if (e) {
+    r->err = e;
+    snprintf(r->u.text, sizeof r->u.text, "the megakernel could not be parked: %s",
+             coop_rt_errmsg(rt));
+    return;
+  }
+  xmap_clear(&xm); /* the megakernel has left: unpinning waits for nothing */
+  e = coop_rt_next_swap(rt, ch->next);
+  if (e == 0) {
+    ch->next = NULL; /* the runtime's now */
+    started(rt, coop_rt_unpark(rt), r);
+    return;
+  }
+  int back = coop_rt_unpark(rt);
+  r->err = e;
+  snprintf(r->u.text, sizeof r->u.text, "the swap was refused (%s); the old megakernel %s",
+           coop_strerror(e), back ? "did not relaunch" : "runs again");
+}
+
 /* Tests only: COOP_TEST_DIE_AT="OP:N:PATH" kills this process (SIGKILL,
  * as a crash would) as its Nth request of op OP (its name in dp_ops)
  * arrives once the file PATH.arm exists (the test makes it when the job it
@@ -547,6 +653,19 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
     }
     case DP_UNPARK:
       started(rt, coop_rt_unpark(rt), r);
+      return;
+    case DP_NEXT_BUILD:
+      r->err =
+          rfd < 0 || q->a > COOP_MAX_KERNELS ? COOP_EINVAL : next_build(ch, (uint32_t)q->a, rfd, r);
+      return;
+    case DP_NEXT_POLL:
+      r->err = next_poll(ch, r);
+      return;
+    case DP_NEXT_SWAP:
+      next_swap(ch, r);
+      return;
+    case DP_NEXT_DROP:
+      next_drop(ch);
       return;
     case DP_SUBMIT: {
       coop_task_id id = 0;
@@ -757,6 +876,7 @@ int dp_child_main(int fd) {
       /* not unpinned first: that waits for the device, which the running
        * megakernel keeps busy (xmap.h); the closed runtime's context
        * takes its registrations with it */
+      next_drop(&ch); /* a build in flight ends first: it reads the runtime */
       r.err = ch.rt ? coop_rt_close(ch.rt) : 0;
       ch.rt = NULL;
       xmap_forget(&xm);
@@ -785,6 +905,7 @@ int dp_child_main(int fd) {
       spin_end =
           q.warm_until - spin_end < DP_WARM_MAX_NS ? q.warm_until : spin_end + DP_WARM_MAX_NS;
   }
+  next_drop(&ch);
   if (ch.rt) coop_rt_close(ch.rt);
   xmap_forget(&xm);
   return 0;

@@ -56,6 +56,10 @@ const struct dp_op_entry dp_ops[DP_NOPS] = {
     [DP_SHARE] = {"share", NONE, FIXED(sizeof(struct coop_rt_share)), 0, 0, 0},
     [DP_SHARE_OPEN] = {"share-open", FIXED(sizeof(struct coop_rt_share)), NONE, 0, 0, 0},
     [DP_SHARE_FREE] = {"share-free", NONE, NONE, 0, 0, 0},
+    [DP_NEXT_BUILD] = {"next-build", NONE, NONE, 1, 1, 1},
+    [DP_NEXT_POLL] = {"next-poll", NONE, NONE, 1, 0, 0},
+    [DP_NEXT_SWAP] = {"next-swap", NONE, FIXED(sizeof(struct dp_devinfo)), 1, 0, 0},
+    [DP_NEXT_DROP] = {"next-drop", NONE, NONE, 0, 0, 0},
 };
 
 /* Each body fits its union member, whatever the count. */

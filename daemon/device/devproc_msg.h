@@ -56,6 +56,11 @@ enum dp_op {
   DP_SHARE,      /* a = bytes -> rep.a = its address here, rep.u.share (coop_rt_share_alloc) */
   DP_SHARE_OPEN, /* u.share, another device process's -> rep.a = its address here */
   DP_SHARE_FREE, /* a = a share's address here (coop_rt_share_free) */
+  DP_NEXT_BUILD, /* fd: sources (as DP_OPEN's), a = their count: the next kernel set, built in
+                  * place on a thread of the child's while it answers on (coop_rt_next_build) */
+  DP_NEXT_POLL,  /* -> rep.n = 1 built, 0 still building; an error and its log: it failed */
+  DP_NEXT_SWAP,  /* the built set swapped in: park, coop_rt_next_swap, unpark -> rep.u.dev */
+  DP_NEXT_DROP,  /* the next set let go (its build waited for) */
   DP_NOPS        /* one past the last op */
 };
 
