@@ -982,11 +982,14 @@ int coop_rt_unpark(coop_rt *rt) {
    * shared): discovery's window still decides, as at the first launch. */
   int r = 0;
   unsigned groups = rt->participants;
-  if (rt->reshape) { /* a new program (coop_rt_next_swap): its own shape and discovery */
+  if (rt->reshape) { /* a new program (coop_rt_next_swap): its own shape */
+    unsigned was = rt->launch_groups;
     rt->reshape = 0;
     if (!rt->launch_fixed) rt->launch_groups = 0;
     r = launch_shape(rt);
-    groups = rt->launch_groups;
+    /* the same shape holds the same participants; another is discovered
+     * afresh, its window included */
+    if (rt->launch_groups != was) groups = rt->launch_groups;
   }
   if (r == 0) r = rt->ops->alloc_dev(rt, sizeof(struct coop_dev));
   if (r == 0) r = discovery_open(rt, groups);

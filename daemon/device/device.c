@@ -384,7 +384,9 @@ static int spin_for_work(struct dev *d, int64_t wake) {
 static void wait_for_work(struct dev *d, int64_t wake) {
   if (d->spin_until && spin_for_work(d, wake)) return;
   pthread_mutex_lock(&d->mu);
-  int takes = (d->in_head && !d->swapping) || d->bufin_head;
+  /* a build in place asked for, or a built one given up, is work too */
+  int takes =
+      (d->in_head && !d->swapping) || d->bufin_head || d->next_state == NEXT_ASKED || d->next_drop;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
     if (!d->runs && !d->in_head && !d->coop_wait_head && !d->held_head && wake == INT64_MAX) {
       pthread_cond_wait(&d->cv, &d->mu);
