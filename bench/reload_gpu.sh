@@ -3,7 +3,7 @@
 # through it (docs/daemon.md, "Kernel reload": such a job is suspended,
 # carried into the new megakernel and resumed, not cancelled).
 #   bench/reload_gpu.sh [--build-dir DIR] [--graph WxH | --sweep N,ROUNDS] [--runs N]
-#                       [--after-ms MS] [--in-place yes|no]
+#                       [--after-ms MS] [--in-place yes|no] [--arena-mb MB]
 # Starts a coopd of its own and, N times (3): runs bfs (cooperative, query
 # barrier) on a road graph of WxH (65536x128 by default: about 1.4 s on an
 # H200, longer than a reload's build) from vertex 0 uninterrupted, then
@@ -24,7 +24,8 @@
 # device process built the set). Then the medians.
 # --in-place yes|no: [kernels] reload_in_place (default yes: the running
 # device process builds and swaps the set; no: a new device process, the
-# buffers carried across).
+# buffers carried across). --arena-mb: the arena (default 4096; PoCL on a
+# small host may refuse that much fine-grained SVM: 512 does there).
 # Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
 # on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower: the
 # job must still run when the reload's build ends (about 0.5 s on two
@@ -37,7 +38,7 @@
 set -euo pipefail
 export LC_ALL=C
 repo=$(cd "$(dirname "$0")/.." && pwd -P)
-bdir=$repo/build-cuda graph=65536x128 runs=3 after=100 sweep= inplace=yes
+bdir=$repo/build-cuda graph=65536x128 runs=3 after=100 sweep= inplace=yes arena=4096
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) bdir=$2; shift 2 ;;
@@ -46,20 +47,21 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --after-ms) after=$2; shift 2 ;;
     --in-place) inplace=$2; shift 2 ;;
-    -h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --arena-mb) arena=$2; shift 2 ;;
+    -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "reload_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$inplace" in yes | no) ;; *) echo "reload_gpu.sh: --in-place yes or no" >&2; exit 2 ;; esac
 n=${sweep%%,*} rounds=${sweep#*,}
 [ -n "$sweep" ] || n=0 rounds=0
-for v in "$runs" "$after" "$n" "$rounds"; do
+for v in "$runs" "$after" "$n" "$rounds" "$arena"; do
   case "$v" in '' | *[!0-9]*) echo "reload_gpu.sh: '$v' is not a whole number" >&2; exit 2 ;; esac
 done
 name=reload_gpu.sh
 # shellcheck source=bench/gpu_daemon.sh
 . "$repo/bench/gpu_daemon.sh"
-start_daemon --set device.arena_mb=4096 --set limits.max_bytes_per_client=4G \
+start_daemon --set device.arena_mb="$arena" --set limits.max_bytes_per_client=4G \
   --set limits.max_bytes_per_uid=4G --set kernels.reload_in_place=$inplace
 kernel=bfs
 [ -n "$sweep" ] && kernel=sweep
