@@ -640,37 +640,60 @@ END_TEST
 
 /* A kernel reload in place ([kernels] reload_in_place, the default)
  * keeps the device process, and with it every device buffer: its bytes
- * read back as they were, and a job on it runs on. A reload in a new
- * device process (reload_in_place = no, and every reload before) loses
- * them, as a restart does. */
+ * read back as they were, and a cooperative job running on it across the
+ * reload is carried (suspended and resumed, its buffer where it was) and
+ * ends DONE. A reload in a new device process (reload_in_place = no, and
+ * every reload before) cancels that job and loses the buffer, as a
+ * restart does. */
 static void across_a_reload(int in_place) {
   char logp[] = "/tmp/coopd-bufs-XXXXXX.log";
   log_temp(logp);
   struct daemon_proc d = {.log = logp};
   const char *extra[] = {in_place ? "kernels.reload_in_place=yes" : "kernels.reload_in_place=no",
-                         NULL};
+                         "jobs.grace_ms=200", NULL};
   bufs_start(&d, extra);
   coop_conn *c = connect_to(&d);
   uint32_t w[64], back[64];
   words(w, 64, 5);
   uint64_t b = 0;
   ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, w, 0, &b), 0);
-  ck_assert_int_eq(sweep_on(c, b, 64, 1, NULL), COOP_STATE_DONE);
+  int64_t t0 = now_ms();
+  ck_assert_int_eq(sweep_on(c, b, 64, 20000, NULL), COOP_STATE_DONE);
+  int64_t took = now_ms() - t0; /* rounds for about 4 s from it */
+  double want = 20000.0 * 4000.0 / (double)(took > 0 ? took : 1);
+  uint32_t rounds = want > 5e7 ? 50000000u : want < 20000 ? 20000u : (uint32_t)want;
+  coop_job *j = coop_job_new("sweep", 1);
+  coop_job_cooperative(j, 1);
+  coop_job_buffer(j, b);
+  coop_job_u32(j, 64);
+  coop_job_u32(j, rounds);
+  uint64_t id = 0;
+  ck_assert_int_eq(coop_submit(c, j, &id), 0);
+  coop_job_free(j);
+  msleep(200);
   kill(d.pid, SIGHUP);
   int done = 0;
   for (int i = 0; i < 2400 && !done; i++, msleep(50)) done = log_has(logp, "reload: done");
   if (!done) log_print(logp);
   ck_assert_msg(done, "the reload did not end");
   ck_assert_int_eq(log_has(logp, "reload: swapped in place in"), in_place);
+  int st = wait_state(c, id);
   int e = coop_buffer_read(c, b, 0, back, sizeof back);
   if (!in_place) {
+    ck_assert_int_eq(st, COOP_STATE_CANCELLED);
     ck_assert_int_eq(e, COOP_ELOST);
   } else {
+    if (!log_has(logp, "suspended across the kernel reload (its buffers stay where they are)"))
+      log_print(logp);
+    ck_assert_msg(
+        log_has(logp, "suspended across the kernel reload (its buffers stay where they are)"),
+        "the sweep on the device buffer was not carried (ended before the reload?)");
+    ck_assert_int_eq(st, COOP_STATE_DONE);
     ck_assert_msg(e == 0, "%s: %s", coop_err_name(e), coop_errmsg(c));
-    check_words(back, 64, 5, 1);
+    check_words(back, 64, 5, 20000 + rounds);
     ck_assert_int_eq(sweep_on(c, b, 64, 2, NULL), COOP_STATE_DONE);
     ck_assert_int_eq(coop_buffer_read(c, b, 0, back, sizeof back), 0);
-    check_words(back, 64, 5, 3);
+    check_words(back, 64, 5, 20002 + rounds);
   }
   coop_disconnect(c);
   bufs_stop(&d);

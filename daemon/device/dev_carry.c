@@ -10,9 +10,11 @@
  * d->runs for d->carried, so that the swap need not wait for it. After the
  * swap its buffers are staged into the new device process and its task
  * resumed from the state (dp_resume): nothing is lost, and its client sees
- * it run on. A job that cannot be carried (a periodic one, one with device
- * buffers, whose kernel is gone or changed) drains as before: the grace
- * period, then cancelled. Device thread only.
+ * it run on. A reload in place (dev_next_build) keeps the device process:
+ * the state alone leaves it, the buffers stay. A job that cannot be carried
+ * (a periodic one, whose kernel is gone or changed; one with device
+ * buffers unless in place) drains as before: the grace period, then
+ * cancelled. Device thread only.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <stdio.h>
@@ -39,10 +41,21 @@ static int kernel_stays(struct dev *d, const struct job *j) {
   return next && same_kernel(kset_find(d->ks, j->kernel), kset_find(next, j->kernel));
 }
 
+/* A reload that swaps in place (dev_next_build): the device process, and
+ * with it the buffers, stay. */
+static int in_place(struct dev *d) {
+  pthread_mutex_lock(&d->mu);
+  int in = d->swapping && d->swap_inplace;
+  pthread_mutex_unlock(&d->mu);
+  return in;
+}
+
+/* In place, a job on device buffers of its own is carried too: they stay
+ * with the device process. */
 static int carriable(struct dev *d, const struct run *r) {
   const struct job *j = r->j;
   if (!(j->flags & COOP_SUBMIT_COOPERATIVE) || dev__periodic(j) || r->ninflight != 1) return 0;
-  return !job_has_devbufs(j) && kernel_stays(d, j);
+  return (!job_has_devbufs(j) || in_place(d)) && kernel_stays(d, j);
 }
 
 /* j's buffers as dev__carry_bufs lays them out: their bytes in all, and
@@ -161,15 +174,6 @@ void dev__carry_drop(struct dev *d, struct run *r) {
   r->carry_share = 0;
 }
 
-/* A reload that swaps in place (dev_next_build): the device process, and
- * with it the buffers, stay. */
-static int in_place(struct dev *d) {
-  pthread_mutex_lock(&d->mu);
-  int in = d->swapping && d->swap_inplace;
-  pthread_mutex_unlock(&d->mu);
-  return in;
-}
-
 int dev__carry_out(struct dev *d, struct run *r, const char *where) {
   struct job *j = r->j;
   dev__ckpt_drop(d, r);
@@ -263,13 +267,14 @@ static int carry_in_one(struct dev *d, struct run *r) {
  * failed). */
 static int carry_suspended_one(struct dev *d, struct run *r) {
   struct job *j = r->j;
-  if (job_has_devbufs(j) || !kernel_stays(d, j)) {
+  int devbufs = job_has_devbufs(j) && !in_place(d);
+  if (devbufs || !kernel_stays(d, j)) {
     atomic_store(&j->state, COOP_JOB_CANCELLED);
     j->error = COOP_ECANCELED;
     snprintf(j->message, sizeof j->message,
              "cancelled: suspended when the daemon reloaded its kernels, and %s",
-             job_has_devbufs(j) ? "its device buffers do not move to the new megakernel"
-                                : "the new set changed or removed its kernel");
+             devbufs ? "its device buffers do not move to the new megakernel"
+                     : "the new set changed or removed its kernel");
     return -1;
   }
   if (in_place(d)) return 0; /* its buffers stay where they are */
