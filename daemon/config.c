@@ -501,8 +501,8 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u journal=%s", c->socket,
            c->socket_mode, c->max_clients, c->journal[0] ? c->journal : "(socket).jobs");
   line(b);
-  snprintf(b, sizeof b, "kernels: dirs=%s reload_in_place=%s", c->kernel_dirs,
-           c->reload_in_place ? "yes" : "no");
+  snprintf(b, sizeof b, "kernels: reload_in_place=%s dirs=%s", c->reload_in_place ? "yes" : "no",
+           c->kernel_dirs);
   line(b);
   snprintf(b, sizeof b,
            "kernel authors: authors=\"%s\" authored_dir=%s max_per_author=%u "
