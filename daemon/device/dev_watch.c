@@ -250,6 +250,20 @@ static void hold_culprit(struct dev *d, const struct run *hung, const char *labe
            n);
 }
 
+/* Jobs that run again after a restart during a reload, to the front of
+ * the queue, which the swap keeps until the new set runs. */
+static void requeue_front(struct dev *d, struct job *again) {
+  pthread_mutex_lock(&d->mu);
+  while (again) {
+    struct job *j = again;
+    again = j->dev_next;
+    j->dev_next = d->in_head;
+    d->in_head = j;
+    if (!d->in_tail) d->in_tail = j;
+  }
+  pthread_mutex_unlock(&d->mu);
+}
+
 /* The device process died, or a hung kernel made dev_main ask for this:
  * kill it, fail every job that was on it (ELOST; the hung one keeps its
  * EHUNG), then build and launch a new one with the same kernels. Jobs not
@@ -354,15 +368,7 @@ void dev__restart(struct dev *d) {
      * and each is resolved there by name. */
     log_info("%s: the reload's new megakernel replaces the one killed", d->logname);
     watch_event(d, culprit, pub, "%s restarted: %.200s%s", label, why, held);
-    pthread_mutex_lock(&d->mu);
-    while (again) {
-      struct job *j = again;
-      again = j->dev_next;
-      j->dev_next = d->in_head;
-      d->in_head = j;
-      if (!d->in_tail) d->in_tail = j;
-    }
-    pthread_mutex_unlock(&d->mu);
+    requeue_front(d, again);
     return;
   }
   /* A reload in place waits to swap: its set was built in the process
@@ -389,15 +395,7 @@ void dev__restart(struct dev *d) {
   }
   watch_event(d, culprit, pub, "%s restarted: %.200s%s", label, why, held);
   if (inplace) {
-    pthread_mutex_lock(&d->mu);
-    while (again) {
-      struct job *j = again;
-      again = j->dev_next;
-      j->dev_next = d->in_head;
-      d->in_head = j;
-      if (!d->in_tail) d->in_tail = j;
-    }
-    pthread_mutex_unlock(&d->mu);
+    requeue_front(d, again);
     return;
   }
   while (again) { /* their IN data is still the client's (memfd or inline copy) */
