@@ -245,7 +245,10 @@ static int begin(struct daemon *dm, struct reload *r) {
     r->index[i] = dev_index(dm->devs[i]);
     r->dev[i] = dm->devs[i];
   }
-  r->try_in_place = dm->cfg.reload_in_place;
+  /* An author's new kernel is built in a process of its own: a compiler
+   * it crashes then fails that reload alone, not the jobs of other users
+   * on the running device process (docs/daemon.md, "Kernel reload"). */
+  r->try_in_place = dm->cfg.reload_in_place && !(r->req && r->req->op == RELOAD_ADD);
   snprintf(r->store, sizeof r->store, "%s", dm->cfg.authored_dir);
   dm->reload = r;
   r->work.data = r;

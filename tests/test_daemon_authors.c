@@ -263,6 +263,10 @@ START_TEST(kernel_authors) {
   ck_assert_uint_eq(k->owner, geteuid());
   triple_runs(&c);
   ck_assert(log_has(logp, "kernel add triple from triple.cl"));
+  /* an author's kernel is built in a device process of its own, not in the
+   * one that runs other users' jobs, where reloads build by default */
+  ck_assert(log_has(logp, "kernels (in a new device process); draining"));
+  ck_assert(!log_has(logp, "kernels (in place); draining"));
   /* one kernel per author here: a second name is refused; the same name
    * again would replace it */
   const char quad[] =
