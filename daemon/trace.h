@@ -35,7 +35,8 @@
   XX(unstaged)      /* OUT data back, arena copies freed (dp_unstage returned) */              \
   XX(handed_back)   /* into the device's out queue, uv_async_send next */                      \
   XX(loop_got)      /* the loop took it (on_async, before session_job_done) */                 \
-  XX(result_sent)   /* the RESULT built, sess_send (encode, write) next */
+  XX(result_sent)   /* the RESULT built, sess_send (encode, write) next */              \
+  XX(preempt)       /* a run of lower priority asked to suspend for it (dev_prio.c) */
 /* clang-format on */
 
 struct job_trace {

@@ -24,7 +24,7 @@ check_trace() {
     {
       n++
       for (i = 3; i <= NF; i++)
-        if ($i + 0 <= 0 && i != col["dp_seen"]) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"]) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
       # dp_seen only where the wait of DP_SUBMIT saw the end; then inside it
       if ($col["dp_seen"] + 0 > 0 && ($col["dp_seen"] + 0 < $col["submitted"] + 0 ||
                                       $col["dp_seen"] + 0 > $col["submit_ret"] + 0)) {

@@ -37,6 +37,7 @@
 #include "coop_util.h"
 #include "dev_internal.h"
 #include "log.h"
+#include "trace.h"
 
 static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
 
@@ -106,7 +107,7 @@ static void preempt_for_slot(struct dev *d) {
 /* Workers for a non-cooperative run of higher priority that cannot get
  * them while every cooperative job keeps one. */
 static void preempt_run(struct dev *d, struct run *r) {
-  const struct job *j = r->j;
+  struct job *j = r->j;
   unsigned workers = atomic_load(&d->workers);
   if (is_coop(j) || atomic_load(&j->cancel) || j->groups + coop_staying(d) <= workers) return;
   struct run *v = victim(d, j->priority, 0, 0);
@@ -115,6 +116,7 @@ static void preempt_run(struct dev *d, struct run *r) {
   char why[96];
   snprintf(why, sizeof why, "job %llu of priority %d needs %u of the %u workers",
            (unsigned long long)j->id, (int)j->priority, j->groups, workers);
+  TRACE_STAMP(j, preempt);
   suspend(d, v, j->priority, why);
 }
 
