@@ -33,7 +33,7 @@
 _Static_assert(sizeof(struct coop_task_rec) % 8 == 0, "task record must keep 8-byte alignment");
 _Static_assert(offsetof(struct coop_task_rec, args) == 32, "task record layout changed");
 /* the scheduler loads state, cancel, cap and suspend of a running task as
- * one 16-byte vector (scheduler.cl, step 5) */
+ * one 16-byte vector (scheduler.cl, step 2) */
 _Static_assert(offsetof(struct coop_task_rec, cancel) == 4 &&
                    offsetof(struct coop_task_rec, cap) == 8 &&
                    offsetof(struct coop_task_rec, suspend) == 12 &&
@@ -776,7 +776,7 @@ int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms) {
  * scheduler reads records' flags only when it moved, and none at all when
  * it moved by one request that it names: a cancel or a suspension then
  * reaches the channel without a round trip to the record (docs/scheduler.md,
- * step 5). Several threads may ask at once: one compare-and-swap. */
+ * step 2). Several threads may ask at once: one compare-and-swap. */
 static void doorbell_ctl(coop_rt *rt, coop_task_id id, uint32_t op) {
   uint32_t old = atomic_load_explicit(&rt->mb->cancel_seq, memory_order_relaxed);
   while (!atomic_compare_exchange_weak_explicit(&rt->mb->cancel_seq, &old,

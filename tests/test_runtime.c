@@ -1055,7 +1055,7 @@ END_TEST
  * task: a cancel or a suspension (in every third round a cap before it,
  * which makes the pass read every record), and in the last round 100000
  * caps a thread first, every one counted. cancel_seq counts them and
- * names the latest (docs/scheduler.md, step 5): a pass that finds the
+ * names the latest (docs/scheduler.md, step 2): a pass that finds the
  * count moved by one passes on the one request the word names and reads
  * no record, so a request whose count was lost (two threads moving the
  * word at once, one move overwriting the other) would never reach its

@@ -6,15 +6,16 @@
  *
  * It is the only workgroup that reads host memory (the mailbox) in a loop.
  * One pass of its loop:
- *   1. read ping, shutdown and sub_head (relaxed, then one acquire fence);
- *      answer a clock ping; note a shutdown request;
- *   2. take new tasks from the submit ring; each entry's kernel, flags,
+ *   1. read ping, shutdown, sub_head and cancel_seq (relaxed, then one
+ *      acquire fence); answer a clock ping; note a shutdown request;
+ *   2. pass cancel requests, caps and suspensions of running tasks to
+ *      their channels (first: they wait for nothing else of the pass);
+ *   3. take new tasks from the submit ring; each entry's kernel, flags,
  *      size and deadline are copied to scheduler memory (sched.t_*), and
  *      the helpers stage its arguments from the record;
- *   3. reconcile forks: reserved workers a kernel has forked become busy;
- *   4. reap workers that returned (acquire on their state): a finished
+ *   4. reconcile forks: reserved workers a kernel has forked become busy;
+ *   5. reap workers that returned (acquire on their state): a finished
  *      kernel's task record is completed (results, then state release);
- *   5. pass cancel requests and caps of running tasks to their channels;
  *   6. serve the head of the FIFO: start it if enough workers are free,
  *      else take back reservations and ask cooperative kernels to surrender
  *      workgroups (want_kill, under the channel lock);
@@ -22,7 +23,7 @@
  *      their N (reserve them for the next request_fork or resizing barrier),
  *      except those held for a periodic task due soon ("Gathering ahead");
  *   8. refresh a slice of the live view (last, so that a task taken in at
- *      step 2 is started first).
+ *      step 3 is started first).
  * Worker status lives in sched.wstat: FREE, RESERVED|chan, or chan (busy).
  */
 
@@ -286,7 +287,7 @@ COOP_FN void coop__unreserve_all(COOP_GLOBAL struct coop_dev *dev) {
     if (bits & 1u) coop__unreserve(dev, c);
 }
 
-/* Step 3. */
+/* Step 4. */
 COOP_FN void coop__reconcile_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
@@ -305,7 +306,7 @@ COOP_FN void coop__free_chan(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   s->coopm &= ~(1u << c);
 }
 
-/* Step 4. */
+/* Step 5. */
 COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   /* Nobody returned since the last reap: no scan (one thread
@@ -541,7 +542,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
  * the cap with the task, or while it runs followed by a move of
  * cancel_seq (release), as for a cancel; so the scheduler reads a cap
  * where it reads cancel flags: at a start (serve_head, after the pass's
- * acquire fence) and in step 5 when cancel_seq moved. sched.chan_cap[c]
+ * acquire fence) and in step 2 when cancel_seq moved. sched.chan_cap[c]
  * holds it (N when uncapped). A capped channel is offered no reservation
  * past its cap (offer_forks), keeps a standing request for M - cap kills
  * (want_kill: offer_kill and the resizing barrier act on it as for a
@@ -557,7 +558,24 @@ COOP_FN coop_u32 coop__cap_excess_locked(COOP_GLOBAL struct coop_chan *ch, coop_
   return m > cap ? m - cap : 0u;
 }
 
-/* Step 5: channel c's task has the record's cap `cap` now. A lower cap
+/* Channel c's cap lowered to k (sched.chan_cap[c] already k): its
+ * reservations back, and the kills down to k asked, under the lock. With
+ * suspend, ch.suspend := 1 in the same hold, relaxed: the unlock's release
+ * publishes it with want_kill (a release store of its own after the
+ * unlock was one more wait for the stores before it, on the suspension's
+ * path: "Suspension"). */
+COOP_FN void coop__cap_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 k,
+                             coop_u32 suspend) {
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  coop__unreserve(dev, c);
+  coop__lock(&ch->lock);
+  coop_u32 excess = coop__cap_excess_locked(ch, k);
+  if (excess > coop_ld_rlx(&ch->want_kill)) coop_st_rel(&ch->want_kill, excess);
+  if (suspend) coop_st_rlx(&ch->suspend, 1u);
+  coop__unlock(&ch->lock);
+}
+
+/* Step 2: channel c's task has the record's cap `cap` now. A lower cap
  * takes back the reservations (offer_forks offers again up to the cap)
  * and asks for the kills down to it; a higher one is met by the next
  * offer of free workers. */
@@ -568,12 +586,7 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
   if (k == s->chan_cap[c]) return;
   coop_u32 lower = k < s->chan_cap[c];
   s->chan_cap[c] = k;
-  if (!lower) return;
-  coop__unreserve(dev, c);
-  coop__lock(&ch->lock);
-  coop_u32 excess = coop__cap_excess_locked(ch, k);
-  if (excess > coop_ld_rlx(&ch->want_kill)) coop_st_rel(&ch->want_kill, excess);
-  coop__unlock(&ch->lock);
+  if (lower) coop__cap_kills(dev, c, k, 0u);
 }
 
 /* ----------------------------------------------------------- Suspension
@@ -581,8 +594,9 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
  * written like cancel, and read where cancel flags and caps are read). The
  * scheduler caps the channel at one workgroup (above: every other one
  * leaves at its next offer_kill or resizing barrier, and none is forked)
- * and stores ch.suspend (release). Workgroup 0, at its first primitive
- * after a step once it is alone (M = 1), stores its thread 0's state in
+ * and stores ch.suspend (in the cap's lock hold: coop__cap_kills).
+ * Workgroup 0, at its first primitive after a step once it is alone
+ * (M = 1), stores its thread 0's state in
  * ch.saved, then suspended, and leaves (barrier.cl, coop__after_step); the
  * last workgroup out copies ch.saved into the record's resume_state and
  * publishes SUSPENDED instead of DONE (worker.cl). A task submitted with
@@ -601,10 +615,15 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
  * ones do, and scratch memory is not saved (docs/kernels.md,
  * "Suspension"). */
 COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
   if (coop_ld_rlx(&ch->suspend) != 0u) return;
-  coop__set_cap(dev, c, 1u);
-  coop_st_rel(&ch->suspend, 1u);
+  if (s->chan_cap[c] > 1u) { /* the cap of one, and the flag in its lock hold */
+    s->chan_cap[c] = 1u;
+    coop__cap_kills(dev, c, 1u, 1u);
+  } else {
+    coop_st_rel(&ch->suspend, 1u); /* capped at one already: nothing to ask */
+  }
 }
 
 /* Ask cooperative kernels for `need` more workgroups than are already on
@@ -916,12 +935,12 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
 /* Built with COOP_PROF_SUSPEND instead (COOP_DEVICE_DEFINES; not with the
  * two above, whose slots it shares): where a suspension's time goes, in
  * device ticks. prof[0] counts the suspensions the scheduler passed on;
- * prof[1] is when it passed on the last one (step 5), prof[2] when it
+ * prof[1] is when it passed on the last one (step 2), prof[2] when it
  * next reaped a worker (the first to leave, at its barrier), prof[3] when
  * that task's last workgroup left (worker.cl, coop__publish), prof[4]
  * when the pass that passed it on began (its doorbell's load); and inside
  * each pass where cancel_seq moved (in coop-bench-suspend, the suspension's
- * own), prof[5] after the doorbell's acquire fence, prof[7] as step 5
+ * own), prof[5] after the doorbell's acquire fence, prof[7] as step 2
  * begins, prof[8] once the record's words are in (each stamp taken under
  * a branch on the value it waits for, so that the clock is not read
  * before the load returns).
@@ -976,7 +995,7 @@ COOP_FN coop_u32 coop__ring_fresh(const coop_u32 *e, coop_u32 i) {
   return ok;
 }
 
-/* Step 2: take new tasks from the submit ring up to head. Neither QUEUED
+/* Step 3: take new tasks from the submit ring up to head. Neither QUEUED
  * nor anything else is stored to the record here: a task started in this
  * pass goes straight to RUNNING (one system-scope release less). e is the
  * entry at the tail, loaded with sub_head before the fence; cseq_before is
@@ -1039,7 +1058,7 @@ COOP_FN void coop__mark_queued(COOP_GLOBAL struct coop_mailbox *mb,
   }
 }
 
-/* Step 5: channel ch's task is cancelled. */
+/* Step 2: channel ch's task is cancelled. */
 COOP_FN void coop__pass_cancel(COOP_GLOBAL struct coop_chan *ch) {
   if (coop_ld_rlx(&ch->cancel) != 0u) return;
   coop_st_rel(&ch->cancel, 1u);
@@ -1048,7 +1067,7 @@ COOP_FN void coop__pass_cancel(COOP_GLOBAL struct coop_chan *ch) {
   coop_fadd_rel(&ch->bar_arrive_odd, COOP__BAR_CANCEL);
 }
 
-/* Step 5: cooperative channel c's task is to be suspended (suspend != 0)
+/* Step 2: cooperative channel c's task is to be suspended (suspend != 0)
  * or has the record's cap `cap`. Returns 1 if the suspension is new. */
 COOP_FN coop_u32 coop__pass_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 cap,
                                 coop_u32 suspend) {
@@ -1062,7 +1081,7 @@ COOP_FN coop_u32 coop__pass_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, co
   return suspend != 0u && !suspending;
 }
 
-/* Step 5: cancel requests, caps and suspensions to running tasks'
+/* Step 2: cancel requests, caps and suspensions to running tasks'
  * channels, read only when mailbox.cancel_seq moved since the last read
  * (or at shutdown): an idle or busy pass reads no task record across the
  * bus. When it moved by exactly one request, a cancel or a suspension,
@@ -1168,7 +1187,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
      * cancel's own cancel_seq, never read its flag, and a kernel that
      * never ends ran on; a second, acquire load of sub_head here closed
      * that too, at a bus round trip in every pass that sees a cancel, a
-     * cap or a suspension: docs/scheduler.md, step 2.) */
+     * cap or a suspension: docs/scheduler.md, step 3.) */
     coop_u32 cseq_before = s->cseq_prev;
     s->cseq_prev = s->cseq;
     s->cseq = cseq;
@@ -1180,20 +1199,26 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     if (!stopping && down != 0u) stopping = 1u;
     COOP_PROF_MARK(1);
     COOP_TRACE(1);
+    /* Step 2, right after the fence: a cancel or a suspension waits for
+     * nothing else of the pass (the intake's, the forks' and the reap's
+     * loads before it were 1.0 us of the pass that passed a suspension on,
+     * on the H200). It touches only running tasks' channels; one whose
+     * last workgroup has left but that is not reaped yet may be given a
+     * request, which its next start resets. */
+    coop_u32 noticed = coop__pass_cancels(mb, dev, stopping);
+    COOP_PROF_SUSPEND_NOTICED(noticed);
+    COOP_PROF_MARK(2);
 #ifdef COOP_PROF_TASKS
     coop_u32 took = head != s->sub_tail;
 #endif
     coop__intake(mb, s, head, e, cseq_before);
-    COOP_PROF_MARK(2);
+    COOP_PROF_MARK(3);
     COOP_TRACE(4);
     for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
       if (bits & 1u) coop__reconcile_forks(dev, c);
-    COOP_PROF_MARK(3);
+    COOP_PROF_MARK(4);
     coop__reap(dev);
     COOP_PROF_SUSPEND_REAPED();
-    COOP_PROF_MARK(4);
-    coop_u32 noticed = coop__pass_cancels(mb, dev, stopping);
-    COOP_PROF_SUSPEND_NOTICED(noticed);
     COOP_PROF_MARK(5);
     COOP_TRACE(5);
     if (stopping) {

@@ -66,7 +66,7 @@
 
 struct coop_task_rec {
   /* The first four words, 16-byte aligned, are what the scheduler reads of
-   * a running task when cancel_seq moves: one vector load (step 5). */
+   * a running task when cancel_seq moves: one vector load (step 2). */
   coop_atomic_u32 state;
   coop_atomic_u32 cancel; /* host -> scheduler: 1 = cancel requested */
   /* host -> scheduler: the most workgroups this cooperative task may hold,
@@ -121,7 +121,7 @@ struct coop_task_rec {
 
 /* mailbox.cancel_seq: bits 31..10 count the host's requests to tasks
  * (cancel, cap, suspend), bits 9..2 are the latest one's slot, bits 1..0
- * what it asked (docs/scheduler.md, step 5). The host moves it with one
+ * what it asked (docs/scheduler.md, step 2). The host moves it with one
  * compare-and-swap, so the three fields are one single-copy atomic word. */
 #define COOP_CTL_SEQ_SHIFT 10u
 #define COOP_CTL_SEQ_ONE (1u << COOP_CTL_SEQ_SHIFT)
