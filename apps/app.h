@@ -80,10 +80,22 @@ struct coop_app_opts {
     int64_t *inpass_ns;
     /* and that pass's legs (COOP_APP_SUSPEND_LEGS per suspension, ns of
      * the device clock, -1 where a stamp is missing): its start -> the
-     * doorbell's acquire fence done, -> step 5 begins (intake, forks,
-     * reap), -> the record's words in, -> the pass-on */
+     * doorbell's acquire fence done, -> step 2 begins (the ping's answer;
+     * the intake, forks and reap came here before 2026-11-30), -> the
+     * record's words in, -> the pass-on */
     int64_t *legs_ns;
     unsigned n, cap;
+    /* preempt_groups > 0: right after each suspension request, a
+     * non-cooperative task of kernel preempt_kernel (arguments: the
+     * buffer argument preempt_out, a tag) on that many workgroups is
+     * submitted and waited for, as coopd submits a task of higher
+     * priority that needs the workers (docs/daemon.md, "Priority");
+     * gather_ns gets its gather (released -> gathered, the device's
+     * clock) and request_gathered_ns request -> gathered (host clock) */
+    unsigned preempt_groups;
+    int preempt_kernel;
+    uint64_t preempt_out;
+    int64_t *gather_ns, *request_gathered_ns;
   } * suspend_log;
 };
 #define COOP_APP_SUSPEND_LEGS 4

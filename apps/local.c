@@ -28,7 +28,7 @@ static int64_t span_ns(int ok, uint64_t from, uint64_t to, double tick) {
 }
 
 /* The pass that passed a suspension on, from its stamps p (scheduler.cl,
- * COOP_PROF_SUSPEND): start p[4], fence p[5], step 5 p[7], the record's
+ * COOP_PROF_SUSPEND): start p[4], fence p[5], step 2 p[7], the record's
  * words p[8], the pass-on p[1]; a leg whose stamps are out of order (one
  * not taken in that pass) is -1. */
 static void in_pass_legs(const uint64_t *p, int prof, double tick, int64_t *legs) {
@@ -37,6 +37,29 @@ static void in_pass_legs(const uint64_t *p, int prof, double tick, int64_t *legs
     uint64_t a = p[at[k]], b = p[at[k + 1]];
     legs[k] = span_ns(prof && a && a >= p[4] && b <= p[1], a, b, tick);
   }
+}
+
+/* The preempting task of log (app.h, preempt_groups): submitted. */
+static int preempt_submit(coop_rt *rt, const struct coop_app_suspend_log *log, coop_task_id *id) {
+  struct coop_rt_task_desc d = {
+      .kernel = log->preempt_kernel, .groups = log->preempt_groups, .nargs = 2};
+  d.args[0] = log->preempt_out;
+  d.args[1] = 1u;
+  return coop_rt_submit(rt, &d, id);
+}
+
+/* ... waited for, its times in *ti, released. */
+static int preempt_wait(coop_rt *rt, coop_task_id id, int timeout_ms,
+                        struct coop_rt_task_info *ti) {
+  int r = coop_rt_wait(rt, id, timeout_ms);
+  if (r == 0) r = coop_rt_task_info(rt, id, ti);
+  if (r == 0 && ti->state != COOP_TASK_DONE) r = COOP_EFAULT;
+  if (r) {
+    coop_rt_cancel(rt, id);
+    coop_rt_wait(rt, id, -1);
+  }
+  coop_rt_task_release(rt, id);
+  return r;
 }
 
 /* Until the task ends: a random pause, a suspension, and if it was
@@ -55,11 +78,16 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
     int r = coop_rt_suspend(rt, *id);
     if (r == COOP_ESTATE) return 0; /* it ended */
     if (r) return r;
+    coop_task_id pid;
+    int preempt = log && log->preempt_groups;
+    if (preempt && (r = preempt_submit(rt, log, &pid))) return r;
     /* COOP_PROF_SUSPEND: the pass-on, seen on this clock (100 ms at most) */
     while (on_host && passon < 0 && coop__now_ns() - t0 < 100000000) {
       coop_rt_sched_profile(rt, pn, 1); /* fills pn even while the count is 0 */
       if (pn[0] != p0[0]) passon = coop__now_ns() - t0;
     }
+    struct coop_rt_task_info pi = {0};
+    if (preempt && (r = preempt_wait(rt, pid, o->timeout_ms, &pi))) return r;
     if ((r = coop_rt_wait(rt, *id, o->timeout_ms))) return r;
     int64_t t1 = coop__now_ns();
     struct coop_rt_task_info ti;
@@ -80,6 +108,9 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
       if (log->passon_ns) log->passon_ns[log->n] = passon;
       if (log->inpass_ns) log->inpass_ns[log->n] = span_ns(prof && p[4], p[4], p[1], tick);
       if (log->legs_ns) in_pass_legs(p, prof, tick, &log->legs_ns[log->n * COOP_APP_SUSPEND_LEGS]);
+      if (log->gather_ns) log->gather_ns[log->n] = preempt ? pi.gather_ns : -1;
+      if (log->request_gathered_ns)
+        log->request_gathered_ns[log->n] = preempt && pi.t_gathered ? pi.t_gathered - t0 : -1;
       log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);
     }
   }

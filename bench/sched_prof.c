@@ -9,8 +9,8 @@
 /* A megakernel built with COOP_DEVICE_DEFINES=COOP_PROF: where the
  * scheduler's passes went (device clock): p, the slots (p[0] the passes)
  * over some span, printed under `what`. */
-static const char *const step[] = {"host words", "intake", "forks", "reap",
-                                   "cancels",    "serve",  "offer", "view"};
+static const char *const step[] = {"host words", "cancels", "intake", "forks",
+                                   "reap",       "serve",   "offer",  "view"};
 enum { N = 1 + sizeof step / sizeof *step };
 
 static void print_steps(coop_rt *rt, const char *what, const uint64_t *p) {

@@ -8,7 +8,10 @@
  * application's step on that input (an uninterrupted run: execution time
  * / resizing barriers), so that the suspension reads in steps. Every run
  * is checked against the CPU reference. CSV rows on stdout after the
- * table. Timing is never asserted.
+ * table. Timing is never asserted. With --preempt 1 each suspension is
+ * followed at once by a no-op task on every worker (kernels/bench/
+ * micro_nop.cl), as coopd submits a task of higher priority that needs
+ * them (docs/daemon.md, "Priority"): its gather is that target's figure.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,8 @@
 #include "app.h"
 #include "common.h"
 #include "sched_prof.h"
+
+extern const char coop_bench_src_micro_nop_cl[]; /* bench_kernels.c (bench/CMakeLists.txt) */
 
 /* p50 / p99 / max of v[0..n) in us, into s (the benchmarks' quantile,
  * common.h); -1 entries (the task ended first) left out. */
@@ -36,7 +41,7 @@ static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
 /* The pass that passed each suspension on, leg by leg (apps/local.c). */
 static void print_legs(const int64_t *legs, unsigned n) {
   static const char *what[COOP_APP_SUSPEND_LEGS] = {
-      "its start -> the doorbell's acquire fence done", "-> step 5 begins (intake, forks, reap)",
+      "its start -> the doorbell's acquire fence done", "-> step 2 begins",
       "-> the record's words in", "-> passed on (cap, suspend)"};
   int64_t *v = malloc((n ? n : 1) * sizeof *v);
   for (unsigned k = 0; v && k < COOP_APP_SUSPEND_LEGS; k++) {
@@ -51,12 +56,16 @@ static void print_legs(const int64_t *legs, unsigned n) {
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-suspend [--app NAME] [--input I] [--scale S] [--runs N]\n"
-          "                          [--every-us US] [--query 0|1] [--backend NAME]\n"
+          "                          [--every-us US] [--query 0|1] [--preempt 0|1]\n"
+          "                          [--backend NAME]\n"
           "Suspends and resumes a cooperative application as it runs (default bfs on\n"
           "road 1024 x 1024: --input 1 --scale 12) about every US microseconds (default\n"
           "20000), N runs (default 5), each checked; prints request -> suspended and\n"
           "resume -> full width again (p50 / p99 / max), and the application's step.\n"
           "--query 1: the query variant of the resizing barrier (default: the plain one).\n"
+          "--preempt 1: right after each suspension request, a no-op task on every worker\n"
+          "(as a task of higher priority through coopd); prints its gather (released ->\n"
+          "gathered) and request -> gathered.\n"
           "With COOP_DEVICE_DEFINES=COOP_PROF, where the scheduler's passes went: idle\n"
           "(200 ms), during the uninterrupted run, during the runs with suspensions, and\n"
           "over the whole run.\n"
@@ -70,7 +79,7 @@ static int usage(FILE *f, int rc) {
 int main(int argc, char **argv) {
   const char *name = "bfs", *backend = getenv("COOP_BACKEND");
   unsigned input = 1, scale = 12, runs = 5, every = 20000;
-  int query = 0;
+  int query = 0, preempt = 0;
   for (int i = 1; i < argc; i++) {
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(argv[i], "--help")) return usage(stdout, 0);
@@ -85,6 +94,8 @@ int main(int argc, char **argv) {
       runs = (unsigned)atoi(v);
     else if (!strcmp(argv[i], "--query"))
       query = atoi(v);
+    else if (!strcmp(argv[i], "--preempt"))
+      preempt = atoi(v);
     else if (!strcmp(argv[i], "--every-us"))
       every = (unsigned)atoi(v);
     else if (!strcmp(argv[i], "--backend"))
@@ -94,13 +105,16 @@ int main(int argc, char **argv) {
     i++;
   }
   const struct coop_app *a = coop_app_find(name);
-  if (!a || !runs || !every) return usage(stderr, 2);
+  if (!a || !runs || !every || (preempt != 0 && preempt != 1)) return usage(stderr, 2);
   struct coop_rt_options ro;
   coop_rt_options_init(&ro);
   ro.backend = backend;
   coop_rt *rt = NULL;
   int r = coop_rt_open(&rt, &ro);
   if (!r) r = coop_rt_add_kernel(rt, a->kernel, 1, a->source) < 0;
+  int knop =
+      !r && preempt ? coop_rt_add_kernel(rt, "micro_nop", 0, coop_bench_src_micro_nop_cl) : 0;
+  if (knop < 0) r = knop;
   if (!r) r = coop_rt_launch(rt);
   if (r) {
     fprintf(stderr, "coop-bench-suspend: %s\n", rt ? coop_rt_errmsg(rt) : coop_strerror(r));
@@ -116,7 +130,14 @@ int main(int argc, char **argv) {
           *left = calloc(cap, sizeof *left), *reaped = calloc(cap, sizeof *reaped),
           *last = calloc(cap, sizeof *last), *passon = calloc(cap, sizeof *passon),
           *inpass = calloc(cap, sizeof *inpass),
-          *legs = calloc((size_t)cap * COOP_APP_SUSPEND_LEGS, sizeof *legs);
+          *legs = calloc((size_t)cap * COOP_APP_SUSPEND_LEGS, sizeof *legs),
+          *gather = calloc(cap, sizeof *gather), *reqg = calloc(cap, sizeof *reqg);
+  /* the no-op's output: thread 0 of each group stores at 16 x its id */
+  void *nop_out = preempt ? coop_rt_alloc(rt, (size_t)w * 16u * sizeof(uint32_t)) : NULL;
+  if (preempt && !nop_out) {
+    fprintf(stderr, "coop-bench-suspend: no room for the no-op task's output\n");
+    return 1;
+  }
   /* the device's own stamps only from a megakernel built to take them */
   const char *defs = getenv("COOP_DEVICE_DEFINES");
   int prof = defs && strstr(defs, "COOP_PROF_SUSPEND");
@@ -129,7 +150,12 @@ int main(int argc, char **argv) {
                                      prof ? inpass : NULL,
                                      prof ? legs : NULL,
                                      0,
-                                     cap};
+                                     cap,
+                                     preempt ? w : 0u,
+                                     knop,
+                                     preempt ? coop_rt_buf_arg(rt, nop_out) : 0u,
+                                     gather,
+                                     reqg};
   double step_us = 0;
   unsigned total = 0;
   /* COOP_PROF: the passes of an idle megakernel (200 ms), of the
@@ -140,8 +166,9 @@ int main(int argc, char **argv) {
     nanosleep(&idle, NULL);
     sched_prof_print_since(rt, "  passes, idle (200 ms)", snap);
   }
-  for (unsigned k = 0;
-       k <= runs && sus && grow && left && reaped && last && passon && inpass && legs; k++) {
+  for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last && passon && inpass &&
+                       legs && gather && reqg;
+       k++) {
     if (k <= 1) sched_prof_snap(rt, snap);
     unsigned n = 0; /* run 0: uninterrupted, for the step */
     struct coop_app_opts o = {.groups = w,
@@ -191,6 +218,15 @@ int main(int argc, char **argv) {
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
   }
+  if (preempt) {
+    char g1[96], g2[96];
+    pct(gather, log.n, g1, sizeof g1);
+    pct(reqg, log.n, g2, sizeof g2);
+    printf(
+        "  a no-op task on every worker, submitted right after the request: gather (released\n"
+        "  -> gathered, device clock) %s; request -> gathered %s\n",
+        g1, g2);
+  }
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
   sched_prof_print(rt); /* under COOP_PROF: the passes during the run */
   printf(
@@ -206,5 +242,7 @@ int main(int argc, char **argv) {
   free(passon);
   free(inpass);
   free(legs);
+  free(gather);
+  free(reqg);
   return coop_rt_close(rt) ? 1 : 0;
 }
