@@ -3,6 +3,7 @@
 # worker waits for beside a running cooperative job (docs/daemon.md,
 # "Priority").
 #   bench/priority_gpu.sh [--build-dir DIR] [--tasks N] [--barrier query|plain] [--graph WxH]
+#                         [--only-used 0|1]
 # Starts a coopd of its own (max_priority 10, never parked), runs bfs on a
 # road graph of WxH (2048x2048 by default) through it as cooperative jobs
 # on every worker (one job per source, `coopctl app bfs --sources`, in the
@@ -16,23 +17,27 @@
 # whether it had bfs suspended (a task that came between two bfs jobs finds
 # every worker free); then p50/p99 per priority, the machine, GPU and commit,
 # and the step of that bfs run alone (execution / resizing barriers, us).
+# --only-used 1: coopd loads only the two kernels used (bfs, render), not
+# every shipped one: a megakernel of fewer registers, so more workers.
 # Needs an NVIDIA GPU and a build with -DCOOP_CUDA=ON (default build-cuda);
 # on PoCL (COOP_BACKEND unset, any build dir) it runs as well, slower.
 set -euo pipefail
 export LC_ALL=C
 repo=$(cd "$(dirname "$0")/.." && pwd -P)
-bdir=$repo/build-cuda tasks=20 barrier=query graph=2048x2048
+bdir=$repo/build-cuda tasks=20 barrier=query graph=2048x2048 only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --build-dir) bdir=$2; shift 2 ;;
     --tasks) tasks=$2; shift 2 ;;
     --barrier) barrier=$2; shift 2 ;;
     --graph) graph=$2; shift 2 ;;
-    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --only-used) only=$2; shift 2 ;;
+    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "priority_gpu.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$tasks" in '' | *[!0-9]*) echo "priority_gpu.sh: '$tasks' is not a whole number" >&2; exit 2 ;; esac
+case "$only" in 0 | 1) ;; *) echo "priority_gpu.sh: --only-used 0 or 1" >&2; exit 2 ;; esac
 case "$barrier" in query) bflag=--query-barrier ;; plain) bflag= ;;
   *) echo "priority_gpu.sh: --barrier query or plain" >&2; exit 2 ;; esac
 coopd=$bdir/bin/coopd ctl=$bdir/bin/coopctl
@@ -49,7 +54,12 @@ cleanup() {
 }
 trap cleanup EXIT
 sock=$tmp/coop.sock
-"$coopd" --socket "$sock" --kernels "$repo/kernels:$bdir/kernels/apps" --set limits.max_priority=10 \
+kernels=$repo/kernels:$bdir/kernels/apps
+if [ "$only" = 1 ]; then
+  mkdir "$tmp/k" && cp "$repo/kernels/render.cl" "$bdir/kernels/apps/bfs.cl" "$tmp/k/"
+  kernels=$tmp/k
+fi
+"$coopd" --socket "$sock" --kernels "$kernels" --set limits.max_priority=10 \
   --set device.park_ms=0 --set jobs.gather_budget_ms=60000 --set server.journal=off \
   2>"$tmp/coopd.log" &
 daemon=$!
