@@ -119,3 +119,4 @@ kill "$apps" 2>/dev/null || true
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
 echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); workers: $workers; barrier: $barrier"
 echo "bfs's step alone (execution / resizing barriers): $step us"
+grep -m1 -o "megakernel width: .*" "$tmp/coopd.log" || true
