@@ -154,53 +154,24 @@ COOP_FN void coop__release_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, c
     if (s->wstat[pid] == c) coop_st_rlx(&dev->w[pid].state, COOP_WS_ASSIGNED);
 }
 
-/* REAP's counts for channel c: n workers reaped, `killed` of them killed. */
-COOP_FN void coop__reap_add(COOP_GLOBAL struct coop_sched *s, coop_u32 c, coop_u32 n,
-                            coop_u32 killed) {
-  if (n == 0u) return;
-  coop_fadd_rlx(&s->nfree, n);
-  coop_fadd_rlx(&s->reaped, n);
-  coop_fadd_rlx(&s->chan_workers[c], 0u - n);
-  if (killed) coop_fadd_rlx(&s->chan_killed_reaped[c], killed);
-}
-
-/* REAP: the returned workers among pids 1 + h, 1 + h + step, ...: their
- * states loaded COOP_REAP_BATCH at a time, one acquire fence per batch
- * that has a RETURNED one, and the counts added once per run of workers
- * of one channel (nearly always one add each for a helper's share). With
- * a fence and four atomic adds on shared words per worker, the first reap
- * after a suspension of 526 workgroups came 16 us after the last of them
- * had left, on the H200 (bench/RESULTS.md, "A kernel reload in place on
- * the GPU"). Thread 0 reads the counts after the order's help_done. */
+/* REAP: the returned workers among pids 1 + h, 1 + h + step, ... */
 COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop_u32 step) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  coop_u32 cc = COOP_SW_FREE, n = 0u, killed = 0u;
-  for (coop_u32 base = 1u + h; base <= s->nworkers; base += step * COOP_REAP_BATCH) {
-    coop_u32 ret = 0u; /* bit k: worker base + k * step has RETURNED */
-    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++) {
-      coop_u32 pid = base + k * step;
-      if (pid <= s->nworkers && coop_ld_rlx(&dev->w[pid].state) == COOP_WS_RETURNED) ret |= 1u << k;
-    }
-    if (!ret) continue;
-    coop_fence_acq(); /* acquires what those workers wrote before RETURNED */
-    for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++) {
-      coop_u32 pid = base + k * step, c = (ret >> k) & 1u ? s->wstat[pid] : COOP_SW_FREE;
-      if (c >= COOP_MAX_CHANNELS) continue; /* not returned, or a fork not yet reconciled */
-      COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-      coop_u32 why = w->reason;
-      if (c != cc) {
-        coop__reap_add(s, cc, n, killed);
-        cc = c;
-        n = killed = 0u;
-      }
-      n++;
-      killed += (why & COOP_WR_KILLED) != 0u;
-      if (why & COOP_WR_LAST) coop_st_rlx(&s->chan_last[c], 1u);
-      s->wstat[pid] = COOP_SW_FREE;
-      coop_st_rlx(&w->state, COOP_WS_IDLE);
-    }
+  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step) {
+    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+    if (coop_ld_rlx(&w->state) != COOP_WS_RETURNED) continue;
+    coop_u32 c = s->wstat[pid];
+    if (c >= COOP_MAX_CHANNELS) continue; /* a fork not yet reconciled */
+    coop_fence_acq();                     /* acquires what the worker wrote before RETURNED */
+    coop_u32 why = w->reason;
+    if (why & COOP_WR_KILLED) coop_fadd_rlx(&s->chan_killed_reaped[c], 1u);
+    if (why & COOP_WR_LAST) coop_st_rlx(&s->chan_last[c], 1u);
+    s->wstat[pid] = COOP_SW_FREE;
+    coop_fadd_rlx(&s->nfree, 1u);
+    coop_fadd_rlx(&s->reaped, 1u);
+    coop_fadd_rlx(&s->chan_workers[c], ~0u); /* minus one */
+    coop_st_rlx(&w->state, COOP_WS_IDLE);
   }
-  coop__reap_add(s, cc, n, killed);
 }
 #endif
 
@@ -670,17 +641,11 @@ COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need
   for (coop_u32 c = 0, bits = s->coopm; bits != 0u && need != 0u; c++, bits >>= 1) {
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
     if (!(bits & 1u)) continue;
-    /* A channel asked for all but its workgroup 0 already (a suspension,
-     * or a gather that needs more than the kernels can give) is skipped
-     * without its lock: a head that waits asks again every pass, and the
-     * lock taken each time held back the barrier masters that kill for
-     * it. A stale M only puts the ask off to the next pass. */
-    if (coop_ld_rlx(&ch->m) <= coop_ld_rlx(&ch->want_kill) + 1u) continue;
     coop__lock(&ch->lock);
     coop_u32 m = coop_ld_rlx(&ch->m), want = coop_ld_rlx(&ch->want_kill);
     coop_u32 can = m - 1u > want ? m - 1u - want : 0u;
     if (can > need) can = need;
-    if (can) coop_st_rel(&ch->want_kill, want + can);
+    coop_st_rel(&ch->want_kill, want + can);
     coop__unlock(&ch->lock);
     need -= can;
   }
