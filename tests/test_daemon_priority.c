@@ -164,6 +164,54 @@ START_TEST(a_suspended_job_resumes_as_the_task_ends) {
 }
 END_TEST
 
+/* A frame loop: render tasks of priority 5 on every worker, one every
+ * 300 ms from one connection, beside a sweep of priority 0 on every
+ * worker. Once coopd has learned the loop's period (sess_jobs.c), the
+ * sweep is suspended ahead of each next task, before it is submitted
+ * (the log says "ahead of a task of priority 5"), and resumes after it;
+ * every task runs, and the sweep ends right. Before, each task had the
+ * sweep suspended only once it came, and waited for the suspension. */
+START_TEST(a_frame_loop_of_higher_priority_suspends_ahead) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "limits.max_priority=10",
+                        "device.max_workgroups=5",
+                        "device.park_ms=0",
+                        "log.level=info",
+                        NULL};
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[256];
+  uint32_t w = c.m.welcome.workers, rounds = 800; /* about 8 s alone */
+  uint64_t low = sweep_at(&c, data, 256, 9, rounds, kticks_10ms(&c, w), w, 0);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  int64_t t0 = now_ms();
+  int ahead = 0;
+  for (int i = 0; i < 12 && !ahead; i++) {
+    int64_t due = t0 + 300 * i, now = now_ms();
+    if (due > now) msleep((int)(due - now));
+    union coop_msg m;
+    render_init(&m, w);
+    m.submit.priority = 5;
+    uint64_t task = submit(&c, &m, NULL, 0);
+    ck_assert_msg(task != 0, "task %d refused: %s", i, c.m.error.message);
+    ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "task %d: %s", i, c.m.result.message);
+    ahead = log_has(d.log, "ahead of a task of priority 5");
+  }
+  if (!ahead) log_print(d.log);
+  ck_assert_msg(ahead, "the sweep was never suspended ahead of the loop's next task");
+  sweep_check(&c, low, 256, 9, rounds);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* One cooperative slot, held by a long sweep of priority 0; a sweep of
  * priority 3 comes: the first is suspended (STATUS and WAIT say so), the
  * second runs and ends while the first waits, then the first resumes and
@@ -275,6 +323,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_add_test(t, priority_bounds_are_the_administrators);
   tcase_add_test(t, a_task_of_higher_priority_suspends_a_cooperative_job);
   tcase_add_test(t, a_suspended_job_resumes_as_the_task_ends);
+  tcase_add_test(t, a_frame_loop_of_higher_priority_suspends_ahead);
   tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
   suite_add_tcase(s, t);
   t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */

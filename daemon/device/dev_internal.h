@@ -208,9 +208,17 @@ struct dev {
   int64_t spin_until;            /* the last hand-back + idle_spin_ns */
   int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
   int warm_on;                   /* inside it, the device process told */
-  int inl_fd;                    /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
-  uint64_t inl_size;             /* its size */
-  int zero_fd; /* DEV_SLICE zero bytes, sealed against resizing (dev_stage.c), or -1 */
+  /* suspending ahead (dev_prio.c): the window around a frame loop's next
+   * task (0: none), its priority and workgroups; pre_on: it has had a
+   * job suspended, which stays so until that task is submitted or the
+   * window ends */
+  int64_t pre_from, pre_until;
+  int32_t pre_priority;
+  uint32_t pre_groups;
+  int pre_on;
+  int inl_fd;        /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
+  uint64_t inl_size; /* its size */
+  int zero_fd;       /* DEV_SLICE zero bytes, sealed against resizing (dev_stage.c), or -1 */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;
@@ -402,8 +410,17 @@ void dev__preempt_before_submit(struct dev *d, struct run *r);
  * its dev_run. 0, or -1: the job failed (r stays on d->runs, finished). */
 int dev__suspend_out(struct dev *d, struct run *r);
 /* Whether a job of priority p waits for a non-cooperative run of higher
- * priority that had cooperative jobs suspended (DEV_SLOT_PRIORITY). */
+ * priority that had cooperative jobs suspended, or for a frame loop's
+ * next task that had them suspended ahead (DEV_SLOT_PRIORITY). */
 int dev__prio_blocked(const struct dev *d, int32_t p);
+/* A job handed back: if it is a frame loop's (a one-task job whose next
+ * task is expected, j->next_ns), the window around that task in which
+ * what it will need is suspended ahead. */
+void dev__preempt_arm(struct dev *d, const struct job *j);
+/* The pass's part of suspending ahead: inside the window, what the
+ * expected task will lack is suspended; *wake no later than the window's
+ * start, or its end. */
+void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake);
 /* A suspended job that leaves coop_wait without running again (cancelled,
  * a stop, a restart that took its buffers, a reload that changed its
  * kernel): its run finished with j's state as set (or CANCELLED). */

@@ -17,7 +17,20 @@
  *    those have a lower priority: the lowest, newest is suspended, one
  *    more each pass until the task fits; the run is `preempting` until it
  *    ends, and no cooperative job below its priority starts or resumes
- *    until then (DEV_SLOT_PRIORITY).
+ *    until then (DEV_SLOT_PRIORITY);
+ *  - the same need, of a frame loop's next task, ahead of it: a one-task
+ *    job handed back whose next task is expected at next_ns (its
+ *    session's cadence, sess_jobs.c) arms a window of DEV_PRE_AHEAD_NS
+ *    either side; inside it what that task would suspend is suspended
+ *    (the window "pre_on"), and stays so until a task of that priority
+ *    or higher is submitted, whose run then preempts as if it had asked
+ *    (it ends, they resume), or until the window ends (they resume).
+ *    Beside a 60 fps client whose every task needs all the workers, each
+ *    task's gather waited for the suspension it asked at its submit: 52
+ *    us p50 of a 0.5 ms frame on the H200 (bench/RESULTS.md, "A kernel
+ *    reload in place on the GPU"). The cost: the suspended job is off the
+ *    device up to DEV_PRE_AHEAD_NS sooner per task (a lapsed window's
+ *    whole width when the guess is wrong).
  * A suspension in flight counts as done: nothing more is suspended for the
  * same need until it lands (a kernel that never shrinks is never
  * suspended: its slot comes back when it ends). A suspended job's task is
@@ -38,6 +51,11 @@
 #include "dev_internal.h"
 #include "log.h"
 #include "trace.h"
+
+/* How long before (and after) a frame loop's expected task the jobs it
+ * would suspend are suspended: gathering ahead's window (docs/scheduler.md,
+ * "Gathering ahead", COOP_RT_AHEAD_NS) */
+#define DEV_PRE_AHEAD_NS 500000LL
 
 static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
 
@@ -125,8 +143,61 @@ static void preempt_for_task(struct dev *d) {
     if (r->ninflight) preempt_run(d, r);
 }
 
+/* A window (suspending ahead) ended or met its task. */
+static void pre_clear(struct dev *d) {
+  d->pre_from = d->pre_until = 0;
+  d->pre_on = 0;
+}
+
 void dev__preempt_before_submit(struct dev *d, struct run *r) {
-  if (d->rt && !d->swap_now && !d->stop_now && !r->ninflight) preempt_run(d, r);
+  if (!d->rt || d->swap_now || d->stop_now || r->ninflight) return;
+  const struct job *j = r->j;
+  if (d->pre_until && !is_coop(j) && j->priority >= d->pre_priority) {
+    /* the task the window was for (or one that outranks it): what was
+     * suspended ahead for it waits for this run, as for its own */
+    if (d->pre_on) r->preempting = 1;
+    pre_clear(d);
+  }
+  preempt_run(d, r);
+}
+
+void dev__preempt_arm(struct dev *d, const struct job *j) {
+  if (is_coop(j) || dev__periodic(j) || !j->next_ns) return;
+  if (d->pre_on && d->pre_until) return; /* one holds already: its task ends it */
+  d->pre_from = j->next_ns - DEV_PRE_AHEAD_NS;
+  d->pre_until = j->next_ns + DEV_PRE_AHEAD_NS;
+  d->pre_priority = j->priority;
+  d->pre_groups = j->groups;
+}
+
+void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
+  if (!d->pre_until) return;
+  if (now >= d->pre_until) { /* it did not come: what waited for it goes on */
+    if (d->pre_on) {
+      log_debug("%s: the task expected of a frame loop of priority %d did not come", d->logname,
+                (int)d->pre_priority);
+      *wake = now; /* the next pass resumes them (dev__pump_coop_wait) */
+    }
+    pre_clear(d);
+    return;
+  }
+  if (now < d->pre_from) {
+    if (d->pre_from < *wake) *wake = d->pre_from;
+    return;
+  }
+  if (d->pre_until < *wake) *wake = d->pre_until;
+  if (!d->rt || d->swap_now || d->stop_now) return;
+  unsigned workers = atomic_load(&d->workers);
+  if (d->pre_groups + coop_staying(d) <= workers) return;
+  struct run *v = victim(d, d->pre_priority, 0, 0);
+  if (!v) return;
+  char why[128];
+  snprintf(why, sizeof why,
+           "ahead of a task of priority %d on %u workers, expected of a frame loop in %.0f us",
+           (int)d->pre_priority, d->pre_groups,
+           (double)(d->pre_until - DEV_PRE_AHEAD_NS - now) / 1e3);
+  suspend(d, v, d->pre_priority, why);
+  d->pre_on = 1;
 }
 
 void dev__preempt(struct dev *d) {
@@ -136,6 +207,7 @@ void dev__preempt(struct dev *d) {
 }
 
 int dev__prio_blocked(const struct dev *d, int32_t p) {
+  if (d->pre_on && d->pre_priority > p) return 1;
   for (const struct run *r = d->runs; r; r = r->next)
     if (r->preempting && r->j->priority > p) return 1;
   return 0;

@@ -301,6 +301,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
   dev__spin_after(d);
   warm_for(d, j);
+  dev__preempt_arm(d, j);
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
   if (d->out_tail)
@@ -569,6 +570,7 @@ static void *dev_main(void *arg) {
     /* what a waiting job, or a task submitted in this pass, lacks is
      * suspended now: the next pass may be DEV_WAIT_NS away (dev_prio.c) */
     dev__preempt(d);
+    dev__preempt_ahead(d, now, &wake);
     dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head && !building) wake = INT64_MAX; /* nothing to poll */
