@@ -213,6 +213,7 @@ struct dev {
    * job suspended, which stays so until that task is submitted or the
    * window ends */
   int64_t pre_from, pre_until;
+  int64_t pre_ahead_ns; /* its half width: DEV_PRE_AHEAD_NS (tests: COOP_TEST_PRE_AHEAD_MS) */
   int32_t pre_priority;
   uint32_t pre_groups;
   int pre_on;
@@ -396,6 +397,11 @@ void dev__move_out(struct dev *d, struct run *r);
 void dev__move_waiting(struct dev *d);
 
 /* dev_prio.c */
+/* How long before (and after) a frame loop's expected task the jobs it
+ * would suspend are suspended (dev__preempt_arm): gathering ahead's window
+ * (docs/scheduler.md, "Gathering ahead", COOP_RT_AHEAD_NS). A frame off
+ * its grid by more is preempted as it comes, as before. */
+#define DEV_PRE_AHEAD_NS 500000LL
 /* Suspends what a waiting job of higher priority, a non-cooperative run
  * of higher priority that lacks workers, or a user below its share of the
  * slots needs: one cooperative run at a time per need. */

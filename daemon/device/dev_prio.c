@@ -52,11 +52,6 @@
 #include "log.h"
 #include "trace.h"
 
-/* How long before (and after) a frame loop's expected task the jobs it
- * would suspend are suspended: gathering ahead's window (docs/scheduler.md,
- * "Gathering ahead", COOP_RT_AHEAD_NS) */
-#define DEV_PRE_AHEAD_NS 500000LL
-
 static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
 
 /* Cooperative runs not on their way out (suspending). */
@@ -163,9 +158,10 @@ void dev__preempt_before_submit(struct dev *d, struct run *r) {
 
 void dev__preempt_arm(struct dev *d, const struct job *j) {
   if (is_coop(j) || dev__periodic(j) || !j->next_ns) return;
-  if (d->pre_on && d->pre_until) return; /* one holds already: its task ends it */
-  d->pre_from = j->next_ns - DEV_PRE_AHEAD_NS;
-  d->pre_until = j->next_ns + DEV_PRE_AHEAD_NS;
+  if (atomic_load(&j->state) != COOP_JOB_DONE) return; /* a frame that failed or was cancelled */
+  if (d->pre_on && d->pre_until) return;               /* one holds already: its task ends it */
+  d->pre_from = j->next_ns - d->pre_ahead_ns;
+  d->pre_until = j->next_ns + d->pre_ahead_ns;
   d->pre_priority = j->priority;
   d->pre_groups = j->groups;
 }
@@ -195,7 +191,7 @@ void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
   snprintf(why, sizeof why,
            "ahead of a task of priority %d on %u workers, expected of a frame loop in %.0f us",
            (int)d->pre_priority, d->pre_groups,
-           (double)(d->pre_until - DEV_PRE_AHEAD_NS - now) / 1e3);
+           (double)(d->pre_until - d->pre_ahead_ns - now) / 1e3);
   suspend(d, v, d->pre_priority, why);
   d->pre_on = 1;
 }

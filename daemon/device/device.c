@@ -909,6 +909,11 @@ int dev_open(struct dev **dp, const struct config *c, unsigned place, int index,
    * leaves waiting (test_daemon_priority) */
   const char *tw = getenv("COOP_TEST_DEV_WAIT_MS");
   if (tw && atol(tw) > 0) d->wait_ns = atol(tw) * 1000000L;
+  /* tests only: a window of suspension ahead wider than a test's frames'
+   * jitter on a loaded machine (dev_prio.c) */
+  d->pre_ahead_ns = DEV_PRE_AHEAD_NS;
+  const char *ta = getenv("COOP_TEST_PRE_AHEAD_MS");
+  if (ta && atol(ta) > 0) d->pre_ahead_ns = atol(ta) * 1000000L;
   d->hooks = hooks;
   d->user = user;
   /* made now, not at the first inline job: it lives as long as the device
