@@ -1105,14 +1105,21 @@ COOP_FN coop_u32 coop__pass_cancels(COOP_GLOBAL struct coop_mailbox *mb,
     if (!(bits & 1u)) continue;
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
     coop_u32 coop = !stopping && ((s->coopm >> c) & 1u);
-    if (one) { /* the named request: to its task's channel, if it runs */
+    /* The named request: to every channel running its slot. A task that
+     * has published its end (so its slot may hold the host's next task,
+     * already running on another channel) keeps its channel busy until
+     * its workers are reaped (step 5, after this one): stopping at the
+     * first channel of the slot could give a cancel to the ended task's
+     * channel alone (harmless there: the next start resets it) and lose
+     * it for the running one. */
+    if (one) {
       if (ch->task != COOP_CTL_SLOT(w)) continue;
       COOP_PROF_SUSPEND_AT(8, 1);
       if (COOP_CTL_OP(w) == COOP_CTL_CANCEL)
         coop__pass_cancel(ch);
       else if (coop) /* a suspension (the host refuses one of another kind) */
         noticed += coop__pass_cap(dev, c, 0u, 1u);
-      break;
+      continue;
     }
     COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
     /* The record's words, state, cancel, cap and suspend, in one vector
