@@ -58,6 +58,19 @@ START_TEST(priority_bounds_are_the_administrators) {
 }
 END_TEST
 
+/* A render of priority 5 on every one of c's w workers, done (task i of
+ * its test, for the messages). Returns its job, c.m its RESULT. */
+static uint64_t render_at_5(struct conn *c, uint32_t w, int i) {
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.priority = 5;
+  uint64_t task = submit(c, &m, NULL, 0);
+  ck_assert_msg(task != 0, "task %d refused: %s", i, c->m.error.message);
+  ck_assert_uint_eq(wait_job(c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "task %d: %s", i, c->m.result.message);
+  return task;
+}
+
 /* A sweep of priority 0 on every worker of c's coopd (about 3 s, seed
  * `seed`, data[256]), running; then a render of priority 5 on every worker,
  * done. *low: the sweep's job; returns the render's, c.m its RESULT. */
@@ -68,14 +81,24 @@ static uint64_t task_beside_sweep(struct conn *c, uint32_t *data, uint32_t seed,
   *low = sweep_at(c, data, 256, seed, rounds, kticks_10ms(c, w), w, 0);
   ck_assert_uint_ne(*low, 0);
   wait_running(c, *low);
-  union coop_msg m;
-  render_init(&m, w);
-  m.submit.priority = 5;
-  uint64_t task = submit(c, &m, NULL, 0);
-  ck_assert_msg(task != 0, "task refused: %s", c->m.error.message);
-  ck_assert_uint_eq(wait_job(c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "task: %s", c->m.result.message);
-  return task;
+  return render_at_5(c, w, 0);
+}
+
+/* A coopd for the tests below, never parked (a park's timer would wake
+ * the device thread too), logging to logp (made here), on five workgroups;
+ * env=val in its environment while it starts (a COOP_TEST_ knob). */
+static void start_unparked(struct daemon_proc *d, char *logp, const char *env, const char *val) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "limits.max_priority=10",
+                        "device.max_workgroups=5",
+                        "device.park_ms=0",
+                        "log.level=info",
+                        NULL};
+  log_temp(logp);
+  *d = (struct daemon_proc){.log = logp};
+  setenv(env, val, 1);
+  daemon_start_log(d, sets);
+  unsetenv(env);
 }
 
 /* A non-cooperative task of priority 5 that needs every worker, beside a
@@ -131,19 +154,9 @@ END_TEST
  * idle: a bfs suspended for each frame of a 60 fps client of higher
  * priority resumed 50 ms after each frame. */
 START_TEST(a_suspended_job_resumes_as_the_task_ends) {
-  /* never parked: a park's timer would wake the thread too */
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "limits.max_priority=10",
-                        "device.max_workgroups=5",
-                        "device.park_ms=0",
-                        "log.level=info",
-                        NULL};
   char logp[] = "/tmp/coopd-priority-XXXXXX.log";
-  log_temp(logp);
-  struct daemon_proc d = {.log = logp};
-  setenv("COOP_TEST_DEV_WAIT_MS", "30000", 1);
-  daemon_start_log(&d, sets);
-  unsetenv("COOP_TEST_DEV_WAIT_MS");
+  struct daemon_proc d;
+  start_unparked(&d, logp, "COOP_TEST_DEV_WAIT_MS", "30000");
   struct conn c;
   open_hello(&c, &d);
   static uint32_t data[256];
@@ -177,18 +190,9 @@ END_TEST
  * comes (the first run of this test met the window once in 12 frames,
  * the third never). */
 START_TEST(a_frame_loop_of_higher_priority_suspends_ahead) {
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "limits.max_priority=10",
-                        "device.max_workgroups=5",
-                        "device.park_ms=0",
-                        "log.level=info",
-                        NULL};
   char logp[] = "/tmp/coopd-priority-XXXXXX.log";
-  log_temp(logp);
-  struct daemon_proc d = {.log = logp};
-  setenv("COOP_TEST_PRE_AHEAD_MS", "60", 1);
-  daemon_start_log(&d, sets);
-  unsetenv("COOP_TEST_PRE_AHEAD_MS");
+  struct daemon_proc d;
+  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "60");
   struct conn c;
   open_hello(&c, &d);
   static uint32_t data[256];
@@ -201,13 +205,7 @@ START_TEST(a_frame_loop_of_higher_priority_suspends_ahead) {
   for (int i = 0; i < 12 && !ahead; i++) {
     int64_t due = t0 + 300 * i, now = now_ms();
     if (due > now) msleep((int)(due - now));
-    union coop_msg m;
-    render_init(&m, w);
-    m.submit.priority = 5;
-    uint64_t task = submit(&c, &m, NULL, 0);
-    ck_assert_msg(task != 0, "task %d refused: %s", i, c.m.error.message);
-    ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "task %d: %s", i, c.m.result.message);
+    render_at_5(&c, w, i);
     ahead = log_has(d.log, "ahead of a task of priority 5");
   }
   if (!ahead) log_print(d.log);
