@@ -208,12 +208,12 @@ struct dev {
   int64_t spin_until;            /* the last hand-back + idle_spin_ns */
   int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
   int warm_on;                   /* inside it, the device process told */
-  /* suspending ahead (dev_prio.c): the window around a frame loop's next
-   * task (0: none), its priority and workgroups; pre_on: it has had a
-   * job suspended, which stays so until that task is submitted or the
-   * window ends */
-  int64_t pre_from, pre_until;
-  int64_t pre_ahead_ns; /* its half width: DEV_PRE_AHEAD_NS (tests: COOP_TEST_PRE_AHEAD_MS) */
+  /* suspending ahead (dev_prio.c): when a frame loop's next task is
+   * expected (0: none; the window is pre_at -/+ pre_ahead_ns), its
+   * priority and workgroups; pre_on: it has had a job suspended, which
+   * stays so until that task is submitted or the window ends */
+  int64_t pre_at;
+  int64_t pre_ahead_ns; /* DEV_PRE_AHEAD_NS (tests: COOP_TEST_PRE_AHEAD_MS) */
   int32_t pre_priority;
   uint32_t pre_groups;
   int pre_on;

@@ -117,14 +117,22 @@ static void preempt_for_slot(struct dev *d) {
     suspend(d, v, DEV_FOR_SHARE, "its user holds more than its share of the cooperative slots");
 }
 
+/* The run to suspend for a non-cooperative task of priority p on `groups`
+ * workgroups, which it cannot get while every cooperative job keeps one;
+ * NULL: it can, or none may be suspended for it. */
+static struct run *lacking(struct dev *d, uint32_t groups, int32_t p) {
+  if (groups + coop_staying(d) <= atomic_load(&d->workers)) return NULL;
+  return victim(d, p, 0, 0);
+}
+
 /* Workers for a non-cooperative run of higher priority that cannot get
  * them while every cooperative job keeps one. */
 static void preempt_run(struct dev *d, struct run *r) {
   struct job *j = r->j;
-  unsigned workers = atomic_load(&d->workers);
-  if (is_coop(j) || atomic_load(&j->cancel) || j->groups + coop_staying(d) <= workers) return;
-  struct run *v = victim(d, j->priority, 0, 0);
+  if (is_coop(j) || atomic_load(&j->cancel)) return;
+  struct run *v = lacking(d, j->groups, j->priority);
   if (!v) return;
+  unsigned workers = atomic_load(&d->workers);
   r->preempting = 1;
   char why[96];
   snprintf(why, sizeof why, "job %llu of priority %d needs %u of the %u workers",
@@ -140,14 +148,14 @@ static void preempt_for_task(struct dev *d) {
 
 /* A window (suspending ahead) ended or met its task. */
 static void pre_clear(struct dev *d) {
-  d->pre_from = d->pre_until = 0;
+  d->pre_at = 0;
   d->pre_on = 0;
 }
 
 void dev__preempt_before_submit(struct dev *d, struct run *r) {
   if (!d->rt || d->swap_now || d->stop_now || r->ninflight) return;
   const struct job *j = r->j;
-  if (d->pre_until && !is_coop(j) && j->priority >= d->pre_priority) {
+  if (d->pre_at && !is_coop(j) && j->priority >= d->pre_priority) {
     /* the task the window was for (or one that outranks it): what was
      * suspended ahead for it waits for this run, as for its own */
     if (d->pre_on) r->preempting = 1;
@@ -159,16 +167,16 @@ void dev__preempt_before_submit(struct dev *d, struct run *r) {
 void dev__preempt_arm(struct dev *d, const struct job *j) {
   if (is_coop(j) || dev__periodic(j) || !j->next_ns) return;
   if (atomic_load(&j->state) != COOP_JOB_DONE) return; /* a frame that failed or was cancelled */
-  if (d->pre_on && d->pre_until) return;               /* one holds already: its task ends it */
-  d->pre_from = j->next_ns - d->pre_ahead_ns;
-  d->pre_until = j->next_ns + d->pre_ahead_ns;
+  if (d->pre_on && d->pre_at) return;                  /* one holds already: its task ends it */
+  d->pre_at = j->next_ns;
   d->pre_priority = j->priority;
   d->pre_groups = j->groups;
 }
 
 void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
-  if (!d->pre_until) return;
-  if (now >= d->pre_until) { /* it did not come: what waited for it goes on */
+  if (!d->pre_at) return;
+  int64_t from = d->pre_at - d->pre_ahead_ns, until = d->pre_at + d->pre_ahead_ns;
+  if (now >= until) { /* it did not come: what waited for it goes on */
     if (d->pre_on) {
       log_debug("%s: the task expected of a frame loop of priority %d did not come", d->logname,
                 (int)d->pre_priority);
@@ -177,21 +185,18 @@ void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
     pre_clear(d);
     return;
   }
-  if (now < d->pre_from) {
-    if (d->pre_from < *wake) *wake = d->pre_from;
+  if (now < from) {
+    if (from < *wake) *wake = from;
     return;
   }
-  if (d->pre_until < *wake) *wake = d->pre_until;
+  if (until < *wake) *wake = until;
   if (!d->rt || d->swap_now || d->stop_now) return;
-  unsigned workers = atomic_load(&d->workers);
-  if (d->pre_groups + coop_staying(d) <= workers) return;
-  struct run *v = victim(d, d->pre_priority, 0, 0);
+  struct run *v = lacking(d, d->pre_groups, d->pre_priority);
   if (!v) return;
   char why[128];
   snprintf(why, sizeof why,
            "ahead of a task of priority %d on %u workers, expected of a frame loop in %.0f us",
-           (int)d->pre_priority, d->pre_groups,
-           (double)(d->pre_until - d->pre_ahead_ns - now) / 1e3);
+           (int)d->pre_priority, d->pre_groups, (double)(d->pre_at - now) / 1e3);
   suspend(d, v, d->pre_priority, why);
   d->pre_on = 1;
 }
