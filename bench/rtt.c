@@ -120,6 +120,16 @@ static const char *const leg_what[NCHAIN - 1] = {
 /* Off the critical path, beside it: [from, to). */
 static const char *const side[][3] = {
     {"staged", "submit_ret", "dp_submit's whole round trip"},
+    {"taken", "io_sent", "a job moving its bytes: until its IN copy's request"},
+    {"io_sent", "io_took", "that request reaching the device process"},
+    {"io_took", "io_replied", "the device process copies the IN bytes"},
+    {"io_replied", "io_back", "its reply reaching the device thread"},
+    {"io_back", "staged", "the rest of the staging"},
+    {"task_released", "out_sent", "until the OUT copy's request"},
+    {"out_sent", "out_took", "that request reaching the device process"},
+    {"out_took", "out_replied", "the device process copies the OUT bytes"},
+    {"out_replied", "out_back", "its reply reaching the device thread"},
+    {"out_back", "unstaged", "the rest of the unstaging"},
     {"finished", "dp_seen", "the device process sees it final (DP_SUBMIT's wait; device stamp)"},
     {"dp_seen", "seen", "DP_SUBMIT's end: released, refit, reply over the socket"},
     {"recv", "accepted", "the SUBMIT handled, up to the write of ACCEPTED"},

@@ -27,11 +27,19 @@
   XX(accepted)      /* ACCEPTED about to be written */                                         \
   XX(wait)          /* the loop read the WAIT for it (the first) */                            \
   XX(taken)         /* the device thread took it from its queue (take_new) */                  \
+  XX(io_sent)       /* a job moving its bytes (devbuf_io): its IN copy's request sent */       \
+  XX(io_took)       /* the device process took that request */                                 \
+  XX(io_replied)    /* the device process sent its reply, the bytes in */                      \
+  XX(io_back)       /* the device thread read the reply */                                     \
   XX(staged)        /* its buffers in the arena (dp_stage returned) */                         \
   XX(submit_ret)    /* dp_submit returned (the runtime stamped t.submitted inside it) */       \
   XX(dp_seen)       /* the device process saw it final inside DP_SUBMIT's wait (else 0) */     \
   XX(seen)          /* the device thread found it final (the poll before step_run) */          \
   XX(task_released) /* dp_task_release returned */                                             \
+  XX(out_sent)      /* its OUT copy's request sent (devbuf_io), as io_sent..io_back */         \
+  XX(out_took)                                                                                 \
+  XX(out_replied)                                                                              \
+  XX(out_back)                                                                                 \
   XX(unstaged)      /* OUT data back, arena copies freed (dp_unstage returned) */              \
   XX(handed_back)   /* into the device's out queue, uv_async_send next */                      \
   XX(loop_got)      /* the loop took it (on_async, before session_job_done) */                 \

@@ -297,6 +297,11 @@ int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to
   return rt->ops->copy_arena(rt, dst, src, n, to_arena);
 }
 
+int coop_rt_copy_warm(coop_rt *rt) {
+  if (!rt || !rt->ops || !rt->ops->copy_warm) return COOP_EINVAL;
+  return rt->ops->copy_warm(rt);
+}
+
 int coop_rt_arena_dup(coop_rt *rt, void *dst, const void *src, size_t n) {
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;

@@ -60,6 +60,11 @@ struct coop__backend_ops {
   /* With share_alloc: a share's bytes into the arena (to_arena) or out of
    * it, done when it returns. NULL: memcpy (the host kind). */
   int (*share_copy)(struct coop_rt *rt, void *dst, const void *src, size_t bytes, int to_arena);
+  /* Optional: a copy of a few bytes by the copy engine, from pinned host
+   * memory into memory of the arena's kind, done when it returns, so that
+   * a copy soon after it does not pay the path's wake-up
+   * (coop_rt_copy_warm). NULL: nothing to warm (the host copies). */
+  int (*copy_warm)(struct coop_rt *rt);
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);

@@ -223,6 +223,13 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
  * engine needed). */
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena);
 int coop_rt_arena_direct(const coop_rt *rt, size_t n);
+/* A few bytes moved by the copy engine, as coop_rt_arena_copy moves a
+ * buffer's, so that a copy that follows within a few hundred microseconds
+ * does not pay the path's wake-up after an idle spell (a frame's input,
+ * 16 ms after the last frame). Thread rules as coop_rt_arena_copy. 0, or
+ * COOP_EINVAL where copies are the host's (nothing to warm), or a coop
+ * code. */
+int coop_rt_copy_warm(coop_rt *rt);
 /* n bytes from one buffer's memory (src) into another's (dst), both in the
  * arena, while the megakernel runs: on the device where the arena lives
  * there (CUDA: a device-to-device copy, at the device memory's speed, not

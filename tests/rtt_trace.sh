@@ -15,16 +15,27 @@ export COOP_TRACE_FILE
 start_coopd "$coopd" --kernels "$dir/k"
 unset COOP_TRACE_FILE
 
-# The coopd side of every line: each stamp set, the path's in order.
+# The coopd side of every line: each stamp set, the path's in order. The
+# copies of a job that moves its bytes (io_*, out_*) only with io=1, and
+# then each set and in order inside its staging and its unstaging; the
+# lines before line $4 are not looked at (earlier runs' jobs).
 check_trace() {
-  awk -F, -v want="$2" '
+  awk -F, -v want="$2" -v io="${3:-0}" -v from="${4:-0}" '
     NR == 1 && $1 != "id" { print "no header: " $0; bad = 1; exit }
     $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
-    $1 == "bufop" || $1 == "buf" { next } # the buffer operations: check_bufs
+    $1 == "bufop" || $1 == "buf" || NR < from { next } # the buffer operations: check_bufs
     {
       n++
       for (i = 3; i <= NF; i++)
-        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"]) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+      if (io) {
+        split("taken io_sent io_took io_replied io_back staged", a, " ")
+        split("task_released out_sent out_took out_replied out_back unstaged", b, " ")
+        for (k = 2; k <= 6; k++)
+          if ($col[a[k]] + 0 < $col[a[k - 1]] + 0 || $col[b[k]] + 0 < $col[b[k - 1]] + 0) {
+            print "job " $1 ": a copy'"'"'s stamps out of order at " a[k] " or " b[k]; bad = 1
+          }
+      }
       # dp_seen only where the wait of DP_SUBMIT saw the end; then inside it
       if ($col["dp_seen"] + 0 > 0 && ($col["dp_seen"] + 0 < $col["submitted"] + 0 ||
                                       $col["dp_seen"] + 0 > $col["submit_ret"] + 0)) {
@@ -114,9 +125,12 @@ done
 # Frames as one job each that moves its input and output itself
 # (--frame-io, devbuf_io): every output checked by the bench, every
 # job's legs whole and in order (--trace exits 1 otherwise).
+from=$(($(wc -l <"$trace") + 1))
 "$rtt" --socket "$sock" --runs 12 --resident --frame-io --n 48 --trace "$trace" >"$dir/frameio" 2>&1 ||
   { cat "$dir/frameio"; fail "coop-bench-rtt --resident --frame-io exited non-zero"; }
 grep -q '^staged->submitted,' "$dir/frameio" || fail "no legs for the --frame-io jobs"
+grep -q '^side:io_took->io_replied,' "$dir/frameio" || fail "no legs for the --frame-io jobs' copies"
+if check_trace "$trace" 12 1 "$from"; then echo "ok: the copies' stamps set and in order"; else fail "the --frame-io trace"; fi
 echo "ok: frames as one job each (--frame-io): outputs right, legs whole"
 
 stop_coopd

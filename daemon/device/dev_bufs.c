@@ -137,6 +137,21 @@ static int io_copy(struct dev *d, struct job *j, struct job_arg *a, int in) {
                      .ino = a->io_ino,
                      .devno = a->io_devno};
   int e = dp_copy(d->rt, &b, in);
+  if (coopd_tracing) {
+    int64_t t[4];
+    dp_last_call(d->rt, t);
+    if (in) {
+      j->tr.io_sent = t[0];
+      j->tr.io_took = t[1];
+      j->tr.io_replied = t[2];
+      j->tr.io_back = t[3];
+    } else {
+      j->tr.out_sent = t[0];
+      j->tr.out_took = t[1];
+      j->tr.out_replied = t[2];
+      j->tr.out_back = t[3];
+    }
+  }
   /* what dp_copy learned of the file, for this job's next copy through it
    * (its output, a frame's other range): one fstat a frame, not one a copy */
   for (unsigned i = 0; i < j->nargs; i++) {

@@ -61,8 +61,9 @@ struct dp {
   struct dp_shm *shm;
   int shm_fd;
   int shm_on;
-  uint32_t shm_seq; /* the last request's req_seq */
-  int64_t end_seen; /* dp_end_seen */
+  uint32_t shm_seq;       /* the last request's req_seq */
+  int64_t end_seen;       /* dp_end_seen */
+  int64_t t_sent, t_back; /* the last call's request sent, its reply read (dp_last_call) */
   /* The build's widths (dp_widths): [0] the merged megakernel's, then
    * each kernel's alone where [device] kernel_widths measured them; and
    * what they say, for the backend note (start_call). */
@@ -175,17 +176,10 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
   return e ? e : shm_reply(p, op);
 }
 
-/* One request (p->q, header and its op's body, with the descriptors
- * fds[0..nfds)), one reply into p->r: through the shared channel when it carries
- * no descriptors, else the socket. */
-static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, int timeout_ms) {
-  if (p->dead) return COOP_ELOST;
-  if (nfds > DP_MAX_FDS) return COOP_EINVAL;
-  p->q.op = op;
-  p->q.warm_until = p->warm_until;
-  size_t len = dp_req_len(&p->q);
-  if (!len) return COOP_EINVAL;
-  if (nfds == 0 && p->shm_on) return call_shm(p, op, len, timeout_ms);
+/* call_fds's request through the socket (it carries descriptors, or the
+ * shared channel is off). */
+static int call_sock(struct dp *p, uint32_t op, size_t len, const int *fds, unsigned nfds,
+                     int timeout_ms) {
   ssize_t n = dp_send(p->fd, &p->q, len, fds, nfds);
   if (n != (ssize_t)len) return lost(p, NULL);
   int cut = 0;
@@ -208,6 +202,24 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
     if (n == DP_DOORBELL_LEN && !cut) continue;
     return reply(p, op, n, cut);
   }
+}
+
+/* One request (p->q, header and its op's body, with the descriptors
+ * fds[0..nfds)), one reply into p->r: through the shared channel when it carries
+ * no descriptors, else the socket. */
+static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, int timeout_ms) {
+  if (p->dead) return COOP_ELOST;
+  if (nfds > DP_MAX_FDS) return COOP_EINVAL;
+  p->q.op = op;
+  p->q.warm_until = p->warm_until;
+  size_t len = dp_req_len(&p->q);
+  if (!len) return COOP_EINVAL;
+  p->r.t_took = p->r.t_replied = 0; /* unknown unless a reply comes */
+  p->t_sent = coop__now_ns();
+  int e = nfds == 0 && p->shm_on ? call_shm(p, op, len, timeout_ms)
+                                 : call_sock(p, op, len, fds, nfds, timeout_ms);
+  p->t_back = coop__now_ns();
+  return e;
 }
 
 static int call(struct dp *p, uint32_t op, int fd, int timeout_ms) {
@@ -689,6 +701,13 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
 }
 
 int64_t dp_end_seen(const struct dp *p) { return p->end_seen; }
+
+void dp_last_call(const struct dp *p, int64_t t[4]) {
+  t[0] = p->t_sent;
+  t[1] = p->r.t_took;
+  t[2] = p->r.t_replied;
+  t[3] = p->t_back;
+}
 
 int dp_backend_spins(const char *backend) {
   /* tests only: every spin on a CPU device too, so that CI runs the

@@ -155,6 +155,10 @@ int dp_backend_spins(const char *backend);
 /* When the device process saw the task of the last dp_submit(_end) final
  * inside its wait (CLOCK_MONOTONIC ns), or 0: the trace's dp_seen. */
 int64_t dp_end_seen(const struct dp *p);
+/* The last request's times (CLOCK_MONOTONIC ns): sent, taken by the
+ * device process, its reply sent there, the reply read here (the trace's
+ * legs of a copy, dev_bufs.c); 0 where unknown. */
+void dp_last_call(const struct dp *p, int64_t t[4]);
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);

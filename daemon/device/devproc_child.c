@@ -46,6 +46,9 @@ struct child {
   uint8_t reported[256]; /* per task slot: the state last answered + 1 (0: none) */
   struct dp_shm *shm;    /* DP_SHM's channel (devproc_shm.h), or NULL */
   uint32_t shm_seen;     /* the last request taken from it (its req_seq) */
+  int64_t warm_until;    /* the last request's warm window's end (dp_req.warm_until) */
+  int64_t copied_at;     /* the last request taken or copy warm-up's end (copy_warm) */
+  int64_t warmed_for;    /* the window (its end) of the last warm-up */
 };
 
 /* DP_WAIT's spin, then its naps (see wait_for). */
@@ -797,6 +800,25 @@ static int doorbell(ssize_t n, int *fds, unsigned *nfds) {
   return 1;
 }
 
+/* The copy engine kept warm through a warm window (docs/daemon.md,
+ * "Spinning"): a frame's first copy, 16 ms after the last frame's, took
+ * 65-75 us on an H200 instead of 17-20, unless any copy came up to 300 us
+ * before it (bench/RESULTS.md, "A warm copy engine"). So while this
+ * process spins in a window it has the runtime move a few bytes: at once
+ * when the window is new (that first one pays the wake-up, hundreds of
+ * microseconds before the frame is due), then whenever DP_COPY_WARM_NS
+ * passed without a request or another (a few microseconds each, which a
+ * request that comes meanwhile waits for). Outside a window, nothing: no
+ * frame is due. */
+#define DP_COPY_WARM_NS 100000L
+static void copy_warm(struct child *ch, int64_t now) {
+  if (!ch->rt || now >= ch->warm_until) return;
+  if (ch->warmed_for == ch->warm_until && now - ch->copied_at < DP_COPY_WARM_NS) return;
+  ch->warmed_for = ch->warm_until;
+  (void)coop_rt_copy_warm(ch->rt); /* best effort: a failure only leaves it cold */
+  ch->copied_at = coop__now_ns();
+}
+
 /* The next request. For idle_spin_ns after the last reply the shared
  * channel is watched without sleeping (and every 16th look the socket,
  * which carries only requests with descriptors): a job's request comes
@@ -810,9 +832,12 @@ static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds
                             int *cut, int64_t spin_end, int *via_shm) {
   *nfds = 0;
   *cut = 0;
-  for (unsigned i = 0; spin_end && coop__now_ns() < spin_end; i++) {
+  for (unsigned i = 0; spin_end; i++) {
+    int64_t now = coop__now_ns();
+    if (now >= spin_end) break;
     ssize_t n = shm_take(ch, q, cut);
     if (n) return *via_shm = 1, n;
+    copy_warm(ch, now);
     if (i % 16u) continue; /* the socket only carries requests with descriptors */
     n = dp_recv(fd, q, sizeof *q, MSG_DONTWAIT, fds, nfds, cut);
     if (doorbell(n, fds, nfds)) continue;
@@ -862,6 +887,8 @@ int dp_child_main(int fd) {
     ssize_t n = next_request(&ch, fd, &q, fds, &nfds, &cut, spin_end, &via_shm);
     if (n <= 0) break; /* the front closed its end: exit */
     memset(&r, 0, DP_REP_HDR);
+    r.t_took = ch.copied_at = coop__now_ns();
+    ch.warm_until = q.warm_until;
     r.op = q.op;
     r.u.text[0] = '\0';
     const char *why = "longer than any request, or too many descriptors";
@@ -893,6 +920,7 @@ int dp_child_main(int fd) {
       r.u.text[0] = '\0';
       len = DP_REP_HDR;
     }
+    r.t_replied = coop__now_ns();
     if (via_shm)
       shm_reply(&ch, fd, &r, len);
     else

@@ -153,6 +153,9 @@ struct dp_rep {
    * task's submit to that moment (for the trace, dp_seen); else 0 */
   uint32_t seen_after;
   uint64_t a;
+  /* the child's CLOCK_MONOTONIC when it took the request and when it sent
+   * this reply (the trace's device-process legs, dp_last_call) */
+  int64_t t_took, t_replied;
   union {
     struct coop_rt_task_info info;
     struct coop_rt_live live;
