@@ -57,6 +57,7 @@ struct cu_be {
   int no_verbose;       /* this NVRTC refused --ptxas-options: no figures before a load */
   void *warm_src;       /* cu_copy_warm's page-locked bytes, or NULL until its first */
   CUdeviceptr warm_dst; /* and its managed (or device) bytes */
+  int warm_failed;      /* they could not be had: not asked again */
 };
 
 static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
@@ -355,16 +356,18 @@ static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
 #define CU_WARM_BYTES 64
 static int cu_copy_warm(struct coop_rt *rt) {
   struct cu_be *b = rt->be;
+  if (b->warm_failed) return COOP_EINVAL;
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   if (!b->warm_src) {
     void *src = NULL;
     CUdeviceptr dst = 0;
-    CU_CHECK(rt, coop__cu.cuMemHostAlloc(&src, 4096, CU_MEMHOSTALLOC_PORTABLE));
-    CUresult e = b->concurrent_managed
-                     ? coop__cu.cuMemAllocManaged(&dst, 4096, CU_MEM_ATTACH_GLOBAL)
-                     : coop__cu.cuMemAlloc(&dst, 4096);
+    CUresult e = coop__cu.cuMemHostAlloc(&src, 4096, CU_MEMHOSTALLOC_PORTABLE);
+    if (e == CUDA_SUCCESS)
+      e = b->concurrent_managed ? coop__cu.cuMemAllocManaged(&dst, 4096, CU_MEM_ATTACH_GLOBAL)
+                                : coop__cu.cuMemAlloc(&dst, 4096);
     if (e != CUDA_SUCCESS) {
-      coop__cu.cuMemFreeHost(src);
+      if (src) coop__cu.cuMemFreeHost(src);
+      b->warm_failed = 1; /* not tried again every 100 us */
       return cu_fail(rt, e, "allocating the copy warm-up's buffers", __LINE__);
     }
     memset(src, 0, 4096);
