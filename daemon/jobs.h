@@ -46,8 +46,9 @@ struct job_arg {
    * Ranges of one job that name one descriptor (a frame's input and output
    * in the connection's transfer memfd) share one duplicate: io_owns is 1
    * on the first, which closes it (job_io_fds). io_ino, io_devno: the
-   * file's identity, learned by the device thread's first copy (0: not
-   * yet), so that the next copy through it needs no fstat */
+   * file's identity, the session's for its transfer memfd, else learned
+   * by the device thread's first copy (0: not yet), so that a copy
+   * through it needs no fstat */
   int io_fd1;
   uint8_t io_dir, io_owns;
   uint64_t io_at, io_len, io_off;

@@ -6,6 +6,7 @@
  * answer, and what it created is freed.
  */
 #define _GNU_SOURCE /* memfd_create */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -305,6 +306,10 @@ void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *
                       nfds);
   if (s->xfer_fd1) close(s->xfer_fd1 - 1);
   s->xfer_fd1 = fds[0] + 1;
+  s->xfer_ino = (uint64_t)st.st_ino;
+  s->xfer_devno = (uint64_t)st.st_dev;
+  int seals = fcntl(fds[0], F_GET_SEALS);
+  s->xfer_size = seals >= 0 && (seals & F_SEAL_SHRINK) ? (uint64_t)st.st_size : 0;
   fds[0] = -1; /* taken */
   sess_send(s, COOP_MSG_OK, seq, &(union coop_msg){0});
 }

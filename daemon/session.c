@@ -271,6 +271,10 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
           return NULL;
         }
         ja->io_fd1 = fd + 1;
+        if (a->fd == COOP_WIRE_FD_XFER) { /* its identity known: no fstat in dp_copy */
+          ja->io_ino = s->xfer_ino;
+          ja->io_devno = s->xfer_devno;
+        }
         ja->io_dir = a->dir;
         ja->io_at = a->at;
         ja->io_len = a->size;

@@ -84,6 +84,11 @@ struct session {
    * argument names by COOP_WIRE_FD_XFER, so that its SUBMIT carries no
    * descriptor and may go by the ring */
   int xfer_fd1;
+  /* what XFER's fstat said of it: its identity, for each job's copies
+   * (job_arg.io_ino: the device thread's fstat spared), and its size,
+   * kept only when it is sealed against shrinking (else 0): a range inside
+   * it needs no fstat a frame (io_range) */
+  uint64_t xfer_ino, xfer_devno, xfer_size;
   struct session *next;
 };
 

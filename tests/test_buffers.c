@@ -374,6 +374,39 @@ START_TEST(a_job_moves_its_ranges) {
 }
 END_TEST
 
+/* The connection's transfer memfd grows (a job bigger than it) after coopd
+ * took it by XFER: coopd keeps the size XFER found (sealed against
+ * shrinking, it is at least that), so a range inside it needs no fstat a
+ * frame; a range past it is looked at again, and the grown file serves it;
+ * then frames inside the old size again. */
+START_TEST(a_grown_transfer_memfd_serves_its_new_ranges) {
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  enum { SMALL = 4096, BIG = 400000 }; /* words: 16 KB, then 1.6 MB past its 1 MiB */
+  static uint32_t w[BIG], back[BIG];
+  uint64_t b = 0, id = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, NULL, 0, &b), 0);
+  for (int k = 0; k < 3; k++) { /* from the second on, the memfd is XFER's */
+    words(w, SMALL, 10u + (uint32_t)k);
+    ck_assert_int_eq(sweep_io(c, b, SMALL, 1, 0, w, back, SMALL * 4, &id), 0);
+    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+    check_words(back, SMALL, 10u + (uint32_t)k, 1);
+  }
+  words(w, BIG, 500);
+  ck_assert_int_eq(sweep_io(c, b, BIG, 1, 0, w, back, sizeof w, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  check_words(back, BIG, 500, 1);
+  words(w, SMALL, 20);
+  ck_assert_int_eq(sweep_io(c, b, SMALL, 1, 0, w, back, SMALL * 4, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  check_words(back, SMALL, 20, 1);
+  ck_assert_int_eq(memfds_of(0, "coop-transfer"), 1);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* A frame of the render whose input and output move with it (a into ba,
  * c out of bc; b in bb): both ranges travel in the connection's one
  * transfer memfd. Submitted, its id; `reps` repetitions. */
@@ -1246,6 +1279,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, life_cycle);
   tcase_add_test(tc, a_job_moves_its_ranges);
   tcase_add_test(tc, a_frames_ranges_share_one_duplicate);
+  tcase_add_test(tc, a_grown_transfer_memfd_serves_its_new_ranges);
   tcase_add_test(tc, inline_bytes_share_one_memfd);
   tcase_add_test(tc, owners_and_connections);
   tcase_add_test(tc, counted_per_user);
