@@ -72,7 +72,10 @@ int coopd_start(struct coopd_proc *d, const char *path, const char *const *sets,
   argv[n++] = "--kernels";
   argv[n++] = d->kdir;
   argv[n++] = "--log-level";
-  argv[n++] = "warn";
+  /* COOP_LOG_LEVEL, as coopd's own environment would say (its log is
+   * d->log, kept when coopd_stop is asked to) */
+  const char *level = getenv("COOP_LOG_LEVEL");
+  argv[n++] = (char *)(level && *level ? level : "warn");
   /* the journal is for recovering jobs after a crash: a bench has none to recover */
   static char journal[] = "server.journal=off";
   argv[n++] = "--set";

@@ -217,6 +217,49 @@ START_TEST(a_frame_loop_of_higher_priority_suspends_ahead) {
 }
 END_TEST
 
+/* A cooperative job submitted inside the window before a frame loop's next
+ * task waits for that task: it starts once the task has ended. Before, it
+ * started in the window, and was suspended ahead of the task at the
+ * window's next pass if it was running by then; on the H200 a bfs job
+ * whose buffers were still filling in slices started just as the task
+ * came, and the task waited for its suspension (a frame in three beside
+ * back-to-back bfs jobs). The window is 100 ms either side here
+ * (COOP_TEST_PRE_AHEAD_MS); the sweep comes 50 ms before the sixth task is
+ * due, and its first start must come after that task's end. */
+START_TEST(a_job_submitted_in_a_frames_window_waits_for_the_frame) {
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  struct daemon_proc d;
+  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "100");
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[256];
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 20;
+  int64_t t0 = now_ms(), frame_end = 0;
+  uint64_t low = 0;
+  for (int i = 0; i < 6; i++) {
+    int64_t due = t0 + 300 * i, now = now_ms();
+    if (i == 5) {
+      if (due - 50 > now) msleep((int)(due - 50 - now));
+      low = sweep_at(&c, data, 256, 9, rounds, kt, w, 0);
+      ck_assert_uint_ne(low, 0);
+      now = now_ms();
+    }
+    if (due > now) msleep((int)(due - now));
+    render_at_5(&c, w, i);
+    frame_end = c.m.result.t.finished;
+  }
+  sweep_check(&c, low, 256, 9, rounds);
+  int64_t started = c.m.result.t.started;
+  if (started < frame_end) log_print(d.log);
+  ck_assert_msg(started >= frame_end,
+                "the sweep started %.1f ms before the end of the task whose window it came in",
+                (double)(frame_end - started) / 1e6);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* One cooperative slot, held by a long sweep of priority 0; a sweep of
  * priority 3 comes: the first is suspended (STATUS and WAIT say so), the
  * second runs and ends while the first waits, then the first resumes and
@@ -329,6 +372,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_add_test(t, a_task_of_higher_priority_suspends_a_cooperative_job);
   tcase_add_test(t, a_suspended_job_resumes_as_the_task_ends);
   tcase_add_test(t, a_frame_loop_of_higher_priority_suspends_ahead);
+  tcase_add_test(t, a_job_submitted_in_a_frames_window_waits_for_the_frame);
   tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
   suite_add_tcase(s, t);
   t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */

@@ -417,7 +417,8 @@ void dev__preempt_before_submit(struct dev *d, struct run *r);
 int dev__suspend_out(struct dev *d, struct run *r);
 /* Whether a job of priority p waits for a non-cooperative run of higher
  * priority that had cooperative jobs suspended, or for a frame loop's
- * next task that had them suspended ahead (DEV_SLOT_PRIORITY). */
+ * next task whose window is open (DEV_SLOT_PRIORITY; a cooperative run's
+ * first task is not submitted meanwhile, dev__step_run). */
 int dev__prio_blocked(const struct dev *d, int32_t p);
 /* A job handed back: if it is a frame loop's (a one-task job whose next
  * task is expected, j->next_ns), the window around that task in which

@@ -30,7 +30,13 @@
  *    us p50 of a 0.5 ms frame on the H200 (bench/RESULTS.md, "A kernel
  *    reload in place on the GPU"). The cost: the suspended job is off the
  *    device up to DEV_PRE_AHEAD_NS sooner per task (a lapsed window's
- *    whole width when the guess is wrong).
+ *    whole width when the guess is wrong). While the window is open no
+ *    cooperative job below that priority starts, not even one taken
+ *    before whose buffers were still filling: started in the window, it
+ *    was suspended again by the very task, which waited for that (a frame
+ *    in three beside back-to-back bfs jobs on the H200, 620 us from its
+ *    SUBMIT to its RESULT against 385: bench/RESULTS.md, "A start's id
+ *    map in batches").
  * A suspension in flight counts as done: nothing more is suspended for the
  * same need until it lands (a kernel that never shrinks is never
  * suspended: its slot comes back when it ends). A suspended job's task is
@@ -146,6 +152,11 @@ static void preempt_for_task(struct dev *d) {
     if (r->ninflight) preempt_run(d, r);
 }
 
+/* Whether the window (suspending ahead) is open at now. */
+static int pre_open(const struct dev *d, int64_t now) {
+  return d->pre_at && now >= d->pre_at - d->pre_ahead_ns;
+}
+
 /* A window (suspending ahead) ended or met its task. */
 static void pre_clear(struct dev *d) {
   d->pre_at = 0;
@@ -157,8 +168,9 @@ void dev__preempt_before_submit(struct dev *d, struct run *r) {
   const struct job *j = r->j;
   if (d->pre_at && !is_coop(j) && j->priority >= d->pre_priority) {
     /* the task the window was for (or one that outranks it): what was
-     * suspended ahead for it waits for this run, as for its own */
-    if (d->pre_on) r->preempting = 1;
+     * suspended ahead for it, and what the open window held back, wait
+     * for this run, as for its own */
+    if (d->pre_on || pre_open(d, coop__now_ns())) r->preempting = 1;
     pre_clear(d);
   }
   preempt_run(d, r);
@@ -177,11 +189,10 @@ void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
   if (!d->pre_at) return;
   int64_t from = d->pre_at - d->pre_ahead_ns, until = d->pre_at + d->pre_ahead_ns;
   if (now >= until) { /* it did not come: what waited for it goes on */
-    if (d->pre_on) {
+    if (d->pre_on)
       log_debug("%s: the task expected of a frame loop of priority %d did not come", d->logname,
                 (int)d->pre_priority);
-      *wake = now; /* the next pass resumes them (dev__pump_coop_wait) */
-    }
+    *wake = now; /* the next pass resumes or starts them (dev__pump_coop_wait, dev__step_run) */
     pre_clear(d);
     return;
   }
@@ -208,7 +219,11 @@ void dev__preempt(struct dev *d) {
 }
 
 int dev__prio_blocked(const struct dev *d, int32_t p) {
-  if (d->pre_on && d->pre_priority > p) return 1;
+  /* the window open, whether or not it found a job to suspend: a job that
+   * started in it (one filling its buffers, or queued just then) was
+   * suspended again by the very task it was opened for, whose gather then
+   * waited for that suspension (the top of this file) */
+  if (d->pre_priority > p && (d->pre_on || pre_open(d, coop__now_ns()))) return 1;
   for (const struct run *r = d->runs; r; r = r->next)
     if (r->preempting && r->j->priority > p) return 1;
   return 0;

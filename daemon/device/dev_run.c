@@ -523,6 +523,11 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     return 0;
   }
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
+    /* a cooperative job's start held while a task of higher priority has
+     * its workers or is due (dev_prio.c): taken before, it filled its
+     * buffers meanwhile; the task's end or the window's passes again */
+    if ((j->flags & COOP_SUBMIT_COOPERATIVE) && !r->started_ns && dev__prio_blocked(d, j->priority))
+      break;
     dev__preempt_before_submit(d, r);
     int alive = dp_alive(d->rt);
     int e = submit_instance(d, r, *wake);
