@@ -154,7 +154,7 @@ static void preempt_for_task(struct dev *d) {
 
 /* Whether the window (suspending ahead) is open at now. */
 static int pre_open(const struct dev *d, int64_t now) {
-  return d->pre_at && now >= d->pre_at - d->pre_ahead_ns;
+  return d->pre_at && now >= d->pre_at - d->pre_ahead_ns && now < d->pre_at + d->pre_ahead_ns;
 }
 
 /* A window (suspending ahead) ended or met its task. */
