@@ -74,11 +74,12 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
     /* the transfer memfd, sealed against shrinking, is at least as big as
      * XFER found it: a frame's ranges inside that need no fstat */
     int xfer = a->fd == COOP_WIRE_FD_XFER;
-    if (xfer && a->size <= s->xfer_size && a->off <= s->xfer_size - a->size)
+    if (xfer && a->size <= s->xfer_size && a->off <= s->xfer_size - a->size) {
       *seen = (struct io_seen){fd, s->xfer_size};
-    else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+    } else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
       *seen = (struct io_seen){fd, (uint64_t)st.st_size};
-    if (xfer && s->xfer_size && seen->size > s->xfer_size) s->xfer_size = seen->size; /* grew */
+      if (xfer && s->xfer_size && seen->size > s->xfer_size) s->xfer_size = seen->size; /* grew */
+    }
   }
   /* off + size may wrap: neither is trusted */
   if (fd < 0 || fd != seen->fd || a->size > seen->size || a->off > seen->size - a->size) {
