@@ -33,10 +33,8 @@
  *    whole width when the guess is wrong). While the window is open no
  *    cooperative job below that priority starts, not even one taken
  *    before whose buffers were still filling: started in the window, it
- *    was suspended again by the very task, which waited for that (a frame
- *    in three beside back-to-back bfs jobs on the H200, 620 us from its
- *    SUBMIT to its RESULT against 385: bench/RESULTS.md, "A start's id
- *    map in batches").
+ *    would be suspended again by the very task, which would wait for that
+ *    (docs/daemon.md, "Priority").
  * A suspension in flight counts as done: nothing more is suspended for the
  * same need until it lands (a kernel that never shrinks is never
  * suspended: its slot comes back when it ends). A suspended job's task is
@@ -220,9 +218,9 @@ void dev__preempt(struct dev *d) {
 
 int dev__prio_blocked(const struct dev *d, int32_t p) {
   /* the window open, whether or not it found a job to suspend: a job that
-   * started in it (one filling its buffers, or queued just then) was
-   * suspended again by the very task it was opened for, whose gather then
-   * waited for that suspension (the top of this file) */
+   * started in it (one filling its buffers, or queued just then) would be
+   * suspended again by the very task it was opened for, whose gather would
+   * then wait for that suspension (the top of this file) */
   if (d->pre_priority > p && (d->pre_on || pre_open(d, coop__now_ns()))) return 1;
   for (const struct run *r = d->runs; r; r = r->next)
     if (r->preempting && r->j->priority > p) return 1;
