@@ -260,6 +260,50 @@ START_TEST(a_job_submitted_in_a_frames_window_waits_for_the_frame) {
 }
 END_TEST
 
+/* A cooperative job that starts alone on the device between two tasks of
+ * a frame loop, before the next one's window: the device thread waits for
+ * its end inside its submit, and that wait now ends at the window's
+ * start, so the job is suspended ahead of the task, not as it comes.
+ * Before, the wait ran on to the task's own submit, which then suspended
+ * it ("job N of priority 5 needs") and waited for that (on an H200 a frame
+ * in three beside back-to-back bfs jobs). The window is 20 ms either side
+ * here (COOP_TEST_PRE_AHEAD_MS); the sweep comes 35 ms before the sixth
+ * task is due, from a connection of its own, as a long job's client. */
+START_TEST(a_job_started_between_frames_is_suspended_ahead_of_the_next) {
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  struct daemon_proc d;
+  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "20");
+  struct conn c, c2;
+  open_hello(&c, &d);
+  open_hello(&c2, &d);
+  static uint32_t data[256];
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 20;
+  int64_t t0 = now_ms();
+  uint64_t low = 0, frame = 0;
+  for (int i = 0; i < 6; i++) {
+    int64_t due = t0 + 300 * i, now = now_ms();
+    if (i == 5) {
+      if (due - 35 > now) msleep((int)(due - 35 - now));
+      low = sweep_at(&c2, data, 256, 9, rounds, kt, w, 0);
+      ck_assert_uint_ne(low, 0);
+      now = now_ms();
+    }
+    if (due > now) msleep((int)(due - now));
+    frame = render_at_5(&c, w, i);
+  }
+  char needs[96];
+  snprintf(needs, sizeof needs, "job %llu of priority 5 needs", (unsigned long long)frame);
+  int late = log_has(d.log, needs);
+  if (late) log_print(d.log);
+  ck_assert_msg(!late, "the sweep was suspended only as the task came, not ahead of it");
+  sweep_check(&c2, low, 256, 9, rounds);
+  conn_close(&c2);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* One cooperative slot, held by a long sweep of priority 0; a sweep of
  * priority 3 comes: the first is suspended (STATUS and WAIT say so), the
  * second runs and ends while the first waits, then the first resumes and
@@ -373,6 +417,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_add_test(t, a_suspended_job_resumes_as_the_task_ends);
   tcase_add_test(t, a_frame_loop_of_higher_priority_suspends_ahead);
   tcase_add_test(t, a_job_submitted_in_a_frames_window_waits_for_the_frame);
+  tcase_add_test(t, a_job_started_between_frames_is_suspended_ahead_of_the_next);
   tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
   suite_add_tcase(s, t);
   t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */

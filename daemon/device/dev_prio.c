@@ -210,6 +210,11 @@ void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
   d->pre_on = 1;
 }
 
+void dev__preempt_due(const struct dev *d, int64_t now, int64_t *wake) {
+  int64_t from = d->pre_at - d->pre_ahead_ns;
+  if (d->pre_at && now < from && from < *wake) *wake = from;
+}
+
 void dev__preempt(struct dev *d) {
   if (!d->rt || d->swap_now || d->stop_now) return;
   preempt_for_task(d);

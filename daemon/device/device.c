@@ -512,6 +512,19 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
   dev__wait_end(d);
 }
 
+/* The start of a window ahead of a frame (warming ahead, above; suspending
+ * ahead, dev_prio.c) as the latest wake: a one-task job alone on the device
+ * waits for its end inside its submit, up to the pass's wake, and a bfs job
+ * that started between two frames held the device thread there through
+ * the next frame's windows, neither warmed nor suspended ahead, until the
+ * frame's own submit woke it; the frame then waited for the suspension (a
+ * frame in three beside back-to-back bfs jobs on an H200: bench/RESULTS.md,
+ * "A start's id map in batches"). */
+static void windows_due(const struct dev *d, int64_t now, int64_t *wake) {
+  if (d->warm_until && now < d->warm_from && d->warm_from < *wake) *wake = d->warm_from;
+  dev__preempt_due(d, now, wake);
+}
+
 static void do_swap(struct dev *d);
 static int next_step(struct dev *d, int64_t now, int64_t *wake);
 
@@ -528,6 +541,9 @@ static void *dev_main(void *arg) {
     poll_tasks(d);
     int64_t now = coop__now_ns(), wake = now + d->wait_ns;
     if (held_wake < wake) wake = held_wake; /* a one-task job's submit waits until then at most */
+    /* and until the next window's start: a long job's submit waits for its
+     * task's end (submit_wait_ns, dev_run.c) */
+    windows_due(d, now, &wake);
     int building = next_step(d, now, &wake);
     int suspended = 0, ended = 0;
     for (struct run **p = &d->runs; *p;) {
