@@ -49,6 +49,7 @@ struct child {
   int64_t warm_until;    /* the last request's warm window's end (dp_req.warm_until) */
   int64_t copied_at;     /* the last request taken or copy warm-up's end (copy_warm) */
   int64_t warmed_for;    /* the window (its end) of the last warm-up */
+  int64_t submitted_for; /* the window (its end) of the last DP_SUBMIT (copy_warm) */
 };
 
 /* DP_WAIT's spin, then its naps (see wait_for). */
@@ -397,6 +398,29 @@ static int warm(const struct child *ch, const struct dp_req *q) {
   return ch->idle_spin_ns && q->warm_until > coop__now_ns();
 }
 
+/* The copy engine kept warm through a warm window (docs/daemon.md,
+ * "Spinning"): a frame's first copy, 16 ms after the last frame's, took
+ * 65-75 us on an H200 instead of 17-20, unless any copy came up to 300 us
+ * before it (bench/RESULTS.md, "A warm copy engine"). So while this
+ * process waits in a window, for the next request (next_request) or for
+ * a task in flight to end (wait_for: a frame beside a running job), it
+ * has the runtime move a few bytes: at once
+ * when the window is new (that first one pays the wake-up, hundreds of
+ * microseconds before the frame is due), then whenever DP_COPY_WARM_NS
+ * passed without a request or another (a few microseconds each, which a
+ * request that comes meanwhile waits for), until a task is submitted in
+ * the window (the frame's, whose input is in by then: one more warm-up
+ * would only delay the sight of its end in its submit's wait). Outside a
+ * window, nothing: no frame is due. */
+#define DP_COPY_WARM_NS 100000L
+static void copy_warm(struct child *ch, int64_t now) {
+  if (!ch->rt || now >= ch->warm_until || ch->submitted_for == ch->warm_until) return;
+  if (ch->warmed_for == ch->warm_until && now - ch->copied_at < DP_COPY_WARM_NS) return;
+  ch->warmed_for = ch->warm_until;
+  (void)coop_rt_copy_warm(ch->rt); /* best effort: a failure only leaves it cold */
+  ch->copied_at = coop__now_ns();
+}
+
 /* DP_WAIT and DP_SUBMIT's wait: completion without timed polling from the
  * front, until done(ch, arg), the kick, or budget ns. The task records are
  * in host memory, so a change is one load away: spin for DP_SPIN_NS (a
@@ -415,6 +439,7 @@ static void wait_for(struct child *ch, int (*done)(struct child *, const void *)
     if (done(ch, arg)) return;
     int64_t now = coop__now_ns();
     if (now >= end) return;
+    copy_warm(ch, now);
     if (spin && now - t0 < ch->spin_ns) {
       if ((spins & 63u) == 0u && kicked(ch)) return;
       continue;
@@ -800,25 +825,6 @@ static int doorbell(ssize_t n, int *fds, unsigned *nfds) {
   return 1;
 }
 
-/* The copy engine kept warm through a warm window (docs/daemon.md,
- * "Spinning"): a frame's first copy, 16 ms after the last frame's, took
- * 65-75 us on an H200 instead of 17-20, unless any copy came up to 300 us
- * before it (bench/RESULTS.md, "A warm copy engine"). So while this
- * process spins in a window it has the runtime move a few bytes: at once
- * when the window is new (that first one pays the wake-up, hundreds of
- * microseconds before the frame is due), then whenever DP_COPY_WARM_NS
- * passed without a request or another (a few microseconds each, which a
- * request that comes meanwhile waits for). Outside a window, nothing: no
- * frame is due. */
-#define DP_COPY_WARM_NS 100000L
-static void copy_warm(struct child *ch, int64_t now) {
-  if (!ch->rt || now >= ch->warm_until) return;
-  if (ch->warmed_for == ch->warm_until && now - ch->copied_at < DP_COPY_WARM_NS) return;
-  ch->warmed_for = ch->warm_until;
-  (void)coop_rt_copy_warm(ch->rt); /* best effort: a failure only leaves it cold */
-  ch->copied_at = coop__now_ns();
-}
-
 /* The next request. For idle_spin_ns after the last reply the shared
  * channel is watched without sleeping (and every 16th look the socket,
  * which carries only requests with descriptors): a job's request comes
@@ -911,6 +917,8 @@ int dp_child_main(int fd) {
     } else {
       serve(&ch, &q, fds, nfds, &r);
       if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
+      if (q.op == DP_SUBMIT) /* the window's task, its input copied before (copy_warm) */
+        ch.submitted_for = ch.warm_until;
     }
     for (unsigned i = 0; i < nfds; i++) close(fds[i]);
     if (r.err) r.u.text[DP_TEXT_MAX - 1] = '\0';
