@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "coop_internal.h"
@@ -63,6 +64,10 @@ static int xfer_ready(coop_conn *c, size_t n) {
     c->xfd = memfd_create("coop-transfer", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (c->xfd < 0) return -1;
     fcntl(c->xfd, F_ADD_SEALS, F_SEAL_SHRINK);
+    struct stat st;
+    if (fstat(c->xfd, &st)) return -1;
+    c->xfd_dev = st.st_dev;
+    c->xfd_ino = st.st_ino;
   }
   if (n > c->xsize) {
     /* in steps of powers of two from 1 MiB: each growth costs a mapping

@@ -84,6 +84,8 @@ struct coop_conn {
    * coop__xfer_take; a job from its SUBMIT until its RESULT, which may
    * be taken by another thread, hence a flag and not a mutex) */
   int xfd;
+  dev_t xfd_dev; /* its identity, looked up once when it is made (io_fd_name) */
+  ino_t xfd_ino;
   size_t xsize;
   uint8_t *xmem;
   size_t xmapped;

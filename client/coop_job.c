@@ -452,10 +452,14 @@ static int xfer_register(coop_conn *c, int fd) {
  * job's first memfd is the last job's first too: a frame loop's, from its
  * second frame on), so that the SUBMIT carries no descriptor and may go by
  * the shared ring; else a duplicate appended to fds. *first: the job's
- * first memfd was looked at. Called with xreg_mu held. */
-static int io_fd_name(coop_conn *c, int fd, int *fds, unsigned *nfds, int *first, uint8_t *name) {
+ * first memfd was looked at. known: fd's identity where this connection
+ * knows it (its own transfer memfd, which the job holds: no fstat a
+ * frame), else NULL. Called with xreg_mu held. */
+static int io_fd_name(coop_conn *c, int fd, const struct stat *known, int *fds, unsigned *nfds,
+                      int *first, uint8_t *name) {
   struct stat st;
-  if (fstat(fd, &st) == 0) {
+  if (known) st = *known;
+  if (known || fstat(fd, &st) == 0) {
     if (c->xreg && st.st_dev == c->xreg_dev && st.st_ino == c->xreg_ino) {
       /* and no other memfd of this job may replace it now: that would
        * change what this name means to coopd */
@@ -497,7 +501,7 @@ static int put_io_fds(coop_conn *c, const coop_job *j, struct coop_msg_submit *s
     const struct jarg *a = &j->a[i];
     if (a->type != COOP_ARG_DEVBUF_IO || !a->fd1) continue;
     struct coop_wire_arg *w = &s->args[i];
-    int e = io_fd_name(c, a->fd1 - 1, fds, nfds, first, &w->fd);
+    int e = io_fd_name(c, a->fd1 - 1, NULL, fds, nfds, first, &w->fd);
     if (e) return e;
     w->dir = a->dir;
     w->at = a->at;
@@ -534,7 +538,8 @@ static int put_io(coop_conn *c, const coop_job *j, struct coop_msg_submit *s, in
     name = (uint8_t)*nfds;
     fds[(*nfds)++] = fd; /* closed once sent (close_sent) */
   } else {
-    e = io_fd_name(c, fd, fds, nfds, &first, &name);
+    struct stat own = {.st_dev = c->xfd_dev, .st_ino = c->xfd_ino}; /* held: coop__xfer_take */
+    e = io_fd_name(c, fd, &own, fds, nfds, &first, &name);
     if (e) return e;
     fd = -1; /* written through mem */
   }
