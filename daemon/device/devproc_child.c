@@ -916,10 +916,11 @@ int dp_child_main(int fd) {
       xmap_forget(&xm);
       xmap_init(&xm, NULL, NULL, NULL);
     } else {
-      serve(&ch, &q, fds, nfds, &r);
-      if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
+      /* before its serve: the submit's own wait for its task warms nothing */
       if (q.op == DP_SUBMIT) /* the window's task, its input copied before (copy_warm) */
         ch.submitted_for = ch.warm_until;
+      serve(&ch, &q, fds, nfds, &r);
+      if (q.op == DP_OPEN || q.op == DP_LAUNCH) quiet_signals();
     }
     for (unsigned i = 0; i < nfds; i++) close(fds[i]);
     if (r.err) r.u.text[DP_TEXT_MAX - 1] = '\0';
