@@ -217,6 +217,31 @@ START_TEST(a_frame_loop_of_higher_priority_suspends_ahead) {
 }
 END_TEST
 
+/* Six renders of priority 5 on every worker (w), one every 300 ms on c,
+ * and a sweep of priority 0 on every worker (data[256], seed 9, rounds of
+ * about 10 ms) submitted on cs `before` ms ahead of the sixth. Returns the
+ * sweep's job; *frame_end: when the sixth render finished (its RESULT's
+ * times); *frame: its job. */
+static uint64_t frames_and_a_sweep(struct conn *c, struct conn *cs, uint32_t *data, uint32_t rounds,
+                                   int before, int64_t *frame_end, uint64_t *frame) {
+  uint32_t w = c->m.welcome.workers, kt = kticks_10ms(c, w);
+  int64_t t0 = now_ms();
+  uint64_t low = 0;
+  for (int i = 0; i < 6; i++) {
+    int64_t due = t0 + 300 * i, now = now_ms();
+    if (i == 5) {
+      if (due - before > now) msleep((int)(due - before - now));
+      low = sweep_at(cs, data, 256, 9, rounds, kt, w, 0);
+      ck_assert_uint_ne(low, 0);
+      now = now_ms();
+    }
+    if (due > now) msleep((int)(due - now));
+    *frame = render_at_5(c, w, i);
+    *frame_end = c->m.result.t.finished;
+  }
+  return low;
+}
+
 /* A cooperative job submitted inside the window before a frame loop's next
  * task waits for that task: it starts once the task has ended. Before, it
  * started in the window, and was suspended ahead of the task at the
@@ -233,21 +258,9 @@ START_TEST(a_job_submitted_in_a_frames_window_waits_for_the_frame) {
   struct conn c;
   open_hello(&c, &d);
   static uint32_t data[256];
-  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 20;
-  int64_t t0 = now_ms(), frame_end = 0;
-  uint64_t low = 0;
-  for (int i = 0; i < 6; i++) {
-    int64_t due = t0 + 300 * i, now = now_ms();
-    if (i == 5) {
-      if (due - 50 > now) msleep((int)(due - 50 - now));
-      low = sweep_at(&c, data, 256, 9, rounds, kt, w, 0);
-      ck_assert_uint_ne(low, 0);
-      now = now_ms();
-    }
-    if (due > now) msleep((int)(due - now));
-    render_at_5(&c, w, i);
-    frame_end = c.m.result.t.finished;
-  }
+  uint32_t rounds = 20;
+  int64_t frame_end = 0;
+  uint64_t frame = 0, low = frames_and_a_sweep(&c, &c, data, rounds, 50, &frame_end, &frame);
   sweep_check(&c, low, 256, 9, rounds);
   int64_t started = c.m.result.t.started;
   if (started < frame_end) log_print(d.log);
@@ -277,20 +290,9 @@ START_TEST(a_job_started_between_frames_is_suspended_ahead_of_the_next) {
   open_hello(&c, &d);
   open_hello(&c2, &d);
   static uint32_t data[256];
-  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 20;
-  int64_t t0 = now_ms();
-  uint64_t low = 0, frame = 0;
-  for (int i = 0; i < 6; i++) {
-    int64_t due = t0 + 300 * i, now = now_ms();
-    if (i == 5) {
-      if (due - 35 > now) msleep((int)(due - 35 - now));
-      low = sweep_at(&c2, data, 256, 9, rounds, kt, w, 0);
-      ck_assert_uint_ne(low, 0);
-      now = now_ms();
-    }
-    if (due > now) msleep((int)(due - now));
-    frame = render_at_5(&c, w, i);
-  }
+  uint32_t rounds = 20;
+  int64_t frame_end = 0;
+  uint64_t frame = 0, low = frames_and_a_sweep(&c, &c2, data, rounds, 35, &frame_end, &frame);
   char needs[96];
   snprintf(needs, sizeof needs, "job %llu of priority 5 needs", (unsigned long long)frame);
   int late = log_has(d.log, needs);
