@@ -80,16 +80,19 @@ grep -q 'each frame is one job' "$dir/job" || fail "--coopd-frame job: not in th
 grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N/2\) \| [0-9.]+ \|' "$dir/job" ||
   fail "--coopd-frame job: no row of (g)"
 # --coopd-priority: frames of K = N at priority 5 beside the long kernel's
-# jobs (0): each frame has the running job suspended (its kills in the
-# CSV) and the job resumes after it; every run still checked
+# jobs (0), every frame's job done and every run checked. A frame has the
+# running job suspended, or its window holds the next job back until the
+# frame's task ends (docs/daemon.md, "Priority"): with this graph's runs
+# of about 0.5 ms, either may come, so neither kills nor frames released
+# during a run are certain here (the row's p50 may be "-")
 COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --k N --coopd-priority 5 \
-  --scale 4 --input 1 --exec-ms 0.5 --period 60 --window 0.3 --min-runs 2 --timeout 120 \
+  --scale 4 --input 1 --exec-ms 0.5 --period 60 --window 0.6 --min-runs 2 --timeout 120 \
   --csv "$dir/prio.csv" >"$dir/prio" 2>&1 || { cat "$dir/prio"; fail "--coopd-priority: exited non-zero"; }
 grep -q 'its priority 5 (the long kernel' "$dir/prio" || fail "--coopd-priority: not in the header"
-grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N\) \| [0-9.]+ \|' "$dir/prio" ||
+grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N\) \| ([0-9.]+|-) \|' "$dir/prio" ||
   fail "--coopd-priority: no row of (g) at K = N"
-awk -F, '$1 == "coopd" && $4 == "run" { n++; if ($14 != 1) bad = 1; kills += $15 }
-  END { exit !(n >= 2 && !bad && kills > 0) }' "$dir/prio.csv" ||
-  fail "--coopd-priority: the long kernel's runs unchecked, too few, or never suspended"
+awk -F, '$1 == "coopd" && $4 == "run" { n++; if ($14 != 1) bad = 1 }
+  END { exit !(n >= 2 && !bad) }' "$dir/prio.csv" ||
+  fail "--coopd-priority: the long kernel's runs unchecked or too few"
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
