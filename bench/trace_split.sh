@@ -1,0 +1,29 @@
+#!/bin/sh
+# bench/trace_split.sh TRACE: the legs of the jobs in a COOP_TRACE_FILE
+# that moved their own bytes (io_sent set: a frame client's jobs), split
+# into those that had another task suspended for them (preempt > 0,
+# "beside") and those that did not ("alone"): each leg's p50 and p90 in
+# us and its count, then the whole SUBMIT read -> RESULT sent.
+set -eu
+[ $# -eq 1 ] && [ -r "$1" ] || { echo "usage: bench/trace_split.sh TRACE.csv" >&2; exit 2; }
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+awk -F, -v dir="$d" '
+  $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  $1 == "bufop" || $1 == "buf" { next }
+  {
+    if (!("io_sent" in col) || $col["io_sent"] + 0 <= 0) next
+    g = ($col["preempt"] + 0 > 0) ? "beside" : "alone"
+    np = split("recv admitted queued taken io_sent io_took io_replied io_back staged submitted released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
+    for (k = 2; k <= np; k++)
+      print ($col[p[k]] - $col[p[k - 1]]) / 1000 > (dir "/" g "." sprintf("%02d", k) "." p[k - 1] "->" p[k])
+    print ($col["result_sent"] - $col["recv"]) / 1000 > (dir "/" g ".99.total")
+  }' "$1"
+for f in "$d"/*; do
+  [ -e "$f" ] || { echo "trace_split.sh: no job in $1 moved its own bytes" >&2; exit 1; }
+  n=$(wc -l < "$f")
+  sort -n "$f" > "$f.sorted"
+  printf "  %-40s %8s %8s (%s)\n" "${f##*/}" "$(sed -n "$(( (n + 1) / 2 ))p" "$f.sorted")" \
+    "$(sed -n "$(( n * 9 / 10 > 0 ? n * 9 / 10 : 1 ))p" "$f.sorted")" "$n"
+  rm "$f.sorted"
+done
