@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fdref.h"
 #include "journal.h"
 #include "log.h"
 
@@ -20,9 +21,11 @@ unsigned job_io_fds(struct job *j, int *fds) {
   unsigned n = 0;
   for (unsigned i = 0; i < j->nargs; i++) {
     struct job_arg *a = &j->args[i];
-    if (a->io_fd1 && a->io_owns) fds[n++] = a->io_fd1 - 1;
+    int fd = !a->io_fd1 || !a->io_owns ? -1 : a->io_ref ? fdref_drop(a->io_ref) : a->io_fd1 - 1;
+    if (fd >= 0) fds[n++] = fd;
     a->io_fd1 = 0;
     a->io_owns = 0;
+    a->io_ref = NULL;
   }
   return n;
 }

@@ -23,6 +23,7 @@
 struct daemon;
 struct dbuf;
 struct dev;
+struct fdref;
 struct kdef;
 struct session;
 struct uid_use;
@@ -44,13 +45,16 @@ struct job_arg {
    * client's descriptor at io_off before the first task (io_dir IN), read
    * into it after the last (OUT); io_fd1: that descriptor + 1, 0: none.
    * Ranges of one job that name one descriptor (a frame's input and output
-   * in the connection's transfer memfd) share one duplicate: io_owns is 1
-   * on the first, which closes it (job_io_fds). io_ino, io_devno: the
+   * in the connection's transfer memfd) share it: io_owns is 1 on the
+   * first, which lets it go (job_io_fds): io_ref's reference when it names
+   * the connection's transfer memfd (fdref.h), else a duplicate of the
+   * frame's descriptor, closed. io_ino, io_devno: the
    * file's identity, the session's for its transfer memfd, else learned
    * by the device thread's first copy (0: not yet), so that a copy
    * through it needs no fstat */
   int io_fd1;
   uint8_t io_dir, io_owns;
+  struct fdref *io_ref;
   uint64_t io_at, io_len, io_off;
   uint64_t io_ino, io_devno;
 };
@@ -149,8 +153,9 @@ struct job {
 
 void job_free(struct job *j);
 /* The descriptors j's ranges own (job_arg.io_owns), taken out of j into
- * fds (room for COOP_WIRE_MAX_ARGS): the caller closes them. Returns how
- * many. */
+ * fds (room for COOP_WIRE_MAX_ARGS): the caller closes them. A range's
+ * reference to its connection's transfer memfd is dropped, its descriptor
+ * among them only when that was the last. Returns how many. */
 unsigned job_io_fds(struct job *j, int *fds);
 /* Whether j's arguments name device buffers (bufs.h): they stay on their
  * device, so such a job is neither carried, checkpointed nor moved. */

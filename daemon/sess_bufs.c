@@ -16,6 +16,7 @@
 
 #include "bufs.h"
 #include "fdio.h"
+#include "fdref.h"
 #include "log.h"
 #include "session.h"
 
@@ -291,10 +292,16 @@ void sess_buf_free(struct session *s, uint32_t seq, const union coop_msg *msg, i
   sess_send(s, COOP_MSG_OK, seq, &(union coop_msg){0});
 }
 
+void sess_xfer_drop(struct session *s) {
+  int fd = s->xfer ? fdref_drop(s->xfer) : -1;
+  if (fd >= 0) close(fd);
+  s->xfer = NULL;
+}
+
 /* XFER: the frame's one descriptor becomes the connection's transfer
- * memfd, replacing any earlier one (a job holds its own duplicate), until
- * the connection closes: at most one per connection, which its user's
- * connection bound bounds. */
+ * memfd, replacing any earlier one (a job in flight keeps its reference
+ * to that: fdref.h), until the connection closes: at most one per
+ * connection, which its user's connection bound bounds. */
 void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                unsigned nfds) {
   (void)msg;
@@ -304,8 +311,10 @@ void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *
                       "XFER carries exactly one descriptor, a memfd (regular file); it came "
                       "with %u",
                       nfds);
-  if (s->xfer_fd1) close(s->xfer_fd1 - 1);
-  s->xfer_fd1 = fds[0] + 1;
+  struct fdref *x = fdref_new(fds[0]);
+  if (!x) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
+  sess_xfer_drop(s);
+  s->xfer = x;
   s->xfer_ino = (uint64_t)st.st_ino;
   s->xfer_devno = (uint64_t)st.st_dev;
   int seals = fcntl(fds[0], F_GET_SEALS);

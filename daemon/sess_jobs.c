@@ -63,7 +63,7 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
                (unsigned long long)b->id, (unsigned long long)b->size);
     return COOP_EINVAL;
   }
-  if (a->fd == COOP_WIRE_FD_XFER && !s->xfer_fd1) {
+  if (a->fd == COOP_WIRE_FD_XFER && !s->xfer) {
     sess_error(s, seq, COOP_EINVAL,
                "argument %u: names the connection's transfer memfd, and none was sent (XFER)", i);
     return COOP_EINVAL;

@@ -48,6 +48,7 @@
 
 #include "log.h"
 #include "bufs.h"
+#include "fdref.h"
 #include "session.h"
 
 #define SESS_MAX_OUT (64u << 20)  /* replies pending: dropped past this */
@@ -209,7 +210,7 @@ void sess_send_result(struct session *s, uint32_t seq, struct job *j) {
 
 int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int *fds,
                unsigned nfds) {
-  if (a->fd == COOP_WIRE_FD_XFER) return s->xfer_fd1 - 1;
+  if (a->fd == COOP_WIRE_FD_XFER) return s->xfer ? s->xfer->fd : -1;
   return a->fd < nfds ? fds[a->fd] : -1;
 }
 
@@ -249,9 +250,10 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
     ja->fd = -1;
     if (a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO) {
       /* resolved and checked by sess_submit; a range moved with the job
-       * keeps a duplicate of its descriptor, which others may name too.
-       * Ranges that name one descriptor share one duplicate (a frame's
-       * input and output: one fcntl, and one close, a frame) */
+       * keeps its descriptor: a reference to the connection's transfer
+       * memfd (fdref.h: no system call a frame), else a duplicate of its
+       * frame's. Ranges that name one descriptor share it (a frame's input
+       * and output) */
       struct job_err e;
       struct dbuf *b = dbuf_lookup(s->dm, s->uid, a->bits, &e);
       if (a->type == COOP_ARG_DEVBUF_IO) {
@@ -262,7 +264,13 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
               sess_io_fd(s, &m->args[p], fds, COOP_WIRE_MAX_FDS) == src)
             fd = j->args[p].io_fd1 - 1;
         ja->io_owns = fd < 0;
-        if (fd < 0 && src >= 0) fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+        if (fd < 0 && a->fd == COOP_WIRE_FD_XFER && s->xfer) {
+          fdref_hold(s->xfer);
+          ja->io_ref = s->xfer;
+          fd = s->xfer->fd;
+        } else if (fd < 0 && src >= 0) {
+          fd = fcntl(src, F_DUPFD_CLOEXEC, 0);
+        }
         if (fd < 0) {
           int err = src < 0 ? EBADF : errno;
           dbuf_job_done(s->dm, j);
@@ -498,7 +506,7 @@ static void on_closed(uv_handle_t *h) {
   struct session *s = h->data;
   if (--s->handles) return;
   close(s->fd);
-  if (s->xfer_fd1) close(s->xfer_fd1 - 1);
+  sess_xfer_drop(s);
   coop_sring_unmap(s->ring);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);

@@ -80,10 +80,11 @@ struct session {
   struct coop_sring_end up, down;
   uint32_t sock_in, sock_out;
   int down_used, down_off;
-  /* its transfer memfd (XFER, sess_bufs.c) + 1, 0: none: what a devbuf_io
+  /* its transfer memfd (XFER, sess_bufs.c), NULL: none: what a devbuf_io
    * argument names by COOP_WIRE_FD_XFER, so that its SUBMIT carries no
-   * descriptor and may go by the ring */
-  int xfer_fd1;
+   * descriptor and may go by the ring. Shared with the jobs that name it
+   * (fdref.h): closed when the connection and those jobs let it go. */
+  struct fdref *xfer;
   /* what XFER's fstat said of it: its identity, for each job's copies
    * (job_arg.io_ino: the device thread's fstat spared), and its size,
    * kept only when it is sealed against shrinking (else 0): a range inside
@@ -134,6 +135,8 @@ void sess_waiter_remove(struct session *s, struct waiter *w);
 
 /* sess_bufs.c */
 sess_handler sess_buf_create, sess_buf_write, sess_buf_read, sess_buf_free, sess_xfer;
+/* Lets the connection's transfer memfd go (closed unless a job holds it). */
+void sess_xfer_drop(struct session *s);
 /* The connection closes: its operations in flight go unanswered, its
  * buffers are freed but those it asked to keep. */
 void sess_bufs_closed(struct session *s);

@@ -431,62 +431,98 @@ static void fd_link(pid_t pid, int n, char *link, size_t len) {
   link[k > 0 ? k : 0] = '\0';
 }
 
-/* A frame's two ranges name one memfd: coopd keeps one duplicate of it
- * for the job, not one a range (one fcntl and one close a frame), and
- * closes it once the job has ended. With no descriptor left for that
- * duplicate (EMFILE) the job is refused as coopd being out of descriptors,
- * and nothing else of coopd's is closed: the job's arguments not yet
- * filled once had descriptor 0 (calloc's), which job_free closed. */
-START_TEST(a_frames_ranges_share_one_duplicate) {
+/* A frame of the render whose ranges move through the caller's own memfd
+ * m (a at 0, c after it): submitted on c, its id. */
+static int frame_go_fd(coop_conn *c, uint64_t ba, uint64_t bb, uint64_t bc, int m, uint64_t *id) {
+  coop_job *j = coop_job_new("render", 1);
+  size_t n = RN * RN * sizeof(float);
+  coop_job_buffer_io_fd(j, ba, 0, m, 0, n, COOP_BUF_IN);
+  coop_job_buffer(j, bb);
+  coop_job_buffer_io_fd(j, bc, 0, m, n, n, COOP_BUF_OUT);
+  coop_job_u32(j, RN);
+  coop_job_u32(j, 1);
+  int e = coop_submit(c, j, id);
+  coop_job_free(j);
+  return e;
+}
+
+/* Limits coopd's descriptors to those it holds now plus `room`, submits
+ * one frame (through c's transfer memfd, or the caller's own memfd m if m
+ * >= 0), and restores the limit. Checks that coopd's descriptor 0 is what
+ * it was (the job's arguments not yet filled once had descriptor 0,
+ * calloc's, which job_free closed). The table is counted from outside, so
+ * a descriptor coopd (or a sanitizer's runtime) holds only for a moment
+ * can make the count one too high: the caller tries again. */
+static int frame_in_a_full_table(struct daemon_proc *d, coop_conn *c, const uint64_t *b, int m,
+                                 int room, float *a, float *o, uint64_t *id) {
+  char fd0[256], fd0_after[256];
+  fd_link(d->pid, 0, fd0, sizeof fd0);
+  int lim = 0;
+  for (char link[256];; lim++) {
+    fd_link(d->pid, lim, link, sizeof link);
+    if (!link[0]) break;
+  }
+  struct rlimit rl, was;
+  ck_assert_int_eq(prlimit(d->pid, RLIMIT_NOFILE, NULL, &was), 0);
+  rl.rlim_cur = (rlim_t)(lim + room);
+  rl.rlim_max = was.rlim_max;
+  ck_assert_int_eq(prlimit(d->pid, RLIMIT_NOFILE, &rl, NULL), 0);
+  int e =
+      m >= 0 ? frame_go_fd(c, b[0], b[1], b[2], m, id) : frame_go(c, b[0], b[1], b[2], a, o, 1, id);
+  ck_assert_int_eq(prlimit(d->pid, RLIMIT_NOFILE, &was, NULL), 0);
+  fd_link(d->pid, 0, fd0_after, sizeof fd0_after);
+  ck_assert_str_eq(fd0_after, fd0);
+  return e;
+}
+
+/* A frame's two ranges in the connection's transfer memfd: the job holds
+ * a reference to the session's descriptor (fdref.h), no duplicate of it
+ * (a fcntl and a close a frame), so a frame runs with coopd's descriptor
+ * table full, and the memfd is closed once the connection and its last
+ * job have let it go. Ranges in a memfd the SUBMIT carries share one
+ * duplicate of it; with no descriptor left for that duplicate (EMFILE) the
+ * job is refused as coopd being out of descriptors, and nothing else of
+ * coopd's is closed. */
+START_TEST(a_frames_ranges_share_the_transfer_memfd) {
   struct daemon_proc d = {0};
   bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d);
   static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN];
   render_inputs(fa, fb);
-  uint64_t ba = 0, bb = 0, bc = 0, id = 0;
-  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fa, NULL, 0, &ba), 0);
-  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fb, fb, 0, &bb), 0);
-  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof got, NULL, 0, &bc), 0);
+  uint64_t b[3] = {0}, id = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fa, NULL, 0, &b[0]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fb, fb, 0, &b[1]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof got, NULL, 0, &b[2]), 0);
   for (int k = 0; k < 4; k++) { /* from the second on, named by XFER */
     fa[0] = (float)k;
     matmul_ref(fa, fb, want);
     memset(got, 0, sizeof got);
-    ck_assert_int_eq(frame_go(c, ba, bb, bc, fa, got, 1, &id), 0);
+    ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), 0);
     ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
     for (int i = 0; i < RN * RN; i++)
       ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", k, i);
   }
-  int kept = memfds_of(d.pid, "coop-transfer");
-  ck_assert_int_eq(kept, 1);
-  /* a long frame: while it runs, its two ranges hold one duplicate */
-  ck_assert_int_eq(frame_go(c, ba, bb, bc, fa, got, 1u << 30, &id), 0);
-  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), kept + 1);
+  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), 1);
+  /* a long frame: while it runs, no more descriptors of the memfd */
+  ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1u << 30, &id), 0);
+  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), 1);
   ck_assert_int_eq(coop_cancel(c, id), 0);
   ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
-  for (int t = 0; t < 200 && memfds_of(d.pid, "coop-transfer") != kept; t++) msleep(10);
-  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), kept);
-  /* coopd's table full below its limit: the duplicate cannot be had. The
-   * table is counted from outside, so a descriptor coopd (or a sanitizer's
-   * runtime) holds only for a moment can make the count one too high and
-   * leave room: such a frame runs, and the count is taken again. */
-  int e = 0;
+  /* not one descriptor free in coopd's table: the frame still runs */
+  int e = frame_in_a_full_table(&d, c, b, -1, 0, fa, got, &id);
+  ck_assert_msg(e == 0, "a frame in a full table: %s: %s", coop_err_name(e), coop_errmsg(c));
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  for (int i = 0; i < RN * RN; i++)
+    ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "full table, element %d", i);
+  /* a memfd of the caller's, carried by the SUBMIT (once for each range):
+   * room for those, not for the job's duplicate (each attempt a fresh
+   * memfd, so none is XFER's) */
   for (int attempt = 0; attempt < 8; attempt++) {
-    char fd0[256], fd0_after[256];
-    fd_link(d.pid, 0, fd0, sizeof fd0);
-    int lim = 0;
-    for (char link[256];; lim++) {
-      fd_link(d.pid, lim, link, sizeof link);
-      if (!link[0]) break;
-    }
-    struct rlimit rl, was;
-    ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &was), 0);
-    rl.rlim_cur = (rlim_t)lim;
-    rl.rlim_max = was.rlim_max;
-    ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &rl, NULL), 0);
-    e = frame_go(c, ba, bb, bc, fa, got, 1, &id);
-    ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, &was, NULL), 0);
-    fd_link(d.pid, 0, fd0_after, sizeof fd0_after);
-    ck_assert_str_eq(fd0_after, fd0);
+    int m = memfd_create("frame-own", MFD_CLOEXEC);
+    ck_assert_int_ge(m, 0);
+    ck_assert_int_eq(ftruncate(m, 2 * (off_t)sizeof got), 0);
+    e = frame_in_a_full_table(&d, c, b, m, 2, fa, got, &id);
+    close(m);
     if (e != 0) break;
     ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
     msleep(20);
@@ -494,9 +530,14 @@ START_TEST(a_frames_ranges_share_one_duplicate) {
   ck_assert_msg(e == COOP_ELIMIT, "%s: %s", coop_err_name(e), coop_errmsg(c));
   ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "out of file descriptors"));
   /* and the next frame, with room again, runs */
-  ck_assert_int_eq(frame_go(c, ba, bb, bc, fa, got, 1, &id), 0);
+  ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), 0);
   ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  /* a long frame, then the connection gone: its job keeps the memfd
+   * until it ends (cancelled with its connection), then it is closed */
+  ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1u << 30, &id), 0);
   coop_disconnect(c);
+  for (int t = 0; t < 500 && memfds_of(d.pid, "coop-transfer") != 0; t++) msleep(10);
+  ck_assert_int_eq(memfds_of(d.pid, "coop-transfer"), 0);
   bufs_stop(&d);
 }
 END_TEST
@@ -1278,7 +1319,7 @@ static Suite *suite(void) {
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, life_cycle);
   tcase_add_test(tc, a_job_moves_its_ranges);
-  tcase_add_test(tc, a_frames_ranges_share_one_duplicate);
+  tcase_add_test(tc, a_frames_ranges_share_the_transfer_memfd);
   tcase_add_test(tc, a_grown_transfer_memfd_serves_its_new_ranges);
   tcase_add_test(tc, inline_bytes_share_one_memfd);
   tcase_add_test(tc, owners_and_connections);
