@@ -34,6 +34,7 @@ static void on_timer(uv_timer_t *t) {
   struct loopspin *ls = t->data;
   int64_t to = ls->to;
   ls->from = ls->to = 0;
+  if (ls->window) ls->window(ls->window_arg);
   loopspin_for(ls, to - coop__now_ns());
 }
 
@@ -42,6 +43,8 @@ void loopspin_init(struct loopspin *ls, uv_loop_t *loop) {
   atomic_init(&ls->spinning, 0);
   ls->turn = NULL;
   ls->turn_arg = NULL;
+  ls->window = NULL;
+  ls->window_arg = NULL;
   ls->ready = uv_idle_init(loop, &ls->idle) == 0 && uv_timer_init(loop, &ls->timer) == 0;
   ls->idle.data = ls;
   ls->timer.data = ls;
@@ -58,6 +61,11 @@ void loopspin_for(struct loopspin *ls, int64_t ns) {
 void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg) {
   ls->turn = fn;
   ls->turn_arg = arg;
+}
+
+void loopspin_on_window(struct loopspin *ls, void (*fn)(void *), void *arg) {
+  ls->window = fn;
+  ls->window_arg = arg;
 }
 
 void loopspin_at(struct loopspin *ls, int64_t from, int64_t to) {

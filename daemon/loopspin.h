@@ -9,7 +9,8 @@
  * active uv_idle handle keeps uv_run polling without sleeping; then it
  * stops itself. And a frame loop's next task, expected 16 ms on, finds
  * the loop spinning if loopspin_at armed a window around it (warm ahead:
- * docs/daemon.md, "Spinning"). While it spins, the loop also calls a
+ * docs/daemon.md, "Spinning"), and a `window` hook at the window's start.
+ * While it spins, the loop also calls a
  * `turn` hook every turn, and `spinning` (read by device threads) says so:
  * a device thread then announces finished work by a flag the hook reads
  * instead of waking the loop with uv_async (device.h, dev_poll). Loop
@@ -34,6 +35,8 @@ struct loopspin {
   atomic_int spinning;
   void (*turn)(void *arg);
   void *turn_arg;
+  void (*window)(void *arg);
+  void *window_arg;
 };
 
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop);
@@ -45,6 +48,10 @@ void loopspin_for(struct loopspin *ls, int64_t ns);
 void loopspin_at(struct loopspin *ls, int64_t from, int64_t to);
 /* fn(arg) on every turn while the loop spins, and once more when it stops. */
 void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
+/* fn(arg) when a window loopspin_at armed begins (its timer), before the
+ * spin: the loop's own preparation for the request expected in it (a
+ * frame's job made ahead: session.c, sess_warm). */
+void loopspin_on_window(struct loopspin *ls, void (*fn)(void *), void *arg);
 /* At the stop, before uv_walk closes every handle: no spin starts again. */
 void loopspin_stop(struct loopspin *ls);
 

@@ -219,7 +219,9 @@ int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int
  * duplicate). */
 struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
                           int *fds, uint64_t bytes) {
-  struct job *j = calloc(1, sizeof *j);
+  struct job *j = s->spare; /* zeroed, and in the cache: session_warm_frames */
+  s->spare = NULL;
+  if (!j) j = calloc(1, sizeof *j);
   if (!j) return NULL;
   /* before any argument is filled: a failure part way frees the job, and
    * job_free closes every argument's descriptor (calloc's 0 was coopd's
@@ -507,6 +509,7 @@ static void on_closed(uv_handle_t *h) {
   if (--s->handles) return;
   close(s->fd);
   sess_xfer_drop(s);
+  free(s->spare);
   coop_sring_unmap(s->ring);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);

@@ -90,6 +90,11 @@ struct session {
    * kept only when it is sealed against shrinking (else 0): a range inside
    * it needs no fstat a frame (io_range) */
   uint64_t xfer_ino, xfer_devno, xfer_size;
+  /* a frame loop's: when its next SUBMIT is expected (its last job's
+   * next_ns; 0: none), and the job memory made and zeroed for it at the
+   * window's start (session_warm_frames), which sess_make_job takes */
+  int64_t frame_next_ns;
+  struct job *spare;
   struct session *next;
 };
 

@@ -8,7 +8,8 @@
  * a producer thread announces items as a device thread does
  * (dev__announce: its flag, then `spinning`, uv_async only when clear)
  * while the loop's spins start and stop under it: every item is taken,
- * none waits for a later wake.
+ * none waits for a later wake. A window armed ahead (loopspin_at) calls the
+ * window hook once, at its start, before the spin it begins.
  */
 #include <check.h>
 #include <pthread.h>
@@ -85,6 +86,46 @@ START_TEST(spins_then_stops_with_a_last_look) {
   ck_assert_int_eq(atomic_load(&p.ls.spinning), 0);
   ck_assert_uint_eq(p.looks_clear, 2); /* and one more look behind the clear */
   loop_end(&loop, &p.ls);
+}
+END_TEST
+
+/* ---- a window armed ahead ---- */
+
+struct win {
+  struct loopspin ls;
+  unsigned calls;
+  int64_t at;           /* the hook's call */
+  int spinning_at_call; /* the flag then: 0, the spin not yet begun */
+};
+
+static void on_window(void *arg) {
+  struct win *w = arg;
+  w->calls++;
+  w->at = coop__now_ns();
+  w->spinning_at_call = atomic_load(&w->ls.spinning);
+}
+
+START_TEST(a_window_calls_its_hook_at_its_start) {
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  struct win w = {0};
+  loopspin_init(&w.ls, &loop);
+  loopspin_on_window(&w.ls, on_window, &w);
+  /* a plain spin is no window: no call */
+  loopspin_for(&w.ls, 1000000);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_uint_eq(w.calls, 0);
+  /* a window 20 ms on, 5 ms long: one call, at its start (the loop's
+   * timers count ms: up to 1 ms early), before its spin */
+  int64_t t0 = coop__now_ns(), from = t0 + 20000000, to = from + 5000000;
+  loopspin_at(&w.ls, from, to);
+  uv_run(&loop, UV_RUN_DEFAULT); /* returns once the window's spin is over */
+  ck_assert_uint_eq(w.calls, 1);
+  ck_assert_int_eq(w.spinning_at_call, 0);
+  ck_assert_int_ge(w.at, from - 1000000);
+  ck_assert_int_lt(w.at, to);
+  ck_assert_int_ge(coop__now_ns(), to);
+  loop_end(&loop, &w.ls);
 }
 END_TEST
 
@@ -179,6 +220,7 @@ int main(void) {
   tcase_set_timeout(c, 60);
   tcase_add_test(c, spins_then_stops_with_a_last_look);
   tcase_add_test(c, no_announce_is_lost);
+  tcase_add_test(c, a_window_calls_its_hook_at_its_start);
   suite_add_tcase(s, c);
   return coop_test_run(srunner_create(s));
 }
