@@ -3,7 +3,9 @@
 # that moved their own bytes (io_sent set: a frame client's jobs), split
 # into those that had another task suspended for them (preempt > 0,
 # "beside") and those that did not ("alone"): each leg's p50 and p90 in
-# us and its count, then the whole SUBMIT read -> RESULT sent.
+# us and its count, then the whole SUBMIT read -> RESULT sent, and how
+# many found the loop spinning (loop_spun set: a warm window's spin or a
+# spin after the last reply) with how long it had spun.
 set -eu
 [ $# -eq 1 ] && [ -r "$1" ] || { echo "usage: bench/trace_split.sh TRACE.csv" >&2; exit 2; }
 d=$(mktemp -d)
@@ -18,7 +20,12 @@ awk -F, -v dir="$d" '
     for (k = 2; k <= np; k++)
       print ($col[p[k]] - $col[p[k - 1]]) / 1000 > (dir "/" g "." sprintf("%02d", k) "." p[k - 1] "->" p[k])
     print ($col["result_sent"] - $col["recv"]) / 1000 > (dir "/" g ".99.total")
-  }' "$1"
+    if ("loop_spun" in col) {
+      n[g]++
+      if ($col["loop_spun"] + 0 > 0) { spun[g]++; print ($col["recv"] - $col["loop_spun"]) / 1000 > (dir "/" g ".98.loop_spun->recv") }
+    }
+  }
+  END { for (g in n) printf "  %s: the loop spinning at the SUBMIT in %d of %d\n", g, spun[g], n[g] > "/dev/stderr" }' "$1"
 for f in "$d"/*; do
   [ -e "$f" ] || { echo "trace_split.sh: no job in $1 moved its own bytes" >&2; exit 1; }
   n=$(wc -l < "$f")

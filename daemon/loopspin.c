@@ -28,6 +28,7 @@ static void on_idle(uv_idle_t *h) {
     if (!atomic_load_explicit(&ls->spinning, memory_order_relaxed)) break; /* loop thread's own */
   }
   uv_idle_stop(h);
+  ls->since = 0;
 }
 
 static void on_timer(uv_timer_t *t) {
@@ -39,7 +40,7 @@ static void on_timer(uv_timer_t *t) {
 }
 
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop) {
-  ls->until = ls->from = ls->to = 0;
+  ls->until = ls->from = ls->to = ls->since = 0;
   atomic_init(&ls->spinning, 0);
   ls->turn = NULL;
   ls->turn_arg = NULL;
@@ -52,8 +53,9 @@ void loopspin_init(struct loopspin *ls, uv_loop_t *loop) {
 
 void loopspin_for(struct loopspin *ls, int64_t ns) {
   if (!ls->ready || ns <= 0) return;
-  int64_t until = coop__now_ns() + ns;
+  int64_t now = coop__now_ns(), until = now + ns;
   if (until > ls->until) ls->until = until;
+  if (!uv_is_active((uv_handle_t *)&ls->idle)) ls->since = now;
   atomic_store(&ls->spinning, 1);    /* the idle handle runs on the next turn */
   uv_idle_start(&ls->idle, on_idle); /* already active: nothing */
 }

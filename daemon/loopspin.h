@@ -27,6 +27,7 @@ struct loopspin {
   uv_idle_t idle;
   uv_timer_t timer; /* the next window's start (loopspin_at) */
   int64_t until;    /* CLOCK_MONOTONIC ns; the idle handle stops itself after it */
+  int64_t since;    /* when the current spin began (0: none; a trace's loop_spun) */
   int64_t from, to; /* the window the timer starts, or 0 */
   int ready;        /* initialised, and not closing */
   /* 1 only while the idle handle is active, so that `turn` runs every

@@ -304,6 +304,8 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
   TRACE_SET(j, recv, s->rx_ns);
   TRACE_STAMP(j, admitted);
+  TRACE_SET(j, loop_spun,
+            atomic_load_explicit(&dm->spin.spinning, memory_order_relaxed) ? dm->spin.since : 0);
   j->device = (uint8_t)dev;
   int64_t lead = 0, next_start = expected_next(s, m, dev, &lead);
   if (next_start) { /* the next SUBMIT: as long after its frame's start as this one */

@@ -44,7 +44,8 @@
   XX(handed_back)   /* into the device's out queue, uv_async_send next */                      \
   XX(loop_got)      /* the loop took it (on_async, before session_job_done) */                 \
   XX(result_sent)   /* the RESULT built, sess_send (encode, write) next */              \
-  XX(preempt)       /* a run of lower priority asked to suspend for it (dev_prio.c) */
+  XX(preempt)       /* a run of lower priority asked to suspend for it (dev_prio.c) */  \
+  XX(loop_spun)     /* the loop spun when it took the SUBMIT: since when (loopspin.since) */
 /* clang-format on */
 
 struct job_trace {

@@ -27,7 +27,7 @@ check_trace() {
     {
       n++
       for (i = 3; i <= NF; i++)
-        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && i != col["loop_spun"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
       if (io) {
         split("taken io_sent io_took io_replied io_back staged", a, " ")
         split("task_released out_sent out_took out_replied out_back unstaged", b, " ")
@@ -35,6 +35,10 @@ check_trace() {
           if ($col[a[k]] + 0 < $col[a[k - 1]] + 0 || $col[b[k]] + 0 < $col[b[k - 1]] + 0) {
             print "job " $1 ": a copy'"'"'s stamps out of order at " a[k] " or " b[k]; bad = 1
           }
+      }
+      # loop_spun only where the loop spun when it took the SUBMIT: begun before
+      if ($col["loop_spun"] + 0 > $col["admitted"] + 0) {
+        print "job " $1 ": loop_spun after admitted"; bad = 1
       }
       # dp_seen only where the wait of DP_SUBMIT saw the end; then inside it
       if ($col["dp_seen"] + 0 > 0 && ($col["dp_seen"] + 0 < $col["submitted"] + 0 ||
