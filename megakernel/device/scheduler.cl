@@ -93,7 +93,7 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
 #define COOP_HELP_REAP 3u    /* reap every worker that has returned */
 #define COOP_HELP_EXIT 4u
 #define COOP_HELP_STAGE 5u /* task help_slot's arguments, from its record -> sched.t_payload */
-#define COOP_HELP_START_RELEASE 6u /* START, each helper then releasing the workers it mapped */
+#define COOP_HELP_START_RELEASE 6u /* START, each helper releasing each batch it mapped */
 #define COOP_HELP_MIN_RELEASE 8u   /* fewer workers: thread 0 maps and releases them itself */
 #ifndef COOP_T0_SCAN     /* a test of the helpers finishing a map sets it (COOP_DEVICE_DEFINES) */
 #define COOP_T0_SCAN 64u /* ... looking at this many workers at most */
@@ -142,10 +142,18 @@ COOP_FN void coop__assign(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct c
  * hand out partition the ids from the start value up, so each id below g
  * goes to one worker; a helper whose range starts at g or above has
  * nothing left to map, and every other one looks at all its workers, so
- * at least g free workers (the scheduler's precondition) are counted. */
+ * at least g free workers (the scheduler's precondition) are counted.
+ * With `release` (START_RELEASE) each batch's mapped workers are released
+ * as soon as they are mapped, after a release fence of their own (their
+ * payloads, and what thread 0 released, first), not once the helper's
+ * whole share is mapped: the first batches hold the lowest ids (each
+ * helper's first add comes before its second), which a task split by
+ * group id over fewer rows than workers (the matmul of 264 rows on 1087
+ * workers) runs on, and they no longer wait for the helper's four more
+ * batches. */
 #define COOP_MAP_BATCH 8u
 COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
-                             coop_u32 c, coop_u32 g, coop_u32 h, coop_u32 step) {
+                             coop_u32 c, coop_u32 g, coop_u32 h, coop_u32 step, coop_u32 release) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 nw = s->nworkers;
   for (coop_u32 base = 1u + h; base <= nw; base += COOP_MAP_BATCH * step) {
@@ -160,20 +168,17 @@ COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struc
     if (nfree == 0u) continue;
     coop_u32 v = coop_fadd_rlx(&s->help_ticket, nfree);
     if (v >= g) return;
+    coop_u32 took = 0u; /* bit k: pid base + k * step mapped here */
     for (coop_u32 k = 0u; k < COOP_MAP_BATCH && v < g; k++)
-      if ((mask >> k) & 1u) coop__assign(dev, ch, c, base + k * step, v++);
+      if ((mask >> k) & 1u) {
+        coop__assign(dev, ch, c, base + k * step, v++);
+        took |= 1u << k;
+      }
+    if (!release) continue;
+    coop_fence_rel();
+    for (coop_u32 k = 0u; k < COOP_MAP_BATCH; k++)
+      if ((took >> k) & 1u) coop_st_rlx(&dev->w[base + k * step].state, COOP_WS_ASSIGNED);
   }
-}
-
-/* START_RELEASE's second half: ASSIGNED to the workers among pids 1 + h,
- * 1 + h + step, ... that this helper mapped to channel c (their wstat is c:
- * a channel starts with none of its workers left, and the other helpers'
- * pids are not among these). After the caller's release fence. */
-COOP_FN void coop__release_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 h,
-                                 coop_u32 step) {
-  COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step)
-    if (s->wstat[pid] == c) coop_st_rlx(&dev->w[pid].state, COOP_WS_ASSIGNED);
 }
 
 /* REAP: the returned workers among pids 1 + h, 1 + h + step, ... */
@@ -252,11 +257,7 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
     if (op == COOP_HELP_STAGE)
       coop__copy_payload(s->t_payload[s->help_slot], mb->tasks[s->help_slot].args, h, n);
     if (op == COOP_HELP_START || op == COOP_HELP_START_RELEASE)
-      coop__map_share(dev, ch, s->help_chan, s->help_n, h, n);
-    if (op == COOP_HELP_START_RELEASE) { /* payloads, and what thread 0 released, first */
-      coop_fence_rel();
-      coop__release_share(dev, s->help_chan, h, n);
-    }
+      coop__map_share(dev, ch, s->help_chan, s->help_n, h, n, op == COOP_HELP_START_RELEASE);
     if (op == COOP_HELP_REAP) coop__reap_share(dev, h, n);
     if (op == COOP_HELP_RELEASE) {
       coop_fence_rel();
