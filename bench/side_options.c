@@ -85,6 +85,11 @@ static void usage(FILE *f) {
              "                     spins until its answers come, as the plain setups\n"
              "                     spin on cuStreamQuery and (c) on its task's record;\n"
              "                     0: libcoop's default, asleep in poll)\n"
+             "  --coopd-client-trace FILE (g): one CSV line per frame, the client's\n"
+             "                     stamps (CLOCK_MONOTONIC ns, as coopd's COOP_TRACE_FILE):\n"
+             "                     job id, release, submit called and returned, wait\n"
+             "                     called and returned; bench/side_client_legs.sh joins\n"
+             "                     it with coopd's trace\n"
              "  --coopd-priority P (g): each frame's job at priority P (coop_job_priority;\n"
              "                     default 0; the bench's coopd allows up to P): above\n"
              "                     the long kernel's jobs (0), a frame of K = N has the\n"
@@ -213,21 +218,37 @@ static unsigned default_setups(void) {
 
 int side_parse(int argc, char **argv, struct sopts *o) {
   static const struct option lo[] = {
-      {"period", 1, 0, 'P'},        {"window", 1, 0, 'W'},
-      {"exec-ms", 1, 0, 'E'},       {"k", 1, 0, 'k'},
-      {"grid", 1, 0, 'g'},          {"matrix", 1, 0, 'm'},
-      {"app", 1, 0, 'a'},           {"input", 1, 0, 'i'},
-      {"scale", 1, 0, 'S'},         {"barrier", 1, 0, 'B'},
-      {"min-runs", 1, 0, 'r'},      {"setups", 1, 0, 's'},
-      {"local-size", 1, 0, 'l'},    {"launch-groups", 1, 0, 'L'},
-      {"device", 1, 0, 'd'},        {"timeout", 1, 0, 't'},
-      {"csv", 1, 0, 'o'},           {"source", 0, 0, 'X'},
-      {"compile-only", 0, 0, 'C'},  {"report", 1, 0, 'R'},
-      {"carveout", 1, 0, 'c'},      {"ahead", 1, 0, 'A'},
-      {"green-sms", 1, 0, 'G'},     {"coopd", 1, 0, 'D'},
-      {"frame-io", 0, 0, 'I'},      {"coopd-frame", 1, 0, 'J'},
-      {"coopd-spin-us", 1, 0, 'Q'}, {"coopd-priority", 1, 0, 'Y'},
-      {"help", 0, 0, 'h'},          {0, 0, 0, 0},
+      {"period", 1, 0, 'P'},
+      {"window", 1, 0, 'W'},
+      {"exec-ms", 1, 0, 'E'},
+      {"k", 1, 0, 'k'},
+      {"grid", 1, 0, 'g'},
+      {"matrix", 1, 0, 'm'},
+      {"app", 1, 0, 'a'},
+      {"input", 1, 0, 'i'},
+      {"scale", 1, 0, 'S'},
+      {"barrier", 1, 0, 'B'},
+      {"min-runs", 1, 0, 'r'},
+      {"setups", 1, 0, 's'},
+      {"local-size", 1, 0, 'l'},
+      {"launch-groups", 1, 0, 'L'},
+      {"device", 1, 0, 'd'},
+      {"timeout", 1, 0, 't'},
+      {"csv", 1, 0, 'o'},
+      {"source", 0, 0, 'X'},
+      {"compile-only", 0, 0, 'C'},
+      {"report", 1, 0, 'R'},
+      {"carveout", 1, 0, 'c'},
+      {"ahead", 1, 0, 'A'},
+      {"green-sms", 1, 0, 'G'},
+      {"coopd", 1, 0, 'D'},
+      {"frame-io", 0, 0, 'I'},
+      {"coopd-frame", 1, 0, 'J'},
+      {"coopd-spin-us", 1, 0, 'Q'},
+      {"coopd-priority", 1, 0, 'Y'},
+      {"coopd-client-trace", 1, 0, 'T'},
+      {"help", 0, 0, 'h'},
+      {0, 0, 0, 0},
   };
   int ch, action = 0;
   opterr = 0;
@@ -302,6 +323,9 @@ int side_parse(int argc, char **argv, struct sopts *o) {
         break;
       case 'Y':
         o->coopd_priority = parse_num("coopd-priority", optarg, 0, 100);
+        break;
+      case 'T':
+        o->coopd_client_trace = optarg;
         break;
       case 'J':
         if (!strcmp(optarg, "job"))

@@ -45,11 +45,12 @@ struct sopts {
   long ahead_us, green_sms; /* green_sms 0: chosen */
   const char *coopd;        /* the coopd setup's daemon; NULL: the one beside this binary */
   int query;
-  int frame_io;        /* --frame-io: every frame moves its input in and output out */
-  int coopd_frame;     /* --coopd-frame: how (g)'s frame goes (dframe.how) */
-  long coopd_spin_us;  /* --coopd-spin-us: (g)'s client's wait (coop_set_spin) */
-  long coopd_priority; /* --coopd-priority: (g)'s frames' (coop_job_priority) */
-  unsigned setups;     /* bit per S_* */
+  int frame_io;                   /* --frame-io: every frame moves its input in and output out */
+  int coopd_frame;                /* --coopd-frame: how (g)'s frame goes (dframe.how) */
+  long coopd_spin_us;             /* --coopd-spin-us: (g)'s client's wait (coop_set_spin) */
+  const char *coopd_client_trace; /* --coopd-client-trace: (g)'s frames' client stamps */
+  long coopd_priority;            /* --coopd-priority: (g)'s frames' (coop_job_priority) */
+  unsigned setups;                /* bit per S_* */
   char cmd[2048];
   int argc; /* the command line, for the processes that parse it again */
   char **argv;

@@ -53,6 +53,8 @@ struct cframe {
   uint32_t frame;
   float delta; /* added to a[0] by the frame in flight */
   int timeout_ms;
+  FILE *trace;                   /* --coopd-client-trace */
+  int64_t t_submit, t_submitted; /* the frame in flight's coop_submit call and return */
 };
 
 /* The check buffer NaN-filled, so that only the check task can pass. */
@@ -73,6 +75,7 @@ static int f_launch(void *p, int chk, int64_t next_ns) {
   f->out = chk ? f->chk : f->d.o;
   float *in = dframe_input(&f->d); /* --coopd-frame iofd: produced in place */
   int e;
+  f->t_submit = now_ns();
   if (in) {
     in[0] = f->a0[0] + f->delta;
     e = dframe_submit(&f->d, in, f->out, &f->id);
@@ -82,6 +85,7 @@ static int f_launch(void *p, int chk, int64_t next_ns) {
     e = dframe_submit(&f->d, f->a0, f->out, &f->id);
     f->a0[0] = a00;
   }
+  f->t_submitted = now_ns();
   if (e)
     fprintf(stderr, SB ": (g) frame %u: %s: %s\n", f->frame, coop_strerror(e), coop_errmsg(f->d.c));
   return e != 0;
@@ -90,8 +94,13 @@ static int f_launch(void *p, int chk, int64_t next_ns) {
 static int f_finish(void *p, struct sample *s) {
   struct cframe *f = p;
   struct coop_result r;
+  int64_t t_wait = now_ns();
   int e = dframe_finish(&f->d, f->id, f->out, f->timeout_ms, &r);
   s->t_done = now_ns();
+  if (f->trace && !e)
+    fprintf(f->trace, "%llu,%lld,%lld,%lld,%lld,%lld,%lld,%d\n", (unsigned long long)f->id,
+            (long long)s->t_release, (long long)s->t_launch, (long long)f->t_submit,
+            (long long)f->t_submitted, (long long)t_wait, (long long)s->t_done, s->chk);
   if (e) {
     fprintf(stderr, SB ": (g) frame %u: %s: %s\n", f->frame, coop_strerror(e), coop_errmsg(f->d.c));
     return 1;
@@ -130,10 +139,16 @@ static int cframe_open(struct cframe *f, const struct bench *b, coop_conn *c) {
   if (!e) e = coop_buffer_create(c, 0, bytes, NULL, 0, &f->chk);
   f->d.reps = b->p.reps;
   f->d.priority = (int)b->o->coopd_priority;
+  if (!e && b->o->coopd_client_trace) {
+    f->trace = fopen(b->o->coopd_client_trace, "w");
+    if (!f->trace) return COOP_EIO;
+    fprintf(f->trace, "id,release,launch,submit,submitted,wait,done,chk\n");
+  }
   return e;
 }
 
 static void cframe_close(struct cframe *f) {
+  if (f->trace) fclose(f->trace);
   if (f->chk) coop_buffer_free(f->d.c, f->chk);
   dframe_close(&f->d);
   free(f->a0);

@@ -19,9 +19,9 @@ fail() {
   fails=$((fails + 1))
 }
 
-COOP_SIDE_BACKEND=opencl "$side" --setups long,coopd --coopd "$coopd" --scale 4 --input 1 \
-  --exec-ms 0.5 --period 10 --window 0.5 --min-runs 2 --timeout 120 --csv "$dir/side.csv" \
-  >"$dir/out" 2>&1
+COOP_TRACE_FILE="$dir/trace.csv" COOP_SIDE_BACKEND=opencl "$side" --setups long,coopd \
+  --coopd "$coopd" --scale 4 --input 1 --exec-ms 0.5 --period 10 --window 0.5 --min-runs 2 \
+  --timeout 120 --csv "$dir/side.csv" --coopd-client-trace "$dir/client.csv" >"$dir/out" 2>&1
 rc=$?
 cat "$dir/out"
 [ "$rc" -eq 0 ] || fail "coop-bench-side exited $rc"
@@ -59,6 +59,17 @@ grep -E '^\| \(g\) frame client through coopd, K=[0-9]+ \(N/2\) \| [0-9.]+ \| [0
 grep -q 'WRONG' "$dir/out" && fail "a wrong result"
 # the frame client waits as the other setups do: spinning (--coopd-spin-us)
 grep -q 'its waits spin up to 1000000 us' "$dir/out" || fail "the frame client's spin not in the header"
+# --coopd-client-trace: a line per frame, its stamps in order; joined with
+# coopd's trace, every frame but the check found there, each leg counted
+awk -F, 'NR == 1 { if ($0 != "id,release,launch,submit,submitted,wait,done,chk") bad = 1; next }
+  { n++; for (i = 3; i <= 7; i++) if ($i + 0 < $(i - 1) + 0 || $i + 0 <= 0) bad = 1 }
+  END { exit !(n >= 2 && !bad) }' "$dir/client.csv" || fail "--coopd-client-trace: its lines"
+frames=$(awk -F, 'NR > 1 && $8 == 0' "$dir/client.csv" | wc -l)
+sh "$(dirname "$0")/../bench/side_client_legs.sh" "$dir/client.csv" "$dir/trace.csv" >"$dir/legs" ||
+  fail "side_client_legs.sh exited non-zero"
+cat "$dir/legs"
+awk -v want="$frames" '$1 ~ /release->done$/ { n += substr($4, 2) + 0 } END { exit n != want }' \
+  "$dir/legs" || fail "side_client_legs.sh: not every frame ($frames) joined"
 # --report reads the CSV back: the same row, coopd's CPU per task included
 "$side" --report "$csv" >"$dir/report" 2>&1 || fail "--report exited non-zero"
 grep -E '^\| \(g\) frame client through coopd.* \| [0-9.]+ \|$' "$dir/report" >/dev/null ||
