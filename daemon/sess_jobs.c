@@ -720,4 +720,11 @@ static int hook_move_target(void *user, struct dev *from, const struct job *j, s
   return best;
 }
 
-const struct dev_hooks session_dev_hooks = {hook_job_done, hook_job_event, hook_move_target};
+/* A job's hand-back is near (device.h): the loop polls until then. */
+static void hook_expect_soon(void *user, int64_t ns) {
+  struct daemon *dm = user;
+  loopspin_for(&dm->spin, ns);
+}
+
+const struct dev_hooks session_dev_hooks = {hook_job_done, hook_job_event, hook_move_target,
+                                            hook_expect_soon};

@@ -164,6 +164,12 @@ static int io_copy(struct dev *d, struct job *j, struct job_arg *a, int in) {
   return e;
 }
 
+int dev__io_out(const struct job *j) {
+  for (unsigned i = 0; i < j->nargs; i++)
+    if (j->args[i].io_fd1 && (j->args[i].io_dir & COOP_BUF_OUT)) return 1;
+  return 0;
+}
+
 int dev__io(struct dev *d, struct job *j, int in) {
   unsigned want = in ? COOP_BUF_IN : COOP_BUF_OUT;
   for (unsigned i = 0; i < j->nargs; i++) {

@@ -120,6 +120,9 @@ struct dev {
    * NULL (dev_set_loop_spin) */
   atomic_int announced;
   const atomic_int *loop_spin;
+  /* dev__prewake: set (seq_cst) when a hand-back is near, taken by
+   * on_async, which asks the loop to spin (hooks->expect_soon) */
+  atomic_int prewake;
   struct dev_event *ev; /* under mu: events for the loop, in order */
   size_t nev, cap_ev;
   void (*on_stopped)(struct dev *, void *);
@@ -275,6 +278,7 @@ void dev__fail(struct job *j, int code, const char *fmt, ...) __attribute__((for
  * every turn while it spins (dev_poll), else by uv_async_send. Any
  * thread. */
 void dev__announce(struct dev *d);
+void dev__prewake(struct dev *d);
 /* A job whose turn has come: resolved, its buffers staged, a run of it
  * started; or handed back failed. */
 void dev__start_now(struct dev *d, struct job *j);
@@ -492,6 +496,9 @@ int dev__check_bufs(struct dev *d, struct job *j);
  * them (after its last, once it is done). 0; the code the job failed with;
  * or COOP_ELOST, the job not failed, when the device process died. */
 int dev__io(struct dev *d, struct job *j, int in);
+/* Whether j moves a range out of its device buffers (dev__io(d, j, 0) has
+ * a copy to make). */
+int dev__io_out(const struct job *j);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

@@ -69,6 +69,8 @@
 
 static void on_async(uv_async_t *a) {
   struct dev *d = a->data;
+  if (atomic_exchange(&d->prewake, 0) && d->hooks->expect_soon)
+    d->hooks->expect_soon(d->user, dev_idle_spin_ns(d));
   atomic_store(&d->announced, 0); /* before the queues: a later announce is seen again */
   pthread_mutex_lock(&d->mu);
   /* events and finished jobs taken together: a job's events were queued
@@ -115,6 +117,17 @@ static void on_async(uv_async_t *a) {
 void dev__announce(struct dev *d) {
   atomic_store(&d->announced, 1);
   if (!d->loop_spin || !atomic_load(d->loop_spin)) uv_async_send(&d->async);
+}
+
+/* A job's hand-back is near, its output's copy first: a loop asleep in
+ * epoll_wait takes 26 us p50 to wake for it on an H200 (2 ms frames,
+ * bench/RESULTS.md, "The end of a frame's task, expected"), so it is woken
+ * now, its wake-up beside the copy, and spins until the hand-back
+ * (hooks->expect_soon). A loop that spins already needs nothing. */
+void dev__prewake(struct dev *d) {
+  if (!d->loop_spin || atomic_load(d->loop_spin)) return;
+  atomic_store(&d->prewake, 1);
+  uv_async_send(&d->async);
 }
 
 void dev_poll(struct dev *d) {

@@ -41,6 +41,9 @@ struct dev_hooks {
    * and *to, or -1 to stay. It may read only what dev_free_slots and
    * dev_workers publish. */
   int (*move_target)(void *user, struct dev *from, const struct job *j, struct dev **to);
+  /* On the loop: a job is handed back within about ns (its output being
+   * copied): the loop should poll, not sleep, until then (dev__prewake). */
+  void (*expect_soon)(void *user, int64_t ns);
 };
 
 /* Opens the device, registers the kernels, launches the megakernel (in the
