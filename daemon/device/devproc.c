@@ -19,6 +19,7 @@
 #include "config.h"
 #include "coop_util.h"
 #include "devproc_shm.h"
+#include "dp_ends.h"
 #include "devproc_msg.h"
 #include "kset.h"
 #include "log.h"
@@ -46,6 +47,10 @@ struct dp {
   struct dp_devinfo dev;
   int64_t spin_ns;    /* DP_REPLY_SPIN_NS on a GPU backend, else 0 (set at launch) */
   int64_t warm_until; /* dp_set_warm: every request carries it */
+  /* DP_SUBMIT's reply: when its task's end is expected (CLOCK_MONOTONIC
+   * ns, from ends; 0: not known), for the wait in call_shm */
+  int64_t expect_at;
+  struct dp_ends ends;
   /* Task infos fetched by the last dp_poll (slot = id & 0xff): dp_task_info
    * answers from here until the next poll, or until the task is touched. */
   struct {
@@ -154,6 +159,12 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
   for (int64_t spin_end = spin_until(p); spin_end && coop__now_ns() < spin_end;)
     if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
   int e = 0;
+  /* a DP_SUBMIT whose task's end is expected (dp_submit_end): asleep until
+   * DP_END_LEAD_NS before it, then spinning, for at most DP_END_SPIN_MAX_NS
+   * past it; a thread woken by the doorbell saw a 2 ms frame's end 30 to
+   * 250 us after the device process did on an H200 (bench/RESULTS.md, "The
+   * end of a frame's task, expected") */
+  int64_t near = p->spin_ns && p->expect_at ? p->expect_at - DP_END_LEAD_NS : 0;
   for (;;) {
     atomic_store(&sh->front_asleep, 1); /* seq_cst: then rep_seq */
     if (atomic_load(&sh->rep_seq) == s) break;
@@ -162,8 +173,19 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
       e = lost(p, "stopped answering (killed)");
       break;
     }
+    int64_t now = coop__now_ns();
+    if (near && now >= near) {
+      atomic_store(&sh->front_asleep, 0); /* no doorbell while it spins */
+      for (int64_t until = near + DP_END_LEAD_NS + DP_END_SPIN_MAX_NS; coop__now_ns() < until;)
+        if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
+      near = 0; /* the guess was wrong: asleep as without one */
+      continue;
+    }
     struct pollfd pf = {p->fd, POLLIN, 0};
-    if (poll(&pf, 1, (int)left) <= 0) continue;
+    int64_t nap = left * 1000000; /* ns; until `near` at most */
+    if (near && near - now < nap) nap = near - now;
+    struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
+    if (ppoll(&pf, 1, &ts, NULL) <= 0) continue;
     char bell[8];
     int cut = 0;
     ssize_t n = dp_recv(p->fd, bell, sizeof bell, MSG_DONTWAIT, NULL, NULL, &cut);
@@ -682,9 +704,15 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
   p->q.b = (uint64_t)wait_ns;
   p->q.a = devbufs;
   p->q.id = ended != NULL;
+  int64_t expect = wait_ns ? dp_ends_expect(&p->ends, d->kernel, d->groups) : 0;
+  p->expect_at = expect ? coop__now_ns() + expect : 0;
   int e = call(p, DP_SUBMIT, -1, DP_CALL_MS + (int)(wait_ns / 1000000));
+  p->expect_at = 0;
   p->q.a = p->q.b = 0; /* q is reused */
   p->q.id = 0;
+  if (e == 0 && wait_ns && p->r.u.info.state == COOP_TASK_DONE &&
+      p->r.u.info.t_finished > p->r.u.info.t_submitted)
+    dp_ends_note(&p->ends, d->kernel, d->groups, p->r.u.info.t_finished - p->r.u.info.t_submitted);
   if (ended) {
     *ended = e == 0 && (p->r.n & DP_ENDED);
     *breach = *ended ? (int)(p->r.n >> 8) - 1 : -1;

@@ -25,15 +25,13 @@
 #include "coop_util.h"
 #include "devproc.h"
 #include "devproc_shm.h"
+#include "dp_ends.h"
 #include "fdio.h"
 #include "devproc_msg.h"
 #include "wire.h"
 #include "xmap.h"
 
 _Static_assert(COOP_WIRE_MAX_WG <= DP_VIEW_MAX, "a view fits a reply");
-
-/* How many kernel-and-width pairs remember their last run (direct-mapped) */
-#define DP_END_SLOTS 64u
 
 struct child {
   coop_rt *rt;
@@ -53,24 +51,15 @@ struct child {
   int64_t copied_at;     /* the last request taken or copy warm-up's end (copy_warm) */
   int64_t warmed_for;    /* the window (its end) of the last warm-up */
   int64_t submitted_for; /* the window (its end) of the last DP_SUBMIT (copy_warm) */
-  /* a one-task job's run as DP_SUBMIT last saw it, submit -> end, by its
-   * kernel and width (ends_slot): when the next one's end is due
-   * (wait_for) */
-  struct {
-    int kernel;
-    unsigned groups;
-    int64_t ns;
-  } ends[DP_END_SLOTS];
+  /* a one-task job's run as DP_SUBMIT last saw it: when the next one's
+   * end is due (wait_for) */
+  struct dp_ends ends;
 };
 
 /* DP_WAIT's spin, then its naps (see wait_for). */
 #define DP_SPIN_NS 1000000L
 #define DP_NAP0_NS 5000L
 #define DP_NAP_MAX_NS 100000L
-/* DP_SUBMIT's wait for a task whose end it expects (wait_for): spin from
- * this long before the end, for at most this long past it */
-#define DP_END_LEAD_NS 150000L
-#define DP_END_SPIN_MAX_NS 500000L
 #define DP_WARM_MAX_NS 10000000L /* the longest warm window honoured */
 
 static void devinfo(coop_rt *rt, struct dp_devinfo *d) {
@@ -449,7 +438,7 @@ static void copy_warm(struct child *ch, int64_t now) {
  * a cancel, a stop) writes the eventfd and ends the wait at once.
  *
  * `expect` (ns after the call; 0: none) is when the task should end, from
- * the last run of its kind (DP_SUBMIT, end_expected): a 2 ms frame's end,
+ * the last run of its kind (DP_SUBMIT, dp_ends.h): a 2 ms frame's end,
  * past the spin, was seen 206 us p50 after it on an H200 (a nap of up to
  * DP_NAP_MAX_NS, then the wake-up of a thread asleep in ppoll), and its
  * output's copy found the copy engine cold again (43 us against 20;
@@ -487,27 +476,6 @@ static void wait_for(struct child *ch, int (*done)(struct child *, const void *)
       nanosleep(&ts, NULL);
     if (nap < DP_NAP_MAX_NS) nap *= 2;
   }
-}
-
-/* A one-task job's kind: its kernel and width's slot in ch->ends. */
-static unsigned ends_slot(const struct coop_rt_task_desc *d) {
-  return ((unsigned)d->kernel * 31u + d->groups) % DP_END_SLOTS;
-}
-
-/* When a task like d should end, ns after its submit: the last such run
- * DP_SUBMIT saw end (0: none known). */
-static int64_t end_expected(const struct child *ch, const struct coop_rt_task_desc *d) {
-  unsigned k = ends_slot(d);
-  return ch->ends[k].kernel == d->kernel && ch->ends[k].groups == d->groups ? ch->ends[k].ns : 0;
-}
-
-/* A task like d ran submit -> end in ns (the device's stamps: neither
- * the reply's crossing nor a late sight of the end counts). */
-static void end_note(struct child *ch, const struct coop_rt_task_desc *d, int64_t ns) {
-  unsigned k = ends_slot(d);
-  ch->ends[k].kernel = d->kernel;
-  ch->ends[k].groups = d->groups;
-  ch->ends[k].ns = ns;
 }
 
 /* A one-task job's end, in DP_SUBMIT's reply (the front asked: it needs
@@ -756,7 +724,7 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       if (r->err) return;
       if (q->b)
         wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1,
-                 end_expected(ch, &q->u.desc), warm(ch, q));
+                 dp_ends_expect(&ch->ends, q->u.desc.kernel, q->u.desc.groups), warm(ch, q));
       int64_t seen = coop__now_ns();
       coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
       if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
@@ -765,7 +733,8 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       if (q->b && r->u.info.state >= COOP_TASK_DONE && after > 0 && after < UINT32_MAX)
         r->seen_after = (uint32_t)after;
       if (q->b && r->u.info.state == COOP_TASK_DONE && r->u.info.t_finished > r->u.info.t_submitted)
-        end_note(ch, &q->u.desc, r->u.info.t_finished - r->u.info.t_submitted);
+        dp_ends_note(&ch->ends, q->u.desc.kernel, q->u.desc.groups,
+                     r->u.info.t_finished - r->u.info.t_submitted);
       if (q->id && r->u.info.state >= COOP_TASK_DONE) end_task(rt, &q->u.desc, q->a, id, r);
       return;
     }

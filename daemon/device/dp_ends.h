@@ -1,0 +1,36 @@
+/*
+ * dp_ends.h: how long a one-task job of a kernel and width last ran, from
+ * its submit to its end (the device's stamps), so that the next one's end
+ * is waited for by spinning just before it rather than by a nap that
+ * overshoots it (devproc_child.c, wait_for; devproc.c, call_shm). A frame
+ * loop runs the same task every frame. Direct-mapped: a kind whose slot
+ * another took is not known (no end expected), and a wrong guess costs at
+ * most DP_END_SPIN_MAX_NS of spinning. Each side keeps its own; one thread
+ * each.
+ */
+#ifndef COOPD_DP_ENDS_H
+#define COOPD_DP_ENDS_H
+
+#include <stdint.h>
+
+/* Spin from DP_END_LEAD_NS before the expected end, for at most
+ * DP_END_SPIN_MAX_NS past it */
+#define DP_END_LEAD_NS 150000L
+#define DP_END_SPIN_MAX_NS 500000L
+
+#define DP_END_SLOTS 64u
+
+struct dp_ends {
+  struct {
+    int kernel;
+    unsigned groups;
+    int64_t ns; /* 0: none */
+  } slot[DP_END_SLOTS];
+};
+
+/* The last run of kernel at groups, submit -> end, ns; 0 when not known. */
+int64_t dp_ends_expect(const struct dp_ends *e, int kernel, unsigned groups);
+/* Its run took ns (the device's t_finished - t_submitted). */
+void dp_ends_note(struct dp_ends *e, int kernel, unsigned groups, int64_t ns);
+
+#endif /* COOPD_DP_ENDS_H */
