@@ -61,6 +61,7 @@
 #include "coop_rt.h"
 #include "coop_util.h"
 #include "devproc.h"
+#include "dp_ends.h"
 #include "fdio.h"
 #include "dev_internal.h"
 #include "log.h"
@@ -69,8 +70,8 @@
 
 static void on_async(uv_async_t *a) {
   struct dev *d = a->data;
-  if (atomic_exchange(&d->prewake, 0) && d->hooks->expect_soon)
-    d->hooks->expect_soon(d->user, dev_idle_spin_ns(d));
+  if (atomic_exchange(&d->prewake, 0) && d->hooks->expect_soon) /* the end's lead, then the copy */
+    d->hooks->expect_soon(d->user, DP_END_LEAD_NS + dev_idle_spin_ns(d));
   atomic_store(&d->announced, 0); /* before the queues: a later announce is seen again */
   pthread_mutex_lock(&d->mu);
   /* events and finished jobs taken together: a job's events were queued
@@ -119,10 +120,11 @@ void dev__announce(struct dev *d) {
   if (!d->loop_spin || !atomic_load(d->loop_spin)) uv_async_send(&d->async);
 }
 
-/* A job's hand-back is near, its output's copy first: a loop asleep in
- * epoll_wait takes 26 us p50 to wake for it on an H200 (2 ms frames,
- * bench/RESULTS.md, "The end of a frame's task, expected"), so it is woken
- * now, its wake-up beside the copy, and spins until the hand-back
+/* A job's hand-back is near (its task's end expected: near_end; its
+ * output's copy next): a loop asleep in epoll_wait takes 21-24 us p50 to
+ * wake for it on an H200, p90 up to 200 (2 ms frames, bench/RESULTS.md,
+ * "The end of a frame's task, expected"), so it is woken now, its wake-up
+ * beside the end and the copy, and spins until the hand-back
  * (hooks->expect_soon). A loop that spins already needs nothing. */
 void dev__prewake(struct dev *d) {
   if (!d->loop_spin || atomic_load(d->loop_spin)) return;
@@ -667,11 +669,16 @@ static void launched(struct dev *d, struct dp *rt) {
   atomic_store(&d->parked_pub, 0);
 }
 
+/* A one-task job's end is near (dp_on_near_end): a loop asleep is woken
+ * now, so that it polls when the job comes back about DP_END_LEAD_NS on. */
+static void near_end(void *arg) { dev__prewake(arg); }
+
 int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   int e = dp_launch(rt, err, errlen);
   if (e == 0) atomic_store(&d->idle_spin_ns, idle_spin_ns(d->cfg, dp_backend(rt)));
   if (e == 0) e = dp_set_kick(rt, d->kick, atomic_load(&d->idle_spin_ns));
   if (e) return e;
+  dp_on_near_end(rt, near_end, d);
   d->rt = rt;
   d->gen++; /* the device buffers of the one before are gone (dev_bufs.c) */
   atomic_store_explicit(&d->rt_up, 1, memory_order_release); /* dev_watch_get says why */

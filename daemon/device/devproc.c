@@ -51,6 +51,8 @@ struct dp {
    * ns, from ends; 0: not known), for the wait in call_shm */
   int64_t expect_at;
   struct dp_ends ends;
+  void (*near_end)(void *arg); /* dp_on_near_end */
+  void *near_arg;
   /* Task infos fetched by the last dp_poll (slot = id & 0xff): dp_task_info
    * answers from here until the next poll, or until the task is touched. */
   struct {
@@ -176,6 +178,7 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
     int64_t now = coop__now_ns();
     if (near && now >= near) {
       atomic_store(&sh->front_asleep, 0); /* no doorbell while it spins */
+      if (p->near_end) p->near_end(p->near_arg);
       for (int64_t until = near + DP_END_LEAD_NS + DP_END_SPIN_MAX_NS; coop__now_ns() < until;)
         if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
       near = 0; /* the guess was wrong: asleep as without one */
@@ -803,6 +806,11 @@ static int shm_start(struct dp *p) {
   if (e == 0 && !p->shm_on)
     log_warn("the device process could not map its shared channel: requests go by the socket");
   return e == COOP_ELOST ? e : 0;
+}
+
+void dp_on_near_end(struct dp *p, void (*fn)(void *arg), void *arg) {
+  p->near_end = fn;
+  p->near_arg = arg;
 }
 
 int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns) {
