@@ -714,8 +714,8 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
   p->q.a = p->q.b = 0; /* q is reused */
   p->q.id = 0;
   if (e == 0 && wait_ns && p->r.u.info.state == COOP_TASK_DONE &&
-      p->r.u.info.t_finished > p->r.u.info.t_submitted)
-    dp_ends_note(&p->ends, d->kernel, d->groups, p->r.u.info.t_finished - p->r.u.info.t_submitted);
+      p->r.u.info.t_finished > p->r.u.info.t_gathered && p->r.u.info.t_gathered)
+    dp_ends_note(&p->ends, d->kernel, d->groups, p->r.u.info.t_finished - p->r.u.info.t_gathered);
   if (ended) {
     *ended = e == 0 && (p->r.n & DP_ENDED);
     *breach = *ended ? (int)(p->r.n >> 8) - 1 : -1;

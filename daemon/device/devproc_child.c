@@ -732,9 +732,10 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       int64_t after = seen - r->u.info.t_submitted;
       if (q->b && r->u.info.state >= COOP_TASK_DONE && after > 0 && after < UINT32_MAX)
         r->seen_after = (uint32_t)after;
-      if (q->b && r->u.info.state == COOP_TASK_DONE && r->u.info.t_finished > r->u.info.t_submitted)
+      if (q->b && r->u.info.state == COOP_TASK_DONE &&
+          r->u.info.t_finished > r->u.info.t_gathered && r->u.info.t_gathered)
         dp_ends_note(&ch->ends, q->u.desc.kernel, q->u.desc.groups,
-                     r->u.info.t_finished - r->u.info.t_submitted);
+                     r->u.info.t_finished - r->u.info.t_gathered);
       if (q->id && r->u.info.state >= COOP_TASK_DONE) end_task(rt, &q->u.desc, q->a, id, r);
       return;
     }

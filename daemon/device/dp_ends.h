@@ -1,9 +1,13 @@
 /*
  * dp_ends.h: how long a one-task job of a kernel and width last ran, from
- * its submit to its end (the device's stamps), so that the next one's end
- * is waited for by spinning just before it rather than by a nap that
- * overshoots it (devproc_child.c, wait_for; devproc.c, call_shm). A frame
- * loop runs the same task every frame. Direct-mapped: a kind whose slot
+ * its workgroups gathered to its end (the device's stamps), so that the
+ * next one's end is waited for by spinning just before it rather than by
+ * a nap that overshoots it (devproc_child.c, wait_for; devproc.c,
+ * call_shm). A frame loop runs the same task every frame. Not from its
+ * submit: a frame that waited for a suspension beside a cooperative job
+ * (tens to a hundred microseconds more) would move the next frame's
+ * expected end, alone, past its real one, into a nap; counted from the
+ * submit, the gather's own wait only starts the spin early. Direct-mapped: a kind whose slot
  * another took is not known (no end expected), and a wrong guess costs at
  * most DP_END_SPIN_MAX_NS of spinning. Each side keeps its own; one thread
  * each.
@@ -28,9 +32,9 @@ struct dp_ends {
   } slot[DP_END_SLOTS];
 };
 
-/* The last run of kernel at groups, submit -> end, ns; 0 when not known. */
+/* The last run of kernel at groups, gathered -> end, ns; 0 when not known. */
 int64_t dp_ends_expect(const struct dp_ends *e, int kernel, unsigned groups);
-/* Its run took ns (the device's t_finished - t_submitted). */
+/* Its run took ns (the device's t_finished - t_gathered). */
 void dp_ends_note(struct dp_ends *e, int kernel, unsigned groups, int64_t ns);
 
 #endif /* COOPD_DP_ENDS_H */
