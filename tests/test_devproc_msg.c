@@ -26,6 +26,7 @@
 #include "coop_errno.h"
 #include "devproc_shm.h"
 #include "devproc_msg.h"
+#include "dp_ends.h"
 
 /* ---- helpers ---- */
 
@@ -516,6 +517,37 @@ START_TEST(device_process_serves_its_shared_channel) {
 }
 END_TEST
 
+/* A one-task job's expected run (dp_ends.h): known only for the kernel and
+ * width it was noted for, the last note winning; a kind that takes the
+ * same slot makes the other unknown (0: no end expected), never another
+ * kind's length; a run noted as 0 or less is none. */
+START_TEST(an_expected_end_is_its_own_kinds) {
+  static struct dp_ends e; /* zeroed: nothing known */
+  ck_assert_int_eq(dp_ends_expect(&e, 0, 0), 0);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 0);
+  dp_ends_note(&e, 3, 1087, 2000000);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 2000000);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1086), 0);
+  ck_assert_int_eq(dp_ends_expect(&e, 4, 1087), 0);
+  dp_ends_note(&e, 3, 1087, 1900000);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 1900000);
+  /* every kind of kernel 3 and widths 1087 + 64 k shares one slot:
+   * the first found there is another kind */
+  int clash = -1;
+  for (unsigned g = 1088; g < 1087 + 64 * DP_END_SLOTS && clash < 0; g++) {
+    dp_ends_note(&e, 3, g, 5);
+    if (dp_ends_expect(&e, 3, 1087) == 0)
+      clash = (int)g;
+    else
+      ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 1900000);
+  }
+  ck_assert_int_gt(clash, 0);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, (unsigned)clash), 5);
+  dp_ends_note(&e, 3, (unsigned)clash, -7);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, (unsigned)clash), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("devproc_msg");
   TCase *c = tcase_create("layer");
@@ -528,6 +560,7 @@ static Suite *suite(void) {
   tcase_add_test(c, wrong_descriptor_counts_are_refused);
   tcase_add_test(c, another_build_is_told_so);
   tcase_add_test(c, malformed_replies_are_refused);
+  tcase_add_test(c, an_expected_end_is_its_own_kinds);
   suite_add_tcase(s, c);
   TCase *d = tcase_create("device_process");
   tcase_set_timeout(d, 30);
