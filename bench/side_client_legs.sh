@@ -30,14 +30,5 @@ awk -F, -v dir="$d" '
     print ($dc["result_sent"] - $dc["recv"]) / 1000 > (dir "/" g ".90.coopd:recv->result_sent")
     print (t[n] - t[1]) / 1000 > (dir "/" g ".99.release->done")
   }' "$1" "$2"
-found=0
-for f in "$d"/*; do
-  [ -e "$f" ] || continue
-  found=1
-  n=$(wc -l < "$f")
-  sort -n "$f" > "$f.sorted"
-  printf "  %-40s %9s %9s (%s)\n" "${f##*/}" "$(sed -n "$(( (n + 1) / 2 ))p" "$f.sorted")" \
-    "$(sed -n "$(( n * 9 / 10 > 0 ? n * 9 / 10 : 1 ))p" "$f.sorted")" "$n"
-  rm "$f.sorted"
-done
-[ "$found" = 1 ] || { echo "side_client_legs.sh: no job of $1 in $2" >&2; exit 1; }
+. "$(dirname "$0")/legs_quantiles.sh"
+legs_quantiles "$d" || { echo "side_client_legs.sh: no job of $1 in $2" >&2; exit 1; }

@@ -26,11 +26,5 @@ awk -F, -v dir="$d" '
     }
   }
   END { for (g in n) printf "  %s: the loop spinning at the SUBMIT in %d of %d\n", g, spun[g], n[g] > "/dev/stderr" }' "$1"
-for f in "$d"/*; do
-  [ -e "$f" ] || { echo "trace_split.sh: no job in $1 moved its own bytes" >&2; exit 1; }
-  n=$(wc -l < "$f")
-  sort -n "$f" > "$f.sorted"
-  printf "  %-40s %8s %8s (%s)\n" "${f##*/}" "$(sed -n "$(( (n + 1) / 2 ))p" "$f.sorted")" \
-    "$(sed -n "$(( n * 9 / 10 > 0 ? n * 9 / 10 : 1 ))p" "$f.sorted")" "$n"
-  rm "$f.sorted"
-done
+. "$(dirname "$0")/legs_quantiles.sh"
+legs_quantiles "$d" || { echo "trace_split.sh: no job in $1 moved its own bytes" >&2; exit 1; }
