@@ -51,7 +51,7 @@ void loopspin_at(struct loopspin *ls, int64_t from, int64_t to);
 void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
 /* fn(arg) when a window loopspin_at armed begins (its timer), before the
  * spin: the loop's own preparation for the request expected in it (a
- * frame's job made ahead: session.c, sess_warm). */
+ * frame's job made ahead: sess_jobs.c, session_warm_frames). */
 void loopspin_on_window(struct loopspin *ls, void (*fn)(void *), void *arg);
 /* At the stop, before uv_walk closes every handle: no spin starts again. */
 void loopspin_stop(struct loopspin *ls);

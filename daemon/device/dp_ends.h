@@ -7,10 +7,10 @@
  * submit: a frame that waited for a suspension beside a cooperative job
  * (tens to a hundred microseconds more) would move the next frame's
  * expected end, alone, past its real one, into a nap; counted from the
- * submit, the gather's own wait only starts the spin early. Direct-mapped: a kind whose slot
- * another took is not known (no end expected), and a wrong guess costs at
- * most DP_END_SPIN_MAX_NS of spinning. Each side keeps its own; one thread
- * each.
+ * submit, the gather's own wait only starts the spin early. Direct-mapped:
+ * a kind whose slot another took is not known (no end expected), and a
+ * wrong guess costs at most DP_END_SPIN_MAX_NS of spinning. Each side
+ * keeps its own; one thread each.
  */
 #ifndef COOPD_DP_ENDS_H
 #define COOPD_DP_ENDS_H
