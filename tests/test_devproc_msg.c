@@ -545,6 +545,40 @@ START_TEST(an_expected_end_is_its_own_kinds) {
   ck_assert_int_eq(dp_ends_expect(&e, 3, (unsigned)clash), 5);
   dp_ends_note(&e, 3, (unsigned)clash, -7);
   ck_assert_int_eq(dp_ends_expect(&e, 3, (unsigned)clash), 0);
+  /* tasks in flight: each due its kind's last run after its submit; a
+   * wait expects the earliest live one; a reply that finds one done notes
+   * its run (gathered -> finished) once and drops it */
+  int frame = -1;
+  dp_ends_note(&e, 3, 1087, 1900000);             /* its slot back from the clash */
+  dp_ends_submitted(&e, 0x101, 3, 1087, 1000, 1); /* due 1000 + 1900000 */
+  dp_ends_submitted(&e, 0x102, 9, 4, 2000, 0);    /* no run known: no due */
+  coop_task_id ids[3] = {0x101, 0x102, 0x201};    /* 0x201: another task's slot */
+  ck_assert_int_eq(dp_ends_due(&e, ids, 3, &frame), 1901000);
+  ck_assert_int_eq(frame, 1);
+  struct coop_rt_task_info ti;
+  memset(&ti, 0, sizeof ti);
+  ti.state = COOP_TASK_RUNNING;
+  dp_ends_seen(&e, 0x101, &ti); /* not done: still due */
+  ck_assert_int_eq(dp_ends_due(&e, ids, 3, &frame), 1901000);
+  ti.state = COOP_TASK_DONE;
+  ti.t_gathered = 5000;
+  ti.t_finished = 5000 + 1700000;
+  dp_ends_seen(&e, 0x201, &ti); /* not the task in that slot: nothing */
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 1900000);
+  dp_ends_seen(&e, 0x101, &ti);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 1700000);
+  ck_assert_int_eq(dp_ends_due(&e, ids, 3, &frame), 0); /* none live with a due */
+  ti.t_finished = 5000 + 1;
+  dp_ends_seen(&e, 0x101, &ti); /* seen again: noted once */
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 1700000);
+  dp_ends_submitted(&e, 0x103, 3, 1087, 10, 0);
+  ck_assert_int_eq(dp_ends_due(&e, (coop_task_id[]){0x103}, 1, &frame), 1700010);
+  ck_assert_int_eq(frame, 0);
+  ti.state = COOP_TASK_CANCELLED; /* a run that did not end as itself: not noted */
+  ti.t_finished = 5000 + 3;
+  dp_ends_seen(&e, 0x103, &ti);
+  ck_assert_int_eq(dp_ends_expect(&e, 3, 1087), 1700000);
+  ck_assert_int_eq(dp_ends_due(&e, (coop_task_id[]){0x103}, 1, &frame), 0);
 }
 END_TEST
 

@@ -127,7 +127,8 @@ void dev__announce(struct dev *d) {
  * beside the end and the copy, and spins until the hand-back
  * (hooks->expect_soon). A loop that spins already needs nothing. */
 void dev__prewake(struct dev *d) {
-  if (!d->loop_spin || atomic_load(d->loop_spin)) return;
+  /* no idle spin (a CPU device: its megakernel needs the cores): nothing */
+  if (!d->loop_spin || !dev_idle_spin_ns(d) || atomic_load(d->loop_spin)) return;
   atomic_store(&d->prewake, 1);
   uv_async_send(&d->async);
 }

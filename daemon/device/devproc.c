@@ -47,8 +47,9 @@ struct dp {
   struct dp_devinfo dev;
   int64_t spin_ns;    /* DP_REPLY_SPIN_NS on a GPU backend, else 0 (set at launch) */
   int64_t warm_until; /* dp_set_warm: every request carries it */
-  /* DP_SUBMIT's reply: when its task's end is expected (CLOCK_MONOTONIC
-   * ns, from ends; 0: not known), for the wait in call_shm */
+  /* DP_SUBMIT's or DP_WAIT's reply: when a task's end is expected
+   * (CLOCK_MONOTONIC ns, from ends; 0: not known), for the wait in
+   * call_shm */
   int64_t expect_at;
   struct dp_ends ends;
   void (*near_end)(void *arg); /* dp_on_near_end */
@@ -161,7 +162,8 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
   for (int64_t spin_end = spin_until(p); spin_end && coop__now_ns() < spin_end;)
     if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
   int e = 0;
-  /* a DP_SUBMIT whose task's end is expected (dp_submit_end): asleep until
+  /* a DP_SUBMIT whose task's end is expected (dp_submit_end), or a DP_WAIT
+   * for tasks one of which is (poll_op: the earliest): asleep until
    * DP_END_LEAD_NS before it, then spinning, for at most DP_END_SPIN_MAX_NS
    * past it; a thread woken by the doorbell saw a 2 ms frame's end 30 to
    * 250 us after the device process did on an H200 (bench/RESULTS.md, "The
@@ -707,15 +709,16 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
   p->q.b = (uint64_t)wait_ns;
   p->q.a = devbufs;
   p->q.id = ended != NULL;
-  int64_t expect = wait_ns ? dp_ends_expect(&p->ends, d->kernel, d->groups) : 0;
-  p->expect_at = expect ? coop__now_ns() + expect : 0;
+  int64_t t_call = coop__now_ns(), expect = dp_ends_expect(&p->ends, d->kernel, d->groups);
+  p->expect_at = wait_ns && expect ? t_call + expect : 0;
   int e = call(p, DP_SUBMIT, -1, DP_CALL_MS + (int)(wait_ns / 1000000));
   p->expect_at = 0;
   p->q.a = p->q.b = 0; /* q is reused */
   p->q.id = 0;
-  if (e == 0 && wait_ns && p->r.u.info.state == COOP_TASK_DONE &&
-      p->r.u.info.t_finished > p->r.u.info.t_gathered && p->r.u.info.t_gathered)
-    dp_ends_note(&p->ends, d->kernel, d->groups, p->r.u.info.t_finished - p->r.u.info.t_gathered);
+  if (e == 0) { /* its due, for a later DP_WAIT; its run, if it ended */
+    dp_ends_submitted(&p->ends, (coop_task_id)p->r.a, d->kernel, d->groups, t_call, 0);
+    dp_ends_seen(&p->ends, (coop_task_id)p->r.a, &p->r.u.info);
+  }
   if (ended) {
     *ended = e == 0 && (p->r.n & DP_ENDED);
     *breach = *ended ? (int)(p->r.n >> 8) - 1 : -1;
@@ -762,7 +765,10 @@ static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned 
     p->q.a = (uint64_t)budget_ns;
     p->q.b = (uint64_t)spin;
     memcpy(p->q.u.poll.id, ids + at, k * sizeof *ids);
+    int frame;
+    p->expect_at = op == DP_WAIT ? dp_ends_due(&p->ends, ids + at, k, &frame) : 0;
     int e = call(p, op, -1, DP_CALL_MS + (int)(budget_ns / 1000000));
+    p->expect_at = 0;
     p->q.b = 0; /* q is reused */
     if (e) return e;
     if (p->r.n != k) return lost(p, "sent a malformed reply (infos)");
@@ -772,6 +778,7 @@ static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned 
       p->cache[slot].id = ids[at + i];
       p->cache[slot].gen = p->gen;
       p->cache[slot].info = ti[i];
+      dp_ends_seen(&p->ends, ids[at + i], &ti[i]);
     }
     at += k;
     op = DP_POLL; /* a wait covers the first DP_POLL_MAX; the rest are read */

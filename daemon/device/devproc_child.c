@@ -437,8 +437,9 @@ static void copy_warm(struct child *ch, int64_t now) {
  * second at most). New work for the front's device thread (a submission,
  * a cancel, a stop) writes the eventfd and ends the wait at once.
  *
- * `expect` (ns after the call; 0: none) is when the task should end, from
- * the last run of its kind (DP_SUBMIT, dp_ends.h): a 2 ms frame's end,
+ * `due` (CLOCK_MONOTONIC ns; 0: none) is when the task waited for should
+ * end (the earliest of them for DP_WAIT), from the last run of its kind
+ * (dp_ends.h): a 2 ms frame's end,
  * past the spin, was seen 206 us p50 after it on an H200 (a nap of up to
  * DP_NAP_MAX_NS, then the wake-up of a thread asleep in ppoll), and its
  * output's copy found the copy engine cold again (43 us against 20;
@@ -447,9 +448,9 @@ static void copy_warm(struct child *ch, int64_t now) {
  * at most DP_END_SPIN_MAX_NS past it, and, for a frame's task (`warm`), it
  * moves a few bytes there once for the output's copy. */
 static void wait_for(struct child *ch, int (*done)(struct child *, const void *), const void *arg,
-                     int64_t budget, int spin, int64_t expect, int warm) {
+                     int64_t budget, int spin, int64_t due, int warm) {
   int64_t t0 = coop__now_ns(), end = t0 + budget;
-  int64_t near = expect && ch->spin_ns ? t0 + expect - DP_END_LEAD_NS : 0;
+  int64_t near = due && ch->spin_ns ? due - DP_END_LEAD_NS : 0;
   long nap = DP_NAP0_NS;
   for (unsigned spins = 0;; spins++) {
     if (done(ch, arg)) return;
@@ -501,6 +502,7 @@ static void poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n
   for (unsigned i = 0; i < n; i++) {
     if (coop_rt_task_info(ch->rt, p->id[i], &ti[i])) memset(&ti[i], 0, sizeof ti[i]);
     ch->reported[p->id[i] & 0xffu] = (uint8_t)(ti[i].state + 1);
+    dp_ends_seen(&ch->ends, p->id[i], &ti[i]);
   }
   r->n = n;
 }
@@ -722,9 +724,11 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       r->err = coop_rt_submit(rt, &q->u.desc, &id);
       r->a = id;
       if (r->err) return;
-      if (q->b)
-        wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1,
-                 dp_ends_expect(&ch->ends, q->u.desc.kernel, q->u.desc.groups), warm(ch, q));
+      dp_ends_submitted(&ch->ends, id, q->u.desc.kernel, q->u.desc.groups, coop__now_ns(),
+                        warm(ch, q));
+      int frame;
+      int64_t due = dp_ends_due(&ch->ends, &id, 1, &frame);
+      if (q->b) wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1, due, frame);
       int64_t seen = coop__now_ns();
       coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
       if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
@@ -732,10 +736,7 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       int64_t after = seen - r->u.info.t_submitted;
       if (q->b && r->u.info.state >= COOP_TASK_DONE && after > 0 && after < UINT32_MAX)
         r->seen_after = (uint32_t)after;
-      if (q->b && r->u.info.state == COOP_TASK_DONE &&
-          r->u.info.t_finished > r->u.info.t_gathered && r->u.info.t_gathered)
-        dp_ends_note(&ch->ends, q->u.desc.kernel, q->u.desc.groups,
-                     r->u.info.t_finished - r->u.info.t_gathered);
+      dp_ends_seen(&ch->ends, id, &r->u.info);
       if (q->id && r->u.info.state >= COOP_TASK_DONE) end_task(rt, &q->u.desc, q->a, id, r);
       return;
     }
@@ -779,9 +780,11 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
     case DP_WAIT: {
       unsigned n = q->u.poll.n; /* at most DP_POLL_MAX: dp_req_check */
       coop_rt_refit(rt);        /* at most once a second; the times below use it */
+      int frame;
+      int64_t due = dp_ends_due(&ch->ends, q->u.poll.id, n, &frame);
       if (q->op == DP_WAIT)
         wait_for(ch, any_changed, &q->u.poll, q->a < 1000000000u ? (int64_t)q->a : 0,
-                 q->b != 0 || warm(ch, q), 0, 0);
+                 q->b != 0 || warm(ch, q), due, frame);
       poll_reply(ch, &q->u.poll, n, r);
       return;
     }

@@ -11,11 +11,19 @@
  * a kind whose slot another took is not known (no end expected), and a
  * wrong guess costs at most DP_END_SPIN_MAX_NS of spinning. Each side
  * keeps its own; one thread each.
+ *
+ * The tasks in flight are kept too (by task slot, id & 0xff, as the
+ * front's info cache): when each is due, so that a wait for any of them
+ * (DP_WAIT: a frame beside a running job, where DP_SUBMIT does not wait)
+ * expects the earliest, and its run is noted when a wait or a poll first
+ * finds it done.
  */
 #ifndef COOPD_DP_ENDS_H
 #define COOPD_DP_ENDS_H
 
 #include <stdint.h>
+
+#include "coop_rt.h" /* coop_task_id, struct coop_rt_task_info */
 
 /* Spin from DP_END_LEAD_NS before the expected end, for at most
  * DP_END_SPIN_MAX_NS past it */
@@ -30,11 +38,27 @@ struct dp_ends {
     unsigned groups;
     int64_t ns; /* 0: none */
   } slot[DP_END_SLOTS];
+  struct {
+    coop_task_id id;
+    int kernel;
+    unsigned groups;
+    int64_t due;   /* CLOCK_MONOTONIC ns; 0: not known */
+    uint8_t live;  /* submitted, its run not yet noted */
+    uint8_t frame; /* submitted in a frame's warm window */
+  } task[256];
 };
 
 /* The last run of kernel at groups, gathered -> end, ns; 0 when not known. */
 int64_t dp_ends_expect(const struct dp_ends *e, int kernel, unsigned groups);
 /* Its run took ns (the device's t_finished - t_gathered). */
 void dp_ends_note(struct dp_ends *e, int kernel, unsigned groups, int64_t ns);
+/* Task id of kernel at groups submitted at `now`: when it is due. */
+void dp_ends_submitted(struct dp_ends *e, coop_task_id id, int kernel, unsigned groups, int64_t now,
+                       int frame);
+/* The earliest due of the tasks ids[0..n) still live (0: none known);
+ * *frame: whether that one was a frame's. */
+int64_t dp_ends_due(const struct dp_ends *e, const coop_task_id *ids, unsigned n, int *frame);
+/* What a reply said of task id: done, its run is noted (once). */
+void dp_ends_seen(struct dp_ends *e, coop_task_id id, const struct coop_rt_task_info *ti);
 
 #endif /* COOPD_DP_ENDS_H */
