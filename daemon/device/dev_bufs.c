@@ -164,17 +164,16 @@ static int io_copy(struct dev *d, struct job *j, struct job_arg *a, int in) {
   return e;
 }
 
-int dev__io_out(const struct job *j) {
-  for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].io_fd1 && (j->args[i].io_dir & COOP_BUF_OUT)) return 1;
-  return 0;
-}
-
 int dev__io(struct dev *d, struct job *j, int in) {
   unsigned want = in ? COOP_BUF_IN : COOP_BUF_OUT;
+  int woke = in; /* the hand-back follows the OUT copies: the loop woken before the first */
   for (unsigned i = 0; i < j->nargs; i++) {
     struct job_arg *a = &j->args[i];
     if (!a->io_fd1 || !(a->io_dir & want)) continue;
+    if (!woke) {
+      dev__prewake(d);
+      woke = 1;
+    }
     int e = d->rt ? io_copy(d, j, a, in) : COOP_ELOST;
     if (e == COOP_ELOST && (!d->rt || !dp_alive(d->rt)))
       return e; /* the job not failed: the caller says what a restart does */

@@ -494,11 +494,10 @@ int dev__check_bufs(struct dev *d, struct job *j);
 /* The ranges of device buffers the job moves (job_arg.io_*): written from
  * its client's descriptors (`in`: before its first task), or read into
  * them (after its last, once it is done). 0; the code the job failed with;
- * or COOP_ELOST, the job not failed, when the device process died. */
+ * or COOP_ELOST, the job not failed, when the device process died. Before
+ * the first OUT copy it wakes a sleeping loop for the hand-back that
+ * follows (dev__prewake). */
 int dev__io(struct dev *d, struct job *j, int in);
-/* Whether j moves a range out of its device buffers (dev__io(d, j, 0) has
- * a copy to make). */
-int dev__io_out(const struct job *j);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

@@ -485,10 +485,7 @@ static int finish(struct dev *d, struct run *r, int may_keep) {
   else
     e = dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
                      r->emptied, r->release);
-  if (!e && atomic_load(&j->state) == COOP_JOB_DONE && dev__io_out(j)) {
-    dev__prewake(d);
-    e = dev__io(d, j, 0); /* its ranges out */
-  }
+  if (!e && atomic_load(&j->state) == COOP_JOB_DONE) e = dev__io(d, j, 0); /* its ranges out */
   if (e && may_keep && dev__runs_again(d, r)) {
     r->lost_running = 1; /* its results went with the device process */
     return 1;
