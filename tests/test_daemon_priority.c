@@ -306,6 +306,84 @@ START_TEST(a_job_started_between_frames_is_suspended_ahead_of_the_next) {
 }
 END_TEST
 
+/* A slowsweep of priority 0 on `groups` workers whose data (data[0..256)
+ * = 9 + i) is the start of a memfd of `bytes`: over 1 MiB, the job's
+ * buffer fills in slices before its first start (dev_stage.c). */
+static uint64_t big_sweep(struct conn *c, int fd, size_t bytes, uint32_t rounds, uint32_t kticks,
+                          uint32_t groups) {
+  uint32_t init[256];
+  for (uint32_t i = 0; i < 256; i++) init[i] = 9 + i;
+  ck_assert_int_eq(pwrite(fd, init, sizeof init, 0), (ssize_t)sizeof init);
+  union coop_msg m;
+  submit_init(&m, "slowsweep", groups, 1);
+  arg_buf(&m.submit, COOP_BUF_INOUT, NULL, bytes, 0);
+  arg_u32(&m.submit, 256);
+  arg_u32(&m.submit, rounds);
+  arg_u32(&m.submit, kticks);
+  return submit(c, &m, &fd, 1);
+}
+
+/* A cooperative job whose buffer was still filling in slices when a frame
+ * loop's window opened waits for that frame (above) and starts in the
+ * pass that sees the frame end. That pass had set its wake before the
+ * frame's end armed the next windows, and the job's submit (a one-task
+ * job alone on the device waits for its end inside it) waited up to that
+ * stale wake: with passes 30 s apart here (COOP_TEST_DEV_WAIT_MS), until
+ * the next frame's own submit, which then had the job suspended as it came
+ * ("job N of priority 5 needs"); on an H200 a frame in ten beside
+ * back-to-back bfs jobs. Now the submit's wait ends at the next window's
+ * start, and the job is suspended ahead of the next frame. Frames 600 ms
+ * apart, windows of 200 ms either side (COOP_TEST_PRE_AHEAD_MS): a reply
+ * of the device process on PoCL may wait up to 180 ms for its clock's
+ * refit on a loaded host (runtime.c, coop_rt_refit). The sweep, 64 MiB in
+ * a memfd, comes 205 ms before the sixth frame is due, its fill running
+ * into that frame's window. */
+START_TEST(a_job_started_as_a_frame_ends_is_suspended_ahead_of_the_next) {
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  struct daemon_proc d;
+  setenv("COOP_TEST_DEV_WAIT_MS", "30000", 1);
+  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "200");
+  unsetenv("COOP_TEST_DEV_WAIT_MS");
+  struct conn c, c2;
+  open_hello(&c, &d);
+  open_hello(&c2, &d);
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 100; /* about 1 s */
+  size_t bytes = (size_t)64 << 20;
+  int fd = memfd_of(bytes);
+  uint64_t low = 0, next = 0;
+  int64_t t0 = now_ms(), sixth_end = 0;
+  for (int i = 0; i < 7; i++) {
+    int64_t due = t0 + 600 * i, now = now_ms();
+    if (i == 5) {
+      if (due - 205 > now) msleep((int)(due - 205 - now));
+      low = big_sweep(&c2, fd, bytes, rounds, kt, w);
+      ck_assert_msg(low != 0, "the sweep was refused: %s", c2.m.error.message);
+      now = now_ms();
+    }
+    if (due > now) msleep((int)(due - now));
+    next = render_at_5(&c, w, i);
+    if (i == 5) sixth_end = c.m.result.t.finished;
+  }
+  char needs[96];
+  snprintf(needs, sizeof needs, "job %llu of priority 5 needs", (unsigned long long)next);
+  int late = log_has(d.log, needs);
+  ck_assert_uint_eq(wait_job(&c2, low, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c2.m.result.state == COOP_JOB_DONE, "the sweep: %s", c2.m.result.message);
+  fprintf(stderr, "the sweep started %.1f ms after the sixth frame's end\n",
+          (double)(c2.m.result.t.started - sixth_end) / 1e6);
+  if (late) log_print(d.log);
+  ck_assert_msg(!late, "the sweep was suspended only as the seventh frame came, not ahead of it");
+  uint32_t got[256];
+  ck_assert_int_eq(pread(fd, got, sizeof got, 0), (ssize_t)sizeof got);
+  for (uint32_t i = 0; i < 256; i++) ck_assert_uint_eq(got[i], 9 + i + rounds);
+  close(fd);
+  conn_close(&c2);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* One cooperative slot, held by a long sweep of priority 0; a sweep of
  * priority 3 comes: the first is suspended (STATUS and WAIT say so), the
  * second runs and ends while the first waits, then the first resumes and
@@ -419,6 +497,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_add_test(t, a_suspended_job_resumes_as_the_task_ends);
   tcase_add_test(t, a_frame_loop_of_higher_priority_suspends_ahead);
   tcase_add_test(t, a_job_submitted_in_a_frames_window_waits_for_the_frame);
+  tcase_add_test(t, a_job_started_as_a_frame_ends_is_suspended_ahead_of_the_next);
   tcase_add_test(t, a_job_started_between_frames_is_suspended_ahead_of_the_next);
   tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
   suite_add_tcase(s, t);

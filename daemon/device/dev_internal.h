@@ -435,6 +435,9 @@ void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake);
 /* *wake no later than the start of the window ahead of a frame loop's next
  * task, when that is still to come. */
 void dev__preempt_due(const struct dev *d, int64_t now, int64_t *wake);
+/* *wake no later than the start of the next window ahead of a frame (its
+ * warming, its suspending ahead) still to come (device.c). */
+void dev__windows_due(const struct dev *d, int64_t now, int64_t *wake);
 /* A suspended job that leaves coop_wait without running again (cancelled,
  * a stop, a restart that took its buffers, a reload that changed its
  * kernel): its run finished with j's state as set (or CANCELLED). */

@@ -63,7 +63,14 @@ static int64_t next_instance_ns(const struct run *r) {
  * job's end): they would wait behind it. Until `wake` at most. */
 static int64_t submit_wait_ns(const struct dev *d, const struct run *r, int64_t wake) {
   if (dev__periodic(r->j) || d->runs != r || r->next || d->coop_wait_head || d->held_head) return 0;
-  int64_t left = wake - coop__now_ns();
+  /* and the windows as they are now: a frame that ended earlier in this
+   * pass armed its next ones after the pass set `wake` (a bfs job that
+   * waited for that frame, started right after its end, held the device
+   * thread in this wait until the next frame's own submit, which then
+   * waited for its suspension: a frame in ten on an H200) */
+  int64_t now = coop__now_ns();
+  dev__windows_due(d, now, &wake);
+  int64_t left = wake - now;
   return left > 0 ? left : 0;
 }
 

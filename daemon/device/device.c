@@ -535,8 +535,10 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
  * the next frame's windows, neither warmed nor suspended ahead, until the
  * frame's own submit woke it; the frame then waited for the suspension (a
  * frame in three beside back-to-back bfs jobs on an H200: bench/RESULTS.md,
- * "A start's id map in batches"). */
-static void windows_due(const struct dev *d, int64_t now, int64_t *wake) {
+ * "A start's id map in batches"). Called at the pass's start and again at
+ * each such submit (dev_run.c), which may follow a frame's end in the same
+ * pass: that end armed the next windows after the pass's wake was set. */
+void dev__windows_due(const struct dev *d, int64_t now, int64_t *wake) {
   if (d->warm_until && now < d->warm_from && d->warm_from < *wake) *wake = d->warm_from;
   dev__preempt_due(d, now, wake);
 }
@@ -559,7 +561,7 @@ static void *dev_main(void *arg) {
     if (held_wake < wake) wake = held_wake; /* a one-task job's submit waits until then at most */
     /* and until the next window's start: a long job's submit waits for its
      * task's end (submit_wait_ns, dev_run.c) */
-    windows_due(d, now, &wake);
+    dev__windows_due(d, now, &wake);
     int building = next_step(d, now, &wake);
     int suspended = 0, ended = 0;
     for (struct run **p = &d->runs; *p;) {
