@@ -55,6 +55,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,7 +72,7 @@
 static void on_async(uv_async_t *a) {
   struct dev *d = a->data;
   if (atomic_exchange(&d->prewake, 0) && d->hooks->expect_soon) /* the end's lead, then the copy */
-    d->hooks->expect_soon(d->user, DP_END_LEAD_NS + dev_idle_spin_ns(d));
+    d->hooks->expect_soon(d->user, DP_WAKE_LEAD_NS + dev_idle_spin_ns(d));
   atomic_store(&d->announced, 0); /* before the queues: a later announce is seen again */
   pthread_mutex_lock(&d->mu);
   /* events and finished jobs taken together: a job's events were queued
@@ -548,6 +549,13 @@ static int next_step(struct dev *d, int64_t now, int64_t *wake);
 
 static void *dev_main(void *arg) {
   struct dev *d = arg;
+  /* its naps (a reply's, up to an expected end: devproc.c) end when asked,
+   * not up to the default 50 us later, as the device process's
+   * (devproc_child.c): with the default, a 2 ms frame's end was seen 55 to
+   * 255 us after the device process saw it in a frame in eight on an H200
+   * (bench/RESULTS.md, "Where the last suspensions and the late ends came
+   * from") */
+  prctl(PR_SET_TIMERSLACK, 1000UL);
   for (;;) {
     take_new(d);
     dev__carry_prepare(d); /* before this pass asks any job to suspend for the swap */
@@ -673,7 +681,7 @@ static void launched(struct dev *d, struct dp *rt) {
 }
 
 /* A one-task job's end is near (dp_on_near_end): a loop asleep is woken
- * now, so that it polls when the job comes back about DP_END_LEAD_NS on. */
+ * now, so that it polls when the job comes back about DP_WAKE_LEAD_NS on. */
 static void near_end(void *arg) { dev__prewake(arg); }
 
 int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {

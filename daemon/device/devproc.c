@@ -169,6 +169,8 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
    * 250 us after the device process did on an H200 (bench/RESULTS.md, "The
    * end of a frame's task, expected") */
   int64_t near = p->spin_ns && p->expect_at ? p->expect_at - DP_END_LEAD_NS : 0;
+  /* and the loop woken DP_WAKE_LEAD_NS before it, once (dp_on_near_end) */
+  int64_t wake = near && p->near_end ? p->expect_at - DP_WAKE_LEAD_NS : 0;
   for (;;) {
     atomic_store(&sh->front_asleep, 1); /* seq_cst: then rep_seq */
     if (atomic_load(&sh->rep_seq) == s) break;
@@ -178,17 +180,21 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
       break;
     }
     int64_t now = coop__now_ns();
+    if (wake && now >= wake) {
+      p->near_end(p->near_arg);
+      wake = 0;
+    }
     if (near && now >= near) {
       atomic_store(&sh->front_asleep, 0); /* no doorbell while it spins */
-      if (p->near_end) p->near_end(p->near_arg);
       for (int64_t until = near + DP_END_LEAD_NS + DP_END_SPIN_MAX_NS; coop__now_ns() < until;)
         if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
       near = 0; /* the guess was wrong: asleep as without one */
       continue;
     }
     struct pollfd pf = {p->fd, POLLIN, 0};
-    int64_t nap = left * 1000000; /* ns; until `near` at most */
+    int64_t nap = left * 1000000; /* ns; until `wake` and `near` at most */
     if (near && near - now < nap) nap = near - now;
+    if (wake && wake - now < nap) nap = wake - now;
     struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
     if (ppoll(&pf, 1, &ts, NULL) <= 0) continue;
     char bell[8];

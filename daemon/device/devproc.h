@@ -184,10 +184,10 @@ int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns);
  * spin is 0, and the child's wait spins only while a short task is in
  * flight, as before. */
 void dp_set_warm(struct dp *p, int64_t until);
-/* fn(arg), on the calling thread, when a DP_SUBMIT's wait for its reply
- * comes within DP_END_LEAD_NS of its task's expected end (dp_ends.h) and
- * starts to spin: the end, and a hand-back, are near (device.c wakes the
- * loop then: dev__prewake). NULL: nothing. */
+/* fn(arg), on the calling thread, when a wait for a reply (DP_SUBMIT's,
+ * DP_WAIT's) comes within DP_WAKE_LEAD_NS of its task's expected end
+ * (dp_ends.h): the end, and a hand-back, are near (device.c wakes the loop
+ * then: dev__prewake). NULL: nothing. */
 void dp_on_near_end(struct dp *p, void (*fn)(void *arg), void *arg);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);

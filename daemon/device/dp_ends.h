@@ -29,6 +29,13 @@
  * DP_END_SPIN_MAX_NS past it */
 #define DP_END_LEAD_NS 150000L
 #define DP_END_SPIN_MAX_NS 500000L
+/* The loop is asked to wake this long before the expected end (the front,
+ * dp_on_near_end): an event loop asleep in epoll_wait took up to 300 us
+ * to wake for a uv_async on an H200, and one woken only DP_END_LEAD_NS
+ * ahead was still asleep at the hand-back in a frame in ten (2 ms frames:
+ * 50-470 us late; bench/RESULTS.md, "Where the last suspensions and the
+ * late ends came from"). */
+#define DP_WAKE_LEAD_NS 450000L
 
 #define DP_END_SLOTS 64u
 
