@@ -126,12 +126,15 @@ void dev__announce(struct dev *d) {
  * wake for it on an H200, p90 up to 200 (2 ms frames, bench/RESULTS.md,
  * "The end of a frame's task, expected"), so it is woken now, its wake-up
  * beside the end and the copy, and spins until the hand-back
- * (hooks->expect_soon). A loop that spins already needs nothing. */
+ * (hooks->expect_soon); a loop that spins already spins on as long. */
 void dev__prewake(struct dev *d) {
   /* no idle spin (a CPU device: its megakernel needs the cores): nothing */
-  if (!d->loop_spin || !dev_idle_spin_ns(d) || atomic_load(d->loop_spin)) return;
+  if (!d->loop_spin || !dev_idle_spin_ns(d)) return;
   atomic_store(&d->prewake, 1);
-  uv_async_send(&d->async);
+  /* a loop that spins already sees it at its next turn (dev_poll) and
+   * spins on until the hand-back: at 0.3 ms a frame's end comes after the
+   * spin that followed its SUBMIT */
+  dev__announce(d);
 }
 
 void dev_poll(struct dev *d) {

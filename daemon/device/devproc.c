@@ -159,9 +159,6 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
   atomic_store(&sh->req_seq, s); /* seq_cst: then child_asleep (the Dekker pair) */
   if (atomic_load(&sh->child_asleep) && dp_shm_ring(p->fd)) return lost(p, NULL);
   int64_t deadline = now_ms() + timeout_ms;
-  for (int64_t spin_end = spin_until(p); spin_end && coop__now_ns() < spin_end;)
-    if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
-  int e = 0;
   /* a DP_SUBMIT whose task's end is expected (dp_submit_end), or a DP_WAIT
    * for tasks one of which is (poll_op: the earliest): asleep until
    * DP_END_LEAD_NS before it, then spinning, for at most DP_END_SPIN_MAX_NS
@@ -169,8 +166,17 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
    * 250 us after the device process did on an H200 (bench/RESULTS.md, "The
    * end of a frame's task, expected") */
   int64_t near = p->spin_ns && p->expect_at ? p->expect_at - DP_END_LEAD_NS : 0;
-  /* and the loop woken DP_WAKE_LEAD_NS before it, once (dp_on_near_end) */
+  /* and the loop woken DP_WAKE_LEAD_NS before it, once (dp_on_near_end):
+   * from the spin below too, which may cover the whole of a short task */
   int64_t wake = near && p->near_end ? p->expect_at - DP_WAKE_LEAD_NS : 0;
+  for (int64_t spin_end = spin_until(p), now; spin_end && (now = coop__now_ns()) < spin_end;) {
+    if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
+    if (wake && now >= wake) {
+      p->near_end(p->near_arg);
+      wake = 0;
+    }
+  }
+  int e = 0;
   for (;;) {
     atomic_store(&sh->front_asleep, 1); /* seq_cst: then rep_seq */
     if (atomic_load(&sh->rep_seq) == s) break;
