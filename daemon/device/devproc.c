@@ -149,6 +149,13 @@ static int shm_reply(struct dp *p, uint32_t op) {
   return reply(p, op, (ssize_t)n, 0);
 }
 
+/* The loop woken once *wake has come (dp_on_near_end), then no more. */
+static void wake_loop(struct dp *p, int64_t now, int64_t *wake) {
+  if (!*wake || now < *wake) return;
+  p->near_end(p->near_arg);
+  *wake = 0;
+}
+
 /* A request of len bytes in p->q through the shared channel (devproc_shm.h for
  * the orders): its reply into p->r. */
 static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
@@ -171,10 +178,7 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
   int64_t wake = near && p->near_end ? p->expect_at - DP_WAKE_LEAD_NS : 0;
   for (int64_t spin_end = spin_until(p), now; spin_end && (now = coop__now_ns()) < spin_end;) {
     if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
-    if (wake && now >= wake) {
-      p->near_end(p->near_arg);
-      wake = 0;
-    }
+    wake_loop(p, now, &wake);
   }
   int e = 0;
   for (;;) {
@@ -186,10 +190,7 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
       break;
     }
     int64_t now = coop__now_ns();
-    if (wake && now >= wake) {
-      p->near_end(p->near_arg);
-      wake = 0;
-    }
+    wake_loop(p, now, &wake);
     if (near && now >= near) {
       atomic_store(&sh->front_asleep, 0); /* no doorbell while it spins */
       for (int64_t until = near + DP_END_LEAD_NS + DP_END_SPIN_MAX_NS; coop__now_ns() < until;)
