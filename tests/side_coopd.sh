@@ -70,6 +70,17 @@ sh "$(dirname "$0")/../bench/side_client_legs.sh" "$dir/client.csv" "$dir/trace.
 cat "$dir/legs"
 awk -v want="$frames" '$1 ~ /release->done$/ { n += substr($4, 2) + 0 } END { exit n != want }' \
   "$dir/legs" || fail "side_client_legs.sh: not every frame ($frames) joined"
+# bench/late_ends.sh: every job that moved its bytes counted once, on one
+# of the two paths, and both legs' quantiles of each path listed
+moved=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+  $c["io_sent"] + 0 > 0 && $c["finished"] + 0 > 0' "$dir/trace.csv" | wc -l)
+sh "$(dirname "$0")/../bench/late_ends.sh" "$dir/trace.csv" 50 >"$dir/late" ||
+  fail "late_ends.sh exited non-zero"
+cat "$dir/late"
+awk -v want="$moved" '$1 ~ /^(submit|wait):$/ { n += $2; paths++ }
+  $1 ~ /finished->seen$|handed_back->loop_got$/ { legs++ }
+  END { exit !(n == want && want > 0 && legs == 2 * paths) }' "$dir/late" ||
+  fail "late_ends.sh: not every job that moved its bytes ($moved) counted"
 # --report reads the CSV back: the same row, coopd's CPU per task included
 "$side" --report "$csv" >"$dir/report" 2>&1 || fail "--report exited non-zero"
 grep -E '^\| \(g\) frame client through coopd.* \| [0-9.]+ \|$' "$dir/report" >/dev/null ||
