@@ -335,9 +335,9 @@ static uint64_t big_sweep(struct conn *c, int fd, size_t bytes, uint32_t rounds,
  * start, and the job is suspended ahead of the next frame. Frames 600 ms
  * apart, windows of 200 ms either side (COOP_TEST_PRE_AHEAD_MS): a reply
  * of the device process on PoCL may wait up to 180 ms for its clock's
- * refit on a loaded host (runtime.c, coop_rt_refit). The sweep, 64 MiB in
- * a memfd, comes 205 ms before the sixth frame is due, its fill running
- * into that frame's window. */
+ * refit on a loaded host (megakernel/runtime.c, coop_rt_refit). The
+ * sweep, 64 MiB in a memfd, comes 205 ms before the sixth frame is due,
+ * its fill running into that frame's window. */
 START_TEST(a_job_started_as_a_frame_ends_is_suspended_ahead_of_the_next) {
   char logp[] = "/tmp/coopd-priority-XXXXXX.log";
   struct daemon_proc d;
