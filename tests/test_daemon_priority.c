@@ -217,18 +217,18 @@ START_TEST(a_frame_loop_of_higher_priority_suspends_ahead) {
 }
 END_TEST
 
-/* Six renders of priority 5 on every worker (w), one every 300 ms on c,
- * and a sweep of priority 0 on every worker (data[256], seed 9, rounds of
- * about 10 ms) submitted on cs `before` ms ahead of the sixth. Returns the
- * sweep's job; *frame_end: when the sixth render finished (its RESULT's
- * times); *frame: its job. */
+/* Six renders of priority 5 on every worker (w), one every `period` ms on
+ * c, and a sweep of priority 0 on every worker (data[256], seed 9, rounds
+ * of about 10 ms) submitted on cs `before` ms ahead of the sixth. Returns
+ * the sweep's job; *frame_end: when the sixth render finished (its
+ * RESULT's times); *frame: its job. */
 static uint64_t frames_and_a_sweep(struct conn *c, struct conn *cs, uint32_t *data, uint32_t rounds,
-                                   int before, int64_t *frame_end, uint64_t *frame) {
+                                   int period, int before, int64_t *frame_end, uint64_t *frame) {
   uint32_t w = c->m.welcome.workers, kt = kticks_10ms(c, w);
   int64_t t0 = now_ms();
   uint64_t low = 0;
   for (int i = 0; i < 6; i++) {
-    int64_t due = t0 + 300 * i, now = now_ms();
+    int64_t due = t0 + (int64_t)period * i, now = now_ms();
     if (i == 5) {
       if (due - before > now) msleep((int)(due - before - now));
       low = sweep_at(cs, data, 256, 9, rounds, kt, w, 0);
@@ -260,7 +260,7 @@ START_TEST(a_job_submitted_in_a_frames_window_waits_for_the_frame) {
   static uint32_t data[256];
   uint32_t rounds = 20;
   int64_t frame_end = 0;
-  uint64_t frame = 0, low = frames_and_a_sweep(&c, &c, data, rounds, 50, &frame_end, &frame);
+  uint64_t frame = 0, low = frames_and_a_sweep(&c, &c, data, rounds, 300, 50, &frame_end, &frame);
   sweep_check(&c, low, 256, 9, rounds);
   int64_t started = c.m.result.t.started;
   if (started < frame_end) log_print(d.log);
@@ -279,20 +279,28 @@ END_TEST
  * start, so the job is suspended ahead of the task, not as it comes.
  * Before, the wait ran on to the task's own submit, which then suspended
  * it ("job N of priority 5 needs") and waited for that (on an H200 a frame
- * in three beside back-to-back bfs jobs). The window is 20 ms either side
- * here (COOP_TEST_PRE_AHEAD_MS); the sweep comes 35 ms before the sixth
- * task is due, from a connection of its own, as a long job's client. */
+ * in three beside back-to-back bfs jobs). Frames 600 ms apart, windows of
+ * 200 ms either side (COOP_TEST_PRE_AHEAD_MS; a reply of the device
+ * process on a loaded 2-core host may wait up to 180 ms for its clock's
+ * refit: with 20 ms windows the window's start was missed once in CI) and
+ * passes 30 s apart when nothing wakes the device thread
+ * (COOP_TEST_DEV_WAIT_MS), so that a wait that overran the window's
+ * start would last until the task came; the sweep (about 400 ms) comes
+ * 235 ms before the sixth task is due, from a connection of its own, as a
+ * long job's client. */
 START_TEST(a_job_started_between_frames_is_suspended_ahead_of_the_next) {
   char logp[] = "/tmp/coopd-priority-XXXXXX.log";
   struct daemon_proc d;
-  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "20");
+  setenv("COOP_TEST_DEV_WAIT_MS", "30000", 1);
+  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "200");
+  unsetenv("COOP_TEST_DEV_WAIT_MS");
   struct conn c, c2;
   open_hello(&c, &d);
   open_hello(&c2, &d);
   static uint32_t data[256];
-  uint32_t rounds = 20;
+  uint32_t rounds = 40;
   int64_t frame_end = 0;
-  uint64_t frame = 0, low = frames_and_a_sweep(&c, &c2, data, rounds, 35, &frame_end, &frame);
+  uint64_t frame = 0, low = frames_and_a_sweep(&c, &c2, data, rounds, 600, 235, &frame_end, &frame);
   char needs[96];
   snprintf(needs, sizeof needs, "job %llu of priority 5 needs", (unsigned long long)frame);
   int late = log_has(d.log, needs);
