@@ -273,30 +273,36 @@ START_TEST(a_job_submitted_in_a_frames_window_waits_for_the_frame) {
 }
 END_TEST
 
+/* The coopd of the window tests below, and two connections (the frame
+ * loop's, a long job's): windows of 200 ms either side of a frame loop's
+ * next task (COOP_TEST_PRE_AHEAD_MS; a reply of the device process on a
+ * loaded 2-core host may wait up to 180 ms for its clock's refit,
+ * megakernel/runtime.c, coop_rt_refit), and the device thread's passes 30
+ * s apart when nothing wakes it (COOP_TEST_DEV_WAIT_MS), so that a wait
+ * that overran a window's start lasts until the task comes. */
+static void start_windows(struct daemon_proc *d, char *logp, struct conn *c, struct conn *c2) {
+  setenv("COOP_TEST_DEV_WAIT_MS", "30000", 1);
+  start_unparked(d, logp, "COOP_TEST_PRE_AHEAD_MS", "200");
+  unsetenv("COOP_TEST_DEV_WAIT_MS");
+  open_hello(c, d);
+  open_hello(c2, d);
+}
+
 /* A cooperative job that starts alone on the device between two tasks of
  * a frame loop, before the next one's window: the device thread waits for
  * its end inside its submit, and that wait now ends at the window's
  * start, so the job is suspended ahead of the task, not as it comes.
  * Before, the wait ran on to the task's own submit, which then suspended
  * it ("job N of priority 5 needs") and waited for that (on an H200 a frame
- * in three beside back-to-back bfs jobs). Frames 600 ms apart, windows of
- * 200 ms either side (COOP_TEST_PRE_AHEAD_MS; a reply of the device
- * process on a loaded 2-core host may wait up to 180 ms for its clock's
- * refit: with 20 ms windows the window's start was missed once in CI) and
- * passes 30 s apart when nothing wakes the device thread
- * (COOP_TEST_DEV_WAIT_MS), so that a wait that overran the window's
- * start would last until the task came; the sweep (about 400 ms) comes
- * 235 ms before the sixth task is due, from a connection of its own, as a
- * long job's client. */
+ * in three beside back-to-back bfs jobs). Frames 600 ms apart in
+ * start_windows' coopd (with 20 ms windows the window's start was missed
+ * once in CI); the sweep (about 400 ms) comes 235 ms before the sixth task
+ * is due, from a connection of its own, as a long job's client. */
 START_TEST(a_job_started_between_frames_is_suspended_ahead_of_the_next) {
   char logp[] = "/tmp/coopd-priority-XXXXXX.log";
   struct daemon_proc d;
-  setenv("COOP_TEST_DEV_WAIT_MS", "30000", 1);
-  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "200");
-  unsetenv("COOP_TEST_DEV_WAIT_MS");
   struct conn c, c2;
-  open_hello(&c, &d);
-  open_hello(&c2, &d);
+  start_windows(&d, logp, &c, &c2);
   static uint32_t data[256];
   uint32_t rounds = 40;
   int64_t frame_end = 0;
@@ -336,25 +342,19 @@ static uint64_t big_sweep(struct conn *c, int fd, size_t bytes, uint32_t rounds,
  * pass that sees the frame end. That pass had set its wake before the
  * frame's end armed the next windows, and the job's submit (a one-task
  * job alone on the device waits for its end inside it) waited up to that
- * stale wake: with passes 30 s apart here (COOP_TEST_DEV_WAIT_MS), until
+ * stale wake: with passes 30 s apart (start_windows), until
  * the next frame's own submit, which then had the job suspended as it came
  * ("job N of priority 5 needs"); on an H200 a frame in ten beside
  * back-to-back bfs jobs. Now the submit's wait ends at the next window's
  * start, and the job is suspended ahead of the next frame. Frames 600 ms
- * apart, windows of 200 ms either side (COOP_TEST_PRE_AHEAD_MS): a reply
- * of the device process on PoCL may wait up to 180 ms for its clock's
- * refit on a loaded host (megakernel/runtime.c, coop_rt_refit). The
- * sweep, 64 MiB in a memfd, comes 205 ms before the sixth frame is due,
- * its fill running into that frame's window. */
+ * apart in start_windows' coopd; the sweep, 64 MiB in a memfd, comes 205
+ * ms before the sixth frame is due, its fill running into that frame's
+ * window. */
 START_TEST(a_job_started_as_a_frame_ends_is_suspended_ahead_of_the_next) {
   char logp[] = "/tmp/coopd-priority-XXXXXX.log";
   struct daemon_proc d;
-  setenv("COOP_TEST_DEV_WAIT_MS", "30000", 1);
-  start_unparked(&d, logp, "COOP_TEST_PRE_AHEAD_MS", "200");
-  unsetenv("COOP_TEST_DEV_WAIT_MS");
   struct conn c, c2;
-  open_hello(&c, &d);
-  open_hello(&c2, &d);
+  start_windows(&d, logp, &c, &c2);
   uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 100; /* about 1 s */
   size_t bytes = (size_t)64 << 20;
   int fd = memfd_of(bytes);
