@@ -408,6 +408,30 @@ static int check_bar(const uint32_t *seen, unsigned m, long rounds,
   return 0;
 }
 
+/* COOP_DEVICE_DEFINES=COOP_PROF_BAR (docs/scheduler.md, "Profile"): the
+ * step loop's legs of workgroups 0 (the master) and 1, ns per step, the
+ * cycles converted by the ratio of the device clock to the cycles over
+ * the same span. */
+static void bar_prof_print(struct bench *b, const struct variant *va, unsigned m, long task) {
+  static const char *const leg[] = {"loop", "step", "arrive", "wait", "after"};
+  const char *defs = getenv("COOP_DEVICE_DEFINES");
+  uint64_t p[16];
+  if (!defs || !strstr(defs, "COOP_PROF_BAR") || coop_rt_sched_profile(b->rt, p, 16) != 16) return;
+  for (unsigned g = 0; g < 2 && g < m; g++) {
+    const uint64_t *q = p + 1 + 7 * g;
+    double ns = (double)(q[6] >> 32) * coop_rt_tick_ns(b->rt), cyc = (double)(q[6] & 0xffffffffu);
+    if (!q[5] || cyc <= 0) continue;
+    double per = ns / cyc / (double)q[5], sum = 0;
+    printf("legs %s M=%u task %ld wg %u (%llu steps, %.3f ns/cycle):", va->name, m, task, g,
+           (unsigned long long)q[5], ns / cyc);
+    for (int k = 0; k < 5; k++) {
+      printf(" %s %.0f", leg[k], (double)q[k] * per);
+      sum += (double)q[k] * per;
+    }
+    printf(" = %.0f ns\n", sum);
+  }
+}
+
 /* One task of R barriers at width m; appends its samples. Barrier 0 (from
  * step 0 to step 1) is left out: it also absorbs the groups' start skew. */
 static int bar_task(struct bench *b, const struct variant *va, unsigned m, long task, uint64_t *t,
@@ -427,6 +451,7 @@ static int bar_task(struct bench *b, const struct variant *va, unsigned m, long 
   /* PoCL on few cores: a barrier can wait for an OS time slice (ms) */
   int timeout = WAIT_MS + (int)(R < 100000 ? R : 100000) * 20;
   if (submit(b, &d, &id) || finish(b, id, timeout, &ti) || check_bar(seen, m, R, &ti)) return 1;
+  bar_prof_print(b, va, m, task);
   double tick = coop_rt_tick_ns(b->rt), host = (double)(ti.t_finished - ti.t_started) / (double)R;
   push(&bs->host, host);
   csv_row(b, "barrier", "host_mean", va->name, m, task, 0, host);

@@ -26,7 +26,7 @@ static void print_steps(coop_rt *rt, const char *what, const uint64_t *p) {
 static int prof_steps(void) {
   const char *defs = getenv("COOP_DEVICE_DEFINES");
   return defs && strstr(defs, "COOP_PROF") && !strstr(defs, "COOP_PROF_SUSPEND") &&
-         !strstr(defs, "COOP_PROF_TASKS");
+         !strstr(defs, "COOP_PROF_TASKS") && !strstr(defs, "COOP_PROF_BAR");
 }
 
 int sched_prof_snap(coop_rt *rt, uint64_t snap[SCHED_PROF_SLOTS]) {
@@ -47,7 +47,8 @@ void sched_prof_print(coop_rt *rt) {
                                      "reap etc.",  "head",     "gathered",   "id map",
                                      "release",    "RUNNING",  "serve done", "pass end"};
   const char *defs = getenv("COOP_DEVICE_DEFINES");
-  if (defs && strstr(defs, "COOP_PROF_SUSPEND")) return; /* its slots: coop-bench-suspend */
+  /* their slots: coop-bench-suspend's, coop-bench-micro's barriers */
+  if (defs && (strstr(defs, "COOP_PROF_SUSPEND") || strstr(defs, "COOP_PROF_BAR"))) return;
   int traced = defs && strstr(defs, "COOP_PROF_TASKS");
   enum { NT = 1 + sizeof mark / sizeof *mark };
   uint64_t p[NT];

@@ -80,6 +80,9 @@ static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
       "  coop_wg_barrier();\n"
       "  coop_u32 go = 1u;\n" /* loop condition at the head: see worker.cl */
       "  while (go) {\n"
+      "#ifdef COOP_PROF_BAR\n"
+      "    if (c->lid == 0u) COOP__PB(c->wl, 0);\n"
+      "#endif\n"
       "    coop_u32 r = %s_step(c, &s);\n"
       "    go = !coop__after_step(c, r, (const coop_u8 *)&s, sizeof s);\n"
       "  }\n"

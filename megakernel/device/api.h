@@ -40,6 +40,7 @@ typedef unsigned char coop_u8;
 /* Workgroup-local state of the runtime: broadcasts from thread 0, and the
  * scratch memory kernels may use (OpenCL allows local declarations only in
  * the kernel entry function, which is the megakernel's). */
+#define COOP__PB_LEGS 5 /* COOP_PROF_BAR: the step loop's legs (primitives.cl) */
 struct coop_wgl {
   /* decision: coop__bcast's two slots, used in turn */
   coop_u32 cmd, chan, vid, forked, decision[2];
@@ -52,6 +53,10 @@ struct coop_wgl {
    * the want_kill a slave of the query barrier read before its step's
    * workgroup barrier (coop__after_step) */
   coop_u32 gen, base[2], m_ep, resizes, hold_next, n_max, query, sus, want_pre;
+#ifdef COOP_PROF_BAR
+  /* thread 0's profile of the step loop (primitives.cl, COOP__PB) */
+  coop_u64 pb_t, pb[COOP__PB_LEGS], pb_n, pb_t0, pb_c0;
+#endif
   /* The task's arguments then lens, copied from sched.t_payload when the
    * workgroup takes the task (worker.cl, coop__next): read from device
    * memory, an argument cost a kernel two dependent L2 round trips

@@ -71,10 +71,12 @@
  *
  * Memory orders (device scope). Every arrival is a release add by thread
  * 0, after the workgroup barrier that orders every thread's writes of the
- * step. Spinners load relaxed and acquire with one fence once released:
- * the value read comes from the last add or later in the word's chain of
- * read-modify-writes, and so synchronises with every add before it. A
- * workgroup whose own add completed the episode fences the same way. The
+ * step. The add that completes the episode is followed by an acquire
+ * load of the word; the others spin with relaxed loads, and one acquire
+ * load follows the release (coop__bar_acquire, coop__bar_spin; the
+ * master's acquire load goes out beside its add, with its hint loads).
+ * The acquire reads the last add or a later one in the word's chain of
+ * read-modify-writes, and so synchronises with every add before it. The
  * held release's add orders bar_rel and the resize before it. (The design
  * before this one had the master poll the count and store a release flag:
  * 2.3x grid.sync on the H200. The one before that had the master's thread
@@ -178,11 +180,23 @@ COOP_FN coop_u32 coop__bar_hold_first(COOP_GLOBAL struct coop_chan *ch,
   }
 }
 
-/* Thread 0, its episode's word read at d >= 0 (released): the acquire of
- * every add before that value, and whether it was a cancellation's add
- * instead (coop__bar_spin). */
-COOP_FN coop_u32 coop__bar_acquire(COOP_GLOBAL struct coop_chan *ch, coop_i32 d) {
-  coop_fence_acq();
+/* Thread 0: the acquire of a released episode (or one complete while
+ * held) of the count word w, target t, seen by a relaxed load or a release
+ * add: an acquire load of w, not a fence. It reads the releasing add or a
+ * later one in the word's chain of read-modify-writes (coherence: it
+ * follows that read or this thread's own add, on the same word), so it
+ * synchronises with every add before it. On CUDA a device-scope acquire
+ * fence is MEMBAR.ALL.GPU plus the L1 invalidation an acquire load has
+ * too (CCTL.IVALL), and the MEMBAR cost the step loop about 0.3 us a
+ * barrier on the H200, where the load costs one L2 round trip
+ * (docs/scheduler.md section 6, "The acquire"). Returns its d, for the
+ * ranges of a reader however late (header). */
+COOP_FN coop_i32 coop__bar_acquire(COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t) {
+  return (coop_i32)(coop_ld_acq(w) - t);
+}
+
+/* Whether d (read with an acquire) is a cancellation's add, not a release. */
+COOP_FN coop_u32 coop__bar_cancel_seen(COOP_GLOBAL struct coop_chan *ch, coop_i32 d) {
   return d >= (coop_i32)(COOP__BAR_CANCEL / 2u) && coop_ld_rlx(&ch->cancel) != 0u;
 }
 
@@ -199,11 +213,18 @@ COOP_FN coop_u32 coop__bar_acquire(COOP_GLOBAL struct coop_chan *ch, coop_i32 d)
  * while the word does not show one, so that a kill, fork or suspension
  * asked for while it waits is made at this episode unless the episode
  * completes first (bit 0: query variant; the master's count P is
- * watch >> 1). */
+ * watch >> 1).
+ * The acquire (docs/scheduler.md section 6): the rounds are relaxed
+ * loads and one acquire load follows the round that sees the release. An
+ * acquire load empties the SM's L1 (CCTL.IVALL on CUDA) for every
+ * workgroup on it: spinning with acquire loads, as grid.sync does, took
+ * 0.1 us more off the H200's barrier, but slowed mis 1.12x -> 1.29x
+ * (its own workgroups' steps lost their L1) and a matmul beside bfs. */
 COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
                                 coop_u32 t, coop_u32 master, coop_u32 watch, coop_u32 *cancelled) {
   for (coop_u32 round = 1u;; round++) {
-    coop_u32 v = coop_ld_rlx(w), cancel = (round & 63u) ? 0u : coop_ld_rlx(&ch->cancel);
+    coop_u32 v = coop_ld_rlx(w);
+    coop_u32 cancel = (round & 63u) ? 0u : coop_ld_rlx(&ch->cancel);
     coop_u32 hint = 0u;
     if (watch) {
       coop_u32 want = coop_ld_rlx(&ch->want_kill), sus = coop_ld_rlx(&ch->suspend);
@@ -212,7 +233,8 @@ COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
     }
     coop_i32 d = (coop_i32)(v - t);
     if (d >= 0 || (master && d == -(coop_i32)COOP__BAR_HOLD)) {
-      if (coop__bar_acquire(ch, d)) *cancelled = 1u;
+      d = coop__bar_acquire(w, t);
+      if (coop__bar_cancel_seen(ch, d)) *cancelled = 1u;
       return d;
     }
     if (cancel) {
@@ -277,25 +299,32 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
   wl->hold_next = 0u;
   coop_u32 add = 1u;
   if (offer == 2u && wl->want_pre != 0u && coop__ep_hold_take(ch)) add = 1u - COOP__BAR_HOLD;
+  /* The acquire: a release add; only the add that completes the episode
+   * is followed by an acquire load (an acquire load in flight with every
+   * slave's add, the last arrival's acquire at no wait, slowed the
+   * barrier at 512 workgroups on the H200, its loads beside the adds) */
   coop_u32 v = coop_fadd_rel(word, add) + add;
+  COOP__PB(wl, 2);
   if (offer == 1u && !early && coop_ld_rlx(&ch->want_kill) != 0u) {
     wl->hold_next = coop__plain_offer(c, word, t) == 2u;
     v = t - 1u; /* read the word again */
   }
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) { /* this add completed the episode (or met a cancellation) */
-    if (coop__bar_acquire(ch, d)) return COOP_BF_NONE;
+    d = coop__bar_acquire(word, t);
+    if (coop__bar_cancel_seen(ch, d)) return COOP_BF_NONE;
   } else {
     coop_u32 cancelled = 0u;
     d = coop__bar_spin(ch, word, t, 0u, 0u, &cancelled);
     if (cancelled) return COOP_BF_NONE;
   }
+  COOP__PB(wl, 3);
   wl->gen = e + 1u;
   if (d < (coop_i32)COOP__BAR_EP) {
     wl->base[e & 1u] = t;
     return COOP_BF_GO;
   }
-  coop_u32 rel = coop_ld_rlx(&ch->bar_rel); /* after the fence: the held release's */
+  coop_u32 rel = coop_ld_rlx(&ch->bar_rel); /* after the acquire: the held release's */
   if ((rel >> COOP__REL_SHIFT) != ((e + 1u) & (0xffffffffu >> COOP__REL_SHIFT)) ||
       c->vid >= COOP__REL_M(rel))
     return COOP_BF_KILL;
@@ -322,9 +351,10 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   if (resizing && wl->hold_next) held = coop__bar_hold_first(ch, word, t, wl->query);
   wl->hold_next = 0u;
   coop_u32 v = coop_fadd_rel(word, 1u) + 1u;
+  COOP__PB(wl, 2);
   /* The next episode's first add: in flight with this one, it has landed
-   * long before the release fence of the next arrival, which waits for it
-   * (made after the completion, it cost that fence a round trip). */
+   * long before the release of the next arrival, which waits for it
+   * (made after the completion, it cost that release a round trip). */
   coop_fadd_rlx(COOP__BAR_WORD(ch, e + 1u), COOP__BAR_EP - n);
   coop_u32 dd = coop_ld_rlx(&ch->bar_delta[slot]), cancel = coop_ld_rlx(&ch->cancel);
   coop_u32 sus = coop_ld_rlx(&ch->suspend), want = 0u, nr = 0u;
@@ -332,6 +362,11 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
     want = coop_ld_rlx(&ch->want_kill);
     nr = coop_ld_rlx(&ch->n_resv);
   }
+  /* The acquire: the master's add stays a release (an acquire would hold
+   * back the loads above until it returned); its acquire load follows
+   * them, in flight with the add: one workgroup's, where every slave's
+   * beside its add slowed the barrier at 512 workgroups */
+  coop_i32 da = coop__bar_acquire(word, t);
   wl->sus = sus; /* for coop__primitive0's suspension, without a load of its own */
   coop_u32 p = wl->m_ep + dd;
   wl->m_ep = p;
@@ -343,16 +378,21 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
       if (!coop__bar_hold_now(ch, word, t, wl->query)) wl->hold_next = 1u;
     }
   }
-  if (p != n) v = coop_fadd_rel(word, n - p) + (n - p);
+  if (p != n) {
+    v = coop_fadd_rel(word, n - p) + (n - p);
+    da = (coop_i32)(v - t) >= 0 ? coop__bar_acquire(word, t) : da; /* after this add */
+  }
   if (cancel) return 0u;
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) { /* this add completed the episode (or met a cancellation) */
-    if (coop__bar_acquire(ch, d)) return 0u;
+    d = da;
+    if (coop__bar_cancel_seen(ch, d)) return 0u;
   } else {
     coop_u32 cancelled = 0u;
     d = coop__bar_spin(ch, word, t, 1u, resizing && !held ? (p << 1) | wl->query : 0u, &cancelled);
     if (cancelled) return 0u;
   }
+  COOP__PB(wl, 3);
   if (d < 0) return 2u;
   /* A hold asked for (held), the episode released plain: another's claim
    * lost to the arrivals (coop__bar_hold_first). Hold the next one first. */
@@ -530,8 +570,14 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
                           : 0u;
   coop_wg_barrier();
   coop_u32 v = 0u;
-  if (c->lid == 0u)
+  if (c->lid == 0u) {
+    COOP__PB(c->wl, 1);
     v = coop__primitive0(COOP__CTX_ARG(c), r, coop__state_out(c, st, st_size), st_size);
+#ifdef COOP_PROF_BAR
+    COOP__PB(c->wl, 4);
+    c->wl->pb_n += 1u;
+#endif
+  }
   v = coop__bcast(c, v);
   /* Without branches: with the two ifs here, LLVM merged their stores into
    * a block that PoCL's parallel regions could not take ("Incoming edges

@@ -102,6 +102,29 @@ COOP_FN coop_u32 coop__bcast(struct coop_ctx *c, coop_u32 v) {
   return c->wl->decision[k];
 }
 
+/* COOP_DEVICE_DEFINES=COOP_PROF_BAR (docs/scheduler.md, "Profile"): thread
+ * 0 of every workgroup sums, in workgroup memory, the cycles of each leg
+ * of its step loop (SM cycles on CUDA, the device clock elsewhere): 0 the
+ * broadcast and the loop back to the step, 1 the step and the workgroup
+ * barrier after it, 2 the call and the barrier arrival's add, 3 the wait
+ * for the release, 4 the rest of the primitive; the report of workgroups
+ * 0 and 1 stores them in mailbox.prof (worker.cl, coop__report). */
+#ifdef COOP_PROF_BAR
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define COOP__PB_NOW() ((coop_u64)clock64())
+#else
+#define COOP__PB_NOW() coop_clock()
+#endif
+#define COOP__PB(wl_, k)              \
+  do {                                \
+    coop_u64 n_ = COOP__PB_NOW();     \
+    (wl_)->pb[k] += n_ - (wl_)->pb_t; \
+    (wl_)->pb_t = n_;                 \
+  } while (0)
+#else
+#define COOP__PB(wl_, k) ((void)0)
+#endif
+
 /* Calls out of line. Thread 0's primitives (coop__primitive0) and the
  * global barrier (coop__global_barrier0) are one noinline function each,
  * shared by every kernel (PoCL needs the call; on CUDA, inlined into every

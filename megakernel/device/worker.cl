@@ -56,6 +56,12 @@ COOP_FN0 void coop__took(COOP_LOCAL struct coop_wgl *wl, COOP_GLOBAL struct coop
    * started before it). Relaxed, a reduction not waited for; the
    * decrement of alive (acq_rel) in coop__report orders it. */
   coop_u64 ts = coop_clock(), tg = w->t_gathered, d = ts > tg ? ts - tg : 0u;
+#ifdef COOP_PROF_BAR
+  wl->pb_t = wl->pb_c0 = COOP__PB_NOW();
+  wl->pb_t0 = ts;
+  wl->pb_n = 0u;
+  for (coop_u32 k = 0u; k < COOP__PB_LEGS; k++) wl->pb[k] = 0u;
+#endif
   if (!w->forked) coop_fmin_rlx(&ch->start_min, d < 0xffffffffu ? (coop_u32)d : 0xffffffffu);
 }
 
@@ -139,6 +145,18 @@ COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *m
       reason |= COOP_WR_LAST;
       coop__publish(mb, ch, coop_clock());
     }
+#ifdef COOP_PROF_BAR
+    /* workgroups 0 and 1: their legs, steps, and device clock (high half)
+     * and cycles (low half) since the start, in slots 1-7 and 8-14 */
+    if (c->vid < 2u) {
+      COOP_GLOBAL coop_u64 *p = mb->prof + 1u + 7u * c->vid;
+      for (coop_u32 k = 0u; k < COOP__PB_LEGS; k++) p[k] = c->wl->pb[k];
+      p[COOP__PB_LEGS] = c->wl->pb_n;
+      p[COOP__PB_LEGS + 1u] =
+          ((coop_clock() - c->wl->pb_t0) << 32) | ((COOP__PB_NOW() - c->wl->pb_c0) & 0xffffffffu);
+      mb->prof[0] = 1u;
+    }
+#endif
     c->self->reason = reason;
     coop_st_rel(&c->self->state, COOP_WS_RETURNED);
     coop_fadd_rel(&c->dev->returned, 1u); /* after RETURNED: see coop__reap */
