@@ -71,13 +71,14 @@
  *
  * Memory orders (device scope). Every arrival is a release add by thread
  * 0, after the workgroup barrier that orders every thread's writes of the
- * step. The add that completes the episode is followed by an acquire
- * load of the word; the others spin with relaxed loads, and one acquire
- * load follows the release (coop__bar_acquire, coop__bar_spin; the
- * master's acquire load goes out beside its add, with its hint loads).
- * The acquire reads the last add or a later one in the word's chain of
- * read-modify-writes, and so synchronises with every add before it. The
- * held release's add orders bar_rel and the resize before it. (The design
+ * step. The others spin with relaxed loads. The read that shows the
+ * release (a spin's load, or the add that completed the episode) is
+ * followed by the acquire (coop__bar_acquire): the light acquire fence
+ * where there is one, else an acquire load of the word (the master's goes
+ * out beside its add, with its hint loads), which reads the last add or a
+ * later one in the word's chain of read-modify-writes. Either way it
+ * synchronises with every add before it. The held release's add orders
+ * bar_rel and the resize before it. (The design
  * before this one had the master poll the count and store a release flag:
  * 2.3x grid.sync on the H200. The one before that had the master's thread
  * 0 read one flag and write one flag per workgroup: 62 us at 264 on the
@@ -181,18 +182,27 @@ COOP_FN coop_u32 coop__bar_hold_first(COOP_GLOBAL struct coop_chan *ch,
 }
 
 /* Thread 0: the acquire of a released episode (or one complete while
- * held) of the count word w, target t, seen by a relaxed load or a release
- * add: an acquire load of w, not a fence. It reads the releasing add or a
- * later one in the word's chain of read-modify-writes (coherence: it
- * follows that read or this thread's own add, on the same word), so it
- * synchronises with every add before it. On CUDA a device-scope acquire
- * fence is MEMBAR.ALL.GPU plus the L1 invalidation an acquire load has
- * too (CCTL.IVALL), and the MEMBAR cost the step loop about 0.3 us a
- * barrier on the H200, where the load costs one L2 round trip
- * (docs/scheduler.md section 6, "The acquire"). Returns its d, for the
- * ranges of a reader however late (header). */
-COOP_FN coop_i32 coop__bar_acquire(COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t) {
+ * held) of the count word w, target t, that this thread saw as v by a
+ * relaxed load or by its own release add. Where the acquire fence is light
+ * (COOP_FENCE_ACQ_LIGHT: fence.acquire.gpu, CUDA 12.8 on sm_90), that
+ * fence: v was read before it, so the fence acquires every add before
+ * v's, and d is v's. Elsewhere an acquire load of w: it reads v's add or
+ * a later one in the word's chain of read-modify-writes (coherence), so
+ * it synchronises with every add before it; a device-scope acquire fence
+ * there is fence.acq_rel, MEMBAR.ALL.GPU plus the L1 invalidation an
+ * acquire load has too (CCTL.IVALL), and the MEMBAR cost the step loop
+ * about 0.3 us a barrier on the H200, the load one L2 round trip, the
+ * light fence neither (docs/scheduler.md section 6, "The acquire").
+ * Returns its d, for the ranges of a reader however late (header). */
+COOP_FN coop_i32 coop__bar_acquire(COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 v) {
+#if COOP_FENCE_ACQ_LIGHT
+  (void)w;
+  coop_fence_acq();
+  return (coop_i32)(v - t);
+#else
+  (void)v;
   return (coop_i32)(coop_ld_acq(w) - t);
+#endif
 }
 
 /* Whether d (read with an acquire) is a cancellation's add, not a release. */
@@ -233,7 +243,7 @@ COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
     }
     coop_i32 d = (coop_i32)(v - t);
     if (d >= 0 || (master && d == -(coop_i32)COOP__BAR_HOLD)) {
-      d = coop__bar_acquire(w, t);
+      d = coop__bar_acquire(w, t, v);
       if (coop__bar_cancel_seen(ch, d)) *cancelled = 1u;
       return d;
     }
@@ -311,7 +321,7 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
   }
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) { /* this add completed the episode (or met a cancellation) */
-    d = coop__bar_acquire(word, t);
+    d = coop__bar_acquire(word, t, v);
     if (coop__bar_cancel_seen(ch, d)) return COOP_BF_NONE;
   } else {
     coop_u32 cancelled = 0u;
@@ -363,10 +373,13 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
     nr = coop_ld_rlx(&ch->n_resv);
   }
   /* The acquire: the master's add stays a release (an acquire would hold
-   * back the loads above until it returned); its acquire load follows
-   * them, in flight with the add: one workgroup's, where every slave's
-   * beside its add slowed the barrier at 512 workgroups */
-  coop_i32 da = coop__bar_acquire(word, t);
+   * back the loads above until it returned). Where the acquire is a load,
+   * that load follows them, in flight with the add: one workgroup's, where
+   * every slave's beside its add slowed the barrier at 512 workgroups.
+   * Where it is the light fence, the fence goes after the add that
+   * completes the episode, below: here it would wait for the add, and
+   * empty the SM's L1 once more whenever the master then spins. */
+  coop_i32 da = COOP_FENCE_ACQ_LIGHT ? 0 : coop__bar_acquire(word, t, v);
   wl->sus = sus; /* for coop__primitive0's suspension, without a load of its own */
   coop_u32 p = wl->m_ep + dd;
   wl->m_ep = p;
@@ -380,12 +393,13 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   }
   if (p != n) {
     v = coop_fadd_rel(word, n - p) + (n - p);
-    da = (coop_i32)(v - t) >= 0 ? coop__bar_acquire(word, t) : da; /* after this add */
+    if (!COOP_FENCE_ACQ_LIGHT && (coop_i32)(v - t) >= 0)
+      da = coop__bar_acquire(word, t, v); /* after this add */
   }
   if (cancel) return 0u;
   coop_i32 d = (coop_i32)(v - t);
   if (d >= 0) { /* this add completed the episode (or met a cancellation) */
-    d = da;
+    d = COOP_FENCE_ACQ_LIGHT ? coop__bar_acquire(word, t, v) : da;
     if (coop__bar_cancel_seen(ch, d)) return 0u;
   } else {
     coop_u32 cancelled = 0u;

@@ -51,6 +51,7 @@ typedef atomic_uint coop_atomic_u32;
  * each. One fence for many flags instead of one per flag. */
 #define coop_fence_acq() \
   atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, memory_scope_device)
+#define COOP_FENCE_ACQ_LIGHT 0 /* the barrier acquires with a load (barrier.cl) */
 #define coop_fence_rel() \
   atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_release, memory_scope_device)
 #define coop_fadd(p, v) \
@@ -85,6 +86,9 @@ typedef atomic_uint coop_atomic_u32;
 #define coop_sys_ld_rlx(p) atomic_load_explicit((p), memory_order_relaxed, COOP__SYS_SCOPE)
 #define coop_sys_fence_acq() \
   atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acquire, COOP__SYS_SCOPE)
+/* Both ways: every earlier store reaches host memory before later ones */
+#define coop_sys_fence_acq_rel() \
+  atomic_work_item_fence(CLK_GLOBAL_MEM_FENCE, memory_order_acq_rel, COOP__SYS_SCOPE)
 /* Four relaxed system-scope loads of p[0..3] (16-byte aligned) into o[]:
  * one vector load on CUDA (below), four here. */
 #define coop_sys_ld4_rlx(p, o)         \
@@ -152,8 +156,20 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
 /* Fences as acq_rel, which is both: NVRTC lowers an acquire-only or a
  * release-only fence to fence.sc, the costlier sequentially consistent
- * one, and an acq_rel fence to fence.acq_rel */
+ * one, and an acq_rel fence to fence.acq_rel, which is MEMBAR.ALL.GPU (a
+ * wait for every store of the thread to reach L2) and the L1 invalidation
+ * (CCTL.IVALL). From PTX 8.6 (CUDA 12.8) on sm_90, fence.acquire.gpu, in
+ * inline PTX, is the acquire alone: the invalidation, no MEMBAR
+ * (docs/scheduler.md section 6, "The acquire"); COOP_FENCE_ACQ_LIGHT says
+ * so to the barrier, which then acquires with it instead of a load. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && defined(__CUDACC_VER_MAJOR__) && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 8))
+#define COOP_FENCE_ACQ_LIGHT 1
+#define coop_fence_acq() asm volatile("fence.acquire.gpu;" ::: "memory")
+#else
+#define COOP_FENCE_ACQ_LIGHT 0
 #define coop_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
+#endif
 #define coop_fence_rel() __nv_atomic_thread_fence(__NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fadd(p, v) \
   __nv_atomic_fetch_add((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
@@ -182,7 +198,15 @@ typedef unsigned int coop_atomic_u32;
 #define coop_f2u(f) __float_as_uint((float)(f))
 #define coop_sys_ld_acq(p) __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_ld_rlx(p) __nv_atomic_load_n((p), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM)
+/* The light one where there is (above): fence.acq_rel.sys is
+ * MEMBAR.ALL.SYS, which waits for the thread's stores to host memory */
+#if COOP_FENCE_ACQ_LIGHT
+#define coop_sys_fence_acq() asm volatile("fence.acquire.sys;" ::: "memory")
+#else
 #define coop_sys_fence_acq() __nv_atomic_thread_fence(__NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_SYSTEM)
+#endif
+#define coop_sys_fence_acq_rel() \
+  __nv_atomic_thread_fence(__NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_st_rel(p, v) \
   __nv_atomic_store_n((p), (v), __NV_ATOMIC_RELEASE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_fadd(p, v) \

@@ -981,7 +981,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     mb->prof[1] = coop_clock();      \
     mb->prof[4] = prof_pass;         \
     mb->prof[0] += (n);              \
-    coop_sys_fence_acq();            \
+    coop_sys_fence_acq_rel();        \
     prof_armed = 1u;                 \
     prof_reaped = s->reaped;         \
   }
