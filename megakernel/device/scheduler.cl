@@ -41,6 +41,9 @@
 #endif
 #define COOP_TRACE(k) COOP_TRACE_AT(k, coop_clock())
 #define COOP_REAP_BATCH 4u /* worker states loaded together by the reap */
+/* Batches thread 0 scans alone before it hands the reap to the helpers
+ * (coop__reap) */
+#define COOP_REAP_ALONE_MAX 8u
 
 COOP_FN COOP_GLOBAL struct coop_task_rec *coop__task(COOP_GLOBAL struct coop_mailbox *mb,
                                                      coop_u32 slot) {
@@ -329,6 +332,20 @@ COOP_FN void coop__free_chan(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   s->coopm &= ~(1u << c);
 }
 
+/* Step 5 by the helpers: every returned worker, each helper scanning its
+ * share of the ids (coop__reap_share); then the channels whose last worker
+ * is reaped are freed. */
+COOP_FN void coop__reap_helped(COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  coop__help_post(s, COOP_HELP_REAP, 0u, 0u, 0u);
+  coop__help_wait(s);
+  for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1)
+    if ((bits & 1u) && s->chan_last[c]) {
+      coop__reconcile_forks(dev, c);
+      if (s->chan_workers[c] == 0u) coop__free_chan(dev, c);
+    }
+}
+
 /* Step 5. */
 COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
@@ -345,13 +362,7 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
   if (returned == s->reaped) return;
   coop_fence_acq(); /* only now: an acquire load cost every idle pass */
   if (s->nhelpers && returned - s->reaped > COOP_REAP_BATCH) {
-    coop__help_post(s, COOP_HELP_REAP, 0u, 0u, 0u);
-    coop__help_wait(s);
-    for (coop_u32 c = 0, bits = s->busy; bits != 0u; c++, bits >>= 1)
-      if ((bits & 1u) && s->chan_last[c]) {
-        coop__reconcile_forks(dev, c);
-        if (s->chan_workers[c] == 0u) coop__free_chan(dev, c);
-      }
+    coop__reap_helped(dev);
     return;
   }
   /* Batches of COOP_REAP_BATCH: their states loaded together (in flight at
@@ -362,8 +373,18 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
    * needed), 527 workers took 1.25 ms to reap on the H100. */
   /* The scan stops once it has reaped all that had returned: a task of
    * one workgroup is reaped in one batch, not a walk over every worker
-   * (which held the next task's intake ~100 us on the H100). */
+   * (which held the next task's intake ~100 us on the H100). But the first
+   * few of many to return (a kill of hundreds, a wide task's end) may have
+   * high ids: after COOP_REAP_ALONE_MAX batches the helpers take the rest
+   * of the scan. Walking alone to the top of 1087 workers, a batch a round
+   * trip, held a gather 430-640 us, in one frame of fifty beside bfs on an
+   * H200 (bench/RESULTS.md, "The reap handed to the helpers"). */
+  coop_u32 batches = 0u;
   for (coop_u32 base = 1u; base <= s->nworkers && s->reaped != returned; base += COOP_REAP_BATCH) {
+    if (s->nhelpers && ++batches > COOP_REAP_ALONE_MAX) {
+      coop__reap_helped(dev);
+      return;
+    }
     coop_u32 ret = 0u; /* bit k: worker base + k has RETURNED */
     for (coop_u32 k = 0u; k < COOP_REAP_BATCH; k++)
       if (base + k <= s->nworkers && coop_ld_rlx(&dev->w[base + k].state) == COOP_WS_RETURNED)
