@@ -377,8 +377,8 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
    * few of many to return (a kill of hundreds, a wide task's end) may have
    * high ids: after COOP_REAP_ALONE_MAX batches the helpers take the rest
    * of the scan. Walking alone to the top of 1087 workers, a batch a round
-   * trip, held a gather 430-640 us, in one frame of fifty beside bfs on an
-   * H200 (bench/RESULTS.md, "The reap handed to the helpers"). */
+   * trip, held a gather 430-640 us, one to four frames of ninety beside
+   * bfs on an H200 (bench/RESULTS.md, "The reap handed to the helpers"). */
   coop_u32 batches = 0u;
   for (coop_u32 base = 1u; base <= s->nworkers && s->reaped != returned; base += COOP_REAP_BATCH) {
     if (s->nhelpers && ++batches > COOP_REAP_ALONE_MAX) {
