@@ -225,8 +225,9 @@ COOP_FN coop_u32 coop__bar_cancel_seen(COOP_GLOBAL struct coop_chan *ch, coop_i3
  * completes first (bit 0: query variant; the master's count P is
  * watch >> 1).
  * The acquire (docs/scheduler.md section 6): the rounds are relaxed
- * loads and one acquire load follows the round that sees the release. An
- * acquire load empties the SM's L1 (CCTL.IVALL on CUDA) for every
+ * loads and one acquire (coop__bar_acquire: the light fence, else a load)
+ * follows the round that sees the release. An acquire, load or fence,
+ * empties the SM's L1 (CCTL.IVALL on CUDA) for every
  * workgroup on it: spinning with acquire loads, as grid.sync does, took
  * 0.1 us more off the H200's barrier, but slowed mis 1.12x -> 1.29x
  * (its own workgroups' steps lost their L1) and a matmul beside bfs. */
@@ -310,9 +311,10 @@ COOP_FN coop_u32 coop__slave_wait(struct coop_ctx *c, coop_u32 offer) {
   coop_u32 add = 1u;
   if (offer == 2u && wl->want_pre != 0u && coop__ep_hold_take(ch)) add = 1u - COOP__BAR_HOLD;
   /* The acquire: a release add; only the add that completes the episode
-   * is followed by an acquire load (an acquire load in flight with every
-   * slave's add, the last arrival's acquire at no wait, slowed the
-   * barrier at 512 workgroups on the H200, its loads beside the adds) */
+   * is followed by an acquire (coop__bar_acquire). An acquire load in
+   * flight with every slave's add, the last arrival's acquire at no wait,
+   * slowed the barrier at 512 workgroups on the H200, its loads beside
+   * the adds. */
   coop_u32 v = coop_fadd_rel(word, add) + add;
   COOP__PB(wl, 2);
   if (offer == 1u && !early && coop_ld_rlx(&ch->want_kill) != 0u) {
