@@ -45,15 +45,25 @@ static uint64_t canary(const struct coop_rt *rt, size_t at) {
   return rt->canary_key ^ ((uint64_t)at * 0x9e3779b97f4a7c15ull);
 }
 
-/* Guards are GUARD bytes at byte offset `at` of the arena, beside a
- * buffer. A large buffer's guards go by the copy engine where the arena
- * wants it: a host access would move the page it shares with the
- * buffer's first or last bytes to the host, and the next task that
- * touches them would fault it back (a frame client's device buffers, every
- * frame). A small buffer's, and those of a buffer in host memory, by the
- * host: a copy engine call costs more. */
+/* Whether the host itself reads and writes block b (its data and its
+ * guards): a block placed in host memory, or any block where the arena is
+ * memory the host reaches as cheaply (coop_rt_arena_direct). Else the copy
+ * engine does, whatever the size: where the arena is CUDA managed memory,
+ * a host access moves the page to the host and the device's next access
+ * faults it back, tens of us inside the task; and a page that goes back
+ * and forth so at every task is soon pinned in host memory by the
+ * driver's thrashing heuristic, until the heuristic's epoch (2 s) ends:
+ * bfs's worklist counters, 8 bytes the host filled at every run, then
+ * went over the bus for a whole run, 133 ms instead of 35 (bench/RESULTS.md,
+ * "Small buffers by the copy engine"). */
 static int by_host(const struct coop_rt *rt, const struct coop__arena_block *b) {
-  return b->host || coop_rt_arena_direct(rt, b->len);
+  return b->host || coop_rt_arena_direct(rt);
+}
+
+/* A block the copy engine fills and checks whole: one call for its
+ * footprint where guards and zeros would take three (about 10 us each). */
+static int one_copy(const struct coop_rt *rt, const struct coop__arena_block *b) {
+  return !by_host(rt, b) && b->len + 2 * GUARD <= COOP__ARENA_ONE_COPY;
 }
 
 /* n bytes from host memory src to the arena at p, at an edge of block b
@@ -90,7 +100,32 @@ static void guards_fill(struct coop_rt *rt, const struct coop__arena_block *b) {
   guard_fill(rt, b->off + b->len, b);
 }
 
+/* Block b's footprint [guard][len][guard] as one_copy moves it: in host
+ * memory, 8-byte words, the guards' canaries at both ends. NULL when out
+ * of memory (the caller then goes guard by guard). */
+static uint64_t *foot_image(const struct coop_rt *rt, const struct coop__arena_block *b) {
+  size_t words = (b->len + 2 * GUARD) / 8, g = GUARD / 8; /* len: a multiple of ALIGN */
+  uint64_t *f = calloc(words, 8);
+  for (size_t i = 0; f && i < g; i++) {
+    f[i] = canary(rt, b->off - GUARD + 8 * i);
+    f[words - g + i] = canary(rt, b->off + b->len + 8 * i);
+  }
+  return f;
+}
+
 static int guards_ok(const struct coop_rt *rt, const struct coop__arena_block *b) {
+  uint64_t *want = one_copy(rt, b) ? foot_image(rt, b) : NULL, *got = NULL;
+  if (want && (got = malloc(b->len + 2 * GUARD)) &&
+      !rt->ops->copy_arena((struct coop_rt *)rt, got, rt->arena + b->off - GUARD,
+                           b->len + 2 * GUARD, 0)) {
+    size_t g = GUARD, tail = GUARD + b->len;
+    int ok = !memcmp(got, want, g) && !memcmp((uint8_t *)got + tail, (uint8_t *)want + tail, g);
+    free(want);
+    free(got);
+    return ok;
+  }
+  free(want);
+  free(got);
   return guard_ok(rt, b->off - GUARD, b) && guard_ok(rt, b->off + b->len, b);
 }
 
@@ -109,7 +144,24 @@ static void arena_zero(struct coop_rt *rt, uint8_t *p, const struct coop__arena_
     return;
   }
   for (size_t at = 0; at < len; at += sizeof zeros)
-    coop_rt_arena_copy(rt, p + at, zeros, len - at < sizeof zeros ? len - at : sizeof zeros, 1);
+    rt->ops->copy_arena(rt, p + at, zeros, len - at < sizeof zeros ? len - at : sizeof zeros, 1);
+}
+
+/* A new block's memory: its guards filled, and zeroed (`zero`), or only
+ * past `bytes` (the caller writes the rest first). One copy of the whole
+ * footprint where one_copy (zeros where the caller writes anyway). */
+static void fresh(struct coop_rt *rt, const struct coop__arena_block *b, size_t bytes, int zero) {
+  uint8_t *p = rt->arena + b->off;
+  uint64_t *f = one_copy(rt, b) ? foot_image(rt, b) : NULL;
+  int done = f && !rt->ops->copy_arena(rt, p - GUARD, f, b->len + 2 * GUARD, 1);
+  free(f);
+  if (done) return;
+  static const uint8_t zeros[COOP__ARENA_HOST_PAGE];
+  if (zero)
+    arena_zero(rt, p, b);
+  else if (b->len > bytes) /* fewer than ALIGN, or what rounds it to pages */
+    edge_write(rt, p + bytes, zeros, b->len - bytes, b);
+  guards_fill(rt, b);
 }
 
 static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
@@ -167,12 +219,7 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host) {
     /* Zeroed before reuse: nothing of an earlier job survives (the caller
      * of coop_rt_alloc_filled writes every byte first). The tail past
      * `bytes` is zeroed either way. */
-    static const uint8_t zeros[COOP__ARENA_HOST_PAGE];
-    if (zero)
-      arena_zero(rt, res, &b);
-    else if (b.len > bytes) /* fewer than ALIGN, or what rounds it to pages */
-      edge_write(rt, (uint8_t *)res + bytes, zeros, b.len - bytes, &b);
-    guards_fill(rt, &b);
+    fresh(rt, &b, bytes, zero);
   }
   pthread_mutex_unlock(&rt->lock);
   return res;
@@ -263,11 +310,21 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg) {
   return is_buf ? rt->arena + arg : NULL;
 }
 
-/* a copy engine call costs about 10 us: below COOP__ARENA_COPY_MIN the
- * host's faults cost less (bench/RESULTS.md, "A frame client through
- * coopd, in coop-bench-side") */
-int coop_rt_arena_direct(const coop_rt *rt, size_t n) {
-  return !rt || !rt->ops || !rt->ops->copy_arena || n < COOP__ARENA_COPY_MIN;
+int coop_rt_arena_direct(const coop_rt *rt) { return !rt || !rt->ops || !rt->ops->copy_arena; }
+
+/* rt->lock held. Whether arena byte `off` lies in the footprint of a block
+ * placed in host memory (coop_rt_alloc_host). */
+static int in_host_block(const struct coop_rt *rt, size_t off) {
+  size_t lo = 0, hi = rt->nblocks; /* the first block that starts past off */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (rt->blocks[mid].off - GUARD <= off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const struct coop__arena_block *b = lo ? &rt->blocks[lo - 1] : NULL;
+  return b && b->host && off < b->off + b->len + GUARD;
 }
 
 void *coop_rt_host_buffer(coop_rt *rt, size_t n) {
@@ -290,7 +347,15 @@ void coop_rt_host_unregister(coop_rt *rt, void *p) {
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;
-  if (coop_rt_arena_direct(rt, n)) {
+  const uint8_t *a = to_arena ? dst : src;
+  if (a < rt->arena || (size_t)(a - rt->arena) >= rt->arena_bytes) return COOP_EINVAL;
+  int host = coop_rt_arena_direct(rt);
+  if (!host) {
+    pthread_mutex_lock(&rt->lock);
+    host = in_host_block(rt, (size_t)(a - rt->arena));
+    pthread_mutex_unlock(&rt->lock);
+  }
+  if (host) {
     memcpy(dst, src, n);
     return 0;
   }

@@ -217,12 +217,14 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
 /* n bytes from host memory src into a buffer's memory at dst (to_arena),
  * or from a buffer's memory src to host memory dst, while the megakernel
  * runs: by the device's copy engine where the arena is memory the host
- * would fault on page by page (CUDA managed memory) and n is 64 KiB or
- * more, else memcpy. 0 or a coop code. coop_rt_arena_direct: 1 when plain
- * host reads and writes of n bytes of the arena cost no more (no copy
- * engine needed). */
+ * would fault on page by page (CUDA managed memory), whatever n, unless
+ * the buffer was placed in host memory (coop_rt_alloc_host); else memcpy.
+ * 0, or COOP_EINVAL when the arena side is not in the arena, or a coop
+ * code. coop_rt_arena_direct: 1 when plain host reads and writes of the
+ * arena's device buffers cost no more (no copy engine: the arena is host
+ * memory, as PoCL's). */
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena);
-int coop_rt_arena_direct(const coop_rt *rt, size_t n);
+int coop_rt_arena_direct(const coop_rt *rt);
 /* A few bytes moved by the copy engine, as coop_rt_arena_copy moves a
  * buffer's, so that a copy that follows within a few hundred microseconds
  * does not pay the path's wake-up after an idle spell (a frame's input,

@@ -24,9 +24,10 @@ struct coop__kernel {
  * guards included, so that its placement is no other buffer's. */
 #define COOP__ARENA_GUARD 64u
 #define COOP__ARENA_HOST_PAGE (64u << 10)
-/* Arena accesses of at least this many bytes go by the copy engine where
- * the arena wants it (coop_rt_arena_direct); smaller ones by the host. */
-#define COOP__ARENA_COPY_MIN (64u << 10)
+/* Where the arena wants the copy engine (coop_rt_arena_direct), a block
+ * whose footprint, guards included, is at most this many bytes is filled
+ * and checked in one copy of the whole footprint (arena.c). */
+#define COOP__ARENA_ONE_COPY (64u << 10)
 struct coop__arena_block {
   size_t off, len, req;
   int host; /* placed in host memory (coop_rt_alloc_host) */

@@ -1195,7 +1195,9 @@ START_TEST(views_and_guard_zones) {
   uint8_t *g = coop_rt_alloc_filled(f.rt, 60);
   ck_assert_ptr_eq(g, s);
   ck_assert_uint_eq(coop_rt_buf_len(f.rt, g), 60);
-  for (int i = 0; i < 60; i++) ck_assert_uint_eq(g[i], 0xcd);
+  /* (where the copy engine fills a small buffer's footprint in one copy,
+   * its data is zeroed with it) */
+  for (int i = 0; coop_rt_arena_direct(f.rt) && i < 60; i++) ck_assert_uint_eq(g[i], 0xcd);
   for (int i = 60; i < 64; i++) ck_assert_uint_eq(g[i], 0);
   ck_assert_int_eq(coop_rt_buf_check(f.rt, g), 0);
   ck_assert_int_eq(coop_rt_free(f.rt, g), 0);
@@ -1311,6 +1313,68 @@ START_TEST(shares_carry_bytes_between_runtimes) {
   ck_assert_int_ne(coop_rt_share_open(a, &h, &sa), 0);
   ck_assert_int_eq(coop_rt_close(a), 0);
   ck_assert_int_eq(coop_rt_close(b), 0); /* with its shares */
+}
+END_TEST
+
+/* A copy engine that counts its calls, delegating to the backend's (or
+ * to memcpy where the backend has none: PoCL's arena is host memory). */
+static const struct coop__backend_ops *real_ops;
+static int copies;
+static int counted_copy(struct coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
+  copies++;
+  if (real_ops->copy_arena) return real_ops->copy_arena(rt, dst, src, n, to_arena);
+  memcpy(dst, src, n);
+  return 0;
+}
+
+/* Where the arena has a copy engine, the host never touches a device
+ * buffer, whatever its size (arena.c, by_host: the pages of a small one
+ * went back and forth at every task and were pinned in host memory by the
+ * driver's thrashing heuristic): a small buffer's footprint moves in one
+ * copy when it is filled and when it is checked, its bytes by the copy
+ * engine, a breach of its guard still found; a large one's zeros and
+ * guards as before; a buffer placed in host memory by the host. */
+START_TEST(device_buffers_move_by_the_copy_engine) {
+  coop_rt *rt = prepared();
+  struct coop__backend_ops counted = *rt->ops;
+  real_ops = rt->ops;
+  counted.copy_arena = counted_copy;
+  rt->ops = &counted;
+  ck_assert_int_eq(coop_rt_arena_direct(rt), 0);
+  copies = 0;
+  uint8_t *s = coop_rt_alloc(rt, 8);
+  ck_assert_ptr_nonnull(s);
+  ck_assert_int_eq(copies, 1); /* guards and zeros together */
+  uint8_t want[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[8] = {0}, z[64] = {0};
+  ck_assert_int_eq(coop_rt_arena_copy(rt, got, s, 8, 0), 0);
+  ck_assert_mem_eq(got, z, 8);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, s, want, 8, 1), 0);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, got, s, 8, 0), 0);
+  ck_assert_mem_eq(got, want, 8);
+  ck_assert_int_eq(copies, 4);
+  ck_assert_int_eq(coop_rt_buf_check(rt, s), 0);
+  ck_assert_int_eq(copies, 5);                                         /* both guards in one read */
+  ck_assert_int_eq(coop_rt_arena_copy(rt, s + 64 + 8, want, 1, 1), 0); /* into the guard after */
+  ck_assert_int_eq(coop_rt_free(rt, s), COOP_EFAULT);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, got, want, 8, 1), COOP_EINVAL); /* not the arena */
+
+  enum { BIG = 128 << 10 };
+  copies = 0;
+  uint8_t *l = coop_rt_alloc(rt, BIG);
+  ck_assert_ptr_nonnull(l);
+  ck_assert_int_eq(copies, 3); /* zeros, then each guard */
+  ck_assert_int_eq(coop_rt_free(rt, l), 0);
+
+  copies = 0;
+  uint8_t *h = coop_rt_alloc_host(rt, 8);
+  ck_assert_ptr_nonnull(h);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, h, want, 8, 1), 0);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, got, h + 4, 4, 0), 0); /* inside it */
+  ck_assert_mem_eq(got, want + 4, 4);
+  ck_assert_int_eq(coop_rt_free(rt, h), 0);
+  ck_assert_int_eq(copies, 0);
+  rt->ops = real_ops;
+  ck_assert_int_eq(coop_rt_close(rt), 0);
 }
 END_TEST
 
@@ -1465,6 +1529,7 @@ static Suite *suite(void) {
   tcase_add_test(t, host_buffers_take_whole_pages);
   tcase_add_test(t, shares_carry_bytes_between_runtimes);
   tcase_add_test(t, arena_warms_before_launch_only);
+  tcase_add_test(t, device_buffers_move_by_the_copy_engine);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);

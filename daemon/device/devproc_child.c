@@ -83,10 +83,10 @@ static void another_build(struct dp_rep *r) {
  * the runtime has closed. */
 static struct xmap xm;
 /* Pinned where the arena is the copy engine's; where the host's own
- * copies fill it (PoCL: coop_rt_arena_direct at any size) the mapping
- * serves as it is, with nothing to pin. */
+ * copies fill it (PoCL: coop_rt_arena_direct) the mapping serves as it
+ * is, with nothing to pin. */
 static int xm_pin(void *rt, void *p, size_t n) {
-  return coop_rt_arena_direct(rt, SIZE_MAX) ? 0 : coop_rt_host_register(rt, p, n);
+  return coop_rt_arena_direct(rt) ? 0 : coop_rt_host_register(rt, p, n);
 }
 static void xm_unpin(void *rt, void *p) { coop_rt_host_unregister(rt, p); }
 
@@ -159,12 +159,10 @@ static uint8_t *bounce(coop_rt *rt) {
   return b;
 }
 
-/* Whether a copy of n bytes goes through the file's mapping where it can:
- * where the copy engine moves them (not a few bytes: coop_rt_arena_direct),
- * or where the host moves every size (PoCL: a read spared). */
-static int via_map(coop_rt *rt, uint64_t n) {
-  return xm.arg && (!coop_rt_arena_direct(rt, n) || coop_rt_arena_direct(rt, SIZE_MAX));
-}
+/* Whether a copy goes through the file's mapping: wherever this process
+ * holds one (the copy engine reads the pinned pages; on PoCL a read
+ * spared). */
+static int via_map(void) { return xm.arg != 0; }
 
 /* n bytes between a file's mapping at m and arena memory at p: into the
  * arena where `in`, else out of it. 0, or -1. */
@@ -175,17 +173,16 @@ static int map_copy(coop_rt *rt, uint8_t *m, uint8_t *p, uint64_t n, int in) {
 /* n bytes between descriptor fd at off and arena memory at p, into the
  * arena where `in`, else out of it. Through the file's mapping where this
  * process holds one (xmap.h, via_map: *mapped, where given, says so);
- * else where host accesses do as well (coop_rt_arena_direct: host memory,
- * or too few bytes), straight; else (CUDA managed memory, which the host
+ * else where host accesses do as well (coop_rt_arena_direct: host
+ * memory), straight; else (CUDA managed memory, which the host
  * would fault on page by page) through the bounce buffer and the device's
  * copy engine (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
 static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner,
                    int in, uint32_t *mapped) {
-  uint8_t *m = via_map(rt, n) ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
+  uint8_t *m = via_map() ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
   if (mapped) *mapped = m != NULL;
   if (m) return map_copy(rt, m + off, p, n, in);
-  if (coop_rt_arena_direct(rt, n))
-    return in ? fdio_pread(fd, p, n, off) : fdio_pwrite(fd, p, n, off);
+  if (coop_rt_arena_direct(rt)) return in ? fdio_pread(fd, p, n, off) : fdio_pwrite(fd, p, n, off);
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
     size_t k = n - at < DP_BOUNCE ? (size_t)(n - at) : DP_BOUNCE;
