@@ -6,15 +6,25 @@
  * with --ahead 0; the *-ahead0 setups run the latter beside the former in
  * one run). One row per K of --k.
  */
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "side_setup.h"
 
+/* The check buffer is a device buffer: reset and read by the copy engine,
+ * as the plain setups' is by cuMemsetD32Async and cuMemcpyDtoHAsync, not
+ * by host accesses that move its pages (docs/kernels.md, "Host side"). */
 static int c_reset(void *p) {
   struct coopgfx *c = p;
-  memset(c->chk, 0xff, (size_t)c->mm->n * c->mm->n * sizeof(float));
-  return 0;
+  size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
+  uint8_t *h = malloc(bytes);
+  if (!h) return 1;
+  memset(h, 0xff, bytes);
+  int r = coop_rt_arena_copy(c->rt, c->chk, h, bytes, 1);
+  free(h);
+  return r != 0;
 }
 
 static int c_launch(void *p, int chk, int64_t next_ns) {
@@ -85,8 +95,16 @@ static int c_check(void *p, char *why, size_t len) {
   struct coopgfx *c = p;
   /* --frame-io: what the last frame moved out (every frame's a is a0, so
    * every frame's output is the reference), else the check task's */
-  const float *got = c->io_out ? (const float *)c->io_out : c->chk;
-  return side_mm_compare(got, c->mm->ref, c->mm->n, why, len);
+  if (c->io_out) return side_mm_compare(c->io_out, c->mm->ref, c->mm->n, why, len);
+  size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
+  float *got = malloc(bytes);
+  int r = got ? coop_rt_arena_copy(c->rt, got, c->chk, bytes, 0) : COOP_ENOMEM;
+  if (r)
+    snprintf(why, len, "reading the check buffer: %s", coop_strerror(r));
+  else
+    r = side_mm_compare(got, c->mm->ref, c->mm->n, why, len);
+  free(got);
+  return r != 0;
 }
 
 struct task_ops coop_ops(struct coopgfx *c) {
