@@ -5,7 +5,7 @@
  *
  * Releases: task i is due at r_i; the next at r_i + P, or when task i
  * finishes if that is later (one frame at a time, as coop-bench-paper). The
- * thread sleeps until 300 us before a release and spins the rest, so that
+ * thread sleeps until SPIN_NS before a release and spins the rest, so that
  * the launch follows the release within microseconds in every setup; it
  * spins while a task runs too (cuStreamQuery, or the coop task's state),
  * so the host sees the end within microseconds whatever the setup.
@@ -34,15 +34,21 @@ static void push_sample(struct gfx *g, const struct sample *s) {
   g->s[g->n++] = *s;
 }
 
-/* Until t, or g->stop (then 1): naps of at most 2 ms up to 300 us before
+/* How long before a release the thread stops napping: with 300 us, 1 to
+ * 3 frames in 100 of every setup, coop or plain, launched 50-470 us late
+ * (a nap that overran on the lent VMs), and one such frame was a 1 s
+ * window's p99 (bench/RESULTS.md, "Small buffers by the copy engine"). */
+#define SPIN_NS 1000000
+
+/* Until t, or g->stop (then 1): naps of at most 2 ms up to SPIN_NS before
  * t, then spins. */
 static int wait_until(struct gfx *g, int64_t t) {
   for (;;) {
     if (atomic_load(&g->stop)) return 1;
     int64_t now = now_ns(), left = t - now;
     if (left <= 0) return 0;
-    if (left <= 300000) continue;
-    int64_t nap = left - 300000 < 2000000 ? left - 300000 : 2000000;
+    if (left <= SPIN_NS) continue;
+    int64_t nap = left - SPIN_NS < 2000000 ? left - SPIN_NS : 2000000;
     struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
     nanosleep(&ts, NULL);
   }
