@@ -348,7 +348,9 @@ int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;
   const uint8_t *a = to_arena ? dst : src;
-  if (a < rt->arena || (size_t)(a - rt->arena) >= rt->arena_bytes) return COOP_EINVAL;
+  if (a < rt->arena || (size_t)(a - rt->arena) >= rt->arena_bytes ||
+      n > rt->arena_bytes - (size_t)(a - rt->arena))
+    return COOP_EINVAL;
   int host = coop_rt_arena_direct(rt);
   if (!host) {
     pthread_mutex_lock(&rt->lock);

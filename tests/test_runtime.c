@@ -1357,6 +1357,7 @@ START_TEST(device_buffers_move_by_the_copy_engine) {
   ck_assert_int_eq(coop_rt_arena_copy(rt, s + 64 + 8, want, 1, 1), 0); /* into the guard after */
   ck_assert_int_eq(coop_rt_free(rt, s), COOP_EFAULT);
   ck_assert_int_eq(coop_rt_arena_copy(rt, got, want, 8, 1), COOP_EINVAL); /* not the arena */
+  ck_assert_int_eq(coop_rt_arena_copy(rt, s, want, (1u << 20) + 8, 1), COOP_EINVAL); /* past it */
 
   enum { BIG = 128 << 10 };
   copies = 0;
