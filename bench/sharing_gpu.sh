@@ -9,10 +9,11 @@
 # Beside bfs at 0.3 and 2 ms also coopd: a frame client of a coopd the
 # bench starts (build-cuda/bin/coopd), its input written and its output
 # read through device buffers every frame, beside bfs as a coopd job.
-# Eight runs of coop-bench-side with 1 s windows, K = N/2, about 9 minutes
+# Eight runs of coop-bench-side with 1 s windows (WINDOW=S for S seconds:
+# p99 of 1 s is about the slowest of 45 frames), K = N/2, about 9 minutes
 # on an H100.
 #
-#   bench/sharing_gpu.sh [DIR]
+#   [WINDOW=S] [LONGS=bfs] bench/sharing_gpu.sh [DIR]
 #
 # Run from the repository root on the GPU machine with build-cuda built here
 # (cmake -DCOOP_CUDA=ON) and its shared libraries in .devlibs/, as
@@ -33,15 +34,17 @@ command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control on PATH: 
 b=build-cuda/bin
 setups=alone,long,coop-alone,coop-alone-ahead0,process,stream,prio,coop,coop-ahead0,green,mps
 t0=$(date +%s)
-for long in "bfs 1 12" "game 0 ${GAME_SCALE:-2}"; do
+longs=("bfs 1 12" "game 0 ${GAME_SCALE:-2}")
+[ "${LONGS:-all}" = bfs ] && longs=("bfs 1 12") # LONGS=bfs: the bfs half alone
+for long in "${longs[@]}"; do
   read -r app input scale <<<"$long"
   for e in 0.1 0.3 2 8; do
     name=side-$app-$e
-    s=$setups limit=110
+    w=${WINDOW:-1} s=$setups limit=$((110 * ${WINDOW:-1}))
     # the frame client through coopd: its own daemon, three more windows
-    if [ "$app" = bfs ] && { [ "$e" = 0.3 ] || [ "$e" = 2 ]; }; then s=$setups,coopd limit=170; fi
+    if [ "$app" = bfs ] && { [ "$e" = 0.3 ] || [ "$e" = 2 ]; }; then s=$setups,coopd limit=$((170 * w)); fi
     timeout $limit $b/coop-bench-side --app "$app" --input "$input" --scale "$scale" --exec-ms "$e" \
-      --setups "$s" --k N/2 --window 1 --min-runs 2 --timeout 30 \
+      --setups "$s" --k N/2 --window "${WINDOW:-1}" --min-runs 2 --timeout 30 \
       --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
     echo "== $name rc=$? at $(($(date +%s) - t0)) s"
     grep -E "matmul n |long kernel alone: |skipped|green contexts|mps:|coopd \(g\)|WRONG|FAILED" \
