@@ -307,6 +307,8 @@ struct coop_matmul {
   uint32_t n, reps;
   float *a, *b, *c; /* arena */
   float *ref;       /* CPU result */
+  float *host;      /* n x n in host memory: a, b and c move through it by
+                     * coop_rt_arena_copy, never by host accesses to the arena */
 };
 int coop_matmul_register(coop_rt *rt); /* before launch */
 int coop_matmul_open(struct coop_matmul *mm, coop_rt *rt, uint32_t n, uint32_t reps);

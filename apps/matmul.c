@@ -21,6 +21,7 @@ void coop_matmul_close(struct coop_matmul *mm) {
   coop_rt_free(mm->rt, mm->b);
   coop_rt_free(mm->rt, mm->c);
   free(mm->ref);
+  free(mm->host);
   memset(mm, 0, sizeof *mm);
 }
 
@@ -37,26 +38,37 @@ int coop_matmul_open(struct coop_matmul *mm, coop_rt *rt, uint32_t n, uint32_t r
   mm->b = coop_rt_alloc(rt, bytes);
   mm->c = coop_rt_alloc(rt, bytes);
   mm->ref = malloc(bytes);
-  if (!mm->a || !mm->b || !mm->c || !mm->ref) {
+  mm->host = malloc(bytes);
+  float *hb = malloc(bytes);
+  if (!mm->a || !mm->b || !mm->c || !mm->ref || !mm->host || !hb) {
+    free(hb);
     coop_matmul_close(mm);
     return COOP_ENOMEM;
   }
   /* entries in -3..3: |sum| <= 9n < 2^24 keeps every float exact */
+  float *ha = mm->host;
   for (size_t i = 0; i < (size_t)n * n; i++) {
-    mm->a[i] = (float)((int)((i * 7 + 3) % 7) - 3);
-    mm->b[i] = (float)((int)((i * 5 + 1) % 7) - 3);
+    ha[i] = (float)((int)((i * 7 + 3) % 7) - 3);
+    hb[i] = (float)((int)((i * 5 + 1) % 7) - 3);
   }
   for (uint32_t r = 0; r < n; r++)
     for (uint32_t j = 0; j < n; j++) {
       float acc = 0.0f;
-      for (uint32_t k = 0; k < n; k++) acc += mm->a[(size_t)r * n + k] * mm->b[(size_t)k * n + j];
+      for (uint32_t k = 0; k < n; k++) acc += ha[(size_t)r * n + k] * hb[(size_t)k * n + j];
       mm->ref[(size_t)r * n + j] = acc;
     }
-  return 0;
+  int e = coop_rt_arena_copy(rt, mm->a, ha, bytes, 1);
+  if (!e) e = coop_rt_arena_copy(rt, mm->b, hb, bytes, 1);
+  free(hb);
+  if (e) coop_matmul_close(mm);
+  return e;
 }
 
 int coop_matmul_submit(struct coop_matmul *mm, unsigned groups, coop_task_id *id) {
-  memset(mm->c, 0xff, (size_t)mm->n * mm->n * sizeof(float)); /* NaNs: stale output shows */
+  size_t bytes = (size_t)mm->n * mm->n * sizeof(float);
+  memset(mm->host, 0xff, bytes); /* NaNs: stale output shows */
+  int e = coop_rt_arena_copy(mm->rt, mm->c, mm->host, bytes, 1);
+  if (e) return e;
   struct coop_rt_task_desc d = {.kernel = mm->kernel, .groups = groups, .nargs = 5};
   d.args[0] = coop_rt_buf_arg(mm->rt, mm->a);
   d.args[1] = coop_rt_buf_arg(mm->rt, mm->b);
@@ -67,9 +79,12 @@ int coop_matmul_submit(struct coop_matmul *mm, unsigned groups, coop_task_id *id
 }
 
 int coop_matmul_check(const struct coop_matmul *mm, char *why, size_t len) {
+  const float *c = mm->host;
+  int e = coop_rt_arena_copy(mm->rt, mm->host, mm->c, (size_t)mm->n * mm->n * sizeof(float), 0);
+  if (e) return coop_app_mismatch(why, len, "matmul: reading c: %s", coop_strerror(e));
   for (size_t i = 0; i < (size_t)mm->n * mm->n; i++)
-    if (memcmp(&mm->c[i], &mm->ref[i], sizeof(float)) != 0) {
-      return coop_app_mismatch(why, len, "matmul c[%zu] = %g, expected %g", i, (double)mm->c[i],
+    if (memcmp(&c[i], &mm->ref[i], sizeof(float)) != 0) {
+      return coop_app_mismatch(why, len, "matmul c[%zu] = %g, expected %g", i, (double)c[i],
                                (double)mm->ref[i]);
     }
   return 0;

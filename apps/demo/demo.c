@@ -111,9 +111,23 @@ int main(int argc, char **argv) {
   uint32_t *data = coop_rt_alloc(rt, n * sizeof *data);
   size_t msz = (size_t)size * size * sizeof(float);
   float *a = coop_rt_alloc(rt, msz), *b = coop_rt_alloc(rt, msz), *c = coop_rt_alloc(rt, msz);
+  /* the host's copies: filled there and moved by coop_rt_arena_copy, which
+   * leaves the buffers' pages where the GPU uses them (docs/kernels.md,
+   * "Host side": a host access to CUDA managed memory moves the page) */
+  float *ha = malloc(msz), *hb = malloc(msz), *hc = malloc(msz);
+  if (!data || !a || !b || !c || !ha || !hb || !hc) {
+    fprintf(stderr, "coop-demo: out of memory\n");
+    coop_rt_close(rt);
+    return 1;
+  }
   for (int i = 0; i < size * size; i++) {
-    a[i] = (float)(i % 7);
-    b[i] = (float)(i % 5);
+    ha[i] = (float)(i % 7);
+    hb[i] = (float)(i % 5);
+  }
+  if (coop_rt_arena_copy(rt, a, ha, msz, 1) || coop_rt_arena_copy(rt, b, hb, msz, 1)) {
+    fprintf(stderr, "coop-demo: copying the render's inputs failed\n");
+    coop_rt_close(rt);
+    return 1;
   }
   struct coop_rt_task_desc cd = {
       .kernel = ksweep, .groups = workers, .cooperative = 1, .query_barrier = 1, .nargs = 3};
@@ -149,12 +163,16 @@ int main(int argc, char **argv) {
       ok = 0;
       break;
     }
+    if (coop_rt_arena_copy(rt, hc, c, msz, 0)) {
+      fprintf(stderr, "coop-demo: reading render %d's output failed\n", i);
+      ok = 0;
+    }
     for (int x = 0; x < size && ok; x += 7) {
       float ref = 0;
-      for (int k = 0; k < size; k++) ref += a[x * size + k] * b[k * size + x];
-      if (c[x * size + x] != ref) {
+      for (int k = 0; k < size; k++) ref += ha[x * size + k] * hb[k * size + x];
+      if (hc[x * size + x] != ref) {
         fprintf(stderr, "coop-demo: render %d: c[%d][%d] = %g, CPU says %g\n", i, x, x,
-                c[x * size + x], ref);
+                hc[x * size + x], ref);
         ok = 0;
       }
     }
@@ -194,6 +212,9 @@ int main(int argc, char **argv) {
       "%u forks, %u resizing barriers\n",
       v0, ci.m_initial, ci.m_min, ci.m_max, ci.kills, ci.forks, ci.resizes);
   printf("results checked against the CPU: %s\n", ok ? "OK" : "MISMATCH");
+  free(ha);
+  free(hb);
+  free(hc);
   r = coop_rt_close(rt);
   return ok && !r ? 0 : 1;
 }
