@@ -32,6 +32,7 @@ export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
 nvidia-smi -L
 command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control on PATH: mps will be skipped"
 b=build-cuda/bin
+window=${WINDOW:-1}
 setups=alone,long,coop-alone,coop-alone-ahead0,process,stream,prio,coop,coop-ahead0,green,mps
 t0=$(date +%s)
 longs=("bfs 1 12" "game 0 ${GAME_SCALE:-2}")
@@ -40,11 +41,11 @@ for long in "${longs[@]}"; do
   read -r app input scale <<<"$long"
   for e in 0.1 0.3 2 8; do
     name=side-$app-$e
-    w=${WINDOW:-1} s=$setups limit=$((110 * ${WINDOW:-1}))
+    s=$setups limit=$((110 * window))
     # the frame client through coopd: its own daemon, three more windows
-    if [ "$app" = bfs ] && { [ "$e" = 0.3 ] || [ "$e" = 2 ]; }; then s=$setups,coopd limit=$((170 * w)); fi
+    if [ "$app" = bfs ] && { [ "$e" = 0.3 ] || [ "$e" = 2 ]; }; then s=$setups,coopd limit=$((170 * window)); fi
     timeout $limit $b/coop-bench-side --app "$app" --input "$input" --scale "$scale" --exec-ms "$e" \
-      --setups "$s" --k N/2 --window "${WINDOW:-1}" --min-runs 2 --timeout 30 \
+      --setups "$s" --k N/2 --window "$window" --min-runs 2 --timeout 30 \
       --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
     echo "== $name rc=$? at $(($(date +%s) - t0)) s"
     grep -E "matmul n |long kernel alone: |skipped|green contexts|mps:|coopd \(g\)|WRONG|FAILED" \

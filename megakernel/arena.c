@@ -77,9 +77,21 @@ static void edge_write(struct coop_rt *rt, uint8_t *p, const void *src, size_t n
     rt->ops->copy_arena(rt, p, src, n, 1);
 }
 
+/* The canaries of the guard at arena offset `at`, into g[GUARD / 8]. */
+static void canaries(const struct coop_rt *rt, size_t at, uint64_t *g) {
+  for (size_t i = 0; i < GUARD / 8; i++) g[i] = canary(rt, at + 8 * i);
+}
+
+/* Whether g[GUARD / 8], read from the guard at arena offset `at`, is whole. */
+static int canaries_ok(const struct coop_rt *rt, size_t at, const uint64_t *g) {
+  for (size_t i = 0; i < GUARD / 8; i++)
+    if (g[i] != canary(rt, at + 8 * i)) return 0;
+  return 1;
+}
+
 static void guard_fill(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
   uint64_t g[GUARD / 8];
-  for (size_t i = 0; i < GUARD / 8; i++) g[i] = canary(rt, at + 8 * i);
+  canaries(rt, at, g);
   edge_write(rt, rt->arena + at, g, GUARD, b);
 }
 
@@ -89,9 +101,7 @@ static int guard_ok(const struct coop_rt *rt, size_t at, const struct coop__aren
     memcpy(g, rt->arena + at, GUARD);
   else if (rt->ops->copy_arena((struct coop_rt *)rt, g, rt->arena + at, GUARD, 0))
     return 0;
-  for (size_t i = 0; i < GUARD / 8; i++)
-    if (g[i] != canary(rt, at + 8 * i)) return 0;
-  return 1;
+  return canaries_ok(rt, at, g);
 }
 
 /* Both of block b's guards: filled, or checked (1 when both are whole). */
@@ -100,33 +110,27 @@ static void guards_fill(struct coop_rt *rt, const struct coop__arena_block *b) {
   guard_fill(rt, b->off + b->len, b);
 }
 
-/* Block b's footprint [guard][len][guard] as one_copy moves it: in host
- * memory, 8-byte words, the guards' canaries at both ends. NULL when out
+/* Block b's footprint [guard][len][guard] as one_copy writes it: in host
+ * memory, 8-byte words, zeros between the guards' canaries. NULL when out
  * of memory (the caller then goes guard by guard). */
 static uint64_t *foot_image(const struct coop_rt *rt, const struct coop__arena_block *b) {
-  size_t words = (b->len + 2 * GUARD) / 8, g = GUARD / 8; /* len: a multiple of ALIGN */
+  size_t words = (b->len + 2 * GUARD) / 8; /* len: a multiple of ALIGN */
   uint64_t *f = calloc(words, 8);
-  for (size_t i = 0; f && i < g; i++) {
-    f[i] = canary(rt, b->off - GUARD + 8 * i);
-    f[words - g + i] = canary(rt, b->off + b->len + 8 * i);
+  if (f) {
+    canaries(rt, b->off - GUARD, f);
+    canaries(rt, b->off + b->len, f + words - GUARD / 8);
   }
   return f;
 }
 
 static int guards_ok(const struct coop_rt *rt, const struct coop__arena_block *b) {
-  uint64_t *want = one_copy(rt, b) ? foot_image(rt, b) : NULL, *got = NULL;
-  if (want && (got = malloc(b->len + 2 * GUARD)) &&
-      !rt->ops->copy_arena((struct coop_rt *)rt, got, rt->arena + b->off - GUARD,
-                           b->len + 2 * GUARD, 0)) {
-    size_t g = GUARD, tail = GUARD + b->len;
-    int ok = !memcmp(got, want, g) && !memcmp((uint8_t *)got + tail, (uint8_t *)want + tail, g);
-    free(want);
-    free(got);
-    return ok;
-  }
-  free(want);
-  free(got);
-  return guard_ok(rt, b->off - GUARD, b) && guard_ok(rt, b->off + b->len, b);
+  size_t foot = b->len + 2 * GUARD, lo = b->off - GUARD, hi = b->off + b->len;
+  uint64_t *f = one_copy(rt, b) ? malloc(foot) : NULL; /* the footprint read in one copy */
+  int read = f && !rt->ops->copy_arena((struct coop_rt *)rt, f, rt->arena + lo, foot, 0);
+  int ok = read && canaries_ok(rt, lo, f) && canaries_ok(rt, hi, f + (foot - GUARD) / 8);
+  free(f);
+  if (read) return ok;
+  return guard_ok(rt, lo, b) && guard_ok(rt, hi, b);
 }
 
 /* len bytes of the arena at p zeroed: large buffers by the copy engine

@@ -1345,7 +1345,7 @@ START_TEST(device_buffers_move_by_the_copy_engine) {
   uint8_t *s = coop_rt_alloc(rt, 8);
   ck_assert_ptr_nonnull(s);
   ck_assert_int_eq(copies, 1); /* guards and zeros together */
-  uint8_t want[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[8] = {0}, z[64] = {0};
+  uint8_t want[8] = {1, 2, 3, 4, 5, 6, 7, 8}, got[8] = {0}, z[8] = {0};
   ck_assert_int_eq(coop_rt_arena_copy(rt, got, s, 8, 0), 0);
   ck_assert_mem_eq(got, z, 8);
   ck_assert_int_eq(coop_rt_arena_copy(rt, s, want, 8, 1), 0);
