@@ -4,17 +4,25 @@
  * own), and the room the launch leaves for the driver's own kernels. */
 #include "occupancy.h"
 
-/* Room on one SM for a small kernel beside the megakernel. The driver runs
- * kernels of its own for some operations on the megakernel's context:
- * with every SM's register file taken by the megakernel (4 blocks of 256
- * threads at 64 registers on an H200) an arena copy into managed memory
- * (cuMemcpyHtoD, as the staging of a buffer and its zeroing do) never
- * returned and the device process was killed as hung; with 3 blocks of 80
- * registers (4096 registers left) it returned. So where lim blocks would
- * fill an SM's registers, threads, block slots or shared memory, the
- * launch is one block short of lim x SMs, and that SM keeps a whole
- * block's room. The smallest room seen to suffice, 4096 registers, is the
- * threshold; 128 threads and one block slot go with it. */
+#include <string.h>
+
+/* Room on every SM for a small kernel beside the megakernel. The driver
+ * runs kernels of its own for some operations on the megakernel's context:
+ * a copy into managed memory (cuMemcpyHtoD into the arena, as the staging
+ * of a buffer, its zeroing and its guards do) never returns while the
+ * megakernel's blocks take a whole SM's registers, threads, block slots or
+ * shared memory. Seen on an H200 (docs/kernels.md, "The megakernel's
+ * width"): 4 blocks of 256 threads at 64 registers hung the device
+ * process's staging; 8 blocks of 64 threads at 127 registers (128 a
+ * thread in a warp's allocation) hung the first arena copy, launched one
+ * block short (one SM with room) as launched 7 x 132 + 1 (one SM full),
+ * and returned with 6 x 132 + 1 blocks or under a cap of 120 registers (8
+ * blocks an SM, 4096 registers left on each). So where lim blocks fill an
+ * SM, a build bound by registers is made again under the cap that leaves
+ * the room at the same lim (coop__room_cap), and any other full launch
+ * takes one block fewer on every SM. The smallest room seen to suffice,
+ * 4096 registers, is the threshold; 128 threads and one block slot go with
+ * it. */
 #define ROOM_REGS 4096u
 #define ROOM_THREADS 128u
 
@@ -43,6 +51,23 @@ void coop__occupancy(const struct coop__sm *sm, unsigned local_size, int regs, i
 }
 
 unsigned coop__launch_groups(const struct coop__occ *o, unsigned per_sm, unsigned sms) {
-  unsigned g = per_sm * sms;
-  return per_sm == o->lim && o->full && g > 2 ? g - 1 : g;
+  if (per_sm != o->lim || !o->full) return per_sm * sms;
+  /* one block, filling the SM: nothing smaller; one SM keeps the room */
+  return per_sm > 1 ? (per_sm - 1) * sms : sms > 2 ? sms - 1 : sms;
+}
+
+unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem) {
+  struct coop__occ o, c;
+  coop__occupancy(sm, local_size, regs, smem, &o);
+  if (!o.full || strcmp(o.bound, "registers") || !o.lim || !local_size) return 0;
+  unsigned warps = (local_size + 31u) / 32u;
+  if (sm->regfile < ROOM_REGS) return 0;
+  /* a warp's registers in units of 256, a thread's cap in units of 8 */
+  unsigned per_warp = (sm->regfile - ROOM_REGS) / (o.lim * warps) / 256u * 256u;
+  unsigned cap = per_warp / 32u / 8u * 8u;
+  /* at most a quarter fewer registers: below that, spills would cost more
+   * than the block each SM gives up instead */
+  if (cap < 16u || cap * 4u < (unsigned)regs * 3u || cap >= (unsigned)regs) return 0;
+  coop__occupancy(sm, local_size, (int)cap, smem, &c);
+  return c.lim == o.lim && !c.full ? cap : 0;
 }

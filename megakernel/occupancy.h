@@ -25,7 +25,14 @@ struct coop__occ {
 void coop__occupancy(const struct coop__sm *sm, unsigned local_size, int regs, int smem,
                      struct coop__occ *o);
 /* The workgroups to launch for per_sm blocks an SM on sms SMs: all of
- * them, or one fewer where per_sm is the bound and fills every SM. */
+ * them, or one block fewer on every SM where per_sm is the bound and fills
+ * the SM (one SM short where a block alone fills it). */
 unsigned coop__launch_groups(const struct coop__occ *o, unsigned per_sm, unsigned sms);
+/* The register cap under which a build of regs registers a thread, bound
+ * by registers and filling the SM at its lim blocks, keeps lim blocks and
+ * leaves the room occupancy.c names on every SM; 0 where there is none
+ * (not full, another bound, or more than a quarter of the registers to
+ * give up). */
+unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem);
 
 #endif

@@ -2,9 +2,11 @@
  * test_occupancy.c: the CUDA launch's arithmetic (megakernel/occupancy.h)
  * on an H200's SM (65536 registers, 2048 threads, 32 blocks, 228 KiB of
  * shared memory, 1 KiB a block for the system; 132 SMs): the blocks each
- * resource allows, the bound named, and the launch one block short where
- * the megakernel would fill every SM (an arena copy into managed memory
- * never returned then: docs/kernels.md, "The megakernel's width"). And
+ * resource allows, the bound named, the launch one block short on every
+ * SM where the megakernel would fill the SMs, and the register cap that
+ * keeps the blocks and leaves the room instead (an arena copy into managed
+ * memory never returned without room: docs/kernels.md, "The megakernel's
+ * width"). And
  * the figures read from a cubin (megakernel/cubin.h) when ptxas's log has
  * none, on a small ELF built here with a cubin's sections.
  */
@@ -27,17 +29,42 @@ static unsigned launch(int regs, int smem, unsigned local_size, struct coop__occ
   return coop__launch_groups(o, o->lim, SMS);
 }
 
-/* Every SM's registers taken: one block fewer than 4 x 132. */
-START_TEST(full_register_file_leaves_one_block) {
+/* Every SM's registers taken: one block fewer on every SM, not one in
+ * all (7 x 132 + 1 blocks of 64 threads at 128 registers, one SM full,
+ * hung an arena copy on an H200). */
+START_TEST(full_register_file_leaves_room_on_every_sm) {
   struct coop__occ o;
-  ck_assert_uint_eq(launch(64, 4144, 256, &o), 527);
+  ck_assert_uint_eq(launch(64, 4144, 256, &o), 3 * SMS);
   ck_assert_uint_eq(o.lim, 4);
   ck_assert_str_eq(o.bound, "registers");
   ck_assert_int_eq(o.full, 1);
   /* 60 registers round up to 64 in a warp's allocation (units of 256): full too */
-  ck_assert_uint_eq(launch(60, 4144, 256, &o), 527);
+  ck_assert_uint_eq(launch(60, 4144, 256, &o), 3 * SMS);
   /* 56 do not (7 x 256 a warp): 8192 registers left, room */
   ck_assert_uint_eq(launch(56, 4144, 256, &o), 528);
+  /* 8 blocks of 64 threads at 127 (128) registers */
+  ck_assert_uint_eq(launch(127, 4688, 64, &o), 7 * SMS);
+  ck_assert_int_eq(o.full, 1);
+}
+END_TEST
+
+/* The cap that keeps lim blocks with room: 120 registers for 8 blocks of
+ * 64 threads (4096 left on each SM, what returned on an H200), 56 for 4
+ * of 256; none where the SM is not full, where registers are not the
+ * bound, or where it would take more than a quarter of them. */
+START_TEST(room_cap_keeps_the_blocks) {
+  struct coop__occ o;
+  ck_assert_uint_eq(coop__room_cap(&h200, 64, 127, 4688), 120);
+  ck_assert_uint_eq(launch(120, 4688, 64, &o), 8 * SMS);
+  ck_assert_int_eq(o.full, 0);
+  ck_assert_uint_eq(coop__room_cap(&h200, 256, 64, 4144), 56);
+  ck_assert_uint_eq(launch(56, 4144, 256, &o), 4 * SMS);
+  ck_assert_uint_eq(coop__room_cap(&h200, 256, 128, 0), 120);
+  ck_assert_uint_eq(coop__room_cap(&h200, 256, 80, 4144), 0); /* 4096 left: room */
+  ck_assert_uint_eq(coop__room_cap(&h200, 1024, 16, 0), 0);   /* threads bound */
+  ck_assert_uint_eq(coop__room_cap(&h200, 256, 32, 0), 0);    /* 8 x 256 threads first */
+  ck_assert_uint_eq(coop__room_cap(&h200, 32, 64, 0), 0);     /* block slots bound */
+  ck_assert_uint_eq(coop__room_cap(&h200, 512, 32, 0), 0);    /* threads and registers */
 }
 END_TEST
 
@@ -56,11 +83,15 @@ END_TEST
 /* Threads or block slots as the bound: full when they are all taken. */
 START_TEST(threads_and_blocks_bound) {
   struct coop__occ o;
-  ck_assert_uint_eq(launch(16, 0, 1024, &o), 2 * SMS - 1); /* 2 x 1024 threads */
+  ck_assert_uint_eq(launch(16, 0, 1024, &o), 1 * SMS); /* 2 x 1024 threads */
   ck_assert_str_eq(o.bound, "threads per SM");
-  ck_assert_uint_eq(launch(16, 0, 32, &o), 32 * SMS - 1); /* 32 blocks of a warp */
+  ck_assert_uint_eq(launch(16, 0, 32, &o), 31 * SMS); /* 32 blocks of a warp */
   ck_assert_str_eq(o.bound, "blocks per SM");
-  ck_assert_uint_eq(launch(32, 0, 512, &o), 4 * SMS - 1); /* 4 x 512 threads: full */
+  ck_assert_uint_eq(launch(32, 0, 512, &o), 3 * SMS); /* 4 x 512 threads: full */
+  /* one block of 2048 threads' worth would fill an SM: one SM short */
+  coop__occupancy(&h200, 1024, 64, 0, &o);
+  ck_assert_uint_eq(o.lim, 1);
+  ck_assert_uint_eq(coop__launch_groups(&o, 1, SMS), SMS - 1);
 }
 END_TEST
 
@@ -70,7 +101,7 @@ START_TEST(shared_memory_bound) {
   ck_assert_uint_eq(launch(32, 100 * 1024, 256, &o), 2 * SMS); /* 26 KiB left */
   ck_assert_str_eq(o.bound, "shared memory");
   ck_assert_int_eq(o.full, 0);
-  ck_assert_uint_eq(launch(32, 113 * 1024, 256, &o), 2 * SMS - 1); /* 0 B left */
+  ck_assert_uint_eq(launch(32, 113 * 1024, 256, &o), 1 * SMS); /* 0 B left */
   ck_assert_int_eq(o.full, 1);
 }
 END_TEST
@@ -207,7 +238,8 @@ END_TEST
 static Suite *suite(void) {
   Suite *s = suite_create("occupancy");
   TCase *t = tcase_create("occupancy");
-  tcase_add_test(t, full_register_file_leaves_one_block);
+  tcase_add_test(t, full_register_file_leaves_room_on_every_sm);
+  tcase_add_test(t, room_cap_keeps_the_blocks);
   tcase_add_test(t, room_left_launches_the_bound);
   tcase_add_test(t, threads_and_blocks_bound);
   tcase_add_test(t, shared_memory_bound);

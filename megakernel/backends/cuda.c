@@ -503,6 +503,20 @@ static int cu_compile_cap(struct coop_rt *rt, const char *src, unsigned cap, cha
   return 0;
 }
 
+/* One SM's limits from the device attributes. */
+static void cu_sm(const struct cu_be *b, struct coop__sm *sm) {
+  *sm = (struct coop__sm){
+      .regfile =
+          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
+      .threads =
+          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
+      .blocks =
+          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
+      .shared = (unsigned)coop__cuda_attr(b->dev,
+                                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+      .block_sys = b->cc_major >= 8 ? 1024u : 0u};
+}
+
 /* src compiled under the register cap rt->max_registers, which is an upper
  * bound only: given --maxrregcount=N, ptxas spends up to N registers even
  * on code that needs fewer without it (on an H200 at a cap of 80, render
@@ -510,8 +524,8 @@ static int cu_compile_cap(struct coop_rt *rt, const char *src, unsigned cap, cha
  * of 6). So the build without a cap is kept where it fits under the cap,
  * and the capped build is made only where it does not (or where ptxas gave
  * no figures to tell). */
-static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
-                      char *err, size_t errlen) {
+static int cu_compile_capped(struct coop_rt *rt, const char *src, char **cubin,
+                             struct coop_rt_width *w, char *err, size_t errlen) {
   unsigned cap = rt->max_registers;
   struct cu_be *b = rt->be;
   if (!cap || b->no_verbose) /* no cap, or no figures to compare with it */
@@ -523,6 +537,25 @@ static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct 
     *cubin = NULL;
   }
   return cu_compile_cap(rt, src, cap, cubin, w, err, errlen);
+}
+
+/* As cu_compile_capped, and where its blocks would take every register of
+ * an SM, made again under the cap that keeps as many blocks an SM and
+ * leaves the driver's kernels their room on each (occupancy.c: a copy
+ * into the arena never returned without it). */
+static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
+                      char *err, size_t errlen) {
+  int r = cu_compile_capped(rt, src, cubin, w, err, errlen);
+  if (r || w->regs <= 0 || w->shared_bytes < 0) return r;
+  struct coop__sm sm;
+  cu_sm(rt->be, &sm);
+  unsigned room = coop__room_cap(&sm, rt->local_size, w->regs, w->shared_bytes);
+  if (!room) return 0;
+  if (cubin) {
+    free(*cubin);
+    *cubin = NULL;
+  }
+  return cu_compile_cap(rt, src, room, cubin, w, err, errlen);
 }
 
 static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
@@ -600,21 +633,12 @@ static int cu_load(struct coop_rt *rt) {
   return 0;
 }
 
-/* One SM's limits from the device attributes, and the occupancy of a
- * block of local_size threads at regs registers and smem bytes of static
- * shared memory (occupancy.c). */
+/* The occupancy of a block of local_size threads at regs registers and
+ * smem bytes of static shared memory on one SM (occupancy.c). */
 static void cu_limits(const struct cu_be *b, unsigned local_size, int regs, int smem,
                       struct coop__occ *l) {
-  struct coop__sm sm = {
-      .regfile =
-          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR),
-      .threads =
-          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR),
-      .blocks =
-          (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
-      .shared = (unsigned)coop__cuda_attr(b->dev,
-                                          CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
-      .block_sys = b->cc_major >= 8 ? 1024u : 0u};
+  struct coop__sm sm;
+  cu_sm(b, &sm);
   coop__occupancy(&sm, local_size, regs, smem, l);
 }
 
@@ -636,13 +660,14 @@ static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *group
   struct coop__occ l;
   cu_limits(b, local_size, regs, smem, &l);
   *groups = coop__launch_groups(&l, (unsigned)per_sm, rt->compute_units);
+  char less[64] = "";
+  if (*groups < (unsigned)per_sm * rt->compute_units)
+    snprintf(less, sizeof less, " less %u (room for the driver's kernels)",
+             (unsigned)per_sm * rt->compute_units - *groups);
   snprintf(why, len,
            "%d per SM x %u SMs%s, bound by %s; %d registers/thread allow %u, %d B shared/block "
            "allow %u, threads allow %u, blocks %u",
-           per_sm, rt->compute_units,
-           *groups < (unsigned)per_sm * rt->compute_units
-               ? " less 1 (room for the driver's kernels)"
-               : "",
+           per_sm, rt->compute_units, less,
            (unsigned)per_sm == l.lim ? l.bound : "the occupancy API", regs, l.regs, smem, l.smem,
            l.threads, l.blocks);
   return 0;
