@@ -62,12 +62,17 @@ unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs
   if (!o.full || strcmp(o.bound, "registers") || !o.lim || !local_size) return 0;
   unsigned warps = (local_size + 31u) / 32u;
   if (sm->regfile < ROOM_REGS) return 0;
-  /* a warp's registers in units of 256, a thread's cap in units of 8 */
+  /* a warp's registers in units of 256, a thread's cap in units of 8: the
+   * most that leaves the room at lim blocks, and below it (a lower cap
+   * can fit more blocks and fill the SM again) down to a quarter fewer
+   * registers than regs: below that, spills would cost more than the
+   * block each SM gives up instead */
   unsigned per_warp = (sm->regfile - ROOM_REGS) / (o.lim * warps) / 256u * 256u;
-  unsigned cap = per_warp / 32u / 8u * 8u;
-  /* at most a quarter fewer registers: below that, spills would cost more
-   * than the block each SM gives up instead */
-  if (cap < 16u || cap * 4u < (unsigned)regs * 3u || cap >= (unsigned)regs) return 0;
-  coop__occupancy(sm, local_size, (int)cap, smem, &c);
-  return c.lim == o.lim && !c.full ? cap : 0;
+  for (unsigned cap = per_warp / 32u / 8u * 8u; cap >= 16u && cap * 4u >= (unsigned)regs * 3u;
+       cap -= 8u) {
+    if (cap >= (unsigned)regs) continue;
+    coop__occupancy(sm, local_size, (int)cap, smem, &c);
+    if (c.lim >= o.lim && !c.full) return cap;
+  }
+  return 0;
 }

@@ -29,8 +29,8 @@ void coop__occupancy(const struct coop__sm *sm, unsigned local_size, int regs, i
  * the SM (one SM short where a block alone fills it). */
 unsigned coop__launch_groups(const struct coop__occ *o, unsigned per_sm, unsigned sms);
 /* The register cap under which a build of regs registers a thread, bound
- * by registers and filling the SM at its lim blocks, keeps lim blocks and
- * leaves the room occupancy.c names on every SM; 0 where there is none
+ * by registers and filling the SM at its lim blocks, keeps lim blocks or
+ * more and leaves the room occupancy.c names on every SM; 0 where there is none
  * (not full, another bound, or more than a quarter of the registers to
  * give up). */
 unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem);

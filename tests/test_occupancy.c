@@ -48,7 +48,7 @@ START_TEST(full_register_file_leaves_room_on_every_sm) {
 }
 END_TEST
 
-/* The cap that keeps lim blocks with room: 120 registers for 8 blocks of
+/* The cap that keeps lim blocks (or more) with room: 120 registers for 8 blocks of
  * 64 threads (4096 left on each SM, what returned on an H200), 56 for 4
  * of 256; none where the SM is not full, where registers are not the
  * bound, or where it would take more than a quarter of them. */
@@ -60,6 +60,14 @@ START_TEST(room_cap_keeps_the_blocks) {
   ck_assert_uint_eq(coop__room_cap(&h200, 256, 64, 4144), 56);
   ck_assert_uint_eq(launch(56, 4144, 256, &o), 4 * SMS);
   ck_assert_uint_eq(coop__room_cap(&h200, 256, 128, 0), 120);
+  /* 9 blocks of 128 threads at 56 registers fill the SM; at 48, 10 fit
+   * with 4096 left: more blocks, and room */
+  ck_assert_uint_eq(coop__room_cap(&h200, 128, 56, 4144), 48);
+  ck_assert_uint_eq(launch(48, 4144, 128, &o), 10 * SMS);
+  ck_assert_int_eq(o.full, 0);
+  /* 14 blocks of 64 threads at 72 registers: every cap down to 56 fills
+   * the SM again (16, 18 blocks), and 48 is too far below */
+  ck_assert_uint_eq(coop__room_cap(&h200, 64, 72, 4688), 0);
   ck_assert_uint_eq(coop__room_cap(&h200, 256, 80, 4144), 0); /* 4096 left: room */
   ck_assert_uint_eq(coop__room_cap(&h200, 1024, 16, 0), 0);   /* threads bound */
   ck_assert_uint_eq(coop__room_cap(&h200, 256, 32, 0), 0);    /* 8 x 256 threads first */
