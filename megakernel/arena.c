@@ -153,19 +153,23 @@ static void arena_zero(struct coop_rt *rt, uint8_t *p, const struct coop__arena_
 
 /* A new block's memory: its guards filled, and zeroed (`zero`), or only
  * past `bytes` (the caller writes the rest first). One copy of the whole
- * footprint where one_copy (zeros where the caller writes anyway). */
-static void fresh(struct coop_rt *rt, const struct coop__arena_block *b, size_t bytes, int zero) {
+ * footprint where one_copy (zeros where the caller writes anyway), with
+ * the data from src in it where given: 1 then, else the caller writes it. */
+static int fresh(struct coop_rt *rt, const struct coop__arena_block *b, size_t bytes, int zero,
+                 const void *src) {
   uint8_t *p = rt->arena + b->off;
   uint64_t *f = one_copy(rt, b) ? foot_image(rt, b) : NULL;
+  if (f && src) memcpy((uint8_t *)f + GUARD, src, bytes);
   int done = f && !rt->ops->copy_arena(rt, p - GUARD, f, b->len + 2 * GUARD, 1);
   free(f);
-  if (done) return;
+  if (done) return src != NULL;
   static const uint8_t zeros[COOP__ARENA_HOST_PAGE];
   if (zero)
     arena_zero(rt, p, b);
   else if (b->len > bytes) /* fewer than ALIGN, or what rounds it to pages */
     edge_write(rt, p + bytes, zeros, b->len - bytes, b);
   guards_fill(rt, b);
+  return 0;
 }
 
 static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
@@ -205,7 +209,8 @@ static long place(const struct coop_rt *rt, size_t bytes, struct coop__arena_blo
   return -1;
 }
 
-static void *alloc(coop_rt *rt, size_t bytes, int zero, int host) {
+/* *copied: src's bytes are in the buffer already (fresh). */
+static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, const void *src, int *copied) {
   if (!rt || !rt->arena || bytes == 0 || bytes > rt->arena_bytes) return NULL;
   struct coop__arena_block b = {.req = bytes, .host = host};
   void *res = NULL;
@@ -223,13 +228,16 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host) {
     /* Zeroed before reuse: nothing of an earlier job survives (the caller
      * of coop_rt_alloc_filled writes every byte first). The tail past
      * `bytes` is zeroed either way. */
-    fresh(rt, &b, bytes, zero);
+    *copied = fresh(rt, &b, bytes, zero, src);
   }
   pthread_mutex_unlock(&rt->lock);
   return res;
 }
 
-void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0); }
+void *coop_rt_alloc(coop_rt *rt, size_t bytes) {
+  int copied;
+  return alloc(rt, bytes, 1, 0, NULL, &copied);
+}
 
 int coop_rt_arena_warm(coop_rt *rt, size_t bytes, unsigned nbufs) {
   if (!rt || !rt->arena) return COOP_EINVAL;
@@ -241,9 +249,33 @@ int coop_rt_arena_warm(coop_rt *rt, size_t bytes, unsigned nbufs) {
   return rt->ops->warm_arena(rt, rt->arena, n);
 }
 
-void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 0, 0); }
+void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) {
+  int copied;
+  return alloc(rt, bytes, 0, 0, NULL, &copied);
+}
 
-void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 1); }
+/* A large buffer's data is copied after rt->lock is let go: hundreds of
+ * ms for a big one, which no other thread of the runtime waits out. */
+int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out) {
+  if (!out) return COOP_EINVAL;
+  *out = NULL;
+  if (!src) return COOP_EINVAL;
+  int copied = 0;
+  void *p = alloc(rt, bytes, 0, 0, src, &copied);
+  if (!p) return COOP_ENOMEM;
+  int e = copied ? 0 : coop_rt_arena_copy(rt, p, src, bytes, 1);
+  if (e) {
+    coop_rt_free(rt, p);
+    return e;
+  }
+  *out = p;
+  return 0;
+}
+
+void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) {
+  int copied;
+  return alloc(rt, bytes, 1, 1, NULL, &copied);
+}
 
 int coop_rt_free(coop_rt *rt, void *p) {
   if (!rt || !p) return 0;

@@ -194,6 +194,13 @@ void *coop_rt_alloc(coop_rt *rt, size_t bytes);
  * copy engine a MiB a call (140 ms for 500 MB on an H200), and the copy
  * that follows writes it all again. */
 void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes);
+/* As coop_rt_alloc_filled, its bytes copied from host memory src, into
+ * *out: a small buffer's data goes in the same copy as its guards (one
+ * copy-engine call where there would be two, about 10 us each on an
+ * H200), a large one's by coop_rt_arena_copy. 0; COOP_ENOMEM where the
+ * arena has no room (as coop_rt_alloc's NULL), COOP_EINVAL for bad
+ * arguments, or the copy's error (nothing stays allocated then). */
+int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out);
 /* As coop_rt_alloc, for a buffer the host reads (or writes) between
  * tasks, a small result above all: its pages stay in host memory and the
  * device reaches them over the bus. A coop_rt_alloc buffer is placed for

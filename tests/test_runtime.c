@@ -1366,6 +1366,36 @@ START_TEST(device_buffers_move_by_the_copy_engine) {
   ck_assert_int_eq(copies, 3); /* zeros, then each guard */
   ck_assert_int_eq(coop_rt_free(rt, l), 0);
 
+  /* made from host data: a small one's data in its footprint's one copy,
+   * the bytes past it zero; a large one's by a copy of its own */
+  uint8_t odd[13], back[64];
+  for (unsigned i = 0; i < sizeof odd; i++) odd[i] = (uint8_t)(0xa0 + i);
+  void *v = NULL;
+  copies = 0;
+  ck_assert_int_eq(coop_rt_alloc_from(rt, sizeof odd, odd, &v), 0);
+  ck_assert_ptr_nonnull(v);
+  ck_assert_int_eq(copies, 1);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, back, v, sizeof back, 0), 0);
+  ck_assert_mem_eq(back, odd, sizeof odd);
+  for (unsigned i = sizeof odd; i < sizeof back; i++) ck_assert_uint_eq(back[i], 0);
+  ck_assert_int_eq(coop_rt_free(rt, v), 0); /* guards whole */
+  uint8_t *big = malloc(BIG), *bb = malloc(BIG);
+  ck_assert_ptr_nonnull(big);
+  ck_assert_ptr_nonnull(bb);
+  for (unsigned i = 0; i < BIG; i++) big[i] = (uint8_t)(i * 7 + 3);
+  copies = 0;
+  ck_assert_int_eq(coop_rt_alloc_from(rt, BIG, big, &v), 0);
+  ck_assert_int_eq(copies, 3); /* each guard, then the data: no zeros */
+  ck_assert_int_eq(coop_rt_arena_copy(rt, bb, v, BIG, 0), 0);
+  ck_assert_mem_eq(bb, big, BIG);
+  ck_assert_int_eq(coop_rt_free(rt, v), 0);
+  free(big);
+  free(bb);
+  ck_assert_int_eq(coop_rt_alloc_from(rt, 8, NULL, &v), COOP_EINVAL);
+  ck_assert_ptr_null(v);
+  ck_assert_int_eq(coop_rt_alloc_from(rt, (size_t)1 << 40, odd, &v), COOP_ENOMEM);
+  ck_assert_ptr_null(v);
+
   copies = 0;
   uint8_t *h = coop_rt_alloc_host(rt, 8);
   ck_assert_ptr_nonnull(h);

@@ -194,6 +194,16 @@ static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, ui
   return 0;
 }
 
+/* The mapping of buffer d's IN data where this process holds one
+ * (via_map), so that the buffer is made from it (coop_rt_alloc_from: a
+ * small one's data in the same copy as its guards); else NULL. */
+static const uint8_t *stage_src(const struct dp_buf_entry *d, const int *fds, unsigned nfds) {
+  int32_t f = d->fd;
+  if (!via_map() || d->in != 1 || f < 0 || (unsigned)f >= nfds) return NULL;
+  uint8_t *m = xmap_get(&xm, fds[f], d->off, d->size, coop__now_ns(), d->owner);
+  return m ? m + d->off : NULL;
+}
+
 /* DP_STAGE: every buffer allocated, IN data read from its descriptor (a
  * DP_IN_LATER one's comes by DP_WRITE next); on any failure nothing stays
  * allocated. A buffer is zeroed unless its IN
@@ -205,15 +215,20 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
   int e = 0;
   unsigned i = 0;
   for (; i < b->n; i++) {
-    void *p = !b->b[i].size ? NULL
-              : b->b[i].in  ? coop_rt_alloc_filled(rt, b->b[i].size)
-                            : coop_rt_alloc(rt, b->b[i].size);
+    const uint8_t *src = b->b[i].size ? stage_src(&b->b[i], fds, nfds) : NULL;
+    void *p = NULL;
+    if (src) {
+      int r = coop_rt_alloc_from(rt, b->b[i].size, src, &p);
+      if (r) e = r == COOP_ENOMEM ? COOP_ENOMEM : COOP_EIO; /* as a short read, else */
+    } else if (b->b[i].size) {
+      p = b->b[i].in ? coop_rt_alloc_filled(rt, b->b[i].size) : coop_rt_alloc(rt, b->b[i].size);
+    }
     if (!p) {
-      e = COOP_ENOMEM;
+      if (!e) e = COOP_ENOMEM;
       break;
     }
     args[i] = coop_rt_buf_arg(rt, p);
-    if (b->b[i].in == DP_IN_LATER) continue; /* its slices come by DP_WRITE */
+    if (src || b->b[i].in == DP_IN_LATER) continue; /* filled, or by DP_WRITE next */
     int32_t f = b->b[i].fd;
     if (b->b[i].in && f == DP_FD_SHARE) {
       if (coop_rt_share_copy(rt, p, (void *)(uintptr_t)b->b[i].at, b->b[i].size)) {
