@@ -161,13 +161,16 @@ int coop_app_task_run(coop_rt *rt, const struct coop_app *a, struct coop_app_tas
     const struct coop_app_arg *g = &t->arg[i];
     if (!g->buf) {
       args[i] = g->value;
-    } else if (!(dev[i] = coop_rt_alloc(rt, g->size))) { /* zeroed */
-      r = COOP_ENOMEM;
-    } else {
-      if (g->init_len) r = coop_rt_arena_copy(rt, dev[i], g->init, g->init_len, 1);
-      args[i] = coop_rt_buf_arg(rt, dev[i]);
-      if (r == 0 && filled) r = filled(user, dev[i], g->size);
+      continue;
     }
+    if (g->init_len == g->size) /* a small one's data in its guards' copy */
+      r = coop_rt_alloc_from(rt, g->size, g->init, &dev[i]);
+    else if (!(dev[i] = coop_rt_alloc(rt, g->size))) /* zeroed */
+      r = COOP_ENOMEM;
+    else if (g->init_len)
+      r = coop_rt_arena_copy(rt, dev[i], g->init, g->init_len, 1);
+    if (dev[i]) args[i] = coop_rt_buf_arg(rt, dev[i]);
+    if (r == 0 && filled) r = filled(user, dev[i], g->size);
   }
   if (r == 0) r = coop_app_submit_wait(rt, a, o, t->nargs, args, info);
   for (unsigned i = 0; i < t->nargs && r == 0; i++)
