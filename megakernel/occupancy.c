@@ -15,12 +15,12 @@
  * width"): 4 blocks of 256 threads at 64 registers hung the device
  * process's staging; 8 blocks of 64 threads at 127 registers (128 a
  * thread in a warp's allocation) hung the first arena copy, launched one
- * block short (one SM with room) as launched 7 x 132 + 1 (one SM full),
- * and returned with 6 x 132 + 1 blocks or under a cap of 120 registers (8
+ * block short (one SM with room) or 7 x 132 + 1 (one SM full), and it
+ * returned with 6 x 132 + 1 blocks or under a cap of 120 registers (8
  * blocks an SM, 4096 registers left on each). So where lim blocks fill an
- * SM, a build bound by registers is made again under the cap that leaves
- * the room at the same lim (coop__room_cap), and any other full launch
- * takes one block fewer on every SM. The smallest room seen to suffice,
+ * SM, a build bound by registers is made again under a cap that leaves
+ * the room at lim blocks or more (coop__room_cap), and any other full
+ * launch takes one block fewer on every SM. The smallest room seen to suffice,
  * 4096 registers, is the threshold; 128 threads and one block slot go with
  * it. */
 #define ROOM_REGS 4096u
