@@ -209,7 +209,7 @@ static long place(const struct coop_rt *rt, size_t bytes, struct coop__arena_blo
   return -1;
 }
 
-/* *copied: src's bytes are in the buffer already (fresh). */
+/* *copied, where given: src's bytes are in the buffer already (fresh). */
 static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, const void *src, int *copied) {
   if (!rt || !rt->arena || bytes == 0 || bytes > rt->arena_bytes) return NULL;
   struct coop__arena_block b = {.req = bytes, .host = host};
@@ -228,16 +228,14 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, const void *sr
     /* Zeroed before reuse: nothing of an earlier job survives (the caller
      * of coop_rt_alloc_filled writes every byte first). The tail past
      * `bytes` is zeroed either way. */
-    *copied = fresh(rt, &b, bytes, zero, src);
+    int in = fresh(rt, &b, bytes, zero, src);
+    if (copied) *copied = in;
   }
   pthread_mutex_unlock(&rt->lock);
   return res;
 }
 
-void *coop_rt_alloc(coop_rt *rt, size_t bytes) {
-  int copied;
-  return alloc(rt, bytes, 1, 0, NULL, &copied);
-}
+void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0, NULL, NULL); }
 
 int coop_rt_arena_warm(coop_rt *rt, size_t bytes, unsigned nbufs) {
   if (!rt || !rt->arena) return COOP_EINVAL;
@@ -249,10 +247,7 @@ int coop_rt_arena_warm(coop_rt *rt, size_t bytes, unsigned nbufs) {
   return rt->ops->warm_arena(rt, rt->arena, n);
 }
 
-void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) {
-  int copied;
-  return alloc(rt, bytes, 0, 0, NULL, &copied);
-}
+void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 0, 0, NULL, NULL); }
 
 /* A large buffer's data is copied after rt->lock is let go: hundreds of
  * ms for a big one, which no other thread of the runtime waits out. */
@@ -272,10 +267,7 @@ int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out) {
   return 0;
 }
 
-void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) {
-  int copied;
-  return alloc(rt, bytes, 1, 1, NULL, &copied);
-}
+void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 1, NULL, NULL); }
 
 int coop_rt_free(coop_rt *rt, void *p) {
   if (!rt || !p) return 0;

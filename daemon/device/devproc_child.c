@@ -171,17 +171,13 @@ static int map_copy(coop_rt *rt, uint8_t *m, uint8_t *p, uint64_t n, int in) {
 }
 
 /* n bytes between descriptor fd at off and arena memory at p, into the
- * arena where `in`, else out of it. Through the file's mapping where this
- * process holds one (xmap.h, via_map: *mapped, where given, says so);
- * else where host accesses do as well (coop_rt_arena_direct: host
- * memory), straight; else (CUDA managed memory, which the host
- * would fault on page by page) through the bounce buffer and the device's
- * copy engine (coop_rt_arena_copy), a chunk at a time. 0, or -1. */
-static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner,
-                   int in, uint32_t *mapped) {
-  uint8_t *m = via_map() ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
-  if (mapped) *mapped = m != NULL;
-  if (m) return map_copy(rt, m + off, p, n, in);
+ * arena where `in`, else out of it, not through a mapping of the file:
+ * where host accesses to the arena do as well as the copy engine
+ * (coop_rt_arena_direct: host memory), straight; else (CUDA managed
+ * memory, which the host would fault on page by page) through the bounce
+ * buffer and the device's copy engine (coop_rt_arena_copy), a chunk at a
+ * time. 0, or -1. */
+static int fd_copy_unmapped(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, int in) {
   if (coop_rt_arena_direct(rt)) return in ? fdio_pread(fd, p, n, off) : fdio_pwrite(fd, p, n, off);
   uint8_t *b = bounce(rt);
   for (uint64_t at = 0; at < n; at += DP_BOUNCE) {
@@ -192,6 +188,16 @@ static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, ui
     if (bad) return -1;
   }
   return 0;
+}
+
+/* As fd_copy_unmapped, through the file's mapping where this process
+ * holds one (xmap.h, via_map: *mapped, where given, says so). */
+static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner,
+                   int in, uint32_t *mapped) {
+  uint8_t *m = via_map() ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
+  if (mapped) *mapped = m != NULL;
+  if (m) return map_copy(rt, m + off, p, n, in);
+  return fd_copy_unmapped(rt, fd, p, n, off, in);
 }
 
 /* The mapping of buffer d's IN data where this process holds one
@@ -236,9 +242,9 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
         i++;
         break;
       }
-    } else if (b->b[i].in &&
-               (f < 0 || (unsigned)f >= nfds ||
-                fd_copy(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner, 1, NULL))) {
+    } else if (b->b[i].in && (f < 0 || (unsigned)f >= nfds ||
+                              /* stage_src found no mapping: not looked for again */
+                              fd_copy_unmapped(rt, fds[f], p, b->b[i].size, b->b[i].off, 1))) {
       e = COOP_EIO;
       i++;
       break;
