@@ -172,17 +172,19 @@ static int fresh(struct coop_rt *rt, const struct coop__arena_block *b, size_t b
   return 0;
 }
 
-static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
-  if (rt->nblocks == rt->cap_blocks) {
-    size_t cap = rt->cap_blocks ? rt->cap_blocks * 2 : 32;
+/* n blocks b[0..n) into the sorted list at index `at`, in order. */
+static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block *b, size_t n) {
+  if (rt->nblocks + n > rt->cap_blocks) {
+    size_t cap = rt->cap_blocks ? rt->cap_blocks : 32;
+    while (cap < rt->nblocks + n) cap *= 2;
     struct coop__arena_block *nb = realloc(rt->blocks, cap * sizeof *nb);
     if (!nb) return -1;
     rt->blocks = nb;
     rt->cap_blocks = cap;
   }
-  memmove(rt->blocks + at + 1, rt->blocks + at, (rt->nblocks - at) * sizeof *rt->blocks);
-  rt->blocks[at] = *b;
-  rt->nblocks++;
+  memmove(rt->blocks + at + n, rt->blocks + at, (rt->nblocks - at) * sizeof *rt->blocks);
+  memcpy(rt->blocks + at, b, n * sizeof *b);
+  rt->nblocks += n;
   return 0;
 }
 
@@ -191,22 +193,30 @@ static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 /* rt->lock held. Where block b goes, first fit: b->off and b->len set, its
  * index in the list returned, or -1 when no gap holds it. A block in host
  * memory starts on a page and ends on one, guards included. */
-static long place(const struct coop_rt *rt, size_t bytes, struct coop__arena_block *b) {
-  size_t len = round_up(bytes, ALIGN);
-  size_t page = b->host ? COOP__ARENA_HOST_PAGE : 1;
-  size_t need = round_up(len + 2 * GUARD, page); /* footprint: [guard][len][guard] */
+/* rt->lock held. The first gap of `need` bytes starting on a multiple of
+ * `page`: its start in *at and the list index of the block after it, or
+ * -1 when there is none. */
+static long gap(const struct coop_rt *rt, size_t need, size_t page, size_t *at) {
   size_t prev_end = 0;
   for (size_t i = 0; i <= rt->nblocks; i++) {
     size_t next = i < rt->nblocks ? rt->blocks[i].off - GUARD : rt->arena_bytes;
-    size_t at = round_up(prev_end, page);
-    if (at <= next && next - at >= need) {
-      b->off = at + GUARD;
-      b->len = need - 2 * GUARD;
-      return (long)i;
-    }
+    *at = round_up(prev_end, page);
+    if (*at <= next && next - *at >= need) return (long)i;
     if (i < rt->nblocks) prev_end = rt->blocks[i].off + rt->blocks[i].len + GUARD;
   }
   return -1;
+}
+
+static long place(const struct coop_rt *rt, size_t bytes, struct coop__arena_block *b) {
+  size_t len = round_up(bytes, ALIGN);
+  size_t page = b->host ? COOP__ARENA_HOST_PAGE : 1;
+  size_t need = round_up(len + 2 * GUARD, page), at; /* footprint: [guard][len][guard] */
+  long i = gap(rt, need, page, &at);
+  if (i >= 0) {
+    b->off = at + GUARD;
+    b->len = need - 2 * GUARD;
+  }
+  return i;
 }
 
 /* *copied, where given: src's bytes are in the buffer already (fresh). */
@@ -219,7 +229,7 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, const void *sr
   uint8_t *foot = rt->arena + b.off - GUARD; /* its footprint, guards included */
   int placed = i >= 0 && b.host && rt->ops->place_host;
   if (placed && rt->ops->place_host(rt, foot, b.len + 2 * GUARD, 1)) i = -1, placed = 0;
-  if (i >= 0 && insert(rt, (size_t)i, &b) != 0) {
+  if (i >= 0 && insert(rt, (size_t)i, &b, 1) != 0) {
     if (placed) rt->ops->place_host(rt, foot, b.len + 2 * GUARD, 0); /* no block there after all */
     i = -1;
   }
@@ -269,37 +279,209 @@ int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out) {
 
 void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 1, NULL, NULL); }
 
+/* rt->lock held. The list index of the block starting at arena offset
+ * off, or -1 when none does. */
+static long find(const struct coop_rt *rt, size_t off) {
+  size_t lo = 0, hi = rt->nblocks;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (rt->blocks[mid].off < off)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < rt->nblocks && rt->blocks[lo].off == off ? (long)lo : -1;
+}
+
+/* rt->lock held. Block i out of the list. */
+static void remove_at(struct coop_rt *rt, size_t i) {
+  const struct coop__arena_block *b = &rt->blocks[i];
+  if (b->host && rt->ops->place_host) /* what comes next at its place goes where its use puts it */
+    rt->ops->place_host(rt, rt->arena + b->off - GUARD, b->len + 2 * GUARD, 0);
+  memmove(rt->blocks + i, rt->blocks + i + 1, (rt->nblocks - i - 1) * sizeof *rt->blocks);
+  rt->nblocks--;
+}
+
 int coop_rt_free(coop_rt *rt, void *p) {
   if (!rt || !p) return 0;
-  size_t off = (size_t)((uint8_t *)p - rt->arena);
+  if (!rt->arena) return COOP_EINVAL;
   int r = COOP_EINVAL;
   pthread_mutex_lock(&rt->lock);
-  for (size_t i = 0; i < rt->nblocks; i++) {
-    struct coop__arena_block b = rt->blocks[i];
-    if (b.off != off) continue;
-    r = guards_ok(rt, &b) ? 0 : COOP_EFAULT;
-    if (b.host && rt->ops->place_host) /* what comes next at its place goes where its use puts it */
-      rt->ops->place_host(rt, rt->arena + b.off - GUARD, b.len + 2 * GUARD, 0);
-    memmove(rt->blocks + i, rt->blocks + i + 1, (rt->nblocks - i - 1) * sizeof *rt->blocks);
-    rt->nblocks--;
-    break;
+  long i = find(rt, (size_t)((uint8_t *)p - rt->arena));
+  if (i >= 0) {
+    r = guards_ok(rt, &rt->blocks[i]) ? 0 : COOP_EFAULT;
+    remove_at(rt, (size_t)i);
   }
   pthread_mutex_unlock(&rt->lock);
   return r;
 }
 
+/* A job's buffers as a group (coop_rt_alloc_group, coop_rt_free_group):
+ * where the arena wants the copy engine, the footprints of small ones side
+ * by side move in one copy each way, where one buffer at a time took one
+ * copy each to be made and one more each to be checked or read (about 20
+ * us a copy beside a running megakernel on an H200). */
+static int group_in_one_copy(const struct coop_rt *rt, size_t span) {
+  return !coop_rt_arena_direct(rt) && span <= COOP__ARENA_ONE_COPY;
+}
+
+/* The footprint of a buffer of `bytes`, guards included. */
+static size_t foot_of(size_t bytes) { return round_up(bytes, ALIGN) + 2 * GUARD; }
+
+/* rt->lock held. The group's buffers k with in[k] placed side by side in
+ * one gap, into the list, their footprints' image in img (guards'
+ * canaries, src's data, zeros) moved in one copy. 0; 1 when no gap holds
+ * them all; COOP_ENOMEM, COOP_EIO (nothing stays in the list then). */
+static int group_place(struct coop_rt *rt, unsigned n, const size_t *bytes, const void *const *src,
+                       const uint8_t *in, uint8_t *img, size_t span, void **out) {
+  struct coop__arena_block b[COOP_MAX_ARGS];
+  unsigned m = 0;
+  size_t at, pos = 0;
+  long i = gap(rt, span, 1, &at);
+  if (i < 0) return 1;
+  for (unsigned k = 0; k < n; k++) {
+    if (!in[k]) continue;
+    b[m] = (struct coop__arena_block){.req = bytes[k], .len = round_up(bytes[k], ALIGN)};
+    b[m].off = at + pos + GUARD;
+    canaries(rt, b[m].off - GUARD, (uint64_t *)(img + pos));
+    if (src && src[k]) memcpy(img + pos + GUARD, src[k], bytes[k]);
+    canaries(rt, b[m].off + b[m].len, (uint64_t *)(img + pos + GUARD + b[m].len));
+    out[k] = rt->arena + b[m].off;
+    pos += b[m++].len + 2 * GUARD;
+  }
+  if (insert(rt, (size_t)i, b, m)) return COOP_ENOMEM;
+  if (rt->ops->copy_arena(rt, rt->arena + at, img, span, 1) == 0) return 0;
+  memmove(rt->blocks + i, rt->blocks + i + m, (rt->nblocks - (size_t)i - m) * sizeof *rt->blocks);
+  rt->nblocks -= m;
+  return COOP_EIO;
+}
+
+/* Buffer k of a group on its own (coop_rt_alloc_from, coop_rt_alloc). */
+static int alloc_one(coop_rt *rt, size_t bytes, const void *src, void **out) {
+  if (src) return coop_rt_alloc_from(rt, bytes, src, out);
+  return (*out = coop_rt_alloc(rt, bytes)) ? 0 : COOP_ENOMEM;
+}
+
+int coop_rt_alloc_group(coop_rt *rt, unsigned n, const size_t *bytes, const void *const *src,
+                        void **out) {
+  if (!rt || !rt->arena || !bytes || !out || n == 0 || n > COOP_MAX_ARGS) return COOP_EINVAL;
+  uint8_t in[COOP_MAX_ARGS] = {0}; /* in the one copy: those that fit, in order */
+  size_t span = 0;
+  for (unsigned k = 0; k < n; k++) out[k] = NULL;
+  for (unsigned k = 0; k < n; k++) {
+    if (bytes[k] == 0) return COOP_EINVAL;
+    if (bytes[k] <= COOP__ARENA_ONE_COPY && group_in_one_copy(rt, span + foot_of(bytes[k]))) {
+      in[k] = 1;
+      span += foot_of(bytes[k]);
+    }
+  }
+  uint8_t *img = span ? calloc(1, span) : NULL;
+  int e = 0;
+  if (img) {
+    pthread_mutex_lock(&rt->lock);
+    e = group_place(rt, n, bytes, src, in, img, span, out);
+    pthread_mutex_unlock(&rt->lock);
+    free(img);
+  }
+  if (!img || e == 1) { /* no memory for the image, or no one gap: each where it fits */
+    memset(in, 0, sizeof in);
+    memset(out, 0, n * sizeof *out);
+    e = 0;
+  }
+  for (unsigned k = 0; k < n && !e; k++)
+    if (!in[k]) e = alloc_one(rt, bytes[k], src ? src[k] : NULL, &out[k]);
+  if (e)
+    for (unsigned k = 0; k < n; k++) {
+      if (out[k]) coop_rt_free(rt, out[k]);
+      out[k] = NULL;
+    }
+  return e;
+}
+
+/* rt->lock held. Block b's guards whole, read from img (the span from
+ * arena offset lo) where given, else by guards_ok; its first len bytes
+ * into dst where dst is given. Returns COOP_EIO where they could not be
+ * read, else 0; *ok the guards. */
+static int group_out(struct coop_rt *rt, const struct coop__arena_block *b, const uint8_t *img,
+                     size_t lo, void *dst, size_t len, int *ok) {
+  int e = 0;
+  if (dst && len > b->req)
+    e = COOP_EIO; /* past the buffer */
+  else if (dst && img)
+    memcpy(dst, img + (b->off - lo), len);
+  else if (dst && by_host(rt, b))
+    memcpy(dst, rt->arena + b->off, len);
+  else if (dst && len && rt->ops->copy_arena(rt, dst, rt->arena + b->off, len, 0))
+    e = COOP_EIO;
+  if (img) {
+    size_t g0 = b->off - GUARD - lo, g1 = b->off + b->len - lo;
+    *ok = canaries_ok(rt, b->off - GUARD, (const uint64_t *)(img + g0)) &&
+          canaries_ok(rt, b->off + b->len, (const uint64_t *)(img + g1));
+  } else {
+    *ok = guards_ok(rt, b);
+  }
+  return e;
+}
+
+int coop_rt_free_group(coop_rt *rt, unsigned n, void *const *p, void *const *dst, const size_t *len,
+                       int *breach) {
+  int none;
+  if (!breach) breach = &none;
+  *breach = -1;
+  if (!rt || !rt->arena || !p || n == 0 || n > COOP_MAX_ARGS) return COOP_EINVAL;
+  struct coop__arena_block b[COOP_MAX_ARGS];
+  int found[COOP_MAX_ARGS], small[COOP_MAX_ARGS], einval = 0, eio = 0;
+  size_t lo = SIZE_MAX, hi = 0; /* the span of the small ones, read in one copy */
+  pthread_mutex_lock(&rt->lock);
+  for (unsigned k = 0; k < n; k++) {
+    long i = p[k] ? find(rt, (size_t)((const uint8_t *)p[k] - rt->arena)) : -1;
+    found[k] = i >= 0;
+    small[k] = 0;
+    if (!found[k]) continue;
+    b[k] = rt->blocks[i];
+    small[k] = !by_host(rt, &b[k]) && b[k].len + 2 * GUARD <= COOP__ARENA_ONE_COPY;
+    if (!small[k]) continue;
+    if (b[k].off - GUARD < lo) lo = b[k].off - GUARD;
+    if (b[k].off + b[k].len + GUARD > hi) hi = b[k].off + b[k].len + GUARD;
+  }
+  uint8_t *img = hi > lo && group_in_one_copy(rt, hi - lo) ? malloc(hi - lo) : NULL;
+  if (img && rt->ops->copy_arena(rt, img, rt->arena + lo, hi - lo, 0)) { /* each on its own */
+    free(img);
+    img = NULL;
+  }
+  for (unsigned k = 0; k < n; k++) {
+    int ok = 1;
+    if (!found[k]) {
+      einval = 1;
+      continue;
+    }
+    eio |= group_out(rt, &b[k], small[k] ? img : NULL, lo, dst ? dst[k] : NULL, len ? len[k] : 0,
+                     &ok) != 0;
+    if (!ok && *breach < 0) *breach = (int)k;
+  }
+  for (unsigned k = 0; k < n; k++) {
+    long i = found[k] ? find(rt, b[k].off) : -1;
+    if (i >= 0)
+      remove_at(rt, (size_t)i);
+    else
+      einval |= found[k]; /* named twice */
+  }
+  pthread_mutex_unlock(&rt->lock);
+  free(img);
+  return einval ? COOP_EINVAL : eio ? COOP_EIO : *breach >= 0 ? COOP_EFAULT : 0;
+}
+
 int coop_rt_buf_check(coop_rt *rt, const void *p) {
-  if (!rt || !p) return COOP_EINVAL;
+  if (!rt || !p || !rt->arena) return COOP_EINVAL;
   size_t off = (size_t)((const uint8_t *)p - rt->arena);
   int r = COOP_EINVAL;
   pthread_mutex_lock(&rt->lock);
-  for (size_t i = 0; i < rt->nblocks; i++)
-    if (rt->blocks[i].off == off) {
-      struct coop__arena_block b = rt->blocks[i];
-      r = guards_ok(rt, &b) ? 0 : COOP_EFAULT;
-      if (r) guards_fill(rt, &b); /* found once: armed again for the buffer's next job */
-      break;
-    }
+  long i = find(rt, off);
+  if (i >= 0) {
+    struct coop__arena_block b = rt->blocks[i];
+    r = guards_ok(rt, &b) ? 0 : COOP_EFAULT;
+    if (r) guards_fill(rt, &b); /* found once: armed again for the buffer's next job */
+  }
   pthread_mutex_unlock(&rt->lock);
   return r;
 }
@@ -311,15 +493,8 @@ uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p) {
 /* rt->lock held. The requested size of the block starting at offset off,
  * or 0 when no block starts there (the argument is not a buffer). */
 uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off) {
-  size_t lo = 0, hi = rt->nblocks;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (rt->blocks[mid].off < off)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < rt->nblocks && rt->blocks[lo].off == off ? rt->blocks[lo].req : 0;
+  long i = off < SIZE_MAX ? find(rt, (size_t)off) : -1;
+  return i >= 0 ? rt->blocks[i].req : 0;
 }
 
 uint64_t coop_rt_buf_len(coop_rt *rt, const void *p) {

@@ -212,6 +212,27 @@ int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out);
  * is host memory already (OpenCL), placed as any other buffer. */
 void *coop_rt_alloc_host(coop_rt *rt, size_t bytes);
 int coop_rt_free(coop_rt *rt, void *p);
+/* A job's n (at most COOP_MAX_ARGS) buffers made together: out[k] of
+ * bytes[k] bytes, its data copied from src[k] where src and src[k] are
+ * given (as coop_rt_alloc_from), else zeroed. Where the arena wants the
+ * copy engine, those whose footprints, guards included, come to at most
+ * 64 KiB in order are placed side by side and made in one copy, not one
+ * each; the others as coop_rt_alloc_from or coop_rt_alloc would. 0;
+ * COOP_ENOMEM, COOP_EINVAL (a size 0, bad arguments), or a copy's error,
+ * nothing allocated then. Each is an ordinary buffer afterwards. */
+int coop_rt_alloc_group(coop_rt *rt, unsigned n, const size_t *bytes, const void *const *src,
+                        void **out);
+/* n (at most COOP_MAX_ARGS) buffers freed together, the first len[k]
+ * bytes of p[k] copied out to host memory dst[k] first where dst and
+ * dst[k] are given; where the arena wants the copy engine and the small
+ * ones lie within 64 KiB, those read and checked in one copy, not one or
+ * two each. Every
+ * buffer named is freed. 0; COOP_EINVAL when a p[k] is not a buffer (or
+ * named twice), else COOP_EIO when a copy out failed or len[k] passes
+ * the buffer's size, else COOP_EFAULT when a guard zone was overwritten;
+ * *breach (where given): the first k whose guards were, or -1. */
+int coop_rt_free_group(coop_rt *rt, unsigned n, void *const *p, void *const *dst, const size_t *len,
+                       int *breach);
 /* As coop_rt_free's check of the guard zones, the buffer kept: a device
  * buffer that outlives the job that used it (0, COOP_EFAULT, COOP_EINVAL).
  * A breach found is reported once: the guards are filled again. */

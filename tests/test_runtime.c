@@ -1409,6 +1409,84 @@ START_TEST(device_buffers_move_by_the_copy_engine) {
 }
 END_TEST
 
+/* A job's buffers as a group: where the arena has a copy engine, small
+ * ones are made in one copy (data, zeros and every guard) and read back,
+ * checked and freed in one more, where each took one or two of its own; a
+ * breach is still found and named; a group too large for one copy goes
+ * one buffer at a time. And the same calls where the host reaches the
+ * arena directly. */
+static void group_round(coop_rt *rt, int counted) {
+  uint8_t in0[13], in1[200], out0[13], out1[200], z[96] = {0}, got[96];
+  for (unsigned i = 0; i < sizeof in0; i++) in0[i] = (uint8_t)(0x30 + i);
+  for (unsigned i = 0; i < sizeof in1; i++) in1[i] = (uint8_t)(i * 5 + 1);
+  size_t bytes[3] = {sizeof in0, 96, sizeof in1};
+  const void *src[3] = {in0, NULL, in1};
+  void *p[3];
+  copies = 0;
+  ck_assert_int_eq(coop_rt_alloc_group(rt, 3, bytes, src, p), 0);
+  if (counted) ck_assert_int_eq(copies, 1);
+  ck_assert_uint_eq(coop_rt_buf_len(rt, p[0]), sizeof in0);
+  ck_assert_uint_eq(coop_rt_buf_len(rt, p[2]), sizeof in1);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, got, p[1], sizeof got, 0), 0); /* zeroed */
+  ck_assert_mem_eq(got, z, sizeof got);
+  ck_assert_int_eq(coop_rt_buf_check(rt, p[1]), 0);
+  copies = 0;
+  void *dst[3] = {out0, NULL, out1};
+  size_t len[3] = {sizeof out0, 0, sizeof out1};
+  int breach = 7;
+  ck_assert_int_eq(coop_rt_free_group(rt, 3, p, dst, len, &breach), 0);
+  ck_assert_int_eq(breach, -1);
+  if (counted) ck_assert_int_eq(copies, 1);
+  ck_assert_mem_eq(out0, in0, sizeof in0);
+  ck_assert_mem_eq(out1, in1, sizeof in1);
+  ck_assert_uint_eq(coop_rt_buf_len(rt, p[0]), 0); /* freed */
+  ck_assert_int_eq(coop_rt_free(rt, p[2]), COOP_EINVAL);
+
+  /* a breach: the guard after the second of three (96 bytes, 128 with
+   * their padding to 64) */
+  ck_assert_int_eq(coop_rt_alloc_group(rt, 3, bytes, src, p), 0);
+  uint8_t bad = 0x5a;
+  ck_assert_int_eq(coop_rt_arena_copy(rt, (uint8_t *)p[1] + 128 + 3, &bad, 1, 1), 0);
+  ck_assert_int_eq(coop_rt_free_group(rt, 3, p, NULL, NULL, &breach), COOP_EFAULT);
+  ck_assert_int_eq(breach, 1);
+  ck_assert_uint_eq(coop_rt_buf_len(rt, p[1]), 0); /* freed all the same */
+  /* refusals: past a buffer's size, a pointer named twice, not a buffer */
+  ck_assert_int_eq(coop_rt_alloc_group(rt, 2, bytes, src, p), 0);
+  len[0] = sizeof in0 + 1;
+  ck_assert_int_eq(coop_rt_free_group(rt, 1, p, dst, len, &breach), COOP_EIO);
+  void *twice[2] = {p[1], p[1]};
+  ck_assert_int_eq(coop_rt_free_group(rt, 2, twice, NULL, NULL, NULL), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_free_group(rt, 1, twice, NULL, NULL, NULL), COOP_EINVAL);
+  size_t zero[1] = {0};
+  ck_assert_int_eq(coop_rt_alloc_group(rt, 1, zero, NULL, p), COOP_EINVAL);
+  ck_assert_ptr_null(p[0]);
+  ck_assert_int_eq(coop_rt_alloc_group(rt, COOP_MAX_ARGS + 1, bytes, NULL, p), COOP_EINVAL);
+
+  /* too large for one copy: one buffer at a time, the same buffers */
+  size_t large[2] = {40u << 10, 40u << 10};
+  copies = 0;
+  ck_assert_int_eq(coop_rt_alloc_group(rt, 2, large, NULL, p), 0);
+  if (counted) ck_assert_int_eq(copies, 2);
+  ck_assert_int_eq(coop_rt_free_group(rt, 2, p, NULL, NULL, &breach), 0);
+  /* no room at all: nothing stays */
+  size_t huge[2] = {64, (size_t)1 << 40};
+  ck_assert_int_eq(coop_rt_alloc_group(rt, 2, huge, NULL, p), COOP_ENOMEM);
+  ck_assert_ptr_null(p[0]);
+}
+
+START_TEST(a_job_s_buffers_move_in_one_copy_each_way) {
+  coop_rt *rt = prepared();
+  group_round(rt, 0); /* as the backend moves them */
+  struct coop__backend_ops counted = *rt->ops;
+  real_ops = rt->ops;
+  counted.copy_arena = counted_copy;
+  rt->ops = &counted;
+  group_round(rt, 1);
+  rt->ops = real_ops;
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 /* Room placed on the device ahead of staging (a kernel reload's new
  * arena): on a prepared runtime only, any size (capped at the arena),
  * and the buffers allocated there afterwards hold what is written. */
@@ -1563,6 +1641,7 @@ static Suite *suite(void) {
   tcase_add_test(t, shares_carry_bytes_between_runtimes);
   tcase_add_test(t, arena_warms_before_launch_only);
   tcase_add_test(t, device_buffers_move_by_the_copy_engine);
+  tcase_add_test(t, a_job_s_buffers_move_in_one_copy_each_way);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);

@@ -200,86 +200,145 @@ static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, ui
   return fd_copy_unmapped(rt, fd, p, n, off, in);
 }
 
-/* The mapping of buffer d's IN data where this process holds one
- * (via_map), so that the buffer is made from it (coop_rt_alloc_from: a
- * small one's data in the same copy as its guards); else NULL. */
-static const uint8_t *stage_src(const struct dp_buf_entry *d, const int *fds, unsigned nfds) {
+/* Where buffer d's bytes are in this process's mapping of its
+ * descriptor (via_map), or NULL where it holds none. */
+static uint8_t *map_of(const struct dp_buf_entry *d, const int *fds, unsigned nfds) {
   int32_t f = d->fd;
-  if (!via_map() || d->in != 1 || f < 0 || (unsigned)f >= nfds) return NULL;
+  if (!via_map() || f < 0 || (unsigned)f >= nfds) return NULL;
   uint8_t *m = xmap_get(&xm, fds[f], d->off, d->size, coop__now_ns(), d->owner);
   return m ? m + d->off : NULL;
 }
 
+/* A small buffer's bytes on their way between a descriptor not mapped
+ * here and the group's one copy (coop_rt_alloc_group, _free_group): room
+ * for n of them in the bounce buffer, *used bytes of which are taken by
+ * the same request; NULL when the buffer is not small or no room is left.
+ * (Through fd_copy_unmapped each took a copy of its own, and a small job
+ * of three buffers five copies to be staged: bench/RESULTS.md, "A small
+ * job's buffers in one copy each way".) */
+#define DP_SMALL (64u << 10) /* the most the arena moves in one copy */
+static uint8_t *scratch(coop_rt *rt, uint64_t n, uint64_t *used) {
+  uint8_t *b = bounce(rt);
+  if (!b || n > DP_SMALL || n > DP_BOUNCE - *used) return NULL;
+  uint8_t *p = b + *used;
+  *used += (n + 63u) & ~(uint64_t)63u;
+  return p;
+}
+
+/* Where buffer d's IN data comes from when it is made with the job's
+ * others: its descriptor's mapping here, else, for a small one, its bytes
+ * read into the scratch room; NULL (made on its own) for one filled later
+ * (DP_IN_LATER), from a share, too large, or where the read failed (*bad
+ * then). A buffer without IN data is made in the group, zeroed. */
+static const uint8_t *stage_src(coop_rt *rt, const struct dp_buf_entry *d, const int *fds,
+                                unsigned nfds, uint64_t *used, int *bad) {
+  if (d->in != 1) return NULL;
+  const uint8_t *m = map_of(d, fds, nfds);
+  if (m || d->fd < 0 || (unsigned)d->fd >= nfds) return m;
+  uint8_t *p = scratch(rt, d->size, used);
+  if (p && fdio_pread(fds[d->fd], p, d->size, d->off)) *bad = 1;
+  return p;
+}
+
 /* DP_STAGE: every buffer allocated, IN data read from its descriptor (a
  * DP_IN_LATER one's comes by DP_WRITE next); on any failure nothing stays
- * allocated. A buffer is zeroed unless its IN
- * data covers it (a short read fails the stage, and the next allocation
- * of that memory zeroes it). */
+ * allocated. A buffer is zeroed unless its IN data covers it (a short read
+ * fails the stage, and the next allocation of that memory zeroes it).
+ * Those made from mapped data or zeroed go together (staged_in_group): a
+ * small job's in one copy (docs/daemon.md, "The path of one job"). */
 static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
                     uint64_t *args) {
   if (b->n > DP_MAX_BUFS) return COOP_EPROTO;
-  int e = 0;
-  unsigned i = 0;
-  for (; i < b->n; i++) {
-    const uint8_t *src = b->b[i].size ? stage_src(&b->b[i], fds, nfds) : NULL;
-    void *p = NULL;
-    if (src) {
-      int r = coop_rt_alloc_from(rt, b->b[i].size, src, &p);
-      if (r) e = r == COOP_ENOMEM ? COOP_ENOMEM : COOP_EIO; /* as a short read, else */
-    } else if (b->b[i].size) {
-      p = b->b[i].in ? coop_rt_alloc_filled(rt, b->b[i].size) : coop_rt_alloc(rt, b->b[i].size);
-    }
-    if (!p) {
-      if (!e) e = COOP_ENOMEM;
-      break;
-    }
-    args[i] = coop_rt_buf_arg(rt, p);
-    if (src || b->b[i].in == DP_IN_LATER) continue; /* filled, or by DP_WRITE next */
-    int32_t f = b->b[i].fd;
-    if (b->b[i].in && f == DP_FD_SHARE) {
-      if (coop_rt_share_copy(rt, p, (void *)(uintptr_t)b->b[i].at, b->b[i].size)) {
-        e = COOP_EIO;
-        i++;
-        break;
-      }
-    } else if (b->b[i].in && (f < 0 || (unsigned)f >= nfds ||
-                              /* stage_src found no mapping: not looked for again */
-                              fd_copy_unmapped(rt, fds[f], p, b->b[i].size, b->b[i].off, 1))) {
+  size_t gb[DP_MAX_BUFS];
+  const void *gs[DP_MAX_BUFS];
+  void *gp[DP_MAX_BUFS], *p[DP_MAX_BUFS] = {0};
+  unsigned gi[DP_MAX_BUFS], ng = 0;
+  uint64_t used = 0;
+  int bad = 0;
+  for (unsigned i = 0; i < b->n && !bad; i++) {
+    const uint8_t *src = stage_src(rt, &b->b[i], fds, nfds, &used, &bad);
+    if (!b->b[i].size || (!src && b->b[i].in)) continue;
+    gi[ng] = i;
+    gb[ng] = b->b[i].size;
+    gs[ng++] = src;
+  }
+  if (bad) return COOP_EIO; /* a short read */
+  int e = ng ? coop_rt_alloc_group(rt, ng, gb, gs, gp) : 0;
+  if (e) return e == COOP_ENOMEM ? COOP_ENOMEM : COOP_EIO; /* a copy's error: as a short read */
+  for (unsigned k = 0; k < ng; k++) p[gi[k]] = gp[k];
+  for (unsigned i = 0; i < b->n && !e; i++) {
+    const struct dp_buf_entry *d = &b->b[i];
+    if (p[i]) continue; /* made in the group */
+    p[i] = d->size ? coop_rt_alloc_filled(rt, d->size) : NULL;
+    if (!p[i]) {
+      e = COOP_ENOMEM;
+    } else if (d->in == DP_IN_LATER) {
+      /* filled by DP_WRITE next */
+    } else if (d->fd == DP_FD_SHARE) {
+      if (coop_rt_share_copy(rt, p[i], (void *)(uintptr_t)d->at, d->size)) e = COOP_EIO;
+    } else if (d->fd < 0 || (unsigned)d->fd >= nfds ||
+               /* stage_src found no mapping: not looked for again */
+               fd_copy_unmapped(rt, fds[d->fd], p[i], d->size, d->off, 1)) {
       e = COOP_EIO;
-      i++;
-      break;
     }
   }
-  if (e)
-    while (i-- > 0) coop_rt_free(rt, coop_rt_buf_host(rt, args[i]));
+  for (unsigned i = 0; i < b->n; i++) {
+    if (e && p[i]) coop_rt_free(rt, p[i]);
+    args[i] = !e && p[i] ? coop_rt_buf_arg(rt, p[i]) : 0;
+  }
   return e;
 }
 
-/* DP_UNSTAGE: OUT data written, every buffer freed; *breach: the first
- * whose guard zone was overwritten, or -1. */
+/* DP_UNSTAGE: OUT data written, every buffer freed (together, the OUT
+ * bytes of those with a mapping here, or small, copied out with them:
+ * coop_rt_free_group, the small ones' through the scratch room and
+ * written to their descriptors after), a device buffer's guards checked;
+ * *breach: the first whose guard zone was overwritten, or -1. */
 static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
                       int *breach) {
   if (b->n > DP_MAX_BUFS) return COOP_EPROTO;
   int e = 0;
+  void *fp[DP_MAX_BUFS], *fdst[DP_MAX_BUFS];
+  size_t fl[DP_MAX_BUFS];
+  unsigned fi[DP_MAX_BUFS], nf = 0;
+  uint8_t *via[DP_MAX_BUFS] = {0}; /* the scratch room a small one's bytes go through */
+  uint64_t used = 0;
   *breach = -1;
   for (unsigned i = 0; i < b->n; i++) {
-    void *p = coop_rt_buf_host(rt, b->b[i].arg);
+    const struct dp_buf_entry *d = &b->b[i];
+    void *p = coop_rt_buf_host(rt, d->arg);
     if (!p) {
       e = COOP_EINVAL;
       continue;
     }
-    int32_t f = b->b[i].fd;
-    if (b->b[i].out && f == DP_FD_SHARE) {
-      if (coop_rt_buf_len(rt, p) < b->b[i].size ||
-          coop_rt_share_copy(rt, (void *)(uintptr_t)b->b[i].at, p, b->b[i].size))
+    int32_t f = d->fd;
+    uint8_t *m = d->out && !d->keep ? map_of(d, fds, nfds) : NULL; /* out with the group */
+    if (d->out && !d->keep && !m && f >= 0 && (unsigned)f < nfds)
+      m = via[i] = scratch(rt, d->size, &used);
+    if (!d->out || m) {
+      /* nothing to copy here */
+    } else if (f == DP_FD_SHARE) {
+      if (coop_rt_buf_len(rt, p) < d->size ||
+          coop_rt_share_copy(rt, (void *)(uintptr_t)d->at, p, d->size))
         e = COOP_EIO;
-    } else if (b->b[i].out &&
-               (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < b->b[i].size ||
-                fd_copy(rt, fds[f], p, b->b[i].size, b->b[i].off, b->b[i].owner, 0, NULL)))
+    } else if (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < d->size ||
+               fd_copy(rt, fds[f], p, d->size, d->off, d->owner, 0, NULL)) {
       e = COOP_EIO;
-    int g = b->b[i].keep == 1 ? coop_rt_buf_check(rt, p) : b->b[i].keep ? 0 : coop_rt_free(rt, p);
-    if (g == COOP_EFAULT && *breach < 0) *breach = (int)i;
+    }
+    if (!d->keep) {
+      fi[nf] = i;
+      fp[nf] = p;
+      fdst[nf] = m;
+      fl[nf++] = m ? d->size : 0;
+    } else if (d->keep == 1 && coop_rt_buf_check(rt, p) == COOP_EFAULT && *breach < 0) {
+      *breach = (int)i;
+    }
   }
+  int br = -1, r = nf ? coop_rt_free_group(rt, nf, fp, fdst, fl, &br) : 0;
+  if (br >= 0 && (*breach < 0 || (int)fi[br] < *breach)) *breach = (int)fi[br];
+  if ((r == COOP_EIO || r == COOP_EINVAL) && !e) e = COOP_EIO;
+  for (unsigned i = 0; i < b->n && !e; i++)
+    if (via[i] && fdio_pwrite(fds[b->b[i].fd], via[i], b->b[i].size, b->b[i].off)) e = COOP_EIO;
   return e;
 }
 
