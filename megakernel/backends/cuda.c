@@ -58,6 +58,11 @@ struct cu_be {
   void *warm_src;       /* cu_copy_warm's page-locked bytes, or NULL until its first */
   CUdeviceptr warm_dst; /* and its managed (or device) bytes */
   int warm_failed;      /* they could not be had: not asked again */
+  /* cu_copy_arena's page-locked room for a small copy (CU_STAGE_BYTES),
+   * made at the first; stage_mu: one copy through it at a time */
+  void *stage;
+  pthread_mutex_t stage_mu;
+  int stage_failed;
 };
 
 static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
@@ -76,6 +81,7 @@ static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
 static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
   struct cu_be *b = calloc(1, sizeof *b);
   if (!b) return COOP_ENOMEM;
+  pthread_mutex_init(&b->stage_mu, NULL);
   rt->be = b;
   const char *why = coop__cuda_driver(0);
   if (!why) why = coop__cuda_nvrtc();
@@ -243,6 +249,36 @@ static int cu_write_dev(struct coop_rt *rt, size_t offset, const void *src, size
   return 0;
 }
 
+#define CU_STAGE_BYTES (COOP__ARENA_ONE_COPY + 2u * COOP__ARENA_GUARD)
+
+/* A small arena copy through the page-locked stage, where its host side
+ * is pageable memory (a block's footprint image, a guard's canaries, a
+ * caller's few bytes): from pageable memory the driver stages the bytes
+ * itself. 0 when done; 1 when the stage is busy or could not be had (the
+ * caller copies directly), or a coop code. */
+static int cu_copy_staged(struct coop_rt *rt, void *dst, const void *src, size_t bytes,
+                          int to_arena) {
+  struct cu_be *b = rt->be;
+  if (b->stage_failed || pthread_mutex_trylock(&b->stage_mu)) return 1;
+  if (!b->stage && coop__cu.cuMemHostAlloc(&b->stage, CU_STAGE_BYTES, 0) != CUDA_SUCCESS) {
+    b->stage = NULL;
+    b->stage_failed = 1;
+    pthread_mutex_unlock(&b->stage_mu);
+    return 1;
+  }
+  CUresult r;
+  if (to_arena) {
+    memcpy(b->stage, src, bytes);
+    r = coop__cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, b->stage, bytes);
+  } else {
+    r = coop__cu.cuMemcpyDtoH(b->stage, (CUdeviceptr)(uintptr_t)src, bytes);
+    if (r == CUDA_SUCCESS) memcpy(dst, b->stage, bytes);
+  }
+  pthread_mutex_unlock(&b->stage_mu);
+  CU_CHECK(rt, r);
+  return 0;
+}
+
 /* An arena copy on the legacy stream, which is not ordered after the
  * megakernel's non-blocking stream: it does not wait for the kernel, and
  * the copy engine moves the bytes where the host would take a page fault
@@ -251,6 +287,7 @@ static int cu_copy_arena(struct coop_rt *rt, void *dst, const void *src, size_t 
                          int to_arena) {
   struct cu_be *b = rt->be;
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (bytes <= CU_STAGE_BYTES && cu_copy_staged(rt, dst, src, bytes, to_arena) == 0) return 0;
   if (to_arena)
     CU_CHECK(rt, coop__cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes));
   else
@@ -764,9 +801,11 @@ static void cu_close(struct coop_rt *rt) {
     if (b->devmem) coop__cu.cuMemFree(b->devmem);
     if (b->warm_dst) coop__cu.cuMemFree(b->warm_dst);
     if (b->warm_src) coop__cu.cuMemFreeHost(b->warm_src);
+    if (b->stage) coop__cu.cuMemFreeHost(b->stage);
     if (b->stream) coop__cu.cuStreamDestroy(b->stream);
     if (b->own_ctx) coop__cu.cuDevicePrimaryCtxRelease(b->dev);
   }
+  pthread_mutex_destroy(&b->stage_mu);
   free(b);
   rt->be = NULL;
 }
