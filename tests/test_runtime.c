@@ -793,7 +793,7 @@ END_TEST
 /* Deadline-aware dispatch: a render that is due must not wait
  * behind a task that queued earlier. A cooperative kernel holds every
  * worker; a task of all workers without a deadline queues (it holds the
- * head, asking for kills that cannot give it all), then one with a
+ * head, waiting for the kernel's end: docs/scheduler.md Sec. 5), then one with a
  * deadline. Once the cooperative kernel is cancelled, the one with the
  * deadline is gathered, and finishes, before the other is gathered. It
  * was first in, first gathered. */
@@ -883,6 +883,33 @@ START_TEST(gathering_ahead_holds_workers) {
                   (long long)(back - to));
   ck_assert_int_eq(coop_rt_cancel(f.rt, hold), 0);
   ck_assert_int_eq(finish(&f, hold).state, COOP_TASK_CANCELLED);
+  coop_rt_free(f.rt, o);
+  fx_close(&f);
+}
+END_TEST
+
+/* A task of every worker beside a running cooperative kernel cannot be
+ * gathered before the kernel ends: its workgroup 0 is never killed. It
+ * waits for that end, and the kernel is not asked for kills meanwhile:
+ * asked, it shrank to one workgroup and ran the rest of its job there
+ * (docs/scheduler.md Sec. 5). Then the task runs on every worker. */
+START_TEST(a_task_of_every_worker_leaves_a_kernel_its_width) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  coop_task_id hold = hold_every_worker(&f);
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  uint64_t a[1] = {coop_rt_buf_arg(f.rt, o)};
+  coop_task_id all = submit(&f, f.ids, w, 0, 0, 1, a);
+  ck_assert_int_eq(coop_rt_wait(f.rt, all, 500), COOP_ETIMEDOUT);
+  struct coop_rt_live l = live_of(&f, hold);
+  ck_assert_msg(l.kills == 0 && l.m == w, "the kernel was shrunk for it: M %u of %u, %u kills", l.m,
+                w, l.kills);
+  ck_assert_int_eq(coop_rt_cancel(f.rt, hold), 0);
+  ck_assert_int_eq(finish(&f, hold).state, COOP_TASK_CANCELLED);
+  struct coop_rt_task_info ti = finish(&f, all);
+  ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+  for (unsigned g = 0; g < w; g++) ck_assert_uint_eq(o[2 * g], 1u);
   coop_rt_free(f.rt, o);
   fx_close(&f);
 }
@@ -1327,6 +1354,16 @@ static int counted_copy(struct coop_rt *rt, void *dst, const void *src, size_t n
   return 0;
 }
 
+/* The arena's byte at p flipped (its complement written): a breach of a
+ * guard whatever its canary there, where a constant written matched the
+ * canary's byte one time in 256 and the breach went unseen. */
+static void flip_byte(coop_rt *rt, uint8_t *p) {
+  uint8_t v;
+  ck_assert_int_eq(coop_rt_arena_copy(rt, &v, p, 1, 0), 0);
+  v = (uint8_t)~v;
+  ck_assert_int_eq(coop_rt_arena_copy(rt, p, &v, 1, 1), 0);
+}
+
 /* Where the arena has a copy engine, the host never touches a device
  * buffer, whatever its size (arena.c, by_host: the pages of a small one
  * went back and forth at every task and were pinned in host memory by the
@@ -1353,8 +1390,8 @@ START_TEST(device_buffers_move_by_the_copy_engine) {
   ck_assert_mem_eq(got, want, 8);
   ck_assert_int_eq(copies, 4);
   ck_assert_int_eq(coop_rt_buf_check(rt, s), 0);
-  ck_assert_int_eq(copies, 5);                                         /* both guards in one read */
-  ck_assert_int_eq(coop_rt_arena_copy(rt, s + 64 + 8, want, 1, 1), 0); /* into the guard after */
+  ck_assert_int_eq(copies, 5); /* both guards in one read */
+  flip_byte(rt, s + 64 + 8);   /* into the guard after */
   ck_assert_int_eq(coop_rt_free(rt, s), COOP_EFAULT);
   ck_assert_int_eq(coop_rt_arena_copy(rt, got, want, 8, 1), COOP_EINVAL); /* not the arena */
   ck_assert_int_eq(coop_rt_arena_copy(rt, s, want, (1u << 20) + 8, 1), COOP_EINVAL); /* past it */
@@ -1445,8 +1482,7 @@ static void group_round(coop_rt *rt, int counted) {
   /* a breach: the guard after the second of three (96 bytes, 128 with
    * their padding to 64) */
   ck_assert_int_eq(coop_rt_alloc_group(rt, 3, bytes, src, p), 0);
-  uint8_t bad = 0x5a;
-  ck_assert_int_eq(coop_rt_arena_copy(rt, (uint8_t *)p[1] + 128 + 3, &bad, 1, 1), 0);
+  flip_byte(rt, (uint8_t *)p[1] + 128 + 3);
   ck_assert_int_eq(coop_rt_free_group(rt, 3, p, NULL, NULL, &breach), COOP_EFAULT);
   ck_assert_int_eq(breach, 1);
   ck_assert_uint_eq(coop_rt_buf_len(rt, p[1]), 0); /* freed all the same */
@@ -1655,6 +1691,7 @@ static Suite *suite(void) {
   tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
   tcase_add_test(t, earliest_deadline_gathered_first);
   tcase_add_test(t, gathering_ahead_holds_workers);
+  tcase_add_test(t, a_task_of_every_worker_leaves_a_kernel_its_width);
   tcase_add_test(t, shutdown_in_flight);
   suite_add_tcase(s, t);
   /* Its own case so that ctest also runs it at 8 units (resizing_cu8),

@@ -789,13 +789,27 @@ COOP_FN coop_u32 coop__hold_need(COOP_GLOBAL struct coop_sched *s) {
   return need;
 }
 
+/* The most workers a gather can have while the cooperative kernels now
+ * running run on: all but one of each, whose workgroup 0 is never killed
+ * (docs/scheduler.md Sec. 5). A task that needs more waits for a kernel's
+ * end whatever is asked; kills asked for it meanwhile shrank the kernels
+ * to one workgroup each, which then ran the rest of their jobs so (bfs
+ * 4.3x slower beside a task of every worker on an H200, the task waiting
+ * for it all the same). */
+COOP_FN coop_u32 coop__gatherable(COOP_GLOBAL const struct coop_sched *s) {
+  coop_u32 n = 0u;
+  for (coop_u32 bits = s->coopm; bits != 0u; bits &= bits - 1u) n++;
+  return s->nworkers > n ? s->nworkers - n : 0u;
+}
+
 /* Step 7 with nothing waiting: free workers beyond the holds are offered
  * for forks; short of the holds, reservations come back and kills are
- * asked for (never more than leaves each kernel one workgroup). */
+ * asked for (never more than leaves each kernel one workgroup). A hold no
+ * gather could meet while the kernels run holds nothing. */
 COOP_FN void coop__idle_workers(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 hold = s->holds ? coop__hold_need(s) : 0u;
-  if (hold > s->nworkers) hold = s->nworkers;
+  if (hold > coop__gatherable(s)) hold = 0u;
   if (hold > s->nfree) coop__unreserve_all(dev);
   if (hold > s->nfree) /* again: the reservations came back */
     coop__request_kills(dev, hold - s->nfree);
@@ -908,6 +922,12 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   }
   coop_u32 coop = (s->t_flags[slot] & COOP_TF_COOPERATIVE) != 0u, groups = s->t_groups[slot];
   coop_u32 need = coop ? 1u : groups;
+  if (need > coop__gatherable(s)) {
+    /* it waits for a cooperative kernel's end: the kernels run as wide as
+     * they may meanwhile, and end sooner (coop__gatherable) */
+    coop__offer_forks(dev, s->nfree);
+    return 0u;
+  }
   if (s->nfree < need) coop__unreserve_all(dev);
   coop_u32 c = 0u;
   while (c < COOP_MAX_CHANNELS && ((s->busy >> c) & 1u)) c++;
