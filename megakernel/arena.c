@@ -190,9 +190,6 @@ static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block 
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-/* rt->lock held. Where block b goes, first fit: b->off and b->len set, its
- * index in the list returned, or -1 when no gap holds it. A block in host
- * memory starts on a page and ends on one, guards included. */
 /* rt->lock held. The first gap of `need` bytes starting on a multiple of
  * `page`: its start in *at and the list index of the block after it, or
  * -1 when there is none. */
@@ -207,6 +204,9 @@ static long gap(const struct coop_rt *rt, size_t need, size_t page, size_t *at) 
   return -1;
 }
 
+/* rt->lock held. Where block b goes, first fit: b->off and b->len set, its
+ * index in the list returned, or -1 when no gap holds it. A block in host
+ * memory starts on a page and ends on one, guards included. */
 static long place(const struct coop_rt *rt, size_t bytes, struct coop__arena_block *b) {
   size_t len = round_up(bytes, ALIGN);
   size_t page = b->host ? COOP__ARENA_HOST_PAGE : 1;
@@ -334,7 +334,7 @@ static size_t foot_of(size_t bytes) { return round_up(bytes, ALIGN) + 2 * GUARD;
  * them all; COOP_ENOMEM, COOP_EIO (nothing stays in the list then). */
 static int group_place(struct coop_rt *rt, unsigned n, const size_t *bytes, const void *const *src,
                        const uint8_t *in, uint8_t *img, size_t span, void **out) {
-  struct coop__arena_block b[COOP_MAX_ARGS];
+  struct coop__arena_block b[COOP_MAX_ARGS] = {{0}};
   unsigned m = 0;
   size_t at, pos = 0;
   long i = gap(rt, span, 1, &at);
@@ -349,11 +349,15 @@ static int group_place(struct coop_rt *rt, unsigned n, const size_t *bytes, cons
     out[k] = rt->arena + b[m].off;
     pos += b[m++].len + 2 * GUARD;
   }
-  if (insert(rt, (size_t)i, b, m)) return COOP_ENOMEM;
-  if (rt->ops->copy_arena(rt, rt->arena + at, img, span, 1) == 0) return 0;
-  memmove(rt->blocks + i, rt->blocks + i + m, (rt->nblocks - (size_t)i - m) * sizeof *rt->blocks);
-  rt->nblocks -= m;
-  return COOP_EIO;
+  int e = insert(rt, (size_t)i, b, m) ? COOP_ENOMEM : 0;
+  if (!e && rt->ops->copy_arena(rt, rt->arena + at, img, span, 1) != 0) {
+    memmove(rt->blocks + i, rt->blocks + i + m, (rt->nblocks - (size_t)i - m) * sizeof *rt->blocks);
+    rt->nblocks -= m;
+    e = COOP_EIO;
+  }
+  for (unsigned k = 0; e && k < n; k++)
+    if (in[k]) out[k] = NULL; /* no buffer there */
+  return e;
 }
 
 /* Buffer k of a group on its own (coop_rt_alloc_from, coop_rt_alloc). */

@@ -211,8 +211,8 @@ static uint8_t *map_of(const struct dp_buf_entry *d, const int *fds, unsigned nf
 
 /* A small buffer's bytes on their way between a descriptor not mapped
  * here and the group's one copy (coop_rt_alloc_group, _free_group): room
- * for n of them in the bounce buffer, *used bytes of which are taken by
- * the same request; NULL when the buffer is not small or no room is left.
+ * for its n bytes in the bounce buffer, of which the same request has
+ * taken *used; NULL when the buffer is not small or no room is left.
  * (Through fd_copy_unmapped each took a copy of its own, and a small job
  * of three buffers five copies to be staged: bench/RESULTS.md, "A small
  * job's buffers in one copy each way".) */
@@ -244,8 +244,8 @@ static const uint8_t *stage_src(coop_rt *rt, const struct dp_buf_entry *d, const
  * DP_IN_LATER one's comes by DP_WRITE next); on any failure nothing stays
  * allocated. A buffer is zeroed unless its IN data covers it (a short read
  * fails the stage, and the next allocation of that memory zeroes it).
- * Those made from mapped data or zeroed go together (staged_in_group): a
- * small job's in one copy (docs/daemon.md, "The path of one job"). */
+ * Those made from host data (stage_src) or zeroed go together: a small
+ * job's in one copy (docs/daemon.md, "Large buffers in slices"). */
 static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
                     uint64_t *args) {
   if (b->n > DP_MAX_BUFS) return COOP_EPROTO;

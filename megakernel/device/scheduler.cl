@@ -809,7 +809,8 @@ COOP_FN coop_u32 coop__gatherable(COOP_GLOBAL const struct coop_sched *s) {
 COOP_FN void coop__idle_workers(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 hold = s->holds ? coop__hold_need(s) : 0u;
-  if (hold > coop__gatherable(s)) hold = 0u;
+  if (hold > s->nworkers) hold = s->nworkers;
+  if (hold > coop__gatherable(s)) hold = 0u; /* none could meet it while the kernels run */
   if (hold > s->nfree) coop__unreserve_all(dev);
   if (hold > s->nfree) /* again: the reservations came back */
     coop__request_kills(dev, hold - s->nfree);
