@@ -110,27 +110,31 @@ static void guards_fill(struct coop_rt *rt, const struct coop__arena_block *b) {
   guard_fill(rt, b->off + b->len, b);
 }
 
-/* Block b's footprint [guard][len][guard] as one_copy writes it: in host
- * memory, 8-byte words, zeros between the guards' canaries. NULL when out
- * of memory (the caller then goes guard by guard). */
-static uint64_t *foot_image(const struct coop_rt *rt, const struct coop__arena_block *b) {
-  size_t words = (b->len + 2 * GUARD) / 8; /* len: a multiple of ALIGN */
-  uint64_t *f = calloc(words, 8);
-  if (f) {
-    canaries(rt, b->off - GUARD, f);
-    canaries(rt, b->off + b->len, f + words - GUARD / 8);
-  }
-  return f;
+/* Block b's footprint [guard][len][guard] as one copy writes it, into f
+ * (host memory, zeroed, 8-byte aligned): the guards' canaries, and between
+ * them `bytes` of src where src is given (len: a multiple of ALIGN). */
+static void foot_fill(const struct coop_rt *rt, const struct coop__arena_block *b, uint8_t *f,
+                      const void *src, size_t bytes) {
+  canaries(rt, b->off - GUARD, (uint64_t *)f);
+  if (src) memcpy(f + GUARD, src, bytes);
+  canaries(rt, b->off + b->len, (uint64_t *)(f + GUARD + b->len));
+}
+
+/* Whether both of block b's guards are whole in f, its footprint as one
+ * copy read it. */
+static int foot_ok(const struct coop_rt *rt, const struct coop__arena_block *b, const uint8_t *f) {
+  return canaries_ok(rt, b->off - GUARD, (const uint64_t *)f) &&
+         canaries_ok(rt, b->off + b->len, (const uint64_t *)(f + GUARD + b->len));
 }
 
 static int guards_ok(const struct coop_rt *rt, const struct coop__arena_block *b) {
-  size_t foot = b->len + 2 * GUARD, lo = b->off - GUARD, hi = b->off + b->len;
-  uint64_t *f = one_copy(rt, b) ? malloc(foot) : NULL; /* the footprint read in one copy */
+  size_t foot = b->len + 2 * GUARD, lo = b->off - GUARD;
+  uint8_t *f = one_copy(rt, b) ? malloc(foot) : NULL; /* the footprint read in one copy */
   int read = f && !rt->ops->copy_arena((struct coop_rt *)rt, f, rt->arena + lo, foot, 0);
-  int ok = read && canaries_ok(rt, lo, f) && canaries_ok(rt, hi, f + (foot - GUARD) / 8);
+  int ok = read && foot_ok(rt, b, f);
   free(f);
   if (read) return ok;
-  return guard_ok(rt, lo, b) && guard_ok(rt, hi, b);
+  return guard_ok(rt, lo, b) && guard_ok(rt, b->off + b->len, b);
 }
 
 /* len bytes of the arena at p zeroed: large buffers by the copy engine
@@ -158,8 +162,9 @@ static void arena_zero(struct coop_rt *rt, uint8_t *p, const struct coop__arena_
 static int fresh(struct coop_rt *rt, const struct coop__arena_block *b, size_t bytes, int zero,
                  const void *src) {
   uint8_t *p = rt->arena + b->off;
-  uint64_t *f = one_copy(rt, b) ? foot_image(rt, b) : NULL;
-  if (f && src) memcpy((uint8_t *)f + GUARD, src, bytes);
+  /* NULL when out of memory: then guard by guard */
+  uint8_t *f = one_copy(rt, b) ? calloc(1, b->len + 2 * GUARD) : NULL;
+  if (f) foot_fill(rt, b, f, src, bytes);
   int done = f && !rt->ops->copy_arena(rt, p - GUARD, f, b->len + 2 * GUARD, 1);
   free(f);
   if (done) return src != NULL;
@@ -343,9 +348,7 @@ static int group_place(struct coop_rt *rt, unsigned n, const size_t *bytes, cons
     if (!in[k]) continue;
     b[m] = (struct coop__arena_block){.req = bytes[k], .len = round_up(bytes[k], ALIGN)};
     b[m].off = at + pos + GUARD;
-    canaries(rt, b[m].off - GUARD, (uint64_t *)(img + pos));
-    if (src && src[k]) memcpy(img + pos + GUARD, src[k], bytes[k]);
-    canaries(rt, b[m].off + b[m].len, (uint64_t *)(img + pos + GUARD + b[m].len));
+    foot_fill(rt, &b[m], img + pos, src ? src[k] : NULL, bytes[k]);
     out[k] = rt->arena + b[m].off;
     pos += b[m++].len + 2 * GUARD;
   }
@@ -417,13 +420,7 @@ static int group_out(struct coop_rt *rt, const struct coop__arena_block *b, cons
     memcpy(dst, rt->arena + b->off, len);
   else if (dst && len && rt->ops->copy_arena(rt, dst, rt->arena + b->off, len, 0))
     e = COOP_EIO;
-  if (img) {
-    size_t g0 = b->off - GUARD - lo, g1 = b->off + b->len - lo;
-    *ok = canaries_ok(rt, b->off - GUARD, (const uint64_t *)(img + g0)) &&
-          canaries_ok(rt, b->off + b->len, (const uint64_t *)(img + g1));
-  } else {
-    *ok = guards_ok(rt, b);
-  }
+  *ok = img ? foot_ok(rt, b, img + (b->off - GUARD - lo)) : guards_ok(rt, b);
   return e;
 }
 
@@ -443,7 +440,7 @@ int coop_rt_free_group(coop_rt *rt, unsigned n, void *const *p, void *const *dst
     small[k] = 0;
     if (!found[k]) continue;
     b[k] = rt->blocks[i];
-    small[k] = !by_host(rt, &b[k]) && b[k].len + 2 * GUARD <= COOP__ARENA_ONE_COPY;
+    small[k] = one_copy(rt, &b[k]);
     if (!small[k]) continue;
     if (b[k].off - GUARD < lo) lo = b[k].off - GUARD;
     if (b[k].off + b[k].len + GUARD > hi) hi = b[k].off + b[k].len + GUARD;

@@ -190,23 +190,27 @@ static int fd_copy_unmapped(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_
   return 0;
 }
 
+/* Where bytes [off, off + n) of descriptor fd are in this process's
+ * mapping of it (xmap.h, via_map), or NULL where it holds none. */
+static uint8_t *map_at(int fd, uint64_t off, uint64_t n, uint32_t owner) {
+  uint8_t *m = via_map() ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
+  return m ? m + off : NULL;
+}
+
 /* As fd_copy_unmapped, through the file's mapping where this process
- * holds one (xmap.h, via_map: *mapped, where given, says so). */
+ * holds one (map_at: *mapped, where given, says so). */
 static int fd_copy(coop_rt *rt, int fd, uint8_t *p, uint64_t n, uint64_t off, uint32_t owner,
                    int in, uint32_t *mapped) {
-  uint8_t *m = via_map() ? xmap_get(&xm, fd, off, n, coop__now_ns(), owner) : NULL;
+  uint8_t *m = map_at(fd, off, n, owner);
   if (mapped) *mapped = m != NULL;
-  if (m) return map_copy(rt, m + off, p, n, in);
+  if (m) return map_copy(rt, m, p, n, in);
   return fd_copy_unmapped(rt, fd, p, n, off, in);
 }
 
-/* Where buffer d's bytes are in this process's mapping of its
- * descriptor (via_map), or NULL where it holds none. */
+/* map_at for buffer d of a request, whose descriptor is fds[d->fd]. */
 static uint8_t *map_of(const struct dp_buf_entry *d, const int *fds, unsigned nfds) {
   int32_t f = d->fd;
-  if (!via_map() || f < 0 || (unsigned)f >= nfds) return NULL;
-  uint8_t *m = xmap_get(&xm, fds[f], d->off, d->size, coop__now_ns(), d->owner);
-  return m ? m + d->off : NULL;
+  return f >= 0 && (unsigned)f < nfds ? map_at(fds[f], d->off, d->size, d->owner) : NULL;
 }
 
 /* A small buffer's bytes on their way between a descriptor not mapped
@@ -322,7 +326,8 @@ static int do_unstage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsi
           coop_rt_share_copy(rt, (void *)(uintptr_t)d->at, p, d->size))
         e = COOP_EIO;
     } else if (f < 0 || (unsigned)f >= nfds || coop_rt_buf_len(rt, p) < d->size ||
-               fd_copy(rt, fds[f], p, d->size, d->off, d->owner, 0, NULL)) {
+               /* map_of found no mapping: not looked for again */
+               fd_copy_unmapped(rt, fds[f], p, d->size, d->off, 0)) {
       e = COOP_EIO;
     }
     if (!d->keep) {
