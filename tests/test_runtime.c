@@ -892,17 +892,33 @@ END_TEST
  * gathered before the kernel ends: its workgroup 0 is never killed. It
  * waits for that end, and the kernel is not asked for kills meanwhile:
  * asked, it shrank to one workgroup and ran the rest of its job there
- * (docs/scheduler.md Sec. 5). Then the task runs on every worker. */
+ * (docs/scheduler.md Sec. 5). Nor is it for such a task's next instance
+ * gathered ahead (its hold, from 500 ms after the first instance on).
+ * Then the task runs on every worker. */
 START_TEST(a_task_of_every_worker_leaves_a_kernel_its_width) {
   struct fx f;
   fx_open(&f);
   unsigned w = coop_rt_workers(f.rt);
-  coop_task_id hold = hold_every_worker(&f);
   uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
-  uint64_t a[1] = {coop_rt_buf_arg(f.rt, o)};
-  coop_task_id all = submit(&f, f.ids, w, 0, 0, 1, a);
-  ck_assert_int_eq(coop_rt_wait(f.rt, all, 500), COOP_ETIMEDOUT);
+  const int64_t ms = 1000000, t0 = coop__now_ns();
+  struct coop_rt_task_desc d = {.kernel = f.ids, .groups = w, .nargs = 1};
+  d.args[0] = coop_rt_buf_arg(f.rt, o);
+  d.next_ns = t0 + 1500 * ms;
+  d.ahead_ns = 1000 * ms;
+  coop_task_id all;
+  ck_assert_int_eq(coop_rt_submit(f.rt, &d, &all), 0);
+  ck_assert_int_eq(finish(&f, all).state, COOP_TASK_DONE); /* the device is free */
+  coop_task_id hold = hold_every_worker(&f);
+  ck_assert_msg(coop__now_ns() < t0 + 400 * ms, "too slow to start before the hold's window");
+  while (coop__now_ns() < t0 + 1200 * ms) nap_ms(10);
   struct coop_rt_live l = live_of(&f, hold);
+  ck_assert_msg(l.kills == 0 && l.m == w, "the kernel was shrunk ahead: M %u of %u, %u kills", l.m,
+                w, l.kills);
+  memset(o, 0, 2 * w * sizeof *o);
+  d.next_ns = d.ahead_ns = 0;
+  ck_assert_int_eq(coop_rt_submit(f.rt, &d, &all), 0);
+  ck_assert_int_eq(coop_rt_wait(f.rt, all, 500), COOP_ETIMEDOUT);
+  l = live_of(&f, hold);
   ck_assert_msg(l.kills == 0 && l.m == w, "the kernel was shrunk for it: M %u of %u, %u kills", l.m,
                 w, l.kills);
   ck_assert_int_eq(coop_rt_cancel(f.rt, hold), 0);
