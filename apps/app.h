@@ -96,9 +96,17 @@ struct coop_app_opts {
     int preempt_kernel;
     uint64_t preempt_out;
     int64_t *gather_ns, *request_gathered_ns;
+    /* with COOP_PROF_SUSPEND: the passes the scheduler began between the
+     * pass-on and that next reap, the longest of them but the reap's own,
+     * that pass's start -> its reap, and the reap itself (ns) */
+    int64_t *reap_passes, *reap_longest_ns, *reap_pass_ns, *reap_ns;
+    /* ... and that longest pass's steps 1 to 8 (scheduler.cl, "Profile";
+     * COOP_APP_SUSPEND_STEPS per suspension, ns) */
+    int64_t *long_steps_ns;
   } * suspend_log;
 };
 #define COOP_APP_SUSPEND_LEGS 4
+#define COOP_APP_SUSPEND_STEPS 8
 
 /* ---- a task, described once (task.c) ---- */
 

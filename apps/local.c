@@ -98,11 +98,21 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
     if (log && log->n < log->cap) {
       log->suspend_ns[log->n] = t1 - t0;
       if (log->left_ns) log->left_ns[log->n] = ti.t_finished ? ti.t_finished - t0 : -1;
-      /* the reap may come after the host saw the end: then it is the
-       * previous suspension's, older than the pass-on, and left out */
-      uint64_t p[9];
-      int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 9) == 9 && p[1];
+      uint64_t p[16];
+      int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 16) == 16 && p[1];
+      /* the reap that follows the pass-on may come after the host saw the
+       * end: waited for (1 ms at most), so that it is this suspension's */
+      for (int64_t w0 = coop__now_ns(); prof && p[2] < p[1] && coop__now_ns() - w0 < 1000000;)
+        coop_rt_sched_profile(rt, p, 16);
       double tick = coop_rt_tick_ns(rt);
+      int reaped = prof && p[2] >= p[1];
+      if (log->reap_passes) log->reap_passes[log->n] = reaped ? (int64_t)p[6] : -1;
+      if (log->reap_longest_ns) log->reap_longest_ns[log->n] = span_ns(reaped, 0, p[9], tick);
+      if (log->reap_pass_ns) log->reap_pass_ns[log->n] = span_ns(reaped, 0, p[10], tick);
+      if (log->reap_ns) log->reap_ns[log->n] = span_ns(reaped, 0, p[11], tick);
+      for (unsigned k = 0; log->long_steps_ns && k < COOP_APP_SUSPEND_STEPS; k++)
+        log->long_steps_ns[log->n * COOP_APP_SUSPEND_STEPS + k] =
+            span_ns(reaped, 0, (p[12 + k / 2] >> (32 * (k % 2))) & 0xffffffffu, tick);
       if (log->reaped_ns) log->reaped_ns[log->n] = span_ns(prof, p[1], p[2], tick);
       if (log->last_ns) log->last_ns[log->n] = span_ns(prof, p[1], p[3], tick);
       if (log->passon_ns) log->passon_ns[log->n] = passon;

@@ -131,7 +131,10 @@ int main(int argc, char **argv) {
           *last = calloc(cap, sizeof *last), *passon = calloc(cap, sizeof *passon),
           *inpass = calloc(cap, sizeof *inpass),
           *legs = calloc((size_t)cap * COOP_APP_SUSPEND_LEGS, sizeof *legs),
-          *gather = calloc(cap, sizeof *gather), *reqg = calloc(cap, sizeof *reqg);
+          *gather = calloc(cap, sizeof *gather), *reqg = calloc(cap, sizeof *reqg),
+          *rpasses = calloc(cap, sizeof *rpasses), *rlong = calloc(cap, sizeof *rlong),
+          *rpass = calloc(cap, sizeof *rpass), *rreap = calloc(cap, sizeof *rreap),
+          *lsteps = calloc((size_t)cap * COOP_APP_SUSPEND_STEPS, sizeof *lsteps);
   /* the no-op's output: thread 0 of each group stores at 16 x its id */
   void *nop_out = preempt ? coop_rt_alloc(rt, (size_t)w * 16u * sizeof(uint32_t)) : NULL;
   if (preempt && !nop_out) {
@@ -155,7 +158,12 @@ int main(int argc, char **argv) {
                                      knop,
                                      preempt ? coop_rt_buf_arg(rt, nop_out) : 0u,
                                      gather,
-                                     reqg};
+                                     reqg,
+                                     prof ? rpasses : NULL,
+                                     prof ? rlong : NULL,
+                                     prof ? rpass : NULL,
+                                     prof ? rreap : NULL,
+                                     prof ? lsteps : NULL};
   double step_us = 0;
   unsigned total = 0;
   /* COOP_PROF: the passes of an idle megakernel (200 ms), of the
@@ -167,7 +175,7 @@ int main(int argc, char **argv) {
     sched_prof_print_since(rt, "  passes, idle (200 ms)", snap);
   }
   for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last && passon && inpass &&
-                       legs && gather && reqg;
+                       legs && gather && reqg && rpasses && rlong && rpass && rreap && lsteps;
        k++) {
     if (k <= 1) sched_prof_snap(rt, snap);
     unsigned n = 0; /* run 0: uninterrupted, for the step */
@@ -217,6 +225,31 @@ int main(int argc, char **argv) {
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
+    /* passes are counts: pct's "us" of thousandths is the count itself */
+    for (unsigned i = 0; i < log.n; i++) rpasses[i] = rpasses[i] >= 0 ? rpasses[i] * 1000 : -1;
+    char r1[96], r2[96], r3[96], r4[96];
+    pct(rpasses, log.n, r1, sizeof r1);
+    pct(rlong, log.n, r2, sizeof r2);
+    pct(rpass, log.n, r3, sizeof r3);
+    pct(rreap, log.n, r4, sizeof r4);
+    printf(
+        "      passes begun before that reap (count, not us): %s\n"
+        "      the longest of them but the reap's own: %s\n"
+        "      the reap's own pass, its start -> the reap: %s; the reap: %s\n",
+        r1, r2, r3, r4);
+    printf("      the longest's steps 1-8, p50 us:");
+    for (unsigned k = 0; k < COOP_APP_SUSPEND_STEPS; k++) {
+      struct series x = {0};
+      for (unsigned i = 0; i < log.n; i++)
+        if (lsteps[i * COOP_APP_SUSPEND_STEPS + k] >= 0)
+          push(&x, (double)lsteps[i * COOP_APP_SUSPEND_STEPS + k] / 1e3);
+      if (x.n)
+        printf(" %.1f", quantile(&x, 0.5));
+      else
+        printf(" -");
+      series_free(&x);
+    }
+    printf("\n");
   }
   if (preempt) {
     char g1[96], g2[96];
@@ -238,6 +271,11 @@ int main(int argc, char **argv) {
   free(grow);
   free(left);
   free(reaped);
+  free(rpasses);
+  free(rlong);
+  free(rpass);
+  free(rreap);
+  free(lsteps);
   free(last);
   free(passon);
   free(inpass);

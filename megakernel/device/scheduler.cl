@@ -184,23 +184,75 @@ COOP_FN void coop__map_share(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struc
   }
 }
 
-/* REAP: the returned workers among pids 1 + h, 1 + h + step, ... */
+/* REAP, one returned worker of channel c (wstat), after the acquire fence
+ * that follows its RETURNED: the counters it shares with other helpers
+ * by atomic adds. */
+COOP_FN void coop__reap_one(COOP_GLOBAL struct coop_dev *dev, coop_u32 pid, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
+  coop_u32 why = w->reason;
+  if (why & COOP_WR_KILLED) coop_fadd_rlx(&s->chan_killed_reaped[c], 1u);
+  if (why & COOP_WR_LAST) coop_st_rlx(&s->chan_last[c], 1u);
+  s->wstat[pid] = COOP_SW_FREE;
+  coop_fadd_rlx(&s->nfree, 1u);
+  coop_fadd_rlx(&s->reaped, 1u);
+  coop_fadd_rlx(&s->chan_workers[c], ~0u); /* minus one */
+  coop_st_rlx(&w->state, COOP_WS_IDLE);
+}
+
+/* REAP: the returned workers among pids 1 + h, 1 + h + step, ...,
+ * COOP_HELP_REAP_BATCH at a time: their states and scheduler entries
+ * loaded together, one acquire fence, the reasons of those of the batch's
+ * first channel loaded together and that channel's counters added once
+ * (the rest, a second channel in one batch, one by one). Worker by worker
+ * (two dependent round trips and a fence each, four adds on words every
+ * helper adds to), 526 workers that left at one suspension took 6.9 us to
+ * reap on an H200, most of a priority task's gather after the last of them
+ * left (bench/RESULTS.md, "The reap of a whole kernel"). */
+#define COOP_HELP_REAP_BATCH 8u
 COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop_u32 step) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  for (coop_u32 pid = 1u + h; pid <= s->nworkers; pid += step) {
-    COOP_GLOBAL struct coop_worker *w = &dev->w[pid];
-    if (coop_ld_rlx(&w->state) != COOP_WS_RETURNED) continue;
-    coop_u32 c = s->wstat[pid];
-    if (c >= COOP_MAX_CHANNELS) continue; /* a fork not yet reconciled */
-    coop_fence_acq();                     /* acquires what the worker wrote before RETURNED */
-    coop_u32 why = w->reason;
-    if (why & COOP_WR_KILLED) coop_fadd_rlx(&s->chan_killed_reaped[c], 1u);
-    if (why & COOP_WR_LAST) coop_st_rlx(&s->chan_last[c], 1u);
-    s->wstat[pid] = COOP_SW_FREE;
-    coop_fadd_rlx(&s->nfree, 1u);
-    coop_fadd_rlx(&s->reaped, 1u);
-    coop_fadd_rlx(&s->chan_workers[c], ~0u); /* minus one */
-    coop_st_rlx(&w->state, COOP_WS_IDLE);
+  coop_u32 nw = s->nworkers;
+  for (coop_u32 base = 1u + h; base <= nw; base += COOP_HELP_REAP_BATCH * step) {
+    /* bit k: pid base + k * step has RETURNED, of channel c0 (mine) or of
+     * another (other); a fork not yet reconciled (no channel) waits */
+    coop_u32 mine = 0u, other = 0u, n0 = 0u, c0 = COOP_MAX_CHANNELS;
+    for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++) {
+      coop_u32 pid = base + k * step;
+      if (pid > nw) break;
+      coop_u32 st = coop_ld_rlx(&dev->w[pid].state), c = s->wstat[pid];
+      if (st != COOP_WS_RETURNED || c >= COOP_MAX_CHANNELS) continue;
+      if (c0 == COOP_MAX_CHANNELS) c0 = c;
+      if (c == c0) {
+        mine |= 1u << k;
+        n0++;
+      } else {
+        other |= 1u << k;
+      }
+    }
+    if (!(mine | other)) continue;
+    coop_fence_acq(); /* acquires what those workers wrote before RETURNED */
+    coop_u32 killed = 0u, last = 0u;
+    for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++)
+      if ((mine >> k) & 1u) {
+        coop_u32 why = dev->w[base + k * step].reason;
+        killed += (why & COOP_WR_KILLED) ? 1u : 0u;
+        last |= why & COOP_WR_LAST;
+      }
+    for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++)
+      if ((mine >> k) & 1u) {
+        coop_u32 pid = base + k * step;
+        s->wstat[pid] = COOP_SW_FREE;
+        coop_st_rlx(&dev->w[pid].state, COOP_WS_IDLE);
+      }
+    /* mine holds the first returned one: n0 >= 1 */
+    if (killed) coop_fadd_rlx(&s->chan_killed_reaped[c0], killed);
+    if (last) coop_st_rlx(&s->chan_last[c0], 1u);
+    coop_fadd_rlx(&s->nfree, n0);
+    coop_fadd_rlx(&s->reaped, n0);
+    coop_fadd_rlx(&s->chan_workers[c0], 0u - n0);
+    for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++)
+      if ((other >> k) & 1u) coop__reap_one(dev, base + k * step, s->wstat[base + k * step]);
   }
 }
 #endif
@@ -1008,16 +1060,40 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
  * own), prof[5] after the doorbell's acquire fence, prof[7] as step 2
  * begins, prof[8] once the record's words are in (each stamp taken under
  * a branch on the value it waits for, so that the clock is not read
- * before the load returns).
+ * before the load returns); with prof[2], prof[6] counts the passes that
+ * began between the pass-on and that reap, prof[9] is the longest of them
+ * but the reap's own, prof[10] that pass's start -> its reap's start and
+ * prof[11] the reap itself, in ticks (a late reap with many short passes
+ * is workers late to report, with few long ones a slow scheduler);
+ * prof[12..15] the steps of the longest pass since the pass-on (steps 1
+ * to 8 of the pass as COOP_PROF_MARK splits it, two 32-bit tick counts a
+ * slot, the earlier step low; written as each longest pass ends, read
+ * with prof[9]).
  * coop-bench-suspend reads them, and spins on prof[0] after its request:
  * the system-scope fence after the count waits for both stores to reach
  * host memory, so that the host sees the pass-on then, not whenever a
  * weak store to host memory leaves the GPU's caches. */
 #ifdef COOP_PROF_SUSPEND
-#define COOP_PROF_SUSPEND_DECL                \
-  coop_u32 prof_armed = 0u, prof_reaped = 0u; \
-  coop_u64 prof_pass = 0u;
-#define COOP_PROF_SUSPEND_PASS() prof_pass = coop_clock()
+#define COOP_PROF_SUSPEND_DECL                                  \
+  coop_u32 prof_armed = 0u, prof_reaped = 0u, prof_passes = 0u; \
+  coop_u64 prof_pass = 0u, prof_long = 0u, prof_r0 = 0u, prof_m[9];
+#define COOP_PROF_SUSPEND_PASS()                                                      \
+  do {                                                                                \
+    coop_u64 now_ = coop_clock();                                                     \
+    if (prof_armed) {                                                                 \
+      prof_passes++;                                                                  \
+      if (now_ - prof_pass > prof_long) {                                             \
+        prof_long = now_ - prof_pass;                                                 \
+        prof_m[0] = prof_pass;                                                        \
+        for (coop_u32 k_ = 0u; k_ < 4u; k_++)                                         \
+          mb->prof[12u + k_] = (prof_m[2u * k_ + 1u] - prof_m[2u * k_]) |             \
+                               ((prof_m[2u * k_ + 2u] - prof_m[2u * k_ + 1u]) << 32); \
+      }                                                                               \
+    }                                                                                 \
+    prof_pass = now_;                                                                 \
+  } while (0)
+#undef COOP_PROF_MARK
+#define COOP_PROF_MARK(k) prof_m[k] = coop_clock()
 #define COOP_PROF_SUSPEND_NOTICED(n) \
   if (n) {                           \
     mb->prof[1] = coop_clock();      \
@@ -1026,10 +1102,18 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     coop_sys_fence_acq_rel();        \
     prof_armed = 1u;                 \
     prof_reaped = s->reaped;         \
+    prof_passes = 0u;                \
+    prof_long = 0u;                  \
   }
+#define COOP_PROF_SUSPEND_REAP() prof_r0 = coop_clock()
 #define COOP_PROF_SUSPEND_REAPED()              \
   if (prof_armed && s->reaped != prof_reaped) { \
-    mb->prof[2] = coop_clock();                 \
+    coop_u64 now_ = coop_clock();               \
+    mb->prof[6] = prof_passes;                  \
+    mb->prof[9] = prof_long;                    \
+    mb->prof[10] = prof_r0 - prof_pass;         \
+    mb->prof[11] = now_ - prof_r0;              \
+    mb->prof[2] = now_;                         \
     prof_armed = 0u;                            \
   }
 #define COOP_PROF_SUSPEND_AT(k, cond) \
@@ -1039,6 +1123,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
 #define COOP_PROF_SUSPEND_DECL
 #define COOP_PROF_SUSPEND_PASS()
 #define COOP_PROF_SUSPEND_NOTICED(n) (void)(n)
+#define COOP_PROF_SUSPEND_REAP()
 #define COOP_PROF_SUSPEND_REAPED()
 #endif
 /* The live view is refreshed every COOP_VIEW_EVERY passes: it is for the
@@ -1289,6 +1374,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1)
       if (bits & 1u) coop__reconcile_forks(dev, c);
     COOP_PROF_MARK(4);
+    COOP_PROF_SUSPEND_REAP();
     coop__reap(dev);
     COOP_PROF_SUSPEND_REAPED();
     COOP_PROF_MARK(5);
