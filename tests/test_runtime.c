@@ -951,6 +951,37 @@ START_TEST(cancel_running) {
 }
 END_TEST
 
+/* A head that waits (a task of every worker beside a cooperative kernel,
+ * which it cannot be gathered beside) reads its cancel flag when another
+ * task's request moves cancel_seq, finds it 0, and from then on reads it
+ * only after the next request (docs/scheduler.md, step 3). Its own cancel
+ * after that must still reach it, and the task queued behind it must end
+ * cancelled too. */
+START_TEST(a_waiting_head_sees_its_cancel_after_another) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  coop_task_id hold = hold_every_worker(&f);
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  uint64_t a = coop_rt_buf_arg(f.rt, o);
+  coop_task_id head = submit(&f, f.ids, w, 0, 0, 1, &a);
+  coop_task_id behind = submit(&f, f.ids, 1, 0, 0, 1, &a);
+  ck_assert_int_eq(coop_rt_wait(f.rt, head, 50), COOP_ETIMEDOUT);
+  ck_assert_int_eq(coop_rt_cancel(f.rt, behind), 0); /* the head reads its flag: 0 */
+  ck_assert_int_eq(coop_rt_wait(f.rt, head, 50), COOP_ETIMEDOUT);
+  ck_assert_int_eq(coop_rt_cancel(f.rt, head), 0);
+  ck_assert_msg(coop_rt_wait(f.rt, head, 5000) == 0, "the waiting head's cancel was lost");
+  ck_assert_int_eq(finish(&f, head).state, COOP_TASK_CANCELLED);
+  ck_assert_int_eq(finish(&f, behind).state, COOP_TASK_CANCELLED);
+  ck_assert_int_eq(coop_rt_wait(f.rt, hold, 0), COOP_ETIMEDOUT); /* still running */
+  ck_assert_int_eq(coop_rt_cancel(f.rt, hold), 0);
+  ck_assert_int_eq(finish(&f, hold).state, COOP_TASK_CANCELLED);
+  coop_rt_free(f.rt, o);
+  churn(&f, 2); /* still serving */
+  fx_close(&f);
+}
+END_TEST
+
 START_TEST(refusals) {
   struct fx f;
   fx_open(&f);
@@ -1700,6 +1731,7 @@ static Suite *suite(void) {
   tcase_add_test(t, global_barrier_phases);
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
+  tcase_add_test(t, a_waiting_head_sees_its_cancel_after_another);
   tcase_add_test(t, cancel_right_after_submit);
   tcase_add_test(t, cancel_seen_before_its_submit);
   tcase_add_test(t, requests_from_many_threads_each_reach_their_task);
