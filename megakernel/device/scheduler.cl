@@ -206,9 +206,10 @@ COOP_FN void coop__reap_one(COOP_GLOBAL struct coop_dev *dev, coop_u32 pid, coop
  * first channel loaded together and that channel's counters added once
  * (the rest, a second channel in one batch, one by one). Worker by worker
  * (two dependent round trips and a fence each, four adds on words every
- * helper adds to), 526 workers that left at one suspension took 6.9 us to
- * reap on an H200, most of a priority task's gather after the last of them
- * left (bench/RESULTS.md, "The reap of a whole kernel"). */
+ * helper adds to), 526 workers that left at one suspension took 6.9-7.3
+ * us to reap on an H200 (so: 4.8-6.0), the larger part of a priority
+ * task's wait after the last of them left (bench/RESULTS.md, "The reap of
+ * a whole kernel"). */
 #define COOP_HELP_REAP_BATCH 8u
 COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop_u32 step) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
@@ -760,9 +761,9 @@ COOP_FN void coop__offer_forks(COOP_GLOBAL struct coop_dev *dev, coop_u32 spare)
      * already. A kill takes one from want_kill and M together, and no fork
      * can come while more than the excess is asked (the reservations went
      * back first: serve_head, idle_workers), so want_kill read before M
-     * shows the excess only if it is (docs/scheduler.md, "Caps"). Taking
-     * the lock in every pass of a suspension cost each 1.8 us on an H200
-     * and held the barrier's own resize off the lock meanwhile. */
+     * shows the excess only if it is (docs/scheduler.md, "Caps"). Taken
+     * in every pass of a suspension, the lock was half of the idle step's
+     * 1.8 us on an H200, and held the barrier's own resize off it. */
     coop_u32 want = coop_ld_acq(&ch->want_kill), m = coop_ld_acq(&ch->m);
     if (want != (m > cap ? m - cap : 0u)) {
       coop__lock(&ch->lock);
