@@ -26,16 +26,24 @@ extern const char coop_bench_src_micro_nop_cl[]; /* bench_kernels.c (bench/CMake
 
 /* p50 / p99 / max of v[0..n) in us, into s (the benchmarks' quantile,
  * common.h); -1 entries (the task ended first) left out. */
-static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
+/* p50 / p99 / max of the v[i] >= 0, each divided by div, then unit (and
+ * the count), into s; "-" if none. */
+static void pct_of(const int64_t *v, unsigned n, double div, const char *unit, char *s,
+                   size_t len) {
   struct series x = {0};
   for (unsigned i = 0; i < n; i++)
-    if (v[i] >= 0) push(&x, (double)v[i] / 1e3);
+    if (v[i] >= 0) push(&x, (double)v[i] / div);
   if (!x.n)
     snprintf(s, len, "-");
   else
-    snprintf(s, len, "%.1f / %.1f / %.1f us (%zu)", quantile(&x, 0.5), quantile(&x, 0.99),
-             max_of(&x), x.n);
+    snprintf(s, len, "%.1f / %.1f / %.1f%s (%zu)", quantile(&x, 0.5), quantile(&x, 0.99),
+             max_of(&x), unit, x.n);
   series_free(&x);
+}
+
+/* ns as us */
+static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
+  pct_of(v, n, 1e3, " us", s, len);
 }
 
 /* The pass that passed each suspension on, leg by leg (apps/local.c). */
@@ -225,15 +233,13 @@ int main(int argc, char **argv) {
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
-    /* passes are counts: pct's "us" of thousandths is the count itself */
-    for (unsigned i = 0; i < log.n; i++) rpasses[i] = rpasses[i] >= 0 ? rpasses[i] * 1000 : -1;
     char r1[96], r2[96], r3[96], r4[96];
-    pct(rpasses, log.n, r1, sizeof r1);
+    pct_of(rpasses, log.n, 1, "", r1, sizeof r1);
     pct(rlong, log.n, r2, sizeof r2);
     pct(rpass, log.n, r3, sizeof r3);
     pct(rreap, log.n, r4, sizeof r4);
     printf(
-        "      passes begun before that reap (count, not us): %s\n"
+        "      passes begun before that reap: %s\n"
         "      the longest of them but the reap's own: %s\n"
         "      the reap's own pass, its start -> the reap: %s; the reap: %s\n",
         r1, r2, r3, r4);
