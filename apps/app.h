@@ -103,9 +103,15 @@ struct coop_app_opts {
     /* ... and that longest pass's steps 1 to 8 (scheduler.cl, "Profile";
      * COOP_APP_SUSPEND_STEPS per suspension, ns) */
     int64_t *long_steps_ns;
+    /* ... and from the pass-on: -> the barrier's master arrives at the
+     * episode whose release makes the kills, and -> it sees that episode
+     * complete; that -> the last workgroup out (ns, -1 where a stamp is
+     * missing or out of order) */
+    int64_t *kill_arrive_ns, *kill_held_ns, *kill_out_ns;
   } * suspend_log;
 };
 #define COOP_APP_SUSPEND_LEGS 4
+#define COOP_APP_PROF_SLOTS 18 /* mailbox.prof's slots under COOP_PROF_SUSPEND */
 #define COOP_APP_SUSPEND_STEPS 8
 
 /* ---- a task, described once (task.c) ---- */

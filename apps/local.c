@@ -98,12 +98,13 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
     if (log && log->n < log->cap) {
       log->suspend_ns[log->n] = t1 - t0;
       if (log->left_ns) log->left_ns[log->n] = ti.t_finished ? ti.t_finished - t0 : -1;
-      uint64_t p[16];
-      int prof = log->reaped_ns && log->last_ns && coop_rt_sched_profile(rt, p, 16) == 16 && p[1];
+      uint64_t p[COOP_APP_PROF_SLOTS];
+      int prof = log->reaped_ns && log->last_ns &&
+                 coop_rt_sched_profile(rt, p, COOP_APP_PROF_SLOTS) == COOP_APP_PROF_SLOTS && p[1];
       /* the reap that follows the pass-on may come after the host saw the
        * end: waited for (1 ms at most), so that it is this suspension's */
       for (int64_t w0 = coop__now_ns(); prof && p[2] < p[1] && coop__now_ns() - w0 < 1000000;)
-        coop_rt_sched_profile(rt, p, 16);
+        coop_rt_sched_profile(rt, p, COOP_APP_PROF_SLOTS);
       double tick = coop_rt_tick_ns(rt);
       int reaped = prof && p[2] >= p[1];
       if (log->reap_passes) log->reap_passes[log->n] = reaped ? (int64_t)p[6] : -1;
@@ -115,6 +116,10 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
             span_ns(reaped, 0, (p[12 + k / 2] >> (32 * (k % 2))) & 0xffffffffu, tick);
       if (log->reaped_ns) log->reaped_ns[log->n] = span_ns(prof, p[1], p[2], tick);
       if (log->last_ns) log->last_ns[log->n] = span_ns(prof, p[1], p[3], tick);
+      if (log->kill_arrive_ns) log->kill_arrive_ns[log->n] = span_ns(prof, p[1], p[16], tick);
+      if (log->kill_held_ns) log->kill_held_ns[log->n] = span_ns(prof, p[1], p[17], tick);
+      if (log->kill_out_ns)
+        log->kill_out_ns[log->n] = span_ns(prof && p[17] >= p[1], p[17], p[3], tick);
       if (log->passon_ns) log->passon_ns[log->n] = passon;
       if (log->inpass_ns) log->inpass_ns[log->n] = span_ns(prof && p[4], p[4], p[1], tick);
       if (log->legs_ns) in_pass_legs(p, prof, tick, &log->legs_ns[log->n * COOP_APP_SUSPEND_LEGS]);

@@ -79,8 +79,10 @@ static int usage(FILE *f, int rc) {
           "over the whole run.\n"
           "With COOP_DEVICE_DEFINES=COOP_PROF_SUSPEND in the environment it also prints,\n"
           "from the device's clock, the scheduler passing the suspension on -> its next\n"
-          "reap of a worker (the first to leave) and -> the last workgroup out, and on\n"
-          "the host's clock alone request -> the host sees the scheduler pass it on.\n");
+          "reap of a worker (the first to leave) and -> the last workgroup out (and of\n"
+          "it, -> the barrier's master arriving at the episode of the kills, -> that\n"
+          "episode complete, and that -> the last out), and on the host's clock alone\n"
+          "request -> the host sees the scheduler pass it on.\n");
   return rc;
 }
 
@@ -142,7 +144,9 @@ int main(int argc, char **argv) {
           *gather = calloc(cap, sizeof *gather), *reqg = calloc(cap, sizeof *reqg),
           *rpasses = calloc(cap, sizeof *rpasses), *rlong = calloc(cap, sizeof *rlong),
           *rpass = calloc(cap, sizeof *rpass), *rreap = calloc(cap, sizeof *rreap),
-          *lsteps = calloc((size_t)cap * COOP_APP_SUSPEND_STEPS, sizeof *lsteps);
+          *lsteps = calloc((size_t)cap * COOP_APP_SUSPEND_STEPS, sizeof *lsteps),
+          *karrive = calloc(cap, sizeof *karrive), *kheld = calloc(cap, sizeof *kheld),
+          *kout = calloc(cap, sizeof *kout);
   /* the no-op's output: thread 0 of each group stores at 16 x its id */
   void *nop_out = preempt ? coop_rt_alloc(rt, (size_t)w * 16u * sizeof(uint32_t)) : NULL;
   if (preempt && !nop_out) {
@@ -171,7 +175,10 @@ int main(int argc, char **argv) {
                                      prof ? rlong : NULL,
                                      prof ? rpass : NULL,
                                      prof ? rreap : NULL,
-                                     prof ? lsteps : NULL};
+                                     prof ? lsteps : NULL,
+                                     prof ? karrive : NULL,
+                                     prof ? kheld : NULL,
+                                     prof ? kout : NULL};
   double step_us = 0;
   unsigned total = 0;
   /* COOP_PROF: the passes of an idle megakernel (200 ms), of the
@@ -182,8 +189,9 @@ int main(int argc, char **argv) {
     nanosleep(&idle, NULL);
     sched_prof_print_since(rt, "  passes, idle (200 ms)", snap);
   }
-  for (unsigned k = 0; k <= runs && sus && grow && left && reaped && last && passon && inpass &&
-                       legs && gather && reqg && rpasses && rlong && rpass && rreap && lsteps;
+  for (unsigned k = 0;
+       k <= runs && sus && grow && left && reaped && last && passon && inpass && legs && gather &&
+       reqg && rpasses && rlong && rpass && rreap && lsteps && karrive && kheld && kout;
        k++) {
     if (k <= 1) sched_prof_snap(rt, snap);
     unsigned n = 0; /* run 0: uninterrupted, for the step */
@@ -233,6 +241,15 @@ int main(int argc, char **argv) {
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
+    char k1[96], k2[96], k3[96];
+    pct(karrive, log.n, k1, sizeof k1);
+    pct(kheld, log.n, k2, sizeof k2);
+    pct(kout, log.n, k3, sizeof k3);
+    printf(
+        "      -> the barrier's master arrives at the episode of the kills: %s\n"
+        "      -> it sees that episode complete, held: %s\n"
+        "      that -> the last workgroup out: %s\n",
+        k1, k2, k3);
     char r1[96], r2[96], r3[96], r4[96];
     pct_of(rpasses, log.n, 1, "", r1, sizeof r1);
     pct(rlong, log.n, r2, sizeof r2);
@@ -282,6 +299,9 @@ int main(int argc, char **argv) {
   free(rpass);
   free(rreap);
   free(lsteps);
+  free(karrive);
+  free(kheld);
+  free(kout);
   free(last);
   free(passon);
   free(inpass);

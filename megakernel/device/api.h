@@ -57,6 +57,9 @@ struct coop_wgl {
   /* thread 0's profile of the step loop (primitives.cl, COOP__PB) */
   coop_u64 pb_t, pb[COOP__PB_LEGS], pb_n, pb_t0, pb_c0;
 #endif
+#ifdef COOP_PROF_SUSPEND
+  coop_u64 t_arrive; /* the master's: its last arrival (barrier.cl) */
+#endif
   /* The task's arguments then lens, copied from sched.t_payload when the
    * workgroup takes the task (worker.cl, coop__next): read from device
    * memory, an argument cost a kernel two dependent L2 round trips

@@ -360,6 +360,9 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
   coop_u32 e = wl->gen, n = wl->n_max, t = wl->base[e & 1u] + COOP__BAR_EP, slot = (e - 1u) & 3u;
   COOP_GLOBAL coop_atomic_u32 *word = COOP__BAR_WORD(ch, e);
   coop_u32 held = 0u;
+#ifdef COOP_PROF_SUSPEND /* scheduler.cl, "Profile" */
+  wl->t_arrive = coop_clock();
+#endif
   if (resizing && wl->hold_next) held = coop__bar_hold_first(ch, word, t, wl->query);
   wl->hold_next = 0u;
   coop_u32 v = coop_fadd_rel(word, 1u) + 1u;
@@ -427,6 +430,9 @@ COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 
   COOP_LOCAL struct coop_wgl *wl = c->wl;
   coop_u32 e = wl->gen, t = wl->base[e & 1u] + COOP__BAR_EP;
   coop_u32 query = wl->query;
+#ifdef COOP_PROF_SUSPEND /* scheduler.cl, "Profile" */
+  coop_u64 held_at = coop_clock();
+#endif
   coop__lock(&ch->lock);
   coop_u32 m = coop_ld_rlx(&ch->m), w, sus = coop_ld_rlx(&ch->suspend);
   /* The flag as of this release, for coop__primitive0: the one read at the
@@ -461,6 +467,12 @@ COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 
                           e & 1u ? wl->base[0] : rb, e & 1u ? rb : wl->base[1]);
     m_new = m + k;
   } else if (w != 0u) {
+#ifdef COOP_PROF_SUSPEND
+    if (sus != 0u) {
+      ch->t_kill_arrive = wl->t_arrive;
+      ch->t_kill_held = held_at;
+    }
+#endif
     coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
     coop_st_rel(&ch->m, m_new);
     coop__track_m(ch, m_new);

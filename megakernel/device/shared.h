@@ -29,7 +29,7 @@
 #define COOP_MAX_CHANNELS 16    /* kernels running at once */
 #define COOP_HOLDS 16           /* windows of gathering ahead armed at once */
 #define COOP_RING_WORDS 4u      /* words of a submit ring entry (coop__ring_words) */
-#define COOP_PROF_SLOTS 16      /* mailbox.prof: passes, then steps or trace marks */
+#define COOP_PROF_SLOTS 18      /* mailbox.prof: passes, then steps or trace marks */
 #define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
 #define COOP_SPREAD_SMS 256     /* SM ids told apart by the spread order (more wrap) */
 #define COOP_SPREAD_RANKS 64    /* workgroups per SM told apart (H100: at most 32) */
@@ -297,7 +297,12 @@ struct coop_chan {
   coop_u32 n_max;      /* N: the most workgroups the kernel may have */
   coop_u32 task;       /* task slot */
   coop_u64 t_gathered; /* the record's t_gathered, for the last workgroup out */
-  coop_u32 m0;         /* M at the start: the master's first count (barrier.cl) */
+  /* COOP_PROF_SUSPEND (scheduler.cl, "Profile"): the master's arrival at
+   * the episode whose held release made a suspension's kills, and when it
+   * saw that episode complete; the last workgroup out copies them to
+   * mailbox.prof and zeroes them */
+  coop_u64 t_kill_arrive, t_kill_held;
+  coop_u32 m0; /* M at the start: the master's first count (barrier.cl) */
   coop_u32 pad_m0;
   coop_atomic_u32 fault; /* a view's tag after an out-of-bounds access; relaxed */
   coop_atomic_u32 pad_fault;

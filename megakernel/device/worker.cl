@@ -129,7 +129,12 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
                    : coop_ld_rlx(&ch->suspended) ? COOP_TS_SUSPENDED
                                                  : COOP_TS_DONE;
 #ifdef COOP_PROF_SUSPEND /* scheduler.cl, "Profile" */
-  if (final == COOP_TS_SUSPENDED) mb->prof[3] = finished;
+  if (final == COOP_TS_SUSPENDED) {
+    mb->prof[3] = finished;
+    mb->prof[16] = ch->t_kill_arrive;
+    mb->prof[17] = ch->t_kill_held;
+  }
+  ch->t_kill_arrive = ch->t_kill_held = 0u;
 #endif
   coop_sys_st_rel(&t->state, final);
 }
