@@ -434,17 +434,21 @@ COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 
   coop_u64 held_at = coop_clock();
 #endif
   coop__lock(&ch->lock);
-  coop_u32 m = coop_ld_rlx(&ch->m), w, sus = coop_ld_rlx(&ch->suspend);
+  /* Every word the release may need, loaded together, in flight at once:
+   * under the lock none of them moves. Loaded as each was needed, a kill
+   * waited for three round trips in turn before the release, while every
+   * slave spun. */
+  coop_u32 m = coop_ld_rlx(&ch->m), sus = coop_ld_rlx(&ch->suspend);
+  coop_u32 want = coop_ld_rlx(&ch->want_kill), w = query ? want : coop_ld_rlx(&ch->ep_killed);
+  coop_u32 killed = coop_ld_rlx(&ch->killed);
   /* The flag as of this release, for coop__primitive0: the one read at the
    * arrival may be older than the kills this release makes for it, and
    * workgroup 0 would then run a whole step alone before it saves. */
   wl->sus |= sus;
   if (query) {
-    w = coop_ld_rlx(&ch->want_kill); /* query() */
-    if (w > m - 1u) w = m - 1u;
-    coop_st_rlx(&ch->want_kill, coop_ld_rlx(&ch->want_kill) - w);
+    if (w > m - 1u) w = m - 1u; /* query() */
+    coop_st_rlx(&ch->want_kill, want - w);
   } else {
-    w = coop_ld_rlx(&ch->ep_killed);
     /* A suspension (scheduler.cl, "Suspension") takes every workgroup but
      * 0 at this episode, as the query barrier would: the plain barrier's
      * offers claim kills only from the top id down in arrival order, one or
@@ -453,7 +457,6 @@ COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 
      * top set may leave: the claims so far plus what want_kill still asks
      * (the suspension's cap of one asked for m - 1). */
     if (m > 1u && sus != 0u) {
-      coop_u32 want = coop_ld_rlx(&ch->want_kill);
       coop_u32 more = want < m - 1u - w ? want : m - 1u - w;
       coop_st_rlx(&ch->want_kill, want - more);
       w += more;
@@ -473,15 +476,17 @@ COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 
       ch->t_kill_held = held_at;
     }
 #endif
-    coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + w);
+    coop_st_rlx(&ch->killed, killed + w);
     coop_st_rel(&ch->m, m_new);
-    coop__track_m(ch, m_new);
   }
   /* This episode's kills and forks are in M' now */
   coop_st_rlx(&ch->bar_delta[e & 3u], 0u);
   coop_st_rlx(&ch->ep_hold, 0u);
   coop_st_rlx(&ch->bar_rel, ((e + 1u) << COOP__REL_SHIFT) | m_new);
   coop_fadd_rel(COOP__BAR_WORD(ch, e), COOP__BAR_HOLD + COOP__BAR_HELD);
+  /* M's low and high marks, after the release: only the last workgroup
+   * out reads them, after its acquire of alive (a fork tracks its own) */
+  if (w != 0u) coop__track_m(ch, m_new);
   if (k) coop__fork_start(c->dev, ch, m, k);
   coop__unlock(&ch->lock);
   wl->m_ep = m_new;
