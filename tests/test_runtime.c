@@ -308,27 +308,37 @@ static void wait_word(const uint32_t *word, uint32_t want, const char *what) {
 /* A kill asked for while every workgroup of a query-barrier kernel is
  * inside a step is made at the barrier that ends that step
  * (docs/scheduler.md, "Holding an episode": a slave that read want_kill
- * before its workgroup barrier holds with its arrival). The gate kernel on
- * every worker is held inside step 1 until the scheduler has taken a task
- * of one group, which needs a kill; then the gate opens. Workgroup 0 must
- * see M = W in steps 0 and 1 and W - 1 in step 2. (Through CUDA at 1087
- * workgroups on an H200 the query barrier made no kill at all before the
- * master held the next episode first, and only one episode late before
- * slaves held with their arrival.) */
-START_TEST(query_kill_at_the_step_it_is_asked_in) {
+ * before its workgroup barrier holds with its arrival, and so does the
+ * master, before its own). The gate kernel on every worker is held inside
+ * step 1 until the scheduler has taken a task of one group, which needs a
+ * kill; then the gate opens. Workgroup 0 must see M = W in steps 0 and 1
+ * and W - 1 in step 2. (Through CUDA at 1087 workgroups on an H200 the
+ * query barrier made no kill at all before the master held the next
+ * episode first, and only one episode late before slaves held with their
+ * arrival.) master_last: the slaves end step 1 before the kill is asked
+ * for, and workgroup 0 after (a master that read the request only beside
+ * its own add, which completed the episode, held the next one). */
+static void query_kill_gate(int master_last) {
   struct fx f;
   fx_open(&f);
   unsigned w = coop_rt_workers(f.rt), steps = 4;
-  uint32_t *ctl = coop_rt_alloc(f.rt, 2 * sizeof *ctl);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
   uint32_t *rec = coop_rt_alloc(f.rt, steps * sizeof *rec);
   uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
   memset(rec, 0, steps * sizeof *rec);
   memset(o, 0, 2 * w * sizeof *o);
   __atomic_store_n(&ctl[1], 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&ctl[2], 1u, __ATOMIC_RELAXED);
   __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE); /* step 0 open */
-  uint64_t a[3] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), steps};
-  coop_task_id id = submit(&f, f.gate, w, 1, 1, 3, a);
+  uint64_t a[4] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), steps,
+                   (uint64_t)master_last};
+  coop_task_id id = submit(&f, f.gate, w, 1, 1, 4, a);
   wait_word(&ctl[1], 2u, "workgroup 0 in step 1"); /* barrier 0 passed by all */
+  struct timespec settle = {0, 200000000};
+  if (master_last) { /* the slaves end step 1 and wait at its barrier */
+    __atomic_store_n(&ctl[0], steps, __ATOMIC_RELEASE);
+    nanosleep(&settle, NULL);
+  }
   uint64_t oa[1] = {coop_rt_buf_arg(f.rt, o)};
   coop_task_id t = submit(&f, f.ids, 1, 0, 0, 1, oa);
   struct coop_rt_task_info ti = {0};
@@ -340,8 +350,8 @@ START_TEST(query_kill_at_the_step_it_is_asked_in) {
   ck_assert_msg(ti.t_released != 0, "the task of one group was not taken within 60 s");
   /* its kill request comes in the pass that released it; a loaded machine
    * may deschedule the scheduler's thread between the two */
-  struct timespec settle = {0, 200000000};
   nanosleep(&settle, NULL);
+  __atomic_store_n(&ctl[2], steps, __ATOMIC_RELEASE);
   __atomic_store_n(&ctl[0], steps, __ATOMIC_RELEASE);
   struct coop_rt_task_info tt = finish(&f, t), gi = finish(&f, id);
   ck_assert_int_eq(tt.state, COOP_TASK_DONE);
@@ -349,14 +359,18 @@ START_TEST(query_kill_at_the_step_it_is_asked_in) {
   ck_assert_uint_eq(o[0], 1u);
   ck_assert_uint_ge(gi.kills, 1u);
   ck_assert_msg(rec[0] == w && rec[1] == w && rec[2] == w - 1,
-                "M by step: %u %u %u %u (W = %u): the kill asked for inside step 1 was not "
+                "M by step: %u %u %u %u (W = %u%s): the kill asked for inside step 1 was not "
                 "made at the barrier that ended it",
-                rec[0], rec[1], rec[2], rec[3], w);
+                rec[0], rec[1], rec[2], rec[3], w, master_last ? ", workgroup 0 last" : "");
   coop_rt_free(f.rt, o);
   coop_rt_free(f.rt, rec);
   coop_rt_free(f.rt, ctl);
   fx_close(&f);
 }
+
+START_TEST(query_kill_at_the_step_it_is_asked_in) { query_kill_gate(0); }
+END_TEST
+START_TEST(query_kill_at_the_step_the_master_ends_last) { query_kill_gate(1); }
 END_TEST
 
 START_TEST(resizing_plain) { sweep_run(0, 12, 3000); }
@@ -1751,6 +1765,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, resizing_plain);
   tcase_add_test(rz, resizing_query);
   tcase_add_test(rz, query_kill_at_the_step_it_is_asked_in);
+  tcase_add_test(rz, query_kill_at_the_step_the_master_ends_last);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
   tcase_add_test(rz, suspend_plain);

@@ -363,7 +363,12 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
 #ifdef COOP_PROF_SUSPEND /* scheduler.cl, "Profile" */
   wl->t_arrive = coop_clock();
 #endif
-  if (resizing && wl->hold_next) held = coop__bar_hold_first(ch, word, t, wl->query);
+  /* A hold asked for at the episode before, or a kill the master read
+   * asked for before its step's workgroup barrier (wl->want_pre): when
+   * the master ended its step last, a hold asked for beside its own add
+   * came after that add had completed the episode */
+  if (resizing && (wl->hold_next || (wl->want_pre != 0u && wl->m_ep > 1u)))
+    held = coop__bar_hold_first(ch, word, t, wl->query);
   wl->hold_next = 0u;
   coop_u32 v = coop_fadd_rel(word, 1u) + 1u;
   COOP__PB(wl, 2);
@@ -594,13 +599,13 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
    * must be behind this workgroup barrier first. (Missing, it showed on the
    * H100 as bc's deltas read stale across barriers, 1 in 10^4 off, only
    * when the kernel shrank to one workgroup and grew back.) */
-  /* A slave of the query barrier reads want_kill here, its round trip
-   * beside the workgroup barrier's wait, and holds the episode with its
-   * arrival if it is non-zero (coop__slave_wait) */
+  /* Thread 0 of the query barrier reads want_kill here, its round trip
+   * beside the workgroup barrier's wait; if it is non-zero a slave holds
+   * the episode with its arrival (coop__slave_wait), the master before
+   * its own (coop__master_wait) */
   if (c->lid == 0u)
-    c->wl->want_pre = (r & COOP_RESIZING_BARRIER) && c->vid != 0u && c->wl->query
-                          ? coop_ld_rlx(&c->ch->want_kill)
-                          : 0u;
+    c->wl->want_pre =
+        (r & COOP_RESIZING_BARRIER) && c->wl->query ? coop_ld_rlx(&c->ch->want_kill) : 0u;
   coop_wg_barrier();
   coop_u32 v = 0u;
   if (c->lid == 0u) {

@@ -8,9 +8,11 @@
  * before it waits) and records the M it sees once the gate is open
  * (rec[s]), so that a host can ask for a kill while every workgroup is
  * inside a step and see at which barrier the kill was made. Thread 0 reads
- * the gate for its group: a step's return value must be uniform.
+ * the gate for its group: a step's return value must be uniform. With
+ * split != 0 workgroup 0 has a gate of its own, ctl[2], so that a host can
+ * let it end a step last.
  *
- * args: ctl[2], rec[steps], steps.
+ * args: ctl[3], rec[steps], steps, split.
  */
 struct gate_state {
   coop_u32 s;
@@ -20,10 +22,11 @@ coop_u32 gate_step(struct coop_ctx *c, struct gate_state *st) {
   COOP_GLOBAL coop_atomic_u32 *ctl = (COOP_GLOBAL coop_atomic_u32 *)coop_arg_buf(c, 0);
   COOP_GLOBAL coop_u32 *rec = (COOP_GLOBAL coop_u32 *)coop_arg_buf(c, 1);
   coop_u32 steps = coop_arg_u32(c, 2), s = st->s;
+  coop_u32 gate = coop_arg_u32(c, 3) != 0u && coop_group_id(c) == 0u ? 2u : 0u;
   if (s == steps) return COOP_DONE;
   COOP_LOCAL coop_u32 *b = (COOP_LOCAL coop_u32 *)coop_scratch(c);
   if (coop_local_id_c(c) == 0u) {
-    coop_u32 open = coop_ld_acq(&ctl[0]) > s;
+    coop_u32 open = coop_ld_acq(&ctl[gate]) > s;
     if (coop_group_id(c) == 0u) {
       if (coop_ld_rlx(&ctl[1]) != s + 1u) coop_st_rel(&ctl[1], s + 1u);
       if (open) rec[s] = coop_num_groups(c);
