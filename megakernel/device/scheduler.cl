@@ -74,30 +74,45 @@ COOP_FN void coop__finish_task(COOP_GLOBAL struct coop_mailbox *mb, coop_u32 slo
  * 107 us. Spread over 224 threads, each is about one round trip.
  *
  * Protocol (state in coop_sched, device memory, device scope): thread 0
- * writes the order's fields (plain), zeroes help_done (relaxed), then
- * stores help_gen + 1 (release). A helper that acquires a new help_gen
- * reads the order, does its share (threads h, h + nhelpers, ...), and adds
- * 1 to help_done (release). Thread 0 acquires help_done == nhelpers before
- * it reads what helpers wrote or writes another order, so an order is
- * never rewritten while a helper reads it; while an order is out, thread
- * 0 touches none of the state the order names. START: each free worker a
- * helper finds takes a ticket (relaxed add on help_ticket, which starts at
- * the number of workers thread 0 mapped itself) as its group id until g
- * are given out: ids v..g-1, each once, in no particular order of pids.
- * REAP: a helper reaps the returned workers among its pids as the
- * one-thread reap does, with atomic adds on the counters it shares with
- * other helpers. RELEASE: the helper
- * issues a release fence after its acquire of help_gen, then relaxed
- * ASSIGNED stores; thread 0 wrote the channel and id map before its
- * release of help_gen, so a worker that acquires ASSIGNED sees them
+ * zeroes help_done (relaxed), then stores the order in help_gen (release):
+ * its op and operands packed in the one word, with a count of orders in
+ * its top bits (COOP_HELP_WORD). A helper that acquires a new help_gen
+ * does its share (threads h, h + nhelpers, ...) with no load of the
+ * order's fields after its acquire fence (that load was a dependent L2
+ * round trip before every share), and adds 1 to help_done (release).
+ * Thread 0 acquires help_done == nhelpers before it reads what helpers
+ * wrote or writes another order, so an order is never rewritten while a
+ * helper reads it; while an order is out, thread 0 touches none of the
+ * state the order names. START: each free worker a helper finds takes a
+ * ticket (relaxed add on help_ticket, which starts at the number of
+ * workers thread 0 mapped itself) as its group id until g are given out:
+ * ids v..g-1, each once, in no particular order of pids. REAP: a helper
+ * reaps the returned workers among its pids as the one-thread reap does,
+ * with atomic adds on the counters it shares with other helpers. RELEASE:
+ * the helper issues a release fence after its acquire of help_gen, then
+ * relaxed ASSIGNED stores; thread 0 wrote the channel and id map before
+ * its release of help_gen, so a worker that acquires ASSIGNED sees them
  * (causality is transitive through the helper's acquire and release). */
-#define COOP_HELP_START 1u   /* the id map of channel help_chan */
-#define COOP_HELP_RELEASE 2u /* ASSIGNED to help_n workers of channel help_chan */
+#define COOP_HELP_START 1u   /* the id map of the order's channel */
+#define COOP_HELP_RELEASE 2u /* ASSIGNED to the order's n workers of its channel */
 #define COOP_HELP_REAP 3u    /* reap every worker that has returned */
 #define COOP_HELP_EXIT 4u
-#define COOP_HELP_STAGE 5u /* task help_slot's arguments, from its record -> sched.t_payload */
+#define COOP_HELP_STAGE 5u /* the order's task's arguments, from its record -> sched.t_payload */
 #define COOP_HELP_START_RELEASE 6u /* START, each helper releasing each batch it mapped */
 #define COOP_HELP_MIN_RELEASE 8u   /* fewer workers: thread 0 maps and releases them itself */
+/* The order word: op (3 bits), channel (4), task slot (8), n (12), and the
+ * order's count modulo 32, which tells it from the order before (a helper
+ * carries out each order before thread 0 posts the next: coop__help_wait) */
+#define COOP_HELP_WORD(gen, op, slot, c, n) \
+  ((((gen)&31u) << 27) | ((n) << 15) | ((slot) << 7) | ((c) << 3) | (op))
+#define COOP_HELP_OP(w) ((w)&7u)
+#define COOP_HELP_CHAN(w) (((w) >> 3) & 0xfu)
+#define COOP_HELP_SLOT(w) (((w) >> 7) & 0xffu)
+#define COOP_HELP_N(w) (((w) >> 15) & 0xfffu)
+#define COOP_HELP_GEN(w) ((w) >> 27)
+#if COOP_MAX_CHANNELS > 16 || COOP_RING > 256 || COOP_MAX_WG > 4095
+#error "the helpers' order word (COOP_HELP_WORD) is too narrow for these limits"
+#endif
 #ifndef COOP_T0_SCAN     /* a test of the helpers finishing a map sets it (COOP_DEVICE_DEFINES) */
 #define COOP_T0_SCAN 64u /* ... looking at this many workers at most */
 #endif
@@ -270,12 +285,9 @@ COOP_FN void coop__help_wait(COOP_GLOBAL struct coop_sched *s) {
 COOP_FN void coop__help_post(COOP_GLOBAL struct coop_sched *s, coop_u32 op, coop_u32 slot,
                              coop_u32 c, coop_u32 n) {
   coop__help_wait(s);
-  s->help_op = op;
-  s->help_slot = slot;
-  s->help_chan = c;
-  s->help_n = n;
+  coop_u32 gen = COOP_HELP_GEN(coop_ld_rlx(&s->help_gen)) + 1u;
   coop_st_rlx(&s->help_done, 0u);
-  coop_st_rel(&s->help_gen, coop_ld_rlx(&s->help_gen) + 1u);
+  coop_st_rel(&s->help_gen, COOP_HELP_WORD(gen, op, slot, c, n));
   s->help_pending = 1u;
 }
 
@@ -308,16 +320,16 @@ COOP_FN void coop__sched_helper(COOP_GLOBAL struct coop_mailbox *mb,
     }
     seen = gen;
     coop_fence_acq(); /* acquires thread 0's release of help_gen */
-    coop_u32 op = s->help_op, n = s->nhelpers;
-    COOP_GLOBAL struct coop_chan *ch = &dev->chan[s->help_chan];
-    if (op == COOP_HELP_STAGE)
-      coop__copy_payload(s->t_payload[s->help_slot], mb->tasks[s->help_slot].args, h, n);
+    coop_u32 op = COOP_HELP_OP(gen), c = COOP_HELP_CHAN(gen), slot = COOP_HELP_SLOT(gen);
+    coop_u32 hn = COOP_HELP_N(gen), n = coop__nhelpers();
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    if (op == COOP_HELP_STAGE) coop__copy_payload(s->t_payload[slot], mb->tasks[slot].args, h, n);
     if (op == COOP_HELP_START || op == COOP_HELP_START_RELEASE)
-      coop__map_share(dev, ch, s->help_chan, s->help_n, h, n, op == COOP_HELP_START_RELEASE);
+      coop__map_share(dev, ch, c, hn, h, n, op == COOP_HELP_START_RELEASE);
     if (op == COOP_HELP_REAP) coop__reap_share(dev, h, n);
     if (op == COOP_HELP_RELEASE) {
       coop_fence_rel();
-      coop__release_workers(dev, ch, h, s->help_n, n);
+      coop__release_workers(dev, ch, h, hn, n);
     }
     coop_fadd_rel(&s->help_done, 1u);
     if (op == COOP_HELP_EXIT) return;

@@ -406,17 +406,16 @@ struct coop_sched {
   coop_u32 cseq_prev; /* ... the pass before (the intake's t_cseq) */
   coop_u32 cseq_seen; /* ... when running tasks' flags were last read */
   coop_u32 pass;      /* passes, for the live view's rate */
-  /* Helper warps (scheduler.cl): thread 0 writes an order (op, slot, chan,
-   * n), zeroes help_done, then bumps help_gen (release); each helper
-   * acquires help_gen, carries out its share, and adds 1 to help_done
-   * (release), which thread 0 acquires before it uses the result or
-   * writes the next order. */
+  /* Helper warps (scheduler.cl): thread 0 zeroes help_done, then stores
+   * an order (op, slot, chan, n and a count, packed: COOP_HELP_WORD) in
+   * help_gen (release); each helper acquires help_gen, carries out its
+   * share, and adds 1 to help_done (release), which thread 0 acquires
+   * before it uses the result or posts the next order. */
   coop_atomic_u32 help_gen;
   coop_atomic_u32 help_done;
   coop_atomic_u32 help_ticket; /* START: group ids handed out */
-  coop_u32 help_op, help_slot, help_chan, help_n;
-  coop_u32 nhelpers;     /* helper threads; 0: thread 0 does it all */
-  coop_u32 help_pending; /* an order is out and not yet waited for */
+  coop_u32 nhelpers;           /* helper threads; 0: thread 0 does it all */
+  coop_u32 help_pending;       /* an order is out and not yet waited for */
   /* Built with COOP_PROF_TASKS: the clock at each trace mark of the pass
    * in progress (scheduler.cl, "Profile"); untouched otherwise. */
   coop_u64 trace[COOP_PROF_SLOTS];
