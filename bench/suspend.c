@@ -241,15 +241,15 @@ int main(int argc, char **argv) {
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
-    char k1[96], k2[96], k3[96];
-    pct(karrive, log.n, k1, sizeof k1);
-    pct(kheld, log.n, k2, sizeof k2);
-    pct(kout, log.n, k3, sizeof k3);
-    printf(
-        "      -> the barrier's master arrives at the episode of the kills: %s\n"
-        "      -> it sees that episode complete, held: %s\n"
-        "      that -> the last workgroup out: %s\n",
-        k1, k2, k3);
+    static const char *kwhat[3] = {"-> the barrier's master arrives at the episode of the kills",
+                                   "-> it sees that episode complete, held",
+                                   "that -> the last workgroup out"};
+    int64_t *kv[3] = {karrive, kheld, kout};
+    for (unsigned i = 0; i < 3; i++) {
+      char ks[96];
+      pct(kv[i], log.n, ks, sizeof ks);
+      printf("      %s: %s\n", kwhat[i], ks);
+    }
     char r1[96], r2[96], r3[96], r4[96];
     pct_of(rpasses, log.n, 1, "", r1, sizeof r1);
     pct(rlong, log.n, r2, sizeof r2);
