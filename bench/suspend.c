@@ -13,6 +13,7 @@
  * micro_nop.cl), as coopd submits a task of higher priority that needs
  * them (docs/daemon.md, "Priority"): its gather is that target's figure.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,11 +62,36 @@ static void print_legs(const int64_t *legs, unsigned n) {
   free(v);
 }
 
+/* --raw: one row a suspension, so that a distribution's shape (one step
+ * or two) shows where its percentiles do not */
+static int write_raw(const char *path, const struct coop_app_suspend_log *log,
+                     const int64_t *sus, const int64_t *left, const int64_t *passon,
+                     const int64_t *last, const int64_t *karrive, const int64_t *kheld,
+                     const int64_t *kout) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "coop-bench-suspend: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  fprintf(f,
+          "request_suspended,request_last_out,request_passon,passon_last_out,"
+          "passon_kill_arrive,passon_kill_held,held_last_out\n");
+  for (unsigned i = 0; i < log->n; i++)
+    fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld\n", (long long)sus[i], (long long)left[i],
+            (long long)passon[i], (long long)last[i], (long long)karrive[i],
+            (long long)kheld[i], (long long)kout[i]);
+  if (fclose(f)) {
+    fprintf(stderr, "coop-bench-suspend: %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  return 0;
+}
+
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-suspend [--app NAME] [--input I] [--scale S] [--runs N]\n"
           "                          [--every-us US] [--query 0|1] [--preempt 0|1]\n"
-          "                          [--backend NAME]\n"
+          "                          [--backend NAME] [--raw FILE]\n"
           "Suspends and resumes a cooperative application as it runs (default bfs on\n"
           "road 1024 x 1024: --input 1 --scale 12) about every US microseconds (default\n"
           "20000), N runs (default 5), each checked; prints request -> suspended and\n"
@@ -82,12 +108,13 @@ static int usage(FILE *f, int rc) {
           "reap of a worker (the first to leave) and -> the last workgroup out (and of\n"
           "it, -> the barrier's master arriving at the episode of the kills, -> that\n"
           "episode complete, and that -> the last out), and on the host's clock alone\n"
-          "request -> the host sees the scheduler pass it on.\n");
+          "request -> the host sees the scheduler pass it on.\n"
+          "--raw FILE: every suspension's figures, ns, as CSV (-1 where not measured).\n");
   return rc;
 }
 
 int main(int argc, char **argv) {
-  const char *name = "bfs", *backend = getenv("COOP_BACKEND");
+  const char *name = "bfs", *backend = getenv("COOP_BACKEND"), *raw = NULL;
   unsigned input = 1, scale = 12, runs = 5, every = 20000;
   int query = 0, preempt = 0;
   for (int i = 1; i < argc; i++) {
@@ -110,6 +137,8 @@ int main(int argc, char **argv) {
       every = (unsigned)atoi(v);
     else if (!strcmp(argv[i], "--backend"))
       backend = v;
+    else if (!strcmp(argv[i], "--raw"))
+      raw = v;
     else
       return usage(stderr, 2);
     i++;
@@ -285,6 +314,7 @@ int main(int argc, char **argv) {
   }
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
   sched_prof_print(rt); /* under COOP_PROF: the passes during the run */
+  if (raw && write_raw(raw, &log, sus, left, passon, last, karrive, kheld, kout)) return 1;
   printf(
       "app,input,workers,step_us,suspensions,suspend,regrow,left\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\","
       "\"%s\"\n",

@@ -48,19 +48,27 @@
  * whose offer is accepted) takes the lock and, unless ep_hold says the
  * episode is held already, subtracts COOP__BAR_HOLD (H) with a
  * compare-and-swap that succeeds only while d < 0: a released episode
- * cannot be held. With every arrival in, the word then stops at t - H. The
- * master spins until d >= 0 or d == -H; at -H it resizes under the lock,
- * stores bar_rel = (e + 1) << 11 | M', and adds H + COOP__BAR_HELD (X),
- * which releases. The workgroups a resize forks start after that add, in
- * episode e + 1.
+ * cannot be held. The query variant holds without the lock, ep_hold its
+ * guard: a slave with its arrival's add, the master by a subtraction that
+ * it adds back if the episode was released first or another holds it
+ * (coop__bar_hold_sub). With every arrival in, the word then stops at
+ * t - H. The master spins until d >= 0 or d == -H; at -H it resizes
+ * under the lock, stores bar_rel = (e + 1) << 11 | M', and adds H +
+ * COOP__BAR_HELD (X), which releases. The workgroups a resize forks start
+ * after that add, in episode e + 1.
  *
  * Ranges (N <= 2047 <= H, EP = 8192, X = 16384). While an episode is
  * incomplete, d is in [-EP - N - H, -1]; the master, which spins only after
  * its own arrival, reads [-N, -1], or [-N - H, -H] once held, so d == -H is
- * a held episode complete. Once an episode is released its word changes
- * only by the master's first add for the episode after next (+EP - N) until
- * every workgroup kept has passed the next episode, so a reader, however
- * late, reads d in [0, EP) after a plain episode, and d >= X - N - H > EP
+ * a held episode complete (the query master's subtraction added back reads
+ * as [-N - 2H, -1] to others for a round trip, never to itself). Once an
+ * episode is released its word changes only by the master's first add for
+ * the episode after next (+EP - N), and for a round trip by a query
+ * master's subtraction that found it released (a spinner not yet out reads
+ * [-H, -1] and spins one round more), until every workgroup kept has
+ * passed the next episode, so a reader, however late, reads d in [0, EP)
+ * after a plain episode (or in [-H, -1] for that round trip: no plain
+ * offer reads it, a query kernel makes none), and d >= X - N - H > EP
  * after a held one (a removed workgroup may read even later, when that
  * episode's forks and holds are in). A late offer therefore finds its
  * episode released, never the next one's count. A slave that saw a held
@@ -107,44 +115,64 @@ COOP_FN coop_u32 coop__bar_hold(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
 }
 
 /* The query variant's guard: moves ep_hold from 0 to 1 (the load first: a
- * compare-and-swap bound to fail costs the line's ownership). Returns 1 if
- * this thread took it, and with it the one hold of the episode. */
+ * compare-and-swap bound to fail costs the line's ownership). Relaxed: it
+ * orders nothing, and the hold after it is a count. Returns 1 if this
+ * thread took it, and with it the one hold of the episode. */
 COOP_FN coop_u32 coop__ep_hold_take(COOP_GLOBAL struct coop_chan *ch) {
   coop_u32 z = 0u;
-  return coop_ld_rlx(&ch->ep_hold) == 0u && coop_cas(&ch->ep_hold, &z, 1u);
+  return coop_ld_rlx(&ch->ep_hold) == 0u && coop_cas_rlx(&ch->ep_hold, &z, 1u);
 }
 
-/* The query variant, ep_hold just moved from 0 to 1 by this thread: hold
- * the episode while it is open, or give ep_hold back if it was released
- * first. Returns 1 if it is held. */
-COOP_FN coop_u32 coop__bar_claim_taken(COOP_GLOBAL struct coop_chan *ch,
-                                       COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t) {
-  coop_u32 v = coop_ld_rlx(w);
-  while ((coop_i32)(v - t) < 0)
-    if (coop_cas(w, &v, v - COOP__BAR_HOLD)) return 1u;
-  coop_st_rlx(&ch->ep_hold, 0u);
-  return 0u;
+/* The query variant, thread 0: what the subtraction of H from an episode's
+ * word w (target t) found, pre its value before it, made after or beside
+ * taking ep_hold (took). The episode open (d < 0 before it) and ep_hold
+ * this thread's: held. Otherwise H goes back, and so does ep_hold if this
+ * thread took it; returns 1 if another holds the episode (which may yet
+ * fail: coop__master_wait then holds the next episode first), 0 if it was
+ * released first.
+ * Between the subtraction and its add back the word reads H lower: an open
+ * episode at most 2H short (d in [-N - k - 2H, -1], where it read [-N - k
+ * - H, -1]), a released one open (d in [-H, -1]) for a round trip, to a
+ * slave still spinning on it, which spins one round more. Only the master
+ * judges d == -H, and it subtracts and adds back itself, so it reads the
+ * word again only after its add back (coherence: a thread's later load of
+ * a word reads its own add or a later one). */
+COOP_FN coop_u32 coop__bar_hold_sub(COOP_GLOBAL struct coop_chan *ch,
+                                    COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 pre,
+                                    coop_u32 took) {
+  if (took && (coop_i32)(pre - t) < 0) return 1u;
+  coop_fadd_rlx(w, COOP__BAR_HOLD);
+  if (took) coop_st_rlx(&ch->ep_hold, 0u);
+  return !took;
 }
 
 /* The query variant's hold by the master after its arrival, without the
- * lock (slaves hold with their arrival: coop__slave_wait). The one that
- * moves ep_hold from 0 to 1 holds, or gives ep_hold back if the episode
- * was released first. Returns 1 if the episode is held or another is
- * holding it (which may yet fail: coop__master_wait then holds the next
- * episode first). */
+ * lock (slaves hold with their arrival: coop__slave_wait), from v, a value
+ * of w it has just read (its own add's or a spin round's), and eh, ep_hold
+ * loaded beside it. The compare-and-swap of ep_hold and the subtraction
+ * of H go out together, both relaxed: one round trip, where a load of w,
+ * a load and a compare-and-swap of ep_hold, a load and a compare-and-swap
+ * of w (both acq_rel) went in turn, and a request that came about a
+ * microsecond before an episode's last arrival waited for the next one
+ * (bench/RESULTS.md, "Where a suspension's kills wait"). Returns 1 if the
+ * episode is held or another is holding it, 0 if it was released. */
 COOP_FN coop_u32 coop__bar_claim(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL coop_atomic_u32 *w,
-                                 coop_u32 t) {
-  /* not once released: a claim that fails holds ep_hold for nothing */
-  if ((coop_i32)(coop_ld_rlx(w) - t) >= 0) return 0u;
-  if (!coop__ep_hold_take(ch)) return 1u;
-  return coop__bar_claim_taken(ch, w, t);
+                                 coop_u32 t, coop_u32 v, coop_u32 eh) {
+  if ((coop_i32)(v - t) >= 0) return 0u; /* a claim then would only delay */
+  if (eh != 0u) return 1u;
+  coop_u32 z = 0u;
+  coop_u32 took = coop_cas_rlx(&ch->ep_hold, &z, 1u);
+  coop_u32 pre = coop_fadd_rlx(w, 0u - COOP__BAR_HOLD);
+  return coop__bar_hold_sub(ch, w, t, pre, took);
 }
 
-/* Master, thread 0: hold its episode. Returns 1 if it is held (or another
- * is holding it), 0 if it was released first. */
+/* Master, thread 0: hold its episode, v and eh as coop__bar_claim's (the
+ * plain variant reads them again under the lock). Returns 1 if it is held
+ * (or another is holding it), 0 if it was released first. */
 COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
-                                    COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 query) {
-  if (query) return coop__bar_claim(ch, w, t);
+                                    COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 query,
+                                    coop_u32 v, coop_u32 eh) {
+  if (query) return coop__bar_claim(ch, w, t, v, eh);
   coop__lock(&ch->lock);
   coop_u32 h = coop__bar_hold(ch, w, t);
   coop__unlock(&ch->lock);
@@ -172,12 +200,13 @@ COOP_FN coop_u32 coop__bar_hold_now(COOP_GLOBAL struct coop_chan *ch,
  * next one (after the master's arrival d >= 1 - N: no false resize). */
 COOP_FN coop_u32 coop__bar_hold_first(COOP_GLOBAL struct coop_chan *ch,
                                       COOP_GLOBAL coop_atomic_u32 *w, coop_u32 t, coop_u32 query) {
-  if (!query) return coop__bar_hold_now(ch, w, t, 0u); /* under the lock: no claim in flight */
+  if (!query) return coop__bar_hold_now(ch, w, t, 0u, 0u, 0u); /* under the lock */
   for (;;) {
     coop_i32 d = (coop_i32)(coop_ld_rlx(w) - t);
     if (d >= 0) return 0u;
     if (d <= -(coop_i32)COOP__BAR_HOLD) return 1u;
-    if (coop__ep_hold_take(ch)) return coop__bar_claim_taken(ch, w, t);
+    if (coop__ep_hold_take(ch))
+      return coop__bar_hold_sub(ch, w, t, coop_fadd_rlx(w, 0u - COOP__BAR_HOLD), 1u);
   }
 }
 
@@ -236,10 +265,11 @@ COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
   for (coop_u32 round = 1u;; round++) {
     coop_u32 v = coop_ld_rlx(w);
     coop_u32 cancel = (round & 63u) ? 0u : coop_ld_rlx(&ch->cancel);
-    coop_u32 hint = 0u;
+    coop_u32 hint = 0u, eh = 0u;
     if (watch) {
       coop_u32 want = coop_ld_rlx(&ch->want_kill), sus = coop_ld_rlx(&ch->suspend);
       coop_u32 nr = coop_ld_rlx(&ch->n_resv), p = watch >> 1;
+      eh = (watch & 1u) ? coop_ld_rlx(&ch->ep_hold) : 0u;
       hint = ((watch & 1u) && want != 0u) || (sus != 0u && p > 1u) || (nr != 0u && p < ch->n_max);
     }
     coop_i32 d = (coop_i32)(v - t);
@@ -253,7 +283,7 @@ COOP_FN coop_i32 coop__bar_spin(COOP_GLOBAL struct coop_chan *ch, COOP_GLOBAL co
       return d;
     }
     /* until the word shows the hold (a claim by another may fail) */
-    if (hint && d > -(coop_i32)COOP__BAR_HOLD) coop__bar_hold_now(ch, w, t, watch & 1u);
+    if (hint && d > -(coop_i32)COOP__BAR_HOLD) coop__bar_hold_now(ch, w, t, watch & 1u, v, eh);
   }
 }
 
@@ -377,10 +407,11 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
    * (made after the completion, it cost that release a round trip). */
   coop_fadd_rlx(COOP__BAR_WORD(ch, e + 1u), COOP__BAR_EP - n);
   coop_u32 dd = coop_ld_rlx(&ch->bar_delta[slot]), cancel = coop_ld_rlx(&ch->cancel);
-  coop_u32 sus = coop_ld_rlx(&ch->suspend), want = 0u, nr = 0u;
+  coop_u32 sus = coop_ld_rlx(&ch->suspend), want = 0u, nr = 0u, eh = 0u;
   if (resizing) {
     want = coop_ld_rlx(&ch->want_kill);
     nr = coop_ld_rlx(&ch->n_resv);
+    if (wl->query) eh = coop_ld_rlx(&ch->ep_hold);
   }
   /* The acquire: the master's add stays a release (an acquire would hold
    * back the loads above until it returned). Where the acquire is a load,
@@ -398,7 +429,7 @@ COOP_FN coop_u32 coop__master_wait(struct coop_ctx *c, coop_u32 resizing) {
     coop_u32 hold = (wl->query && want != 0u) || (sus != 0u && p > 1u);
     if (hold || (nr != 0u && p < n)) {
       held = 1u;
-      if (!coop__bar_hold_now(ch, word, t, wl->query)) wl->hold_next = 1u;
+      if (!coop__bar_hold_now(ch, word, t, wl->query, v, eh)) wl->hold_next = 1u;
     }
   }
   if (p != n) {
@@ -450,20 +481,21 @@ COOP_FN void coop__release_held(struct coop_ctx *c, const coop_u8 *st, coop_u32 
    * arrival may be older than the kills this release makes for it, and
    * workgroup 0 would then run a whole step alone before it saves. */
   wl->sus |= sus;
+  /* A suspension (scheduler.cl, "Suspension") takes every workgroup but 0
+   * at this episode: the plain barrier's offers claim kills only from the
+   * top id down in arrival order, one or two an episode when hundreds
+   * arrive, and a kernel of 10 ms steps at full width did not shrink in
+   * seconds. Every slave has arrived, so any top set may leave, whatever
+   * want_kill asks yet: the scheduler stores the flag before it asks for
+   * the cap's kills, and asks, under this lock, only for M - 1 less what
+   * is asked already. want_kill keeps what this release does not meet. */
   if (query) {
-    if (w > m - 1u) w = m - 1u; /* query() */
-    coop_st_rlx(&ch->want_kill, want - w);
+    if (sus != 0u || w > m - 1u) w = m - 1u; /* query() */
+    coop_st_rlx(&ch->want_kill, want > w ? want - w : 0u);
   } else {
-    /* A suspension (scheduler.cl, "Suspension") takes every workgroup but
-     * 0 at this episode, as the query barrier would: the plain barrier's
-     * offers claim kills only from the top id down in arrival order, one or
-     * two an episode when hundreds arrive, and a kernel of 10 ms steps at
-     * full width did not shrink in seconds. Every slave has arrived, so any
-     * top set may leave: the claims so far plus what want_kill still asks
-     * (the suspension's cap of one asked for m - 1). */
     if (m > 1u && sus != 0u) {
-      coop_u32 more = want < m - 1u - w ? want : m - 1u - w;
-      coop_st_rlx(&ch->want_kill, want - more);
+      coop_u32 more = m - 1u - w;
+      coop_st_rlx(&ch->want_kill, want > more ? want - more : 0u);
       w += more;
     }
     coop_st_rlx(&ch->ep_killed, 0u);
@@ -599,13 +631,14 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
    * must be behind this workgroup barrier first. (Missing, it showed on the
    * H100 as bc's deltas read stale across barriers, 1 in 10^4 off, only
    * when the kernel shrank to one workgroup and grew back.) */
-  /* Thread 0 of the query barrier reads want_kill here, its round trip
-   * beside the workgroup barrier's wait; if it is non-zero a slave holds
-   * the episode with its arrival (coop__slave_wait), the master before
-   * its own (coop__master_wait) */
+  /* Thread 0 of the query barrier reads want_kill and the suspension flag
+   * here, their round trip beside the workgroup barrier's wait; if either
+   * is non-zero a slave holds the episode with its arrival
+   * (coop__slave_wait), the master before its own (coop__master_wait) */
   if (c->lid == 0u)
-    c->wl->want_pre =
-        (r & COOP_RESIZING_BARRIER) && c->wl->query ? coop_ld_rlx(&c->ch->want_kill) : 0u;
+    c->wl->want_pre = (r & COOP_RESIZING_BARRIER) && c->wl->query
+                          ? coop_ld_rlx(&c->ch->want_kill) | coop_ld_rlx(&c->ch->suspend)
+                          : 0u;
   coop_wg_barrier();
   coop_u32 v = 0u;
   if (c->lid == 0u) {

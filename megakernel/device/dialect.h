@@ -67,6 +67,11 @@ typedef atomic_uint coop_atomic_u32;
 #define coop_cas(p, expp, v)                                                      \
   atomic_compare_exchange_strong_explicit((p), (expp), (v), memory_order_acq_rel, \
                                           memory_order_acquire, memory_scope_device)
+/* relaxed: a count's guard that orders nothing (barrier.cl, a hold's
+ * claim), in flight with the atomics after it */
+#define coop_cas_rlx(p, expp, v)                                                  \
+  atomic_compare_exchange_strong_explicit((p), (expp), (v), memory_order_relaxed, \
+                                          memory_order_relaxed, memory_scope_device)
 #define coop_fmin(p, v) \
   atomic_fetch_min_explicit((p), (v), memory_order_acq_rel, memory_scope_device)
 #define coop_fmax(p, v) \
@@ -184,6 +189,9 @@ typedef unsigned int coop_atomic_u32;
 #define coop_cas(p, expp, v)                                                   \
   __nv_atomic_compare_exchange_n((p), (expp), (v), false, __NV_ATOMIC_ACQ_REL, \
                                  __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_DEVICE)
+#define coop_cas_rlx(p, expp, v)                                               \
+  __nv_atomic_compare_exchange_n((p), (expp), (v), false, __NV_ATOMIC_RELAXED, \
+                                 __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fmin(p, v) \
   __nv_atomic_fetch_min((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_fmax(p, v) \

@@ -668,19 +668,13 @@ COOP_FN coop_u32 coop__cap_excess_locked(COOP_GLOBAL struct coop_chan *ch, coop_
 }
 
 /* Channel c's cap lowered to k (sched.chan_cap[c] already k): its
- * reservations back, and the kills down to k asked, under the lock. With
- * suspend, ch.suspend := 1 in the same hold, relaxed: the unlock's release
- * publishes it with want_kill (a release store of its own after the
- * unlock was one more wait for the stores before it, on the suspension's
- * path: "Suspension"). */
-COOP_FN void coop__cap_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 k,
-                             coop_u32 suspend) {
+ * reservations back, and the kills down to k asked, under the lock. */
+COOP_FN void coop__cap_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 k) {
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
   coop__unreserve(dev, c);
   coop__lock(&ch->lock);
   coop_u32 excess = coop__cap_excess_locked(ch, k);
   if (excess > coop_ld_rlx(&ch->want_kill)) coop_st_rel(&ch->want_kill, excess);
-  if (suspend) coop_st_rlx(&ch->suspend, 1u);
   coop__unlock(&ch->lock);
 }
 
@@ -695,15 +689,15 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
   if (k == s->chan_cap[c]) return;
   coop_u32 lower = k < s->chan_cap[c];
   s->chan_cap[c] = k;
-  if (lower) coop__cap_kills(dev, c, k, 0u);
+  if (lower) coop__cap_kills(dev, c, k);
 }
 
 /* ----------------------------------------------------------- Suspension
  * A host may suspend a running cooperative task (the record's suspend, 1;
  * written like cancel, and read where cancel flags and caps are read). The
- * scheduler caps the channel at one workgroup (above: every other one
- * leaves at its next offer_kill or resizing barrier, and none is forked)
- * and stores ch.suspend (in the cap's lock hold: coop__cap_kills).
+ * scheduler stores ch.suspend and caps the channel at one workgroup
+ * (above: every other one leaves at its next offer_kill or resizing
+ * barrier, and none is forked).
  * Workgroup 0, at its first primitive after a step once it is alone
  * (M = 1), stores its thread 0's state in
  * ch.saved, then suspended, and leaves (barrier.cl, coop__after_step); the
@@ -723,16 +717,24 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
  * resumed workgroup 0's threads all start from thread 0's state, as forked
  * ones do, and scratch memory is not saved (docs/kernels.md,
  * "Suspension"). */
-COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+COOP_FN void coop__suspend_now(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
-  if (coop_ld_rlx(&ch->suspend) != 0u) return;
-  if (s->chan_cap[c] > 1u) { /* the cap of one, and the flag in its lock hold */
+  /* The flag first, relaxed, before the cap's reservations and lock hold
+   * (about 1.2 us on the H200): the barrier's holds read it as a hint (the
+   * master beside its arrival and in its spin; every workgroup of a query
+   * kernel before its step's workgroup barrier, with want_kill), and a
+   * held release that reads it takes every workgroup but 0 whatever
+   * want_kill asks yet (barrier.cl, coop__release_held). Stored in the
+   * lock hold, after want_kill, it was the last word a hold waited for. */
+  coop_st_rlx(&dev->chan[c].suspend, 1u);
+  if (s->chan_cap[c] > 1u) {
     s->chan_cap[c] = 1u;
-    coop__cap_kills(dev, c, 1u, 1u);
-  } else {
-    coop_st_rel(&ch->suspend, 1u); /* capped at one already: nothing to ask */
+    coop__cap_kills(dev, c, 1u);
   }
+}
+
+COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  if (coop_ld_rlx(&dev->chan[c].suspend) == 0u) coop__suspend_now(dev, c);
 }
 
 /* Ask cooperative kernels for `need` more workgroups than are already on
@@ -1256,9 +1258,9 @@ COOP_FN coop_u32 coop__pass_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, co
   coop_u32 suspending = coop_ld_rlx(&dev->chan[c].suspend);
   /* a suspending task keeps its cap of 1 whatever the record's says,
    * and one that suspends now takes it at once (coop__suspend) */
-  if (suspend != 0u)
-    coop__suspend(dev, c);
-  else if (!suspending)
+  if (suspend != 0u) {
+    if (!suspending) coop__suspend_now(dev, c);
+  } else if (!suspending)
     coop__set_cap(dev, c, cap);
   return suspend != 0u && !suspending;
 }
