@@ -64,10 +64,9 @@ static void print_legs(const int64_t *legs, unsigned n) {
 
 /* --raw: one row a suspension, so that a distribution's shape (one step
  * or two) shows where its percentiles do not */
-static int write_raw(const char *path, const struct coop_app_suspend_log *log,
-                     const int64_t *sus, const int64_t *left, const int64_t *passon,
-                     const int64_t *last, const int64_t *karrive, const int64_t *kheld,
-                     const int64_t *kout) {
+static int write_raw(const char *path, const struct coop_app_suspend_log *log, const int64_t *sus,
+                     const int64_t *left, const int64_t *passon, const int64_t *last,
+                     const int64_t *karrive, const int64_t *kheld, const int64_t *kout) {
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "coop-bench-suspend: %s: %s\n", path, strerror(errno));
@@ -78,8 +77,8 @@ static int write_raw(const char *path, const struct coop_app_suspend_log *log,
           "passon_kill_arrive,passon_kill_held,held_last_out\n");
   for (unsigned i = 0; i < log->n; i++)
     fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld\n", (long long)sus[i], (long long)left[i],
-            (long long)passon[i], (long long)last[i], (long long)karrive[i],
-            (long long)kheld[i], (long long)kout[i]);
+            (long long)passon[i], (long long)last[i], (long long)karrive[i], (long long)kheld[i],
+            (long long)kout[i]);
   if (fclose(f)) {
     fprintf(stderr, "coop-bench-suspend: %s: %s\n", path, strerror(errno));
     return 1;
