@@ -437,6 +437,60 @@ static void nap_ms(long ms) {
   nanosleep(&ts, NULL);
 }
 
+/* A suspension asked for while every workgroup of a query-barrier kernel
+ * is inside a step is made at the barrier that ends that step, on its
+ * flag alone (scheduler.cl, "Suspension"; docs/scheduler.md, step 2): the
+ * scheduler stores ch.suspend before the cap's request, every workgroup
+ * reads it before its step's workgroup barrier and holds, and a held
+ * release that reads it removes every workgroup but 0 whatever want_kill
+ * asks yet. Here the cap's request comes 2 * 10^9 clock ticks after the
+ * flag (COOP_TEST_SUSPEND_GAP: 2 s on CUDA, about 0.7 s of a CPU's TSC on
+ * PoCL), and the gate ends step 1 within that time:
+ * workgroup 0 must be alone right after it and never run step 2 before
+ * the suspension. (With the flag stored in the cap's lock hold, barrier 1
+ * passed plain and step 2 ran at W.) */
+START_TEST(query_suspension_at_the_step_it_is_asked_in) {
+  setenv("COOP_DEVICE_DEFINES", "COOP_TEST_SUSPEND_GAP=2000000000u", 1);
+  struct fx f;
+  fx_open(&f);
+  unsetenv("COOP_DEVICE_DEFINES");
+  unsigned w = coop_rt_workers(f.rt), steps = 4;
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
+  uint32_t *rec = coop_rt_alloc(f.rt, steps * sizeof *rec);
+  memset(rec, 0, steps * sizeof *rec);
+  __atomic_store_n(&ctl[1], 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&ctl[2], 0u, __ATOMIC_RELAXED);
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE); /* step 0 open */
+  uint64_t a[4] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), steps, 0u};
+  coop_task_id id = submit(&f, f.gate, w, 1, 1, 4, a);
+  wait_word(&ctl[1], 2u, "workgroup 0 in step 1"); /* barrier 0 passed by all */
+  ck_assert_int_eq(coop_rt_suspend(f.rt, id), 0);
+  /* the scheduler takes the request (its flag) and then waits out the gap */
+  nap_ms(200);
+  __atomic_store_n(&ctl[0], 2u, __ATOMIC_RELEASE); /* step 1 ends; step 2 waits */
+  nap_ms(2500);                                    /* past the gap */
+  __atomic_store_n(&ctl[0], steps, __ATOMIC_RELEASE);
+  int r = coop_rt_wait(f.rt, id, 60000);
+  if (r) coop_rt_dump(f.rt, stderr);
+  ck_assert_int_eq(r, 0);
+  struct coop_rt_task_info ti;
+  ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
+  ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+  if (w >= 2)
+    ck_assert_msg(rec[0] == w && rec[1] == w && rec[2] == 0u,
+                  "M by step: %u %u %u %u (W = %u): the suspension asked for inside step 1, its "
+                  "cap's request a second later, was not made at the barrier that ended it",
+                  rec[0], rec[1], rec[2], rec[3], w);
+  coop_task_id again;
+  ck_assert_int_eq(coop_rt_resume(f.rt, id, &again), 0);
+  ck_assert_int_eq(finish(&f, again).state, COOP_TASK_DONE);
+  ck_assert_uint_ne(rec[2], 0u); /* step 2 ran after the resumption */
+  coop_rt_free(f.rt, rec);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
+
 /* Stops a running stopsweep (ctl[0]) and checks that it ended DONE with
  * every one of data[n] covered once per round it ran (ctl[1]). */
 static struct coop_rt_task_info stop_covered(struct fx *f, coop_task_id id, const uint32_t *data,
@@ -1766,6 +1820,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, resizing_query);
   tcase_add_test(rz, query_kill_at_the_step_it_is_asked_in);
   tcase_add_test(rz, query_kill_at_the_step_the_master_ends_last);
+  tcase_add_test(rz, query_suspension_at_the_step_it_is_asked_in);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
   tcase_add_test(rz, suspend_plain);
