@@ -25,8 +25,6 @@
 
 extern const char coop_bench_src_micro_nop_cl[]; /* bench_kernels.c (bench/CMakeLists.txt) */
 
-/* p50 / p99 / max of v[0..n) in us, into s (the benchmarks' quantile,
- * common.h); -1 entries (the task ended first) left out. */
 /* p50 / p99 / max of the v[i] >= 0, each divided by div, then unit (and
  * the count), into s; "-" if none. */
 static void pct_of(const int64_t *v, unsigned n, double div, const char *unit, char *s,
@@ -42,7 +40,8 @@ static void pct_of(const int64_t *v, unsigned n, double div, const char *unit, c
   series_free(&x);
 }
 
-/* ns as us */
+/* ns as us (the benchmarks' quantile, common.h); -1 entries (not
+ * measured, or the task ended first) left out */
 static void pct(const int64_t *v, unsigned n, char *s, size_t len) {
   pct_of(v, n, 1e3, " us", s, len);
 }
@@ -65,20 +64,21 @@ static void print_legs(const int64_t *legs, unsigned n) {
 /* --raw: one row a suspension, so that a distribution's shape (one step
  * or two) shows where its percentiles do not */
 static int write_raw(const char *path, const struct coop_app_suspend_log *log, const int64_t *sus,
-                     const int64_t *left, const int64_t *passon, const int64_t *last,
-                     const int64_t *karrive, const int64_t *kheld, const int64_t *kout) {
+                     const int64_t *left, const int64_t *passon, const int64_t *inpass,
+                     const int64_t *last, const int64_t *karrive, const int64_t *kheld,
+                     const int64_t *kout) {
   FILE *f = fopen(path, "w");
   if (!f) {
     fprintf(stderr, "coop-bench-suspend: %s: %s\n", path, strerror(errno));
     return 1;
   }
   fprintf(f,
-          "request_suspended,request_last_out,request_passon,passon_last_out,"
-          "passon_kill_arrive,passon_kill_held,held_last_out\n");
+          "request_suspended,request_last_out,request_passon,pass_begins_passon,"
+          "passon_last_out,passon_kill_arrive,passon_kill_held,held_last_out\n");
   for (unsigned i = 0; i < log->n; i++)
-    fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld\n", (long long)sus[i], (long long)left[i],
-            (long long)passon[i], (long long)last[i], (long long)karrive[i], (long long)kheld[i],
-            (long long)kout[i]);
+    fprintf(f, "%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld\n", (long long)sus[i], (long long)left[i],
+            (long long)passon[i], (long long)inpass[i], (long long)last[i], (long long)karrive[i],
+            (long long)kheld[i], (long long)kout[i]);
   if (fclose(f)) {
     fprintf(stderr, "coop-bench-suspend: %s: %s\n", path, strerror(errno));
     return 1;
@@ -269,6 +269,18 @@ int main(int argc, char **argv) {
         "    scheduler passes it on -> its next reap of a worker: %s\n"
         "    scheduler passes it on -> the last workgroup out: %s\n",
         s4, s5);
+    /* on the device's clock alone: no fitted line between the host's
+     * clock and the device's, whose offset differs from lease to lease */
+    int64_t *whole = calloc(log.n ? log.n : 1, sizeof *whole);
+    if (whole) {
+      for (unsigned i = 0; i < log.n; i++)
+        whole[i] = inpass[i] >= 0 && last[i] >= 0 ? inpass[i] + last[i] : -1;
+      char ws[96];
+      pct(whole, log.n, ws, sizeof ws);
+      printf("    the pass that passes it on begins -> the last workgroup out (device clock): %s\n",
+             ws);
+      free(whole);
+    }
     static const char *kwhat[3] = {"-> the barrier's master arrives at the episode of the kills",
                                    "-> it sees that episode complete, held",
                                    "that -> the last workgroup out"};
@@ -313,7 +325,7 @@ int main(int argc, char **argv) {
   }
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
   sched_prof_print(rt); /* under COOP_PROF: the passes during the run */
-  if (raw && write_raw(raw, &log, sus, left, passon, last, karrive, kheld, kout)) return 1;
+  if (raw && write_raw(raw, &log, sus, left, passon, inpass, last, karrive, kheld, kout)) return 1;
   printf(
       "app,input,workers,step_us,suspensions,suspend,regrow,left\n%s,%s,%u,%.1f,%u,\"%s\",\"%s\","
       "\"%s\"\n",
