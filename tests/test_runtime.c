@@ -479,7 +479,7 @@ START_TEST(query_suspension_at_the_step_it_is_asked_in) {
   if (w >= 2)
     ck_assert_msg(rec[0] == w && rec[1] == w && rec[2] == 0u,
                   "M by step: %u %u %u %u (W = %u): the suspension asked for inside step 1, its "
-                  "cap's request a second later, was not made at the barrier that ended it",
+                  "cap's request long after its flag, was not made at the barrier that ended it",
                   rec[0], rec[1], rec[2], rec[3], w);
   coop_task_id again;
   ck_assert_int_eq(coop_rt_resume(f.rt, id, &again), 0);
