@@ -65,7 +65,7 @@ static void stats_devices(struct daemon *dm, uint32_t viewer, struct coop_msg_st
     o->compute_units = dev_compute_units(d);
     o->workers = dev_workers(d);
     o->jobs = dm->dev_jobs[i];
-    o->parked = dev_parked(d);
+    o->parked = dev_parked(d); /* before the count, which is published first */
     o->parks = dev_parks(d);
     o->unpark_ns = dev_unpark_ns(d);
     struct dev_watch wd;

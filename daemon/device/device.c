@@ -486,8 +486,11 @@ static void maybe_park(struct dev *d, int64_t now, int64_t *wake) {
     return;
   }
   d->parked = 1;
-  atomic_store(&d->parked_pub, 1);
+  /* the count before the flag: STATS loads the flag first, so a reader
+   * that sees it parked sees this park counted (published the other way
+   * round, a STATS between the two said parked with 0 parks) */
   atomic_fetch_add(&d->parks, 1);
+  atomic_store(&d->parked_pub, 1);
   log_debug("%s: idle for %u ms: the megakernel is parked", d->logname, d->cfg->park_ms);
 }
 
