@@ -716,8 +716,9 @@ COOP_FN void coop__set_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u3
  * 0 is never killed, so it is the one that carries the state. So a
  * resumed workgroup 0's threads all start from thread 0's state, as forked
  * ones do, and scratch memory is not saved (docs/kernels.md,
- * "Suspension"). */
-COOP_FN void coop__suspend_now(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+ * "Suspension"). Called for a channel not suspending yet (its caller
+ * knows: coop__pass_cap read the flag, coop__start has just cleared it). */
+COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   /* The flag first, relaxed, before the cap's reservations and lock hold
    * (about 1.2 us on the H200): the barrier's holds read it as a hint (the
@@ -737,10 +738,6 @@ COOP_FN void coop__suspend_now(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
     s->chan_cap[c] = 1u;
     coop__cap_kills(dev, c, 1u);
   }
-}
-
-COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
-  if (coop_ld_rlx(&dev->chan[c].suspend) == 0u) coop__suspend_now(dev, c);
 }
 
 /* Ask cooperative kernels for `need` more workgroups than are already on
@@ -1265,7 +1262,7 @@ COOP_FN coop_u32 coop__pass_cap(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, co
   /* a suspending task keeps its cap of 1 whatever the record's says,
    * and one that suspends now takes it at once (coop__suspend) */
   if (suspend != 0u) {
-    if (!suspending) coop__suspend_now(dev, c);
+    if (!suspending) coop__suspend(dev, c);
   } else if (!suspending)
     coop__set_cap(dev, c, cap);
   return suspend != 0u && !suspending;
