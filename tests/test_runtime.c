@@ -79,6 +79,17 @@ static struct coop_rt_task_info finish(struct fx *f, coop_task_id id) {
   return ti;
 }
 
+/* Waits (60 s) for task id, which must end SUSPENDED; its info. */
+static struct coop_rt_task_info suspended(struct fx *f, coop_task_id id) {
+  int r = coop_rt_wait(f->rt, id, 60000);
+  if (r) coop_rt_dump(f->rt, stderr);
+  ck_assert_int_eq(r, 0);
+  struct coop_rt_task_info ti;
+  ck_assert_int_eq(coop_rt_task_info(f->rt, id, &ti), 0);
+  ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+  return ti;
+}
+
 /* The never-ending cooperative kernel on every worker, still running
  * 200 ms after its submission. */
 static coop_task_id hold_every_worker(struct fx *f) {
@@ -470,12 +481,7 @@ START_TEST(query_suspension_at_the_step_it_is_asked_in) {
   __atomic_store_n(&ctl[0], 2u, __ATOMIC_RELEASE); /* step 1 ends; step 2 waits */
   nap_ms(2500);                                    /* past the gap */
   __atomic_store_n(&ctl[0], steps, __ATOMIC_RELEASE);
-  int r = coop_rt_wait(f.rt, id, 60000);
-  if (r) coop_rt_dump(f.rt, stderr);
-  ck_assert_int_eq(r, 0);
-  struct coop_rt_task_info ti;
-  ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
-  ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+  suspended(&f, id);
   if (w >= 2)
     ck_assert_msg(rec[0] == w && rec[1] == w && rec[2] == 0u,
                   "M by step: %u %u %u %u (W = %u): the suspension asked for inside step 1, its "
@@ -628,12 +634,7 @@ static void suspend_run(int query, int times) {
     wait_width(ctl, w);
     nap_ms(rand() % 20);
     ck_assert_int_eq(coop_rt_suspend(f.rt, id), 0);
-    int r = coop_rt_wait(f.rt, id, 60000);
-    if (r) coop_rt_dump(f.rt, stderr);
-    ck_assert_int_eq(r, 0);
-    struct coop_rt_task_info ti;
-    ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
-    ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+    struct coop_rt_task_info ti = suspended(&f, id);
     /* saved after a resizing barrier, a resumed task starts on the free
      * workers, every one from the saved state, not on workgroup 0 alone
      * (its next round ran on one workgroup: scheduler.cl, "Suspension") */
@@ -747,10 +748,7 @@ START_TEST(suspend_after_offer_kill_resumes_narrow) {
   ck_assert_int_eq(coop_rt_wait(f.rt, id, 100), COOP_ETIMEDOUT);
   for (int k = 0; k < 2; k++) {
     ck_assert_int_eq(coop_rt_suspend(f.rt, id), 0);
-    ck_assert_int_eq(coop_rt_wait(f.rt, id, 60000), 0);
-    struct coop_rt_task_info ti;
-    ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
-    ck_assert_int_eq(ti.state, COOP_TASK_SUSPENDED);
+    struct coop_rt_task_info ti = suspended(&f, id);
     if (k == 1) ck_assert_uint_eq(ti.m_initial, 1);
     coop_task_id again;
     ck_assert_int_eq(coop_rt_resume(f.rt, id, &again), 0);
