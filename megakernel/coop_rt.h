@@ -382,6 +382,10 @@ struct coop_rt_task_info {
    * kept inside its buffers; the result is not to be trusted): argument
    * index + 1, or COOP_RT_FAULT_SCRATCH for the workgroup's scratch. */
   unsigned fault;
+  /* Once final: its workgroups whose worker came straight from a
+   * cooperative kernel's leaving workgroup, not through the scheduler
+   * (docs/scheduler.md, "Handing workers over"). */
+  unsigned joined;
 };
 #define COOP_RT_FAULT_SCRATCH 0x100u
 

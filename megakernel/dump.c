@@ -65,6 +65,12 @@ static void dump_chan(const struct coop_rt *rt, const struct coop_dev *d, unsign
           ch->bar_arrive_odd % COOP__BAR_EP, ch->ep_hold, (int)ch->bar_delta[0],
           (int)ch->bar_delta[1], (int)ch->bar_delta[2], (int)ch->bar_delta[3],
           ch->bar_rel >> COOP__REL_SHIFT, COOP__REL_M(ch->bar_rel));
+  /* Handing workers over (scheduler.cl): where its leaving workers go,
+   * the ids its own task still has to give, those it handed on */
+  fprintf(f, "    handoff to %d; ticket %u of %u; handed %u%s (%u killed), counted %u\n",
+          (int)ch->handoff - 1, ch->ticket & 0xffffu, ch->ticket >> 16,
+          ch->handed & ~COOP_HANDED_LAST, (ch->handed & COOP_HANDED_LAST) ? " with its last" : "",
+          ch->handed_kills, s->chan_handed[c] & ~COOP_HANDED_LAST);
   /* Workers of this channel, grouped by (state, forked). */
   unsigned hist[4][2] = {{0}};
   for (unsigned pid = 1; pid <= s->nworkers && pid < COOP_MAX_WG; pid++) {
@@ -101,8 +107,9 @@ static void dump_dev(const struct coop_rt *rt, const struct coop_dev *d, FILE *f
   }
   fprintf(f,
           "  scheduler: %u workers (%u free by count, %u free / %u reserved / %u busy by map), "
-          "queue %u..%u, ring tail %u\n",
-          s->nworkers, s->nfree, free_, resv, busy, s->q_head, s->q_tail, s->sub_tail);
+          "queue %u..%u, ring tail %u; pending channel %d, handed over %u of %u counted\n",
+          s->nworkers, s->nfree, free_, resv, busy, s->q_head, s->q_tail, s->sub_tail,
+          (int)s->pend - 1, s->handed_seen, s->handed_owed);
   for (unsigned q = s->q_head; q != s->q_tail && q - s->q_head < 8; q++)
     fprintf(f, "  queued: slot %u\n", s->queue[q % COOP_RING]);
   for (unsigned c = 0; c < COOP_MAX_CHANNELS; c++)

@@ -721,6 +721,7 @@ static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_
   t->deadline = d->deadline_ns > 0 ? (uint64_t)d->deadline_ns : 0;
   hold_window(rt, d, t);
   t->fault = 0;
+  t->joined = 0;
   t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
   t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;
   atomic_store_explicit(&t->live_m, 0, memory_order_relaxed);
@@ -898,6 +899,7 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
   COOP_COUNTERS_MAP(COPY)
 #undef COPY
   info->fault = t->fault;
+  info->joined = t->joined;
   return 0;
 }
 

@@ -761,6 +761,60 @@ START_TEST(suspend_after_offer_kill_resumes_narrow) {
 }
 END_TEST
 
+/* A task that is not cooperative and needs workers a cooperative kernel
+ * holds starts on the free ones, and the kernel's leaving workgroups'
+ * workers join it straight, taking the ids still missing
+ * (docs/scheduler.md, "Handing workers over"): every id runs once, the
+ * kernels' channels are given back whole (a task of every worker runs
+ * after them), and the workers that joined are counted. Beside a kernel
+ * killed for the task (forever, all workers), and beside a suspended one
+ * whose workgroup 0, the last out, joins too (stopsweep, which must then
+ * resume and cover every element once a round). */
+static unsigned joined_task(struct fx *f, uint32_t *o, unsigned k) {
+  struct coop_rt_task_info ti = churn_one(f, o, k);
+  ck_assert_uint_le(ti.joined, k);
+  return ti.joined;
+}
+
+START_TEST(leaving_workers_join_a_waiting_task) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), joined = 0, n = 1031;
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  coop_task_id hold = hold_every_worker(&f);
+  for (int i = 0; i < 6; i++) joined += joined_task(&f, o, w > 1 ? w - 1 : 1);
+  ck_assert_msg(joined > 0, "no worker joined six tasks beside a kernel killed for them");
+  ck_assert_int_eq(coop_rt_cancel(f.rt, hold), 0);
+  ck_assert_int_eq(finish(&f, hold).state, COOP_TASK_CANCELLED);
+  joined_task(&f, o, w); /* its channel came back whole */
+  uint32_t *data = coop_rt_alloc(f.rt, n * sizeof *data);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
+  uint64_t a[3] = {coop_rt_buf_arg(f.rt, data), n, coop_rt_buf_arg(f.rt, ctl)};
+  coop_task_id id = submit(&f, f.stress, w, 1, 1, 3, a);
+  joined = 0;
+  for (int i = 0; i < 6; i++) {
+    wait_width(ctl, w);
+    ck_assert_int_eq(coop_rt_suspend(f.rt, id), 0);
+    joined += joined_task(&f, o, w);
+    suspended(&f, id);
+    for (unsigned e = 1; e < n; e++)
+      ck_assert_msg(data[e] == data[0], "suspended mid-round: element %u at %u, element 0 at %u", e,
+                    data[e], data[0]);
+    coop_task_id again;
+    ck_assert_int_eq(coop_rt_resume(f.rt, id, &again), 0);
+    id = again;
+  }
+  ck_assert_msg(joined > 0, "no worker joined six tasks of every worker beside a suspension");
+  wait_width(ctl, w);
+  stop_covered(&f, id, data, n, ctl);
+  joined_task(&f, o, w);
+  coop_rt_free(f.rt, o);
+  coop_rt_free(f.rt, data);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
+
 START_TEST(suspend_plain) { suspend_run(0, 20); }
 END_TEST
 START_TEST(suspend_query) { suspend_run(1, 20); }
@@ -1824,6 +1878,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, suspend_plain);
   tcase_add_test(rz, suspend_after_offer_kill_resumes_narrow);
   tcase_add_test(rz, suspend_query);
+  tcase_add_test(rz, leaving_workers_join_a_waiting_task);
   suite_add_tcase(s, rz);
   TCase *wd = tcase_create("widths");
   tcase_set_timeout(wd, 300);

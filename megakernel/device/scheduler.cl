@@ -230,31 +230,34 @@ COOP_FN void coop__reap_share(COOP_GLOBAL struct coop_dev *dev, coop_u32 h, coop
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   coop_u32 nw = s->nworkers;
   for (coop_u32 base = 1u + h; base <= nw; base += COOP_HELP_REAP_BATCH * step) {
-    /* bit k: pid base + k * step has RETURNED, of channel c0 (mine) or of
-     * another (other); a fork not yet reconciled (no channel) waits */
-    coop_u32 mine = 0u, other = 0u, n0 = 0u, c0 = COOP_MAX_CHANNELS;
+    coop_u32 ret = 0u; /* bit k: pid base + k * step has RETURNED */
     for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++) {
       coop_u32 pid = base + k * step;
       if (pid > nw) break;
-      coop_u32 st = coop_ld_rlx(&dev->w[pid].state), c = s->wstat[pid];
-      if (st != COOP_WS_RETURNED || c >= COOP_MAX_CHANNELS) continue;
+      if (coop_ld_rlx(&dev->w[pid].state) == COOP_WS_RETURNED) ret |= 1u << k;
+    }
+    if (!ret) continue;
+    coop_fence_acq(); /* acquires what those workers wrote before RETURNED */
+    /* Their channels and reasons together, after the fence: a worker
+     * handed over to another task wrote its entry itself ("Handing
+     * workers over"). Bit k: of channel c0 (mine) or of another (other);
+     * a fork not yet reconciled (no channel) waits. */
+    coop_u32 mine = 0u, other = 0u, n0 = 0u, c0 = COOP_MAX_CHANNELS, killed = 0u, last = 0u;
+    for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++) {
+      if (!((ret >> k) & 1u)) continue;
+      coop_u32 pid = base + k * step, c = s->wstat[pid], why = dev->w[pid].reason;
+      if (c >= COOP_MAX_CHANNELS) continue;
       if (c0 == COOP_MAX_CHANNELS) c0 = c;
       if (c == c0) {
         mine |= 1u << k;
         n0++;
+        killed += (why & COOP_WR_KILLED) ? 1u : 0u;
+        last |= why & COOP_WR_LAST;
       } else {
         other |= 1u << k;
       }
     }
     if (!(mine | other)) continue;
-    coop_fence_acq(); /* acquires what those workers wrote before RETURNED */
-    coop_u32 killed = 0u, last = 0u;
-    for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++)
-      if ((mine >> k) & 1u) {
-        coop_u32 why = dev->w[base + k * step].reason;
-        killed += (why & COOP_WR_KILLED) ? 1u : 0u;
-        last |= why & COOP_WR_LAST;
-      }
     for (coop_u32 k = 0u; k < COOP_HELP_REAP_BATCH; k++)
       if ((mine >> k) & 1u) {
         coop_u32 pid = base + k * step;
@@ -395,6 +398,7 @@ COOP_FN void coop__free_chan(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
   coop__unreserve(dev, c);
   s->busy &= ~(1u << c);
   s->coopm &= ~(1u << c);
+  s->susm &= ~(1u << c);
 }
 
 /* Step 5 by the helpers: every returned worker, each helper scanning its
@@ -535,10 +539,13 @@ COOP_FN void coop__resume_state(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL st
               0u); /* a forked start is not counted (worker.cl): started = gathered */
 }
 
-/* Start task slot on channel c with g free workers, ids 0..g-1, capped
- * at cap workgroups ("Caps"; N when uncapped). */
+/* Start task slot on channel c with g workgroups, ids 0..g-1, capped at
+ * cap workgroups ("Caps"; N when uncapped), on n <= g free workers now,
+ * ids 0..n-1: the rest join as workers are handed over or freed
+ * ("Handing workers over"; n < g only for a task that is not
+ * cooperative). */
 COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev,
-                         coop_u32 slot, coop_u32 c, coop_u32 g, coop_u32 cap) {
+                         coop_u32 slot, coop_u32 c, coop_u32 g, coop_u32 n, coop_u32 cap) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
@@ -573,6 +580,13 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->suspended, 0u);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
+  coop_st_rlx(&ch->handoff, 0u);
+  coop_st_rlx(&ch->handed, 0u);
+  coop_st_rlx(&ch->handed_kills, 0u);
+  coop_st_rlx(&ch->joined, 0u);
+  ch->t_full = 0u;
+  s->chan_handed[c] = s->chan_handed_kills[c] = 0u;
+  s->susm &= ~(1u << c);
   /* episodes 0 and 1 have base 0; the master's first add of episode 0 is
    * made here, of episode 1 at the master's first arrival (barrier.cl) */
   coop_st_rlx(&ch->bar_arrive, COOP__BAR_EP - ch->n_max);
@@ -597,42 +611,57 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
      * COOP_T0_SCAN workers, without an order to the helpers and back (that
      * round took 3.2 of the 6 us from gathered to started at K = 1 on the
      * H100). The helpers map what it did not find. */
-    coop_u32 v = g <= COOP_HELP_MIN_RELEASE ? coop__map_ids(dev, ch, c, g, COOP_T0_SCAN) : 0u;
+    coop_u32 v = n <= COOP_HELP_MIN_RELEASE ? coop__map_ids(dev, ch, c, n, COOP_T0_SCAN) : 0u;
     /* More: each helper releases the workers it maps at once, in the same
      * order (START_RELEASE), rather than all of them after the whole map
      * (START, then RELEASE): one round of orders fewer, and the first
      * workers start while the others are mapped. Nothing a started
      * workgroup does reads the map: kills take no pid, forks write ids
      * from g up, and the scheduler's own reads wait for the order. */
-    coop_u32 direct = g > COOP_HELP_MIN_RELEASE && !resume;
-    if (v < g) {
+    coop_u32 direct = n > COOP_HELP_MIN_RELEASE && !resume;
+    if (v < n) {
       coop_st_rlx(&s->help_ticket, v); /* map_share skips the workers mapped */
-      coop__help_post(s, direct ? COOP_HELP_START_RELEASE : COOP_HELP_START, slot, c, g);
+      coop__help_post(s, direct ? COOP_HELP_START_RELEASE : COOP_HELP_START, slot, c, n);
     }
     /* the id map, and the last order before it (this task's STAGE, maybe):
      * the helpers' writes acquired here, passed on by a release fence */
     coop__help_wait(s);
     if (resume) coop__resume_state(dev, ch, t, g);
     COOP_TRACE(8);
-    s->nfree -= g;
+    s->nfree -= n;
     if (direct) {
       /* released by the helpers */
-    } else if (g > COOP_HELP_MIN_RELEASE) {
-      coop__help_post(s, COOP_HELP_RELEASE, slot, c, g);
+    } else if (n > COOP_HELP_MIN_RELEASE) {
+      coop__help_post(s, COOP_HELP_RELEASE, slot, c, n);
     } else {
       coop_fence_rel();
-      coop__release_workers(dev, ch, 0u, g, 1u);
+      coop__release_workers(dev, ch, 0u, n, 1u);
     }
   } else {
-    coop__map_ids(dev, ch, c, g, s->nworkers);
+    coop__map_ids(dev, ch, c, n, s->nworkers);
     if (resume) coop__resume_state(dev, ch, t, g);
     COOP_TRACE(8);
-    s->nfree -= g;
-    /* channel, payload and id map before: one release fence for all g */
+    s->nfree -= n;
+    /* channel, payload and id map before: one release fence for all n */
     coop_fence_rel();
-    coop__release_workers(dev, ch, 0u, g, 1u);
+    coop__release_workers(dev, ch, 0u, n, 1u);
   }
+  /* A task still short of workers is QUEUED to the host until its last id
+   * is given (coop__start_late stores RUNNING), and before any id can be
+   * taken, so that RUNNING comes after it */
+  if (n < g && !s->t_queued[slot]) {
+    s->t_queued[slot] = 1u;
+    coop_sys_st_rel(&t->state, COOP_TS_QUEUED);
+  }
+  /* The ids still to give, after the channel's set-up (release: whoever
+   * takes one acquires it); 0 (none) for a task that has all its
+   * workers. The word a task before it left is spent (its next id at or
+   * past its size), so a late add to it gives no id. */
+  coop_st_rel(&ch->ticket, n < g ? (g << 16) | n : 0u);
   COOP_TRACE(9);
+  /* A task still short of workers is RUNNING once its last id is given
+   * (coop__start_late): until then the host sees it wait, as it does. */
+  if (n < g) return;
   coop__start_rec(t, ch, g);
   /* RUNNING (with t_gathered, t_released and status) only after the
    * release: the host only reads it, and a system-scope release waits for
@@ -728,6 +757,7 @@ COOP_FN void coop__suspend(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
    * want_kill asks yet (barrier.cl, coop__release_held). Stored in the
    * lock hold, after want_kill, it was the last word a hold waited for. */
   coop_st_rlx(&dev->chan[c].suspend, 1u);
+  s->susm |= 1u << c; /* its workgroup 0 leaves too: coop__gatherable */
   /* a test: the cap's request this many ticks after the flag (no clock, no
    * gap: the loop would never end) */
 #if defined(COOP_TEST_SUSPEND_GAP) && COOP_HAVE_CLOCK
@@ -870,14 +900,15 @@ COOP_FN coop_u32 coop__hold_need(COOP_GLOBAL struct coop_sched *s) {
 
 /* The most workers a gather can have while the cooperative kernels now
  * running run on: all but one of each, whose workgroup 0 is never killed
- * (docs/scheduler.md Sec. 5). A task that needs more waits for a kernel's
+ * (docs/scheduler.md Sec. 5), but of a suspending one, whose workgroup 0
+ * leaves too ("Handing workers over"). A task that needs more waits for a kernel's
  * end whatever is asked; kills asked for it meanwhile shrank the kernels
  * to one workgroup each, which then ran the rest of their jobs so (bfs
  * 4.3x slower beside a task of every worker on an H200, the task waiting
  * for it all the same). */
 COOP_FN coop_u32 coop__gatherable(COOP_GLOBAL const struct coop_sched *s) {
   coop_u32 n = 0u;
-  for (coop_u32 bits = s->coopm; bits != 0u; bits &= bits - 1u) n++;
+  for (coop_u32 bits = s->coopm & ~s->susm; bits != 0u; bits &= bits - 1u) n++;
   return s->nworkers > n ? s->nworkers - n : 0u;
 }
 
@@ -984,11 +1015,173 @@ COOP_FN void coop__edf_head(COOP_GLOBAL struct coop_sched *s) {
   s->q_deadline[s->q_head % COOP_RING] = bd;
 }
 
+/* ------------------------------------------------ Handing workers over
+ * A task that is not cooperative and needs more workers than are free
+ * beside cooperative kernels used to wait at the head of the queue while
+ * the kernels' killed (or suspended) workgroups left, stored RETURNED,
+ * and were reaped, and only then started on all of them: the scheduler's
+ * next pass to see them, a reap of hundreds of workers (4.6-4.8 us with
+ * the helpers on an H200) and the start's map and release, between the
+ * last workgroup out and the task's start. Now it starts at once on the
+ * free workers (ids 0..n-1; possibly none), its channel's ticket word
+ * holds its size and the next id, and every cooperative channel's
+ * handoff names it: a workgroup that leaves such a channel takes the next
+ * id itself (worker.cl, coop__hand_over) and runs the task's workgroup of
+ * that id on the spot, and workers freed otherwise (a workgroup that
+ * left before the handoff, a kernel that ended) are given the rest by
+ * this thread, pass by pass (coop__pending). Until the task has every id,
+ * nothing else is served and no worker is offered for forks (it is the
+ * head still, in all but name), and kills are asked for the ids missing.
+ * A worker that left this way never returns to its old channel: it
+ * counts itself in that channel's handed (and handed_kills), which this
+ * thread reads in every pass until every handed-over worker is counted
+ * (coop__count_handed), taking it off the channel's workers and counting
+ * its kill as reaped; the kernel's last workgroup may be among them
+ * (COOP_HANDED_LAST). Its wstat entry it writes itself, before the
+ * RETURNED that ends the task it joined, which the reap acquires before
+ * it reads the entry. Ids are taken by adds to the ticket word (acq_rel),
+ * whoever takes them, so each id below the size goes to one worker; the
+ * word keeps its size, so a late add (a handoff read just before it was
+ * withdrawn, or the word of a task since ended) takes no id. */
+
+/* Channel ch's task, started before it had all its workers, has every
+ * id given now (by whoever gave the last: a leaving worker in
+ * coop__hand_over, or thread 0): the record gets what coop__start gives a
+ * task that has them all, t_gathered the time now, then RUNNING, and is
+ * open to its last workgroup out, which waits for that (worker.cl,
+ * "Completion"). t_full is for that workgroup: the record's start is no
+ * earlier. */
+COOP_FN void coop__start_late(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_chan *ch,
+                              coop_u64 now) {
+  COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, ch->task);
+  ch->t_full = now > ch->t_gathered ? now : ch->t_gathered;
+  coop__start_rec(t, ch, ch->n_max);
+  t->t_gathered = ch->t_full;
+  coop_sys_st_rel(&t->state, COOP_TS_RUNNING);
+  coop_st_rel(&ch->rec, COOP_REC_OPEN);
+}
+
+COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_chan *ch,
+                           coop_u64 finished); /* worker.cl */
+
+/* The task waiting on channel c was cancelled (ch.cancel): no id is given
+ * any more. The ticket word is closed at the next id (a compare-and-swap
+ * against leaving workers' adds), the ids never given come off alive and
+ * off the channel's workers, and if no workgroup of it is left running,
+ * this thread publishes it (CANCELLED), as its last workgroup out would
+ * have. Returns the ids it had been given. */
+COOP_FN coop_u32 coop__close_ids(COOP_GLOBAL struct coop_mailbox *mb,
+                                 COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+  coop_u32 cur = coop_ld_rlx(&ch->ticket);
+  while ((cur & 0xffffu) < (cur >> 16) &&
+         !coop_cas(&ch->ticket, &cur, ((cur & 0xffffu) << 16) | (cur & 0xffffu))) {
+  }
+  coop_u32 v = cur & 0xffffu, size = cur >> 16;
+  if (v >= size) return size; /* every id was given before the close: nothing to undo */
+  coop_u32 gone = size - v;
+  s->chan_workers[c] -= gone;
+  coop__start_late(mb, ch, coop_clock());
+  if (coop_fsub(&ch->alive, gone) == gone) {
+    coop__publish(mb, ch, coop_clock());
+    s->chan_last[c] = 1u;
+    if (s->chan_workers[c] == 0u) coop__free_chan(dev, c);
+  }
+  return v;
+}
+
+/* Channel c's task starts on n free workers (ids 0..n-1, by coop__start)
+ * and waits for the rest: thread 0's account of it. */
+COOP_FN void coop__hand_to(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 n) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  s->pend = c + 1u;
+  s->pend_own = n;
+}
+
+/* After coop__start published channel c's ticket (release): every
+ * cooperative channel's leaving workgroups may join its task. */
+COOP_FN void coop__post_handoff(COOP_GLOBAL struct coop_dev *dev, coop_u32 c) {
+  for (coop_u32 k = 0, bits = dev->sched.coopm; bits != 0u; k++, bits >>= 1)
+    if (bits & 1u) coop_st_rel(&dev->chan[k].handoff, c + 1u);
+}
+
+/* The workers handed over from cooperative channels since the last look:
+ * off their old channels' counts (chan_workers, and their kills as
+ * reaped); a channel whose last workgroup has left and whose every worker
+ * is counted is free. An acquire fence after loads that moved: the
+ * channel's next start rewrites the words those workers wrote. */
+COOP_FN void coop__count_handed(COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  for (coop_u32 c = 0, bits = s->coopm; bits != 0u; c++, bits >>= 1) {
+    if (!(bits & 1u)) continue;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    coop_u32 h = coop_ld_rlx(&ch->handed), hk = coop_ld_rlx(&ch->handed_kills);
+    if (h == s->chan_handed[c]) continue;
+    coop_fence_acq();
+    coop_u32 d = (h & ~COOP_HANDED_LAST) - (s->chan_handed[c] & ~COOP_HANDED_LAST);
+    s->chan_handed[c] = h;
+    s->chan_workers[c] -= d;
+    s->handed_seen += d;
+    s->chan_killed_reaped[c] += hk - s->chan_handed_kills[c];
+    s->chan_handed_kills[c] = hk;
+    if (h & COOP_HANDED_LAST) s->chan_last[c] = 1u;
+    if (s->chan_last[c]) {
+      coop__reconcile_forks(dev, c);
+      if (s->chan_workers[c] == 0u) coop__free_chan(dev, c);
+    }
+  }
+}
+
+/* Step 5, after the reap: the task waiting for handed-over workers gets
+ * the free ones (ids taken from its ticket word like a leaving worker's,
+ * released at once) and kills are asked for the ids still missing; once
+ * it has every id the handoffs are withdrawn and the task is no longer
+ * pending. Then the handed-over workers are counted. */
+COOP_FN void coop__pending(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_dev *dev) {
+  COOP_GLOBAL struct coop_sched *s = &dev->sched;
+  if (s->pend) {
+    coop_u32 c = s->pend - 1u;
+    COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
+    coop_u32 tk = coop_ld_rlx(&ch->ticket), size = tk >> 16, v = tk & 0xffffu;
+    if (v < size && coop_ld_rlx(&ch->cancel)) size = v = coop__close_ids(mb, dev, c);
+    if (v < size && s->nfree) {
+      coop_u32 k = size - v < s->nfree ? size - v : s->nfree;
+      v = coop_fadd(&ch->ticket, k) & 0xffffu;
+      coop_u32 got = v < size ? (size - v < k ? size - v : k) : 0u;
+      if (got) {
+        /* ids v..v+got-1 to free workers (found: nfree >= k >= got) */
+        coop_u32 id = v;
+        for (coop_u32 pid = 1u; pid <= s->nworkers && id < v + got; pid++)
+          if (s->wstat[pid] == COOP_SW_FREE) coop__assign(dev, ch, c, pid, id++);
+        coop_fence_rel();
+        coop__release_workers(dev, ch, v, v + got, 1u);
+        s->nfree -= got;
+        s->pend_own += got;
+        if (v + got == size) coop__start_late(mb, ch, coop_clock());
+      }
+      v += k;
+    }
+    if (v >= size) {
+      for (coop_u32 k = 0, bits = s->coopm; bits != 0u; k++, bits >>= 1)
+        if (bits & 1u) coop_st_rlx(&dev->chan[k].handoff, 0u);
+      s->handed_owed += size - s->pend_own;
+      s->pend = 0u;
+    } else {
+      coop__request_kills(dev, size - v);
+    }
+  }
+  if (s->pend || s->handed_owed != s->handed_seen) coop__count_handed(dev);
+}
+
 /* Step 6: returns 1 if the head task started (try the next one too). */
 COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
                                   COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
   if (s->q_head == s->q_tail) return 0u;
+  /* a task that started before it had all its workers gets every worker
+   * that comes first (coop__pending) */
+  if (s->pend) return 0u;
   coop__edf_head(s);
   coop_u32 slot = s->queue[s->q_head % COOP_RING];
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
@@ -1022,9 +1215,14 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 c = 0u;
   while (c < COOP_MAX_CHANNELS && ((s->busy >> c) & 1u)) c++;
   if (c == COOP_MAX_CHANNELS) return 0u; /* wait for a channel to free */
+  coop_u32 n = need;                     /* the workers it starts on now */
   if (s->nfree < need) {
     coop__request_kills(dev, need - s->nfree);
-    return 0u;
+    /* Beside cooperative kernels, a task that is not cooperative starts
+     * now on the free workers, and the rest come from the kernels'
+     * leaving workgroups ("Handing workers over"). */
+    if (coop || !s->coopm) return 0u;
+    n = s->nfree;
   }
   /* A cooperative task's cap ("Caps"): one load of its record, after the
    * pass's acquire fence (which any cap written before this pass's view
@@ -1039,8 +1237,11 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   if ((s->t_flags[slot] & COOP_TF_RESUME) &&
       !(t->resume_state[COOP_TRANSMIT_BYTES / 8u] & COOP_RS_WIDE)) /* one load, resumes only */
     g = 1u;
+  if (coop) n = g; /* a cooperative task starts on what it gets, and grows by forks */
+  if (n < g) coop__hand_to(dev, c, n);
   s->q_head++;
-  coop__start(mb, dev, slot, c, g, cap);
+  coop__start(mb, dev, slot, c, g, n, cap);
+  if (n < g) coop__post_handoff(dev, c);
   /* suspended before it started ("Suspension") */
   if (coop && coop_sys_ld_rlx(&t->suspend) != 0u) coop__suspend(dev, c);
   if (s->holds || s->t_hold_to[slot]) coop__hold_started(s, slot, g, dev->chan[c].t_gathered);
@@ -1336,8 +1537,9 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   }
   s->view_pass = 0u;
   s->pass = 0u;
-  s->busy = s->coopm = 0u;
+  s->busy = s->coopm = s->susm = 0u;
   s->holds = 0u;
+  s->pend = s->pend_own = s->handed_owed = s->handed_seen = 0u;
   s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
   s->nhelpers = coop__nhelpers();
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
@@ -1413,6 +1615,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     COOP_PROF_MARK(4);
     COOP_PROF_SUSPEND_REAP();
     coop__reap(dev);
+    if (s->pend || s->handed_owed != s->handed_seen) coop__pending(mb, dev);
     COOP_PROF_SUSPEND_REAPED();
     COOP_PROF_MARK(5);
     COOP_TRACE(5);
@@ -1429,7 +1632,7 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
     coop__mark_queued(mb, s);
     COOP_PROF_MARK(6);
     COOP_TRACE(11);
-    if (s->q_head == s->q_tail) coop__idle_workers(dev);
+    if (s->q_head == s->q_tail && !s->pend) coop__idle_workers(dev);
     COOP_PROF_MARK(7);
     /* last: a task taken in at the top is started before the view's loads */
     if (++s->pass % COOP_VIEW_EVERY == 0u) coop__publish_view(mb, dev);

@@ -105,8 +105,10 @@ struct coop_task_rec {
   coop_u32 m_initial, m_min, m_max, kills;
   coop_u32 forks, resizes;
   /* Out-of-bounds access: 0, else the tag of the last view that faulted
-   * (argument index + 1, or COOP_FAULT_SCRATCH). Written with the results. */
-  coop_u32 fault, pad_fault;
+   * (argument index + 1, or COOP_FAULT_SCRATCH). Written with the results,
+   * as is joined: its workgroups whose worker came straight from another
+   * kernel's leaving workgroup (scheduler.cl, "Handing workers over"). */
+  coop_u32 fault, joined;
   /* Live view while it runs (coopctl top), published by the scheduler
    * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
    * monitoring only, never used to synchronise. */
@@ -228,6 +230,8 @@ COOP_FN void coop__ring_words(coop_u32 *w, coop_u32 slot, coop_u32 i, coop_u32 k
 #define COOP_WR_FINISHED 1u /* the kernel returned COOP_DONE / ended */
 #define COOP_WR_KILLED 2u   /* accepted offer_kill or resizing kill */
 #define COOP_WR_LAST 4u     /* bit: this workgroup was the kernel's last alive */
+/* coop_chan.handed: the kernel's last workgroup's worker was handed over */
+#define COOP_HANDED_LAST 0x80000000u
 
 /* Who may write a running task's record (coop_chan.rec; worker.cl,
  * "Completion"): the scheduler until it has stored RUNNING (STARTING),
@@ -326,6 +330,23 @@ struct coop_chan {
   coop_u32 saved_how;                      /* ... and how (COOP_RS_*), likewise */
   coop_atomic_u32 m_min;                   /* (L) */
   coop_atomic_u32 m_max;                   /* (L) */
+  /* A task started before it had all its workers (scheduler.cl, "Handing
+   * workers over"): handoff, on a running kernel's channel, is 1 + the
+   * channel whose task its leaving workgroups' workers may join (0: none;
+   * release by the scheduler, read relaxed then an acquire fence); ticket,
+   * on that task's channel, is its size << 16 | the next group id to give
+   * (an id below the size is valid; the scheduler's release store, then
+   * acq_rel adds by whoever takes ids); handed and handed_kills count the
+   * workgroups of this channel whose workers went on so, and of them the
+   * killed ones (relaxed adds; COOP_HANDED_LAST: the kernel's last one
+   * was among them); t_full is when the task's last id was taken. */
+  coop_atomic_u32 handoff;
+  coop_atomic_u32 ticket;
+  coop_atomic_u32 handed;
+  coop_atomic_u32 handed_kills;
+  coop_atomic_u32 joined; /* ids of this channel's task taken by handed-over workers */
+  coop_atomic_u32 pad_joined;
+  coop_u64 t_full;
   /* Who may write the task record (COOP_REC_*; worker.cl, "Completion"). */
   coop_atomic_u32 rec;
   /* min over the workgroups it started with of (start - t_gathered),
@@ -360,7 +381,14 @@ struct coop_sched {
    * channel (16 loads of scheduler memory were 3 us of each pass on the
    * H100). */
   coop_u32 busy, coopm;
-  coop_u32 chan_gathered[COOP_MAX_CHANNELS]; /* 1 once started */
+  coop_u32 susm; /* channels whose kernel is suspending: its workgroup 0 leaves too */
+  /* A task started before it had all its workers ("Handing workers
+   * over"): 1 + its channel (0: none), the ids this thread gave it itself;
+   * workers handed over that the counts below have not met yet (owed:
+   * added once the task has every id; seen: met in the channels' handed) */
+  coop_u32 pend, pend_own, handed_owed, handed_seen;
+  coop_u32 chan_handed[COOP_MAX_CHANNELS];       /* coop_chan.handed as last read */
+  coop_u32 chan_handed_kills[COOP_MAX_CHANNELS]; /* ... handed_kills */
   coop_u32 chan_killed_reaped[COOP_MAX_CHANNELS];
   coop_u32 chan_resv[COOP_MAX_CHANNELS];    /* reserved workers we think it holds */
   coop_u32 chan_workers[COOP_MAX_CHANNELS]; /* workers assigned, not yet reaped */

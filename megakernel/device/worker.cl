@@ -110,7 +110,13 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
   /* finished was stamped right after this workgroup's decrement of alive,
    * the last: later than every other's end. started is at least gathered
    * by construction (start_min). */
-  coop_u64 started = ch->t_gathered + coop_ld_rlx(&ch->start_min);
+  coop_u32 smin = coop_ld_rlx(&ch->start_min);
+  coop_u64 started = smin == 0xffffffffu ? finished : ch->t_gathered + smin;
+  /* A task started before it had all its workers (scheduler.cl, "Handing
+   * workers over") was gathered when its last id was given (t_full,
+   * written before that workgroup's decrement of alive, or by the
+   * scheduler before its own), and starts, for the record, no earlier */
+  if (started < ch->t_full) started = ch->t_full;
   t->t_started = started;
   t->t_finished = finished < started ? started : finished;
   t->m_min = coop_ld_rlx(&ch->m_min);
@@ -119,6 +125,7 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
   t->forks = coop_ld_rlx(&ch->forked);
   t->resizes = coop_ld_rlx(&ch->resizes);
   t->fault = coop_ld_rlx(&ch->fault);
+  t->joined = coop_ld_rlx(&ch->joined);
   if (coop_ld_rlx(&ch->suspended)) { /* workgroup 0's, before its decrement of alive */
     for (coop_u32 k = 0u; k < COOP_TRANSMIT_BYTES / 8u; k++) t->resume_state[k] = ch->saved[k];
     t->resume_state[COOP_TRANSMIT_BYTES / 8u] = ch->saved_how;
@@ -137,6 +144,45 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
   ch->t_kill_arrive = ch->t_kill_held = 0u;
 #endif
   coop_sys_st_rel(&t->state, final);
+}
+
+/* Thread 0, leaving channel ch for the reason `reason` (its decrement of
+ * alive done, and the task published if it was the last): if the
+ * scheduler has started a task before it had all its workers and asked
+ * this channel's leaving workgroups to join it (ch.handoff), take one of
+ * its group ids and run it at once, with no RETURNED, reap and start
+ * between (scheduler.cl, "Handing workers over"). Returns 1 if this
+ * worker took an id: its own payload is written and its state is
+ * ASSIGNED, which coop__next finds at its first look. */
+COOP_FN coop_u32 coop__hand_over(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *mb,
+                                 COOP_GLOBAL struct coop_chan *ch, coop_u32 reason) {
+  coop_u32 to = coop_ld_rlx(&ch->handoff);
+  if (to == 0u) return 0u;
+  coop_fence_acq(); /* the scheduler stored the task's ticket before it (release) */
+  coop_u32 c2 = to - 1u;
+  COOP_GLOBAL struct coop_chan *nc = &c->dev->chan[c2];
+  /* acq_rel: a later task's ticket on that channel (a handoff read late)
+   * is taken with the set-up its release store published */
+  coop_u32 tk = coop_fadd(&nc->ticket, 1u), v = tk & 0xffffu;
+  if (v >= (tk >> 16)) return 0u; /* every id is given: return as usual */
+  COOP_GLOBAL struct coop_worker *w = c->self;
+  w->chan = c2;
+  w->vid = v;
+  w->forked = 0u;
+  w->gen = 0u;
+  w->base[0] = w->base[1] = 0u;
+  w->t_gathered = nc->t_gathered;
+  nc->pid_of[v] = c->pid;
+  coop_fadd_rlx(&nc->joined, 1u); /* before its decrement of that task's alive */
+  /* before this worker's RETURNED at the end of that task, which the reap
+   * acquires before it reads the entry */
+  c->dev->sched.wstat[c->pid] = c2;
+  /* the last id: the task is RUNNING now (scheduler.cl, coop__start_late) */
+  if (v + 1u == (tk >> 16)) coop__start_late(mb, nc, coop_clock());
+  if (reason & COOP_WR_KILLED) coop_fadd_rlx(&ch->handed_kills, 1u);
+  coop_fadd_rlx(&ch->handed, 1u | ((reason & COOP_WR_LAST) ? COOP_HANDED_LAST : 0u));
+  coop_st_rlx(&w->state, COOP_WS_ASSIGNED);
+  return 1u;
 }
 
 /* Thread 0 reports the end of an assignment. */
@@ -162,9 +208,11 @@ COOP_FN void coop__report(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *m
       mb->prof[0] = 1u;
     }
 #endif
-    c->self->reason = reason;
-    coop_st_rel(&c->self->state, COOP_WS_RETURNED);
-    coop_fadd_rel(&c->dev->returned, 1u); /* after RETURNED: see coop__reap */
+    if (!coop__hand_over(c, mb, ch, reason)) {
+      c->self->reason = reason;
+      coop_st_rel(&c->self->state, COOP_WS_RETURNED);
+      coop_fadd_rel(&c->dev->returned, 1u); /* after RETURNED: see coop__reap */
+    }
   }
 }
 
