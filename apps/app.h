@@ -108,6 +108,9 @@ struct coop_app_opts {
      * complete; that -> the last workgroup out (ns, -1 where a stamp is
      * missing or out of order) */
     int64_t *kill_arrive_ns, *kill_held_ns, *kill_out_ns;
+    /* with preempt_groups: of that task's workgroups, those whose worker
+     * came straight from a leaving workgroup (coop_rt_task_info.joined) */
+    int64_t *joined;
   } * suspend_log;
 };
 #define COOP_APP_SUSPEND_LEGS 4

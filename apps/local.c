@@ -124,6 +124,7 @@ static int suspend_resume(coop_rt *rt, coop_task_id *id, const struct coop_app_o
       if (log->inpass_ns) log->inpass_ns[log->n] = span_ns(prof && p[4], p[4], p[1], tick);
       if (log->legs_ns) in_pass_legs(p, prof, tick, &log->legs_ns[log->n * COOP_APP_SUSPEND_LEGS]);
       if (log->gather_ns) log->gather_ns[log->n] = preempt ? pi.gather_ns : -1;
+      if (log->joined) log->joined[log->n] = preempt ? (int64_t)pi.joined : -1;
       if (log->request_gathered_ns)
         log->request_gathered_ns[log->n] = preempt && pi.t_gathered ? pi.t_gathered - t0 : -1;
       log->regrow_ns[log->n++] = regrown(rt, *id, groups, t1);

@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
           *rpass = calloc(cap, sizeof *rpass), *rreap = calloc(cap, sizeof *rreap),
           *lsteps = calloc((size_t)cap * COOP_APP_SUSPEND_STEPS, sizeof *lsteps),
           *karrive = calloc(cap, sizeof *karrive), *kheld = calloc(cap, sizeof *kheld),
-          *kout = calloc(cap, sizeof *kout);
+          *kout = calloc(cap, sizeof *kout), *joined = calloc(cap, sizeof *joined);
   /* the no-op's output: thread 0 of each group stores at 16 x its id */
   void *nop_out = preempt ? coop_rt_alloc(rt, (size_t)w * 16u * sizeof(uint32_t)) : NULL;
   if (preempt && !nop_out) {
@@ -206,7 +206,8 @@ int main(int argc, char **argv) {
                                      prof ? lsteps : NULL,
                                      prof ? karrive : NULL,
                                      prof ? kheld : NULL,
-                                     prof ? kout : NULL};
+                                     prof ? kout : NULL,
+                                     joined};
   double step_us = 0;
   unsigned total = 0;
   /* COOP_PROF: the passes of an idle megakernel (200 ms), of the
@@ -315,13 +316,15 @@ int main(int argc, char **argv) {
     printf("\n");
   }
   if (preempt) {
-    char g1[96], g2[96];
+    char g1[96], g2[96], g3[96];
     pct(gather, log.n, g1, sizeof g1);
     pct(reqg, log.n, g2, sizeof g2);
+    pct_of(joined, log.n, 1, "", g3, sizeof g3);
     printf(
         "  a no-op task on every worker, submitted right after the request: gather (released\n"
-        "  -> gathered, device clock) %s; request -> gathered %s\n",
-        g1, g2);
+        "  -> gathered, device clock) %s; request -> gathered %s;\n"
+        "  of its %u workgroups, those whose worker came straight from a leaving one: %s\n",
+        g1, g2, w, g3);
   }
   printf("  resume -> full width (p50 / p99 / max): %s\n", s2);
   sched_prof_print(rt); /* under COOP_PROF: the passes during the run */
@@ -348,6 +351,7 @@ int main(int argc, char **argv) {
   free(inpass);
   free(legs);
   free(gather);
+  free(joined);
   free(reqg);
   return coop_rt_close(rt) ? 1 : 0;
 }

@@ -1091,6 +1091,14 @@ COOP_FN coop_u32 coop__close_ids(COOP_GLOBAL struct coop_mailbox *mb,
   return v;
 }
 
+/* A benchmark's knob (COOP_DEVICE_DEFINES=COOP_GATHER_WHOLE): every task
+ * waits at the head for all its workers, as before this section. */
+#ifdef COOP_GATHER_WHOLE
+#define COOP__GATHER_WHOLE 1
+#else
+#define COOP__GATHER_WHOLE 0
+#endif
+
 /* Channel c's task starts on n free workers (ids 0..n-1, by coop__start)
  * and waits for the rest: thread 0's account of it. */
 COOP_FN void coop__hand_to(COOP_GLOBAL struct coop_dev *dev, coop_u32 c, coop_u32 n) {
@@ -1149,13 +1157,21 @@ COOP_FN void coop__pending(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
       coop_u32 k = size - v < s->nfree ? size - v : s->nfree;
       v = coop_fadd(&ch->ticket, k) & 0xffffu;
       coop_u32 got = v < size ? (size - v < k ? size - v : k) : 0u;
-      if (got) {
+      if (got > COOP_HELP_MIN_RELEASE && s->nhelpers) {
+        /* many: the helpers map and release them as a start's (a loop of
+         * this thread over hundreds of workers took 72 us on an H200) */
+        coop_st_rlx(&s->help_ticket, v);
+        coop__help_post(s, COOP_HELP_START_RELEASE, ch->task, c, v + got);
+        coop__help_wait(s);
+      } else if (got) {
         /* ids v..v+got-1 to free workers (found: nfree >= k >= got) */
         coop_u32 id = v;
         for (coop_u32 pid = 1u; pid <= s->nworkers && id < v + got; pid++)
           if (s->wstat[pid] == COOP_SW_FREE) coop__assign(dev, ch, c, pid, id++);
         coop_fence_rel();
         coop__release_workers(dev, ch, v, v + got, 1u);
+      }
+      if (got) {
         s->nfree -= got;
         s->pend_own += got;
         if (v + got == size) coop__start_late(mb, ch, coop_clock());
@@ -1221,7 +1237,7 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
     /* Beside cooperative kernels, a task that is not cooperative starts
      * now on the free workers, and the rest come from the kernels'
      * leaving workgroups ("Handing workers over"). */
-    if (coop || !s->coopm) return 0u;
+    if (coop || !s->coopm || COOP__GATHER_WHOLE) return 0u;
     n = s->nfree;
   }
   /* A cooperative task's cap ("Caps"): one load of its record, after the
