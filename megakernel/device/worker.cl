@@ -165,23 +165,16 @@ COOP_FN coop_u32 coop__hand_over(struct coop_ctx *c, COOP_GLOBAL struct coop_mai
    * is taken with the set-up its release store published */
   coop_u32 tk = coop_fadd(&nc->ticket, 1u), v = tk & 0xffffu;
   if (v >= (tk >> 16)) return 0u; /* every id is given: return as usual */
-  COOP_GLOBAL struct coop_worker *w = c->self;
-  w->chan = c2;
-  w->vid = v;
-  w->forked = 0u;
-  w->gen = 0u;
-  w->base[0] = w->base[1] = 0u;
-  w->t_gathered = nc->t_gathered;
-  nc->pid_of[v] = c->pid;
+  /* its own payload, as the scheduler writes a free worker's, and its
+   * wstat entry: before its RETURNED at the end of that task, which the
+   * reap acquires before it reads the entry */
+  coop__assign(c->dev, nc, c2, c->pid, v);
   coop_fadd_rlx(&nc->joined, 1u); /* before its decrement of that task's alive */
-  /* before this worker's RETURNED at the end of that task, which the reap
-   * acquires before it reads the entry */
-  c->dev->sched.wstat[c->pid] = c2;
   /* the last id: the task is RUNNING now (scheduler.cl, coop__start_late) */
   if (v + 1u == (tk >> 16)) coop__start_late(mb, nc, coop_clock());
   if (reason & COOP_WR_KILLED) coop_fadd_rlx(&ch->handed_kills, 1u);
   coop_fadd_rlx(&ch->handed, 1u | ((reason & COOP_WR_LAST) ? COOP_HANDED_LAST : 0u));
-  coop_st_rlx(&w->state, COOP_WS_ASSIGNED);
+  coop_st_rlx(&c->self->state, COOP_WS_ASSIGNED);
   return 1u;
 }
 
