@@ -486,12 +486,11 @@ COOP_FN void coop__reap(COOP_GLOBAL struct coop_dev *dev) {
   }
 }
 
-/* The id map by thread 0 alone: ids 0.. to the free workers among pids
- * 1..scan, until g are mapped. Returns how many were. */
+/* The id map by thread 0 alone: ids v.. to the free workers among pids
+ * 1..scan, until id g - 1 is mapped. Returns the next id not mapped. */
 COOP_FN coop_u32 coop__map_ids(COOP_GLOBAL struct coop_dev *dev, COOP_GLOBAL struct coop_chan *ch,
-                               coop_u32 c, coop_u32 g, coop_u32 scan) {
+                               coop_u32 c, coop_u32 v, coop_u32 g, coop_u32 scan) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  coop_u32 v = 0u;
   for (coop_u32 pid = 1u; pid <= s->nworkers && pid <= scan && v < g; pid++) {
     if (s->wstat[pid] != COOP_SW_FREE) continue;
     coop__assign(dev, ch, c, pid, v++);
@@ -611,7 +610,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
      * COOP_T0_SCAN workers, without an order to the helpers and back (that
      * round took 3.2 of the 6 us from gathered to started at K = 1 on the
      * H100). The helpers map what it did not find. */
-    coop_u32 v = n <= COOP_HELP_MIN_RELEASE ? coop__map_ids(dev, ch, c, n, COOP_T0_SCAN) : 0u;
+    coop_u32 v = n <= COOP_HELP_MIN_RELEASE ? coop__map_ids(dev, ch, c, 0u, n, COOP_T0_SCAN) : 0u;
     /* More: each helper releases the workers it maps at once, in the same
      * order (START_RELEASE), rather than all of them after the whole map
      * (START, then RELEASE): one round of orders fewer, and the first
@@ -638,7 +637,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
       coop__release_workers(dev, ch, 0u, n, 1u);
     }
   } else {
-    coop__map_ids(dev, ch, c, n, s->nworkers);
+    coop__map_ids(dev, ch, c, 0u, n, s->nworkers);
     if (resume) coop__resume_state(dev, ch, t, g);
     COOP_TRACE(8);
     s->nfree -= n;
@@ -1165,9 +1164,7 @@ COOP_FN void coop__pending(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
         coop__help_wait(s);
       } else if (got) {
         /* ids v..v+got-1 to free workers (found: nfree >= k >= got) */
-        coop_u32 id = v;
-        for (coop_u32 pid = 1u; pid <= s->nworkers && id < v + got; pid++)
-          if (s->wstat[pid] == COOP_SW_FREE) coop__assign(dev, ch, c, pid, id++);
+        coop__map_ids(dev, ch, c, v, v + got, s->nworkers);
         coop_fence_rel();
         coop__release_workers(dev, ch, v, v + got, 1u);
       }

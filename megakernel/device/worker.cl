@@ -156,6 +156,10 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
  * ASSIGNED, which coop__next finds at its first look. */
 COOP_FN coop_u32 coop__hand_over(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *mb,
                                  COOP_GLOBAL struct coop_chan *ch, coop_u32 reason) {
+  /* Only cooperative channels are named (coop__post_handoff), and every
+   * start clears the word: the workgroups of any other task (every end of
+   * a short task) do not wait for its load before their RETURNED. */
+  if (!coop__kernel_is_coop(ch->kid)) return 0u;
   coop_u32 to = coop_ld_rlx(&ch->handoff);
   if (to == 0u) return 0u;
   coop_fence_acq(); /* the scheduler stored the task's ticket before it (release) */
