@@ -818,6 +818,48 @@ START_TEST(leaving_workers_join_a_waiting_task) {
 }
 END_TEST
 
+/* A task of W - 1 beside a cooperative kernel on every worker that does
+ * not yield (the gate, shut: no barrier, no offer_kill) starts on no
+ * worker and waits for the kernel's leaving workgroups; cancelled, its ids
+ * never given are closed (docs/scheduler.md, "Handing workers over"): it
+ * ends CANCELLED with none of them run, and every worker comes back.
+ * Without the close its cancel waited for the kernel's next barrier, here
+ * for ever. */
+START_TEST(cancel_a_task_waiting_for_held_workers) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
+  uint32_t *rec = coop_rt_alloc(f.rt, sizeof *rec);
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  memset(o, 0, 2 * w * sizeof *o);
+  for (int i = 0; i < 3; i++) __atomic_store_n(&ctl[i], 0u, __ATOMIC_RELEASE); /* gate shut */
+  uint64_t a[4] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), 1, 0};
+  coop_task_id gate = submit(&f, f.gate, w, 1, 1, 4, a);
+  wait_word(&ctl[1], 1u, "workgroup 0 in step 0");
+  uint64_t oa[1] = {coop_rt_buf_arg(f.rt, o)};
+  coop_task_id t = submit(&f, f.ids, w - 1, 0, 0, 1, oa); /* the gate may give W - 1 */
+  struct coop_rt_task_info ti;
+  ck_assert_int_eq(coop_rt_wait(f.rt, t, 300), COOP_ETIMEDOUT);
+  ck_assert_int_eq(coop_rt_task_info(f.rt, t, &ti), 0);
+  ck_assert_int_eq(ti.state, COOP_TASK_PENDING); /* RUNNING only once its last id is given */
+  ck_assert_int_eq(coop_rt_cancel(f.rt, t), 0);
+  int r = coop_rt_wait(f.rt, t, 10000);
+  if (r) coop_rt_dump(f.rt, stderr);
+  ck_assert_msg(r == 0, "a task cancelled while it waited for held workers did not end in 10 s");
+  ck_assert_int_eq(finish(&f, t).state, COOP_TASK_CANCELLED);
+  for (unsigned g = 0; g < w; g++)
+    ck_assert_msg(o[2 * g] == 0u, "id %u of a cancelled task ran", g);
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE); /* the gate opens: its one step ends */
+  ck_assert_int_eq(finish(&f, gate).state, COOP_TASK_DONE);
+  churn_one(&f, o, w); /* every worker back */
+  coop_rt_free(f.rt, o);
+  coop_rt_free(f.rt, rec);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
+
 START_TEST(suspend_plain) { suspend_run(0, 20); }
 END_TEST
 START_TEST(suspend_query) { suspend_run(1, 20); }
@@ -1882,6 +1924,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, suspend_after_offer_kill_resumes_narrow);
   tcase_add_test(rz, suspend_query);
   tcase_add_test(rz, leaving_workers_join_a_waiting_task);
+  tcase_add_test(rz, cancel_a_task_waiting_for_held_workers);
   suite_add_tcase(s, rz);
   TCase *wd = tcase_create("widths");
   tcase_set_timeout(wd, 300);
