@@ -290,6 +290,14 @@ struct coop_worker {
     COOP__BAR_HELD < COOP__BAR_EP + COOP_MAX_WG + COOP__BAR_HOLD
 #error "the barrier's COOP__BAR_* constants no longer keep its ranges apart for COOP_MAX_WG"
 #endif
+/* A hand-over ticket (coop_chan.ticket, below) keeps its next id in 16
+ * bits under the size: the adds past the size, every leaving workgroup's
+ * until the handoff words are cleared and one of each that read them
+ * before, and the scheduler's fill (at most its free workers), stay below
+ * size + 3 COOP_MAX_WG, so the next id never carries into the size. */
+#if 4 * COOP_MAX_WG > 0xffff
+#error "COOP_MAX_WG too large for the hand-over ticket's 16-bit next id"
+#endif
 
 /* One channel per running kernel. Fields above `lock` are written by the
  * scheduler before the first workgroup is assigned and never change while
