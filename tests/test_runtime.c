@@ -860,6 +860,38 @@ START_TEST(cancel_a_task_waiting_for_held_workers) {
 }
 END_TEST
 
+/* A task of W - 1 beside a cooperative kernel on W - 1 workers that does
+ * not yield (the gate, shut) starts on the one free worker, and its own
+ * ended workgroups take its later ids (docs/scheduler.md, "Handing workers
+ * over", step 3): it runs through, every id once with num_groups W - 1,
+ * while the kernel still holds the rest. Waiting at the head for all its
+ * workers (COOP_GATHER_WHOLE), it waited for the kernel's end. */
+START_TEST(a_task_runs_through_on_the_workers_it_has) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
+  uint32_t *rec = coop_rt_alloc(f.rt, sizeof *rec);
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  for (int i = 0; i < 3; i++) __atomic_store_n(&ctl[i], 0u, __ATOMIC_RELEASE); /* gate shut */
+  uint64_t a[4] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), 1, 0};
+  coop_task_id gate = submit(&f, f.gate, w - 1, 1, 1, 4, a);
+  wait_word(&ctl[1], 1u, "workgroup 0 in step 0");
+  struct coop_rt_task_info ti = churn_one(&f, o, w - 1); /* DONE, every id once */
+  ck_assert_uint_eq(ti.joined, 0u);                      /* the gate gave none */
+  struct coop_rt_task_info gi;
+  ck_assert_int_eq(coop_rt_task_info(f.rt, gate, &gi), 0);
+  ck_assert_int_eq(gi.state, COOP_TASK_RUNNING);
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE); /* the gate opens: its one step ends */
+  ck_assert_int_eq(finish(&f, gate).state, COOP_TASK_DONE);
+  churn_one(&f, o, w); /* every worker back */
+  coop_rt_free(f.rt, o);
+  coop_rt_free(f.rt, rec);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
+
 START_TEST(suspend_plain) { suspend_run(0, 20); }
 END_TEST
 START_TEST(suspend_query) { suspend_run(1, 20); }
@@ -1925,6 +1957,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, suspend_query);
   tcase_add_test(rz, leaving_workers_join_a_waiting_task);
   tcase_add_test(rz, cancel_a_task_waiting_for_held_workers);
+  tcase_add_test(rz, a_task_runs_through_on_the_workers_it_has);
   suite_add_tcase(s, rz);
   TCase *wd = tcase_create("widths");
   tcase_set_timeout(wd, 300);
