@@ -818,6 +818,30 @@ START_TEST(leaving_workers_join_a_waiting_task) {
 }
 END_TEST
 
+/* The gate kernel on `groups` workers, shut: each of its workgroups runs
+ * step 0 again and again (no barrier, no offer_kill) until
+ * gate_open_finish opens it; then that step ends and so does the kernel. */
+struct shut_gate {
+  uint32_t *ctl, *rec;
+  coop_task_id id;
+};
+
+static void gate_shut_start(struct fx *f, unsigned groups, struct shut_gate *g) {
+  g->ctl = coop_rt_alloc(f->rt, 3 * sizeof *g->ctl);
+  g->rec = coop_rt_alloc(f->rt, sizeof *g->rec);
+  for (int i = 0; i < 3; i++) __atomic_store_n(&g->ctl[i], 0u, __ATOMIC_RELEASE);
+  uint64_t a[4] = {coop_rt_buf_arg(f->rt, g->ctl), coop_rt_buf_arg(f->rt, g->rec), 1, 0};
+  g->id = submit(f, f->gate, groups, 1, 1, 4, a);
+  wait_word(&g->ctl[1], 1u, "workgroup 0 in step 0");
+}
+
+static void gate_open_finish(struct fx *f, struct shut_gate *g) {
+  __atomic_store_n(&g->ctl[0], 1u, __ATOMIC_RELEASE);
+  ck_assert_int_eq(finish(f, g->id).state, COOP_TASK_DONE);
+  coop_rt_free(f->rt, g->rec);
+  coop_rt_free(f->rt, g->ctl);
+}
+
 /* A task of W - 1 beside a cooperative kernel on every worker that does
  * not yield (the gate, shut: no barrier, no offer_kill) starts on no
  * worker and waits for the kernel's leaving workgroups; cancelled, its ids
@@ -829,14 +853,10 @@ START_TEST(cancel_a_task_waiting_for_held_workers) {
   struct fx f;
   fx_open(&f);
   unsigned w = coop_rt_workers(f.rt);
-  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
-  uint32_t *rec = coop_rt_alloc(f.rt, sizeof *rec);
   uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
   memset(o, 0, 2 * w * sizeof *o);
-  for (int i = 0; i < 3; i++) __atomic_store_n(&ctl[i], 0u, __ATOMIC_RELEASE); /* gate shut */
-  uint64_t a[4] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), 1, 0};
-  coop_task_id gate = submit(&f, f.gate, w, 1, 1, 4, a);
-  wait_word(&ctl[1], 1u, "workgroup 0 in step 0");
+  struct shut_gate gate;
+  gate_shut_start(&f, w, &gate);
   uint64_t oa[1] = {coop_rt_buf_arg(f.rt, o)};
   coop_task_id t = submit(&f, f.ids, w - 1, 0, 0, 1, oa); /* the gate may give W - 1 */
   struct coop_rt_task_info ti;
@@ -850,12 +870,9 @@ START_TEST(cancel_a_task_waiting_for_held_workers) {
   ck_assert_int_eq(finish(&f, t).state, COOP_TASK_CANCELLED);
   for (unsigned g = 0; g < w; g++)
     ck_assert_msg(o[2 * g] == 0u, "id %u of a cancelled task ran", g);
-  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE); /* the gate opens: its one step ends */
-  ck_assert_int_eq(finish(&f, gate).state, COOP_TASK_DONE);
+  gate_open_finish(&f, &gate);
   churn_one(&f, o, w); /* every worker back */
   coop_rt_free(f.rt, o);
-  coop_rt_free(f.rt, rec);
-  coop_rt_free(f.rt, ctl);
   fx_close(&f);
 }
 END_TEST
@@ -870,24 +887,17 @@ START_TEST(a_task_runs_through_on_the_workers_it_has) {
   struct fx f;
   fx_open(&f);
   unsigned w = coop_rt_workers(f.rt);
-  uint32_t *ctl = coop_rt_alloc(f.rt, 3 * sizeof *ctl);
-  uint32_t *rec = coop_rt_alloc(f.rt, sizeof *rec);
   uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
-  for (int i = 0; i < 3; i++) __atomic_store_n(&ctl[i], 0u, __ATOMIC_RELEASE); /* gate shut */
-  uint64_t a[4] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, rec), 1, 0};
-  coop_task_id gate = submit(&f, f.gate, w - 1, 1, 1, 4, a);
-  wait_word(&ctl[1], 1u, "workgroup 0 in step 0");
+  struct shut_gate gate;
+  gate_shut_start(&f, w - 1, &gate);
   struct coop_rt_task_info ti = churn_one(&f, o, w - 1); /* DONE, every id once */
   ck_assert_uint_eq(ti.joined, 0u);                      /* the gate gave none */
   struct coop_rt_task_info gi;
-  ck_assert_int_eq(coop_rt_task_info(f.rt, gate, &gi), 0);
+  ck_assert_int_eq(coop_rt_task_info(f.rt, gate.id, &gi), 0);
   ck_assert_int_eq(gi.state, COOP_TASK_RUNNING);
-  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE); /* the gate opens: its one step ends */
-  ck_assert_int_eq(finish(&f, gate).state, COOP_TASK_DONE);
+  gate_open_finish(&f, &gate);
   churn_one(&f, o, w); /* every worker back */
   coop_rt_free(f.rt, o);
-  coop_rt_free(f.rt, rec);
-  coop_rt_free(f.rt, ctl);
   fx_close(&f);
 }
 END_TEST
