@@ -37,16 +37,15 @@ static int c_launch(void *p, int chk, int64_t next_ns) {
   d.args[0] = coop_rt_buf_arg(c->rt, c->mm->a);
   d.args[1] = coop_rt_buf_arg(c->rt, c->mm->b);
   c->out = chk ? c->chk : c->mm->c;
-  size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
-  int r = c->io_in ? coop_rt_arena_copy(c->rt, c->mm->a, c->io_in, bytes, 1) : 0;
-  if (r) {
-    fprintf(stderr, SB ": --frame-io: the input's copy: %s\n", coop_strerror(r));
-    return 1;
-  }
   d.args[2] = coop_rt_buf_arg(c->rt, c->out);
   d.args[3] = c->mm->n;
   d.args[4] = c->mm->reps;
-  r = coop_rt_submit(c->rt, &d, &c->id);
+  /* --frame-io: the input in and the output out ordered with the task
+   * (coop_rt_submit_io), as a stream orders a plain client's copies */
+  size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
+  struct coop_rt_io in = {c->io_in, c->mm->a, bytes}, out = {c->io_out, c->out, bytes};
+  int r = c->io_in ? coop_rt_submit_io(c->rt, &d, &in, 1, &out, 1, &c->id)
+                   : coop_rt_submit(c->rt, &d, &c->id);
   if (r) fprintf(stderr, SB ": submitting a matmul task: %s\n", coop_strerror(r));
   return r != 0;
 }
@@ -71,10 +70,7 @@ static int c_finish(void *p, struct sample *s) {
       return 1;
     }
   }
-  size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
-  int r = ti.state == COOP_TASK_DONE && c->io_out
-              ? coop_rt_arena_copy(c->rt, c->io_out, c->out, bytes, 0)
-              : 0;
+  int r = c->io_out ? coop_rt_wait(c->rt, c->id, -1) : 0; /* its output out: microseconds */
   s->t_done = now_ns();
   coop_rt_task_release(c->rt, c->id);
   if (r) {

@@ -9,10 +9,24 @@
 #define COOP_BACKEND_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct coop_rt;
 struct coop_rt_options;
 struct coop_rt_width;
+struct coop_rt_io;
+
+/* A task's copies for queue_io: what runtime.c and io.c fill in. */
+struct coop__io_plan {
+  const struct coop_rt_io *in, *out;
+  unsigned nin, nout;
+  void *pub; /* u32 words of shared memory (alloc_shared) */
+  uint32_t pub_val;
+  void *state;
+  uint32_t final;
+  void *flag;
+  uint32_t flag_val;
+};
 
 struct coop__backend_ops {
   const char *name;
@@ -65,6 +79,16 @@ struct coop__backend_ops {
    * a copy soon after it does not pay the path's wake-up
    * (coop_rt_copy_warm). NULL: nothing to warm (the host copies). */
   int (*copy_warm)(struct coop_rt *rt);
+  /* Optional: a task's copies queued on the device, returning at once
+   * (coop_rt_submit_io): the ranges in, then *pub = pub_val (the
+   * submit's publication); on another queue, once *state >= final, the
+   * ranges out, then *flag = flag_val. 1: not possible for these ranges
+   * (host memory the device cannot reach at once): nothing was queued.
+   * NULL: never possible (the runtime copies on the host). */
+  int (*queue_io)(struct coop_rt *rt, const struct coop__io_plan *p);
+  /* With queue_io: every queued copy done (at close, once every task it
+   * waits for is final), before the memory it names is freed. */
+  void (*io_drain)(struct coop_rt *rt);
   /* optional: host memory the copy engine reaches at full speed (pinned),
    * for coop_rt_host_buffer; NULL: malloc */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);

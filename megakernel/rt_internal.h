@@ -89,6 +89,22 @@ struct coop_rt {
   uint32_t sub_head;    /* host copy of mb->sub_head */
   uint32_t gen[COOP_RING];
   int64_t submitted_ns[COOP_RING];
+  /* Copies ordered with a task (io.c). pub_pending: the device writes
+   * mb->sub_head = pub_head after a task's copies in, and no other submit
+   * publishes until it has (lock). Per slot: io_state (IO_* in io.c),
+   * for the device's way the value it writes into io_flags[slot] after
+   * the copies out (io_flags: shared memory, COOP_RING words, made at the
+   * first such submit), for the host's way the ranges to copy out, and
+   * the first error of either. */
+  int pub_pending;
+  uint32_t pub_head;
+  _Atomic uint32_t *io_flags;
+  uint32_t io_next;
+  _Atomic int io_state[COOP_RING];
+  uint32_t io_seq[COOP_RING];
+  int io_err[COOP_RING];
+  unsigned io_nout[COOP_RING];
+  struct coop_rt_io io_out[COOP_RING][COOP_RT_IO_MAX];
 };
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -111,5 +127,22 @@ void coop__arena_fini(struct coop_rt *rt);
 /* share.c: every share let go, at close (no megakernel runs) */
 void coop__shares_fini(struct coop_rt *rt);
 uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off);
+/* runtime.c: coop_rt_submit with a task's copies (io.c): with the plan's
+ * ranges set, the ring entry published by the backend's queue_io after
+ * the copies in (1 when the backend cannot: nothing was submitted), or
+ * with host set by the submit itself, the ranges out kept for io.c */
+struct coop__io_plan;
+enum { COOP__IO_NONE, COOP__IO_DEVICE, COOP__IO_HOST, COOP__IO_COPYING, COOP__IO_DONE };
+int coop__rt_submit_io(struct coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
+                       struct coop__io_plan *p, int host);
+/* io.c: a final task's copies out done (or waited for) before deadline
+ * (CLOCK_MONOTONIC ns): 0, their error, or COOP_ETIMEDOUT */
+int coop__io_finish(struct coop_rt *rt, unsigned slot, int64_t deadline);
+/* io.c: no submit publishes until the device has published the last
+ * task with copies (lock held): 0 or COOP_ETIMEDOUT */
+int coop__io_settle(struct coop_rt *rt);
+/* io.c: at close, the megakernel gone: the device's copies drained, the
+ * flags freed */
+void coop__io_close(struct coop_rt *rt);
 
 #endif /* COOP_RT_INTERNAL_H */

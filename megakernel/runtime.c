@@ -8,7 +8,9 @@
  *             ring[head % RING] := slot, kernel, flags, size, deadline
  *             and whether the record has a window, each word tagged
  *             with head's lap;
- *             sub_head := head + 1 (release).
+ *             sub_head := head + 1 (release); for a task with copies
+ *             (io.c) written by the device's copy stream after the copies
+ *             in, and by no other submit until that value is seen.
  *   result:   wait until state is final (acquire), then read the record.
  *   cancel:   task.cancel := 1 (release), then cancel_seq := its count + 1,
  *             the slot and CANCEL (release; one compare-and-swap, doorbell_ctl);
@@ -687,19 +689,70 @@ static struct coop_task_rec *rec(coop_rt *rt, coop_task_id id) {
 }
 
 static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
-                           uint32_t more_flags, const uint64_t *state);
+                           uint32_t more_flags, const uint64_t *state, struct coop__io_plan *io,
+                           int host);
 
 int coop_rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id) {
-  return coop__rt_submit(rt, d, id, 0, NULL);
+  return coop__rt_submit(rt, d, id, 0, NULL, NULL, 0);
 }
 
-/* more_flags, state: a resumed task's (coop_rt_resume). */
+int coop__rt_submit_io(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
+                       struct coop__io_plan *p, int host) {
+  return coop__rt_submit(rt, d, id, 0, NULL, p, host);
+}
+
+/* Lock held: the ring entry just written (at rt->sub_head - 1, slot's
+ * record) published. Plainly, or with copies (io.c): the host's way keeps
+ * the ranges out for the wait that sees the end; the device's publishes it
+ * after the copies in (queue_io), and until it has no other submit
+ * publishes (coop__io_settle): the ring is read in order. 1 or an error:
+ * the device could not take the copies, nothing was published. */
+static int publish(coop_rt *rt, uint32_t slot, struct coop__io_plan *io, int host) {
+  rt->io_err[slot] = 0;
+  if (io && !host && !rt->io_flags)
+    rt->io_flags = rt->ops->alloc_shared(rt, COOP_RING * sizeof *rt->io_flags);
+  if (io && !host && rt->io_flags) {
+    uint32_t seq = ++rt->io_next ? rt->io_next : ++rt->io_next; /* never 0, the zeroed flag */
+    io->pub = &rt->mb->sub_head;
+    io->pub_val = rt->sub_head;
+    io->state = &rt->mb->tasks[slot].state;
+    io->final = COOP_TS_DONE; /* and every later state: all final */
+    io->flag = &rt->io_flags[slot];
+    io->flag_val = seq;
+    rt->io_seq[slot] = seq;
+    atomic_store_explicit(&rt->io_state[slot], COOP__IO_DEVICE, memory_order_relaxed);
+    int q = rt->ops->queue_io(rt, io);
+    if (q) return q;
+    rt->pub_pending = 1;
+    rt->pub_head = rt->sub_head;
+    return 0;
+  }
+  if (io && !host) return 1; /* no shared memory for the flags: the host's way */
+  int kept = io && io->nout;
+  if (kept) {
+    rt->io_nout[slot] = io->nout;
+    memcpy(rt->io_out[slot], io->out, io->nout * sizeof *io->out);
+  }
+  atomic_store_explicit(&rt->io_state[slot], kept ? COOP__IO_HOST : COOP__IO_NONE,
+                        memory_order_relaxed);
+  atomic_store_explicit(&rt->mb->sub_head, rt->sub_head, memory_order_release);
+  return 0;
+}
+
+/* more_flags, state: a resumed task's (coop_rt_resume); io, host: a task's
+ * copies (coop__rt_submit_io). */
 static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_task_id *id,
-                           uint32_t more_flags, const uint64_t *state) {
+                           uint32_t more_flags, const uint64_t *state, struct coop__io_plan *io,
+                           int host) {
   if (!rt || !d || !id || d->nargs > COOP_MAX_ARGS) return COOP_EINVAL;
   if (!rt->launched || rt->exited || rt->parked) return COOP_ESTATE;
   if (d->kernel < 0 || d->kernel >= rt->nkernels) return COOP_ENOKERNEL;
   pthread_mutex_lock(&rt->lock);
+  int settled = coop__io_settle(rt);
+  if (settled) {
+    pthread_mutex_unlock(&rt->lock);
+    return settled;
+  }
   uint32_t slot = 0;
   while (slot < COOP_RING && (rt->gen[slot] & 1u)) slot++; /* odd generation = in use */
   if (slot == COOP_RING) {
@@ -740,7 +793,15 @@ static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_
   for (unsigned k = 0; k < COOP_RING_WORDS; k++)
     atomic_store_explicit(&rt->mb->ring[rt->sub_head % COOP_RING][k], w[k], memory_order_relaxed);
   rt->sub_head++;
-  atomic_store_explicit(&rt->mb->sub_head, rt->sub_head, memory_order_release);
+  int e = publish(rt, slot, io, host);
+  if (e) { /* nothing published: the entry is overwritten by the next */
+    rt->sub_head--;
+    atomic_store_explicit(&t->state, COOP_TS_FREE, memory_order_relaxed);
+    atomic_store_explicit(&rt->io_state[slot], COOP__IO_NONE, memory_order_relaxed);
+    rt->gen[slot]++;
+    pthread_mutex_unlock(&rt->lock);
+    return e;
+  }
   *id = (rt->gen[slot] << 8) | slot;
   pthread_mutex_unlock(&rt->lock);
   return 0;
@@ -769,7 +830,7 @@ int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms) {
     sleep_ns(nap);
     if (nap < COOP_WAIT_NAP_MAX_NS) nap *= 2;
   }
-  return 0;
+  return coop__io_finish(rt, SLOT(id), deadline);
 }
 
 /* After a request is written in task id's record: the doorbell's
@@ -832,7 +893,7 @@ int coop_rt_resume(coop_rt *rt, coop_task_id suspended, coop_task_id *id) {
     return COOP_ESTATE;
   struct coop_rt_task_desc d;
   resumed_desc(t, &d);
-  int r = coop__rt_submit(rt, &d, id, COOP_TF_RESUME, t->resume_state);
+  int r = coop__rt_submit(rt, &d, id, COOP_TF_RESUME, t->resume_state, NULL, 0);
   return r ? r : coop_rt_task_release(rt, suspended);
 }
 
@@ -854,7 +915,7 @@ int coop_rt_submit_resumed(coop_rt *rt, const struct coop_rt_task_desc *d, const
   if (len != COOP_RESUME_WORDS * 8) return COOP_EINVAL;
   uint64_t st[COOP_RESUME_WORDS];
   memcpy(st, state, len);
-  return coop__rt_submit(rt, d, id, COOP_TF_RESUME, st);
+  return coop__rt_submit(rt, d, id, COOP_TF_RESUME, st, NULL, 0);
 }
 
 int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *info) {
@@ -928,11 +989,19 @@ int coop_rt_view(coop_rt *rt, coop_task_id *owner, uint8_t *reserved, unsigned n
   return (int)n;
 }
 
+/* How long a release waits for a final task's copies out on the device
+ * (a few hundred microseconds for megabytes): past it the device is lost */
+#define COOP_RELEASE_IO_NS 10000000000ll
+
 int coop_rt_task_release(coop_rt *rt, coop_task_id id) {
   struct coop_task_rec *t = rec(rt, id);
   if (!t) return COOP_ENOTASK;
   if (!final_state(atomic_load_explicit(&t->state, memory_order_acquire))) return COOP_ESTATE;
+  /* its copies out done first: the device's wait reads the state word */
+  if (coop__io_finish(rt, SLOT(id), coop__now_ns() + COOP_RELEASE_IO_NS) == COOP_ETIMEDOUT)
+    return COOP_ETIMEDOUT;
   pthread_mutex_lock(&rt->lock);
+  atomic_store_explicit(&rt->io_state[SLOT(id)], COOP__IO_NONE, memory_order_relaxed);
   atomic_store_explicit(&t->state, COOP_TS_FREE, memory_order_relaxed);
   rt->gen[SLOT(id)]++;
   pthread_mutex_unlock(&rt->lock);
@@ -978,6 +1047,7 @@ int coop_rt_unpark(coop_rt *rt) {
    * index 0 again must not find its old entry taken for a new one */
   memset((void *)mb->ring, 0, sizeof mb->ring);
   rt->sub_head = 0;
+  rt->pub_pending = 0; /* every slot free: each task's publication landed */
   /* Launch just the participants the first discovery found: when all of
    * them join, the poll closes at once instead of after a window with no
    * newcomer (PoCL: 200 ms against 2 ms). Fewer may join (the device is
@@ -1014,6 +1084,7 @@ int coop_rt_close(coop_rt *rt) {
   }
   if (rt->be) {
     coop__shares_fini(rt); /* the megakernel is gone: nothing waits */
+    if (rt->mb) coop__io_close(rt);
     rt->ops->free_shared(rt, rt->mb);
     if (rt->ops->free_arena)
       rt->ops->free_arena(rt, rt->arena);

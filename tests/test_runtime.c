@@ -208,6 +208,81 @@ START_TEST(noncooperative_ids) {
 }
 END_TEST
 
+/* One task of io_task with copies: in's counts in, the task (ids adds 1
+ * to each group's count and writes its M), out's out; waited for, or,
+ * with `release`, only released (the release finishes the copies). */
+static void io_task(struct fx *f, uint32_t *buf, uint32_t *in, uint32_t *out, unsigned k,
+                    uint32_t base, int release) {
+  size_t bytes = 2u * k * sizeof *buf;
+  for (unsigned g = 0; g < k; g++) {
+    in[2 * g] = base + g;
+    in[2 * g + 1] = 0;
+  }
+  memset(out, 0xab, bytes);
+  struct coop_rt_task_desc d = {.kernel = f->ids, .groups = k, .nargs = 1};
+  d.args[0] = coop_rt_buf_arg(f->rt, buf);
+  struct coop_rt_io i = {in, buf, bytes}, o = {out, buf, bytes};
+  coop_task_id id;
+  ck_assert_int_eq(coop_rt_submit_io(f->rt, &d, &i, 1, &o, 1, &id), 0);
+  if (!release) ck_assert_int_eq(coop_rt_wait(f->rt, id, 60000), 0);
+  int r;
+  for (int ms = 0; (r = coop_rt_task_release(f->rt, id)) == COOP_ESTATE && ms < 60000; ms++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_int_eq(r, 0);
+  for (unsigned g = 0; g < k; g++) {
+    ck_assert_msg(out[2 * g] == base + g + 1, "group %u: %u out, %u in", g, out[2 * g], base + g);
+    ck_assert_uint_eq(out[2 * g + 1], k);
+  }
+}
+
+/* Copies ordered with a task (coop_rt_submit_io; docs/kernels.md, "Copies
+ * ordered with a task"): round after round on one buffer, each round's
+ * input is in the buffer before its task runs, and its output is in host
+ * memory, after the task's end, once the wait (or the release) returns:
+ * from page-locked host memory (the device's way on CUDA) and from plain
+ * (the host's way). Requests the runtime cannot order are refused, and
+ * plain submits go on after. */
+START_TEST(a_task_s_copies_come_in_before_it_and_out_after_it) {
+  struct fx f;
+  fx_open(&f);
+  unsigned k = coop_rt_workers(f.rt) < 3 ? coop_rt_workers(f.rt) : 3;
+  size_t bytes = 2u * k * sizeof(uint32_t);
+  uint32_t *buf = coop_rt_alloc(f.rt, bytes);
+  uint32_t *pin_in = coop_rt_host_buffer(f.rt, bytes), *pin_out = coop_rt_host_buffer(f.rt, bytes);
+  uint32_t *in = malloc(bytes), *out = malloc(bytes);
+  ck_assert(buf && pin_in && pin_out && in && out);
+  for (uint32_t round = 1; round <= 20; round++) {
+    io_task(&f, buf, pin_in, pin_out, k, round * 100, round % 5 == 0);
+    io_task(&f, buf, in, out, k, round * 1000, round % 5 == 1);
+  }
+  struct coop_rt_task_desc d = {.kernel = f.ids, .groups = k, .nargs = 1};
+  d.args[0] = coop_rt_buf_arg(f.rt, buf);
+  struct coop_rt_io r[COOP_RT_IO_MAX + 1];
+  for (unsigned i = 0; i <= COOP_RT_IO_MAX; i++) r[i] = (struct coop_rt_io){in, buf, bytes};
+  coop_task_id id;
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, r, COOP_RT_IO_MAX + 1, NULL, 0, &id), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, NULL, 0, r, COOP_RT_IO_MAX + 1, &id), COOP_EINVAL);
+  struct coop_rt_io past = {in, (uint8_t *)buf + (64u << 20), 8}, none = {NULL, buf, bytes};
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, &past, 1, NULL, 0, &id), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, NULL, 0, &past, 1, &id), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, &none, 1, NULL, 0, &id), COOP_EINVAL);
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, NULL, 1, NULL, 0, &id), COOP_EINVAL);
+  struct coop_rt_task_desc c = {.kernel = f.sweep, .groups = 1, .cooperative = 1, .nargs = 0};
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &c, r, 1, NULL, 0, &id), COOP_EINVAL);
+  memset(in, 0, bytes);
+  ck_assert_int_eq(coop_rt_arena_copy(f.rt, buf, in, bytes, 1), 0);
+  id = submit(&f, f.ids, k, 0, 0, 1, d.args);
+  ck_assert_int_eq(finish(&f, id).state, COOP_TASK_DONE);
+  ck_assert_int_eq(coop_rt_arena_copy(f.rt, out, buf, bytes, 0), 0);
+  for (unsigned g = 0; g < k; g++) ck_assert_uint_eq(out[2 * g], 1);
+  free(in);
+  free(out);
+  fx_close(&f);
+}
+END_TEST
+
 /* Kill order, workgroup 0 survives, contiguous ids, k <= N-M, transmitted
  * state, and no work item lost or done twice, under multitasking. */
 static void queue_run(struct fx *f, unsigned nitems, int nchurn) {
@@ -1948,6 +2023,7 @@ static Suite *suite(void) {
   tcase_add_test(t, gathering_ahead_holds_workers);
   tcase_add_test(t, a_task_of_every_worker_leaves_a_kernel_its_width);
   tcase_add_test(t, shutdown_in_flight);
+  tcase_add_test(t, a_task_s_copies_come_in_before_it_and_out_after_it);
   suite_add_tcase(s, t);
   /* Its own case so that ctest also runs it at 8 units (resizing_cu8),
    * where workgroups forked inside a resizing barrier often finish their

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_io.h"
 #include "cuda_loader.h"
 #include "cubin.h"
 #include "occupancy.h"
@@ -63,6 +64,7 @@ struct cu_be {
   void *stage;
   pthread_mutex_t stage_mu;
   int stage_failed;
+  struct cu_io *io; /* coop_rt_submit_io's streams (cuda_io.c), made at its first */
 };
 
 static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
@@ -791,12 +793,25 @@ static int cu_wait_exit(struct coop_rt *rt) {
   return 0;
 }
 
+/* backend.h, queue_io and io_drain (cuda_io.c) */
+static int cu_queue_io(struct coop_rt *rt, const struct coop__io_plan *p) {
+  struct cu_be *b = rt->be;
+  CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  return coop__cu_queue_io(rt, &b->io, p);
+}
+
+static void cu_io_drain(struct coop_rt *rt) {
+  struct cu_be *b = rt->be;
+  if (coop__cu.cuCtxSetCurrent(b->ctx) == CUDA_SUCCESS) coop__cu_io_drain(&b->io, 0);
+}
+
 static void cu_close(struct coop_rt *rt) {
   struct cu_be *b = rt->be;
   if (!b) return;
   free(b->cubin);
   if (b->ctx) {
     coop__cu.cuCtxSetCurrent(b->ctx);
+    coop__cu_io_drain(&b->io, 1);
     if (b->module) coop__cu.cuModuleUnload(b->module);
     if (b->devmem) coop__cu.cuMemFree(b->devmem);
     if (b->warm_dst) coop__cu.cuMemFree(b->warm_dst);
@@ -828,6 +843,8 @@ const struct coop__backend_ops coop__cuda_ops = {
     .warm_arena = cu_warm_arena,
     .alloc_host = cu_alloc_host,
     .copy_warm = cu_copy_warm,
+    .queue_io = cu_queue_io,
+    .io_drain = cu_io_drain,
     .host_register = cu_host_register,
     .host_unregister = cu_host_unregister,
     .free_arena = cu_free_arena,

@@ -15,7 +15,7 @@ struct coop__cuda_api coop__cu;
 struct why {
   char s[512];
 };
-static struct why cu_err, cu_bench_err, nv_err;
+static struct why cu_err, cu_bench_err, cu_io_err, nv_err;
 static pthread_once_t cu_once = PTHREAD_ONCE_INIT, nv_once = PTHREAD_ONCE_INIT;
 
 static void resolve(void *h, const char *name, void **slot, struct why *err) {
@@ -33,6 +33,8 @@ static void cu_load(void) {
 #define COOP__RESOLVE_CU_BENCH(f) resolve(h, COOP__XSTR(f), (void **)&coop__cu.f, &cu_bench_err);
   COOP__CU_FNS(COOP__RESOLVE_CU)
   COOP__CU_BENCH_FNS(COOP__RESOLVE_CU_BENCH)
+#define COOP__RESOLVE_CU_IO(f) resolve(h, COOP__XSTR(f), (void **)&coop__cu.f, &cu_io_err);
+  COOP__CU_IO_FNS(COOP__RESOLVE_CU_IO)
 }
 
 static void nv_load(void) {
@@ -53,8 +55,11 @@ static void nv_load(void) {
 const char *coop__cuda_driver(int bench) {
   pthread_once(&cu_once, cu_load);
   if (cu_err.s[0]) return cu_err.s;
-  return bench && cu_bench_err.s[0] ? cu_bench_err.s : NULL;
+  if (bench && cu_bench_err.s[0]) return cu_bench_err.s;
+  return bench && cu_io_err.s[0] ? cu_io_err.s : NULL;
 }
+
+int coop__cuda_io(void) { return !cu_err.s[0] && !cu_io_err.s[0]; }
 
 const char *coop__cuda_nvrtc(void) {
   pthread_once(&nv_once, nv_load);

@@ -20,7 +20,9 @@
  * the member names and the dlsym strings follows. COOP__CU_FNS: what the
  * runtime calls, so a driver without one of them cannot run coop;
  * COOP__CU_BENCH_FNS: what only the benchmarks call (events, cooperative
- * launches, stream priorities), required only by coop__cuda_driver(1). */
+ * launches, stream priorities), required only by coop__cuda_driver(1);
+ * COOP__CU_IO_FNS: what the runtime uses where the driver has it, and the
+ * benchmarks require. */
 // clang-format off
 #define COOP__CU_FNS(X) \
   X(cuInit) \
@@ -68,10 +70,14 @@
   X(cuEventRecord) \
   X(cuEventElapsedTime) \
   X(cuMemsetD32Async) \
-  X(cuMemcpyDtoHAsync) \
-  X(cuMemcpyHtoDAsync) \
   X(cuFuncSetAttribute) \
   X(cuLaunchCooperativeKernel)
+#define COOP__CU_IO_FNS(X) \
+  X(cuMemcpyDtoHAsync) \
+  X(cuMemcpyHtoDAsync) \
+  X(cuStreamWriteValue32) \
+  X(cuStreamWaitValue32) \
+  X(cuPointerGetAttribute)
 #define COOP__NVRTC_FNS(X) \
   X(nvrtcCreateProgram) \
   X(nvrtcCompileProgram) \
@@ -87,6 +93,7 @@
 struct coop__cuda_api {
   COOP__CU_FNS(COOP__CU_MEMBER)
   COOP__CU_BENCH_FNS(COOP__CU_MEMBER)
+  COOP__CU_IO_FNS(COOP__CU_MEMBER)
   COOP__NVRTC_FNS(COOP__CU_MEMBER)
 };
 extern struct coop__cuda_api coop__cu;
@@ -95,6 +102,10 @@ extern struct coop__cuda_api coop__cu;
  * point the runtime calls is there (with bench, the benchmarks' too),
  * else why not. */
 const char *coop__cuda_driver(int bench);
+/* After coop__cuda_driver: 1 when the driver has every entry point of
+ * COOP__CU_IO_FNS (asynchronous copies, stream memory operations: the
+ * copies ordered with a task, cuda_io.c; the benchmarks' streams), else 0. */
+int coop__cuda_io(void);
 /* Opens NVRTC (once, from any thread): COOP_NVRTC, then the sonames of
  * recent toolkits. Returns NULL, or why not. */
 const char *coop__cuda_nvrtc(void);

@@ -1,0 +1,124 @@
+/*
+ * io.c: copies ordered with a task (coop_rt_submit_io; docs/kernels.md,
+ * "Copies ordered with a task").
+ *
+ * A frame's task moves its input in and its output out. Done by the
+ * caller, that is a copy and its wait, the submit, the wait for the end
+ * seen on the host, a copy and its wait: after an idle spell each
+ * synchronous copy pays the driver's wake-up as well. The device's way
+ * queues all of it at once: the copies in, then the ring entry's
+ * publication (mb->sub_head written by the device after the copies, so
+ * the scheduler takes the task the moment its input is there); on a second
+ * queue a wait for the task's final state, the copies out, then a flag in
+ * shared memory that coop_rt_wait spins on. Where the backend has no such
+ * queue, or the host memory is not the copy engine's, the host's way does
+ * the same in the calling threads.
+ *
+ * Per slot, io_state (rt_internal.h): NONE, no copies; DEVICE, the flag
+ * io_flags[slot] == io_seq[slot] says the copies out are done; HOST, the
+ * ranges io_out[slot] are still to copy; COPYING, a thread copies them;
+ * DONE, they are there (io_err[slot]: their error). Set at the submit
+ * under rt->lock, before the task is published; moved on by whichever
+ * thread first sees the end (compare-and-swap); back to NONE at release.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+/* How long a submit waits for the device to publish the task before it
+ * (its copies in: a few hundred microseconds for megabytes) */
+#define COOP_IO_SETTLE_NS 2000000000ll
+
+static int range_ok(const coop_rt *rt, const struct coop_rt_io *r) {
+  const uint8_t *a = r->arena;
+  return r->host && a >= rt->arena && (size_t)(a - rt->arena) < rt->arena_bytes &&
+         r->bytes <= rt->arena_bytes - (size_t)(a - rt->arena);
+}
+
+static int ranges_ok(const coop_rt *rt, const struct coop_rt_io *r, unsigned n) {
+  if (n > COOP_RT_IO_MAX || (n && !r)) return 0;
+  for (unsigned i = 0; i < n; i++)
+    if (!range_ok(rt, &r[i])) return 0;
+  return 1;
+}
+
+/* COOP_RT_IO=host: the host's way wherever the device has one (the
+ * benchmarks' A/B) */
+static int host_forced(void) {
+  const char *e = getenv("COOP_RT_IO");
+  return e && !strcmp(e, "host");
+}
+
+int coop_rt_submit_io(coop_rt *rt, const struct coop_rt_task_desc *d, const struct coop_rt_io *in,
+                      unsigned nin, const struct coop_rt_io *out, unsigned nout, coop_task_id *id) {
+  if (!rt || !d || !id || !rt->arena || d->cooperative) return COOP_EINVAL;
+  if (!ranges_ok(rt, in, nin) || !ranges_ok(rt, out, nout)) return COOP_EINVAL;
+  struct coop__io_plan p = {.in = in, .out = out, .nin = nin, .nout = nout};
+  if (rt->ops && rt->ops->queue_io && !host_forced()) {
+    int r = coop__rt_submit_io(rt, d, id, &p, 0);
+    if (r != 1) return r;
+  }
+  for (unsigned i = 0; i < nin; i++) {
+    int r = coop_rt_arena_copy(rt, in[i].arena, in[i].host, in[i].bytes, 1);
+    if (r) return r;
+  }
+  return coop__rt_submit_io(rt, d, id, &p, 1);
+}
+
+/* The host's way: slot's ranges out copied by this thread. */
+static int copy_out(coop_rt *rt, unsigned slot) {
+  int e = 0;
+  for (unsigned i = 0; i < rt->io_nout[slot] && !e; i++) {
+    const struct coop_rt_io *o = &rt->io_out[slot][i];
+    e = coop_rt_arena_copy(rt, o->host, o->arena, o->bytes, 0);
+  }
+  return e;
+}
+
+int coop__io_finish(coop_rt *rt, unsigned slot, int64_t deadline) {
+  _Atomic int *st = &rt->io_state[slot];
+  for (;;) {
+    int s = atomic_load_explicit(st, memory_order_acquire);
+    if (s == COOP__IO_NONE || s == COOP__IO_DONE) return rt->io_err[slot];
+    if (s == COOP__IO_DEVICE &&
+        atomic_load_explicit(&rt->io_flags[slot], memory_order_acquire) == rt->io_seq[slot]) {
+      atomic_store_explicit(st, COOP__IO_DONE, memory_order_release);
+      return 0;
+    }
+    if (s == COOP__IO_HOST &&
+        atomic_compare_exchange_strong_explicit(st, &s, COOP__IO_COPYING, memory_order_acquire,
+                                                memory_order_acquire)) {
+      rt->io_err[slot] = copy_out(rt, slot);
+      atomic_store_explicit(st, COOP__IO_DONE, memory_order_release);
+      return rt->io_err[slot];
+    }
+    if (coop__now_ns() > deadline) return COOP_ETIMEDOUT;
+  }
+}
+
+int coop__io_settle(coop_rt *rt) {
+  if (!rt->pub_pending) return 0;
+  int64_t until = coop__now_ns() + COOP_IO_SETTLE_NS;
+  while (atomic_load_explicit(&rt->mb->sub_head, memory_order_acquire) != rt->pub_head)
+    if (coop__now_ns() > until) return COOP_ETIMEDOUT;
+  rt->pub_pending = 0;
+  return 0;
+}
+
+void coop__io_close(coop_rt *rt) {
+  if (!rt->io_flags) return;
+  /* The megakernel has left: a task with copies on the device that never
+   * ended gets a final state here, so that the device's wait for it ends,
+   * and the queues are drained before the memory they name goes. */
+  for (unsigned s = 0; s < COOP_RING; s++) {
+    struct coop_task_rec *t = &rt->mb->tasks[s];
+    if (atomic_load_explicit(&rt->io_state[s], memory_order_relaxed) == COOP__IO_DEVICE &&
+        atomic_load_explicit(&t->state, memory_order_relaxed) < COOP_TS_DONE)
+      atomic_store_explicit(&t->state, COOP_TS_CANCELLED, memory_order_release);
+  }
+  if (rt->ops->io_drain) rt->ops->io_drain(rt);
+  rt->ops->free_shared(rt, (void *)rt->io_flags);
+  rt->io_flags = NULL;
+}
