@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench/trace_split.sh TRACE: the legs of the jobs in a COOP_TRACE_FILE
-# that moved their own bytes (io_sent set: a frame client's jobs), split
+# that moved their own bytes (io_sent set: a frame client's jobs; their
+# copies apart, or with their submit where io_with is set), split
 # into those that had another task suspended for them (preempt > 0,
 # "beside") and those that did not ("alone"): each leg's p50 and p90 in
 # us and its count, then the whole SUBMIT read -> RESULT sent, and how
@@ -16,7 +17,16 @@ awk -F, -v dir="$d" '
   {
     if (!("io_sent" in col) || $col["io_sent"] + 0 <= 0) next
     g = ($col["preempt"] + 0 > 0) ? "beside" : "alone"
-    np = split("recv admitted queued taken io_sent io_took io_replied io_back staged submitted released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
+    # ranges that went with the submit (io_with): the copies are that
+    # request's stamps, the task inside it, and its end too where the
+    # ranges out came with it (out_sent = io_sent)
+    with = ("io_with" in col) && $col["io_with"] + 0 > 0
+    if (with && $col["out_sent"] == $col["io_sent"])
+      np = split("recv admitted queued taken staged io_sent io_took submitted released gathered started finished io_replied io_back task_released unstaged handed_back loop_got result_sent", p, " ")
+    else if (with)
+      np = split("recv admitted queued taken staged io_sent io_took submitted io_replied io_back released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
+    else
+      np = split("recv admitted queued taken io_sent io_took io_replied io_back staged submitted released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
     for (k = 2; k <= np; k++)
       print ($col[p[k]] - $col[p[k - 1]]) / 1000 > (dir "/" g "." sprintf("%02d", k) "." p[k - 1] "->" p[k])
     print ($col["result_sent"] - $col["recv"]) / 1000 > (dir "/" g ".99.total")

@@ -45,7 +45,10 @@
   XX(loop_got)      /* the loop took it (on_async, before session_job_done) */                 \
   XX(result_sent)   /* the RESULT built, sess_send (encode, write) next */              \
   XX(preempt)       /* a run of lower priority asked to suspend for it (dev_prio.c) */  \
-  XX(loop_spun)     /* the loop spun when it took the SUBMIT: since when (loopspin.since) */
+  XX(loop_spun)     /* the loop spun when it took the SUBMIT: since when (loopspin.since) */ \
+  XX(io_with)       /* its ranges went with its submit (DP_SUBMIT_IO): that request's send; \
+                     * io_* are its stamps (the copies in, the task, its wait inside), and \
+                     * out_* too where the ranges out came back with it (else 0: apart) */
 /* clang-format on */
 
 struct job_trace {

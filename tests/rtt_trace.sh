@@ -27,10 +27,17 @@ check_trace() {
     {
       n++
       for (i = 3; i <= NF; i++)
-        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && i != col["loop_spun"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && i != col["loop_spun"] && i != col["io_with"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
       if (io) {
-        split("taken io_sent io_took io_replied io_back staged", a, " ")
-        split("task_released out_sent out_took out_replied out_back unstaged", b, " ")
+        # ranges that went with the submit (io_with): the copies stamped
+        # as that request, inside staged..submit_ret; else apart, before
+        # staged and after task_released
+        with = $col["io_with"] + 0 > 0
+        if (with && $col["io_with"] != $col["io_sent"]) { print "job " $1 ": io_with is not io_sent"; bad = 1 }
+        if (with) split("staged io_sent io_took io_replied io_back submit_ret", a, " ")
+        else split("taken io_sent io_took io_replied io_back staged", a, " ")
+        if (with && $col["out_sent"] == $col["io_sent"]) split("staged out_sent out_took out_replied out_back submit_ret", b, " ")
+        else split("task_released out_sent out_took out_replied out_back unstaged", b, " ")
         for (k = 2; k <= 6; k++)
           if ($col[a[k]] + 0 < $col[a[k - 1]] + 0 || $col[b[k]] + 0 < $col[b[k - 1]] + 0) {
             print "job " $1 ": a copy'"'"'s stamps out of order at " a[k] " or " b[k]; bad = 1
@@ -135,6 +142,15 @@ from=$(($(wc -l <"$trace") + 1))
 grep -q '^staged->submitted,' "$dir/frameio" || fail "no legs for the --frame-io jobs"
 grep -q '^side:io_took->io_replied,' "$dir/frameio" || fail "no legs for the --frame-io jobs' copies"
 if check_trace "$trace" 12 1 "$from"; then echo "ok: the copies' stamps set and in order"; else fail "the --frame-io trace"; fi
+# From the second frame on the device process holds the memfd mapped, and
+# a frame's ranges go with its submit: one request (DP_SUBMIT_IO).
+counts=$(awk -F, -v from="$from" '$1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
+  NR >= from && $1 != "bufop" && $1 != "buf" { n++; if (("io_with" in col) && $col["io_with"] + 0 > 0) w++ }
+  END { print w + 0, n + 0 }' "$trace")
+w=${counts% *} n=${counts#* }
+[ "$n" -ge 12 ] && [ "$w" -ge $((n - 1)) ] && echo "ok: $w of $n frames' ranges went with their submit" ||
+  fail "only $w of $n frames' ranges went with their submit"
+
 echo "ok: frames as one job each (--frame-io): outputs right, legs whole"
 
 stop_coopd

@@ -1026,6 +1026,75 @@ START_TEST(a_mapped_memfd_is_named_and_sent_again_after_a_park) {
 }
 END_TEST
 
+/* A frame of the render `reps` long whose ranges move through the
+ * caller's memfd m (a at 0, c after it): submitted on c, its id. */
+static int frame_reps_fd(coop_conn *c, const uint64_t *b, int m, uint32_t reps, uint64_t *id) {
+  coop_job *j = coop_job_new("render", 1);
+  size_t n = RN * RN * sizeof(float);
+  coop_job_buffer_io_fd(j, b[0], 0, m, 0, n, COOP_BUF_IN);
+  coop_job_buffer(j, b[1]);
+  coop_job_buffer_io_fd(j, b[2], 0, m, n, n, COOP_BUF_OUT);
+  coop_job_u32(j, RN);
+  coop_job_u32(j, reps);
+  int e = coop_submit(c, j, id);
+  coop_job_free(j);
+  return e;
+}
+
+/* A frame's ranges go with its submit once the device process holds the
+ * memfd mapped (docs/daemon.md, "A frame's ranges with its submit"): each
+ * frame's output is its own input's, also after a park let the mapping go
+ * (the front then copies them apart, and the file is mapped again); a
+ * cancelled frame writes nothing into the descriptor (PROTOCOL.md: only a
+ * DONE job's output comes back). */
+START_TEST(a_frame_s_ranges_go_with_its_submit) {
+  struct daemon_proc d = {0};
+  const char *sets[] = {"device.park_ms=50", NULL};
+  bufs_start(&d, sets);
+  coop_conn *c = connect_to(&d);
+  static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN], mark[RN * RN];
+  const size_t n = sizeof fa;
+  render_inputs(fa, fb);
+  for (int i = 0; i < RN * RN; i++) mark[i] = -7.0f;
+  uint64_t b[3] = {0}, id = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[0]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, n, fb, 0, &b[1]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[2]), 0);
+  int m = memfd_create("frames", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ck_assert_int_ge(m, 0);
+  ck_assert_int_eq(ftruncate(m, 2 * (off_t)n), 0);
+  ck_assert_int_eq(fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  struct coop_stats st;
+  for (int k = 0; k < 8; k++) {
+    if (k == 4) { /* parked: the device process let its mappings go */
+      ck_assert_int_eq(coop_stats(c, &st), 0);
+      for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25))
+        ck_assert_int_eq(coop_stats(c, &st), 0);
+      ck_assert_uint_eq(st.devs[0].parked, 1);
+    }
+    fa[0] = (float)k;
+    matmul_ref(fa, fb, want);
+    ck_assert_int_eq(pwrite(m, fa, n, 0), (ssize_t)n);
+    ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
+    ck_assert_int_eq(frame_reps_fd(c, b, m, 1, &id), 0);
+    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+    ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
+    for (int i = 0; i < RN * RN; i++)
+      ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", k, i);
+  }
+  ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
+  ck_assert_int_eq(frame_reps_fd(c, b, m, 1u << 30, &id), 0);
+  msleep(20);
+  ck_assert_int_eq(coop_cancel(c, id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
+  ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
+  ck_assert_mem_eq(got, mark, n);
+  close(m);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* A memfd of n bytes of 1.0f (render's input), mapped at *m. */
 static int ones_memfd(size_t n, float **m) {
   int fd = memfd_of(n);
@@ -1346,6 +1415,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_small_job_goes_between_a_large_jobs_slices);
   tcase_add_test(tc, a_mapped_memfd_is_named_and_sent_again_after_a_park);
+  tcase_add_test(tc, a_frame_s_ranges_go_with_its_submit);
   tcase_add_test(tc, a_descriptor_cut_short_fails_the_fill);
   tcase_add_test(tc, a_death_inside_a_fill_runs_the_job_again);
   tcase_add_test(tc, a_death_inside_an_emptying_runs_it_again_if_it_can);

@@ -198,6 +198,9 @@ START_TEST(hot_ops_are_small) {
   ck_assert_uint_eq(dp_req_len(&q), DP_REQ_HDR + sizeof(struct coop_rt_task_desc));
   make_rep(&r, DP_SUBMIT, DP_ENDED);
   ck_assert_uint_eq(dp_rep_len(&r), DP_REP_HDR + sizeof(struct coop_rt_task_info));
+  make_req(&q, DP_SUBMIT_IO, 2); /* a frame: its range in, its range out */
+  ck_assert_uint_eq(dp_req_len(&q), DP_REQ_HDR + offsetof(struct dp_submit_io, b) +
+                                        2 * sizeof(struct dp_buf_entry));
   make_req(&q, DP_CANCEL, 0);
   ck_assert_uint_eq(dp_req_len(&q), DP_REQ_HDR);
 }

@@ -164,6 +164,37 @@ static int io_copy(struct dev *d, struct job *j, struct job_arg *a, int in) {
   return e;
 }
 
+int dev__io_with_submit(struct dev *d, const struct job *j, struct dp_buf *b, unsigned *n) {
+  if (!d->rt || dev__periodic(j) || (j->flags & COOP_SUBMIT_COOPERATIVE)) return 0;
+  const struct job_arg *first = NULL;
+  unsigned k = 0, nin = 0, nout = 0;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    const struct job_arg *a = &j->args[i];
+    if (a->type == COOP_ARG_BUF && !a->devbuf_id) return 0; /* staged: its copies go so */
+    if (!a->io_fd1 || !(a->io_dir & (COOP_BUF_IN | COOP_BUF_OUT))) continue;
+    if (!first) first = a;
+    if (a->io_fd1 != first->io_fd1 || !a->io_ino) return 0;
+    nin += !!(a->io_dir & COOP_BUF_IN);
+    nout += !!(a->io_dir & COOP_BUF_OUT);
+    if (b)
+      b[k] = (struct dp_buf){.size = a->io_len,
+                             .arg = a->devbuf_arg,
+                             .at = a->io_at,
+                             .off = a->io_off,
+                             .fd = -1,
+                             .in = !!(a->io_dir & COOP_BUF_IN),
+                             .out = !!(a->io_dir & COOP_BUF_OUT),
+                             .owner = j->uid + 1,
+                             .ino = a->io_ino,
+                             .devno = a->io_devno};
+    k++;
+  }
+  if (!first || nin > COOP_RT_IO_MAX || nout > COOP_RT_IO_MAX || k > COOP_RT_MAX_ARGS) return 0;
+  if (!dp_io_mapped(d->rt, first->io_devno, first->io_ino, j->uid + 1)) return 0;
+  if (n) *n = k;
+  return 1;
+}
+
 int dev__io(struct dev *d, struct job *j, int in) {
   unsigned want = in ? COOP_BUF_IN : COOP_BUF_OUT;
   int woke = in; /* the hand-back follows the OUT copies: the loop woken before the first */

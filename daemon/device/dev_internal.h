@@ -57,6 +57,10 @@ struct run {
   int ended, breach;    /* its end done with its submit (dp_submit_end): the breach, or -1, */
   struct coop_rt_task_info end_info; /* and its final info, */
   int64_t end_seen;                  /* and when the device process saw it final (0: unknown) */
+  /* its ranges (job_arg.io_*) go with its submit (dev__io_with_submit):
+   * io_submit, the ranges in not copied yet; io_out_done, the ranges out
+   * came back with the submit's reply (its end) */
+  int io_submit, io_out_done;
   unsigned cap, cap_told; /* a cooperative job's cap (dev_slots.c), and what its task was told */
   /* across a reload (dev_carry.c): 1 asked to suspend, 2 carried (off
    * d->runs, its saved state and buffers in these memfds) */
@@ -501,6 +505,11 @@ int dev__check_bufs(struct dev *d, struct job *j);
  * the first OUT copy it wakes a sleeping loop for the hand-back that
  * follows (dev__prewake). */
 int dev__io(struct dev *d, struct job *j, int in);
+/* Whether job j's ranges may go with its one task's submit (dp_submit_io):
+ * a one-task job, not cooperative, every range of one file that the device
+ * process holds mapped. b (COOP_RT_MAX_ARGS entries), n: those ranges, where
+ * not NULL. */
+int dev__io_with_submit(struct dev *d, const struct job *j, struct dp_buf *b, unsigned *n);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

@@ -97,6 +97,22 @@ void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
   }
 }
 
+/* The trace of a job whose ranges went with its submit (trace.h, io_with):
+ * the copies' stamps are that request's. */
+static void trace_with_submit(const struct dev *d, struct job *j, int out_done) {
+  int64_t t[4];
+  dp_last_call(d->rt, t);
+  j->tr.io_with = j->tr.io_sent = t[0];
+  j->tr.io_took = t[1];
+  j->tr.io_replied = t[2];
+  j->tr.io_back = t[3];
+  if (!out_done) return;
+  j->tr.out_sent = t[0];
+  j->tr.out_took = t[1];
+  j->tr.out_replied = t[2];
+  j->tr.out_back = t[3];
+}
+
 static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   struct job *j = r->j;
   struct coop_rt_task_desc td;
@@ -117,12 +133,28 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
       else
         copies = 1;
     }
+  /* its ranges with the submit (dev__io_with_submit), else in first: the
+   * device process no longer holds the file (a park), or said so */
+  struct dp_buf iob[COOP_RT_MAX_ARGS];
+  struct dp_io io = {iob, 0, 0, 0};
+  int with_io = r->io_submit && dev__io_with_submit(d, j, iob, &io.n);
+  int e = r->io_submit && !with_io ? dev__io(d, j, 1) : 0;
+  r->io_submit = 0;
+  if (e) return e;
   if (wait_ns) dev__wait_begin(d);
-  int e = wait_ns && !copies ? dp_submit_end(d->rt, &td, wait_ns, devbufs, &id, &r->ended,
-                                             &r->breach, &r->end_info)
-                             : dp_submit(d->rt, &td, wait_ns, &id);
+  int end = wait_ns && !copies;
+  e = dp_submit_io(d->rt, &td, wait_ns, end ? devbufs : 0, with_io ? &io : NULL, &id,
+                   end ? &r->ended : NULL, end ? &r->breach : NULL, end ? &r->end_info : NULL);
+  if (!e && with_io && io.unmapped) {
+    e = dev__io(d, j, 1);
+    if (!e)
+      e = dp_submit_io(d->rt, &td, wait_ns, end ? devbufs : 0, NULL, &id, end ? &r->ended : NULL,
+                       end ? &r->breach : NULL, end ? &r->end_info : NULL);
+  }
+  r->io_out_done = !e && io.out_done;
   if (wait_ns) dev__wait_end(d);
   if (e) return e;
+  if (coopd_tracing && with_io && !io.unmapped) trace_with_submit(d, j, io.out_done);
   TRACE_STAMP(j, submit_ret);
   r->end_seen = r->ended ? dp_end_seen(d->rt) : 0;
   TRACE_SET(j, dp_seen, r->end_seen);
@@ -229,7 +261,8 @@ void dev__start_now(struct dev *d, struct job *j) {
     }
   }
   int e = dev__check_bufs(d, j);
-  if (!e) e = dev__io(d, j, 1);
+  r->io_submit = !e && dev__io_with_submit(d, j, NULL, NULL); /* then in with its submit */
+  if (!e && !r->io_submit) e = dev__io(d, j, 1);
   if (!e) e = dev__stage_in(d, j);
   if (e == COOP_ELOST && !j->error && j->reruns++ >= DEV_MAX_RERUNS)
     dev__fail(j, e, "the device process died while the job was staged, %u times", j->reruns);
@@ -492,7 +525,8 @@ static int finish(struct dev *d, struct run *r, int may_keep) {
   else
     e = dev__unstage(d, j, atomic_load(&j->state) == COOP_JOB_DONE || j->error == COOP_EFAULT,
                      r->emptied, r->release);
-  if (!e && atomic_load(&j->state) == COOP_JOB_DONE) e = dev__io(d, j, 0); /* its ranges out */
+  if (!e && atomic_load(&j->state) == COOP_JOB_DONE && !r->io_out_done)
+    e = dev__io(d, j, 0); /* its ranges out, unless they came with its submit */
   if (e && may_keep && dev__runs_again(d, r)) {
     r->lost_running = 1; /* its results went with the device process */
     return 1;

@@ -713,10 +713,40 @@ int dp_dup(struct dp *p, uint64_t to, const struct dp_buf *b, unsigned n, int *b
 
 static void forget(struct dp *p, coop_task_id id) { p->cache[id & 0xffu].gen = 0; }
 
-int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
-                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
-                  struct coop_rt_task_info *info) {
-  p->q.u.desc = *d;
+int dp_io_mapped(const struct dp *p, uint64_t devno, uint64_t ino, uint32_t owner) {
+  struct dp_buf b = {.devno = devno, .ino = ino, .owner = owner};
+  return ino && mapped_find(p, &b) >= 0;
+}
+
+/* DP_SUBMIT_IO's body: io's ranges, all of the file of io->b[0]. */
+static void pack_io(struct dp_submit_io *s, const struct dp_io *io) {
+  s->n = io->n;
+  s->dev = io->b[0].devno;
+  s->ino = io->b[0].ino;
+  for (unsigned i = 0; i < io->n; i++) {
+    const struct dp_buf *b = &io->b[i];
+    s->b[i] = (struct dp_buf_entry){.size = b->size,
+                                    .arg = b->arg,
+                                    .off = b->off,
+                                    .at = b->at,
+                                    .fd = -1,
+                                    .in = (uint8_t)b->in,
+                                    .out = (uint8_t)b->out,
+                                    .owner = b->owner};
+  }
+}
+
+int dp_submit_io(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, uint64_t devbufs,
+                 struct dp_io *io, coop_task_id *id, int *ended, int *breach,
+                 struct coop_rt_task_info *info) {
+  if (io && (io->n == 0 || io->n > DP_MAX_BUFS)) return COOP_EINVAL;
+  if (io) {
+    p->q.u.sio.desc = *d;
+    pack_io(&p->q.u.sio, io);
+    io->unmapped = io->out_done = 0;
+  } else {
+    p->q.u.desc = *d;
+  }
   if (wait_ns < 0) wait_ns = 0;
   if (wait_ns > 900000000) wait_ns = 900000000;
   p->q.b = (uint64_t)wait_ns;
@@ -724,8 +754,15 @@ int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_
   p->q.id = ended != NULL;
   int64_t t_call = coop__now_ns(), expect = dp_ends_expect(&p->ends, d->kernel, d->groups);
   p->expect_at = wait_ns && expect ? t_call + expect : 0;
-  int e = call(p, DP_SUBMIT, -1, DP_CALL_MS + (int)(wait_ns / 1000000));
+  int e = call(p, io ? DP_SUBMIT_IO : DP_SUBMIT, -1, DP_CALL_MS + (int)(wait_ns / 1000000));
   p->expect_at = 0;
+  if (e == 0 && io && (p->r.n & DP_IO_UNMAPPED)) { /* nothing submitted */
+    p->q.a = p->q.b = 0;
+    p->q.id = 0;
+    io->unmapped = 1;
+    return 0;
+  }
+  if (e == 0 && io) io->out_done = (p->r.n & DP_IO_OUT) != 0;
   p->q.a = p->q.b = 0; /* q is reused */
   p->q.id = 0;
   if (e == 0) { /* its due, for a later DP_WAIT; its run, if it ended */
@@ -761,6 +798,12 @@ int dp_backend_spins(const char *backend) {
    * spinning sides of the shared channel (docs/daemon.md, "Spinning") */
   if (getenv("COOP_TEST_SPIN_ANY")) return 1;
   return backend && !strcmp(backend, "cuda");
+}
+
+int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
+                  uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
+                  struct coop_rt_task_info *info) {
+  return dp_submit_io(p, d, wait_ns, devbufs, NULL, id, ended, breach, info);
 }
 
 int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, coop_task_id *id) {

@@ -146,6 +146,27 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, 
 int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
                   uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
                   struct coop_rt_task_info *info);
+/* A one-task job's ranges moved with its task (dp_submit_io), all of one
+ * file (b[0]'s ino, devno), which the device process holds mapped
+ * (dp_io_mapped). After the call: unmapped, it no longer did and nothing
+ * was submitted (the caller moves the ranges itself, by dp_copy, and
+ * submits again); out_done, the task ended DONE within the wait and the
+ * ranges out are in the file. */
+struct dp_io {
+  const struct dp_buf *b;
+  unsigned n;
+  int unmapped, out_done;
+};
+/* Whether the device process holds the file (devno, ino) of owner mapped,
+ * as far as this side knows (dp_copy learned it). */
+int dp_io_mapped(const struct dp *p, uint64_t devno, uint64_t ino, uint32_t owner);
+/* As dp_submit_end (ended NULL: as dp_submit), with io's ranges in copied
+ * before the task on the device (DP_SUBMIT_IO, coop_rt_submit_io) and,
+ * once it ended DONE within the wait, its ranges out: one request where
+ * dp_copy, dp_submit_end and dp_copy made three. io NULL: dp_submit_end. */
+int dp_submit_io(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, uint64_t devbufs,
+                 struct dp_io *io, coop_task_id *id, int *ended, int *breach,
+                 struct coop_rt_task_info *info);
 /* Whether the host side may spin for a device of this backend ("cuda",
  * "opencl"): a GPU's megakernel needs no CPU core, PoCL's takes every one.
  * The one test behind each spin on the device side: the device thread's

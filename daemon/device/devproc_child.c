@@ -577,6 +577,73 @@ static void end_task(coop_rt *rt, const struct coop_rt_task_desc *d, uint64_t ma
   r->n = DP_ENDED | (uint32_t)(breach + 1) << 8;
 }
 
+/* DP_SUBMIT and DP_SUBMIT_IO, the task submitted: its end waited for (q->b
+ * ns at most), its info in the reply; once it ended DONE, the ranges out
+ * (DP_SUBMIT_IO) copied; with q->id, once ended, the task ended here
+ * (end_task). */
+static void submitted(struct child *ch, const struct dp_req *q, const struct coop_rt_task_desc *d,
+                      coop_task_id id, const struct coop_rt_io *out, unsigned nout,
+                      struct dp_rep *r) {
+  coop_rt *rt = ch->rt;
+  dp_ends_submitted(&ch->ends, id, d->kernel, d->groups, coop__now_ns(), warm(ch, q));
+  int frame;
+  int64_t due = dp_ends_due(&ch->ends, &id, 1, &frame);
+  if (q->b) wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1, due, frame);
+  int64_t seen = coop__now_ns();
+  coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
+  if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
+    ch->reported[id & 0xffu] = (uint8_t)(r->u.info.state + 1);
+  int64_t after = seen - r->u.info.t_submitted;
+  if (q->b && r->u.info.state >= COOP_TASK_DONE && after > 0 && after < UINT32_MAX)
+    r->seen_after = (uint32_t)after;
+  dp_ends_seen(&ch->ends, id, &r->u.info);
+  /* only a DONE task's output, as DP_READ after it (PROTOCOL.md) */
+  if (nout && r->u.info.state == COOP_TASK_DONE) {
+    for (unsigned i = 0; i < nout && !r->err; i++)
+      if (coop_rt_arena_copy(rt, out[i].host, out[i].arena, out[i].bytes, 0)) r->err = COOP_EIO;
+    if (!r->err) r->n |= DP_IO_OUT;
+  }
+  if (q->id && r->u.info.state >= COOP_TASK_DONE) {
+    uint32_t io = r->n & DP_IO_OUT;
+    end_task(rt, d, q->a, id, r);
+    r->n |= io;
+  }
+}
+
+/* DP_SUBMIT_IO: the ranges, each checked against its buffer here (where
+ * the arena is) and found in the file's mapping; the ranges in ordered
+ * before the task (coop_rt_submit_io), the ranges out copied by
+ * `submitted` once it ended DONE. The file not mapped here: nothing
+ * submitted, DP_IO_UNMAPPED (the front moves the ranges itself). */
+static void submit_io(struct child *ch, const struct dp_req *q, struct dp_rep *r) {
+  const struct dp_submit_io *s = &q->u.sio;
+  coop_rt *rt = ch->rt;
+  struct coop_rt_io in[COOP_RT_IO_MAX], out[COOP_RT_IO_MAX];
+  unsigned nin = 0, nout = 0;
+  for (uint32_t i = 0; i < s->n; i++) {
+    const struct dp_buf_entry *e = &s->b[i];
+    uint8_t *p = coop_rt_buf_host(rt, e->arg);
+    uint64_t len = p ? coop_rt_buf_len(rt, p) : 0;
+    if (!p || e->at > len || e->size > len - e->at) {
+      r->err = COOP_EINVAL;
+      return;
+    }
+    uint8_t *m = xm.arg ? xmap_find(&xm, (dev_t)s->dev, (ino_t)s->ino, e->off, e->size,
+                                    coop__now_ns(), e->owner)
+                        : NULL;
+    if (!m || (e->in && nin == COOP_RT_IO_MAX) || (e->out && nout == COOP_RT_IO_MAX)) {
+      r->n = DP_IO_UNMAPPED;
+      return;
+    }
+    if (e->in) in[nin++] = (struct coop_rt_io){m + e->off, p + e->at, e->size};
+    if (e->out) out[nout++] = (struct coop_rt_io){m + e->off, p + e->at, e->size};
+  }
+  coop_task_id id = 0;
+  r->err = coop_rt_submit_io(rt, &s->desc, in, nin, NULL, 0, &id);
+  r->a = id;
+  if (!r->err) submitted(ch, q, &s->desc, id, out, nout, r);
+}
+
 /* DP_POLL and DP_WAIT's reply: every task's info, noted as answered. */
 static void poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n,
                        struct dp_rep *r) {
@@ -805,23 +872,12 @@ static void serve(struct child *ch, const struct dp_req *q, const int *fds, unsi
       coop_task_id id = 0;
       r->err = coop_rt_submit(rt, &q->u.desc, &id);
       r->a = id;
-      if (r->err) return;
-      dp_ends_submitted(&ch->ends, id, q->u.desc.kernel, q->u.desc.groups, coop__now_ns(),
-                        warm(ch, q));
-      int frame;
-      int64_t due = dp_ends_due(&ch->ends, &id, 1, &frame);
-      if (q->b) wait_for(ch, ended, &id, q->b < 1000000000u ? (int64_t)q->b : 0, 1, due, frame);
-      int64_t seen = coop__now_ns();
-      coop_rt_refit(rt);                              /* as DP_POLL: the times below use the fit */
-      if (coop_rt_task_info(rt, id, &r->u.info) == 0) /* the front caches it */
-        ch->reported[id & 0xffu] = (uint8_t)(r->u.info.state + 1);
-      int64_t after = seen - r->u.info.t_submitted;
-      if (q->b && r->u.info.state >= COOP_TASK_DONE && after > 0 && after < UINT32_MAX)
-        r->seen_after = (uint32_t)after;
-      dp_ends_seen(&ch->ends, id, &r->u.info);
-      if (q->id && r->u.info.state >= COOP_TASK_DONE) end_task(rt, &q->u.desc, q->a, id, r);
+      if (!r->err) submitted(ch, q, &q->u.desc, id, NULL, 0, r);
       return;
     }
+    case DP_SUBMIT_IO:
+      submit_io(ch, q, r);
+      return;
     case DP_INFO:
       r->err = coop_rt_task_info(rt, q->id, &r->u.info);
       return;

@@ -60,12 +60,19 @@ const struct dp_op_entry dp_ops[DP_NOPS] = {
     [DP_NEXT_POLL] = {"next-poll", NONE, NONE, 1, 0, 0},
     [DP_NEXT_SWAP] = {"next-swap", NONE, FIXED(sizeof(struct dp_devinfo)), 1, 0, 0},
     [DP_NEXT_DROP] = {"next-drop", NONE, NONE, 0, 0, 0},
+    [DP_SUBMIT_IO] = {"submit-io",
+                      LIST(offsetof(struct dp_submit_io, b), sizeof(struct dp_buf_entry), 1,
+                           DP_MAX_BUFS),
+                      FIXED(sizeof(struct coop_rt_task_info)), 0, 0, 0},
 };
 
 /* Each body fits its union member, whatever the count. */
 _Static_assert(offsetof(struct dp_bufs, b) + DP_MAX_BUFS * sizeof(struct dp_buf_entry) ==
                    sizeof(struct dp_bufs),
                "a full list of buffers is the whole struct");
+_Static_assert(offsetof(struct dp_submit_io, b) + DP_MAX_BUFS * sizeof(struct dp_buf_entry) ==
+                   sizeof(struct dp_submit_io),
+               "a full list of ranges is the whole struct");
 _Static_assert(offsetof(struct dp_poll_ids, id) + DP_POLL_MAX * sizeof(uint32_t) ==
                    sizeof(struct dp_poll_ids),
                "a full list of ids is the whole struct");
@@ -87,7 +94,7 @@ size_t dp_req_len(const struct dp_req *q) {
   if (!e) return 0;
   uint32_t count = 0;
   if (e->req.item) {
-    memcpy(&count, &q->u, sizeof count); /* both lists count themselves first */
+    memcpy(&count, &q->u, sizeof count); /* every list counts itself first */
     if (count < e->req.items_min || count > e->req.items_max) return 0;
   }
   return DP_REQ_HDR + body_len(&e->req, count);

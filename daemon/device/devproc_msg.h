@@ -61,12 +61,20 @@ enum dp_op {
   DP_NEXT_POLL,  /* -> rep.n = 1 built, 0 still building; an error and its log: it failed */
   DP_NEXT_SWAP,  /* the built set swapped in: park, coop_rt_next_swap, unpark -> rep.u.dev */
   DP_NEXT_DROP,  /* the next set let go (its build waited for) */
+  DP_SUBMIT_IO,  /* u.sio, a, b, id as DP_SUBMIT's: a one-task job's ranges of the file mapped
+                  * here as u.sio.dev, .ino moved with its task: in, ordered before it
+                  * (coop_rt_submit_io); out, once it ended DONE within the wait
+                  * -> as DP_SUBMIT's, rep.n also DP_IO_OUT (the ranges out were
+                  * copied); or rep.n = DP_IO_UNMAPPED alone: the file is not mapped
+                  * here (a park clears the mappings), nothing was submitted */
   DP_NOPS        /* one past the last op */
 };
 
 /* DP_SUBMIT's reply: the task ended within the wait and was released, its
  * device buffers' guard zones checked (rep.n >> 8: the first breached + 1). */
 #define DP_ENDED 1u
+#define DP_IO_OUT 2u      /* DP_SUBMIT_IO: its ranges out were copied too */
+#define DP_IO_UNMAPPED 4u /* DP_SUBMIT_IO: nothing submitted, the file is not mapped here */
 
 #define DP_POLL_MAX 128 /* task infos per DP_POLL reply */
 struct dp_poll_ids {
@@ -104,6 +112,18 @@ struct dp_bufs {
   } b[DP_MAX_BUFS];
 };
 
+/* DP_SUBMIT_IO's body: the task, and its ranges (b[i].in, .out: which
+ * way; .arg, .at: where in which buffer; .off: where in the file; .owner
+ * as DP_WRITE's; fd unused), all of one file, mapped here (dev, ino:
+ * xmap.h). */
+struct dp_submit_io {
+  uint32_t n; /* the entries of b that follow: only those travel */
+  uint32_t pad;
+  uint64_t dev, ino;
+  struct coop_rt_task_desc desc;
+  struct dp_buf_entry b[DP_MAX_BUFS];
+};
+
 struct dp_open_args {
   uint32_t layout; /* DP_LAYOUT of the front: both ends must be one binary (first: see
                     * dp_req_check) */
@@ -127,6 +147,7 @@ struct dp_req {
     struct dp_open_args open;
     struct coop_rt_task_desc desc;
     struct dp_bufs bufs;
+    struct dp_submit_io sio;
     struct dp_poll_ids poll;
     struct coop_rt_share share;
   } u;
