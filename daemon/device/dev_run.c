@@ -113,6 +113,38 @@ static void trace_with_submit(const struct dev *d, struct job *j, int out_done) 
   j->tr.out_back = t[3];
 }
 
+/* dp_submit_io for run r's task td: with its job's ranges where they go
+ * with it (dev__io_with_submit), else after they went in apart (the device
+ * process no longer holds the file: a park; or said so); `end`: the task
+ * ended with the submit where it can (dp_submit_end). */
+static int submit_ranges(struct dev *d, struct run *r, const struct coop_rt_task_desc *td,
+                         int64_t wait_ns, int end, uint64_t devbufs, coop_task_id *id) {
+  struct job *j = r->j;
+  struct dp_buf b[COOP_RT_MAX_ARGS];
+  struct dp_io io = {b, 0, 0, 0};
+  int with = r->io_submit && dev__io_with_submit(d, j, b, &io.n);
+  if (r->io_submit && !with) {
+    int e = dev__io(d, j, 1);
+    if (e) return e;
+    r->io_submit = 0; /* in: a submit tried again (no free slot) does not copy again */
+  }
+  int *ended = end ? &r->ended : NULL, *breach = end ? &r->breach : NULL;
+  struct coop_rt_task_info *info = end ? &r->end_info : NULL;
+  uint64_t bufs = end ? devbufs : 0;
+  int e = dp_submit_io(d->rt, td, wait_ns, bufs, with ? &io : NULL, id, ended, breach, info);
+  if (!e && with && io.unmapped) {
+    with = 0;
+    e = dev__io(d, j, 1);
+    if (!e) r->io_submit = 0;
+    if (!e) e = dp_submit_io(d->rt, td, wait_ns, bufs, NULL, id, ended, breach, info);
+  }
+  if (e) return e;
+  r->io_submit = 0;
+  r->io_out_done = with && io.out_done;
+  if (coopd_tracing && with) trace_with_submit(d, j, io.out_done);
+  return 0;
+}
+
 static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   struct job *j = r->j;
   struct coop_rt_task_desc td;
@@ -133,28 +165,10 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
       else
         copies = 1;
     }
-  /* its ranges with the submit (dev__io_with_submit), else in first: the
-   * device process no longer holds the file (a park), or said so */
-  struct dp_buf iob[COOP_RT_MAX_ARGS];
-  struct dp_io io = {iob, 0, 0, 0};
-  int with_io = r->io_submit && dev__io_with_submit(d, j, iob, &io.n);
-  int e = r->io_submit && !with_io ? dev__io(d, j, 1) : 0;
-  r->io_submit = 0;
-  if (e) return e;
   if (wait_ns) dev__wait_begin(d);
-  int end = wait_ns && !copies;
-  e = dp_submit_io(d->rt, &td, wait_ns, end ? devbufs : 0, with_io ? &io : NULL, &id,
-                   end ? &r->ended : NULL, end ? &r->breach : NULL, end ? &r->end_info : NULL);
-  if (!e && with_io && io.unmapped) {
-    e = dev__io(d, j, 1);
-    if (!e)
-      e = dp_submit_io(d->rt, &td, wait_ns, end ? devbufs : 0, NULL, &id, end ? &r->ended : NULL,
-                       end ? &r->breach : NULL, end ? &r->end_info : NULL);
-  }
-  r->io_out_done = !e && io.out_done;
+  int e = submit_ranges(d, r, &td, wait_ns, wait_ns && !copies, devbufs, &id);
   if (wait_ns) dev__wait_end(d);
   if (e) return e;
-  if (coopd_tracing && with_io && !io.unmapped) trace_with_submit(d, j, io.out_done);
   TRACE_STAMP(j, submit_ret);
   r->end_seen = r->ended ? dp_end_seen(d->rt) : 0;
   TRACE_SET(j, dp_seen, r->end_seen);
