@@ -40,8 +40,9 @@ static int c_launch(void *p, int chk, int64_t next_ns) {
   d.args[2] = coop_rt_buf_arg(c->rt, c->out);
   d.args[3] = c->mm->n;
   d.args[4] = c->mm->reps;
-  /* --frame-io: the input in and the output out ordered with the task
-   * (coop_rt_submit_io), as a stream orders a plain client's copies */
+  /* --frame-io: the input in and the output out with the task
+   * (coop_rt_submit_io; COOP_RT_IO=device: ordered by the device, as a
+   * stream orders a plain client's copies) */
   size_t bytes = (size_t)c->mm->n * c->mm->n * sizeof(float);
   struct coop_rt_io in = {c->io_in, c->mm->a, bytes}, out = {c->io_out, c->out, bytes};
   int r = c->io_in ? coop_rt_submit_io(c->rt, &d, &in, 1, &out, 1, &c->id)

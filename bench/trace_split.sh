@@ -17,9 +17,9 @@ awk -F, -v dir="$d" '
   {
     if (!("io_sent" in col) || $col["io_sent"] + 0 <= 0) next
     g = ($col["preempt"] + 0 > 0) ? "beside" : "alone"
-    # ranges that went with the submit (io_with): the copies are that
-    # request's stamps, the task inside it, and its end too where the
-    # ranges out came with it (out_sent = io_sent)
+    # ranges that went with the submit (io_with): the copies are the
+    # stamps of that request, the task inside it, and its end too where
+    # the ranges out came with it (out_sent = io_sent)
     with = ("io_with" in col) && $col["io_with"] + 0 > 0
     if (with && $col["out_sent"] == $col["io_sent"])
       np = split("recv admitted queued taken staged io_sent io_took submitted released gathered started finished io_replied io_back task_released unstaged handed_back loop_got result_sent", p, " ")

@@ -330,17 +330,17 @@ struct coop_rt_io {
 };
 #define COOP_RT_IO_MAX 8 /* ranges each way */
 /* coop_rt_submit, with the task's input copied in before it and its
- * output copied out after it, ordered by the device where it can (CUDA:
- * the copies in and the submit's publication on one stream, the wait for
- * the task's final state and the copies out on another; nothing waits on
- * the host between them), else by the calling threads: the copies in
- * before the submit, the copies out by the coop_rt_wait (or
- * coop_rt_task_release) that sees the end (docs/kernels.md, "Copies
- * ordered with a task"). The ranges out are copied at any final state
- * (a failed or cancelled task's bytes, whatever they hold); they are in
- * `host` once coop_rt_wait returns 0. COOP_EINVAL: more than
- * COOP_RT_IO_MAX ranges a way, a cooperative task (a suspension would end
- * it half done), a range outside the arena or with no host memory. */
+ * output copied out after it: by the calling threads (the copies in before
+ * the submit, the copies out by the coop_rt_wait or coop_rt_task_release
+ * that sees the end), or with COOP_RT_IO=device ordered by the device where
+ * it can (CUDA: the copies in and the submit's publication on one stream,
+ * the wait for the task's final state and the copies out on another;
+ * measured slower: docs/kernels.md, "Copies ordered with a task"). The
+ * ranges out are copied at any final state (a failed or cancelled task's
+ * bytes, whatever they hold); they are in `host` once coop_rt_wait returns
+ * 0. COOP_EINVAL: more than COOP_RT_IO_MAX ranges a way, a cooperative task
+ * (a suspension would end it half done), a range outside the arena or with
+ * no host memory. */
 int coop_rt_submit_io(coop_rt *rt, const struct coop_rt_task_desc *d, const struct coop_rt_io *in,
                       unsigned nin, const struct coop_rt_io *out, unsigned nout, coop_task_id *id);
 /* timeout_ms < 0 waits forever. 0 when the task reached a final state

@@ -2,17 +2,17 @@
  * io.c: copies ordered with a task (coop_rt_submit_io; docs/kernels.md,
  * "Copies ordered with a task").
  *
- * A frame's task moves its input in and its output out. Done by the
- * caller, that is a copy and its wait, the submit, the wait for the end
- * seen on the host, a copy and its wait: after an idle spell each
- * synchronous copy pays the driver's wake-up as well. The device's way
- * queues all of it at once: the copies in, then the ring entry's
- * publication (mb->sub_head written by the device after the copies, so
- * the scheduler takes the task the moment its input is there); on a second
- * queue a wait for the task's final state, the copies out, then a flag in
- * shared memory that coop_rt_wait spins on. Where the backend has no such
- * queue, or the host memory is not the copy engine's, the host's way does
- * the same in the calling threads.
+ * A frame's task moves its input in and its output out. The host's way
+ * (the default) does it in the calling threads: the copies in, then the
+ * submit; the copies out by the wait that sees the end, before it
+ * returns. The device's way (COOP_RT_IO=device, where the backend has a
+ * queue and the host memory is the copy engine's) queues all of it at
+ * once: the copies in, then the ring entry's publication (mb->sub_head
+ * written by the device after the copies, so the scheduler takes the task
+ * the moment its input is there); on a second queue a wait for the task's
+ * final state, the copies out, then a flag in shared memory that
+ * coop_rt_wait spins on. Measured, it was the slower of the two
+ * (device_chosen).
  *
  * Per slot, io_state (rt_internal.h): NONE, no copies; DEVICE, the flag
  * io_flags[slot] == io_seq[slot] says the copies out are done; HOST, the
@@ -44,11 +44,15 @@ static int ranges_ok(const coop_rt *rt, const struct coop_rt_io *r, unsigned n) 
   return 1;
 }
 
-/* COOP_RT_IO=host: the host's way wherever the device has one (the
- * benchmarks' A/B) */
-static int host_forced(void) {
+/* COOP_RT_IO=device: the device's way where it has one. Not the default:
+ * on an H200 a frame's 272 KB went from the submit to the scheduler's
+ * release in 40 us p50 that way, against 30 us copied by the calling
+ * thread first (the copy into managed memory, the stream's write of the
+ * head and the scheduler's next look at it: bench/RESULTS.md, "A frame's
+ * ranges with its submit"). */
+static int device_chosen(void) {
   const char *e = getenv("COOP_RT_IO");
-  return e && !strcmp(e, "host");
+  return e && !strcmp(e, "device");
 }
 
 int coop_rt_submit_io(coop_rt *rt, const struct coop_rt_task_desc *d, const struct coop_rt_io *in,
@@ -56,7 +60,7 @@ int coop_rt_submit_io(coop_rt *rt, const struct coop_rt_task_desc *d, const stru
   if (!rt || !d || !id || !rt->arena || d->cooperative) return COOP_EINVAL;
   if (!ranges_ok(rt, in, nin) || !ranges_ok(rt, out, nout)) return COOP_EINVAL;
   struct coop__io_plan p = {.in = in, .out = out, .nin = nin, .nout = nout};
-  if (rt->ops && rt->ops->queue_io && !host_forced()) {
+  if (rt->ops && rt->ops->queue_io && device_chosen()) {
     int r = coop__rt_submit_io(rt, d, id, &p, 0);
     if (r != 1) return r;
   }

@@ -9,8 +9,9 @@
  *             and whether the record has a window, each word tagged
  *             with head's lap;
  *             sub_head := head + 1 (release); for a task with copies
- *             (io.c) written by the device's copy stream after the copies
- *             in, and by no other submit until that value is seen.
+ *             the device's way (io.c, COOP_RT_IO=device) written by the
+ *             copy stream after the copies in, and by no other submit
+ *             until that value is seen.
  *   result:   wait until state is final (acquire), then read the record.
  *   cancel:   task.cancel := 1 (release), then cancel_seq := its count + 1,
  *             the slot and CANCEL (release; one compare-and-swap, doorbell_ctl);

@@ -241,9 +241,9 @@ static void io_task(struct fx *f, uint32_t *buf, uint32_t *in, uint32_t *out, un
  * ordered with a task"): round after round on one buffer, each round's
  * input is in the buffer before its task runs, and its output is in host
  * memory, after the task's end, once the wait (or the release) returns:
- * from page-locked host memory (the device's way on CUDA) and from plain
- * (the host's way). Requests the runtime cannot order are refused, and
- * plain submits go on after. */
+ * the host's way, and with COOP_RT_IO=device from page-locked host memory
+ * the device's (CUDA) and from plain the host's. Requests the runtime
+ * cannot order are refused, and plain submits go on after. */
 START_TEST(a_task_s_copies_come_in_before_it_and_out_after_it) {
   struct fx f;
   fx_open(&f);
@@ -254,8 +254,11 @@ START_TEST(a_task_s_copies_come_in_before_it_and_out_after_it) {
   uint32_t *in = malloc(bytes), *out = malloc(bytes);
   ck_assert(buf && pin_in && pin_out && in && out);
   for (uint32_t round = 1; round <= 20; round++) {
+    setenv("COOP_RT_IO", "device", 1); /* the device's way where there is one */
     io_task(&f, buf, pin_in, pin_out, k, round * 100, round % 5 == 0);
-    io_task(&f, buf, in, out, k, round * 1000, round % 5 == 1);
+    io_task(&f, buf, in, out, k, round * 1000, round % 5 == 1); /* pageable: the host's */
+    unsetenv("COOP_RT_IO");
+    io_task(&f, buf, pin_in, pin_out, k, round * 10000, round % 5 == 2);
   }
   struct coop_rt_task_desc d = {.kernel = f.ids, .groups = k, .nargs = 1};
   d.args[0] = coop_rt_buf_arg(f.rt, buf);

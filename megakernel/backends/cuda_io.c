@@ -1,15 +1,18 @@
 /*
  * cuda_io.c: see cuda_io.h.
  *
- * One stream takes every task's copies in and then its publication (the
- * ring head written with cuStreamWriteValue32, which fences the copies
- * before it); CU_IO_OUTS streams, taken in turn, each a task's wait for
- * its final state (cuStreamWaitValue32, GEQ: every final state is at
- * least COOP_TS_DONE), its copies out, then its flag. All non-blocking,
- * as the megakernel's stream: nothing orders them after the megakernel,
- * and the in-stream never waits for a task, so a task's publication
- * never waits for another's end; a task's copies out may wait behind
- * another's on the same out-stream (CU_IO_OUTS of them).
+ * The legacy stream takes every task's copies in and then its
+ * publication (the ring head written with cuStreamWriteValue32, which
+ * fences the copies before it): it is the stream of the arena's other
+ * copies (cu_copy_arena, cu_copy_warm), so a warm-up before a frame warms
+ * this path too (a copy on a stream of its own, unwarmed, took about twice
+ * as long on an H200), and the megakernel's stream is non-blocking, so it
+ * never waits for the megakernel. CU_IO_OUTS non-blocking streams, taken
+ * in turn, each a task's wait for its final state (cuStreamWaitValue32,
+ * GEQ: every final state is at least COOP_TS_DONE), its copies out, then
+ * its flag. The legacy stream never waits for a task, so a task's
+ * publication never waits for another's end; a task's copies out may
+ * wait behind another's on the same out-stream (CU_IO_OUTS of them).
  *
  * Where the stream memory operations fail (tried once on a pinned word)
  * or a range's host memory is not page-locked (a pageable copy would
@@ -25,7 +28,8 @@
 #define CU_IO_OUTS 4
 
 struct cu_io {
-  CUstream in, out[CU_IO_OUTS];
+  CUstream in; /* the legacy stream (0) */
+  CUstream out[CU_IO_OUTS];
   unsigned next_out;
   int works;  /* 1: the probe passed; -1: it failed, queue_io answers 1 */
   void *word; /* the probe's, freed at close: freeing page-locked memory
@@ -61,8 +65,7 @@ static struct cu_io *make(void) {
   struct cu_io *io = calloc(1, sizeof *io);
   if (!io) return NULL;
   io->works = -1;
-  if (!coop__cuda_io() || coop__cu.cuStreamCreate(&io->in, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-    return io;
+  if (!coop__cuda_io()) return io;
   for (unsigned i = 0; i < CU_IO_OUTS; i++)
     if (coop__cu.cuStreamCreate(&io->out[i], CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) return io;
   io->works = probe(io) ? 1 : -1;
@@ -114,11 +117,10 @@ int coop__cu_queue_io(struct coop_rt *rt, struct cu_io **iop, const struct coop_
 void coop__cu_io_drain(struct cu_io **iop, int done) {
   struct cu_io *io = *iop;
   if (!io) return;
-  if (io->in) coop__cu.cuStreamSynchronize(io->in);
+  coop__cu.cuStreamSynchronize(io->in);
   for (unsigned i = 0; i < CU_IO_OUTS; i++)
     if (io->out[i]) coop__cu.cuStreamSynchronize(io->out[i]);
   if (!done) return;
-  if (io->in) coop__cu.cuStreamDestroy(io->in);
   for (unsigned i = 0; i < CU_IO_OUTS; i++)
     if (io->out[i]) coop__cu.cuStreamDestroy(io->out[i]);
   if (io->word) coop__cu.cuMemFreeHost(io->word);
