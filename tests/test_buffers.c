@@ -980,6 +980,26 @@ START_TEST(a_small_job_goes_between_a_large_jobs_slices) {
 }
 END_TEST
 
+/* A memfd of size bytes sealed against shrinking: one the device process
+ * maps and pins (xmap.h). */
+static int sealed_memfd(const char *name, off_t size) {
+  int m = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ck_assert_int_ge(m, 0);
+  ck_assert_int_eq(ftruncate(m, size), 0);
+  ck_assert_int_eq(fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  return m;
+}
+
+/* Until device 0 is parked (device.park_ms after its last job): the
+ * device process has let its mappings go. */
+static void wait_parked(coop_conn *c) {
+  struct coop_stats st;
+  ck_assert_int_eq(coop_stats(c, &st), 0);
+  for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25))
+    ck_assert_int_eq(coop_stats(c, &st), 0);
+  ck_assert_uint_eq(st.devs[0].parked, 1);
+}
+
 /* A job's range through the caller's sealed memfd: the device process
  * maps it at its first copy, and later copies name it without sending the
  * descriptor (devproc_msg.h, DP_FD_PINNED: by the shared channel). When
@@ -995,18 +1015,9 @@ START_TEST(a_mapped_memfd_is_named_and_sent_again_after_a_park) {
   static uint32_t w[N], back[N];
   uint64_t b = 0, id = 0;
   ck_assert_int_eq(coop_buffer_create(c, 0, sizeof w, NULL, 0, &b), 0);
-  int mfd = memfd_create("io-named", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  ck_assert_int_ge(mfd, 0);
-  ck_assert_int_eq(ftruncate(mfd, sizeof w), 0);
-  ck_assert_int_eq(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
-  struct coop_stats st;
+  int mfd = sealed_memfd("io-named", sizeof w);
   for (uint32_t k = 0; k < 6; k++) {
-    if (k == 3) { /* parked: the device process let its mappings go */
-      ck_assert_int_eq(coop_stats(c, &st), 0);
-      for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25))
-        ck_assert_int_eq(coop_stats(c, &st), 0);
-      ck_assert_uint_eq(st.devs[0].parked, 1);
-    }
+    if (k == 3) wait_parked(c); /* the device process let its mappings go */
     words(w, N, 1000 * k);
     ck_assert_int_eq(pwrite(mfd, w, sizeof w, 0), (ssize_t)sizeof w);
     coop_job *j = coop_job_new("sweep", 1);
@@ -1060,18 +1071,9 @@ START_TEST(a_frame_s_ranges_go_with_its_submit) {
   ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[0]), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, n, fb, 0, &b[1]), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[2]), 0);
-  int m = memfd_create("frames", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  ck_assert_int_ge(m, 0);
-  ck_assert_int_eq(ftruncate(m, 2 * (off_t)n), 0);
-  ck_assert_int_eq(fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK), 0);
-  struct coop_stats st;
+  int m = sealed_memfd("frames", 2 * (off_t)n);
   for (int k = 0; k < 8; k++) {
-    if (k == 4) { /* parked: the device process let its mappings go */
-      ck_assert_int_eq(coop_stats(c, &st), 0);
-      for (int i = 0; i < 200 && !st.devs[0].parked; i++, msleep(25))
-        ck_assert_int_eq(coop_stats(c, &st), 0);
-      ck_assert_uint_eq(st.devs[0].parked, 1);
-    }
+    if (k == 4) wait_parked(c); /* the device process let its mappings go */
     fa[0] = (float)k;
     matmul_ref(fa, fb, want);
     ck_assert_int_eq(pwrite(m, fa, n, 0), (ssize_t)n);
