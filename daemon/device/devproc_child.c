@@ -597,11 +597,13 @@ static void submitted(struct child *ch, const struct dp_req *q, const struct coo
   if (q->b && r->u.info.state >= COOP_TASK_DONE && after > 0 && after < UINT32_MAX)
     r->seen_after = (uint32_t)after;
   dp_ends_seen(&ch->ends, id, &r->u.info);
-  /* only a DONE task's output, as DP_READ after it (PROTOCOL.md) */
+  /* only a DONE task's output, as DP_READ after it (PROTOCOL.md); a copy
+   * that fails is left to the front's DP_READ, which says why */
   if (nout && r->u.info.state == COOP_TASK_DONE) {
-    for (unsigned i = 0; i < nout && !r->err; i++)
-      if (coop_rt_arena_copy(rt, out[i].host, out[i].arena, out[i].bytes, 0)) r->err = COOP_EIO;
-    if (!r->err) r->n |= DP_IO_OUT;
+    int e = 0;
+    for (unsigned i = 0; i < nout && !e; i++)
+      e = coop_rt_arena_copy(rt, out[i].host, out[i].arena, out[i].bytes, 0);
+    if (!e) r->n |= DP_IO_OUT;
   }
   if (q->id && r->u.info.state >= COOP_TASK_DONE) {
     uint32_t io = r->n & DP_IO_OUT;
@@ -632,6 +634,7 @@ static void submit_io(struct child *ch, const struct dp_req *q, struct dp_rep *r
                                     coop__now_ns(), e->owner)
                         : NULL;
     if (!m || (e->in && nin == COOP_RT_IO_MAX) || (e->out && nout == COOP_RT_IO_MAX)) {
+      memset(&r->u.info, 0, sizeof r->u.info);
       r->n = DP_IO_UNMAPPED;
       return;
     }
