@@ -286,6 +286,112 @@ START_TEST(a_task_s_copies_come_in_before_it_and_out_after_it) {
 }
 END_TEST
 
+/* A device queue for the device's way of copies (backend.h, queue_io),
+ * played by a thread a task: after fake_delay_ns the copies in, then the
+ * head published; once the task is final, the copies out, then its flag.
+ * fake_mode 1: declined (the host's way); 2: an error. */
+struct fake_io {
+  struct coop__io_plan p;
+  struct coop_rt_io in[COOP_RT_IO_MAX], out[COOP_RT_IO_MAX];
+  pthread_t th;
+};
+static struct fake_io fake[16];
+static unsigned nfake;
+static int fake_mode;
+static const long fake_delay_ns = 50000000;
+
+static void *fake_run(void *arg) {
+  struct fake_io *f = arg;
+  struct timespec ts = {0, fake_delay_ns};
+  nanosleep(&ts, NULL);
+  for (unsigned i = 0; i < f->p.nin; i++) memcpy(f->in[i].arena, f->in[i].host, f->in[i].bytes);
+  atomic_store_explicit((_Atomic uint32_t *)f->p.pub, f->p.pub_val, memory_order_release);
+  while (atomic_load_explicit((_Atomic uint32_t *)f->p.state, memory_order_acquire) < f->p.final) {
+    struct timespec nap = {0, 100000};
+    nanosleep(&nap, NULL);
+  }
+  for (unsigned i = 0; i < f->p.nout; i++) memcpy(f->out[i].host, f->out[i].arena, f->out[i].bytes);
+  atomic_store_explicit((_Atomic uint32_t *)f->p.flag, f->p.flag_val, memory_order_release);
+  return NULL;
+}
+
+static int fake_queue_io(struct coop_rt *rt, const struct coop__io_plan *p) {
+  (void)rt;
+  if (fake_mode) return fake_mode == 1 ? 1 : COOP_EIO;
+  ck_assert_uint_lt(nfake, 16);
+  struct fake_io *f = &fake[nfake++];
+  f->p = *p;
+  memcpy(f->in, p->in, p->nin * sizeof *p->in); /* the caller's arrays are gone when it returns */
+  memcpy(f->out, p->out, p->nout * sizeof *p->out);
+  f->p.in = f->in;
+  f->p.out = f->out;
+  ck_assert_int_eq(pthread_create(&f->th, NULL, fake_run, f), 0);
+  return 0;
+}
+
+static void fake_drain(struct coop_rt *rt) {
+  (void)rt;
+  for (unsigned i = 0; i < nfake; i++) pthread_join(fake[i].th, NULL);
+  nfake = 0;
+}
+
+/* The device's way of copies (docs/kernels.md, "Copies ordered with a
+ * task"; docs/scheduler.md, the mailbox's sub_head), on a device queue
+ * played by threads, so that it runs where the backend has none: the
+ * submit returns before the copies, the head is published only after
+ * them, and a submit meanwhile waits for that publication (the ring is
+ * read in order); the output is in host memory once the wait returns. A
+ * queue that declines leaves the host's way; one that fails publishes
+ * nothing and leaves no slot taken. */
+START_TEST(a_task_s_copies_on_a_device_queue_publish_it_after_its_input) {
+  struct fx f;
+  fx_open(&f);
+  struct coop__backend_ops q = *f.rt->ops;
+  q.queue_io = fake_queue_io;
+  q.io_drain = fake_drain;
+  f.rt->ops = &q;
+  setenv("COOP_RT_IO", "device", 1);
+  unsigned k = coop_rt_workers(f.rt) < 3 ? coop_rt_workers(f.rt) : 3;
+  size_t bytes = 2u * k * sizeof(uint32_t);
+  uint32_t *buf = coop_rt_alloc(f.rt, bytes), *other = coop_rt_alloc(f.rt, bytes);
+  uint32_t *in = malloc(bytes), *out = malloc(bytes);
+  ck_assert(buf && other && in && out);
+  for (unsigned g = 0; g < k; g++) in[2 * g] = 700 + g, in[2 * g + 1] = 0;
+  memset(out, 0xab, bytes);
+  struct coop_rt_task_desc d = {.kernel = f.ids, .groups = k, .nargs = 1};
+  d.args[0] = coop_rt_buf_arg(f.rt, buf);
+  struct coop_rt_io i = {in, buf, bytes}, o = {out, buf, bytes};
+  coop_task_id id;
+  int64_t t0 = coop__now_ns();
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, &i, 1, &o, 1, &id), 0);
+  ck_assert_int_lt(coop__now_ns() - t0, fake_delay_ns / 2); /* queued, not copied */
+  ck_assert_int_eq(f.rt->pub_pending, 1);
+  ck_assert_uint_ne(atomic_load(&f.rt->mb->sub_head), f.rt->pub_head); /* not published yet */
+  uint64_t a2 = coop_rt_buf_arg(f.rt, other);
+  coop_task_id id2 = submit(&f, f.ids, 1, 0, 0, 1, &a2);
+  ck_assert_int_ge(coop__now_ns() - t0, fake_delay_ns); /* it waited for that head */
+  ck_assert_int_eq(coop_rt_wait(f.rt, id, 60000), 0);
+  for (unsigned g = 0; g < k; g++) {
+    ck_assert_uint_eq(out[2 * g], 700 + g + 1);
+    ck_assert_uint_eq(out[2 * g + 1], k);
+  }
+  ck_assert_int_eq(coop_rt_task_release(f.rt, id), 0);
+  ck_assert_int_eq(finish(&f, id2).state, COOP_TASK_DONE);
+  io_task(&f, buf, in, out, k, 800, 1); /* released, not waited for */
+  fake_mode = 1;                        /* declined: the host's way */
+  io_task(&f, buf, in, out, k, 900, 0);
+  fake_mode = 2; /* failed: every slot free again */
+  for (unsigned n = 0; n < COOP_RING + 8; n++)
+    ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, &i, 1, &o, 1, &id), COOP_EIO);
+  fake_mode = 0;
+  io_task(&f, buf, in, out, k, 1000, 0);
+  unsetenv("COOP_RT_IO");
+  free(in);
+  free(out);
+  fx_close(&f); /* drains the queue */
+}
+END_TEST
+
 /* Kill order, workgroup 0 survives, contiguous ids, k <= N-M, transmitted
  * state, and no work item lost or done twice, under multitasking. */
 static void queue_run(struct fx *f, unsigned nitems, int nchurn) {
@@ -2027,6 +2133,7 @@ static Suite *suite(void) {
   tcase_add_test(t, a_task_of_every_worker_leaves_a_kernel_its_width);
   tcase_add_test(t, shutdown_in_flight);
   tcase_add_test(t, a_task_s_copies_come_in_before_it_and_out_after_it);
+  tcase_add_test(t, a_task_s_copies_on_a_device_queue_publish_it_after_its_input);
   suite_add_tcase(s, t);
   /* Its own case so that ctest also runs it at 8 units (resizing_cu8),
    * where workgroups forked inside a resizing barrier often finish their
