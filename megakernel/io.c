@@ -45,11 +45,11 @@ static int ranges_ok(const coop_rt *rt, const struct coop_rt_io *r, unsigned n) 
 }
 
 /* COOP_RT_IO=device: the device's way where it has one. Not the default:
- * on an H200 a frame's 272 KB went from the submit to the scheduler's
- * release in 40 us p50 that way, against 30 us copied by the calling
- * thread first (the copy into managed memory, the stream's write of the
- * head and the scheduler's next look at it: bench/RESULTS.md, "A frame's
- * ranges with its submit"). */
+ * on an H200 a frame's 272 KB went from the device process's request to
+ * the scheduler's release in 45 us p50 that way, against 33 us copied by
+ * the calling thread first (the copy into managed memory, the stream's
+ * write of the head and the scheduler's next look at it:
+ * bench/RESULTS.md, "A frame's ranges with its submit"). */
 static int device_chosen(void) {
   const char *e = getenv("COOP_RT_IO");
   return e && !strcmp(e, "device");
