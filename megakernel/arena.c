@@ -548,13 +548,17 @@ void coop_rt_host_unregister(coop_rt *rt, void *p) {
   if (rt && rt->ops && rt->ops->host_unregister && p) rt->ops->host_unregister(rt, p);
 }
 
+int coop__arena_has(const struct coop_rt *rt, const void *p, size_t n) {
+  const uint8_t *a = p;
+  return rt->arena && a >= rt->arena && (size_t)(a - rt->arena) < rt->arena_bytes &&
+         n <= rt->arena_bytes - (size_t)(a - rt->arena);
+}
+
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
   if (!rt || !rt->arena) return COOP_EINVAL;
   if (n == 0) return 0;
   const uint8_t *a = to_arena ? dst : src;
-  if (a < rt->arena || (size_t)(a - rt->arena) >= rt->arena_bytes ||
-      n > rt->arena_bytes - (size_t)(a - rt->arena))
-    return COOP_EINVAL;
+  if (!coop__arena_has(rt, a, n)) return COOP_EINVAL;
   int host = coop_rt_arena_direct(rt);
   if (!host) {
     pthread_mutex_lock(&rt->lock);

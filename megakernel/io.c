@@ -31,16 +31,10 @@
  * (its copies in: a few hundred microseconds for megabytes) */
 #define COOP_IO_SETTLE_NS 2000000000ll
 
-static int range_ok(const coop_rt *rt, const struct coop_rt_io *r) {
-  const uint8_t *a = r->arena;
-  return r->host && a >= rt->arena && (size_t)(a - rt->arena) < rt->arena_bytes &&
-         r->bytes <= rt->arena_bytes - (size_t)(a - rt->arena);
-}
-
 static int ranges_ok(const coop_rt *rt, const struct coop_rt_io *r, unsigned n) {
   if (n > COOP_RT_IO_MAX || (n && !r)) return 0;
   for (unsigned i = 0; i < n; i++)
-    if (!range_ok(rt, &r[i])) return 0;
+    if (!r[i].host || !coop__arena_has(rt, r[i].arena, r[i].bytes)) return 0;
   return 1;
 }
 

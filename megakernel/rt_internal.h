@@ -127,6 +127,8 @@ void coop__arena_fini(struct coop_rt *rt);
 /* share.c: every share let go, at close (no megakernel runs) */
 void coop__shares_fini(struct coop_rt *rt);
 uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off);
+/* arena.c: [p, p + n) inside the arena, p before its end */
+int coop__arena_has(const struct coop_rt *rt, const void *p, size_t n);
 /* runtime.c: coop_rt_submit with a task's copies (io.c): with the plan's
  * ranges set, the ring entry published by the backend's queue_io after
  * the copies in (1 when the backend cannot: nothing was submitted), or

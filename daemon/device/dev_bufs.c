@@ -124,34 +124,45 @@ int dev__check_bufs(struct dev *d, struct job *j) {
   return 0;
 }
 
+/* Job j's range a (COOP_ARG_DEVBUF_IO) as the device process is asked to
+ * move it: by dp_copy through its descriptor, or named with the task
+ * (dev__io_with_submit: fd -1, the file the device process holds). */
+static struct dp_buf io_range(const struct job *j, const struct job_arg *a) {
+  return (struct dp_buf){.size = a->io_len,
+                         .arg = a->devbuf_arg,
+                         .at = a->io_at,
+                         .off = a->io_off,
+                         .fd = a->io_fd1 - 1,
+                         .in = !!(a->io_dir & COOP_BUF_IN),
+                         .out = !!(a->io_dir & COOP_BUF_OUT),
+                         .owner = j->uid + 1,
+                         .ino = a->io_ino,
+                         .devno = a->io_devno};
+}
+
+void dev__trace_copy(struct dev *d, struct job *j, int in) {
+  int64_t t[4];
+  dp_last_call(d->rt, t);
+  if (in) {
+    j->tr.io_sent = t[0];
+    j->tr.io_took = t[1];
+    j->tr.io_replied = t[2];
+    j->tr.io_back = t[3];
+  } else {
+    j->tr.out_sent = t[0];
+    j->tr.out_took = t[1];
+    j->tr.out_replied = t[2];
+    j->tr.out_back = t[3];
+  }
+}
+
 /* One range of a device buffer between it and the client's descriptor,
  * for a job that moves it (COOP_ARG_DEVBUF_IO): the device process maps
  * and pins the descriptor once when it can (xmap.h), as for BUF_WRITE. */
 static int io_copy(struct dev *d, struct job *j, struct job_arg *a, int in) {
-  struct dp_buf b = {.size = a->io_len,
-                     .arg = a->devbuf_arg,
-                     .at = a->io_at,
-                     .off = a->io_off,
-                     .fd = a->io_fd1 - 1,
-                     .owner = j->uid + 1,
-                     .ino = a->io_ino,
-                     .devno = a->io_devno};
+  struct dp_buf b = io_range(j, a);
   int e = dp_copy(d->rt, &b, in);
-  if (coopd_tracing) {
-    int64_t t[4];
-    dp_last_call(d->rt, t);
-    if (in) {
-      j->tr.io_sent = t[0];
-      j->tr.io_took = t[1];
-      j->tr.io_replied = t[2];
-      j->tr.io_back = t[3];
-    } else {
-      j->tr.out_sent = t[0];
-      j->tr.out_took = t[1];
-      j->tr.out_replied = t[2];
-      j->tr.out_back = t[3];
-    }
-  }
+  if (coopd_tracing) dev__trace_copy(d, j, in);
   /* what dp_copy learned of the file, for this job's next copy through it
    * (its output, a frame's other range): one fstat a frame, not one a copy */
   for (unsigned i = 0; i < j->nargs; i++) {
@@ -176,17 +187,10 @@ int dev__io_with_submit(struct dev *d, const struct job *j, struct dp_buf *b, un
     if (a->io_fd1 != first->io_fd1 || !a->io_ino) return 0;
     nin += !!(a->io_dir & COOP_BUF_IN);
     nout += !!(a->io_dir & COOP_BUF_OUT);
-    if (b)
-      b[k] = (struct dp_buf){.size = a->io_len,
-                             .arg = a->devbuf_arg,
-                             .at = a->io_at,
-                             .off = a->io_off,
-                             .fd = -1,
-                             .in = !!(a->io_dir & COOP_BUF_IN),
-                             .out = !!(a->io_dir & COOP_BUF_OUT),
-                             .owner = j->uid + 1,
-                             .ino = a->io_ino,
-                             .devno = a->io_devno};
+    if (b) {
+      b[k] = io_range(j, a);
+      b[k].fd = -1; /* named: the device process holds the file */
+    }
     k++;
   }
   if (!first || nin > COOP_RT_IO_MAX || nout > COOP_RT_IO_MAX || k > COOP_RT_MAX_ARGS) return 0;

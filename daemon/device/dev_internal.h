@@ -510,6 +510,9 @@ int dev__io(struct dev *d, struct job *j, int in);
  * process holds mapped. b (COOP_RT_MAX_ARGS entries), n: those ranges, where
  * not NULL. */
 int dev__io_with_submit(struct dev *d, const struct job *j, struct dp_buf *b, unsigned *n);
+/* The trace's stamps of the last request to the device process
+ * (dp_last_call) as job j's copy in (io_*) or out (out_*). */
+void dev__trace_copy(struct dev *d, struct job *j, int in);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

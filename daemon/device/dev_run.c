@@ -99,18 +99,10 @@ void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
 
 /* The trace of a job whose ranges went with its submit (trace.h, io_with):
  * the copies' stamps are that request's. */
-static void trace_with_submit(const struct dev *d, struct job *j, int out_done) {
-  int64_t t[4];
-  dp_last_call(d->rt, t);
-  j->tr.io_with = j->tr.io_sent = t[0];
-  j->tr.io_took = t[1];
-  j->tr.io_replied = t[2];
-  j->tr.io_back = t[3];
-  if (!out_done) return;
-  j->tr.out_sent = t[0];
-  j->tr.out_took = t[1];
-  j->tr.out_replied = t[2];
-  j->tr.out_back = t[3];
+static void trace_with_submit(struct dev *d, struct job *j, int out_done) {
+  dev__trace_copy(d, j, 1);
+  j->tr.io_with = j->tr.io_sent;
+  if (out_done) dev__trace_copy(d, j, 0);
 }
 
 /* dp_submit_io for run r's task td: with its job's ranges where they go

@@ -718,22 +718,16 @@ int dp_io_mapped(const struct dp *p, uint64_t devno, uint64_t ino, uint32_t owne
   return ino && mapped_find(p, &b) >= 0;
 }
 
-/* DP_SUBMIT_IO's body: io's ranges, all of the file of io->b[0]. */
+/* DP_SUBMIT_IO's body: io's ranges, all of the file of io->b[0], packed
+ * as any request's buffers (no descriptor travels: every fd is -1). */
 static void pack_io(struct dp_submit_io *s, const struct dp_io *io) {
+  struct dp_bufs b;
+  int fds[DP_MAX_FDS];
+  pack_fds(io->b, io->n, &b, fds);
   s->n = io->n;
   s->dev = io->b[0].devno;
   s->ino = io->b[0].ino;
-  for (unsigned i = 0; i < io->n; i++) {
-    const struct dp_buf *b = &io->b[i];
-    s->b[i] = (struct dp_buf_entry){.size = b->size,
-                                    .arg = b->arg,
-                                    .off = b->off,
-                                    .at = b->at,
-                                    .fd = -1,
-                                    .in = (uint8_t)b->in,
-                                    .out = (uint8_t)b->out,
-                                    .owner = b->owner};
-  }
+  memcpy(s->b, b.b, io->n * sizeof *b.b);
 }
 
 int dp_submit_io(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, uint64_t devbufs,

@@ -405,26 +405,41 @@ static int saved_state(coop_rt *rt, const struct dp_req *q, int fd, struct dp_re
  * arena is, whatever the front believed. *mapped: the copy went through
  * the file's mapping (0 with DP_FD_PINNED: it is not mapped, and nothing
  * was copied). */
+/* Entry e's range of its buffer, checked against the buffer here (where
+ * the arena is, whatever the front believed): its start, or NULL. */
+static uint8_t *buf_range(coop_rt *rt, const struct dp_buf_entry *e) {
+  uint8_t *p = coop_rt_buf_host(rt, e->arg);
+  uint64_t len = p ? coop_rt_buf_len(rt, p) : 0;
+  return p && e->at <= len && e->size <= len - e->at ? p + e->at : NULL;
+}
+
+/* Entry e's range of the file (dev, ino) this process holds mapped for
+ * e's owner (xmap_find): its start in the mapping, or NULL when it is not
+ * mapped here. */
+static uint8_t *file_range(uint64_t dev, uint64_t ino, const struct dp_buf_entry *e) {
+  uint8_t *m =
+      xm.arg ? xmap_find(&xm, (dev_t)dev, (ino_t)ino, e->off, e->size, coop__now_ns(), e->owner)
+             : NULL;
+  return m ? m + e->off : NULL;
+}
+
 static int do_copy(coop_rt *rt, const struct dp_req *q, const int *fds, unsigned nfds, int in,
                    uint32_t *mapped) {
   const struct dp_bufs *b = &q->u.bufs;
   *mapped = 0;
   if (b->n != 1) return COOP_EPROTO;
-  uint8_t *p = coop_rt_buf_host(rt, b->b[0].arg);
-  uint64_t len = p ? coop_rt_buf_len(rt, p) : 0, at = b->b[0].at, n = b->b[0].size;
-  if (!p || at > len || n > len - at) return COOP_EINVAL;
+  uint8_t *p = buf_range(rt, &b->b[0]);
+  if (!p) return COOP_EINVAL;
   int32_t f = b->b[0].fd;
-  uint32_t owner = b->b[0].owner;
-  uint64_t off = b->b[0].off;
+  uint64_t n = b->b[0].size;
   if (f == DP_FD_PINNED) {
-    uint8_t *m =
-        xm.arg ? xmap_find(&xm, (dev_t)q->a, (ino_t)q->b, off, n, coop__now_ns(), owner) : NULL;
+    uint8_t *m = file_range(q->a, q->b, &b->b[0]);
     if (!m) return 0;
     *mapped = 1;
-    return map_copy(rt, m + off, p + at, n, in) ? COOP_EIO : 0;
+    return map_copy(rt, m, p, n, in) ? COOP_EIO : 0;
   }
   if (f < 0 || (unsigned)f >= nfds) return COOP_EIO;
-  return fd_copy(rt, fds[f], p + at, n, off, owner, in, mapped) ? COOP_EIO : 0;
+  return fd_copy(rt, fds[f], p, n, b->b[0].off, b->b[0].owner, in, mapped) ? COOP_EIO : 0;
 }
 
 /* DP_DUP: buffers into one buffer at offsets, on the device; every range
@@ -624,22 +639,19 @@ static void submit_io(struct child *ch, const struct dp_req *q, struct dp_rep *r
   unsigned nin = 0, nout = 0;
   for (uint32_t i = 0; i < s->n; i++) {
     const struct dp_buf_entry *e = &s->b[i];
-    uint8_t *p = coop_rt_buf_host(rt, e->arg);
-    uint64_t len = p ? coop_rt_buf_len(rt, p) : 0;
-    if (!p || e->at > len || e->size > len - e->at) {
+    uint8_t *p = buf_range(rt, e);
+    if (!p) {
       r->err = COOP_EINVAL;
       return;
     }
-    uint8_t *m = xm.arg ? xmap_find(&xm, (dev_t)s->dev, (ino_t)s->ino, e->off, e->size,
-                                    coop__now_ns(), e->owner)
-                        : NULL;
+    uint8_t *m = file_range(s->dev, s->ino, e);
     if (!m || (e->in && nin == COOP_RT_IO_MAX) || (e->out && nout == COOP_RT_IO_MAX)) {
       memset(&r->u.info, 0, sizeof r->u.info);
       r->n = DP_IO_UNMAPPED;
       return;
     }
-    if (e->in) in[nin++] = (struct coop_rt_io){m + e->off, p + e->at, e->size};
-    if (e->out) out[nout++] = (struct coop_rt_io){m + e->off, p + e->at, e->size};
+    if (e->in) in[nin++] = (struct coop_rt_io){m, p, e->size};
+    if (e->out) out[nout++] = (struct coop_rt_io){m, p, e->size};
   }
   coop_task_id id = 0;
   r->err = coop_rt_submit_io(rt, &s->desc, in, nin, NULL, 0, &id);
