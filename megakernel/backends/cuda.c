@@ -41,6 +41,8 @@
 #include "occupancy.h"
 #include "rt_internal.h"
 
+#define CU_LANES 4
+
 struct cu_be {
   CUdevice dev;
   CUcontext ctx;
@@ -64,6 +66,11 @@ struct cu_be {
   void *stage;
   pthread_mutex_t stage_mu;
   int stage_failed;
+  /* the copy lanes (lane_copy): non-blocking streams, lanes of them made
+   * at open (0: none, the legacy stream); lane_mu[i]: one copy on lane i */
+  CUstream lane[CU_LANES];
+  pthread_mutex_t lane_mu[CU_LANES];
+  int lanes;
   struct cu_io *io; /* coop_rt_submit_io's streams (cuda_io.c), made at its first */
 };
 
@@ -80,10 +87,47 @@ static int cu_fail(struct coop_rt *rt, CUresult e, const char *what, int line) {
     if (e_ != CUDA_SUCCESS) return cu_fail((rt), e_, #call, __LINE__); \
   } while (0)
 
+/* The copy lanes. The host's copies between host memory and the arena
+ * (cu_copy_arena, its stage, the warm-up) each take the first lane free,
+ * and return once their stream is through, so a thread's copies keep
+ * their order. Two threads' copies so run side by side, on streams the
+ * driver gives different copy engines: on the legacy stream, where they
+ * all went before, a frame's 272 KB waited behind whatever another thread
+ * had queued there first (a kernel's megabytes of input, in one process),
+ * up to a millisecond on an H200 (bench/RESULTS.md, "Copies on lanes").
+ * None made (a stream refused, a driver without asynchronous copies, or
+ * COOP_CUDA_LANES=0): the legacy stream, synchronous, as before. */
+static void make_lanes(struct cu_be *b) {
+  const char *n = getenv("COOP_CUDA_LANES"); /* a benchmark's knob: 0 to CU_LANES */
+  int want = n && *n >= '0' && *n <= '0' + CU_LANES && !n[1] ? *n - '0' : CU_LANES;
+  if (!coop__cuda_io()) return;
+  while (b->lanes < want &&
+         coop__cu.cuStreamCreate(&b->lane[b->lanes], CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS)
+    b->lanes++;
+}
+
+/* bytes between host and dev (to_dev: host -> dev) on the first free lane,
+ * else lane 0 once free; synchronous. */
+static CUresult lane_copy(struct cu_be *b, void *host, CUdeviceptr dev, size_t bytes, int to_dev) {
+  if (!b->lanes)
+    return to_dev ? coop__cu.cuMemcpyHtoD(dev, host, bytes)
+                  : coop__cu.cuMemcpyDtoH(host, dev, bytes);
+  int i = 0;
+  while (i < b->lanes && pthread_mutex_trylock(&b->lane_mu[i])) i++;
+  if (i == b->lanes) pthread_mutex_lock(&b->lane_mu[i = 0]);
+  CUresult r = to_dev ? coop__cu.cuMemcpyHtoDAsync(dev, host, bytes, b->lane[i])
+                      : coop__cu.cuMemcpyDtoHAsync(host, dev, bytes, b->lane[i]);
+  CUresult w =
+      coop__cu.cuStreamSynchronize(b->lane[i]); /* after a refusal too: nothing left on it */
+  pthread_mutex_unlock(&b->lane_mu[i]);
+  return r != CUDA_SUCCESS ? r : w;
+}
+
 static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
   struct cu_be *b = calloc(1, sizeof *b);
   if (!b) return COOP_ENOMEM;
   pthread_mutex_init(&b->stage_mu, NULL);
+  for (int i = 0; i < CU_LANES; i++) pthread_mutex_init(&b->lane_mu[i], NULL);
   rt->be = b;
   const char *why = coop__cuda_driver(0);
   if (!why) why = coop__cuda_nvrtc();
@@ -135,6 +179,7 @@ static int cu_open(struct coop_rt *rt, const struct coop_rt_options *o) {
     }
     CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
     CU_CHECK(rt, coop__cu.cuStreamCreate(&b->stream, CU_STREAM_NON_BLOCKING));
+    make_lanes(b);
     return 0;
   }
   coop__rt_msg(rt, "no CUDA device matches device %s/%d (%d found)", o->device ? o->device : "*",
@@ -179,11 +224,11 @@ static CUresult to_device(struct cu_be *b, CUdeviceptr p, size_t bytes, int wait
 static void arena_placement(struct cu_be *b, CUdeviceptr p, size_t bytes) {
   const char *how = getenv("COOP_CUDA_ARENA");
   if (!how || !strcmp(how, "host")) return;
-  if (how && !strcmp(how, "advise")) {
+  if (!strcmp(how, "advise") || !strcmp(how, "prefer")) {
     CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
     CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
     coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev);
-    coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, cpu);
+    if (!strcmp(how, "advise")) coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, cpu);
   }
   /* best effort: a failed prefetch leaves the pages to migrate on use */
   (void)to_device(b, p, bytes, 1);
@@ -271,9 +316,9 @@ static int cu_copy_staged(struct coop_rt *rt, void *dst, const void *src, size_t
   CUresult r;
   if (to_arena) {
     memcpy(b->stage, src, bytes);
-    r = coop__cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, b->stage, bytes);
+    r = lane_copy(b, b->stage, (CUdeviceptr)(uintptr_t)dst, bytes, 1);
   } else {
-    r = coop__cu.cuMemcpyDtoH(b->stage, (CUdeviceptr)(uintptr_t)src, bytes);
+    r = lane_copy(b, b->stage, (CUdeviceptr)(uintptr_t)src, bytes, 0);
     if (r == CUDA_SUCCESS) memcpy(dst, b->stage, bytes);
   }
   pthread_mutex_unlock(&b->stage_mu);
@@ -281,8 +326,8 @@ static int cu_copy_staged(struct coop_rt *rt, void *dst, const void *src, size_t
   return 0;
 }
 
-/* An arena copy on the legacy stream, which is not ordered after the
- * megakernel's non-blocking stream: it does not wait for the kernel, and
+/* An arena copy on a copy lane (lane_copy), a stream not ordered after
+ * the megakernel's: it does not wait for the kernel, and
  * the copy engine moves the bytes where the host would take a page fault
  * per page of managed memory that lives on the GPU. */
 static int cu_copy_arena(struct coop_rt *rt, void *dst, const void *src, size_t bytes,
@@ -291,9 +336,9 @@ static int cu_copy_arena(struct coop_rt *rt, void *dst, const void *src, size_t 
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   if (bytes <= CU_STAGE_BYTES && cu_copy_staged(rt, dst, src, bytes, to_arena) == 0) return 0;
   if (to_arena)
-    CU_CHECK(rt, coop__cu.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes));
+    CU_CHECK(rt, lane_copy(b, (void *)src, (CUdeviceptr)(uintptr_t)dst, bytes, 1));
   else
-    CU_CHECK(rt, coop__cu.cuMemcpyDtoH(dst, (CUdeviceptr)(uintptr_t)src, bytes));
+    CU_CHECK(rt, lane_copy(b, dst, (CUdeviceptr)(uintptr_t)src, bytes, 0));
   return 0;
 }
 
@@ -386,7 +431,8 @@ static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
 }
 
 /* A copy engine's transfer of CU_WARM_BYTES, host to the arena's kind of
- * memory (managed), on the legacy stream as cu_copy_arena's. On an H200 a
+ * memory (managed), on a copy lane as cu_copy_arena's (lane 0 where one
+ * thread copies, as in the device process). On an H200 a
  * 272 KB copy into managed memory took 65-75 us p50 when it was the first
  * in 16 ms, against 17-19 us back to back, whether or not the host's
  * thread had spun meanwhile and a kernel ran; a 64-byte copy 0 to 300 us
@@ -414,7 +460,7 @@ static int cu_copy_warm(struct coop_rt *rt) {
     b->warm_src = src;
     b->warm_dst = dst;
   }
-  CU_CHECK(rt, coop__cu.cuMemcpyHtoD(b->warm_dst, b->warm_src, CU_WARM_BYTES));
+  CU_CHECK(rt, lane_copy(b, b->warm_src, b->warm_dst, CU_WARM_BYTES, 1));
   return 0;
 }
 
@@ -818,9 +864,11 @@ static void cu_close(struct coop_rt *rt) {
     if (b->warm_src) coop__cu.cuMemFreeHost(b->warm_src);
     if (b->stage) coop__cu.cuMemFreeHost(b->stage);
     if (b->stream) coop__cu.cuStreamDestroy(b->stream);
+    for (int i = 0; i < b->lanes; i++) coop__cu.cuStreamDestroy(b->lane[i]);
     if (b->own_ctx) coop__cu.cuDevicePrimaryCtxRelease(b->dev);
   }
   pthread_mutex_destroy(&b->stage_mu);
+  for (int i = 0; i < CU_LANES; i++) pthread_mutex_destroy(&b->lane_mu[i]);
   free(b);
   rt->be = NULL;
 }
