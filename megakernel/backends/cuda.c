@@ -224,11 +224,11 @@ static CUresult to_device(struct cu_be *b, CUdeviceptr p, size_t bytes, int wait
 static void arena_placement(struct cu_be *b, CUdeviceptr p, size_t bytes) {
   const char *how = getenv("COOP_CUDA_ARENA");
   if (!how || !strcmp(how, "host")) return;
-  if (!strcmp(how, "advise") || !strcmp(how, "prefer")) {
+  if (!strcmp(how, "advise")) {
     CUmemLocation dev = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = (int)b->dev};
     CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST, .id = 0};
     coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev);
-    if (!strcmp(how, "advise")) coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, cpu);
+    coop__cu.cuMemAdvise(p, bytes, CU_MEM_ADVISE_SET_ACCESSED_BY, cpu);
   }
   /* best effort: a failed prefetch leaves the pages to migrate on use */
   (void)to_device(b, p, bytes, 1);
