@@ -3,11 +3,11 @@
  *
  * The legacy stream takes every task's copies in and then its
  * publication (the ring head written with cuStreamWriteValue32, which
- * fences the copies before it): it is the stream of the arena's other
- * copies (cu_copy_arena, cu_copy_warm), so a warm-up before a frame warms
- * this path too, where a stream of its own would not be warmed by them;
- * and the megakernel's stream is non-blocking, so it never waits for the
- * megakernel. CU_IO_OUTS non-blocking streams, taken
+ * fences the copies before it); the megakernel's stream is non-blocking,
+ * so it never waits for the megakernel. (It was also the stream of the
+ * arena's other copies, so that a warm-up before a frame warmed this path;
+ * those now go on copy lanes, cuda.c's lane_copy, and the warm-up on lane
+ * 0.) CU_IO_OUTS non-blocking streams, taken
  * in turn, each a task's wait for its final state (cuStreamWaitValue32,
  * GEQ: every final state is at least COOP_TS_DONE), its copies out, then
  * its flag. The legacy stream never waits for a task, so a task's
