@@ -1884,6 +1884,78 @@ START_TEST(device_buffers_move_by_the_copy_engine) {
 }
 END_TEST
 
+/* Copies from many threads at once: each thread's own buffer, round after
+ * round, written and read back whole; then, the threads joined, every
+ * buffer holds its thread's last round for another thread. Through CUDA
+ * the copies take copy lanes (backends/cuda.c, lane_copy): more threads
+ * than lanes, large copies beside small ones, so that threads share a
+ * lane and wait for one; a copy must be through before its call returns,
+ * whichever lane took it. */
+enum { LANE_THREADS = 6, LANE_ROUNDS = 12, LANE_BIG = 512 << 10, LANE_SMALL = 4096 };
+struct lane_arg {
+  coop_rt *rt;
+  uint8_t *buf; /* in the arena */
+  size_t bytes;
+  unsigned id;
+  int bad; /* the first round whose bytes came back wrong, + 1 */
+};
+
+static uint8_t lane_byte(unsigned id, unsigned round, size_t i) {
+  return (uint8_t)(id * 31u + round * 7u + (unsigned)(i % 251u));
+}
+
+static void *lane_main(void *p) {
+  struct lane_arg *a = p;
+  uint8_t *in = malloc(a->bytes), *out = malloc(a->bytes);
+  for (unsigned r = 0; in && out && r < LANE_ROUNDS && !a->bad; r++) {
+    for (size_t i = 0; i < a->bytes; i++) in[i] = lane_byte(a->id, r, i);
+    memset(out, 0, a->bytes);
+    if (coop_rt_arena_copy(a->rt, a->buf, in, a->bytes, 1) ||
+        coop_rt_arena_copy(a->rt, out, a->buf, a->bytes, 0) || memcmp(in, out, a->bytes))
+      a->bad = (int)r + 1;
+  }
+  if (!in || !out) a->bad = -1;
+  free(in);
+  free(out);
+  return NULL;
+}
+
+START_TEST(copies_from_many_threads_land_whole) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  o.backend = getenv("COOP_BACKEND");
+  o.arena_bytes = 8u << 20;
+  coop_rt *rt = NULL;
+  int r = coop_rt_open(&rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  ck_assert_int_ge(coop_rt_add_kernel(rt, "ids", 0, k_ids), 0);
+  ck_assert_int_eq(coop_rt_prepare(rt), 0);
+  struct lane_arg a[LANE_THREADS];
+  pthread_t th[LANE_THREADS];
+  for (unsigned i = 0; i < LANE_THREADS; i++) {
+    a[i] = (struct lane_arg){rt, NULL, i % 2 ? LANE_SMALL : LANE_BIG, i, 0};
+    a[i].buf = coop_rt_alloc(rt, a[i].bytes);
+    ck_assert_ptr_nonnull(a[i].buf);
+  }
+  for (unsigned i = 0; i < LANE_THREADS; i++)
+    ck_assert_int_eq(pthread_create(&th[i], NULL, lane_main, &a[i]), 0);
+  for (unsigned i = 0; i < LANE_THREADS; i++) pthread_join(th[i], NULL);
+  uint8_t *got = malloc(LANE_BIG);
+  ck_assert_ptr_nonnull(got);
+  for (unsigned i = 0; i < LANE_THREADS; i++) {
+    ck_assert_msg(!a[i].bad, "thread %u: round %d came back wrong", i, a[i].bad - 1);
+    ck_assert_int_eq(coop_rt_arena_copy(rt, got, a[i].buf, a[i].bytes, 0), 0);
+    for (size_t k = 0; k < a[i].bytes; k++)
+      if (got[k] != lane_byte(i, LANE_ROUNDS - 1, k))
+        ck_abort_msg("buffer %u byte %zu: %u, not its thread's last round", i, k, got[k]);
+    ck_assert_int_eq(coop_rt_free(rt, a[i].buf), 0); /* guards whole */
+  }
+  free(got);
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 /* A job's buffers as a group: where the arena has a copy engine, small
  * ones are made in one copy (data, zeros and every guard) and read back,
  * checked and freed in one more, where each took one or two of its own; a
@@ -2115,6 +2187,7 @@ static Suite *suite(void) {
   tcase_add_test(t, shares_carry_bytes_between_runtimes);
   tcase_add_test(t, arena_warms_before_launch_only);
   tcase_add_test(t, device_buffers_move_by_the_copy_engine);
+  tcase_add_test(t, copies_from_many_threads_land_whole);
   tcase_add_test(t, a_job_s_buffers_move_in_one_copy_each_way);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
