@@ -1717,12 +1717,12 @@ END_TEST
 
 /* A prepared runtime (coop_rt_prepare: the arena, no kernel running)
  * whose arena the host may fill. */
-static coop_rt *prepared(void) {
+static coop_rt *prepared_arena(size_t arena_bytes) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
   o.local_size = 16;
   o.backend = getenv("COOP_BACKEND");
-  o.arena_bytes = 1u << 20;
+  o.arena_bytes = arena_bytes;
   coop_rt *rt = NULL;
   int r = coop_rt_open(&rt, &o);
   ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
@@ -1732,6 +1732,8 @@ static coop_rt *prepared(void) {
   ck_assert_int_eq(coop_rt_prepare(rt), 0); /* once is enough */
   return rt;
 }
+
+static coop_rt *prepared(void) { return prepared_arena(1u << 20); }
 
 /* Shares (coop_rt_share_*): a buffer of one runtime reaches another's
  * through one, copied in before that one's megakernel starts (a kernel
@@ -1921,16 +1923,7 @@ static void *lane_main(void *p) {
 }
 
 START_TEST(copies_from_many_threads_land_whole) {
-  struct coop_rt_options o;
-  coop_rt_options_init(&o);
-  o.local_size = 16;
-  o.backend = getenv("COOP_BACKEND");
-  o.arena_bytes = 8u << 20;
-  coop_rt *rt = NULL;
-  int r = coop_rt_open(&rt, &o);
-  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
-  ck_assert_int_ge(coop_rt_add_kernel(rt, "ids", 0, k_ids), 0);
-  ck_assert_int_eq(coop_rt_prepare(rt), 0);
+  coop_rt *rt = prepared_arena(8u << 20);
   struct lane_arg a[LANE_THREADS];
   pthread_t th[LANE_THREADS];
   for (unsigned i = 0; i < LANE_THREADS; i++) {
