@@ -145,6 +145,7 @@ static int close_megakernel(struct bench *b) {
   coop_matmul_close(&b->mm);
   int r = coop_rt_close(b->rt);
   b->rt = NULL;
+  b->io_in = b->io_out = NULL; /* its host buffers: closed with it */
   if (r) fprintf(stderr, SB ": closing the megakernel failed\n");
   return r != 0;
 }

@@ -532,11 +532,36 @@ static int in_host_block(const struct coop_rt *rt, size_t off) {
 }
 
 void *coop_rt_host_buffer(coop_rt *rt, size_t n) {
-  if (rt && rt->ops && rt->ops->alloc_host) {
-    void *p = rt->ops->alloc_host(rt, n);
-    if (p) return p;
+  if (!rt || !n) return NULL;
+  struct coop__host_buf *h = malloc(sizeof *h);
+  if (!h) return NULL;
+  h->backend = rt->ops && rt->ops->alloc_host && rt->ops->free_host;
+  h->p = h->backend ? rt->ops->alloc_host(rt, n) : NULL;
+  if (!h->p) h->backend = 0, h->p = malloc(n);
+  if (!h->p) {
+    free(h);
+    return NULL;
   }
-  return malloc(n);
+  pthread_mutex_lock(&rt->lock);
+  h->next = rt->host_bufs;
+  rt->host_bufs = h;
+  pthread_mutex_unlock(&rt->lock);
+  return h->p;
+}
+
+/* At close, once the megakernel has ended: freeing page-locked memory
+ * while it runs would wait for it (the driver waits for the device). */
+void coop__host_bufs_free(coop_rt *rt) {
+  struct coop__host_buf *h = rt->host_bufs, *next;
+  rt->host_bufs = NULL;
+  for (; h; h = next) {
+    next = h->next;
+    if (h->backend)
+      rt->ops->free_host(rt, h->p);
+    else
+      free(h->p);
+    free(h);
+  }
 }
 
 int coop_rt_host_register(coop_rt *rt, void *p, size_t n) {

@@ -90,8 +90,10 @@ struct coop__backend_ops {
    * waits for is final), before the memory it names is freed. */
   void (*io_drain)(struct coop_rt *rt);
   /* optional: host memory the copy engine reaches at full speed (pinned),
-   * for coop_rt_host_buffer; NULL: malloc */
+   * for coop_rt_host_buffer; NULL: malloc. free_host, with it: frees
+   * such memory (at close, the megakernel ended) */
   void *(*alloc_host)(struct coop_rt *rt, size_t bytes);
+  void (*free_host)(struct coop_rt *rt, void *p);
   /* Optional: host memory someone else allocated (a client's mapped
    * memfd) made such memory until host_unregister, for
    * coop_rt_host_register; NULL: not possible (nothing to gain) */

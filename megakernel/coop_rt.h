@@ -269,7 +269,9 @@ int coop_rt_arena_dup(coop_rt *rt, void *dst, const void *src, size_t n);
 /* n bytes of host memory for coop_rt_arena_copy's host side, which the
  * copy engine reaches at full speed (CUDA: page-locked; a pageable buffer
  * was copied through the driver's staging at about a fifth of it), or
- * NULL. It lives as long as the process: allocate it once. */
+ * NULL. It lives until coop_rt_close, which frees it once the megakernel
+ * has ended (freeing page-locked memory while it runs would wait for it):
+ * allocate it once. */
 void *coop_rt_host_buffer(coop_rt *rt, size_t n);
 /* n bytes of host memory at p (page-aligned: a mapping) made memory the
  * copy engine reaches at full speed, until coop_rt_host_unregister: 0, or

@@ -86,7 +86,13 @@ struct coop_rt {
   } shares[COOP_RT_SHARES];
 
   pthread_mutex_t lock; /* slots, ring, arena */
-  uint32_t sub_head;    /* host copy of mb->sub_head */
+  /* coop_rt_host_buffer's, freed at close (lock) */
+  struct coop__host_buf {
+    void *p;
+    int backend; /* from ops->alloc_host, else malloc */
+    struct coop__host_buf *next;
+  } * host_bufs;
+  uint32_t sub_head; /* host copy of mb->sub_head */
   uint32_t gen[COOP_RING];
   int64_t submitted_ns[COOP_RING];
   /* Copies ordered with a task (io.c). pub_pending: the device writes
@@ -124,6 +130,8 @@ char *coop__assemble_kernels(const struct coop__kernel *kernels, int n);
 /* arena.c */
 void coop__arena_init(struct coop_rt *rt);
 void coop__arena_fini(struct coop_rt *rt);
+/* arena.c: every coop_rt_host_buffer freed, at close (no megakernel runs) */
+void coop__host_bufs_free(struct coop_rt *rt);
 /* share.c: every share let go, at close (no megakernel runs) */
 void coop__shares_fini(struct coop_rt *rt);
 uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off);

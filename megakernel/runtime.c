@@ -1086,6 +1086,7 @@ int coop_rt_close(coop_rt *rt) {
   if (rt->be) {
     coop__shares_fini(rt); /* the megakernel is gone: nothing waits */
     if (rt->mb) coop__io_close(rt);
+    coop__host_bufs_free(rt); /* after the copies queued into them */
     rt->ops->free_shared(rt, rt->mb);
     if (rt->ops->free_arena)
       rt->ops->free_arena(rt, rt->arena);
@@ -1093,6 +1094,7 @@ int coop_rt_close(coop_rt *rt) {
       rt->ops->free_shared(rt, rt->arena);
     rt->ops->close(rt);
   }
+  coop__host_bufs_free(rt); /* without a backend: malloc's only */
   coop__arena_fini(rt);
   for (int i = 0; i < rt->nkernels; i++) free(rt->kernels[i].source);
   pthread_mutex_destroy(&rt->lock);

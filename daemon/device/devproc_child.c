@@ -151,12 +151,13 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   return e;
 }
 
-/* fd_copy's host buffer for the copy engine. */
+/* fd_copy's host buffer for the copy engine: the runtime's
+ * (coop_rt_host_buffer), freed with it at DP_CLOSE. */
 #define DP_BOUNCE (16u << 20) /* a 1 MiB one spent more on the calls than the bytes */
+static uint8_t *bounce_buf;
 static uint8_t *bounce(coop_rt *rt) {
-  static uint8_t *b; /* the child's one runtime's, for its lifetime */
-  if (!b) b = coop_rt_host_buffer(rt, DP_BOUNCE);
-  return b;
+  if (!bounce_buf) bounce_buf = coop_rt_host_buffer(rt, DP_BOUNCE);
+  return bounce_buf;
 }
 
 /* Whether a copy goes through the file's mapping: wherever this process
@@ -1100,6 +1101,7 @@ int dp_child_main(int fd) {
       next_drop(&ch); /* a build in flight ends first: it reads the runtime */
       r.err = ch.rt ? coop_rt_close(ch.rt) : 0;
       ch.rt = NULL;
+      bounce_buf = NULL; /* closed with it */
       xmap_forget(&xm);
       xmap_init(&xm, NULL, NULL, NULL);
     } else {

@@ -890,6 +890,7 @@ const struct coop__backend_ops coop__cuda_ops = {
     .place_host = cu_place_host,
     .warm_arena = cu_warm_arena,
     .alloc_host = cu_alloc_host,
+    .free_host = cu_free_shared, /* cuMemFreeHost, as for the mailbox */
     .copy_warm = cu_copy_warm,
     .queue_io = cu_queue_io,
     .io_drain = cu_io_drain,
