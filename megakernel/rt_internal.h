@@ -33,6 +33,13 @@ struct coop__arena_block {
   int host; /* placed in host memory (coop_rt_alloc_host) */
 };
 
+/* A buffer of coop_rt_host_buffer (arena.c). */
+struct coop__host_buf {
+  void *p;
+  int backend; /* from ops->alloc_host, else malloc */
+  struct coop__host_buf *next;
+};
+
 struct coop_rt {
   const struct coop__backend_ops *ops;
   void *be; /* backend private */
@@ -87,11 +94,7 @@ struct coop_rt {
 
   pthread_mutex_t lock; /* slots, ring, arena */
   /* coop_rt_host_buffer's, freed at close (lock) */
-  struct coop__host_buf {
-    void *p;
-    int backend; /* from ops->alloc_host, else malloc */
-    struct coop__host_buf *next;
-  } * host_bufs;
+  struct coop__host_buf *host_bufs;
   uint32_t sub_head; /* host copy of mb->sub_head */
   uint32_t gen[COOP_RING];
   int64_t submitted_ns[COOP_RING];
