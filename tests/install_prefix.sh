@@ -9,6 +9,9 @@
 # installed coop Python package too: it must find the prefix's libcoop by
 # itself. The old install failed each step: coop.pc said /usr/local, there
 # was no CMake package nor libcoop.a, and coopd looked in /usr/local.
+# COOP_TEST_CFLAGS (the clients' compile and link flags) and
+# COOP_TEST_PY_ENV (Python's environment): set by ctest for a sanitized
+# build (tests/CMakeLists.txt).
 set -eu
 build=$(cd "$1" && pwd)
 src=$(cd "$2" && pwd)
@@ -57,13 +60,13 @@ export PKG_CONFIG_PATH="$p/lib/pkgconfig"
 pkg-config --exists coop || fail "pkg-config does not find coop"
 libdir=$(pkg-config --variable=libdir coop)
 [ "$(cd "$libdir" && pwd -P)" = "$(cd "$p/lib" && pwd -P)" ] || fail "coop.pc libdir is $libdir"
-# shellcheck disable=SC2046
+# shellcheck disable=SC2046,SC2086 # pkg-config's words; COOP_TEST_CFLAGS: none or some
 cc -o "$tmp/client_pc" "$src/tests/install_client/client.c" $(pkg-config --cflags --libs coop) \
-  -Wl,-rpath,"$libdir" || fail "cannot build with pkg-config"
+  ${COOP_TEST_CFLAGS:-} -Wl,-rpath,"$libdir" || fail "cannot build with pkg-config"
 
 # find_package(coop), from the moved tree
 cmake -S "$src/tests/install_client" -B "$tmp/fp" -DCMAKE_PREFIX_PATH="$p" \
-  -DCMAKE_BUILD_TYPE=Release >"$tmp/fp.log" 2>&1 || { cat "$tmp/fp.log" >&2; fail "find_package(coop) failed"; }
+  -DCMAKE_C_FLAGS="${COOP_TEST_CFLAGS:-}" -DCMAKE_BUILD_TYPE=Release >"$tmp/fp.log" 2>&1 || { cat "$tmp/fp.log" >&2; fail "find_package(coop) failed"; }
 cmake --build "$tmp/fp" >>"$tmp/fp.log" 2>&1 || { cat "$tmp/fp.log" >&2; fail "cannot build with find_package"; }
 readelf -d "$tmp/fp/client_shared" | grep -q 'NEEDED.*libcoop\.so' || fail "client_shared: libcoop.so not linked"
 if readelf -d "$tmp/fp/client_static" | grep -q 'libcoop'; then fail "client_static links libcoop.so"; fi
@@ -97,7 +100,8 @@ if [ -n "$python" ]; then
   [ -e "$p/$pydir/coop/__init__.py" ] || fail "not installed: $pydir/coop/__init__.py"
   [ -e "$p/$pydir/coop/_capi.py" ] || fail "not installed: $pydir/coop/_capi.py"
   if "$python" -c 'import numpy' 2>/dev/null; then
-    env -u COOP_LIBRARY PYTHONPATH="$p/$pydir" "$python" -c '
+    # shellcheck disable=SC2086 # COOP_TEST_PY_ENV: assignments, one a word
+    env -u COOP_LIBRARY ${COOP_TEST_PY_ENV:-} PYTHONPATH="$p/$pydir" "$python" -c '
 import sys, numpy as np, coop
 assert coop.__file__.startswith(sys.argv[1]), coop.__file__
 a = np.zeros(256, np.uint32)

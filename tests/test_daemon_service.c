@@ -451,6 +451,9 @@ static int http_ask_from(int port, const char *src, const char *req, size_t n, c
   return code;
 }
 
+/* A scrape as Prometheus sends it, sent by its length. */
+#define GET_METRICS "GET /metrics HTTP/1.0\r\n\r\n"
+
 static int http_ask(int port, const char *req, size_t n, char **out) {
   return http_ask_from(port, NULL, req, n, out);
 }
@@ -650,7 +653,7 @@ START_TEST(metrics_idle_peers_cannot_starve_scrapes) {
   int64_t t0 = now_ms();
   scrape(port);
   char *r;
-  ck_assert_int_eq(http_ask_from(port, "127.0.0.2", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r), 200);
+  ck_assert_int_eq(http_ask_from(port, "127.0.0.2", GET_METRICS, strlen(GET_METRICS), &r), 200);
   ck_assert_msg(now_ms() - t0 < 900, "two scrapes took %lld ms", (long long)(now_ms() - t0));
   /* the idle ones left are closed at request_timeout_ms, not timeout_ms */
   for (int i = 0; i < 16; i++) {
@@ -667,7 +670,7 @@ START_TEST(metrics_idle_peers_cannot_starve_scrapes) {
     idle[i] = http_open_from(port, addr[i]);
   }
   msleep(200);
-  ck_assert_int_eq(http_ask_from(port, "127.0.1.9", "GET /metrics HTTP/1.0\r\n\r\n", 28, &r), 200);
+  ck_assert_int_eq(http_ask_from(port, "127.0.1.9", GET_METRICS, strlen(GET_METRICS), &r), 200);
   ck_assert_msg(http_closed_within(idle[0], 0), "the oldest idle connection kept its slot");
   for (int i = 1; i < 8; i++) close(idle[i]);
   close(idle[0]);
