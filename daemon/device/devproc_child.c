@@ -400,12 +400,6 @@ static int saved_state(coop_rt *rt, const struct dp_req *q, int fd, struct dp_re
   return e;
 }
 
-/* DP_WRITE and DP_READ: one range of a device buffer from or to a
- * descriptor, or a file mapped here named by its identity (q->a, q->b:
- * DP_FD_PINNED); the range is checked against the buffer here, where the
- * arena is, whatever the front believed. *mapped: the copy went through
- * the file's mapping (0 with DP_FD_PINNED: it is not mapped, and nothing
- * was copied). */
 /* Entry e's range of its buffer, checked against the buffer here (where
  * the arena is, whatever the front believed): its start, or NULL. */
 static uint8_t *buf_range(coop_rt *rt, const struct dp_buf_entry *e) {
@@ -424,6 +418,12 @@ static uint8_t *file_range(uint64_t dev, uint64_t ino, const struct dp_buf_entry
   return m ? m + e->off : NULL;
 }
 
+/* DP_WRITE and DP_READ: one range of a device buffer from or to a
+ * descriptor, or a file mapped here named by its identity (q->a, q->b:
+ * DP_FD_PINNED); the range is checked against the buffer here, where the
+ * arena is, whatever the front believed. *mapped: the copy went through
+ * the file's mapping (0 with DP_FD_PINNED: it is not mapped, and nothing
+ * was copied). */
 static int do_copy(coop_rt *rt, const struct dp_req *q, const int *fds, unsigned nfds, int in,
                    uint32_t *mapped) {
   const struct dp_bufs *b = &q->u.bufs;
