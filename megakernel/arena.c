@@ -14,6 +14,17 @@
  * kernel that uses the raw coop_arg_buf can). A block is zeroed, guards
  * excepted, before it is handed out again; coop_rt_alloc_filled's only to
  * its alignment past its size, its caller writing the rest first.
+ *
+ * Two zones. Where the backend has device memory the host never touches
+ * (CUDA, alloc_zone), a second range, the device zone, holds the buffers
+ * of coop_rt_alloc_device: the copy engine moves a frame's bytes into
+ * device memory faster than into managed pages (coop_rt.h). A block's
+ * offset is then a place in one space of both, the arena's bytes first
+ * and the zone's after them (at, off_of); its argument value stays its
+ * address less the arena's, which for the zone is a 64-bit difference
+ * that wraps, so that the kernel's `arena + argument` is its address
+ * whichever allocation holds it (device/api.h). A block never spans the
+ * two.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +51,27 @@ void coop__arena_fini(struct coop_rt *rt) {
   rt->blocks = NULL;
   rt->nblocks = rt->cap_blocks = 0;
 }
+
+/* The address of offset off (the arena's, or past it the zone's). */
+static uint8_t *at(const struct coop_rt *rt, size_t off) {
+  return off < rt->arena_bytes ? rt->arena + off : rt->zone + (off - rt->arena_bytes);
+}
+
+/* The offset of address p, or SIZE_MAX where neither range holds it. */
+static size_t off_of(const struct coop_rt *rt, const void *p) {
+  uintptr_t a = (uintptr_t)p;
+  if (rt->arena && a - (uintptr_t)rt->arena < rt->arena_bytes) return a - (uintptr_t)rt->arena;
+  if (rt->zone && a - (uintptr_t)rt->zone < rt->zone_bytes)
+    return rt->arena_bytes + (a - (uintptr_t)rt->zone);
+  return SIZE_MAX;
+}
+
+/* The offset of the buffer whose argument value is arg (coop_rt_buf_arg). */
+static size_t arg_off(const struct coop_rt *rt, uint64_t arg) {
+  return off_of(rt, (const void *)((uintptr_t)rt->arena + (uintptr_t)arg));
+}
+
+static int in_zone(const struct coop_rt *rt, size_t off) { return off >= rt->arena_bytes; }
 
 static uint64_t canary(const struct coop_rt *rt, size_t at) {
   return rt->canary_key ^ ((uint64_t)at * 0x9e3779b97f4a7c15ull);
@@ -89,19 +121,19 @@ static int canaries_ok(const struct coop_rt *rt, size_t at, const uint64_t *g) {
   return 1;
 }
 
-static void guard_fill(struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
+static void guard_fill(struct coop_rt *rt, size_t where, const struct coop__arena_block *b) {
   uint64_t g[GUARD / 8];
-  canaries(rt, at, g);
-  edge_write(rt, rt->arena + at, g, GUARD, b);
+  canaries(rt, where, g);
+  edge_write(rt, at(rt, where), g, GUARD, b);
 }
 
-static int guard_ok(const struct coop_rt *rt, size_t at, const struct coop__arena_block *b) {
+static int guard_ok(const struct coop_rt *rt, size_t where, const struct coop__arena_block *b) {
   uint64_t g[GUARD / 8];
   if (by_host(rt, b))
-    memcpy(g, rt->arena + at, GUARD);
-  else if (rt->ops->copy_arena((struct coop_rt *)rt, g, rt->arena + at, GUARD, 0))
+    memcpy(g, at(rt, where), GUARD);
+  else if (rt->ops->copy_arena((struct coop_rt *)rt, g, at(rt, where), GUARD, 0))
     return 0;
-  return canaries_ok(rt, at, g);
+  return canaries_ok(rt, where, g);
 }
 
 /* Both of block b's guards: filled, or checked (1 when both are whole). */
@@ -130,7 +162,7 @@ static int foot_ok(const struct coop_rt *rt, const struct coop__arena_block *b, 
 static int guards_ok(const struct coop_rt *rt, const struct coop__arena_block *b) {
   size_t foot = b->len + 2 * GUARD, lo = b->off - GUARD;
   uint8_t *f = one_copy(rt, b) ? malloc(foot) : NULL; /* the footprint read in one copy */
-  int read = f && !rt->ops->copy_arena((struct coop_rt *)rt, f, rt->arena + lo, foot, 0);
+  int read = f && !rt->ops->copy_arena((struct coop_rt *)rt, f, at(rt, lo), foot, 0);
   int ok = read && foot_ok(rt, b, f);
   free(f);
   if (read) return ok;
@@ -161,7 +193,7 @@ static void arena_zero(struct coop_rt *rt, uint8_t *p, const struct coop__arena_
  * the data from src in it where given: 1 then, else the caller writes it. */
 static int fresh(struct coop_rt *rt, const struct coop__arena_block *b, size_t bytes, int zero,
                  const void *src) {
-  uint8_t *p = rt->arena + b->off;
+  uint8_t *p = at(rt, b->off);
   /* NULL when out of memory: then guard by guard */
   uint8_t *f = one_copy(rt, b) ? calloc(1, b->len + 2 * GUARD) : NULL;
   if (f) foot_fill(rt, b, f, src, bytes);
@@ -196,42 +228,48 @@ static int insert(struct coop_rt *rt, size_t at, const struct coop__arena_block 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 /* rt->lock held. The first gap of `need` bytes starting on a multiple of
- * `page`: its start in *at and the list index of the block after it, or
- * -1 when there is none. */
-static long gap(const struct coop_rt *rt, size_t need, size_t page, size_t *at) {
-  size_t prev_end = 0;
-  for (size_t i = 0; i <= rt->nblocks; i++) {
-    size_t next = i < rt->nblocks ? rt->blocks[i].off - GUARD : rt->arena_bytes;
-    *at = round_up(prev_end, page);
-    if (*at <= next && next - *at >= need) return (long)i;
-    if (i < rt->nblocks) prev_end = rt->blocks[i].off + rt->blocks[i].len + GUARD;
+ * `page`, in the arena or (zone) in the device zone: its start in *start
+ * and the list index of the block after it, or -1 when there is none. */
+static long gap(const struct coop_rt *rt, int zone, size_t need, size_t page, size_t *start) {
+  size_t lo = zone ? rt->arena_bytes : 0, hi = zone ? lo + rt->zone_bytes : rt->arena_bytes;
+  size_t i = 0, prev_end = lo;
+  while (i < rt->nblocks && rt->blocks[i].off < lo) i++;
+  for (;; i++) {
+    int last = i == rt->nblocks || rt->blocks[i].off >= hi;
+    size_t next = last ? hi : rt->blocks[i].off - GUARD;
+    *start = round_up(prev_end, page);
+    if (*start <= next && next - *start >= need) return (long)i;
+    if (last) return -1;
+    prev_end = rt->blocks[i].off + rt->blocks[i].len + GUARD;
   }
-  return -1;
 }
 
 /* rt->lock held. Where block b goes, first fit: b->off and b->len set, its
  * index in the list returned, or -1 when no gap holds it. A block in host
  * memory starts on a page and ends on one, guards included. */
-static long place(const struct coop_rt *rt, size_t bytes, struct coop__arena_block *b) {
+static long place(const struct coop_rt *rt, int zone, size_t bytes, struct coop__arena_block *b) {
   size_t len = round_up(bytes, ALIGN);
   size_t page = b->host ? COOP__ARENA_HOST_PAGE : 1;
-  size_t need = round_up(len + 2 * GUARD, page), at; /* footprint: [guard][len][guard] */
-  long i = gap(rt, need, page, &at);
+  size_t need = round_up(len + 2 * GUARD, page), start; /* footprint: [guard][len][guard] */
+  long i = gap(rt, zone, need, page, &start);
   if (i >= 0) {
-    b->off = at + GUARD;
+    b->off = start + GUARD;
     b->len = need - 2 * GUARD;
   }
   return i;
 }
 
-/* *copied, where given: src's bytes are in the buffer already (fresh). */
-static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, const void *src, int *copied) {
-  if (!rt || !rt->arena || bytes == 0 || bytes > rt->arena_bytes) return NULL;
+/* *copied, where given: src's bytes are in the buffer already (fresh).
+ * zone: in the device zone (never with host). */
+static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, int zone, const void *src,
+                   int *copied) {
+  if (!rt || !rt->arena || bytes == 0 || bytes > (zone ? rt->zone_bytes : rt->arena_bytes))
+    return NULL;
   struct coop__arena_block b = {.req = bytes, .host = host};
   void *res = NULL;
   pthread_mutex_lock(&rt->lock);
-  long i = place(rt, bytes, &b);
-  uint8_t *foot = rt->arena + b.off - GUARD; /* its footprint, guards included */
+  long i = place(rt, zone, bytes, &b);
+  uint8_t *foot = i >= 0 ? at(rt, b.off - GUARD) : NULL; /* its footprint, guards included */
   int placed = i >= 0 && b.host && rt->ops->place_host;
   if (placed && rt->ops->place_host(rt, foot, b.len + 2 * GUARD, 1)) i = -1, placed = 0;
   if (i >= 0 && insert(rt, (size_t)i, &b, 1) != 0) {
@@ -239,7 +277,7 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, const void *sr
     i = -1;
   }
   if (i >= 0) {
-    res = rt->arena + b.off;
+    res = at(rt, b.off);
     /* Zeroed before reuse: nothing of an earlier job survives (the caller
      * of coop_rt_alloc_filled writes every byte first). The tail past
      * `bytes` is zeroed either way. */
@@ -250,7 +288,18 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, const void *sr
   return res;
 }
 
-void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0, NULL, NULL); }
+void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0, 0, NULL, NULL); }
+
+void *coop_rt_alloc_device(coop_rt *rt, size_t bytes) {
+  void *p = rt && rt->zone ? alloc(rt, bytes, 1, 0, 1, NULL, NULL) : NULL;
+  return p ? p : coop_rt_alloc(rt, bytes); /* no zone, or no room in it */
+}
+
+int coop_rt_buf_in_device(const coop_rt *rt, const void *p) {
+  if (!rt || !p || !rt->zone) return 0;
+  size_t off = off_of(rt, p);
+  return off != SIZE_MAX && in_zone(rt, off);
+}
 
 int coop_rt_arena_warm(coop_rt *rt, size_t bytes, unsigned nbufs) {
   if (!rt || !rt->arena) return COOP_EINVAL;
@@ -262,7 +311,9 @@ int coop_rt_arena_warm(coop_rt *rt, size_t bytes, unsigned nbufs) {
   return rt->ops->warm_arena(rt, rt->arena, n);
 }
 
-void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 0, 0, NULL, NULL); }
+void *coop_rt_alloc_filled(coop_rt *rt, size_t bytes) {
+  return alloc(rt, bytes, 0, 0, 0, NULL, NULL);
+}
 
 /* A large buffer's data is copied after rt->lock is let go: hundreds of
  * ms for a big one, which no other thread of the runtime waits out. */
@@ -271,7 +322,7 @@ int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out) {
   *out = NULL;
   if (!src) return COOP_EINVAL;
   int copied = 0;
-  void *p = alloc(rt, bytes, 0, 0, src, &copied);
+  void *p = alloc(rt, bytes, 0, 0, 0, src, &copied);
   if (!p) return COOP_ENOMEM;
   int e = copied ? 0 : coop_rt_arena_copy(rt, p, src, bytes, 1);
   if (e) {
@@ -282,10 +333,12 @@ int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out) {
   return 0;
 }
 
-void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 1, NULL, NULL); }
+void *coop_rt_alloc_host(coop_rt *rt, size_t bytes) {
+  return alloc(rt, bytes, 1, 1, 0, NULL, NULL);
+}
 
-/* rt->lock held. The list index of the block starting at arena offset
- * off, or -1 when none does. */
+/* rt->lock held. The list index of the block starting at offset off, or
+ * -1 when none does. */
 static long find(const struct coop_rt *rt, size_t off) {
   size_t lo = 0, hi = rt->nblocks;
   while (lo < hi) {
@@ -302,7 +355,7 @@ static long find(const struct coop_rt *rt, size_t off) {
 static void remove_at(struct coop_rt *rt, size_t i) {
   const struct coop__arena_block *b = &rt->blocks[i];
   if (b->host && rt->ops->place_host) /* what comes next at its place goes where its use puts it */
-    rt->ops->place_host(rt, rt->arena + b->off - GUARD, b->len + 2 * GUARD, 0);
+    rt->ops->place_host(rt, at(rt, b->off - GUARD), b->len + 2 * GUARD, 0);
   memmove(rt->blocks + i, rt->blocks + i + 1, (rt->nblocks - i - 1) * sizeof *rt->blocks);
   rt->nblocks--;
 }
@@ -312,7 +365,7 @@ int coop_rt_free(coop_rt *rt, void *p) {
   if (!rt->arena) return COOP_EINVAL;
   int r = COOP_EINVAL;
   pthread_mutex_lock(&rt->lock);
-  long i = find(rt, (size_t)((uint8_t *)p - rt->arena));
+  long i = find(rt, off_of(rt, p));
   if (i >= 0) {
     r = guards_ok(rt, &rt->blocks[i]) ? 0 : COOP_EFAULT;
     remove_at(rt, (size_t)i);
@@ -341,19 +394,19 @@ static int group_place(struct coop_rt *rt, unsigned n, const size_t *bytes, cons
                        const uint8_t *in, uint8_t *img, size_t span, void **out) {
   struct coop__arena_block b[COOP_MAX_ARGS] = {{0}};
   unsigned m = 0;
-  size_t at, pos = 0;
-  long i = gap(rt, span, 1, &at);
+  size_t start, pos = 0;
+  long i = gap(rt, 0, span, 1, &start);
   if (i < 0) return 1;
   for (unsigned k = 0; k < n; k++) {
     if (!in[k]) continue;
     b[m] = (struct coop__arena_block){.req = bytes[k], .len = round_up(bytes[k], ALIGN)};
-    b[m].off = at + pos + GUARD;
+    b[m].off = start + pos + GUARD;
     foot_fill(rt, &b[m], img + pos, src ? src[k] : NULL, bytes[k]);
-    out[k] = rt->arena + b[m].off;
+    out[k] = at(rt, b[m].off);
     pos += b[m++].len + 2 * GUARD;
   }
   int e = insert(rt, (size_t)i, b, m) ? COOP_ENOMEM : 0;
-  if (!e && rt->ops->copy_arena(rt, rt->arena + at, img, span, 1) != 0) {
+  if (!e && rt->ops->copy_arena(rt, at(rt, start), img, span, 1) != 0) {
     memmove(rt->blocks + i, rt->blocks + i + m, (rt->nblocks - (size_t)i - m) * sizeof *rt->blocks);
     rt->nblocks -= m;
     e = COOP_EIO;
@@ -417,8 +470,8 @@ static int group_out(struct coop_rt *rt, const struct coop__arena_block *b, cons
   else if (dst && img)
     memcpy(dst, img + (b->off - lo), len);
   else if (dst && by_host(rt, b))
-    memcpy(dst, rt->arena + b->off, len);
-  else if (dst && len && rt->ops->copy_arena(rt, dst, rt->arena + b->off, len, 0))
+    memcpy(dst, at(rt, b->off), len);
+  else if (dst && len && rt->ops->copy_arena(rt, dst, at(rt, b->off), len, 0))
     e = COOP_EIO;
   *ok = img ? foot_ok(rt, b, img + (b->off - GUARD - lo)) : guards_ok(rt, b);
   return e;
@@ -435,18 +488,18 @@ int coop_rt_free_group(coop_rt *rt, unsigned n, void *const *p, void *const *dst
   size_t lo = SIZE_MAX, hi = 0; /* the span of the small ones, read in one copy */
   pthread_mutex_lock(&rt->lock);
   for (unsigned k = 0; k < n; k++) {
-    long i = p[k] ? find(rt, (size_t)((const uint8_t *)p[k] - rt->arena)) : -1;
+    long i = p[k] ? find(rt, off_of(rt, p[k])) : -1;
     found[k] = i >= 0;
     small[k] = 0;
     if (!found[k]) continue;
     b[k] = rt->blocks[i];
-    small[k] = one_copy(rt, &b[k]);
+    small[k] = one_copy(rt, &b[k]) && !in_zone(rt, b[k].off); /* the span: the arena's */
     if (!small[k]) continue;
     if (b[k].off - GUARD < lo) lo = b[k].off - GUARD;
     if (b[k].off + b[k].len + GUARD > hi) hi = b[k].off + b[k].len + GUARD;
   }
   uint8_t *img = hi > lo && group_in_one_copy(rt, hi - lo) ? malloc(hi - lo) : NULL;
-  if (img && rt->ops->copy_arena(rt, img, rt->arena + lo, hi - lo, 0)) { /* each on its own */
+  if (img && rt->ops->copy_arena(rt, img, at(rt, lo), hi - lo, 0)) { /* each on its own */
     free(img);
     img = NULL;
   }
@@ -474,7 +527,7 @@ int coop_rt_free_group(coop_rt *rt, unsigned n, void *const *p, void *const *dst
 
 int coop_rt_buf_check(coop_rt *rt, const void *p) {
   if (!rt || !p || !rt->arena) return COOP_EINVAL;
-  size_t off = (size_t)((const uint8_t *)p - rt->arena);
+  size_t off = off_of(rt, p);
   int r = COOP_EINVAL;
   pthread_mutex_lock(&rt->lock);
   long i = find(rt, off);
@@ -487,14 +540,15 @@ int coop_rt_buf_check(coop_rt *rt, const void *p) {
   return r;
 }
 
+/* The address less the arena's, wrapping (the zone may lie below it). */
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p) {
-  return (uint64_t)((const uint8_t *)p - rt->arena);
+  return (uint64_t)((uintptr_t)p - (uintptr_t)rt->arena);
 }
 
-/* rt->lock held. The requested size of the block starting at offset off,
- * or 0 when no block starts there (the argument is not a buffer). */
-uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off) {
-  long i = off < SIZE_MAX ? find(rt, (size_t)off) : -1;
+/* rt->lock held. The requested size of the block whose argument value is
+ * arg, or 0 when no block starts there (the argument is not a buffer). */
+uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t arg) {
+  long i = find(rt, arg_off(rt, arg));
   return i >= 0 ? rt->blocks[i].req : 0;
 }
 
@@ -511,7 +565,7 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg) {
   pthread_mutex_lock(&rt->lock);
   int is_buf = coop__arena_len_at(rt, arg) != 0;
   pthread_mutex_unlock(&rt->lock);
-  return is_buf ? rt->arena + arg : NULL;
+  return is_buf ? at(rt, arg_off(rt, arg)) : NULL;
 }
 
 int coop_rt_arena_direct(const coop_rt *rt) { return !rt || !rt->ops || !rt->ops->copy_arena; }
@@ -574,9 +628,10 @@ void coop_rt_host_unregister(coop_rt *rt, void *p) {
 }
 
 int coop__arena_has(const struct coop_rt *rt, const void *p, size_t n) {
-  const uint8_t *a = p;
-  return rt->arena && a >= rt->arena && (size_t)(a - rt->arena) < rt->arena_bytes &&
-         n <= rt->arena_bytes - (size_t)(a - rt->arena);
+  size_t off = off_of(rt, p);
+  if (off == SIZE_MAX) return 0;
+  size_t end = in_zone(rt, off) ? rt->arena_bytes + rt->zone_bytes : rt->arena_bytes;
+  return n <= end - off;
 }
 
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena) {
@@ -587,7 +642,7 @@ int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to
   int host = coop_rt_arena_direct(rt);
   if (!host) {
     pthread_mutex_lock(&rt->lock);
-    host = in_host_block(rt, (size_t)(a - rt->arena));
+    host = in_host_block(rt, off_of(rt, a));
     pthread_mutex_unlock(&rt->lock);
   }
   if (host) {

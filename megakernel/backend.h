@@ -45,6 +45,12 @@ struct coop__backend_ops {
    * device (CUDA: managed memory). NULL: alloc_shared / free_shared. */
   void *(*alloc_arena)(struct coop_rt *rt, size_t bytes);
   void (*free_arena)(struct coop_rt *rt, void *p);
+  /* Optional: device memory the host never touches but by copy_arena,
+   * for coop_rt_alloc_device (arena.c, "Two zones"); allocated with the
+   * arena and freed with it, no kernel running. NULL: no such memory
+   * (OpenCL's buffers are host memory: nothing to gain). */
+  void *(*alloc_zone)(struct coop_rt *rt, size_t bytes);
+  void (*free_zone)(struct coop_rt *rt, void *p);
   /* Optional: copy bytes from host memory into arena memory (to_arena) or
    * back, by the device's copy engine, while the megakernel runs. NULL:
    * the host copies (OpenCL's fine-grained SVM is host memory). CUDA: a

@@ -37,6 +37,8 @@ struct coop_rt_options {
                                    (CUDA), else 2 x CU + 1 */
   unsigned discovery_window_ms; /* close the poll after no growth this long */
   size_t arena_bytes;           /* SVM arena for task buffers (default 64 MiB) */
+  size_t device_bytes;          /* CUDA: device memory for coop_rt_alloc_device
+                                   besides the arena (default 0: none) */
   unsigned test_hide_svm;       /* test hook: 1 = pretend no fine-grained buffers,
                                    2 = pretend no SVM atomics */
   void *cuda_context;           /* CUDA: run in this CUcontext (e.g. a green
@@ -211,6 +213,17 @@ int coop_rt_alloc_from(coop_rt *rt, size_t bytes, const void *src, void **out);
  * included, on every backend; freed with coop_rt_free. Where the arena
  * is host memory already (OpenCL), placed as any other buffer. */
 void *coop_rt_alloc_host(coop_rt *rt, size_t bytes);
+/* As coop_rt_alloc, in device memory where the backend has it (CUDA,
+ * coop_rt_options.device_bytes) and it has room, else in the arena: for a
+ * buffer whose bytes the host moves only by coop_rt_arena_copy (a frame's
+ * input and output, a client's device buffer). The copy engine moves 272
+ * KB into device memory in 12-13 us warm and 40-44 cold against managed
+ * memory's 15-17 and 55-73 (H200; bench/RESULTS.md, "Device memory for
+ * the buffers the host only copies"). The host must not read or write
+ * it directly: on CUDA it is not host memory. coop_rt_buf_in_device: 1
+ * where a buffer lies in that memory. */
+void *coop_rt_alloc_device(coop_rt *rt, size_t bytes);
+int coop_rt_buf_in_device(const coop_rt *rt, const void *p);
 int coop_rt_free(coop_rt *rt, void *p);
 /* A job's n (at most COOP_MAX_ARGS) buffers made together: out[k] of
  * bytes[k] bytes, its data copied from src[k] where src and src[k] are

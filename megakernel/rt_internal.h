@@ -67,6 +67,10 @@ struct coop_rt {
   struct coop_mailbox *mb; /* shared */
   uint8_t *arena;          /* shared */
   size_t arena_bytes;
+  /* The device zone (arena.c, "Two zones"): device memory past the
+   * arena in the blocks' offsets, NULL where there is none */
+  uint8_t *zone;
+  size_t zone_bytes;
   struct coop__arena_block *blocks;
   size_t nblocks, cap_blocks;
   uint64_t canary_key; /* guard zones' canaries (arena.c) */
@@ -137,8 +141,11 @@ void coop__arena_fini(struct coop_rt *rt);
 void coop__host_bufs_free(struct coop_rt *rt);
 /* share.c: every share let go, at close (no megakernel runs) */
 void coop__shares_fini(struct coop_rt *rt);
-uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t off);
-/* arena.c: [p, p + n) inside the arena, p before its end */
+/* arena.c: the requested size of the buffer whose argument value is arg
+ * (rt->lock held), 0 where no buffer starts there */
+uint64_t coop__arena_len_at(const struct coop_rt *rt, uint64_t arg);
+/* arena.c: [p, p + n) inside the arena or inside the device zone, p
+ * before its end */
 int coop__arena_has(const struct coop_rt *rt, const void *p, size_t n);
 /* runtime.c: coop_rt_submit with a task's copies (io.c): with the plan's
  * ranges set, the ring entry published by the backend's queue_io after

@@ -173,6 +173,7 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   }
   rt->window_ms = o->discovery_window_ms ? o->discovery_window_ms : 200;
   rt->arena_bytes = o->arena_bytes ? o->arena_bytes : ((size_t)64 << 20);
+  rt->zone_bytes = o->device_bytes;
   int r = open_backend(rt, o);
   if (r) return r;
   rt->local_size = o->local_size ? o->local_size : rt->ops->default_local_size;
@@ -664,6 +665,11 @@ int coop_rt_prepare(coop_rt *rt) {
     coop__rt_msg(rt, "cannot allocate %zu bytes of fine-grained SVM", rt->arena_bytes);
     return COOP_ENOMEM;
   }
+  /* the device zone (arena.c, "Two zones"): none where the backend has no
+   * such memory, or could not give it (coop_rt_alloc_device falls back) */
+  if (!rt->ops->alloc_zone || !rt->zone_bytes ||
+      !(rt->zone = rt->ops->alloc_zone(rt, rt->zone_bytes)))
+    rt->zone_bytes = 0;
   rt->mb->abi = COOP_ABI;
   return 0;
 }
@@ -1088,6 +1094,7 @@ int coop_rt_close(coop_rt *rt) {
     if (rt->mb) coop__io_close(rt);
     coop__host_bufs_free(rt); /* after the copies queued into them */
     rt->ops->free_shared(rt, rt->mb);
+    if (rt->zone) rt->ops->free_zone(rt, rt->zone);
     if (rt->ops->free_arena)
       rt->ops->free_arena(rt, rt->arena);
     else

@@ -41,12 +41,6 @@ static struct coop__share *holding(coop_rt *rt, const void *p, size_t n) {
   return NULL;
 }
 
-static int in_arena(const coop_rt *rt, const void *p, size_t n) {
-  const uint8_t *b = p;
-  return rt->arena && b >= rt->arena && (size_t)(b - rt->arena) <= rt->arena_bytes &&
-         n <= rt->arena_bytes - (size_t)(b - rt->arena);
-}
-
 static void *map_fd(int fd, size_t n) {
   void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   return m == MAP_FAILED ? NULL : m;
@@ -128,8 +122,8 @@ int coop_rt_share_open(coop_rt *rt, const struct coop_rt_share *h, void **p) {
 int coop_rt_share_copy(coop_rt *rt, void *dst, const void *src, size_t n) {
   if (!rt || !dst || !src) return COOP_EINVAL;
   if (n == 0) return 0;
-  int out = holding(rt, dst, n) && in_arena(rt, src, n);
-  if (!out && !(holding(rt, src, n) && in_arena(rt, dst, n))) return COOP_EINVAL;
+  int out = holding(rt, dst, n) && coop__arena_has(rt, src, n);
+  if (!out && !(holding(rt, src, n) && coop__arena_has(rt, dst, n))) return COOP_EINVAL;
   if (rt->ops->share_copy) return rt->ops->share_copy(rt, dst, src, n, !out);
   memcpy(dst, src, n); /* the host kind: both are host memory */
   return 0;

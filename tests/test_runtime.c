@@ -1932,6 +1932,111 @@ START_TEST(host_buffers_are_freed_at_close) {
 }
 END_TEST
 
+/* The device zone (arena.c, "Two zones"). Where the backend has none
+ * (PoCL), host memory of the test's own plays it: a buffer of
+ * coop_rt_alloc_device lies in it, its argument value is its address less
+ * the arena's (a difference that wraps where the zone lies below the
+ * arena), a task reaches it through that value, the copies, the guards and
+ * every call that takes a buffer treat it as any other; with the zone
+ * full, coop_rt_alloc_device takes the arena; the zone goes at close. */
+enum { ZONE_BYTES = 256 << 10 };
+static uint8_t *zone_mem;
+static unsigned zone_freed;
+static void *zone_alloc(struct coop_rt *rt, size_t n) {
+  (void)rt;
+  ck_assert_uint_eq(n, ZONE_BYTES);
+  return zone_mem = aligned_alloc(4096, n);
+}
+static void zone_free(struct coop_rt *rt, void *p) {
+  (void)rt;
+  ck_assert_ptr_eq(p, zone_mem);
+  free(p);
+  zone_freed++;
+}
+
+START_TEST(device_zone_buffers_are_buffers) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  o.backend = getenv("COOP_BACKEND");
+  if (getenv("COOP_LOCAL_SIZE")) o.local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
+  o.arena_bytes = 1u << 20;
+  o.device_bytes = ZONE_BYTES;
+  coop_rt *rt = NULL;
+  int r = coop_rt_open(&rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  static struct coop__backend_ops zoned; /* until the close */
+  zoned = *rt->ops;
+  int played = !zoned.alloc_zone;
+  if (played) zoned.alloc_zone = zone_alloc, zoned.free_zone = zone_free;
+  rt->ops = &zoned;
+  zone_mem = NULL;
+  zone_freed = 0;
+  int ids = coop_rt_add_kernel(rt, "ids", 0, k_ids);
+  ck_assert_int_ge(ids, 0);
+  /* a cooperative kernel beside it: on PoCL a megakernel of non-cooperative
+   * kernels alone ended no task (docs/kernels.md, "Known limits") */
+  ck_assert_int_ge(coop_rt_add_kernel(rt, "sweep", 1, k_sweep), 0);
+  r = coop_rt_launch(rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  unsigned k = coop_rt_workers(rt) < 4 ? coop_rt_workers(rt) : 4;
+  size_t bytes = 2u * k * sizeof(uint32_t);
+  uint32_t *z = coop_rt_alloc_device(rt, bytes), *a = coop_rt_alloc(rt, bytes);
+  ck_assert(z && a);
+  ck_assert(coop_rt_buf_in_device(rt, z));
+  ck_assert(!coop_rt_buf_in_device(rt, a));
+  if (played) ck_assert((uint8_t *)z >= zone_mem && (uint8_t *)z < zone_mem + ZONE_BYTES);
+  ck_assert_uint_eq(coop_rt_buf_len(rt, z), bytes);
+  uint64_t arg = coop_rt_buf_arg(rt, z);
+  ck_assert_ptr_eq(coop_rt_buf_host(rt, arg), z);
+  ck_assert_ptr_null(coop_rt_buf_host(rt, arg + 64)); /* inside it, not its start */
+  uint32_t in[8] = {0}, out[8];
+  for (unsigned g = 0; g < k; g++) in[2 * g] = 40 + g;
+  ck_assert_int_eq(coop_rt_arena_copy(rt, z, in, bytes, 1), 0);
+  struct coop_rt_task_desc d = {.kernel = ids, .groups = k, .nargs = 1, .args = {arg}};
+  coop_task_id id;
+  ck_assert_int_eq(coop_rt_submit(rt, &d, &id), 0);
+  ck_assert_int_eq(coop_rt_wait(rt, id, 60000), 0);
+  ck_assert_int_eq(coop_rt_task_release(rt, id), 0);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, out, z, bytes, 0), 0);
+  for (unsigned g = 0; g < k; g++) {
+    ck_assert_uint_eq(out[2 * g], 41 + g);
+    ck_assert_uint_eq(out[2 * g + 1], k);
+  }
+  /* a copy past the zone's end refused; a write over its guard found */
+  ck_assert_int_eq(coop_rt_arena_copy(rt, (uint8_t *)z + ZONE_BYTES, in, 8, 1), COOP_EINVAL);
+  size_t len = coop_rt_buf_len(rt, z);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, (uint8_t *)z + ((len + 63) & ~(size_t)63), in, 8, 1), 0);
+  ck_assert_int_eq(coop_rt_free(rt, z), COOP_EFAULT);
+  ck_assert_int_eq(coop_rt_free(rt, z), COOP_EINVAL); /* gone */
+  /* the zone full: the arena's; freed together with one of the arena */
+  uint8_t *big = coop_rt_alloc_device(rt, ZONE_BYTES - 256), *more = coop_rt_alloc_device(rt, 4096);
+  ck_assert(big && more);
+  ck_assert(coop_rt_buf_in_device(rt, big));
+  ck_assert(!coop_rt_buf_in_device(rt, more));
+  ck_assert_ptr_null(coop_rt_alloc_device(rt, 2u << 20)); /* neither holds it */
+  uint8_t pat[4096], back[2][4096];
+  memset(pat, 0x5c, sizeof pat);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, big, pat, sizeof pat, 1), 0);
+  ck_assert_int_eq(coop_rt_arena_copy(rt, more, pat, sizeof pat, 1), 0);
+  void *two[2] = {big, more}, *dst[2] = {back[0], back[1]};
+  size_t lens[2] = {sizeof pat, sizeof pat};
+  int breach = 0;
+  ck_assert_int_eq(coop_rt_free_group(rt, 2, two, dst, lens, &breach), 0);
+  ck_assert_int_eq(breach, -1);
+  ck_assert_mem_eq(back[0], pat, sizeof pat);
+  ck_assert_mem_eq(back[1], pat, sizeof pat);
+  uint32_t *again = coop_rt_alloc_device(rt, bytes); /* its place again, zeroed */
+  ck_assert(coop_rt_buf_in_device(rt, again));
+  ck_assert_int_eq(coop_rt_arena_copy(rt, out, again, bytes, 0), 0);
+  for (unsigned i = 0; i < 2 * k; i++) ck_assert_uint_eq(out[i], 0);
+  ck_assert_int_eq(coop_rt_free(rt, again), 0);
+  ck_assert_int_eq(coop_rt_free(rt, a), 0);
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+  if (played) ck_assert_uint_eq(zone_freed, 1);
+}
+END_TEST
+
 /* Copies from many threads at once: each thread's own buffer, round after
  * round, written and read back whole; then, the threads joined, every
  * buffer holds its thread's last round for another thread. Through CUDA
@@ -2228,6 +2333,7 @@ static Suite *suite(void) {
   tcase_add_test(t, device_buffers_move_by_the_copy_engine);
   tcase_add_test(t, copies_from_many_threads_land_whole);
   tcase_add_test(t, host_buffers_are_freed_at_close);
+  tcase_add_test(t, device_zone_buffers_are_buffers);
   tcase_add_test(t, a_job_s_buffers_move_in_one_copy_each_way);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);

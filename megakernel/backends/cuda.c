@@ -281,6 +281,26 @@ static void cu_free_arena(struct coop_rt *rt, void *p) {
   coop__cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
 }
 
+/* The device zone (arena.c, "Two zones"): plain device memory, which the
+ * copy engine fills faster than managed pages (bench/RESULTS.md, "Device
+ * memory for the buffers the host only copies"). Allocated before the
+ * launch and freed after the megakernel's end: cuMemFree waits for the
+ * device. */
+static void *cu_alloc_zone(struct coop_rt *rt, size_t bytes) {
+  struct cu_be *b = rt->be;
+  CUdeviceptr p = 0;
+  if (coop__cu.cuCtxSetCurrent(b->ctx) != CUDA_SUCCESS ||
+      coop__cu.cuMemAlloc(&p, bytes) != CUDA_SUCCESS)
+    return NULL;
+  return (void *)(uintptr_t)p;
+}
+
+static void cu_free_zone(struct coop_rt *rt, void *p) {
+  struct cu_be *b = rt->be;
+  coop__cu.cuCtxSetCurrent(b->ctx);
+  coop__cu.cuMemFree((CUdeviceptr)(uintptr_t)p);
+}
+
 static int cu_alloc_dev(struct coop_rt *rt, size_t bytes) {
   struct cu_be *b = rt->be;
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
@@ -897,6 +917,8 @@ const struct coop__backend_ops coop__cuda_ops = {
     .host_register = cu_host_register,
     .host_unregister = cu_host_unregister,
     .free_arena = cu_free_arena,
+    .alloc_zone = cu_alloc_zone,
+    .free_zone = cu_free_zone,
     .alloc_dev = cu_alloc_dev,
     .write_dev = cu_write_dev,
     .read_dev = cu_read_dev,
