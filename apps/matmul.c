@@ -34,9 +34,11 @@ int coop_matmul_open(struct coop_matmul *mm, coop_rt *rt, uint32_t n, uint32_t r
   mm->rt = rt;
   mm->n = n;
   mm->reps = reps;
-  mm->a = coop_rt_alloc(rt, bytes);
-  mm->b = coop_rt_alloc(rt, bytes);
-  mm->c = coop_rt_alloc(rt, bytes);
+  /* the host moves their bytes only by copies: device memory where the
+   * runtime has it (coop_rt_alloc_device) */
+  mm->a = coop_rt_alloc_device(rt, bytes);
+  mm->b = coop_rt_alloc_device(rt, bytes);
+  mm->c = coop_rt_alloc_device(rt, bytes);
   mm->ref = malloc(bytes);
   mm->host = malloc(bytes);
   float *hb = malloc(bytes);

@@ -245,7 +245,7 @@ static int run(struct sopts *o) {
     fprintf(stderr, SB ": warning: the process of (a) runs on '%s'\n", b.child.name);
   b.nk = side_k_list(o->klist, b.workers, b.ks, b.klabels);
   r = coop_matmul_open(&b.mm, b.rt, b.p.n, b.p.reps);
-  b.chk = r ? NULL : coop_rt_alloc(b.rt, b.p.bytes);
+  b.chk = r ? NULL : coop_rt_alloc_device(b.rt, b.p.bytes);
   if (r || !b.chk) {
     fprintf(stderr, SB ": matmul buffers: %s\n", coop_strerror(r ? r : COOP_ENOMEM));
     rc = 1;

@@ -45,6 +45,7 @@ int side_megakernel(struct bench *b, int with_matmul) {
   ro.local_size = (unsigned)o->local;
   ro.launch_groups = (unsigned)o->launch_groups;
   ro.arena_bytes = (size_t)512 << 20;
+  ro.device_bytes = (size_t)64 << 20; /* the matmul's buffers (apps/matmul.c) */
   if (b->cuda_ctx) { /* a green context: its SMs bound the launch, --launch-groups does not */
     ro.cuda_context = b->cuda_ctx;
     ro.cuda_context_sms = b->cuda_sms;

@@ -44,6 +44,7 @@ void config_defaults(struct config *c) {
   c->platform_index = -1;
   c->device_index = -1;
   c->arena_mb = 256;
+  c->device_mb = 256;
   c->park_ms = 100;
   c->reload_in_place = 1;
   c->idle_spin_us = -1;
@@ -121,6 +122,7 @@ static const struct config_key keys[] = {
     {"device", "local_size", K_UINT, F(local_size), 1024},
     {"device", "max_workgroups", K_UINT, F(max_workgroups), 1088},
     {"device", "arena_mb", K_UINT, F(arena_mb), 1u << 16},
+    {"device", "device_mb", K_UINT, F(device_mb), 1u << 16},
     {"device", "park_ms", K_UINT, F(park_ms), 1u << 31},
     {"device", "max_registers", K_UINT, F(max_registers), 255},
     {"device", "kernel_widths", K_BOOL, F(kernel_widths), 0},

@@ -23,6 +23,7 @@ struct config {
   unsigned local_size;     /* 0 = the backend's default */
   unsigned max_workgroups; /* hardware workgroups launched; 0 = the runtime chooses */
   unsigned arena_mb;       /* SVM arena for job buffers */
+  unsigned device_mb;      /* CUDA: device memory for device buffers besides it; 0 = none */
   unsigned park_ms;        /* idle this long: the megakernel leaves the device; 0 = never */
   unsigned max_registers;  /* CUDA: NVRTC --maxrregcount; 0 = none, else 16..255 */
   int kernel_widths;       /* each kernel's width measured alone at every build (devproc.c) */

@@ -173,7 +173,11 @@ int coop_rt_open(coop_rt **out, const struct coop_rt_options *o) {
   }
   rt->window_ms = o->discovery_window_ms ? o->discovery_window_ms : 200;
   rt->arena_bytes = o->arena_bytes ? o->arena_bytes : ((size_t)64 << 20);
-  rt->zone_bytes = o->device_bytes;
+  /* COOP_DEVICE_ZONE=0: no device zone whatever the options (a
+   * benchmark's A/B: bench/RESULTS.md, "Device memory for the buffers the
+   * host only copies") */
+  const char *zone = getenv("COOP_DEVICE_ZONE");
+  rt->zone_bytes = zone && !strcmp(zone, "0") ? 0 : o->device_bytes;
   int r = open_backend(rt, o);
   if (r) return r;
   rt->local_size = o->local_size ? o->local_size : rt->ops->default_local_size;

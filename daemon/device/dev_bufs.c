@@ -46,6 +46,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
   switch (op->kind) {
     case DEV_BUF_CREATE:
       b.in = op->fd >= 0;
+      b.keep = 1; /* a device buffer: into device memory where there is room (devproc_child.c) */
       e = dp_stage(d->rt, &b, 1);
       if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, &b, 1);
       if (e == 0) {

@@ -354,6 +354,7 @@ static int open_child(struct dp *p, const struct config *c, int index, const str
   a->local_size = c->local_size;
   a->launch_groups = c->max_workgroups;
   a->arena_bytes = (uint64_t)c->arena_mb << 20;
+  a->device_bytes = (uint64_t)c->device_mb << 20;
   a->nkernels = ks->n;
   a->max_registers = c->max_registers;
   a->widths_only = (uint32_t)widths_only;

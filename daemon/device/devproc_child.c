@@ -141,6 +141,7 @@ static int do_open(struct child *ch, const struct dp_req *q, int sfd, struct dp_
   o.local_size = a->local_size;
   o.launch_groups = a->launch_groups;
   o.arena_bytes = a->arena_bytes;
+  o.device_bytes = a->device_bytes;
   o.max_registers = a->max_registers;
   int e = coop_rt_open(&ch->rt, &o);
   if (e == 0) xmap_init(&xm, xm_pin, xm_unpin, ch->rt);
@@ -250,7 +251,10 @@ static const uint8_t *stage_src(coop_rt *rt, const struct dp_buf_entry *d, const
  * allocated. A buffer is zeroed unless its IN data covers it (a short read
  * fails the stage, and the next allocation of that memory zeroes it).
  * Those made from host data (stage_src) or zeroed go together: a small
- * job's in one copy (docs/daemon.md, "Large buffers in slices"). */
+ * job's in one copy (docs/daemon.md, "Large buffers in slices"). A
+ * device buffer (`keep`: it outlives its job) goes alone, into device
+ * memory where the runtime has a device zone (coop_rt_alloc_device): the
+ * host only copies its bytes (docs/daemon.md, "Device buffers"). */
 static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsigned nfds,
                     uint64_t *args) {
   if (b->n > DP_MAX_BUFS) return COOP_EPROTO;
@@ -261,6 +265,7 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
   uint64_t used = 0;
   int bad = 0;
   for (unsigned i = 0; i < b->n && !bad; i++) {
+    if (b->b[i].keep) continue; /* alone, below */
     const uint8_t *src = stage_src(rt, &b->b[i], fds, nfds, &used, &bad);
     if (!b->b[i].size || (!src && b->b[i].in)) continue;
     gi[ng] = i;
@@ -274,11 +279,16 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
   for (unsigned i = 0; i < b->n && !e; i++) {
     const struct dp_buf_entry *d = &b->b[i];
     if (p[i]) continue; /* made in the group */
-    p[i] = d->size ? coop_rt_alloc_filled(rt, d->size) : NULL;
+    p[i] = !d->size  ? NULL
+           : d->keep ? coop_rt_alloc_device(rt, d->size)
+                     : coop_rt_alloc_filled(rt, d->size);
+    const uint8_t *m = d->keep && d->in == 1 ? map_of(d, fds, nfds) : NULL;
     if (!p[i]) {
       e = COOP_ENOMEM;
-    } else if (d->in == DP_IN_LATER) {
-      /* filled by DP_WRITE next */
+    } else if (d->in == DP_IN_LATER || (d->keep && !d->in && d->fd != DP_FD_SHARE)) {
+      /* filled by DP_WRITE next; or a device buffer without IN data, zeroed */
+    } else if (m) {
+      if (coop_rt_arena_copy(rt, p[i], m, d->size, 1)) e = COOP_EIO;
     } else if (d->fd == DP_FD_SHARE) {
       if (coop_rt_share_copy(rt, p[i], (void *)(uintptr_t)d->at, d->size)) e = COOP_EIO;
     } else if (d->fd < 0 || (unsigned)d->fd >= nfds ||

@@ -131,6 +131,7 @@ struct dp_open_args {
   int32_t platform_index, device_index;
   uint32_t local_size, launch_groups, nkernels;
   uint64_t arena_bytes;
+  uint64_t device_bytes;  /* coop_rt_options.device_bytes */
   uint32_t max_registers; /* coop_rt_options.max_registers */
   uint32_t widths_only;   /* open and register, no build: a process that only
                            * measures widths (devproc.c, probe_widths) */
