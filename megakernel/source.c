@@ -102,9 +102,15 @@ static void put_kernels(struct buf *b, const struct coop__kernel *ks, int n) {
   put(b, "COOP_FN coop_u32 coop__kernel_is_coop(coop_u32 k) {\n  switch (k) {\n");
   for (int i = 0; i < n; i++) put(b, "    case %d: return %du;\n", i, ks[i].cooperative ? 1 : 0);
   put(b, "  }\n  return 0u;\n}\n");
+  /* The barrier after the switch: without it, PoCL compiled a worker whose
+   * kernels had no barrier of their own (a set of non-cooperative kernels
+   * alone) so that it ran its task's function again and again, never
+   * reaching coop__report's barrier (test_runtime,
+   * non_cooperative_kernels_alone_end_their_tasks). Every thread of a
+   * workgroup returns from its kernel, so all of them reach it. */
   put(b, "COOP_FN void coop__dispatch(struct coop_ctx *c, coop_u32 k) {\n  switch (k) {\n");
   for (int i = 0; i < n; i++) put(b, "    case %d: coop__run_%d(c); break;\n", i, i);
-  put(b, "  }\n}\n");
+  put(b, "  }\n  coop_wg_barrier();\n}\n");
 }
 
 /* COOP_DEVICE_DEFINES="NAME[=VALUE] ...": a benchmark's knob (COOP_PROF,

@@ -1932,6 +1932,44 @@ START_TEST(host_buffers_are_freed_at_close) {
 }
 END_TEST
 
+/* A megakernel whose kernels are all non-cooperative (ids alone): its
+ * tasks end. On PoCL the worker ran the task's function again and again
+ * and never reported its end (the ids counter in the millions, the task
+ * RUNNING for ever) until the dispatch ended on a barrier of its own
+ * (source.c, put_kernels). */
+START_TEST(non_cooperative_kernels_alone_end_their_tasks) {
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  o.backend = getenv("COOP_BACKEND");
+  if (getenv("COOP_LOCAL_SIZE")) o.local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
+  coop_rt *rt = NULL;
+  int r = coop_rt_open(&rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  int ids = coop_rt_add_kernel(rt, "ids", 0, k_ids);
+  ck_assert_int_ge(ids, 0);
+  r = coop_rt_launch(rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  unsigned w = coop_rt_workers(rt);
+  uint32_t *o32 = coop_rt_alloc(rt, 2 * w * sizeof *o32), got[2 * COOP_MAX_WG];
+  ck_assert_ptr_nonnull(o32);
+  for (unsigned k = 1; k <= w; k++) {
+    struct coop_rt_task_desc d = {.kernel = ids, .groups = k, .nargs = 1};
+    d.args[0] = coop_rt_buf_arg(rt, o32);
+    coop_task_id id;
+    ck_assert_int_eq(coop_rt_submit(rt, &d, &id), 0);
+    r = coop_rt_wait(rt, id, 20000);
+    if (r) coop_rt_dump(rt, stderr);
+    ck_assert_msg(r == 0, "a task of %u groups: %s", k, coop_strerror(r));
+    ck_assert_int_eq(coop_rt_task_release(rt, id), 0);
+    ck_assert_int_eq(coop_rt_arena_copy(rt, got, o32, 2 * w * sizeof *o32, 0), 0);
+    for (unsigned g = 0; g < w; g++) /* group g ran once in each task of more than g groups */
+      ck_assert_uint_eq(got[2 * g], k > g ? k - g : 0);
+  }
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 /* The device zone (arena.c, "Two zones"). Where the backend has none
  * (PoCL), host memory of the test's own plays it: a buffer of
  * coop_rt_alloc_device lies in it, its argument value is its address less
@@ -1974,10 +2012,6 @@ START_TEST(device_zone_buffers_are_buffers) {
   zone_freed = 0;
   int ids = coop_rt_add_kernel(rt, "ids", 0, k_ids);
   ck_assert_int_ge(ids, 0);
-  /* a cooperative kernel beside it, as in every other megakernel here: with
-   * ids alone (or ids and rawpoke) the first task never ended on PoCL, a
-   * hang not yet explained (coopd with render alone runs) */
-  ck_assert_int_ge(coop_rt_add_kernel(rt, "sweep", 1, k_sweep), 0);
   r = coop_rt_launch(rt);
   ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
   unsigned k = coop_rt_workers(rt) < 4 ? coop_rt_workers(rt) : 4;
@@ -2335,6 +2369,7 @@ static Suite *suite(void) {
   tcase_add_test(t, copies_from_many_threads_land_whole);
   tcase_add_test(t, host_buffers_are_freed_at_close);
   tcase_add_test(t, device_zone_buffers_are_buffers);
+  tcase_add_test(t, non_cooperative_kernels_alone_end_their_tasks);
   tcase_add_test(t, a_job_s_buffers_move_in_one_copy_each_way);
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
