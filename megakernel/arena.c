@@ -290,10 +290,15 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, int zone, cons
 
 void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0, 0, NULL, NULL); }
 
-void *coop_rt_alloc_device(coop_rt *rt, size_t bytes) {
-  void *p = rt && rt->zone ? alloc(rt, bytes, 1, 0, 1, NULL, NULL) : NULL;
-  return p ? p : coop_rt_alloc(rt, bytes); /* no zone, or no room in it */
+/* In the zone where there is one and it has room, else in the arena. */
+static void *alloc_device(coop_rt *rt, size_t bytes, int zero) {
+  void *p = rt && rt->zone ? alloc(rt, bytes, zero, 0, 1, NULL, NULL) : NULL;
+  return p ? p : alloc(rt, bytes, zero, 0, 0, NULL, NULL);
 }
+
+void *coop_rt_alloc_device(coop_rt *rt, size_t bytes) { return alloc_device(rt, bytes, 1); }
+
+void *coop_rt_alloc_device_filled(coop_rt *rt, size_t bytes) { return alloc_device(rt, bytes, 0); }
 
 int coop_rt_buf_in_device(const coop_rt *rt, const void *p) {
   if (!rt || !p || !rt->zone) return 0;

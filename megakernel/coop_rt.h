@@ -223,6 +223,9 @@ void *coop_rt_alloc_host(coop_rt *rt, size_t bytes);
  * it directly: on CUDA it is not host memory. coop_rt_buf_in_device: 1
  * where a buffer lies in that memory. */
 void *coop_rt_alloc_device(coop_rt *rt, size_t bytes);
+/* As coop_rt_alloc_device, not zeroed (as coop_rt_alloc_filled): a
+ * buffer whose every byte the caller copies in first. */
+void *coop_rt_alloc_device_filled(coop_rt *rt, size_t bytes);
 int coop_rt_buf_in_device(const coop_rt *rt, const void *p);
 int coop_rt_free(coop_rt *rt, void *p);
 /* A job's n (at most COOP_MAX_ARGS) buffers made together: out[k] of

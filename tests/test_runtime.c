@@ -1932,6 +1932,15 @@ START_TEST(host_buffers_are_freed_at_close) {
 }
 END_TEST
 
+/* The options of a test's own runtime, as fx_open's (scripts/test
+ * --backend cuda sets COOP_BACKEND and COOP_LOCAL_SIZE). */
+static void own_options(struct coop_rt_options *o) {
+  coop_rt_options_init(o);
+  o->local_size = 16;
+  o->backend = getenv("COOP_BACKEND");
+  if (getenv("COOP_LOCAL_SIZE")) o->local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
+}
+
 /* A megakernel whose kernels are all non-cooperative (ids alone): its
  * tasks end. On PoCL the worker ran the task's function again and again
  * and never reported its end (the ids counter in the millions, the task
@@ -1939,10 +1948,7 @@ END_TEST
  * (source.c, put_kernels). */
 START_TEST(non_cooperative_kernels_alone_end_their_tasks) {
   struct coop_rt_options o;
-  coop_rt_options_init(&o);
-  o.local_size = 16;
-  o.backend = getenv("COOP_BACKEND");
-  if (getenv("COOP_LOCAL_SIZE")) o.local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
+  own_options(&o);
   coop_rt *rt = NULL;
   int r = coop_rt_open(&rt, &o);
   ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
@@ -1994,10 +2000,7 @@ static void zone_free(struct coop_rt *rt, void *p) {
 
 START_TEST(device_zone_buffers_are_buffers) {
   struct coop_rt_options o;
-  coop_rt_options_init(&o);
-  o.local_size = 16;
-  o.backend = getenv("COOP_BACKEND");
-  if (getenv("COOP_LOCAL_SIZE")) o.local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
+  own_options(&o);
   o.arena_bytes = 1u << 20;
   o.device_bytes = ZONE_BYTES;
   coop_rt *rt = NULL;
@@ -2061,6 +2064,10 @@ START_TEST(device_zone_buffers_are_buffers) {
   ck_assert_int_eq(breach, -1);
   ck_assert_mem_eq(back[0], pat, sizeof pat);
   ck_assert_mem_eq(back[1], pat, sizeof pat);
+  uint8_t *filled = coop_rt_alloc_device_filled(rt, 100); /* not zeroed: the caller's to fill */
+  ck_assert(coop_rt_buf_in_device(rt, filled));
+  ck_assert_uint_eq(coop_rt_buf_len(rt, filled), 100);
+  ck_assert_int_eq(coop_rt_free(rt, filled), 0);
   uint32_t *again = coop_rt_alloc_device(rt, bytes); /* its place again, zeroed */
   ck_assert(coop_rt_buf_in_device(rt, again));
   ck_assert_int_eq(coop_rt_arena_copy(rt, out, again, bytes, 0), 0);

@@ -279,9 +279,10 @@ static int do_stage(coop_rt *rt, const struct dp_bufs *b, const int *fds, unsign
   for (unsigned i = 0; i < b->n && !e; i++) {
     const struct dp_buf_entry *d = &b->b[i];
     if (p[i]) continue; /* made in the group */
-    p[i] = !d->size  ? NULL
-           : d->keep ? coop_rt_alloc_device(rt, d->size)
-                     : coop_rt_alloc_filled(rt, d->size);
+    p[i] = !d->size   ? NULL
+           : !d->keep ? coop_rt_alloc_filled(rt, d->size)
+           : d->in    ? coop_rt_alloc_device_filled(rt, d->size) /* its IN data covers it */
+                      : coop_rt_alloc_device(rt, d->size);
     const uint8_t *m = d->keep && d->in == 1 ? map_of(d, fds, nfds) : NULL;
     if (!p[i]) {
       e = COOP_ENOMEM;
