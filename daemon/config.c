@@ -496,9 +496,10 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   char b[3000];
   snprintf(b, sizeof b,
            "device: backend=%s devices=%s platform=\"%s\" device=\"%s\" local_size=%u "
-           "max_registers=%u%s kernel_widths=%s",
+           "max_registers=%u%s kernel_widths=%s arena_mb=%u device_mb=%u park_ms=%u",
            c->backend, c->devices[0] ? c->devices : "(one)", c->platform, c->device, c->local_size,
-           c->max_registers, c->max_registers ? "" : " (no cap)", c->kernel_widths ? "yes" : "no");
+           c->max_registers, c->max_registers ? "" : " (no cap)", c->kernel_widths ? "yes" : "no",
+           c->arena_mb, c->device_mb, c->park_ms);
   line(b);
   snprintf(b, sizeof b, "server: socket=%s mode=%04o max_clients=%u journal=%s", c->socket,
            c->socket_mode, c->max_clients, c->journal[0] ? c->journal : "(socket).jobs");

@@ -177,10 +177,10 @@ run(max_registers_too_many 1 "\\[device\\] max_registers: bad value \"256\""
 run(kernel_widths_bad 1 "\\[device\\] kernel_widths: bad value \"some\""
   "[device]\nkernel_widths = some\n" ${std})
 
-# ---- control: the keys added since (devices, journal, the watchdog's) ----
+# ---- control: the keys added since (devices, journal, the watchdog's, device_mb) ----
 run(control_new_keys 0
-  "devices=0,0 .*max_registers=128 kernel_widths=no.*journal=off.*watchdog_ms=250 grace_ms=5000 gather_budget_ms=1500 hang_ms=700.*metrics: listen=0\\.0\\.0\\.0:9464 allow_remote=yes max_connections=4 timeout_ms=2000.*configuration OK"
-  "[device]\ndevices = 0,0\nmax_registers = 128\n[server]\njournal = off\n[jobs]\nwatchdog_ms = 250\ngather_budget_ms = 1500\nhang_ms = 700\n[metrics]\nlisten = 0.0.0.0:9464\nallow_remote = yes\nmax_connections = 4\ntimeout_ms = 2000\n"
+  "devices=0,0 .*max_registers=128 kernel_widths=no arena_mb=256 device_mb=64 .*journal=off.*watchdog_ms=250 grace_ms=5000 gather_budget_ms=1500 hang_ms=700.*metrics: listen=0\\.0\\.0\\.0:9464 allow_remote=yes max_connections=4 timeout_ms=2000.*configuration OK"
+  "[device]\ndevices = 0,0\nmax_registers = 128\ndevice_mb = 64\n[server]\njournal = off\n[jobs]\nwatchdog_ms = 250\ngather_budget_ms = 1500\nhang_ms = 700\n[metrics]\nlisten = 0.0.0.0:9464\nallow_remote = yes\nmax_connections = 4\ntimeout_ms = 2000\n"
   ${std} --check-config)
 
 message("daemon_config: ${rows} rows, ${failures} failed")
