@@ -217,8 +217,8 @@ void *coop_rt_alloc_host(coop_rt *rt, size_t bytes);
  * coop_rt_options.device_bytes) and it has room, else in the arena: for a
  * buffer whose bytes the host moves only by coop_rt_arena_copy (a frame's
  * input and output, a client's device buffer). The copy engine moves 272
- * KB into device memory in 12-13 us warm and 40-44 cold against managed
- * memory's 15-17 and 55-73 (H200; bench/RESULTS.md, "Device memory for
+ * KB to or from device memory in 11-13 us warm and 40-44 cold against
+ * managed memory's 14-17 and 55-73 (H200; bench/RESULTS.md, "Device memory for
  * the buffers the host only copies"). The host must not read or write
  * it directly: on CUDA it is not host memory. coop_rt_buf_in_device: 1
  * where a buffer lies in that memory. */
