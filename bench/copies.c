@@ -13,7 +13,9 @@
  * copy lanes). Each is timed warm (back to back) and cold (after a sleep
  * of --cold-us, the gap between two frames of a 60 fps loop), with the GPU
  * idle and with a one-block kernel polling a word of mapped host memory,
- * as the megakernel's scheduler does. bench/RESULTS.md, "Copies on lanes".
+ * as the megakernel's scheduler does; then cold copies on the lanes with a
+ * warm-up --warm-us before them (what coopd's device process does in a
+ * frame's window), by what the warm-up reads. bench/RESULTS.md, "Copies on lanes".
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <getopt.h>
@@ -50,7 +52,7 @@ static const char spin_ptx[] =
 
 struct opts {
   size_t bytes;
-  long copies, cold_us, device;
+  long copies, cold_us, warm_us, device;
   const char *csv;
 };
 
@@ -65,11 +67,20 @@ struct gpu {
   CUmodule mod;
   volatile unsigned *flag; /* mapped host memory: the kernel stops at 1 */
   CUstream spin_s;
+  char *warm_host;      /* 4096 page-locked bytes apart from the copy's (a warm-up's "elsewhere") */
+  CUdeviceptr warm_dev; /* 4096 bytes of device memory they go to */
+  CUdeviceptr scratch;  /* bytes of device memory: a warm-up of the copy's whole range */
 };
 
 static const char *kinds[] = {"managed", "managed, preferred on the GPU", "device memory"};
+/* What comes --warm-us before a cold copy, each a host -> device copy on
+ * the non-blocking stream (a warm-up reads host memory, never writes the
+ * copy's: in coopd the host side is a client's file). */
+static const char *warmups[] = {"none", "64 B from other pages", "64 B from the copy's first page",
+                                "the copy's whole host range"};
 static const char *ways[] = {"host -> device, legacy stream", "device -> host, legacy stream",
-                             "host -> device, non-blocking stream + synchronize"};
+                             "host -> device, non-blocking stream + synchronize",
+                             "device -> host, non-blocking stream + synchronize"};
 
 #define CK(call)                                                                       \
   do {                                                                                 \
@@ -94,6 +105,9 @@ static void usage(FILE *f) {
              "  --bytes N      bytes a copy (default 278784, a 264 x 264 float matrix)\n"
              "  --copies N     copies timed per row (default 100)\n"
              "  --cold-us N    the sleep before each cold copy (default 16000)\n"
+             "  --warm-us N    the rows warmed ahead: a warm-up this long before the\n"
+             "                 cold copy (64 B from other pages, 64 B from the copy's\n"
+             "                 own, the copy's whole host range; default 100)\n"
              "  --device N     CUDA device index (default 0)\n"
              "  --csv FILE     one line per row (default bench/out/copies.csv)\n"
              "  --help         this text\n");
@@ -101,12 +115,11 @@ static void usage(FILE *f) {
 
 static void parse(int argc, char **argv, struct opts *o) {
   static const struct option lo[] = {
-      {"bytes", 1, 0, 'b'},  {"copies", 1, 0, 'n'}, {"cold-us", 1, 0, 'c'},
-      {"device", 1, 0, 'd'}, {"csv", 1, 0, 'o'},    {"help", 0, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"bytes", 1, 0, 'b'}, {"copies", 1, 0, 'n'}, {"cold-us", 1, 0, 'c'}, {"device", 1, 0, 'd'},
+      {"csv", 1, 0, 'o'},   {"help", 0, 0, 'h'},   {"warm-us", 1, 0, 'w'}, {0, 0, 0, 0}};
   const char *bad = inexact_option(argc, argv, lo);
   if (bad) bench_usage_error(CB, "unknown option %s", bad);
-  *o = (struct opts){278784, 100, 16000, 0, "bench/out/copies.csv"};
+  *o = (struct opts){278784, 100, 16000, 100, 0, "bench/out/copies.csv"};
   int c;
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) switch (c) {
       case 'b':
@@ -117,6 +130,9 @@ static void parse(int argc, char **argv, struct opts *o) {
         break;
       case 'c':
         o->cold_us = bench_parse_num(CB, "cold-us", optarg, 0, 10000000);
+        break;
+      case 'w':
+        o->warm_us = bench_parse_num(CB, "warm-us", optarg, 0, 1000000);
         break;
       case 'd':
         o->device = bench_parse_num(CB, "device", optarg, 0, 63);
@@ -169,6 +185,11 @@ static int setup(struct gpu *g, const struct opts *o) {
   CK(coop__cu.cuMemHostAlloc(&f, 4096, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
   g->flag = f;
   *g->flag = 0;
+  void *w = NULL;
+  CK(coop__cu.cuMemHostAlloc(&w, 4096, CU_MEMHOSTALLOC_PORTABLE));
+  g->warm_host = w;
+  CK(coop__cu.cuMemAlloc(&g->warm_dev, 4096));
+  CK(coop__cu.cuMemAlloc(&g->scratch, o->bytes));
   return 0;
 }
 
@@ -179,8 +200,11 @@ static CUresult copy_once(struct gpu *g, int way, CUdeviceptr d, size_t bytes) {
       return coop__cu.cuMemcpyHtoD(d, g->host, bytes);
     case 1:
       return coop__cu.cuMemcpyDtoH(g->host + bytes, d, bytes);
-    default:
+    case 2:
       e = coop__cu.cuMemcpyHtoDAsync(d, g->host, bytes, g->lane);
+      return e == CUDA_SUCCESS ? coop__cu.cuStreamSynchronize(g->lane) : e;
+    default:
+      e = coop__cu.cuMemcpyDtoHAsync(g->host + bytes, d, bytes, g->lane);
       return e == CUDA_SUCCESS ? coop__cu.cuStreamSynchronize(g->lane) : e;
   }
 }
@@ -190,22 +214,37 @@ static void sleep_us(long us) {
   while (nanosleep(&t, &t)) continue;
 }
 
+/* Warm-up w (warmups[]) for a copy whose host side is `host`. */
+static CUresult warm_up(struct gpu *g, int w, const char *host, size_t bytes) {
+  const char *src = w == 1 ? g->warm_host : host;
+  CUdeviceptr dst = w == 3 ? g->scratch : g->warm_dev;
+  CUresult e = coop__cu.cuMemcpyHtoDAsync(dst, src, w == 3 ? bytes : 64, g->lane);
+  return e == CUDA_SUCCESS ? coop__cu.cuStreamSynchronize(g->lane) : e;
+}
+
 /* One row: o->copies copies of one kind, way and warmth. */
 static int row(struct gpu *g, const struct opts *o, FILE *csv, int spinning, int cold, int kind,
-               int way) {
+               int way, int warm) {
   struct series s = {0};
+  long ahead = warm && o->warm_us < o->cold_us ? o->warm_us : 0;
   for (long i = 0; i < o->copies; i++) {
-    if (cold) sleep_us(o->cold_us);
+    if (cold) sleep_us(o->cold_us - ahead);
+    if (warm) {
+      CK(warm_up(g, warm, way == 1 || way == 3 ? g->host + o->bytes : g->host, o->bytes));
+      int64_t until = now_ns() + ahead * 1000; /* spun: a sleep this short overshoots */
+      while (now_ns() < until) continue;
+    }
     int64_t t0 = now_ns();
     CK(copy_once(g, way, g->mem[kind], o->bytes));
     push(&s, (double)(now_ns() - t0) / 1e3);
   }
   double p50 = quantile(&s, 0.5), p90 = quantile(&s, 0.9), mx = max_of(&s);
-  printf("| %s | %s | %s | %s | %.1f | %.1f | %.1f |\n", spinning ? "polling kernel" : "idle",
-         cold ? "cold" : "warm", ways[way], kinds[kind], p50, p90, mx);
+  printf("| %s | %s | %s | %s | %s | %.1f | %.1f | %.1f |\n", spinning ? "polling kernel" : "idle",
+         cold ? "cold" : "warm", warmups[warm], ways[way], kinds[kind], p50, p90, mx);
   if (csv)
-    fprintf(csv, "%s,%s,\"%s\",\"%s\",%zu,%ld,%.2f,%.2f,%.2f\n", spinning ? "polling" : "idle",
-            cold ? "cold" : "warm", ways[way], kinds[kind], o->bytes, o->copies, p50, p90, mx);
+    fprintf(csv, "%s,%s,\"%s\",\"%s\",\"%s\",%zu,%ld,%.2f,%.2f,%.2f\n",
+            spinning ? "polling" : "idle", cold ? "cold" : "warm", warmups[warm], ways[way],
+            kinds[kind], o->bytes, o->copies, p50, p90, mx);
   series_free(&s);
   return 0;
 }
@@ -227,13 +266,16 @@ int main(int argc, char **argv) {
   if (!csv) fprintf(stderr, CB ": %s: cannot write; the table only\n", o.csv);
   printf(
       "machine: %s, %s, %s\ndevice: %s\ncommit: %s (at build time); run %s\n"
-      "%zu bytes a copy, %ld copies a row, cold: %ld us of sleep before each\n\n"
-      "| GPU | copy | way | device side | p50 us | p90 us | max us |\n"
-      "| --- | --- | --- | --- | --- | --- | --- |\n",
-      mc.host, mc.arch, mc.cpu, name, COOP_BENCH_COMMIT, date, o.bytes, o.copies, o.cold_us);
+      "%zu bytes a copy, %ld copies a row, cold: %ld us of sleep before each;"
+      " warmed: the warm-up %ld us before the copy\n\n"
+      "| GPU | copy | warm-up | way | device side | p50 us | p90 us | max us |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+      mc.host, mc.arch, mc.cpu, name, COOP_BENCH_COMMIT, date, o.bytes, o.copies, o.cold_us,
+      o.warm_us);
   if (csv)
     fprintf(csv,
-            "# %s; %s; commit %s; %s\ngpu,copy,way,device_side,bytes,copies,p50_us,p90_us,max_us\n",
+            "# %s; %s; commit %s; "
+            "%s\ngpu,copy,warmup,way,device_side,bytes,copies,p50_us,p90_us,max_us\n",
             mc.host, name, COOP_BENCH_COMMIT, date);
   int rc = 0;
   for (int spinning = 0; spinning < 2 && !rc; spinning++) {
@@ -242,9 +284,12 @@ int main(int argc, char **argv) {
       CK(coop__cu.cuLaunchKernel(g.spin, 1, 1, 1, 32, 1, 1, 0, g.spin_s, args, NULL));
     }
     for (int cold = 0; cold < 2 && !rc; cold++)
-      for (int way = 0; way < 3 && !rc; way++)
+      for (int way = 0; way < 4 && !rc; way++)
         for (int kind = 0; kind < 3 && !rc; kind++)
-          rc = row(&g, &o, csv, spinning, cold, kind, way);
+          rc = row(&g, &o, csv, spinning, cold, kind, way, 0);
+    /* cold copies warmed ahead, into device memory (coopd's device buffers) */
+    for (int way = 2; way < 4 && !rc; way++)
+      for (int w = 1; w < 4 && !rc; w++) rc = row(&g, &o, csv, spinning, 1, 2, way, w);
     if (spinning) {
       *g.flag = 1;
       __atomic_thread_fence(__ATOMIC_SEQ_CST);

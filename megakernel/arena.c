@@ -657,9 +657,11 @@ int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to
   return rt->ops->copy_arena(rt, dst, src, n, to_arena);
 }
 
-int coop_rt_copy_warm(coop_rt *rt) {
+int coop_rt_copy_warm(coop_rt *rt) { return coop_rt_copy_warm_from(rt, NULL, 0); }
+
+int coop_rt_copy_warm_from(coop_rt *rt, const void *host, size_t bytes) {
   if (!rt || !rt->ops || !rt->ops->copy_warm) return COOP_EINVAL;
-  return rt->ops->copy_warm(rt);
+  return rt->ops->copy_warm(rt, host, host ? bytes : 0);
 }
 
 int coop_rt_arena_dup(coop_rt *rt, void *dst, const void *src, size_t n) {

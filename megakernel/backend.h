@@ -83,8 +83,10 @@ struct coop__backend_ops {
   /* Optional: a copy of a few bytes by the copy engine, from pinned host
    * memory into memory of the arena's kind, done when it returns, so that
    * a copy soon after it does not pay the path's wake-up
-   * (coop_rt_copy_warm). NULL: nothing to warm (the host copies). */
-  int (*copy_warm)(struct coop_rt *rt);
+   * (coop_rt_copy_warm); from `host` (bytes > 0, at most what the
+   * backend keeps room for) where the copy to come reads those pages
+   * (coop_rt_copy_warm_from). NULL: nothing to warm (the host copies). */
+  int (*copy_warm)(struct coop_rt *rt, const void *host, size_t bytes);
   /* Optional: a task's copies queued on the device, returning at once
    * (coop_rt_submit_io): the ranges in, then *pub = pub_val (the
    * submit's publication); on another queue, once *state >= final, the

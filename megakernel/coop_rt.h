@@ -276,6 +276,12 @@ int coop_rt_arena_direct(const coop_rt *rt);
  * COOP_EINVAL where copies are the host's (nothing to warm), or a coop
  * code. */
 int coop_rt_copy_warm(coop_rt *rt);
+/* The same, the bytes read from `host` (at most `bytes` of it, and at
+ * most 1 MiB): the pages a copy that follows will read, page-locked
+ * (coop_rt_host_register) or the runtime's own. Nothing is written there:
+ * the bytes go to the runtime's own device memory. host NULL:
+ * coop_rt_copy_warm. */
+int coop_rt_copy_warm_from(coop_rt *rt, const void *host, size_t bytes);
 /* n bytes from one buffer's memory (src) into another's (dst), both in the
  * arena, while the megakernel runs: on the device where the arena lives
  * there (CUDA: a device-to-device copy, at the device memory's speed, not

@@ -1932,6 +1932,50 @@ START_TEST(host_buffers_are_freed_at_close) {
 }
 END_TEST
 
+/* A copy warm-up (coop_rt_copy_warm, coop_rt_copy_warm_from) reaches the
+ * backend with the pages it is to read, or none for the backend's own;
+ * where the backend has no copy engine (PoCL) it is refused as nothing
+ * to warm. A backend that records its calls. */
+static const void *cw_host;
+static size_t cw_bytes;
+static unsigned cw_calls;
+static int cw_warm(struct coop_rt *rt, const void *host, size_t bytes) {
+  (void)rt;
+  cw_host = host;
+  cw_bytes = bytes;
+  cw_calls++;
+  return 0;
+}
+
+START_TEST(copy_warm_ups_name_the_pages_they_read) {
+  coop_rt *rt = prepared();
+  uint8_t page[4096] = {0};
+  if (!rt->ops->copy_warm) {
+    ck_assert_int_eq(coop_rt_copy_warm(rt), COOP_EINVAL);
+    ck_assert_int_eq(coop_rt_copy_warm_from(rt, page, sizeof page), COOP_EINVAL);
+  }
+  static struct coop__backend_ops counted; /* until the close */
+  const struct coop__backend_ops *real = rt->ops;
+  counted = *rt->ops;
+  counted.copy_warm = cw_warm;
+  rt->ops = &counted;
+  cw_calls = 0;
+  ck_assert_int_eq(coop_rt_copy_warm(rt), 0);
+  ck_assert_ptr_null(cw_host);
+  ck_assert_uint_eq(cw_bytes, 0);
+  ck_assert_int_eq(coop_rt_copy_warm_from(rt, page, 64), 0);
+  ck_assert_ptr_eq(cw_host, page);
+  ck_assert_uint_eq(cw_bytes, 64);
+  ck_assert_int_eq(coop_rt_copy_warm_from(rt, NULL, 64), 0); /* no pages: its own */
+  ck_assert_ptr_null(cw_host);
+  ck_assert_uint_eq(cw_bytes, 0);
+  ck_assert_uint_eq(cw_calls, 3);
+  ck_assert_int_eq(coop_rt_copy_warm_from(NULL, page, 64), COOP_EINVAL);
+  rt->ops = real;
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 /* The options of a test's own runtime, as fx_open's (scripts/test
  * --backend cuda sets COOP_BACKEND and COOP_LOCAL_SIZE). */
 static void own_options(struct coop_rt_options *o) {
@@ -2375,6 +2419,7 @@ static Suite *suite(void) {
   tcase_add_test(t, device_buffers_move_by_the_copy_engine);
   tcase_add_test(t, copies_from_many_threads_land_whole);
   tcase_add_test(t, host_buffers_are_freed_at_close);
+  tcase_add_test(t, copy_warm_ups_name_the_pages_they_read);
   tcase_add_test(t, device_zone_buffers_are_buffers);
   tcase_add_test(t, non_cooperative_kernels_alone_end_their_tasks);
   tcase_add_test(t, a_job_s_buffers_move_in_one_copy_each_way);

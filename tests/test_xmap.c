@@ -10,7 +10,9 @@
  * owner's share allows; one more than the slots is read and written
  * instead until a clear; one user holds at most its share of the slots; forget unmaps without
  * unpinning. And the seal does what the mapping needs: the client can no longer shrink the file
- * under it.
+ * under it. And a copy warm-up's plan (daemon/device/dp_warm.h) reads the
+ * last frame's ranges through those mappings: whole at a window's first,
+ * a few bytes later, the way asked for, nothing once the file is unmapped.
  */
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "dp_warm.h"
 #include "xmap.h"
 
 #define MIB (1u << 20)
@@ -254,6 +257,60 @@ START_TEST(one_owner_holds_at_most_its_share) {
 }
 END_TEST
 
+/* A frame's ranges as DP_SUBMIT_IO names them: input at 4096 (300000
+ * bytes, more than a whole warm-up's), output at 2 MiB (8000); a warm-up
+ * reads them where the file is mapped, never more than its most. */
+START_TEST(a_warm_up_reads_the_last_frames_ranges) {
+  struct pins c = {0};
+  struct xmap x;
+  xmap_init(&x, pin, unpin, &c);
+  int fd = memfd(4 * MIB, 1);
+  struct stat st;
+  ck_assert_int_eq(fstat(fd, &st), 0);
+  struct dp_warm w = {0};
+  struct dp_warm_read rd[DP_MAX_BUFS];
+  /* nothing noted: nothing to read (the runtime's own bytes serve) */
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 0);
+  struct dp_buf_entry b[3] = {
+      {.size = 3 * MIB / 2, .off = 4096, .in = 1, .owner = 1},
+      {.size = 8000, .off = 2 * MIB, .out = 1, .owner = 1},
+      {.size = 0, .off = 0, .in = 1, .owner = 1}, /* empty: nothing of it */
+  };
+  dp_warm_note(&w, (uint64_t)st.st_dev, (uint64_t)st.st_ino, b, 3);
+  /* not mapped yet: nothing (a warm-up never maps a file) */
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 0);
+  uint8_t *m = xmap_get(&x, fd, 0, 4 * MIB, T0, 1);
+  ck_assert_ptr_nonnull(m);
+  /* a window's first, the way in: the input range from its start, whole
+   * up to the most */
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 1);
+  ck_assert_ptr_eq(rd[0].p, m + 4096);
+  ck_assert_uint_eq(rd[0].bytes, DP_WARM_WHOLE_MAX);
+  ck_assert_uint_eq(rd[0].p[0], (uint8_t)(4096 * 7));
+  /* a later one: a few bytes of it */
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 0, T0, rd), 1);
+  ck_assert_ptr_eq(rd[0].p, m + 4096);
+  ck_assert_uint_eq(rd[0].bytes, DP_WARM_TOUCH);
+  /* the way out: the output range, whole where it is smaller than the most */
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 0, 1, T0, rd), 1);
+  ck_assert_ptr_eq(rd[0].p, m + 2 * MIB);
+  ck_assert_uint_eq(rd[0].bytes, 8000);
+  /* another owner's ranges in the same file are not found for this one */
+  b[0].owner = 2;
+  dp_warm_note(&w, (uint64_t)st.st_dev, (uint64_t)st.st_ino, b, 1);
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 0);
+  b[0].owner = 1;
+  dp_warm_note(&w, (uint64_t)st.st_dev, (uint64_t)st.st_ino, b, 2);
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 1);
+  /* the mapping cleared (the megakernel parked): nothing until mapped again */
+  xmap_clear(&x);
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 0);
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 0, 0, T0, rd), 0);
+  close(fd);
+  xmap_forget(&x);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("xmap");
   TCase *t = tcase_create("xmap");
@@ -264,6 +321,7 @@ static Suite *suite(void) {
   tcase_add_test(t, a_failed_pin_is_remembered);
   tcase_add_test(t, nothing_is_unpinned_but_by_a_clear);
   tcase_add_test(t, one_owner_holds_at_most_its_share);
+  tcase_add_test(t, a_warm_up_reads_the_last_frames_ranges);
   suite_add_tcase(s, t);
   return s;
 }

@@ -29,6 +29,7 @@
 #include "fdio.h"
 #include "devproc_msg.h"
 #include "wire.h"
+#include "dp_warm.h"
 #include "xmap.h"
 
 _Static_assert(COOP_WIRE_MAX_WG <= DP_VIEW_MAX, "a view fits a reply");
@@ -54,6 +55,7 @@ struct child {
   /* a one-task job's run as DP_SUBMIT last saw it: when the next one's
    * end is due (wait_for) */
   struct dp_ends ends;
+  struct dp_warm warm; /* the last DP_SUBMIT_IO's ranges: what copy_warm reads */
 };
 
 /* DP_WAIT's spin, then its naps (see wait_for). */
@@ -511,17 +513,32 @@ static int warm(const struct child *ch, const struct dp_req *q) {
   return ch->idle_spin_ns && q->warm_until > coop__now_ns();
 }
 
+/* A warm-up from the pages the next frame's copies will read (dp_warm.h),
+ * of way `in`, the window's `first` or a later one; else, or with
+ * COOP_WARM_RANGES=0 (a benchmark's A/B knob), the runtime's own bytes.
+ * Best effort: a failure only leaves the engine cold. */
+static void warm_from_ranges(struct child *ch, int in, int first) {
+  static int off = -1;
+  if (off < 0) off = getenv("COOP_WARM_RANGES") && !strcmp(getenv("COOP_WARM_RANGES"), "0");
+  struct dp_warm_read rd[DP_MAX_BUFS];
+  unsigned n = off || !xm.arg ? 0 : dp_warm_plan(&ch->warm, &xm, in, first, coop__now_ns(), rd);
+  for (unsigned i = 0; i < n; i++) (void)coop_rt_copy_warm_from(ch->rt, rd[i].p, rd[i].bytes);
+  if (!n) (void)coop_rt_copy_warm(ch->rt);
+}
+
 /* The copy engine kept warm through a warm window (docs/daemon.md,
  * "Spinning"): a frame's first copy, 16 ms after the last frame's, took
  * 65-75 us on an H200 instead of 17-20, unless any copy came up to 300 us
  * before it (bench/RESULTS.md, "A warm copy engine"). So while this
  * process waits in a window, for the next request (next_request) or for
  * a task in flight to end (wait_for: a frame beside a running job), it
- * has the runtime move a few bytes: at once
+ * has the runtime move bytes, from the pages the frame's copies will read
+ * where it knows them (warm_from_ranges): at once
  * when the window is new (that first one pays the wake-up, hundreds of
- * microseconds before the frame is due), then whenever DP_COPY_WARM_NS
- * passed without a request or another (a few microseconds each, which a
- * request that comes meanwhile waits for), until a task is submitted in
+ * microseconds before the frame is due, and reads the ranges whole: 16 us
+ * for 272 KB), then whenever DP_COPY_WARM_NS
+ * passed without a request or another (a few bytes of each, a few
+ * microseconds, which a request that comes meanwhile waits for), until a task is submitted in
  * the window (the frame's, whose input is in by then: one more warm-up
  * would only delay the sight of its end in its wait; its output's copy,
  * 0.3 ms after its input on the H200, found the engine warm without one).
@@ -530,8 +547,9 @@ static int warm(const struct child *ch, const struct dp_req *q) {
 static void copy_warm(struct child *ch, int64_t now) {
   if (!ch->rt || now >= ch->warm_until || ch->submitted_for == ch->warm_until) return;
   if (ch->warmed_for == ch->warm_until && now - ch->copied_at < DP_COPY_WARM_NS) return;
+  int first = ch->warmed_for != ch->warm_until;
   ch->warmed_for = ch->warm_until;
-  (void)coop_rt_copy_warm(ch->rt); /* best effort: a failure only leaves it cold */
+  warm_from_ranges(ch, 1, first);
   ch->copied_at = coop__now_ns();
 }
 
@@ -568,7 +586,7 @@ static void wait_for(struct child *ch, int (*done)(struct child *, const void *)
     copy_warm(ch, now);
     int at_end = near && now >= near && now - near < DP_END_LEAD_NS + DP_END_SPIN_MAX_NS;
     if (at_end && warm && ch->rt) {
-      (void)coop_rt_copy_warm(ch->rt); /* once: best effort, as copy_warm */
+      warm_from_ranges(ch, 0, 0); /* once: its output's pages */
       warm = 0;
     }
     if ((spin && now - t0 < ch->spin_ns) || at_end) {
@@ -665,6 +683,7 @@ static void submit_io(struct child *ch, const struct dp_req *q, struct dp_rep *r
     if (e->in) in[nin++] = (struct coop_rt_io){m, p, e->size};
     if (e->out) out[nout++] = (struct coop_rt_io){m, p, e->size};
   }
+  dp_warm_note(&ch->warm, s->dev, s->ino, s->b, s->n);
   coop_task_id id = 0;
   r->err = coop_rt_submit_io(rt, &s->desc, in, nin, NULL, 0, &id);
   r->a = id;

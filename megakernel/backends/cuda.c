@@ -60,6 +60,9 @@ struct cu_be {
   int no_verbose;       /* this NVRTC refused --ptxas-options: no figures before a load */
   void *warm_src;       /* cu_copy_warm's page-locked bytes, or NULL until its first */
   CUdeviceptr warm_dst; /* and its managed (or device) bytes */
+  CUdeviceptr warm_far; /* CU_WARM_FROM_MAX bytes of device memory: a warm-up from a
+                         * caller's pages lands there (0 until the first) */
+  int far_failed;       /* they could not be had: such warm-ups are plain ones */
   int warm_failed;      /* they could not be had: not asked again */
   /* cu_copy_arena's page-locked room for a small copy (CU_STAGE_BYTES),
    * made at the first; stage_mu: one copy through it at a time */
@@ -457,12 +460,31 @@ static void *cu_alloc_host(struct coop_rt *rt, size_t bytes) {
  * in 16 ms, against 17-19 us back to back, whether or not the host's
  * thread had spun meanwhile and a kernel ran; a 64-byte copy 0 to 300 us
  * before it brought it to 20 us (bench/RESULTS.md, "A warm copy
- * engine"). The two small buffers are made at the first call. */
+ * engine"). The two small buffers are made at the first call. From a
+ * caller's pages (`host`), the bytes go to device memory of the backend's
+ * own (made at the first such call, kept to the close): the pages the
+ * frame's copy will read are then the ones the engine last read. */
 #define CU_WARM_BYTES 64
-static int cu_copy_warm(struct coop_rt *rt) {
+#define CU_WARM_FROM_MAX (1u << 20)
+static int cu_copy_warm_from(struct cu_be *b, struct coop_rt *rt, const void *host, size_t bytes) {
+  if (!b->warm_far && coop__cu.cuMemAlloc(&b->warm_far, CU_WARM_FROM_MAX) != CUDA_SUCCESS) {
+    b->warm_far = 0;
+    b->far_failed = 1;
+    return 1;
+  }
+  size_t n = bytes < CU_WARM_FROM_MAX ? bytes : CU_WARM_FROM_MAX;
+  CU_CHECK(rt, lane_copy(b, (void *)host, b->warm_far, n, 1));
+  return 0;
+}
+
+static int cu_copy_warm(struct coop_rt *rt, const void *host, size_t bytes) {
   struct cu_be *b = rt->be;
   if (b->warm_failed) return COOP_EINVAL;
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
+  if (host && bytes && !b->far_failed) {
+    int r = cu_copy_warm_from(b, rt, host, bytes);
+    if (r != 1) return r; /* else the plain warm-up */
+  }
   if (!b->warm_src) {
     void *src = NULL;
     CUdeviceptr dst = 0;
@@ -881,6 +903,7 @@ static void cu_close(struct coop_rt *rt) {
     if (b->module) coop__cu.cuModuleUnload(b->module);
     if (b->devmem) coop__cu.cuMemFree(b->devmem);
     if (b->warm_dst) coop__cu.cuMemFree(b->warm_dst);
+    if (b->warm_far) coop__cu.cuMemFree(b->warm_far);
     if (b->warm_src) coop__cu.cuMemFreeHost(b->warm_src);
     if (b->stage) coop__cu.cuMemFreeHost(b->stage);
     if (b->stream) coop__cu.cuStreamDestroy(b->stream);
