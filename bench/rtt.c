@@ -119,6 +119,9 @@ static const char *const leg_what[NCHAIN - 1] = {
     "RESULT encoded, written, over the socket; libcoop's decode and copy-out"};
 /* Off the critical path, beside it: [from, to). */
 static const char *const side[][3] = {
+    {"recv", "decoded", "admission: the frame decoded, sess_submit entered"},
+    {"decoded", "checked", "admission: its buffers found, its checks"},
+    {"checked", "admitted", "admission: the job made"},
     {"staged", "submit_ret", "dp_submit's whole round trip"},
     {"taken", "io_sent", "a job moving its bytes: until its IN copy's request"},
     {"io_sent", "io_took", "that request reaching the device process"},

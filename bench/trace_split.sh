@@ -22,11 +22,16 @@ awk -F, -v dir="$d" '
     # the ranges out came with it (out_sent = io_sent)
     with = ("io_with" in col) && $col["io_with"] + 0 > 0
     if (with && $col["out_sent"] == $col["io_sent"])
-      np = split("recv admitted queued taken staged io_sent io_took submitted released gathered started finished io_replied io_back task_released unstaged handed_back loop_got result_sent", p, " ")
+      np = split("recv decoded checked admitted queued taken staged io_sent io_took submitted released gathered started finished io_replied io_back task_released unstaged handed_back loop_got result_sent", p, " ")
     else if (with)
-      np = split("recv admitted queued taken staged io_sent io_took submitted io_replied io_back released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
+      np = split("recv decoded checked admitted queued taken staged io_sent io_took submitted io_replied io_back released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
     else
-      np = split("recv admitted queued taken io_sent io_took io_replied io_back staged submitted released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
+      np = split("recv decoded checked admitted queued taken io_sent io_took io_replied io_back staged submitted released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
+    # the stamps this coopd wrote (an older trace lacks decoded, checked)
+    m = 0
+    for (k = 1; k <= np; k++) if (p[k] in col) q[++m] = p[k]
+    np = m
+    for (k = 1; k <= np; k++) p[k] = q[k]
     for (k = 2; k <= np; k++)
       print ($col[p[k]] - $col[p[k - 1]]) / 1000 > (dir "/" g "." sprintf("%02d", k) "." p[k - 1] "->" p[k])
     print ($col["result_sent"] - $col["recv"]) / 1000 > (dir "/" g ".99.total")

@@ -272,6 +272,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
                  unsigned nfds) {
   const struct coop_msg_submit *m = &msg->submit;
   struct daemon *dm = s->dm;
+  int64_t t_decoded = coopd_tracing ? coop__now_ns() : 0, t_checked = 0;
   if (dm->stopping) return sess_error(s, seq, COOP_ESHUTDOWN, "coopd is shutting down");
   const struct kdef *k = kset_find(dm->ks, m->kernel);
   const char *coming = k ? NULL : reload_brings(dm, m->kernel);
@@ -295,6 +296,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   int dev = device_buffers(s, seq, m, bufs, fds, nfds);
   if (dev == COOP_WIRE_ANY_DEVICE) dev = pick_device(s, seq, m);
   if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, bufs, &bytes)) return;
+  if (coopd_tracing) t_checked = coop__now_ns();
   errno = ENOMEM;
   struct job *j = sess_make_job(s, m, k, fds, bytes);
   if (!j && (errno == EMFILE || errno == ENFILE))
@@ -303,6 +305,8 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
                       "(its administrator should raise LimitNOFILE)");
   if (!j) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
   TRACE_SET(j, recv, s->rx_ns);
+  TRACE_SET(j, decoded, t_decoded);
+  TRACE_SET(j, checked, t_checked);
   TRACE_STAMP(j, admitted);
   TRACE_SET(j, loop_spun,
             atomic_load_explicit(&dm->spin.spinning, memory_order_relaxed) ? dm->spin.since : 0);

@@ -48,7 +48,9 @@
   XX(loop_spun)     /* the loop spun when it took the SUBMIT: since when (loopspin.since) */ \
   XX(io_with)       /* its ranges went with its submit (DP_SUBMIT_IO): that request's send; \
                      * io_* are its stamps (the copies in, the task, its wait inside), and \
-                     * out_* too where the ranges out came back with it (else 0: apart) */
+                     * out_* too where the ranges out came back with it (else 0: apart) */ \
+  XX(decoded)       /* sess_submit entered: the frame decoded (recv -> admitted's first part) */ \
+  XX(checked)       /* its buffers found and its admission checks passed; the job's making next */
 /* clang-format on */
 
 struct job_trace {

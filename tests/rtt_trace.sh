@@ -52,7 +52,7 @@ check_trace() {
                                       $col["dp_seen"] + 0 > $col["submit_ret"] + 0)) {
         print "job " $1 ": dp_seen outside submitted..submit_ret"; bad = 1
       }
-      split("recv admitted queued taken staged submitted released gathered started " \
+      split("recv decoded checked admitted queued taken staged submitted released gathered started " \
             "finished seen task_released unstaged handed_back loop_got result_sent", path, " ")
       for (k = 2; k in path; k++) {
         if (!(path[k] in col)) { print "no column " path[k]; bad = 1; exit }
