@@ -302,6 +302,21 @@ START_TEST(a_warm_up_reads_the_last_frames_ranges) {
   b[0].owner = 1;
   dp_warm_note(&w, (uint64_t)st.st_dev, (uint64_t)st.st_ino, b, 2);
   ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 1);
+  /* several ranges in: whole up to the most over all of them, a few bytes
+   * of each past it */
+  struct dp_buf_entry three[3] = {
+      {.size = 600u << 10, .off = 0, .in = 1, .owner = 1},
+      {.size = 600u << 10, .off = 1u << 20, .in = 1, .owner = 1},
+      {.size = 100u << 10, .off = 2u << 20, .in = 1, .owner = 1},
+  };
+  dp_warm_note(&w, (uint64_t)st.st_dev, (uint64_t)st.st_ino, three, 3);
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 3);
+  ck_assert_uint_eq(rd[0].bytes, 600u << 10);
+  ck_assert_uint_eq(rd[1].bytes, DP_WARM_WHOLE_MAX - (600u << 10));
+  ck_assert_uint_eq(rd[2].bytes, DP_WARM_TOUCH);
+  ck_assert_ptr_eq(rd[2].p, m + (2u << 20));
+  ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 0, T0, rd), 3);
+  for (unsigned i = 0; i < 3; i++) ck_assert_uint_eq(rd[i].bytes, DP_WARM_TOUCH);
   /* the mapping cleared (the megakernel parked): nothing until mapped again */
   xmap_clear(&x);
   ck_assert_uint_eq(dp_warm_plan(&w, &x, 1, 1, T0, rd), 0);

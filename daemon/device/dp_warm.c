@@ -14,7 +14,7 @@ void dp_warm_note(struct dp_warm *w, uint64_t dev, uint64_t ino, const struct dp
 
 unsigned dp_warm_plan(const struct dp_warm *w, struct xmap *x, int in, int first, int64_t now,
                       struct dp_warm_read *out) {
-  size_t most = first ? DP_WARM_WHOLE_MAX : DP_WARM_TOUCH;
+  size_t left = first ? DP_WARM_WHOLE_MAX : 0; /* the whole reads', over all ranges */
   unsigned k = 0;
   for (unsigned i = 0; i < w->n; i++) {
     const struct dp_warm_range *r = &w->r[i];
@@ -22,7 +22,10 @@ unsigned dp_warm_plan(const struct dp_warm *w, struct xmap *x, int in, int first
     /* found again each time: a clear (the megakernel parked) unmaps it */
     uint8_t *m = xmap_find(x, (dev_t)w->dev, (ino_t)w->ino, r->off, r->size, now, r->owner);
     if (!m) continue;
-    out[k++] = (struct dp_warm_read){m + r->off, r->size < most ? (size_t)r->size : most};
+    size_t n = r->size < left ? (size_t)r->size : left;
+    if (n < DP_WARM_TOUCH) n = r->size < DP_WARM_TOUCH ? (size_t)r->size : DP_WARM_TOUCH;
+    left -= n < left ? n : left;
+    out[k++] = (struct dp_warm_read){m + r->off, n};
   }
   return k;
 }

@@ -10,9 +10,11 @@
  * 16 after its whole range (bench/RESULTS.md, "A warm-up from the
  * frame's own pages"). So a warm-up reads the last frame's ranges,
  * as DP_SUBMIT_IO named them, where their file is still mapped and
- * pinned here (xmap.h): the window's first warm-up each range whole (up to
- * DP_WARM_WHOLE_MAX), later ones DP_WARM_TOUCH bytes of each, which keeps
- * a warm-up from holding the engine when the frame's own copy comes.
+ * pinned here (xmap.h): the window's first warm-up the ranges whole (up to
+ * DP_WARM_WHOLE_MAX in all, DP_WARM_TOUCH bytes of each past it: a few
+ * hundred microseconds before the frame, the engine is not to be busy
+ * with them when the frame's copy comes), later ones DP_WARM_TOUCH bytes
+ * of each, which keeps a warm-up from holding the engine then.
  * Reads only: the runtime copies them into memory of its own
  * (coop_rt_copy_warm_from); the client's file is never written.
  * Single-threaded (the device process's one thread).
