@@ -316,6 +316,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
     j->next_ns = next_start + lead;
     j->next_lead_ns = lead;
   }
+  TRACE_SET(j, expected, s->frame_next_ns); /* the last frame's guess at this SUBMIT */
   s->frame_next_ns = j->next_ns;
   if (j->next_ns)
     log_debug(

@@ -50,7 +50,9 @@
                      * io_* are its stamps (the copies in, the task, its wait inside), and \
                      * out_* too where the ranges out came back with it (else 0: apart) */ \
   XX(decoded)       /* sess_submit entered: the frame decoded (recv -> admitted's first part) */ \
-  XX(checked)       /* its buffers found and its admission checks passed; the job's making next */
+  XX(checked)       /* its buffers found and its admission checks passed; the job's making next */ \
+  XX(expected)      /* warm ahead's guess at this SUBMIT's arrival, from its connection's last \
+                     * frame (sess_jobs.c, expected_next; 0: none): beside recv, how far off */
 /* clang-format on */
 
 struct job_trace {

@@ -27,7 +27,7 @@ check_trace() {
     {
       n++
       for (i = 3; i <= NF; i++)
-        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && i != col["loop_spun"] && i != col["io_with"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && i != col["loop_spun"] && i != col["io_with"] && i != col["expected"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
       if (io) {
         # ranges that went with the submit (io_with): the copies stamped
         # as that request, inside staged..submit_ret; else apart, before
