@@ -35,7 +35,7 @@ awk -F, -v dir="$d" '
     for (k = 2; k <= np; k++)
       print ($col[p[k]] - $col[p[k - 1]]) / 1000 > (dir "/" g "." sprintf("%02d", k) "." p[k - 1] "->" p[k])
     print ($col["result_sent"] - $col["recv"]) / 1000 > (dir "/" g ".99.total")
-    # how far the SUBMIT came from warm ahead's guess at it (+: later)
+    # how far the SUBMIT came from the guess of warm ahead (+: later)
     if (("expected" in col) && $col["expected"] + 0 > 0) {
       k = ($col["loop_spun"] + 0 > 0) ? "spun" : "asleep"
       print ($col["recv"] - $col["expected"]) / 1000 > (dir "/" g ".97.expected->recv, loop " k)

@@ -3,6 +3,9 @@
  */
 #include "loopspin.h"
 
+#include <sys/timerfd.h>
+#include <unistd.h>
+
 #include "coop_util.h"
 
 static void on_idle(uv_idle_t *h) {
@@ -31,8 +34,12 @@ static void on_idle(uv_idle_t *h) {
   ls->since = 0;
 }
 
-static void on_timer(uv_timer_t *t) {
+static void on_timer(uv_poll_t *t, int status, int events) {
   struct loopspin *ls = t->data;
+  (void)status, (void)events;
+  uint64_t fired;
+  if (read(ls->tfd, &fired, sizeof fired) < 0) return; /* not yet: a stale readiness */
+  uv_poll_stop(t);
   int64_t to = ls->to;
   ls->from = ls->to = 0;
   if (ls->window) ls->window(ls->window_arg);
@@ -46,8 +53,13 @@ void loopspin_init(struct loopspin *ls, uv_loop_t *loop) {
   ls->turn_arg = NULL;
   ls->window = NULL;
   ls->window_arg = NULL;
-  ls->ready = uv_idle_init(loop, &ls->idle) == 0 && uv_timer_init(loop, &ls->timer) == 0;
+  ls->ready = uv_idle_init(loop, &ls->idle) == 0;
   ls->idle.data = ls;
+  ls->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (ls->tfd >= 0 && uv_poll_init(loop, &ls->timer, ls->tfd) != 0) {
+    close(ls->tfd);
+    ls->tfd = -1;
+  }
   ls->timer.data = ls;
 }
 
@@ -78,11 +90,18 @@ void loopspin_at(struct loopspin *ls, int64_t from, int64_t to) {
     loopspin_for(ls, to - now);
     return;
   }
+  if (ls->tfd < 0) return;
+  struct itimerspec at = {.it_value = {from / 1000000000, from % 1000000000}};
+  if (timerfd_settime(ls->tfd, TFD_TIMER_ABSTIME, &at, NULL) != 0) return;
   ls->from = from;
   ls->to = to;
-  /* the loop's timers count ms: start up to 1 ms early, never late */
-  uv_update_time(ls->timer.loop);
-  uv_timer_start(&ls->timer, on_timer, (uint64_t)((from - now) / 1000000), 0);
+  uv_poll_start(&ls->timer, UV_READABLE, on_timer);
+}
+
+static void on_timer_closed(uv_handle_t *h) {
+  struct loopspin *ls = h->data;
+  close(ls->tfd);
+  ls->tfd = -1;
 }
 
 void loopspin_stop(struct loopspin *ls) {
@@ -90,5 +109,6 @@ void loopspin_stop(struct loopspin *ls) {
   ls->ready = 0;
   atomic_store(&ls->spinning, 0);
   uv_idle_stop(&ls->idle);
-  uv_timer_stop(&ls->timer);
+  if (ls->tfd >= 0 && !uv_is_closing((uv_handle_t *)&ls->timer))
+    uv_close((uv_handle_t *)&ls->timer, on_timer_closed);
 }

@@ -25,7 +25,10 @@
 
 struct loopspin {
   uv_idle_t idle;
-  uv_timer_t timer; /* the next window's start (loopspin_at) */
+  /* the next window's start (loopspin_at): a timerfd armed at it to the
+   * nanosecond, watched by a poll handle; -1 if none could be made */
+  int tfd;
+  uv_poll_t timer;
   int64_t until;    /* CLOCK_MONOTONIC ns; the idle handle stops itself after it */
   int64_t since;    /* when the current spin began (0: none; a trace's loop_spun) */
   int64_t from, to; /* the window the timer starts, or 0 */
@@ -45,7 +48,13 @@ void loopspin_init(struct loopspin *ls, uv_loop_t *loop);
 void loopspin_for(struct loopspin *ls, int64_t ns);
 /* Keeps the loop polling from `from` to `to` (CLOCK_MONOTONIC ns). One
  * window is armed at a time: a later call moves it, unless the armed one
- * starts sooner (two frame loops: the nearer frame is served). */
+ * starts sooner (two frame loops: the nearer frame is served). The window
+ * begins at `from`, not before, and as soon after as the thread wakes: a
+ * timerfd, not a libuv timer, whose milliseconds (its loop time truncated,
+ * its epoll timeout in ms) began windows up to 1 ms early, while a quarter
+ * of a frame client's SUBMITs, inside their windows, found the loop asleep
+ * (bench/RESULTS.md, "A warm-up from the frame's own pages"). Without a
+ * timerfd: no window, only the spins asked for. */
 void loopspin_at(struct loopspin *ls, int64_t from, int64_t to);
 /* fn(arg) on every turn while the loop spins, and once more when it stops. */
 void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
@@ -53,7 +62,8 @@ void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
  * spin: the loop's own preparation for the request expected in it (a
  * frame's job made ahead: sess_jobs.c, session_warm_frames). */
 void loopspin_on_window(struct loopspin *ls, void (*fn)(void *), void *arg);
-/* At the stop, before uv_walk closes every handle: no spin starts again. */
+/* At the stop, before uv_walk closes every handle: no spin starts again;
+ * the window's poll handle is closed here, its timerfd with it. */
 void loopspin_stop(struct loopspin *ls);
 
 #endif /* COOPD_LOOPSPIN_H */
