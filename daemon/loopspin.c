@@ -34,20 +34,46 @@ static void on_idle(uv_idle_t *h) {
   ls->since = 0;
 }
 
+static void on_timer(uv_poll_t *t, int status, int events);
+
+/* The timerfd armed at the earliest window's start (disarmed: none). */
+static void arm(struct loopspin *ls) {
+  int64_t first = 0;
+  for (unsigned i = 0; i < ls->nwin; i++)
+    if (!first || ls->win[i].from < first) first = ls->win[i].from;
+  struct itimerspec at = {.it_value = {first / 1000000000, first % 1000000000}};
+  if (timerfd_settime(ls->tfd, TFD_TIMER_ABSTIME, &at, NULL) != 0) return;
+  if (first)
+    uv_poll_start(&ls->timer, UV_READABLE, on_timer);
+  else
+    uv_poll_stop(&ls->timer);
+}
+
+/* The windows begun by now: their hook, then the spin to the last end of
+ * them; the timer on to the next. */
 static void on_timer(uv_poll_t *t, int status, int events) {
   struct loopspin *ls = t->data;
   (void)status, (void)events;
   uint64_t fired;
-  if (read(ls->tfd, &fired, sizeof fired) < 0) return; /* not yet: a stale readiness */
-  uv_poll_stop(t);
-  int64_t to = ls->to;
-  ls->from = ls->to = 0;
+  if (read(ls->tfd, &fired, sizeof fired) < 0) return; /* not yet: re-armed since */
+  int64_t now = coop__now_ns(), to = 0;
+  for (unsigned i = 0; i < ls->nwin;) {
+    if (ls->win[i].from > now) {
+      i++;
+      continue;
+    }
+    if (ls->win[i].to > to) to = ls->win[i].to;
+    ls->win[i] = ls->win[--ls->nwin];
+  }
+  arm(ls);
+  if (!to) return;
   if (ls->window) ls->window(ls->window_arg);
   loopspin_for(ls, to - coop__now_ns());
 }
 
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop) {
-  ls->until = ls->from = ls->to = ls->since = 0;
+  ls->until = ls->since = 0;
+  ls->nwin = 0;
   atomic_init(&ls->spinning, 0);
   ls->turn = NULL;
   ls->turn_arg = NULL;
@@ -82,20 +108,27 @@ void loopspin_on_window(struct loopspin *ls, void (*fn)(void *), void *arg) {
   ls->window_arg = arg;
 }
 
-void loopspin_at(struct loopspin *ls, int64_t from, int64_t to) {
+void loopspin_at(struct loopspin *ls, const void *key, int64_t from, int64_t to) {
   int64_t now = coop__now_ns();
   if (!ls->ready || to <= now) return;
-  if (ls->from && ls->from > now && ls->from < from) return; /* a nearer one is armed */
-  if (from <= now) {
+  unsigned i = 0;
+  while (i < ls->nwin && ls->win[i].key != key) i++;
+  if (from <= now) { /* begun: no window, the spin now */
+    if (i < ls->nwin) ls->win[i] = ls->win[--ls->nwin];
     loopspin_for(ls, to - now);
-    return;
+  } else {
+    if (ls->tfd < 0) return;
+    if (i == ls->nwin && ls->nwin == LOOPSPIN_WINDOWS) { /* full: the latest to begin goes */
+      unsigned last = 0;
+      for (unsigned k = 1; k < ls->nwin; k++)
+        if (ls->win[k].from > ls->win[last].from) last = k;
+      if (ls->win[last].from <= from) return;
+      i = last;
+    }
+    if (i == ls->nwin) ls->nwin++;
+    ls->win[i] = (struct loopspin_window){key, from, to};
   }
-  if (ls->tfd < 0) return;
-  struct itimerspec at = {.it_value = {from / 1000000000, from % 1000000000}};
-  if (timerfd_settime(ls->tfd, TFD_TIMER_ABSTIME, &at, NULL) != 0) return;
-  ls->from = from;
-  ls->to = to;
-  uv_poll_start(&ls->timer, UV_READABLE, on_timer);
+  if (ls->tfd >= 0) arm(ls);
 }
 
 static void on_timer_closed(uv_handle_t *h) {
@@ -107,6 +140,7 @@ static void on_timer_closed(uv_handle_t *h) {
 void loopspin_stop(struct loopspin *ls) {
   if (!ls->ready) return;
   ls->ready = 0;
+  ls->nwin = 0;
   atomic_store(&ls->spinning, 0);
   uv_idle_stop(&ls->idle);
   if (ls->tfd >= 0 && !uv_is_closing((uv_handle_t *)&ls->timer))

@@ -23,16 +23,23 @@
 #include <stdint.h>
 #include <uv.h>
 
+#define LOOPSPIN_WINDOWS 16 /* windows armed at once: one a frame loop */
+
 struct loopspin {
   uv_idle_t idle;
-  /* the next window's start (loopspin_at): a timerfd armed at it to the
-   * nanosecond, watched by a poll handle; -1 if none could be made */
+  /* the windows armed (loopspin_at), one per key, in no order; a timerfd
+   * armed at the earliest start to the nanosecond, watched by a poll
+   * handle (tfd -1: none could be made, no window is armed) */
+  struct loopspin_window {
+    const void *key; /* its owner's (a session): only compared */
+    int64_t from, to;
+  } win[LOOPSPIN_WINDOWS];
+  unsigned nwin;
   int tfd;
   uv_poll_t timer;
-  int64_t until;    /* CLOCK_MONOTONIC ns; the idle handle stops itself after it */
-  int64_t since;    /* when the current spin began (0: none; a trace's loop_spun) */
-  int64_t from, to; /* the window the timer starts, or 0 */
-  int ready;        /* initialised, and not closing */
+  int64_t until; /* CLOCK_MONOTONIC ns; the idle handle stops itself after it */
+  int64_t since; /* when the current spin began (0: none; a trace's loop_spun) */
+  int ready;     /* initialised, and not closing */
   /* 1 only while the idle handle is active, so that `turn` runs every
    * turn; seq_cst: its clear, then turn's last look, pairs with a device
    * thread's flag, then its read of this (dev__announce) */
@@ -46,16 +53,20 @@ struct loopspin {
 void loopspin_init(struct loopspin *ls, uv_loop_t *loop);
 /* Keeps the loop polling for ns more from now (0: nothing). */
 void loopspin_for(struct loopspin *ls, int64_t ns);
-/* Keeps the loop polling from `from` to `to` (CLOCK_MONOTONIC ns). One
- * window is armed at a time: a later call moves it, unless the armed one
- * starts sooner (two frame loops: the nearer frame is served). The window
- * begins at `from`, not before, and as soon after as the thread wakes: a
+/* Keeps the loop polling from `from` to `to` (CLOCK_MONOTONIC ns): `key`'s
+ * window (a frame loop's next frame), which replaces key's last one. One
+ * window per key: a frame that came before its window began (early, or
+ * its window late) left that window armed, and the one-window rule of
+ * old (a later window ignored while a sooner one was armed) dropped the
+ * next frame's window. With LOOPSPIN_WINDOWS armed, a new one replaces
+ * the latest to begin if it begins sooner, else it is not armed. The
+ * window begins at `from`, not before, and as soon after as the thread wakes: a
  * timerfd, not a libuv timer, whose milliseconds (its loop time truncated,
  * its epoll timeout in ms) began windows up to 1 ms early, while a quarter
  * of a frame client's SUBMITs, inside their windows, found the loop asleep
  * (bench/RESULTS.md, "A warm-up from the frame's own pages"). Without a
  * timerfd: no window, only the spins asked for. */
-void loopspin_at(struct loopspin *ls, int64_t from, int64_t to);
+void loopspin_at(struct loopspin *ls, const void *key, int64_t from, int64_t to);
 /* fn(arg) on every turn while the loop spins, and once more when it stops. */
 void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
 /* fn(arg) when a window loopspin_at armed begins (its timer), before the

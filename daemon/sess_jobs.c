@@ -343,7 +343,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[j->device])); /* its hand-back */
   int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead) */
   if (dev_warm_window(dm->devs[j->device], j->next_ns, j->next_lead_ns, &warm_from, &warm_to))
-    loopspin_at(&dm->spin, warm_from, warm_to);
+    loopspin_at(&dm->spin, s, warm_from, warm_to);
   union coop_msg r; /* the encoder reads its job only */
   memset(&r.job, 0, sizeof r.job);
   r.job.job = j->id;

@@ -95,6 +95,7 @@ struct win {
   struct loopspin ls;
   unsigned calls;
   int64_t at;           /* the hook's call */
+  int64_t first;        /* the first call since it was set to 0 */
   int spinning_at_call; /* the flag then: 0, the spin not yet begun */
 };
 
@@ -102,6 +103,7 @@ static void on_window(void *arg) {
   struct win *w = arg;
   w->calls++;
   w->at = coop__now_ns();
+  if (!w->first) w->first = w->at;
   w->spinning_at_call = atomic_load(&w->ls.spinning);
 }
 
@@ -117,7 +119,7 @@ START_TEST(a_window_calls_its_hook_at_its_start) {
   ck_assert_uint_eq(w.calls, 0);
   /* a window 20 ms on, 5 ms long: one call, at its start, before its spin */
   int64_t t0 = coop__now_ns(), from = t0 + 20000000, to = from + 5000000;
-  loopspin_at(&w.ls, from, to);
+  loopspin_at(&w.ls, &w, from, to);
   uv_run(&loop, UV_RUN_DEFAULT); /* returns once the window's spin is over */
   ck_assert_uint_eq(w.calls, 1);
   ck_assert_int_eq(w.spinning_at_call, 0);
@@ -130,10 +132,9 @@ END_TEST
 
 /* Windows armed at every phase of a millisecond begin at their start, not
  * before it: with a libuv timer (milliseconds of a truncated loop time)
- * they began up to 1 ms early, or as late, and a frame's SUBMIT on time
- * found the loop asleep. A window moved by a nearer one begins at the
- * nearer's start; a later one does not move it. How late the thread
- * wakes is the scheduler's: bounded here only by the window's end. */
+ * they began up to 1 ms early. A key's new window replaces its last; two
+ * keys' windows are both served. How late the thread wakes is the
+ * scheduler's: bounded here only by the window's end. */
 START_TEST(windows_begin_at_their_start_whatever_its_phase) {
   uv_loop_t loop;
   ck_assert_int_eq(uv_loop_init(&loop), 0);
@@ -141,19 +142,70 @@ START_TEST(windows_begin_at_their_start_whatever_its_phase) {
   loopspin_init(&w.ls, &loop);
   loopspin_on_window(&w.ls, on_window, &w);
   ck_assert_int_ge(w.ls.tfd, 0);
+  int a, b; /* two frame loops' keys */
   for (unsigned i = 0; i < 24; i++) {
     int64_t from = coop__now_ns() + 2000000 + (int64_t)(i * 41667u), to = from + 3000000;
-    if (i % 3 == 1) loopspin_at(&w.ls, from + 1500000, to); /* moved below */
-    if (i % 3 == 2) loopspin_at(&w.ls, from - 500000, to);  /* nearer: the later is ignored */
-    loopspin_at(&w.ls, from, to);
+    if (i % 3 == 1) loopspin_at(&w.ls, &a, from + 1500000, to); /* replaced below */
+    if (i % 3 == 2) loopspin_at(&w.ls, &b, from - 500000, to);  /* another's: served too */
+    loopspin_at(&w.ls, &a, from, to);
     int64_t want = i % 3 == 2 ? from - 500000 : from;
     unsigned calls = w.calls;
+    w.first = 0;
     uv_run(&loop, UV_RUN_DEFAULT);
-    ck_assert_uint_eq(w.calls, calls + 1);
-    ck_assert_msg(w.at >= want, "window %u began %lld ns before its start", i,
-                  (long long)(want - w.at));
+    ck_assert_uint_eq(w.calls, calls + (i % 3 == 2 ? 2u : 1u));
+    ck_assert_msg(w.first >= want, "window %u began %lld ns before its start", i,
+                  (long long)(want - w.first));
+    ck_assert_int_ge(w.at, from);
     ck_assert_int_lt(w.at, to);
   }
+  loop_end(&loop, &w.ls);
+}
+END_TEST
+
+/* A frame that came before its window began left the window armed; the
+ * next frame's window, armed then, must not be dropped for it (the old
+ * rule, one window, a later one ignored while a sooner was armed, left
+ * that next frame to find the loop asleep). Its window replaces the
+ * frame's own. */
+START_TEST(a_frames_next_window_replaces_its_unused_one) {
+  uv_loop_t loop;
+  ck_assert_int_eq(uv_loop_init(&loop), 0);
+  struct win w = {0};
+  loopspin_init(&w.ls, &loop);
+  loopspin_on_window(&w.ls, on_window, &w);
+  int s; /* the frame loop's key */
+  int64_t now = coop__now_ns();
+  loopspin_at(&w.ls, &s, now + 3000000, now + 4000000); /* frame N's window */
+  /* frame N comes now, early: frame N+1's window, 10 ms on */
+  int64_t from = now + 10000000, to = from + 1000000;
+  loopspin_at(&w.ls, &s, from, to);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_uint_eq(w.calls, 1);
+  ck_assert_int_ge(w.at, from);
+  ck_assert_int_lt(w.at, to);
+  ck_assert_int_ge(coop__now_ns(), to);
+  /* LOOPSPIN_WINDOWS keys armed, then one that begins later than all: not
+   * armed; one that begins sooner: armed in place of the latest */
+  int keys[LOOPSPIN_WINDOWS + 2];
+  now = coop__now_ns();
+  for (unsigned i = 0; i < LOOPSPIN_WINDOWS; i++)
+    loopspin_at(&w.ls, &keys[i], now + 3000000 + i * 100000, now + 6000000);
+  ck_assert_uint_eq(w.ls.nwin, LOOPSPIN_WINDOWS);
+  loopspin_at(&w.ls, &keys[LOOPSPIN_WINDOWS], now + 5000000, now + 6000000);
+  ck_assert_uint_eq(w.ls.nwin, LOOPSPIN_WINDOWS);
+  for (unsigned i = 0; i < w.ls.nwin; i++)
+    ck_assert_ptr_ne(w.ls.win[i].key, &keys[LOOPSPIN_WINDOWS]);
+  loopspin_at(&w.ls, &keys[LOOPSPIN_WINDOWS + 1], now + 2000000, now + 6000000);
+  unsigned found = 0;
+  for (unsigned i = 0; i < w.ls.nwin; i++) {
+    found += w.ls.win[i].key == &keys[LOOPSPIN_WINDOWS + 1];
+    ck_assert_ptr_ne(w.ls.win[i].key, &keys[LOOPSPIN_WINDOWS - 1]); /* the latest, gone */
+  }
+  ck_assert_uint_eq(found, 1);
+  w.calls = 0;
+  uv_run(&loop, UV_RUN_DEFAULT); /* every armed window served */
+  ck_assert_uint_ge(w.calls, 1);
+  ck_assert_uint_eq(w.ls.nwin, 0);
   loop_end(&loop, &w.ls);
 }
 END_TEST
@@ -251,6 +303,7 @@ int main(void) {
   tcase_add_test(c, no_announce_is_lost);
   tcase_add_test(c, a_window_calls_its_hook_at_its_start);
   tcase_add_test(c, windows_begin_at_their_start_whatever_its_phase);
+  tcase_add_test(c, a_frames_next_window_replaces_its_unused_one);
   suite_add_tcase(s, c);
   return coop_test_run(srunner_create(s));
 }
