@@ -131,6 +131,15 @@ void loopspin_at(struct loopspin *ls, const void *key, int64_t from, int64_t to)
   if (ls->tfd >= 0) arm(ls);
 }
 
+void loopspin_drop(struct loopspin *ls, const void *key) {
+  for (unsigned i = 0; i < ls->nwin; i++)
+    if (ls->win[i].key == key) {
+      ls->win[i] = ls->win[--ls->nwin];
+      if (ls->ready && ls->tfd >= 0) arm(ls);
+      return;
+    }
+}
+
 static void on_timer_closed(uv_handle_t *h) {
   struct loopspin *ls = h->data;
   close(ls->tfd);

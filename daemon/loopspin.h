@@ -67,6 +67,8 @@ void loopspin_for(struct loopspin *ls, int64_t ns);
  * (bench/RESULTS.md, "A warm-up from the frame's own pages"). Without a
  * timerfd: no window, only the spins asked for. */
 void loopspin_at(struct loopspin *ls, const void *key, int64_t from, int64_t to);
+/* key's window, if one is armed, is not (its connection closed). */
+void loopspin_drop(struct loopspin *ls, const void *key);
 /* fn(arg) on every turn while the loop spins, and once more when it stops. */
 void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
 /* fn(arg) when a window loopspin_at armed begins (its timer), before the

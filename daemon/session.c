@@ -555,7 +555,8 @@ void sess_close(struct session *s) {
    * are applied once, after counting them all. */
   if (kept) jobs_keep(dm, s->use, kept);
   sess_bufs_closed(s);
-  reload_forget(dm, s); /* a KERNEL_ADD's answer goes to nobody */
+  reload_forget(dm, s);        /* a KERNEL_ADD's answer goes to nobody */
+  loopspin_drop(&dm->spin, s); /* its next frame's window: none comes */
   s->use->conns--;
   uid_put(dm, s->use);
   log_debug("client %u/%s disconnected", s->pid, s->name);

@@ -202,6 +202,11 @@ START_TEST(a_frames_next_window_replaces_its_unused_one) {
     ck_assert_ptr_ne(w.ls.win[i].key, &keys[LOOPSPIN_WINDOWS - 1]); /* the latest, gone */
   }
   ck_assert_uint_eq(found, 1);
+  loopspin_drop(&w.ls, &keys[0]); /* its connection closed */
+  ck_assert_uint_eq(w.ls.nwin, LOOPSPIN_WINDOWS - 1);
+  for (unsigned i = 0; i < w.ls.nwin; i++) ck_assert_ptr_ne(w.ls.win[i].key, &keys[0]);
+  loopspin_drop(&w.ls, &keys[0]); /* none: nothing */
+  ck_assert_uint_eq(w.ls.nwin, LOOPSPIN_WINDOWS - 1);
   w.calls = 0;
   uv_run(&loop, UV_RUN_DEFAULT); /* every armed window served */
   ck_assert_uint_ge(w.calls, 1);
