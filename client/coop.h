@@ -335,7 +335,9 @@ int coop_job_buffer_io(coop_job *j, uint64_t buffer, size_t offset, const void *
  * with MFD_ALLOW_SEALING, then F_ADD_SEALS F_SEAL_SHRINK): coopd's device
  * process then maps and pins it once and the copy engine reads and writes
  * its pages; an unsealed file is read and written through a bounce
- * buffer. fd stays the caller's (libcoop sends a duplicate). For both
+ * buffer. fd stays the caller's (libcoop sends a duplicate); the file it
+ * names is looked at here, once: keep fd on the same file until the
+ * submit. For both
  * setters, the memfd that two jobs in a row move ranges through (a frame
  * loop's) is handed to coopd once as the connection's transfer memfd
  * (XFER), which it keeps open until the connection closes or another

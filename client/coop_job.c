@@ -36,6 +36,8 @@ struct jarg {
   size_t size;
   int fd1;       /* coop_job_buf_fd, coop_job_buffer_io_fd: the caller's descriptor + 1 (0: none) */
   size_t fd_off; /* coop_job_buffer_io_fd: where the range is in it */
+  dev_t fd_dev;  /* and its file's identity, looked at then (the submit's, no */
+  ino_t fd_ino;  /* second fstat: put_io_fds) */
 };
 
 struct coop_job {
@@ -266,6 +268,8 @@ int coop_job_buffer_io_fd(coop_job *j, uint64_t buffer, size_t offset, int fd, s
   a->size = len;
   a->fd1 = fd + 1;
   a->fd_off = fd_off;
+  a->fd_dev = st.st_dev;
+  a->fd_ino = st.st_ino;
   return 0;
 }
 
@@ -452,9 +456,10 @@ static int xfer_register(coop_conn *c, int fd) {
  * job's first memfd is the last job's first too: a frame loop's, from its
  * second frame on), so that the SUBMIT carries no descriptor and may go by
  * the shared ring; else a duplicate appended to fds. *first: the job's
- * first memfd was looked at. known: fd's identity where this connection
- * knows it (its own transfer memfd, which the job holds: no fstat a
- * frame), else NULL. Called with xreg_mu held. */
+ * first memfd was looked at. known: fd's identity where it is known (this
+ * connection's own transfer memfd, which the job holds; a caller's memfd,
+ * looked at when its range was named: no fstat a frame), else NULL.
+ * Called with xreg_mu held. */
 static int io_fd_name(coop_conn *c, int fd, const struct stat *known, int *fds, unsigned *nfds,
                       int *first, uint8_t *name) {
   struct stat st;
@@ -501,7 +506,8 @@ static int put_io_fds(coop_conn *c, const coop_job *j, struct coop_msg_submit *s
     const struct jarg *a = &j->a[i];
     if (a->type != COOP_ARG_DEVBUF_IO || !a->fd1) continue;
     struct coop_wire_arg *w = &s->args[i];
-    int e = io_fd_name(c, a->fd1 - 1, NULL, fds, nfds, first, &w->fd);
+    struct stat known = {.st_dev = a->fd_dev, .st_ino = a->fd_ino}; /* coop_job_buffer_io_fd's */
+    int e = io_fd_name(c, a->fd1 - 1, &known, fds, nfds, first, &w->fd);
     if (e) return e;
     w->dir = a->dir;
     w->at = a->at;

@@ -107,12 +107,17 @@ static void on_window(void *arg) {
   w->spinning_at_call = atomic_load(&w->ls.spinning);
 }
 
+/* A loop, and its spin with on_window as its window hook. */
+static void win_open(uv_loop_t *loop, struct win *w) {
+  ck_assert_int_eq(uv_loop_init(loop), 0);
+  loopspin_init(&w->ls, loop);
+  loopspin_on_window(&w->ls, on_window, w);
+}
+
 START_TEST(a_window_calls_its_hook_at_its_start) {
   uv_loop_t loop;
-  ck_assert_int_eq(uv_loop_init(&loop), 0);
   struct win w = {0};
-  loopspin_init(&w.ls, &loop);
-  loopspin_on_window(&w.ls, on_window, &w);
+  win_open(&loop, &w);
   /* a plain spin is no window: no call */
   loopspin_for(&w.ls, 1000000);
   uv_run(&loop, UV_RUN_DEFAULT);
@@ -137,10 +142,8 @@ END_TEST
  * scheduler's: bounded here only by the window's end. */
 START_TEST(windows_begin_at_their_start_whatever_its_phase) {
   uv_loop_t loop;
-  ck_assert_int_eq(uv_loop_init(&loop), 0);
   struct win w = {0};
-  loopspin_init(&w.ls, &loop);
-  loopspin_on_window(&w.ls, on_window, &w);
+  win_open(&loop, &w);
   ck_assert_int_ge(w.ls.tfd, 0);
   int a, b; /* two frame loops' keys */
   for (unsigned i = 0; i < 24; i++) {
@@ -169,10 +172,8 @@ END_TEST
  * frame's own. */
 START_TEST(a_frames_next_window_replaces_its_unused_one) {
   uv_loop_t loop;
-  ck_assert_int_eq(uv_loop_init(&loop), 0);
   struct win w = {0};
-  loopspin_init(&w.ls, &loop);
-  loopspin_on_window(&w.ls, on_window, &w);
+  win_open(&loop, &w);
   int s; /* the frame loop's key */
   int64_t now = coop__now_ns();
   loopspin_at(&w.ls, &s, now + 3000000, now + 4000000); /* frame N's window */
