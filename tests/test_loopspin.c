@@ -139,7 +139,7 @@ END_TEST
  * before it: with a libuv timer (milliseconds of a truncated loop time)
  * they began up to 1 ms early. A key's new window replaces its last; two
  * keys' windows are both served. How late the thread wakes is the
- * scheduler's: bounded here only by the window's end. */
+ * scheduler's (milliseconds on a loaded machine): not bounded here. */
 START_TEST(windows_begin_at_their_start_whatever_its_phase) {
   uv_loop_t loop;
   struct win w = {0};
@@ -155,11 +155,13 @@ START_TEST(windows_begin_at_their_start_whatever_its_phase) {
     unsigned calls = w.calls;
     w.first = 0;
     uv_run(&loop, UV_RUN_DEFAULT);
-    ck_assert_uint_eq(w.calls, calls + (i % 3 == 2 ? 2u : 1u));
+    /* two windows begun by the time a late wake looks are served by one call */
+    ck_assert_uint_ge(w.calls, calls + 1);
+    ck_assert_uint_le(w.calls, calls + (i % 3 == 2 ? 2u : 1u));
+    ck_assert_uint_eq(w.ls.nwin, 0);
     ck_assert_msg(w.first >= want, "window %u began %lld ns before its start", i,
                   (long long)(want - w.first));
     ck_assert_int_ge(w.at, from);
-    ck_assert_int_lt(w.at, to);
   }
   loop_end(&loop, &w.ls);
 }
@@ -181,9 +183,8 @@ START_TEST(a_frames_next_window_replaces_its_unused_one) {
   int64_t from = now + 10000000, to = from + 1000000;
   loopspin_at(&w.ls, &s, from, to);
   uv_run(&loop, UV_RUN_DEFAULT);
-  ck_assert_uint_eq(w.calls, 1);
+  ck_assert_uint_eq(w.calls, 1); /* frame N's window: not served */
   ck_assert_int_ge(w.at, from);
-  ck_assert_int_lt(w.at, to);
   ck_assert_int_ge(coop__now_ns(), to);
   /* LOOPSPIN_WINDOWS keys armed, then one that begins later than all: not
    * armed; one that begins sooner: armed in place of the latest */
