@@ -108,36 +108,45 @@ void loopspin_on_window(struct loopspin *ls, void (*fn)(void *), void *arg) {
   ls->window_arg = arg;
 }
 
+/* key's window's index, or nwin if it has none. */
+static unsigned find(const struct loopspin *ls, const void *key) {
+  unsigned i = 0;
+  while (i < ls->nwin && ls->win[i].key != key) i++;
+  return i;
+}
+
+/* Window i no longer armed (a window is armed only with a timerfd), the
+ * timer on to the earliest left. */
+static void forget(struct loopspin *ls, unsigned i) {
+  ls->win[i] = ls->win[--ls->nwin];
+  arm(ls);
+}
+
 void loopspin_at(struct loopspin *ls, const void *key, int64_t from, int64_t to) {
   int64_t now = coop__now_ns();
   if (!ls->ready || to <= now) return;
-  unsigned i = 0;
-  while (i < ls->nwin && ls->win[i].key != key) i++;
+  unsigned i = find(ls, key);
   if (from <= now) { /* begun: no window, the spin now */
-    if (i < ls->nwin) ls->win[i] = ls->win[--ls->nwin];
+    if (i < ls->nwin) forget(ls, i);
     loopspin_for(ls, to - now);
-  } else {
-    if (ls->tfd < 0) return;
-    if (i == ls->nwin && ls->nwin == LOOPSPIN_WINDOWS) { /* full: the latest to begin goes */
-      unsigned last = 0;
-      for (unsigned k = 1; k < ls->nwin; k++)
-        if (ls->win[k].from > ls->win[last].from) last = k;
-      if (ls->win[last].from <= from) return;
-      i = last;
-    }
-    if (i == ls->nwin) ls->nwin++;
-    ls->win[i] = (struct loopspin_window){key, from, to};
+    return;
   }
-  if (ls->tfd >= 0) arm(ls);
+  if (ls->tfd < 0) return;
+  if (i == ls->nwin && ls->nwin == LOOPSPIN_WINDOWS) { /* full: the latest to begin goes */
+    unsigned last = 0;
+    for (unsigned k = 1; k < ls->nwin; k++)
+      if (ls->win[k].from > ls->win[last].from) last = k;
+    if (ls->win[last].from <= from) return;
+    i = last;
+  }
+  if (i == ls->nwin) ls->nwin++;
+  ls->win[i] = (struct loopspin_window){key, from, to};
+  arm(ls);
 }
 
 void loopspin_drop(struct loopspin *ls, const void *key) {
-  for (unsigned i = 0; i < ls->nwin; i++)
-    if (ls->win[i].key == key) {
-      ls->win[i] = ls->win[--ls->nwin];
-      if (ls->ready && ls->tfd >= 0) arm(ls);
-      return;
-    }
+  unsigned i = find(ls, key);
+  if (i < ls->nwin) forget(ls, i);
 }
 
 static void on_timer_closed(uv_handle_t *h) {

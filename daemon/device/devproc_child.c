@@ -538,10 +538,11 @@ static void warm_from_ranges(struct child *ch, int in, int first) {
  * frame is due, and reads the ranges whole: 16 us for 272 KB), then
  * whenever DP_COPY_WARM_NS passed without a request or another (a few
  * bytes of each, a few microseconds, which a request that comes meanwhile
- * waits for), until a task is submitted in the window (the frame's, whose input is in by then: one
- * more warm-up would only delay the sight of its end in its wait; its output's copy, 0.3 ms after
- * its input on the H200, found the engine warm without one). Outside a window, nothing: no frame is
- * due. */
+ * waits for), until a task is submitted in the window (the frame's,
+ * whose input is in by then: one more warm-up would only delay the sight
+ * of its end in its wait; its output's copy, 0.3 ms after its input on
+ * the H200, found the engine warm without one). Outside a window,
+ * nothing: no frame is due. */
 #define DP_COPY_WARM_NS 100000L
 static void copy_warm(struct child *ch, int64_t now) {
   if (!ch->rt || now >= ch->warm_until || ch->submitted_for == ch->warm_until) return;

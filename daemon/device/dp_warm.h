@@ -31,16 +31,12 @@
 #define DP_WARM_WHOLE_MAX (1u << 20) /* coop_rt_copy_warm_from's most */
 #define DP_WARM_TOUCH 64u
 
-/* The last frame's ranges: its file's identity, and each range's place in
- * it, its size, its owner and its way (in: host -> device). */
+/* The last frame's ranges as DP_SUBMIT_IO named them: its file's
+ * identity, and each range (off, size, owner, in, out are read). */
 struct dp_warm {
   uint64_t dev, ino;
   unsigned n;
-  struct dp_warm_range {
-    uint64_t off, size;
-    uint32_t owner;
-    uint8_t in, out;
-  } r[DP_MAX_BUFS];
+  struct dp_buf_entry r[DP_MAX_BUFS];
 };
 
 /* What one warm-up reads: bytes at p, in the file's pinned mapping. */
