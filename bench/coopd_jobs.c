@@ -52,19 +52,24 @@ float *dframe_input(struct dframe *f) {
   return f->how == DFRAME_IO_FD ? (float *)(void *)f->iomap : NULL;
 }
 
-int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id) {
-  int64_t t0 = now_ns();
-  int e = f->how == DFRAME_BUFFERS ? coop_buffer_write(f->c, f->a, 0, in, f->bytes) : 0;
-  f->t_write = now_ns() - t0;
+/* The job of a frame: a new one each frame, but for DFRAME_IO_FD's, whose
+ * description (the memfd's ranges, the buffers, n, reps) does not change
+ * from one frame to the next: that one is kept (f->job). */
+static int frame_job(struct dframe *f, const float *in, uint64_t out, coop_job **jp) {
+  uint64_t key[3] = {out, f->reps, (uint64_t)(uint32_t)f->priority};
+  *jp = f->job;
+  if (f->job && !memcmp(key, f->job_key, sizeof key)) return 0;
+  coop_job_free(f->job);
+  f->job = *jp = NULL;
   coop_job *j = coop_job_new(f->kernel, f->groups);
+  if (!j) return COOP_ENOMEM;
   if (f->how == DFRAME_JOB)
     coop_job_buf_in(j, in, f->bytes);
   else if (f->how == DFRAME_IO)
     coop_job_buffer_io(j, f->a, 0, in, NULL, f->bytes);
-  else if (f->how == DFRAME_IO_FD) {
-    if (in != dframe_input(f)) memcpy(f->iomap, in, f->bytes);
+  else if (f->how == DFRAME_IO_FD)
     coop_job_buffer_io_fd(j, f->a, 0, f->iofd, 0, f->bytes, COOP_JOB_IN);
-  } else
+  else
     coop_job_buffer(j, f->a);
   coop_job_buffer(j, f->b);
   if (f->how == DFRAME_JOB)
@@ -77,9 +82,28 @@ int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id)
     coop_job_buffer(j, out);
   coop_job_u32(j, f->n);
   coop_job_u32(j, f->reps);
-  if (!e && f->priority) e = coop_job_priority(j, f->priority);
+  int e = f->priority ? coop_job_priority(j, f->priority) : 0;
+  if (e) {
+    coop_job_free(j);
+    return e;
+  }
+  if (f->how == DFRAME_IO_FD) {
+    f->job = j;
+    memcpy(f->job_key, key, sizeof key);
+  }
+  *jp = j;
+  return 0;
+}
+
+int dframe_submit(struct dframe *f, const float *in, uint64_t out, uint64_t *id) {
+  int64_t t0 = now_ns();
+  int e = f->how == DFRAME_BUFFERS ? coop_buffer_write(f->c, f->a, 0, in, f->bytes) : 0;
+  f->t_write = now_ns() - t0;
+  if (f->how == DFRAME_IO_FD && in != dframe_input(f)) memcpy(f->iomap, in, f->bytes);
+  coop_job *j = NULL;
+  if (!e) e = frame_job(f, in, out, &j);
   if (!e) e = coop_submit(f->c, j, id);
-  coop_job_free(j);
+  if (j != f->job) coop_job_free(j);
   return e;
 }
 
@@ -104,6 +128,7 @@ int dframe_finish(struct dframe *f, uint64_t id, uint64_t out, int timeout_ms,
 }
 
 void dframe_close(struct dframe *f) {
+  coop_job_free(f->job);
   /* the buffers go with the connection; an explicit free keeps a shared one clean */
   if (f->c && f->a) coop_buffer_free(f->c, f->a);
   if (f->c && f->b) coop_buffer_free(f->c, f->b);

@@ -46,6 +46,12 @@ struct dframe {
   uint8_t *iomap; /* its mapping */
   size_t iolen, io_out;
   float *out_own; /* the malloc'd out, while out points into iomap */
+  /* DFRAME_IO_FD: the frame's job, described once and submitted every
+   * frame as a renderer keeps its command buffer (a description may be
+   * submitted again: coop.h), described again when its output buffer, reps
+   * or priority change; job_key says for which */
+  coop_job *job;
+  uint64_t job_key[3];
 };
 enum { DFRAME_BUFFERS, DFRAME_JOB, DFRAME_IO, DFRAME_IO_FD };
 

@@ -13,7 +13,7 @@
 # p99 of 1 s is about the slowest of 45 frames), K = N/2, about 9 minutes
 # on an H100.
 #
-#   [WINDOW=S] [LONGS=bfs] bench/sharing_gpu.sh [DIR]
+#   [WINDOW=S] [LONGS=bfs|game] [SIZES="0.3 2"] bench/sharing_gpu.sh [DIR]
 #
 # Run from the repository root on the GPU machine with build-cuda built here
 # (cmake -DCOOP_CUDA=ON) and its shared libraries in .devlibs/, as
@@ -36,10 +36,13 @@ window=${WINDOW:-1}
 setups=alone,long,coop-alone,coop-alone-ahead0,process,stream,prio,coop,coop-ahead0,green,mps
 t0=$(date +%s)
 longs=("bfs 1 12" "game 0 ${GAME_SCALE:-2}")
-[ "${LONGS:-all}" = bfs ] && longs=("bfs 1 12") # LONGS=bfs: the bfs half alone
+case ${LONGS:-all} in # LONGS=bfs or game: that half alone
+  bfs) longs=("${longs[0]}") ;;
+  game) longs=("${longs[1]}") ;;
+esac
 for long in "${longs[@]}"; do
   read -r app input scale <<<"$long"
-  for e in 0.1 0.3 2 8; do
+  for e in ${SIZES:-0.1 0.3 2 8}; do
     name=side-$app-$e
     s=$setups limit=$((110 * window))
     # the frame client through coopd: its own daemon, three more windows

@@ -16,8 +16,9 @@
  * then the megakernel closed and the setups whose long kernel runs
  * elsewhere ((e) green contexts, (f) MPS, (g) a coopd).
  *
- * Every long-kernel run is checked against the CPU reference after its
- * window, and the first graphics task of every window writes a separate,
+ * The long kernel's runs are checked against the CPU reference after
+ * their window (side_check_runs: every run unless checking would outlast
+ * the window), and the first graphics task of every window writes a separate,
  * NaN-filled buffer that is checked against the CPU (exit status 1 if any
  * is wrong, or if a run or task fails). Nothing is asserted about time.
  */

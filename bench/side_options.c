@@ -47,8 +47,9 @@ static void usage(FILE *f) {
              "with G blocks. Per setup: task latency (release -> the host sees it done)\n"
              "p50/p90/p99/max, execution, gather (coop), achieved period, deadline misses\n"
              "(done after release + P), and the long kernel's run time, slowdown and\n"
-             "throughput against running alone. Every long-kernel run and the first task of\n"
-             "every window are checked against the CPU. Timing is never asserted.\n"
+             "throughput against running alone. The long kernel's runs (see --check-all)\n"
+             "and the first task of every window are checked against the CPU. Timing is\n"
+             "never asserted.\n"
              "Output: header and tables on stdout; bench/out/side-cuda.csv (every sample),\n"
              ".md (the tables) and .png (gnuplot, if installed).\n"
              "Options:\n"
@@ -103,6 +104,10 @@ static void usage(FILE *f) {
              "                     them, exec does not (default: off, (g) alone moves\n"
              "                     its bytes)\n"
              "  --min-runs R       long-kernel runs per window at least (default 3)\n"
+             "  --check-all        check every long-kernel run against the CPU; by default\n"
+             "                     the first and the last of a window, the resized ones,\n"
+             "                     then others while checking has taken less than the\n"
+             "                     window (at least 1 s)\n"
              "  --setups LIST      which of alone,long,coop-alone,process,stream,coop,prio,\n"
              "                     coop-alone-ahead0,coop-ahead0 (as coop-alone and coop\n"
              "                     with --ahead 0), green,mps,coopd, or all (default: all\n"
@@ -247,6 +252,7 @@ int side_parse(int argc, char **argv, struct sopts *o) {
       {"coopd-spin-us", 1, 0, 'Q'},
       {"coopd-priority", 1, 0, 'Y'},
       {"coopd-client-trace", 1, 0, 'T'},
+      {"check-all", 0, 0, 'K'},
       {"help", 0, 0, 'h'},
       {0, 0, 0, 0},
   };
@@ -259,6 +265,9 @@ int side_parse(int argc, char **argv, struct sopts *o) {
       case 'h':
         usage(stdout);
         exit(0);
+      case 'K':
+        o->check_all = 1;
+        break;
       case 'P':
         o->period_ms = parse_real("period", optarg, 0.1, 10000);
         break;

@@ -45,6 +45,7 @@ struct sopts {
   long ahead_us, green_sms; /* green_sms 0: chosen */
   const char *coopd;        /* the coopd setup's daemon; NULL: the one beside this binary */
   int query;
+  int check_all;                  /* --check-all: every long-kernel run checked */
   int frame_io;                   /* --frame-io: every frame moves its input in and output out */
   int coopd_frame;                /* --coopd-frame: how (g)'s frame goes (dframe.how) */
   long coopd_spin_us;             /* --coopd-spin-us: (g)'s client's wait (coop_set_spin) */
@@ -188,10 +189,16 @@ struct gfx_ctl {
 /* Graphics alone: ops released for the window, nothing else. */
 int gfx_alone(struct bench *b, struct result *x, const struct task_ops *ops);
 /* The long kernel back to back for the window (at least --min-runs runs),
- * every run checked; ctl (or NULL) around it. */
+ * its runs checked (side_check_runs); ctl (or NULL) around it. */
 int long_window(struct bench *b, struct result *x, const struct gfx_ctl *ctl);
-/* Checks every run's output (outs[i] for x->r[i], NULL: not kept)
- * against the CPU, sets their checked flags and frees outs and them. */
+/* Checks the runs' outputs (outs[i] for x->r[i], NULL: not kept) against
+ * the CPU after the window (x->t0, x->t1), sets their checked flags and
+ * frees outs and them: the first and the last run, then those the
+ * scheduler resized (a kill or a fork), then the others, until checking
+ * has taken as long as the window (at least 1 s), or all of them with
+ * --check-all. A GPU runs game's input in 3 ms and its CPU reference takes
+ * a third of a second: a 2 s window's 600 runs would take minutes to
+ * check. 1 if a checked output was wrong. */
 int side_check_runs(struct bench *b, struct result *x, void **outs);
 /* A graphics thread in this process, as ctl's arg. */
 struct thread_arg {

@@ -15,7 +15,7 @@
  * latency runs from the release to the output read. The long kernel is
  * the same application on the same input as (c), as cooperative coopd
  * jobs one after the other from a second connection, its graph uploaded
- * once (coopd_jobs.h), every run checked against the CPU.
+ * once (coopd_jobs.h), its runs checked against the CPU (side_check_runs).
  *
  * Rows: the long kernel alone in coopd, then per K the frame client alone
  * and beside the long kernel. Each row's ratios are against the row with
@@ -218,8 +218,8 @@ static void describe(const struct bench *b, coop_conn *c) {
 
 /* -------------------------------------------------------------- windows */
 
-/* The long kernel's runs of one window into x, each checked (its outputs
- * freed), and which tasks were released during one. */
+/* The long kernel's runs of one window into x, checked (side_check_runs;
+ * their outputs freed), and which tasks were released during one. */
 static int take_runs(struct bench *b, struct result *x, struct dlong *l) {
   void **outs = calloc(l->nruns + 1, sizeof *outs);
   if (!outs) return 1;

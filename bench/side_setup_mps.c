@@ -17,7 +17,7 @@
  * (--child); the long kernel's is --long-child, which parses the same
  * command line, generates the input, launches its own megakernel and runs
  * the long kernel back to back between "go" and the end of its window,
- * every run checked, then reports its runs. This process's megakernel is
+ * its runs checked (side_check_runs), then reports its runs. This process's megakernel is
  * closed before (it would time-slice against the MPS server); its plain
  * CUDA context stays, idle.
  */
