@@ -19,7 +19,7 @@
 
 struct fx {
   coop_rt *rt;
-  int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke, gate;
+  int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke, gate, cascade;
 };
 
 static void fx_open(struct fx *f) {
@@ -38,6 +38,7 @@ static void fx_open(struct fx *f) {
   f->forever = coop_rt_add_kernel(f->rt, "forever", 1, k_forever);
   f->offerspin = coop_rt_add_kernel(f->rt, "offerspin", 1, k_offerspin);
   f->gate = coop_rt_add_kernel(f->rt, "gate", 1, k_gate);
+  f->cascade = coop_rt_add_kernel(f->rt, "cascade", 1, k_cascade);
   f->stress = coop_rt_add_kernel(f->rt, "stopsweep", 1, coop_stopsweep_src);
   ck_assert_int_ge(f->stress, 0);
   f->viewpoke = coop_rt_add_kernel(f->rt, "viewpoke", 0, k_viewpoke);
@@ -499,6 +500,53 @@ static void wait_word(const uint32_t *word, uint32_t want, const char *what) {
     nanosleep(&ts, NULL);
   }
 }
+
+/* The kill cascade (docs/scheduler.md, "Kills without a barrier"): a
+ * kernel without barriers suspended while its top workgroup is inside a
+ * long step: the workgroups below it, all to go, wait at their offers for
+ * it to leave and then leave after it, running no step after its last.
+ * Without the cascade their offers were refused (only id M-1 can go) and
+ * each ran steps until the one above it had left. The wait's bound is
+ * raised for the test (the host's step outlasts the default's 100 us of
+ * PoCL's clock). */
+START_TEST(kills_without_a_barrier_wait_for_those_above) {
+  const char *had = getenv("COOP_DEVICE_DEFINES");
+  char defs[512];
+  snprintf(defs, sizeof defs, "%s COOP_KILL_WAIT_TICKS=1000000000000", had ? had : "");
+  setenv("COOP_DEVICE_DEFINES", defs, 1);
+  struct fx f;
+  fx_open(&f);
+  if (had)
+    setenv("COOP_DEVICE_DEFINES", had, 1);
+  else
+    unsetenv("COOP_DEVICE_DEFINES");
+  unsigned w = coop_rt_workers(f.rt);
+  uint32_t *ctl = coop_rt_alloc(f.rt, 4 * sizeof *ctl),
+           *last = coop_rt_alloc(f.rt, w * sizeof *last);
+  memset(ctl, 0, 4 * sizeof *ctl);
+  memset(last, 0, w * sizeof *last);
+  uint64_t a[3] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, last), w};
+  coop_task_id k = submit(&f, f.cascade, w, 1, 0, 3, a);
+  wait_word(&ctl[3], 8u * w, "the cascade kernel's steps");
+  ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
+  struct timespec ts = {0, 50000000}; /* the kills asked, the offers below the top made */
+  nanosleep(&ts, NULL);
+  ck_assert_int_eq(coop_rt_wait(f.rt, k, 0), COOP_ETIMEDOUT); /* the top still holds */
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
+  suspended(&f, k);
+  ck_assert_int_eq(coop_rt_task_release(f.rt, k), 0);
+  uint32_t top = __atomic_load_n(&ctl[2], __ATOMIC_ACQUIRE);
+  ck_assert_uint_gt(top, 0);
+  for (unsigned g = 1; g + 1 < w; g++)
+    ck_assert_msg(last[g] < top,
+                  "workgroup %u of %u ran a step (number %u) after the top's last (%u): its offer "
+                  "was refused while the top stayed",
+                  g, w, last[g], top);
+  coop_rt_free(f.rt, last);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
 
 /* A kill asked for while every workgroup of a query-barrier kernel is
  * inside a step is made at the barrier that ends that step
@@ -2453,6 +2501,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, query_kill_at_the_step_it_is_asked_in);
   tcase_add_test(rz, query_kill_at_the_step_the_master_ends_last);
   tcase_add_test(rz, query_suspension_at_the_step_it_is_asked_in);
+  tcase_add_test(rz, kills_without_a_barrier_wait_for_those_above);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
   tcase_add_test(rz, suspend_plain);

@@ -53,6 +53,10 @@ struct coop_wgl {
    * the want_kill a slave of the query barrier read before its step's
    * workgroup barrier (coop__after_step) */
   coop_u32 gen, base[2], m_ep, resizes, hold_next, n_max, query, sus, want_pre;
+  /* thread 0's: the device clock at its last offer_kill of a step without
+   * a barrier, or at the task's start (0: no clock), for the kill
+   * cascade's wait (primitives.cl) */
+  coop_u64 t_offer;
 #ifdef COOP_PROF_BAR
   /* thread 0's profile of the step loop (primitives.cl, COOP__PB) */
   coop_u64 pb_t, pb[COOP__PB_LEGS], pb_n, pb_t0, pb_c0;

@@ -583,7 +583,9 @@ COOP_FN0 coop_u32 coop__primitive0(COOP__CTX_PARAM cp, coop_u32 r, const coop_u8
   struct coop_ctx *c = COOP__CTX_OF(cp);
   if (c->left) return 2u; /* cancelled inside a direct coop_global_barrier */
   if (r & COOP_DONE) return 1u;
-  if ((r & COOP_OFFER_KILL) && coop__offer_kill0(c)) return 2u;
+  if ((r & COOP_OFFER_KILL) &&
+      coop__offer_kill0(c, (r & (COOP_GLOBAL_BARRIER | COOP_RESIZING_BARRIER)) == 0u))
+    return 2u;
   /* A fork beside a barrier would start its workgroups past a barrier they
    * never passed: it forks nothing (k = 0 is always valid; docs/kernels.md). */
   if ((r & COOP_REQUEST_FORK) && !(r & (COOP_GLOBAL_BARRIER | COOP_RESIZING_BARRIER)))

@@ -162,17 +162,94 @@ COOP_FN const coop_u8 *coop__state_out(struct coop_ctx *c, const coop_u8 *st, co
  * iteration of the step loop to the same barriers is what PoCL's work-item
  * loops need (barriers reached on different paths miscompile there). */
 
-/* offer_kill: returns 1 if the offer was accepted (the workgroup must leave). */
-COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c) {
+/* The kill cascade (docs/scheduler.md, "Kills without a barrier"). Only
+ * id M-1 can be killed, so a kernel without barriers gives back W
+ * workgroups one at a time, each when the new top next offers: W times
+ * half a step, where the others' offers, made meanwhile, are refused. A
+ * workgroup whose offer finds itself among the W to go (M-W <= vid < M-1)
+ * waits at the offer for those above it to leave, and is then the top:
+ * the W leave within about one step. The wait is bounded (COOP_KILL_WAIT_
+ * TICKS plus twice the workgroup's last step, at most 32 times the
+ * former), for the kernels whose workgroups above wait for this one
+ * inside a step (a blocking kernel may: they are active, and so promised
+ * progress), and ends at once when no kill is wanted any more, when the
+ * task is cancelled, or when workgroups arrive at a barrier of the
+ * episode (the word moves by more than the kills: those above may wait
+ * there for this one). Only for a kernel in its first episode (no barrier
+ * passed yet) whose step asked for no barrier: a kernel with barriers is
+ * resized at them. Loads only, relaxed: the kill itself is decided under
+ * the lock (coop__kill_locked) against the M and want_kill it reads
+ * there; a stale value only makes a workgroup wait when it need not (to
+ * the end of the cascade at most) or not wait. */
+#define COOP__KILL_WAIT_SLACK 4
+#ifndef COOP_KILL_WAIT_TICKS
+#define COOP_KILL_WAIT_TICKS 262144u /* 262 us of CUDA's globaltimer; ~100 us of a 2.6 GHz TSC */
+#endif
+
+/* Thread 0: 1 when workgroup c is id M-1 (at once, or after those above it
+ * left), 0 when it is not to go or the wait ended (above). step: its last
+ * step's length in ticks (0: not known, or no wait). */
+COOP_FN coop_u32 coop__kill_turn(struct coop_ctx *c, coop_u64 step) {
+  COOP_GLOBAL struct coop_chan *ch = c->ch;
+  coop_u32 vid = c->vid, m0 = coop_ld_rlx(&ch->m);
+  if (m0 == vid + 1u) return 1u;
+#if COOP_HAVE_CLOCK
+  coop_u32 want = coop_ld_rlx(&ch->want_kill);
+  /* want_kill and M each lose one at a kill, in one lock hold, but two
+   * loads may see a kill by halves: one more counts the lowest wanted in */
+  if (step == 0u || vid >= m0 || vid + want + 1u < m0) return 0u;
+  coop_u64 bound = (coop_u64)COOP_KILL_WAIT_TICKS + 2u * step;
+  if (bound > 32u * (coop_u64)COOP_KILL_WAIT_TICKS) bound = 32u * (coop_u64)COOP_KILL_WAIT_TICKS;
+  COOP_GLOBAL coop_atomic_u32 *w = COOP__BAR_WORD(ch, c->wl->gen);
+  coop_u32 w0 = coop_ld_rlx(w);
+  coop_u64 t0 = coop_clock();
+  for (;;) {
+    coop_u32 m = coop_ld_rlx(&ch->m);
+    if (m == vid + 1u) return 1u;
+    /* each kill above takes one from M (under the lock), then adds its
+     * arrival to the word, so that a few kills may be half seen, here or
+     * in the snapshot: more adds than kills by more than those are
+     * arrivals */
+    if (coop_ld_rlx(&ch->want_kill) == 0u ||
+        (coop_i32)((coop_ld_rlx(w) - w0) - (m0 - m)) > COOP__KILL_WAIT_SLACK ||
+        coop_ld_rlx(&ch->cancel) != 0u || coop_clock() - t0 > bound)
+      return 0u;
+    coop_nap(COOP_IDLE_NAP_NS);
+  }
+#else
+  (void)step;
+  return 0u;
+#endif
+}
+
+/* Thread 0, a step without a barrier (may_wait) in a kernel's first
+ * episode: the length of its last step, and now its last offer's time;
+ * else 0 (no wait). */
+COOP_FN coop_u64 coop__offer_step(struct coop_ctx *c, coop_u32 may_wait) {
+#if COOP_HAVE_CLOCK
+  if (!may_wait || COOP_KILL_WAIT_TICKS == 0u || c->wl->gen != 0u) return 0u;
+  coop_u64 now = coop_clock(), last = c->wl->t_offer;
+  c->wl->t_offer = now;
+  return last != 0u && now > last ? now - last : 0u;
+#else
+  (void)c;
+  (void)may_wait;
+  return 0u;
+#endif
+}
+
+/* offer_kill: returns 1 if the offer was accepted (the workgroup must
+ * leave). may_wait: its step asked for no barrier (coop__kill_turn). */
+COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c, coop_u32 may_wait) {
   coop_u32 d = 0u;
+  coop_u64 step = coop__offer_step(c, may_wait);
   /* Only id M-1 can be killed, and M drops only by that workgroup's own
    * kill, so a workgroup that sees another M-1 here need not take the lock:
    * without this hint all N workgroups queue on the lock at every offer
    * while a kill is wanted, and on the H100 (264 workgroups) the one that
    * could accept starved behind them for minutes. A stale M only delays
    * the kill to the next offer. */
-  if (c->vid != 0u && coop_ld_rlx(&c->ch->want_kill) != 0u &&
-      coop_ld_rlx(&c->ch->m) == c->vid + 1u) {
+  if (c->vid != 0u && coop_ld_rlx(&c->ch->want_kill) != 0u && coop__kill_turn(c, step)) {
     coop__lock(&c->ch->lock);
     d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
     coop__unlock(&c->ch->lock);

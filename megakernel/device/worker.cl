@@ -47,7 +47,8 @@ COOP_FN0 void coop__took(COOP_LOCAL struct coop_wgl *wl, COOP_GLOBAL struct coop
   wl->base[0] = w->base[0];
   wl->base[1] = w->base[1];
   wl->hold_next = 0u;
-  wl->m_ep = ch->m0; /* used by workgroup 0 only */
+  wl->t_offer = coop_clock(); /* its first step's start (primitives.cl) */
+  wl->m_ep = ch->m0;          /* used by workgroup 0 only */
   wl->n_max = ch->n_max;
   wl->query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
   wl->sus = 0u;
