@@ -226,8 +226,8 @@ COOP_FN coop_u32 coop__kill_turn(struct coop_ctx *c, coop_u64 step) {
  * episode: the length of its last step, and now its last offer's time;
  * else 0 (no wait). */
 COOP_FN coop_u64 coop__offer_step(struct coop_ctx *c, coop_u32 may_wait) {
-#if COOP_HAVE_CLOCK
-  if (!may_wait || COOP_KILL_WAIT_TICKS == 0u || c->wl->gen != 0u) return 0u;
+#if COOP_HAVE_CLOCK && COOP_KILL_WAIT_TICKS != 0
+  if (!may_wait || c->wl->gen != 0u) return 0u;
   coop_u64 now = coop_clock(), last = c->wl->t_offer;
   c->wl->t_offer = now;
   return last != 0u && now > last ? now - last : 0u;
