@@ -65,7 +65,9 @@ void loopspin_for(struct loopspin *ls, int64_t ns);
  * its epoll timeout in ms) began windows up to 1 ms early, while a quarter
  * of a frame client's SUBMITs, inside their windows, found the loop asleep
  * (bench/RESULTS.md, "A warm-up from the frame's own pages"). Without a
- * timerfd: no window, only the spins asked for. */
+ * timerfd: no window, only the spins asked for. A window whose `from` has
+ * passed already is no window either: the spin to `to` starts at once,
+ * without the window hook. */
 void loopspin_at(struct loopspin *ls, const void *key, int64_t from, int64_t to);
 /* key's window, if one is armed, is not (its connection closed). */
 void loopspin_drop(struct loopspin *ls, const void *key);

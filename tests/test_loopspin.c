@@ -151,10 +151,13 @@ START_TEST(windows_begin_at_their_start_whatever_its_phase) {
     if (i % 3 == 1) loopspin_at(&w.ls, &a, from + 1500000, to); /* replaced below */
     if (i % 3 == 2) loopspin_at(&w.ls, &b, from - 500000, to);  /* another's: served too */
     loopspin_at(&w.ls, &a, from, to);
-    int64_t want = i % 3 == 2 ? from - 500000 : from;
+    int64_t armed = coop__now_ns(), want = i % 3 == 2 ? from - 500000 : from;
     unsigned calls = w.calls;
     w.first = 0;
     uv_run(&loop, UV_RUN_DEFAULT);
+    /* armed after its start (this thread was away 2 ms on a loaded
+     * machine): a window begun is a spin at once, no call (loopspin.h) */
+    if (armed >= from) continue;
     /* two windows begun by the time a late wake looks are served by one call */
     ck_assert_uint_ge(w.calls, calls + 1);
     ck_assert_uint_le(w.calls, calls + (i % 3 == 2 ? 2u : 1u));

@@ -521,16 +521,28 @@ START_TEST(kills_without_a_barrier_wait_for_those_above) {
   else
     unsetenv("COOP_DEVICE_DEFINES");
   unsigned w = coop_rt_workers(f.rt);
+  if (w < 3) { /* no workgroup between 0 and the top */
+    fx_close(&f);
+    return;
+  }
   uint32_t *ctl = coop_rt_alloc(f.rt, 4 * sizeof *ctl),
            *last = coop_rt_alloc(f.rt, w * sizeof *last);
   memset(ctl, 0, 4 * sizeof *ctl);
   memset(last, 0, w * sizeof *last);
   uint64_t a[3] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, last), w};
   coop_task_id k = submit(&f, f.cascade, w, 1, 0, 3, a);
-  wait_word(&ctl[3], 8u * w, "the cascade kernel's steps");
+  wait_word(&ctl[3], 8u * (w - 2u), "the cascade kernel's steps");
   ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
-  struct timespec ts = {0, 50000000}; /* the kills asked, the offers below the top made */
-  nanosleep(&ts, NULL);
+  /* the kills asked, the offers below the top made: the count still for
+   * 50 ms (the old protocol never stops it: the gate opens after 3 s) */
+  uint32_t seen = __atomic_load_n(&ctl[3], __ATOMIC_ACQUIRE);
+  for (int still = 0, ms = 0; still < 50 && ms < 3000; ms++) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+    uint32_t now = __atomic_load_n(&ctl[3], __ATOMIC_ACQUIRE);
+    still = now == seen ? still + 1 : 0;
+    seen = now;
+  }
   ck_assert_int_eq(coop_rt_wait(f.rt, k, 0), COOP_ETIMEDOUT); /* the top still holds */
   __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
   suspended(&f, k);

@@ -6,10 +6,11 @@
  * barrier"). Its top workgroup (id n - 1) stays in its first step
  * (returning COOP_CONTINUE: no primitive) until the host opens ctl[0];
  * then it takes a number from the shared sequence ctl[3] into ctl[2] and
- * offers. Every other workgroup takes a number from ctl[3] into last[id]
- * at every step, so that a host can see whether a workgroup wanted below
- * the top ran steps after the top's last one. All end once the host sets
- * ctl[1]. Thread 0 decides for its group: a step's return must be uniform.
+ * offers. Every other workgroup but 0 takes a number from ctl[3] into
+ * last[id] at every step, so that a host can see whether a workgroup
+ * wanted below the top ran steps after the top's last one (a suspension
+ * takes all of them but 0), and that none steps any more while they wait.
+ * All end once the host sets ctl[1]. Thread 0 decides for its group: a step's return must be uniform.
  *
  * args: ctl[4], last[n], n.
  */
@@ -28,7 +29,7 @@ coop_u32 cascade_step(struct coop_ctx *c, struct cascade_state *st) {
       r = COOP_DONE;
     else if (id + 1u == n && st->s == 0u)
       r = coop_ld_acq(&ctl[0]) != 0u ? COOP_OFFER_KILL : COOP_CONTINUE;
-    if (r == COOP_OFFER_KILL) {
+    if (r == COOP_OFFER_KILL && id != 0u) {
       coop_u32 t = coop_fadd(&ctl[3], 1u);
       if (id + 1u == n && st->s == 0u)
         coop_st_rel(&ctl[2], t);
