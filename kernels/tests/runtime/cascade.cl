@@ -9,8 +9,9 @@
  * offers. Every other workgroup but 0 takes a number from ctl[3] into
  * last[id] at every step, so that a host can see whether a workgroup
  * wanted below the top ran steps after the top's last one (a suspension
- * takes all of them but 0), and that none steps any more while they wait.
- * All end once the host sets ctl[1]. Thread 0 decides for its group: a step's return must be uniform.
+ * takes all of them but 0), and that none steps any more while they
+ * wait. All end once the host sets ctl[1]. Thread 0 decides for its
+ * group: a step's return must be uniform.
  *
  * args: ctl[4], last[n], n.
  */
