@@ -19,7 +19,8 @@
 
 struct fx {
   coop_rt *rt;
-  int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke, gate, cascade;
+  int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke, gate, cascade,
+      longstep;
 };
 
 static void fx_open(struct fx *f) {
@@ -39,6 +40,7 @@ static void fx_open(struct fx *f) {
   f->offerspin = coop_rt_add_kernel(f->rt, "offerspin", 1, k_offerspin);
   f->gate = coop_rt_add_kernel(f->rt, "gate", 1, k_gate);
   f->cascade = coop_rt_add_kernel(f->rt, "cascade", 1, k_cascade);
+  f->longstep = coop_rt_add_kernel(f->rt, "longstep", 1, k_longstep);
   f->stress = coop_rt_add_kernel(f->rt, "stopsweep", 1, coop_stopsweep_src);
   ck_assert_int_ge(f->stress, 0);
   f->viewpoke = coop_rt_add_kernel(f->rt, "viewpoke", 0, k_viewpoke);
@@ -555,6 +557,48 @@ START_TEST(kills_without_a_barrier_wait_for_those_above) {
                   "was refused while the top stayed",
                   g, w, last[g], top);
   coop_rt_free(f.rt, last);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
+
+/* Long steps (docs/kernels.md): every workgroup but 0 of a barrier-free
+ * kernel spins inside its step until coop_poll_yield answers 1. Capped to
+ * half its width, exactly the workgroups above the cap must stop (those
+ * below keep spinning), and suspended, all the rest: the suspension must
+ * complete while no step could end by itself. Workgroup 0 is never
+ * wanted. Without the hint the kernel holds its steps until the host's
+ * gate opens, and the suspension never comes. */
+START_TEST(long_steps_end_for_a_kill) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  if (w < 3) { /* no workgroup between 0 and the cap */
+    fx_close(&f);
+    return;
+  }
+  uint32_t *ctl = coop_rt_alloc(f.rt, 4 * sizeof *ctl),
+           *gave = coop_rt_alloc(f.rt, w * sizeof *gave);
+  memset(ctl, 0, 4 * sizeof *ctl);
+  memset(gave, 0, w * sizeof *gave);
+  uint64_t a[3] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, gave), w};
+  coop_task_id k = submit(&f, f.longstep, w, 1, 0, 3, a);
+  wait_word(&ctl[2], w - 1, "the long steps begun");
+  unsigned cap = (w + 1) / 2;
+  ck_assert_int_eq(coop_rt_cap(f.rt, k, cap), 0);
+  for (unsigned g = cap; g < w; g++) wait_word(&gave[g], 1, "a wanted workgroup's step ended");
+  struct timespec settle = {0, 100000000};
+  nanosleep(&settle, NULL);
+  for (unsigned g = 1; g < cap; g++)
+    ck_assert_msg(__atomic_load_n(&gave[g], __ATOMIC_ACQUIRE) == 0,
+                  "workgroup %u of %u, below the cap %u, was told it was wanted", g, w, cap);
+  ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
+  suspended(&f, k);
+  for (unsigned g = 1; g < w; g++)
+    ck_assert_uint_eq(__atomic_load_n(&gave[g], __ATOMIC_ACQUIRE), 1);
+  ck_assert_uint_eq(__atomic_load_n(&ctl[3], __ATOMIC_ACQUIRE), 0);
+  ck_assert_int_eq(coop_rt_task_release(f.rt, k), 0);
+  coop_rt_free(f.rt, gave);
   coop_rt_free(f.rt, ctl);
   fx_close(&f);
 }
@@ -2514,6 +2558,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, query_kill_at_the_step_the_master_ends_last);
   tcase_add_test(rz, query_suspension_at_the_step_it_is_asked_in);
   tcase_add_test(rz, kills_without_a_barrier_wait_for_those_above);
+  tcase_add_test(rz, long_steps_end_for_a_kill);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
   tcase_add_test(rz, suspend_plain);

@@ -32,7 +32,18 @@
  * boundary. Cooperative form (004 Sec. 3.2): each step is one iteration of
  * the main loop, ending with offer_kill and request_fork (the top of the
  * next iteration); the queue id is read after the fork point. Nothing is
- * transmitted.
+ * transmitted but the flag below.
+ *
+ * A search step is long (49 sequential searches in one workgroup), and a
+ * kernel without barriers gives workgroups back only at offer_kill. So in
+ * the cooperative form a search polls coop_poll_yield: a workgroup the
+ * scheduler wants back (coop_kill_wanted) stops searching, pushes its task
+ * back on its own queue (a survivor steals it, or it pops it again) and
+ * offers at once (docs/kernels.md, "Long steps"). The work done on that
+ * task is lost. Two rules keep the search making progress: a step gives its
+ * task back only when its queue has room for it (coop_tq_room, checked
+ * before the search), and never right after a step that gave one back
+ * (state.gave: a workgroup whose kill did not come searches through).
  *
  * args: 0 mode, 1 nodes (u32 x GAME_NODE_WORDS x nodecap), 2 acc (atomics:
  *       pending children, best child value (biased), per node), 3 result
@@ -61,12 +72,14 @@
 #define GAME_S_DIRECT 49u /* 7 children: 0 searched below, 1 resolved, 2 illegal */
 #define GAME_S_DVAL 56u   /* 7 resolved child values */
 #define GAME_S_TASK 63u
+#define GAME_S_MAY 64u  /* 1: this step's search may give its task back */
+#define GAME_S_GAVE 65u /* set by a thread whose search stopped for a kill */
 
 struct game_state {
-  coop_u32 unused; /* nothing to transmit (004 Table 1: 0) */
+  coop_u32 gave; /* the last step gave its task back (004 Table 1 transmits nothing) */
 };
 
-void game_init(struct coop_ctx *c, struct game_state *s) { s->unused = 0u; }
+void game_init(struct coop_ctx *c, struct game_state *s) { s->gave = 0u; }
 
 /* ------------------------------------------------------------ the game */
 
@@ -127,9 +140,10 @@ COOP_FN coop_u32 game_static(coop_u64 cur, coop_u64 mask, coop_u32 depth, coop_i
 /* Sequential negamax to `depth` (<= GAME_MAX_DEPTH), explicit stack. The
  * client's depth sets its length (7^14 positions at the largest), so it
  * polls the cancellation (coop_poll_cancel) and, cancelled, returns a
- * value nobody will read. */
-COOP_FN coop_i32 game_search(const struct coop_ctx *c, coop_u64 cur, coop_u64 mask,
-                             coop_u32 depth) {
+ * value nobody will read. may_yield: it polls coop_poll_yield instead, and
+ * sets *stopped when it stops early (cancelled or its workgroup wanted). */
+COOP_FN coop_i32 game_search(const struct coop_ctx *c, coop_u64 cur, coop_u64 mask, coop_u32 depth,
+                             coop_u32 may_yield, coop_u32 *stopped) {
   coop_u64 sc[GAME_MAX_DEPTH + 1u], sm[GAME_MAX_DEPTH + 1u];
   coop_i32 sb[GAME_MAX_DEPTH + 1u];
   coop_u32 sj[GAME_MAX_DEPTH + 1u];
@@ -145,7 +159,10 @@ COOP_FN coop_i32 game_search(const struct coop_ctx *c, coop_u64 cur, coop_u64 ma
   sb[0] = GAME_NEG_INF;
   sj[0] = 0u;
   for (;;) {
-    if (coop_poll_cancel(c, &work, 1u)) return v;
+    if (may_yield ? coop_poll_yield(c, &work, 1u) : coop_poll_cancel(c, &work, 1u)) {
+      *stopped = 1u;
+      return v;
+    }
     coop_u32 j = sj[lvl];
     while (j < 7u && (sm[lvl] & game_top(j))) j++;
     if (j == 7u) { /* every move of this level searched */
@@ -254,17 +271,21 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   coop_u32 q = coop_group_id(c); /* after the fork point: a forked group uses its own queue */
 
   coop_wg_barrier(); /* scratch of the previous step is free again */
+  coop_buf_atomic_u32 qctl;
+  coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
   if (lid == 0u) {
-    coop_buf_atomic_u32 qctl, outstanding;
-    coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
+    coop_buf_atomic_u32 outstanding;
     coop_sub(outstanding, ctl, 1u, 1u);
     coop_at(sh, GAME_S_TASK) =
         (coop_i32)(coop_cancel_requested(c)
                        ? GAME_END
                        : coop_tq_pop_or_steal(c, qctl, outstanding, items, nq, qcap, q));
+    coop_at(sh, GAME_S_MAY) =
+        (coop_i32)(coop_arg_u32(c, 0) != 0u && !s->gave && coop_tq_room(qctl, qcap, q));
+    coop_at(sh, GAME_S_GAVE) = 0;
   }
   coop_wg_barrier();
-  coop_u32 t = (coop_u32)coop_at(sh, GAME_S_TASK);
+  coop_u32 t = (coop_u32)coop_at(sh, GAME_S_TASK), may = (coop_u32)coop_at(sh, GAME_S_MAY);
   coop_u32 valid = t != GAME_NONE && t != GAME_END;
   coop_u64 cur = 0u, mask = 0u;
   coop_u32 ply = 0u;
@@ -293,14 +314,25 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
         coop_at(sh, GAME_S_DIRECT + j) = (coop_i32)direct;
         coop_at(sh, GAME_S_DVAL + j) = cv;
       }
+      coop_u32 stopped = 0u;
       if (!direct && !(cm & game_top(k)))
-        g = game_search(c, cc ^ cm, cm | (cm + game_bottom(k)), r - 2u);
+        g = game_search(c, cc ^ cm, cm | (cm + game_bottom(k)), r - 2u, may, &stopped);
+      if (stopped) coop_at(sh, GAME_S_GAVE) = 1; /* every writer stores 1 */
     } else if (k == 0u) {
       coop_at(sh, GAME_S_DIRECT + j) = 2;
     }
     coop_at(sh, GAME_S_GRAND + i) = g;
   }
   coop_wg_barrier();
+  /* a search stopped early gives its task back, unfinished: still outstanding */
+  coop_u32 gave = search && may && coop_at(sh, GAME_S_GAVE) != 0;
+  if (lid == 0u && gave && coop_tq_push(c, qctl, items, qcap, q, t, 1u) == 0u &&
+      !coop_cancel_requested(c)) {
+    coop_for(coop_ptr(ctl, 2), 2u); /* queue full after all (a client's queue words) */
+    coop_fsub(coop_ptr(ctl, 1), 1u);
+  }
+  s->gave = gave;
+  search = search && !gave;
   if (lid == 0u && search) { /* combine the two plies */
     v = GAME_NEG_INF;
     for (coop_u32 j = 0u; j < 7u; j++) {
@@ -318,7 +350,7 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   }
   if (lid == 0u && expand) game_expand(c, nodes, acc, ctl, items, qcap, nodecap, q, t);
   if (lid == 0u && (resolved || search)) game_complete(nodes, acc, res, t, v);
-  if (lid == 0u && valid) coop_fsub(coop_ptr(ctl, 1), 1u); /* this task is done */
+  if (lid == 0u && valid && !gave) coop_fsub(coop_ptr(ctl, 1), 1u); /* this task is done */
   if (t == GAME_END) return COOP_DONE;
   /* the original form (mode 0) never offers a kill nor asks for a fork */
   return coop_arg_u32(c, 0) == 0u ? COOP_CONTINUE : (COOP_OFFER_KILL | COOP_REQUEST_FORK);

@@ -151,6 +151,48 @@ COOP_FN coop_u32 coop_poll_cancel(const struct coop_ctx *c, coop_u32 *n, coop_u3
   *n = COOP_POLL_EVERY; /* the next call loads again; the flag stays set */
   return 1u;
 }
+/* Long steps (docs/kernels.md, "Long steps"; docs/scheduler.md, "Kills
+ * without a barrier"). A kernel without barriers gives workgroups back only
+ * at offer_kill, so a gather waits for the steps the wanted workgroups are
+ * in. coop_kill_wanted is 1 when this workgroup is one of those the
+ * scheduler wants back now (want_kill of them, from id M-1 down; workgroup
+ * 0 never): its next offer_kill will take it. A step that can put its
+ * unfinished work back (a task on a queue) may end early on it. A hint: a
+ * kill withdrawn makes a step end early for nothing, one read late makes
+ * it run on to the next poll, never a wrong kill (coop__kill_locked decides
+ * under the lock). Relaxed loads but M's, an acquire (below); only while a
+ * kill is wanted.
+ * COOP_YIELD_HINT=0 (COOP_DEVICE_DEFINES) answers 0 always. */
+#ifndef COOP_YIELD_HINT
+#define COOP_YIELD_HINT 1
+#endif
+COOP_FN coop_u32 coop_kill_wanted(const struct coop_ctx *c) {
+#if COOP_YIELD_HINT
+  if (c->vid == 0u || coop_ld_rlx(&c->ch->want_kill) == 0u) return 0u;
+  /* a kill stores want_kill, then M with release (coop__kill_locked): M
+   * acquired first, want_kill read after it is as new or newer, so a kill
+   * read by halves only narrows the range (the old want_kill beside the
+   * new M would name the workgroup below it) */
+  coop_u32 m = coop_ld_acq(&c->ch->m), want = coop_ld_rlx(&c->ch->want_kill);
+  return c->vid < m && c->vid + want >= m ? 1u : 0u;
+#else
+  (void)c;
+  return 0u;
+#endif
+}
+/* coop_poll_cancel that also answers 1 while coop_kill_wanted: for a loop
+ * whose step can give its work back and end early. Once it answered 1 the
+ * next call loads again (a withdrawn kill answers 0 there). */
+COOP_FN coop_u32 coop_poll_yield(const struct coop_ctx *c, coop_u32 *n, coop_u32 k) {
+  *n += k;
+  if (*n < COOP_POLL_EVERY) return 0u;
+  if (!coop_cancel_requested(c) && !coop_kill_wanted(c)) {
+    *n = 0u;
+    return 0u;
+  }
+  *n = COOP_POLL_EVERY;
+  return 1u;
+}
 /* The end of the next chunk of a loop at i that runs to end (i < end). */
 COOP_FN coop_u32 coop_poll_chunk(coop_u32 i, coop_u32 end) {
   return end - i > COOP_POLL_EVERY ? i + COOP_POLL_EVERY : end;

@@ -70,6 +70,16 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic
   return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
 }
 
+/* 1 when queue q has room for one more task. Only q's owner pushes on it
+ * and pops its tail; others only take from its head: the answer holds
+ * until the owner's own next push (a stale head only says "full" early).
+ * Relaxed loads. */
+COOP_FN0 coop_u32 coop_tq_room(coop_buf_atomic_u32 qctl, coop_u32 qcap, coop_u32 q) {
+  coop_buf_atomic_u32 qc;
+  coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
+  return coop_ld_rlx(coop_ptr(qc, 2)) - coop_ld_rlx(coop_ptr(qc, 1)) < qcap ? 1u : 0u;
+}
+
 /* Pushes the k tasks first..first+k-1 on queue q; returns how many fitted
  * (all of them unless the queue is full; none when the task was cancelled
  * while it waited for the mutex). */
