@@ -1383,6 +1383,43 @@ START_TEST(gathering_ahead_holds_workers) {
 }
 END_TEST
 
+/* Gathering ahead: a cooperative kernel started inside a hold's window
+ * starts on the free workers but the held ones, so that the periodic
+ * task's next instance finds its workers free and no kill is asked of the
+ * kernel. Before, it started on every free worker, and the instance waited
+ * for kills (a game run started just before a frame's release: the frame
+ * waited for the run's end). */
+START_TEST(a_kernel_started_in_a_hold_leaves_the_held_workers) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), k = w / 2;
+  uint32_t *o = coop_rt_alloc(f.rt, 2 * w * sizeof *o);
+  const int64_t ms = 1000000, t0 = coop__now_ns();
+  struct coop_rt_task_desc d = {.kernel = f.ids, .groups = k, .nargs = 1};
+  d.args[0] = coop_rt_buf_arg(f.rt, o);
+  d.next_ns = t0 + 2500 * ms; /* its window: 1.5 s to 3.5 s */
+  d.ahead_ns = 1000 * ms;
+  coop_task_id id;
+  ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id), 0);
+  ck_assert_int_eq(finish(&f, id).state, COOP_TASK_DONE);
+  while (coop__now_ns() < t0 + 1750 * ms) nap_ms(10);
+  coop_task_id hold = submit(&f, f.forever, w, 1, 0, 0, NULL);
+  ck_assert_int_eq(coop_rt_wait(f.rt, hold, 200), COOP_ETIMEDOUT);
+  struct coop_rt_live l = live_of(&f, hold);
+  ck_assert_msg(coop__now_ns() < t0 + 3250 * ms, "too slow to look inside the hold's window");
+  ck_assert_msg(l.m == w - k, "the kernel started on %u of %u workers, %u of them held", l.m, w, k);
+  d.next_ns = d.ahead_ns = 0;
+  ck_assert_int_eq(coop_rt_submit(f.rt, &d, &id), 0);
+  ck_assert_int_eq(finish(&f, id).state, COOP_TASK_DONE);
+  l = live_of(&f, hold);
+  ck_assert_msg(l.kills == 0, "%u kills were asked for the held instance", l.kills);
+  ck_assert_int_eq(coop_rt_cancel(f.rt, hold), 0);
+  ck_assert_int_eq(finish(&f, hold).state, COOP_TASK_CANCELLED);
+  coop_rt_free(f.rt, o);
+  fx_close(&f);
+}
+END_TEST
+
 /* A task of every worker beside a running cooperative kernel cannot be
  * gathered before the kernel ends: its workgroup 0 is never killed. It
  * waits for that end, and the kernel is not asked for kills meanwhile:
@@ -2541,6 +2578,7 @@ static Suite *suite(void) {
   tcase_add_test(t, clock_refit_repairs_a_loaded_fit);
   tcase_add_test(t, earliest_deadline_gathered_first);
   tcase_add_test(t, gathering_ahead_holds_workers);
+  tcase_add_test(t, a_kernel_started_in_a_hold_leaves_the_held_workers);
   tcase_add_test(t, a_task_of_every_worker_leaves_a_kernel_its_width);
   tcase_add_test(t, shutdown_in_flight);
   tcase_add_test(t, a_task_s_copies_come_in_before_it_and_out_after_it);

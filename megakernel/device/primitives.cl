@@ -30,18 +30,41 @@ COOP_FN void coop__track_m(COOP_GLOBAL struct coop_chan *ch, coop_u32 m) {
   if (m > coop_ld_rlx(&ch->m_max)) coop_st_rlx(&ch->m_max, m);
 }
 
+/* COOP_KILL_TAKE_BELOW=0 (COOP_DEVICE_DEFINES): each waiter goes in its
+ * own kill, one after the other, for comparison. */
+#ifndef COOP_KILL_TAKE_BELOW
+#define COOP_KILL_TAKE_BELOW 1
+#endif
+
+/* Lock held: 1 and its bit cleared when workgroup id waits at its offer
+ * (coop__kill_turn): that clear is its kill. */
+COOP_FN coop_u32 coop__kwait_take(COOP_GLOBAL struct coop_chan *ch, coop_u32 id) {
+  coop_u32 bit = 1u << (id & 31u);
+  if (!(coop_ld_rlx(&ch->kwait[id >> 5]) & bit)) return 0u;
+  coop_fand(&ch->kwait[id >> 5], ~bit);
+  return 1u;
+}
+
 /* Thread 0, lock held: the offer of workgroup vid, judged against M. The
  * episode it is in (ep) loses it from the next on (bar_delta); in this one
- * its arrival is made for it by the caller, once the lock is given back. */
+ * its arrival is made for it by the caller, once the lock is given back.
+ * Accepted, it takes in the same hold those waiting right below it, while
+ * kills are still wanted (their bits, coop__kwait_take): each then sees
+ * its kill and makes its own arrival. No waiter is in another episode: a
+ * waiter is in episode 0 and has not arrived, so no episode 1 exists. */
 COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vid, coop_u32 ep) {
   coop_u32 m = coop_ld_rlx(&ch->m);
   coop_u32 want = coop_ld_rlx(&ch->want_kill);
   if (want == 0u || vid == 0u || m <= 1u || vid != m - 1u) return 0u;
-  coop_st_rlx(&ch->want_kill, want - 1u);
-  coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + 1u);
-  coop_st_rel(&ch->m, m - 1u);
-  coop_fadd_rlx(&ch->bar_delta[ep & 3u], 0u - 1u);
-  coop__track_m(ch, m - 1u);
+  coop_u32 k = 1u;
+#if COOP_KILL_TAKE_BELOW
+  while (k < want && m - k > 1u && coop__kwait_take(ch, m - k - 1u)) k++;
+#endif
+  coop_st_rlx(&ch->want_kill, want - k);
+  coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + k);
+  coop_st_rel(&ch->m, m - k);
+  coop_fadd_rlx(&ch->bar_delta[ep & 3u], 0u - k);
+  coop__track_m(ch, m - k);
   return 1u;
 }
 
@@ -168,7 +191,11 @@ COOP_FN const coop_u8 *coop__state_out(struct coop_ctx *c, const coop_u8 *st, co
  * half a step, where the others' offers, made meanwhile, are refused. A
  * workgroup whose offer finds itself among the W to go (M-W <= vid < M-1)
  * waits at the offer for those above it to leave, and is then the top:
- * the W leave within about one step. The wait is bounded (COOP_KILL_WAIT_
+ * the W leave within about one step. A waiter sets its bit in ch->kwait,
+ * and the kill of the top takes, in the same lock hold, every waiter right
+ * below it while kills are wanted (coop__kill_locked): a block of waiters
+ * leaves in one hold, not in one hold and one look at M each (543 of them
+ * took 1 to 3 ms on an H200). The wait is bounded (COOP_KILL_WAIT_
  * TICKS plus twice the workgroup's last step, at most 32 times the
  * former), for the kernels whose workgroups above wait for this one
  * inside a step (a blocking kernel may: they are active, and so promised
@@ -177,48 +204,61 @@ COOP_FN const coop_u8 *coop__state_out(struct coop_ctx *c, const coop_u8 *st, co
  * episode (the word moves by more than the kills: those above may wait
  * there for this one). Only for a kernel in its first episode (no barrier
  * passed yet) whose step asked for no barrier: a kernel with barriers is
- * resized at them. Loads only, relaxed: the kill itself is decided under
- * the lock (coop__kill_locked) against the M and want_kill it reads
- * there; a stale value only makes a workgroup wait when it need not (to
- * the end of the cascade at most) or not wait. */
+ * resized at them. Relaxed loads, and the bit's atomic or: the kill
+ * itself is decided under the lock (coop__kill_locked) against the M and
+ * want_kill it reads there; a stale value only makes a workgroup wait when
+ * it need not (to the end of the cascade at most) or not wait. */
 #define COOP__KILL_WAIT_SLACK 4
 #ifndef COOP_KILL_WAIT_TICKS
 #define COOP_KILL_WAIT_TICKS 262144u /* 262 us of CUDA's globaltimer; ~100 us of a 2.6 GHz TSC */
 #endif
 
-/* Thread 0: 1 when workgroup c is id M-1 (at once, or after those above it
- * left), 0 when it is not to go or the wait ended (above). step: its last
- * step's length in ticks (0: not known, or no wait). */
+/* coop__kill_turn's answers: not to go; id M-1 at once (try the kill);
+ * waited with its bit set (settle under the lock: coop__offer_kill0);
+ * taken by the kill above it (its bit cleared: no lock needed, since only
+ * a kill clears another's bit, under the lock, and that is final). */
+#define COOP__TURN_NO 0u
+#define COOP__TURN_TOP 1u
+#define COOP__TURN_WAITED 2u
+#define COOP__TURN_TAKEN 3u
+
+/* Thread 0: whether workgroup c tries its kill (above). step: its last
+ * step's length in ticks (0: not known, or no wait). A wait ends when its
+ * bit was cleared (the kill above it took it: TAKEN), when it is id M-1,
+ * or as the rules above say; the offer then settles under the lock. */
 COOP_FN coop_u32 coop__kill_turn(struct coop_ctx *c, coop_u64 step) {
   COOP_GLOBAL struct coop_chan *ch = c->ch;
   coop_u32 vid = c->vid, m0 = coop_ld_rlx(&ch->m);
-  if (m0 == vid + 1u) return 1u;
+  if (m0 == vid + 1u) return COOP__TURN_TOP;
 #if COOP_HAVE_CLOCK
   coop_u32 want = coop_ld_rlx(&ch->want_kill);
   /* want_kill and M each lose one at a kill, in one lock hold, but two
    * loads may see a kill by halves: one more counts the lowest wanted in */
-  if (step == 0u || vid >= m0 || vid + want + 1u < m0) return 0u;
+  if (step == 0u || vid >= m0 || vid + want + 1u < m0) return COOP__TURN_NO;
   coop_u64 bound = (coop_u64)COOP_KILL_WAIT_TICKS + 2u * step;
   if (bound > 32u * (coop_u64)COOP_KILL_WAIT_TICKS) bound = 32u * (coop_u64)COOP_KILL_WAIT_TICKS;
   COOP_GLOBAL coop_atomic_u32 *w = COOP__BAR_WORD(ch, c->wl->gen);
+  COOP_GLOBAL coop_atomic_u32 *kw = &ch->kwait[vid >> 5];
+  coop_u32 bit = 1u << (vid & 31u);
   coop_u32 w0 = coop_ld_rlx(w);
   coop_u64 t0 = coop_clock();
+  coop_for(kw, bit); /* from here the kill above may take it too */
   for (;;) {
     coop_u32 m = coop_ld_rlx(&ch->m);
-    if (m == vid + 1u) return 1u;
     /* each kill above takes one from M (under the lock), then adds its
      * arrival to the word, so that a few kills may be half seen, here or
      * in the snapshot: more adds than kills by more than those are
      * arrivals */
-    if (coop_ld_rlx(&ch->want_kill) == 0u ||
+    if (!(coop_ld_rlx(kw) & bit)) return COOP__TURN_TAKEN;
+    if (m == vid + 1u || coop_ld_rlx(&ch->want_kill) == 0u ||
         (coop_i32)((coop_ld_rlx(w) - w0) - (m0 - m)) > COOP__KILL_WAIT_SLACK ||
         coop_ld_rlx(&ch->cancel) != 0u || coop_clock() - t0 > bound)
-      return 0u;
+      return COOP__TURN_WAITED;
     coop_nap(COOP_IDLE_NAP_NS);
   }
 #else
   (void)step;
-  return 0u;
+  return COOP__TURN_NO;
 #endif
 }
 
@@ -243,15 +283,29 @@ COOP_FN coop_u64 coop__offer_step(struct coop_ctx *c, coop_u32 may_wait) {
 COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c, coop_u32 may_wait) {
   coop_u32 d = 0u;
   coop_u64 step = coop__offer_step(c, may_wait);
-  /* Only id M-1 can be killed, and M drops only by that workgroup's own
-   * kill, so a workgroup that sees another M-1 here need not take the lock:
+  /* Only id M-1 can be killed (with those waiting right below it), and M
+   * drops only by such a kill, so a workgroup that sees another M-1 here,
+   * and waits for none, need not take the lock:
    * without this hint all N workgroups queue on the lock at every offer
    * while a kill is wanted, and on the H100 (264 workgroups) the one that
    * could accept starved behind them for minutes. A stale M only delays
    * the kill to the next offer. */
-  if (c->vid != 0u && coop_ld_rlx(&c->ch->want_kill) != 0u && coop__kill_turn(c, step)) {
+  coop_u32 turn = c->vid != 0u && coop_ld_rlx(&c->ch->want_kill) != 0u ? coop__kill_turn(c, step)
+                                                                       : COOP__TURN_NO;
+  if (turn == COOP__TURN_TAKEN) {
+    d = 1u;
+  } else if (turn != COOP__TURN_NO) {
+    COOP_GLOBAL coop_atomic_u32 *kw = &c->ch->kwait[c->vid >> 5];
+    coop_u32 bit = 1u << (c->vid & 31u);
     coop__lock(&c->ch->lock);
-    d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
+    /* a waiter's bit, cleared under the lock by another, was its kill;
+     * else it clears the bit itself (its wait is over) and tries its own */
+    if (turn == COOP__TURN_WAITED && !(coop_ld_rlx(kw) & bit)) {
+      d = 1u;
+    } else {
+      if (turn == COOP__TURN_WAITED) coop_fand(kw, ~bit);
+      d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
+    }
     coop__unlock(&c->ch->lock);
     /* Its arrival in this episode, made now (barrier.cl, "Episodes"); a
      * release, after its step's writes and the kill's. */

@@ -374,6 +374,12 @@ struct coop_chan {
   coop_u32 pad_bar3[31];
   coop_u32 resv[COOP_MAX_WG];   /* (L) worker ids reserved for a fork */
   coop_u32 pid_of[COOP_MAX_WG]; /* (L) id -> worker; entries < M are current */
+  /* The kill cascade (primitives.cl): bit vid is set (atomic or) by
+   * workgroup vid while it waits at its offer, and cleared (atomic and,
+   * with the lock held) by it as its wait ends, or by the kill above it
+   * that takes it too: for it, its bit cleared under the lock is its kill.
+   * All clear whenever no workgroup waits. */
+  coop_atomic_u32 kwait[(COOP_MAX_WG + 31) / 32];
 };
 
 /* Scheduler context: private to the scheduler workgroup (thread 0). */
