@@ -72,6 +72,12 @@
 #define GAME_S_DIRECT 49u /* 7 children: 0 searched below, 1 resolved, 2 illegal */
 #define GAME_S_DVAL 56u   /* 7 resolved child values */
 #define GAME_S_TASK 63u
+/* A search's iterations count this much each in coop_poll_*: a flag load
+ * every 16. A search to depth 3 (scale 2's) is about 400 iterations, and
+ * a step of them took most of a millisecond on an H200: counted one each,
+ * no search ever reached COOP_POLL_EVERY, and a wanted workgroup searched
+ * on. */
+#define GAME_POLL_K (COOP_POLL_EVERY / 16u + 1u)
 #define GAME_S_MAY 64u  /* 1: this step's search may give its task back */
 #define GAME_S_GAVE 65u /* set by a thread whose search stopped for a kill */
 
@@ -159,7 +165,8 @@ COOP_FN coop_i32 game_search(const struct coop_ctx *c, coop_u64 cur, coop_u64 ma
   sb[0] = GAME_NEG_INF;
   sj[0] = 0u;
   for (;;) {
-    if (may_yield ? coop_poll_yield(c, &work, 1u) : coop_poll_cancel(c, &work, 1u)) {
+    if (may_yield ? coop_poll_yield(c, &work, GAME_POLL_K)
+                  : coop_poll_cancel(c, &work, GAME_POLL_K)) {
       *stopped = 1u;
       return v;
     }
