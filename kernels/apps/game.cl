@@ -42,8 +42,11 @@
  * offers at once (docs/kernels.md, "Long steps"). The work done on that
  * task is lost. Two rules keep the search making progress: a step gives its
  * task back only when its queue has room for it (coop_tq_room, checked
- * before the search), and never right after a step that gave one back
- * (state.gave: a workgroup whose kill did not come searches through).
+ * before the search), and at most GAME_GIVE_MAX steps in a row (state.gave:
+ * a workgroup whose kill does not come searches through then). Allowed
+ * once only, a wanted workgroup whose wait at its offer ended (its bound)
+ * would search through its next step and hold up the kills below it, and
+ * those that waited for it would do the same.
  *
  * args: 0 mode, 1 nodes (u32 x GAME_NODE_WORDS x nodecap), 2 acc (atomics:
  *       pending children, best child value (biased), per node), 3 result
@@ -78,11 +81,12 @@
  * no search ever reached COOP_POLL_EVERY, and a wanted workgroup searched
  * on. */
 #define GAME_POLL_K (COOP_POLL_EVERY / 16u + 1u)
-#define GAME_S_MAY 64u  /* 1: this step's search may give its task back */
-#define GAME_S_GAVE 65u /* set by a thread whose search stopped for a kill */
+#define GAME_GIVE_MAX 8u /* steps in a row that may give their task back */
+#define GAME_S_MAY 64u   /* 1: this step's search may give its task back */
+#define GAME_S_GAVE 65u  /* set by a thread whose search stopped for a kill */
 
 struct game_state {
-  coop_u32 gave; /* the last step gave its task back (004 Table 1 transmits nothing) */
+  coop_u32 gave; /* steps in a row that gave their task back (004 Table 1 transmits nothing) */
 };
 
 void game_init(struct coop_ctx *c, struct game_state *s) { s->gave = 0u; }
@@ -287,8 +291,8 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
         (coop_i32)(coop_cancel_requested(c)
                        ? GAME_END
                        : coop_tq_pop_or_steal(c, qctl, outstanding, items, nq, qcap, q));
-    coop_at(sh, GAME_S_MAY) =
-        (coop_i32)(coop_arg_u32(c, 0) != 0u && !s->gave && coop_tq_room(qctl, qcap, q));
+    coop_at(sh, GAME_S_MAY) = (coop_i32)(coop_arg_u32(c, 0) != 0u && s->gave < GAME_GIVE_MAX &&
+                                         coop_tq_room(qctl, qcap, q));
     coop_at(sh, GAME_S_GAVE) = 0;
   }
   coop_wg_barrier();
@@ -338,7 +342,7 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
     coop_for(coop_ptr(ctl, 2), 2u); /* queue full after all (a client's queue words) */
     coop_fsub(coop_ptr(ctl, 1), 1u);
   }
-  s->gave = gave;
+  s->gave = gave ? s->gave + 1u : 0u;
   search = search && !gave;
   if (lid == 0u && search) { /* combine the two plies */
     v = GAME_NEG_INF;
