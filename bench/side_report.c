@@ -34,6 +34,8 @@ void add_run(struct result *x, const struct coop_rt_task_info *ti) {
   r->kills = ti->kills;
   r->forks = ti->forks;
   r->m_min = ti->m_min;
+  r->taken = ti->kills_taken;
+  r->waits = ti->kill_waits;
 }
 
 /* The tasks a setup's figures are taken over: not the check task, released
@@ -128,7 +130,7 @@ static void gfx_stats(const struct result *x, const struct sopts *o, struct gsta
 struct lstat {
   size_t runs, checked;
   double p50, p10, p90, mean, rps;
-  unsigned kills, forks;
+  unsigned kills, forks, taken, waits;
 };
 
 static void long_stats(const struct result *x, struct lstat *l) {
@@ -139,6 +141,8 @@ static void long_stats(const struct result *x, struct lstat *l) {
     l->checked += (size_t)x->r[i].checked;
     l->kills += x->r[i].kills;
     l->forks += x->r[i].forks;
+    l->taken += x->r[i].taken;
+    l->waits += x->r[i].waits;
   }
   l->runs = x->nr;
   l->p50 = quantile(&t, .5);
@@ -306,6 +310,18 @@ static void tables(FILE **fs, int nf, const struct sopts *o) {
       fmt(b[6], 32, l.rps, "%.2f");
       fprintf(s, "| %s | %zu (%zu) | %s | %s | %s | %s | %s | %s | %s | %u / %u |\n", x->name,
               l.runs, l.checked, b[0], b[1], b[2], b[3], b[4], b[5], b[6], l.kills, l.forks);
+    }
+    /* the kill cascade of a kernel without barriers (docs/scheduler.md):
+     * not in the CSV, so a report redrawn from it has none */
+    for (int i = 0; i < nresults; i++) {
+      struct lstat l;
+      if (!results[i].has_long) continue;
+      long_stats(&results[i], &l);
+      if (l.taken || l.waits)
+        fprintf(s,
+                "\n%s: of its kills %u taken by the kill above in one lock hold; %u waits at "
+                "an offer ended without a kill\n",
+                results[i].name, l.taken, l.waits);
     }
   }
 }

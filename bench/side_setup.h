@@ -71,6 +71,7 @@ int side_k_list(const char *list, unsigned workers, unsigned *ks, char labels[][
 struct run {
   int64_t t_started, t_finished;
   unsigned kills, forks, m_min;
+  unsigned taken, waits; /* coop_rt_task_info.kills_taken, kill_waits */
   int checked;
 };
 

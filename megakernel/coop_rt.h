@@ -438,6 +438,12 @@ struct coop_rt_task_info {
    * cooperative kernel's leaving workgroup, not through the scheduler
    * (docs/scheduler.md, "Handing workers over"). */
   unsigned joined;
+  /* Once final, the kill cascade of a kernel without barriers
+   * (docs/scheduler.md, "Kills without a barrier"): of its kills, those
+   * that a kill above took in the same lock hold; its workgroups' waits at
+   * an offer that ended without a kill (a bound, a withdrawn request, a
+   * cancel, arrivals at a barrier). */
+  unsigned kills_taken, kill_waits;
 };
 #define COOP_RT_FAULT_SCRATCH 0x100u
 

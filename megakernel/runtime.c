@@ -786,6 +786,7 @@ static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_
   hold_window(rt, d, t);
   t->fault = 0;
   t->joined = 0;
+  t->kills_taken = t->kill_waits = 0;
   t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
   t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;
   atomic_store_explicit(&t->live_m, 0, memory_order_relaxed);
@@ -972,6 +973,8 @@ int coop_rt_task_info(coop_rt *rt, coop_task_id id, struct coop_rt_task_info *in
 #undef COPY
   info->fault = t->fault;
   info->joined = t->joined;
+  info->kills_taken = t->kills_taken;
+  info->kill_waits = t->kill_waits;
   return 0;
 }
 

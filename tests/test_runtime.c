@@ -506,7 +506,8 @@ static void wait_word(const uint32_t *word, uint32_t want, const char *what) {
 /* The kill cascade (docs/scheduler.md, "Kills without a barrier"): a
  * kernel without barriers suspended while its top workgroup is inside a
  * long step: the workgroups below it, all to go, wait at their offers for
- * it to leave and then leave after it, running no step after its last.
+ * it to leave and then leave after it, running no step after its last,
+ * those waiting right below it in its kill's own lock hold.
  * Without the cascade their offers were refused (only id M-1 can go) and
  * each ran steps until the one above it had left. The wait's bound is
  * raised for the test (the host's step outlasts the default's 100 us of
@@ -547,7 +548,11 @@ START_TEST(kills_without_a_barrier_wait_for_those_above) {
   }
   ck_assert_int_eq(coop_rt_wait(f.rt, k, 0), COOP_ETIMEDOUT); /* the top still holds */
   __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
-  suspended(&f, k);
+  struct coop_rt_task_info ti = suspended(&f, k);
+  /* those waiting right below the top went in its kill's lock hold */
+  ck_assert_msg(ti.kills_taken >= 1,
+                "of %u kills none was taken by the kill above (%u waits ended)", ti.kills,
+                ti.kill_waits);
   ck_assert_int_eq(coop_rt_task_release(f.rt, k), 0);
   uint32_t top = __atomic_load_n(&ctl[2], __ATOMIC_ACQUIRE);
   ck_assert_uint_gt(top, 0);

@@ -62,6 +62,7 @@ COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vi
 #endif
   coop_st_rlx(&ch->want_kill, want - k);
   coop_st_rlx(&ch->killed, coop_ld_rlx(&ch->killed) + k);
+  if (k > 1u) coop_st_rlx(&ch->taken, coop_ld_rlx(&ch->taken) + k - 1u);
   coop_st_rel(&ch->m, m - k);
   coop_fadd_rlx(&ch->bar_delta[ep & 3u], 0u - k);
   coop__track_m(ch, m - k);
@@ -305,6 +306,7 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c, coop_u32 may_wait) {
     } else {
       if (turn == COOP__TURN_WAITED) coop_fand(kw, ~bit);
       d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
+      if (turn == COOP__TURN_WAITED && !d) coop_fadd_rlx(&c->ch->waits, 1u);
     }
     coop__unlock(&c->ch->lock);
     /* Its arrival in this episode, made now (barrier.cl, "Episodes"); a

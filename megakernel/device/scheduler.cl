@@ -583,6 +583,8 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->handed, 0u);
   coop_st_rlx(&ch->handed_kills, 0u);
   coop_st_rlx(&ch->joined, 0u);
+  coop_st_rlx(&ch->taken, 0u);
+  coop_st_rlx(&ch->waits, 0u);
   ch->t_full = 0u;
   s->chan_handed[c] = s->chan_handed_kills[c] = 0u;
   s->susm &= ~(1u << c);

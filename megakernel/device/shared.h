@@ -107,8 +107,11 @@ struct coop_task_rec {
   /* Out-of-bounds access: 0, else the tag of the last view that faulted
    * (argument index + 1, or COOP_FAULT_SCRATCH). Written with the results,
    * as is joined: its workgroups whose worker came straight from another
-   * kernel's leaving workgroup (scheduler.cl, "Handing workers over"). */
-  coop_u32 fault, joined;
+   * kernel's leaving workgroup (scheduler.cl, "Handing workers over");
+   * and of its kills those a kill above it took in the same lock hold,
+   * and its waits at an offer that ended without a kill (primitives.cl,
+   * the kill cascade). */
+  coop_u32 fault, joined, kills_taken, kill_waits, pad_kw[2];
   /* Live view while it runs (coopctl top), published by the scheduler
    * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
    * monitoring only, never used to synchronise. */
@@ -380,6 +383,8 @@ struct coop_chan {
    * that takes it too: for it, its bit cleared under the lock is its kill.
    * All clear whenever no workgroup waits. */
   coop_atomic_u32 kwait[(COOP_MAX_WG + 31) / 32];
+  coop_atomic_u32 taken; /* (L) kills made by the kill above (relaxed) */
+  coop_atomic_u32 waits; /* waits at an offer ended without a kill (relaxed adds) */
 };
 
 /* Scheduler context: private to the scheduler workgroup (thread 0). */

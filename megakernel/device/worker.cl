@@ -127,6 +127,8 @@ COOP_FN void coop__publish(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
   t->resizes = coop_ld_rlx(&ch->resizes);
   t->fault = coop_ld_rlx(&ch->fault);
   t->joined = coop_ld_rlx(&ch->joined);
+  t->kills_taken = coop_ld_rlx(&ch->taken);
+  t->kill_waits = coop_ld_rlx(&ch->waits);
   if (coop_ld_rlx(&ch->suspended)) { /* workgroup 0's, before its decrement of alive */
     for (coop_u32 k = 0u; k < COOP_TRANSMIT_BYTES / 8u; k++) t->resume_state[k] = ch->saved[k];
     t->resume_state[COOP_TRANSMIT_BYTES / 8u] = ch->saved_how;
