@@ -503,6 +503,18 @@ static void wait_word(const uint32_t *word, uint32_t want, const char *what) {
   }
 }
 
+/* A barrier-free test kernel (cascade, longstep) on every one of the w
+ * workers, its arguments zeroed: ctl[4], per[w], w. */
+static coop_task_id submit_ctl(struct fx *f, int kernel, unsigned w, uint32_t **ctl,
+                               uint32_t **per) {
+  *ctl = coop_rt_alloc(f->rt, 4 * sizeof **ctl);
+  *per = coop_rt_alloc(f->rt, w * sizeof **per);
+  memset(*ctl, 0, 4 * sizeof **ctl);
+  memset(*per, 0, w * sizeof **per);
+  uint64_t a[3] = {coop_rt_buf_arg(f->rt, *ctl), coop_rt_buf_arg(f->rt, *per), w};
+  return submit(f, kernel, w, 1, 0, 3, a);
+}
+
 /* The kill cascade (docs/scheduler.md, "Kills without a barrier"): a
  * kernel without barriers suspended while its top workgroup is inside a
  * long step: the workgroups below it, all to go, wait at their offers for
@@ -528,12 +540,8 @@ START_TEST(kills_without_a_barrier_wait_for_those_above) {
     fx_close(&f);
     return;
   }
-  uint32_t *ctl = coop_rt_alloc(f.rt, 4 * sizeof *ctl),
-           *last = coop_rt_alloc(f.rt, w * sizeof *last);
-  memset(ctl, 0, 4 * sizeof *ctl);
-  memset(last, 0, w * sizeof *last);
-  uint64_t a[3] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, last), w};
-  coop_task_id k = submit(&f, f.cascade, w, 1, 0, 3, a);
+  uint32_t *ctl, *last;
+  coop_task_id k = submit_ctl(&f, f.cascade, w, &ctl, &last);
   wait_word(&ctl[3], 8u * (w - 2u), "the cascade kernel's steps");
   ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
   /* the kills asked, the offers below the top made: the count still for
@@ -582,12 +590,8 @@ START_TEST(long_steps_end_for_a_kill) {
     fx_close(&f);
     return;
   }
-  uint32_t *ctl = coop_rt_alloc(f.rt, 4 * sizeof *ctl),
-           *gave = coop_rt_alloc(f.rt, w * sizeof *gave);
-  memset(ctl, 0, 4 * sizeof *ctl);
-  memset(gave, 0, w * sizeof *gave);
-  uint64_t a[3] = {coop_rt_buf_arg(f.rt, ctl), coop_rt_buf_arg(f.rt, gave), w};
-  coop_task_id k = submit(&f, f.longstep, w, 1, 0, 3, a);
+  uint32_t *ctl, *gave;
+  coop_task_id k = submit_ctl(&f, f.longstep, w, &ctl, &gave);
   wait_word(&ctl[2], w - 1, "the long steps begun");
   unsigned cap = (w + 1) / 2;
   ck_assert_int_eq(coop_rt_cap(f.rt, k, cap), 0);

@@ -117,40 +117,6 @@ COOP_FN coop_u32 coop_cancel_requested(const struct coop_ctx *c) {
   return coop_ld_rlx(&c->ch->cancel);
 }
 
-/* Cancellation inside a step (docs/kernels.md, "Cancellation inside a
- * step"). A loop whose trip count client data sets (a CSR edge range, a
- * worklist, a search) cannot wait for the step's primitive: a hostile
- * graph makes one step run for hours, and coopd would restart the device,
- * and with it every other user's job, to get the workgroups back. Such a
- * loop polls: coop_poll_cancel(c, &n, k) before k more iterations, n a
- * counter of the thread's (0 at the start; nested loops share one). It
- * loads the flag once the count reaches COOP_POLL_EVERY, so that few
- * iterations pass between two loads and a valid input pays an add and a
- * test. On 1 the caller leaves its loop and the step returns the
- * primitive it would have returned, where the workgroup leaves (its
- * results are discarded: the task ends CANCELLED). After a 1 the next call
- * loads again and answers 1 too, so an enclosing loop that polls with the
- * same counter leaves at its next iteration. The answer is the thread's:
- * threads may leave at different iterations, so it must not pick the
- * step's return value (that must be uniform).
- *
- * An inner loop with a cheap body polls once per chunk of at most
- * COOP_POLL_EVERY iterations (coop_poll_chunk gives the chunk's end), not
- * on every iteration: a test inside the loop slowed bfs's edge loop by
- * 40 % on PoCL, the chunked loop by nothing measurable. */
-#ifndef COOP_POLL_EVERY
-#define COOP_POLL_EVERY 1024u
-#endif
-COOP_FN coop_u32 coop_poll_cancel(const struct coop_ctx *c, coop_u32 *n, coop_u32 k) {
-  *n += k;
-  if (*n < COOP_POLL_EVERY) return 0u;
-  if (!coop_cancel_requested(c)) {
-    *n = 0u;
-    return 0u;
-  }
-  *n = COOP_POLL_EVERY; /* the next call loads again; the flag stays set */
-  return 1u;
-}
 /* Long steps (docs/kernels.md, "Long steps"; docs/scheduler.md, "Kills
  * without a barrier"). A kernel without barriers gives workgroups back only
  * at offer_kill, so a gather waits for the steps the wanted workgroups are
@@ -180,18 +146,50 @@ COOP_FN coop_u32 coop_kill_wanted(const struct coop_ctx *c) {
   return 0u;
 #endif
 }
+
+/* Cancellation inside a step (docs/kernels.md, "Cancellation inside a
+ * step"). A loop whose trip count client data sets (a CSR edge range, a
+ * worklist, a search) cannot wait for the step's primitive: a hostile
+ * graph makes one step run for hours, and coopd would restart the device,
+ * and with it every other user's job, to get the workgroups back. Such a
+ * loop polls: coop_poll_cancel(c, &n, k) before k more iterations, n a
+ * counter of the thread's (0 at the start; nested loops share one). It
+ * loads the flag once the count reaches COOP_POLL_EVERY, so that few
+ * iterations pass between two loads and a valid input pays an add and a
+ * test. On 1 the caller leaves its loop and the step returns the
+ * primitive it would have returned, where the workgroup leaves (its
+ * results are discarded: the task ends CANCELLED). After a 1 the next call
+ * loads again and answers 1 too, so an enclosing loop that polls with the
+ * same counter leaves at its next iteration. The answer is the thread's:
+ * threads may leave at different iterations, so it must not pick the
+ * step's return value (that must be uniform).
+ *
+ * An inner loop with a cheap body polls once per chunk of at most
+ * COOP_POLL_EVERY iterations (coop_poll_chunk gives the chunk's end), not
+ * on every iteration: a test inside the loop slowed bfs's edge loop by
+ * 40 % on PoCL, the chunked loop by nothing measurable. */
+#ifndef COOP_POLL_EVERY
+#define COOP_POLL_EVERY 1024u
+#endif
+/* Both polls: yield also answers 1 while coop_kill_wanted. */
+COOP_FN coop_u32 coop__poll(const struct coop_ctx *c, coop_u32 *n, coop_u32 k, coop_u32 yield) {
+  *n += k;
+  if (*n < COOP_POLL_EVERY) return 0u;
+  if (!coop_cancel_requested(c) && !(yield && coop_kill_wanted(c))) {
+    *n = 0u;
+    return 0u;
+  }
+  *n = COOP_POLL_EVERY; /* the next call loads again; the flag stays set */
+  return 1u;
+}
+COOP_FN coop_u32 coop_poll_cancel(const struct coop_ctx *c, coop_u32 *n, coop_u32 k) {
+  return coop__poll(c, n, k, 0u);
+}
 /* coop_poll_cancel that also answers 1 while coop_kill_wanted: for a loop
  * whose step can give its work back and end early. Once it answered 1 the
  * next call loads again (a withdrawn kill answers 0 there). */
 COOP_FN coop_u32 coop_poll_yield(const struct coop_ctx *c, coop_u32 *n, coop_u32 k) {
-  *n += k;
-  if (*n < COOP_POLL_EVERY) return 0u;
-  if (!coop_cancel_requested(c) && !coop_kill_wanted(c)) {
-    *n = 0u;
-    return 0u;
-  }
-  *n = COOP_POLL_EVERY;
-  return 1u;
+  return coop__poll(c, n, k, 1u);
 }
 /* The end of the next chunk of a loop at i that runs to end (i < end). */
 COOP_FN coop_u32 coop_poll_chunk(coop_u32 i, coop_u32 end) {

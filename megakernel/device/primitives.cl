@@ -37,7 +37,8 @@ COOP_FN void coop__track_m(COOP_GLOBAL struct coop_chan *ch, coop_u32 m) {
 #endif
 
 /* Lock held: 1 and its bit cleared when workgroup id waits at its offer
- * (coop__kill_turn): that clear is its kill. */
+ * (coop__kill_turn): cleared by the kill above it, that clear is its kill;
+ * by itself, the end of its wait. */
 COOP_FN coop_u32 coop__kwait_take(COOP_GLOBAL struct coop_chan *ch, coop_u32 id) {
   coop_u32 bit = 1u << (id & 31u);
   if (!(coop_ld_rlx(&ch->kwait[id >> 5]) & bit)) return 0u;
@@ -296,15 +297,12 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c, coop_u32 may_wait) {
   if (turn == COOP__TURN_TAKEN) {
     d = 1u;
   } else if (turn != COOP__TURN_NO) {
-    COOP_GLOBAL coop_atomic_u32 *kw = &c->ch->kwait[c->vid >> 5];
-    coop_u32 bit = 1u << (c->vid & 31u);
     coop__lock(&c->ch->lock);
-    /* a waiter's bit, cleared under the lock by another, was its kill;
-     * else it clears the bit itself (its wait is over) and tries its own */
-    if (turn == COOP__TURN_WAITED && !(coop_ld_rlx(kw) & bit)) {
+    /* a waiter clears its own bit (its wait is over) and tries its own
+     * kill; a bit already cleared under the lock by another was its kill */
+    if (turn == COOP__TURN_WAITED && !coop__kwait_take(c->ch, c->vid)) {
       d = 1u;
     } else {
-      if (turn == COOP__TURN_WAITED) coop_fand(kw, ~bit);
       d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
       if (turn == COOP__TURN_WAITED && !d) coop_fadd_rlx(&c->ch->waits, 1u);
     }

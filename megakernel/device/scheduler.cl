@@ -1200,10 +1200,9 @@ COOP_FN void coop__pending(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
 COOP_FN coop_u32 coop__coop_width(COOP_GLOBAL struct coop_sched *s, coop_u32 cap) {
   coop_u32 free = s->nfree;
   if (s->holds) {
-    coop_u32 hold = coop__hold_need(s), kernels = 1u;
-    for (coop_u32 bits = s->coopm & ~s->susm; bits != 0u; bits &= bits - 1u) kernels++;
-    if (hold <= (s->nworkers > kernels ? s->nworkers - kernels : 0u))
-      free = free > hold ? free - hold : 1u;
+    /* below coop__gatherable: this kernel's workgroup 0 is not killed either */
+    coop_u32 hold = coop__hold_need(s);
+    if (hold < coop__gatherable(s)) free = free > hold ? free - hold : 1u;
   }
   return cap < free ? cap : free;
 }
