@@ -7,6 +7,18 @@ if(TARGET coop AND TARGET coopbench)
   target_link_libraries(coop-bench-rtt PRIVATE coopbench coop m)
 endif()
 
+# coop-bench-encode (encode.c): libcoop's encoding of a frame client's
+# SUBMIT against its kept frame; it calls libcoop's internal
+# coop__encode_request, so it links the archive (codec included) and
+# reads client/coop_internal.h.
+if(TARGET coop_static AND TARGET coopbench)
+  add_executable(coop-bench-encode ${CMAKE_CURRENT_LIST_DIR}/encode.c)
+  add_dependencies(coop-bench-encode coop-bench-commit)
+  target_include_directories(coop-bench-encode PRIVATE ${PROJECT_BINARY_DIR}/bench
+                             ${PROJECT_SOURCE_DIR}/client)
+  target_link_libraries(coop-bench-encode PRIVATE coop_static coopbench m)
+endif()
+
 # coop-bench-frames (frames.c): a frame client through coopd, alone and
 # beside bfs that another client keeps running (device buffers both).
 if(TARGET coop AND TARGET coopbench AND TARGET coopapphost)

@@ -108,6 +108,10 @@ struct coop_conn {
   uint32_t sock_out;           /* send_mu */
   uint32_t sock_in;            /* the reader's */
   uint8_t bell[COOP_WIRE_HDR]; /* a RING_BELL frame */
+  /* client.c: the last SUBMIT encoded and its frame (mu), sent again with
+   * a new seq while the SUBMITs stay the same (coop__encode_request) */
+  struct coop_msg_submit *sub_msg;
+  struct coop_wire_buf sub_frame;
 };
 
 /* client.c */
@@ -122,6 +126,10 @@ void coop__clear_msg(void);
 int coop__request(coop_conn *c, uint16_t type, const union coop_msg *m, const int *fds,
                   unsigned nfds, int timeout_ms, uint16_t want, union coop_msg *reply,
                   struct coop_frame **frame);
+/* Encodes request m into b (empty) with seq, as coop_wire_encode does; a
+ * SUBMIT equal to the last one kept is that one's frame (mu held). */
+int coop__encode_request(coop_conn *c, struct coop_wire_buf *b, uint16_t type, uint32_t seq,
+                         const union coop_msg *m);
 void coop__frame_free(struct coop_frame *f);
 /* The connection's reply timeout (coop_set_timeout). */
 int coop__timeout(coop_conn *c);

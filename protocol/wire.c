@@ -725,6 +725,10 @@ int coop_wire_encode(struct coop_wire_buf *b, uint16_t type, uint32_t seq,
   return enc_end(b, e.start, r);
 }
 
+void coop_wire_set_seq(uint8_t *f, uint32_t seq) {
+  for (unsigned i = 0; i < 4; i++) f[8 + i] = (uint8_t)(seq >> (8 * (3 - i)));
+}
+
 int coop_wire_hdr_decode(const uint8_t *b, struct coop_wire_hdr *h) {
   struct cur c = {b, COOP_WIRE_HDR, 0};
   uint32_t magic = get_u32(&c);

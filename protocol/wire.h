@@ -462,6 +462,11 @@ int coop_wire_hdr_decode(const uint8_t *b, struct coop_wire_hdr *h);
  * does not match the records, ...). */
 int coop_wire_encode(struct coop_wire_buf *b, uint16_t type, uint32_t seq, const union coop_msg *m);
 
+/* Sets the seq of the whole frame at f (one coop_wire_encode wrote): a
+ * frame kept for sending again (libcoop's last SUBMIT) goes out as a new
+ * request. */
+void coop_wire_set_seq(uint8_t *f, uint32_t seq);
+
 /* Decode a payload of `type` (h from coop_wire_hdr_decode) into m. Unknown
  * types: COOP_EPROTO. Empty-payload types accept only len == 0. Malformed
  * input (short, trailing bytes, NUL in a string, unknown enum or flag, a

@@ -689,6 +689,57 @@ START_TEST(submit_inline_and_memfd) {
 }
 END_TEST
 
+/* libcoop keeps the last SUBMIT's frame and sends it again, with the new
+ * seq, for a SUBMIT equal to it (client.c, coop__encode_request): each of
+ * these is answered by its own seq (a frame sent with the old one would
+ * leave its coop_submit waiting), carries the scalar it was given, and a
+ * job with inline bytes carries the bytes of its submit, not those its
+ * pointer held the time before. */
+static void s_resubmits(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  static const uint64_t bits[] = {7, 7, 7, 7, 8, 7};
+  uint32_t last_seq = 0;
+  for (unsigned k = 0; k < 6; k++) {
+    struct fframe fr;
+    if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
+    const struct coop_msg_submit *s = &fr.m.submit;
+    FK(f, fr.h.seq != last_seq);
+    last_seq = fr.h.seq;
+    FK(f, s->args[0].bits == bits[k]);
+    if (k < 2) /* the inline job: "A..." then "B..." from one pointer */
+      FK(f, s->nargs == 2 && s->args[1].data_len == 8 && s->args[1].data[0] == 'A' + k);
+    else
+      FK(f, s->nargs == 1);
+    fk_accept(c, &fr, 100 + k);
+  }
+}
+
+START_TEST(resubmits_carry_their_own_seq_and_bytes) {
+  struct fake f;
+  fake_start(&f, s_resubmits);
+  coop_conn *c = connect_ok(&f);
+  char in[8];
+  coop_job *inl = coop_job_new("k", 1), *j7 = coop_job_new("k", 1), *j8 = coop_job_new("k", 1);
+  ck_assert_int_eq(coop_job_u32(inl, 7), 0);
+  ck_assert_int_eq(coop_job_buf_in(inl, in, sizeof in), 0);
+  ck_assert_int_eq(coop_job_u32(j7, 7), 0);
+  ck_assert_int_eq(coop_job_u32(j8, 8), 0);
+  const coop_job *order[] = {inl, inl, j7, j7, j8, j7};
+  for (unsigned k = 0; k < 6; k++) {
+    memset(in, 'A' + (int)k, sizeof in);
+    uint64_t id = 0;
+    int e = coop_submit(c, order[k], &id);
+    ck_assert_msg(e == 0, "submit %u: %s: %s", k, coop_strerror(e), coop_errmsg(c));
+    ck_assert_uint_eq(id, 100 + k);
+  }
+  coop_job_free(inl);
+  coop_job_free(j7);
+  coop_job_free(j8);
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
+
 START_TEST(job_builder_errors) {
   coop_job *j = coop_job_new("", 1);
   ck_assert_ptr_nonnull(j);
@@ -1789,6 +1840,7 @@ static Suite *suite(void) {
   tcase_add_test(t, socket_paths);
   tcase_add_test(t, socket_permission_names_the_group);
   tcase_add_test(t, submit_inline_and_memfd);
+  tcase_add_test(t, resubmits_carry_their_own_seq_and_bytes);
   tcase_add_test(t, submit_memfd_leaves_zero_pages_as_holes);
   tcase_add_test(t, job_builder_errors);
   tcase_add_test(t, error_frames);
