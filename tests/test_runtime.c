@@ -575,6 +575,51 @@ START_TEST(kills_without_a_barrier_wait_for_those_above) {
 }
 END_TEST
 
+/* The cascade's wait is bounded (docs/scheduler.md, "Kills without a
+ * barrier"): a workgroup above may wait inside its step for one below it
+ * (a blocking kernel's workgroups are active, so promised progress). With
+ * the default bound and the top held inside its step after a suspension
+ * was asked, the workgroups below it, all wanted, must still run steps
+ * (their waits end), and each wait that ended without its kill counts in
+ * kill_waits. With the bound raised (the test above) they stand still;
+ * with no bound this one would hang. */
+START_TEST(kill_waits_end_while_the_top_holds) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt);
+  if (w < 3) { /* no workgroup between 0 and the top */
+    fx_close(&f);
+    return;
+  }
+  uint32_t *ctl, *last;
+  coop_task_id k = submit_ctl(&f, f.cascade, w, &ctl, &last);
+  wait_word(&ctl[3], 8u * (w - 2u), "the cascade kernel's steps");
+  ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
+  /* 200 ms for the request to reach the kernel (the test above sees its
+   * steps stop within a few), then steps still come */
+  struct timespec passed = {0, 200000000};
+  nanosleep(&passed, NULL);
+  uint32_t from = __atomic_load_n(&ctl[3], __ATOMIC_ACQUIRE);
+  for (int ms = 0; __atomic_load_n(&ctl[3], __ATOMIC_ACQUIRE) < from + 4u * (w - 2u); ms++) {
+    ck_assert_msg(ms < 10000,
+                  "the workgroups below the held top (%u) ran %u steps in 10 s: their waits at "
+                  "the offer did not end",
+                  w - 2u, __atomic_load_n(&ctl[3], __ATOMIC_ACQUIRE) - from);
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  ck_assert_int_eq(coop_rt_wait(f.rt, k, 0), COOP_ETIMEDOUT); /* the top still holds */
+  __atomic_store_n(&ctl[0], 1u, __ATOMIC_RELEASE);
+  struct coop_rt_task_info ti = suspended(&f, k);
+  ck_assert_msg(ti.kill_waits >= 1, "%u kills, %u taken, no wait ended without its kill", ti.kills,
+                ti.kills_taken);
+  ck_assert_int_eq(coop_rt_task_release(f.rt, k), 0);
+  coop_rt_free(f.rt, last);
+  coop_rt_free(f.rt, ctl);
+  fx_close(&f);
+}
+END_TEST
+
 /* Long steps (docs/kernels.md): every workgroup but 0 of a barrier-free
  * kernel spins inside its step until coop_poll_yield answers 1. Capped to
  * half its width, exactly the workgroups above the cap must stop (those
@@ -2605,6 +2650,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, query_kill_at_the_step_the_master_ends_last);
   tcase_add_test(rz, query_suspension_at_the_step_it_is_asked_in);
   tcase_add_test(rz, kills_without_a_barrier_wait_for_those_above);
+  tcase_add_test(rz, kill_waits_end_while_the_top_holds);
   tcase_add_test(rz, long_steps_end_for_a_kill);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);
