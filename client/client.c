@@ -411,8 +411,8 @@ static uint32_t next_seq(coop_conn *c) {
   return s;
 }
 
-/* A SUBMIT whose inline bytes are all in its descriptors' memory (none
- * carried in the frame): only then do its fields say all it holds. */
+/* A SUBMIT that carries no buffer's bytes in its frame (each buffer by
+ * descriptor or on the device): only then do its fields say all it holds. */
 static int submit_keepable(const struct coop_msg_submit *s) {
   for (unsigned i = 0; i < s->nargs && i < COOP_WIRE_MAX_ARGS; i++)
     if (s->args[i].data_len) return 0;
@@ -421,14 +421,15 @@ static int submit_keepable(const struct coop_msg_submit *s) {
 
 /* Encodes a request into b. A frame loop submits one description every
  * frame, each time with cold caches, where the encoder and its check (the
- * decoder run on its output) cost 8.4 us of this 2-core VM's time at 60
- * fps (bench/RESULTS.md, "The SUBMIT's frame kept"); so the last
- * SUBMIT's frame is kept beside its message, and a SUBMIT equal to that
- * message in every byte the encoder reads (coop_submit zeroes it before
- * filling it, padding included) is that frame with the new seq, 3.4 us:
- * the encoding is a function of those bytes alone. A message with inline
- * bytes is never kept (its pointer says nothing of the bytes). Called with
- * mu held (docs/daemon.md, "The client's ring"). */
+ * decoder run on its output) took 7-9 us p50 of a 2-core VM at 60 fps
+ * (bench/RESULTS.md, "The SUBMIT's frame kept"); so the last SUBMIT's
+ * frame is kept beside its message, and a SUBMIT equal to that message in
+ * every byte the encoder reads is that frame with the new seq, 3-4 us:
+ * the encoding is a function of those bytes alone. coop_submit zeroes the
+ * message before it fills it; padding that differed would only make a
+ * miss. A message with inline bytes is never kept (its pointer says
+ * nothing of the bytes). Called with mu held (docs/daemon.md, "The
+ * client's ring"). */
 int coop__encode_request(coop_conn *c, struct coop_wire_buf *b, uint16_t type, uint32_t seq,
                          const union coop_msg *m) {
   if (type != COOP_MSG_SUBMIT) return coop_wire_encode(b, type, seq, m);

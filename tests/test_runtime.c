@@ -515,6 +515,19 @@ static coop_task_id submit_ctl(struct fx *f, int kernel, unsigned w, uint32_t **
   return submit(f, kernel, w, 1, 0, 3, a);
 }
 
+/* submit_ctl on every worker of the opened f, into *k; 0 (and f closed)
+ * where there are fewer than 3 workers: no workgroup between 0 and the
+ * top, nothing to test. */
+static int start_ctl(struct fx *f, int kernel, uint32_t **ctl, uint32_t **per, coop_task_id *k) {
+  unsigned w = coop_rt_workers(f->rt);
+  if (w < 3) {
+    fx_close(f);
+    return 0;
+  }
+  *k = submit_ctl(f, kernel, w, ctl, per);
+  return 1;
+}
+
 /* The kill cascade (docs/scheduler.md, "Kills without a barrier"): a
  * kernel without barriers suspended while its top workgroup is inside a
  * long step: the workgroups below it, all to go, wait at their offers for
@@ -535,13 +548,10 @@ START_TEST(kills_without_a_barrier_wait_for_those_above) {
     setenv("COOP_DEVICE_DEFINES", had, 1);
   else
     unsetenv("COOP_DEVICE_DEFINES");
-  unsigned w = coop_rt_workers(f.rt);
-  if (w < 3) { /* no workgroup between 0 and the top */
-    fx_close(&f);
-    return;
-  }
   uint32_t *ctl, *last;
-  coop_task_id k = submit_ctl(&f, f.cascade, w, &ctl, &last);
+  coop_task_id k;
+  if (!start_ctl(&f, f.cascade, &ctl, &last, &k)) return;
+  unsigned w = coop_rt_workers(f.rt);
   wait_word(&ctl[3], 8u * (w - 2u), "the cascade kernel's steps");
   ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
   /* the kills asked, the offers below the top made: the count still for
@@ -586,13 +596,10 @@ END_TEST
 START_TEST(kill_waits_end_while_the_top_holds) {
   struct fx f;
   fx_open(&f);
-  unsigned w = coop_rt_workers(f.rt);
-  if (w < 3) { /* no workgroup between 0 and the top */
-    fx_close(&f);
-    return;
-  }
   uint32_t *ctl, *last;
-  coop_task_id k = submit_ctl(&f, f.cascade, w, &ctl, &last);
+  coop_task_id k;
+  if (!start_ctl(&f, f.cascade, &ctl, &last, &k)) return;
+  unsigned w = coop_rt_workers(f.rt);
   wait_word(&ctl[3], 8u * (w - 2u), "the cascade kernel's steps");
   ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
   /* 200 ms for the request to reach the kernel (the test above sees its
@@ -630,13 +637,10 @@ END_TEST
 START_TEST(long_steps_end_for_a_kill) {
   struct fx f;
   fx_open(&f);
-  unsigned w = coop_rt_workers(f.rt);
-  if (w < 3) { /* no workgroup between 0 and the cap */
-    fx_close(&f);
-    return;
-  }
   uint32_t *ctl, *gave;
-  coop_task_id k = submit_ctl(&f, f.longstep, w, &ctl, &gave);
+  coop_task_id k;
+  if (!start_ctl(&f, f.longstep, &ctl, &gave, &k)) return;
+  unsigned w = coop_rt_workers(f.rt);
   wait_word(&ctl[2], w - 1, "the long steps begun");
   unsigned cap = (w + 1) / 2;
   ck_assert_int_eq(coop_rt_cap(f.rt, k, cap), 0);
