@@ -12,6 +12,8 @@ once; each frame's input (a) is produced in a coop.empty array and its
 output read from another, both moved by the frame's job itself
 (Buffer.io): one request and one reply a frame, no copy in this process.
 --how inline: every frame sends a, b and room for the output with its job.
+Either way the frame's job is described once (Connection.prepare) and
+submitted every frame.
 """
 import argparse
 import time
@@ -40,8 +42,15 @@ def main():
     period = 1.0 / o.fps
     lat, gather, late = [], [], 0
     with coop.connect(o.socket, name="render_loop") as c:
+        # the frame's job, described once (docs/python.md, "A frame loop:
+        # prepare once"): each run reads a and writes out again
         if o.how == "resident":
             da, db, dout = c.buffer(a.nbytes), c.buffer(b), c.buffer(out.nbytes)
+            frame = c.prepare("render", da.io(write=a), db, dout.io(read=out), np.uint32(o.n),
+                              np.uint32(1), groups=o.groups)
+        else:
+            frame = c.prepare("render", coop.In(a), coop.In(b), coop.Out(out), np.uint32(o.n),
+                              np.uint32(1), groups=o.groups)
         start = time.monotonic()
         for f in range(o.frames):
             due = start + f * period
@@ -52,15 +61,11 @@ def main():
                 late += 1
             a[0, 0] = f % 7  # this frame's input
             t0 = time.monotonic()
-            if o.how == "resident":
-                r = c.run("render", da.io(write=a), db, dout.io(read=out), np.uint32(o.n),
-                          np.uint32(1), groups=o.groups)
-            else:
-                r = c.run("render", coop.In(a), coop.In(b), coop.Out(out), np.uint32(o.n),
-                          np.uint32(1), groups=o.groups)
+            r = frame.run()
             lat.append(time.monotonic() - t0)
             if r.times["gather_ns"] >= 0:
                 gather.append(r.times["gather_ns"] / 1e9)
+        frame.close()
         if not np.allclose(out, np.asarray(a) @ b, rtol=1e-4):
             raise SystemExit("the last frame differs from a @ b")
 

@@ -18,8 +18,9 @@ import numpy as np
 
 from . import _capi
 
-__all__ = ["connect", "socket_path", "empty", "zeros", "Connection", "Job", "Result", "Buffer", "In", "Out",
-           "InOut", "SharedArray", "Error", "Timeout", "STATES", "EVENTS_ALL", "ANY_DEVICE"]
+__all__ = ["connect", "socket_path", "empty", "zeros", "Connection", "Prepared", "Job", "Result",
+           "Buffer", "In", "Out", "InOut", "SharedArray", "Error", "Timeout", "STATES", "EVENTS_ALL",
+           "ANY_DEVICE"]
 
 _lib = _capi.load()
 
@@ -355,6 +356,50 @@ class _BufferIO:
         self.nbytes = (write if write is not None else read).nbytes
 
 
+class Prepared:
+    """A job described once (Connection.prepare), submitted as often as
+    wanted: each submit() is one libcoop call, where Connection.submit()
+    checks and describes every argument again. It holds its arrays and its
+    connection; close() (or a with block) frees the description."""
+
+    def __init__(self, conn, kernel, args, kw):
+        self.conn = conn
+        self.kernel = kernel
+        self._j = None
+        self._j, self._keep = conn._job(kernel, args, **kw)
+
+    def submit(self):
+        """Submits the job again; its Job. A second submit before the first
+        one's result writes its output arrays again as it ends."""
+        if not self._j:
+            raise ValueError("the prepared job was closed")
+        return self.conn._submit(self._j, self._keep)
+
+    def run(self, timeout=None):
+        """submit() then wait(); raises coop.Error unless the job ends DONE."""
+        return self.submit().wait(timeout).raise_for_state()
+
+    def close(self):
+        if self._j:
+            _lib.coop_job_free(self._j)
+            self._j = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return f"<coop.Prepared {self.kernel}{'' if self._j else ' closed'}>"
+
+
 class Connection:
     """One connection to coopd (coop_connect). Usable from several threads."""
 
@@ -399,6 +444,25 @@ class Connection:
         priority: -100..100; above 0 as far as coopd allows this user (else
         coop.Error EPERM); a job that cannot get its workers has running
         cooperative jobs of lower priority suspended until it ends."""
+        j, keep = self._job(kernel, args, groups, cooperative, device, query_barrier, detached,
+                            periodic, priority)
+        try:
+            return self._submit(j, keep)
+        finally:
+            _lib.coop_job_free(j)
+
+    def prepare(self, kernel, *args, **kw):
+        """A job described once, to submit many times (Prepared.submit()):
+        the same arguments as submit(). Its arrays are read at each submit
+        (In, InOut and a Buffer.io's write) and written at each result (Out,
+        InOut, a Buffer.io's read), as a frame loop wants; the description's
+        work, the argument checks and a libcoop call per argument, is done
+        here once."""
+        return Prepared(self, kernel, args, kw)
+
+    def _job(self, kernel, args, groups=1, cooperative=False, device=ANY_DEVICE,
+             query_barrier=False, detached=False, periodic=None, priority=0):
+        """(coop_job, the arrays it points into) for kernel(*args)."""
         desc = _describe(args)  # every TypeError before anything is sent
         if not self._c:
             raise ValueError("the connection is closed")
@@ -441,10 +505,17 @@ class Connection:
                     keep.append(v)
                 else:
                     getattr(_lib, "coop_job_" + kind)(j, v.item())
-            jid = ctypes.c_uint64()
-            _check(_lib.coop_submit(self._c, j, ctypes.byref(jid)), self._c)
-        finally:
+        except BaseException:
             _lib.coop_job_free(j)
+            raise
+        return j, keep
+
+    def _submit(self, j, keep):
+        """coop_submit of job j; keep: its arrays, alive until its result."""
+        if not self._c:
+            raise ValueError("the connection is closed")
+        jid = ctypes.c_uint64()
+        _check(_lib.coop_submit(self._c, j, ctypes.byref(jid)), self._c)
         self._pending[jid.value] = keep
         return Job(self, jid.value)
 

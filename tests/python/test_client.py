@@ -114,6 +114,35 @@ stale = coop.Buffer(c, bid, 1024, 0)
 e = raises(coop.Error, lambda: stale.read(nbytes=4), "read of a freed buffer id")
 check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
 
+# a prepared job (Connection.prepare): described once, submitted as a frame
+# loop does; its arrays read at each submit and written at each result:
+# plain arrays (copied) and a Buffer.io range through a coop.empty memfd
+pa, pb, po = (np.zeros((n, n), np.float32) for _ in range(3))
+pb[:] = mb
+with c.prepare("render", coop.In(pa), coop.In(pb), coop.Out(po), np.uint32(n), np.uint32(1),
+               groups=2) as frame:
+    for f in range(3):
+        pa[:] = ma * (f + 1)
+        r = frame.run(timeout=20)
+        check(r.ok and np.allclose(po, pa @ pb, rtol=1e-4), f"prepared render, frame {f}")
+    jobs = {frame.submit().id for _ in range(2)}
+    check(len(jobs) == 2, f"two submits of one prepared job: two jobs {sorted(jobs)}")
+    for jid in jobs:
+        c.wait(jid, timeout=20)
+e = raises(ValueError, frame.submit, "submit of a closed prepared job")
+with c.buffer(np.zeros(256, np.uint32)) as pbuf:
+    io = coop.empty(256, np.uint32)
+    frame = c.prepare("sweep", pbuf.io(write=io, read=io), np.uint32(256), np.uint32(4),
+                      groups=1, cooperative=True)
+    for f in range(3):
+        io[:] = f * 10
+        frame.run(timeout=20)
+        check(bool((io == f * 10 + 4).all()), f"prepared sweep through Buffer.io, frame {f}")
+    frame.close()
+before = c.stats()["submitted"]
+e = raises(TypeError, lambda: c.prepare("sweep", a, 4096, np.uint32(1)), "prepare: plain int")
+check(c.stats()["submitted"] == before, "nothing was submitted by prepare")
+
 # errors
 e = raises(coop.Error, lambda: c.run("nosuchkernel", np.uint32(1)), "unknown kernel")
 check(e is not None and e.code == coop.ENOKERNEL and e.code < 0 and e.message,
