@@ -378,7 +378,10 @@ int coop_buffer_free(coop_conn *c, uint64_t buffer);
 
 /* Submits a job; *job is its id. The description may be freed or reused
  * right after. Buffers travel inside the request up to the daemon's
- * inline_max, larger ones in a memfd. */
+ * inline_max, larger ones in a memfd. A description may be submitted again
+ * and again (a frame loop's, each frame): its input is read at each
+ * submit, and a SUBMIT the same as the connection's last one (no buffer's
+ * bytes in it) is sent as the frame kept of that one, not encoded anew. */
 int coop_submit(coop_conn *c, const coop_job *j, uint64_t *job);
 
 /* Waits up to timeout_ms (negative: forever; 0: just ask) for a job to
