@@ -356,7 +356,23 @@ class _BufferIO:
         self.nbytes = (write if write is not None else read).nbytes
 
 
-class Prepared:
+class _Closing:
+    """close() at the end of a with block and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Prepared(_Closing):
     """A job described once (Connection.prepare), submitted as often as
     wanted: each submit() is one libcoop call, where Connection.submit()
     checks and describes every argument again. It holds its arrays and its
@@ -384,23 +400,11 @@ class Prepared:
             _lib.coop_job_free(self._j)
             self._j = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
     def __repr__(self):
         return f"<coop.Prepared {self.kernel}{'' if self._j else ' closed'}>"
 
 
-class Connection:
+class Connection(_Closing):
     """One connection to coopd (coop_connect). Usable from several threads."""
 
     def __init__(self, path=None, name="python", timeout=None, spin_us=None):
@@ -424,18 +428,6 @@ class Connection:
             _lib.coop_disconnect(self._c)
             self._c = None
             self._pending.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def submit(self, kernel, *args, groups=1, cooperative=False, device=ANY_DEVICE,
                query_barrier=False, detached=False, periodic=None, priority=0):
