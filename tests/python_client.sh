@@ -1,7 +1,8 @@
 #!/bin/sh
 # python_client.sh: the Python package (python/coop) against a coopd on
 # PoCL: tests/python/test_client.py, then each example of examples/python
-# briefly. Skipped (exit 77) when PYTHON cannot import numpy.
+# and bench/python_submit.py briefly. Skipped (exit 77) when PYTHON cannot
+# import numpy.
 #
 # usage: python_client.sh COOPD KERNEL_DIRS PYTHON LIBCOOP SOURCE_DIR
 set -u
@@ -28,5 +29,12 @@ fi
   fail "render_loop.py"
 "$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 5 --how inline ||
   fail "render_loop.py --how inline"
+# bench/python_submit.py: its rows, stubbed and through this coopd (each
+# frame's output checked there)
+for how in "" "--socket $sock"; do
+  # shellcheck disable=SC2086
+  rows=$("$python" "$src/bench/python_submit.py" $how --runs 3 --every-us 0 | grep -c '^python,')
+  [ "$rows" = 2 ] || fail "python_submit.py $how: $rows rows"
+done
 stop_coopd
 finish
