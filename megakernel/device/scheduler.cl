@@ -913,15 +913,22 @@ COOP_FN coop_u32 coop__gatherable(COOP_GLOBAL const struct coop_sched *s) {
   return s->nworkers > n ? s->nworkers - n : 0u;
 }
 
+/* Workers the holds keep free now, once `starting` more cooperative
+ * kernels run beside those running (each keeps its workgroup 0:
+ * coop__gatherable); 0 for a hold no gather could meet then. */
+COOP_FN coop_u32 coop__hold_kept(COOP_GLOBAL struct coop_sched *s, coop_u32 starting) {
+  if (!s->holds) return 0u;
+  coop_u32 hold = coop__hold_need(s);
+  return hold + starting <= coop__gatherable(s) ? hold : 0u;
+}
+
 /* Step 7 with nothing waiting: free workers beyond the holds are offered
  * for forks; short of the holds, reservations come back and kills are
  * asked for (never more than leaves each kernel one workgroup). A hold no
  * gather could meet while the kernels run holds nothing. */
 COOP_FN void coop__idle_workers(COOP_GLOBAL struct coop_dev *dev) {
   COOP_GLOBAL struct coop_sched *s = &dev->sched;
-  coop_u32 hold = s->holds ? coop__hold_need(s) : 0u;
-  if (hold > s->nworkers) hold = s->nworkers;
-  if (hold > coop__gatherable(s)) hold = 0u; /* none could meet it while the kernels run */
+  coop_u32 hold = coop__hold_kept(s, 0u);
   if (hold > s->nfree) coop__unreserve_all(dev);
   if (hold > s->nfree) /* again: the reservations came back */
     coop__request_kills(dev, hold - s->nfree);
@@ -1193,17 +1200,13 @@ COOP_FN void coop__pending(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
  * workers but those a hold keeps for a task due soon ("Gathering ahead"),
  * at least one. A hold that no gather could meet once it runs (more than
  * all but one of each cooperative kernel's, this one's too) keeps none
- * (coop__idle_workers drops it the same way). Started on every free
+ * (coop__hold_kept, as for coop__idle_workers). Started on every free
  * worker, a kernel that began just before a periodic task's release (a
  * game run's 3 ms, back to back) took the held workers back, and the
  * task waited for its kills or the kernel's end: 3 ms at p99 on an H200. */
 COOP_FN coop_u32 coop__coop_width(COOP_GLOBAL struct coop_sched *s, coop_u32 cap) {
-  coop_u32 free = s->nfree;
-  if (s->holds) {
-    /* below coop__gatherable: this kernel's workgroup 0 is not killed either */
-    coop_u32 hold = coop__hold_need(s);
-    if (hold < coop__gatherable(s)) free = free > hold ? free - hold : 1u;
-  }
+  /* this kernel's workgroup 0 is not killed either; nfree >= 1 here */
+  coop_u32 hold = coop__hold_kept(s, 1u), free = s->nfree > hold ? s->nfree - hold : 1u;
   return cap < free ? cap : free;
 }
 
