@@ -515,17 +515,18 @@ static coop_task_id submit_ctl(struct fx *f, int kernel, unsigned w, uint32_t **
   return submit(f, kernel, w, 1, 0, 3, a);
 }
 
-/* submit_ctl on every worker of the opened f, into *k; 0 (and f closed)
- * where there are fewer than 3 workers: no workgroup between 0 and the
- * top, nothing to test. */
-static int start_ctl(struct fx *f, int kernel, uint32_t **ctl, uint32_t **per, coop_task_id *k) {
+/* submit_ctl on every worker of the opened f, into *k: their number, or
+ * 0 (and f closed) where there are fewer than 3: no workgroup between 0
+ * and the top, nothing to test. */
+static unsigned start_ctl(struct fx *f, int kernel, uint32_t **ctl, uint32_t **per,
+                          coop_task_id *k) {
   unsigned w = coop_rt_workers(f->rt);
   if (w < 3) {
     fx_close(f);
     return 0;
   }
   *k = submit_ctl(f, kernel, w, ctl, per);
-  return 1;
+  return w;
 }
 
 /* The kill cascade (docs/scheduler.md, "Kills without a barrier"): a
@@ -550,8 +551,8 @@ START_TEST(kills_without_a_barrier_wait_for_those_above) {
     unsetenv("COOP_DEVICE_DEFINES");
   uint32_t *ctl, *last;
   coop_task_id k;
-  if (!start_ctl(&f, f.cascade, &ctl, &last, &k)) return;
-  unsigned w = coop_rt_workers(f.rt);
+  unsigned w = start_ctl(&f, f.cascade, &ctl, &last, &k);
+  if (!w) return;
   wait_word(&ctl[3], 8u * (w - 2u), "the cascade kernel's steps");
   ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
   /* the kills asked, the offers below the top made: the count still for
@@ -598,8 +599,8 @@ START_TEST(kill_waits_end_while_the_top_holds) {
   fx_open(&f);
   uint32_t *ctl, *last;
   coop_task_id k;
-  if (!start_ctl(&f, f.cascade, &ctl, &last, &k)) return;
-  unsigned w = coop_rt_workers(f.rt);
+  unsigned w = start_ctl(&f, f.cascade, &ctl, &last, &k);
+  if (!w) return;
   wait_word(&ctl[3], 8u * (w - 2u), "the cascade kernel's steps");
   ck_assert_int_eq(coop_rt_suspend(f.rt, k), 0);
   /* 200 ms for the request to reach the kernel (the test above sees its
@@ -639,8 +640,8 @@ START_TEST(long_steps_end_for_a_kill) {
   fx_open(&f);
   uint32_t *ctl, *gave;
   coop_task_id k;
-  if (!start_ctl(&f, f.longstep, &ctl, &gave, &k)) return;
-  unsigned w = coop_rt_workers(f.rt);
+  unsigned w = start_ctl(&f, f.longstep, &ctl, &gave, &k);
+  if (!w) return;
   wait_word(&ctl[2], w - 1, "the long steps begun");
   unsigned cap = (w + 1) / 2;
   ck_assert_int_eq(coop_rt_cap(f.rt, k, cap), 0);
