@@ -76,3 +76,15 @@ unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs
   }
   return 0;
 }
+
+unsigned coop__more_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem) {
+  struct coop__occ o, c;
+  coop__occupancy(sm, local_size, regs, smem, &o);
+  if (strcmp(o.bound, "registers") || !local_size || regs <= 0) return 0;
+  for (unsigned cap = ((unsigned)regs - 1u) / 8u * 8u;
+       cap >= 16u && cap * 4u >= (unsigned)regs * 3u; cap -= 8u) {
+    coop__occupancy(sm, local_size, (int)cap, smem, &c);
+    if (c.lim > o.lim && !c.full) return cap;
+  }
+  return 0;
+}

@@ -34,5 +34,10 @@ unsigned coop__launch_groups(const struct coop__occ *o, unsigned per_sm, unsigne
  * (not full, another bound, or more than a quarter of the registers to
  * give up). */
 unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem);
+/* The highest register cap (a multiple of 8, at least three quarters of
+ * regs) under which an SM holds more blocks than at regs, with the room
+ * left; 0 where registers are not the bound or no such cap exists. Whether
+ * it is worth a build (it may spill) is the caller's to find out. */
+unsigned coop__more_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem);
 
 #endif

@@ -76,6 +76,28 @@ START_TEST(room_cap_keeps_the_blocks) {
 }
 END_TEST
 
+/* The cap that fits one block more an SM with the room: 104 for 64
+ * threads at 127 registers or at the room's 120 (8 blocks; 9 at 104 with
+ * 5632 registers left, where 112 would fill the SM), 80 at 96 (10 -> 12);
+ * none where registers are not the bound or only a cap below three
+ * quarters of them would do. */
+START_TEST(more_cap_fits_another_block) {
+  struct coop__occ o;
+  ck_assert_uint_eq(coop__more_cap(&h200, 64, 127, 4688), 104);
+  ck_assert_uint_eq(coop__more_cap(&h200, 64, 120, 4688), 104);
+  ck_assert_uint_eq(launch(104, 4688, 64, &o), 9 * SMS);
+  ck_assert_int_eq(o.full, 0);
+  ck_assert_uint_eq(coop__more_cap(&h200, 64, 96, 4688), 80);
+  ck_assert_uint_eq(launch(80, 4688, 64, &o), 12 * SMS);
+  ck_assert_int_eq(o.full, 0);
+  ck_assert_uint_eq(coop__more_cap(&h200, 1024, 16, 0), 0); /* threads bound */
+  ck_assert_uint_eq(coop__more_cap(&h200, 32, 64, 0), 0);   /* block slots bound */
+  ck_assert_uint_eq(coop__more_cap(&h200, 64, 0, 0), 0);    /* no figure */
+  /* 1 block of 1024 threads at 64 registers: 2 would need 32 */
+  ck_assert_uint_eq(coop__more_cap(&h200, 1024, 64, 0), 0);
+}
+END_TEST
+
 /* Room left (4096 registers or more): the whole bound, as before. */
 START_TEST(room_left_launches_the_bound) {
   struct coop__occ o;
@@ -248,6 +270,7 @@ static Suite *suite(void) {
   TCase *t = tcase_create("occupancy");
   tcase_add_test(t, full_register_file_leaves_room_on_every_sm);
   tcase_add_test(t, room_cap_keeps_the_blocks);
+  tcase_add_test(t, more_cap_fits_another_block);
   tcase_add_test(t, room_left_launches_the_bound);
   tcase_add_test(t, threads_and_blocks_bound);
   tcase_add_test(t, shared_memory_bound);

@@ -44,9 +44,12 @@
  * task back only when its queue has room for it (coop_tq_room, checked
  * before the search), and at most GAME_GIVE_MAX steps in a row (state.gave:
  * a workgroup whose kill does not come searches through then). Allowed
- * once only, a wanted workgroup whose wait at its offer ended (its bound)
- * would search through its next step and hold up the kills below it, and
- * those that waited for it would do the same.
+ * once only (GAME_GIVE_MAX=1 in COOP_DEVICE_DEFINES: a one-bit flag), a
+ * wanted workgroup whose wait at its offer ended would search through its
+ * next step and hold up the kills below it. The count costs registers:
+ * ptxas gives game's megakernel 127 a thread with it, 96 with the flag;
+ * the CUDA backend builds it again under 104, where it spills nothing
+ * (docs/kernels.md, "The megakernel's width").
  *
  * args: 0 mode, 1 nodes (u32 x GAME_NODE_WORDS x nodecap), 2 acc (atomics:
  *       pending children, best child value (biased), per node), 3 result
@@ -81,13 +84,34 @@
  * no search ever reached COOP_POLL_EVERY, and a wanted workgroup searched
  * on. */
 #define GAME_POLL_K (COOP_POLL_EVERY / 16u + 1u)
-#define GAME_GIVE_MAX 8u /* steps in a row that may give their task back */
-#define GAME_S_MAY 64u   /* 1: this step's search may give its task back */
-#define GAME_S_GAVE 65u  /* set by a thread whose search stopped for a kill */
+#ifndef GAME_GIVE_MAX
+#define GAME_GIVE_MAX 8 /* steps in a row that may give their task back */
+#endif
+#define GAME_S_MAY 64u  /* 1: this step's search may give its task back */
+#define GAME_S_GAVE 65u /* set by a thread whose search stopped for a kill */
 
 struct game_state {
   coop_u32 gave; /* steps in a row that gave their task back (004 Table 1 transmits nothing) */
 };
+
+/* Thread 0: whether this step may give its task back (GAME_GIVE_MAX). */
+COOP_FN coop_u32 game_may_give(const struct game_state *s) {
+#if GAME_GIVE_MAX > 1
+  return s->gave < (coop_u32)GAME_GIVE_MAX;
+#else
+  return !s->gave;
+#endif
+}
+
+/* The count after a step that gave its task back or not (see above). */
+COOP_FN coop_u32 game_gave(const struct game_state *s, coop_u32 gave) {
+#if GAME_GIVE_MAX > 1
+  return gave ? s->gave + 1u : 0u;
+#else
+  (void)s;
+  return gave;
+#endif
+}
 
 void game_init(struct coop_ctx *c, struct game_state *s) { s->gave = 0u; }
 
@@ -291,8 +315,8 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
         (coop_i32)(coop_cancel_requested(c)
                        ? GAME_END
                        : coop_tq_pop_or_steal(c, qctl, outstanding, items, nq, qcap, q));
-    coop_at(sh, GAME_S_MAY) = (coop_i32)(coop_arg_u32(c, 0) != 0u && s->gave < GAME_GIVE_MAX &&
-                                         coop_tq_room(qctl, qcap, q));
+    coop_at(sh, GAME_S_MAY) =
+        (coop_i32)(coop_arg_u32(c, 0) != 0u && game_may_give(s) && coop_tq_room(qctl, qcap, q));
     coop_at(sh, GAME_S_GAVE) = 0;
   }
   coop_wg_barrier();
@@ -342,7 +366,7 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
     coop_for(coop_ptr(ctl, 2), 2u); /* queue full after all (a client's queue words) */
     coop_fsub(coop_ptr(ctl, 1), 1u);
   }
-  s->gave = gave ? s->gave + 1u : 0u;
+  s->gave = game_gave(s, gave);
   search = search && !gave;
   if (lid == 0u && search) { /* combine the two plies */
     v = GAME_NEG_INF;

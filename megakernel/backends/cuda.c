@@ -666,10 +666,50 @@ static int cu_compile_capped(struct coop_rt *rt, const char *src, char **cubin,
   return cu_compile_cap(rt, src, cap, cubin, w, err, errlen);
 }
 
+/* The workgroups a build of w's registers and shared memory launches on
+ * this device, at most COOP_MAX_WG. */
+static unsigned cu_width_of(const struct coop_rt *rt, const struct coop__sm *sm,
+                            const struct coop_rt_width *w) {
+  struct coop__occ o;
+  coop__occupancy(sm, rt->local_size, w->regs, w->shared_bytes, &o);
+  unsigned g = coop__launch_groups(&o, o.lim, rt->compute_units);
+  return g < COOP_MAX_WG ? g : COOP_MAX_WG;
+}
+
+/* Where a lower register cap fits one more block an SM (with the room)
+ * and so launches more workgroups, a build under it, kept only if ptxas
+ * spilled nothing: ptxas, uncapped, spends registers it could do without
+ * (game's megakernel: 127 registers a thread, 8 blocks of 64 threads an
+ * SM after the room's cap of 120; at 104 it spills nothing and 9 fit, so
+ * the launch reaches COOP_MAX_WG). Otherwise the build before stands. */
+static int cu_compile_more(struct coop_rt *rt, const char *src, const struct coop__sm *sm,
+                           char **cubin, struct coop_rt_width *w) {
+  unsigned cap = coop__more_cap(sm, rt->local_size, w->regs, w->shared_bytes);
+  if (!cap) return 0;
+  struct coop_rt_width m = *w;
+  char *mcubin = NULL, err[256];
+  int r = cu_compile_cap(rt, src, cap, cubin ? &mcubin : NULL, &m, err, sizeof err);
+  /* no spill: as ptxas said, or where NVRTC's cache gave no log, a stack
+   * frame (spills included) no larger than the build before's */
+  int spilled =
+      m.spill_bytes < 0 ? m.local_bytes < 0 || m.local_bytes > w->local_bytes : m.spill_bytes != 0;
+  if (r || spilled || m.regs <= 0 || cu_width_of(rt, sm, &m) <= cu_width_of(rt, sm, w)) {
+    free(mcubin); /* a failed try costs nothing: the build before stands */
+    return 0;
+  }
+  if (cubin) {
+    free(*cubin);
+    *cubin = mcubin;
+  }
+  *w = m;
+  return 0;
+}
+
 /* As cu_compile_capped, and where its blocks would take every register of
  * an SM, made again under the cap that keeps as many blocks an SM and
  * leaves the driver's kernels their room on each (occupancy.c: a copy
- * into the arena never returned without it). */
+ * into the arena never returned without it); then, where a cap without
+ * spills launches more workgroups, under that one (cu_compile_more). */
 static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
                       char *err, size_t errlen) {
   int r = cu_compile_capped(rt, src, cubin, w, err, errlen);
@@ -677,12 +717,15 @@ static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct 
   struct coop__sm sm;
   cu_sm(rt->be, &sm);
   unsigned room = coop__room_cap(&sm, rt->local_size, w->regs, w->shared_bytes);
-  if (!room) return 0;
-  if (cubin) {
-    free(*cubin);
-    *cubin = NULL;
+  if (room) {
+    if (cubin) {
+      free(*cubin);
+      *cubin = NULL;
+    }
+    r = cu_compile_cap(rt, src, room, cubin, w, err, errlen);
+    if (r || w->regs <= 0 || w->shared_bytes < 0) return r;
   }
-  return cu_compile_cap(rt, src, room, cubin, w, err, errlen);
+  return cu_compile_more(rt, src, &sm, cubin, w);
 }
 
 static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
