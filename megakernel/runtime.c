@@ -628,7 +628,7 @@ char *coop_rt_width_text(const struct coop_rt_width *w, char *buf, size_t len) {
  * gains the shape and what bounds it, for the log and `coopctl stats`. */
 static int launch_shape(coop_rt *rt) {
   unsigned occ = 0;
-  char why[256] = "";
+  char why[512] = "";
   if (rt->ops->occupancy) {
     int r = rt->ops->occupancy(rt, rt->local_size, &occ, why, sizeof why);
     if (r) return r;

@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "app.h"
 #include "check_run.h"
@@ -42,6 +43,9 @@ START_TEST(a_cap_without_spill_fits_another_block) {
   ck_assert_msg(w.per_cu >= 9 && w.spill_bytes == 0, "kept: %s", t);
   /* the launch fails on the stub, after loading the module it was built to */
   ck_assert_int_ne(coop_rt_launch(rt), 0);
+  /* the launch line says what the cap step did */
+  const char *note = coop_rt_backend_note(rt);
+  ck_assert_msg(strstr(note, "built under ") && strstr(note, " registers ("), "note: %s", note);
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   ck_assert_ptr_nonnull(h);
   const void *(*image)(size_t *) = (const void *(*)(size_t *))dlsym(h, "coop_stub_last_image");

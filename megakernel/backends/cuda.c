@@ -58,6 +58,7 @@ struct cu_be {
    * regs -1: it said nothing */
   struct coop_rt_width built;
   int no_verbose;       /* this NVRTC refused --ptxas-options: no figures before a load */
+  char cap_note[128];   /* what the cap step did to the built megakernel (cu_compile_more) */
   void *warm_src;       /* cu_copy_warm's page-locked bytes, or NULL until its first */
   CUdeviceptr warm_dst; /* and its managed (or device) bytes */
   CUdeviceptr warm_far; /* CU_WARM_FROM_MAX bytes of device memory: a warm-up from a
@@ -683,8 +684,9 @@ static unsigned cu_width_of(const struct coop_rt *rt, const struct coop__sm *sm,
  * SM after the room's cap of 120; at 104 it spills nothing and 9 fit, so
  * the launch reaches COOP_MAX_WG). Otherwise the build before stands. */
 static int cu_compile_more(struct coop_rt *rt, const char *src, const struct coop__sm *sm,
-                           char **cubin, struct coop_rt_width *w) {
+                           char **cubin, struct coop_rt_width *w, char *note, size_t notelen) {
   unsigned cap = coop__more_cap(sm, rt->local_size, w->regs, w->shared_bytes);
+  if (note) note[0] = '\0';
   if (!cap) return 0;
   struct coop_rt_width m = *w;
   char *mcubin = NULL, err[256];
@@ -693,10 +695,25 @@ static int cu_compile_more(struct coop_rt *rt, const char *src, const struct coo
    * frame (spills included) no larger than the build before's */
   int spilled =
       m.spill_bytes < 0 ? m.local_bytes < 0 || m.local_bytes > w->local_bytes : m.spill_bytes != 0;
-  if (r || spilled || m.regs <= 0 || cu_width_of(rt, sm, &m) <= cu_width_of(rt, sm, w)) {
-    free(mcubin); /* a failed try costs nothing: the build before stands */
+  unsigned before = cu_width_of(rt, sm, w), after = r || m.regs <= 0 ? 0 : cu_width_of(rt, sm, &m);
+  if (r || spilled || after <= before) {
+    /* a failed try costs nothing: the build before stands (the launch
+     * line says why, so that a narrower launch than expected is explained) */
+    if (note && (r || m.regs <= 0))
+      snprintf(note, notelen, "not under %u registers: that build failed", cap);
+    else if (note && spilled && m.spill_bytes >= 0)
+      snprintf(note, notelen, "not under %u registers: %d B spilled", cap, m.spill_bytes);
+    else if (note && spilled)
+      snprintf(note, notelen, "not under %u registers: stack frame %d B against %d", cap,
+               m.local_bytes, w->local_bytes);
+    else if (note)
+      snprintf(note, notelen, "not under %u registers: no wider (%u workgroups)", cap, after);
+    free(mcubin);
     return 0;
   }
+  if (note)
+    snprintf(note, notelen, "built under %u registers (%d before): %u workgroups, not %u", cap,
+             w->regs, after, before);
   if (cubin) {
     free(*cubin);
     *cubin = mcubin;
@@ -711,7 +728,7 @@ static int cu_compile_more(struct coop_rt *rt, const char *src, const struct coo
  * into the arena never returned without it); then, where a cap without
  * spills launches more workgroups, under that one (cu_compile_more). */
 static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct coop_rt_width *w,
-                      char *err, size_t errlen) {
+                      char *note, size_t notelen, char *err, size_t errlen) {
   int r = cu_compile_capped(rt, src, cubin, w, err, errlen);
   if (r || w->regs <= 0 || w->shared_bytes < 0) return r;
   struct coop__sm sm;
@@ -725,7 +742,7 @@ static int cu_compile(struct coop_rt *rt, const char *src, char **cubin, struct 
     r = cu_compile_cap(rt, src, room, cubin, w, err, errlen);
     if (r || w->regs <= 0 || w->shared_bytes < 0) return r;
   }
-  return cu_compile_more(rt, src, &sm, cubin, w);
+  return cu_compile_more(rt, src, &sm, cubin, w, note, notelen);
 }
 
 static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
@@ -733,7 +750,8 @@ static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
   (void)options; /* OpenCL's; NVRTC gets its own */
   CU_CHECK(rt, coop__cu.cuCtxSetCurrent(b->ctx));
   char *cubin = NULL;
-  int r = cu_compile(rt, src, &cubin, &b->built, rt->msg, sizeof rt->msg);
+  int r = cu_compile(rt, src, &cubin, &b->built, b->cap_note, sizeof b->cap_note, rt->msg,
+                     sizeof rt->msg);
   if (r) return r;
   free(b->cubin);
   b->cubin = cubin;
@@ -746,6 +764,7 @@ static int cu_build(struct coop_rt *rt, const char *src, const char *options) {
 struct cu_next {
   char *cubin;
   struct coop_rt_width built;
+  char cap_note[128];
 };
 
 static int cu_build_next(struct coop_rt *rt, const char *src, void **next, char *err,
@@ -755,7 +774,7 @@ static int cu_build_next(struct coop_rt *rt, const char *src, void **next, char 
     snprintf(err, errlen, "out of memory");
     return COOP_ENOMEM;
   }
-  int r = cu_compile(rt, src, &n->cubin, &n->built, err, errlen);
+  int r = cu_compile(rt, src, &n->cubin, &n->built, n->cap_note, sizeof n->cap_note, err, errlen);
   if (r) {
     free(n);
     return r;
@@ -781,6 +800,7 @@ static void cu_swap_next(struct coop_rt *rt, void *next) {
   free(b->cubin);
   b->cubin = n->cubin; /* loaded at the next launch (cu_load) */
   b->built = n->built;
+  memcpy(b->cap_note, n->cap_note, sizeof b->cap_note);
   free(n);
 }
 
@@ -836,10 +856,10 @@ static int cu_occupancy(struct coop_rt *rt, unsigned local_size, unsigned *group
              (unsigned)per_sm * rt->compute_units - *groups);
   snprintf(why, len,
            "%d per SM x %u SMs%s, bound by %s; %d registers/thread allow %u, %d B shared/block "
-           "allow %u, threads allow %u, blocks %u",
+           "allow %u, threads allow %u, blocks %u%s%s",
            per_sm, rt->compute_units, less,
            (unsigned)per_sm == l.lim ? l.bound : "the occupancy API", regs, l.regs, smem, l.smem,
-           l.threads, l.blocks);
+           l.threads, l.blocks, b->cap_note[0] ? "; " : "", b->cap_note);
   return 0;
 }
 
@@ -854,7 +874,7 @@ static int cu_width(struct coop_rt *rt, const char *src, struct coop_rt_width *w
   struct cu_be *b = rt->be;
   if (src) {
     char err[160];
-    int r = cu_compile(rt, src, NULL, w, err, sizeof err);
+    int r = cu_compile(rt, src, NULL, w, NULL, 0, err, sizeof err);
     if (r == COOP_ENOMEM) return r;
     if (r) {
       err[strcspn(err, "\n")] = '\0';
