@@ -132,7 +132,8 @@ static int run_phase(struct bench *b, unsigned with, unsigned without) {
     if (!selected(b->o, i) || !s->run || (s->flags & with) != with || (s->flags & without) ||
         skip_plain(b, i))
       continue;
-    if (s->run(b, i)) return 1;
+    int r = s->run(b, i);
+    if (save_csv(b->o) || r) return 1;
   }
   return 0;
 }

@@ -524,6 +524,21 @@ static int plot(const char *png, const struct sopts *o, const char *what) {
   return rc != 0;
 }
 
+/* The CSV of the setups done so far, written again after each (run_phase
+ * in side.c): a setup that then fails or never returns leaves the rows of
+ * those before it, which --report draws. */
+int save_csv(const struct sopts *o) {
+  const char *path = o->csv ? o->csv : "bench/out/side-cuda.csv";
+  make_parent(path);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, SB ": cannot write %s: %s\n", path, strerror(errno));
+    return 1;
+  }
+  write_csv(f, o);
+  return fclose(f) != 0;
+}
+
 /* The tables on stdout, the CSV (with_csv: from this run), the Markdown
  * file and the PNG beside it. */
 int emit(const struct sopts *o, int with_csv) {

@@ -108,6 +108,7 @@ void free_results(void);
 
 /* side_report.c: the tables on stdout, the CSV, .md and .png; --report. */
 int emit(const struct sopts *o, int with_csv);
+int save_csv(const struct sopts *o); /* the CSV so far, after each setup */
 int read_csv(const char *path, struct sopts *o);
 
 /* ------------------------------------------------------- the coop task */

@@ -8,8 +8,9 @@
 # all checked against the CPU; coopd's CPU over each frame window; and the
 # table the ratio of the frame client beside the long kernel to it alone,
 # again when --report reads the CSV back. Then (0c) and (c) with
-# --frame-io, (g) with --coopd-frame job, and (g) at K = N with
-# --coopd-priority.
+# --frame-io, (g) with --coopd-frame job, (g) at K = N with
+# --coopd-priority, and a run whose (g) fails after the long kernel's
+# setup: that setup's rows kept in the CSV.
 side=$1 coopd=$2
 dir=$(mktemp -d /tmp/side-coopd-XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
@@ -121,5 +122,16 @@ grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N\) \| ([0-9.]+|-) \|
 awk -F, '$1 == "coopd" && $4 == "run" { n++; if ($14 != 1) bad = 1 }
   END { exit !(n >= 2 && !bad) }' "$dir/prio.csv" ||
   fail "--coopd-priority: the long kernel's runs unchecked or too few"
+# A setup that fails (here (g), its coopd not found) after another ran:
+# the bench exits non-zero, and the CSV still holds the setup before it,
+# written after each setup, which --report draws again
+COOP_SIDE_BACKEND=opencl "$side" --setups long,coopd --coopd "$dir/no-such-coopd" --scale 4 \
+  --input 1 --exec-ms 0.5 --period 10 --window 0.3 --min-runs 2 --timeout 120 \
+  --csv "$dir/cut.csv" >"$dir/cut" 2>&1 && fail "a missing coopd: exited 0"
+awk -F, '$1 == "long" && $4 == "run" { n++ } END { exit !(n >= 2) }' "$dir/cut.csv" ||
+  { cat "$dir/cut"; fail "a failed setup: the rows of the one before it lost"; }
+"$side" --report "$dir/cut.csv" >"$dir/cut-report" 2>&1 &&
+  grep -qE '^\| long kernel alone \| [0-9]+ \([0-9]+\) \|' "$dir/cut-report" ||
+  fail "--report of a cut run: no long kernel row"
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
