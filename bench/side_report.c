@@ -527,8 +527,12 @@ static int plot(const char *png, const struct sopts *o, const char *what) {
 /* The CSV of the setups done so far, written again after each (run_phase
  * in side.c): a setup that then fails or never returns leaves the rows of
  * those before it, which --report draws. */
+static const char *csv_path(const struct sopts *o) {
+  return o->csv ? o->csv : "bench/out/side-cuda.csv";
+}
+
 int save_csv(const struct sopts *o) {
-  const char *path = o->csv ? o->csv : "bench/out/side-cuda.csv";
+  const char *path = csv_path(o);
   make_parent(path);
   FILE *f = fopen(path, "w");
   if (!f) {
@@ -543,7 +547,7 @@ int save_csv(const struct sopts *o) {
  * file and the PNG beside it. */
 int emit(const struct sopts *o, int with_csv) {
   char base[1000], csv[1024], md[1024], png[1024];
-  const char *path = o->csv ? o->csv : "bench/out/side-cuda.csv";
+  const char *path = csv_path(o);
   size_t len = strlen(path);
   int cut = len > 4 && !strcmp(path + len - 4, ".csv");
   snprintf(base, sizeof base, "%.*s", (int)(cut ? len - 4 : len), path);
@@ -552,17 +556,12 @@ int emit(const struct sopts *o, int with_csv) {
   snprintf(png, sizeof png, "%s.png", base);
   FILE *so = stdout;
   tables(&so, 1, o);
+  if (with_csv && save_csv(o)) return 1;
   make_parent(md);
-  FILE *fc = with_csv ? fopen(csv, "w") : NULL, *fm = fopen(md, "w");
-  if ((with_csv && !fc) || !fm) {
-    fprintf(stderr, SB ": cannot write %s: %s\n", !fm ? md : csv, strerror(errno));
-    if (fc) fclose(fc);
-    if (fm) fclose(fm);
+  FILE *fm = fopen(md, "w");
+  if (!fm) {
+    fprintf(stderr, SB ": cannot write %s: %s\n", md, strerror(errno));
     return 1;
-  }
-  if (fc) {
-    write_csv(fc, o);
-    if (fclose(fc)) return 1;
   }
   fprintf(fm,
           "# " SB

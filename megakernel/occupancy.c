@@ -56,35 +56,39 @@ unsigned coop__launch_groups(const struct coop__occ *o, unsigned per_sm, unsigne
   return per_sm > 1 ? (per_sm - 1) * sms : sms > 2 ? sms - 1 : sms;
 }
 
-unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem) {
-  struct coop__occ o, c;
-  coop__occupancy(sm, local_size, regs, smem, &o);
-  if (!o.full || strcmp(o.bound, "registers") || !o.lim || !local_size) return 0;
-  unsigned warps = (local_size + 31u) / 32u;
-  if (sm->regfile < ROOM_REGS) return 0;
-  /* a warp's registers in units of 256, a thread's cap in units of 8: the
-   * most that leaves the room at lim blocks, and below it (a lower cap
-   * can fit more blocks and fill the SM again) down to a quarter fewer
-   * registers than regs: below that, spills would cost more than the
-   * block each SM gives up instead */
-  unsigned per_warp = (sm->regfile - ROOM_REGS) / (o.lim * warps) / 256u * 256u;
-  for (unsigned cap = per_warp / 32u / 8u * 8u; cap >= 16u && cap * 4u >= (unsigned)regs * 3u;
-       cap -= 8u) {
-    if (cap >= (unsigned)regs) continue;
+/* The highest register cap at or below `from` and below regs (multiples
+ * of 8) under which an SM holds `blocks` or more with the room left, down
+ * to a quarter fewer registers than regs: below that, spills would cost
+ * more than the block an SM gains or keeps. 0 if none. */
+static unsigned cap_down(const struct coop__sm *sm, unsigned local_size, int regs, int smem,
+                         unsigned from, unsigned blocks) {
+  if (regs <= 0) return 0;
+  unsigned below = ((unsigned)regs - 1u) / 8u * 8u;
+  struct coop__occ c;
+  for (unsigned cap = from < below ? from / 8u * 8u : below;
+       cap >= 16u && cap * 4u >= (unsigned)regs * 3u; cap -= 8u) {
     coop__occupancy(sm, local_size, (int)cap, smem, &c);
-    if (c.lim >= o.lim && !c.full) return cap;
+    if (c.lim >= blocks && !c.full) return cap;
   }
   return 0;
 }
 
-unsigned coop__more_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem) {
-  struct coop__occ o, c;
+unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem) {
+  struct coop__occ o;
   coop__occupancy(sm, local_size, regs, smem, &o);
-  if (strcmp(o.bound, "registers") || !local_size || regs <= 0) return 0;
-  for (unsigned cap = ((unsigned)regs - 1u) / 8u * 8u;
-       cap >= 16u && cap * 4u >= (unsigned)regs * 3u; cap -= 8u) {
-    coop__occupancy(sm, local_size, (int)cap, smem, &c);
-    if (c.lim > o.lim && !c.full) return cap;
-  }
-  return 0;
+  if (!o.full || strcmp(o.bound, "registers") || !o.lim || !local_size) return 0;
+  unsigned warps = (local_size + 31u) / 32u;
+  if (sm->regfile < ROOM_REGS) return 0;
+  /* a warp's registers in units of 256: the most that leaves the room at
+   * lim blocks, and below it (a lower cap can fit more blocks and fill
+   * the SM again) */
+  unsigned per_warp = (sm->regfile - ROOM_REGS) / (o.lim * warps) / 256u * 256u;
+  return cap_down(sm, local_size, regs, smem, per_warp / 32u, o.lim);
+}
+
+unsigned coop__more_cap(const struct coop__sm *sm, unsigned local_size, int regs, int smem) {
+  struct coop__occ o;
+  coop__occupancy(sm, local_size, regs, smem, &o);
+  if (strcmp(o.bound, "registers") || !local_size) return 0;
+  return cap_down(sm, local_size, regs, smem, (unsigned)-1, o.lim + 1u);
 }
