@@ -117,6 +117,11 @@ static void usage(FILE *f) {
              "  --local-size L     threads per workgroup, both forms (default 64)\n"
              "  --launch-groups W  workgroups the megakernel launches (default: the\n"
              "                     runtime's, 2 x SMs + 1)\n"
+             "  --max-registers N  CUDA: the megakernel's register cap, this process's and\n"
+             "                     (g)'s coopd ([device] max_registers); the build may\n"
+             "                     go lower for room or width (docs/kernels.md, \"The\n"
+             "                     megakernel's width\"; default: the runtime's, none,\n"
+             "                     and coopd's)\n"
              "  --carveout PCT     the plain kernel's preferred shared-memory carveout, 0\n"
              "                     (most L1) to 100 (default: the driver's choice)\n"
              "  --device I         CUDA device index (default 0)\n"
@@ -239,6 +244,7 @@ int side_parse(int argc, char **argv, struct sopts *o) {
       {"setups", 1, 0, 's'},
       {"local-size", 1, 0, 'l'},
       {"launch-groups", 1, 0, 'L'},
+      {"max-registers", 1, 0, 'M'},
       {"device", 1, 0, 'd'},
       {"timeout", 1, 0, 't'},
       {"csv", 1, 0, 'o'},
@@ -313,6 +319,9 @@ int side_parse(int argc, char **argv, struct sopts *o) {
         break;
       case 'L':
         o->launch_groups = parse_num("launch-groups", optarg, 2, 1 << 20);
+        break;
+      case 'M':
+        o->max_registers = parse_num("max-registers", optarg, 16, 255);
         break;
       case 'd':
         o->device = parse_num("device", optarg, 0, 1024);

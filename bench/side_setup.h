@@ -42,6 +42,7 @@ struct sopts {
   double period_ms, window_s, exec_ms;
   const char *klist, *app, *csv, *report;
   long matrix, grid, local, scale, input, min_runs, device, timeout_s, launch_groups, carveout;
+  long max_registers;       /* --max-registers: 0, the runtime's and coopd's own */
   long ahead_us, green_sms; /* green_sms 0: chosen */
   const char *coopd;        /* the coopd setup's daemon; NULL: the one beside this binary */
   int query;

@@ -168,21 +168,25 @@ static int start_coopd(struct bench *b, struct coopd_proc *d) {
     return 1;
   }
   const char *be = getenv("COOP_SIDE_BACKEND"); /* the test hook, as side_megakernel */
-  char backend[64], local[64], groups[64], device[64], prio[64];
+  char backend[64], local[64], groups[64], device[64], prio[64], regs[64];
   snprintf(backend, sizeof backend, "device.backend=%.40s", be && *be ? be : "cuda");
   snprintf(local, sizeof local, "device.local_size=%ld", o->local);
   snprintf(groups, sizeof groups, "device.max_workgroups=%u", b->launched);
   snprintf(device, sizeof device, "device.device_index=%ld", o->device);
   snprintf(prio, sizeof prio, "limits.max_priority=%ld", o->coopd_priority); /* 0: the default */
+  snprintf(regs, sizeof regs, "device.max_registers=%ld", o->max_registers);
   int cuda = !be || !*be || !strcmp(be, "cuda");
-  const char *sets[] = {backend,
-                        local,
-                        groups,
-                        "device.arena_mb=512",
-                        "device.park_ms=0", /* this process's megakernel never parks */
-                        prio,
-                        cuda ? device : NULL,
-                        NULL};
+  const char *sets[10];
+  int n = 0;
+  sets[n++] = backend;
+  sets[n++] = local;
+  sets[n++] = groups;
+  sets[n++] = "device.arena_mb=512";
+  sets[n++] = "device.park_ms=0"; /* this process's megakernel never parks */
+  sets[n++] = prio;
+  if (cuda) sets[n++] = device;
+  if (o->max_registers) sets[n++] = regs; /* else coopd's default */
+  sets[n] = NULL;
   printf(SB ": (g): starting %s\n", path);
   fflush(stdout);
   if (coopd_dir(d) || coopd_kernel_file(d, "matmul", matmul_head, coop_app_src_matmul_cl) ||

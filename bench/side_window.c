@@ -45,6 +45,7 @@ int side_megakernel(struct bench *b, int with_matmul) {
   ro.device_index = (int)o->device;
   ro.local_size = (unsigned)o->local;
   ro.launch_groups = (unsigned)o->launch_groups;
+  ro.max_registers = (unsigned)o->max_registers;
   ro.arena_bytes = (size_t)512 << 20;
   ro.device_bytes = (size_t)64 << 20; /* the matmul's buffers (apps/matmul.c) */
   if (b->cuda_ctx) { /* a green context: its SMs bound the launch, --launch-groups does not */

@@ -1,7 +1,12 @@
 /* The occupancy arithmetic (occupancy.h): each per-SM limit worked out as
  * the CUDA occupancy API does (registers are allocated per warp in units
- * of 256; each block costs block_sys bytes of shared memory beside its
- * own), and the room the launch leaves for the driver's own kernels. */
+ * of 256, from the register file of the sub-partition the warp runs on;
+ * each block costs block_sys bytes of shared memory beside its own), and
+ * the room the launch leaves for the driver's own kernels. Counting the
+ * SM's registers as one pool instead promised a 9th block of 64 threads
+ * at 104 registers (18 warps of 3328) where the sub-partitions hold 4
+ * such warps each: the H200 launched 8 (docs/kernels.md, "A cap that fits
+ * one more block"). */
 #include "occupancy.h"
 
 #include <string.h>
@@ -26,9 +31,20 @@
 #define ROOM_REGS 4096u
 #define ROOM_THREADS 128u
 
-static int room(const struct coop__sm *sm, unsigned local_size, unsigned reg_block, unsigned smem,
+/* The warps of `blocks` blocks on the SM's busiest sub-partition: the
+ * warp schedulers share the SM's warps, each with its own quarter of the
+ * register file (as cuda_occupancy.h models it), and an uneven count puts
+ * one more warp on some of them. */
+static unsigned part_warps(const struct coop__sm *sm, unsigned warps, unsigned blocks) {
+  unsigned parts = sm->parts ? sm->parts : 1u;
+  return (blocks * warps + parts - 1u) / parts;
+}
+
+/* The room left on every sub-partition of an SM holding lim blocks. */
+static int room(const struct coop__sm *sm, unsigned local_size, unsigned reg_unit, unsigned smem,
                 unsigned lim) {
-  return sm->regfile >= lim * reg_block + ROOM_REGS &&
+  unsigned parts = sm->parts ? sm->parts : 1u, warps = (local_size + 31u) / 32u;
+  return sm->regfile / parts >= part_warps(sm, warps, lim) * reg_unit + ROOM_REGS / parts &&
          sm->threads >= lim * local_size + ROOM_THREADS && sm->blocks > lim &&
          sm->shared >= lim * (smem + sm->block_sys) + sm->block_sys;
 }
@@ -40,14 +56,16 @@ void coop__occupancy(const struct coop__sm *sm, unsigned local_size, int regs, i
   unsigned sh = (smem > 0 ? (unsigned)smem : 0u) + sm->block_sys;
   o->threads = local_size ? sm->threads / local_size : 0;
   o->blocks = sm->blocks;
-  o->regs = reg_unit && warps ? sm->regfile / (reg_unit * warps) : sm->blocks;
+  unsigned parts = sm->parts ? sm->parts : 1u;
+  /* whole warps on each sub-partition's registers, then whole blocks */
+  o->regs = reg_unit && warps ? sm->regfile / parts / reg_unit * parts / warps : sm->blocks;
   o->smem = sh ? sm->shared / sh : sm->blocks;
   o->bound = "threads per SM";
   o->lim = o->threads;
   if (o->blocks < o->lim) o->lim = o->blocks, o->bound = "blocks per SM";
   if (o->regs < o->lim) o->lim = o->regs, o->bound = "registers";
   if (o->smem < o->lim) o->lim = o->smem, o->bound = "shared memory";
-  o->full = !room(sm, local_size, reg_unit * warps, sh - sm->block_sys, o->lim);
+  o->full = !room(sm, local_size, reg_unit, sh - sm->block_sys, o->lim);
 }
 
 unsigned coop__launch_groups(const struct coop__occ *o, unsigned per_sm, unsigned sms) {
@@ -77,12 +95,13 @@ unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs
   struct coop__occ o;
   coop__occupancy(sm, local_size, regs, smem, &o);
   if (!o.full || strcmp(o.bound, "registers") || !o.lim || !local_size) return 0;
-  unsigned warps = (local_size + 31u) / 32u;
+  unsigned warps = (local_size + 31u) / 32u, parts = sm->parts ? sm->parts : 1u;
   if (sm->regfile < ROOM_REGS) return 0;
-  /* a warp's registers in units of 256: the most that leaves the room at
-   * lim blocks, and below it (a lower cap can fit more blocks and fill
-   * the SM again) */
-  unsigned per_warp = (sm->regfile - ROOM_REGS) / (o.lim * warps) / 256u * 256u;
+  /* a warp's registers in units of 256: the most that leaves the room on
+   * the busiest sub-partition at lim blocks, and below it (a lower cap can
+   * fit more blocks and fill the SM again) */
+  unsigned per_warp =
+      (sm->regfile / parts - ROOM_REGS / parts) / part_warps(sm, warps, o.lim) / 256u * 256u;
   return cap_down(sm, local_size, regs, smem, per_warp / 32u, o.lim);
 }
 

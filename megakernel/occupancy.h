@@ -11,6 +11,8 @@ struct coop__sm {
   unsigned blocks;    /* MAX_BLOCKS_PER_MULTIPROCESSOR */
   unsigned shared;    /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, bytes */
   unsigned block_sys; /* shared memory the system takes per block (1 KiB from sm_80) */
+  unsigned parts;     /* sub-partitions, each with regfile / parts of the registers
+                         for its own warps (4 on every sm_70+); 0 is taken as 1 */
 };
 
 struct coop__occ {

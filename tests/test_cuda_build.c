@@ -3,12 +3,14 @@
  * real NVRTC and a stand-in driver (tests/cuda_stub.c: an H200's
  * attributes, no GPU). game's megakernel with the matmul beside it, as
  * coop-bench-side builds it at 64 threads a workgroup: ptxas, uncapped,
- * gives it more registers than 9 blocks an SM allow; the room's cap keeps
- * 8 (docs/kernels.md, "Room for the driver"), and a cap that fits a 9th
- * without a spill exists ("A cap that fits one more block"). The build
- * kept must be that one, and the module loaded must be the build
- * described. Where another NVRTC spills under that cap, the figures below
- * say so in the failure.
+ * gives it 127 registers; the room's cap keeps 8 blocks an SM at 120
+ * (docs/kernels.md, "Room for the driver"), and the cap that fits more
+ * ("A cap that fits one more block") is 96, where 5 warps share each
+ * sub-partition's registers: 10 blocks. Not 104, which a pooled register
+ * file would have taken for 9 and the H200 launched as 8. NVRTC 13.0
+ * spills under 96, so the room's build stands and the launch line says
+ * why; an NVRTC that does not spill there must keep 96's build at 10 an
+ * SM. Either way the module loaded must be the build described.
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -23,7 +25,7 @@
 
 extern const struct coop_app coop_app_game;
 
-START_TEST(a_cap_without_spill_fits_another_block) {
+START_TEST(the_cap_step_counts_sub_partitions) {
   struct coop_rt_options o;
   coop_rt_options_init(&o);
   o.backend = "cuda";
@@ -39,13 +41,16 @@ START_TEST(a_cap_without_spill_fits_another_block) {
   char t[256];
   ck_assert_int_eq(coop_rt_kernel_width(rt, -1, &w), 0);
   coop_rt_width_text(&w, t, sizeof t);
-  /* 8 blocks an SM: the room's cap alone (120); 9 or more: the cap step */
-  ck_assert_msg(w.per_cu >= 9 && w.spill_bytes == 0, "kept: %s", t);
+  ck_assert_msg(w.spill_bytes == 0, "kept: %s", t);
   /* the launch fails on the stub, after loading the module it was built to */
   ck_assert_int_ne(coop_rt_launch(rt), 0);
   /* the launch line says what the cap step did */
   const char *note = coop_rt_backend_note(rt);
-  ck_assert_msg(strstr(note, "built under ") && strstr(note, " registers ("), "note: %s", note);
+  if (strstr(note, "built under 96 registers"))
+    ck_assert_msg(w.per_cu == 10 && w.regs <= 96, "kept: %s; note: %s", t, note);
+  else
+    ck_assert_msg(strstr(note, "not under 96 registers: ") && w.per_cu == 8 && w.regs <= 120,
+                  "kept: %s; note: %s", t, note);
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   ck_assert_ptr_nonnull(h);
   const void *(*image)(size_t *) = (const void *(*)(size_t *))dlsym(h, "coop_stub_last_image");
@@ -64,7 +69,7 @@ static Suite *suite(void) {
   Suite *s = suite_create("cuda_build");
   TCase *c = tcase_create("cap");
   tcase_set_timeout(c, 120);
-  tcase_add_test(c, a_cap_without_spill_fits_another_block);
+  tcase_add_test(c, the_cap_step_counts_sub_partitions);
   suite_add_tcase(s, c);
   return s;
 }

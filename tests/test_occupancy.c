@@ -1,7 +1,8 @@
 /*
  * test_occupancy.c: the CUDA launch's arithmetic (megakernel/occupancy.h)
- * on an H200's SM (65536 registers, 2048 threads, 32 blocks, 228 KiB of
- * shared memory, 1 KiB a block for the system; 132 SMs): the blocks each
+ * on an H200's SM (65536 registers in 4 sub-partitions, 2048 threads, 32
+ * blocks, 228 KiB of shared memory, 1 KiB a block for the system; 132
+ * SMs): the blocks each
  * resource allows, the bound named, the launch one block short on every
  * SM where the megakernel would fill the SMs, and the register cap that
  * keeps the blocks and leaves the room instead (an arena copy into managed
@@ -20,8 +21,12 @@
 #include "cubin.h"
 #include "occupancy.h"
 
-static const struct coop__sm h200 = {
-    .regfile = 65536, .threads = 2048, .blocks = 32, .shared = 233472, .block_sys = 1024};
+static const struct coop__sm h200 = {.regfile = 65536,
+                                     .threads = 2048,
+                                     .blocks = 32,
+                                     .shared = 233472,
+                                     .block_sys = 1024,
+                                     .parts = 4};
 enum { SMS = 132 };
 
 static unsigned launch(int regs, int smem, unsigned local_size, struct coop__occ *o) {
@@ -76,25 +81,54 @@ START_TEST(room_cap_keeps_the_blocks) {
 }
 END_TEST
 
-/* The cap that fits one block more an SM with the room: 104 for 64
- * threads at 127 registers or at the room's 120 (8 blocks; 9 at 104 with
- * 5632 registers left, where 112 would fill the SM), 80 at 96 (10 -> 12);
- * none where registers are not the bound or only a cap below three
- * quarters of them would do. */
+/* The cap that fits one block more an SM with the room: 96 for 64
+ * threads at 127 registers or at the room's 120 (8 blocks; at 96 five
+ * warps of 3072 on each sub-partition, 10 blocks, 1024 registers left on
+ * each), 80 at 96 (10 -> 12); none where registers are not the bound or
+ * only a cap below three quarters of them would do. */
 START_TEST(more_cap_fits_another_block) {
   struct coop__occ o;
-  ck_assert_uint_eq(coop__more_cap(&h200, 64, 127, 4688), 104);
-  ck_assert_uint_eq(coop__more_cap(&h200, 64, 120, 4688), 104);
-  ck_assert_uint_eq(launch(104, 4688, 64, &o), 9 * SMS);
+  ck_assert_uint_eq(coop__more_cap(&h200, 64, 127, 4688), 96);
+  ck_assert_uint_eq(coop__more_cap(&h200, 64, 120, 4688), 96);
+  ck_assert_uint_eq(launch(96, 4688, 64, &o), 10 * SMS);
   ck_assert_int_eq(o.full, 0);
   ck_assert_uint_eq(coop__more_cap(&h200, 64, 96, 4688), 80);
   ck_assert_uint_eq(launch(80, 4688, 64, &o), 12 * SMS);
   ck_assert_int_eq(o.full, 0);
+  /* 80 registers (12 blocks): 13 need 7 warps on a sub-partition with
+   * the room, 56 registers or fewer, below three quarters of 80 */
+  ck_assert_uint_eq(coop__more_cap(&h200, 64, 80, 4688), 0);
   ck_assert_uint_eq(coop__more_cap(&h200, 1024, 16, 0), 0); /* threads bound */
   ck_assert_uint_eq(coop__more_cap(&h200, 32, 64, 0), 0);   /* block slots bound */
   ck_assert_uint_eq(coop__more_cap(&h200, 64, 0, 0), 0);    /* no figure */
   /* 1 block of 1024 threads at 64 registers: 2 would need 32 */
   ck_assert_uint_eq(coop__more_cap(&h200, 1024, 64, 0), 0);
+}
+END_TEST
+
+/* Registers come from each sub-partition's quarter of the file, as whole
+ * warps: 64 threads at 104 registers (3328 a warp) fit 4 warps on each,
+ * 8 blocks, where the SM's 65536 as one pool would hold 9 (19 warps); the
+ * H200 launched 8. With 5632 registers left in the pool but 3072 on each
+ * sub-partition, that build is not full; an uneven count of warps leaves
+ * the busiest sub-partition with less: 7 blocks of 2 warps at 120. */
+START_TEST(registers_per_sub_partition) {
+  struct coop__occ o;
+  ck_assert_uint_eq(launch(104, 4688, 64, &o), 8 * SMS);
+  ck_assert_uint_eq(o.regs, 8);
+  ck_assert_str_eq(o.bound, "registers");
+  ck_assert_int_eq(o.full, 0);
+  /* 3 warps a block at 72 registers (2304): 7 on each sub-partition, 28
+   * warps, 9 blocks, where the pool would give 9 too (27.6 warps) */
+  coop__occupancy(&h200, 96, 72, 0, &o);
+  ck_assert_uint_eq(o.regs, 9);
+  /* 27 warps of 9 blocks: 7 on the busiest, 256 registers left there */
+  ck_assert_int_eq(o.full, 1);
+  /* 5 blocks of 3 warps at 120 registers (3840): 15 warps, 4 on the
+   * busiest, 1024 left there: room */
+  coop__occupancy(&h200, 96, 120, 0, &o);
+  ck_assert_uint_eq(o.regs, 5);
+  ck_assert_int_eq(o.full, 0);
 }
 END_TEST
 
@@ -271,6 +305,7 @@ static Suite *suite(void) {
   tcase_add_test(t, full_register_file_leaves_room_on_every_sm);
   tcase_add_test(t, room_cap_keeps_the_blocks);
   tcase_add_test(t, more_cap_fits_another_block);
+  tcase_add_test(t, registers_per_sub_partition);
   tcase_add_test(t, room_left_launches_the_bound);
   tcase_add_test(t, threads_and_blocks_bound);
   tcase_add_test(t, shared_memory_bound);

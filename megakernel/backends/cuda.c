@@ -642,7 +642,8 @@ static void cu_sm(const struct cu_be *b, struct coop__sm *sm) {
           (unsigned)coop__cuda_attr(b->dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR),
       .shared = (unsigned)coop__cuda_attr(b->dev,
                                           CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
-      .block_sys = b->cc_major >= 8 ? 1024u : 0u};
+      .block_sys = b->cc_major >= 8 ? 1024u : 0u,
+      .parts = 4u}; /* from sm_70 on (older devices are refused at open) */
 }
 
 /* src compiled under the register cap rt->max_registers, which is an upper
@@ -679,10 +680,10 @@ static unsigned cu_width_of(const struct coop_rt *rt, const struct coop__sm *sm,
 
 /* Where a lower register cap fits one more block an SM (with the room)
  * and so launches more workgroups, a build under it, kept only if ptxas
- * spilled nothing: ptxas, uncapped, spends registers it could do without
- * (game's megakernel: 127 registers a thread, 8 blocks of 64 threads an
- * SM after the room's cap of 120; at 104 it spills nothing and 9 fit, so
- * the launch reaches COOP_MAX_WG). Otherwise the build before stands. */
+ * spilled nothing: ptxas, uncapped, spends registers it could do without.
+ * Otherwise the build before stands (game's megakernel: 127 registers a
+ * thread, 8 blocks of 64 threads an SM after the room's cap of 120; 10
+ * fit at 96, where NVRTC 13.0 spills 32 B). */
 static int cu_compile_more(struct coop_rt *rt, const char *src, const struct coop__sm *sm,
                            char **cubin, struct coop_rt_width *w, char *note, size_t notelen) {
   unsigned cap = coop__more_cap(sm, rt->local_size, w->regs, w->shared_bytes);
