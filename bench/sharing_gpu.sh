@@ -5,7 +5,10 @@
 # second process), a second stream at the default and at the highest
 # priority, green contexts and MPS (no limits, 90/10), for tasks of 0.1,
 # 0.3, 2 and 8 ms beside bfs on road 1024 x 1024 (barrier-bound) and beside
-# game (Connect Four search, compute-bound; scale GAME_SCALE, default 2).
+# game (Connect Four search, compute-bound; scale GAME_SCALE, default 2;
+# its megakernel built under 112 registers in every setup: at the 119 of
+# the room's cap the streams' plain matmul never starts beside it,
+# docs/kernels.md "The megakernel's width").
 # Beside bfs at 0.3 and 2 ms also coopd: a frame client of a coopd the
 # bench starts (build-cuda/bin/coopd), its input written and its output
 # read through device buffers every frame, beside bfs as a coopd job.
@@ -47,8 +50,10 @@ for long in "${longs[@]}"; do
     s=$setups limit=$((110 * window))
     # the frame client through coopd: its own daemon, three more windows
     if [ "$app" = bfs ] && { [ "$e" = 0.3 ] || [ "$e" = 2 ]; }; then s=$setups,coopd limit=$((170 * window)); fi
+    regs=()
+    [ "$app" = game ] && regs=(--max-registers 112)
     timeout $limit $b/coop-bench-side --app "$app" --input "$input" --scale "$scale" --exec-ms "$e" \
-      --setups "$s" --k N/2 --window "$window" --min-runs 2 --timeout 30 \
+      --setups "$s" --k N/2 --window "$window" --min-runs 2 --timeout 30 "${regs[@]}" \
       --csv "$out/$name.csv" >"$out/$name.txt" 2>&1
     echo "== $name rc=$? at $(($(date +%s) - t0)) s"
     grep -E "matmul n |long kernel alone: |skipped|green contexts|mps:|coopd \(g\)|WRONG|FAILED" \
