@@ -26,8 +26,11 @@
  * SM, a build bound by registers is made again under a cap that leaves
  * the room at lim blocks or more (coop__room_cap), and any other full
  * launch takes one block fewer on every SM. The smallest room seen to suffice,
- * 4096 registers, is the threshold; 128 threads and one block slot go with
- * it. */
+ * 4096 registers, is the threshold (1024 on each sub-partition, where
+ * the warps at 120 registers were 4 a sub-partition); 128 threads and one
+ * block slot go with it. It is the driver's room, not a plain kernel's: a
+ * 64-thread block at 32 registers did not start beside those 8 blocks, and
+ * did under 112 registers (2048 free a sub-partition). */
 #define ROOM_REGS 4096u
 #define ROOM_THREADS 128u
 
