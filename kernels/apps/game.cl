@@ -48,8 +48,9 @@
  * wanted workgroup whose wait at its offer ended would search through its
  * next step and hold up the kills below it. The count costs registers:
  * ptxas gives game's megakernel 127 a thread with it, 96 with the flag;
- * the CUDA backend builds it again under 104, where it spills nothing
- * (docs/kernels.md, "The megakernel's width").
+ * the room's cap makes it 119 (8 blocks of 64 threads an SM), and 10
+ * would fit under 96, where NVRTC 13.0 spills (docs/kernels.md, "The
+ * megakernel's width").
  *
  * args: 0 mode, 1 nodes (u32 x GAME_NODE_WORDS x nodecap), 2 acc (atomics:
  *       pending children, best child value (biased), per node), 3 result
