@@ -34,19 +34,21 @@
 #define ROOM_REGS 4096u
 #define ROOM_THREADS 128u
 
-/* The warps of `blocks` blocks on the SM's busiest sub-partition: the
- * warp schedulers share the SM's warps, each with its own quarter of the
- * register file (as cuda_occupancy.h models it), and an uneven count puts
- * one more warp on some of them. */
+/* The SM's sub-partitions: the warp schedulers, each with its own share
+ * of the register file for the warps it runs (as cuda_occupancy.h models
+ * it). */
+static unsigned nparts(const struct coop__sm *sm) { return sm->parts ? sm->parts : 1u; }
+
+/* The warps of `blocks` blocks on the SM's busiest sub-partition: an
+ * uneven count puts one more warp on some of them. */
 static unsigned part_warps(const struct coop__sm *sm, unsigned warps, unsigned blocks) {
-  unsigned parts = sm->parts ? sm->parts : 1u;
-  return (blocks * warps + parts - 1u) / parts;
+  return (blocks * warps + nparts(sm) - 1u) / nparts(sm);
 }
 
 /* The room left on every sub-partition of an SM holding lim blocks. */
 static int room(const struct coop__sm *sm, unsigned local_size, unsigned reg_unit, unsigned smem,
                 unsigned lim) {
-  unsigned parts = sm->parts ? sm->parts : 1u, warps = (local_size + 31u) / 32u;
+  unsigned parts = nparts(sm), warps = (local_size + 31u) / 32u;
   return sm->regfile / parts >= part_warps(sm, warps, lim) * reg_unit + ROOM_REGS / parts &&
          sm->threads >= lim * local_size + ROOM_THREADS && sm->blocks > lim &&
          sm->shared >= lim * (smem + sm->block_sys) + sm->block_sys;
@@ -59,7 +61,7 @@ void coop__occupancy(const struct coop__sm *sm, unsigned local_size, int regs, i
   unsigned sh = (smem > 0 ? (unsigned)smem : 0u) + sm->block_sys;
   o->threads = local_size ? sm->threads / local_size : 0;
   o->blocks = sm->blocks;
-  unsigned parts = sm->parts ? sm->parts : 1u;
+  unsigned parts = nparts(sm);
   /* whole warps on each sub-partition's registers, then whole blocks */
   o->regs = reg_unit && warps ? sm->regfile / parts / reg_unit * parts / warps : sm->blocks;
   o->smem = sh ? sm->shared / sh : sm->blocks;
@@ -98,7 +100,7 @@ unsigned coop__room_cap(const struct coop__sm *sm, unsigned local_size, int regs
   struct coop__occ o;
   coop__occupancy(sm, local_size, regs, smem, &o);
   if (!o.full || strcmp(o.bound, "registers") || !o.lim || !local_size) return 0;
-  unsigned warps = (local_size + 31u) / 32u, parts = sm->parts ? sm->parts : 1u;
+  unsigned warps = (local_size + 31u) / 32u, parts = nparts(sm);
   if (sm->regfile < ROOM_REGS) return 0;
   /* a warp's registers in units of 256: the most that leaves the room on
    * the busiest sub-partition at lim blocks, and below it (a lower cap can
