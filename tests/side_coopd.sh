@@ -100,8 +100,11 @@ COOP_SIDE_BACKEND=opencl "$side" --setups coop-alone,coop --frame-io --scale 4 -
 grep -q 'every frame copies a in and its output out' "$dir/io" || fail "--frame-io: not in the header"
 
 # --coopd-frame job: each frame one job carrying its input and bringing its
-# output back in its RESULT; every frame's c[0] is checked (exit 1 if not)
+# output back in its RESULT; every frame's c[0] is checked (exit 1 if not).
+# With --max-registers, which (g) hands its coopd as [device] max_registers
+# (a setting coopd refuses to start with if it is not one of its own)
 COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --coopd-frame job --scale 4 \
+  --max-registers 64 \
   --input 1 --exec-ms 0.5 --period 10 --window 0.3 --min-runs 2 --timeout 120 \
   --csv "$dir/job.csv" >"$dir/job" 2>&1 || { cat "$dir/job"; fail "--coopd-frame job: exited non-zero"; }
 grep -q 'each frame is one job' "$dir/job" || fail "--coopd-frame job: not in the header"
@@ -133,5 +136,8 @@ awk -F, '$1 == "long" && $4 == "run" { n++ } END { exit !(n >= 2) }' "$dir/cut.c
 "$side" --report "$dir/cut.csv" >"$dir/cut-report" 2>&1 &&
   grep -qE '^\| long kernel alone \| [0-9]+ \([0-9]+\) \|' "$dir/cut-report" ||
   fail "--report of a cut run: no long kernel row"
+# a cap out of range: refused before anything runs
+"$side" --max-registers 8 --setups alone >"$dir/regs" 2>&1
+[ $? -eq 2 ] && grep -q 'max-registers' "$dir/regs" || { cat "$dir/regs"; fail "--max-registers 8 not refused"; }
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
