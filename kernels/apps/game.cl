@@ -27,7 +27,9 @@
  *
  * Each of the N requested groups owns one mutex-guarded queue (the task
  * queues of device/taskqueue.cl); a group pops its own queue (LIFO) and
- * steals from all N others (FIFO), also the queues of killed groups. A
+ * steals from all N others (FIFO), also the queues of killed groups,
+ * the queues looked at by the whole workgroup first (coop_tq_look: thread
+ * 0 alone peeked at up to N of them one round trip each). A
  * mutex is held only inside one call of thread 0, never across a step
  * boundary. Cooperative form (004 Sec. 3.2): each step is one iteration of
  * the main loop, ending with offer_kill and request_fork (the top of the
@@ -90,6 +92,10 @@
 #endif
 #define GAME_S_MAY 64u  /* 1: this step's search may give its task back */
 #define GAME_S_GAVE 65u /* set by a thread whose search stopped for a kill */
+#define GAME_S_LOOK 66u /* COOP_TQ_LOOKERS words: coop_tq_look's */
+#ifndef GAME_LOOK
+#define GAME_LOOK 1 /* 0 (COOP_DEVICE_DEFINES): thread 0 peeks at the queues alone */
+#endif
 
 struct game_state {
   coop_u32 gave; /* steps in a row that gave their task back (004 Table 1 transmits nothing) */
@@ -309,13 +315,20 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   coop_wg_barrier(); /* scratch of the previous step is free again */
   coop_buf_atomic_u32 qctl;
   coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
+  /* the queues looked at by the workgroup, not one by one by thread 0:
+   * with one queue a workgroup, 1055 on an H200 at 64 threads */
+  coop_lbuf_u32 look;
+  coop_sub(look, coop_scratch_u32(c), GAME_S_LOOK, COOP_TQ_LOOKERS);
+  if (GAME_LOOK) coop_tq_look(qctl, nq, q, lid, lsize, look);
+  coop_wg_barrier();
   if (lid == 0u) {
     coop_buf_atomic_u32 outstanding;
     coop_sub(outstanding, ctl, 1u, 1u);
     coop_at(sh, GAME_S_TASK) =
-        (coop_i32)(coop_cancel_requested(c)
-                       ? GAME_END
-                       : coop_tq_pop_or_steal(c, qctl, outstanding, items, nq, qcap, q));
+        (coop_i32)(coop_cancel_requested(c) ? GAME_END
+                                            : coop_tq_pop_or_steal_from(
+                                                  c, qctl, outstanding, items, nq, qcap, q,
+                                                  GAME_LOOK ? coop_tq_first(look, nq, lsize) : 0u));
     coop_at(sh, GAME_S_MAY) =
         (coop_i32)(coop_arg_u32(c, 0) != 0u && game_may_give(s) && coop_tq_room(qctl, qcap, q));
     coop_at(sh, GAME_S_GAVE) = 0;

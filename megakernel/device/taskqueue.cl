@@ -11,9 +11,10 @@
  * reaches outside the job's buffers: such an access faults the job
  * instead. The owner pops its newest task; others steal the oldest (the
  * largest subtree), so a killed workgroup's queue is drained by the
- * survivors. Only thread 0 calls these, and each takes and releases the
- * mutex within the call: a kill happens only between steps, so no
- * workgroup ever leaves holding a mutex.
+ * survivors. Only thread 0 calls these (but coop_tq_look, the whole
+ * workgroup's), and each takes and releases the mutex within the call: a
+ * kill happens only between steps, so no workgroup ever leaves holding a
+ * mutex.
  *
  * Memory orders: the mutex is acquire on taking, release on giving back
  * (as the runtime's coop__lock), so queue words and items written under it
@@ -37,14 +38,16 @@ COOP_FN coop_u32 coop__tq_lock(const struct coop_ctx *c, COOP_GLOBAL coop_atomic
   return 1u;
 }
 
-/* Pops from queue `self`, else steals from the others in turn. With none
+/* Pops from queue `self`, else steals from the others in turn, from the
+ * queue `from` places after self (0: self first; coop_tq_first). With none
  * found: COOP_TQ_END once outstanding[0] (tasks queued or running, kept by
  * the kernel) is 0, else COOP_TQ_NONE; COOP_TQ_NONE too when the task was
  * cancelled while it waited for a mutex. */
-COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
-                                       coop_buf_atomic_u32 outstanding, coop_buf_u32 items,
-                                       coop_u32 nq, coop_u32 qcap, coop_u32 self) {
-  for (coop_u32 k = 0u; k < nq; k++) {
+COOP_FN0 coop_u32 coop_tq_pop_or_steal_from(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
+                                            coop_buf_atomic_u32 outstanding, coop_buf_u32 items,
+                                            coop_u32 nq, coop_u32 qcap, coop_u32 self,
+                                            coop_u32 from) {
+  for (coop_u32 k = from; k < nq; k++) {
     coop_u32 q = (self + k) % nq;
     coop_buf_atomic_u32 qc;
     coop_buf_u32 qi;
@@ -68,6 +71,50 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic
     if (t != COOP_TQ_NONE) return t;
   }
   return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
+}
+
+COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
+                                       coop_buf_atomic_u32 outstanding, coop_buf_u32 items,
+                                       coop_u32 nq, coop_u32 qcap, coop_u32 self) {
+  return coop_tq_pop_or_steal_from(c, qctl, outstanding, items, nq, qcap, self, 0u);
+}
+
+/* The workgroup's look over the queues, for a pop or steal that would
+ * otherwise peek at them one by one in thread 0: one load round trip a
+ * queue, nq of them where most are empty (a run's end, a forked
+ * workgroup's first steps, survivors stealing the tasks a killed
+ * workgroup gave back). Threads i < L (L = COOP_TQ_LOOKERS, at most the
+ * local size) each peek at the queues i, i + L, i + 2L ... places after
+ * self and store in look[i] the first that looks non-empty, nq if none;
+ * every thread calls it, then a workgroup barrier, then thread 0's
+ * coop_tq_first gives the pop its start. About nq / L round trips, each
+ * thread's loads in flight beside the others'. The peeks are relaxed
+ * hints, as the pop's own: a queue that fills after its look is found by
+ * a later step, as one that filled behind the old scan was. */
+#define COOP_TQ_LOOKERS 64u
+COOP_FN void coop_tq_look(coop_buf_atomic_u32 qctl, coop_u32 nq, coop_u32 self, coop_u32 lid,
+                          coop_u32 lsize, coop_lbuf_u32 look) {
+  coop_u32 lookers = lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS;
+  if (lid >= lookers) return;
+  coop_u32 first = nq;
+  for (coop_u32 k = lid; k < nq; k += lookers) {
+    coop_buf_atomic_u32 qc;
+    coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * ((self + k) % nq), COOP_TQ_WORDS);
+    if (coop_ld_rlx(coop_ptr(qc, 1)) != coop_ld_rlx(coop_ptr(qc, 2))) {
+      first = k;
+      break;
+    }
+  }
+  coop_at(look, lid) = first;
+}
+
+/* Thread 0, after the barrier that follows coop_tq_look: the nearest
+ * queue any looker saw non-empty (nq: none). */
+COOP_FN0 coop_u32 coop_tq_first(coop_lbuf_u32 look, coop_u32 nq, coop_u32 lsize) {
+  coop_u32 lookers = lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS, m = nq;
+  for (coop_u32 i = 0u; i < lookers; i++)
+    if (coop_at(look, i) < m) m = coop_at(look, i);
+  return m;
 }
 
 /* 1 when queue q has room for one more task. Only q's owner pushes on it
