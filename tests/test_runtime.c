@@ -2599,6 +2599,72 @@ START_TEST(kernel_widths) {
 }
 END_TEST
 
+/* The task queues looked at by the workgroup (device/taskqueue.cl,
+ * coop_tq_look): of 200 queues only its own (self = 3) and those 134 and
+ * 150 places after it hold tasks. The look must find its own first and
+ * pop the newest there, then the nearest others in turn, stealing their
+ * oldest, then none: COOP_TQ_NONE while a task is outstanding, COOP_TQ_END
+ * once none is. Its own runtime: the kernel is registered alone. */
+START_TEST(queues_looked_at_by_the_workgroup) {
+  struct fx f = {0};
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  o.backend = getenv("COOP_BACKEND");
+  if (getenv("COOP_LOCAL_SIZE")) o.local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
+  int r = coop_rt_open(&f.rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  int k = coop_rt_add_kernel(f.rt, "tqlook", 0, k_tqlook);
+  ck_assert_int_ge(k, 0);
+  r = coop_rt_launch(f.rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  enum { NQ = 200, QCAP = 4, SELF = 3, ROUNDS = 6 };
+  uint32_t *qctl = coop_rt_alloc(f.rt, NQ * 4 * sizeof *qctl);
+  uint32_t *items = coop_rt_alloc(f.rt, NQ * QCAP * sizeof *items);
+  uint32_t *out = coop_rt_alloc(f.rt, 2 * ROUNDS * sizeof *out);
+  uint32_t *outstanding = coop_rt_alloc(f.rt, sizeof *outstanding);
+  memset(qctl, 0, NQ * 4 * sizeof *qctl);
+  memset(out, 0xee, 2 * ROUNDS * sizeof *out);
+  /* queue q: words 4q (mutex), 4q + 1 (head), 4q + 2 (tail) */
+  const uint32_t fill[][3] = {{SELF, 41, 42}, {SELF + 134, 5, 6}, {SELF + 150, 9, 0}};
+  for (unsigned i = 0; i < 3; i++) {
+    uint32_t q = fill[i][0] % NQ, n = fill[i][2] ? 2 : 1;
+    items[q * QCAP] = fill[i][1];
+    items[q * QCAP + 1] = fill[i][2];
+    qctl[4 * q + 2] = n;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    *outstanding = pass ? 0 : 1;
+    uint64_t a[8] = {coop_rt_buf_arg(f.rt, qctl),
+                     coop_rt_buf_arg(f.rt, items),
+                     coop_rt_buf_arg(f.rt, out),
+                     NQ,
+                     QCAP,
+                     SELF,
+                     coop_rt_buf_arg(f.rt, outstanding),
+                     pass ? 1 : ROUNDS};
+    struct coop_rt_task_info ti = finish(&f, submit(&f, k, 1, 0, 0, 8, a));
+    ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+    if (pass) { /* every queue empty, nothing outstanding */
+      ck_assert_uint_eq(out[0], NQ);
+      ck_assert_uint_eq(out[1], 0xfffffffeu); /* COOP_TQ_END */
+      break;
+    }
+    const uint32_t want[ROUNDS][2] = {{0, 42},  {0, 41},  {134, 5},
+                                      {134, 6}, {150, 9}, {NQ, 0xffffffffu}};
+    for (unsigned i = 0; i < ROUNDS; i++)
+      ck_assert_msg(out[2 * i] == want[i][0] && out[2 * i + 1] == want[i][1],
+                    "round %u: looked %u, popped %#x; want %u, %#x", i, out[2 * i], out[2 * i + 1],
+                    want[i][0], want[i][1]);
+  }
+  coop_rt_free(f.rt, qctl);
+  coop_rt_free(f.rt, items);
+  coop_rt_free(f.rt, out);
+  coop_rt_free(f.rt, outstanding);
+  fx_close(&f);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("runtime");
   TCase *d = tcase_create("discovery");
@@ -2626,6 +2692,7 @@ static Suite *suite(void) {
   tcase_add_test(t, refusals);
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);
+  tcase_add_test(t, queues_looked_at_by_the_workgroup);
   tcase_add_test(t, global_barrier_phases);
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
