@@ -97,7 +97,8 @@ COOP_FN void coop_tq_look(coop_buf_atomic_u32 qctl, coop_u32 nq, coop_u32 self, 
   coop_u32 lookers = lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS;
   if (lid >= lookers) return;
   coop_u32 first = nq;
-  for (coop_u32 k = lid; k < nq; k += lookers) {
+  /* k never wraps: a client's nq may be near 2^32 (its sub-views fault first) */
+  for (coop_u32 k = lid; k<nq; k = nq - k> lookers ? k + lookers : nq) {
     coop_buf_atomic_u32 qc;
     coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * ((self + k) % nq), COOP_TQ_WORDS);
     if (coop_ld_rlx(coop_ptr(qc, 1)) != coop_ld_rlx(coop_ptr(qc, 2))) {
