@@ -2608,10 +2608,7 @@ END_TEST
 START_TEST(queues_looked_at_by_the_workgroup) {
   struct fx f = {0};
   struct coop_rt_options o;
-  coop_rt_options_init(&o);
-  o.local_size = 16;
-  o.backend = getenv("COOP_BACKEND");
-  if (getenv("COOP_LOCAL_SIZE")) o.local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
+  own_options(&o);
   int r = coop_rt_open(&f.rt, &o);
   ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
   int k = coop_rt_add_kernel(f.rt, "tqlook", 0, k_tqlook);
