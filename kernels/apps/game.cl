@@ -86,7 +86,9 @@
  * a step of them took most of a millisecond on an H200: counted one each,
  * no search ever reached COOP_POLL_EVERY, and a wanted workgroup searched
  * on. */
+#ifndef GAME_POLL_K
 #define GAME_POLL_K (COOP_POLL_EVERY / 16u + 1u)
+#endif
 #ifndef GAME_GIVE_MAX
 #define GAME_GIVE_MAX 8 /* steps in a row that may give their task back */
 #endif
@@ -95,6 +97,16 @@
 #define GAME_S_LOOK 66u /* COOP_TQ_LOOKERS words: coop_tq_look's */
 #ifndef GAME_LOOK
 #define GAME_LOOK 1 /* 0 (COOP_DEVICE_DEFINES): thread 0 peeks at the queues alone */
+#endif
+/* GAME_SKIP_WANTED=1 (COOP_DEVICE_DEFINES): a step begun while its
+ * workgroup is wanted takes no task and offers at once, where a task taken
+ * then is searched until the next poll (or through, after GAME_GIVE_MAX
+ * give-backs in a row). Workgroup 0 is never wanted, so the search goes
+ * on. Off: on an H200 beside a 0.3 ms task game paid 1.039-1.058x with it
+ * against 1.064-1.079x without, beside a 2 ms task 1.188-1.270x against
+ * 1.067-1.217x (bench/RESULTS.md, "Beside game under every setup"). */
+#ifndef GAME_SKIP_WANTED
+#define GAME_SKIP_WANTED 0
 #endif
 
 struct game_state {
@@ -324,11 +336,13 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   if (lid == 0u) {
     coop_buf_atomic_u32 outstanding;
     coop_sub(outstanding, ctl, 1u, 1u);
+    coop_u32 wanted = GAME_SKIP_WANTED && coop_arg_u32(c, 0) != 0u && coop_kill_wanted(c);
     coop_at(sh, GAME_S_TASK) =
         (coop_i32)(coop_cancel_requested(c) ? GAME_END
+                   : wanted                 ? GAME_NONE
                                             : coop_tq_pop_or_steal_from(
                                                   c, qctl, outstanding, items, nq, qcap, q,
-                                                  GAME_LOOK ? coop_tq_first(look, nq, lsize) : 0u));
+                                  GAME_LOOK ? coop_tq_first(look, nq, lsize) : 0u));
     coop_at(sh, GAME_S_MAY) =
         (coop_i32)(coop_arg_u32(c, 0) != 0u && game_may_give(s) && coop_tq_room(qctl, qcap, q));
     coop_at(sh, GAME_S_GAVE) = 0;
