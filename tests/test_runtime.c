@@ -2632,15 +2632,16 @@ START_TEST(queues_looked_at_by_the_workgroup) {
   }
   for (int pass = 0; pass < 2; pass++) {
     *outstanding = pass ? 0 : 1;
-    uint64_t a[8] = {coop_rt_buf_arg(f.rt, qctl),
+    uint64_t a[9] = {coop_rt_buf_arg(f.rt, qctl),
                      coop_rt_buf_arg(f.rt, items),
                      coop_rt_buf_arg(f.rt, out),
                      NQ,
                      QCAP,
                      SELF,
                      coop_rt_buf_arg(f.rt, outstanding),
-                     pass ? 1 : ROUNDS};
-    struct coop_rt_task_info ti = finish(&f, submit(&f, k, 1, 0, 0, 8, a));
+                     pass ? 1 : ROUNDS,
+                     0};
+    struct coop_rt_task_info ti = finish(&f, submit(&f, k, 1, 0, 0, 9, a));
     ck_assert_int_eq(ti.state, COOP_TASK_DONE);
     if (pass) { /* every queue empty, nothing outstanding */
       ck_assert_uint_eq(out[0], NQ);
@@ -2654,6 +2655,71 @@ START_TEST(queues_looked_at_by_the_workgroup) {
                     "round %u: looked %u, popped %#x; want %u, %#x", i, out[2 * i], out[2 * i + 1],
                     want[i][0], want[i][1]);
   }
+  coop_rt_free(f.rt, qctl);
+  coop_rt_free(f.rt, items);
+  coop_rt_free(f.rt, out);
+  coop_rt_free(f.rt, outstanding);
+  fx_close(&f);
+}
+END_TEST
+
+/* The looked pop (coop_tq_pop_or_steal_looked) takes from the queues the
+ * look saw only, and a steal passes over a queue whose mutex another
+ * holds: of 200 queues, its own (self = 3) empty, the one 134 places after
+ * it holds two tasks under a held mutex, the one 135 places after it one.
+ * Round 0 steals from 135; rounds 1 and 2 find nothing (134 still held)
+ * and end COOP_TQ_NONE at once. Before, a steal that lost its queue went
+ * on to every queue after it, and one that found a mutex held waited for
+ * it: with the mutex held for ever the task never ended. */
+START_TEST(a_looked_steal_passes_a_held_queue) {
+  struct fx f = {0};
+  struct coop_rt_options o;
+  own_options(&o);
+  int r = coop_rt_open(&f.rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  int k = coop_rt_add_kernel(f.rt, "tqlook", 0, k_tqlook);
+  ck_assert_int_ge(k, 0);
+  r = coop_rt_launch(f.rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  enum { NQ = 200, QCAP = 4, SELF = 3, ROUNDS = 3 };
+  uint32_t *qctl = coop_rt_alloc(f.rt, NQ * 4 * sizeof *qctl);
+  uint32_t *items = coop_rt_alloc(f.rt, NQ * QCAP * sizeof *items);
+  uint32_t *out = coop_rt_alloc(f.rt, 2 * ROUNDS * sizeof *out);
+  uint32_t *outstanding = coop_rt_alloc(f.rt, sizeof *outstanding);
+  memset(qctl, 0, NQ * 4 * sizeof *qctl);
+  memset(out, 0xee, 2 * ROUNDS * sizeof *out);
+  *outstanding = 1;
+  /* 134 and 135 places after self: two lookers' at any local size from 2 */
+  const uint32_t held = SELF + 134, other = SELF + 135;
+  items[held * QCAP] = 5;
+  items[held * QCAP + 1] = 6;
+  qctl[4 * held] = 1; /* its mutex, held */
+  qctl[4 * held + 2] = 2;
+  items[other * QCAP] = 9;
+  qctl[4 * other + 2] = 1;
+  uint64_t a[9] = {coop_rt_buf_arg(f.rt, qctl),
+                   coop_rt_buf_arg(f.rt, items),
+                   coop_rt_buf_arg(f.rt, out),
+                   NQ,
+                   QCAP,
+                   SELF,
+                   coop_rt_buf_arg(f.rt, outstanding),
+                   ROUNDS,
+                   1};
+  coop_task_id id = submit(&f, k, 1, 0, 0, 9, a);
+  r = coop_rt_wait(f.rt, id, 10000);
+  if (r == COOP_ETIMEDOUT) {
+    ck_assert_int_eq(coop_rt_cancel(f.rt, id), 0);
+    finish(&f, id);
+  }
+  ck_assert_msg(r == 0, "the pop waited on the held mutex: %s", coop_strerror(r));
+  ck_assert_int_eq(finish(&f, id).state, COOP_TASK_DONE);
+  const uint32_t want[ROUNDS][2] = {{134, 9}, {134, 0xffffffffu}, {134, 0xffffffffu}};
+  for (unsigned i = 0; i < ROUNDS; i++)
+    ck_assert_msg(out[2 * i] == want[i][0] && out[2 * i + 1] == want[i][1],
+                  "round %u: looked %u, popped %#x; want %u, %#x", i, out[2 * i], out[2 * i + 1],
+                  want[i][0], want[i][1]);
+  ck_assert_uint_eq(qctl[4 * held + 1], 0); /* nothing taken from the held queue */
   coop_rt_free(f.rt, qctl);
   coop_rt_free(f.rt, items);
   coop_rt_free(f.rt, out);
@@ -2690,6 +2756,7 @@ static Suite *suite(void) {
   tcase_add_test(t, queue_alone);
   tcase_add_test(t, queue_multitasking);
   tcase_add_test(t, queues_looked_at_by_the_workgroup);
+  tcase_add_test(t, a_looked_steal_passes_a_held_queue);
   tcase_add_test(t, global_barrier_phases);
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);

@@ -29,7 +29,9 @@
  * queues of device/taskqueue.cl); a group pops its own queue (LIFO) and
  * steals from all N others (FIFO), also the queues of killed groups,
  * the queues looked at by the whole workgroup first (coop_tq_look: thread
- * 0 alone peeked at up to N of them one round trip each). A
+ * 0 alone peeked at up to N of them one round trip each), and taken from
+ * those only (coop_tq_pop_or_steal_looked: a steal that lost its queue to
+ * another went on to every queue after it, one round trip each). A
  * mutex is held only inside one call of thread 0, never across a step
  * boundary. Cooperative form (004 Sec. 3.2): each step is one iteration of
  * the main loop, ending with offer_kill and request_fork (the top of the
@@ -95,8 +97,12 @@
 #define GAME_S_MAY 64u  /* 1: this step's search may give its task back */
 #define GAME_S_GAVE 65u /* set by a thread whose search stopped for a kill */
 #define GAME_S_LOOK 66u /* COOP_TQ_LOOKERS words: coop_tq_look's */
+/* How a step finds its task (COOP_DEVICE_DEFINES): 2, the queues the
+ * workgroup's look saw non-empty only (coop_tq_pop_or_steal_looked); 1,
+ * the nearest of them, then every queue after it one by one; 0, thread 0
+ * peeks at every queue alone. */
 #ifndef GAME_LOOK
-#define GAME_LOOK 1 /* 0 (COOP_DEVICE_DEFINES): thread 0 peeks at the queues alone */
+#define GAME_LOOK 2
 #endif
 /* GAME_SKIP_WANTED=1 (COOP_DEVICE_DEFINES): a step begun while its
  * workgroup is wanted takes no task and offers at once, where a task taken
@@ -337,12 +343,15 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
     coop_buf_atomic_u32 outstanding;
     coop_sub(outstanding, ctl, 1u, 1u);
     coop_u32 wanted = GAME_SKIP_WANTED && coop_arg_u32(c, 0) != 0u && coop_kill_wanted(c);
-    coop_at(sh, GAME_S_TASK) =
-        (coop_i32)(coop_cancel_requested(c) ? GAME_END
-                   : wanted                 ? GAME_NONE
-                                            : coop_tq_pop_or_steal_from(
-                                                  c, qctl, outstanding, items, nq, qcap, q,
-                                  GAME_LOOK ? coop_tq_first(look, nq, lsize) : 0u));
+    coop_u32 t = GAME_NONE;
+    if (coop_cancel_requested(c))
+      t = GAME_END;
+    else if (!wanted && GAME_LOOK == 2)
+      t = coop_tq_pop_or_steal_looked(c, qctl, outstanding, items, nq, qcap, q, look, lsize);
+    else if (!wanted)
+      t = coop_tq_pop_or_steal_from(c, qctl, outstanding, items, nq, qcap, q,
+                                    GAME_LOOK ? coop_tq_first(look, nq, lsize) : 0u);
+    coop_at(sh, GAME_S_TASK) = (coop_i32)t;
     coop_at(sh, GAME_S_MAY) =
         (coop_i32)(coop_arg_u32(c, 0) != 0u && game_may_give(s) && coop_tq_room(qctl, qcap, q));
     coop_at(sh, GAME_S_GAVE) = 0;

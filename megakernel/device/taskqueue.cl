@@ -38,6 +38,48 @@ COOP_FN coop_u32 coop__tq_lock(const struct coop_ctx *c, COOP_GLOBAL coop_atomic
   return 1u;
 }
 
+/* Queue k places after self: its newest task when k is 0 (the owner's
+ * pop), else its oldest (a steal). A steal passes over a queue whose mutex
+ * another holds (pass: COOP_TQ_NONE at once) where the owner waits for
+ * its own. COOP__TQ_CANCELLED when the task was cancelled while it waited. */
+#define COOP__TQ_CANCELLED 0xfffffffdu
+COOP_FN coop_u32 coop__tq_take(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
+                               coop_buf_u32 items, coop_u32 nq, coop_u32 qcap, coop_u32 self,
+                               coop_u32 k, coop_u32 pass) {
+  coop_u32 q = (self + k) % nq;
+  coop_buf_atomic_u32 qc;
+  coop_buf_u32 qi;
+  coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
+  coop_sub(qi, items, (coop_u64)q * qcap, qcap);
+  if (coop_ld_rlx(coop_ptr(qc, 1)) == coop_ld_rlx(coop_ptr(qc, 2)))
+    return COOP_TQ_NONE; /* looks empty */
+  if (pass && k != 0u) {
+    if (coop_xchg_acq(coop_ptr(qc, 0), 1u) != 0u) return COOP_TQ_NONE; /* another takes from it */
+  } else if (!coop__tq_lock(c, coop_ptr(qc, 0))) {
+    return COOP__TQ_CANCELLED;
+  }
+  coop_u32 t = COOP_TQ_NONE, head = coop_ld_rlx(coop_ptr(qc, 1)),
+           tail = coop_ld_rlx(coop_ptr(qc, 2));
+  if (head != tail) {
+    if (k == 0u) { /* own queue: newest first */
+      tail--;
+      t = coop_at(qi, tail & (qcap - 1u));
+      coop_st_rlx(coop_ptr(qc, 2), tail);
+    } else { /* steal the oldest */
+      t = coop_at(qi, head & (qcap - 1u));
+      coop_st_rlx(coop_ptr(qc, 1), head + 1u);
+    }
+  }
+  coop__unlock(coop_ptr(qc, 0));
+  return t;
+}
+
+/* None found: COOP_TQ_END once outstanding[0] (tasks queued or running,
+ * kept by the kernel) is 0, else COOP_TQ_NONE. */
+COOP_FN coop_u32 coop__tq_none(coop_buf_atomic_u32 outstanding) {
+  return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
+}
+
 /* Pops from queue `self`, else steals from the others in turn, from the
  * queue `from` places after self (0: self first; coop_tq_first). With none
  * found: COOP_TQ_END once outstanding[0] (tasks queued or running, kept by
@@ -48,29 +90,11 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal_from(const struct coop_ctx *c, coop_buf_a
                                             coop_u32 nq, coop_u32 qcap, coop_u32 self,
                                             coop_u32 from) {
   for (coop_u32 k = from; k < nq; k++) {
-    coop_u32 q = (self + k) % nq;
-    coop_buf_atomic_u32 qc;
-    coop_buf_u32 qi;
-    coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
-    coop_sub(qi, items, (coop_u64)q * qcap, qcap);
-    if (coop_ld_rlx(coop_ptr(qc, 1)) == coop_ld_rlx(coop_ptr(qc, 2))) continue; /* looks empty */
-    coop_u32 t = COOP_TQ_NONE;
-    if (!coop__tq_lock(c, coop_ptr(qc, 0))) return COOP_TQ_NONE;
-    coop_u32 head = coop_ld_rlx(coop_ptr(qc, 1)), tail = coop_ld_rlx(coop_ptr(qc, 2));
-    if (head != tail) {
-      if (k == 0u) { /* own queue: newest first */
-        tail--;
-        t = coop_at(qi, tail & (qcap - 1u));
-        coop_st_rlx(coop_ptr(qc, 2), tail);
-      } else { /* steal the oldest */
-        t = coop_at(qi, head & (qcap - 1u));
-        coop_st_rlx(coop_ptr(qc, 1), head + 1u);
-      }
-    }
-    coop__unlock(coop_ptr(qc, 0));
+    coop_u32 t = coop__tq_take(c, qctl, items, nq, qcap, self, k, 0u);
+    if (t == COOP__TQ_CANCELLED) return COOP_TQ_NONE;
     if (t != COOP_TQ_NONE) return t;
   }
-  return coop_ld_acq(coop_ptr(outstanding, 0)) == 0u ? COOP_TQ_END : COOP_TQ_NONE;
+  return coop__tq_none(outstanding);
 }
 
 COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
@@ -116,6 +140,30 @@ COOP_FN0 coop_u32 coop_tq_first(coop_lbuf_u32 look, coop_u32 nq, coop_u32 lsize)
   for (coop_u32 i = 0u; i < lookers; i++)
     if (coop_at(look, i) < m) m = coop_at(look, i);
   return m;
+}
+
+/* Thread 0, after the barrier that follows coop_tq_look: a pop or steal
+ * from the queues the look saw non-empty only, the nearest first (its own
+ * when it has tasks), then each looker's in turn, a steal passing over a
+ * queue whose mutex another holds. No scan of the nq queues one by one:
+ * when the tasks are few (a run's start or end, 1055 workgroups on an
+ * H200 after a dozen tasks) the steal that lost its queue to another went
+ * on peeking at every queue after it, about a millisecond where nothing
+ * polls (coop_kill_wanted), and a kill of it waited that long. Nothing
+ * found: as coop_tq_pop_or_steal_from; the next step looks again. */
+COOP_FN0 coop_u32 coop_tq_pop_or_steal_looked(const struct coop_ctx *c, coop_buf_atomic_u32 qctl,
+                                              coop_buf_atomic_u32 outstanding, coop_buf_u32 items,
+                                              coop_u32 nq, coop_u32 qcap, coop_u32 self,
+                                              coop_lbuf_u32 look, coop_u32 lsize) {
+  coop_u32 lookers = lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS;
+  coop_u32 first = coop_tq_first(look, nq, lsize), t = COOP_TQ_NONE;
+  if (first < nq) t = coop__tq_take(c, qctl, items, nq, qcap, self, first, 1u);
+  for (coop_u32 i = 0u; t == COOP_TQ_NONE && i < lookers; i++) {
+    coop_u32 k = coop_at(look, i);
+    if (k < nq && k != first) t = coop__tq_take(c, qctl, items, nq, qcap, self, k, 1u);
+  }
+  if (t == COOP__TQ_CANCELLED) return COOP_TQ_NONE;
+  return t != COOP_TQ_NONE ? t : coop__tq_none(outstanding);
 }
 
 /* 1 when queue q has room for one more task. Only q's owner pushes on it
