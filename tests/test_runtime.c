@@ -2599,132 +2599,126 @@ START_TEST(kernel_widths) {
 }
 END_TEST
 
+/* The task-queue tests' fixture: tqlook.cl registered alone in its own
+ * runtime, and NQ queues of QCAP items (zeroed: every queue empty, no
+ * mutex held), the rounds' output (0xee) and the outstanding count. */
+enum { TQ_NQ = 200, TQ_QCAP = 4, TQ_SELF = 3, TQ_ROUNDS_MAX = 6 };
+struct tqfx {
+  struct fx f;
+  int k;
+  uint32_t *qctl, *items, *out, *outstanding;
+};
+
+static void tq_open(struct tqfx *t) {
+  memset(t, 0, sizeof *t);
+  struct coop_rt_options o;
+  own_options(&o);
+  int r = coop_rt_open(&t->f.rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(t->f.rt));
+  t->k = coop_rt_add_kernel(t->f.rt, "tqlook", 0, k_tqlook);
+  ck_assert_int_ge(t->k, 0);
+  r = coop_rt_launch(t->f.rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(t->f.rt));
+  t->qctl = coop_rt_alloc(t->f.rt, TQ_NQ * 4 * sizeof *t->qctl);
+  t->items = coop_rt_alloc(t->f.rt, TQ_NQ * TQ_QCAP * sizeof *t->items);
+  t->out = coop_rt_alloc(t->f.rt, 2 * TQ_ROUNDS_MAX * sizeof *t->out);
+  t->outstanding = coop_rt_alloc(t->f.rt, sizeof *t->outstanding);
+  memset(t->qctl, 0, TQ_NQ * 4 * sizeof *t->qctl);
+  memset(t->out, 0xee, 2 * TQ_ROUNDS_MAX * sizeof *t->out);
+}
+
+/* Queue SELF + at gets tasks (n of them, up to QCAP); queue q's words are
+ * 4q (mutex), 4q + 1 (head), 4q + 2 (tail). */
+static void tq_fill(struct tqfx *t, uint32_t at, const uint32_t *tasks, uint32_t n) {
+  uint32_t q = (TQ_SELF + at) % TQ_NQ;
+  for (uint32_t i = 0; i < n; i++) t->items[q * TQ_QCAP + i] = tasks[i];
+  t->qctl[4 * q + 2] = n;
+}
+
+/* Submits `rounds` rounds (how 0: coop_tq_pop_or_steal_from, 1: _looked). */
+static coop_task_id tq_submit(struct tqfx *t, uint32_t rounds, uint32_t how) {
+  uint64_t a[9] = {coop_rt_buf_arg(t->f.rt, t->qctl),
+                   coop_rt_buf_arg(t->f.rt, t->items),
+                   coop_rt_buf_arg(t->f.rt, t->out),
+                   TQ_NQ,
+                   TQ_QCAP,
+                   TQ_SELF,
+                   coop_rt_buf_arg(t->f.rt, t->outstanding),
+                   rounds,
+                   how};
+  return submit(&t->f, t->k, 1, 0, 0, 9, a);
+}
+
+/* Round i looked at want[i][0] and popped want[i][1]. */
+static void tq_check(const struct tqfx *t, const uint32_t (*want)[2], unsigned rounds) {
+  for (unsigned i = 0; i < rounds; i++)
+    ck_assert_msg(t->out[2 * i] == want[i][0] && t->out[2 * i + 1] == want[i][1],
+                  "round %u: looked %u, popped %#x; want %u, %#x", i, t->out[2 * i],
+                  t->out[2 * i + 1], want[i][0], want[i][1]);
+}
+
+static void tq_close(struct tqfx *t) {
+  coop_rt_free(t->f.rt, t->qctl);
+  coop_rt_free(t->f.rt, t->items);
+  coop_rt_free(t->f.rt, t->out);
+  coop_rt_free(t->f.rt, t->outstanding);
+  fx_close(&t->f);
+}
+
 /* The task queues looked at by the workgroup (device/taskqueue.cl,
  * coop_tq_look): of 200 queues only its own (self = 3) and those 134 and
  * 150 places after it hold tasks. The look must find its own first and
  * pop the newest there, then the nearest others in turn, stealing their
  * oldest, then none: COOP_TQ_NONE while a task is outstanding, COOP_TQ_END
- * once none is. Its own runtime: the kernel is registered alone. */
+ * once none is. */
 START_TEST(queues_looked_at_by_the_workgroup) {
-  struct fx f = {0};
-  struct coop_rt_options o;
-  own_options(&o);
-  int r = coop_rt_open(&f.rt, &o);
-  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
-  int k = coop_rt_add_kernel(f.rt, "tqlook", 0, k_tqlook);
-  ck_assert_int_ge(k, 0);
-  r = coop_rt_launch(f.rt);
-  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
-  enum { NQ = 200, QCAP = 4, SELF = 3, ROUNDS = 6 };
-  uint32_t *qctl = coop_rt_alloc(f.rt, NQ * 4 * sizeof *qctl);
-  uint32_t *items = coop_rt_alloc(f.rt, NQ * QCAP * sizeof *items);
-  uint32_t *out = coop_rt_alloc(f.rt, 2 * ROUNDS * sizeof *out);
-  uint32_t *outstanding = coop_rt_alloc(f.rt, sizeof *outstanding);
-  memset(qctl, 0, NQ * 4 * sizeof *qctl);
-  memset(out, 0xee, 2 * ROUNDS * sizeof *out);
-  /* queue q: words 4q (mutex), 4q + 1 (head), 4q + 2 (tail) */
-  const uint32_t fill[][3] = {{SELF, 41, 42}, {SELF + 134, 5, 6}, {SELF + 150, 9, 0}};
-  for (unsigned i = 0; i < 3; i++) {
-    uint32_t q = fill[i][0] % NQ, n = fill[i][2] ? 2 : 1;
-    items[q * QCAP] = fill[i][1];
-    items[q * QCAP + 1] = fill[i][2];
-    qctl[4 * q + 2] = n;
-  }
-  for (int pass = 0; pass < 2; pass++) {
-    *outstanding = pass ? 0 : 1;
-    uint64_t a[9] = {coop_rt_buf_arg(f.rt, qctl),
-                     coop_rt_buf_arg(f.rt, items),
-                     coop_rt_buf_arg(f.rt, out),
-                     NQ,
-                     QCAP,
-                     SELF,
-                     coop_rt_buf_arg(f.rt, outstanding),
-                     pass ? 1 : ROUNDS,
-                     0};
-    struct coop_rt_task_info ti = finish(&f, submit(&f, k, 1, 0, 0, 9, a));
-    ck_assert_int_eq(ti.state, COOP_TASK_DONE);
-    if (pass) { /* every queue empty, nothing outstanding */
-      ck_assert_uint_eq(out[0], NQ);
-      ck_assert_uint_eq(out[1], 0xfffffffeu); /* COOP_TQ_END */
-      break;
-    }
-    const uint32_t want[ROUNDS][2] = {{0, 42},  {0, 41},  {134, 5},
-                                      {134, 6}, {150, 9}, {NQ, 0xffffffffu}};
-    for (unsigned i = 0; i < ROUNDS; i++)
-      ck_assert_msg(out[2 * i] == want[i][0] && out[2 * i + 1] == want[i][1],
-                    "round %u: looked %u, popped %#x; want %u, %#x", i, out[2 * i], out[2 * i + 1],
-                    want[i][0], want[i][1]);
-  }
-  coop_rt_free(f.rt, qctl);
-  coop_rt_free(f.rt, items);
-  coop_rt_free(f.rt, out);
-  coop_rt_free(f.rt, outstanding);
-  fx_close(&f);
+  struct tqfx t;
+  tq_open(&t);
+  tq_fill(&t, 0, (const uint32_t[]){41, 42}, 2);
+  tq_fill(&t, 134, (const uint32_t[]){5, 6}, 2);
+  tq_fill(&t, 150, (const uint32_t[]){9}, 1);
+  *t.outstanding = 1;
+  ck_assert_int_eq(finish(&t.f, tq_submit(&t, 6, 0)).state, COOP_TASK_DONE);
+  const uint32_t want[6][2] = {{0, 42},  {0, 41},  {134, 5},
+                               {134, 6}, {150, 9}, {TQ_NQ, 0xffffffffu}};
+  tq_check(&t, want, 6);
+  *t.outstanding = 0; /* every queue empty, nothing outstanding */
+  ck_assert_int_eq(finish(&t.f, tq_submit(&t, 1, 0)).state, COOP_TASK_DONE);
+  const uint32_t end[1][2] = {{TQ_NQ, 0xfffffffeu}}; /* COOP_TQ_END */
+  tq_check(&t, end, 1);
+  tq_close(&t);
 }
 END_TEST
 
 /* The looked pop (coop_tq_pop_or_steal_looked) takes from the queues the
  * look saw only, and a steal passes over a queue whose mutex another
  * holds: of 200 queues, its own (self = 3) empty, the one 134 places after
- * it holds two tasks under a held mutex, the one 135 places after it one.
- * Round 0 steals from 135; rounds 1 and 2 find nothing (134 still held)
- * and end COOP_TQ_NONE at once. Before, a steal that lost its queue went
- * on to every queue after it, and one that found a mutex held waited for
- * it: with the mutex held for ever the task never ended. */
+ * it holds two tasks under a held mutex, the one 135 places after it one
+ * (134 and 135: two lookers' at any local size from 2). Round 0 steals
+ * from 135; rounds 1 and 2 find nothing (134 still held) and end
+ * COOP_TQ_NONE at once. Before, a steal that lost its queue went on to
+ * every queue after it, and one that found a mutex held waited for it:
+ * with the mutex held for ever the task never ended. */
 START_TEST(a_looked_steal_passes_a_held_queue) {
-  struct fx f = {0};
-  struct coop_rt_options o;
-  own_options(&o);
-  int r = coop_rt_open(&f.rt, &o);
-  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
-  int k = coop_rt_add_kernel(f.rt, "tqlook", 0, k_tqlook);
-  ck_assert_int_ge(k, 0);
-  r = coop_rt_launch(f.rt);
-  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
-  enum { NQ = 200, QCAP = 4, SELF = 3, ROUNDS = 3 };
-  uint32_t *qctl = coop_rt_alloc(f.rt, NQ * 4 * sizeof *qctl);
-  uint32_t *items = coop_rt_alloc(f.rt, NQ * QCAP * sizeof *items);
-  uint32_t *out = coop_rt_alloc(f.rt, 2 * ROUNDS * sizeof *out);
-  uint32_t *outstanding = coop_rt_alloc(f.rt, sizeof *outstanding);
-  memset(qctl, 0, NQ * 4 * sizeof *qctl);
-  memset(out, 0xee, 2 * ROUNDS * sizeof *out);
-  *outstanding = 1;
-  /* 134 and 135 places after self: two lookers' at any local size from 2 */
-  const uint32_t held = SELF + 134, other = SELF + 135;
-  items[held * QCAP] = 5;
-  items[held * QCAP + 1] = 6;
-  qctl[4 * held] = 1; /* its mutex, held */
-  qctl[4 * held + 2] = 2;
-  items[other * QCAP] = 9;
-  qctl[4 * other + 2] = 1;
-  uint64_t a[9] = {coop_rt_buf_arg(f.rt, qctl),
-                   coop_rt_buf_arg(f.rt, items),
-                   coop_rt_buf_arg(f.rt, out),
-                   NQ,
-                   QCAP,
-                   SELF,
-                   coop_rt_buf_arg(f.rt, outstanding),
-                   ROUNDS,
-                   1};
-  coop_task_id id = submit(&f, k, 1, 0, 0, 9, a);
-  r = coop_rt_wait(f.rt, id, 10000);
+  struct tqfx t;
+  tq_open(&t);
+  tq_fill(&t, 134, (const uint32_t[]){5, 6}, 2);
+  tq_fill(&t, 135, (const uint32_t[]){9}, 1);
+  const uint32_t held = TQ_SELF + 134;
+  t.qctl[4 * held] = 1; /* its mutex, held */
+  *t.outstanding = 1;
+  coop_task_id id = tq_submit(&t, 3, 1);
+  int r = coop_rt_wait(t.f.rt, id, 10000);
   if (r == COOP_ETIMEDOUT) {
-    ck_assert_int_eq(coop_rt_cancel(f.rt, id), 0);
-    finish(&f, id);
+    ck_assert_int_eq(coop_rt_cancel(t.f.rt, id), 0);
+    finish(&t.f, id);
   }
   ck_assert_msg(r == 0, "the pop waited on the held mutex: %s", coop_strerror(r));
-  ck_assert_int_eq(finish(&f, id).state, COOP_TASK_DONE);
-  const uint32_t want[ROUNDS][2] = {{134, 9}, {134, 0xffffffffu}, {134, 0xffffffffu}};
-  for (unsigned i = 0; i < ROUNDS; i++)
-    ck_assert_msg(out[2 * i] == want[i][0] && out[2 * i + 1] == want[i][1],
-                  "round %u: looked %u, popped %#x; want %u, %#x", i, out[2 * i], out[2 * i + 1],
-                  want[i][0], want[i][1]);
-  ck_assert_uint_eq(qctl[4 * held + 1], 0); /* nothing taken from the held queue */
-  coop_rt_free(f.rt, qctl);
-  coop_rt_free(f.rt, items);
-  coop_rt_free(f.rt, out);
-  coop_rt_free(f.rt, outstanding);
-  fx_close(&f);
+  ck_assert_int_eq(finish(&t.f, id).state, COOP_TASK_DONE);
+  const uint32_t want[3][2] = {{134, 9}, {134, 0xffffffffu}, {134, 0xffffffffu}};
+  tq_check(&t, want, 3);
+  ck_assert_uint_eq(t.qctl[4 * held + 1], 0); /* nothing taken from the held queue */
+  tq_close(&t);
 }
 END_TEST
 
