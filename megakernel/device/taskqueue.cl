@@ -24,6 +24,8 @@
  * The mutex word is in a client's buffer: a hostile one holds it for ever.
  * Waiting for it therefore watches the task's cancellation (c), and a
  * cancelled task gives up: a pop finds nothing, a push pushes nothing.
+ * The looked pop's steals do not wait at all: one exchange (acquire, as
+ * the lock's), and a mutex found held is passed over.
  */
 #define COOP_TQ_NONE 0xffffffffu /* nothing found now: try again */
 #define COOP_TQ_END 0xfffffffeu  /* no task queued or running anywhere */
