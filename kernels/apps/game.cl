@@ -343,14 +343,14 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
     coop_buf_atomic_u32 outstanding;
     coop_sub(outstanding, ctl, 1u, 1u);
     coop_u32 wanted = GAME_SKIP_WANTED && coop_arg_u32(c, 0) != 0u && coop_kill_wanted(c);
-    coop_u32 t = GAME_NONE;
+    coop_u32 t = GAME_NONE; /* a wanted step's (GAME_SKIP_WANTED) */
     if (coop_cancel_requested(c))
       t = GAME_END;
-    else if (!wanted && GAME_LOOK == 2)
-      t = coop_tq_pop_or_steal_looked(c, qctl, outstanding, items, nq, qcap, q, look, lsize);
     else if (!wanted)
-      t = coop_tq_pop_or_steal_from(c, qctl, outstanding, items, nq, qcap, q,
-                                    GAME_LOOK ? coop_tq_first(look, nq, lsize) : 0u);
+      t = GAME_LOOK == 2
+              ? coop_tq_pop_or_steal_looked(c, qctl, outstanding, items, nq, qcap, q, look, lsize)
+              : coop_tq_pop_or_steal_from(c, qctl, outstanding, items, nq, qcap, q,
+                                          GAME_LOOK ? coop_tq_first(look, nq, lsize) : 0u);
     coop_at(sh, GAME_S_TASK) = (coop_i32)t;
     coop_at(sh, GAME_S_MAY) =
         (coop_i32)(coop_arg_u32(c, 0) != 0u && game_may_give(s) && coop_tq_room(qctl, qcap, q));

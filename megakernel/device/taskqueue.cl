@@ -105,6 +105,13 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic
   return coop_tq_pop_or_steal_from(c, qctl, outstanding, items, nq, qcap, self, 0u);
 }
 
+#define COOP_TQ_LOOKERS 64u /* coop_tq_look's threads, at most */
+/* The threads that look: COOP_TQ_LOOKERS, or every thread of a smaller
+ * workgroup. */
+COOP_FN coop_u32 coop__tq_lookers(coop_u32 lsize) {
+  return lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS;
+}
+
 /* The workgroup's look over the queues, for a pop or steal that would
  * otherwise peek at them one by one in thread 0: one load round trip a
  * queue, nq of them where most are empty (a run's end, a forked
@@ -117,10 +124,9 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal(const struct coop_ctx *c, coop_buf_atomic
  * thread's loads in flight beside the others'. The peeks are relaxed
  * hints, as the pop's own: a queue that fills after its look is found by
  * a later step, as one that filled behind the old scan was. */
-#define COOP_TQ_LOOKERS 64u
 COOP_FN void coop_tq_look(coop_buf_atomic_u32 qctl, coop_u32 nq, coop_u32 self, coop_u32 lid,
                           coop_u32 lsize, coop_lbuf_u32 look) {
-  coop_u32 lookers = lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS;
+  coop_u32 lookers = coop__tq_lookers(lsize);
   if (lid >= lookers) return;
   coop_u32 first = nq;
   /* k never wraps: a client's nq may be near 2^32 (its sub-views fault first) */
@@ -138,7 +144,7 @@ COOP_FN void coop_tq_look(coop_buf_atomic_u32 qctl, coop_u32 nq, coop_u32 self, 
 /* Thread 0, after the barrier that follows coop_tq_look: the nearest
  * queue any looker saw non-empty (nq: none). */
 COOP_FN0 coop_u32 coop_tq_first(coop_lbuf_u32 look, coop_u32 nq, coop_u32 lsize) {
-  coop_u32 lookers = lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS, m = nq;
+  coop_u32 lookers = coop__tq_lookers(lsize), m = nq;
   for (coop_u32 i = 0u; i < lookers; i++)
     if (coop_at(look, i) < m) m = coop_at(look, i);
   return m;
@@ -157,7 +163,7 @@ COOP_FN0 coop_u32 coop_tq_pop_or_steal_looked(const struct coop_ctx *c, coop_buf
                                               coop_buf_atomic_u32 outstanding, coop_buf_u32 items,
                                               coop_u32 nq, coop_u32 qcap, coop_u32 self,
                                               coop_lbuf_u32 look, coop_u32 lsize) {
-  coop_u32 lookers = lsize < COOP_TQ_LOOKERS ? lsize : COOP_TQ_LOOKERS;
+  coop_u32 lookers = coop__tq_lookers(lsize);
   coop_u32 first = coop_tq_first(look, nq, lsize), t = COOP_TQ_NONE;
   if (first < nq) t = coop__tq_take(c, qctl, items, nq, qcap, self, first, 1u);
   for (coop_u32 i = 0u; t == COOP_TQ_NONE && i < lookers; i++) {
