@@ -26,7 +26,8 @@ static void print_steps(coop_rt *rt, const char *what, const uint64_t *p) {
 static int prof_steps(void) {
   const char *defs = getenv("COOP_DEVICE_DEFINES");
   return defs && strstr(defs, "COOP_PROF") && !strstr(defs, "COOP_PROF_SUSPEND") &&
-         !strstr(defs, "COOP_PROF_TASKS") && !strstr(defs, "COOP_PROF_BAR");
+         !strstr(defs, "COOP_PROF_TASKS") && !strstr(defs, "COOP_PROF_BAR") &&
+         !strstr(defs, "COOP_PROF_KILLS");
 }
 
 int sched_prof_snap(coop_rt *rt, uint64_t snap[SCHED_PROF_SLOTS]) {
@@ -39,6 +40,30 @@ void sched_prof_print_since(coop_rt *rt, const char *what, const uint64_t snap[S
   if (!sched_prof_snap(rt, now)) return;
   for (int k = 0; k < N; k++) d[k] = now[k] - snap[k];
   print_steps(rt, what, d);
+}
+
+/* COOP_PROF_KILLS's slots (scheduler.cl, coop__prof_kills) */
+enum { NK = 5 };
+
+int sched_prof_kills_snap(coop_rt *rt, uint64_t snap[SCHED_PROF_SLOTS]) {
+  const char *defs = getenv("COOP_DEVICE_DEFINES");
+  memset(snap, 0, SCHED_PROF_SLOTS * sizeof *snap);
+  if (!defs || !strstr(defs, "COOP_PROF_KILLS")) return 0;
+  coop_rt_sched_profile(rt, snap, NK); /* fills snap even while the count is 0 */
+  return 1;
+}
+
+void sched_prof_kills_since(coop_rt *rt, const char *what, const uint64_t snap[SCHED_PROF_SLOTS]) {
+  uint64_t now[SCHED_PROF_SLOTS];
+  if (!sched_prof_kills_snap(rt, now)) return;
+  uint64_t n = now[0] - snap[0];
+  double us = n ? coop_rt_tick_ns(rt) / 1e3 / (double)n : 0.0;
+  printf(
+      "%s: %llu tasks started before they had their workers (COOP_PROF_KILLS), mean us from "
+      "the first pass that saw one pending: an id taken %.1f, half of them %.1f, all %.1f; "
+      "the longest so far %.1f\n",
+      what, (unsigned long long)n, (double)(now[1] - snap[1]) * us, (double)(now[2] - snap[2]) * us,
+      (double)(now[3] - snap[3]) * us, (double)now[4] * coop_rt_tick_ns(rt) / 1e3);
 }
 
 void sched_prof_print(coop_rt *rt) {

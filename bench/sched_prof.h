@@ -18,5 +18,10 @@ void sched_prof_print(coop_rt *rt);
 #define SCHED_PROF_SLOTS 16
 int sched_prof_snap(coop_rt *rt, uint64_t snap[SCHED_PROF_SLOTS]);
 void sched_prof_print_since(coop_rt *rt, const char *what, const uint64_t snap[SCHED_PROF_SLOTS]);
+/* COOP_PROF_KILLS (a megakernel built with it alone): the slots now into
+ * snap (1), else 0; and one line of how the tasks that started before
+ * they had all their workers got the rest since that snapshot. */
+int sched_prof_kills_snap(coop_rt *rt, uint64_t snap[SCHED_PROF_SLOTS]);
+void sched_prof_kills_since(coop_rt *rt, const char *what, const uint64_t snap[SCHED_PROF_SLOTS]);
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sched_prof.h"
 #include "side_setup.h"
 
 /* The check buffer is a device buffer: reset and read by the copy engine,
@@ -134,7 +135,10 @@ int setup_coop_run(struct bench *b, int setup) {
     struct coopgfx c;
     struct thread_arg t = {.ops = coop_ops(task_of(b, setup, i, &c))};
     struct gfx_ctl ctl = {th_start, th_stop, &t};
+    uint64_t snap[SCHED_PROF_SLOTS];
+    sched_prof_kills_snap(b->rt, snap);
     if (long_window(b, x, &ctl)) return 1;
+    sched_prof_kills_since(b->rt, x->name, snap);
   }
   return 0;
 }

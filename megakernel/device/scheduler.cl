@@ -1149,6 +1149,47 @@ COOP_FN void coop__count_handed(COOP_GLOBAL struct coop_dev *dev) {
   }
 }
 
+/* COOP_DEVICE_DEFINES=COOP_PROF_KILLS (docs/scheduler.md, "Profile"; not
+ * with the other profiles, whose slots it shares): how a task started
+ * before it had all its workers got the rest, in device ticks from the
+ * first pass that saw it pending. prof[0] counts such tasks; prof[1] sums
+ * the time until an id was first taken after that pass (a leaving
+ * workgroup's, or a free worker's), prof[2] until half its ids were taken,
+ * prof[3] until all were, prof[4] is the longest of the latter. State in
+ * sched.trace (that profile's, unused here): [0] the start, 0 = none;
+ * [1] the ids taken then; [2] the marks passed. */
+#ifdef COOP_PROF_KILLS
+COOP_FN void coop__prof_kills(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_sched *s,
+                              coop_u32 v, coop_u32 size) {
+  coop_u64 now = coop_clock();
+  if (s->trace[0] == 0u) {
+    s->trace[0] = now;
+    s->trace[1] = v;
+    s->trace[2] = 0u;
+  }
+  coop_u64 d = now - s->trace[0];
+  if (!(s->trace[2] & 1u) && v > s->trace[1]) {
+    mb->prof[1] += d;
+    s->trace[2] |= 1u;
+  }
+  if (!(s->trace[2] & 2u) && 2u * v >= size) {
+    mb->prof[2] += d;
+    s->trace[2] |= 2u;
+  }
+  if (v < size) return;
+  mb->prof[3] += d;
+  if (d > mb->prof[4]) mb->prof[4] = d;
+  mb->prof[0] += 1u;
+  s->trace[0] = 0u;
+}
+#define COOP_PROF_KILLS_AT(v, size) coop__prof_kills(mb, s, (v), (size))
+#define COOP_PROF_KILLS_DONE(size) \
+  if (s->trace[0] != 0u) coop__prof_kills(mb, s, (size), (size))
+#else
+#define COOP_PROF_KILLS_AT(v, size)
+#define COOP_PROF_KILLS_DONE(size)
+#endif
+
 /* Step 5, after the reap: the task waiting for handed-over workers gets
  * the free ones (ids taken from its ticket word like a leaving worker's,
  * released at once) and kills are asked for the ids still missing; once
@@ -1161,6 +1202,7 @@ COOP_FN void coop__pending(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
     COOP_GLOBAL struct coop_chan *ch = &dev->chan[c];
     coop_u32 tk = coop_ld_rlx(&ch->ticket), size = tk >> 16, v = tk & 0xffffu;
     if (v < size && coop_ld_rlx(&ch->cancel)) size = v = coop__close_ids(mb, dev, c);
+    COOP_PROF_KILLS_AT(v < size ? v : size, size);
     if (v < size && s->nfree) {
       coop_u32 k = size - v < s->nfree ? size - v : s->nfree;
       v = coop_fadd(&ch->ticket, k) & 0xffffu;
@@ -1185,6 +1227,7 @@ COOP_FN void coop__pending(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL stru
       v += k;
     }
     if (v >= size) {
+      COOP_PROF_KILLS_DONE(size);
       for (coop_u32 k = 0, bits = s->coopm; bits != 0u; k++, bits >>= 1)
         if (bits & 1u) coop_st_rlx(&dev->chan[k].handoff, 0u);
       s->handed_owed += size - s->pend_own;
@@ -1576,6 +1619,9 @@ COOP_FN void coop__scheduler(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL st
   s->busy = s->coopm = s->susm = 0u;
   s->holds = 0u;
   s->pend = s->pend_own = s->handed_owed = s->handed_seen = 0u;
+#ifdef COOP_PROF_KILLS
+  s->trace[0] = 0u;
+#endif
   s->reaped = coop_ld_rlx(&dev->returned); /* 0: the host zeroed coop_dev */
   s->nhelpers = coop__nhelpers();
   coop_u32 last_ping = coop_sys_ld_acq(&mb->ping);
