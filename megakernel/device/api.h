@@ -90,6 +90,9 @@ struct coop_ctx {
   coop_u32 left;      /* 1 once killed or cancelled: the workgroup must return */
   coop_u32 suspended; /* 1 once workgroup 0 saved its state (scheduler.cl, "Suspension") */
   coop_u32 bslot;     /* coop__bcast's next slot of wl->decision */
+#ifdef COOP_PROF_KILLS
+  COOP_GLOBAL struct coop_mailbox *mb; /* the profile's slots (primitives.cl, coop__prof_top) */
+#endif
 };
 
 /* Cooperative meanings of the OpenCL work-item functions (004 Sec. 3.1):

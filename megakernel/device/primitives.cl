@@ -280,6 +280,34 @@ COOP_FN coop_u64 coop__offer_step(struct coop_ctx *c, coop_u32 may_wait) {
 #endif
 }
 
+/* COOP_PROF_KILLS (scheduler.cl, coop__prof_kills): lock held, a kill made
+ * by workgroup c's own offer, taking k workgroups (itself and the waiters
+ * below it), its last step `step` ticks long, the offer's turn. Timed from
+ * when the scheduler last raised the channel's want_kill from 0
+ * (ch.t_kill_arrive, COOP_PROF_SUSPEND's word, written in the lock hold
+ * that raised it): prof[5] counts such kills, prof[6] sums their delays,
+ * prof[7] their k; of those more than COOP_PROF_KILLS_LATE ticks late,
+ * prof[8] counts them, prof[9] sums their delays, prof[10] their k,
+ * prof[11] the killers' steps, prof[12] those whose offer found them the
+ * top at once (not after a wait). */
+#ifdef COOP_PROF_KILLS
+#define COOP_PROF_KILLS_LATE 100000u
+COOP_FN void coop__prof_top(struct coop_ctx *c, coop_u32 turn, coop_u32 k, coop_u64 step) {
+  COOP_GLOBAL coop_u64 *p = c->mb->prof;
+  coop_u64 t = c->ch->t_kill_arrive, now = coop_clock();
+  coop_u64 d = t != 0u && now > t ? now - t : 0u;
+  p[5] += 1u;
+  p[6] += d;
+  p[7] += k;
+  if (d <= COOP_PROF_KILLS_LATE) return;
+  p[8] += 1u;
+  p[9] += d;
+  p[10] += k;
+  p[11] += step;
+  p[12] += turn == COOP__TURN_TOP ? 1u : 0u;
+}
+#endif
+
 /* offer_kill: returns 1 if the offer was accepted (the workgroup must
  * leave). may_wait: its step asked for no barrier (coop__kill_turn). */
 COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c, coop_u32 may_wait) {
@@ -298,6 +326,9 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c, coop_u32 may_wait) {
     d = 1u;
   } else if (turn != COOP__TURN_NO) {
     coop__lock(&c->ch->lock);
+#ifdef COOP_PROF_KILLS
+    coop_u32 taken0 = coop_ld_rlx(&c->ch->taken);
+#endif
     /* a waiter clears its own bit (its wait is over) and tries its own
      * kill; a bit already cleared under the lock by another was its kill */
     if (turn == COOP__TURN_WAITED && !coop__kwait_take(c->ch, c->vid)) {
@@ -305,6 +336,9 @@ COOP_FN coop_u32 coop__offer_kill0(struct coop_ctx *c, coop_u32 may_wait) {
     } else {
       d = coop__kill_locked(c->ch, c->vid, c->wl->gen);
       if (turn == COOP__TURN_WAITED && !d) coop_fadd_rlx(&c->ch->waits, 1u);
+#ifdef COOP_PROF_KILLS
+      if (d) coop__prof_top(c, turn, coop_ld_rlx(&c->ch->taken) - taken0 + 1u, step);
+#endif
     }
     coop__unlock(&c->ch->lock);
     /* Its arrival in this episode, made now (barrier.cl, "Episodes"); a

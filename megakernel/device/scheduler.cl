@@ -790,6 +790,9 @@ COOP_FN void coop__request_kills(COOP_GLOBAL struct coop_dev *dev, coop_u32 need
     coop_u32 m = coop_ld_rlx(&ch->m), want = coop_ld_rlx(&ch->want_kill);
     coop_u32 can = m - 1u > want ? m - 1u - want : 0u;
     if (can > need) can = need;
+#ifdef COOP_PROF_KILLS /* the cascade's clock (primitives.cl, coop__prof_top) */
+    if (want == 0u && can != 0u) ch->t_kill_arrive = coop_clock();
+#endif
     coop_st_rel(&ch->want_kill, want + can);
     coop__unlock(&ch->lock);
     need -= can;

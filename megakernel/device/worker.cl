@@ -229,6 +229,9 @@ COOP_FN void coop__worker(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struc
   c.pid = pid;
   c.lid = coop_local_id();
   c.lsize = coop_local_size();
+#ifdef COOP_PROF_KILLS
+  c.mb = mb;
+#endif
   coop_u32 cmd = coop__next(&c);
   while (cmd != COOP_WS_EXIT) {
     coop__dispatch(&c, c.ch->kid);
