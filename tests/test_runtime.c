@@ -2722,6 +2722,85 @@ START_TEST(a_looked_steal_passes_a_held_queue) {
 }
 END_TEST
 
+/* The kill cascade's take of the waiters right below a kill
+ * (device/primitives.cl, coop__kwait_take_run: a word of their bits at a
+ * time) against one bit at a time on the host (kw_ref): runs that end
+ * inside a word, at a word's edge, go on across words, stop at n, and
+ * never take id 0; then random words. The cascade tests above have at
+ * most 8 workgroups, all in one word; an H200's 1055 span 33. */
+enum { KW_WORDS = 4, KW_CASES = 64 };
+
+static uint32_t kw_ref(uint32_t *w, uint32_t top, uint32_t n) {
+  uint32_t k = 0;
+  for (; k < n && top >= k + 1 && (w[(top - k) >> 5] >> ((top - k) & 31u) & 1u); k++)
+    w[(top - k) >> 5] &= ~(1u << ((top - k) & 31u));
+  return k;
+}
+
+START_TEST(kill_take_runs_word_by_word) {
+  static const uint32_t fixed[][2 + KW_WORDS] = {
+      {127, 200, ~0u, ~0u, ~0u, ~0u},         /* all set: down to id 1 */
+      {100, 10, ~0u, ~0u, ~0u, ~0u},          /* n ends it */
+      {100, 200, ~0u, 0x7fffffffu, ~0u, ~0u}, /* a gap at id 63 */
+      {63, 200, 0x7fffffffu, ~0u, 0u, 0u},    /* a whole word, then a gap */
+      {95, 50, ~0u, ~0u, 0x7fffffffu, 0u},    /* the top clear: none */
+      {95, 0, ~0u, ~0u, ~0u, ~0u},            /* n = 0 */
+      {0, 5, ~0u, ~0u, ~0u, ~0u},             /* id 0 is never taken */
+      {31, 100, ~0u, 0u, 0u, 0u},             /* down to id 1 in one word */
+      {64, 3, 0u, ~0u, 1u, 0u},               /* across an edge at once */
+      {127, 70, ~0u, 0xffff0000u, ~0u, ~0u}}; /* across two edges */
+  enum { NFIXED = sizeof fixed / sizeof *fixed };
+  struct fx f;
+  struct coop_rt_options o;
+  own_options(&o);
+  int r = coop_rt_open(&f.rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  int k = coop_rt_add_kernel(f.rt, "kwrun", 0, k_kwrun);
+  ck_assert_int_ge(k, 0);
+  r = coop_rt_launch(f.rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  uint32_t *words = coop_rt_alloc(f.rt, KW_CASES * KW_WORDS * sizeof *words);
+  uint32_t *cases = coop_rt_alloc(f.rt, 2 * KW_CASES * sizeof *cases);
+  uint32_t *out = coop_rt_alloc(f.rt, KW_CASES * sizeof *out);
+  uint32_t want[KW_CASES * KW_WORDS], took[KW_CASES], x = 2463534242u;
+  for (unsigned i = 0; i < KW_CASES; i++) {
+    for (unsigned j = 0; j < KW_WORDS; j++) {
+      uint32_t clear = ~0u; /* a bit clear one time in 16 */
+      for (int b = 0; b < 4; b++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        clear &= x;
+      }
+      uint32_t v = ~clear;
+      words[KW_WORDS * i + j] = i < NFIXED ? fixed[i][2 + j] : v;
+    }
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    cases[2 * i] = i < NFIXED ? fixed[i][0] : x % (32 * KW_WORDS);
+    cases[2 * i + 1] = i < NFIXED ? fixed[i][1] : (x >> 8) % (32 * KW_WORDS + 8);
+    memcpy(want + KW_WORDS * i, words + KW_WORDS * i, KW_WORDS * sizeof *want);
+    took[i] = kw_ref(want + KW_WORDS * i, cases[2 * i], cases[2 * i + 1]);
+  }
+  uint64_t a[5] = {coop_rt_buf_arg(f.rt, words), coop_rt_buf_arg(f.rt, cases),
+                   coop_rt_buf_arg(f.rt, out), KW_CASES, KW_WORDS};
+  ck_assert_int_eq(finish(&f, submit(&f, k, 1, 0, 0, 5, a)).state, COOP_TASK_DONE);
+  for (unsigned i = 0; i < KW_CASES; i++) {
+    ck_assert_msg(out[i] == took[i], "case %u (from id %u, at most %u): took %u, want %u", i,
+                  cases[2 * i], cases[2 * i + 1], out[i], took[i]);
+    for (unsigned j = 0; j < KW_WORDS; j++)
+      ck_assert_msg(words[KW_WORDS * i + j] == want[KW_WORDS * i + j],
+                    "case %u word %u: %#x, want %#x", i, j, words[KW_WORDS * i + j],
+                    want[KW_WORDS * i + j]);
+  }
+  ck_assert_uint_eq(took[0], 127); /* the fixed cases say what they claim */
+  ck_assert_uint_eq(took[2], 37);
+  ck_assert_uint_eq(took[3], 32);
+  ck_assert_uint_eq(took[9], 70);
+  coop_rt_free(f.rt, words);
+  coop_rt_free(f.rt, cases);
+  coop_rt_free(f.rt, out);
+  fx_close(&f);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("runtime");
   TCase *d = tcase_create("discovery");
@@ -2781,6 +2860,7 @@ static Suite *suite(void) {
   tcase_add_test(rz, query_suspension_at_the_step_it_is_asked_in);
   tcase_add_test(rz, kills_without_a_barrier_wait_for_those_above);
   tcase_add_test(rz, kill_waits_end_while_the_top_holds);
+  tcase_add_test(rz, kill_take_runs_word_by_word);
   tcase_add_test(rz, long_steps_end_for_a_kill);
   tcase_add_test(rz, caps_plain);
   tcase_add_test(rz, caps_query);

@@ -46,6 +46,38 @@ COOP_FN coop_u32 coop__kwait_take(COOP_GLOBAL struct coop_chan *ch, coop_u32 id)
   return 1u;
 }
 
+/* COOP_KILL_TAKE_WORDS=0 (COOP_DEVICE_DEFINES): the take below goes one
+ * bit at a time (coop__kwait_take), for comparison. */
+#ifndef COOP_KILL_TAKE_WORDS
+#define COOP_KILL_TAKE_WORDS 1
+#endif
+
+/* Lock held: takes the waiters at ids top, top - 1, ... (never id 0)
+ * while their bits in kw (ch->kwait) are set, at most n of them, a word at
+ * a time: one load and one atomic and for each word's run of set bits,
+ * where coop__kwait_take makes those two dependent round trips for every
+ * waiter, all inside the lock hold (a block of 500 waiters: 1000 of them).
+ * Returns how many it took. A word is loaded once: a waiter that sets its
+ * bit after that load (it does so without the lock; only a lock holder
+ * clears another's bit) is left waiting and ends the run, as one that
+ * came a moment later would have; the and clears only the bits the load
+ * saw set, which nobody else can clear meanwhile. */
+COOP_FN coop_u32 coop__kwait_take_run(COOP_GLOBAL coop_atomic_u32 *kw, coop_u32 top, coop_u32 n) {
+  coop_u32 k = 0u;
+  while (k < n && top >= 1u) {
+    coop_u32 hi = top & 31u, w = coop_ld_rlx(&kw[top >> 5]), run = 0u;
+    /* the set bits from hi down: ids top - run >= 1, at most n - k */
+    while (run <= hi && run < top && k + run < n && ((w >> (hi - run)) & 1u) != 0u) run++;
+    if (run == 0u) break;
+    coop_u32 ones = run == 32u ? 0xffffffffu : (1u << run) - 1u;
+    coop_fand(&kw[top >> 5], ~(ones << (hi + 1u - run)));
+    k += run;
+    if (run <= hi) break; /* it stopped inside the word */
+    top -= run;
+  }
+  return k;
+}
+
 /* Thread 0, lock held: the offer of workgroup vid, judged against M. The
  * episode it is in (ep) loses it from the next on (bar_delta); in this one
  * its arrival is made for it by the caller, once the lock is given back.
@@ -58,7 +90,9 @@ COOP_FN coop_u32 coop__kill_locked(COOP_GLOBAL struct coop_chan *ch, coop_u32 vi
   coop_u32 want = coop_ld_rlx(&ch->want_kill);
   if (want == 0u || vid == 0u || m <= 1u || vid != m - 1u) return 0u;
   coop_u32 k = 1u;
-#if COOP_KILL_TAKE_BELOW
+#if COOP_KILL_TAKE_BELOW && COOP_KILL_TAKE_WORDS
+  k += coop__kwait_take_run(ch->kwait, m - 2u, want - 1u);
+#elif COOP_KILL_TAKE_BELOW
   while (k < want && m - k > 1u && coop__kwait_take(ch, m - k - 1u)) k++;
 #endif
   coop_st_rlx(&ch->want_kill, want - k);
