@@ -56,28 +56,28 @@ int sched_prof_kills_snap(coop_rt *rt, uint64_t snap[SCHED_PROF_SLOTS]) {
 void sched_prof_kills_since(coop_rt *rt, const char *what, const uint64_t snap[SCHED_PROF_SLOTS]) {
   uint64_t now[SCHED_PROF_SLOTS];
   if (!sched_prof_kills_snap(rt, now)) return;
+  double tick_us = coop_rt_tick_ns(rt) / 1e3;
   uint64_t n = now[0] - snap[0];
-  double us = n ? coop_rt_tick_ns(rt) / 1e3 / (double)n : 0.0;
+  double us = n ? tick_us / (double)n : 0.0;
   printf(
       "%s: %llu tasks started before they had their workers (COOP_PROF_KILLS), mean us from "
       "the first pass that saw one pending: an id taken %.1f, half of them %.1f, all %.1f; "
       "the longest so far %.1f\n",
       what, (unsigned long long)n, (double)(now[1] - snap[1]) * us, (double)(now[2] - snap[2]) * us,
-      (double)(now[3] - snap[3]) * us, (double)now[4] * coop_rt_tick_ns(rt) / 1e3);
+      (double)(now[3] - snap[3]) * us, (double)now[4] * tick_us);
   /* the kills a workgroup's own offer made (primitives.cl, coop__prof_top) */
   uint64_t tops = now[5] - snap[5], late = now[8] - snap[8];
-  double tick_us = coop_rt_tick_ns(rt) / 1e3;
   if (!tops) return;
+  double late_us = late ? tick_us / (double)late : 0.0;
   printf(
       "%s: %llu kills made by an offer, mean %.1f us after the request, %.1f workgroups each; "
       "%llu of them over 100 us: mean %.1f us, %.1f workgroups each, the killer's last step "
       "%.1f us, %llu found the top at their offer\n",
       what, (unsigned long long)tops, (double)(now[6] - snap[6]) * tick_us / (double)tops,
       (double)(now[7] - snap[7]) / (double)tops, (unsigned long long)late,
-      late ? (double)(now[9] - snap[9]) * tick_us / (double)late : 0.0,
+      (double)(now[9] - snap[9]) * late_us,
       late ? (double)(now[10] - snap[10]) / (double)late : 0.0,
-      late ? (double)(now[11] - snap[11]) * tick_us / (double)late : 0.0,
-      (unsigned long long)(now[12] - snap[12]));
+      (double)(now[11] - snap[11]) * late_us, (unsigned long long)(now[12] - snap[12]));
 }
 
 void sched_prof_print(coop_rt *rt) {

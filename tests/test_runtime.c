@@ -2185,21 +2185,28 @@ static void own_options(struct coop_rt_options *o) {
   if (getenv("COOP_LOCAL_SIZE")) o->local_size = (unsigned)atoi(getenv("COOP_LOCAL_SIZE"));
 }
 
+/* A test's own runtime in *rt (own_options) of the one non-cooperative
+ * kernel `name`, launched; returns its kernel id. */
+static int own_rt_of(coop_rt **rt, const char *name, const char *src) {
+  struct coop_rt_options o;
+  own_options(&o);
+  int r = coop_rt_open(rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(*rt));
+  int k = coop_rt_add_kernel(*rt, name, 0, src);
+  ck_assert_int_ge(k, 0);
+  r = coop_rt_launch(*rt);
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(*rt));
+  return k;
+}
+
 /* A megakernel whose kernels are all non-cooperative (ids alone): its
  * tasks end. On PoCL the worker ran the task's function again and again
  * and never reported its end (the ids counter in the millions, the task
  * RUNNING for ever) until the dispatch ended on a barrier of its own
  * (source.c, put_kernels). */
 START_TEST(non_cooperative_kernels_alone_end_their_tasks) {
-  struct coop_rt_options o;
-  own_options(&o);
   coop_rt *rt = NULL;
-  int r = coop_rt_open(&rt, &o);
-  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
-  int ids = coop_rt_add_kernel(rt, "ids", 0, k_ids);
-  ck_assert_int_ge(ids, 0);
-  r = coop_rt_launch(rt);
-  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  int ids = own_rt_of(&rt, "ids", k_ids);
   unsigned w = coop_rt_workers(rt);
   uint32_t *o32 = coop_rt_alloc(rt, 2 * w * sizeof *o32), got[2 * COOP_MAX_WG];
   ck_assert_ptr_nonnull(o32);
@@ -2208,7 +2215,7 @@ START_TEST(non_cooperative_kernels_alone_end_their_tasks) {
     d.args[0] = coop_rt_buf_arg(rt, o32);
     coop_task_id id;
     ck_assert_int_eq(coop_rt_submit(rt, &d, &id), 0);
-    r = coop_rt_wait(rt, id, 20000);
+    int r = coop_rt_wait(rt, id, 20000);
     if (r) coop_rt_dump(rt, stderr);
     ck_assert_msg(r == 0, "a task of %u groups: %s", k, coop_strerror(r));
     ck_assert_int_eq(coop_rt_task_release(rt, id), 0);
@@ -2611,14 +2618,7 @@ struct tqfx {
 
 static void tq_open(struct tqfx *t) {
   memset(t, 0, sizeof *t);
-  struct coop_rt_options o;
-  own_options(&o);
-  int r = coop_rt_open(&t->f.rt, &o);
-  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(t->f.rt));
-  t->k = coop_rt_add_kernel(t->f.rt, "tqlook", 0, k_tqlook);
-  ck_assert_int_ge(t->k, 0);
-  r = coop_rt_launch(t->f.rt);
-  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(t->f.rt));
+  t->k = own_rt_of(&t->f.rt, "tqlook", k_tqlook);
   t->qctl = coop_rt_alloc(t->f.rt, TQ_NQ * 4 * sizeof *t->qctl);
   t->items = coop_rt_alloc(t->f.rt, TQ_NQ * TQ_QCAP * sizeof *t->items);
   t->out = coop_rt_alloc(t->f.rt, 2 * TQ_ROUNDS_MAX * sizeof *t->out);
@@ -2751,14 +2751,7 @@ START_TEST(kill_take_runs_word_by_word) {
       {127, 70, ~0u, 0xffff0000u, ~0u, ~0u}}; /* across two edges */
   enum { NFIXED = sizeof fixed / sizeof *fixed };
   struct fx f;
-  struct coop_rt_options o;
-  own_options(&o);
-  int r = coop_rt_open(&f.rt, &o);
-  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
-  int k = coop_rt_add_kernel(f.rt, "kwrun", 0, k_kwrun);
-  ck_assert_int_ge(k, 0);
-  r = coop_rt_launch(f.rt);
-  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f.rt));
+  int k = own_rt_of(&f.rt, "kwrun", k_kwrun);
   uint32_t *words = coop_rt_alloc(f.rt, KW_CASES * KW_WORDS * sizeof *words);
   uint32_t *cases = coop_rt_alloc(f.rt, 2 * KW_CASES * sizeof *cases);
   uint32_t *out = coop_rt_alloc(f.rt, KW_CASES * sizeof *out);
