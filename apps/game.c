@@ -49,20 +49,13 @@ static int prepare(const struct coop_app_input *in, const struct coop_app_opts *
       in->bytes < (size_t)count * 2 * sizeof(uint64_t))
     return COOP_EINVAL;
   uint32_t nq = t->groups;
-  /* Node records: nodecap for the tree down to the split (game_expand's),
-   * then room for the children of up to 2 * nq leaf tasks whose searches
-   * stopped for a kill (game_give_split; without room such a task goes back
-   * whole), at most qcap records in all: a task is in one queue at a time,
-   * so no queue can hold more than every record and none ever overflows. */
   size_t nodecap = node_bound(count, split), qcap = 1;
   while (qcap < nodecap) qcap *= 2;
-  size_t records = nodecap + 2 * COLS * (size_t)nq;
-  if (records > qcap) records = qcap;
   if (nq == 0 || nodecap > 0xfffffff0u || qcap * nq > 0xffffffffu) return COOP_EINVAL;
 
   const uint64_t *pos = in->data;
-  uint32_t *nodes = coop_app_task_buf(t, COOP_APP_IN, records * NODE_WORDS * 4);
-  coop_app_task_scratch(t, records * 2 * 4);
+  uint32_t *nodes = coop_app_task_buf(t, COOP_APP_IN, nodecap * NODE_WORDS * 4);
+  coop_app_task_scratch(t, nodecap * 2 * 4);
   uint32_t *res = coop_app_task_buf(t, COOP_APP_INOUT, (size_t)count * 4);
   uint32_t *ctl = coop_app_task_buf(t, COOP_APP_INOUT, (CTL_QUEUES + 4 * (size_t)nq) * 4);
   uint32_t *items = coop_app_task_buf(t, COOP_APP_IN, qcap * nq * 4);

@@ -59,8 +59,7 @@
  * args: 0 mode, 1 nodes (u32 x GAME_NODE_WORDS x nodecap), 2 acc (atomics:
  *       pending children, best child value (biased), per node), 3 result
  *       (i32 per position, stored as u32), 4 ctl (atomics: [0] nodes used,
- *       [1] tasks outstanding, [2] overflow, [3] records past nodecap
- *       taken by game_give_split, then 4 per queue: lock, head,
+ *       [1] tasks outstanding, [2] overflow, then 4 per queue: lock, head,
  *       tail, unused), 5 queue items (u32 x nq x qcap), 6 depth, 7 split,
  *       8 nq, 9 qcap (power of two), 10 nodecap
  * node record: cur (lo, hi: stones of the side to move), mask (lo, hi: all
@@ -95,37 +94,9 @@
 #ifndef GAME_GIVE_MAX
 #define GAME_GIVE_MAX 8 /* steps in a row that may give their task back */
 #endif
-/* GAME_GIVE_SPLIT=0 (COOP_DEVICE_DEFINES): a step whose search stopped for
- * a kill gives its task back whole, where by default it keeps what its
- * finished searches found (game_give_split). */
-#ifndef GAME_GIVE_SPLIT
-#define GAME_GIVE_SPLIT 1
-#endif
-/* a grandchild's value in scratch when its search stopped early: no value
- * a search returns (those are within GAME_WIN + GAME_MAX_DEPTH of 0) */
-#define GAME_STOPPED (-2147483646)
-/* GAME_TEST_STOPS=n (tests only, COOP_DEVICE_DEFINES): in a task at the
- * split depth that may give its task back, every n-th grandchild (by task
- * and index) stops at once as if its workgroup were wanted, so that
- * game_give_split and the whole give-back run without kills. */
-#ifndef GAME_TEST_STOPS
-#define GAME_TEST_STOPS 0
-#endif
-COOP_FN coop_u32 game_test_stop(coop_u32 n) {
-#if GAME_TEST_STOPS
-  return n % (coop_u32)GAME_TEST_STOPS == 0u ? 1u : 0u;
-#else
-  (void)n;
-  return 0u;
-#endif
-}
 #define GAME_S_MAY 64u  /* 1: this step's search may give its task back */
 #define GAME_S_GAVE 65u /* set by a thread whose search stopped for a kill */
 #define GAME_S_LOOK 66u /* COOP_TQ_LOOKERS words: coop_tq_look's */
-/* 7 children of a task whose search stopped (game_row): their values, and
- * 1 where a search below the child stopped */
-#define GAME_S_ROWV (GAME_S_LOOK + COOP_TQ_LOOKERS)
-#define GAME_S_ROWLEFT (GAME_S_ROWV + 7u)
 /* How a step finds its task (COOP_DEVICE_DEFINES): 2, the queues the
  * workgroup's look saw non-empty only (coop_tq_pop_or_steal_looked); 1,
  * the nearest of them, then every queue after it one by one; 0, thread 0
@@ -342,124 +313,6 @@ COOP_FN0 void game_expand(const struct coop_ctx *c, coop_buf_u32 nodes, coop_buf
   }
 }
 
-/* Thread 0, a leaf task t (cur, mask) whose search stopped for a kill:
- * what its finished searches found is kept instead of lost. Its children
- * become nodes (as game_expand makes them above the split): a child
- * resolved at once, or whose seven searches all ended, is complete and
- * passed up now (game_complete); each of the others is pushed on queue q
- * as a task of its own, searched later from its own children, so that
- * only the searches that stopped are done again, and by up to 7
- * workgroups instead of one. t itself is then done. The children's
- * records come from past nodecap, which game_expand's tree fills: the
- * host may leave room there in nodes and acc (apps/game.c). Returns 0,
- * and does nothing, when there are not enough of them left or the queue
- * has no room for the children: t is then given back whole. Only this workgroup pushes on queue q
- * (steals only take from it), so the room seen here does not shrink before the push. */
-/* Thread j < 7 of a step whose search stopped: child j's value for the
- * side to move there (as the combine in game_step reads it), and whether a
- * search below it stopped, into scratch for game_give_split. */
-COOP_FN void game_row(coop_lbuf_i32 sh, coop_u32 j) {
-  coop_i32 d = coop_at(sh, GAME_S_DIRECT + j), vj = coop_at(sh, GAME_S_DVAL + j), left = 0;
-  if (d == 0) {
-    vj = GAME_NEG_INF;
-    for (coop_u32 m = 0u; m < 7u; m++) {
-      coop_i32 g = coop_at(sh, GAME_S_GRAND + 7u * j + m);
-      if (g == GAME_STOPPED)
-        left = 1;
-      else if (g != GAME_NEG_INF && -g > vj)
-        vj = -g;
-    }
-  }
-  coop_at(sh, GAME_S_ROWV + j) = vj;
-  coop_at(sh, GAME_S_ROWLEFT + j) = left;
-}
-
-COOP_FN coop_u32 game_give_split(const struct coop_ctx *c, coop_lbuf_i32 sh, coop_u32 t) {
-  /* bit j: child j is a move (legal), and some search below it stopped (left) */
-  coop_u32 legal = 0u, left = 0u, k = 0u, again = 0u;
-  for (coop_u32 j = 0u; j < 7u; j++) {
-    if (coop_at(sh, GAME_S_DIRECT + j) == 2) continue;
-    legal |= 1u << j;
-    k++;
-    if (coop_at(sh, GAME_S_ROWLEFT + j) == 0) continue;
-    left |= 1u << j;
-    again++;
-  }
-  if (again == 0u || coop_cancel_requested(c)) return 0u;
-  coop_buf_atomic_u32 ctl = coop_arg_buf_atomic_u32(c, 4), qctl, qc;
-  coop_u32 qcap = coop_arg_u32(c, 9), nodecap = coop_arg_u32(c, 10), q = coop_group_id(c);
-  coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
-  coop_sub(qc, qctl, (coop_u64)COOP_TQ_WORDS * q, COOP_TQ_WORDS);
-  if (qcap - (coop_ld_rlx(coop_ptr(qc, 2)) - coop_ld_rlx(coop_ptr(qc, 1))) < again) return 0u;
-  /* k records past game_expand's nodecap (the host leaves room there, in
-   * nodes and acc alike), counted in ctl[3], taken only if all fit */
-  coop_buf_u32 nodes = coop_arg_buf_u32(c, 1);
-  coop_buf_atomic_u32 acc = coop_arg_buf_atomic_u32(c, 2);
-  coop_u64 cap = coop_len(nodes) / GAME_NODE_WORDS, ca = coop_len(acc) / 2u;
-  if (ca < cap) cap = ca;
-  if (cap > 0xffffffffu) cap = 0xffffffffu;
-  if (cap <= nodecap) return 0u;
-  coop_u32 room = (coop_u32)cap - nodecap, used = coop_ld_rlx(coop_ptr(ctl, 3));
-  for (;;) {
-    if (used > room || room - used < k) return 0u;
-    if (coop_cas_rlx(coop_ptr(ctl, 3), &used, used + k)) break;
-  }
-  coop_u32 first = nodecap + used;
-  /* the children to search again get the first ids (one push), the
-   * complete ones the rest */
-  coop_buf_u32 rec;
-  coop_sub(rec, nodes, (coop_u64)GAME_NODE_WORDS * t, GAME_NODE_WORDS);
-  coop_u64 cur = (coop_u64)coop_at(rec, 0) | (coop_u64)coop_at(rec, 1) << 32;
-  coop_u64 mask = (coop_u64)coop_at(rec, 2) | (coop_u64)coop_at(rec, 3) << 32;
-  coop_u32 ply = coop_at(rec, 5), pos = coop_at(rec, 6), ia = first, ic = first + again;
-  for (coop_u32 j = 0u; j < 7u; j++) {
-    if (!((legal >> j) & 1u)) continue;
-    coop_u32 i = (left >> j) & 1u ? ia++ : ic++;
-    coop_u64 nc = cur ^ mask, nm = mask | (mask + game_bottom(j));
-    coop_buf_u32 ch;
-    coop_sub(ch, nodes, (coop_u64)GAME_NODE_WORDS * i, GAME_NODE_WORDS);
-    coop_at(ch, 0) = (coop_u32)nc;
-    coop_at(ch, 1) = (coop_u32)(nc >> 32);
-    coop_at(ch, 2) = (coop_u32)nm;
-    coop_at(ch, 3) = (coop_u32)(nm >> 32);
-    coop_at(ch, 4) = t;
-    coop_at(ch, 5) = ply + 1u;
-    coop_at(ch, 6) = pos;
-    coop_at(ch, 7) = 0u;
-  }
-  /* t's pending children before any of them can end (published to the
-   * others by the push's release; this thread's own ends below come after
-   * it in program order on the same word) */
-  coop_st_rlx(coop_ptr(acc, 2u * (coop_u64)t), k);
-  coop_fadd(coop_ptr(ctl, 1), again); /* before the push, as game_expand's */
-  coop_u32 pushed = coop_tq_push(c, qctl, coop_arg_buf_u32(c, 5), qcap, q, first, again);
-  if (pushed < again) {
-    if (!coop_cancel_requested(c)) coop_for(coop_ptr(ctl, 2), 2u); /* a client's queue words */
-    coop_fsub(coop_ptr(ctl, 1), again - pushed);
-  }
-  /* the complete children, passed up (their values: game_row) */
-  ic = first + again;
-  for (coop_u32 j = 0u; j < 7u; j++)
-    if ((legal & ~left) >> j & 1u)
-      game_complete(nodes, acc, coop_arg_buf_atomic_u32(c, 3), ic++, coop_at(sh, GAME_S_ROWV + j));
-  coop_fsub(coop_ptr(ctl, 1), 1u); /* t is done: its children stand for it */
-  return 1u;
-}
-
-/* Thread 0: a task whose search stopped for a kill goes back, split
- * (game_give_split) or whole, unfinished: still outstanding. */
-COOP_FN0 void game_give_back(const struct coop_ctx *c, coop_lbuf_i32 sh, coop_u32 t) {
-  if (GAME_GIVE_SPLIT && game_give_split(c, sh, t)) return;
-  coop_buf_atomic_u32 ctl = coop_arg_buf_atomic_u32(c, 4), qctl;
-  coop_sub(qctl, ctl, GAME_CTL_QUEUES, coop_len(ctl));
-  if (coop_tq_push(c, qctl, coop_arg_buf_u32(c, 5), coop_arg_u32(c, 9), coop_group_id(c), t, 1u) ==
-          0u &&
-      !coop_cancel_requested(c)) {
-    coop_for(coop_ptr(ctl, 2), 2u); /* queue full after all (a client's queue words) */
-    coop_fsub(coop_ptr(ctl, 1), 1u);
-  }
-}
-
 /* One iteration of the main loop: take a task (pop or steal), process it.
  * The barriers are unconditional (PoCL's work-item loops want every thread
  * to pass the same barriers on every step); each phase's work is guarded.
@@ -533,24 +386,22 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
         coop_at(sh, GAME_S_DIRECT + j) = (coop_i32)direct;
         coop_at(sh, GAME_S_DVAL + j) = cv;
       }
-      coop_u32 stopped = may && ply == split && game_test_stop(t * 49u + i);
-      if (!stopped && !direct && !(cm & game_top(k)))
+      coop_u32 stopped = 0u;
+      if (!direct && !(cm & game_top(k)))
         g = game_search(c, cc ^ cm, cm | (cm + game_bottom(k)), r - 2u, may, &stopped);
-      if (stopped) {
-        coop_at(sh, GAME_S_GAVE) = 1; /* every writer stores 1 */
-        g = GAME_STOPPED;
-      }
+      if (stopped) coop_at(sh, GAME_S_GAVE) = 1; /* every writer stores 1 */
     } else if (k == 0u) {
       coop_at(sh, GAME_S_DIRECT + j) = 2;
     }
     coop_at(sh, GAME_S_GRAND + i) = g;
   }
   coop_wg_barrier();
-  /* a search stopped early gives its task back (game_give_back) */
+  /* a search stopped early gives its task back, unfinished: still outstanding */
   coop_u32 gave = search && may && coop_at(sh, GAME_S_GAVE) != 0;
-  if (GAME_GIVE_SPLIT) { /* the children's values and what stopped, by 7 threads */
-    if (gave && lid < 7u) game_row(sh, lid);
-    coop_wg_barrier();
+  if (lid == 0u && gave && coop_tq_push(c, qctl, items, qcap, q, t, 1u) == 0u &&
+      !coop_cancel_requested(c)) {
+    coop_for(coop_ptr(ctl, 2), 2u); /* queue full after all (a client's queue words) */
+    coop_fsub(coop_ptr(ctl, 1), 1u);
   }
   s->gave = game_gave(s, gave);
   search = search && !gave;
@@ -572,7 +423,6 @@ coop_u32 game_step(struct coop_ctx *c, struct game_state *s) {
   if (lid == 0u && expand) game_expand(c, nodes, acc, ctl, items, qcap, nodecap, q, t);
   if (lid == 0u && (resolved || search)) game_complete(nodes, acc, res, t, v);
   if (lid == 0u && valid && !gave) coop_fsub(coop_ptr(ctl, 1), 1u); /* this task is done */
-  if (lid == 0u && gave) game_give_back(c, sh, t); /* last: little is live across the call */
   if (t == GAME_END) return COOP_DONE;
   /* the original form (mode 0) never offers a kill nor asks for a fork */
   return coop_arg_u32(c, 0) == 0u ? COOP_CONTINUE : (COOP_OFFER_KILL | COOP_REQUEST_FORK);
