@@ -14,13 +14,7 @@
 # bench/sharing_gpu.sh. Outputs (ahead-APP-A-R.csv and .txt) go to DIR,
 # else $OUT, else ./out.
 set -o pipefail
-out=${1:-${OUT:-$PWD/out}}
-mkdir -p "$out" /work || exit 1
-out=$(cd "$out" && pwd)
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
-nvidia-smi -L
+. "$(dirname "$0")/gpu_prelude.sh" "${1:-}"
 b=build-cuda/bin
 app=${APP:-game}
 case "$app" in

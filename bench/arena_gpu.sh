@@ -12,12 +12,7 @@
 # and its shared libraries in .devlibs/ (bench/native_gpu.sh). Outputs go to
 # $OUT: micro-PLACEMENT.csv, rtt.csv.
 set -o pipefail
-out=${OUT:-$PWD/out}
-mkdir -p "$out" /work
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
-nvidia-smi -L
+. "$(dirname "$0")/gpu_prelude.sh" ""
 b=build-cuda/bin
 for place in host device advise; do
   export COOP_CUDA_ARENA=$place

@@ -17,11 +17,7 @@
 set -o pipefail
 part=${1:-micro}
 old=${2:-.devold}
-out=${OUT:-$PWD/out}
-mkdir -p "$out" /work
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
+. "$(dirname "$0")/gpu_prelude.sh" ""
 if [[ ! -e /usr/local/cuda/include/cooperative_groups.h && -e $old/cuda-include.tar.xz ]]; then
   mkdir -p /tmp/cuda && tar -C /tmp/cuda -xJf "$old/cuda-include.tar.xz"
   export COOP_CUDA_INCLUDE=/tmp/cuda/include:/tmp/cuda/include/cccl

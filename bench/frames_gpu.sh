@@ -13,12 +13,7 @@
 # and its shared libraries in .devlibs/, as bench/native_gpu.sh. Outputs go
 # to $OUT.
 set -o pipefail
-out=${OUT:-$PWD/out}
-mkdir -p "$out" /work
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
-nvidia-smi -L
+. "$(dirname "$0")/gpu_prelude.sh" ""
 b=build-cuda/bin
 d=$(mktemp -d)
 $b/coopd --socket "$d/s" --kernels kernels:build-cuda/kernels/apps --backend cuda \

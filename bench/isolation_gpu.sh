@@ -16,12 +16,8 @@ set -o pipefail
 part=${1:-all}
 before=${2:-}
 before_kernels=${3:-}
-out=${OUT:-$PWD/out}
-mkdir -p "$out" /work
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda COOP_LOCAL_SIZE=64
-nvidia-smi -L
+. "$(dirname "$0")/gpu_prelude.sh" ""
+export COOP_LOCAL_SIZE=64
 if [[ $part == all || $part == tests ]]; then
   ctest --test-dir build-cuda -L device --output-on-failure --timeout 280 ${CTEST_EXTRA:-} 2>&1 |
     tee "$out/ctest.log" | grep -E "Test +#|tests passed|FAILED|F:"

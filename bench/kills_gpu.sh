@@ -15,13 +15,7 @@
 # bench/sharing_gpu.sh. Outputs (kills-wW-APP-R.csv and .txt, W 1 for the
 # word take, 0 for one bit at a time) go to DIR, else $OUT, else ./out.
 set -o pipefail
-out=${1:-${OUT:-$PWD/out}}
-mkdir -p "$out" /work || exit 1
-out=$(cd "$out" && pwd)
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
-nvidia-smi -L
+. "$(dirname "$0")/gpu_prelude.sh" "${1:-}"
 b=build-cuda/bin
 t0=$(date +%s)
 run() { # words app input scale setups round

@@ -13,11 +13,7 @@
 set -o pipefail
 part=${1:-all}
 old=${2:-}
-out=${OUT:-$PWD/out}
-mkdir -p "$out" /work
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
+. "$(dirname "$0")/gpu_prelude.sh" ""
 # NVRTC needs <cooperative_groups.h> for the native baselines
 if [[ ! -e /usr/local/cuda/include/cooperative_groups.h && -n $old && -e $old/cuda-include.tar.xz ]]; then
   mkdir -p /tmp/cuda && tar -C /tmp/cuda -xJf "$old/cuda-include.tar.xz"

@@ -27,12 +27,7 @@ set -o pipefail
 old=${1:-.devold/old}
 parts=" ${PARTS:-native rtt legs sources} "
 part() { [[ $parts == *" $1 "* ]]; }
-out=${OUT:-$PWD/out}
-mkdir -p "$out" /work
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
-nvidia-smi -L
+. "$(dirname "$0")/gpu_prelude.sh" ""
 b=build-cuda/bin
 
 start_coopd() { # BINARY [--set ...]

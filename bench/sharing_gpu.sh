@@ -26,13 +26,7 @@
 # says so) when it is not; green is skipped on a driver without green
 # contexts.
 set -o pipefail
-out=${1:-${OUT:-$PWD/out}}
-mkdir -p "$out" /work || exit 1
-out=$(cd "$out" && pwd)
-[ -e /work/main ] || ln -s "$PWD" /work/main
-cd /work/main || exit 1
-export LD_LIBRARY_PATH=$PWD/.devlibs COOP_BACKEND=cuda
-nvidia-smi -L
+. "$(dirname "$0")/gpu_prelude.sh" "${1:-}"
 command -v nvidia-cuda-mps-control || echo "no nvidia-cuda-mps-control on PATH: mps will be skipped"
 b=build-cuda/bin
 window=${WINDOW:-1}
