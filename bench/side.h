@@ -119,8 +119,10 @@ void plain_close(struct plain *p);
 struct sample {
   int64_t t_release, t_launch, t_done, t_next;
   int64_t exec_ns, gather_ns;
-  int chk;    /* the window's first task: into the check buffer, left out of the figures */
-  int in_run; /* released while a run of the long kernel was in progress */
+  int64_t nap_end; /* when the loop's last nap before the release ended (0: none, or not
+                    * known: setup (a)'s samples, --report's) */
+  int chk;         /* the window's first task: into the check buffer, left out of the figures */
+  int in_run;      /* released while a run of the long kernel was in progress */
 };
 
 struct task_ops {

@@ -41,8 +41,11 @@ static void push_sample(struct gfx *g, const struct sample *s) {
 #define SPIN_NS 1000000
 
 /* Until t, or g->stop (then 1): naps of at most 2 ms up to SPIN_NS before
- * t, then spins. */
-static int wait_until(struct gfx *g, int64_t t) {
+ * t, then spins; *nap_end: when the last nap ended (0: none), so that the
+ * report can tell a launch late for a nap that overran from one late for
+ * a spin the thread was taken off. */
+static int wait_until(struct gfx *g, int64_t t, int64_t *nap_end) {
+  *nap_end = 0;
   for (;;) {
     if (atomic_load(&g->stop)) return 1;
     int64_t now = now_ns(), left = t - now;
@@ -51,6 +54,7 @@ static int wait_until(struct gfx *g, int64_t t) {
     int64_t nap = left - SPIN_NS < 2000000 ? left - SPIN_NS : 2000000;
     struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
     nanosleep(&ts, NULL);
+    *nap_end = now_ns();
   }
 }
 
@@ -59,10 +63,11 @@ int gfx_loop(struct gfx *g) {
     snprintf(g->why, sizeof g->why, "resetting the check buffer failed");
     return g->err = 1;
   }
-  int64_t next = now_ns();
-  for (size_t i = 0; !wait_until(g, next); i++) {
+  int64_t next = now_ns(), nap_end;
+  for (size_t i = 0; !wait_until(g, next, &nap_end); i++) {
     struct sample s;
     memset(&s, 0, sizeof s);
+    s.nap_end = nap_end;
     s.t_release = next;
     s.chk = i == 0;
     s.t_launch = now_ns();

@@ -89,8 +89,15 @@ void take_samples(struct result *x, struct gfx *g) {
 
 /* ------------------------------------------------------------ report */
 
+/* A launch this late after its release is counted as late (gstat.late). */
+#define LATE_LAUNCH_NS 50000
+
 struct gstat {
   size_t n, nwin, miss;
+  /* launched over LATE_LAUNCH_NS after the release; of those, woken from a
+   * nap that ended after the release; whether the samples know their naps */
+  size_t late, late_nap;
+  int naps_known;
   double p50, p90, p99, max, exec50, gather50, gather99, per50, permean, launch99;
 };
 
@@ -108,6 +115,11 @@ static void gfx_stats(const struct result *x, const struct sopts *o, struct gsta
     if (side_setups[x->setup].flags & SETUP_GATHER) push(&ga, (double)s->gather_ns / 1e6);
     push(&per, (double)(s->t_next - s->t_release) / 1e6);
     push(&la, (double)(s->t_launch - s->t_release) / 1e6);
+    g->naps_known |= s->nap_end != 0;
+    if (s->t_launch - s->t_release > LATE_LAUNCH_NS) {
+      g->late++;
+      g->late_nap += s->nap_end > s->t_release;
+    }
     g->miss += s->t_done > s->t_release + P;
   }
   g->p50 = quantile(&lat, .5);
@@ -280,6 +292,21 @@ static void tables(FILE **fs, int nf, const struct sopts *o) {
       fprintf(s, "| %s | %zu / %zu | %s | %s | %s | %s | %s | %s | %s | %s | %s | %zu | %s |\n",
               x->name, g.n, g.nwin, b[0], b[1], b[2], b[3], b[4], b[5], b[9], b[6], b[7], g.miss,
               b[8]);
+    }
+    /* the host's part of a late launch: the thread naps until 1 ms before
+     * each release, then spins (side_gfx.c) */
+    int said = 0;
+    for (int i = 0; i < nresults; i++) {
+      const struct result *x = &results[i];
+      if (!has_gfx(x)) continue;
+      struct gstat g;
+      gfx_stats(x, o, &g);
+      if (!g.late || !g.naps_known) continue;
+      fprintf(s,
+              "%s%s: %zu of %zu tasks launched over %d us after their release, %zu of them "
+              "woken from a nap that ended after it (the rest: the spinning thread taken off "
+              "its core)\n",
+              said++ ? "" : "\n", x->name, g.late, g.n, LATE_LAUNCH_NS / 1000, g.late_nap);
     }
     fprintf(s,
             "\n### Long kernel (ms)\n\n"
