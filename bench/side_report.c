@@ -89,15 +89,8 @@ void take_samples(struct result *x, struct gfx *g) {
 
 /* ------------------------------------------------------------ report */
 
-/* A launch this late after its release is counted as late (gstat.late). */
-#define LATE_LAUNCH_NS 50000
-
 struct gstat {
   size_t n, nwin, miss;
-  /* launched over LATE_LAUNCH_NS after the release; of those, woken from a
-   * nap that ended after the release; whether the samples know their naps */
-  size_t late, late_nap;
-  int naps_known;
   double p50, p90, p99, max, exec50, gather50, gather99, per50, permean, launch99;
 };
 
@@ -115,11 +108,6 @@ static void gfx_stats(const struct result *x, const struct sopts *o, struct gsta
     if (side_setups[x->setup].flags & SETUP_GATHER) push(&ga, (double)s->gather_ns / 1e6);
     push(&per, (double)(s->t_next - s->t_release) / 1e6);
     push(&la, (double)(s->t_launch - s->t_release) / 1e6);
-    g->naps_known |= s->nap_end != 0;
-    if (s->t_launch - s->t_release > LATE_LAUNCH_NS) {
-      g->late++;
-      g->late_nap += s->nap_end > s->t_release;
-    }
     g->miss += s->t_done > s->t_release + P;
   }
   g->p50 = quantile(&lat, .5);
@@ -137,6 +125,27 @@ static void gfx_stats(const struct result *x, const struct sopts *o, struct gsta
   series_free(&ex);
   series_free(&ga);
   series_free(&per);
+}
+
+/* A launch this late after its release is counted as late. */
+#define LATE_LAUNCH_NS 50000
+
+/* Of x's counted tasks (*n), those launched over LATE_LAUNCH_NS after
+ * their release (*late), and of those the ones woken from a nap that ended
+ * after the release (*late_nap); 0 when the samples do not know their naps. */
+static int late_launches(const struct result *x, size_t *n, size_t *late, size_t *late_nap) {
+  int known = 0;
+  *n = *late = *late_nap = 0;
+  for (size_t i = 0; i < x->ns; i++) {
+    const struct sample *s = &x->s[i];
+    if (!counted(x, s)) continue;
+    (*n)++;
+    known |= s->nap_end != 0;
+    if (s->t_launch - s->t_release <= LATE_LAUNCH_NS) continue;
+    (*late)++;
+    *late_nap += s->nap_end > s->t_release;
+  }
+  return known;
 }
 
 struct lstat {
@@ -298,15 +307,13 @@ static void tables(FILE **fs, int nf, const struct sopts *o) {
     int said = 0;
     for (int i = 0; i < nresults; i++) {
       const struct result *x = &results[i];
-      if (!has_gfx(x)) continue;
-      struct gstat g;
-      gfx_stats(x, o, &g);
-      if (!g.late || !g.naps_known) continue;
+      size_t n, late, late_nap;
+      if (!has_gfx(x) || !late_launches(x, &n, &late, &late_nap) || !late) continue;
       fprintf(s,
               "%s%s: %zu of %zu tasks launched over %d us after their release, %zu of them "
               "woken from a nap that ended after it (the rest: the spinning thread taken off "
               "its core)\n",
-              said++ ? "" : "\n", x->name, g.late, g.n, LATE_LAUNCH_NS / 1000, g.late_nap);
+              said++ ? "" : "\n", x->name, late, n, LATE_LAUNCH_NS / 1000, late_nap);
     }
     fprintf(s,
             "\n### Long kernel (ms)\n\n"
