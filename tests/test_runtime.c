@@ -2730,6 +2730,12 @@ END_TEST
  * most 8 workgroups, all in one word; an H200's 1055 span 33. */
 enum { KW_WORDS = 4, KW_CASES = 64 };
 
+/* The test's random numbers: a xorshift step of *x. */
+static uint32_t kw_next(uint32_t *x) {
+  *x ^= *x << 13, *x ^= *x >> 17, *x ^= *x << 5;
+  return *x;
+}
+
 static uint32_t kw_ref(uint32_t *w, uint32_t top, uint32_t n) {
   uint32_t k = 0;
   for (; k < n && top >= k + 1 && (w[(top - k) >> 5] >> ((top - k) & 31u) & 1u); k++)
@@ -2759,14 +2765,11 @@ START_TEST(kill_take_runs_word_by_word) {
   for (unsigned i = 0; i < KW_CASES; i++) {
     for (unsigned j = 0; j < KW_WORDS; j++) {
       uint32_t clear = ~0u; /* a bit clear one time in 16 */
-      for (int b = 0; b < 4; b++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        clear &= x;
-      }
+      for (int b = 0; b < 4; b++) clear &= kw_next(&x);
       uint32_t v = ~clear;
       words[KW_WORDS * i + j] = i < NFIXED ? fixed[i][2 + j] : v;
     }
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    kw_next(&x);
     cases[2 * i] = i < NFIXED ? fixed[i][0] : x % (32 * KW_WORDS);
     cases[2 * i + 1] = i < NFIXED ? fixed[i][1] : (x >> 8) % (32 * KW_WORDS + 8);
     memcpy(want + KW_WORDS * i, words + KW_WORDS * i, KW_WORDS * sizeof *want);
