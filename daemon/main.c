@@ -447,6 +447,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "coopd: %s\n", err);
     return 1;
   }
+  if (coopd_tracing) dp_set_call_hook(trace_call_write, TRACE_CALL_MIN_NS);
   dm.loop = uv_default_loop();
   r = run(&dm);
   uv_loop_close(dm.loop);

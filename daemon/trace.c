@@ -41,6 +41,7 @@ int trace_open(char *err, unsigned errlen) {
   COOP_BUFTRACE_MAP(NAME)
 #undef NAME
   fprintf(trace_file, ",warm_from,warm_until\n");
+  fprintf(trace_file, "dpcall,op,sent,took,replied,back\n");
   coopd_tracing = 1;
   return 0;
 }
@@ -60,6 +61,7 @@ int trace_take(struct job *j, struct trace_rec *rec) {
 }
 
 void trace_write(const struct trace_rec *rec) {
+  flockfile(trace_file); /* one line whole: device threads write dpcall lines */
   fprintf(trace_file, "%llu,%u", (unsigned long long)rec->id, (unsigned)rec->state);
 #define TR(name) fprintf(trace_file, ",%lld", (long long)rec->tr.name);
   COOP_TRACE_MAP(TR)
@@ -67,13 +69,21 @@ void trace_write(const struct trace_rec *rec) {
   for (unsigned i = 0; i < sizeof rec->t / sizeof *rec->t; i++)
     fprintf(trace_file, ",%lld", (long long)rec->t[i]);
   fprintf(trace_file, "\n");
+  funlockfile(trace_file);
 }
 
 void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t) {
   if (!trace_file) return;
+  flockfile(trace_file);
   fprintf(trace_file, "buf,%s,%llu", kind, (unsigned long long)bytes);
 #define TR(name) fprintf(trace_file, ",%lld", (long long)t->name);
   COOP_BUFTRACE_MAP(TR)
 #undef TR
   fprintf(trace_file, ",%lld,%lld\n", (long long)t->warm_from, (long long)t->warm_until);
+  funlockfile(trace_file);
+}
+
+void trace_call_write(const char *op, const int64_t t[4]) {
+  fprintf(trace_file, "dpcall,%s,%lld,%lld,%lld,%lld\n", op, (long long)t[0], (long long)t[1],
+          (long long)t[2], (long long)t[3]); /* one call: stdio locks the file for it */
 }

@@ -124,5 +124,9 @@ void trace_write(const struct trace_rec *rec);
 /* A buffer operation's line (kind: "create", "write" or "read"); nothing
  * when not tracing. Loop thread. */
 void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t);
+/* A device process request that held its device thread TRACE_CALL_MIN_NS
+ * or more (dp_set_call_hook): its op and times. Any device thread. */
+#define TRACE_CALL_MIN_NS 100000
+void trace_call_write(const char *op, const int64_t t[4]);
 
 #endif /* COOPD_TRACE_H */

@@ -23,7 +23,7 @@ check_trace() {
   awk -F, -v want="$2" -v io="${3:-0}" -v from="${4:-0}" '
     NR == 1 && $1 != "id" { print "no header: " $0; bad = 1; exit }
     $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
-    $1 == "bufop" || $1 == "buf" || NR < from { next } # the buffer operations: check_bufs
+    $1 == "bufop" || $1 == "buf" || $1 == "dpcall" || NR < from { next } # buffer operations: check_bufs; requests: check_calls
     {
       n++
       for (i = 3; i <= NF; i++)
@@ -95,6 +95,29 @@ if check_trace "$dir/hole.csv" 30 >/dev/null; then fail "a zeroed stamp passed";
 if check_trace "$dir/empty.csv" 30 >/dev/null; then fail "an empty trace passed"; else echo "ok: an empty trace fails"; fi
 expect 1 "no trace header" "$rtt" --socket "$sock" --runs 2 --trace "$dir/empty.csv"
 
+# The requests that held the device thread 100 us or more (dpcall lines):
+# the megakernel's build and launch at least; each one's four stamps
+# in order and at least 100 us apart end to end.
+check_calls() {
+  awk -F, '
+    $1 == "dpcall" && $2 == "op" { hdr = 1; next }
+    $1 != "dpcall" { next }
+    {
+      n++
+      if (NF != 6 || $2 !~ /^[a-z-]+$/) { print "dpcall " NR ": malformed: " $0; bad = 1 }
+      if (!($3 > 0 && $4 >= $3 && $5 >= $4 && $6 >= $5)) { print "dpcall " NR ": stamps out of order: " $0; bad = 1 }
+      if ($6 - $3 < 100000) { print "dpcall " NR ": under 100 us: " $0; bad = 1 }
+    }
+    END {
+      if (!hdr) { print "no dpcall header"; bad = 1 }
+      if (!n) { print "no dpcall line"; bad = 1 }
+      exit bad
+    }' "$1"
+}
+if check_calls "$trace"; then echo "ok: the slow requests' lines whole and in order"; else fail "the dpcall lines"; fi
+awk -F, -v OFS=, '$1 == "dpcall" && $2 != "op" && !done { $4 = 1; done = 1 } 1' "$trace" >"$dir/callhole.csv"
+if check_calls "$dir/callhole.csv" >/dev/null; then fail "a request taken before it was sent passed"; else echo "ok: a request taken before it was sent fails"; fi
+
 # The buffer operations of frames: 3 creates, then a write and a read a
 # run (10 warm-up and 12 measured), each line whole and in order (the
 # same file: the first run wrote no "buf," line).
@@ -145,7 +168,7 @@ if check_trace "$trace" 12 1 "$from"; then echo "ok: the copies' stamps set and 
 # From the second frame on the device process holds the memfd mapped, and
 # a frame's ranges go with its submit: one request (DP_SUBMIT_IO).
 counts=$(awk -F, -v from="$from" '$1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
-  NR >= from && $1 != "bufop" && $1 != "buf" { n++; if (("io_with" in col) && $col["io_with"] + 0 > 0) w++ }
+  NR >= from && $1 ~ /^[0-9]+$/ { n++; if (("io_with" in col) && $col["io_with"] + 0 > 0) w++ }
   END { print w + 0, n + 0 }' "$trace")
 w=${counts% *} n=${counts#* }
 [ "$n" -ge 12 ] && [ "$w" -ge $((n - 1)) ] && echo "ok: $w of $n frames' ranges went with their submit" ||

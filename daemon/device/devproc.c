@@ -247,6 +247,14 @@ static int call_sock(struct dp *p, uint32_t op, size_t len, const int *fds, unsi
 /* One request (p->q, header and its op's body, with the descriptors
  * fds[0..nfds)), one reply into p->r: through the shared channel when it carries
  * no descriptors, else the socket. */
+static dp_call_hook call_hook; /* dp_set_call_hook: set once, before any device thread */
+static int64_t call_hook_min_ns;
+
+void dp_set_call_hook(dp_call_hook hook, int64_t min_ns) {
+  call_hook = hook;
+  call_hook_min_ns = min_ns;
+}
+
 static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, int timeout_ms) {
   if (p->dead) return COOP_ELOST;
   if (nfds > DP_MAX_FDS) return COOP_EINVAL;
@@ -259,6 +267,11 @@ static int call_fds(struct dp *p, uint32_t op, const int *fds, unsigned nfds, in
   int e = nfds == 0 && p->shm_on ? call_shm(p, op, len, timeout_ms)
                                  : call_sock(p, op, len, fds, nfds, timeout_ms);
   p->t_back = coop__now_ns();
+  if (call_hook && p->t_back - p->t_sent >= call_hook_min_ns) {
+    int64_t t[4];
+    dp_last_call(p, t);
+    call_hook(dp_ops[op].name, t);
+  }
   return e;
 }
 

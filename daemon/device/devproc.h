@@ -180,6 +180,12 @@ int64_t dp_end_seen(const struct dp *p);
  * device process, its reply sent there, the reply read here (the trace's
  * legs of a copy, dev_bufs.c); 0 where unknown. */
 void dp_last_call(const struct dp *p, int64_t t[4]);
+/* A request that took min_ns or more, told with its op's name and
+ * dp_last_call's times, on the thread that made it (the trace's dpcall
+ * lines: what held a device thread). Set once, before any device thread
+ * starts; NULL: none. */
+typedef void (*dp_call_hook)(const char *op, const int64_t t[4]);
+void dp_set_call_hook(dp_call_hook hook, int64_t min_ns);
 /* Fetches the infos of tasks ids[0..n) in one request (per DP_POLL_MAX);
  * until the next dp_poll, dp_task_info answers those from what it got. */
 int dp_poll(struct dp *p, const coop_task_id *ids, unsigned n);
