@@ -1287,6 +1287,59 @@ START_TEST(a_frame_loop_is_gathered_ahead) {
 }
 END_TEST
 
+/* A large job's slices wait while a frame's task is in flight or due
+ * (docs/daemon.md, "Large buffers in slices"): a slice holds the device
+ * thread for its whole copy, and a frame whose task ended meanwhile was
+ * seen up to half a millisecond late on an H200. Here a periodic job (a
+ * frame loop) runs beside a 64-slice fill: the device thread says it held
+ * them, and both jobs end whole (the holds are bounded: the large job's
+ * bytes all arrive). */
+START_TEST(a_frame_holds_a_large_jobs_slices) {
+  char logp[] = "/tmp/coopd-slices-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  bufs_start(&d, NULL);
+  coop_conn *big = connect_to(&d), *frames = connect_to(&d);
+  enum { R8 = 8 };
+  const size_t in_bytes = 64u << 20, out_bytes = 1u << 20;
+  int in_fd = memfd_of(in_bytes), out_fd = memfd_of(out_bytes);
+  uint32_t *in = mmap(NULL, in_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, in_fd, 0);
+  ck_assert(in != MAP_FAILED);
+  for (size_t i = 0; i < in_bytes / 4; i++) in[i] = (uint32_t)(i * 2654435761u);
+  for (int i = 0; i < R8 * R8; i++) in[i] = 0x3f800000u; /* 1.0f: what render reads */
+  static float a[R8 * R8], o[R8 * R8];
+  for (int i = 0; i < R8 * R8; i++) a[i] = 1.0f;
+  coop_job *j = coop_job_new("render", 1);
+  coop_job_buf_in(j, a, sizeof a);
+  coop_job_buf_in(j, a, sizeof a);
+  coop_job_buf_out(j, o, sizeof o);
+  ck_assert_int_eq(coop_job_periodic(j, 2000, 100, 0, 0), 0); /* 200 ms of frames */
+  uint64_t id_frames = render_go(frames, j, R8);
+  uint64_t id_big = large_render(big, in_fd, in_bytes, COOP_JOB_INOUT, out_fd, out_bytes);
+  struct coop_result rb, rf;
+  ck_assert_int_eq(coop_wait(big, id_big, 60000, &rb), 0);
+  ck_assert_int_eq(coop_wait(frames, id_frames, 60000, &rf), 0);
+  ck_assert_msg(rb.state == COOP_STATE_DONE, "the large job: %d (%s)", rb.state, rb.message);
+  ck_assert_msg(rf.state == COOP_STATE_DONE, "the frames: %d (%s)", rf.state, rf.message);
+  ck_assert_uint_eq(rf.instances, 100);
+  for (size_t i = R8 * R8; i < in_bytes / 4; i++)
+    if (in[i] != (uint32_t)(i * 2654435761u))
+      ck_abort_msg("word %zu of the INOUT buffer: %#x, want %#x", i, in[i],
+                   (uint32_t)(i * 2654435761u));
+  coop_result_free(&rb);
+  coop_result_free(&rf);
+  munmap(in, in_bytes);
+  close(in_fd);
+  close(out_fd);
+  coop_disconnect(big);
+  coop_disconnect(frames);
+  bufs_stop(&d);
+  int held = log_has(logp, "its slices held for a frame");
+  unlink(logp);
+  ck_assert_msg(held, "no slice of the large job was held for the frames");
+}
+END_TEST
+
 /* A connection that sends 300 BUF_WRITEs at once: past 64 in flight they
  * are refused with ELIMIT (each holds a memfd and a place in the device
  * thread's queue); every one is answered, and the connection goes on. */
@@ -1416,6 +1469,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, lost_across_a_reload_in_a_new_process);
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_small_job_goes_between_a_large_jobs_slices);
+  tcase_add_test(tc, a_frame_holds_a_large_jobs_slices);
   tcase_add_test(tc, a_mapped_memfd_is_named_and_sent_again_after_a_park);
   tcase_add_test(tc, a_frame_s_ranges_go_with_its_submit);
   tcase_add_test(tc, a_descriptor_cut_short_fails_the_fill);

@@ -25,6 +25,11 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
 /* the bytes of a large buffer one request moves: other jobs' work goes
  * between two (docs/daemon.md, "Large buffers in slices") */
 #define DEV_SLICE (1u << 20)
+/* a slice is held while a short task is in flight or a frame is due, for
+ * at most this long in a row (dev_run.c, slice_held); its time, until one
+ * is measured, is guessed as DEV_SLICE_GUESS_NS */
+#define DEV_SLICE_HOLD_NS 2000000L
+#define DEV_SLICE_GUESS_NS 500000L
 #define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
 #define DEV_MAX_HOLDS 64      /* users remembered for having caused a restart */
 #define DEV_MAX_RERUNS 2      /* runs again a job lost to restarts may have */
@@ -102,6 +107,9 @@ struct run {
   int filling, emptying, emptied;
   unsigned slice_arg;
   uint64_t slice_at;
+  /* its slices held (dev_run.c, slice_held): since when (0: not held),
+   * and when the pass should look again */
+  int64_t slice_held_since, slice_wake;
   struct run *next;
 };
 
@@ -214,6 +222,7 @@ struct dev {
   _Atomic int64_t idle_spin_ns;  /* [device] idle_spin_us, resolved at launch (dev_idle_spin_ns) */
   int64_t spin_until;            /* the last hand-back + idle_spin_ns */
   int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
+  int64_t slice_ns[2];           /* the last slices' time out [0] and in [1] (a running mean) */
   int warm_on;                   /* inside it, the device process told */
   /* suspending ahead (dev_prio.c): when a frame loop's next task is
    * expected (0: none; the window is pre_at -/+ pre_ahead_ns), its

@@ -288,6 +288,57 @@ void dev__start_now(struct dev *d, struct job *j) {
   d->runs = r;
 }
 
+/* Another run's frame in flight, or due now (its release come, not yet
+ * submitted): a task that is not cooperative and that a deadline, a
+ * period or a frame loop's guess at its next (j->next_ns) marks as one
+ * that someone waits for. New runs go first in d->runs, so a frame taken
+ * in this pass was submitted before r's turn. */
+static int short_busy(const struct dev *d, const struct run *r, int64_t now) {
+  for (const struct run *o = d->runs; o; o = o->next) {
+    const struct job *j = o->j;
+    if (o == r || (j->flags & COOP_SUBMIT_COOPERATIVE)) continue;
+    if (!j->deadline_us && !j->next_ns && !dev__periodic(j)) continue;
+    if (o->ninflight || (!releases_done(o) && !o->filling && now >= o->next_release)) return 1;
+  }
+  return 0;
+}
+
+/* Whether r's next slice waits: one holds the device thread for its whole
+ * copy (0.25 to 0.5 ms a MiB on an H200), so that a frame that came
+ * meanwhile waited for it at its submit, and a short task that ended
+ * meanwhile was seen late (bench/RESULTS.md, "What holds a frame beside
+ * a large job"). So no slice starts while another run's short task is in
+ * flight or due, nor where it would reach into a frame's warm window
+ * (device.c, "Warm ahead") before that window ends; for at most
+ * DEV_SLICE_HOLD_NS in a row, after which one slice goes whatever comes
+ * (a flood of short tasks slows a large job's bytes, never stops them).
+ * When held, r->slice_wake is when to look again: a task's end or a kick
+ * ends the pass's wait before it. */
+static int slice_held(struct dev *d, struct run *r, int in, int64_t now) {
+  int64_t est = d->slice_ns[in ? 1 : 0] ? d->slice_ns[in ? 1 : 0] : DEV_SLICE_GUESS_NS;
+  int64_t until = 0;
+  if (d->warm_until && now < d->warm_until && now + est > d->warm_from)
+    until = d->warm_until;
+  else if (short_busy(d, r, now))
+    until = now + est; /* its end, or a kick, ends the pass's wait first */
+  if (!until) {
+    r->slice_held_since = 0;
+    return 0;
+  }
+  if (!r->slice_held_since) {
+    r->slice_held_since = now;
+    log_debug("job %llu (%s): its slices held for a frame", (unsigned long long)r->j->id,
+              r->j->kernel);
+  }
+  int64_t last = r->slice_held_since + DEV_SLICE_HOLD_NS;
+  if (now >= last) { /* held long enough: this one goes */
+    r->slice_held_since = 0;
+    return 0;
+  }
+  r->slice_wake = until < last ? until : last;
+  return 1;
+}
+
 /* A sliced job's next slices (dev__slice): one after another while it is
  * the only run and nothing new is queued; else one a pass, so that what
  * came meanwhile is taken, and other runs' ends are seen, between two
@@ -298,14 +349,24 @@ void dev__start_now(struct dev *d, struct job *j) {
  * no task of it runs on room not filled. */
 static int slice_on(struct dev *d, struct run *r, int in) {
   int e;
-  do e = dev__slice(d, r, in);
-  while (e == 1 && d->runs == r && !r->next && !dev__new_work(d));
+  r->slice_wake = 0;
+  do {
+    if (slice_held(d, r, in, coop__now_ns())) return 1;
+    e = dev__slice(d, r, in);
+  } while (e == 1 && d->runs == r && !r->next && !dev__new_work(d));
   if (e < 0 && r->j->error) atomic_store(&r->j->cancel, 1);
   return e;
 }
 
+/* The next pass for r's next slice: at once, or where slice_held held it,
+ * at its r->slice_wake (a task's end or a kick comes before). */
+static void slice_wake(const struct run *r, int64_t now, int64_t *wake) {
+  int64_t at = r->slice_wake ? r->slice_wake : now;
+  if (at < *wake) *wake = at;
+}
+
 /* The fill of a run's sliced buffers before its first release: 1 while it
- * goes on (the pass comes back at once), 0 once it is over (done, or the
+ * goes on (the pass comes back at once, or at r->slice_wake), 0 once it is over (done, or the
  * job failed). A device process lost under a slice is the restart's,
  * which runs the job again from its staging (it never gathered), at most
  * DEV_MAX_RERUNS times, as a loss inside its staging. */
@@ -566,7 +627,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   if (r->filling && !atomic_load(&j->cancel) && fill(d, r)) {
-    *wake = now; /* the next slice comes next pass */
+    slice_wake(r, now, wake); /* the next slice comes next pass */
     return 0;
   }
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
@@ -636,7 +697,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     r->slice_at = 0;
   }
   if (r->emptying && empty(d, r)) {
-    *wake = now;
+    slice_wake(r, now, wake);
     return 0;
   }
   return 1;
