@@ -7,22 +7,25 @@
 # rows come with the legs of the path: docs/daemon.md, "The path of one
 # job, leg by leg").
 #
-#   bench/rtt_ab_gpu.sh --old DIR [--build-dir DIR] [--rounds N] [--runs N]
+#   bench/rtt_ab_gpu.sh --old DIR [--build-dir DIR] [--rounds N] [--runs N] [--args "ARGS"]
 #
 # --old DIR: the other build's coopd, coop-bench-rtt and libcoop.so.0, in
-# one folder. --build-dir: the new build (default build-cuda). Prints each
+# one folder. --build-dir: the new build (default build-cuda). --args: more
+# of coop-bench-rtt's options for every run (e.g. "--every-us 16667": a run
+# every 60th of a second, coopd's threads asleep between). Prints each
 # run's CSV row (label old-K, new-K or noring-K) and the new build's legs; set
 # COOP_BACKEND etc. as for any coopd.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bdir=$repo/build-cuda old= rounds=2 runs=2000
+bdir=$repo/build-cuda old= rounds=2 runs=2000 args=
 while [ $# -gt 0 ]; do
   case $1 in
     --old) old=$2; shift 2 ;;
     --build-dir) bdir=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --args) args=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "rtt_ab_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -52,7 +55,7 @@ one() {
   done
   sleep 1 # the socket is there before the megakernel answers: the bench waits too
   COOP_RING=$ring LD_LIBRARY_PATH=$libs "$rtt" --socket "$sock" --nop --resident --spin-us 200 --runs "$runs" \
-    --groups "$k" --label "$side-$k" --trace "$trace" 2>&1
+    --groups "$k" --label "$side-$k" --trace "$trace" $args 2>&1
   kill "$daemon"; wait "$daemon" 2>/dev/null || true
   daemon=
 }

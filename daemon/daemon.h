@@ -13,6 +13,7 @@
 #include "priority.h"
 #include "config.h"
 #include "device/device.h"
+#include "jobpool.h"
 #include "jobs.h"
 #include "kset.h"
 #include "loopspin.h"
@@ -43,6 +44,7 @@ struct daemon {
   struct authors authors;     /* [kernels] authors, looked up (authors.h) */
   struct priority_rules prio; /* [limits] priority_users, looked up (priority.h) */
   struct kset *ks;            /* the running kernels (replaced by a reload) */
+  struct jobpool jobpool;     /* every job's memory (jobpool.h) */
   struct reload *reload;      /* while a SIGHUP reload is in progress */
   uint32_t reloads, reload_failures;
   char reload_status[256];                 /* the last reload's outcome, for STATS */

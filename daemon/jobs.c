@@ -30,7 +30,7 @@ unsigned job_io_fds(struct job *j, int *fds) {
   return n;
 }
 
-void job_free(struct job *j) {
+void job_free(struct daemon *dm, struct job *j) {
   if (!j) return;
   int io[COOP_WIRE_MAX_ARGS];
   for (unsigned i = 0, n = job_io_fds(j, io); i < n; i++) close(io[i]);
@@ -40,7 +40,7 @@ void job_free(struct job *j) {
   }
   free(j->inst);
   free(j->inst_order);
-  free(j);
+  jobpool_put(&dm->jobpool, j);
 }
 
 /* ---- admission ---- */
@@ -294,7 +294,7 @@ void job_release(struct daemon *dm, struct job *j) {
       dm->kept--;
     }
   }
-  job_free(j);
+  job_free(dm, j);
 }
 
 void job_drop(struct daemon *dm, struct job *j) {

@@ -151,7 +151,8 @@ struct job {
   struct job_trace tr;
 };
 
-void job_free(struct job *j);
+/* j's descriptors closed, its memory freed and j back to dm's jobpool. */
+void job_free(struct daemon *dm, struct job *j);
 /* The descriptors j's ranges own (job_arg.io_owns), taken out of j into
  * fds (room for COOP_WIRE_MAX_ARGS): the caller closes them. A range's
  * reference to its connection's transfer memfd is dropped, its descriptor

@@ -451,6 +451,7 @@ int main(int argc, char **argv) {
   dm.loop = uv_default_loop();
   r = run(&dm);
   uv_loop_close(dm.loop);
+  jobpool_free(&dm.jobpool);
   kset_free(dm.ks);
   free(dm.ks);
   return r;

@@ -244,7 +244,8 @@ static int64_t expected_next(struct session *s, const struct coop_msg_submit *m,
 /* A frame's job made ahead. After a frame's idle spell of 16 ms, the
  * SUBMIT's calloc of its job took 9.6 us on an H200 (bench/RESULTS.md, "A
  * warm copy engine"), 2.8 us against 1.7 back to back on 2 cores: the
- * allocator's state and the job's 3 KB cold. So when a frame's warm
+ * allocator's state and the job's 3 KB cold (jobs now come from slabs of
+ * their own, their pages touched ahead: jobpool.h). So when a frame's warm
  * window opens, the loop makes the job's memory for each connection whose
  * next frame is due within SESS_WARM_AHEAD_NS (or late by at most
  * SESS_WARM_LATE_NS) and zeroes it; sess_make_job takes it. At most one
@@ -257,8 +258,8 @@ void session_warm_frames(struct daemon *dm) {
     int64_t due = s->frame_next_ns;
     if (s->closing || !due || due > now + SESS_WARM_AHEAD_NS || due < now - SESS_WARM_LATE_NS)
       continue;
-    if (!s->spare && !(s->spare = malloc(sizeof *s->spare))) continue;
-    memset(s->spare, 0, sizeof *s->spare);
+    if (!s->spare && !(s->spare = jobpool_get(&dm->jobpool))) continue;
+    memset(s->spare, 0, sizeof *s->spare); /* again: into the cache */
   }
 }
 

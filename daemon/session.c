@@ -205,6 +205,7 @@ void sess_send_result(struct session *s, uint32_t seq, struct job *j) {
   loopspin_for(&dm->spin, spin); /* the client's next SUBMIT (loopspin.h) */
   coop_wire_buf_free(&recs);
   free(m);
+  jobpool_ahead(&dm->jobpool); /* the next jobs' pages, while the client reads */
   if (trace) trace_write(&tr);
 }
 
@@ -221,7 +222,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
                           int *fds, uint64_t bytes) {
   struct job *j = s->spare; /* zeroed, and in the cache: session_warm_frames */
   s->spare = NULL;
-  if (!j) j = calloc(1, sizeof *j);
+  if (!j) j = jobpool_get(&s->dm->jobpool); /* zeroed, its pages touched (jobpool.h) */
   if (!j) return NULL;
   /* before any argument is filled: a failure part way frees the job, and
    * job_free closes every argument's descriptor (calloc's 0 was coopd's
@@ -276,7 +277,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
         if (fd < 0) {
           int err = src < 0 ? EBADF : errno;
           dbuf_job_done(s->dm, j);
-          job_free(j);
+          job_free(s->dm, j);
           errno = err;
           return NULL;
         }
@@ -309,7 +310,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
       ja->data = malloc(a->size);
       if (!ja->data) {
         dbuf_job_done(s->dm, j);
-        job_free(j);
+        job_free(s->dm, j);
         errno = ENOMEM;
         return NULL;
       }
@@ -509,7 +510,7 @@ static void on_closed(uv_handle_t *h) {
   if (--s->handles) return;
   close(s->fd);
   sess_xfer_drop(s);
-  free(s->spare);
+  if (s->spare) jobpool_put(&s->dm->jobpool, s->spare);
   coop_sring_unmap(s->ring);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);
