@@ -30,9 +30,14 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
  * is measured, is guessed as DEV_SLICE_GUESS_NS */
 #define DEV_SLICE_HOLD_NS 2000000L
 #define DEV_SLICE_GUESS_NS 500000L
-#define DEV_VIEW_NS 10000000L /* the live view's refresh period (TOP) */
-#define DEV_MAX_HOLDS 64      /* users remembered for having caused a restart */
-#define DEV_MAX_RERUNS 2      /* runs again a job lost to restarts may have */
+/* the live view's refresh period while jobs run (TOP, whose default
+ * interval is 1 s). Each refresh is a DP_VIEW round trip that holds the
+ * device thread 100 us to 2.6 ms while the device process's thread wakes,
+ * and a frame that came meanwhile waited for it (bench/RESULTS.md, "The
+ * live view held for a frame" and "The live view every 100 ms") */
+#define DEV_VIEW_NS 100000000L
+#define DEV_MAX_HOLDS 64 /* users remembered for having caused a restart */
+#define DEV_MAX_RERUNS 2 /* runs again a job lost to restarts may have */
 /* job.suspended_for beside a priority: suspended for another user's
  * share (dev_prio.c), or back from a checkpoint after a restart
  * (dev_ckpt.c) */
@@ -183,10 +188,11 @@ struct dev {
   const struct kset *next_ks;
   char next_msg[8192];
   pthread_cond_t next_cv;
-  char broken[512];                            /* device thread: why no runtime is running, or "" */
-  struct dev_view view;                        /* under mu: the last snapshot (TOP) */
-  struct dev_view next_view;                   /* device thread: the one being built */
-  int64_t view_at;                             /* device thread: when it was last built */
+  char broken[512];          /* device thread: why no runtime is running, or "" */
+  struct dev_view view;      /* under mu: the last snapshot (TOP) */
+  struct dev_view next_view; /* device thread: the one being built */
+  int64_t view_at;           /* device thread: when it was last built */
+  int view_busy;             /* device thread: the view published shows a job or an owner */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
   struct {
     uint32_t uid;
@@ -572,7 +578,8 @@ void dev__queue_held(struct dev *d, struct job *j);
 void dev__pump_held(struct dev *d, int64_t now, int64_t *wake);
 
 /* dev_view.c */
-/* The live view for TOP, rebuilt every DEV_VIEW_NS while jobs run. */
+/* The live view for TOP, from the device process at most every
+ * DEV_VIEW_NS; an idle device's at once, without a request. */
 void dev__build_view(struct dev *d, int64_t now);
 
 #endif /* COOPD_DEV_INTERNAL_H */

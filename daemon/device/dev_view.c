@@ -4,10 +4,33 @@
 
 #include "dev_internal.h"
 
+static void publish(struct dev *d, const struct dev_view *v);
+
+/* An idle device's view: no job, no owner, the workgroups' holds as last
+ * read. Made here, without a request: the device process is asked at most
+ * every DEV_VIEW_NS, idle or not (the idle device was asked at every pass,
+ * so once a frame, right after its end). */
+static void idle_view(struct dev *d) {
+  struct dev_view *v = &d->next_view;
+  for (unsigned i = 0; i < v->nwg; i++) {
+    v->wg_job[i] = 0;
+    v->wg_uid[i] = 0;
+  }
+  v->njobs = 0;
+  publish(d, v);
+}
+
 /* The live view from the runtime's: workgroup owners and each running
- * task's M, mapped to jobs through the runs' task ids. */
+ * task's M, mapped to jobs through the runs' task ids. Each build is a
+ * DP_VIEW round trip, which holds the device thread while the device
+ * process's thread wakes (100 us to 2.6 ms where it slept: bench/RESULTS.md,
+ * "The live view every 100 ms"), so at most one every DEV_VIEW_NS; a
+ * device that went idle meanwhile shows it at once (idle_view). */
 void dev__build_view(struct dev *d, int64_t now) {
-  if (d->runs && now - d->view_at < DEV_VIEW_NS) return; /* idle: always fresh */
+  if (d->view_at && now - d->view_at < DEV_VIEW_NS) {
+    if (!d->runs && d->view_busy) idle_view(d);
+    return;
+  }
   d->view_at = now;
   struct dev_view *v = &d->next_view;
   coop_task_id *owner = d->wg_owner;
@@ -51,6 +74,13 @@ void dev__build_view(struct dev *d, int64_t now) {
         }
     }
   }
+  publish(d, v);
+}
+
+/* v as TOP's view (under d->mu: TOP reads it on the loop thread). */
+static void publish(struct dev *d, const struct dev_view *v) {
+  d->view_busy = v->njobs != 0;
+  for (unsigned i = 0; i < v->nwg && !d->view_busy; i++) d->view_busy = v->wg_job[i] != 0;
   pthread_mutex_lock(&d->mu);
   d->view.nwg = v->nwg;
   memcpy(d->view.wg_job, v->wg_job, v->nwg * sizeof v->wg_job[0]);

@@ -144,7 +144,8 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *d
 void dev_free(struct dev *d);
 
 /* The live view for TOP: refreshed by the device thread every
- * DEV_VIEW_NS while jobs run, from what the scheduler publishes. */
+ * DEV_VIEW_NS while jobs run, from what the scheduler publishes; an idle
+ * device's at once, with no owner. */
 #define DEV_VIEW_JOBS 64
 struct dev_view_job {
   uint64_t job;
