@@ -9,19 +9,6 @@
 
 #include "jobs.h"
 
-/* Under AddressSanitizer jobs come from the heap, one allocation each, so
- * that a job used after its free is still caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define JOBPOOL_HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define JOBPOOL_HEAP 1
-#endif
-#endif
-#ifndef JOBPOOL_HEAP
-#define JOBPOOL_HEAP 0
-#endif
-
 /* 64 jobs a slab: 197 KB, one mapping per 64 jobs kept or in flight; a
  * spare of at least 8 so that a burst of SUBMITs between two RESULTs
  * finds them touched too. */

@@ -15,6 +15,19 @@
 
 #include <stddef.h>
 
+/* Under AddressSanitizer jobs come from the heap, one allocation each, so
+ * that a job used after its free is still caught: JOBPOOL_HEAP is 1. */
+#if defined(__SANITIZE_ADDRESS__)
+#define JOBPOOL_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JOBPOOL_HEAP 1
+#endif
+#endif
+#ifndef JOBPOOL_HEAP
+#define JOBPOOL_HEAP 0
+#endif
+
 struct job;
 
 struct jobpool {

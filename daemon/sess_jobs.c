@@ -258,8 +258,10 @@ void session_warm_frames(struct daemon *dm) {
     int64_t due = s->frame_next_ns;
     if (s->closing || !due || due > now + SESS_WARM_AHEAD_NS || due < now - SESS_WARM_LATE_NS)
       continue;
-    if (!s->spare && !(s->spare = jobpool_get(&dm->jobpool))) continue;
-    memset(s->spare, 0, sizeof *s->spare); /* again: into the cache */
+    if (!s->spare)
+      s->spare = jobpool_get(&dm->jobpool); /* zeroed */
+    else
+      memset(s->spare, 0, sizeof *s->spare); /* again: back into the cache */
   }
 }
 

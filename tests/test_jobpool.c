@@ -15,17 +15,6 @@
 #include "jobpool.h"
 #include "jobs.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HEAP 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HEAP 1
-#endif
-#endif
-#ifndef HEAP
-#define HEAP 0
-#endif
-
 static int all_zero(const void *p, size_t n) {
   const unsigned char *c = p;
   for (size_t i = 0; i < n; i++)
@@ -60,7 +49,7 @@ START_TEST(a_job_comes_zeroed_even_one_given_back_dirty) {
 END_TEST
 
 START_TEST(jobs_made_ahead_are_resident_before_their_first_touch) {
-  if (HEAP) return;
+  if (JOBPOOL_HEAP) return;
   struct jobpool p = {0};
   jobpool_ahead(&p);
   ck_assert_uint_ge(p.nfree, 8);
@@ -76,7 +65,7 @@ START_TEST(jobs_made_ahead_are_resident_before_their_first_touch) {
 END_TEST
 
 START_TEST(jobs_given_back_are_used_before_a_new_mapping) {
-  if (HEAP) return;
+  if (JOBPOOL_HEAP) return;
   struct jobpool p = {0};
   enum { N = 200 };
   static struct job *j[N];

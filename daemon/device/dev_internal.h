@@ -192,6 +192,7 @@ struct dev {
   struct dev_view view;      /* under mu: the last snapshot (TOP) */
   struct dev_view next_view; /* device thread: the one being built */
   int64_t view_at;           /* device thread: when it was last built */
+  uint64_t view_of;          /* device thread: the gen it was read from (0: no runtime) */
   int view_busy;             /* device thread: the view published shows a job or an owner */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
   struct {

@@ -27,11 +27,13 @@ static void idle_view(struct dev *d) {
  * "The live view every 100 ms"), so at most one every DEV_VIEW_NS; a
  * device that went idle meanwhile shows it at once (idle_view). */
 void dev__build_view(struct dev *d, int64_t now) {
-  if (d->view_at && now - d->view_at < DEV_VIEW_NS) {
+  uint64_t of = d->rt ? d->gen : 0; /* a new or no device process: read at once */
+  if (d->view_at && d->view_of == of && now - d->view_at < DEV_VIEW_NS) {
     if (!d->runs && d->view_busy) idle_view(d);
     return;
   }
   d->view_at = now;
+  d->view_of = of;
   struct dev_view *v = &d->next_view;
   coop_task_id *owner = d->wg_owner;
   v->nwg = 0;

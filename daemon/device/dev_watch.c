@@ -314,7 +314,6 @@ void dev__restart(struct dev *d) {
   snprintf(pub, sizeof pub, "%s restarted: %.150s", label, pub_why);
   if (d->rt) dp_kill(d->rt);
   d->rt = NULL;
-  d->view_at = 0; /* the next pass reads its view afresh (dev_view.c) */
   atomic_store_explicit(&d->rt_up, 0, memory_order_release); /* dev_watch_get says why */
   d->parked = 0;
   atomic_store(&d->parked_pub, 0);

@@ -426,7 +426,6 @@ static void close_runtime(struct dev *d) {
     log_warn("the megakernel did not exit within %u ms: its device process was killed",
              DP_CLOSE_MS);
   d->rt = NULL;
-  d->view_at = 0; /* the next pass reads its view afresh (dev_view.c) */
   atomic_store_explicit(&d->rt_up, 0, memory_order_release); /* dev_watch_get says why */
 }
 
@@ -698,8 +697,7 @@ int dev__launch(struct dev *d, struct dp *rt, char *err, size_t errlen) {
   if (e) return e;
   dp_on_near_end(rt, near_end, d);
   d->rt = rt;
-  d->view_at = 0; /* the next pass reads its view afresh (dev_view.c) */
-  d->gen++;       /* the device buffers of the one before are gone (dev_bufs.c) */
+  d->gen++; /* the device buffers of the one before are gone (dev_bufs.c) */
   atomic_store_explicit(&d->rt_up, 1, memory_order_release); /* dev_watch_get says why */
   launched(d, rt);
   return 0;
@@ -746,7 +744,6 @@ static int swap_legs(struct dev *d, struct dp *next, struct closer *c, char *msg
   int left = d->parked || (d->rt && dp_park(d->rt) == 0);
   if (c->old && left && pthread_create(&c->th, NULL, close_main, c) == 0) {
     d->rt = NULL;
-    d->view_at = 0; /* the next pass reads its view afresh (dev_view.c) */
     atomic_store_explicit(&d->rt_up, 0, memory_order_release);
   } else {
     c->old = NULL;
