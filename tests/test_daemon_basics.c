@@ -533,8 +533,10 @@ END_TEST
 /* Warm ahead (docs/daemon.md, "Spinning"): one task every 100 ms, as a
  * frame loop submits, and a warm window is armed for each task after the
  * second (an interval is taken as a period once two agree within 1/8) and
- * entered; every render is right, and the windows end: after the one for
- * the frame that never comes, the log's count stays put.
+ * entered; an idle device's window begins with a request that wakes the
+ * device process into it (the request once sent for it was none: dp_poll
+ * of no task sends nothing); every render is right, and the windows end:
+ * after the one for the frame that never comes, the log's count stays put.
  * On 2 cores that PoCL's megakernel keeps busy a sleeper wakes
  * milliseconds late and a render takes 10-100 ms, so the loop runs until
  * coopd has armed 4 windows and entered one (at most 60 frames), not
@@ -562,9 +564,9 @@ START_TEST(frame_loop_warm_ahead) {
    * frame late on a loaded machine (a relaunch after parking took 1 s
    * under ThreadSanitizer) skips the points it missed, as a vsync-paced
    * loop drops frames, instead of sending a burst that is no period */
-  int frames = 1, on_time = 0, armed = 0, warm = 0;
+  int frames = 1, on_time = 0, armed = 0, warm = 0, woken = 0;
   long worst_late = 0;
-  while ((armed < 4 || warm < 1) && frames < 60) {
+  while ((armed < 4 || warm < 1 || woken < 1) && frames < 60) {
     next.tv_nsec += period;
     while (next.tv_nsec >= 1000000000) next.tv_sec++, next.tv_nsec -= 1000000000;
     clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
@@ -583,13 +585,15 @@ START_TEST(frame_loop_warm_ahead) {
     }
     armed = log_count(logp, "a warm window armed for the next frame");
     warm = log_count(logp, "warm ahead of the next frame");
+    woken = log_count(logp, "the device process woken for the window");
   }
-  if (armed < 4 || warm < 1) log_print(logp);
+  if (armed < 4 || warm < 1 || woken < 1) log_print(logp);
   ck_assert_msg(armed >= 4,
                 "%d warm windows armed for %d frames %ld ms apart (%d on time, "
                 "woken up to %ld us late)",
                 armed, frames, period / 1000000, on_time, worst_late / 1000);
   ck_assert_msg(warm >= 1, "none of %d warm windows entered in %d frames", armed, frames);
+  ck_assert_msg(woken >= 1, "the device process woken for none of %d windows entered", warm);
   /* the window for the frame that never comes opens about a period after
    * the last one: counted once it is over */
   msleep((int)(period / 1000000) * 3);

@@ -297,7 +297,16 @@ static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
   log_debug("%s: warm ahead of the next frame, for %.0f us", d->logname,
             (double)(d->warm_until - now) / 1e3);
   dp_set_warm(d->rt, d->warm_until);
-  if (!d->runs) dp_poll(d->rt, NULL, 0); /* nothing due: a request wakes the child to spin */
+  if (d->runs) return; /* the next DP_WAIT carries the window */
+  /* nothing due: the device process, likely asleep in recvmsg, learns of
+   * the window only from a request. Without one it learned of it from the
+   * frame's own, and an idle device's frame paid that process's wake-up
+   * and a cold copy engine: 130-160 us where 20-25 was warm (bench/RESULTS.md,
+   * "The device process woken for a frame's window") */
+  int64_t t0 = coop__now_ns();
+  if (dp_wake(d->rt) == 0)
+    log_debug("%s: the device process woken for the window in %.0f us", d->logname,
+              (double)(coop__now_ns() - t0) / 1e3);
 }
 
 void dev__hand_back(struct dev *d, struct job *j) {

@@ -862,6 +862,15 @@ int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns
 
 void dp_set_warm(struct dp *p, int64_t until) { p->warm_until = until; }
 
+int dp_wake(struct dp *p) {
+  p->q.u.poll.n = 0;
+  p->q.a = 0;
+  p->q.b = 0;
+  int e = call(p, DP_POLL, -1, DP_CALL_MS);
+  if (e == 0 && p->r.n != 0) return lost(p, "sent a malformed reply (infos)");
+  return e;
+}
+
 /* The shared channel handed to the child (DP_SHM): from then on, requests
  * without descriptors go through it. Without one (no memfd, or the child
  * could not map it) the socket carries everything, as before. */
