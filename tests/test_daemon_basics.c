@@ -533,9 +533,9 @@ END_TEST
 /* Warm ahead (docs/daemon.md, "Spinning"): one task every 100 ms, as a
  * frame loop submits, and a warm window is armed for each task after the
  * second (an interval is taken as a period once two agree within 1/8) and
- * entered; an idle device's window begins with a request that wakes the
- * device process into it (the request once sent for it was none: dp_poll
- * of no task sends nothing); every render is right, and the windows end:
+ * entered; an idle device's window begins with the device process told of
+ * it (dp_wake: the request once meant for it was never sent, dp_poll of no
+ * task sending nothing); every render is right, and the windows end:
  * after the one for the frame that never comes, the log's count stays put.
  * On 2 cores that PoCL's megakernel keeps busy a sleeper wakes
  * milliseconds late and a render takes 10-100 ms, so the loop runs until
@@ -585,7 +585,7 @@ START_TEST(frame_loop_warm_ahead) {
     }
     armed = log_count(logp, "a warm window armed for the next frame");
     warm = log_count(logp, "warm ahead of the next frame");
-    woken = log_count(logp, "the device process woken for the window");
+    woken = log_count(logp, "the device process told of the window");
   }
   if (armed < 4 || warm < 1 || woken < 1) log_print(logp);
   ck_assert_msg(armed >= 4,
@@ -593,7 +593,7 @@ START_TEST(frame_loop_warm_ahead) {
                 "woken up to %ld us late)",
                 armed, frames, period / 1000000, on_time, worst_late / 1000);
   ck_assert_msg(warm >= 1, "none of %d warm windows entered in %d frames", armed, frames);
-  ck_assert_msg(woken >= 1, "the device process woken for none of %d windows entered", warm);
+  ck_assert_msg(woken >= 1, "the device process told of none of %d windows entered", warm);
   /* the window for the frame that never comes opens about a period after
    * the last one: counted once it is over */
   msleep((int)(period / 1000000) * 3);

@@ -299,14 +299,13 @@ static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
   dp_set_warm(d->rt, d->warm_until);
   if (d->runs) return; /* the next DP_WAIT carries the window */
   /* nothing due: the device process, likely asleep in recvmsg, learns of
-   * the window only from a request. Without one it learned of it from the
-   * frame's own, and an idle device's frame paid that process's wake-up
-   * and a cold copy engine: 130-160 us where 20-25 was warm (bench/RESULTS.md,
-   * "The device process woken for a frame's window") */
-  int64_t t0 = coop__now_ns();
-  if (dp_wake(d->rt) == 0)
-    log_debug("%s: the device process woken for the window in %.0f us", d->logname,
-              (double)(coop__now_ns() - t0) / 1e3);
+   * the window only if told (dp_wake: through the shared channel, without
+   * waiting for its wake-up, which took 150-250 us on an H200). Without it
+   * it learned of the window from the frame's own request, and an idle
+   * device's frame paid that process's wake-up and a cold copy engine:
+   * 130-160 us where 20-25 was warm (bench/RESULTS.md, "The device process
+   * woken for a frame's window") */
+  if (dp_wake(d->rt) == 0) log_debug("%s: the device process told of the window", d->logname);
 }
 
 void dev__hand_back(struct dev *d, struct job *j) {

@@ -863,7 +863,14 @@ int dp_wait(struct dp *p, const coop_task_id *ids, unsigned n, int64_t budget_ns
 void dp_set_warm(struct dp *p, int64_t until) { p->warm_until = until; }
 
 int dp_wake(struct dp *p) {
-  p->q.u.poll.n = 0;
+  if (p->dead) return COOP_ELOST;
+  if (p->shm_on) { /* no reply waited for: the child's wake-up, 100-500 us
+                    * on a VM, is not this thread's (devproc_shm.h) */
+    atomic_store(&p->shm->warm_until, (long long)p->warm_until); /* seq_cst: then child_asleep */
+    if (atomic_load(&p->shm->child_asleep) && dp_shm_ring(p->fd)) return lost(p, NULL);
+    return 0;
+  }
+  p->q.u.poll.n = 0; /* the socket: an empty request, its reply waited for */
   p->q.a = 0;
   p->q.b = 0;
   int e = call(p, DP_POLL, -1, DP_CALL_MS);

@@ -211,11 +211,11 @@ int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns);
  * spin is 0, and the child's wait spins only while a short task is in
  * flight, as before. */
 void dp_set_warm(struct dp *p, int64_t until);
-/* An empty request (a DP_POLL of no task), for what every request
- * carries: the warm window's end reaches a child that may sleep in
+/* The warm window's end (dp_set_warm) told to a child that may sleep in
  * recvmsg, which then spins for the next request until then and warms
- * the copy engine. dp_poll of no task sends nothing. 0 or a negative
- * code. */
+ * the copy engine: through the shared channel without a reply (a
+ * doorbell if the child sleeps), else an empty request (a DP_POLL of no
+ * task: dp_poll of no task sends nothing). 0 or a negative code. */
 int dp_wake(struct dp *p);
 /* fn(arg), on the calling thread, when a wait for a reply (DP_SUBMIT's,
  * DP_WAIT's) comes within DP_WAKE_LEAD_NS of its task's expected end

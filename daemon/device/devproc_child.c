@@ -49,6 +49,7 @@ struct child {
   struct dp_shm *shm;    /* DP_SHM's channel (devproc_shm.h), or NULL */
   uint32_t shm_seen;     /* the last request taken from it (its req_seq) */
   int64_t warm_until;    /* the last request's warm window's end (dp_req.warm_until) */
+  int64_t told_until;    /* the last window told without a request (shm_window) */
   int64_t copied_at;     /* the last request taken or copy warm-up's end (copy_warm) */
   int64_t warmed_for;    /* the window (its end) of the last warm-up */
   int64_t submitted_for; /* the window (its end) of the last DP_SUBMIT (copy_warm) */
@@ -1032,6 +1033,20 @@ static ssize_t shm_take(struct child *ch, struct dp_req *q, int *cut) {
   return *cut ? (ssize_t)sizeof *q : (ssize_t)n;
 }
 
+/* A warm window the front told without a request (dp_wake; devproc_shm.h):
+ * from now to its end, at most DP_WARM_MAX_NS on, the later of that and
+ * spin_end; spin_end where none is open. Its end becomes the window the
+ * copy engine is kept warm for (copy_warm), as a request's would. */
+static int64_t shm_window(struct child *ch, int64_t spin_end) {
+  if (!ch->shm || !ch->idle_spin_ns) return spin_end;
+  int64_t until = (int64_t)atomic_load(&ch->shm->warm_until);
+  int64_t now = coop__now_ns();
+  if (until == ch->told_until || until <= now) return spin_end; /* each told once */
+  ch->told_until = ch->warm_until = until;
+  int64_t end = until - now < DP_WARM_MAX_NS ? until : now + DP_WARM_MAX_NS;
+  return end > spin_end ? end : spin_end;
+}
+
 /* A doorbell read where a request was due: look at the shared channel again. */
 static int doorbell(ssize_t n, int *fds, unsigned *nfds) {
   if (n != DP_DOORBELL_LEN) return 0;
@@ -1053,26 +1068,30 @@ static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds
                             int *cut, int64_t spin_end, int *via_shm) {
   *nfds = 0;
   *cut = 0;
-  for (unsigned i = 0; spin_end; i++) {
-    int64_t now = coop__now_ns();
-    if (now >= spin_end) break;
-    ssize_t n = shm_take(ch, q, cut);
-    if (n) return *via_shm = 1, n;
-    copy_warm(ch, now);
-    if (i % 16u) continue; /* the socket only carries requests with descriptors */
-    n = dp_recv(fd, q, sizeof *q, MSG_DONTWAIT, fds, nfds, cut);
-    if (doorbell(n, fds, nfds)) continue;
-    if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
-  }
   for (;;) {
-    if (ch->shm) atomic_store(&ch->shm->child_asleep, 1); /* seq_cst: then req_seq */
-    ssize_t n = shm_take(ch, q, cut);
-    if (n)
-      *via_shm = 1;
-    else
-      n = dp_recv(fd, q, sizeof *q, 0, fds, nfds, cut);
-    if (ch->shm) atomic_store(&ch->shm->child_asleep, 0);
-    if (*via_shm || !doorbell(n, fds, nfds)) return n;
+    for (unsigned i = 0; spin_end; i++) {
+      int64_t now = coop__now_ns();
+      if (now >= spin_end) break;
+      ssize_t n = shm_take(ch, q, cut);
+      if (n) return *via_shm = 1, n;
+      copy_warm(ch, now);
+      if (i % 16u) continue; /* the socket only carries requests with descriptors */
+      spin_end = shm_window(ch, spin_end);
+      n = dp_recv(fd, q, sizeof *q, MSG_DONTWAIT, fds, nfds, cut);
+      if (doorbell(n, fds, nfds)) continue;
+      if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
+    }
+    for (;;) {
+      if (ch->shm) atomic_store(&ch->shm->child_asleep, 1); /* seq_cst: then req_seq, warm_until */
+      ssize_t n = shm_take(ch, q, cut);
+      if (n)
+        *via_shm = 1;
+      else if ((spin_end = shm_window(ch, 0)) == 0)
+        n = dp_recv(fd, q, sizeof *q, 0, fds, nfds, cut);
+      if (ch->shm) atomic_store(&ch->shm->child_asleep, 0);
+      if (spin_end && !*via_shm) break; /* a window told: spin in it */
+      if (*via_shm || !doorbell(n, fds, nfds)) return n;
+    }
   }
 }
 

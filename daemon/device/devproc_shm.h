@@ -25,6 +25,12 @@
  *     found the message anyway stays in the socket and costs one extra
  *     look at the shared channel later: a reader takes any one-byte message as
  *     "look again".
+ *   - a warm window told without a request (dp_wake) is the same pair: the
+ *     front stores warm_until, then loads child_asleep and rings if set; the
+ *     child stores child_asleep, then loads req_seq and warm_until, and
+ *     sleeps only if neither is new (all seq_cst). The child reads
+ *     warm_until as it reads a request's: bounded (DP_WARM_MAX_NS) before
+ *     it is used.
  */
 #ifndef COOPD_DEVPROC_SHM_H
 #define COOPD_DEVPROC_SHM_H
@@ -40,6 +46,8 @@
  * header of several words). */
 #define DP_DOORBELL_LEN 1
 
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "a shared warm_until is lock-free");
+
 struct dp_shm {
   alignas(64) atomic_uint req_seq;      /* front: the request's number, once written */
   atomic_uint req_len;                  /* relaxed: ordered by req_seq */
@@ -47,6 +55,9 @@ struct dp_shm {
   atomic_uint rep_len;                  /* relaxed: ordered by rep_seq */
   alignas(64) atomic_uint child_asleep; /* child: 1 while it may block on the socket */
   alignas(64) atomic_uint front_asleep; /* front: 1 while it may block on the socket */
+  /* front: a warm window's end (CLOCK_MONOTONIC ns) told without a request
+   * (dp_wake): the child spins for its next request until then */
+  alignas(64) atomic_llong warm_until;
   alignas(64) struct dp_req req;
   alignas(64) struct dp_rep rep;
 };
