@@ -585,6 +585,34 @@ START_TEST(an_expected_end_is_its_own_kinds) {
 }
 END_TEST
 
+/* A warm window told through the shared channel (dp_wake; the child's
+ * dp_shm_window): the spin runs to the window's end when it is new and
+ * open, never shorter than it was, at most max_ns on (a wild stamp), and
+ * each window once: one already taken, or over, leaves the spin as it
+ * was, so the child sleeps again. */
+START_TEST(a_told_window_is_taken_once_and_bounded) {
+  const int64_t now = 1000000000, max = 10000000;
+  int64_t told = 0;
+  /* none told (0), or one over: as it was, asleep (0) or spinning */
+  ck_assert_int_eq(dp_shm_window(0, &told, now, 0, max), 0);
+  ck_assert_int_eq(dp_shm_window(now - 5, &told, now, 0, max), 0);
+  ck_assert_int_eq(dp_shm_window(now, &told, now, now + 7, max), now + 7);
+  ck_assert_int_eq(told, 0);
+  /* a new one: to its end, from sleep or from a shorter spin */
+  ck_assert_int_eq(dp_shm_window(now + 400000, &told, now, 0, max), now + 400000);
+  ck_assert_int_eq(told, now + 400000);
+  /* taken: the same window again leaves the spin as it was (asleep stays asleep) */
+  ck_assert_int_eq(dp_shm_window(now + 400000, &told, now + 1, 0, max), 0);
+  ck_assert_int_eq(dp_shm_window(now + 400000, &told, now + 1, now + 9, max), now + 9);
+  /* a later one inside a longer spin: taken, the spin kept */
+  ck_assert_int_eq(dp_shm_window(now + 500000, &told, now, now + 900000, max), now + 900000);
+  ck_assert_int_eq(told, now + 500000);
+  /* a wild one: max_ns at most, and once */
+  ck_assert_int_eq(dp_shm_window(now + 3 * max, &told, now, 0, max), now + max);
+  ck_assert_int_eq(dp_shm_window(now + 3 * max, &told, now + max, 0, max), 0);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("devproc_msg");
   TCase *c = tcase_create("layer");
@@ -598,6 +626,7 @@ static Suite *suite(void) {
   tcase_add_test(c, another_build_is_told_so);
   tcase_add_test(c, malformed_replies_are_refused);
   tcase_add_test(c, an_expected_end_is_its_own_kinds);
+  tcase_add_test(c, a_told_window_is_taken_once_and_bounded);
   suite_add_tcase(s, c);
   TCase *d = tcase_create("device_process");
   tcase_set_timeout(d, 30);

@@ -1034,17 +1034,16 @@ static ssize_t shm_take(struct child *ch, struct dp_req *q, int *cut) {
 }
 
 /* A warm window the front told without a request (dp_wake; devproc_shm.h):
- * from now to its end, at most DP_WARM_MAX_NS on, the later of that and
- * spin_end; spin_end where none is open. Its end becomes the window the
- * copy engine is kept warm for (copy_warm), as a request's would. */
+ * the spin's new end (dp_shm_window), spin_end where none is new and
+ * open. Its end becomes the window the copy engine is kept warm for
+ * (copy_warm), as a request's would. */
 static int64_t shm_window(struct child *ch, int64_t spin_end) {
   if (!ch->shm || !ch->idle_spin_ns) return spin_end;
   int64_t until = (int64_t)atomic_load(&ch->shm->warm_until);
-  int64_t now = coop__now_ns();
-  if (until == ch->told_until || until <= now) return spin_end; /* each told once */
-  ch->told_until = ch->warm_until = until;
-  int64_t end = until - now < DP_WARM_MAX_NS ? until : now + DP_WARM_MAX_NS;
-  return end > spin_end ? end : spin_end;
+  int64_t told = ch->told_until;
+  spin_end = dp_shm_window(until, &ch->told_until, coop__now_ns(), spin_end, DP_WARM_MAX_NS);
+  if (ch->told_until != told) ch->warm_until = until;
+  return spin_end;
 }
 
 /* A doorbell read where a request was due: look at the shared channel again. */

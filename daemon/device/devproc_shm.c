@@ -52,3 +52,10 @@ int dp_shm_copy(void *dst, size_t cap, const void *src, uint32_t len) {
   memcpy(dst, src, len);
   return 0;
 }
+
+int64_t dp_shm_window(int64_t until, int64_t *told, int64_t now, int64_t spin_end, int64_t max_ns) {
+  if (until == *told || until <= now) return spin_end;
+  *told = until;
+  int64_t end = until - now < max_ns ? until : now + max_ns;
+  return end > spin_end ? end : spin_end;
+}

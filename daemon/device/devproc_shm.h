@@ -75,6 +75,14 @@ void dp_shm_unmap(struct dp_shm *sh);
 /* Rings the peer on the socket fd: 0, or -1 (errno). */
 int dp_shm_ring(int fd);
 
+/* The child: where its spin for the next request ends, given a warm
+ * window the front told ending at `until` (warm_until, read once): at
+ * `until`, or max_ns after now where that comes first, when the window
+ * is still open and new (not *told: each is taken once, so a wild stamp
+ * costs one max_ns at most) and that is later than spin_end (0: it was
+ * about to sleep); else spin_end. *told becomes `until` once taken. */
+int64_t dp_shm_window(int64_t until, int64_t *told, int64_t now, int64_t spin_end, int64_t max_ns);
+
 /* Copies a message of len bytes into dst (cap bytes) from the shared
  * src, where len was read once: 0, or -1 when len is 0 or past cap. */
 int dp_shm_copy(void *dst, size_t cap, const void *src, uint32_t len);
