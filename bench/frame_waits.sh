@@ -8,16 +8,17 @@
 # and the total: "PHASE: N (max US us)"; then, from the trace's dpcall
 # lines (the device process requests of 100 us or more), what those waits
 # lay in: "in OP: US us over N waits", and "outside such requests: US us"
-# (the device thread's own work, or requests under 100 us).
+# (the device thread's own work, or requests under 100 us); last, how many
+# such requests of each op the run made: "requests of 100 us or more: OP N ...".
 set -eu
 case "${1:-}" in
-  -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
-  '') sed -n '2,11p' "$0" >&2; exit 2 ;;
+  -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
+  '') sed -n '2,12p' "$0" >&2; exit 2 ;;
 esac
 [ -r "$1" ] || { echo "frame_waits.sh: cannot read $1" >&2; exit 1; }
 awk -F, -v lim="${2:-300}" '
 NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-$1 == "dpcall" && $2 != "op" { nc++; cop[nc] = $2; cs[nc] = $3; cb[nc] = $6; next }
+$1 == "dpcall" && $2 != "op" { nc++; cop[nc] = $2; cs[nc] = $3; cb[nc] = $6; nop[$2]++; next }
 $1 !~ /^[0-9]+$/ { next }
 ($(c["finished"]) - $(c["started"])) > 5e6 {
   n++; T[n] = $(c["taken"]); S[n] = $(c["staged"]); F[n] = $(c["seen"]); H[n] = $(c["handed_back"]); next
@@ -47,5 +48,8 @@ END {
   if (nc) {
     for (o in held) printf "in %s: %.0f us over %d waits\n", o, held[o], hn[o]
     printf "outside such requests: %.0f us\n", outside
+    printf "requests of 100 us or more:"
+    for (o in nop) printf " %s %d", o, nop[o]
+    printf "\n"
   }
 }' "$1"

@@ -7,6 +7,7 @@
 #include "trace.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,40 @@ _Static_assert(sizeof((struct trace_rec *)0)->t / sizeof(int64_t) == 0 COOP_STAM
 
 int coopd_tracing;
 static FILE *trace_file;
+
+/* dpcall lines wait in memory for the loop's next line (trace_write,
+ * trace_buf_write) or coopd's exit: a device thread's own write to the
+ * line-buffered file, a system call, came between a frame's request and
+ * its next stamp, 17-20 us at p50 on an H200 (bench/RESULTS.md, "The
+ * trace's own cost on a frame's path"). Two halves: the device threads
+ * fill one (calls_mu) while a flusher writes the other (flush_mu); a
+ * thread that finds its half full flushes it itself. */
+#define TRACE_CALLS 1024
+struct call_line {
+  const char *op; /* devproc_msg.c's table: static */
+  int64_t t[4];
+};
+static struct call_line calls[2][TRACE_CALLS];
+static unsigned calls_n, calls_cur; /* under calls_mu: calls[calls_cur][0..calls_n) */
+static pthread_mutex_t calls_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void calls_flush(void) {
+  pthread_mutex_lock(&flush_mu);
+  pthread_mutex_lock(&calls_mu);
+  unsigned n = calls_n, half = calls_cur;
+  calls_cur ^= 1u;
+  calls_n = 0;
+  pthread_mutex_unlock(&calls_mu);
+  if (n) flockfile(trace_file);
+  for (unsigned i = 0; i < n; i++) {
+    const struct call_line *c = &calls[half][i];
+    fprintf(trace_file, "dpcall,%s,%lld,%lld,%lld,%lld\n", c->op, (long long)c->t[0],
+            (long long)c->t[1], (long long)c->t[2], (long long)c->t[3]);
+  }
+  if (n) funlockfile(trace_file);
+  pthread_mutex_unlock(&flush_mu);
+}
 
 int trace_open(char *err, unsigned errlen) {
   const char *path = getenv("COOP_TRACE_FILE");
@@ -42,6 +77,7 @@ int trace_open(char *err, unsigned errlen) {
 #undef NAME
   fprintf(trace_file, ",warm_from,warm_until\n");
   fprintf(trace_file, "dpcall,op,sent,took,replied,back\n");
+  atexit(calls_flush); /* before stdio's own flush at exit */
   coopd_tracing = 1;
   return 0;
 }
@@ -61,7 +97,8 @@ int trace_take(struct job *j, struct trace_rec *rec) {
 }
 
 void trace_write(const struct trace_rec *rec) {
-  flockfile(trace_file); /* one line whole: device threads write dpcall lines */
+  calls_flush();
+  flockfile(trace_file); /* one line whole: a device thread may flush dpcall lines */
   fprintf(trace_file, "%llu,%u", (unsigned long long)rec->id, (unsigned)rec->state);
 #define TR(name) fprintf(trace_file, ",%lld", (long long)rec->tr.name);
   COOP_TRACE_MAP(TR)
@@ -74,6 +111,7 @@ void trace_write(const struct trace_rec *rec) {
 
 void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t) {
   if (!trace_file) return;
+  calls_flush();
   flockfile(trace_file);
   fprintf(trace_file, "buf,%s,%llu", kind, (unsigned long long)bytes);
 #define TR(name) fprintf(trace_file, ",%lld", (long long)t->name);
@@ -84,6 +122,16 @@ void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t
 }
 
 void trace_call_write(const char *op, const int64_t t[4]) {
-  fprintf(trace_file, "dpcall,%s,%lld,%lld,%lld,%lld\n", op, (long long)t[0], (long long)t[1],
-          (long long)t[2], (long long)t[3]); /* one call: stdio locks the file for it */
+  for (;;) {
+    pthread_mutex_lock(&calls_mu);
+    if (calls_n < TRACE_CALLS) {
+      struct call_line *c = &calls[calls_cur][calls_n++];
+      c->op = op;
+      memcpy(c->t, t, sizeof c->t);
+      pthread_mutex_unlock(&calls_mu);
+      return;
+    }
+    pthread_mutex_unlock(&calls_mu);
+    calls_flush(); /* a half full: rare (a large job's slices, no job ending) */
+  }
 }

@@ -125,7 +125,9 @@ void trace_write(const struct trace_rec *rec);
  * when not tracing. Loop thread. */
 void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t);
 /* A device process request that held its device thread TRACE_CALL_MIN_NS
- * or more (dp_set_call_hook): its op and times. Any device thread. */
+ * or more (dp_set_call_hook): its op (a name of static storage) and
+ * times, kept in memory and written before the loop's next job or buffer
+ * line, or at exit. Any device thread. */
 #define TRACE_CALL_MIN_NS 100000
 void trace_call_write(const char *op, const int64_t t[4]);
 

@@ -117,6 +117,11 @@ check_calls() {
 if check_calls "$trace"; then echo "ok: the slow requests' lines whole and in order"; else fail "the dpcall lines"; fi
 awk -F, -v OFS=, '$1 == "dpcall" && $2 != "op" && !done { $4 = 1; done = 1 } 1' "$trace" >"$dir/callhole.csv"
 if check_calls "$dir/callhole.csv" >/dev/null; then fail "a request taken before it was sent passed"; else echo "ok: a request taken before it was sent fails"; fi
+# bench/frame_waits.sh counts them by op: every dpcall line once
+waits=$(sh "$kernels/../bench/frame_waits.sh" "$trace" 100) || fail "frame_waits.sh"
+want=$(awk -F, '$1 == "dpcall" && $2 != "op"' "$trace" | wc -l)
+got=$(printf '%s\n' "$waits" | awk '/^requests of 100 us or more:/ { for (i = 8; i <= NF; i += 2) s += $i } END { print s + 0 }')
+if [ "$got" -eq "$want" ] && [ "$want" -gt 0 ]; then echo "ok: frame_waits.sh counts the $got slow requests"; else fail "frame_waits.sh counted $got of $want slow requests"; fi
 
 # The buffer operations of frames: 3 creates, then a write and a read a
 # run (10 warm-up and 12 measured), each line whole and in order (the

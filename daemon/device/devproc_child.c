@@ -1081,7 +1081,12 @@ static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds
       if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
     }
     for (;;) {
-      if (ch->shm) atomic_store(&ch->shm->child_asleep, 1); /* seq_cst: then req_seq, warm_until */
+      if (ch->shm) {
+        atomic_store(&ch->shm->child_asleep, 1); /* seq_cst: then req_seq, warm_until */
+        /* shm_take's load of req_seq is an acquire (enough while spinning):
+         * the fence puts it after the store above, as the pair needs */
+        atomic_thread_fence(memory_order_seq_cst);
+      }
       ssize_t n = shm_take(ch, q, cut);
       if (n)
         *via_shm = 1;
