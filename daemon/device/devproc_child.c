@@ -1025,7 +1025,9 @@ static void quiet_signals(void) {
  * length, or 0 when there is none. */
 static ssize_t shm_take(struct child *ch, struct dp_req *q, int *cut) {
   if (!ch->shm) return 0;
-  unsigned s = atomic_load_explicit(&ch->shm->req_seq, memory_order_acquire);
+  /* seq_cst, not only acquire: before sleeping this load is one side of
+   * the Dekker pair (devproc_shm.h); on x86 the same plain load */
+  unsigned s = atomic_load(&ch->shm->req_seq);
   if (s == ch->shm_seen) return 0;
   ch->shm_seen = s;
   uint32_t n = atomic_load_explicit(&ch->shm->req_len, memory_order_relaxed);
@@ -1081,12 +1083,7 @@ static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds
       if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return n;
     }
     for (;;) {
-      if (ch->shm) {
-        atomic_store(&ch->shm->child_asleep, 1); /* seq_cst: then req_seq, warm_until */
-        /* shm_take's load of req_seq is an acquire (enough while spinning):
-         * the fence puts it after the store above, as the pair needs */
-        atomic_thread_fence(memory_order_seq_cst);
-      }
+      if (ch->shm) atomic_store(&ch->shm->child_asleep, 1); /* seq_cst: then req_seq, warm_until */
       ssize_t n = shm_take(ch, q, cut);
       if (n)
         *via_shm = 1;

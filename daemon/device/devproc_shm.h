@@ -19,8 +19,7 @@
  *     reader loads seq with acquire, then copies.
  *   - sleeping (a Dekker pair): the sleeper stores its asleep flag, then
  *     loads the seq it waits for; the writer stores the seq, then loads the
- *     flag; all four seq_cst (the child's load of req_seq an acquire after
- *     a seq_cst fence), so at least one side sees the other's store:
+ *     flag; all four seq_cst, so at least one side sees the other's store:
  *     either the sleeper sees the message and does not sleep, or the
  *     writer sees the flag and rings. A doorbell rung for a sleeper that
  *     found the message anyway stays in the socket and costs one extra
