@@ -16,15 +16,41 @@ static int64_t nearest_point(const struct cadence *c, int64_t now) {
   return n > CADENCE_MAX_SKIP ? 0 : c->grid + n * c->period;
 }
 
+/* Whether frame `now`, `err` from its grid point, shows that the loop
+ * stepped its phase: it came one period after the last frame (within
+ * 1/64), and both were off their points by more than that, the same way.
+ * A loop that keeps its rate and moves its phase (a frame clock restarted
+ * from a late frame's end, a new vsync lock, coop-bench-side's check frame
+ * at a window's start) would otherwise be followed by a quarter of the
+ * step a frame, and the period moved by a sixteenth: at 60 fps a step of
+ * 2 ms had the frames after it expected up to 0.85 ms late and then up to
+ * 0.7 ms early for six frames, past their warm windows (bench/RESULTS.md,
+ * "A frame loop's phase moved"). Jitter seldom gives two such frames in a row, and a jump there
+ * costs no more than the jitter. */
+static int stepped(const struct cadence *c, int64_t now, int64_t err) {
+  int64_t tol = c->period / 64;
+  return llabs(now - c->at - c->period) <= tol && llabs(err) > tol && llabs(c->err) > tol &&
+         (err < 0) == (c->err < 0);
+}
+
 /* With a period known: the frame is on the grid or off it; returns the
  * next frame's due point, or 0 when the grid is dropped. */
 static int64_t on_grid(struct cadence *c, int64_t now) {
   int64_t point = nearest_point(c, now);
   if (!point) return 0;
   int64_t err = now - point;
+  if (stepped(c, now, err)) { /* the grid moves to the frames: the step was no rate error */
+    c->period -= c->dperiod;
+    c->dperiod = c->err = 0;
+    c->off = 0;
+    return now + c->period;
+  }
+  c->err = err;
+  c->dperiod = 0;
   if (llabs(err) * 8 <= c->period) {
     c->off = 0;
-    c->period += err / 16; /* the period too: a learned one is off by its intervals' jitter */
+    c->dperiod = err / 16; /* the period too: a learned one is off by its intervals' jitter */
+    c->period += c->dperiod;
     return point + err / 4 + c->period;
   }
   if (++c->off >= 2) return 0;
@@ -42,7 +68,7 @@ int64_t cadence_arrive(struct cadence *c, int64_t now, int same) {
   if (c->period && agree(gap, c->interval) && !agree(gap, c->period)) c->period = 0;
   int64_t next = c->period ? on_grid(c, now) : 0;
   if (!next) { /* none known, or just dropped: two agreeing intervals make one */
-    c->period = 0;
+    c->period = c->dperiod = c->err = 0;
     c->off = 0;
     if (gap >= CADENCE_MIN_NS && gap <= CADENCE_MAX_NS && agree(gap, c->interval)) {
       c->period = gap;

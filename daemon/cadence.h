@@ -14,8 +14,10 @@
  * learned from two intervals kept their jitter: off by d, the grid ran
  * 4 d behind the frames, 0.4 to 0.8 ms on a GPU where the warm window
  * before a frame is 0.4 ms (bench/RESULTS.md, "Where a frame's write
- * waits"). Two frames in a row off the grid by more
- * than 1/8 of the period, a pause of more than CADENCE_MAX_SKIP periods,
+ * waits"). Two frames in a row off the grid the same way, one period
+ * apart (within 1/64), move the grid to them at once: the loop stepped
+ * its phase, not its rate. Two frames in a row off the grid by more than
+ * 1/8 of the period otherwise, a pause of more than CADENCE_MAX_SKIP periods,
  * or two intervals that agree with each other but not with the period (a
  * new rate) drop it, and two agreeing intervals learn it again. Pure
  * arithmetic on CLOCK_MONOTONIC nanoseconds: no clock read here.
@@ -34,6 +36,8 @@ struct cadence {
   int64_t interval; /* the interval before it, or 0 */
   int64_t period;   /* the learned period, or 0 */
   int64_t grid;     /* when the next frame is due on the grid (period != 0) */
+  int64_t err;      /* the last frame's arrival less its grid point */
+  int64_t dperiod;  /* the period's change at that frame */
   unsigned off;     /* frames in a row off the grid */
 };
 

@@ -3,8 +3,9 @@
  * docs/daemon.md, "Device buffers", a frame loop). Arrival times are made
  * up here, so every case is exact: a steady loop is expected from its
  * third frame on; a late frame, a skipped one, jitter and a slow drift
- * keep the period, and a period learned off is corrected; two frames off
- * the grid, a long pause, a new rate or
+ * keep the period, and a period learned off is corrected; a moved phase
+ * moves the grid; two frames off the grid not a period apart, a long
+ * pause, a new rate or
  * another kernel drop it; a loop that is no loop is never expected.
  */
 #include <check.h>
@@ -153,6 +154,44 @@ START_TEST(two_frames_off_the_grid_drop_it) {
 }
 END_TEST
 
+/* A loop that keeps its rate and steps its phase, at frame 4: `step` ms
+ * (a frame clock restarted from a late frame's end: later; coop-bench-
+ * side's frame thread starting a window with its check frame: earlier).
+ * The next frame is expected within `within` ms from frame 5 on (the
+ * second one off the old grid). Returns the first frame expected further
+ * off, or 0. */
+static int step_followed(double period, double step, double within) {
+  struct cadence c = {0};
+  for (int i = 0; i < 12; i++) {
+    double at = period * i + (i >= 4 ? step : 0);
+    int64_t next = cadence_arrive(&c, T0 + (int64_t)(at * MS), 1);
+    double want = at + period;
+    if (i >= 5 && (!next || llabs(next - (T0 + (int64_t)(want * MS))) > (int64_t)(within * MS)))
+      return i;
+  }
+  return 0;
+}
+
+/* Before, a step past 1/8 of the period dropped the grid at its second
+ * frame (the next one unexpected, the one after learned again), and a
+ * smaller one was followed by a quarter of it a frame, its period moved
+ * too: a 2.07 ms step at 60 fps had frames 6 and 7 expected 0.85 and 0.37
+ * ms late and frames 9 to 12 0.3 to 0.7 ms early, each past the warm
+ * window's 0.4 ms. */
+START_TEST(a_moved_phase_keeps_the_period) {
+  ck_assert_int_eq(step_followed(100, 30, 0.5), 0);  /* later, past 1/8 */
+  ck_assert_int_eq(step_followed(100, -20, 0.5), 0); /* earlier, past 1/8 */
+  ck_assert_int_eq(step_followed(100, -10, 0.5), 0); /* earlier, within 1/8 */
+  ck_assert_int_eq(step_followed(16.7, -2.07, 0.1), 0);
+  ck_assert_int_eq(step_followed(16.7, 1.3, 0.1), 0);
+  /* and the period is kept: a step is no rate error */
+  struct cadence c = {0};
+  for (int i = 0; i < 8; i++)
+    cadence_arrive(&c, T0 + (int64_t)((100.0 * i + (i >= 4 ? -10 : 0)) * MS), 1);
+  ck_assert_int_eq(c.period, 100 * MS);
+}
+END_TEST
+
 START_TEST(a_long_pause_drops_the_grid) {
   struct cadence c = {0};
   const double at[] = {0, 100, 200, 300, 900, 1000, 1100};
@@ -220,6 +259,7 @@ int main(void) {
   tcase_add_test(c, a_skipped_frame_keeps_the_period);
   tcase_add_test(c, jitter_and_drift_are_followed);
   tcase_add_test(c, two_frames_off_the_grid_drop_it);
+  tcase_add_test(c, a_moved_phase_keeps_the_period);
   tcase_add_test(c, a_long_pause_drops_the_grid);
   tcase_add_test(c, a_new_rate_is_learned);
   tcase_add_test(c, another_task_starts_again);
