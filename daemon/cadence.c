@@ -47,6 +47,9 @@ static int64_t on_grid(struct cadence *c, int64_t now) {
   }
   c->err = err;
   c->dperiod = 0;
+  /* off: either a hiccup (the next on the grid) or the first frame of a
+   * step (the next a period after it), not known until the next comes */
+  if (llabs(err) > c->period / 64) c->alt = now + c->period;
   if (llabs(err) * 8 <= c->period) {
     c->off = 0;
     c->dperiod = err / 16; /* the period too: a learned one is off by its intervals' jitter */
@@ -58,6 +61,7 @@ static int64_t on_grid(struct cadence *c, int64_t now) {
 }
 
 int64_t cadence_arrive(struct cadence *c, int64_t now, int same) {
+  c->alt = 0;
   if (!same || !c->at || now <= c->at) {
     *c = (struct cadence){.at = now};
     return 0;
@@ -75,6 +79,7 @@ int64_t cadence_arrive(struct cadence *c, int64_t now, int same) {
       next = now + gap;
     }
   }
+  if (!next || llabs(c->alt - next) * 4 > c->period) c->alt = 0;
   c->grid = next;
   c->interval = gap;
   c->at = now;

@@ -39,11 +39,16 @@ struct cadence {
   int64_t err;      /* the last frame's arrival less its grid point */
   int64_t dperiod;  /* the period's change at that frame */
   unsigned off;     /* frames in a row off the grid */
+  int64_t alt;      /* after a frame off the grid: when the next comes if that one
+                     * stepped the loop's phase (the grid's guess being the hiccup's),
+                     * or 0 (on the grid, or the two further apart than a quarter
+                     * period): the warm window covers both (docs/daemon.md) */
 };
 
 /* A frame arrived at `now`; `same` is 0 when it is not like the last (its
  * kernel, size or device differ): the cadence starts again. Returns when
- * the next is expected, or 0 when no period is known. */
+ * the next is expected, or 0 when no period is known; c->alt the other
+ * guess, if any. */
 int64_t cadence_arrive(struct cadence *c, int64_t now, int same);
 
 /* The start of a frame whose task arrives at `now`: its burst's first

@@ -81,6 +81,8 @@ struct job {
   int64_t next_lead_ns; /* and how long before then that task's frame begins (its
                          * client's first request after a pause: a buffer write):
                          * the warm window opens that much sooner (device.c) */
+  int64_t next_alt_ns;  /* the other guess after a frame off its loop's grid (cadence.h,
+                         * alt), or 0: the warm window covers both */
   uint64_t bytes;       /* charged to the owner and its uid: every buffer's size and the
                          * instance records (job_inst_bytes) while in flight; once finished
                          * (loop), the inline bytes and the records it still holds */

@@ -318,6 +318,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   if (next_start) { /* the next SUBMIT: as long after its frame's start as this one */
     j->next_ns = next_start + lead;
     j->next_lead_ns = lead;
+    if (s->last_task.cad.alt) j->next_alt_ns = s->last_task.cad.alt + lead;
   }
   TRACE_SET(j, expected, s->frame_next_ns); /* the last frame's guess at this SUBMIT */
   s->frame_next_ns = j->next_ns;
@@ -345,7 +346,8 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   journal_accepted(dm->journal, j->id, j->uid, j->kernel);
   loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[j->device])); /* its hand-back */
   int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead) */
-  if (dev_warm_window(dm->devs[j->device], j->next_ns, j->next_lead_ns, &warm_from, &warm_to))
+  if (dev_warm_window(dm->devs[j->device], j->next_ns, j->next_alt_ns, j->next_lead_ns, &warm_from,
+                      &warm_to))
     loopspin_at(&dm->spin, s, warm_from, warm_to);
   union coop_msg r; /* the encoder reads its job only */
   memset(&r.job, 0, sizeof r.job);

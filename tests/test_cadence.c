@@ -192,6 +192,42 @@ START_TEST(a_moved_phase_keeps_the_period) {
 }
 END_TEST
 
+/* After the first frame off the grid the next is either on it (a hiccup)
+ * or a period after that frame (a step): the grid's guess stays the first,
+ * and alt names the second, so that the warm window covers both; the first
+ * frame after a step came cold before (its guess the old grid's). None on
+ * the grid, none for a frame off by more than a quarter period, none once
+ * the step is followed. */
+START_TEST(a_frame_off_the_grid_names_the_other_guess) {
+  struct cadence c = {0};
+  const double P = 16.7;
+  for (int i = 0; i < 4; i++) {
+    cadence_arrive(&c, T0 + (int64_t)(P * i * MS), 1);
+    ck_assert_int_eq(c.alt, 0);
+  }
+  int64_t at = T0 + (int64_t)((P * 4 - 2.07) * MS); /* 2.07 ms early */
+  int64_t next = cadence_arrive(&c, at, 1);
+  ck_assert_msg(llabs(next - (T0 + (int64_t)(P * 5 * MS))) < MS, "the grid's guess %.2f ms off",
+                (double)(next - (T0 + (int64_t)(P * 5 * MS))) / MS);
+  ck_assert_int_eq(c.alt, at + (int64_t)(P * MS));
+  next = cadence_arrive(&c, at + (int64_t)(P * MS), 1); /* it was a step */
+  ck_assert_int_eq(next, at + 2 * (int64_t)(P * MS));
+  ck_assert_int_eq(c.alt, 0);
+  /* a hiccup: the next back on the grid, alt gone with it */
+  struct cadence h = {0};
+  for (int i = 0; i < 4; i++) cadence_arrive(&h, T0 + (int64_t)(P * i * MS), 1);
+  cadence_arrive(&h, T0 + (int64_t)((P * 4 + 3) * MS), 1); /* past 1/8: the grid stays */
+  ck_assert_int_ne(h.alt, 0);
+  cadence_arrive(&h, T0 + (int64_t)(P * 5 * MS), 1);
+  ck_assert_int_eq(h.alt, 0);
+  /* 6 ms off: more than a quarter period from the grid's guess */
+  struct cadence f = {0};
+  for (int i = 0; i < 4; i++) cadence_arrive(&f, T0 + (int64_t)(P * i * MS), 1);
+  cadence_arrive(&f, T0 + (int64_t)((P * 4 - 6) * MS), 1);
+  ck_assert_int_eq(f.alt, 0);
+}
+END_TEST
+
 START_TEST(a_long_pause_drops_the_grid) {
   struct cadence c = {0};
   const double at[] = {0, 100, 200, 300, 900, 1000, 1100};
@@ -260,6 +296,7 @@ int main(void) {
   tcase_add_test(c, jitter_and_drift_are_followed);
   tcase_add_test(c, two_frames_off_the_grid_drop_it);
   tcase_add_test(c, a_moved_phase_keeps_the_period);
+  tcase_add_test(c, a_frame_off_the_grid_names_the_other_guess);
   tcase_add_test(c, a_long_pause_drops_the_grid);
   tcase_add_test(c, a_new_rate_is_learned);
   tcase_add_test(c, another_task_starts_again);

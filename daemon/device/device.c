@@ -257,20 +257,28 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
  * write), to as many idle spins after it, this
  * thread spins instead of sleeping, keeps the device process spinning
  * (dp_set_warm, and a request if none is due), and the loop spins too
- * (loopspin_at, armed by the loop from the same guess). A wrong guess
- * costs one window of spinning. */
+ * (loopspin_at, armed by the loop from the same guess). After a frame off
+ * the loop's grid the window covers both guesses, the grid's and a phase
+ * step's (cadence.h, alt; at most a quarter period apart): the first frame
+ * after a step came cold, 0.46-0.72 ms where a warm one takes 0.36
+ * (bench/RESULTS.md, "A frame loop's phase moved"). A wrong guess costs
+ * one window of spinning. */
 #define DEV_WARM_SPINS 2
-int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t lead_ns, int64_t *from,
-                    int64_t *to) {
+int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t alt_ns, int64_t lead_ns,
+                    int64_t *from, int64_t *to) {
   int64_t spin = atomic_load_explicit(&d->idle_spin_ns, memory_order_relaxed);
   if (!spin || !next_ns) return 0;
-  *from = next_ns - lead_ns - DEV_WARM_SPINS * spin;
-  *to = next_ns + DEV_WARM_SPINS * spin;
+  int64_t first = alt_ns && alt_ns < next_ns ? alt_ns : next_ns;
+  int64_t last = alt_ns > next_ns ? alt_ns : next_ns;
+  *from = first - lead_ns - DEV_WARM_SPINS * spin;
+  *to = last + DEV_WARM_SPINS * spin;
   return 1;
 }
 
 static void warm_for(struct dev *d, const struct job *j) {
-  if (!dev_warm_window(d, j->next_ns, j->next_lead_ns, &d->warm_from, &d->warm_until)) return;
+  if (!dev_warm_window(d, j->next_ns, j->next_alt_ns, j->next_lead_ns, &d->warm_from,
+                       &d->warm_until))
+    return;
   d->warm_on = 0;
   log_debug("%s: a warm window armed for the next frame, from %.0f us before it", d->logname,
             (double)(j->next_ns - d->warm_from) / 1e3);

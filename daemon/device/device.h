@@ -195,11 +195,12 @@ int64_t dev_unpark_ns(const struct dev *d);
  * job after one (0: they sleep at once). */
 int64_t dev_idle_spin_ns(const struct dev *d);
 /* Warm ahead (device.c): the window around a frame loop's next task,
- * expected at next_ns, its frame's work beginning lead_ns before (a buffer
+ * expected at next_ns (or at alt_ns, when not 0: after a frame off the
+ * loop's grid, both), its frame's work beginning lead_ns before (a buffer
  * write), in which this device's threads and the loop spin; 0 when there
  * is none (no idle spin here, or no guess). */
-int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t lead_ns, int64_t *from,
-                    int64_t *to);
+int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t alt_ns, int64_t lead_ns,
+                    int64_t *from, int64_t *to);
 /* A job's kernel_index is recomputed by the device thread from its kernel
  * name when the job starts: the runtime registers a kset in its order. */
 
