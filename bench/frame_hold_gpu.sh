@@ -6,8 +6,10 @@
 # what holds a frame beside a large job (bench/RESULTS.md, "What holds a
 # frame beside a large job"). Each run is traced (COOP_TRACE_FILE, and the
 # client's own stamps); after each: its rows (0), (b) and (g), the frames
-# whose queued -> taken passed 100 us (bench/frame_waits.sh), and (g)'s
-# legs (bench/side_client_legs.sh, its rows alone and beside bfs together).
+# whose queued -> taken passed 100 us (bench/frame_waits.sh), (g)'s legs
+# (bench/side_client_legs.sh, its rows alone and beside bfs together), and
+# how coopd's guess at each frame came out, window by window
+# (bench/frame_guess.sh).
 #
 #   bench/frame_hold_gpu.sh --old COOPD [--runs "0.3:1 0.3:2 2:1"] [DIR]
 #
@@ -46,6 +48,7 @@ for spec in $runs; do
     grep -E '^\| \((0|b|g)\) ' "$out/S-$n.txt" | cut -d'|' -f2-9
     bench/frame_waits.sh "$out/T-$n.csv" 100
     bench/side_client_legs.sh "$out/C-$n.csv" "$out/T-$n.csv" || true
+    bench/frame_guess.sh "$out/C-$n.csv" "$out/T-$n.csv" || true
   done
 done
 (cd "$out" && tar -czf r.tgz S-*.txt S-*.csv T-*.csv C-*.csv)

@@ -76,6 +76,14 @@ sh "$(dirname "$0")/../bench/side_client_legs.sh" "$dir/client.csv" "$dir/trace.
 cat "$dir/legs"
 awk -v want="$frames" '$1 ~ /release->done$/ { n += substr($4, 2) + 0 } END { exit n != want }' \
   "$dir/legs" || fail "side_client_legs.sh: not every frame ($frames) joined"
+# bench/frame_guess.sh: every frame but the checks counted once, in the
+# window its check frame began
+sh "$(dirname "$0")/../bench/frame_guess.sh" "$dir/client.csv" "$dir/trace.csv" >"$dir/guess" ||
+  fail "frame_guess.sh exited non-zero"
+cat "$dir/guess"
+awk -v want="$frames" '$1 == "window" { n += $3; w++ } $1 == "frames" { bad = 1 }
+  END { exit !(n == want && w >= 1 && !bad) }' "$dir/guess" ||
+  fail "frame_guess.sh: not every frame ($frames) counted in a window"
 # bench/late_ends.sh: every job that moved its bytes counted once, on one
 # of the two paths, and both legs' quantiles of each path listed
 moved=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
