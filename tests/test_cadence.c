@@ -4,9 +4,10 @@
  * up here, so every case is exact: a steady loop is expected from its
  * third frame on; a late frame, a skipped one, jitter and a slow drift
  * keep the period, and a period learned off is corrected; a moved phase
- * moves the grid; two frames off the grid not a period apart, a long
- * pause, a new rate or
- * another kernel drop it; a loop that is no loop is never expected.
+ * moves the grid, and a frame off the grid names the other guess (never
+ * more than a quarter period from the grid's); two frames off the grid not
+ * a period apart, a long pause, a new rate or another kernel drop it; a
+ * loop that is no loop is never expected.
  */
 #include <check.h>
 #include <stdint.h>
@@ -228,6 +229,34 @@ START_TEST(a_frame_off_the_grid_names_the_other_guess) {
 }
 END_TEST
 
+/* Whatever a client's frames do (jitter up to half a period, steps,
+ * skips, pauses; arrivals from a fixed pseudo-random sequence), the other
+ * guess is at most a quarter period from the grid's, and only beside one:
+ * a client cannot widen coopd's warm windows past that. */
+START_TEST(the_other_guess_stays_within_a_quarter_period) {
+  struct cadence c = {0};
+  uint64_t x = 88172645463325252ULL; /* xorshift64 */
+  int64_t t = T0, period = 16700000, alts = 0;
+  for (int i = 0; i < 20000; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    int64_t r = (int64_t)(x % 1000);
+    int64_t jitter = r < 700   ? (r % 40) * 10000 - 200000   /* +-0.2 ms */
+                     : r < 900 ? (r % 200) * 83500 - 8350000 /* +-half a period */
+                               : 0;
+    if (r >= 990) t += period * (int64_t)(r % 7); /* a skip or a pause */
+    t += period;
+    int64_t next = cadence_arrive(&c, t + jitter, 1);
+    if (c.alt) {
+      alts++;
+      ck_assert_msg(next != 0, "frame %d: an other guess without a guess", i);
+      ck_assert_msg(llabs(c.alt - next) * 4 <= c.period, "frame %d: %.3f ms apart, period %.3f", i,
+                    (double)(c.alt - next) / MS, (double)c.period / MS);
+    }
+  }
+  ck_assert_int_gt(alts, 0); /* the case was met */
+}
+END_TEST
+
 START_TEST(a_long_pause_drops_the_grid) {
   struct cadence c = {0};
   const double at[] = {0, 100, 200, 300, 900, 1000, 1100};
@@ -297,6 +326,7 @@ int main(void) {
   tcase_add_test(c, two_frames_off_the_grid_drop_it);
   tcase_add_test(c, a_moved_phase_keeps_the_period);
   tcase_add_test(c, a_frame_off_the_grid_names_the_other_guess);
+  tcase_add_test(c, the_other_guess_stays_within_a_quarter_period);
   tcase_add_test(c, a_long_pause_drops_the_grid);
   tcase_add_test(c, a_new_rate_is_learned);
   tcase_add_test(c, another_task_starts_again);
