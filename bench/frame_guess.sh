@@ -11,8 +11,10 @@
 # its place in the window, its ms and its guess's error in ms ("none": no
 # guess). bench/RESULTS.md, "A frame loop's phase moved".
 set -eu
-[ $# -ge 2 ] && [ -r "$1" ] && [ -r "$2" ] ||
-  { echo "usage: bench/frame_guess.sh CLIENT.csv COOPD_TRACE.csv [OFF_US]" >&2; exit 2; }
+case "${1:-}" in -h | --help) sed -n '2,12p' "$0"; exit 0 ;; esac
+[ $# -ge 2 ] && [ $# -le 3 ] && [ -r "$1" ] && [ -r "$2" ] ||
+  { echo "usage: bench/frame_guess.sh CLIENT.csv COOPD_TRACE.csv [OFF_US] (--help)" >&2; exit 2; }
+case "${3:-300}" in '' | *[!0-9]*) echo "frame_guess.sh: OFF_US must be a number of microseconds" >&2; exit 2 ;; esac
 awk -F, -v off_us="${3:-300}" '
   FNR == 1 { file++ }
   file == 1 && $1 == "id" { for (i = 1; i <= NF; i++) cc[$i] = i; next }

@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --old) old=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "frame_hold_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
     *) break ;;
   esac
