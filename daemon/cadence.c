@@ -25,8 +25,8 @@ static int64_t nearest_point(const struct cadence *c, int64_t now) {
  * step a frame, and the period moved by a sixteenth: at 60 fps a step of
  * 2 ms had the frames after it expected up to 0.85 ms late and then up to
  * 0.7 ms early for six frames, past their warm windows (bench/RESULTS.md,
- * "A frame loop's phase moved"). Jitter seldom gives two such frames in a row, and a jump there
- * costs no more than the jitter. */
+ * "A frame loop's phase moved"). Jitter seldom gives two such frames in a
+ * row, and a jump there costs no more than the jitter. */
 static int stepped(const struct cadence *c, int64_t now, int64_t err) {
   int64_t tol = c->period / 64;
   return llabs(now - c->at - c->period) <= tol && llabs(err) > tol && llabs(c->err) > tol &&
