@@ -16,6 +16,11 @@ static int64_t nearest_point(const struct cadence *c, int64_t now) {
   return n > CADENCE_MAX_SKIP ? 0 : c->grid + n * c->period;
 }
 
+/* How far off its grid point a frame may come and still count as on it
+ * for a phase step and for the other guess (cadence.h, alt): 1/64 of the
+ * period, 0.26 ms at 60 fps. */
+static int64_t step_tol(const struct cadence *c) { return c->period / 64; }
+
 /* Whether frame `now`, `err` from its grid point, shows that the loop
  * stepped its phase: it came one period after the last frame (within
  * 1/64), and both were off their points by more than that, the same way.
@@ -28,7 +33,7 @@ static int64_t nearest_point(const struct cadence *c, int64_t now) {
  * "A frame loop's phase moved"). Jitter seldom gives two such frames in a
  * row, and a jump there costs no more than the jitter. */
 static int stepped(const struct cadence *c, int64_t now, int64_t err) {
-  int64_t tol = c->period / 64;
+  int64_t tol = step_tol(c);
   return llabs(now - c->at - c->period) <= tol && llabs(err) > tol && llabs(c->err) > tol &&
          (err < 0) == (c->err < 0);
 }
@@ -49,7 +54,7 @@ static int64_t on_grid(struct cadence *c, int64_t now) {
   c->dperiod = 0;
   /* off: either a hiccup (the next on the grid) or the first frame of a
    * step (the next a period after it), not known until the next comes */
-  if (llabs(err) > c->period / 64) c->alt = now + c->period;
+  if (llabs(err) > step_tol(c)) c->alt = now + c->period;
   if (llabs(err) * 8 <= c->period) {
     c->off = 0;
     c->dperiod = err / 16; /* the period too: a learned one is off by its intervals' jitter */
