@@ -45,9 +45,7 @@ void job_free(struct daemon *dm, struct job *j) {
 
 /* ---- admission ---- */
 
-static int refuse(struct job_err *e, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int refuse(struct job_err *e, int code, const char *fmt, ...) {
+int job_refuse(struct job_err *e, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(e->message, sizeof e->message, fmt, ap);
@@ -115,17 +113,18 @@ static int admit_rules(const struct kdef *k, const struct job_req *r, char *why,
 static int admit_start(const struct kdef *k, const struct job_req *r, unsigned workers,
                        struct job_err *e) {
   if (!k)
-    return refuse(e, COOP_ENOKERNEL, "kernel %s is gone: the daemon reloaded its kernels",
-                  r->kernel);
+    return job_refuse(e, COOP_ENOKERNEL, "kernel %s is gone: the daemon reloaded its kernels",
+                      r->kernel);
   int same = k->nargs == r->nargs && !!k->cooperative == !!(r->flags & COOP_SUBMIT_COOPERATIVE);
   for (unsigned i = 0; same && i < r->nargs; i++) same = k->types[i] == r->args[i].type;
-  if (!same) return refuse(e, COOP_EARGS, "kernel %s changed its signature in a reload", r->kernel);
+  if (!same)
+    return job_refuse(e, COOP_EARGS, "kernel %s changed its signature in a reload", r->kernel);
   char why[256];
-  if (admit_rules(k, r, why, sizeof why)) return refuse(e, COOP_EARGS, "%s", why);
+  if (admit_rules(k, r, why, sizeof why)) return job_refuse(e, COOP_EARGS, "%s", why);
   if (!job_fits(workers, r->groups, k->cooperative))
-    return refuse(e, COOP_EINVAL,
-                  "asks for %u workgroups, but the device has %u workers since its restart",
-                  r->groups, workers);
+    return job_refuse(e, COOP_EINVAL,
+                      "asks for %u workgroups, but the device has %u workers since its restart",
+                      r->groups, workers);
   return 0;
 }
 
@@ -145,29 +144,31 @@ static int admit_shape(const struct kdef *k, const struct job_req *r, unsigned w
                        struct job_err *e) {
   int coop = !!(r->flags & COOP_SUBMIT_COOPERATIVE);
   if (coop != k->cooperative)
-    return refuse(e, COOP_EARGS, "kernel %s is %scooperative: submit it %s the cooperative flag",
-                  k->name, k->cooperative ? "" : "non-", k->cooperative ? "with" : "without");
+    return job_refuse(e, COOP_EARGS,
+                      "kernel %s is %scooperative: submit it %s the cooperative flag", k->name,
+                      k->cooperative ? "" : "non-", k->cooperative ? "with" : "without");
   if ((r->flags & COOP_SUBMIT_QUERY_BARRIER) && !coop)
-    return refuse(e, COOP_EINVAL, "the query-barrier flag is for cooperative kernels");
+    return job_refuse(e, COOP_EINVAL, "the query-barrier flag is for cooperative kernels");
   if (r->groups == 0 || r->groups > workers)
-    return refuse(e, COOP_EINVAL, "groups must be 1..%u (the workers discovery found); got %u",
-                  workers, r->groups);
+    return job_refuse(e, COOP_EINVAL, "groups must be 1..%u (the workers discovery found); got %u",
+                      workers, r->groups);
   if (r->period_us == 0 && (r->count || r->duration_ms))
-    return refuse(e, COOP_EINVAL, "count and duration need a period");
+    return job_refuse(e, COOP_EINVAL, "count and duration need a period");
   if (r->period_us && !r->count && !r->duration_ms)
-    return refuse(e, COOP_EINVAL, "a periodic job needs a count or a duration");
+    return job_refuse(e, COOP_EINVAL, "a periodic job needs a count or a duration");
   uint64_t ninst = inst_count(r->period_us, r->count, r->duration_ms);
   if (ninst > COOP_WIRE_MAX_INST)
-    return refuse(e, COOP_EINVAL, "at most %u instances per periodic job", COOP_WIRE_MAX_INST);
+    return job_refuse(e, COOP_EINVAL, "at most %u instances per periodic job", COOP_WIRE_MAX_INST);
   /* A deadline no instance can meet only adds misses to the device's
    * coop_deadline_misses_total, which the admin reads for every user
    * (2000 a second at 1 us), and puts the job first in the scheduler's
    * earliest-deadline order (docs/daemon.md, "Deadlines"). */
   if (r->deadline_us && r->deadline_us < r->min_deadline_us)
-    return refuse(e, COOP_EINVAL,
-                  "deadline %u us is below [jobs] min_deadline_us = %u us: no instance finishes "
-                  "that soon after its release here (0 asks for no deadline)",
-                  r->deadline_us, r->min_deadline_us);
+    return job_refuse(
+        e, COOP_EINVAL,
+        "deadline %u us is below [jobs] min_deadline_us = %u us: no instance finishes "
+        "that soon after its release here (0 asks for no deadline)",
+        r->deadline_us, r->min_deadline_us);
   return 0;
 }
 
@@ -176,23 +177,23 @@ static int admit_shape(const struct kdef *k, const struct job_req *r, unsigned w
 static int admit_args(const struct kdef *k, const struct job_req *r, struct job_err *e,
                       uint64_t *bytes, uint64_t *inline_out) {
   if (r->nargs != k->nargs)
-    return refuse(e, COOP_EARGS, "kernel %s takes %u arguments; got %u", k->name, k->nargs,
-                  r->nargs);
+    return job_refuse(e, COOP_EARGS, "kernel %s takes %u arguments; got %u", k->name, k->nargs,
+                      r->nargs);
   for (unsigned i = 0; i < r->nargs; i++) {
     const struct job_req_arg *a = &r->args[i];
     if (a->type != k->types[i])
-      return refuse(e, COOP_EARGS, "argument %u of %s is %s; got %s", i, k->name,
-                    coop_arg_type_name(k->types[i]), coop_arg_type_name(a->type));
+      return job_refuse(e, COOP_EARGS, "argument %u of %s is %s; got %s", i, k->name,
+                        coop_arg_type_name(k->types[i]), coop_arg_type_name(a->type));
     if (a->type != COOP_ARG_BUF) continue;
     if (a->size == 0 || a->size > r->arena_bytes)
-      return refuse(e, COOP_EINVAL, "buffer argument %u: size %llu not in 1..arena (%u MiB)", i,
-                    (unsigned long long)a->size, (unsigned)(r->arena_bytes >> 20));
+      return job_refuse(e, COOP_EINVAL, "buffer argument %u: size %llu not in 1..arena (%u MiB)", i,
+                        (unsigned long long)a->size, (unsigned)(r->arena_bytes >> 20));
     if (a->devbuf) continue; /* on the device already, its bytes counted (bufs.c) */
     if (a->fd >= 0 && !a->fd_ok)
-      return refuse(e, COOP_EINVAL,
-                    "buffer argument %u: descriptor %u missing, not a regular file (memfd), or "
-                    "shorter than %llu bytes",
-                    i, (unsigned)a->fd, (unsigned long long)a->size);
+      return job_refuse(e, COOP_EINVAL,
+                        "buffer argument %u: descriptor %u missing, not a regular file (memfd), or "
+                        "shorter than %llu bytes",
+                        i, (unsigned)a->fd, (unsigned long long)a->size);
     if (a->fd < 0 && (a->dir & COOP_BUF_OUT)) *inline_out += a->size;
     *bytes += a->size;
   }
@@ -206,14 +207,14 @@ int job_admit(const struct kdef *k, const struct job_req *r, unsigned workers, e
   if (at == JOB_AT_START) return admit_start(k, r, workers, e);
   *bytes = *inline_out = 0;
   if (!k)
-    return refuse(e, COOP_ENOKERNEL, "no kernel named \"%s\" (coopctl kernels lists them)",
-                  r->kernel);
+    return job_refuse(e, COOP_ENOKERNEL, "no kernel named \"%s\" (coopctl kernels lists them)",
+                      r->kernel);
   int c = admit_shape(k, r, workers, e);
   if (c == 0) c = admit_args(k, r, e, bytes, inline_out);
   if (c) return c;
   char why[320];
   if (admit_rules(k, r, why, sizeof why))
-    return refuse(e, COOP_EARGS, "kernel %s: %s", k->name, why);
+    return job_refuse(e, COOP_EARGS, "kernel %s: %s", k->name, why);
   return 0;
 }
 
@@ -235,10 +236,10 @@ static struct job *find_job(struct daemon *dm, uint64_t id) {
 /* ENOJOB, worded the same whether no job has that id or another user's
  * does: a different answer would tell any client who runs what. */
 static void no_job(struct job_err *e, uint64_t id) {
-  refuse(e, COOP_ENOJOB,
-         "no job %llu (finished jobs are kept until their client disconnects, at most "
-         "max_finished_per_client; detached ones after that at most max_detached_kept_per_uid)",
-         (unsigned long long)id);
+  job_refuse(e, COOP_ENOJOB,
+             "no job %llu (finished jobs are kept until their client disconnects, at most "
+             "max_finished_per_client; detached ones after that at most max_detached_kept_per_uid)",
+             (unsigned long long)id);
 }
 
 struct job *job_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_err *e) {
@@ -249,9 +250,10 @@ struct job *job_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_
     return NULL;
   }
   if (l) {
-    refuse(e, COOP_ELOST,
-           "job %llu (%s) was lost: an earlier coopd stopped before it finished; submit it again",
-           (unsigned long long)id, l->kernel);
+    job_refuse(
+        e, COOP_ELOST,
+        "job %llu (%s) was lost: an earlier coopd stopped before it finished; submit it again",
+        (unsigned long long)id, l->kernel);
     return NULL;
   }
   if (!j || !job_may_see(uid, j)) {

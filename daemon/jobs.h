@@ -192,6 +192,10 @@ struct job_err {
   int code;
   char message[COOP_WIRE_TEXT_MAX];
 };
+/* Fills e (its message from fmt) and returns code: a refusal, as the
+ * checks below and the session's admission (sess_jobs.c) make them. */
+int job_refuse(struct job_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Whether r may run kernel k (NULL: none of that name) on a device of
  * `workers` usable workers: the kernel's kind and signature, the groups,
  * the periodic settings, the buffers and the kernel's own rules

@@ -24,15 +24,14 @@ static struct job *lookup(struct session *s, uint32_t seq, uint64_t id) {
 
 /* The device a SUBMIT goes to: the one it names, or the least loaded (fewest
  * jobs, then the lowest index) of those with the workers it asks for;
- * device 0 when none has them (its checks then say why); or, ERROR sent,
+ * device 0 when none has them (its checks then say why); or, e filled,
  * its (negative) code. */
-static int pick_device(struct session *s, uint32_t seq, const struct coop_msg_submit *m) {
+static int pick_device(struct session *s, const struct coop_msg_submit *m, struct job_err *e) {
   struct daemon *dm = s->dm;
   if (m->device != COOP_WIRE_ANY_DEVICE) {
     if (m->device < dm->ndev) return m->device;
-    sess_error(s, seq, COOP_EINVAL, "no device %u: this coopd runs %u (0..%u, or any)", m->device,
-               dm->ndev, dm->ndev - 1);
-    return COOP_EINVAL;
+    return job_refuse(e, COOP_EINVAL, "no device %u: this coopd runs %u (0..%u, or any)", m->device,
+                      dm->ndev, dm->ndev - 1);
   }
   int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE), best = -1;
   for (unsigned i = 0; i < dm->ndev; i++) {
@@ -52,22 +51,20 @@ struct io_seen {
 
 /* A device buffer's range moved with the job (COOP_ARG_DEVBUF_IO): inside
  * the buffer, and inside the frame's descriptor it names, a regular file.
- * 0, or (ERROR sent) the code. */
-static int io_range(struct session *s, uint32_t seq, unsigned i, const struct coop_wire_arg *a,
-                    const struct dbuf *b, const int *fds, unsigned nfds, struct io_seen *seen) {
+ * 0, or (e filled) the code. */
+static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a,
+                    const struct dbuf *b, const int *fds, unsigned nfds, struct io_seen *seen,
+                    struct job_err *e) {
   struct stat st;
-  if (a->at > b->size || a->size > b->size - a->at) {
-    sess_error(s, seq, COOP_EINVAL,
-               "argument %u: bytes %llu..%llu are outside device buffer %llu (%llu bytes)", i,
-               (unsigned long long)a->at, (unsigned long long)(a->at + a->size),
-               (unsigned long long)b->id, (unsigned long long)b->size);
-    return COOP_EINVAL;
-  }
-  if (a->fd == COOP_WIRE_FD_XFER && !s->xfer) {
-    sess_error(s, seq, COOP_EINVAL,
-               "argument %u: names the connection's transfer memfd, and none was sent (XFER)", i);
-    return COOP_EINVAL;
-  }
+  if (a->at > b->size || a->size > b->size - a->at)
+    return job_refuse(e, COOP_EINVAL,
+                      "argument %u: bytes %llu..%llu are outside device buffer %llu (%llu bytes)",
+                      i, (unsigned long long)a->at, (unsigned long long)(a->at + a->size),
+                      (unsigned long long)b->id, (unsigned long long)b->size);
+  if (a->fd == COOP_WIRE_FD_XFER && !s->xfer)
+    return job_refuse(
+        e, COOP_EINVAL,
+        "argument %u: names the connection's transfer memfd, and none was sent (XFER)", i);
   int fd = sess_io_fd(s, a, fds, nfds);
   if (fd >= 0 && fd != seen->fd) {
     seen->fd = -1;
@@ -82,14 +79,12 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
     }
   }
   /* off + size may wrap: neither is trusted */
-  if (fd < 0 || fd != seen->fd || a->size > seen->size || a->off > seen->size - a->size) {
-    sess_error(s, seq, COOP_EINVAL,
-               "argument %u: descriptor %u must be a memfd of at least %llu bytes (the range's "
-               "offset %llu plus its %llu bytes)",
-               i, (unsigned)a->fd, (unsigned long long)(a->off + a->size),
-               (unsigned long long)a->off, (unsigned long long)a->size);
-    return COOP_EINVAL;
-  }
+  if (fd < 0 || fd != seen->fd || a->size > seen->size || a->off > seen->size - a->size)
+    return job_refuse(e, COOP_EINVAL,
+                      "argument %u: descriptor %u must be a memfd of at least %llu bytes (the "
+                      "range's offset %llu plus its %llu bytes)",
+                      i, (unsigned)a->fd, (unsigned long long)(a->off + a->size),
+                      (unsigned long long)a->off, (unsigned long long)a->size);
   return 0;
 }
 
@@ -97,108 +92,86 @@ static int io_range(struct session *s, uint32_t seq, unsigned i, const struct co
  * bufs[]: each the client's, all on one device, the one it names if it
  * names one, each range moved with the job inside its buffer and its
  * descriptor. Returns that device, COOP_WIRE_ANY_DEVICE when the job names
- * none and has no device buffer, or (ERROR sent) a negative code. */
-static int device_buffers(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
-                          struct dbuf **bufs, const int *fds, unsigned nfds) {
+ * none and has no device buffer, or (e filled) a negative code. */
+static int device_buffers(struct session *s, const struct coop_msg_submit *m, struct dbuf **bufs,
+                          const int *fds, unsigned nfds, struct job_err *e) {
   int dev = m->device;
   struct io_seen seen = {-1, 0};
   for (unsigned i = 0; i < m->nargs; i++) {
     const struct coop_wire_arg *a = &m->args[i];
     if (a->type != COOP_ARG_DEVBUF && a->type != COOP_ARG_DEVBUF_IO) continue;
-    struct job_err e;
-    bufs[i] = dbuf_lookup(s->dm, s->uid, a->bits, &e);
-    if (!bufs[i]) {
-      sess_error(s, seq, e.code, "argument %u: %s", i, e.message);
-      return e.code;
-    }
+    struct job_err le;
+    bufs[i] = dbuf_lookup(s->dm, s->uid, a->bits, &le);
+    if (!bufs[i]) return job_refuse(e, le.code, "argument %u: %s", i, le.message);
     if (a->type == COOP_ARG_DEVBUF_IO) {
-      int r = io_range(s, seq, i, a, bufs[i], fds, nfds, &seen);
+      int r = io_range(s, i, a, bufs[i], fds, nfds, &seen, e);
       if (r) return r;
     }
-    if (dev != COOP_WIRE_ANY_DEVICE && dev != bufs[i]->device) {
-      sess_error(s, seq, COOP_EINVAL,
-                 "argument %u: device buffer %llu is on device %u, the job on device %d", i,
-                 (unsigned long long)bufs[i]->id, bufs[i]->device, dev);
-      return COOP_EINVAL;
-    }
+    if (dev != COOP_WIRE_ANY_DEVICE && dev != bufs[i]->device)
+      return job_refuse(e, COOP_EINVAL,
+                        "argument %u: device buffer %llu is on device %u, the job on device %d", i,
+                        (unsigned long long)bufs[i]->id, bufs[i]->device, dev);
     dev = bufs[i]->device;
   }
-  if (dev != COOP_WIRE_ANY_DEVICE && dev >= (int)s->dm->ndev) return pick_device(s, seq, m);
+  if (dev != COOP_WIRE_ANY_DEVICE && dev >= (int)s->dm->ndev) return pick_device(s, m, e);
   return dev;
 }
 
 /* Checks a SUBMIT against the kernel and the device (job_admit), then
- * against the limits. Returns 0, or sends the ERROR and returns its code.
+ * against the limits. Returns 0, or fills e and returns its code.
  * fds: the descriptors of this frame. */
-static int check_submit(struct session *s, uint32_t seq, const struct coop_msg_submit *m,
-                        const struct kdef *k, struct dev *dev, const int *fds, unsigned nfds,
-                        struct dbuf *const *bufs, uint64_t *bytes) {
+static int check_submit(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
+                        struct dev *dev, const int *fds, unsigned nfds, struct dbuf *const *bufs,
+                        uint64_t *bytes, struct job_err *e) {
   struct daemon *dm = s->dm;
   struct job_req r;
-  struct job_err e;
   uint64_t total, inline_out;
   job_req_from_submit(&r, m, fds, nfds);
   for (unsigned i = 0; i < m->nargs; i++)
     if (bufs[i]) r.args[i].size = bufs[i]->size;
   r.arena_bytes = (uint64_t)dm->cfg.arena_mb << 20;
   r.min_deadline_us = dm->cfg.min_deadline_us;
-  if (job_admit(k, &r, dev_workers(dev), JOB_AT_SUBMIT, &e, &total, &inline_out)) {
-    sess_error(s, seq, e.code, "%s", e.message);
-    return e.code;
-  }
+  if (job_admit(k, &r, dev_workers(dev), JOB_AT_SUBMIT, e, &total, &inline_out)) return e->code;
   /* a periodic job's instance records: up to 4 MiB that RESULT carries,
    * held like its buffers from here until the job is dropped */
   total += job_inst_bytes(m->period_us, m->count, m->duration_ms);
-  if (inline_out > SESS_INLINE_OUT_MAX) {
-    sess_error(s, seq, COOP_ETOOBIG, "inline output buffers above %u bytes: pass a memfd",
-               SESS_INLINE_OUT_MAX);
-    return COOP_ETOOBIG;
-  }
-  if (s->inflight >= dm->cfg.max_jobs_per_client) {
-    sess_error(s, seq, COOP_ELIMIT,
-               "at most %u jobs in flight per client ([limits] max_jobs_per_client)",
-               dm->cfg.max_jobs_per_client);
-    return COOP_ELIMIT;
-  }
-  if (s->bytes + total > dm->cfg.max_bytes_per_client) {
-    sess_error(s, seq, COOP_ELIMIT,
-               "at most %llu buffer bytes in flight per client ([limits] max_bytes_per_client; "
-               "a periodic job's instance records count, %zu bytes each)",
-               dm->cfg.max_bytes_per_client, sizeof(struct coop_wire_inst));
-    return COOP_ELIMIT;
-  }
+  if (inline_out > SESS_INLINE_OUT_MAX)
+    return job_refuse(e, COOP_ETOOBIG, "inline output buffers above %u bytes: pass a memfd",
+                      SESS_INLINE_OUT_MAX);
+  if (s->inflight >= dm->cfg.max_jobs_per_client)
+    return job_refuse(e, COOP_ELIMIT,
+                      "at most %u jobs in flight per client ([limits] max_jobs_per_client)",
+                      dm->cfg.max_jobs_per_client);
+  if (s->bytes + total > dm->cfg.max_bytes_per_client)
+    return job_refuse(e, COOP_ELIMIT,
+                      "at most %llu buffer bytes in flight per client ([limits] "
+                      "max_bytes_per_client; a periodic job's instance records count, %zu bytes "
+                      "each)",
+                      dm->cfg.max_bytes_per_client, sizeof(struct coop_wire_inst));
   const struct uid_use *u = s->use;
-  if (u->live >= dm->cfg.max_jobs_per_uid) {
-    sess_error(s, seq, COOP_ELIMIT,
-               "at most %u jobs queued or running per user, over all its connections, detached "
-               "jobs included ([limits] max_jobs_per_uid)",
-               dm->cfg.max_jobs_per_uid);
-    return COOP_ELIMIT;
-  }
-  if (u->bytes + total > dm->cfg.max_bytes_per_uid) {
-    sess_error(s, seq, COOP_ELIMIT,
-               "at most %llu buffer bytes per user ([limits] max_bytes_per_uid): its jobs in "
-               "flight and the results kept for it (inline outputs, and %zu bytes per instance "
-               "of a periodic job) hold %llu, this job %llu more; results go when their "
-               "connection closes",
-               dm->cfg.max_bytes_per_uid, sizeof(struct coop_wire_inst),
-               (unsigned long long)u->bytes, (unsigned long long)total);
-    return COOP_ELIMIT;
-  }
-  if (m->priority < COOP_PRIORITY_MIN || m->priority > COOP_PRIORITY_MAX) {
-    sess_error(s, seq, COOP_EINVAL, "priority %d: want %d..%d", (int)m->priority, COOP_PRIORITY_MIN,
-               COOP_PRIORITY_MAX);
-    return COOP_EINVAL;
-  }
+  if (u->live >= dm->cfg.max_jobs_per_uid)
+    return job_refuse(e, COOP_ELIMIT,
+                      "at most %u jobs queued or running per user, over all its connections, "
+                      "detached jobs included ([limits] max_jobs_per_uid)",
+                      dm->cfg.max_jobs_per_uid);
+  if (u->bytes + total > dm->cfg.max_bytes_per_uid)
+    return job_refuse(e, COOP_ELIMIT,
+                      "at most %llu buffer bytes per user ([limits] max_bytes_per_uid): its jobs "
+                      "in flight and the results kept for it (inline outputs, and %zu bytes per "
+                      "instance of a periodic job) hold %llu, this job %llu more; results go when "
+                      "their connection closes",
+                      dm->cfg.max_bytes_per_uid, sizeof(struct coop_wire_inst),
+                      (unsigned long long)u->bytes, (unsigned long long)total);
+  if (m->priority < COOP_PRIORITY_MIN || m->priority > COOP_PRIORITY_MAX)
+    return job_refuse(e, COOP_EINVAL, "priority %d: want %d..%d", (int)m->priority,
+                      COOP_PRIORITY_MIN, COOP_PRIORITY_MAX);
   if (m->priority > (int32_t)dm->cfg.max_priority) {
     int most = priority_max(&dm->prio, dm->cfg.max_priority, s->fd, s->uid);
-    if (m->priority > most) {
-      sess_error(s, seq, COOP_EPERM,
-                 "priority %d: this user may ask at most %d ([limits] max_priority, "
-                 "priority_users)",
-                 (int)m->priority, most);
-      return COOP_EPERM;
-    }
+    if (m->priority > most)
+      return job_refuse(e, COOP_EPERM,
+                        "priority %d: this user may ask at most %d ([limits] max_priority, "
+                        "priority_users)",
+                        (int)m->priority, most);
   }
   *bytes = total;
   return 0;
@@ -241,34 +214,52 @@ static int64_t expected_next(struct session *s, const struct coop_msg_submit *m,
   return next;
 }
 
-/* A frame's job made ahead. After a frame's idle spell of 16 ms, the
- * SUBMIT's calloc of its job took 9.6 us on an H200 (bench/RESULTS.md, "A
- * warm copy engine"), 2.8 us against 1.7 back to back on 2 cores: the
- * allocator's state and the job's 3 KB cold (jobs now come from slabs of
- * their own, their pages touched ahead: jobpool.h). So when a frame's warm
- * window opens, the loop makes the job's memory for each connection whose
- * next frame is due within SESS_WARM_AHEAD_NS (or late by at most
- * SESS_WARM_LATE_NS) and zeroes it; sess_make_job takes it. At most one
- * a connection, freed with it. */
-#define SESS_WARM_AHEAD_NS (SESS_LEAD_MAX_NS + 5000000)
-#define SESS_WARM_LATE_NS 2000000
-void session_warm_frames(struct daemon *dm) {
-  int64_t now = coop__now_ns();
-  for (struct session *s = dm->sessions; s; s = s->next) {
-    int64_t due = s->frame_next_ns;
-    if (s->closing || !due || due > now + SESS_WARM_AHEAD_NS || due < now - SESS_WARM_LATE_NS)
-      continue;
-    if (!s->spare)
-      s->spare = jobpool_get(&dm->jobpool); /* zeroed */
-    else
-      memset(s->spare, 0, sizeof *s->spare); /* again: back into the cache */
-  }
-}
-
 /* Whether an argument names a descriptor of its frame. */
 static int has_fd(const struct coop_wire_arg *a) {
   return (a->type == COOP_ARG_BUF && a->fd != COOP_WIRE_FD_NONE) ||
          (a->type == COOP_ARG_DEVBUF_IO && a->fd != COOP_WIRE_FD_XFER);
+}
+
+/* What a SUBMIT's admission found: its kernel, device and device buffers,
+ * and the bytes it will hold. */
+struct admission {
+  const struct kdef *k;
+  int dev;
+  uint64_t bytes;
+  struct dbuf *bufs[COOP_WIRE_MAX_ARGS];
+};
+
+/* A SUBMIT's checks, before anything is made or changed: the kernel, the
+ * frame's descriptors, the device buffers and the device, the limits.
+ * Returns 0, or fills e and returns its code. Nothing here writes the
+ * session but what it learns of its transfer memfd (io_range), so it may
+ * run dry (sess_submit_warm). */
+static int admit(struct session *s, const struct coop_msg_submit *m, const int *fds, unsigned nfds,
+                 struct admission *ad, struct job_err *e) {
+  struct daemon *dm = s->dm;
+  if (dm->stopping) return job_refuse(e, COOP_ESHUTDOWN, "coopd is shutting down");
+  ad->k = kset_find(dm->ks, m->kernel);
+  const char *coming = ad->k ? NULL : reload_brings(dm, m->kernel);
+  if (coming)
+    return job_refuse(e, COOP_ENOKERNEL,
+                      "kernel %s comes with the reload in progress (the new kernels are %s; "
+                      "running jobs get up to [jobs] grace_ms = %u ms before the swap): submit "
+                      "again once `coopctl kernels` lists it",
+                      m->kernel, coming, dm->cfg.grace_ms);
+  /* a buffer's descriptor is its argument's alone (the job takes it);
+   * ranges moved with the job may share one (and one duplicate of it:
+   * sess_make_job) */
+  for (unsigned a = 0; a < m->nargs; a++)
+    for (unsigned b = a + 1; ad->k && b < m->nargs; b++)
+      if ((m->args[a].type == COOP_ARG_BUF || m->args[b].type == COOP_ARG_BUF) &&
+          has_fd(&m->args[a]) && has_fd(&m->args[b]) && m->args[a].fd == m->args[b].fd)
+        return job_refuse(e, COOP_EINVAL, "arguments %u and %u name the same descriptor", a, b);
+  memset(ad->bufs, 0, sizeof ad->bufs);
+  int dev = device_buffers(s, m, ad->bufs, fds, nfds, e);
+  if (dev == COOP_WIRE_ANY_DEVICE) dev = pick_device(s, m, e);
+  if (dev < 0) return dev;
+  ad->dev = dev;
+  return check_submit(s, m, ad->k, dm->devs[dev], fds, nfds, ad->bufs, &ad->bytes, e);
 }
 
 void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
@@ -276,32 +267,14 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   const struct coop_msg_submit *m = &msg->submit;
   struct daemon *dm = s->dm;
   int64_t t_decoded = coopd_tracing ? coop__now_ns() : 0, t_checked = 0;
-  if (dm->stopping) return sess_error(s, seq, COOP_ESHUTDOWN, "coopd is shutting down");
-  const struct kdef *k = kset_find(dm->ks, m->kernel);
-  const char *coming = k ? NULL : reload_brings(dm, m->kernel);
-  if (coming)
-    return sess_error(s, seq, COOP_ENOKERNEL,
-                      "kernel %s comes with the reload in progress (the new kernels are %s; "
-                      "running jobs get up to [jobs] grace_ms = %u ms before the swap): submit "
-                      "again once `coopctl kernels` lists it",
-                      m->kernel, coming, dm->cfg.grace_ms);
-  uint64_t bytes = 0;
-  /* a buffer's descriptor is its argument's alone (the job takes it);
-   * ranges moved with the job may share one (and one duplicate of it:
-   * sess_make_job) */
-  for (unsigned a = 0; a < m->nargs; a++)
-    for (unsigned b = a + 1; k && b < m->nargs; b++)
-      if ((m->args[a].type == COOP_ARG_BUF || m->args[b].type == COOP_ARG_BUF) &&
-          has_fd(&m->args[a]) && has_fd(&m->args[b]) && m->args[a].fd == m->args[b].fd)
-        return sess_error(s, seq, COOP_EINVAL, "arguments %u and %u name the same descriptor", a,
-                          b);
-  struct dbuf *bufs[COOP_WIRE_MAX_ARGS] = {0};
-  int dev = device_buffers(s, seq, m, bufs, fds, nfds);
-  if (dev == COOP_WIRE_ANY_DEVICE) dev = pick_device(s, seq, m);
-  if (dev < 0 || check_submit(s, seq, m, k, dm->devs[dev], fds, nfds, bufs, &bytes)) return;
+  struct admission ad;
+  struct job_err e;
+  if (admit(s, m, fds, nfds, &ad, &e)) return sess_error(s, seq, e.code, "%s", e.message);
   if (coopd_tracing) t_checked = coop__now_ns();
+  int dev = ad.dev;
+  uint64_t bytes = ad.bytes;
   errno = ENOMEM;
-  struct job *j = sess_make_job(s, m, k, fds, bytes);
+  struct job *j = sess_make_job(s, m, ad.k, fds, bytes);
   if (!j && (errno == EMFILE || errno == ENFILE))
     return sess_error(s, seq, COOP_ELIMIT,
                       "coopd is out of file descriptors (a range's duplicate): try again later "
@@ -365,6 +338,58 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
             (unsigned long long)j->id, j->kernel, j->groups,
             (j->flags & COOP_SUBMIT_COOPERATIVE) ? " cooperative" : "", j->device, s->uid, s->pid,
             s->name);
+}
+
+/* The connection's last SUBMIT (kept as it came: session.c, keep_submit)
+ * decoded and admitted again, dry: nothing made, sent or counted. A path
+ * run once a frame finds its code and data cold: on an H200 the SUBMIT's
+ * decode took 2.5 us and its checks 3.0 at 60 fps (bench/RESULTS.md, "The
+ * trace's lines off the frame's path, measured"), where a path run 500 us
+ * before ran nearly as hot as back to back (the client's own encoding:
+ * "Where the last suspensions and the late ends came from"). Returns admit's code (0: the
+ * frame would be admitted now), or 1 when none is kept. */
+int sess_submit_dry(struct session *s) {
+  if (!s->warm_len) return 1;
+  union coop_msg *m = malloc(sizeof *m); /* as on_frame's: the allocator's path warmed too */
+  if (!m) return COOP_ENOMEM;
+  struct coop_wire_hdr h;
+  memcpy(&h, s->warm_frame, sizeof h);
+  int e = coop_wire_decode(&h, s->warm_frame + sizeof h, m);
+  if (!e) {
+    struct admission ad;
+    struct job_err je;
+    e = admit(s, &m->submit, NULL, 0, &ad, &je);
+  }
+  free(m);
+  return e;
+}
+
+/* A frame's job made ahead. After a frame's idle spell of 16 ms, the
+ * SUBMIT's calloc of its job took 9.6 us on an H200 (bench/RESULTS.md, "A
+ * warm copy engine"), 2.8 us against 1.7 back to back on 2 cores: the
+ * allocator's state and the job's 3 KB cold (jobs now come from slabs of
+ * their own, their pages touched ahead: jobpool.h). So when a frame's warm
+ * window opens, the loop makes the job's memory for each connection whose
+ * next frame is due within SESS_WARM_AHEAD_NS (or late by at most
+ * SESS_WARM_LATE_NS) and zeroes it; sess_make_job takes it. At most one
+ * a connection, freed with it. */
+#define SESS_WARM_AHEAD_NS (SESS_LEAD_MAX_NS + 5000000)
+#define SESS_WARM_LATE_NS 2000000
+void session_warm_frames(struct daemon *dm) {
+  int64_t now = coop__now_ns();
+  for (struct session *s = dm->sessions; s; s = s->next) {
+    int64_t due = s->frame_next_ns;
+    if (s->closing || !due || due > now + SESS_WARM_AHEAD_NS || due < now - SESS_WARM_LATE_NS)
+      continue;
+    if (!s->spare)
+      s->spare = jobpool_get(&dm->jobpool); /* zeroed */
+    else
+      memset(s->spare, 0, sizeof *s->spare); /* again: back into the cache */
+    int e = sess_submit_dry(s);
+    if (e != 1) /* a refusal is the next SUBMIT's to answer, if it comes */
+      log_debug("client %u/%s: its last SUBMIT checked ahead of its next frame: %s", s->pid,
+                s->name, e ? coop_err_name(e) : "admitted");
+  }
 }
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }

@@ -358,6 +358,18 @@ static const struct sess_cmd *find_cmd(uint16_t type) {
   return NULL;
 }
 
+/* A SUBMIT without descriptors, kept as it came for its dry run at the
+ * connection's next frame window (sess_jobs.c, session_warm_frames);
+ * after its handler, which its reply does not wait for. */
+static void keep_submit(struct session *s, const struct coop_wire_hdr *h, const uint8_t *payload) {
+  s->warm_len = 0;
+  if (s->closing || h->len > SESS_WARM_FRAME_MAX - sizeof *h) return;
+  if (!s->warm_frame && !(s->warm_frame = malloc(SESS_WARM_FRAME_MAX))) return;
+  memcpy(s->warm_frame, h, sizeof *h);
+  memcpy(s->warm_frame + sizeof *h, payload, h->len);
+  s->warm_len = (uint32_t)(sizeof *h + h->len);
+}
+
 static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uint8_t *payload,
                      int *fds, unsigned nfds) {
   union coop_msg *m = malloc(sizeof *m);
@@ -378,6 +390,7 @@ static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uin
   s->active_ms = uv_now(s->dm->loop);
   if (c) c->fn(s, h->seq, m, fds, nfds);
   free(m);
+  if (h->type == COOP_MSG_SUBMIT && !nfds) keep_submit(s, h, payload);
 }
 
 /* ---- input ---- */
@@ -511,6 +524,7 @@ static void on_closed(uv_handle_t *h) {
   close(s->fd);
   sess_xfer_drop(s);
   if (s->spare) jobpool_put(&s->dm->jobpool, s->spare);
+  free(s->warm_frame);
   coop_sring_unmap(s->ring);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);

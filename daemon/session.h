@@ -21,6 +21,7 @@
 /* Device buffer operations in flight on one connection: each holds a memfd
  * and a place in the device thread's queue until done (sess_bufs.c). */
 #define SESS_MAX_BUFOPS 64u
+#define SESS_WARM_FRAME_MAX 1024u /* a SUBMIT kept for its dry run: larger ones are not */
 
 struct waiter {
   uv_timer_t timer; /* unused when waiting forever */
@@ -95,6 +96,12 @@ struct session {
    * window's start (session_warm_frames), which sess_make_job takes */
   int64_t frame_next_ns;
   struct job *spare;
+  /* its last SUBMIT that came without descriptors, as it came (header,
+   * then payload; warm_len 0: none; at most SESS_WARM_FRAME_MAX bytes):
+   * run through decode and admission, dry, at a frame loop's window's
+   * start (session_warm_frames) */
+  uint8_t *warm_frame;
+  uint32_t warm_len;
   struct session *next;
 };
 
@@ -125,6 +132,11 @@ int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int
 struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
                           int *fds, uint64_t bytes);
 
+/* The connection's last SUBMIT without descriptors decoded and checked
+ * again, dry: nothing made, sent or counted (a frame loop's window,
+ * session_warm_frames). 0 if it would be admitted now, 1 if none is kept,
+ * else the code its refusal would carry. */
+int sess_submit_dry(struct session *s);
 /* A request's handler (the dispatch table, session.c): the decoded
  * message, and the frame's descriptors (one taken is set to -1). */
 typedef void sess_handler(struct session *s, uint32_t seq, const union coop_msg *m, int *fds,

@@ -1287,6 +1287,77 @@ START_TEST(a_frame_loop_is_gathered_ahead) {
 }
 END_TEST
 
+/* A frame loop's SUBMIT checked ahead (docs/daemon.md, "Spinning"): at
+ * each warm window's start coopd decodes and admits the connection's last
+ * SUBMIT again, dry, to have that path's code and data warm when the next
+ * one comes. Dry means nothing made, counted or sent: a frame loop whose
+ * input buffer is freed between two frames has that check refused (the
+ * log says so) and no ERROR reaches the client (coopd's log has one,
+ * the real SUBMIT's), whose next requests are answered as they come, the
+ * SUBMIT that names the freed buffer with ENOJOB; the connection's counts stay as they were (a
+ * frame after it runs, up to max_jobs_per_client = 1). */
+START_TEST(a_frame_loops_submit_is_checked_ahead_dry) {
+  char logp[] = "/tmp/coopd-dry-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  const char *sets[] = {"device.idle_spin_us=2000", "limits.max_jobs_per_client=1", NULL};
+  bufs_start(&d, sets);
+  coop_conn *c = connect_to(&d);
+  static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(fa, fb);
+  matmul_ref(fa, fb, want);
+  uint64_t b[3] = {0}, id = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fa, NULL, 0, &b[0]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fb, fb, 0, &b[1]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof got, NULL, 0, &b[2]), 0);
+  /* frames 100 ms apart (or 4 round trips on a slow build), until a
+   * window's check said "admitted" (at most 60 frames) */
+  int64_t t0 = coop__now_ns();
+  ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  int64_t period = (coop__now_ns() - t0) * 4;
+  if (period < 100000000) period = 100000000;
+  int frames = 1, admitted = 0;
+  for (int64_t next = t0 + period; admitted < 1 && frames < 60; next += period) {
+    int64_t now = coop__now_ns();
+    if (next > now) msleep((int)((next - now) / 1000000));
+    memset(got, 0, sizeof got);
+    ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), 0);
+    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+    for (int i = 0; i < RN * RN; i++)
+      ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", frames,
+                    i);
+    frames++;
+    admitted = log_count(logp, "checked ahead of its next frame: admitted");
+  }
+  if (!admitted) log_print(logp);
+  ck_assert_msg(admitted >= 1, "no SUBMIT checked ahead in %d frames", frames);
+  /* the input freed: the next window's check is refused, and says so only
+   * in the log */
+  ck_assert_int_eq(coop_buffer_free(c, b[0]), 0);
+  int refused = 0;
+  for (int k = 0; k < 40 && !refused; k++) {
+    msleep((int)(period / 4000000));
+    refused = log_count(logp, "checked ahead of its next frame: ENOJOB");
+  }
+  if (!refused) log_print(logp);
+  ck_assert_msg(refused >= 1, "the check ahead of a freed buffer's frame was not refused");
+  struct coop_stats st;
+  ck_assert_int_eq(coop_stats(c, &st), 0); /* its own reply, no ERROR before it */
+  ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), COOP_ENOJOB);
+  /* one ERROR sent (coopd logs each at debug): that SUBMIT's */
+  ck_assert_int_eq(log_count(logp, ": error ENOJOB: "), 1);
+  ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fa, NULL, 0, &b[0]), 0);
+  ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  for (int i = 0; i < RN * RN; i++)
+    ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "after, element %d", i);
+  coop_disconnect(c);
+  bufs_stop(&d);
+  unlink(logp);
+}
+END_TEST
+
 /* A large job's slices wait while a frame's task is in flight or due
  * (docs/daemon.md, "Large buffers in slices"): a slice holds the device
  * thread for its whole copy, and a frame whose task ended meanwhile was
@@ -1477,6 +1548,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_death_inside_an_emptying_runs_it_again_if_it_can);
   tcase_add_test(tc, a_client_that_never_reads);
   tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
+  tcase_add_test(tc, a_frame_loops_submit_is_checked_ahead_dry);
   tcase_add_test(tc, buffer_operations_bounded_per_connection);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
