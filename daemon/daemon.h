@@ -144,9 +144,10 @@ void session_shutdown_all(struct daemon *dm);
  * turn of its spin (spinning 1: coopd reads the rings), and once after
  * (0: their readers are marked asleep, then a last look). */
 void session_poll_rings(struct daemon *dm, int spinning);
-/* At a frame's warm window (loopspin_on_window): the connections whose
- * next frame is expected about now get its job's memory ready (sess_jobs.c). */
-void session_warm_frames(struct daemon *dm);
+/* At the start of a frame's warm window (loopspin_on_window), key the
+ * connection it was armed for (sess_jobs.c, sess_submit): its next
+ * frame's job memory made and its last SUBMIT checked, dry. */
+void session_warm_frame(struct daemon *dm, const void *key);
 /* sess_jobs.c */
 void session_job_done(struct daemon *dm, struct job *j);
 void session_job_event(struct daemon *dm, const struct dev_event *e);

@@ -219,7 +219,7 @@ static void poll_devices(void *arg) {
   session_poll_rings(dm, atomic_load(&dm->spin.spinning));
 }
 
-static void warm_frames(void *arg) { session_warm_frames(arg); }
+static void warm_frame(void *arg, const void *key) { session_warm_frame(arg, key); }
 
 static void on_hard_stop(uv_timer_t *t) {
   log_error("the device did not stop: a non-cooperative kernel cannot be cancelled; exiting");
@@ -388,7 +388,7 @@ static int run(struct daemon *dm) {
     }
   }
   loopspin_on_turn(&dm->spin, poll_devices, dm);
-  loopspin_on_window(&dm->spin, warm_frames, dm);
+  loopspin_on_window(&dm->spin, warm_frame, dm);
   for (unsigned i = 0; i < dm->ndev; i++) dev_set_loop_spin(dm->devs[i], &dm->spin.spinning);
   for (unsigned i = 0; i < dm->ndev; i++)
     if (dev_start(dm->devs[i])) {

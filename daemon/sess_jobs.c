@@ -369,27 +369,25 @@ int sess_submit_dry(struct session *s) {
  * warm copy engine"), 2.8 us against 1.7 back to back on 2 cores: the
  * allocator's state and the job's 3 KB cold (jobs now come from slabs of
  * their own, their pages touched ahead: jobpool.h). So when a frame's warm
- * window opens, the loop makes the job's memory for each connection whose
- * next frame is due within SESS_WARM_AHEAD_NS (or late by at most
- * SESS_WARM_LATE_NS) and zeroes it; sess_make_job takes it. At most one
- * a connection, freed with it. */
-#define SESS_WARM_AHEAD_NS (SESS_LEAD_MAX_NS + 5000000)
-#define SESS_WARM_LATE_NS 2000000
-void session_warm_frames(struct daemon *dm) {
-  int64_t now = coop__now_ns();
-  for (struct session *s = dm->sessions; s; s = s->next) {
-    int64_t due = s->frame_next_ns;
-    if (s->closing || !due || due > now + SESS_WARM_AHEAD_NS || due < now - SESS_WARM_LATE_NS)
-      continue;
-    if (!s->spare)
-      s->spare = jobpool_get(&dm->jobpool); /* zeroed */
-    else
-      memset(s->spare, 0, sizeof *s->spare); /* again: back into the cache */
-    int e = sess_submit_dry(s);
-    if (e != 1) /* a refusal is the next SUBMIT's to answer, if it comes */
-      log_debug("client %u/%s: its last SUBMIT checked ahead of its next frame: %s", s->pid,
-                s->name, e ? coop_err_name(e) : "admitted");
-  }
+ * window opens, the loop makes the job's memory for the connection it was
+ * armed for and zeroes it; sess_make_job takes it. At most one a
+ * connection, freed with it. The window is the connection's own (its
+ * key), which a window over both of a frame loop's guesses opens up to a
+ * quarter period early (cadence.h, alt): a test of the frame's due time
+ * against a fixed lead, as this once was for every connection at any
+ * window's start, skipped those windows. */
+void session_warm_frame(struct daemon *dm, const void *key) {
+  struct session *s = dm->sessions;
+  while (s && s != key) s = s->next;
+  if (!s || s->closing || !s->frame_next_ns) return;
+  if (!s->spare)
+    s->spare = jobpool_get(&dm->jobpool); /* zeroed */
+  else
+    memset(s->spare, 0, sizeof *s->spare); /* again: back into the cache */
+  int e = sess_submit_dry(s);
+  if (e != 1) /* a refusal is the next SUBMIT's to answer, if it comes */
+    log_debug("client %u/%s: its last SUBMIT checked ahead of its next frame: %s", s->pid, s->name,
+              e ? coop_err_name(e) : "admitted");
 }
 
 static void on_waiter_closed(uv_handle_t *h) { free(h->data); }

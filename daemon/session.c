@@ -220,7 +220,7 @@ int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int
  * duplicate). */
 struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, const struct kdef *k,
                           int *fds, uint64_t bytes) {
-  struct job *j = s->spare; /* zeroed, and in the cache: session_warm_frames */
+  struct job *j = s->spare; /* zeroed, and in the cache: session_warm_frame */
   s->spare = NULL;
   if (!j) j = jobpool_get(&s->dm->jobpool); /* zeroed, its pages touched (jobpool.h) */
   if (!j) return NULL;
@@ -359,7 +359,7 @@ static const struct sess_cmd *find_cmd(uint16_t type) {
 }
 
 /* A SUBMIT without descriptors, kept as it came for its dry run at the
- * connection's next frame window (sess_jobs.c, session_warm_frames);
+ * connection's next frame window (sess_jobs.c, session_warm_frame);
  * after its handler, which its reply does not wait for. */
 static void keep_submit(struct session *s, const struct coop_wire_hdr *h, const uint8_t *payload) {
   s->warm_len = 0;

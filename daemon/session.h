@@ -93,13 +93,13 @@ struct session {
   uint64_t xfer_ino, xfer_devno, xfer_size;
   /* a frame loop's: when its next SUBMIT is expected (its last job's
    * next_ns; 0: none), and the job memory made and zeroed for it at the
-   * window's start (session_warm_frames), which sess_make_job takes */
+   * window's start (session_warm_frame), which sess_make_job takes */
   int64_t frame_next_ns;
   struct job *spare;
   /* its last SUBMIT that came without descriptors, as it came (header,
    * then payload; warm_len 0: none; at most SESS_WARM_FRAME_MAX bytes):
    * run through decode and admission, dry, at a frame loop's window's
-   * start (session_warm_frames) */
+   * start (session_warm_frame) */
   uint8_t *warm_frame;
   uint32_t warm_len;
   struct session *next;
@@ -134,7 +134,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
 
 /* The connection's last SUBMIT without descriptors decoded and checked
  * again, dry: nothing made, sent or counted (a frame loop's window,
- * session_warm_frames). 0 if it would be admitted now, 1 if none is kept,
+ * session_warm_frame). 0 if it would be admitted now, 1 if none is kept,
  * else the code its refusal would carry. */
 int sess_submit_dry(struct session *s);
 /* A request's handler (the dispatch table, session.c): the decoded

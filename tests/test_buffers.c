@@ -1289,13 +1289,13 @@ END_TEST
 
 /* A frame loop's SUBMIT checked ahead (docs/daemon.md, "Spinning"): at
  * each warm window's start coopd decodes and admits the connection's last
- * SUBMIT again, dry, to have that path's code and data warm when the next
- * one comes. Dry means nothing made, counted or sent: a frame loop whose
- * input buffer is freed between two frames has that check refused (the
- * log says so) and no ERROR reaches the client (coopd's log has one,
- * the real SUBMIT's), whose next requests are answered as they come, the
- * SUBMIT that names the freed buffer with ENOJOB; the connection's counts stay as they were (a
- * frame after it runs, up to max_jobs_per_client = 1). */
+ * SUBMIT again, dry, and the device thread its start's checks and its
+ * request's body (the frame's ranges go with its submit), to have that
+ * path's code and data warm when the next one comes. Dry means nothing made, counted or sent: a
+ * frame loop whose input buffer is freed between two frames has that check refused (the log says
+ * so) and no ERROR reaches the client (coopd's log has one, the real SUBMIT's), whose next requests
+ * are answered as they come, the SUBMIT that names the freed buffer with ENOJOB; the connection's
+ * counts stay as they were (a frame after it runs, up to max_jobs_per_client = 1). */
 START_TEST(a_frame_loops_submit_is_checked_ahead_dry) {
   char logp[] = "/tmp/coopd-dry-XXXXXX.log";
   log_temp(logp);
@@ -1311,14 +1311,15 @@ START_TEST(a_frame_loops_submit_is_checked_ahead_dry) {
   ck_assert_int_eq(coop_buffer_create(c, 0, sizeof fb, fb, 0, &b[1]), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, sizeof got, NULL, 0, &b[2]), 0);
   /* frames 100 ms apart (or 4 round trips on a slow build), until a
-   * window's check said "admitted" (at most 60 frames) */
+   * window's checks said "admitted" and the device thread ran its path dry (at most 60 frames) */
   int64_t t0 = coop__now_ns();
   ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), 0);
   ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
   int64_t period = (coop__now_ns() - t0) * 4;
   if (period < 100000000) period = 100000000;
-  int frames = 1, admitted = 0;
-  for (int64_t next = t0 + period; admitted < 1 && frames < 60; next += period) {
+  int frames = 1, admitted = 0, dry = 0;
+  int64_t next = t0 + period;
+  for (; (admitted < 1 || dry < 1) && frames < 60; next += period) {
     int64_t now = coop__now_ns();
     if (next > now) msleep((int)((next - now) / 1000000));
     memset(got, 0, sizeof got);
@@ -1329,12 +1330,20 @@ START_TEST(a_frame_loops_submit_is_checked_ahead_dry) {
                     i);
     frames++;
     admitted = log_count(logp, "checked ahead of its next frame: admitted");
+    dry = log_count(logp, "the next frame's path run dry, as far as its request");
   }
-  if (!admitted) log_print(logp);
+  if (!admitted || !dry) log_print(logp);
   ck_assert_msg(admitted >= 1, "no SUBMIT checked ahead in %d frames", frames);
-  /* the input freed: the next window's check is refused, and says so only
-   * in the log */
+  ck_assert_msg(dry >= 1, "no frame's path run dry on the device thread in %d frames", frames);
+  /* one more frame on time, its input freed right after its SUBMIT (the
+   * job holds the buffer until it ends): the next window, a period on,
+   * checks a SUBMIT that names a freed buffer, is refused, and says so
+   * only in the log */
+  int64_t now = coop__now_ns();
+  if (next > now) msleep((int)((next - now) / 1000000));
+  ck_assert_int_eq(frame_go(c, b[0], b[1], b[2], fa, got, 1, &id), 0);
   ck_assert_int_eq(coop_buffer_free(c, b[0]), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
   int refused = 0;
   for (int k = 0; k < 40 && !refused; k++) {
     msleep((int)(period / 4000000));

@@ -97,10 +97,12 @@ struct win {
   int64_t at;           /* the hook's call */
   int64_t first;        /* the first call since it was set to 0 */
   int spinning_at_call; /* the flag then: 0, the spin not yet begun */
+  const void *keys[4];  /* the keys of the first four calls */
 };
 
-static void on_window(void *arg) {
+static void on_window(void *arg, const void *key) {
   struct win *w = arg;
+  if (w->calls < 4) w->keys[w->calls] = key;
   w->calls++;
   w->at = coop__now_ns();
   if (!w->first) w->first = w->at;
@@ -127,10 +129,31 @@ START_TEST(a_window_calls_its_hook_at_its_start) {
   loopspin_at(&w.ls, &w, from, to);
   uv_run(&loop, UV_RUN_DEFAULT); /* returns once the window's spin is over */
   ck_assert_uint_eq(w.calls, 1);
+  ck_assert_ptr_eq(w.keys[0], &w);
   ck_assert_int_eq(w.spinning_at_call, 0);
   ck_assert_int_ge(w.at, from);
   ck_assert_int_lt(w.at, to);
   ck_assert_int_ge(coop__now_ns(), to);
+  loop_end(&loop, &w.ls);
+}
+END_TEST
+
+/* Two connections' windows that begin together: the hook once for each,
+ * with its key, so that each connection's own preparation runs (sess_jobs.c,
+ * session_warm_frame). A hook called once, without the key, left the loop
+ * to guess which frames were due from a fixed lead, and a window opened
+ * early (over both of a frame loop's guesses) got none. */
+START_TEST(each_window_begun_calls_its_hook_with_its_key) {
+  uv_loop_t loop;
+  struct win w = {0};
+  win_open(&loop, &w);
+  static const int a = 1, b = 2;
+  int64_t from = coop__now_ns() + 20000000;
+  loopspin_at(&w.ls, &a, from, from + 2000000);
+  loopspin_at(&w.ls, &b, from, from + 3000000);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  ck_assert_uint_eq(w.calls, 2);
+  ck_assert((w.keys[0] == &a && w.keys[1] == &b) || (w.keys[0] == &b && w.keys[1] == &a));
   loop_end(&loop, &w.ls);
 }
 END_TEST
@@ -312,6 +335,7 @@ int main(void) {
   tcase_add_test(c, spins_then_stops_with_a_last_look);
   tcase_add_test(c, no_announce_is_lost);
   tcase_add_test(c, a_window_calls_its_hook_at_its_start);
+  tcase_add_test(c, each_window_begun_calls_its_hook_with_its_key);
   tcase_add_test(c, windows_begin_at_their_start_whatever_its_phase);
   tcase_add_test(c, a_frames_next_window_replaces_its_unused_one);
   suite_add_tcase(s, c);

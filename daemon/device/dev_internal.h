@@ -231,6 +231,10 @@ struct dev {
   int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
   int64_t slice_ns[2];           /* the last slices' time out [0] and in [1] (a running mean) */
   int warm_on;                   /* inside it, the device process told */
+  /* a copy of the job whose next frame the window is for (warm_for), its
+   * pointers cleared: its start's checks and request run dry on it at the
+   * window's start (dev_run.c, dev__warm_path); NULL: none yet */
+  struct job *warm_job;
   /* suspending ahead (dev_prio.c): when a frame loop's next task is
    * expected (0: none; the window is pre_at -/+ pre_ahead_ns), its
    * priority and workgroups; pre_on: it has had a job suspended, which
@@ -317,6 +321,12 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake);
 /* j's kernel looked up in d's set and admitted there: 0, or j failed. */
 int dev__resolve(struct dev *d, struct job *j);
 /* The task that runs j (its kernel, size, arguments, cap). */
+/* The frame path of job j (a copy of the last frame's: d->warm_job) run
+ * dry at its warm window's start: its checks at the start, its task's
+ * description and its request's body built and dropped; nothing sent,
+ * nothing changed (docs/daemon.md, "Spinning"). 1 when it got as far as
+ * the request (a frame whose ranges go with its submit), else 0. */
+int dev__warm_path(struct dev *d, const struct job *j);
 void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
                     struct coop_rt_task_desc *td);
 

@@ -237,6 +237,31 @@ int dev__resolve(struct dev *d, struct job *j) {
   return 0;
 }
 
+/* A frame's path on the device thread, run dry at its warm window's start
+ * on a copy of the last frame's job (device.c, keep_warm_job): as
+ * dev__resolve, dev__start_now and submit_instance would run it, with
+ * nothing failed, made or sent. A path run once a frame finds its code and
+ * data cold: on an H200 the device thread took 5-8 us at p50 from taking
+ * a 60 fps frame's job to sending its request (bench/RESULTS.md, "A frame
+ * loop's SUBMIT checked ahead"), where the loop's own checks, run dry so,
+ * went from 2.4-4.1 us to 0.8-1.4. */
+int dev__warm_path(struct dev *d, const struct job *j) {
+  if (!d->rt) return 0;
+  const struct kdef *k = kset_find(d->ks, j->kernel);
+  struct job_req req;
+  struct job_err e;
+  job_req_from_job(&req, j);
+  if (job_admit(k, &req, atomic_load(&d->workers), JOB_AT_START, &e, NULL, NULL)) return 0;
+  struct run *r = calloc(1, sizeof *r); /* the allocator's path, as a start's */
+  if (!r) return 0;
+  struct coop_rt_task_desc td;
+  dev__task_desc(d, j, r, &td);
+  free(r);
+  struct dp_buf b[COOP_RT_MAX_ARGS];
+  struct dp_io io = {b, 0, 0, 0};
+  return dev__io_with_submit(d, j, b, &io.n) && dp_submit_io_dry(d->rt, &td, &io) > 0;
+}
+
 void dev__start_now(struct dev *d, struct job *j) {
   if (dev__resolve(d, j)) {
     dev__hand_back(d, j);

@@ -275,6 +275,35 @@ int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t alt_ns, int64_
   return 1;
 }
 
+/* What the path's dry run reads of job j (dev__warm_path), copied: its
+ * fields fixed before dev_submit and its arguments (the device thread's
+ * own fields of them with them), each pointer cleared. The rest stays
+ * zero: the copy is no job anyone holds. */
+static void keep_warm_job(struct dev *d, const struct job *j) {
+  if (!d->warm_job && !(d->warm_job = calloc(1, sizeof *d->warm_job))) return;
+  struct job *w = d->warm_job;
+  w->id = j->id;
+  w->uid = j->uid;
+  w->pid = j->pid;
+  w->kernel_index = j->kernel_index;
+  memcpy(w->kernel, j->kernel, sizeof w->kernel);
+  w->flags = j->flags;
+  w->views = j->views;
+  w->groups = j->groups;
+  w->period_us = j->period_us;
+  w->count = j->count;
+  w->duration_ms = j->duration_ms;
+  w->deadline_us = j->deadline_us;
+  w->priority = j->priority;
+  w->nargs = j->nargs;
+  for (unsigned i = 0; i < j->nargs; i++) {
+    w->args[i] = j->args[i];
+    w->args[i].data = NULL;
+    w->args[i].devbuf = NULL;
+    w->args[i].io_ref = NULL;
+  }
+}
+
 static void warm_for(struct dev *d, const struct job *j) {
   if (!dev_warm_window(d, j->next_ns, j->next_alt_ns, j->next_lead_ns, &d->warm_from,
                        &d->warm_until))
@@ -314,6 +343,8 @@ static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
    * 130-160 us where 20-25 was warm (bench/RESULTS.md, "The device process
    * woken for a frame's window") */
   if (dp_wake(d->rt) == 0) log_debug("%s: the device process told of the window", d->logname);
+  if (d->warm_job && dev__warm_path(d, d->warm_job))
+    log_debug("%s: the next frame's path run dry, as far as its request", d->logname);
 }
 
 void dev__hand_back(struct dev *d, struct job *j) {
@@ -326,6 +357,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
    * request each way"). Both are taken out of the job here and closed
    * once it is announced: a close is a system call that the RESULT need
    * not wait for */
+  if (j->next_ns) keep_warm_job(d, j); /* its ranges' descriptors still in it */
   int io[2 * COOP_WIRE_MAX_ARGS];
   unsigned nio = job_io_fds(j, io);
   for (unsigned i = 0; i < j->nargs; i++) {
@@ -1040,6 +1072,7 @@ void dev_free(struct dev *d) {
   if (d->inl_fd >= 0) close(d->inl_fd);
   if (d->zero_fd >= 0) close(d->zero_fd);
   free(d->ev);
+  free(d->warm_job);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   pthread_cond_destroy(&d->next_cv);

@@ -792,6 +792,17 @@ int dp_submit_io(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_n
   return 0;
 }
 
+size_t dp_submit_io_dry(const struct dp *p, const struct coop_rt_task_desc *d,
+                        const struct dp_io *io) {
+  if (!io || io->n == 0 || io->n > DP_MAX_BUFS) return 0;
+  struct dp_req q; /* 1-2 KiB of this thread's stack, as a call's own */
+  q.op = DP_SUBMIT_IO;
+  q.u.sio.desc = *d;
+  pack_io(&q.u.sio, io);
+  (void)dp_ends_expect(&p->ends, d->kernel, d->groups);
+  return dp_req_len(&q);
+}
+
 int64_t dp_end_seen(const struct dp *p) { return p->end_seen; }
 
 void dp_last_call(const struct dp *p, int64_t t[4]) {

@@ -167,6 +167,11 @@ int dp_io_mapped(const struct dp *p, uint64_t devno, uint64_t ino, uint32_t owne
 int dp_submit_io(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, uint64_t devbufs,
                  struct dp_io *io, coop_task_id *id, int *ended, int *breach,
                  struct coop_rt_task_info *info);
+/* dp_submit_io's request body for d and io built and dropped, nothing
+ * sent: its code and the tables it reads warmed (docs/daemon.md,
+ * "Spinning"). Returns the body's length. */
+size_t dp_submit_io_dry(const struct dp *p, const struct coop_rt_task_desc *d,
+                        const struct dp_io *io);
 /* Whether the host side may spin for a device of this backend ("cuda",
  * "opencl"): a GPU's megakernel needs no CPU core, PoCL's takes every one.
  * The one test behind each spin on the device side: the device thread's
