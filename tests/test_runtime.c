@@ -1606,6 +1606,42 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* The spread order within an SM (shared.h, coop__sp_rank; discovery.cl,
+ * coop__spread): for every mix of sub-partition classes an SM may get,
+ * the ranks are 0 .. its count - 1, each once, in the order that takes the
+ * classes in turn (0, 1, .., then again while a class has tickets left);
+ * so where the SM has tickets of two classes its first two workers are of
+ * different classes, which arrival order alone left to chance. */
+START_TEST(the_spread_takes_an_sms_classes_in_turn) {
+  for (uint32_t nw = 1; nw <= 8; nw++) {
+    uint32_t ncls = coop__sp_classes(nw);
+    ck_assert(ncls == (nw == 1 ? 4u : nw == 2 ? 2u : 1u));
+    for (uint32_t mix = 0; mix < 4096; mix++) {
+      uint32_t m[4] = {0}, total = 0;
+      for (uint32_t k = 0; k < ncls; k++) total += m[k] = (mix >> (3 * k)) % 8;
+      /* the order by turns, simulated */
+      uint32_t want_cls[32], want_j[32], p = 0;
+      for (uint32_t j = 0; p < total; j++)
+        for (uint32_t k = 0; k < ncls; k++)
+          if (m[k] > j) want_cls[p] = k, want_j[p++] = j;
+      uint32_t seen = 0;
+      for (uint32_t k = 0; k < ncls; k++)
+        for (uint32_t j = 0; j < m[k]; j++) {
+          uint32_t r = coop__sp_rank(m, ncls, j, k);
+          ck_assert_msg(r < total, "rank %u of %u", r, total);
+          ck_assert_msg(!(seen & 1u << r), "rank %u twice (classes %u %u %u %u)", r, m[0], m[1],
+                        m[2], m[3]);
+          seen |= 1u << r;
+          ck_assert_uint_eq(want_cls[r], k);
+          ck_assert_uint_eq(want_j[r], j);
+        }
+      if (ncls > 1 && m[0] && m[1]) /* the first two on different schedulers */
+        ck_assert_uint_ne(want_cls[0], want_cls[1]);
+    }
+  }
+}
+END_TEST
+
 /* Ring entries: the scheduler queues a task from its ring entry alone
  * (shared.h, coop__ring_words), taking it only if every word carries the
  * index's lap. Each field must come back as given, or clamped to a value
@@ -2806,6 +2842,7 @@ static Suite *suite(void) {
   tcase_add_test(d, build_error_reported);
   tcase_add_test(d, missing_definition_reported);
   tcase_add_test(d, ring_entry_carries_the_task);
+  tcase_add_test(d, the_spread_takes_an_sms_classes_in_turn);
   suite_add_tcase(s, d);
   TCase *t = tcase_create("semantics");
   tcase_set_timeout(t, 300);

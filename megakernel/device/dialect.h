@@ -252,6 +252,13 @@ COOP_FN coop_u32 coop_smid(void) {
   asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
   return s;
 }
+/* The warp slot of the calling thread's warp on its SM: the sub-partition
+ * (warp scheduler) that issues it is the slot modulo 4 (discovery.cl). */
+COOP_FN coop_u32 coop_warp_slot(void) {
+  coop_u32 w;
+  asm volatile("mov.u32 %0, %%warpid;" : "=r"(w));
+  return w;
+}
 #define COOP_HAVE_CLOCK 1
 COOP_FN coop_u64 coop_clock(void) {
   coop_u64 t;

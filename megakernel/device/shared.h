@@ -33,6 +33,7 @@
 #define COOP_MAX_WG 1088        /* participating workgroups (H100: 8 x 132 + margin) */
 #define COOP_SPREAD_SMS 256     /* SM ids told apart by the spread order (more wrap) */
 #define COOP_SPREAD_RANKS 64    /* workgroups per SM told apart (H100: at most 32) */
+#define COOP_SPREAD_CLS 4       /* an SM's sub-partitions: its warp schedulers */
 
 /* Task slot states (coop_task_rec.state). The host owns a FREE slot, fills
  * it, stores SUBMITTED (release) and pushes the slot on the ring. From then
@@ -191,6 +192,25 @@ struct coop_mailbox {
  * (read-read coherence and happens-before). So a 4-bit tag tells the two
  * apart, and word 0's 24 bits tell a zeroed ring from lap 16's. */
 #define COOP_RING_TAG4(i) (COOP_RING_TAG(i) & 0xfu)
+/* The spread order's sub-partition classes (discovery.cl, coop__spread):
+ * how many there are for workgroups of nw warps (an SM's four warp
+ * schedulers each take the warps of slots s with s % 4 = their index;
+ * a workgroup's warps take consecutive slots), and the rank on its SM of
+ * the ticket that is the j-th of class c there, where m[k] tickets of
+ * class k came to that SM: the classes taken in turn (class 0, 1, ...,
+ * then each again while it has tickets left), so that ranks are dense
+ * (0 .. the SM's count - 1) and an SM's first workers are of different
+ * classes where it has them. */
+COOP_FN coop_u32 coop__sp_classes(coop_u32 nw) { return nw == 1u ? 4u : nw == 2u ? 2u : 1u; }
+COOP_FN coop_u32 coop__sp_rank(const coop_u32 *m, coop_u32 ncls, coop_u32 j, coop_u32 c) {
+  coop_u32 r = 0u;
+  for (coop_u32 k = 0u; k < ncls; k++) {
+    r += m[k] < j ? m[k] : j;   /* its turns before j */
+    if (k < c && m[k] > j) r++; /* turn j, the classes before c */
+  }
+  return r;
+}
+
 /* Word 1: tag | kid << 4 | flags << 12 | COOP_RING_HOLD | groups << 16,
  * kid clamped to 255 and groups to 65535 (both still refused:
  * COOP_MAX_KERNELS and COOP_MAX_WG are smaller). COOP_RING_HOLD: the
@@ -485,7 +505,8 @@ struct coop_dev {
   coop_atomic_u32 disc_mapped;
   coop_u32 disc_sm[COOP_MAX_WG];
   coop_u32 disc_pid[COOP_MAX_WG];
-  coop_u32 spread_sm[COOP_SPREAD_SMS];     /* tickets seen on each SM */
+  /* tickets seen of each sub-partition class on each SM (discovery.cl) */
+  coop_u32 spread_cls[COOP_SPREAD_SMS * COOP_SPREAD_CLS];
   coop_u32 spread_rank[COOP_SPREAD_RANKS]; /* tickets of each rank, then its first id */
   struct coop_sched sched;
   struct coop_chan chan[COOP_MAX_CHANNELS];
