@@ -343,11 +343,10 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
 /* The connection's last SUBMIT (kept as it came: session.c, keep_submit)
  * decoded and admitted again, dry: nothing made, sent or counted. A path
  * run once a frame finds its code and data cold: on an H200 the SUBMIT's
- * decode took 2.5 us and its checks 3.0 at 60 fps (bench/RESULTS.md, "The
- * trace's lines off the frame's path, measured"), where a path run 500 us
- * before ran nearly as hot as back to back (the client's own encoding:
- * "Where the last suspensions and the late ends came from"). Returns admit's code (0: the
- * frame would be admitted now), or 1 when none is kept. */
+ * decode and checks took 4.7-9.3 us at p50 at 60 fps, and 1.6-3.1 with
+ * this run ahead (bench/RESULTS.md, "A frame loop's SUBMIT checked
+ * ahead"). Returns admit's code (0: the frame would be admitted now), or
+ * 1 when none is kept. */
 int sess_submit_dry(struct session *s) {
   if (!s->warm_len) return 1;
   union coop_msg *m = malloc(sizeof *m); /* as on_frame's: the allocator's path warmed too */

@@ -320,13 +320,13 @@ void dev__segment_end(struct dev *d, struct run *r);
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake);
 /* j's kernel looked up in d's set and admitted there: 0, or j failed. */
 int dev__resolve(struct dev *d, struct job *j);
-/* The task that runs j (its kernel, size, arguments, cap). */
 /* The frame path of job j (a copy of the last frame's: d->warm_job) run
  * dry at its warm window's start: its checks at the start, its task's
  * description and its request's body built and dropped; nothing sent,
  * nothing changed (docs/daemon.md, "Spinning"). 1 when it got as far as
  * the request (a frame whose ranges go with its submit), else 0. */
 int dev__warm_path(struct dev *d, const struct job *j);
+/* The task that runs j (its kernel, size, arguments, cap). */
 void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
                     struct coop_rt_task_desc *td);
 

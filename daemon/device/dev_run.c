@@ -241,10 +241,10 @@ int dev__resolve(struct dev *d, struct job *j) {
  * on a copy of the last frame's job (device.c, keep_warm_job): as
  * dev__resolve, dev__start_now and submit_instance would run it, with
  * nothing failed, made or sent. A path run once a frame finds its code and
- * data cold: on an H200 the device thread took 5-8 us at p50 from taking
- * a 60 fps frame's job to sending its request (bench/RESULTS.md, "A frame
- * loop's SUBMIT checked ahead"), where the loop's own checks, run dry so,
- * went from 2.4-4.1 us to 0.8-1.4. */
+ * data cold: on an H200 the device thread took 10.2-11.2 us at p50 from
+ * taking a 60 fps frame's job (the device otherwise idle) to sending its
+ * request, and 5.5-6.9 with this run ahead (bench/RESULTS.md, "A frame
+ * loop's SUBMIT checked ahead"). */
 int dev__warm_path(struct dev *d, const struct job *j) {
   if (!d->rt) return 0;
   const struct kdef *k = kset_find(d->ks, j->kernel);
