@@ -84,6 +84,17 @@ cat "$dir/guess"
 awk -v want="$frames" '$1 == "window" { n += $3; w++ } $1 == "frames" { bad = 1 }
   END { exit !(n == want && w >= 1 && !bad) }' "$dir/guess" ||
   fail "frame_guess.sh: not every frame ($frames) counted in a window"
+# bench/frame_path.sh: the trace's frames in two halves that hold them
+# all, each with its four medians
+sh "$(dirname "$0")/../bench/frame_path.sh" "$dir/trace.csv" >"$dir/path" ||
+  fail "frame_path.sh exited non-zero"
+cat "$dir/path"
+awk '$1 == "alone" || $1 == "beside" {
+    h++; n += $3 + 0
+    if ($3 + 0 < 1 || $0 !~ /outside the run [0-9.]+, the task.s run [0-9.]+$/) bad = 1
+  }
+  END { exit !(h == 2 && n >= 2 && !bad) }' "$dir/path" ||
+  fail "frame_path.sh: not two halves of frames with their medians"
 # bench/late_ends.sh: every job that moved its bytes counted once, on one
 # of the two paths, and both legs' quantiles of each path listed
 moved=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
