@@ -7,9 +7,10 @@
 # frame beside a large job"). Each run is traced (COOP_TRACE_FILE, and the
 # client's own stamps); after each: its rows (0), (b) and (g), the frames
 # whose queued -> taken passed 100 us (bench/frame_waits.sh), (g)'s legs
-# (bench/side_client_legs.sh, its rows alone and beside bfs together), and
+# (bench/side_client_legs.sh, its rows alone and beside bfs together),
 # how coopd's guess at each frame came out, window by window
-# (bench/frame_guess.sh).
+# (bench/frame_guess.sh), and coopd's path alone and beside bfs
+# (bench/frame_path.sh).
 #
 #   bench/frame_hold_gpu.sh --old COOPD [--runs "0.3:1 0.3:2 2:1"] [DIR]
 #
@@ -49,6 +50,7 @@ for spec in $runs; do
     bench/frame_waits.sh "$out/T-$n.csv" 100
     bench/side_client_legs.sh "$out/C-$n.csv" "$out/T-$n.csv" || true
     bench/frame_guess.sh "$out/C-$n.csv" "$out/T-$n.csv" || true
+    bench/frame_path.sh "$out/T-$n.csv" || true
   done
 done
 (cd "$out" && tar -czf r.tgz S-*.txt S-*.csv T-*.csv C-*.csv)
