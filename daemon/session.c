@@ -358,12 +358,14 @@ static const struct sess_cmd *find_cmd(uint16_t type) {
   return NULL;
 }
 
-/* A SUBMIT without descriptors, kept as it came for its dry run at the
- * connection's next frame window (sess_jobs.c, session_warm_frame);
- * after its handler, which its reply does not wait for. */
+/* A frame loop's SUBMIT without descriptors, kept as it came for its dry
+ * run at the connection's next frame window (sess_jobs.c,
+ * session_warm_frame); after its handler, which its reply does not wait
+ * for, and only while the connection's frames are expected
+ * (frame_next_ns, which that handler set): other SUBMITs have no window. */
 static void keep_submit(struct session *s, const struct coop_wire_hdr *h, const uint8_t *payload) {
   s->warm_len = 0;
-  if (s->closing || h->len > SESS_WARM_FRAME_MAX - sizeof *h) return;
+  if (s->closing || !s->frame_next_ns || h->len > SESS_WARM_FRAME_MAX - sizeof *h) return;
   if (!s->warm_frame && !(s->warm_frame = malloc(SESS_WARM_FRAME_MAX))) return;
   memcpy(s->warm_frame, h, sizeof *h);
   memcpy(s->warm_frame + sizeof *h, payload, h->len);

@@ -217,6 +217,16 @@ static int releases_done(const struct run *r) {
   return 0;
 }
 
+/* j's kernel in d's set, admitted there at its start (a reload may have
+ * removed or changed it, a restart left fewer workers); NULL, e filled,
+ * if not. */
+static const struct kdef *admit_at_start(struct dev *d, const struct job *j, struct job_err *e) {
+  const struct kdef *k = kset_find(d->ks, j->kernel);
+  struct job_req req;
+  job_req_from_job(&req, j);
+  return job_admit(k, &req, atomic_load(&d->workers), JOB_AT_START, e, NULL, NULL) ? NULL : k;
+}
+
 /* The job's kernel in the running set, by name: after a reload the index
  * the loop computed may name another kernel, or none. 0, or the coop
  * code the job failed with. */
@@ -225,11 +235,9 @@ int dev__resolve(struct dev *d, struct job *j) {
     dev__fail(j, COOP_EFAILED, "the device is unavailable: %.200s", d->broken);
     return j->error;
   }
-  const struct kdef *k = kset_find(d->ks, j->kernel);
-  struct job_req req;
   struct job_err e;
-  job_req_from_job(&req, j);
-  if (job_admit(k, &req, atomic_load(&d->workers), JOB_AT_START, &e, NULL, NULL)) {
+  const struct kdef *k = admit_at_start(d, j, &e);
+  if (!k) {
     dev__fail(j, e.code, "%s", e.message);
     return j->error;
   }
@@ -246,12 +254,8 @@ int dev__resolve(struct dev *d, struct job *j) {
  * request, and 5.5-6.9 with this run ahead (bench/RESULTS.md, "A frame
  * loop's SUBMIT checked ahead"). */
 int dev__warm_path(struct dev *d, const struct job *j) {
-  if (!d->rt) return 0;
-  const struct kdef *k = kset_find(d->ks, j->kernel);
-  struct job_req req;
   struct job_err e;
-  job_req_from_job(&req, j);
-  if (job_admit(k, &req, atomic_load(&d->workers), JOB_AT_START, &e, NULL, NULL)) return 0;
+  if (!d->rt || !admit_at_start(d, j, &e)) return 0;
   struct run *r = calloc(1, sizeof *r); /* the allocator's path, as a start's */
   if (!r) return 0;
   struct coop_rt_task_desc td;
