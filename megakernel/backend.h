@@ -26,6 +26,7 @@ struct coop__io_plan {
   uint32_t final;
   void *flag;
   uint32_t flag_val;
+  int gated; /* the host's way: published COOP_TF_GATED, its gate opened after the copies in */
 };
 
 struct coop__backend_ops {

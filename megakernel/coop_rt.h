@@ -354,9 +354,11 @@ struct coop_rt_io {
 };
 #define COOP_RT_IO_MAX 8 /* ranges each way */
 /* coop_rt_submit, with the task's input copied in before it and its
- * output copied out after it: by the calling threads (the copies in before
- * the submit, the copies out by the coop_rt_wait or coop_rt_task_release
- * that sees the end), or with COOP_RT_IO=device ordered by the device where
+ * output copied out after it: by the calling threads (the task submitted
+ * behind its input gate, then the copies in while the device takes and
+ * starts it, then the gate opened: docs/scheduler.md, "The input gate";
+ * the copies out by the coop_rt_wait or coop_rt_task_release that sees
+ * the end), or with COOP_RT_IO=device ordered by the device where
  * it can (CUDA: the copies in and the submit's publication on one stream,
  * the wait for the task's final state and the copies out on another;
  * measured slower: docs/kernels.md, "Copies ordered with a task"). The
@@ -369,7 +371,8 @@ int coop_rt_submit_io(coop_rt *rt, const struct coop_rt_task_desc *d, const stru
                       unsigned nin, const struct coop_rt_io *out, unsigned nout, coop_task_id *id);
 /* timeout_ms < 0 waits forever. 0 when the task reached a final state
  * (and, for coop_rt_submit_io's, its ranges out are copied; a copy's
- * failure is its code). */
+ * failure is its code: a copy in that failed leaves the task CANCELLED and
+ * copies nothing out). */
 int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms);
 int coop_rt_cancel(coop_rt *rt, coop_task_id id);
 /* A cooperative task's cap (task_desc.cap) from now on: 0 lifts it. A

@@ -158,6 +158,12 @@ int coop__rt_submit_io(struct coop_rt *rt, const struct coop_rt_task_desc *d, co
 /* io.c: a final task's copies out done (or waited for) before deadline
  * (CLOCK_MONOTONIC ns): 0, their error, or COOP_ETIMEDOUT */
 int coop__io_finish(struct coop_rt *rt, unsigned slot, int64_t deadline);
+/* io.c, a test's hook: how long a gated task's gate stays shut before its
+ * copies in begin (0, the default: none), so that a test sees its
+ * workers wait there */
+extern long coop__io_gate_hold_ns;
+/* io.c, a test's hook: an error the copies in fail with instead (0: none) */
+extern int coop__io_gate_fail;
 /* io.c: no submit publishes until the device has published the last
  * task with copies (lock held): 0 or COOP_ETIMEDOUT */
 int coop__io_settle(struct coop_rt *rt);

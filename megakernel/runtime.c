@@ -69,6 +69,7 @@ _Static_assert(COOP_REFUSE_BAD_KERNEL == COOP_TR_BAD_KERNEL &&
                "refusal codes");
 
 #define SLOT(id) ((id)&0xffu)
+_Static_assert(COOP_MAX_KERNELS < 0x7f, "a ring entry's kid (shared.h) tells every kernel apart");
 #define GEN(id) ((id) >> 8)
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) {
@@ -774,7 +775,8 @@ static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_
   struct coop_task_rec *t = &rt->mb->tasks[slot];
   t->kid = (uint32_t)d->kernel;
   t->flags = (d->cooperative ? COOP_TF_COOPERATIVE : 0) |
-             (d->query_barrier ? COOP_TF_QUERY_BARRIER : 0) | more_flags;
+             (d->query_barrier ? COOP_TF_QUERY_BARRIER : 0) |
+             (io && io->gated ? COOP_TF_GATED : 0) | more_flags;
   t->groups = d->groups;
   t->status = 0;
   memset(t->args, 0, sizeof t->args);
@@ -787,6 +789,7 @@ static int coop__rt_submit(coop_rt *rt, const struct coop_rt_task_desc *d, coop_
   t->fault = 0;
   t->joined = 0;
   t->kills_taken = t->kill_waits = 0;
+  atomic_store_explicit(&t->gate, COOP_GATE_SHUT, memory_order_relaxed);
   t->t_released = t->t_gathered = t->t_started = t->t_finished = 0;
   t->m_initial = t->m_min = t->m_max = t->kills = t->forks = t->resizes = 0;
   atomic_store_explicit(&t->live_m, 0, memory_order_relaxed);

@@ -289,6 +289,43 @@ START_TEST(a_task_s_copies_come_in_before_it_and_out_after_it) {
 }
 END_TEST
 
+/* The input gate (docs/scheduler.md, "The input gate"): the host's way
+ * submits a task before its copies in, so its workers must wait at the
+ * gate. With the gate held shut 30 ms, a task that ran at once would read
+ * the round before's input; a copy that fails ends the task CANCELLED and
+ * its wait with the copy's error, and the next task runs as before. */
+START_TEST(a_gated_task_waits_for_its_input) {
+  struct fx f;
+  fx_open(&f);
+  unsigned k = coop_rt_workers(f.rt) < 3 ? coop_rt_workers(f.rt) : 3;
+  size_t bytes = 2u * k * sizeof(uint32_t);
+  uint32_t *buf = coop_rt_alloc(f.rt, bytes), *in = malloc(bytes), *out = malloc(bytes);
+  ck_assert(buf && in && out);
+  coop__io_gate_hold_ns = 30000000;
+  for (uint32_t round = 1; round <= 4; round++)
+    io_task(&f, buf, in, out, k, round * 100, round == 4);
+  coop__io_gate_fail = COOP_EIO;
+  struct coop_rt_task_desc d = {.kernel = f.ids, .groups = k, .nargs = 1};
+  d.args[0] = coop_rt_buf_arg(f.rt, buf);
+  struct coop_rt_io i = {in, buf, bytes}, o = {out, buf, bytes};
+  coop_task_id id;
+  memset(out, 0xab, bytes);
+  ck_assert_int_eq(coop_rt_submit_io(f.rt, &d, &i, 1, &o, 1, &id), 0);
+  ck_assert_int_eq(coop_rt_wait(f.rt, id, 60000), COOP_EIO);
+  struct coop_rt_task_info ti;
+  ck_assert_int_eq(coop_rt_task_info(f.rt, id, &ti), 0);
+  ck_assert_int_eq(ti.state, COOP_TASK_CANCELLED);
+  ck_assert_uint_eq(out[0], 0xabababab); /* nothing copied out */
+  ck_assert_int_eq(coop_rt_task_release(f.rt, id), 0);
+  coop__io_gate_fail = 0;
+  coop__io_gate_hold_ns = 0;
+  io_task(&f, buf, in, out, k, 5000, 0);
+  free(in);
+  free(out);
+  fx_close(&f);
+}
+END_TEST
+
 /* A device queue for the device's way of copies (backend.h, queue_io),
  * played by a thread a task: after fake_delay_ns the copies in, then the
  * head published; once the task is final, the copies out, then its flag.
@@ -1659,6 +1696,13 @@ START_TEST(ring_entry_carries_the_task) {
   for (unsigned n = 0; n < sizeof idx / sizeof idx[0]; n++) {
     uint32_t i = idx[n];
     coop__ring_words(w, 37, i, 5, COOP_TF_COOPERATIVE | COOP_TF_QUERY_BARRIER, 1056, 123456789, 1);
+    coop__ring_words(v, 37, i, 126, COOP_TF_GATED, 1056, 123456789,
+                     0); /* every flag, the top kid */
+    ring_decode(v, &kid, &flags, &groups);
+    ck_assert_uint_eq(kid, 126);
+    ck_assert_uint_eq(flags, COOP_TF_GATED);
+    ck_assert_uint_eq(groups, 1056);
+    ck_assert(!(v[1] & COOP_RING_HOLD));
     ck_assert_uint_eq(COOP_RING_SLOT(w[0]), 37);
     ck_assert_uint_eq(w[0] >> 8, COOP_RING_TAG(i));
     ck_assert_uint_ne(w[0] >> 8, 0); /* never a zeroed ring's */
@@ -1678,7 +1722,7 @@ START_TEST(ring_entry_carries_the_task) {
   /* clamps: still refused (more than any device's workers, past the table) */
   coop__ring_words(w, 0, 0, 300, 0, 65537, 0, 0);
   ring_decode(w, &kid, &flags, &groups);
-  ck_assert_uint_eq(kid, 255);
+  ck_assert_uint_eq(kid, 127);
   ck_assert_uint_ge(kid, COOP_MAX_KERNELS);
   ck_assert_uint_eq(groups, 65535);
   ck_assert_uint_gt(groups, COOP_MAX_WG);
@@ -2878,6 +2922,7 @@ static Suite *suite(void) {
   tcase_add_test(t, a_task_of_every_worker_leaves_a_kernel_its_width);
   tcase_add_test(t, shutdown_in_flight);
   tcase_add_test(t, a_task_s_copies_come_in_before_it_and_out_after_it);
+  tcase_add_test(t, a_gated_task_waits_for_its_input);
   tcase_add_test(t, a_task_s_copies_on_a_device_queue_publish_it_after_its_input);
   suite_add_tcase(s, t);
   /* Its own case so that ctest also runs it at 8 units (resizing_cu8),

@@ -55,6 +55,7 @@ COOP_FN coop_u32 coop__validate(coop_u32 kid, coop_u32 flags, coop_u32 groups, c
   if (kid >= COOP_NKERNELS) return COOP_TR_BAD_KERNEL;
   coop_u32 coop = (flags & COOP_TF_COOPERATIVE) != 0u;
   if (coop != coop__kernel_is_coop(kid)) return COOP_TR_KIND;
+  if (coop && (flags & COOP_TF_GATED)) return COOP_TR_KIND; /* a gate is a short task's */
   if (groups == 0u) return COOP_TR_ZERO_GROUPS;
   if (groups > nworkers) return COOP_TR_TOO_MANY_GROUPS;
   return COOP_TR_OK;
@@ -577,6 +578,7 @@ COOP_FN void coop__start(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct
   coop_st_rlx(&ch->cancel, 0u);
   coop_st_rlx(&ch->suspend, 0u);
   coop_st_rlx(&ch->suspended, 0u);
+  coop_st_rlx(&ch->gate, COOP_GATE_SHUT);
   coop_st_rlx(&ch->m_min, g);
   coop_st_rlx(&ch->m_max, g);
   coop_st_rlx(&ch->handoff, 0u);

@@ -52,6 +52,14 @@
 #define COOP_TF_COOPERATIVE 1u
 #define COOP_TF_QUERY_BARRIER 2u /* resizing barrier uses the query variant */
 #define COOP_TF_RESUME 4u        /* workgroup 0 starts from the record's resume_state */
+#define COOP_TF_GATED 8u         /* not cooperative: its workers wait at the record's gate */
+
+/* A task's input gate (coop_task_rec.gate; docs/scheduler.md, "The input
+ * gate"): 0 while the host still copies the task's input in, then OPEN, or
+ * FAILED where a copy failed (the task ends CANCELLED). */
+#define COOP_GATE_SHUT 0u
+#define COOP_GATE_OPEN 1u
+#define COOP_GATE_FAILED 2u
 
 /* A saved state: the kernel's state struct, then one word of how it was
  * saved (COOP_RS_*), which the host keeps with it (coop_rt_state_bytes). */
@@ -112,7 +120,11 @@ struct coop_task_rec {
    * and of its kills those a kill above it took in the same lock hold,
    * and its waits at an offer that ended without a kill (primitives.cl,
    * the kill cascade). */
-  coop_u32 fault, joined, kills_taken, kill_waits, pad_kw[2];
+  coop_u32 fault, joined, kills_taken, kill_waits;
+  /* host -> the task's workgroup 0: COOP_GATE_*, SHUT from the submit of a
+   * COOP_TF_GATED task until its input is in (release, system scope) */
+  coop_atomic_u32 gate;
+  coop_u32 pad_kw;
   /* Live view while it runs (coopctl top), published by the scheduler
    * every COOP_VIEW_PASSES passes with relaxed system-scope stores:
    * monitoring only, never used to synchronise. */
@@ -211,28 +223,28 @@ COOP_FN coop_u32 coop__sp_rank(const coop_u32 *m, coop_u32 ncls, coop_u32 j, coo
   return r;
 }
 
-/* Word 1: tag | kid << 4 | flags << 12 | COOP_RING_HOLD | groups << 16,
- * kid clamped to 255 and groups to 65535 (both still refused:
+/* Word 1: tag | kid << 4 | flags << 11 | COOP_RING_HOLD | groups << 16,
+ * kid clamped to 127 and groups to 65535 (both still refused:
  * COOP_MAX_KERNELS and COOP_MAX_WG are smaller). COOP_RING_HOLD: the
  * record has a gathering-ahead window, read at intake. Words 2 and 3: the
  * deadline >> 8 (56 bits, 28 a word), so deadlines compare at 256 ns. */
 #define COOP_RING_HOLD 0x8000u
-#define COOP_RING_FLAGS 0x7u /* task flags that fit in word 1 */
+#define COOP_RING_FLAGS 0xfu /* task flags that fit in word 1 */
 
 COOP_FN void coop__ring_words(coop_u32 *w, coop_u32 slot, coop_u32 i, coop_u32 kid, coop_u32 flags,
                               coop_u32 groups, coop_u64 deadline, coop_u32 hold) {
   coop_u32 t4 = COOP_RING_TAG4(i);
   coop_u64 q = deadline == 0u ? 0u : (deadline >> 8) ? (deadline >> 8) : 1u;
   w[0] = COOP_RING_ENTRY(slot, i);
-  w[1] = t4 | (kid < 0xffu ? kid : 0xffu) << 4 | (flags & COOP_RING_FLAGS) << 12 |
+  w[1] = t4 | (kid < 0x7fu ? kid : 0x7fu) << 4 | (flags & COOP_RING_FLAGS) << 11 |
          (hold ? COOP_RING_HOLD : 0u) | (groups < 0xffffu ? groups : 0xffffu) << 16;
   w[2] = t4 | (coop_u32)(q & 0xfffffffu) << 4;
   w[3] = t4 | (coop_u32)(q >> 28) << 4;
 }
 
 /* Word 1's fields, and the deadline of words 2 and 3 (>> 8, as compared). */
-#define COOP_RING_KID(e) (((e)[1] >> 4) & 0xffu)
-#define COOP_RING_TFLAGS(e) (((e)[1] >> 12) & COOP_RING_FLAGS)
+#define COOP_RING_KID(e) (((e)[1] >> 4) & 0x7fu)
+#define COOP_RING_TFLAGS(e) (((e)[1] >> 11) & COOP_RING_FLAGS)
 #define COOP_RING_GROUPS(e) ((e)[1] >> 16)
 #define COOP_RING_DEADLINE(e) ((coop_u64)((e)[3] >> 4) << 28 | (coop_u64)((e)[2] >> 4))
 #define COOP_VIEW_PASSES 64u
@@ -338,7 +350,9 @@ struct coop_chan {
    * mailbox.prof and zeroes them */
   coop_u64 t_kill_arrive, t_kill_held;
   coop_u32 m0; /* M at the start: the master's first count (barrier.cl) */
-  coop_u32 pad_m0;
+  /* COOP_GATE_*: the record's gate as workgroup 0 read it, for the
+   * others (SHUT from the start until then; COOP_TF_GATED only) */
+  coop_atomic_u32 gate;
   coop_atomic_u32 fault; /* a view's tag after an out-of-bounds access; relaxed */
   coop_atomic_u32 pad_fault;
   coop_atomic_u32 lock;

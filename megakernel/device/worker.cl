@@ -28,14 +28,44 @@
  * written into the record once the host may see it final and reuse it.
  */
 
+/* Thread 0 of a COOP_TF_GATED task's workgroup: wait at its input gate
+ * (docs/scheduler.md, "The input gate"). The host submits such a task
+ * before it copies the task's input in and stores the record's gate
+ * (system scope, release) once the copies are there, so that the copy
+ * runs while the scheduler takes, gathers and starts the task. Workgroup
+ * 0 alone reads the record across the bus (relaxed, with a nap, then one
+ * acquire fence) and passes what it read on in the channel's gate
+ * (release); the others wait on that word in device memory (relaxed, a
+ * nap, one acquire fence). FAILED: a copy failed; the task runs on what
+ * its buffers hold and ends CANCELLED (the channel's cancel, stored
+ * before this workgroup's decrement of alive, which the last out
+ * acquires). */
+#define COOP_GATE_NAP_NS 200u /* workgroup 0's nap between its reads of the record's gate */
+COOP_FN void coop__gate(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struct coop_chan *ch,
+                        coop_u32 vid) {
+  if (!(ch->flags & COOP_TF_GATED)) return;
+  coop_u32 g;
+  if (vid == 0u) {
+    COOP_GLOBAL struct coop_task_rec *t = &mb->tasks[ch->task];
+    while ((g = coop_sys_ld_rlx(&t->gate)) == COOP_GATE_SHUT) coop_nap(COOP_GATE_NAP_NS);
+    coop_sys_fence_acq();
+    if (g != COOP_GATE_OPEN) coop_st_rlx(&ch->cancel, 1u);
+    coop_st_rel(&ch->gate, g);
+    return;
+  }
+  while (coop_ld_rlx(&ch->gate) == COOP_GATE_SHUT) coop_nap(COOP_IDLE_NAP_NS);
+  coop_fence_acq();
+}
+
 /* Thread 0, once it has acquired its state st: the assignment into wl,
  * the barrier's state of a workgroup that starts (barrier.cl, from its
  * payload and its channel), and the task's first start. Not inline: with
  * this in coop__next, PoCL's work-item loops failed to compile ("Incoming
  * edges to non-entry block", the daemon's test kernels loaded) once the
  * barrier's state grew. */
-COOP_FN0 void coop__took(COOP_LOCAL struct coop_wgl *wl, COOP_GLOBAL struct coop_worker *w,
-                         COOP_GLOBAL struct coop_dev *dev, coop_u32 st) {
+COOP_FN0 void coop__took(COOP_GLOBAL struct coop_mailbox *mb, COOP_LOCAL struct coop_wgl *wl,
+                         COOP_GLOBAL struct coop_worker *w, COOP_GLOBAL struct coop_dev *dev,
+                         coop_u32 st) {
   wl->cmd = st;
   wl->chan = w->chan;
   wl->vid = w->vid;
@@ -53,6 +83,7 @@ COOP_FN0 void coop__took(COOP_LOCAL struct coop_wgl *wl, COOP_GLOBAL struct coop
   wl->query = (ch->flags & COOP_TF_QUERY_BARRIER) != 0u;
   wl->sus = 0u;
   wl->want_pre = 0u;
+  coop__gate(mb, ch, w->vid); /* before the start's stamp: the run is the kernel's */
   /* The task's first start: a forked workgroup's never is (its forker
    * started before it). Relaxed, a reduction not waited for; the
    * decrement of alive (acq_rel) in coop__report orders it. */
@@ -67,7 +98,7 @@ COOP_FN0 void coop__took(COOP_LOCAL struct coop_wgl *wl, COOP_GLOBAL struct coop
 }
 
 /* Thread 0 waits for the next assignment and publishes it in wl. */
-COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
+COOP_FN coop_u32 coop__next(struct coop_ctx *c, COOP_GLOBAL struct coop_mailbox *mb) {
   if (c->lid == 0u) {
     coop_u32 st;
     /* Relaxed loads and a nap, then one acquire fence: on CUDA an acquire
@@ -76,7 +107,7 @@ COOP_FN coop_u32 coop__next(struct coop_ctx *c) {
     while ((st = coop_ld_rlx(&c->self->state)) != COOP_WS_ASSIGNED && st != COOP_WS_EXIT)
       coop_nap(COOP_IDLE_NAP_NS);
     coop_fence_acq();
-    coop__took(c->wl, c->self, c->dev, st);
+    coop__took(mb, c->wl, c->self, c->dev, st);
   }
   coop_wg_barrier();
   coop_u32 cmd = c->wl->cmd;
@@ -232,10 +263,10 @@ COOP_FN void coop__worker(COOP_GLOBAL struct coop_mailbox *mb, COOP_GLOBAL struc
 #ifdef COOP_PROF_KILLS
   c.mb = mb;
 #endif
-  coop_u32 cmd = coop__next(&c);
+  coop_u32 cmd = coop__next(&c, mb);
   while (cmd != COOP_WS_EXIT) {
     coop__dispatch(&c, c.ch->kid);
     coop__report(&c, mb);
-    cmd = coop__next(&c);
+    cmd = coop__next(&c, mb);
   }
 }
