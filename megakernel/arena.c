@@ -530,7 +530,7 @@ int coop_rt_free_group(coop_rt *rt, unsigned n, void *const *p, void *const *dst
   return einval ? COOP_EINVAL : eio ? COOP_EIO : *breach >= 0 ? COOP_EFAULT : 0;
 }
 
-int coop_rt_buf_check(coop_rt *rt, const void *p) {
+static int buf_guards(coop_rt *rt, const void *p, int rearm) {
   if (!rt || !p || !rt->arena) return COOP_EINVAL;
   size_t off = off_of(rt, p);
   int r = COOP_EINVAL;
@@ -539,11 +539,15 @@ int coop_rt_buf_check(coop_rt *rt, const void *p) {
   if (i >= 0) {
     struct coop__arena_block b = rt->blocks[i];
     r = guards_ok(rt, &b) ? 0 : COOP_EFAULT;
-    if (r) guards_fill(rt, &b); /* found once: armed again for the buffer's next job */
+    if (r && rearm) guards_fill(rt, &b); /* found once: armed again for the buffer's next job */
   }
   pthread_mutex_unlock(&rt->lock);
   return r;
 }
+
+int coop_rt_buf_check(coop_rt *rt, const void *p) { return buf_guards(rt, p, 1); }
+
+int coop_rt_buf_intact(coop_rt *rt, const void *p) { return buf_guards(rt, p, 0); }
 
 /* The address less the arena's, wrapping (the zone may lie below it). */
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p) {

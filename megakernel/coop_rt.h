@@ -253,6 +253,9 @@ int coop_rt_free_group(coop_rt *rt, unsigned n, void *const *p, void *const *dst
  * buffer that outlives the job that used it (0, COOP_EFAULT, COOP_EINVAL).
  * A breach found is reported once: the guards are filled again. */
 int coop_rt_buf_check(coop_rt *rt, const void *p);
+/* As coop_rt_buf_check, the guard zones left as found: a breach is still
+ * there for the check that reports it. */
+int coop_rt_buf_intact(coop_rt *rt, const void *p);
 uint64_t coop_rt_buf_arg(const coop_rt *rt, const void *p);
 uint64_t coop_rt_buf_len(coop_rt *rt, const void *p);
 /* The host pointer of the buffer whose argument value is arg, or NULL when

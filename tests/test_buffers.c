@@ -1097,6 +1097,67 @@ START_TEST(a_frame_s_ranges_go_with_its_submit) {
 }
 END_TEST
 
+/* A frame beside a running job (DP_SUBMIT_IO answered before its end:
+ * beside another run the device thread does not wait in it) is ended by
+ * the device process at the poll that finds it final, its ranges out
+ * copied there (docs/daemon.md, "A frame's ranges with its submit"):
+ * coopd says so, each frame's output is its own input's, and a frame
+ * cancelled there writes nothing back (PROTOCOL.md). */
+START_TEST(a_frame_beside_a_job_ends_in_the_device_process) {
+  char logp[] = "/tmp/coopd-beside-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  bufs_start(&d, NULL);
+  coop_conn *c = connect_to(&d), *c2 = connect_to(&d);
+  static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN], mark[RN * RN];
+  const size_t n = sizeof fa;
+  render_inputs(fa, fb);
+  for (int i = 0; i < RN * RN; i++) mark[i] = -7.0f;
+  uint64_t b[3] = {0}, id = 0, sb = 0, sid = 0;
+  ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[0]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, n, fb, 0, &b[1]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[2]), 0);
+  ck_assert_int_eq(coop_buffer_create(c2, 0, 4096 * sizeof(uint32_t), NULL, 0, &sb), 0);
+  coop_job *sw = coop_job_new("sweep", 1);
+  coop_job_cooperative(sw, 1);
+  coop_job_buffer(sw, sb);
+  coop_job_u32(sw, 4096);
+  coop_job_u32(sw, 0xffffffffu); /* runs until cancelled */
+  ck_assert_int_eq(coop_submit(c2, sw, &sid), 0);
+  coop_job_free(sw);
+  int m = sealed_memfd("beside", 2 * (off_t)n);
+  int ended = 0, k = 0;
+  for (; k < 40 && (k < 6 || !ended); k++) {
+    fa[0] = (float)k;
+    matmul_ref(fa, fb, want);
+    ck_assert_int_eq(pwrite(m, fa, n, 0), (ssize_t)n);
+    ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
+    ck_assert_int_eq(frame_reps_fd(c, b, m, 1, &id), 0);
+    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+    ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
+    for (int i = 0; i < RN * RN; i++)
+      ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", k, i);
+    ended = log_count(logp, "its task ended in the device process at the poll");
+  }
+  if (!ended) log_print(logp);
+  ck_assert_msg(ended >= 1, "no frame of %d beside the sweep ended in the device process", k);
+  ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
+  ck_assert_int_eq(frame_reps_fd(c, b, m, 1u << 30, &id), 0);
+  msleep(20);
+  ck_assert_int_eq(coop_cancel(c, id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
+  ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
+  ck_assert_mem_eq(got, mark, n);
+  ck_assert_int_eq(coop_cancel(c2, sid), 0);
+  ck_assert_int_eq(wait_state(c2, sid), COOP_STATE_CANCELLED);
+  close(m);
+  coop_disconnect(c2);
+  coop_disconnect(c);
+  bufs_stop(&d);
+  unlink(logp);
+}
+END_TEST
+
 /* A memfd of n bytes of 1.0f (render's input), mapped at *m. */
 static int ones_memfd(size_t n, float **m) {
   int fd = memfd_of(n);
@@ -1558,6 +1619,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_client_that_never_reads);
   tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
   tcase_add_test(tc, a_frame_loops_submit_is_checked_ahead_dry);
+  tcase_add_test(tc, a_frame_beside_a_job_ends_in_the_device_process);
   tcase_add_test(tc, buffer_operations_bounded_per_connection);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);

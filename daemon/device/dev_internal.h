@@ -71,6 +71,7 @@ struct run {
    * io_submit, the ranges in not copied yet; io_out_done, the ranges out
    * came back with the submit's reply (its end) */
   int io_submit, io_out_done;
+  int io_with; /* its ranges went with its submit: the device process copies them out at its end */
   unsigned cap, cap_told; /* a cooperative job's cap (dev_slots.c), and what its task was told */
   /* across a reload (dev_carry.c): 1 asked to suspend, 2 carried (off
    * d->runs, its saved state and buffers in these memfds) */

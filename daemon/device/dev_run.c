@@ -132,6 +132,7 @@ static int submit_ranges(struct dev *d, struct run *r, const struct coop_rt_task
   }
   if (e) return e;
   r->io_submit = 0;
+  r->io_with = with;
   r->io_out_done = with && io.out_done;
   if (coopd_tracing && with) trace_with_submit(d, j, io.out_done);
   return 0;
@@ -157,8 +158,12 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
       else
         copies = 1;
     }
+  /* ended by the device process when nothing comes back by other ways:
+   * in its wait, or, not cooperative nor periodic, at the poll that finds
+   * it final (dp_task_ended; a periodic job releases each instance itself) */
+  int end = !copies && (wait_ns || (!td.cooperative && !dev__periodic(j)));
   if (wait_ns) dev__wait_begin(d);
-  int e = submit_ranges(d, r, &td, wait_ns, wait_ns && !copies, devbufs, &id);
+  int e = submit_ranges(d, r, &td, wait_ns, end, devbufs, &id);
   if (wait_ns) dev__wait_end(d);
   if (e) return e;
   TRACE_STAMP(j, submit_ret);
@@ -633,6 +638,22 @@ static int finish(struct dev *d, struct run *r, int may_keep) {
   return 0;
 }
 
+/* Its task ended by the device process at the poll that found it final
+ * (dp_task_ended): released there, its guard zones whole, and, ended
+ * DONE, its ranges out copied where they went with its submit. */
+static void ended_there(struct dev *d, struct run *r, const struct coop_rt_task_info *ti) {
+  r->ended = 1;
+  r->breach = -1;
+  r->end_info = *ti;
+  r->end_seen = 0;
+  log_debug("job %llu (%s): its task ended in the device process at the poll that saw it final",
+            (unsigned long long)r->j->id, r->j->kernel);
+  if (r->io_with && ti->state == COOP_TASK_DONE) {
+    r->io_out_done = 1;
+    if (coopd_tracing) dev__trace_copy(d, r->j, 0); /* that poll's stamps */
+  }
+}
+
 /* One pass over a run: cancel, watchdog, release, poll. 1 when finished,
  * 2 when suspended to be carried across a reload (dev_carry.c), 3 when
  * suspended for a job of higher priority or a share (dev_prio.c: its job
@@ -689,6 +710,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
     int got = r->ended ? (ti = r->end_info, 1) : dp_task_info(d->rt, r->task[i], &ti) == 0;
+    if (got && !r->ended && dp_task_ended(d->rt, r->task[i])) ended_there(d, r, &ti);
     if (got && ti.state == COOP_TASK_SUSPENDED && r->moving == 1 &&
         dev__carry_out(d, r, "across the kernel reload") == 0)
       return 2; /* carried across the reload */

@@ -62,6 +62,13 @@ struct dp {
     struct coop_rt_task_info info;
   } cache[256];
   uint64_t gen;
+  /* Tasks a DP_POLL or DP_WAIT reply said the child ended (its rep.a): their
+   * final info, for dp_task_info and dp_task_ended past the next poll (the
+   * child has released them), until the slot's next such task */
+  struct {
+    coop_task_id id;
+    struct coop_rt_task_info info;
+  } ended[256];
   struct dp_req q;
   struct dp_rep r;
   /* The shared channel (devproc_shm.h): created with the first dp_set_kick,
@@ -854,6 +861,10 @@ static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned 
       p->cache[slot].gen = p->gen;
       p->cache[slot].info = ti[i];
       dp_ends_seen(&p->ends, ids[at + i], &ti[i]);
+      if (i < 64 && ((p->r.a >> i) & 1u)) {
+        p->ended[slot].id = ids[at + i];
+        p->ended[slot].info = ti[i];
+      }
     }
     at += k;
     op = DP_POLL; /* a wait covers the first DP_POLL_MAX; the rest are read */
@@ -919,6 +930,10 @@ int dp_set_kick(struct dp *p, int fd, int64_t idle_spin_ns) {
 
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) {
   unsigned slot = id & 0xffu;
+  if (p->ended[slot].id == id && id) { /* the child forgot it */
+    *info = p->ended[slot].info;
+    return 0;
+  }
   if (p->cache[slot].gen == p->gen && p->gen && p->cache[slot].id == id &&
       p->cache[slot].info.t_submitted) {
     *info = p->cache[slot].info;
@@ -928,6 +943,10 @@ int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) 
   int e = call(p, DP_INFO, -1, DP_CALL_MS);
   if (e == 0) *info = p->r.u.info;
   return e;
+}
+
+int dp_task_ended(const struct dp *p, coop_task_id id) {
+  return id && p->ended[id & 0xffu].id == id;
 }
 
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l) {

@@ -142,7 +142,9 @@ int dp_submit(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns, 
  * request. *ended: 1 then, with *breach the first breached device buffer
  * (in argument order among them) or -1, and *info its final info (the
  * device process has forgotten the task: only this tells its end); else 0
- * and the task is the caller's to release. */
+ * and the task is the caller's to release, unless a later dp_poll or
+ * dp_wait finds it ended there (dp_task_ended: a task that is not
+ * cooperative, its reply come before its end). */
 int dp_submit_end(struct dp *p, const struct coop_rt_task_desc *d, int64_t wait_ns,
                   uint64_t devbufs, coop_task_id *id, int *ended, int *breach,
                   struct coop_rt_task_info *info);
@@ -228,6 +230,11 @@ int dp_wake(struct dp *p);
  * then: dev__prewake). NULL: nothing. */
 void dp_on_near_end(struct dp *p, void (*fn)(void *arg), void *arg);
 int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
+/* 1 when a dp_poll or dp_wait reply said the child ended task id itself
+ * (dp_submit_end asked it to, and its reply came before the end):
+ * released there, its guard zones whole, a DONE task's ranges out copied
+ * (dp_submit_io's); dp_task_info still answers its final info. */
+int dp_task_ended(const struct dp *p, coop_task_id id);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);
 /* A running cooperative task's cap on its workgroups (coop_rt_cap). */

@@ -57,6 +57,16 @@ struct child {
    * end is due (wait_for) */
   struct dp_ends ends;
   struct dp_warm warm; /* the last DP_SUBMIT_IO's ranges: what copy_warm reads */
+  /* per task slot: a task the front asked to have ended here (dp_req.id)
+   * whose DP_SUBMIT reply came before its end: ended at the first DP_POLL
+   * or DP_WAIT reply that finds it final (end_seen) */
+  struct pend {
+    coop_task_id id; /* 0: none */
+    uint64_t mask;   /* the device buffers among args (dp_req.a) */
+    unsigned nargs, nout;
+    uint64_t args[COOP_RT_MAX_ARGS];
+    struct coop_rt_io out[COOP_RT_IO_MAX]; /* DP_SUBMIT_IO's ranges out */
+  } pend[256];
 };
 
 /* DP_WAIT's spin, then its naps (see wait_for). */
@@ -610,17 +620,66 @@ static void wait_for(struct child *ch, int (*done)(struct child *, const void *)
 /* A one-task job's end, in DP_SUBMIT's reply (the front asked: it needs
  * nothing copied back): the task released, and the guard zones of its
  * device buffers (the args of bits `mask`) checked, as DP_UNSTAGE would. */
+/* The first of the device buffers among args[0..nargs) (bits of mask)
+ * whose guard zone was overwritten, counting those buffers; -1: none.
+ * `peek`: the zones left as found (coop_rt_buf_intact), else armed again
+ * (coop_rt_buf_check: a breach is reported once). */
+static int guards_breach(coop_rt *rt, const uint64_t *args, unsigned nargs, uint64_t mask,
+                         int peek) {
+  int breach = -1;
+  for (unsigned i = 0, k = 0; i < nargs && i < 64; i++) {
+    if (!((mask >> i) & 1u)) continue;
+    void *p = coop_rt_buf_host(rt, args[i]);
+    int e = p ? peek ? coop_rt_buf_intact(rt, p) : coop_rt_buf_check(rt, p) : 0;
+    if (e == COOP_EFAULT && breach < 0) breach = (int)k;
+    k++;
+  }
+  return breach;
+}
+
 static void end_task(coop_rt *rt, const struct coop_rt_task_desc *d, uint64_t mask, coop_task_id id,
                      struct dp_rep *r) {
   coop_rt_task_release(rt, id);
-  int breach = -1;
-  for (unsigned i = 0, k = 0; i < d->nargs && i < 64; i++) {
-    if (!((mask >> i) & 1u)) continue;
-    void *p = coop_rt_buf_host(rt, d->args[i]);
-    if (p && coop_rt_buf_check(rt, p) == COOP_EFAULT && breach < 0) breach = (int)k;
-    k++;
-  }
+  int breach = guards_breach(rt, d->args, d->nargs, mask, 0);
   r->n = DP_ENDED | (uint32_t)(breach + 1) << 8;
+}
+
+/* A task the front asked to have ended here, its DP_SUBMIT answered
+ * before its end (beside another run its wait is 0): kept, so that the
+ * reply that first finds it final ends it here (end_seen), its ranges out
+ * copied, rather than the front's DP_READ and DP_UNSTAGE after that
+ * reply, two round trips more (docs/daemon.md, "A frame's ranges with its
+ * submit"). Not a cooperative task: a SUSPENDED one's record is read after
+ * it. */
+static void keep_pending(struct child *ch, const struct dp_req *q,
+                         const struct coop_rt_task_desc *d, coop_task_id id,
+                         const struct coop_rt_io *out, unsigned nout) {
+  struct pend *p = &ch->pend[id & 0xffu];
+  p->id = 0;
+  if (!q->id || d->cooperative || nout > COOP_RT_IO_MAX) return;
+  p->id = id;
+  p->mask = q->a;
+  p->nargs = d->nargs < COOP_RT_MAX_ARGS ? d->nargs : COOP_RT_MAX_ARGS;
+  memcpy(p->args, d->args, p->nargs * sizeof *p->args);
+  p->nout = nout;
+  if (nout) memcpy(p->out, out, nout * sizeof *out);
+}
+
+/* Task id, final as ti says: ended here if it was kept for that (its ranges
+ * out copied if it ended DONE, the task released). 1 when ended; 0 when
+ * not, or left to the front: a guard zone overwritten (DP_UNSTAGE says
+ * which) or a copy that failed (DP_READ says why). */
+static int end_seen(struct child *ch, coop_task_id id, const struct coop_rt_task_info *ti) {
+  struct pend *p = &ch->pend[id & 0xffu];
+  if (p->id != id || ti->state < COOP_TASK_DONE || ti->state == COOP_TASK_SUSPENDED) return 0;
+  p->id = 0;
+  if (guards_breach(ch->rt, p->args, p->nargs, p->mask, 1) >= 0) return 0; /* DP_UNSTAGE's */
+  int e = 0;
+  for (unsigned i = 0; ti->state == COOP_TASK_DONE && i < p->nout && !e; i++)
+    e = coop_rt_arena_copy(ch->rt, p->out[i].host, p->out[i].arena, p->out[i].bytes, 0);
+  if (e) return 0;
+  coop_rt_task_release(ch->rt, id);
+  return 1;
 }
 
 /* DP_SUBMIT and DP_SUBMIT_IO, the task submitted: its end waited for (q->b
@@ -655,6 +714,8 @@ static void submitted(struct child *ch, const struct dp_req *q, const struct coo
     uint32_t io = r->n & DP_IO_OUT;
     end_task(rt, d, q->a, id, r);
     r->n |= io;
+  } else {
+    keep_pending(ch, q, d, id, out, nout);
   }
 }
 
@@ -695,10 +756,12 @@ static void submit_io(struct child *ch, const struct dp_req *q, struct dp_rep *r
 static void poll_reply(struct child *ch, const struct dp_poll_ids *p, unsigned n,
                        struct dp_rep *r) {
   struct coop_rt_task_info *ti = r->u.infos;
+  r->a = 0; /* bit i: task i ended here (end_seen) */
   for (unsigned i = 0; i < n; i++) {
     if (coop_rt_task_info(ch->rt, p->id[i], &ti[i])) memset(&ti[i], 0, sizeof ti[i]);
     ch->reported[p->id[i] & 0xffu] = (uint8_t)(ti[i].state + 1);
     dp_ends_seen(&ch->ends, p->id[i], &ti[i]);
+    if (i < 64 && end_seen(ch, p->id[i], &ti[i])) r->a |= 1ull << i;
   }
   r->n = n;
 }

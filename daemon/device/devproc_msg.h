@@ -24,7 +24,9 @@ enum dp_op {
   DP_LAUNCH,
   DP_CLOSE,
   DP_SUBMIT,     /* u.desc, b = wait ns, a = device buffer args (bits), id = 1: end it
-                  * -> rep.a = task id, rep.u.info, rep.n (DP_ENDED, breach + 1 << 8) */
+                  * -> rep.a = task id, rep.u.info, rep.n (DP_ENDED, breach + 1 << 8);
+                  * a task with id = 1, not cooperative, not final at the reply is
+                  * ended by the POLL or WAIT reply that first finds it final */
   DP_INFO,       /* id -> rep.u.info */
   DP_LIVE,       /* id -> rep.u.live */
   DP_CANCEL,     /* id */
@@ -32,7 +34,10 @@ enum dp_op {
   DP_VIEW,       /* a = n -> rep.n owners (u32) then rep.n reserved bytes in rep.u.view */
   DP_STAGE,      /* u.bufs, fds: allocate every buffer, copy IN data -> rep.n args in rep.u.args */
   DP_UNSTAGE,    /* u.bufs, fds: copy OUT data, free every buffer -> rep.n = breach + 1 */
-  DP_POLL,       /* u.poll -> rep.n infos in rep.u.infos: one request per device pass */
+  DP_POLL,       /* u.poll -> rep.n infos in rep.u.infos: one request per device pass;
+                  * rep.a bit i (i < 64): task i ended here as SUBMIT's id = 1 asked
+                  * (released, its guard zones found whole, a DONE task's ranges
+                  * out copied); else the front ends it */
   DP_PARK,       /* the megakernel leaves the device (coop_rt_park) */
   DP_UNPARK,     /* and comes back (coop_rt_unpark) -> rep.u.dev, as LAUNCH */
   DP_KICKFD,     /* fd: the front's eventfd, written when its device thread has new work;
