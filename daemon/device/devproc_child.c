@@ -65,7 +65,11 @@ struct child {
     uint64_t mask;   /* the device buffers among args (dp_req.a) */
     unsigned nargs, nout;
     uint64_t args[COOP_RT_MAX_ARGS];
-    struct coop_rt_io out[COOP_RT_IO_MAX]; /* DP_SUBMIT_IO's ranges out */
+    /* DP_SUBMIT_IO's ranges out, found again at the end as DP_READ finds
+     * them (buf_range, file_range: checked against the buffer and the
+     * owner's mapping then), not kept as pointers across requests */
+    uint64_t dev, ino;
+    struct dp_buf_entry out[COOP_RT_IO_MAX];
   } pend[256];
 };
 
@@ -652,17 +656,25 @@ static void end_task(coop_rt *rt, const struct coop_rt_task_desc *d, uint64_t ma
  * submit"). Not a cooperative task: a SUSPENDED one's record is read after
  * it. */
 static void keep_pending(struct child *ch, const struct dp_req *q,
-                         const struct coop_rt_task_desc *d, coop_task_id id,
-                         const struct coop_rt_io *out, unsigned nout) {
+                         const struct coop_rt_task_desc *d, coop_task_id id) {
   struct pend *p = &ch->pend[id & 0xffu];
   p->id = 0;
-  if (!q->id || d->cooperative || nout > COOP_RT_IO_MAX) return;
-  p->id = id;
+  if (!q->id || d->cooperative) return;
   p->mask = q->a;
   p->nargs = d->nargs < COOP_RT_MAX_ARGS ? d->nargs : COOP_RT_MAX_ARGS;
   memcpy(p->args, d->args, p->nargs * sizeof *p->args);
-  p->nout = nout;
-  if (nout) memcpy(p->out, out, nout * sizeof *out);
+  p->nout = 0;
+  if (q->op == DP_SUBMIT_IO) {
+    const struct dp_submit_io *io = &q->u.sio;
+    p->dev = io->dev;
+    p->ino = io->ino;
+    for (uint32_t i = 0; i < io->n && i < DP_MAX_BUFS; i++)
+      if (io->b[i].out) {
+        if (p->nout == COOP_RT_IO_MAX) return; /* more than submit_io takes: not kept */
+        p->out[p->nout++] = io->b[i];
+      }
+  }
+  p->id = id;
 }
 
 /* Task id, final as ti says: ended here if it was kept for that (its ranges
@@ -675,9 +687,11 @@ static int end_seen(struct child *ch, coop_task_id id, const struct coop_rt_task
   p->id = 0;
   if (guards_breach(ch->rt, p->args, p->nargs, p->mask, 1) >= 0) return 0; /* DP_UNSTAGE's */
   int e = 0;
-  for (unsigned i = 0; ti->state == COOP_TASK_DONE && i < p->nout && !e; i++)
-    e = coop_rt_arena_copy(ch->rt, p->out[i].host, p->out[i].arena, p->out[i].bytes, 0);
-  if (e) return 0;
+  for (unsigned i = 0; ti->state == COOP_TASK_DONE && i < p->nout && !e; i++) {
+    uint8_t *b = buf_range(ch->rt, &p->out[i]), *m = file_range(p->dev, p->ino, &p->out[i]);
+    e = b && m ? coop_rt_arena_copy(ch->rt, m, b, p->out[i].size, 0) : COOP_EINVAL;
+  }
+  if (e) return 0; /* DP_READ's, which maps the file again or says why */
   coop_rt_task_release(ch->rt, id);
   return 1;
 }
@@ -715,7 +729,7 @@ static void submitted(struct child *ch, const struct dp_req *q, const struct coo
     end_task(rt, d, q->a, id, r);
     r->n |= io;
   } else {
-    keep_pending(ch, q, d, id, out, nout);
+    keep_pending(ch, q, d, id);
   }
 }
 
