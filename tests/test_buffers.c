@@ -1052,6 +1052,39 @@ static int frame_reps_fd(coop_conn *c, const uint64_t *b, int m, uint32_t reps, 
   return e;
 }
 
+/* Frame k of render through memfd m (a at 0 with fa[0] = k, c after it,
+ * first filled with `mark`): done, and c is fa x fb. */
+static void frame_round(coop_conn *c, const uint64_t *b, int m, float *fa, const float *fb,
+                        const float *mark, int k) {
+  static float want[RN * RN], got[RN * RN];
+  const size_t n = sizeof want;
+  uint64_t id = 0;
+  fa[0] = (float)k;
+  matmul_ref(fa, fb, want);
+  ck_assert_int_eq(pwrite(m, fa, n, 0), (ssize_t)n);
+  ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
+  ck_assert_int_eq(frame_reps_fd(c, b, m, 1, &id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
+  ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
+  for (int i = 0; i < RN * RN; i++)
+    ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", k, i);
+}
+
+/* A frame through memfd m cancelled while it runs: c, filled with `mark`,
+ * is left as it was (PROTOCOL.md: only a DONE job's output comes back). */
+static void frame_cancelled(coop_conn *c, const uint64_t *b, int m, const float *mark) {
+  static float got[RN * RN];
+  const size_t n = sizeof got;
+  uint64_t id = 0;
+  ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
+  ck_assert_int_eq(frame_reps_fd(c, b, m, 1u << 30, &id), 0);
+  msleep(20);
+  ck_assert_int_eq(coop_cancel(c, id), 0);
+  ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
+  ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
+  ck_assert_mem_eq(got, mark, n);
+}
+
 /* A frame's ranges go with its submit once the device process holds the
  * memfd mapped (docs/daemon.md, "A frame's ranges with its submit"): each
  * frame's output is its own input's, also after a park let the mapping go
@@ -1063,34 +1096,20 @@ START_TEST(a_frame_s_ranges_go_with_its_submit) {
   const char *sets[] = {"device.park_ms=50", NULL};
   bufs_start(&d, sets);
   coop_conn *c = connect_to(&d);
-  static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN], mark[RN * RN];
+  static float fa[RN * RN], fb[RN * RN], mark[RN * RN];
   const size_t n = sizeof fa;
   render_inputs(fa, fb);
   for (int i = 0; i < RN * RN; i++) mark[i] = -7.0f;
-  uint64_t b[3] = {0}, id = 0;
+  uint64_t b[3] = {0};
   ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[0]), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, n, fb, 0, &b[1]), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[2]), 0);
   int m = sealed_memfd("frames", 2 * (off_t)n);
   for (int k = 0; k < 8; k++) {
     if (k == 4) wait_parked(c); /* the device process let its mappings go */
-    fa[0] = (float)k;
-    matmul_ref(fa, fb, want);
-    ck_assert_int_eq(pwrite(m, fa, n, 0), (ssize_t)n);
-    ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
-    ck_assert_int_eq(frame_reps_fd(c, b, m, 1, &id), 0);
-    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
-    ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
-    for (int i = 0; i < RN * RN; i++)
-      ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", k, i);
+    frame_round(c, b, m, fa, fb, mark, k);
   }
-  ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
-  ck_assert_int_eq(frame_reps_fd(c, b, m, 1u << 30, &id), 0);
-  msleep(20);
-  ck_assert_int_eq(coop_cancel(c, id), 0);
-  ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
-  ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
-  ck_assert_mem_eq(got, mark, n);
+  frame_cancelled(c, b, m, mark);
   close(m);
   coop_disconnect(c);
   bufs_stop(&d);
@@ -1109,11 +1128,11 @@ START_TEST(a_frame_beside_a_job_ends_in_the_device_process) {
   struct daemon_proc d = {.log = logp};
   bufs_start(&d, NULL);
   coop_conn *c = connect_to(&d), *c2 = connect_to(&d);
-  static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN], mark[RN * RN];
+  static float fa[RN * RN], fb[RN * RN], mark[RN * RN];
   const size_t n = sizeof fa;
   render_inputs(fa, fb);
   for (int i = 0; i < RN * RN; i++) mark[i] = -7.0f;
-  uint64_t b[3] = {0}, id = 0, sb = 0, sid = 0;
+  uint64_t b[3] = {0}, sb = 0, sid = 0;
   ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[0]), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, n, fb, 0, &b[1]), 0);
   ck_assert_int_eq(coop_buffer_create(c, 0, n, NULL, 0, &b[2]), 0);
@@ -1128,26 +1147,12 @@ START_TEST(a_frame_beside_a_job_ends_in_the_device_process) {
   int m = sealed_memfd("beside", 2 * (off_t)n);
   int ended = 0, k = 0;
   for (; k < 40 && (k < 6 || !ended); k++) {
-    fa[0] = (float)k;
-    matmul_ref(fa, fb, want);
-    ck_assert_int_eq(pwrite(m, fa, n, 0), (ssize_t)n);
-    ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
-    ck_assert_int_eq(frame_reps_fd(c, b, m, 1, &id), 0);
-    ck_assert_int_eq(wait_state(c, id), COOP_STATE_DONE);
-    ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
-    for (int i = 0; i < RN * RN; i++)
-      ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "frame %d, element %d", k, i);
+    frame_round(c, b, m, fa, fb, mark, k);
     ended = log_count(logp, "its task ended in the device process at the poll");
   }
   if (!ended) log_print(logp);
   ck_assert_msg(ended >= 1, "no frame of %d beside the sweep ended in the device process", k);
-  ck_assert_int_eq(pwrite(m, mark, n, (off_t)n), (ssize_t)n);
-  ck_assert_int_eq(frame_reps_fd(c, b, m, 1u << 30, &id), 0);
-  msleep(20);
-  ck_assert_int_eq(coop_cancel(c, id), 0);
-  ck_assert_int_eq(wait_state(c, id), COOP_STATE_CANCELLED);
-  ck_assert_int_eq(pread(m, got, n, (off_t)n), (ssize_t)n);
-  ck_assert_mem_eq(got, mark, n);
+  frame_cancelled(c, b, m, mark);
   ck_assert_int_eq(coop_cancel(c2, sid), 0);
   ck_assert_int_eq(wait_state(c2, sid), COOP_STATE_CANCELLED);
   close(m);
