@@ -23,6 +23,8 @@ awk -F, -v dir="$d" '
     with = ("io_with" in col) && $col["io_with"] + 0 > 0
     if (with && $col["out_sent"] == $col["io_sent"])
       np = split("recv decoded checked admitted queued taken staged io_sent io_took submitted released gathered started finished io_replied io_back task_released unstaged handed_back loop_got result_sent", p, " ")
+    else if (with && ("out_with" in col) && $col["out_with"] + 0 > 0) # ended in the device process at a poll
+      np = split("recv decoded checked admitted queued taken staged io_sent io_took submitted io_replied io_back released gathered started finished out_replied out_back seen task_released unstaged handed_back loop_got result_sent", p, " ")
     else if (with)
       np = split("recv decoded checked admitted queued taken staged io_sent io_took submitted io_replied io_back released gathered started finished seen task_released out_sent out_took out_replied out_back unstaged handed_back loop_got result_sent", p, " ")
     else

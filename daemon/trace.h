@@ -52,7 +52,10 @@
   XX(decoded)       /* sess_submit entered: the frame decoded (recv -> admitted's first part) */ \
   XX(checked)       /* its buffers found and its admission checks passed; the job's making next */ \
   XX(expected)      /* warm ahead's guess at this SUBMIT's arrival, from its connection's last \
-                     * frame (sess_jobs.c, expected_next; 0: none): beside recv, how far off */
+                     * frame (sess_jobs.c, expected_next; 0: none): beside recv, how far off */ \
+  XX(out_with)      /* its ranges out came back with the poll that found it final (the device \
+                     * process ended it: dp_task_ended): that request's send; out_* are its \
+                     * stamps (else 0) */
 /* clang-format on */
 
 struct job_trace {

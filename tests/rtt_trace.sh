@@ -27,7 +27,7 @@ check_trace() {
     {
       n++
       for (i = 3; i <= NF; i++)
-        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && i != col["loop_spun"] && i != col["io_with"] && i != col["expected"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
+        if ($i + 0 <= 0 && i != col["dp_seen"] && i != col["preempt"] && i != col["loop_spun"] && i != col["io_with"] && i != col["expected"] && i != col["out_with"] && (io || hdr(i) !~ /^(io|out)_/)) { print "job " $1 ": no stamp " hdr(i); bad = 1 }
       if (io) {
         # ranges that went with the submit (io_with): the copies stamped
         # as that request, inside staged..submit_ret; else apart, before
@@ -36,7 +36,12 @@ check_trace() {
         if (with && $col["io_with"] != $col["io_sent"]) { print "job " $1 ": io_with is not io_sent"; bad = 1 }
         if (with) split("staged io_sent io_took io_replied io_back submit_ret", a, " ")
         else split("taken io_sent io_took io_replied io_back staged", a, " ")
+        # or with the poll that found the task final, where the device
+        # process ended it (out_with): inside submit_ret..seen
+        owith = ("out_with" in col) && $col["out_with"] + 0 > 0
+        if (owith && (!with || $col["out_with"] != $col["out_sent"])) { print "job " $1 ": out_with is not out_sent, or without io_with"; bad = 1 }
         if (with && $col["out_sent"] == $col["io_sent"]) split("staged out_sent out_took out_replied out_back submit_ret", b, " ")
+        else if (owith) split("submit_ret out_sent out_took out_replied out_back seen", b, " ")
         else split("task_released out_sent out_took out_replied out_back unstaged", b, " ")
         for (k = 2; k <= 6; k++)
           if ($col[a[k]] + 0 < $col[a[k - 1]] + 0 || $col[b[k]] + 0 < $col[b[k - 1]] + 0) {

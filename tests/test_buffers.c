@@ -1124,6 +1124,47 @@ START_TEST(a_frame_s_ranges_go_with_its_submit) {
 }
 END_TEST
 
+/* The lines of coopd's trace at path (COOP_TRACE_FILE) whose out_with is
+ * set: each with io_with set, out_sent = out_with, and submit_ret <=
+ * out_sent <= out_took <= out_replied <= out_back <= seen (the copy out
+ * came with the poll that found the task final: docs/daemon.md, "A
+ * frame's ranges with its submit"). Their count; a line out of order
+ * fails the test. */
+static int trace_ended_at_a_poll(const char *path) {
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  static const char *const name[] = {"io_with",     "submit_ret", "out_sent", "out_took",
+                                     "out_replied", "out_back",   "seen",     "out_with"};
+  enum { NC = sizeof name / sizeof name[0] };
+  int col[NC], found = 0;
+  char line[4096];
+  for (int k = 0; k < NC; k++) col[k] = -1;
+  while (fgets(line, sizeof line, f)) {
+    long long v[64];
+    int nv = 0, header = !strncmp(line, "id,", 3);
+    if (!header && (line[0] < '0' || line[0] > '9')) continue; /* buf, bufop, dpcall lines */
+    char *save = NULL;
+    for (char *t = strtok_r(line, ",\n", &save); t && nv < 64;
+         t = strtok_r(NULL, ",\n", &save), nv++) {
+      if (header) {
+        for (int k = 0; k < NC; k++)
+          if (!strcmp(t, name[k])) col[k] = nv;
+      } else {
+        v[nv] = strtoll(t, NULL, 10);
+      }
+    }
+    if (header || col[NC - 1] < 0 || col[NC - 1] >= nv || v[col[NC - 1]] <= 0) continue;
+    for (int k = 0; k < NC; k++) ck_assert_msg(col[k] >= 0 && col[k] < nv, "no %s column", name[k]);
+    ck_assert_msg(v[col[0]] > 0, "out_with without io_with");
+    ck_assert_msg(v[col[2]] == v[col[NC - 1]], "out_with is not out_sent");
+    for (int k = 2; k < NC - 1; k++)
+      ck_assert_msg(v[col[k]] >= v[col[k - 1]], "%s before %s", name[k], name[k - 1]);
+    found++;
+  }
+  fclose(f);
+  return found;
+}
+
 /* A frame beside a running job (DP_SUBMIT_IO answered before its end:
  * beside another run the device thread does not wait in it) is ended by
  * the device process at the poll that finds it final, its ranges out
@@ -1132,11 +1173,14 @@ END_TEST
  * cancelled there writes nothing back (PROTOCOL.md), and a breach of a
  * guard zone there is still reported, once. */
 START_TEST(a_frame_beside_a_job_ends_in_the_device_process) {
-  char logp[] = "/tmp/coopd-beside-XXXXXX.log";
+  char logp[] = "/tmp/coopd-beside-XXXXXX.log", tracep[] = "/tmp/coopd-beside-XXXXXX.csv";
   log_temp(logp);
+  log_temp(tracep);
   struct daemon_proc d = {.log = logp};
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, NULL};
+  setenv("COOP_TRACE_FILE", tracep, 1);
   bufs_start(&d, sets);
+  unsetenv("COOP_TRACE_FILE");
   coop_conn *c = connect_to(&d), *c2 = connect_to(&d);
   static float fa[RN * RN], fb[RN * RN], mark[RN * RN];
   const size_t n = sizeof fa;
@@ -1162,6 +1206,8 @@ START_TEST(a_frame_beside_a_job_ends_in_the_device_process) {
   }
   if (!ended) log_print(logp);
   ck_assert_msg(ended >= 1, "no frame of %d beside the sweep ended in the device process", k);
+  /* and its trace line says so, the copy out's stamps those of that poll */
+  ck_assert_int_ge(trace_ended_at_a_poll(tracep), 1);
   frame_cancelled(c, b, m, mark);
   /* a breach beside the sweep: the device process leaves it whole for
    * DP_UNSTAGE, which reports it */
@@ -1173,6 +1219,7 @@ START_TEST(a_frame_beside_a_job_ends_in_the_device_process) {
   coop_disconnect(c);
   bufs_stop(&d);
   unlink(logp);
+  unlink(tracep);
 }
 END_TEST
 

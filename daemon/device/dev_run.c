@@ -641,7 +641,7 @@ static int finish(struct dev *d, struct run *r, int may_keep) {
 /* Its task ended by the device process at the poll that found it final
  * (dp_task_ended): released there, its guard zones whole, and, ended
  * DONE, its ranges out copied where they went with its submit. */
-static void ended_there(struct dev *d, struct run *r, const struct coop_rt_task_info *ti) {
+static void ended_there(struct run *r, const struct coop_rt_task_info *ti, const int64_t t[4]) {
   r->ended = 1;
   r->breach = -1;
   r->end_info = *ti;
@@ -650,7 +650,11 @@ static void ended_there(struct dev *d, struct run *r, const struct coop_rt_task_
             (unsigned long long)r->j->id, r->j->kernel);
   if (r->io_with && ti->state == COOP_TASK_DONE) {
     r->io_out_done = 1;
-    if (coopd_tracing) dev__trace_copy(d, r->j, 0); /* that poll's stamps */
+    TRACE_SET(r->j, out_with, t[0]); /* the copy out: that poll's stamps */
+    TRACE_SET(r->j, out_sent, t[0]);
+    TRACE_SET(r->j, out_took, t[1]);
+    TRACE_SET(r->j, out_replied, t[2]);
+    TRACE_SET(r->j, out_back, t[3]);
   }
 }
 
@@ -710,7 +714,8 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
     int got = r->ended ? (ti = r->end_info, 1) : dp_task_info(d->rt, r->task[i], &ti) == 0;
-    if (got && !r->ended && dp_task_ended(d->rt, r->task[i])) ended_there(d, r, &ti);
+    int64_t t[4];
+    if (got && !r->ended && dp_task_ended(d->rt, r->task[i], t)) ended_there(r, &ti, t);
     if (got && ti.state == COOP_TASK_SUSPENDED && r->moving == 1 &&
         dev__carry_out(d, r, "across the kernel reload") == 0)
       return 2; /* carried across the reload */

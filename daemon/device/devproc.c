@@ -68,6 +68,7 @@ struct dp {
   struct {
     coop_task_id id;
     struct coop_rt_task_info info;
+    int64_t t[4]; /* that reply's call (dp_last_call) */
   } ended[256];
   struct dp_req q;
   struct dp_rep r;
@@ -864,6 +865,7 @@ static int poll_op(struct dp *p, uint32_t op, const coop_task_id *ids, unsigned 
       if (i < 64 && ((p->r.a >> i) & 1u)) {
         p->ended[slot].id = ids[at + i];
         p->ended[slot].info = ti[i];
+        dp_last_call(p, p->ended[slot].t);
       }
     }
     at += k;
@@ -945,8 +947,10 @@ int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info) 
   return e;
 }
 
-int dp_task_ended(const struct dp *p, coop_task_id id) {
-  return id && p->ended[id & 0xffu].id == id;
+int dp_task_ended(const struct dp *p, coop_task_id id, int64_t t[4]) {
+  if (!id || p->ended[id & 0xffu].id != id) return 0;
+  if (t) memcpy(t, p->ended[id & 0xffu].t, sizeof p->ended[0].t);
+  return 1;
 }
 
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l) {

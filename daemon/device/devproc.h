@@ -233,8 +233,9 @@ int dp_task_info(struct dp *p, coop_task_id id, struct coop_rt_task_info *info);
 /* 1 when a dp_poll or dp_wait reply said the child ended task id itself
  * (dp_submit_end asked it to, and its reply came before the end):
  * released there, its guard zones whole, a DONE task's ranges out copied
- * (dp_submit_io's); dp_task_info still answers its final info. */
-int dp_task_ended(const struct dp *p, coop_task_id id);
+ * (dp_submit_io's); dp_task_info still answers its final info. t (or
+ * NULL): that call's stamps, as dp_last_call's. */
+int dp_task_ended(const struct dp *p, coop_task_id id, int64_t t[4]);
 int dp_task_live(struct dp *p, coop_task_id id, struct coop_rt_live *l);
 int dp_cancel(struct dp *p, coop_task_id id);
 /* A running cooperative task's cap on its workgroups (coop_rt_cap). */
