@@ -21,11 +21,9 @@
  * under rt->lock, before the task is published; moved on by whichever
  * thread first sees the end (compare-and-swap); back to NONE at release.
  */
-#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "rt_internal.h"
 
@@ -53,12 +51,6 @@ static int device_chosen(void) {
 
 long coop__io_gate_hold_ns;
 int coop__io_gate_fail;
-
-static void sleep_ns(long ns) {
-  struct timespec ts = {ns / 1000000000L, ns % 1000000000L};
-  while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
-  }
-}
 
 /* A gated task's gate (shared.h, COOP_GATE_*), opened once its copies in
  * are there (release, system scope: the copies before it; the copy engine's
@@ -92,7 +84,7 @@ int coop_rt_submit_io(coop_rt *rt, const struct coop_rt_task_desc *d, const stru
   p.gated = 1;
   int r = coop__rt_submit_io(rt, d, id, &p, 1);
   if (r) return r;
-  if (coop__io_gate_hold_ns) sleep_ns(coop__io_gate_hold_ns);
+  if (coop__io_gate_hold_ns) coop__sleep_ns(coop__io_gate_hold_ns);
   int e = coop__io_gate_fail;
   for (unsigned i = 0; i < nin && !e; i++)
     e = coop_rt_arena_copy(rt, in[i].arena, in[i].host, in[i].bytes, 1);

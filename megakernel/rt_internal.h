@@ -121,6 +121,8 @@ struct coop_rt {
 };
 
 void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* runtime.c: ns of sleep, through interruptions */
+void coop__sleep_ns(long ns);
 
 /* runtime.c: kernel `name` added to kernels[0..*n) (coop_rt_add_kernel's
  * checks): its index, or a coop code */

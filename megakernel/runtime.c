@@ -79,7 +79,7 @@ void coop__rt_msg(struct coop_rt *rt, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void sleep_ns(long ns) {
+void coop__sleep_ns(long ns) {
   struct timespec ts = {ns / 1000000000, ns % 1000000000};
   while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
   }
@@ -285,7 +285,7 @@ static int discover(coop_rt *rt) {
       coop__rt_msg(rt, "discovery: no workgroup started within 60 s");
       return COOP_EDISCOVERY;
     }
-    sleep_ns(200000);
+    coop__sleep_ns(200000);
   }
   atomic_store_explicit(&mb->disc_close, 1, memory_order_release);
   while (atomic_load_explicit(&mb->sched_state, memory_order_acquire) == 0) {
@@ -293,7 +293,7 @@ static int discover(coop_rt *rt) {
       coop__rt_msg(rt, "discovery: the scheduler did not start");
       return COOP_EDISCOVERY;
     }
-    sleep_ns(100000);
+    coop__sleep_ns(100000);
   }
   rt->participants = atomic_load_explicit(&mb->participants, memory_order_acquire);
   if (rt->participants < 2) {
@@ -387,7 +387,7 @@ static void calibrate(coop_rt *rt) {
     d1 = d0;
     rt->tick_ns = r0 >= 0 && d0 ? nominal : 0.0;
   } else {
-    sleep_ns(50000000);
+    coop__sleep_ns(50000000);
     r1 = best_ping(rt, 33, COOP_RT_CALIB_PING_NS, &m1, &d1);
     rt->tick_ns = r0 >= 0 && r1 >= 0 && d1 > d0 ? (double)(m1 - m0) / (double)(d1 - d0) : 0.0;
   }
@@ -842,7 +842,7 @@ int coop_rt_wait(coop_rt *rt, coop_task_id id, int timeout_ms) {
     int64_t now = coop__now_ns();
     if (now > deadline) return COOP_ETIMEDOUT;
     if (now - start < COOP_WAIT_SPIN_NS) continue; /* a short task: seen within a load */
-    sleep_ns(nap);
+    coop__sleep_ns(nap);
     if (nap < COOP_WAIT_NAP_MAX_NS) nap *= 2;
   }
   return coop__io_finish(rt, SLOT(id), deadline);

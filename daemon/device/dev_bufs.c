@@ -144,6 +144,10 @@ static struct dp_buf io_range(const struct job *j, const struct job_arg *a) {
 void dev__trace_copy(struct dev *d, struct job *j, int in) {
   int64_t t[4];
   dp_last_call(d->rt, t);
+  dev__trace_copy_at(j, in, t);
+}
+
+void dev__trace_copy_at(struct job *j, int in, const int64_t t[4]) {
   if (in) {
     j->tr.io_sent = t[0];
     j->tr.io_took = t[1];

@@ -540,6 +540,8 @@ int dev__io_with_submit(struct dev *d, const struct job *j, struct dp_buf *b, un
 /* The trace's stamps of the last request to the device process
  * (dp_last_call) as job j's copy in (io_*) or out (out_*). */
 void dev__trace_copy(struct dev *d, struct job *j, int in);
+/* The same with a call's stamps t (dp_last_call's order). */
+void dev__trace_copy_at(struct job *j, int in, const int64_t t[4]);
 
 /* dev_slots.c */
 /* Why a cooperative job waits for a slot (job.slot_why): every slot is

@@ -651,10 +651,7 @@ static void ended_there(struct run *r, const struct coop_rt_task_info *ti, const
   if (r->io_with && ti->state == COOP_TASK_DONE) {
     r->io_out_done = 1;
     TRACE_SET(r->j, out_with, t[0]); /* the copy out: that poll's stamps */
-    TRACE_SET(r->j, out_sent, t[0]);
-    TRACE_SET(r->j, out_took, t[1]);
-    TRACE_SET(r->j, out_replied, t[2]);
-    TRACE_SET(r->j, out_back, t[3]);
+    if (coopd_tracing) dev__trace_copy_at(r->j, 0, t);
   }
 }
 
