@@ -48,6 +48,7 @@ void config_defaults(struct config *c) {
   c->park_ms = 100;
   c->reload_in_place = 1;
   c->idle_spin_us = -1;
+  c->warm_early_us = 1000;
   c->max_registers = CONFIG_MAX_REGISTERS;
   const char *xdg = getenv("XDG_RUNTIME_DIR");
   if (geteuid() != 0 && xdg && *xdg)
@@ -127,6 +128,7 @@ static const struct config_key keys[] = {
     {"device", "max_registers", K_UINT, F(max_registers), 255},
     {"device", "kernel_widths", K_BOOL, F(kernel_widths), 0},
     {"device", "idle_spin_us", K_INT, F(idle_spin_us), 100000},
+    {"device", "warm_early_us", K_UINT, F(warm_early_us), 100000},
     {"server", "socket", K_STR, F(socket), 0},
     {"server", "socket_mode", K_OCTAL, F(socket_mode), 0777},
     {"server", "journal", K_STR, F(journal), 0},

@@ -29,6 +29,7 @@ struct config {
   int kernel_widths;       /* each kernel's width measured alone at every build (devproc.c) */
   int idle_spin_us;        /* after a job: how long the device thread and process spin for the
                             * next before they sleep; -1 = the backend's choice (device.c) */
+  unsigned warm_early_us;  /* a frame's warm window opens this much earlier (device.c) */
   /* [server] */
   char socket[256];
   char journal[300]; /* "": the socket's path + ".jobs"; "off": none */

@@ -262,7 +262,15 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
  * step's (cadence.h, alt; at most a quarter period apart): the first frame
  * after a step came cold, 0.46-0.72 ms where a warm one takes 0.36
  * (bench/RESULTS.md, "A frame loop's phase moved"). A wrong guess costs
- * one window of spinning. */
+ * one window of spinning.
+ *
+ * The wakes that begin a window (the loop's timerfd, this thread's timed
+ * wait or a DP_WAIT whose budget ends there) are late on a VM: on an
+ * H200's, beside bfs, up to 1.3 ms, 163-1173 us at p99 for this thread's
+ * pass, and a window opened only DEV_WARM_SPINS idle spins ahead began
+ * after its frame's SUBMIT was due in 10 frames of 1137. So it opens
+ * [device] warm_early_us (1 ms) earlier still (bench/RESULTS.md, "A
+ * frame's window opened ahead of a late wake"). */
 #define DEV_WARM_SPINS 2
 int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t alt_ns, int64_t lead_ns,
                     int64_t *from, int64_t *to) {
@@ -270,7 +278,7 @@ int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t alt_ns, int64_
   if (!spin || !next_ns) return 0;
   int64_t first = alt_ns && alt_ns < next_ns ? alt_ns : next_ns;
   int64_t last = alt_ns > next_ns ? alt_ns : next_ns;
-  *from = first - lead_ns - DEV_WARM_SPINS * spin;
+  *from = first - lead_ns - DEV_WARM_SPINS * spin - (int64_t)d->cfg->warm_early_us * 1000;
   *to = last + DEV_WARM_SPINS * spin;
   return 1;
 }
@@ -309,8 +317,11 @@ static void warm_for(struct dev *d, const struct job *j) {
                        &d->warm_until))
     return;
   d->warm_on = 0;
-  log_debug("%s: a warm window armed for the next frame, from %.0f us before it", d->logname,
-            (double)(j->next_ns - d->warm_from) / 1e3);
+  log_debug(
+      "%s: a warm window armed for the next frame, from %.0f us before it (%.0f us before "
+      "its start)",
+      d->logname, (double)(j->next_ns - d->warm_from) / 1e3,
+      (double)(j->next_ns - j->next_lead_ns - d->warm_from) / 1e3);
 }
 
 /* The pass's part of warming ahead: the next wake no later than the
