@@ -9,8 +9,9 @@
 # whose queued -> taken passed 100 us (bench/frame_waits.sh), (g)'s legs
 # (bench/side_client_legs.sh, its rows alone and beside bfs together),
 # how coopd's guess at each frame came out, window by window
-# (bench/frame_guess.sh), and coopd's path alone and beside bfs
-# (bench/frame_path.sh).
+# (bench/frame_guess.sh), coopd's path alone and beside bfs
+# (bench/frame_path.sh), and how late its threads began the windows
+# (bench/window_late.sh).
 #
 #   bench/frame_hold_gpu.sh --old COOPD [--runs "0.3:1 0.3:2 2:1"] [DIR]
 #
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --old) old=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     -*) echo "frame_hold_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -51,6 +52,7 @@ for spec in $runs; do
     bench/side_client_legs.sh "$out/C-$n.csv" "$out/T-$n.csv" || true
     bench/frame_guess.sh "$out/C-$n.csv" "$out/T-$n.csv" || true
     bench/frame_path.sh "$out/T-$n.csv" || true
+    bench/window_late.sh "$out/T-$n.csv" || true
   done
 done
 (cd "$out" && tar -czf r.tgz S-*.txt S-*.csv T-*.csv C-*.csv)

@@ -18,7 +18,7 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 awk -F, -v dir="$d" -v us="$us" '
   $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
-  $1 == "bufop" || $1 == "buf" || $1 == "dpcall" { next }
+  $1 == "bufop" || $1 == "buf" || $1 == "dpcall" || $1 == "window" { next }
   {
     if (!("io_sent" in col) || $col["io_sent"] + 0 <= 0 || $col["finished"] + 0 <= 0) next
     path = $col["dp_seen"] + 0 > 0 ? "submit" : "wait"

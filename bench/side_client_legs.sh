@@ -16,7 +16,7 @@ awk -F, -v dir="$d" '
   file == 1 && $1 == "id" { for (i = 1; i <= NF; i++) cc[$i] = i; next }
   file == 1 { if ($cc["chk"] == 0) for (k in cc) c[$1, k] = $cc[k]; next }
   $1 == "id" { for (i = 1; i <= NF; i++) dc[$i] = i; next }
-  $1 == "bufop" || $1 == "buf" || $1 == "dpcall" { next }
+  $1 == "bufop" || $1 == "buf" || $1 == "dpcall" || $1 == "window" { next }
   !(($1, "release") in c) { next }
   {
     id = $1; g = ($dc["preempt"] + 0 > 0) ? "beside" : "alone"

@@ -13,7 +13,7 @@ d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 awk -F, -v dir="$d" '
   $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
-  $1 == "bufop" || $1 == "buf" || $1 == "dpcall" { next }
+  $1 == "bufop" || $1 == "buf" || $1 == "dpcall" || $1 == "window" { next }
   {
     if (!("io_sent" in col) || $col["io_sent"] + 0 <= 0) next
     g = ($col["preempt"] + 0 > 0) ? "beside" : "alone"

@@ -57,7 +57,7 @@ static void on_timer(uv_poll_t *t, int status, int events) {
   uint64_t fired;
   if (read(ls->tfd, &fired, sizeof fired) < 0) return; /* not yet: re-armed since */
   int64_t now = coop__now_ns(), to = 0;
-  const void *begun[LOOPSPIN_WINDOWS];
+  struct loopspin_window begun[LOOPSPIN_WINDOWS];
   unsigned nbegun = 0;
   for (unsigned i = 0; i < ls->nwin;) {
     if (ls->win[i].from > now) {
@@ -65,12 +65,13 @@ static void on_timer(uv_poll_t *t, int status, int events) {
       continue;
     }
     if (ls->win[i].to > to) to = ls->win[i].to;
-    begun[nbegun++] = ls->win[i].key;
+    begun[nbegun++] = ls->win[i];
     ls->win[i] = ls->win[--ls->nwin];
   }
   arm(ls);
   if (!to) return;
-  for (unsigned i = 0; ls->window && i < nbegun; i++) ls->window(ls->window_arg, begun[i]);
+  for (unsigned i = 0; ls->window && i < nbegun; i++)
+    ls->window(ls->window_arg, begun[i].key, begun[i].from);
   loopspin_for(ls, to - coop__now_ns());
 }
 
@@ -106,7 +107,7 @@ void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg) {
   ls->turn_arg = arg;
 }
 
-void loopspin_on_window(struct loopspin *ls, void (*fn)(void *, const void *), void *arg) {
+void loopspin_on_window(struct loopspin *ls, void (*fn)(void *, const void *, int64_t), void *arg) {
   ls->window = fn;
   ls->window_arg = arg;
 }

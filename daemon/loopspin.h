@@ -46,7 +46,7 @@ struct loopspin {
   atomic_int spinning;
   void (*turn)(void *arg);
   void *turn_arg;
-  void (*window)(void *arg, const void *key);
+  void (*window)(void *arg, const void *key, int64_t from);
   void *window_arg;
 };
 
@@ -73,11 +73,12 @@ void loopspin_at(struct loopspin *ls, const void *key, int64_t from, int64_t to)
 void loopspin_drop(struct loopspin *ls, const void *key);
 /* fn(arg) on every turn while the loop spins, and once more when it stops. */
 void loopspin_on_turn(struct loopspin *ls, void (*fn)(void *), void *arg);
-/* fn(arg, key) when the window loopspin_at armed for key begins (its
- * timer), before the spin, once for each window begun: the loop's own
- * preparation for the request expected in it (a frame's job made ahead,
- * its SUBMIT checked dry: sess_jobs.c, session_warm_frame). */
-void loopspin_on_window(struct loopspin *ls, void (*fn)(void *, const void *), void *arg);
+/* fn(arg, key, from) when the window loopspin_at armed for key from
+ * `from` begins (its timer), before the spin, once for each window begun:
+ * the loop's own preparation for the request expected in it (a frame's job
+ * made ahead, its SUBMIT checked dry: sess_jobs.c, session_warm_frame), and
+ * the trace's line of how late it began. */
+void loopspin_on_window(struct loopspin *ls, void (*fn)(void *, const void *, int64_t), void *arg);
 /* At the stop, before uv_walk closes every handle: no spin starts again;
  * the window's poll handle is closed here, its timerfd with it. */
 void loopspin_stop(struct loopspin *ls);

@@ -219,7 +219,12 @@ static void poll_devices(void *arg) {
   session_poll_rings(dm, atomic_load(&dm->spin.spinning));
 }
 
-static void warm_frame(void *arg, const void *key) { session_warm_frame(arg, key); }
+/* A frame's warm window begun on the loop: how late, for the trace, then
+ * the loop's preparation for it. */
+static void warm_frame(void *arg, const void *key, int64_t from) {
+  if (coopd_tracing) trace_window_write(-1, from, coop__now_ns());
+  session_warm_frame(arg, key);
+}
 
 static void on_hard_stop(uv_timer_t *t) {
   log_error("the device did not stop: a non-cooperative kernel cannot be cancelled; exiting");
@@ -447,7 +452,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "coopd: %s\n", err);
     return 1;
   }
-  if (coopd_tracing) dp_set_call_hook(trace_call_write, TRACE_CALL_MIN_NS);
+  if (coopd_tracing) {
+    dp_set_call_hook(trace_call_write, TRACE_CALL_MIN_NS);
+    dev_set_window_hook(trace_window_write);
+  }
   dm.loop = uv_default_loop();
   r = run(&dm);
   uv_loop_close(dm.loop);

@@ -33,8 +33,9 @@ static FILE *trace_file;
  * thread that finds its half full flushes it itself. */
 #define TRACE_CALLS 1024
 struct call_line {
-  const char *op; /* devproc_msg.c's table: static */
+  const char *op; /* devproc_msg.c's table: static; NULL: a window's line */
   int64_t t[4];
+  int device; /* a window's: -1 the loop's, else its device's index */
 };
 static struct call_line calls[2][TRACE_CALLS];
 static unsigned calls_n, calls_cur; /* under calls_mu: calls[calls_cur][0..calls_n) */
@@ -51,8 +52,14 @@ static void calls_flush(void) {
   if (n) flockfile(trace_file);
   for (unsigned i = 0; i < n; i++) {
     const struct call_line *c = &calls[half][i];
-    fprintf(trace_file, "dpcall,%s,%lld,%lld,%lld,%lld\n", c->op, (long long)c->t[0],
-            (long long)c->t[1], (long long)c->t[2], (long long)c->t[3]);
+    if (!c->op && c->device < 0)
+      fprintf(trace_file, "window,loop,%lld,%lld\n", (long long)c->t[0], (long long)c->t[1]);
+    else if (!c->op)
+      fprintf(trace_file, "window,device%d,%lld,%lld\n", c->device, (long long)c->t[0],
+              (long long)c->t[1]);
+    else
+      fprintf(trace_file, "dpcall,%s,%lld,%lld,%lld,%lld\n", c->op, (long long)c->t[0],
+              (long long)c->t[1], (long long)c->t[2], (long long)c->t[3]);
   }
   if (n) funlockfile(trace_file);
   pthread_mutex_unlock(&flush_mu);
@@ -77,6 +84,7 @@ int trace_open(char *err, unsigned errlen) {
 #undef NAME
   fprintf(trace_file, ",warm_from,warm_until\n");
   fprintf(trace_file, "dpcall,op,sent,took,replied,back\n");
+  fprintf(trace_file, "window,who,from,began\n");
   atexit(calls_flush); /* before stdio's own flush at exit */
   coopd_tracing = 1;
   return 0;
@@ -121,17 +129,26 @@ void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t
   funlockfile(trace_file);
 }
 
-void trace_call_write(const char *op, const int64_t t[4]) {
+static void call_keep(const struct call_line *line) {
   for (;;) {
     pthread_mutex_lock(&calls_mu);
     if (calls_n < TRACE_CALLS) {
-      struct call_line *c = &calls[calls_cur][calls_n++];
-      c->op = op;
-      memcpy(c->t, t, sizeof c->t);
+      calls[calls_cur][calls_n++] = *line;
       pthread_mutex_unlock(&calls_mu);
       return;
     }
     pthread_mutex_unlock(&calls_mu);
     calls_flush(); /* a half full: rare (a large job's slices, no job ending) */
   }
+}
+
+void trace_call_write(const char *op, const int64_t t[4]) {
+  struct call_line c = {.op = op};
+  memcpy(c.t, t, sizeof c.t);
+  call_keep(&c);
+}
+
+void trace_window_write(int device, int64_t from, int64_t began) {
+  if (!trace_file) return;
+  call_keep(&(struct call_line){.t = {from, began}, .device = device < 0 ? -1 : device});
 }

@@ -133,5 +133,10 @@ void trace_buf_write(const char *kind, uint64_t bytes, const struct buf_trace *t
  * line, or at exit. Any device thread. */
 #define TRACE_CALL_MIN_NS 100000
 void trace_call_write(const char *op, const int64_t t[4]);
+/* A frame's warm window begun (docs/daemon.md, "Spinning"): when it was to
+ * begin and when its thread began it, the loop's (device < 0) or device
+ * N's thread's; a line "window,WHO,FROM,BEGAN" (WHO: loop, device0, ...),
+ * kept in memory and written as trace_call_write's. Any thread. */
+void trace_window_write(int device, int64_t from, int64_t began);
 
 #endif /* COOPD_TRACE_H */

@@ -23,7 +23,7 @@ check_trace() {
   awk -F, -v want="$2" -v io="${3:-0}" -v from="${4:-0}" '
     NR == 1 && $1 != "id" { print "no header: " $0; bad = 1; exit }
     $1 == "id" { for (i = 1; i <= NF; i++) col[$i] = i; next }
-    $1 == "bufop" || $1 == "buf" || $1 == "dpcall" || NR < from { next } # buffer operations: check_bufs; requests: check_calls
+    $1 == "bufop" || $1 == "buf" || $1 == "dpcall" || $1 == "window" || NR < from { next } # buffer operations: check_bufs; requests: check_calls
     {
       n++
       for (i = 3; i <= NF; i++)
@@ -127,6 +127,22 @@ waits=$(sh "$kernels/../bench/frame_waits.sh" "$trace" 100) || fail "frame_waits
 want=$(awk -F, '$1 == "dpcall" && $2 != "op"' "$trace" | wc -l)
 got=$(printf '%s\n' "$waits" | awk '/^requests of 100 us or more:/ { for (i = 8; i <= NF; i += 2) s += $i } END { print s + 0 }')
 if [ "$got" -eq "$want" ] && [ "$want" -gt 0 ]; then echo "ok: frame_waits.sh counts the $got slow requests"; else fail "frame_waits.sh counted $got of $want slow requests"; fi
+# The warm windows' lines (none on PoCL, which does not spin: the header
+# only) and bench/window_late.sh's quantiles of their lateness per thread
+grep -qx 'window,who,from,began' "$trace" || fail "no window header"
+if [ "$(sh "$kernels/../bench/window_late.sh" "$trace")" = "$trace: no window" ]; then
+  echo "ok: no window on PoCL"
+else
+  fail "window_late.sh on a trace without windows"
+fi
+printf '%s\n' 'window,who,from,began' 'window,loop,1000,61000' 'window,device0,5000,405000' \
+  'window,loop,2000,3000' >"$dir/windows.csv"
+late=$(sh "$kernels/../bench/window_late.sh" "$dir/windows.csv") || fail "window_late.sh"
+case "$late" in
+  *"device0: n 1, p50 400, p90 400, p99 400, max 400"*"loop: n 2, p50 60, p90 60, p99 60, max 60"*)
+    echo "ok: window_late.sh's quantiles per thread" ;;
+  *) fail "window_late.sh said: $late" ;;
+esac
 
 # The buffer operations of frames: 3 creates, then a write and a read a
 # run (10 warm-up and 12 measured), each line whole and in order (the

@@ -1413,6 +1413,32 @@ START_TEST(a_frame_loop_is_gathered_ahead) {
 }
 END_TEST
 
+/* The window lines of coopd's trace at path (docs/daemon.md, "The path of
+ * one job, leg by leg"): "window,WHO,FROM,BEGAN", each begun at or after
+ * its start and within 10 s of it. How many of WHO's (loop, device0). */
+static int trace_windows(const char *path, const char *who) {
+  FILE *f = fopen(path, "r");
+  ck_assert_ptr_nonnull(f);
+  char line[512], w[32];
+  int n = 0, header = 0;
+  while (fgets(line, sizeof line, f)) {
+    long long from, began;
+    if (!strcmp(line, "window,who,from,began\n")) {
+      header = 1;
+      continue;
+    }
+    if (strncmp(line, "window,", 7)) continue;
+    ck_assert_msg(sscanf(line, "window,%31[a-z0-9],%lld,%lld", w, &from, &began) == 3,
+                  "a malformed window line: %s", line);
+    ck_assert_msg(from > 0 && began >= from && began - from < 10000000000LL,
+                  "a window begun out of its time: %s", line);
+    n += !strcmp(w, who);
+  }
+  fclose(f);
+  ck_assert_msg(header, "no window header in the trace");
+  return n;
+}
+
 /* A frame loop's SUBMIT checked ahead (docs/daemon.md, "Spinning"): at
  * each warm window's start coopd decodes and admits the connection's last
  * SUBMIT again, dry, and the device thread its start's checks and its
@@ -1423,11 +1449,14 @@ END_TEST
  * are answered as they come, the SUBMIT that names the freed buffer with ENOJOB; the connection's
  * counts stay as they were (a frame after it runs, up to max_jobs_per_client = 1). */
 START_TEST(a_frame_loops_submit_is_checked_ahead_dry) {
-  char logp[] = "/tmp/coopd-dry-XXXXXX.log";
+  char logp[] = "/tmp/coopd-dry-XXXXXX.log", tracep[] = "/tmp/coopd-dry-XXXXXX.csv";
   log_temp(logp);
+  log_temp(tracep);
   struct daemon_proc d = {.log = logp};
   const char *sets[] = {"device.idle_spin_us=2000", "limits.max_jobs_per_client=1", NULL};
+  setenv("COOP_TRACE_FILE", tracep, 1);
   bufs_start(&d, sets);
+  unsetenv("COOP_TRACE_FILE");
   coop_conn *c = connect_to(&d);
   static float fa[RN * RN], fb[RN * RN], want[RN * RN], got[RN * RN];
   render_inputs(fa, fb);
@@ -1489,7 +1518,12 @@ START_TEST(a_frame_loops_submit_is_checked_ahead_dry) {
     ck_assert_msg((got[i] - want[i]) * (got[i] - want[i]) < 1e-6f, "after, element %d", i);
   coop_disconnect(c);
   bufs_stop(&d);
+  /* each window the loop and the device thread began is in the trace, with
+   * how late it began (their lines at coopd's exit) */
+  ck_assert_int_ge(trace_windows(tracep, "loop"), 1);
+  ck_assert_int_ge(trace_windows(tracep, "device0"), 1);
   unlink(logp);
+  unlink(tracep);
 }
 END_TEST
 

@@ -98,11 +98,12 @@ struct win {
   int64_t first;        /* the first call since it was set to 0 */
   int spinning_at_call; /* the flag then: 0, the spin not yet begun */
   const void *keys[4];  /* the keys of the first four calls */
+  int64_t froms[4];     /* and the starts they were armed for */
 };
 
-static void on_window(void *arg, const void *key) {
+static void on_window(void *arg, const void *key, int64_t from) {
   struct win *w = arg;
-  if (w->calls < 4) w->keys[w->calls] = key;
+  if (w->calls < 4) w->keys[w->calls] = key, w->froms[w->calls] = from;
   w->calls++;
   w->at = coop__now_ns();
   if (!w->first) w->first = w->at;
@@ -130,6 +131,7 @@ START_TEST(a_window_calls_its_hook_at_its_start) {
   uv_run(&loop, UV_RUN_DEFAULT); /* returns once the window's spin is over */
   ck_assert_uint_eq(w.calls, 1);
   ck_assert_ptr_eq(w.keys[0], &w);
+  ck_assert_int_eq(w.froms[0], from); /* the trace's window line: how late it began */
   ck_assert_int_eq(w.spinning_at_call, 0);
   ck_assert_int_ge(w.at, from);
   ck_assert_int_lt(w.at, to);

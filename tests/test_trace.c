@@ -59,6 +59,24 @@ START_TEST(a_requests_line_waits_for_the_loops_next_line) {
 }
 END_TEST
 
+/* A frame's warm window begun: its line names the loop or the device by
+ * its place, waits in memory as a request's does, and the header names its
+ * columns. */
+START_TEST(a_windows_line_names_its_thread) {
+  trace_setup();
+  trace_window_write(-1, 1000, 1250);
+  trace_window_write(1, 2000, 2100);
+  ck_assert_uint_eq(count(file_text(), "\nwindow,loop,"), 0);
+  struct buf_trace bt = {0};
+  trace_buf_write("read", 1, &bt);
+  const char *text = file_text();
+  ck_assert_uint_eq(count(text, "\nwindow,who,from,began\n"), 1);
+  ck_assert_uint_eq(count(text, "\nwindow,loop,1000,1250\n"), 1);
+  ck_assert_uint_eq(count(text, "\nwindow,device1,2000,2100\n"), 1);
+  unlink(path);
+}
+END_TEST
+
 #define PER_THREAD 1500 /* two threads: past the 1024 a half holds */
 
 static void *writer(void *arg) {
@@ -95,6 +113,7 @@ int main(void) {
   TCase *c = tcase_create("trace");
   tcase_add_test(c, a_requests_line_waits_for_the_loops_next_line);
   tcase_add_test(c, every_requests_line_is_written_once);
+  tcase_add_test(c, a_windows_line_names_its_thread);
   suite_add_tcase(s, c);
   return coop_test_run(srunner_create(s));
 }

@@ -145,6 +145,7 @@ struct dev {
   size_t nev, cap_ev;
   void (*on_stopped)(struct dev *, void *);
   int index;                     /* the device index it was opened with */
+  unsigned place;                /* its number among the daemon's devices (dev_open) */
   char logname[24];              /* "device N", N its place among the daemon's: for the log */
   const struct dev_hooks *hooks; /* its jobs and events go up through these, with user */
   void *user;

@@ -326,6 +326,10 @@ static void warm_for(struct dev *d, const struct job *j) {
 
 /* The pass's part of warming ahead: the next wake no later than the
  * window's start; inside it, everything spins until its end. */
+static dev_window_hook window_hook; /* dev_set_window_hook: set once, before any device thread */
+
+void dev_set_window_hook(dev_window_hook hook) { window_hook = hook; }
+
 static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
   if (!d->warm_until || !d->rt) return;
   if (now >= d->warm_until) { /* over: sleep again */
@@ -342,6 +346,7 @@ static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
   if (d->spin_until < d->warm_until) d->spin_until = d->warm_until;
   if (d->warm_on) return;
   d->warm_on = 1;
+  if (window_hook) window_hook((int)d->place, d->warm_from, now);
   log_debug("%s: warm ahead of the next frame, for %.0f us", d->logname,
             (double)(d->warm_until - now) / 1e3);
   dp_set_warm(d->rt, d->warm_until);
@@ -1014,6 +1019,7 @@ int dev_open(struct dev **dp, const struct config *c, unsigned place, int index,
   pthread_mutex_init(&d->mu, NULL); /* before dev__launch, which takes it */
   d->cfg = c;
   d->index = index;
+  d->place = place;
   snprintf(d->logname, sizeof d->logname, "device %u", place);
   d->ks = ks;
   d->wait_ns = DEV_WAIT_NS;
