@@ -35,7 +35,7 @@ static FILE *trace_file;
 struct call_line {
   const char *op; /* devproc_msg.c's table: static; NULL: a window's line */
   int64_t t[4];
-  int device; /* a window's: -1 the loop's, else its device's index */
+  int device; /* a window's: -1 the loop's, else its device's place */
 };
 static struct call_line calls[2][TRACE_CALLS];
 static unsigned calls_n, calls_cur; /* under calls_mu: calls[calls_cur][0..calls_n) */

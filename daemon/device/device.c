@@ -324,12 +324,12 @@ static void warm_for(struct dev *d, const struct job *j) {
       (double)(j->next_ns - j->next_lead_ns - d->warm_from) / 1e3);
 }
 
-/* The pass's part of warming ahead: the next wake no later than the
- * window's start; inside it, everything spins until its end. */
 static dev_window_hook window_hook; /* dev_set_window_hook: set once, before any device thread */
 
 void dev_set_window_hook(dev_window_hook hook) { window_hook = hook; }
 
+/* The pass's part of warming ahead: the next wake no later than the
+ * window's start; inside it, everything spins until its end. */
 static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
   if (!d->warm_until || !d->rt) return;
   if (now >= d->warm_until) { /* over: sleep again */

@@ -202,8 +202,9 @@ int64_t dev_idle_spin_ns(const struct dev *d);
 int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t alt_ns, int64_t lead_ns,
                     int64_t *from, int64_t *to);
 /* Told, on the device thread, when it begins a warm window: the device's
- * place among the daemon's (dev_open), when the window was to begin and when it began (the trace's
- * window lines). Set once, before any device thread starts; NULL: none. */
+ * place among the daemon's (dev_open), when the window was to begin and
+ * when it began (the trace's window lines). Set once, before any device
+ * thread starts; NULL: none. */
 typedef void (*dev_window_hook)(int device, int64_t from, int64_t began);
 void dev_set_window_hook(dev_window_hook hook);
 /* A job's kernel_index is recomputed by the device thread from its kernel
