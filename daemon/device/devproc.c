@@ -184,6 +184,19 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
   /* and the loop woken DP_WAKE_LEAD_NS before it, once (dp_on_near_end):
    * from the spin below too, which may cover the whole of a short task */
   int64_t wake = near && p->near_end ? p->expect_at - DP_WAKE_LEAD_NS : 0;
+  /* and a DP_WAIT's reply comes at its budget's end at the latest (the
+   * child's own wake aside), which the pass set to its next wake, a
+   * frame's window among them: this thread, asleep here until the
+   * doorbell, once read such a reply 2.7 ms after it was written, past its
+   * frame's SUBMIT, and 4.7% of DP_WAIT replies over 100 us after (an
+   * H200's VM, bench/RESULTS.md, "A frame's window opened ahead of a late
+   * wake"). So it also spins from DP_END_LEAD_NS before that end, for at
+   * most DP_END_SPIN_MAX_NS past it, woken by its own timeout whether or
+   * not the doorbell wakes it */
+  if (p->spin_ns && op == DP_WAIT) {
+    int64_t by = p->t_sent + (int64_t)p->q.a - DP_END_LEAD_NS;
+    if (!near || by < near) near = by;
+  }
   for (int64_t spin_end = spin_until(p), now; spin_end && (now = coop__now_ns()) < spin_end;) {
     if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
     wake_loop(p, now, &wake);

@@ -909,8 +909,13 @@ static void next_swap(struct child *ch, struct dp_rep *r) {
  * tests/test_daemon_suspend.c kills it so in the middle of a checkpoint.
  * With OP written "~OP" it does not die but garbles its next reply through
  * the shared channel (a length past the reply, as a corrupted device
- * process might write): test_daemon_faults.c. */
+ * process might write); written "!OP", the first reply to OP through the
+ * shared channel that finds the front asleep after that goes without its
+ * doorbell, as if the front's wake came very late, and that creates PATH:
+ * test_daemon_faults.c. */
 static int garble_next;
+static uint32_t bell_drop_op; /* "!OP": OP's number; 0: none */
+static char bell_drop_path[256];
 
 static void test_die_at(uint32_t op) {
   static int armed = -1;
@@ -922,9 +927,14 @@ static void test_die_at(uint32_t op) {
     snprintf(arm, sizeof arm, "%s.arm", path);
   }
   const struct dp_op_entry *e = armed ? dp_op_entry(op) : NULL;
-  int garble = name[0] == '~';
-  if (!e || strcmp(e->name, name + garble) || access(arm, F_OK) || --left) return;
+  int garble = name[0] == '~', drop = name[0] == '!';
+  if (!e || strcmp(e->name, name + (garble || drop)) || access(arm, F_OK) || --left) return;
   armed = 0;
+  if (drop) { /* PATH created where the doorbell is dropped (bell_dropped) */
+    bell_drop_op = op;
+    snprintf(bell_drop_path, sizeof bell_drop_path, "%s", path);
+    return;
+  }
   int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
   if (fd < 0) return; /* an earlier device process died so already */
   close(fd);
@@ -932,6 +942,18 @@ static void test_die_at(uint32_t op) {
     garble_next = 1;
   else
     kill(getpid(), SIGKILL);
+}
+
+/* test_die_at's "!OP": whether this reply to op, which would ring the
+ * front, goes without its doorbell (once over every device process of the
+ * test, as a death). */
+static int bell_dropped(uint32_t op) {
+  if (!bell_drop_op || op != bell_drop_op) return 0;
+  bell_drop_op = 0;
+  int fd = open(bell_drop_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
 }
 
 /* One well-formed request (dp_req_check): its answer in r, whose body
@@ -1181,7 +1203,7 @@ static void shm_reply(struct child *ch, int fd, const struct dp_rep *r, size_t l
     garble_next = 0, len = sizeof *r + 1;
   atomic_store_explicit(&ch->shm->rep_len, (unsigned)len, memory_order_relaxed);
   atomic_store(&ch->shm->rep_seq, ch->shm_seen); /* seq_cst: then front_asleep */
-  if (atomic_load(&ch->shm->front_asleep)) dp_shm_ring(fd);
+  if (atomic_load(&ch->shm->front_asleep) && !bell_dropped(r->op)) dp_shm_ring(fd);
 }
 
 int dp_child_main(int fd) {
