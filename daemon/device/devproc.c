@@ -38,6 +38,9 @@
  * trace's finished -> seen). Not on a CPU device (PoCL), whose megakernel
  * needs the cores. */
 #define DP_REPLY_SPIN_NS 200000
+/* How often the front looks for a DP_WAIT's reply, rung or not, once the
+ * wait's budget has ended and its spin there found none (call_shm) */
+#define DP_LATE_NAP_NS 1000000
 
 struct dp {
   pid_t pid;
@@ -192,11 +195,10 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
    * H200's VM, bench/RESULTS.md, "A frame's window opened ahead of a late
    * wake"). So it also spins from DP_END_LEAD_NS before that end, for at
    * most DP_END_SPIN_MAX_NS past it, woken by its own timeout whether or
-   * not the doorbell wakes it */
-  if (p->spin_ns && op == DP_WAIT) {
-    int64_t by = p->t_sent + (int64_t)p->q.a - DP_END_LEAD_NS;
-    if (!near || by < near) near = by;
-  }
+   * not the doorbell wakes it; and past that, a reply later still (the
+   * child's wake late) is looked for every DP_LATE_NAP_NS as well */
+  int64_t due = p->spin_ns && op == DP_WAIT ? p->t_sent + (int64_t)p->q.a : 0;
+  if (due && (!near || due - DP_END_LEAD_NS < near)) near = due - DP_END_LEAD_NS;
   for (int64_t spin_end = spin_until(p), now; spin_end && (now = coop__now_ns()) < spin_end;) {
     if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
     wake_loop(p, now, &wake);
@@ -223,6 +225,7 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
     int64_t nap = left * 1000000; /* ns; until `wake` and `near` at most */
     if (near && near - now < nap) nap = near - now;
     if (wake && wake - now < nap) nap = wake - now;
+    if (due && now > due && nap > DP_LATE_NAP_NS) nap = DP_LATE_NAP_NS;
     struct timespec ts = {(time_t)(nap / 1000000000), (long)(nap % 1000000000)};
     if (ppoll(&pf, 1, &ts, NULL) <= 0) continue;
     char bell[8];
