@@ -38,8 +38,9 @@
  * trace's finished -> seen). Not on a CPU device (PoCL), whose megakernel
  * needs the cores. */
 #define DP_REPLY_SPIN_NS 200000
-/* How often the front looks for a DP_WAIT's reply, rung or not, once the
- * wait's budget has ended and its spin there found none (call_shm) */
+/* How often the front looks for a DP_WAIT's or a waiting DP_SUBMIT's reply,
+ * rung or not, once the wait's budget has ended and its spin there found
+ * none (call_shm) */
 #define DP_LATE_NAP_NS 1000000
 
 struct dp {
@@ -187,17 +188,22 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
   /* and the loop woken DP_WAKE_LEAD_NS before it, once (dp_on_near_end):
    * from the spin below too, which may cover the whole of a short task */
   int64_t wake = near && p->near_end ? p->expect_at - DP_WAKE_LEAD_NS : 0;
-  /* and a DP_WAIT's reply comes at its budget's end at the latest (the
-   * child's own wake aside), which the pass set to its next wake, a
-   * frame's window among them: this thread, asleep here until the
-   * doorbell, once read such a reply 2.7 ms after it was written, past its
-   * frame's SUBMIT, and 4.7% of DP_WAIT replies over 100 us after (an
-   * H200's VM, bench/RESULTS.md, "A frame's window opened ahead of a late
-   * wake"). So it also spins from DP_END_LEAD_NS before that end, for at
-   * most DP_END_SPIN_MAX_NS past it, woken by its own timeout whether or
-   * not the doorbell wakes it; and past that, a reply later still (the
-   * child's wake late) is looked for every DP_LATE_NAP_NS as well */
-  int64_t due = p->spin_ns && op == DP_WAIT ? p->t_sent + (int64_t)p->q.a : 0;
+  /* and a DP_WAIT's reply, or a DP_SUBMIT's that waits, comes at the
+   * wait's budget's end at the latest (the child's own wake aside), which
+   * the pass set to its next wake, a frame's window among them: this
+   * thread, asleep here until the doorbell, once read such a reply 2.7 ms
+   * after it was written, past its frame's SUBMIT, and of the requests of
+   * 100 us or more 4.7% of DP_WAITs' replies and 11% of DP_SUBMITs' over
+   * 100 us after (an H200's VM, bench/RESULTS.md, "A frame's window opened
+   * ahead of a late wake"). So
+   * it also spins from DP_END_LEAD_NS before that end, for at most
+   * DP_END_SPIN_MAX_NS past it, woken by its own timeout whether or not
+   * the doorbell wakes it; and past that, a reply later still (the child's
+   * wake late) is looked for every DP_LATE_NAP_NS as well */
+  int64_t budget = op == DP_WAIT                           ? (int64_t)p->q.a
+                   : op == DP_SUBMIT || op == DP_SUBMIT_IO ? (int64_t)p->q.b
+                                                           : 0;
+  int64_t due = p->spin_ns && budget ? p->t_sent + budget : 0;
   if (due && (!near || due - DP_END_LEAD_NS < near)) near = due - DP_END_LEAD_NS;
   for (int64_t spin_end = spin_until(p), now; spin_end && (now = coop__now_ns()) < spin_end;) {
     if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
