@@ -195,11 +195,11 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
    * after it was written, past its frame's SUBMIT, and of the requests of
    * 100 us or more 4.7% of DP_WAITs' replies and 11% of DP_SUBMITs' over
    * 100 us after (an H200's VM, bench/RESULTS.md, "A frame's window opened
-   * ahead of a late wake"). So
-   * it also spins from DP_END_LEAD_NS before that end, for at most
-   * DP_END_SPIN_MAX_NS past it, woken by its own timeout whether or not
-   * the doorbell wakes it; and past that, a reply later still (the child's
-   * wake late) is looked for every DP_LATE_NAP_NS as well */
+   * ahead of a late wake"). So it also spins from DP_END_LEAD_NS before
+   * that end, for at most DP_END_SPIN_MAX_NS past it, woken by its own
+   * timeout whether or not the doorbell wakes it; and past that, a reply
+   * later still (the child's wake late) is looked for every DP_LATE_NAP_NS
+   * as well */
   int64_t budget = op == DP_WAIT                           ? (int64_t)p->q.a
                    : op == DP_SUBMIT || op == DP_SUBMIT_IO ? (int64_t)p->q.b
                                                            : 0;
