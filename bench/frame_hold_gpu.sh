@@ -13,19 +13,24 @@
 # (bench/frame_path.sh), and how late its threads began the windows
 # (bench/window_late.sh).
 #
-#   bench/frame_hold_gpu.sh --old COOPD [--runs "0.3:1 0.3:2 2:1"] [DIR]
+#   bench/frame_hold_gpu.sh --old COOPD [--old-set S.K=V]... [--new-set S.K=V]...
+#                           [--runs "0.3:1 0.3:2 2:1"] [DIR]
 #
-# --old: the other build's coopd binary (built here and carried). --runs:
+# --old: the other build's coopd binary (built here and carried), or this
+# build's own for an A/B of settings; --old-set, --new-set: a setting of
+# that coopd's (coop-bench-side --coopd-set; up to 4 each). --runs:
 # E:N pairs, E the task in ms, N a label; default two runs at 0.3 ms and
 # one at 2. Outputs (S-*.txt/csv, T-* traces, C-* client stamps) go to DIR,
 # else $OUT, else ./out, and all of them into r.tgz there.
 set -o pipefail
-old="" runs="0.3:1 0.3:2 2:1"
+old="" runs="0.3:1 0.3:2 2:1" old_sets=() new_sets=()
 while [ $# -gt 0 ]; do
   case $1 in
     --old) old=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --old-set) old_sets+=(--coopd-set "$2"); shift 2 ;;
+    --new-set) new_sets+=(--coopd-set "$2"); shift 2 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     -*) echo "frame_hold_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -36,16 +41,16 @@ fi
 old=$(cd "$(dirname "$old")" && pwd)/$(basename "$old")
 . "$(dirname "$0")/gpu_prelude.sh" "${1:-}"
 b=build-cuda/bin
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); old: $old"
+echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); old: $old ${old_sets[*]}; new: ${new_sets[*]}"
 for spec in $runs; do
   e=${spec%%:*} r=${spec#*:}
   for v in old new; do
-    c=$b/coopd
-    [ $v = old ] && c=$old
+    c=$b/coopd sets=("${new_sets[@]}")
+    [ $v = old ] && c=$old sets=("${old_sets[@]}")
     n=$v-$e-$r
     COOP_TRACE_FILE=$out/T-$n.csv timeout 200 $b/coop-bench-side --app bfs --input 1 --scale 12 \
       --exec-ms "$e" --setups alone,long,stream,coopd --k N/2 --window 2 --min-runs 2 --timeout 30 \
-      --frame-io --coopd "$c" --coopd-client-trace "$out/C-$n.csv" --csv "$out/S-$n.csv" >"$out/S-$n.txt" 2>&1
+      --frame-io --coopd "$c" "${sets[@]}" --coopd-client-trace "$out/C-$n.csv" --csv "$out/S-$n.csv" >"$out/S-$n.txt" 2>&1
     echo "== $n rc=$? $(date +%T)"
     grep -E '^\| \((0|b|g)\) ' "$out/S-$n.txt" | cut -d'|' -f2-9
     bench/frame_waits.sh "$out/T-$n.csv" 100

@@ -126,6 +126,10 @@ static void usage(FILE *f) {
              "                     (most L1) to 100 (default: the driver's choice)\n"
              "  --device I         CUDA device index (default 0)\n"
              "  --coopd PATH       (g): the coopd binary (default: coopd beside this one)\n"
+             "  --coopd-set SECTION.KEY=VALUE (g): a setting of coopd's, after the bench's\n"
+             "                     own (which it so overrides); up to 4, each its own\n"
+             "                     option (an A/B of one binary: bench/frame_hold_gpu.sh\n"
+             "                     --old-set)\n"
              "  --timeout S        seconds one run or task may take (default 120)\n"
              "  --csv FILE         CSV output, written again after each setup (a run cut short\n"
              "                     keeps the setups done: --report draws them); the .md and\n"
@@ -260,6 +264,7 @@ int side_parse(int argc, char **argv, struct sopts *o) {
       {"coopd-spin-us", 1, 0, 'Q'},
       {"coopd-priority", 1, 0, 'Y'},
       {"coopd-client-trace", 1, 0, 'T'},
+      {"coopd-set", 1, 0, 'Z'},
       {"check-all", 0, 0, 'K'},
       {"help", 0, 0, 'h'},
       {0, 0, 0, 0},
@@ -347,6 +352,14 @@ int side_parse(int argc, char **argv, struct sopts *o) {
       case 'T':
         o->coopd_client_trace = optarg;
         break;
+      case 'Z': {
+        const char *eq = strchr(optarg, '='), *dot = strchr(optarg, '.');
+        if (!eq || !dot || dot > eq || dot == optarg || eq == dot + 1)
+          bad("--coopd-set: '%s' is not SECTION.KEY=VALUE", optarg);
+        if (o->ncoopd_sets == SIDE_COOPD_SETS) bad("--coopd-set: at most %d", SIDE_COOPD_SETS);
+        o->coopd_sets[o->ncoopd_sets++] = optarg;
+        break;
+      }
       case 'J':
         if (!strcmp(optarg, "job"))
           o->coopd_frame = DFRAME_JOB;

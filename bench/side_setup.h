@@ -52,7 +52,10 @@ struct sopts {
   long coopd_spin_us;             /* --coopd-spin-us: (g)'s client's wait (coop_set_spin) */
   const char *coopd_client_trace; /* --coopd-client-trace: (g)'s frames' client stamps */
   long coopd_priority;            /* --coopd-priority: (g)'s frames' (coop_job_priority) */
-  unsigned setups;                /* bit per S_* */
+#define SIDE_COOPD_SETS 4
+  const char *coopd_sets[SIDE_COOPD_SETS]; /* --coopd-set: (g)'s coopd's --set, after the bench's */
+  unsigned ncoopd_sets;
+  unsigned setups; /* bit per S_* */
   char cmd[2048];
   int argc; /* the command line, for the processes that parse it again */
   char **argv;

@@ -176,7 +176,7 @@ static int start_coopd(struct bench *b, struct coopd_proc *d) {
   snprintf(prio, sizeof prio, "limits.max_priority=%ld", o->coopd_priority); /* 0: the default */
   snprintf(regs, sizeof regs, "device.max_registers=%ld", o->max_registers);
   int cuda = !be || !*be || !strcmp(be, "cuda");
-  const char *sets[10];
+  const char *sets[10 + SIDE_COOPD_SETS];
   int n = 0;
   sets[n++] = backend;
   sets[n++] = local;
@@ -186,6 +186,7 @@ static int start_coopd(struct bench *b, struct coopd_proc *d) {
   sets[n++] = prio;
   if (cuda) sets[n++] = device;
   if (o->max_registers) sets[n++] = regs; /* else coopd's default */
+  for (unsigned i = 0; i < o->ncoopd_sets; i++) sets[n++] = o->coopd_sets[i]; /* theirs win */
   sets[n] = NULL;
   printf(SB ": (g): starting %s\n", path);
   fflush(stdout);
@@ -214,6 +215,12 @@ static void describe(const struct bench *b, coop_conn *c) {
                : "moves through device buffers (BUF_WRITE, BUF_READ)",
            (size_t)b->p.n * b->p.n * sizeof(float), (size_t)b->p.n * b->p.n * sizeof(float),
            b->o->coopd_spin_us, b->o->coopd_priority);
+  for (unsigned i = 0; i < b->o->ncoopd_sets; i++) { /* --coopd-set, in the header too */
+    size_t at = strlen(header);
+    snprintf(header + at, sizeof header - at, "%s%s%s",
+             i ? ", " : "coopd (g) settings: ", b->o->coopd_sets[i],
+             i + 1 == b->o->ncoopd_sets ? "\n" : "");
+  }
   printf(SB ": %s", header + len);
   if (in->workers != b->workers)
     fprintf(stderr, SB ": warning: coopd has %u workers, this process's megakernel had %u\n",

@@ -121,12 +121,24 @@ grep -q 'every frame copies a in and its output out' "$dir/io" || fail "--frame-
 # --coopd-frame job: each frame one job carrying its input and bringing its
 # output back in its RESULT; every frame's c[0] is checked (exit 1 if not).
 # With --max-registers, which (g) hands its coopd as [device] max_registers
-# (a setting coopd refuses to start with if it is not one of its own)
+# (a setting coopd refuses to start with if it is not one of its own), and
+# --coopd-set, a setting of its own after the bench's (said in the header)
 COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --coopd-frame job --scale 4 \
-  --max-registers 64 \
+  --max-registers 64 --coopd-set device.warm_early_us=0 --coopd-set device.park_ms=50 \
   --input 1 --exec-ms 0.5 --period 10 --window 0.3 --min-runs 2 --timeout 120 \
   --csv "$dir/job.csv" >"$dir/job" 2>&1 || { cat "$dir/job"; fail "--coopd-frame job: exited non-zero"; }
 grep -q 'each frame is one job' "$dir/job" || fail "--coopd-frame job: not in the header"
+grep -q 'coopd (g) settings: device.warm_early_us=0, device.park_ms=50$' "$dir/job" ||
+  fail "--coopd-set: not in the header"
+# a --coopd-set that is no setting: refused by the option's parse, or by
+# coopd, which does not start with it
+COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --coopd-set nonsense \
+  >"$dir/set1" 2>&1 && fail "--coopd-set nonsense: exited 0"
+grep -q "'nonsense' is not SECTION.KEY=VALUE" "$dir/set1" || fail "--coopd-set nonsense: not said"
+COOP_SIDE_BACKEND=opencl "$side" --setups coopd --coopd "$coopd" --coopd-set device.nosuch=1 \
+  --scale 4 --input 1 --exec-ms 0.5 --period 10 --window 0.3 --min-runs 2 --timeout 30 \
+  >"$dir/set2" 2>&1 && fail "--coopd-set device.nosuch=1: exited 0"
+grep -qF 'unknown key [device] nosuch' "$dir/set2" || fail "--coopd-set device.nosuch=1: coopd's refusal not shown"
 grep -qE '^\| \(g\) frame client through coopd, K=[0-9]+ \(N/2\) \| [0-9.]+ \|' "$dir/job" ||
   fail "--coopd-frame job: no row of (g)"
 # --coopd-priority: frames of K = N at priority 5 beside the long kernel's
