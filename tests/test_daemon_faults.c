@@ -592,14 +592,16 @@ END_TEST
 
 /* A waiting request's reply read without its doorbell (docs/daemon.md,
  * "Spinning"): with every spin on, as on a GPU (COOP_TEST_SPIN_ANY), the
- * device process (COOP_TEST_DIE_AT="!OP:1:PATH") writes its first reply
- * to OP that finds the front asleep without ringing it, as if the front's
- * wake came very late. The front, which spins from 150 us before the
- * wait's budget ends and then looks every 1 ms, rung or not, reads it
- * there. Before, it slept on until DP_CALL_MS (20 s) and killed the device
+ * device process (COOP_TEST_DIE_AT="!OP:N:PATH") holds its replies to OP
+ * from the Nth on 3 ms (its own wake late) and writes the first of them
+ * that finds the front asleep without ringing it, as if the front's wake
+ * came very late too. The front, which spins from 150 us before the wait's
+ * budget ends and then looks every 1 ms, rung or not, reads it there.
+ * Before, it slept on until DP_CALL_MS (20 s) and killed the device
  * process as stuck. A coopd so armed on d (log at logp; mark, the file the
  * drop creates, and its .arm beside it: 64 bytes each). */
-static void start_without_a_bell(const char *op, struct daemon_proc *d, char *logp, char *mark) {
+static void start_without_a_bell(const char *op, unsigned nth, struct daemon_proc *d, char *logp,
+                                 char *mark) {
   char arm[80], env[128];
   log_temp(logp);
   snprintf(mark, 64, "%s.done", logp);
@@ -608,7 +610,7 @@ static void start_without_a_bell(const char *op, struct daemon_proc *d, char *lo
   FILE *a = fopen(arm, "w"); /* armed from the start */
   ck_assert_ptr_nonnull(a);
   fclose(a);
-  snprintf(env, sizeof env, "!%s:1:%s", op, mark);
+  snprintf(env, sizeof env, "!%s:%u:%s", op, nth, mark);
   ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
   ck_assert_int_eq(setenv("COOP_TEST_SPIN_ANY", "1", 1), 0);
   const char *sets[] = {"log.level=info", NULL};
@@ -638,7 +640,7 @@ static void stop_without_a_bell(struct daemon_proc *d, struct conn *c, char *log
 START_TEST(a_waits_reply_is_read_at_its_budget_without_its_doorbell) {
   char logp[] = "/tmp/coopd-nobell-XXXXXX.log", mark[64];
   struct daemon_proc d;
-  start_without_a_bell("wait", &d, logp, mark);
+  start_without_a_bell("wait", 1, &d, logp, mark);
   struct conn c;
   open_hello(&c, &d);
   static uint32_t data[64];
@@ -664,11 +666,15 @@ END_TEST
 
 /* DP_SUBMIT that waits for its task's end (a one-task job alone): a render
  * whose submit lost its doorbell ends right within seconds (before: 20 s,
- * and a restart that ran it again). */
+ * and a restart that ran it again). From the second on, when the front
+ * expects the render's end from the first: held 3 ms, the reply comes
+ * after the front's spin at that end, and the front, asleep again, wakes
+ * at the wait's budget's end (once it slept on to DP_CALL_MS there, under
+ * ThreadSanitizer). */
 START_TEST(a_submits_reply_is_read_at_its_budget_without_its_doorbell) {
   char logp[] = "/tmp/coopd-nobell-XXXXXX.log", mark[64];
   struct daemon_proc d;
-  start_without_a_bell("submit", &d, logp, mark);
+  start_without_a_bell("submit", 2, &d, logp, mark);
   struct conn c;
   open_hello(&c, &d);
   int64_t t0 = now_ms();

@@ -38,9 +38,10 @@
  * trace's finished -> seen). Not on a CPU device (PoCL), whose megakernel
  * needs the cores. */
 #define DP_REPLY_SPIN_NS 200000
-/* How often the front looks for a DP_WAIT's or a waiting DP_SUBMIT's reply,
- * rung or not, once the wait's budget has ended and its spin there found
- * none (call_shm) */
+/* How often the front, where it spins, looks for a reply rung or not: a
+ * DP_WAIT's or a waiting DP_SUBMIT's once the wait's budget has ended and
+ * its spin there found none, any other's once its first spin is over
+ * (call_shm) */
 #define DP_LATE_NAP_NS 1000000
 
 struct dp {
@@ -199,12 +200,13 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
    * that end, for at most DP_END_SPIN_MAX_NS past it, woken by its own
    * timeout whether or not the doorbell wakes it; and past that, a reply
    * later still (the child's wake late) is looked for every DP_LATE_NAP_NS
-   * as well */
+   * as well, as is that of any other request once its first spin is over */
   int64_t budget = op == DP_WAIT                           ? (int64_t)p->q.a
                    : op == DP_SUBMIT || op == DP_SUBMIT_IO ? (int64_t)p->q.b
                                                            : 0;
-  int64_t due = p->spin_ns && budget ? p->t_sent + budget : 0;
-  if (due && (!near || due - DP_END_LEAD_NS < near)) near = due - DP_END_LEAD_NS;
+  int64_t due = p->spin_ns ? p->t_sent + budget : 0;
+  int64_t due_near = budget && due ? due - DP_END_LEAD_NS : 0;
+  if (due_near && (!near || due_near < near)) near = due_near;
   for (int64_t spin_end = spin_until(p), now; spin_end && (now = coop__now_ns()) < spin_end;) {
     if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
     wake_loop(p, now, &wake);
@@ -224,7 +226,9 @@ static int call_shm(struct dp *p, uint32_t op, size_t len, int timeout_ms) {
       atomic_store(&sh->front_asleep, 0); /* no doorbell while it spins */
       for (int64_t until = near + DP_END_LEAD_NS + DP_END_SPIN_MAX_NS; coop__now_ns() < until;)
         if (atomic_load_explicit(&sh->rep_seq, memory_order_acquire) == s) return shm_reply(p, op);
-      near = 0; /* the guess was wrong: asleep as without one */
+      /* the guess was wrong: asleep as without one, up to the wait's
+       * budget's end if that is still to come */
+      near = due_near > coop__now_ns() ? due_near : 0;
       continue;
     }
     struct pollfd pf = {p->fd, POLLIN, 0};

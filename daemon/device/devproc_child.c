@@ -909,9 +909,10 @@ static void next_swap(struct child *ch, struct dp_rep *r) {
  * tests/test_daemon_suspend.c kills it so in the middle of a checkpoint.
  * With OP written "~OP" it does not die but garbles its next reply through
  * the shared channel (a length past the reply, as a corrupted device
- * process might write); written "!OP", the first reply to OP through the
- * shared channel that finds the front asleep after that goes without its
- * doorbell, as if the front's wake came very late, and that creates PATH:
+ * process might write); written "!OP", each reply to OP through the
+ * shared channel after that comes 3 ms late (the child's own wake late),
+ * and the first that finds the front asleep goes without its doorbell, as
+ * if the front's wake came very late too, and creates PATH:
  * test_daemon_faults.c. */
 static int garble_next;
 static uint32_t bell_drop_op; /* "!OP": OP's number; 0: none */
@@ -942,6 +943,13 @@ static void test_die_at(uint32_t op) {
     garble_next = 1;
   else
     kill(getpid(), SIGKILL);
+}
+
+/* test_die_at's "!OP": a reply to op held 3 ms before it is written. */
+static void bell_drop_delay(uint32_t op) {
+  if (!bell_drop_op || op != bell_drop_op) return;
+  struct timespec ts = {0, 3000000};
+  nanosleep(&ts, NULL);
 }
 
 /* test_die_at's "!OP": whether this reply to op, which would ring the
@@ -1198,6 +1206,7 @@ static ssize_t next_request(struct child *ch, int fd, struct dp_req *q, int *fds
 /* The reply r of len bytes to a request from the shared channel; the front is
  * rung if it went to sleep on the socket (the Dekker pair). */
 static void shm_reply(struct child *ch, int fd, const struct dp_rep *r, size_t len) {
+  bell_drop_delay(r->op);
   memcpy(&ch->shm->rep, r, len);
   if (garble_next) /* test_die_at */
     garble_next = 0, len = sizeof *r + 1;
