@@ -526,6 +526,39 @@ END_TEST
 START_TEST(restart_during_a_reload_of_a_new_process_takes_it) { restart_during_a_reload(0); }
 END_TEST
 
+/* A coopd on d, its log at logp (made here), whose device process is armed
+ * from the start with COOP_TEST_DIE_AT="WHAT:PATH" (what: "OP:N", as
+ * devproc_child.c reads it), PATH written into mark (64 bytes): the log's
+ * name + ".done", its ".arm" made; spin_any: with COOP_TEST_SPIN_ANY too. */
+static void start_armed(const char *what, int spin_any, struct daemon_proc *d, char *logp,
+                        char *mark) {
+  char arm[80], env[128];
+  log_temp(logp);
+  snprintf(mark, 64, "%s.done", logp);
+  snprintf(arm, sizeof arm, "%s.arm", mark);
+  unlink(mark);
+  FILE *a = fopen(arm, "w"); /* armed from the start */
+  ck_assert_ptr_nonnull(a);
+  fclose(a);
+  snprintf(env, sizeof env, "%s:%s", what, mark);
+  ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
+  if (spin_any) ck_assert_int_eq(setenv("COOP_TEST_SPIN_ANY", "1", 1), 0);
+  const char *sets[] = {"log.level=info", NULL};
+  d->log = logp;
+  daemon_start_log(d, sets);
+  unsetenv("COOP_TEST_DIE_AT");
+  unsetenv("COOP_TEST_SPIN_ANY");
+}
+
+/* start_armed's files gone: mark, its .arm, the log. */
+static void forget_armed(const char *logp, const char *mark) {
+  char arm[80];
+  snprintf(arm, sizeof arm, "%s.arm", mark);
+  unlink(mark);
+  unlink(arm);
+  unlink(logp);
+}
+
 /* The device process is lost inside its first request of OP
  * (COOP_TEST_DIE_AT, armed from the start): "submit", "stage" and
  * "unstage", it dies as the request arrives; "~submit", it garbles the reply, writing
@@ -540,20 +573,10 @@ END_TEST
  * serves on. said: in
  * the log; again: the restart's count of what runs again. */
 static void lost_at(const char *op, const char *said, const char *again) {
-  char logp[] = "/tmp/coopd-lostat-XXXXXX.log", mark[64], arm[72], env[128];
-  log_temp(logp);
-  snprintf(mark, sizeof mark, "%s.done", logp);
-  snprintf(arm, sizeof arm, "%s.arm", mark);
-  unlink(mark);
-  FILE *a = fopen(arm, "w"); /* armed from the start */
-  ck_assert_ptr_nonnull(a);
-  fclose(a);
-  snprintf(env, sizeof env, "%s:1:%s", op, mark);
-  ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
-  const char *sets[] = {"log.level=info", NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
-  unsetenv("COOP_TEST_DIE_AT");
+  char logp[] = "/tmp/coopd-lostat-XXXXXX.log", mark[64], what[32];
+  snprintf(what, sizeof what, "%s:1", op);
+  struct daemon_proc d;
+  start_armed(what, 0, &d, logp, mark);
   struct conn c;
   open_hello(&c, &d);
   render_check(&c, 1, 0, 0); /* DONE, every pixel right */
@@ -564,9 +587,7 @@ static void lost_at(const char *op, const char *said, const char *again) {
   render_check(&c, 1, 0, 0);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
-  unlink(mark);
-  unlink(arm);
-  unlink(logp);
+  forget_armed(logp, mark);
 }
 
 START_TEST(a_death_inside_a_submit_runs_the_task_again) {
@@ -598,26 +619,13 @@ END_TEST
  * came very late too. The front, which spins from 150 us before the wait's
  * budget ends and then looks every 1 ms, rung or not, reads it there.
  * Before, it slept on until DP_CALL_MS (20 s) and killed the device
- * process as stuck. A coopd so armed on d (log at logp; mark, the file the
- * drop creates, and its .arm beside it: 64 bytes each). */
+ * process as stuck. A coopd so armed on d (start_armed: log at logp;
+ * mark, the file the drop creates). */
 static void start_without_a_bell(const char *op, unsigned nth, struct daemon_proc *d, char *logp,
                                  char *mark) {
-  char arm[80], env[128];
-  log_temp(logp);
-  snprintf(mark, 64, "%s.done", logp);
-  snprintf(arm, sizeof arm, "%s.arm", mark);
-  unlink(mark);
-  FILE *a = fopen(arm, "w"); /* armed from the start */
-  ck_assert_ptr_nonnull(a);
-  fclose(a);
-  snprintf(env, sizeof env, "!%s:%u:%s", op, nth, mark);
-  ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
-  ck_assert_int_eq(setenv("COOP_TEST_SPIN_ANY", "1", 1), 0);
-  const char *sets[] = {"log.level=info", NULL};
-  d->log = logp;
-  daemon_start_log(d, sets);
-  unsetenv("COOP_TEST_DIE_AT");
-  unsetenv("COOP_TEST_SPIN_ANY");
+  char what[32];
+  snprintf(what, sizeof what, "!%s:%u", op, nth);
+  start_armed(what, 1, d, logp, mark);
 }
 
 /* The end of start_without_a_bell's coopd: the doorbell was dropped, and
@@ -628,11 +636,7 @@ static void stop_without_a_bell(struct daemon_proc *d, struct conn *c, char *log
   ck_assert_msg(!log_has(logp, "stopped answering"), "the device process was taken for stuck");
   conn_close(c);
   ck_assert_int_eq(daemon_stop(d), 0);
-  char arm[80];
-  snprintf(arm, sizeof arm, "%s.arm", mark);
-  unlink(mark);
-  unlink(arm);
-  unlink(logp);
+  forget_armed(logp, mark);
 }
 
 /* DP_WAIT: a sweep whose wait lost its doorbell, cancelled a second later,
