@@ -916,29 +916,35 @@ static void next_swap(struct child *ch, struct dp_rep *r) {
  * test_daemon_faults.c. */
 static int garble_next;
 static uint32_t bell_drop_op; /* "!OP": OP's number; 0: none */
-static char bell_drop_path[256];
+static char test_path[256];   /* PATH */
+
+/* PATH created, and 1, unless it exists: an earlier device process of the
+ * test took the fault already. */
+static int test_path_made(void) {
+  int fd = open(test_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+  if (fd < 0) return 0;
+  close(fd);
+  return 1;
+}
 
 static void test_die_at(uint32_t op) {
   static int armed = -1;
   static unsigned left;
-  static char name[16], path[256], arm[272];
+  static char name[16], arm[272];
   if (armed < 0) {
     const char *v = getenv("COOP_TEST_DIE_AT");
-    armed = v && sscanf(v, "%15[^:]:%u:%255s", name, &left, path) == 3 && left > 0;
-    snprintf(arm, sizeof arm, "%s.arm", path);
+    armed = v && sscanf(v, "%15[^:]:%u:%255s", name, &left, test_path) == 3 && left > 0;
+    snprintf(arm, sizeof arm, "%s.arm", test_path);
   }
   const struct dp_op_entry *e = armed ? dp_op_entry(op) : NULL;
   int garble = name[0] == '~', drop = name[0] == '!';
   if (!e || strcmp(e->name, name + (garble || drop)) || access(arm, F_OK) || --left) return;
   armed = 0;
-  if (drop) { /* PATH created where the doorbell is dropped (bell_dropped) */
+  if (drop) { /* PATH made where the doorbell is dropped (bell_dropped) */
     bell_drop_op = op;
-    snprintf(bell_drop_path, sizeof bell_drop_path, "%s", path);
     return;
   }
-  int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0) return; /* an earlier device process died so already */
-  close(fd);
+  if (!test_path_made()) return;
   if (garble)
     garble_next = 1;
   else
@@ -958,10 +964,7 @@ static void bell_drop_delay(uint32_t op) {
 static int bell_dropped(uint32_t op) {
   if (!bell_drop_op || op != bell_drop_op) return 0;
   bell_drop_op = 0;
-  int fd = open(bell_drop_path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-  if (fd < 0) return 0;
-  close(fd);
-  return 1;
+  return test_path_made();
 }
 
 /* One well-formed request (dp_req_check): its answer in r, whose body
