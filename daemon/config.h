@@ -54,6 +54,7 @@ struct config {
   unsigned max_detached_kept_per_uid;   /* finished DETACHED jobs whose client has gone */
   unsigned max_detached_kept;           /* the same over every user */
   unsigned max_buffers_per_uid;         /* device buffers, kept ones included */
+  unsigned max_warm_percent_per_uid;    /* of the time, in its frame loops' warm windows */
   /* job priorities (priority.c): what every uid may ask, and more for some */
   unsigned max_priority;
   char priority_users[1024]; /* "NAME:N", "UID:N", "@GROUP:N", separated by spaces or commas */

@@ -83,6 +83,9 @@ struct job {
                          * the warm window opens that much sooner (device.c) */
   int64_t next_alt_ns;  /* the other guess after a frame off its loop's grid (cadence.h,
                          * alt), or 0: the warm window covers both */
+  uint8_t no_warm;      /* its user is over its share of warm windows (users.c,
+                         * uid_warm_grant): neither the loop nor the device opens one
+                         * for its next frame; set before dev_submit */
   uint64_t bytes;       /* charged to the owner and its uid: every buffer's size and the
                          * instance records (job_inst_bytes) while in flight; once finished
                          * (loop), the inline bytes and the records it still holds */

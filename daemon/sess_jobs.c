@@ -262,6 +262,28 @@ static int admit(struct session *s, const struct coop_msg_submit *m, const int *
   return check_submit(s, m, ad->k, dm->devs[dev], fds, nfds, ad->bufs, &ad->bytes, e);
 }
 
+/* A warm window of len ns for job j's next frame, within its user's share
+ * ([limits] max_warm_percent_per_uid, users.c)? If not, j->no_warm: the
+ * frame comes cold, and the log says so once for each run of refusals. */
+static int warm_granted(struct session *s, struct job *j, int64_t len) {
+  unsigned pct = s->dm->cfg.max_warm_percent_per_uid;
+  struct uid_use *u = s->use;
+  if (uid_warm_grant(u, coop__now_ns(), len, pct)) {
+    if (u->warm_refusing) log_info("uid %u: warm windows again", u->uid);
+    u->warm_refusing = 0;
+    return 1;
+  }
+  j->no_warm = 1;
+  if (!u->warm_refusing)
+    log_info(
+        "uid %u: no warm window for job %llu's next frame: its frame loops' windows took "
+        "their share of the time ([limits] max_warm_percent_per_uid = %u); its frames come "
+        "cold until that share is back",
+        u->uid, (unsigned long long)j->id, pct);
+  u->warm_refusing = 1;
+  return 0;
+}
+
 void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                  unsigned nfds) {
   const struct coop_msg_submit *m = &msg->submit;
@@ -311,6 +333,10 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   dm->submitted++;
   /* submitted before the reply: if sending fails and closes the session,
    * its cleanup finds the job where it expects it (cancelled, freed later) */
+  int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead), if the user may */
+  int warm = dev_warm_window(dm->devs[j->device], j->next_ns, j->next_alt_ns, j->next_lead_ns,
+                             &warm_from, &warm_to) &&
+             warm_granted(s, j, warm_to - warm_from);
   TRACE_STAMP(j, queued);
   dev_submit(dm->devs[j->device], j);
   /* journaled before its client learns its id (ACCEPTED), which is all a
@@ -318,10 +344,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
    * write(2) the device need not wait for (journal.h) */
   journal_accepted(dm->journal, j->id, j->uid, j->kernel);
   loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[j->device])); /* its hand-back */
-  int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead) */
-  if (dev_warm_window(dm->devs[j->device], j->next_ns, j->next_alt_ns, j->next_lead_ns, &warm_from,
-                      &warm_to))
-    loopspin_at(&dm->spin, s, warm_from, warm_to);
+  if (warm) loopspin_at(&dm->spin, s, warm_from, warm_to);
   union coop_msg r; /* the encoder reads its job only */
   memset(&r.job, 0, sizeof r.job);
   r.job.job = j->id;

@@ -25,6 +25,28 @@ struct uid_use *uid_get(struct daemon *dm, uint32_t uid) {
   return u;
 }
 
+/* A warm window (docs/daemon.md, "Spinning") has three of coopd's threads
+ * spin for a guess at a user's next frame: a frame loop of a few hundred
+ * frames a second had them spin for ever. So a user's windows may take
+ * percent of the time: a budget that fills at that rate, up to percent of
+ * UID_WARM_SPAN_NS, and a window is granted while it is not owed (it may
+ * then go below 0 by that window, which later time pays back). A new entry
+ * starts full. */
+#define UID_WARM_SPAN_NS 1000000000LL
+int uid_warm_grant(struct uid_use *u, int64_t now, int64_t len, unsigned percent) {
+  if (percent >= 100) return 1;
+  int64_t cap = UID_WARM_SPAN_NS / 100 * percent;
+  if (!u->warm_at)
+    u->warm_left = cap;
+  else if (now > u->warm_at)
+    u->warm_left += (now - u->warm_at) / 100 * percent;
+  if (u->warm_left > cap) u->warm_left = cap;
+  u->warm_at = now;
+  if (!percent || u->warm_left < 0) return 0;
+  u->warm_left -= len;
+  return 1;
+}
+
 void uid_put(struct daemon *dm, struct uid_use *u) {
   if (!u || u->conns || u->live || u->kept || u->bufs || u->bytes) return;
   for (struct uid_use **p = &dm->uids; *p; p = &(*p)->next)

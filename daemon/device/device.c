@@ -313,8 +313,8 @@ static void keep_warm_job(struct dev *d, const struct job *j) {
 }
 
 static void warm_for(struct dev *d, const struct job *j) {
-  if (!dev_warm_window(d, j->next_ns, j->next_alt_ns, j->next_lead_ns, &d->warm_from,
-                       &d->warm_until))
+  if (j->no_warm || !dev_warm_window(d, j->next_ns, j->next_alt_ns, j->next_lead_ns, &d->warm_from,
+                                     &d->warm_until))
     return;
   d->warm_on = 0;
   log_debug(
