@@ -520,6 +520,14 @@ static uint64_t endless_render_detached(const struct daemon_proc *d, uint32_t w)
   return x;
 }
 
+/* What a WAIT of timeout_ms answers for a job that has not finished: the
+ * ERROR's message (ETIMEDOUT), into buf. */
+static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
+  ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
+  snprintf(buf, n, "%s", c->m.error.message);
+}
+
 /* What a client of uid 65534 (nobody) saw of one render on w workers. */
 struct seen_result {
   uint8_t state;
@@ -647,6 +655,59 @@ START_TEST(ehung_names_no_other_users_job) {
 }
 END_TEST
 
+/* Hardening, turns: root submits 24 renders on every worker; nobody then
+ * submits one. The megakernel serves its queue in order, so nobody's
+ * render waited for all 24 of root's (a 20 ms render waited 0.9 s behind
+ * 60). Now root runs at most [jobs] tasks_per_uid (4) such jobs at once
+ * and the rest wait in coopd: nobody's render ends DONE while most of
+ * root's have yet to run, and a WAIT of root's last says why it waits.
+ * Every one of root's ends DONE, in order. */
+START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  union coop_msg m;
+  render_init(&m, w); /* reps for about 20 ms a render, from one of 4 */
+  m.submit.args[4].bits = 4;
+  uint64_t probe = submit(&c, &m, NULL, 0);
+  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double per = (double)c.m.result.t.exec_ns / 4.0;
+  double want = 20e6 / (per > 1.0 ? per : 1.0);
+  m.submit.args[4].bits = want < 4 ? 4u : want > 100000 ? 100000u : (uint32_t)want;
+  enum { N = 24 };
+  uint64_t flood[N];
+  for (int i = 0; i < N; i++) {
+    flood[i] = submit(&c, &m, NULL, 0);
+    ck_assert_msg(flood[i] != 0, "render %d refused: %s", i, c.m.error.message);
+  }
+  char said[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, flood[N - 1], 0, said, sizeof said);
+  assert_has(said, "is queued, waiting for its turn: its user runs 4 jobs");
+  assert_has(said, "[jobs] tasks_per_uid = 4");
+  struct seen_result b = render_as_nobody(&d, w);
+  ck_assert_msg(b.state == COOP_JOB_DONE, "nobody's render ended %s (%d): %s",
+                coop_job_state_name(b.state), b.error, b.message);
+  int done = 0;
+  for (int i = 0; i < N; i++) done += job_state(&c, flood[i]) == COOP_JOB_DONE;
+  ck_assert_msg(done <= N / 2, "nobody's render ended after %d of root's %d", done, N);
+  int64_t last_end = 0;
+  for (int i = 0; i < N; i++) {
+    ck_assert_uint_eq(wait_job(&c, flood[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's render %d: %s", i, c.m.result.message);
+    int64_t end = c.m.result.t.finished;
+    ck_assert_msg(end >= last_end, "root's render %d ended before the one submitted before it", i);
+    last_end = end;
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* ---- cooperative slots between users ---- */
 
 /* A child as nobody (uid 65534) that submits a sweep of `rounds` on one
@@ -718,14 +779,6 @@ static uint64_t endless_sweep(struct conn *c) {
   arg_u32(&m.submit, 64);
   arg_u32(&m.submit, 0xffffffffu);
   return submit(c, &m, NULL, 0);
-}
-
-/* What a WAIT of timeout_ms answers for a job that has not finished: the
- * ERROR's message (ETIMEDOUT), into buf. */
-static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
-  ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
-  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
-  snprintf(buf, n, "%s", c->m.error.message);
 }
 
 /* coopd for two users (root and nobody): the socket open to both. */
@@ -918,6 +971,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_set_timeout(t, 120);
   tcase_add_test(t, task_max_ms_ends_a_detached_render);
   tcase_add_test(t, ehung_names_no_other_users_job);
+  tcase_add_test(t, a_flood_of_tasks_queues_no_other_user_behind_it);
   suite_add_tcase(s, t);
   t = tcase_create("cancel");
   tcase_set_timeout(t, 120);

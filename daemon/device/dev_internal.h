@@ -197,6 +197,8 @@ struct dev {
   uint64_t view_of;          /* device thread: the gen it was read from (0: no runtime) */
   int view_busy;             /* device thread: the view published shows a job or an owner */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
+  struct job *turn_head,
+      *turn_tail; /* device thread: waiting for their user's turn (dev_turns.c) */
   struct {
     uint32_t uid;
     uint64_t at; /* serve_seq when this user last started a cooperative job */
@@ -265,6 +267,9 @@ struct dev {
 };
 
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
+static inline int dev__is_coop(const struct job *j) {
+  return !!(j->flags & COOP_SUBMIT_COOPERATIVE);
+}
 
 /* device.c */
 /* New work for the device thread (any thread): counted in work_seq and,
@@ -553,6 +558,9 @@ void dev__trace_copy_at(struct job *j, int in, const int64_t t[4]);
 #define DEV_SLOT_KEPT 3u
 #define DEV_SLOT_RELOAD 4u
 #define DEV_SLOT_PRIORITY 5u
+/* a job that is not cooperative, waiting for its user's turn (dev_turns.c):
+ * slot_count is [jobs] tasks_per_uid, slot_mine its user's jobs running */
+#define DEV_SLOT_TURN 6u
 /* A job taken from the in queue (or after a restart) to start: a
  * cooperative one through the slots' queue, any other at once. */
 void dev__start_job(struct dev *d, struct job *j);
@@ -570,6 +578,15 @@ void dev__coop_wait_remove(struct dev *d, struct job **p);
 unsigned dev__coop_running(const struct dev *d, const uint32_t *uid);
 unsigned dev__coop_slots(const struct dev *d);
 unsigned dev__coop_share(const struct dev *d);
+
+/* dev_turns.c */
+/* A job that is not cooperative, about to start: 1 if it waits instead,
+ * its user running [jobs] tasks_per_uid such jobs here already (or others
+ * waiting before it), 0 to start it now. */
+int dev__turn_waits(struct dev *d, struct job *j);
+/* Starts, in order, the waiting ones whose user may run one more; hands
+ * back the ones cancelled (or all, at a stop) while waiting. */
+void dev__pump_turns(struct dev *d);
 
 /* dev_watch.c */
 /* The watchdog's look at one run. */

@@ -56,12 +56,10 @@
 #include "log.h"
 #include "trace.h"
 
-static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
-
 /* Cooperative runs not on their way out (suspending). */
 static unsigned coop_staying(const struct dev *d) {
   unsigned n = 0;
-  for (const struct run *r = d->runs; r; r = r->next) n += is_coop(r->j) && !r->suspending;
+  for (const struct run *r = d->runs; r; r = r->next) n += dev__is_coop(r->j) && !r->suspending;
   return n;
 }
 
@@ -133,7 +131,7 @@ static struct run *lacking(struct dev *d, uint32_t groups, int32_t p) {
  * them while every cooperative job keeps one. */
 static void preempt_run(struct dev *d, struct run *r) {
   struct job *j = r->j;
-  if (is_coop(j) || atomic_load(&j->cancel)) return;
+  if (dev__is_coop(j) || atomic_load(&j->cancel)) return;
   struct run *v = lacking(d, j->groups, j->priority);
   if (!v) return;
   unsigned workers = atomic_load(&d->workers);
@@ -164,7 +162,7 @@ static void pre_clear(struct dev *d) {
 void dev__preempt_before_submit(struct dev *d, struct run *r) {
   if (!d->rt || d->swap_now || d->stop_now || r->ninflight) return;
   const struct job *j = r->j;
-  if (d->pre_at && !is_coop(j) && j->priority >= d->pre_priority) {
+  if (d->pre_at && !dev__is_coop(j) && j->priority >= d->pre_priority) {
     /* the task the window was for (or one that outranks it): what was
      * suspended ahead for it, and what the open window held back, wait
      * for this run, as for its own */
@@ -175,7 +173,7 @@ void dev__preempt_before_submit(struct dev *d, struct run *r) {
 }
 
 void dev__preempt_arm(struct dev *d, const struct job *j) {
-  if (is_coop(j) || dev__periodic(j) || !j->next_ns) return;
+  if (dev__is_coop(j) || dev__periodic(j) || !j->next_ns) return;
   if (atomic_load(&j->state) != COOP_JOB_DONE) return; /* a frame that failed or was cancelled */
   if (d->pre_on && d->pre_at) return;                  /* one holds already: its task ends it */
   d->pre_at = j->next_ns;

@@ -33,8 +33,6 @@
 
 #include "dev_internal.h"
 
-static int is_coop(const struct job *j) { return !!(j->flags & COOP_SUBMIT_COOPERATIVE); }
-
 /* Workers cooperative jobs may run on together (see the top). */
 unsigned dev__coop_slots(const struct dev *d) {
   unsigned usable = atomic_load(&d->workers);
@@ -45,7 +43,7 @@ unsigned dev__coop_slots(const struct dev *d) {
 unsigned dev__coop_running(const struct dev *d, const uint32_t *uid) {
   unsigned n = 0;
   for (const struct run *r = d->runs; r; r = r->next)
-    n += is_coop(r->j) && (!uid || r->j->uid == *uid);
+    n += dev__is_coop(r->j) && (!uid || r->j->uid == *uid);
   return n;
 }
 
@@ -60,7 +58,7 @@ static unsigned wanting_users(const struct dev *d) {
   uint32_t users[64];
   unsigned nu = 0;
   for (const struct run *r = d->runs; r; r = r->next)
-    if (is_coop(r->j)) add_user(users, &nu, r->j->uid);
+    if (dev__is_coop(r->j)) add_user(users, &nu, r->j->uid);
   for (const struct job *j = d->coop_wait_head; j; j = j->dev_next) add_user(users, &nu, j->uid);
   return nu;
 }
@@ -77,7 +75,7 @@ unsigned dev__coop_share(const struct dev *d) {
 static int32_t others_priority(const struct dev *d, uint32_t uid) {
   int32_t p = COOP_PRIORITY_MIN - 1;
   for (const struct run *r = d->runs; r; r = r->next)
-    if (is_coop(r->j) && r->j->uid != uid && r->j->priority > p) p = r->j->priority;
+    if (dev__is_coop(r->j) && r->j->uid != uid && r->j->priority > p) p = r->j->priority;
   for (const struct job *j = d->coop_wait_head; j; j = j->dev_next)
     if (j->uid != uid && j->priority > p) p = j->priority;
   return p;
@@ -125,7 +123,7 @@ static void note_served(struct dev *d, uint32_t uid) {
 }
 
 void dev__start_job(struct dev *d, struct job *j) {
-  if (is_coop(j)) { /* through the queue: it decides in FIFO and fair order */
+  if (dev__is_coop(j)) { /* through the queue: it decides in FIFO and fair order */
     if (d->coop_wait_tail)
       d->coop_wait_tail->dev_next = j;
     else
@@ -135,7 +133,7 @@ void dev__start_job(struct dev *d, struct job *j) {
     d->slots_seq++;
     return;
   }
-  dev__start_now(d, j);
+  if (!dev__turn_waits(d, j)) dev__start_now(d, j);
 }
 
 /* Each waiting job's place: the order the pump below would start them in
@@ -227,7 +225,7 @@ static void share_width(struct dev *d) {
   unsigned nu = wanting_users(d);
   unsigned share = nu > 1 ? (workers / nu ? workers / nu : 1) : 0;
   for (struct run *r = d->runs; r; r = r->next) {
-    if (!is_coop(r->j)) continue;
+    if (!dev__is_coop(r->j)) continue;
     unsigned mine = dev__coop_running(d, &r->j->uid);
     unsigned cap = share ? (share / mine ? share / mine : 1) : 0;
     if (cap >= r->j->groups) cap = 0; /* asks no more than that: nothing to cap */
@@ -346,6 +344,15 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n) {
                "suspended for a job of priority %d (its own is %d); it resumes where it stopped "
                "when that job ends (%u job%s ahead of it)",
                (int)p, (int)j->priority, ahead, ahead == 1 ? "" : "s");
+    return 1;
+  }
+  if (atomic_load(&j->slot_why) == DEV_SLOT_TURN) {
+    unsigned limit = atomic_load(&j->slot_count);
+    snprintf(buf, n,
+             "waiting for its turn: its user runs %u job%s on the device that %s not cooperative "
+             "([jobs] tasks_per_uid = %u, so that other users' tasks do not queue behind all of "
+             "them); %u more of its user's waiting ahead of it",
+             mine, mine == 1 ? "" : "s", mine == 1 ? "is" : "are", limit, ahead);
     return 1;
   }
   switch (atomic_load(&j->slot_why)) {

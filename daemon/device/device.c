@@ -473,7 +473,8 @@ static void wait_for_work(struct dev *d, int64_t wake) {
   int takes =
       (d->in_head && !d->swapping) || d->bufin_head || d->next_state == NEXT_ASKED || d->next_drop;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
-    if (!d->runs && !d->in_head && !d->coop_wait_head && !d->held_head && wake == INT64_MAX) {
+    if (!d->runs && !d->in_head && !d->coop_wait_head && !d->held_head && !d->turn_head &&
+        wake == INT64_MAX) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else if (wake > coop__now_ns()) { /* the cv waits on CLOCK_MONOTONIC too */
       struct timespec ts = {wake / 1000000000, wake % 1000000000};
@@ -633,6 +634,7 @@ static void *dev_main(void *arg) {
     int64_t held_wake = INT64_MAX; /* the next end of a hold (dev_hold.c) */
     dev__pump_held(d, coop__now_ns(), &held_wake);
     dev__pump_coop_wait(d);
+    dev__pump_turns(d);
     if (d->parked && d->runs) unpark(d);
     poll_tasks(d);
     int64_t now = coop__now_ns(), wake = now + d->wait_ns;
@@ -677,6 +679,7 @@ static void *dev_main(void *arg) {
      * the device idle in between. */
     if (suspended || ended) {
       dev__pump_coop_wait(d);
+      dev__pump_turns(d);
       wake = now;
     }
     /* what a waiting job, or a task submitted in this pass, lacks is
@@ -685,7 +688,8 @@ static void *dev_main(void *arg) {
     dev__preempt_ahead(d, now, &wake);
     dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
-    if (!d->runs && !d->coop_wait_head && !building) wake = INT64_MAX; /* nothing to poll */
+    if (!d->runs && !d->coop_wait_head && !d->turn_head && !building)
+      wake = INT64_MAX; /* nothing to poll */
     if (held_wake < wake) wake = held_wake;
     maybe_park(d, now, &wake);
     warm_ahead(d, coop__now_ns(), &wake);
@@ -698,7 +702,8 @@ static void *dev_main(void *arg) {
       continue;
     }
     pthread_mutex_lock(&d->mu);
-    int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head && !d->held_head;
+    int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head && !d->held_head &&
+               !d->turn_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
     if (d->runs && d->rt && dp_alive(d->rt) && !dev__new_work(d))

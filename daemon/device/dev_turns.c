@@ -1,0 +1,75 @@
+/*
+ * dev_turns.c: a user's non-cooperative jobs in turn with other users'.
+ * The megakernel serves its task queue in order (docs/scheduler.md), and a
+ * non-cooperative job's task goes there when the device thread starts it:
+ * a user who submitted a flood of them (up to [limits] max_jobs_per_uid,
+ * each up to [jobs] task_max_ms) had every other user's task queued
+ * behind all of them (a 20 ms render waited 0.9 s behind 60 others on
+ * PoCL). So a user runs at most [jobs] tasks_per_uid non-cooperative jobs
+ * on a device at once (from their start, staging included, to their end;
+ * a periodic job counts as one); its next ones wait here, in order, and
+ * start as those end, and another user's task waits behind at most that
+ * many of each other user's. A waiting job's WAIT says so (dev_slot_wait).
+ * Cooperative jobs have their slots instead (dev_slots.c). Device thread
+ * only.
+ */
+#include "dev_internal.h"
+
+/* uid's non-cooperative runs on d. */
+static unsigned running(const struct dev *d, uint32_t uid) {
+  unsigned n = 0;
+  for (const struct run *r = d->runs; r; r = r->next) n += r->j->uid == uid && !dev__is_coop(r->j);
+  return n;
+}
+
+static void publish(struct job *j, unsigned ahead, unsigned mine, unsigned limit) {
+  atomic_store(&j->slot_count, limit);
+  atomic_store(&j->slot_mine, mine);
+  atomic_store(&j->slot_why, DEV_SLOT_TURN);
+  atomic_store(&j->slot_ahead, ahead + 1);
+}
+
+int dev__turn_waits(struct dev *d, struct job *j) {
+  unsigned limit = d->cfg->tasks_per_uid;
+  if (!limit || dev__is_coop(j) || (!d->turn_head && running(d, j->uid) < limit)) return 0;
+  /* behind every job waiting already, its user's or not: the pump below
+   * starts each in order as soon as its own user may */
+  j->dev_next = NULL;
+  if (d->turn_tail)
+    d->turn_tail->dev_next = j;
+  else
+    d->turn_head = j;
+  d->turn_tail = j;
+  dev__pump_turns(d);
+  return 1;
+}
+
+void dev__pump_turns(struct dev *d) {
+  unsigned limit = d->cfg->tasks_per_uid;
+  struct job *keep = NULL, *keep_tail = NULL, *j = d->turn_head;
+  d->turn_head = d->turn_tail = NULL;
+  while (j) {
+    struct job *n = j->dev_next;
+    j->dev_next = NULL;
+    unsigned mine = running(d, j->uid);
+    if (d->stop_now || atomic_load(&j->cancel)) {
+      atomic_store(&j->slot_ahead, 0);
+      dev__cancel_queued(d, j, "cancelled while waiting for its turn");
+    } else if (!d->swap_now && (!limit || mine < limit)) {
+      atomic_store(&j->slot_ahead, 0);
+      dev__start_now(d, j); /* on d->runs now: counted for the next */
+    } else {                /* its user's own jobs ahead of it, for its WAIT */
+      unsigned ahead = 0;
+      for (const struct job *q = keep; q; q = q->dev_next) ahead += q->uid == j->uid;
+      publish(j, ahead, mine, limit);
+      if (keep_tail)
+        keep_tail->dev_next = j;
+      else
+        keep = j;
+      keep_tail = j;
+    }
+    j = n;
+  }
+  d->turn_head = keep;
+  d->turn_tail = keep_tail;
+}
