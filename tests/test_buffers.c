@@ -1616,6 +1616,72 @@ START_TEST(buffer_operations_bounded_per_connection) {
 }
 END_TEST
 
+/* Buffer operations in turns (dev_bufs.c): root queues 64 writes of a 64
+ * MiB device buffer, the most one connection may have in flight; another
+ * user then renders. A pass did every operation queued before it took any
+ * job, so the render waited for all 64 copies (and a user with 16
+ * connections could queue 1024). Now a pass spends at most
+ * DEV_BUFOP_PASS_NS on operations, then one of each user's, and takes its
+ * jobs: the render ends with most of root's writes still to come; every
+ * write is answered OK. */
+START_TEST(buffer_operations_take_turns_with_other_users_jobs) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  enum { N = 64 };
+  const size_t size = 64u << 20;
+  static union coop_msg m;
+  m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
+  uint64_t id = c.m.buffer.buffer;
+  int fd = memfd_of(size);
+  for (int k = 0; k < N; k++) {
+    memset(&m, 0, sizeof m);
+    m.buf_range = (struct coop_msg_buf_range){.buffer = id, .len = size, .fd = 0};
+    send_msg(&c, COOP_MSG_BUF_WRITE, &m, &fd, 1);
+  }
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) { /* nobody's render; then when it ended */
+    close(pfd[0]);
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, &d);
+    uint64_t job = render_submit(&o, 1);
+    if (!job || wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
+        o.m.result.state != COOP_JOB_DONE)
+      _exit(4);
+    int64_t t = coop__now_ns();
+    if (write(pfd[1], &t, sizeof t) != (ssize_t)sizeof t) _exit(5);
+    _exit(0);
+  }
+  close(pfd[1]);
+  int64_t answered[N];
+  for (int k = 0; k < N; k++) {
+    ck_assert_int_eq(read_frame(&c), 1);
+    ck_assert_msg(c.h.type == COOP_MSG_OK, "write %d: %s", k,
+                  c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not OK");
+    answered[k] = coop__now_ns();
+  }
+  int64_t rendered = 0;
+  ck_assert_int_eq(read(pfd[0], &rendered, sizeof rendered), (ssize_t)sizeof rendered);
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nobody's render failed (%d)", st);
+  int before = 0;
+  for (int k = 0; k < N; k++) before += answered[k] < rendered;
+  ck_assert_msg(before <= N / 2, "nobody's render ended after %d of root's %d writes", before, N);
+  close(fd);
+  close(pfd[0]);
+  conn_close(&c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* ---- threads that share one connection ---- */
 
 struct sharer {
@@ -1720,6 +1786,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_frame_loops_submit_is_checked_ahead_dry);
   tcase_add_test(tc, a_frame_beside_a_job_ends_in_the_device_process);
   tcase_add_test(tc, buffer_operations_bounded_per_connection);
+  tcase_add_test(tc, buffer_operations_take_turns_with_other_users_jobs);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
   return s;

@@ -72,15 +72,58 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
   return COOP_EINVAL;
 }
 
-void dev__do_bufops(struct dev *d) {
+/* A pass's operations, in turns. Each one is a copy of up to a buffer's
+ * size (the arena's, hundreds of MiB), done before the pass takes its jobs,
+ * and a connection may have 64 of them in flight: one user's flood of
+ * writes (16 connections of 64) held every other user's jobs, and their
+ * results, for as long as they all took. So once a pass has spent
+ * DEV_BUFOP_PASS_NS on operations, it does only the first of each user
+ * (owner) not yet served in it, and leaves the rest, in order, at the
+ * queue's head for the next pass, after this one's jobs: each user's
+ * operations keep their order (the protocol orders a SUBMIT only after its
+ * write's OK), and another user's job waits behind at most one operation
+ * of each user's. */
+#define DEV_BUFOP_PASS_NS 2000000
+#define DEV_BUFOP_OWNERS 64
+
+static int served(uint32_t *owners, unsigned *n, uint32_t owner) {
+  for (unsigned i = 0; i < *n; i++)
+    if (owners[i] == owner) return 1;
+  if (*n == DEV_BUFOP_OWNERS) return 1; /* past that many users, all wait their turn */
+  owners[(*n)++] = owner;
+  return 0;
+}
+
+/* ops (in order, `last` the last) back at the head of d's queue. */
+static void keep_for_next(struct dev *d, struct dev_bufop *ops, struct dev_bufop *last) {
+  pthread_mutex_lock(&d->mu);
+  last->next = d->bufin_head;
+  if (!d->bufin_head) d->bufin_tail = last;
+  d->bufin_head = ops;
+  pthread_mutex_unlock(&d->mu);
+}
+
+void dev__do_bufops(struct dev *d, int all) {
   pthread_mutex_lock(&d->mu);
   struct dev_bufop *op = d->bufin_head;
   d->bufin_head = d->bufin_tail = NULL;
   pthread_mutex_unlock(&d->mu);
+  d->bufops_left = 0;
   if (!op) return;
-  struct dev_bufop *done = NULL, **tail = &done;
+  struct dev_bufop *done = NULL, **tail = &done, *later = NULL, **later_tail = &later,
+                   *later_last = NULL;
+  uint32_t owners[DEV_BUFOP_OWNERS];
+  unsigned nowners = 0;
+  int64_t t0 = coop__now_ns();
   while (op) {
     struct dev_bufop *n = op->next;
+    if (!all && served(owners, &nowners, op->owner) && coop__now_ns() - t0 >= DEV_BUFOP_PASS_NS) {
+      op->next = NULL; /* its user's turn comes again next pass */
+      *later_tail = later_last = op;
+      later_tail = &op->next;
+      op = n;
+      continue;
+    }
     op->message[0] = '\0';
     TRACE_STAMP(op, taken);
     if (coopd_tracing) op->tr.warm_from = d->warm_from, op->tr.warm_until = d->warm_until;
@@ -98,6 +141,9 @@ void dev__do_bufops(struct dev *d) {
     tail = &op->next;
     op = n;
   }
+  d->bufops_left = later != NULL;
+  if (later) keep_for_next(d, later, later_last);
+  if (!done) return;
   pthread_mutex_lock(&d->mu);
   struct dev_bufop **p = &d->bufout;
   while (*p) p = &(*p)->next;

@@ -197,8 +197,10 @@ struct dev {
   uint64_t view_of;          /* device thread: the gen it was read from (0: no runtime) */
   int view_busy;             /* device thread: the view published shows a job or an owner */
   struct job *coop_wait_head, *coop_wait_tail; /* device thread: see the top */
-  struct job *turn_head,
-      *turn_tail; /* device thread: waiting for their user's turn (dev_turns.c) */
+  /* device thread: jobs waiting for their user's turn (dev_turns.c); the
+   * last pass left buffer operations for the next (dev_bufs.c) */
+  struct job *turn_head, *turn_tail;
+  int bufops_left;
   struct {
     uint32_t uid;
     uint64_t at; /* serve_seq when this user last started a cooperative job */
@@ -526,8 +528,9 @@ void dev__unstage_ended(struct job *j, int breach);
 
 /* dev_bufs.c */
 /* The device buffers' operations queued so far, done in order and handed
- * back (take_new, before the jobs). */
-void dev__do_bufops(struct dev *d);
+ * back (take_new, before the jobs): all of them, or (all = 0) in turns
+ * between users, those left past DEV_BUFOP_PASS_NS kept for the next pass. */
+void dev__do_bufops(struct dev *d, int all);
 /* A job's device buffers still on this device process: 0, or the job
  * failed with COOP_ELOST. */
 int dev__check_bufs(struct dev *d, struct job *j);

@@ -60,9 +60,12 @@ static int64_t next_instance_ns(const struct run *r) {
 /* How long dp_submit may wait for the task to end: a one-task job alone on
  * the device is submitted and seen ended in one round trip to the device
  * process. Never when other runs need the pass (a periodic release, another
- * job's end): they would wait behind it. Until `wake` at most. */
+ * job's end), nor jobs or buffer operations waiting their turn: they would
+ * wait behind it. Until `wake` at most. */
 static int64_t submit_wait_ns(const struct dev *d, const struct run *r, int64_t wake) {
-  if (dev__periodic(r->j) || d->runs != r || r->next || d->coop_wait_head || d->held_head) return 0;
+  if (dev__periodic(r->j) || d->runs != r || r->next || d->coop_wait_head || d->held_head ||
+      d->turn_head || d->bufops_left)
+    return 0;
   /* and the windows as they are now: a frame that ended earlier in this
    * pass armed its next ones after the pass set `wake` (a bfs job that
    * waited for that frame, started right after its end, held the device

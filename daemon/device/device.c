@@ -418,7 +418,7 @@ static void take_new(struct dev *d) {
     ssize_t got = read(d->kick, &spent, sizeof spent);
     (void)got;
   }
-  dev__do_bufops(d); /* first: a job submitted after a write sees its bytes */
+  dev__do_bufops(d, 0); /* first: a job submitted after a write's OK sees its bytes */
   pthread_mutex_lock(&d->mu);
   d->stop_now = d->stopping;
   d->stop_at = d->stop_deadline;
@@ -712,7 +712,7 @@ static void *dev_main(void *arg) {
       wait_for_work(d, wake);
   }
   close_runtime(d);
-  dev__do_bufops(d); /* the last ones fail: no answer is lost */
+  dev__do_bufops(d, 1); /* the last ones fail: no answer is lost */
   pthread_mutex_lock(&d->mu);
   d->stopped = 1;
   if (d->next_state == NEXT_ASKED || d->next_state == NEXT_BUILDING) {
