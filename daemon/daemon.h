@@ -36,9 +36,9 @@ struct uid_use {
   uint64_t bytes; /* buffer bytes of live jobs + inline bytes finished ones keep
                    * + its device buffers */
   /* its frame loops' warm windows (uid_warm_grant): what is left of its
-   * share, ns (negative: owed), as of warm_at; warm_refusing: the last was
-   * refused (its log line said so) */
-  int64_t warm_left, warm_at;
+   * share, ns (negative: owed), as of warm_at; the end of the last granted;
+   * warm_refusing: the last was refused (its log line said so) */
+  int64_t warm_left, warm_at, warm_to;
   int warm_refusing;
   struct uid_use *next;
 };
@@ -97,9 +97,9 @@ struct uid_use *uid_get(struct daemon *dm, uint32_t uid);
 /* Frees the entry once nothing is counted in it. Called at the end of
  * each operation, never inside a walk that still uses u. */
 void uid_put(struct daemon *dm, struct uid_use *u);
-/* May the user's frame loop have a warm window of len ns, armed at now,
- * with [limits] max_warm_percent_per_uid = percent? 1: yes, charged. */
-int uid_warm_grant(struct uid_use *u, int64_t now, int64_t len, unsigned percent);
+/* May the user's frame loop have a warm window from..to (ns), armed at
+ * now, with [limits] max_warm_percent_per_uid = percent? 1: yes, charged. */
+int uid_warm_grant(struct uid_use *u, int64_t now, int64_t from, int64_t to, unsigned percent);
 
 /* server.c */
 int server_listen(struct daemon *dm, char *err, size_t errlen);

@@ -262,13 +262,13 @@ static int admit(struct session *s, const struct coop_msg_submit *m, const int *
   return check_submit(s, m, ad->k, dm->devs[dev], fds, nfds, ad->bufs, &ad->bytes, e);
 }
 
-/* A warm window of len ns for job j's next frame, within its user's share
+/* A warm window from..to for job j's next frame, within its user's share
  * ([limits] max_warm_percent_per_uid, users.c)? If not, j->no_warm: the
  * frame comes cold, and the log says so once for each run of refusals. */
-static int warm_granted(struct session *s, struct job *j, int64_t len) {
+static int warm_granted(struct session *s, struct job *j, int64_t from, int64_t to) {
   unsigned pct = s->dm->cfg.max_warm_percent_per_uid;
   struct uid_use *u = s->use;
-  if (uid_warm_grant(u, coop__now_ns(), len, pct)) {
+  if (uid_warm_grant(u, coop__now_ns(), from, to, pct)) {
     if (u->warm_refusing) log_info("uid %u: warm windows again", u->uid);
     u->warm_refusing = 0;
     return 1;
@@ -336,7 +336,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead), if the user may */
   int warm = dev_warm_window(dm->devs[j->device], j->next_ns, j->next_alt_ns, j->next_lead_ns,
                              &warm_from, &warm_to) &&
-             warm_granted(s, j, warm_to - warm_from);
+             warm_granted(s, j, warm_from, warm_to);
   TRACE_STAMP(j, queued);
   dev_submit(dm->devs[j->device], j);
   /* journaled before its client learns its id (ACCEPTED), which is all a

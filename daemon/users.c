@@ -30,10 +30,12 @@ struct uid_use *uid_get(struct daemon *dm, uint32_t uid) {
  * frames a second had them spin for ever. So a user's windows may take
  * percent of the time: a budget that fills at that rate, up to percent of
  * UID_WARM_SPAN_NS, and a window is granted while it is not owed (it may
- * then go below 0 by that window, which later time pays back). A new entry
- * starts full. */
+ * then go below 0 by that window, which later time pays back). A window is
+ * charged only the time past the user's windows granted before (the same
+ * threads spin for both: a loop of 1000 frames a second has windows longer
+ * than its period). A new entry starts full. */
 #define UID_WARM_SPAN_NS 1000000000LL
-int uid_warm_grant(struct uid_use *u, int64_t now, int64_t len, unsigned percent) {
+int uid_warm_grant(struct uid_use *u, int64_t now, int64_t from, int64_t to, unsigned percent) {
   if (percent >= 100) return 1;
   int64_t cap = UID_WARM_SPAN_NS / 100 * percent;
   if (!u->warm_at)
@@ -43,7 +45,9 @@ int uid_warm_grant(struct uid_use *u, int64_t now, int64_t len, unsigned percent
   if (u->warm_left > cap) u->warm_left = cap;
   u->warm_at = now;
   if (!percent || u->warm_left < 0) return 0;
-  u->warm_left -= len;
+  if (from < u->warm_to) from = u->warm_to;
+  if (to > from) u->warm_left -= to - from;
+  if (to > u->warm_to) u->warm_to = to;
   return 1;
 }
 

@@ -15,11 +15,28 @@
  */
 #include "dev_internal.h"
 
-/* uid's non-cooperative runs on d. */
+/* A user's non-cooperative runs on d, and its jobs kept waiting so far in
+ * a pump: counted once a pump, a user at a time (at most DEV_TURN_USERS;
+ * past that many, a user's count is taken afresh). */
+#define DEV_TURN_USERS 64
+struct turn_count {
+  uint32_t uid;
+  unsigned running, waiting;
+};
+
 static unsigned running(const struct dev *d, uint32_t uid) {
   unsigned n = 0;
   for (const struct run *r = d->runs; r; r = r->next) n += r->j->uid == uid && !dev__is_coop(r->j);
   return n;
+}
+
+static struct turn_count *count_of(const struct dev *d, struct turn_count *t, unsigned *n,
+                                   struct turn_count *spare, uint32_t uid) {
+  for (unsigned i = 0; i < *n; i++)
+    if (t[i].uid == uid) return &t[i];
+  struct turn_count *c = *n < DEV_TURN_USERS ? &t[(*n)++] : spare;
+  *c = (struct turn_count){.uid = uid, .running = running(d, uid)};
+  return c;
 }
 
 static void publish(struct job *j, unsigned ahead, unsigned mine, unsigned limit) {
@@ -45,23 +62,24 @@ int dev__turn_waits(struct dev *d, struct job *j) {
 }
 
 void dev__pump_turns(struct dev *d) {
-  unsigned limit = d->cfg->tasks_per_uid;
+  if (!d->turn_head) return;
+  unsigned limit = d->cfg->tasks_per_uid, nt = 0;
+  struct turn_count t[DEV_TURN_USERS], spare;
   struct job *keep = NULL, *keep_tail = NULL, *j = d->turn_head;
   d->turn_head = d->turn_tail = NULL;
   while (j) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
-    unsigned mine = running(d, j->uid);
+    struct turn_count *c = count_of(d, t, &nt, &spare, j->uid);
     if (d->stop_now || atomic_load(&j->cancel)) {
       atomic_store(&j->slot_ahead, 0);
       dev__cancel_queued(d, j, "cancelled while waiting for its turn");
-    } else if (!d->swap_now && (!limit || mine < limit)) {
+    } else if (!d->swap_now && !c->waiting && (!limit || c->running < limit)) {
       atomic_store(&j->slot_ahead, 0);
-      dev__start_now(d, j); /* on d->runs now: counted for the next */
-    } else {                /* its user's own jobs ahead of it, for its WAIT */
-      unsigned ahead = 0;
-      for (const struct job *q = keep; q; q = q->dev_next) ahead += q->uid == j->uid;
-      publish(j, ahead, mine, limit);
+      dev__start_now(d, j); /* on d->runs now (or handed back, failed) */
+      c->running++;
+    } else { /* its place among its user's waiting jobs, for its WAIT */
+      publish(j, c->waiting++, c->running, limit);
       if (keep_tail)
         keep_tail->dev_next = j;
       else
