@@ -58,7 +58,8 @@ for r in $(seq "$rounds"); do
     workers=$("$coopctl" --json stats | sed -n 's/.*"workers":\([0-9]*\).*/\1/p')
     for _ in $(seq "$flood"); do render >/dev/null; done
     t0=$(date +%s.%N)
-    out=$(setpriv --reuid="$user" --regid="$user" --clear-groups "$coopctl" submit render \
+    out=$(setpriv --reuid="$(id -u "$user")" --regid="$(id -g "$user")" --clear-groups \
+      "$coopctl" submit render \
       --wg "$workers" --wait "zeros:$bytes" "zeros:$bytes" "zeros:$bytes" "u32:$n" "u32:$reps")
     t1=$(date +%s.%N)
     total=$(sed -n 's/^ *total *\([0-9.]*\) ms.*/\1/p' <<<"$out")
