@@ -1616,6 +1616,60 @@ START_TEST(buffer_operations_bounded_per_connection) {
 }
 END_TEST
 
+/* nobody's (uid 65534) render of one workgroup, in a child: it writes
+ * when its render ended DONE (coop__now_ns) into the pipe's end w, or
+ * exits non-zero. */
+static pid_t nobody_renders(const struct daemon_proc *d, int w) {
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid) return kid;
+  if (setgid(65534) || setuid(65534)) _exit(3);
+  struct conn o;
+  open_hello(&o, d);
+  uint64_t job = render_submit(&o, 1);
+  if (!job || wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
+      o.m.result.state != COOP_JOB_DONE)
+    _exit(4);
+  int64_t t = coop__now_ns();
+  if (write(w, &t, sizeof t) != (ssize_t)sizeof t) _exit(5);
+  _exit(0);
+}
+
+/* When nobody_renders's child said its render ended; its exit checked. */
+static int64_t nobody_rendered(pid_t kid, int r) {
+  int64_t t = 0;
+  ck_assert_int_eq(read(r, &t, sizeof t), (ssize_t)sizeof t);
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nobody's render failed (%d)", st);
+  return t;
+}
+
+/* A device buffer of size bytes for c: its id. */
+static uint64_t buf_create_raw(struct conn *c, uint64_t size) {
+  static union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
+  return c->m.buffer.buffer;
+}
+
+/* A BUF_WRITE of size bytes of fd into buffer id, its answer not read. */
+static void buf_write_raw(struct conn *c, uint64_t id, uint64_t size, int fd) {
+  static union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_range = (struct coop_msg_buf_range){.buffer = id, .len = size, .fd = 0};
+  send_msg(c, COOP_MSG_BUF_WRITE, &m, &fd, 1);
+}
+
+/* The next frame on c, an OK: when it came (coop__now_ns). */
+static int64_t ok_at(struct conn *c, const char *what) {
+  ck_assert_int_eq(read_frame(c), 1);
+  ck_assert_msg(c->h.type == COOP_MSG_OK, "%s: %s", what,
+                c->h.type == COOP_MSG_ERROR ? c->m.error.message : "not OK");
+  return coop__now_ns();
+}
+
 /* Buffer operations in turns (dev_bufs.c): root queues 64 writes of a 64
  * MiB device buffer, the most one connection may have in flight; another
  * user then renders. A pass did every operation queued before it took any
@@ -1632,49 +1686,58 @@ START_TEST(buffer_operations_take_turns_with_other_users_jobs) {
   open_hello(&c, &d);
   enum { N = 64 };
   const size_t size = 64u << 20;
-  static union coop_msg m;
-  m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
-  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
-  uint64_t id = c.m.buffer.buffer;
+  uint64_t id = buf_create_raw(&c, size);
   int fd = memfd_of(size);
-  for (int k = 0; k < N; k++) {
-    memset(&m, 0, sizeof m);
-    m.buf_range = (struct coop_msg_buf_range){.buffer = id, .len = size, .fd = 0};
-    send_msg(&c, COOP_MSG_BUF_WRITE, &m, &fd, 1);
-  }
+  for (int k = 0; k < N; k++) buf_write_raw(&c, id, size, fd);
   int pfd[2];
   ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  ck_assert_int_ge(kid, 0);
-  if (kid == 0) { /* nobody's render; then when it ended */
-    close(pfd[0]);
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, &d);
-    uint64_t job = render_submit(&o, 1);
-    if (!job || wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
-        o.m.result.state != COOP_JOB_DONE)
-      _exit(4);
-    int64_t t = coop__now_ns();
-    if (write(pfd[1], &t, sizeof t) != (ssize_t)sizeof t) _exit(5);
-    _exit(0);
-  }
+  pid_t kid = nobody_renders(&d, pfd[1]);
   close(pfd[1]);
   int64_t answered[N];
-  for (int k = 0; k < N; k++) {
-    ck_assert_int_eq(read_frame(&c), 1);
-    ck_assert_msg(c.h.type == COOP_MSG_OK, "write %d: %s", k,
-                  c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not OK");
-    answered[k] = coop__now_ns();
-  }
-  int64_t rendered = 0;
-  ck_assert_int_eq(read(pfd[0], &rendered, sizeof rendered), (ssize_t)sizeof rendered);
-  int st = 0;
-  waitpid(kid, &st, 0);
-  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nobody's render failed (%d)", st);
+  for (int k = 0; k < N; k++) answered[k] = ok_at(&c, "a write");
+  int64_t rendered = nobody_rendered(kid, pfd[0]);
   int before = 0;
   for (int k = 0; k < N; k++) before += answered[k] < rendered;
   ck_assert_msg(before <= N / 2, "nobody's render ended after %d of root's %d writes", before, N);
+  close(fd);
+  close(pfd[0]);
+  conn_close(&c);
+  bufs_stop(&d);
+}
+END_TEST
+
+/* One write of 192 MiB (of the default 256 MiB arena): it went in one
+ * copy, and another user's render waited for all of it. Now it goes in
+ * slices of 4 MiB, a pass stops between two once its 2 ms are spent, and
+ * the render ends before the write is answered; the bytes arrive whole. */
+START_TEST(a_large_write_goes_in_slices_between_other_users_jobs) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  const size_t size = 192u << 20;
+  uint64_t id = buf_create_raw(&c, size);
+  int fd = memfd_of(size);
+  uint32_t mark[4] = {0x5ec00001u, 0x5ec00002u, 0x5ec00003u, 0x5ec00004u};
+  ck_assert_int_eq(pwrite(fd, mark, sizeof mark, (off_t)(size - sizeof mark)),
+                   (ssize_t)sizeof mark);
+  buf_write_raw(&c, id, size, fd);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = nobody_renders(&d, pfd[1]);
+  close(pfd[1]);
+  int64_t written = ok_at(&c, "the write");
+  int64_t rendered = nobody_rendered(kid, pfd[0]);
+  ck_assert_msg(rendered < written, "nobody's render ended %.1f ms after root's write",
+                (double)(rendered - written) / 1e6);
+  static union coop_msg m; /* its last 16 bytes, read back */
+  memset(&m, 0, sizeof m);
+  m.buf_range = (struct coop_msg_buf_range){
+      .buffer = id, .offset = size - sizeof mark, .len = sizeof mark, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &m, NULL, 0)), COOP_MSG_BUF_DATA);
+  ck_assert_uint_eq(c.m.buf_data.data_len, sizeof mark);
+  ck_assert_int_eq(memcmp(c.m.buf_data.data, mark, sizeof mark), 0);
   close(fd);
   close(pfd[0]);
   conn_close(&c);
@@ -1787,6 +1850,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_frame_beside_a_job_ends_in_the_device_process);
   tcase_add_test(tc, buffer_operations_bounded_per_connection);
   tcase_add_test(tc, buffer_operations_take_turns_with_other_users_jobs);
+  tcase_add_test(tc, a_large_write_goes_in_slices_between_other_users_jobs);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
   return s;

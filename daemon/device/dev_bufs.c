@@ -35,6 +35,15 @@ static int lost(struct dev *d, struct dev_bufop *op) {
   return COOP_ELOST;
 }
 
+/* A write or a read copies this much a request, so that a pass can stop
+ * between two slices of one (dev__do_bufops). */
+#define DEV_BUFOP_SLICE (4u << 20)
+
+static int sliced(const struct dev_bufop *op) {
+  return (op->kind == DEV_BUF_WRITE || op->kind == DEV_BUF_READ) && !op->err &&
+         op->copied < op->size;
+}
+
 static int do_op(struct dev *d, struct dev_bufop *op) {
   if (op->kind == DEV_BUF_FREE && op->gen != d->gen) return 0; /* went with its process */
   if (!d->rt || !dp_alive(d->rt)) return lost(d, op);
@@ -42,7 +51,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
   struct dp_buf b = {
       .size = op->size, .arg = op->arg, .at = op->at, .fd = op->fd, .owner = op->owner};
   int e;
-  TRACE_STAMP(op, copy_start);
+  if (!op->copied) TRACE_STAMP(op, copy_start);
   switch (op->kind) {
     case DEV_BUF_CREATE:
       b.in = op->fd >= 0;
@@ -58,8 +67,15 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
       }
       return e;
     case DEV_BUF_WRITE:
-    case DEV_BUF_READ:
-      return dp_copy(d->rt, &b, op->kind == DEV_BUF_WRITE);
+    case DEV_BUF_READ: { /* the next slice: the descriptor's bytes from 0, the buffer's from at */
+      uint64_t left = op->size - op->copied;
+      b.size = left < DEV_BUFOP_SLICE ? left : DEV_BUFOP_SLICE;
+      b.at = op->at + op->copied;
+      b.off = op->copied;
+      e = dp_copy(d->rt, &b, op->kind == DEV_BUF_WRITE);
+      if (e == 0) op->copied += b.size;
+      return e;
+    }
     case DEV_BUF_FREE: {
       int breach = -1;
       b.size = 0;
@@ -76,22 +92,32 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
  * size (the arena's, hundreds of MiB), done before the pass takes its jobs,
  * and a connection may have 64 of them in flight: one user's flood of
  * writes (16 connections of 64) held every other user's jobs, and their
- * results, for as long as they all took. So once a pass has spent
- * DEV_BUFOP_PASS_NS on operations, it does only the first of each user
- * (owner) not yet served in it, and leaves the rest, in order, at the
- * queue's head for the next pass, after this one's jobs: each user's
- * operations keep their order (the protocol orders a SUBMIT only after its
- * write's OK), and another user's job waits behind at most one operation
- * of each user's. */
+ * results, for as long as they all took, and one write of 192 MiB for as
+ * long as it took. So a write or a read goes in slices of DEV_BUFOP_SLICE,
+ * and once a pass has spent DEV_BUFOP_PASS_NS on operations it does only
+ * one slice of each user (owner) not yet served in it, and leaves the
+ * rest, in order, at the queue's head for the next pass, after this one's
+ * jobs: each user's operations keep their order (once one of its
+ * operations waits, every later one of that user waits too; the protocol
+ * orders a SUBMIT only after its write's OK), and another user's job
+ * waits behind at most one slice of each user's. */
 #define DEV_BUFOP_PASS_NS 2000000
 #define DEV_BUFOP_OWNERS 64
 
-static int served(uint32_t *owners, unsigned *n, uint32_t owner) {
+/* Whether owner is among the n of owners; if not, it is added (past
+ * DEV_BUFOP_OWNERS users, every one is taken as there). */
+static int among(uint32_t *owners, unsigned *n, uint32_t owner) {
   for (unsigned i = 0; i < *n; i++)
     if (owners[i] == owner) return 1;
-  if (*n == DEV_BUFOP_OWNERS) return 1; /* past that many users, all wait their turn */
+  if (*n == DEV_BUFOP_OWNERS) return 1;
   owners[(*n)++] = owner;
   return 0;
+}
+
+static int waits(const uint32_t *owners, unsigned n, uint32_t owner) {
+  for (unsigned i = 0; i < n; i++)
+    if (owners[i] == owner) return 1;
+  return n == DEV_BUFOP_OWNERS;
 }
 
 /* ops (in order, `last` the last) back at the head of d's queue. */
@@ -112,22 +138,34 @@ void dev__do_bufops(struct dev *d, int all) {
   if (!op) return;
   struct dev_bufop *done = NULL, **tail = &done, *later = NULL, **later_tail = &later,
                    *later_last = NULL;
-  uint32_t owners[DEV_BUFOP_OWNERS];
-  unsigned nowners = 0;
+  uint32_t served[DEV_BUFOP_OWNERS], held[DEV_BUFOP_OWNERS];
+  unsigned nserved = 0, nheld = 0;
   int64_t t0 = coop__now_ns();
   while (op) {
     struct dev_bufop *n = op->next;
-    if (!all && served(owners, &nowners, op->owner) && coop__now_ns() - t0 >= DEV_BUFOP_PASS_NS) {
-      op->next = NULL; /* its user's turn comes again next pass */
+    int spent = coop__now_ns() - t0 >= DEV_BUFOP_PASS_NS;
+    if (!all && (waits(held, nheld, op->owner) || (among(served, &nserved, op->owner) && spent))) {
+      among(held, &nheld, op->owner); /* its later ones wait behind it */
+      op->next = NULL;                /* its user's turn comes again next pass */
       *later_tail = later_last = op;
       later_tail = &op->next;
       op = n;
       continue;
     }
     op->message[0] = '\0';
-    TRACE_STAMP(op, taken);
+    if (!op->copied) TRACE_STAMP(op, taken);
     if (coopd_tracing) op->tr.warm_from = d->warm_from, op->tr.warm_until = d->warm_until;
-    op->err = do_op(d, op);
+    do /* its slices, while the pass may (all of them at a stop) */
+      op->err = do_op(d, op);
+    while (sliced(op) && (all || coop__now_ns() - t0 < DEV_BUFOP_PASS_NS));
+    if (sliced(op)) { /* the rest next pass, and its user's later ones behind it */
+      among(held, &nheld, op->owner);
+      op->next = NULL;
+      *later_tail = later_last = op;
+      later_tail = &op->next;
+      op = n;
+      continue;
+    }
     TRACE_STAMP(op, copy_end);
     if (op->err && !op->message[0])
       snprintf(op->message, sizeof op->message, "%s",

@@ -105,13 +105,14 @@ void dev_poll(struct dev *d);
 enum dev_buf_kind { DEV_BUF_CREATE = 1, DEV_BUF_WRITE, DEV_BUF_READ, DEV_BUF_FREE };
 struct dev_bufop {
   int kind;
-  uint64_t size;  /* CREATE: the buffer's; WRITE, READ: the range's */
-  uint64_t at;    /* WRITE, READ: where in the buffer */
-  uint64_t arg;   /* the buffer (CREATE sets it): its argument value */
-  uint64_t gen;   /* the device process it lives on (CREATE sets it) */
-  int fd;         /* closed by the device thread once done */
-  uint32_t owner; /* uid + 1 of the client it is for (xmap.h: pinned files per owner) */
-  int err;        /* the result: 0 or a coop code, with message */
+  uint64_t size;   /* CREATE: the buffer's; WRITE, READ: the range's */
+  uint64_t at;     /* WRITE, READ: where in the buffer */
+  uint64_t arg;    /* the buffer (CREATE sets it): its argument value */
+  uint64_t gen;    /* the device process it lives on (CREATE sets it) */
+  int fd;          /* closed by the device thread once done */
+  uint32_t owner;  /* uid + 1 of the client it is for (xmap.h: pinned files per owner) */
+  uint64_t copied; /* WRITE, READ: the bytes copied so far (device thread: in slices, dev_bufs.c) */
+  int err;         /* the result: 0 or a coop code, with message */
   char message[160];
   void (*done)(struct dev_bufop *op);
   void *user;
