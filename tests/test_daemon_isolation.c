@@ -532,6 +532,7 @@ static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *b
 struct seen_result {
   uint8_t state;
   int32_t error;
+  int64_t submitted; /* its task's, to the device (host ns) */
   char message[sizeof(((struct coop_msg_result *)0)->message)];
 };
 
@@ -551,6 +552,7 @@ static struct seen_result render_as_nobody(const struct daemon_proc *d, uint32_t
     if (wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
     s.state = o.m.result.state;
     s.error = o.m.result.error;
+    s.submitted = o.m.result.t.submitted;
     snprintf(s.message, sizeof s.message, "%s", o.m.result.message);
     if (write(pfd[1], &s, sizeof s) != (ssize_t)sizeof s) _exit(6);
     conn_close(&o);
@@ -659,8 +661,10 @@ END_TEST
  * submits one. The megakernel serves its queue in order, so nobody's
  * render waited for all 24 of root's (a 20 ms render waited 0.9 s behind
  * 60). Now root runs at most [jobs] tasks_per_uid (4) such jobs at once
- * and the rest wait in coopd: nobody's render ends DONE while most of
- * root's have yet to run, and a WAIT of root's last says why it waits.
+ * and the rest wait in coopd: nobody's render ends DONE, sent to the device
+ * while at most 4 of root's were there unfinished (whenever its client got
+ * to submit it: on a loaded machine root's ran on meanwhile), and a WAIT of
+ * root's last says why it waits.
  * Every one of root's ends DONE. */
 START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
@@ -696,13 +700,14 @@ START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
   struct seen_result b = render_as_nobody(&d, w);
   ck_assert_msg(b.state == COOP_JOB_DONE, "nobody's render ended %s (%d): %s",
                 coop_job_state_name(b.state), b.error, b.message);
-  int done = 0;
-  for (int i = 0; i < N; i++) done += job_state(&c, flood[i]) == COOP_JOB_DONE;
-  ck_assert_msg(done <= N / 2, "nobody's render ended after %d of root's %d", done, N);
+  int ahead = 0; /* root's tasks on the device, not yet ended, when nobody's went there */
   for (int i = 0; i < N; i++) {
     ck_assert_uint_eq(wait_job(&c, flood[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's render %d: %s", i, c.m.result.message);
+    ahead += c.m.result.t.submitted < b.submitted && c.m.result.t.finished > b.submitted;
   }
+  /* 4, and one more for the device clock's fit to the host's */
+  ck_assert_msg(ahead <= 5, "nobody's render went to the device behind %d of root's", ahead);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
