@@ -120,13 +120,48 @@ static int waits(const uint32_t *owners, unsigned n, uint32_t owner) {
   return n == DEV_BUFOP_OWNERS;
 }
 
-/* ops (in order, `last` the last) back at the head of d's queue. */
-static void keep_for_next(struct dev *d, struct dev_bufop *ops, struct dev_bufop *last) {
+/* Operations in order: the first and the last. */
+struct oplist {
+  struct dev_bufop *head, *last;
+};
+
+static void push(struct oplist *l, struct dev_bufop *op) {
+  op->next = NULL;
+  if (l->last)
+    l->last->next = op;
+  else
+    l->head = op;
+  l->last = op;
+}
+
+/* l back at the head of d's queue, before what came meanwhile. */
+static void keep_for_next(struct dev *d, const struct oplist *l) {
   pthread_mutex_lock(&d->mu);
-  last->next = d->bufin_head;
-  if (!d->bufin_head) d->bufin_tail = last;
-  d->bufin_head = ops;
+  l->last->next = d->bufin_head;
+  if (!d->bufin_head) d->bufin_tail = l->last;
+  d->bufin_head = l->head;
   pthread_mutex_unlock(&d->mu);
+}
+
+/* op's slices while the pass may (all of them with all), from t0. */
+static void run_op(struct dev *d, struct dev_bufop *op, int64_t t0, int all) {
+  op->message[0] = '\0';
+  if (!op->copied) TRACE_STAMP(op, taken);
+  if (coopd_tracing) op->tr.warm_from = d->warm_from, op->tr.warm_until = d->warm_until;
+  do op->err = do_op(d, op);
+  while (sliced(op) && (all || coop__now_ns() - t0 < DEV_BUFOP_PASS_NS));
+}
+
+/* op done: its message, and its descriptor closed. */
+static void end_op(struct dev_bufop *op) {
+  TRACE_STAMP(op, copy_end);
+  if (op->err && !op->message[0])
+    snprintf(op->message, sizeof op->message, "%s",
+             op->err == COOP_EINVAL  ? "the range is outside the buffer"
+             : op->err == COOP_ELOST ? "the device process died during the operation"
+                                     : "could not copy the bytes (a short descriptor?)");
+  if (op->fd >= 0) close(op->fd);
+  op->fd = -1;
 }
 
 void dev__do_bufops(struct dev *d, int all) {
@@ -136,58 +171,34 @@ void dev__do_bufops(struct dev *d, int all) {
   pthread_mutex_unlock(&d->mu);
   d->bufops_left = 0;
   if (!op) return;
-  struct dev_bufop *done = NULL, **tail = &done, *later = NULL, **later_tail = &later,
-                   *later_last = NULL;
+  struct oplist done = {0}, later = {0};
   uint32_t served[DEV_BUFOP_OWNERS], held[DEV_BUFOP_OWNERS];
   unsigned nserved = 0, nheld = 0;
   int64_t t0 = coop__now_ns();
   while (op) {
     struct dev_bufop *n = op->next;
     int spent = coop__now_ns() - t0 >= DEV_BUFOP_PASS_NS;
-    if (!all && (waits(held, nheld, op->owner) || (among(served, &nserved, op->owner) && spent))) {
-      among(held, &nheld, op->owner); /* its later ones wait behind it */
-      op->next = NULL;                /* its user's turn comes again next pass */
-      *later_tail = later_last = op;
-      later_tail = &op->next;
-      op = n;
-      continue;
-    }
-    op->message[0] = '\0';
-    if (!op->copied) TRACE_STAMP(op, taken);
-    if (coopd_tracing) op->tr.warm_from = d->warm_from, op->tr.warm_until = d->warm_until;
-    do /* its slices, while the pass may (all of them at a stop) */
-      op->err = do_op(d, op);
-    while (sliced(op) && (all || coop__now_ns() - t0 < DEV_BUFOP_PASS_NS));
-    if (sliced(op)) { /* the rest next pass, and its user's later ones behind it */
+    int wait =
+        !all && (waits(held, nheld, op->owner) || (among(served, &nserved, op->owner) && spent));
+    if (!wait) run_op(d, op, t0, all);
+    if (wait || sliced(op)) { /* its user's turn comes again next pass; its later ones wait */
       among(held, &nheld, op->owner);
-      op->next = NULL;
-      *later_tail = later_last = op;
-      later_tail = &op->next;
-      op = n;
-      continue;
+      push(&later, op);
+    } else {
+      end_op(op);
+      push(&done, op);
     }
-    TRACE_STAMP(op, copy_end);
-    if (op->err && !op->message[0])
-      snprintf(op->message, sizeof op->message, "%s",
-               op->err == COOP_EINVAL  ? "the range is outside the buffer"
-               : op->err == COOP_ELOST ? "the device process died during the operation"
-                                       : "could not copy the bytes (a short descriptor?)");
-    if (op->fd >= 0) close(op->fd);
-    op->fd = -1;
-    op->next = NULL;
-    *tail = op;
-    tail = &op->next;
     op = n;
   }
-  d->bufops_left = later != NULL;
-  if (later) keep_for_next(d, later, later_last);
-  if (!done) return;
+  d->bufops_left = later.head != NULL;
+  if (later.head) keep_for_next(d, &later);
+  if (!done.head) return;
   pthread_mutex_lock(&d->mu);
   struct dev_bufop **p = &d->bufout;
   while (*p) p = &(*p)->next;
   if (coopd_tracing)
-    for (struct dev_bufop *o = done; o; o = o->next) TRACE_STAMP(o, handed_back);
-  *p = done;
+    for (struct dev_bufop *o = done.head; o; o = o->next) TRACE_STAMP(o, handed_back);
+  *p = done.head;
   pthread_mutex_unlock(&d->mu);
   dev__announce(d);
   dev__spin_after(d); /* a frame's write comes before its submit, a read after its end */
