@@ -331,12 +331,14 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   s->use->live++;
   s->use->bytes += bytes;
   dm->submitted++;
-  /* submitted before the reply: if sending fails and closes the session,
-   * its cleanup finds the job where it expects it (cancelled, freed later) */
-  int64_t warm_from, warm_to; /* and the next frame's SUBMIT (warm ahead), if the user may */
+  /* the next frame's warm window, if its user may: decided before the
+   * hand-off, since the device thread opens its side from the job */
+  int64_t warm_from, warm_to;
   int warm = dev_warm_window(dm->devs[j->device], j->next_ns, j->next_alt_ns, j->next_lead_ns,
                              &warm_from, &warm_to) &&
              warm_granted(s, j, warm_from, warm_to);
+  /* submitted before the reply: if sending fails and closes the session,
+   * its cleanup finds the job where it expects it (cancelled, freed later) */
   TRACE_STAMP(j, queued);
   dev_submit(dm->devs[j->device], j);
   /* journaled before its client learns its id (ACCEPTED), which is all a
@@ -344,7 +346,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
    * write(2) the device need not wait for (journal.h) */
   journal_accepted(dm->journal, j->id, j->uid, j->kernel);
   loopspin_for(&dm->spin, dev_idle_spin_ns(dm->devs[j->device])); /* its hand-back */
-  if (warm) loopspin_at(&dm->spin, s, warm_from, warm_to);
+  if (warm) loopspin_at(&dm->spin, s, warm_from, warm_to);        /* the loop's side */
   union coop_msg r; /* the encoder reads its job only */
   memset(&r.job, 0, sizeof r.job);
   r.job.job = j->id;

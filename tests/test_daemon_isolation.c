@@ -520,6 +520,16 @@ static uint64_t endless_render_detached(const struct daemon_proc *d, uint32_t w)
   return x;
 }
 
+/* d started with sets (its log into d->log, if set), its socket open to a
+ * second user, and root's first connection c: the workers. */
+static uint32_t open_to_nobody(struct daemon_proc *d, const char *const *sets, struct conn *c) {
+  daemon_start_log(d, sets);
+  chmod(d->dir, 0755);
+  chmod(d->sock, 0666);
+  open_hello(c, d);
+  return c->m.welcome.workers;
+}
+
 /* What a WAIT of timeout_ms answers for a job that has not finished: the
  * ERROR's message (ETIMEDOUT), into buf. */
 static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
@@ -581,12 +591,8 @@ START_TEST(task_max_ms_ends_a_detached_render) {
   log_temp(logp);
   const char *sets[] = {"jobs.task_max_ms=1500", "jobs.gather_budget_ms=8000", NULL};
   struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
   struct conn c;
-  open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers;
+  uint32_t w = open_to_nobody(&d, sets, &c);
   render_check(&c, 1, 20000, 120); /* 2.4 s of instances, none near 1.5 s */
 
   uint64_t x = endless_render_detached(&d, w);
@@ -619,13 +625,9 @@ END_TEST
 START_TEST(ehung_names_no_other_users_job) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   const char *sets[] = {"jobs.task_max_ms=0", "jobs.gather_budget_ms=1000", NULL};
-  struct daemon_proc d;
-  daemon_start(&d, sets);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  struct daemon_proc d = {0};
   struct conn c;
-  open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers;
+  uint32_t w = open_to_nobody(&d, sets, &c);
   uint64_t x = endless_render_detached(&d, w);
   char holder[64];
   snprintf(holder, sizeof holder, "job %llu", (unsigned long long)x);
@@ -668,13 +670,9 @@ END_TEST
  * Every one of root's ends DONE. */
 START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-  struct daemon_proc d;
-  daemon_start(&d, NULL);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  struct daemon_proc d = {0};
   struct conn c;
-  open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers;
+  uint32_t w = open_to_nobody(&d, NULL, &c);
   union coop_msg m;
   render_init(&m, w); /* reps for about 20 ms a render, from one of 4 */
   m.submit.args[4].bits = 4;

@@ -64,12 +64,7 @@ int dev__held(struct dev *d, uint32_t uid, int64_t now) {
 }
 
 void dev__queue_held(struct dev *d, struct job *j) {
-  j->dev_next = NULL;
-  if (d->held_tail)
-    d->held_tail->dev_next = j;
-  else
-    d->held_head = j;
-  d->held_tail = j;
+  dev__jobq_push(&d->held_head, &d->held_tail, j);
 }
 
 void dev__pump_held(struct dev *d, int64_t now, int64_t *wake) {
@@ -85,11 +80,7 @@ void dev__pump_held(struct dev *d, int64_t now, int64_t *wake) {
       dev__start_job(d, j);
     } else { /* still held, or a reload keeps it queued until the swap */
       if (h && now < h->until && h->until < *wake) *wake = h->until;
-      if (keep_tail)
-        keep_tail->dev_next = j;
-      else
-        keep = j;
-      keep_tail = j;
+      dev__jobq_push(&keep, &keep_tail, j);
     }
     j = n;
   }

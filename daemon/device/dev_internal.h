@@ -272,6 +272,15 @@ static inline int dev__periodic(const struct job *j) { return j->period_us != 0;
 static inline int dev__is_coop(const struct job *j) {
   return !!(j->flags & COOP_SUBMIT_COOPERATIVE);
 }
+/* j at the end of the job queue head..tail (linked by dev_next). */
+static inline void dev__jobq_push(struct job **head, struct job **tail, struct job *j) {
+  j->dev_next = NULL;
+  if (*tail)
+    (*tail)->dev_next = j;
+  else
+    *head = j;
+  *tail = j;
+}
 
 /* device.c */
 /* New work for the device thread (any thread): counted in work_seq and,

@@ -124,12 +124,7 @@ static void note_served(struct dev *d, uint32_t uid) {
 
 void dev__start_job(struct dev *d, struct job *j) {
   if (dev__is_coop(j)) { /* through the queue: it decides in FIFO and fair order */
-    if (d->coop_wait_tail)
-      d->coop_wait_tail->dev_next = j;
-    else
-      d->coop_wait_head = j;
-    d->coop_wait_tail = j;
-    j->dev_next = NULL;
+    dev__jobq_push(&d->coop_wait_head, &d->coop_wait_tail, j);
     d->slots_seq++;
     return;
   }

@@ -51,12 +51,7 @@ int dev__turn_waits(struct dev *d, struct job *j) {
   if (!limit || dev__is_coop(j) || (!d->turn_head && running(d, j->uid) < limit)) return 0;
   /* behind every job waiting already, its user's or not: the pump below
    * starts each in order as soon as its own user may */
-  j->dev_next = NULL;
-  if (d->turn_tail)
-    d->turn_tail->dev_next = j;
-  else
-    d->turn_head = j;
-  d->turn_tail = j;
+  dev__jobq_push(&d->turn_head, &d->turn_tail, j);
   dev__pump_turns(d);
   return 1;
 }
@@ -80,11 +75,7 @@ void dev__pump_turns(struct dev *d) {
       c->running++;
     } else { /* its place among its user's waiting jobs, for its WAIT */
       publish(j, c->waiting++, c->running, limit);
-      if (keep_tail)
-        keep_tail->dev_next = j;
-      else
-        keep = j;
-      keep_tail = j;
+      dev__jobq_push(&keep, &keep_tail, j);
     }
     j = n;
   }

@@ -173,12 +173,7 @@ void dev__wait_end(struct dev *d) { atomic_store(&d->in_wait, 0); }
 /* j at the end of d's in queue, its condition variable signalled; d->mu
  * held (the caller kicks once it unlocks). */
 static void enqueue_locked(struct dev *d, struct job *j) {
-  j->dev_next = NULL;
-  if (d->in_tail)
-    d->in_tail->dev_next = j;
-  else
-    d->in_head = j;
-  d->in_tail = j;
+  dev__jobq_push(&d->in_head, &d->in_tail, j);
   pthread_cond_signal(&d->cv);
 }
 
