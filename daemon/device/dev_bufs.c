@@ -104,20 +104,19 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
 #define DEV_BUFOP_PASS_NS 2000000
 #define DEV_BUFOP_OWNERS 64
 
-/* Whether owner is among the n of owners; if not, it is added (past
- * DEV_BUFOP_OWNERS users, every one is taken as there). */
-static int among(uint32_t *owners, unsigned *n, uint32_t owner) {
-  for (unsigned i = 0; i < *n; i++)
-    if (owners[i] == owner) return 1;
-  if (*n == DEV_BUFOP_OWNERS) return 1;
-  owners[(*n)++] = owner;
-  return 0;
-}
-
+/* Whether owner is among the n of owners (past DEV_BUFOP_OWNERS users,
+ * every one is taken as there). */
 static int waits(const uint32_t *owners, unsigned n, uint32_t owner) {
   for (unsigned i = 0; i < n; i++)
     if (owners[i] == owner) return 1;
   return n == DEV_BUFOP_OWNERS;
+}
+
+/* The same, and if not, owner added. */
+static int among(uint32_t *owners, unsigned *n, uint32_t owner) {
+  if (waits(owners, *n, owner)) return 1;
+  owners[(*n)++] = owner;
+  return 0;
 }
 
 /* Operations in order: the first and the last. */

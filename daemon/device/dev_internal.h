@@ -588,6 +588,8 @@ void dev__coop_wait_remove(struct dev *d, struct job **p);
  * may hold together (coop_slots); the users whose cooperative jobs run or
  * wait; a user's share of the slots. */
 unsigned dev__coop_running(const struct dev *d, const uint32_t *uid);
+/* The runs (of uid, unless NULL) that are cooperative (coop = 1) or not. */
+unsigned dev__runs_of(const struct dev *d, const uint32_t *uid, int coop);
 unsigned dev__coop_slots(const struct dev *d);
 unsigned dev__coop_share(const struct dev *d);
 

@@ -40,11 +40,15 @@ unsigned dev__coop_slots(const struct dev *d) {
   return usable > reserve ? usable - reserve : 1;
 }
 
-unsigned dev__coop_running(const struct dev *d, const uint32_t *uid) {
+unsigned dev__runs_of(const struct dev *d, const uint32_t *uid, int coop) {
   unsigned n = 0;
   for (const struct run *r = d->runs; r; r = r->next)
-    n += dev__is_coop(r->j) && (!uid || r->j->uid == *uid);
+    n += dev__is_coop(r->j) == coop && (!uid || r->j->uid == *uid);
   return n;
+}
+
+unsigned dev__coop_running(const struct dev *d, const uint32_t *uid) {
+  return dev__runs_of(d, uid, 1);
 }
 
 static void add_user(uint32_t *users, unsigned *nu, uint32_t uid) {

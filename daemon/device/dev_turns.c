@@ -24,18 +24,12 @@ struct turn_count {
   unsigned running, waiting;
 };
 
-static unsigned running(const struct dev *d, uint32_t uid) {
-  unsigned n = 0;
-  for (const struct run *r = d->runs; r; r = r->next) n += r->j->uid == uid && !dev__is_coop(r->j);
-  return n;
-}
-
 static struct turn_count *count_of(const struct dev *d, struct turn_count *t, unsigned *n,
                                    struct turn_count *spare, uint32_t uid) {
   for (unsigned i = 0; i < *n; i++)
     if (t[i].uid == uid) return &t[i];
   struct turn_count *c = *n < DEV_TURN_USERS ? &t[(*n)++] : spare;
-  *c = (struct turn_count){.uid = uid, .running = running(d, uid)};
+  *c = (struct turn_count){.uid = uid, .running = dev__runs_of(d, &uid, 0)};
   return c;
 }
 
@@ -48,7 +42,7 @@ static void publish(struct job *j, unsigned ahead, unsigned mine, unsigned limit
 
 int dev__turn_waits(struct dev *d, struct job *j) {
   unsigned limit = d->cfg->tasks_per_uid;
-  if (!limit || dev__is_coop(j) || (!d->turn_head && running(d, j->uid) < limit)) return 0;
+  if (!limit || dev__is_coop(j) || (!d->turn_head && dev__runs_of(d, &j->uid, 0) < limit)) return 0;
   /* behind every job waiting already, its user's or not: the pump below
    * starts each in order as soon as its own user may */
   dev__jobq_push(&d->turn_head, &d->turn_tail, j);
