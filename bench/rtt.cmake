@@ -40,3 +40,12 @@ if(TARGET coop AND TARGET coop-bench-side)
   target_link_libraries(coop-bench-side PRIVATE coop)
   add_dependencies(coop-bench-side coopd) # the daemon it starts, beside it in bin/
 endif()
+
+# coop-bench-bufcopy (bufcopy.c): large device-buffer copies through coopd,
+# and a frame client beside them.
+if(TARGET coop AND TARGET coopbench)
+  add_executable(coop-bench-bufcopy ${CMAKE_CURRENT_LIST_DIR}/bufcopy.c)
+  add_dependencies(coop-bench-bufcopy coop-bench-commit)
+  target_include_directories(coop-bench-bufcopy PRIVATE ${PROJECT_BINARY_DIR}/bench)
+  target_link_libraries(coop-bench-bufcopy PRIVATE coopbench coop Threads::Threads m)
+endif()
