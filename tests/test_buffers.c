@@ -1745,6 +1745,54 @@ START_TEST(a_large_write_goes_in_slices_between_other_users_jobs) {
 }
 END_TEST
 
+/* The same with the bytes given at the creation: a create with contents
+ * was one copy, and nobody's render ended after it. Now the buffer is made
+ * first and filled in slices, as a write; its bytes arrive whole. */
+START_TEST(a_large_create_with_contents_goes_in_slices) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  const size_t size = 192u << 20;
+  int fd = memfd_of(size);
+  uint32_t mark[4] = {0x5ec00011u, 0x5ec00012u, 0x5ec00013u, 0x5ec00014u};
+  ck_assert_int_eq(pwrite(fd, mark, sizeof mark, (off_t)(size - sizeof mark)),
+                   (ssize_t)sizeof mark);
+  ck_assert_int_eq(pwrite(fd, mark, sizeof mark, 0), (ssize_t)sizeof mark);
+  static union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = 0};
+  send_msg(&c, COOP_MSG_BUF_CREATE, &m, &fd, 1);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = nobody_renders(&d, pfd[1]);
+  close(pfd[1]);
+  ck_assert_int_eq(read_frame(&c), 1);
+  ck_assert_msg(c.h.type == COOP_MSG_BUFFER, "the create: %s",
+                c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not BUFFER");
+  int64_t created = coop__now_ns();
+  uint64_t id = c.m.buffer.buffer;
+  int64_t rendered = nobody_rendered(kid, pfd[0]);
+  ck_assert_msg(rendered < created, "nobody's render ended %.1f ms after root's create",
+                (double)(rendered - created) / 1e6);
+  for (int end = 0; end < 2; end++) { /* its first and last 16 bytes, read back */
+    memset(&m, 0, sizeof m);
+    m.buf_range = (struct coop_msg_buf_range){.buffer = id,
+                                              .offset = end ? size - sizeof mark : 0,
+                                              .len = sizeof mark,
+                                              .fd = COOP_WIRE_FD_NONE};
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &m, NULL, 0)), COOP_MSG_BUF_DATA);
+    ck_assert_uint_eq(c.m.buf_data.data_len, sizeof mark);
+    ck_assert_int_eq(memcmp(c.m.buf_data.data, mark, sizeof mark), 0);
+  }
+  close(fd);
+  close(pfd[0]);
+  conn_close(&c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* ---- threads that share one connection ---- */
 
 struct sharer {
@@ -1851,6 +1899,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, buffer_operations_bounded_per_connection);
   tcase_add_test(tc, buffer_operations_take_turns_with_other_users_jobs);
   tcase_add_test(tc, a_large_write_goes_in_slices_between_other_users_jobs);
+  tcase_add_test(tc, a_large_create_with_contents_goes_in_slices);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
   return s;

@@ -40,8 +40,34 @@ static int lost(struct dev *d, struct dev_bufop *op) {
 #define DEV_BUFOP_SLICE (4u << 20)
 
 static int sliced(const struct dev_bufop *op) {
-  return (op->kind == DEV_BUF_WRITE || op->kind == DEV_BUF_READ) && !op->err &&
+  return (op->kind == DEV_BUF_WRITE || op->kind == DEV_BUF_READ || op->filling) && !op->err &&
          op->copied < op->size;
+}
+
+/* Whether op has had its first request (its trace's taken and copy_start
+ * stamped then). */
+static int begun(const struct dev_bufop *op) { return op->copied || op->filling; }
+
+/* The next slice of a write or a read, or of a filling create's contents:
+ * the descriptor's bytes from 0, the buffer's from at. */
+static int copy_slice(struct dev *d, struct dev_bufop *op, struct dp_buf *b, int in) {
+  uint64_t left = op->size - op->copied;
+  b->size = left < DEV_BUFOP_SLICE ? left : DEV_BUFOP_SLICE;
+  b->at = op->at + op->copied;
+  b->off = op->copied;
+  int e = dp_copy(d->rt, b, in);
+  if (e == 0) op->copied += b->size;
+  return e;
+}
+
+/* A create whose contents did not all arrive: the buffer it made freed
+ * (unless it went with its process), its error kept. */
+static void unmake(struct dev *d, struct dev_bufop *op) {
+  op->filling = 0;
+  if (op->gen != d->gen || !d->rt || !dp_alive(d->rt)) return;
+  struct dp_buf b = {.arg = op->arg, .fd = -1, .owner = op->owner};
+  int breach = -1;
+  dp_unstage(d->rt, &b, 1, 0, &breach);
 }
 
 static int do_op(struct dev *d, struct dev_bufop *op) {
@@ -51,31 +77,29 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
   struct dp_buf b = {
       .size = op->size, .arg = op->arg, .at = op->at, .fd = op->fd, .owner = op->owner};
   int e;
-  if (!op->copied) TRACE_STAMP(op, copy_start);
+  if (!begun(op)) TRACE_STAMP(op, copy_start);
   switch (op->kind) {
     case DEV_BUF_CREATE:
-      b.in = op->fd >= 0;
+      if (op->filling) return op->gen == d->gen ? copy_slice(d, op, &b, 1) : lost(d, op);
+      /* contents of more than a slice: made first, filled in slices (DP_IN_LATER: neither
+       * zeroed nor read), so that a pass can stop between two as for a write */
+      b.in = op->fd < 0 ? 0 : op->size > DEV_BUFOP_SLICE ? DP_IN_LATER : 1;
       b.keep = 1; /* a device buffer: into device memory where there is room (devproc_child.c) */
+      if (b.in == DP_IN_LATER) b.fd = -1;
       e = dp_stage(d->rt, &b, 1);
       if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, &b, 1);
       if (e == 0) {
         op->arg = b.arg;
         op->gen = d->gen;
+        op->filling = b.in == DP_IN_LATER;
       } else if (e == COOP_ENOMEM) {
         snprintf(op->message, sizeof op->message, "%s",
                  "no room for the buffer in the device arena (raise [device] arena_mb)");
       }
       return e;
     case DEV_BUF_WRITE:
-    case DEV_BUF_READ: { /* the next slice: the descriptor's bytes from 0, the buffer's from at */
-      uint64_t left = op->size - op->copied;
-      b.size = left < DEV_BUFOP_SLICE ? left : DEV_BUFOP_SLICE;
-      b.at = op->at + op->copied;
-      b.off = op->copied;
-      e = dp_copy(d->rt, &b, op->kind == DEV_BUF_WRITE);
-      if (e == 0) op->copied += b.size;
-      return e;
-    }
+    case DEV_BUF_READ:
+      return copy_slice(d, op, &b, op->kind == DEV_BUF_WRITE);
     case DEV_BUF_FREE: {
       int breach = -1;
       b.size = 0;
@@ -145,15 +169,17 @@ static void keep_for_next(struct dev *d, const struct oplist *l) {
 /* op's slices while the pass may (all of them with all), from t0. */
 static void run_op(struct dev *d, struct dev_bufop *op, int64_t t0, int all) {
   op->message[0] = '\0';
-  if (!op->copied) TRACE_STAMP(op, taken);
+  if (!begun(op)) TRACE_STAMP(op, taken);
   if (coopd_tracing) op->tr.warm_from = d->warm_from, op->tr.warm_until = d->warm_until;
   do op->err = do_op(d, op);
   while (sliced(op) && (all || coop__now_ns() - t0 < DEV_BUFOP_PASS_NS));
 }
 
 /* op done: its message, and its descriptor closed. */
-static void end_op(struct dev_bufop *op) {
+static void end_op(struct dev *d, struct dev_bufop *op) {
   TRACE_STAMP(op, copy_end);
+  if (op->filling && op->err) unmake(d, op);
+  op->filling = 0;
   if (op->err && !op->message[0])
     snprintf(op->message, sizeof op->message, "%s",
              op->err == COOP_EINVAL  ? "the range is outside the buffer"
@@ -184,7 +210,7 @@ void dev__do_bufops(struct dev *d, int all) {
       among(held, &nheld, op->owner);
       push(&later, op);
     } else {
-      end_op(op);
+      end_op(d, op);
       push(&done, op);
     }
     op = n;

@@ -111,7 +111,9 @@ struct dev_bufop {
   uint64_t gen;    /* the device process it lives on (CREATE sets it) */
   int fd;          /* closed by the device thread once done */
   uint32_t owner;  /* uid + 1 of the client it is for (xmap.h: pinned files per owner) */
-  uint64_t copied; /* WRITE, READ: the bytes copied so far (device thread: in slices, dev_bufs.c) */
+  uint64_t copied; /* WRITE, READ, a filling CREATE: the bytes copied so far (device thread: in
+                      slices, dev_bufs.c) */
+  int filling;     /* CREATE with contents: made, its bytes coming in slices (dev_bufs.c) */
   int err;         /* the result: 0 or a coop code, with message */
   char message[160];
   void (*done)(struct dev_bufop *op);
