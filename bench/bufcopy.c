@@ -5,8 +5,9 @@
  * device pass spends a bounded time on them before its jobs).
  *
  * Three phases against one coopd, one after the other:
- *   copies  BYTES written into a device buffer and read back, COPIES of
- *           each, one at a time (each read checked against its write);
+ *   copies  a device buffer of BYTES made with its contents (and freed),
+ *           then BYTES written into one and read back, COPIES of each, one
+ *           at a time (each read checked against its write);
  *   frames  a small render (n x n, device buffers, one workgroup) submitted
  *           and waited for, FRAMES of them back to back, alone;
  *   beside  the same frames while a second connection writes BYTES into
@@ -31,12 +32,13 @@ static int usage(FILE *f, int rc) {
           "usage: coop-bench-bufcopy --socket PATH [--bytes N] [--copies N] [--frames N]\n"
           "                          [--n N] [--label L]\n"
           "Large device-buffer copies through the coopd at PATH, and a frame client\n"
-          "beside them: BYTES (default 67108864) written into a device buffer and read\n"
-          "back COPIES (default 20) times each; FRAMES (default 500) renders of n x n\n"
+          "beside them: a device buffer of BYTES (default 67108864) made with its\n"
+          "contents, BYTES written into one and read back, COPIES (default 20) times each; FRAMES "
+          "(default 500) renders of n x n\n"
           "(default 64) on device buffers back to back, alone and while a second\n"
           "connection writes BYTES into its own buffer without a pause. Prints CSV:\n"
-          "label, phase (write, read, frames, beside, beside_writes), runs, bytes, p50,\n"
-          "p90, p99, max (us), GB/s, host, commit.\n");
+          "label, phase (create, write, read, frames, beside, beside_writes), runs, bytes,\n"
+          "p50, p90, p99, max (us), GB/s, host, commit.\n");
   return rc;
 }
 
@@ -65,7 +67,16 @@ static void copies(coop_conn *c, size_t bytes, unsigned n) {
   uint64_t id;
   int e = coop_buffer_create(c, 0, bytes, NULL, 0, &id);
   if (e) die("buffer", e);
-  struct series sw = {0}, sr = {0};
+  struct series sw = {0}, sr = {0}, sc = {0};
+  for (unsigned i = 0; i < n; i++) { /* a buffer made with its contents, then freed */
+    uint64_t other;
+    int64_t t0 = now_ns();
+    if ((e = coop_buffer_create(c, 0, bytes, w, 0, &other))) die("create", e);
+    push(&sc, (double)(now_ns() - t0) / 1e3);
+    coop_buffer_free(c, other);
+  }
+  row("create", &sc, bytes, (double)bytes / quantile(&sc, 0.5) / 1e3);
+  series_free(&sc);
   for (unsigned i = 0; i < n; i++) {
     for (size_t k = 0; k < bytes / 4; k++) w[k] = (uint32_t)(k * 2654435761u) ^ i;
     int64_t t0 = now_ns();
