@@ -33,10 +33,10 @@ static int usage(FILE *f, int rc) {
           "                          [--n N] [--label L]\n"
           "Large device-buffer copies through the coopd at PATH, and a frame client\n"
           "beside them: a device buffer of BYTES (default 67108864) made with its\n"
-          "contents, BYTES written into one and read back, COPIES (default 20) times each; FRAMES "
-          "(default 500) renders of n x n\n"
-          "(default 64) on device buffers back to back, alone and while a second\n"
-          "connection writes BYTES into its own buffer without a pause. Prints CSV:\n"
+          "contents, BYTES written into one and read back, COPIES (default 20) times\n"
+          "each; FRAMES (default 500) renders of n x n (default 64) on device buffers\n"
+          "back to back, alone and while a second connection writes BYTES into its own\n"
+          "buffer without a pause. Prints CSV:\n"
           "label, phase (create, write, read, frames, beside, beside_writes), runs, bytes,\n"
           "p50, p90, p99, max (us), GB/s, host, commit.\n");
   return rc;
