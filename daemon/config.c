@@ -81,6 +81,7 @@ void config_defaults(struct config *c) {
   c->snapshot_percent = 25;
   c->reserve_percent = 50;
   c->tasks_per_uid = 4;
+  c->task_percent_per_uid = 50;
   c->min_deadline_us = 100;
   c->metrics_max_connections = 8;
   c->metrics_max_per_peer = 2;
@@ -110,8 +111,8 @@ static int parse_bool(const char *v, int *out) {
  * and why: [device] is the
  * device processes' megakernels; socket, socket_mode and journal are
  * opened at start; the device threads read park_ms, watchdog_ms,
- * gather_budget_ms, hang_ms, task_max_ms, reserve_percent and tasks_per_uid without a
- * lock; [metrics]'
+ * gather_budget_ms, hang_ms, task_max_ms, reserve_percent, tasks_per_uid and
+ * task_percent_per_uid without a lock; [metrics]'
  * listener is bound at start. */
 enum kind { K_STR, K_UINT, K_INT, K_OCTAL, K_BYTES, K_LEVEL, K_BOOL, K_TYPE = 15, K_LIVE = 16 };
 #define F(field) offsetof(struct config, field), sizeof(((struct config *)0)->field)
@@ -167,6 +168,7 @@ static const struct config_key keys[] = {
     {"jobs", "checkpoint_snapshot_percent", K_UINT, F(snapshot_percent), 100},
     {"jobs", "reserve_percent", K_UINT, F(reserve_percent), 100},
     {"jobs", "tasks_per_uid", K_UINT, F(tasks_per_uid), 1u << 20},
+    {"jobs", "task_percent_per_uid", K_UINT, F(task_percent_per_uid), 100},
     {"jobs", "min_deadline_us", K_UINT | K_LIVE, F(min_deadline_us), 1000000},
     {"metrics", "listen", K_STR, F(metrics_listen), 0},
     {"metrics", "allow_remote", K_BOOL, F(metrics_allow_remote), 0},
@@ -534,8 +536,9 @@ void config_print(const struct config *c, void (*line)(const char *)) {
            c->max_detached_kept_per_uid, c->max_detached_kept, c->max_buffers_per_uid,
            c->max_warm_percent_per_uid, c->max_priority, c->priority_users, c->hello_timeout_ms);
   line(b);
-  snprintf(b, sizeof b, "jobs: reserve_percent=%u tasks_per_uid=%u min_deadline_us=%u",
-           c->reserve_percent, c->tasks_per_uid, c->min_deadline_us);
+  snprintf(b, sizeof b,
+           "jobs: reserve_percent=%u tasks_per_uid=%u task_percent_per_uid=%u min_deadline_us=%u",
+           c->reserve_percent, c->tasks_per_uid, c->task_percent_per_uid, c->min_deadline_us);
   line(b);
   snprintf(b, sizeof b,
            "metrics: listen=%s allow_remote=%s max_connections=%u timeout_ms=%u "

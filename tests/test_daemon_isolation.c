@@ -949,6 +949,80 @@ START_TEST(a_waiting_user_shrinks_the_holder) {
 }
 END_TEST
 
+/* Hardening, the tasks' share: nobody runs a cooperative sweep; root
+ * then submits renders of every worker but the sweep's one, 24 at once
+ * ([jobs] tasks_per_uid keeps 4 in flight, so the queue never empties).
+ * Nothing bounded what root's tasks took: the sweep was held at one
+ * workgroup for as long as they came (root's renders ran nearly all the
+ * time). Now, while another user's cooperative job runs, a user's tasks
+ * together take at most [jobs] task_percent_per_uid of the device's worker
+ * time (here 30), after a burst: from 0.5 s after root's first render
+ * starts, its renders run at most 45% of the time; every one ends DONE,
+ * and a WAIT of a held one says why. */
+START_TEST(a_users_tasks_take_at_most_their_share_beside_another_users_kernel) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"jobs.task_percent_per_uid=20", NULL};
+  struct daemon_proc d = {0};
+  struct conn c;
+  uint32_t w = open_to_nobody(&d, sets, &c);
+  ck_assert_uint_ge(w, 2);
+  union coop_msg m;
+  render_init(&m, w - 1); /* the sweep keeps its workgroup 0 */
+  m.submit.args[4].bits = 4;
+  uint64_t probe = submit(&c, &m, NULL, 0); /* alone: nothing held yet */
+  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double per = (double)c.m.result.t.exec_ns / 4.0;
+  double want = 20e6 / (per > 1.0 ? per : 1.0); /* about 20 ms a render */
+  m.submit.args[4].bits = want < 4 ? 4u : want > 100000 ? 100000u : (uint32_t)want;
+  uint64_t theirs;
+  pid_t kid = nobody_sweep(&d, 100000000u, &theirs);
+  msleep(500); /* its sweep on the device */
+  enum { N = 48 };
+  uint64_t flood[N];
+  for (int i = 0; i < N; i++) {
+    flood[i] = submit(&c, &m, NULL, 0);
+    ck_assert_msg(flood[i] != 0, "render %d refused: %s", i, c.m.error.message);
+  }
+  int said_why = 0;
+  char said[COOP_WIRE_TEXT_MAX];
+  for (int k = 0; k < 300 && !said_why; k++) {
+    for (int i = 0; i < N && !said_why; i++) {
+      if (wait_job(&c, flood[i], 0) != COOP_MSG_ERROR) continue; /* ended */
+      snprintf(said, sizeof said, "%s", c.m.error.message);
+      said_why = strstr(said, "waiting for its user's share of the device") != NULL;
+    }
+    if (!said_why) msleep(10);
+  }
+  ck_assert_msg(said_why, "no render of root's said it waits for its share");
+  assert_has(said, "[jobs] task_percent_per_uid = 20%");
+  int64_t from = INT64_MAX, to = 0, start[N], end[N];
+  for (int i = 0; i < N; i++) {
+    ck_assert_uint_eq(wait_job(&c, flood[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's render %d: %s", i, c.m.result.message);
+    start[i] = c.m.result.t.started;
+    end[i] = c.m.result.t.finished;
+    if (start[i] < from) from = start[i];
+    if (end[i] > to) to = end[i];
+  }
+  stop_nobody(kid);
+  from += 500000000; /* past the burst */
+  ck_assert_msg(to - from > 500000000, "root's renders ended %.0f ms after the burst",
+                (double)(to - from) / 1e6);
+  int64_t busy = 0; /* in from..to; root's renders run one at a time (every worker but one) */
+  for (int i = 0; i < N; i++) {
+    int64_t a = start[i] > from ? start[i] : from, b = end[i] < to ? end[i] : to;
+    if (b > a) busy += b - a;
+  }
+  double share = (double)busy * (w - 1) / w / (double)(to - from); /* of the worker time */
+  fprintf(stderr, "root's renders took %.0f%% of %u workers' %.0f ms\n", share * 100, w,
+          (double)(to - from) / 1e6);
+  ck_assert_msg(share <= 0.32,
+                "root's renders took %.0f%% of the worker time beside nobody's sweep", share * 100);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_isolation_cases(Suite *s) {
   TCase *t = tcase_create("isolation");
   tcase_set_timeout(t, 300);
@@ -975,6 +1049,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, task_max_ms_ends_a_detached_render);
   tcase_add_test(t, ehung_names_no_other_users_job);
   tcase_add_test(t, a_flood_of_tasks_queues_no_other_user_behind_it);
+  tcase_add_test(t, a_users_tasks_take_at_most_their_share_beside_another_users_kernel);
   suite_add_tcase(s, t);
   t = tcase_create("cancel");
   tcase_set_timeout(t, 120);

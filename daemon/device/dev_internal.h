@@ -201,6 +201,14 @@ struct dev {
    * last pass left buffer operations for the next (dev_bufs.c) */
   struct job *turn_head, *turn_tail;
   int bufops_left;
+  /* device thread: each user's tasks' worker time beyond its share
+   * ([jobs] task_percent_per_uid, dev_turns.c), at most DEV_SHARE_USERS */
+  struct dev_share {
+    uint32_t uid;
+    int64_t at;   /* when debt was last brought up to date (host ns) */
+    int64_t debt; /* worker-ns taken beyond the share, decaying at the share's rate */
+  } share[64];
+  unsigned nshare;
   struct {
     uint32_t uid;
     uint64_t at; /* serve_seq when this user last started a cooperative job */
@@ -573,6 +581,9 @@ void dev__trace_copy_at(struct job *j, int in, const int64_t t[4]);
 /* a job that is not cooperative, waiting for its user's turn (dev_turns.c):
  * slot_count is [jobs] tasks_per_uid, slot_mine its user's jobs running */
 #define DEV_SLOT_TURN 6u
+/* a task held for its user's share of the device's worker time (dev_turns.c):
+ * slot_count is [jobs] task_percent_per_uid, slot_mine the ms it waits yet */
+#define DEV_SLOT_TASKSHARE 7u
 /* A job taken from the in queue (or after a restart) to start: a
  * cooperative one through the slots' queue, any other at once. */
 void dev__start_job(struct dev *d, struct job *j);
@@ -598,6 +609,15 @@ unsigned dev__coop_share(const struct dev *d);
  * its user running [jobs] tasks_per_uid such jobs here already (or others
  * waiting before it), 0 to start it now. */
 int dev__turn_waits(struct dev *d, struct job *j);
+/* Run r's next task, not cooperative: 1 if it is held back now, its user's
+ * tasks having taken more than [jobs] task_percent_per_uid of the device's
+ * worker time while another user's cooperative job runs or waits here
+ * (*wake then no later than when the share allows it), else 0. */
+int dev__share_holds(struct dev *d, struct run *r, int64_t now, int64_t *wake);
+/* A task of j (not cooperative) that ran groups workgroups from started
+ * to finished (host ns): charged to its user's share. */
+void dev__share_charge(struct dev *d, const struct job *j, unsigned groups, int64_t started,
+                       int64_t finished);
 /* Starts, in order, the waiting ones whose user may run one more; hands
  * back the ones cancelled (or all, at a stop) while waiting. */
 void dev__pump_turns(struct dev *d);

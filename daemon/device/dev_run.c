@@ -531,6 +531,8 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
     t.gather_ns = r->first.gather_ns;
     if (t.finished && t.started) t.exec_ns = t.finished - t.started;
   }
+  if (!dev__is_coop(j) && t.started && t.finished)
+    dev__share_charge(d, j, j->groups, t.started, t.finished);
   if (ti.fault) fault(d, j, ti.fault);
   if (st == COOP_JOB_REFUSED && j->error == 0) {
     j->error = COOP_EREFUSED;
@@ -684,12 +686,14 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     slice_wake(r, now, wake); /* the next slice comes next pass */
     return 0;
   }
+  int held = 0; /* its user's tasks past their share (dev_turns.c): *wake set for it */
   while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
     /* a cooperative job's start held while a task of higher priority has
      * its workers or is due (dev_prio.c): taken before, it filled its
      * buffers meanwhile; the task's end or the window's passes again */
     if ((j->flags & COOP_SUBMIT_COOPERATIVE) && !r->started_ns && dev__prio_blocked(d, j->priority))
       break;
+    if ((held = dev__share_holds(d, r, now, wake))) break;
     dev__preempt_before_submit(d, r);
     int alive = dp_alive(d->rt);
     int e = submit_instance(d, r, *wake);
@@ -710,7 +714,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     if (!r->started_ns) r->started_ns = now;
     r->next_release = r->t0 + (int64_t)r->released * j->period_us * 1000;
   }
-  if (!releases_done(r) && r->next_release < *wake) *wake = r->next_release;
+  if (!releases_done(r) && !held && r->next_release < *wake) *wake = r->next_release;
   for (unsigned i = 0; i < r->ninflight;) {
     struct coop_rt_task_info ti;
     int got = r->ended ? (ti = r->end_info, 1) : dp_task_info(d->rt, r->task[i], &ti) == 0;

@@ -354,6 +354,14 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n) {
              mine, mine == 1 ? "" : "s", mine == 1 ? "is" : "are", limit, ahead);
     return 1;
   }
+  if (atomic_load(&j->slot_why) == DEV_SLOT_TASKSHARE) {
+    snprintf(buf, n,
+             "waiting for its user's share of the device: its user's tasks took more than "
+             "[jobs] task_percent_per_uid = %u%% of the device's worker time while another "
+             "user's cooperative job runs here; about %u ms more",
+             slots, mine);
+    return 1;
+  }
   switch (atomic_load(&j->slot_why)) {
     case DEV_SLOT_SHARE:
       why = "; its user holds its share while other users wait";

@@ -76,3 +76,96 @@ void dev__pump_turns(struct dev *d) {
   d->turn_head = keep;
   d->turn_tail = keep_tail;
 }
+
+/* ---- a user's tasks' share of the device's worker time ----
+ *
+ * A task that is not cooperative takes its workgroups from the cooperative
+ * kernels running beside it (they give them back at offer_kill), which is
+ * the paper's bargain for one user's short graphics-like tasks. Across
+ * users it had no bound: one user's renders of every worker, back to back
+ * (tasks_per_uid in flight keep the queue full), held another user's bfs
+ * at one workgroup for as long as they came. So while another user's
+ * cooperative job runs or waits on the device, a user's tasks together may
+ * take [jobs] task_percent_per_uid of its worker time (workgroups x time):
+ * each task's workgroups x its start -> finish is charged to its user at
+ * its end, the charge beyond the share (debt) decays at the share's rate
+ * (percent x workers), and while a user's debt exceeds the share of
+ * DEV_SHARE_BURST_NS its next task (a periodic job's next instance) is
+ * held until it no longer does. Without a competing user nothing is held,
+ * and the debt kept is at most that burst, so a user who had the device
+ * alone is not held for what it took then. A 60 fps frame of 8 ms on every
+ * worker takes 48%: the default of 50 leaves the paper's heavy class
+ * alone. */
+#define DEV_SHARE_BURST_NS 250000000ll
+
+/* The worker-ns the share allows in dt ns. */
+static int64_t allowance(const struct dev *d, int64_t dt) {
+  if (dt > 1000000000000ll) dt = 1000000000000ll; /* no overflow: the debt is gone by then */
+  return dt * (int64_t)atomic_load(&d->workers) * d->cfg->task_percent_per_uid / 100;
+}
+
+/* uid's entry, its debt brought up to now; a full table reuses the entry
+ * of least debt. */
+static struct dev_share *share_of(struct dev *d, uint32_t uid, int64_t now) {
+  struct dev_share *e = NULL;
+  for (unsigned i = 0; i < d->nshare && !e; i++)
+    if (d->share[i].uid == uid) e = &d->share[i];
+  if (!e && d->nshare < sizeof d->share / sizeof d->share[0]) e = &d->share[d->nshare++];
+  if (!e) {
+    e = &d->share[0];
+    for (unsigned i = 1; i < d->nshare; i++)
+      if (d->share[i].debt < e->debt) e = &d->share[i];
+  }
+  if (e->uid != uid || !e->at) *e = (struct dev_share){.uid = uid, .at = now};
+  e->debt -= allowance(d, now - e->at);
+  if (e->debt < 0) e->debt = 0;
+  e->at = now;
+  return e;
+}
+
+/* Whether a user other than uid has a cooperative job running or waiting
+ * (for a slot, or suspended) on d. */
+static int others_coop(const struct dev *d, uint32_t uid) {
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (dev__is_coop(r->j) && r->j->uid != uid) return 1;
+  for (const struct job *j = d->coop_wait_head; j; j = j->dev_next)
+    if (j->uid != uid) return 1;
+  return 0;
+}
+
+static int share_on(const struct dev *d) {
+  unsigned p = d->cfg->task_percent_per_uid;
+  return p && p < 100 && atomic_load(&d->workers);
+}
+
+void dev__share_charge(struct dev *d, const struct job *j, unsigned groups, int64_t started,
+                       int64_t finished) {
+  if (!share_on(d) || !started || finished <= started) return;
+  struct dev_share *e = share_of(d, j->uid, coop__now_ns());
+  e->debt += (finished - started) * (int64_t)groups;
+  int64_t burst = allowance(d, DEV_SHARE_BURST_NS);
+  if (e->debt > burst && !others_coop(d, j->uid)) e->debt = burst;
+}
+
+int dev__share_holds(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
+  struct job *j = r->j;
+  if (!share_on(d) || dev__is_coop(j) || !others_coop(d, j->uid)) {
+    if (atomic_load(&j->slot_why) == DEV_SLOT_TASKSHARE) atomic_store(&j->slot_ahead, 0);
+    return 0;
+  }
+  struct dev_share *e = share_of(d, j->uid, now);
+  int64_t over = e->debt - allowance(d, DEV_SHARE_BURST_NS);
+  if (over <= 0) {
+    if (atomic_load(&j->slot_why) == DEV_SLOT_TASKSHARE) atomic_store(&j->slot_ahead, 0);
+    return 0;
+  }
+  int64_t per_ms = allowance(d, 1000000), ms = (over + per_ms - 1) / per_ms;
+  if (now + ms * 1000000 < *wake) *wake = now + ms * 1000000;
+  if (!r->released) { /* a job not yet begun says why it waits (a WAIT that times out) */
+    atomic_store(&j->slot_count, d->cfg->task_percent_per_uid);
+    atomic_store(&j->slot_mine, (unsigned)(ms > 3600000 ? 3600000 : ms));
+    atomic_store(&j->slot_why, DEV_SLOT_TASKSHARE);
+    atomic_store(&j->slot_ahead, 1);
+  }
+  return 1;
+}
