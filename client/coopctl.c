@@ -857,15 +857,19 @@ static const struct cmd cmds[] = {
      "                or as the new version of your own kernel of its name; prints its\n"
      "                signature, or the checker's or compiler's log at FILE's lines\n"
      "  remove NAME   remove a kernel you added (root: anyone's)\n"
-     "  --timeout MS  while another reload is in progress, ask again for at most MS\n"
-     "                (default: until it is taken)\n",
+     "  --timeout MS  while another reload is in progress, or your last one ended less\n"
+     "                than coopd's [kernels] author_reload_interval_ms ago (10 s by\n"
+     "                default; root: none), ask again for at most MS (default: until it\n"
+     "                is taken); coopd's reason is printed once on stderr\n",
      cmd_kernel},
     {"reload", "read the kernels again and build them (kernel authors, root)",
      "reload [--timeout MS]",
      "Asks coopd to read its kernels again (its directories and the authors') and build\n"
      "them, as SIGHUP does without reading the settings; waits for the outcome and prints\n"
      "it, with the compiler's log when the build failed (exit status 1).\n"
-     "  --timeout MS  while another reload is in progress, ask again for at most MS\n",
+     "  --timeout MS  while another reload is in progress, or an author's last one ended\n"
+     "                less than [kernels] author_reload_interval_ms ago, ask again for at\n"
+     "                most MS (default: until it is taken)\n",
      cmd_reload},
     {"submit", "submit a job; print its id, or with --wait its result",
      "submit KERNEL [--wg N] [--coop] [--query-barrier] [--period US (--count N | --duration MS)"

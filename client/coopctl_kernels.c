@@ -54,10 +54,17 @@ static char *read_source(const char *path, size_t *len) {
   return b;
 }
 
-/* The author's request again while another reload is in progress (EBUSY),
- * until timeout_ms (< 0: for ever): each reload ends in seconds. */
-static int busy_again(int e, double t0, int timeout_ms) {
+/* The author's request again while another reload is in progress, or
+ * before its own last one is [kernels] author_reload_interval_ms old
+ * (EBUSY), until timeout_ms (< 0: for ever): each reload ends in seconds.
+ * coopd's reason is said once, on stderr, so that the wait is explained. */
+static int busy_again(struct ctl *x, const char *what, int e, double t0, int timeout_ms,
+                      int *said) {
   if (e != COOP_EBUSY || (timeout_ms >= 0 && (now_s() - t0) * 1000 > timeout_ms)) return 0;
+  if (!*said) {
+    *said = 1;
+    fprintf(stderr, "coopctl: %s: waiting: %s\n", what, coop_errmsg(x->c));
+  }
   struct timespec ts = {0, 200000000};
   nanosleep(&ts, NULL);
   return 1;
@@ -92,8 +99,9 @@ static int kernel_add(struct ctl *x, const char *path, int timeout_ms) {
   char *log = NULL;
   int e;
   double t0 = now_s();
+  int said = 0;
   do e = coop_kernel_add(x->c, base, src, len, &k, &log);
-  while (busy_again(e, t0, timeout_ms));
+  while (busy_again(x, "kernel add", e, t0, timeout_ms, &said));
   free(src);
   if (e) return outcome_failed("kernel add", e, log);
   print_added(x, &k);
@@ -106,8 +114,9 @@ static int kernel_remove(struct ctl *x, const char *name, int timeout_ms) {
   char *log = NULL;
   int e;
   double t0 = now_s();
+  int said = 0;
   do e = coop_kernel_remove(x->c, name, &log);
-  while (busy_again(e, t0, timeout_ms));
+  while (busy_again(x, "kernel remove", e, t0, timeout_ms, &said));
   if (e) return outcome_failed("kernel remove", e, log);
   if (x->json) {
     printf("{\"removed\":");
@@ -144,8 +153,9 @@ int cmd_reload(struct ctl *x, int argc, char **argv) {
   char *log = NULL;
   int e;
   double t0 = now_s();
+  int said = 0;
   do e = coop_reload(x->c, &log);
-  while (busy_again(e, t0, ms));
+  while (busy_again(x, "reload", e, t0, ms, &said));
   if (e) return outcome_failed("reload", e, log);
   puts(x->json ? "{\"reloaded\":true}" : "reloaded: coopd runs the kernels read again");
   return 0;

@@ -61,6 +61,7 @@ void config_defaults(struct config *c) {
   copy(c->kernel_dirs, sizeof c->kernel_dirs, COOP_KERNEL_DIR);
   default_authored_dir(c->authored_dir, sizeof c->authored_dir);
   c->max_kernels_per_author = 16;
+  c->author_reload_interval_ms = 10000;
   c->max_source_bytes = 64u << 10;
   c->max_jobs_per_client = 64;
   c->max_bytes_per_client = 256ull << 20;
@@ -142,6 +143,8 @@ static const struct config_key keys[] = {
     {"kernels", "authors", K_STR | K_LIVE, F(authors), 0},
     {"kernels", "authored_dir", K_STR, F(authored_dir), 0},
     {"kernels", "max_per_author", K_UINT | K_LIVE, F(max_kernels_per_author), 1024},
+    {"kernels", "author_reload_interval_ms", K_UINT | K_LIVE, F(author_reload_interval_ms),
+     3600000},
     {"kernels", "max_source_bytes", K_BYTES | K_LIVE, F(max_source_bytes), COOP_WIRE_SOURCE_MAX},
     {"limits", "max_jobs_per_client", K_UINT | K_LIVE, F(max_jobs_per_client), 1u << 20},
     {"limits", "max_bytes_per_client", K_BYTES | K_LIVE, F(max_bytes_per_client), 1ull << 40},
@@ -517,8 +520,9 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "kernel authors: authors=\"%s\" authored_dir=%s max_per_author=%u "
-           "max_source_bytes=%llu",
-           c->authors, c->authored_dir, c->max_kernels_per_author, c->max_source_bytes);
+           "max_source_bytes=%llu author_reload_interval_ms=%u",
+           c->authors, c->authored_dir, c->max_kernels_per_author, c->max_source_bytes,
+           c->author_reload_interval_ms);
   line(b);
   snprintf(b, sizeof b,
            "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "

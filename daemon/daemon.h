@@ -40,6 +40,9 @@ struct uid_use {
    * warm_refusing: the last was refused (its log line said so) */
   int64_t warm_left, warm_at, warm_to;
   int warm_refusing;
+  /* an author's next kernel reload may start then (kadd.c); the entry is
+   * kept until that time, whether or not the author stays connected */
+  int64_t reload_next;
   struct uid_use *next;
 };
 

@@ -34,6 +34,22 @@ static int may_change(struct session *s, uint32_t seq, int root_too) {
                             : "a kernel reload is in progress: ask again once it has ended");
     return -1;
   }
+  /* Each reload builds every kernel again and swaps the megakernel under
+   * every user's jobs (their cooperative ones suspended for the swap, their
+   * tasks drained): an author's loop of them made everyone pay again and
+   * again, and kept other authors' requests answered EBUSY. So an author's
+   * next reload starts [kernels] author_reload_interval_ms after its last
+   * one ended (root: at once). coopctl asks again on EBUSY. */
+  const struct uid_use *u = s->uid ? uid_find(dm, s->uid) : NULL;
+  int64_t now = coop__now_ns();
+  if (u && u->reload_next > now) {
+    int64_t ms = (u->reload_next - now + 999999) / 1000000;
+    sess_error(s, seq, COOP_EBUSY,
+               "uid %u's last kernel reload ended less than [kernels] author_reload_interval_ms "
+               "= %u ms ago: ask again in %lld ms",
+               s->uid, dm->cfg.author_reload_interval_ms, (long long)ms);
+    return -1;
+  }
   return 0;
 }
 
@@ -200,6 +216,11 @@ void sess_reload(struct session *s, uint32_t seq, const union coop_msg *msg, int
 
 void kadd_done(struct daemon *dm, struct reload_req *q, int err, const char *log) {
   static const char *const what[] = {"reload", "add", "remove"};
+  struct uid_use *u = q->uid && dm->cfg.author_reload_interval_ms ? uid_get(dm, q->uid) : NULL;
+  if (u) {
+    u->reload_next = coop__now_ns() + (int64_t)dm->cfg.author_reload_interval_ms * 1000000;
+    uid_put(dm, u);
+  }
   if (err)
     log_info("uid %u: kernel %s%s%s failed: %.*s", q->uid, what[q->op], q->name[0] ? " " : "",
              q->name, (int)strcspn(log, "\n"), log);

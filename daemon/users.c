@@ -52,7 +52,9 @@ int uid_warm_grant(struct uid_use *u, int64_t now, int64_t from, int64_t to, uns
 }
 
 void uid_put(struct daemon *dm, struct uid_use *u) {
-  if (!u || u->conns || u->live || u->kept || u->bufs || u->bytes) return;
+  if (!u || u->conns || u->live || u->kept || u->bufs || u->bytes ||
+      u->reload_next > coop__now_ns())
+    return;
   for (struct uid_use **p = &dm->uids; *p; p = &(*p)->next)
     if (*p == u) {
       *p = u->next;

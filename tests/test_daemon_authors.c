@@ -323,9 +323,75 @@ START_TEST(kernel_authors) {
 }
 END_TEST
 
+/* RELOAD from a child as uid (root only): the first reply's code (0 for a
+ * KERNEL_DONE that succeeded), then the second's and its message, sent
+ * at once after the first; written to the pipe. */
+struct two_reloads {
+  int first, second;
+  char said[256];
+};
+
+static struct two_reloads reload_twice_as(const struct daemon_proc *d, uid_t uid) {
+  struct two_reloads r = {0};
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    close(pfd[0]);
+    if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(3);
+    struct conn c;
+    open_hello(&c, d);
+    int *got[2] = {&r.first, &r.second};
+    for (int i = 0; i < 2; i++) {
+      uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
+      *got[i] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
+      if (t == COOP_MSG_ERROR) snprintf(r.said, sizeof r.said, "%.255s", c.m.error.message);
+    }
+    _exit(write(pfd[1], &r, sizeof r) == sizeof r ? 0 : 4);
+  }
+  close(pfd[1]);
+  ck_assert_int_eq(read(pfd[0], &r, sizeof r), (ssize_t)sizeof r);
+  close(pfd[0]);
+  waitpid(kid, NULL, 0);
+  return r;
+}
+
+/* Hardening: an author's reloads, spaced. Each one builds every kernel and
+ * swaps the megakernel under every user's jobs; an author could send them
+ * back to back for ever (a second RELOAD right after the first was taken
+ * and built). Now its next one waits [kernels] author_reload_interval_ms
+ * from the end of its last: EBUSY with the time left, also after it
+ * reconnects; root, not bound, reloads at once. */
+START_TEST(an_authors_reloads_are_spaced) {
+  if (geteuid() != 0) return; /* needs another uid: CI runs as root */
+  const char *sets[] = {"kernels.authors=65534", "kernels.author_reload_interval_ms=600000", NULL};
+  struct daemon_proc d = {0};
+  daemon_start_log(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct two_reloads r = reload_twice_as(&d, 65534);
+  ck_assert_int_eq(r.first, 0);
+  ck_assert_int_eq(r.second, COOP_EBUSY);
+  assert_has(r.said,
+             "uid 65534's last kernel reload ended less than [kernels] "
+             "author_reload_interval_ms = 600000 ms ago: ask again in");
+  r = reload_twice_as(&d, 65534); /* a new connection: still spaced */
+  ck_assert_int_eq(r.first, COOP_EBUSY);
+  struct conn c;
+  open_hello(&c, &d);
+  uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
+  ck_assert_uint_eq(t, COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_authors_cases(Suite *s) {
   TCase *t = tcase_create("authors");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, kernel_authors);
+  tcase_add_test(t, an_authors_reloads_are_spaced);
   suite_add_tcase(s, t);
 }
