@@ -1662,6 +1662,18 @@ static void buf_write_raw(struct conn *c, uint64_t id, uint64_t size, int fd) {
   send_msg(c, COOP_MSG_BUF_WRITE, &m, &fd, 1);
 }
 
+/* A BUF_READ of len bytes at offset of buffer id (inline) answers want. */
+static void reads_back(struct conn *c, uint64_t id, uint64_t offset, const void *want,
+                       uint32_t len) {
+  static union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_range = (struct coop_msg_buf_range){
+      .buffer = id, .offset = offset, .len = len, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_BUF_READ, &m, NULL, 0)), COOP_MSG_BUF_DATA);
+  ck_assert_uint_eq(c->m.buf_data.data_len, len);
+  ck_assert_int_eq(memcmp(c->m.buf_data.data, want, len), 0);
+}
+
 /* The next frame on c, an OK: when it came (coop__now_ns). */
 static int64_t ok_at(struct conn *c, const char *what) {
   ck_assert_int_eq(read_frame(c), 1);
@@ -1731,13 +1743,7 @@ START_TEST(a_large_write_goes_in_slices_between_other_users_jobs) {
   int64_t rendered = nobody_rendered(kid, pfd[0]);
   ck_assert_msg(rendered < written, "nobody's render ended %.1f ms after root's write",
                 (double)(rendered - written) / 1e6);
-  static union coop_msg m; /* its last 16 bytes, read back */
-  memset(&m, 0, sizeof m);
-  m.buf_range = (struct coop_msg_buf_range){
-      .buffer = id, .offset = size - sizeof mark, .len = sizeof mark, .fd = COOP_WIRE_FD_NONE};
-  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &m, NULL, 0)), COOP_MSG_BUF_DATA);
-  ck_assert_uint_eq(c.m.buf_data.data_len, sizeof mark);
-  ck_assert_int_eq(memcmp(c.m.buf_data.data, mark, sizeof mark), 0);
+  reads_back(&c, id, size - sizeof mark, mark, sizeof mark); /* its last 16 bytes */
   close(fd);
   close(pfd[0]);
   conn_close(&c);
@@ -1776,16 +1782,8 @@ START_TEST(a_large_create_with_contents_goes_in_slices) {
   int64_t rendered = nobody_rendered(kid, pfd[0]);
   ck_assert_msg(rendered < created, "nobody's render ended %.1f ms after root's create",
                 (double)(rendered - created) / 1e6);
-  for (int end = 0; end < 2; end++) { /* its first and last 16 bytes, read back */
-    memset(&m, 0, sizeof m);
-    m.buf_range = (struct coop_msg_buf_range){.buffer = id,
-                                              .offset = end ? size - sizeof mark : 0,
-                                              .len = sizeof mark,
-                                              .fd = COOP_WIRE_FD_NONE};
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &m, NULL, 0)), COOP_MSG_BUF_DATA);
-    ck_assert_uint_eq(c.m.buf_data.data_len, sizeof mark);
-    ck_assert_int_eq(memcmp(c.m.buf_data.data, mark, sizeof mark), 0);
-  }
+  reads_back(&c, id, 0, mark, sizeof mark); /* its first and last 16 bytes */
+  reads_back(&c, id, size - sizeof mark, mark, sizeof mark);
   close(fd);
   close(pfd[0]);
   conn_close(&c);
