@@ -72,6 +72,7 @@ void config_defaults(struct config *c) {
   c->max_detached_kept_per_uid = 256;
   c->max_detached_kept = 1024;
   c->max_buffers_per_uid = 256;
+  c->max_buffer_percent_per_uid = 50;
   c->max_warm_percent_per_uid = 25;
   c->log_level = LOG_LV_INFO;
   c->grace_ms = 5000;
@@ -156,6 +157,7 @@ static const struct config_key keys[] = {
      1u << 20},
     {"limits", "max_detached_kept", K_UINT | K_LIVE, F(max_detached_kept), 1u << 20},
     {"limits", "max_buffers_per_uid", K_UINT | K_LIVE, F(max_buffers_per_uid), 1u << 20},
+    {"limits", "max_buffer_percent_per_uid", K_UINT | K_LIVE, F(max_buffer_percent_per_uid), 100},
     {"limits", "max_warm_percent_per_uid", K_UINT | K_LIVE, F(max_warm_percent_per_uid), 100},
     {"limits", "max_priority", K_UINT | K_LIVE, F(max_priority), COOP_PRIORITY_MAX},
     {"limits", "priority_users", K_STR | K_LIVE, F(priority_users), 0},
@@ -534,11 +536,12 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u) "
-           "buffers=%u warm_percent=%u max_priority=%u priority_users=\"%s\"; server: "
-           "hello_timeout_ms=%u",
+           "buffers=%u buffer_percent=%u warm_percent=%u max_priority=%u priority_users=\"%s\"; "
+           "server: hello_timeout_ms=%u",
            c->max_clients_per_uid, c->max_jobs_per_uid, c->max_bytes_per_uid,
            c->max_detached_kept_per_uid, c->max_detached_kept, c->max_buffers_per_uid,
-           c->max_warm_percent_per_uid, c->max_priority, c->priority_users, c->hello_timeout_ms);
+           c->max_buffer_percent_per_uid, c->max_warm_percent_per_uid, c->max_priority,
+           c->priority_users, c->hello_timeout_ms);
   line(b);
   snprintf(b, sizeof b,
            "jobs: reserve_percent=%u tasks_per_uid=%u task_percent_per_uid=%u min_deadline_us=%u",

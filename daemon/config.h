@@ -55,6 +55,7 @@ struct config {
   unsigned max_detached_kept_per_uid;   /* finished DETACHED jobs whose client has gone */
   unsigned max_detached_kept;           /* the same over every user */
   unsigned max_buffers_per_uid;         /* device buffers, kept ones included */
+  unsigned max_buffer_percent_per_uid;  /* of a device's room for them (sess_bufs.c) */
   unsigned max_warm_percent_per_uid;    /* of the time, in its frame loops' warm windows */
   /* job priorities (priority.c): what every uid may ask, and more for some */
   unsigned max_priority;

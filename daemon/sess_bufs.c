@@ -184,6 +184,31 @@ void sess_bufs_closed(struct session *s) {
   dbuf_session_closed(s->dm, s);
 }
 
+/* [limits] max_buffer_percent_per_uid: a device buffer stays until it is
+ * freed, so one user's could fill the device's room for them, and every
+ * other user's job then failed for want of arena ("no room in the device
+ * arena"). A user's device buffers on a device may take that share of its
+ * arena and, on CUDA, of its device memory beside it ([device] device_mb,
+ * where they go first). 1 with the ERROR sent if size more would pass it. */
+static int room_refused(struct session *s, uint32_t seq, unsigned dev, uint64_t size) {
+  struct daemon *dm = s->dm;
+  unsigned pct = dm->cfg.max_buffer_percent_per_uid;
+  if (!pct || pct >= 100) return 0;
+  char backend[16];
+  dev_backend(dm->devs[dev], backend, sizeof backend);
+  uint64_t room = (uint64_t)dm->cfg.arena_mb << 20;
+  if (!strcmp(backend, "cuda")) room += (uint64_t)dm->cfg.device_mb << 20;
+  uint64_t held = dbuf_bytes_on(dm, s->uid, (uint8_t)dev), cap = room * pct / 100;
+  if (held + size <= cap) return 0;
+  sess_error(s, seq, COOP_ELIMIT,
+             "at most %u%% of device %u's room for device buffers (%llu of %llu MiB) per user "
+             "([limits] max_buffer_percent_per_uid): yours there hold %llu bytes, this one %llu "
+             "more",
+             pct, dev, (unsigned long long)(cap >> 20), (unsigned long long)(room >> 20),
+             (unsigned long long)held, (unsigned long long)size);
+  return 1;
+}
+
 void sess_buf_create(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                      unsigned nfds) {
   const struct coop_msg_buf_create *m = &msg->buf_create;
@@ -208,6 +233,7 @@ void sess_buf_create(struct session *s, uint32_t seq, const union coop_msg *msg,
                       "results and device buffers hold %llu, this buffer %llu more",
                       dm->cfg.max_bytes_per_uid, (unsigned long long)u->bytes,
                       (unsigned long long)m->size);
+  if (room_refused(s, seq, dev, m->size)) return;
   struct sess_bufop *o = new_op(s, seq, DEV_BUF_CREATE);
   if (!o) return;
   o->op.size = m->size;

@@ -683,6 +683,59 @@ START_TEST(counted_per_user) {
 }
 END_TEST
 
+/* A BUF_CREATE of size bytes from a child as nobody: the reply's error
+ * code (0: the buffer was made), written to the pipe and returned. */
+static int nobody_creates(const struct daemon_proc *d, uint64_t size) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(3);
+    struct conn o;
+    open_hello(&o, d);
+    static union coop_msg m;
+    m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
+    uint16_t t = reply(&o, send_msg(&o, COOP_MSG_BUF_CREATE, &m, NULL, 0));
+    int32_t e = t == COOP_MSG_BUFFER ? 0 : t == COOP_MSG_ERROR ? o.m.error.code : -1000;
+    _exit(write(pfd[1], &e, sizeof e) == sizeof e ? 0 : 4);
+  }
+  close(pfd[1]);
+  int32_t e = -2000;
+  ck_assert_int_eq(read(pfd[0], &e, sizeof e), (ssize_t)sizeof e);
+  close(pfd[0]);
+  waitpid(kid, NULL, 0);
+  return e;
+}
+
+/* Hardening: one user's device buffers fill the arena. Buffers stay until
+ * freed: root made 64 MiB ones until refused (the arena is 256 MiB) and
+ * nobody's 64 MiB one then failed ENOMEM ("no room in the device arena"),
+ * as would any job of nobody's with buffers. Now root's on a device take
+ * at most [limits] max_buffer_percent_per_uid (50) of its room: its third
+ * is refused ELIMIT naming the key, and nobody's is made. */
+START_TEST(one_users_buffers_leave_room_for_others) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  coop_conn *c = connect_to(&d);
+  uint64_t id[8];
+  unsigned made = 0;
+  int e = 0;
+  while (made < 8 && !(e = coop_buffer_create(c, 0, 64u << 20, NULL, 0, &id[made]))) made++;
+  ck_assert_msg(e == COOP_ELIMIT, "root's buffer %u: %s (%s)", made + 1, coop_err_name(e),
+                coop_errmsg(c));
+  assert_has(coop_errmsg(c), "[limits] max_buffer_percent_per_uid");
+  ck_assert_uint_eq(made, 2);
+  int theirs = nobody_creates(&d, 64u << 20);
+  ck_assert_msg(theirs == 0, "nobody's buffer: %s", coop_err_name(theirs));
+  ck_assert_int_eq(coop_buffer_free(c, id[0]), 0); /* the room comes back */
+  ck_assert_int_eq(coop_buffer_create(c, 0, 64u << 20, NULL, 0, &id[0]), 0);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* The device process killed: every buffer it held is reported lost, to
  * its operations and to a job naming it, never read as zeros or stale
  * bytes; a new buffer works. */
@@ -1725,7 +1778,8 @@ END_TEST
 START_TEST(a_large_write_goes_in_slices_between_other_users_jobs) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d = {0};
-  bufs_start(&d, NULL);
+  const char *sets[] = {"limits.max_buffer_percent_per_uid=100", NULL}; /* 75% of it */
+  bufs_start(&d, sets);
   struct conn c;
   open_hello(&c, &d);
   const size_t size = 192u << 20;
@@ -1757,7 +1811,8 @@ END_TEST
 START_TEST(a_large_create_with_contents_goes_in_slices) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d = {0};
-  bufs_start(&d, NULL);
+  const char *sets[] = {"limits.max_buffer_percent_per_uid=100", NULL}; /* 75% of it */
+  bufs_start(&d, sets);
   struct conn c;
   open_hello(&c, &d);
   const size_t size = 192u << 20;
@@ -1898,6 +1953,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, buffer_operations_take_turns_with_other_users_jobs);
   tcase_add_test(tc, a_large_write_goes_in_slices_between_other_users_jobs);
   tcase_add_test(tc, a_large_create_with_contents_goes_in_slices);
+  tcase_add_test(tc, one_users_buffers_leave_room_for_others);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
   return s;
