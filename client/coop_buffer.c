@@ -150,18 +150,18 @@ int coop_buffer_create(coop_conn *c, int device, size_t size, const void *data, 
   m[0].buf_create.flags = (uint8_t)flags;
   m[0].buf_create.size = size;
   m[0].buf_create.fd = COOP_WIRE_FD_NONE;
-  int fd = -1;
+  int fd = -1, kept = 0;
   if (data && inline_ok(c, size)) {
     m[0].buf_create.data = data;
     m[0].buf_create.data_len = (uint32_t)size;
-  } else if (data) {
-    fd = coop__memfd_of(data, size);
+  } else if (data) { /* as a write's: the kept memfd, which the device process pins once */
+    fd = xfer_get(c, data, size, &kept);
     if (fd < 0) return free(m), fd;
     m[0].buf_create.fd = 0;
   }
   struct coop_frame *f = NULL;
   int e = request(c, COOP_MSG_BUF_CREATE, &m[0], fd, COOP_MSG_BUFFER, &m[1], &f);
-  if (fd >= 0) close(fd);
+  if (fd >= 0) xfer_put(c, fd, kept, e != 0);
   if (!e) *buffer = m[1].buffer.buffer;
   coop__frame_free(f);
   free(m);
