@@ -36,7 +36,7 @@ for r in $(seq 1 "$rounds"); do
       >"$tmp/rows.csv" || { echo "== $v-$r failed"; tail -5 "$tmp/coopd.log"; }
     stop_daemon
     echo "== $v-$r"
-    column -s, -t <"$tmp/rows.csv" | cut -c1-110
+    cut -d, -f1-9 "$tmp/rows.csv"
     if [ -s "$csv" ]; then tail -n +2 "$tmp/rows.csv" >>"$csv"; else cat "$tmp/rows.csv" >"$csv"; fi
   done
 done
