@@ -1671,12 +1671,19 @@ START_TEST(buffer_operations_bounded_per_connection) {
 END_TEST
 
 /* nobody's (uid 65534) render of one workgroup, in a child: it writes
- * when its render ended DONE (coop__now_ns) into the pipe's end w, or
- * exits non-zero. */
-static pid_t nobody_renders(const struct daemon_proc *d, int w) {
+ * when its render ended DONE (coop__now_ns) into a pipe whose read end
+ * goes to *r, or exits non-zero. */
+static pid_t nobody_renders(const struct daemon_proc *d, int *r) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
   pid_t kid = fork();
   ck_assert_int_ge(kid, 0);
-  if (kid) return kid;
+  if (kid) {
+    close(pfd[1]);
+    *r = pfd[0];
+    return kid;
+  }
+  close(pfd[0]);
   if (setgid(65534) || setuid(65534)) _exit(3);
   struct conn o;
   open_hello(&o, d);
@@ -1685,14 +1692,16 @@ static pid_t nobody_renders(const struct daemon_proc *d, int w) {
       o.m.result.state != COOP_JOB_DONE)
     _exit(4);
   int64_t t = coop__now_ns();
-  if (write(w, &t, sizeof t) != (ssize_t)sizeof t) _exit(5);
+  if (write(pfd[1], &t, sizeof t) != (ssize_t)sizeof t) _exit(5);
   _exit(0);
 }
 
-/* When nobody_renders's child said its render ended; its exit checked. */
+/* When nobody_renders's child said its render ended (r closed after);
+ * its exit checked. */
 static int64_t nobody_rendered(pid_t kid, int r) {
   int64_t t = 0;
   ck_assert_int_eq(read(r, &t, sizeof t), (ssize_t)sizeof t);
+  close(r);
   int st = 0;
   waitpid(kid, &st, 0);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nobody's render failed (%d)", st);
@@ -1714,6 +1723,14 @@ static void buf_write_raw(struct conn *c, uint64_t id, uint64_t size, int fd) {
   memset(&m, 0, sizeof m);
   m.buf_range = (struct coop_msg_buf_range){.buffer = id, .len = size, .fd = 0};
   send_msg(c, COOP_MSG_BUF_WRITE, &m, &fd, 1);
+}
+
+/* A memfd of size bytes with mark's n bytes at its start and at its end. */
+static int marked_memfd(size_t size, const void *mark, size_t n) {
+  int fd = memfd_of(size);
+  ck_assert_int_eq(pwrite(fd, mark, n, 0), (ssize_t)n);
+  ck_assert_int_eq(pwrite(fd, mark, n, (off_t)(size - n)), (ssize_t)n);
+  return fd;
 }
 
 /* A BUF_READ of len bytes at offset of buffer id (inline) answers want. */
@@ -1755,18 +1772,15 @@ START_TEST(buffer_operations_take_turns_with_other_users_jobs) {
   uint64_t id = buf_create_raw(&c, size);
   int fd = memfd_of(size);
   for (int k = 0; k < N; k++) buf_write_raw(&c, id, size, fd);
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = nobody_renders(&d, pfd[1]);
-  close(pfd[1]);
+  int rfd;
+  pid_t kid = nobody_renders(&d, &rfd);
   int64_t answered[N];
   for (int k = 0; k < N; k++) answered[k] = ok_at(&c, "a write");
-  int64_t rendered = nobody_rendered(kid, pfd[0]);
+  int64_t rendered = nobody_rendered(kid, rfd);
   int before = 0;
   for (int k = 0; k < N; k++) before += answered[k] < rendered;
   ck_assert_msg(before <= N / 2, "nobody's render ended after %d of root's %d writes", before, N);
   close(fd);
-  close(pfd[0]);
   conn_close(&c);
   bufs_stop(&d);
 }
@@ -1785,22 +1799,17 @@ START_TEST(a_large_write_goes_in_slices_between_other_users_jobs) {
   open_hello(&c, &d);
   const size_t size = 192u << 20;
   uint64_t id = buf_create_raw(&c, size);
-  int fd = memfd_of(size);
   uint32_t mark[4] = {0x5ec00001u, 0x5ec00002u, 0x5ec00003u, 0x5ec00004u};
-  ck_assert_int_eq(pwrite(fd, mark, sizeof mark, (off_t)(size - sizeof mark)),
-                   (ssize_t)sizeof mark);
+  int fd = marked_memfd(size, mark, sizeof mark);
   buf_write_raw(&c, id, size, fd);
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = nobody_renders(&d, pfd[1]);
-  close(pfd[1]);
+  int rfd;
+  pid_t kid = nobody_renders(&d, &rfd);
   int64_t written = ok_at(&c, "the write");
-  int64_t rendered = nobody_rendered(kid, pfd[0]);
+  int64_t rendered = nobody_rendered(kid, rfd);
   ck_assert_msg(rendered < written, "nobody's render ended %.1f ms after root's write",
                 (double)(rendered - written) / 1e6);
   reads_back(&c, id, size - sizeof mark, mark, sizeof mark); /* its last 16 bytes */
   close(fd);
-  close(pfd[0]);
   conn_close(&c);
   bufs_stop(&d);
 }
@@ -1817,31 +1826,25 @@ START_TEST(a_large_create_with_contents_goes_in_slices) {
   struct conn c;
   open_hello(&c, &d);
   const size_t size = 192u << 20;
-  int fd = memfd_of(size);
   uint32_t mark[4] = {0x5ec00011u, 0x5ec00012u, 0x5ec00013u, 0x5ec00014u};
-  ck_assert_int_eq(pwrite(fd, mark, sizeof mark, (off_t)(size - sizeof mark)),
-                   (ssize_t)sizeof mark);
-  ck_assert_int_eq(pwrite(fd, mark, sizeof mark, 0), (ssize_t)sizeof mark);
+  int fd = marked_memfd(size, mark, sizeof mark);
   static union coop_msg m;
   memset(&m, 0, sizeof m);
   m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = 0};
   send_msg(&c, COOP_MSG_BUF_CREATE, &m, &fd, 1);
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = nobody_renders(&d, pfd[1]);
-  close(pfd[1]);
+  int rfd;
+  pid_t kid = nobody_renders(&d, &rfd);
   ck_assert_int_eq(read_frame(&c), 1);
   ck_assert_msg(c.h.type == COOP_MSG_BUFFER, "the create: %s",
                 c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not BUFFER");
   int64_t created = coop__now_ns();
   uint64_t id = c.m.buffer.buffer;
-  int64_t rendered = nobody_rendered(kid, pfd[0]);
+  int64_t rendered = nobody_rendered(kid, rfd);
   ck_assert_msg(rendered < created, "nobody's render ended %.1f ms after root's create",
                 (double)(rendered - created) / 1e6);
   reads_back(&c, id, 0, mark, sizeof mark); /* its first and last 16 bytes */
   reads_back(&c, id, size - sizeof mark, mark, sizeof mark);
   close(fd);
-  close(pfd[0]);
   conn_close(&c);
   bufs_stop(&d);
 }

@@ -149,13 +149,10 @@ void dev__share_charge(struct dev *d, const struct job *j, unsigned groups, int6
 
 int dev__share_holds(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   struct job *j = r->j;
-  if (!share_on(d) || dev__is_coop(j) || !others_coop(d, j->uid)) {
-    if (atomic_load(&j->slot_why) == DEV_SLOT_TASKSHARE) atomic_store(&j->slot_ahead, 0);
-    return 0;
-  }
-  struct dev_share *e = share_of(d, j->uid, now);
-  int64_t over = e->debt - allowance(d, DEV_SHARE_BURST_NS);
-  if (over <= 0) {
+  int64_t over = share_on(d) && !dev__is_coop(j) && others_coop(d, j->uid)
+                     ? share_of(d, j->uid, now)->debt - allowance(d, DEV_SHARE_BURST_NS)
+                     : 0;
+  if (over <= 0) { /* free to go: a wait it said it had is over */
     if (atomic_load(&j->slot_why) == DEV_SLOT_TASKSHARE) atomic_store(&j->slot_ahead, 0);
     return 0;
   }
