@@ -501,6 +501,14 @@ struct coop_wire_status job_status(struct conn *c, uint64_t job) {
 
 uint8_t job_state(struct conn *c, uint64_t job) { return job_status(c, job).state; }
 
+uint64_t buf_create_raw(struct conn *c, uint64_t size) {
+  static union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
+  return c->m.buffer.buffer;
+}
+
 pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *job) {
   int pfd[2];
   ck_assert_int_eq(pipe(pfd), 0);

@@ -177,6 +177,9 @@ struct coop_msg_stats_reply stats(struct conn *c);
 uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds, uint32_t groups,
                       int fd);
 
+/* A device buffer of size bytes for c (BUF_CREATE, no contents): its id. */
+uint64_t buf_create_raw(struct conn *c, uint64_t size);
+
 /* A DETACHED sweep of one workgroup that runs until cancelled. */
 uint64_t detached_sweep(struct conn *c);
 

@@ -1708,15 +1708,6 @@ static int64_t nobody_rendered(pid_t kid, int r) {
   return t;
 }
 
-/* A device buffer of size bytes for c: its id. */
-static uint64_t buf_create_raw(struct conn *c, uint64_t size) {
-  static union coop_msg m;
-  memset(&m, 0, sizeof m);
-  m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
-  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
-  return c->m.buffer.buffer;
-}
-
 /* A BUF_WRITE of size bytes of fd into buffer id, its answer not read. */
 static void buf_write_raw(struct conn *c, uint64_t id, uint64_t size, int fd) {
   static union coop_msg m;

@@ -186,12 +186,15 @@ START_TEST(watchdog_ms_cancels_a_long_job) {
 }
 END_TEST
 
-/* A job whose buffers do not fit beside another job's in the arena fails
- * with ENOMEM and a hint, the daemon goes on, and the space comes back
- * when the other job ends. Arena 1 MiB: a running sweep holds 600 KiB; a
- * render of 3 x 160 KiB (n = 200) fits alone, not beside it. */
+/* A job whose buffers do not fit the arena beside a running job's waits
+ * for the room (docs/daemon.md, "Room in the arena"), where it failed
+ * ENOMEM ("raise [device] arena_mb"). Arena 1 MiB: a running sweep holds
+ * 600 KiB; a render of 3 x 160 KiB (n = 200) fits alone, not beside it: it
+ * is QUEUED, its WAIT names the room, and once the sweep is cancelled it
+ * runs, DONE and right. Beside a device buffer of 700 KiB, with no job
+ * running, nothing that ends would make room: it fails ENOMEM at once. */
 START_TEST(full_arena) {
-  const char *sets[] = {"device.arena_mb=1", NULL};
+  const char *sets[] = {"device.arena_mb=1", "limits.max_buffer_percent_per_uid=100", NULL};
   struct daemon_proc d = {0};
   daemon_start(&d, sets);
   struct conn c;
@@ -210,10 +213,14 @@ START_TEST(full_arena) {
   render_init_n(&m, 1, a, b, N);
   uint64_t r = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(r, 0);
-  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
-  ck_assert_int_eq(c.m.result.error, COOP_ENOMEM);
-  assert_has(c.m.result.message, "arena_mb");
+  char said[COOP_WIRE_TEXT_MAX] = "";
+  for (int i = 0; i < 100 && !strstr(said, "waiting for room"); i++) {
+    ck_assert_uint_eq(wait_job(&c, r, 20), COOP_MSG_ERROR); /* not ended: failed before */
+    ck_assert_int_eq(c.m.error.code, COOP_ETIMEDOUT);
+    snprintf(said, sizeof said, "%s", c.m.error.message);
+  }
+  assert_has(said, "waiting for room in the device arena: its buffers (469 KiB) do not fit");
+  ck_assert_uint_eq(job_state(&c, r), COOP_JOB_QUEUED);
 
   union coop_msg k;
   memset(&k, 0, sizeof k);
@@ -222,15 +229,21 @@ START_TEST(full_arena) {
   ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
 
-  r = submit(&c, &m, NULL, 0); /* the sweep's 600 KiB are free again */
-  ck_assert_uint_ne(r, 0);
-  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT); /* the room came back */
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
   ck_assert_uint_eq(c.m.result.nbuf, 1);
   ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof a);
   static float got[N * N]; /* the wire's bytes need not be aligned for floats */
   memcpy(got, c.m.result.bufs[0].data, sizeof got);
   for (int i = 0; i < N * N; i++) ck_assert_float_eq(got[i], (float)N);
+
+  buf_create_raw(&c, 700u << 10);
+  r = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_FAILED);
+  ck_assert_int_eq(c.m.result.error, COOP_ENOMEM);
+  assert_has(c.m.result.message, "arena_mb");
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }

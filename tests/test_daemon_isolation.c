@@ -732,6 +732,74 @@ static void stop_nobody(pid_t kid) {
   waitpid(kid, NULL, 0);
 }
 
+/* Hardening, the arena: a job's buffers are copied into the arena while it
+ * runs, and root's running sweep held 600 KiB of a 1 MiB arena: nobody's
+ * render of 480 KiB, which fits the arena alone, failed ENOMEM ("raise
+ * [device] arena_mb"). Now it waits for the room (docs/daemon.md, "Room in
+ * the arena"), and while it waits root, past [limits]
+ * max_buffer_percent_per_uid (50%) of the arena, starts no job with
+ * buffers: root's small render, which would fit the 424 KiB left, waits
+ * too, so that the room the sweep gives back goes to nobody's. */
+START_TEST(one_users_running_jobs_leave_room_for_others) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"device.arena_mb=1", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  chmod(d.dir, 0755);
+  chmod(d.sock, 0666);
+  struct conn c;
+  open_hello(&c, &d);
+  int fd = memfd_of(600u << 10);
+  uint64_t sweep = sweep_submit(&c, NULL, (600u << 10) / 4, 100000000u, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  close(fd);
+  wait_running(&c, sweep);
+
+  enum { N = 200, SMALL = 64 };
+  static float a[N * N], b[N * N];
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  render_init_n(&m, 1, a, b, N);
+  uint64_t theirs;
+  pid_t kid = nobody_submit(&d, &m, &theirs);
+  char said[COOP_WIRE_TEXT_MAX] = "";
+  for (int i = 0; i < 100 && !strstr(said, "waiting for room"); i++) {
+    uint8_t st = job_state(&c, theirs);
+    ck_assert_msg(st == COOP_JOB_QUEUED, "nobody's render is %s", coop_job_state_name(st));
+    wait_says(&c, theirs, 20, said, sizeof said);
+  }
+  assert_has(said, "waiting for room in the device arena: its buffers (469 KiB)");
+
+  render_init_n(&m, 1, a, b, SMALL);
+  uint64_t mine = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(mine, 0);
+  said[0] = '\0';
+  for (int i = 0; i < 100 && !strstr(said, "waiting for room"); i++) {
+    uint8_t st = job_state(&c, mine);
+    ck_assert_msg(st == COOP_JOB_QUEUED, "root's small render is %s beside nobody's waiting one",
+                  coop_job_state_name(st));
+    wait_says(&c, mine, 20, said, sizeof said);
+  }
+  assert_has(said,
+             "another user's job waits for room there, and its user's running jobs hold "
+             "600 KiB of it, past [limits] max_buffer_percent_per_uid = 50%");
+
+  union coop_msg k;
+  memset(&k, 0, sizeof k);
+  k.job.job = sweep;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(wait_job(&c, mine, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's small render: %s", c.m.result.message);
+  uint8_t st = job_state(&c, theirs);
+  for (int i = 0; i < 200 && st < COOP_JOB_DONE; i++, msleep(20)) st = job_state(&c, theirs);
+  ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
+  stop_nobody(kid);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
  * them. When root's running sweep ends, the free slot goes to nobody, who
  * runs none yet, not to root's next in line (FIFO would). */
@@ -1036,6 +1104,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, waiters_are_bounded);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
+  tcase_add_test(t, one_users_running_jobs_leave_room_for_others);
   suite_add_tcase(s, t);
   t = tcase_create("slots");
   suite_add_tcase(s, t);

@@ -201,6 +201,10 @@ struct dev {
    * last pass left buffer operations for the next (dev_bufs.c) */
   struct job *turn_head, *turn_tail;
   int bufops_left;
+  /* device thread: jobs waiting for room in the arena (dev_room.c); a run
+   * ended, or a waiting job left, since they were last tried */
+  struct job *room_head, *room_tail;
+  int room_freed;
   /* device thread: each user's tasks' worker time beyond its share
    * ([jobs] task_percent_per_uid, dev_turns.c), at most DEV_SHARE_USERS */
   struct dev_share {
@@ -584,6 +588,13 @@ void dev__trace_copy_at(struct job *j, int in, const int64_t t[4]);
 /* a task held for its user's share of the device's worker time (dev_turns.c):
  * slot_count is [jobs] task_percent_per_uid, slot_mine the ms it waits yet */
 #define DEV_SLOT_TASKSHARE 7u
+/* a job waiting for room in the arena (dev_room.c): slot_count is [device]
+ * arena_mb, slot_held the KiB the runs' copies hold, slot_mine its own KiB */
+#define DEV_SLOT_ROOM 8u
+/* a job held back while another user's waits for room (dev_room.c):
+ * slot_count is [limits] max_buffer_percent_per_uid, slot_held the KiB its
+ * user's runs hold, slot_mine that share's KiB */
+#define DEV_SLOT_ROOM_SHARE 9u
 /* A job taken from the in queue (or after a restart) to start: a
  * cooperative one through the slots' queue, any other at once. */
 void dev__start_job(struct dev *d, struct job *j);
@@ -609,6 +620,19 @@ unsigned dev__coop_share(const struct dev *d);
  * its user running [jobs] tasks_per_uid such jobs here already (or others
  * waiting before it), 0 to start it now. */
 int dev__turn_waits(struct dev *d, struct job *j);
+/* dev_room.c. dev__stage_in's answer for a job that waits for room. */
+#define DEV_ROOM_WAIT 1
+/* Whether j, about to be staged, is held back: another user's job waits
+ * for room and j's user's runs hold their share of the arena. */
+int dev__room_gated(struct dev *d, struct job *j);
+/* After j found no room: whether a run's end may make it (other runs hold
+ * arena copies); then j's WAIT says so. */
+int dev__room_later(struct dev *d, struct job *j);
+/* j waits for room (its run freed, nothing of it on the device). */
+void dev__room_wait(struct dev *d, struct job *j);
+/* Tries the waiting jobs again, in order, where a run ended or a waiting
+ * one left since; cancels the cancelled ones. */
+void dev__pump_room(struct dev *d);
 /* Run r's next task, not cooperative: 1 if it is held back now, its user's
  * tasks having taken more than [jobs] task_percent_per_uid of the device's
  * worker time while another user's cooperative job runs or waits here

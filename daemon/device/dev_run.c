@@ -307,6 +307,15 @@ void dev__start_now(struct dev *d, struct job *j) {
   r->io_submit = !e && dev__io_with_submit(d, j, NULL, NULL); /* then in with its submit */
   if (!e && !r->io_submit) e = dev__io(d, j, 1);
   if (!e) e = dev__stage_in(d, j);
+  if (e == DEV_ROOM_WAIT) { /* nothing of it on the device: it starts afresh */
+    free(j->inst);
+    free(j->inst_order);
+    j->inst = NULL;
+    j->inst_order = NULL;
+    free(r);
+    dev__room_wait(d, j);
+    return;
+  }
   if (e == COOP_ELOST && !j->error && j->reruns++ >= DEV_MAX_RERUNS)
     dev__fail(j, e, "the device process died while the job was staged, %u times", j->reruns);
   if (e && !(e == COOP_ELOST && !j->error)) {

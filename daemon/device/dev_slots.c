@@ -362,6 +362,22 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n) {
              slots, mine);
     return 1;
   }
+  if (atomic_load(&j->slot_why) == DEV_SLOT_ROOM) {
+    snprintf(buf, n,
+             "waiting for room in the device arena: its buffers (%u KiB) do not fit beside the "
+             "%u KiB the running jobs hold ([device] arena_mb = %u); it is tried again as "
+             "they end",
+             mine, held, slots);
+    return 1;
+  }
+  if (atomic_load(&j->slot_why) == DEV_SLOT_ROOM_SHARE) {
+    snprintf(buf, n,
+             "waiting for room in the device arena: another user's job waits for room there, "
+             "and its user's running jobs hold %u KiB of it, past [limits] "
+             "max_buffer_percent_per_uid = %u%% (%u KiB); it is tried again as they end",
+             held, slots, mine);
+    return 1;
+  }
   switch (atomic_load(&j->slot_why)) {
     case DEV_SLOT_SHARE:
       why = "; its user holds its share while other users wait";

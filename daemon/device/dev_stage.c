@@ -92,12 +92,14 @@ static unsigned job_bufs(struct job *j, struct dp_buf *b, int inl, int unstage, 
 }
 
 /* Arena copies of the job's buffers, IN data copied in by the device
- * process in one request. 0 or -1 (failed). */
+ * process in one request. 0, DEV_ROOM_WAIT (no room yet: dev_room.c, the
+ * job not failed) or a coop error (failed). */
 int dev__stage_in(struct dev *d, struct job *j) {
   struct dp_buf b[COOP_WIRE_MAX_ARGS];
   uint64_t inl_len;
   unsigned n = job_bufs(j, b, -1, 0, 0, 0, &inl_len);
   if (!n) return 0;
+  if (dev__room_gated(d, j)) return DEV_ROOM_WAIT;
   int inl = -1;
   if (inl_len) { /* the inline IN bytes, one after another */
     inl = inline_fd(d, inl_len);
@@ -117,6 +119,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
   }
   int e = dp_stage(d->rt, b, n);
   if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
+  if (e == COOP_ENOMEM && dev__room_later(d, j)) return DEV_ROOM_WAIT;
   if (e == COOP_ENOMEM) {
     dev__fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
               "raise [device] arena_mb");

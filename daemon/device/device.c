@@ -469,7 +469,7 @@ static void wait_for_work(struct dev *d, int64_t wake) {
       (d->in_head && !d->swapping) || d->bufin_head || d->next_state == NEXT_ASKED || d->next_drop;
   if (!takes && !(d->stopping && !d->runs) && !(d->swapping && !d->runs)) {
     if (!d->runs && !d->in_head && !d->coop_wait_head && !d->held_head && !d->turn_head &&
-        wake == INT64_MAX) {
+        !d->room_head && wake == INT64_MAX) {
       pthread_cond_wait(&d->cv, &d->mu);
     } else if (wake > coop__now_ns()) { /* the cv waits on CLOCK_MONOTONIC too */
       struct timespec ts = {wake / 1000000000, wake % 1000000000};
@@ -628,6 +628,7 @@ static void *dev_main(void *arg) {
     /* after take_new, which may have just held a job: its wake counts */
     int64_t held_wake = INT64_MAX; /* the next end of a hold (dev_hold.c) */
     dev__pump_held(d, coop__now_ns(), &held_wake);
+    dev__pump_room(d);
     dev__pump_coop_wait(d);
     dev__pump_turns(d);
     if (d->parked && d->runs) unpark(d);
@@ -673,6 +674,8 @@ static void *dev_main(void *arg) {
      * each 60 fps frame of higher priority resumed 50 ms after it, with
      * the device idle in between. */
     if (suspended || ended) {
+      d->room_freed = 1;
+      dev__pump_room(d);
       dev__pump_coop_wait(d);
       dev__pump_turns(d);
       wake = now;
@@ -683,7 +686,7 @@ static void *dev_main(void *arg) {
     dev__preempt_ahead(d, now, &wake);
     dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
-    if (!d->runs && !d->coop_wait_head && !d->turn_head && !building)
+    if (!d->runs && !d->coop_wait_head && !d->turn_head && !d->room_head && !building)
       wake = INT64_MAX; /* nothing to poll */
     if (held_wake < wake) wake = held_wake;
     maybe_park(d, now, &wake);
@@ -698,7 +701,7 @@ static void *dev_main(void *arg) {
     }
     pthread_mutex_lock(&d->mu);
     int done = d->stopping && !d->runs && !d->in_head && !d->coop_wait_head && !d->held_head &&
-               !d->turn_head;
+               !d->turn_head && !d->room_head;
     pthread_mutex_unlock(&d->mu);
     if (done) break;
     if (d->runs && d->rt && dp_alive(d->rt) && !dev__new_work(d))
