@@ -82,9 +82,7 @@ static int checkpointable(const struct dev *d, const struct run *r) {
          !j->error && !job_has_devbufs(j) && !r->draining;
 }
 
-/* The bytes of j's buffers (not device buffers), as dev__carry_bufs lays
- * them out. */
-static uint64_t buf_bytes(const struct job *j) {
+uint64_t dev__buf_bytes(const struct job *j) {
   uint64_t n = 0;
   for (unsigned i = 0; i < j->nargs; i++)
     if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) n += j->args[i].size;
@@ -93,13 +91,15 @@ static uint64_t buf_bytes(const struct job *j) {
 
 /* r's snapshot buffer, allocated (zeroed, in the arena) before the first
  * checkpoint of its task is asked, while the task runs: 1 when it has one.
- * None beyond [jobs] checkpoint_snapshot_percent of the arena, or where the
- * arena has no room now (tried again at the next checkpoint). */
+ * None beyond [jobs] checkpoint_snapshot_percent of the arena, where the
+ * arena has no room now, or while a job waits for room (dev_room.c: a
+ * cache must not take what a job waits for); tried again at the next
+ * checkpoint. */
 static int snapshot_ready(struct dev *d, struct run *r) {
   if (r->snap_arg) return 1;
-  uint64_t n = buf_bytes(r->j);
+  uint64_t n = dev__buf_bytes(r->j);
   uint64_t most = (uint64_t)d->cfg->arena_mb * (1u << 20) / 100 * d->cfg->snapshot_percent;
-  if (n == 0 || n > most) return 0;
+  if (n == 0 || n > most || d->room_head) return 0;
   /* zeroed, though a save writes it all: zeroing touches every managed page
    * while the job runs; untouched, the first copy on the device took 75 ms
    * instead of 1.4 (502 MB, H200) while the job waited for it */

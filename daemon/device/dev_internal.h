@@ -415,6 +415,9 @@ int dev__finish_or_keep(struct dev *d, struct run *r);
  * argument order, into b: copied in (in = 1) or out (in = 0; the memfd
  * is sized). fd -1: laid out only. Returns how many. */
 unsigned dev__carry_bufs(struct job *j, struct dp_buf *b, int fd, int in);
+/* The bytes of j's buffers (not device buffers): what its staging copies
+ * into the arena, and dev__carry_bufs lays out. */
+uint64_t dev__buf_bytes(const struct job *j);
 /* The kernel arguments of j's buffers (not device buffers) from the args
  * dp_stage set in b, laid out as dev__carry_bufs does. */
 void dev__staged_args(struct job *j, const struct dp_buf *b);

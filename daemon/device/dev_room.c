@@ -22,15 +22,6 @@
  */
 #include "dev_internal.h"
 
-/* The arena bytes job j's buffers take while it runs (its staging's
- * copies: device buffers are not copied). */
-static uint64_t stage_bytes(const struct job *j) {
-  uint64_t n = 0;
-  for (unsigned i = 0; i < j->nargs; i++)
-    if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) n += j->args[i].size;
-  return n;
-}
-
 /* The arena bytes job j's copies hold now. */
 static uint64_t copies_of(const struct job *j) {
   uint64_t n = 0;
@@ -69,7 +60,7 @@ int dev__room_gated(struct dev *d, struct job *j) {
   if (!pct || pct >= 100 || !d->room_head) return 0;
   int other = 0;
   for (const struct job *w = d->room_head; w && !other; w = w->dev_next) other = w->uid != j->uid;
-  uint64_t want = stage_bytes(j);
+  uint64_t want = dev__buf_bytes(j);
   if (!other || !want) return 0;
   uint64_t cap = ((uint64_t)d->cfg->arena_mb << 20) * pct / 100, mine = held_bytes(d, &j->uid);
   if (mine + want <= cap) return 0;
@@ -80,7 +71,7 @@ int dev__room_gated(struct dev *d, struct job *j) {
 int dev__room_later(struct dev *d, struct job *j) {
   uint64_t held = held_bytes(d, NULL);
   if (!held) return 0;
-  publish(j, DEV_SLOT_ROOM, d->cfg->arena_mb, kib(held), kib(stage_bytes(j)));
+  publish(j, DEV_SLOT_ROOM, d->cfg->arena_mb, kib(held), kib(dev__buf_bytes(j)));
   return 1;
 }
 
