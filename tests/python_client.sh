@@ -16,7 +16,10 @@ fi
 
 COOP_LIBRARY=$libcoop PYTHONPATH=$src/python
 export COOP_LIBRARY PYTHONPATH
-start_coopd "$coopd" --kernels "$kernels"
+# the caller an author of kernels (Connection.add_kernel), with no wait
+# between its reloads
+start_coopd "$coopd" --kernels "$kernels" --set kernels.authors="$(id -u)" \
+  --set kernels.authored_dir="$dir/authored" --set kernels.author_reload_interval_ms=0
 
 "$python" "$src/tests/python/test_client.py" "$sock" || fail "test_client.py"
 if "$python" -c 'import scipy' 2>/dev/null; then

@@ -19,8 +19,8 @@ import numpy as np
 from . import _capi
 
 __all__ = ["connect", "socket_path", "empty", "zeros", "Connection", "Prepared", "Job", "Result",
-           "Buffer", "In", "Out", "InOut", "SharedArray", "Error", "Timeout", "STATES", "EVENTS_ALL",
-           "ANY_DEVICE"]
+           "Buffer", "In", "Out", "InOut", "SharedArray", "Error", "Timeout", "BuildError", "STATES",
+           "EVENTS_ALL", "ANY_DEVICE"]
 
 _lib = _capi.load()
 
@@ -52,6 +52,15 @@ class Timeout(Error, TimeoutError):
     """COOP_ETIMEDOUT: a wait ran out before the job ended."""
 
 
+class BuildError(Error):
+    """A kernel add, remove or reload that coopd refused with a log: log is
+    the checker's or compiler's whole text, at the author's file and line."""
+
+    def __init__(self, code, message="", log=""):
+        super().__init__(code, message)
+        self.log = log
+
+
 # The codes of protocol/coop_errno.h as module constants, read from libcoop
 # itself (coop_err_name) so that the list cannot fall behind the C one.
 ERRORS = {}
@@ -62,6 +71,7 @@ for _code in range(-1, -128, -1):
     globals()[_name] = _code
     ERRORS[_code] = _name
 del _code, _name
+ERRORS_BY_NAME = {v: k for k, v in ERRORS.items()}
 
 
 def _check(rc, conn=None):
@@ -69,6 +79,37 @@ def _check(rc, conn=None):
         msg = _s(_lib.coop_errmsg(conn))
         raise (Timeout if ERRORS.get(rc) == "ETIMEDOUT" else Error)(rc, msg)
     return rc
+
+
+def _fn(name):
+    """libcoop's function name, or Error naming the library that lacks it."""
+    f = getattr(_lib, name, None)
+    if f is None:
+        raise Error(ERRORS_BY_NAME["EVERSION"], f"{_lib._name} has no {name}: a newer libcoop "
+                    "is needed")
+    return f
+
+
+def _check_log(rc, conn, log):
+    """_check for the calls that return a log in *log (freed here): an error
+    with a log raises BuildError carrying it."""
+    text = ""
+    if log.value:
+        text = _s(ctypes.string_at(log.value))
+        _lib.libc_free(log)
+    if rc < 0 and text:
+        raise BuildError(rc, _s(_lib.coop_errmsg(conn)), text)
+    return _check(rc, conn)
+
+
+def _kernel_dict(ki):
+    """A coop_kernel_info as a dict."""
+    k = ki.k
+    return {"name": _s(k.name), "cooperative": bool(k.cooperative),
+            "args": [(_s(ki.argnames[a].value), _s(_lib.coop_type_name(k.types[a])))
+                     for a in range(k.nargs)],
+            "rules": [_s(ki.rules[r].value) for r in range(ki.nrules)],
+            "owner": None if ki.owner == _capi.SHIPPED else ki.owner}
 
 
 
@@ -562,6 +603,56 @@ class Connection(_Closing):
                     for k in range(n.value)}
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
+
+    def kernel_info(self):
+        """{name: dict} of every registered kernel (coop_kernels_info): its
+        cooperative flag, args as [(name, type name)] (name "" where the
+        directive names none), its `//@coop require` rules as written, and
+        owner: None for one of coopd's own, else the uid of the author who
+        added it."""
+        lst = ctypes.POINTER(_capi.KernelInfo)()
+        n = ctypes.c_size_t()
+        _check(_fn("coop_kernels_info")(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
+        try:
+            return {_s(lst[k].k.name): _kernel_dict(lst[k]) for k in range(n.value)}
+        finally:
+            _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
+
+    def add_kernel(self, path=None, source=None, file="kernel.cl"):
+        """Adds a kernel of the caller's, or replaces the caller's own of that
+        name (coop_kernel_add; docs/kernels.md, "Adding a kernel without
+        root"): from the .cl file at path (its text and base name), or from
+        source (str or bytes) with file the name its messages give it.
+        Returns once coopd runs it, as kernel_info() describes it. Raises
+        BuildError (its log: the checker's or compiler's text at the file
+        and line) when the kernel does not pass, Error otherwise (EPERM: not
+        an author; EEXIST: the name is taken; EBUSY: ask again later)."""
+        if (path is None) == (source is None):
+            raise TypeError("add_kernel: give path or source, not both")
+        if path is not None:
+            with open(path, "rb") as f:
+                source = f.read()
+            file = os.path.basename(path)
+        if isinstance(source, str):
+            source = source.encode()
+        info = _capi.KernelInfo()
+        log = ctypes.c_void_p()
+        _check_log(_fn("coop_kernel_add")(self._c, file.encode(), source, len(source),
+                                          ctypes.byref(info), ctypes.byref(log)), self._c, log)
+        return _kernel_dict(info)
+
+    def remove_kernel(self, name):
+        """Removes a kernel the caller added (root: any author's;
+        coop_kernel_remove)."""
+        log = ctypes.c_void_p()
+        _check_log(_fn("coop_kernel_remove")(self._c, name.encode(), ctypes.byref(log)),
+                   self._c, log)
+
+    def reload(self):
+        """Reads the kernels again and builds them, as SIGHUP does (authors
+        and root; coop_reload); returns when coopd runs the new set."""
+        log = ctypes.c_void_p()
+        _check_log(_fn("coop_reload")(self._c, ctypes.byref(log)), self._c, log)
 
     def subscribe(self, callback, mask=EVENTS_ALL):
         """callback(event dict) for each event of mask (coop_subscribe),

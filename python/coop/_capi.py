@@ -69,6 +69,15 @@ class Kernel(ctypes.Structure):
                 ("nargs", ctypes.c_uint), ("types", c_int * MAX_ARGS)]
 
 
+# coop_kernel_info's owner for one of coopd's own kernels
+SHIPPED = 0xFFFFFFFF
+
+
+class KernelInfo(ctypes.Structure):
+    _fields_ = [("k", Kernel), ("owner", c_u32), ("argnames", (ctypes.c_char * 32) * MAX_ARGS),
+                ("nrules", ctypes.c_uint), ("rules", (ctypes.c_char * 160) * 16)]
+
+
 class Event(ctypes.Structure):
     _fields_ = [("job", c_u64), ("kind", c_int), ("state", c_int), ("instance", c_u32),
                 ("t_ns", c_i64), ("gather_ns", c_i64)]
@@ -77,7 +86,7 @@ class Event(ctypes.Structure):
 # The structs tests/python/layout.c describes: C name -> ctypes class.
 STRUCTS = {"coop_info": Info, "coop_times": Times, "coop_instance": Instance,
            "coop_result": Result, "coop_device": Device, "coop_stats": Stats,
-           "coop_kernel": Kernel, "coop_event": Event}
+           "coop_kernel": Kernel, "coop_kernel_info": KernelInfo, "coop_event": Event}
 
 EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 
@@ -172,7 +181,15 @@ def load():
         "coop_event_name": (ctypes.c_char_p, [c_int]),
     }
     # newer than libcoop.so.0's first release: absent from an older one
-    optional = {"coop_job_buf_fd": (c_int, [_P, c_int, ctypes.c_size_t, ctypes.c_uint])}
+    optional = {
+        "coop_job_buf_fd": (c_int, [_P, c_int, ctypes.c_size_t, ctypes.c_uint]),
+        "coop_kernels_info": (c_int, [_P, ctypes.POINTER(ctypes.POINTER(KernelInfo)),
+                                      ctypes.POINTER(ctypes.c_size_t)]),
+        "coop_kernel_add": (c_int, [_P, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+                                    ctypes.POINTER(KernelInfo), ctypes.POINTER(_P)]),
+        "coop_kernel_remove": (c_int, [_P, ctypes.c_char_p, ctypes.POINTER(_P)]),
+        "coop_reload": (c_int, [_P, ctypes.POINTER(_P)]),
+    }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         f = getattr(lib, name, None)
         if f is None and name in optional:

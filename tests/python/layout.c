@@ -39,6 +39,9 @@ int main(void) {
   F(stats, watchdog), F(stats, ndevices), F(stats, devs);
   S(kernel);
   F(kernel, name), F(kernel, cooperative), F(kernel, nargs), F(kernel, types);
+  S(kernel_info);
+  F(kernel_info, k), F(kernel_info, owner), F(kernel_info, argnames), F(kernel_info, nrules);
+  F(kernel_info, rules);
   S(event);
   F(event, job), F(event, kind), F(event, state), F(event, instance), F(event, t_ns);
   F(event, gather_ns);

@@ -4,6 +4,7 @@ buffer's life cycle, errors, cancel, events, stats.
 
 usage: test_client.py SOCKET   (COOP_LIBRARY and PYTHONPATH set by the caller)
 """
+import os
 import sys
 import time
 
@@ -199,6 +200,48 @@ kinds = {ev["kind"] for ev in events if ev["job"] == j.id}
 check("finished" in kinds, f"events of the cancelled job: {sorted(kinds)}")
 s = c.stats()
 check(s["cancelled"] >= 1 and s["ndevices"] == len(s["devs"]), "stats")
+
+# a kernel of the caller's (python_client.sh names it an author): added from
+# its source, described, run, refused with the compiler's log when broken,
+# removed (docs/kernels.md, "Adding a kernel without root")
+info = c.kernel_info()
+check(info["sweep"]["owner"] is None and info["sweep"]["cooperative"]
+      and [t for _, t in info["sweep"]["args"]] == ["buf", "u32", "u32"],
+      f"kernel_info: sweep {info['sweep']}")
+TRIPLE = """//@coop name=triple kind=noncooperative args=data:buf,n:u32
+//@coop require n*4 <= len(data)
+void triple(struct coop_ctx *c) {
+  coop_buf_u32 d = coop_arg_buf_u32(c, 0);
+  coop_u32 n = coop_arg_u32(c, 1);
+  if (coop_group_id(c) == 0u)
+    for (coop_u32 i = coop_local_id_c(c); i < n; i += coop_local_size_c(c))
+      coop_at(d, i) = coop_at(d, i) * 3u;
+}
+"""
+k = c.add_kernel(source=TRIPLE, file="triple.cl")
+check(k == {"name": "triple", "cooperative": False, "args": [("data", "buf"), ("n", "u32")],
+            "rules": ["n*4 <= len(data)"], "owner": os.getuid()}, f"add_kernel: {k}")
+check(c.kernel_info()["triple"] == k, "kernel_info lists it as added")
+t = np.array([1, 2, 5], np.uint32)
+c.run("triple", t, np.uint32(3))
+check(t.tolist() == [3, 6, 15], f"the added kernel ran: {t.tolist()}")
+e = raises(coop.Error, lambda: c.run("triple", t, np.uint32(4)), "its require rule")
+check(e is not None and e.code == coop.EARGS and "n*4 <= len(data)" in e.message,
+      f"its code: {e and e.name}")
+broken = TRIPLE.replace("name=triple", "name=broken").replace("void triple", "void broken")
+broken = broken.replace("* 3u;", "* 3u")
+e = raises(coop.BuildError, lambda: c.add_kernel(source=broken, file="broken.cl"),
+           "a kernel that does not compile")
+check(e is not None and e.code == coop.EBUILD and "broken.cl:" in e.log,
+      f"its code {e and e.name}, a log at its file: {e and e.log[:200]!r}")
+check("broken" not in c.kernels(), "the broken kernel is not registered")
+c.remove_kernel("triple")
+check("triple" not in c.kernels(), "remove_kernel")
+e = raises(coop.Error, lambda: c.remove_kernel("triple"), "remove it again")
+check(e is not None and e.code == coop.ENOKERNEL, f"its code: {e and e.name}")
+e = raises(TypeError, lambda: c.add_kernel(), "add_kernel without path or source")
+c.reload()
+check("sweep" in c.kernels(), "reload")
 
 c.close()
 e = raises(coop.Error, lambda: coop.connect(sock + ".none"), "connect to no daemon")
