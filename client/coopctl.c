@@ -243,8 +243,17 @@ int ctl_connect(struct ctl *x) {
   return e ? ctl_fail("connect", e) : 0;
 }
 
+/* The terminal's width in columns (80 when it does not say). */
+static int columns(void) {
+  struct winsize ws;
+  return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col : 80;
+}
+
 /* why: the daemon's answer to the last WAIT that timed out ("job 7 is
- * queued, waiting for a cooperative slot: ..."), shown while it waits. */
+ * queued, waiting for a cooperative slot: ..."); while the job is queued
+ * the line shows why it waits (a slot, its user's turn or share, room in
+ * the arena, a suspension), cut to the terminal's width so that \r
+ * rewrites the whole line. */
 static void progress(struct ctl *x, uint64_t job, double el, int periodic, double expect_s,
                      const char *why) {
   struct coop_job_status *s = NULL;
@@ -253,13 +262,23 @@ static void progress(struct ctl *x, uint64_t job, double el, int periodic, doubl
     free(s);
     return;
   }
-  fprintf(stderr, "\r\033[Kjob %llu: %s, %.1f", (unsigned long long)job, coop_state_name(s->state),
-          el);
-  if (expect_s > 0) fprintf(stderr, " / %.1f", expect_s);
-  fprintf(stderr, " s");
-  if (periodic) fprintf(stderr, ", %u instances, %u misses", s->instances_done, s->misses);
-  const char *slot = strstr(why, "waiting for a cooperative slot");
-  if (slot && s->state == COOP_STATE_QUEUED) fprintf(stderr, ", %s", slot);
+  char line[COOP_TEXT_MAX + 128];
+  int len = snprintf(line, sizeof line, "job %llu: %s, %.1f", (unsigned long long)job,
+                     coop_state_name(s->state), el);
+  if (expect_s > 0) len += snprintf(line + len, sizeof line - len, " / %.1f", expect_s);
+  len += snprintf(line + len, sizeof line - len, " s");
+  if (periodic)
+    len += snprintf(line + len, sizeof line - len, ", %u instances, %u misses", s->instances_done,
+                    s->misses);
+  const char *said = strstr(why, " is ");
+  if (said && s->state == COOP_STATE_QUEUED) {
+    said += 4;
+    if (!strncmp(said, "queued, ", 8)) said += 8;
+    snprintf(line + len, sizeof line - len, ", %s", said);
+  }
+  int cols = columns() - 1;
+  if ((int)strlen(line) > cols) line[cols] = '\0';
+  fprintf(stderr, "\r\033[K%s", line);
   fflush(stderr);
   free(s);
 }

@@ -3,8 +3,9 @@
 # help, "did you mean" for a mistyped command or option, a compiler error
 # in a kernel that names its file and line (coopd --check-config compiles
 # the kernels), the daemon's version and uptime in stats, JSON null for
-# absent values, cancel of a finished job, top's arena and UTIL%, and an
-# output path checked before the job is submitted.
+# absent values, cancel of a finished job, top's arena and UTIL%, an
+# output path checked before the job is submitted, and the progress line's
+# reason for a queued job, within the terminal's width.
 #
 # usage: coopctl_habits.sh COOPD COOPCTL KERNEL_DIR VERSION
 set -u
@@ -108,4 +109,29 @@ expect 2 "--wg N is required for render (not cooperative)" "$coopctl" --socket "
 expect 1 "coopd has no kernel nosuch (coopctl kernels lists them)" "$coopctl" --socket "$sock" \
   submit nosuch u32:1
 stop_coopd
+
+# On a terminal the progress line says why a queued job waits, cut to the
+# terminal's width (80 where it says none): here room in the arena, which a
+# running sweep's 600 KiB hold in a 1 MiB one (docs/daemon.md, "Room in the
+# arena"). `script` gives coopctl a terminal (bsdutils, in every Debian).
+if command -v script >/dev/null; then
+  start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1
+  holder=$("$coopctl" --socket "$sock" submit sweep --wg 1 zeros:614400 u32:153600 u32:100000000)
+  i=0
+  until "$coopctl" --socket "$sock" status "$holder" | grep -q " running "; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && fail "job $holder did not start" && break
+    sleep 0.1
+  done
+  script -qec "'$coopctl' --socket '$sock' submit render --wg 1 --wait --timeout 1500 \
+    zeros:160000 zeros:160000 zeros:160000 u32:200 u32:1" /dev/null >"$dir/tty" 2>&1
+  tr '\r' '\n' <"$dir/tty" | sed 's/\x1b\[K//g' >"$dir/lines"
+  grep -q "^job [0-9]*: queued, [0-9.]* s, waiting for room in the device arena" "$dir/lines" ||
+    fail "the progress line does not say why the job waits: $(cat "$dir/lines")"
+  if awk '/^job / && length > 79 { bad = 1 } END { exit !bad }' "$dir/lines"; then
+    fail "a progress line wider than the terminal: $(cat "$dir/lines")"
+  fi
+  "$coopctl" --socket "$sock" cancel "$holder" >/dev/null
+  stop_coopd
+fi
 finish
