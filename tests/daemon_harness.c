@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h> /* struct timeval */
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -500,6 +501,11 @@ struct coop_wire_status job_status(struct conn *c, uint64_t job) {
 }
 
 uint8_t job_state(struct conn *c, uint64_t job) { return job_status(c, job).state; }
+
+void daemon_open_to_all(const struct daemon_proc *d) {
+  ck_assert_int_eq(chmod(d->dir, 0755), 0);
+  ck_assert_int_eq(chmod(d->sock, 0666), 0);
+}
 
 uint64_t buf_create_raw(struct conn *c, uint64_t size) {
   static union coop_msg m;

@@ -64,6 +64,10 @@ void daemon_stop_ok(struct daemon_proc *d, const char *path);
  * (daemon_harness.c says why). */
 void daemon_start_listening(struct daemon_proc *d, const char *const *sets);
 
+/* d's socket (and its directory) open to every user: a second uid's
+ * clients (nobody's) may connect. */
+void daemon_open_to_all(const struct daemon_proc *d);
+
 /* ---- files and logs ---- */
 
 /* Creates the empty file for a daemon's log: path ends in XXXXXX.log. */

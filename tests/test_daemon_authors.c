@@ -174,8 +174,7 @@ START_TEST(kernel_authors) {
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   unsetenv("NOTIFY_SOCKET");
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  daemon_open_to_all(&d);
   struct stat st;
   ck_assert_int_eq(stat(store, &st), 0); /* made at start, for authors */
   ck_assert_uint_eq(st.st_mode & 0777, 0700);
@@ -368,8 +367,7 @@ START_TEST(an_authors_reloads_are_spaced) {
   const char *sets[] = {"kernels.authors=65534", "kernels.author_reload_interval_ms=600000", NULL};
   struct daemon_proc d = {0};
   daemon_start_log(&d, sets);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  daemon_open_to_all(&d);
   struct two_reloads r = reload_twice_as(&d, 65534);
   ck_assert_int_eq(r.first, 0);
   ck_assert_int_eq(r.second, COOP_EBUSY);

@@ -374,8 +374,7 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
                         NULL};
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  daemon_open_to_all(&d);
   struct conn c;
   open_hello(&c, &d);
   ck_assert_uint_ge(c.m.welcome.workers, 2);

@@ -524,8 +524,7 @@ static uint64_t endless_render_detached(const struct daemon_proc *d, uint32_t w)
  * second user, and root's first connection c: the workers. */
 static uint32_t open_to_nobody(struct daemon_proc *d, const char *const *sets, struct conn *c) {
   daemon_start_log(d, sets);
-  chmod(d->dir, 0755);
-  chmod(d->sock, 0666);
+  daemon_open_to_all(d);
   open_hello(c, d);
   return c->m.welcome.workers;
 }
@@ -745,8 +744,7 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   const char *sets[] = {"device.arena_mb=1", NULL};
   struct daemon_proc d;
   daemon_start(&d, sets);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  daemon_open_to_all(&d);
   struct conn c;
   open_hello(&c, &d);
   int fd = memfd_of(600u << 10);
@@ -810,8 +808,7 @@ START_TEST(cooperative_slots_are_shared_between_users) {
                         NULL};
   struct daemon_proc d;
   daemon_start(&d, sets);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  daemon_open_to_all(&d);
   struct conn c;
   open_hello(&c, &d);
   static uint32_t data[64];
@@ -859,8 +856,7 @@ static void two_user_start(struct daemon_proc *d, const char *reserve) {
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR, reserve,
                         "device.max_workgroups=5", NULL};
   daemon_start(d, sets);
-  chmod(d->dir, 0755);
-  chmod(d->sock, 0666);
+  daemon_open_to_all(d);
 }
 
 /* Hardening, slots: root's endless detached sweep holds the only slot

@@ -460,8 +460,7 @@ START_TEST(a_user_above_its_share_is_suspended) {
                         "jobs.reserve_percent=0", "device.max_workgroups=5", NULL};
   struct daemon_proc d;
   daemon_start(&d, sets);
-  chmod(d.dir, 0755);
-  chmod(d.sock, 0666);
+  daemon_open_to_all(&d);
   struct conn c;
   open_hello(&c, &d);
   ck_assert_uint_eq(c.m.welcome.workers, 4);
