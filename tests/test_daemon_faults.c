@@ -191,8 +191,10 @@ END_TEST
  * ENOMEM ("raise [device] arena_mb"). Arena 1 MiB: a running sweep holds
  * 600 KiB; a render of 3 x 160 KiB (n = 200) fits alone, not beside it: it
  * is QUEUED, its WAIT names the room, and once the sweep is cancelled it
- * runs, DONE and right. Beside a device buffer of 700 KiB, with no job
- * running, nothing that ends would make room: it fails ENOMEM at once. */
+ * runs, DONE and right; a device buffer asked meanwhile is refused ENOMEM
+ * saying that the room is the jobs'. Beside a device buffer of 700 KiB,
+ * with no job running, nothing that ends would make room: the render fails
+ * ENOMEM at once. */
 START_TEST(full_arena) {
   const char *sets[] = {"device.arena_mb=1", "limits.max_buffer_percent_per_uid=100", NULL};
   struct daemon_proc d = {0};
@@ -221,6 +223,13 @@ START_TEST(full_arena) {
   }
   assert_has(said, "waiting for room in the device arena: its buffers (469 KiB) do not fit");
   ck_assert_uint_eq(job_state(&c, r), COOP_JOB_QUEUED);
+  /* a device buffer is answered at once: no room now, and why */
+  union coop_msg bc;
+  memset(&bc, 0, sizeof bc);
+  bc.buf_create = (struct coop_msg_buf_create){.size = 500u << 10, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &bc, NULL, 0)), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_ENOMEM);
+  assert_has(c.m.error.message, "in the device arena now: the jobs there hold 600 KiB of it");
 
   union coop_msg k;
   memset(&k, 0, sizeof k);

@@ -631,6 +631,9 @@ int dev__room_gated(struct dev *d, struct job *j);
 /* After j found no room: whether a run's end may make it (other runs hold
  * arena copies); then j's WAIT says so. */
 int dev__room_later(struct dev *d, struct job *j);
+/* The arena bytes the copies of d's jobs hold (running, or suspended
+ * there): room that comes back as they end. */
+uint64_t dev__room_held(const struct dev *d);
 /* j waits for room (its run freed, nothing of it on the device). */
 void dev__room_wait(struct dev *d, struct job *j);
 /* Tries the waiting jobs again, in order, where a run ended or a waiting

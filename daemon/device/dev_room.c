@@ -42,6 +42,8 @@ static uint64_t held_bytes(const struct dev *d, const uint32_t *uid) {
   return n;
 }
 
+uint64_t dev__room_held(const struct dev *d) { return held_bytes(d, NULL); }
+
 static unsigned kib(uint64_t n) {
   uint64_t k = (n + 1023) >> 10;
   return k > UINT32_MAX ? UINT32_MAX : (unsigned)k;
