@@ -308,6 +308,10 @@ class Job:
     def cancel(self):
         _check(_lib.coop_cancel(self.conn._c, self.id), self.conn._c)
 
+    def status(self):
+        """Its status now, as Connection.status describes it (coop_status)."""
+        return self.conn.status(self.id)
+
     def migrate(self, device):
         """Moves this cooperative job to another device: it resumes there
         where it stopped (docs/daemon.md, "Moving jobs between devices").
@@ -603,6 +607,56 @@ class Connection(_Closing):
                     for k in range(n.value)}
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
+
+    def status(self, job_id=None):
+        """coop_status: the status of job job_id as a dict (job, state,
+        kernel, cooperative, query_barrier, groups, uid, pid,
+        instances_done, misses, priority, suspended, device: where it is
+        now), or without one a list of every job this client may see."""
+        lst = ctypes.POINTER(_capi.JobStatus)()
+        n = ctypes.c_size_t()
+        _check(_lib.coop_status(self._c, job_id or 0, ctypes.byref(lst), ctypes.byref(n)),
+               self._c)
+        try:
+            out = []
+            for k in range(n.value):
+                s = lst[k]
+                d = {f: getattr(s, f) for f, _ in _capi.JobStatus._fields_}
+                d["state"] = STATES.get(s.state, str(s.state))
+                d["kernel"] = _s(s.kernel)
+                for f in ("cooperative", "query_barrier", "suspended"):
+                    d[f] = bool(d[f])
+                out.append(d)
+        finally:
+            _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
+        return out[0] if job_id else out
+
+    def top(self, device=0):
+        """coop_top_device: what the device's worker workgroups do now, as
+        {"workers": [(state, job)], "jobs": [dict]}: each worker's state
+        ("free", "running", "reserved", "other": another user's) and job id
+        (0 for free and other), in the megakernel's order; each running job
+        this client may see with its kernel, cooperative, groups (asked), m
+        (its active count now), workers (held now), kills, forks and
+        priority."""
+        wgs = ctypes.POINTER(_capi.Wg)()
+        jobs = ctypes.POINTER(_capi.TopJob)()
+        nwg, njobs = ctypes.c_size_t(), ctypes.c_size_t()
+        _check(_lib.coop_top_device(self._c, int(device), ctypes.byref(wgs), ctypes.byref(nwg),
+                                    ctypes.byref(jobs), ctypes.byref(njobs)), self._c)
+        try:
+            workers = [(_s(_lib.coop_worker_state_name(wgs[k].state)), wgs[k].job)
+                       for k in range(nwg.value)]
+            js = []
+            for k in range(njobs.value):
+                d = {f: getattr(jobs[k], f) for f, _ in _capi.TopJob._fields_}
+                d["kernel"] = _s(jobs[k].kernel)
+                d["cooperative"] = bool(d["cooperative"])
+                js.append(d)
+        finally:
+            _lib.libc_free(ctypes.cast(wgs, ctypes.c_void_p))
+            _lib.libc_free(ctypes.cast(jobs, ctypes.c_void_p))
+        return {"workers": workers, "jobs": js}
 
     def kernel_info(self):
         """{name: dict} of every registered kernel (coop_kernels_info): its

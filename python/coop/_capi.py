@@ -69,6 +69,24 @@ class Kernel(ctypes.Structure):
                 ("nargs", ctypes.c_uint), ("types", c_int * MAX_ARGS)]
 
 
+class JobStatus(ctypes.Structure):
+    _fields_ = [("job", c_u64), ("state", c_int), ("cooperative", c_int),
+                ("query_barrier", c_int), ("kernel", ctypes.c_char * NAME_MAX),
+                ("groups", c_u32), ("uid", c_u32), ("pid", c_u32), ("instances_done", c_u32),
+                ("misses", c_u32), ("priority", ctypes.c_int32), ("suspended", c_int),
+                ("device", c_u32)]
+
+
+class Wg(ctypes.Structure):
+    _fields_ = [("state", c_int), ("job", c_u64)]
+
+
+class TopJob(ctypes.Structure):
+    _fields_ = [("job", c_u64), ("kernel", ctypes.c_char * NAME_MAX), ("cooperative", c_int),
+                ("groups", c_u32), ("m", c_u32), ("workers", c_u32), ("kills", c_u32),
+                ("forks", c_u32), ("priority", ctypes.c_int32)]
+
+
 # coop_kernel_info's owner for one of coopd's own kernels
 SHIPPED = 0xFFFFFFFF
 
@@ -86,7 +104,8 @@ class Event(ctypes.Structure):
 # The structs tests/python/layout.c describes: C name -> ctypes class.
 STRUCTS = {"coop_info": Info, "coop_times": Times, "coop_instance": Instance,
            "coop_result": Result, "coop_device": Device, "coop_stats": Stats,
-           "coop_kernel": Kernel, "coop_kernel_info": KernelInfo, "coop_event": Event}
+           "coop_kernel": Kernel, "coop_kernel_info": KernelInfo, "coop_event": Event,
+           "coop_job_status": JobStatus, "coop_wg": Wg, "coop_topjob": TopJob}
 
 EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 
@@ -179,6 +198,13 @@ def load():
         "coop_state_name": (ctypes.c_char_p, [c_int]),
         "coop_type_name": (ctypes.c_char_p, [c_int]),
         "coop_event_name": (ctypes.c_char_p, [c_int]),
+        "coop_status": (c_int, [_P, c_u64, ctypes.POINTER(ctypes.POINTER(JobStatus)),
+                                ctypes.POINTER(ctypes.c_size_t)]),
+        "coop_top_device": (c_int, [_P, c_int, ctypes.POINTER(ctypes.POINTER(Wg)),
+                                    ctypes.POINTER(ctypes.c_size_t),
+                                    ctypes.POINTER(ctypes.POINTER(TopJob)),
+                                    ctypes.POINTER(ctypes.c_size_t)]),
+        "coop_worker_state_name": (ctypes.c_char_p, [c_int]),
     }
     # newer than libcoop.so.0's first release: absent from an older one
     optional = {

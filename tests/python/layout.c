@@ -42,6 +42,16 @@ int main(void) {
   S(kernel_info);
   F(kernel_info, k), F(kernel_info, owner), F(kernel_info, argnames), F(kernel_info, nrules);
   F(kernel_info, rules);
+  S(job_status);
+  F(job_status, job), F(job_status, state), F(job_status, cooperative);
+  F(job_status, query_barrier), F(job_status, kernel), F(job_status, groups), F(job_status, uid);
+  F(job_status, pid), F(job_status, instances_done), F(job_status, misses);
+  F(job_status, priority), F(job_status, suspended), F(job_status, device);
+  S(wg);
+  F(wg, state), F(wg, job);
+  S(topjob);
+  F(topjob, job), F(topjob, kernel), F(topjob, cooperative), F(topjob, groups), F(topjob, m);
+  F(topjob, workers), F(topjob, kills), F(topjob, forks), F(topjob, priority);
   S(event);
   F(event, job), F(event, kind), F(event, state), F(event, instance), F(event, t_ns);
   F(event, gather_ns);

@@ -184,6 +184,19 @@ j = c.submit("sweep", long, np.uint32(long.size), np.uint32(1 << 30), groups=1,
              cooperative=True)
 e = raises(coop.Timeout, lambda: j.wait(timeout=0.2), "wait with a timeout")
 check(e is not None and e.code == coop.ETIMEDOUT, "Timeout carries ETIMEDOUT")
+# status and top of the running sweep
+st = j.status()
+check(st["job"] == j.id and st["state"] == "running" and st["kernel"] == "sweep"
+      and st["cooperative"] and not st["suspended"] and st["groups"] == 1 and st["device"] == 0
+      and st["uid"] == os.getuid(), f"job.status: {st}")
+check(any(s["job"] == j.id for s in c.status()), "status() lists it")
+top = c.top()
+check(len(top["workers"]) == c.info["workers"]
+      and ("running", j.id) in top["workers"]
+      and [(t["job"], t["kernel"], t["workers"]) for t in top["jobs"]] == [(j.id, "sweep", 1)],
+      f"top: {top}")
+e = raises(coop.Error, lambda: c.status(1 << 40), "status of no such job")
+check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
 # migrate: this coopd runs one device, so there is nowhere to move it
 e = raises(coop.Error, lambda: j.migrate(1), "migrate to a device coopd does not run")
 check(e is not None and e.code == coop.EINVAL and "no device 1" in e.message,
