@@ -192,9 +192,9 @@ END_TEST
  * 600 KiB; a render of 3 x 160 KiB (n = 200) fits alone, not beside it: it
  * is QUEUED, its WAIT names the room, and once the sweep is cancelled it
  * runs, DONE and right; a device buffer asked meanwhile is refused ENOMEM
- * saying that the room is the jobs'. Beside a device buffer of 700 KiB,
- * with no job running, nothing that ends would make room: the render fails
- * ENOMEM at once. */
+ * saying that the room is the jobs', and of four more renders the last
+ * waits for its turn (the waiting ones count toward tasks_per_uid). Beside a device buffer of 700
+ * KiB, with no job running, nothing that ends would make room: the render fails ENOMEM at once. */
 START_TEST(full_arena) {
   const char *sets[] = {"device.arena_mb=1", "limits.max_buffer_percent_per_uid=100", NULL};
   struct daemon_proc d = {0};
@@ -230,6 +230,16 @@ START_TEST(full_arena) {
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &bc, NULL, 0)), COOP_MSG_ERROR);
   ck_assert_int_eq(c.m.error.code, COOP_ENOMEM);
   assert_has(c.m.error.message, "in the device arena now: the jobs there hold 600 KiB of it");
+  /* four more: jobs waiting for room count toward the user's turns (4), so
+   * the last waits for its turn, not with the others for room */
+  uint64_t more[4];
+  for (int i = 0; i < 4; i++) ck_assert_uint_ne(more[i] = submit(&c, &m, NULL, 0), 0);
+  said[0] = '\0';
+  for (int i = 0; i < 100 && !strstr(said, "waiting for its turn"); i++) {
+    ck_assert_uint_eq(wait_job(&c, more[3], 20), COOP_MSG_ERROR);
+    snprintf(said, sizeof said, "%s", c.m.error.message);
+  }
+  assert_has(said, "waiting for its turn: its user runs 4 jobs");
 
   union coop_msg k;
   memset(&k, 0, sizeof k);
@@ -238,7 +248,11 @@ START_TEST(full_arena) {
   ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
 
-  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT); /* the room came back */
+  for (int i = 0; i < 4; i++) { /* the room came back */
+    ck_assert_uint_eq(wait_job(&c, more[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  }
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
   ck_assert_uint_eq(c.m.result.nbuf, 1);
   ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof a);

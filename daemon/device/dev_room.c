@@ -44,6 +44,13 @@ static uint64_t held_bytes(const struct dev *d, const uint32_t *uid) {
 
 uint64_t dev__room_held(const struct dev *d) { return held_bytes(d, NULL); }
 
+unsigned dev__room_waiting(const struct dev *d, uint32_t uid) {
+  unsigned n = 0;
+  for (const struct job *j = d->room_head; j; j = j->dev_next)
+    n += j->uid == uid && !dev__is_coop(j);
+  return n;
+}
+
 static unsigned kib(uint64_t n) {
   uint64_t k = (n + 1023) >> 10;
   return k > UINT32_MAX ? UINT32_MAX : (unsigned)k;
@@ -86,6 +93,9 @@ void dev__pump_room(struct dev *d) {
   /* a swap keeps them all: what ended meanwhile is tried after it */
   int retry = d->room_freed && !d->swap_now;
   if (retry) d->room_freed = 0;
+  /* the smallest job that found no room in this pump: a larger one would
+   * not either, and is not tried (each try is a device-process request) */
+  uint64_t none_for = UINT64_MAX;
   struct job *keep = NULL, *keep_tail = NULL, *j = d->room_head;
   d->room_head = d->room_tail = NULL;
   while (j) {
@@ -95,13 +105,15 @@ void dev__pump_room(struct dev *d) {
       atomic_store(&j->slot_ahead, 0);
       dev__cancel_queued(d, j, "cancelled while waiting for room in the device arena");
       if (!d->swap_now) retry = 1; /* a job it held back (dev__room_gated) may go */
-    } else if (retry) {
+    } else if (retry && dev__buf_bytes(j) < none_for) {
       atomic_store(&j->slot_ahead, 0);
       /* in order, behind the ones kept so far: a start that finds no room
        * (or is held back) comes back to d->room_head, after them */
       d->room_head = keep;
       d->room_tail = keep_tail;
       dev__start_job(d, j);
+      if (d->room_tail == j && atomic_load(&j->slot_why) == DEV_SLOT_ROOM)
+        none_for = dev__buf_bytes(j);
       keep = d->room_head;
       keep_tail = d->room_tail;
       d->room_head = d->room_tail = NULL;

@@ -24,12 +24,21 @@ struct turn_count {
   unsigned running, waiting;
 };
 
+/* A user's non-cooperative jobs on d: its runs, and its jobs that wait
+ * for room in the arena (dev_room.c), each of which is tried again at
+ * every run's end: without them in the count, a user's flood of jobs that
+ * did not fit went to wait there all at once, and each end cost a device
+ * process request for every one. */
+static unsigned tasks_of(const struct dev *d, uint32_t uid) {
+  return dev__runs_of(d, &uid, 0) + dev__room_waiting(d, uid);
+}
+
 static struct turn_count *count_of(const struct dev *d, struct turn_count *t, unsigned *n,
                                    struct turn_count *spare, uint32_t uid) {
   for (unsigned i = 0; i < *n; i++)
     if (t[i].uid == uid) return &t[i];
   struct turn_count *c = *n < DEV_TURN_USERS ? &t[(*n)++] : spare;
-  *c = (struct turn_count){.uid = uid, .running = dev__runs_of(d, &uid, 0)};
+  *c = (struct turn_count){.uid = uid, .running = tasks_of(d, uid)};
   return c;
 }
 
@@ -42,7 +51,7 @@ static void publish(struct job *j, unsigned ahead, unsigned mine, unsigned limit
 
 int dev__turn_waits(struct dev *d, struct job *j) {
   unsigned limit = d->cfg->tasks_per_uid;
-  if (!limit || dev__is_coop(j) || (!d->turn_head && dev__runs_of(d, &j->uid, 0) < limit)) return 0;
+  if (!limit || dev__is_coop(j) || (!d->turn_head && tasks_of(d, j->uid) < limit)) return 0;
   /* behind every job waiting already, its user's or not: the pump below
    * starts each in order as soon as its own user may */
   dev__jobq_push(&d->turn_head, &d->turn_tail, j);
