@@ -7,11 +7,14 @@
  * another user's running jobs held the room, and one user's jobs could
  * hold all of it. Now (docs/daemon.md, "Room in the arena"):
  *
- * - a job that finds no room while other runs hold arena copies waits
- *   here, QUEUED, its WAIT saying so, and is tried again, in order, each
- *   time a run ends; with no run holding a copy it fails ENOMEM as before
- *   (nothing that ends would make room: its buffers and the device
- *   buffers do not fit together);
+ * - a job that finds no room while other jobs' copies are in the arena
+ *   (running, or suspended there) waits here, QUEUED, its WAIT saying so,
+ *   and is tried again, in order, each time a run ends; with no such copy
+ *   it fails ENOMEM as before (nothing that ends would make room: its
+ *   buffers and the device buffers do not fit together). Each try is a
+ *   device-process request, so a pump tries none larger than one that
+ *   just found no room, and a user's waiting tasks count toward its
+ *   [jobs] tasks_per_uid (dev_turns.c);
  * - while another user's job waits here, a user whose running jobs hold
  *   more than [limits] max_buffer_percent_per_uid of the arena starts no
  *   job with buffers to copy: the room its ends give back goes to the
