@@ -28,6 +28,8 @@ if "$python" -c 'import scipy' 2>/dev/null; then
 else
   echo "skipped graph_bfs.py: no scipy"
 fi
+"$python" "$src/examples/python/own_kernel.py" --socket "$sock" --n 100000 --groups 2 ||
+  fail "own_kernel.py"
 "$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 20 ||
   fail "render_loop.py"
 "$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 5 --how inline ||
