@@ -6,6 +6,7 @@
 #define _GNU_SOURCE /* memfd_create, mkstemps */
 #include <check.h>
 #include <dirent.h>
+#include <grp.h> /* setgroups */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -513,6 +514,30 @@ uint64_t buf_create_raw(struct conn *c, uint64_t size) {
   m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
   ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_BUF_CREATE, &m, NULL, 0)), COOP_MSG_BUFFER);
   return c->m.buffer.buffer;
+}
+
+int as_user(const struct daemon_proc *d, uid_t uid, as_user_fn body, const void *arg, void *out,
+            size_t n) {
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    close(pfd[0]);
+    if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(3);
+    struct conn c;
+    open_hello(&c, d);
+    body(&c, arg, out);
+    _exit(write(pfd[1], out, n) == (ssize_t)n ? 0 : 4);
+  }
+  close(pfd[1]);
+  ssize_t got = read(pfd[0], out, n);
+  close(pfd[0]);
+  int st = 0;
+  waitpid(kid, &st, 0);
+  ck_assert_msg(got == (ssize_t)n, "uid %u's child wrote nothing back (status %d)", (unsigned)uid,
+                st);
+  return st;
 }
 
 pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *job) {

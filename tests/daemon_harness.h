@@ -191,6 +191,15 @@ uint64_t detached_sweep(struct conn *c);
 uint8_t job_state(struct conn *c, uint64_t job);
 struct coop_wire_status job_status(struct conn *c, uint64_t job);
 
+/* body(c, arg, out) in a child as uid (root only: its groups dropped) on a
+ * connection c of its own to d; the n bytes body leaves in out come back
+ * to the caller's out once the child exits (its status: the child's 3 for
+ * a uid it could not take, 4 for a pipe it could not write). */
+struct conn;
+typedef void (*as_user_fn)(struct conn *c, const void *arg, void *out);
+int as_user(const struct daemon_proc *d, uid_t uid, as_user_fn body, const void *arg, void *out,
+            size_t n);
+
 /* A child as nobody (uid 65534) that submits m on a connection of its own
  * and keeps it, and so the job (unless DETACHED), until killed; *job: the
  * job's id. Needs root. */

@@ -69,33 +69,21 @@ static void failed(struct conn *c, uint16_t type, int code, const char *says) {
   assert_has(log, says);
 }
 
-/* uid's requests from a child (root only): add triple as its own, remove
- * triple, remove nosuch; each reply's code, 0 for a KERNEL_DONE that
- * succeeded, written to the pipe. */
+/* uid's requests (as_user's body): add triple as its own, remove triple,
+ * remove nosuch; each reply's code, 0 for a KERNEL_DONE that succeeded. */
+static void add_remove(struct conn *c, const void *arg, void *out) {
+  (void)arg;
+  int *got = out;
+  uint16_t t = add(c, "mine.cl", triple_src, strlen(triple_src));
+  got[0] = t == COOP_MSG_ERROR ? c->m.error.code : c->m.kernel_done.error;
+  t = remove_kernel(c, "triple");
+  got[1] = t == COOP_MSG_ERROR ? c->m.error.code : c->m.kernel_done.error;
+  t = remove_kernel(c, "nosuch");
+  got[2] = t == COOP_MSG_ERROR ? c->m.error.code : c->m.kernel_done.error;
+}
+
 static void as_uid(const struct daemon_proc *d, uid_t uid, int codes[3]) {
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  ck_assert_int_ge(kid, 0);
-  if (kid == 0) {
-    close(pfd[0]);
-    if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(3);
-    struct conn c;
-    open_hello(&c, d);
-    int got[3];
-    uint16_t t = add(&c, "mine.cl", triple_src, strlen(triple_src));
-    got[0] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
-    t = remove_kernel(&c, "triple");
-    got[1] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
-    t = remove_kernel(&c, "nosuch");
-    got[2] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
-    _exit(write(pfd[1], got, sizeof got) == sizeof got ? 0 : 4);
-  }
-  close(pfd[1]);
-  ck_assert_int_eq(read(pfd[0], codes, 3 * sizeof *codes), (ssize_t)(3 * sizeof *codes));
-  close(pfd[0]);
-  int st;
-  waitpid(kid, &st, 0);
+  as_user(d, uid, add_remove, NULL, codes, 3 * sizeof *codes);
 }
 
 /* triple over [1, 2, 3, 4]: [3, 6, 9, 12]. */
@@ -322,37 +310,28 @@ START_TEST(kernel_authors) {
 }
 END_TEST
 
-/* RELOAD from a child as uid (root only): the first reply's code (0 for a
- * KERNEL_DONE that succeeded), then the second's and its message, sent
- * at once after the first; written to the pipe. */
+/* Two RELOADs from uid (as_user's body), the second sent at once after
+ * the first's reply: each reply's code (0 for a KERNEL_DONE that
+ * succeeded), and the message of one that failed. */
 struct two_reloads {
   int first, second;
   char said[256];
 };
 
+static void reload_twice(struct conn *c, const void *arg, void *out) {
+  (void)arg;
+  struct two_reloads *r = out;
+  int *got[2] = {&r->first, &r->second};
+  for (int i = 0; i < 2; i++) {
+    uint16_t t = reply(c, send_msg(c, COOP_MSG_RELOAD, NULL, NULL, 0));
+    *got[i] = t == COOP_MSG_ERROR ? c->m.error.code : c->m.kernel_done.error;
+    if (t == COOP_MSG_ERROR) snprintf(r->said, sizeof r->said, "%.255s", c->m.error.message);
+  }
+}
+
 static struct two_reloads reload_twice_as(const struct daemon_proc *d, uid_t uid) {
   struct two_reloads r = {0};
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  ck_assert_int_ge(kid, 0);
-  if (kid == 0) {
-    close(pfd[0]);
-    if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(3);
-    struct conn c;
-    open_hello(&c, d);
-    int *got[2] = {&r.first, &r.second};
-    for (int i = 0; i < 2; i++) {
-      uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
-      *got[i] = t == COOP_MSG_ERROR ? c.m.error.code : c.m.kernel_done.error;
-      if (t == COOP_MSG_ERROR) snprintf(r.said, sizeof r.said, "%.255s", c.m.error.message);
-    }
-    _exit(write(pfd[1], &r, sizeof r) == sizeof r ? 0 : 4);
-  }
-  close(pfd[1]);
-  ck_assert_int_eq(read(pfd[0], &r, sizeof r), (ssize_t)sizeof r);
-  close(pfd[0]);
-  waitpid(kid, NULL, 0);
+  as_user(d, uid, reload_twice, NULL, &r, sizeof r);
   return r;
 }
 

@@ -545,35 +545,22 @@ struct seen_result {
   char message[sizeof(((struct coop_msg_result *)0)->message)];
 };
 
+/* A render on *(uint32_t *)w workers, waited for (as_user's body). */
+static void renders(struct conn *c, const void *w, void *out) {
+  struct seen_result *s = out;
+  uint64_t job = render_submit(c, *(const uint32_t *)w);
+  if (!job) _exit(4);
+  if (wait_job(c, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
+  s->state = c->m.result.state;
+  s->error = c->m.result.error;
+  s->submitted = c->m.result.t.submitted;
+  snprintf(s->message, sizeof s->message, "%s", c->m.result.message);
+  conn_close(c);
+}
+
 static struct seen_result render_as_nobody(const struct daemon_proc *d, uint32_t w) {
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  ck_assert_int_ge(kid, 0);
-  if (kid == 0) {
-    close(pfd[0]);
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, d);
-    struct seen_result s = {0};
-    uint64_t job = render_submit(&o, w);
-    if (!job) _exit(4);
-    if (wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(5);
-    s.state = o.m.result.state;
-    s.error = o.m.result.error;
-    s.submitted = o.m.result.t.submitted;
-    snprintf(s.message, sizeof s.message, "%s", o.m.result.message);
-    if (write(pfd[1], &s, sizeof s) != (ssize_t)sizeof s) _exit(6);
-    conn_close(&o);
-    _exit(0);
-  }
-  close(pfd[1]);
-  struct seen_result s;
-  ssize_t n = read(pfd[0], &s, sizeof s);
-  close(pfd[0]);
-  int st = 0;
-  waitpid(kid, &st, 0);
-  ck_assert_msg(n == (ssize_t)sizeof s, "nobody's render: no result (child status %d)", st);
+  struct seen_result s = {0};
+  as_user(d, 65534, renders, &w, &s, sizeof s);
   return s;
 }
 
