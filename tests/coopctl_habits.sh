@@ -12,6 +12,16 @@ set -u
 coopd=$1 coopctl=$2 kernels=$3 version=$4
 . "$(dirname "$0")/coopctl_lib.sh"
 
+# running JOB: until coopctl status shows JOB running (30 s at most)
+running() {
+  i=0
+  until "$coopctl" --socket "$sock" status "$1" | grep -q " running "; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && fail "job $1 did not start" && break
+    sleep 0.1
+  done
+}
+
 expect_out "^coopctl $version\$" "$coopctl" --version
 expect_out "^coopctl $version\$" "$coopctl" -V
 expect_out "^usage: coopctl .* cancel JOB" "$coopctl" help cancel
@@ -74,12 +84,7 @@ grep -q "{\"job\":$job,\"cancel\":\"finished\",\"state\":\"done\"}" "$dir/out" |
 # workers) was never gathered nor started: null, not -1 or 0
 long=$("$coopctl" --socket "$sock" submit render --wg 2 zeros:256 zeros:256 zeros:256 u32:8 \
   u32:2000000000)
-i=0
-until "$coopctl" --socket "$sock" status "$long" | grep -q " running "; do
-  i=$((i + 1))
-  [ $i -gt 300 ] && fail "job $long did not start" && break
-  sleep 0.1
-done
+running "$long"
 # shellcheck disable=SC2086
 queued=$("$coopctl" --socket "$sock" submit render --wg 1 $mm)
 expect_out "cancellation requested" "$coopctl" --socket "$sock" cancel "$queued"
@@ -117,12 +122,7 @@ stop_coopd
 if command -v script >/dev/null; then
   start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1
   holder=$("$coopctl" --socket "$sock" submit sweep --wg 1 zeros:614400 u32:153600 u32:100000000)
-  i=0
-  until "$coopctl" --socket "$sock" status "$holder" | grep -q " running "; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && fail "job $holder did not start" && break
-    sleep 0.1
-  done
+  running "$holder"
   script -qec "'$coopctl' --socket '$sock' submit render --wg 1 --wait --timeout 1500 \
     zeros:160000 zeros:160000 zeros:160000 u32:200 u32:1" /dev/null >"$dir/tty" 2>&1
   tr '\r' '\n' <"$dir/tty" | sed 's/\x1b\[K//g' >"$dir/lines"
