@@ -186,6 +186,17 @@ START_TEST(watchdog_ms_cancels_a_long_job) {
 }
 END_TEST
 
+/* Until a WAIT of job that times out says `what` (2 s at most): its
+ * message in said. Each WAIT must time out: the job has not ended. */
+static void waits_for(struct conn *c, uint64_t job, const char *what, char *said, size_t n) {
+  said[0] = '\0';
+  for (int i = 0; i < 100 && !strstr(said, what); i++) {
+    ck_assert_uint_eq(wait_job(c, job, 20), COOP_MSG_ERROR);
+    ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
+    snprintf(said, n, "%s", c->m.error.message);
+  }
+}
+
 /* A job whose buffers do not fit the arena beside a running job's waits
  * for the room (docs/daemon.md, "Room in the arena"), where it failed
  * ENOMEM ("raise [device] arena_mb"). Arena 1 MiB: a running sweep holds
@@ -215,12 +226,8 @@ START_TEST(full_arena) {
   render_init_n(&m, 1, a, b, N);
   uint64_t r = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(r, 0);
-  char said[COOP_WIRE_TEXT_MAX] = "";
-  for (int i = 0; i < 100 && !strstr(said, "waiting for room"); i++) {
-    ck_assert_uint_eq(wait_job(&c, r, 20), COOP_MSG_ERROR); /* not ended: failed before */
-    ck_assert_int_eq(c.m.error.code, COOP_ETIMEDOUT);
-    snprintf(said, sizeof said, "%s", c.m.error.message);
-  }
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, r, "waiting for room", said, sizeof said); /* not ended: it failed before */
   assert_has(said, "waiting for room in the device arena: its buffers (469 KiB) do not fit");
   ck_assert_uint_eq(job_state(&c, r), COOP_JOB_QUEUED);
   /* a device buffer is answered at once: no room now, and why */
@@ -234,11 +241,7 @@ START_TEST(full_arena) {
    * the last waits for its turn, not with the others for room */
   uint64_t more[4];
   for (int i = 0; i < 4; i++) ck_assert_uint_ne(more[i] = submit(&c, &m, NULL, 0), 0);
-  said[0] = '\0';
-  for (int i = 0; i < 100 && !strstr(said, "waiting for its turn"); i++) {
-    ck_assert_uint_eq(wait_job(&c, more[3], 20), COOP_MSG_ERROR);
-    snprintf(said, sizeof said, "%s", c.m.error.message);
-  }
+  waits_for(&c, more[3], "waiting for its turn", said, sizeof said);
   assert_has(said, "waiting for its turn: its user runs 4 jobs");
 
   union coop_msg k;
@@ -269,6 +272,39 @@ START_TEST(full_arena) {
   assert_has(c.m.result.message, "arena_mb");
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A stop (SIGTERM) while a job waits for room in the arena: it is
+ * CANCELLED at once, not kept for the room, and coopd exits 0 within the
+ * running sweep's grace (docs/daemon.md, "Room in the arena"). */
+START_TEST(a_stop_cancels_a_job_waiting_for_room) {
+  const char *sets[] = {"device.arena_mb=1", "jobs.grace_ms=300", NULL};
+  struct daemon_proc d = {0};
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  int fd = memfd_of(600u << 10);
+  uint64_t sweep = sweep_submit(&c, NULL, (600u << 10) / 4, 100000000u, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  close(fd);
+  wait_running(&c, sweep);
+  enum { N = 200 };
+  static float a[N * N];
+  union coop_msg m;
+  render_init_n(&m, 1, a, a, N);
+  uint64_t r = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(r, 0);
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, r, "waiting for room", said, sizeof said);
+  int64_t t0 = now_ms();
+  kill(d.pid, SIGTERM);
+  uint16_t t = wait_job(&c, r, COOP_WAIT_FOREVER); /* its end, or the shutdown */
+  ck_assert(t == COOP_MSG_RESULT || t == COOP_MSG_ERROR || t == 0);
+  if (t == COOP_MSG_RESULT) ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  ck_assert_int_eq(daemon_wait(&d, 0), 0);
+  ck_assert_int_lt(now_ms() - t0, 8000);
+  conn_close(&c);
 }
 END_TEST
 
@@ -730,6 +766,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, stop_kills_a_hung_kernel);
   tcase_add_test(t, watchdog_ms_cancels_a_long_job);
   tcase_add_test(t, full_arena);
+  tcase_add_test(t, a_stop_cancels_a_job_waiting_for_room);
   tcase_add_test(t, crash_then_restart);
   t = tcase_create("restarts");
   tcase_set_timeout(t, 120);
