@@ -275,28 +275,36 @@ START_TEST(full_arena) {
 }
 END_TEST
 
+/* A coopd with a 1 MiB arena whose running sweep holds 600 KiB of it, and
+ * a render (n = 200: 469 KiB of buffers) that waits for the room; *sweep
+ * and *r their ids. */
+static void room_taken(struct daemon_proc *d, const char *const *sets, struct conn *c,
+                       uint64_t *sweep, uint64_t *r) {
+  daemon_start(d, sets);
+  open_hello(c, d);
+  int fd = memfd_of(600u << 10);
+  *sweep = sweep_submit(c, NULL, (600u << 10) / 4, 100000000u, 1, fd);
+  ck_assert_uint_ne(*sweep, 0);
+  close(fd);
+  wait_running(c, *sweep);
+  enum { N = 200 };
+  static float a[N * N];
+  union coop_msg m;
+  render_init_n(&m, 1, a, a, N);
+  ck_assert_uint_ne(*r = submit(c, &m, NULL, 0), 0);
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(c, *r, "waiting for room", said, sizeof said);
+}
+
 /* A stop (SIGTERM) while a job waits for room in the arena: it is
  * CANCELLED at once, not kept for the room, and coopd exits 0 within the
  * running sweep's grace (docs/daemon.md, "Room in the arena"). */
 START_TEST(a_stop_cancels_a_job_waiting_for_room) {
   const char *sets[] = {"device.arena_mb=1", "jobs.grace_ms=300", NULL};
   struct daemon_proc d = {0};
-  daemon_start(&d, sets);
   struct conn c;
-  open_hello(&c, &d);
-  int fd = memfd_of(600u << 10);
-  uint64_t sweep = sweep_submit(&c, NULL, (600u << 10) / 4, 100000000u, 1, fd);
-  ck_assert_uint_ne(sweep, 0);
-  close(fd);
-  wait_running(&c, sweep);
-  enum { N = 200 };
-  static float a[N * N];
-  union coop_msg m;
-  render_init_n(&m, 1, a, a, N);
-  uint64_t r = submit(&c, &m, NULL, 0);
-  ck_assert_uint_ne(r, 0);
-  char said[COOP_WIRE_TEXT_MAX];
-  waits_for(&c, r, "waiting for room", said, sizeof said);
+  uint64_t sweep, r;
+  room_taken(&d, sets, &c, &sweep, &r);
   int64_t t0 = now_ms();
   kill(d.pid, SIGTERM);
   uint16_t t = wait_job(&c, r, COOP_WAIT_FOREVER); /* its end, or the shutdown */
@@ -305,6 +313,31 @@ START_TEST(a_stop_cancels_a_job_waiting_for_room) {
   ck_assert_int_eq(daemon_wait(&d, 0), 0);
   ck_assert_int_lt(now_ms() - t0, 8000);
   conn_close(&c);
+}
+END_TEST
+
+/* A kernel reload (in place: the sweep suspended, carried and resumed)
+ * while a job waits for room: the job keeps waiting through it, and runs
+ * once the sweep ends. */
+START_TEST(a_reload_keeps_a_job_waiting_for_room) {
+  const char *sets[] = {"device.arena_mb=1", NULL};
+  struct daemon_proc d = {0};
+  struct conn c;
+  uint64_t sweep, r;
+  room_taken(&d, sets, &c, &sweep, &r);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, r, "waiting for room", said, sizeof said);
+  ck_assert_uint_eq(job_state(&c, sweep), COOP_JOB_RUNNING);
+  union coop_msg k;
+  memset(&k, 0, sizeof k);
+  k.job.job = sweep;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST
 
@@ -767,6 +800,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, watchdog_ms_cancels_a_long_job);
   tcase_add_test(t, full_arena);
   tcase_add_test(t, a_stop_cancels_a_job_waiting_for_room);
+  tcase_add_test(t, a_reload_keeps_a_job_waiting_for_room);
   tcase_add_test(t, crash_then_restart);
   t = tcase_create("restarts");
   tcase_set_timeout(t, 120);
