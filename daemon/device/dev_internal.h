@@ -54,6 +54,7 @@ struct run {
   uint32_t task_inst[DEV_MAX_INFLIGHT];
   uint8_t task_seen[DEV_MAX_INFLIGHT]; /* events already sent: 1 << COOP_EV_* */
   int64_t task_ran[DEV_MAX_INFLIGHT];  /* when a poll first saw it running (host ns), or 0 */
+  int64_t task_next[DEV_MAX_INFLIGHT]; /* the next_ns its task was given (gathering ahead), or 0 */
   unsigned ninflight;
   int64_t started_ns;
   int64_t cancel_seen; /* when the device thread first saw j->cancel */
@@ -648,9 +649,11 @@ void dev__pump_room(struct dev *d);
  * (*wake then no later than when the share allows it), else 0. */
 int dev__share_holds(struct dev *d, struct run *r, int64_t now, int64_t *wake);
 /* A task of j (not cooperative) that ran groups workgroups from started
- * to finished (host ns): charged to its user's share. */
+ * to finished (host ns), and, where next_ns is not 0, held them after it
+ * for its user's next task due then (gathering ahead): charged to its
+ * user's share. */
 void dev__share_charge(struct dev *d, const struct job *j, unsigned groups, int64_t started,
-                       int64_t finished);
+                       int64_t finished, int64_t next_ns);
 /* Starts, in order, the waiting ones whose user may run one more; hands
  * back the ones cancelled (or all, at a stop) while waiting. */
 void dev__pump_turns(struct dev *d);

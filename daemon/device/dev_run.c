@@ -176,6 +176,7 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   r->task_inst[r->ninflight] = r->released++;
   r->task_seen[r->ninflight] = 0;
   r->task_ran[r->ninflight] = 0;
+  r->task_next[r->ninflight] = td.next_ns;
   r->ninflight++;
   return 0;
 }
@@ -541,7 +542,7 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
     if (t.finished && t.started) t.exec_ns = t.finished - t.started;
   }
   if (!dev__is_coop(j) && t.started && t.finished)
-    dev__share_charge(d, j, j->groups, t.started, t.finished);
+    dev__share_charge(d, j, j->groups, t.started, t.finished, r->task_next[slot]);
   if (ti.fault) fault(d, j, ti.fault);
   if (st == COOP_JOB_REFUSED && j->error == 0) {
     j->error = COOP_EREFUSED;
@@ -573,6 +574,7 @@ static void record(struct dev *d, struct run *r, unsigned slot, int64_t seen) {
   r->task_inst[slot] = r->task_inst[r->ninflight];
   r->task_seen[slot] = r->task_seen[r->ninflight];
   r->task_ran[slot] = r->task_ran[r->ninflight];
+  r->task_next[slot] = r->task_next[r->ninflight];
 }
 
 void dev__segment_end(struct dev *d, struct run *r) {

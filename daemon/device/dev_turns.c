@@ -96,7 +96,8 @@ void dev__pump_turns(struct dev *d) {
  * at one workgroup for as long as they came. So while another user's
  * cooperative job runs or waits on the device, a user's tasks together may
  * take [jobs] task_percent_per_uid of its worker time (workgroups x time):
- * each task's workgroups x its start -> finish is charged to its user at
+ * each task's workgroups x its start -> finish, and the hold ahead of its
+ * user's next task that it armed (held_ahead), is charged to its user at
  * its end, the charge beyond the share (debt) decays at the share's rate
  * (percent x workers), and while a user's debt exceeds the share of
  * DEV_SHARE_BURST_NS its next task (a periodic job's next instance) is
@@ -147,11 +148,25 @@ static int share_on(const struct dev *d) {
   return p && p < 100 && atomic_load(&d->workers);
 }
 
+/* What the hold ahead of a task due at next_ns may take after a task that
+ * ended at finished: the scheduler keeps its groups free from next_ns -
+ * COOP_RT_AHEAD_NS (docs/scheduler.md, "Gathering ahead") until that task
+ * starts, at most until next_ns + COOP_RT_AHEAD_NS. The whole window is
+ * charged: a task on time had half of it (a 60 fps frame on half the
+ * workers is charged 1.5% more), and one late, the share's own holds
+ * included, all. */
+static int64_t held_ahead(int64_t finished, int64_t next_ns) {
+  if (!next_ns) return 0;
+  int64_t from = next_ns - COOP_RT_AHEAD_NS, to = next_ns + COOP_RT_AHEAD_NS;
+  if (from < finished) from = finished;
+  return to > from ? to - from : 0;
+}
+
 void dev__share_charge(struct dev *d, const struct job *j, unsigned groups, int64_t started,
-                       int64_t finished) {
+                       int64_t finished, int64_t next_ns) {
   if (!share_on(d) || !started || finished <= started) return;
   struct dev_share *e = share_of(d, j->uid, coop__now_ns());
-  e->debt += (finished - started) * (int64_t)groups;
+  e->debt += (finished - started + held_ahead(finished, next_ns)) * (int64_t)groups;
   int64_t burst = allowance(d, DEV_SHARE_BURST_NS);
   if (e->debt > burst && !others_coop(d, j->uid)) e->debt = burst;
 }
