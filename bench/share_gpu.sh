@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/share_gpu.sh [--graph WxH] [--bfs N] [--flood N] [--render-ms MS]
-#                    [--settle MS] [--settings "0 50"] [--rounds R]
+#                    [--settle MS] [--settings "0 60"] [--rounds R]
 #                    [--user NAME] [DIR]:
 # what one user's flood of renders costs another user's bfs, with [jobs]
 # task_percent_per_uid off (0) and set (docs/daemon.md, "A user's share of
@@ -19,7 +19,7 @@
 # fewer than --flood) and one render's measured time at the reps used. Run
 # as root; DIR (else $OUT, else ./out) gets share.csv.
 set -o pipefail
-graph=512x512 nbfs=3 flood=120 render_ms=10 settle=300 settings="0 50" rounds=2 user=nobody
+graph=512x512 nbfs=3 flood=120 render_ms=10 settle=300 settings="0 60" rounds=2 user=nobody
 while [ $# -gt 0 ]; do
   case $1 in
     --graph) graph=$2; shift 2 ;;

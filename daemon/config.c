@@ -83,7 +83,7 @@ void config_defaults(struct config *c) {
   c->snapshot_percent = 25;
   c->reserve_percent = 50;
   c->tasks_per_uid = 4;
-  c->task_percent_per_uid = 50;
+  c->task_percent_per_uid = 60;
   c->min_deadline_us = 100;
   c->metrics_max_connections = 8;
   c->metrics_max_per_peer = 2;

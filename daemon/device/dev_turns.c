@@ -104,8 +104,8 @@ void dev__pump_turns(struct dev *d) {
  * held until it no longer does. Without a competing user nothing is held,
  * and the debt kept is at most that burst, so a user who had the device
  * alone is not held for what it took then. A 60 fps frame of 8 ms on every
- * worker takes 48%: the default of 50 leaves the paper's heavy class
- * alone. */
+ * worker takes 48%, 51-54% with the hold ahead of the next one: the
+ * default of 60 leaves the paper's heavy class alone. */
 #define DEV_SHARE_BURST_NS 250000000ll
 
 /* The worker-ns the share allows in dt ns. */
