@@ -319,66 +319,71 @@ int dev_slot_cap(const struct job *j, char *buf, size_t n) {
   return 1;
 }
 
-int dev_slot_wait(const struct job *j, char *buf, size_t n) {
-  unsigned place = atomic_load(&j->slot_ahead);
-  if (!place) return 0;
-  unsigned ahead = place - 1, held = atomic_load(&j->slot_held), mine = atomic_load(&j->slot_mine),
-           slots = atomic_load(&j->slot_count);
-  unsigned others = held > mine ? held - mine : 0;
+/* What a waiting job's WAIT says (dev_slot_wait), one writer per reason
+ * (job.slot_why): the numbers the device thread published for it. */
+struct slot_said {
+  const struct job *j;
+  unsigned ahead, held, mine, count;
+};
+typedef void (*slot_say_fn)(const struct slot_said *s, char *buf, size_t n);
+
+static const char *plural(unsigned k) { return k == 1 ? "" : "s"; }
+
+static void say_suspended(const struct slot_said *s, char *buf, size_t n) {
+  int32_t p = atomic_load(&s->j->suspended_for);
+  if (p == DEV_FOR_RESTART)
+    snprintf(buf, n,
+             "its device process was restarted: it resumes from its last checkpoint (%u job%s "
+             "ahead of it)",
+             s->ahead, plural(s->ahead));
+  else if (p == DEV_FOR_SHARE)
+    snprintf(buf, n,
+             "suspended: its user held more than its share of the cooperative slots while "
+             "another user's job waited; it resumes where it stopped (%u job%s ahead of it)",
+             s->ahead, plural(s->ahead));
+  else
+    snprintf(buf, n,
+             "suspended for a job of priority %d (its own is %d); it resumes where it stopped "
+             "when that job ends (%u job%s ahead of it)",
+             (int)p, (int)s->j->priority, s->ahead, plural(s->ahead));
+}
+
+static void say_turn(const struct slot_said *s, char *buf, size_t n) {
+  snprintf(buf, n,
+           "waiting for its turn: its user runs %u job%s on the device that %s not cooperative "
+           "([jobs] tasks_per_uid = %u, so that other users' tasks do not queue behind all of "
+           "them); %u more of its user's waiting ahead of it",
+           s->mine, plural(s->mine), s->mine == 1 ? "is" : "are", s->count, s->ahead);
+}
+
+static void say_task_share(const struct slot_said *s, char *buf, size_t n) {
+  snprintf(buf, n,
+           "waiting for its user's share of the device: its user's tasks took more than "
+           "[jobs] task_percent_per_uid = %u%% of the device's worker time while another "
+           "user's cooperative job runs here; about %u ms more",
+           s->count, s->mine);
+}
+
+static void say_room(const struct slot_said *s, char *buf, size_t n) {
+  snprintf(buf, n,
+           "waiting for room in the device arena: its buffers (%u KiB) do not fit beside the "
+           "%u KiB the running jobs hold ([device] arena_mb = %u); it is tried again as they end",
+           s->mine, s->held, s->count);
+}
+
+static void say_room_share(const struct slot_said *s, char *buf, size_t n) {
+  snprintf(buf, n,
+           "waiting for room in the device arena: another user's job waits for room there, and "
+           "its user's running jobs hold %u KiB of it, past [limits] "
+           "max_buffer_percent_per_uid = %u%% (%u KiB); it is tried again as they end",
+           s->held, s->count, s->mine);
+}
+
+/* A cooperative job waiting for a slot (slot_why 0 or DEV_SLOT_FULL ..
+ * DEV_SLOT_PRIORITY): its place, the slots, and what keeps it back. */
+static void say_slot(const struct slot_said *s, char *buf, size_t n) {
   const char *why = "";
-  if (atomic_load(&j->suspended)) {
-    int32_t p = atomic_load(&j->suspended_for);
-    if (p == DEV_FOR_RESTART)
-      snprintf(buf, n,
-               "its device process was restarted: it resumes from its last checkpoint (%u job%s "
-               "ahead of it)",
-               ahead, ahead == 1 ? "" : "s");
-    else if (p == DEV_FOR_SHARE)
-      snprintf(buf, n,
-               "suspended: its user held more than its share of the cooperative slots while "
-               "another user's job waited; it resumes where it stopped (%u job%s ahead of it)",
-               ahead, ahead == 1 ? "" : "s");
-    else
-      snprintf(buf, n,
-               "suspended for a job of priority %d (its own is %d); it resumes where it stopped "
-               "when that job ends (%u job%s ahead of it)",
-               (int)p, (int)j->priority, ahead, ahead == 1 ? "" : "s");
-    return 1;
-  }
-  if (atomic_load(&j->slot_why) == DEV_SLOT_TURN) {
-    unsigned limit = atomic_load(&j->slot_count);
-    snprintf(buf, n,
-             "waiting for its turn: its user runs %u job%s on the device that %s not cooperative "
-             "([jobs] tasks_per_uid = %u, so that other users' tasks do not queue behind all of "
-             "them); %u more of its user's waiting ahead of it",
-             mine, mine == 1 ? "" : "s", mine == 1 ? "is" : "are", limit, ahead);
-    return 1;
-  }
-  if (atomic_load(&j->slot_why) == DEV_SLOT_TASKSHARE) {
-    snprintf(buf, n,
-             "waiting for its user's share of the device: its user's tasks took more than "
-             "[jobs] task_percent_per_uid = %u%% of the device's worker time while another "
-             "user's cooperative job runs here; about %u ms more",
-             slots, mine);
-    return 1;
-  }
-  if (atomic_load(&j->slot_why) == DEV_SLOT_ROOM) {
-    snprintf(buf, n,
-             "waiting for room in the device arena: its buffers (%u KiB) do not fit beside the "
-             "%u KiB the running jobs hold ([device] arena_mb = %u); it is tried again as "
-             "they end",
-             mine, held, slots);
-    return 1;
-  }
-  if (atomic_load(&j->slot_why) == DEV_SLOT_ROOM_SHARE) {
-    snprintf(buf, n,
-             "waiting for room in the device arena: another user's job waits for room there, "
-             "and its user's running jobs hold %u KiB of it, past [limits] "
-             "max_buffer_percent_per_uid = %u%% (%u KiB); it is tried again as they end",
-             held, slots, mine);
-    return 1;
-  }
-  switch (atomic_load(&j->slot_why)) {
+  switch (atomic_load(&s->j->slot_why)) {
     case DEV_SLOT_SHARE:
       why = "; its user holds its share while other users wait";
       break;
@@ -392,9 +397,33 @@ int dev_slot_wait(const struct job *j, char *buf, size_t n) {
       why = "; a job of higher priority needs the workers";
       break;
   }
+  unsigned others = s->held > s->mine ? s->held - s->mine : 0;
   snprintf(buf, n,
            "waiting for a cooperative slot: %u job%s ahead of it; %u of %u slot%s held, %u by "
            "other users%s",
-           ahead, ahead == 1 ? "" : "s", held, slots, slots == 1 ? "" : "s", others, why);
+           s->ahead, plural(s->ahead), s->held, s->count, plural(s->count), others, why);
+}
+
+static const struct {
+  uint8_t why;
+  slot_say_fn say;
+} slot_says[] = {
+    {DEV_SLOT_TURN, say_turn},
+    {DEV_SLOT_TASKSHARE, say_task_share},
+    {DEV_SLOT_ROOM, say_room},
+    {DEV_SLOT_ROOM_SHARE, say_room_share},
+};
+
+int dev_slot_wait(const struct job *j, char *buf, size_t n) {
+  unsigned place = atomic_load(&j->slot_ahead);
+  if (!place) return 0;
+  struct slot_said s = {j, place - 1, atomic_load(&j->slot_held), atomic_load(&j->slot_mine),
+                        atomic_load(&j->slot_count)};
+  slot_say_fn say = say_slot;
+  uint8_t why = atomic_load(&j->slot_why);
+  for (size_t i = 0; i < sizeof slot_says / sizeof slot_says[0]; i++)
+    if (slot_says[i].why == why) say = slot_says[i].say;
+  if (atomic_load(&j->suspended)) say = say_suspended;
+  say(&s, buf, n);
   return 1;
 }

@@ -112,8 +112,6 @@ def _kernel_dict(ki):
             "owner": None if ki.owner == _capi.SHIPPED else ki.owner}
 
 
-
-
 def socket_path(path=None):
     """The socket path connect(path) would use (coop_socket_path)."""
     buf = ctypes.create_string_buffer(4096)
