@@ -221,36 +221,36 @@ info = c.kernel_info()
 check(info["sweep"]["owner"] is None and info["sweep"]["cooperative"]
       and [t for _, t in info["sweep"]["args"]] == ["buf", "u32", "u32"],
       f"kernel_info: sweep {info['sweep']}")
-TRIPLE = """//@coop name=triple kind=noncooperative args=data:buf,n:u32
-//@coop require n*4 <= len(data)
-void triple(struct coop_ctx *c) {
-  coop_buf_u32 d = coop_arg_buf_u32(c, 0);
-  coop_u32 n = coop_arg_u32(c, 1);
-  if (coop_group_id(c) == 0u)
-    for (coop_u32 i = coop_local_id_c(c); i < n; i += coop_local_size_c(c))
-      coop_at(d, i) = coop_at(d, i) * 3u;
-}
-"""
-k = c.add_kernel(source=TRIPLE, file="triple.cl")
-check(k == {"name": "triple", "cooperative": False, "args": [("data", "buf"), ("n", "u32")],
-            "rules": ["n*4 <= len(data)"], "owner": os.getuid()}, f"add_kernel: {k}")
-check(c.kernel_info()["triple"] == k, "kernel_info lists it as added")
-t = np.array([1, 2, 5], np.uint32)
-c.run("triple", t, np.uint32(3))
-check(t.tolist() == [3, 6, 15], f"the added kernel ran: {t.tolist()}")
-e = raises(coop.Error, lambda: c.run("triple", t, np.uint32(4)), "its require rule")
-check(e is not None and e.code == coop.EARGS and "n*4 <= len(data)" in e.message,
+# the kernel of examples/python/own_kernel.py (y = a x + y over n words),
+# from the file itself: the example's own add, run after this test, then
+# builds the same kernel set (a cached build on PoCL)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "examples", "python"))
+from own_kernel import SOURCE  # noqa: E402
+
+k = c.add_kernel(source=SOURCE, file="axpy_u32.cl")
+check(k == {"name": "axpy_u32", "cooperative": False,
+            "args": [("y", "buf"), ("x", "buf"), ("a", "u32"), ("n", "u32")],
+            "rules": ["n*4 <= len(y)", "n*4 <= len(x)"], "owner": os.getuid()},
+      f"add_kernel: {k}")
+check(c.kernel_info()["axpy_u32"] == k, "kernel_info lists it as added")
+ty, tx = np.array([1, 2, 5], np.uint32), np.array([10, 20, 30], np.uint32)
+c.run("axpy_u32", ty, coop.In(tx), np.uint32(3), np.uint32(3))
+check(ty.tolist() == [31, 62, 95], f"the added kernel ran: {ty.tolist()}")
+e = raises(coop.Error, lambda: c.run("axpy_u32", ty, coop.In(tx), np.uint32(3), np.uint32(4)),
+           "its require rule")
+check(e is not None and e.code == coop.EARGS and "n*4 <= len(y)" in e.message,
       f"its code: {e and e.name}")
-broken = TRIPLE.replace("name=triple", "name=broken").replace("void triple", "void broken")
-broken = broken.replace("* 3u;", "* 3u")
+broken = SOURCE.replace("name=axpy_u32", "name=broken").replace("void axpy_u32", "void broken")
+broken = broken.replace("coop_at(y, i);", "coop_at(y, i)")
 e = raises(coop.BuildError, lambda: c.add_kernel(source=broken, file="broken.cl"),
            "a kernel that does not compile")
 check(e is not None and e.code == coop.EBUILD and "broken.cl:" in e.log,
       f"its code {e and e.name}, a log at its file: {e and e.log[:200]!r}")
 check("broken" not in c.kernels(), "the broken kernel is not registered")
-c.remove_kernel("triple")
-check("triple" not in c.kernels(), "remove_kernel")
-e = raises(coop.Error, lambda: c.remove_kernel("triple"), "remove it again")
+c.remove_kernel("axpy_u32")
+check("axpy_u32" not in c.kernels(), "remove_kernel")
+e = raises(coop.Error, lambda: c.remove_kernel("axpy_u32"), "remove it again")
 check(e is not None and e.code == coop.ENOKERNEL, f"its code: {e and e.name}")
 e = raises(TypeError, lambda: c.add_kernel(), "add_kernel without path or source")
 c.reload()
