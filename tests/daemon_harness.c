@@ -508,6 +508,17 @@ void daemon_open_to_all(const struct daemon_proc *d) {
   ck_assert_int_eq(chmod(d->sock, 0666), 0);
 }
 
+void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
+  ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
+  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
+  snprintf(buf, n, "%s", c->m.error.message);
+}
+
+void waits_for(struct conn *c, uint64_t job, const char *what, char *said, size_t n) {
+  said[0] = '\0';
+  for (int i = 0; i < 100 && !strstr(said, what); i++) wait_says(c, job, 20, said, n);
+}
+
 uint64_t buf_create_raw(struct conn *c, uint64_t size) {
   static union coop_msg m;
   memset(&m, 0, sizeof m);

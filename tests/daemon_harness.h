@@ -181,6 +181,14 @@ struct coop_msg_stats_reply stats(struct conn *c);
 uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds, uint32_t groups,
                       int fd);
 
+/* A WAIT of job for timeout_ms that must time out (the job has not ended):
+ * its message ("job 7 is queued, waiting for ...") into buf. */
+void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n);
+
+/* Until such a WAIT of job says `what` (100 WAITs of 20 ms at most): its
+ * last message in said. */
+void waits_for(struct conn *c, uint64_t job, const char *what, char *said, size_t n);
+
 /* A device buffer of size bytes for c (BUF_CREATE, no contents): its id. */
 uint64_t buf_create_raw(struct conn *c, uint64_t size);
 

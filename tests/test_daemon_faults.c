@@ -186,17 +186,6 @@ START_TEST(watchdog_ms_cancels_a_long_job) {
 }
 END_TEST
 
-/* Until a WAIT of job that times out says `what` (2 s at most): its
- * message in said. Each WAIT must time out: the job has not ended. */
-static void waits_for(struct conn *c, uint64_t job, const char *what, char *said, size_t n) {
-  said[0] = '\0';
-  for (int i = 0; i < 100 && !strstr(said, what); i++) {
-    ck_assert_uint_eq(wait_job(c, job, 20), COOP_MSG_ERROR);
-    ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
-    snprintf(said, n, "%s", c->m.error.message);
-  }
-}
-
 /* A job whose buffers do not fit the arena beside a running job's waits
  * for the room (docs/daemon.md, "Room in the arena"), where it failed
  * ENOMEM ("raise [device] arena_mb"). Arena 1 MiB: a running sweep holds

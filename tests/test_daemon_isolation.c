@@ -529,14 +529,6 @@ static uint32_t open_to_nobody(struct daemon_proc *d, const char *const *sets, s
   return c->m.welcome.workers;
 }
 
-/* What a WAIT of timeout_ms answers for a job that has not finished: the
- * ERROR's message (ETIMEDOUT), into buf. */
-static void wait_says(struct conn *c, uint64_t job, uint32_t timeout_ms, char *buf, size_t n) {
-  ck_assert_uint_eq(wait_job(c, job, timeout_ms), COOP_MSG_ERROR);
-  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
-  snprintf(buf, n, "%s", c->m.error.message);
-}
-
 /* What a client of uid 65534 (nobody) saw of one render on w workers. */
 struct seen_result {
   uint8_t state;
@@ -747,24 +739,16 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   render_init_n(&m, 1, a, b, N);
   uint64_t theirs;
   pid_t kid = nobody_submit(&d, &m, &theirs);
-  char said[COOP_WIRE_TEXT_MAX] = "";
-  for (int i = 0; i < 100 && !strstr(said, "waiting for room"); i++) {
-    uint8_t st = job_state(&c, theirs);
-    ck_assert_msg(st == COOP_JOB_QUEUED, "nobody's render is %s", coop_job_state_name(st));
-    wait_says(&c, theirs, 20, said, sizeof said);
-  }
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, theirs, "waiting for room", said, sizeof said);
   assert_has(said, "waiting for room in the device arena: its buffers (469 KiB)");
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
 
   render_init_n(&m, 1, a, b, SMALL);
   uint64_t mine = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(mine, 0);
-  said[0] = '\0';
-  for (int i = 0; i < 100 && !strstr(said, "waiting for room"); i++) {
-    uint8_t st = job_state(&c, mine);
-    ck_assert_msg(st == COOP_JOB_QUEUED, "root's small render is %s beside nobody's waiting one",
-                  coop_job_state_name(st));
-    wait_says(&c, mine, 20, said, sizeof said);
-  }
+  waits_for(&c, mine, "waiting for room", said, sizeof said);
+  ck_assert_uint_eq(job_state(&c, mine), COOP_JOB_QUEUED);
   assert_has(said,
              "another user's job waits for room there, and its user's running jobs hold "
              "600 KiB of it, past [limits] max_buffer_percent_per_uid = 50%");

@@ -18,13 +18,6 @@
 #include "wire.h"
 #include "daemon_harness.h"
 
-/* Its WAIT of timeout 0 (the job still running): the ERROR's message. */
-static void wait_says(struct conn *c, uint64_t job, char *buf, size_t n) {
-  ck_assert_uint_eq(wait_job(c, job, 0), COOP_MSG_ERROR);
-  ck_assert_int_eq(c->m.error.code, COOP_ETIMEDOUT);
-  snprintf(buf, n, "%s", c->m.error.message);
-}
-
 /* Bounds: above 0 only as far as [limits] allows the uid (by name, uid
  * or group; the highest entry naming it: not another user's, not a group
  * it is not in); anyone lower; outside -100..100 never. */
@@ -422,7 +415,7 @@ START_TEST(a_cooperative_job_of_higher_priority_takes_the_slot) {
   }
   wait_running(&c, high);
   char why[COOP_WIRE_TEXT_MAX];
-  wait_says(&c, low, why, sizeof why);
+  wait_says(&c, low, 0, why, sizeof why);
   fprintf(stderr, "low: %s\n", why);
   assert_has(why, "suspended for a job of priority 3");
   ck_assert_int_eq(job_status(&c, low).state, COOP_JOB_RUNNING);
@@ -479,7 +472,7 @@ START_TEST(a_user_above_its_share_is_suspended) {
   wait_running(&c, t2);
   ck_assert(!job_status(&c, mine[0]).suspended && !job_status(&c, mine[1]).suspended);
   char why[COOP_WIRE_TEXT_MAX];
-  wait_says(&c, mine[2], why, sizeof why);
+  wait_says(&c, mine[2], 0, why, sizeof why);
   assert_has(why, "its user held more than its share");
   union coop_msg m;
   for (int i = 0; i < 3; i++) {

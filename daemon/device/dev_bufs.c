@@ -77,6 +77,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
   struct dp_buf b = {
       .size = op->size, .arg = op->arg, .at = op->at, .fd = op->fd, .owner = op->owner};
   int e;
+  uint64_t held; /* the arena bytes the jobs there hold, when a create finds no room */
   if (!begun(op)) TRACE_STAMP(op, copy_start);
   switch (op->kind) {
     case DEV_BUF_CREATE:
@@ -92,11 +93,11 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
         op->arg = b.arg;
         op->gen = d->gen;
         op->filling = b.in == DP_IN_LATER;
-      } else if (e == COOP_ENOMEM && dev__room_held(d)) { /* not for good: as they end */
+      } else if (e == COOP_ENOMEM && (held = dev__room_held(d))) { /* not for good */
         snprintf(op->message, sizeof op->message,
                  "no room for the buffer in the device arena now: the jobs there hold %llu KiB "
                  "of it; ask again as they end (or raise [device] arena_mb)",
-                 (unsigned long long)((dev__room_held(d) + 1023) >> 10));
+                 (unsigned long long)((held + 1023) >> 10));
       } else if (e == COOP_ENOMEM) {
         snprintf(op->message, sizeof op->message, "%s",
                  "no room for the buffer in the device arena (raise [device] arena_mb)");
