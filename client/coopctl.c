@@ -243,10 +243,10 @@ int ctl_connect(struct ctl *x) {
   return e ? ctl_fail("connect", e) : 0;
 }
 
-/* The terminal's width in columns (80 when it does not say). */
-static int columns(void) {
+/* The width in columns of the terminal on fd, or 0 when it does not say. */
+static unsigned columns(int fd) {
   struct winsize ws;
-  return ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 ? ws.ws_col : 80;
+  return ioctl(fd, TIOCGWINSZ, &ws) == 0 ? ws.ws_col : 0;
 }
 
 /* why: the daemon's answer to the last WAIT that timed out ("job 7 is
@@ -276,7 +276,8 @@ static void progress(struct ctl *x, uint64_t job, double el, int periodic, doubl
     if (!strncmp(said, "queued, ", 8)) said += 8;
     snprintf(line + len, sizeof line - len, ", %s", said);
   }
-  int cols = columns() - 1;
+  unsigned width = columns(STDERR_FILENO);
+  int cols = (width > 1 ? (int)width : 80) - 1;
   if ((int)strlen(line) > cols) line[cols] = '\0';
   fprintf(stderr, "\r\033[K%s", line);
   fflush(stderr);
@@ -478,9 +479,8 @@ static void sleep_ms(unsigned ms) {
 /* Workgroups per line of the map: what fits the terminal beside the line's
  * label (a multiple of 8), or 64 when stdout is not a terminal. */
 static unsigned map_width(int tty) {
-  struct winsize w;
-  if (!tty || ioctl(STDOUT_FILENO, TIOCGWINSZ, &w) || w.ws_col < 24) return 64;
-  return (unsigned)(w.ws_col - 10) / 8 * 8;
+  unsigned width = tty ? columns(STDOUT_FILENO) : 0;
+  return width < 24 ? 64 : (width - 10) / 8 * 8;
 }
 
 /* One snapshot. TOP is asked last: a daemon older than TOP answers it with

@@ -71,7 +71,6 @@ for _code in range(-1, -128, -1):
     globals()[_name] = _code
     ERRORS[_code] = _name
 del _code, _name
-ERRORS_BY_NAME = {v: k for k, v in ERRORS.items()}
 
 
 def _check(rc, conn=None):
@@ -85,8 +84,8 @@ def _fn(name):
     """libcoop's function name, or Error naming the library that lacks it."""
     f = getattr(_lib, name, None)
     if f is None:
-        raise Error(ERRORS_BY_NAME["EVERSION"], f"{_lib._name} has no {name}: a newer libcoop "
-                    "is needed")
+        raise Error(globals()["EVERSION"], f"{_lib._name} has no {name}: a newer libcoop is "
+                    "needed")
     return f
 
 
