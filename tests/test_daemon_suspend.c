@@ -321,6 +321,69 @@ START_TEST(a_suspended_job_moves_to_an_idle_device) {
 }
 END_TEST
 
+/* As above, but the sweep of priority 0 works on a device buffer of
+ * device 0: it is suspended there and stays, since its buffer cannot go
+ * with it (MIGRATE refuses it so). It resumes on device 0 once the second
+ * ends, and the buffer holds every round. Before, it moved to device 1 by
+ * itself, where its argument named no buffer of its own. */
+START_TEST(a_suspended_job_on_device_buffers_stays) {
+  char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        two_devices(),
+                        "limits.max_priority=10",
+                        "jobs.reserve_percent=100",
+                        "device.max_workgroups=5",
+                        "log.level=info",
+                        NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  submit_device = 0;
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 150;
+  uint64_t buf = buf_create_raw(&c, 1024); /* zeroed, on device 0 */
+  union coop_msg m;
+  submit_init(&m, "slowsweep", w, 1);
+  m.submit.args[m.submit.nargs++] = (struct coop_wire_arg){.type = COOP_ARG_DEVBUF, .bits = buf};
+  arg_u32(&m.submit, 256);
+  arg_u32(&m.submit, rounds);
+  arg_u32(&m.submit, kt);
+  uint64_t low = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  static uint32_t b[256];
+  uint64_t high = sweep_at(&c, b, 256, 1000, rounds, kt, w, 3);
+  ck_assert_uint_ne(high, 0);
+  ck_assert(seen_suspended(&c, low));
+  sweep_check(&c, high, 256, 1000, rounds);
+  ck_assert_uint_eq(c.m.result.device, 0);
+  int64_t high_end = c.m.result.t.finished;
+  ck_assert_uint_eq(wait_job(&c, low, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s %s", coop_job_state_name(c.m.result.state),
+                c.m.result.message);
+  ck_assert_uint_eq(c.m.result.device, 0);
+  ck_assert_int_ge(c.m.result.t.finished, high_end);
+  ck_assert(!log_has(logp, "it moves there"));
+  static union coop_msg q;
+  memset(&q, 0, sizeof q);
+  q.buf_range =
+      (struct coop_msg_buf_range){.buffer = buf, .offset = 0, .len = 1024, .fd = COOP_WIRE_FD_NONE};
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &q, NULL, 0)), COOP_MSG_BUF_DATA);
+  ck_assert_uint_eq(c.m.buf_data.data_len, 1024);
+  for (uint32_t i = 0; i < 256; i++) {
+    uint32_t got;
+    memcpy(&got, c.m.buf_data.data + 4 * i, 4);
+    ck_assert_msg(got == rounds, "word %u is %u, want %u", i, got, rounds);
+  }
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 void daemon_suspend_cases(Suite *s) {
   TCase *t = tcase_create("checkpoints");
   tcase_set_timeout(t, 240);
@@ -336,5 +399,6 @@ void daemon_suspend_cases(Suite *s) {
   tcase_set_timeout(t, 240);
   tcase_add_test(t, migrate_moves_a_running_sweep);
   tcase_add_test(t, a_suspended_job_moves_to_an_idle_device);
+  tcase_add_test(t, a_suspended_job_on_device_buffers_stays);
   suite_add_tcase(s, t);
 }

@@ -223,6 +223,9 @@ int dev__resume_run(struct dev *d, struct run *r) {
   /* failed while it waited (a carry that could not be staged): its
    * buffers are nowhere, so nothing may run */
   if (j->error || dev__resolve(d, j)) return j->error;
+  /* its device buffers where they are now, or lost with a device process
+   * replaced meanwhile (a clear error, never another buffer) */
+  if (dev__check_bufs(d, j)) return j->error;
   int e = 0;
   if (r->carry_staged || r->carry_share) /* staged before the launch (dev__carry_prestage) */
     e = r->carry_staged == d->rt ? 0 : COOP_ELOST;

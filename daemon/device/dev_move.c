@@ -6,7 +6,8 @@
  * by itself when it waits suspended (for a job of higher priority, a
  * share, or after a restart) while another device has a free cooperative
  * slot and nothing waiting for it (hooks->move_target, which reads what
- * each device thread publishes in dev_free_slots). The mechanism is the
+ * each device thread publishes in dev_free_slots), unless it works on
+ * device buffers, which stay on their device. The mechanism is the
  * reload's (dev_carry.c): a running job's task is suspended (every
  * workgroup but 0 leaves at its offer_kill; workgroup 0 saves its state,
  * docs/scheduler.md "Suspension"), its state and every buffer's contents
@@ -78,6 +79,10 @@ static int moves(struct dev *d, struct job *j) {
   if (r && r->carry_fd < 0 && !d->rt) return 0; /* its buffers come back with the device */
   if (atomic_load(&j->move_to)) return 1;
   if (!r || !d->hooks->move_target || atomic_load(&j->cancel) || d->stop_now) return 0;
+  /* its device buffers stay on this device (MIGRATE refuses it so): moved,
+   * its task named no buffer of its own there, and its own missed every
+   * round after the suspension */
+  if (job_has_devbufs(j)) return 0;
   struct dev *to = NULL;
   int index = d->hooks->move_target(d->user, d, j, &to);
   if (index < 0 || !to) return 0;
