@@ -118,6 +118,9 @@ struct job {
    * and its dev; move_dev is written before move_to and read after it */
   _Atomic uint8_t move_to;
   struct dev *_Atomic move_dev;
+  /* loop (MIGRATE): moved by hand, it stays where its user put it and
+   * never moves by itself (dev_move.c) */
+  _Atomic uint8_t moved_by_hand;
   uint8_t counted_dev; /* loop: the device whose dev_jobs counts it */
 
   /* result: device thread until hand-back */

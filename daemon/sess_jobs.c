@@ -22,10 +22,22 @@ static struct job *lookup(struct session *s, uint32_t seq, uint64_t id) {
   return j;
 }
 
-/* The device a SUBMIT goes to: the one it names, or the least loaded (fewest
- * jobs, then the lowest index) of those with the workers it asks for;
- * device 0 when none has them (its checks then say why); or, e filled,
- * its (negative) code. */
+/* The bytes of a SUBMIT's buffers that are copied into the arena (not
+ * device buffers). */
+static uint64_t copy_bytes(const struct coop_msg_submit *m) {
+  uint64_t n = 0;
+  for (unsigned i = 0; i < m->nargs; i++)
+    if (m->args[i].type == COOP_ARG_BUF) n += m->args[i].size;
+  return n;
+}
+
+/* The device a SUBMIT goes to: the one it names, or, of those with the
+ * workers it asks for, one whose arena has room for its copies beside
+ * what the jobs there take (dev_room_taken), the least loaded (fewest
+ * jobs, then the lowest index); where none has room, the least loaded
+ * (the job may wait for room there: docs/daemon.md, "Room in the arena");
+ * device 0 when none has the workers (its checks then say why); or, e
+ * filled, its (negative) code. */
 static int pick_device(struct session *s, const struct coop_msg_submit *m, struct job_err *e) {
   struct daemon *dm = s->dm;
   if (m->device != COOP_WIRE_ANY_DEVICE) {
@@ -33,11 +45,15 @@ static int pick_device(struct session *s, const struct coop_msg_submit *m, struc
     return job_refuse(e, COOP_EINVAL, "no device %u: this coopd runs %u (0..%u, or any)", m->device,
                       dm->ndev, dm->ndev - 1);
   }
-  int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE), best = -1;
+  int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE), best = -1, best_room = 0;
+  uint64_t want = copy_bytes(m), arena = (uint64_t)dm->cfg.arena_mb << 20;
   for (unsigned i = 0; i < dm->ndev; i++) {
     unsigned w = dev_workers(dm->devs[i]);
     if (m->groups > w || !job_fits(w, m->groups, coop)) continue;
-    if (best < 0 || dm->dev_jobs[i] < dm->dev_jobs[best]) best = (int)i;
+    uint64_t taken = dev_room_taken(dm->devs[i]);
+    int room = taken <= arena && want <= arena - taken;
+    if (best < 0 || room > best_room || (room == best_room && dm->dev_jobs[i] < dm->dev_jobs[best]))
+      best = (int)i, best_room = room;
   }
   return best < 0 ? 0 : best;
 }

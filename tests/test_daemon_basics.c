@@ -808,17 +808,24 @@ START_TEST(detached_job_survives) {
 END_TEST
 
 /* SIGTERM with jobs in flight: every waiting client gets its final result,
- * idle clients hear ESHUTDOWN, and coopd exits 0. */
+ * a queued job's at once (CANCELLED, before the running one's grace ends),
+ * a SUBMIT meanwhile gets ESHUTDOWN, idle clients hear ESHUTDOWN, and coopd
+ * exits 0. */
 START_TEST(sigterm_in_flight) {
-  const char *sets[] = {"jobs.grace_ms=300", NULL};
+  const char *sets[] = {"jobs.grace_ms=1000", "jobs.reserve_percent=100", NULL};
   struct daemon_proc d;
   daemon_start(&d, sets);
-  struct conn c, idle;
+  struct conn c, idle, q;
   open_hello(&c, &d);
   open_hello(&idle, &d);
+  open_hello(&q, &d);
   uint32_t data[256] = {0};
   uint64_t j = sweep_submit(&c, data, 256, 100000000u, c.m.welcome.workers, -1);
   ck_assert_uint_ne(j, 0);
+  wait_running(&c, j);
+  uint64_t queued = sweep_submit(&q, data, 64, 100000000u, 1, -1); /* one slot: it waits */
+  ck_assert_uint_ne(queued, 0);
+  ck_assert_uint_eq(job_state(&q, queued), COOP_JOB_QUEUED);
   union coop_msg m;
   memset(&m, 0, sizeof m);
   m.job.job = j;
@@ -826,6 +833,13 @@ START_TEST(sigterm_in_flight) {
   uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
   msleep(200);
   kill(d.pid, SIGTERM);
+  ck_assert_uint_eq(wait_job(&q, queued, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(q.m.result.state, COOP_JOB_CANCELLED);
+  union coop_msg late;
+  render_init(&late, 1);
+  ck_assert_uint_eq(reply(&q, send_msg(&q, COOP_MSG_SUBMIT, &late, NULL, 0)), COOP_MSG_ERROR);
+  ck_assert_int_eq(q.m.error.code, COOP_ESHUTDOWN);
+  ck_assert_uint_eq(job_state(&c, j), COOP_JOB_RUNNING); /* its grace runs yet */
   ck_assert_uint_eq(reply(&c, seq), COOP_MSG_RESULT);
   ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
   ck_assert_int_eq(c.m.result.error, COOP_ECANCELED);
@@ -834,6 +848,7 @@ START_TEST(sigterm_in_flight) {
   ck_assert_int_eq(idle.m.error.code, COOP_ESHUTDOWN);
   conn_close(&c);
   conn_close(&idle);
+  conn_close(&q);
   ck_assert_int_eq(daemon_wait(&d, 0), 0);
 }
 END_TEST

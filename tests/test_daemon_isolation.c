@@ -711,13 +711,15 @@ static void stop_nobody(pid_t kid) {
 }
 
 /* Hardening, the arena: a job's buffers are copied into the arena while it
- * runs, and root's running sweep held 600 KiB of a 1 MiB arena: nobody's
+ * runs, and root's running job held 600 KiB of a 1 MiB arena: nobody's
  * render of 480 KiB, which fits the arena alone, failed ENOMEM ("raise
  * [device] arena_mb"). Now it waits for the room (docs/daemon.md, "Room in
  * the arena"), and while it waits root, past [limits]
  * max_buffer_percent_per_uid (50%) of the arena, starts no job with
  * buffers: root's small render, which would fit the 424 KiB left, waits
- * too, so that the room the sweep gives back goes to nobody's. */
+ * too, so that the room root's job gives back goes to nobody's. Root's
+ * holder is a long render (a task: it cannot be suspended, so nobody's
+ * waits for its end; a cooperative one gives its room back, below). */
 START_TEST(one_users_running_jobs_leave_room_for_others) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   const char *sets[] = {"device.arena_mb=1", NULL};
@@ -726,16 +728,16 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   daemon_open_to_all(&d);
   struct conn c;
   open_hello(&c, &d);
-  int fd = memfd_of(600u << 10);
-  uint64_t sweep = sweep_submit(&c, NULL, (600u << 10) / 4, 100000000u, 1, fd);
-  ck_assert_uint_ne(sweep, 0);
-  close(fd);
-  wait_running(&c, sweep);
-
-  enum { N = 200, SMALL = 64 };
-  static float a[N * N], b[N * N];
-  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  enum { HOLD = 226, N = 200, SMALL = 64 }; /* 3 x 226^2 x 4 bytes: 599 KiB */
+  static float a[HOLD * HOLD], b[HOLD * HOLD];
+  for (int i = 0; i < HOLD * HOLD; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
+  render_init_n(&m, 1, a, b, HOLD);
+  m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
+  uint64_t hold = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(hold, 0);
+  wait_running(&c, hold);
+
   render_init_n(&m, 1, a, b, N);
   uint64_t theirs;
   pid_t kid = nobody_submit(&d, &m, &theirs);
@@ -751,13 +753,13 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   ck_assert_uint_eq(job_state(&c, mine), COOP_JOB_QUEUED);
   assert_has(said,
              "another user's job waits for room there, and its user's running jobs hold "
-             "600 KiB of it, past [limits] max_buffer_percent_per_uid = 50%");
+             "599 KiB of it, past [limits] max_buffer_percent_per_uid = 50%");
 
   union coop_msg k;
   memset(&k, 0, sizeof k);
-  k.job.job = sweep;
+  k.job.job = hold;
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
-  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(wait_job(&c, hold, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(wait_job(&c, mine, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's small render: %s", c.m.result.message);
   uint8_t st = job_state(&c, theirs);
@@ -766,6 +768,85 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   stop_nobody(kid);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Hardening, the arena: root's cooperative sweep of about 4 s holds 600
+ * KiB of a 1 MiB arena, past [limits] max_buffer_percent_per_uid (50%);
+ * nobody's render of 469 KiB waited for the sweep's end. Now the sweep is
+ * suspended, its buffers move out of the arena to host memory, nobody's
+ * render runs, and the sweep resumes where it stopped once its buffers fit
+ * again (docs/daemon.md, "Room in the arena"): nobody's render is DONE
+ * while the sweep has yet to end, and the sweep ends DONE with every
+ * round. */
+/* Hardening, the arena: root's cooperative sweep of about 4 s holds 600
+ * KiB of a 1 MiB arena, past [limits] max_buffer_percent_per_uid (50%);
+ * nobody's render of 469 KiB (about 1.5 s) waited for the sweep's end.
+ * Now the sweep is suspended, its buffers move out of the arena to host
+ * memory, nobody's render runs, and the sweep, whose buffers do not fit
+ * beside the render's, says so while it waits, then resumes where it
+ * stopped (docs/daemon.md, "Room in the arena"): nobody's render is DONE
+ * while the sweep has yet to end, and the sweep ends DONE with every
+ * round. */
+START_TEST(a_users_cooperative_job_gives_its_room_back) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-room-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.arena_mb=1", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  enum { WORDS = (600u << 10) / 4, N = 200 };
+  static uint32_t data[WORDS];
+  int fd = memfd_of(sizeof data);                          /* too large to go inline */
+  uint64_t job = sweep_submit(&c, NULL, WORDS, 10, 1, fd); /* a round's time */
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double per = (double)c.m.result.t.exec_ns / 10;
+  uint32_t rounds = (uint32_t)(4e9 / (per > 1e4 ? per : 1e4)) + 20;
+  for (uint32_t i = 0; i < WORDS; i++) data[i] = i;
+  ck_assert_int_eq(pwrite(fd, data, sizeof data, 0), (ssize_t)sizeof data);
+  static float a[N * N], b[N * N];
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  render_init_n(&m, 1, a, b, N); /* a rep's time, for a render of about 1.5 s */
+  uint64_t probe = submit(&c, &m, NULL, 0);
+  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double rep = (double)c.m.result.t.exec_ns;
+  m.submit.args[4].bits = (uint32_t)(1.5e9 / (rep > 1e5 ? rep : 1e5)) + 1;
+
+  uint64_t sweep = sweep_submit(&c, NULL, WORDS, rounds, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  wait_running(&c, sweep);
+  uint64_t theirs;
+  pid_t kid = nobody_submit(&d, &m, &theirs);
+  /* nobody's render runs; the sweep, suspended, waits for room to resume */
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, sweep, "waiting for room in the device arena to resume", said, sizeof said);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_RUNNING);
+  uint8_t st = job_state(&c, theirs);
+  for (int i = 0; i < 1500 && st < COOP_JOB_DONE; i++, msleep(10)) st = job_state(&c, theirs);
+  uint8_t sweep_st = job_state(&c, sweep);
+  if (st != COOP_JOB_DONE || sweep_st >= COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
+  ck_assert_msg(sweep_st < COOP_JOB_DONE, "root's sweep of %u rounds ended first", rounds);
+  ck_assert(log_has(logp, "moved out of the device arena to make room for another user's job"));
+
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  const struct coop_msg_result *r = &c.m.result;
+  fprintf(stderr, "root's sweep of %u rounds: %.0f ms\n", rounds, (double)r->t.exec_ns / 1e6);
+  ck_assert_msg(r->state == COOP_JOB_DONE, "root's sweep: %s %s", coop_job_state_name(r->state),
+                r->message);
+  ck_assert_int_eq(pread(fd, data, sizeof data, 0), (ssize_t)sizeof data);
+  close(fd);
+  for (uint32_t i = 0; i < WORDS; i++)
+    ck_assert_msg(data[i] == i + rounds, "word %u is %u, want %u", i, data[i], i + rounds);
+  stop_nobody(kid);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
 }
 END_TEST
 
@@ -1124,6 +1205,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
   tcase_add_test(t, one_users_running_jobs_leave_room_for_others);
+  tcase_add_test(t, a_users_cooperative_job_gives_its_room_back);
   suite_add_tcase(s, t);
   t = tcase_create("slots");
   suite_add_tcase(s, t);

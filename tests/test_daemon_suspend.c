@@ -384,6 +384,124 @@ START_TEST(a_suspended_job_on_device_buffers_stays) {
 }
 END_TEST
 
+/* One slot per device. Sweep B runs on device 1; sweep A, moved there by
+ * MIGRATE, waits suspended for B's slot, its state and buffers out of any
+ * device process. A reload then changes slowsweep's source (2 a round):
+ * B, whose kernel changed, is cancelled after the grace period, and so is
+ * A, with why. Before, A was resumed from its saved state in the changed
+ * kernel and ended DONE with words the old kernel never wrote. */
+START_TEST(a_reload_that_changes_a_moved_jobs_kernel_ends_it) {
+  char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
+  log_temp(logp);
+  char kdir[] = "/tmp/coop-kernels-XXXXXX", ks[300], kset[340];
+  kernels_dir_make(kdir);
+  snprintf(ks, sizeof ks, "%s/slowsweep.cl", kdir);
+  file_copy(PRIORITY_KERNEL_DIR "/slowsweep.cl", ks);
+  snprintf(kset, sizeof kset, "kernels.dirs=%s", kdir);
+  const char *sets[] = {kset,
+                        two_devices(),
+                        "jobs.reserve_percent=100",
+                        "jobs.grace_ms=300",
+                        "device.max_workgroups=5",
+                        "log.level=info",
+                        NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  submit_device = 1;
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 3000;
+  static uint32_t a[256], b[256];
+  uint64_t jb = sweep_at(&c, b, 256, 7, rounds, kt, w, 0);
+  ck_assert_uint_ne(jb, 0);
+  wait_running(&c, jb);
+  submit_device = 0;
+  uint64_t ja = sweep_at(&c, a, 256, 5, rounds, kt, w, 0);
+  ck_assert_uint_ne(ja, 0);
+  wait_running(&c, ja);
+  ck_assert_uint_eq(migrate(&c, ja, 1), COOP_MSG_OK);
+  int there = 0;
+  for (int i = 0; i < 3000 && !there; i++) {
+    struct coop_wire_status st = job_status(&c, ja);
+    there = st.device == 1 && st.suspended && log_has(logp, "moved here, suspended");
+    if (!there) msleep(10);
+  }
+  if (!there) log_print(logp);
+  ck_assert_msg(there, "sweep A never waited suspended on device 1");
+
+  static char text[1 << 14];
+  FILE *f = fopen(ks, "r");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  char *add = strstr(text, "+= 1u +");
+  ck_assert_ptr_nonnull(add);
+  add[3] = '2';
+  file_write(ks, text);
+  kill(d.pid, SIGHUP);
+
+  ck_assert_uint_eq(wait_job(&c, ja, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_CANCELLED) log_print(logp);
+  ck_assert_msg(c.m.result.state == COOP_JOB_CANCELLED, "sweep A: %s %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  assert_has(c.m.result.message, "the new set changed or removed its kernel");
+  ck_assert_uint_eq(wait_job(&c, jb, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(ks);
+  kernels_dir_remove(kdir);
+  unlink(logp);
+}
+END_TEST
+
+/* Two devices of a 1 MiB arena each. Device 0 runs one long render whose
+ * copies hold 599 KiB; device 1 two sweeps (one runs, one waits for its
+ * slot) of 1 KiB each. A render of 469 KiB for any device went to device
+ * 0, the one with fewer jobs, and waited there for room for as long as the
+ * long render ran (until [jobs] task_max_ms ended it). Now it goes to
+ * device 1, where its copies fit, and ends there while the long render
+ * runs on. */
+START_TEST(a_job_goes_to_the_device_with_room) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices(),
+                        "device.arena_mb=1", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  enum { HOLD = 226, N = 200 }; /* 3 x 226^2 x 4 bytes: 599 KiB; 3 x 200^2 x 4: 469 KiB */
+  static float a[HOLD * HOLD], b[HOLD * HOLD];
+  for (int i = 0; i < HOLD * HOLD; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  submit_device = 0;
+  render_init_n(&m, 1, a, b, HOLD);
+  m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
+  uint64_t hold = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(hold, 0);
+  wait_running(&c, hold);
+  submit_device = 1;
+  static uint32_t s1[256], s2[256];
+  uint64_t run = sweep_submit(&c, s1, 256, 100000000u, 1, -1);
+  uint64_t waiting = sweep_submit(&c, s2, 256, 100000000u, 1, -1);
+  ck_assert(run && waiting);
+  wait_running(&c, run);
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  render_init_n(&m, 1, a, b, N);
+  uint64_t job = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(job, 0);
+  uint16_t t = wait_job(&c, job, 20000);
+  ck_assert_msg(t == COOP_MSG_RESULT, "the render did not end in 20 s: %s",
+                t == COOP_MSG_ERROR ? c.m.error.message : "");
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  ck_assert_uint_eq(job_state(&c, hold), COOP_JOB_RUNNING); /* task_max_ms (5 s) ends it */
+  conn_close(&c);                                           /* its jobs go with it */
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_suspend_cases(Suite *s) {
   TCase *t = tcase_create("checkpoints");
   tcase_set_timeout(t, 240);
@@ -400,5 +518,7 @@ void daemon_suspend_cases(Suite *s) {
   tcase_add_test(t, migrate_moves_a_running_sweep);
   tcase_add_test(t, a_suspended_job_moves_to_an_idle_device);
   tcase_add_test(t, a_suspended_job_on_device_buffers_stays);
+  tcase_add_test(t, a_reload_that_changes_a_moved_jobs_kernel_ends_it);
+  tcase_add_test(t, a_job_goes_to_the_device_with_room);
   suite_add_tcase(s, t);
 }

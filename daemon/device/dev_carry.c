@@ -218,7 +218,7 @@ int dev__resume_task(struct dev *d, struct run *r, int state_fd) {
   return 0;
 }
 
-int dev__resume_run(struct dev *d, struct run *r) {
+int dev__resume_run(struct dev *d, struct run *r, int may_wait) {
   struct job *j = r->j;
   /* failed while it waited (a carry that could not be staged): its
    * buffers are nowhere, so nothing may run */
@@ -240,6 +240,9 @@ int dev__resume_run(struct dev *d, struct run *r) {
     unsigned n = dev__carry_bufs(j, b, r->carry_fd, 1);
     e = n ? dp_stage(d->rt, b, n) : 0;
     if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
+    /* no room while other jobs' copies hold it: it waits as a start
+     * would (dev_room.c), its state and buffers where they are */
+    if (e == COOP_ENOMEM && may_wait && dev__room_held(d)) return DEV_ROOM_WAIT;
     if (e == 0) dev__staged_args(j, b);
   }
   if (e == 0) e = dev__resume_task(d, r, r->state_fd);
@@ -260,14 +263,16 @@ static int carry_in_one(struct dev *d, struct run *r) {
     dev__fail(j, COOP_ESHUTDOWN, "%s", "cancelled: the daemon is shutting down");
     return -1;
   }
-  if (dev__resume_run(d, r)) return -1;
+  if (dev__resume_run(d, r, 0)) return -1;
   log_info("job %llu (%s): resumed in the new megakernel", (unsigned long long)j->id, j->kernel);
   return 0;
 }
 
 /* A suspended job's buffers out of the old device process into a memfd
  * (dev__resume_run stages them into the new one): 0, or -1 (the job
- * failed). */
+ * failed). One whose buffers are out already (moved here, back from a
+ * checkpoint, or out of the arena for room) is checked alike: its state
+ * is its kernel's as it was, which a changed source need not read. */
 static int carry_suspended_one(struct dev *d, struct run *r) {
   struct job *j = r->j;
   int devbufs = job_has_devbufs(j) && !in_place(d);
@@ -280,7 +285,7 @@ static int carry_suspended_one(struct dev *d, struct run *r) {
                      : "the new set changed or removed its kernel");
     return -1;
   }
-  if (in_place(d)) return 0; /* its buffers stay where they are */
+  if (in_place(d) || r->carry_fd >= 0) return 0; /* its buffers stay where they are */
   return dev__carry_waiting(d, r, "across the kernel reload", dev__carry_into(d));
 }
 
@@ -369,7 +374,7 @@ void dev__carry_suspended(struct dev *d) {
   for (struct job **p = &d->coop_wait_head; *p;) {
     struct job *j = *p;
     struct run *r = j->dev_run;
-    if (!r || dev__carried(r) || !d->rt || carry_suspended_one(d, r) == 0) {
+    if (!r || r->carry_share || !d->rt || carry_suspended_one(d, r) == 0) {
       p = &j->dev_next;
       continue;
     }

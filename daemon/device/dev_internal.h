@@ -44,6 +44,10 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
 #define DEV_FOR_SHARE INT32_MIN
 #define DEV_FOR_RESTART (INT32_MIN + 1)
 #define DEV_FOR_MOVE (INT32_MIN + 2) /* moved from another device (dev_move.c) */
+/* its buffers moved out of the arena for another user's job that waits
+ * for room (dev_room.c); resumed, they found no room there yet */
+#define DEV_FOR_ROOM (INT32_MIN + 3)
+#define DEV_FOR_ROOM_BACK (INT32_MIN + 4)
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -90,6 +94,10 @@ struct run {
   int suspending;
   int64_t suspended_at;
   int resuming, preempting;
+  /* suspended with its buffers out of the arena, it found no room to
+   * resume at d->room_seq: not tried again until that changes (dev_room.c) */
+  int room_wait;
+  uint64_t room_seq;
   /* checkpoints (dev_ckpt.c): asked to suspend for one (when: asked_at);
    * the last one's state and buffers (memfds, or -1) and when it was
    * taken (host ns); the pair the one before used, written over by the
@@ -206,6 +214,7 @@ struct dev {
    * ended, or a waiting job left, since they were last tried */
   struct job *room_head, *room_tail;
   int room_freed;
+  uint64_t room_seq; /* counts the room_freed set, for suspended runs' tries */
   /* device thread: each user's tasks' worker time beyond its share
    * ([jobs] task_percent_per_uid, dev_turns.c), at most DEV_SHARE_USERS */
   struct dev_share {
@@ -224,6 +233,9 @@ struct dev {
    * jobs' places were last published at places_seq, for places_workers */
   uint64_t slots_seq, places_seq, caps_seq;
   _Atomic unsigned free_slots; /* device thread -> others: dev_free_slots (dev_move.c) */
+  /* device thread -> loop: the arena bytes jobs' copies hold and wait for
+   * (dev_room_taken, dev_room.c) */
+  _Atomic uint64_t room_taken;
   unsigned places_workers, caps_workers;
   /* watchdog */
   char restart_why[256]; /* device thread: set to restart the device process */
@@ -397,8 +409,9 @@ int dev__carried(const struct run *r);
 void dev__carry_drop(struct dev *d, struct run *r);
 /* A suspended run's task again from its saved state (r->state_fd), its
  * buffers staged first if they were carried (r->carry_fd): 0, or the
- * coop code (the job failed with it). */
-int dev__resume_run(struct dev *d, struct run *r);
+ * coop code (the job failed with it); with may_wait, DEV_ROOM_WAIT where
+ * they found no room that a run's end may make (nothing changed). */
+int dev__resume_run(struct dev *d, struct run *r, int may_wait);
 /* r's task again from the state in state_fd, its buffers where they are
  * (in this device process): 0, or a coop code (nothing changed). */
 int dev__resume_task(struct dev *d, struct run *r, int state_fd);
@@ -483,6 +496,9 @@ void dev__preempt_before_submit(struct dev *d, struct run *r);
  * saved, the task released, its job back in coop_wait (first) with r as
  * its dev_run. 0, or -1: the job failed (r stays on d->runs, finished). */
 int dev__suspend_out(struct dev *d, struct run *r);
+/* Asks r's task to suspend for `p` (a priority or DEV_FOR_*), logged with
+ * why; nothing if the runtime refuses (the next pass asks again). */
+void dev__suspend(struct dev *d, struct run *r, int32_t p, const char *why);
 /* Whether a job of priority p waits for a non-cooperative run of higher
  * priority that had cooperative jobs suspended, or for a frame loop's
  * next task whose window is open (DEV_SLOT_PRIORITY; a cooperative run's
@@ -507,8 +523,9 @@ void dev__windows_due(const struct dev *d, int64_t now, int64_t *wake);
  * kernel): its run finished with j's state as set (or CANCELLED). */
 void dev__drop_suspended(struct dev *d, struct job *j);
 /* A run taken from coop_wait to run on (dev_slots.c put it back on
- * d->runs, `resuming`): its task again from the saved state. 0, or -1:
- * the job failed. */
+ * d->runs, `resuming`): its task again from the saved state. 0, -1: the
+ * job failed, or DEV_ROOM_WAIT: its buffers found no room, and its job is
+ * back in coop_wait, first, with r as its dev_run (r to leave d->runs). */
 int dev__resume_suspended(struct dev *d, struct run *r);
 /* The device process is gone with the buffers of the suspended jobs that
  * were not carried: their runs back on d->runs, to be lost or run again
@@ -641,8 +658,19 @@ unsigned dev__room_waiting(const struct dev *d, uint32_t uid);
 /* j waits for room (its run freed, nothing of it on the device). */
 void dev__room_wait(struct dev *d, struct job *j);
 /* Tries the waiting jobs again, in order, where a run ended or a waiting
- * one left since; cancels the cancelled ones. */
+ * one left since; cancels the cancelled ones. First moves out of the arena
+ * the buffers of the jobs suspended for room (dev__room_preempt). */
 void dev__pump_room(struct dev *d);
+/* What dev_room_taken reads, published after a pass. */
+void dev__room_publish(struct dev *d);
+/* While another user's job waits for room, a cooperative job of a user
+ * whose copies hold more than [limits] max_buffer_percent_per_uid of the
+ * arena is suspended (one at a time), for its buffers to leave it. */
+void dev__room_preempt(struct dev *d);
+/* Whether suspended j, its buffers out of the arena, stays suspended for
+ * now: it found no room and no run ended since, or another user's job
+ * waits for room and j's user would pass its share with j back. */
+int dev__room_holds(const struct dev *d, const struct job *j);
 /* Run r's next task, not cooperative: 1 if it is held back now, its user's
  * tasks having taken more than [jobs] task_percent_per_uid of the device's
  * worker time while another user's cooperative job runs or waits here

@@ -80,7 +80,7 @@ static struct run *victim(struct dev *d, int32_t p, int same, unsigned share) {
   return best;
 }
 
-static void suspend(struct dev *d, struct run *r, int32_t p, const char *why) {
+void dev__suspend(struct dev *d, struct run *r, int32_t p, const char *why) {
   if (dp_suspend(d->rt, r->task[0])) return; /* the next pass tries again */
   r->suspending = 1;
   atomic_store(&r->j->suspended_for, p); /* read only once suspended is 1 */
@@ -109,14 +109,15 @@ static void preempt_for_slot(struct dev *d) {
     char why[96];
     snprintf(why, sizeof why, "job %llu of priority %d waits for a cooperative slot",
              (unsigned long long)w->id, (int)w->priority);
-    suspend(d, v, w->priority, why);
+    dev__suspend(d, v, w->priority, why);
     return;
   }
   unsigned share = dev__coop_share(d);
   if (dev__coop_running(d, &w->uid) >= share) return;
   v = victim(d, w->priority, 1, share);
   if (v)
-    suspend(d, v, DEV_FOR_SHARE, "its user holds more than its share of the cooperative slots");
+    dev__suspend(d, v, DEV_FOR_SHARE,
+                 "its user holds more than its share of the cooperative slots");
 }
 
 /* The run to suspend for a non-cooperative task of priority p on `groups`
@@ -140,7 +141,7 @@ static void preempt_run(struct dev *d, struct run *r) {
   snprintf(why, sizeof why, "job %llu of priority %d needs %u of the %u workers",
            (unsigned long long)j->id, (int)j->priority, j->groups, workers);
   TRACE_STAMP(j, preempt);
-  suspend(d, v, j->priority, why);
+  dev__suspend(d, v, j->priority, why);
 }
 
 static void preempt_for_task(struct dev *d) {
@@ -204,7 +205,7 @@ void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
   snprintf(why, sizeof why,
            "ahead of a task of priority %d on %u workers, expected of a frame loop in %.0f us",
            (int)d->pre_priority, d->pre_groups, (double)(d->pre_at - now) / 1e3);
-  suspend(d, v, d->pre_priority, why);
+  dev__suspend(d, v, d->pre_priority, why);
   d->pre_on = 1;
 }
 
@@ -217,6 +218,7 @@ void dev__preempt(struct dev *d) {
   if (!d->rt || d->swap_now || d->stop_now) return;
   preempt_for_task(d);
   preempt_for_slot(d);
+  dev__room_preempt(d);
 }
 
 int dev__prio_blocked(const struct dev *d, int32_t p) {
@@ -261,7 +263,21 @@ int dev__resume_suspended(struct dev *d, struct run *r) {
   atomic_store(&j->suspended, 0);
   /* the watchdog counts the time it ran, not the time it waited */
   if (r->started_ns) r->started_ns += coop__now_ns() - r->suspended_at;
-  if (dev__resume_run(d, r)) return -1;
+  int e = dev__resume_run(d, r, 1);
+  if (e == DEV_ROOM_WAIT) { /* back to wait, suspended, until runs end */
+    r->room_wait = 1;
+    r->room_seq = d->room_seq;
+    r->suspended_at = coop__now_ns();
+    atomic_store(&j->suspended_for, DEV_FOR_ROOM_BACK);
+    atomic_store(&j->suspended, 1);
+    j->dev_run = r;
+    dev__coop_wait_push_front(d, j);
+    log_info("job %llu (%s): its buffers found no room in the device arena to resume: it waits",
+             (unsigned long long)j->id, j->kernel);
+    return e;
+  }
+  if (e) return -1;
+  r->room_wait = 0;
   log_info("job %llu (%s): resumed", (unsigned long long)j->id, j->kernel);
   return 0;
 }

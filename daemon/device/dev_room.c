@@ -19,11 +19,25 @@
  *   more than [limits] max_buffer_percent_per_uid of the arena starts no
  *   job with buffers to copy: the room its ends give back goes to the
  *   waiting job, not to its own next one (without this, a flood of small
- *   jobs took each freed piece and a larger job waited for ever).
+ *   jobs took each freed piece and a larger job waited for ever);
+ * - and that user's cooperative jobs give their room back: the newest of
+ *   them (of the waiting job's priority or lower) is suspended, as for a
+ *   job of higher priority (dev_prio.c), its buffers move out of the
+ *   arena into a memfd (dev__carry_waiting, as for a move), and it waits
+ *   in coop_wait until no other user's job waits for room that it would
+ *   take past its share, then resumes where it stopped once its buffers
+ *   fit (a resumption that finds no room waits, suspended, for the next
+ *   run's end). One such suspension at a time; a job whose own user
+ *   would pass the share takes no room from others. Without this, a
+ *   cooperative job of hours held its copies for hours, and another
+ *   user's job waited as long.
  *
  * Device thread only.
  */
+#include <stdio.h>
+
 #include "dev_internal.h"
+#include "log.h"
 
 /* The arena bytes job j's copies hold now. */
 static uint64_t copies_of(const struct job *j) {
@@ -67,17 +81,107 @@ static void publish(struct job *j, uint8_t why, unsigned count, unsigned held, u
   atomic_store(&j->slot_ahead, 1);
 }
 
-int dev__room_gated(struct dev *d, struct job *j) {
+/* [limits] max_buffer_percent_per_uid of the arena in bytes; 0: no bound. */
+static uint64_t share_cap(const struct dev *d) {
   unsigned pct = d->cfg->max_buffer_percent_per_uid;
-  if (!pct || pct >= 100 || !d->room_head) return 0;
+  return pct && pct < 100 ? ((uint64_t)d->cfg->arena_mb << 20) * pct / 100 : 0;
+}
+
+/* Whether j's user, its copies and j's together, would hold more than its
+ * share of the arena while another user's job waits for room. */
+static int past_share(const struct dev *d, const struct job *j, uint64_t *mine, uint64_t *cap) {
+  *cap = share_cap(d);
   int other = 0;
   for (const struct job *w = d->room_head; w && !other; w = w->dev_next) other = w->uid != j->uid;
   uint64_t want = dev__buf_bytes(j);
-  if (!other || !want) return 0;
-  uint64_t cap = ((uint64_t)d->cfg->arena_mb << 20) * pct / 100, mine = held_bytes(d, &j->uid);
-  if (mine + want <= cap) return 0;
-  publish(j, DEV_SLOT_ROOM_SHARE, pct, kib(mine), kib(cap));
+  if (!*cap || !other || !want) return 0;
+  *mine = held_bytes(d, &j->uid);
+  return *mine + want > *cap;
+}
+
+int dev__room_gated(struct dev *d, struct job *j) {
+  uint64_t mine = 0, cap = 0;
+  if (!past_share(d, j, &mine, &cap)) return 0;
+  publish(j, DEV_SLOT_ROOM_SHARE, d->cfg->max_buffer_percent_per_uid, kib(mine), kib(cap));
   return 1;
+}
+
+int dev__room_holds(const struct dev *d, const struct job *j) {
+  const struct run *r = j->dev_run;
+  if (!r || r->carry_fd < 0) return 0; /* its buffers are in the arena */
+  if (r->room_wait && r->room_seq == d->room_seq) return 1;
+  uint64_t mine = 0, cap = 0;
+  return past_share(d, j, &mine, &cap);
+}
+
+/* The first job waiting for room itself (not held back for a share), not
+ * cancelled; NULL: none. */
+static const struct job *first_waiting(const struct dev *d) {
+  for (const struct job *w = d->room_head; w; w = w->dev_next)
+    if (atomic_load(&w->slot_why) == DEV_SLOT_ROOM && !atomic_load(&w->cancel)) return w;
+  return NULL;
+}
+
+/* The run to suspend for w's room: a cooperative one of another user
+ * whose copies hold more than cap, of w's priority or lower, the newest
+ * started; NULL: none, or one suspends for room already. */
+static struct run *room_victim(struct dev *d, const struct job *w, uint64_t cap) {
+  struct run *best = NULL;
+  for (struct run *r = d->runs; r; r = r->next) {
+    const struct job *j = r->j;
+    if (r->suspending && atomic_load(&j->suspended_for) == DEV_FOR_ROOM) return NULL;
+    if (j->uid == w->uid || j->priority > w->priority || !dev__may_suspend(r) || !copies_of(j))
+      continue;
+    if (held_bytes(d, &j->uid) > cap && (!best || r->t0 > best->t0)) best = r;
+  }
+  return best;
+}
+
+void dev__room_preempt(struct dev *d) {
+  uint64_t cap = share_cap(d);
+  const struct job *w = first_waiting(d);
+  if (!cap || !w) return;
+  /* a job that would itself put its user past the share takes no room
+   * from others: it waits for their ends */
+  if (held_bytes(d, &w->uid) + dev__buf_bytes(w) > cap) return;
+  struct run *v = room_victim(d, w, cap);
+  if (!v) return;
+  char why[160];
+  snprintf(why, sizeof why,
+           "its user's jobs hold %u KiB of the device arena, past [limits] "
+           "max_buffer_percent_per_uid, and job %llu of another user waits for room there",
+           kib(held_bytes(d, &v->j->uid)), (unsigned long long)w->id);
+  dev__suspend(d, v, DEV_FOR_ROOM, why);
+}
+
+/* The buffers of the jobs suspended for room leave the arena for a memfd
+ * each (dev__carry_waiting, as for a move): 1 if any did. One that cannot
+ * be copied out fails, as a move's would. */
+static int evict(struct dev *d) {
+  int out = 0;
+  if (d->swap_now) return 0; /* a reload carries them: dev_carry.c */
+  for (struct job **p = &d->coop_wait_head; *p;) {
+    struct job *j = *p;
+    struct run *r = j->dev_run;
+    if (!r || !d->rt || dev__carried(r) || !copies_of(j) ||
+        atomic_load(&j->suspended_for) != DEV_FOR_ROOM) {
+      p = &j->dev_next;
+      continue;
+    }
+    uint64_t n = copies_of(j);
+    if (dev__carry_waiting(d, r, "out of the device arena", NULL)) {
+      dev__coop_wait_remove(d, p);
+      dev__drop_suspended(d, j); /* failed: its run ends with the job's error */
+    } else {
+      log_info(
+          "job %llu (%s, uid %u): its buffers (%u KiB) moved out of the device arena to "
+          "make room for another user's job",
+          (unsigned long long)j->id, j->kernel, j->uid, kib(n));
+      p = &j->dev_next;
+    }
+    out = 1;
+  }
+  return out;
 }
 
 int dev__room_later(struct dev *d, struct job *j) {
@@ -92,6 +196,10 @@ void dev__room_wait(struct dev *d, struct job *j) {
 }
 
 void dev__pump_room(struct dev *d) {
+  if (evict(d)) {
+    d->room_freed = 1;
+    d->room_seq++;
+  }
   if (!d->room_head) return;
   /* a swap keeps them all: what ended meanwhile is tried after it */
   int retry = d->room_freed && !d->swap_now;
@@ -128,3 +236,11 @@ void dev__pump_room(struct dev *d) {
   d->room_head = keep;
   d->room_tail = keep_tail;
 }
+
+void dev__room_publish(struct dev *d) {
+  uint64_t n = held_bytes(d, NULL);
+  for (const struct job *j = d->room_head; j; j = j->dev_next) n += dev__buf_bytes(j);
+  atomic_store(&d->room_taken, n);
+}
+
+uint64_t dev_room_taken(const struct dev *d) { return atomic_load(&d->room_taken); }

@@ -675,10 +675,14 @@ static void ended_there(struct run *r, const struct coop_rt_task_info *ti, const
  * 2 when suspended to be carried across a reload (dev_carry.c), 3 when
  * suspended for a job of higher priority or a share (dev_prio.c: its job
  * waits in coop_wait), 4 when suspended to move to another device
- * (dev_move.c). */
+ * (dev_move.c), 5 when its resumption found no room (its job back in
+ * coop_wait, suspended: dev_room.c). */
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   struct job *j = r->j;
-  if (r->resuming && dev__resume_suspended(d, r)) return 1;
+  if (r->resuming) {
+    int e = dev__resume_suspended(d, r);
+    if (e) return e == DEV_ROOM_WAIT ? 5 : 1;
+  }
   if (d->stop_now && now >= d->stop_at) atomic_store(&j->cancel, 1);
   if (d->swap_now) dev__carry_request(d, r);
   if (d->swap_now && now >= d->swap_at && !r->moving) atomic_store(&j->cancel, 1);

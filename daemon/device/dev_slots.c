@@ -287,7 +287,7 @@ void dev__pump_coop_wait(struct dev *d) {
         break;
       }
       unsigned mine = dev__coop_running(d, &j->uid);
-      if (slot_refusal(d, j, running, mine, share)) continue;
+      if (slot_refusal(d, j, running, mine, share) || dev__room_holds(d, j)) continue;
       uint64_t at = last_served(d, j->uid);
       int32_t bp = best ? (*best)->priority : 0;
       if (!best || j->priority > bp ||
@@ -335,6 +335,18 @@ static void say_suspended(const struct slot_said *s, char *buf, size_t n) {
     snprintf(buf, n,
              "its device process was restarted: it resumes from its last checkpoint (%u job%s "
              "ahead of it)",
+             s->ahead, plural(s->ahead));
+  else if (p == DEV_FOR_ROOM)
+    snprintf(buf, n,
+             "suspended, its buffers moved out of the device arena: another user's job waited "
+             "for room there while its user's jobs held more than [limits] "
+             "max_buffer_percent_per_uid of it; it resumes where it stopped once that job has "
+             "started and its buffers fit again (%u job%s ahead of it)",
+             s->ahead, plural(s->ahead));
+  else if (p == DEV_FOR_ROOM_BACK)
+    snprintf(buf, n,
+             "suspended, waiting for room in the device arena to resume: its buffers do not fit "
+             "beside the running jobs' now; it is tried again as they end (%u job%s ahead of it)",
              s->ahead, plural(s->ahead));
   else if (p == DEV_FOR_SHARE)
     snprintf(buf, n,

@@ -350,6 +350,7 @@ void dev__restart(struct dev *d) {
   d->restart_why[0] = '\0';
   d->hung_job = 0;
   d->room_freed = 1; /* a new arena: the jobs waiting for room try it */
+  d->room_seq++;
   if (d->stop_now) { /* closing anyway: what would have run again is cancelled */
     while (again) {
       struct job *j = again;

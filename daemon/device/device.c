@@ -199,6 +199,7 @@ void dev_cancel(struct dev *d, struct job *j) {
 }
 
 void dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index) {
+  atomic_store(&j->moved_by_hand, 1);
   atomic_store(&j->move_dev, to); /* before move_to: whoever sees move_to sees it */
   atomic_store(&j->move_to, (uint8_t)(index + 1));
   wake(from);
@@ -654,6 +655,9 @@ static void *dev_main(void *arg) {
         *p = r->next;
         r->next = NULL;
         suspended = 1;
+      } else if (s == 5) { /* no room to resume: its job waits again (dev_room.c) */
+        *p = r->next;
+        r->next = NULL;
       } else if (s) {
         if (dev__finish_or_keep(d, r)) {
           p = &r->next; /* its device process died under its unstage: dev__restart below */
@@ -675,6 +679,7 @@ static void *dev_main(void *arg) {
      * the device idle in between. */
     if (suspended || ended) {
       d->room_freed = 1;
+      d->room_seq++;
       dev__pump_room(d);
       dev__pump_coop_wait(d);
       dev__pump_turns(d);
@@ -685,6 +690,7 @@ static void *dev_main(void *arg) {
     dev__preempt(d);
     dev__preempt_ahead(d, now, &wake);
     dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
+    dev__room_publish(d);
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head && !d->turn_head && !d->room_head && !building)
       wake = INT64_MAX; /* nothing to poll */

@@ -139,6 +139,11 @@ void dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index
 /* Cooperative slots free on d with no job waiting for them, as its device
  * thread last published (any thread). */
 unsigned dev_free_slots(const struct dev *d);
+/* The arena bytes that d's jobs' copies hold, and those of the jobs
+ * waiting there for room, as its device thread last published (any
+ * thread; device buffers not counted): what a new job's copies would find
+ * taken (docs/daemon.md, "Room in the arena"). */
+uint64_t dev_room_taken(const struct dev *d);
 /* Stop: running jobs get grace_ms to finish, then are cancelled; queued
  * ones are cancelled at once. Every job is handed back; then the runtime
  * closes and on_stopped runs on the loop. */
