@@ -850,6 +850,76 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
 }
 END_TEST
 
+/* The same with root's sweep of 600 KiB already suspended (for root's own
+ * job of higher priority on the one cooperative slot): its copies stayed
+ * in the arena, and nobody's render of 469 KiB waited as long as root's
+ * second job ran. Now the suspended sweep's buffers leave the arena at
+ * once; nobody's render runs and ends DONE while root's jobs are still
+ * there, and the sweep resumes once the slot is free. */
+START_TEST(a_suspended_job_gives_its_room_back) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-room-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.arena_mb=1", "jobs.reserve_percent=100", "limits.max_priority=10",
+                        "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  enum { WORDS = (600u << 10) / 4, N = 200 };
+  int fd = memfd_of(WORDS * 4u);
+  uint64_t low = sweep_submit(&c, NULL, WORDS, 100000000u, 1, fd);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  static uint32_t small[64];
+  union coop_msg m;
+  submit_init(&m, "sweep", 1, 1);
+  m.submit.priority = 5;
+  arg_buf(&m.submit, COOP_BUF_INOUT, small, sizeof small, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 100000000u);
+  uint64_t high = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(high, 0);
+  ck_assert(seen_suspended(&c, low));
+  wait_running(&c, high);
+
+  static float a[N * N], b[N * N];
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  render_init_n(&m, 1, a, b, N);
+  uint64_t theirs;
+  pid_t kid = nobody_submit(&d, &m, &theirs);
+  uint8_t st = job_state(&c, theirs);
+  for (int i = 0; i < 1500 && st < COOP_JOB_DONE; i++, msleep(10)) st = job_state(&c, theirs);
+  if (st != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
+  ck_assert_uint_eq(job_state(&c, high), COOP_JOB_RUNNING);
+  ck_assert(job_status(&c, low).suspended);
+  ck_assert(log_has(logp, "moved out of the device arena to make room for another user's job"));
+
+  union coop_msg k;
+  memset(&k, 0, sizeof k);
+  k.job.job = high;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  int resumed = 0; /* its buffers back in the arena */
+  for (int i = 0; i < 3000 && !resumed; i++) {
+    struct coop_wire_status ls = job_status(&c, low);
+    resumed = !ls.suspended && ls.state == COOP_JOB_RUNNING;
+    if (!resumed) msleep(10);
+  }
+  ck_assert_msg(resumed, "root's low sweep never resumed");
+  k.job.job = low;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  ck_assert_uint_eq(wait_job(&c, low, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  close(fd);
+  stop_nobody(kid);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* Item 4, fairness: root queues three cooperative sweeps, nobody one after
  * them. When root's running sweep ends, the free slot goes to nobody, who
  * runs none yet, not to root's next in line (FIFO would). */
@@ -1206,6 +1276,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, hung_kernel_restarts_its_device);
   tcase_add_test(t, one_users_running_jobs_leave_room_for_others);
   tcase_add_test(t, a_users_cooperative_job_gives_its_room_back);
+  tcase_add_test(t, a_suspended_job_gives_its_room_back);
   suite_add_tcase(s, t);
   t = tcase_create("slots");
   suite_add_tcase(s, t);

@@ -98,6 +98,9 @@ struct run {
    * resume at d->room_seq: not tried again until that changes (dev_room.c) */
   int room_wait;
   uint64_t room_seq;
+  /* suspended for another reason, its copies are to leave the arena for
+   * another user's room all the same (dev_room.c) */
+  int room_out;
   /* checkpoints (dev_ckpt.c): asked to suspend for one (when: asked_at);
    * the last one's state and buffers (memfds, or -1) and when it was
    * taken (host ns); the pair the one before used, written over by the

@@ -27,7 +27,9 @@
  *   in coop_wait until no other user's job waits for room that it would
  *   take past its share, then resumes where it stopped once its buffers
  *   fit (a resumption that finds no room waits, suspended, for the next
- *   run's end). One such suspension at a time; a job whose own user
+ *   run's end). A job of that user already suspended (for a priority, a
+ *   share) with its copies in the arena gives them first, with no
+ *   suspension to wait for. One such suspension at a time; a job whose own user
  *   would pass the share takes no room from others. Without this, a
  *   cooperative job of hours held its copies for hours, and another
  *   user's job waited as long.
@@ -137,6 +139,19 @@ static struct run *room_victim(struct dev *d, const struct job *w, uint64_t cap)
   return best;
 }
 
+/* A job waiting suspended (for a priority, a share) whose copies stay in
+ * the arena, of a user other than w's past cap, of w's priority or lower:
+ * its buffers may leave at once, with no suspension to wait for. */
+static struct run *suspended_victim(struct dev *d, const struct job *w, uint64_t cap) {
+  for (struct job *j = d->coop_wait_head; j; j = j->dev_next) {
+    struct run *r = j->dev_run;
+    if (r && !r->room_out && !dev__carried(r) && j->uid != w->uid && j->priority <= w->priority &&
+        copies_of(j) && held_bytes(d, &j->uid) > cap && !atomic_load(&j->cancel))
+      return r;
+  }
+  return NULL;
+}
+
 void dev__room_preempt(struct dev *d) {
   uint64_t cap = share_cap(d);
   const struct job *w = first_waiting(d);
@@ -144,6 +159,12 @@ void dev__room_preempt(struct dev *d) {
   /* a job that would itself put its user past the share takes no room
    * from others: it waits for their ends */
   if (held_bytes(d, &w->uid) + dev__buf_bytes(w) > cap) return;
+  struct run *s = suspended_victim(d, w, cap);
+  if (s) { /* out now, and the waiting jobs tried at once */
+    s->room_out = 1;
+    dev__pump_room(d);
+    return;
+  }
   struct run *v = room_victim(d, w, cap);
   if (!v) return;
   char why[160];
@@ -164,7 +185,7 @@ static int evict(struct dev *d) {
     struct job *j = *p;
     struct run *r = j->dev_run;
     if (!r || !d->rt || dev__carried(r) || !copies_of(j) ||
-        atomic_load(&j->suspended_for) != DEV_FOR_ROOM) {
+        (atomic_load(&j->suspended_for) != DEV_FOR_ROOM && !r->room_out)) {
       p = &j->dev_next;
       continue;
     }
@@ -177,6 +198,7 @@ static int evict(struct dev *d) {
           "job %llu (%s, uid %u): its buffers (%u KiB) moved out of the device arena to "
           "make room for another user's job",
           (unsigned long long)j->id, j->kernel, j->uid, kib(n));
+      r->room_out = 0;
       p = &j->dev_next;
     }
     out = 1;
