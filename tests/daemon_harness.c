@@ -503,6 +503,19 @@ struct coop_wire_status job_status(struct conn *c, uint64_t job) {
 
 uint8_t job_state(struct conn *c, uint64_t job) { return job_status(c, job).state; }
 
+uint8_t state_when_ended(struct conn *c, uint64_t job, uint32_t ms) {
+  uint8_t st = job_state(c, job);
+  for (uint32_t t = 0; t < ms && st < COOP_JOB_DONE; t += 10, msleep(10)) st = job_state(c, job);
+  return st;
+}
+
+void cancel_ok(struct conn *c, uint64_t job) {
+  union coop_msg k;
+  memset(&k, 0, sizeof k);
+  k.job.job = job;
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+}
+
 void daemon_open_to_all(const struct daemon_proc *d) {
   ck_assert_int_eq(chmod(d->dir, 0755), 0);
   ck_assert_int_eq(chmod(d->sock, 0666), 0);

@@ -197,6 +197,11 @@ uint64_t detached_sweep(struct conn *c);
 
 /* A job's state as STATUS reports it, and its whole record. */
 uint8_t job_state(struct conn *c, uint64_t job);
+/* Its state once ended, asked every 10 ms for at most ms (a job another
+ * connection waits for); the last one seen if it has not ended by then. */
+uint8_t state_when_ended(struct conn *c, uint64_t job, uint32_t ms);
+/* A CANCEL of job, answered OK. */
+void cancel_ok(struct conn *c, uint64_t job);
 struct coop_wire_status job_status(struct conn *c, uint64_t job);
 
 /* body(c, arg, out) in a child as uid (root only: its groups dropped) on a

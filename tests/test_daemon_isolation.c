@@ -471,9 +471,7 @@ START_TEST(attack_hostile_bfs_is_cancelled) {
 
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  memset(&m, 0, sizeof m);
-  m.job.job = x;
-  ck_assert_uint_eq(reply(&a, send_msg(&a, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  cancel_ok(&a, x);
   ck_assert_uint_eq(wait_job(&a, x, 20000), COOP_MSG_RESULT);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
@@ -626,10 +624,7 @@ START_TEST(ehung_names_no_other_users_job) {
   snprintf(named, sizeof named, "held by %s (render, non-cooperative, still running)", holder);
   assert_has(c.m.result.message, named);
 
-  union coop_msg m;
-  memset(&m, 0, sizeof m);
-  m.job.job = x;
-  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  cancel_ok(&c, x);
   ck_assert_uint_eq(wait_job(&c, x, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
   conn_close(&c);
@@ -755,15 +750,11 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
              "another user's job waits for room there, and its user's running jobs hold "
              "599 KiB of it, past [limits] max_buffer_percent_per_uid = 50%");
 
-  union coop_msg k;
-  memset(&k, 0, sizeof k);
-  k.job.job = hold;
-  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  cancel_ok(&c, hold);
   ck_assert_uint_eq(wait_job(&c, hold, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(wait_job(&c, mine, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's small render: %s", c.m.result.message);
-  uint8_t st = job_state(&c, theirs);
-  for (int i = 0; i < 200 && st < COOP_JOB_DONE; i++, msleep(20)) st = job_state(&c, theirs);
+  uint8_t st = state_when_ended(&c, theirs, 4000);
   ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
   stop_nobody(kid);
   conn_close(&c);
@@ -771,14 +762,6 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
 }
 END_TEST
 
-/* Hardening, the arena: root's cooperative sweep of about 4 s holds 600
- * KiB of a 1 MiB arena, past [limits] max_buffer_percent_per_uid (50%);
- * nobody's render of 469 KiB waited for the sweep's end. Now the sweep is
- * suspended, its buffers move out of the arena to host memory, nobody's
- * render runs, and the sweep resumes where it stopped once its buffers fit
- * again (docs/daemon.md, "Room in the arena"): nobody's render is DONE
- * while the sweep has yet to end, and the sweep ends DONE with every
- * round. */
 /* Hardening, the arena: root's cooperative sweep of about 4 s holds 600
  * KiB of a 1 MiB arena, past [limits] max_buffer_percent_per_uid (50%);
  * nobody's render of 469 KiB (about 1.5 s) waited for the sweep's end.
@@ -826,8 +809,7 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
   char said[COOP_WIRE_TEXT_MAX];
   waits_for(&c, sweep, "waiting for room in the device arena to resume", said, sizeof said);
   ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_RUNNING);
-  uint8_t st = job_state(&c, theirs);
-  for (int i = 0; i < 1500 && st < COOP_JOB_DONE; i++, msleep(10)) st = job_state(&c, theirs);
+  uint8_t st = state_when_ended(&c, theirs, 15000);
   uint8_t sweep_st = job_state(&c, sweep);
   if (st != COOP_JOB_DONE || sweep_st >= COOP_JOB_DONE) log_print(logp);
   ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
@@ -889,18 +871,14 @@ START_TEST(a_suspended_job_gives_its_room_back) {
   render_init_n(&m, 1, a, b, N);
   uint64_t theirs;
   pid_t kid = nobody_submit(&d, &m, &theirs);
-  uint8_t st = job_state(&c, theirs);
-  for (int i = 0; i < 1500 && st < COOP_JOB_DONE; i++, msleep(10)) st = job_state(&c, theirs);
+  uint8_t st = state_when_ended(&c, theirs, 15000);
   if (st != COOP_JOB_DONE) log_print(logp);
   ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
   ck_assert_uint_eq(job_state(&c, high), COOP_JOB_RUNNING);
   ck_assert(job_status(&c, low).suspended);
   ck_assert(log_has(logp, "moved out of the device arena to make room for another user's job"));
 
-  union coop_msg k;
-  memset(&k, 0, sizeof k);
-  k.job.job = high;
-  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  cancel_ok(&c, high);
   int resumed = 0; /* its buffers back in the arena */
   for (int i = 0; i < 3000 && !resumed; i++) {
     struct coop_wire_status ls = job_status(&c, low);
@@ -908,8 +886,7 @@ START_TEST(a_suspended_job_gives_its_room_back) {
     if (!resumed) msleep(10);
   }
   ck_assert_msg(resumed, "root's low sweep never resumed");
-  k.job.job = low;
-  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &k, NULL, 0)), COOP_MSG_OK);
+  cancel_ok(&c, low);
   ck_assert_uint_eq(wait_job(&c, low, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_int_eq(c.m.result.state, COOP_JOB_CANCELLED);
   close(fd);
@@ -1119,9 +1096,7 @@ START_TEST(a_waiting_user_shrinks_the_holder) {
   assert_has(why, "still running");
   ck_assert_ptr_null(strstr(why, "held at"));
   msleep(500); /* alone again: free to grow back */
-  memset(&m, 0, sizeof m);
-  m.job.job = v;
-  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  cancel_ok(&c, v);
   ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
   const struct coop_msg_result *r = &c.m.result;

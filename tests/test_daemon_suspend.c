@@ -273,6 +273,27 @@ START_TEST(migrate_moves_a_running_sweep) {
 }
 END_TEST
 
+/* A coopd on two devices of one cooperative slot each, priorities up to
+ * 10, logging at info into logp (a template, made here); c open, jobs for
+ * device 0. The workers; *kt the kticks of a 10 ms round. */
+static uint32_t one_slot_each(struct daemon_proc *d, char *logp, struct conn *c, uint32_t *kt) {
+  log_temp(logp);
+  d->log = logp;
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        two_devices(),
+                        "limits.max_priority=10",
+                        "jobs.reserve_percent=100",
+                        "device.max_workgroups=5",
+                        "log.level=info",
+                        NULL};
+  daemon_start_log(d, sets);
+  open_hello(c, d);
+  submit_device = 0;
+  uint32_t w = c->m.welcome.workers;
+  *kt = kticks_10ms(c, w);
+  return w;
+}
+
 /* One cooperative slot per device. A sweep of priority 0 runs on device 0;
  * a sweep of priority 3 comes to device 0 and has the first suspended.
  * Device 1 is idle, so the suspended sweep moves there by itself and
@@ -281,20 +302,9 @@ END_TEST
  * waited on device 0 until the second ended. */
 START_TEST(a_suspended_job_moves_to_an_idle_device) {
   char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
-  log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        two_devices(),
-                        "limits.max_priority=10",
-                        "jobs.reserve_percent=100",
-                        "device.max_workgroups=5",
-                        "log.level=info",
-                        NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
   struct conn c;
-  open_hello(&c, &d);
-  submit_device = 0;
-  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 300;
+  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 300;
   static uint32_t a[256], b[256];
   uint64_t low = sweep_at(&c, a, 256, 5, rounds, kt, w, 0);
   ck_assert_uint_ne(low, 0);
@@ -328,20 +338,9 @@ END_TEST
  * itself, where its argument named no buffer of its own. */
 START_TEST(a_suspended_job_on_device_buffers_stays) {
   char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
-  log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        two_devices(),
-                        "limits.max_priority=10",
-                        "jobs.reserve_percent=100",
-                        "device.max_workgroups=5",
-                        "log.level=info",
-                        NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
   struct conn c;
-  open_hello(&c, &d);
-  submit_device = 0;
-  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 150;
+  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 150;
   uint64_t buf = buf_create_raw(&c, 1024); /* zeroed, on device 0 */
   union coop_msg m;
   submit_init(&m, "slowsweep", w, 1);
