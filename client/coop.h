@@ -363,7 +363,10 @@ int coop_job_buffer_io_fd(coop_job *j, uint64_t buffer, size_t offset, int fd, s
  * stale data); free them and create them again. */
 #define COOP_BUFFER_KEEP 0x1u
 /* A buffer of size > 0 bytes on device (COOP_ANY_DEVICE: device 0), holding
- * a copy of data (NULL: zeros); *buffer is its id. */
+ * a copy of data (NULL: zeros); *buffer is its id. COOP_EBUSY: no room for
+ * it in the device's arena now, which running jobs' copies hold (ask again
+ * as they end); COOP_ENOMEM: it does not fit beside the device buffers
+ * there; COOP_ELIMIT: past the user's share or count. */
 int coop_buffer_create(coop_conn *c, int device, size_t size, const void *data, unsigned flags,
                        uint64_t *buffer);
 /* Bytes [offset, offset + len) of the buffer from data, or into out. Up

@@ -491,6 +491,29 @@ struct uploads {
   double ms;
 };
 
+/* A device buffer of the input: made at once, or, while the device's
+ * arena has no room for it now (EBUSY: running jobs' copies hold it),
+ * asked again every 100 ms, said once, until it is made or the run's
+ * --timeout passes. 0, or a coop code (ctl_fail said it). */
+static int upload_one(struct ctl *x, const struct app_run *ar, const struct coop_app_arg *g,
+                      uint64_t *id) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int e, told = 0;
+  while ((e = coop_buffer_create(x->c, ar->device, g->size, g->init, 0, id)) == COOP_EBUSY) {
+    if (ar->timeout_ms >= 0 && ms_since(&t0) >= ar->timeout_ms) {
+      e = COOP_ETIMEDOUT;
+      break;
+    }
+    if (!told++)
+      fprintf(stderr, "coopctl: app: waiting for room to upload the input (%zu bytes): %s\n",
+              g->size, coop_errmsg(NULL));
+    struct timespec nap = {0, 100 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+  }
+  return e ? ctl_fail("app: uploading the input", e) : 0;
+}
+
 static int upload(struct ctl *x, const struct app_run *ar, const struct coop_app_task *t,
                   struct uploads *up, uint64_t *devbuf) {
   for (unsigned i = 0; i < t->nargs; i++) {
@@ -503,8 +526,7 @@ static int upload(struct ctl *x, const struct app_run *ar, const struct coop_app
       struct timespec t0;
       clock_gettime(CLOCK_MONOTONIC, &t0);
       uint64_t id;
-      int e = coop_buffer_create(x->c, ar->device, g->size, g->init, 0, &id);
-      if (e) return ctl_fail("app: uploading the input", e);
+      if (upload_one(x, ar, g, &id)) return 1;
       up->ms += ms_since(&t0);
       up->bytes += g->size;
       up->u[up->n].init = g->init;

@@ -104,4 +104,28 @@ expect 2 "device" "$coopctl" --socket "$sock" app "$1" --device 7
 expect 1 "groups" "$coopctl" --socket "$sock" app "$1" --groups 100000
 
 stop_coopd
+
+# --sources while a running job's copies hold the arena (a sweep's 900 KiB
+# of 1 MiB): the upload waits for room (EBUSY, PROTOCOL.md "Device
+# buffers"), says so once, and gives up at --timeout; once the sweep is
+# cancelled it goes on, and every source is done (before: it failed at once,
+# "no room for the buffer in the device arena now")
+case " $* " in
+  *" bfs "*)
+    start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1
+    holder=$("$coopctl" --socket "$sock" submit sweep --wg 1 zeros:921600 u32:230400 u32:100000000)
+    running "$holder"
+    expect 1 "waiting for room to upload the input" "$coopctl" --socket "$sock" app bfs \
+      --gen road:100x100 --sources 0,1 --timeout 1000
+    grep -q "timed out" "$dir/err" || fail "--timeout: no \"timed out\": $(cat "$dir/err")"
+    (sleep 1 && "$coopctl" --socket "$sock" cancel "$holder" >/dev/null) &
+    canceller=$!
+    expect_out "2 of 2 sources done" "$coopctl" --socket "$sock" app bfs --gen road:100x100 \
+      --sources 0,1 --check
+    grep -q "waiting for room to upload the input" "$dir/err" ||
+      fail "the upload did not say it waited: $(cat "$dir/err")"
+    wait "$canceller"
+    stop_coopd
+    ;;
+esac
 finish

@@ -12,16 +12,6 @@ set -u
 coopd=$1 coopctl=$2 kernels=$3 version=$4
 . "$(dirname "$0")/coopctl_lib.sh"
 
-# running JOB: until coopctl status shows JOB running (30 s at most)
-running() {
-  i=0
-  until "$coopctl" --socket "$sock" status "$1" | grep -q " running "; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && fail "job $1 did not start" && break
-    sleep 0.1
-  done
-}
-
 expect_out "^coopctl $version\$" "$coopctl" --version
 expect_out "^coopctl $version\$" "$coopctl" -V
 expect_out "^usage: coopctl .* cancel JOB" "$coopctl" help cancel

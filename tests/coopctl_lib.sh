@@ -45,6 +45,17 @@ expect() {
   fi
 }
 
+# running JOB: until coopctl status shows JOB running (30 s at most);
+# $coopctl is the caller's
+running() {
+  i=0
+  until "$coopctl" --socket "$sock" status "$1" | grep -q " running "; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && fail "job $1 did not start" && break
+    sleep 0.1
+  done
+}
+
 expect_out() {
   pattern=$1
   shift

@@ -219,12 +219,13 @@ START_TEST(full_arena) {
   waits_for(&c, r, "waiting for room", said, sizeof said); /* not ended: it failed before */
   assert_has(said, "waiting for room in the device arena: its buffers (469 KiB) do not fit");
   ck_assert_uint_eq(job_state(&c, r), COOP_JOB_QUEUED);
-  /* a device buffer is answered at once: no room now, and why */
+  /* a device buffer is answered at once: no room now (EBUSY: ask again),
+   * and why */
   union coop_msg bc;
   memset(&bc, 0, sizeof bc);
   bc.buf_create = (struct coop_msg_buf_create){.size = 500u << 10, .fd = COOP_WIRE_FD_NONE};
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &bc, NULL, 0)), COOP_MSG_ERROR);
-  ck_assert_int_eq(c.m.error.code, COOP_ENOMEM);
+  ck_assert_int_eq(c.m.error.code, COOP_EBUSY);
   assert_has(c.m.error.message, "in the device arena now: the jobs there hold 600 KiB of it");
   /* four more: jobs waiting for room count toward the user's turns (4), so
    * the last waits for its turn, not with the others for room */

@@ -93,7 +93,11 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
         op->arg = b.arg;
         op->gen = d->gen;
         op->filling = b.in == DP_IN_LATER;
-      } else if (e == COOP_ENOMEM && (held = dev__room_held(d))) { /* not for good */
+      } else if (e == COOP_ENOMEM && (held = dev__room_held(d))) {
+        /* not for good: EBUSY, which a client may ask again (coopctl
+         * app waits), where ENOMEM says the buffer never fits beside the
+         * device buffers there */
+        e = COOP_EBUSY;
         snprintf(op->message, sizeof op->message,
                  "no room for the buffer in the device arena now: the jobs there hold %llu KiB "
                  "of it; ask again as they end (or raise [device] arena_mb)",

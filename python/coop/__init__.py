@@ -566,7 +566,9 @@ class Connection(_Closing):
 
     def buffer(self, data, device=ANY_DEVICE, keep=False):
         """A device buffer holding a copy of array `data`, or of `data`
-        bytes of zeros when data is an int."""
+        bytes of zeros when data is an int. coop.Error with code EBUSY:
+        running jobs hold the device's arena now (ask again as they end);
+        ENOMEM: it does not fit beside the device buffers there."""
         if isinstance(data, (int, np.integer)):
             size, ptr = int(data), None
         else:
