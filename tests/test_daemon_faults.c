@@ -783,6 +783,45 @@ START_TEST(a_submits_reply_is_read_at_its_budget_without_its_doorbell) {
 }
 END_TEST
 
+/* A client's memfd cut short after its SUBMIT, while the job waits for a
+ * cooperative slot (one: another sweep holds it): when the job starts,
+ * its buffer cannot be read to its declared size. It fails EIO, saying
+ * so; coopd never maps a client's memfd, so nothing dies of SIGBUS. Both
+ * sizes: one copy (4 KiB), and one staged in slices (2 MiB). The next
+ * job runs. */
+START_TEST(a_memfd_cut_short_fails_its_job) {
+  const char *sets[] = {"jobs.reserve_percent=100", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t data[64];
+  const uint32_t words[] = {1024, 512u << 10};
+  for (int k = 0; k < 2; k++) {
+    uint64_t holder = sweep_submit(&c, data, 64, 100000000u, 1, -1);
+    ck_assert_uint_ne(holder, 0);
+    wait_running(&c, holder);
+    int fd = memfd_of(words[k] * 4u);
+    uint64_t cut = sweep_submit(&c, NULL, words[k], 1, 1, fd);
+    ck_assert_uint_ne(cut, 0);
+    ck_assert_uint_eq(job_state(&c, cut), COOP_JOB_QUEUED); /* behind the holder */
+    ck_assert_int_eq(ftruncate(fd, 100), 0);
+    cancel_ok(&c, holder);
+    ck_assert_uint_eq(wait_job(&c, cut, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_FAILED, "%u words: %s %s", words[k],
+                  coop_job_state_name(c.m.result.state), c.m.result.message);
+    ck_assert_int_eq(c.m.result.error, COOP_EIO);
+    assert_has(c.m.result.message, "could not read a buffer's descriptor to its declared size");
+    close(fd);
+  }
+  uint64_t next = sweep_submit(&c, data, 64, 3, 1, -1);
+  ck_assert_uint_eq(wait_job(&c, next, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* t: the integration case, after daemon_basics_cases' tests. */
 void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, watchdog_names_a_kernel_that_never_yields);
@@ -791,6 +830,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, full_arena);
   tcase_add_test(t, a_stop_cancels_a_job_waiting_for_room);
   tcase_add_test(t, a_reload_keeps_a_job_waiting_for_room);
+  tcase_add_test(t, a_memfd_cut_short_fails_its_job);
   tcase_add_test(t, crash_then_restart);
   t = tcase_create("restarts");
   tcase_set_timeout(t, 120);
