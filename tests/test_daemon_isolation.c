@@ -333,6 +333,72 @@ START_TEST(hung_kernel_restarts_its_device) {
 }
 END_TEST
 
+/* What a TOP shows a client: workgroups running (with a job id), other
+ * (another user's), free; its job records and their ids. */
+struct top_seen {
+  uint32_t running, other, free, njobs;
+  uint64_t any_job; /* a job id shown, in a workgroup or a record */
+};
+
+static void top_look(struct conn *c, const void *arg, void *out) {
+  (void)arg;
+  struct top_seen *t = out;
+  memset(t, 0, sizeof *t);
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  ck_assert_uint_eq(reply(c, send_msg(c, COOP_MSG_TOP, &m, NULL, 0)), COOP_MSG_TOP_REPLY);
+  uint32_t off = 0;
+  for (uint32_t i = 0; i < c->m.top.nwg; i++) {
+    struct coop_wire_wg g;
+    ck_assert_int_eq(coop_wire_wg_next(&c->m.top, &off, &g), 0);
+    t->running += g.state == COOP_WG_RUNNING;
+    t->other += g.state == COOP_WG_OTHER;
+    t->free += g.state == COOP_WG_FREE;
+    if (g.job) t->any_job = g.job;
+  }
+  t->njobs = c->m.top.njobs;
+  off = 0;
+  for (uint32_t i = 0; i < t->njobs; i++) {
+    struct coop_wire_topjob j;
+    ck_assert_int_eq(coop_wire_topjob_next(&c->m.top, &off, &j), 0);
+    if (j.job) t->any_job = j.job;
+  }
+}
+
+/* Privacy: root's sweep on every worker. Another user's TOP shows every
+ * workgroup as "other" with no job id and no job record; root's own shows
+ * its job on every workgroup. */
+START_TEST(top_shows_no_other_users_job) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers;
+  static uint32_t data[512];
+  uint64_t job = sweep_submit(&c, data, 512, 100000000u, w, -1);
+  ck_assert_uint_ne(job, 0);
+  wait_running(&c, job);
+  struct top_seen mine, theirs;
+  for (int i = 0; i < 300; i++, msleep(10)) { /* the live view, every 100 ms */
+    top_look(&c, NULL, &mine);
+    if (mine.running == w) break;
+  }
+  ck_assert_uint_eq(mine.running, w);
+  ck_assert_uint_eq(mine.njobs, 1);
+  ck_assert_uint_eq(mine.any_job, job);
+  ck_assert_int_eq(as_user(&d, 65534, top_look, NULL, &theirs, sizeof theirs), 0);
+  ck_assert_uint_eq(theirs.other, w);
+  ck_assert_uint_eq(theirs.running, 0);
+  ck_assert_uint_eq(theirs.njobs, 0);
+  ck_assert_uint_eq(theirs.any_job, 0);
+  cancel_ok(&c, job);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A HELLO name with a newline and an escape once forged log lines.
  * coopd logs it with '?' for every byte outside printable ASCII. */
 START_TEST(hello_name_cannot_forge_log_lines) {
@@ -1246,6 +1312,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, attack_endless_render_then_leave);
   tcase_add_test(t, attack_cooperative_jobs_pin_every_worker);
   tcase_add_test(t, hello_name_cannot_forge_log_lines);
+  tcase_add_test(t, top_shows_no_other_users_job);
   tcase_add_test(t, waiters_are_bounded);
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
