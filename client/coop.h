@@ -403,9 +403,10 @@ int coop_cancel(coop_conn *c, uint64_t job);
 /* Asks the daemon to move a cooperative job (running or waiting; one
  * task, no device buffers) to another device: it is suspended where it
  * runs, its state and buffers are copied over, and it resumes there where
- * it stopped (docs/daemon.md, "Moving jobs between devices"). Returns
- * once the move is asked; coop_status's `device` says where the job is.
- * COOP_ESTATE when it cannot move (and why), COOP_EINVAL for no such
+ * it stopped (docs/daemon.md, "Moving jobs between devices"), once a
+ * cooperative slot is free there; it stays there (it never moves by
+ * itself after). Returns once the move is asked; coop_status's `device`
+ * says where the job is. COOP_ESTATE when it cannot move (and why), COOP_EINVAL for no such
  * device, COOP_ENOJOB as coop_cancel. */
 int coop_migrate(coop_conn *c, uint64_t job, unsigned device);
 

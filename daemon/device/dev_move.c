@@ -85,7 +85,7 @@ static int moves(struct dev *d, struct job *j) {
    * round after the suspension */
   if (job_has_devbufs(j)) return 0;
   /* moved by hand: to a device whose slots were all held, it went back to
-   * the one it left at once, and MIGRATE's client waited for ever */
+   * the one it left at once, and never ran where MIGRATE put it */
   if (atomic_load(&j->moved_by_hand)) return 0;
   struct dev *to = NULL;
   int index = d->hooks->move_target(d->user, d, j, &to);

@@ -29,8 +29,8 @@
  *   fit (a resumption that finds no room waits, suspended, for the next
  *   run's end). A job of that user already suspended (for a priority, a
  *   share) with its copies in the arena gives them first, with no
- *   suspension to wait for. One such suspension at a time; a job whose own user
- *   would pass the share takes no room from others. Without this, a
+ *   suspension to wait for. One such suspension at a time; a job whose
+ *   own user would pass the share takes no room from others. Without this, a
  *   cooperative job of hours held its copies for hours, and another
  *   user's job waited as long.
  *
@@ -90,11 +90,14 @@ static uint64_t share_cap(const struct dev *d) {
 }
 
 /* Whether j's user, its copies and j's together, would hold more than its
- * share of the arena while another user's job waits for room. */
+ * share of the arena while another user's job waits for room (itself: not
+ * one held back for its own user's share, whose wait is that user's, and
+ * would otherwise hold j back for as long). */
 static int past_share(const struct dev *d, const struct job *j, uint64_t *mine, uint64_t *cap) {
   *cap = share_cap(d);
   int other = 0;
-  for (const struct job *w = d->room_head; w && !other; w = w->dev_next) other = w->uid != j->uid;
+  for (const struct job *w = d->room_head; w && !other; w = w->dev_next)
+    other = w->uid != j->uid && atomic_load(&w->slot_why) == DEV_SLOT_ROOM;
   uint64_t want = dev__buf_bytes(j);
   if (!*cap || !other || !want) return 0;
   *mine = held_bytes(d, &j->uid);
@@ -184,7 +187,7 @@ static int evict(struct dev *d) {
   for (struct job **p = &d->coop_wait_head; *p;) {
     struct job *j = *p;
     struct run *r = j->dev_run;
-    if (!r || !d->rt || dev__carried(r) || !copies_of(j) ||
+    if (!r || !d->rt || dev__carried(r) || !copies_of(j) || atomic_load(&j->cancel) ||
         (atomic_load(&j->suspended_for) != DEV_FOR_ROOM && !r->room_out)) {
       p = &j->dev_next;
       continue;

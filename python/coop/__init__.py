@@ -311,8 +311,9 @@ class Job:
 
     def migrate(self, device):
         """Moves this cooperative job to another device: it resumes there
-        where it stopped (docs/daemon.md, "Moving jobs between devices").
-        Returns once the move is asked."""
+        where it stopped, once a cooperative slot is free there, and stays
+        there (docs/daemon.md, "Moving jobs between devices"). Returns once
+        the move is asked."""
         _check(_lib.coop_migrate(self.conn._c, self.id, int(device)), self.conn._c)
 
     def __repr__(self):
