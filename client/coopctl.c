@@ -367,6 +367,19 @@ static int cmd_cancel(struct ctl *x, int argc, char **argv) {
   return 0;
 }
 
+/* Why job still waits, as a WAIT that times out says it (": job N is
+ * suspended, moved to ..."), or "" (it ended meanwhile, or no answer). */
+static const char *why_waiting(struct ctl *x, uint64_t job) {
+  static char why[COOP_TEXT_MAX + 4];
+  struct coop_result r;
+  int e = coop_wait(x->c, job, 1, &r);
+  if (e == 0) coop_result_free(&r);
+  why[0] = 0;
+  if (e == COOP_ETIMEDOUT && *coop_errmsg(NULL))
+    snprintf(why, sizeof why, ": %s", coop_errmsg(NULL));
+  return why;
+}
+
 /* migrate JOB DEVICE [--timeout MS]: asks, then follows the job's STATUS
  * until it runs on DEVICE again (not suspended), ends, or MS pass. */
 static int cmd_migrate(struct ctl *x, int argc, char **argv) {
@@ -416,8 +429,8 @@ static int cmd_migrate(struct ctl *x, int argc, char **argv) {
   else if (!strcmp(how, "ended"))
     printf("job %llu: ended (%s) before it ran on device %u\n", (unsigned long long)job, st, dev);
   else
-    printf("job %llu: asked to move to device %u; after %.1f ms it is still %s\n",
-           (unsigned long long)job, dev, took, how);
+    printf("job %llu: asked to move to device %u; after %.1f ms it is still %s%s\n",
+           (unsigned long long)job, dev, took, how, why_waiting(x, job));
   free(s);
   return 0;
 }

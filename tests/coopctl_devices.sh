@@ -50,6 +50,15 @@ else
   expect_out "job $job: running on device 1 after" "$coopctl" --socket "$sock" migrate "$job" 1
   expect_out '"device":1}' "$coopctl" --socket "$sock" --json status "$job"
   expect 1 "already on device 1" "$coopctl" --socket "$sock" migrate "$job" 1
+  # a second one moved there waits for the slot the first holds, and
+  # coopctl says why when its --timeout passes (it said "suspended for a
+  # job of priority -2147483646"); the move keeps it there
+  job2=$("$coopctl" --socket "$sock" submit sweep --coop --wg 1 --device 0 zeros:256 u32:64 \
+    u32:100000000)
+  expect_out "still suspended: job $job2 is suspended, moved to this device" "$coopctl" \
+    --socket "$sock" migrate "$job2" 1 --timeout 1000
+  expect_out '"device":1}' "$coopctl" --socket "$sock" --json status "$job2"
+  "$coopctl" --socket "$sock" cancel "$job2" >/dev/null 2>&1
   "$coopctl" --socket "$sock" cancel "$job" >/dev/null 2>&1
   "$coopctl" --socket "$sock" --json wait "$job" --timeout 30000 >"$dir/w" 2>&1
   grep -q '"device":1,"state":"cancelled"' "$dir/w" || fail "the moved sweep: $(cat "$dir/w")"

@@ -427,6 +427,11 @@ START_TEST(a_reload_that_changes_a_moved_jobs_kernel_ends_it) {
   }
   if (!there) log_print(logp);
   ck_assert_msg(there, "sweep A never waited suspended on device 1");
+  char said[COOP_WIRE_TEXT_MAX]; /* it said "suspended for a job of priority -2147483646" */
+  wait_says(&c, ja, 100, said, sizeof said);
+  assert_has(said,
+             "suspended, moved to this device: it resumes where it stopped when a "
+             "cooperative slot is free here");
 
   static char text[1 << 14];
   FILE *f = fopen(ks, "r");

@@ -336,6 +336,11 @@ static void say_suspended(const struct slot_said *s, char *buf, size_t n) {
              "its device process was restarted: it resumes from its last checkpoint (%u job%s "
              "ahead of it)",
              s->ahead, plural(s->ahead));
+  else if (p == DEV_FOR_MOVE)
+    snprintf(buf, n,
+             "suspended, moved to this device: it resumes where it stopped when a cooperative "
+             "slot is free here (%u job%s ahead of it)",
+             s->ahead, plural(s->ahead));
   else if (p == DEV_FOR_ROOM)
     snprintf(buf, n,
              "suspended, its buffers moved out of the device arena: another user's job waited "
