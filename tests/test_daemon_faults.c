@@ -783,6 +783,43 @@ START_TEST(a_submits_reply_is_read_at_its_budget_without_its_doorbell) {
 }
 END_TEST
 
+/* A render waits for room beside a running sweep's 300 KiB and a device
+ * buffer of 400 KiB (arena 1 MiB). The buffer's free makes the room: the
+ * render runs then, while the sweep still runs. Before, only a run's end
+ * tried it again: it waited for the sweep. */
+START_TEST(a_buffers_free_makes_room_for_a_waiting_job) {
+  const char *sets[] = {"device.arena_mb=1", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t buf = buf_create_raw(&c, 400u << 10);
+  int fd = memfd_of(300u << 10);
+  uint64_t sweep = sweep_submit(&c, NULL, (300u << 10) / 4, 100000000u, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  wait_running(&c, sweep);
+  enum { N = 200 };
+  static float a[N * N], b[N * N];
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  render_init_n(&m, 1, a, b, N);
+  uint64_t r = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(r, 0);
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, r, "waiting for room", said, sizeof said);
+  memset(&m, 0, sizeof m);
+  m.buf_free.buffer = buf;
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_FREE, &m, NULL, 0)), COOP_MSG_OK);
+  uint8_t st = state_when_ended(&c, r, 10000);
+  ck_assert_msg(st == COOP_JOB_DONE, "the render is %s", coop_job_state_name(st));
+  ck_assert_uint_eq(job_state(&c, sweep), COOP_JOB_RUNNING);
+  cancel_ok(&c, sweep);
+  close(fd);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A client's memfd cut short after its SUBMIT, while the job waits for a
  * cooperative slot (one: another sweep holds it): when the job starts,
  * its buffer cannot be read to its declared size. It fails EIO, saying
@@ -831,6 +868,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, a_stop_cancels_a_job_waiting_for_room);
   tcase_add_test(t, a_reload_keeps_a_job_waiting_for_room);
   tcase_add_test(t, a_memfd_cut_short_fails_its_job);
+  tcase_add_test(t, a_buffers_free_makes_room_for_a_waiting_job);
   tcase_add_test(t, crash_then_restart);
   t = tcase_create("restarts");
   tcase_set_timeout(t, 120);

@@ -116,6 +116,10 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
       e = dp_unstage(d->rt, &b, 1, 0, &breach);
       if (breach >= 0) /* a job wrote outside it: that job already failed EFAULT */
         log_warn("%s: a device buffer's guard zone was overwritten", d->logname);
+      if (e == 0) { /* room: what waits for it is tried again (dev_room.c) */
+        d->room_freed = 1;
+        d->room_seq++;
+      }
       return e;
     }
   }
