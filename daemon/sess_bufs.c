@@ -200,11 +200,12 @@ static int room_refused(struct session *s, uint32_t seq, unsigned dev, uint64_t 
   if (!strcmp(backend, "cuda")) room += (uint64_t)dm->cfg.device_mb << 20;
   uint64_t held = dbuf_bytes_on(dm, s->uid, (uint8_t)dev), cap = room * pct / 100;
   if (held + size <= cap) return 0;
+  /* in KiB: 50% of a 1 MiB arena read "0 of 1 MiB" in MiB */
   sess_error(s, seq, COOP_ELIMIT,
-             "at most %u%% of device %u's room for device buffers (%llu of %llu MiB) per user "
+             "at most %u%% of device %u's room for device buffers (%llu of %llu KiB) per user "
              "([limits] max_buffer_percent_per_uid): yours there hold %llu bytes, this one %llu "
              "more",
-             pct, dev, (unsigned long long)(cap >> 20), (unsigned long long)(room >> 20),
+             pct, dev, (unsigned long long)(cap >> 10), (unsigned long long)(room >> 10),
              (unsigned long long)held, (unsigned long long)size);
   return 1;
 }

@@ -719,6 +719,7 @@ START_TEST(one_users_buffers_leave_room_for_others) {
   ck_assert_msg(e == COOP_ELIMIT, "root's buffer %u: %s (%s)", made + 1, coop_err_name(e),
                 coop_errmsg(c));
   assert_has(coop_errmsg(c), "[limits] max_buffer_percent_per_uid");
+  assert_has(coop_errmsg(c), "(131072 of 262144 KiB)"); /* a 1 MiB arena read "0 of 1 MiB" */
   ck_assert_uint_eq(made, 2);
   int theirs = nobody_creates(&d, 64u << 20);
   ck_assert_msg(theirs == 0, "nobody's buffer: %s", coop_err_name(theirs));
