@@ -263,8 +263,9 @@ int coop_job_device(coop_job *j, int device);
 /* The job's priority: 0 by default; lower ones (down to COOP_PRIORITY_MIN)
  * for anyone, higher ones up to what coopd allows the user ([limits]
  * max_priority, priority_users; else the SUBMIT fails with COOP_EPERM). A
- * job of higher priority that cannot get its workers has lower-priority
- * cooperative jobs suspended until it ends (docs/daemon.md, "Priority").
+ * job of higher priority that cannot get its workers (or its room in the
+ * arena) has lower-priority cooperative jobs suspended until it ends
+ * (docs/daemon.md, "Priority").
  * COOP_PRIORITY_MIN..COOP_PRIORITY_MAX (coop_limits.h). */
 int coop_job_priority(coop_job *j, int priority);
 /* A periodic job: one instance released every period_us until `count`

@@ -442,6 +442,51 @@ static pid_t nobody_sweep(struct daemon_proc *d, uint64_t *job) {
   return nobody_submit(d, &m, job);
 }
 
+/* Room by priority (docs/daemon.md, "Room in the arena"): a sweep of
+ * priority 0 holds 600 KiB of a 1 MiB arena; a render of priority 3 (469
+ * KiB) waited for the sweep's end. Now the sweep is suspended and its
+ * buffer moved out of the arena: the render ends DONE while the sweep has
+ * yet to end, and the sweep, resumed, ends with every round. One user: a
+ * priority, not a share. */
+START_TEST(a_job_of_higher_priority_gets_room) {
+  const char *sets[] = {"device.arena_mb=1", "limits.max_priority=5", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  enum { WORDS = (600u << 10) / 4, N = 200 };
+  static uint32_t data[WORDS];
+  int fd = memfd_of(sizeof data);
+  uint64_t probe = sweep_submit(&c, NULL, WORDS, 10, 1, fd); /* a round's time */
+  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double per = (double)c.m.result.t.exec_ns / 10;
+  uint32_t rounds = (uint32_t)(4e9 / (per > 1e4 ? per : 1e4)) + 20;
+  for (uint32_t i = 0; i < WORDS; i++) data[i] = i;
+  ck_assert_int_eq(pwrite(fd, data, sizeof data, 0), (ssize_t)sizeof data);
+  uint64_t sweep = sweep_submit(&c, NULL, WORDS, rounds, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  wait_running(&c, sweep);
+  static float a[N * N], b[N * N];
+  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  union coop_msg m;
+  render_init_n(&m, 1, a, b, N);
+  m.submit.priority = 3;
+  uint64_t r = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(r, 0);
+  ck_assert_uint_eq(wait_job(&c, r, 15000), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_lt(job_state(&c, sweep), COOP_JOB_DONE);
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_int_eq(pread(fd, data, sizeof data, 0), (ssize_t)sizeof data);
+  for (uint32_t i = 0; i < WORDS; i++)
+    ck_assert_msg(data[i] == i + rounds, "word %u is %u, want %u", i, data[i], i + rounds);
+  close(fd);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Four slots; root, alone, takes three (the fourth is kept for a user
  * holding none), nobody takes the fourth. nobody's second job finds every
  * slot held while root holds more than its share (2): root's newest is
@@ -500,6 +545,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_add_test(t, a_job_started_as_a_frame_ends_is_suspended_ahead_of_the_next);
   tcase_add_test(t, a_job_started_between_frames_is_suspended_ahead_of_the_next);
   tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
+  tcase_add_test(t, a_job_of_higher_priority_gets_room);
   suite_add_tcase(s, t);
   t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */
   tcase_set_timeout(t, 240);

@@ -32,7 +32,10 @@
  *   suspension to wait for. One such suspension at a time; a job whose
  *   own user would pass the share takes no room from others. Without this, a
  *   cooperative job of hours held its copies for hours, and another
- *   user's job waited as long.
+ *   user's job waited as long;
+ * - a job of higher priority that waits for room has cooperative jobs of
+ *   lower priority (any user's, as for workers: dev_prio.c) give theirs
+ *   the same way, the lowest, newest first; they resume as room comes.
  *
  * Device thread only.
  */
@@ -119,62 +122,88 @@ int dev__room_holds(const struct dev *d, const struct job *j) {
   return past_share(d, j, &mine, &cap);
 }
 
-/* The first job waiting for room itself (not held back for a share), not
- * cancelled; NULL: none. */
+/* The job waiting for room itself (not held back for a share), not
+ * cancelled, of the highest priority, the first among equals; NULL: none. */
 static const struct job *first_waiting(const struct dev *d) {
+  const struct job *best = NULL;
   for (const struct job *w = d->room_head; w; w = w->dev_next)
-    if (atomic_load(&w->slot_why) == DEV_SLOT_ROOM && !atomic_load(&w->cancel)) return w;
-  return NULL;
+    if (atomic_load(&w->slot_why) == DEV_SLOT_ROOM && !atomic_load(&w->cancel) &&
+        (!best || w->priority > best->priority))
+      best = w;
+  return best;
 }
 
-/* The run to suspend for w's room: a cooperative one of another user
- * whose copies hold more than cap, of w's priority or lower, the newest
- * started; NULL: none, or one suspends for room already. */
-static struct run *room_victim(struct dev *d, const struct job *w, uint64_t cap) {
+/* What may give w its room: a job of strictly lower priority (any user's,
+ * as for workers: dev_prio.c), or, where w's user stays within its share
+ * (within), one of w's priority or lower of another user whose copies
+ * hold more than cap. Its copies in the arena, not cancelled. */
+struct room_need {
+  const struct job *w;
+  uint64_t cap;
+  int within;
+};
+
+static int gives_room(const struct dev *d, const struct room_need *n, const struct job *j) {
+  if (!copies_of(j) || atomic_load(&j->cancel)) return 0;
+  if (j->priority < n->w->priority) return 1;
+  return n->within && j->uid != n->w->uid && j->priority <= n->w->priority &&
+         held_bytes(d, &j->uid) > n->cap;
+}
+
+/* The run to suspend for the room: the lowest priority that gives it, the
+ * newest started among equals; NULL: none, or one suspends for room
+ * already. */
+static struct run *room_victim(struct dev *d, const struct room_need *n) {
   struct run *best = NULL;
   for (struct run *r = d->runs; r; r = r->next) {
     const struct job *j = r->j;
-    if (r->suspending && atomic_load(&j->suspended_for) == DEV_FOR_ROOM) return NULL;
-    if (j->uid == w->uid || j->priority > w->priority || !dev__may_suspend(r) || !copies_of(j))
-      continue;
-    if (held_bytes(d, &j->uid) > cap && (!best || r->t0 > best->t0)) best = r;
+    if (r->suspending && (r->room_out || atomic_load(&j->suspended_for) == DEV_FOR_ROOM))
+      return NULL;
+    if (!dev__may_suspend(r) || !gives_room(d, n, j)) continue;
+    if (!best || j->priority < best->j->priority ||
+        (j->priority == best->j->priority && r->t0 > best->t0))
+      best = r;
   }
   return best;
 }
 
 /* A job waiting suspended (for a priority, a share) whose copies stay in
- * the arena, of a user other than w's past cap, of w's priority or lower:
- * its buffers may leave at once, with no suspension to wait for. */
-static struct run *suspended_victim(struct dev *d, const struct job *w, uint64_t cap) {
+ * the arena and that gives the room: its buffers may leave at once, with
+ * no suspension to wait for. */
+static struct run *suspended_victim(struct dev *d, const struct room_need *n) {
   for (struct job *j = d->coop_wait_head; j; j = j->dev_next) {
     struct run *r = j->dev_run;
-    if (r && !r->room_out && !dev__carried(r) && j->uid != w->uid && j->priority <= w->priority &&
-        copies_of(j) && held_bytes(d, &j->uid) > cap && !atomic_load(&j->cancel))
-      return r;
+    if (r && !r->room_out && !dev__carried(r) && gives_room(d, n, j)) return r;
   }
   return NULL;
 }
 
 void dev__room_preempt(struct dev *d) {
-  uint64_t cap = share_cap(d);
-  const struct job *w = first_waiting(d);
-  if (!cap || !w) return;
+  struct room_need n = {.w = first_waiting(d), .cap = share_cap(d)};
+  if (!n.w) return;
   /* a job that would itself put its user past the share takes no room
-   * from others: it waits for their ends */
-  if (held_bytes(d, &w->uid) + dev__buf_bytes(w) > cap) return;
-  struct run *s = suspended_victim(d, w, cap);
+   * from others' jobs of its priority: it waits for their ends */
+  n.within = n.cap && held_bytes(d, &n.w->uid) + dev__buf_bytes(n.w) <= n.cap;
+  struct run *s = suspended_victim(d, &n);
   if (s) { /* out now, and the waiting jobs tried at once */
     s->room_out = 1;
     dev__pump_room(d);
     return;
   }
-  struct run *v = room_victim(d, w, cap);
+  struct run *v = room_victim(d, &n);
   if (!v) return;
-  char why[160];
+  char why[192];
+  if (v->j->priority < n.w->priority) {
+    snprintf(why, sizeof why, "job %llu of priority %d waits for room in the device arena",
+             (unsigned long long)n.w->id, (int)n.w->priority);
+    dev__suspend(d, v, n.w->priority, why);
+    v->room_out = v->suspending; /* its buffers leave once it is suspended */
+    return;
+  }
   snprintf(why, sizeof why,
            "its user's jobs hold %u KiB of the device arena, past [limits] "
            "max_buffer_percent_per_uid, and job %llu of another user waits for room there",
-           kib(held_bytes(d, &v->j->uid)), (unsigned long long)w->id);
+           kib(held_bytes(d, &v->j->uid)), (unsigned long long)n.w->id);
   dev__suspend(d, v, DEV_FOR_ROOM, why);
 }
 

@@ -477,7 +477,7 @@ class Connection(_Closing):
         """Submits kernel(*args) on `groups` workgroups and returns its Job.
         periodic: dict(period_us=, count=, duration_ms=, deadline_us=).
         priority: -100..100; above 0 as far as coopd allows this user (else
-        coop.Error EPERM); a job that cannot get its workers has running
+        coop.Error EPERM); a job that cannot get its workers (or its room) has running
         cooperative jobs of lower priority suspended until it ends."""
         j, keep = self._job(kernel, args, groups, cooperative, device, query_barrier, detached,
                             periodic, priority)
