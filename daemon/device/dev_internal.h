@@ -45,7 +45,8 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
 #define DEV_FOR_RESTART (INT32_MIN + 1)
 #define DEV_FOR_MOVE (INT32_MIN + 2) /* moved from another device (dev_move.c) */
 /* its buffers moved out of the arena for another user's job that waits
- * for room (dev_room.c); resumed, they found no room there yet */
+ * for room (dev_room.c); resumed, they found no room there yet (any
+ * suspended job whose buffers were out) */
 #define DEV_FOR_ROOM (INT32_MIN + 3)
 #define DEV_FOR_ROOM_BACK (INT32_MIN + 4)
 
@@ -98,8 +99,8 @@ struct run {
    * resume at d->room_seq: not tried again until that changes (dev_room.c) */
   int room_wait;
   uint64_t room_seq;
-  /* suspended for another reason, its copies are to leave the arena for
-   * another user's room all the same (dev_room.c) */
+  /* suspended (or suspending) for a priority or a share, its copies are
+   * to leave the arena for a job waiting for room all the same (dev_room.c) */
   int room_out;
   /* checkpoints (dev_ckpt.c): asked to suspend for one (when: asked_at);
    * the last one's state and buffers (memfds, or -1) and when it was
@@ -666,9 +667,10 @@ void dev__room_wait(struct dev *d, struct job *j);
 void dev__pump_room(struct dev *d);
 /* What dev_room_taken reads, published after a pass. */
 void dev__room_publish(struct dev *d);
-/* While another user's job waits for room, a cooperative job of a user
- * whose copies hold more than [limits] max_buffer_percent_per_uid of the
- * arena is suspended (one at a time), for its buffers to leave it. */
+/* For the job waiting for room of the highest priority: a cooperative job
+ * of lower priority, or, while that job's user stays within [limits]
+ * max_buffer_percent_per_uid of the arena, one of another user past it,
+ * is suspended (one at a time) for its buffers to leave the arena. */
 void dev__room_preempt(struct dev *d);
 /* Whether suspended j, its buffers out of the arena, stays suspended for
  * now: it found no room and no run ended since, or another user's job
