@@ -329,40 +329,40 @@ typedef void (*slot_say_fn)(const struct slot_said *s, char *buf, size_t n);
 
 static const char *plural(unsigned k) { return k == 1 ? "" : "s"; }
 
+/* Why a suspended job waits, by job.suspended_for, where that is no
+ * priority (dev_internal.h); the count of jobs ahead follows each. */
+static const struct {
+  int32_t why;
+  const char *says;
+} suspended_says[] = {
+    {DEV_FOR_RESTART, "its device process was restarted: it resumes from its last checkpoint"},
+    {DEV_FOR_MOVE,
+     "suspended, moved to this device: it resumes where it stopped when a cooperative slot is "
+     "free here"},
+    {DEV_FOR_ROOM,
+     "suspended, its buffers moved out of the device arena: another user's job waited for room "
+     "there while its user's jobs held more than [limits] max_buffer_percent_per_uid of it; it "
+     "resumes where it stopped once that job has started and its buffers fit again"},
+    {DEV_FOR_ROOM_BACK,
+     "suspended, waiting for room in the device arena to resume: its buffers do not fit beside "
+     "the running jobs' now; it is tried again as they end"},
+    {DEV_FOR_SHARE,
+     "suspended: its user held more than its share of the cooperative slots while another "
+     "user's job waited; it resumes where it stopped"},
+};
+
 static void say_suspended(const struct slot_said *s, char *buf, size_t n) {
   int32_t p = atomic_load(&s->j->suspended_for);
-  if (p == DEV_FOR_RESTART)
-    snprintf(buf, n,
-             "its device process was restarted: it resumes from its last checkpoint (%u job%s "
-             "ahead of it)",
-             s->ahead, plural(s->ahead));
-  else if (p == DEV_FOR_MOVE)
-    snprintf(buf, n,
-             "suspended, moved to this device: it resumes where it stopped when a cooperative "
-             "slot is free here (%u job%s ahead of it)",
-             s->ahead, plural(s->ahead));
-  else if (p == DEV_FOR_ROOM)
-    snprintf(buf, n,
-             "suspended, its buffers moved out of the device arena: another user's job waited "
-             "for room there while its user's jobs held more than [limits] "
-             "max_buffer_percent_per_uid of it; it resumes where it stopped once that job has "
-             "started and its buffers fit again (%u job%s ahead of it)",
-             s->ahead, plural(s->ahead));
-  else if (p == DEV_FOR_ROOM_BACK)
-    snprintf(buf, n,
-             "suspended, waiting for room in the device arena to resume: its buffers do not fit "
-             "beside the running jobs' now; it is tried again as they end (%u job%s ahead of it)",
-             s->ahead, plural(s->ahead));
-  else if (p == DEV_FOR_SHARE)
-    snprintf(buf, n,
-             "suspended: its user held more than its share of the cooperative slots while "
-             "another user's job waited; it resumes where it stopped (%u job%s ahead of it)",
-             s->ahead, plural(s->ahead));
-  else
-    snprintf(buf, n,
-             "suspended for a job of priority %d (its own is %d); it resumes where it stopped "
-             "when that job ends (%u job%s ahead of it)",
-             (int)p, (int)s->j->priority, s->ahead, plural(s->ahead));
+  for (size_t i = 0; i < sizeof suspended_says / sizeof *suspended_says; i++)
+    if (suspended_says[i].why == p) {
+      snprintf(buf, n, "%s (%u job%s ahead of it)", suspended_says[i].says, s->ahead,
+               plural(s->ahead));
+      return;
+    }
+  snprintf(buf, n,
+           "suspended for a job of priority %d (its own is %d); it resumes where it stopped "
+           "when that job ends (%u job%s ahead of it)",
+           (int)p, (int)s->j->priority, s->ahead, plural(s->ahead));
 }
 
 static void say_turn(const struct slot_said *s, char *buf, size_t n) {
