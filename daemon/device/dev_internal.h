@@ -49,6 +49,11 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
  * suspended job whose buffers were out) */
 #define DEV_FOR_ROOM (INT32_MIN + 3)
 #define DEV_FOR_ROOM_BACK (INT32_MIN + 4)
+/* A job that gave its room back runs this long at least before it gives it
+ * again: a user that asked for room and left at once, again and again,
+ * had another's job copied out and in (up to the arena each way, on the
+ * device thread) as often as it liked. */
+#define DEV_ROOM_GAP_NS 1000000000L
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -102,6 +107,9 @@ struct run {
   /* suspended (or suspending) for a priority or a share, its copies are
    * to leave the arena for a job waiting for room all the same (dev_room.c) */
   int room_out;
+  /* when it last resumed with its buffers back from a memfd: it gives no
+   * room again before DEV_ROOM_GAP_NS have passed (dev_room.c) */
+  int64_t room_back_at;
   /* checkpoints (dev_ckpt.c): asked to suspend for one (when: asked_at);
    * the last one's state and buffers (memfds, or -1) and when it was
    * taken (host ns); the pair the one before used, written over by the

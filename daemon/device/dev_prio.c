@@ -263,6 +263,7 @@ int dev__resume_suspended(struct dev *d, struct run *r) {
   atomic_store(&j->suspended, 0);
   /* the watchdog counts the time it ran, not the time it waited */
   if (r->started_ns) r->started_ns += coop__now_ns() - r->suspended_at;
+  int out = r->carry_fd >= 0; /* its buffers come back from a memfd */
   int e = dev__resume_run(d, r, 1);
   if (e == DEV_ROOM_WAIT) { /* back to wait, suspended, until runs end */
     r->room_wait = 1;
@@ -277,6 +278,7 @@ int dev__resume_suspended(struct dev *d, struct run *r) {
     return e;
   }
   if (e) return -1;
+  if (out) r->room_back_at = coop__now_ns(); /* dev_room.c: DEV_ROOM_GAP_NS */
   r->room_wait = 0;
   log_info("job %llu (%s): resumed", (unsigned long long)j->id, j->kernel);
   return 0;

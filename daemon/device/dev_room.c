@@ -36,11 +36,14 @@
  * - a job of higher priority that waits for room has cooperative jobs of
  *   lower priority (any user's, as for workers: dev_prio.c) give theirs
  *   the same way, the lowest, newest first; they resume as room comes.
+ * A job that gave its room back and resumed runs DEV_ROOM_GAP_NS at least
+ * before it is suspended for room again.
  *
  * Device thread only.
  */
 #include <stdio.h>
 
+#include "coop_util.h"
 #include "dev_internal.h"
 #include "log.h"
 
@@ -160,6 +163,7 @@ static struct run *room_victim(struct dev *d, const struct room_need *n) {
     if (r->suspending && (r->room_out || atomic_load(&j->suspended_for) == DEV_FOR_ROOM))
       return NULL;
     if (!dev__may_suspend(r) || !gives_room(d, n, j)) continue;
+    if (r->room_back_at && coop__now_ns() - r->room_back_at < DEV_ROOM_GAP_NS) continue;
     if (!best || j->priority < best->j->priority ||
         (j->priority == best->j->priority && r->t0 > best->t0))
       best = r;
