@@ -153,6 +153,12 @@ static int gives_room(const struct dev *d, const struct room_need *n, const stru
          held_bytes(d, &j->uid) > n->cap;
 }
 
+/* Whether r's buffers came back into the arena less than DEV_ROOM_GAP_NS
+ * ago: it gives no room again yet. */
+static int back_lately(const struct run *r) {
+  return r->room_back_at && coop__now_ns() - r->room_back_at < DEV_ROOM_GAP_NS;
+}
+
 /* The run to suspend for the room: the lowest priority that gives it, the
  * newest started among equals; NULL: none, or one suspends for room
  * already. */
@@ -162,8 +168,7 @@ static struct run *room_victim(struct dev *d, const struct room_need *n) {
     const struct job *j = r->j;
     if (r->suspending && (r->room_out || atomic_load(&j->suspended_for) == DEV_FOR_ROOM))
       return NULL;
-    if (!dev__may_suspend(r) || !gives_room(d, n, j)) continue;
-    if (r->room_back_at && coop__now_ns() - r->room_back_at < DEV_ROOM_GAP_NS) continue;
+    if (!dev__may_suspend(r) || !gives_room(d, n, j) || back_lately(r)) continue;
     if (!best || j->priority < best->j->priority ||
         (j->priority == best->j->priority && r->t0 > best->t0))
       best = r;
@@ -177,7 +182,7 @@ static struct run *room_victim(struct dev *d, const struct room_need *n) {
 static struct run *suspended_victim(struct dev *d, const struct room_need *n) {
   for (struct job *j = d->coop_wait_head; j; j = j->dev_next) {
     struct run *r = j->dev_run;
-    if (r && !r->room_out && !dev__carried(r) && gives_room(d, n, j)) return r;
+    if (r && !r->room_out && !dev__carried(r) && gives_room(d, n, j) && !back_lately(r)) return r;
   }
   return NULL;
 }
