@@ -884,7 +884,7 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
   if (st != COOP_JOB_DONE || sweep_st >= COOP_JOB_DONE) log_print(logp);
   ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
   ck_assert_msg(sweep_st < COOP_JOB_DONE, "root's sweep of %u rounds ended first", rounds);
-  const char *out = "moved out of the device arena to make room for another user's job";
+  const char *out = "moved out of the device arena to make room for a job waiting there";
   ck_assert_int_eq(log_count(logp, out), 1);
   ck_assert(log_has(logp, "0 other jobs lost, 1 to run again"));
   /* nobody asks again at once: the sweep, just resumed, runs a second
@@ -959,7 +959,7 @@ START_TEST(a_suspended_job_gives_its_room_back) {
   ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
   ck_assert_uint_eq(job_state(&c, high), COOP_JOB_RUNNING);
   ck_assert(job_status(&c, low).suspended);
-  ck_assert(log_has(logp, "moved out of the device arena to make room for another user's job"));
+  ck_assert(log_has(logp, "moved out of the device arena to make room for a job waiting there"));
 
   cancel_ok(&c, high);
   int resumed = 0; /* its buffers back in the arena */

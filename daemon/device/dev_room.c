@@ -237,7 +237,7 @@ static int evict(struct dev *d) {
     } else {
       log_info(
           "job %llu (%s, uid %u): its buffers (%u KiB) moved out of the device arena to "
-          "make room for another user's job",
+          "make room for a job waiting there",
           (unsigned long long)j->id, j->kernel, j->uid, kib(n));
       r->room_out = 0;
       p = &j->dev_next;
