@@ -432,6 +432,15 @@ void render_init_n(union coop_msg *m, uint32_t groups, const float *a, const flo
   arg_u32(&m->submit, 1);
 }
 
+void render_ones(union coop_msg *m, uint32_t n) {
+  enum { MAX = 256 };
+  static float ones[MAX * MAX];
+  ck_assert_uint_le(n, MAX);
+  if (ones[0] != 1.0f)
+    for (size_t i = 0; i < MAX * MAX; i++) ones[i] = 1.0f;
+  render_init_n(m, 1, ones, ones, n);
+}
+
 void render_init(union coop_msg *m, uint32_t groups) {
   static float a[RN * RN], b[RN * RN];
   render_inputs(a, b);
@@ -476,6 +485,31 @@ uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t round
   arg_u32(&m.submit, n);
   arg_u32(&m.submit, rounds);
   return submit(c, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+}
+
+int sweep_memfd(struct conn *c, uint32_t words, double ms, uint32_t *rounds) {
+  int fd = memfd_of((size_t)words * 4);
+  uint64_t job = sweep_submit(c, NULL, words, 10, 1, fd);
+  ck_assert_uint_ne(job, 0);
+  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double per = (double)c->m.result.t.exec_ns / 10;
+  *rounds = (uint32_t)(ms * 1e6 / (per > 1e4 ? per : 1e4)) + 20;
+  uint32_t *w = malloc((size_t)words * 4);
+  ck_assert_ptr_nonnull(w);
+  for (uint32_t i = 0; i < words; i++) w[i] = i;
+  ck_assert_int_eq(pwrite(fd, w, (size_t)words * 4, 0), (ssize_t)words * 4);
+  free(w);
+  return fd;
+}
+
+void sweep_memfd_check(int fd, uint32_t words, uint32_t rounds) {
+  uint32_t *w = malloc((size_t)words * 4);
+  ck_assert_ptr_nonnull(w);
+  ck_assert_int_eq(pread(fd, w, (size_t)words * 4, 0), (ssize_t)words * 4);
+  close(fd);
+  for (uint32_t i = 0; i < words; i++)
+    ck_assert_msg(w[i] == i + rounds, "word %u is %u, want %u", i, w[i], i + rounds);
+  free(w);
 }
 
 uint64_t detached_sweep(struct conn *c) {

@@ -169,6 +169,10 @@ void render_init(union coop_msg *m, uint32_t groups);
 /* The same for n x n inputs a and b (the caller's, alive until the send). */
 void render_init_n(union coop_msg *m, uint32_t groups, const float *a, const float *b, uint32_t n);
 
+/* render_init_n on one workgroup, a and b both n x n ones (n <= 256): the
+ * renders the tests size to take room in the arena (3 x n^2 x 4 bytes). */
+void render_ones(union coop_msg *m, uint32_t n);
+
 uint64_t render_submit(struct conn *c, uint32_t groups);
 
 /* Whether the daemon lists a kernel of this name (KERNELS). */
@@ -180,6 +184,13 @@ struct coop_msg_stats_reply stats(struct conn *c);
 /* Submits sweep over n u32 (inline INOUT from data) for rounds. */
 uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds, uint32_t groups,
                       int fd);
+/* A memfd of `words` u32 (too large to go inline) for sweep_submit, and
+ * in *rounds how many rounds of a sweep of one workgroup over it take
+ * about ms milliseconds (10 timed ones, at least 20); the memfd then holds
+ * 0, 1, 2, ... */
+int sweep_memfd(struct conn *c, uint32_t words, double ms, uint32_t *rounds);
+/* Every word i of such a memfd is i + rounds; it is closed. */
+void sweep_memfd_check(int fd, uint32_t words, uint32_t rounds);
 
 /* A WAIT of job for timeout_ms that must time out (the job has not ended):
  * its message ("job 7 is queued, waiting for ...") into buf. */

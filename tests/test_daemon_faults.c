@@ -209,10 +209,8 @@ START_TEST(full_arena) {
   wait_running(&c, sweep);
 
   enum { N = 200 };
-  static float a[N * N], b[N * N];
-  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
-  render_init_n(&m, 1, a, b, N);
+  render_ones(&m, N);
   uint64_t r = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(r, 0);
   char said[COOP_WIRE_TEXT_MAX];
@@ -248,7 +246,7 @@ START_TEST(full_arena) {
   ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
   ck_assert_uint_eq(c.m.result.nbuf, 1);
-  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof a);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, N * N * sizeof(float));
   static float got[N * N]; /* the wire's bytes need not be aligned for floats */
   memcpy(got, c.m.result.bufs[0].data, sizeof got);
   for (int i = 0; i < N * N; i++) ck_assert_float_eq(got[i], (float)N);
@@ -799,10 +797,8 @@ START_TEST(a_buffers_free_makes_room_for_a_waiting_job) {
   ck_assert_uint_ne(sweep, 0);
   wait_running(&c, sweep);
   enum { N = 200 };
-  static float a[N * N], b[N * N];
-  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
-  render_init_n(&m, 1, a, b, N);
+  render_ones(&m, N);
   uint64_t r = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(r, 0);
   char said[COOP_WIRE_TEXT_MAX];

@@ -790,16 +790,14 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   struct conn c;
   open_hello(&c, &d);
   enum { HOLD = 226, N = 200, SMALL = 64 }; /* 3 x 226^2 x 4 bytes: 599 KiB */
-  static float a[HOLD * HOLD], b[HOLD * HOLD];
-  for (int i = 0; i < HOLD * HOLD; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
-  render_init_n(&m, 1, a, b, HOLD);
+  render_ones(&m, HOLD);
   m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
   uint64_t hold = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(hold, 0);
   wait_running(&c, hold);
 
-  render_init_n(&m, 1, a, b, N);
+  render_ones(&m, N);
   uint64_t theirs;
   pid_t kid = nobody_submit(&d, &m, &theirs);
   char said[COOP_WIRE_TEXT_MAX];
@@ -807,7 +805,7 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   assert_has(said, "waiting for room in the device arena: its buffers (469 KiB)");
   ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
 
-  render_init_n(&m, 1, a, b, SMALL);
+  render_ones(&m, SMALL);
   uint64_t mine = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(mine, 0);
   waits_for(&c, mine, "waiting for room", said, sizeof said);
@@ -849,19 +847,10 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
   struct conn c;
   open_hello(&c, &d);
   enum { WORDS = (600u << 10) / 4, N = 200 };
-  static uint32_t data[WORDS];
-  int fd = memfd_of(sizeof data);                          /* too large to go inline */
-  uint64_t job = sweep_submit(&c, NULL, WORDS, 10, 1, fd); /* a round's time */
-  ck_assert_uint_ne(job, 0);
-  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double per = (double)c.m.result.t.exec_ns / 10;
-  uint32_t rounds = (uint32_t)(4e9 / (per > 1e4 ? per : 1e4)) + 20;
-  for (uint32_t i = 0; i < WORDS; i++) data[i] = i;
-  ck_assert_int_eq(pwrite(fd, data, sizeof data, 0), (ssize_t)sizeof data);
-  static float a[N * N], b[N * N];
-  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
+  uint32_t rounds;
+  int fd = sweep_memfd(&c, WORDS, 4000, &rounds);
   union coop_msg m;
-  render_init_n(&m, 1, a, b, N); /* a rep's time, for a render of about 1.5 s */
+  render_ones(&m, N); /* a rep's time, for a render of about 1.5 s */
   uint64_t probe = submit(&c, &m, NULL, 0);
   ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   double rep = (double)c.m.result.t.exec_ns;
@@ -904,10 +893,7 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
   fprintf(stderr, "root's sweep of %u rounds: %.0f ms\n", rounds, (double)r->t.exec_ns / 1e6);
   ck_assert_msg(r->state == COOP_JOB_DONE, "root's sweep: %s %s", coop_job_state_name(r->state),
                 r->message);
-  ck_assert_int_eq(pread(fd, data, sizeof data, 0), (ssize_t)sizeof data);
-  close(fd);
-  for (uint32_t i = 0; i < WORDS; i++)
-    ck_assert_msg(data[i] == i + rounds, "word %u is %u, want %u", i, data[i], i + rounds);
+  sweep_memfd_check(fd, WORDS, rounds);
   stop_nobody(kid);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
@@ -949,9 +935,7 @@ START_TEST(a_suspended_job_gives_its_room_back) {
   ck_assert(seen_suspended(&c, low));
   wait_running(&c, high);
 
-  static float a[N * N], b[N * N];
-  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
-  render_init_n(&m, 1, a, b, N);
+  render_ones(&m, N);
   uint64_t theirs;
   pid_t kid = nobody_submit(&d, &m, &theirs);
   uint8_t st = state_when_ended(&c, theirs, 15000);

@@ -455,21 +455,13 @@ START_TEST(a_job_of_higher_priority_gets_room) {
   struct conn c;
   open_hello(&c, &d);
   enum { WORDS = (600u << 10) / 4, N = 200 };
-  static uint32_t data[WORDS];
-  int fd = memfd_of(sizeof data);
-  uint64_t probe = sweep_submit(&c, NULL, WORDS, 10, 1, fd); /* a round's time */
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double per = (double)c.m.result.t.exec_ns / 10;
-  uint32_t rounds = (uint32_t)(4e9 / (per > 1e4 ? per : 1e4)) + 20;
-  for (uint32_t i = 0; i < WORDS; i++) data[i] = i;
-  ck_assert_int_eq(pwrite(fd, data, sizeof data, 0), (ssize_t)sizeof data);
+  uint32_t rounds;
+  int fd = sweep_memfd(&c, WORDS, 4000, &rounds);
   uint64_t sweep = sweep_submit(&c, NULL, WORDS, rounds, 1, fd);
   ck_assert_uint_ne(sweep, 0);
   wait_running(&c, sweep);
-  static float a[N * N], b[N * N];
-  for (int i = 0; i < N * N; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
-  render_init_n(&m, 1, a, b, N);
+  render_ones(&m, N);
   m.submit.priority = 3;
   uint64_t r = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(r, 0);
@@ -478,10 +470,7 @@ START_TEST(a_job_of_higher_priority_gets_room) {
   ck_assert_uint_lt(job_state(&c, sweep), COOP_JOB_DONE);
   ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
-  ck_assert_int_eq(pread(fd, data, sizeof data, 0), (ssize_t)sizeof data);
-  for (uint32_t i = 0; i < WORDS; i++)
-    ck_assert_msg(data[i] == i + rounds, "word %u is %u, want %u", i, data[i], i + rounds);
-  close(fd);
+  sweep_memfd_check(fd, WORDS, rounds);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }

@@ -156,10 +156,8 @@ START_TEST(a_snapshot_gives_way_to_a_jobs_buffers) {
   if (!log_has(logp, drained)) log_print(logp);
   ck_assert_msg(log_has(logp, drained), "no \"%s\" in the log", drained);
   enum { RN2 = 240 }; /* 3 x 230400 bytes: more than the room left */
-  static float a[RN2 * RN2], b[RN2 * RN2];
-  for (unsigned i = 0; i < RN2 * RN2; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
-  render_init_n(&m, 1, a, b, RN2);
+  render_ones(&m, RN2);
   uint64_t task = submit(&c, &m, NULL, 0);
   ck_assert_msg(task != 0, "render refused: %s", c.m.error.message);
   ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
@@ -476,11 +474,9 @@ START_TEST(a_job_goes_to_the_device_with_room) {
   struct conn c;
   open_hello(&c, &d);
   enum { HOLD = 226, N = 200 }; /* 3 x 226^2 x 4 bytes: 599 KiB; 3 x 200^2 x 4: 469 KiB */
-  static float a[HOLD * HOLD], b[HOLD * HOLD];
-  for (int i = 0; i < HOLD * HOLD; i++) a[i] = b[i] = 1.0f;
   union coop_msg m;
   submit_device = 0;
-  render_init_n(&m, 1, a, b, HOLD);
+  render_ones(&m, HOLD);
   m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
   uint64_t hold = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(hold, 0);
@@ -492,7 +488,7 @@ START_TEST(a_job_goes_to_the_device_with_room) {
   ck_assert(run && waiting);
   wait_running(&c, run);
   submit_device = COOP_WIRE_ANY_DEVICE;
-  render_init_n(&m, 1, a, b, N);
+  render_ones(&m, N);
   uint64_t job = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(job, 0);
   uint16_t t = wait_job(&c, job, 20000);
