@@ -953,7 +953,8 @@ static const struct cmd cmds[] = {
      "DEVICE: coopd suspends it where it runs, copies its state and its buffers over, and\n"
      "it resumes on DEVICE where it stopped once a cooperative slot is free there.\n"
      "coopctl then follows the job until it runs on DEVICE, ends, or MS milliseconds\n"
-     "(default 30000; 0: do not wait) pass, and says which and how long it took.\n"
+     "(default 30000; 0: do not wait) pass, and says which and how long it took (and,\n"
+     "still waiting, why). A job moved by hand stays on DEVICE: it never moves by itself.\n"
      "Only the job's owner (or root) may move it.\n",
      cmd_migrate},
     {"stats", "the daemon's counters and recent gather times", "stats",
@@ -1041,7 +1042,8 @@ static const struct cmd cmds[] = {
      "                    with N workers; N then defaults to device 0's workers)\n"
      "  --query-barrier   the query variant of the resizing barrier\n"
      "  --original        the original form (plain global barriers, no kill or fork)\n"
-     "  --timeout MS      give up after MS milliseconds (the job is cancelled; exit 1)\n"
+     "  --timeout MS      give up after MS milliseconds (the job is cancelled; exit 1);\n"
+     "                    with --sources also while waiting for room to upload the input\n"
      "output:\n"
      "  --out FILE        write the output to FILE (- for stdout: the report then goes to\n"
      "                    stderr): text, one element per line in decimal (f32: %.9g), in\n"
