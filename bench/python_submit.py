@@ -54,9 +54,11 @@ class _Stub:
 
 
 def stub_connection():
-    """A Connection that never connected, and device buffers by id alone."""
+    """A Connection that never connected, render's signature as coopd would
+    list it, and device buffers by id alone."""
     c = coop.Connection.__new__(coop.Connection)
-    c._c, c._pending, c._event_fn, c.info = ctypes.c_void_p(1), {}, None, {}
+    c._h, c._pending, c._event_fn, c.info = ctypes.c_void_p(1), {}, None, {}
+    c._sigs = {"render": ["buf", "buf", "buf", "u32", "u32"]}
     return (c, *(coop.Buffer(c, i, 4 * N * N, 0) for i in (1, 2, 3)))
 
 
@@ -117,7 +119,7 @@ def main():
         c.close()
     else:
         coop._lib = real
-        c._c = None
+        c._h = None
     print("label,way,runs,p50_us,p90_us,p99_us,max_us,every_us,daemon,host,python,numpy")
     for way, xs in times.items():
         q = quantiles(xs)

@@ -31,8 +31,8 @@ def bfs(c, row, col, scratch, n, source, groups):
     q0[0] = source
     size = np.array([1, 0], np.uint32)  # entries in worklist 0 and 1
     # args: mode (1: the cooperative form), row, col, lev, q0, q1, size, n
-    c.run("bfs", np.uint32(1), row, col, lev, coop.In(q0), scratch, coop.In(size),
-          np.uint32(n), groups=groups, cooperative=True)
+    c.run("bfs", 1, row, col, lev, coop.In(q0), scratch, coop.In(size),
+          n, groups=groups, cooperative=True)
     return lev
 
 

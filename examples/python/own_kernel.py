@@ -61,7 +61,7 @@ def main():
     x = rng.integers(0, 1 << 32, o.n, dtype=np.uint32)
     y = rng.integers(0, 1 << 32, o.n, dtype=np.uint32)
     want = np.uint32(7) * x + y
-    r = c.run("axpy_u32", coop.InOut(y), coop.In(x), np.uint32(7), np.uint32(o.n),
+    r = c.run("axpy_u32", coop.InOut(y), coop.In(x), 7, o.n,  # numbers: its u32s
               groups=o.groups)
     ok = np.array_equal(y, want)
     print(f"{o.n} words on {o.groups} workgroup(s): {r.times['exec_ns'] / 1e6:.3f} ms on the "

@@ -3,9 +3,10 @@
     import coop, numpy as np
     c = coop.connect()
     a = np.zeros(4096, np.uint32)
-    c.run("sweep", a, np.uint32(a.size), np.uint32(7), groups=1, cooperative=True)
+    c.run("sweep", a, a.size, 7, groups=1, cooperative=True)
 
-A thin layer over libcoop (ctypes): every call maps to one libcoop call,
+A thin layer over libcoop (ctypes): every call maps to one libcoop call
+(a job's numbers take the widths coopd's kernel list declares, asked once),
 errors raise coop.Error with libcoop's negative code and the daemon's
 message.
 """
@@ -209,11 +210,51 @@ def _array(i, a, writable):
     return a
 
 
-def _describe(args):
+# The NumPy type a plain Python number takes where the kernel's signature
+# declares a scalar.
+_WIDTHS = {v: k for k, v in _SCALARS.items()}
+_RANGES = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max))
+           for t in _SCALARS if issubclass(t, np.integer)}
+
+
+def _scalar(i, a, kernel, types):
+    """Number a (Python's or NumPy's) at argument i as the NumPy scalar the
+    kernel's signature declares there: its width is the kernel's, its value
+    checked against it (an integer type takes integers only)."""
+    if i >= len(types):
+        raise TypeError(f"argument {i}: {kernel} takes {len(types)} arguments")
+    t = types[i]
+    dt = _WIDTHS.get(t)
+    if dt is None:
+        raise TypeError(f"argument {i}: {kernel} takes a buffer ({t}) there, not "
+                        f"{type(a).__name__} {a!r}")
+    if type(a) is dt:
+        return a
+    if isinstance(a, (bool, np.bool_)):
+        raise TypeError(f"argument {i}: {kernel} takes {t} there, not bool {a!r}")
+    lim = _RANGES.get(dt)
+    if lim:
+        if not isinstance(a, (int, np.integer)):
+            raise TypeError(f"argument {i}: {kernel} takes {t} there, not "
+                            f"{type(a).__name__} {a!r} (pass an int)")
+        if not lim[0] <= int(a) <= lim[1]:
+            raise OverflowError(f"argument {i}: {int(a)} does not fit {kernel}'s {t} "
+                                f"({lim[0]}..{lim[1]})")
+        return dt(int(a))
+    v = float(a)
+    if np.isfinite(v) and not np.isfinite(dt(v)):
+        raise OverflowError(f"argument {i}: {v!r} does not fit {kernel}'s {t}")
+    return dt(v)
+
+
+def _describe(args, kernel, types):
     """[(kind, value)] for args, checked before anything is sent; raises
-    TypeError naming the argument's index."""
+    TypeError naming the argument's index. types(): the kernel's argument
+    type names, asked only for a number."""
     out = []
     for i, a in enumerate(args):
+        if isinstance(a, np.ndarray) and a.ndim == 0:
+            a = a[()]  # a 0-d array: its scalar
         if isinstance(a, Buffer):
             if a.id is None:
                 raise ValueError(f"argument {i}: the device buffer was freed")
@@ -225,19 +266,35 @@ def _describe(args):
         elif isinstance(a, _Dir):
             kind = {In: "in", Out: "out", InOut: "inout"}[type(a)]
             out.append((kind, _array(i, a.array, kind != "in")))
-        elif isinstance(a, np.ndarray) and a.ndim > 0:
+        elif isinstance(a, np.ndarray):
             out.append(("inout", _array(i, a, True)))
-        elif isinstance(a, np.generic) and type(a) in _SCALARS:
-            out.append((_SCALARS[type(a)], a))
-        elif isinstance(a, (bool, int, float, np.bool_)) or (
-                isinstance(a, np.ndarray) and a.ndim == 0):
-            raise TypeError(
-                f"argument {i}: {type(a).__name__} {a!r} has no fixed width; pass np.uint32, "
-                "np.int32, np.uint64, np.int64, np.float32 or np.float64")
+        elif isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
+            v = _scalar(i, a, kernel, types())
+            out.append((_SCALARS[type(v)], v))
         else:
             raise TypeError(f"argument {i}: cannot pass {type(a).__name__} to a kernel "
-                            "(NumPy scalars, arrays, In/Out/InOut, device buffers)")
+                            "(numbers, NumPy arrays, In/Out/InOut, device buffers)")
     return out
+
+
+def _count(v, what):
+    """v as a non-negative int (a job id, a size, an offset); TypeError or
+    ValueError naming what, where it would wrap as a C unsigned."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{what} must be an int, not {type(v).__name__} {v!r}")
+    if v < 0:
+        raise ValueError(f"{what} must not be negative ({v})")
+    return int(v)
+
+
+def _ms(timeout):
+    """A timeout in seconds (None: forever) as libcoop's milliseconds (-1:
+    forever)."""
+    if timeout is None:
+        return -1
+    if not timeout >= 0:
+        raise ValueError(f"timeout must be None (forever) or >= 0 seconds, not {timeout!r}")
+    return int(timeout * 1000)
 
 
 class Result:
@@ -284,7 +341,7 @@ class Job:
 
     def __init__(self, conn, job_id):
         self.conn = conn
-        self.id = job_id
+        self.id = _count(job_id, "a job id")
         self.result = None
 
     def wait(self, timeout=None):
@@ -292,7 +349,7 @@ class Job:
         forever, 0: just ask). coop.Timeout while it runs."""
         if self.result is not None:
             return self.result
-        ms = -1 if timeout is None else int(timeout * 1000)
+        ms = _ms(timeout)
         r = _capi.Result()
         _check(_lib.coop_wait(self.conn._c, self.id, ms, ctypes.byref(r)), self.conn._c)
         try:
@@ -332,15 +389,20 @@ class Buffer:
 
     def write(self, array, offset=0):
         a = _array(0, np.asarray(array), False)
+        offset = self._range(offset, a.nbytes)
         _check(_lib.coop_buffer_write(self.conn._c, self._live(), offset, a.ctypes.data, a.nbytes),
                self.conn._c)
 
     def read(self, out=None, nbytes=None, offset=0):
         """Into out (a C-contiguous array, its whole size), or a new uint8
         array of nbytes (default: the rest of the buffer)."""
+        offset = _count(offset, "offset")
         if out is None:
-            out = np.empty(self.size - offset if nbytes is None else nbytes, np.uint8)
+            n = self.size - offset if nbytes is None else _count(nbytes, "nbytes")
+            self._range(offset, n)
+            out = np.empty(n, np.uint8)
         _array(0, out, True)
+        self._range(offset, out.nbytes)
         _check(_lib.coop_buffer_read(self.conn._c, self._live(), offset, out.ctypes.data,
                                      out.nbytes), self.conn._c)
         return out
@@ -360,10 +422,21 @@ class Buffer:
         return _BufferIO(self, w, r, offset)
 
     def free(self):
-        if self.id is not None and self.conn._c:
+        if self.id is not None and self.conn._h:
             bid, self.id = self.id, None
             _check(_lib.coop_buffer_free(self.conn._c, bid), self.conn._c)
         self.id = None
+
+    def _range(self, offset, nbytes):
+        """offset, once offset..offset + nbytes lies in the buffer."""
+        offset = _count(offset, "offset")
+        if offset > self.size:
+            raise ValueError(f"offset {offset} is past the device buffer's end ({self.size} "
+                             "bytes)")
+        if nbytes > self.size - offset:
+            raise ValueError(f"bytes {offset}..{offset + nbytes} are outside the device buffer "
+                             f"({self.size} bytes)")
+        return offset
 
     def _live(self):
         if self.id is None:
@@ -450,16 +523,25 @@ class Prepared(_Closing):
 class Connection(_Closing):
     """One connection to coopd (coop_connect). Usable from several threads."""
 
+    _h = None  # the coop_conn; None once closed
+
+    @property
+    def _c(self):
+        if not self._h:
+            raise ValueError("the connection is closed")
+        return self._h
+
     def __init__(self, path=None, name="python", timeout=None, spin_us=None):
         c = ctypes.c_void_p()
         rc = _lib.coop_connect(ctypes.byref(c), path.encode() if path else None, name.encode())
         if rc < 0:
             _check(rc, None)
-        self._c = c
+        self._h = c
         self._event_fn = None
         self._pending = {}  # job id -> the arrays libcoop may still write
+        self._sigs = None  # kernel name -> argument type names, asked once (_types)
         if timeout is not None:
-            _lib.coop_set_timeout(c, int(timeout * 1000))
+            _lib.coop_set_timeout(c, _ms(timeout))
         if spin_us is not None:  # coop_set_spin: watch the socket this long before sleeping
             _lib.coop_set_spin(c, int(spin_us))
         i = _lib.coop_info(c).contents
@@ -467,9 +549,9 @@ class Connection(_Closing):
                      for n, _ in _capi.Info._fields_}
 
     def close(self):
-        if self._c:
-            _lib.coop_disconnect(self._c)
-            self._c = None
+        if self._h:
+            h, self._h = self._h, None
+            _lib.coop_disconnect(h)
             self._pending.clear()
 
     def submit(self, kernel, *args, groups=1, cooperative=False, device=ANY_DEVICE,
@@ -498,10 +580,10 @@ class Connection(_Closing):
     def _job(self, kernel, args, groups=1, cooperative=False, device=ANY_DEVICE,
              query_barrier=False, detached=False, periodic=None, priority=0):
         """(coop_job, the arrays it points into) for kernel(*args)."""
-        desc = _describe(args)  # every TypeError before anything is sent
-        if not self._c:
-            raise ValueError("the connection is closed")
-        j = _lib.coop_job_new(kernel.encode(), groups)
+        self._c  # closed: ValueError
+        # every TypeError before anything is sent
+        desc = _describe(args, kernel, lambda: self._types(kernel))
+        j = _lib.coop_job_new(kernel.encode(), _count(groups, "groups"))
         if not j:
             raise MemoryError("coop_job_new")
         keep = []
@@ -545,12 +627,24 @@ class Connection(_Closing):
             raise
         return j, keep
 
+    def _types(self, kernel):
+        """kernel's argument type names, from coopd's list, asked once and
+        again when kernel is not in it (added since)."""
+        sigs = self._sigs
+        if sigs is None or kernel not in sigs:
+            sigs = self._sigs = {k: v[1] for k, v in self.kernels().items()}
+        if kernel not in sigs:
+            raise Error(globals()["ENOKERNEL"],
+                        f'no kernel named "{kernel}" (Connection.kernels() lists them)')
+        return sigs[kernel]
+
     def _submit(self, j, keep):
         """coop_submit of job j; keep: its arrays, alive until its result."""
-        if not self._c:
-            raise ValueError("the connection is closed")
         jid = ctypes.c_uint64()
-        _check(_lib.coop_submit(self._c, j, ctypes.byref(jid)), self._c)
+        rc = _lib.coop_submit(self._c, j, ctypes.byref(jid))
+        if rc in (globals()["EARGS"], globals()["ENOKERNEL"]):
+            self._sigs = None  # a reload changed the kernels: ask again next time
+        _check(rc, self._c)
         self._pending[jid.value] = keep
         return Job(self, jid.value)
 
@@ -563,15 +657,20 @@ class Connection(_Closing):
         return Job(self, job_id).wait(timeout)
 
     def cancel(self, job_id):
-        _check(_lib.coop_cancel(self._c, job_id), self._c)
+        _check(_lib.coop_cancel(self._c, _count(job_id, "a job id")), self._c)
 
     def buffer(self, data, device=ANY_DEVICE, keep=False):
         """A device buffer holding a copy of array `data`, or of `data`
         bytes of zeros when data is an int. coop.Error with code EBUSY:
         running jobs hold the device's arena now (ask again as they end);
         ENOMEM: it does not fit beside the device buffers there."""
-        if isinstance(data, (int, np.integer)):
-            size, ptr = int(data), None
+        if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
+            size, ptr = _count(data, "a buffer's size"), None
+            if not size:
+                raise ValueError("a device buffer needs at least one byte")
+        elif isinstance(data, (bool, float, np.bool_, np.floating, str, bytes)) or data is None:
+            raise TypeError(f"buffer takes an array or a size in bytes (int), not "
+                            f"{type(data).__name__} {data!r}")
         else:
             a = _array(0, np.asarray(data), False)
             size, ptr = a.nbytes, a.ctypes.data
@@ -691,6 +790,7 @@ class Connection(_Closing):
             source = source.encode()
         info = _capi.KernelInfo()
         log = ctypes.c_void_p()
+        self._sigs = None
         _check_log(_fn("coop_kernel_add")(self._c, file.encode(), source, len(source),
                                           ctypes.byref(info), ctypes.byref(log)), self._c, log)
         return _kernel_dict(info)
@@ -699,6 +799,7 @@ class Connection(_Closing):
         """Removes a kernel the caller added (root: any author's;
         coop_kernel_remove)."""
         log = ctypes.c_void_p()
+        self._sigs = None
         _check_log(_fn("coop_kernel_remove")(self._c, name.encode(), ctypes.byref(log)),
                    self._c, log)
 
@@ -706,6 +807,7 @@ class Connection(_Closing):
         """Reads the kernels again and builds them, as SIGHUP does (authors
         and root; coop_reload); returns when coopd runs the new set."""
         log = ctypes.c_void_p()
+        self._sigs = None
         _check_log(_fn("coop_reload")(self._c, ctypes.byref(log)), self._c, log)
 
     def subscribe(self, callback, mask=EVENTS_ALL):
@@ -722,7 +824,7 @@ class Connection(_Closing):
 
     def poll_events(self, timeout=0):
         """Dispatches pending events (waits up to timeout s); their count."""
-        ms = -1 if timeout is None else int(timeout * 1000)
+        ms = _ms(timeout)
         return _check(_lib.coop_poll_events(self._c, ms), self._c)
 
 

@@ -140,18 +140,37 @@ with c.buffer(np.zeros(256, np.uint32)) as pbuf:
         frame.run(timeout=20)
         check(bool((io == f * 10 + 4).all()), f"prepared sweep through Buffer.io, frame {f}")
     frame.close()
+
+# numbers take the width the kernel's signature declares (docs/python.md,
+# "Arguments"): plain ints, NumPy's int64 (what its arithmetic gives) and a
+# 0-d array as sweep's u32s; a value that does not fit, a float or a bool
+# for an integer, a number where a buffer goes, refused before anything is
+# sent, naming the argument
+w = np.arange(64, dtype=np.uint32)
+c.run("sweep", w, w.size, 2, groups=1, cooperative=True)
+check(np.array_equal(w, np.arange(64) + 2), "plain ints as sweep's u32s")
+c.run("sweep", w, np.int64(64), np.array(3), groups=1, cooperative=True)
+check(np.array_equal(w, np.arange(64) + 5), "np.int64 and a 0-d array as u32s")
 before = c.stats()["submitted"]
-e = raises(TypeError, lambda: c.prepare("sweep", a, 4096, np.uint32(1)), "prepare: plain int")
-check(c.stats()["submitted"] == before, "nothing was submitted by prepare")
+e = raises(OverflowError, lambda: c.submit("sweep", w, 1 << 32, 1), "an int past u32")
+check(e is not None and "argument 1" in str(e) and "u32" in str(e),
+      "the OverflowError names argument 1 and its type")
+raises(OverflowError, lambda: c.submit("sweep", w, -1, 1), "a negative int for a u32")
+raises(TypeError, lambda: c.submit("sweep", w, 64, 1.5), "a float for a u32")
+raises(TypeError, lambda: c.submit("sweep", w, 64, np.float32(1)), "np.float32 for a u32")
+raises(TypeError, lambda: c.submit("sweep", w, 64, True), "a bool for a u32")
+raises(TypeError, lambda: c.submit("sweep", 64, 64, 1), "a number where a buffer goes")
+raises(TypeError, lambda: c.submit("sweep", w, 64, 1, 1), "a number past the last argument")
+raises(OverflowError, lambda: c.prepare("sweep", w, 64, 1 << 40), "prepare: an int past u32")
+check(c.stats()["submitted"] == before, "nothing was submitted for those")
+e = raises(coop.Error, lambda: c.submit("nosuchkernel", 1), "a number for no such kernel")
+check(e is not None and e.code == coop.ENOKERNEL, f"its code: {e and e.name}")
 
 # errors
 e = raises(coop.Error, lambda: c.run("nosuchkernel", np.uint32(1)), "unknown kernel")
 check(e is not None and e.code == coop.ENOKERNEL and e.code < 0 and e.message,
       f"its code {e and e.code} ({e and e.name}), message {e and e.message!r}")
 before = c.stats()["submitted"]
-e = raises(TypeError, lambda: c.submit("sweep", a, 4096, np.uint32(1)), "plain int")
-check(e is not None and "argument 1" in str(e), "the TypeError names argument 1")
-raises(TypeError, lambda: c.submit("sweep", a, np.uint32(4096), 1.5), "plain float")
 raises(TypeError, lambda: c.submit("sweep", a[::2], np.uint32(1), np.uint32(1)),
        "non-contiguous array")
 raises(TypeError, lambda: c.submit("sweep", "x", np.uint32(1), np.uint32(1)), "a str")
@@ -159,6 +178,19 @@ ro = np.zeros(4, np.uint32)
 ro.flags.writeable = False
 raises(TypeError, lambda: c.submit("sweep", ro, np.uint32(4), np.uint32(1)), "read-only inout")
 check(c.stats()["submitted"] == before, "nothing was submitted for the argument errors")
+# ids, sizes, offsets and timeouts that C would wrap to huge unsigned ones
+raises(ValueError, lambda: c.wait(-1), "wait for job -1")
+raises(TypeError, lambda: c.cancel("1"), "cancel of a str")
+raises(ValueError, lambda: c.run("sweep", w, 64, 1, groups=-1), "groups -1")
+raises(ValueError, lambda: c.buffer(-5), "a buffer of -5 bytes")
+raises(ValueError, lambda: c.buffer(0), "a buffer of 0 bytes")
+raises(TypeError, lambda: c.buffer(3.5), "a buffer of a float")
+with c.buffer(64) as small:
+    raises(ValueError, lambda: small.write(np.zeros(4, np.uint32), offset=-4), "a write at -4")
+    raises(ValueError, lambda: small.write(np.zeros(32, np.uint32)), "a write past the end")
+    e = raises(ValueError, lambda: small.read(offset=100), "a read past the end")
+    check(e is not None and "100" in str(e), f"it names the offset: {e}")
+    check(small.read(offset=60).size == 4, "a read of the last 4 bytes")
 e = raises(coop.Error, lambda: c.run("sweep", a, np.uint32(1), groups=1, cooperative=True),
            "too few arguments")
 check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
@@ -248,6 +280,26 @@ e = raises(coop.BuildError, lambda: c.add_kernel(source=broken, file="broken.cl"
 check(e is not None and e.code == coop.EBUILD and "broken.cl:" in e.log,
       f"its code {e and e.name}, a log at its file: {e and e.log[:200]!r}")
 check("broken" not in c.kernels(), "the broken kernel is not registered")
+# its signature changed by its author while another connection had asked
+# for it: that connection's number goes as the old u32, coopd refuses it
+# (EARGS) and the connection asks again, so the next submit takes the new
+# u64; the author's own connection asks again at once
+c2 = coop.connect(sock)
+ty = np.array([1, 2, 5], np.uint32)
+c2.run("axpy_u32", ty, coop.In(tx), 3, 3)
+check(ty.tolist() == [31, 62, 95], f"plain ints for the added kernel's u32s: {ty.tolist()}")
+wide = SOURCE.replace("a:u32", "a:u64").replace(
+    "coop_u32 a = coop_arg_u32(c, 2), n =", "coop_u64 a = coop_arg_u64(c, 2);\n  coop_u32 n =")
+c.add_kernel(source=wide, file="axpy_u32.cl")
+c.run("axpy_u32", ty, coop.In(tx), (1 << 32) + 1, 3)
+check(ty.tolist() == [41, 82, 125], f"an int past u32 for its new u64: {ty.tolist()}")
+e = raises(coop.Error, lambda: c2.run("axpy_u32", ty, coop.In(tx), 1, 3),
+           "the other connection's number as the old u32")
+check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
+c2.run("axpy_u32", ty, coop.In(tx), 1, 3)
+check(ty.tolist() == [51, 102, 155], f"the other connection's next submit: {ty.tolist()}")
+c2.close()
+raises(ValueError, lambda: c2.kernels(), "a call on a closed connection")
 c.remove_kernel("axpy_u32")
 check("axpy_u32" not in c.kernels(), "remove_kernel")
 e = raises(coop.Error, lambda: c.remove_kernel("axpy_u32"), "remove it again")
