@@ -1,7 +1,8 @@
 #!/bin/sh
 # python_client.sh: the Python package (python/coop) against a coopd on
 # PoCL: tests/python/test_client.py, then each example of examples/python
-# and bench/python_submit.py briefly. Skipped (exit 77) when PYTHON cannot
+# and bench/python_submit.py briefly, then tests/python/test_buffer_wait.py
+# against a coopd with a small arena. Skipped (exit 77) when PYTHON cannot
 # import numpy.
 #
 # usage: python_client.sh COOPD KERNEL_DIRS PYTHON LIBCOOP SOURCE_DIR
@@ -41,5 +42,10 @@ for how in "" "--socket $sock"; do
   rows=$("$python" "$src/bench/python_submit.py" $how --runs 3 --every-us 0 | grep -c '^python,')
   [ "$rows" = 2 ] || fail "python_submit.py $how: $rows rows"
 done
+stop_coopd
+# Connection.buffer(wait=): a coopd whose 1 MiB arena one running job's
+# copy holds
+start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1
+"$python" "$src/tests/python/test_buffer_wait.py" "$sock" || fail "test_buffer_wait.py"
 stop_coopd
 finish

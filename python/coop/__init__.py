@@ -14,6 +14,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import time
 
 import numpy as np
 
@@ -659,11 +660,14 @@ class Connection(_Closing):
     def cancel(self, job_id):
         _check(_lib.coop_cancel(self._c, _count(job_id, "a job id")), self._c)
 
-    def buffer(self, data, device=ANY_DEVICE, keep=False):
+    def buffer(self, data, device=ANY_DEVICE, keep=False, wait=0):
         """A device buffer holding a copy of array `data`, or of `data`
-        bytes of zeros when data is an int. coop.Error with code EBUSY:
-        running jobs hold the device's arena now (ask again as they end);
-        ENOMEM: it does not fit beside the device buffers there."""
+        bytes of zeros when data is an int. While running jobs' copies hold
+        the room it needs in the device's arena (coopd's EBUSY), it asks
+        again every 50 ms for up to `wait` seconds (None: until it fits);
+        then coop.Error EBUSY (coop.Timeout once a wait > 0 ran out).
+        ENOMEM: it does not fit beside the device buffers there at all."""
+        limit = _ms(wait)
         if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
             size, ptr = _count(data, "a buffer's size"), None
             if not size:
@@ -675,8 +679,17 @@ class Connection(_Closing):
             a = _array(0, np.asarray(data), False)
             size, ptr = a.nbytes, a.ctypes.data
         bid = ctypes.c_uint64()
-        _check(_lib.coop_buffer_create(self._c, device, size, ptr, BUFFER_KEEP if keep else 0,
-                                       ctypes.byref(bid)), self._c)
+        t0 = time.monotonic()
+        while True:
+            rc = _lib.coop_buffer_create(self._c, device, size, ptr, BUFFER_KEEP if keep else 0,
+                                         ctypes.byref(bid))
+            if rc != globals()["EBUSY"] or not limit:
+                break
+            if limit > 0 and (time.monotonic() - t0) * 1000 >= limit:
+                raise Timeout(globals()["ETIMEDOUT"], f"no room for a buffer of {size} bytes "
+                              f"within {wait} s: {_s(_lib.coop_errmsg(self._c))}")
+            time.sleep(0.05)
+        _check(rc, self._c)
         return Buffer(self, bid.value, size, device)
 
     def stats(self):

@@ -1,0 +1,65 @@
+"""Connection.buffer(wait=) against a coopd with a 1 MiB arena
+(python_client.sh starts it): a device buffer that finds the arena's room
+held by a running job's copies is refused with EBUSY, waits a bounded time
+and raises coop.Timeout, or waits until the job ends and is made then.
+
+usage: test_buffer_wait.py SOCKET   (COOP_LIBRARY and PYTHONPATH set by the caller)
+"""
+import sys
+import time
+
+import numpy as np
+
+import coop
+
+sock = sys.argv[1]
+fails = 0
+
+
+def check(cond, what):
+    global fails
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        fails += 1
+
+
+def raises(exc, fn, what):
+    try:
+        fn()
+    except exc as e:
+        check(True, f"{what}: {type(e).__name__}: {e}")
+        return e
+    except Exception as e:  # noqa: BLE001
+        check(False, f"{what}: {type(e).__name__} instead of {exc.__name__}: {e}")
+        return None
+    check(False, f"{what}: nothing raised")
+    return None
+
+
+c = coop.connect(sock)
+WORDS = 150 * 1024  # the sweep's 600 KiB of the 1 MiB arena
+BUF = 120 * 1024  # 480 KiB: within a user's half for device buffers, not beside the sweep
+data = np.zeros(WORDS, np.uint32)
+r = c.run("sweep", data, WORDS, 20, cooperative=True)
+per_round = max(r.times["exec_ns"] / 20, 1e4)
+rounds = int(3e9 / per_round) + 20  # about 3 s
+data[:] = 0
+t0 = time.monotonic()
+j = c.submit("sweep", data, WORDS, rounds, cooperative=True)
+while j.status()["state"] == "queued":
+    time.sleep(0.01)
+e = raises(coop.Error, lambda: c.buffer(BUF * 4), "a buffer while the sweep's copy holds the room")
+check(e is not None and e.code == coop.EBUSY, f"its code: {e and e.name}")
+e = raises(coop.Timeout, lambda: c.buffer(BUF * 4, wait=0.3), "the same, waiting 0.3 s")
+check(e is not None and "0.3 s" in str(e), f"it says how long it waited: {e}")
+b = c.buffer(np.full(BUF, 9, np.uint32), wait=120)
+waited = time.monotonic() - t0
+res = j.wait(timeout=0)
+check(res.state == "done", f"the buffer was made once the sweep ended ({waited:.1f} s, "
+      f"{rounds} rounds)")
+check(bool((data == rounds).all()), "the sweep's rounds are all in its array")
+check(bool((b.read(np.empty(BUF, np.uint32)) == 9).all()), "the buffer holds its data")
+raises(ValueError, lambda: c.buffer(64, wait=-1), "wait -1")
+b.free()
+c.close()
+sys.exit(1 if fails else 0)
