@@ -335,6 +335,25 @@ class Result:
         return f"<coop.Result job={self.job} {self.state} error={self.error}>"
 
 
+# The longest one coop_wait of Job.wait: how soon Ctrl-C ends a wait.
+_WAIT_SLICE_MS = 200
+
+
+def _run(job, timeout):
+    """job's Result once it ended DONE, else coop.Error; a wait cut short
+    (Ctrl-C, the timeout) cancels it first, as subprocess.run ends its
+    child: the caller of run() never had the job to cancel."""
+    try:
+        r = job.wait(timeout)
+    except (KeyboardInterrupt, Timeout):
+        try:
+            job.cancel()
+        except Error:
+            pass  # it ended meanwhile
+        raise
+    return r.raise_for_state()
+
+
 class Job:
     """A submitted job. Its arrays are kept alive by its connection until a
     wait() has received its result (libcoop writes the output into them
@@ -347,12 +366,23 @@ class Job:
 
     def wait(self, timeout=None):
         """The Result once the job has ended; timeout in seconds (None:
-        forever, 0: just ask). coop.Timeout while it runs."""
+        forever, 0: just ask). coop.Timeout while it runs. Ctrl-C
+        (KeyboardInterrupt) ends the wait within _WAIT_SLICE_MS; the job
+        runs on (cancel() ends it)."""
         if self.result is not None:
             return self.result
         ms = _ms(timeout)
+        end = None if ms < 0 else time.monotonic() + ms / 1000
         r = _capi.Result()
-        _check(_lib.coop_wait(self.conn._c, self.id, ms, ctypes.byref(r)), self.conn._c)
+        while True:
+            # a wait in slices: Python runs its signal handlers only
+            # between two calls, and one coop_wait for ever kept Ctrl-C out
+            left = _WAIT_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
+            rc = _lib.coop_wait(self.conn._c, self.id, max(0, min(left, _WAIT_SLICE_MS)),
+                                ctypes.byref(r))
+            if rc != globals()["ETIMEDOUT"] or (end is not None and left <= _WAIT_SLICE_MS):
+                break
+        _check(rc, self.conn._c)
         try:
             self.result = Result(r)
         finally:
@@ -509,8 +539,9 @@ class Prepared(_Closing):
         return self.conn._submit(self._j, self._keep)
 
     def run(self, timeout=None):
-        """submit() then wait(); raises coop.Error unless the job ends DONE."""
-        return self.submit().wait(timeout).raise_for_state()
+        """submit() then wait(); raises coop.Error unless the job ends DONE.
+        A wait cut short (Ctrl-C, the timeout) cancels the job."""
+        return _run(self.submit(), timeout)
 
     def close(self):
         if self._j:
@@ -650,8 +681,9 @@ class Connection(_Closing):
         return Job(self, jid.value)
 
     def run(self, kernel, *args, timeout=None, **kw):
-        """submit() then wait(); raises coop.Error unless the job ends DONE."""
-        return self.submit(kernel, *args, **kw).wait(timeout).raise_for_state()
+        """submit() then wait(); raises coop.Error unless the job ends DONE.
+        A wait cut short (Ctrl-C, the timeout) cancels the job."""
+        return _run(self.submit(kernel, *args, **kw), timeout)
 
     def wait(self, job_id, timeout=None):
         """Waits for a job by id (a detached one, say)."""

@@ -5,7 +5,9 @@ buffer's life cycle, errors, cancel, events, stats.
 usage: test_client.py SOCKET   (COOP_LIBRARY and PYTHONPATH set by the caller)
 """
 import os
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -245,6 +247,43 @@ kinds = {ev["kind"] for ev in events if ev["job"] == j.id}
 check("finished" in kinds, f"events of the cancelled job: {sorted(kinds)}")
 s = c.stats()
 check(s["cancelled"] >= 1 and s["ndevices"] == len(s["devs"]), "stats")
+
+# Ctrl-C during run(): the wait ends within its slice and run() cancels the
+# job it made; run()'s timeout cancels it too, as subprocess.run ends its
+# child. A watchdog cancels the sweep from another connection after 10 s,
+# so that a wait Ctrl-C cannot end fails here instead of hanging.
+signal.signal(signal.SIGINT, signal.default_int_handler)  # ignored when started in the background
+guard = coop.connect(sock)
+
+
+def running_sweeps(conn):
+    return [x["job"] for x in conn.status() if x["kernel"] == "sweep" and x["state"] == "running"]
+
+
+def watchdog():
+    for job in running_sweeps(guard):
+        guard.cancel(job)
+
+
+before = c.stats()["cancelled"]
+dog = threading.Timer(10, watchdog)
+dog.start()
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+t0 = time.monotonic()
+raises(KeyboardInterrupt, lambda: c.run("sweep", long, long.size, 1 << 30, cooperative=True),
+       "Ctrl-C during run()")
+took = time.monotonic() - t0
+check(took < 3, f"it ended the wait after {took:.1f} s")
+raises(coop.Timeout, lambda: c.run("sweep", long, long.size, 1 << 30, cooperative=True,
+                                   timeout=0.3), "run() past its timeout")
+dog.cancel()
+for _ in range(100):
+    if c.stats()["cancelled"] == before + 2:
+        break
+    time.sleep(0.1)
+check(c.stats()["cancelled"] == before + 2 and not running_sweeps(c),
+      f"run() cancelled both sweeps ({c.stats()['cancelled'] - before} cancelled)")
+guard.close()
 
 # a kernel of the caller's (python_client.sh names it an author): added from
 # its source, described, run, refused with the compiler's log when broken,
