@@ -702,10 +702,23 @@ static int buffer_arg(coop_job *j, struct sargs *s, const char *t, const char *v
   return 0;
 }
 
-static int job_arg(coop_job *j, struct sargs *s, const char *arg) {
+/* ARG i (from 0) of kernel k: TYPE:VALUE, or a bare number, which takes
+ * the type k's signature declares there (k NULL: none was asked for). */
+static int job_arg(coop_job *j, struct sargs *s, const char *arg, unsigned i,
+                   const struct coop_kernel *k) {
   const char *colon = strchr(arg, ':');
   char t[8];
   size_t len = colon ? (size_t)(colon - arg) : 0;
+  if (!colon && k && i < k->nargs && k->types[i] != COOP_TYPE_BUF) {
+    const char *type = coop_type_name(k->types[i]);
+    if (scalar_arg(j, type, arg) < 0)
+      return ctl_usage("submit", "bad argument %s: %s's argument %u is %s", arg, k->name, i, type);
+    return 0;
+  }
+  if (!colon && k)
+    return ctl_usage(
+        "submit", "bad argument %s: %s takes %s", arg, k->name,
+        i < k->nargs ? "a buffer there (in:, out:, inout: or zeros:)" : "no argument there");
   if (!colon || len >= sizeof t) return ctl_usage("submit", "bad argument %s (TYPE:VALUE)", arg);
   memcpy(t, arg, len);
   t[len] = '\0';
@@ -713,6 +726,28 @@ static int job_arg(coop_job *j, struct sargs *s, const char *arg) {
   if (r < 0) r = buffer_arg(j, s, t, colon + 1);
   if (r < 0) return ctl_usage("submit", "bad argument %s", arg);
   return r;
+}
+
+/* KERNEL's entry in coopd's list into *k (its name pointing into *all,
+ * which the caller frees), when an ARG is a bare number; 0, or 1 with the
+ * error printed. Connects. */
+static int bare_types(struct ctl *x, const char *name, char **pos, int npos,
+                      struct coop_kernel **all, const struct coop_kernel **k) {
+  int bare = 0;
+  for (int i = 1; i < npos; i++) bare |= !strchr(pos[i], ':');
+  *all = NULL;
+  *k = NULL;
+  if (!bare) return 0;
+  int r = x->c ? 0 : ctl_connect(x);
+  if (r) return r;
+  size_t n = 0;
+  int e = coop_kernels(x->c, all, &n);
+  if (e) return ctl_fail("submit: kernels", e);
+  for (size_t i = 0; i < n && !*k; i++)
+    if (!strcmp((*all)[i].name, name)) *k = &(*all)[i];
+  if (*k) return 0;
+  fprintf(stderr, "coopctl: submit: coopd has no kernel %s (coopctl kernels lists them)\n", name);
+  return EXIT_FAILURE;
 }
 
 struct sopts {
@@ -800,8 +835,13 @@ static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos,
   coop_job_periodic(j, period, count, duration, deadline);
   coop_job_device(j, dev);
   coop_job_priority(j, prio);
-  for (int i = 1; i < npos && !r; i++) r = job_arg(j, s, pos[i]);
-  /* the ARGs are checked first: a usage error needs no daemon */
+  struct coop_kernel *all;
+  const struct coop_kernel *k;
+  r = bare_types(x, pos[0], pos, npos, &all, &k);
+  for (int i = 1; i < npos && !r; i++) r = job_arg(j, s, pos[i], (unsigned)i - 1, k);
+  free(all);
+  /* the ARGs are checked first: a usage error needs no daemon (but for
+   * bare numbers, whose types the kernel's signature gives) */
   if (!r && s->outputs && !o->wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
   for (unsigned i = 0; !r && i < s->nb; i++)
     if (s->b[i].path) r = ctl_writable("submit", s->b[i].path);
@@ -924,6 +964,9 @@ static const struct cmd cmds[] = {
      "  --timeout MS      with --wait: give up after MS milliseconds (exit 1)\n"
      "ARGs, in the kernel's argument order:\n"
      "  u32:V i32:V u64:V i64:V f32:V f64:V   scalars (integers in decimal or 0x hex)\n"
+     "  V                 a bare number: the scalar type the kernel declares there\n"
+     "                    (coopctl asks coopd's kernel list; refused where it takes a\n"
+     "                    buffer, or where V does not fit the type)\n"
      "  in:PATH           IN buffer holding the file's bytes (coopctl reads the file)\n"
      "  out:BYTES:PATH    OUT buffer of BYTES, written to PATH when the job is done\n"
      "  inout:PATH        the file's bytes in, the buffer written back to PATH\n"

@@ -103,6 +103,21 @@ expect 2 "--wg N is required for render (not cooperative)" "$coopctl" --socket "
   submit render $mm
 expect 1 "coopd has no kernel nosuch (coopctl kernels lists them)" "$coopctl" --socket "$sock" \
   submit nosuch u32:1
+# a bare number takes the type the kernel declares there: sweep's two u32s
+# (every word grows by 20); refused where it takes a buffer, past its last
+# argument, and where the number does not fit
+head -c 256 /dev/zero >"$dir/words"
+expect_out "job [0-9]*: done" "$coopctl" --socket "$sock" submit sweep --wait inout:"$dir/words" 64 20
+[ "$(od -An -tu4 -v "$dir/words" | tr -s ' \n' '\n' | grep -v '^$' | sort -u)" = 20 ] ||
+  fail "sweep with bare numbers: words $(od -An -tu4 "$dir/words" | head -2)"
+expect 2 "bad argument 64: sweep takes a buffer there" "$coopctl" --socket "$sock" submit sweep \
+  64 64 20
+expect 2 "bad argument 99999999999: sweep's argument 1 is u32" "$coopctl" --socket "$sock" \
+  submit sweep zeros:256 99999999999 20
+expect 2 "bad argument 1.5: sweep's argument 2 is u32" "$coopctl" --socket "$sock" \
+  submit sweep zeros:256 64 1.5
+expect 2 "bad argument 7: sweep takes no argument there" "$coopctl" --socket "$sock" \
+  submit sweep zeros:256 64 20 7
 stop_coopd
 
 # On a terminal the progress line says why a queued job waits, cut to the

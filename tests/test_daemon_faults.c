@@ -341,9 +341,20 @@ static int job_request_error(struct conn *c, uint16_t type, uint64_t job) {
   return c->m.error.code;
 }
 
+/* STATUS, WAIT and CANCEL of the job *arg as another user: their errors. */
+static void ask_lost(struct conn *c, const void *arg, void *out) {
+  uint64_t job = *(const uint64_t *)arg;
+  int *codes = out;
+  codes[0] = job_request_error(c, COOP_MSG_STATUS, job);
+  codes[1] = job_request_error(c, COOP_MSG_WAIT, job);
+  codes[2] = job_request_error(c, COOP_MSG_CANCEL, job);
+}
+
 /* coopd killed with jobs in flight: a waiting client hears EOF at once, not
  * a hang; the next coopd removes the stale socket, answers ELOST for those
- * jobs (remembered across a further clean restart) and never reuses ids. */
+ * jobs (remembered across a further clean restart) to their user only
+ * (another user's STATUS, WAIT, CANCEL: ENOJOB, as for any id it cannot
+ * see), and never reuses ids. Its journal is its own: mode 0600. */
 START_TEST(crash_then_restart) {
   struct daemon_proc d;
   daemon_start(&d, NULL);
@@ -370,6 +381,11 @@ START_TEST(crash_then_restart) {
   conn_close(&c);
   int st;
   ck_assert_int_eq(waitpid(d.pid, &st, 0), d.pid);
+  char journal[sizeof d.sock + 8];
+  snprintf(journal, sizeof journal, "%s.jobs", d.sock);
+  struct stat js;
+  ck_assert_int_eq(stat(journal, &js), 0);
+  ck_assert_msg((js.st_mode & 07777) == 0600, "the journal's mode is %o", js.st_mode & 07777);
 
   for (int round = 0; round < 2; round++) { /* after the crash, then after a clean stop */
     daemon_spawn(&d, NULL);
@@ -378,6 +394,11 @@ START_TEST(crash_then_restart) {
     assert_has(c.m.error.message, "(sweep) was lost");
     ck_assert_int_eq(job_request_error(&c, COOP_MSG_WAIT, sj), COOP_ELOST);
     ck_assert_int_eq(job_request_error(&c, COOP_MSG_CANCEL, sj), COOP_ELOST);
+    int theirs[3] = {0};
+    daemon_open_to_all(&d);
+    ck_assert_int_eq(as_user(&d, 65534, ask_lost, &sj, theirs, sizeof theirs), 0);
+    for (int i = 0; i < 3; i++)
+      ck_assert_msg(theirs[i] == COOP_ENOJOB, "another user's request %d: %d", i, theirs[i]);
     ck_assert_int_eq(job_request_error(&c, COOP_MSG_STATUS, done), COOP_ENOJOB);
     uint64_t next = render_submit(&c, 1);
     ck_assert_uint_gt(next, sj); /* ids continue */
