@@ -122,6 +122,11 @@ struct job {
    * never moves by itself (dev_move.c) */
   _Atomic uint8_t moved_by_hand;
   uint8_t counted_dev; /* loop: the device whose dev_jobs counts it */
+  /* (imm) its SUBMIT named its device: it never moves by itself */
+  uint8_t device_named;
+  /* device thread: it moved once to a device with room for it, and moves
+   * for room no more (dev_move.c) */
+  uint8_t moved_for_room;
 
   /* result: device thread until hand-back */
   int32_t error;

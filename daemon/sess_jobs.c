@@ -325,6 +325,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   TRACE_SET(j, loop_spun,
             atomic_load_explicit(&dm->spin.spinning, memory_order_relaxed) ? dm->spin.since : 0);
   j->device = (uint8_t)dev;
+  j->device_named = m->device != COOP_WIRE_ANY_DEVICE;
   int64_t lead = 0, next_start = expected_next(s, m, dev, &lead);
   if (next_start) { /* the next SUBMIT: as long after its frame's start as this one */
     j->next_ns = next_start + lead;
@@ -793,6 +794,31 @@ static int hook_move_target(void *user, struct dev *from, const struct job *j, s
   return best;
 }
 
+/* On a device thread: the device other than from with the most room left
+ * in its arena (then the lowest index) where j's copies of bytes fit now,
+ * beside what its jobs take (dev_room_taken), and j's workgroups; those
+ * bytes are counted there at once (dev_room_reserve), so that the next
+ * job waiting for room does not count on them too. */
+static int hook_room_target(void *user, struct dev *from, const struct job *j, uint64_t bytes,
+                            struct dev **to) {
+  struct daemon *dm = user; /* devs[] and ndev do not change once devices run */
+  uint64_t arena = (uint64_t)dm->cfg.arena_mb << 20, best_left = 0;
+  int best = -1, coop = !!(j->flags & COOP_SUBMIT_COOPERATIVE);
+  for (unsigned i = 0; i < dm->ndev; i++) {
+    struct dev *d = dm->devs[i];
+    uint64_t taken = dev_room_taken(d);
+    if (d == from || !job_fits(dev_workers(d), j->groups, coop) || taken > arena ||
+        bytes > arena - taken)
+      continue;
+    if (best < 0 || arena - taken - bytes > best_left)
+      best = (int)i, best_left = arena - taken - bytes;
+  }
+  if (best < 0) return -1;
+  *to = dm->devs[best];
+  dev_room_reserve(*to, bytes);
+  return best;
+}
+
 /* A job's hand-back is near (device.h): the loop polls until then. */
 static void hook_expect_soon(void *user, int64_t ns) {
   struct daemon *dm = user;
@@ -800,4 +826,4 @@ static void hook_expect_soon(void *user, int64_t ns) {
 }
 
 const struct dev_hooks session_dev_hooks = {hook_job_done, hook_job_event, hook_move_target,
-                                            hook_expect_soon};
+                                            hook_expect_soon, hook_room_target};

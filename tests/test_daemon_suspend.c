@@ -502,6 +502,63 @@ START_TEST(a_job_goes_to_the_device_with_room) {
 }
 END_TEST
 
+/* Two devices of 1 MiB arenas, each with a render of 599 KiB until
+ * cancelled (the one on device 0 until [jobs] task_max_ms, 5 s, ends it). A
+ * render of 469 KiB for any device finds room on neither and waits on
+ * device 0 (the first of two as loaded), and another named for device 0
+ * waits there behind it. Device 1's render is cancelled:
+ * the waiting render waited on device 0 for as long as its render ran,
+ * device 1 idle meanwhile. Now it moves to device 1 and ends there while
+ * device 0's render runs on. A job whose SUBMIT named its device stays. */
+START_TEST(a_job_waiting_for_room_moves_to_a_device_with_it) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices(),
+                        "device.arena_mb=1", "log.level=info", NULL};
+  char logp[] = "/tmp/coopd-roommove-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  enum { HOLD = 226, N = 200 }; /* 3 x 226^2 x 4 bytes: 599 KiB; 3 x 200^2 x 4: 469 KiB */
+  union coop_msg m;
+  uint64_t hold[2];
+  for (unsigned i = 0; i < 2; i++) {
+    submit_device = (uint8_t)i;
+    render_ones(&m, HOLD);
+    m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
+    hold[i] = submit(&c, &m, NULL, 0);
+    ck_assert_uint_ne(hold[i], 0);
+    wait_running(&c, hold[i]);
+  }
+  submit_device = COOP_WIRE_ANY_DEVICE; /* to device 0: as loaded as 1, the first */
+  render_ones(&m, N);
+  uint64_t job = submit(&c, &m, NULL, 0);
+  submit_device = 0; /* named: it stays */
+  render_ones(&m, N);
+  uint64_t named = submit(&c, &m, NULL, 0);
+  ck_assert(named && job);
+  char said[256];
+  waits_for(&c, job, "waiting for room in the device arena", said, sizeof said);
+  ck_assert_msg(strstr(said, "waiting for room"), "%s", said);
+  ck_assert_uint_eq(job_status(&c, job).device, 0);
+  cancel_ok(&c, hold[1]);
+  uint16_t t = wait_job(&c, job, 20000);
+  ck_assert_msg(t == COOP_MSG_RESULT, "the render did not end in 20 s: %s",
+                t == COOP_MSG_ERROR ? c.m.error.message : "");
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  if (c.m.result.device != 1) log_print(logp);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  ck_assert_uint_eq(job_state(&c, hold[0]), COOP_JOB_RUNNING);
+  struct coop_wire_status st = job_status(&c, named);
+  ck_assert_uint_eq(st.device, 0);
+  ck_assert_uint_eq(st.state, COOP_JOB_QUEUED);
+  ck_assert(log_has(logp, "room in device 1's: it moves there"));
+  conn_close(&c); /* its jobs go with it */
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 void daemon_suspend_cases(Suite *s) {
   TCase *t = tcase_create("checkpoints");
   tcase_set_timeout(t, 240);
@@ -520,5 +577,6 @@ void daemon_suspend_cases(Suite *s) {
   tcase_add_test(t, a_suspended_job_on_device_buffers_stays);
   tcase_add_test(t, a_reload_that_changes_a_moved_jobs_kernel_ends_it);
   tcase_add_test(t, a_job_goes_to_the_device_with_room);
+  tcase_add_test(t, a_job_waiting_for_room_moves_to_a_device_with_it);
   suite_add_tcase(s, t);
 }

@@ -341,6 +341,9 @@ int dev__new_work(struct dev *d);
  * (take_new). index: d's place in the daemon's devices (job.device).
  * -1 when d is stopping (the job stays the caller's). */
 int dev__adopt(struct dev *d, struct job *j, unsigned index);
+/* Jobs waiting here for room that another device's arena has now move
+ * there (dev_move.c). */
+void dev__move_room_waiters(struct dev *d);
 /* A finished job back to the loop (the out queue and the uv_async). */
 void dev__hand_back(struct dev *d, struct job *j);
 /* A job cancelled before it ran (its client, or a stop: then the message

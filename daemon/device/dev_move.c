@@ -19,6 +19,12 @@
  * the state (dev__resume_run). A job waiting suspended has only its
  * buffers to copy out; one waiting that never ran moves as it is.
  *
+ * A job that never started and waits for room in this device's arena
+ * moves, once, to a device whose arena has room for its copies now
+ * (hooks->room_target, which reads what each device thread publishes in
+ * dev_room_taken), unless its SUBMIT named its device (docs/daemon.md,
+ * "Room in the arena").
+ *
  * Ownership: the run and the job belong to this device thread until
  * dev__adopt links them into the other's in queue under its mutex; from
  * then on to the other's. job.device is stored before that link, so that
@@ -118,6 +124,47 @@ void dev__move_waiting(struct dev *d) {
   unsigned slots = dev__coop_slots(d), running = dev__coop_running(d, NULL);
   int open = d->rt && !d->swap_now && !d->stop_now && !d->broken[0] && !d->coop_wait_head;
   atomic_store(&d->free_slots, open && slots > running ? slots - running : 0);
+}
+
+/* Whether j, waiting here for room in the arena, may move to a device that
+ * has it: a true room waiter (not one held back for its user's share,
+ * whose wait is that user's), never started, for any device, on no device
+ * buffer of this one, and not moved for room before (the room a device
+ * publishes may be gone by the time the job is there: it then waits there,
+ * and does not go back and forth). */
+static int may_move_for_room(const struct dev *d, const struct job *j) {
+  return d->hooks->room_target && !j->dev_run && !j->device_named && !j->moved_for_room &&
+         !atomic_load(&j->moved_by_hand) && !atomic_load(&j->cancel) && !d->stop_now &&
+         atomic_load(&j->slot_why) == DEV_SLOT_ROOM && !job_has_devbufs(j);
+}
+
+void dev__move_room_waiters(struct dev *d) {
+  struct job *keep = NULL, *keep_tail = NULL, *j = d->room_head;
+  d->room_head = d->room_tail = NULL;
+  while (j) {
+    struct job *n = j->dev_next;
+    j->dev_next = NULL;
+    struct dev *to = NULL;
+    uint64_t bytes = dev__buf_bytes(j);
+    int index = may_move_for_room(d, j) ? d->hooks->room_target(d->user, d, j, bytes, &to) : -1;
+    if (index < 0 || !to) {
+      dev__jobq_push(&keep, &keep_tail, j);
+    } else {
+      log_info(
+          "job %llu (%s, uid %u): no room for its %llu bytes in device %u's arena, room in "
+          "device %d's: it moves there",
+          (unsigned long long)j->id, j->kernel, j->uid, (unsigned long long)bytes,
+          (unsigned)atomic_load(&j->device), index);
+      j->moved_for_room = 1;
+      atomic_store(&j->slot_ahead, 0);
+      atomic_store(&j->move_dev, to);
+      atomic_store(&j->move_to, (uint8_t)(index + 1));
+      hand_over(d, j);
+    }
+    j = n;
+  }
+  d->room_head = keep;
+  d->room_tail = keep_tail;
 }
 
 unsigned dev_free_slots(const struct dev *d) { return atomic_load(&d->free_slots); }

@@ -307,3 +307,5 @@ void dev__room_publish(struct dev *d) {
 }
 
 uint64_t dev_room_taken(const struct dev *d) { return atomic_load(&d->room_taken); }
+
+void dev_room_reserve(struct dev *d, uint64_t bytes) { atomic_fetch_add(&d->room_taken, bytes); }

@@ -690,6 +690,7 @@ static void *dev_main(void *arg) {
     dev__preempt(d);
     dev__preempt_ahead(d, now, &wake);
     dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
+    dev__move_room_waiters(d);
     dev__room_publish(d);
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head && !d->turn_head && !d->room_head && !building)

@@ -44,6 +44,13 @@ struct dev_hooks {
   /* On the loop: a job is handed back within about ns (its output being
    * copied): the loop should poll, not sleep, until then (dev__prewake). */
   void (*expect_soon)(void *user, int64_t ns);
+  /* Called on from's device thread: where job j, waiting on from for room
+   * in its arena for bytes of copies and never started, may move now, a
+   * device whose arena has that room (dev_room_taken) and j's workers: its
+   * index and *to, or -1 to stay. It may read only what dev_room_taken and
+   * dev_workers publish, and counts the bytes there (dev_room_reserve). */
+  int (*room_target)(void *user, struct dev *from, const struct job *j, uint64_t bytes,
+                     struct dev **to);
 };
 
 /* Opens the device, registers the kernels, launches the megakernel (in the
@@ -144,6 +151,9 @@ unsigned dev_free_slots(const struct dev *d);
  * thread; device buffers not counted): what a new job's copies would find
  * taken (docs/daemon.md, "Room in the arena"). */
 uint64_t dev_room_taken(const struct dev *d);
+/* Counts bytes more in what dev_room_taken says, until d's next pass
+ * publishes what its jobs take (a job moving there for room). */
+void dev_room_reserve(struct dev *d, uint64_t bytes);
 /* Stop: running jobs get grace_ms to finish, then are cancelled; queued
  * ones are cancelled at once. Every job is handed back; then the runtime
  * closes and on_stopped runs on the loop. */
