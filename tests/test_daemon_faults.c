@@ -329,6 +329,77 @@ START_TEST(a_reload_keeps_a_job_waiting_for_room) {
 }
 END_TEST
 
+/* src's whole text into dst, with the first `from` replaced by `to` (NULL:
+ * as it is). */
+static void copy_kernel(const char *src, const char *dst, const char *from, const char *to) {
+  static char text[1 << 16];
+  FILE *f = fopen(src, "rb");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = '\0';
+  char *at = from ? strstr(text, from) : NULL;
+  ck_assert(!from || at);
+  FILE *o = fopen(dst, "wb");
+  ck_assert_ptr_nonnull(o);
+  if (at) {
+    fwrite(text, 1, (size_t)(at - text), o);
+    fputs(to, o);
+    fputs(at + strlen(from), o);
+  } else {
+    fputs(text, o);
+  }
+  fclose(o);
+}
+
+/* A reload while jobs wait, for room or a slot (their arguments checked
+ * against the old set): one whose kernel the new set removed fails ENOKERNEL, one
+ * whose kernel changed its signature EARGS, when they come to start;
+ * neither runs the new kernel on the old arguments. The running sweep,
+ * its kernel removed, is cancelled (docs/daemon.md, "Kernel reload"). */
+START_TEST(a_reload_refuses_queued_jobs_whose_kernel_changed) {
+  char kd[] = "/tmp/coopd-kdir-XXXXXX", path[64], dirs[64];
+  ck_assert_ptr_nonnull(mkdtemp(kd));
+  snprintf(path, sizeof path, "%s/render.cl", kd);
+  copy_kernel(KERNEL_DIR "/render.cl", path, NULL, NULL);
+  snprintf(path, sizeof path, "%s/sweep.cl", kd);
+  copy_kernel(KERNEL_DIR "/sweep.cl", path, NULL, NULL);
+  snprintf(dirs, sizeof dirs, "kernels.dirs=%s", kd);
+  const char *sets[] = {"device.arena_mb=1", dirs, NULL};
+  struct daemon_proc d = {0};
+  struct conn c;
+  uint64_t sweep, r;
+  room_taken(&d, sets, &c, &sweep, &r); /* the sweep holds 600 KiB, the render waits */
+  int fd = memfd_of(500u << 10);
+  uint64_t s2 = sweep_submit(&c, NULL, (500u << 10) / 4, 10, 1, fd);
+  close(fd);
+  ck_assert_uint_ne(s2, 0);
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, s2, "is queued, waiting for", said, sizeof said); /* a slot: the sweep's */
+  ck_assert_msg(strstr(said, "is queued, waiting for"), "%s", said);
+  /* the new set: no sweep, a render with one argument more */
+  ck_assert_int_eq(unlink(path), 0);
+  snprintf(path, sizeof path, "%s/render.cl", kd);
+  copy_kernel(KERNEL_DIR "/render.cl", path, "reps:u32", "reps:u32,spare:u32");
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0)), COOP_MSG_KERNEL_DONE);
+  ck_assert_msg(c.m.kernel_done.error == 0, "reload: %.*s", (int)c.m.kernel_done.log_len,
+                (const char *)c.m.kernel_done.log);
+  ck_assert_uint_eq(wait_job(&c, r, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.error, COOP_EARGS);
+  assert_has(c.m.result.message, "kernel render changed its signature in a reload");
+  ck_assert_uint_eq(wait_job(&c, s2, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.error, COOP_ENOKERNEL);
+  assert_has(c.m.result.message, "kernel sweep is gone");
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  snprintf(path, sizeof path, "%s/render.cl", kd);
+  unlink(path);
+  rmdir(kd);
+}
+END_TEST
+
 /* ---- crash and restart (daemon/journal.h) ---- */
 
 /* The error a request about a job gets (STATUS, WAIT or CANCEL). */
@@ -884,6 +955,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   tcase_add_test(t, full_arena);
   tcase_add_test(t, a_stop_cancels_a_job_waiting_for_room);
   tcase_add_test(t, a_reload_keeps_a_job_waiting_for_room);
+  tcase_add_test(t, a_reload_refuses_queued_jobs_whose_kernel_changed);
   tcase_add_test(t, a_memfd_cut_short_fails_its_job);
   tcase_add_test(t, a_buffers_free_makes_room_for_a_waiting_job);
   tcase_add_test(t, crash_then_restart);
