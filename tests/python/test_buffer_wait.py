@@ -11,31 +11,9 @@ import time
 import numpy as np
 
 import coop
+from checks import check, finish, raises
 
 sock = sys.argv[1]
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        fails += 1
-
-
-def raises(exc, fn, what):
-    try:
-        fn()
-    except exc as e:
-        check(True, f"{what}: {type(e).__name__}: {e}")
-        return e
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: {type(e).__name__} instead of {exc.__name__}: {e}")
-        return None
-    check(False, f"{what}: nothing raised")
-    return None
-
-
 c = coop.connect(sock)
 WORDS = 150 * 1024  # the sweep's 600 KiB of the 1 MiB arena
 BUF = 120 * 1024  # 480 KiB: within a user's half for device buffers, not beside the sweep
@@ -62,4 +40,4 @@ check(bool((b.read(np.empty(BUF, np.uint32)) == 9).all()), "the buffer holds its
 raises(ValueError, lambda: c.buffer(64, wait=-1), "wait -1")
 b.free()
 c.close()
-sys.exit(1 if fails else 0)
+finish()

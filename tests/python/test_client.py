@@ -13,31 +13,9 @@ import time
 import numpy as np
 
 import coop
+from checks import check, finish, raises
 
 sock = sys.argv[1]
-fails = 0
-
-
-def check(cond, what):
-    global fails
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        fails += 1
-
-
-def raises(exc, fn, what):
-    try:
-        fn()
-    except exc as e:
-        check(True, f"{what}: {type(e).__name__}: {e}")
-        return e
-    except Exception as e:  # noqa: BLE001
-        check(False, f"{what}: {type(e).__name__} instead of {exc.__name__}: {e}")
-        return None
-    check(False, f"{what}: nothing raised")
-    return None
-
-
 t0 = time.monotonic()
 c = coop.connect(sock)
 check(c.info["workers"] >= 1, f"connected: {c.info['backend']}, {c.info['workers']} workers")
@@ -350,5 +328,4 @@ check("sweep" in c.kernels(), "reload")
 c.close()
 e = raises(coop.Error, lambda: coop.connect(sock + ".none"), "connect to no daemon")
 check(e is not None and e.code == coop.ECONN and sock in e.message, f"its code: {e and e.name}")
-print(f"{time.monotonic() - t0:.1f} s, {fails} failures")
-sys.exit(1 if fails else 0)
+finish(f"{time.monotonic() - t0:.1f} s")
