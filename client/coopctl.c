@@ -702,6 +702,15 @@ static int buffer_arg(coop_job *j, struct sargs *s, const char *t, const char *v
   return 0;
 }
 
+/* Whether ARG is a bare number (decimal, 0x hex, or a float): one whose
+ * type the kernel's signature gives. */
+static int bare_number(const char *arg) {
+  char *end;
+  if (!*arg || strchr(arg, ':')) return 0;
+  (void)strtod(arg, &end); /* C's strtod reads 0x hex too */
+  return !*end;
+}
+
 /* ARG i (from 0) of kernel k: TYPE:VALUE, or a bare number, which takes
  * the type k's signature declares there (k NULL: none was asked for). */
 static int job_arg(coop_job *j, struct sargs *s, const char *arg, unsigned i,
@@ -709,6 +718,8 @@ static int job_arg(coop_job *j, struct sargs *s, const char *arg, unsigned i,
   const char *colon = strchr(arg, ':');
   char t[8];
   size_t len = colon ? (size_t)(colon - arg) : 0;
+  if (!colon && !bare_number(arg))
+    return ctl_usage("submit", "bad argument %s (TYPE:VALUE, or a number)", arg);
   if (!colon && k && i < k->nargs && k->types[i] != COOP_TYPE_BUF) {
     const char *type = coop_type_name(k->types[i]);
     if (scalar_arg(j, type, arg) < 0)
@@ -734,7 +745,7 @@ static int job_arg(coop_job *j, struct sargs *s, const char *arg, unsigned i,
 static int bare_types(struct ctl *x, const char *name, char **pos, int npos,
                       struct coop_kernel **all, const struct coop_kernel **k) {
   int bare = 0;
-  for (int i = 1; i < npos; i++) bare |= !strchr(pos[i], ':');
+  for (int i = 1; i < npos; i++) bare |= bare_number(pos[i]);
   *all = NULL;
   *k = NULL;
   if (!bare) return 0;

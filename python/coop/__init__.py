@@ -243,7 +243,7 @@ def _scalar(i, a, kernel, types):
                                 f"({lim[0]}..{lim[1]})")
         return dt(int(a))
     v = float(a)
-    if np.isfinite(v) and not np.isfinite(dt(v)):
+    if np.isfinite(v) and abs(v) > float(np.finfo(dt).max):
         raise OverflowError(f"argument {i}: {v!r} does not fit {kernel}'s {t}")
     return dt(v)
 
@@ -626,9 +626,13 @@ class Connection(_Closing):
             _lib.coop_job_device(j, device)
             _lib.coop_job_priority(j, int(priority))
             if periodic:
-                p = dict(period_us=0, count=0, duration_ms=0, deadline_us=0, **periodic)
-                _lib.coop_job_periodic(j, p["period_us"], p["count"], p["duration_ms"],
-                                       p["deadline_us"])
+                keys = ("period_us", "count", "duration_ms", "deadline_us")
+                bad = sorted(set(periodic) - set(keys))
+                if bad:  # a misspelt key made a job that ran once
+                    raise TypeError(f"periodic: unknown {', '.join(bad)} (it takes "
+                                    f"{', '.join(keys)})")
+                _lib.coop_job_periodic(j, *(_count(periodic.get(k, 0), f"periodic {k}")
+                                            for k in keys))
             for kind, v in desc:
                 if kind == "buffer":
                     _lib.coop_job_buffer(j, v.id)

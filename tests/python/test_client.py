@@ -143,6 +143,10 @@ raises(TypeError, lambda: c.submit("sweep", 64, 64, 1), "a number where a buffer
 raises(TypeError, lambda: c.submit("sweep", w, 64, 1, 1), "a number past the last argument")
 raises(OverflowError, lambda: c.prepare("sweep", w, 64, 1 << 40), "prepare: an int past u32")
 check(c.stats()["submitted"] == before, "nothing was submitted for those")
+# a float type (no shipped kernel takes one: the conversion itself)
+check(coop._scalar(0, 3, "k", ["f32"]) == np.float32(3.0)
+      and type(coop._scalar(0, 0.1, "k", ["f64"])) is np.float64, "numbers as f32 and f64")
+raises(OverflowError, lambda: coop._scalar(0, 1e39, "k", ["f32"]), "1e39 for an f32")
 e = raises(coop.Error, lambda: c.submit("nosuchkernel", 1), "a number for no such kernel")
 check(e is not None and e.code == coop.ENOKERNEL, f"its code: {e and e.name}")
 
@@ -158,6 +162,12 @@ ro = np.zeros(4, np.uint32)
 ro.flags.writeable = False
 raises(TypeError, lambda: c.submit("sweep", ro, np.uint32(4), np.uint32(1)), "read-only inout")
 check(c.stats()["submitted"] == before, "nothing was submitted for the argument errors")
+raises(TypeError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out(so), 8, 1,
+                                   periodic=dict(period=100000, count=3)),
+       "periodic with a misspelt key")
+raises(ValueError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out(so), 8, 1,
+                                    periodic=dict(period_us=-1, count=3)),
+       "periodic with a negative period")
 # ids, sizes, offsets and timeouts that C would wrap to huge unsigned ones
 raises(ValueError, lambda: c.wait(-1), "wait for job -1")
 raises(TypeError, lambda: c.cancel("1"), "cancel of a str")
