@@ -685,12 +685,15 @@ static void *dev_main(void *arg) {
       dev__pump_turns(d);
       wake = now;
     }
+    /* a job waiting for room that another device has goes there first:
+     * cheaper than the suspension and the copies out that would make the
+     * room here (dev_room.c) */
+    dev__move_room_waiters(d);
     /* what a waiting job, or a task submitted in this pass, lacks is
      * suspended now: the next pass may be DEV_WAIT_NS away (dev_prio.c) */
     dev__preempt(d);
     dev__preempt_ahead(d, now, &wake);
     dev__move_waiting(d); /* after the suspensions: one may move to an idle device now */
-    dev__move_room_waiters(d);
     dev__room_publish(d);
     if (d->restart_why[0] || (d->rt && !dp_alive(d->rt))) dev__restart(d);
     if (!d->runs && !d->coop_wait_head && !d->turn_head && !d->room_head && !building)
