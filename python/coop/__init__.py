@@ -248,15 +248,29 @@ def _scalar(i, a, kernel, types):
     return dt(v)
 
 
+_NUMBERS = (bool, int, float, np.bool_, np.integer, np.floating)
+
+
 def _describe(args, kernel, types):
     """[(kind, value)] for args, checked before anything is sent; raises
     TypeError naming the argument's index. types(): the kernel's argument
-    type names, asked only for a number."""
+    type names, asked once, and only for a number."""
     out = []
+    tl = None
     for i, a in enumerate(args):
-        if isinstance(a, np.ndarray) and a.ndim == 0:
+        if isinstance(a, np.ndarray):
+            if a.ndim:
+                out.append(("inout", _array(i, a, True)))
+                continue
             a = a[()]  # a 0-d array: its scalar
-        if isinstance(a, Buffer):
+        if isinstance(a, _NUMBERS):
+            if tl is None:
+                tl = types()
+            # the NumPy scalar the kernel takes there, as it is (the
+            # common case, kept short), else converted and checked
+            v = a if i < len(tl) and _WIDTHS.get(tl[i]) is type(a) else _scalar(i, a, kernel, tl)
+            out.append((_SCALARS[type(v)], v))
+        elif isinstance(a, Buffer):
             if a.id is None:
                 raise ValueError(f"argument {i}: the device buffer was freed")
             out.append(("buffer", a))
@@ -267,11 +281,6 @@ def _describe(args, kernel, types):
         elif isinstance(a, _Dir):
             kind = {In: "in", Out: "out", InOut: "inout"}[type(a)]
             out.append((kind, _array(i, a.array, kind != "in")))
-        elif isinstance(a, np.ndarray):
-            out.append(("inout", _array(i, a, True)))
-        elif isinstance(a, (bool, int, float, np.bool_, np.integer, np.floating)):
-            v = _scalar(i, a, kernel, types())
-            out.append((_SCALARS[type(v)], v))
         else:
             raise TypeError(f"argument {i}: cannot pass {type(a).__name__} to a kernel "
                             "(numbers, NumPy arrays, In/Out/InOut, device buffers)")
@@ -678,7 +687,7 @@ class Connection(_Closing):
         """coop_submit of job j; keep: its arrays, alive until its result."""
         jid = ctypes.c_uint64()
         rc = _lib.coop_submit(self._c, j, ctypes.byref(jid))
-        if rc in (globals()["EARGS"], globals()["ENOKERNEL"]):
+        if rc < 0 and ERRORS.get(rc) in ("EARGS", "ENOKERNEL"):
             self._sigs = None  # a reload changed the kernels: ask again next time
         _check(rc, self._c)
         self._pending[jid.value] = keep
