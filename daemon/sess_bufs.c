@@ -114,6 +114,10 @@ static void answer(struct sess_bufop *o) {
   union coop_msg r;
   memset(&r, 0, sizeof r);
   uint8_t *data = NULL;
+  /* a create that failed made no buffer: its id, never answered, is not
+   * named ("device buffer 8: no room" read as a buffer of the caller's) */
+  if (o->op.err && o->op.kind == DEV_BUF_CREATE)
+    return sess_error(s, o->seq, o->op.err, "buffer create: %s", o->op.message);
   if (o->op.err)
     return sess_error(s, o->seq, o->op.err, "device buffer %llu: %s", (unsigned long long)b->id,
                       o->op.message);

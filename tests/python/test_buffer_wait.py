@@ -27,7 +27,9 @@ j = c.submit("sweep", data, WORDS, rounds, cooperative=True)
 while j.status()["state"] == "queued":
     time.sleep(0.01)
 e = raises(coop.Error, lambda: c.buffer(BUF * 4), "a buffer while the sweep's copy holds the room")
-check(e is not None and e.code == coop.EBUSY, f"its code: {e and e.name}")
+check(e is not None and e.code == coop.EBUSY
+      and e.message.startswith("buffer create: no room for the buffer in the device arena now"),
+      f"its code and message (no id of a buffer never made): {e and e.name}, {e and e.message}")
 e = raises(coop.Timeout, lambda: c.buffer(BUF * 4, wait=0.3), "the same, waiting 0.3 s")
 check(e is not None and "0.3 s" in str(e), f"it says how long it waited: {e}")
 b = c.buffer(np.full(BUF, 9, np.uint32), wait=120)
