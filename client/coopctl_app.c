@@ -51,15 +51,19 @@ static int parse_sources(const char *s, struct app_run *ar) {
   if (!ar->sources) return 1;
   char buf[65536];
   if (strlen(s) >= sizeof buf) return ctl_usage("app", "--sources: the list is too long");
+  if (!*s) return ctl_usage("app", "--sources: no vertex");
   snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  /* each element between commas (not strtok, which skipped the empty one
+   * of "1,,2": it is refused) */
+  for (char *t = buf, *comma; t; t = comma ? comma + 1 : NULL) {
+    if ((comma = strchr(t, ','))) *comma = '\0';
+    if (!*t) return ctl_usage("app", "--sources: an empty element in %s", s);
     if (ar->nsources == APP_MAX_SOURCES)
       return ctl_usage("app", "--sources: at most %u vertices", APP_MAX_SOURCES);
     if (parse_u32(t, &ar->sources[ar->nsources]))
       return ctl_usage("app", "bad --sources element %s (a vertex)", t);
     ar->nsources++;
   }
-  if (!ar->nsources) return ctl_usage("app", "--sources: no vertex");
   return 0;
 }
 

@@ -32,6 +32,9 @@ expect 2 "unknown application" "$coopctl" --socket "$sock" app nosuchapp
 expect 2 "out of range" "$coopctl" --socket "$sock" app bfs --graph "$graphs/grid8x6.gr" \
   --sources 0,48
 expect 2 "bad --sources" "$coopctl" --socket "$sock" app bfs --sources 0,x
+expect 2 "an empty element in 1,,2" "$coopctl" --socket "$sock" app bfs --sources 1,,2
+expect 2 "an empty element in 1," "$coopctl" --socket "$sock" app bfs --sources 1,
+expect 2 "no vertex" "$coopctl" --socket "$sock" app bfs --sources ""
 expect 2 "exclude" "$coopctl" --socket "$sock" app bfs --source 1 --sources 0,2
 expect 2 "takes no --sources" "$coopctl" --socket "$sock" app color --sources 0
 expect 1 "connect" "$coopctl" --socket "$sock" app bfs --check
