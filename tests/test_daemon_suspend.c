@@ -292,21 +292,26 @@ static uint32_t one_slot_each(struct daemon_proc *d, char *logp, struct conn *c,
   return w;
 }
 
-/* One cooperative slot per device. A sweep of priority 0 runs on device 0;
- * a sweep of priority 3 comes to device 0 and has the first suspended.
- * Device 1 is idle, so the suspended sweep moves there by itself and
- * resumes at once: it ends on device 1 (RESULT), before the second would
- * have let it resume on device 0, and both results are right. Before, it
- * waited on device 0 until the second ended. */
+/* One cooperative slot per device. A sweep of priority 0 for any device
+ * runs on device 0 (both idle: the first); a sweep of priority 3 named for
+ * device 0 has it suspended. Device 1 is idle, so the suspended sweep
+ * moves there by itself and resumes at once: it ends on device 1
+ * (RESULT), before the second would have let it resume on device 0, and
+ * both results are right. Before, it waited on device 0 until the second
+ * ended. A sweep that named device 0 stays there, suspended, as its user
+ * asked (a_named_suspended_job_stays). */
 START_TEST(a_suspended_job_moves_to_an_idle_device) {
   char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
   struct daemon_proc d;
   struct conn c;
   uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 300;
   static uint32_t a[256], b[256];
+  submit_device = COOP_WIRE_ANY_DEVICE;
   uint64_t low = sweep_at(&c, a, 256, 5, rounds, kt, w, 0);
   ck_assert_uint_ne(low, 0);
   wait_running(&c, low);
+  ck_assert_uint_eq(job_status(&c, low).device, 0);
+  submit_device = 0;
   uint64_t high = sweep_at(&c, b, 256, 1000, rounds, kt, w, 3);
   ck_assert_uint_ne(high, 0);
   if (!seen_on(&c, low, 1)) {
@@ -322,6 +327,35 @@ START_TEST(a_suspended_job_moves_to_an_idle_device) {
           (long long)((c.m.result.t.finished - low_end) / 1000000));
   if (!log_has(logp, "it moves there")) log_print(logp);
   ck_assert(log_has(logp, "it moves there"));
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* As above, but the sweep of priority 0 names device 0: suspended there,
+ * it stays (before, it moved to device 1 by itself, away from the device
+ * its user asked for) and resumes on device 0 once the second has ended. */
+START_TEST(a_named_suspended_job_stays) {
+  char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
+  struct daemon_proc d;
+  struct conn c;
+  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 300;
+  static uint32_t a[256], b[256];
+  uint64_t low = sweep_at(&c, a, 256, 5, rounds, kt, w, 0); /* submit_device 0 */
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  uint64_t high = sweep_at(&c, b, 256, 1000, rounds, kt, w, 3);
+  ck_assert_uint_ne(high, 0);
+  ck_assert(seen_suspended(&c, low));
+  sweep_check(&c, high, 256, 1000, rounds);
+  int64_t high_end = c.m.result.t.finished;
+  sweep_check(&c, low, 256, 5, rounds);
+  if (c.m.result.device != 0) log_print(logp);
+  ck_assert_uint_eq(c.m.result.device, 0);
+  ck_assert_int_ge(c.m.result.t.finished, high_end);
+  ck_assert(!log_has(logp, "it moves there"));
   submit_device = COOP_WIRE_ANY_DEVICE;
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
@@ -346,6 +380,7 @@ START_TEST(a_suspended_job_on_device_buffers_stays) {
   arg_u32(&m.submit, 256);
   arg_u32(&m.submit, rounds);
   arg_u32(&m.submit, kt);
+  m.submit.device = COOP_WIRE_ANY_DEVICE; /* its buffer's: device 0, not named */
   uint64_t low = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(low, 0);
   wait_running(&c, low);
@@ -574,6 +609,7 @@ void daemon_suspend_cases(Suite *s) {
   tcase_set_timeout(t, 240);
   tcase_add_test(t, migrate_moves_a_running_sweep);
   tcase_add_test(t, a_suspended_job_moves_to_an_idle_device);
+  tcase_add_test(t, a_named_suspended_job_stays);
   tcase_add_test(t, a_suspended_job_on_device_buffers_stays);
   tcase_add_test(t, a_reload_that_changes_a_moved_jobs_kernel_ends_it);
   tcase_add_test(t, a_job_goes_to_the_device_with_room);

@@ -7,8 +7,8 @@
  * share, or after a restart) while another device has a free cooperative
  * slot and nothing waiting for it (hooks->move_target, which reads what
  * each device thread publishes in dev_free_slots), unless it works on
- * device buffers, which stay on their device, or MIGRATE moved it, to stay
- * where its user put it. The mechanism is the
+ * device buffers, which stay on their device, or its SUBMIT named its
+ * device or MIGRATE moved it, to stay where its user put it. The mechanism is the
  * reload's (dev_carry.c): a running job's task is suspended (every
  * workgroup but 0 leaves at its offer_kill; workgroup 0 saves its state,
  * docs/scheduler.md "Suspension"), its state and every buffer's contents
@@ -91,8 +91,9 @@ static int moves(struct dev *d, struct job *j) {
    * round after the suspension */
   if (job_has_devbufs(j)) return 0;
   /* moved by hand: to a device whose slots were all held, it went back to
-   * the one it left at once, and never ran where MIGRATE put it */
-  if (atomic_load(&j->moved_by_hand)) return 0;
+   * the one it left at once, and never ran where MIGRATE put it; and one
+   * whose SUBMIT named its device runs there, as its user asked */
+  if (atomic_load(&j->moved_by_hand) || j->device_named) return 0;
   struct dev *to = NULL;
   int index = d->hooks->move_target(d->user, d, j, &to);
   if (index < 0 || !to) return 0;
