@@ -256,9 +256,10 @@ int coop_job_groups(coop_job *j, uint32_t groups);
 /* The job outlives this connection: it is not cancelled when the client
  * disconnects, and any connection of the same user may wait for it. */
 int coop_job_detached(coop_job *j, int on);
-/* The device to run on: 0..ndevices-1 (coop_info), or COOP_ANY_DEVICE (the
- * default): the least loaded one with enough workers, of those whose
- * arena has room for the job's buffers now. */
+/* The device to run on: 0..ndevices-1 (coop_info), where the job stays, or
+ * COOP_ANY_DEVICE (the default): the least loaded one with enough workers,
+ * of those whose arena has room for the job's buffers now; coopd may move
+ * such a job to another device while it waits (suspended, or for room). */
 int coop_job_device(coop_job *j, int device);
 /* The job's priority: 0 by default; lower ones (down to COOP_PRIORITY_MIN)
  * for anyone, higher ones up to what coopd allows the user ([limits]
