@@ -459,6 +459,7 @@ class Buffer:
         r = None if read is None else _array(0, read, True)
         if w is not None and r is not None and w.nbytes != r.nbytes:
             raise ValueError(f"io: write has {w.nbytes} bytes, read {r.nbytes}: one range")
+        offset = self._range(offset, (w if w is not None else r).nbytes)
         return _BufferIO(self, w, r, offset)
 
     def free(self):

@@ -181,6 +181,10 @@ with c.buffer(64) as small:
     e = raises(ValueError, lambda: small.read(offset=100), "a read past the end")
     check(e is not None and "100" in str(e), f"it names the offset: {e}")
     check(small.read(offset=60).size == 4, "a read of the last 4 bytes")
+    raises(ValueError, lambda: small.io(write=np.zeros(4, np.uint32), offset=-8),
+           "io at offset -8")
+    raises(ValueError, lambda: small.io(read=np.zeros(4, np.uint32), offset=60),
+           "io past the end")
 e = raises(coop.Error, lambda: c.run("sweep", a, np.uint32(1), groups=1, cooperative=True),
            "too few arguments")
 check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
