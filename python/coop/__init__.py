@@ -882,9 +882,16 @@ class Connection(_Closing):
         self._event_fn = fn  # libcoop holds the pointer: keep it alive
 
     def poll_events(self, timeout=0):
-        """Dispatches pending events (waits up to timeout s); their count."""
+        """Dispatches pending events (waits up to timeout s, None: until
+        one comes); their count. Ctrl-C ends the wait, as Job.wait's."""
         ms = _ms(timeout)
-        return _check(_lib.coop_poll_events(self._c, ms), self._c)
+        end = None if ms < 0 else time.monotonic() + ms / 1000
+        while True:  # in slices, as Job.wait
+            left = _WAIT_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
+            n = _check(_lib.coop_poll_events(self._c, max(0, min(left, _WAIT_SLICE_MS))),
+                       self._c)
+            if n or (end is not None and left <= _WAIT_SLICE_MS):
+                return n
 
 
 def connect(path=None, name="python", timeout=None, spin_us=None):

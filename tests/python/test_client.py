@@ -275,6 +275,18 @@ for _ in range(100):
     time.sleep(0.1)
 check(c.stats()["cancelled"] == before + 2 and not running_sweeps(c),
       f"run() cancelled both sweeps ({c.stats()['cancelled'] - before} cancelled)")
+# the same for poll_events(None) with no event coming (a job of c's after
+# 10 s would end a wait Ctrl-C cannot)
+guard.subscribe(lambda ev: None)
+dog = threading.Timer(10, lambda: c.run("sweep", np.zeros(64, np.uint32), 64, 1,
+                                        cooperative=True))
+dog.start()
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+t0 = time.monotonic()
+raises(KeyboardInterrupt, lambda: guard.poll_events(None), "Ctrl-C during poll_events(None)")
+took = time.monotonic() - t0
+check(took < 3, f"it ended the wait after {took:.1f} s")
+dog.cancel()
 guard.close()
 
 # a kernel of the caller's (python_client.sh names it an author): added from
