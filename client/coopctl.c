@@ -739,26 +739,25 @@ static int job_arg(coop_job *j, struct sargs *s, const char *arg, unsigned i,
   return r;
 }
 
-/* KERNEL's entry in coopd's list into *k (its name pointing into *all,
- * which the caller frees), when an ARG is a bare number; 0, or 1 with the
- * error printed. Connects. */
-static int bare_types(struct ctl *x, const char *name, char **pos, int npos,
-                      struct coop_kernel **all, const struct coop_kernel **k) {
-  int bare = 0;
-  for (int i = 1; i < npos; i++) bare |= bare_number(pos[i]);
-  *all = NULL;
-  *k = NULL;
-  if (!bare) return 0;
+/* KERNEL's entry in coopd's list, asked once: *k is filled and *asked set
+ * by the first call; 0, or 1 with the error printed. Connects. */
+static int kernel_entry(struct ctl *x, const char *name, struct coop_kernel *k, int *asked) {
+  if (*asked) return 0;
   int r = x->c ? 0 : ctl_connect(x);
   if (r) return r;
-  size_t n = 0;
-  int e = coop_kernels(x->c, all, &n);
+  struct coop_kernel *all = NULL;
+  size_t n = 0, i = 0;
+  int e = coop_kernels(x->c, &all, &n);
   if (e) return ctl_fail("submit: kernels", e);
-  for (size_t i = 0; i < n && !*k; i++)
-    if (!strcmp((*all)[i].name, name)) *k = &(*all)[i];
-  if (*k) return 0;
-  fprintf(stderr, "coopctl: submit: coopd has no kernel %s (coopctl kernels lists them)\n", name);
-  return EXIT_FAILURE;
+  while (i < n && strcmp(all[i].name, name)) i++;
+  if (i < n) *k = all[i];
+  free(all);
+  if (i == n) {
+    fprintf(stderr, "coopctl: submit: coopd has no kernel %s (coopctl kernels lists them)\n", name);
+    return EXIT_FAILURE;
+  }
+  *asked = 1;
+  return 0;
 }
 
 struct sopts {
@@ -786,26 +785,16 @@ static int set_u32(const char *name, const char *s, uint32_t *v) {
   return 0;
 }
 
-/* What coopd knows of KERNEL fills in what the command line left out: the
- * kind (--coop follows from it, and must match it when given) and, for a
- * cooperative kernel, --wg (every worker of the device). Connects. */
+/* What coopd knows of KERNEL (*k, asked through kernel_entry unless
+ * *asked) fills in what the command line left out: the kind (--coop
+ * follows from it, and must match it when given) and, for a cooperative
+ * kernel, --wg (every worker of the device). Connects. */
 static int kernel_defaults(struct ctl *x, const char *name, int dev, int *coop, uint32_t *wg,
-                           int have_wg) {
+                           int have_wg, struct coop_kernel *k, int *asked) {
   if (have_wg && *coop) return 0; /* coopd checks the kind */
-  int r = ctl_connect(x);
+  int r = kernel_entry(x, name, k, asked);
   if (r) return r;
-  struct coop_kernel *k = NULL;
-  size_t n = 0;
-  int e = coop_kernels(x->c, &k, &n);
-  if (e) return ctl_fail("submit: kernels", e);
-  size_t i = 0;
-  while (i < n && strcmp(k[i].name, name)) i++;
-  int found = i < n, kind = found && k[i].cooperative;
-  free(k);
-  if (!found) {
-    fprintf(stderr, "coopctl: submit: coopd has no kernel %s (coopctl kernels lists them)\n", name);
-    return EXIT_FAILURE;
-  }
+  int kind = k->cooperative;
   if (*coop && !kind) return ctl_usage("submit", "%s is not cooperative: drop --coop", name);
   *coop = kind;
   if (have_wg) return 0;
@@ -814,7 +803,8 @@ static int kernel_defaults(struct ctl *x, const char *name, int dev, int *coop, 
   *wg = info->workers;
   if (dev != COOP_ANY_DEVICE && dev != 0) {
     struct coop_stats st;
-    if ((e = coop_stats(x->c, &st))) return ctl_fail("submit: stats", e);
+    int e = coop_stats(x->c, &st);
+    if (e) return ctl_fail("submit: stats", e);
     if ((uint32_t)dev < st.ndevices) *wg = st.devs[dev].workers;
   }
   return 0;
@@ -846,17 +836,18 @@ static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos,
   coop_job_periodic(j, period, count, duration, deadline);
   coop_job_device(j, dev);
   coop_job_priority(j, prio);
-  struct coop_kernel *all;
-  const struct coop_kernel *k;
-  r = bare_types(x, pos[0], pos, npos, &all, &k);
-  for (int i = 1; i < npos && !r; i++) r = job_arg(j, s, pos[i], (unsigned)i - 1, k);
-  free(all);
   /* the ARGs are checked first: a usage error needs no daemon (but for
    * bare numbers, whose types the kernel's signature gives) */
+  struct coop_kernel k;
+  int asked = 0, bare = 0;
+  for (int i = 1; i < npos; i++) bare |= bare_number(pos[i]);
+  if (bare) r = kernel_entry(x, pos[0], &k, &asked);
+  for (int i = 1; i < npos && !r; i++)
+    r = job_arg(j, s, pos[i], (unsigned)i - 1, asked ? &k : NULL);
   if (!r && s->outputs && !o->wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
   for (unsigned i = 0; !r && i < s->nb; i++)
     if (s->b[i].path) r = ctl_writable("submit", s->b[i].path);
-  if (!r) r = kernel_defaults(x, pos[0], dev, &coop, &wg, o->wg != NULL);
+  if (!r) r = kernel_defaults(x, pos[0], dev, &coop, &wg, o->wg != NULL, &k, &asked);
   if (!r) coop_job_cooperative(j, coop), coop_job_groups(j, wg);
   if (r) coop_job_free(j);
   *out = r ? NULL : j;
