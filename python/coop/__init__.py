@@ -219,9 +219,10 @@ _RANGES = {t: (int(np.iinfo(t).min), int(np.iinfo(t).max))
 
 
 def _scalar(i, a, kernel, types):
-    """Number a (Python's or NumPy's) at argument i as the NumPy scalar the
-    kernel's signature declares there: its width is the kernel's, its value
-    checked against it (an integer type takes integers only)."""
+    """Number a (Python's or NumPy's, not already the NumPy scalar the
+    kernel's signature declares at argument i: _describe passes that one as
+    it is) as that scalar: its width is the kernel's, its value checked
+    against it (an integer type takes integers only)."""
     if i >= len(types):
         raise TypeError(f"argument {i}: {kernel} takes {len(types)} arguments")
     t = types[i]
@@ -229,8 +230,6 @@ def _scalar(i, a, kernel, types):
     if dt is None:
         raise TypeError(f"argument {i}: {kernel} takes a buffer ({t}) there, not "
                         f"{type(a).__name__} {a!r}")
-    if type(a) is dt:
-        return a
     if isinstance(a, (bool, np.bool_)):
         raise TypeError(f"argument {i}: {kernel} takes {t} there, not bool {a!r}")
     lim = _RANGES.get(dt)
@@ -348,6 +347,20 @@ class Result:
 _WAIT_SLICE_MS = 200
 
 
+def _in_slices(timeout, call, again):
+    """call(ms) with ms at most _WAIT_SLICE_MS, again while again(its
+    result) says so and timeout (seconds; None: for ever) has time left;
+    the last result. Python runs its signal handlers only between two
+    calls into libcoop, and one call that waited for ever kept Ctrl-C out."""
+    ms = _ms(timeout)
+    end = None if ms < 0 else time.monotonic() + ms / 1000
+    while True:
+        left = _WAIT_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
+        r = call(max(0, min(left, _WAIT_SLICE_MS)))
+        if not again(r) or (end is not None and left <= _WAIT_SLICE_MS):
+            return r
+
+
 def _run(job, timeout):
     """job's Result once it ended DONE, else coop.Error; a wait cut short
     (Ctrl-C, the timeout) cancels it first, as subprocess.run ends its
@@ -380,17 +393,11 @@ class Job:
         runs on (cancel() ends it)."""
         if self.result is not None:
             return self.result
-        ms = _ms(timeout)
-        end = None if ms < 0 else time.monotonic() + ms / 1000
         r = _capi.Result()
-        while True:
-            # a wait in slices: Python runs its signal handlers only
-            # between two calls, and one coop_wait for ever kept Ctrl-C out
-            left = _WAIT_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
-            rc = _lib.coop_wait(self.conn._c, self.id, max(0, min(left, _WAIT_SLICE_MS)),
-                                ctypes.byref(r))
-            if rc != globals()["ETIMEDOUT"] or (end is not None and left <= _WAIT_SLICE_MS):
-                break
+        timedout = globals()["ETIMEDOUT"]
+        rc = _in_slices(timeout, lambda ms: _lib.coop_wait(self.conn._c, self.id, ms,
+                                                           ctypes.byref(r)),
+                        lambda rc: rc == timedout)
         _check(rc, self.conn._c)
         try:
             self.result = Result(r)
@@ -439,10 +446,11 @@ class Buffer:
         offset = _count(offset, "offset")
         if out is None:
             n = self.size - offset if nbytes is None else _count(nbytes, "nbytes")
-            self._range(offset, n)
+            self._range(offset, n)  # before the allocation
             out = np.empty(n, np.uint8)
-        _array(0, out, True)
-        self._range(offset, out.nbytes)
+        else:
+            _array(0, out, True)
+            self._range(offset, out.nbytes)
         _check(_lib.coop_buffer_read(self.conn._c, self._live(), offset, out.ctypes.data,
                                      out.nbytes), self.conn._c)
         return out
@@ -884,14 +892,8 @@ class Connection(_Closing):
     def poll_events(self, timeout=0):
         """Dispatches pending events (waits up to timeout s, None: until
         one comes); their count. Ctrl-C ends the wait, as Job.wait's."""
-        ms = _ms(timeout)
-        end = None if ms < 0 else time.monotonic() + ms / 1000
-        while True:  # in slices, as Job.wait
-            left = _WAIT_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
-            n = _check(_lib.coop_poll_events(self._c, max(0, min(left, _WAIT_SLICE_MS))),
-                       self._c)
-            if n or (end is not None and left <= _WAIT_SLICE_MS):
-                return n
+        return _in_slices(timeout, lambda ms: _check(_lib.coop_poll_events(self._c, ms), self._c),
+                          lambda n: n == 0)
 
 
 def connect(path=None, name="python", timeout=None, spin_us=None):
