@@ -31,6 +31,16 @@ static uint64_t copy_bytes(const struct coop_msg_submit *m) {
   return n;
 }
 
+/* Whether want bytes of copies fit device i's arena now beside what its
+ * jobs take (dev_room_taken, a hint a pass old); *left: what they would
+ * leave. */
+static int room_for(const struct daemon *dm, unsigned i, uint64_t want, uint64_t *left) {
+  uint64_t arena = (uint64_t)dm->cfg.arena_mb << 20, taken = dev_room_taken(dm->devs[i]);
+  if (taken > arena || want > arena - taken) return 0;
+  *left = arena - taken - want;
+  return 1;
+}
+
 /* The device a SUBMIT goes to: the one it names, or, of those with the
  * workers it asks for, one whose arena has room for its copies beside
  * what the jobs there take (dev_room_taken), the least loaded (fewest
@@ -46,12 +56,11 @@ static int pick_device(struct session *s, const struct coop_msg_submit *m, struc
                       dm->ndev, dm->ndev - 1);
   }
   int coop = !!(m->flags & COOP_SUBMIT_COOPERATIVE), best = -1, best_room = 0;
-  uint64_t want = copy_bytes(m), arena = (uint64_t)dm->cfg.arena_mb << 20;
+  uint64_t want = copy_bytes(m), left;
   for (unsigned i = 0; i < dm->ndev; i++) {
     unsigned w = dev_workers(dm->devs[i]);
     if (m->groups > w || !job_fits(w, m->groups, coop)) continue;
-    uint64_t taken = dev_room_taken(dm->devs[i]);
-    int room = taken <= arena && want <= arena - taken;
+    int room = room_for(dm, i, want, &left);
     if (best < 0 || room > best_room || (room == best_room && dm->dev_jobs[i] < dm->dev_jobs[best]))
       best = (int)i, best_room = room;
   }
@@ -801,17 +810,14 @@ static int hook_move_target(void *user, struct dev *from, const struct job *j, s
  * job waiting for room does not count on them too. */
 static int hook_room_target(void *user, struct dev *from, const struct job *j, uint64_t bytes,
                             struct dev **to) {
-  struct daemon *dm = user; /* devs[] and ndev do not change once devices run */
-  uint64_t arena = (uint64_t)dm->cfg.arena_mb << 20, best_left = 0;
+  struct daemon *dm = user; /* devs[], ndev and arena_mb do not change once devices run */
+  uint64_t left, best_left = 0;
   int best = -1, coop = !!(j->flags & COOP_SUBMIT_COOPERATIVE);
   for (unsigned i = 0; i < dm->ndev; i++) {
     struct dev *d = dm->devs[i];
-    uint64_t taken = dev_room_taken(d);
-    if (d == from || !job_fits(dev_workers(d), j->groups, coop) || taken > arena ||
-        bytes > arena - taken)
+    if (d == from || !job_fits(dev_workers(d), j->groups, coop) || !room_for(dm, i, bytes, &left))
       continue;
-    if (best < 0 || arena - taken - bytes > best_left)
-      best = (int)i, best_left = arena - taken - bytes;
+    if (best < 0 || left > best_left) best = (int)i, best_left = left;
   }
   if (best < 0) return -1;
   *to = dm->devs[best];
