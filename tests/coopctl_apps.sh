@@ -112,10 +112,11 @@ stop_coopd
 # of 1 MiB): the upload waits for room (EBUSY, PROTOCOL.md "Device
 # buffers"), says so once, and gives up at --timeout; once the sweep is
 # cancelled it goes on, and every source is done (before: it failed at once,
-# "no room for the buffer in the device arena now")
+# "no room for the buffer in the device arena now"). device_mb = 0: on CUDA
+# too the input's device buffers go into the arena.
 case " $* " in
   *" bfs "*)
-    start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1
+    start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1 --set device.device_mb=0
     holder=$("$coopctl" --socket "$sock" submit sweep --wg 1 zeros:921600 u32:230400 u32:100000000)
     running "$holder"
     expect 1 "waiting for room to upload the input" "$coopctl" --socket "$sock" app bfs \

@@ -44,8 +44,8 @@ for how in "" "--socket $sock"; do
 done
 stop_coopd
 # Connection.buffer(wait=): a coopd whose 1 MiB arena one running job's
-# copy holds
-start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1
+# copy holds (device_mb = 0: on CUDA too the buffers go into the arena)
+start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1 --set device.device_mb=0
 "$python" "$src/tests/python/test_buffer_wait.py" "$sock" || fail "test_buffer_wait.py"
 stop_coopd
 finish

@@ -196,7 +196,9 @@ END_TEST
  * waits for its turn (the waiting ones count toward tasks_per_uid). Beside a device buffer of 700
  * KiB, with no job running, nothing that ends would make room: the render fails ENOMEM at once. */
 START_TEST(full_arena) {
-  const char *sets[] = {"device.arena_mb=1", "limits.max_buffer_percent_per_uid=100", NULL};
+  /* device_mb = 0: on CUDA too the device buffers go into the arena */
+  const char *sets[] = {"device.arena_mb=1", "device.device_mb=0",
+                        "limits.max_buffer_percent_per_uid=100", NULL};
   struct daemon_proc d = {0};
   daemon_start(&d, sets);
   struct conn c;
@@ -878,7 +880,7 @@ END_TEST
  * render runs then, while the sweep still runs. Before, only a run's end
  * tried it again: it waited for the sweep. */
 START_TEST(a_buffers_free_makes_room_for_a_waiting_job) {
-  const char *sets[] = {"device.arena_mb=1", NULL};
+  const char *sets[] = {"device.arena_mb=1", "device.device_mb=0", NULL}; /* as full_arena */
   struct daemon_proc d;
   daemon_start(&d, sets);
   struct conn c;
