@@ -61,6 +61,8 @@ static void drop(struct daemon *dm, struct dbuf *b) {
     op->kind = DEV_BUF_FREE;
     op->arg = b->arg;
     op->gen = b->gen;
+    op->size = b->size; /* off its user's arena bytes there (dev_bufs.c) */
+    op->owner = b->uid + 1;
     op->fd = -1;
     op->done = on_freed;
     dev_buf_op(dm->devs[b->device], op);

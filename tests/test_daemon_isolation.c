@@ -811,8 +811,8 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
   waits_for(&c, mine, "waiting for room", said, sizeof said);
   ck_assert_uint_eq(job_state(&c, mine), COOP_JOB_QUEUED);
   assert_has(said,
-             "another user's job waits for room there, and its user's running jobs hold "
-             "599 KiB of it, past [limits] max_buffer_percent_per_uid = 50%");
+             "another user's job waits for room there, and its user's running jobs and "
+             "device buffers hold 599 KiB of it, past [limits] max_buffer_percent_per_uid = 50%");
 
   cancel_ok(&c, hold);
   ck_assert_uint_eq(wait_job(&c, hold, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
@@ -894,6 +894,51 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
   ck_assert_msg(r->state == COOP_JOB_DONE, "root's sweep: %s %s", coop_job_state_name(r->state),
                 r->message);
   sweep_memfd_check(fd, WORDS, rounds);
+  stop_nobody(kid);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* Hardening, the arena with device buffers: root holds a device buffer of
+ * 400 KiB and runs a cooperative sweep whose copies take 300 KiB of a 1
+ * MiB arena; nobody's render of 469 KiB waits for room. Root's copies
+ * alone (300 KiB) were within [limits] max_buffer_percent_per_uid (50%),
+ * so nothing gave room and the render waited for the sweep's end (here:
+ * never). Now root's device buffer counts toward its share (700 KiB):
+ * the sweep is suspended, its copies leave the arena, and nobody's render
+ * runs and ends DONE while the sweep has yet to end (docs/daemon.md, "Room
+ * in the arena"). device_mb = 0: on CUDA too the buffer goes into the
+ * arena (one in the zone beside it takes none of the arena, and does not
+ * count). */
+START_TEST(a_users_device_buffers_count_toward_its_room) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-room-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.arena_mb=1", "device.device_mb=0", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  buf_create_raw(&c, 400u << 10);
+  int fd = memfd_of(300u << 10);
+  uint64_t sweep = sweep_submit(&c, NULL, (300u << 10) / 4, 100000000u, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  close(fd);
+  wait_running(&c, sweep);
+  enum { N = 200 };
+  union coop_msg m;
+  render_ones(&m, N);
+  uint64_t theirs;
+  pid_t kid = nobody_submit(&d, &m, &theirs);
+  uint8_t st = state_when_ended(&c, theirs, 10000);
+  if (st != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
+  ck_assert_uint_lt(job_state(&c, sweep), COOP_JOB_DONE);
+  ck_assert(log_has(logp, "its user's jobs and device buffers hold 700 KiB of the device arena"));
+  cancel_ok(&c, sweep);
   stop_nobody(kid);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
@@ -1319,6 +1364,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, hung_kernel_restarts_its_device);
   tcase_add_test(t, one_users_running_jobs_leave_room_for_others);
   tcase_add_test(t, a_users_cooperative_job_gives_its_room_back);
+  tcase_add_test(t, a_users_device_buffers_count_toward_its_room);
   tcase_add_test(t, a_suspended_job_gives_its_room_back);
   suite_add_tcase(s, t);
   t = tcase_create("slots");

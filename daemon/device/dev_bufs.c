@@ -60,6 +60,50 @@ static int copy_slice(struct dev *d, struct dev_bufop *op, struct dp_buf *b, int
   return e;
 }
 
+/* ---- the arena bytes of each user's device buffers ----
+ *
+ * The room's share ([limits] max_buffer_percent_per_uid, dev_room.c)
+ * counts a user's device buffers in the arena beside its jobs' copies:
+ * without them a user could hold half the arena with device buffers and
+ * half with a running job's copies, and another user's job waited for
+ * room until that job ended. A buffer's argument value tells where it
+ * went: a block of the arena lies below the arena's size, one of the
+ * device zone (CUDA, coop_rt_alloc_device) past it (megakernel/arena.c). */
+static int in_arena(const struct dev *d, uint64_t arg) {
+  return arg < ((uint64_t)d->cfg->arena_mb << 20);
+}
+
+uint64_t dev__bufs_in_arena(const struct dev *d, uint32_t uid) {
+  if (d->bufuse_gen != d->gen) return 0; /* they went with their process */
+  for (unsigned i = 0; i < d->nbufuse; i++)
+    if (d->bufuse[i].uid == uid) return d->bufuse[i].bytes;
+  return 0;
+}
+
+/* size bytes more (add) or fewer at arg for owner (uid + 1). A table that
+ * cannot grow leaves the user uncounted: the share's bound is lost for it,
+ * nothing else. */
+static void bufuse_count(struct dev *d, uint32_t owner, uint64_t arg, uint64_t size, int add) {
+  if (!owner || !size || !in_arena(d, arg)) return;
+  if (d->bufuse_gen != d->gen) d->nbufuse = 0, d->bufuse_gen = d->gen;
+  unsigned i = 0;
+  while (i < d->nbufuse && d->bufuse[i].uid != owner - 1) i++;
+  if (i == d->nbufuse) {
+    if (!add) return;
+    if (d->nbufuse == d->capbufuse) {
+      unsigned cap = d->capbufuse ? 2 * d->capbufuse : 8;
+      struct dev_bufuse *t = realloc(d->bufuse, cap * sizeof *t);
+      if (!t) return;
+      d->bufuse = t;
+      d->capbufuse = cap;
+    }
+    d->bufuse[d->nbufuse++] = (struct dev_bufuse){.uid = owner - 1};
+  }
+  struct dev_bufuse *e = &d->bufuse[i];
+  e->bytes = add ? e->bytes + size : e->bytes > size ? e->bytes - size : 0;
+  if (!e->bytes) *e = d->bufuse[--d->nbufuse];
+}
+
 /* A create whose contents did not all arrive: the buffer it made freed
  * (unless it went with its process), its error kept. */
 static void unmake(struct dev *d, struct dev_bufop *op) {
@@ -67,7 +111,7 @@ static void unmake(struct dev *d, struct dev_bufop *op) {
   if (op->gen != d->gen || !d->rt || !dp_alive(d->rt)) return;
   struct dp_buf b = {.arg = op->arg, .fd = -1, .owner = op->owner};
   int breach = -1;
-  dp_unstage(d->rt, &b, 1, 0, &breach);
+  if (dp_unstage(d->rt, &b, 1, 0, &breach) == 0) bufuse_count(d, op->owner, op->arg, op->size, 0);
 }
 
 static int do_op(struct dev *d, struct dev_bufop *op) {
@@ -93,6 +137,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
         op->arg = b.arg;
         op->gen = d->gen;
         op->filling = b.in == DP_IN_LATER;
+        bufuse_count(d, op->owner, op->arg, op->size, 1);
       } else if (e == COOP_ENOMEM && (held = dev__room_held(d))) {
         /* not for good: EBUSY, which a client may ask again (coopctl
          * app waits), where ENOMEM says the buffer never fits beside the
@@ -117,6 +162,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
       if (breach >= 0) /* a job wrote outside it: that job already failed EFAULT */
         log_warn("%s: a device buffer's guard zone was overwritten", d->logname);
       if (e == 0) { /* room: what waits for it is tried again (dev_room.c) */
+        bufuse_count(d, op->owner, op->arg, op->size, 0);
         d->room_freed = 1;
         d->room_seq++;
       }

@@ -227,6 +227,15 @@ struct dev {
   struct job *room_head, *room_tail;
   int room_freed;
   uint64_t room_seq; /* counts the room_freed set, for suspended runs' tries */
+  /* device thread: the arena bytes each user's device buffers hold in the
+   * device process of generation bufuse_gen (dev_bufs.c), for the room's
+   * share (dev_room.c); a user whose entry falls to 0 leaves the table */
+  struct dev_bufuse {
+    uint32_t uid;
+    uint64_t bytes;
+  } * bufuse;
+  unsigned nbufuse, capbufuse;
+  uint64_t bufuse_gen;
   /* device thread: each user's tasks' worker time beyond its share
    * ([jobs] task_percent_per_uid, dev_turns.c), at most DEV_SHARE_USERS */
   struct dev_share {
@@ -584,6 +593,9 @@ int dev__zeros_make(void);
 void dev__unstage_ended(struct job *j, int breach);
 
 /* dev_bufs.c */
+/* The arena bytes uid's device buffers hold on d's device process now
+ * (on CUDA those in the device zone beside it do not count). */
+uint64_t dev__bufs_in_arena(const struct dev *d, uint32_t uid);
 /* The device buffers' operations queued so far, done in order and handed
  * back (take_new, before the jobs): all of them, or (all = 0) in turns
  * between users, those left past DEV_BUFOP_PASS_NS kept for the next pass. */

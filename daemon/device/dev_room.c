@@ -15,8 +15,9 @@
  *   device-process request, so a pump tries none larger than one that
  *   just found no room, and a user's waiting tasks count toward its
  *   [jobs] tasks_per_uid (dev_turns.c);
- * - while another user's job waits here, a user whose running jobs hold
- *   more than [limits] max_buffer_percent_per_uid of the arena starts no
+ * - while another user's job waits here, a user whose running jobs'
+ *   copies and device buffers (dev__bufs_in_arena) hold more than
+ *   [limits] max_buffer_percent_per_uid of the arena starts no
  *   job with buffers to copy: the room its ends give back goes to the
  *   waiting job, not to its own next one (without this, a flood of small
  *   jobs took each freed piece and a larger job waited for ever);
@@ -69,6 +70,15 @@ static uint64_t held_bytes(const struct dev *d, const uint32_t *uid) {
 
 uint64_t dev__room_held(const struct dev *d) { return held_bytes(d, NULL); }
 
+/* The arena bytes uid holds for its share: its jobs' copies and its
+ * device buffers there (dev_bufs.c). A device buffer stays until it is
+ * freed, so it gives no room back; but without it a user's buffers took
+ * half the arena beyond the half its running jobs' copies may hold, and
+ * another user's job waited for those jobs' end. */
+static uint64_t user_bytes(const struct dev *d, uint32_t uid) {
+  return held_bytes(d, &uid) + dev__bufs_in_arena(d, uid);
+}
+
 unsigned dev__room_waiting(const struct dev *d, uint32_t uid) {
   unsigned n = 0;
   for (const struct job *j = d->room_head; j; j = j->dev_next)
@@ -106,7 +116,7 @@ static int past_share(const struct dev *d, const struct job *j, uint64_t *mine, 
     other = w->uid != j->uid && atomic_load(&w->slot_why) == DEV_SLOT_ROOM;
   uint64_t want = dev__buf_bytes(j);
   if (!*cap || !other || !want) return 0;
-  *mine = held_bytes(d, &j->uid);
+  *mine = user_bytes(d, j->uid);
   return *mine + want > *cap;
 }
 
@@ -150,7 +160,7 @@ static int gives_room(const struct dev *d, const struct room_need *n, const stru
   if (!copies_of(j) || atomic_load(&j->cancel)) return 0;
   if (j->priority < n->w->priority) return 1;
   return n->within && j->uid != n->w->uid && j->priority <= n->w->priority &&
-         held_bytes(d, &j->uid) > n->cap;
+         user_bytes(d, j->uid) > n->cap;
 }
 
 /* Whether r's buffers came back into the arena less than DEV_ROOM_GAP_NS
@@ -192,7 +202,7 @@ void dev__room_preempt(struct dev *d) {
   if (!n.w) return;
   /* a job that would itself put its user past the share takes no room
    * from others' jobs of its priority: it waits for their ends */
-  n.within = n.cap && held_bytes(d, &n.w->uid) + dev__buf_bytes(n.w) <= n.cap;
+  n.within = n.cap && user_bytes(d, n.w->uid) + dev__buf_bytes(n.w) <= n.cap;
   struct run *s = suspended_victim(d, &n);
   if (s) { /* out now, and the waiting jobs tried at once */
     s->room_out = 1;
@@ -210,9 +220,9 @@ void dev__room_preempt(struct dev *d) {
     return;
   }
   snprintf(why, sizeof why,
-           "its user's jobs hold %u KiB of the device arena, past [limits] "
+           "its user's jobs and device buffers hold %u KiB of the device arena, past [limits] "
            "max_buffer_percent_per_uid, and job %llu of another user waits for room there",
-           kib(held_bytes(d, &v->j->uid)), (unsigned long long)n.w->id);
+           kib(user_bytes(d, v->j->uid)), (unsigned long long)n.w->id);
   dev__suspend(d, v, DEV_FOR_ROOM, why);
 }
 

@@ -341,7 +341,8 @@ static const struct {
      "free here"},
     {DEV_FOR_ROOM,
      "suspended, its buffers moved out of the device arena: another user's job waited for room "
-     "there while its user's jobs held more than [limits] max_buffer_percent_per_uid of it; it "
+     "there while its user's jobs and device buffers held more than [limits] "
+     "max_buffer_percent_per_uid of it; it "
      "resumes where it stopped once that job has started and its buffers fit again"},
     {DEV_FOR_ROOM_BACK,
      "suspended, waiting for room in the device arena to resume: its buffers do not fit beside "
@@ -391,7 +392,7 @@ static void say_room(const struct slot_said *s, char *buf, size_t n) {
 static void say_room_share(const struct slot_said *s, char *buf, size_t n) {
   snprintf(buf, n,
            "waiting for room in the device arena: another user's job waits for room there, and "
-           "its user's running jobs hold %u KiB of it, past [limits] "
+           "its user's running jobs and device buffers hold %u KiB of it, past [limits] "
            "max_buffer_percent_per_uid = %u%% (%u KiB); it is tried again as they end",
            s->held, s->count, s->mine);
 }

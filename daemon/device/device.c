@@ -1103,6 +1103,7 @@ void dev_free(struct dev *d) {
   if (d->zero_fd >= 0) close(d->zero_fd);
   free(d->ev);
   free(d->warm_job);
+  free(d->bufuse);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
   pthread_cond_destroy(&d->next_cv);
