@@ -701,11 +701,12 @@ END_TEST
 /* Hardening, turns: root submits 24 renders on every worker; nobody then
  * submits one. The megakernel serves its queue in order, so nobody's
  * render waited for all 24 of root's (a 20 ms render waited 0.9 s behind
- * 60). Now root runs at most [jobs] tasks_per_uid (4) such jobs at once
- * and the rest wait in coopd: nobody's render ends DONE, sent to the device
- * while at most 4 of root's were there unfinished (whenever its client got
- * to submit it: on a loaded machine root's ran on meanwhile), and a WAIT of
- * root's last says why it waits.
+ * 60). Now root runs at most [jobs] tasks_per_uid (4) such jobs at once,
+ * holding at most twice the workers' workgroups (DEV_TURN_DEPTH: two of
+ * these; before it, four), and the rest wait in coopd: nobody's render
+ * ends DONE, sent to the device while at most 2 of root's were there
+ * unfinished (whenever its client got to submit it: on a loaded machine
+ * root's ran on meanwhile), and a WAIT of root's last says why it waits.
  * Every one of root's ends DONE. */
 START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
@@ -732,8 +733,13 @@ START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
     if (strstr(said, "waiting for its turn")) break;
     msleep(10);
   }
-  assert_has(said, "is queued, waiting for its turn: its user runs 4 jobs");
-  assert_has(said, "[jobs] tasks_per_uid = 4");
+  char wide[256];
+  snprintf(wide, sizeof wide,
+           "is queued, waiting for its turn: its user's 2 jobs on the device that are not "
+           "cooperative hold %u workgroups, and with it would hold more than twice the "
+           "megakernel's %u workers",
+           2 * w, w);
+  assert_has(said, wide);
   struct seen_result b = render_as_nobody(&d, w);
   ck_assert_msg(b.state == COOP_JOB_DONE, "nobody's render ended %s (%d): %s",
                 coop_job_state_name(b.state), b.error, b.message);
@@ -743,8 +749,8 @@ START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
     ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's render %d: %s", i, c.m.result.message);
     ahead += c.m.result.t.submitted < b.submitted && c.m.result.t.finished > b.submitted;
   }
-  /* 4, and one more for the device clock's fit to the host's */
-  ck_assert_msg(ahead <= 5, "nobody's render went to the device behind %d of root's", ahead);
+  /* 2, and one more for the device clock's fit to the host's */
+  ck_assert_msg(ahead <= 3, "nobody's render went to the device behind %d of root's", ahead);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -1242,9 +1248,17 @@ START_TEST(a_users_tasks_take_at_most_their_share_beside_another_users_kernel) {
   union coop_msg m;
   render_init(&m, w - 1); /* the sweep keeps its workgroup 0 */
   m.submit.args[4].bits = 4;
-  uint64_t probe = submit(&c, &m, NULL, 0); /* alone: nothing held yet */
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double per = (double)c.m.result.t.exec_ns / 4.0;
+  /* the faster of two probes, alone (nothing held yet): a render just
+   * after the launch can run four times slower on PoCL, and renders a
+   * quarter as long ended within the burst (a rep 42 us in the probe, 19
+   * in the flood) */
+  double per = 0;
+  for (int k = 0; k < 2; k++) {
+    uint64_t probe = submit(&c, &m, NULL, 0);
+    ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    double p = (double)c.m.result.t.exec_ns / 4.0;
+    if (k == 0 || p < per) per = p;
+  }
   double want = 20e6 / (per > 1.0 ? per : 1.0); /* about 20 ms a render */
   m.submit.args[4].bits = want < 4 ? 4u : want > 100000 ? 100000u : (uint32_t)want;
   uint64_t theirs;

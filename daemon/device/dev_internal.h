@@ -643,6 +643,10 @@ void dev__trace_copy_at(struct job *j, int in, const int64_t t[4]);
  * slot_count is [limits] max_buffer_percent_per_uid, slot_held the KiB its
  * user's runs hold, slot_mine that share's KiB */
 #define DEV_SLOT_ROOM_SHARE 9u
+/* the same as DEV_SLOT_TURN for the workgroups its user's jobs hold
+ * (dev_turns.c, DEV_TURN_DEPTH): slot_count is the workers, slot_held the
+ * workgroups of its user's slot_mine jobs */
+#define DEV_SLOT_TURN_WIDE 10u
 /* A job taken from the in queue (or after a restart) to start: a
  * cooperative one through the slots' queue, any other at once. */
 void dev__start_job(struct dev *d, struct job *j);

@@ -374,6 +374,15 @@ static void say_turn(const struct slot_said *s, char *buf, size_t n) {
            s->mine, plural(s->mine), s->mine == 1 ? "is" : "are", s->count, s->ahead);
 }
 
+static void say_turn_wide(const struct slot_said *s, char *buf, size_t n) {
+  snprintf(buf, n,
+           "waiting for its turn: its user's %u job%s on the device that %s not cooperative "
+           "hold %u workgroups, and with it would hold more than twice the megakernel's %u "
+           "workers (so that other users' tasks do not queue behind them); %u more of its "
+           "user's waiting ahead of it",
+           s->mine, plural(s->mine), s->mine == 1 ? "is" : "are", s->held, s->count, s->ahead);
+}
+
 static void say_task_share(const struct slot_said *s, char *buf, size_t n) {
   snprintf(buf, n,
            "waiting for its user's share of the device: its user's tasks took more than "
@@ -427,6 +436,7 @@ static const struct {
   slot_say_fn say;
 } slot_says[] = {
     {DEV_SLOT_TURN, say_turn},
+    {DEV_SLOT_TURN_WIDE, say_turn_wide},
     {DEV_SLOT_TASKSHARE, say_task_share},
     {DEV_SLOT_ROOM, say_room},
     {DEV_SLOT_ROOM_SHARE, say_room_share},

@@ -9,7 +9,12 @@
  * on a device at once (from their start, staging included, to their end;
  * a periodic job counts as one); its next ones wait here, in order, and
  * start as those end, and another user's task waits behind at most that
- * many of each other user's. A waiting job's WAIT says so (dev_slot_wait).
+ * many of each other user's. Those jobs together also hold at most
+ * DEV_TURN_DEPTH megakernels' worth of workgroups (a user's first one
+ * always starts): four renders of every worker kept four whole-device
+ * tasks queued ahead of another user's task or cooperative job, where
+ * two, one running and the next behind it, keep the device as busy. A
+ * waiting job's WAIT says so (dev_slot_wait).
  * Cooperative jobs have their slots instead (dev_slots.c). Device thread
  * only.
  */
@@ -19,9 +24,11 @@
  * a pump: counted once a pump, a user at a time (at most DEV_TURN_USERS;
  * past that many, a user's count is taken afresh). */
 #define DEV_TURN_USERS 64
+#define DEV_TURN_DEPTH 2
 struct turn_count {
   uint32_t uid;
   unsigned running, waiting;
+  uint64_t groups; /* the workgroups of those running */
 };
 
 /* A user's non-cooperative jobs on d: its runs, and its jobs that wait
@@ -33,25 +40,53 @@ static unsigned tasks_of(const struct dev *d, uint32_t uid) {
   return dev__runs_of(d, &uid, 0) + dev__room_waiting(d, uid);
 }
 
+/* The workgroups of the jobs tasks_of counts. */
+static uint64_t groups_of(const struct dev *d, uint32_t uid) {
+  uint64_t n = 0;
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (!dev__is_coop(r->j) && r->j->uid == uid) n += r->j->groups;
+  for (const struct job *j = d->room_head; j; j = j->dev_next)
+    if (!dev__is_coop(j) && j->uid == uid) n += j->groups;
+  return n;
+}
+
+/* Whether a user's next job of `groups` may start beside the `running`
+ * ones holding `held` workgroups: within [jobs] tasks_per_uid (limit; 0:
+ * no bound) and DEV_TURN_DEPTH times the device's workers. */
+static int turn_free(const struct dev *d, unsigned limit, unsigned running, uint64_t held,
+                     unsigned groups) {
+  if (!limit) return 1;
+  uint64_t depth = (uint64_t)DEV_TURN_DEPTH * atomic_load(&d->workers);
+  return running < limit && (!running || !depth || held + groups <= depth);
+}
+
 static struct turn_count *count_of(const struct dev *d, struct turn_count *t, unsigned *n,
                                    struct turn_count *spare, uint32_t uid) {
   for (unsigned i = 0; i < *n; i++)
     if (t[i].uid == uid) return &t[i];
   struct turn_count *c = *n < DEV_TURN_USERS ? &t[(*n)++] : spare;
-  *c = (struct turn_count){.uid = uid, .running = tasks_of(d, uid)};
+  *c = (struct turn_count){.uid = uid, .running = tasks_of(d, uid), .groups = groups_of(d, uid)};
   return c;
 }
 
-static void publish(struct job *j, unsigned ahead, unsigned mine, unsigned limit) {
-  atomic_store(&j->slot_count, limit);
-  atomic_store(&j->slot_mine, mine);
-  atomic_store(&j->slot_why, DEV_SLOT_TURN);
+/* Why j waits for its turn, for its WAIT: its user's `limit` jobs, or
+ * (slot_held) the workgroups of those it runs. */
+static void publish(const struct dev *d, struct job *j, unsigned ahead, const struct turn_count *c,
+                    unsigned limit) {
+  int wide = c->running < limit;
+  atomic_store(&j->slot_count, wide ? atomic_load(&d->workers) : limit);
+  atomic_store(&j->slot_mine, c->running);
+  atomic_store(&j->slot_held,
+               wide ? (unsigned)(c->groups > UINT32_MAX ? UINT32_MAX : c->groups) : 0);
+  atomic_store(&j->slot_why, wide ? DEV_SLOT_TURN_WIDE : DEV_SLOT_TURN);
   atomic_store(&j->slot_ahead, ahead + 1);
 }
 
 int dev__turn_waits(struct dev *d, struct job *j) {
   unsigned limit = d->cfg->tasks_per_uid;
-  if (!limit || dev__is_coop(j) || (!d->turn_head && tasks_of(d, j->uid) < limit)) return 0;
+  if (!limit || dev__is_coop(j) ||
+      (!d->turn_head && turn_free(d, limit, tasks_of(d, j->uid), groups_of(d, j->uid), j->groups)))
+    return 0;
   /* behind every job waiting already, its user's or not: the pump below
    * starts each in order as soon as its own user may */
   dev__jobq_push(&d->turn_head, &d->turn_tail, j);
@@ -72,12 +107,14 @@ void dev__pump_turns(struct dev *d) {
     if (d->stop_now || atomic_load(&j->cancel)) {
       atomic_store(&j->slot_ahead, 0);
       dev__cancel_queued(d, j, "cancelled while waiting for its turn");
-    } else if (!d->swap_now && !c->waiting && (!limit || c->running < limit)) {
+    } else if (!d->swap_now && !c->waiting &&
+               turn_free(d, limit, c->running, c->groups, j->groups)) {
       atomic_store(&j->slot_ahead, 0);
       dev__start_now(d, j); /* on d->runs now (or handed back, failed) */
       c->running++;
+      c->groups += j->groups;
     } else { /* its place among its user's waiting jobs, for its WAIT */
-      publish(j, c->waiting++, c->running, limit);
+      publish(d, j, c->waiting++, c, limit);
       dev__jobq_push(&keep, &keep_tail, j);
     }
     j = n;
