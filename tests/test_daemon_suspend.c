@@ -261,6 +261,7 @@ START_TEST(migrate_moves_a_running_sweep) {
   uint64_t task = submit(&c, &m, NULL, 0);
   ck_assert_uint_ne(task, 0);
   refused(&c, migrate(&c, task, 1), COOP_ESTATE, "only a cooperative job can move");
+  cancel_ok(&c, task); /* asked: its seconds of rendering are not needed */
   ck_assert_uint_eq(wait_job(&c, task, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   refused(&c, migrate(&c, job, 0), COOP_ESTATE, "it has ended");
   ck_assert(log_has(logp, "moved here, suspended"));
@@ -304,7 +305,7 @@ START_TEST(a_suspended_job_moves_to_an_idle_device) {
   char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
   struct daemon_proc d;
   struct conn c;
-  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 300;
+  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 150;
   static uint32_t a[256], b[256];
   submit_device = COOP_WIRE_ANY_DEVICE;
   uint64_t low = sweep_at(&c, a, 256, 5, rounds, kt, w, 0);
@@ -341,7 +342,7 @@ START_TEST(a_named_suspended_job_stays) {
   char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
   struct daemon_proc d;
   struct conn c;
-  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 300;
+  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 150;
   static uint32_t a[256], b[256];
   uint64_t low = sweep_at(&c, a, 256, 5, rounds, kt, w, 0); /* submit_device 0 */
   ck_assert_uint_ne(low, 0);
