@@ -117,7 +117,8 @@ START_TEST(sweep_beside_periodic_renders) {
   ck_assert_uint_gt(c.m.result.kills, 0);
   uint32_t *got = calloc(n, 4);
   ck_assert_int_eq(pread(fd, got, n * 4, 0), (ssize_t)(n * 4));
-  for (uint32_t i = 0; i < n; i++) ck_assert_uint_eq(got[i], i + rounds);
+  for (uint32_t i = 0; i < n; i++)
+    if (got[i] != i + rounds) ck_abort_msg("word %u: %u, want %u", i, got[i], i + rounds);
   free(got);
   free(init);
   close(fd);
