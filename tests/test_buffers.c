@@ -721,30 +721,32 @@ static int nobody_creates(const struct daemon_proc *d, uint64_t size) {
 }
 
 /* Hardening: one user's device buffers fill the arena. Buffers stay until
- * freed: root made 64 MiB ones until refused (the arena is 256 MiB) and
- * nobody's 64 MiB one then failed ENOMEM ("no room in the device arena"),
- * as would any job of nobody's with buffers. Now root's on a device take
- * at most [limits] max_buffer_percent_per_uid (50) of its room: its third
- * is refused ELIMIT naming the key, and nobody's is made. */
+ * freed: root made quarter-arena ones until refused and nobody's then
+ * failed ENOMEM ("no room in the device arena"), as would any job of
+ * nobody's with buffers. Now root's on a device take at most [limits]
+ * max_buffer_percent_per_uid (50) of its room: its third is refused ELIMIT
+ * naming the key, and nobody's is made. (An arena of 64 MiB: each buffer
+ * is zeroed at its creation, 256 MiB of it took 10 s under TSan.) */
 START_TEST(one_users_buffers_leave_room_for_others) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d = {0};
-  const char *sets[] = {"device.device_mb=0", NULL}; /* CUDA: the room is the arena's */
+  /* device_mb 0: on CUDA too the room is the arena's */
+  const char *sets[] = {"device.device_mb=0", "device.arena_mb=64", NULL};
   bufs_start(&d, sets);
   coop_conn *c = connect_to(&d);
   uint64_t id[8];
   unsigned made = 0;
   int e = 0;
-  while (made < 8 && !(e = coop_buffer_create(c, 0, 64u << 20, NULL, 0, &id[made]))) made++;
+  while (made < 8 && !(e = coop_buffer_create(c, 0, 16u << 20, NULL, 0, &id[made]))) made++;
   ck_assert_msg(e == COOP_ELIMIT, "root's buffer %u: %s (%s)", made + 1, coop_err_name(e),
                 coop_errmsg(c));
   assert_has(coop_errmsg(c), "[limits] max_buffer_percent_per_uid");
-  assert_has(coop_errmsg(c), "(131072 of 262144 KiB)"); /* a 1 MiB arena read "0 of 1 MiB" */
+  assert_has(coop_errmsg(c), "(32768 of 65536 KiB)"); /* a 1 MiB arena read "0 of 1 MiB" */
   ck_assert_uint_eq(made, 2);
-  int theirs = nobody_creates(&d, 64u << 20);
+  int theirs = nobody_creates(&d, 16u << 20);
   ck_assert_msg(theirs == 0, "nobody's buffer: %s", coop_err_name(theirs));
   ck_assert_int_eq(coop_buffer_free(c, id[0]), 0); /* the room comes back */
-  ck_assert_int_eq(coop_buffer_create(c, 0, 64u << 20, NULL, 0, &id[0]), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 16u << 20, NULL, 0, &id[0]), 0);
   coop_disconnect(c);
   bufs_stop(&d);
 }
@@ -1347,7 +1349,10 @@ static void lost_in_a_slice(const char *op, unsigned nth, int inout) {
   bufs_start(&d, NULL);
   unsetenv("COOP_TEST_DIE_AT");
   coop_conn *c = connect_to(&d);
-  const size_t in_bytes = 16u << 20, out_bytes = 8u << 20;
+  /* the writes are its IN slices and its OUT buffer's zeroes, the reads
+   * its OUT (and INOUT) slices: a quarter of the IN bytes under TSan
+   * still has the 5th write and 3rd read the cases die at */
+  const size_t in_bytes = LARGE(16u << 20), out_bytes = 8u << 20;
   float *in;
   int in_fd = ones_memfd(in_bytes, &in), out_fd = memfd_of(out_bytes);
   uint64_t id =
@@ -1757,7 +1762,7 @@ static int64_t ok_at(struct conn *c, const char *what) {
 }
 
 /* Buffer operations in turns (dev_bufs.c): root queues 64 writes of a 64
- * MiB device buffer, the most one connection may have in flight; another
+ * MiB device buffer (LARGE: 16 under TSan), the most one connection may have in flight; another
  * user then renders. A pass did every operation queued before it took any
  * job, so the render waited for all 64 copies (and a user with 16
  * connections could queue 1024). Now a pass spends at most
@@ -1771,7 +1776,7 @@ START_TEST(buffer_operations_take_turns_with_other_users_jobs) {
   struct conn c;
   open_hello(&c, &d);
   enum { N = 64 };
-  const size_t size = 64u << 20;
+  const size_t size = LARGE(64u << 20);
   uint64_t id = buf_create_raw(&c, size);
   int fd = memfd_of(size);
   for (int k = 0; k < N; k++) buf_write_raw(&c, id, size, fd);
