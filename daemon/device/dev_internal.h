@@ -683,9 +683,6 @@ int dev__room_later(struct dev *d, struct job *j);
 /* The arena bytes the copies of d's jobs hold (running, or suspended
  * there): room that comes back as they end. */
 uint64_t dev__room_held(const struct dev *d);
-/* uid's jobs that are not cooperative waiting for room (its turns count
- * them: dev_turns.c). */
-unsigned dev__room_waiting(const struct dev *d, uint32_t uid);
 /* j waits for room (its run freed, nothing of it on the device). */
 void dev__room_wait(struct dev *d, struct job *j);
 /* Tries the waiting jobs again, in order, where a run ended or a waiting

@@ -79,13 +79,6 @@ static uint64_t user_bytes(const struct dev *d, uint32_t uid) {
   return held_bytes(d, &uid) + dev__bufs_in_arena(d, uid);
 }
 
-unsigned dev__room_waiting(const struct dev *d, uint32_t uid) {
-  unsigned n = 0;
-  for (const struct job *j = d->room_head; j; j = j->dev_next)
-    n += j->uid == uid && !dev__is_coop(j);
-  return n;
-}
-
 static unsigned kib(uint64_t n) {
   uint64_t k = (n + 1023) >> 10;
   return k > UINT32_MAX ? UINT32_MAX : (unsigned)k;

@@ -31,23 +31,18 @@ struct turn_count {
   uint64_t groups; /* the workgroups of those running */
 };
 
-/* A user's non-cooperative jobs on d: its runs, and its jobs that wait
- * for room in the arena (dev_room.c), each of which is tried again at
- * every run's end: without them in the count, a user's flood of jobs that
- * did not fit went to wait there all at once, and each end cost a device
- * process request for every one. */
-static unsigned tasks_of(const struct dev *d, uint32_t uid) {
-  return dev__runs_of(d, &uid, 0) + dev__room_waiting(d, uid);
-}
-
-/* The workgroups of the jobs tasks_of counts. */
-static uint64_t groups_of(const struct dev *d, uint32_t uid) {
-  uint64_t n = 0;
+/* A user's non-cooperative jobs on d, and their workgroups: its runs, and
+ * its jobs that wait for room in the arena (dev_room.c), each of which is
+ * tried again at every run's end: without them in the count, a user's
+ * flood of jobs that did not fit went to wait there all at once, and each
+ * end cost a device process request for every one. */
+static struct turn_count use_of(const struct dev *d, uint32_t uid) {
+  struct turn_count c = {.uid = uid};
   for (const struct run *r = d->runs; r; r = r->next)
-    if (!dev__is_coop(r->j) && r->j->uid == uid) n += r->j->groups;
+    if (!dev__is_coop(r->j) && r->j->uid == uid) c.running++, c.groups += r->j->groups;
   for (const struct job *j = d->room_head; j; j = j->dev_next)
-    if (!dev__is_coop(j) && j->uid == uid) n += j->groups;
-  return n;
+    if (!dev__is_coop(j) && j->uid == uid) c.running++, c.groups += j->groups;
+  return c;
 }
 
 /* Whether a user's next job of `groups` may start beside the `running`
@@ -65,7 +60,7 @@ static struct turn_count *count_of(const struct dev *d, struct turn_count *t, un
   for (unsigned i = 0; i < *n; i++)
     if (t[i].uid == uid) return &t[i];
   struct turn_count *c = *n < DEV_TURN_USERS ? &t[(*n)++] : spare;
-  *c = (struct turn_count){.uid = uid, .running = tasks_of(d, uid), .groups = groups_of(d, uid)};
+  *c = use_of(d, uid);
   return c;
 }
 
@@ -84,9 +79,11 @@ static void publish(const struct dev *d, struct job *j, unsigned ahead, const st
 
 int dev__turn_waits(struct dev *d, struct job *j) {
   unsigned limit = d->cfg->tasks_per_uid;
-  if (!limit || dev__is_coop(j) ||
-      (!d->turn_head && turn_free(d, limit, tasks_of(d, j->uid), groups_of(d, j->uid), j->groups)))
-    return 0;
+  if (!limit || dev__is_coop(j)) return 0;
+  if (!d->turn_head) {
+    struct turn_count c = use_of(d, j->uid);
+    if (turn_free(d, limit, c.running, c.groups, j->groups)) return 0;
+  }
   /* behind every job waiting already, its user's or not: the pump below
    * starts each in order as soon as its own user may */
   dev__jobq_push(&d->turn_head, &d->turn_tail, j);
