@@ -1347,7 +1347,7 @@ START_TEST(a_users_holds_ahead_count_toward_its_share) {
   ck_assert_uint_ge(w, 2);
   uint64_t theirs;
   pid_t kid = nobody_sweep(&d, 100000000u, &theirs);
-  msleep(500); /* its sweep on the device */
+  wait_running(&c, theirs); /* its sweep on the device */
   enum { N = 8, COUNT = 400, PERIOD_US = 2000 };
   static float a[N * N];
   union coop_msg m;
