@@ -57,6 +57,9 @@
 #define SESS_LOG_MS 10000         /* a refusal of connections logged once per 10 s */
 #define SESS_RECV_CHUNK 65536u
 #define SESS_FRAMES_PER_WAKE 64 /* then yield to other clients (level-triggered) */
+/* ring records taken in one turn: then the loop turns (sess_ring_input) */
+#define SESS_RING_PER_TURN SESS_FRAMES_PER_WAKE
+#define SESS_RING_MORE_NS 100000 /* the spin that brings the loop back for the rest */
 
 void sess_close_after_error(struct session *s) {
   if (s->closing != 3) s->closing = 2;
@@ -416,13 +419,23 @@ static void burst(struct session *s, int64_t now) {
 
 /* Answers the ring's records that are due: written before the socket
  * frame the connection sent next, that is after the sock_in frames taken
- * (sring.h). 1 when none due is left; 0 when it stopped: the replies
- * pending passed SESS_OUT_PAUSE (then s->stalled), or the connection
- * closes. */
-static int sess_ring_input(struct session *s) {
+ * (sring.h), at most *left of them. 1 when none due is left; 0 when it
+ * stopped: the replies pending passed SESS_OUT_PAUSE (then s->stalled),
+ * the connection closes, or *left ran out (then s->ring_more). A ring
+ * refilled as fast as it is read (records that need no reply, or whose
+ * replies the client drains) never runs dry: without the bound the loop
+ * stayed here, and no other connection, timer or device hand-back was
+ * served (docs/daemon.md, "The client's ring"). The rest waits one
+ * turn: the spin asked for polls every ring each turn (sess_ring.c). */
+static int sess_ring_input(struct session *s, int *left) {
   while (s->ring && !s->closing) {
     if (out_paused(s)) {
       s->stalled = 1;
+      return 0;
+    }
+    if (*left <= 0) {
+      s->ring_more = 1;
+      loopspin_for(&s->dm->spin, SESS_RING_MORE_NS);
       return 0;
     }
     uint8_t frame[COOP_SRING_FRAME_MAX];
@@ -434,6 +447,7 @@ static int sess_ring_input(struct session *s) {
       return 0;
     }
     s->down_used = 1;
+    --*left;
     int64_t now = coop__now_ns();
     if (coopd_tracing) s->rx_ns = now;
     burst(s, now);
@@ -443,14 +457,14 @@ static int sess_ring_input(struct session *s) {
 }
 
 /* Answers the whole frames rd holds, and the ring's records before,
- * between and after them, until the replies pending pass SESS_OUT_PAUSE:
- * then s->stalled, and on_io goes on once they drain. Returns how many
- * socket frames it answered. */
+ * between and after them (SESS_RING_PER_TURN of those at most), until the
+ * replies pending pass SESS_OUT_PAUSE: then s->stalled, and on_io goes on
+ * once they drain. Returns how many socket frames it answered. */
 static int sess_frames(struct session *s) {
-  int n = 0;
-  s->stalled = 0;
+  int n = 0, ring_left = SESS_RING_PER_TURN;
+  s->stalled = s->ring_more = 0;
   while (!s->closing) {
-    if (!sess_ring_input(s)) break;
+    if (!sess_ring_input(s, &ring_left)) break;
     if (out_paused(s)) {
       s->stalled = 1; /* perhaps none is left: on_io then finds so */
       break;
@@ -480,7 +494,8 @@ void sess_input(struct session *s) {
 static void sess_read(struct session *s) {
   uint8_t *buf = malloc(SESS_RECV_CHUNK);
   if (!buf) return sess_close(s);
-  for (int frames = 0; !s->closing && !s->stalled && frames < SESS_FRAMES_PER_WAKE;) {
+  for (int frames = 0;
+       !s->closing && !s->stalled && !s->ring_more && frames < SESS_FRAMES_PER_WAKE;) {
     int fds[COOP_WIRE_MAX_FDS];
     unsigned nfds = COOP_WIRE_MAX_FDS;
     long n = coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fds, &nfds);
@@ -515,7 +530,8 @@ static void on_io(uv_poll_t *p, int status, int events) {
     if (s->closing) return sess_close(s);
     sess_flush(s); /* the events wanted, now that it may no longer stall */
   }
-  if (!s->closing && !s->stalled && !out_paused(s) && (events & UV_READABLE)) sess_read(s);
+  if (!s->closing && !s->stalled && !s->ring_more && !out_paused(s) && (events & UV_READABLE))
+    sess_read(s);
 }
 
 /* ---- life cycle ---- */

@@ -12,7 +12,9 @@
  *     at most: another client's requests are answered, and a broken head
  *     only sends the replies by the socket; the memfd cannot be shrunk;
  *   - a client that floods by its ring and never reads costs another
- *     client's tasks no more than one that floods by its socket.
+ *     client's tasks no more than one that floods by its socket;
+ *   - a client that keeps its ring from running dry does not keep the
+ *     loop from other connections.
  */
 #define _GNU_SOURCE
 #include <check.h>
@@ -20,6 +22,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -376,6 +379,117 @@ START_TEST(a_client_that_floods_by_its_ring) {
 }
 END_TEST
 
+/* ---- a ring that never runs dry ---- */
+
+enum { REPLAY_MS = 4000 };
+
+struct ring_replay {
+  struct rconn r;
+  uint64_t taken; /* bytes of records coopd took */
+};
+
+/* One record of frame f (len bytes) at pos of the up ring; its length. */
+static uint32_t put_at(struct ring_replay *f, uint32_t pos, const struct coop_wire_buf *b) {
+  uint32_t hdr[2] = {(uint32_t)b->len, f->r.sock_out};
+  memcpy(f->r.ring->up.data + pos, hdr, sizeof hdr);
+  memcpy(f->r.ring->up.data + pos + COOP_SRING_REC, b->p, b->len);
+  return (COOP_SRING_REC + (uint32_t)b->len + 7u) & ~7u;
+}
+
+/* Fills the up ring once with STATS records (a 16-byte frame: a record of
+ * 24) and 8 SUBSCRIBEs (20 bytes: 32), 65536 bytes in all, then, for
+ * REPLAY_MS, only moves its tail a whole ring ahead of coopd's head
+ * whenever coopd takes some: the same records read again and again, at no
+ * cost to the client, each lap about 2700 replies' work for coopd. The
+ * replies' ring is emptied by moving its head, its reader never sleeps (no
+ * RING_WAKE by the socket), the socket is read for replies that found
+ * that ring full, and a bell goes when coopd's reader sleeps (at most one
+ * a millisecond). */
+static void *ring_replay_main(void *arg) {
+  struct ring_replay *f = arg;
+  struct coop_sring_dir *up = &f->r.ring->up, *down = &f->r.ring->down;
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  struct coop_wire_buf stats, sub, bell;
+  coop_wire_buf_init(&stats);
+  coop_wire_buf_init(&sub);
+  coop_wire_buf_init(&bell);
+  coop_wire_encode(&stats, COOP_MSG_STATS, 1000, &m);
+  coop_wire_encode(&sub, COOP_MSG_SUBSCRIBE, 1001, &m);
+  coop_wire_encode(&bell, COOP_MSG_RING_BELL, 0, NULL);
+  uint32_t pos = 0;
+  for (int i = 0; i < 2728; i++) pos += put_at(f, pos, i % 341 == 340 ? &sub : &stats);
+  int tiled = pos == COOP_SRING_DATA; /* else the replay would read torn records */
+  atomic_store(&down->asleep, 0u);
+  int64_t end = now_ms() + REPLAY_MS, last_bell = 0;
+  uint32_t last = atomic_load(&up->head);
+  static uint8_t sink[1 << 16];
+  for (unsigned k = 0; tiled && now_ms() < end; k++) {
+    uint32_t h = atomic_load(&up->head);
+    f->taken += h - last;
+    last = h;
+    if (atomic_load_explicit(&up->tail, memory_order_relaxed) != h + COOP_SRING_DATA)
+      atomic_store(&up->tail, h + COOP_SRING_DATA);
+    uint32_t t = atomic_load(&down->tail);
+    if (atomic_load_explicit(&down->head, memory_order_relaxed) != t) atomic_store(&down->head, t);
+    if (k % 256 == 0)
+      while (recv(f->r.c.fd, sink, sizeof sink, MSG_DONTWAIT) > 0) continue;
+    if (atomic_load(&up->asleep) && now_ms() > last_bell) {
+      last_bell = now_ms();
+      if (send(f->r.c.fd, bell.p, bell.len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)bell.len)
+        f->r.sock_out++;
+    }
+  }
+  coop_wire_buf_free(&stats);
+  coop_wire_buf_free(&sub);
+  coop_wire_buf_free(&bell);
+  return NULL;
+}
+
+/* One client replays its ring's records for ever (ring_replay_main);
+ * another connects, says HELLO and asks STATS, again and again meanwhile.
+ * coopd read such a ring until it ran dry, which it did only when the
+ * client lost its core: its loop served no other connection, timer or
+ * device hand-back meanwhile. Now the loop takes SESS_RING_PER_TURN
+ * records a turn, then turns. */
+START_TEST(a_ring_that_never_runs_dry_leaves_the_loop_to_others) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  static struct ring_replay f;
+  memset(&f, 0, sizeof f);
+  ring_open(&f.r, &d);
+  int64_t t_end = now_ms() + REPLAY_MS;
+  pthread_t t;
+  ck_assert_int_eq(pthread_create(&t, NULL, ring_replay_main, &f), 0);
+  msleep(500);
+  int64_t worst = 0;
+  int rounds = 0;
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  while (now_ms() < t_end - 500) {
+    int64_t t0 = now_ms();
+    struct conn c;
+    open_hello(&c, &d);
+    uint32_t seq = send_msg(&c, COOP_MSG_STATS, &m, NULL, 0);
+    ck_assert_uint_eq(reply(&c, seq), COOP_MSG_STATS_REPLY);
+    conn_close(&c);
+    if (now_ms() - t0 > worst) worst = now_ms() - t0;
+    rounds++;
+    msleep(50);
+  }
+  pthread_join(t, NULL);
+  fprintf(stderr, "beside a ring read %llu times over: %d rounds, the worst %lld ms\n",
+          (unsigned long long)(f.taken / COOP_SRING_DATA), rounds, (long long)worst);
+  ck_assert_uint_gt(f.taken, 4 * COOP_SRING_DATA); /* coopd read the ring over and over */
+  /* alone about 55 rounds of a few milliseconds each */
+  ck_assert_msg(worst < 500 && rounds >= 20,
+                "connect, HELLO and STATS: %d rounds in 3 s beside the ring, the worst %lld ms",
+                rounds, (long long)worst);
+  ring_close(&f.r);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_ring_cases(Suite *s) {
   TCase *t = tcase_create("ring");
   tcase_set_timeout(t, 120);
@@ -384,5 +498,6 @@ void daemon_ring_cases(Suite *s) {
   tcase_add_test(t, an_unused_ring_carries_no_reply);
   tcase_add_test(t, a_broken_ring_costs_its_connection_only);
   tcase_add_test(t, a_client_that_floods_by_its_ring);
+  tcase_add_test(t, a_ring_that_never_runs_dry_leaves_the_loop_to_others);
   suite_add_tcase(s, t);
 }
