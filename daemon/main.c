@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "confreload.h"
@@ -405,6 +406,25 @@ static int run(struct daemon *dm) {
   return dm->exit_code;
 }
 
+/* Every connection, every descriptor a client passes (queued with its
+ * frame, then held by its job or buffer operation) and every device buffer
+ * operation's memfd is one of coopd's descriptors, and one user's [limits]
+ * allow thousands of them (docs/faults.md, "Resources a client can
+ * exhaust"). A coopd started from a shell had the shell's soft limit, 1024
+ * on Debian whatever the hard one (524288), so one user could leave none
+ * for the others' connections and jobs. The soft limit goes up to the hard
+ * one, as systemd advises programs that need many (coopd.service sets both
+ * with LimitNOFILE). */
+static void raise_nofile(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  unsigned long long was = (unsigned long long)rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+    log_info("descriptors: soft limit %llu raised to the hard limit, %llu", was,
+             (unsigned long long)rl.rlim_max);
+}
+
 int main(int argc, char **argv) {
   /* A device process (devproc.h): coopd runs itself for each device. */
   if (argc == 3 && !strcmp(argv[1], "--device-process")) return dp_child_main(atoi(argv[2]));
@@ -448,6 +468,7 @@ int main(int argc, char **argv) {
     return r ? 1 : 0;
   }
   signal(SIGPIPE, SIG_IGN);
+  raise_nofile();
   if (trace_open(err, sizeof err)) { /* before the device threads: they read the flag */
     fprintf(stderr, "coopd: %s\n", err);
     return 1;

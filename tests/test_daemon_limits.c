@@ -371,6 +371,34 @@ END_TEST
  * one, tell it why and close it: the client hears at once, coopd stays
  * idle, the log says it once. coopd's limit is lowered to what it holds
  * plus a few (prlimit), which those few connections then take. */
+/* Hardening: a coopd started from a shell kept the shell's soft limit of
+ * descriptors (1024 on Debian, the hard one 524288), while one user's
+ * [limits] let it hold thousands (connections, descriptors queued with
+ * frames, jobs' buffers): one user could leave none for the others. coopd
+ * now raises its soft limit to the hard one at start (here 256 -> the
+ * test's hard limit) and says so. */
+START_TEST(a_shells_descriptor_limit_is_raised) {
+  struct rlimit rl;
+  ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  ck_assert_uint_gt(rl.rlim_max, 256); /* else there is nothing to raise */
+  rlim_t hard = rl.rlim_max;
+  rl.rlim_cur = 256; /* this test's process and the coopd it starts */
+  ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+  char logp[] = "/tmp/coopd-nofile-XXXXXX.log";
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  const char *sets[] = {"log.level=info", NULL};
+  daemon_start_listening(&d, sets);
+  struct rlimit now;
+  ck_assert_int_eq(prlimit(d.pid, RLIMIT_NOFILE, NULL, &now), 0);
+  ck_assert_uint_eq(now.rlim_cur, hard);
+  ck_assert_uint_eq(now.rlim_max, hard);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  ck_assert_int_eq(log_count(logp, "descriptors: soft limit 256 raised to the hard limit"), 1);
+  unlink(logp);
+}
+END_TEST
+
 START_TEST(out_of_descriptors_sheds_connections) {
   char logp[] = "/tmp/coopd-emfile-XXXXXX.log";
   log_temp(logp);
@@ -798,6 +826,7 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, connections_per_uid_and_hello_deadline);
   tcase_add_test(t, crowded_out_users_still_get_in);
   tcase_add_test(t, out_of_descriptors_sheds_connections);
+  tcase_add_test(t, a_shells_descriptor_limit_is_raised);
   tcase_add_test(t, live_jobs_per_uid_across_connections);
   tcase_add_test(t, detached_results_are_kept_per_uid);
   tcase_add_test(t, detached_jobs_waited_for_are_capped);
