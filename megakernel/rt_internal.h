@@ -46,6 +46,10 @@ struct coop_rt {
   char msg[16384];
   char device_name[256];
   unsigned compute_units;
+  /* a bound the backend knows on the workgroups that can run at once (0:
+   * none): discovery closes once it has seen that many (runtime.c,
+   * discover) instead of waiting out its window */
+  unsigned co_resident_max;
   unsigned local_size, launch_groups, window_ms;
   unsigned max_registers; /* coop_rt_options.max_registers */
   int built, launched, exited;

@@ -254,7 +254,11 @@ int coop_rt_kernel_index(const coop_rt *rt, const char *name) {
 }
 
 /* Discovery, host half: close the poll once the count stopped growing for
- * the window (thesis 000 Sec. 3.6.4: CPU runtimes need this pause). */
+ * the window (thesis 000 Sec. 3.6.4: CPU runtimes need this pause), or at
+ * once when every workgroup launched, or as many as the backend knows can
+ * run at once (co_resident_max: PoCL's compute units), has arrived: every
+ * start of coopd on PoCL waited the whole window (200 ms), its tests
+ * hundreds of times. */
 /* Discovery's initial state, written before every launch: `groups`
  * launched, the poll open (device memory, zeroed but for this), nothing
  * seen or closed yet (mailbox). discover() then runs the host's side of the
@@ -279,7 +283,9 @@ static int discover(coop_rt *rt) {
       seen = n;
       changed = now;
     }
-    if (n >= mb->launched || atomic_load_explicit(&mb->sched_state, memory_order_acquire)) break;
+    if (n >= mb->launched || (rt->co_resident_max && n >= rt->co_resident_max) ||
+        atomic_load_explicit(&mb->sched_state, memory_order_acquire))
+      break;
     if (n > 0 && now - changed > (int64_t)rt->window_ms * 1000000) break;
     if (now > deadline) {
       coop__rt_msg(rt, "discovery: no workgroup started within 60 s");

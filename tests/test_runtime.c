@@ -203,6 +203,33 @@ START_TEST(discovery_finds_occupancy) {
 }
 END_TEST
 
+/* On PoCL no more workgroups run at once than compute units, and
+ * discovery closes when it has seen that many: every launch waited out
+ * the discovery window (200 ms by default; here 20 s, which the launch
+ * must not wait) after the last of them arrived. */
+START_TEST(discovery_closes_at_the_compute_units) {
+  if (getenv("COOP_BACKEND") && strcmp(getenv("COOP_BACKEND"), "opencl"))
+    return; /* CUDA: its bound */
+  coop_rt *rt;
+  struct coop_rt_options o;
+  coop_rt_options_init(&o);
+  o.local_size = 16;
+  o.discovery_window_ms = 20000;
+  int r = coop_rt_open(&rt, &o);
+  ck_assert_msg(r == 0, "open: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  ck_assert_int_ge(coop_rt_add_kernel(rt, "ids", 0, k_ids), 0);
+  int64_t t0 = coop__now_ns();
+  r = coop_rt_launch(rt);
+  double s = (double)(coop__now_ns() - t0) / 1e9;
+  ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(rt));
+  fprintf(stderr, "launch with a 20 s window: %.2f s, %u participants of %u launched\n", s,
+          coop_rt_participants(rt), coop_rt_launched_groups(rt));
+  ck_assert_uint_eq(coop_rt_participants(rt), coop_rt_compute_units(rt));
+  ck_assert_msg(s < 10.0, "the launch waited %.1f s: the window, not the compute units", s);
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 START_TEST(noncooperative_ids) {
   struct fx f;
   fx_open(&f);
@@ -2885,6 +2912,7 @@ static Suite *suite(void) {
   TCase *d = tcase_create("discovery");
   tcase_set_timeout(d, 300);
   tcase_add_test(d, discovery_finds_occupancy);
+  tcase_add_test(d, discovery_closes_at_the_compute_units);
   tcase_add_test(d, refuses_without_svm);
   tcase_add_test(d, build_error_reported);
   tcase_add_test(d, missing_definition_reported);

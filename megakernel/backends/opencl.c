@@ -102,6 +102,16 @@ static int cl_open(struct coop_rt *rt, const struct coop_rt_options *o) {
   cl_uint cu = 0;
   CL_CHECK(rt, clGetDeviceInfo(b->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL));
   rt->compute_units = cu;
+  /* PoCL's CPU drivers run each workgroup to its end on one thread of a
+   * compute unit: at most cu run at once (test_runtime.c,
+   * discovery_finds_occupancy), so discovery need not wait out its window
+   * once it has seen cu. Other OpenCL devices keep the window. */
+  cl_device_type type = 0;
+  char pname[256] = "";
+  if (clGetDeviceInfo(b->device, CL_DEVICE_TYPE, sizeof type, &type, NULL) == CL_SUCCESS &&
+      clGetPlatformInfo(b->platform, CL_PLATFORM_NAME, sizeof pname, pname, NULL) == CL_SUCCESS &&
+      (type & CL_DEVICE_TYPE_CPU) && strstr(pname, "Portable Computing Language"))
+    rt->co_resident_max = cu;
   cl_int e;
   b->ctx = clCreateContext(NULL, 1, &b->device, NULL, NULL, &e);
   CL_CHECK(rt, e);
