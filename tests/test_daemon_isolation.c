@@ -1327,6 +1327,107 @@ START_TEST(a_users_tasks_take_at_most_their_share_beside_another_users_kernel) {
 }
 END_TEST
 
+/* Hardening, deadlines: nobody runs a periodic render on every worker
+ * whose instances take longer than its period (about 4 ms each, every
+ * 1 ms). Each instance went to the megakernel due at its release plus the
+ * period while up to 8 of them waited there, and a task without a
+ * deadline (root's render on one workgroup) never reached the queue's
+ * head: root's renders waited seconds and failed EHUNG once
+ * gather_budget_ms passed, and their cancellation, which the scheduler
+ * takes only at the head, was then called a hang: the device restarted
+ * (nobody's job lost with it) and root's jobs were held back. Now only an
+ * instance released while none of its job's is in flight carries a
+ * deadline, and a task still queued is not called hung while other tasks
+ * end. */
+START_TEST(a_periodic_job_behind_its_period_starves_no_one) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"jobs.gather_budget_ms=3000", "jobs.hang_ms=1000", NULL};
+  struct daemon_proc d = {0};
+  struct conn c;
+  uint32_t w = open_to_nobody(&d, sets, &c);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.args[4].bits = 8;
+  uint64_t probe = submit(&c, &m, NULL, 0);
+  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double per = (double)c.m.result.t.exec_ns / 8.0;
+  double reps = 4e6 / (per > 1.0 ? per : 1.0); /* about 4 ms an instance */
+  m.submit.args[4].bits = reps < 8 ? 8u : reps > 1000000 ? 1000000u : (uint32_t)reps;
+  m.submit.period_us = 1000;
+  m.submit.count = 60000;
+  uint64_t theirs;
+  pid_t kid = nobody_submit(&d, &m, &theirs);
+  wait_running(&c, theirs);
+  int64_t worst = 0;
+  for (int k = 0; k < 5; k++) {
+    union coop_msg r;
+    render_init(&r, 1);
+    int64_t t0 = now_ms();
+    uint64_t job = submit(&c, &r, NULL, 0);
+    ck_assert_uint_ne(job, 0);
+    ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's render %d beside the periodic job: %s",
+                  k, c.m.result.message);
+    if (now_ms() - t0 > worst) worst = now_ms() - t0;
+  }
+  fprintf(stderr, "root's renders beside a periodic job behind its period: the worst %lld ms\n",
+          (long long)worst);
+  ck_assert_msg(worst < 1500, "a render of root's took %lld ms", (long long)worst);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_RUNNING); /* no restart took it */
+  stop_nobody(kid);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* Hardening, the watchdog: nobody runs an endless render on every worker
+ * and queues a second; root's render waits behind that one in the
+ * megakernel's queue, and root cancels it. The scheduler takes a
+ * cancellation at the queue's head, so the task stayed queued, and
+ * hang_ms (here 500 ms) later the watchdog called it hung: the device
+ * restarted, nobody's running render was lost, and root was held back for
+ * a restart it did not cause. Now a cancelled task still queued is never
+ * called hung: 1.5 s on, nobody's render runs and root's waits; once
+ * nobody's second fails its gather (gather_budget_ms, 2 s) root's reaches
+ * the head and ends CANCELLED. */
+START_TEST(a_cancelled_task_still_queued_is_not_called_hung) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"jobs.hang_ms=500", "jobs.task_max_ms=60000", "jobs.gather_budget_ms=2000",
+                        NULL};
+  struct daemon_proc d = {0};
+  struct conn c;
+  uint32_t w = open_to_nobody(&d, sets, &c);
+  union coop_msg m;
+  render_init(&m, w);
+  m.submit.args[4].bits = 0xffffffffu; /* until its connection closes */
+  uint64_t theirs, second;
+  pid_t kid = nobody_submit(&d, &m, &theirs);
+  wait_running(&c, theirs);
+  render_init(&m, w);
+  pid_t kid2 = nobody_submit(&d, &m, &second);
+  msleep(100); /* at the queue's head, waiting for every worker */
+  union coop_msg r;
+  render_init(&r, 1);
+  uint64_t job = submit(&c, &r, NULL, 0);
+  ck_assert_uint_ne(job, 0);
+  msleep(100); /* queued behind nobody's second */
+  ck_assert_msg(wait_job(&c, job, 0) != COOP_MSG_RESULT, "root's render did not wait");
+  cancel_ok(&c, job);
+  msleep(1500);
+  ck_assert_msg(wait_job(&c, job, 0) != COOP_MSG_RESULT, "root's cancelled render ended %s: %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_RUNNING); /* no restart took it */
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_CANCELLED, "root's cancelled render ended %s: %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_RUNNING);
+  stop_nobody(kid2);
+  stop_nobody(kid);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Hardening: a user's holds ahead count toward its share. The scheduler
  * gathers a periodic task's workers ahead of each instance (docs/
  * scheduler.md, "Gathering ahead"): it keeps them free from COOP_RT_AHEAD_NS
@@ -1412,6 +1513,8 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, a_flood_of_tasks_queues_no_other_user_behind_it);
   tcase_add_test(t, a_users_tasks_take_at_most_their_share_beside_another_users_kernel);
   tcase_add_test(t, a_users_holds_ahead_count_toward_its_share);
+  tcase_add_test(t, a_periodic_job_behind_its_period_starves_no_one);
+  tcase_add_test(t, a_cancelled_task_still_queued_is_not_called_hung);
   suite_add_tcase(s, t);
   t = tcase_create("cancel");
   tcase_set_timeout(t, 120);

@@ -150,13 +150,29 @@ static void task_overran(struct dev *d, struct run *r, unsigned slot, int64_t ra
   atomic_store(&j->cancel, 1);
 }
 
+/* 1 if some task of r in flight has left the megakernel's queue (or its
+ * state cannot be read). One still queued cannot hang, whatever holds the
+ * workers meanwhile (their own runs have their bounds: task_max_ms, their
+ * cancellation): the scheduler ends it CANCELLED when it reaches the
+ * head. */
+static int dequeued(struct dev *d, const struct run *r) {
+  for (unsigned i = 0; i < r->ninflight; i++) {
+    struct coop_rt_task_info ti;
+    if (dp_task_info(d->rt, r->task[i], &ti) != 0 || ti.state != COOP_TASK_PENDING) return 1;
+  }
+  return 0;
+}
+
 /* The watchdog's look at one run. */
 void dev__watch_run(struct dev *d, struct run *r, int64_t now) {
   struct job *j = r->j;
   if (atomic_load(&j->cancel)) {
     if (!r->cancel_seen) r->cancel_seen = now;
+    /* a task cancelled while queued (its gather's timeout, another user's
+     * tasks ahead of it) was declared hung: the device restarted, every
+     * job on it lost, its user held back */
     if (d->cfg->hang_ms && r->ninflight &&
-        now - r->cancel_seen > (int64_t)d->cfg->hang_ms * 1000000)
+        now - r->cancel_seen > (int64_t)d->cfg->hang_ms * 1000000 && dequeued(d, r))
       declare_hung(d, r, now);
     return;
   }
