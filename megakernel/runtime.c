@@ -253,12 +253,6 @@ int coop_rt_kernel_index(const coop_rt *rt, const char *name) {
   return COOP_ENOKERNEL;
 }
 
-/* Discovery, host half: close the poll once the count stopped growing for
- * the window (thesis 000 Sec. 3.6.4: CPU runtimes need this pause), or at
- * once when every workgroup launched, or as many as the backend knows can
- * run at once (co_resident_max: PoCL's compute units), has arrived: every
- * start of coopd on PoCL waited the whole window (200 ms), its tests
- * hundreds of times. */
 /* Discovery's initial state, written before every launch: `groups`
  * launched, the poll open (device memory, zeroed but for this), nothing
  * seen or closed yet (mailbox). discover() then runs the host's side of the
@@ -272,6 +266,12 @@ static int discovery_open(coop_rt *rt, unsigned groups) {
   return rt->ops->write_dev(rt, offsetof(struct coop_dev, disc_open), &open, sizeof open);
 }
 
+/* Discovery, host half: close the poll once the count stopped growing for
+ * the window (thesis 000 Sec. 3.6.4: CPU runtimes need this pause), or at
+ * once when every workgroup launched, or as many as the backend knows can
+ * run at once (co_resident_max: PoCL's compute units), has arrived: every
+ * start of coopd on PoCL waited the whole window (200 ms), its tests
+ * hundreds of times. */
 static int discover(coop_rt *rt) {
   struct coop_mailbox *mb = rt->mb;
   uint32_t seen = 0;
