@@ -15,16 +15,19 @@ static void on_idle(uv_idle_t *h) {
   /* Stopping: the flag cleared first, then one more look, so that work a
    * device thread announced while it still read the flag set is taken
    * now; later work wakes the loop by uv_async (dev__announce). The look
-   * may call loopspin_for, which sets the flag again: if its window is
-   * still open the spin goes on; if it is over already (a short spin
-   * asked by a look that took longer, as under a sanitizer), the flag is
-   * cleared and looked behind again. The handle never stops with the flag
-   * set: a device thread that read it would announce to a loop asleep in
-   * epoll_wait, and its work would wait for an unrelated wake. */
+   * may call loopspin_for, which sets the flag again: the spin then goes
+   * on (below). The handle never stops with the flag set: a device thread
+   * that read it would announce to a loop asleep in epoll_wait, and its
+   * work would wait for an unrelated wake. */
   for (;;) {
     atomic_store(&ls->spinning, 0);
+    int64_t until = ls->until;
     if (ls->turn) ls->turn(ls->turn_arg);
-    if (ls->ready && coop__now_ns() < ls->until) { /* that look asked for more */
+    /* that look asked for more: the spin goes on, and the loop takes a
+     * turn first, even if what it asked has passed already (a ring's
+     * records left for the next turn, sess_ring_input: looking again here
+     * at once kept the loop from its other handles while they came) */
+    if (ls->ready && (coop__now_ns() < ls->until || ls->until != until)) {
       atomic_store(&ls->spinning, 1);
       return;
     }

@@ -433,7 +433,7 @@ static int sess_ring_input(struct session *s, int *left) {
       s->stalled = 1;
       return 0;
     }
-    if (*left <= 0) {
+    if (*left <= 0 && s->dm->spin.ready) { /* without a spin, nothing would come back */
       s->ring_more = 1;
       loopspin_for(&s->dm->spin, SESS_RING_MORE_NS);
       return 0;

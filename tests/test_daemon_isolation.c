@@ -1335,10 +1335,9 @@ END_TEST
  * head: root's renders waited seconds and failed EHUNG once
  * gather_budget_ms passed, and their cancellation, which the scheduler
  * takes only at the head, was then called a hang: the device restarted
- * (nobody's job lost with it) and root's jobs were held back. Now only an
- * instance released while none of its job's is in flight carries a
- * deadline, and a task still queued is not called hung while other tasks
- * end. */
+ * (nobody's job lost with it) and root's jobs were held back. Now an
+ * instance released a period or more after its place carries no
+ * deadline, and a task still queued is not called hung. */
 START_TEST(a_periodic_job_behind_its_period_starves_no_one) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   const char *sets[] = {"jobs.gather_budget_ms=3000", "jobs.hang_ms=1000", NULL};
@@ -1386,8 +1385,9 @@ END_TEST
  * cancellation at the queue's head, so the task stayed queued, and
  * hang_ms (here 500 ms) later the watchdog called it hung: the device
  * restarted, nobody's running render was lost, and root was held back for
- * a restart it did not cause. Now a cancelled task still queued is never
- * called hung: 1.5 s on, nobody's render runs and root's waits; once
+ * a restart it did not cause. Now a cancelled task still queued is not
+ * called hung before 2 hang_ms + gather_budget_ms (3 s here) have passed:
+ * 1.5 s on, nobody's render runs and root's waits; once
  * nobody's second fails its gather (gather_budget_ms, 2 s) root's reaches
  * the head and ends CANCELLED. */
 START_TEST(a_cancelled_task_still_queued_is_not_called_hung) {

@@ -148,16 +148,18 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   r->cap_told = r->cap;
   /* due: its deadline after release, else (periodic) its next release,
    * no sooner than [jobs] min_deadline_us (the floor a deadline asked for
-   * is held to: a period of 1 us was a deadline of 1 us). An instance
-   * released while the job's earlier ones are still in flight has none:
-   * a job whose instances take longer than its period kept
-   * DEV_MAX_INFLIGHT of them queued, each due before any task without a
-   * deadline, which then never reached the queue's head (another user's
-   * render waited seconds, then failed EHUNG; docs/scheduler.md, Sec.
-   * 5). Behind, it runs in turn with those tasks. */
+   * is held to: a period of 1 us was a deadline of 1 us). A periodic
+   * instance released a period or more after its place (its job behind,
+   * catching up) has none: a job whose instances took longer than its
+   * period kept DEV_MAX_INFLIGHT of them queued, each due before any task
+   * without a deadline, which then never reached the queue's head
+   * (another user's render waited seconds, then failed EHUNG;
+   * docs/scheduler.md, Sec. 5). Behind, it runs in turn with those tasks. */
   uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
   if (due_us && due_us < d->cfg->min_deadline_us) due_us = d->cfg->min_deadline_us;
-  if (due_us && r->ninflight == 0) td.deadline_ns = coop__now_ns() + (int64_t)due_us * 1000;
+  int64_t now = coop__now_ns(), period_ns = (int64_t)j->period_us * 1000;
+  int behind = dev__periodic(j) && now - (r->t0 + (int64_t)r->released * period_ns) >= period_ns;
+  if (due_us && !behind) td.deadline_ns = now + (int64_t)due_us * 1000;
   td.next_ns = dev__periodic(j) ? next_instance_ns(r) : j->next_ns; /* a frame loop's */
   coop_task_id id;
   int64_t wait_ns = submit_wait_ns(d, r, wake);

@@ -150,15 +150,23 @@ static void task_overran(struct dev *d, struct run *r, unsigned slot, int64_t ra
   atomic_store(&j->cancel, 1);
 }
 
-/* 1 if some task of r in flight has left the megakernel's queue (or its
- * state cannot be read). One still queued cannot hang, whatever holds the
- * workers meanwhile (their own runs have their bounds: task_max_ms, their
- * cancellation): the scheduler ends it CANCELLED when it reaches the
- * head. */
-static int dequeued(struct dev *d, const struct run *r) {
+/* Whether r, cancelled at r->cancel_seen, may be hung by now: one of its
+ * tasks in flight runs (or its state cannot be read), hang_ms after the
+ * cancellation. A task still queued in the megakernel cannot hang: the
+ * scheduler ends it CANCELLED when it reaches the head, and a head that
+ * cannot gather fails its gather_budget_ms. Such a run is called hung
+ * only past that (2 hang_ms + gather_budget_ms): then the megakernel
+ * itself no longer serves its queue. One that ended since the poll is
+ * not hung (the next poll records it). */
+static int may_be_hung(struct dev *d, const struct run *r, int64_t now) {
+  int64_t hang = (int64_t)d->cfg->hang_ms * 1000000, since = now - r->cancel_seen;
+  if (!d->cfg->hang_ms || !r->ninflight || since <= hang) return 0;
+  if (since > 2 * hang + (int64_t)d->cfg->gather_budget_ms * 1000000) return 1;
   for (unsigned i = 0; i < r->ninflight; i++) {
     struct coop_rt_task_info ti;
-    if (dp_task_info(d->rt, r->task[i], &ti) != 0 || ti.state != COOP_TASK_PENDING) return 1;
+    if (dp_task_info(d->rt, r->task[i], &ti) != 0 || ti.state == COOP_TASK_RUNNING ||
+        ti.state == COOP_TASK_SUSPENDED)
+      return 1;
   }
   return 0;
 }
@@ -169,11 +177,9 @@ void dev__watch_run(struct dev *d, struct run *r, int64_t now) {
   if (atomic_load(&j->cancel)) {
     if (!r->cancel_seen) r->cancel_seen = now;
     /* a task cancelled while queued (its gather's timeout, another user's
-     * tasks ahead of it) was declared hung: the device restarted, every
-     * job on it lost, its user held back */
-    if (d->cfg->hang_ms && r->ninflight &&
-        now - r->cancel_seen > (int64_t)d->cfg->hang_ms * 1000000 && dequeued(d, r))
-      declare_hung(d, r, now);
+     * tasks ahead of it) was declared hung hang_ms later: the device
+     * restarted, every job on it lost, its user held back */
+    if (may_be_hung(d, r, now)) declare_hung(d, r, now);
     return;
   }
   if (d->cfg->task_max_ms && !(j->flags & COOP_SUBMIT_COOPERATIVE))
