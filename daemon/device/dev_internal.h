@@ -672,6 +672,10 @@ unsigned dev__coop_share(const struct dev *d);
  * its user running [jobs] tasks_per_uid such jobs here already (or others
  * waiting before it), 0 to start it now. */
 int dev__turn_waits(struct dev *d, struct job *j);
+/* Whether run r may put one more instance in flight beside the ones it
+ * has: a periodic job's instances together hold at most DEV_TURN_DEPTH
+ * times the workers in workgroups, as a user's jobs do (dev_turns.c). */
+int dev__turn_room(const struct dev *d, const struct run *r);
 /* dev_room.c. dev__stage_in's answer for a job that waits for room. */
 #define DEV_ROOM_WAIT 1
 /* Whether j, about to be staged, is held back: another user's job waits

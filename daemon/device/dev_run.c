@@ -713,7 +713,8 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     return 0;
   }
   int held = 0; /* its user's tasks past their share (dev_turns.c): *wake set for it */
-  while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT) {
+  while (!releases_done(r) && now >= r->next_release && r->ninflight < DEV_MAX_INFLIGHT &&
+         dev__turn_room(d, r)) {
     /* a cooperative job's start held while a task of higher priority has
      * its workers or is due (dev_prio.c): taken before, it filled its
      * buffers meanwhile; the task's end or the window's passes again */

@@ -77,6 +77,16 @@ static void publish(const struct dev *d, struct job *j, unsigned ahead, const st
   atomic_store(&j->slot_ahead, ahead + 1);
 }
 
+/* A job behind its period released up to DEV_MAX_INFLIGHT instances of
+ * every worker, all queued in the megakernel ahead of another user's task
+ * (counted once, as one job, above): eight whole-device tasks ahead where
+ * the turns allow two. */
+int dev__turn_room(const struct dev *d, const struct run *r) {
+  uint64_t depth = (uint64_t)DEV_TURN_DEPTH * atomic_load(&d->workers);
+  return r->ninflight == 0 || dev__is_coop(r->j) || !depth || !d->cfg->tasks_per_uid ||
+         (uint64_t)(r->ninflight + 1) * r->j->groups <= depth;
+}
+
 int dev__turn_waits(struct dev *d, struct job *j) {
   unsigned limit = d->cfg->tasks_per_uid;
   if (!limit || dev__is_coop(j)) return 0;
