@@ -699,6 +699,23 @@ START_TEST(ehung_names_no_other_users_job) {
 }
 END_TEST
 
+/* m, a render whose reps are its argument 4, set to about ns a run: the
+ * fastest of `probes` runs of `probe` reps alone gives a rep's time, and
+ * the reps then stay within probe..max. */
+static void render_reps_for(struct conn *c, union coop_msg *m, uint32_t probe, int probes,
+                            double ns, uint32_t max) {
+  m->submit.args[4].bits = probe;
+  double per = 0;
+  for (int k = 0; k < probes; k++) {
+    uint64_t job = submit(c, m, NULL, 0);
+    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    double p = (double)c->m.result.t.exec_ns / probe;
+    if (k == 0 || p < per) per = p;
+  }
+  double want = ns / (per > 1.0 ? per : 1.0);
+  m->submit.args[4].bits = want < probe ? probe : want > max ? max : (uint32_t)want;
+}
+
 /* Hardening, turns: root submits 24 renders on every worker; nobody then
  * submits one. The megakernel serves its queue in order, so nobody's
  * render waited for all 24 of root's (a 20 ms render waited 0.9 s behind
@@ -715,13 +732,8 @@ START_TEST(a_flood_of_tasks_queues_no_other_user_behind_it) {
   struct conn c;
   uint32_t w = open_to_nobody(&d, NULL, &c);
   union coop_msg m;
-  render_init(&m, w); /* reps for about 20 ms a render, from one of 4 */
-  m.submit.args[4].bits = 4;
-  uint64_t probe = submit(&c, &m, NULL, 0);
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double per = (double)c.m.result.t.exec_ns / 4.0;
-  double want = 20e6 / (per > 1.0 ? per : 1.0);
-  m.submit.args[4].bits = want < 4 ? 4u : want > 100000 ? 100000u : (uint32_t)want;
+  render_init(&m, w);
+  render_reps_for(&c, &m, 4, 1, 20e6, 100000); /* about 20 ms a render */
   enum { N = 24 };
   uint64_t flood[N];
   for (int i = 0; i < N; i++) {
@@ -1248,20 +1260,11 @@ START_TEST(a_users_tasks_take_at_most_their_share_beside_another_users_kernel) {
   ck_assert_uint_ge(w, 2);
   union coop_msg m;
   render_init(&m, w - 1); /* the sweep keeps its workgroup 0 */
-  m.submit.args[4].bits = 4;
-  /* the faster of two probes, alone (nothing held yet): a render just
-   * after the launch can run four times slower on PoCL, and renders a
-   * quarter as long ended within the burst (a rep 42 us in the probe, 19
-   * in the flood) */
-  double per = 0;
-  for (int k = 0; k < 2; k++) {
-    uint64_t probe = submit(&c, &m, NULL, 0);
-    ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    double p = (double)c.m.result.t.exec_ns / 4.0;
-    if (k == 0 || p < per) per = p;
-  }
-  double want = 20e6 / (per > 1.0 ? per : 1.0); /* about 20 ms a render */
-  m.submit.args[4].bits = want < 4 ? 4u : want > 100000 ? 100000u : (uint32_t)want;
+  /* about 20 ms a render, from the faster of two probes, alone (nothing
+   * held yet): a render just after the launch can run four times slower
+   * on PoCL, and renders a quarter as long ended within the burst (a rep
+   * 42 us in the probe, 19 in the flood) */
+  render_reps_for(&c, &m, 4, 2, 20e6, 100000);
   uint64_t theirs;
   pid_t kid = nobody_sweep(&d, 100000000u, &theirs);
   wait_running(&c, theirs); /* root's renders before it would run unbounded */
@@ -1346,12 +1349,7 @@ START_TEST(a_periodic_job_behind_its_period_starves_no_one) {
   uint32_t w = open_to_nobody(&d, sets, &c);
   union coop_msg m;
   render_init(&m, w);
-  m.submit.args[4].bits = 8;
-  uint64_t probe = submit(&c, &m, NULL, 0);
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double per = (double)c.m.result.t.exec_ns / 8.0;
-  double reps = 4e6 / (per > 1.0 ? per : 1.0); /* about 4 ms an instance */
-  m.submit.args[4].bits = reps < 8 ? 8u : reps > 1000000 ? 1000000u : (uint32_t)reps;
+  render_reps_for(&c, &m, 8, 1, 4e6, 1000000); /* about 4 ms an instance */
   m.submit.period_us = 1000;
   m.submit.count = 60000;
   uint64_t theirs;
@@ -1394,16 +1392,11 @@ START_TEST(a_periodic_job_behind_its_period_keeps_two_ahead) {
   uint32_t w = open_to_nobody(&d, NULL, &c);
   union coop_msg m;
   render_init(&m, w);
-  m.submit.args[4].bits = 64;
-  uint64_t probe = submit(&c, &m, NULL, 0);
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double per = (double)c.m.result.t.exec_ns / 64.0;
-  double reps = 20e6 / (per > 1.0 ? per : 1.0);
-  m.submit.args[4].bits = reps < 64 ? 64u : reps > 10000000 ? 10000000u : (uint32_t)reps;
+  render_reps_for(&c, &m, 64, 1, 20e6, 10000000); /* about 20 ms an instance */
   int64_t t0, e = 0; /* an instance, as a client sees it: the slower of two */
   for (int k = 0; k < 2; k++) {
     t0 = now_ms();
-    probe = submit(&c, &m, NULL, 0);
+    uint64_t probe = submit(&c, &m, NULL, 0);
     ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     if (now_ms() - t0 > e) e = now_ms() - t0;
   }
