@@ -45,13 +45,19 @@ static struct turn_count use_of(const struct dev *d, uint32_t uid) {
   return c;
 }
 
+/* The workgroups a user's non-cooperative work may hold on d (0: the
+ * workers are not known yet, no bound). */
+static uint64_t turn_depth(const struct dev *d) {
+  return (uint64_t)DEV_TURN_DEPTH * atomic_load(&d->workers);
+}
+
 /* Whether a user's next job of `groups` may start beside the `running`
  * ones holding `held` workgroups: within [jobs] tasks_per_uid (limit; 0:
  * no bound) and DEV_TURN_DEPTH times the device's workers. */
 static int turn_free(const struct dev *d, unsigned limit, unsigned running, uint64_t held,
                      unsigned groups) {
   if (!limit) return 1;
-  uint64_t depth = (uint64_t)DEV_TURN_DEPTH * atomic_load(&d->workers);
+  uint64_t depth = turn_depth(d);
   return running < limit && (!running || !depth || held + groups <= depth);
 }
 
@@ -82,7 +88,7 @@ static void publish(const struct dev *d, struct job *j, unsigned ahead, const st
  * (counted once, as one job, above): eight whole-device tasks ahead where
  * the turns allow two. */
 int dev__turn_room(const struct dev *d, const struct run *r) {
-  uint64_t depth = (uint64_t)DEV_TURN_DEPTH * atomic_load(&d->workers);
+  uint64_t depth = turn_depth(d);
   return r->ninflight == 0 || dev__is_coop(r->j) || !depth || !d->cfg->tasks_per_uid ||
          (uint64_t)(r->ninflight + 1) * r->j->groups <= depth;
 }
