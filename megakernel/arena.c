@@ -176,15 +176,17 @@ static int guards_ok(const struct coop_rt *rt, const struct coop__arena_block *b
  * (occupancy.c); zeroing a 500 MB buffer so while bfs was staged through
  * coopd lost the device process (H200), where the copy engine's zeros did
  * not. */
+static const uint8_t zeros_mib[1u << 20];
+
 static void arena_zero(struct coop_rt *rt, uint8_t *p, const struct coop__arena_block *b) {
-  static const uint8_t zeros[1u << 20];
   size_t len = b->len;
   if (by_host(rt, b)) {
     memset(p, 0, len);
     return;
   }
-  for (size_t at = 0; at < len; at += sizeof zeros)
-    rt->ops->copy_arena(rt, p + at, zeros, len - at < sizeof zeros ? len - at : sizeof zeros, 1);
+  for (size_t at = 0; at < len; at += sizeof zeros_mib)
+    rt->ops->copy_arena(rt, p + at, zeros_mib,
+                        len - at < sizeof zeros_mib ? len - at : sizeof zeros_mib, 1);
 }
 
 /* A new block's memory: its guards filled, and zeroed (`zero`), or only
@@ -659,6 +661,21 @@ int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to
     return 0;
   }
   return rt->ops->copy_arena(rt, dst, src, n, to_arena);
+}
+
+int coop_rt_arena_zero(coop_rt *rt, void *dst, size_t n) {
+  if (!rt || !rt->arena) return COOP_EINVAL;
+  if (!coop__arena_has(rt, dst, n)) return COOP_EINVAL;
+  if (coop_rt_arena_direct(rt)) {
+    memset(dst, 0, n);
+    return 0;
+  }
+  for (size_t at = 0; at < n; at += sizeof zeros_mib) {
+    int e = coop_rt_arena_copy(rt, (uint8_t *)dst + at, zeros_mib,
+                               n - at < sizeof zeros_mib ? n - at : sizeof zeros_mib, 1);
+    if (e) return e;
+  }
+  return 0;
 }
 
 int coop_rt_copy_warm(coop_rt *rt) { return coop_rt_copy_warm_from(rt, NULL, 0); }

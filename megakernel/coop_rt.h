@@ -272,6 +272,11 @@ void *coop_rt_buf_host(coop_rt *rt, uint64_t arg);
  * memory, as PoCL's). */
 int coop_rt_arena_copy(coop_rt *rt, void *dst, const void *src, size_t n, int to_arena);
 int coop_rt_arena_direct(const coop_rt *rt);
+/* n bytes of a buffer's memory at dst zeroed while the megakernel runs, as
+ * coop_rt_arena_copy would write them from host zeros (by the copy engine
+ * where it moves the arena's bytes: a memset is a kernel, arena.c). 0, or
+ * COOP_EINVAL when dst is not in the arena, or a coop code. */
+int coop_rt_arena_zero(coop_rt *rt, void *dst, size_t n);
 /* A few bytes moved by the copy engine, as coop_rt_arena_copy moves a
  * buffer's, so that a copy that follows within a few hundred microseconds
  * does not pay the path's wake-up after an idle spell (a frame's input,

@@ -1858,6 +1858,50 @@ START_TEST(a_large_create_with_contents_goes_in_slices) {
 }
 END_TEST
 
+/* The same without contents: a create of zeros was zeroed in one request
+ * (the arena's memory set, or on CUDA the device zone's), and another
+ * user's render waited for all of it. Now it is made first and zeroed in
+ * slices, as a write of zeros; it reads back zeros. */
+START_TEST(a_large_create_of_zeros_goes_in_slices) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d = {0};
+  const char *sets[] = {"limits.max_buffer_percent_per_uid=100", NULL}; /* 75% of it */
+  bufs_start(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  const size_t size = LARGE(192u << 20);
+  /* the arena's pages written first, as a user's earlier buffer left them */
+  uint64_t old = buf_create_raw(&c, size);
+  uint32_t mark[4] = {0x5ec00021u, 0x5ec00022u, 0x5ec00023u, 0x5ec00024u};
+  int fd = marked_memfd(size, mark, sizeof mark);
+  buf_write_raw(&c, old, size, fd);
+  ok_at(&c, "the write");
+  static union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_free = (struct coop_msg_buf_free){.buffer = old};
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_FREE, &m, NULL, 0)), COOP_MSG_OK);
+  memset(&m, 0, sizeof m);
+  m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
+  send_msg(&c, COOP_MSG_BUF_CREATE, &m, NULL, 0);
+  int rfd;
+  pid_t kid = nobody_renders(&d, &rfd);
+  ck_assert_int_eq(read_frame(&c), 1);
+  ck_assert_msg(c.h.type == COOP_MSG_BUFFER, "the create: %s",
+                c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not BUFFER");
+  int64_t created = coop__now_ns();
+  uint64_t id = c.m.buffer.buffer;
+  int64_t rendered = nobody_rendered(kid, rfd);
+  ck_assert_msg(rendered < created, "nobody's render ended %.1f ms after root's create",
+                (double)(rendered - created) / 1e6);
+  static const uint32_t zeros[4];
+  reads_back(&c, id, 0, zeros, sizeof zeros); /* where the old buffer's marks were */
+  reads_back(&c, id, size - sizeof zeros, zeros, sizeof zeros);
+  close(fd);
+  conn_close(&c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* ---- threads that share one connection ---- */
 
 struct sharer {
@@ -1965,6 +2009,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, buffer_operations_take_turns_with_other_users_jobs);
   tcase_add_test(tc, a_large_write_goes_in_slices_between_other_users_jobs);
   tcase_add_test(tc, a_large_create_with_contents_goes_in_slices);
+  tcase_add_test(tc, a_large_create_of_zeros_goes_in_slices);
   tcase_add_test(tc, one_users_buffers_leave_room_for_others);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);

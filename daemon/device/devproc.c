@@ -666,6 +666,7 @@ static unsigned pack_fds(const struct dp_buf *b, unsigned n, struct dp_bufs *q, 
       q->b[i].fd = DP_FD_SHARE;
       q->b[i].at = b[i].share;
     }
+    if (b[i].zero) q->b[i].fd = DP_FD_ZERO;
     if (b[i].fd < 0 || b[i].share) continue;
     unsigned k = 0;
     while (k < nfds && fds[k] != b[i].fd) k++;

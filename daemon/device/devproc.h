@@ -103,6 +103,7 @@ struct dp_buf {
   uint64_t share; /* not 0: the bytes are at this address of a share of that process
                    * (dp_share, dp_share_open), not in fd */
   uint32_t owner; /* uid + 1 of the client whose descriptor fd is, 0: coopd's (xmap.h) */
+  int zero;       /* dp_copy into the buffer: zeros, no descriptor (fd -1) */
   /* dp_copy: fd's file (st_ino, st_dev), when the caller knows it (ino not
    * 0); else dp_copy looks (fstat) and fills them in */
   uint64_t ino, devno;

@@ -448,10 +448,9 @@ static uint8_t *file_range(uint64_t dev, uint64_t ino, const struct dp_buf_entry
 
 /* DP_WRITE and DP_READ: one range of a device buffer from or to a
  * descriptor, or a file mapped here named by its identity (q->a, q->b:
- * DP_FD_PINNED); the range is checked against the buffer here, where the
- * arena is, whatever the front believed. *mapped: the copy went through
- * the file's mapping (0 with DP_FD_PINNED: it is not mapped, and nothing
- * was copied). */
+ * DP_FD_PINNED), or zeros (DP_WRITE with DP_FD_ZERO); the range is checked against the buffer here,
+ * where the arena is, whatever the front believed. *mapped: the copy went through the file's
+ * mapping (0 with DP_FD_PINNED: it is not mapped, and nothing was copied). */
 static int do_copy(coop_rt *rt, const struct dp_req *q, const int *fds, unsigned nfds, int in,
                    uint32_t *mapped) {
   const struct dp_bufs *b = &q->u.bufs;
@@ -461,6 +460,7 @@ static int do_copy(coop_rt *rt, const struct dp_req *q, const int *fds, unsigned
   if (!p) return COOP_EINVAL;
   int32_t f = b->b[0].fd;
   uint64_t n = b->b[0].size;
+  if (f == DP_FD_ZERO) return !in ? COOP_EPROTO : coop_rt_arena_zero(rt, p, n) ? COOP_EIO : 0;
   if (f == DP_FD_PINNED) {
     uint8_t *m = file_range(q->a, q->b, &b->b[0]);
     if (!m) return 0;

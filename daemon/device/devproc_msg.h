@@ -103,6 +103,9 @@ struct dp_poll_ids {
  * mapped here (nothing copied: the front sends the descriptor). For a
  * request with its descriptor, n = 1 says the file is mapped now. */
 #define DP_FD_PINNED (-3)
+/* A DP_WRITE's fd: no descriptor; the range is zeroed (a device buffer
+ * created without contents, zeroed in slices as a write; dev_bufs.c). */
+#define DP_FD_ZERO (-4)
 struct dp_bufs {
   uint32_t n; /* the entries of b that follow: only those travel */
   struct dp_buf_entry {
