@@ -84,6 +84,7 @@ int main(int argc, char **argv) {
   add(rt, "longstep", 1, k_longstep);
   add(rt, "tqlook", 0, k_tqlook);
   add(rt, "kwrun", 0, k_kwrun);
+  add(rt, "divided", 1, k_divided);
   add(rt, "stopsweep", 1, coop_stopsweep_src);
   add(rt, "matmul", 0, coop_app_src_matmul_cl);
   for (unsigned i = 0; i < coop_napps && rt->nkernels < COOP_MAX_KERNELS; i++)

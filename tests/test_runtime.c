@@ -20,7 +20,7 @@
 struct fx {
   coop_rt *rt;
   int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke, gate, cascade,
-      longstep;
+      longstep, divided;
 };
 
 static void fx_open(struct fx *f) {
@@ -41,6 +41,7 @@ static void fx_open(struct fx *f) {
   f->gate = coop_rt_add_kernel(f->rt, "gate", 1, k_gate);
   f->cascade = coop_rt_add_kernel(f->rt, "cascade", 1, k_cascade);
   f->longstep = coop_rt_add_kernel(f->rt, "longstep", 1, k_longstep);
+  f->divided = coop_rt_add_kernel(f->rt, "divided", 1, k_divided);
   f->stress = coop_rt_add_kernel(f->rt, "stopsweep", 1, coop_stopsweep_src);
   ck_assert_int_ge(f->stress, 0);
   f->viewpoke = coop_rt_add_kernel(f->rt, "viewpoke", 0, k_viewpoke);
@@ -814,6 +815,35 @@ START_TEST(global_barrier_phases) {
   ck_assert_int_eq(ti.state, COOP_TASK_DONE);
   ck_assert_msg(err[0] == 0, "%u reads saw another phase's flag after the barrier", err[0]);
   ck_assert_msg(ti.kills > 0, "no kill happened");
+  fx_close(&f);
+}
+END_TEST
+
+/* A step whose threads disagree (divided.cl): thread 0's return decides
+ * for its workgroup. A thread that left on its own COOP_DONE while thread
+ * 0 went to the barrier ran one step where the others ran every one
+ * (mode 0); one that went to the barrier while thread 0 left on its
+ * COOP_DONE waited there for a thread 0 that never came (mode 1), and on a
+ * GPU each met the other at another workgroup barrier. */
+START_TEST(a_steps_return_is_thread_0s) {
+  struct fx f;
+  fx_open(&f);
+  unsigned w = coop_rt_workers(f.rt), n = w * coop_rt_local_size(f.rt), steps = 5;
+  uint32_t *out = coop_rt_alloc(f.rt, n * sizeof *out);
+  for (uint64_t mode = 0; mode < 2; mode++) {
+    memset(out, 0, n * sizeof *out);
+    uint64_t a[3] = {coop_rt_buf_arg(f.rt, out), mode, steps};
+    struct coop_rt_task_info ti = finish(&f, submit(&f, f.divided, w, 1, 0, 3, a));
+    ck_assert_int_eq(ti.state, COOP_TASK_DONE);
+    uint32_t want = mode == 0 ? steps : 1u;
+    /* a plain global barrier: M stays as gathered, at least one workgroup */
+    ck_assert_uint_eq(ti.m_min, ti.m_max);
+    ck_assert_uint_ge(ti.m_initial, 1);
+    for (unsigned i = 0; i < ti.m_initial * coop_rt_local_size(f.rt); i++)
+      ck_assert_msg(out[i] == want, "mode %u: thread %u ran %u steps, thread 0 of its workgroup %u",
+                    (unsigned)mode, i, out[i], want);
+  }
+  coop_rt_free(f.rt, out);
   fx_close(&f);
 }
 END_TEST
@@ -2939,6 +2969,7 @@ static Suite *suite(void) {
   tcase_add_test(t, queues_looked_at_by_the_workgroup);
   tcase_add_test(t, a_looked_steal_passes_a_held_queue);
   tcase_add_test(t, global_barrier_phases);
+  tcase_add_test(t, a_steps_return_is_thread_0s);
   tcase_add_test(t, several_kernels);
   tcase_add_test(t, cancel_running);
   tcase_add_test(t, a_waiting_head_sees_its_cancel_after_another);

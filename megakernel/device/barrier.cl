@@ -625,7 +625,18 @@ COOP_FN0 coop_u32 coop__primitive0(COOP__CTX_PARAM cp, coop_u32 r, const coop_u8
  * (done, killed, cancelled or suspended). */
 COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 *st,
                                   coop_u32 st_size) {
-  if (c->left || (r & COOP_DONE)) return 1u; /* uniform: no broadcast needed */
+  /* A step's return must be uniform, but its data may not be: a client may
+   * write a device buffer while its job runs, or name one buffer as two
+   * arguments, so that threads that read one word at different times (bfs's
+   * size[in]) disagree. A thread that left on its own DONE while thread 0
+   * went on to the workgroup barrier below would meet it at another
+   * barrier, and the workgroup would run two ways at once. So thread 0's
+   * return decides for all: DONE too goes through the barrier and the
+   * broadcast (once per workgroup and task); only CONTINUE, which passes no
+   * barrier, is each thread's, and a thread that went on alone meets the
+   * others at this same barrier after its next step (docs/kernels.md,
+   * "Rules for a step"). */
+  if (c->left) return 1u;
   if (r == COOP_CONTINUE) return 0u;
   /* Thread 0 alone publishes the step's end: its arrival at a barrier, the
    * lower M of a kill, the state of a fork, each a release. A release orders
