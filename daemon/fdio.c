@@ -1,9 +1,75 @@
 /* fdio.c: see fdio.h. */
+#define _GNU_SOURCE /* F_GET_SEALS */
 #include "fdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+/* Filesystems whose files only the kernel serves. */
+static const char *const local_fs[] = {"tmpfs", "ramfs", "hugetlbfs", "ext2", "ext3",
+                                       "ext4",  "xfs",   "btrfs",     "f2fs", "overlay"};
+
+/* The mount id of fd's file (/proc/self/fdinfo), or -1. */
+static long mount_id(int fd) {
+  char path[48], buf[512];
+  snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+  FILE *f = fopen(path, "re");
+  long id = -1;
+  while (f && fgets(buf, sizeof buf, f))
+    if (sscanf(buf, "mnt_id: %ld", &id) == 1) break;
+  if (f) fclose(f);
+  return id;
+}
+
+/* The type of mount id (/proc/self/mountinfo: "ID PARENT ... - TYPE
+ * SOURCE OPTIONS"), into type; 0 or -1. */
+static int mount_type(long id, char *type, size_t n) {
+  FILE *f = fopen("/proc/self/mountinfo", "re");
+  char *line = NULL;
+  size_t cap = 0;
+  int found = -1;
+  while (f && found && getline(&line, &cap, f) > 0) {
+    char *dash = strstr(line, " - ");
+    if (strtol(line, NULL, 10) != id || !dash) continue;
+    size_t k = strcspn(dash + 3, " \n");
+    snprintf(type, n, "%.*s", (int)k, dash + 3);
+    found = 0;
+  }
+  free(line);
+  if (f) fclose(f);
+  return found;
+}
+
+int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen) {
+  char type[64] = "";
+  /* a memfd or a tmpfs file (shmem) answers F_GET_SEALS, others EINVAL,
+   * without their filesystem's code */
+  int shmem = fcntl(fd, F_GET_SEALS) >= 0;
+  if (!shmem) {
+    long id = mount_id(fd);
+    if (id < 0 || mount_type(id, type, sizeof type)) {
+      snprintf(why, whylen, "not a file (or of no filesystem this process sees)");
+      return -1;
+    }
+    size_t i = 0;
+    while (i < sizeof local_fs / sizeof *local_fs && strcmp(type, local_fs[i])) i++;
+    if (i == sizeof local_fs / sizeof *local_fs) {
+      snprintf(why, whylen, "a file of a %s filesystem, which a process may serve", type);
+      return -1;
+    }
+  }
+  if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
+    snprintf(why, whylen, "not a regular file");
+    return -1;
+  }
+  return 0;
+}
 
 int fdio_pread(int fd, void *p, uint64_t n, uint64_t at) {
   for (uint64_t off = 0; off < n;) {

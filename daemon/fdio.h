@@ -7,7 +7,21 @@
 #ifndef COOPD_FDIO_H
 #define COOPD_FDIO_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+struct stat;
+
+/* A client's descriptor, before anything looks at its file: 0 with *st
+ * filled when it is a regular file that no process serves (a memfd or
+ * another file of tmpfs, or a file of a local disk's filesystem), else -1
+ * (*why: what it is). fstat, a read or a mapping of a file that a process
+ * serves (FUSE, with user_allow_other; a network filesystem) waits for
+ * that process, and coopd's loop or device process with it, as long as
+ * it likes; the kind is read where only the kernel answers: the memfd's
+ * seals, /proc/self/fdinfo and /proc/self/mountinfo (docs/daemon.md,
+ * "Descriptors from clients"). */
+int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen);
 
 /* 0, or -1 on an error or an end of file before n bytes. */
 int fdio_pread(int fd, void *p, uint64_t n, uint64_t at);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fdio.h"
 #include "fdref.h"
 #include "journal.h"
 #include "log.h"
@@ -75,7 +76,8 @@ void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, con
     const struct coop_wire_arg *a = &m->args[i];
     int fd = a->fd == COOP_WIRE_FD_NONE ? -1 : a->fd;
     struct stat st;
-    int ok = fd >= 0 && a->fd < nfds && fstat(fds[a->fd], &st) == 0 && S_ISREG(st.st_mode) &&
+    char why[96];
+    int ok = fd >= 0 && a->fd < nfds && fdio_client_file(fds[a->fd], &st, why, sizeof why) == 0 &&
              (uint64_t)st.st_size >= a->size;
     r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok, 0};
     if (a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO) /* its size: the

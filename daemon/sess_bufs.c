@@ -44,11 +44,21 @@ static struct dbuf *lookup(struct session *s, uint32_t seq, uint64_t id) {
 static int take_fd(struct session *s, uint32_t seq, int *fds, unsigned nfds, uint8_t fd,
                    uint64_t need) {
   struct stat st;
-  if (fd >= nfds || fds[fd] < 0 || fstat(fds[fd], &st) || !S_ISREG(st.st_mode) ||
-      (uint64_t)st.st_size < need) {
+  char why[96];
+  if (fd >= nfds || fds[fd] < 0) {
+    sess_error(s, seq, COOP_EINVAL, "descriptor %u missing: the frame carries %u", fd, nfds);
+    return -1;
+  }
+  if (fdio_client_file(fds[fd], &st, why, sizeof why)) {
     sess_error(s, seq, COOP_EINVAL,
-               "descriptor %u missing, not a regular file (memfd), or shorter than %llu bytes", fd,
-               (unsigned long long)need);
+               "descriptor %u: %s; a memfd (or a regular file of tmpfs or a local disk) is "
+               "wanted",
+               fd, why);
+    return -1;
+  }
+  if ((uint64_t)st.st_size < need) {
+    sess_error(s, seq, COOP_EINVAL, "descriptor %u: %llu bytes, shorter than the %llu wanted", fd,
+               (unsigned long long)st.st_size, (unsigned long long)need);
     return -1;
   }
   int f = fds[fd];
@@ -337,11 +347,12 @@ void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *
                unsigned nfds) {
   (void)msg;
   struct stat st;
-  if (nfds != 1 || fds[0] < 0 || fstat(fds[0], &st) || !S_ISREG(st.st_mode))
+  char why[96] = "";
+  if (nfds != 1 || fds[0] < 0 || fdio_client_file(fds[0], &st, why, sizeof why))
     return sess_error(s, seq, COOP_EINVAL,
                       "XFER carries exactly one descriptor, a memfd (regular file); it came "
-                      "with %u",
-                      nfds);
+                      "with %u%s%s",
+                      nfds, why[0] ? ": " : "", why);
   struct fdref *x = fdref_new(fds[0]);
   if (!x) return sess_error(s, seq, COOP_ENOMEM, "out of memory");
   sess_xfer_drop(s);

@@ -9,6 +9,7 @@
 
 #include "bufs.h"
 #include "coop_util.h"
+#include "fdio.h"
 #include "journal.h"
 #include "log.h"
 #include "priority.h"
@@ -81,6 +82,7 @@ static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a
                     const struct dbuf *b, const int *fds, unsigned nfds, struct io_seen *seen,
                     struct job_err *e) {
   struct stat st;
+  char why[96];
   if (a->at > b->size || a->size > b->size - a->at)
     return job_refuse(e, COOP_EINVAL,
                       "argument %u: bytes %llu..%llu are outside device buffer %llu (%llu bytes)",
@@ -98,7 +100,7 @@ static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a
     int xfer = a->fd == COOP_WIRE_FD_XFER;
     if (xfer && a->size <= s->xfer_size && a->off <= s->xfer_size - a->size) {
       *seen = (struct io_seen){fd, s->xfer_size};
-    } else if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    } else if (fdio_client_file(fd, &st, why, sizeof why) == 0) {
       *seen = (struct io_seen){fd, (uint64_t)st.st_size};
       if (xfer && s->xfer_size && seen->size > s->xfer_size) s->xfer_size = seen->size; /* grew */
     }

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -30,6 +31,7 @@
 #include "coop.h"
 #include "coop_util.h"
 #include "daemon_harness.h"
+#include "fuse_stall.h"
 #include "wire.h"
 
 /* The large jobs' bytes, a quarter of them under ThreadSanitizer: there
@@ -1902,6 +1904,71 @@ START_TEST(a_large_create_of_zeros_goes_in_slices) {
 }
 END_TEST
 
+/* Whether c has a frame to read within ms milliseconds. */
+static int frame_within(struct conn *c, int ms) {
+  struct pollfd p = {.fd = c->fd, .events = POLLIN};
+  return poll(&p, 1, ms) == 1;
+}
+
+/* A descriptor of a file that a process serves (FUSE; with
+ * user_allow_other any user may mount one that coopd can read), which
+ * stops answering once the client has opened it: coopd's loop called
+ * fstat on it when a BUF_CREATE, a SUBMIT or an XFER came, and waited for
+ * that process (5 s here; as long as it likes) while no other client was
+ * served. Now such a file is refused, named, before anything of its
+ * filesystem is called (fdio_client_file), and another connection's STATS
+ * is answered at once. */
+START_TEST(a_file_that_a_process_serves_is_refused_unread) {
+  char why[160];
+  struct fuse_stall *fs = fuse_stall_mount(1u << 20, why, sizeof why);
+  if (!fs) {
+    fprintf(stderr, "a_file_that_a_process_serves_is_refused_unread: skipped: %s\n", why);
+    return;
+  }
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  struct conn c, other;
+  open_hello(&c, &d);
+  open_hello(&other, &d);
+  int fd = open(fuse_stall_path(fs), O_RDONLY | O_CLOEXEC);
+  ck_assert_int_ge(fd, 0);
+  fuse_stall_stop_answering(fs, 5000);
+  static union coop_msg m, st;
+  memset(&st, 0, sizeof st);
+  for (int k = 0; k < 3; k++) {
+    uint16_t type = k == 0 ? COOP_MSG_BUF_CREATE : k == 1 ? COOP_MSG_SUBMIT : COOP_MSG_XFER;
+    memset(&m, 0, sizeof m);
+    if (k == 0) m.buf_create = (struct coop_msg_buf_create){.size = 4096, .fd = 0};
+    if (k == 1) {
+      submit_init(&m, "render", 1, 0);
+      static const float ones[8 * 8];
+      arg_buf(&m.submit, COOP_BUF_IN, NULL, sizeof ones, 0);
+      arg_buf(&m.submit, COOP_BUF_IN, ones, sizeof ones, COOP_WIRE_FD_NONE);
+      arg_buf(&m.submit, COOP_BUF_OUT, NULL, 8 * 8 * sizeof(float), COOP_WIRE_FD_NONE);
+      arg_u32(&m.submit, 8);
+      arg_u32(&m.submit, 1);
+    }
+    uint32_t seq = send_msg(&c, type, &m, &fd, 1);
+    int64_t t0 = coop__now_ns();
+    uint32_t sseq = send_msg(&other, COOP_MSG_STATS, &st, NULL, 0);
+    ck_assert_msg(frame_within(&other, 1500),
+                  "request %d: another client's STATS unanswered 1.5 s after a descriptor of a "
+                  "stalled filesystem",
+                  k);
+    ck_assert_uint_eq(reply(&other, sseq), COOP_MSG_STATS_REPLY);
+    ck_assert_int_lt(coop__now_ns() - t0, 1500000000);
+    ck_assert_uint_eq(reply(&c, seq), COOP_MSG_ERROR);
+    ck_assert_msg(strstr(c.m.error.message, k == 1 ? "descriptor 0" : "fuse"), "request %d: %s", k,
+                  c.m.error.message);
+  }
+  fuse_stall_unmount(fs); /* aborts the connection: our own close then waits for nothing */
+  close(fd);
+  conn_close(&other);
+  conn_close(&c);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* ---- threads that share one connection ---- */
 
 struct sharer {
@@ -2010,6 +2077,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_large_write_goes_in_slices_between_other_users_jobs);
   tcase_add_test(tc, a_large_create_with_contents_goes_in_slices);
   tcase_add_test(tc, a_large_create_of_zeros_goes_in_slices);
+  tcase_add_test(tc, a_file_that_a_process_serves_is_refused_unread);
   tcase_add_test(tc, one_users_buffers_leave_room_for_others);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
