@@ -1796,6 +1796,30 @@ START_TEST(buffer_operations_take_turns_with_other_users_jobs) {
 }
 END_TEST
 
+/* A daemon whose user may fill 75% of its arena with device buffers, and
+ * a connection to it (the large operations' tests). */
+static void large_start(struct daemon_proc *d, struct conn *c) {
+  const char *sets[] = {"limits.max_buffer_percent_per_uid=100", NULL};
+  bufs_start(d, sets);
+  open_hello(c, d);
+}
+
+/* Another user renders while the BUF_CREATE just sent on c is done: the
+ * render must end before the create's answer comes. The buffer's id. */
+static uint64_t created_after_a_render(struct daemon_proc *d, struct conn *c) {
+  int rfd;
+  pid_t kid = nobody_renders(d, &rfd);
+  ck_assert_int_eq(read_frame(c), 1);
+  ck_assert_msg(c->h.type == COOP_MSG_BUFFER, "the create: %s",
+                c->h.type == COOP_MSG_ERROR ? c->m.error.message : "not BUFFER");
+  int64_t created = coop__now_ns();
+  uint64_t id = c->m.buffer.buffer;
+  int64_t rendered = nobody_rendered(kid, rfd);
+  ck_assert_msg(rendered < created, "nobody's render ended %.1f ms after root's create",
+                (double)(rendered - created) / 1e6);
+  return id;
+}
+
 /* One write of 192 MiB (of the default 256 MiB arena): it went in one
  * copy, and another user's render waited for all of it. Now it goes in
  * slices of 4 MiB, a pass stops between two once its 2 ms are spent, and
@@ -1803,10 +1827,8 @@ END_TEST
 START_TEST(a_large_write_goes_in_slices_between_other_users_jobs) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d = {0};
-  const char *sets[] = {"limits.max_buffer_percent_per_uid=100", NULL}; /* 75% of it */
-  bufs_start(&d, sets);
   struct conn c;
-  open_hello(&c, &d);
+  large_start(&d, &c);
   const size_t size = LARGE(192u << 20);
   uint64_t id = buf_create_raw(&c, size);
   uint32_t mark[4] = {0x5ec00001u, 0x5ec00002u, 0x5ec00003u, 0x5ec00004u};
@@ -1831,10 +1853,8 @@ END_TEST
 START_TEST(a_large_create_with_contents_goes_in_slices) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d = {0};
-  const char *sets[] = {"limits.max_buffer_percent_per_uid=100", NULL}; /* 75% of it */
-  bufs_start(&d, sets);
   struct conn c;
-  open_hello(&c, &d);
+  large_start(&d, &c);
   const size_t size = LARGE(192u << 20);
   uint32_t mark[4] = {0x5ec00011u, 0x5ec00012u, 0x5ec00013u, 0x5ec00014u};
   int fd = marked_memfd(size, mark, sizeof mark);
@@ -1842,16 +1862,7 @@ START_TEST(a_large_create_with_contents_goes_in_slices) {
   memset(&m, 0, sizeof m);
   m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = 0};
   send_msg(&c, COOP_MSG_BUF_CREATE, &m, &fd, 1);
-  int rfd;
-  pid_t kid = nobody_renders(&d, &rfd);
-  ck_assert_int_eq(read_frame(&c), 1);
-  ck_assert_msg(c.h.type == COOP_MSG_BUFFER, "the create: %s",
-                c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not BUFFER");
-  int64_t created = coop__now_ns();
-  uint64_t id = c.m.buffer.buffer;
-  int64_t rendered = nobody_rendered(kid, rfd);
-  ck_assert_msg(rendered < created, "nobody's render ended %.1f ms after root's create",
-                (double)(rendered - created) / 1e6);
+  uint64_t id = created_after_a_render(&d, &c);
   reads_back(&c, id, 0, mark, sizeof mark); /* its first and last 16 bytes */
   reads_back(&c, id, size - sizeof mark, mark, sizeof mark);
   close(fd);
@@ -1867,10 +1878,8 @@ END_TEST
 START_TEST(a_large_create_of_zeros_goes_in_slices) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d = {0};
-  const char *sets[] = {"limits.max_buffer_percent_per_uid=100", NULL}; /* 75% of it */
-  bufs_start(&d, sets);
   struct conn c;
-  open_hello(&c, &d);
+  large_start(&d, &c);
   const size_t size = LARGE(192u << 20);
   /* the arena's pages written first, as a user's earlier buffer left them */
   uint64_t old = buf_create_raw(&c, size);
@@ -1885,16 +1894,7 @@ START_TEST(a_large_create_of_zeros_goes_in_slices) {
   memset(&m, 0, sizeof m);
   m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
   send_msg(&c, COOP_MSG_BUF_CREATE, &m, NULL, 0);
-  int rfd;
-  pid_t kid = nobody_renders(&d, &rfd);
-  ck_assert_int_eq(read_frame(&c), 1);
-  ck_assert_msg(c.h.type == COOP_MSG_BUFFER, "the create: %s",
-                c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not BUFFER");
-  int64_t created = coop__now_ns();
-  uint64_t id = c.m.buffer.buffer;
-  int64_t rendered = nobody_rendered(kid, rfd);
-  ck_assert_msg(rendered < created, "nobody's render ended %.1f ms after root's create",
-                (double)(rendered - created) / 1e6);
+  uint64_t id = created_after_a_render(&d, &c);
   static const uint32_t zeros[4];
   reads_back(&c, id, 0, zeros, sizeof zeros); /* where the old buffer's marks were */
   reads_back(&c, id, size - sizeof zeros, zeros, sizeof zeros);
