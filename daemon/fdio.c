@@ -46,23 +46,39 @@ static int mount_type(long id, char *type, size_t n) {
   return found;
 }
 
+/* Whether fd's file is of a filesystem in local_fs (type filled). */
+static int on_local_fs(int fd, char *type, size_t n) {
+  long id = mount_id(fd);
+  if (id < 0 || mount_type(id, type, n)) return 0;
+  for (size_t i = 0; i < sizeof local_fs / sizeof *local_fs; i++)
+    if (!strcmp(type, local_fs[i])) return 1;
+  return 0;
+}
+
+int fdio_closes_at_once(int fd) {
+  if (fcntl(fd, F_GET_SEALS) >= 0) return 1;
+  char path[48], link[64], type[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  ssize_t n = readlink(path, link, sizeof link - 1);
+  if (n < 0) return 0;
+  link[n] = '\0';
+  if (!strncmp(link, "socket:", 7) || !strncmp(link, "pipe:", 5) ||
+      !strncmp(link, "anon_inode:", 11))
+    return 1;
+  return on_local_fs(fd, type, sizeof type);
+}
+
 int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen) {
   char type[64] = "";
   /* a memfd or a tmpfs file (shmem) answers F_GET_SEALS, others EINVAL,
    * without their filesystem's code */
   int shmem = fcntl(fd, F_GET_SEALS) >= 0;
-  if (!shmem) {
-    long id = mount_id(fd);
-    if (id < 0 || mount_type(id, type, sizeof type)) {
-      snprintf(why, whylen, "not a file (or of no filesystem this process sees)");
-      return -1;
-    }
-    size_t i = 0;
-    while (i < sizeof local_fs / sizeof *local_fs && strcmp(type, local_fs[i])) i++;
-    if (i == sizeof local_fs / sizeof *local_fs) {
+  if (!shmem && !on_local_fs(fd, type, sizeof type)) {
+    if (type[0])
       snprintf(why, whylen, "a file of a %s filesystem, which a process may serve", type);
-      return -1;
-    }
+    else
+      snprintf(why, whylen, "not a file (or of no filesystem this process sees)");
+    return -1;
   }
   if (fstat(fd, st) || !S_ISREG(st->st_mode)) {
     snprintf(why, whylen, "not a regular file");

@@ -23,6 +23,13 @@ struct stat;
  * "Descriptors from clients"). */
 int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen);
 
+/* 1 when closing fd cannot wait for another process: a memfd or tmpfs
+ * file, a socket, a pipe, an anonymous inode (eventfd ...), a file of a
+ * local disk's filesystem; else 0 (a close asks the file's filesystem to
+ * flush, and one that a process serves answers when it likes: fdclose.h).
+ * Looks as fdio_client_file does. */
+int fdio_closes_at_once(int fd);
+
 /* 0, or -1 on an error or an end of file before n bytes. */
 int fdio_pread(int fd, void *p, uint64_t n, uint64_t at);
 int fdio_pwrite(int fd, const void *p, uint64_t n, uint64_t at);

@@ -44,10 +44,12 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <stdint.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "bufs.h"
+#include "fdclose.h"
 #include "fdref.h"
 #include "session.h"
 
@@ -478,8 +480,7 @@ static int sess_frames(struct session *s) {
     if (e <= 0) break;
     s->sock_in++;
     on_frame(s, &h, payload, ffds, nf);
-    for (unsigned i = 0; i < nf; i++)
-      if (ffds[i] >= 0) close(ffds[i]); /* those no argument took */
+    for (unsigned i = 0; i < nf; i++) fdclose_client(ffds[i], s->uid); /* those no argument took */
     n++;
   }
   return n;
@@ -498,7 +499,10 @@ static void sess_read(struct session *s) {
        !s->closing && !s->stalled && !s->ring_more && frames < SESS_FRAMES_PER_WAKE;) {
     int fds[COOP_WIRE_MAX_FDS];
     unsigned nfds = COOP_WIRE_MAX_FDS;
-    long n = coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fds, &nfds);
+    /* while a close of this user's waits, its descriptors are not taken:
+     * the kernel drops them unopened (fdclose.h) */
+    long n =
+        coop_wire_recv(s->fd, buf, SESS_RECV_CHUNK, fdclose_pending(s->uid) ? NULL : fds, &nfds);
     if (n == COOP_ETIMEDOUT) break; /* drained */
     int64_t now = coop__now_ns();
     if (coopd_tracing) s->rx_ns = now; /* the frames it completes were read now */
@@ -753,6 +757,8 @@ void session_accept(struct daemon *dm, int fd) {
   s->active_ms = uv_now(dm->loop);
   snprintf(s->name, sizeof s->name, "?");
   coop_wire_reader_init(&s->rd);
+  s->rd.close_fd = fdclose_client_hook; /* a FUSE file's close may wait (fdclose.h) */
+  s->rd.close_arg = (void *)(uintptr_t)s->uid;
   coop_wire_buf_init(&s->out);
   uv_poll_init(dm->loop, &s->poll, fd);
   s->poll.data = s;

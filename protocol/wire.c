@@ -853,20 +853,30 @@ const char *coop_arg_type_name(uint8_t type) {
 
 void coop_wire_reader_init(struct coop_wire_reader *r) { memset(r, 0, sizeof *r); }
 
-static void close_fds(const int *fds, unsigned n) {
-  for (unsigned i = 0; i < n; i++) close(fds[i]);
+static void close_fd(const struct coop_wire_reader *r, int fd) {
+  if (r->close_fd)
+    r->close_fd(fd, r->close_arg);
+  else
+    close(fd);
+}
+
+static void close_fds(const struct coop_wire_reader *r, const int *fds, unsigned n) {
+  for (unsigned i = 0; i < n; i++) close_fd(r, fds[i]);
 }
 
 void coop_wire_reader_free(struct coop_wire_reader *r) {
-  close_fds(r->fds, r->nfds);
+  close_fds(r, r->fds, r->nfds);
   free(r->buf);
+  void (*hook)(int, void *) = r->close_fd;
+  void *arg = r->close_arg;
   coop_wire_reader_init(r);
+  r->close_fd = hook, r->close_arg = arg;
 }
 
 /* Records a failure for good; the descriptors of the failed call are closed
  * because the caller handed them over. */
 static int rfail(struct coop_wire_reader *r, int err, const int *fds, unsigned nfds) {
-  close_fds(fds, nfds);
+  close_fds(r, fds, nfds);
   if (!r->err) r->err = err;
   return r->err;
 }
@@ -941,7 +951,7 @@ static void hand_fds(struct coop_wire_reader *r, int *fds, unsigned *nfds) {
     } else if (fds && given < COOP_WIRE_MAX_FDS) {
       fds[given++] = r->fds[i];
     } else {
-      close(r->fds[i]);
+      close_fd(r, r->fds[i]);
     }
   }
   r->nfds = kept;

@@ -523,6 +523,11 @@ struct coop_wire_reader {
   size_t off;                               /* bytes at buf's start already handed out */
   uint64_t frame;                           /* ordinal of the frame that starts at off */
   uint64_t fd_frame[COOP_WIRE_MAX_FDS * 4]; /* ordinal of the frame each fd came with */
+  /* How the reader lets go of a descriptor it owns (a failed frame's, the
+   * rest at free); NULL: close(2). A daemon hands those of a file a
+   * process serves to a thread, whose close may wait for that process. */
+  void (*close_fd)(int fd, void *arg);
+  void *close_arg;
 };
 void coop_wire_reader_init(struct coop_wire_reader *r);
 void coop_wire_reader_free(struct coop_wire_reader *r);

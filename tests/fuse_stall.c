@@ -30,6 +30,7 @@ struct fuse_stall {
   char dir[64], path[80];
   pid_t server;
   _Atomic int64_t until_ns; /* no answer before this (CLOCK_MONOTONIC) */
+  atomic_int flush;         /* FLUSH and RELEASE wait too */
   atomic_uint requests;
 };
 
@@ -123,12 +124,9 @@ static void serve_main(struct fuse_stall *f) {
     if (n < (ssize_t)sizeof(struct fuse_in_header)) break; /* unmounted or aborted */
     const struct fuse_in_header *in = (const void *)buf;
     atomic_fetch_add(&f->requests, 1);
-    /* FLUSH and RELEASE answered: a close of the file waits for a flush
-     * whatever the closer (docs/faults.md, "A descriptor of a file a
-     * process serves") */
-    int64_t wait = in->opcode == FUSE_FLUSH || in->opcode == FUSE_RELEASE
-                       ? 0
-                       : atomic_load(&f->until_ns) - now_ns();
+    /* a close of the file waits for its FLUSH, whoever closes it */
+    int closing = in->opcode == FUSE_FLUSH || in->opcode == FUSE_RELEASE;
+    int64_t wait = closing && !atomic_load(&f->flush) ? 0 : atomic_load(&f->until_ns) - now_ns();
     if (wait > 0) { /* left waiting */
       struct timespec ts = {(time_t)(wait / 1000000000), (long)(wait % 1000000000)};
       while (nanosleep(&ts, &ts) && errno == EINTR) {
@@ -184,7 +182,8 @@ struct fuse_stall *fuse_stall_mount(size_t size, char *why, size_t whylen) {
 }
 
 const char *fuse_stall_path(const struct fuse_stall *f) { return f->path; }
-void fuse_stall_stop_answering(struct fuse_stall *f, unsigned ms) {
+void fuse_stall_stop_answering(struct fuse_stall *f, unsigned ms, int flush) {
+  atomic_store(&f->flush, flush);
   atomic_store(&f->until_ns, now_ns() + (int64_t)ms * 1000000);
 }
 unsigned fuse_stall_requests(const struct fuse_stall *f) { return atomic_load(&f->requests); }

@@ -18,11 +18,11 @@ struct fuse_stall;
 struct fuse_stall *fuse_stall_mount(size_t size, char *why, size_t whylen);
 /* The file's path. */
 const char *fuse_stall_path(const struct fuse_stall *f);
-/* For the next ms milliseconds no request but FLUSH and RELEASE (a
- * close's) is answered: the first waits that long, and those after it
- * behind it (bounded, so that a test that fails does not leave a call
- * waiting for ever). */
-void fuse_stall_stop_answering(struct fuse_stall *f, unsigned ms);
+/* For the next ms milliseconds no request is answered, but FLUSH and
+ * RELEASE (a close's) unless `flush`: the first waits that long, and those
+ * after it behind it (bounded, so that a test that fails does not leave a
+ * call waiting for ever). */
+void fuse_stall_stop_answering(struct fuse_stall *f, unsigned ms, int flush);
 /* Requests answered or left waiting since the mount. */
 unsigned fuse_stall_requests(const struct fuse_stall *f);
 /* Aborts the connection (every waiting call fails), unmounts, frees. */
