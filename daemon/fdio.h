@@ -24,9 +24,10 @@ struct stat;
 int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen);
 
 /* 1 when closing fd cannot wait for another process: a memfd or tmpfs
- * file, a socket, a pipe, an anonymous inode (eventfd ...), a file of a
- * local disk's filesystem; else 0 (a close asks the file's filesystem to
- * flush, and one that a process serves answers when it likes: fdclose.h).
+ * file, a pipe, an anonymous inode (eventfd ...), a file of a local
+ * disk's filesystem; else 0 (a close asks the file's filesystem to flush,
+ * and one that a process serves answers when it likes; the last close of
+ * a socket with SO_LINGER waits out its linger: fdclose.h).
  * Looks as fdio_client_file does. */
 int fdio_closes_at_once(int fd);
 
