@@ -655,11 +655,15 @@ COOP_FN coop_u32 coop__after_step(struct coop_ctx *c, coop_u32 r, const coop_u8 
   coop_wg_barrier();
   coop_u32 v = 0u;
   if (c->lid == 0u) {
-    COOP__PB(c->wl, 1);
+#ifdef COOP_PROF_BAR
+    if (!(r & COOP_DONE)) COOP__PB(c->wl, 1); /* legs: the steps that end in a primitive */
+#endif
     v = coop__primitive0(COOP__CTX_ARG(c), r, coop__state_out(c, st, st_size), st_size);
 #ifdef COOP_PROF_BAR
-    COOP__PB(c->wl, 4);
-    c->wl->pb_n += 1u;
+    if (!(r & COOP_DONE)) {
+      COOP__PB(c->wl, 4);
+      c->wl->pb_n += 1u;
+    }
 #endif
   }
   v = coop__bcast(c, v);
