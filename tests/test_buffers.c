@@ -1912,6 +1912,25 @@ static int frame_within(struct conn *c, int ms) {
   return poll(&p, 1, ms) == 1;
 }
 
+/* A FUSE file of the test's own (fuse_stall.h) opened as fd, a daemon and
+ * two connections to it; NULL (the test skipped, saying why) where this
+ * machine cannot mount one. */
+static struct fuse_stall *fuse_file_open(const char *test, struct daemon_proc *d, struct conn *c,
+                                         struct conn *other, int *fd) {
+  char why[160];
+  struct fuse_stall *fs = fuse_stall_mount(1u << 20, why, sizeof why);
+  if (!fs) {
+    fprintf(stderr, "%s: skipped: %s\n", test, why);
+    return NULL;
+  }
+  bufs_start(d, NULL);
+  open_hello(c, d);
+  open_hello(other, d);
+  *fd = open(fuse_stall_path(fs), O_RDONLY | O_CLOEXEC);
+  ck_assert_int_ge(*fd, 0);
+  return fs;
+}
+
 /* A descriptor of a file that a process serves (FUSE; with
  * user_allow_other any user may mount one that coopd can read), which
  * stops answering once the client has opened it: coopd's loop called
@@ -1921,19 +1940,12 @@ static int frame_within(struct conn *c, int ms) {
  * filesystem is called (fdio_client_file), and another connection's STATS
  * is answered at once. */
 START_TEST(a_file_that_a_process_serves_is_refused_unread) {
-  char why[160];
-  struct fuse_stall *fs = fuse_stall_mount(1u << 20, why, sizeof why);
-  if (!fs) {
-    fprintf(stderr, "a_file_that_a_process_serves_is_refused_unread: skipped: %s\n", why);
-    return;
-  }
   struct daemon_proc d = {0};
-  bufs_start(&d, NULL);
   struct conn c, other;
-  open_hello(&c, &d);
-  open_hello(&other, &d);
-  int fd = open(fuse_stall_path(fs), O_RDONLY | O_CLOEXEC);
-  ck_assert_int_ge(fd, 0);
+  int fd;
+  struct fuse_stall *fs =
+      fuse_file_open("a_file_that_a_process_serves_is_refused_unread", &d, &c, &other, &fd);
+  if (!fs) return;
   fuse_stall_stop_answering(fs, 5000, 0);
   static union coop_msg m, st;
   memset(&st, 0, sizeof st);
@@ -1983,19 +1995,12 @@ END_TEST
  * are dropped unopened: a BUF_CREATE from a memfd is refused as missing
  * its descriptor, and made once the filesystem has gone. */
 START_TEST(a_descriptor_whose_close_waits_holds_no_one) {
-  char why[160];
-  struct fuse_stall *fs = fuse_stall_mount(1u << 20, why, sizeof why);
-  if (!fs) {
-    fprintf(stderr, "a_descriptor_whose_close_waits_holds_no_one: skipped: %s\n", why);
-    return;
-  }
   struct daemon_proc d = {0};
-  bufs_start(&d, NULL);
   struct conn c, other;
-  open_hello(&c, &d);
-  open_hello(&other, &d);
-  int fd = open(fuse_stall_path(fs), O_RDONLY | O_CLOEXEC);
-  ck_assert_int_ge(fd, 0);
+  int fd;
+  struct fuse_stall *fs =
+      fuse_file_open("a_descriptor_whose_close_waits_holds_no_one", &d, &c, &other, &fd);
+  if (!fs) return;
   fuse_stall_stop_answering(fs, 5000, 1);
   static union coop_msg m;
   memset(&m, 0, sizeof m);
