@@ -49,9 +49,9 @@ static void *closer_main(void *arg) {
   return NULL;
 }
 
-void fdclose_client(int fd, uint32_t uid) {
+void fdclose_client(int fd, uint32_t uid, uint32_t pid) {
   if (fd < 0) return;
-  if (fdio_closes_at_once(fd)) {
+  if (fdio_closes_at_once(fd, pid)) {
     close(fd);
     return;
   }
@@ -96,5 +96,3 @@ int fdclose_pending(uint32_t uid) {
   pthread_mutex_unlock(&lock);
   return n;
 }
-
-void fdclose_client_hook(int fd, void *arg) { fdclose_client(fd, (uint32_t)(uintptr_t)arg); }

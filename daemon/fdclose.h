@@ -16,12 +16,10 @@
 
 #include <stdint.h>
 
-/* Closes fd, a descriptor uid's client sent, now or on uid's thread. */
-void fdclose_client(int fd, uint32_t uid);
+/* Closes fd, a descriptor that uid's client (process pid) sent, now or
+ * on uid's thread. */
+void fdclose_client(int fd, uint32_t uid, uint32_t pid);
 /* 1 while a close of one of uid's descriptors is waiting (or queued). */
 int fdclose_pending(uint32_t uid);
-/* fdclose_client for the wire reader's close_fd hook: arg is the uid,
- * as a uintptr_t. */
-void fdclose_client_hook(int fd, void *arg);
 
 #endif /* COOPD_FDCLOSE_H */

@@ -11,9 +11,12 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-/* Filesystems whose files only the kernel serves. */
+/* Filesystems whose files only the kernel serves. The last, overlay,
+ * only where coopd's own namespace holds the mount: a user namespace may
+ * mount an overlay over a FUSE filesystem (on_local_fs). */
 static const char *const local_fs[] = {"tmpfs", "ramfs", "hugetlbfs", "ext2", "ext3",
                                        "ext4",  "xfs",   "btrfs",     "f2fs", "overlay"};
+#define N_LOCAL_FS (sizeof local_fs / sizeof *local_fs)
 
 /* The mount id of fd's file (/proc/self/fdinfo), or -1. */
 static long mount_id(int fd) {
@@ -27,10 +30,10 @@ static long mount_id(int fd) {
   return id;
 }
 
-/* The type of mount id (/proc/self/mountinfo: "ID PARENT ... - TYPE
- * SOURCE OPTIONS"), into type; 0 or -1. */
-static int mount_type(long id, char *type, size_t n) {
-  FILE *f = fopen("/proc/self/mountinfo", "re");
+/* The type of mount id in the mountinfo file `path` ("ID PARENT ... -
+ * TYPE SOURCE OPTIONS"), into type; 0 or -1. */
+static int mount_type(const char *path, long id, char *type, size_t n) {
+  FILE *f = fopen(path, "re");
   char *line = NULL;
   size_t cap = 0;
   int found = -1;
@@ -46,16 +49,29 @@ static int mount_type(long id, char *type, size_t n) {
   return found;
 }
 
-/* Whether fd's file is of a filesystem in local_fs (type filled). */
-static int on_local_fs(int fd, char *type, size_t n) {
-  long id = mount_id(fd);
-  if (id < 0 || mount_type(id, type, n)) return 0;
-  for (size_t i = 0; i < sizeof local_fs / sizeof *local_fs; i++)
+static int listed(const char *type, size_t n) {
+  for (size_t i = 0; i < n; i++)
     if (!strcmp(type, local_fs[i])) return 1;
   return 0;
 }
 
-int fdio_closes_at_once(int fd) {
+/* Whether fd's file is of a filesystem in local_fs (type filled). A mount
+ * that coopd's namespace lacks is looked for in the mount namespace of
+ * process pid (the client's: a container's has mounts of its own, each
+ * with an id of its own); mount ids are the system's, and an open file
+ * keeps its mount, so whichever process's list names the id tells its
+ * type. A mount there may be a user namespace's: tmpfs, ramfs or an
+ * overlay, which may lie over a FUSE filesystem (so not that). */
+static int on_local_fs(int fd, uint32_t pid, char *type, size_t n) {
+  long id = mount_id(fd);
+  if (id < 0) return 0;
+  if (!mount_type("/proc/self/mountinfo", id, type, n)) return listed(type, N_LOCAL_FS);
+  char path[48];
+  snprintf(path, sizeof path, "/proc/%u/mountinfo", pid);
+  return pid && !mount_type(path, id, type, n) && listed(type, N_LOCAL_FS - 1);
+}
+
+int fdio_closes_at_once(int fd, uint32_t pid) {
   if (fcntl(fd, F_GET_SEALS) >= 0) return 1;
   char path[48], link[64], type[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
@@ -65,15 +81,15 @@ int fdio_closes_at_once(int fd) {
   /* not a socket: the last close of one with SO_LINGER waits out its
    * linger for unsent bytes, and a client may close its own copy first */
   if (!strncmp(link, "pipe:", 5) || !strncmp(link, "anon_inode:", 11)) return 1;
-  return on_local_fs(fd, type, sizeof type);
+  return on_local_fs(fd, pid, type, sizeof type);
 }
 
-int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen) {
+int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen) {
   char type[64] = "";
   /* a memfd or a tmpfs file (shmem) answers F_GET_SEALS, others EINVAL,
    * without their filesystem's code */
   int shmem = fcntl(fd, F_GET_SEALS) >= 0;
-  if (!shmem && !on_local_fs(fd, type, sizeof type)) {
+  if (!shmem && !on_local_fs(fd, pid, type, sizeof type)) {
     if (type[0])
       snprintf(why, whylen, "a file of a %s filesystem, which a process may serve", type);
     else

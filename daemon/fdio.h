@@ -15,13 +15,13 @@ struct stat;
 /* A client's descriptor, before anything looks at its file: 0 with *st
  * filled when it is a regular file that no process serves (a memfd or
  * another file of tmpfs, or a file of a local disk's filesystem), else -1
- * (*why: what it is). fstat, a read or a mapping of a file that a process
- * serves (FUSE, with user_allow_other; a network filesystem) waits for
- * that process, and coopd's loop or device process with it, as long as
- * it likes; the kind is read where only the kernel answers: the memfd's
- * seals, /proc/self/fdinfo and /proc/self/mountinfo (docs/daemon.md,
- * "Descriptors from clients"). */
-int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen);
+ * (*why: what it is). pid: the client's process (its connection's peer),
+ * whose mount namespace is looked in for a mount coopd's lacks (0: none). fstat, a read or a
+ * mapping of a file that a process serves (FUSE, with user_allow_other; a network filesystem) waits
+ * for that process, and coopd's loop or device process with it, as long as it likes; the kind is
+ * read where only the kernel answers: the memfd's seals, /proc/self/fdinfo and /proc/self/mountinfo
+ * (docs/daemon.md, "Descriptors from clients"). */
+int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen);
 
 /* 1 when closing fd cannot wait for another process: a memfd or tmpfs
  * file, a pipe, an anonymous inode (eventfd ...), a file of a local
@@ -29,7 +29,7 @@ int fdio_client_file(int fd, struct stat *st, char *why, size_t whylen);
  * and one that a process serves answers when it likes; the last close of
  * a socket with SO_LINGER waits out its linger: fdclose.h).
  * Looks as fdio_client_file does. */
-int fdio_closes_at_once(int fd);
+int fdio_closes_at_once(int fd, uint32_t pid);
 
 /* 0, or -1 on an error or an end of file before n bytes. */
 int fdio_pread(int fd, void *p, uint64_t n, uint64_t at);

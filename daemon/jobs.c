@@ -65,7 +65,7 @@ int job_fits(unsigned workers, unsigned groups, int cooperative) {
 }
 
 void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, const int *fds,
-                         unsigned nfds) {
+                         unsigned nfds, uint32_t pid) {
   *r = (struct job_req){.kernel = m->kernel, .flags = m->flags, .groups = m->groups};
   r->period_us = m->period_us;
   r->count = m->count;
@@ -74,15 +74,20 @@ void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, con
   r->nargs = m->nargs;
   for (unsigned i = 0; i < m->nargs; i++) {
     const struct coop_wire_arg *a = &m->args[i];
+    if (a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO) { /* its size: the
+                                                                        * buffer's; an io
+                                                                        * range's descriptor:
+                                                                        * sess_submit's */
+      r->args[i] = (struct job_req_arg){COOP_ARG_BUF, 0, 0, 0, -1, 1, 1};
+      continue;
+    }
     int fd = a->fd == COOP_WIRE_FD_NONE ? -1 : a->fd;
     struct stat st;
     char why[96];
-    int ok = fd >= 0 && a->fd < nfds && fdio_client_file(fds[a->fd], &st, why, sizeof why) == 0 &&
+    int ok = fd >= 0 && a->fd < nfds &&
+             fdio_client_file(fds[a->fd], pid, &st, why, sizeof why) == 0 &&
              (uint64_t)st.st_size >= a->size;
     r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok, 0};
-    if (a->type == COOP_ARG_DEVBUF || a->type == COOP_ARG_DEVBUF_IO) /* its size: the
-                                                                      * buffer's (sess_submit) */
-      r->args[i] = (struct job_req_arg){COOP_ARG_BUF, 0, 0, 0, -1, 1, 1};
   }
 }
 

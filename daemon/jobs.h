@@ -223,9 +223,10 @@ int job_fits(unsigned workers, unsigned groups, int cooperative);
  * every instance, so they stay with the job until it is dropped, and count
  * toward its owner's bytes like its buffers (docs/daemon.md, "Limits"). */
 uint64_t job_inst_bytes(uint32_t period_us, uint32_t count, uint32_t duration_ms);
-/* r from a SUBMIT (fds: the frame's descriptors, nfds of them). */
+/* r from a SUBMIT (fds: the frame's descriptors, nfds of them; pid: the
+ * client's process, fdio_client_file's). */
 void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, const int *fds,
-                         unsigned nfds);
+                         unsigned nfds, uint32_t pid);
 /* r from a job (its request as submitted). */
 void job_req_from_job(struct job_req *r, const struct job *j);
 

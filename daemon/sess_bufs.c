@@ -49,7 +49,7 @@ static int take_fd(struct session *s, uint32_t seq, int *fds, unsigned nfds, uin
     sess_error(s, seq, COOP_EINVAL, "descriptor %u missing: the frame carries %u", fd, nfds);
     return -1;
   }
-  if (fdio_client_file(fds[fd], &st, why, sizeof why)) {
+  if (fdio_client_file(fds[fd], s->pid, &st, why, sizeof why)) {
     sess_error(s, seq, COOP_EINVAL,
                "descriptor %u: %s; a memfd (or a regular file of tmpfs or a local disk) is "
                "wanted",
@@ -348,7 +348,7 @@ void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *
   (void)msg;
   struct stat st;
   char why[96] = "";
-  if (nfds != 1 || fds[0] < 0 || fdio_client_file(fds[0], &st, why, sizeof why))
+  if (nfds != 1 || fds[0] < 0 || fdio_client_file(fds[0], s->pid, &st, why, sizeof why))
     return sess_error(s, seq, COOP_EINVAL,
                       "XFER carries exactly one descriptor, a memfd (regular file); it came "
                       "with %u%s%s",

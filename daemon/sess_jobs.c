@@ -100,7 +100,7 @@ static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a
     int xfer = a->fd == COOP_WIRE_FD_XFER;
     if (xfer && a->size <= s->xfer_size && a->off <= s->xfer_size - a->size) {
       *seen = (struct io_seen){fd, s->xfer_size};
-    } else if (fdio_client_file(fd, &st, why, sizeof why) == 0) {
+    } else if (fdio_client_file(fd, s->pid, &st, why, sizeof why) == 0) {
       *seen = (struct io_seen){fd, (uint64_t)st.st_size};
       if (xfer && s->xfer_size && seen->size > s->xfer_size) s->xfer_size = seen->size; /* grew */
     }
@@ -153,7 +153,7 @@ static int check_submit(struct session *s, const struct coop_msg_submit *m, cons
   struct daemon *dm = s->dm;
   struct job_req r;
   uint64_t total, inline_out;
-  job_req_from_submit(&r, m, fds, nfds);
+  job_req_from_submit(&r, m, fds, nfds, s->pid);
   for (unsigned i = 0; i < m->nargs; i++)
     if (bufs[i]) r.args[i].size = bufs[i]->size;
   r.arena_bytes = (uint64_t)dm->cfg.arena_mb << 20;

@@ -480,7 +480,8 @@ static int sess_frames(struct session *s) {
     if (e <= 0) break;
     s->sock_in++;
     on_frame(s, &h, payload, ffds, nf);
-    for (unsigned i = 0; i < nf; i++) fdclose_client(ffds[i], s->uid); /* those no argument took */
+    for (unsigned i = 0; i < nf; i++)
+      fdclose_client(ffds[i], s->uid, s->pid); /* those no argument took */
     n++;
   }
   return n;
@@ -701,6 +702,12 @@ static void evict(struct daemon *dm, struct session *s, uint32_t uid) {
   sess_close(s);
 }
 
+/* The wire reader's close_fd hook: the descriptors of a frame it drops. */
+static void close_client_fd(int fd, void *arg) {
+  struct session *s = arg;
+  fdclose_client(fd, s->uid, s->pid);
+}
+
 void session_accept(struct daemon *dm, int fd) {
   if (dm->stopping) {
     log_warn("refusing a client: shutting down");
@@ -757,8 +764,8 @@ void session_accept(struct daemon *dm, int fd) {
   s->active_ms = uv_now(dm->loop);
   snprintf(s->name, sizeof s->name, "?");
   coop_wire_reader_init(&s->rd);
-  s->rd.close_fd = fdclose_client_hook; /* a FUSE file's close may wait (fdclose.h) */
-  s->rd.close_arg = (void *)(uintptr_t)s->uid;
+  s->rd.close_fd = close_client_fd; /* a FUSE file's close may wait (fdclose.h) */
+  s->rd.close_arg = s;
   coop_wire_buf_init(&s->out);
   uv_poll_init(dm->loop, &s->poll, fd);
   s->poll.data = s;

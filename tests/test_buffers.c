@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -2027,6 +2029,107 @@ START_TEST(a_descriptor_whose_close_waits_holds_no_one) {
 }
 END_TEST
 
+/* A file that a client opened in a mount namespace of its own (a
+ * container's: each of its mounts, a bind of the host's disk too, has an
+ * id that coopd's mountinfo lacks) was refused as "of no filesystem this
+ * process sees". Now its mount is looked for in the client's namespace
+ * (/proc/PID/mountinfo): a ramfs file there is taken, and an overlay
+ * there, which a user namespace may lay over a FUSE filesystem, is not.
+ * In a child of the test's: a new mount namespace with a ramfs and a
+ * read-only overlay of two of its folders, and its own connection. */
+static int in_own_namespace(struct daemon_proc *d, char *why, size_t n) {
+  char dir[] = "/tmp/coop-ns-XXXXXX", path[96];
+  if (!mkdtemp(dir)) return snprintf(why, n, "mkdtemp: %s", strerror(errno)), 2;
+  int rc = 2;
+  if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+      mount("none", dir, "ramfs", 0, NULL)) {
+    snprintf(why, n, "a mount namespace of its own: %s", strerror(errno));
+    goto out;
+  }
+  rc = 1;
+  static const char mark[] = "a container's file";
+  snprintf(path, sizeof path, "%s/f", dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  char opts[200];
+  snprintf(opts, sizeof opts, "lowerdir=%s/a:%s/b", dir, dir);
+  char a[96], b[96], o[96];
+  snprintf(a, sizeof a, "%s/a", dir), snprintf(b, sizeof b, "%s/b", dir);
+  snprintf(o, sizeof o, "%s/o", dir);
+  if (fd < 0 || pwrite(fd, mark, sizeof mark, 0) != sizeof mark || ftruncate(fd, 4096) ||
+      mkdir(a, 0700) || mkdir(b, 0700) || mkdir(o, 0700) ||
+      mount("overlay", o, "overlay", MS_RDONLY, opts)) {
+    snprintf(why, n, "setting up: %s", strerror(errno));
+    goto out;
+  }
+  snprintf(path, sizeof path, "%s/a/g", dir);
+  int g = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (g < 0 || ftruncate(g, 4096)) goto out;
+  close(g);
+  snprintf(path, sizeof path, "%s/o/g", dir);
+  int ofd = open(path, O_RDONLY | O_CLOEXEC);
+  struct conn c;
+  open_hello(&c, d);
+  static union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_create = (struct coop_msg_buf_create){.size = 4096, .fd = 0};
+  if (reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &m, &fd, 1)) != COOP_MSG_BUFFER) {
+    snprintf(why, n, "the ramfs file refused: %.150s", c.m.error.message);
+    goto out;
+  }
+  uint64_t id = c.m.buffer.buffer;
+  memset(&m, 0, sizeof m);
+  m.buf_range =
+      (struct coop_msg_buf_range){.buffer = id, .len = sizeof mark, .fd = COOP_WIRE_FD_NONE};
+  if (reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &m, NULL, 0)) != COOP_MSG_BUF_DATA ||
+      memcmp(c.m.buf_data.data, mark, sizeof mark)) {
+    snprintf(why, n, "the buffer does not hold the file's bytes");
+    goto out;
+  }
+  memset(&m, 0, sizeof m);
+  m.buf_create = (struct coop_msg_buf_create){.size = 4096, .fd = 0};
+  if (ofd < 0 || reply(&c, send_msg(&c, COOP_MSG_BUF_CREATE, &m, &ofd, 1)) != COOP_MSG_ERROR ||
+      !strstr(c.m.error.message, "overlay")) {
+    snprintf(why, n, "the overlay's file taken (%s)", ofd < 0 ? strerror(errno) : "");
+    goto out;
+  }
+  conn_close(&c);
+  rc = 0;
+out:
+  umount2(dir, MNT_DETACH);
+  rmdir(dir);
+  return rc;
+}
+
+START_TEST(a_file_of_the_clients_own_mount_namespace_is_taken) {
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    char why[200] = "";
+    int rc = in_own_namespace(&d, why, sizeof why);
+    ssize_t w = write(p[1], why, strlen(why) + 1);
+    (void)w;
+    _exit(rc);
+  }
+  close(p[1]);
+  char why[200] = "";
+  ssize_t r = read(p[0], why, sizeof why - 1);
+  (void)r;
+  close(p[0]);
+  int st;
+  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+  ck_assert(WIFEXITED(st));
+  if (WEXITSTATUS(st) == 2)
+    fprintf(stderr, "a_file_of_the_clients_own_mount_namespace_is_taken: skipped: %s\n", why);
+  else
+    ck_assert_msg(WEXITSTATUS(st) == 0, "%s", why);
+  bufs_stop(&d);
+}
+END_TEST
+
 /* ---- threads that share one connection ---- */
 
 struct sharer {
@@ -2137,6 +2240,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_large_create_of_zeros_goes_in_slices);
   tcase_add_test(tc, a_file_that_a_process_serves_is_refused_unread);
   tcase_add_test(tc, a_descriptor_whose_close_waits_holds_no_one);
+  tcase_add_test(tc, a_file_of_the_clients_own_mount_namespace_is_taken);
   tcase_add_test(tc, one_users_buffers_leave_room_for_others);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
