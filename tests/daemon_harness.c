@@ -601,6 +601,10 @@ int as_user(const struct daemon_proc *d, uid_t uid, as_user_fn body, const void 
 }
 
 pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *job) {
+  return nobody_submit_fd(d, m, -1, job);
+}
+
+pid_t nobody_submit_fd(struct daemon_proc *d, const union coop_msg *m, int fd, uint64_t *job) {
   int pfd[2];
   ck_assert_int_eq(pipe(pfd), 0);
   pid_t kid = fork();
@@ -608,15 +612,15 @@ pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *jo
     if (setgid(65534) || setuid(65534)) _exit(3);
     struct conn o;
     open_hello(&o, d);
-    uint64_t theirs = submit(&o, m, NULL, 0);
+    uint64_t theirs = submit(&o, m, fd >= 0 ? &fd : NULL, fd >= 0);
     if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
     pause();
     _exit(0);
   }
   *job = 0;
+  close(pfd[1]); /* a child that failed before its write: the read ends */
   ck_assert_int_eq(read(pfd[0], job, sizeof *job), (ssize_t)sizeof *job);
   close(pfd[0]);
-  close(pfd[1]);
   ck_assert_uint_ne(*job, 0);
   return kid;
 }

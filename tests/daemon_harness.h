@@ -228,6 +228,8 @@ int as_user(const struct daemon_proc *d, uid_t uid, as_user_fn body, const void 
  * and keeps it, and so the job (unless DETACHED), until killed; *job: the
  * job's id. Needs root. */
 pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *job);
+/* The same with fd (>= 0) sent with the SUBMIT, as its descriptor 0. */
+pid_t nobody_submit_fd(struct daemon_proc *d, const union coop_msg *m, int fd, uint64_t *job);
 
 /* Waits until the job is RUNNING (its task submitted to the megakernel),
  * then a little more so that its workgroups are on the device. */

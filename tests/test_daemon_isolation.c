@@ -845,6 +845,63 @@ START_TEST(one_users_running_jobs_leave_room_for_others) {
 }
 END_TEST
 
+/* The same hold, nobody's jobs too large: a render of 542 KiB (past
+ * nobody's own share of 512 KiB, though the arena alone would hold it)
+ * waited for room, and root, past its share, started nothing with buffers
+ * for as long (its small render queued while nobody's waited); and a
+ * render of 1178 KiB, more than the whole arena, waited too instead of
+ * failing. Now a waiter past its own user's share holds no one back, and
+ * one whose bytes pass the arena's fails ENOMEM at once (docs/daemon.md,
+ * "Room in the arena"). */
+START_TEST(a_job_too_large_for_its_share_holds_no_one_back) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"device.arena_mb=1", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  enum { HOLD = 226, PAST = 215, BIG = 220, SMALL = 64 }; /* 3 n^2 x 4 bytes */
+  union coop_msg m;
+  render_ones(&m, HOLD);
+  m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
+  uint64_t hold = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(hold, 0);
+  wait_running(&c, hold);
+
+  render_ones(&m, BIG);
+  int out = memfd_of(800u << 10); /* the output, 800 KiB: 189 + 189 + 800 */
+  m.submit.args[2].size = 800u << 10;
+  m.submit.args[2].fd = 0;
+  uint64_t huge;
+  pid_t kid = nobody_submit_fd(&d, &m, out, &huge);
+  close(out);
+  uint8_t st = state_when_ended(&c, huge, 3000);
+  ck_assert_msg(st == COOP_JOB_FAILED, "nobody's render of 1178 KiB is %s",
+                coop_job_state_name(st));
+  stop_nobody(kid);
+
+  render_ones(&m, PAST);
+  uint64_t theirs;
+  kid = nobody_submit(&d, &m, &theirs);
+  char said[COOP_WIRE_TEXT_MAX];
+  waits_for(&c, theirs, "waiting for room", said, sizeof said);
+  render_ones(&m, SMALL);
+  uint64_t mine = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(mine, 0);
+  st = state_when_ended(&c, mine, 3000);
+  ck_assert_msg(st == COOP_JOB_DONE, "root's small render is %s", coop_job_state_name(st));
+  ck_assert_uint_eq(job_state(&c, theirs), COOP_JOB_QUEUED);
+
+  cancel_ok(&c, hold);
+  st = state_when_ended(&c, theirs, 4000);
+  ck_assert_msg(st == COOP_JOB_DONE, "nobody's render is %s", coop_job_state_name(st));
+  stop_nobody(kid);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Hardening, the arena: root's cooperative sweep of about 4 s holds 600
  * KiB of a 1 MiB arena, past [limits] max_buffer_percent_per_uid (50%);
  * nobody's render of 469 KiB (about 1.5 s) waited for the sweep's end.
@@ -1542,6 +1599,7 @@ void daemon_isolation_cases(Suite *s) {
   tcase_add_test(t, device_process_crash_costs_its_jobs_only);
   tcase_add_test(t, hung_kernel_restarts_its_device);
   tcase_add_test(t, one_users_running_jobs_leave_room_for_others);
+  tcase_add_test(t, a_job_too_large_for_its_share_holds_no_one_back);
   tcase_add_test(t, a_users_cooperative_job_gives_its_room_back);
   tcase_add_test(t, a_users_device_buffers_count_toward_its_room);
   tcase_add_test(t, a_suspended_job_gives_its_room_back);

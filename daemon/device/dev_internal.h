@@ -679,10 +679,12 @@ int dev__turn_room(const struct dev *d, const struct run *r);
 /* dev_room.c. dev__stage_in's answer for a job that waits for room. */
 #define DEV_ROOM_WAIT 1
 /* Whether j, about to be staged, is held back: another user's job waits
- * for room and j's user's runs hold their share of the arena. */
+ * for room within its user's share and j's user's runs hold their share
+ * of the arena. */
 int dev__room_gated(struct dev *d, struct job *j);
 /* After j found no room: whether a run's end may make it (other runs hold
- * arena copies); then j's WAIT says so. */
+ * arena copies, and j's bytes do not pass the arena's); then j's WAIT
+ * says so. */
 int dev__room_later(struct dev *d, struct job *j);
 /* The arena bytes the copies of d's jobs hold (running, or suspended
  * there): room that comes back as they end. */

@@ -101,14 +101,19 @@ static uint64_t share_cap(const struct dev *d) {
 /* Whether j's user, its copies and j's together, would hold more than its
  * share of the arena while another user's job waits for room (itself: not
  * one held back for its own user's share, whose wait is that user's, and
- * would otherwise hold j back for as long). */
+ * would otherwise hold j back for as long) within its own user's share
+ * (one past it waits for its user's room, as dev__room_preempt takes
+ * nothing from others for it: else one user's job too large for its
+ * share held every other user past theirs for as long as it waited). */
 static int past_share(const struct dev *d, const struct job *j, uint64_t *mine, uint64_t *cap) {
   *cap = share_cap(d);
+  uint64_t want = dev__buf_bytes(j);
+  if (!*cap || !want) return 0;
   int other = 0;
   for (const struct job *w = d->room_head; w && !other; w = w->dev_next)
-    other = w->uid != j->uid && atomic_load(&w->slot_why) == DEV_SLOT_ROOM;
-  uint64_t want = dev__buf_bytes(j);
-  if (!*cap || !other || !want) return 0;
+    other = w->uid != j->uid && atomic_load(&w->slot_why) == DEV_SLOT_ROOM &&
+            user_bytes(d, w->uid) + dev__buf_bytes(w) <= *cap;
+  if (!other) return 0;
   *mine = user_bytes(d, j->uid);
   return *mine + want > *cap;
 }
@@ -252,7 +257,9 @@ static int evict(struct dev *d) {
 
 int dev__room_later(struct dev *d, struct job *j) {
   uint64_t held = held_bytes(d, NULL);
-  if (!held) return 0;
+  /* one whose bytes alone pass the arena fails now: no end of other jobs
+   * gives it room, and it waited for as long as any ran */
+  if (!held || dev__buf_bytes(j) > ((uint64_t)d->cfg->arena_mb << 20)) return 0;
   publish(j, DEV_SLOT_ROOM, d->cfg->arena_mb, kib(held), kib(dev__buf_bytes(j)));
   return 1;
 }
