@@ -24,13 +24,30 @@ static const struct {
     {"asm", "no inline assembly"},
     {"__asm", "no inline assembly"},
     {"__asm__", "no inline assembly"},
+    /* a directive in a macro, or text of a file that coopd's user can read
+     * (and that may change between two builds of the same source) */
+    {"_Pragma", "no pragmas"},
+    {"__has_include", "no includes"},
+    {"__has_include_next", "no includes"},
+    {"__has_embed", "no includes"},
 };
 
 /* The preprocessor directives an author may use. */
 static const char *const directives[] = {"define", "undef", "if",   "ifdef",
                                          "ifndef", "elif",  "else", "endif"};
 
-/* src with backslash-newlines joined (kept as a newline after the joined
+/* The length of a line continuation at s: a backslash, the blanks the
+ * compiler lets stand between it and the line's end (with a warning), a
+ * carriage return, a newline; 0 where s holds none. */
+static size_t continuation(const char *s) {
+  if (*s != '\\') return 0;
+  size_t l = 1;
+  while (s[l] == ' ' || s[l] == '\t' || s[l] == '\f' || s[l] == '\v') l++;
+  if (s[l] == '\r') l++;
+  return s[l] == '\n' ? l + 1 : 0;
+}
+
+/* src with line continuations joined (kept as a newline after the joined
  * line, so line numbers hold) and comments and literals blanked, as the
  * compiler sees the tokens: a refused name split over two lines is still
  * found. */
@@ -40,8 +57,9 @@ static char *code_text(const char *src) {
   if (!t) return NULL;
   size_t o = 0, owed = 0;
   for (size_t i = 0; i < n; i++) {
-    if (src[i] == '\\' && src[i + 1] == '\n') {
-      i++, owed++;
+    size_t c = continuation(src + i);
+    if (c) {
+      i += c - 1, owed++;
       continue;
     }
     t[o++] = src[i];
@@ -83,7 +101,26 @@ static const char *bad_directive(const char *t, char *name, size_t len) {
   return NULL;
 }
 
+/* What the compiler may read as a line's end, a # or a backslash where
+ * the checks below see none, anywhere in src: a carriage return alone (a
+ * new line to the compiler), a trigraph for # or a backslash (two
+ * question marks, then = or /). */
+static const char *hidden_syntax(const char *src, const char **what) {
+  for (const char *p = src; *p; p++) {
+    if (p[0] == '\r' && p[1] != '\n') return *what = "a carriage return not before a newline", p;
+    if (p[0] == '?' && p[1] == '?' && (p[2] == '=' || p[2] == '/')) return *what = "a trigraph", p;
+  }
+  return NULL;
+}
+
 int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
+  const char *what;
+  const char *h = hidden_syntax(src, &what);
+  if (h) {
+    *line = line_of(src, h);
+    snprintf(why, whylen, "%s is not allowed in a kernel added by an author", what);
+    return -1;
+  }
   char *t = code_text(src);
   if (!t) return snprintf(why, whylen, "out of memory"), -1;
   char name[40];
@@ -96,6 +133,8 @@ int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
                  name);
   } else if ((p = strstr(t, "##")) || (p = strstr(t, "%:%:"))) {
     r = snprintf(why, whylen, "token pasting (##) is not allowed in a kernel added by an author");
+  } else if ((p = strstr(t, "%:"))) { /* a directive's # the line scan does not see */
+    r = snprintf(why, whylen, "the digraph %%: is not allowed in a kernel added by an author");
   }
   for (const char *q = t; !r && *q; q++) {
     if (!ident_char(*q) || (q > t && ident_char(q[-1]))) continue;

@@ -224,6 +224,29 @@ START_TEST(kernel_authors) {
       "#include \"/etc/passwd\"\n"
       "void inc(struct coop_ctx *c) {}\n";
   failed(&c, add(&c, "inc.cl", inc, strlen(inc)), COOP_EBUILD, "inc.cl:2: #include");
+  /* what the compiler reads as a directive, an include or a refused name
+   * where a line's scan saw none: each was let through, and an #include
+   * of a file only coopd's user may read came back in the build's log (a
+   * crash of the compiler, or a build that waits on a FIFO, under a
+   * reload of every user's kernels) */
+  static const struct {
+    const char *file, *src, *said;
+  } hidden[] = {
+      {"dig.cl", "%:include \"/etc/shadow\"\n", "dig.cl:2: the digraph %:"},
+      {"cr.cl", "\r#include \"/etc/shadow\"\n", "cr.cl:2: a carriage return"},
+      {"bs.cl", "#\\ \ninclude \"/etc/shadow\"\n", "bs.cl:2: #include"},
+      {"glob.cl", "glo\\ \nbal coop_u32 *p;\n", "glob.cl:2: global"},
+      {"prag.cl", "_Pragma(\"clang __debug crash\")\n", "prag.cl:2: _Pragma"},
+      {"has.cl", "#if __has_include(\"/tmp/go\")\n#endif\n", "has.cl:2: __has_include"},
+      {"tri.cl", "?\?=include \"/etc/shadow\"\n", "tri.cl:2: a trigraph"},
+  };
+  for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++) {
+    char src[256];
+    snprintf(src, sizeof src,
+             "//@coop name=h kind=noncooperative args=buf\n%svoid h(struct coop_ctx *c) {}\n",
+             hidden[i].src);
+    failed(&c, add(&c, hidden[i].file, src, strlen(src)), COOP_EBUILD, hidden[i].said);
+  }
   const char clash[] =
       "//@coop name=render kind=noncooperative args=buf\n"
       "void render(struct coop_ctx *c) {}\n";
