@@ -276,6 +276,12 @@ void kset_free(struct kset *s) {
   memset(s, 0, sizeof *s);
 }
 
+int kset_authored(const struct kset *s) {
+  for (unsigned i = 0; i < s->n; i++)
+    if (s->k[i].owner != KDEF_SHIPPED) return 1;
+  return 0;
+}
+
 const struct kdef *kset_find(const struct kset *s, const char *name) {
   for (unsigned i = 0; i < s->n; i++)
     if (strcmp(s->k[i].name, name) == 0) return &s->k[i];

@@ -66,6 +66,8 @@ int kset_read_file(const char *path, char **src, char *err, size_t errlen);
 /* The kernel at i removed (its source freed); the others keep their order. */
 void kset_remove(struct kset *s, unsigned i);
 const struct kdef *kset_find(const struct kset *s, const char *name);
+/* 1 when s holds a kernel an author added. */
+int kset_authored(const struct kset *s);
 /* 0 when scalars bits[] and buffer lengths lens[] meet every rule of k;
  * else -1 with the first broken rule and its values in why. */
 int kdef_admit(const struct kdef *k, const uint64_t *bits, const uint64_t *lens, char *why,

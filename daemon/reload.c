@@ -47,6 +47,7 @@ struct reload {
   struct dp *rt[COOP_WIRE_MAX_DEVICES];
   uint8_t inplace[COOP_WIRE_MAX_DEVICES];
   int try_in_place;         /* [kernels] reload_in_place, as the reload began */
+  int check_first;          /* an author's kernel: built first in a process thrown away */
   unsigned swapped, failed; /* swaps reported so far, and failed ones */
   int built;                /* the build is done: the devices swap */
   int err;
@@ -107,6 +108,11 @@ static void build_work(uv_work_t *w) {
   /* a test's hook: a build as slow as a large kernel set's on a GPU */
   const char *delay = getenv("COOP_TEST_BUILD_DELAY_MS");
   if (delay) uv_sleep((unsigned)atoi(delay));
+  if (r->check_first) { /* begin() says why */
+    struct dp *check = NULL;
+    r->err = dev_build(&r->dm->cfg, r->index[0], r->ks, &check, r->msg, sizeof r->msg);
+    if (check) dp_close(check, DP_CLOSE_MS);
+  }
   for (unsigned i = 0; i < r->ndev && !r->err; i++) {
     /* in the running device process where it can be (no second context
      * beside the running jobs, their buffers left in place), else in a new
@@ -178,11 +184,12 @@ static void after_build(uv_work_t *w, int status) {
   }
   unsigned nin = 0;
   for (unsigned i = 0; i < r->ndev; i++) nin += r->inplace[i];
-  log_info("reload: built %u kernels (%s); draining the running megakernel (grace %u ms)", r->ks->n,
-           nin == r->ndev ? "in place"
-           : nin          ? "in place on some devices, in a new device process on others"
-                          : "in a new device process",
-           dm->cfg.grace_ms);
+  log_info(
+      "reload: built %u kernels (%s)%s; draining the running megakernel (grace %u ms)", r->ks->n,
+      nin == r->ndev ? "in place"
+      : nin          ? "in place on some devices, in a new device process on others"
+                     : "in a new device process",
+      r->check_first ? ", an author's first in a device process of its own" : "", dm->cfg.grace_ms);
   r->built = 1;
   unsigned started = 0;
   for (unsigned i = 0; i < r->ndev; i++) {
@@ -245,10 +252,16 @@ static int begin(struct daemon *dm, struct reload *r) {
     r->index[i] = dev_index(dm->devs[i]);
     r->dev[i] = dm->devs[i];
   }
-  /* An author's new kernel is built in a process of its own: a compiler
-   * it crashes then fails that reload alone, not the jobs of other users
-   * on the running device process (docs/daemon.md, "Kernel reload"). */
-  r->try_in_place = dm->cfg.reload_in_place && !(r->req && r->req->op == RELOAD_ADD);
+  /* A set with an author's kernel is built first in a device process of
+   * its own, then thrown away: a compiler that the source crashes fails
+   * that reload alone, not the jobs of other users on the running device
+   * process (every reload of such a set, not only the author's ADD: a
+   * REMOVE or a SIGHUP changes what the stored sources see). Then it is
+   * built where every reload builds, in place by default, so that a
+   * swap keeps every user's device buffers (docs/daemon.md, "Kernel
+   * reload"). */
+  r->try_in_place = dm->cfg.reload_in_place;
+  r->check_first = r->try_in_place && kset_authored(r->ks);
   snprintf(r->store, sizeof r->store, "%s", dm->cfg.authored_dir);
   dm->reload = r;
   r->work.data = r;

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* popen's prototype under -std=c11 */
 #include <check.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -273,10 +274,10 @@ START_TEST(kernel_authors) {
   ck_assert_uint_eq(k->owner, geteuid());
   triple_runs(&c);
   ck_assert(log_has(logp, "kernel add triple from triple.cl"));
-  /* an author's kernel is built in a device process of its own, not in the
-   * one that runs other users' jobs, where reloads build by default */
-  ck_assert(log_has(logp, "kernels (in a new device process); draining"));
-  ck_assert(!log_has(logp, "kernels (in place); draining"));
+  /* an author's kernel is built first in a device process of its own, not
+   * in the one that runs other users' jobs; then in place, as reloads
+   * build by default (an_authors_kernel_that_crashes_a_build_costs_no_one) */
+  ck_assert(log_has(logp, "kernels (in place), an author's first in a device process of its own"));
   /* one kernel per author here: a second name is refused; the same name
    * again would replace it */
   const char quad[] =
@@ -388,10 +389,84 @@ START_TEST(an_authors_reloads_are_spaced) {
 }
 END_TEST
 
+/* An author's kernel that builds at its ADD, and crashes the compiler at a
+ * later build (a source whose outcome something outside it changes: an
+ * include, refused above; here the test hook COOP_TEST_CRASH_BUILD, with
+ * its file made after the ADD). A reload of a set holding it (the
+ * author's RELOAD or REMOVE, a SIGHUP) was built in the running device
+ * process, which died under every user's jobs. Now such a set is built
+ * first in a device process of its own: the author's RELOAD fails, and
+ * root's sweep runs on untouched and ends DONE with every round. And an
+ * ADD, built in a new device process that then replaced the running one,
+ * lost every user's device buffers; now it is built in place after its
+ * check: root's device buffer reads back. */
+START_TEST(an_authors_kernel_that_crashes_a_build_costs_no_one) {
+  char kdir[64] = "/tmp/coopd-authors-XXXXXX", store[96], dirs[96], dir_set[128], logp[128];
+  char arm[128], crash[200];
+  kernels_dir_make(kdir);
+  snprintf(store, sizeof store, "%s/store", kdir);
+  snprintf(dirs, sizeof dirs, "kernels.dirs=%s", kdir);
+  snprintf(dir_set, sizeof dir_set, "kernels.authored_dir=%s", store);
+  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
+  snprintf(arm, sizeof arm, "%s/crash", kdir);
+  snprintf(crash, sizeof crash, "boom_crashes_a_build:%s", arm);
+  const char *sets[] = {
+      dirs, dir_set, "kernels.authors=0", "kernels.author_reload_interval_ms=0", "log.level=info",
+      NULL};
+  setenv("COOP_TEST_CRASH_BUILD", crash, 1);
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  unsetenv("COOP_TEST_CRASH_BUILD");
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t buf = buf_create_raw(&c, 4096);
+  ck_assert_uint_eq(add(&c, "triple.cl", triple_src, strlen(triple_src)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  ck_assert(log_has(logp, "kernels (in place), an author's first in a device process of its own"));
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.buf_range = (struct coop_msg_buf_range){.buffer = buf, .len = 64, .fd = COOP_WIRE_FD_NONE};
+  uint16_t t = reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &m, NULL, 0));
+  ck_assert_msg(t == COOP_MSG_BUF_DATA, "root's device buffer after an author's ADD: %s",
+                t == COOP_MSG_ERROR ? c.m.error.message : "?");
+
+  static const char boom[] =
+      "//@coop name=boom kind=noncooperative args=buf\n"
+      "/* boom_crashes_a_build */\n"
+      "void boom(struct coop_ctx *c) {}\n";
+  ck_assert_uint_eq(add(&c, "boom.cl", boom, strlen(boom)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  enum { WORDS = 4096 };
+  uint32_t rounds;
+  int fd = sweep_memfd(&c, WORDS, 3000, &rounds);
+  uint64_t sweep = sweep_submit(&c, NULL, WORDS, rounds, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  wait_running(&c, sweep);
+  int a = open(arm, O_CREAT | O_WRONLY | O_CLOEXEC, 0600); /* boom no longer builds */
+  ck_assert_int_ge(a, 0);
+  close(a);
+  t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
+  ck_assert_uint_eq(t, COOP_MSG_KERNEL_DONE);
+  ck_assert_int_ne(c.m.kernel_done.error, 0);
+  ck_assert_uint_eq(job_state(&c, sweep), COOP_JOB_RUNNING);
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  const struct coop_msg_result *r = &c.m.result;
+  if (r->state != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(r->state == COOP_JOB_DONE, "root's sweep: %s %s", coop_job_state_name(r->state),
+                r->message);
+  sweep_memfd_check(fd, WORDS, rounds);
+  ck_assert(!log_has(logp, "restart"));
+  unlink(arm);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_authors_cases(Suite *s) {
   TCase *t = tcase_create("authors");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, kernel_authors);
   tcase_add_test(t, an_authors_reloads_are_spaced);
+  tcase_add_test(t, an_authors_kernel_that_crashes_a_build_costs_no_one);
   suite_add_tcase(s, t);
 }
