@@ -315,17 +315,18 @@ static void sync_dir(struct journal *jn) {
   close_fd(jn->loop, fd);
 }
 
-/* A new file: the composed text into path.tmp (synced), renamed over the
- * journal, which then takes the appends. The old descriptor stays in use
- * until all of it worked. 0, or a negative uv error with err. */
+/* A new file: the composed text into path.XXXXXX (a name no one can
+ * take first: in a sticky directory such as /tmp another user's file at a
+ * fixed name could be neither replaced nor removed, and every rewrite
+ * failed; mkstemp: O_EXCL, 0600), synced, renamed over the journal, which
+ * then takes the appends. The old descriptor stays in use until all of it
+ * worked. 0, or a negative uv error with err. */
 static int rewrite(struct journal *jn, char *err, size_t errlen) {
   char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.tmp", jn->path);
+  snprintf(tmp, sizeof tmp, "%s.XXXXXX", jn->path);
   uv_fs_t req;
-  uv_fs_unlink(jn->loop, &req, tmp, NULL); /* a left-over; O_EXCL refuses anything else */
-  uv_fs_req_cleanup(&req);
-  int flags = O_WRONLY | O_CREAT | O_EXCL | JOURNAL_OPEN_FLAGS;
-  int fd = uv_fs_open(jn->loop, &req, tmp, flags, 0600, NULL);
+  int fd = uv_fs_mkstemp(jn->loop, &req, tmp, NULL);
+  if (fd >= 0) snprintf(tmp, sizeof tmp, "%s", req.path);
   uv_fs_req_cleanup(&req);
   if (fd < 0) return snprintf(err, errlen, "journal %s: %s", tmp, uv_strerror(fd)), fd;
   size_t len, total;
@@ -461,8 +462,14 @@ static void append(struct journal *jn, char kind, uint64_t id, uint32_t uid, con
   jn->appended += (size_t)n;
   if (!sync) sync_later(jn);
   char err[1200];
-  if (jn->appended > JOURNAL_COMPACT_BYTES && rewrite(jn, err, sizeof err) < 0)
-    log_warn("%s; appending to the old file", err);
+  if (jn->appended > JOURNAL_COMPACT_BYTES && rewrite(jn, err, sizeof err) < 0) {
+    /* written over in place instead, its length kept: tried again after
+     * as many appends, not at every one (a warning each, and a file that
+     * grew for ever) */
+    int c = compact_in_place(jn);
+    log_warn("%s; %s", err, c ? "appending to the old file" : "compacted in place");
+    jn->appended = 0;
+  }
 }
 
 /* Before id is given out: the mark moves a block ahead of it, on disk. */
@@ -504,6 +511,32 @@ static void open_degraded(struct journal *jn, const char *why) {
   lost_journal(jn, r);
 }
 
+/* Removes the temporary files of rewrites that a crash cut short
+ * (path.XXXXXX, coopd's own, regular): each crash would leave one. */
+static void remove_leftovers(struct journal *jn) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, "%s", jn->path);
+  char *slash = strrchr(dir, '/');
+  if (!slash || !slash[1]) return;
+  const char *base = jn->path + (slash - dir) + 1;
+  slash[slash == dir] = 0;
+  size_t bl = strlen(base);
+  uv_fs_t req;
+  uv_dirent_t e;
+  if (uv_fs_scandir(jn->loop, &req, dir, 0, NULL) < 0) return uv_fs_req_cleanup(&req);
+  while (uv_fs_scandir_next(&req, &e) != UV_EOF) {
+    if (strncmp(e.name, base, bl) || e.name[bl] != '.' || strlen(e.name + bl + 1) != 6) continue;
+    char p[1100];
+    snprintf(p, sizeof p, "%s/%s", dir, e.name);
+    uv_fs_t q;
+    int r = uv_fs_lstat(jn->loop, &q, p, NULL);
+    int ours = r == 0 && (q.statbuf.st_mode & S_IFMT) == S_IFREG && q.statbuf.st_uid == geteuid();
+    uv_fs_req_cleanup(&q);
+    if (ours) uv_fs_unlink(jn->loop, &q, p, NULL), uv_fs_req_cleanup(&q);
+  }
+  uv_fs_req_cleanup(&req);
+}
+
 int journal_open(struct journal **jp, uv_loop_t *loop, const char *path, uint64_t *last_id,
                  char *err, size_t errlen) {
   struct journal *jn = calloc(1, sizeof *jn);
@@ -528,6 +561,7 @@ int journal_open(struct journal **jp, uv_loop_t *loop, const char *path, uint64_
   *last_id = max_id; /* past every N mark: no id an earlier coopd gave is reused */
   jn->mark = max_id + JOURNAL_ID_BLOCK;
   char why[1200];
+  remove_leftovers(jn);
   if (rewrite(jn, why, sizeof why) < 0) open_degraded(jn, why);
   if (now_lost)
     log_warn(

@@ -31,8 +31,11 @@
  * (a libuv work thread; the loop thread never waits for the disk).
  *
  * At start, and whenever appends pass JOURNAL_COMPACT_BYTES, it is rewritten
- * (a temporary file, synced, renamed over it) with N, the L records and one
- * A record per job still open.
+ * (a temporary file of mkstemp's name beside it, synced, renamed over it)
+ * with N, the L records and one A record per job still open. A rewrite
+ * that fails compacts the file in place instead, and is tried again after
+ * as many appends; a start removes coopd's own temporary files that a
+ * crash left.
  *
  * A journal that cannot be written (a full disk) does not stop coopd: when
  * an append fails, the file is compacted in place (written over from its

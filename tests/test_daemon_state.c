@@ -8,6 +8,7 @@
 #include <check.h>
 #include <sys/mount.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -305,6 +306,58 @@ START_TEST(forged_journal_lines_are_skipped) {
 }
 END_TEST
 
+/* The journal beside the socket in a sticky directory that every user may
+ * write (/tmp, as in the README's examples). Its rewrite, at start and
+ * after every MiB of records, wrote a file of one fixed name, PATH.tmp,
+ * and another user who made that name first (a folder: not even root
+ * removes one with unlink) stopped every rewrite: coopd ran without a
+ * journal. Now the name is mkstemp's: the journal is "ok". And a crash
+ * mid-rewrite leaves such a file: the next start removes coopd's own,
+ * not another user's. */
+START_TEST(a_squatted_journal_name_stops_nothing) {
+  if (geteuid() != 0) return; /* needs another uid: CI runs as root */
+  char dir[64] = "/tmp/coopd-state-XXXXXX", squat[128], ours[128], theirs[128], log[128];
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(chmod(dir, 01777), 0);
+  snprintf(squat, sizeof squat, "%s/coop.sock.jobs.tmp", dir);
+  snprintf(ours, sizeof ours, "%s/coop.sock.jobs.Ab12Cd", dir);
+  snprintf(theirs, sizeof theirs, "%s/coop.sock.jobs.Zz99Zz", dir);
+  snprintf(log, sizeof log, "%s/coopd.log", dir);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534) || mkdir(squat, 0755)) _exit(1);
+    int fd = open(theirs, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+    _exit(fd < 0 ? 2 : 0);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nobody's files: status %d", st);
+  file_write(ours, "coop-journal 1\n");
+  struct daemon_proc d = {.log = log};
+  snprintf(d.dir, sizeof d.dir, "%s", dir);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
+  const char *sets[] = {"log.level=info", NULL};
+  daemon_spawn(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  render_done(&c);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  if (!log_has(log, "coop.sock.jobs (ok)")) log_print(log);
+  ck_assert_msg(log_has(log, "coop.sock.jobs (ok)"), "the journal is not written");
+  ck_assert_int_ne(access(ours, F_OK), 0);
+  ck_assert_int_eq(access(theirs, F_OK), 0);
+  unlink(theirs);
+  rmdir(squat);
+  unlink(log);
+  char jobs[128];
+  snprintf(jobs, sizeof jobs, "%s/coop.sock.jobs", dir);
+  unlink(jobs);
+  ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+
 /* Fills the file system of dir until it has no byte left. */
 static void fill_up(const char *dir) {
   char path[256];
@@ -512,6 +565,7 @@ void daemon_state_cases(Suite *s) {
   tcase_add_test(t, stop_removes_only_its_own_socket);
   tcase_add_test(t, forged_journal_lines_are_skipped);
   tcase_add_test(t, journal_on_a_full_disk);
+  tcase_add_test(t, a_squatted_journal_name_stops_nothing);
   tcase_add_test(t, fifo_in_the_kernel_directory);
   tcase_add_test(t, times_stay_right_under_load);
   suite_add_tcase(s, t);
