@@ -40,6 +40,7 @@ struct journal {
   uint64_t size;  /* bytes of the file that hold whole records */
   uint64_t alloc; /* the file's length: the records, then blank lines */
   uint64_t mark;  /* every id given out is <= mark, and the file says so */
+  uint64_t ahead; /* >= mark: the last N written, its sync maybe under way */
   int compacting; /* appends fail: every change compacts in place */
   struct journal_lost lost[JOURNAL_LOST_MAX]; /* oldest first */
   unsigned nlost;
@@ -251,7 +252,7 @@ static char *compose(const struct journal *jn, uint64_t cap, size_t slack, size_
                      size_t *total) {
   char head[64];
   size_t need = (size_t)snprintf(head, sizeof head, JOURNAL_HEADER "\nN %llu\n",
-                                 (unsigned long long)jn->mark);
+                                 (unsigned long long)jn->ahead);
   size_t nl = 0, na = 0;
   for (unsigned i = 0; i < jn->nlost; i++) nl += lost_len(jn, i);
   for (size_t i = 0; i < jn->nopen; i++) na += open_len(jn, i);
@@ -350,6 +351,7 @@ static int rewrite(struct journal *jn, char *err, size_t errlen) {
   jn->size = len;
   jn->alloc = total;
   jn->appended = 0;
+  jn->mark = jn->ahead; /* composed, synced */
   return 0;
 }
 
@@ -363,7 +365,7 @@ static int compact_in_place(struct journal *jn) {
   int r = write_at(jn, jn->fd, text, total, 0);
   free(text);
   if (r == 0) r = sync_now(jn, jn->fd);
-  if (r == 0) jn->size = len;
+  if (r == 0) jn->size = len, jn->mark = jn->ahead;
   return r;
 }
 
@@ -372,6 +374,7 @@ struct sync_req {
   uv_loop_t *loop;
   struct journal *jn; /* NULL once the journal is closed */
   uv_file fd;         /* a duplicate: a rewrite may close the journal's own */
+  uint64_t covers;    /* the N mark written before it began */
 };
 
 static void sync_later(struct journal *jn);
@@ -381,6 +384,7 @@ static void on_synced(uv_fs_t *req) {
   struct journal *jn = s->jn;
   if (req->result < 0 && jn)
     log_warn("journal %s: sync failed: %s", jn->path, uv_strerror((int)req->result));
+  if (req->result >= 0 && jn && s->covers > jn->mark) jn->mark = s->covers;
   uv_fs_req_cleanup(req);
   close_fd(s->loop, s->fd);
   free(s);
@@ -402,6 +406,7 @@ static void sync_later(struct journal *jn) {
   if (!s) return;
   s->loop = jn->loop;
   s->jn = jn;
+  s->covers = jn->ahead;
   s->fd = fcntl(jn->fd, F_DUPFD_CLOEXEC, 0);
   s->req.data = s;
   if (s->fd < 0 || uv_fs_fdatasync(jn->loop, &s->req, s->fd, on_synced)) {
@@ -472,11 +477,22 @@ static void append(struct journal *jn, char kind, uint64_t id, uint32_t uid, con
   }
 }
 
-/* Before id is given out: the mark moves a block ahead of it, on disk. */
+/* Before id is given out: the mark on disk must be past it. Half a block
+ * before the mark the next one is written and synced in the background
+ * (sync_later), so that the loop waits for the disk only where ids run
+ * through half a block faster than a sync: an N synced on the loop at
+ * every block held every client for the disk's time (11.5 ms in a flood
+ * of jobs, seconds on a disk another user keeps busy). */
 static void reserve(struct journal *jn, uint64_t id) {
-  if (id <= jn->mark) return;
-  jn->mark = id + JOURNAL_ID_BLOCK;
-  append(jn, 'N', jn->mark, 0, NULL, 1);
+  if (id > jn->mark && jn->ahead >= id && jn->fd >= 0 && sync_now(jn, jn->fd) == 0)
+    jn->mark = jn->ahead;
+  if (id > jn->mark) {
+    jn->mark = jn->ahead = id + JOURNAL_ID_BLOCK;
+    append(jn, 'N', jn->mark, 0, NULL, 1);
+  } else if (jn->mark - id < JOURNAL_ID_BLOCK / 2 && jn->ahead == jn->mark) {
+    jn->ahead = jn->mark + JOURNAL_ID_BLOCK;
+    append(jn, 'N', jn->ahead, 0, NULL, 0);
+  }
 }
 
 /* ---- API ---- */
@@ -559,7 +575,7 @@ int journal_open(struct journal **jp, uv_loop_t *loop, const char *path, uint64_
   unsigned now_lost = (unsigned)jn->nopen;
   jn->nopen = 0;
   *last_id = max_id; /* past every N mark: no id an earlier coopd gave is reused */
-  jn->mark = max_id + JOURNAL_ID_BLOCK;
+  jn->mark = jn->ahead = max_id + JOURNAL_ID_BLOCK;
   char why[1200];
   remove_leftovers(jn);
   if (rewrite(jn, why, sizeof why) < 0) open_degraded(jn, why);
@@ -601,7 +617,7 @@ const char *journal_state(const struct journal *jn) {
 
 void journal_close(struct journal *jn, uint64_t last_id) {
   if (!jn) return;
-  if (last_id > jn->mark) jn->mark = last_id;
+  if (last_id > jn->ahead) jn->ahead = last_id;
   char err[1200];
   if (jn->fd >= 0 && rewrite(jn, err, sizeof err) < 0 && compact_in_place(jn)) log_error("%s", err);
   journal_free(jn);

@@ -24,11 +24,15 @@
  *     L <id> <uid> <kernel>   lost in an earlier crash, kept for reconnecting
  *                             clients (the newest JOURNAL_LOST_MAX)
  *
- * Ids are reserved ahead in blocks (the same table, row 11): before an id
- * past the last N is given out, an N record JOURNAL_ID_BLOCK further is
- * appended and synced, so that ids stay unique even when later records
- * never reach the disk. A and F records are synced too, in the background
- * (a libuv work thread; the loop thread never waits for the disk).
+ * Ids are reserved ahead in blocks (the same table, row 11): no id past
+ * the last N known synced is given out, so that ids stay unique even when
+ * later records never reach the disk. Half a block before it, an N record
+ * JOURNAL_ID_BLOCK further is appended and synced in the background, as
+ * A and F records are (a libuv work thread, one sync at a time); the loop
+ * thread waits for a sync only where ids come faster than one (half a
+ * block of jobs within a sync's time), and for a rewrite's (below, once
+ * per JOURNAL_COMPACT_BYTES of records). Before, every block's N was
+ * synced on the loop (test_journal.c).
  *
  * At start, and whenever appends pass JOURNAL_COMPACT_BYTES, it is rewritten
  * (a temporary file of mkstemp's name beside it, synced, renamed over it)
