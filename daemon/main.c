@@ -298,6 +298,17 @@ static int open_devices(struct daemon *dm) {
     }
     int e = dev_open(&dm->devs[i], &dm->cfg, (unsigned)i, idx[i], dm->ks, dm->loop,
                      &session_dev_hooks, dm, err, sizeof err);
+    if (e && i == 0 && kset_authored(dm->ks)) {
+      /* a stored kernel of an author's that no longer builds (a shipped
+       * kernel changed beside it, a compiler that crashes on it) is no
+       * reason for every user to lose the device: the shipped ones serve */
+      log_error("cannot start device 0 with the kernels authors added (%s); starting without them",
+                err);
+      for (unsigned k = dm->ks->n; k-- > 0;)
+        if (dm->ks->k[k].owner != KDEF_SHIPPED) kset_remove(dm->ks, k);
+      e = dev_open(&dm->devs[i], &dm->cfg, (unsigned)i, idx[i], dm->ks, dm->loop,
+                   &session_dev_hooks, dm, err, sizeof err);
+    }
     if (e && all && i > 0) {
       log_info("devices = all: %d devices (index %d: %s)", i, idx[i], err);
       break;
