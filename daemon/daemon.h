@@ -43,6 +43,8 @@ struct uid_use {
   /* an author's next kernel reload may start then (kadd.c); the entry is
    * kept until that time, whether or not the author stays connected */
   int64_t reload_next;
+  /* its next MIGRATE may move a job then (sess_migrate); root: no bound */
+  int64_t move_next;
   struct uid_use *next;
 };
 

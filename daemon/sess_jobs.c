@@ -559,6 +559,18 @@ void sess_migrate(struct session *s, uint32_t seq, const union coop_msg *m, int 
     return sess_error(s, seq, COOP_ESTATE, "job %llu is %s device %u", (unsigned long long)j->id,
                       to == from ? "already on" : "already moving to",
                       to == from ? to : atomic_load(&j->move_to) - 1u);
+  /* each move copies the job's buffers off one device and onto another,
+   * between other users' jobs on both: a user's loop of moves kept them
+   * waiting as often as it liked */
+  int64_t now = coop__now_ns();
+  struct uid_use *u = s->use;
+  if (s->uid != 0 && u && u->move_next > now)
+    return sess_error(s, seq, COOP_EBUSY,
+                      "uid %u moved a job less than %u ms ago: a user's jobs move by hand once "
+                      "every %u ms at most; ask again in %lld ms",
+                      s->uid, SESS_MOVE_GAP_MS, SESS_MOVE_GAP_MS,
+                      (long long)((u->move_next - now + 999999) / 1000000));
+  if (u) u->move_next = now + (int64_t)SESS_MOVE_GAP_MS * 1000000;
   log_info("job %llu (%s, uid %u): moving from device %u to device %u (uid %u asked)",
            (unsigned long long)j->id, j->kernel, j->uid, from, to, s->uid);
   dm->dev_jobs[j->counted_dev]--;

@@ -18,6 +18,8 @@
 
 #define SESS_INLINE_OUT_MAX (1u << 20)
 #define SESS_MAX_WAITERS 4096u /* WAITs pending on one connection */
+/* a user's (not root's) MIGRATEs move a job once in this many ms at most */
+#define SESS_MOVE_GAP_MS 1000u
 /* Device buffer operations in flight on one connection: each holds a memfd
  * and a place in the device thread's queue until done (sess_bufs.c). */
 #define SESS_MAX_BUFOPS 64u

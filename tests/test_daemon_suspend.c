@@ -272,6 +272,57 @@ START_TEST(migrate_moves_a_running_sweep) {
 }
 END_TEST
 
+/* As nobody: a sweep on device 0 moved to device 1, then back as soon as
+ * it runs there, then cancelled; each MIGRATE's code (0: OK) and the second's words. */
+struct two_moves {
+  int first, second;
+  int64_t apart_ms; /* between the two MIGRATEs */
+  char said[256];
+};
+static void moves_twice(struct conn *c, const void *arg, void *out) {
+  (void)arg;
+  struct two_moves *t = out;
+  static uint32_t data[64];
+  uint64_t job = sweep_submit(c, data, 64, 100000000u, 1, -1); /* until cancelled */
+  ck_assert_uint_ne(job, 0);
+  wait_running(c, job);
+  int64_t t0 = now_ms();
+  t->first = migrate(c, job, 1) == COOP_MSG_OK ? 0 : c->m.error.code;
+  ck_assert(seen_on(c, job, 1));
+  t->apart_ms = now_ms() - t0;
+  t->second = migrate(c, job, 0) == COOP_MSG_OK ? 0 : c->m.error.code;
+  if (t->second) snprintf(t->said, sizeof t->said, "%.200s", c->m.error.message);
+  cancel_ok(c, job);
+}
+
+/* A user's MIGRATEs of one job back and forth between two devices: each
+ * copies the job's buffers off one device and onto another between other
+ * users' jobs (a 128 MiB sweep: 85-270 ms of each device thread a move),
+ * and nothing spaced them. Now a user's jobs move by hand once a second
+ * at most (root's are not bound): the second, as soon as the job runs on
+ * device 1, is EBUSY and says when to ask again. */
+START_TEST(a_users_moves_are_spaced) {
+  if (geteuid() != 0) return; /* needs another uid: CI runs as root */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices(), NULL};
+  struct daemon_proc d = {0};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  submit_device = 0;
+  struct two_moves t = {0};
+  as_user(&d, 65534, moves_twice, NULL, &t, sizeof t);
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  ck_assert_int_eq(t.first, 0);
+  if (t.apart_ms >= 1000) { /* a machine so slow that the move took the gap */
+    fprintf(stderr, "a_users_moves_are_spaced: the move took %lld ms\n", (long long)t.apart_ms);
+    ck_assert_int_eq(t.second, 0);
+  } else {
+    ck_assert_int_eq(t.second, COOP_EBUSY);
+    assert_has(t.said, "a user's jobs move by hand once every 1000 ms at most; ask again in");
+  }
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* A coopd on two devices of one cooperative slot each, priorities up to
  * 10, logging at info into logp (a template, made here); c open, jobs for
  * device 0. The workers; *kt the kticks of a 10 ms round. */
@@ -609,6 +660,7 @@ void daemon_suspend_cases(Suite *s) {
   t = tcase_create("migrate"); /* two megakernels on PoCL's one device */
   tcase_set_timeout(t, 240);
   tcase_add_test(t, migrate_moves_a_running_sweep);
+  tcase_add_test(t, a_users_moves_are_spaced);
   tcase_add_test(t, a_suspended_job_moves_to_an_idle_device);
   tcase_add_test(t, a_named_suspended_job_stays);
   tcase_add_test(t, a_suspended_job_on_device_buffers_stays);
