@@ -523,6 +523,54 @@ START_TEST(a_user_above_its_share_is_suspended) {
 }
 END_TEST
 
+/* The same four slots, root's newest a slowsweep whose rounds each take
+ * about 5 s (a step that long: a hostile input to a shipped kernel, or a
+ * spinning one): suspended for nobody's second job, it leaves only when
+ * its round ends, and while it counted as leaving no other run was
+ * suspended for anyone: nobody's job waited for that round. Now a
+ * suspension not done 200 ms after it was asked counts for nothing: root's
+ * next newest is suspended too, and nobody's second runs within a second. */
+START_TEST(a_suspension_that_does_not_land_holds_no_one) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.reserve_percent=0", "device.max_workgroups=5", NULL};
+  struct daemon_proc d;
+  daemon_start(&d, sets);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_eq(c.m.welcome.workers, 4);
+  uint32_t kt = kticks_10ms(&c, 1);
+  static uint32_t data[3][64];
+  uint64_t mine[3];
+  for (int i = 0; i < 3; i++) {
+    mine[i] = sweep_at(&c, data[i], 64, 0, i < 2 ? 0xffffffffu : 1, i < 2 ? 0 : 500 * kt, 1, 0);
+    ck_assert_uint_ne(mine[i], 0);
+    wait_running(&c, mine[i]);
+  }
+  uint64_t t1, t2;
+  pid_t k1 = nobody_sweep(&d, &t1);
+  wait_running(&c, t1);
+  int64_t t0 = now_ms();
+  pid_t k2 = nobody_sweep(&d, &t2);
+  uint8_t st = COOP_JOB_QUEUED;
+  while (st == COOP_JOB_QUEUED && now_ms() - t0 < 2500) st = job_state(&c, t2), msleep(20);
+  int64_t waited = now_ms() - t0;
+  ck_assert_msg(st == COOP_JOB_RUNNING && waited < 1000,
+                "nobody's second sweep %s after %lld ms (root's newest in a 5 s round)",
+                coop_job_state_name(st), (long long)waited);
+  ck_assert(job_status(&c, mine[1]).suspended);
+  for (int i = 0; i < 3; i++) {
+    cancel_ok(&c, mine[i]);
+    ck_assert_uint_eq(wait_job(&c, mine[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  }
+  kill(k1, SIGKILL), kill(k2, SIGKILL);
+  waitpid(k1, NULL, 0), waitpid(k2, NULL, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_priority_cases(Suite *s) {
   TCase *t = tcase_create("priority");
   tcase_set_timeout(t, 240);
@@ -539,5 +587,6 @@ void daemon_priority_cases(Suite *s) {
   t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */
   tcase_set_timeout(t, 240);
   tcase_add_test(t, a_user_above_its_share_is_suspended);
+  tcase_add_test(t, a_suspension_that_does_not_land_holds_no_one);
   suite_add_tcase(s, t);
 }

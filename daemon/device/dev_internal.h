@@ -98,6 +98,7 @@ struct run {
    * to be resumed by its next pass; a non-cooperative run that had
    * cooperative jobs suspended for its workers (they wait until it ends) */
   int suspending;
+  int64_t suspend_asked_at; /* when suspending was set (coop_staying) */
   int64_t suspended_at;
   int resuming, preempting;
   /* suspended with its buffers out of the arena, it found no room to

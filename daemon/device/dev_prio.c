@@ -56,10 +56,18 @@
 #include "log.h"
 #include "trace.h"
 
-/* Cooperative runs not on their way out (suspending). */
+/* A suspension not done this long after it was asked is not counted on
+ * to free a slot: a kernel whose step takes seconds (a hostile input, a
+ * spinning kernel) leaves only when that step ends, and while its run
+ * counted as leaving no other run was suspended for anyone. */
+#define DEV_SUSPEND_STALE_NS 200000000L
+
+/* Cooperative runs not on their way out (suspending, asked lately). */
 static unsigned coop_staying(const struct dev *d) {
   unsigned n = 0;
-  for (const struct run *r = d->runs; r; r = r->next) n += dev__is_coop(r->j) && !r->suspending;
+  int64_t now = coop__now_ns();
+  for (const struct run *r = d->runs; r; r = r->next)
+    n += dev__is_coop(r->j) && (!r->suspending || now - r->suspend_asked_at > DEV_SUSPEND_STALE_NS);
   return n;
 }
 
@@ -83,6 +91,7 @@ static struct run *victim(struct dev *d, int32_t p, int same, unsigned share) {
 void dev__suspend(struct dev *d, struct run *r, int32_t p, const char *why) {
   if (dp_suspend(d->rt, r->task[0])) return; /* the next pass tries again */
   r->suspending = 1;
+  r->suspend_asked_at = coop__now_ns();
   atomic_store(&r->j->suspended_for, p); /* read only once suspended is 1 */
   log_info("job %llu (%s, uid %u, priority %d): suspending it: %s", (unsigned long long)r->j->id,
            r->j->kernel, r->j->uid, (int)r->j->priority, why);
