@@ -82,6 +82,13 @@ uint64_t dev__bufs_in_arena(const struct dev *d, uint32_t uid) {
   return 0;
 }
 
+uint64_t dev__bufs_in_arena_all(const struct dev *d) {
+  uint64_t n = 0;
+  if (d->bufuse_gen != d->gen) return 0;
+  for (unsigned i = 0; i < d->nbufuse; i++) n += d->bufuse[i].bytes;
+  return n;
+}
+
 /* size bytes more (add) or fewer at arg for owner (uid + 1). A table that
  * cannot grow leaves the user uncounted: the share's bound is lost for it,
  * nothing else. */
@@ -136,7 +143,7 @@ static int do_op(struct dev *d, struct dev_bufop *op) {
       b.keep = 1; /* a device buffer: into device memory where there is room (devproc_child.c) */
       if (b.in == DP_IN_LATER) b.fd = -1;
       e = dp_stage(d->rt, &b, 1);
-      if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, &b, 1);
+      if (e == COOP_ENOMEM && dev__ckpt_evict(d, b.size)) e = dp_stage(d->rt, &b, 1);
       if (e == 0) {
         op->arg = b.arg;
         op->gen = d->gen;

@@ -239,7 +239,7 @@ int dev__resume_run(struct dev *d, struct run *r, int may_wait) {
     struct dp_buf b[COOP_WIRE_MAX_ARGS];
     unsigned n = dev__carry_bufs(j, b, r->carry_fd, 1);
     e = n ? dp_stage(d->rt, b, n) : 0;
-    if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
+    if (e == COOP_ENOMEM && dev__ckpt_evict(d, dev__dp_bytes(b, n))) e = dp_stage(d->rt, b, n);
     /* no room while other jobs' copies hold it: it waits as a start
      * would (dev_room.c), its state and buffers where they are */
     if (e == COOP_ENOMEM && may_wait && dev__room_held(d)) return DEV_ROOM_WAIT;

@@ -272,7 +272,20 @@ void dev__ckpt_forget(struct run *r) {
   }
 }
 
-unsigned dev__ckpt_evict(struct dev *d) {
+uint64_t dev__dp_bytes(const struct dp_buf *b, unsigned n) {
+  uint64_t t = 0;
+  for (unsigned i = 0; i < n; i++) t += b[i].size;
+  return t;
+}
+
+unsigned dev__ckpt_evict(struct dev *d, uint64_t need) {
+  /* where the arena less the jobs' copies and the device buffers cannot
+   * hold it, freeing them makes no room: another user's create sized to
+   * fail, again and again, freed every user's snapshots for nothing */
+  uint64_t taken = dev__room_held(d) + dev__bufs_in_arena_all(d);
+  if (need > ((uint64_t)d->cfg->arena_mb << 20) ||
+      taken > ((uint64_t)d->cfg->arena_mb << 20) - need)
+    return 0;
   unsigned n = 0;
   for (struct run *r = d->runs; r; r = r->next)
     if (r->snap_arg) {

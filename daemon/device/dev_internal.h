@@ -479,10 +479,13 @@ void dev__ckpt_drain(struct dev *d, struct run *r, int64_t now, int64_t *wake);
  * restart), nothing asked of the device process. */
 void dev__ckpt_drop(struct dev *d, struct run *r);
 void dev__ckpt_forget(struct run *r);
-/* The arena is full for a staging: every run's snapshot dropped (drains
- * in progress abandoned), so that the staging may be tried again; how
- * many were freed (0: trying again is no use). */
-unsigned dev__ckpt_evict(struct dev *d);
+/* The arena is full for a staging of `need` bytes: every run's snapshot
+ * dropped (drains in progress abandoned), so that the staging may be
+ * tried again; how many were freed (0: trying again is no use). None is
+ * dropped for a staging that would not fit the arena without them. */
+unsigned dev__ckpt_evict(struct dev *d, uint64_t need);
+/* The bytes of n buffers to stage. */
+uint64_t dev__dp_bytes(const struct dp_buf *b, unsigned n);
 /* A run the restart took: 1 when it will resume from its last checkpoint
  * (its job back in coop_wait, first, as a suspended job whose state and
  * buffers are copies of the checkpoint's), else 0. */
@@ -597,6 +600,8 @@ void dev__unstage_ended(struct job *j, int breach);
 /* The arena bytes uid's device buffers hold on d's device process now
  * (on CUDA those in the device zone beside it do not count). */
 uint64_t dev__bufs_in_arena(const struct dev *d, uint32_t uid);
+/* The same for every user. */
+uint64_t dev__bufs_in_arena_all(const struct dev *d);
 /* The device buffers' operations queued so far, done in order and handed
  * back (take_new, before the jobs): all of them, or (all = 0) in turns
  * between users, those left past DEV_BUFOP_PASS_NS kept for the next pass. */

@@ -118,7 +118,7 @@ int dev__stage_in(struct dev *d, struct job *j) {
     n = job_bufs(j, b, inl, 0, 0, 0, &inl_len);
   }
   int e = dp_stage(d->rt, b, n);
-  if (e == COOP_ENOMEM && dev__ckpt_evict(d)) e = dp_stage(d->rt, b, n);
+  if (e == COOP_ENOMEM && dev__ckpt_evict(d, dev__dp_bytes(b, n))) e = dp_stage(d->rt, b, n);
   if (e == COOP_ENOMEM && dev__room_later(d, j)) return DEV_ROOM_WAIT;
   if (e == COOP_ENOMEM) {
     dev__fail(j, COOP_ENOMEM, "no room for the buffers in the device arena (%s)",
