@@ -3,6 +3,7 @@
 #include "fdio.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,8 @@
 static const char *const local_fs[] = {"tmpfs", "ramfs", "hugetlbfs", "ext2", "ext3",
                                        "ext4",  "xfs",   "btrfs",     "f2fs", "overlay"};
 #define N_LOCAL_FS (sizeof local_fs / sizeof *local_fs)
+/* the lines of a client's mountinfo looked through (a container has tens) */
+#define FDIO_PEER_MOUNTS_MAX 1024u
 
 /* The mount id of fd's file (/proc/self/fdinfo), or -1. */
 static long mount_id(int fd) {
@@ -31,13 +34,14 @@ static long mount_id(int fd) {
 }
 
 /* The type of mount id in the mountinfo file `path` ("ID PARENT ... -
- * TYPE SOURCE OPTIONS"), into type; 0 or -1. */
-static int mount_type(const char *path, long id, char *type, size_t n) {
+ * TYPE SOURCE OPTIONS"), among its first `most` lines, into type; 0 or
+ * -1. */
+static int mount_type(const char *path, long id, char *type, size_t n, unsigned most) {
   FILE *f = fopen(path, "re");
   char *line = NULL;
   size_t cap = 0;
   int found = -1;
-  while (f && found && getline(&line, &cap, f) > 0) {
+  for (unsigned seen = 0; f && found && seen < most && getline(&line, &cap, f) > 0; seen++) {
     char *dash = strstr(line, " - ");
     if (strtol(line, NULL, 10) != id || !dash) continue;
     size_t k = strcspn(dash + 3, " \n");
@@ -65,10 +69,13 @@ static int listed(const char *type, size_t n) {
 static int on_local_fs(int fd, uint32_t pid, char *type, size_t n) {
   long id = mount_id(fd);
   if (id < 0) return 0;
-  if (!mount_type("/proc/self/mountinfo", id, type, n)) return listed(type, N_LOCAL_FS);
+  if (!mount_type("/proc/self/mountinfo", id, type, n, UINT_MAX)) return listed(type, N_LOCAL_FS);
+  /* the client's own list is as long as it makes it (a user namespace
+   * may hold many thousands of mounts), and it is read on the loop */
   char path[48];
   snprintf(path, sizeof path, "/proc/%u/mountinfo", pid);
-  return pid && !mount_type(path, id, type, n) && listed(type, N_LOCAL_FS - 1);
+  return pid && !mount_type(path, id, type, n, FDIO_PEER_MOUNTS_MAX) &&
+         listed(type, N_LOCAL_FS - 1);
 }
 
 int fdio_closes_at_once(int fd, uint32_t pid) {

@@ -790,6 +790,22 @@ static void stop_nobody(pid_t kid) {
   waitpid(kid, NULL, 0);
 }
 
+/* A daemon with a 1 MiB arena open to all, c open as root, and root's
+ * render of 599 KiB (3 x 226^2 x 4 bytes) running until cancelled: its id. */
+static uint64_t arena_held(struct daemon_proc *d, struct conn *c) {
+  const char *sets[] = {"device.arena_mb=1", NULL};
+  daemon_start(d, sets);
+  daemon_open_to_all(d);
+  open_hello(c, d);
+  union coop_msg m;
+  render_ones(&m, 226);
+  m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
+  uint64_t hold = submit(c, &m, NULL, 0);
+  ck_assert_uint_ne(hold, 0);
+  wait_running(c, hold);
+  return hold;
+}
+
 /* Hardening, the arena: a job's buffers are copied into the arena while it
  * runs, and root's running job held 600 KiB of a 1 MiB arena: nobody's
  * render of 480 KiB, which fits the arena alone, failed ENOMEM ("raise
@@ -802,19 +818,11 @@ static void stop_nobody(pid_t kid) {
  * waits for its end; a cooperative one gives its room back, below). */
 START_TEST(one_users_running_jobs_leave_room_for_others) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-  const char *sets[] = {"device.arena_mb=1", NULL};
   struct daemon_proc d;
-  daemon_start(&d, sets);
-  daemon_open_to_all(&d);
   struct conn c;
-  open_hello(&c, &d);
-  enum { HOLD = 226, N = 200, SMALL = 64 }; /* 3 x 226^2 x 4 bytes: 599 KiB */
+  uint64_t hold = arena_held(&d, &c);
+  enum { N = 200, SMALL = 64 };
   union coop_msg m;
-  render_ones(&m, HOLD);
-  m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
-  uint64_t hold = submit(&c, &m, NULL, 0);
-  ck_assert_uint_ne(hold, 0);
-  wait_running(&c, hold);
 
   render_ones(&m, N);
   uint64_t theirs;
@@ -855,19 +863,11 @@ END_TEST
  * "Room in the arena"). */
 START_TEST(a_job_too_large_for_its_share_holds_no_one_back) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-  const char *sets[] = {"device.arena_mb=1", NULL};
   struct daemon_proc d;
-  daemon_start(&d, sets);
-  daemon_open_to_all(&d);
   struct conn c;
-  open_hello(&c, &d);
-  enum { HOLD = 226, PAST = 215, BIG = 220, SMALL = 64 }; /* 3 n^2 x 4 bytes */
+  uint64_t hold = arena_held(&d, &c);
+  enum { PAST = 215, BIG = 220, SMALL = 64 }; /* 3 n^2 x 4 bytes */
   union coop_msg m;
-  render_ones(&m, HOLD);
-  m.submit.args[4].bits = 1u << 20; /* reps: until cancelled */
-  uint64_t hold = submit(&c, &m, NULL, 0);
-  ck_assert_uint_ne(hold, 0);
-  wait_running(&c, hold);
 
   render_ones(&m, BIG);
   int out = memfd_of(800u << 10); /* the output, 800 KiB: 189 + 189 + 800 */

@@ -476,6 +476,17 @@ START_TEST(a_job_of_higher_priority_gets_room) {
 }
 END_TEST
 
+/* A daemon of four workers (so four cooperative slots), every slot
+ * takeable (reserve_percent 0), open to all; c open as root. */
+static void four_slots(struct daemon_proc *d, struct conn *c) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.reserve_percent=0", "device.max_workgroups=5", NULL};
+  daemon_start(d, sets);
+  daemon_open_to_all(d);
+  open_hello(c, d);
+  ck_assert_uint_eq(c->m.welcome.workers, 4);
+}
+
 /* Four slots; root, alone, takes three (the fourth is kept for a user
  * holding none), nobody takes the fourth. nobody's second job finds every
  * slot held while root holds more than its share (2): root's newest is
@@ -483,14 +494,9 @@ END_TEST
  * endless sweeps to end. Cancelling the suspended job ends it CANCELLED. */
 START_TEST(a_user_above_its_share_is_suspended) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.reserve_percent=0", "device.max_workgroups=5", NULL};
   struct daemon_proc d;
-  daemon_start(&d, sets);
-  daemon_open_to_all(&d);
   struct conn c;
-  open_hello(&c, &d);
-  ck_assert_uint_eq(c.m.welcome.workers, 4);
+  four_slots(&d, &c);
   static uint32_t data[3][64];
   uint64_t mine[3];
   for (int i = 0; i < 3; i++) {
@@ -532,14 +538,9 @@ END_TEST
  * next newest is suspended too, and nobody's second runs within a second. */
 START_TEST(a_suspension_that_does_not_land_holds_no_one) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.reserve_percent=0", "device.max_workgroups=5", NULL};
   struct daemon_proc d;
-  daemon_start(&d, sets);
-  daemon_open_to_all(&d);
   struct conn c;
-  open_hello(&c, &d);
-  ck_assert_uint_eq(c.m.welcome.workers, 4);
+  four_slots(&d, &c);
   uint32_t kt = kticks_10ms(&c, 1);
   static uint32_t data[3][64];
   uint64_t mine[3];
