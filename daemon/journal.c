@@ -19,6 +19,7 @@
 #define JOURNAL_HEADER "coop-journal 1"
 #define JOURNAL_READ_MAX (16u << 20) /* a bigger file is not ours */
 #define JOURNAL_LINE_MAX 160
+#define JOURNAL_TMP ".tmp-" /* a rewrite's file: the journal's path, this, mkstemp's six */
 #define JOURNAL_OPEN_FLAGS (O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
 /* Blank lines written ahead of the records: appends fill space the file
  * already has (a full disk does not stop them), and the file grows by this
@@ -316,7 +317,7 @@ static void sync_dir(struct journal *jn) {
   close_fd(jn->loop, fd);
 }
 
-/* A new file: the composed text into path.XXXXXX (a name no one can
+/* A new file: the composed text into path.tmp-XXXXXX (a name no one can
  * take first: in a sticky directory such as /tmp another user's file at a
  * fixed name could be neither replaced nor removed, and every rewrite
  * failed; mkstemp: O_EXCL, 0600), synced, renamed over the journal, which
@@ -324,7 +325,7 @@ static void sync_dir(struct journal *jn) {
  * worked. 0, or a negative uv error with err. */
 static int rewrite(struct journal *jn, char *err, size_t errlen) {
   char tmp[1100];
-  snprintf(tmp, sizeof tmp, "%s.XXXXXX", jn->path);
+  snprintf(tmp, sizeof tmp, "%s" JOURNAL_TMP "XXXXXX", jn->path);
   uv_fs_t req;
   int fd = uv_fs_mkstemp(jn->loop, &req, tmp, NULL);
   if (fd >= 0) snprintf(tmp, sizeof tmp, "%s", req.path);
@@ -528,7 +529,7 @@ static void open_degraded(struct journal *jn, const char *why) {
 }
 
 /* Removes the temporary files of rewrites that a crash cut short
- * (path.XXXXXX, coopd's own, regular): each crash would leave one. */
+ * (path.tmp-XXXXXX, coopd's own, regular): each crash would leave one. */
 static void remove_leftovers(struct journal *jn) {
   char dir[1024];
   snprintf(dir, sizeof dir, "%s", jn->path);
@@ -536,12 +537,14 @@ static void remove_leftovers(struct journal *jn) {
   if (!slash || !slash[1]) return;
   const char *base = jn->path + (slash - dir) + 1;
   slash[slash == dir] = 0;
-  size_t bl = strlen(base);
+  size_t bl = strlen(base), tl = strlen(JOURNAL_TMP);
   uv_fs_t req;
   uv_dirent_t e;
   if (uv_fs_scandir(jn->loop, &req, dir, 0, NULL) < 0) return uv_fs_req_cleanup(&req);
   while (uv_fs_scandir_next(&req, &e) != UV_EOF) {
-    if (strncmp(e.name, base, bl) || e.name[bl] != '.' || strlen(e.name + bl + 1) != 6) continue;
+    if (strncmp(e.name, base, bl) || strncmp(e.name + bl, JOURNAL_TMP, tl) ||
+        strlen(e.name + bl + tl) != 6)
+      continue;
     char p[1100];
     snprintf(p, sizeof p, "%s/%s", dir, e.name);
     uv_fs_t q;

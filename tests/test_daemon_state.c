@@ -312,16 +312,16 @@ END_TEST
  * and another user who made that name first (a folder: not even root
  * removes one with unlink) stopped every rewrite: coopd ran without a
  * journal. Now the name is mkstemp's: the journal is "ok". And a crash
- * mid-rewrite leaves such a file: the next start removes coopd's own,
- * not another user's. */
+ * mid-rewrite leaves such a file (PATH.tmp-XXXXXX): the next start
+ * removes coopd's own, not another user's, nor another name. */
 START_TEST(a_squatted_journal_name_stops_nothing) {
   if (geteuid() != 0) return; /* needs another uid: CI runs as root */
   char dir[64] = "/tmp/coopd-state-XXXXXX", squat[128], ours[128], theirs[128], log[128];
   ck_assert_ptr_nonnull(mkdtemp(dir));
   ck_assert_int_eq(chmod(dir, 01777), 0);
   snprintf(squat, sizeof squat, "%s/coop.sock.jobs.tmp", dir);
-  snprintf(ours, sizeof ours, "%s/coop.sock.jobs.Ab12Cd", dir);
-  snprintf(theirs, sizeof theirs, "%s/coop.sock.jobs.Zz99Zz", dir);
+  snprintf(ours, sizeof ours, "%s/coop.sock.jobs.tmp-Ab12Cd", dir);
+  snprintf(theirs, sizeof theirs, "%s/coop.sock.jobs.tmp-Zz99Zz", dir);
   snprintf(log, sizeof log, "%s/coopd.log", dir);
   pid_t kid = fork();
   ck_assert_int_ge(kid, 0);
@@ -334,6 +334,9 @@ START_TEST(a_squatted_journal_name_stops_nothing) {
   ck_assert_int_eq(waitpid(kid, &st, 0), kid);
   ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "nobody's files: status %d", st);
   file_write(ours, "coop-journal 1\n");
+  char keep[128]; /* the administrator's: not a rewrite's name */
+  snprintf(keep, sizeof keep, "%s/coop.sock.jobs.backup", dir);
+  file_write(keep, "coop-journal 1\n");
   struct daemon_proc d = {.log = log};
   snprintf(d.dir, sizeof d.dir, "%s", dir);
   snprintf(d.sock, sizeof d.sock, "%s/coop.sock", dir);
@@ -348,6 +351,8 @@ START_TEST(a_squatted_journal_name_stops_nothing) {
   ck_assert_msg(log_has(log, "coop.sock.jobs (ok)"), "the journal is not written");
   ck_assert_int_ne(access(ours, F_OK), 0);
   ck_assert_int_eq(access(theirs, F_OK), 0);
+  ck_assert_int_eq(access(keep, F_OK), 0);
+  unlink(keep);
   unlink(theirs);
   rmdir(squat);
   unlink(log);
