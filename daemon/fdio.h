@@ -16,11 +16,13 @@ struct stat;
  * filled when it is a regular file that no process serves (a memfd or
  * another file of tmpfs, or a file of a local disk's filesystem), else -1
  * (*why: what it is). pid: the client's process (its connection's peer),
- * whose mount namespace is looked in for a mount coopd's lacks (0: none). fstat, a read or a
- * mapping of a file that a process serves (FUSE, with user_allow_other; a network filesystem) waits
- * for that process, and coopd's loop or device process with it, as long as it likes; the kind is
- * read where only the kernel answers: the memfd's seals, /proc/self/fdinfo and /proc/self/mountinfo
- * (docs/daemon.md, "Descriptors from clients"). */
+ * whose mount namespace is looked in for a mount coopd's lacks (0: none).
+ * fstat, a read or a mapping of a file that a process serves (FUSE, with
+ * user_allow_other; a network filesystem) waits for that process, and
+ * coopd's loop or device process with it, as long as it likes; the kind
+ * is read where only the kernel answers: the memfd's seals,
+ * /proc/self/fdinfo and /proc/PID/mountinfo (docs/daemon.md,
+ * "Descriptors from clients"). */
 int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen);
 
 /* 1 when closing fd cannot wait for another process: a memfd or tmpfs

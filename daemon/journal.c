@@ -300,14 +300,21 @@ static int sync_now(struct journal *jn, uv_file fd) {
   return r;
 }
 
+/* path's directory into dir ("/" for a file at the root); its last
+ * component (in path), or NULL where path has no '/'. */
+static const char *dir_of(const char *path, char *dir, size_t n) {
+  snprintf(dir, n, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) return NULL;
+  slash[slash == dir] = 0;
+  return path + (slash - dir) + 1;
+}
+
 /* The rename of a rewrite survives a power loss once its directory is
  * synced; a failure here only weakens that. */
 static void sync_dir(struct journal *jn) {
   char dir[1024];
-  snprintf(dir, sizeof dir, "%s", jn->path);
-  char *slash = strrchr(dir, '/');
-  if (!slash) return;
-  slash[slash == dir] = 0;
+  if (!dir_of(jn->path, dir, sizeof dir)) return;
   uv_fs_t req;
   int fd = uv_fs_open(jn->loop, &req, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, NULL);
   uv_fs_req_cleanup(&req);
@@ -532,11 +539,8 @@ static void open_degraded(struct journal *jn, const char *why) {
  * (path.tmp-XXXXXX, coopd's own, regular): each crash would leave one. */
 static void remove_leftovers(struct journal *jn) {
   char dir[1024];
-  snprintf(dir, sizeof dir, "%s", jn->path);
-  char *slash = strrchr(dir, '/');
-  if (!slash || !slash[1]) return;
-  const char *base = jn->path + (slash - dir) + 1;
-  slash[slash == dir] = 0;
+  const char *base = dir_of(jn->path, dir, sizeof dir);
+  if (!base || !*base) return;
   size_t bl = strlen(base), tl = strlen(JOURNAL_TMP);
   uv_fs_t req;
   uv_dirent_t e;

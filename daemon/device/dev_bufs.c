@@ -71,9 +71,7 @@ static int copy_slice(struct dev *d, struct dev_bufop *op, struct dp_buf *b, int
  * room until that job ended. A buffer's argument value tells where it
  * went: a block of the arena lies below the arena's size, one of the
  * device zone (CUDA, coop_rt_alloc_device) past it (megakernel/arena.c). */
-static int in_arena(const struct dev *d, uint64_t arg) {
-  return arg < ((uint64_t)d->cfg->arena_mb << 20);
-}
+static int in_arena(const struct dev *d, uint64_t arg) { return arg < dev__arena_bytes(d); }
 
 uint64_t dev__bufs_in_arena(const struct dev *d, uint32_t uid) {
   if (d->bufuse_gen != d->gen) return 0; /* they went with their process */

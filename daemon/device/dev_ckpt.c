@@ -98,7 +98,7 @@ uint64_t dev__buf_bytes(const struct job *j) {
 static int snapshot_ready(struct dev *d, struct run *r) {
   if (r->snap_arg) return 1;
   uint64_t n = dev__buf_bytes(r->j);
-  uint64_t most = (uint64_t)d->cfg->arena_mb * (1u << 20) / 100 * d->cfg->snapshot_percent;
+  uint64_t most = dev__arena_bytes(d) / 100 * d->cfg->snapshot_percent;
   if (n == 0 || n > most || d->room_head) return 0;
   /* zeroed, though a save writes it all: zeroing touches every managed page
    * while the job runs; untouched, the first copy on the device took 75 ms
@@ -282,10 +282,8 @@ unsigned dev__ckpt_evict(struct dev *d, uint64_t need) {
   /* where the arena less the jobs' copies and the device buffers cannot
    * hold it, freeing them makes no room: another user's create sized to
    * fail, again and again, freed every user's snapshots for nothing */
-  uint64_t taken = dev__room_held(d) + dev__bufs_in_arena_all(d);
-  if (need > ((uint64_t)d->cfg->arena_mb << 20) ||
-      taken > ((uint64_t)d->cfg->arena_mb << 20) - need)
-    return 0;
+  uint64_t taken = dev__room_held(d) + dev__bufs_in_arena_all(d), arena = dev__arena_bytes(d);
+  if (need > arena || taken > arena - need) return 0;
   unsigned n = 0;
   for (struct run *r = d->runs; r; r = r->next)
     if (r->snap_arg) {

@@ -316,6 +316,10 @@ struct dev {
 };
 
 static inline int dev__periodic(const struct job *j) { return j->period_us != 0; }
+/* [device] arena_mb in bytes. */
+static inline uint64_t dev__arena_bytes(const struct dev *d) {
+  return (uint64_t)d->cfg->arena_mb << 20;
+}
 static inline int dev__is_coop(const struct job *j) {
   return !!(j->flags & COOP_SUBMIT_COOPERATIVE);
 }

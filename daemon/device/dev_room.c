@@ -95,7 +95,7 @@ static void publish(struct job *j, uint8_t why, unsigned count, unsigned held, u
 /* [limits] max_buffer_percent_per_uid of the arena in bytes; 0: no bound. */
 static uint64_t share_cap(const struct dev *d) {
   unsigned pct = d->cfg->max_buffer_percent_per_uid;
-  return pct && pct < 100 ? ((uint64_t)d->cfg->arena_mb << 20) * pct / 100 : 0;
+  return pct && pct < 100 ? dev__arena_bytes(d) * pct / 100 : 0;
 }
 
 /* Whether j's user, its copies and j's together, would hold more than its
@@ -259,7 +259,7 @@ int dev__room_later(struct dev *d, struct job *j) {
   uint64_t held = held_bytes(d, NULL);
   /* one whose bytes alone pass the arena fails now: no end of other jobs
    * gives it room, and it waited for as long as any ran */
-  if (!held || dev__buf_bytes(j) > ((uint64_t)d->cfg->arena_mb << 20)) return 0;
+  if (!held || dev__buf_bytes(j) > dev__arena_bytes(d)) return 0;
   publish(j, DEV_SLOT_ROOM, d->cfg->arena_mb, kib(held), kib(dev__buf_bytes(j)));
   return 1;
 }
