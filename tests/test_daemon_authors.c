@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE /* popen's prototype under -std=c11 */
 #include <check.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
@@ -140,14 +141,39 @@ static int notified(int ns, const char *want, char *got, size_t len, int timeout
   return 0;
 }
 
+/* A kernel directory of the test's own (kernels_dir_make) holding the
+ * authors' store, the settings that name both, and a log's path. */
+struct author_dirs {
+  char kdir[64], store[96], dirs[96], dir_set[128], logp[128];
+};
+
+static void author_dirs_make(struct author_dirs *a) {
+  snprintf(a->kdir, sizeof a->kdir, "/tmp/coopd-authors-XXXXXX");
+  kernels_dir_make(a->kdir);
+  snprintf(a->store, sizeof a->store, "%s/store", a->kdir);
+  snprintf(a->dirs, sizeof a->dirs, "kernels.dirs=%s", a->kdir);
+  snprintf(a->dir_set, sizeof a->dir_set, "kernels.authored_dir=%s", a->store);
+  snprintf(a->logp, sizeof a->logp, "%s/coopd.log", a->kdir);
+}
+
+/* Removes them, with what the store still holds. */
+static void author_dirs_remove(struct author_dirs *a) {
+  DIR *dir = opendir(a->store);
+  for (struct dirent *e; dir && (e = readdir(dir));) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", a->store, e->d_name);
+    if (e->d_name[0] != '.') unlink(path);
+  }
+  if (dir) closedir(dir);
+  unlink(a->logp), rmdir(a->store);
+  kernels_dir_remove(a->kdir);
+}
+
 START_TEST(kernel_authors) {
-  char kdir[64] = "/tmp/coopd-authors-XXXXXX", store[96], dirs[96], dir_set[128], logp[128];
+  struct author_dirs ad;
+  author_dirs_make(&ad);
+  char *kdir = ad.kdir, *store = ad.store, *dirs = ad.dirs, *dir_set = ad.dir_set, *logp = ad.logp;
   char nsp[96], path[160], out[8192];
-  kernels_dir_make(kdir);
-  snprintf(store, sizeof store, "%s/store", kdir);
-  snprintf(dirs, sizeof dirs, "kernels.dirs=%s", kdir);
-  snprintf(dir_set, sizeof dir_set, "kernels.authored_dir=%s", store);
-  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
   snprintf(nsp, sizeof nsp, "%s/notify", kdir);
   const char *sets[] = {dirs,
                         dir_set,
@@ -330,8 +356,8 @@ START_TEST(kernel_authors) {
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   close(ns);
-  unlink(nsp), unlink(logp), rmdir(store);
-  kernels_dir_remove(kdir);
+  unlink(nsp);
+  author_dirs_remove(&ad);
 }
 END_TEST
 
@@ -404,14 +430,11 @@ END_TEST
  * kernel stored, refused to start; now it starts with the shipped kernels
  * (docs/daemon.md, "Kernel authors"). */
 START_TEST(an_authors_kernel_that_crashes_a_build_costs_no_one) {
-  char kdir[64] = "/tmp/coopd-authors-XXXXXX", store[96], dirs[96], dir_set[128], logp[128];
+  struct author_dirs ad;
+  author_dirs_make(&ad);
+  char *dirs = ad.dirs, *dir_set = ad.dir_set, *logp = ad.logp;
   char arm[128], crash[200];
-  kernels_dir_make(kdir);
-  snprintf(store, sizeof store, "%s/store", kdir);
-  snprintf(dirs, sizeof dirs, "kernels.dirs=%s", kdir);
-  snprintf(dir_set, sizeof dir_set, "kernels.authored_dir=%s", store);
-  snprintf(logp, sizeof logp, "%s/coopd.log", kdir);
-  snprintf(arm, sizeof arm, "%s/crash", kdir);
+  snprintf(arm, sizeof arm, "%s/crash", ad.kdir);
   snprintf(crash, sizeof crash, "boom_crashes_a_build:%s", arm);
   const char *sets[] = {
       dirs, dir_set, "kernels.authors=0", "kernels.author_reload_interval_ms=0", "log.level=info",
@@ -471,6 +494,7 @@ START_TEST(an_authors_kernel_that_crashes_a_build_costs_no_one) {
   unlink(arm);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
+  author_dirs_remove(&ad);
 }
 END_TEST
 
