@@ -699,6 +699,11 @@ START_TEST(ehung_names_no_other_users_job) {
 }
 END_TEST
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* m, a render whose reps are its argument 4, set to about ns a run: the
  * fastest of `probes` runs of `probe` reps alone gives a rep's time, and
  * the reps then stay within probe..max. */
@@ -1441,7 +1446,9 @@ END_TEST
  * jobs may keep two whole-device tasks ahead (dev_turns.c): root's render
  * on one workgroup waited about seven E (7.1 and 7.7 in two runs). Now a
  * periodic job's instances in flight hold at most twice the workers:
- * root's waits about two (2.0, 2.75). */
+ * root's waits about two (2.0, 2.75). The median of five renders is
+ * judged: one render slowed by the machine (the suite runs two tests at
+ * once on two cores) says nothing of the turns. */
 START_TEST(a_periodic_job_behind_its_period_keeps_two_ahead) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   struct daemon_proc d = {0};
@@ -1449,7 +1456,7 @@ START_TEST(a_periodic_job_behind_its_period_keeps_two_ahead) {
   uint32_t w = open_to_nobody(&d, NULL, &c);
   union coop_msg m;
   render_init(&m, w);
-  render_reps_for(&c, &m, 64, 1, 20e6, 10000000); /* about 20 ms an instance */
+  render_reps_for(&c, &m, 64, 2, 20e6, 10000000); /* about 20 ms an instance */
   int64_t t0, e = 0; /* an instance, as a client sees it: the slower of two */
   for (int k = 0; k < 2; k++) {
     t0 = now_ms();
@@ -1462,8 +1469,9 @@ START_TEST(a_periodic_job_behind_its_period_keeps_two_ahead) {
   uint64_t theirs;
   pid_t kid = nobody_submit(&d, &m, &theirs);
   wait_running(&c, theirs);
-  int64_t worst = 0;
-  for (int k = 0; k < 5; k++) {
+  enum { R = 5 };
+  int64_t took[R];
+  for (int k = 0; k < R; k++) {
     union coop_msg r;
     render_init(&r, 1);
     t0 = now_ms();
@@ -1471,12 +1479,16 @@ START_TEST(a_periodic_job_behind_its_period_keeps_two_ahead) {
     ck_assert_uint_ne(job, 0);
     ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's render %d: %s", k, c.m.result.message);
-    if (now_ms() - t0 > worst) worst = now_ms() - t0;
+    took[k] = now_ms() - t0;
   }
-  fprintf(stderr, "root's renders beside a periodic job of %lld ms instances: the worst %lld ms\n",
-          (long long)e, (long long)worst);
-  ck_assert_msg(worst < 9 * (e > 0 ? e : 1) / 2, "a render of root's took %lld ms, %.1f instances",
-                (long long)worst, (double)worst / (double)(e > 0 ? e : 1));
+  qsort(took, R, sizeof took[0], cmp_i64);
+  fprintf(stderr,
+          "root's renders beside a periodic job of %lld ms instances: the median %lld ms, the "
+          "worst %lld ms\n",
+          (long long)e, (long long)took[R / 2], (long long)took[R - 1]);
+  ck_assert_msg(took[R / 2] < 9 * (e > 0 ? e : 1) / 2,
+                "root's renders took %lld ms at the median, %.1f instances", (long long)took[R / 2],
+                (double)took[R / 2] / (double)(e > 0 ? e : 1));
   stop_nobody(kid);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
