@@ -1002,7 +1002,9 @@ static const struct cmd cmds[] = {
      "coopctl then follows the job until it runs on DEVICE, ends, or MS milliseconds\n"
      "(default 30000; 0: do not wait) pass, and says which and how long it took (and,\n"
      "still waiting, why). A job moved by hand stays on DEVICE: it never moves by itself.\n"
-     "Only the job's owner (or root) may move it.\n",
+     "Only the job's owner (or root) may move it. A user's moves are at least a second\n"
+     "apart (root's are not bound): one asked sooner is refused EBUSY, saying when to\n"
+     "ask again.\n",
      cmd_migrate},
     {"stats", "the daemon's counters and recent gather times", "stats",
      "The daemon's version and uptime, device, workers, clients, job counters, and the\n"

@@ -187,6 +187,8 @@ int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
     snprintf(err, errlen, "%s:1: %s", path, why);
   } else if (s->n == COOP_MAX_KERNELS) {
     snprintf(err, errlen, "%s: more than %u kernels", path, COOP_MAX_KERNELS);
+  } else if (owner != KDEF_SHIPPED && !(src = kviews_seal(src))) {
+    return snprintf(err, errlen, "out of memory"), -1; /* src freed */
   } else {
     unsigned vline;
     char vwhy[128];

@@ -80,25 +80,117 @@ static unsigned line_of(const char *t, const char *p) {
   return l;
 }
 
+/* The directive of the line at p, if it is one (after blanks, a #): its
+ * name in *d (length *dl; 0 for the null directive) and the identifier
+ * after it in *m (length *ml, 0 where none). 0 where the line holds none. */
+static int directive(const char *p, const char **d, size_t *dl, const char **m, size_t *ml) {
+  while (*p == ' ' || *p == '\t') p++;
+  if (*p != '#') return 0;
+  for (p++; *p == ' ' || *p == '\t'; p++) {
+  }
+  *d = p;
+  for (*dl = 0; ident_char(p[*dl]); (*dl)++) {
+  }
+  for (p += *dl; *p == ' ' || *p == '\t'; p++) {
+  }
+  *m = p;
+  for (*ml = 0; ident_char(p[*ml]); (*ml)++) {
+  }
+  return 1;
+}
+
+static int is(const char *d, size_t dl, const char *word) {
+  return strlen(word) == dl && !strncmp(d, word, dl);
+}
+
 /* A directive other than those allowed: the name after a line's first #. */
 static const char *bad_directive(const char *t, char *name, size_t len) {
   for (const char *p = t; p; p = strchr(p, '\n')) {
     if (*p == '\n') p++;
-    const char *q = p;
-    while (*q == ' ' || *q == '\t') q++;
-    if (*q != '#') continue;
-    q++;
-    while (*q == ' ' || *q == '\t') q++;
-    size_t l = 0;
-    while (ident_char(q[l])) l++;
+    const char *d, *m;
+    size_t l, ml;
+    if (!directive(p, &d, &l, &m, &ml)) continue;
     int ok = l == 0; /* a lone # is the null directive */
     for (size_t i = 0; i < sizeof directives / sizeof *directives && !ok; i++)
-      ok = strlen(directives[i]) == l && !strncmp(q, directives[i], l);
+      ok = is(d, l, directives[i]);
     if (ok) continue;
-    snprintf(name, len, "%.*s", (int)(l < 32 ? l : 32), q);
-    return q;
+    snprintf(name, len, "%.*s", (int)(l < 32 ? l : 32), d);
+    return d;
   }
   return NULL;
+}
+
+/* A #define or #undef of the text t: the name, where it stands. */
+struct macro_use {
+  const char *name, *at;
+  size_t len;
+  int undef;
+};
+
+static int by_name_then_place(const void *a, const void *b) {
+  const struct macro_use *x = a, *y = b;
+  size_t l = x->len < y->len ? x->len : y->len;
+  int c = strncmp(x->name, y->name, l);
+  if (c || x->len != y->len) return c ? c : x->len < y->len ? -1 : 1;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Every #define and #undef of t (NULL-free array of *n; NULL with *n 0
+ * when there are none or memory ran out: *oom says which), sorted by
+ * name, then by place. */
+static struct macro_use *macro_uses(const char *t, size_t *n, int *oom) {
+  struct macro_use *u = NULL;
+  size_t cap = 0;
+  *n = 0, *oom = 0;
+  for (const char *p = t; p; p = strchr(p, '\n')) {
+    if (*p == '\n') p++;
+    const char *d, *m;
+    size_t dl, ml;
+    if (!directive(p, &d, &dl, &m, &ml) || !ml || !(is(d, dl, "define") || is(d, dl, "undef")))
+      continue;
+    if (*n == cap) {
+      struct macro_use *g = realloc(u, (cap = cap ? 2 * cap : 16) * sizeof *u);
+      if (!g) return free(u), *n = 0, *oom = 1, NULL;
+      u = g;
+    }
+    u[(*n)++] = (struct macro_use){.name = m, .at = d, .len = ml, .undef = is(d, dl, "undef")};
+  }
+  if (u) qsort(u, *n, sizeof *u, by_name_then_place);
+  return u;
+}
+
+static int same_name(const struct macro_use *x, const struct macro_use *y) {
+  return x->len == y->len && !strncmp(x->name, y->name, x->len);
+}
+
+/* An #undef of a name t did not #define before it (the first of its
+ * name, in uses sorted by name and place): an author's kernel could
+ * otherwise take a macro away from the runtime's code after it, where a
+ * conditional would then take another branch. */
+static const struct macro_use *foreign_undef(const struct macro_use *u, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (u[i].undef && (i == 0 || !same_name(&u[i], &u[i - 1]))) return &u[i];
+  return NULL;
+}
+
+/* Conditionals that do not close within t: the runtime's code after an
+ * author's kernel would fall inside one (or close it). */
+static const char *open_conditional(const char *t, const char **why) {
+  int depth = 0;
+  const char *first = NULL;
+  for (const char *p = t; p; p = strchr(p, '\n')) {
+    if (*p == '\n') p++;
+    const char *d, *m;
+    size_t dl, ml;
+    if (!directive(p, &d, &dl, &m, &ml)) continue;
+    if (is(d, dl, "if") || is(d, dl, "ifdef") || is(d, dl, "ifndef")) {
+      if (depth++ == 0) first = d;
+    } else if (is(d, dl, "elif") || is(d, dl, "else") || is(d, dl, "endif")) {
+      if (depth == 0) return *why = "without its #if", d;
+      depth -= is(d, dl, "endif");
+    }
+  }
+  return depth ? (*why = "not closed by an #endif", first) : NULL;
 }
 
 /* What the compiler may read as a line's end, a # or a backslash where
@@ -111,6 +203,32 @@ static const char *hidden_syntax(const char *src, const char **what) {
     if (p[0] == '?' && p[1] == '?' && (p[2] == '=' || p[2] == '/')) return *what = "a trigraph", p;
   }
   return NULL;
+}
+
+/* The macro rules of t: an #undef only of the kernel's own names, every
+ * conditional closed within it. A message's length in why (at *p), 0
+ * when both hold. */
+static int macro_rules(const char *t, const char **p, char *why, size_t whylen) {
+  size_t n;
+  int oom;
+  struct macro_use *u = macro_uses(t, &n, &oom);
+  const struct macro_use *f = foreign_undef(u, n);
+  const char *what;
+  int r = 0;
+  if (oom) {
+    r = snprintf(why, whylen, "out of memory"), *p = t;
+  } else if (f) {
+    *p = f->at;
+    r = snprintf(why, whylen,
+                 "#undef %.*s: a kernel added by an author may undefine only the names it "
+                 "defines itself (each is undefined after the kernel anyway)",
+                 (int)(f->len < 64 ? f->len : 64), f->name);
+  } else if ((*p = open_conditional(t, &what))) {
+    r = snprintf(why, whylen,
+                 "a conditional %s: a kernel added by an author closes each of its own", what);
+  }
+  free(u);
+  return r;
 }
 
 int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
@@ -135,6 +253,8 @@ int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
     r = snprintf(why, whylen, "token pasting (##) is not allowed in a kernel added by an author");
   } else if ((p = strstr(t, "%:"))) { /* a directive's # the line scan does not see */
     r = snprintf(why, whylen, "the digraph %%: is not allowed in a kernel added by an author");
+  } else {
+    r = macro_rules(t, &p, why, whylen);
   }
   for (const char *q = t; !r && *q; q++) {
     if (!ident_char(*q) || (q > t && ident_char(q[-1]))) continue;
@@ -152,4 +272,27 @@ int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
   if (r) *line = line_of(t, p);
   free(t);
   return r ? -1 : 0;
+}
+
+char *kviews_seal(char *src) {
+  char *t = src ? code_text(src) : NULL;
+  size_t n = 0, extra = 0, len = src ? strlen(src) : 0;
+  int oom = !t;
+  struct macro_use *u = t ? macro_uses(t, &n, &oom) : NULL;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || !same_name(&u[i], &u[i - 1])) extra += sizeof "#undef \n" + u[i].len;
+  char *out = oom ? NULL : realloc(src, len + 1 + extra + 1);
+  if (out) {
+    size_t o = len;
+    out[o++] = '\n'; /* a last line without its newline */
+    for (size_t i = 0; i < n; i++)
+      if (i == 0 || !same_name(&u[i], &u[i - 1]))
+        o += (size_t)sprintf(out + o, "#undef %.*s\n", (int)u[i].len, u[i].name);
+    out[o] = '\0';
+  } else {
+    free(src);
+  }
+  free(u);
+  free(t);
+  return out;
 }

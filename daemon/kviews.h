@@ -10,7 +10,9 @@
  * #undef (#pragma, #line), token pasting (## or %:%:, which could build
  * a refused name from pieces), the address-space keywords that make a
  * raw pointer without the macros (global, local, __global, __local) and
- * inline assembly. A textual check: views, guard zones and the device
+ * inline assembly; and its macros end with it: an #undef only of a name
+ * it defines, every conditional closed, every name it defines undefined
+ * after it (kviews_seal). A textual check: views, guard zones and the device
  * process remain the guarantee (docs/faults.md).
  */
 #ifndef COOPD_KVIEWS_H
@@ -20,5 +22,11 @@
 
 /* 0 when src keeps the rule; else -1 with *line (1-based) and why. */
 int kviews_check(const char *src, unsigned *line, char *why, size_t whylen);
+
+/* src (taken) with an #undef of every name it #defines appended, so that
+ * none of an author's macros reaches the kernels and the runtime's code
+ * compiled after it (docs/kernels.md, "Adding a kernel without root");
+ * NULL when memory ran out (src freed). */
+char *kviews_seal(char *src);
 
 #endif /* COOPD_KVIEWS_H */

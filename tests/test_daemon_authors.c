@@ -537,6 +537,67 @@ START_TEST(an_authors_source_is_checked_in_one_pass) {
 }
 END_TEST
 
+/* An author's #define reached every line compiled after its kernel: the
+ * glue of every cooperative kernel and the runtime's own device files. A
+ * kernel that defined coop__after_step as 1 built, and then every user's
+ * sweep ended after its first step, DONE with wrong words. Now each name
+ * an author's kernel defines is undefined after it, and an #undef of a
+ * name it did not define itself is refused (docs/kernels.md, "Adding a
+ * kernel without root"): root's sweep of 10 rounds adds 10 to each word. */
+START_TEST(an_authors_macros_end_with_its_kernel) {
+  struct author_dirs ad;
+  author_dirs_make(&ad);
+  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", NULL};
+  struct daemon_proc d = {.log = ad.logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static const char undef[] =
+      "//@coop name=u kind=noncooperative args=buf\n"
+      "#undef COOP_CUDA\n"
+      "void u(struct coop_ctx *c) {}\n";
+  failed(&c, add(&c, "u.cl", undef, strlen(undef)), COOP_EBUILD,
+         "u.cl:2: #undef COOP_CUDA: a kernel added by an author may undefine only");
+  static const struct {
+    const char *file, *src, *said;
+  } open_if[] = {
+      {"if.cl", "#if 1\n", "if.cl:2: a conditional not closed by an #endif"},
+      {"endif.cl", "#endif\n", "endif.cl:2: a conditional without its #if"},
+      {"else.cl", "#ifdef A\n#endif\n#else\n", "else.cl:4: a conditional without its #if"},
+  };
+  for (size_t i = 0; i < sizeof open_if / sizeof *open_if; i++) {
+    char src[256];
+    snprintf(src, sizeof src,
+             "//@coop name=h kind=noncooperative args=buf\n%svoid h(struct coop_ctx *c) {}\n",
+             open_if[i].src);
+    failed(&c, add(&c, open_if[i].file, src, strlen(src)), COOP_EBUILD, open_if[i].said);
+  }
+  static const char one_step[] = /* its own #undef is taken */
+      "//@coop name=m kind=noncooperative args=buf\n"
+      "#define coop__after_step(c, r, s, n) 1\n"
+      "#define M_ONE 1\n"
+      "#undef M_ONE\n"
+      "void m(struct coop_ctx *c) {}\n";
+  ck_assert_uint_eq(add(&c, "m.cl", one_step, strlen(one_step)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  uint32_t words[64];
+  for (uint32_t i = 0; i < 64; i++) words[i] = i;
+  uint64_t sweep = sweep_submit(&c, words, 64, 10, 1, -1);
+  ck_assert_uint_ne(sweep, 0);
+  ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "root's sweep: %s %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof words);
+  memcpy(words, c.m.result.bufs[0].data, sizeof words);
+  for (uint32_t i = 0; i < 64; i++)
+    ck_assert_msg(words[i] == i + 10, "word %u of root's sweep is %u, want %u", i, words[i],
+                  i + 10);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  author_dirs_remove(&ad);
+}
+END_TEST
+
 void daemon_authors_cases(Suite *s) {
   TCase *t = tcase_create("authors");
   tcase_set_timeout(t, 300);
@@ -544,5 +605,6 @@ void daemon_authors_cases(Suite *s) {
   tcase_add_test(t, an_authors_reloads_are_spaced);
   tcase_add_test(t, an_authors_kernel_that_crashes_a_build_costs_no_one);
   tcase_add_test(t, an_authors_source_is_checked_in_one_pass);
+  tcase_add_test(t, an_authors_macros_end_with_its_kernel);
   suite_add_tcase(s, t);
 }
