@@ -62,6 +62,7 @@ void config_defaults(struct config *c) {
   default_authored_dir(c->authored_dir, sizeof c->authored_dir);
   c->max_kernels_per_author = 16;
   c->author_reload_interval_ms = 10000;
+  c->author_build_ms = 60000;
   c->max_source_bytes = 64u << 10;
   c->max_jobs_per_client = 64;
   c->max_bytes_per_client = 256ull << 20;
@@ -146,6 +147,7 @@ static const struct config_key keys[] = {
     {"kernels", "max_per_author", K_UINT | K_LIVE, F(max_kernels_per_author), 1024},
     {"kernels", "author_reload_interval_ms", K_UINT | K_LIVE, F(author_reload_interval_ms),
      3600000},
+    {"kernels", "author_build_ms", K_UINT | K_LIVE, F(author_build_ms), 600000},
     {"kernels", "max_source_bytes", K_BYTES | K_LIVE, F(max_source_bytes), COOP_WIRE_SOURCE_MAX},
     {"limits", "max_jobs_per_client", K_UINT | K_LIVE, F(max_jobs_per_client), 1u << 20},
     {"limits", "max_bytes_per_client", K_BYTES | K_LIVE, F(max_bytes_per_client), 1ull << 40},
@@ -522,9 +524,9 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "kernel authors: authors=\"%s\" authored_dir=%s max_per_author=%u "
-           "max_source_bytes=%llu author_reload_interval_ms=%u",
+           "max_source_bytes=%llu author_reload_interval_ms=%u author_build_ms=%u",
            c->authors, c->authored_dir, c->max_kernels_per_author, c->max_source_bytes,
-           c->author_reload_interval_ms);
+           c->author_reload_interval_ms, c->author_build_ms);
   line(b);
   snprintf(b, sizeof b,
            "limits: jobs=%u bytes=%llu; jobs: watchdog_ms=%u grace_ms=%u gather_budget_ms=%u "

@@ -42,7 +42,8 @@ struct config {
   char authors[1024];     /* who may add kernels (authors.h); "" = nobody */
   char authored_dir[512]; /* where added kernels are kept (kstore.h) */
   unsigned max_kernels_per_author;
-  unsigned author_reload_interval_ms;  /* an author's reloads, one per this long (kadd.c) */
+  unsigned author_reload_interval_ms; /* an author's reloads, one per this long (kadd.c) */
+  unsigned author_build_ms; /* a set with an author's kernel builds within it (reload.c) */
   unsigned long long max_source_bytes; /* of one added kernel */
   /* [limits] */
   unsigned max_jobs_per_client;

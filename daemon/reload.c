@@ -108,11 +108,8 @@ static void build_work(uv_work_t *w) {
   /* a test's hook: a build as slow as a large kernel set's on a GPU */
   const char *delay = getenv("COOP_TEST_BUILD_DELAY_MS");
   if (delay) uv_sleep((unsigned)atoi(delay));
-  if (r->check_first) { /* begin() says why */
-    struct dp *check = NULL;
-    r->err = dev_build(&r->dm->cfg, r->index[0], r->ks, &check, r->msg, sizeof r->msg);
-    if (check) dp_close(check, DP_CLOSE_MS);
-  }
+  if (r->check_first) /* begin() says why */
+    r->err = dev_check_build(&r->dm->cfg, r->index[0], r->ks, r->msg, sizeof r->msg);
   for (unsigned i = 0; i < r->ndev && !r->err; i++) {
     /* in the running device process where it can be (no second context
      * beside the running jobs, their buffers left in place), else in a new

@@ -598,6 +598,94 @@ START_TEST(an_authors_macros_end_with_its_kernel) {
 }
 END_TEST
 
+/* How many children of coopd have oom_score_adj 1000, and whether the
+ * running device process (running) has 0. */
+static int children_oom_first(pid_t coopd, pid_t running, int *running_zero) {
+  int n = 0;
+  DIR *dir = opendir("/proc");
+  ck_assert_ptr_nonnull(dir);
+  for (struct dirent *e; (e = readdir(dir));) {
+    char path[300], buf[512];
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    char *rp = strrchr(buf, ')');
+    int ppid = 0;
+    if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1 || ppid != coopd) continue;
+    snprintf(path, sizeof path, "/proc/%s/oom_score_adj", e->d_name);
+    f = fopen(path, "r");
+    int adj = 0;
+    if (f && fscanf(f, "%d", &adj) != 1) adj = 0;
+    if (f) fclose(f);
+    n += adj == 1000;
+    if (atoi(e->d_name) == running) *running_zero = adj == 0;
+  }
+  closedir(dir);
+  return n;
+}
+
+/* An author's kernel whose preprocessing grows without end (each macro
+ * twice the one before: 2^25 terms in an #if) built for as long as it
+ * took, up to coopd's 600 s bound on any build, and grew as it went (2 s
+ * and 277 MB for 2^22 through clang here), in a process the OOM killer
+ * ranked as any other of coopd's. Now the build of a set that holds an
+ * author's kernel, in its device process of its own, is stopped past
+ * [kernels] author_build_ms (1.5 s here) and the reload fails saying so;
+ * that process is the first the OOM killer takes (oom_score_adj 1000),
+ * the device process that runs the jobs keeps its 0. */
+START_TEST(an_authors_build_is_bounded) {
+  struct author_dirs ad;
+  author_dirs_make(&ad);
+  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", "kernels.author_build_ms=1500",
+                        NULL};
+  struct daemon_proc d = {.log = ad.logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  pid_t running = device_process(d.pid);
+  char src[2048];
+  int o = snprintf(src, sizeof src,
+                   "//@coop name=grow kind=noncooperative args=buf\n"
+                   "#define G0 1+\n");
+  for (int i = 1; i <= 25; i++)
+    o += snprintf(src + o, sizeof src - (size_t)o, "#define G%d G%d G%d\n", i, i - 1, i - 1);
+  snprintf(src + o, sizeof src - (size_t)o,
+           "#if G25 0\n#endif\nvoid grow(struct coop_ctx *c) {}\n");
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  snprintf(m.kernel_add.file, sizeof m.kernel_add.file, "grow.cl");
+  m.kernel_add.source = (const uint8_t *)src;
+  m.kernel_add.source_len = (uint32_t)strlen(src);
+  int64_t t0 = coop__now_ns();
+  uint32_t seq = send_msg(&c, COOP_MSG_KERNEL_ADD, &m, NULL, 0);
+  int first = 0, running_zero = 0;
+  for (int i = 0; i < 100 && !first; i++, msleep(20))
+    first = children_oom_first(d.pid, running, &running_zero);
+  ck_assert_msg(first == 1, "no device process of coopd's had oom_score_adj 1000 while it built");
+  ck_assert_msg(running_zero, "the device process that runs the jobs is not at oom_score_adj 0");
+  uint16_t t = reply(&c, seq);
+  double s_took = (double)(coop__now_ns() - t0) / 1e9;
+  ck_assert_uint_eq(t, COOP_MSG_KERNEL_DONE);
+  ck_assert_int_ne(c.m.kernel_done.error, 0);
+  char log[1024];
+  uint32_t n =
+      c.m.kernel_done.log_len < sizeof log - 1 ? c.m.kernel_done.log_len : (uint32_t)sizeof log - 1;
+  memcpy(log, c.m.kernel_done.log, n);
+  log[n] = '\0';
+  assert_has(log, "the build took more than 1500 ms ([kernels] author_build_ms): stopped");
+  ck_assert_msg(s_took < 10, "the ADD's answer took %.1f s", s_took);
+  ck_assert(!has_kernel(&c, "grow"));
+  ck_assert_int_eq(device_process(d.pid), running); /* no restart */
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  author_dirs_remove(&ad);
+}
+END_TEST
+
 void daemon_authors_cases(Suite *s) {
   TCase *t = tcase_create("authors");
   tcase_set_timeout(t, 300);
@@ -606,5 +694,6 @@ void daemon_authors_cases(Suite *s) {
   tcase_add_test(t, an_authors_kernel_that_crashes_a_build_costs_no_one);
   tcase_add_test(t, an_authors_source_is_checked_in_one_pass);
   tcase_add_test(t, an_authors_macros_end_with_its_kernel);
+  tcase_add_test(t, an_authors_build_is_bounded);
   suite_add_tcase(s, t);
 }

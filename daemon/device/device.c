@@ -739,6 +739,11 @@ int dev_build(const struct config *c, int index, const struct kset *ks, struct d
   return dp_build(rtp, c, index, ks, err, errlen);
 }
 
+int dev_check_build(const struct config *c, int index, const struct kset *ks, char *err,
+                    size_t errlen) {
+  return dp_check(c, index, ks, c->author_build_ms, err, errlen);
+}
+
 /* [device] idle_spin_us: -1 lets the backend choose: a GPU's spinning
  * threads take no core from its megakernel, a CPU device's (PoCL) do. */
 static int64_t idle_spin_ns(const struct config *c, const char *backend) {

@@ -70,6 +70,10 @@ int dev_start(struct dev *d);
  * from a libuv work thread on SIGHUP. */
 int dev_build(const struct config *c, int index, const struct kset *ks, struct dp **rt, char *err,
               size_t errlen);
+/* ks built as dev_build builds it, in a device process thrown away at
+ * once, within [kernels] author_build_ms (dp_check). Blocking. */
+int dev_check_build(const struct config *c, int index, const struct kset *ks, char *err,
+                    size_t errlen);
 /* Rebuilding in place (docs/daemon.md, "Kernel reload"): ks built by this
  * device's own device process, beside its running megakernel, with no
  * second process or context (dp_next_build). Blocking: the reload's work

@@ -384,10 +384,25 @@ static int spawn(struct dp *p, char *err, size_t errlen) {
   return 0;
 }
 
+/* A device process that is thrown away once it has answered (a check's
+ * build, the widths' probe) is the first the kernel's OOM killer takes:
+ * a build that grows without end (an author's macros) then ends there,
+ * not in coopd or the device process that runs every user's jobs. Raising
+ * a child's own score needs no privilege; a failure leaves it as it was. */
+static void oom_first(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)pid);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  if (write(fd, "1000", 4) != 4) { /* left as it was */
+  }
+  close(fd);
+}
+
 /* A spawned child's DP_OPEN: the device opened, ks's kernels registered
  * and, unless widths_only, the megakernel built. */
 static int open_child(struct dp *p, const struct config *c, int index, const struct kset *ks,
-                      int widths_only, char *err, size_t errlen) {
+                      int widths_only, int build_ms, char *err, size_t errlen) {
   int sfd = sources_memfd(ks);
   if (sfd < 0)
     return snprintf(err, errlen, "memfd for the kernel sources: %s", strerror(errno)), COOP_EIO;
@@ -406,7 +421,7 @@ static int open_child(struct dp *p, const struct config *c, int index, const str
   a->max_registers = c->max_registers;
   a->widths_only = (uint32_t)widths_only;
   a->layout = DP_LAYOUT;
-  int e = call(p, DP_OPEN, sfd, DP_BUILD_MS);
+  int e = call(p, DP_OPEN, sfd, build_ms);
   close(sfd);
   if (e == COOP_ELOST)
     snprintf(err, errlen, "the device process %s while building", p->death);
@@ -434,7 +449,8 @@ static void probe_widths(struct dp *p, const struct config *c, int index, const 
   char err[512] = "out of memory";
   struct dp *q = dp_new();
   int e = q ? spawn(q, err, sizeof err) : COOP_ENOMEM;
-  if (e == 0) e = open_child(q, c, index, ks, 1, err, sizeof err);
+  if (e == 0) oom_first(q->pid);
+  if (e == 0) e = open_child(q, c, index, ks, 1, DP_BUILD_MS, err, sizeof err);
   if (e == 0) {
     q->q.a = 1;
     e = call(q, DP_WIDTH, -1, DP_BUILD_MS);
@@ -518,7 +534,7 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
   if (!p) return snprintf(err, errlen, "out of memory"), COOP_ENOMEM;
   int e = spawn(p, err, errlen);
   if (e) return free(p), e;
-  e = open_child(p, c, index, ks, 0, err, errlen);
+  e = open_child(p, c, index, ks, 0, DP_BUILD_MS, err, errlen);
   if (e) {
     dp_close(p, DP_CLOSE_MS);
     return e;
@@ -538,6 +554,23 @@ int dp_build(struct dp **pp, const struct config *c, int index, const struct kse
   report_widths(p, index, c);
   *pp = p;
   return 0;
+}
+
+int dp_check(const struct config *c, int index, const struct kset *ks, unsigned build_ms, char *err,
+             size_t errlen) {
+  struct dp *p = dp_new();
+  if (!p) return snprintf(err, errlen, "out of memory"), COOP_ENOMEM;
+  int e = spawn(p, err, errlen);
+  if (e) return free(p), e;
+  oom_first(p->pid);
+  int ms = build_ms && build_ms < DP_BUILD_MS ? (int)build_ms : DP_BUILD_MS;
+  int64_t t0 = now_ms();
+  e = open_child(p, c, index, ks, 0, ms, err, errlen);
+  if (e == COOP_ELOST && now_ms() - t0 >= ms)
+    snprintf(err, errlen, "the build took more than %d ms ([kernels] author_build_ms): stopped",
+             ms);
+  dp_close(p, DP_CLOSE_MS);
+  return e;
 }
 
 unsigned dp_widths(const struct dp *p, struct coop_rt_width *out, unsigned max) {

@@ -35,6 +35,13 @@ struct dp;
  * why (the compiler log for a build error). */
 int dp_build(struct dp **p, const struct config *c, int index, const struct kset *ks, char *err,
              size_t errlen);
+/* ks built as dp_build builds it, in a device process thrown away at
+ * once (reload.c: a set that holds an author's kernel is built so before
+ * it is built in place): the process is the first the OOM killer takes,
+ * and a build longer than build_ms (0: DP_BUILD_MS) is stopped. 0, or
+ * the error with err saying why. */
+int dp_check(const struct config *c, int index, const struct kset *ks, unsigned build_ms, char *err,
+             size_t errlen);
 /* The build's widths (coop_rt_width), up to max: [0] the merged
  * megakernel's, then, where [device] kernel_widths measured them (in a
  * device process of their own, at dp_build), each kernel's alone in ks's
