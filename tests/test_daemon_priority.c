@@ -313,6 +313,80 @@ START_TEST(a_job_started_between_frames_is_suspended_ahead_of_the_next) {
 }
 END_TEST
 
+/* A loop of `n` renders of priority 0 on one workgroup, one every
+ * `period` ms from t0 + offset, on a connection of its own in a child
+ * process (another client); returns the child, which exits 0 when every
+ * render ended DONE. */
+static pid_t low_loop(const struct daemon_proc *d, int64_t t0, int offset, int period, int n) {
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid) return kid;
+  struct conn c;
+  open_hello(&c, d);
+  for (int i = 0; i < n; i++) {
+    int64_t due = t0 + offset + (int64_t)period * i, now = now_ms();
+    if (due > now) msleep((int)(due - now));
+    union coop_msg m;
+    render_init(&m, 1);
+    uint64_t task = submit(&c, &m, NULL, 0);
+    if (!task || wait_job(&c, task, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
+        c.m.result.state != COOP_JOB_DONE)
+      _exit(1);
+  }
+  conn_close(&c);
+  _exit(0);
+}
+
+/* Two frame loops: one of priority 5 on every worker (frames 600 ms
+ * apart), another client's of priority 0 on one workgroup between them
+ * (300 ms later each time), beside a sweep of priority 0 on every worker.
+ * The device kept one window of suspension ahead: each loop's frame, as it
+ * ended, replaced the other's window before it opened, so the loop of
+ * priority 5 never had one, and each of its tasks had the sweep suspended
+ * only as it came ("job N of priority 5 needs"). Now each loop (a client's
+ * uid and process) keeps its own: of the last four frames of priority 5,
+ * at most one had to ask as it came. */
+START_TEST(a_lower_frame_loop_leaves_a_higher_ones_window) {
+  char logp[] = "/tmp/coopd-priority-XXXXXX.log";
+  struct daemon_proc d;
+  struct conn c, c2;
+  start_windows(&d, logp, &c, &c2);
+  static uint32_t data[256];
+  uint32_t w = c.m.welcome.workers;
+  uint64_t low = sweep_at(&c2, data, 256, 9, 100000000u, kticks_10ms(&c, w), w, 0);
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  enum { N = 9, PERIOD = 600 };
+  int64_t t0 = now_ms() + 100;
+  pid_t kid = low_loop(&d, t0, PERIOD / 2, PERIOD, N);
+  uint64_t frame[N];
+  for (int i = 0; i < N; i++) {
+    int64_t due = t0 + (int64_t)PERIOD * i, now = now_ms();
+    if (due > now) msleep((int)(due - now));
+    frame[i] = render_at_5(&c, w, i);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the loop of priority 0 failed");
+  int asked = 0;
+  for (int i = N - 4; i < N; i++) {
+    char needs[96];
+    snprintf(needs, sizeof needs, "job %llu of priority 5 needs", (unsigned long long)frame[i]);
+    asked += log_has(d.log, needs);
+  }
+  if (asked > 1) log_print(d.log);
+  ck_assert_msg(asked <= 1,
+                "%d of the last 4 frames of priority 5 had the sweep suspended as they came",
+                asked);
+  cancel_ok(&c2, low);
+  ck_assert_uint_eq(wait_job(&c2, low, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  conn_close(&c2);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* A slowsweep of priority 0 on `groups` workers whose data (data[0..256)
  * = 9 + i) is the start of a memfd of `bytes`: over 1 MiB, the job's
  * buffer fills in slices before its first start (dev_stage.c). */
@@ -582,6 +656,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_add_test(t, a_job_submitted_in_a_frames_window_waits_for_the_frame);
   tcase_add_test(t, a_job_started_as_a_frame_ends_is_suspended_ahead_of_the_next);
   tcase_add_test(t, a_job_started_between_frames_is_suspended_ahead_of_the_next);
+  tcase_add_test(t, a_lower_frame_loop_leaves_a_higher_ones_window);
   tcase_add_test(t, a_cooperative_job_of_higher_priority_takes_the_slot);
   tcase_add_test(t, a_job_of_higher_priority_gets_room);
   suite_add_tcase(s, t);

@@ -148,6 +148,23 @@ struct dev_hold {
   int64_t last, until; /* the last one; its jobs wait until then */
 };
 
+/* A frame loop's window of suspension ahead (dev_prio.c): when its next
+ * task is expected (0: the entry is free; the window is at -/+
+ * pre_ahead_ns), its priority and workgroups, whose loop it is (its
+ * client's uid and process: a task of theirs ends it), and on: it has had
+ * a job suspended, which stays so until that task is submitted or the
+ * window ends. */
+struct dev_pre {
+  int64_t at;
+  int32_t priority;
+  uint32_t groups, uid, pid;
+  int on;
+};
+/* Windows a device keeps at once, and of one uid: one user's loops leave
+ * room for others'. */
+#define DEV_PRE_MAX 8
+#define DEV_PRE_PER_UID 2
+
 struct dev {
   struct dp *rt;     /* the device process; NULL while it restarts or is broken */
   int64_t wait_ns;   /* DEV_WAIT_NS (tests: COOP_TEST_DEV_WAIT_MS) */
@@ -288,18 +305,13 @@ struct dev {
    * pointers cleared: its start's checks and request run dry on it at the
    * window's start (dev_run.c, dev__warm_path); NULL: none yet */
   struct job *warm_job;
-  /* suspending ahead (dev_prio.c): when a frame loop's next task is
-   * expected (0: none; the window is pre_at -/+ pre_ahead_ns), its
-   * priority and workgroups; pre_on: it has had a job suspended, which
-   * stays so until that task is submitted or the window ends */
-  int64_t pre_at;
+  /* suspending ahead (dev_prio.c): a window per frame loop, of those
+   * whose last task ended (at most DEV_PRE_MAX) */
+  struct dev_pre pre[DEV_PRE_MAX];
   int64_t pre_ahead_ns; /* DEV_PRE_AHEAD_NS (tests: COOP_TEST_PRE_AHEAD_MS) */
-  int32_t pre_priority;
-  uint32_t pre_groups;
-  int pre_on;
-  int inl_fd;        /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
-  uint64_t inl_size; /* its size */
-  int zero_fd;       /* DEV_SLICE zero bytes, sealed against resizing (dev_stage.c), or -1 */
+  int inl_fd;           /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
+  uint64_t inl_size;    /* its size */
+  int zero_fd;          /* DEV_SLICE zero bytes, sealed against resizing (dev_stage.c), or -1 */
   int parked;
   int64_t idle_since; /* when the device last had a run or a waiting job */
   _Atomic uint32_t parked_pub, parks;

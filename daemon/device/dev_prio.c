@@ -22,9 +22,14 @@
  *    job handed back whose next task is expected at next_ns (its
  *    session's cadence, sess_jobs.c) arms a window of DEV_PRE_AHEAD_NS
  *    either side; inside it what that task would suspend is suspended
- *    (the window "pre_on"), and stays so until a task of that priority
- *    or higher is submitted, whose run then preempts as if it had asked
- *    (it ends, they resume), or until the window ends (they resume).
+ *    (the window is "on"), and stays so until the loop's next task is
+ *    submitted, whose run then preempts as if it had asked (it ends, they
+ *    resume), or until the window ends (they resume). Each loop (its
+ *    client's uid and process) has a window of its own (struct dev_pre,
+ *    DEV_PRE_MAX, DEV_PRE_PER_UID a uid): with one for the device, a
+ *    loop's frame, as it ended, replaced another's window before it
+ *    opened, and a loop of priority 5 beside one of priority 0 never had
+ *    its own (test a_lower_frame_loop_leaves_a_higher_ones_window).
  *    Beside a 60 fps client whose every task needs all the workers, each
  *    task's gather waited for the suspension it asked at its submit: 52
  *    us p50 of a 0.5 ms frame on the H200 (bench/RESULTS.md, "A kernel
@@ -158,48 +163,75 @@ static void preempt_for_task(struct dev *d) {
     if (r->ninflight) preempt_run(d, r);
 }
 
-/* Whether the window (suspending ahead) is open at now. */
-static int pre_open(const struct dev *d, int64_t now) {
-  return d->pre_at && now >= d->pre_at - d->pre_ahead_ns && now < d->pre_at + d->pre_ahead_ns;
+/* Whether window w (suspending ahead) is open at now. */
+static int pre_open(const struct dev *d, const struct dev_pre *w, int64_t now) {
+  return w->at && now >= w->at - d->pre_ahead_ns && now < w->at + d->pre_ahead_ns;
 }
 
-/* A window (suspending ahead) ended or met its task. */
-static void pre_clear(struct dev *d) {
-  d->pre_at = 0;
-  d->pre_on = 0;
+/* A window ended or met its task. */
+static void pre_clear(struct dev_pre *w) {
+  w->at = 0;
+  w->on = 0;
+}
+
+/* Whether j is of the loop that window w is for (a task of its client). */
+static int pre_loop(const struct dev_pre *w, const struct job *j) {
+  return w->at && w->uid == j->uid && w->pid == j->pid;
 }
 
 void dev__preempt_before_submit(struct dev *d, struct run *r) {
   if (!d->rt || d->swap_now || d->stop_now || r->ninflight) return;
   const struct job *j = r->j;
-  if (d->pre_at && !dev__is_coop(j) && j->priority >= d->pre_priority) {
-    /* the task the window was for (or one that outranks it): what was
-     * suspended ahead for it, and what the open window held back, wait
-     * for this run, as for its own */
-    if (d->pre_on || pre_open(d, coop__now_ns())) r->preempting = 1;
-    pre_clear(d);
+  int64_t now = coop__now_ns();
+  for (struct dev_pre *w = d->pre; w < d->pre + DEV_PRE_MAX && !dev__is_coop(j); w++) {
+    if (!pre_loop(w, j)) continue;
+    /* the task the window was for: what was suspended ahead for it, and
+     * what the open window held back, wait for this run, as for its own */
+    if (j->priority >= w->priority && (w->on || pre_open(d, w, now))) r->preempting = 1;
+    pre_clear(w);
   }
   preempt_run(d, r);
+}
+
+/* The entry for j's window: its loop's own (NULL while that one holds
+ * a suspension: its task ends it), else a free one, else, where j's user
+ * has DEV_PRE_PER_UID already, the one of them expected last, else the
+ * one of lowest priority if below j's; NULL: none for j. */
+static struct dev_pre *pre_slot(struct dev *d, const struct job *j) {
+  struct dev_pre *free = NULL, *mine = NULL, *lowest = NULL;
+  unsigned of_uid = 0;
+  for (struct dev_pre *w = d->pre; w < d->pre + DEV_PRE_MAX; w++) {
+    if (pre_loop(w, j)) return w->on ? NULL : w;
+    if (!w->at) {
+      if (!free) free = w;
+      continue;
+    }
+    if (w->uid == j->uid && (of_uid++, !mine || w->at > mine->at)) mine = w;
+    if (!w->on && (!lowest || w->priority < lowest->priority)) lowest = w;
+  }
+  if (of_uid >= DEV_PRE_PER_UID) return mine && !mine->on ? mine : NULL;
+  if (free) return free;
+  return lowest && lowest->priority < j->priority ? lowest : NULL;
 }
 
 void dev__preempt_arm(struct dev *d, const struct job *j) {
   if (dev__is_coop(j) || dev__periodic(j) || !j->next_ns) return;
   if (atomic_load(&j->state) != COOP_JOB_DONE) return; /* a frame that failed or was cancelled */
-  if (d->pre_on && d->pre_at) return;                  /* one holds already: its task ends it */
-  d->pre_at = j->next_ns;
-  d->pre_priority = j->priority;
-  d->pre_groups = j->groups;
+  struct dev_pre *w = pre_slot(d, j);
+  if (!w) return;
+  *w = (struct dev_pre){
+      .at = j->next_ns, .priority = j->priority, .groups = j->groups, .uid = j->uid, .pid = j->pid};
 }
 
-void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
-  if (!d->pre_at) return;
-  int64_t from = d->pre_at - d->pre_ahead_ns, until = d->pre_at + d->pre_ahead_ns;
+/* One window's pass (dev__preempt_ahead). */
+static void pre_pass(struct dev *d, struct dev_pre *w, int64_t now, int64_t *wake) {
+  int64_t from = w->at - d->pre_ahead_ns, until = w->at + d->pre_ahead_ns;
   if (now >= until) { /* it did not come: what waited for it goes on */
-    if (d->pre_on)
+    if (w->on)
       log_debug("%s: the task expected of a frame loop of priority %d did not come", d->logname,
-                (int)d->pre_priority);
+                (int)w->priority);
     *wake = now; /* the next pass resumes or starts them (dev__pump_coop_wait, dev__step_run) */
-    pre_clear(d);
+    pre_clear(w);
     return;
   }
   if (now < from) {
@@ -208,19 +240,26 @@ void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
   }
   if (until < *wake) *wake = until;
   if (!d->rt || d->swap_now || d->stop_now) return;
-  struct run *v = lacking(d, d->pre_groups, d->pre_priority);
+  struct run *v = lacking(d, w->groups, w->priority);
   if (!v) return;
   char why[128];
   snprintf(why, sizeof why,
            "ahead of a task of priority %d on %u workers, expected of a frame loop in %.0f us",
-           (int)d->pre_priority, d->pre_groups, (double)(d->pre_at - now) / 1e3);
-  dev__suspend(d, v, d->pre_priority, why);
-  d->pre_on = 1;
+           (int)w->priority, w->groups, (double)(w->at - now) / 1e3);
+  dev__suspend(d, v, w->priority, why);
+  w->on = 1;
+}
+
+void dev__preempt_ahead(struct dev *d, int64_t now, int64_t *wake) {
+  for (struct dev_pre *w = d->pre; w < d->pre + DEV_PRE_MAX; w++)
+    if (w->at) pre_pass(d, w, now, wake);
 }
 
 void dev__preempt_due(const struct dev *d, int64_t now, int64_t *wake) {
-  int64_t from = d->pre_at - d->pre_ahead_ns;
-  if (d->pre_at && now < from && from < *wake) *wake = from;
+  for (const struct dev_pre *w = d->pre; w < d->pre + DEV_PRE_MAX; w++) {
+    int64_t from = w->at - d->pre_ahead_ns;
+    if (w->at && now < from && from < *wake) *wake = from;
+  }
 }
 
 void dev__preempt(struct dev *d) {
@@ -235,7 +274,9 @@ int dev__prio_blocked(const struct dev *d, int32_t p) {
    * started in it (one filling its buffers, or queued just then) would be
    * suspended again by the very task it was opened for, whose gather would
    * then wait for that suspension (the top of this file) */
-  if (d->pre_priority > p && (d->pre_on || pre_open(d, coop__now_ns()))) return 1;
+  int64_t now = coop__now_ns();
+  for (const struct dev_pre *w = d->pre; w < d->pre + DEV_PRE_MAX; w++)
+    if (w->at && w->priority > p && (w->on || pre_open(d, w, now))) return 1;
   for (const struct run *r = d->runs; r; r = r->next)
     if (r->preempting && r->j->priority > p) return 1;
   return 0;
