@@ -166,6 +166,23 @@ static int admit_shape(const struct kdef *k, const struct job_req *r, unsigned w
   uint64_t ninst = inst_count(r->period_us, r->count, r->duration_ms);
   if (ninst > COOP_WIRE_MAX_INST)
     return job_refuse(e, COOP_EINVAL, "at most %u instances per periodic job", COOP_WIRE_MAX_INST);
+  /* Between its instances a periodic job keeps what it was given (its
+   * buffers' copies in the arena, a cooperative slot, the megakernel
+   * awake), and only each instance is bounded (task_max_ms): a period of
+   * 71 minutes and 65536 instances, detached, held them for years while
+   * doing nothing (docs/daemon.md, "Periodic jobs' bounds"). */
+  if (r->max_period_ms && r->period_us > (uint64_t)r->max_period_ms * 1000)
+    return job_refuse(e, COOP_EINVAL,
+                      "period %u us is above [jobs] max_period_ms = %u ms: submit the tasks one "
+                      "by one instead",
+                      r->period_us, r->max_period_ms);
+  uint64_t series_ms = r->period_us * (ninst - 1) / 1000;
+  if (r->max_series_ms && r->period_us && series_ms > r->max_series_ms)
+    return job_refuse(e, COOP_EINVAL,
+                      "%llu instances every %u us last %llu s; [jobs] max_series_ms allows %u s: "
+                      "submit a shorter series (fewer instances) and then another",
+                      (unsigned long long)ninst, r->period_us, (unsigned long long)series_ms / 1000,
+                      r->max_series_ms / 1000);
   /* A deadline no instance can meet only adds misses to the device's
    * coop_deadline_misses_total, which the admin reads for every user
    * (2000 a second at 1 us), and puts the job first in the scheduler's

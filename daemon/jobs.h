@@ -196,6 +196,8 @@ struct job_req {
   } args[COOP_WIRE_MAX_ARGS];
   uint64_t arena_bytes;     /* a buffer's largest size (the arena) */
   uint32_t min_deadline_us; /* [jobs] min_deadline_us: a shorter deadline is refused */
+  uint32_t max_period_ms;   /* [jobs] max_period_ms: a longer period is refused (0: any) */
+  uint32_t max_series_ms;   /* [jobs] max_series_ms: a longer periodic series too (0: any) */
 };
 /* Why a job may not run or be seen: the code and the message its client
  * gets (0: it may). */

@@ -158,6 +158,8 @@ static int check_submit(struct session *s, const struct coop_msg_submit *m, cons
     if (bufs[i]) r.args[i].size = bufs[i]->size;
   r.arena_bytes = (uint64_t)dm->cfg.arena_mb << 20;
   r.min_deadline_us = dm->cfg.min_deadline_us;
+  r.max_period_ms = dm->cfg.max_period_ms;
+  r.max_series_ms = dm->cfg.max_series_ms;
   if (job_admit(k, &r, dev_workers(dev), JOB_AT_SUBMIT, e, &total, &inline_out)) return e->code;
   /* a periodic job's instance records: up to 4 MiB that RESULT carries,
    * held like its buffers from here until the job is dropped */

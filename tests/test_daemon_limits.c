@@ -819,6 +819,38 @@ START_TEST(deadline_below_the_floor_is_refused) {
 }
 END_TEST
 
+/* A periodic job keeps what it was given between its instances (its
+ * buffers' copies in the arena, a cooperative slot, the megakernel awake),
+ * and only each instance was bounded: a DETACHED one of a 71-minute
+ * period and 65536 instances held them for years doing nothing (another
+ * user's render waited for room until root cancelled it; another user's
+ * sweep for a slot; the megakernel never parked). Now a period above
+ * [jobs] max_period_ms (1 s) and a series spanning more than
+ * max_series_ms (1 h) from its first instance to its last are refused;
+ * a series within both runs. */
+START_TEST(a_periodic_jobs_span_is_bounded) {
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  periodic_tiny(&m, 0xffffffffu, 2);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "[jobs] max_period_ms = 1000 ms");
+  periodic_tiny(&m, 1000000, 3602); /* 3601 s from the first to the last */
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL,
+                 "3602 instances every 1000000 us last 3601 s; [jobs] max_series_ms allows 3600 s");
+  periodic_tiny(&m, 1000000, 0);
+  m.submit.duration_ms = 4000000;
+  expect_refusal(&c, submit(&c, &m, NULL, 0), COOP_EINVAL, "max_series_ms");
+  periodic_tiny(&m, 200000, 3); /* within both: runs */
+  run_done(&c, &m);
+  ck_assert_uint_eq(c.m.result.ninst, 3);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_limits_cases(Suite *s) {
   TCase *t = tcase_create("limits");
   tcase_set_timeout(t, 300);
@@ -834,5 +866,6 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, finished_jobs_free_inline_inputs);
   tcase_add_test(t, periodic_records_count_per_uid);
   tcase_add_test(t, deadline_below_the_floor_is_refused);
+  tcase_add_test(t, a_periodic_jobs_span_is_bounded);
   suite_add_tcase(s, t);
 }
