@@ -337,16 +337,25 @@ void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n) {
   const struct config *c = &dm->cfg;
   u->kept += n;
   dm->kept += n;
-  while (u->kept && (u->kept > c->max_detached_kept_per_uid || dm->kept > c->max_detached_kept)) {
-    struct job *old = NULL;
-    for (struct job *x = dm->jobs; x; x = x->next)
-      if (x->uid == u->uid && is_kept(x)) old = x; /* the list is newest first */
-    if (!old) break;
+  unsigned over_u =
+      u->kept > c->max_detached_kept_per_uid ? u->kept - c->max_detached_kept_per_uid : 0;
+  unsigned over = dm->kept > c->max_detached_kept ? dm->kept - c->max_detached_kept : 0;
+  if (over_u > over) over = over_u;
+  if (!over) return;
+  /* two walks of the job list, not one per job dropped: a user's 16
+   * connections of 256 finished detached jobs each, closed at once, held
+   * the loop 62-80 ms walking it 4096 times */
+  unsigned mine = 0, seen = 0;
+  for (const struct job *x = dm->jobs; x; x = x->next) mine += x->uid == u->uid && is_kept(x);
+  if (over > mine) over = mine;
+  for (struct job *x = dm->jobs, *next; x && over; x = next) {
+    next = x->next; /* the list is newest first: the last `over` of the user's go */
+    if (x->uid != u->uid || !is_kept(x) || seen++ < mine - over) continue;
     log_debug(
-        "job %llu (%s, uid %u): finished detached, dropped: %s reached",
-        (unsigned long long)old->id, old->kernel, old->uid,
+        "job %llu (%s, uid %u): finished detached, dropped: %s reached", (unsigned long long)x->id,
+        x->kernel, x->uid,
         u->kept > c->max_detached_kept_per_uid ? "max_detached_kept_per_uid" : "max_detached_kept");
-    job_drop(dm, old);
+    job_drop(dm, x);
   }
 }
 

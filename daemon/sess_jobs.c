@@ -729,7 +729,11 @@ void session_job_done(struct daemon *dm, struct job *j) {
    * closes meanwhile then treats j as running (owner := NULL) rather than
    * freeing it under us. */
   for (struct session *s = dm->sessions; s; s = s->next) {
-    if (s->sub_mask && job_may_see(s->uid, j)) send_events(s, j);
+    /* a session that may not see j has no WAIT of it (lookup refused
+     * them): one user's 65536 WAITs pending (16 connections of 4096) were
+     * walked at every other user's job end, 0.6-1.2 ms of the loop each */
+    if (!job_may_see(s->uid, j)) continue;
+    if (s->sub_mask) send_events(s, j);
     /* The waiters of j leave the list first, in one walk; then they are
      * answered. A failed send may close s (and free its list), never these. */
     struct waiter *mine = NULL;
