@@ -47,11 +47,15 @@ static size_t continuation(const char *s) {
   return s[l] == '\n' ? l + 1 : 0;
 }
 
+static unsigned line_of(const char *t, const char *p) {
+  unsigned l = 1;
+  for (; t < p; t++) l += *t == '\n';
+  return l;
+}
+
 /* src with line continuations joined (kept as a newline after the joined
- * line, so line numbers hold) and comments and literals blanked, as the
- * compiler sees the tokens: a refused name split over two lines is still
- * found. */
-static char *code_text(const char *src) {
+ * line, so line numbers hold). */
+static char *joined_text(const char *src) {
   size_t n = strlen(src);
   char *t = malloc(n + 1);
   if (!t) return NULL;
@@ -68,17 +72,51 @@ static char *code_text(const char *src) {
   }
   for (; owed; owed--) t[o++] = '\n';
   t[o] = '\0';
-  coop_kernel_blank(t, o);
   return t;
 }
 
-static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
-
-static unsigned line_of(const char *t, const char *p) {
-  unsigned l = 1;
-  for (; t < p; t++) l += *t == '\n';
-  return l;
+/* joined_text with comments and literals blanked, as the compiler sees
+ * the tokens: a refused name split over two lines is still found. */
+static char *code_text(const char *src) {
+  char *t = joined_text(src);
+  if (t) coop_kernel_blank(t, strlen(t));
+  return t;
 }
+
+/* Where src leaves what follows it inside itself (its 1-based line; 0:
+ * nowhere): a block comment not closed (the #undefs kviews_seal appends,
+ * and the next kernel's lines up to its first comment's end, would be
+ * comment), or a backslash with only blanks after it (the next line would
+ * join its last). */
+static unsigned open_at_end(const char *src, const char **what) {
+  char *t = joined_text(src);
+  if (!t) return 0;
+  unsigned line = 0;
+  for (size_t i = 0; t[i] && !line; i++) {
+    if (t[i] == '/' && t[i + 1] == '/') {
+      while (t[i + 1] && t[i + 1] != '\n') i++;
+    } else if (t[i] == '/' && t[i + 1] == '*') {
+      const char *end = strstr(t + i + 2, "*/");
+      if (!end)
+        line = line_of(t, t + i), *what = "a comment not closed within the kernel";
+      else
+        i = (size_t)(end - t) + 1;
+    } else if (t[i] == '"' || t[i] == '\'') {
+      char q = t[i];
+      for (i++; t[i] && t[i] != q && t[i] != '\n'; i++)
+        if (t[i] == '\\' && t[i + 1]) i++;
+      if (!t[i]) break;
+    }
+  }
+  free(t);
+  size_t n = strlen(src);
+  while (!line && n && strchr(" \t\f\v\r", src[n - 1])) n--;
+  if (!line && n && src[n - 1] == '\\')
+    line = line_of(src, src + n - 1), *what = "a backslash at the kernel's end";
+  return line;
+}
+
+static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
 
 /* The directive of the line at p, if it is one (after blanks, a #): its
  * name in *d (length *dl; 0 for the null directive) and the identifier
@@ -135,9 +173,9 @@ static int by_name_then_place(const void *a, const void *b) {
   return (x->at > y->at) - (x->at < y->at);
 }
 
-/* Every #define and #undef of t (NULL-free array of *n; NULL with *n 0
- * when there are none or memory ran out: *oom says which), sorted by
- * name, then by place. */
+/* Every #define and #undef of t (an array of *n; NULL with *n 0 when
+ * there are none or memory ran out: *oom says which), sorted by name,
+ * then by place. */
 static struct macro_use *macro_uses(const char *t, size_t *n, int *oom) {
   struct macro_use *u = NULL;
   size_t cap = 0;
@@ -234,8 +272,9 @@ static int macro_rules(const char *t, const char **p, char *why, size_t whylen) 
 int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
   const char *what;
   const char *h = hidden_syntax(src, &what);
-  if (h) {
-    *line = line_of(src, h);
+  unsigned at = h ? line_of(src, h) : open_at_end(src, &what);
+  if (at) {
+    *line = at;
     snprintf(why, whylen, "%s is not allowed in a kernel added by an author", what);
     return -1;
   }

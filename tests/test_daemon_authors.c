@@ -572,6 +572,20 @@ START_TEST(an_authors_macros_end_with_its_kernel) {
              open_if[i].src);
     failed(&c, add(&c, open_if[i].file, src, strlen(src)), COOP_EBUILD, open_if[i].said);
   }
+  /* what would leave the #undefs appended after the kernel inside it */
+  static const struct {
+    const char *file, *tail, *said;
+  } at_end[] = {
+      {"com.cl", "/* open\n#define X 1\n", "com.cl:3: a comment not closed within the kernel"},
+      {"bsl.cl", "#define X 1 \\ ", "bsl.cl:3: a backslash at the kernel's end"},
+  };
+  for (size_t i = 0; i < sizeof at_end / sizeof *at_end; i++) {
+    char src[256];
+    snprintf(src, sizeof src,
+             "//@coop name=h kind=noncooperative args=buf\nvoid h(struct coop_ctx *c) {}\n%s",
+             at_end[i].tail);
+    failed(&c, add(&c, at_end[i].file, src, strlen(src)), COOP_EBUILD, at_end[i].said);
+  }
   static const char one_step[] = /* its own #undef is taken */
       "//@coop name=m kind=noncooperative args=buf\n"
       "#define coop__after_step(c, r, s, n) 1\n"
