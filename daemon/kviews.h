@@ -11,9 +11,9 @@
  * a refused name from pieces), the address-space keywords that make a
  * raw pointer without the macros (global, local, __global, __local) and
  * inline assembly; and its macros end with it: an #undef only of a name
- * it defines, every conditional closed, every name it defines undefined
- * after it (kviews_seal). A textual check: views, guard zones and the device
- * process remain the guarantee (docs/faults.md).
+ * it defines, every conditional and comment closed, no backslash at its
+ * end, every name it defines undefined after it (kviews_seal). A textual check: views, guard zones
+ * and the device process remain the guarantee (docs/faults.md).
  */
 #ifndef COOPD_KVIEWS_H
 #define COOPD_KVIEWS_H
