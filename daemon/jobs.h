@@ -115,9 +115,15 @@ struct job {
   _Atomic uint8_t device;
   /* loop -> device (MIGRATE) or device -> itself (a suspended job moved
    * to an idle device): the device to move to (its index + 1; 0: none),
-   * and its dev; move_dev is written before move_to and read after it */
+   * and its dev. A writer first takes move_to from 0 to JOB_MOVE_CLAIMED
+   * (compare and swap: the loop and the device thread may both want to
+   * move a suspended job, and before, one's move_dev could pair with the
+   * other's index), then stores move_dev, then move_to (seq_cst); a
+   * reader treats JOB_MOVE_CLAIMED as no move yet, and reads move_dev
+   * after move_to (dev_move.c, dev__move_claim) */
   _Atomic uint8_t move_to;
   struct dev *_Atomic move_dev;
+#define JOB_MOVE_CLAIMED 0xffu
   /* loop (MIGRATE): moved by hand, it stays where its user put it and
    * never moves by itself (dev_move.c) */
   _Atomic uint8_t moved_by_hand;

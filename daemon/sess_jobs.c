@@ -557,10 +557,9 @@ void sess_migrate(struct session *s, uint32_t seq, const union coop_msg *m, int 
   if (to >= dm->ndev)
     return sess_error(s, seq, COOP_EINVAL, "no device %u: this coopd runs %u (0..%u)", to, dm->ndev,
                       dm->ndev - 1);
-  if (to == from || atomic_load(&j->move_to))
-    return sess_error(s, seq, COOP_ESTATE, "job %llu is %s device %u", (unsigned long long)j->id,
-                      to == from ? "already on" : "already moving to",
-                      to == from ? to : atomic_load(&j->move_to) - 1u);
+  if (to == from)
+    return sess_error(s, seq, COOP_ESTATE, "job %llu is already on device %u",
+                      (unsigned long long)j->id, to);
   /* each move copies the job's buffers off one device and onto another,
    * between other users' jobs on both: a user's loop of moves kept them
    * waiting as often as it liked */
@@ -572,13 +571,17 @@ void sess_migrate(struct session *s, uint32_t seq, const union coop_msg *m, int 
                       "every %u ms at most; ask again in %lld ms",
                       s->uid, SESS_MOVE_GAP_MS, SESS_MOVE_GAP_MS,
                       (long long)((u->move_next - now + 999999) / 1000000));
+  /* asked by compare and swap: its device thread may be moving it by
+   * itself (a suspended job to an idle device) at this very moment */
+  if (dev_migrate(dm->devs[from], j, dm->devs[to], to))
+    return sess_error(s, seq, COOP_ESTATE, "job %llu is already moving to another device",
+                      (unsigned long long)j->id);
   if (u) u->move_next = now + (int64_t)SESS_MOVE_GAP_MS * 1000000;
   log_info("job %llu (%s, uid %u): moving from device %u to device %u (uid %u asked)",
            (unsigned long long)j->id, j->kernel, j->uid, from, to, s->uid);
   dm->dev_jobs[j->counted_dev]--;
   dm->dev_jobs[to]++;
   j->counted_dev = (uint8_t)to;
-  dev_migrate(dm->devs[from], j, dm->devs[to], to);
   union coop_msg r;
   memset(&r, 0, sizeof r);
   sess_send(s, COOP_MSG_OK, seq, &r);

@@ -512,6 +512,13 @@ void dev__run_free(struct run *r);
 /* dev_move.c */
 /* r's job asked to move (job.move_to): its task asked to suspend once it
  * runs and nothing else suspends it. */
+/* j's move to `to` (at index), asked: 0, or -1 where one is asked already
+ * (jobs.h, move_to: taken from 0 by compare and swap, then move_dev, then
+ * the index). Loop or device thread. */
+int dev__move_claim(struct job *j, struct dev *to, unsigned index);
+/* The index + 1 of the device j moves to, once a move is wholly asked
+ * (0: none, or one still being asked). */
+unsigned dev__move_asked(const struct job *j);
 void dev__move_request(struct dev *d, struct run *r);
 /* r, suspended and carried out (dev__carry_out), off d->runs: handed to
  * the device its job moves to. */

@@ -40,6 +40,19 @@
 #include "dev_internal.h"
 #include "log.h"
 
+int dev__move_claim(struct job *j, struct dev *to, unsigned index) {
+  uint8_t none = 0;
+  if (!atomic_compare_exchange_strong(&j->move_to, &none, JOB_MOVE_CLAIMED)) return -1;
+  atomic_store(&j->move_dev, to); /* before the index: whoever sees it sees move_dev */
+  atomic_store(&j->move_to, (uint8_t)(index + 1));
+  return 0;
+}
+
+unsigned dev__move_asked(const struct job *j) {
+  uint8_t v = atomic_load(&j->move_to);
+  return v == JOB_MOVE_CLAIMED ? 0 : v;
+}
+
 void dev__move_request(struct dev *d, struct run *r) {
   /* not yet running, or a reload's carry, a priority's suspension or a
    * checkpoint first: the move waits for a later pass */
@@ -54,10 +67,10 @@ void dev__move_request(struct dev *d, struct run *r) {
  * if that one is stopping, the job ends here (cancelled, as the stop
  * would have). */
 static void hand_over(struct dev *d, struct job *j) {
+  unsigned index = dev__move_asked(j) - 1u; /* asked wholly: moves() or move_room_waiters */
   struct dev *to = atomic_load(&j->move_dev);
-  unsigned index = atomic_load(&j->move_to) - 1u;
-  atomic_store(&j->move_to, 0);
   atomic_store(&j->move_dev, NULL);
+  atomic_store(&j->move_to, 0); /* last: a new move may be asked from here on */
   d->slots_seq++;
   if (dev__adopt(to, j, index) == 0) {
     log_info("job %llu (%s): handed to device %u", (unsigned long long)j->id, j->kernel, index);
@@ -84,7 +97,8 @@ void dev__move_out(struct dev *d, struct run *r) {
 static int moves(struct dev *d, struct job *j) {
   struct run *r = j->dev_run;
   if (r && r->carry_fd < 0 && !d->rt) return 0; /* its buffers come back with the device */
-  if (atomic_load(&j->move_to)) return 1;
+  if (dev__move_asked(j)) return 1;
+  if (atomic_load(&j->move_to)) return 0; /* the loop is asking one now: the next pass */
   if (!r || !d->hooks->move_target || atomic_load(&j->cancel) || d->stop_now) return 0;
   /* its device buffers stay on this device (MIGRATE refuses it so): moved,
    * its task named no buffer of its own there, and its own missed every
@@ -96,9 +110,7 @@ static int moves(struct dev *d, struct job *j) {
   if (atomic_load(&j->moved_by_hand) || j->device_named) return 0;
   struct dev *to = NULL;
   int index = d->hooks->move_target(d->user, d, j, &to);
-  if (index < 0 || !to) return 0;
-  atomic_store(&j->move_dev, to);
-  atomic_store(&j->move_to, (uint8_t)(index + 1));
+  if (index < 0 || !to || dev__move_claim(j, to, (unsigned)index)) return 0;
   log_info("job %llu (%s): suspended here while device %d has a free slot: it moves there",
            (unsigned long long)j->id, j->kernel, index);
   return 1;
@@ -148,7 +160,7 @@ void dev__move_room_waiters(struct dev *d) {
     struct dev *to = NULL;
     uint64_t bytes = dev__buf_bytes(j);
     int index = may_move_for_room(d, j) ? d->hooks->room_target(d->user, d, j, bytes, &to) : -1;
-    if (index < 0 || !to) {
+    if (index < 0 || !to || dev__move_claim(j, to, (unsigned)index)) {
       dev__jobq_push(&keep, &keep_tail, j);
     } else {
       log_info(
@@ -158,8 +170,6 @@ void dev__move_room_waiters(struct dev *d) {
           (unsigned)atomic_load(&j->device), index);
       j->moved_for_room = 1;
       atomic_store(&j->slot_ahead, 0);
-      atomic_store(&j->move_dev, to);
-      atomic_store(&j->move_to, (uint8_t)(index + 1));
       hand_over(d, j);
     }
     j = n;

@@ -705,7 +705,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
     r->watchdog = 1;
   }
   dev__ckpt_request(d, r, now);
-  if (atomic_load(&j->move_to)) dev__move_request(d, r);
+  if (dev__move_asked(j)) dev__move_request(d, r);
   if (atomic_load(&j->cancel))
     for (unsigned i = 0; i < r->ninflight; i++) dp_cancel(d->rt, r->task[i]);
   if (r->filling && !atomic_load(&j->cancel) && fill(d, r)) {

@@ -198,11 +198,11 @@ void dev_cancel(struct dev *d, struct job *j) {
   wake(d);
 }
 
-void dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index) {
+int dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index) {
+  if (dev__move_claim(j, to, index)) return -1;
   atomic_store(&j->moved_by_hand, 1);
-  atomic_store(&j->move_dev, to); /* before move_to: whoever sees move_to sees it */
-  atomic_store(&j->move_to, (uint8_t)(index + 1));
   wake(from);
+  return 0;
 }
 
 int dev__adopt(struct dev *d, struct job *j, unsigned index) {

@@ -146,7 +146,9 @@ void dev_cancel(struct dev *d, struct job *j);
  * there (once it runs), copies its saved state and its buffers out, and
  * hands it to to's, which resumes it when a slot is free. The caller
  * checked that it may move (cooperative, one task, no device buffers). */
-void dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index);
+/* 0, or -1 where a move of j is already asked (by the loop or by its
+ * device thread: the caller answers so). */
+int dev_migrate(struct dev *from, struct job *j, struct dev *to, unsigned index);
 /* Cooperative slots free on d with no job waiting for them, as its device
  * thread last published (any thread). */
 unsigned dev_free_slots(const struct dev *d);
