@@ -36,9 +36,10 @@ struct uid_use {
   uint64_t bytes; /* buffer bytes of live jobs + inline bytes finished ones keep
                    * + its device buffers */
   /* its frame loops' warm windows (uid_warm_grant): what is left of its
-   * share, ns (negative: owed), as of warm_at; the end of the last granted;
-   * warm_refusing: the last was refused (its log line said so) */
-  int64_t warm_left, warm_at, warm_to;
+   * share, ns (negative: owed), as of warm_at; the span of the last
+   * granted (with those it overlapped); warm_refusing: the last was
+   * refused (its log line said so) */
+  int64_t warm_left, warm_at, warm_from, warm_to;
   int warm_refusing;
   /* an author's next kernel reload may start then (kadd.c); the entry is
    * kept until that time, whether or not the author stays connected */

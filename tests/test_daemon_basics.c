@@ -682,6 +682,100 @@ START_TEST(frame_loop_warm_share_bounded) {
 }
 END_TEST
 
+/* The same share, for a frame loop that reconnects every six frames (its
+ * user has no other connection): the user's entry went with its last
+ * connection, and a new one started with a full budget, so each
+ * reconnection bought its windows again (24 armed in 12 rounds against
+ * the share's 9). Now an entry that had a window stays: the windows armed
+ * stay within the share. */
+START_TEST(a_reconnecting_loop_keeps_its_warm_share) {
+  char logp[] = "/tmp/coopd-warmshare-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.idle_spin_us=2000", "log.level=debug",
+                        "limits.max_warm_percent_per_uid=1", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct timespec t0, next, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int round = 0; round < 12; round++) {
+    struct conn c;
+    open_hello(&c, &d);
+    long period = frame_first(&c, &next);
+    for (int f = 1; f < 6; f++) frame_at(&c, &next, period);
+    conn_close(&c);
+    msleep(20); /* coopd has seen the close */
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long elapsed_ms = (t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+  int armed = log_count(logp, "a warm window armed for the next frame");
+  long most = 1 + (10 + elapsed_ms / 100) / 9;
+  if (armed > most) log_print(logp);
+  ck_assert_msg(armed <= most, "%d windows armed in %ld ms of 12 loops of 6 frames (at most %ld)",
+                armed, elapsed_ms, most);
+  ck_assert_int_ge(armed, 1);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* A frame loop on a connection of its own in a child process: a render on
+ * one workgroup every period_ms, n frames. */
+static pid_t loop_child(const struct daemon_proc *d, long period_ms, int n) {
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid) return kid;
+  struct conn c;
+  open_hello(&c, d);
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  for (int f = 0; f < n; f++) frame_at(&c, &next, period_ms * 1000000L);
+  conn_close(&c);
+  _exit(0);
+}
+
+/* The same share (5% here), for two loops of one user: a slow one (a
+ * frame a second, in another process) and a fast one (every 20 ms). A
+ * window was charged only its time past the end of the user's latest
+ * window, and the slow loop's pushed that end a second ahead: every window
+ * of the fast loop, ending before it, cost nothing. Now a window is
+ * charged all but its overlap with the last granted: the windows armed
+ * while the fast loop runs stay within the share. */
+START_TEST(a_users_second_loop_pays_for_its_windows) {
+  char logp[] = "/tmp/coopd-warmshare-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.idle_spin_us=2000", "log.level=debug",
+                        "limits.max_warm_percent_per_uid=5", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  pid_t slow = loop_child(&d, 1000, 9);
+  msleep(2500); /* its cadence learned */
+  struct conn c;
+  open_hello(&c, &d);
+  int before = log_count(logp, "a warm window armed for the next frame");
+  struct timespec t0, next, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  next = t0;
+  for (int f = 0; f < 200; f++) frame_at(&c, &next, 20000000L);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  long elapsed_ms = (t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
+  int armed = log_count(logp, "a warm window armed for the next frame") - before;
+  /* 5%: 50 ms, and 5% of the time since; one window more a second, which
+   * the slow loop's may overlap (the overlap is not charged twice) */
+  long most = 1 + (50 + elapsed_ms / 20) / 9 + elapsed_ms / 1000;
+  fprintf(stderr, "two loops of one user: %d windows armed in %ld ms (at most %ld)\n", armed,
+          elapsed_ms, most);
+  int st = 0;
+  ck_assert_int_eq(waitpid(slow, &st, 0), slow);
+  if (armed > most) log_print(logp);
+  ck_assert_msg(armed <= most, "%d windows armed in %ld ms of two loops (at most %ld)", armed,
+                elapsed_ms, most);
+  ck_assert_int_ge(armed, 1);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* The socket file appears only once coopd listens (server.c). With
  * listen() delayed 300 ms (slow_listen.c), a coopd that bound its socket in
  * place refused, for those 300 ms, a client that had found the file: in CI
@@ -1271,6 +1365,8 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, several_clients_idle_spin);
   tcase_add_test(t, frame_loop_warm_ahead);
   tcase_add_test(t, frame_loop_warm_share_bounded);
+  tcase_add_test(t, a_reconnecting_loop_keeps_its_warm_share);
+  tcase_add_test(t, a_users_second_loop_pays_for_its_windows);
   tcase_add_test(t, several_clients);
   tcase_add_test(t, client_killed_mid_job);
   tcase_add_test(t, socket_answers_once_it_appears);
