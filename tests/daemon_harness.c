@@ -650,28 +650,36 @@ void msleep(int ms) {
 
 int64_t now_ms(void) { return coop__now_ns() / 1000000; }
 
+unsigned children_of(pid_t parent, pid_t *kids, char (*names)[32], unsigned max) {
+  DIR *dir = opendir("/proc");
+  ck_assert_ptr_nonnull(dir);
+  unsigned n = 0;
+  for (struct dirent *e; n < max && (e = readdir(dir));) {
+    char path[300], buf[512];
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    char *lp = strchr(buf, '('), *rp = strrchr(buf, ')');
+    int ppid = 0;
+    if (!lp || !rp || sscanf(rp + 2, "%*c %d", &ppid) != 1 || ppid != parent) continue;
+    if (names) snprintf(names[n], sizeof names[n], "%.*s", (int)(rp - lp - 1), lp + 1);
+    kids[n++] = (pid_t)atoi(e->d_name);
+  }
+  closedir(dir);
+  return n;
+}
+
 pid_t device_process(pid_t coopd) {
   for (int tries = 0; tries < 200; tries++, msleep(50)) {
-    DIR *dir = opendir("/proc");
-    ck_assert_ptr_nonnull(dir);
-    pid_t found = 0;
-    for (struct dirent *e; !found && (e = readdir(dir));) {
-      char path[300], buf[512];
-      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-      snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
-      FILE *f = fopen(path, "r");
-      if (!f) continue;
-      size_t n = fread(buf, 1, sizeof buf - 1, f);
-      fclose(f);
-      buf[n] = '\0';
-      char *rp = strrchr(buf, ')');
-      int ppid = 0;
-      if (rp && sscanf(rp + 2, "%*c %d", &ppid) == 1 && ppid == coopd &&
-          strstr(buf, "(coopd-device)"))
-        found = (pid_t)atoi(e->d_name);
-    }
-    closedir(dir);
-    if (found) return found;
+    pid_t kids[64];
+    char names[64][32];
+    unsigned n = children_of(coopd, kids, names, 64);
+    for (unsigned i = 0; i < n; i++)
+      if (!strcmp(names[i], "coopd-device")) return kids[i];
   }
   ck_abort_msg("coopd %d has no device process", (int)coopd);
   return 0;

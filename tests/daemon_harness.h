@@ -241,6 +241,9 @@ void msleep(int ms);
 
 int64_t now_ms(void);
 
+/* The children of parent (at most max), and their names (comm) if names
+ * is not NULL; how many. */
+unsigned children_of(pid_t parent, pid_t *kids, char (*names)[32], unsigned max);
 /* The device process of a coopd (devproc.h): its child named coopd-device. */
 pid_t device_process(pid_t coopd);
 

@@ -615,31 +615,20 @@ END_TEST
 /* How many children of coopd have oom_score_adj 1000, and whether the
  * running device process (running) has 0. */
 static int children_oom_first(pid_t coopd, pid_t running, int *running_zero) {
-  int n = 0;
-  DIR *dir = opendir("/proc");
-  ck_assert_ptr_nonnull(dir);
-  for (struct dirent *e; (e = readdir(dir));) {
-    char path[300], buf[512];
-    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+  pid_t kids[64];
+  unsigned n = children_of(coopd, kids, NULL, 64);
+  int first = 0;
+  for (unsigned i = 0; i < n; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/oom_score_adj", (int)kids[i]);
     FILE *f = fopen(path, "r");
-    if (!f) continue;
-    size_t got = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[got] = '\0';
-    char *rp = strrchr(buf, ')');
-    int ppid = 0;
-    if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1 || ppid != coopd) continue;
-    snprintf(path, sizeof path, "/proc/%s/oom_score_adj", e->d_name);
-    f = fopen(path, "r");
     int adj = 0;
     if (f && fscanf(f, "%d", &adj) != 1) adj = 0;
     if (f) fclose(f);
-    n += adj == 1000;
-    if (atoi(e->d_name) == running) *running_zero = adj == 0;
+    first += adj == 1000;
+    if (kids[i] == running) *running_zero = adj == 0;
   }
-  closedir(dir);
-  return n;
+  return first;
 }
 
 /* An author's kernel whose preprocessing grows without end (each macro

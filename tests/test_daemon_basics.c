@@ -645,6 +645,16 @@ START_TEST(frame_loop_warm_ahead) {
 }
 END_TEST
 
+/* A coopd whose warm windows last at least 9 ms (two idle spins of 2 ms
+ * either side and warm_early_us's 1 ms), each user's share of them set by
+ * `share`, its debug log at logp (a template). */
+static void warm_share_start(struct daemon_proc *d, char *logp, const char *share) {
+  log_temp(logp);
+  const char *sets[] = {"device.idle_spin_us=2000", "log.level=debug", share, NULL};
+  *d = (struct daemon_proc){.log = logp};
+  daemon_start_log(d, sets);
+}
+
 /* A user's share of warm windows (docs/daemon.md, "Spinning"): with
  * [limits] max_warm_percent_per_uid = 1 and windows of at least 9 ms (two
  * idle spins of 2 ms either side and warm_early_us's 1 ms), a frame loop
@@ -655,11 +665,8 @@ END_TEST
  * third on had its window. */
 START_TEST(frame_loop_warm_share_bounded) {
   char logp[] = "/tmp/coopd-warmshare-XXXXXX.log";
-  log_temp(logp);
-  const char *sets[] = {"device.idle_spin_us=2000", "log.level=debug",
-                        "limits.max_warm_percent_per_uid=1", NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
+  warm_share_start(&d, logp, "limits.max_warm_percent_per_uid=1");
   struct conn c;
   open_hello(&c, &d);
   struct timespec t0, next, t1;
@@ -686,15 +693,12 @@ END_TEST
  * user has no other connection): the user's entry went with its last
  * connection, and a new one started with a full budget, so each
  * reconnection bought its windows again (24 armed in 12 rounds against
- * the share's 9). Now an entry that had a window stays: the windows armed
+ * the share's 11). Now an entry that had a window stays: the windows armed
  * stay within the share. */
 START_TEST(a_reconnecting_loop_keeps_its_warm_share) {
   char logp[] = "/tmp/coopd-warmshare-XXXXXX.log";
-  log_temp(logp);
-  const char *sets[] = {"device.idle_spin_us=2000", "log.level=debug",
-                        "limits.max_warm_percent_per_uid=1", NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
+  warm_share_start(&d, logp, "limits.max_warm_percent_per_uid=1");
   struct timespec t0, next, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int round = 0; round < 12; round++) {
@@ -742,11 +746,8 @@ static pid_t loop_child(const struct daemon_proc *d, long period_ms, int n) {
  * while the fast loop runs stay within the share. */
 START_TEST(a_users_second_loop_pays_for_its_windows) {
   char logp[] = "/tmp/coopd-warmshare-XXXXXX.log";
-  log_temp(logp);
-  const char *sets[] = {"device.idle_spin_us=2000", "log.level=debug",
-                        "limits.max_warm_percent_per_uid=5", NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
+  warm_share_start(&d, logp, "limits.max_warm_percent_per_uid=5");
   pid_t slow = loop_child(&d, 1000, 9);
   msleep(2500); /* its cadence learned */
   struct conn c;
