@@ -692,8 +692,8 @@ END_TEST
 /* The same share, for a frame loop that reconnects every six frames (its
  * user has no other connection): the user's entry went with its last
  * connection, and a new one started with a full budget, so each
- * reconnection bought its windows again (24 armed in 12 rounds against
- * the share's 11). Now an entry that had a window stays: the windows armed
+ * reconnection bought its windows again (16 armed in 8 rounds against
+ * the share's 7). Now an entry that had a window stays: the windows armed
  * stay within the share. */
 START_TEST(a_reconnecting_loop_keeps_its_warm_share) {
   char logp[] = "/tmp/coopd-warmshare-XXXXXX.log";
@@ -701,7 +701,7 @@ START_TEST(a_reconnecting_loop_keeps_its_warm_share) {
   warm_share_start(&d, logp, "limits.max_warm_percent_per_uid=1");
   struct timespec t0, next, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int round = 0; round < 12; round++) {
+  for (int round = 0; round < 8; round++) {
     struct conn c;
     open_hello(&c, &d);
     long period = frame_first(&c, &next);
@@ -713,8 +713,10 @@ START_TEST(a_reconnecting_loop_keeps_its_warm_share) {
   long elapsed_ms = (t1.tv_sec - t0.tv_sec) * 1000L + (t1.tv_nsec - t0.tv_nsec) / 1000000L;
   int armed = log_count(logp, "a warm window armed for the next frame");
   long most = 1 + (10 + elapsed_ms / 100) / 9;
+  fprintf(stderr, "a loop reconnecting: %d windows armed in %ld ms (at most %ld)\n", armed,
+          elapsed_ms, most);
   if (armed > most) log_print(logp);
-  ck_assert_msg(armed <= most, "%d windows armed in %ld ms of 12 loops of 6 frames (at most %ld)",
+  ck_assert_msg(armed <= most, "%d windows armed in %ld ms of 8 loops of 6 frames (at most %ld)",
                 armed, elapsed_ms, most);
   ck_assert_int_ge(armed, 1);
   ck_assert_int_eq(daemon_stop(&d), 0);
@@ -765,8 +767,8 @@ START_TEST(a_users_second_loop_pays_for_its_windows) {
   long most = 1 + (50 + elapsed_ms / 20) / 9 + elapsed_ms / 1000;
   fprintf(stderr, "two loops of one user: %d windows armed in %ld ms (at most %ld)\n", armed,
           elapsed_ms, most);
-  int st = 0;
-  ck_assert_int_eq(waitpid(slow, &st, 0), slow);
+  kill(slow, SIGKILL);
+  ck_assert_int_eq(waitpid(slow, NULL, 0), slow);
   if (armed > most) log_print(logp);
   ck_assert_msg(armed <= most, "%d windows armed in %ld ms of two loops (at most %ld)", armed,
                 elapsed_ms, most);
