@@ -76,44 +76,22 @@ static char *joined_text(const char *src) {
 }
 
 /* joined_text with comments and literals blanked, as the compiler sees
- * the tokens: a refused name split over two lines is still found. */
-static char *code_text(const char *src) {
+ * the tokens: a refused name split over two lines is still found. *open:
+ * where a block comment the text does not close began, or NULL. */
+static char *code_text(const char *src, const char **open) {
   char *t = joined_text(src);
-  if (t) coop_kernel_blank(t, strlen(t));
+  size_t n = t ? strlen(t) : 0, o = t ? coop_kernel_blank(t, n) : 0;
+  if (open) *open = t && o < n ? t + o : NULL;
   return t;
 }
 
-/* Where src leaves what follows it inside itself (its 1-based line; 0:
- * nowhere): a block comment not closed (the #undefs kviews_seal appends,
- * and the next kernel's lines up to its first comment's end, would be
- * comment), or a backslash with only blanks after it (the next line would
- * join its last). */
-static unsigned open_at_end(const char *src, const char **what) {
-  char *t = joined_text(src);
-  if (!t) return 0;
-  unsigned line = 0;
-  for (size_t i = 0; t[i] && !line; i++) {
-    if (t[i] == '/' && t[i + 1] == '/') {
-      while (t[i + 1] && t[i + 1] != '\n') i++;
-    } else if (t[i] == '/' && t[i + 1] == '*') {
-      const char *end = strstr(t + i + 2, "*/");
-      if (!end)
-        line = line_of(t, t + i), *what = "a comment not closed within the kernel";
-      else
-        i = (size_t)(end - t) + 1;
-    } else if (t[i] == '"' || t[i] == '\'') {
-      char q = t[i];
-      for (i++; t[i] && t[i] != q && t[i] != '\n'; i++)
-        if (t[i] == '\\' && t[i + 1]) i++;
-      if (!t[i]) break;
-    }
-  }
-  free(t);
+/* The line of a backslash with only blanks after it at src's end (the
+ * next line, the first of the #undefs kviews_seal appends, would join its
+ * last); 0: none. */
+static unsigned backslash_at_end(const char *src) {
   size_t n = strlen(src);
-  while (!line && n && strchr(" \t\f\v\r", src[n - 1])) n--;
-  if (!line && n && src[n - 1] == '\\')
-    line = line_of(src, src + n - 1), *what = "a backslash at the kernel's end";
-  return line;
+  while (n && strchr(" \t\f\v\r", src[n - 1])) n--;
+  return n && src[n - 1] == '\\' ? line_of(src, src + n - 1) : 0;
 }
 
 static int ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
@@ -270,15 +248,21 @@ static int macro_rules(const char *t, const char **p, char *why, size_t whylen) 
 }
 
 int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
-  const char *what;
-  const char *h = hidden_syntax(src, &what);
-  unsigned at = h ? line_of(src, h) : open_at_end(src, &what);
+  const char *what, *open = NULL, *h = hidden_syntax(src, &what);
+  char *t = h ? NULL : code_text(src, &open);
+  unsigned at = h ? line_of(src, h) : 0;
+  /* what would take in the #undefs kviews_seal appends (and, for a
+   * comment, the next kernel's lines up to its first comment's end) */
+  if (open)
+    at = line_of(t, open), what = "a comment not closed within the kernel";
+  else if (!at && (at = backslash_at_end(src)))
+    what = "a backslash at the kernel's end";
   if (at) {
+    free(t);
     *line = at;
     snprintf(why, whylen, "%s is not allowed in a kernel added by an author", what);
     return -1;
   }
-  char *t = code_text(src);
   if (!t) return snprintf(why, whylen, "out of memory"), -1;
   char name[40];
   const char *p = bad_directive(t, name, sizeof name);
@@ -314,7 +298,7 @@ int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
 }
 
 char *kviews_seal(char *src) {
-  char *t = src ? code_text(src) : NULL;
+  char *t = src ? code_text(src, NULL) : NULL;
   size_t n = 0, extra = 0, len = src ? strlen(src) : 0;
   int oom = !t;
   struct macro_use *u = t ? macro_uses(t, &n, &oom) : NULL;

@@ -7,15 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-void coop_kernel_blank(char *t, size_t n) {
+size_t coop_kernel_blank(char *t, size_t n) {
+  size_t open = n;
   for (size_t i = 0; i < n; i++) {
     if (t[i] == '/' && t[i + 1] == '/') {
       while (i < n && t[i] != '\n') t[i++] = ' ';
     } else if (t[i] == '/' && t[i + 1] == '*') {
+      open = i;
       t[i] = t[i + 1] = ' ';
       for (i += 2; i < n && !(t[i] == '*' && t[i + 1] == '/'); i++)
         if (t[i] != '\n') t[i] = ' ';
-      if (i < n) t[i] = t[i + 1] = ' ', i++;
+      if (i < n) t[i] = t[i + 1] = ' ', i++, open = n;
     } else if (t[i] == '"' || t[i] == '\'') {
       char q = t[i];
       for (t[i++] = ' '; i < n && t[i] != q && t[i] != '\n'; i++) {
@@ -25,6 +27,7 @@ void coop_kernel_blank(char *t, size_t n) {
       if (i < n && t[i] == q) t[i] = ' ';
     }
   }
+  return open;
 }
 
 /* src with its comments, string and character literals blanked (newlines

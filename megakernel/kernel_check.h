@@ -18,7 +18,8 @@
 int coop_kernel_check(const char *name, int cooperative, const char *src, char *why, size_t whylen);
 /* t's comments and string and character literals (n bytes, NUL after)
  * turned into spaces, newlines kept: what is left is code, at the same
- * lines and columns. */
-void coop_kernel_blank(char *t, size_t n);
+ * lines and columns. Returns where a block comment that t does not close
+ * began, or n. */
+size_t coop_kernel_blank(char *t, size_t n);
 
 #endif /* COOP_KERNEL_CHECK_H */
