@@ -627,6 +627,26 @@ pid_t nobody_submit_fd(struct daemon_proc *d, const union coop_msg *m, int fd, u
   return kid;
 }
 
+pid_t loop_child(const struct daemon_proc *d, int64_t start_ms, int period_ms, int n) {
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid) return kid;
+  struct conn c;
+  open_hello(&c, d);
+  for (int i = 0; i < n; i++) {
+    int64_t due = start_ms + (int64_t)period_ms * i, now = now_ms();
+    if (due > now) msleep((int)(due - now));
+    union coop_msg m;
+    render_init(&m, 1);
+    uint64_t task = submit(&c, &m, NULL, 0);
+    if (!task || wait_job(&c, task, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
+        c.m.result.state != COOP_JOB_DONE)
+      _exit(1);
+  }
+  conn_close(&c);
+  _exit(0);
+}
+
 void wait_running(struct conn *c, uint64_t job) {
   for (int i = 0; i < 2400; i++) {
     uint8_t st = job_state(c, job);
@@ -685,9 +705,9 @@ pid_t device_process(pid_t coopd) {
   return 0;
 }
 
-unsigned long long cpu_ticks(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+/* user + system ticks of a /proc stat file (a process's or a thread's) */
+static unsigned long long stat_ticks(const char *path) {
+  char buf[1024];
   FILE *f = fopen(path, "r");
   ck_assert_ptr_nonnull(f);
   size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -701,6 +721,18 @@ unsigned long long cpu_ticks(pid_t pid) {
   ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st),
                    2);
   return ut + st;
+}
+
+unsigned long long cpu_ticks(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  return stat_ticks(path);
+}
+
+unsigned long long thread_ticks(pid_t pid, pid_t tid) {
+  char path[96];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+  return stat_ticks(path);
 }
 
 /* ---- slowsweep jobs (kernels/tests/priority) ---- */

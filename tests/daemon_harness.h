@@ -230,6 +230,11 @@ int as_user(const struct daemon_proc *d, uid_t uid, as_user_fn body, const void 
 pid_t nobody_submit(struct daemon_proc *d, const union coop_msg *m, uint64_t *job);
 /* The same with fd (>= 0) sent with the SUBMIT, as its descriptor 0. */
 pid_t nobody_submit_fd(struct daemon_proc *d, const union coop_msg *m, int fd, uint64_t *job);
+/* A frame loop of another client, in a child process on a connection of
+ * its own: n renders of priority 0 on one workgroup, the i-th at
+ * start_ms + i * period_ms (now_ms's clock); the child exits 0 when every
+ * render ended DONE, 1 at the first that did not. */
+pid_t loop_child(const struct daemon_proc *d, int64_t start_ms, int period_ms, int n);
 
 /* Waits until the job is RUNNING (its task submitted to the megakernel),
  * then a little more so that its workgroups are on the device. */
@@ -249,6 +254,8 @@ pid_t device_process(pid_t coopd);
 
 /* CPU time (user + system) a process has used, in clock ticks, from /proc. */
 unsigned long long cpu_ticks(pid_t pid);
+/* The same for one thread of it (tid == pid: its main thread). */
+unsigned long long thread_ticks(pid_t pid, pid_t tid);
 
 /* ---- slowsweep jobs (kernels/tests/priority) ---- */
 

@@ -72,6 +72,23 @@ static void failed(struct conn *c, uint16_t type, int code, const char *says) {
   assert_has(log, says);
 }
 
+/* Sources refused before any build: kernel h (noncooperative) with
+ * `before` ahead of its function and `after` behind it, added as `file`;
+ * its KERNEL_DONE fails EBUILD saying `said`. */
+struct refused_src {
+  const char *file, *before, *after, *said;
+};
+
+static void each_refused(struct conn *c, const struct refused_src *r, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    char src[256];
+    snprintf(src, sizeof src,
+             "//@coop name=h kind=noncooperative args=buf\n%svoid h(struct coop_ctx *c) {}\n%s",
+             r[i].before, r[i].after);
+    failed(c, add(c, r[i].file, src, strlen(src)), COOP_EBUILD, r[i].said);
+  }
+}
+
 /* uid's requests (as_user's body): add triple as its own, remove triple,
  * remove nosuch; each reply's code, 0 for a KERNEL_DONE that succeeded. */
 static void add_remove(struct conn *c, const void *arg, void *out) {
@@ -257,24 +274,16 @@ START_TEST(kernel_authors) {
    * of a file only coopd's user may read came back in the build's log (a
    * crash of the compiler, or a build that waits on a FIFO, under a
    * reload of every user's kernels) */
-  static const struct {
-    const char *file, *src, *said;
-  } hidden[] = {
-      {"dig.cl", "%:include \"/etc/shadow\"\n", "dig.cl:2: the digraph %:"},
-      {"cr.cl", "\r#include \"/etc/shadow\"\n", "cr.cl:2: a carriage return"},
-      {"bs.cl", "#\\ \ninclude \"/etc/shadow\"\n", "bs.cl:2: #include"},
-      {"glob.cl", "glo\\ \nbal coop_u32 *p;\n", "glob.cl:2: global"},
-      {"prag.cl", "_Pragma(\"clang __debug crash\")\n", "prag.cl:2: _Pragma"},
-      {"has.cl", "#if __has_include(\"/tmp/go\")\n#endif\n", "has.cl:2: __has_include"},
-      {"tri.cl", "?\?=include \"/etc/shadow\"\n", "tri.cl:2: a trigraph"},
+  static const struct refused_src hidden[] = {
+      {"dig.cl", "%:include \"/etc/shadow\"\n", "", "dig.cl:2: the digraph %:"},
+      {"cr.cl", "\r#include \"/etc/shadow\"\n", "", "cr.cl:2: a carriage return"},
+      {"bs.cl", "#\\ \ninclude \"/etc/shadow\"\n", "", "bs.cl:2: #include"},
+      {"glob.cl", "glo\\ \nbal coop_u32 *p;\n", "", "glob.cl:2: global"},
+      {"prag.cl", "_Pragma(\"clang __debug crash\")\n", "", "prag.cl:2: _Pragma"},
+      {"has.cl", "#if __has_include(\"/tmp/go\")\n#endif\n", "", "has.cl:2: __has_include"},
+      {"tri.cl", "?\?=include \"/etc/shadow\"\n", "", "tri.cl:2: a trigraph"},
   };
-  for (size_t i = 0; i < sizeof hidden / sizeof *hidden; i++) {
-    char src[256];
-    snprintf(src, sizeof src,
-             "//@coop name=h kind=noncooperative args=buf\n%svoid h(struct coop_ctx *c) {}\n",
-             hidden[i].src);
-    failed(&c, add(&c, hidden[i].file, src, strlen(src)), COOP_EBUILD, hidden[i].said);
-  }
+  each_refused(&c, hidden, sizeof hidden / sizeof *hidden);
   const char clash[] =
       "//@coop name=render kind=noncooperative args=buf\n"
       "void render(struct coop_ctx *c) {}\n";
@@ -552,40 +561,18 @@ START_TEST(an_authors_macros_end_with_its_kernel) {
   daemon_start_log(&d, sets);
   struct conn c;
   open_hello(&c, &d);
-  static const char undef[] =
-      "//@coop name=u kind=noncooperative args=buf\n"
-      "#undef COOP_CUDA\n"
-      "void u(struct coop_ctx *c) {}\n";
-  failed(&c, add(&c, "u.cl", undef, strlen(undef)), COOP_EBUILD,
-         "u.cl:2: #undef COOP_CUDA: a kernel added by an author may undefine only");
-  static const struct {
-    const char *file, *src, *said;
-  } open_if[] = {
-      {"if.cl", "#if 1\n", "if.cl:2: a conditional not closed by an #endif"},
-      {"endif.cl", "#endif\n", "endif.cl:2: a conditional without its #if"},
-      {"else.cl", "#ifdef A\n#endif\n#else\n", "else.cl:4: a conditional without its #if"},
+  /* an #undef of another's name, a conditional left open, and what would
+   * leave the #undefs appended after the kernel inside it */
+  static const struct refused_src macros[] = {
+      {"u.cl", "#undef COOP_CUDA\n", "",
+       "u.cl:2: #undef COOP_CUDA: a kernel added by an author may undefine only"},
+      {"if.cl", "#if 1\n", "", "if.cl:2: a conditional not closed by an #endif"},
+      {"endif.cl", "#endif\n", "", "endif.cl:2: a conditional without its #if"},
+      {"else.cl", "#ifdef A\n#endif\n#else\n", "", "else.cl:4: a conditional without its #if"},
+      {"com.cl", "", "/* open\n#define X 1\n", "com.cl:3: a comment not closed within the kernel"},
+      {"bsl.cl", "", "#define X 1 \\ ", "bsl.cl:3: a backslash at the kernel's end"},
   };
-  for (size_t i = 0; i < sizeof open_if / sizeof *open_if; i++) {
-    char src[256];
-    snprintf(src, sizeof src,
-             "//@coop name=h kind=noncooperative args=buf\n%svoid h(struct coop_ctx *c) {}\n",
-             open_if[i].src);
-    failed(&c, add(&c, open_if[i].file, src, strlen(src)), COOP_EBUILD, open_if[i].said);
-  }
-  /* what would leave the #undefs appended after the kernel inside it */
-  static const struct {
-    const char *file, *tail, *said;
-  } at_end[] = {
-      {"com.cl", "/* open\n#define X 1\n", "com.cl:3: a comment not closed within the kernel"},
-      {"bsl.cl", "#define X 1 \\ ", "bsl.cl:3: a backslash at the kernel's end"},
-  };
-  for (size_t i = 0; i < sizeof at_end / sizeof *at_end; i++) {
-    char src[256];
-    snprintf(src, sizeof src,
-             "//@coop name=h kind=noncooperative args=buf\nvoid h(struct coop_ctx *c) {}\n%s",
-             at_end[i].tail);
-    failed(&c, add(&c, at_end[i].file, src, strlen(src)), COOP_EBUILD, at_end[i].said);
-  }
+  each_refused(&c, macros, sizeof macros / sizeof *macros);
   static const char one_step[] = /* its own #undef is taken */
       "//@coop name=m kind=noncooperative args=buf\n"
       "#define coop__after_step(c, r, s, n) 1\n"

@@ -724,21 +724,6 @@ START_TEST(a_reconnecting_loop_keeps_its_warm_share) {
 }
 END_TEST
 
-/* A frame loop on a connection of its own in a child process: a render on
- * one workgroup every period_ms, n frames. */
-static pid_t loop_child(const struct daemon_proc *d, long period_ms, int n) {
-  pid_t kid = fork();
-  ck_assert_int_ge(kid, 0);
-  if (kid) return kid;
-  struct conn c;
-  open_hello(&c, d);
-  struct timespec next;
-  clock_gettime(CLOCK_MONOTONIC, &next);
-  for (int f = 0; f < n; f++) frame_at(&c, &next, period_ms * 1000000L);
-  conn_close(&c);
-  _exit(0);
-}
-
 /* The same share (5% here), for two loops of one user: a slow one (a
  * frame a second, in another process) and a fast one (every 20 ms). A
  * window was charged only its time past the end of the user's latest
@@ -750,7 +735,7 @@ START_TEST(a_users_second_loop_pays_for_its_windows) {
   char logp[] = "/tmp/coopd-warmshare-XXXXXX.log";
   struct daemon_proc d;
   warm_share_start(&d, logp, "limits.max_warm_percent_per_uid=5");
-  pid_t slow = loop_child(&d, 1000, 9);
+  pid_t slow = loop_child(&d, now_ms(), 1000, 9);
   msleep(2500); /* its cadence learned */
   struct conn c;
   open_hello(&c, &d);

@@ -853,30 +853,13 @@ START_TEST(a_periodic_jobs_span_is_bounded) {
 }
 END_TEST
 
-/* The CPU time (clock ticks) coopd's loop thread (its main thread) has
- * used. */
-static long loop_ticks(pid_t coopd) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)coopd, (int)coopd);
-  FILE *f = fopen(path, "r");
-  ck_assert_ptr_nonnull(f);
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  char *rp = strrchr(buf, ')');
-  long ut = 0, st = 0;
-  ck_assert(rp &&
-            sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &ut, &st) == 2);
-  return ut + st;
-}
-
 /* The loop's ticks for `n` of root's tiny renders, one after another. */
 static long renders_ticks(pid_t coopd, struct conn *c, int n) {
   union coop_msg m;
   render_sized(&m, 4, 4, 0);
-  long t0 = loop_ticks(coopd);
+  long t0 = (long)thread_ticks(coopd, coopd); /* coopd's loop: its main thread */
   for (int i = 0; i < n; i++) run_done(c, &m);
-  return loop_ticks(coopd) - t0;
+  return (long)thread_ticks(coopd, coopd) - t0;
 }
 
 /* nobody's 16 connections with 4096 WAITs each pending on its own

@@ -313,30 +313,6 @@ START_TEST(a_job_started_between_frames_is_suspended_ahead_of_the_next) {
 }
 END_TEST
 
-/* A loop of `n` renders of priority 0 on one workgroup, one every
- * `period` ms from t0 + offset, on a connection of its own in a child
- * process (another client); returns the child, which exits 0 when every
- * render ended DONE. */
-static pid_t low_loop(const struct daemon_proc *d, int64_t t0, int offset, int period, int n) {
-  pid_t kid = fork();
-  ck_assert_int_ge(kid, 0);
-  if (kid) return kid;
-  struct conn c;
-  open_hello(&c, d);
-  for (int i = 0; i < n; i++) {
-    int64_t due = t0 + offset + (int64_t)period * i, now = now_ms();
-    if (due > now) msleep((int)(due - now));
-    union coop_msg m;
-    render_init(&m, 1);
-    uint64_t task = submit(&c, &m, NULL, 0);
-    if (!task || wait_job(&c, task, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
-        c.m.result.state != COOP_JOB_DONE)
-      _exit(1);
-  }
-  conn_close(&c);
-  _exit(0);
-}
-
 /* Two frame loops: one of priority 5 on every worker (frames 600 ms
  * apart), another client's of priority 0 on one workgroup between them
  * (300 ms later each time), beside a sweep of priority 0 on every worker.
@@ -358,7 +334,7 @@ START_TEST(a_lower_frame_loop_leaves_a_higher_ones_window) {
   wait_running(&c, low);
   enum { N = 9, PERIOD = 600 };
   int64_t t0 = now_ms() + 100;
-  pid_t kid = low_loop(&d, t0, PERIOD / 2, PERIOD, N);
+  pid_t kid = loop_child(&d, t0 + PERIOD / 2, PERIOD, N);
   uint64_t frame[N];
   for (int i = 0; i < N; i++) {
     int64_t due = t0 + (int64_t)PERIOD * i, now = now_ms();
