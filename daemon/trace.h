@@ -112,7 +112,7 @@ struct buf_trace {
   COOP_BUFTRACE_MAP(COOP_TRACE_FIELD)
 #undef COOP_TRACE_FIELD
   /* beside the path, as the device thread took it: its warm window for
-   * the next frame (device.c, "Warm ahead"), 0 when none was armed */
+   * the next frame (dev_warm.c), 0 when none was armed */
   int64_t warm_from, warm_until;
 };
 

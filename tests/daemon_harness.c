@@ -628,9 +628,15 @@ pid_t nobody_submit_fd(struct daemon_proc *d, const union coop_msg *m, int fd, u
 }
 
 pid_t loop_child(const struct daemon_proc *d, int64_t start_ms, int period_ms, int n) {
+  return loop_child_as(d, (uid_t)-1, start_ms, period_ms, n);
+}
+
+pid_t loop_child_as(const struct daemon_proc *d, uid_t uid, int64_t start_ms, int period_ms,
+                    int n) {
   pid_t kid = fork();
   ck_assert_int_ge(kid, 0);
   if (kid) return kid;
+  if (uid != (uid_t)-1 && (setgroups(0, NULL) || setgid(uid) || setuid(uid))) _exit(3);
   struct conn c;
   open_hello(&c, d);
   for (int i = 0; i < n; i++) {

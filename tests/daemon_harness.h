@@ -235,6 +235,9 @@ pid_t nobody_submit_fd(struct daemon_proc *d, const union coop_msg *m, int fd, u
  * start_ms + i * period_ms (now_ms's clock); the child exits 0 when every
  * render ended DONE, 1 at the first that did not. */
 pid_t loop_child(const struct daemon_proc *d, int64_t start_ms, int period_ms, int n);
+/* The same as uid (root only; uid_t -1: the caller's); the child exits 3
+ * if it could not take it. */
+pid_t loop_child_as(const struct daemon_proc *d, uid_t uid, int64_t start_ms, int period_ms, int n);
 
 /* Waits until the job is RUNNING (its task submitted to the megakernel),
  * then a little more so that its workgroups are on the device. */

@@ -764,6 +764,46 @@ START_TEST(a_users_second_loop_pays_for_its_windows) {
 }
 END_TEST
 
+/* Two frame loops of two users on one device, 300 ms periods half a
+ * period apart: each has a warm window of its own (dev_warm.c). With one
+ * window a device, each frame's end replaced the window the other loop's
+ * next frame was waiting for before it began, and of the windows armed
+ * for 2 x 10 frames only the last began. Windows of about 81 ms (two idle
+ * spins of 20 ms either side, warm_early_us's 1 ms) so that a device
+ * thread woken late on a loaded machine still finds its window open. */
+START_TEST(two_frame_loops_each_have_their_window) {
+  char logp[] = "/tmp/coopd-warm2-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.idle_spin_us=20000", "log.level=debug",
+                        "limits.max_warm_percent_per_uid=50", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  enum { N = 10, PERIOD = 300 };
+  daemon_open_to_all(&d);
+  int64_t t0 = now_ms() + 200;
+  pid_t kid = loop_child_as(&d, 65534, t0, PERIOD, N);
+  struct conn c;
+  open_hello(&c, &d);
+  for (int i = 0; i < N; i++) {
+    int64_t due = t0 + PERIOD / 2 + (int64_t)PERIOD * i, now = now_ms();
+    if (due > now) msleep((int)(due - now));
+    render_check(&c, 1, 0, 0);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+  ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "nobody's frame loop failed");
+  int armed = log_count(logp, "a warm window armed for the next frame");
+  int begun = log_count(logp, "warm ahead of the next frame");
+  fprintf(stderr, "two frame loops of %d frames: %d windows armed, %d begun\n", N, armed, begun);
+  if (begun < N) log_print(logp);
+  ck_assert_msg(begun >= N, "%d of %d warm windows began for two loops of %d frames", begun, armed,
+                N);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* The socket file appears only once coopd listens (server.c). With
  * listen() delayed 300 ms (slow_listen.c), a coopd that bound its socket in
  * place refused, for those 300 ms, a client that had found the file: in CI
@@ -1355,6 +1395,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, frame_loop_warm_share_bounded);
   tcase_add_test(t, a_reconnecting_loop_keeps_its_warm_share);
   tcase_add_test(t, a_users_second_loop_pays_for_its_windows);
+  tcase_add_test(t, two_frame_loops_each_have_their_window);
   tcase_add_test(t, several_clients);
   tcase_add_test(t, client_killed_mid_job);
   tcase_add_test(t, socket_answers_once_it_appears);

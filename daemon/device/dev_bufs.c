@@ -239,7 +239,10 @@ static void keep_for_next(struct dev *d, const struct oplist *l) {
 static void run_op(struct dev *d, struct dev_bufop *op, int64_t t0, int all) {
   op->message[0] = '\0';
   if (!begun(op)) TRACE_STAMP(op, taken);
-  if (coopd_tracing) op->tr.warm_from = d->warm_from, op->tr.warm_until = d->warm_until;
+  if (coopd_tracing) { /* the window open now, or the next */
+    op->tr.warm_from = 0;
+    op->tr.warm_until = dev__warm_within(d, coop__now_ns(), INT64_MAX, &op->tr.warm_from);
+  }
   do op->err = do_op(d, op);
   while (sliced(op) && (all || coop__now_ns() - t0 < DEV_BUFOP_PASS_NS));
 }

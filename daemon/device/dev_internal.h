@@ -154,6 +154,20 @@ struct dev_hold {
  * client's uid and process: a task of theirs ends it), and on: it has had
  * a job suspended, which stays so until that task is submitted or the
  * window ends. */
+/* A frame loop's warm window (dev_warm.c): from..until (until 0: a free
+ * entry), the loop's uid and process, whether it has begun, and a copy of
+ * the loop's last frame's job, its pointers cleared, whose start's checks
+ * and request run dry at the window's start (dev_run.c, dev__warm_path). */
+struct dev_warm {
+  int64_t from, until;
+  uint32_t uid, pid;
+  int on;
+  struct job *job;
+};
+/* Windows a device keeps at once, and of one uid (as struct dev_pre's) */
+#define DEV_WARM_MAX 8
+#define DEV_WARM_PER_UID 2
+
 struct dev_pre {
   int64_t at;
   int32_t priority;
@@ -295,16 +309,14 @@ struct dev {
   /* the idle spin (device.c, spin_for_work): work_seq counts kicks (any
    * thread); the rest is the device thread's */
   _Atomic unsigned work_seq;
-  unsigned seen_seq;             /* work_seq when the last pass took its work */
-  _Atomic int64_t idle_spin_ns;  /* [device] idle_spin_us, resolved at launch (dev_idle_spin_ns) */
-  int64_t spin_until;            /* the last hand-back + idle_spin_ns */
-  int64_t warm_from, warm_until; /* warm ahead (device.c): the window, or 0 */
-  int64_t slice_ns[2];           /* the last slices' time out [0] and in [1] (a running mean) */
-  int warm_on;                   /* inside it, the device process told */
-  /* a copy of the job whose next frame the window is for (warm_for), its
-   * pointers cleared: its start's checks and request run dry on it at the
-   * window's start (dev_run.c, dev__warm_path); NULL: none yet */
-  struct job *warm_job;
+  unsigned seen_seq;            /* work_seq when the last pass took its work */
+  _Atomic int64_t idle_spin_ns; /* [device] idle_spin_us, resolved at launch (dev_idle_spin_ns) */
+  int64_t spin_until;           /* the last hand-back + idle_spin_ns */
+  int64_t slice_ns[2];          /* the last slices' time out [0] and in [1] (a running mean) */
+  /* warm ahead (dev_warm.c): a window per frame loop whose last frame
+   * ended; the end the device process was last told to spin to (0: none) */
+  struct dev_warm warm[DEV_WARM_MAX];
+  int64_t warm_told;
   /* suspending ahead (dev_prio.c): a window per frame loop, of those
    * whose last task ended (at most DEV_PRE_MAX) */
   struct dev_pre pre[DEV_PRE_MAX];
@@ -404,12 +416,23 @@ void dev__segment_end(struct dev *d, struct run *r);
 int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake);
 /* j's kernel looked up in d's set and admitted there: 0, or j failed. */
 int dev__resolve(struct dev *d, struct job *j);
-/* The frame path of job j (a copy of the last frame's: d->warm_job) run
+/* The frame path of job j (a copy of its loop's last frame's: struct dev_warm) run
  * dry at its warm window's start: its checks at the start, its task's
  * description and its request's body built and dropped; nothing sent,
  * nothing changed (docs/daemon.md, "Spinning"). 1 when it got as far as
  * the request (a frame whose ranges go with its submit), else 0. */
 int dev__warm_path(struct dev *d, const struct job *j);
+
+/* dev_warm.c: job j's loop's window for its next frame (j handed back);
+ * the pass's part (begins, spins, ends windows; the wake no later than the
+ * next start); the wake no later than the next window's start; the end of
+ * the earliest-beginning window that overlaps a..b (its start in *from if
+ * not NULL), 0: none; every window and its job's copy freed. */
+void dev__warm_arm(struct dev *d, const struct job *j);
+void dev__warm_ahead(struct dev *d, int64_t now, int64_t *wake);
+void dev__warm_due(const struct dev *d, int64_t now, int64_t *wake);
+int64_t dev__warm_within(const struct dev *d, int64_t a, int64_t b, int64_t *from);
+void dev__warm_free(struct dev *d);
 /* The task that runs j (its kernel, size, arguments, cap). */
 void dev__task_desc(struct dev *d, const struct job *j, const struct run *r,
                     struct coop_rt_task_desc *td);

@@ -266,7 +266,7 @@ int dev__resolve(struct dev *d, struct job *j) {
 }
 
 /* A frame's path on the device thread, run dry at its warm window's start
- * on a copy of the last frame's job (device.c, keep_warm_job): as
+ * on a copy of the last frame's job (dev_warm.c, keep_job): as
  * dev__resolve, dev__start_now and submit_instance would run it, with
  * nothing failed, made or sent. A path run once a frame finds its code and
  * data cold: on an H200 the device thread took 10.2-11.2 us at p50 from
@@ -367,17 +367,15 @@ static int short_busy(const struct dev *d, const struct run *r, int64_t now) {
  * meanwhile was seen late (bench/RESULTS.md, "What holds a frame beside
  * a large job"). So no slice starts while another run's short task is in
  * flight or due, nor where it would reach into a frame's warm window
- * (device.c, "Warm ahead") before that window ends; for at most
+ * (dev_warm.c) before that window ends; for at most
  * DEV_SLICE_HOLD_NS in a row, after which one slice goes whatever comes
  * (a flood of short tasks slows a large job's bytes, never stops them).
  * When held, r->slice_wake is when to look again: a task's end or a kick
  * ends the pass's wait before it. */
 static int slice_held(struct dev *d, struct run *r, int in, int64_t now) {
   int64_t est = d->slice_ns[in ? 1 : 0] ? d->slice_ns[in ? 1 : 0] : DEV_SLICE_GUESS_NS;
-  int64_t until = 0;
-  if (d->warm_until && now < d->warm_until && now + est > d->warm_from)
-    until = d->warm_until;
-  else if (short_busy(d, r, now))
+  int64_t until = dev__warm_within(d, now, now + est, NULL);
+  if (!until && short_busy(d, r, now))
     until = now + est; /* its end, or a kick, ends the pass's wait first */
   if (!until) {
     r->slice_held_since = 0;

@@ -242,123 +242,6 @@ void dev_stop(struct dev *d, unsigned grace_ms, void (*on_stopped)(struct dev *,
 
 /* ---- device side ---- */
 
-/* Warm ahead. A frame loop's next task is expected at j->next_ns
- * (gathering ahead's guess, sess_jobs.c): 16 ms after this one, when
- * every thread on its path sleeps, and a GPU's path then wakes four of
- * them in turn (the loop, this thread, the device process, the loop
- * again), hundreds of microseconds in all on a VM where a warm path takes
- * tens (bench/RESULTS.md, "Idle spins on the daemon path"). So from
- * DEV_WARM_SPINS idle spins before that time, and before the frame's
- * first request where that comes sooner (j->next_lead_ns: its buffer
- * write), to as many idle spins after it, this
- * thread spins instead of sleeping, keeps the device process spinning
- * (dp_set_warm, and a request if none is due), and the loop spins too
- * (loopspin_at, armed by the loop from the same guess). After a frame off
- * the loop's grid the window covers both guesses, the grid's and a phase
- * step's (cadence.h, alt; at most a quarter period apart): the first frame
- * after a step came cold, 0.46-0.72 ms where a warm one takes 0.36
- * (bench/RESULTS.md, "A frame loop's phase moved"). A wrong guess costs
- * one window of spinning.
- *
- * The wakes that begin a window (the loop's timerfd, this thread's timed
- * wait or a DP_WAIT whose budget ends there) are late on a VM: on an
- * H200's, beside bfs, up to 1.3 ms, 163-1173 us at p99 for this thread's
- * pass, and a window opened only DEV_WARM_SPINS idle spins ahead began
- * after its frame's SUBMIT was due in 10 frames of 1137. So it opens
- * [device] warm_early_us (1 ms) earlier still (bench/RESULTS.md, "A
- * frame's window opened ahead of a late wake"). */
-#define DEV_WARM_SPINS 2
-int dev_warm_window(const struct dev *d, int64_t next_ns, int64_t alt_ns, int64_t lead_ns,
-                    int64_t *from, int64_t *to) {
-  int64_t spin = atomic_load_explicit(&d->idle_spin_ns, memory_order_relaxed);
-  if (!spin || !next_ns) return 0;
-  int64_t first = alt_ns && alt_ns < next_ns ? alt_ns : next_ns;
-  int64_t last = alt_ns > next_ns ? alt_ns : next_ns;
-  *from = first - lead_ns - DEV_WARM_SPINS * spin - (int64_t)d->cfg->warm_early_us * 1000;
-  *to = last + DEV_WARM_SPINS * spin;
-  return 1;
-}
-
-/* What the path's dry run reads of job j (dev__warm_path), copied: its
- * fields fixed before dev_submit and its arguments (the device thread's
- * own fields of them with them), each pointer cleared. The rest stays
- * zero: the copy is no job anyone holds. */
-static void keep_warm_job(struct dev *d, const struct job *j) {
-  if (!d->warm_job && !(d->warm_job = calloc(1, sizeof *d->warm_job))) return;
-  struct job *w = d->warm_job;
-  w->id = j->id;
-  w->uid = j->uid;
-  w->pid = j->pid;
-  w->kernel_index = j->kernel_index;
-  memcpy(w->kernel, j->kernel, sizeof w->kernel);
-  w->flags = j->flags;
-  w->views = j->views;
-  w->groups = j->groups;
-  w->period_us = j->period_us;
-  w->count = j->count;
-  w->duration_ms = j->duration_ms;
-  w->deadline_us = j->deadline_us;
-  w->priority = j->priority;
-  w->nargs = j->nargs;
-  for (unsigned i = 0; i < j->nargs; i++) {
-    w->args[i] = j->args[i];
-    w->args[i].data = NULL;
-    w->args[i].devbuf = NULL;
-    w->args[i].io_ref = NULL;
-  }
-}
-
-static void warm_for(struct dev *d, const struct job *j) {
-  if (j->no_warm || !dev_warm_window(d, j->next_ns, j->next_alt_ns, j->next_lead_ns, &d->warm_from,
-                                     &d->warm_until))
-    return;
-  d->warm_on = 0;
-  log_debug(
-      "%s: a warm window armed for the next frame, from %.0f us before it (%.0f us before "
-      "its start)",
-      d->logname, (double)(j->next_ns - d->warm_from) / 1e3,
-      (double)(j->next_ns - j->next_lead_ns - d->warm_from) / 1e3);
-}
-
-static dev_window_hook window_hook; /* dev_set_window_hook: set once, before any device thread */
-
-void dev_set_window_hook(dev_window_hook hook) { window_hook = hook; }
-
-/* The pass's part of warming ahead: the next wake no later than the
- * window's start; inside it, everything spins until its end. */
-static void warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
-  if (!d->warm_until || !d->rt) return;
-  if (now >= d->warm_until) { /* over: sleep again */
-    d->warm_from = d->warm_until = 0;
-    d->warm_on = 0;
-    dp_set_warm(d->rt, 0);
-    return;
-  }
-  if (now < d->warm_from) {
-    if (d->warm_from < *wake) *wake = d->warm_from;
-    return;
-  }
-  if (d->warm_until < *wake) *wake = d->warm_until;
-  if (d->spin_until < d->warm_until) d->spin_until = d->warm_until;
-  if (d->warm_on) return;
-  d->warm_on = 1;
-  if (window_hook) window_hook((int)d->place, d->warm_from, now);
-  log_debug("%s: warm ahead of the next frame, for %.0f us", d->logname,
-            (double)(d->warm_until - now) / 1e3);
-  dp_set_warm(d->rt, d->warm_until);
-  if (d->runs) return; /* the next DP_WAIT carries the window */
-  /* nothing due: the device process, likely asleep in recvmsg, learns of
-   * the window only if told (dp_wake: through the shared channel, without
-   * waiting for its wake-up, which took 150-250 us on an H200). Without it
-   * it learned of the window from the frame's own request, and an idle
-   * device's frame paid that process's wake-up and a cold copy engine:
-   * 130-160 us where 20-25 was warm (bench/RESULTS.md, "The device process
-   * woken for a frame's window") */
-  if (dp_wake(d->rt) == 0) log_debug("%s: the device process told of the window", d->logname);
-  if (d->warm_job && dev__warm_path(d, d->warm_job))
-    log_debug("%s: the next frame's path run dry, as far as its request", d->logname);
-}
-
 void dev__hand_back(struct dev *d, struct job *j) {
   /* the client's memfds are written back (or not wanted): a finished job
    * kept for a later WAIT must not hold them open. Nor its ranges'
@@ -369,7 +252,6 @@ void dev__hand_back(struct dev *d, struct job *j) {
    * request each way"). Both are taken out of the job here and closed
    * once it is announced: a close is a system call that the RESULT need
    * not wait for */
-  if (j->next_ns) keep_warm_job(d, j); /* its ranges' descriptors still in it */
   int io[2 * COOP_WIRE_MAX_ARGS];
   unsigned nio = job_io_fds(j, io);
   for (unsigned i = 0; i < j->nargs; i++) {
@@ -380,7 +262,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
   }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
   dev__spin_after(d);
-  warm_for(d, j);
+  dev__warm_arm(d, j); /* before its ranges' descriptors go (keep_job copies none) */
   dev__preempt_arm(d, j);
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
@@ -607,7 +489,7 @@ static void wait_in_flight(struct dev *d, int64_t wake) {
  * each such submit (dev_run.c), which may follow a frame's end in the same
  * pass: that end armed the next windows after the pass's wake was set. */
 void dev__windows_due(const struct dev *d, int64_t now, int64_t *wake) {
-  if (d->warm_until && now < d->warm_from && d->warm_from < *wake) *wake = d->warm_from;
+  dev__warm_due(d, now, wake);
   dev__preempt_due(d, now, wake);
 }
 
@@ -700,7 +582,7 @@ static void *dev_main(void *arg) {
       wake = INT64_MAX; /* nothing to poll */
     if (held_wake < wake) wake = held_wake;
     maybe_park(d, now, &wake);
-    warm_ahead(d, coop__now_ns(), &wake);
+    dev__warm_ahead(d, coop__now_ns(), &wake);
     dev__build_view(d, now);
     pthread_mutex_lock(&d->mu);
     int swap = d->swapping && !d->runs;
@@ -1107,7 +989,7 @@ void dev_free(struct dev *d) {
   if (d->inl_fd >= 0) close(d->inl_fd);
   if (d->zero_fd >= 0) close(d->zero_fd);
   free(d->ev);
-  free(d->warm_job);
+  dev__warm_free(d);
   free(d->bufuse);
   pthread_mutex_destroy(&d->mu);
   pthread_cond_destroy(&d->cv);
