@@ -298,7 +298,8 @@ int coop_job_buf_out(coop_job *j, void *mem, size_t size);
 int coop_job_buf_inout(coop_job *j, void *mem, size_t size);
 /* A buffer argument held in the caller's memfd (or other regular file of at
  * least size bytes, of tmpfs or a local disk: coopd refuses one of FUSE or
- * a network filesystem, PROTOCOL.md), dir COOP_JOB_IN, COOP_JOB_OUT or COOP_JOB_INOUT: the
+ * a network filesystem, and, while it runs as root, a disk's file it would
+ * write, COOP_EPERM: PROTOCOL.md), dir COOP_JOB_IN, COOP_JOB_OUT or COOP_JOB_INOUT: the
  * descriptor is passed to the daemon as it is and nothing is copied on the
  * client's side (the other setters copy into a memfd of libcoop's). The
  * daemon reads the input from it when the job starts and writes the

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -91,7 +93,24 @@ int fdio_closes_at_once(int fd, uint32_t pid) {
   return on_local_fs(fd, pid, type, sizeof type);
 }
 
-int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen) {
+int fdio_privileged(void) {
+  static int known = -1;
+  if (known < 0) {
+    struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct c[2];
+    int res = syscall(SYS_capget, &h, c) == 0 &&
+              (c[CAP_SYS_RESOURCE / 32].effective >> (CAP_SYS_RESOURCE % 32)) & 1u;
+    known = res || geteuid() == 0; /* a root fsuid takes a disk's reserve for root */
+  }
+  return known;
+}
+
+/* The memory filesystems of local_fs: their writes take no disk blocks */
+static int in_memory(const char *type) {
+  return !strcmp(type, "tmpfs") || !strcmp(type, "ramfs") || !strcmp(type, "hugetlbfs");
+}
+
+static int client_file(int fd, uint32_t pid, int out, struct stat *st, char *why, size_t whylen) {
   char type[64] = "";
   /* a memfd or a tmpfs file (shmem) answers F_GET_SEALS, others EINVAL,
    * without their filesystem's code */
@@ -107,7 +126,22 @@ int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t wh
     snprintf(why, whylen, "not a regular file");
     return -1;
   }
+  if (out && !shmem && !in_memory(type) && fdio_privileged()) {
+    snprintf(why, whylen,
+             "a file on a disk (%s), which coopd, run as root, would fill past its quotas and "
+             "root's reserve",
+             type);
+    return FDIO_DISK;
+  }
   return 0;
+}
+
+int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen) {
+  return client_file(fd, pid, 0, st, why, whylen);
+}
+
+int fdio_client_out(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen) {
+  return client_file(fd, pid, 1, st, why, whylen);
 }
 
 int fdio_pread(int fd, void *p, uint64_t n, uint64_t at) {

@@ -25,6 +25,20 @@ struct stat;
  * "Descriptors from clients"). */
 int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen);
 
+/* As fdio_client_file, for a file coopd will write: FDIO_DISK (*why
+ * saying so) where the file is on a disk (not tmpfs, ramfs or
+ * hugetlbfs) and this process writes with privileges its clients may lack
+ * (fdio_privileged): the blocks the write takes would pass the disk's
+ * quotas and the reserve a disk keeps for root (docs/daemon.md,
+ * "Descriptors from clients"). */
+#define FDIO_DISK (-2)
+int fdio_client_out(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen);
+
+/* 1 when this process writes past quotas and root's reserve of a disk
+ * (it runs as root, or has CAP_SYS_RESOURCE): coopd started as root,
+ * not as its service user. Looked at once. */
+int fdio_privileged(void);
+
 /* 1 when closing fd cannot wait for another process: a memfd or tmpfs
  * file, a pipe, an anonymous inode (eventfd ...), a file of a local
  * disk's filesystem; else 0 (a close asks the file's filesystem to flush,

@@ -84,9 +84,12 @@ void job_req_from_submit(struct job_req *r, const struct coop_msg_submit *m, con
     int fd = a->fd == COOP_WIRE_FD_NONE ? -1 : a->fd;
     struct stat st;
     char why[96];
-    int ok = fd >= 0 && a->fd < nfds &&
-             fdio_client_file(fds[a->fd], pid, &st, why, sizeof why) == 0 &&
-             (uint64_t)st.st_size >= a->size;
+    int ok = 0;
+    if (fd >= 0 && a->fd < nfds) { /* an OUT buffer's file is written (fdio_client_out) */
+      ok = (a->dir & COOP_BUF_OUT) ? fdio_client_out(fds[a->fd], pid, &st, why, sizeof why)
+                                   : fdio_client_file(fds[a->fd], pid, &st, why, sizeof why);
+      ok = ok == FDIO_DISK ? FDIO_DISK : ok == 0 && (uint64_t)st.st_size >= a->size;
+    }
     r->args[i] = (struct job_req_arg){a->type, a->dir, a->bits, a->size, fd, ok, 0};
   }
 }
@@ -213,7 +216,13 @@ static int admit_args(const struct kdef *k, const struct job_req *r, struct job_
       return job_refuse(e, COOP_EINVAL, "buffer argument %u: size %llu not in 1..arena (%u MiB)", i,
                         (unsigned long long)a->size, (unsigned)(r->arena_bytes >> 20));
     if (a->devbuf) continue; /* on the device already, its bytes counted (bufs.c) */
-    if (a->fd >= 0 && !a->fd_ok)
+    if (a->fd >= 0 && a->fd_ok == FDIO_DISK)
+      return job_refuse(e, COOP_EPERM,
+                        "buffer argument %u: descriptor %u is a file on a disk, which coopd, run "
+                        "as root, would fill past its quotas and root's reserve; pass a memfd or "
+                        "a tmpfs file (or run coopd as its service user, coopd.service)",
+                        i, (unsigned)a->fd);
+    if (a->fd >= 0 && a->fd_ok != 1)
       return job_refuse(e, COOP_EINVAL,
                         "buffer argument %u: descriptor %u missing, not a regular file (memfd), or "
                         "shorter than %llu bytes",

@@ -197,7 +197,8 @@ struct job_req {
     uint64_t bits; /* scalars */
     uint64_t size; /* buffers */
     int fd;        /* buffers: the frame's descriptor index, or -1 (inline) */
-    int fd_ok;     /* that descriptor is a regular file of at least size bytes */
+    int fd_ok;     /* that descriptor is a regular file of at least size bytes (1), not (0),
+                    * or one on a disk that coopd as root may not write (FDIO_DISK) */
     int devbuf;    /* a device buffer: its bytes are already counted */
   } args[COOP_WIRE_MAX_ARGS];
   uint64_t arena_bytes;     /* a buffer's largest size (the arena) */

@@ -42,14 +42,23 @@ static struct dbuf *lookup(struct session *s, uint32_t seq, uint64_t id) {
 /* The frame's descriptor `fd`, taken (fds[fd] = -1) when it is a regular
  * file of at least `need` bytes; else -1 with the ERROR sent. */
 static int take_fd(struct session *s, uint32_t seq, int *fds, unsigned nfds, uint8_t fd,
-                   uint64_t need) {
+                   uint64_t need, int out) {
   struct stat st;
-  char why[96];
+  char why[160];
   if (fd >= nfds || fds[fd] < 0) {
     sess_error(s, seq, COOP_EINVAL, "descriptor %u missing: the frame carries %u", fd, nfds);
     return -1;
   }
-  if (fdio_client_file(fds[fd], s->pid, &st, why, sizeof why)) {
+  int r = out ? fdio_client_out(fds[fd], s->pid, &st, why, sizeof why)
+              : fdio_client_file(fds[fd], s->pid, &st, why, sizeof why);
+  if (r == FDIO_DISK) {
+    sess_error(s, seq, COOP_EPERM,
+               "descriptor %u: %s; pass a memfd or a tmpfs file (or run coopd as its service "
+               "user, coopd.service)",
+               fd, why);
+    return -1;
+  }
+  if (r) {
     sess_error(s, seq, COOP_EINVAL,
                "descriptor %u: %s; a memfd (or a regular file of tmpfs or a local disk) is "
                "wanted",
@@ -253,7 +262,7 @@ void sess_buf_create(struct session *s, uint32_t seq, const union coop_msg *msg,
   if (!o) return;
   o->op.size = m->size;
   if (m->fd != COOP_WIRE_FD_NONE) {
-    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, m->size);
+    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, m->size, 0);
   } else if (m->data_len) {
     o->op.fd = memfd_with(m->data, m->size);
     if (o->op.fd < 0) sess_error(s, seq, COOP_ENOMEM, "could not hold the bytes");
@@ -292,7 +301,7 @@ void sess_buf_write(struct session *s, uint32_t seq, const union coop_msg *msg, 
   o->op.size = m->len;
   o->op.at = m->offset;
   if (m->fd != COOP_WIRE_FD_NONE) {
-    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, m->len);
+    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, m->len, 0);
   } else {
     o->op.fd = memfd_with(m->data, m->len);
     if (o->op.fd < 0) sess_error(s, seq, COOP_ENOMEM, "could not hold the bytes");
@@ -312,7 +321,7 @@ void sess_buf_read(struct session *s, uint32_t seq, const union coop_msg *msg, i
   o->op.size = m->len;
   o->op.at = m->offset;
   if (m->fd != COOP_WIRE_FD_NONE) {
-    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, 0); /* written, grown if need be */
+    o->op.fd = take_fd(s, seq, fds, nfds, m->fd, 0, 1); /* written, grown if need be */
   } else {
     o->keep_fd = memfd_with(NULL, m->len);
     o->op.fd = o->keep_fd >= 0 ? dup(o->keep_fd) : -1;
@@ -347,8 +356,15 @@ void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *
                unsigned nfds) {
   (void)msg;
   struct stat st;
-  char why[96] = "";
-  if (nfds != 1 || fds[0] < 0 || fdio_client_file(fds[0], s->pid, &st, why, sizeof why))
+  char why[160] = "";
+  /* ranges of frames are written into it too */
+  int r = nfds == 1 && fds[0] >= 0 ? fdio_client_out(fds[0], s->pid, &st, why, sizeof why) : -1;
+  if (r == FDIO_DISK)
+    return sess_error(s, seq, COOP_EPERM,
+                      "XFER's descriptor: %s; pass a memfd or a tmpfs file (or run coopd as its "
+                      "service user, coopd.service)",
+                      why);
+  if (r)
     return sess_error(s, seq, COOP_EINVAL,
                       "XFER carries exactly one descriptor, a memfd (regular file); it came "
                       "with %u%s%s",

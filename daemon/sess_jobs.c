@@ -73,6 +73,7 @@ static int pick_device(struct session *s, const struct coop_msg_submit *m, struc
 struct io_seen {
   int fd;
   uint64_t size;
+  int disk; /* fdio_client_out said FDIO_DISK: no range may be written into it */
 };
 
 /* A device buffer's range moved with the job (COOP_ARG_DEVBUF_IO): inside
@@ -92,16 +93,16 @@ static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a
     return job_refuse(
         e, COOP_EINVAL,
         "argument %u: names the connection's transfer memfd, and none was sent (XFER)", i);
-  int fd = sess_io_fd(s, a, fds, nfds);
+  int fd = sess_io_fd(s, a, fds, nfds), r;
   if (fd >= 0 && fd != seen->fd) {
     seen->fd = -1;
     /* the transfer memfd, sealed against shrinking, is at least as big as
      * XFER found it: a frame's ranges inside that need no fstat */
     int xfer = a->fd == COOP_WIRE_FD_XFER;
     if (xfer && a->size <= s->xfer_size && a->off <= s->xfer_size - a->size) {
-      *seen = (struct io_seen){fd, s->xfer_size};
-    } else if (fdio_client_file(fd, s->pid, &st, why, sizeof why) == 0) {
-      *seen = (struct io_seen){fd, (uint64_t)st.st_size};
+      *seen = (struct io_seen){fd, s->xfer_size, 0};
+    } else if ((r = fdio_client_out(fd, s->pid, &st, why, sizeof why)) == 0 || r == FDIO_DISK) {
+      *seen = (struct io_seen){fd, (uint64_t)st.st_size, r == FDIO_DISK};
       if (xfer && s->xfer_size && seen->size > s->xfer_size) s->xfer_size = seen->size; /* grew */
     }
   }
@@ -112,6 +113,13 @@ static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a
                       "range's offset %llu plus its %llu bytes)",
                       i, (unsigned)a->fd, (unsigned long long)(a->off + a->size),
                       (unsigned long long)a->off, (unsigned long long)a->size);
+  if (seen->disk && (a->dir & COOP_BUF_OUT))
+    return job_refuse(e, COOP_EPERM,
+                      "argument %u: descriptor %u is %s; pass a memfd or a tmpfs file (or run "
+                      "coopd as its service user, coopd.service)",
+                      i, (unsigned)a->fd,
+                      "a file on a disk, which coopd, run as root, would fill past its quotas and "
+                      "root's reserve");
   return 0;
 }
 
@@ -123,7 +131,7 @@ static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a
 static int device_buffers(struct session *s, const struct coop_msg_submit *m, struct dbuf **bufs,
                           const int *fds, unsigned nfds, struct job_err *e) {
   int dev = m->device;
-  struct io_seen seen = {-1, 0};
+  struct io_seen seen = {-1, 0, 0};
   for (unsigned i = 0; i < m->nargs; i++) {
     const struct coop_wire_arg *a = &m->args[i];
     if (a->type != COOP_ARG_DEVBUF && a->type != COOP_ARG_DEVBUF_IO) continue;

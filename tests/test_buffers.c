@@ -25,6 +25,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -2108,6 +2109,88 @@ out:
   return rc;
 }
 
+/* A file on a disk, written by a coopd that runs as root: BUF_READ into a
+ * client's descriptor grows and writes the file as root, and a root
+ * writer passes the disk's quotas and takes the blocks ext4 keeps for
+ * root (of a 200 MiB ext4 filled as nobody, 41 MiB of root's 46 went into
+ * nobody's files, and root's own writes then failed ENOSPC). Now a file
+ * on a disk is refused, EPERM naming why, wherever coopd would write it
+ * (BUF_READ, a job's OUT buffer, a frame's OUT range, XFER), while coopd
+ * runs as root; it is still read (BUF_WRITE from it), and a memfd is
+ * written as before. The file lies in the test's folder (the build's,
+ * on a disk): where that is tmpfs or the test is not root, the refusal
+ * does not apply and is not looked for. */
+START_TEST(a_disk_file_is_not_written_by_a_root_coopd) {
+  char path[] = "coop-disk-XXXXXX";
+  int fd = mkstemp(path);
+  ck_assert_int_ge(fd, 0);
+  unlink(path);
+  struct statfs fs;
+  ck_assert_int_eq(fstatfs(fd, &fs), 0);
+  if (geteuid() != 0 || fs.f_type == 0x01021994 /* tmpfs */ ||
+      fs.f_type == 0x858458f6 /* ramfs */) {
+    fprintf(stderr, "a_disk_file_is_not_written_by_a_root_coopd: skipped (not root, or no disk)\n");
+    close(fd);
+    return;
+  }
+  static const char mark[64] = "bytes a client wrote";
+  ck_assert_int_eq(pwrite(fd, mark, sizeof mark, 0), (ssize_t)sizeof mark);
+  struct daemon_proc d = {0};
+  bufs_start(&d, NULL);
+  struct conn c;
+  open_hello(&c, &d);
+  uint64_t id = buf_create_raw(&c, 4096);
+  static union coop_msg m;
+  /* read from it: taken */
+  memset(&m, 0, sizeof m);
+  m.buf_range = (struct coop_msg_buf_range){.buffer = id, .len = sizeof mark, .fd = 0};
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_WRITE, &m, &fd, 1)), COOP_MSG_OK);
+  /* written into: refused, each way */
+  for (int k = 0; k < 4; k++) {
+    uint16_t type = k == 0 ? COOP_MSG_BUF_READ : k == 2 ? COOP_MSG_XFER : COOP_MSG_SUBMIT;
+    memset(&m, 0, sizeof m);
+    if (k == 0) m.buf_range = (struct coop_msg_buf_range){.buffer = id, .len = 4096, .fd = 0};
+    if (k == 1) {
+      submit_init(&m, "render", 1, 0);
+      static const float ones[8 * 8];
+      arg_buf(&m.submit, COOP_BUF_IN, ones, sizeof ones, COOP_WIRE_FD_NONE);
+      arg_buf(&m.submit, COOP_BUF_IN, ones, sizeof ones, COOP_WIRE_FD_NONE);
+      arg_buf(&m.submit, COOP_BUF_OUT, NULL, sizeof mark, 0);
+      arg_u32(&m.submit, 4);
+      arg_u32(&m.submit, 1);
+    }
+    if (k == 3) { /* the render's output, a range of the device buffer, into the file */
+      render_init(&m, 1);
+      m.submit.args[2] = (struct coop_wire_arg){
+          .type = COOP_ARG_DEVBUF_IO, .bits = id, .dir = COOP_BUF_OUT, .fd = 0, .size = 64};
+      m.submit.args[3].bits = 4;
+    }
+    ck_assert_uint_eq(reply(&c, send_msg(&c, type, &m, &fd, 1)), COOP_MSG_ERROR);
+    ck_assert_msg(c.m.error.code == COOP_EPERM && strstr(c.m.error.message, "on a disk") &&
+                      strstr(c.m.error.message, "root's reserve"),
+                  "request %d: %d %s", k, c.m.error.code, c.m.error.message);
+  }
+  struct stat st;
+  ck_assert_int_eq(fstat(fd, &st), 0);
+  ck_assert_int_eq(st.st_size, sizeof mark); /* neither grown nor written */
+  char back[sizeof mark];
+  ck_assert_int_eq(pread(fd, back, sizeof back, 0), (ssize_t)sizeof back);
+  ck_assert_mem_eq(back, mark, sizeof mark);
+  /* a memfd is written as before */
+  int mfd = memfd_create("out", MFD_CLOEXEC);
+  ck_assert_int_ge(mfd, 0);
+  memset(&m, 0, sizeof m);
+  m.buf_range = (struct coop_msg_buf_range){.buffer = id, .len = sizeof mark, .fd = 0};
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_READ, &m, &mfd, 1)), COOP_MSG_BUF_DATA);
+  ck_assert_int_eq(pread(mfd, back, sizeof back, 0), (ssize_t)sizeof back);
+  ck_assert_mem_eq(back, mark, sizeof mark);
+  close(mfd);
+  close(fd);
+  conn_close(&c);
+  bufs_stop(&d);
+}
+END_TEST
+
 START_TEST(a_file_of_the_clients_own_mount_namespace_is_taken) {
   struct daemon_proc d = {0};
   bufs_start(&d, NULL);
@@ -2249,6 +2332,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_file_that_a_process_serves_is_refused_unread);
   tcase_add_test(tc, a_descriptor_whose_close_waits_holds_no_one);
   tcase_add_test(tc, a_file_of_the_clients_own_mount_namespace_is_taken);
+  tcase_add_test(tc, a_disk_file_is_not_written_by_a_root_coopd);
   tcase_add_test(tc, one_users_buffers_leave_room_for_others);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
