@@ -189,6 +189,21 @@ static const struct macro_use *foreign_undef(const struct macro_use *u, size_t n
   return NULL;
 }
 
+/* A #define or #undef of a name the runtime's device files or the
+ * compiler may define before the kernel (COOP_*, coop_*, cl_*, CL_*, or
+ * any beginning with an underscore): the #undef kviews_seal appends would
+ * take that definition away from the code after the kernel, where an #ifdef
+ * then takes the other branch (COOP_SCHED_HELPERS, __CUDA_ARCH__). The
+ * first of them, or NULL. */
+static const struct macro_use *reserved_name(const struct macro_use *u, size_t n) {
+  static const char *const prefix[] = {"COOP_", "coop_", "cl_", "CL_", "_"};
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < sizeof prefix / sizeof *prefix; k++)
+      if (u[i].len >= strlen(prefix[k]) && !strncmp(u[i].name, prefix[k], strlen(prefix[k])))
+        return &u[i];
+  return NULL;
+}
+
 /* Conditionals that do not close within t: the runtime's code after an
  * author's kernel would fall inside one (or close it). */
 static const char *open_conditional(const char *t, const char **why) {
@@ -228,11 +243,17 @@ static int macro_rules(const char *t, const char **p, char *why, size_t whylen) 
   size_t n;
   int oom;
   struct macro_use *u = macro_uses(t, &n, &oom);
-  const struct macro_use *f = foreign_undef(u, n);
+  const struct macro_use *f = foreign_undef(u, n), *res = reserved_name(u, n);
   const char *what;
   int r = 0;
   if (oom) {
     r = snprintf(why, whylen, "out of memory"), *p = t;
+  } else if (res) {
+    *p = res->at;
+    r = snprintf(why, whylen,
+                 "#%s %.*s: a kernel added by an author may not define the runtime's or the "
+                 "compiler's names (COOP_*, coop_*, cl_*, CL_*, or beginning with _)",
+                 res->undef ? "undef" : "define", (int)(res->len < 64 ? res->len : 64), res->name);
   } else if (f) {
     *p = f->at;
     r = snprintf(why, whylen,

@@ -552,7 +552,12 @@ END_TEST
  * sweep ended after its first step, DONE with wrong words. Now each name
  * an author's kernel defines is undefined after it, and an #undef of a
  * name it did not define itself is refused (docs/kernels.md, "Adding a
- * kernel without root"): root's sweep of 10 rounds adds 10 to each word. */
+ * kernel without root"): root's sweep of 10 rounds adds 10 to each word,
+ * beside a kernel that defines `go`, a name of the glue. And a name the
+ * runtime or the compiler may have defined before the kernel (COOP_*,
+ * coop_*, cl_*, CL_*, _*) is refused: its appended #undef took that
+ * definition from the code after the kernel, where COOP_SCHED_HELPERS's
+ * #ifdef, through CUDA, then chose the scheduler without its helpers. */
 START_TEST(an_authors_macros_end_with_its_kernel) {
   struct author_dirs ad;
   author_dirs_make(&ad);
@@ -564,8 +569,14 @@ START_TEST(an_authors_macros_end_with_its_kernel) {
   /* an #undef of another's name, a conditional left open, and what would
    * leave the #undefs appended after the kernel inside it */
   static const struct refused_src macros[] = {
-      {"u.cl", "#undef COOP_CUDA\n", "",
-       "u.cl:2: #undef COOP_CUDA: a kernel added by an author may undefine only"},
+      {"u.cl", "#undef M_TWO\n", "",
+       "u.cl:2: #undef M_TWO: a kernel added by an author may undefine only"},
+      {"h.cl", "#define COOP_SCHED_HELPERS 1\n", "",
+       "h.cl:2: #define COOP_SCHED_HELPERS: a kernel added by an author may not define"},
+      {"a.cl", "#define __CUDA_ARCH__ 900\n", "", "a.cl:2: #define __CUDA_ARCH__: a kernel"},
+      {"x.cl", "#define cl_khr_fp64 1\n", "", "x.cl:2: #define cl_khr_fp64: a kernel"},
+      {"s.cl", "#define coop__after_step(c, r, s, n) 1\n", "",
+       "s.cl:2: #define coop__after_step: a kernel added by an author may not define"},
       {"if.cl", "#if 1\n", "", "if.cl:2: a conditional not closed by an #endif"},
       {"endif.cl", "#endif\n", "", "endif.cl:2: a conditional without its #if"},
       {"else.cl", "#ifdef A\n#endif\n#else\n", "", "else.cl:4: a conditional without its #if"},
@@ -573,9 +584,9 @@ START_TEST(an_authors_macros_end_with_its_kernel) {
       {"bsl.cl", "", "#define X 1 \\ ", "bsl.cl:3: a backslash at the kernel's end"},
   };
   each_refused(&c, macros, sizeof macros / sizeof *macros);
-  static const char one_step[] = /* its own #undef is taken */
+  static const char one_step[] = /* its own #undef is taken; go is the glue's */
       "//@coop name=m kind=noncooperative args=buf\n"
-      "#define coop__after_step(c, r, s, n) 1\n"
+      "#define go 0\n"
       "#define M_ONE 1\n"
       "#undef M_ONE\n"
       "void m(struct coop_ctx *c) {}\n";
