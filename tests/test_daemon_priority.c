@@ -579,6 +579,59 @@ START_TEST(a_user_above_its_share_is_suspended) {
 }
 END_TEST
 
+/* Four slots again. A periodic cooperative job is never suspended (its
+ * instances are not), so the share could not take back the slots a
+ * user's periodic sweeps held: root's three (one round every 200 ms, 50
+ * of them) held three slots, nobody's sweep took the fourth, and nobody's
+ * second waited for a series of root's to end (10 s here; up to [jobs]
+ * max_series_ms, an hour). Now a user runs one periodic cooperative job at
+ * a time on a device: root's second and third wait, saying why, and both
+ * of nobody's sweeps run. */
+START_TEST(a_users_periodic_cooperative_jobs_run_one_at_a_time) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  struct daemon_proc d;
+  struct conn c;
+  four_slots(&d, &c);
+  static uint32_t data[3][64];
+  uint64_t mine[3];
+  for (int i = 0; i < 3; i++) {
+    union coop_msg m;
+    submit_init(&m, "slowsweep", 1, 1);
+    arg_buf(&m.submit, COOP_BUF_INOUT, data[i], sizeof data[i], COOP_WIRE_FD_NONE);
+    arg_u32(&m.submit, 64);
+    arg_u32(&m.submit, 1);
+    arg_u32(&m.submit, 0);
+    m.submit.period_us = 200000;
+    m.submit.count = 50;
+    mine[i] = submit(&c, &m, NULL, 0);
+    ck_assert_uint_ne(mine[i], 0);
+  }
+  wait_running(&c, mine[0]);
+  uint64_t t1, t2;
+  pid_t k1 = nobody_sweep(&d, &t1);
+  wait_running(&c, t1);
+  pid_t k2 = nobody_sweep(&d, &t2);
+  wait_running(&c, t2);
+  ck_assert_uint_eq(job_state(&c, mine[0]), COOP_JOB_RUNNING); /* its series goes on */
+  for (int i = 1; i < 3; i++) {
+    char why[COOP_WIRE_TEXT_MAX];
+    wait_says(&c, mine[i], 0, why, sizeof why);
+    assert_has(why, "its user runs a periodic cooperative job here already");
+  }
+  union coop_msg m;
+  for (int i = 0; i < 3; i++) {
+    memset(&m, 0, sizeof m);
+    m.job.job = mine[i];
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+    ck_assert_uint_eq(wait_job(&c, mine[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  }
+  kill(k1, SIGKILL), kill(k2, SIGKILL);
+  waitpid(k1, NULL, 0), waitpid(k2, NULL, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* The same four slots, root's newest a slowsweep whose rounds each take
  * about 5 s (a step that long: a hostile input to a shipped kernel, or a
  * spinning one): suspended for nobody's second job, it leaves only when
@@ -639,6 +692,7 @@ void daemon_priority_cases(Suite *s) {
   t = tcase_create("priority_share"); /* four workers: POCL_MAX_PTHREAD_COUNT=5 */
   tcase_set_timeout(t, 240);
   tcase_add_test(t, a_user_above_its_share_is_suspended);
+  tcase_add_test(t, a_users_periodic_cooperative_jobs_run_one_at_a_time);
   tcase_add_test(t, a_suspension_that_does_not_land_holds_no_one);
   suite_add_tcase(s, t);
 }

@@ -699,6 +699,9 @@ void dev__trace_copy_at(struct job *j, int in, const int64_t t[4]);
  * (dev_turns.c, DEV_TURN_DEPTH): slot_count is the workers, slot_held the
  * workgroups of its user's slot_mine jobs */
 #define DEV_SLOT_TURN_WIDE 10u
+/* a periodic cooperative job whose user runs one here already (dev_slots.c,
+ * runs_periodic) */
+#define DEV_SLOT_PERIODIC 11u
 /* A job taken from the in queue (or after a restart) to start: a
  * cooperative one through the slots' queue, any other at once. */
 void dev__start_job(struct dev *d, struct job *j);

@@ -85,6 +85,17 @@ static int32_t others_priority(const struct dev *d, uint32_t uid) {
   return p;
 }
 
+/* Whether uid runs a periodic cooperative job here. Such a job is never
+ * suspended (its instances are not: dev_prio.c), so the slot it holds is
+ * out of the share's reach for up to [jobs] max_series_ms; one at a time a
+ * user, the share takes back any other (docs/daemon.md, "Cooperative
+ * slots"). */
+static int runs_periodic(const struct dev *d, uint32_t uid) {
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (r->j->uid == uid && dev__is_coop(r->j) && dev__periodic(r->j)) return 1;
+  return 0;
+}
+
 /* Why a job of a user holding `mine` may not take a slot now (a
  * DEV_SLOT_* code), or 0 when it may. */
 static unsigned slot_refusal(const struct dev *d, const struct job *j, unsigned running,
@@ -92,6 +103,7 @@ static unsigned slot_refusal(const struct dev *d, const struct job *j, unsigned 
   unsigned slots = dev__coop_slots(d);
   if (d->swap_now) return DEV_SLOT_RELOAD;
   if (dev__prio_blocked(d, j->priority)) return DEV_SLOT_PRIORITY;
+  if (dev__periodic(j) && runs_periodic(d, j->uid)) return DEV_SLOT_PERIODIC;
   if (running >= slots) return DEV_SLOT_FULL;
   /* alone, a user keeps off the last slot; with others, a user below its
    * share takes it, and one who comes later has a job of a user above its
@@ -406,8 +418,8 @@ static void say_room_share(const struct slot_said *s, char *buf, size_t n) {
            s->held, s->count, s->mine);
 }
 
-/* A cooperative job waiting for a slot (slot_why 0 or DEV_SLOT_FULL ..
- * DEV_SLOT_PRIORITY): its place, the slots, and what keeps it back. */
+/* A cooperative job waiting for a slot (slot_why 0, DEV_SLOT_FULL ..
+ * DEV_SLOT_PRIORITY or DEV_SLOT_PERIODIC): its place, the slots, and what keeps it back. */
 static void say_slot(const struct slot_said *s, char *buf, size_t n) {
   const char *why = "";
   switch (atomic_load(&s->j->slot_why)) {
@@ -422,6 +434,11 @@ static void say_slot(const struct slot_said *s, char *buf, size_t n) {
       break;
     case DEV_SLOT_PRIORITY:
       why = "; a job of higher priority needs the workers";
+      break;
+    case DEV_SLOT_PERIODIC:
+      why =
+          "; its user runs a periodic cooperative job here already (one at a time: such a job "
+          "is never suspended)";
       break;
   }
   unsigned others = s->held > s->mine ? s->held - s->mine : 0;
