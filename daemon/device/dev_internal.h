@@ -317,6 +317,7 @@ struct dev {
    * ended; the end the device process was last told to spin to (0: none) */
   struct dev_warm warm[DEV_WARM_MAX];
   int64_t warm_told;
+  const struct dp *warm_rt; /* the device process warm_told was told to */
   /* suspending ahead (dev_prio.c): a window per frame loop, of those
    * whose last task ended (at most DEV_PRE_MAX) */
   struct dev_pre pre[DEV_PRE_MAX];

@@ -177,8 +177,11 @@ void dev__warm_ahead(struct dev *d, int64_t now, int64_t *wake) {
     }
     if (w->until > open_until) open_until = w->until;
   }
-  if (open_until != d->warm_told) { /* the device process spins to the last open end, or sleeps */
+  /* the device process spins to the last open end, or sleeps; one started
+   * since (a restart, a reload's) is told afresh */
+  if (open_until != d->warm_told || d->rt != d->warm_rt) {
     d->warm_told = open_until;
+    d->warm_rt = d->rt;
     dp_set_warm(d->rt, open_until);
   }
   if (!open_until) return;
