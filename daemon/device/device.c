@@ -252,6 +252,7 @@ void dev__hand_back(struct dev *d, struct job *j) {
    * request each way"). Both are taken out of the job here and closed
    * once it is announced: a close is a system call that the RESULT need
    * not wait for */
+  dev__warm_arm(d, j); /* its ranges' descriptors still in it, for the window's copy */
   int io[2 * COOP_WIRE_MAX_ARGS];
   unsigned nio = job_io_fds(j, io);
   for (unsigned i = 0; i < j->nargs; i++) {
@@ -262,7 +263,6 @@ void dev__hand_back(struct dev *d, struct job *j) {
   }
   TRACE_STAMP(j, handed_back); /* before the loop may see it */
   dev__spin_after(d);
-  dev__warm_arm(d, j); /* before its ranges' descriptors go (keep_job copies none) */
   dev__preempt_arm(d, j);
   pthread_mutex_lock(&d->mu);
   j->dev_next = NULL;
