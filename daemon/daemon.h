@@ -88,6 +88,11 @@ struct daemon {
   uint64_t submitted, done, cancelled, refused, failed;
   int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */
   uint32_t ngather, gather_pos;
+  /* their p50, p90, p99 and max as of the last sample (jobs_stats sorts
+   * them once per new sample, not once per STATS); gather_q_n: the
+   * samples they were taken of (0: none yet, or a sample came since) */
+  int64_t gather_q[4];
+  uint32_t gather_q_n;
   struct metrics met; /* STATS_REPLY's tail (metrics.h) */
   int stopping;
   int exit_code;

@@ -374,6 +374,7 @@ static void gather_sample(struct daemon *dm, int64_t g) {
   dm->gather[dm->gather_pos] = g;
   dm->gather_pos = (dm->gather_pos + 1) % DM_GATHER_SAMPLES;
   if (dm->ngather < DM_GATHER_SAMPLES) dm->ngather++;
+  dm->gather_q_n = 0;
 }
 
 void jobs_count_instances(struct daemon *dm, struct job *j) {
@@ -432,12 +433,22 @@ void jobs_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
   st->samples = dm->ngather;
   st->gather_p50 = st->gather_p90 = st->gather_p99 = st->gather_max = -1;
   if (!dm->ngather) return;
-  int64_t v[DM_GATHER_SAMPLES];
-  memcpy(v, dm->gather, dm->ngather * sizeof *v);
-  qsort(v, dm->ngather, sizeof *v, cmp_i64);
+  /* sorted once per new sample: a user's flood of STATS, each sorting
+   * 1024 samples (about 50 us), held the loop (docs/daemon.md, "The
+   * client's ring") */
   uint32_t n = dm->ngather;
-  st->gather_p50 = v[(n - 1) * 50 / 100];
-  st->gather_p90 = v[(n - 1) * 90 / 100];
-  st->gather_p99 = v[(n - 1) * 99 / 100];
-  st->gather_max = v[n - 1];
+  if (dm->gather_q_n != n) {
+    int64_t v[DM_GATHER_SAMPLES];
+    memcpy(v, dm->gather, n * sizeof *v);
+    qsort(v, n, sizeof *v, cmp_i64);
+    dm->gather_q[0] = v[(n - 1) * 50 / 100];
+    dm->gather_q[1] = v[(n - 1) * 90 / 100];
+    dm->gather_q[2] = v[(n - 1) * 99 / 100];
+    dm->gather_q[3] = v[n - 1];
+    dm->gather_q_n = n;
+  }
+  st->gather_p50 = dm->gather_q[0];
+  st->gather_p90 = dm->gather_q[1];
+  st->gather_p99 = dm->gather_q[2];
+  st->gather_max = dm->gather_q[3];
 }

@@ -60,10 +60,11 @@ void session_poll_rings(struct daemon *dm, int spinning) {
   struct session *next;
   for (struct session *s = dm->sessions; s; s = next) {
     next = s->next; /* s may close: it leaves the list, and is freed later */
-    if (!s->ring || s->closing) continue;
-    if (!spinning)
+    /* with no ring: socket frames left from the last turn (sess_frames) */
+    if ((!s->ring && !s->input_more) || s->closing) continue;
+    if (s->ring && !spinning)
       coop_sring_sleep(&s->up); /* then the last look below */
-    else
+    else if (s->ring)
       coop_sring_awake(&s->up);
     sess_input(s);
   }

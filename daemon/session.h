@@ -43,9 +43,10 @@ struct session {
   int handles;            /* of the two above, not yet closed: free at 0 */
   int events;
   int stalled; /* whole frames wait in rd while the replies drain */
-  /* ring records were left for the loop's next turn (sess_frames' share
-   * of a turn taken): the socket is not read until they are */
-  int ring_more;
+  /* input was left for the loop's next turn (sess_frames' share of a
+   * turn taken: ring records, or whole socket frames read): the socket is
+   * not read until it is answered */
+  int input_more;
   struct coop_wire_reader rd;
   struct coop_wire_buf out;
   size_t out_off;

@@ -804,6 +804,41 @@ START_TEST(two_frame_loops_each_have_their_window) {
 }
 END_TEST
 
+/* A user's tasks ask the scheduler for at most 4 holds at a time on a
+ * device (dev_holds.c): the scheduler arms 16 at once, first come, each
+ * until a period on, and one user's frame loops or periodic jobs could
+ * keep every entry armed, so that another user's next frame gathered as if
+ * unannounced. Root's six frame loops (other processes, a render every
+ * 100 ms) and nobody's one: some of root's tasks are refused a hold (the
+ * log says so, naming uid 0), none of nobody's. */
+START_TEST(a_users_holds_leave_others_theirs) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-holds-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"log.level=debug", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  enum { LOOPS = 6, N = 12, PERIOD = 100 };
+  int64_t t0 = now_ms() + 200;
+  pid_t kid[LOOPS + 1];
+  for (int i = 0; i < LOOPS; i++) kid[i] = loop_child(&d, t0, PERIOD, N);
+  kid[LOOPS] = loop_child_as(&d, 65534, t0 + PERIOD / 2, PERIOD, N);
+  for (int i = 0; i <= LOOPS; i++) {
+    int status = 0;
+    ck_assert_int_eq(waitpid(kid[i], &status, 0), kid[i]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "loop %d failed", i);
+  }
+  int root = log_count(logp, "(uid 0 asks"), nobody = log_count(logp, "(uid 65534 asks");
+  fprintf(stderr, "holds refused: root %d, nobody %d\n", root, nobody);
+  if (root < 1 || nobody) log_print(logp);
+  ck_assert_msg(root >= 1, "none of root's %d loops' tasks was refused a hold", LOOPS);
+  ck_assert_msg(nobody == 0, "nobody's loop was refused a hold %d times", nobody);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* The socket file appears only once coopd listens (server.c). With
  * listen() delayed 300 ms (slow_listen.c), a coopd that bound its socket in
  * place refused, for those 300 ms, a client that had found the file: in CI
@@ -1396,6 +1431,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, a_reconnecting_loop_keeps_its_warm_share);
   tcase_add_test(t, a_users_second_loop_pays_for_its_windows);
   tcase_add_test(t, two_frame_loops_each_have_their_window);
+  tcase_add_test(t, a_users_holds_leave_others_theirs);
   tcase_add_test(t, several_clients);
   tcase_add_test(t, client_killed_mid_job);
   tcase_add_test(t, socket_answers_once_it_appears);

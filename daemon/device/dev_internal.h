@@ -168,6 +168,18 @@ struct dev_warm {
 #define DEV_WARM_MAX 8
 #define DEV_WARM_PER_UID 2
 
+/* A hold asked of the scheduler (dev_holds.c): whose chain (a periodic
+ * job's id, or a frame loop's), its user, until when (0: a free entry). */
+struct dev_hold_ask {
+  uint64_t chain;
+  uint32_t uid;
+  int64_t until;
+};
+/* Holds the scheduler arms at once (megakernel/device/shared.h,
+ * COOP_HOLDS), and those one uid's tasks may ask for at a time. */
+#define DEV_HOLD_ASKS 16
+#define DEV_HOLDS_PER_UID 4
+
 struct dev_pre {
   int64_t at;
   int32_t priority;
@@ -321,6 +333,8 @@ struct dev {
   /* suspending ahead (dev_prio.c): a window per frame loop, of those
    * whose last task ended (at most DEV_PRE_MAX) */
   struct dev_pre pre[DEV_PRE_MAX];
+  struct dev_hold_ask hold_asks[DEV_HOLD_ASKS]; /* dev_holds.c */
+  int hold_refusing;                            /* the last ask was refused (logged once) */
   int64_t pre_ahead_ns; /* DEV_PRE_AHEAD_NS (tests: COOP_TEST_PRE_AHEAD_MS) */
   int inl_fd;           /* the kept memfd of jobs' inline bytes (dev_stage.c), or -1 */
   uint64_t inl_size;    /* its size */
@@ -423,6 +437,11 @@ int dev__resolve(struct dev *d, struct job *j);
  * nothing changed (docs/daemon.md, "Spinning"). 1 when it got as far as
  * the request (a frame whose ranges go with its submit), else 0. */
 int dev__warm_path(struct dev *d, const struct job *j);
+
+/* dev_holds.c: next_ns, the time of job j's next task, when j's user may
+ * ask a hold for it (its chain's, or one of DEV_HOLDS_PER_UID), noted;
+ * else 0: the next task gathers as it comes. */
+int64_t dev__hold_ask(struct dev *d, const struct job *j, int64_t next_ns);
 
 /* dev_warm.c: job j's loop's window for its next frame (j handed back);
  * the pass's part (begins, spins, ends windows; the wake no later than the

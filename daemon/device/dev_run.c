@@ -160,7 +160,9 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
   int64_t now = coop__now_ns(), period_ns = (int64_t)j->period_us * 1000;
   int behind = dev__periodic(j) && now - (r->t0 + (int64_t)r->released * period_ns) >= period_ns;
   if (due_us && !behind) td.deadline_ns = now + (int64_t)due_us * 1000;
-  td.next_ns = dev__periodic(j) ? next_instance_ns(r) : j->next_ns; /* a frame loop's */
+  /* a frame loop's, or the next instance's; a hold within its user's
+   * bound (dev_holds.c) */
+  td.next_ns = dev__hold_ask(d, j, dev__periodic(j) ? next_instance_ns(r) : j->next_ns);
   coop_task_id id;
   int64_t wait_ns = submit_wait_ns(d, r, wake);
   uint64_t devbufs = 0; /* nothing to copy back: the end may come with the submit */

@@ -1,0 +1,61 @@
+/*
+ * dev_holds.c: the holds a user's tasks ask of the scheduler (docs/daemon.md,
+ * "Gathering ahead"; docs/scheduler.md, "Gathering ahead").
+ *
+ * A task that names when the next one of its kind comes (coop_rt_task_desc
+ * .next_ns: a periodic job's next instance, a frame loop's next frame) has
+ * the scheduler arm a hold for it: workers kept free round that time, so
+ * that the next one starts without a gather. The scheduler arms at most
+ * COOP_HOLDS (16; DEV_HOLD_ASKS here) at once, first come, and an instance that finds every
+ * entry armed simply gathers when it comes. Each hold lasts until its
+ * window's end, a period on; so one user's sixteen periodic jobs (a tiny
+ * render each, a period of 1 ms to 1 s) kept every entry armed, and every
+ * other user's periodic jobs and frame loops gathered as if no one had
+ * known they were coming. So a user's tasks ask for at most
+ * DEV_HOLDS_PER_UID holds at a time on a device; past that a task names no
+ * next one and its successor gathers as it comes (test
+ * another_users_loop_keeps_its_hold). One entry a chain: a periodic job's
+ * (its id), a frame loop's (its client's uid and process), replaced as
+ * each task asks for its successor's. Device thread only.
+ */
+#include <stdio.h>
+
+#include "coop_rt.h"
+#include "coop_util.h"
+#include "dev_internal.h"
+#include "log.h"
+
+/* The chain job j's hold belongs to. */
+static uint64_t chain_of(const struct job *j) {
+  return dev__periodic(j) ? j->id : (uint64_t)j->pid << 32 | (uint64_t)j->uid | 1ull << 63;
+}
+
+int64_t dev__hold_ask(struct dev *d, const struct job *j, int64_t next_ns) {
+  if (!next_ns) return 0;
+  int64_t now = coop__now_ns(), until = next_ns + COOP_RT_AHEAD_NS;
+  uint64_t chain = chain_of(j);
+  struct dev_hold_ask *free = NULL, *mine = NULL;
+  unsigned of_uid = 0;
+  for (struct dev_hold_ask *a = d->hold_asks; a < d->hold_asks + DEV_HOLD_ASKS; a++) {
+    if (a->until <= now) { /* lapsed, or never asked */
+      a->until = 0;
+      if (!free) free = a;
+      continue;
+    }
+    if (a->chain == chain)
+      mine = a;
+    else if (a->uid == j->uid)
+      of_uid++;
+  }
+  if (!mine && (of_uid >= DEV_HOLDS_PER_UID || !free)) {
+    if (!d->hold_refusing)
+      log_debug("%s: no hold for the task after job %llu's (uid %u asks %u already)", d->logname,
+                (unsigned long long)j->id, j->uid, of_uid);
+    d->hold_refusing = 1;
+    return 0;
+  }
+  d->hold_refusing = 0;
+  if (!mine) mine = free;
+  *mine = (struct dev_hold_ask){.chain = chain, .uid = j->uid, .until = until};
+  return next_ns;
+}
