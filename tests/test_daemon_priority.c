@@ -537,6 +537,21 @@ static void four_slots(struct daemon_proc *d, struct conn *c) {
   ck_assert_uint_eq(c->m.welcome.workers, 4);
 }
 
+/* The end of a test of the four slots: root's three jobs cancelled (each
+ * ends CANCELLED), nobody's two children killed, the daemon stopped. */
+static void share_end(struct daemon_proc *d, struct conn *c, const uint64_t *mine, pid_t k1,
+                      pid_t k2) {
+  for (int i = 0; i < 3; i++) {
+    cancel_ok(c, mine[i]);
+    ck_assert_uint_eq(wait_job(c, mine[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c->m.result.state, COOP_JOB_CANCELLED);
+  }
+  kill(k1, SIGKILL), kill(k2, SIGKILL);
+  waitpid(k1, NULL, 0), waitpid(k2, NULL, 0);
+  conn_close(c);
+  ck_assert_int_eq(daemon_stop(d), 0);
+}
+
 /* Four slots; root, alone, takes three (the fourth is kept for a user
  * holding none), nobody takes the fourth. nobody's second job finds every
  * slot held while root holds more than its share (2): root's newest is
@@ -564,18 +579,7 @@ START_TEST(a_user_above_its_share_is_suspended) {
   char why[COOP_WIRE_TEXT_MAX];
   wait_says(&c, mine[2], 0, why, sizeof why);
   assert_has(why, "its user held more than its share");
-  union coop_msg m;
-  for (int i = 0; i < 3; i++) {
-    memset(&m, 0, sizeof m);
-    m.job.job = mine[i];
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
-    ck_assert_uint_eq(wait_job(&c, mine[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
-  }
-  kill(k1, SIGKILL), kill(k2, SIGKILL);
-  waitpid(k1, NULL, 0), waitpid(k2, NULL, 0);
-  conn_close(&c);
-  ck_assert_int_eq(daemon_stop(&d), 0);
+  share_end(&d, &c, mine, k1, k2);
 }
 END_TEST
 
@@ -618,17 +622,7 @@ START_TEST(a_users_periodic_cooperative_jobs_run_one_at_a_time) {
     wait_says(&c, mine[i], 0, why, sizeof why);
     assert_has(why, "its user runs a periodic cooperative job here already");
   }
-  union coop_msg m;
-  for (int i = 0; i < 3; i++) {
-    memset(&m, 0, sizeof m);
-    m.job.job = mine[i];
-    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
-    ck_assert_uint_eq(wait_job(&c, mine[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  }
-  kill(k1, SIGKILL), kill(k2, SIGKILL);
-  waitpid(k1, NULL, 0), waitpid(k2, NULL, 0);
-  conn_close(&c);
-  ck_assert_int_eq(daemon_stop(&d), 0);
+  share_end(&d, &c, mine, k1, k2);
 }
 END_TEST
 
