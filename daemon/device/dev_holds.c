@@ -1,20 +1,19 @@
 /*
  * dev_holds.c: the holds a user's tasks ask of the scheduler (docs/daemon.md,
- * "Gathering ahead"; docs/scheduler.md, "Gathering ahead").
+ * "Device buffers"; docs/scheduler.md, "Gathering ahead").
  *
  * A task that names when the next one of its kind comes (coop_rt_task_desc
  * .next_ns: a periodic job's next instance, a frame loop's next frame) has
  * the scheduler arm a hold for it: workers kept free round that time, so
  * that the next one starts without a gather. The scheduler arms at most
- * COOP_HOLDS (16; DEV_HOLD_ASKS here) at once, first come, and an instance that finds every
- * entry armed simply gathers when it comes. Each hold lasts until its
- * window's end, a period on; so one user's sixteen periodic jobs (a tiny
- * render each, a period of 1 ms to 1 s) kept every entry armed, and every
- * other user's periodic jobs and frame loops gathered as if no one had
- * known they were coming. So a user's tasks ask for at most
- * DEV_HOLDS_PER_UID holds at a time on a device; past that a task names no
- * next one and its successor gathers as it comes (test
- * another_users_loop_keeps_its_hold). One entry a chain: a periodic job's
+ * COOP_HOLDS (16, DEV_HOLD_ASKS here) at once, first come, and an instance
+ * that finds every entry armed simply gathers when it comes. Each hold
+ * lasts until its window's end, a period on; so one user's frame loops or
+ * periodic jobs could keep every entry armed, and every other user's
+ * gathered as if no one had known they were coming. So a user's tasks ask
+ * for at most DEV_HOLDS_PER_UID holds at a time on a device; past that a
+ * task names no next one and its successor gathers as it comes (test
+ * a_users_holds_leave_others_theirs). One entry a chain: a periodic job's
  * (its id), a frame loop's (its client's uid and process), replaced as
  * each task asks for its successor's. Device thread only.
  */
