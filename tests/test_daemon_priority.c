@@ -539,17 +539,36 @@ static void four_slots(struct daemon_proc *d, struct conn *c) {
 
 /* The end of a test of the four slots: root's three jobs cancelled (each
  * ends CANCELLED), nobody's two children killed, the daemon stopped. */
-static void share_end(struct daemon_proc *d, struct conn *c, const uint64_t *mine, pid_t k1,
-                      pid_t k2) {
+static void share_end(struct daemon_proc *d, struct conn *c, const uint64_t *mine,
+                      const pid_t *kids, int nkids) {
   for (int i = 0; i < 3; i++) {
     cancel_ok(c, mine[i]);
     ck_assert_uint_eq(wait_job(c, mine[i], COOP_WAIT_FOREVER), COOP_MSG_RESULT);
     ck_assert_uint_eq(c->m.result.state, COOP_JOB_CANCELLED);
   }
-  kill(k1, SIGKILL), kill(k2, SIGKILL);
-  waitpid(k1, NULL, 0), waitpid(k2, NULL, 0);
+  for (int i = 0; i < nkids; i++) {
+    kill(kids[i], SIGKILL);
+    waitpid(kids[i], NULL, 0);
+  }
   conn_close(c);
   ck_assert_int_eq(daemon_stop(d), 0);
+}
+
+/* A periodic cooperative sweep of one round every 200 ms, 50 of them, on
+ * data (64 words), at priority p: the job. */
+static uint64_t periodic_sweep(struct conn *c, uint32_t *data, int32_t p) {
+  union coop_msg m;
+  submit_init(&m, "slowsweep", 1, 1);
+  m.submit.priority = p;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, 64 * 4, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 1);
+  arg_u32(&m.submit, 0);
+  m.submit.period_us = 200000;
+  m.submit.count = 50;
+  uint64_t job = submit(c, &m, NULL, 0);
+  ck_assert_msg(job != 0, "a periodic sweep refused: %s", c->m.error.message);
+  return job;
 }
 
 /* Four slots; root, alone, takes three (the fourth is kept for a user
@@ -579,7 +598,7 @@ START_TEST(a_user_above_its_share_is_suspended) {
   char why[COOP_WIRE_TEXT_MAX];
   wait_says(&c, mine[2], 0, why, sizeof why);
   assert_has(why, "its user held more than its share");
-  share_end(&d, &c, mine, k1, k2);
+  share_end(&d, &c, mine, (pid_t[]){k1, k2}, 2);
 }
 END_TEST
 
@@ -598,18 +617,7 @@ START_TEST(a_users_periodic_cooperative_jobs_run_one_at_a_time) {
   four_slots(&d, &c);
   static uint32_t data[3][64];
   uint64_t mine[3];
-  for (int i = 0; i < 3; i++) {
-    union coop_msg m;
-    submit_init(&m, "slowsweep", 1, 1);
-    arg_buf(&m.submit, COOP_BUF_INOUT, data[i], sizeof data[i], COOP_WIRE_FD_NONE);
-    arg_u32(&m.submit, 64);
-    arg_u32(&m.submit, 1);
-    arg_u32(&m.submit, 0);
-    m.submit.period_us = 200000;
-    m.submit.count = 50;
-    mine[i] = submit(&c, &m, NULL, 0);
-    ck_assert_uint_ne(mine[i], 0);
-  }
+  for (int i = 0; i < 3; i++) mine[i] = periodic_sweep(&c, data[i], 0);
   wait_running(&c, mine[0]);
   uint64_t t1, t2;
   pid_t k1 = nobody_sweep(&d, &t1);
@@ -622,7 +630,58 @@ START_TEST(a_users_periodic_cooperative_jobs_run_one_at_a_time) {
     wait_says(&c, mine[i], 0, why, sizeof why);
     assert_has(why, "its user runs a periodic cooperative job here already");
   }
-  share_end(&d, &c, mine, k1, k2);
+  share_end(&d, &c, mine, (pid_t[]){k1, k2}, 2);
+}
+END_TEST
+
+/* A periodic cooperative job whose user runs another waits for that one,
+ * not for a slot, so nothing is suspended for it. Every slot held (root's
+ * periodic sweep and two endless ones, nobody's sweep), root's second
+ * periodic sweep came at priority 5: each pass found it blocked and
+ * suspended the newest job below 5 for it, whose slot it could not take,
+ * and that job took it back, over and over. Now none is suspended, and its
+ * WAIT says what it waits for. */
+START_TEST(a_periodic_job_waiting_for_its_own_suspends_no_one) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-periodic-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.reserve_percent=0",
+                        "device.max_workgroups=5",
+                        "limits.max_priority=5",
+                        "log.level=info",
+                        NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_eq(c.m.welcome.workers, 4);
+  static uint32_t data[4][64];
+  uint64_t mine[3];
+  mine[0] = periodic_sweep(&c, data[0], 0);
+  wait_running(&c, mine[0]);
+  for (int i = 1; i < 3; i++) {
+    mine[i] = sweep_at(&c, data[i], 64, 0, 0xffffffffu, 0, 1, 0);
+    ck_assert_uint_ne(mine[i], 0);
+    wait_running(&c, mine[i]);
+  }
+  uint64_t t1;
+  pid_t k1 = nobody_sweep(&d, &t1);
+  wait_running(&c, t1);
+  uint64_t second = periodic_sweep(&c, data[3], 5);
+  msleep(2000);
+  int suspended = log_count(logp, "waits for a cooperative slot");
+  char why[COOP_WIRE_TEXT_MAX];
+  wait_says(&c, second, 0, why, sizeof why);
+  assert_has(why, "its user runs a periodic cooperative job here already");
+  if (suspended) log_print(logp);
+  ck_assert_msg(suspended == 0, "%d suspensions in 2 s for a job that waits for its own",
+                suspended);
+  cancel_ok(&c, second);
+  ck_assert_uint_eq(wait_job(&c, second, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  share_end(&d, &c, mine, &k1, 1);
+  unlink(logp);
 }
 END_TEST
 
@@ -687,6 +746,7 @@ void daemon_priority_cases(Suite *s) {
   tcase_set_timeout(t, 240);
   tcase_add_test(t, a_user_above_its_share_is_suspended);
   tcase_add_test(t, a_users_periodic_cooperative_jobs_run_one_at_a_time);
+  tcase_add_test(t, a_periodic_job_waiting_for_its_own_suspends_no_one);
   tcase_add_test(t, a_suspension_that_does_not_land_holds_no_one);
   suite_add_tcase(s, t);
 }

@@ -741,6 +741,10 @@ unsigned dev__coop_running(const struct dev *d, const uint32_t *uid);
 unsigned dev__runs_of(const struct dev *d, const uint32_t *uid, int coop);
 unsigned dev__coop_slots(const struct dev *d);
 unsigned dev__coop_share(const struct dev *d);
+/* Whether job j is periodic and cooperative and its user runs such a job
+ * here already: it waits for that one, not for a slot (DEV_SLOT_PERIODIC),
+ * and nothing is suspended for it. */
+int dev__periodic_held(const struct dev *d, const struct job *j);
 
 /* dev_turns.c */
 /* A job that is not cooperative, about to start: 1 if it waits instead,

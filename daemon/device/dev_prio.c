@@ -103,13 +103,15 @@ void dev__suspend(struct dev *d, struct run *r, int32_t p, const char *why) {
 }
 
 /* The first waiting job that finds every slot held, highest priority
- * first (suspended ones wait for their own turn, not to suspend others). */
+ * first (suspended ones wait for their own turn, not to suspend others;
+ * a periodic one whose user runs another waits for that: a job suspended
+ * for it would find its slot untaken, and be suspended again each pass). */
 static struct job *first_blocked(struct dev *d) {
   if (coop_staying(d) < dev__coop_slots(d)) return NULL; /* a slot is, or will be, free */
   struct job *best = NULL;
   for (struct job *j = d->coop_wait_head; j; j = j->dev_next)
     if (!j->dev_run && !atomic_load(&j->cancel) && !dev__prio_blocked(d, j->priority) &&
-        (!best || j->priority > best->priority))
+        !dev__periodic_held(d, j) && (!best || j->priority > best->priority))
       best = j;
   return best;
 }

@@ -96,6 +96,10 @@ static int runs_periodic(const struct dev *d, uint32_t uid) {
   return 0;
 }
 
+int dev__periodic_held(const struct dev *d, const struct job *j) {
+  return dev__periodic(j) && runs_periodic(d, j->uid);
+}
+
 /* Why a job of a user holding `mine` may not take a slot now (a
  * DEV_SLOT_* code), or 0 when it may. */
 static unsigned slot_refusal(const struct dev *d, const struct job *j, unsigned running,
@@ -103,7 +107,7 @@ static unsigned slot_refusal(const struct dev *d, const struct job *j, unsigned 
   unsigned slots = dev__coop_slots(d);
   if (d->swap_now) return DEV_SLOT_RELOAD;
   if (dev__prio_blocked(d, j->priority)) return DEV_SLOT_PRIORITY;
-  if (dev__periodic(j) && runs_periodic(d, j->uid)) return DEV_SLOT_PERIODIC;
+  if (dev__periodic_held(d, j)) return DEV_SLOT_PERIODIC;
   if (running >= slots) return DEV_SLOT_FULL;
   /* alone, a user keeps off the last slot; with others, a user below its
    * share takes it, and one who comes later has a job of a user above its
