@@ -537,6 +537,22 @@ static void four_slots(struct daemon_proc *d, struct conn *c) {
   ck_assert_uint_eq(c->m.welcome.workers, 4);
 }
 
+/* The same with `set` too, its log at info in logp (a template). */
+static void four_slots_log(struct daemon_proc *d, struct conn *c, char *logp, const char *set) {
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.reserve_percent=0",
+                        "device.max_workgroups=5",
+                        "log.level=info",
+                        set,
+                        NULL};
+  *d = (struct daemon_proc){.log = logp};
+  daemon_start_log(d, sets);
+  daemon_open_to_all(d);
+  open_hello(c, d);
+  ck_assert_uint_eq(c->m.welcome.workers, 4);
+}
+
 /* The end of a test of the four slots: root's three jobs cancelled (each
  * ends CANCELLED), nobody's two children killed, the daemon stopped. */
 static void share_end(struct daemon_proc *d, struct conn *c, const uint64_t *mine,
@@ -644,19 +660,9 @@ END_TEST
 START_TEST(a_periodic_job_waiting_for_its_own_suspends_no_one) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   char logp[] = "/tmp/coopd-periodic-XXXXXX.log";
-  log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.reserve_percent=0",
-                        "device.max_workgroups=5",
-                        "limits.max_priority=5",
-                        "log.level=info",
-                        NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
-  daemon_open_to_all(&d);
+  struct daemon_proc d;
   struct conn c;
-  open_hello(&c, &d);
-  ck_assert_uint_eq(c.m.welcome.workers, 4);
+  four_slots_log(&d, &c, logp, "limits.max_priority=5");
   static uint32_t data[4][64];
   uint64_t mine[3];
   mine[0] = periodic_sweep(&c, data[0], 0);
