@@ -127,10 +127,7 @@ static int client_file(int fd, uint32_t pid, int out, struct stat *st, char *why
     return -1;
   }
   if (out && !shmem && !in_memory(type) && fdio_privileged()) {
-    snprintf(why, whylen,
-             "a file on a disk (%s), which coopd, run as root, would fill past its quotas and "
-             "root's reserve",
-             type);
+    snprintf(why, whylen, "a file on a disk (%s), " FDIO_DISK_WHY, type);
     return FDIO_DISK;
   }
   return 0;

@@ -32,6 +32,10 @@ int fdio_client_file(int fd, uint32_t pid, struct stat *st, char *why, size_t wh
  * quotas and the reserve a disk keeps for root (docs/daemon.md,
  * "Descriptors from clients"). */
 #define FDIO_DISK (-2)
+/* What such a refusal says of the file, and what to do instead */
+#define FDIO_DISK_WHY "which coopd, run as root, would fill past its quotas and root's reserve"
+#define FDIO_DISK_DO \
+  "pass a memfd or a tmpfs file (or run coopd as its service user, coopd.service)"
 int fdio_client_out(int fd, uint32_t pid, struct stat *st, char *why, size_t whylen);
 
 /* 1 when this process writes past quotas and root's reserve of a disk

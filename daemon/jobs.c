@@ -218,9 +218,8 @@ static int admit_args(const struct kdef *k, const struct job_req *r, struct job_
     if (a->devbuf) continue; /* on the device already, its bytes counted (bufs.c) */
     if (a->fd >= 0 && a->fd_ok == FDIO_DISK)
       return job_refuse(e, COOP_EPERM,
-                        "buffer argument %u: descriptor %u is a file on a disk, which coopd, run "
-                        "as root, would fill past its quotas and root's reserve; pass a memfd or "
-                        "a tmpfs file (or run coopd as its service user, coopd.service)",
+                        "buffer argument %u: descriptor %u is a file on a disk, " FDIO_DISK_WHY
+                        "; " FDIO_DISK_DO,
                         i, (unsigned)a->fd);
     if (a->fd >= 0 && a->fd_ok != 1)
       return job_refuse(e, COOP_EINVAL,

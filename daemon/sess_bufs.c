@@ -52,10 +52,7 @@ static int take_fd(struct session *s, uint32_t seq, int *fds, unsigned nfds, uin
   int r = out ? fdio_client_out(fds[fd], s->pid, &st, why, sizeof why)
               : fdio_client_file(fds[fd], s->pid, &st, why, sizeof why);
   if (r == FDIO_DISK) {
-    sess_error(s, seq, COOP_EPERM,
-               "descriptor %u: %s; pass a memfd or a tmpfs file (or run coopd as its service "
-               "user, coopd.service)",
-               fd, why);
+    sess_error(s, seq, COOP_EPERM, "descriptor %u: %s; " FDIO_DISK_DO, fd, why);
     return -1;
   }
   if (r) {
@@ -360,10 +357,7 @@ void sess_xfer(struct session *s, uint32_t seq, const union coop_msg *msg, int *
   /* ranges of frames are written into it too */
   int r = nfds == 1 && fds[0] >= 0 ? fdio_client_out(fds[0], s->pid, &st, why, sizeof why) : -1;
   if (r == FDIO_DISK)
-    return sess_error(s, seq, COOP_EPERM,
-                      "XFER's descriptor: %s; pass a memfd or a tmpfs file (or run coopd as its "
-                      "service user, coopd.service)",
-                      why);
+    return sess_error(s, seq, COOP_EPERM, "XFER's descriptor: %s; " FDIO_DISK_DO, why);
   if (r)
     return sess_error(s, seq, COOP_EINVAL,
                       "XFER carries exactly one descriptor, a memfd (regular file); it came "

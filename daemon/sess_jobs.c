@@ -115,11 +115,9 @@ static int io_range(struct session *s, unsigned i, const struct coop_wire_arg *a
                       (unsigned long long)a->off, (unsigned long long)a->size);
   if (seen->disk && (a->dir & COOP_BUF_OUT))
     return job_refuse(e, COOP_EPERM,
-                      "argument %u: descriptor %u is %s; pass a memfd or a tmpfs file (or run "
-                      "coopd as its service user, coopd.service)",
-                      i, (unsigned)a->fd,
-                      "a file on a disk, which coopd, run as root, would fill past its quotas and "
-                      "root's reserve");
+                      "argument %u: descriptor %u is a file on a disk, " FDIO_DISK_WHY
+                      "; " FDIO_DISK_DO,
+                      i, (unsigned)a->fd);
   return 0;
 }
 

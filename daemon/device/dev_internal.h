@@ -148,12 +148,6 @@ struct dev_hold {
   int64_t last, until; /* the last one; its jobs wait until then */
 };
 
-/* A frame loop's window of suspension ahead (dev_prio.c): when its next
- * task is expected (0: the entry is free; the window is at -/+
- * pre_ahead_ns), its priority and workgroups, whose loop it is (its
- * client's uid and process: a task of theirs ends it), and on: it has had
- * a job suspended, which stays so until that task is submitted or the
- * window ends. */
 /* A frame loop's warm window (dev_warm.c): from..until (until 0: a free
  * entry), the loop's uid and process, whether it has begun, and a copy of
  * the loop's last frame's job, its pointers cleared, whose start's checks
@@ -180,6 +174,12 @@ struct dev_hold_ask {
 #define DEV_HOLD_ASKS 16
 #define DEV_HOLDS_PER_UID 4
 
+/* A frame loop's window of suspension ahead (dev_prio.c): when its next
+ * task is expected (0: the entry is free; the window is at -/+
+ * pre_ahead_ns), its priority and workgroups, whose loop it is (its
+ * client's uid and process: a task of theirs ends it), and on: it has had
+ * a job suspended, which stays so until that task is submitted or the
+ * window ends. */
 struct dev_pre {
   int64_t at;
   int32_t priority;
