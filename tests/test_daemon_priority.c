@@ -527,31 +527,26 @@ START_TEST(a_job_of_higher_priority_gets_room) {
 END_TEST
 
 /* A daemon of four workers (so four cooperative slots), every slot
- * takeable (reserve_percent 0), open to all; c open as root. */
-static void four_slots(struct daemon_proc *d, struct conn *c) {
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.reserve_percent=0", "device.max_workgroups=5", NULL};
-  daemon_start(d, sets);
-  daemon_open_to_all(d);
-  open_hello(c, d);
-  ck_assert_uint_eq(c->m.welcome.workers, 4);
-}
-
-/* The same with `set` too, its log at info in logp (a template). */
+ * takeable (reserve_percent 0), open to all, with `set` too where not
+ * NULL, its log at info in logp (a template) where not NULL, else on
+ * stderr; c open as root. */
 static void four_slots_log(struct daemon_proc *d, struct conn *c, char *logp, const char *set) {
-  log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.reserve_percent=0",
-                        "device.max_workgroups=5",
-                        "log.level=info",
-                        set,
-                        NULL};
+  const char *sets[6] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                         "jobs.reserve_percent=0", "device.max_workgroups=5"};
+  unsigned n = 3;
+  if (logp) {
+    log_temp(logp);
+    sets[n++] = "log.level=info";
+  }
+  if (set) sets[n++] = set;
   *d = (struct daemon_proc){.log = logp};
   daemon_start_log(d, sets);
   daemon_open_to_all(d);
   open_hello(c, d);
   ck_assert_uint_eq(c->m.welcome.workers, 4);
 }
+
+static void four_slots(struct daemon_proc *d, struct conn *c) { four_slots_log(d, c, NULL, NULL); }
 
 /* The end of a test of the four slots: root's three jobs cancelled (each
  * ends CANCELLED), nobody's two children killed, the daemon stopped. */
