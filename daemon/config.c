@@ -73,6 +73,7 @@ void config_defaults(struct config *c) {
   c->max_detached_kept_per_uid = 256;
   c->max_detached_kept = 1024;
   c->max_buffers_per_uid = 256;
+  copy(c->subordinate_ids, sizeof c->subordinate_ids, "/etc/subuid");
   c->max_buffer_percent_per_uid = 50;
   c->max_warm_percent_per_uid = 25;
   c->log_level = LOG_LV_INFO;
@@ -165,6 +166,7 @@ static const struct config_key keys[] = {
     {"limits", "max_warm_percent_per_uid", K_UINT | K_LIVE, F(max_warm_percent_per_uid), 100},
     {"limits", "max_priority", K_UINT | K_LIVE, F(max_priority), COOP_PRIORITY_MAX},
     {"limits", "priority_users", K_STR | K_LIVE, F(priority_users), 0},
+    {"limits", "subordinate_ids", K_STR | K_LIVE, F(subordinate_ids), 0},
     {"log", "level", K_LEVEL | K_LIVE, F(log_level), 0},
     {"log", "syslog", K_BOOL | K_LIVE, F(log_syslog), 0},
     {"jobs", "watchdog_ms", K_UINT, F(watchdog_ms), 1u << 31},
@@ -435,6 +437,11 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
     return -1;
   }
   if (priority_check(c->priority_users, err, errlen)) return -1;
+  if (c->subordinate_ids[0] && c->subordinate_ids[0] != '/' && strcmp(c->subordinate_ids, "off")) {
+    snprintf(err, errlen, "[limits] subordinate_ids: \"%s\" must be an absolute path or off",
+             c->subordinate_ids);
+    return -1;
+  }
   struct sockaddr_storage ss;
   return config_metrics_addr(c, &ss, err, errlen) < 0 ? -1 : 0;
 }
@@ -542,12 +549,13 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "limits per uid: clients=%u jobs=%u bytes=%llu detached_kept=%u (all users %u) "
-           "buffers=%u buffer_percent=%u warm_percent=%u max_priority=%u priority_users=\"%s\"; "
-           "server: hello_timeout_ms=%u",
+           "buffers=%u buffer_percent=%u warm_percent=%u max_priority=%u priority_users=\"%s\" "
+           "subordinate_ids=%s; server: hello_timeout_ms=%u",
            c->max_clients_per_uid, c->max_jobs_per_uid, c->max_bytes_per_uid,
            c->max_detached_kept_per_uid, c->max_detached_kept, c->max_buffers_per_uid,
            c->max_buffer_percent_per_uid, c->max_warm_percent_per_uid, c->max_priority,
-           c->priority_users, c->hello_timeout_ms);
+           c->priority_users, c->subordinate_ids[0] ? c->subordinate_ids : "off",
+           c->hello_timeout_ms);
   line(b);
   snprintf(b, sizeof b,
            "jobs: reserve_percent=%u tasks_per_uid=%u task_percent_per_uid=%u min_deadline_us=%u "

@@ -61,6 +61,7 @@ struct config {
   /* job priorities (priority.c): what every uid may ask, and more for some */
   unsigned max_priority;
   char priority_users[1024]; /* "NAME:N", "UID:N", "@GROUP:N", separated by spaces or commas */
+  char subordinate_ids[256]; /* /etc/subuid, or off (subids.h) */
   /* [log] */
   int log_level;
   int log_syslog;

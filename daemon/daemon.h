@@ -11,6 +11,7 @@
 
 #include "authors.h"
 #include "priority.h"
+#include "subids.h"
 #include "config.h"
 #include "device/device.h"
 #include "jobpool.h"
@@ -54,6 +55,7 @@ struct daemon {
   struct config cfg;
   struct authors authors;     /* [kernels] authors, looked up (authors.h) */
   struct priority_rules prio; /* [limits] priority_users, looked up (priority.h) */
+  struct subids subids;       /* [limits] subordinate_ids, read (subids.h) */
   struct kset *ks;            /* the running kernels (replaced by a reload) */
   struct jobpool jobpool;     /* every job's memory (jobpool.h) */
   struct reload *reload;      /* while a SIGHUP reload is in progress */
@@ -81,10 +83,11 @@ struct daemon {
   unsigned kept; /* finished DETACHED jobs without a client, every user */
   struct session *sessions;
   unsigned nsessions;
-  struct job *jobs;  /* every job not yet freed */
-  struct dbuf *bufs; /* every device buffer not yet freed on its device (bufs.c) */
-  uint64_t next_buf; /* the last device buffer id given out */
-  uint64_t next_job; /* the last id given out (continued from the journal) */
+  struct job *jobs;   /* every job not yet freed */
+  struct dbuf *bufs;  /* every device buffer not yet freed on its device (bufs.c) */
+  uint64_t next_buf;  /* the last device buffer id given out */
+  uint64_t next_job;  /* the last id given out (continued from the journal) */
+  uint64_t next_conn; /* the last connection serial given out (struct session) */
   uint64_t submitted, done, cancelled, refused, failed;
   int64_t gather[DM_GATHER_SAMPLES]; /* ring of recent non-cooperative gathers */
   uint32_t ngather, gather_pos;

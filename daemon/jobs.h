@@ -63,6 +63,11 @@ struct job {
   /* (imm) set before dev_submit */
   uint64_t id;
   uint32_t uid, pid;
+  /* its connection's serial (struct session): a frame loop is a
+   * connection's (sess_jobs.c, expected_next), and what is kept per loop
+   * (warm windows, windows of suspension ahead, holds) is kept per
+   * connection: one process may run many loops, one a connection */
+  uint64_t conn;
   int kernel_index; /* in the device's runtime */
   char kernel[COOP_WIRE_NAME_MAX];
   uint8_t flags;

@@ -155,11 +155,14 @@ static int reread_config(struct config *c, char *err, size_t errlen) {
 
 /* [kernels] authors and [limits] priority_users looked up again: a name
  * that no longer resolves keeps the list read before (logged), so a typo
- * locks nobody out. */
+ * locks nobody out. [limits] subordinate_ids read again: a file that
+ * cannot be read keeps the ranges read before. Connections already open
+ * keep the user they were taken for. */
 static void users_update(struct daemon *dm) {
+  struct subids ids;
   struct authors a;
   static struct priority_rules p;
-  char err[300];
+  char err[600];
   if (authors_parse(&a, dm->cfg.authors, err, sizeof err))
     log_error("%s; the authors read before stay", err);
   else
@@ -168,6 +171,12 @@ static void users_update(struct daemon *dm) {
     log_error("%s; the priorities read before stay", err);
   else
     dm->prio = p;
+  if (subids_read(dm->loop, &ids, dm->cfg.subordinate_ids, err, sizeof err)) {
+    log_error("%s; the ranges read before stay", err);
+  } else {
+    subids_free(&dm->subids);
+    dm->subids = ids;
+  }
 }
 
 /* SIGHUP: the settings that may change while running (confreload.h), then
@@ -454,7 +463,8 @@ int main(int argc, char **argv) {
   if (!dm.ks) return 1;
   if (kset_load(dm.ks, dm.cfg.kernel_dirs, err, sizeof err) ||
       authors_parse(&dm.authors, dm.cfg.authors, err, sizeof err) ||
-      priority_parse(&dm.prio, dm.cfg.priority_users, err, sizeof err)) {
+      priority_parse(&dm.prio, dm.cfg.priority_users, err, sizeof err) ||
+      subids_read(uv_default_loop(), &dm.subids, dm.cfg.subordinate_ids, err, sizeof err)) {
     fprintf(stderr, "coopd: %s\n", err);
     return 1;
   }
@@ -491,6 +501,7 @@ int main(int argc, char **argv) {
   dm.loop = uv_default_loop();
   r = run(&dm);
   uv_loop_close(dm.loop);
+  subids_free(&dm.subids);
   jobpool_free(&dm.jobpool);
   kset_free(dm.ks);
   free(dm.ks);

@@ -238,6 +238,7 @@ struct job *sess_make_job(struct session *s, const struct coop_msg_submit *m, co
   j->id = ++s->dm->next_job;
   j->uid = s->uid;
   j->pid = s->pid;
+  j->conn = s->serial;
   j->kernel_index = (int)(k - s->dm->ks->k);
   snprintf(j->kernel, sizeof j->kernel, "%s", k->name);
   j->flags = m->flags;
@@ -733,6 +734,8 @@ void session_accept(struct daemon *dm, int fd) {
     close(fd);
     return;
   }
+  /* a subordinate id is its range's user (subids.h) */
+  cr.uid = subids_user(&dm->subids, cr.uid);
   struct uid_use *u = uid_find(dm, cr.uid);
   unsigned have = u ? u->conns : 0;
   /* Root too: its cap is its own, and it counts no one else's (64 idle
@@ -773,6 +776,7 @@ void session_accept(struct daemon *dm, int fd) {
   s->fd = fd;
   s->uid = cr.uid;
   s->pid = (uint32_t)cr.pid;
+  s->serial = ++dm->next_conn;
   s->active_ms = uv_now(dm->loop);
   snprintf(s->name, sizeof s->name, "?");
   coop_wire_reader_init(&s->rd);

@@ -51,6 +51,7 @@ struct session {
   struct coop_wire_buf out;
   size_t out_off;
   uint32_t uid, pid;
+  uint64_t serial;    /* this connection among all of coopd's: a frame loop's (struct job, conn) */
   uint64_t active_ms; /* the loop's time of its last request (or accept) */
   int64_t rx_ns;      /* COOP_TRACE_FILE only: when the last read returned (trace.h) */
   char name[COOP_WIRE_NAME_MAX];

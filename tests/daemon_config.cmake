@@ -177,6 +177,18 @@ run(max_registers_too_many 1 "\\[device\\] max_registers: bad value \"256\""
 run(kernel_widths_bad 1 "\\[device\\] kernel_widths: bad value \"some\""
   "[device]\nkernel_widths = some\n" ${std})
 
+# a subordinate ids file that another user could change: they could take
+# their range out of it (daemon/subids.h)
+file(MAKE_DIRECTORY ${WORK}/subids_writable)
+file(WRITE ${WORK}/subids_writable/subuid "alice:100000:65536\n")
+file(CHMOD ${WORK}/subids_writable/subuid PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ
+  GROUP_WRITE WORLD_READ WORLD_WRITE)
+run(subids_writable 1
+  "\\[limits\\] subordinate_ids: .*subuid: writable by others \\(uid [0-9]+, mode 0666\\)"
+  "[limits]\nsubordinate_ids = @DIR@/subuid\n" ${std})
+run(subids_relative 1 "\\[limits\\] subordinate_ids: \"subuid\" must be an absolute path or off"
+  "[limits]\nsubordinate_ids = subuid\n" ${std})
+
 # ---- control: the keys added since (devices, journal, the watchdog's, device_mb) ----
 run(control_new_keys 0
   "devices=0,0 .*max_registers=128 kernel_widths=no arena_mb=256 device_mb=64 .*journal=off.*watchdog_ms=250 grace_ms=5000 gather_budget_ms=1500 hang_ms=700.*metrics: listen=0\\.0\\.0\\.0:9464 allow_remote=yes max_connections=4 timeout_ms=2000.*configuration OK"

@@ -252,6 +252,87 @@ START_TEST(connections_per_uid_and_hello_deadline) {
 }
 END_TEST
 
+/* A process in a user namespace reaches the socket with an id of its
+ * owner's /etc/subuid range, each id a uid of its own: one user with a
+ * range of 65536 ids had 65536 times every per-uid bound. Now the ids of a
+ * range are one user, the range's first id (docs/daemon.md, "Users with
+ * ranges of ids"): with 2 connections a user, the range's first id holds
+ * 2 and its last id is refused; the id past the range is a user of its
+ * own. A line that is no range is skipped, logged. */
+START_TEST(a_users_subordinate_ids_are_one_user) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "a_users_subordinate_ids_are_one_user: not root, skipped\n");
+    return;
+  }
+  char dir[] = "/tmp/coop-subids-XXXXXX", file[64], sets1[128],
+       log[] = "/tmp/coop-subids-XXXXXX.log";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(chmod(dir, 0755), 0);
+  snprintf(file, sizeof file, "%s/subuid", dir);
+  file_write(file, "nobody:100000:65536\nnobody 200000 10\n");
+  ck_assert_int_eq(chmod(file, 0644), 0);
+  snprintf(sets1, sizeof sets1, "limits.subordinate_ids=%s", file);
+  const char *const sets[] = {"limits.max_clients_per_uid=2", sets1, NULL};
+  log_temp(log);
+  struct daemon_proc d = {.log = log};
+  daemon_start_listening(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  daemon_open_to_all(&d);
+  int ready[2], hold[2];
+  ck_assert_int_eq(pipe(ready), 0);
+  ck_assert_int_eq(pipe(hold), 0);
+  pid_t first = fork();
+  ck_assert_int_ge(first, 0);
+  if (first == 0) { /* the range's first id: its two connections */
+    close(hold[1]);
+    if (setgroups(0, NULL) || setgid(100000) || setuid(100000)) _exit(3);
+    struct conn a, b;
+    open_hello(&a, &d);
+    open_hello(&b, &d);
+    char x = 1;
+    if (write(ready[1], &x, 1) != 1) _exit(4);
+    if (read(hold[0], &x, 1) < 0) _exit(5); /* EOF: the test is done */
+    _exit(0);
+  }
+  close(hold[0]);
+  char x;
+  ck_assert_msg(read(ready[0], &x, 1) == 1, "the range's first id could not connect twice");
+  pid_t last = fork();
+  ck_assert_int_ge(last, 0);
+  if (last == 0) { /* the range's last id: the same user, over its 2 */
+    if (setgroups(0, NULL) || setgid(165535) || setuid(165535)) _exit(3);
+    struct conn e;
+    if (conn_open(&e, d.sock)) _exit(4);
+    conn_timeout(&e, 10);
+    expect_error_then_close(&e, COOP_ELIMIT, "[limits] max_clients_per_uid");
+    _exit(0);
+  }
+  child_ok(last);
+  pid_t past = fork();
+  ck_assert_int_ge(past, 0);
+  if (past == 0) { /* past the range: a user of its own (as is 200005: its line is no range) */
+    if (setgroups(0, NULL) || setgid(165536) || setuid(165536)) _exit(3);
+    struct conn e, f;
+    open_hello(&e, &d);
+    open_hello(&f, &d);
+    _exit(0);
+  }
+  child_ok(past);
+  close(hold[1]);
+  child_ok(first);
+  close(ready[0]);
+  close(ready[1]);
+  ck_assert_msg(log_has(log, "subuid:2: not OWNER:FIRST:COUNT: skipped"),
+                "the line that is no range was not named");
+  conn_close(&c);
+  daemon_stop_ok(&d, log);
+  unlink(log);
+  unlink(file);
+  rmdir(dir);
+}
+END_TEST
+
 /* Four users with max_clients_per_uid idle connections each filled
  * max_clients, and everyone else was locked out, root included (no idle
  * timeout after HELLO). Now a connection of a user holding fewer gets in:
@@ -933,6 +1014,7 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, unread_replies_stay_bounded);
   tcase_add_test(t, connections_per_uid_and_hello_deadline);
   tcase_add_test(t, crowded_out_users_still_get_in);
+  tcase_add_test(t, a_users_subordinate_ids_are_one_user);
   tcase_add_test(t, out_of_descriptors_sheds_connections);
   tcase_add_test(t, a_shells_descriptor_limit_is_raised);
   tcase_add_test(t, live_jobs_per_uid_across_connections);

@@ -1,0 +1,144 @@
+/* subids.c: see subids.h. */
+#include "subids.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "paths.h"
+
+#define WARN_LINES 8 /* a broken file's first lines named, the rest counted */
+
+/* A decimal number of at most 10 digits that fits 32 bits, whole: 0 and
+ * *v, or -1. */
+static int number(const char *p, size_t len, uint32_t *v) {
+  if (len == 0 || len > 10) return -1;
+  uint64_t n = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (p[i] < '0' || p[i] > '9') return -1;
+    n = n * 10 + (uint64_t)(p[i] - '0');
+  }
+  if (n > UINT32_MAX) return -1;
+  *v = (uint32_t)n;
+  return 0;
+}
+
+/* One line, OWNER:FIRST:COUNT: 1 and *r, 0 for a line with nothing to
+ * take (empty, a comment), -1 with why. */
+static int parse_line(const char *p, size_t len, struct subid_range *r, const char **why) {
+  if (len == 0 || p[0] == '#') return 0;
+  const char *c1 = memchr(p, ':', len);
+  const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - p)) : NULL;
+  *why = "not OWNER:FIRST:COUNT";
+  if (!c1 || c1 == p || !c2 || number(c1 + 1, (size_t)(c2 - c1 - 1), &r->first) ||
+      number(c2 + 1, len - (size_t)(c2 + 1 - p), &r->count))
+    return -1;
+  *why = "a range that holds id 0 (root), is empty, or runs past the last id";
+  if (r->first == 0 || r->count == 0 || (uint64_t)r->first + r->count > UINT32_MAX) return -1;
+  return 1;
+}
+
+static int parse(struct subids *s, const char *path, const char *text, size_t len) {
+  unsigned lines = 0, bad = 0, cap = 0;
+  for (size_t at = 0; at < len;) {
+    const char *nl = memchr(text + at, '\n', len - at);
+    size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+    struct subid_range r;
+    const char *why = NULL;
+    int got = parse_line(text + at, n, &r, &why);
+    lines++;
+    at += n + 1;
+    if (got < 0 && ++bad <= WARN_LINES)
+      log_warn("%s:%u: %s: skipped (its user's ids count as their own)", path, lines, why);
+    if (got <= 0) continue;
+    if (s->n == cap) {
+      cap = cap ? 2 * cap : 64;
+      struct subid_range *nr = realloc(s->r, cap * sizeof *nr);
+      if (!nr) return -1;
+      s->r = nr;
+    }
+    s->r[s->n++] = r;
+  }
+  if (bad > WARN_LINES) log_warn("%s: %u more lines skipped", path, bad - WARN_LINES);
+  return 0;
+}
+
+/* The whole file at path into *buf (NUL-terminated), checked as
+ * subids.h says: 0, 1 when there is no file, -1 with err. */
+static int slurp(uv_loop_t *loop, const char *path, char **buf, size_t *len, char *err,
+                 size_t errlen) {
+  uv_fs_t req;
+  int fd = uv_fs_open(loop, &req, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0, NULL);
+  uv_fs_req_cleanup(&req);
+  if (fd == UV_ENOENT) return 1;
+  if (fd < 0) return snprintf(err, errlen, "%s: %s", path, uv_strerror(fd)), -1;
+  int r = uv_fs_fstat(loop, &req, fd, NULL);
+  uv_stat_t st = req.statbuf;
+  uv_fs_req_cleanup(&req);
+  const char *why = r < 0                                                ? uv_strerror(r)
+                    : (st.st_mode & S_IFMT) != S_IFREG                   ? "not a regular file"
+                    : st.st_uid != 0 && st.st_uid != (uint64_t)geteuid() ? "owned by another user"
+                    : st.st_mode & (S_IWGRP | S_IWOTH)                   ? "writable by others"
+                    : st.st_size > SUBIDS_MAX_BYTES                      ? "larger than 16 MiB"
+                                                                         : NULL;
+  if (why) {
+    snprintf(err, errlen,
+             "[limits] subordinate_ids: %s: %s (uid %llu, mode %04o): a user who could change it "
+             "could take their range out of it; it must be root's, writable by root alone",
+             path, why, (unsigned long long)st.st_uid, (unsigned)(st.st_mode & 07777));
+    uv_fs_close(loop, &req, fd, NULL);
+    uv_fs_req_cleanup(&req);
+    return -1;
+  }
+  *buf = malloc((size_t)st.st_size + 1);
+  size_t got = 0;
+  while (*buf && got < (size_t)st.st_size) {
+    uv_buf_t b = uv_buf_init(*buf + got, (unsigned)((size_t)st.st_size - got));
+    r = uv_fs_read(loop, &req, fd, &b, 1, -1, NULL);
+    uv_fs_req_cleanup(&req);
+    if (r <= 0) break; /* shorter than fstat said: what was read */
+    got += (size_t)r;
+  }
+  uv_fs_close(loop, &req, fd, NULL);
+  uv_fs_req_cleanup(&req);
+  if (!*buf) return snprintf(err, errlen, "%s: out of memory", path), -1;
+  if (r < 0) {
+    free(*buf);
+    return snprintf(err, errlen, "%s: %s", path, uv_strerror(r)), -1;
+  }
+  (*buf)[got] = '\0';
+  *len = got;
+  return 0;
+}
+
+int subids_read(uv_loop_t *loop, struct subids *s, const char *path, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  if (!path[0] || !strcmp(path, "off")) return 0;
+  char *text = NULL;
+  size_t len = 0;
+  int r = slurp(loop, path, &text, &len, err, errlen);
+  if (r > 0) return 0; /* no file: no ranges */
+  if (r == 0) r = paths_check_dir(loop, path, "[limits] subordinate_ids file", err, errlen);
+  if (r == 0 && parse(s, path, text, len)) {
+    snprintf(err, errlen, "%s: out of memory", path);
+    r = -1;
+  }
+  free(text);
+  if (r) subids_free(s);
+  return r ? -1 : 0;
+}
+
+void subids_free(struct subids *s) {
+  free(s->r);
+  memset(s, 0, sizeof *s);
+}
+
+uint32_t subids_user(const struct subids *s, uint32_t uid) {
+  for (unsigned i = 0; i < s->n; i++)
+    if (uid - s->r[i].first < s->r[i].count) return s->r[i].first;
+  return uid;
+}
