@@ -224,15 +224,27 @@ static const char *open_conditional(const char *t, const char **why) {
   return depth ? (*why = "not closed by an #endif", first) : NULL;
 }
 
-/* What the compiler may read as a line's end, a # or a backslash where
- * the checks below see none, anywhere in src: a carriage return alone (a
- * new line to the compiler), a trigraph for # or a backslash (two
- * question marks, then = or /). */
+/* What the compiler may read as a line's end, a blank, a # or a backslash
+ * where the checks below see none, anywhere in src: a carriage return
+ * alone (a new line to the compiler), a form feed or a vertical tab (blanks
+ * to the compiler, before or after a directive's #: the line scan, which
+ * skips spaces and tabs, saw "\f#include" as no directive), a trigraph for
+ * # or a backslash (two question marks, then = or /). */
 static const char *hidden_syntax(const char *src, const char **what) {
   for (const char *p = src; *p; p++) {
     if (p[0] == '\r' && p[1] != '\n') return *what = "a carriage return not before a newline", p;
+    if (p[0] == '\f' || p[0] == '\v') return *what = "a form feed or a vertical tab", p;
     if (p[0] == '?' && p[1] == '?' && (p[2] == '=' || p[2] == '/')) return *what = "a trigraph", p;
   }
+  return NULL;
+}
+
+/* A byte of code text t (comments and literals blanked) outside ASCII:
+ * a compiler may read some as blanks (Unicode's spaces), which the line
+ * scan does not skip. */
+static const char *outside_ascii(const char *t) {
+  for (; *t; t++)
+    if ((unsigned char)*t >= 0x80) return t;
   return NULL;
 }
 
@@ -274,8 +286,11 @@ int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
   unsigned at = h ? line_of(src, h) : 0;
   /* what would take in the #undefs kviews_seal appends (and, for a
    * comment, the next kernel's lines up to its first comment's end) */
+  const char *wide = t ? outside_ascii(t) : NULL;
   if (open)
     at = line_of(t, open), what = "a comment not closed within the kernel";
+  else if (wide)
+    at = line_of(t, wide), what = "a byte outside ASCII but in a comment or a literal";
   else if (!at && (at = backslash_at_end(src)))
     what = "a backslash at the kernel's end";
   if (at) {

@@ -282,6 +282,9 @@ START_TEST(kernel_authors) {
       {"prag.cl", "_Pragma(\"clang __debug crash\")\n", "", "prag.cl:2: _Pragma"},
       {"has.cl", "#if __has_include(\"/tmp/go\")\n#endif\n", "", "has.cl:2: __has_include"},
       {"tri.cl", "?\?=include \"/etc/shadow\"\n", "", "tri.cl:2: a trigraph"},
+      {"ff.cl", "\f#include \"/etc/shadow\"\n", "", "ff.cl:2: a form feed"},
+      {"vt.cl", "#\vundef COOP_SCHED_HELPERS\n", "", "vt.cl:2: a form feed or a vertical tab"},
+      {"nbsp.cl", "\xc2\xa0#include \"/etc/shadow\"\n", "", "nbsp.cl:2: a byte outside ASCII"},
   };
   each_refused(&c, hidden, sizeof hidden / sizeof *hidden);
   const char clash[] =
