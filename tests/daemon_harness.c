@@ -633,23 +633,33 @@ pid_t loop_child(const struct daemon_proc *d, int64_t start_ms, int period_ms, i
 
 pid_t loop_child_as(const struct daemon_proc *d, uid_t uid, int64_t start_ms, int period_ms,
                     int n) {
+  return loops_child_as(d, uid, 1, start_ms, period_ms, n);
+}
+
+pid_t loops_child_as(const struct daemon_proc *d, uid_t uid, int loops, int64_t start_ms,
+                     int period_ms, int n) {
+  ck_assert_int_le(loops, 16);
   pid_t kid = fork();
   ck_assert_int_ge(kid, 0);
   if (kid) return kid;
   if (uid != (uid_t)-1 && (setgroups(0, NULL) || setgid(uid) || setuid(uid))) _exit(3);
-  struct conn c;
-  open_hello(&c, d);
+  static struct conn c[16];
+  for (int k = 0; k < loops; k++) open_hello(&c[k], d);
   for (int i = 0; i < n; i++) {
     int64_t due = start_ms + (int64_t)period_ms * i, now = now_ms();
     if (due > now) msleep((int)(due - now));
-    union coop_msg m;
-    render_init(&m, 1);
-    uint64_t task = submit(&c, &m, NULL, 0);
-    if (!task || wait_job(&c, task, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
-        c.m.result.state != COOP_JOB_DONE)
-      _exit(1);
+    uint64_t task[16];
+    for (int k = 0; k < loops; k++) {
+      union coop_msg m;
+      render_init(&m, 1);
+      if (!(task[k] = submit(&c[k], &m, NULL, 0))) _exit(1);
+    }
+    for (int k = 0; k < loops; k++)
+      if (wait_job(&c[k], task[k], COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
+          c[k].m.result.state != COOP_JOB_DONE)
+        _exit(1);
   }
-  conn_close(&c);
+  for (int k = 0; k < loops; k++) conn_close(&c[k]);
   _exit(0);
 }
 

@@ -238,6 +238,11 @@ pid_t loop_child(const struct daemon_proc *d, int64_t start_ms, int period_ms, i
 /* The same as uid (root only; uid_t -1: the caller's); the child exits 3
  * if it could not take it. */
 pid_t loop_child_as(const struct daemon_proc *d, uid_t uid, int64_t start_ms, int period_ms, int n);
+/* loops such loops in one child process, one a connection (at most 16):
+ * each period every connection's render is submitted, then each waited
+ * for. */
+pid_t loops_child_as(const struct daemon_proc *d, uid_t uid, int loops, int64_t start_ms,
+                     int period_ms, int n);
 
 /* Waits until the job is RUNNING (its task submitted to the megakernel),
  * then a little more so that its workgroups are on the device. */

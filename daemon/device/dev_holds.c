@@ -14,7 +14,7 @@
  * for at most DEV_HOLDS_PER_UID holds at a time on a device; past that a
  * task names no next one and its successor gathers as it comes (test
  * a_users_holds_leave_others_theirs). One entry a chain: a periodic job's
- * (its id), a frame loop's (its client's uid and process), replaced as
+ * (its id), a frame loop's (its client's connection), replaced as
  * each task asks for its successor's. Device thread only.
  */
 #include <stdio.h>
@@ -24,9 +24,12 @@
 #include "dev_internal.h"
 #include "log.h"
 
-/* The chain job j's hold belongs to. */
+/* The chain job j's hold belongs to: a periodic job's id, a frame loop's
+ * connection (job ids and connection serials both count from 1, far below
+ * bit 63). Not the loop's process: one process may run a loop on each of
+ * many connections, and every loop's task asks a hold of the scheduler. */
 static uint64_t chain_of(const struct job *j) {
-  return dev__periodic(j) ? j->id : (uint64_t)j->pid << 32 | (uint64_t)j->uid | 1ull << 63;
+  return dev__periodic(j) ? j->id : j->conn | 1ull << 63;
 }
 
 int64_t dev__hold_ask(struct dev *d, const struct job *j, int64_t next_ns) {

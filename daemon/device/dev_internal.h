@@ -149,12 +149,13 @@ struct dev_hold {
 };
 
 /* A frame loop's warm window (dev_warm.c): from..until (until 0: a free
- * entry), the loop's uid and process, whether it has begun, and a copy of
+ * entry), the loop's uid and connection (struct job, conn), whether it has begun, and a copy of
  * the loop's last frame's job, its pointers cleared, whose start's checks
  * and request run dry at the window's start (dev_run.c, dev__warm_path). */
 struct dev_warm {
   int64_t from, until;
-  uint32_t uid, pid;
+  uint32_t uid;
+  uint64_t conn;
   int on;
   struct job *job;
 };
@@ -177,13 +178,14 @@ struct dev_hold_ask {
 /* A frame loop's window of suspension ahead (dev_prio.c): when its next
  * task is expected (0: the entry is free; the window is at -/+
  * pre_ahead_ns), its priority and workgroups, whose loop it is (its
- * client's uid and process: a task of theirs ends it), and on: it has had
+ * client's uid and connection: a task of theirs ends it), and on: it has had
  * a job suspended, which stays so until that task is submitted or the
  * window ends. */
 struct dev_pre {
   int64_t at;
   int32_t priority;
-  uint32_t groups, uid, pid;
+  uint32_t groups, uid;
+  uint64_t conn;
   int on;
 };
 /* Windows a device keeps at once, and of one uid: one user's loops leave

@@ -25,7 +25,7 @@
  *    (the window is "on"), and stays so until the loop's next task is
  *    submitted, whose run then preempts as if it had asked (it ends, they
  *    resume), or until the window ends (they resume). Each loop (its
- *    client's uid and process) has a window of its own (struct dev_pre,
+ *    client's connection: one process may run many) has a window of its own (struct dev_pre,
  *    DEV_PRE_MAX, DEV_PRE_PER_UID a uid): with one for the device, a
  *    loop's frame, as it ended, replaced another's window before it
  *    opened, and a loop of priority 5 beside one of priority 0 never had
@@ -178,7 +178,7 @@ static void pre_clear(struct dev_pre *w) {
 
 /* Whether j is of the loop that window w is for (a task of its client). */
 static int pre_loop(const struct dev_pre *w, const struct job *j) {
-  return w->at && w->uid == j->uid && w->pid == j->pid;
+  return w->at && w->conn == j->conn;
 }
 
 void dev__preempt_before_submit(struct dev *d, struct run *r) {
@@ -221,8 +221,11 @@ void dev__preempt_arm(struct dev *d, const struct job *j) {
   if (atomic_load(&j->state) != COOP_JOB_DONE) return; /* a frame that failed or was cancelled */
   struct dev_pre *w = pre_slot(d, j);
   if (!w) return;
-  *w = (struct dev_pre){
-      .at = j->next_ns, .priority = j->priority, .groups = j->groups, .uid = j->uid, .pid = j->pid};
+  *w = (struct dev_pre){.at = j->next_ns,
+                        .priority = j->priority,
+                        .groups = j->groups,
+                        .uid = j->uid,
+                        .conn = j->conn};
 }
 
 /* One window's pass (dev__preempt_ahead). */

@@ -27,7 +27,7 @@
  * [device] warm_early_us (1 ms) earlier still (bench/RESULTS.md, "A
  * frame's window opened ahead of a late wake").
  *
- * Each frame loop (its client's uid and process) has a window of its own
+ * Each frame loop (its client's connection: one process may run many) has a window of its own
  * (struct dev_warm, DEV_WARM_MAX a device, DEV_WARM_PER_UID a uid), as the
  * loop's side has (loopspin.c): with one window a device, each frame's end
  * replaced the window another loop's frame was waiting for, before it
@@ -71,6 +71,7 @@ static void keep_job(struct dev_warm *w, const struct job *j) {
   c->id = j->id;
   c->uid = j->uid;
   c->pid = j->pid;
+  c->conn = j->conn;
   c->kernel_index = j->kernel_index;
   memcpy(c->kernel, j->kernel, sizeof c->kernel);
   c->flags = j->flags;
@@ -91,7 +92,7 @@ static void keep_job(struct dev_warm *w, const struct job *j) {
 }
 
 static int same_loop(const struct dev_warm *w, const struct job *j) {
-  return w->until && w->uid == j->uid && w->pid == j->pid;
+  return w->until && w->conn == j->conn;
 }
 
 /* The entry for j's loop's window beginning at `from`: its own, else a
@@ -129,7 +130,7 @@ void dev__warm_arm(struct dev *d, const struct job *j) {
   w->from = from;
   w->until = until;
   w->uid = j->uid;
-  w->pid = j->pid;
+  w->conn = j->conn;
   w->on = 0;
   keep_job(w, j);
   log_debug(
