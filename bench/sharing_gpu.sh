@@ -14,7 +14,7 @@
 # read through device buffers every frame, beside bfs as a coopd job.
 # Eight runs of coop-bench-side with 1 s windows (WINDOW=S for S seconds:
 # p99 of 1 s is about the slowest of 45 frames), K = N/2, about 9 minutes
-# on an H100.
+# on an H100 for bfs's half and as long for game's (LONGS= splits them).
 #
 #   [WINDOW=S] [LONGS=bfs|game] [SIZES="0.3 2"] bench/sharing_gpu.sh [DIR]
 #
@@ -42,6 +42,10 @@ for long in "${longs[@]}"; do
   for e in ${SIZES:-0.1 0.3 2 8}; do
     name=side-$app-$e
     s=$setups limit=$((110 * window))
+    # game: every process setup's client generates game's input first
+    # (seconds each; MPS starts four), so its sizes take longer (130 s on
+    # an H100 at 1 s windows), with no hang
+    [ "$app" = game ] && limit=$((240 * window))
     # the frame client through coopd: its own daemon, three more windows
     if [ "$app" = bfs ] && { [ "$e" = 0.3 ] || [ "$e" = 2 ]; }; then s=$setups,coopd limit=$((170 * window)); fi
     regs=()
