@@ -10,7 +10,7 @@ extern const char coop_test_src_ids_cl[], coop_test_src_queue_cl[], coop_test_sr
     coop_test_src_rawpoke_cl[], coop_test_src_count_cl[], coop_test_src_plain_cl[],
     coop_test_src_stopsweep_cl[], coop_test_src_offerspin_cl[], coop_test_src_gate_cl[],
     coop_test_src_cascade_cl[], coop_test_src_longstep_cl[], coop_test_src_tqlook_cl[],
-    coop_test_src_kwrun_cl[], coop_test_src_divided_cl[];
+    coop_test_src_kwrun_cl[], coop_test_src_divided_cl[], coop_test_src_scalars_cl[];
 
 /* The names the tests use. */
 static const char *const k_ids = coop_test_src_ids_cl;
@@ -27,6 +27,7 @@ static const char *const k_kwrun = coop_test_src_kwrun_cl;
 static const char *const k_divided = coop_test_src_divided_cl;
 static const char *const k_viewpoke = coop_test_src_viewpoke_cl;
 static const char *const k_rawpoke = coop_test_src_rawpoke_cl;
+static const char *const k_scalars = coop_test_src_scalars_cl;
 static const char *const coop_stopsweep_src = coop_test_src_stopsweep_cl;
 
 #endif

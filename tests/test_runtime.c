@@ -20,7 +20,7 @@
 struct fx {
   coop_rt *rt;
   int ids, queue, sweep, phases, forever, offerspin, stress, viewpoke, rawpoke, gate, cascade,
-      longstep, divided;
+      longstep, divided, scalars;
 };
 
 static void fx_open(struct fx *f) {
@@ -47,6 +47,8 @@ static void fx_open(struct fx *f) {
   f->viewpoke = coop_rt_add_kernel(f->rt, "viewpoke", 0, k_viewpoke);
   f->rawpoke = coop_rt_add_kernel(f->rt, "rawpoke", 0, k_rawpoke);
   ck_assert_int_ge(f->rawpoke, 0);
+  f->scalars = coop_rt_add_kernel(f->rt, "scalars", 0, k_scalars);
+  ck_assert_int_ge(f->scalars, 0);
   r = coop_rt_launch(f->rt);
   ck_assert_msg(r == 0, "launch: %s: %s", coop_strerror(r), coop_rt_errmsg(f->rt));
   ck_assert_uint_ge(coop_rt_workers(f->rt), 2);
@@ -1989,6 +1991,26 @@ START_TEST(views_and_guard_zones) {
   ck_assert_int_eq(coop_rt_free(f.rt, b), COOP_EFAULT);
   ck_assert_int_eq(coop_rt_free(f.rt, victim), 0);
   ck_assert_int_eq(coop_rt_free(f.rt, victim), COOP_EINVAL); /* not a buffer any more */
+
+  /* the typed scalars' accessors (coop_arg_f32, coop_arg_i64,
+   * coop_arg_f64), as libcoop's coop_job_f32/i64/f64 fill the slots: a
+   * kernel had only coop_arg_u32, coop_arg_i32 and coop_arg_u64 */
+  int32_t *sc = coop_rt_alloc(f.rt, 5 * sizeof *sc);
+  float f32 = 1.5f;
+  double f64 = -3.25;
+  int64_t i64 = -5000000007LL;
+  uint32_t f32_bits;
+  uint64_t sargs[4] = {coop_rt_buf_arg(f.rt, sc), 0, (uint64_t)i64, 0};
+  memcpy(&f32_bits, &f32, sizeof f32_bits);
+  sargs[1] = f32_bits;
+  memcpy(&sargs[3], &f64, sizeof f64);
+  ti = finish(&f, submit(&f, f.scalars, 1, 0, 0, 4, sargs));
+  ck_assert_uint_eq(ti.state, COOP_TASK_DONE);
+  ck_assert_int_eq(sc[0], 6);
+  ck_assert_int_eq(sc[1], (int32_t)(i64 >> 32));
+  ck_assert_uint_eq((uint32_t)sc[2], (uint32_t)i64);
+  if (sc[4]) ck_assert_int_eq(sc[3], -26);
+  ck_assert_int_eq(coop_rt_free(f.rt, sc), 0);
 
   /* coop_rt_alloc_filled (a buffer its caller writes whole first): not
    * zeroed, but the bytes past its size up to the alignment are, and its

@@ -211,6 +211,19 @@ COOP_FN coop_u32 coop_arg_u32(const struct coop_ctx *c, coop_u32 i) {
 COOP_FN coop_i32 coop_arg_i32(const struct coop_ctx *c, coop_u32 i) {
   return (coop_i32)(coop_u32)coop__arg(c, i);
 }
+COOP_FN coop_i64 coop_arg_i64(const struct coop_ctx *c, coop_u32 i) {
+  return (coop_i64)coop__arg(c, i);
+}
+/* An f32 travels as its bits in the slot's low half, an f64 as its bits
+ * (coop_job_f32, coop_job_f64); doubles only where the device has them. */
+COOP_FN float coop_arg_f32(const struct coop_ctx *c, coop_u32 i) {
+  return coop_u2f((coop_u32)coop__arg(c, i));
+}
+#if COOP_HAS_F64
+COOP_FN double coop_arg_f64(const struct coop_ctx *c, coop_u32 i) {
+  return coop_u2d(coop__arg(c, i));
+}
+#endif
 /* Unchecked: the raw address of buffer argument i. Shipped kernels never
  * use these two (ctest kernels_use_views, tests/kernels_use_views.cmake,
  * fails if one does):

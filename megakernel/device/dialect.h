@@ -84,6 +84,11 @@ typedef atomic_uint coop_atomic_u32;
 /* Bit casts between coop_u32 and float (for CAS loops on floats). */
 #define coop_u2f(u) as_float((coop_u32)(u))
 #define coop_f2u(f) as_uint((float)(f))
+/* Doubles are optional in OpenCL C 3.0 (the __opencl_c_fp64 feature) */
+#if defined(__opencl_c_fp64) || defined(cl_khr_fp64)
+#define COOP_HAS_F64 1
+#define coop_u2d(u) as_double((coop_u64)(u))
+#endif
 #define coop_sys_ld_acq(p) atomic_load_explicit((p), memory_order_acquire, COOP__SYS_SCOPE)
 /* Relaxed system-scope loads then one coop_sys_fence_acq(): an acquire
  * load holds back every later load until it is done, so host words read
@@ -204,6 +209,8 @@ typedef unsigned int coop_atomic_u32;
   __nv_atomic_fetch_and((p), (v), __NV_ATOMIC_ACQ_REL, __NV_THREAD_SCOPE_DEVICE)
 #define coop_u2f(u) __uint_as_float((coop_u32)(u))
 #define coop_f2u(f) __float_as_uint((float)(f))
+#define COOP_HAS_F64 1
+#define coop_u2d(u) __longlong_as_double((long long)(u))
 #define coop_sys_ld_acq(p) __nv_atomic_load_n((p), __NV_ATOMIC_ACQUIRE, __NV_THREAD_SCOPE_SYSTEM)
 #define coop_sys_ld_rlx(p) __nv_atomic_load_n((p), __NV_ATOMIC_RELAXED, __NV_THREAD_SCOPE_SYSTEM)
 /* The light one where there is (above): fence.acq_rel.sys is
