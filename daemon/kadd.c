@@ -188,6 +188,10 @@ void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *m
   if (!k || no) {
     if (!k)
       sess_error(s, seq, COOP_ENOKERNEL, "no kernel named %s (coopctl kernels lists them)", name);
+    else if (k->owner == KDEF_SHIPPED) /* root too: the administrator's files */
+      sess_error(s, seq, COOP_EPERM,
+                 "kernel %s %s: remove its file from those directories and reload (SIGHUP)", name,
+                 no);
     else
       sess_error(s, seq, COOP_EPERM, "kernel %s %s: only its author or root may remove it", name,
                  no);

@@ -297,7 +297,8 @@ START_TEST(kernel_authors) {
   memcpy(big, triple_src, strlen(triple_src));
   refused(&c, add(&c, "big.cl", big, 4097), COOP_ETOOBIG, "max_source_bytes allows 4096");
   refused(&c, remove_kernel(&c, "nosuch"), COOP_ENOKERNEL, "no kernel named nosuch");
-  refused(&c, remove_kernel(&c, "sweep"), COOP_EPERM, "one of coopd's own kernels");
+  refused(&c, remove_kernel(&c, "sweep"), COOP_EPERM,
+          "one of coopd's own kernels ([kernels] dirs): remove its file from those directories");
 
   /* the good kernel: its signature comes back, a job of it runs */
   ck_assert_uint_eq(add(&c, "triple.cl", triple_src, strlen(triple_src)), COOP_MSG_KERNEL_DONE);
