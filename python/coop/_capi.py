@@ -8,11 +8,16 @@ import ctypes
 import ctypes.util
 import os
 
-# protocol/coop_limits.h
+# protocol/coop_limits.h (tests/python/layout.c prints them: LIMITS)
 NAME_MAX = 64
 TEXT_MAX = 1024
 MAX_ARGS = 16
 MAX_DEVICES = 8
+PRIORITY_MIN = -100
+PRIORITY_MAX = 100
+LIMITS = {"COOP_NAME_MAX": NAME_MAX, "COOP_TEXT_MAX": TEXT_MAX, "COOP_MAX_ARGS": MAX_ARGS,
+          "COOP_MAX_DEVICES": MAX_DEVICES, "COOP_PRIORITY_MIN": PRIORITY_MIN,
+          "COOP_PRIORITY_MAX": PRIORITY_MAX}
 
 c_int = ctypes.c_int
 c_u32 = ctypes.c_uint32

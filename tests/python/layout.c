@@ -1,7 +1,9 @@
 /*
  * layout.c: the layouts of libcoop's structs as client/coop.h defines them,
- * one line each: "STRUCT size N" and "STRUCT.FIELD OFFSET". test_layout.py
- * compares them with the ctypes declarations of python/coop/_capi.py.
+ * one line each: "STRUCT size N" and "STRUCT.FIELD OFFSET", and the limits
+ * of coop_limits.h that python/coop/_capi.py restates, "NAME VALUE".
+ * test_layout.py compares them with _capi.py's ctypes declarations and
+ * constants.
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 
 #define S(s) printf("coop_%s size %zu\n", #s, sizeof(struct coop_##s))
 #define F(s, f) printf("coop_%s.%s %zu\n", #s, #f, offsetof(struct coop_##s, f))
+#define L(n) printf("%s %d\n", #n, (int)(n))
 
 int main(void) {
   S(info);
@@ -55,5 +58,7 @@ int main(void) {
   S(event);
   F(event, job), F(event, kind), F(event, state), F(event, instance), F(event, t_ns);
   F(event, gather_ns);
+  L(COOP_NAME_MAX), L(COOP_TEXT_MAX), L(COOP_MAX_ARGS), L(COOP_MAX_DEVICES);
+  L(COOP_PRIORITY_MIN), L(COOP_PRIORITY_MAX);
   return 0;
 }

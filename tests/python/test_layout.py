@@ -1,7 +1,7 @@
 """Compares python/coop/_capi.py's ctypes structs with client/coop.h's, as
 layout.c prints them: every size and every field offset, and every field
 of each ctypes struct must be one layout.c names (a field added on one side
-only fails too).
+only fails too); and the limits of coop_limits.h it restates (LIMITS).
 
 usage: test_layout.py LAYOUT_PROGRAM PYTHON_PACKAGE_DIR
 """
@@ -37,5 +37,9 @@ for name, cls in _capi.STRUCTS.items():
     for f in cfields - {f for f, _ in cls._fields_}:
         print(f"FAIL: {name}.{f} is in coop.h but not in _capi.py")
         fails += 1
-print(f"{len(_capi.STRUCTS)} structs, {fails} failures")
+for name, v in _capi.LIMITS.items():
+    if c.get(name) != v:
+        print(f"FAIL: {name}: C {c.get(name)}, _capi.py {v}")
+        fails += 1
+print(f"{len(_capi.STRUCTS)} structs, {len(_capi.LIMITS)} limits, {fails} failures")
 sys.exit(1 if fails else 0)
