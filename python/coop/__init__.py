@@ -113,11 +113,31 @@ def _kernel_dict(ki):
             "owner": None if ki.owner == _capi.SHIPPED else ki.owner}
 
 
+def _path(path, what):
+    """path (str, bytes or os.PathLike) as the bytes C takes, None for
+    None or an empty one; TypeError naming what otherwise."""
+    if path is None:
+        return None
+    try:
+        return os.fsencode(path) or None
+    except TypeError:
+        raise TypeError(f"{what} must be a str, bytes or os.PathLike path, not "
+                        f"{type(path).__name__} {path!r}") from None
+
+
+def _text(v, what):
+    """str v as the bytes C takes; TypeError naming what otherwise."""
+    if not isinstance(v, str):
+        raise TypeError(f"{what} must be a str, not {type(v).__name__} {v!r}")
+    return v.encode()
+
+
 def socket_path(path=None):
-    """The socket path connect(path) would use (coop_socket_path)."""
+    """The socket path connect(path) would use (coop_socket_path); path:
+    str, bytes or os.PathLike."""
     buf = ctypes.create_string_buffer(4096)
-    _check(_lib.coop_socket_path(path.encode() if path else None, buf, len(buf)))
-    return buf.value.decode()
+    _check(_lib.coop_socket_path(_path(path, "path"), buf, len(buf)))
+    return os.fsdecode(buf.value)
 
 
 class _Dir:
@@ -176,6 +196,9 @@ def empty(shape, dtype=np.float32):
     copied on this side; the daemon writes a job's output straight into it.
     Falls back to the copying path where libcoop lacks coop_job_buf_fd."""
     dtype = np.dtype(dtype)
+    # NumPy's frombuffer reads a negative count as "all of it"
+    shape = tuple(_int(d, "shape", (0, np.iinfo(np.intp).max))
+                  for d in (shape if hasattr(shape, "__iter__") else (shape,)))
     count = int(np.prod(shape, dtype=np.int64))
     m = _Memfd(count * dtype.itemsize)
     a = np.frombuffer(m.map, dtype=dtype, count=count).reshape(shape).view(SharedArray)
@@ -286,24 +309,56 @@ def _describe(args, kernel, types):
     return out
 
 
-def _count(v, what):
-    """v as a non-negative int (a job id, a size, an offset); TypeError or
-    ValueError naming what, where it would wrap as a C unsigned."""
+def _bits(t):
+    """The range of C integer type t (a ctypes type) as (lo, hi)."""
+    n = 8 * ctypes.sizeof(t)
+    return (-(1 << (n - 1)), (1 << (n - 1)) - 1) if t(-1).value < 0 else (0, (1 << n) - 1)
+
+
+# The ranges of the C types an integer argument goes to: ctypes would
+# silently keep its low bits.
+_C_INT, _C_UINT = _bits(ctypes.c_int), _bits(ctypes.c_uint)
+_U32, _U64, _SIZE = _bits(ctypes.c_uint32), _bits(ctypes.c_uint64), _bits(ctypes.c_size_t)
+
+
+def _int(v, what, lim):
+    """v as an int in lim, (lo, hi), the range of the C type it goes to;
+    TypeError naming what for another type (bool included: True is not a
+    count), ValueError naming what and the range for a value C would
+    wrap."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
         raise TypeError(f"{what} must be an int, not {type(v).__name__} {v!r}")
-    if v < 0:
-        raise ValueError(f"{what} must not be negative ({v})")
-    return int(v)
+    v = int(v)
+    if not lim[0] <= v <= lim[1]:
+        raise ValueError(f"{what} must be in {lim[0]}..{lim[1]}, not {v}")
+    return v
 
 
-def _ms(timeout):
-    """A timeout in seconds (None: forever) as libcoop's milliseconds (-1:
-    forever)."""
+def _count(v, what, lim=_U64):
+    """v as an int that goes to a C unsigned (a job id or buffer id, u64
+    by default; a size or an offset, size_t; a u32): _int."""
+    return _int(v, what, lim)
+
+
+def _ms(timeout, what="timeout", lim=None):
+    """A timeout in seconds (None or inf: forever) as libcoop's
+    milliseconds (-1: forever); lim: the most milliseconds the C call takes
+    (None: the caller waits in slices, any finite number)."""
     if timeout is None:
         return -1
+    if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, (int, float, np.integer,
+                                                                          np.floating)):
+        raise TypeError(f"{what} must be None (forever) or a number of seconds, not "
+                        f"{type(timeout).__name__} {timeout!r}")
     if not timeout >= 0:
-        raise ValueError(f"timeout must be None (forever) or >= 0 seconds, not {timeout!r}")
-    return int(timeout * 1000)
+        raise ValueError(f"{what} must be None (forever) or >= 0 seconds, not {timeout!r}")
+    if timeout == float("inf"):
+        return -1
+    ms = int(timeout * 1000)
+    if lim is not None and ms > lim:
+        raise ValueError(f"{what} must be None (forever) or 0..{lim / 1000} seconds, not "
+                         f"{timeout!r}")
+    return ms
 
 
 class Result:
@@ -418,7 +473,8 @@ class Job:
         where it stopped, once a cooperative slot is free there, and stays
         there (docs/daemon.md, "Moving jobs between devices"). Returns once
         the move is asked."""
-        _check(_lib.coop_migrate(self.conn._c, self.id, int(device)), self.conn._c)
+        _check(_lib.coop_migrate(self.conn._c, self.id, _count(device, "device", _C_UINT)),
+               self.conn._c)
 
     def __repr__(self):
         return f"<coop.Job {self.id}>"
@@ -430,8 +486,8 @@ class Buffer:
 
     def __init__(self, conn, buffer_id, size, device):
         self.conn = conn
-        self.id = buffer_id
-        self.size = size
+        self.id = _count(buffer_id, "a buffer id")
+        self.size = _count(size, "a buffer's size", _SIZE)
         self.device = device
 
     def write(self, array, offset=0):
@@ -443,9 +499,9 @@ class Buffer:
     def read(self, out=None, nbytes=None, offset=0):
         """Into out (a C-contiguous array, its whole size), or a new uint8
         array of nbytes (default: the rest of the buffer)."""
-        offset = _count(offset, "offset")
+        offset = _count(offset, "offset", _SIZE)
         if out is None:
-            n = self.size - offset if nbytes is None else _count(nbytes, "nbytes")
+            n = self.size - offset if nbytes is None else _count(nbytes, "nbytes", _SIZE)
             self._range(offset, n)  # before the allocation
             out = np.empty(n, np.uint8)
         else:
@@ -478,7 +534,7 @@ class Buffer:
 
     def _range(self, offset, nbytes):
         """offset, once offset..offset + nbytes lies in the buffer."""
-        offset = _count(offset, "offset")
+        offset = _count(offset, "offset", _SIZE)
         if offset > self.size:
             raise ValueError(f"offset {offset} is past the device buffer's end ({self.size} "
                              "bytes)")
@@ -582,18 +638,23 @@ class Connection(_Closing):
         return self._h
 
     def __init__(self, path=None, name="python", timeout=None, spin_us=None):
+        # every argument checked before the connection is made
+        path = _path(path, "path")
+        name = _text(name, "name")
+        timeout_ms = None if timeout is None else _ms(timeout, "timeout", _C_INT[1])
+        spin_us = None if spin_us is None else _count(spin_us, "spin_us", _C_UINT)
         c = ctypes.c_void_p()
-        rc = _lib.coop_connect(ctypes.byref(c), path.encode() if path else None, name.encode())
+        rc = _lib.coop_connect(ctypes.byref(c), path, name)
         if rc < 0:
             _check(rc, None)
         self._h = c
         self._event_fn = None
         self._pending = {}  # job id -> the arrays libcoop may still write
         self._sigs = None  # kernel name -> argument type names, asked once (_types)
-        if timeout is not None:
-            _lib.coop_set_timeout(c, _ms(timeout))
+        if timeout_ms is not None:
+            _lib.coop_set_timeout(c, timeout_ms)
         if spin_us is not None:  # coop_set_spin: watch the socket this long before sleeping
-            _lib.coop_set_spin(c, int(spin_us))
+            _lib.coop_set_spin(c, spin_us)
         i = _lib.coop_info(c).contents
         self.info = {n: (_s(getattr(i, n)) if isinstance(getattr(i, n), bytes) else getattr(i, n))
                      for n, _ in _capi.Info._fields_}
@@ -608,6 +669,8 @@ class Connection(_Closing):
                query_barrier=False, detached=False, periodic=None, priority=0):
         """Submits kernel(*args) on `groups` workgroups and returns its Job.
         periodic: dict(period_us=, count=, duration_ms=, deadline_us=).
+        An int past its C type's range (priority: past -100..100) is a
+        ValueError naming it, one of another type a TypeError.
         priority: -100..100; above 0 as far as coopd allows this user (else
         coop.Error EPERM); a job that cannot get its workers (or its room) has running
         cooperative jobs of lower priority suspended until it ends."""
@@ -631,26 +694,33 @@ class Connection(_Closing):
              query_barrier=False, detached=False, periodic=None, priority=0):
         """(coop_job, the arrays it points into) for kernel(*args)."""
         self._c  # closed: ValueError
-        # every TypeError before anything is sent
+        # every TypeError and ValueError before anything is sent
+        name = _text(kernel, "kernel")
+        groups = _count(groups, "groups", _U32)
+        # a device past a C int here; one coopd does not run, coop.Error
+        # EINVAL at submit
+        device = _int(device, "device", _C_INT)
+        priority = _int(priority, "priority", (_capi.PRIORITY_MIN, _capi.PRIORITY_MAX))
+        if periodic:
+            keys = ("period_us", "count", "duration_ms", "deadline_us")
+            bad = sorted(set(periodic) - set(keys))
+            if bad:  # a misspelt key made a job that ran once
+                raise TypeError(f"periodic: unknown {', '.join(bad)} (it takes "
+                                f"{', '.join(keys)})")
+            periodic = [_count(periodic.get(k, 0), f"periodic {k}", _U32) for k in keys]
         desc = _describe(args, kernel, lambda: self._types(kernel))
-        j = _lib.coop_job_new(kernel.encode(), _count(groups, "groups"))
+        j = _lib.coop_job_new(name, groups)
         if not j:
             raise MemoryError("coop_job_new")
         keep = []
         try:
-            _lib.coop_job_cooperative(j, int(cooperative))
-            _lib.coop_job_query_barrier(j, int(query_barrier))
-            _lib.coop_job_detached(j, int(detached))
+            _lib.coop_job_cooperative(j, 1 if cooperative else 0)
+            _lib.coop_job_query_barrier(j, 1 if query_barrier else 0)
+            _lib.coop_job_detached(j, 1 if detached else 0)
             _lib.coop_job_device(j, device)
-            _lib.coop_job_priority(j, int(priority))
+            _lib.coop_job_priority(j, priority)
             if periodic:
-                keys = ("period_us", "count", "duration_ms", "deadline_us")
-                bad = sorted(set(periodic) - set(keys))
-                if bad:  # a misspelt key made a job that ran once
-                    raise TypeError(f"periodic: unknown {', '.join(bad)} (it takes "
-                                    f"{', '.join(keys)})")
-                _lib.coop_job_periodic(j, *(_count(periodic.get(k, 0), f"periodic {k}")
-                                            for k in keys))
+                _lib.coop_job_periodic(j, *periodic)
             for kind, v in desc:
                 if kind == "buffer":
                     _lib.coop_job_buffer(j, v.id)
@@ -721,9 +791,10 @@ class Connection(_Closing):
         again every 50 ms for up to `wait` seconds (None: until it fits);
         then coop.Error EBUSY (coop.Timeout once a wait > 0 ran out).
         ENOMEM: it does not fit beside the device buffers there at all."""
-        limit = _ms(wait)
+        limit = _ms(wait, "wait")
+        device = _int(device, "device", _C_INT)
         if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
-            size, ptr = _count(data, "a buffer's size"), None
+            size, ptr = _count(data, "a buffer's size", _SIZE), None
             if not size:
                 raise ValueError("a device buffer needs at least one byte")
         elif isinstance(data, (bool, float, np.bool_, np.floating, str, bytes)) or data is None:
@@ -779,10 +850,10 @@ class Connection(_Closing):
         kernel, cooperative, query_barrier, groups, uid, pid,
         instances_done, misses, priority, suspended, device: where it is
         now), or without one a list of every job this client may see."""
+        job_id = 0 if job_id is None else _count(job_id, "a job id")
         lst = ctypes.POINTER(_capi.JobStatus)()
         n = ctypes.c_size_t()
-        _check(_lib.coop_status(self._c, job_id or 0, ctypes.byref(lst), ctypes.byref(n)),
-               self._c)
+        _check(_lib.coop_status(self._c, job_id, ctypes.byref(lst), ctypes.byref(n)), self._c)
         try:
             out = []
             for k in range(n.value):
@@ -808,7 +879,8 @@ class Connection(_Closing):
         wgs = ctypes.POINTER(_capi.Wg)()
         jobs = ctypes.POINTER(_capi.TopJob)()
         nwg, njobs = ctypes.c_size_t(), ctypes.c_size_t()
-        _check(_lib.coop_top_device(self._c, int(device), ctypes.byref(wgs), ctypes.byref(nwg),
+        device = _int(device, "device", _C_INT)
+        _check(_lib.coop_top_device(self._c, device, ctypes.byref(wgs), ctypes.byref(nwg),
                                     ctypes.byref(jobs), ctypes.byref(njobs)), self._c)
         try:
             workers = [(_s(_lib.coop_worker_state_name(wgs[k].state)), wgs[k].job)
@@ -841,24 +913,32 @@ class Connection(_Closing):
     def add_kernel(self, path=None, source=None, file="kernel.cl"):
         """Adds a kernel of the caller's, or replaces the caller's own of that
         name (coop_kernel_add; docs/kernels.md, "Adding a kernel without
-        root"): from the .cl file at path (its text and base name), or from
-        source (str or bytes) with file the name its messages give it.
+        root"): from the .cl file at path (str, bytes or os.PathLike: its
+        text and base name), or from source (str or bytes) with file the
+        name its messages give it.
         Returns once coopd runs it, as kernel_info() describes it. Raises
         BuildError (its log: the checker's or compiler's text at the file
         and line) when the kernel does not pass, Error otherwise (EPERM: not
         an author; EEXIST: the name is taken; EBUSY: ask again later)."""
-        if (path is None) == (source is None):
+        if path is None and source is None:
+            raise TypeError("add_kernel: give path or source")
+        if path is not None and source is not None:
             raise TypeError("add_kernel: give path or source, not both")
         if path is not None:
+            path = _path(path, "path") or b""
             with open(path, "rb") as f:
                 source = f.read()
             file = os.path.basename(path)
-        if isinstance(source, str):
-            source = source.encode()
+        else:
+            file = _path(file, "file") or b""
+            if isinstance(source, str):
+                source = source.encode()
+            elif not isinstance(source, bytes):
+                raise TypeError(f"source must be a str or bytes, not {type(source).__name__}")
         info = _capi.KernelInfo()
         log = ctypes.c_void_p()
         self._sigs = None
-        _check_log(_fn("coop_kernel_add")(self._c, file.encode(), source, len(source),
+        _check_log(_fn("coop_kernel_add")(self._c, file, source, len(source),
                                           ctypes.byref(info), ctypes.byref(log)), self._c, log)
         return _kernel_dict(info)
 
@@ -867,7 +947,7 @@ class Connection(_Closing):
         coop_kernel_remove)."""
         log = ctypes.c_void_p()
         self._sigs = None
-        _check_log(_fn("coop_kernel_remove")(self._c, name.encode(), ctypes.byref(log)),
+        _check_log(_fn("coop_kernel_remove")(self._c, _text(name, "name"), ctypes.byref(log)),
                    self._c, log)
 
     def reload(self):
@@ -885,6 +965,7 @@ class Connection(_Closing):
             callback({"job": e.job, "kind": _s(_lib.coop_event_name(e.kind)),
                       "state": STATES.get(e.state, str(e.state)), "instance": e.instance,
                       "t_ns": e.t_ns, "gather_ns": e.gather_ns})
+        mask = _count(mask, "mask", _U32)
         fn = _capi.EVENT_FN(tramp)
         _check(_lib.coop_subscribe(self._c, mask, fn, None), self._c)
         self._event_fn = fn  # libcoop holds the pointer: keep it alive
@@ -897,7 +978,8 @@ class Connection(_Closing):
 
 
 def connect(path=None, name="python", timeout=None, spin_us=None):
-    """A Connection to the coopd at path (default: coop_socket_path's:
-    $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock or /run/coop/coop.sock);
-    spin_us: coop_set_spin's (default: $COOP_SPIN_US, else 0)."""
+    """A Connection to the coopd at path (str, bytes or os.PathLike;
+    default: coop_socket_path's: $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock
+    or /run/coop/coop.sock); spin_us: coop_set_spin's (default:
+    $COOP_SPIN_US, else 0)."""
     return Connection(path, name, timeout, spin_us)

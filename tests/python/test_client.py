@@ -5,8 +5,10 @@ buffer's life cycle, errors, cancel, events, stats.
 usage: test_client.py SOCKET   (COOP_LIBRARY and PYTHONPATH set by the caller)
 """
 import os
+import pathlib
 import signal
 import sys
+import tempfile
 import threading
 import time
 
@@ -175,6 +177,54 @@ raises(ValueError, lambda: c.run("sweep", w, 64, 1, groups=-1), "groups -1")
 raises(ValueError, lambda: c.buffer(-5), "a buffer of -5 bytes")
 raises(ValueError, lambda: c.buffer(0), "a buffer of 0 bytes")
 raises(TypeError, lambda: c.buffer(3.5), "a buffer of a float")
+# an int past the range of the C type it goes to, where ctypes kept its low
+# bits (groups 2**32 + 1 ran on 1 workgroup, a buffer of 2**64 + 64 bytes
+# had 64, status of id 2**64 + 1 was job 1's), or a priority past
+# -100..100: a ValueError naming the argument and the range; a wrong type
+# (a bool included) a TypeError naming it, where ctypes raised its
+# ArgumentError; a path an os.PathLike too
+before = c.stats()["submitted"]
+for what, fn in [
+        ("groups", lambda: c.submit("sweep", w, 64, 1, cooperative=True, groups=(1 << 32) + 1)),
+        ("priority", lambda: c.submit("sweep", w, 64, 1, cooperative=True,
+                                      priority=(1 << 32) - 5)),
+        ("device", lambda: c.submit("sweep", w, 64, 1, cooperative=True, device=1 << 32)),
+        ("periodic period_us", lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out(so),
+                                                8, 1, periodic=dict(period_us=(1 << 32) + 1000,
+                                                                    count=3))),
+        ("a buffer's size", lambda: c.buffer((1 << 64) + 64)),
+        ("a buffer's size", lambda: c.buffer(1 << 64)),
+        ("device", lambda: c.buffer(64, device=1 << 32)),
+        ("a buffer id", lambda: coop.Buffer(c, (1 << 64) + bid, 1024, 0)),
+        ("a job id", lambda: c.status(-1)),
+        ("a job id", lambda: c.status((1 << 64) + 1)),
+        ("a job id", lambda: c.cancel(1 << 64)),
+        ("a job id", lambda: c.wait(1 << 64, timeout=0)),
+        ("device", lambda: c.top(1 << 32)),
+        ("mask", lambda: c.subscribe(print, mask=1 << 32)),
+        ("spin_us", lambda: coop.connect(sock, spin_us=1 << 32)),
+        ("timeout", lambda: coop.connect(sock, timeout=1e10)),
+        ("shape", lambda: coop.empty(-4))]:
+    e = raises(ValueError, fn, f"{what} out of its range")
+    check(e is not None and str(e).startswith(what + " must be ") and ".." in str(e),
+          f"it names {what} and the range")
+for what, fn in [
+        ("a job id", lambda: c.status("x")),
+        ("device", lambda: c.submit("sweep", w, 64, 1, cooperative=True, device="0")),
+        ("device", lambda: c.submit("sweep", w, 64, 1, cooperative=True, device=True)),
+        ("priority", lambda: c.submit("sweep", w, 64, 1, cooperative=True, priority=-1.5)),
+        ("kernel", lambda: c.submit(b"sweep", w, 64, 1, cooperative=True)),
+        ("device", lambda: c.buffer(64, device="0")),
+        ("device", lambda: c.top("0")),
+        ("name", lambda: c.remove_kernel(b"sweep")),
+        ("path", lambda: coop.connect(5))]:
+    e = raises(TypeError, fn, f"{what} of a wrong type")
+    check(e is not None and str(e).startswith(what + " must be "), f"it names {what}")
+check(c.stats()["submitted"] == before, "nothing was submitted for those")
+# a path as an os.PathLike too (a pathlib.Path)
+check(coop.socket_path(pathlib.Path(sock)) == sock, "socket_path of a pathlib.Path")
+with coop.connect(pathlib.Path(sock)) as pc:
+    check(pc.info["workers"] == c.info["workers"], "connect to a pathlib.Path")
 with c.buffer(64) as small:
     raises(ValueError, lambda: small.write(np.zeros(4, np.uint32), offset=-4), "a write at -4")
     raises(ValueError, lambda: small.write(np.zeros(32, np.uint32)), "a write past the end")
@@ -198,9 +248,9 @@ e = raises(coop.Error, lambda: c.run("sweep", low, np.uint32(low.size), np.uint3
                                      cooperative=True, priority=3), "priority above the bound")
 check(e is not None and e.code == coop.EPERM and "at most 0" in e.message,
       f"its code {e and e.name}, message {e and e.message!r}")
-e = raises(coop.Error, lambda: c.run("sweep", low, np.uint32(low.size), np.uint32(1), groups=1,
+e = raises(ValueError, lambda: c.run("sweep", low, np.uint32(low.size), np.uint32(1), groups=1,
                                      cooperative=True, priority=101), "priority 101")
-check(e is not None and e.code == coop.EINVAL, f"its code: {e and e.name}")
+check(e is not None and "-100..100" in str(e), f"it names the range: {e}")
 
 # cancel: a sweep that would run for long, cancelled while it runs
 events = []
@@ -223,6 +273,12 @@ check(len(top["workers"]) == c.info["workers"]
       f"top: {top}")
 e = raises(coop.Error, lambda: c.status(1 << 40), "status of no such job")
 check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
+# its id plus 2**64 is not its id (it was, kept to 64 bits)
+raises(ValueError, lambda: c.cancel(j.id + (1 << 64)), "cancel of its id + 2**64")
+raises(ValueError, lambda: c.status(j.id + (1 << 64)), "status of its id + 2**64")
+raises(ValueError, lambda: j.migrate((1 << 32) + 1), "migrate to device 2**32 + 1")
+raises(TypeError, lambda: j.migrate("1"), "migrate to a str")
+check(j.status()["state"] == "running", "it runs on")
 # migrate: this coopd runs one device, so there is nowhere to move it
 e = raises(coop.Error, lambda: j.migrate(1), "migrate to a device coopd does not run")
 check(e is not None and e.code == coop.EINVAL and "no device 1" in e.message,
@@ -318,8 +374,9 @@ check(e is not None and e.code == coop.EARGS and "n*4 <= len(y)" in e.message,
       f"its code: {e and e.name}")
 broken = SOURCE.replace("name=axpy_u32", "name=broken").replace("void axpy_u32", "void broken")
 broken = broken.replace("coop_at(y, i);", "coop_at(y, i)")
-e = raises(coop.BuildError, lambda: c.add_kernel(source=broken, file="broken.cl"),
-           "a kernel that does not compile")
+e = raises(coop.BuildError,
+           lambda: c.add_kernel(source=broken, file=pathlib.PurePath("broken.cl")),
+           "a kernel that does not compile (its file name a PurePath)")
 check(e is not None and e.code == coop.EBUILD and "broken.cl:" in e.log,
       f"its code {e and e.name}, a log at its file: {e and e.log[:200]!r}")
 check("broken" not in c.kernels(), "the broken kernel is not registered")
@@ -333,7 +390,10 @@ c2.run("axpy_u32", ty, coop.In(tx), 3, 3)
 check(ty.tolist() == [31, 62, 95], f"plain ints for the added kernel's u32s: {ty.tolist()}")
 wide = SOURCE.replace("a:u32", "a:u64").replace(
     "coop_u32 a = coop_arg_u32(c, 2), n =", "coop_u64 a = coop_arg_u64(c, 2);\n  coop_u32 n =")
-c.add_kernel(source=wide, file="axpy_u32.cl")
+# from a file, its path a pathlib.Path
+with tempfile.TemporaryDirectory() as td:
+    (pathlib.Path(td) / "axpy_u32.cl").write_text(wide)
+    c.add_kernel(pathlib.Path(td) / "axpy_u32.cl")
 c.run("axpy_u32", ty, coop.In(tx), (1 << 32) + 1, 3)
 check(ty.tolist() == [41, 82, 125], f"an int past u32 for its new u64: {ty.tolist()}")
 e = raises(coop.Error, lambda: c2.run("axpy_u32", ty, coop.In(tx), 1, 3),
@@ -348,6 +408,10 @@ check("axpy_u32" not in c.kernels(), "remove_kernel")
 e = raises(coop.Error, lambda: c.remove_kernel("axpy_u32"), "remove it again")
 check(e is not None and e.code == coop.ENOKERNEL, f"its code: {e and e.name}")
 e = raises(TypeError, lambda: c.add_kernel(), "add_kernel without path or source")
+check(e is not None and str(e) == "add_kernel: give path or source", f"its message: {e}")
+e = raises(TypeError, lambda: c.add_kernel("x.cl", source=SOURCE), "add_kernel with both")
+check(e is not None and str(e) == "add_kernel: give path or source, not both",
+      f"its message: {e}")
 c.reload()
 check("sweep" in c.kernels(), "reload")
 
