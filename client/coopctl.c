@@ -29,20 +29,35 @@ static const struct cmd *find_cmd(const char *name);
 
 static const struct ctl *g_ctl; /* for ctl_fail's JSON */
 
+/* {"error":{...}} on stdout with --json (docs/json.md, "Errors"). */
+static void json_error(const char *what, int err, const char *m) {
+  if (!g_ctl || !g_ctl->json) return;
+  printf("{\"error\":{\"what\":");
+  json_str(stdout, what);
+  printf(",\"code\":%d,\"name\":", err);
+  json_str(stdout, coop_err_name(err));
+  printf(",\"text\":");
+  json_str(stdout, coop_strerror(err));
+  printf(",\"message\":");
+  json_str(stdout, m);
+  printf("}}\n");
+}
+
 int ctl_fail(const char *what, int err) {
   const char *m = coop_errmsg(NULL);
   fprintf(stderr, "coopctl: %s: %s%s%s\n", what, coop_strerror(err), *m ? ": " : "", m);
-  if (g_ctl && g_ctl->json) {
-    printf("{\"error\":{\"what\":");
-    json_str(stdout, what);
-    printf(",\"code\":%d,\"name\":", err);
-    json_str(stdout, coop_err_name(err));
-    printf(",\"text\":");
-    json_str(stdout, coop_strerror(err));
-    printf(",\"message\":");
-    json_str(stdout, m);
-    printf("}}\n");
-  }
+  json_error(what, err, m);
+  return 1;
+}
+
+int ctl_error(const char *what, int err, const char *fmt, ...) {
+  char m[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "coopctl: %s: %s\n", what, m);
+  json_error(what, err, m);
   return 1;
 }
 
@@ -233,9 +248,66 @@ int ctl_writable(const char *cmd, const char *path) {
     ok = 0;
   }
   if (ok) return 0;
-  fprintf(stderr, "coopctl: %s: cannot write %s: %s (checked before running: nothing was run)\n",
-          cmd, path, strerror(errno));
-  return 1;
+  return ctl_error(cmd, COOP_EIO, "cannot write %s: %s (checked before running: nothing was run)",
+                   path, strerror(errno));
+}
+
+/* fill into f, then closed: 0, or -1 with errno set (EIO when the stream
+ * said nothing more). f is closed exactly once either way. */
+static int save_stream(FILE *f, int (*fill)(FILE *f, void *arg), void *arg) {
+  errno = 0;
+  int r = fill(f, arg) || fflush(f) || ferror(f) ? -1 : 0, e = errno ? errno : EIO;
+  if (fclose(f) && !r) r = -1, e = errno;
+  errno = e;
+  return r;
+}
+
+/* Through "DIR/.NAME.XXXXXX", renamed over path once whole; old: the file
+ * replaced, whose owner and mode the new one keeps (NULL: path is new). */
+static int save_renamed(const char *path, const struct stat *old, int (*fill)(FILE *f, void *arg),
+                        void *arg) {
+  char tmp[4096];
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  int dirlen = (int)(base - path);
+  if (snprintf(tmp, sizeof tmp, "%.*s.%s.XXXXXX", dirlen, path, base) >= (int)sizeof tmp) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) return -1;
+  mode_t mask = umask(0);
+  umask(mask);
+  if (old && fchown(fd, old->st_uid, old->st_gid)) {
+    /* only root may give the file away: a user's own file stays theirs */
+  }
+  FILE *f = NULL;
+  int r = fchmod(fd, old ? old->st_mode & 07777 : 0666 & ~mask);
+  if (!r && !(f = fdopen(fd, "w"))) r = -1;
+  if (r) close(fd);
+  if (!r) r = save_stream(f, fill, arg);
+  if (!r && rename(tmp, path)) r = -1;
+  if (r) {
+    int e = errno;
+    unlink(tmp);
+    errno = e;
+  }
+  return r;
+}
+
+int ctl_save(const char *path, int (*fill)(FILE *f, void *arg), void *arg) {
+  struct stat st;
+  int exists = lstat(path, &st) == 0;
+  if (!exists && errno != ENOENT) return -1;
+  if (exists && !S_ISREG(st.st_mode)) { /* a FIFO, a device, a link: never replaced */
+    FILE *f = fopen(path, "w");
+    return f ? save_stream(f, fill, arg) : -1;
+  }
+  if (save_renamed(path, exists ? &st : NULL, fill, arg) == 0) return 0;
+  if (!exists || (errno != EACCES && errno != EPERM && errno != EROFS)) return -1;
+  /* a file this user may write in a directory they may not: in place, as
+   * the only way left (ctl_writable let it through) */
+  FILE *f = fopen(path, "w");
+  return f ? save_stream(f, fill, arg) : -1;
 }
 
 int ctl_connect(struct ctl *x) {
@@ -598,53 +670,103 @@ struct sargs {
   struct sbuf b[COOP_MAX_ARGS];
   unsigned nb;
   int outputs;
+  uint64_t max_buf; /* in: and inout: files: at most this many bytes */
 };
 
 static void sargs_free(struct sargs *s) {
   for (unsigned i = 0; i < s->nb; i++) free(s->b[i].mem);
 }
 
-/* The whole file into *mem. 0, or 1 with the error printed. */
-static int read_file(const char *path, char **mem, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  char *p = NULL;
-  size_t n = 0, cap = 0;
-  if (!f) goto fail;
+/* The largest buffer coopd would take: its device arena (device dev's, or
+ * the largest when coopd picks one), above which it refuses any buffer. The
+ * arena is not in HELLO: STATS says it, asked without a word on failure
+ * (the submission then reports the connection). Without an answer, the
+ * largest arena coopd allows ([device] arena_mb at most 65536). */
+#define ARENA_MAX ((uint64_t)65536 << 20)
+static uint64_t buffer_bound(struct ctl *x, int dev) {
+  struct coop_stats st;
+  struct coop_metrics m;
+  uint64_t max = 0;
+  if (!x->c && coop_connect(&x->c, x->socket, "coopctl")) x->c = NULL;
+  if (!x->c || coop_metrics(x->c, &st, &m) || !m.available) return ARENA_MAX;
+  for (uint32_t d = 0; d < st.ndevices && d < COOP_MAX_DEVICES; d++)
+    if ((dev == COOP_ANY_DEVICE || (int)d == dev) && m.devs[d].arena_bytes > max)
+      max = m.devs[d].arena_bytes;
+  return max ? max : ARENA_MAX;
+}
+
+static int too_big(const char *arg, const char *more, uint64_t max) {
+  return ctl_error("submit", COOP_ETOOBIG,
+                   "%s: %s than %llu bytes, coopd's device arena (%llu MiB): a buffer must fit "
+                   "it (nothing was run)",
+                   arg, more, (unsigned long long)max, (unsigned long long)(max >> 20));
+}
+
+/* The whole file (arg: "in:PATH") into *mem, at most max bytes: a regular
+ * file's size is checked before it is read, anything else (a FIFO, a
+ * device) is read no further than max. 0, or 1 with the error printed. */
+static int read_file(const char *arg, const char *path, uint64_t max, char **mem, size_t *size) {
+  struct stat st;
+  char *p = NULL, more[64];
+  size_t n = 0, cap = 0, top = max < SIZE_MAX / 2 ? (size_t)max + 1 : SIZE_MAX / 2;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st)) goto fail;
+  if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > max) {
+    close(fd);
+    snprintf(more, sizeof more, "%llu bytes, more", (unsigned long long)st.st_size);
+    return too_big(arg, more, max);
+  }
   for (;;) {
     if (n == cap) {
-      char *q = realloc(p, cap = cap ? cap * 2 : 65536);
+      if (cap == top) break; /* past max: refused below */
+      size_t want = S_ISREG(st.st_mode) && !cap ? (size_t)st.st_size + 1 : cap ? cap * 2 : 65536;
+      char *q = realloc(p, cap = want < top ? want : top);
       if (!q) goto fail;
       p = q;
     }
-    size_t k = fread(p + n, 1, cap - n, f);
-    n += k;
+    ssize_t k = read(fd, p + n, cap - n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) goto fail;
     if (k == 0) break;
+    n += (size_t)k;
   }
-  if (ferror(f)) goto fail;
-  fclose(f);
+  close(fd);
+  if (n > max) {
+    free(p);
+    return too_big(arg, "more", max);
+  }
   if (n == 0) {
     free(p);
-    fprintf(stderr, "coopctl: %s: empty file (a buffer needs at least one byte)\n", path);
-    return 1;
+    return ctl_error("submit", COOP_EINVAL, "%s: empty file (a buffer needs at least one byte)",
+                     arg);
   }
   *mem = p;
   *size = n;
   return 0;
-fail:
-  fprintf(stderr, "coopctl: %s: %s\n", path, strerror(errno));
-  if (f) fclose(f);
+fail:;
+  int e = errno;
+  if (fd >= 0) close(fd);
   free(p);
-  return 1;
+  return ctl_error("submit", COOP_EIO, "%s: %s", arg, strerror(e));
 }
 
+struct mem_out {
+  const char *mem;
+  size_t size;
+};
+
+static int fill_mem(FILE *f, void *arg) {
+  const struct mem_out *m = arg;
+  return fwrite(m->mem, 1, m->size, f) == m->size ? 0 : -1;
+}
+
+/* An out: or inout: buffer into path: a failed write leaves an existing
+ * file as it was (ctl_save). */
 static int write_file(const char *path, const char *mem, size_t size) {
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(mem, 1, size, f) != size || fclose(f)) {
-    fprintf(stderr, "coopctl: %s: %s\n", path, strerror(errno));
-    if (f) fclose(f);
-    return 1;
-  }
-  return 0;
+  struct mem_out m = {mem, size};
+  if (ctl_save(path, fill_mem, &m) == 0) return 0;
+  return ctl_error("submit", COOP_EIO, "%s: %s (an existing file is left as it was)", path,
+                   strerror(errno));
 }
 
 static int scalar_arg(coop_job *j, const char *t, const char *v) {
@@ -671,12 +793,12 @@ static int scalar_arg(coop_job *j, const char *t, const char *v) {
 }
 
 /* in:PATH out:BYTES:PATH inout:PATH zeros:BYTES. 0, 1 (error), 2 (usage). */
-static int buffer_arg(coop_job *j, struct sargs *s, const char *t, const char *v) {
+static int buffer_arg(coop_job *j, struct sargs *s, const char *arg, const char *t, const char *v) {
   struct sbuf *b = &s->b[s->nb];
   uint64_t n;
   const char *colon = strchr(v, ':');
   if (!strcmp(t, "in") || !strcmp(t, "inout")) {
-    if (read_file(v, &b->mem, &b->size)) return 1;
+    if (read_file(arg, v, s->max_buf, &b->mem, &b->size)) return 1;
     b->path = strcmp(t, "inout") ? NULL : v;
   } else if (!strcmp(t, "out") || !strcmp(t, "zeros")) {
     int out = t[0] == 'o';
@@ -734,7 +856,7 @@ static int job_arg(coop_job *j, struct sargs *s, const char *arg, unsigned i,
   memcpy(t, arg, len);
   t[len] = '\0';
   int r = scalar_arg(j, t, colon + 1);
-  if (r < 0) r = buffer_arg(j, s, t, colon + 1);
+  if (r < 0) r = buffer_arg(j, s, arg, t, colon + 1);
   if (r < 0) return ctl_usage("submit", "bad argument %s", arg);
   return r;
 }
@@ -752,10 +874,9 @@ static int kernel_entry(struct ctl *x, const char *name, struct coop_kernel *k, 
   while (i < n && strcmp(all[i].name, name)) i++;
   if (i < n) *k = all[i];
   free(all);
-  if (i == n) {
-    fprintf(stderr, "coopctl: submit: coopd has no kernel %s (coopctl kernels lists them)\n", name);
-    return EXIT_FAILURE;
-  }
+  if (i == n)
+    return ctl_error("submit", COOP_ENOKERNEL,
+                     "coopd has no kernel %s (coopctl kernels lists them)", name);
   *asked = 1;
   return 0;
 }
@@ -842,6 +963,9 @@ static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos,
   int asked = 0, bare = 0;
   for (int i = 1; i < npos; i++) bare |= bare_number(pos[i]);
   if (bare) r = kernel_entry(x, pos[0], &k, &asked);
+  for (int i = 1; i < npos && !s->max_buf; i++)
+    if (!strncmp(pos[i], "in:", 3) || !strncmp(pos[i], "inout:", 6))
+      s->max_buf = buffer_bound(x, dev);
   for (int i = 1; i < npos && !r; i++)
     r = job_arg(j, s, pos[i], (unsigned)i - 1, asked ? &k : NULL);
   if (!r && s->outputs && !o->wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
@@ -973,12 +1097,15 @@ static const struct cmd cmds[] = {
      "  V                 a bare number: the scalar type the kernel declares there\n"
      "                    (coopctl asks coopd's kernel list; refused where it takes a\n"
      "                    buffer, or where V does not fit the type)\n"
-     "  in:PATH           IN buffer holding the file's bytes (coopctl reads the file)\n"
+     "  in:PATH           IN buffer holding the file's bytes (coopctl reads the file; at\n"
+     "                    most the device arena's size, which coopd's buffers must fit)\n"
      "  out:BYTES:PATH    OUT buffer of BYTES, written to PATH when the job is done\n"
      "  inout:PATH        the file's bytes in, the buffer written back to PATH\n"
      "  zeros:BYTES       IN buffer of BYTES zero bytes\n"
      "out: and inout: need --wait; their PATHs are checked writable before the job is\n"
-     "submitted. Without --wait the job is detached: it goes on after\n"
+     "submitted. A regular file is written beside itself and renamed over (keeping its\n"
+     "mode): a failed write leaves it as it was; a FIFO or a device is written in place.\n"
+     "Without --wait the job is detached: it goes on after\n"
      "coopctl exits, and `coopctl wait JOB` (any connection of the same user) reports it.\n"
      "With --wait it is cancelled if coopctl dies first.\n",
      cmd_submit},
@@ -1046,8 +1173,9 @@ static const struct cmd cmds[] = {
      "jobs by state, finished jobs, clients, the watchdog's counts, and per device: workers,\n"
      "busy and lost workers, jobs, arena size and use, the gather time histogram\n"
      "(coop_gather_seconds) and deadline instances and misses.\n"
-     "  --out FILE   write FILE (through a temporary file and a rename, for node_exporter's\n"
-     "               textfile collector) instead of stdout\n",
+     "  --out FILE   write FILE instead of stdout: a regular file through a temporary file\n"
+     "               and a rename (for node_exporter's textfile collector), a FIFO or a\n"
+     "               device in place (never replaced)\n",
      cmd_metrics},
     {"render", "graphics-like periodic tasks: gather, execution, period",
      "render --class light|medium|heavy --wg K [--period MS] [--duration MS] --for SECONDS"

@@ -34,6 +34,18 @@ int ctl_parse(struct ctl *x, const char *cmd, int argc, char **argv, const struc
 int ctl_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "coopctl: what: strerror: message"; returns 1. */
 int ctl_fail(const char *what, int err);
+/* An error coopctl found itself (a file, an input): "coopctl: what: MSG"
+ * on stderr and, with --json, the same {"error":...} as ctl_fail's, err
+ * a COOP_E* code; returns 1. */
+int ctl_error(const char *what, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Writes a whole file that fill produces (0, or -1 with errno set): a
+ * regular file or a missing path through a temporary file in the same
+ * directory renamed over it (the original's mode kept), so that a failed
+ * write leaves the original whole and a reader never sees half of it;
+ * anything else (a FIFO, a device, a symbolic link such as /dev/stdout) is
+ * opened and written in place, never replaced. -1 leaves errno set. */
+int ctl_save(const char *path, int (*fill)(FILE *f, void *arg), void *arg);
 int ctl_connect(struct ctl *x);
 /* Whether coopctl may write path, an output it writes once a job is done:
  * checked before the job runs, so that a mistyped path does not cost the

@@ -151,10 +151,11 @@ static int gen_graph(const char *spec, struct coop_app_input *in) {
                      "bad --gen %s (rmat:SCALE[:EF[:SEED]], road:WxH[:SEED], circuit:N[:SEED], "
                      "random:N:M[:MAXW[:SEED]])",
                      spec);
-  if (e) {
+  if (e == COOP_EARGS) {
     fprintf(stderr, "coopctl: app: --gen %s: %s\n", spec, coop_strerror(e));
-    return e == COOP_EARGS ? EXIT_USAGE : 1;
+    return EXIT_USAGE;
   }
+  if (e) return ctl_error("app", e, "--gen %s: %s", spec, coop_strerror(e));
   snprintf(in->label, sizeof in->label, "%s", spec);
   return 0;
 }
@@ -190,11 +191,9 @@ static int make_input(const struct app_opts *o, struct app_run *ar) {
     in->kind = COOP_INPUT_GRAPH;
     e = strcmp(o->graph, "-") ? coop_graph_read_file(o->graph, fmt, &in->graph, err, sizeof err)
                               : coop_graph_read_fd(STDIN_FILENO, fmt, &in->graph, err, sizeof err);
-    if (e) {
-      fprintf(stderr, "coopctl: app: %s: %s%s%s\n", strcmp(o->graph, "-") ? o->graph : "stdin",
-              coop_strerror(e), *err ? ": " : "", err);
-      return 1;
-    }
+    if (e)
+      return ctl_error("app", e, "%s: %s%s%s", strcmp(o->graph, "-") ? o->graph : "stdin",
+                       coop_strerror(e), *err ? ": " : "", err);
     const char *base = strrchr(o->graph, '/');
     snprintf(in->label, sizeof in->label, "%s", base ? base + 1 : o->graph);
   } else if (o->gen) {
@@ -205,23 +204,16 @@ static int make_input(const struct app_opts *o, struct app_run *ar) {
     if (o->input && (parse_u32(o->input, &idx) || (int)idx >= count))
       return ctl_usage("app", "bad --input %s: %s has test inputs 0..%d", o->input, a->name,
                        count - 1);
-    if ((e = coop_app_input(a, idx, scale, in))) {
-      fprintf(stderr, "coopctl: app: test input %u at scale %u: %s\n", idx, scale,
-              coop_strerror(e));
-      return 1;
-    }
+    if ((e = coop_app_input(a, idx, scale, in)))
+      return ctl_error("app", e, "test input %u at scale %u: %s", idx, scale, coop_strerror(e));
   }
   if (a->input == COOP_INPUT_GRAPH) {
-    if (in->graph.n == 0) {
-      fprintf(stderr, "coopctl: app: %s: the graph has no vertex\n", in->label);
-      return 1;
-    }
+    if (in->graph.n == 0)
+      return ctl_error("app", COOP_EFORMAT, "%s: the graph has no vertex", in->label);
     char why[256];
-    if ((e = coop_app_fit_input(a, in, why, sizeof why))) { /* both directions; no overflow */
-      fprintf(stderr, "coopctl: app: %s cannot run on %s: %s\n", a->name, in->label,
-              *why ? why : coop_strerror(e));
-      return 1;
-    }
+    if ((e = coop_app_fit_input(a, in, why, sizeof why))) /* both directions; no overflow */
+      return ctl_error("app", e, "%s cannot run on %s: %s", a->name, in->label,
+                       *why ? why : coop_strerror(e));
     if (o->source) {
       if (src >= in->graph.n) {
         fprintf(stderr, "coopctl: app: --source %u out of range: %s has %u vertices (0..%u)\n", src,
@@ -343,37 +335,39 @@ static int run_daemon(struct ctl *x, struct app_run *ar, struct coop_app_task *t
 
 /* ---- output ---- */
 
-/* The output to path ("-": stdout): binary as collect laid it out, or text,
- * one element per line. 0, or 1 with the error printed. */
-static int write_output(const struct app_run *ar, const char *path, int binary, const void *out,
-                        size_t bytes) {
-  int std = !strcmp(path, "-");
-  FILE *f = std ? stdout : fopen(path, binary ? "wb" : "w");
-  if (!f) {
-    fprintf(stderr, "coopctl: app: %s: %s\n", path, strerror(errno));
-    return 1;
-  }
-  if (binary) {
-    fwrite(out, 1, bytes, f);
-  } else {
-    const uint32_t *u = out;
-    const float *fl = out;
-    for (size_t i = 0; i < bytes / 4; i++) {
-      if (ar->a->elem == COOP_APP_ELEM_F32)
-        fprintf(f, "%.9g\n", (double)fl[i]);
-      else if (ar->a->elem == COOP_APP_ELEM_I32)
-        fprintf(f, "%d\n", (int32_t)u[i]);
-      else
-        fprintf(f, "%u\n", u[i]);
-    }
-  }
-  int bad = ferror(f);
-  if (std ? fflush(f) != 0 : fclose(f) != 0) bad = 1;
-  if (bad) {
-    fprintf(stderr, "coopctl: app: %s: write error: %s\n", path, strerror(errno));
-    return 1;
+struct app_out {
+  const struct app_run *ar;
+  int binary;
+  const void *out;
+  size_t bytes;
+};
+
+/* Binary as collect laid it out, or text, one element per line. */
+static int fill_output(FILE *f, void *arg) {
+  const struct app_out *o = arg;
+  if (o->binary) return fwrite(o->out, 1, o->bytes, f) == o->bytes ? 0 : -1;
+  const uint32_t *u = o->out;
+  const float *fl = o->out;
+  for (size_t i = 0; i < o->bytes / 4; i++) {
+    if (o->ar->a->elem == COOP_APP_ELEM_F32)
+      fprintf(f, "%.9g\n", (double)fl[i]);
+    else if (o->ar->a->elem == COOP_APP_ELEM_I32)
+      fprintf(f, "%d\n", (int32_t)u[i]);
+    else
+      fprintf(f, "%u\n", u[i]);
   }
   return 0;
+}
+
+/* The output to path ("-": stdout; a file as ctl_save writes it). 0, or 1
+ * with the error printed. */
+static int write_output(const struct app_run *ar, const char *path, int binary, const void *out,
+                        size_t bytes) {
+  struct app_out o = {ar, binary, out, bytes};
+  if (strcmp(path, "-") ? ctl_save(path, fill_output, &o) == 0
+                        : fill_output(stdout, &o) == 0 && fflush(stdout) == 0)
+    return 0;
+  return ctl_error("app", COOP_EIO, "%s: write error: %s", path, strerror(errno));
 }
 
 static void describe_input(FILE *f, const struct app_run *ar) {
@@ -626,11 +620,8 @@ static int app_go(struct ctl *x, const struct app_opts *o, struct app_run *ar) {
   if (ar->nsources) return run_sources(x, o, ar);
   struct coop_app_task t;
   int e = coop_app_task_prepare(&t, a, &ar->in, &ar->o, ar->groups);
-  if (e) {
-    fprintf(stderr, "coopctl: %s: %s cannot run on %s: %s\n", what, a->name, ar->in.label,
-            coop_strerror(e));
-    return 1;
-  }
+  if (e)
+    return ctl_error(what, e, "%s cannot run on %s: %s", a->name, ar->in.label, coop_strerror(e));
   struct coop_result res;
   if ((r = run_daemon(x, ar, &t, NULL, &res))) {
     coop_app_task_free(&t);
@@ -645,9 +636,8 @@ static int app_go(struct ctl *x, const struct app_opts *o, struct app_run *ar) {
             res.error ? coop_strerror(res.error) : "", res.message[0] ? ": " : "", res.message);
     r = 1;
   } else if ((e = coop_app_task_collect(&t, &ar->in, &out, &bytes))) {
-    fprintf(stderr, "coopctl: %s: the output of job %llu: %s\n", what, (unsigned long long)res.job,
-            coop_strerror(e));
-    r = 1;
+    r = ctl_error(what, e, "the output of job %llu: %s", (unsigned long long)res.job,
+                  coop_strerror(e));
   } else {
     const char *check = NULL;
     if (o->check) {

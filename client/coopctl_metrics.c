@@ -10,26 +10,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "coop_prom.h"
 #include "coopctl.h"
 
-/* --out FILE: written beside it and renamed, so a collector never reads
- * half a file. */
-static int write_out(const char *path, const struct coop_stats *s, const struct coop_metrics *m) {
-  char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp)
-    return ctl_usage("metrics", "--out %s: path too long", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) goto fail;
-  coop__prom_write(f, s, m);
-  if (fclose(f)) goto fail;
-  if (rename(tmp, path)) goto fail;
+struct prom_out {
+  const struct coop_stats *s;
+  const struct coop_metrics *m;
+};
+
+static int fill_prom(FILE *f, void *arg) {
+  const struct prom_out *p = arg;
+  coop__prom_write(f, p->s, p->m);
   return 0;
-fail:
-  fprintf(stderr, "coopctl: metrics: %s: %s\n", f ? path : tmp, strerror(errno));
-  unlink(tmp);
+}
+
+/* --out FILE: a regular file is written beside it and renamed, so that a
+ * collector never reads half a file; a FIFO or a device is written in
+ * place, never replaced (ctl_save). */
+static int write_out(const char *path, const struct coop_stats *s, const struct coop_metrics *m) {
+  struct prom_out p = {s, m};
+  if (ctl_save(path, fill_prom, &p) == 0) return 0;
+  fprintf(stderr, "coopctl: metrics: %s: %s\n", path, strerror(errno));
   return 1;
 }
 

@@ -38,6 +38,13 @@ expect 2 "no vertex" "$coopctl" --socket "$sock" app bfs --sources ""
 expect 2 "exclude" "$coopctl" --socket "$sock" app bfs --source 1 --sources 0,2
 expect 2 "takes no --sources" "$coopctl" --socket "$sock" app color --sources 0
 expect 1 "connect" "$coopctl" --socket "$sock" app bfs --check
+# an input error prints the --json error object too
+expect 1 "rmat:31" "$coopctl" --socket "$sock" --json app bfs \
+  --gen rmat:31
+grep -q '^{"error":{"what":"app","code":-18,' "$dir/out" || fail "rmat:31 --json: $(cat "$dir/out")"
+expect 1 "/dev/null: malformed input file" "$coopctl" --socket "$sock" --json app bfs \
+  --graph /dev/null
+grep -q '^{"error":{"what":"app","code":-28,' "$dir/out" || fail "/dev/null --json: $(cat "$dir/out")"
 # SSSP paths that reach 2^32 - 1, the 32-bit "unreached" value
 # (p-sssp's own --check failed), refused before anything runs
 for app in "$@"; do

@@ -62,6 +62,42 @@ sub1=$("$coopctl" --socket "$sock" --json stats | sed -n 's/.*"submitted":\([0-9
 expect_out "job [0-9]*: done" "$coopctl" --socket "$sock" submit render --wg 1 --wait \
   zeros:256 zeros:256 "out:256:$dir/c.bin" u32:8 u32:1
 [ "$(wc -c <"$dir/c.bin")" -eq 256 ] || fail "the writable output was not written"
+# --json: an error found by coopctl itself prints the {"error":...} object
+# too (docs/json.md, "Errors")
+for args in "submit nosuch" "submit sweep --wait in:/nonexistent/in 4 1" \
+  "submit sweep --wait out:16:/nonexistent/o 4 1"; do
+  # shellcheck disable=SC2086
+  expect 1 "" "$coopctl" --socket "$sock" --json $args
+  grep -q '^{"error":{"what":"submit","code":-' "$dir/out" ||
+    fail "--json $args: no error object: $(cat "$dir/out")"
+done
+# a failed write: a message and exit 1 (a double fclose aborted it), and an
+# inout: file left whole (it was truncated first): 1 KiB past a 512-byte
+# RLIMIT_FSIZE fails with EFBIG (SIGXFSZ ignored)
+expect 1 "/dev/full: No space left on device" "$coopctl" --socket "$sock" submit sweep --wait \
+  out:16:/dev/full 4 1
+head -c 1024 /dev/zero | tr '\0' 'k' >"$dir/keep"
+chmod 640 "$dir/keep"
+(trap '' XFSZ && ulimit -f 1 && exec "$coopctl" --socket "$sock" submit sweep --wait \
+  inout:"$dir/keep" 256 1) >/dev/null 2>"$dir/err"
+st=$?
+[ $st -eq 1 ] && grep -q "left as it was" "$dir/err" || fail "inout: past RLIMIT_FSIZE: $st $(cat "$dir/err")"
+[ "$(tr -d k <"$dir/keep" | wc -c)" -eq 0 ] && [ "$(wc -c <"$dir/keep")" -eq 1024 ] ||
+  fail "a failed write changed the inout: file ($(wc -c <"$dir/keep") bytes)"
+expect_out "job [0-9]*: done" "$coopctl" --socket "$sock" submit sweep --wait inout:"$dir/keep" 256 1
+[ "$(stat -c %a "$dir/keep")" = 640 ] || fail "inout: lost its mode: $(stat -c %a "$dir/keep")"
+ls -a "$dir" | grep -q '^\.keep\.' && fail "inout: left its temporary file"
+# in: files bounded by the device arena (256 MiB): a bigger regular file
+# refused from its size, /dev/zero read no further (ulimit -v: the read
+# without a bound grew until allocation failed)
+truncate -s 300M "$dir/big"
+expect 1 "in:$dir/big: 314572800 bytes, more than 268435456 bytes, coopd's device arena" \
+  "$coopctl" --socket "$sock" submit sweep --wait in:"$dir/big" 1 1
+rm -f "$dir/big"
+(ulimit -v 1500000 && exec "$coopctl" --socket "$sock" submit sweep --wait in:/dev/zero 1 1) \
+  >/dev/null 2>"$dir/err"
+grep -q "in:/dev/zero: more than 268435456 bytes" "$dir/err" ||
+  fail "in:/dev/zero: $(cat "$dir/err")"
 # shellcheck disable=SC2086
 job=$("$coopctl" --socket "$sock" submit render --wg 1 $mm)
 expect_out "job $job: done" "$coopctl" --socket "$sock" wait "$job"

@@ -3,7 +3,7 @@
 # checker of the Prometheus text format (prom_check.py, which first checks
 # itself on texts it must refuse), before and after periodic tasks with a
 # deadline; the counts must move with the tasks run, and --out must write
-# the same text through a rename.
+# the same text through a rename (a FIFO written in place).
 #
 # usage: coopctl_metrics.sh COOPD COOPCTL KERNEL_DIR PYTHON
 set -u
@@ -36,7 +36,20 @@ grep -q '^coop_gather_seconds_bucket{device="0",le="+Inf"} 10$' "$dir/m1.prom" |
 grep -q '^coop_deadline_instances_total{device="0"} 10$' "$dir/m1.prom" ||
   fail "not 10 deadline instances"
 grep -q '^coop_jobs_finished_total{state="done"} 1$' "$dir/m1.prom" || fail "not 1 job done"
-ls "$dir"/m1.prom.*.tmp >/dev/null 2>&1 && fail "--out left its temporary file"
+ls -a "$dir" | grep -q '^\.m1\.prom\.' && fail "--out left its temporary file"
+# --out to a FIFO writes into it: it stays a FIFO (it was renamed over,
+# leaving a regular file and the reader waiting)
+mkfifo "$dir/fifo"
+cat "$dir/fifo" >"$dir/fifo.out" &
+reader=$!
+"$coopctl" --socket "$sock" metrics --out "$dir/fifo" || fail "metrics --out FIFO"
+if [ -p "$dir/fifo" ]; then
+  wait "$reader"
+  grep -q '^coop_info{' "$dir/fifo.out" || fail "metrics --out FIFO: nothing read"
+else
+  fail "metrics --out replaced the FIFO"
+  kill "$reader"
+fi
 
 # A periodic job's instances count as each one ends, not all at the job's
 # end (docs/faults.md): 150 instances at 20 ms (3 s), detached; metrics and

@@ -1334,11 +1334,16 @@ START_TEST(coopctl_kernels) {
 END_TEST
 
 /* submit --wait with in:, out: and u32: ARGs; the output lands in a file.
- * Without --coop coopctl asks for k's kind first. */
+ * coopctl asks STATS for the arena (an in: file's bound) and, without
+ * --coop, for k's kind first. */
 static void s_submit_files(struct fake *f, struct fconn *c) {
   fk_welcome(f, c);
-  fk_kernels(f, c, 0);
   struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_STATS)) return; /* the arena bounds an in: file */
+  union coop_msg st = {0};
+  fk_send(c, COOP_MSG_STATS_REPLY, fr.h.seq, &st);
+  ff_free(&fr);
+  fk_kernels(f, c, 0);
   if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
   const struct coop_msg_submit *s = &fr.m.submit;
   FK(f, s->nargs == 3 && s->args[0].size == 5 && !memcmp(s->args[0].data, "hello", 5));
