@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +198,12 @@ static int take_opt(struct ctl *x, const char *cmd, const struct opt *opts, int 
   return ctl_usage(cmd, "unknown option %s", argv[*i]);
 }
 
+/* "-5", "-.5", "-1e3": a value (a job id or a kernel's argument, which
+ * then says what is wrong with it), not an option. */
+static int negative_number(const char *a) {
+  return a[0] == '-' && (isdigit((unsigned char)a[1]) || a[1] == '.');
+}
+
 int ctl_parse(struct ctl *x, const char *cmd, int argc, char **argv, const struct opt *opts,
               char **pos, int *npos, int maxpos) {
   int only_pos = 0;
@@ -210,7 +217,7 @@ int ctl_parse(struct ctl *x, const char *cmd, int argc, char **argv, const struc
       r = cmd_help(cmd);
     else if (!only_pos && a[0] == '-' && a[1] == '-')
       r = take_opt(x, cmd, opts, argc, argv, &i);
-    else if (!only_pos && a[0] == '-' && a[1])
+    else if (!only_pos && a[0] == '-' && a[1] && !negative_number(a))
       r = ctl_usage(cmd, "unknown option %s", a);
     else if (*npos == maxpos)
       r = ctl_usage(cmd, "unexpected argument %s", a);
@@ -783,8 +790,8 @@ static int scalar_arg(coop_job *j, const char *t, const char *v) {
     coop_job_i64(j, i64);
   else if (!strcmp(t, "i32") && !parse_i64(v, &i64) && i64 >= INT32_MIN && i64 <= INT32_MAX)
     coop_job_i32(j, (int32_t)i64);
-  else if (!strcmp(t, "f32") && !parse_double(v, &d))
-    coop_job_f32(j, (float)d);
+  else if (!strcmp(t, "f32") && !parse_double(v, &d) && (!isfinite(d) || isfinite((float)d)))
+    coop_job_f32(j, (float)d); /* a finite value past FLT_MAX would become inf: refused */
   else if (!strcmp(t, "f64") && !parse_double(v, &d))
     coop_job_f64(j, d);
   else
@@ -947,6 +954,8 @@ static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos,
     return ctl_usage("submit", "--count, --duration and --deadline need --period");
   if (period && !count && !duration)
     return ctl_usage("submit", "--period needs --count or --duration");
+  if (o->timeout && !o->wait)
+    return ctl_usage("submit", "--timeout needs --wait (without it nothing is waited for)");
   int dev, prio;
   if ((r = parse_device("submit", o->device, &dev))) return r;
   if ((r = parse_priority(o->priority, &prio))) return r;
@@ -1000,6 +1009,13 @@ static int submit_run(struct ctl *x, const struct sopts *o, coop_job *j, struct 
   }
   struct coop_result res;
   e = ctl_wait(x, id, o->timeout ? (int)t : -1, o->period != NULL, 0, &res);
+  if (e == COOP_ETIMEDOUT) { /* a job not detached would go with coopctl's connection anyway */
+    coop_cancel(x->c, id);
+    return ctl_error("wait", e,
+                     "timed out after %u ms: job %llu cancelled (with --wait a job does "
+                     "not outlive coopctl)",
+                     t, (unsigned long long)id);
+  }
   if (e) return ctl_fail("wait", e);
   print_result(x, &res);
   r = res.state == COOP_STATE_DONE ? write_outputs(s) : 1;
@@ -1091,9 +1107,11 @@ static const struct cmd cmds[] = {
      "  --priority P      -100..100 (default 0); above 0 only as far as coopd's [limits]\n"
      "                    allow this user. A job that cannot get its workers has running\n"
      "                    cooperative jobs of lower priority suspended until it ends\n"
-     "  --timeout MS      with --wait: give up after MS milliseconds (exit 1)\n"
+     "  --timeout MS      with --wait (refused without it): give up after MS milliseconds;\n"
+     "                    the job is cancelled (exit 1)\n"
      "ARGs, in the kernel's argument order:\n"
-     "  u32:V i32:V u64:V i64:V f32:V f64:V   scalars (integers in decimal or 0x hex)\n"
+     "  u32:V i32:V u64:V i64:V f32:V f64:V   scalars (integers in decimal or 0x hex; a\n"
+     "                    value past the type's range, 1e40 for f32, is refused)\n"
      "  V                 a bare number: the scalar type the kernel declares there\n"
      "                    (coopctl asks coopd's kernel list; refused where it takes a\n"
      "                    buffer, or where V does not fit the type)\n"
@@ -1105,6 +1123,7 @@ static const struct cmd cmds[] = {
      "out: and inout: need --wait; their PATHs are checked writable before the job is\n"
      "submitted. A regular file is written beside itself and renamed over (keeping its\n"
      "mode): a failed write leaves it as it was; a FIFO or a device is written in place.\n"
+     "A negative number (-5) is a value, not an option; -- ends the options.\n"
      "Without --wait the job is detached: it goes on after\n"
      "coopctl exits, and `coopctl wait JOB` (any connection of the same user) reports it.\n"
      "With --wait it is cancelled if coopctl dies first.\n",
@@ -1208,7 +1227,8 @@ static const struct cmd cmds[] = {
      "                    or an edge list, detected from the content (docs/inputs.md)\n"
      "  --graph-format F  auto (default), dimacs, mtx or edges\n"
      "  --gen SPEC        graph apps: generate rmat:SCALE[:EF[:SEED]], road:WxH[:SEED],\n"
-     "                    circuit:N[:SEED] or random:N:M[:MAXW[:SEED]]\n"
+     "                    circuit:N[:SEED] or random:N:M[:MAXW[:SEED]] (SCALE 1..30,\n"
+     "                    sizes >= 1; docs/inputs.md gives the upper bounds)\n"
      "  --input I         test input I of the application (as tests/test_apps.c runs them)\n"
      "  --scale S         ... at about 2^S times the test size (0..12)\n"
      "  --source V        bfs, l-sssp, p-sssp: the source vertex (default 0, but 1 for the\n"
@@ -1221,7 +1241,7 @@ static const struct cmd cmds[] = {
      "                    with N workers; N then defaults to device 0's workers)\n"
      "  --query-barrier   the query variant of the resizing barrier\n"
      "  --original        the original form (plain global barriers, no kill or fork)\n"
-     "  --timeout MS      give up after MS milliseconds (the job is cancelled; exit 1);\n"
+     "  --timeout MS      give up after MS milliseconds (coopctl cancels the job; exit 1);\n"
      "                    with --sources also while waiting for room to upload the input\n"
      "output:\n"
      "  --out FILE        write the output to FILE (- for stdout: the report then goes to\n"
@@ -1280,6 +1300,8 @@ static void help(void) {
   printf(
       "  --json         print one JSON object (top: one per snapshot, a line each)\n"
       "  --help, -h     this help; COMMAND --help (or help COMMAND) explains a command\n"
+      "  --             after COMMAND: the rest are arguments, not options (a negative\n"
+      "                 number such as -5 is an argument anyway)\n"
       "  --version, -V  coopctl's version (stats shows the daemon's)\n\n"
       "exit status: 0 success; 1 error, or a waited job that did not end done; 2 bad usage;\n"
       "             3 app --check: the output differs from the CPU reference\n");

@@ -130,6 +130,17 @@ static int spec_fields(const char *s, const char *sep, uint32_t *v, int max) {
   return n;
 }
 
+/* A generator's refusal of its sizes, with the bounds docs/inputs.md
+ * gives: a zero size is bad usage, a size past a bound an error. */
+static int gen_bounds(const char *spec, int e) {
+  const char *b = !strncmp(spec, "rmat", 4)      ? "1 <= SCALE <= 30, EF >= 1, EF * 2^SCALE <= 2^30"
+                  : !strncmp(spec, "road", 4)    ? "W, H >= 1, W * H <= 2^29"
+                  : !strncmp(spec, "circuit", 7) ? "1 <= N <= 2^28"
+                                                 : "N >= 1";
+  if (e == COOP_EARGS) return ctl_usage("app", "bad --gen %s: a size out of range (%s)", spec, b);
+  return ctl_error("app", e, "--gen %s: too large (%s)", spec, b);
+}
+
 /* --gen: rmat:SCALE[:EF[:SEED]], road:WxH[:SEED], circuit:N[:SEED],
  * random:N:M[:MAXW[:SEED]]. 0, EXIT_USAGE, or 1 (generator error). */
 static int gen_graph(const char *spec, struct coop_app_input *in) {
@@ -151,10 +162,7 @@ static int gen_graph(const char *spec, struct coop_app_input *in) {
                      "bad --gen %s (rmat:SCALE[:EF[:SEED]], road:WxH[:SEED], circuit:N[:SEED], "
                      "random:N:M[:MAXW[:SEED]])",
                      spec);
-  if (e == COOP_EARGS) {
-    fprintf(stderr, "coopctl: app: --gen %s: %s\n", spec, coop_strerror(e));
-    return EXIT_USAGE;
-  }
+  if (e == COOP_EARGS || e == COOP_ETOOBIG) return gen_bounds(spec, e);
   if (e) return ctl_error("app", e, "--gen %s: %s", spec, coop_strerror(e));
   snprintf(in->label, sizeof in->label, "%s", spec);
   return 0;
@@ -328,9 +336,10 @@ static int run_daemon(struct ctl *x, struct app_run *ar, struct coop_app_task *t
   }
   e = ctl_wait(x, id, ar->timeout_ms, 0, 0, res);
   if (!e) return 0;
-  ctl_fail(what, e); /* before the CANCEL, which clears the daemon's reason */
-  if (e == COOP_ETIMEDOUT) coop_cancel(x->c, id);
-  return 1;
+  if (e != COOP_ETIMEDOUT) return ctl_fail(what, e);
+  coop_cancel(x->c, id);
+  return ctl_error(what, e, "timed out after %d ms: job %llu cancelled", ar->timeout_ms,
+                   (unsigned long long)id);
 }
 
 /* ---- output ---- */

@@ -38,8 +38,13 @@ expect 2 "no vertex" "$coopctl" --socket "$sock" app bfs --sources ""
 expect 2 "exclude" "$coopctl" --socket "$sock" app bfs --source 1 --sources 0,2
 expect 2 "takes no --sources" "$coopctl" --socket "$sock" app color --sources 0
 expect 1 "connect" "$coopctl" --socket "$sock" app bfs --check
-# an input error prints the --json error object too
-expect 1 "rmat:31" "$coopctl" --socket "$sock" --json app bfs \
+# a generator's sizes out of range name the bounds (docs/inputs.md); an
+# input error prints the --json error object too
+expect 2 "rmat:0: a size out of range (1 <= SCALE <= 30" "$coopctl" --socket "$sock" app bfs \
+  --gen rmat:0
+expect 2 "road:0x5: a size out of range (W, H >= 1" "$coopctl" --socket "$sock" app bfs \
+  --gen road:0x5
+expect 1 "rmat:31: too large (1 <= SCALE <= 30" "$coopctl" --socket "$sock" --json app bfs \
   --gen rmat:31
 grep -q '^{"error":{"what":"app","code":-18,' "$dir/out" || fail "rmat:31 --json: $(cat "$dir/out")"
 expect 1 "/dev/null: malformed input file" "$coopctl" --socket "$sock" --json app bfs \
@@ -106,6 +111,10 @@ for app in "$@"; do
         --graph "$graphs/grid8x6.gr" --sources 3,3 --check ;;
   esac
 done
+
+# --timeout passing: the job is cancelled, and coopctl says so
+expect 1 "timed out after 1 ms: job [0-9]* cancelled" "$coopctl" --socket "$sock" app "$1" \
+  --timeout 1
 
 # one workgroup on device 0; a device it does not have; the daemon's own
 # message for more workgroups than it has

@@ -98,6 +98,22 @@ rm -f "$dir/big"
   >/dev/null 2>"$dir/err"
 grep -q "in:/dev/zero: more than 268435456 bytes" "$dir/err" ||
   fail "in:/dev/zero: $(cat "$dir/err")"
+# a value that does not fit f32 (it became +inf); negative numbers are
+# values, not options
+expect 2 "bad argument f32:1e40" "$coopctl" --socket "$sock" submit sweep zeros:256 f32:1e40 20
+expect 2 "bad job id -1" "$coopctl" --socket "$sock" wait -1
+expect 2 "bad argument -5: sweep's argument 1 is u32" "$coopctl" --socket "$sock" submit sweep \
+  zeros:256 -5 20
+# --timeout without --wait is refused; with it, the job is cancelled
+expect 2 "--timeout needs --wait" "$coopctl" --socket "$sock" submit sweep --timeout 5 \
+  zeros:256 64 20
+cancelled() { "$coopctl" --socket "$sock" --json stats | sed -n 's/.*"cancelled":\([0-9]*\),.*/\1/p'; }
+c0=$(cancelled)
+expect 1 "timed out after 300 ms: job [0-9]* cancelled" "$coopctl" --socket "$sock" submit sweep \
+  --wg 1 --wait --timeout 300 zeros:256 64 100000000
+for _ in $(seq 50); do [ "$(cancelled)" = $((c0 + 1)) ] && break; sleep 0.1; done
+[ "$(cancelled)" = $((c0 + 1)) ] || fail "the timed-out job was not cancelled ($c0 -> $(cancelled))"
+
 # shellcheck disable=SC2086
 job=$("$coopctl" --socket "$sock" submit render --wg 1 $mm)
 expect_out "job $job: done" "$coopctl" --socket "$sock" wait "$job"
