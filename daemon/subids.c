@@ -42,8 +42,41 @@ static int parse_line(const char *p, size_t len, struct subid_range *r, const ch
   return 1;
 }
 
+/* A range's owner as written (the text before its first colon), and the
+ * range's place in the file. */
+struct owner {
+  const char *name;
+  size_t len;
+  unsigned i;
+};
+
+static int same_owner(const struct owner *a, const struct owner *b) {
+  return a->len == b->len && !memcmp(a->name, b->name, a->len);
+}
+
+static int by_owner_then_place(const void *a, const void *b) {
+  const struct owner *x = a, *y = b;
+  int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+  if (c || x->len != y->len) return c ? c : x->len < y->len ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+/* Every range of one owner is one user, the first id of that owner's
+ * first range in the file: usermod --add-subuids gives a user a second
+ * line, and each range a user of its own made a user with N ranges N + 1
+ * users. Owners compare as written (a name and its uid's number are two):
+ * shadow's tools write names. */
+static void join_owners(struct subids *s, struct owner *o) {
+  qsort(o, s->n, sizeof *o, by_owner_then_place);
+  for (unsigned k = 0, g = 0; k < s->n; k++) {
+    if (!same_owner(&o[g], &o[k])) g = k; /* a new owner: o[g] is its first range in the file */
+    s->r[o[k].i].user = s->r[o[g].i].first;
+  }
+}
+
 static int parse(struct subids *s, const char *path, const char *text, size_t len) {
   unsigned lines = 0, bad = 0, cap = 0;
+  struct owner *o = NULL;
   for (size_t at = 0; at < len;) {
     const char *nl = memchr(text + at, '\n', len - at);
     size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
@@ -58,12 +91,18 @@ static int parse(struct subids *s, const char *path, const char *text, size_t le
     if (s->n == cap) {
       cap = cap ? 2 * cap : 64;
       struct subid_range *nr = realloc(s->r, cap * sizeof *nr);
-      if (!nr) return -1;
-      s->r = nr;
+      struct owner *no = nr ? realloc(o, cap * sizeof *no) : NULL;
+      if (nr) s->r = nr;
+      if (!no) return free(o), -1;
+      o = no;
     }
+    const char *line = text + at - n - 1;
+    o[s->n] = (struct owner){line, (size_t)((const char *)memchr(line, ':', n) - line), s->n};
     s->r[s->n++] = r;
   }
   if (bad > WARN_LINES) log_warn("%s: %u more lines skipped", path, bad - WARN_LINES);
+  if (s->n) join_owners(s, o);
+  free(o);
   return 0;
 }
 
@@ -139,6 +178,6 @@ void subids_free(struct subids *s) {
 
 uint32_t subids_user(const struct subids *s, uint32_t uid) {
   for (unsigned i = 0; i < s->n; i++)
-    if (uid - s->r[i].first < s->r[i].count) return s->r[i].first;
+    if (uid - s->r[i].first < s->r[i].count) return s->r[i].user;
   return uid;
 }

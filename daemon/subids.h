@@ -5,8 +5,10 @@
  * namespace reaches coopd's socket with an id of its owner's range, each
  * id a uid of its own to SO_PEERCRED, so one user with a range of 65536
  * ids had 65536 times every per-uid bound. coopd takes every id of a range
- * as one user: the range's first id. That user's connections, jobs, bytes,
- * slots and priority are counted, owned and shown as the first id's.
+ * as one user, and every range of one owner (as the file names it) too:
+ * the first id of the owner's first range in the file. That user's
+ * connections, jobs, bytes, slots and priority are counted, owned and
+ * shown as that id's.
  *
  * Not the range's owner: the owner may be root (a container manager's
  * ranges are root's), whose uid sees every job, and counting a range with
@@ -22,11 +24,14 @@
 
 #define SUBIDS_MAX_BYTES (16u << 20) /* the file; /etc/subuid of 100k users is ~3 MiB */
 
+struct subid_range {
+  uint32_t first, count;
+  uint32_t user; /* the first id of its owner's first range in the file */
+};
+
 struct subids {
   unsigned n;
-  struct subid_range {
-    uint32_t first, count;
-  } * r; /* in the file's order: the first range holding an id counts */
+  struct subid_range *r; /* in the file's order: the first range holding an id counts */
 };
 
 /* [limits] subordinate_ids: the file at path ("" or "off": none) read
@@ -39,8 +44,8 @@ struct subids {
 int subids_read(uv_loop_t *loop, struct subids *s, const char *path, char *err, size_t errlen);
 void subids_free(struct subids *s);
 
-/* The user coopd takes uid for: the first id of the first range holding
- * it, else uid itself. */
+/* The user coopd takes uid for: the user of the first range holding it,
+ * else uid itself. */
 uint32_t subids_user(const struct subids *s, uint32_t uid);
 
 #endif /* COOPD_SUBIDS_H */

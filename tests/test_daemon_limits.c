@@ -257,8 +257,10 @@ END_TEST
  * range of 65536 ids had 65536 times every per-uid bound. Now the ids of a
  * range are one user, the range's first id (docs/daemon.md, "Users with
  * ranges of ids"): with 2 connections a user, the range's first id holds
- * 2 and its last id is refused; the id past the range is a user of its
- * own. A line that is no range is skipped, logged. */
+ * 2 and its last id is refused, and so is an id of the owner's second
+ * range (each range a user of its own made a user with N ranges N + 1
+ * users); the id past the range is a user of its own, as is an id of
+ * another owner's range. A line that is no range is skipped, logged. */
 START_TEST(a_users_subordinate_ids_are_one_user) {
   if (geteuid() != 0) {
     fprintf(stderr, "a_users_subordinate_ids_are_one_user: not root, skipped\n");
@@ -269,7 +271,7 @@ START_TEST(a_users_subordinate_ids_are_one_user) {
   ck_assert_ptr_nonnull(mkdtemp(dir));
   ck_assert_int_eq(chmod(dir, 0755), 0);
   snprintf(file, sizeof file, "%s/subuid", dir);
-  file_write(file, "nobody:100000:65536\nnobody 200000 10\n");
+  file_write(file, "nobody:100000:65536\nnobody 200000 10\nnobody:300000:10\nalice:400000:10\n");
   ck_assert_int_eq(chmod(file, 0644), 0);
   snprintf(sets1, sizeof sets1, "limits.subordinate_ids=%s", file);
   const char *const sets[] = {"limits.max_clients_per_uid=2", sets1, NULL};
@@ -298,27 +300,37 @@ START_TEST(a_users_subordinate_ids_are_one_user) {
   close(hold[0]);
   char x;
   ck_assert_msg(read(ready[0], &x, 1) == 1, "the range's first id could not connect twice");
-  pid_t last = fork();
-  ck_assert_int_ge(last, 0);
-  if (last == 0) { /* the range's last id: the same user, over its 2 */
-    if (setgroups(0, NULL) || setgid(165535) || setuid(165535)) _exit(3);
-    struct conn e;
-    if (conn_open(&e, d.sock)) _exit(4);
-    conn_timeout(&e, 10);
-    expect_error_then_close(&e, COOP_ELIMIT, "[limits] max_clients_per_uid");
-    _exit(0);
+  /* the range's last id and an id of the owner's second range: the same
+   * user, over its 2 */
+  static const uid_t over[] = {165535, 300005};
+  for (int i = 0; i < 2; i++) {
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+      if (setgroups(0, NULL) || setgid(over[i]) || setuid(over[i])) _exit(3);
+      struct conn e;
+      if (conn_open(&e, d.sock)) _exit(4);
+      conn_timeout(&e, 10);
+      expect_error_then_close(&e, COOP_ELIMIT, "[limits] max_clients_per_uid");
+      _exit(0);
+    }
+    child_ok(kid);
   }
-  child_ok(last);
-  pid_t past = fork();
-  ck_assert_int_ge(past, 0);
-  if (past == 0) { /* past the range: a user of its own (as is 200005: its line is no range) */
-    if (setgroups(0, NULL) || setgid(165536) || setuid(165536)) _exit(3);
-    struct conn e, f;
-    open_hello(&e, &d);
-    open_hello(&f, &d);
-    _exit(0);
+  /* past the range, and another owner's range: users of their own (as is
+   * 200005: its line is no range) */
+  static const uid_t own[] = {165536, 400001};
+  for (int i = 0; i < 2; i++) {
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+      if (setgroups(0, NULL) || setgid(own[i]) || setuid(own[i])) _exit(3);
+      struct conn e, f;
+      open_hello(&e, &d);
+      open_hello(&f, &d);
+      _exit(0);
+    }
+    child_ok(kid);
   }
-  child_ok(past);
   close(hold[1]);
   child_ok(first);
   close(ready[0]);
