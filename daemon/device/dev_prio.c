@@ -25,8 +25,9 @@
  *    (the window is "on"), and stays so until the loop's next task is
  *    submitted, whose run then preempts as if it had asked (it ends, they
  *    resume), or until the window ends (they resume). Each loop (its
- *    client's connection: one process may run many) has a window of its own (struct dev_pre,
- *    DEV_PRE_MAX, DEV_PRE_PER_UID a uid): with one for the device, a
+ *    client's connection: one process may run many) has a window of its
+ *    own (struct dev_pre, DEV_PRE_MAX, DEV_PRE_PER_UID a uid): with one
+ *    for the device, a
  *    loop's frame, as it ended, replaced another's window before it
  *    opened, and a loop of priority 5 beside one of priority 0 never had
  *    its own (test a_lower_frame_loop_leaves_a_higher_ones_window).

@@ -27,8 +27,9 @@
  * [device] warm_early_us (1 ms) earlier still (bench/RESULTS.md, "A
  * frame's window opened ahead of a late wake").
  *
- * Each frame loop (its client's connection: one process may run many) has a window of its own
- * (struct dev_warm, DEV_WARM_MAX a device, DEV_WARM_PER_UID a uid), as the
+ * Each frame loop (its client's connection: one process may run many) has
+ * a window of its own (struct dev_warm, DEV_WARM_MAX a device,
+ * DEV_WARM_PER_UID a uid), as the
  * loop's side has (loopspin.c): with one window a device, each frame's end
  * replaced the window another loop's frame was waiting for, before it
  * opened, so that of two loops on one device neither had a warm frame
