@@ -35,7 +35,8 @@ struct subids {
 };
 
 /* [limits] subordinate_ids: the file at path ("" or "off": none) read
- * into s. A missing file is no ranges. The file must be root's or coopd's
+ * into s. A missing file is no ranges, and so is one coopd may not read
+ * (a warning says so). The file must be root's or coopd's
  * user's and writable by no one else, in directories no other user can
  * write (paths.h): a user who could edit it could take their range out.
  * A line that is not OWNER:FIRST:COUNT (newuidmap cannot use it either),
