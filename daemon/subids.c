@@ -106,38 +106,61 @@ static int parse(struct subids *s, const char *path, const char *text, size_t le
   return 0;
 }
 
+/* Why the file st describes (r: its stat's result) could be changed by
+ * another user or is no file to read, or NULL. */
+static const char *unsafe_file(int r, const uv_stat_t *st) {
+  return r < 0                                                  ? uv_strerror(r)
+         : (st->st_mode & S_IFMT) != S_IFREG                    ? "not a regular file"
+         : st->st_uid != 0 && st->st_uid != (uint64_t)geteuid() ? "owned by another user"
+         : st->st_mode & (S_IWGRP | S_IWOTH)                    ? "writable by others"
+         : st->st_size > SUBIDS_MAX_BYTES                       ? "larger than 16 MiB"
+                                                                : NULL;
+}
+
+static int refuse(const char *path, const char *why, const uv_stat_t *st, char *err,
+                  size_t errlen) {
+  snprintf(err, errlen,
+           "[limits] subordinate_ids: %s: %s (uid %llu, mode %04o): a user who could change it "
+           "could take their range out of it; it must be root's, writable by root alone",
+           path, why, (unsigned long long)st->st_uid, (unsigned)(st->st_mode & 07777));
+  return -1;
+}
+
+/* A file coopd may not read (a service kept away from /etc, say): no
+ * ranges, with a warning, if it is one no other user could have put there
+ * (1); else the refusal (-1). */
+static int unreadable(uv_loop_t *loop, const char *path, int open_r, char *err, size_t errlen) {
+  uv_fs_t req;
+  int r = uv_fs_lstat(loop, &req, path, NULL);
+  uv_stat_t st = req.statbuf;
+  uv_fs_req_cleanup(&req);
+  const char *why = r == 0 ? unsafe_file(r, &st) : NULL;
+  if (why) return refuse(path, why, &st, err, errlen);
+  if (paths_check_dir(loop, path, "[limits] subordinate_ids file", err, errlen)) return -1;
+  log_warn("[limits] subordinate_ids: %s: %s: no ranges read, each id counts as a user of its own",
+           path, uv_strerror(open_r));
+  return 1;
+}
+
 /* The whole file at path into *buf (NUL-terminated), checked as
- * subids.h says: 0, 1 when there is no file, -1 with err. */
+ * subids.h says: 0, 1 when there are no ranges to read (no file, or one
+ * coopd may not read), -1 with err. */
 static int slurp(uv_loop_t *loop, const char *path, char **buf, size_t *len, char *err,
                  size_t errlen) {
   uv_fs_t req;
   int fd = uv_fs_open(loop, &req, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK, 0, NULL);
   uv_fs_req_cleanup(&req);
   if (fd == UV_ENOENT) return 1;
-  if (fd == UV_EACCES || fd == UV_EPERM) { /* a service sandboxed away from /etc, say */
-    log_warn(
-        "[limits] subordinate_ids: %s: %s: no ranges read, each id counts as a user of its own",
-        path, uv_strerror(fd));
-    return 1;
-  }
+  if (fd == UV_EACCES || fd == UV_EPERM) return unreadable(loop, path, fd, err, errlen);
   if (fd < 0) return snprintf(err, errlen, "%s: %s", path, uv_strerror(fd)), -1;
   int r = uv_fs_fstat(loop, &req, fd, NULL);
   uv_stat_t st = req.statbuf;
   uv_fs_req_cleanup(&req);
-  const char *why = r < 0                                                ? uv_strerror(r)
-                    : (st.st_mode & S_IFMT) != S_IFREG                   ? "not a regular file"
-                    : st.st_uid != 0 && st.st_uid != (uint64_t)geteuid() ? "owned by another user"
-                    : st.st_mode & (S_IWGRP | S_IWOTH)                   ? "writable by others"
-                    : st.st_size > SUBIDS_MAX_BYTES                      ? "larger than 16 MiB"
-                                                                         : NULL;
+  const char *why = unsafe_file(r, &st);
   if (why) {
-    snprintf(err, errlen,
-             "[limits] subordinate_ids: %s: %s (uid %llu, mode %04o): a user who could change it "
-             "could take their range out of it; it must be root's, writable by root alone",
-             path, why, (unsigned long long)st.st_uid, (unsigned)(st.st_mode & 07777));
     uv_fs_close(loop, &req, fd, NULL);
     uv_fs_req_cleanup(&req);
-    return -1;
+    return refuse(path, why, &st, err, errlen);
   }
   *buf = malloc((size_t)st.st_size + 1);
   size_t got = 0;
@@ -166,7 +189,7 @@ int subids_read(uv_loop_t *loop, struct subids *s, const char *path, char *err, 
   char *text = NULL;
   size_t len = 0;
   int r = slurp(loop, path, &text, &len, err, errlen);
-  if (r > 0) return 0; /* no file: no ranges */
+  if (r > 0) return 0; /* no file, or one coopd may not read: no ranges */
   if (r == 0) r = paths_check_dir(loop, path, "[limits] subordinate_ids file", err, errlen);
   if (r == 0 && parse(s, path, text, len)) {
     snprintf(err, errlen, "%s: out of memory", path);
