@@ -74,6 +74,35 @@ static void join_owners(struct subids *s, struct owner *o) {
   }
 }
 
+static int by_first(const void *a, const void *b) {
+  const struct subid_range *x = a, *y = b;
+  return (x->first > y->first) - (x->first < y->first);
+}
+
+/* s's ranges by first id, when no two overlap: which comes first in the
+ * file then decides nothing, and subids_user searches instead of walking
+ * (it runs at every accept, on the loop). Overlapping ranges stay in the
+ * file's order, and a warning says so. */
+static void sort_disjoint(struct subids *s, const char *path) {
+  struct subid_range *c = malloc(s->n * sizeof *c);
+  if (!c) return; /* the walk, as for overlapping ranges */
+  memcpy(c, s->r, s->n * sizeof *c);
+  qsort(c, s->n, sizeof *c, by_first);
+  unsigned k = 1;
+  while (k < s->n && (uint64_t)c[k - 1].first + c[k - 1].count <= c[k].first) k++;
+  if (k < s->n) {
+    log_warn(
+        "%s: ranges overlap (ids %u and up): of those holding an id, the first in the file "
+        "counts",
+        path, c[k].first);
+    free(c);
+    return;
+  }
+  free(s->r);
+  s->r = c;
+  s->sorted = 1;
+}
+
 static int parse(struct subids *s, const char *path, const char *text, size_t len) {
   unsigned lines = 0, bad = 0, cap = 0;
   struct owner *o = NULL;
@@ -103,6 +132,7 @@ static int parse(struct subids *s, const char *path, const char *text, size_t le
   if (bad > WARN_LINES) log_warn("%s: %u more lines skipped", path, bad - WARN_LINES);
   if (s->n) join_owners(s, o);
   free(o);
+  if (s->n) sort_disjoint(s, path);
   return 0;
 }
 
@@ -206,6 +236,17 @@ void subids_free(struct subids *s) {
 }
 
 uint32_t subids_user(const struct subids *s, uint32_t uid) {
+  if (s->sorted) { /* the last range whose first id is at most uid */
+    unsigned lo = 0, hi = s->n;
+    while (hi - lo > 1) {
+      unsigned mid = lo + (hi - lo) / 2;
+      if (s->r[mid].first <= uid)
+        lo = mid;
+      else
+        hi = mid;
+    }
+    return s->n && uid - s->r[lo].first < s->r[lo].count ? s->r[lo].user : uid;
+  }
   for (unsigned i = 0; i < s->n; i++)
     if (uid - s->r[i].first < s->r[i].count) return s->r[i].user;
   return uid;

@@ -31,7 +31,11 @@ struct subid_range {
 
 struct subids {
   unsigned n;
-  struct subid_range *r; /* in the file's order: the first range holding an id counts */
+  /* by first id where no two overlap (sorted: each connection's look is a
+   * binary search, not a walk of every user's range); else in the file's
+   * order, where the first range holding an id counts */
+  struct subid_range *r;
+  int sorted;
 };
 
 /* [limits] subordinate_ids: the file at path ("" or "off": none) read
