@@ -5,6 +5,7 @@
  * app (coopctl_app.c). Exit status: 0 success, 1 error (or a waited job that did not end done), 2
  * bad usage, 3 app --check found a difference from the CPU reference.
  */
+#define _DEFAULT_SOURCE /* realpath */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -301,11 +302,27 @@ static int save_renamed(const char *path, const struct stat *old, int (*fill)(FI
   return r;
 }
 
+/* A link to a regular file: the file it names, saved as any regular file
+ * (through a temporary file beside it, the link kept). Written through the
+ * link in place, a failed write cut the file. */
+static int save_linked(const char *path, int (*fill)(FILE *f, void *arg), void *arg) {
+  char *real = realpath(path, NULL);
+  struct stat st;
+  int r = 1;
+  if (real && stat(real, &st) == 0 && S_ISREG(st.st_mode)) r = ctl_save(real, fill, arg);
+  int e = errno;
+  free(real);
+  errno = e;
+  return r;
+}
+
 int ctl_save(const char *path, int (*fill)(FILE *f, void *arg), void *arg) {
   struct stat st;
   int exists = lstat(path, &st) == 0;
   if (!exists && errno != ENOENT) return -1;
-  if (exists && !S_ISREG(st.st_mode)) { /* a FIFO, a device, a link: never replaced */
+  int r = exists && S_ISLNK(st.st_mode) ? save_linked(path, fill, arg) : 1;
+  if (r != 1) return r;
+  if (exists && !S_ISREG(st.st_mode)) { /* a FIFO, a device, a dangling link: never replaced */
     FILE *f = fopen(path, "w");
     return f ? save_stream(f, fill, arg) : -1;
   }

@@ -87,6 +87,21 @@ st=$?
 expect_out "job [0-9]*: done" "$coopctl" --socket "$sock" submit sweep --wait inout:"$dir/keep" 256 1
 [ "$(stat -c %a "$dir/keep")" = 640 ] || fail "inout: lost its mode: $(stat -c %a "$dir/keep")"
 ls -a "$dir" | grep -q '^\.keep\.' && fail "inout: left its temporary file"
+# the same through a symbolic link: the file it names is left whole and
+# then replaced, the link kept (written through the link in place, the
+# failed write had cut it)
+head -c 1024 /dev/zero | tr '\0' 'k' >"$dir/keep"
+ln -s keep "$dir/keeplink"
+(trap '' XFSZ && ulimit -f 1 && exec "$coopctl" --socket "$sock" submit sweep --wait \
+  inout:"$dir/keeplink" 256 1) >/dev/null 2>"$dir/err"
+[ "$(tr -d k <"$dir/keep" | wc -c)" -eq 0 ] && [ "$(wc -c <"$dir/keep")" -eq 1024 ] ||
+  fail "a failed write through a link changed its file ($(wc -c <"$dir/keep") bytes)"
+expect_out "job [0-9]*: done" "$coopctl" --socket "$sock" submit sweep --wait \
+  inout:"$dir/keeplink" 256 1
+[ -L "$dir/keeplink" ] && [ "$(wc -c <"$dir/keep")" -eq 1024 ] &&
+  [ "$(stat -c %a "$dir/keep")" = 640 ] || fail "inout: through a link: not the file it names"
+ls -a "$dir" | grep -q '^\.keep\.' && fail "inout: through a link: left its temporary file"
+rm -f "$dir/keeplink"
 # in: files bounded by the device arena (256 MiB): a bigger regular file
 # refused from its size, /dev/zero read no further (ulimit -v: the read
 # without a bound grew until allocation failed)
