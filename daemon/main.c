@@ -375,6 +375,17 @@ static void load_authored(struct daemon *dm, int prepare) {
 static int run(struct daemon *dm) {
   char err[2048];
   uv_loop_t *loop = dm->loop;
+  /* First: a signal before the loop runs waits in libuv for it (a HUP
+   * reloads, a TERM stops, once the devices are up). Started after the
+   * listen, as they were, a signal in between (the socket there, the
+   * devices' threads starting) had its default action: coopd died and left
+   * its socket file. */
+  const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
+  for (int i = 0; i < 3; i++) {
+    uv_signal_init(loop, &dm->sig[i]);
+    dm->sig[i].data = dm;
+    uv_signal_start(&dm->sig[i], on_signal, sigs[i]);
+  }
   /* before the journal (it lives beside the socket by default) and before
    * the devices (seconds): a refusal comes at once. A socket systemd
    * passed (coop.socket) is checked by nobody here: it is bound, listening
@@ -406,12 +417,6 @@ static int run(struct daemon *dm) {
                dm->cfg.socket);
     else
       log_info("listening on %s (mode %04o)", dm->cfg.socket, dm->cfg.socket_mode);
-    const int sigs[3] = {SIGTERM, SIGINT, SIGHUP};
-    for (int i = 0; i < 3; i++) {
-      uv_signal_init(loop, &dm->sig[i]);
-      dm->sig[i].data = dm;
-      uv_signal_start(&dm->sig[i], on_signal, sigs[i]);
-    }
   }
   loopspin_on_turn(&dm->spin, poll_devices, dm);
   loopspin_on_window(&dm->spin, warm_frame, dm);

@@ -21,6 +21,7 @@
 
 #include "coop_util.h" /* coop__now_ns: the clock coopd stamps jobs with */
 #include "wire.h"
+#include "coopd_argv.h"
 #include "daemon_harness.h"
 
 /* ---- state: where coopd keeps its files, its journal, its clock ---- */
@@ -134,6 +135,12 @@ START_TEST(unsafe_paths_are_refused) {
   ck_assert_int_eq(chmod(jobs, 0600), 0);
   refused(sock, NULL, log, "not a coop journal");
   file_is(jobs, "my notes\n");
+  /* a journal past its bound (16 MiB): refused, not started anew */
+  ck_assert_int_eq(truncate(jobs, 17 << 20), 0);
+  refused(sock, NULL, log, "larger than 16 MiB");
+  struct stat big;
+  ck_assert_int_eq(stat(jobs, &big), 0);
+  ck_assert_int_eq(big.st_size, 17 << 20);
   ck_assert_int_eq(access(sock, F_OK), -1); /* no refusal left a socket behind */
   unlink(jobs);
   unlink(log);
@@ -240,6 +247,72 @@ START_TEST(stop_removes_only_its_own_socket) {
   unlink(d.sock);
   rmdir(d.dir);
   unlink(logp);
+}
+END_TEST
+
+/* coopd started, and signalled the moment its socket file exists: spun
+ * for, not polled, so that the signal comes while coopd is still starting
+ * (whatever follows the socket's link: the metrics listener, the devices'
+ * threads). The pid, or 0 if coopd exited first. */
+static pid_t start_and_signal(struct daemon_proc *d, const char *log, int sig) {
+  snprintf(d->dir, sizeof d->dir, "/tmp/coopd-test-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(d->dir));
+  snprintf(d->sock, sizeof d->sock, "%s/coop.sock", d->dir);
+  d->log = log;
+  static const char *const sets[] = {"server.journal=off", NULL};
+  const char *argv[32];
+  int n = coop_test_coopd_argv(argv, COOPD_PATH, d->sock, KERNEL_DIR, "info");
+  argv[n++] = "--set", argv[n++] = sets[0], argv[n] = NULL;
+  d->pid = fork();
+  ck_assert_int_ge(d->pid, 0);
+  if (d->pid == 0) {
+    if (!freopen(log, "w", stderr)) _exit(126);
+    execv(COOPD_PATH, (char *const *)argv);
+    _exit(127);
+  }
+  int st;
+  for (int64_t t0 = now_ms(); access(d->sock, F_OK) != 0;) {
+    ck_assert_msg(waitpid(d->pid, &st, WNOHANG) == 0, "coopd exited at start-up");
+    ck_assert_msg(now_ms() - t0 < 60000, "no socket within 60 s");
+  }
+  ck_assert_int_eq(kill(d->pid, sig), 0);
+  return d->pid;
+}
+
+/* A SIGHUP or SIGTERM from the moment the socket exists: a HUP is a reload
+ * once coopd runs, a TERM a clean stop, five times each. Both were the
+ * default actions until the handlers, started after the listen, were in:
+ * coopd died (status 128 + the signal) and left its socket file. */
+START_TEST(signals_while_starting_reload_or_stop_it) {
+  for (int i = 0; i < 5; i++) {
+    char logp[] = "/tmp/coopd-early-XXXXXX.log";
+    log_temp(logp);
+    struct daemon_proc d;
+    start_and_signal(&d, logp, SIGHUP);
+    struct conn c;
+    int up = 0, st;
+    for (int64_t t0 = now_ms(); !up && now_ms() - t0 < 60000; msleep(5)) {
+      ck_assert_msg(waitpid(d.pid, &st, WNOHANG) == 0, "a SIGHUP while starting ended coopd (%d)",
+                    WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st));
+      up = conn_open(&c, d.sock) == 0;
+      close(c.fd);
+    }
+    ck_assert_msg(up, "coopd did not listen within 60 s");
+    daemon_stop_ok(&d, logp);
+    unlink(logp);
+
+    char logt[] = "/tmp/coopd-early-XXXXXX.log";
+    log_temp(logt);
+    start_and_signal(&d, logt, SIGTERM);
+    char sock[sizeof d.sock];
+    memcpy(sock, d.sock, sizeof sock);
+    int rc = daemon_wait(&d, 0);
+    if (rc) log_print(logt);
+    ck_assert_msg(rc == 0, "a SIGTERM while starting: exit status %d", rc);
+    ck_assert(log_has(logt, "SIGTERM: stopping"));
+    ck_assert_msg(access(sock, F_OK) != 0, "the socket was left behind");
+    unlink(logt);
+  }
 }
 END_TEST
 
@@ -568,6 +641,7 @@ void daemon_state_cases(Suite *s) {
   tcase_add_test(t, unsafe_paths_are_refused);
   tcase_add_test(t, unsafe_ancestors_are_refused);
   tcase_add_test(t, stop_removes_only_its_own_socket);
+  tcase_add_test(t, signals_while_starting_reload_or_stop_it);
   tcase_add_test(t, forged_journal_lines_are_skipped);
   tcase_add_test(t, journal_on_a_full_disk);
   tcase_add_test(t, a_squatted_journal_name_stops_nothing);

@@ -5,9 +5,11 @@
 #include "xmap.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 void xmap_init(struct xmap *x, int (*pin)(void *, void *, size_t), void (*unpin)(void *, void *),
                void *arg) {
@@ -52,11 +54,18 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now,
     return NULL;
   int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0 || !(seals & F_SEAL_SHRINK)) return NULL; /* truncation: SIGBUS here */
+  /* shmem only: a hugetlbfs memfd's hole, punched under the sealed size,
+   * gives its pages and their reservation back, and the next fault here
+   * (the free huge pages taken meanwhile) was SIGBUS, the device process
+   * lost with every user's buffers. Read and written instead, a hole reads
+   * as zeros. */
+  struct statfs sf;
+  if (fstatfs(fd, &sf) || sf.f_type != TMPFS_MAGIC) return NULL;
   struct xmap_slot *s = NULL, *free_slot = NULL;
   unsigned held = 0; /* slots of this owner */
   for (unsigned i = 0; i < XMAP_SLOTS; i++) {
     struct xmap_slot *t = &x->slot[i];
-    if (t->used && t->dev == st.st_dev && t->ino == st.st_ino) s = t;
+    if (t->used && t->dev == st.st_dev && t->ino == st.st_ino && t->owner == owner) s = t;
     if (!t->used && !free_slot) free_slot = t;
     held += t->used && t->owner == owner;
   }
