@@ -636,6 +636,61 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
 }
 END_TEST
 
+/* Three restarts in a row, each another user's hog's (cancelled, it ran
+ * on): the victim's render runs again after each and ends right. A job may
+ * be run again only DEV_MAX_RERUNS (2) times, a bound for a job that
+ * crashes its device itself; it was charged for every restart, so the
+ * third another user caused failed the victim with ELOST. */
+START_TEST(restarts_others_cause_cost_a_victim_nothing) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-thrice-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                        "jobs.hang_ms=300",
+                        "jobs.task_max_ms=0",
+                        "jobs.restart_hold_ms=0",
+                        "log.level=info",
+                        NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  ck_assert_uint_ge(c.m.welcome.workers, 2);
+  uint32_t reps = 256; /* a render of about 2 s, as in the test above */
+  int64_t took = 0;
+  for (; reps < (1u << 30); reps *= 2) {
+    uint64_t cal = render_reps(&c, reps);
+    ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    if ((took = c.m.result.t.exec_ns) >= 100000000) break;
+  }
+  uint64_t v = render_reps(&c, (uint32_t)((double)reps * 2e9 / (double)took));
+  ck_assert_uint_ne(v, 0);
+  for (unsigned k = 1; k <= 3; k++) {
+    pid_t hog = hog_as_nobody(&d);
+    wait_running(&c, v);
+    kill(hog, SIGKILL); /* its job cancelled: the device restarts hang_ms later */
+    waitpid(hog, NULL, 0);
+    struct coop_msg_stats_reply st = stats(&c);
+    for (int i = 0; i < 800 && st.hung < k; i++, msleep(25)) st = stats(&c);
+    ck_assert_uint_eq(st.hung, k);
+  }
+  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim after three restarts: %s %s",
+                coop_job_state_name(c.m.result.state), c.m.result.message);
+  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
+  memcpy(got, c.m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* A reload whose drain ends in a restart (a hog that ignores its
  * cancellation) brings the device back with the reload's new kernel set,
  * not with the old set built again and then swapped out: the log says so,
@@ -964,6 +1019,7 @@ void daemon_faults_cases(Suite *s, TCase *t) {
   t = tcase_create("restarts");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, restart_reruns_victims_and_holds_the_culprit);
+  tcase_add_test(t, restarts_others_cause_cost_a_victim_nothing);
   tcase_add_test(t, restart_during_a_reload_takes_the_new_kernels);
   tcase_add_test(t, restart_during_a_reload_of_a_new_process_takes_it);
   tcase_add_test(t, a_death_inside_a_submit_runs_the_task_again);

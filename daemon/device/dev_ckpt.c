@@ -323,7 +323,7 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
     return 0;
   }
   int64_t lost = now - r->ckpt_at;
-  j->reruns++;
+  j->reruns += dev__restart_charged(d, j);
   j->restores++;
   j->lost_ns += lost;
   snprintf(j->message, sizeof j->message,

@@ -634,6 +634,13 @@ void dev__unsuspend_lost(struct dev *d);
  * failed, not yet run again DEV_MAX_RERUNS times). */
 int dev__runs_again(const struct dev *d, const struct run *r);
 
+/* Whether this restart counts against job j's DEV_MAX_RERUNS: unless
+ * another job is known to have caused it (the watchdog's hung job). The
+ * bound is there for a job that crashes its device itself; charged for
+ * every restart, a checkpointed or rerun job of one user failed ELOST at
+ * the third restart another user's hung jobs caused. */
+int dev__restart_charged(const struct dev *d, const struct job *j);
+
 /* dev_stage.c */
 /* Arena copies of the job's buffers, IN data copied in: 0; the code the
  * job failed with; or COOP_ELOST, the job not failed, when the device

@@ -233,7 +233,8 @@ static int never_gathered(const struct run *r) {
  * buffers only inputs and outputs (an INOUT buffer's arena copy may have
  * been half written, and its input is gone with the arena), and not yet
  * run again DEV_MAX_RERUNS times (a job that crashes its device itself
- * must not restart it for ever). Its inputs are still the client's. */
+ * must not restart it for ever; restarts another job caused are not
+ * counted, dev__restart_charged). Its inputs are still the client's. */
 int dev__runs_again(const struct dev *d, const struct run *r) {
   const struct job *j = r->j;
   if (j->id == d->hung_job || dev__periodic(j) || j->error || r->released > 1 ||
@@ -246,13 +247,17 @@ int dev__runs_again(const struct dev *d, const struct run *r) {
   return 1;
 }
 
+int dev__restart_charged(const struct dev *d, const struct job *j) {
+  return d->hung_job == 0 || d->hung_job == j->id;
+}
+
 /* The result fields a run fills in, back to a new job's. */
-static void forget_run(struct job *j) {
+static void forget_run(const struct dev *d, struct job *j) {
   memset(&j->t, 0, sizeof j->t);
   j->t.gather_ns = j->t.exec_ns = -1;
   j->m_initial = j->m_min = j->m_max = j->kills = j->forks = j->resizes = 0;
   j->misses = 0;
-  j->reruns++;
+  j->reruns += dev__restart_charged(d, j);
 }
 
 /* The user whose job (hung, the run that caused the restart) is held back
@@ -353,7 +358,7 @@ void dev__restart(struct dev *d) {
     int fresh = never_gathered(r);
     if (!fresh && dev__ckpt_restore(d, r, now)) continue; /* back in coop_wait */
     if (fresh || dev__runs_again(d, r)) {
-      if (!fresh) forget_run(j);
+      if (!fresh) forget_run(d, j);
       atomic_store(&j->state, COOP_JOB_QUEUED);
       dev__run_free(r);
       j->dev_next = again;
