@@ -548,6 +548,13 @@ static int connect_failed(const char *path, int err) {
                       "cannot connect to %s: permission denied: the socket (mode %04o) lets "
                       "only its owner (uid %u) in; ask the administrator",
                       path, (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid);
+  if ((err == EACCES || err == EPERM) && stat(path, &st) == 0 && st.st_gid == 0)
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: permission denied: the socket (mode %04o) is for "
+                      "group root (coopd started by root outside systemd: coop.service gives "
+                      "it group coop); ask the administrator, who may widen [server] "
+                      "socket_mode",
+                      path, (unsigned)(st.st_mode & 07777));
   if ((err == EACCES || err == EPERM) && stat(path, &st) == 0) {
     char buf[4096], name[64];
     struct group g, *gp = NULL;

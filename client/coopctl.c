@@ -45,6 +45,11 @@ static void json_error(const char *what, int err, const char *m) {
   printf("}}\n");
 }
 
+int ctl_json_error(const char *what, int err, const char *m) {
+  json_error(what, err, m);
+  return 1;
+}
+
 int ctl_fail(const char *what, int err) {
   const char *m = coop_errmsg(NULL);
   fprintf(stderr, "coopctl: %s: %s%s%s\n", what, coop_strerror(err), *m ? ": " : "", m);

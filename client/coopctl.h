@@ -34,6 +34,9 @@ int ctl_parse(struct ctl *x, const char *cmd, int argc, char **argv, const struc
 int ctl_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "coopctl: what: strerror: message"; returns 1. */
 int ctl_fail(const char *what, int err);
+/* With --json, ctl_fail's {"error":...} object with message m; nothing
+ * on stderr (the caller said it). Returns 1. */
+int ctl_json_error(const char *what, int err, const char *m);
 /* An error coopctl found itself (a file, an input): "coopctl: what: MSG"
  * on stderr and, with --json, the same {"error":...} as ctl_fail's, err
  * a COOP_E* code; returns 1. */

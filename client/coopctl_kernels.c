@@ -71,12 +71,27 @@ static int busy_again(struct ctl *x, const char *what, int e, double t0, int tim
 }
 
 /* A failed outcome: coopd's whole log (the checker's or the compiler's,
- * at the author's file and line), then the line that says what failed
- * (its message is the log's first line). */
-static int outcome_failed(const char *what, int e, char *log) {
-  if (log) fprintf(stderr, "%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
+ * at the author's file and line), then one line that says what did not
+ * happen. Not the log's first line again behind the code's words: that
+ * line already says what failed ("megakernel build failed; ...:
+ * megakernel build failed (OpenCL error -11). Compiler log:"). An EBUSY
+ * that outlived --timeout says so, not EBUSY's own words ("too many tasks
+ * in flight"). */
+static int outcome_failed(const char *what, const char *undone, int e, char *log, int timeout_ms) {
+  if (e == COOP_EBUSY && timeout_ms >= 0) {
+    free(log);
+    return ctl_error(what, e, "gave up after --timeout %d ms: %s", timeout_ms, coop_errmsg(NULL));
+  }
+  if (!log || !log[0]) {
+    free(log);
+    return ctl_fail(what, e);
+  }
+  fprintf(stderr, "%s%s", log, log[strlen(log) - 1] == '\n' ? "" : "\n");
   free(log);
-  return ctl_fail(what, e);
+  char m[COOP_TEXT_MAX];
+  snprintf(m, sizeof m, "%s", coop_errmsg(NULL)); /* the log's first line, for --json */
+  fprintf(stderr, "coopctl: %s: %s (the log above says why)\n", what, undone);
+  return ctl_json_error(what, e, m);
 }
 
 static int parse_timeout(const char *cmd, const char *s, int *ms) {
@@ -103,7 +118,7 @@ static int kernel_add(struct ctl *x, const char *path, int timeout_ms) {
   do e = coop_kernel_add(x->c, base, src, len, &k, &log);
   while (busy_again(x, "kernel add", e, t0, timeout_ms, &said));
   free(src);
-  if (e) return outcome_failed("kernel add", e, log);
+  if (e) return outcome_failed("kernel add", "not added", e, log, timeout_ms);
   print_added(x, &k);
   return 0;
 }
@@ -117,7 +132,7 @@ static int kernel_remove(struct ctl *x, const char *name, int timeout_ms) {
   int said = 0;
   do e = coop_kernel_remove(x->c, name, &log);
   while (busy_again(x, "kernel remove", e, t0, timeout_ms, &said));
-  if (e) return outcome_failed("kernel remove", e, log);
+  if (e) return outcome_failed("kernel remove", "not removed", e, log, timeout_ms);
   if (x->json) {
     printf("{\"removed\":");
     json_str(stdout, name);
@@ -156,7 +171,7 @@ int cmd_reload(struct ctl *x, int argc, char **argv) {
   int said = 0;
   do e = coop_reload(x->c, &log);
   while (busy_again(x, "reload", e, t0, ms, &said));
-  if (e) return outcome_failed("reload", e, log);
+  if (e) return outcome_failed("reload", "the kernels stay as they were", e, log, ms);
   puts(x->json ? "{\"reloaded\":true}" : "reloaded: coopd runs the kernels read again");
   return 0;
 }

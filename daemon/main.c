@@ -54,7 +54,9 @@ static void usage(FILE *f) {
       "it does not build, the old one keeps running and the compiler log is logged.\n"
       "Each device's megakernel runs in a child process (coopd --device-process, started\n"
       "by coopd itself); if one dies or a kernel hangs, only that device's jobs are lost.\n"
-      "Exit status: 0 after a clean stop; 1 on a start-up error.\n");
+      "Exit status: 0 after a clean stop; 1 on a start-up error (a bad configuration\n"
+      "file or kernel, a device that does not start); 2 on bad usage (an unknown option,\n"
+      "a bad --set or --log-level value).\n");
 }
 
 static void print_line(const char *l) { printf("%s\n", l); }
@@ -307,10 +309,13 @@ static int open_devices(struct daemon *dm) {
     }
     int e = dev_open(&dm->devs[i], &dm->cfg, (unsigned)i, idx[i], dm->ks, dm->loop,
                      &session_dev_hooks, dm, err, sizeof err);
-    if (e && i == 0 && kset_authored(dm->ks)) {
+    if (e && i == 0 && kset_authored(dm->ks) && (e == COOP_EBUILD || e == COOP_ELOST)) {
       /* a stored kernel of an author's that no longer builds (a shipped
        * kernel changed beside it, a compiler that crashes on it) is no
-       * reason for every user to lose the device: the shipped ones serve */
+       * reason for every user to lose the device: the shipped ones serve.
+       * Only a build's failure, or the device process's death: a device
+       * that is not there (no CUDA) is no author's doing, and the log
+       * blamed the authors' kernels for it. */
       log_error("cannot start device 0 with the kernels authors added (%s); starting without them",
                 err);
       for (unsigned k = dm->ks->n; k-- > 0;)

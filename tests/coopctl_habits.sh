@@ -206,4 +206,54 @@ if command -v script >/dev/null; then
   "$coopctl" --socket "$sock" cancel "$holder" >/dev/null
   stop_coopd
 fi
+
+# An author's failed add: the compiler's log, then one line that says the
+# kernel was not added (the log's first line came again behind the code's
+# words: "megakernel build failed; the compiler log says why: megakernel
+# build failed; the compiler log says why: megakernel build failed (OpenCL
+# error -11). Compiler log:"); an add that waits out the author's reload
+# interval past --timeout says it gave up (it said "too many tasks in
+# flight"). Authors are not root: nobody, where the test runs as root.
+# Then a device that cannot start (CUDA where there is none) is not put on
+# the authors' kernels (coopd tried again without them, saying it was).
+if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null; then
+  chmod 755 "$dir"
+  mkdir -m 700 "$dir/auth"
+  cat >"$dir/broken.cl" <<'CL'
+//@coop name=brk kind=noncooperative args=out:buf
+void brk(struct coop_ctx *c) {
+  coop_buf_u32 o = coop_arg_buf_u32(c, 0);
+  coop_at(o, 0) = 1u
+}
+CL
+  sed -e 's/brk/good/g' -e 's/1u$/1u;/' "$dir/broken.cl" >"$dir/good.cl"
+  chmod 644 "$dir/broken.cl" "$dir/good.cl"
+  auth="--set kernels.authors=nobody --set kernels.authored_dir=$dir/auth --set server.journal=off"
+  # shellcheck disable=SC2086
+  start_coopd "$coopd" --kernels "$kernels" $auth --set kernels.author_reload_interval_ms=2000 \
+    --set server.socket_mode=0666
+  expect_out "added kernel: good" runuser -u nobody -- "$coopctl" --socket "$sock" kernel add \
+    "$dir/good.cl"
+  expect 1 "coopctl: kernel add: gave up after --timeout 200 ms: uid [0-9]*'s last kernel reload" \
+    runuser -u nobody -- "$coopctl" --socket "$sock" kernel add --timeout 200 "$dir/broken.cl"
+  expect 1 "broken.cl:4:" runuser -u nobody -- "$coopctl" --socket "$sock" kernel add "$dir/broken.cl"
+  tail -n 1 "$dir/err" | grep -q "^coopctl: kernel add: not added (the log above says why)\$" ||
+    fail "a failed add's last line: $(tail -n 1 "$dir/err")"
+  grep -q "says why: megakernel build failed" "$dir/err" && fail "the failure said twice: $(cat "$dir/err")"
+  stop_coopd
+  # shellcheck disable=SC2086
+  "$coopd" --socket "$sock" --kernels "$kernels" $auth --backend cuda >/dev/null 2>"$dir/cuda.log" &
+  cpid=$!
+  i=0
+  while kill -0 $cpid 2>/dev/null && [ ! -S "$sock" ] && [ $i -lt 600 ]; do
+    i=$((i + 1))
+    sleep 0.1
+  done
+  kill $cpid 2>/dev/null
+  wait $cpid 2>/dev/null
+  if grep -q "CUDA backend unavailable" "$dir/cuda.log" &&
+    grep -q "with the kernels authors added" "$dir/cuda.log"; then
+    fail "no CUDA put on the authors' kernels: $(cat "$dir/cuda.log")"
+  fi
+fi
 finish

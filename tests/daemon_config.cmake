@@ -79,6 +79,8 @@ run(bad_level 1 "\\[log\\] level: bad value \"loud\"" "[log]\nlevel = loud\n" ${
 run(bad_syslog 1 "\\[log\\] syslog: bad value \"maybe\"" "[log]\nsyslog = maybe\n" ${std})
 run(bad_socket_mode 1 "\\[server\\] socket_mode: bad value \"0666x\""
   "[server]\nsocket_mode = 0666x\n" ${std})
+# --help says what those statuses are (it named 0 and 1 only)
+run(help_exit_statuses 0 "1 on a start-up error.*2 on bad usage" - --help)
 # the same through --set: a bad command line, status 2
 run(bad_set_flag 2 "unknown key \\[jobs\\] hang\n" - ${std} --set jobs.hang=1)
 run(bad_set_value 2 "\\[jobs\\] hang_ms: bad value \"x\"" - ${std} --set jobs.hang_ms=x)

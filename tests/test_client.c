@@ -1786,8 +1786,35 @@ START_TEST(coopctl_render_calibration) {
 }
 END_TEST
 
+/* The message nobody gets connecting to path (mode 0660), into msg; the
+ * child's exit status. */
+static int refused_as_nobody(const char *path, char *msg, size_t len) {
+  int p[2];
+  ck_assert_int_eq(pipe(p), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[0]);
+    coop_conn *c;
+    if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) _exit(3);
+    int e = coop_connect(&c, path, NULL);
+    const char *m = coop_errmsg(NULL);
+    if (write(p[1], m, strlen(m)) < 0) _exit(4);
+    _exit(e == COOP_ECONN ? 0 : 5);
+  }
+  close(p[1]);
+  ssize_t n = 0, k;
+  while ((k = read(p[0], msg + n, len - 1 - (size_t)n)) > 0) n += k;
+  msg[n] = '\0';
+  close(p[0]);
+  int wst;
+  waitpid(pid, &wst, 0);
+  return wst;
+}
+
 /* A socket that refuses this user: the message names the socket's group,
- * and no longer asks whether coopd runs. Needs root (to become nobody). */
+ * and no longer asks whether coopd runs; a socket of group root (coopd
+ * started by root by hand) says so instead of advising to join root
+ * ("usermod -aG root USER"). Needs root (to become nobody). */
 START_TEST(socket_permission_names_the_group) {
   ck_assert_ptr_null(strstr(coop_strerror(COOP_ECONN), "running"));
   coop_conn *c;
@@ -1802,30 +1829,18 @@ START_TEST(socket_permission_names_the_group) {
   fake_listen(&f);
   ck_assert_int_eq(chmod(f.dir, 0755), 0);
   ck_assert_int_eq(chmod(f.path, 0660), 0);
-  struct stat st;
-  ck_assert_int_eq(stat(f.path, &st), 0);
-  struct group *g = getgrgid(st.st_gid);
+  char msg[1024];
+  ck_assert_int_eq(chown(f.path, 0, 0), 0);
+  int wst = refused_as_nobody(f.path, msg, sizeof msg);
+  ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "child: %d, %s", wst, msg);
+  ck_assert_msg(strstr(msg, "permission denied") && strstr(msg, "is for group root (coopd") &&
+                    strstr(msg, "mode 0660") && !strstr(msg, "usermod") && !strstr(msg, "running"),
+                "the message: %s", msg);
+  ck_assert_int_eq(chown(f.path, 0, 1), 0); /* a group nobody is not in */
+  struct group *g = getgrgid(1);
   char want[128];
-  snprintf(want, sizeof want, "is for the members of group %s; join it", g ? g->gr_name : "?");
-  int p[2];
-  ck_assert_int_eq(pipe(p), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(p[0]);
-    if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) _exit(3);
-    int e = coop_connect(&c, f.path, NULL);
-    const char *msg = coop_errmsg(NULL);
-    if (write(p[1], msg, strlen(msg)) < 0) _exit(4);
-    _exit(e == COOP_ECONN ? 0 : 5);
-  }
-  close(p[1]);
-  char msg[1024] = "";
-  ssize_t n = 0, k;
-  while ((k = read(p[0], msg + n, sizeof msg - 1 - (size_t)n)) > 0) n += k;
-  msg[n] = '\0';
-  close(p[0]);
-  int wst;
-  waitpid(pid, &wst, 0);
+  snprintf(want, sizeof want, "is for the members of group %s; join it", g ? g->gr_name : "1");
+  wst = refused_as_nobody(f.path, msg, sizeof msg);
   close(f.lfd);
   unlink(f.path);
   rmdir(f.dir);

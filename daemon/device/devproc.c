@@ -399,6 +399,18 @@ static void oom_first(pid_t pid) {
   close(fd);
 }
 
+/* A failed call's words: the device process's text after the code's
+ * (a build's text already says "megakernel build failed (...)", and said
+ * twice it read "megakernel build failed; the compiler log says why:
+ * megakernel build failed (OpenCL error -11)"). */
+static void call_error(const struct dp *p, int e, char *err, size_t errlen) {
+  const char *t = p->r.u.text;
+  if (e == COOP_EBUILD && t[0])
+    snprintf(err, errlen, "%s", t);
+  else
+    snprintf(err, errlen, "%s%s%s", coop_strerror(e), t[0] ? ": " : "", t);
+}
+
 /* A spawned child's DP_OPEN: the device opened, ks's kernels registered
  * and, unless widths_only, the megakernel built. */
 static int open_child(struct dp *p, const struct config *c, int index, const struct kset *ks,
@@ -426,7 +438,7 @@ static int open_child(struct dp *p, const struct config *c, int index, const str
   if (e == COOP_ELOST)
     snprintf(err, errlen, "the device process %s while building", p->death);
   else if (e)
-    snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.u.text[0] ? ": " : "", p->r.u.text);
+    call_error(p, e, err, errlen);
   return e;
 }
 
@@ -585,7 +597,7 @@ static int start_call(struct dp *p, uint32_t op, const char *during, char *err, 
   if (e == COOP_ELOST)
     snprintf(err, errlen, "the device process %s during the %s", p->death, during);
   else if (e)
-    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.u.text);
+    call_error(p, e, err, errlen);
   else
     p->dev = p->r.u.dev;
   if (e == 0 && p->width_note[0]) { /* the widths' summary, for `coopctl stats` */
@@ -613,7 +625,7 @@ int dp_next_build(struct dp *p, const struct kset *ks, char *err, size_t errlen)
   p->q.a = ks->n;
   int e = call(p, DP_NEXT_BUILD, sfd, DP_CALL_MS);
   close(sfd);
-  if (e) snprintf(err, errlen, "%s%s%s", coop_strerror(e), p->r.u.text[0] ? ": " : "", p->r.u.text);
+  if (e) call_error(p, e, err, errlen);
   return e;
 }
 
@@ -1050,7 +1062,7 @@ int dp_prepare(struct dp *p, uint64_t bytes, unsigned nbufs, char *err, size_t e
   if (e == COOP_ELOST)
     snprintf(err, errlen, "the device process %s while it prepared its arena", p->death);
   else if (e)
-    snprintf(err, errlen, "%s: %s", coop_strerror(e), p->r.u.text);
+    call_error(p, e, err, errlen);
   return e;
 }
 
