@@ -38,6 +38,7 @@
 #define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,7 @@
 #define SESS_OUT_PAUSE (8u << 20) /* replies pending: no requests read past this */
 #define SESS_OUT_KEEP (1u << 20)  /* an output buffer larger is freed once drained */
 #define SESS_LOG_MS 10000         /* a refusal of connections logged once per 10 s */
+#define SESS_STOP_FLUSH_MS 2000   /* a stop's last replies, every connection's together */
 #define SESS_RECV_CHUNK 65536u
 /* socket frames answered in one turn, then the loop serves others (the
  * rest, read already, next turn: docs/daemon.md, "The client's ring") */
@@ -801,11 +803,34 @@ void session_accept(struct daemon *dm, int fd) {
   sess_want(s, UV_READABLE);
 }
 
+/* What s has queued, written until deadline (ms, the loop's clock): poll
+ * for room while the client reads. A RESULT larger than the socket's
+ * buffer (256 KiB inline) queued at the stop went in one send of what
+ * fitted: the client read part of a frame, then EOF. The deadline is all
+ * connections' together, so clients that read nothing hold the exit up
+ * for SESS_STOP_FLUSH_MS in all. */
+static void flush_until(struct session *s, uint64_t deadline) {
+  while (s->out_off < s->out.len) {
+    size_t sent = 0;
+    int e = coop_wire_send(s->fd, s->out.p + s->out_off, s->out.len - s->out_off, NULL, 0, &sent);
+    s->out_off += sent;
+    if (e || s->out_off == s->out.len) return;
+    uv_update_time(s->dm->loop);
+    uint64_t now = uv_now(s->dm->loop);
+    if (sent == 0 && now >= deadline) return;
+    struct pollfd p = {.fd = s->fd, .events = POLLOUT};
+    if (sent == 0 && poll(&p, 1, (int)(deadline - now)) <= 0) return;
+  }
+}
+
 void session_shutdown_all(struct daemon *dm) {
+  uv_update_time(dm->loop);
+  uint64_t deadline = uv_now(dm->loop) + SESS_STOP_FLUSH_MS;
   while (dm->sessions) {
     struct session *s = dm->sessions;
     sess_error(s, 0, COOP_ESHUTDOWN, "coopd is shutting down");
     sess_close_after_error(s);
+    flush_until(s, deadline);
     sess_close(s);
   }
 }

@@ -966,6 +966,51 @@ START_TEST(detached_job_survives) {
 }
 END_TEST
 
+/* SIGTERM while a job whose RESULT carries 256 KiB (more than a socket's
+ * buffer) ends in its grace: its waiting client, reading only a second
+ * later, gets the whole RESULT, then coopd's ESHUTDOWN. The connections
+ * were closed with one send of what was queued, which wrote what fitted:
+ * the client read part of a frame, then EOF (and a client reading at once
+ * did too, now and then, where the RESULT came in the same turn as the
+ * device's stop). Twice. */
+START_TEST(sigterm_sends_a_large_result_whole) {
+  static uint32_t data[65536];
+  for (int k = 0; k < 2; k++) {
+    const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, "jobs.grace_ms=5000",
+                          NULL};
+    struct daemon_proc d;
+    daemon_start(&d, sets);
+    struct conn c;
+    open_hello(&c, &d);
+    uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w);
+    uint64_t j = sweep_at(&c, data, 65536, 7, 40, kt, w, 0); /* about 0.4 s */
+    ck_assert_uint_ne(j, 0);
+    wait_running(&c, j);
+    union coop_msg m;
+    memset(&m, 0, sizeof m);
+    m.job.job = j;
+    m.job.timeout_ms = COOP_WAIT_FOREVER;
+    uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+    kill(d.pid, SIGTERM);
+    msleep(1000); /* the job ends (0.4 s) and coopd stops meanwhile */
+    ck_assert_msg(read_frame(&c), "stop %d: EOF before the RESULT", k);
+    ck_assert_uint_eq(c.h.type, COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.h.seq, seq);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "stop %d: %s %s", k,
+                  coop_job_state_name(c.m.result.state), c.m.result.message);
+    ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof data);
+    uint32_t last;
+    memcpy(&last, c.m.result.bufs[0].data + sizeof data - 4, 4);
+    ck_assert_uint_eq(last, 7 + 65535 + 40);
+    ck_assert_int_eq(read_frame(&c), 1);
+    ck_assert_uint_eq(c.h.type, COOP_MSG_ERROR);
+    ck_assert_int_eq(c.m.error.code, COOP_ESHUTDOWN);
+    conn_close(&c);
+    ck_assert_int_eq(daemon_wait(&d, 0), 0);
+  }
+}
+END_TEST
+
 /* SIGTERM with jobs in flight: every waiting client gets its final result,
  * a queued job's at once (CANCELLED, before the running one's grace ends),
  * a SUBMIT meanwhile gets ESHUTDOWN, idle clients hear ESHUTDOWN, and coopd
@@ -1439,6 +1484,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, stats_idle_means_results_are_ready);
   tcase_add_test(t, detached_job_survives);
   tcase_add_test(t, sigterm_in_flight);
+  tcase_add_test(t, sigterm_sends_a_large_result_whole);
   tcase_add_test(t, limits_and_owners);
   tcase_add_test(t, sighup_reload);
   tcase_add_test(t, reload_carries_cooperative_jobs);
