@@ -2,8 +2,9 @@
 # python_client.sh: the Python package (python/coop) against a coopd on
 # PoCL: tests/python/test_client.py, then each example of examples/python
 # and bench/python_submit.py briefly, then tests/python/test_buffer_wait.py
-# against a coopd with a small arena. Skipped (exit 77) when PYTHON cannot
-# import numpy.
+# against a coopd with a small arena, then own_kernel.py and
+# tests/python/test_kernel_wait.py against one whose authors wait 2 s
+# between reloads. Skipped (exit 77) when PYTHON cannot import numpy.
 #
 # usage: python_client.sh COOPD KERNEL_DIRS PYTHON LIBCOOP SOURCE_DIR
 set -u
@@ -47,5 +48,35 @@ stop_coopd
 # copy holds (device_mb = 0: on CUDA too the buffers go into the arena)
 start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1 --set device.device_mb=0
 "$python" "$src/tests/python/test_buffer_wait.py" "$sock" || fail "test_buffer_wait.py"
+stop_coopd
+# Connection.add_kernel, remove_kernel and reload wait out coopd's EBUSY
+# while the author's last reload is less than [kernels]
+# author_reload_interval_ms old (2 s here): examples/python/own_kernel.py's
+# add, run and remove, then tests/python/test_kernel_wait.py. Root is not
+# bound by the interval, so as root both run as nobody (uid 65534), from
+# copies in $dir that it may read, on a socket open to it.
+author=$(id -u) ex=$src/examples/python tp=$src/tests/python drop=
+if [ "$author" = 0 ]; then
+  author=65534 ex=$dir/py tp=$dir/py drop=1
+  mkdir "$dir/py"
+  cp -RL "$src/python/coop" "$libcoop" "$src/tests/python/checks.py" \
+    "$src/tests/python/test_kernel_wait.py" "$src/examples/python/own_kernel.py" "$dir/py/" ||
+    fail "copies for uid 65534"
+  chmod -R a+rX "$dir"
+fi
+as_author() {
+  if [ -n "$drop" ]; then
+    COOP_LIBRARY=$dir/py/${libcoop##*/} PYTHONPATH=$dir/py "$python" -c 'import os, sys
+os.setgroups([]); os.setgid(65534); os.setuid(65534)
+os.execv(sys.executable, [sys.executable] + sys.argv[1:])' "$@"
+  else
+    "$python" "$@"
+  fi
+}
+start_coopd "$coopd" --kernels "$kernels" --set kernels.authors="$author" \
+  --set kernels.authored_dir="$dir/authored-wait" --set kernels.author_reload_interval_ms=2000
+chmod 666 "$sock"
+as_author "$ex/own_kernel.py" --socket "$sock" --n 1000 || fail "own_kernel.py, 2 s between reloads"
+as_author "$tp/test_kernel_wait.py" "$sock" || fail "test_kernel_wait.py"
 stop_coopd
 finish

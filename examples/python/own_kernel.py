@@ -11,6 +11,11 @@ of the task. Its source is below: the //@coop line gives its name, kind
 and signature, the require rules are checked at every submission, and its
 buffers are reached through views (docs/kernels.md). A mistake in it is
 reported at its own line (coop.BuildError's log).
+
+coopd spaces an author's kernel reloads (each add or remove is one):
+[kernels] author_reload_interval_ms, 10 s by default, from the end of the
+last. add_kernel and remove_kernel wait that out, as coopctl does, so the
+remove here returns about that long after the add.
 """
 import argparse
 import sys
@@ -67,7 +72,9 @@ def main():
     print(f"{o.n} words on {o.groups} workgroup(s): {r.times['exec_ns'] / 1e6:.3f} ms on the "
           f"device, {'matches' if ok else 'DIFFERS FROM'} NumPy")
     if not o.keep:
-        c.remove_kernel("axpy_u32")
+        t0 = time.monotonic()
+        c.remove_kernel("axpy_u32")  # waits out [kernels] author_reload_interval_ms
+        print(f"removed it in {time.monotonic() - t0:.1f} s")
     c.close()
     return 0 if ok else 1
 

@@ -400,6 +400,9 @@ class Result:
 
 # The longest one coop_wait of Job.wait: how soon Ctrl-C ends a wait.
 _WAIT_SLICE_MS = 200
+# How long a kernel add, remove or reload that coopd answered EBUSY sleeps
+# before it asks again (coopctl's busy_again sleeps as long).
+_AUTHOR_RETRY_S = 0.2
 
 
 def _in_slices(timeout, call, again):
@@ -910,16 +913,44 @@ class Connection(_Closing):
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
 
-    def add_kernel(self, path=None, source=None, file="kernel.cl"):
+    def _author(self, call, timeout):
+        """call(log) (coop_kernel_add, _remove or coop_reload; its log into
+        *log) asked again while coopd answers EBUSY (another reload runs, or
+        the user's last one ended less than [kernels]
+        author_reload_interval_ms ago), every _AUTHOR_RETRY_S, as coopctl
+        waits it out, for up to timeout seconds (None: as long as it takes;
+        0: once); then coop.Error EBUSY saying how long it waited and coopd's
+        reason. Ctrl-C (KeyboardInterrupt) ends the wait between two asks."""
+        ms = _ms(timeout)
+        end = None if ms < 0 else time.monotonic() + ms / 1000
+        busy = globals()["EBUSY"]
+        while True:
+            log = ctypes.c_void_p()
+            self._sigs = None
+            rc = call(ctypes.byref(log))
+            left = None if end is None else end - time.monotonic()
+            if rc != busy or (left is not None and left <= 0 and not ms):
+                return _check_log(rc, self._c, log)
+            if log.value:
+                _lib.libc_free(log)
+            if left is not None and left <= 0:
+                raise Error(busy, f"gave up after {timeout:g} s: {_s(_lib.coop_errmsg(self._c))}")
+            time.sleep(_AUTHOR_RETRY_S if left is None else min(left, _AUTHOR_RETRY_S))
+
+    def add_kernel(self, path=None, source=None, file="kernel.cl", timeout=None):
         """Adds a kernel of the caller's, or replaces the caller's own of that
         name (coop_kernel_add; docs/kernels.md, "Adding a kernel without
         root"): from the .cl file at path (str, bytes or os.PathLike: its
         text and base name), or from source (str or bytes) with file the
         name its messages give it.
-        Returns once coopd runs it, as kernel_info() describes it. Raises
-        BuildError (its log: the checker's or compiler's text at the file
-        and line) when the kernel does not pass, Error otherwise (EPERM: not
-        an author; EEXIST: the name is taken; EBUSY: ask again later)."""
+        Returns once coopd runs it, as kernel_info() describes it. While
+        coopd answers EBUSY (another reload runs, or this user's last ended
+        less than [kernels] author_reload_interval_ms ago) it asks again for
+        up to timeout seconds (None: as long as it takes), as coopctl does;
+        then EBUSY. Raises BuildError (its log: the checker's or compiler's
+        text at the file and line) when the kernel does not pass, Error
+        otherwise (EPERM: not an author; EEXIST: the name is taken)."""
+        _ms(timeout)  # checked before the file is read
         if path is None and source is None:
             raise TypeError("add_kernel: give path or source")
         if path is not None and source is not None:
@@ -936,26 +967,24 @@ class Connection(_Closing):
             elif not isinstance(source, bytes):
                 raise TypeError(f"source must be a str or bytes, not {type(source).__name__}")
         info = _capi.KernelInfo()
-        log = ctypes.c_void_p()
-        self._sigs = None
-        _check_log(_fn("coop_kernel_add")(self._c, file, source, len(source),
-                                          ctypes.byref(info), ctypes.byref(log)), self._c, log)
+        add = _fn("coop_kernel_add")
+        self._author(lambda log: add(self._c, file, source, len(source), ctypes.byref(info), log),
+                     timeout)
         return _kernel_dict(info)
 
-    def remove_kernel(self, name):
+    def remove_kernel(self, name, timeout=None):
         """Removes a kernel the caller added (root: any author's;
-        coop_kernel_remove)."""
-        log = ctypes.c_void_p()
-        self._sigs = None
-        _check_log(_fn("coop_kernel_remove")(self._c, _text(name, "name"), ctypes.byref(log)),
-                   self._c, log)
+        coop_kernel_remove); EBUSY waited out as add_kernel does."""
+        name = _text(name, "name")
+        remove = _fn("coop_kernel_remove")
+        self._author(lambda log: remove(self._c, name, log), timeout)
 
-    def reload(self):
+    def reload(self, timeout=None):
         """Reads the kernels again and builds them, as SIGHUP does (authors
-        and root; coop_reload); returns when coopd runs the new set."""
-        log = ctypes.c_void_p()
-        self._sigs = None
-        _check_log(_fn("coop_reload")(self._c, ctypes.byref(log)), self._c, log)
+        and root; coop_reload); returns when coopd runs the new set. EBUSY
+        waited out as add_kernel does."""
+        reload = _fn("coop_reload")
+        self._author(lambda log: reload(self._c, log), timeout)
 
     def subscribe(self, callback, mask=EVENTS_ALL):
         """callback(event dict) for each event of mask (coop_subscribe),
