@@ -793,7 +793,12 @@ class Connection(_Closing):
         the room it needs in the device's arena (coopd's EBUSY), it asks
         again every 50 ms for up to `wait` seconds (None: until it fits);
         then coop.Error EBUSY (coop.Timeout once a wait > 0 ran out).
-        ENOMEM: it does not fit beside the device buffers there at all."""
+        ENOMEM: it does not fit beside the device buffers there at all.
+        keep: the buffer outlives this connection (COOP_BUFFER_KEEP) until
+        a free() on any connection of this user (open_buffer reaches it),
+        counted against the user's [limits] max_bytes_per_uid and
+        max_buffers_per_uid meanwhile; otherwise it goes with the
+        connection."""
         limit = _ms(wait, "wait")
         device = _int(device, "device", _C_INT)
         if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
@@ -819,6 +824,20 @@ class Connection(_Closing):
             time.sleep(0.05)
         _check(rc, self._c)
         return Buffer(self, bid.value, size, device)
+
+    def open_buffer(self, id, size, device=0):
+        """The device buffer `id` of `size` bytes on `device` that this
+        user made with keep=True (on any connection: an earlier one, another
+        process's), as a Buffer of this connection: for jobs, read(), write()
+        and free(). Nothing is sent: an id that names no buffer of this
+        user's is coop.Error ENOJOB at its first use, and a read or write
+        past the buffer's real end EINVAL."""
+        self._c  # closed: ValueError
+        buffer_id = _count(id, "a buffer id")
+        size = _count(size, "a buffer's size", _SIZE)
+        if not size:
+            raise ValueError("a device buffer needs at least one byte")
+        return Buffer(self, buffer_id, size, _int(device, "device", (0, _C_INT[1])))
 
     def stats(self):
         s = _capi.Stats()

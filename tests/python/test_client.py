@@ -93,9 +93,34 @@ e = raises(ValueError, lambda: buf.read(), "read of a freed buffer")
 z = c.buffer(64)
 check(bool((z.read() == 0).all()) and z.size == 64, "buffer of zeros")
 z.free()
-stale = coop.Buffer(c, bid, 1024, 0)
+stale = c.open_buffer(bid, 1024)
 e = raises(coop.Error, lambda: stale.read(nbytes=4), "read of a freed buffer id")
 check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
+# a kept buffer (keep=True) outlives its connection: a later one reaches it
+# by its id and size (open_buffer), runs a job on it and frees it; one not
+# kept went with its connection
+with coop.connect(sock) as kc:
+    kept = kc.buffer(np.full(256, 4, np.uint32), keep=True)
+    gone = kc.buffer(np.full(256, 4, np.uint32))
+    kid, ksize, gid = kept.id, kept.size, gone.id
+with coop.connect(sock) as kc:
+    kb = kc.open_buffer(kid, ksize)
+    check((kb.id, kb.size, kb.device) == (kid, 1024, 0), f"open_buffer: {kb}")
+    kc.run("sweep", kb, 256, 3, cooperative=True)
+    got = kb.read(np.empty(256, np.uint32))
+    check(bool((got == 7).all()), f"a kept buffer, after its connection closed: a sweep on it "
+          f"-> {got[:3]}")
+    e = raises(coop.Error, lambda: kc.open_buffer(gid, 1024).read(nbytes=4),
+               "a buffer not kept, after its connection closed")
+    check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
+    kb.free()
+    e = raises(coop.Error, lambda: kc.open_buffer(kid, ksize).read(nbytes=4),
+               "the kept buffer once freed")
+    check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
+    e = raises(ValueError, lambda: kc.open_buffer(kid, 0), "open_buffer of 0 bytes")
+    check(e is not None and str(e) == "a device buffer needs at least one byte",
+          f"its message: {e}")
+raises(ValueError, lambda: kc.open_buffer(kid, ksize), "open_buffer on a closed connection")
 
 # a prepared job (Connection.prepare): described once, submitted as a frame
 # loop does; its arrays read at each submit and written at each result:
@@ -196,6 +221,10 @@ for what, fn in [
         ("a buffer's size", lambda: c.buffer(1 << 64)),
         ("device", lambda: c.buffer(64, device=1 << 32)),
         ("a buffer id", lambda: coop.Buffer(c, (1 << 64) + bid, 1024, 0)),
+        ("a buffer id", lambda: c.open_buffer(-1, 1024)),
+        ("a buffer's size", lambda: c.open_buffer(bid, 1 << 64)),
+        ("device", lambda: c.open_buffer(bid, 1024, device=-1)),
+        ("device", lambda: c.open_buffer(bid, 1024, device=1 << 31)),
         ("a job id", lambda: c.status(-1)),
         ("a job id", lambda: c.status((1 << 64) + 1)),
         ("a job id", lambda: c.cancel(1 << 64)),
@@ -216,6 +245,9 @@ for what, fn in [
         ("kernel", lambda: c.submit(b"sweep", w, 64, 1, cooperative=True)),
         ("device", lambda: c.buffer(64, device="0")),
         ("device", lambda: c.top("0")),
+        ("a buffer id", lambda: c.open_buffer("1", 1024)),
+        ("a buffer's size", lambda: c.open_buffer(bid, 1024.0)),
+        ("device", lambda: c.open_buffer(bid, 1024, device=None)),
         ("name", lambda: c.remove_kernel(b"sweep")),
         ("path", lambda: coop.connect(5))]:
     e = raises(TypeError, fn, f"{what} of a wrong type")
