@@ -422,14 +422,19 @@ def _in_slices(timeout, call, again):
 def _run(job, timeout):
     """job's Result once it ended DONE, else coop.Error; a wait cut short
     (Ctrl-C, the timeout) cancels it first, as subprocess.run ends its
-    child: the caller of run() never had the job to cancel."""
+    child: the caller of run() never had the job to cancel. The timeout's
+    coop.Timeout then says so ("timed out after 0.5 s: job 7 cancelled"),
+    not the wait's "job 7 still running"."""
     try:
         r = job.wait(timeout)
-    except (KeyboardInterrupt, Timeout):
+    except (KeyboardInterrupt, Timeout) as e:
         try:
             job.cancel()
-        except Error:
-            pass  # it ended meanwhile
+            what = "cancelled"
+        except Error as c:  # it ended meanwhile, or the connection failed
+            what = f"not cancelled: {c.message}"
+        if isinstance(e, Timeout):  # only a finite timeout ends a wait so
+            raise Timeout(e.code, f"timed out after {timeout:g} s: job {job.id} {what}") from None
         raise
     return r.raise_for_state()
 

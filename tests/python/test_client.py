@@ -6,6 +6,7 @@ usage: test_client.py SOCKET   (COOP_LIBRARY and PYTHONPATH set by the caller)
 """
 import os
 import pathlib
+import re
 import signal
 import sys
 import tempfile
@@ -354,8 +355,12 @@ raises(KeyboardInterrupt, lambda: c.run("sweep", long, long.size, 1 << 30, coope
        "Ctrl-C during run()")
 took = time.monotonic() - t0
 check(took < 3, f"it ended the wait after {took:.1f} s")
-raises(coop.Timeout, lambda: c.run("sweep", long, long.size, 1 << 30, cooperative=True,
-                                   timeout=0.3), "run() past its timeout")
+e = raises(coop.Timeout, lambda: c.run("sweep", long, long.size, 1 << 30, cooperative=True,
+                                       timeout=0.3), "run() past its timeout")
+# it says what run() did: the job was cancelled, not left running
+check(e is not None and isinstance(e, TimeoutError) and e.code == coop.ETIMEDOUT
+      and re.fullmatch(r"timed out after 0\.3 s: job \d+ cancelled", e.message) is not None,
+      f"a TimeoutError saying the job was cancelled: {e and e.message!r}")
 dog.cancel()
 for _ in range(100):
     if c.stats()["cancelled"] == before + 2:
