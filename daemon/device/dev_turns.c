@@ -83,14 +83,27 @@ static void publish(const struct dev *d, struct job *j, unsigned ahead, const st
   atomic_store(&j->slot_ahead, ahead + 1);
 }
 
+/* The workgroups of a user's non-cooperative tasks in flight on d, every
+ * job's together. */
+static uint64_t inflight_groups(const struct dev *d, uint32_t uid) {
+  uint64_t g = 0;
+  for (const struct run *q = d->runs; q; q = q->next)
+    if (!dev__is_coop(q->j) && q->j->uid == uid) g += (uint64_t)q->ninflight * q->j->groups;
+  return g;
+}
+
 /* A job behind its period released up to DEV_MAX_INFLIGHT instances of
  * every worker, all queued in the megakernel ahead of another user's task
  * (counted once, as one job, above): eight whole-device tasks ahead where
- * the turns allow two. */
+ * the turns allow two. So its next instance goes while its user's tasks in
+ * flight, every job's together, stay within DEV_TURN_DEPTH times the
+ * workers: counted a job at a time, four periodic jobs of half the workers
+ * behind their periods kept sixteen instances (eight devices' worth) ahead
+ * of another user's task. A job's first instance always goes. */
 int dev__turn_room(const struct dev *d, const struct run *r) {
   uint64_t depth = turn_depth(d);
   return r->ninflight == 0 || dev__is_coop(r->j) || !depth || !d->cfg->tasks_per_uid ||
-         (uint64_t)(r->ninflight + 1) * r->j->groups <= depth;
+         inflight_groups(d, r->j->uid) + r->j->groups <= depth;
 }
 
 int dev__turn_waits(struct dev *d, struct job *j) {
