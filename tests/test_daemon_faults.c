@@ -498,6 +498,37 @@ static uint64_t render_reps(struct conn *c, uint32_t reps) {
   return submit(c, &m, NULL, 0);
 }
 
+/* coopd with the test kernels, hang_ms 300, restart_hold_ms as hold (its
+ * log at d->log, info), open to every user; c connected as root, with at
+ * least two workers. */
+static void restart_daemon(struct daemon_proc *d, struct conn *c, const char *hold) {
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
+                        "jobs.hang_ms=300",
+                        "jobs.task_max_ms=0",
+                        hold,
+                        "log.level=info",
+                        NULL};
+  daemon_start_log(d, sets);
+  daemon_open_to_all(d);
+  open_hello(c, d);
+  ck_assert_uint_ge(c->m.welcome.workers, 2);
+}
+
+/* The reps of a render that runs about `seconds` on one workgroup: reps
+ * doubled until one run executes 100 ms on the device (its exec time, not
+ * the round trip), then scaled. */
+static uint32_t render_reps_for_s(struct conn *c, double seconds) {
+  uint32_t reps = 256;
+  int64_t took = 0;
+  for (; reps < (1u << 30); reps *= 2) {
+    uint64_t cal = render_reps(c, reps);
+    ck_assert_uint_eq(wait_job(c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c->m.result.state, COOP_JOB_DONE);
+    if ((took = c->m.result.t.exec_ns) >= 100000000) break;
+  }
+  return (uint32_t)((double)reps * seconds * 1e9 / (double)(took > 0 ? took : 1));
+}
+
 /* Fork: uid 65534 connects, submits the hog on one workgroup and waits for
  * it to run; returns once it runs, the child keeping the connection (and
  * so the job) until killed: its job is then cancelled, which the hog never
@@ -540,29 +571,10 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   char logp[] = "/tmp/coopd-hold-XXXXXX.log";
   log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
-                        "jobs.hang_ms=300",
-                        "jobs.task_max_ms=0",
-                        "jobs.restart_hold_ms=5000",
-                        "log.level=info",
-                        NULL};
   struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
-  daemon_open_to_all(&d);
   struct conn c;
-  open_hello(&c, &d);
-  ck_assert_uint_ge(c.m.welcome.workers, 2);
-  /* the victim: a render that runs about 4 s (reps doubled until one run
-   * executes 100 ms on the device: its exec time, not the round trip) */
-  uint32_t reps = 256;
-  int64_t took = 0;
-  for (; reps < (1u << 30); reps *= 2) {
-    uint64_t cal = render_reps(&c, reps);
-    ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
-    if ((took = c.m.result.t.exec_ns) >= 100000000) break;
-  }
-  reps = (uint32_t)((double)reps * 4e9 / (double)took);
+  restart_daemon(&d, &c, "jobs.restart_hold_ms=5000");
+  uint32_t reps = render_reps_for_s(&c, 4); /* the victim: a render of about 4 s */
   pid_t hog = hog_as_nobody(&d);
   uint64_t v = render_reps(&c, reps);
   ck_assert_uint_ne(v, 0);
@@ -645,26 +657,10 @@ START_TEST(restarts_others_cause_cost_a_victim_nothing) {
   if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
   char logp[] = "/tmp/coopd-thrice-XXXXXX.log";
   log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" TEST_KERNEL_DIR,
-                        "jobs.hang_ms=300",
-                        "jobs.task_max_ms=0",
-                        "jobs.restart_hold_ms=0",
-                        "log.level=info",
-                        NULL};
   struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
-  daemon_open_to_all(&d);
   struct conn c;
-  open_hello(&c, &d);
-  ck_assert_uint_ge(c.m.welcome.workers, 2);
-  uint32_t reps = 256; /* a render of about 2 s, as in the test above */
-  int64_t took = 0;
-  for (; reps < (1u << 30); reps *= 2) {
-    uint64_t cal = render_reps(&c, reps);
-    ck_assert_uint_eq(wait_job(&c, cal, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-    if ((took = c.m.result.t.exec_ns) >= 100000000) break;
-  }
-  uint64_t v = render_reps(&c, (uint32_t)((double)reps * 2e9 / (double)took));
+  restart_daemon(&d, &c, "jobs.restart_hold_ms=0");
+  uint64_t v = render_reps(&c, render_reps_for_s(&c, 2)); /* about 2 s */
   ck_assert_uint_ne(v, 0);
   for (unsigned k = 1; k <= 3; k++) {
     pid_t hog = hog_as_nobody(&d);
