@@ -54,13 +54,6 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now,
     return NULL;
   int seals = fcntl(fd, F_GET_SEALS);
   if (seals < 0 || !(seals & F_SEAL_SHRINK)) return NULL; /* truncation: SIGBUS here */
-  /* shmem only: a hugetlbfs memfd's hole, punched under the sealed size,
-   * gives its pages and their reservation back, and the next fault here
-   * (the free huge pages taken meanwhile) was SIGBUS, the device process
-   * lost with every user's buffers. Read and written instead, a hole reads
-   * as zeros. */
-  struct statfs sf;
-  if (fstatfs(fd, &sf) || sf.f_type != TMPFS_MAGIC) return NULL;
   struct xmap_slot *s = NULL, *free_slot = NULL;
   unsigned held = 0; /* slots of this owner */
   for (unsigned i = 0; i < XMAP_SLOTS; i++) {
@@ -80,6 +73,14 @@ uint8_t *xmap_get(struct xmap *x, int fd, uint64_t off, uint64_t n, int64_t now,
   /* full, or the owner's share taken: nothing goes while the kernel runs */
   if (!s && (!free_slot || held >= XMAP_PER_OWNER)) return NULL;
   if (!s) {
+    /* shmem only, asked once, as the file is mapped (a file found mapped
+     * passed it): a hugetlbfs memfd's hole, punched under the sealed size,
+     * gives its pages and their reservation back, and the next fault here
+     * (the free huge pages taken meanwhile) was SIGBUS, the device process
+     * lost with every user's buffers. Read and written instead, a hole
+     * reads as zeros. */
+    struct statfs sf;
+    if (fstatfs(fd, &sf) || sf.f_type != TMPFS_MAGIC) return NULL;
     map(x, s = free_slot, fd, &st, now);
     s->owner = owner;
   }
