@@ -340,12 +340,16 @@ uint64_t submit(struct conn *c, const union coop_msg *m, const int *fds, unsigne
   return c->m.job.job;
 }
 
-uint16_t wait_job(struct conn *c, uint64_t job, uint32_t timeout_ms) {
+uint32_t wait_send(struct conn *c, uint64_t job, uint32_t timeout_ms) {
   union coop_msg m;
   memset(&m, 0, sizeof m);
   m.job.job = job;
   m.job.timeout_ms = timeout_ms;
-  uint16_t t = reply(c, send_msg(c, COOP_MSG_WAIT, &m, NULL, 0));
+  return send_msg(c, COOP_MSG_WAIT, &m, NULL, 0);
+}
+
+uint16_t wait_job(struct conn *c, uint64_t job, uint32_t timeout_ms) {
+  uint16_t t = reply(c, wait_send(c, job, timeout_ms));
   /* a poll's ETIMEDOUT is its expected answer: printed, hundreds of
    * them hid a failing test's assertion from a CI log's excerpt */
   if (t == COOP_MSG_ERROR && !(timeout_ms == 0 && c->m.error.code == COOP_ETIMEDOUT))

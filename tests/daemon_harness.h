@@ -146,6 +146,8 @@ void submit_init(union coop_msg *m, const char *kernel, uint32_t groups, int coo
 /* SUBMIT; returns the job id, or 0 with c->m.error holding the refusal. */
 uint64_t submit(struct conn *c, const union coop_msg *m, const int *fds, unsigned nfds);
 
+/* A WAIT for job sent, its reply not read: its seq (reply(c, seq) later). */
+uint32_t wait_send(struct conn *c, uint64_t job, uint32_t timeout_ms);
 uint16_t wait_job(struct conn *c, uint64_t job, uint32_t timeout_ms);
 
 void expect_error(struct conn *c, uint64_t job, int code);

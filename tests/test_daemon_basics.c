@@ -986,11 +986,7 @@ START_TEST(sigterm_sends_a_large_result_whole) {
     uint64_t j = sweep_at(&c, data, 65536, 7, 40, kt, w, 0); /* about 0.4 s */
     ck_assert_uint_ne(j, 0);
     wait_running(&c, j);
-    union coop_msg m;
-    memset(&m, 0, sizeof m);
-    m.job.job = j;
-    m.job.timeout_ms = COOP_WAIT_FOREVER;
-    uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+    uint32_t seq = wait_send(&c, j, COOP_WAIT_FOREVER);
     kill(d.pid, SIGTERM);
     msleep(1000); /* the job ends (0.4 s) and coopd stops meanwhile */
     ck_assert_msg(read_frame(&c), "stop %d: EOF before the RESULT", k);
@@ -1030,11 +1026,7 @@ START_TEST(sigterm_in_flight) {
   uint64_t queued = sweep_submit(&q, data, 64, 100000000u, 1, -1); /* one slot: it waits */
   ck_assert_uint_ne(queued, 0);
   ck_assert_uint_eq(job_state(&q, queued), COOP_JOB_QUEUED);
-  union coop_msg m;
-  memset(&m, 0, sizeof m);
-  m.job.job = j;
-  m.job.timeout_ms = COOP_WAIT_FOREVER;
-  uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  uint32_t seq = wait_send(&c, j, COOP_WAIT_FOREVER);
   msleep(200);
   kill(d.pid, SIGTERM);
   ck_assert_uint_eq(wait_job(&q, queued, COOP_WAIT_FOREVER), COOP_MSG_RESULT);

@@ -440,11 +440,7 @@ START_TEST(crash_then_restart) {
   uint64_t sj = sweep_submit(&c, data, 256, 100000000, w, -1);
   ck_assert_uint_ne(sj, 0);
   wait_running(&c, sj);
-  union coop_msg m;
-  memset(&m, 0, sizeof m);
-  m.job.job = sj;
-  m.job.timeout_ms = COOP_WAIT_FOREVER;
-  uint32_t seq = send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  uint32_t seq = wait_send(&c, sj, COOP_WAIT_FOREVER);
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   kill(d.pid, SIGKILL);
@@ -527,6 +523,21 @@ static uint32_t render_reps_for_s(struct conn *c, double seconds) {
     if ((took = c->m.result.t.exec_ns) >= 100000000) break;
   }
   return (uint32_t)((double)reps * seconds * 1e9 / (double)(took > 0 ? took : 1));
+}
+
+/* The victim's render v ended DONE, its product right (its log at logp
+ * printed if not). */
+static void victim_right(struct conn *c, uint64_t v, const char *logp, const char *what) {
+  ck_assert_uint_eq(wait_job(c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c->m.result.state != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "%s: %s %s", what,
+                coop_job_state_name(c->m.result.state), c->m.result.message);
+  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
+  render_inputs(a, b);
+  matmul_ref(a, b, want);
+  ck_assert_uint_eq(c->m.result.bufs[0].len, sizeof got);
+  memcpy(got, c->m.result.bufs[0].data, sizeof got);
+  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
 }
 
 /* Fork: uid 65534 connects, submits the hog on one workgroup and waits for
@@ -630,16 +641,7 @@ START_TEST(restart_reruns_victims_and_holds_the_culprit) {
   ck_assert_msg(out[1] == 1, "the held job did not run");
 
   /* the victim ran again from the start, and its result is right */
-  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  if (c.m.result.state != COOP_JOB_DONE) log_print(logp);
-  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim: %s %s",
-                coop_job_state_name(c.m.result.state), c.m.result.message);
-  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
-  render_inputs(a, b);
-  matmul_ref(a, b, want);
-  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
-  memcpy(got, c.m.result.bufs[0].data, sizeof got);
-  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  victim_right(&c, v, logp, "the victim");
   if (!log_has(logp, "1 to run again")) log_print(logp);
   ck_assert(log_has(logp, "1 to run again"));
   conn_close(&c);
@@ -671,16 +673,7 @@ START_TEST(restarts_others_cause_cost_a_victim_nothing) {
     for (int i = 0; i < 800 && st.hung < k; i++, msleep(25)) st = stats(&c);
     ck_assert_uint_eq(st.hung, k);
   }
-  ck_assert_uint_eq(wait_job(&c, v, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  if (c.m.result.state != COOP_JOB_DONE) log_print(logp);
-  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "the victim after three restarts: %s %s",
-                coop_job_state_name(c.m.result.state), c.m.result.message);
-  float a[RN * RN], b[RN * RN], want[RN * RN], got[RN * RN];
-  render_inputs(a, b);
-  matmul_ref(a, b, want);
-  ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
-  memcpy(got, c.m.result.bufs[0].data, sizeof got);
-  for (int i = 0; i < RN * RN; i++) ck_assert_float_eq_tol(got[i], want[i], 1e-3f);
+  victim_right(&c, v, logp, "the victim after three restarts");
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(logp);
