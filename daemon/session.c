@@ -22,7 +22,11 @@
  *                the written prefix is dropped as it goes, so memory
  *                follows them): past SESS_OUT_PAUSE no more requests are
  *                read until they drain; past SESS_MAX_OUT the connection
- *                is dropped (results and events that come unasked);
+ *                is dropped (events that come unasked); past
+ *                SESS_RESULT_BEHIND the RESULTs of WAITs whose job ends
+ *                are built only as the client reads (one job's RESULT
+ *                for each of 4096 WAITs on each of 16 connections took
+ *                coopd to 1 GiB in one turn, stalling every user);
  *   jobs         max_jobs_per_client and max_jobs_per_uid live jobs
  *                (detached ones included: they outlive the connection);
  *   bytes        max_bytes_per_client in flight on a connection, and
@@ -57,8 +61,10 @@
 #define SESS_MAX_OUT (64u << 20)  /* replies pending: dropped past this */
 #define SESS_OUT_PAUSE (8u << 20) /* replies pending: no requests read past this */
 #define SESS_OUT_KEEP (1u << 20)  /* an output buffer larger is freed once drained */
-#define SESS_LOG_MS 10000         /* a refusal of connections logged once per 10 s */
-#define SESS_STOP_FLUSH_MS 2000   /* a stop's last replies, every connection's together */
+/* replies pending: a RESULT that comes unasked waits for them to drain */
+#define SESS_RESULT_BEHIND (1u << 20)
+#define SESS_LOG_MS 10000       /* a refusal of connections logged once per 10 s */
+#define SESS_STOP_FLUSH_MS 2000 /* a stop's last replies, every connection's together */
 #define SESS_RECV_CHUNK 65536u
 /* socket frames answered in one turn, then the loop serves others (the
  * rest, read already, next turn: docs/daemon.md, "The client's ring") */
@@ -139,6 +145,8 @@ static size_t pending(const struct session *s) { return s->out.len - s->out_off;
 /* Replies enough queued: read no more requests until they drain. */
 static int out_paused(const struct session *s) { return pending(s) > SESS_OUT_PAUSE; }
 
+int sess_behind(const struct session *s) { return pending(s) > SESS_RESULT_BEHIND; }
+
 void sess_flush(struct session *s) {
   while (s->out_off < s->out.len) {
     size_t sent = 0;
@@ -170,7 +178,7 @@ void sess_flush(struct session *s) {
   /* WRITABLE also while frames stall: on_io then answers them once the
    * replies have drained (no READABLE comes for bytes already read). */
   sess_want(s, (out_paused(s) ? 0 : UV_READABLE) |
-                   (s->out_off < s->out.len || s->stalled ? UV_WRITABLE : 0));
+                   (s->out_off < s->out.len || s->stalled || s->ready ? UV_WRITABLE : 0));
 }
 
 /* ---- RESULT ---- */
@@ -545,6 +553,7 @@ static void on_io(uv_poll_t *p, int status, int events) {
   struct session *s = p->data;
   if (status < 0) return sess_close(s);
   if (events & UV_WRITABLE) sess_flush(s);
+  if (!s->closing && s->ready) sess_results_ready(s);
   if (!s->closing && s->stalled && !out_paused(s)) {
     sess_frames(s);
     if (s->closing) return sess_close(s);
@@ -588,6 +597,12 @@ void sess_close(struct session *s) {
     s->waiters = w->next;
     sess_waiter_free(w);
   }
+  while (s->ready) {
+    struct waiter *w = s->ready;
+    s->ready = w->next;
+    sess_waiter_free(w);
+  }
+  s->ready_last = NULL;
   /* Its jobs: detached ones stay (any connection of the uid may wait for
    * them; finished ones are now kept, within the user's caps); others, if
    * running, are cancelled (nobody will read them) and freed when handed
@@ -823,11 +838,24 @@ static void flush_until(struct session *s, uint64_t deadline) {
   }
 }
 
+/* The RESULTs still to build (s->ready), each once the replies before it
+ * are written, until the stop's deadline. */
+static void results_until(struct session *s, uint64_t deadline) {
+  while (s->ready && !s->closing) {
+    flush_until(s, deadline);
+    uv_update_time(s->dm->loop);
+    if (sess_behind(s) || uv_now(s->dm->loop) >= deadline) return;
+    sess_results_ready(s);
+  }
+}
+
 void session_shutdown_all(struct daemon *dm) {
   uv_update_time(dm->loop);
   uint64_t deadline = uv_now(dm->loop) + SESS_STOP_FLUSH_MS;
   while (dm->sessions) {
     struct session *s = dm->sessions;
+    results_until(s, deadline);
+    if (s->closing == 3) continue; /* a failed send closed it: off the list */
     sess_error(s, 0, COOP_ESHUTDOWN, "coopd is shutting down");
     sess_close_after_error(s);
     flush_until(s, deadline);

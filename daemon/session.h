@@ -63,7 +63,11 @@ struct session {
   struct job *jobs, **jobs_tail;
   uint32_t sub_mask;
   struct waiter *waiters;
+  /* WAITs pending, and those whose job has ended with their RESULTs not
+   * built yet (ready, oldest first): built as the client reads the
+   * replies before them (sess_jobs.c, defer_result) */
   unsigned nwaiters;
+  struct waiter *ready, *ready_last;
   struct sess_bufop *bufops; /* device buffer operations not yet answered */
   unsigned nbufops;
   /* its last one-task job's kernel, groups and device, and the cadence of
@@ -130,6 +134,12 @@ void sess_close_after_error(struct session *s);
 void sess_input(struct session *s);
 /* The RESULT of job j, a reply to seq. */
 void sess_send_result(struct session *s, uint32_t seq, struct job *j);
+/* Whether the replies pending are past SESS_RESULT_BEHIND: a RESULT that
+ * comes unasked then waits for the client to read them (defer_result). */
+int sess_behind(const struct session *s);
+/* The RESULTs of s->ready, built and sent while the client keeps up
+ * (sess_behind false). */
+void sess_results_ready(struct session *s);
 /* The descriptor a devbuf_io argument names: one of its frame's fds, or
  * the connection's transfer memfd (COOP_WIRE_FD_XFER); -1 if none. */
 int sess_io_fd(const struct session *s, const struct coop_wire_arg *a, const int *fds,
