@@ -111,11 +111,50 @@ START_TEST(app_runs) {
 }
 END_TEST
 
+/* A CSR whose rows end past its edge array (cut to one edge): each graph
+ * application's job fails with a fault. Its loops cut such a bound
+ * silently, so the job ended DONE on the edges that fitted, its answer
+ * wrong with no error (megakernel/device/api.h, coop_cap_at). */
+START_TEST(app_faults_on_rows_past_the_edges) {
+  const struct coop_app *a = coop_apps[_i];
+  const char *only = getenv("COOP_APP");
+  if (only && strcmp(only, a->name) && strcmp(only, a->kernel)) return;
+  /* psssp's host side transposes the graph, so its kernel gets a
+   * consistent CSR from any input: tests/python/test_client.py gives its
+   * kernel such rows through coopd */
+  if (a->input != COOP_INPUT_GRAPH || !strcmp(a->kernel, "psssp")) return;
+  coop_rt *rt = open_rt(a);
+  struct coop_app_input in;
+  ck_assert_int_eq(coop_app_input(a, 0, 0, &in), 0);
+  uint32_t m = in.graph.m;
+  ck_assert_uint_gt(m, 1);
+  in.graph.m = 1;
+  for (int query = 0; query < 2; query++) {
+    struct coop_app_opts o = {.groups = coop_rt_workers(rt),
+                              .mode = COOP_APP_MODE_COOPERATIVE,
+                              .query_barrier = query,
+                              .timeout_ms = 300000};
+    void *out = NULL;
+    struct coop_rt_task_info ti;
+    memset(&ti, 0, sizeof ti);
+    int r = a->run(rt, &in, &o, &out, &ti);
+    free(out);
+    ck_assert_msg(r == COOP_EFAULT || ti.fault != 0,
+                  "%s on %s, its rows past its one edge: %s, state %d, fault %u", a->name, in.label,
+                  coop_strerror(r), (int)ti.state, ti.fault);
+  }
+  in.graph.m = m;
+  coop_app_input_free(&in);
+  ck_assert_int_eq(coop_rt_close(rt), 0);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("apps");
   TCase *t = tcase_create("apps");
   tcase_set_timeout(t, 1200);
   tcase_add_loop_test(t, app_runs, 0, (int)coop_napps);
+  tcase_add_loop_test(t, app_faults_on_rows_past_the_edges, 0, (int)coop_napps);
   suite_add_tcase(s, t);
   return coop_test_run(srunner_create(s));
 }

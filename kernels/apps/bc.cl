@@ -160,7 +160,7 @@ COOP_FN void bc_forward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
         coop_st_rlx(coop_ptr(sg, v), coop_f2u(sv));
       }
       bc_umax(sc, level, coop_f2u(sv));
-      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
+      coop_u32 end = coop_cap_at(col, coop_at(row, v + 1u)); /* client data: cut, a fault */
       for (coop_u32 e = coop_at(row, v); e < end;) {
         coop_u32 stop = coop_poll_chunk(e, end);
         if (coop_poll_cancel(c, &work, stop - e)) break;
@@ -202,7 +202,7 @@ COOP_FN void bc_backward(struct coop_ctx *c, coop_u32 first, coop_u32 level) {
       if (coop_ld_rlx(coop_ptr(d, v)) != level) continue;
       float sv = coop_u2f(coop_ld_rlx(coop_ptr(sg, v))), acc = 0.0f;
       float p = bc_pow2(sc, level); /* sigma(w) = sigma'(w) * p * P(level) */
-      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
+      coop_u32 end = coop_cap_at(col, coop_at(row, v + 1u)); /* client data: cut, a fault */
       for (coop_u32 e = coop_at(row, v); e < end;) {
         coop_u32 stop = coop_poll_chunk(e, end);
         if (coop_poll_cancel(c, &work, stop - e)) break;

@@ -58,7 +58,7 @@ COOP_FN coop_u32 bfs_visit(struct coop_ctx *c, coop_u32 v, coop_u32 level, coop_
   coop_buf_atomic_u32 lev = coop_arg_buf_atomic_u32(c, 3);
   coop_buf_u32 q = coop_arg_buf_u32(c, 4u + out);
   coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 6);
-  coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
+  coop_u32 end = coop_cap_at(col, coop_at(row, v + 1u)); /* client data: cut, a fault */
   for (coop_u32 e = coop_at(row, v); e < end;) {
     coop_u32 stop = coop_poll_chunk(e, end);
     if (coop_poll_cancel(c, work, stop - e)) return 1u;
@@ -85,7 +85,7 @@ COOP_FN coop_u32 bfs_step(struct coop_ctx *c, struct bfs_state *s) {
     if (n == 0u) return COOP_DONE; /* line 8: while (in_nodes.size > 0) */
     coop_buf_u32 q = coop_arg_buf_u32(c, 4u + s->in);
     coop_u32 stride = coop_global_size(c); /* lines 6-7, recomputed after every barrier */
-    n = coop_cap(n, coop_len(q));          /* client data: capped */
+    n = coop_cap_at(q, n);                 /* client data: cut, a fault */
     coop_u32 work = 0u;
     for (coop_u32 i = coop_global_id(c); i < n; i += stride) /* cancelled: to the barrier */
       if (coop_poll_cancel(c, &work, 1u) ||

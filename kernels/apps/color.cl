@@ -63,7 +63,7 @@ coop_u32 color_step(struct coop_ctx *c, struct color_state *s) {
       if (coop_at(colour, v) != COLOR_NONE) continue;
       any = 1u;
       coop_u32 win = 1u;
-      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
+      coop_u32 end = coop_cap_at(col, coop_at(row, v + 1u)); /* client data: cut, a fault */
       for (coop_u32 e = coop_at(row, v); e < end && win;) {
         coop_u32 stop = coop_poll_chunk(e, end);
         if (coop_poll_cancel(c, &work, stop - e)) break;

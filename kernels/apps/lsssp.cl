@@ -62,7 +62,7 @@ COOP_FN coop_u32 lsssp_relax(struct coop_ctx *c, coop_u32 v, coop_u32 stamp, coo
   coop_buf_atomic_u32 size = coop_arg_buf_atomic_u32(c, 7), mark = coop_arg_buf_atomic_u32(c, 8);
   /* the current distance: possibly already lower than when v was pushed */
   coop_u32 d = coop_ld_rlx(coop_ptr(dist, v));
-  coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
+  coop_u32 end = coop_cap_at(col, coop_at(row, v + 1u)); /* client data: cut, a fault */
   for (coop_u32 e = coop_at(row, v); e < end;) {
     coop_u32 stop = coop_poll_chunk(e, end);
     if (coop_poll_cancel(c, work, stop - e)) return 1u;
@@ -89,7 +89,7 @@ COOP_FN coop_u32 lsssp_step(struct coop_ctx *c, struct lsssp_state *s) {
     if (n == 0u) return COOP_DONE; /* line 8 */
     coop_buf_u32 q = coop_arg_buf_u32(c, 5u + s->in);
     coop_u32 stride = coop_global_size(c); /* recomputed after every barrier */
-    n = coop_cap(n, coop_len(q));          /* client data: capped */
+    n = coop_cap_at(q, n);                 /* client data: cut, a fault */
     coop_u32 work = 0u;
     for (coop_u32 i = coop_global_id(c); i < n; i += stride) /* cancelled: to the barrier */
       if (coop_poll_cancel(c, &work, 1u) ||

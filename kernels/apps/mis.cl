@@ -68,7 +68,7 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
       if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
       any = 1u;
       coop_u32 win = 1u;
-      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
+      coop_u32 end = coop_cap_at(col, coop_at(row, v + 1u)); /* client data: cut, a fault */
       for (coop_u32 e = coop_at(row, v); e < end && win;) {
         coop_u32 stop = coop_poll_chunk(e, end);
         if (coop_poll_cancel(c, &work, stop - e)) break;
@@ -104,7 +104,7 @@ coop_u32 mis_step(struct coop_ctx *c, struct mis_state *s) {
   for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
     if (coop_poll_cancel(c, &work, 1u)) break;
     if (coop_ld_rlx(coop_ptr(st, v)) != MIS_UNDECIDED) continue;
-    coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(col)); /* client data: capped */
+    coop_u32 end = coop_cap_at(col, coop_at(row, v + 1u)); /* client data: cut, a fault */
     coop_u32 out = 0u;
     for (coop_u32 e = coop_at(row, v); e < end && !out;) {
       coop_u32 stop = coop_poll_chunk(e, end);

@@ -61,7 +61,7 @@ coop_u32 psssp_step(struct coop_ctx *c, struct psssp_state *s) {
     for (coop_u32 v = coop_global_id(c); v < n; v += stride) {
       if (coop_poll_cancel(c, &work, 1u)) break;
       coop_u32 best = coop_at(d, v);
-      coop_u32 end = coop_cap(coop_at(row, v + 1u), coop_len(src)); /* client data: capped */
+      coop_u32 end = coop_cap_at(src, coop_at(row, v + 1u)); /* client data: cut, a fault */
       for (coop_u32 e = coop_at(row, v); e < end;) {
         coop_u32 stop = coop_poll_chunk(e, end);
         if (coop_poll_cancel(c, &work, stop - e)) break;

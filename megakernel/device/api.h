@@ -301,6 +301,20 @@ COOP_FN coop_u32 coop_cap(coop_u32 x, coop_u64 len) {
   return (coop_u64)x < len ? x : (coop_u32)len;
 }
 
+/* coop_cap(x, coop_len(v)) for a bound that valid data never makes longer
+ * than view v (a CSR row's end against the edge array, a worklist's size
+ * against the worklist): a cut records a fault on v, as an index past it
+ * would, so the job ends EFAULT naming v's argument. Cut silently, a CSR
+ * whose row ends passed its edge array ran DONE on the edges that fitted,
+ * its answer wrong with no error. Evaluates v twice. */
+#define coop_cap_at(v, x) coop__cap_at((x), (v).n, (v).fault, (v).tag)
+COOP_FN coop_u32 coop__cap_at(coop_u32 x, coop_u64 len, COOP_GLOBAL coop_atomic_u32 *fault,
+                              coop_u32 tag) {
+  if ((coop_u64)x <= len) return x;
+  coop__oob(fault, tag);
+  return (coop_u32)len;
+}
+
 /* Views of buffer argument i (a buffer the host sized) and of the scratch. */
 #define COOP__ARG_VIEW(FN, NAME, T)                              \
   COOP_FN NAME FN(const struct coop_ctx *c, coop_u32 i) {        \
