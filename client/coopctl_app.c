@@ -136,7 +136,7 @@ static int gen_bounds(const char *spec, int e) {
   const char *b = !strncmp(spec, "rmat", 4)      ? "1 <= SCALE <= 30, EF >= 1, EF * 2^SCALE <= 2^30"
                   : !strncmp(spec, "road", 4)    ? "W, H >= 1, W * H <= 2^29"
                   : !strncmp(spec, "circuit", 7) ? "1 <= N <= 2^28"
-                                                 : "N >= 1";
+                                                 : "1 <= N <= 2^28, M <= 2^29";
   if (e == COOP_EARGS) return ctl_usage("app", "bad --gen %s: a size out of range (%s)", spec, b);
   return ctl_error("app", e, "--gen %s: too large (%s)", spec, b);
 }

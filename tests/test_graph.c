@@ -405,6 +405,10 @@ static const struct bad bad_inputs[] = {
     {COOP_GRAPH_AUTO, "\xef\xbb\xbf \r\n\t\n", 0, COOP_EFORMAT,
      "end of file: the input is empty (no graph in it)"},
     {COOP_GRAPH_EDGES, "# nothing\n\n", 0, COOP_EFORMAT, "end of file: no edges"},
+    /* a Matrix Market file read as an edge list: its banner a comment, its
+     * size line an edge, once "line 3: no weight, but line 2 has one" */
+    {COOP_GRAPH_EDGES, MTX_PG "3 3 2\n1 2\n2 3\n", 0, COOP_EFORMAT,
+     "line 1: a Matrix Market banner: read this file as mtx (--graph-format mtx, or auto)"},
     /* limits */
     {COOP_GRAPH_DIMACS, "p sp 3000000000 1\n", 0, COOP_ETOOBIG,
      "line 1: 3000000000 vertices, at most 2147483647"},
@@ -465,7 +469,10 @@ START_TEST(argument_errors) {
       COOP_EIO);
   ck_assert_ptr_nonnull(strstr(err, "/nonexistent/graph.gr"));
   ck_assert_int_eq(coop_graph_read_fd(-1, COOP_GRAPH_AUTO, &g, err, sizeof err), COOP_EIO);
-  ck_assert_ptr_nonnull(strstr(err, "read failed"));
+  ck_assert_str_eq(err, "cannot read it: Bad file descriptor");
+  /* a directory: once "end of file: read failed after 0 bytes: Is a directory" */
+  ck_assert_int_eq(coop_graph_read_file("/", COOP_GRAPH_AUTO, &g, err, sizeof err), COOP_EIO);
+  ck_assert_str_eq(err, "cannot read it: Is a directory");
 }
 END_TEST
 
@@ -777,6 +784,9 @@ START_TEST(generator_limits) {
   ck_assert_int_eq(coop_graph_road(&g, UINT32_MAX, UINT32_MAX, 1), COOP_ETOOBIG);
   ck_assert_int_eq(coop_graph_circuit(&g, 0, 1), COOP_EARGS);
   ck_assert_int_eq(coop_graph_circuit(&g, (1u << 28) + 1, 1), COOP_ETOOBIG);
+  ck_assert_int_eq(coop_graph_random(&g, 0, 5, 9, 1), COOP_EARGS);
+  ck_assert_int_eq(coop_graph_random(&g, (1u << 28) + 1, 5, 9, 1), COOP_ETOOBIG);
+  ck_assert_int_eq(coop_graph_random(&g, 5, UINT32_MAX, 9, 1), COOP_ETOOBIG);
   ck_assert_ptr_null(g.row);
 }
 END_TEST

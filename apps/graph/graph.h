@@ -44,7 +44,9 @@ int coop_graph_symmetrise(struct coop_graph *g);
 uint64_t coop_graph_path_bound(const struct coop_graph *g);
 
 /* A uniformly random graph, for tests: n vertices, about m undirected edges,
- * weights in 1..maxw (1 when maxw <= 1). Deterministic in seed. */
+ * weights in 1..maxw (1 when maxw <= 1). Deterministic in seed. n = 0 is
+ * COOP_EARGS; n > COOP_GRAPH_RANDOM_MAX_VERTICES or m >
+ * COOP_GRAPH_RANDOM_MAX_EDGES COOP_ETOOBIG. */
 int coop_graph_random(struct coop_graph *g, uint32_t n, uint32_t m, uint32_t maxw, uint64_t seed);
 
 /* ---- readers (graph_read.c) ----
@@ -110,6 +112,8 @@ int coop_graph_circuit(struct coop_graph *g, uint32_t n, uint64_t seed);
 #define COOP_GRAPH_ROAD_DROP_PERCENT 25u
 #define COOP_GRAPH_CIRCUIT_MAX_VERTICES (1u << 28)
 #define COOP_GRAPH_CIRCUIT_CLUSTER 256u
+#define COOP_GRAPH_RANDOM_MAX_VERTICES (1u << 28)
+#define COOP_GRAPH_RANDOM_MAX_EDGES (1u << 29) /* drawn: at most 2^30 stored */
 
 /* The format COOP_GRAPH_AUTO picks: COOP_GRAPH_MTX when the data starts with
  * "%%MatrixMarket" (any case), COOP_GRAPH_DIMACS when its first non-blank

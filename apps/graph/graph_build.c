@@ -129,6 +129,8 @@ static uint64_t mix(uint64_t *s) {
 
 int coop_graph_random(struct coop_graph *g, uint32_t n, uint32_t m, uint32_t maxw, uint64_t seed) {
   if (n == 0) return COOP_EARGS;
+  /* unbounded, coopctl's --gen random:N:M asked for 48 GB at M = 2^32 - 1 */
+  if (n > COOP_GRAPH_RANDOM_MAX_VERTICES || m > COOP_GRAPH_RANDOM_MAX_EDGES) return COOP_ETOOBIG;
   uint32_t *s = malloc((m ? m : 1) * sizeof *s), *d = malloc((m ? m : 1) * sizeof *d),
            *w = malloc((m ? m : 1) * sizeof *w);
   int r = COOP_ENOMEM;

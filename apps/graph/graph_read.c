@@ -47,6 +47,21 @@ fail(struct ctx *c, int code, unsigned long line, const char *fmt, ...) {
   return code;
 }
 
+/* A refusal of the input as a whole (memory, the read): no line to name. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static int
+fail_input(struct ctx *c, int code, const char *fmt, ...) {
+  if (c->err && c->errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->err, c->errlen, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
 /* ---- lines and fields ---- */
 
 struct src {
@@ -544,6 +559,14 @@ static int read_edges(struct ctx *c, struct src *s, struct coop_graph *g) {
   uint64_t maxv = 0;
   while (next_line(s, &l)) {
     int ch = first_char(&l);
+    /* a Matrix Market file read as an edge list: its banner would be a
+     * comment here, and its size line an edge with a weight */
+    if (s->line == 1 && ch == '%' && fields(&l, t, 1) >= 1 &&
+        tok_is_nocase(&t[0], "%%MatrixMarket")) {
+      r = fail(c, COOP_EFORMAT, s->line,
+               "a Matrix Market banner: read this file as mtx (--graph-format mtx, or auto)");
+      goto out;
+    }
     if (ch == -1 || ch == '#' || ch == '%') continue;
     size_t k = fields(&l, t, 3);
     if (k < 2 || k > 3) {
@@ -647,9 +670,9 @@ int coop_graph_read_mem(const char *data, size_t len, enum coop_graph_format fmt
                         struct coop_graph *g, char *err, size_t errlen) {
   struct ctx c = {err, errlen};
   if (err && errlen) err[0] = '\0';
-  if (!g) return fail(&c, COOP_EINVAL, 0, "no graph to fill");
+  if (!g) return fail_input(&c, COOP_EINVAL, "no graph to fill");
   memset(g, 0, sizeof *g);
-  if (!data && len) return fail(&c, COOP_EINVAL, 0, "no data");
+  if (!data && len) return fail_input(&c, COOP_EINVAL, "no data");
   if (!data) data = "";
   if (fmt == COOP_GRAPH_AUTO) fmt = coop_graph_detect(data, len); /* skips the BOM itself */
   if (len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0) data += 3, len -= 3; /* UTF-8 BOM */
@@ -667,7 +690,7 @@ int coop_graph_read_mem(const char *data, size_t len, enum coop_graph_format fmt
     case COOP_GRAPH_AUTO:
       break;
   }
-  return fail(&c, COOP_EINVAL, 0, "unknown format %d", (int)fmt);
+  return fail_input(&c, COOP_EINVAL, "unknown format %d", (int)fmt);
 }
 
 int coop_graph_read_fd(int fd, enum coop_graph_format fmt, struct coop_graph *g, char *err,
@@ -681,17 +704,17 @@ int coop_graph_read_fd(int fd, enum coop_graph_format fmt, struct coop_graph *g,
       (uint64_t)st.st_size < SIZE_MAX / 2)
     cap = (size_t)st.st_size + 1; /* one more byte, to see the end in one read */
   char *buf = malloc(cap);
-  if (!buf) return fail(&c, COOP_ENOMEM, 0, "out of memory reading the input");
+  if (!buf) return fail_input(&c, COOP_ENOMEM, "out of memory reading the input");
   for (;;) {
     if (len == cap) {
       if (cap > SIZE_MAX / 2) {
         free(buf);
-        return fail(&c, COOP_ETOOBIG, 0, "input too large");
+        return fail_input(&c, COOP_ETOOBIG, "input too large");
       }
       char *b = realloc(buf, cap * 2);
       if (!b) {
         free(buf);
-        return fail(&c, COOP_ENOMEM, 0, "out of memory reading the input (%zu bytes)", len);
+        return fail_input(&c, COOP_ENOMEM, "out of memory reading the input (%zu bytes)", len);
       }
       buf = b;
       cap *= 2;
@@ -709,7 +732,8 @@ int coop_graph_read_fd(int fd, enum coop_graph_format fmt, struct coop_graph *g,
     }
     int e = errno;
     free(buf);
-    return fail(&c, COOP_EIO, 0, "read failed after %zu bytes: %s", len, strerror(e));
+    if (len == 0) return fail_input(&c, COOP_EIO, "cannot read it: %s", strerror(e));
+    return fail_input(&c, COOP_EIO, "read failed after %zu bytes: %s", len, strerror(e));
   }
   int r = coop_graph_read_mem(buf, len, fmt, g, err, errlen);
   free(buf);
@@ -720,7 +744,7 @@ int coop_graph_read_file(const char *path, enum coop_graph_format fmt, struct co
                          char *err, size_t errlen) {
   struct ctx c = {err, errlen};
   if (g) memset(g, 0, sizeof *g);
-  if (!path) return fail(&c, COOP_EINVAL, 0, "no path");
+  if (!path) return fail_input(&c, COOP_EINVAL, "no path");
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int e = errno;
