@@ -36,7 +36,7 @@ void sess_ring_open(struct session *s, uint32_t seq, const union coop_msg *m, in
   if (e) {
     s->out.len = 0;
     s->out.err = 0;
-    coop_sring_unmap(r);
+    coop_sring_release(r);
     return sess_error(s, seq, e, "cannot hand the ring over: %s", coop_strerror(e));
   }
   /* the descriptor went with the first byte; the rest of a partial send

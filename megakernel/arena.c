@@ -246,14 +246,41 @@ static long gap(const struct coop_rt *rt, int zone, size_t need, size_t page, si
   }
 }
 
-/* rt->lock held. Where block b goes, first fit: b->off and b->len set, its
- * index in the list returned, or -1 when no gap holds it. A block in host
- * memory starts on a page and ends on one, guards included. */
-static long place(const struct coop_rt *rt, int zone, size_t bytes, struct coop__arena_block *b) {
+/* rt->lock held. As gap, the last gap that holds `need` bytes, *start at
+ * its top (the block ends where the gap does, on a multiple of `page`). */
+static long gap_top(const struct coop_rt *rt, int zone, size_t need, size_t page, size_t *start) {
+  size_t lo = zone ? rt->arena_bytes : 0, hi = zone ? lo + rt->zone_bytes : rt->arena_bytes;
+  size_t i = 0, prev_end = lo, al = page > ALIGN ? page : ALIGN; /* as a first fit's start */
+  long found = -1;
+  while (i < rt->nblocks && rt->blocks[i].off < lo) i++;
+  for (;; i++) {
+    int last = i == rt->nblocks || rt->blocks[i].off >= hi;
+    size_t next = last ? hi : rt->blocks[i].off - GUARD;
+    size_t top = next >= need ? (next - need) / al * al : 0;
+    if (next >= need && top >= round_up(prev_end, page)) {
+      *start = top;
+      found = (long)i;
+    }
+    if (last) return found;
+    prev_end = rt->blocks[i].off + rt->blocks[i].len + GUARD;
+  }
+}
+
+#define AT_ZONE 1u /* in the device zone */
+#define AT_TOP 2u  /* last fit: see alloc_device */
+
+/* rt->lock held. Where block b goes, first fit (or, AT_TOP, last): b->off
+ * and b->len set, its index in the list returned, or -1 when no gap holds
+ * it. A block in host memory starts on a page and ends on one, guards
+ * included. */
+static long place(const struct coop_rt *rt, unsigned where, size_t bytes,
+                  struct coop__arena_block *b) {
   size_t len = round_up(bytes, ALIGN);
   size_t page = b->host ? COOP__ARENA_HOST_PAGE : 1;
   size_t need = round_up(len + 2 * GUARD, page), start; /* footprint: [guard][len][guard] */
-  long i = gap(rt, zone, need, page, &start);
+  int zone = (where & AT_ZONE) != 0;
+  long i =
+      where & AT_TOP ? gap_top(rt, zone, need, page, &start) : gap(rt, zone, need, page, &start);
   if (i >= 0) {
     b->off = start + GUARD;
     b->len = need - 2 * GUARD;
@@ -262,15 +289,16 @@ static long place(const struct coop_rt *rt, int zone, size_t bytes, struct coop_
 }
 
 /* *copied, where given: src's bytes are in the buffer already (fresh).
- * zone: in the device zone (never with host). */
-static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, int zone, const void *src,
+ * where: AT_ZONE, in the device zone (never with host); AT_TOP, last fit. */
+static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, unsigned where, const void *src,
                    int *copied) {
+  int zone = (where & AT_ZONE) != 0;
   if (!rt || !rt->arena || bytes == 0 || bytes > (zone ? rt->zone_bytes : rt->arena_bytes))
     return NULL;
   struct coop__arena_block b = {.req = bytes, .host = host};
   void *res = NULL;
   pthread_mutex_lock(&rt->lock);
-  long i = place(rt, zone, bytes, &b);
+  long i = place(rt, where, bytes, &b);
   uint8_t *foot = i >= 0 ? at(rt, b.off - GUARD) : NULL; /* its footprint, guards included */
   int placed = i >= 0 && b.host && rt->ops->place_host;
   if (placed && rt->ops->place_host(rt, foot, b.len + 2 * GUARD, 1)) i = -1, placed = 0;
@@ -292,10 +320,16 @@ static void *alloc(coop_rt *rt, size_t bytes, int zero, int host, int zone, cons
 
 void *coop_rt_alloc(coop_rt *rt, size_t bytes) { return alloc(rt, bytes, 1, 0, 0, NULL, NULL); }
 
-/* In the zone where there is one and it has room, else in the arena. */
+/* In the zone where there is one and it has room, else in the arena;
+ * last fit in either. Such a buffer outlives jobs (coopd's device
+ * buffers): first fit put one between jobs' copies, and a 4 KiB one that
+ * landed past a 469 KiB copy left no 600 KiB gap in a 1 MiB arena once
+ * that copy went, so a job moved out to make room failed to come back
+ * (docs/daemon.md, "Room in the arena"). At the top they stay apart from
+ * the copies that come and go at the bottom. */
 static void *alloc_device(coop_rt *rt, size_t bytes, int zero) {
-  void *p = rt && rt->zone ? alloc(rt, bytes, zero, 0, 1, NULL, NULL) : NULL;
-  return p ? p : alloc(rt, bytes, zero, 0, 0, NULL, NULL);
+  void *p = rt && rt->zone ? alloc(rt, bytes, zero, 0, AT_ZONE | AT_TOP, NULL, NULL) : NULL;
+  return p ? p : alloc(rt, bytes, zero, 0, AT_TOP, NULL, NULL);
 }
 
 void *coop_rt_alloc_device(coop_rt *rt, size_t bytes) { return alloc_device(rt, bytes, 1); }

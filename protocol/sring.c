@@ -70,6 +70,12 @@ void coop_sring_unmap(struct coop_sring *r) {
   if (r) munmap(r, sizeof *r);
 }
 
+void coop_sring_release(struct coop_sring *r) {
+  if (!r) return;
+  (void)madvise(r, sizeof *r, MADV_REMOVE); /* the memfd is not write-sealed: a hole punch */
+  munmap(r, sizeof *r);
+}
+
 int coop_sring_put(struct coop_sring_end *w, const void *frame, uint32_t len,
                    uint32_t sock_before) {
   if (len < COOP_WIRE_HDR || len > COOP_SRING_FRAME_MAX) return 0; /* no frame, or the socket's */

@@ -80,6 +80,13 @@ int coop_sring_create(struct coop_sring **r);
  * magic. Returns the mapping, or NULL. */
 struct coop_sring *coop_sring_map(int fd);
 void coop_sring_unmap(struct coop_sring *r);
+/* coopd, done with a ring: its pages freed (MADV_REMOVE), then unmapped.
+ * coopd wrote them (the magic, the flags, its replies), so they were
+ * charged to it, and the client's copy of the memfd kept them for as long
+ * as it liked after the connection: 8 KiB a ring, 88 KiB with replies,
+ * for every connection a user ever opened. The client's memfd keeps its
+ * size and no page. */
+void coop_sring_release(struct coop_sring *r);
 
 /* The writer: appends a record of the frame's len bytes. 1 when written,
  * 0 when it does not fit now (or is shorter than a frame header or longer
