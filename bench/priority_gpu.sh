@@ -106,7 +106,9 @@ quant() { sort -g | awk -v f="$1" '{ v[NR] = $1 } END { i = int(f * NR + 0.999);
 # others found it between two jobs, every worker free)
 for sel in "5 any" "5 1" "0 any"; do
   set -- $sel
-  col() { awk -F, -v p="$1" -v s="$2" -v c="$3" 'NR > 1 && $1 == p && (s == "any" || $4 == s) && $2 != "null" && $2 != "" { print $c }' "$tmp/tasks.csv"; }
+  # tasks.csv has no header (it is echoed before the pipe into tee): every
+  # line is a task (NR > 1 dropped the first priority-5 task of every run)
+  col() { awk -F, -v p="$1" -v s="$2" -v c="$3" '$1 == p && (s == "any" || $4 == s) && $2 != "null" && $2 != "" { print $c }' "$tmp/tasks.csv"; }
   n=$(col "$1" "$2" 2 | wc -l)
   [ "$n" -gt 0 ] || continue
   what="priority $1"
@@ -117,6 +119,10 @@ done
 grep -c "suspending it" "$tmp/coopd.log" | sed 's/^/suspensions: /'
 kill "$apps" 2>/dev/null || true
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
-echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown); workers: $workers; barrier: $barrier"
+# the commit the binaries were built from (bench/CMakeLists.txt stamps it):
+# the tree's HEAD may be another
+commit=$(sed -n 's/^#define COOP_BENCH_COMMIT "\(.*\)"$/\1/p' "$bdir/bench/bench_commit.h" 2>/dev/null)
+[ -n "$commit" ] || commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+echo "commit: $commit (the build's); workers: $workers; barrier: $barrier"
 echo "bfs's step alone (execution / resizing barriers): $step us"
 grep -m1 -o "megakernel width: .*" "$tmp/coopd.log" || true

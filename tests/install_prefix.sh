@@ -108,6 +108,17 @@ a = np.zeros(256, np.uint32)
 coop.connect().run("sweep", a, np.uint32(256), np.uint32(2), cooperative=True)
 assert (a == 2).all(), a
 ' "$p/" >"$tmp/python.out" 2>&1 || { cat "$tmp/python.out" >&2; fail "the installed Python package failed"; }
+    # A copy of the package outside an install layout (a checkout) looks in
+    # no folder above it: it looked six up, so that a checkout under /tmp
+    # loaded /tmp/lib/libcoop.so.0, anyone's, as it was imported. Here that
+    # folder holds an empty file, which would fail the import if loaded;
+    # the linker's search finds the prefix's library instead.
+    mkdir -p "$tmp/up/lib" "$tmp/up/a/b" && : >"$tmp/up/lib/libcoop.so.0" &&
+      cp -r "$p/$pydir/coop" "$tmp/up/a/b/" || fail "cannot lay out the copy"
+    # shellcheck disable=SC2086 # as above
+    env -u COOP_LIBRARY ${COOP_TEST_PY_ENV:-} LD_LIBRARY_PATH="$p/lib" PYTHONPATH="$tmp/up/a/b" \
+      "$python" -c 'import coop, sys; print(coop.__file__)' >"$tmp/up.out" 2>&1 ||
+      { cat "$tmp/up.out" >&2; fail "a copy of the package loaded a library from a folder above it"; }
   else
     echo "install_prefix: $python cannot import numpy: the Python package not run"
   fi

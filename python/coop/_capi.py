@@ -117,23 +117,50 @@ EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 _P = ctypes.c_void_p
 
 
+def _prefix():
+    """The prefix this package was installed under: the folder above
+    lib[64]/[<multiarch>/]python3*/(dist|site)-packages/coop, else None (a
+    source tree, a copy elsewhere: COOP_LIBRARY names the library)."""
+    parts = os.path.dirname(os.path.abspath(__file__)).split(os.sep)
+    if (len(parts) < 5 or parts[-1] != "coop"
+            or parts[-2] not in ("dist-packages", "site-packages")
+            or not parts[-3].startswith("python3")):
+        return None
+    rest = parts[:-3]
+    if rest[-1] not in ("lib", "lib64"):
+        rest = rest[:-1]  # lib/<multiarch>/python3...
+    if len(rest) < 2 or rest[-1] not in ("lib", "lib64"):
+        return None
+    return os.sep.join(rest[:-1]) or os.sep
+
+
+def _trusted(path):
+    """path and its folder are root's or this user's, and writable by
+    nobody else: a library there runs as the caller the moment it loads."""
+    for p in (path, os.path.dirname(path)):
+        try:
+            st = os.stat(p)
+        except OSError:
+            return False
+        if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
+            return False
+    return True
+
+
 def _find_library():
     """COOP_LIBRARY, else the libcoop.so.0 of the prefix this package was
-    installed under, else the dynamic linker's search."""
+    installed under, else the dynamic linker's search. Only the prefix:
+    the folders above it were looked in too, six of them, so that a
+    checkout under /tmp loaded /tmp/lib/libcoop.so.0, anyone's, at import."""
     env = os.environ.get("COOP_LIBRARY")
     if env:
         return env
-    # PREFIX/lib/python3/dist-packages/coop or PREFIX/lib/<multiarch>/python3/...
-    here = os.path.dirname(os.path.abspath(__file__))
-    d = here
-    for _ in range(6):
-        d = os.path.dirname(d)
-        for sub in ("", "lib", "lib64"):
-            p = os.path.join(d, sub, "libcoop.so.0")
-            if os.path.exists(p):
+    prefix = _prefix()
+    if prefix:
+        cands = [os.path.join(prefix, sub, "libcoop.so.0") for sub in ("lib", "lib64")]
+        for p in cands + _glob_multiarch(prefix):
+            if os.path.exists(p) and _trusted(p):
                 return p
-        for p in _glob_multiarch(d):
-            return p
     return ctypes.util.find_library("coop") or "libcoop.so.0"
 
 
@@ -143,7 +170,7 @@ def _glob_multiarch(d):
         names = os.listdir(libdir)
     except OSError:
         return []
-    return [os.path.join(libdir, n, "libcoop.so.0") for n in names
+    return [os.path.join(libdir, n, "libcoop.so.0") for n in sorted(names)
             if os.path.exists(os.path.join(libdir, n, "libcoop.so.0"))]
 
 
