@@ -18,10 +18,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "app.h"
 #include "common.h"
 #include "sched_prof.h"
+
+#ifdef COOP_BENCH_COMMIT_H
+#include "bench_commit.h" /* written at build time by bench/CMakeLists.txt */
+#endif
+#ifndef COOP_BENCH_COMMIT
+#define COOP_BENCH_COMMIT "unknown"
+#endif
 
 extern const char coop_bench_src_micro_nop_cl[]; /* bench_kernels.c (bench/CMakeLists.txt) */
 
@@ -248,6 +256,14 @@ int main(int argc, char **argv) {
   }
   sched_prof_print_since(rt, "  passes, the runs with suspensions", snap);
   char s1[96], s2[96], s3[96], s4[96], s5[96], s6[96], s7[96];
+  struct machine mc;
+  machine_of(&mc);
+  const char *pocl = getenv("POCL_MAX_PTHREAD_COUNT");
+  printf(
+      "machine: %s, %s, %s, %ld cores online; %u compute units%s%s; commit %s (at build "
+      "time)\n",
+      mc.host, mc.arch, mc.cpu, sysconf(_SC_NPROCESSORS_ONLN), coop_rt_compute_units(rt),
+      pocl ? ", POCL_MAX_PTHREAD_COUNT=" : "", pocl ? pocl : "", COOP_BENCH_COMMIT);
   printf("coop-bench-suspend: %s on %s, %s, %u workers, %s resizing barrier, every ~%u us\n",
          a->name, in.label, coop_rt_device_name(rt), w, query ? "query" : "plain", every);
   printf("  step (uninterrupted run: execution / resizing barriers): %.1f us\n", step_us);
@@ -354,5 +370,13 @@ int main(int argc, char **argv) {
   free(gather);
   free(joined);
   free(reqg);
-  return coop_rt_close(rt) ? 1 : 0;
+  int rc = coop_rt_close(rt) ? 1 : 0;
+  if (!total) { /* one worker (PoCL with 2 compute units): nothing to suspend it from */
+    fprintf(stderr,
+            "coop-bench-suspend: no suspension was measured (%u workers): nothing above "
+            "is a figure\n",
+            w);
+    rc = 1;
+  }
+  return rc;
 }
