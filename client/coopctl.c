@@ -309,16 +309,25 @@ static int save_renamed(const char *path, const struct stat *old, int (*fill)(FI
 
 /* A link to a regular file: the file it names, saved as any regular file
  * (through a temporary file beside it, the link kept). Written through the
- * link in place, a failed write cut the file. */
+ * link in place, a failed write cut the file. The link is followed by
+ * opening it for writing, as a write through it would: the kernel's
+ * fs.protected_symlinks then refuses one another user left in a sticky
+ * directory, which realpath, a mere readlink, followed (a root coopctl's
+ * `--out /tmp/NAME` replaced whatever file nobody's link there named).
+ * 1: not a regular file behind it (the caller writes in place). */
 static int save_linked(const char *path, int (*fill)(FILE *f, void *arg), void *arg) {
-  char *real = realpath(path, NULL);
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* no O_TRUNC: nothing written yet */
+  if (fd < 0) return errno == ENOENT ? 1 : -1;            /* dangling: in place, as before */
   struct stat st;
-  int r = 1;
-  if (real && stat(real, &st) == 0 && S_ISREG(st.st_mode)) r = ctl_save(real, fill, arg);
+  char proc[64], real[4096];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+  ssize_t n =
+      fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? readlink(proc, real, sizeof real - 1) : 0;
   int e = errno;
-  free(real);
-  errno = e;
-  return r;
+  close(fd);
+  if (n <= 0 || (size_t)n >= sizeof real - 1) return n < 0 ? (errno = e, -1) : 1;
+  real[n] = '\0';
+  return ctl_save(real, fill, arg);
 }
 
 int ctl_save(const char *path, int (*fill)(FILE *f, void *arg), void *arg) {

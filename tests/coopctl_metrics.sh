@@ -37,6 +37,25 @@ grep -q '^coop_deadline_instances_total{device="0"} 10$' "$dir/m1.prom" ||
   fail "not 10 deadline instances"
 grep -q '^coop_jobs_finished_total{state="done"} 1$' "$dir/m1.prom" || fail "not 1 job done"
 ls -a "$dir" | grep -q '^\.m1\.prom\.' && fail "--out left its temporary file"
+# --out through a link another user left in a sticky directory, naming a
+# file of this user's: refused as a write through it would be
+# (fs.protected_symlinks, set to 1 for the check and set back); coopctl
+# followed it by realpath, a readlink, and replaced the file it named.
+ps=/proc/sys/fs/protected_symlinks
+if [ "$(id -u)" -eq 0 ] && command -v runuser >/dev/null && [ -w "$ps" ]; then
+  chmod 755 "$dir"
+  mkdir -m 1777 "$dir/sticky"
+  echo precious >"$dir/precious"
+  runuser -u nobody -- ln -s "$dir/precious" "$dir/sticky/out"
+  was=$(cat "$ps")
+  echo 1 >"$ps"
+  "$coopctl" --socket "$sock" metrics --out "$dir/sticky/out" 2>"$dir/err"
+  st=$?
+  echo "$was" >"$ps"
+  [ $st -ne 0 ] && [ "$(cat "$dir/precious")" = precious ] ||
+    fail "--out followed another user's link in a sticky directory: $st, $(head -c 80 "$dir/precious")"
+  grep -q "Permission denied" "$dir/err" || fail "--out through that link: $(cat "$dir/err")"
+fi
 # --out to a FIFO writes into it: it stays a FIFO (it was renamed over,
 # leaving a regular file and the reader waiting)
 mkfifo "$dir/fifo"
