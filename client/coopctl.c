@@ -316,9 +316,13 @@ static int save_renamed(const char *path, const struct stat *old, int (*fill)(FI
  * `--out /tmp/NAME` replaced whatever file nobody's link there named).
  * 1: not a regular file behind it (the caller writes in place). */
 static int save_linked(const char *path, int (*fill)(FILE *f, void *arg), void *arg) {
-  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* no O_TRUNC: nothing written yet */
-  if (fd < 0) return errno == ENOENT ? 1 : -1;            /* dangling: in place, as before */
   struct stat st;
+  /* a FIFO (whose open without a reader fails ENXIO), a device, a
+   * dangling link: written in place by the caller, the kernel's checks
+   * at that open */
+  if (stat(path, &st) || !S_ISREG(st.st_mode)) return 1;
+  int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC); /* no O_TRUNC: nothing written yet */
+  if (fd < 0) return -1;
   char proc[64], real[4096];
   snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
   ssize_t n =

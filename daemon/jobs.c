@@ -261,7 +261,7 @@ uint8_t job_state_shown(const struct job *j) {
 
 static struct job *find_job(struct daemon *dm, uint64_t id) {
   for (struct job *j = dm->jobs; j; j = j->next)
-    if (j->id == id) return j;
+    if (j->id == id) return j->doomed ? NULL : j;
   return NULL;
 }
 
@@ -332,8 +332,16 @@ void job_release(struct daemon *dm, struct job *j) {
 }
 
 void job_drop(struct daemon *dm, struct job *j) {
+  if (j->pins) { /* a WAIT's deferred RESULT still reads it: at its last unpin */
+    j->doomed = 1;
+    return;
+  }
   unlink_job(dm, j);
   job_release(dm, j);
+}
+
+void job_unpin(struct daemon *dm, struct job *j) {
+  if (--j->pins == 0 && j->doomed) job_drop(dm, j);
 }
 
 /* The user keeps at most max_detached_kept_per_uid; and while all users'

@@ -169,6 +169,11 @@ struct job {
   struct job *dev_next;
   struct run *dev_run; /* device thread: its suspended run, while it waits to resume */
   int finished;        /* handed back */
+  /* RESULTs of its WAITs not yet built (sess_jobs.c, defer_result): while
+   * any, job_drop only dooms it, and the last job_unpin drops it; a
+   * doomed job is found by no lookup. Loop thread only. */
+  unsigned pins;
+  int doomed;
 
   /* COOP_TRACE_FILE only (trace.h): each field written by one thread,
    * trace.h says which; the device's before the hand-back */
@@ -261,6 +266,8 @@ void jobs_link(struct daemon *dm, struct job *j);
 /* Takes a finished job out of the table and frees it, off its user's
  * counts. */
 void job_drop(struct daemon *dm, struct job *j);
+/* One of j's deferred RESULTs built: a doomed j goes with its last. */
+void job_unpin(struct daemon *dm, struct job *j);
 /* Frees a finished job already out of the table, off its user's counts. */
 void job_release(struct daemon *dm, struct job *j);
 /* n of u's jobs have just become kept (finished, DETACHED, their client

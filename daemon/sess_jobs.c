@@ -511,9 +511,13 @@ void sess_wait(struct session *s, uint32_t seq, const union coop_msg *msg, int *
  * connections that read nothing was 1 GiB built in one turn of the loop,
  * every other user's requests waiting seconds for it. The waiter counts
  * toward SESS_MAX_WAITERS until its RESULT is built; its timer stops (its
- * job has ended). */
-static void defer_result(struct session *s, struct waiter *w) {
+ * job has ended). The job is pinned meanwhile: a WAIT sent before its job
+ * ended is answered with its RESULT, however many jobs end after it
+ * (max_finished_per_client trimmed it, and the WAIT got ENOJOB). */
+static void defer_result(struct session *s, struct waiter *w, struct job *j) {
   if (w->timed) uv_timer_stop(&w->timer);
+  w->j = j;
+  j->pins++;
   w->next = NULL;
   w->pprev = NULL;
   if (s->ready_last)
@@ -525,23 +529,17 @@ static void defer_result(struct session *s, struct waiter *w) {
 }
 
 void sess_results_ready(struct session *s) {
+  struct daemon *dm = s->dm;
   while (s->ready && !s->closing && !sess_behind(s)) {
     struct waiter *w = s->ready;
     s->ready = w->next;
     if (!s->ready) s->ready_last = NULL;
     s->nwaiters--;
-    uint64_t id = w->job;
+    struct job *j = w->j;
     uint32_t seq = w->seq;
     sess_waiter_free(w);
-    struct job_err e;
-    struct job *j = job_lookup(s->dm, s->uid, id, &e);
-    if (j && j->finished)
-      sess_send_result(s, seq, j); /* may close s: the loop's test */
-    else
-      sess_error(s, seq, COOP_ENOJOB,
-                 "job %llu ended, but its result was dropped before this connection read the "
-                 "replies ahead of it (max_finished_per_client, or its connection closed)",
-                 (unsigned long long)id);
+    sess_send_result(s, seq, j); /* may close s (the loop's test), never free j */
+    job_unpin(dm, j);
   }
 }
 
@@ -796,7 +794,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
     for (struct waiter *w = mine, *n; w; w = n) {
       n = w->next;
       if (s->closing != 3 && (s->ready || sess_behind(s))) {
-        defer_result(s, w);
+        defer_result(s, w, j);
         continue;
       }
       if (s->closing != 3) sess_send_result(s, w->seq, j);

@@ -600,6 +600,7 @@ void sess_close(struct session *s) {
   while (s->ready) {
     struct waiter *w = s->ready;
     s->ready = w->next;
+    job_unpin(dm, w->j);
     sess_waiter_free(w);
   }
   s->ready_last = NULL;

@@ -29,6 +29,7 @@ struct waiter {
   uv_timer_t timer; /* unused when waiting forever */
   struct session *s;
   uint64_t job;
+  struct job *j; /* in the session's ready list: the job, pinned (job_unpin) */
   uint32_t seq;
   int timed;
   struct waiter *next, **pprev; /* in the session's list: O(1) removal */

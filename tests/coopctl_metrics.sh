@@ -69,6 +69,17 @@ else
   fail "metrics --out replaced the FIFO"
   kill "$reader"
 fi
+# the same through a link, its reader opening it a little later: written
+# into it once it does (followed by an open for writing without waiting,
+# the link failed ENXIO: no reader yet)
+ln -s fifo "$dir/fifolink"
+(sleep 0.5 && cat "$dir/fifo" >"$dir/fifo.out") &
+reader=$!
+"$coopctl" --socket "$sock" metrics --out "$dir/fifolink" 2>"$dir/err" ||
+  fail "metrics --out a link to a FIFO: $(cat "$dir/err")"
+wait "$reader"
+[ -p "$dir/fifo" ] && grep -q '^coop_info{' "$dir/fifo.out" ||
+  fail "metrics --out a link to a FIFO: not written into it"
 
 # A periodic job's instances count as each one ends, not all at the job's
 # end (docs/faults.md): 150 instances at 20 ms (3 s), detached; metrics and

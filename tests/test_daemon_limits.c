@@ -191,6 +191,49 @@ START_TEST(unread_replies_stay_bounded) {
 }
 END_TEST
 
+/* WAITs sent before their job ended are answered with its RESULT however
+ * many of the connection's jobs end after it: with its RESULTs built as
+ * the client reads (the client behind), max_finished_per_client (1 here)
+ * trimmed the job as it ended, a newer render finished before it, and
+ * the WAITs not yet answered got ENOJOB (5 of 10). The job is pinned
+ * until the last is built, then goes. */
+START_TEST(deferred_results_outlive_the_trim) {
+  const char *sets[] = {"limits.max_finished_per_client=1", NULL};
+  struct daemon_proc d = {.log = NULL};
+  daemon_start_listening(&d, sets);
+  struct conn c, other;
+  open_hello(&other, &d);
+  open_hello(&c, &d);
+  static uint32_t words[65536]; /* its RESULT carries 256 KiB */
+  uint64_t slow = sweep_submit(&c, words, 65536, 0xffffffffu, 1, -1);
+  ck_assert_uint_ne(slow, 0);
+  render_check(&c, 1, 0, 0); /* a newer job of c's, finished */
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.job.job = slow;
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  for (int i = 0; i < 10; i++) send_msg(&c, COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_STATS, &m, NULL, 0)),
+                    COOP_MSG_STATS_REPLY); /* the WAITs are in before the CANCEL */
+  ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+  msleep(500); /* it ends, and is trimmed, while c reads nothing */
+  conn_timeout(&c, 30);
+  for (int i = 0; i < 10; i++) {
+    ck_assert_int_eq(read_frame(&c), 1);
+    ck_assert_msg(c.h.type == COOP_MSG_RESULT, "WAIT %d of 10: %s", i + 1,
+                  c.h.type == COOP_MSG_ERROR ? c.m.error.message : "not a RESULT");
+    ck_assert_uint_eq(c.m.result.job, slow);
+    ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof words);
+  }
+  /* then it is gone, as trimmed */
+  ck_assert_uint_eq(wait_job(&c, slow, 0), COOP_MSG_ERROR);
+  ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+  conn_close(&c);
+  conn_close(&other);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Connections per uid: one uid opened 64 idle sockets and nobody (root
  * included) could connect. Now a user has at most max_clients_per_uid (16)
  * connections, root too, with an ERROR ELIMIT naming the key for the next;
@@ -1034,6 +1077,7 @@ void daemon_limits_cases(Suite *s) {
   TCase *t = tcase_create("limits");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, unread_replies_stay_bounded);
+  tcase_add_test(t, deferred_results_outlive_the_trim);
   tcase_add_test(t, connections_per_uid_and_hello_deadline);
   tcase_add_test(t, crowded_out_users_still_get_in);
   tcase_add_test(t, a_users_subordinate_ids_are_one_user);
