@@ -907,6 +907,16 @@ START_TEST(a_job_too_large_for_its_share_holds_no_one_back) {
 }
 END_TEST
 
+/* m: a render of n x n on one workgroup whose reps make it last about ns
+ * on this machine (one rep timed first, on c). */
+static void render_lasting(struct conn *c, union coop_msg *m, uint32_t n, double ns) {
+  render_ones(m, n);
+  uint64_t probe = submit(c, m, NULL, 0);
+  ck_assert_uint_eq(wait_job(c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  double rep = (double)c->m.result.t.exec_ns;
+  m->submit.args[4].bits = (uint32_t)(ns / (rep > 1e5 ? rep : 1e5)) + 1;
+}
+
 /* Hardening, the arena: root's cooperative sweep of about 4 s holds 600
  * KiB of a 1 MiB arena, past [limits] max_buffer_percent_per_uid (50%);
  * nobody's render of 469 KiB (about 1.5 s) waited for the sweep's end.
@@ -931,11 +941,7 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
   uint32_t rounds;
   int fd = sweep_memfd(&c, WORDS, 4000, &rounds);
   union coop_msg m;
-  render_ones(&m, N); /* a rep's time, for a render of about 1.5 s */
-  uint64_t probe = submit(&c, &m, NULL, 0);
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double rep = (double)c.m.result.t.exec_ns;
-  m.submit.args[4].bits = (uint32_t)(1.5e9 / (rep > 1e5 ? rep : 1e5)) + 1;
+  render_lasting(&c, &m, N, 1.5e9);
 
   uint64_t sweep = sweep_submit(&c, NULL, WORDS, rounds, 1, fd);
   ck_assert_uint_ne(sweep, 0);
@@ -982,42 +988,26 @@ START_TEST(a_users_cooperative_job_gives_its_room_back) {
 }
 END_TEST
 
-/* nobody's render (m) as the child of nobody_submit, and while it runs a
- * device buffer of kib KiB, which it keeps: the render's id, once it has
- * ended DONE. */
-static pid_t nobody_render_and_buffer(struct daemon_proc *d, const union coop_msg *m, uint32_t kib,
-                                      uint64_t *job) {
-  int pfd[2];
-  ck_assert_int_eq(pipe(pfd), 0);
-  pid_t kid = fork();
-  if (kid == 0) {
-    if (setgid(65534) || setuid(65534)) _exit(3);
-    struct conn o;
-    open_hello(&o, d);
-    uint64_t theirs = submit(&o, m, NULL, 0);
-    while (job_state(&o, theirs) == COOP_JOB_QUEUED) msleep(10);
-    union coop_msg b;
-    memset(&b, 0, sizeof b);
-    b.buf_create.size = (uint64_t)kib << 10;
-    b.buf_create.fd = COOP_WIRE_FD_NONE;
-    if (reply(&o, send_msg(&o, COOP_MSG_BUF_CREATE, &b, NULL, 0)) != COOP_MSG_BUFFER) _exit(5);
-    if (wait_job(&o, theirs, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
-        o.m.result.state != COOP_JOB_DONE)
-      _exit(6);
-    if (write(pfd[1], &theirs, sizeof theirs) != sizeof theirs) _exit(4);
-    pause();
-    _exit(0);
-  }
-  *job = 0;
-  close(pfd[1]);
-  ck_assert_int_eq(read(pfd[0], job, sizeof *job), (ssize_t)sizeof *job);
-  close(pfd[0]);
-  ck_assert_uint_ne(*job, 0);
-  return kid;
+/* as_user's body: the render arg, and while it runs a device buffer of 4
+ * KiB kept past the connection (KEEP); out: the render's id once it ended
+ * DONE, else 0. */
+static void render_beside_a_kept_buffer(struct conn *o, const void *arg, void *out) {
+  uint64_t theirs = submit(o, arg, NULL, 0), done = 0;
+  while (job_state(o, theirs) == COOP_JOB_QUEUED) msleep(10);
+  union coop_msg b;
+  memset(&b, 0, sizeof b);
+  b.buf_create.flags = COOP_BUFFER_KEEP;
+  b.buf_create.size = 4u << 10;
+  b.buf_create.fd = COOP_WIRE_FD_NONE;
+  if (reply(o, send_msg(o, COOP_MSG_BUF_CREATE, &b, NULL, 0)) == COOP_MSG_BUFFER &&
+      wait_job(o, theirs, COOP_WAIT_FOREVER) == COOP_MSG_RESULT &&
+      o->m.result.state == COOP_JOB_DONE)
+    done = theirs;
+  memcpy(out, &done, sizeof done);
 }
 
 /* Hardening, the arena: as above, and while nobody's render runs nobody
- * makes a device buffer of 4 KiB. It went first fit, past the render's
+ * makes a device buffer of 4 KiB (kept past its connection). It went first fit, past the render's
  * copy, and left no 600 KiB gap in the arena once the render ended: root's
  * sweep, moved out to make room, failed ENOMEM "could not resume it" with
  * every round it had run lost. A device buffer goes last fit now, at the
@@ -1037,16 +1027,13 @@ START_TEST(another_users_small_buffer_leaves_a_moved_job_its_way_back) {
   uint32_t rounds;
   int fd = sweep_memfd(&c, WORDS, 3000, &rounds);
   union coop_msg m;
-  render_ones(&m, N); /* a rep's time, for a render of about 1 s */
-  uint64_t probe = submit(&c, &m, NULL, 0);
-  ck_assert_uint_eq(wait_job(&c, probe, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double rep = (double)c.m.result.t.exec_ns;
-  m.submit.args[4].bits = (uint32_t)(1e9 / (rep > 1e5 ? rep : 1e5)) + 1;
+  render_lasting(&c, &m, N, 1e9);
   uint64_t sweep = sweep_submit(&c, NULL, WORDS, rounds, 1, fd);
   ck_assert_uint_ne(sweep, 0);
   wait_running(&c, sweep);
-  uint64_t theirs;
-  pid_t kid = nobody_render_and_buffer(&d, &m, 4, &theirs); /* returns once the render is DONE */
+  uint64_t theirs = 0; /* returns once the render is DONE, the buffer kept */
+  ck_assert_int_eq(as_user(&d, 65534, render_beside_a_kept_buffer, &m, &theirs, sizeof theirs), 0);
+  ck_assert_uint_ne(theirs, 0);
   ck_assert_uint_eq(wait_job(&c, sweep, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   const struct coop_msg_result *r = &c.m.result;
   if (r->state != COOP_JOB_DONE) log_print(logp);
@@ -1054,7 +1041,6 @@ START_TEST(another_users_small_buffer_leaves_a_moved_job_its_way_back) {
                 r->message);
   ck_assert_int_eq(log_count(logp, "moved out of the device arena to make room"), 1);
   sweep_memfd_check(fd, WORDS, rounds);
-  stop_nobody(kid);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(logp);
