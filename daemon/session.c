@@ -24,9 +24,8 @@
  *                read until they drain; past SESS_MAX_OUT the connection
  *                is dropped (events that come unasked); past
  *                SESS_RESULT_BEHIND the RESULTs of WAITs whose job ends
- *                are built only as the client reads (one job's RESULT
- *                for each of 4096 WAITs on each of 16 connections took
- *                coopd to 1 GiB in one turn, stalling every user);
+ *                are built only as the client reads (sess_jobs.c,
+ *                defer_result);
  *   jobs         max_jobs_per_client and max_jobs_per_uid live jobs
  *                (detached ones included: they outlive the connection);
  *   bytes        max_bytes_per_client in flight on a connection, and
