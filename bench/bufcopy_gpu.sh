@@ -25,7 +25,8 @@ done
 bdir=build-cuda repo=$PWD name=bufcopy_gpu kernels=$PWD/kernels
 . "$(dirname "$0")/gpu_daemon.sh"
 new=$coopd csv=$out/bufcopy.csv
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); old: ${old:-none}; bytes: $bytes"
+. bench/build_commit.sh
+echo "commit: $(build_commit "$bdir" "$repo"); old: ${old:-none}; bytes: $bytes"
 rm -f "$csv"
 for r in $(seq 1 "$rounds"); do
   for v in ${old:+old} new; do

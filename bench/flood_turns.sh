@@ -36,6 +36,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "flood_turns.sh: run as root (the victim runs as --user)" >&2; exit 2; }
 coopd=$bdir/bin/coopd coopctl=$bdir/bin/coopctl
 [ -x "$coopd" ] && [ -x "$coopctl" ] || { echo "flood_turns.sh: no $coopd or $coopctl" >&2; exit 2; }
+. "$repo/bench/build_commit.sh"
 export POCL_MAX_PTHREAD_COUNT=${POCL_MAX_PTHREAD_COUNT:-3}
 
 dir=$(mktemp -d /tmp/coop-flood-XXXXXX)
@@ -71,4 +72,4 @@ for r in $(seq "$rounds"); do
   done
 done
 echo "# machine: $(nproc) cores, $(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -1);" \
-  "POCL_MAX_PTHREAD_COUNT=$POCL_MAX_PTHREAD_COUNT; commit $(git -C "$repo" rev-parse --short HEAD)"
+  "POCL_MAX_PTHREAD_COUNT=$POCL_MAX_PTHREAD_COUNT; commit $(build_commit "$bdir" "$repo")"

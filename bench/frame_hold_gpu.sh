@@ -41,7 +41,8 @@ fi
 old=$(cd "$(dirname "$old")" && pwd)/$(basename "$old")
 . "$(dirname "$0")/gpu_prelude.sh" "${1:-}"
 b=build-cuda/bin
-echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown); old: $old ${old_sets[*]}; new: ${new_sets[*]}"
+. bench/build_commit.sh
+echo "commit: $(build_commit build-cuda .); old: $old ${old_sets[*]}; new: ${new_sets[*]}"
 for spec in $runs; do
   e=${spec%%:*} r=${spec#*:}
   for v in old new; do

@@ -35,7 +35,8 @@ tmp=$(mktemp -d /tmp/coop-frame-legs.XXXXXX)
 daemon=
 trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; rm -rf "$tmp"' EXIT
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
-echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+. "$repo/bench/build_commit.sh"
+echo "commit: $(build_commit "$bdir" "$repo")"
 for every in 16667 0; do
   sock=$tmp/s.sock trace=$tmp/trace-$every.csv
   rm -f "$sock"

@@ -65,7 +65,8 @@ running_job() {
 }
 # field NAME FILE: a string or number field of coopctl's JSON
 field() { sed -n "s/.*\"$1\":\"\\{0,1\\}\\([a-zA-Z0-9.]*\\).*/\\1/p" "$2" | head -1; }
+. "$repo/bench/build_commit.sh"
 machine_line() {
   echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
-  echo "commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "commit: $(build_commit "$bdir" "$repo")"
 }

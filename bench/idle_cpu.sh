@@ -244,5 +244,6 @@ echo "case,seconds,cpu_percent_of_one_core,parked"
 printf '%s\n' "${csv[@]}"
 echo "machine: nproc $(nproc), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \
   "POCL_MAX_PTHREAD_COUNT=${POCL_MAX_PTHREAD_COUNT:-unset}, loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "commit: $(git -c safe.directory="$repo" -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+. "$repo/bench/build_commit.sh"
+echo "commit: $(build_commit "$bdir" "$repo")"
 echo "$verdict"

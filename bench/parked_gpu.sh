@@ -111,4 +111,5 @@ for ((r = 1; r <= rounds; r++)); do
   stop_daemon
 done
 echo "# machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
-echo "# commit: $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+. "$repo/bench/build_commit.sh"
+echo "# commit: $(build_commit "$bdir" "$repo")"

@@ -121,8 +121,8 @@ kill "$apps" 2>/dev/null || true
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
 # the commit the binaries were built from (bench/CMakeLists.txt stamps it):
 # the tree's HEAD may be another
-commit=$(sed -n 's/^#define COOP_BENCH_COMMIT "\(.*\)"$/\1/p' "$bdir/bench/bench_commit.h" 2>/dev/null)
-[ -n "$commit" ] || commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+. "$repo/bench/build_commit.sh"
+commit=$(build_commit "$bdir" "$repo")
 echo "commit: $commit (the build's); workers: $workers; barrier: $barrier"
 echo "bfs's step alone (execution / resizing barriers): $step us"
 grep -m1 -o "megakernel width: .*" "$tmp/coopd.log" || true

@@ -36,8 +36,8 @@ daemon=
 trap '[ -n "$daemon" ] && kill "$daemon" 2>/dev/null; rm -rf "$tmp"' EXIT
 echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || echo none)"
 # the commit the new build was built from (bench/CMakeLists.txt stamps it)
-commit=$(sed -n 's/^#define COOP_BENCH_COMMIT "\(.*\)"$/\1/p' "$bdir/bench/bench_commit.h" 2>/dev/null)
-[ -n "$commit" ] || commit=$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)
+. "$repo/bench/build_commit.sh"
+commit=$(build_commit "$bdir" "$repo")
 echo "commit: $commit (the new build's); old: $old"
 # one SIDE (old|new|noring) K run: a coopd of its own, then the bench against it
 one() {

@@ -78,4 +78,4 @@ for r in $(seq "$rounds"); do
     stop_daemon
   done
 done
-echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); workers $workers; render reps $reps; commit $(git rev-parse --short HEAD 2>/dev/null)"
+echo "# $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1); workers $workers; render reps $reps; commit $(build_commit "$bdir" "$repo")"
