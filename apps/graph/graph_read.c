@@ -29,22 +29,29 @@ struct ctx {
   size_t errlen;
 };
 
+/* The message after PREFIX ("line N: ", "end of file: " or nothing),
+ * cut to the caller's buffer. */
+static int vfail(struct ctx *c, int code, const char *prefix, const char *fmt, va_list ap) {
+  if (c->err && c->errlen) {
+    int k = snprintf(c->err, c->errlen, "%s", prefix);
+    if (k >= 0 && (size_t)k < c->errlen) vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
+  }
+  return code;
+}
+
+/* A refusal at LINE (0: at the end of the input). */
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
 static int
 fail(struct ctx *c, int code, unsigned long line, const char *fmt, ...) {
-  if (c->err && c->errlen) {
-    int k = line ? snprintf(c->err, c->errlen, "line %lu: ", line)
-                 : snprintf(c->err, c->errlen, "end of file: ");
-    if (k >= 0 && (size_t)k < c->errlen) {
-      va_list ap;
-      va_start(ap, fmt);
-      vsnprintf(c->err + k, c->errlen - (size_t)k, fmt, ap);
-      va_end(ap);
-    }
-  }
-  return code;
+  char prefix[32] = "end of file: ";
+  if (line) snprintf(prefix, sizeof prefix, "line %lu: ", line);
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vfail(c, code, prefix, fmt, ap);
+  va_end(ap);
+  return r;
 }
 
 /* A refusal of the input as a whole (memory, the read): no line to name. */
@@ -53,13 +60,11 @@ __attribute__((format(printf, 3, 4)))
 #endif
 static int
 fail_input(struct ctx *c, int code, const char *fmt, ...) {
-  if (c->err && c->errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->err, c->errlen, fmt, ap);
-    va_end(ap);
-  }
-  return code;
+  va_list ap;
+  va_start(ap, fmt);
+  int r = vfail(c, code, "", fmt, ap);
+  va_end(ap);
+  return r;
 }
 
 /* ---- lines and fields ---- */
