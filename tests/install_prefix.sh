@@ -119,6 +119,15 @@ assert (a == 2).all(), a
     env -u COOP_LIBRARY ${COOP_TEST_PY_ENV:-} LD_LIBRARY_PATH="$p/lib" PYTHONPATH="$tmp/up/a/b" \
       "$python" -c 'import coop, sys; print(coop.__file__)' >"$tmp/up.out" 2>&1 ||
       { cat "$tmp/up.out" >&2; fail "a copy of the package loaded a library from a folder above it"; }
+    # The prefix's own library refused (its folder writable by its group)
+    # is said, naming why, not passed over in silence.
+    chmod g+w "$p/lib" || fail "cannot chmod $p/lib"
+    # shellcheck disable=SC2086 # as above
+    env -u COOP_LIBRARY ${COOP_TEST_PY_ENV:-} PYTHONPATH="$p/$pydir" \
+      "$python" -c 'import coop' >"$tmp/distrust.out" 2>&1 || : # the linker may find none
+    chmod g-w "$p/lib"
+    grep -q "not loading $p/lib/libcoop.so.0: $p/lib is writable by its group" "$tmp/distrust.out" ||
+      { cat "$tmp/distrust.out" >&2; fail "a refused library of the prefix was passed over in silence"; }
   else
     echo "install_prefix: $python cannot import numpy: the Python package not run"
   fi

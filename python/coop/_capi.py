@@ -7,6 +7,7 @@ tests/python/test_layout.py compares the two, so they cannot drift apart.
 import ctypes
 import ctypes.util
 import os
+import warnings
 
 # protocol/coop_limits.h (tests/python/layout.c prints them: LIMITS)
 NAME_MAX = 64
@@ -134,17 +135,20 @@ def _prefix():
     return os.sep.join(rest[:-1]) or os.sep
 
 
-def _trusted(path):
-    """path and its folder are root's or this user's, and writable by
-    nobody else: a library there runs as the caller the moment it loads."""
+def _distrust(path):
+    """Why a library at path may not be loaded, or None: it and its folder
+    must be root's or this user's and writable by nobody else, since a
+    library there runs as the caller the moment it loads."""
     for p in (path, os.path.dirname(path)):
         try:
             st = os.stat(p)
-        except OSError:
-            return False
-        if st.st_uid not in (0, os.geteuid()) or st.st_mode & 0o022:
-            return False
-    return True
+        except OSError as e:
+            return f"{p}: {e.strerror}"
+        if st.st_uid not in (0, os.geteuid()):
+            return f"{p} belongs to uid {st.st_uid}"
+        if st.st_mode & 0o022:
+            return f"{p} is writable by its group or others (mode {st.st_mode & 0o777:o})"
+    return None
 
 
 def _find_library():
@@ -159,8 +163,15 @@ def _find_library():
     if prefix:
         cands = [os.path.join(prefix, sub, "libcoop.so.0") for sub in ("lib", "lib64")]
         for p in cands + _glob_multiarch(prefix):
-            if os.path.exists(p) and _trusted(p):
+            if not os.path.exists(p):
+                continue
+            why = _distrust(p)
+            if why is None:
                 return p
+            # Said, not silent: the linker's search may then find another
+            # libcoop, or none, and the user would not know why.
+            warnings.warn(f"coop: not loading {p}: {why}; set COOP_LIBRARY to load it anyway",
+                          RuntimeWarning, stacklevel=3)
     return ctypes.util.find_library("coop") or "libcoop.so.0"
 
 
