@@ -48,15 +48,18 @@ static void usage(FILE *f) {
       "  --check-config    validate the settings and the kernels' directives, print them,\n"
       "                    compile the kernels on the configured devices, exit\n"
       "Signals: SIGTERM/SIGINT stop (jobs get [jobs] grace_ms to finish, then are\n"
-      "cancelled; every client is told). SIGHUP reloads the kernels: the new set is\n"
-      "built beside the running megakernel; if it builds, new jobs wait while running\n"
-      "ones get grace_ms to finish, then the new megakernel replaces the old one; if\n"
-      "it does not build, the old one keeps running and the compiler log is logged.\n"
+      "cancelled; every client is told). SIGHUP reads the settings that apply live and\n"
+      "reloads the kernels: the new set is built beside the running megakernel; if it\n"
+      "builds, new jobs wait, running cooperative jobs whose kernel stays are suspended\n"
+      "and carried across, the other running ones get grace_ms to finish, then the new\n"
+      "megakernel replaces the old one; if it does not build, the old one keeps running\n"
+      "and the compiler log is logged.\n"
       "Each device's megakernel runs in a child process (coopd --device-process, started\n"
       "by coopd itself); if one dies or a kernel hangs, only that device's jobs are lost.\n"
       "Exit status: 0 after a clean stop; 1 on a start-up error (a bad configuration\n"
-      "file or kernel, a device that does not start); 2 on bad usage (an unknown option,\n"
-      "a bad --set or --log-level value).\n");
+      "file or kernel, a device that does not start, a --set value that the checks across\n"
+      "keys refuse, e.g. device.local_size=3); 2 on bad usage (an unknown option, a --set\n"
+      "or --log-level value its key cannot take).\n");
 }
 
 static void print_line(const char *l) { printf("%s\n", l); }
