@@ -285,9 +285,12 @@ static void json_stats(const struct coop_stats *s, const struct coop_metrics *m)
     json_str(stdout, s->devs[i].backend);
     printf(",\"compute_units\":%u,\"workers\":%u,\"lost_workers\":%u,\"jobs\":%u",
            s->devs[i].compute_units, s->devs[i].workers, s->devs[i].lost_workers, s->devs[i].jobs);
-    printf(",\"state\":\"%s\",\"parks\":%u,\"unpark_ns\":%lld",
-           s->devs[i].parked ? "parked" : "running", s->devs[i].parks,
-           (long long)s->devs[i].unpark_ns);
+    printf(",\"state\":\"%s\",\"parks\":%u,\"unpark_ns\":",
+           s->devs[i].parked ? "parked" : "running", s->devs[i].parks);
+    if (s->devs[i].unpark_ns) /* 0: never relaunched (absent is null, docs/json.md) */
+      printf("%lld", (long long)s->devs[i].unpark_ns);
+    else
+      printf("null");
     json_dev_metrics(m, i);
     putchar('}');
   }
