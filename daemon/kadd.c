@@ -113,8 +113,26 @@ static unsigned owned_by(const struct kset *ks, uint32_t uid) {
   return n;
 }
 
-/* The source into ks, replacing the author's own kernel of its name. 0,
- * or -1 with the answer sent. */
+/* The kernel just appended to ks (its last) moved to where kstore_load
+ * puts it: the authors' kernels follow the shipped ones in name order. A
+ * set built with the new kernel last built at its ADD, then every later
+ * reload and every start read it back in name order, where a kernel that
+ * used what a kernel of a later name defines (a helper, a type) no longer
+ * built: every author's next request then failed on it, and coopd started
+ * without any author's kernels. */
+static unsigned place_by_name(struct kset *ks) {
+  unsigned last = ks->n - 1, at = last;
+  while (at > 0 && ks->k[at - 1].owner != KDEF_SHIPPED &&
+         strcmp(ks->k[at - 1].name, ks->k[last].name) > 0)
+    at--;
+  struct kdef k = ks->k[last];
+  memmove(&ks->k[at + 1], &ks->k[at], (last - at) * sizeof *ks->k);
+  ks->k[at] = k;
+  return at;
+}
+
+/* The source into ks, replacing the author's own kernel of its name, at
+ * its place by name. Its index, or -1 with the answer sent. */
 static int put_source(struct session *s, uint32_t seq, struct kset *ks, const char *file,
                       const char *src) {
   char err[1400];
@@ -130,8 +148,8 @@ static int put_source(struct session *s, uint32_t seq, struct kset *ks, const ch
     log_info("uid %u: kernel add %s refused: the name is taken", s->uid, dup->name);
     return -1;
   }
-  if (r) refuse_source(s, seq, err);
-  return r ? -1 : 0;
+  if (r) return refuse_source(s, seq, err), -1;
+  return (int)place_by_name(ks);
 }
 
 /* KERNEL_ADD: checked here (size, name, the rules shipped kernels pass),
@@ -160,8 +178,9 @@ void sess_kernel_add(struct session *s, uint32_t seq, const union coop_msg *msg,
   if (!ks) return req_free(q);
   q->len = a->source_len;
   snprintf(q->file, sizeof q->file, "%s", a->file);
-  if (put_source(s, seq, ks, a->file, q->source)) return set_free(ks), req_free(q);
-  const struct kdef *k = &ks->k[ks->n - 1];
+  int at = put_source(s, seq, ks, a->file, q->source);
+  if (at < 0) return set_free(ks), req_free(q);
+  const struct kdef *k = &ks->k[at];
   snprintf(q->name, sizeof q->name, "%s", k->name);
   if (owned_by(ks, s->uid) > c->max_kernels_per_author) {
     sess_error(s, seq, COOP_ELIMIT, "uid %u has %u kernels: [kernels] max_per_author allows %u",

@@ -550,6 +550,43 @@ START_TEST(an_authors_source_is_checked_in_one_pass) {
 }
 END_TEST
 
+/* An added kernel was built last in its set, but every later reload and
+ * every start read the store back in name order: kernel a, calling a
+ * helper of the author's kernel z added before it, built at its ADD, then
+ * the next request of any author failed on a.cl (zh undeclared) and
+ * coopd started without any author's kernels. Now an added kernel is built
+ * where the store puts it: a's ADD is the one that fails, and a reload
+ * after it builds. */
+START_TEST(an_authors_kernel_builds_where_the_store_puts_it) {
+  struct author_dirs ad;
+  author_dirs_make(&ad);
+  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", NULL};
+  struct daemon_proc d = {.log = ad.logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static const char z[] =
+      "//@coop name=z kind=noncooperative args=buf\n"
+      "coop_u32 zh(coop_u32 x) { return x; }\n"
+      "void z(struct coop_ctx *c) {}\n";
+  static const char a[] =
+      "//@coop name=a kind=noncooperative args=d:buf\n"
+      "void a(struct coop_ctx *c) {\n"
+      "  coop_buf_u32 d = coop_arg_buf_u32(c, 0);\n"
+      "  coop_at(d, 0) = zh(1u);\n"
+      "}\n";
+  ck_assert_uint_eq(add(&c, "z.cl", z, strlen(z)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  failed(&c, add(&c, "a.cl", a, strlen(a)), COOP_EBUILD, "a.cl:4:");
+  uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
+  ck_assert_uint_eq(t, COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  author_dirs_remove(&ad);
+}
+END_TEST
+
 /* An author's #define reached every line compiled after its kernel: the
  * glue of every cooperative kernel and the runtime's own device files. A
  * kernel that defined coop__after_step as 1 built, and then every user's
@@ -700,5 +737,6 @@ void daemon_authors_cases(Suite *s) {
   tcase_add_test(t, an_authors_source_is_checked_in_one_pass);
   tcase_add_test(t, an_authors_macros_end_with_its_kernel);
   tcase_add_test(t, an_authors_build_is_bounded);
+  tcase_add_test(t, an_authors_kernel_builds_where_the_store_puts_it);
   suite_add_tcase(s, t);
 }
