@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coop_util.h"
 #include "log.h"
 #include "session.h"
 
@@ -197,6 +198,11 @@ void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *m
                         unsigned nfds) {
   const char *name = msg->kernel_remove.name;
   if (may_change(s, seq, 1)) return;
+  /* a kernel's name is an identifier: other bytes (a newline) went into
+   * coopd's log as the author sent them, as lines coopd never wrote */
+  if (!coop__is_ident(name))
+    return sess_error(s, seq, COOP_EINVAL,
+                      "a kernel's name is a C identifier (coopctl kernels lists them)");
   struct kset *ks = load_set(s, seq);
   if (!ks) return;
   const struct kdef *k = kset_find(ks, name);

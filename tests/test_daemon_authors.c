@@ -297,6 +297,9 @@ START_TEST(kernel_authors) {
   memcpy(big, triple_src, strlen(triple_src));
   refused(&c, add(&c, "big.cl", big, 4097), COOP_ETOOBIG, "max_source_bytes allows 4096");
   refused(&c, remove_kernel(&c, "nosuch"), COOP_ENOKERNEL, "no kernel named nosuch");
+  /* not an identifier: its newline went into coopd's log as a line of its own */
+  refused(&c, remove_kernel(&c, "x\n2026-01-01 00:00:00.000 coopd error: forged"), COOP_EINVAL,
+          "a kernel's name is a C identifier");
   refused(&c, remove_kernel(&c, "sweep"), COOP_EPERM,
           "one of coopd's own kernels ([kernels] dirs): remove its file from those directories");
 
