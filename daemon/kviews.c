@@ -333,24 +333,55 @@ int kviews_check(const char *src, unsigned *line, char *why, size_t whylen) {
   return r ? -1 : 0;
 }
 
+/* The guard of a name the kernel defines first on line at: an #error
+ * where the name is defined before the kernel. Only the compiler knows
+ * every name it defines (FLT_MAX, M_PI_F, INFINITY beside the prefixes
+ * reserved_name refuses): a define of one only warned, and the #undef
+ * appended after the kernel then took the compiler's definition from
+ * every kernel after it. The #line before it puts the #error on the
+ * define's own line (at >= 2: line 1 is the //@coop directive). Its
+ * length, written at out (room for cap bytes; 0: only measured). */
+static size_t guard(char *out, size_t cap, const struct macro_use *u, unsigned at) {
+  int l = (int)u->len;
+  return (size_t)snprintf(
+      out, cap,
+      "#line %u\n#ifdef %.*s\n#error %.*s is defined before this kernel (by the "
+      "compiler or the runtime): a kernel added by an author may not define it, "
+      "choose another name\n#endif\n",
+      at - 1, l, u->name, l, u->name);
+}
+
 char *kviews_seal(char *src) {
   char *t = src ? code_text(src, NULL) : NULL;
   size_t n = 0, extra = 0, len = src ? strlen(src) : 0;
   int oom = !t;
   struct macro_use *u = t ? macro_uses(t, &n, &oom) : NULL;
+  /* line 1 stays first (the //@coop directive); the guards after it, then
+   * the numbering taken back to line 2 */
+  size_t first = src ? strcspn(src, "\n") : 0;
+  if (first < len) first++;
   for (size_t i = 0; i < n; i++)
-    if (i == 0 || !same_name(&u[i], &u[i - 1])) extra += sizeof "#undef \n" + u[i].len;
-  char *out = oom ? NULL : realloc(src, len + 1 + extra + 1);
+    if (i == 0 || !same_name(&u[i], &u[i - 1]))
+      extra += sizeof "#undef \n" + u[i].len + guard(NULL, 0, &u[i], line_of(t, u[i].at));
+  extra += sizeof "#line 2\n";
+  size_t cap = len + 1 + extra + 1;
+  char *out = oom ? NULL : malloc(cap);
   if (out) {
-    size_t o = len;
+    memcpy(out, src, first);
+    size_t o = first;
+    for (size_t i = 0; i < n; i++)
+      if (i == 0 || !same_name(&u[i], &u[i - 1]))
+        o += guard(out + o, cap - o, &u[i], line_of(t, u[i].at));
+    if (n) o += (size_t)sprintf(out + o, "#line 2\n");
+    memcpy(out + o, src + first, len - first);
+    o += len - first;
     out[o++] = '\n'; /* a last line without its newline */
     for (size_t i = 0; i < n; i++)
       if (i == 0 || !same_name(&u[i], &u[i - 1]))
         o += (size_t)sprintf(out + o, "#undef %.*s\n", (int)u[i].len, u[i].name);
     out[o] = '\0';
-  } else {
-    free(src);
   }
+  free(src);
   free(u);
   free(t);
   return out;

@@ -621,6 +621,10 @@ START_TEST(an_authors_macros_end_with_its_kernel) {
       {"x.cl", "#define cl_khr_fp64 1\n", "", "x.cl:2: #define cl_khr_fp64: a kernel"},
       {"s.cl", "#define coop__after_step(c, r, s, n) 1\n", "",
        "s.cl:2: #define coop__after_step: a kernel added by an author may not define"},
+      /* a name of the compiler's own: its appended #undef took FLT_MAX from
+       * every kernel after this one (their builds failed on it) */
+      {"f.cl", "\n#define FLT_MAX 1.0f\n", "",
+       "FLT_MAX is defined before this kernel (by the compiler or the runtime)"},
       {"if.cl", "#if 1\n", "", "if.cl:2: a conditional not closed by an #endif"},
       {"endif.cl", "#endif\n", "", "endif.cl:2: a conditional without its #if"},
       {"else.cl", "#ifdef A\n#endif\n#else\n", "", "else.cl:4: a conditional without its #if"},
