@@ -87,6 +87,7 @@ void config_defaults(struct config *c) {
   c->tasks_per_uid = 4;
   c->task_percent_per_uid = 60;
   c->min_deadline_us = 100;
+  c->undated_due_ms = 50;
   c->max_period_ms = 1000;
   c->max_series_ms = 3600000;
   c->metrics_max_connections = 8;
@@ -181,6 +182,7 @@ static const struct config_key keys[] = {
     {"jobs", "tasks_per_uid", K_UINT, F(tasks_per_uid), 1u << 20},
     {"jobs", "task_percent_per_uid", K_UINT, F(task_percent_per_uid), 100},
     {"jobs", "min_deadline_us", K_UINT | K_LIVE, F(min_deadline_us), 1000000},
+    {"jobs", "undated_due_ms", K_UINT | K_LIVE, F(undated_due_ms), 3600000},
     {"jobs", "max_period_ms", K_UINT | K_LIVE, F(max_period_ms), 4294967},
     {"jobs", "max_series_ms", K_UINT | K_LIVE, F(max_series_ms), 4294967295u},
     {"metrics", "listen", K_STR, F(metrics_listen), 0},
@@ -559,9 +561,9 @@ void config_print(const struct config *c, void (*line)(const char *)) {
   line(b);
   snprintf(b, sizeof b,
            "jobs: reserve_percent=%u tasks_per_uid=%u task_percent_per_uid=%u min_deadline_us=%u "
-           "max_period_ms=%u max_series_ms=%u",
+           "undated_due_ms=%u max_period_ms=%u max_series_ms=%u",
            c->reserve_percent, c->tasks_per_uid, c->task_percent_per_uid, c->min_deadline_us,
-           c->max_period_ms, c->max_series_ms);
+           c->undated_due_ms, c->max_period_ms, c->max_series_ms);
   line(b);
   snprintf(b, sizeof b,
            "metrics: listen=%s allow_remote=%s max_connections=%u timeout_ms=%u "

@@ -78,6 +78,7 @@ struct config {
   unsigned tasks_per_uid;    /* a user's non-cooperative jobs a device runs at once (dev_turns.c) */
   unsigned task_percent_per_uid; /* a user's tasks' share of a device's worker time (dev_turns.c) */
   unsigned min_deadline_us;      /* a SUBMIT's shorter deadline is refused; 0 = any */
+  unsigned undated_due_ms;       /* a task without a deadline: due after it; 0 = never */
   unsigned max_period_ms;        /* a SUBMIT's longer period is refused; 0 = any */
   unsigned max_series_ms;        /* a periodic series longer than this is refused; 0 = any */
   /* [metrics]: GET /metrics over HTTP (metrics_http.c); off by default */

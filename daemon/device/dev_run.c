@@ -154,12 +154,21 @@ static int submit_instance(struct dev *d, struct run *r, int64_t wake) {
    * period kept DEV_MAX_INFLIGHT of them queued, each due before any task
    * without a deadline, which then never reached the queue's head
    * (another user's render waited seconds, then failed EHUNG;
-   * docs/scheduler.md, Sec. 5). Behind, it runs in turn with those tasks. */
+   * docs/scheduler.md, Sec. 5). Behind, it runs in turn with those tasks.
+   * A task without a deadline that is not cooperative is due [jobs]
+   * undated_due_ms after its submit: tasks with deadlines pass it only
+   * until then. Before, they passed it for ever: one user who kept
+   * one-instance periodic renders in flight (each due 1 ms after its
+   * release, none ever behind) held another user's render back until its
+   * gather budget ran out (EHUNG). */
   uint64_t due_us = j->deadline_us ? j->deadline_us : j->period_us;
   if (due_us && due_us < d->cfg->min_deadline_us) due_us = d->cfg->min_deadline_us;
   int64_t now = coop__now_ns(), period_ns = (int64_t)j->period_us * 1000;
   int behind = dev__periodic(j) && now - (r->t0 + (int64_t)r->released * period_ns) >= period_ns;
-  if (due_us && !behind) td.deadline_ns = now + (int64_t)due_us * 1000;
+  if (due_us && !behind)
+    td.deadline_ns = now + (int64_t)due_us * 1000;
+  else if (!td.cooperative && d->cfg->undated_due_ms)
+    td.deadline_ns = now + (int64_t)d->cfg->undated_due_ms * 1000000;
   /* a frame loop's, or the next instance's; a hold within its user's
    * bound (dev_holds.c) */
   td.next_ns = dev__hold_ask(d, j, dev__periodic(j) ? next_instance_ns(r) : j->next_ns);

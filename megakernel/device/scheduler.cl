@@ -1004,9 +1004,10 @@ COOP_FN void coop__publish_view(COOP_GLOBAL struct coop_mailbox *mb,
  * otherwise hold the head while kills are requested for it). Tasks
  * without a deadline count as the latest; equal deadlines keep their
  * order, because the tasks passed over each move back one place (a stable
- * move). A task without a deadline can wait while tasks with one keep
- * coming: the daemon only sets deadlines on periodic and deadline jobs,
- * whose instances leave gaps. Scheduler-private memory only: the
+ * move). A task without a deadline waits while tasks with one keep
+ * coming: coopd gives every task that is not cooperative a deadline
+ * ([jobs] undated_due_ms after its submit where it asked for none), so
+ * that wait ends. Scheduler-private memory only: the
  * deadlines were copied from the task records at intake. */
 COOP_FN void coop__edf_head(COOP_GLOBAL struct coop_sched *s) {
   coop_u32 best = s->q_head;
