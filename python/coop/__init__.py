@@ -62,6 +62,16 @@ class BuildError(Error):
         super().__init__(code, message)
         self.log = log
 
+    def __str__(self):
+        # message is the log's first line alone ("megakernel build failed
+        # (OpenCL error -11). Compiler log:"): an uncaught BuildError's
+        # traceback showed that and not the file and line; the whole log
+        # follows it, as coopctl prints it
+        s = super().__str__()
+        rest = self.log[len(self.message):] if self.log.startswith(self.message) else self.log
+        rest = rest.strip("\n")
+        return f"{s}\n{rest}" if rest else s
+
 
 # The codes of protocol/coop_errno.h as module constants, read from libcoop
 # itself (coop_err_name) so that the list cannot fall behind the C one.

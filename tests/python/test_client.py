@@ -416,6 +416,9 @@ e = raises(coop.BuildError,
            "a kernel that does not compile (its file name a PurePath)")
 check(e is not None and e.code == coop.EBUILD and "broken.cl:" in e.log,
       f"its code {e and e.name}, a log at its file: {e and e.log[:200]!r}")
+# uncaught, its text is what a traceback shows: the file and line too,
+# not the log's first line alone ("... Compiler log:")
+check(e is not None and "broken.cl:" in str(e), f"its text names its file: {str(e)[:200]!r}")
 check("broken" not in c.kernels(), "the broken kernel is not registered")
 # its signature changed by its author while another connection had asked
 # for it: that connection's number goes as the old u32, coopd refuses it
