@@ -838,7 +838,9 @@ class Connection(_Closing):
                               f"within {wait} s: {_s(_lib.coop_errmsg(self._c))}")
             time.sleep(0.05)
         _check(rc, self._c)
-        return Buffer(self, bid.value, size, device)
+        # COOP_ANY_DEVICE puts a buffer on device 0 (coop.h): buf.device names
+        # it, as open_buffer takes it
+        return Buffer(self, bid.value, size, 0 if device == ANY_DEVICE else device)
 
     def open_buffer(self, id, size, device=0):
         """The device buffer `id` of `size` bytes on `device` that this

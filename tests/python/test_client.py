@@ -93,6 +93,14 @@ with c.buffer(np.full(1024, 5, np.uint32)) as buf:
 e = raises(ValueError, lambda: buf.read(), "read of a freed buffer")
 z = c.buffer(64)
 check(bool((z.read() == 0).all()) and z.size == 64, "buffer of zeros")
+# made on ANY_DEVICE (the default), it names the device it is on (0), so
+# that open_buffer(buf.id, buf.size, buf.device) reaches it
+check(z.device == 0, f"buffer's device: {z.device}")
+try:
+    got = c.open_buffer(z.id, z.size, z.device).read(nbytes=4).tolist()
+except (ValueError, coop.Error) as ex:
+    got = ex
+check(got == [0] * 4, f"open_buffer(buf.id, buf.size, buf.device): {got}")
 z.free()
 stale = c.open_buffer(bid, 1024)
 e = raises(coop.Error, lambda: stale.read(nbytes=4), "read of a freed buffer id")
