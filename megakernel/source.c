@@ -72,7 +72,6 @@ static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
     return;
   }
   put(b,
-      "typedef char coop__state_fits_%d[sizeof(struct %s_state) <= COOP_TRANSMIT_BYTES ? 1 : -1];\n"
       "COOP_FN void coop__run_%d(struct coop_ctx *c) {\n"
       "  struct %s_state s;\n"
       "  if (c->forked) coop__load_state(c, (coop_u8 *)&s, sizeof s);\n"
@@ -88,13 +87,25 @@ static void put_runner(struct buf *b, int i, const struct coop__kernel *k) {
       "  }\n"
       "  coop_wg_barrier();\n"
       "}\n",
-      i, k->name, i, k->name, k->name, k->name);
+      i, k->name, k->name, k->name);
 }
 
 /* The registered kernels, then the glue that names them. */
 static void put_kernels(struct buf *b, const struct coop__kernel *ks, int n) {
   for (int i = 0; i < n; i++) {
     put(b, "/* ---- kernel %s ---- */\n%s\n", ks[i].name, ks[i].source);
+    /* A state struct past COOP_TRANSMIT_BYTES fails the build here, at
+     * line 1 (the directive) of the kernel's file where it opens with a
+     * #line naming it (coopd's), and by a name that says why: in the glue
+     * it was "coop-megakernel.cl:4574:34: 'coop__state_fits_14' declared
+     * as an array with a negative size" */
+    if (ks[i].cooperative) {
+      if (!strncmp(ks[i].source, "#line 1 \"", 9)) put(b, "#line 1\n");
+      put(b,
+          "typedef char coop__%s_state_is_larger_than_COOP_TRANSMIT_BYTES"
+          "[sizeof(struct %s_state) <= COOP_TRANSMIT_BYTES ? 1 : -1];\n",
+          ks[i].name, ks[i].name);
+    }
     put(b, "#line %zu \"" COOP__SRC_NAME "\"\n", lines(b) + 2);
   }
   put(b, "#define COOP_NKERNELS %du\n", n);

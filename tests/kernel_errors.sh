@@ -102,6 +102,18 @@ void br(struct coop_ctx *c) {}
 CL
   want='br\.cl:3: require "n\*4 <= len(b": '
   ;;
+state_too_large) # a state struct past COOP_TRANSMIT_BYTES (256): at the directive's line
+  cat >"$k/big.cl" <<'CL'
+//@coop name=big kind=cooperative args=u32
+struct big_state {
+  coop_u32 a[65];
+};
+void big_init(struct coop_ctx *c, struct big_state *s) { s->a[0] = 0u; }
+coop_u32 big_step(struct coop_ctx *c, struct big_state *s) { return COOP_DONE; }
+CL
+  want='big\.cl:1:[0-9]*:* .*big_state_is_larger_than_COOP_TRANSMIT_BYTES'
+  nv='big\.cl(1): error: .*'
+  ;;
 *)
   echo "kernel_errors: no case $case"
   exit 2
