@@ -163,6 +163,15 @@ int kset_read_file(const char *path, char **src, char *err, size_t errlen) {
   return 0;
 }
 
+/* The argument accessors with a literal index against the directive's
+ * args= (coop_kernel_check_args). */
+static int check_args(const struct kdef *k, const char *src, unsigned *at, char *why,
+                      size_t whylen) {
+  const char *types[COOP_WIRE_MAX_ARGS];
+  for (unsigned i = 0; i < k->nargs; i++) types[i] = type_names[k->types[i]];
+  return coop_kernel_check_args(src, types, k->nargs, at, why, whylen);
+}
+
 int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
                     const struct kdef **dup, char *err, size_t errlen) {
   char why[512];
@@ -185,6 +194,8 @@ int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
     if (dup) *dup = d, r = -2;
   } else if (coop_kernel_check(k.name, k.cooperative, src, why, sizeof why)) {
     snprintf(err, errlen, "%s:1: %s", path, why);
+  } else if (check_args(&k, src, &at, why, sizeof why)) {
+    snprintf(err, errlen, "%s:%u: %s", path, at, why);
   } else if (s->n == COOP_MAX_KERNELS) {
     snprintf(err, errlen, "%s: more than %u kernels", path, COOP_MAX_KERNELS);
   } else if (owner != KDEF_SHIPPED && !(src = kviews_seal(src))) {

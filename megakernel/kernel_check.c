@@ -135,3 +135,62 @@ int coop_kernel_check(const char *name, int cooperative, const char *src, char *
   free(t);
   return r ? -1 : 0;
 }
+
+/* The accessors of kernel arguments (api.h) and the type of the argument
+ * each reads: a buffer's (coop_arg_buf, coop_arg_buf_u32, ...) or a
+ * scalar's of its own name. */
+static const char *accessor_type(const char *p, size_t l) {
+  static const char *const scalars[] = {"u32", "i32", "u64", "i64", "f32", "f64"};
+  if (l < 9 || strncmp(p, "coop_arg_", 9)) return NULL;
+  p += 9, l -= 9;
+  if (l >= 3 && !strncmp(p, "buf", 3) && (l == 3 || p[3] == '_')) return "buf";
+  for (size_t i = 0; i < sizeof scalars / sizeof *scalars; i++)
+    if (l == 3 && !strncmp(p, scalars[i], 3)) return scalars[i];
+  return NULL;
+}
+
+static unsigned line_at(const char *t, const char *p) {
+  unsigned l = 1;
+  for (; t < p; t++) l += *t == '\n';
+  return l;
+}
+
+int coop_kernel_check_args(const char *src, const char *const *types, unsigned nargs,
+                           unsigned *line, char *why, size_t whylen) {
+  char *t = code_only(src);
+  size_t n = t ? strlen(t) : 0, *close = t ? closing_parens(t, n) : NULL;
+  if (!close) {
+    free(t);
+    return snprintf(why, whylen, "out of memory"), -1;
+  }
+  int r = 0;
+  for (const char *p = strstr(t, "coop_arg_"); p && !r; p = strstr(p + 1, "coop_arg_")) {
+    if (p > t && ident_char(p[-1])) continue;
+    size_t l = 0;
+    while (ident_char(p[l])) l++;
+    const char *want = accessor_type(p, l), *open = skip_space(p + l);
+    if (!want || *open != '(' || close[open - t] == SIZE_MAX) continue;
+    const char *end = t + close[open - t], *comma = open + 1;
+    for (int depth = 0; comma < end && (depth || *comma != ','); comma++)
+      depth += (*comma == '(') - (*comma == ')');
+    if (comma >= end) continue;
+    /* the index, where it is a literal (an expression is the compiler's) */
+    const char *q = skip_space(comma + 1);
+    if (!isdigit((unsigned char)*q)) continue;
+    char *after;
+    unsigned long i = strtoul(q, &after, 0);
+    if (*after == 'u' || *after == 'U') after++;
+    if (skip_space(after) != end) continue;
+    if (i >= nargs)
+      r = snprintf(why, whylen,
+                   "%.*s(..., %lu): the directive's args= declares %u argument%s (0..%d)", (int)l,
+                   p, i, nargs, nargs == 1 ? "" : "s", (int)nargs - 1);
+    else if (strcmp(types[i], want))
+      r = snprintf(why, whylen, "%.*s(..., %lu): argument %lu is %s in the directive, not %s",
+                   (int)l, p, i, i, types[i], want);
+    if (r) *line = line_at(t, p);
+  }
+  free(close);
+  free(t);
+  return r ? -1 : 0;
+}

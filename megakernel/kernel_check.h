@@ -16,6 +16,14 @@
  * what is missing in why (which names neither file nor line: the caller
  * gives the kernel's file and the line that declares its kind). */
 int coop_kernel_check(const char *name, int cooperative, const char *src, char *why, size_t whylen);
+/* 0 when every argument accessor of src (coop_arg_u32(c, 2),
+ * coop_arg_buf_f32(c, 0), ...) whose index is a literal names an argument
+ * the directive declares (types[i]: "u32", ..., "buf"; nargs of them) of
+ * the accessor's type; else -1 with the first that does not in why and
+ * its line (1-based) in *line. It compiled, and read another argument's
+ * bits or failed EFAULT at run time, its message about the job's data. */
+int coop_kernel_check_args(const char *src, const char *const *types, unsigned nargs,
+                           unsigned *line, char *why, size_t whylen);
 /* t's comments and string and character literals (n bytes, NUL after)
  * turned into spaces, newlines kept: what is left is code, at the same
  * lines and columns. Returns where a block comment that t does not close

@@ -114,6 +114,27 @@ CL
   want='big\.cl:1:[0-9]*:* .*big_state_is_larger_than_COOP_TRANSMIT_BYTES'
   nv='big\.cl(1): error: .*'
   ;;
+arg_index) # an accessor's index past args=: it compiled, and failed EFAULT at run time
+  cat >"$k/argidx.cl" <<'CL'
+//@coop name=argidx kind=noncooperative args=out:buf,n:u32
+void argidx(struct coop_ctx *c) {
+  coop_buf_u32 out = coop_arg_buf_u32(c, 0);
+  coop_buf_u32 more = coop_arg_buf_u32(c, 5);
+  coop_at(out, 0) = coop_at(more, 0);
+}
+CL
+  want="argidx\.cl:4: coop_arg_buf_u32(\.\.\., 5): the directive's args= declares 2 arguments (0\.\.1)"
+  ;;
+arg_type) # a scalar read from a buffer's argument: it compiled, and read the buffer's offset
+  cat >"$k/argty.cl" <<'CL'
+//@coop name=argty kind=noncooperative args=out:buf,n:u32
+void argty(struct coop_ctx *c) {
+  coop_buf_u32 out = coop_arg_buf_u32(c, 0);
+  coop_at(out, 0) = coop_arg_u32(c, 0u);
+}
+CL
+  want='argty\.cl:4: coop_arg_u32(\.\.\., 0): argument 0 is buf in the directive, not u32'
+  ;;
 *)
   echo "kernel_errors: no case $case"
   exit 2

@@ -2310,16 +2310,12 @@ static Suite *suite(void) {
   tcase_add_test(tc, owners_and_connections);
   tcase_add_test(tc, counted_per_user);
   tcase_add_test(tc, lost_with_the_device_process);
-  tcase_add_test(tc, kept_across_a_reload_in_place);
-  tcase_add_test(tc, lost_across_a_reload_in_a_new_process);
   tcase_add_test(tc, guard_zone_of_a_device_buffer);
   tcase_add_test(tc, a_small_job_goes_between_a_large_jobs_slices);
   tcase_add_test(tc, a_frame_holds_a_large_jobs_slices);
   tcase_add_test(tc, a_mapped_memfd_is_named_and_sent_again_after_a_park);
   tcase_add_test(tc, a_frame_s_ranges_go_with_its_submit);
   tcase_add_test(tc, a_descriptor_cut_short_fails_the_fill);
-  tcase_add_test(tc, a_death_inside_a_fill_runs_the_job_again);
-  tcase_add_test(tc, a_death_inside_an_emptying_runs_it_again_if_it_can);
   tcase_add_test(tc, a_client_that_never_reads);
   tcase_add_test(tc, a_frame_loop_is_gathered_ahead);
   tcase_add_test(tc, a_frame_loops_submit_is_checked_ahead_dry);
@@ -2335,6 +2331,17 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_disk_file_is_not_written_by_a_root_coopd);
   tcase_add_test(tc, one_users_buffers_leave_room_for_others);
   tcase_add_test(tc, threads_share_one_connection);
+  suite_add_tcase(s, tc);
+  /* The device process restarted or replaced under a buffer: the slowest
+   * cases (a third of the suite's time on PoCL), run once, without the
+   * spins (daemon_buffers_spinning runs the tcase above alone; its dead
+   * peer while spinning is lost_with_the_device_process's). */
+  tc = tcase_create("restarts");
+  tcase_set_timeout(tc, 240);
+  tcase_add_test(tc, kept_across_a_reload_in_place);
+  tcase_add_test(tc, lost_across_a_reload_in_a_new_process);
+  tcase_add_test(tc, a_death_inside_a_fill_runs_the_job_again);
+  tcase_add_test(tc, a_death_inside_an_emptying_runs_it_again_if_it_can);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -820,11 +820,15 @@ class Connection(_Closing):
             size, ptr = _count(data, "a buffer's size", _SIZE), None
             if not size:
                 raise ValueError("a device buffer needs at least one byte")
-        elif isinstance(data, (bool, float, np.bool_, np.floating, str, bytes)) or data is None:
-            raise TypeError(f"buffer takes an array or a size in bytes (int), not "
-                            f"{type(data).__name__} {data!r}")
+        elif not isinstance(data, np.ndarray):
+            # a list went through np.asarray: [1, 2, 3] made 24 bytes of
+            # int64, where a kernel reading u32 saw 1, 0, 2, 0, 3, 0 (a job's
+            # argument refuses it: In/Out/InOut take a NumPy array)
+            raise TypeError(f"buffer takes a NumPy array (the kernel sees its bytes: choose "
+                            f"its dtype) or a size in bytes (int), not "
+                            f"{type(data).__name__} {data!r:.60}")
         else:
-            a = _array(0, np.asarray(data), False)
+            a = _array(0, data, False)
             size, ptr = a.nbytes, a.ctypes.data
         bid = ctypes.c_uint64()
         t0 = time.monotonic()

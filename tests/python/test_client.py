@@ -211,6 +211,9 @@ raises(ValueError, lambda: c.run("sweep", w, 64, 1, groups=-1), "groups -1")
 raises(ValueError, lambda: c.buffer(-5), "a buffer of -5 bytes")
 raises(ValueError, lambda: c.buffer(0), "a buffer of 0 bytes")
 raises(TypeError, lambda: c.buffer(3.5), "a buffer of a float")
+# a list made int64 bytes (24 for [1, 2, 3]), which a u32 kernel read as 1, 0, 2, 0, 3, 0
+e = raises(TypeError, lambda: c.buffer([1, 2, 3]), "a buffer of a list")
+check(e is not None and "NumPy array" in str(e), f"it asks for an array: {e}")
 # an int past the range of the C type it goes to, where ctypes kept its low
 # bits (groups 2**32 + 1 ran on 1 workgroup, a buffer of 2**64 + 64 bytes
 # had 64, status of id 2**64 + 1 was job 1's), or a priority past
