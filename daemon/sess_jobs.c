@@ -468,6 +468,7 @@ static void still_running(struct session *s, uint32_t seq, const struct job *j) 
 }
 
 static void on_wait_timer(uv_timer_t *t);
+static void defer_result(struct session *s, struct waiter *w, struct job *j);
 
 void sess_waiter_free(struct waiter *w) {
   if (w->timed)
@@ -482,8 +483,14 @@ void sess_wait(struct session *s, uint32_t seq, const union coop_msg *msg, int *
   struct job *j = lookup(s, seq, m->job);
   if (!j) return;
   if (coopd_tracing && !j->tr.wait) j->tr.wait = s->rx_ns;
-  if (j->finished) return sess_send_result(s, seq, j);
-  if (m->timeout_ms == 0) return still_running(s, seq, j);
+  /* a finished job's RESULT now, unless the client is behind: then as it
+   * reads (defer_result). Built at once, each connection of a user that
+   * sent WAITs of a large finished job and read nothing took up to
+   * SESS_OUT_PAUSE (8 MiB) of RESULTs in a turn of the loop: 16 of them
+   * 128 MiB, every other user's requests waiting for it */
+  int later = j->finished && (s->ready || sess_behind(s));
+  if (j->finished && !later) return sess_send_result(s, seq, j);
+  if (m->timeout_ms == 0 && !later) return still_running(s, seq, j);
   if (s->nwaiters >= SESS_MAX_WAITERS)
     return sess_error(s, seq, COOP_ELIMIT, "at most %u WAITs pending per connection",
                       SESS_MAX_WAITERS);
@@ -492,6 +499,7 @@ void sess_wait(struct session *s, uint32_t seq, const union coop_msg *msg, int *
   w->s = s;
   w->job = j->id;
   w->seq = seq;
+  if (later) return defer_result(s, w, j);
   if (m->timeout_ms != COOP_WAIT_FOREVER) {
     w->timed = 1;
     uv_timer_init(s->dm->loop, &w->timer);

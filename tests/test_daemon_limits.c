@@ -191,6 +191,54 @@ START_TEST(unread_replies_stay_bounded) {
 }
 END_TEST
 
+/* WAITs of a job already finished, from 8 connections of one user that
+ * read nothing: each RESULT (256 KiB) was built as its WAIT was read,
+ * until SESS_OUT_PAUSE (8 MiB) stopped the reading, so each connection
+ * held 8 MiB of them built in a turn of the loop (16 connections: 128 MiB
+ * while every other user's requests waited). Now a finished job's RESULT
+ * waits, as a job's end does, while more than SESS_RESULT_BEHIND (1 MiB) of
+ * replies is pending, and is built as the client reads: coopd grows by a
+ * few MiB, not 64, and each connection then reads all 40 whole. */
+START_TEST(waits_of_a_finished_job_wait_for_the_reader) {
+  struct daemon_proc d = {.log = NULL};
+  daemon_start_listening(&d, NULL);
+  enum { N = 8, W = 40 };
+  struct conn c[N];
+  for (int i = 0; i < N; i++) open_hello(&c[i], &d);
+  union coop_msg m;
+  render_sized(&m, 4, 256u << 10, 0); /* its RESULT carries 256 KiB */
+  uint64_t j = run_done(&c[0], &m);
+  long before = proc_kib(d.pid, "VmHWM");
+  memset(&m, 0, sizeof m);
+  m.job.job = j;
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  for (int i = 0; i < N; i++)
+    for (int k = 0; k < W; k++) send_msg(&c[i], COOP_MSG_WAIT, &m, NULL, 0);
+  struct conn other;
+  open_hello(&other, &d); /* answered once coopd has read them all */
+  ck_assert_uint_eq(reply(&other, send_msg(&other, COOP_MSG_STATS, &m, NULL, 0)),
+                    COOP_MSG_STATS_REPLY);
+  long peak = proc_kib(d.pid, "VmHWM");
+  fprintf(stderr,
+          "coopd grew by %ld KiB for %d WAITs of a finished 256 KiB RESULT on %d connections\n",
+          peak - before, N * W, N);
+  ck_assert_msg(peak - before < 32 * 1024,
+                "coopd grew by %ld KiB for %d unread connections' WAITs of a finished job",
+                peak - before, N);
+  for (int i = 0; i < N; i++) {
+    conn_timeout(&c[i], 30);
+    for (int k = 0; k < W; k++) {
+      ck_assert_msg(read_frame(&c[i]), "connection %d closed after %d RESULTs of %d", i, k, W);
+      ck_assert_uint_eq(c[i].h.type, COOP_MSG_RESULT);
+      ck_assert_uint_eq(c[i].m.result.bufs[0].len, 256u << 10);
+    }
+    conn_close(&c[i]);
+  }
+  conn_close(&other);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* WAITs sent before their job ended are answered with its RESULT however
  * many of the connection's jobs end after it: with its RESULTs built as
  * the client reads (the client behind), max_finished_per_client (1 here)
@@ -1077,6 +1125,7 @@ void daemon_limits_cases(Suite *s) {
   TCase *t = tcase_create("limits");
   tcase_set_timeout(t, 300);
   tcase_add_test(t, unread_replies_stay_bounded);
+  tcase_add_test(t, waits_of_a_finished_job_wait_for_the_reader);
   tcase_add_test(t, deferred_results_outlive_the_trim);
   tcase_add_test(t, connections_per_uid_and_hello_deadline);
   tcase_add_test(t, crowded_out_users_still_get_in);
