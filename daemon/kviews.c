@@ -351,7 +351,7 @@ static size_t guard(char *out, size_t cap, const struct macro_use *u, unsigned a
       at - 1, l, u->name, l, u->name);
 }
 
-char *kviews_seal(char *src) {
+char *kviews_seal(char *src, int guarded) {
   char *t = src ? code_text(src, NULL) : NULL;
   size_t n = 0, extra = 0, len = src ? strlen(src) : 0;
   int oom = !t;
@@ -362,17 +362,18 @@ char *kviews_seal(char *src) {
   if (first < len) first++;
   for (size_t i = 0; i < n; i++)
     if (i == 0 || !same_name(&u[i], &u[i - 1]))
-      extra += sizeof "#undef \n" + u[i].len + guard(NULL, 0, &u[i], line_of(t, u[i].at));
+      extra += sizeof "#undef \n" + u[i].len +
+               (guarded ? guard(NULL, 0, &u[i], line_of(t, u[i].at)) : 0);
   extra += sizeof "#line 2\n";
   size_t cap = len + 1 + extra + 1;
   char *out = oom ? NULL : malloc(cap);
   if (out) {
     memcpy(out, src, first);
     size_t o = first;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; guarded && i < n; i++)
       if (i == 0 || !same_name(&u[i], &u[i - 1]))
         o += guard(out + o, cap - o, &u[i], line_of(t, u[i].at));
-    if (n) o += (size_t)sprintf(out + o, "#line 2\n");
+    if (guarded && n) o += (size_t)sprintf(out + o, "#line 2\n");
     memcpy(out + o, src + first, len - first);
     o += len - first;
     out[o++] = '\n'; /* a last line without its newline */

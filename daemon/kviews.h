@@ -25,10 +25,13 @@ int kviews_check(const char *src, unsigned *line, char *why, size_t whylen);
 
 /* src (taken) with an #undef of every name it #defines appended, so that
  * none of an author's macros reaches the kernels and the runtime's code
- * compiled after it, and, after its first line, an #error for each such
- * name already defined before it (by the compiler: the #undef would take
- * that definition away); docs/kernels.md, "Adding a kernel without
- * root". NULL when memory ran out (src freed). */
-char *kviews_seal(char *src);
+ * compiled after it, and, where guarded (an author's kernel), after its
+ * first line an #error for each such name already defined before it (by
+ * the compiler: the #undef would take that definition away); docs/
+ * kernels.md, "Adding a kernel without root". A shipped kernel is sealed
+ * unguarded, so that its names (BFS_UNREACHED) do not reach the authors'
+ * kernels after it, where the guard took them for the compiler's. NULL
+ * when memory ran out (src freed). */
+char *kviews_seal(char *src, int guarded);
 
 #endif /* COOPD_KVIEWS_H */

@@ -590,6 +590,49 @@ START_TEST(an_authors_kernel_builds_where_the_store_puts_it) {
 }
 END_TEST
 
+/* A shipped kernel's #define reached every kernel after it: an author's
+ * copy of bfs.cl that kept its #define BFS_UNREACHED (the same definition,
+ * which C allows) built, then met the guard of each name an author's
+ * kernel defines ("BFS_UNREACHED is defined before this kernel (by the
+ * compiler or the runtime)"). A shipped kernel's macros now end with it. */
+START_TEST(a_shipped_kernels_macros_end_with_it) {
+  struct author_dirs ad;
+  author_dirs_make(&ad);
+  char shipped[300];
+  snprintf(shipped, sizeof shipped, "%s/shipdef.cl", ad.kdir);
+  FILE *f = fopen(shipped, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(
+      "//@coop name=shipdef kind=noncooperative args=d:buf\n"
+      "#define SHIPDEF_NONE 0xFFFFFFFFu\n"
+      "void shipdef(struct coop_ctx *c) {\n"
+      "  coop_buf_u32 d = coop_arg_buf_u32(c, 0);\n"
+      "  coop_at(d, 0) = SHIPDEF_NONE;\n"
+      "}\n",
+      f);
+  ck_assert_int_eq(fclose(f), 0);
+  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", NULL};
+  struct daemon_proc d = {.log = ad.logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static const char mine[] =
+      "//@coop name=mine kind=noncooperative args=d:buf\n"
+      "#define SHIPDEF_NONE 0xFFFFFFFFu\n"
+      "void mine(struct coop_ctx *c) {\n"
+      "  coop_buf_u32 d = coop_arg_buf_u32(c, 0);\n"
+      "  coop_at(d, 0) = SHIPDEF_NONE;\n"
+      "}\n";
+  ck_assert_uint_eq(add(&c, "mine.cl", mine, strlen(mine)), COOP_MSG_KERNEL_DONE);
+  ck_assert_msg(c.m.kernel_done.error == 0, "a copy of a shipped kernel's #define: %.*s",
+                (int)c.m.kernel_done.log_len, (const char *)c.m.kernel_done.log);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(shipped);
+  author_dirs_remove(&ad);
+}
+END_TEST
+
 /* An author's #define reached every line compiled after its kernel: the
  * glue of every cooperative kernel and the runtime's own device files. A
  * kernel that defined coop__after_step as 1 built, and then every user's
@@ -745,5 +788,6 @@ void daemon_authors_cases(Suite *s) {
   tcase_add_test(t, an_authors_macros_end_with_its_kernel);
   tcase_add_test(t, an_authors_build_is_bounded);
   tcase_add_test(t, an_authors_kernel_builds_where_the_store_puts_it);
+  tcase_add_test(t, a_shipped_kernels_macros_end_with_it);
   suite_add_tcase(s, t);
 }
