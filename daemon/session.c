@@ -101,6 +101,12 @@ static void sess_route(struct session *s, size_t mark) {
 
 void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m) {
   if (s->closing) return;
+  sess_queue(s, type, seq, m);
+  sess_flush(s);
+}
+
+void sess_queue(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m) {
+  if (s->closing) return;
   size_t mark = s->out.len;
   int e = coop_wire_encode(&s->out, type, seq, m);
   if (e) {
@@ -115,7 +121,6 @@ void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_
     coop_wire_encode(&s->out, COOP_MSG_ERROR, seq, &er);
   }
   sess_route(s, mark);
-  sess_flush(s);
   s->last_task.last_io = coop__now_ns(); /* a reply: the client's burst goes on (burst) */
 }
 

@@ -32,6 +32,8 @@ struct waiter {
   struct job *j; /* in the session's ready list: the job, pinned (job_unpin) */
   uint32_t seq;
   int timed;
+  int events;                   /* in the ready list: j's STARTED/FINISHED events, not a RESULT */
+  uint32_t ev_from;             /* ... from this instance on */
   struct waiter *next, **pprev; /* in the session's list: O(1) removal */
 };
 
@@ -119,6 +121,9 @@ struct session {
 
 /* session.c */
 void sess_send(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m);
+/* As sess_send without the flush: the many frames of one turn (a finished
+ * periodic job's events) go in one write, not a system call each. */
+void sess_queue(struct session *s, uint16_t type, uint32_t seq, const union coop_msg *m);
 /* Sends what out holds, as far as the socket takes it; closes the
  * connection on a failure or too much unread. */
 void sess_flush(struct session *s);

@@ -239,6 +239,74 @@ START_TEST(waits_of_a_finished_job_wait_for_the_reader) {
 }
 END_TEST
 
+/* A periodic job's STARTED and FINISHED events, one pair an instance, go
+ * to its user's subscribed connections at its end. All of them were
+ * built in that turn of the loop, a system call an event: one user's 14
+ * connections subscribed to 40000 instances and reading nothing held
+ * every other user's requests 3 s (bench/RESULTS.md has the run; a test
+ * of that size runs minutes on PoCL). Now they go as each client reads,
+ * as RESULTs do (SESS_RESULT_BEHIND). Here a subscriber behind 1.5 MiB
+ * of RESULTs it has not read when a 300-instance job ends: its events
+ * wait, then come every one, in instance order, between those RESULTs and
+ * its WAIT's of the job; another subscriber, not behind, gets them at once. */
+START_TEST(a_periodic_jobs_events_wait_for_the_reader) {
+  struct daemon_proc d = {.log = NULL};
+  daemon_start_listening(&d, NULL);
+  enum { N = 300 };
+  struct conn sub[2], c;
+  union coop_msg m;
+  open_hello(&c, &d);
+  render_sized(&m, 4, 256u << 10, 0); /* its RESULT carries 256 KiB */
+  uint64_t big = run_done(&c, &m);
+  for (int i = 0; i < 2; i++) { /* after it: its events are not theirs */
+    open_hello(&sub[i], &d);
+    memset(&m, 0, sizeof m);
+    m.subscribe.mask = (1u << COOP_EV_STARTED) | (1u << COOP_EV_FINISHED);
+    ck_assert_uint_eq(reply(&sub[i], send_msg(&sub[i], COOP_MSG_SUBSCRIBE, &m, NULL, 0)),
+                      COOP_MSG_OK);
+  }
+  render_sized(&m, 4, 4, 0);
+  m.submit.period_us = 1000;
+  m.submit.count = N;
+  uint64_t j = submit(&c, &m, NULL, 0);
+  ck_assert_uint_ne(j, 0);
+  memset(&m, 0, sizeof m);
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  m.job.job = big;
+  uint32_t bseq[6]; /* 1.5 MiB unread: behind */
+  for (int k = 0; k < 6; k++) bseq[k] = send_msg(&sub[0], COOP_MSG_WAIT, &m, NULL, 0);
+  m.job.job = j;
+  uint32_t wseq = send_msg(&sub[0], COOP_MSG_WAIT, &m, NULL, 0);
+  ck_assert_uint_eq(wait_job(&c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  ck_assert_uint_eq(c.m.result.ninst, N);
+  for (int i = 0; i < 2; i++) {
+    conn_timeout(&sub[i], 30);
+    for (int k = 0; i == 0 && k < 6; k++) { /* the RESULTs it was behind, then the events */
+      ck_assert(read_frame(&sub[0]));
+      ck_assert_uint_eq(sub[0].h.type, COOP_MSG_RESULT);
+      ck_assert_uint_eq(sub[0].h.seq, bseq[k]);
+    }
+    for (uint32_t k = 0; k < 2u * N; k++) {
+      ck_assert_msg(read_frame(&sub[i]), "subscriber %d closed after %u events", i, k);
+      ck_assert_msg(sub[i].h.type == COOP_MSG_EVENT, "subscriber %d: frame %u of type %u", i, k,
+                    sub[i].h.type);
+      ck_assert_uint_eq(sub[i].m.event.job, j);
+      ck_assert_uint_eq(sub[i].m.event.instance, k / 2);
+      ck_assert_uint_eq(sub[i].m.event.kind, k % 2 ? COOP_EV_FINISHED : COOP_EV_STARTED);
+    }
+    if (i == 0) { /* and its WAIT's after them */
+      ck_assert(read_frame(&sub[0]));
+      ck_assert_uint_eq(sub[0].h.type, COOP_MSG_RESULT);
+      ck_assert_uint_eq(sub[0].h.seq, wseq);
+    }
+    conn_close(&sub[i]);
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* WAITs sent before their job ended are answered with its RESULT however
  * many of the connection's jobs end after it: with its RESULTs built as
  * the client reads (the client behind), max_finished_per_client (1 here)
@@ -1126,6 +1194,7 @@ void daemon_limits_cases(Suite *s) {
   tcase_set_timeout(t, 300);
   tcase_add_test(t, unread_replies_stay_bounded);
   tcase_add_test(t, waits_of_a_finished_job_wait_for_the_reader);
+  tcase_add_test(t, a_periodic_jobs_events_wait_for_the_reader);
   tcase_add_test(t, deferred_results_outlive_the_trim);
   tcase_add_test(t, connections_per_uid_and_hello_deadline);
   tcase_add_test(t, crowded_out_users_still_get_in);
