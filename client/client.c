@@ -497,6 +497,17 @@ int coop__request(coop_conn *c, uint16_t type, const union coop_msg *m, const in
 
 /* ---- connection ---- */
 
+/* Whether a user's own coopd has its socket in dir ($XDG_RUNTIME_DIR):
+ * else the system's is meant. A login that sets XDG_RUNTIME_DIR
+ * (pam_systemd) sent every user of the system coopd to a path where
+ * nothing listened ("cannot connect to /run/user/UID/coop.sock"). */
+static int own_socket_at(const char *dir) {
+  char p[PATH_MAX];
+  struct stat st;
+  int n = snprintf(p, sizeof p, "%s/coop.sock", dir);
+  return n > 0 && (size_t)n < sizeof p && lstat(p, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
 int coop_socket_path(const char *path, char *buf, size_t len) {
   const char *env = getenv("COOP_SOCKET"), *xdg = getenv("XDG_RUNTIME_DIR");
   int n;
@@ -504,7 +515,7 @@ int coop_socket_path(const char *path, char *buf, size_t len) {
     n = snprintf(buf, len, "%s", path);
   else if (env && *env)
     n = snprintf(buf, len, "%s", env);
-  else if (geteuid() != 0 && xdg && *xdg)
+  else if (geteuid() != 0 && xdg && *xdg && own_socket_at(xdg))
     n = snprintf(buf, len, "%s/coop.sock", xdg);
   else
     n = snprintf(buf, len, "/run/coop/coop.sock");

@@ -183,8 +183,9 @@ typedef void (*coop_event_fn)(const struct coop_event *ev, void *user);
 /* ---- connection ---- */
 
 /* The socket path a connect would use: path if non-NULL, else $COOP_SOCKET
- * if set and non-empty, else $XDG_RUNTIME_DIR/coop.sock, or
- * /run/coop/coop.sock for root or when XDG_RUNTIME_DIR is unset.
+ * if set and non-empty, else $XDG_RUNTIME_DIR/coop.sock where a socket is
+ * there (a user's own coopd; never for root), else the system's
+ * /run/coop/coop.sock.
  * 0, or COOP_EINVAL if it does not fit in buf (len bytes). */
 int coop_socket_path(const char *path, char *buf, size_t len);
 

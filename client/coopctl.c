@@ -1329,8 +1329,8 @@ static void help(void) {
   for (size_t i = 0; i < NCMDS; i++) printf("  %-8s %s\n", cmds[i].name, cmds[i].brief);
   printf(
       "\noptions (before or after COMMAND):\n"
-      "  --socket PATH  coopd's socket; default $COOP_SOCKET, else $XDG_RUNTIME_DIR/coop.sock,\n"
-      "                 or /run/coop/coop.sock for root or without XDG_RUNTIME_DIR\n");
+      "  --socket PATH  coopd's socket; default $COOP_SOCKET, else $XDG_RUNTIME_DIR/coop.sock\n"
+      "                 where a socket is there (not for root), else /run/coop/coop.sock\n");
   if (coop_socket_path(NULL, path, sizeof path) == 0) printf("                 (here: %s)\n", path);
   printf(
       "  --json         print one JSON object (top: one per snapshot, a line each)\n"

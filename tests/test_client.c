@@ -297,7 +297,7 @@ START_TEST(socket_paths) {
   ck_assert_str_eq(p, "/env/coop.sock");
   unsetenv("COOP_SOCKET");
   ck_assert_int_eq(coop_socket_path(NULL, p, sizeof p), 0);
-  ck_assert_str_eq(p, geteuid() == 0 ? "/run/coop/coop.sock" : "/xdg/coop.sock");
+  ck_assert_str_eq(p, "/run/coop/coop.sock"); /* no socket at /xdg: the system's */
   unsetenv("XDG_RUNTIME_DIR");
   ck_assert_int_eq(coop_socket_path(NULL, p, sizeof p), 0);
   ck_assert_str_eq(p, "/run/coop/coop.sock");
@@ -321,6 +321,43 @@ START_TEST(socket_paths) {
     coop_disconnect(c);
     fake_end(&f);
   }
+}
+END_TEST
+
+/* A user whose login sets XDG_RUNTIME_DIR (pam_systemd) was sent to
+ * $XDG_RUNTIME_DIR/coop.sock, where nothing listened, and never reached the
+ * system coopd: "cannot connect to /run/user/UID/coop.sock". Now that path
+ * is taken where a socket is there (the user's own coopd), else the
+ * system's. As nobody (root never looks there); root only. */
+START_TEST(a_users_runtime_dir_without_a_socket_means_the_systems) {
+  if (geteuid() != 0) return;
+  char dir[] = "/tmp/coop-xdg-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  ck_assert_int_eq(chmod(dir, 0777), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgid(65534) || setuid(65534)) _exit(2);
+    unsetenv("COOP_SOCKET");
+    setenv("XDG_RUNTIME_DIR", dir, 1);
+    char p[256], own[100];
+    if (coop_socket_path(NULL, p, sizeof p) || strcmp(p, "/run/coop/coop.sock")) _exit(3);
+    snprintf(own, sizeof own, "%s/coop.sock", dir);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", own);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a)) _exit(4);
+    if (coop_socket_path(NULL, p, sizeof p) || strcmp(p, own)) _exit(5);
+    unlink(own);
+    _exit(0);
+  }
+  int st;
+  ck_assert_int_eq(waitpid(kid, &st, 0), kid);
+  rmdir(dir);
+  ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                "as nobody: status %d (3: a runtime dir without a socket was taken; 5: its socket "
+                "was not)",
+                WEXITSTATUS(st));
 }
 END_TEST
 
@@ -1858,6 +1895,7 @@ static Suite *suite(void) {
   tcase_add_test(t, handshake);
   tcase_add_test(t, version_refused);
   tcase_add_test(t, socket_paths);
+  tcase_add_test(t, a_users_runtime_dir_without_a_socket_means_the_systems);
   tcase_add_test(t, socket_permission_names_the_group);
   tcase_add_test(t, submit_inline_and_memfd);
   tcase_add_test(t, resubmits_carry_their_own_seq_and_bytes);

@@ -1049,6 +1049,6 @@ class Connection(_Closing):
 def connect(path=None, name="python", timeout=None, spin_us=None):
     """A Connection to the coopd at path (str, bytes or os.PathLike;
     default: coop_socket_path's: $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock
-    or /run/coop/coop.sock); spin_us: coop_set_spin's (default:
+    where a socket is there, else /run/coop/coop.sock); spin_us: coop_set_spin's (default:
     $COOP_SPIN_US, else 0)."""
     return Connection(path, name, timeout, spin_us)
