@@ -61,6 +61,7 @@ struct daemon {
   struct reload *reload;      /* while a SIGHUP reload is in progress */
   uint32_t reloads, reload_failures;
   char reload_status[256];                 /* the last reload's outcome, for STATS */
+  char settings_refused[256];              /* why the last SIGHUP kept the settings; "" */
   struct dev *devs[COOP_WIRE_MAX_DEVICES]; /* one megakernel each ([device] devices) */
   unsigned ndev, ndev_stopped;
   uint32_t dev_jobs[COOP_WIRE_MAX_DEVICES]; /* queued or running on each: for routing */

@@ -191,7 +191,11 @@ static void on_hup(struct daemon *dm) {
   sdnotify_reloading();
   static struct config nc;
   char err[1400];
-  if (reread_config(&nc, err, sizeof err))
+  int bad = reread_config(&nc, err, sizeof err);
+  /* told to systemd too (reload_notify): its "reload ok" hid a settings
+   * file that was refused, the edit ignored */
+  snprintf(dm->settings_refused, sizeof dm->settings_refused, "%.200s", bad ? err : "");
+  if (bad)
     log_error("SIGHUP: %s; the running settings stay", err);
   else if (confreload_apply(&dm->cfg, &nc) == 0)
     log_info("SIGHUP: settings read again%s", args.config ? "" : " (no --config file)");

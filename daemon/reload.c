@@ -96,9 +96,13 @@ void reload_notify(struct daemon *dm) {
   char st[sizeof dm->reload_status];
   snprintf(st, sizeof st, "%s", dm->reload_status[0] ? dm->reload_status : "not started");
   st[strcspn(st, "\n")] = '\0'; /* STATUS= is one line */
-  char m[sizeof st + 64];
-  snprintf(m, sizeof m, "READY=1\nSTATUS=reload %s%s", st,
-           strncmp(st, "ok", 2) ? "; the previous kernels still run" : "");
+  char why[sizeof dm->settings_refused];
+  snprintf(why, sizeof why, "%s", dm->settings_refused);
+  why[strcspn(why, "\n")] = '\0';
+  char m[sizeof st + sizeof why + 128];
+  snprintf(m, sizeof m, "READY=1\nSTATUS=reload %s%s%s%s", st,
+           strncmp(st, "ok", 2) ? "; the previous kernels still run" : "",
+           why[0] ? "; settings refused, the running ones stay: " : "", why);
   int e = sdnotify(m);
   if (e < 0) log_warn("NOTIFY_SOCKET: %s", strerror(-e));
 }

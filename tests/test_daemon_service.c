@@ -331,7 +331,11 @@ START_TEST(systemd_reload_status_and_compiler_lines) {
   int ns = notify_socket(nsp);
   setenv("NOTIFY_SOCKET", nsp, 1);
   struct sd_run r = {.log = logp, .journal = 1, .lfd = -1};
-  const char *args[] = {"--socket", sock, "--kernels", kd, "--set", "server.journal=off", NULL};
+  char cfg[96];
+  snprintf(cfg, sizeof cfg, "%s/coopd.ini", dir);
+  file_write(cfg, "[jobs]\ngrace_ms = 5000\n");
+  const char *args[] = {"--socket", sock,    "--kernels",          kd,  "--config",
+                        cfg,        "--set", "server.journal=off", NULL};
   pid_t pid = sd_spawn(&r, args);
   int ok = notify_wait(ns, "READY=1", got, sizeof got, 60);
   if (!ok) log_print(logp);
@@ -343,6 +347,18 @@ START_TEST(systemd_reload_status_and_compiler_lines) {
   if (!ok) log_print(logp);
   ck_assert_msg(ok, "no READY=1 after the reload");
   assert_has(got, "STATUS=reload ok: 1 kernels");
+  ck_assert_ptr_null(strstr(got, "settings refused"));
+
+  /* a settings file refused: its STATUS said "reload ok", the edit ignored */
+  file_write(cfg, "[jobs]\ncheckpoint_ms = 50\n");
+  kill(pid, SIGHUP);
+  ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
+  ok = notify_wait(ns, "READY=1", got, sizeof got, 120);
+  if (!ok) log_print(logp);
+  ck_assert_msg(ok, "no READY=1 after the reload with refused settings");
+  assert_has(got, "STATUS=reload ok: 1 kernels; settings refused, the running ones stay: ");
+  assert_has(got, "checkpoint_ms");
+  file_write(cfg, "[jobs]\ngrace_ms = 5000\n");
 
   snprintf(path, sizeof path, "%s/bad.cl", kd); /* a bad one */
   file_write(path,
