@@ -20,7 +20,7 @@ static const int log_prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
 int log_level_parse(const char *s) {
   for (int i = 0; i < 4; i++)
     if (strcmp(s, log_names[i]) == 0) return i;
-  return -1;
+  return strcmp(s, "warning") ? -1 : LOG_LV_WARN; /* syslog's and journalctl's word */
 }
 
 const char *log_level_name(int level) { return level >= 0 && level < 4 ? log_names[level] : "?"; }

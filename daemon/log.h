@@ -12,7 +12,7 @@
 
 enum log_level { LOG_LV_ERROR = 0, LOG_LV_WARN, LOG_LV_INFO, LOG_LV_DEBUG };
 
-/* Parses "error", "warn", "info", "debug"; -1 if none. */
+/* Parses "error", "warn" (or "warning"), "info", "debug"; -1 if none. */
 int log_level_parse(const char *s);
 const char *log_level_name(int level);
 /* May be called again (SIGHUP) to change the level or syslog. */

@@ -139,7 +139,9 @@ static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
     if (pass == 0 && o->config && config_load(c, o->config, err, sizeof err))
       return fprintf(stderr, "coopd: %s\n", err), 1;
   }
-  if (config_validate(c, err, sizeof err)) return fprintf(stderr, "coopd: %s\n", err), 1;
+  /* a check across keys has no line to name: say which file was read */
+  if (config_validate(c, err, sizeof err))
+    return fprintf(stderr, "coopd: %s (settings: %s)\n", err, o->config ? o->config : "no file"), 1;
   args.argc = argc;
   args.argv = argv;
   args.config = o->config;
@@ -155,7 +157,10 @@ static int reread_config(struct config *c, char *err, size_t errlen) {
   opterr = 0; /* the flags were checked at start */
   while ((ch = getopt_long(args.argc, args.argv, "", lo, NULL)) != -1)
     if (ch != '?' && apply_flag(c, ch, optarg, err, errlen)) return -1;
-  return config_validate(c, err, errlen);
+  if (!config_validate(c, err, errlen)) return 0;
+  size_t n = strlen(err);
+  snprintf(err + n, errlen - n, " (settings: %s)", args.config ? args.config : "no file");
+  return -1;
 }
 
 /* [kernels] authors and [limits] priority_users looked up again: a name
@@ -487,6 +492,7 @@ int main(int argc, char **argv) {
   }
   load_authored(&dm, !o.check);
   if (o.check) {
+    printf("settings: %s\n", o.config ? o.config : "built-in defaults (no file)");
     config_print(&dm.cfg, print_line);
     for (unsigned i = 0; i < dm.ks->n; i++)
       printf("kernel %s (%s) from %s\n", dm.ks->k[i].name,

@@ -298,6 +298,7 @@ static const struct expect expects[] = {
     {"", 0, 0, "reserve_percent=50", -2},
     {"[jobs]\nreserve_percent = 101\n", -1, 0, "fuzz:2: [jobs] reserve_percent: bad value", -2},
     {"", 0, 0, "min_deadline_us=100", -2},
+    {"[log]\nlevel = warning\n", 0, 0, "", -2}, /* journalctl's word for warn */
     {"[jobs]\nmin_deadline_us = 0\n", 0, 0, "min_deadline_us=0", -2},
     {"[jobs]\nmin_deadline_us = 1000001\n", -1, 0, "fuzz:2: [jobs] min_deadline_us: bad value", -2},
     {"", 0, 0, "max_connections_per_peer=2 request_timeout_ms=2000", -2},
