@@ -47,6 +47,10 @@ struct uid_use {
   int64_t reload_next;
   /* its next MIGRATE may move a job then (sess_migrate); root: no bound */
   int64_t move_next;
+  /* its jobs' ends logged at info in the window from log_from (ms), and
+   * those past the bound, at debug (sess_jobs.c, log_job_end) */
+  uint64_t log_from;
+  unsigned log_n, log_over;
   struct uid_use *next;
 };
 

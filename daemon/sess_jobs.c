@@ -815,6 +815,33 @@ static uint64_t keep_instances(struct job *j) {
   return keep;
 }
 
+/* A job's end in the log: info for one that did not end done, within
+ * SESS_LOG_ENDS a user per SESS_LOG_ENDS_MS, then debug, and once the
+ * window has passed one info line of how many went so. One user's
+ * submit-and-cancel loop wrote 200 info lines a second into the journal
+ * (and syslog), for every admin to read. */
+#define SESS_LOG_ENDS 20
+#define SESS_LOG_ENDS_MS 10000
+static void log_job_end(struct daemon *dm, const struct job *j, uint8_t st) {
+  struct uid_use *u = uid_find(dm, j->uid);
+  int level = st == COOP_JOB_DONE ? LOG_LV_DEBUG : LOG_LV_INFO;
+  if (u && level == LOG_LV_INFO) {
+    uint64_t now = uv_now(dm->loop);
+    if (now - u->log_from >= SESS_LOG_ENDS_MS) {
+      if (u->log_over)
+        log_info("uid %u: %u more of its jobs' ends in %u s logged at debug only", j->uid,
+                 u->log_over, SESS_LOG_ENDS_MS / 1000);
+      u->log_from = now, u->log_n = u->log_over = 0;
+    }
+    if (u->log_n < SESS_LOG_ENDS)
+      u->log_n++;
+    else
+      u->log_over++, level = LOG_LV_DEBUG;
+  }
+  log_msg(level, "job %llu (%s, uid %u) %s%s%s", (unsigned long long)j->id, j->kernel, j->uid,
+          coop_job_state_name(st), j->message[0] ? ": " : "", j->message);
+}
+
 void session_job_done(struct daemon *dm, struct job *j) {
   uint8_t st = atomic_load(&j->state);
   dbuf_job_done(dm, j); /* its device buffers may go now */
@@ -863,9 +890,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
    * H200: bench/RESULTS.md, "Where a suspension's pass goes"); a frame
    * loop's 60 jobs a second filled the journal besides. */
   journal_finished(dm->journal, j->id);
-  log_msg(st == COOP_JOB_DONE ? LOG_LV_DEBUG : LOG_LV_INFO, "job %llu (%s, uid %u) %s%s%s",
-          (unsigned long long)j->id, j->kernel, j->uid, coop_job_state_name(st),
-          j->message[0] ? ": " : "", j->message);
+  log_job_end(dm, j, st);
   j->finished = 1;
   /* Its inline IN copies are not needed any more (RESULT carries OUT
    * buffers only): finished renders kept 1.58 GB of them (docs/faults.md,

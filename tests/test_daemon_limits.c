@@ -307,6 +307,51 @@ START_TEST(a_periodic_jobs_events_wait_for_the_reader) {
 }
 END_TEST
 
+/* Lines of a file holding s. */
+static int lines_with(const char *path, const char *s) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[1024];
+  int n = 0;
+  while (fgets(line, sizeof line, f)) n += strstr(line, s) != NULL;
+  fclose(f);
+  return n;
+}
+
+/* One user's submit-and-cancel loop wrote an info line into coopd's log
+ * (the journal, syslog) for every job, 200 a second from one connection.
+ * Now a user's jobs' ends that are not done go at info 20 a 10 s window,
+ * the rest at debug, and one info line says how many went so. */
+START_TEST(one_users_job_ends_are_bounded_in_the_log) {
+  char logp[] = "/tmp/coopd-log-ends-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  static uint32_t words[64];
+  union coop_msg m;
+  for (int i = 0; i < 60; i++) {
+    uint64_t j = sweep_submit(&c, words, 64, 0xffffffffu, 1, -1);
+    ck_assert_uint_ne(j, 0);
+    memset(&m, 0, sizeof m);
+    m.job.job = j;
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_CANCEL, &m, NULL, 0)), COOP_MSG_OK);
+    ck_assert_uint_eq(wait_job(&c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    ck_assert_uint_eq(c.m.result.state, COOP_JOB_CANCELLED);
+  }
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  char want[64];
+  snprintf(want, sizeof want, "(sweep, uid %u) cancelled", (unsigned)getuid());
+  int n = 0;
+  for (int i = 0; i < 100 && (n = lines_with(logp, want)) < 20; i++) msleep(50);
+  ck_assert_msg(n == 20, "%d of 60 cancelled jobs logged at info, 20 wanted", n);
+  unlink(logp);
+}
+END_TEST
+
 /* WAITs sent before their job ended are answered with its RESULT however
  * many of the connection's jobs end after it: with its RESULTs built as
  * the client reads (the client behind), max_finished_per_client (1 here)
@@ -1195,6 +1240,7 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, unread_replies_stay_bounded);
   tcase_add_test(t, waits_of_a_finished_job_wait_for_the_reader);
   tcase_add_test(t, a_periodic_jobs_events_wait_for_the_reader);
+  tcase_add_test(t, one_users_job_ends_are_bounded_in_the_log);
   tcase_add_test(t, deferred_results_outlive_the_trim);
   tcase_add_test(t, connections_per_uid_and_hello_deadline);
   tcase_add_test(t, crowded_out_users_still_get_in);
