@@ -45,8 +45,10 @@ for how in "" "--socket $sock"; do
 done
 stop_coopd
 # Connection.buffer(wait=): a coopd whose 1 MiB arena one running job's
-# copy holds (device_mb = 0: on CUDA too the buffers go into the arena)
-start_coopd "$coopd" --kernels "$kernels" --set device.arena_mb=1 --set device.device_mb=0
+# copy holds (device_mb = 0: on CUDA too the buffers go into the arena);
+# its sweep is one of the shipped kernels alone (the applications' too
+# were a build of their own for this arena's size, a minute on PoCL)
+start_coopd "$coopd" --kernels "$src/kernels" --set device.arena_mb=1 --set device.device_mb=0
 "$python" "$src/tests/python/test_buffer_wait.py" "$sock" || fail "test_buffer_wait.py"
 stop_coopd
 # Connection.add_kernel, remove_kernel and reload wait out coopd's EBUSY
@@ -73,7 +75,7 @@ os.execv(sys.executable, [sys.executable] + sys.argv[1:])' "$@"
     "$python" "$@"
   fi
 }
-start_coopd "$coopd" --kernels "$kernels" --set kernels.authors="$author" \
+start_coopd "$coopd" --kernels "$src/kernels" --set kernels.authors="$author" \
   --set kernels.authored_dir="$dir/authored-wait" --set kernels.author_reload_interval_ms=2000
 chmod 666 "$sock"
 as_author "$ex/own_kernel.py" --socket "$sock" --n 1000 || fail "own_kernel.py, 2 s between reloads"
