@@ -307,17 +307,6 @@ START_TEST(a_periodic_jobs_events_wait_for_the_reader) {
 }
 END_TEST
 
-/* Lines of a file holding s. */
-static int lines_with(const char *path, const char *s) {
-  FILE *f = fopen(path, "r");
-  if (!f) return -1;
-  char line[1024];
-  int n = 0;
-  while (fgets(line, sizeof line, f)) n += strstr(line, s) != NULL;
-  fclose(f);
-  return n;
-}
-
 /* One user's submit-and-cancel loop wrote an info line into coopd's log
  * (the journal, syslog) for every job, 200 a second from one connection.
  * Now a user's jobs' ends that are not done go at info 20 a 10 s window,
@@ -346,7 +335,7 @@ START_TEST(one_users_job_ends_are_bounded_in_the_log) {
   char want[64];
   snprintf(want, sizeof want, "(sweep, uid %u) cancelled", (unsigned)getuid());
   int n = 0;
-  for (int i = 0; i < 100 && (n = lines_with(logp, want)) < 20; i++) msleep(50);
+  for (int i = 0; i < 100 && (n = log_count(logp, want)) < 20; i++) msleep(50);
   ck_assert_msg(n == 20, "%d of 60 cancelled jobs logged at info, 20 wanted", n);
   unlink(logp);
 }
