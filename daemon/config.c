@@ -286,12 +286,38 @@ static int set_key(struct config *c, const struct config_key *k, const char *v) 
   return -1;
 }
 
+/* What a numeric key takes, from its table row, for the refusal: an
+ * operator who wrote arena_mb = 100000 learns the bound, not only that the
+ * value is bad. Empty for the other kinds: their words are in their names. */
+static void key_range(const struct config_key *k, char *b, size_t n) {
+  unsigned long long m = k->max;
+  const char *unit = "";
+  switch (k->kind & K_TYPE) {
+    case K_UINT:
+      snprintf(b, n, " (want 0..%llu)", m);
+      return;
+    case K_INT:
+      snprintf(b, n, " (want -1 or 0..%llu)", m);
+      return;
+    case K_OCTAL:
+      snprintf(b, n, " (want an octal mode 0..%04llo)", m);
+      return;
+    case K_BYTES:
+      for (const char *u = "KMG"; *u && m && m % 1024 == 0; u++) m /= 1024, unit = u;
+      snprintf(b, n, " (want 0..%llu%.1s bytes, with an optional K, M or G)", m, unit);
+      return;
+  }
+  b[0] = '\0';
+}
+
 int config_set(struct config *c, const char *section, const char *key, const char *value, char *err,
                size_t errlen) {
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     if (strcmp(keys[i].section, section) || strcmp(keys[i].name, key)) continue;
     if (set_key(c, &keys[i], value) == 0) return 0;
-    snprintf(err, errlen, "[%s] %s: bad value \"%s\"", section, key, value);
+    char range[96];
+    key_range(&keys[i], range, sizeof range);
+    snprintf(err, errlen, "[%s] %s: bad value \"%s\"%s", section, key, value, range);
     return -1;
   }
   snprintf(err, errlen, "unknown key [%s] %s", section, key);

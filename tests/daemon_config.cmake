@@ -75,6 +75,11 @@ run(bad_watchdog_ms 1 "\\[jobs\\] watchdog_ms: bad value \"1s\"" "[jobs]\nwatchd
   ${std})
 run(bad_max_bytes 1 "\\[limits\\] max_bytes_per_client: bad value \"2T\""
   "[limits]\nmax_bytes_per_client = 2T\n" ${std})
+# a value past the key's range names the range (from the key table, every numeric key)
+run(arena_mb_over_range 1 "coopd\\.ini:2: \\[device\\] arena_mb: bad value \"100000\" \\(want 0\\.\\.65536\\)"
+  "[device]\narena_mb = 100000\n" ${std} --check-config)
+run(socket_mode_over_range 1 "\\[server\\] socket_mode: bad value \"1000\" \\(want an octal mode 0\\.\\.0777\\)"
+  "[server]\nsocket_mode = 1000\n" ${std})
 run(bad_level 1 "\\[log\\] level: bad value \"loud\"" "[log]\nlevel = loud\n" ${std})
 run(bad_syslog 1 "\\[log\\] syslog: bad value \"maybe\"" "[log]\nsyslog = maybe\n" ${std})
 run(bad_socket_mode 1 "\\[server\\] socket_mode: bad value \"0666x\""
