@@ -1,12 +1,15 @@
 /* log.c: see log.h. */
 #include "log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,4 +84,35 @@ void log_msg(int lv, const char *fmt, ...) {
   va_end(ap);
   if (atomic_load(&log_stderr)) (atomic_load(&log_journal) ? to_journal : to_terminal)(lv, line);
   if (atomic_load(&log_syslog)) syslog(log_prio[lv], "%s", line);
+}
+
+/* 0 when a datagram or stream socket at path takes a connection, as
+ * syslog(3) tries them, else the errno of the last try. */
+static int socket_reachable(const char *path) {
+  struct sockaddr_un a = {.sun_family = AF_UNIX};
+  if (strlen(path) >= sizeof a.sun_path) return ENAMETOOLONG;
+  memcpy(a.sun_path, path, strlen(path) + 1);
+  const int types[2] = {SOCK_DGRAM, SOCK_STREAM};
+  int e = 0;
+  for (int i = 0; i < 2; i++) {
+    int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno;
+    int r = connect(fd, (struct sockaddr *)&a, sizeof a);
+    e = r ? errno : 0;
+    close(fd);
+    if (!r) return 0;
+  }
+  return e;
+}
+
+void log_syslog_check(void) {
+  if (!atomic_load(&log_syslog)) return;
+  const char *path = getenv("COOP_TEST_SYSLOG_PATH"); /* a test's hook */
+  if (!path || !*path) path = _PATH_LOG;
+  int e = socket_reachable(path);
+  if (e)
+    log_warn(
+        "[log] syslog = yes, but %s: %s: no syslog daemon listens there; nothing reaches "
+        "syslog, the log goes to stderr only",
+        path, strerror(e));
 }

@@ -17,6 +17,11 @@ int log_level_parse(const char *s);
 const char *log_level_name(int level);
 /* May be called again (SIGHUP) to change the level or syslog. */
 void log_setup(int level, int use_stderr, int use_syslog);
+/* With syslog on, a warning when nothing listens on syslog's socket
+ * (/dev/log): syslog(3) drops every line without a word (a container, a
+ * host without a syslog daemon). Called once at start and at each reload,
+ * not per line. COOP_TEST_SYSLOG_PATH names another socket (tests). */
+void log_syslog_check(void);
 /* Whether stderr goes to the journal: JOURNAL_STREAM names stderr's device
  * and inode (systemd.exec(5)), or INVOCATION_ID is set (a systemd service)
  * and stderr is not a terminal. log_setup() checks it once. */

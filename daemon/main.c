@@ -204,6 +204,7 @@ static void on_hup(struct daemon *dm) {
     log_error("SIGHUP: %s; the running settings stay", err);
   else if (confreload_apply(&dm->cfg, &nc) == 0)
     log_info("SIGHUP: settings read again%s", args.config ? "" : " (no --config file)");
+  log_syslog_check(); /* syslog may be on now, or its daemon gone */
   users_update(dm);
   reload_start(dm);
   if (!dm->reload) reload_notify(dm); /* it did not start: STATUS says why */
@@ -477,6 +478,7 @@ int main(int argc, char **argv) {
   int r = parse_args(argc, argv, &dm.cfg, &o);
   if (r >= 0) return r;
   log_setup(dm.cfg.log_level, 1, dm.cfg.log_syslog);
+  log_syslog_check();
   dm.listen_fd = -1;
   dm.sock_dir_fd = -1;
   if (take_listen_fd(&dm)) return 1;

@@ -168,7 +168,9 @@ static int exit_status(pid_t pid, int signal_it) {
  * (with MONOTONIC_USEC) then READY=1, applies the settings that may change
  * (max_clients here) and names those that need a restart (arena_mb);
  * SIGTERM gives STOPPING=1. Outside the journal, lines carry the date. The
- * old coopd sent nothing and reloaded the kernels only. */
+ * old coopd sent nothing and reloaded the kernels only. [log] syslog = yes
+ * with no syslog daemon on its socket is said once at start and once at
+ * the reload (it was taken silently: every line lost). */
 START_TEST(systemd_notify_ready_and_reload) {
   char dir[] = "/tmp/coopd-sd-XXXXXX", ini[96], nsp[96], logp[96], sock[96], got[512];
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -176,9 +178,14 @@ START_TEST(systemd_notify_ready_and_reload) {
   snprintf(nsp, sizeof nsp, "%s/notify", dir);
   snprintf(logp, sizeof logp, "%s/coopd.log", dir);
   snprintf(sock, sizeof sock, "%s/coop.sock", dir);
-  file_write(ini, "[device]\narena_mb = 64\n[server]\nmax_clients = 64\njournal = off\n");
+  file_write(ini,
+             "[device]\narena_mb = 64\n[server]\nmax_clients = 64\njournal = off\n"
+             "[log]\nsyslog = yes\n");
   int ns = notify_socket(nsp);
   setenv("NOTIFY_SOCKET", nsp, 1);
+  char nolog[96];
+  snprintf(nolog, sizeof nolog, "%s/no-syslog", dir); /* not /dev/log: a host may have one */
+  setenv("COOP_TEST_SYSLOG_PATH", nolog, 1);
   struct sd_run r = {.log = logp, .journal = 0, .lfd = -1};
   const char *args[] = {"--config", ini, "--socket", sock, NULL};
   pid_t pid = sd_spawn(&r, args);
@@ -186,12 +193,17 @@ START_TEST(systemd_notify_ready_and_reload) {
   if (!ok) log_print(logp);
   ck_assert_msg(ok, "no READY=1 within 60 s");
   assert_has(got, "STATUS=listening on ");
+  char nosys[160];
+  snprintf(nosys, sizeof nosys, "[log] syslog = yes, but %s: No such file", nolog);
+  ck_assert_int_eq(log_count(logp, nosys), 1);
   struct conn c;
   ck_assert_int_eq(conn_open(&c, sock), 0); /* ready means accepting */
   hello(&c);
   conn_close(&c);
 
-  file_write(ini, "[device]\narena_mb = 128\n[server]\nmax_clients = 1\njournal = off\n");
+  file_write(ini,
+             "[device]\narena_mb = 128\n[server]\nmax_clients = 1\njournal = off\n"
+             "[log]\nsyslog = yes\n");
   kill(pid, SIGHUP);
   ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
   assert_has(got, "MONOTONIC_USEC=");
@@ -200,6 +212,7 @@ START_TEST(systemd_notify_ready_and_reload) {
   ck_assert_msg(ok, "no READY=1 after the reload");
   ck_assert(log_has(logp, "[server] max_clients: 64 -> 1"));
   ck_assert(log_has(logp, "[device] arena_mb changed (64 -> 128): needs a restart"));
+  ck_assert_int_eq(log_count(logp, nosys), 2);
   /* max_clients = 1 holds: a second client is turned away */
   struct conn c2;
   ck_assert_int_eq(conn_open(&c, sock), 0);
@@ -227,6 +240,7 @@ START_TEST(systemd_notify_ready_and_reload) {
   ck_assert_msg(log_has(logp, year), "no date in the log");
   close(ns);
   unsetenv("NOTIFY_SOCKET");
+  unsetenv("COOP_TEST_SYSLOG_PATH");
   unlink(nsp), unlink(ini), unlink(logp), rmdir(dir);
 }
 END_TEST
