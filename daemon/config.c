@@ -310,6 +310,32 @@ static void key_range(const struct config_key *k, char *b, size_t n) {
   b[0] = '\0';
 }
 
+const struct config_key *config_key_find(const char *section, const char *name) {
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strcmp(keys[i].section, section) && !strcmp(keys[i].name, name)) return &keys[i];
+  return NULL;
+}
+
+struct file_key {
+  const char *section, *name;
+  char *value;
+  size_t n;
+  int found;
+};
+
+static int on_file_key(void *user, const char *section, const char *name, const char *value) {
+  struct file_key *f = user;
+  if (!strcmp(f->section, section) && !strcmp(f->name, name))
+    f->found = 1, snprintf(f->value, f->n, "%s", value); /* the last one counts, as in a load */
+  return 1;
+}
+
+int config_file_sets(const char *path, const char *section, const char *name, char *value,
+                     size_t n) {
+  struct file_key f = {section, name, value, n, 0};
+  return ini_parse(path, on_file_key, &f) < 0 ? -1 : f.found;
+}
+
 int config_set(struct config *c, const char *section, const char *key, const char *value, char *err,
                size_t errlen) {
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

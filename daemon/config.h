@@ -102,6 +102,11 @@ int config_load_string(struct config *c, const char *name, const char *text, cha
 /* One key by section and name, as the file would set it (flags use it). */
 int config_set(struct config *c, const char *section, const char *key, const char *value, char *err,
                size_t errlen);
+/* Whether the ini file at path names [section] name: 1 with its text (as
+ * written, the last one if repeated) in value, 0 if not, -1 if it cannot
+ * be read. For coopd to say that a command-line flag overrides it. */
+int config_file_sets(const char *path, const char *section, const char *name, char *value,
+                     size_t n);
 /* Checks cross-field rules. */
 int config_validate(const struct config *c, char *err, size_t errlen);
 /* [device] devices as device indices: the count (1..max), 0 for "all"
@@ -126,6 +131,8 @@ struct config_key {
   unsigned long long max;
 };
 const struct config_key *config_keys(size_t *n);
+/* The row of [section] name, or NULL. */
+const struct config_key *config_key_find(const char *section, const char *name);
 /* 1: SIGHUP applies a change to k at once (only the loop thread reads
  * it); 0: the change waits for a restart. */
 int config_key_live(const struct config_key *k);

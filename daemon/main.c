@@ -36,7 +36,9 @@ static void usage(FILE *f) {
       "the configured device and serves clients (coopctl, libcoop) on a Unix socket.\n"
       "  --config FILE     settings (every key is documented in conf/coopd.ini);\n"
       "                    without it, PREFIX/etc/coop/coopd.ini beside an installed\n"
-      "                    coopd (PREFIX/sbin), else the built-in defaults\n"
+      "                    coopd (PREFIX/sbin), else the built-in defaults. The flags\n"
+      "                    below override the file; each key of the file one overrides\n"
+      "                    is logged (info) at start and at each reload\n"
       "  --socket PATH     listen here (default $XDG_RUNTIME_DIR/coop.sock, or\n"
       "                    /run/coop/coop.sock for root)\n"
       "  --kernels DIRS    colon-separated directories of *.cl kernels\n"
@@ -45,7 +47,8 @@ static void usage(FILE *f) {
       "                    NVIDIA GPU through CUDA, else PoCL's CPU device), opencl or cuda;\n"
       "                    the choice and why are logged and shown by `coopctl stats`\n"
       "  --set S.K=V       any config key, e.g. --set jobs.grace_ms=2000\n"
-      "  --check-config    validate the settings and the kernels' directives, print them,\n"
+      "  --check-config    validate the settings and the kernels' directives, print them\n"
+      "                    (and each key a flag set, over which value of the file),\n"
       "                    compile the kernels on the configured devices, exit\n"
       "Signals: SIGTERM/SIGINT stop (jobs get [jobs] grace_ms to finish, then are\n"
       "cancelled; every client is told). SIGHUP reads the settings that apply live and\n"
@@ -87,14 +90,36 @@ static const struct option lo[] = {
     {"check-config", no_argument, 0, 'C'},  {"help", no_argument, 0, 'h'},
     {"version", no_argument, 0, 'V'},       {0, 0, 0, 0}};
 
+/* The flags that stand for one config key each. */
+static const struct {
+  int ch;
+  const char *flag, *section, *name;
+} flag_keys[] = {{'s', "--socket", "server", "socket"},
+                 {'k', "--kernels", "kernels", "dirs"},
+                 {'l', "--log-level", "log", "level"},
+                 {'b', "--backend", "device", "backend"}};
+
 /* A flag that sets a config key; other flags are left to the caller. */
 static int apply_flag(struct config *c, int ch, const char *arg, char *err, size_t errlen) {
-  if (ch == 's') return config_set(c, "server", "socket", arg, err, errlen);
-  if (ch == 'k') return config_set(c, "kernels", "dirs", arg, err, errlen);
-  if (ch == 'l') return config_set(c, "log", "level", arg, err, errlen);
-  if (ch == 'b') return config_set(c, "device", "backend", arg, err, errlen);
+  for (size_t i = 0; i < sizeof flag_keys / sizeof flag_keys[0]; i++)
+    if (ch == flag_keys[i].ch)
+      return config_set(c, flag_keys[i].section, flag_keys[i].name, arg, err, errlen);
   if (ch == 'S') return set_flag(c, arg, err, errlen);
   return 0;
+}
+
+/* The key a flag sets, as a row of the key table, and the flag as written
+ * ("--socket", "--set server.journal"); NULL for a flag that sets none. */
+static const struct config_key *flag_key(int ch, const char *arg, char *flag, size_t n) {
+  for (size_t i = 0; i < sizeof flag_keys / sizeof flag_keys[0]; i++)
+    if (ch == flag_keys[i].ch) {
+      snprintf(flag, n, "%s", flag_keys[i].flag);
+      return config_key_find(flag_keys[i].section, flag_keys[i].name);
+    }
+  char sec[64] = "", name[128] = "";
+  if (ch != 'S' || sscanf(arg, "%63[^.].%127[^=]=", sec, name) != 2) return NULL;
+  snprintf(flag, n, "--set %s.%s", sec, name);
+  return config_key_find(sec, name);
 }
 
 /* The built-in defaults, with the kernels of this installation (paths.h). */
@@ -147,6 +172,33 @@ static int parse_args(int argc, char **argv, struct config *c, struct opts *o) {
   args.config = o->config;
   return -1; /* go on */
 }
+
+/* Each key a flag set, to say(): its value, the flag, and the settings
+ * file's own value that the flag overrides. Only the keys the file names
+ * too unless all: an operator who edits the file and sees nothing change
+ * (coopd.service passes --socket and --set server.journal) is told why at
+ * start, at each SIGHUP, and by --check-config, which says every one. */
+static void flags_over_file(const struct config *c, int all, void (*say)(const char *)) {
+  int ch;
+  optind = 1;
+  opterr = 0; /* the flags were checked at start */
+  while ((ch = getopt_long(args.argc, args.argv, "", lo, NULL)) != -1) {
+    char flag[200], file[1100] = "", now[1100], line[2600];
+    const struct config_key *k = ch == '?' ? NULL : flag_key(ch, optarg, flag, sizeof flag);
+    int named = k && args.config
+                    ? config_file_sets(args.config, k->section, k->name, file, sizeof file) > 0
+                    : 0;
+    if (!k || (!named && !all)) continue;
+    config_key_show(k, c, now, sizeof now);
+    int w = snprintf(line, sizeof line, "[%s] %s = %s from the command line (%s)", k->section,
+                     k->name, now, flag);
+    if (named)
+      snprintf(line + w, sizeof line - (size_t)w, ", overriding \"%s\" in %s", file, args.config);
+    say(line);
+  }
+}
+
+static void say_info(const char *l) { log_info("%s", l); }
 
 /* The settings again, as at start: defaults, the file, the flags. */
 static int reread_config(struct config *c, char *err, size_t errlen) {
@@ -204,7 +256,8 @@ static void on_hup(struct daemon *dm) {
     log_error("SIGHUP: %s; the running settings stay", err);
   else if (confreload_apply(&dm->cfg, &nc) == 0)
     log_info("SIGHUP: settings read again%s", args.config ? "" : " (no --config file)");
-  log_syslog_check(); /* syslog may be on now, or its daemon gone */
+  if (!bad) flags_over_file(&nc, 0, say_info); /* the file's edit of those did nothing */
+  log_syslog_check();                          /* syslog may be on now, or its daemon gone */
   users_update(dm);
   reload_start(dm);
   if (!dm->reload) reload_notify(dm); /* it did not start: STATUS says why */
@@ -479,6 +532,7 @@ int main(int argc, char **argv) {
   if (r >= 0) return r;
   log_setup(dm.cfg.log_level, 1, dm.cfg.log_syslog);
   log_syslog_check();
+  if (!o.check) flags_over_file(&dm.cfg, 0, say_info); /* --check-config prints them */
   dm.listen_fd = -1;
   dm.sock_dir_fd = -1;
   if (take_listen_fd(&dm)) return 1;
@@ -496,6 +550,7 @@ int main(int argc, char **argv) {
   if (o.check) {
     printf("settings: %s\n", o.config ? o.config : "built-in defaults (no file)");
     config_print(&dm.cfg, print_line);
+    flags_over_file(&dm.cfg, 1, print_line);
     for (unsigned i = 0; i < dm.ks->n; i++)
       printf("kernel %s (%s) from %s\n", dm.ks->k[i].name,
              dm.ks->k[i].cooperative ? "cooperative" : "noncooperative", dm.ks->k[i].path);

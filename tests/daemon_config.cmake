@@ -197,6 +197,13 @@ run(subids_writable 1
 run(subids_relative 1 "\\[limits\\] subordinate_ids: \"subuid\" must be an absolute path or off"
   "[limits]\nsubordinate_ids = subuid\n" ${std})
 
+# a flag over a key the file sets: --check-config says the value, the flag and the file's
+# value it overrides (an edit of the file did nothing, and nothing said so)
+run(flags_override_file 0
+  "\\[server\\] socket = \"[^\"]*/flags_override_file/coop\\.sock\" from the command line \\(--socket\\), overriding \"/run/elsewhere\\.sock\" in [^\n]*/flags_override_file/coopd\\.ini\n\\[kernels\\] dirs = [^\n]* from the command line \\(--kernels\\)\n\\[server\\] journal = \"off\" from the command line \\(--set server\\.journal\\), overriding \"/var/lib/elsewhere\\.jobs\" in .*configuration OK"
+  "[server]\nsocket = /run/elsewhere.sock\njournal = /var/lib/elsewhere.jobs\n"
+  ${std} --set server.journal=off --check-config)
+
 # ---- control: the keys added since (devices, journal, the watchdog's, device_mb) ----
 run(control_new_keys 0
   "devices=0,0 .*max_registers=128 kernel_widths=no arena_mb=256 device_mb=64 .*journal=off.*watchdog_ms=250 grace_ms=5000 gather_budget_ms=1500 hang_ms=700.*metrics: listen=0\\.0\\.0\\.0:9464 allow_remote=yes max_connections=4 timeout_ms=2000.*configuration OK"

@@ -170,7 +170,9 @@ static int exit_status(pid_t pid, int signal_it) {
  * SIGTERM gives STOPPING=1. Outside the journal, lines carry the date. The
  * old coopd sent nothing and reloaded the kernels only. [log] syslog = yes
  * with no syslog daemon on its socket is said once at start and once at
- * the reload (it was taken silently: every line lost). */
+ * the reload (it was taken silently: every line lost), and so is --socket
+ * overriding the file's [server] socket (the file's edit did nothing, and
+ * nothing said so: coopd.service passes --socket). */
 START_TEST(systemd_notify_ready_and_reload) {
   char dir[] = "/tmp/coopd-sd-XXXXXX", ini[96], nsp[96], logp[96], sock[96], got[512];
   ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -180,6 +182,7 @@ START_TEST(systemd_notify_ready_and_reload) {
   snprintf(sock, sizeof sock, "%s/coop.sock", dir);
   file_write(ini,
              "[device]\narena_mb = 64\n[server]\nmax_clients = 64\njournal = off\n"
+             "socket = /run/elsewhere.sock\n"
              "[log]\nsyslog = yes\n");
   int ns = notify_socket(nsp);
   setenv("NOTIFY_SOCKET", nsp, 1);
@@ -196,6 +199,12 @@ START_TEST(systemd_notify_ready_and_reload) {
   char nosys[160];
   snprintf(nosys, sizeof nosys, "[log] syslog = yes, but %s: No such file", nolog);
   ck_assert_int_eq(log_count(logp, nosys), 1);
+  char over[400];
+  snprintf(over, sizeof over,
+           "[server] socket = \"%s\" from the command line (--socket), overriding "
+           "\"/run/elsewhere.sock\" in %s",
+           sock, ini);
+  ck_assert_int_eq(log_count(logp, over), 1);
   struct conn c;
   ck_assert_int_eq(conn_open(&c, sock), 0); /* ready means accepting */
   hello(&c);
@@ -203,6 +212,7 @@ START_TEST(systemd_notify_ready_and_reload) {
 
   file_write(ini,
              "[device]\narena_mb = 128\n[server]\nmax_clients = 1\njournal = off\n"
+             "socket = /run/elsewhere.sock\n"
              "[log]\nsyslog = yes\n");
   kill(pid, SIGHUP);
   ck_assert_msg(notify_wait(ns, "RELOADING=1", got, sizeof got, 30), "no RELOADING=1");
@@ -213,6 +223,7 @@ START_TEST(systemd_notify_ready_and_reload) {
   ck_assert(log_has(logp, "[server] max_clients: 64 -> 1"));
   ck_assert(log_has(logp, "[device] arena_mb changed (64 -> 128): needs a restart"));
   ck_assert_int_eq(log_count(logp, nosys), 2);
+  ck_assert_int_eq(log_count(logp, over), 2);
   /* max_clients = 1 holds: a second client is turned away */
   struct conn c2;
   ck_assert_int_eq(conn_open(&c, sock), 0);
