@@ -2,8 +2,10 @@
 """prom_check.py: a strict parser of the Prometheus text exposition format
 (version 0.0.4), for `coopctl metrics`.
 
-usage: prom_check.py [--require FAMILY]... < metrics.txt
+usage: prom_check.py [--require FAMILY]... [FILE]
        prom_check.py --self-test
+
+Reads FILE, or the standard input without one (or with "-").
 
 Checks: every line is a HELP, TYPE or other comment, or a sample; metric
 and label names match the format's grammar; label values use only the
@@ -12,7 +14,8 @@ has at most one HELP and one TYPE, the TYPE before its samples, and its
 samples together; no series twice; counters end in _total and are >= 0;
 histograms have _bucket series with an le label, ascending le ending in
 +Inf, non-decreasing counts, and _count equal to the +Inf bucket, and a
-_sum, for every label set. Exits 1 with the line and the problem.
+_sum, for every label set. Exits 1 with the line and the problem, 2 on
+bad usage or a FILE that cannot be read.
 """
 import math
 import re
@@ -244,12 +247,46 @@ def self_test():
     return 0
 
 
+USAGE = "usage: prom_check.py [--require FAMILY]... [FILE] | --self-test"
+
+
+def parse_args(args):
+    """(families required, FILE or None); None on bad usage."""
+    require, files = [], []
+    it = iter(args)
+    for a in it:
+        if a == "--require":
+            fam = next(it, None)
+            if fam is None:
+                return None
+            require.append(fam)
+        elif a.startswith("-") and a != "-":
+            return None
+        else:
+            files.append(a)
+    if len(files) > 1:
+        return None
+    return require, (files[0] if files and files[0] != "-" else None)
+
+
 def main():
     args = sys.argv[1:]
     if args == ["--self-test"]:
         return self_test()
-    require = [args[i + 1] for i, a in enumerate(args) if a == "--require"]
-    text = sys.stdin.read()
+    parsed = parse_args(args)
+    if parsed is None:
+        print(USAGE, file=sys.stderr)
+        return 2
+    require, path = parsed
+    try:
+        if path is None:
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        print("prom_check: %s: %s" % (path or "stdin", e), file=sys.stderr)
+        return 2
     try:
         samples, types = check(text)
         for fam in require:
