@@ -816,14 +816,14 @@ static uint64_t keep_instances(struct job *j) {
 }
 
 /* A job's end in the log: info for one that did not end done, within
- * SESS_LOG_ENDS a user per SESS_LOG_ENDS_MS, then debug, and once the
- * window has passed one info line of how many went so. One user's
+ * SESS_LOG_ENDS a user (u: its entry, looked up once by the caller) per
+ * SESS_LOG_ENDS_MS, then debug, and once the window has passed one info
+ * line of how many went so. One user's
  * submit-and-cancel loop wrote 200 info lines a second into the journal
  * (and syslog), for every admin to read. */
 #define SESS_LOG_ENDS 20
 #define SESS_LOG_ENDS_MS 10000
-static void log_job_end(struct daemon *dm, const struct job *j, uint8_t st) {
-  struct uid_use *u = uid_find(dm, j->uid);
+static void log_job_end(struct daemon *dm, struct uid_use *u, const struct job *j, uint8_t st) {
   int level = st == COOP_JOB_DONE ? LOG_LV_DEBUG : LOG_LV_INFO;
   if (u && level == LOG_LV_INFO) {
     uint64_t now = uv_now(dm->loop);
@@ -890,7 +890,8 @@ void session_job_done(struct daemon *dm, struct job *j) {
    * H200: bench/RESULTS.md, "Where a suspension's pass goes"); a frame
    * loop's 60 jobs a second filled the journal besides. */
   journal_finished(dm->journal, j->id);
-  log_job_end(dm, j, st);
+  struct uid_use *u = uid_find(dm, j->uid); /* there: the job is counted */
+  log_job_end(dm, u, j, st);
   j->finished = 1;
   /* Its inline IN copies are not needed any more (RESULT carries OUT
    * buffers only): finished renders kept 1.58 GB of them (docs/faults.md,
@@ -913,7 +914,6 @@ void session_job_done(struct daemon *dm, struct job *j) {
   held += keep_instances(j);
   uint64_t was = j->bytes;
   j->bytes = held;
-  struct uid_use *u = uid_find(dm, j->uid); /* there: the job is counted */
   if (u) {
     u->live--;
     u->bytes = u->bytes - was + held;
