@@ -186,6 +186,20 @@ static void author_dirs_remove(struct author_dirs *a) {
   kernels_dir_remove(a->kdir);
 }
 
+/* The opening of most tests here: a kernel directory of the test's own
+ * with its store (ad), before(ad) if given (files put there first), and
+ * coopd started on them with root an author, extra (NULL: none) among its
+ * settings, its log at ad->logp; c a connection to it, HELLO said. */
+static void authors_daemon(struct author_dirs *ad, struct daemon_proc *d, struct conn *c,
+                           const char *extra, void (*before)(const struct author_dirs *)) {
+  author_dirs_make(ad);
+  if (before) before(ad);
+  const char *sets[] = {ad->dirs, ad->dir_set, "kernels.authors=0", extra, NULL};
+  *d = (struct daemon_proc){.log = ad->logp};
+  daemon_start_log(d, sets);
+  open_hello(c, d);
+}
+
 START_TEST(kernel_authors) {
   struct author_dirs ad;
   author_dirs_make(&ad);
@@ -562,12 +576,9 @@ END_TEST
  * after it builds. */
 START_TEST(an_authors_kernel_builds_where_the_store_puts_it) {
   struct author_dirs ad;
-  author_dirs_make(&ad);
-  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", NULL};
-  struct daemon_proc d = {.log = ad.logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
   struct conn c;
-  open_hello(&c, &d);
+  authors_daemon(&ad, &d, &c, NULL, NULL);
   static const char z[] =
       "//@coop name=z kind=noncooperative args=buf\n"
       "coop_u32 zh(coop_u32 x) { return x; }\n"
@@ -595,11 +606,10 @@ END_TEST
  * which C allows) built, then met the guard of each name an author's
  * kernel defines ("BFS_UNREACHED is defined before this kernel (by the
  * compiler or the runtime)"). A shipped kernel's macros now end with it. */
-START_TEST(a_shipped_kernels_macros_end_with_it) {
-  struct author_dirs ad;
-  author_dirs_make(&ad);
+/* shipdef.cl among coopd's kernels: a #define of its own. */
+static void put_shipdef(const struct author_dirs *ad) {
   char shipped[300];
-  snprintf(shipped, sizeof shipped, "%s/shipdef.cl", ad.kdir);
+  snprintf(shipped, sizeof shipped, "%s/shipdef.cl", ad->kdir);
   FILE *f = fopen(shipped, "w");
   ck_assert_ptr_nonnull(f);
   fputs(
@@ -611,11 +621,15 @@ START_TEST(a_shipped_kernels_macros_end_with_it) {
       "}\n",
       f);
   ck_assert_int_eq(fclose(f), 0);
-  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", NULL};
-  struct daemon_proc d = {.log = ad.logp};
-  daemon_start_log(&d, sets);
+}
+
+START_TEST(a_shipped_kernels_macros_end_with_it) {
+  struct author_dirs ad;
+  struct daemon_proc d;
   struct conn c;
-  open_hello(&c, &d);
+  authors_daemon(&ad, &d, &c, NULL, put_shipdef);
+  char shipped[300];
+  snprintf(shipped, sizeof shipped, "%s/shipdef.cl", ad.kdir);
   static const char mine[] =
       "//@coop name=mine kind=noncooperative args=d:buf\n"
       "#define SHIPDEF_NONE 0xFFFFFFFFu\n"
@@ -647,12 +661,9 @@ END_TEST
  * #ifdef, through CUDA, then chose the scheduler without its helpers. */
 START_TEST(an_authors_macros_end_with_its_kernel) {
   struct author_dirs ad;
-  author_dirs_make(&ad);
-  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", NULL};
-  struct daemon_proc d = {.log = ad.logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
   struct conn c;
-  open_hello(&c, &d);
+  authors_daemon(&ad, &d, &c, NULL, NULL);
   /* an #undef of another's name, a conditional left open, and what would
    * leave the #undefs appended after the kernel inside it */
   static const struct refused_src macros[] = {
@@ -737,13 +748,9 @@ static int children_oom_first(pid_t coopd, pid_t running, int *running_zero) {
  * the device process that runs the jobs keeps its 0. */
 START_TEST(an_authors_build_is_bounded) {
   struct author_dirs ad;
-  author_dirs_make(&ad);
-  const char *sets[] = {ad.dirs, ad.dir_set, "kernels.authors=0", "kernels.author_build_ms=1500",
-                        NULL};
-  struct daemon_proc d = {.log = ad.logp};
-  daemon_start_log(&d, sets);
+  struct daemon_proc d;
   struct conn c;
-  open_hello(&c, &d);
+  authors_daemon(&ad, &d, &c, "kernels.author_build_ms=1500", NULL);
   pid_t running = device_process(d.pid);
   char src[2048];
   int o = snprintf(src, sizeof src,
