@@ -297,6 +297,39 @@ int kset_authored(const struct kset *s) {
   return 0;
 }
 
+/* The line of log that names file as a compiler names the file of an
+ * error (PoCL: "error: f.cl:2:2: ...", clang: "f.cl:2:2: error: ...",
+ * NVRTC: "f.cl(2): error ..."), or NULL. A shipped kernel's path ends in
+ * an author's file name (/usr/share/coop/kernels/f.cl), hence the start. */
+static const char *line_naming(const char *log, const char *file) {
+  size_t l = strlen(file);
+  for (const char *p = log; l && (p = strstr(p, file)); p++) {
+    int starts = p == log || p[-1] == '\n' || p[-1] == ' ' || p[-1] == '\t';
+    if (!starts || (p[l] != ':' && p[l] != '(') || p[l + 1] < '0' || p[l + 1] > '9') continue;
+    while (p > log && p[-1] != '\n') p--;
+    return p;
+  }
+  return NULL;
+}
+
+unsigned kset_drop_failing(struct kset *s, const char *log, const char *keep) {
+  unsigned n = 0;
+  for (unsigned i = s->n; i-- > 0;) {
+    const struct kdef *k = &s->k[i];
+    const char *at = k->owner == KDEF_SHIPPED || (keep && !strcmp(k->name, keep))
+                         ? NULL
+                         : line_naming(log, k->path);
+    if (!at) continue;
+    log_error(
+        "authored kernel %s of uid %u (%s) does not build: left out, the other kernels "
+        "build without it: %.*s",
+        k->name, (unsigned)k->owner, k->path, (int)strcspn(at, "\n"), at);
+    kset_remove(s, i);
+    n++;
+  }
+  return n;
+}
+
 const struct kdef *kset_find(const struct kset *s, const char *name) {
   for (unsigned i = 0; i < s->n; i++)
     if (strcmp(s->k[i].name, name) == 0) return &s->k[i];

@@ -68,6 +68,13 @@ void kset_remove(struct kset *s, unsigned i);
 const struct kdef *kset_find(const struct kset *s, const char *name);
 /* 1 when s holds a kernel an author added. */
 int kset_authored(const struct kset *s);
+/* The authors' kernels that a failed build's log names as compilers name
+ * a file (FILE:LINE or FILE(LINE), where a line or a word starts), other
+ * than the one named keep (NULL: none), removed from s and each logged with
+ * the log's line: a kernel stored long ago that no longer builds (the
+ * rules or the compiler changed since) costs only itself, never the other
+ * authors' kernels. How many were removed: 0 when the log names none. */
+unsigned kset_drop_failing(struct kset *s, const char *log, const char *keep);
 /* 0 when scalars bits[] and buffer lengths lens[] meet every rule of k;
  * else -1 with the first broken rule and its values in why. */
 int kdef_admit(const struct kdef *k, const uint64_t *bits, const uint64_t *lens, char *why,

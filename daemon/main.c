@@ -375,9 +375,15 @@ static int open_devices(struct daemon *dm) {
     }
     int e = dev_open(&dm->devs[i], &dm->cfg, (unsigned)i, idx[i], dm->ks, dm->loop,
                      &session_dev_hooks, dm, err, sizeof err);
+    /* a stored kernel of an author's that the compiler's log names (one
+     * an older coopd stored, which the rules refuse since) is left out
+     * alone: the other authors' kernels serve */
+    while (e == COOP_EBUILD && i == 0 && kset_drop_failing(dm->ks, err, NULL))
+      e = dev_open(&dm->devs[i], &dm->cfg, (unsigned)i, idx[i], dm->ks, dm->loop,
+                   &session_dev_hooks, dm, err, sizeof err);
     if (e && i == 0 && kset_authored(dm->ks) && (e == COOP_EBUILD || e == COOP_ELOST)) {
-      /* a stored kernel of an author's that no longer builds (a shipped
-       * kernel changed beside it, a compiler that crashes on it) is no
+      /* a stored kernel of an author's that no longer builds, and that
+       * the log does not name (a compiler that crashes on it) is no
        * reason for every user to lose the device: the shipped ones serve.
        * Only a build's failure, or the device process's death: a device
        * that is not there (no CUDA) is no author's doing, and the log

@@ -107,6 +107,8 @@ void reload_notify(struct daemon *dm) {
   if (e < 0) log_warn("NOTIFY_SOCKET: %s", strerror(-e));
 }
 
+static void after_build(uv_work_t *w, int status);
+
 static void build_work(uv_work_t *w) {
   struct reload *r = w->data;
   /* a test's hook: a build as slow as a large kernel set's on a GPU */
@@ -165,6 +167,27 @@ static void on_swapped(int err, const char *msg, void *user) {
   finish(r);
 }
 
+/* A stored kernel of an author's that the failed build's log names is
+ * left out (kset_drop_failing) and the set built again without it: one
+ * that no longer builds (stored by an older coopd, whose rules it broke
+ * since) failed every reload, SIGHUP's and every author's request, for
+ * as long as it was stored. The kernel a client's ADD brings is no such
+ * kernel: its failure is the answer. 1 when the build is queued again. */
+static int retry_without_failing(struct reload *r) {
+  const char *keep = r->req && r->req->op == RELOAD_ADD ? r->req->name : NULL;
+  if (r->err != COOP_EBUILD || !kset_drop_failing(r->ks, r->msg, keep)) return 0;
+  close_built(r);
+  memset(r->rt, 0, sizeof r->rt);
+  memset(r->inplace, 0, sizeof r->inplace);
+  r->check_first = r->try_in_place && kset_authored(r->ks);
+  r->err = 0;
+  r->msg[0] = '\0';
+  if (uv_queue_work(r->dm->loop, &r->work, build_work, after_build) == 0) return 1;
+  r->err = COOP_ENOMEM;
+  snprintf(r->msg, sizeof r->msg, "cannot queue the build");
+  return 0;
+}
+
 static void after_build(uv_work_t *w, int status) {
   struct reload *r = w->data;
   struct daemon *dm = r->dm;
@@ -175,6 +198,7 @@ static void after_build(uv_work_t *w, int status) {
     finish(r);
     return;
   }
+  if (r->err && retry_without_failing(r)) return;
   if (r->err) {
     log_error("reload: the new kernels do not build; the running megakernel stays:\n%s", r->msg);
     set_outcome(dm, 0, "failed: %.200s", r->msg);

@@ -791,6 +791,70 @@ START_TEST(an_authors_build_is_bounded) {
 }
 END_TEST
 
+/* dir/name with text. */
+static void put(const char *dir, const char *name, const char *text) {
+  char path[300];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs(text, f);
+  ck_assert_int_eq(fclose(f), 0);
+}
+
+/* The store as an older coopd left it: uid 65534's kernel flt, which
+ * defines FLT_MAX (refused since, by the guard its build meets), and uid
+ * 65533's triple. */
+static void put_stored(const struct author_dirs *ad) {
+  ck_assert_int_eq(mkdir(ad->store, 0700), 0);
+  put(ad->store, "flt.cl",
+      "//@coop name=flt kind=noncooperative args=buf\n"
+      "#define FLT_MAX 1.0f\n"
+      "void flt(struct coop_ctx *c) {}\n");
+  put(ad->store, "flt.owner", "65534 flt.cl\n");
+  put(ad->store, "triple.cl", triple_src);
+  put(ad->store, "triple.owner", "65533 mine.cl\n");
+}
+
+/* An author's stored kernel that no longer builds (one stored by an older
+ * coopd that defines FLT_MAX, guarded since) failed the build of the whole
+ * set: coopd started without any author's kernels, and every reload after
+ * (SIGHUP, any author's request) failed on it. Now it costs only itself:
+ * left out with a line naming its author, kernel and the compiler's words,
+ * while the other author's triple serves, at start and at each reload
+ * (docs/daemon.md, "Kernel authors"). */
+START_TEST(a_stored_kernel_that_no_longer_builds_costs_only_itself) {
+  const char *be = getenv("COOP_BACKEND");
+  if (be && !strcmp(be, "cuda")) return; /* NVRTC defines no FLT_MAX before the kernels */
+  struct author_dirs ad;
+  struct daemon_proc d;
+  struct conn c;
+  authors_daemon(&ad, &d, &c, "log.level=info", put_stored);
+  if (!has_kernel(&c, "triple")) log_print(ad.logp);
+  ck_assert(has_kernel(&c, "triple"));
+  ck_assert(!has_kernel(&c, "flt"));
+  ck_assert(log_has(ad.logp, "kernel flt of uid 65534 (flt.cl) does not build: left out"));
+  ck_assert(log_has(ad.logp, "FLT_MAX is defined before this kernel"));
+  triple_runs(&c);
+  kill(d.pid, SIGHUP);
+  int ended = 0;
+  for (int i = 0; i < 2400 && !ended; i++, msleep(50))
+    ended = log_has(ad.logp, "reload: done") || log_has(ad.logp, "do not build");
+  if (!log_has(ad.logp, "reload: done")) log_print(ad.logp);
+  ck_assert(log_has(ad.logp, "reload: done"));
+  ck_assert_int_eq(log_count(ad.logp, "kernel flt of uid 65534 (flt.cl) does not build"), 2);
+  ck_assert(has_kernel(&c, "triple"));
+  ck_assert(!has_kernel(&c, "flt"));
+  uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0)); /* an author's request */
+  ck_assert_uint_eq(t, COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  ck_assert(has_kernel(&c, "triple"));
+  triple_runs(&c);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  author_dirs_remove(&ad);
+}
+END_TEST
+
 void daemon_authors_cases(Suite *s) {
   TCase *t = tcase_create("authors");
   tcase_set_timeout(t, 300);
@@ -802,5 +866,6 @@ void daemon_authors_cases(Suite *s) {
   tcase_add_test(t, an_authors_build_is_bounded);
   tcase_add_test(t, an_authors_kernel_builds_where_the_store_puts_it);
   tcase_add_test(t, a_shipped_kernels_macros_end_with_it);
+  tcase_add_test(t, a_stored_kernel_that_no_longer_builds_costs_only_itself);
   suite_add_tcase(s, t);
 }
