@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,15 +298,27 @@ int kset_authored(const struct kset *s) {
   return 0;
 }
 
+/* Whether p, inside log, starts a line or follows a line's "error: ". */
+static int starts_error_line(const char *log, const char *p) {
+  static const char pfx[] = "error: ";
+  size_t n = sizeof pfx - 1;
+  if (p == log || p[-1] == '\n') return 1;
+  if ((size_t)(p - log) < n || strncmp(p - n, pfx, n)) return 0;
+  return p - n == log || p[-(ptrdiff_t)n - 1] == '\n';
+}
+
 /* The line of log that names file as a compiler names the file of an
  * error (PoCL: "error: f.cl:2:2: ...", clang: "f.cl:2:2: error: ...",
- * NVRTC: "f.cl(2): error ..."), or NULL. A shipped kernel's path ends in
- * an author's file name (/usr/share/coop/kernels/f.cl), hence the start. */
+ * NVRTC: "f.cl(2): error ..."), or NULL. Only there: a shipped kernel's
+ * path ends in an author's file name (/usr/share/coop/kernels/f.cl), and
+ * an author's #error text ("f.cl:1:1" after a space) would otherwise
+ * leave another author's kernel out. */
 static const char *line_naming(const char *log, const char *file) {
   size_t l = strlen(file);
   for (const char *p = log; l && (p = strstr(p, file)); p++) {
-    int starts = p == log || p[-1] == '\n' || p[-1] == ' ' || p[-1] == '\t';
-    if (!starts || (p[l] != ':' && p[l] != '(') || p[l + 1] < '0' || p[l + 1] > '9') continue;
+    if (!starts_error_line(log, p) || (p[l] != ':' && p[l] != '(') || p[l + 1] < '0' ||
+        p[l + 1] > '9')
+      continue;
     while (p > log && p[-1] != '\n') p--;
     return p;
   }
