@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE /* struct ucred */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -548,6 +549,61 @@ static coop_conn *conn_new(void) {
   return c;
 }
 
+/* The name of group gid into name, or its number. */
+static void group_name(gid_t gid, char *name, size_t len) {
+  char buf[4096];
+  struct group g, *gp = NULL;
+  if (getgrgid_r(gid, &g, buf, sizeof buf, &gp) == 0 && gp)
+    snprintf(name, len, "%s", gp->gr_name);
+  else
+    snprintf(name, len, "%u", (unsigned)gid);
+}
+
+/* The first directory of path, from the top, that this user may not
+ * search (connect(2) checks with the effective ids), into dir: 0, or -1
+ * when each one lets the user through. */
+static int first_closed_dir(const char *path, char *dir, size_t len) {
+  if (snprintf(dir, len, "%s", path) >= (int)len) return -1;
+  for (char *s = strchr(dir + 1, '/'); s; s = strchr(s + 1, '/')) {
+    *s = '\0';
+    int closed = faccessat(AT_FDCWD, dir, X_OK, AT_EACCESS) < 0 && errno == EACCES;
+    if (closed) return 0;
+    *s = '/';
+  }
+  return -1;
+}
+
+/* ECONN for a connect(2) refused by a directory above the socket, worded
+ * as the socket's own refusal: under systemd /run/coop is mode 0750,
+ * group coop (RuntimeDirectoryMode), so a user outside group coop stops
+ * there, and is told which group lets them through. */
+static int dir_refused(const char *path, int err) {
+  char dir[PATH_MAX], name[64];
+  struct stat st;
+  if (first_closed_dir(path, dir, sizeof dir) < 0 || stat(dir, &st) < 0)
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: %s (a directory above the socket does not let this "
+                      "user through)",
+                      path, strerror(err));
+  unsigned mode = (unsigned)(st.st_mode & 07777);
+  if (!(st.st_mode & S_IXGRP))
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: permission denied: the directory %s above it (mode "
+                      "%04o) lets only its owner (uid %u) through; ask the administrator",
+                      path, dir, mode, (unsigned)st.st_uid);
+  if (st.st_gid == 0)
+    return coop__fail(COOP_ECONN,
+                      "cannot connect to %s: permission denied: the directory %s above it (mode "
+                      "%04o) lets through only its owner and group root; ask the administrator",
+                      path, dir, mode);
+  group_name(st.st_gid, name, sizeof name);
+  return coop__fail(COOP_ECONN,
+                    "cannot connect to %s: permission denied: the directory %s above it (mode "
+                    "%04o) lets through only its owner and the members of group %s; join it "
+                    "(usermod -aG %s USER, then log in again) or ask the administrator",
+                    path, dir, mode, name, name);
+}
+
 /* ECONN for a failed connect(2), worded for what the user can do: a
  * socket that refuses this user names the group that may use it (mode
  * 0660, group coop under systemd: docs/daemon.md "Running under systemd");
@@ -567,23 +623,15 @@ static int connect_failed(const char *path, int err) {
                       "socket_mode",
                       path, (unsigned)(st.st_mode & 07777));
   if ((err == EACCES || err == EPERM) && stat(path, &st) == 0) {
-    char buf[4096], name[64];
-    struct group g, *gp = NULL;
-    if (getgrgid_r(st.st_gid, &g, buf, sizeof buf, &gp) == 0 && gp)
-      snprintf(name, sizeof name, "%s", gp->gr_name);
-    else
-      snprintf(name, sizeof name, "%u", (unsigned)st.st_gid);
+    char name[64];
+    group_name(st.st_gid, name, sizeof name);
     return coop__fail(COOP_ECONN,
                       "cannot connect to %s: permission denied: the socket (mode %04o) is for "
                       "the members of group %s; join it (usermod -aG %s USER, then log in "
                       "again) or ask the administrator",
                       path, (unsigned)(st.st_mode & 07777), name, name);
   }
-  if (err == EACCES || err == EPERM)
-    return coop__fail(COOP_ECONN,
-                      "cannot connect to %s: %s (a directory above the socket does not let this "
-                      "user through)",
-                      path, strerror(err));
+  if (err == EACCES || err == EPERM) return dir_refused(path, err);
   if (err == ENOENT || err == ECONNREFUSED)
     return coop__fail(COOP_ECONN,
                       "cannot connect to %s: %s (is coopd running? check --socket or COOP_SOCKET)",

@@ -1888,6 +1888,46 @@ START_TEST(socket_permission_names_the_group) {
 }
 END_TEST
 
+/* A directory above the socket that refuses this user (/run/coop is mode
+ * 0750, group coop under systemd): the message names the directory and its
+ * group, as the socket's own refusal does, where it said only that "a
+ * directory above the socket does not let this user through". Needs root. */
+START_TEST(directory_permission_names_the_group) {
+  if (geteuid() != 0) {
+    fprintf(stderr, "directory_permission_names_the_group: not root: skipped\n");
+    return;
+  }
+  struct fake f;
+  memset(&f, 0, sizeof f);
+  fake_listen(&f);
+  ck_assert_int_eq(chmod(f.path, 0666), 0);
+  ck_assert_int_eq(chown(f.dir, 0, 1), 0); /* a group nobody is not in */
+  ck_assert_int_eq(chmod(f.dir, 0750), 0);
+  struct group *g = getgrgid(1);
+  char want[256], msg[1024];
+  snprintf(want, sizeof want,
+           "the directory %s above it (mode 0750) lets through only its owner and the members "
+           "of group %s; join it (usermod -aG %s USER",
+           f.dir, g ? g->gr_name : "1", g ? g->gr_name : "1");
+  int wst = refused_as_nobody(f.path, msg, sizeof msg);
+  ck_assert_int_eq(chmod(f.dir, 0700), 0); /* its owner's only: no group to name */
+  int wst2 = refused_as_nobody(f.path, msg + strlen(msg) + 1, sizeof msg - strlen(msg) - 1);
+  const char *msg2 = msg + strlen(msg) + 1;
+  close(f.lfd);
+  unlink(f.path);
+  rmdir(f.dir);
+  ck_assert_msg(WIFEXITED(wst) && WEXITSTATUS(wst) == 0, "child: %d, %s", wst, msg);
+  ck_assert_msg(strstr(msg, "permission denied") && strstr(msg, want) && !strstr(msg, "running"),
+                "the message: %s", msg);
+  ck_assert_msg(WIFEXITED(wst2) && WEXITSTATUS(wst2) == 0, "child: %d, %s", wst2, msg2);
+  ck_assert_msg(strstr(msg2,
+                       "(mode 0700) lets only its owner (uid 0) through; ask the "
+                       "administrator") &&
+                    !strstr(msg2, "usermod"),
+                "the message: %s", msg2);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("libcoop");
   TCase *t = tcase_create("fake_daemon");
@@ -1897,6 +1937,7 @@ static Suite *suite(void) {
   tcase_add_test(t, socket_paths);
   tcase_add_test(t, a_users_runtime_dir_without_a_socket_means_the_systems);
   tcase_add_test(t, socket_permission_names_the_group);
+  tcase_add_test(t, directory_permission_names_the_group);
   tcase_add_test(t, submit_inline_and_memfd);
   tcase_add_test(t, resubmits_carry_their_own_seq_and_bytes);
   tcase_add_test(t, submit_memfd_leaves_zero_pages_as_holes);
