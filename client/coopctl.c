@@ -52,7 +52,10 @@ int ctl_json_error(const char *what, int err, const char *m) {
 
 int ctl_fail(const char *what, int err) {
   const char *m = coop_errmsg(NULL);
-  fprintf(stderr, "coopctl: %s: %s%s%s\n", what, coop_strerror(err), *m ? ": " : "", m);
+  if (ctl_message_says_it(err, m))
+    fprintf(stderr, "coopctl: %s: %s\n", what, m);
+  else
+    fprintf(stderr, "coopctl: %s: %s%s%s\n", what, coop_strerror(err), *m ? ": " : "", m);
   json_error(what, err, m);
   return 1;
 }

@@ -73,6 +73,11 @@ int ctl_wait(struct ctl *x, uint64_t job, int timeout_ms, int periodic, double e
 
 /* coopctl_out.c: text and JSON output */
 void json_str(FILE *f, const char *s);
+/* Whether the daemon's message about err already says what coop_strerror
+ * does (it begins with the same words up to the first ':', as "the job was
+ * lost: coopd restarted the device ..."): then the message alone is
+ * printed, where a line said "lost" twice. */
+int ctl_message_says_it(int err, const char *message);
 void print_result(const struct ctl *x, const struct coop_result *r);
 void json_result_fields(FILE *f, const struct coop_result *r);
 void print_kernels(const struct ctl *x, const struct coop_kernel_info *k, size_t n);

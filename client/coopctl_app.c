@@ -640,9 +640,10 @@ static int app_go(struct ctl *x, const struct app_opts *o, struct app_run *ar) {
   size_t bytes = 0;
   if (res.state != COOP_STATE_DONE) {
     report(x, ar, &res, NULL, NULL, NULL, 0);
+    int gen = res.error && !ctl_message_says_it(res.error, res.message);
     fprintf(stderr, "coopctl: %s: job %llu ended %s%s%s%s%s\n", what, (unsigned long long)res.job,
-            coop_state_name(res.state), res.error ? ": " : "",
-            res.error ? coop_strerror(res.error) : "", res.message[0] ? ": " : "", res.message);
+            coop_state_name(res.state), res.error ? ": " : "", gen ? coop_strerror(res.error) : "",
+            gen && res.message[0] ? ": " : "", res.message);
     r = 1;
   } else if ((e = coop_app_task_collect(&t, &ar->in, &out, &bytes))) {
     r = ctl_error(what, e, "the output of job %llu: %s", (unsigned long long)res.job,

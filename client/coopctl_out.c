@@ -111,6 +111,12 @@ void json_result_fields(FILE *f, const struct coop_result *r) {
   fputc(']', f);
 }
 
+int ctl_message_says_it(int err, const char *message) {
+  const char *gen = coop_strerror(err), *colon = strchr(gen, ':');
+  size_t n = colon ? (size_t)(colon - gen) : strlen(gen);
+  return n && !strncmp(message, gen, n);
+}
+
 void print_result(const struct ctl *x, const struct coop_result *r) {
   char a[32], b[32];
   if (x->json) {
@@ -121,7 +127,9 @@ void print_result(const struct ctl *x, const struct coop_result *r) {
   }
   printf("job %llu: %s\n  device     %d\n", (unsigned long long)r->job, coop_state_name(r->state),
          r->device);
-  if (r->error)
+  if (r->error && ctl_message_says_it(r->error, r->message))
+    printf("  error      %s: %s\n", coop_err_name(r->error), r->message);
+  else if (r->error)
     printf("  error      %s: %s%s%s\n", coop_err_name(r->error), coop_strerror(r->error),
            r->message[0] ? ": " : "", r->message);
   printf("  gather     %s\n  execution  %s\n", ms(a, sizeof a, gather_of(&r->t)),

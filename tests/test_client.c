@@ -1424,6 +1424,37 @@ START_TEST(coopctl_submit_wait) {
 }
 END_TEST
 
+/* A job lost when its device process died: coopd's message already begins
+ * "the job was lost", and wait printed libcoop's text for ELOST before it,
+ * so the line said it was lost twice. */
+static void s_wait_lost(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_WAIT)) return;
+  union coop_msg m = {0};
+  m.result = (struct coop_msg_result){.job = 9, .state = COOP_JOB_FAILED, .error = COOP_ELOST};
+  snprintf(m.result.message, sizeof m.result.message, "%s",
+           "the job was lost: coopd restarted the device (its device process killed by signal "
+           "9); submit it again");
+  fk_send(c, COOP_MSG_RESULT, fr.h.seq, &m);
+  ff_free(&fr);
+}
+
+START_TEST(coopctl_wait_says_lost_once) {
+  struct fake f;
+  fake_start(&f, s_wait_lost);
+  char out[4096];
+  const char *const a[] = {"--socket", f.path, "wait", "9", NULL};
+  ck_assert_int_eq(coopctl(out, sizeof out, a), 1);
+  fake_end(&f);
+  const char *lost = strstr(out, "was lost");
+  ck_assert_msg(lost && !strstr(lost + 1, "was lost") && !strstr(out, "or its device process"),
+                "%s", out);
+  ck_assert_msg(strstr(out, "  error      ELOST: the job was lost: coopd restarted the device"),
+                "%s", out);
+}
+END_TEST
+
 /* Without --wait the job is detached (it must outlive coopctl). */
 static void s_submit_detached(struct fake *f, struct fconn *c) {
   fk_welcome(f, c);
@@ -1961,6 +1992,7 @@ static Suite *ctl_suite(void) {
   tcase_add_test(t, coopctl_help);
   tcase_add_test(t, coopctl_kernels);
   tcase_add_test(t, coopctl_submit_wait);
+  tcase_add_test(t, coopctl_wait_says_lost_once);
   tcase_add_test(t, coopctl_submit_detached);
   tcase_add_test(t, coopctl_submit_defaults);
   tcase_add_test(t, coopctl_top);
