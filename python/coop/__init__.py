@@ -85,9 +85,23 @@ for _code in range(-1, -128, -1):
 del _code, _name
 
 
+# coopd's messages point its users at coopctl ("no kernel named x (coopctl
+# kernels lists them)"); from Python the same list is Connection.kernels().
+_FOR_PYTHON = (("(coopctl kernels lists them)", "(Connection.kernels() lists them)"),
+               ("`coopctl kernels` lists it", "Connection.kernels() lists it"))
+
+
+def _errmsg(conn):
+    """coop_errmsg, with coopctl's commands named as this package's calls."""
+    msg = _s(_lib.coop_errmsg(conn))
+    for ctl, py in _FOR_PYTHON:
+        msg = msg.replace(ctl, py)
+    return msg
+
+
 def _check(rc, conn=None):
     if rc < 0:
-        msg = _s(_lib.coop_errmsg(conn))
+        msg = _errmsg(conn)
         raise (Timeout if ERRORS.get(rc) == "ETIMEDOUT" else Error)(rc, msg)
     return rc
 
@@ -109,7 +123,7 @@ def _check_log(rc, conn, log):
         text = _s(ctypes.string_at(log.value))
         _lib.libc_free(log)
     if rc < 0 and text:
-        raise BuildError(rc, _s(_lib.coop_errmsg(conn)), text)
+        raise BuildError(rc, _errmsg(conn), text)
     return _check(rc, conn)
 
 
@@ -839,7 +853,7 @@ class Connection(_Closing):
                 break
             if limit > 0 and (time.monotonic() - t0) * 1000 >= limit:
                 raise Timeout(globals()["ETIMEDOUT"], f"no room for a buffer of {size} bytes "
-                              f"within {wait} s: {_s(_lib.coop_errmsg(self._c))}")
+                              f"within {wait} s: {_errmsg(self._c)}")
             time.sleep(0.05)
         _check(rc, self._c)
         # COOP_ANY_DEVICE puts a buffer on device 0 (coop.h): buf.device names
@@ -974,7 +988,7 @@ class Connection(_Closing):
             if log.value:
                 _lib.libc_free(log)
             if left is not None and left <= 0:
-                raise Error(busy, f"gave up after {timeout:g} s: {_s(_lib.coop_errmsg(self._c))}")
+                raise Error(busy, f"gave up after {timeout:g} s: {_errmsg(self._c)}")
             time.sleep(_AUTHOR_RETRY_S if left is None else min(left, _AUTHOR_RETRY_S))
 
     def add_kernel(self, path=None, source=None, file="kernel.cl", timeout=None):

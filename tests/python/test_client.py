@@ -458,6 +458,9 @@ c.remove_kernel("axpy_u32")
 check("axpy_u32" not in c.kernels(), "remove_kernel")
 e = raises(coop.Error, lambda: c.remove_kernel("axpy_u32"), "remove it again")
 check(e is not None and e.code == coop.ENOKERNEL, f"its code: {e and e.name}")
+# coopd's message names coopctl's list; from Python it names this package's
+check(e is not None and "(Connection.kernels() lists them)" in e.message
+      and "coopctl" not in str(e), f"its message: {e}")
 e = raises(TypeError, lambda: c.add_kernel(), "add_kernel without path or source")
 check(e is not None and str(e) == "add_kernel: give path or source", f"its message: {e}")
 e = raises(TypeError, lambda: c.add_kernel("x.cl", source=SOURCE), "add_kernel with both")
