@@ -9,6 +9,7 @@
 #define _GNU_SOURCE /* memfd_create */
 #include <check.h>
 #include <errno.h>
+#include <grp.h> /* setgroups */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -840,6 +841,74 @@ START_TEST(a_users_holds_leave_others_theirs) {
 }
 END_TEST
 
+/* A child of uid's submitting `jobs` periodic renders of `count`
+ * instances a period_ms apart, at start_ms, and waiting for them: exits 0
+ * when each is done. */
+static pid_t periodic_child_as(const struct daemon_proc *d, uid_t uid, int jobs, int64_t start_ms,
+                               int period_ms, int count) {
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid) return kid;
+  if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) _exit(3);
+  struct conn c;
+  open_hello(&c, d);
+  uint64_t job[8];
+  int64_t now = now_ms();
+  if (start_ms > now) msleep((int)(start_ms - now));
+  for (int k = 0; k < jobs; k++) {
+    union coop_msg m;
+    render_init(&m, 1);
+    m.submit.period_us = (uint32_t)period_ms * 1000;
+    m.submit.count = (uint32_t)count;
+    if (!(job[k] = submit(&c, &m, NULL, 0))) _exit(1);
+  }
+  for (int k = 0; k < jobs; k++)
+    if (wait_job(&c, job[k], COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
+        c.m.result.state != COOP_JOB_DONE)
+      _exit(2);
+  conn_close(&c);
+  _exit(0);
+}
+
+/* Four users at the bound of 4 holds each filled the scheduler's 16, first
+ * come, and a fifth user, holding none, was refused (dev_holds.c). Now
+ * one who finds none free takes one from the user holding the most, where
+ * that user holds two more: the fifth user is never refused, one of the
+ * four's jobs is instead. Four users (uids 65531..65534) of four periodic
+ * renders each, an instance a second (each first instance's hold lasts
+ * until the second's), and the fifth's (uid 65530) of five instances
+ * 100 ms apart, begun 300 ms after theirs, every instance asking while
+ * theirs are all armed. */
+START_TEST(a_fifth_users_hold_is_not_refused) {
+  if (geteuid() != 0) return; /* needs five uids: CI runs as root */
+  char logp[] = "/tmp/coopd-holds5-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"log.level=debug", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  enum { USERS = 4, JOBS = 4 };
+  int64_t t0 = now_ms() + 300;
+  pid_t kid[USERS + 1];
+  for (int u = 0; u < USERS; u++) kid[u] = periodic_child_as(&d, 65531 + u, JOBS, t0, 1000, 2);
+  kid[USERS] = periodic_child_as(&d, 65530, 1, t0 + 300, 100, 5);
+  for (int i = 0; i <= USERS; i++) {
+    int status = 0;
+    ck_assert_int_eq(waitpid(kid[i], &status, 0), kid[i]);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "user %d's jobs failed (%#x)", i,
+                  status);
+  }
+  int fifth = log_count(logp, "(uid 65530 asks"), given = log_count(logp, "given to uid 65530");
+  fprintf(stderr, "the fifth user's holds refused %d times, %d taken from another\n", fifth, given);
+  if (fifth) log_print(logp);
+  /* given is 0 where one of theirs had lapsed when the fifth asked (a slow
+   * device): then nothing was taken, and nothing need be */
+  ck_assert_msg(fifth == 0, "the fifth user, holding none, was refused a hold (%d times)", fifth);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* The socket file appears only once coopd listens (server.c). With
  * listen() delayed 300 ms (slow_listen.c), a coopd that bound its socket in
  * place refused, for those 300 ms, a client that had found the file: in CI
@@ -1470,6 +1539,7 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, a_users_second_loop_pays_for_its_windows);
   tcase_add_test(t, two_frame_loops_each_have_their_window);
   tcase_add_test(t, a_users_holds_leave_others_theirs);
+  tcase_add_test(t, a_fifth_users_hold_is_not_refused);
   tcase_add_test(t, several_clients);
   tcase_add_test(t, client_killed_mid_job);
   tcase_add_test(t, socket_answers_once_it_appears);

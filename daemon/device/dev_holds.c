@@ -13,7 +13,14 @@
  * gathered as if no one had known they were coming. So a user's tasks ask
  * for at most DEV_HOLDS_PER_UID holds at a time on a device; past that a
  * task names no next one and its successor gathers as it comes (test
- * a_users_holds_leave_others_theirs). One entry a chain: a periodic job's
+ * a_users_holds_leave_others_theirs). Four users at that bound fill every
+ * entry, first come, and a fifth who held none was refused; so a user who
+ * finds none free takes one from the user holding the most, where that
+ * user holds at least two more than the asker (the entry that lapses
+ * first): up to 16 users each keep one, whoever came first (test
+ * a_fifth_users_hold_is_not_refused). The scheduler's entry of the chain
+ * taken from lapses when that chain's next task starts, which asks again
+ * and is refused. One entry a chain: a periodic job's
  * (its id), a frame loop's (its client's connection), replaced as
  * each task asks for its successor's. Device thread only.
  */
@@ -30,6 +37,34 @@
  * many connections, and every loop's task asks a hold of the scheduler. */
 static uint64_t chain_of(const struct job *j) {
   return dev__periodic(j) ? j->id : j->conn | 1ull << 63;
+}
+
+static unsigned asks_of(const struct dev *d, uint32_t uid, int64_t now) {
+  unsigned n = 0;
+  for (const struct dev_hold_ask *a = d->hold_asks; a < d->hold_asks + DEV_HOLD_ASKS; a++)
+    n += a->until > now && a->uid == uid;
+  return n;
+}
+
+/* Every entry armed, and uid's asker holds `have`: the entry, lapsing
+ * first, of the user holding the most where that is at least have + 2
+ * (so that the two never take one back and forth), or NULL. */
+static struct dev_hold_ask *take_from_most(struct dev *d, uint32_t uid, unsigned have,
+                                           int64_t now) {
+  struct dev_hold_ask *take = NULL;
+  unsigned most = have + 1;
+  for (struct dev_hold_ask *a = d->hold_asks; a < d->hold_asks + DEV_HOLD_ASKS; a++) {
+    if (a->until <= now || a->uid == uid) continue;
+    unsigned n = asks_of(d, a->uid, now);
+    if (n > most || (n == most && take && take->uid == a->uid && a->until < take->until)) {
+      most = n;
+      take = a;
+    }
+  }
+  if (take)
+    log_debug("%s: uid %u's hold (%u of them) given to uid %u, who holds %u", d->logname, take->uid,
+              most, uid, have);
+  return take;
 }
 
 int64_t dev__hold_ask(struct dev *d, const struct job *j, int64_t next_ns) {
@@ -49,6 +84,7 @@ int64_t dev__hold_ask(struct dev *d, const struct job *j, int64_t next_ns) {
     else if (a->uid == j->uid)
       of_uid++;
   }
+  if (!mine && of_uid < DEV_HOLDS_PER_UID && !free) free = take_from_most(d, j->uid, of_uid, now);
   if (!mine && (of_uid >= DEV_HOLDS_PER_UID || !free)) {
     if (!d->hold_refusing)
       log_debug("%s: no hold for the task after job %llu's (uid %u asks %u already)", d->logname,
