@@ -143,10 +143,26 @@ static int trust_file(const char *path, const uv_stat_t *st, char *err, size_t e
     why = "writable by other users";
   if (!why) return 0;
   snprintf(err, errlen,
-           "journal %s: %s; coopd does not trust it (remove it, or choose another "
-           "[server] journal)",
-           path, why);
+           "journal %s: %s (uid %llu, mode %06o); coopd does not trust it (remove it, or "
+           "choose another [server] journal)",
+           path, why, (unsigned long long)st->st_uid, (unsigned)st->st_mode);
   return -1;
+}
+
+/* The open refused with ELOOP (O_NOFOLLOW): a symlink at the path, maybe
+ * another user's in a sticky directory. Said with its owner; never followed. */
+static int refuse_link(struct journal *jn, char *err, size_t errlen) {
+  uv_fs_t req;
+  int r = uv_fs_lstat(jn->loop, &req, jn->path, NULL);
+  unsigned long long uid = req.statbuf.st_uid;
+  int link = r == 0 && (req.statbuf.st_mode & S_IFMT) == S_IFLNK;
+  uv_fs_req_cleanup(&req);
+  if (!link) return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(UV_ELOOP)), -1;
+  return snprintf(err, errlen,
+                  "journal %s: a symbolic link (uid %llu); coopd does not follow one (remove it, "
+                  "or choose another [server] journal)",
+                  jn->path, uid),
+         -1;
 }
 
 static int fstat_fd(uv_loop_t *loop, uv_file fd, uv_stat_t *st) {
@@ -172,6 +188,7 @@ static int read_all(struct journal *jn, char **text, size_t *len, char *err, siz
   int fd = uv_fs_open(jn->loop, &req, jn->path, O_RDONLY | JOURNAL_OPEN_FLAGS, 0, NULL);
   uv_fs_req_cleanup(&req);
   if (fd == UV_ENOENT) return 0;
+  if (fd == UV_ELOOP) return refuse_link(jn, err, errlen);
   if (fd < 0) return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(fd)), -1;
   int r = fstat_fd(jn->loop, fd, &st);
   if (r < 0 || trust_file(jn->path, &st, err, errlen)) {

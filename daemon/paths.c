@@ -138,6 +138,15 @@ int paths_claim_socket(uv_loop_t *loop, const char *path, char *err, size_t errl
                     "belongs to uid %llu); stop it, or choose another --socket",
                     path, (unsigned long long)st.st_uid),
            -1;
+  /* In a sticky directory (/tmp) another user may have bound it first: a
+   * coopd run by root could remove it, but the name is theirs to keep. */
+  if (st.st_uid != (uint64_t)geteuid())
+    return snprintf(err, errlen,
+                    "socket %s: a socket of another user (uid %llu) is there, no one listening; "
+                    "coopd removes only a stale socket of its own user's (uid %llu): remove it, "
+                    "or choose another --socket",
+                    path, (unsigned long long)st.st_uid, (unsigned long long)geteuid()),
+           -1;
   uv_fs_t req;
   r = uv_fs_unlink(loop, &req, path, NULL);
   uv_fs_req_cleanup(&req);

@@ -23,10 +23,11 @@
  * offending directory. */
 int paths_check_dir(uv_loop_t *loop, const char *path, const char *what, char *err, size_t errlen);
 
-/* Before the bind: whatever is at the socket path. Nothing: 0. A socket
- * no one listens on (a coopd that died): removed, 0. A socket someone
- * listens on, or anything that is not a socket: -1 with err, and it is
- * left as it is. */
+/* Before the bind: whatever is at the socket path (never followed: a
+ * symlink is not a socket). Nothing: 0. A socket of coopd's user that no
+ * one listens on (a coopd that died): removed, 0. A socket someone listens
+ * on, another user's socket, or anything that is not a socket: -1 with err
+ * naming the path and its owner, and it is left as it is. */
 int paths_claim_socket(uv_loop_t *loop, const char *path, char *err, size_t errlen);
 
 #endif /* COOPD_PATHS_H */

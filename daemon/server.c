@@ -116,8 +116,12 @@ static void on_listen(uv_poll_t *p, int status, int events) {
   }
 }
 
-/* A socket file left by a daemon that died: nobody answers a connect. */
+/* A socket file left by a daemon that died: nobody answers a connect. Only
+ * a socket of coopd's own user, not through a symlink: what came in the
+ * path's place since paths_claim_socket looked may be another user's. */
 static int stale(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) < 0 || !S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) return 0;
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return 0;
   struct sockaddr_un a = {.sun_family = AF_UNIX};

@@ -111,6 +111,33 @@ START_TEST(unsafe_paths_are_refused) {
   file_is(sock, "not a socket\n");
   ck_assert_int_eq(unlink(sock), 0);
 
+  if (geteuid() == 0) { /* a sticky directory, as /tmp: what another user put there first */
+    char target[160], got[320];
+    snprintf(target, sizeof target, "%s/target", dir);
+    file_write(target, "root's\n");
+    ck_assert_int_eq(chmod(sub, 01777), 0);
+    close(listen_at(sock)); /* their socket, no one listening: removed once, as stale */
+    ck_assert_int_eq(lchown(sock, 65534, 65534), 0);
+    snprintf(got, sizeof got, "socket %s: a socket of another user (uid 65534)", sock);
+    refused(sock, NULL, log, got);
+    struct stat st;
+    ck_assert_int_eq(lstat(sock, &st), 0);
+    ck_assert_msg(S_ISSOCK(st.st_mode) && st.st_uid == 65534, "their socket was replaced");
+    ck_assert_int_eq(unlink(sock), 0);
+    ck_assert_int_eq(symlink(target, sock), 0); /* their link: not a socket, never followed */
+    ck_assert_int_eq(lchown(sock, 65534, 65534), 0);
+    refused(sock, NULL, log, "uid 65534); coopd removes only a stale socket");
+    ck_assert_int_eq(unlink(sock), 0);
+    ck_assert_int_eq(symlink(target, jobs), 0); /* their link at the journal's path */
+    ck_assert_int_eq(lchown(jobs, 65534, 65534), 0);
+    snprintf(got, sizeof got, "journal %s: a symbolic link (uid 65534)", jobs);
+    refused(sock, NULL, log, got);
+    file_is(target, "root's\n");
+    ck_assert_int_eq(unlink(jobs), 0);
+    ck_assert_int_eq(unlink(target), 0);
+    ck_assert_int_eq(chmod(sub, 0755), 0);
+  }
+
   int squat = listen_at(sock); /* a live server: refused, left alone */
   refused(sock, NULL, log, "another coopd is listening there");
   struct conn c;
