@@ -215,12 +215,29 @@ static void remove_socket(struct daemon *dm) {
   dm->sock_dir_fd = -1;
 }
 
+/* Whether the temporary name beside the socket may be bound: nothing
+ * there, or a socket of coopd's user left by a coopd that had this pid and
+ * died (removed). In a sticky directory (/tmp) another user may have put a
+ * file of theirs at the name, its pid guessed: never removed, and the
+ * socket is bound in place instead. */
+static int tmp_free(const char *tmp) {
+  struct stat st;
+  if (lstat(tmp, &st) < 0) return 1;
+  if (S_ISSOCK(st.st_mode) && st.st_uid == geteuid()) return unlink(tmp) == 0;
+  log_warn(
+      "socket %s: a file of uid %llu is there (mode %06o), not coopd's: left alone, the "
+      "socket bound at its path directly",
+      tmp, (unsigned long long)st.st_uid, (unsigned)st.st_mode);
+  return 0;
+}
+
 /* The socket file appears only once it accepts: bound and listening under
  * a name beside it (path.PID), then linked into place. Bound in place, a
  * client that saw the file between bind and listen got ECONNREFUSED (a
  * test's client did, in CI, and its test hung; 2026-11-25). link, not
  * rename: it fails on another coopd's live socket instead of taking its
- * name. A path too long for the temporary name is bound in place. */
+ * name. A path too long for the temporary name, or one whose temporary
+ * name another user holds, is bound in place. */
 int server_listen(struct daemon *dm, char *err, size_t errlen) {
   /* socket activation (listen_fds.h): systemd bound it, set its mode */
   if (dm->listen_inherited) return start_polling(dm, dm->listen_fd), 0;
@@ -229,9 +246,8 @@ int server_listen(struct daemon *dm, char *err, size_t errlen) {
   if (strlen(path) >= sizeof tmp)
     return snprintf(err, errlen, "socket path too long: %s", path), -1;
   int n = snprintf(tmp, sizeof tmp, "%s.%ld", path, (long)getpid());
-  int in_place = n < 0 || (size_t)n >= sizeof tmp;
+  int in_place = n < 0 || (size_t)n >= sizeof tmp || !tmp_free(tmp);
   const char *at = in_place ? path : tmp;
-  if (!in_place) unlink(tmp); /* left by a coopd that had this pid and died */
   int fd = -1, e = bind_listen(at, dm->cfg.socket_mode, &fd);
   if (in_place && e == EADDRINUSE && stale(path)) {
     log_info("removing stale socket %s", path);

@@ -406,6 +406,58 @@ START_TEST(forged_journal_lines_are_skipped) {
 }
 END_TEST
 
+/* The socket is bound as PATH.PID, then linked to PATH (server.c). In a
+ * sticky directory another user may put a file of theirs at PATH.PID, the
+ * pid guessed: coopd, as root, removed it. Now it is left alone and the
+ * socket bound at PATH directly; coopd serves as ever. The pid is known
+ * here: coopd's process waits for the file before its exec. */
+START_TEST(a_squatted_socket_name_is_left_alone) {
+  if (geteuid() != 0) return; /* a file of another user's: root makes one */
+  char logp[] = "/tmp/coopd-sqs-XXXXXX.log", theirs[192];
+  log_temp(logp);
+  struct daemon_proc d = {.log = logp};
+  snprintf(d.dir, sizeof d.dir, "/tmp/coopd-sqs-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(d.dir));
+  ck_assert_int_eq(chmod(d.dir, 01777), 0);
+  snprintf(d.sock, sizeof d.sock, "%s/coop.sock", d.dir);
+  int gate[2];
+  ck_assert_int_eq(pipe(gate), 0);
+  d.pid = fork();
+  ck_assert_int_ge(d.pid, 0);
+  if (d.pid == 0) {
+    char go;
+    close(gate[1]);
+    if (read(gate[0], &go, 1) != 1 || !freopen(logp, "w", stderr)) _exit(126);
+    execl(COOPD_PATH, COOPD_PATH, "--socket", d.sock, "--kernels", KERNEL_DIR, "--set",
+          "server.journal=off", (char *)NULL);
+    _exit(127);
+  }
+  close(gate[0]);
+  snprintf(theirs, sizeof theirs, "%s.%ld", d.sock, (long)d.pid);
+  file_write(theirs, "theirs\n");
+  ck_assert_int_eq(lchown(theirs, 65534, 65534), 0);
+  ck_assert_int_eq(write(gate[1], "y", 1), 1);
+  close(gate[1]);
+  struct conn c;
+  int up = 0;
+  for (int i = 0; i < 400 && !up; i++) {
+    up = conn_open(&c, d.sock) == 0;
+    if (!up) msleep(50);
+  }
+  if (!up) log_print(logp);
+  ck_assert_msg(up, "coopd did not listen at %s within 20 s", d.sock);
+  hello(&c);
+  conn_close(&c);
+  file_is(theirs, "theirs\n");
+  if (!log_has(logp, "not coopd's: left alone")) log_print(logp);
+  ck_assert(log_has(logp, "not coopd's: left alone"));
+  daemon_stop_ok(&d, logp);
+  ck_assert_int_eq(unlink(theirs), 0);
+  rmdir(d.dir);
+  unlink(logp);
+}
+END_TEST
+
 /* The journal beside the socket in a sticky directory that every user may
  * write (/tmp, as in the README's examples). Its rewrite, at start and
  * after every MiB of records, wrote a file of one fixed name, PATH.tmp,
@@ -672,6 +724,7 @@ void daemon_state_cases(Suite *s) {
   tcase_add_test(t, forged_journal_lines_are_skipped);
   tcase_add_test(t, journal_on_a_full_disk);
   tcase_add_test(t, a_squatted_journal_name_stops_nothing);
+  tcase_add_test(t, a_squatted_socket_name_is_left_alone);
   tcase_add_test(t, fifo_in_the_kernel_directory);
   tcase_add_test(t, times_stay_right_under_load);
   suite_add_tcase(s, t);
