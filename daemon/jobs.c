@@ -344,34 +344,60 @@ void job_unpin(struct daemon *dm, struct job *j) {
   if (--j->pins == 0 && j->doomed) job_drop(dm, j);
 }
 
-/* The user keeps at most max_detached_kept_per_uid; and while all users'
- * kept jobs together pass max_detached_kept, this user's go too, since
- * jobs of theirs just joined: the oldest first. Another user's are never
- * touched (one user's 1100 detached jobs once evicted a victim's result:
- * docs/faults.md, "Resources a client can exhaust", row 7). */
+/* Drops the oldest `over` of u's kept jobs (fewer if it keeps fewer, or
+ * some are still read by a WAIT and go at its end): how many went. Two walks
+ * of the job list, not one per job dropped: a user's 16 connections of 256
+ * finished detached jobs each, closed at once, held the loop 62-80 ms
+ * walking it 4096 times. */
+static unsigned drop_oldest(struct daemon *dm, struct uid_use *u, unsigned over, const char *why) {
+  unsigned mine = 0, seen = 0, n = 0;
+  for (const struct job *x = dm->jobs; x; x = x->next)
+    mine += x->uid == u->uid && is_kept(x) && !x->doomed;
+  if (over > mine) over = mine;
+  for (struct job *x = dm->jobs, *next; x && n < over; x = next) {
+    next = x->next; /* the list is newest first: the last `over` of the user's go */
+    if (x->uid != u->uid || !is_kept(x) || x->doomed || seen++ < mine - over) continue;
+    log_debug("job %llu (%s, uid %u): finished detached, dropped: %s reached",
+              (unsigned long long)x->id, x->kernel, x->uid, why);
+    job_drop(dm, x);
+    n++;
+  }
+  return n;
+}
+
+/* The user keeping the most, where that is more than u keeps (u's own
+ * otherwise). */
+static struct uid_use *keeps_most(struct daemon *dm, struct uid_use *u) {
+  struct uid_use *most = u;
+  for (struct uid_use *v = dm->uids; v; v = v->next)
+    if (v->kept > most->kept) most = v;
+  return most;
+}
+
+/* The user keeps at most max_detached_kept_per_uid (its oldest go).
+ * While all users' kept jobs together pass max_detached_kept, the oldest
+ * of the user keeping the most go, u's own where none keeps more: users
+ * at their bound filled max_detached_kept together, and another user's
+ * one result was dropped as it joined. A victim is never touched by
+ * a user keeping no more than it (one user's 1100 detached jobs once
+ * evicted a victim's result: docs/faults.md, "Resources a client can
+ * exhaust", row 7). */
 void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n) {
   const struct config *c = &dm->cfg;
   u->kept += n;
   dm->kept += n;
-  unsigned over_u =
-      u->kept > c->max_detached_kept_per_uid ? u->kept - c->max_detached_kept_per_uid : 0;
+  if (u->kept > c->max_detached_kept_per_uid)
+    drop_oldest(dm, u, u->kept - c->max_detached_kept_per_uid, "max_detached_kept_per_uid");
   unsigned over = dm->kept > c->max_detached_kept ? dm->kept - c->max_detached_kept : 0;
-  if (over_u > over) over = over_u;
-  if (!over) return;
-  /* two walks of the job list, not one per job dropped: a user's 16
-   * connections of 256 finished detached jobs each, closed at once, held
-   * the loop 62-80 ms walking it 4096 times */
-  unsigned mine = 0, seen = 0;
-  for (const struct job *x = dm->jobs; x; x = x->next) mine += x->uid == u->uid && is_kept(x);
-  if (over > mine) over = mine;
-  for (struct job *x = dm->jobs, *next; x && over; x = next) {
-    next = x->next; /* the list is newest first: the last `over` of the user's go */
-    if (x->uid != u->uid || !is_kept(x) || seen++ < mine - over) continue;
-    log_debug(
-        "job %llu (%s, uid %u): finished detached, dropped: %s reached", (unsigned long long)x->id,
-        x->kernel, x->uid,
-        u->kept > c->max_detached_kept_per_uid ? "max_detached_kept_per_uid" : "max_detached_kept");
-    job_drop(dm, x);
+  while (over) {
+    struct uid_use *most = keeps_most(dm, u);
+    unsigned second = 0; /* down to the next one's count, then again */
+    for (struct uid_use *v = dm->uids; v; v = v->next)
+      if (v != most && v->kept > second) second = v->kept;
+    unsigned take = most->kept > second ? most->kept - second : 1;
+    unsigned went = drop_oldest(dm, most, take < over ? take : over, "max_detached_kept");
+    if (!went) break; /* the rest are read by WAITs: they go at their ends */
+    over -= went;
   }
 }
 

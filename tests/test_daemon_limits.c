@@ -910,6 +910,67 @@ START_TEST(detached_results_are_kept_per_uid) {
 }
 END_TEST
 
+/* Users at their bound fill max_detached_kept together: two users keep 2
+ * each (max_detached_kept_per_uid 2, max_detached_kept 4), and a third
+ * user's one detached result, kept as its client goes, was dropped at once:
+ * the global bound dropped the oldest of the user whose job joined, however
+ * few it kept. Now it drops the oldest of a user keeping more than that one
+ * (the user keeping the most): the third keeps its result, one of the two
+ * loses its oldest. */
+START_TEST(full_detached_keeps_leave_a_new_user_room) {
+  const char *sets[] = {"limits.max_detached_kept_per_uid=2", "limits.max_detached_kept=4", NULL};
+  struct daemon_proc d = {.log = NULL};
+  daemon_start_listening(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  if (!other_user_possible(&d, "full_detached_keeps_leave_a_new_user_room")) {
+    conn_close(&c);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    return;
+  }
+  uint64_t theirs[2][2];
+  for (int u = 0; u < 2; u++) {
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+      if (setgid(65533 + u) || setuid(65533 + u)) _exit(3);
+      struct conn o;
+      open_hello(&o, &d);
+      union coop_msg x;
+      render_init(&x, 1);
+      x.submit.flags |= COOP_SUBMIT_DETACHED;
+      for (int i = 0; i < 2; i++) theirs[u][i] = run_done(&o, &x);
+      if (write(pfd[1], theirs[u], sizeof theirs[u]) != sizeof theirs[u]) _exit(5);
+      _exit(0); /* gone: both results kept */
+    }
+    child_ok(kid);
+    ck_assert_int_eq(read(pfd[0], theirs[u], sizeof theirs[u]), (ssize_t)sizeof theirs[u]);
+    close(pfd[0]);
+    close(pfd[1]);
+  }
+  union coop_msg m;
+  render_init(&m, 1);
+  m.submit.flags |= COOP_SUBMIT_DETACHED;
+  uint64_t mine = run_done(&c, &m);
+  conn_close(&c); /* root's one result joins the four kept */
+  open_hello(&c, &d);
+  ck_assert_uint_eq(wait_job(&c, mine, 1000), COOP_MSG_RESULT);
+  ck_assert_uint_eq(c.m.result.state, COOP_JOB_DONE);
+  int gone = 0; /* root sees every job */
+  for (int u = 0; u < 2; u++)
+    for (int i = 0; i < 2; i++)
+      if (wait_job(&c, theirs[u][i], 1000) == COOP_MSG_ERROR) {
+        ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+        ck_assert_int_eq(i, 0); /* the oldest of theirs */
+        gone++;
+      }
+  ck_assert_int_eq(gone, 1);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Kept jobs waited for: DETACHED jobs waited for before the disconnect were
  * never capped (2560 kept, +664 MB with no client connected). They are kept
  * within max_detached_kept_per_uid (2 here) like the others: the oldest
@@ -1238,6 +1299,7 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, a_shells_descriptor_limit_is_raised);
   tcase_add_test(t, live_jobs_per_uid_across_connections);
   tcase_add_test(t, detached_results_are_kept_per_uid);
+  tcase_add_test(t, full_detached_keeps_leave_a_new_user_room);
   tcase_add_test(t, detached_jobs_waited_for_are_capped);
   tcase_add_test(t, inline_bytes_count_per_uid);
   tcase_add_test(t, finished_jobs_free_inline_inputs);
