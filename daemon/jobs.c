@@ -282,10 +282,12 @@ struct job *job_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_
     return NULL;
   }
   if (l) {
-    job_refuse(
-        e, COOP_ELOST,
-        "job %llu (%s) was lost: an earlier coopd stopped before it finished; submit it again",
-        (unsigned long long)id, l->kernel);
+    /* worded as coop_strerror's first words, which a client then need
+     * not say again (coopctl printed "lost" twice) */
+    job_refuse(e, COOP_ELOST,
+               "the job was lost: job %llu (%s): an earlier coopd stopped before it finished; "
+               "submit it again",
+               (unsigned long long)id, l->kernel);
     return NULL;
   }
   if (!j || !job_may_see(uid, j)) {
