@@ -31,6 +31,13 @@ uint64_t dbuf_bytes_on(const struct daemon *dm, uint32_t uid, uint8_t device) {
   return n;
 }
 
+uint64_t dbuf_bytes_beside(const struct daemon *dm, uint32_t uid, uint8_t device) {
+  uint64_t n = 0;
+  for (const struct dbuf *b = dm->bufs; b; b = b->next)
+    if (b->uid != uid && b->device == device) n += b->size;
+  return n;
+}
+
 struct dbuf *dbuf_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_err *e) {
   for (struct dbuf *b = dm->bufs; b; b = b->next)
     if (b->id == id && b->uid == uid && b->ready && !b->freed) return b;

@@ -37,6 +37,9 @@ struct dbuf *dbuf_new(struct daemon *dm, struct uid_use *u, struct session *owne
 /* The bytes of uid's device buffers on device, until each is freed there
  * (those being made included). */
 uint64_t dbuf_bytes_on(const struct daemon *dm, uint32_t uid, uint8_t device);
+/* The same of every other user's: the room they leave uid (sess_bufs.c,
+ * room_refused). */
+uint64_t dbuf_bytes_beside(const struct daemon *dm, uint32_t uid, uint8_t device);
 /* Buffer id for a client of uid: ready and not freed, or NULL with e set
  * (ENOJOB, worded the same whether no buffer has that id or another
  * user's does). */

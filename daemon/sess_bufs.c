@@ -207,9 +207,14 @@ void sess_bufs_closed(struct session *s) {
 /* [limits] max_buffer_percent_per_uid: a device buffer stays until it is
  * freed, so one user's could fill the device's room for them, and every
  * other user's job then failed for want of arena ("no room in the device
- * arena"). A user's device buffers on a device may take that share of its
- * arena and, on CUDA, of its device memory beside it ([device] device_mb,
- * where they go first). 1 with the ERROR sent if size more would pass it. */
+ * arena"). A user's device buffers on a device may take that share of what
+ * the other users' there leave of its arena and, on CUDA, of its device
+ * memory beside it ([device] device_mb, where they go first). A share of
+ * the whole room let two users at their shares fill it, and a third, who
+ * held none, was refused ENOMEM for any buffer and any job with buffers;
+ * of what the others leave, k users' buffers leave at least (1 - share)^k
+ * of it to the rest (a quarter beside two users at 50%). 1 with the ERROR
+ * sent if size more would pass it. */
 static int room_refused(struct session *s, uint32_t seq, unsigned dev, uint64_t size) {
   struct daemon *dm = s->dm;
   unsigned pct = dm->cfg.max_buffer_percent_per_uid;
@@ -218,15 +223,18 @@ static int room_refused(struct session *s, uint32_t seq, unsigned dev, uint64_t 
   dev_backend(dm->devs[dev], backend, sizeof backend);
   uint64_t room = (uint64_t)dm->cfg.arena_mb << 20;
   if (!strcmp(backend, "cuda")) room += (uint64_t)dm->cfg.device_mb << 20;
-  uint64_t held = dbuf_bytes_on(dm, s->uid, (uint8_t)dev), cap = room * pct / 100;
+  uint64_t others = dbuf_bytes_beside(dm, s->uid, (uint8_t)dev);
+  uint64_t left = others < room ? room - others : 0;
+  uint64_t held = dbuf_bytes_on(dm, s->uid, (uint8_t)dev), cap = left * pct / 100;
   if (held + size <= cap) return 0;
   /* in KiB: 50% of a 1 MiB arena read "0 of 1 MiB" in MiB */
   sess_error(s, seq, COOP_ELIMIT,
-             "at most %u%% of device %u's room for device buffers (%llu of %llu KiB) per user "
-             "([limits] max_buffer_percent_per_uid): yours there hold %llu bytes, this one %llu "
-             "more",
-             pct, dev, (unsigned long long)(cap >> 10), (unsigned long long)(room >> 10),
-             (unsigned long long)held, (unsigned long long)size);
+             "at most %u%% per user of the room for device buffers that other users' leave on "
+             "device %u (%llu of the %llu KiB they leave; theirs hold %llu KiB) ([limits] "
+             "max_buffer_percent_per_uid): yours there hold %llu bytes, this one %llu more",
+             pct, dev, (unsigned long long)(cap >> 10), (unsigned long long)(left >> 10),
+             (unsigned long long)(others >> 10), (unsigned long long)held,
+             (unsigned long long)size);
   return 1;
 }
 

@@ -746,12 +746,89 @@ START_TEST(one_users_buffers_leave_room_for_others) {
   ck_assert_msg(e == COOP_ELIMIT, "root's buffer %u: %s (%s)", made + 1, coop_err_name(e),
                 coop_errmsg(c));
   assert_has(coop_errmsg(c), "[limits] max_buffer_percent_per_uid");
-  assert_has(coop_errmsg(c), "(32768 of 65536 KiB)"); /* a 1 MiB arena read "0 of 1 MiB" */
+  /* in KiB: a 1 MiB arena read "0 of 1 MiB" */
+  assert_has(coop_errmsg(c), "(32768 of the 65536 KiB they leave; theirs hold 0 KiB)");
   ck_assert_uint_eq(made, 2);
   int theirs = nobody_creates(&d, 16u << 20);
   ck_assert_msg(theirs == 0, "nobody's buffer: %s", coop_err_name(theirs));
   ck_assert_int_eq(coop_buffer_free(c, id[0]), 0); /* the room comes back */
   ck_assert_int_eq(coop_buffer_create(c, 0, 16u << 20, NULL, 0, &id[0]), 0);
+  coop_disconnect(c);
+  bufs_stop(&d);
+}
+END_TEST
+
+/* as_user's body: device buffers kept past the connection (KEEP), of
+ * size[0] bytes until one is refused, then of size[1] until one is; out:
+ * how many of each were made, and the error that ended each run. */
+struct fill {
+  uint32_t made[2];
+  int32_t err[2];
+};
+
+static void fills(struct conn *c, const void *arg, void *out) {
+  const uint64_t *size = arg;
+  struct fill f = {{0}, {0}};
+  for (unsigned k = 0; k < 2; k++)
+    while (f.made[k] < 64) {
+      static union coop_msg m;
+      m.buf_create = (struct coop_msg_buf_create){
+          .size = size[k], .flags = COOP_BUFFER_KEEP, .fd = COOP_WIRE_FD_NONE};
+      uint16_t t = reply(c, send_msg(c, COOP_MSG_BUF_CREATE, &m, NULL, 0));
+      if (t != COOP_MSG_BUFFER) {
+        f.err[k] = t == COOP_MSG_ERROR ? c->m.error.code : -1000;
+        break;
+      }
+      f.made[k]++;
+    }
+  memcpy(out, &f, sizeof f);
+}
+
+/* as_user's body: the render arg, waited for, then a device buffer of 1
+ * MiB; out: the render's state and error, and the create's error. */
+static void renders_then_creates(struct conn *c, const void *arg, void *out) {
+  int32_t r[3] = {-1, -1, -1};
+  if (wait_job(c, submit(c, arg, NULL, 0), COOP_WAIT_FOREVER) == COOP_MSG_RESULT) {
+    r[0] = c->m.result.state;
+    r[1] = c->m.result.error;
+  }
+  uint64_t size = 1u << 20;
+  creates(c, &size, &r[2]);
+  memcpy(out, r, sizeof r);
+}
+
+/* Hardening: two users' device buffers fill the arena. Each user's share
+ * was of the whole room: root made two of 16 MiB of the 64 MiB arena
+ * (refused ELIMIT at its 50%), nobody 1 MiB ones until the arena was full
+ * (31, then ENOMEM) and 256 KiB ones past that, and uid 65533, who held
+ * none, then had its buffer of 1 MiB refused ENOMEM and its render (768
+ * KiB of inline buffers) failed ENOMEM. A user's share is now of the room
+ * the other users' buffers leave: nobody's 1 MiB buffers stop at 16 MiB
+ * (half of the 32 root's leave), ELIMIT, and uid 65533's render ends DONE
+ * and its buffer is made. */
+START_TEST(two_users_buffers_leave_a_third_room) {
+  if (geteuid() != 0) return; /* needs other uids: CI runs as root */
+  struct daemon_proc d = {0};
+  const char *sets[] = {"device.device_mb=0", "device.arena_mb=64", NULL};
+  bufs_start(&d, sets);
+  coop_conn *c = connect_to(&d);
+  uint64_t id;
+  ck_assert_int_eq(coop_buffer_create(c, 0, 16u << 20, NULL, 0, &id), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 16u << 20, NULL, 0, &id), 0);
+  ck_assert_int_eq(coop_buffer_create(c, 0, 16u << 20, NULL, 0, &id), COOP_ELIMIT);
+  const uint64_t sizes[2] = {1u << 20, 256u << 10};
+  struct fill f;
+  ck_assert_int_eq(as_user(&d, 65534, fills, sizes, &f, sizeof f), 0);
+  union coop_msg m;
+  render_ones(&m, 256);
+  int32_t r[3];
+  ck_assert_int_eq(as_user(&d, 65533, renders_then_creates, &m, r, sizeof r), 0);
+  ck_assert_msg(r[0] == COOP_JOB_DONE, "uid 65533's render: %s, %s", coop_job_state_name(r[0]),
+                coop_err_name(r[1]));
+  ck_assert_msg(r[2] == 0, "uid 65533's buffer: %s", coop_err_name(r[2]));
+  ck_assert_msg(f.made[0] == 16 && f.err[0] == COOP_ELIMIT && f.made[1] == 0,
+                "nobody's buffers: %u of 1 MiB, then %s; %u of 256 KiB, then %s", f.made[0],
+                coop_err_name(f.err[0]), f.made[1], coop_err_name(f.err[1]));
   coop_disconnect(c);
   bufs_stop(&d);
 }
@@ -2330,6 +2407,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_file_of_the_clients_own_mount_namespace_is_taken);
   tcase_add_test(tc, a_disk_file_is_not_written_by_a_root_coopd);
   tcase_add_test(tc, one_users_buffers_leave_room_for_others);
+  tcase_add_test(tc, two_users_buffers_leave_a_third_room);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
   /* The device process restarted or replaced under a buffer: the slowest
