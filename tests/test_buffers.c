@@ -834,6 +834,69 @@ START_TEST(two_users_buffers_leave_a_third_room) {
 }
 END_TEST
 
+/* as_user's body: a device buffer of *(uint64_t *)arg bytes kept past the
+ * connection (KEEP); out: the reply's error code, 0 when it was made. */
+static void keeps_one(struct conn *c, const void *size, void *out) {
+  static union coop_msg m;
+  m.buf_create = (struct coop_msg_buf_create){
+      .size = *(const uint64_t *)size, .flags = COOP_BUFFER_KEEP, .fd = COOP_WIRE_FD_NONE};
+  uint16_t t = reply(c, send_msg(c, COOP_MSG_BUF_CREATE, &m, NULL, 0));
+  *(int32_t *)out = t == COOP_MSG_BUFFER ? 0 : t == COOP_MSG_ERROR ? c->m.error.code : -1000;
+}
+
+/* as_user's body: the render arg, waited for 10 s at most; out: its state
+ * then (QUEUED: it still waits). */
+static void renders_10s(struct conn *c, const void *arg, void *out) {
+  uint64_t id = submit(c, arg, NULL, 0);
+  uint8_t st = wait_job(c, id, 10000) == COOP_MSG_RESULT ? c->m.result.state : job_state(c, id);
+  memcpy(out, &st, sizeof st);
+}
+
+/* Hardening, the arena's room for jobs beside device buffers: nobody's
+ * device buffer holds half the 1 MiB arena, root's holds half of what
+ * nobody's leaves (256 KiB) and root's cooperative sweep copies 200 KiB
+ * in: 456 KiB, within half the arena, so while uid 65533's render of 95
+ * KiB, holding nothing, waited for room, nothing gave it room and it
+ * waited for the sweep's end (here: for ever). A user's share of the arena
+ * while another user's job waits is now of what the other users' jobs and
+ * buffers leave (256 KiB for root): root's sweep is suspended, its copies
+ * leave the arena, and the render ends DONE while the sweep has yet to
+ * end. */
+START_TEST(two_users_share_of_the_arena_leaves_a_third_room) {
+  if (geteuid() != 0) return; /* needs other uids: CI runs as root */
+  char logp[] = "/tmp/coopd-room3-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"device.arena_mb=1", "device.device_mb=0", "log.level=info", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  daemon_open_to_all(&d);
+  uint64_t half = 512u << 10;
+  int32_t e = -1;
+  ck_assert_int_eq(as_user(&d, 65534, keeps_one, &half, &e, sizeof e), 0);
+  ck_assert_int_eq(e, 0);
+  struct conn c;
+  open_hello(&c, &d);
+  buf_create_raw(&c, 256u << 10);
+  int fd = memfd_of(200u << 10);
+  uint64_t sweep = sweep_submit(&c, NULL, (200u << 10) / 4, 100000000u, 1, fd);
+  ck_assert_uint_ne(sweep, 0);
+  close(fd);
+  wait_running(&c, sweep);
+  union coop_msg m;
+  render_ones(&m, 90);
+  uint8_t st = 0;
+  ck_assert_int_eq(as_user(&d, 65533, renders_10s, &m, &st, sizeof st), 0);
+  if (st != COOP_JOB_DONE) log_print(logp);
+  ck_assert_msg(st == COOP_JOB_DONE, "uid 65533's render is %s", coop_job_state_name(st));
+  ck_assert_uint_lt(job_state(&c, sweep), COOP_JOB_DONE);
+  ck_assert(log_has(logp, "its user's jobs and device buffers hold 456 KiB of the device arena"));
+  cancel_ok(&c, sweep);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* The device process killed: every buffer it held is reported lost, to
  * its operations and to a job naming it, never read as zeros or stale
  * bytes; a new buffer works. */
@@ -2408,6 +2471,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, a_disk_file_is_not_written_by_a_root_coopd);
   tcase_add_test(tc, one_users_buffers_leave_room_for_others);
   tcase_add_test(tc, two_users_buffers_leave_a_third_room);
+  tcase_add_test(tc, two_users_share_of_the_arena_leaves_a_third_room);
   tcase_add_test(tc, threads_share_one_connection);
   suite_add_tcase(s, tc);
   /* The device process restarted or replaced under a buffer: the slowest

@@ -17,10 +17,11 @@
  *   [jobs] tasks_per_uid (dev_turns.c);
  * - while another user's job waits here, a user whose running jobs'
  *   copies and device buffers (dev__bufs_in_arena) hold more than
- *   [limits] max_buffer_percent_per_uid of the arena starts no
- *   job with buffers to copy: the room its ends give back goes to the
- *   waiting job, not to its own next one (without this, a flood of small
- *   jobs took each freed piece and a larger job waited for ever);
+ *   [limits] max_buffer_percent_per_uid of what the other users' leave of
+ *   the arena (share_of) starts no job with buffers to copy: the room its
+ *   ends give back goes to the waiting job, not to its own next one
+ *   (without this, a flood of small jobs took each freed piece and a
+ *   larger job waited for ever);
  * - and that user's cooperative jobs give their room back: the newest of
  *   them (of the waiting job's priority or lower) is suspended, as for a
  *   job of higher priority (dev_prio.c), its buffers move out of the
@@ -98,6 +99,19 @@ static uint64_t share_cap(const struct dev *d) {
   return pct && pct < 100 ? dev__arena_bytes(d) * pct / 100 : 0;
 }
 
+/* The share of uid, as one that holds room others wait for: that of what
+ * the other users' jobs and device buffers leave of the arena (a bound is
+ * on: share_cap). Of the whole arena, two users within theirs held all of
+ * it (one's device buffer half, the other's buffer and cooperative sweep
+ * 456 KiB of 1 MiB), and a third user's job, holding nothing, waited for
+ * the sweep's end; as for device buffers (sess_bufs.c, room_refused). */
+static uint64_t share_of(const struct dev *d, uint32_t uid) {
+  uint64_t arena = dev__arena_bytes(d), mine = user_bytes(d, uid);
+  uint64_t all = held_bytes(d, NULL) + dev__bufs_in_arena_all(d);
+  uint64_t others = all > mine ? all - mine : 0;
+  return others < arena ? (arena - others) * d->cfg->max_buffer_percent_per_uid / 100 : 0;
+}
+
 /* Whether j's user, its copies and j's together, would hold more than its
  * share of the arena while another user's job waits for room (itself: not
  * one held back for its own user's share, whose wait is that user's, and
@@ -115,6 +129,7 @@ static int past_share(const struct dev *d, const struct job *j, uint64_t *mine, 
             user_bytes(d, w->uid) + dev__buf_bytes(w) <= *cap;
   if (!other) return 0;
   *mine = user_bytes(d, j->uid);
+  *cap = share_of(d, j->uid);
   return *mine + want > *cap;
 }
 
@@ -146,8 +161,9 @@ static const struct job *first_waiting(const struct dev *d) {
 
 /* What may give w its room: a job of strictly lower priority (any user's,
  * as for workers: dev_prio.c), or, where w's user stays within its share
- * (within), one of w's priority or lower of another user whose copies
- * hold more than cap. Its copies in the arena, not cancelled. */
+ * of the arena (within), one of w's priority or lower of another user
+ * whose copies and device buffers hold more than its share of what the
+ * others leave (share_of). Its copies in the arena, not cancelled. */
 struct room_need {
   const struct job *w;
   uint64_t cap;
@@ -158,7 +174,7 @@ static int gives_room(const struct dev *d, const struct room_need *n, const stru
   if (!copies_of(j) || atomic_load(&j->cancel)) return 0;
   if (j->priority < n->w->priority) return 1;
   return n->within && j->uid != n->w->uid && j->priority <= n->w->priority &&
-         user_bytes(d, j->uid) > n->cap;
+         user_bytes(d, j->uid) > share_of(d, j->uid);
 }
 
 /* Whether r's buffers came back into the arena less than DEV_ROOM_GAP_NS

@@ -418,7 +418,8 @@ static void say_room_share(const struct slot_said *s, char *buf, size_t n) {
   snprintf(buf, n,
            "waiting for room in the device arena: another user's job waits for room there, and "
            "its user's running jobs and device buffers hold %u KiB of it, past [limits] "
-           "max_buffer_percent_per_uid = %u%% (%u KiB); it is tried again as they end",
+           "max_buffer_percent_per_uid = %u%% of what other users' leave (%u KiB); it is tried "
+           "again as they end",
            s->held, s->count, s->mine);
 }
 
