@@ -325,13 +325,24 @@ static const char *line_naming(const char *log, const char *file) {
   return NULL;
 }
 
-unsigned kset_drop_failing(struct kset *s, const char *log, const char *keep) {
+/* Whether running (NULL: none) holds k as it is: it built beside the
+ * others, so a failure that names it now is the newcomer's doing (a
+ * function of its name defined again in another author's kernel before
+ * it). */
+static int runs(const struct kset *running, const struct kdef *k) {
+  const struct kdef *r = running ? kset_find(running, k->name) : NULL;
+  return r && r->owner == k->owner && !strcmp(r->source, k->source);
+}
+
+unsigned kset_drop_failing(struct kset *s, const char *log, const char *keep,
+                           const struct kset *running) {
   unsigned n = 0;
   for (unsigned i = s->n; i-- > 0;) {
     const struct kdef *k = &s->k[i];
-    const char *at = k->owner == KDEF_SHIPPED || (keep && !strcmp(k->name, keep))
-                         ? NULL
-                         : line_naming(log, k->path);
+    const char *at =
+        k->owner == KDEF_SHIPPED || (keep && !strcmp(k->name, keep)) || runs(running, k)
+            ? NULL
+            : line_naming(log, k->path);
     if (!at) continue;
     log_error(
         "authored kernel %s of uid %u (%s) does not build: left out, the other kernels "

@@ -70,11 +70,16 @@ const struct kdef *kset_find(const struct kset *s, const char *name);
 int kset_authored(const struct kset *s);
 /* The authors' kernels that a failed build's log names as compilers name
  * a file (FILE:LINE or FILE(LINE), where a line or a word starts), other
- * than the one named keep (NULL: none), removed from s and each logged with
- * the log's line: a kernel stored long ago that no longer builds (the
- * rules or the compiler changed since) costs only itself, never the other
- * authors' kernels. How many were removed: 0 when the log names none. */
-unsigned kset_drop_failing(struct kset *s, const char *log, const char *keep);
+ * than the one named keep (NULL: none) and those running (NULL: none)
+ * holds as they are, removed from s and each logged with the log's line:
+ * a kernel stored long ago that no longer builds (the rules or the
+ * compiler changed since) costs only itself, never the other authors'
+ * kernels. An ADD passes the running set: a kernel that builds there
+ * fails now for the newcomer (one that defines its function's name
+ * before it), and the ADD fails, not it. How many were removed: 0 when
+ * the log names none. */
+unsigned kset_drop_failing(struct kset *s, const char *log, const char *keep,
+                           const struct kset *running);
 /* 0 when scalars bits[] and buffer lengths lens[] meet every rule of k;
  * else -1 with the first broken rule and its values in why. */
 int kdef_admit(const struct kdef *k, const uint64_t *bits, const uint64_t *lens, char *why,

@@ -378,7 +378,7 @@ static int open_devices(struct daemon *dm) {
     /* a stored kernel of an author's that the compiler's log names (one
      * an older coopd stored, which the rules refuse since) is left out
      * alone: the other authors' kernels serve */
-    while (e == COOP_EBUILD && i == 0 && kset_drop_failing(dm->ks, err, NULL))
+    while (e == COOP_EBUILD && i == 0 && kset_drop_failing(dm->ks, err, NULL, NULL))
       e = dev_open(&dm->devs[i], &dm->cfg, (unsigned)i, idx[i], dm->ks, dm->loop,
                    &session_dev_hooks, dm, err, sizeof err);
     if (e && i == 0 && kset_authored(dm->ks) && (e == COOP_EBUILD || e == COOP_ELOST)) {

@@ -172,10 +172,15 @@ static void on_swapped(int err, const char *msg, void *user) {
  * that no longer builds (stored by an older coopd, whose rules it broke
  * since) failed every reload, SIGHUP's and every author's request, for
  * as long as it was stored. The kernel a client's ADD brings is no such
- * kernel: its failure is the answer. 1 when the build is queued again. */
+ * kernel: its failure is the answer; nor is one that runs beside the
+ * others now, which the newcomer made fail (one author's kernel that
+ * defined the function of another's took that one's place). 1 when the
+ * build is queued again. */
 static int retry_without_failing(struct reload *r) {
-  const char *keep = r->req && r->req->op == RELOAD_ADD ? r->req->name : NULL;
-  if (r->err != COOP_EBUILD || !kset_drop_failing(r->ks, r->msg, keep)) return 0;
+  int add = r->req && r->req->op == RELOAD_ADD;
+  if (r->err != COOP_EBUILD ||
+      !kset_drop_failing(r->ks, r->msg, add ? r->req->name : NULL, add ? r->dm->ks : NULL))
+    return 0;
   close_built(r);
   memset(r->rt, 0, sizeof r->rt);
   memset(r->inplace, 0, sizeof r->inplace);

@@ -855,6 +855,46 @@ START_TEST(a_stored_kernel_that_no_longer_builds_costs_only_itself) {
 }
 END_TEST
 
+/* uid 65534's ADD (as_user's body): a kernel that defines a function
+ * triple beside its own, so that it builds only where root's triple is
+ * not. Its KERNEL_DONE's error into out. */
+static void add_over_triple(struct conn *c, const void *arg, void *out) {
+  (void)arg;
+  static const char src[] =
+      "//@coop name=taker kind=noncooperative args=buf\n"
+      "void triple(struct coop_ctx *c) {}\n"
+      "void taker(struct coop_ctx *c) {}\n";
+  uint16_t t = add(c, "taker.cl", src, strlen(src));
+  *(int *)out = t == COOP_MSG_ERROR ? c->m.error.code : c->m.kernel_done.error;
+}
+
+/* A running kernel of another author's is no stored kernel that no longer
+ * builds: an ADD whose build fails on it fails, and leaves it in. Before,
+ * uid 65534's kernel, sorted first, defined triple, the log named root's
+ * mine.cl at "redefinition of 'triple'", and triple was left out and the
+ * ADD done: at every start and reload after, too. */
+START_TEST(an_authors_add_never_leaves_anothers_kernel_out) {
+  if (geteuid() != 0) return; /* as_user */
+  struct author_dirs ad;
+  struct daemon_proc d;
+  struct conn c;
+  authors_daemon(&ad, &d, &c, "kernels.authors=0,65534", NULL);
+  daemon_open_to_all(&d);
+  ck_assert_uint_eq(add(&c, "mine.cl", triple_src, strlen(triple_src)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  int e = 0;
+  ck_assert_int_eq(as_user(&d, 65534, add_over_triple, NULL, &e, sizeof e), 0);
+  if (!has_kernel(&c, "triple")) log_print(ad.logp);
+  ck_assert(has_kernel(&c, "triple"));
+  ck_assert(!has_kernel(&c, "taker"));
+  ck_assert_int_eq(e, COOP_EBUILD);
+  triple_runs(&c);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  author_dirs_remove(&ad);
+}
+END_TEST
+
 void daemon_authors_cases(Suite *s) {
   TCase *t = tcase_create("authors");
   tcase_set_timeout(t, 300);
@@ -867,5 +907,6 @@ void daemon_authors_cases(Suite *s) {
   tcase_add_test(t, an_authors_kernel_builds_where_the_store_puts_it);
   tcase_add_test(t, a_shipped_kernels_macros_end_with_it);
   tcase_add_test(t, a_stored_kernel_that_no_longer_builds_costs_only_itself);
+  tcase_add_test(t, an_authors_add_never_leaves_anothers_kernel_out);
   suite_add_tcase(s, t);
 }
