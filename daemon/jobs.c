@@ -380,10 +380,11 @@ static struct uid_use *keeps_most(struct daemon *dm, struct uid_use *u) {
  * While all users' kept jobs together pass max_detached_kept, the oldest
  * of the user keeping the most go, u's own where none keeps more: users
  * at their bound filled max_detached_kept together, and another user's
- * one result was dropped as it joined. A victim is never touched by
- * a user keeping no more than it (one user's 1100 detached jobs once
- * evicted a victim's result: docs/faults.md, "Resources a client can
- * exhaust", row 7). */
+ * one result was dropped as it joined. Where that user's are all read by
+ * WAITs, u's own go (test pinned_keeps_leave_the_bound_in_force). A
+ * victim is never touched by a user keeping no more than it (one user's
+ * 1100 detached jobs once evicted a victim's result: docs/faults.md,
+ * "Resources a client can exhaust", row 7). */
 void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n) {
   const struct config *c = &dm->cfg;
   u->kept += n;
@@ -398,7 +399,11 @@ void jobs_keep(struct daemon *dm, struct uid_use *u, unsigned n) {
       if (v != most && v->kept > second) second = v->kept;
     unsigned take = most->kept > second ? most->kept - second : 1;
     unsigned went = drop_oldest(dm, most, take < over ? take : over, "max_detached_kept");
-    if (!went) break; /* the rest are read by WAITs: they go at their ends */
+    /* the rest of most's are read by WAITs (counted until they go, at
+     * their ends): u's own go then, as before, or the bound stopped there
+     * for every user who joined while the WAITs lasted */
+    if (!went && most != u) went = drop_oldest(dm, u, over, "max_detached_kept");
+    if (!went) break; /* u's are read by WAITs too */
     over -= went;
   }
 }

@@ -971,6 +971,75 @@ START_TEST(full_detached_keeps_leave_a_new_user_room) {
 }
 END_TEST
 
+/* A user's kept results read by WAITs that wait for their reader (pinned:
+ * dropped at their end) count as kept until then. max_detached_kept 2:
+ * root keeps 2 of 256 KiB, a connection of root's WAITs for them and
+ * reads nothing, and four users each keep 1 as their clients go. The
+ * global bound dropped root's (the user keeping the most), and once those
+ * were all pinned and dropping stopped at them: every later user's joined
+ * with nothing dropped, 4 results kept of 2 once the WAITs ended. Now the
+ * joining user's own go there, as before: 2 at most. */
+START_TEST(pinned_keeps_leave_the_bound_in_force) {
+  const char *sets[] = {"limits.max_detached_kept_per_uid=2", "limits.max_detached_kept=2", NULL};
+  struct daemon_proc d = {.log = NULL};
+  daemon_start_listening(&d, sets);
+  struct conn c, r;
+  open_hello(&c, &d);
+  if (!other_user_possible(&d, "pinned_keeps_leave_the_bound_in_force")) {
+    conn_close(&c);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+    return;
+  }
+  union coop_msg m;
+  render_sized(&m, 4, 256u << 10, 1);
+  uint64_t mine[2] = {run_done(&c, &m), run_done(&c, &m)};
+  conn_close(&c);
+  open_hello(&r, &d); /* root's reader that reads nothing: its WAITs wait */
+  memset(&m, 0, sizeof m);
+  m.job.timeout_ms = COOP_WAIT_FOREVER;
+  for (int k = 0; k < 16; k++) {
+    m.job.job = mine[k % 2];
+    send_msg(&r, COOP_MSG_WAIT, &m, NULL, 0);
+  }
+  open_hello(&c, &d);
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  enum { U = 4 };
+  uint64_t theirs[U];
+  for (int u = 0; u < U; u++) {
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    pid_t kid = fork();
+    if (kid == 0) {
+      if (setgid(65530 + u) || setuid(65530 + u)) _exit(3);
+      struct conn o;
+      open_hello(&o, &d);
+      union coop_msg x;
+      render_sized(&x, 4, 4, 1);
+      uint64_t j = run_done(&o, &x);
+      if (write(pfd[1], &j, sizeof j) != sizeof j) _exit(5);
+      _exit(0); /* gone: its result kept */
+    }
+    child_ok(kid);
+    ck_assert_int_eq(read(pfd[0], &theirs[u], sizeof theirs[u]), (ssize_t)sizeof theirs[u]);
+    close(pfd[0]);
+    close(pfd[1]);
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  }
+  conn_close(&r); /* the WAITs end: root's pinned results go */
+  ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATS, &m, NULL, 0)), COOP_MSG_STATS_REPLY);
+  int kept = 0; /* root sees every job */
+  for (int u = 0; u < U; u++) {
+    uint16_t t = wait_job(&c, theirs[u], 1000);
+    if (t == COOP_MSG_ERROR) ck_assert_int_eq(c.m.error.code, COOP_ENOJOB);
+    kept += t == COOP_MSG_RESULT;
+  }
+  for (int i = 0; i < 2; i++) kept += wait_job(&c, mine[i], 1000) == COOP_MSG_RESULT;
+  ck_assert_msg(kept <= 2, "%d detached results kept, max_detached_kept is 2", kept);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 /* Kept jobs waited for: DETACHED jobs waited for before the disconnect were
  * never capped (2560 kept, +664 MB with no client connected). They are kept
  * within max_detached_kept_per_uid (2 here) like the others: the oldest
@@ -1300,6 +1369,7 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, live_jobs_per_uid_across_connections);
   tcase_add_test(t, detached_results_are_kept_per_uid);
   tcase_add_test(t, full_detached_keeps_leave_a_new_user_room);
+  tcase_add_test(t, pinned_keeps_leave_the_bound_in_force);
   tcase_add_test(t, detached_jobs_waited_for_are_capped);
   tcase_add_test(t, inline_bytes_count_per_uid);
   tcase_add_test(t, finished_jobs_free_inline_inputs);
