@@ -22,13 +22,8 @@
  * answered with the whole answer handed to the kernel, so nothing is lost
  * but a peer's chance to keep a slot it does not use. 16 idle connections
  * from one address once held every slot until their timeout and every
- * scrape got 503 (docs/daemon.md, "Metrics over HTTP"). Against its own
- * address's newcomers a connection without a request keeps its slot for
- * HTTP_CHANCE_MS after its accept: concurrent scrapers from one address
- * were accepted in one burst, before their requests came, and the later
- * ones closed the earlier ones unanswered. Only when every slot in the way
- * is busy (writing an answer, or within that chance) is the newcomer told
- * 503.
+ * scrape got 503 (docs/daemon.md, "Metrics over HTTP"). Only when every
+ * slot in the way is busy writing an answer is the newcomer told 503.
  */
 #define _GNU_SOURCE /* memmem */
 #include "metrics_http.h"
@@ -45,10 +40,6 @@
 
 #define HTTP_MAX_REQUEST 8192u /* the request line and headers */
 #define HTTP_BACKLOG 16
-/* A new connection's time for its request to come, against its own
- * address's newer connections: a scraper writes its request as soon as it
- * is connected, so it comes within a round trip and a scheduling delay. */
-#define HTTP_CHANCE_MS 100
 
 /* A peer's address without its port: what max_connections_per_peer counts. */
 struct peer {
@@ -256,28 +247,23 @@ static int same_peer(const struct peer *a, const struct peer *b) {
  * its whole answer is written (what it still owes is its close). */
 static int idle(const struct http_conn *c) { return !c->answered || c->written; }
 
-/* Whether c's slot may go to a newcomer from c's own address: idle, and
- * if still without a request, accepted HTTP_CHANCE_MS ago or more. */
-static int idle_for_own(const struct http_conn *c, uint64_t now) {
-  return c->written || (!c->answered && now - c->accepted >= HTTP_CHANCE_MS);
-}
-
 /* Makes room for a connection from p: 0, with the oldest idle connection
- * in the way closed while there is one (p's own, past its chance
- * (idle_for_own), while p holds max_connections_per_peer, else any while
- * all max_connections are open; more than one only after SIGHUP lowered a
- * limit); -1 when every one in the way is busy. */
+ * in the way closed while there is one (p's own while p holds
+ * max_connections_per_peer, else any while all max_connections are open;
+ * more than one only after SIGHUP lowered a limit); -1 when every one in
+ * the way is writing its answer. */
 static int make_room(struct metrics_http *m, const struct peer *p) {
   const struct config *cfg = &m->dm->cfg;
-  uint64_t now = uv_now(m->listener.loop);
   for (;;) {
     unsigned mine = 0;
     struct http_conn *old_mine = NULL, *old_any = NULL;
     for (struct http_conn *c = m->conns; c; c = c->next) { /* newest first */
       int same = same_peer(&c->peer, p);
       mine += same;
-      if (idle(c)) old_any = c;
-      if (same && idle_for_own(c, now)) old_mine = c;
+      if (idle(c)) {
+        old_any = c;
+        if (same) old_mine = c;
+      }
     }
     struct http_conn *victim;
     const char *why;
