@@ -54,6 +54,9 @@ struct uid_use {
   struct uid_use *next;
 };
 
+/* buckets of the job ids' table (ids are consecutive: id % N spreads them) */
+#define DM_JOB_BUCKETS 4096u
+
 struct daemon {
   uv_loop_t *loop;
   struct config cfg;
@@ -88,7 +91,10 @@ struct daemon {
   unsigned kept; /* finished DETACHED jobs without a client, every user */
   struct session *sessions;
   unsigned nsessions;
-  struct job *jobs;   /* every job not yet freed */
+  struct job *jobs; /* every job not yet freed */
+  /* the same jobs by id (jobs.c, job_lookup): a WAIT, STATUS or CANCEL
+   * walked every user's jobs to find one */
+  struct job *job_ids[DM_JOB_BUCKETS];
   struct dbuf *bufs;  /* every device buffer not yet freed on its device (bufs.c) */
   uint64_t next_buf;  /* the last device buffer id given out */
   uint64_t next_job;  /* the last id given out (continued from the journal) */

@@ -259,8 +259,12 @@ uint8_t job_state_shown(const struct job *j) {
   return st >= COOP_JOB_DONE && !j->finished ? COOP_JOB_RUNNING : st;
 }
 
+/* By the ids' table: a walk of every job was up to 20000 of every user's
+ * finished jobs for each WAIT, STATUS or CANCEL, and one user's flood of
+ * them, each for an id no one has, held another user's STATUS 64 ms at
+ * the median (docs/faults.md, "Resources a client can exhaust"). */
 static struct job *find_job(struct daemon *dm, uint64_t id) {
-  for (struct job *j = dm->jobs; j; j = j->next)
+  for (struct job *j = dm->job_ids[id % DM_JOB_BUCKETS]; j; j = j->id_next)
     if (j->id == id) return j->doomed ? NULL : j;
   return NULL;
 }
@@ -302,6 +306,11 @@ void jobs_link(struct daemon *dm, struct job *j) {
   if (j->next) j->next->pprev = &j->next;
   j->pprev = &dm->jobs;
   dm->jobs = j;
+  struct job **b = &dm->job_ids[j->id % DM_JOB_BUCKETS];
+  j->id_next = *b;
+  if (j->id_next) j->id_next->id_pprev = &j->id_next;
+  j->id_pprev = b;
+  *b = j;
 }
 
 /* O(1): each job ending once dropped the oldest finished one with two
@@ -314,6 +323,10 @@ static void unlink_job(struct daemon *dm, struct job *j) {
   if (j->next) j->next->pprev = j->pprev;
   j->next = NULL;
   j->pprev = NULL;
+  *j->id_pprev = j->id_next;
+  if (j->id_next) j->id_next->id_pprev = j->id_pprev;
+  j->id_next = NULL;
+  j->id_pprev = NULL;
 }
 
 /* A finished DETACHED job whose client has gone: kept for a later WAIT. */

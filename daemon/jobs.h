@@ -157,9 +157,10 @@ struct job {
                                    * first instances_done while the job runs */
 
   /* loop thread only */
-  struct session *owner; /* NULL once its client has gone */
-  struct job *next;      /* in the daemon's job list, newest first */
-  struct job **pprev;    /* the pointer to it there: unlinked at once (jobs_link) */
+  struct session *owner;           /* NULL once its client has gone */
+  struct job *next;                /* in the daemon's job list, newest first */
+  struct job **pprev;              /* the pointer to it there: unlinked at once (jobs_link) */
+  struct job *id_next, **id_pprev; /* in its bucket of daemon.job_ids */
   /* its owner's jobs, oldest first (session.h, jobs): the oldest finished
    * one is found without a walk of every job (sess_jobs.c, trim_finished) */
   struct job *s_next, **s_pprev;
