@@ -95,6 +95,9 @@ struct daemon {
   /* the same jobs by id (jobs.c, job_lookup): a WAIT, STATUS or CANCEL
    * walked every user's jobs to find one */
   struct job *job_ids[DM_JOB_BUCKETS];
+  /* those not yet finished (handed back to their session): what STATS
+   * counts, rather than every finished job every user keeps */
+  struct job *live;
   struct dbuf *bufs;  /* every device buffer not yet freed on its device (bufs.c) */
   uint64_t next_buf;  /* the last device buffer id given out */
   uint64_t next_job;  /* the last id given out (continued from the journal) */

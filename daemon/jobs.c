@@ -311,6 +311,19 @@ void jobs_link(struct daemon *dm, struct job *j) {
   if (j->id_next) j->id_next->id_pprev = &j->id_next;
   j->id_pprev = b;
   *b = j;
+  j->live_next = dm->live;
+  if (j->live_next) j->live_next->live_pprev = &j->live_next;
+  j->live_pprev = &dm->live;
+  dm->live = j;
+}
+
+void jobs_finished(struct daemon *dm, struct job *j) {
+  (void)dm;
+  if (!j->live_pprev) return;
+  *j->live_pprev = j->live_next;
+  if (j->live_next) j->live_next->live_pprev = j->live_pprev;
+  j->live_next = NULL;
+  j->live_pprev = NULL;
 }
 
 /* O(1): each job ending once dropped the oldest finished one with two
@@ -327,6 +340,7 @@ static void unlink_job(struct daemon *dm, struct job *j) {
   if (j->id_next) j->id_next->id_pprev = j->id_pprev;
   j->id_next = NULL;
   j->id_pprev = NULL;
+  jobs_finished(dm, j);
 }
 
 /* A finished DETACHED job whose client has gone: kept for a later WAIT. */
@@ -472,8 +486,12 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Over the live jobs only: every user's finished ones, up to 20000 kept,
+ * were walked at each STATS (three times), and one user's 4096 of them
+ * with a flood of STATS held another user's STATUS 100 ms at the median
+ * (docs/faults.md, "Resources a client can exhaust"). */
 void jobs_stats(struct daemon *dm, struct coop_msg_stats_reply *st) {
-  for (struct job *j = dm->jobs; j; j = j->next) {
+  for (struct job *j = dm->live; j; j = j->live_next) {
     uint8_t x = job_state_shown(j);
     st->queued += x == COOP_JOB_QUEUED;
     st->running += x == COOP_JOB_RUNNING;

@@ -157,10 +157,11 @@ struct job {
                                    * first instances_done while the job runs */
 
   /* loop thread only */
-  struct session *owner;           /* NULL once its client has gone */
-  struct job *next;                /* in the daemon's job list, newest first */
-  struct job **pprev;              /* the pointer to it there: unlinked at once (jobs_link) */
-  struct job *id_next, **id_pprev; /* in its bucket of daemon.job_ids */
+  struct session *owner;               /* NULL once its client has gone */
+  struct job *next;                    /* in the daemon's job list, newest first */
+  struct job **pprev;                  /* the pointer to it there: unlinked at once (jobs_link) */
+  struct job *id_next, **id_pprev;     /* in its bucket of daemon.job_ids */
+  struct job *live_next, **live_pprev; /* in daemon.live until it finishes (NULL since) */
   /* its owner's jobs, oldest first (session.h, jobs): the oldest finished
    * one is found without a walk of every job (sess_jobs.c, trim_finished) */
   struct job *s_next, **s_pprev;
@@ -264,6 +265,8 @@ uint8_t job_state_shown(const struct job *j);
 struct job *job_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_err *e);
 /* Puts a new job at the head of the table (newest first). */
 void jobs_link(struct daemon *dm, struct job *j);
+/* Job j is finished (handed back): out of the live jobs STATS counts. */
+void jobs_finished(struct daemon *dm, struct job *j);
 /* Takes a finished job out of the table and frees it, off its user's
  * counts. */
 void job_drop(struct daemon *dm, struct job *j);

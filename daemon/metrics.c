@@ -81,7 +81,7 @@ void metrics_stats(struct daemon *dm, const struct metrics *m, struct coop_msg_s
     o->deadline_instances = d->deadline_instances;
     o->deadline_misses = d->deadline_misses;
   }
-  for (struct job *j = dm->jobs; j; j = j->next)
+  for (struct job *j = dm->live; j; j = j->live_next)
     if (atomic_load(&j->state) == COOP_JOB_RUNNING && j->device < dm->ndev)
       st->met[j->device].arena_used += job_arena(j);
 }

@@ -89,7 +89,7 @@ void session_stats(struct daemon *dm, uint32_t viewer, struct coop_msg_stats_rep
   st->workers = dev_workers(d0);
   stats_devices(dm, viewer, st);
   st->clients = dm->nsessions;
-  for (struct job *j = dm->jobs; j; j = j->next) jobs_count_instances(dm, j);
+  for (struct job *j = dm->live; j; j = j->live_next) jobs_count_instances(dm, j);
   jobs_stats(dm, st);
   metrics_stats(dm, &dm->met, st);
 }

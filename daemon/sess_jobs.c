@@ -893,6 +893,7 @@ void session_job_done(struct daemon *dm, struct job *j) {
   struct uid_use *u = uid_find(dm, j->uid); /* there: the job is counted */
   log_job_end(dm, u, j, st);
   j->finished = 1;
+  jobs_finished(dm, j);
   /* Its inline IN copies are not needed any more (RESULT carries OUT
    * buffers only): finished renders kept 1.58 GB of them (docs/faults.md,
    * "Resources a client can exhaust", row 9).
