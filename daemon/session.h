@@ -50,6 +50,9 @@ struct session {
    * turn taken: ring records, or whole socket frames read): the socket is
    * not read until it is answered */
   int input_more;
+  /* the bytes of replies encoded since this turn's frames began
+   * (sess_frames): past SESS_TURN_BYTES the rest waits a turn too */
+  size_t turn_bytes;
   struct coop_wire_reader rd;
   struct coop_wire_buf out;
   size_t out_off;

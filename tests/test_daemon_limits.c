@@ -8,6 +8,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <grp.h> /* setgroups */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "coop_util.h" /* coop__now_ns */
 #include "wire.h"
 #include "daemon_harness.h"
 
@@ -1353,9 +1355,35 @@ START_TEST(another_users_waits_cost_no_job_end) {
 }
 END_TEST
 
+/* One of nobody_keeps' connections, in a thread of its own: `type` with
+ * job 0 (STATUS: every job of its user's), 1024 in a write, the replies
+ * read before the next write, until the process is killed. */
+struct nobody_flood {
+  struct conn *c;
+  uint16_t type;
+};
+
+static void *nobody_flood_main(void *arg) {
+  const struct nobody_flood *f = arg;
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  for (;;) {
+    b.len = 0;
+    for (int i = 0; i < 1024; i++)
+      if (coop_wire_encode(&b, f->type, ++f->c->seq, &m)) _exit(7);
+    send_raw(f->c, b.p, b.len, NULL, 0);
+    for (int i = 0; i < 1024; i++)
+      if (!read_frame(f->c)) _exit(8);
+  }
+  return NULL;
+}
+
 /* nobody's `conns` connections keep `per` finished renders each (tiny,
- * run 32 at a time); the child stays until killed. */
-static pid_t nobody_keeps(const struct daemon_proc *d, int conns, int per) {
+ * run 32 at a time), then each floods `flood` (0: none: nobody_flood);
+ * the child stays until killed. */
+static pid_t nobody_keeps(const struct daemon_proc *d, int conns, int per, uint16_t flood) {
   int pfd[2];
   ck_assert_int_eq(pipe(pfd), 0);
   pid_t kid = fork();
@@ -1377,6 +1405,12 @@ static pid_t nobody_keeps(const struct daemon_proc *d, int conns, int per) {
         for (int q = 0; q < 32; q++) /* in the order the jobs end */
           if (!read_frame(&c[i]) || c[i].h.type != COOP_MSG_RESULT) _exit(5);
       }
+    }
+    static struct nobody_flood f[16];
+    for (int i = 0; i < conns && flood; i++) {
+      f[i] = (struct nobody_flood){&c[i], flood};
+      pthread_t t;
+      if (pthread_create(&t, NULL, nobody_flood_main, &f[i])) _exit(9);
     }
     char one = 1;
     if (write(pfd[1], &one, 1) != 1) _exit(6);
@@ -1425,7 +1459,7 @@ START_TEST(a_lookup_walks_no_other_users_jobs) {
   memset(&m, 0, sizeof m);
   m.job.job = 1ull << 40; /* no one's: ENOJOB */
   long alone = requests_ticks(d.pid, &c, COOP_MSG_STATUS, &m, 20480);
-  pid_t kid = nobody_keeps(&d, 8, 256);
+  pid_t kid = nobody_keeps(&d, 8, 256, 0);
   long beside = requests_ticks(d.pid, &c, COOP_MSG_STATUS, &m, 20480);
   kill(kid, SIGKILL);
   waitpid(kid, NULL, 0);
@@ -1457,7 +1491,7 @@ START_TEST(stats_walks_no_finished_jobs) {
   union coop_msg m;
   memset(&m, 0, sizeof m);
   long alone = requests_ticks(d.pid, &c, COOP_MSG_STATS, &m, 10240);
-  pid_t kid = nobody_keeps(&d, 8, 256);
+  pid_t kid = nobody_keeps(&d, 8, 256, 0);
   long beside = requests_ticks(d.pid, &c, COOP_MSG_STATS, &m, 10240);
   struct coop_msg_stats_reply st = stats(&c);
   ck_assert_uint_eq(st.queued + st.running, 0);
@@ -1477,6 +1511,54 @@ START_TEST(stats_walks_no_finished_jobs) {
                 "root's 10240 STATS cost coopd's loop %ld ticks beside another user's 2048 "
                 "finished jobs, %ld without",
                 beside, alone);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
+/* A connection answered 64 frames a turn whatever their replies cost:
+ * nobody kept 4096 finished jobs (16 connections of 256) and each
+ * connection flooded STATUS of all its user's jobs (1024 records, 80 KiB
+ * a reply), and root's STATUS of its own job took 376 ms at the median
+ * (0.08 ms alone). Now a connection's turn also ends once its replies
+ * pass SESS_TURN_BYTES (64 KiB): beside 8 such connections root's STATUS
+ * takes a few ms at the median. */
+START_TEST(a_turns_replies_are_bounded) {
+  if (geteuid() != 0) return;           /* needs a second uid: CI runs as root */
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, NULL);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  union coop_msg m;
+  render_sized(&m, 4, 4, 0);
+  uint64_t job = run_done(&c, &m);
+  pid_t kid = nobody_keeps(&d, 8, 256, COOP_MSG_STATUS);
+  msleep(200);
+  int64_t took[41];
+  long t0 = (long)thread_ticks(d.pid, d.pid);
+  for (int i = 0; i < 41; i++) {
+    int64_t at = coop__now_ns();
+    memset(&m, 0, sizeof m);
+    m.job.job = job;
+    ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_STATUS, &m, NULL, 0)), COOP_MSG_STATUS_REPLY);
+    took[i] = coop__now_ns() - at;
+    msleep(10);
+  }
+  long ticks = (long)thread_ticks(d.pid, d.pid) - t0;
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  for (int i = 1; i < 41; i++) /* insertion sort: the median */
+    for (int k = i; k > 0 && took[k] < took[k - 1]; k--) {
+      int64_t x = took[k];
+      took[k] = took[k - 1], took[k - 1] = x;
+    }
+  fprintf(stderr,
+          "root's STATUS beside 8 floods of STATUS of 2048 jobs: %.2f ms median, %.2f worst "
+          "(coopd's loop: %ld ticks)\n",
+          took[20] / 1e6, took[40] / 1e6, ticks);
+  ck_assert_msg(ticks > 20, "the flood did not keep coopd's loop busy: %ld ticks", ticks);
+  ck_assert_msg(took[20] < 20000000, "root's STATUS took %.1f ms at the median", took[20] / 1e6);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -1508,5 +1590,6 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, another_users_waits_cost_no_job_end);
   tcase_add_test(t, a_lookup_walks_no_other_users_jobs);
   tcase_add_test(t, stats_walks_no_finished_jobs);
+  tcase_add_test(t, a_turns_replies_are_bounded);
   suite_add_tcase(s, t);
 }
