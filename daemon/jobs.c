@@ -315,6 +315,7 @@ void jobs_link(struct daemon *dm, struct job *j) {
   if (j->live_next) j->live_next->live_pprev = &j->live_next;
   j->live_pprev = &dm->live;
   dm->live = j;
+  j->waiters = NULL;
 }
 
 void jobs_finished(struct daemon *dm, struct job *j) {

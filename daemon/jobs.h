@@ -59,6 +59,8 @@ struct job_arg {
   uint64_t io_ino, io_devno;
 };
 
+struct waiter;
+
 struct job {
   /* (imm) set before dev_submit */
   uint64_t id;
@@ -162,6 +164,7 @@ struct job {
   struct job **pprev;                  /* the pointer to it there: unlinked at once (jobs_link) */
   struct job *id_next, **id_pprev;     /* in its bucket of daemon.job_ids */
   struct job *live_next, **live_pprev; /* in daemon.live until it finishes (NULL since) */
+  struct waiter *waiters;              /* its WAITs pending (session.h), newest first */
   /* its owner's jobs, oldest first (session.h, jobs): the oldest finished
    * one is found without a walk of every job (sess_jobs.c, trim_finished) */
   struct job *s_next, **s_pprev;

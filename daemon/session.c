@@ -608,7 +608,7 @@ void sess_close(struct session *s) {
     }
   while (s->waiters) {
     struct waiter *w = s->waiters;
-    s->waiters = w->next;
+    sess_waiter_remove(s, w); /* out of its job's list too */
     sess_waiter_free(w);
   }
   while (s->ready) {

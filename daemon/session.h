@@ -35,6 +35,9 @@ struct waiter {
   int events;                   /* in the ready list: j's STARTED/FINISHED events, not a RESULT */
   uint32_t ev_from;             /* ... from this instance on */
   struct waiter *next, **pprev; /* in the session's list: O(1) removal */
+  /* pending: in its job's list (job.waiters), so that a job's end finds
+   * its own WAITs without a walk of every WAIT of its user's */
+  struct waiter *j_next, **j_pprev;
 };
 
 struct session {

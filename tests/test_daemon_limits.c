@@ -1564,6 +1564,67 @@ START_TEST(a_turns_replies_are_bounded) {
 }
 END_TEST
 
+/* A job's end walked every WAIT of every session that may see it to
+ * find its own: nobody's 61440 WAITs (15 connections of 4096) on its idle
+ * periodic job cost coopd's loop about 1 ms at each of nobody's own
+ * renders' ends, and beside a 16th connection running renders root's
+ * STATUS waited up to 1.2 s (0.1 ms at the median). Now each job keeps
+ * its WAITs: nobody's 256 renders cost the loop about what root's cost. */
+START_TEST(a_jobs_end_walks_only_its_own_waits) {
+  if (geteuid() != 0) return;           /* needs a second uid: CI runs as root */
+  struct daemon_proc d = {.log = NULL}; /* stderr as it is */
+  daemon_start_listening(&d, NULL);
+  daemon_open_to_all(&d);
+  struct conn c;
+  open_hello(&c, &d);
+  long alone = renders_ticks(d.pid, &c, 256);
+  int pfd[2];
+  ck_assert_int_eq(pipe(pfd), 0);
+  pid_t kid = fork();
+  ck_assert_int_ge(kid, 0);
+  if (kid == 0) {
+    if (setgroups(0, NULL) || setgid(65534) || setuid(65534)) _exit(3);
+    static struct conn s[16];
+    union coop_msg m;
+    periodic_tiny(&m, 1000000, 3600);
+    for (int i = 0; i < 16; i++) open_hello(&s[i], &d);
+    uint64_t idle = submit(&s[0], &m, NULL, 0);
+    if (!idle) _exit(4);
+    for (int i = 0; i < 15; i++)
+      for (int k = 0; k < 4096; k++) wait_send(&s[i], idle, COOP_WAIT_FOREVER);
+    /* every WAIT read: a STATS on each connection is answered after them */
+    for (int i = 0; i < 15; i++) reply(&s[i], send_msg(&s[i], COOP_MSG_STATS, NULL, NULL, 0));
+    char one = 1;
+    if (write(pfd[1], &one, 1) != 1) _exit(5);
+    render_sized(&m, 4, 4, 0);
+    for (int k = 0; k < 256; k++) {
+      uint64_t j = submit(&s[15], &m, NULL, 0);
+      if (!j || wait_job(&s[15], j, COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(6);
+    }
+    if (write(pfd[1], &one, 1) != 1) _exit(7);
+    pause();
+    _exit(0);
+  }
+  close(pfd[1]);
+  char one = 0;
+  ck_assert_int_eq(read(pfd[0], &one, 1), 1);
+  long t0 = (long)thread_ticks(d.pid, d.pid);
+  ck_assert_int_eq(read(pfd[0], &one, 1), 1);
+  long beside = (long)thread_ticks(d.pid, d.pid) - t0;
+  close(pfd[0]);
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  fprintf(stderr,
+          "coopd's loop for 256 renders: root's %ld ticks, nobody's beside its 61440 WAITs %ld\n",
+          alone, beside);
+  ck_assert_msg(beside < alone + 15 + alone / 2,
+                "nobody's 256 renders cost coopd's loop %ld ticks beside its WAITs, root's %ld",
+                beside, alone);
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 void daemon_limits_cases(Suite *s) {
   TCase *t = tcase_create("limits");
   tcase_set_timeout(t, 300);
@@ -1591,5 +1652,6 @@ void daemon_limits_cases(Suite *s) {
   tcase_add_test(t, a_lookup_walks_no_other_users_jobs);
   tcase_add_test(t, stats_walks_no_finished_jobs);
   tcase_add_test(t, a_turns_replies_are_bounded);
+  tcase_add_test(t, a_jobs_end_walks_only_its_own_waits);
   suite_add_tcase(s, t);
 }
