@@ -225,8 +225,8 @@ static int tmp_free(const char *tmp) {
   if (lstat(tmp, &st) < 0) return 1;
   if (S_ISSOCK(st.st_mode) && st.st_uid == geteuid()) return unlink(tmp) == 0;
   log_warn(
-      "socket %s: a file of uid %llu is there (mode %06o), not coopd's: left alone, the "
-      "socket bound at its path directly",
+      "socket %s: a file of uid %llu is there (mode %06o), not a socket coopd left: left "
+      "alone, the socket bound at its path directly",
       tmp, (unsigned long long)st.st_uid, (unsigned)st.st_mode);
   return 0;
 }

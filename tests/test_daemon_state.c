@@ -449,8 +449,8 @@ START_TEST(a_squatted_socket_name_is_left_alone) {
   hello(&c);
   conn_close(&c);
   file_is(theirs, "theirs\n");
-  if (!log_has(logp, "not coopd's: left alone")) log_print(logp);
-  ck_assert(log_has(logp, "not coopd's: left alone"));
+  if (!log_has(logp, "not a socket coopd left: left alone")) log_print(logp);
+  ck_assert(log_has(logp, "not a socket coopd left: left alone"));
   daemon_stop_ok(&d, logp);
   ck_assert_int_eq(unlink(theirs), 0);
   rmdir(d.dir);
