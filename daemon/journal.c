@@ -154,8 +154,8 @@ static int trust_file(const char *path, const uv_stat_t *st, char *err, size_t e
 static int refuse_link(struct journal *jn, char *err, size_t errlen) {
   uv_fs_t req;
   int r = uv_fs_lstat(jn->loop, &req, jn->path, NULL);
-  unsigned long long uid = req.statbuf.st_uid;
   int link = r == 0 && (req.statbuf.st_mode & S_IFMT) == S_IFLNK;
+  unsigned long long uid = link ? req.statbuf.st_uid : 0;
   uv_fs_req_cleanup(&req);
   if (!link) return snprintf(err, errlen, "journal %s: %s", jn->path, uv_strerror(UV_ELOOP)), -1;
   return snprintf(err, errlen,
