@@ -311,8 +311,8 @@ static int starts_error_line(const char *log, const char *p) {
  * error (PoCL: "error: f.cl:2:2: ...", clang: "f.cl:2:2: error: ...",
  * NVRTC: "f.cl(2): error ..."), or NULL. Only there: a shipped kernel's
  * path ends in an author's file name (/usr/share/coop/kernels/f.cl), and
- * an author's #error text ("f.cl:1:1" after a space) would otherwise
- * leave another author's kernel out. */
+ * a file name inside a message's own words ("... f.cl:1:1" after a space)
+ * would otherwise leave that file's kernel out. */
 static const char *line_naming(const char *log, const char *file) {
   size_t l = strlen(file);
   for (const char *p = log; l && (p = strstr(p, file)); p++) {
