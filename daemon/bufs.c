@@ -24,18 +24,12 @@ struct dbuf *dbuf_new(struct daemon *dm, struct uid_use *u, struct session *owne
   return b;
 }
 
-uint64_t dbuf_bytes_on(const struct daemon *dm, uint32_t uid, uint8_t device) {
-  uint64_t n = 0;
+uint64_t dbuf_bytes_on(const struct daemon *dm, uint32_t uid, uint8_t device, uint64_t *others) {
+  uint64_t n[2] = {0, 0}; /* uid's, the others' */
   for (const struct dbuf *b = dm->bufs; b; b = b->next)
-    if (b->uid == uid && b->device == device) n += b->size;
-  return n;
-}
-
-uint64_t dbuf_bytes_beside(const struct daemon *dm, uint32_t uid, uint8_t device) {
-  uint64_t n = 0;
-  for (const struct dbuf *b = dm->bufs; b; b = b->next)
-    if (b->uid != uid && b->device == device) n += b->size;
-  return n;
+    if (b->device == device) n[b->uid != uid] += b->size;
+  *others = n[1];
+  return n[0];
 }
 
 struct dbuf *dbuf_lookup(struct daemon *dm, uint32_t uid, uint64_t id, struct job_err *e) {

@@ -35,11 +35,9 @@ struct dbuf {
 struct dbuf *dbuf_new(struct daemon *dm, struct uid_use *u, struct session *owner, uint8_t device,
                       uint8_t flags, uint64_t size);
 /* The bytes of uid's device buffers on device, until each is freed there
- * (those being made included). */
-uint64_t dbuf_bytes_on(const struct daemon *dm, uint32_t uid, uint8_t device);
-/* The same of every other user's: the room they leave uid (sess_bufs.c,
- * room_refused). */
-uint64_t dbuf_bytes_beside(const struct daemon *dm, uint32_t uid, uint8_t device);
+ * (those being made included); *others, the same of every other user's:
+ * the room they leave uid (sess_bufs.c, room_refused). One walk. */
+uint64_t dbuf_bytes_on(const struct daemon *dm, uint32_t uid, uint8_t device, uint64_t *others);
 /* Buffer id for a client of uid: ready and not freed, or NULL with e set
  * (ENOJOB, worded the same whether no buffer has that id or another
  * user's does). */

@@ -223,9 +223,8 @@ static int room_refused(struct session *s, uint32_t seq, unsigned dev, uint64_t 
   dev_backend(dm->devs[dev], backend, sizeof backend);
   uint64_t room = (uint64_t)dm->cfg.arena_mb << 20;
   if (!strcmp(backend, "cuda")) room += (uint64_t)dm->cfg.device_mb << 20;
-  uint64_t others = dbuf_bytes_beside(dm, s->uid, (uint8_t)dev);
-  uint64_t left = others < room ? room - others : 0;
-  uint64_t held = dbuf_bytes_on(dm, s->uid, (uint8_t)dev), cap = left * pct / 100;
+  uint64_t others, held = dbuf_bytes_on(dm, s->uid, (uint8_t)dev, &others);
+  uint64_t left = others < room ? room - others : 0, cap = left * pct / 100;
   if (held + size <= cap) return 0;
   /* in KiB: 50% of a 1 MiB arena read "0 of 1 MiB" in MiB */
   sess_error(s, seq, COOP_ELIMIT,
