@@ -1281,6 +1281,15 @@ START_TEST(a_periodic_jobs_span_is_bounded) {
 }
 END_TEST
 
+/* What another user's doing cost coopd's loop: `what` took `beside`
+ * ticks beside `by`, `alone` without; within half again plus 15 ticks
+ * (10 ms each) of it, said either way. */
+static void loop_cost_within(const char *what, const char *by, long alone, long beside) {
+  fprintf(stderr, "coopd's loop for %s: %ld ticks alone, %ld beside %s\n", what, alone, beside, by);
+  ck_assert_msg(beside < alone + 15 + alone / 2,
+                "%s cost coopd's loop %ld ticks beside %s, %ld without", what, beside, by, alone);
+}
+
 /* The loop's ticks for `n` of root's tiny renders, one after another. */
 static long renders_ticks(pid_t coopd, struct conn *c, int n) {
   union coop_msg m;
@@ -1344,12 +1353,7 @@ START_TEST(another_users_waits_cost_no_job_end) {
   long beside = renders_ticks(d.pid, &c, 400);
   kill(kid, SIGKILL);
   waitpid(kid, NULL, 0);
-  fprintf(stderr, "coopd's loop for 400 renders: %ld ticks alone, %ld beside 65536 WAITs\n", alone,
-          beside);
-  ck_assert_msg(beside < alone + 15 + alone / 2,
-                "root's 400 renders cost coopd's loop %ld ticks beside another user's WAITs, %ld "
-                "without",
-                beside, alone);
+  loop_cost_within("root's 400 renders", "another user's 65536 WAITs", alone, beside);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -1463,12 +1467,7 @@ START_TEST(a_lookup_walks_no_other_users_jobs) {
   long beside = requests_ticks(d.pid, &c, COOP_MSG_STATUS, &m, 20480);
   kill(kid, SIGKILL);
   waitpid(kid, NULL, 0);
-  fprintf(stderr, "coopd's loop for 20480 lookups: %ld ticks alone, %ld beside 2048 kept jobs\n",
-          alone, beside);
-  ck_assert_msg(beside < alone + 15 + alone / 2,
-                "root's 20480 lookups cost coopd's loop %ld ticks beside another user's 2048 "
-                "finished jobs, %ld without",
-                beside, alone);
+  loop_cost_within("root's 20480 lookups", "another user's 2048 finished jobs", alone, beside);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -1505,12 +1504,7 @@ START_TEST(stats_walks_no_finished_jobs) {
   ck_assert_uint_eq(wait_job(&c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   kill(kid, SIGKILL);
   waitpid(kid, NULL, 0);
-  fprintf(stderr, "coopd's loop for 10240 STATS: %ld ticks alone, %ld beside 2048 kept jobs\n",
-          alone, beside);
-  ck_assert_msg(beside < alone + 15 + alone / 2,
-                "root's 10240 STATS cost coopd's loop %ld ticks beside another user's 2048 "
-                "finished jobs, %ld without",
-                beside, alone);
+  loop_cost_within("root's 10240 STATS", "another user's 2048 finished jobs", alone, beside);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
@@ -1614,12 +1608,9 @@ START_TEST(a_jobs_end_walks_only_its_own_waits) {
   close(pfd[0]);
   kill(kid, SIGKILL);
   waitpid(kid, NULL, 0);
-  fprintf(stderr,
-          "coopd's loop for 256 renders: root's %ld ticks, nobody's beside its 61440 WAITs %ld\n",
-          alone, beside);
-  ck_assert_msg(beside < alone + 15 + alone / 2,
-                "nobody's 256 renders cost coopd's loop %ld ticks beside its WAITs, root's %ld",
-                beside, alone);
+  /* alone: root's 256 renders; beside: nobody's, beside its own WAITs */
+  loop_cost_within("256 renders", "their user's 61440 WAITs (nobody's; alone: root's)", alone,
+                   beside);
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
 }
