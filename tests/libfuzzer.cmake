@@ -23,7 +23,7 @@ endif()
 # Builds fuzz_NAME with clang and the sanitizers, and adds two tests:
 # fuzz_NAME_seeds writes the standalone binary's seeds (fuzz_NAME_replay
 # --write-corpus, built with the encoder or generators, so they follow the
-# code), then fuzz_NAME_libfuzzer runs 20 s on them and on SEED_DIRS (read
+# code), then fuzz_NAME_libfuzzer runs 12 s on them and on SEED_DIRS (read
 # only); libFuzzer writes what it finds to new/, the first directory.
 # Without clang's libFuzzer it says so and adds nothing: fuzz_NAME_replay
 # still runs the target.
@@ -50,7 +50,7 @@ function(coop_libfuzzer)
     COMMAND fuzz_${F_NAME}_replay --write-corpus ${corpus}/seeds)
   set_tests_properties(fuzz_${F_NAME}_seeds PROPERTIES FIXTURES_SETUP fuzz_${F_NAME}_corpus)
   add_test(NAME fuzz_${F_NAME}_libfuzzer
-    COMMAND ${bin} -max_total_time=20 -timeout=10 -print_final_stats=1
+    COMMAND ${bin} -max_total_time=12 -timeout=10 -print_final_stats=1
       -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/fuzz_${F_NAME}- ${corpus}/new ${corpus}/seeds
       ${F_SEED_DIRS})
   set_tests_properties(fuzz_${F_NAME}_libfuzzer PROPERTIES
