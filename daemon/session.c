@@ -642,6 +642,9 @@ void sess_close(struct session *s) {
   loopspin_drop(&dm->spin, s); /* its next frame's window: none comes */
   s->use->conns--;
   uid_put(dm, s->use);
+  if (s->ev_dropped)
+    log_info("client %u/%s: %llu live events not sent: it was behind with its replies", s->pid,
+             s->name, (unsigned long long)s->ev_dropped);
   log_debug("client %u/%s disconnected", s->pid, s->name);
   uv_poll_stop(&s->poll);
   uv_close((uv_handle_t *)&s->poll, on_closed);

@@ -71,6 +71,9 @@ struct session {
   /* the jobs it owns (job.owner), oldest first: job.s_next, s_pprev */
   struct job *jobs, **jobs_tail;
   uint32_t sub_mask;
+  /* live RELEASED and GATHERED events not sent: the client was behind
+   * (sess_jobs.c, session_job_event) */
+  uint64_t ev_dropped;
   struct waiter *waiters;
   /* WAITs pending, and those whose job has ended with their RESULTs not
    * built yet (ready, oldest first): built as the client reads the
