@@ -485,7 +485,9 @@ int coop_top_device(coop_conn *c, int device, struct coop_wg **wgs, size_t *nwg,
  * job this client may see; fn(ev, user) is called for each, from inside
  * whichever libcoop call on this connection is reading when it arrives
  * (any call waiting for a reply, or coop_poll_events()). fn may call
- * libcoop, but not coop_disconnect(). */
+ * libcoop, but not coop_disconnect(). RELEASED and GATHERED are live and
+ * not sent while more than 1 MiB of this connection's replies are unread;
+ * STARTED and FINISHED always come (PROTOCOL.md, EVENT). */
 int coop_subscribe(coop_conn *c, uint32_t mask, coop_event_fn fn, void *user);
 
 /* Waits up to timeout_ms (negative: forever) for events and dispatches
