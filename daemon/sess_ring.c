@@ -56,6 +56,22 @@ void sess_ring_bell(struct session *s, uint32_t seq, const union coop_msg *m, in
   (void)s, (void)seq, (void)m, (void)fds, (void)nfds;
 }
 
+/* Its pages freed (coop_sring_release), but at a stop while the client
+ * has not taken every reply: the stop's last frames (the replies queued
+ * at it, ERROR ESHUTDOWN) went by the ring, and a client reading after
+ * the stop found a ring of zeros, that is broken, instead of them. The
+ * pages then stay with the client's memfd: at most one ring's for each
+ * connection open at the stop, once. */
+void sess_ring_free(struct session *s) {
+  if (!s->ring) return;
+  uint32_t head = atomic_load_explicit(&s->down.d->head, memory_order_acquire);
+  if (s->dm->stopping && head != s->down.pos)
+    coop_sring_unmap(s->ring);
+  else
+    coop_sring_release(s->ring);
+  s->ring = NULL;
+}
+
 void session_poll_rings(struct daemon *dm, int spinning) {
   struct session *next;
   for (struct session *s = dm->sessions; s; s = next) {

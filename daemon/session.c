@@ -586,7 +586,7 @@ static void on_closed(uv_handle_t *h) {
   sess_xfer_drop(s);
   if (s->spare) jobpool_put(&s->dm->jobpool, s->spare);
   free(s->warm_frame);
-  coop_sring_release(s->ring);
+  sess_ring_free(s);
   coop_wire_reader_free(&s->rd);
   coop_wire_buf_free(&s->out);
   free(s);

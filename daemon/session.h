@@ -192,6 +192,9 @@ void sess_bufs_closed(struct session *s);
 
 /* sess_ring.c */
 sess_handler sess_ring_open, sess_ring_bell;
+/* The connection is gone: its ring let go (sess_ring.c says when its
+ * pages are freed). */
+void sess_ring_free(struct session *s);
 
 /* sess_info.c */
 sess_handler sess_hello, sess_stats, sess_top, sess_kernels, sess_subscribe;

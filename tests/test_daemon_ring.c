@@ -311,6 +311,34 @@ START_TEST(a_closed_connections_ring_holds_no_page) {
 }
 END_TEST
 
+/* A stop's last frames (the replies the client had not read yet, then
+ * ERROR ESHUTDOWN) went into the ring, and coopd freed the ring's pages
+ * as it let the connection go (coop_sring_release): the client, reading
+ * after the stop, found a ring of zeros (its tail behind its head: a
+ * broken ring), not its replies and why the connection ended. */
+START_TEST(a_stops_last_replies_stay_in_the_ring) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct rconn r;
+  ring_open(&r, &d);
+  uint32_t seq = by_ring(&r, COOP_MSG_KERNELS, NULL, 1); /* the ring carries replies */
+  ck_assert_uint_eq(next_frame(&r), COOP_MSG_KERNEL_LIST);
+  seq = by_ring(&r, COOP_MSG_KERNELS, NULL, 1); /* answered, not read before the stop */
+  struct pollfd p = {.fd = r.c.fd, .events = POLLIN};
+  ck_assert_int_eq(poll(&p, 1, 5000), 1); /* its RING_WAKE */
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  uint32_t len, before;
+  ck_assert_msg(coop_sring_peek(&r.down, &len, &before) >= 0,
+                "the ring was broken under the client at the stop");
+  ck_assert_uint_eq(next_frame(&r), COOP_MSG_KERNEL_LIST);
+  ck_assert_uint_eq(r.h.seq, seq);
+  ck_assert_uint_eq(next_frame(&r), COOP_MSG_ERROR);
+  ck_assert_int_eq(r.c.m.error.code, COOP_ESHUTDOWN);
+  ck_assert_uint_eq(next_frame(&r), 0); /* closed */
+  ring_close(&r);
+}
+END_TEST
+
 START_TEST(a_broken_ring_costs_its_connection_only) {
   struct daemon_proc d;
   daemon_start(&d, NULL);
@@ -620,6 +648,7 @@ void daemon_ring_cases(Suite *s) {
   tcase_add_test(t, a_spinning_loop_needs_no_bell);
   tcase_add_test(t, an_unused_ring_carries_no_reply);
   tcase_add_test(t, a_closed_connections_ring_holds_no_page);
+  tcase_add_test(t, a_stops_last_replies_stay_in_the_ring);
   tcase_add_test(t, a_broken_ring_costs_its_connection_only);
   tcase_add_test(t, a_client_that_floods_by_its_ring);
   tcase_add_test(t, a_ring_that_never_runs_dry_leaves_the_loop_to_others);
