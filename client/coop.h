@@ -479,6 +479,34 @@ int coop_top(coop_conn *c, struct coop_wg **wgs, size_t *nwg, struct coop_topjob
 int coop_top_device(coop_conn *c, int device, struct coop_wg **wgs, size_t *nwg,
                     struct coop_topjob **jobs, size_t *njobs);
 
+/* A buffer argument's element type, as the kernel declares it
+ * (`args=x:buf<f32>`): what a caller may check its array against.
+ * COOP_ELEM_ANY where the kernel declares none, and for every scalar. */
+enum coop_elem {
+  COOP_ELEM_ANY = 0,
+  COOP_ELEM_U8 = 1,
+  COOP_ELEM_I8 = 2,
+  COOP_ELEM_U16 = 3,
+  COOP_ELEM_I16 = 4,
+  COOP_ELEM_U32 = 5,
+  COOP_ELEM_I32 = 6,
+  COOP_ELEM_U64 = 7,
+  COOP_ELEM_I64 = 8,
+  COOP_ELEM_F32 = 9,
+  COOP_ELEM_F64 = 10
+};
+/* One kernel's element types (coop_kernels_elems): elems[a] for each of
+ * its nargs arguments, an enum coop_elem. */
+struct coop_kernel_elems {
+  char name[COOP_NAME_MAX];
+  unsigned nargs;
+  int elems[COOP_MAX_ARGS];
+};
+/* The registered kernels' element types, in coop_kernels_info()'s order
+ * when nothing changed between the calls (match them by name); release
+ * *list with free(). */
+int coop_kernels_elems(coop_conn *c, struct coop_kernel_elems **list, size_t *n);
+
 /* ---- events ---- */
 
 /* Asks for the events in mask (COOP_EVENT_BIT()s; 0 unsubscribes) of every
@@ -497,6 +525,7 @@ int coop_poll_events(coop_conn *c, int timeout_ms);
 /* ---- names ---- */
 const char *coop_state_name(int state);        /* "queued", ... */
 const char *coop_type_name(int type);          /* "u32", ..., "buf" */
+const char *coop_elem_name(int elem);          /* "u8", ..., "f64"; "" for COOP_ELEM_ANY */
 const char *coop_event_name(int kind);         /* "released", ... */
 const char *coop_worker_state_name(int state); /* "free", "running", "reserved", "other" */
 

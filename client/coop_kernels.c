@@ -1,7 +1,7 @@
 /*
  * coop_kernels.c: kernels with their argument names and rules
- * (coop_kernels_info), and kernel authors' requests (coop_kernel_add,
- * coop_kernel_remove, coop_reload; PROTOCOL.md, "Kernel authors"), which
+ * (coop_kernels_info) and their buffers' element types (coop_kernels_elems), and kernel authors'
+ * requests (coop_kernel_add, coop_kernel_remove, coop_reload; PROTOCOL.md, "Kernel authors"), which
  * wait for the reload they start: a build takes seconds to minutes.
  */
 #include <stdio.h>
@@ -29,7 +29,21 @@ static void copy_info(struct coop_kernel_info *d, const struct coop_wire_kernel 
     snprintf(d->rules[r], sizeof d->rules[r], "%s", s->rules[r]);
 }
 
-int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n) {
+static void copy_elems(void *d, const struct coop_wire_kernel *s) {
+  struct coop_kernel_elems *e = d;
+  memset(e, 0, sizeof *e);
+  snprintf(e->name, sizeof e->name, "%s", s->name);
+  e->nargs = s->nargs;
+  for (unsigned a = 0; a < s->nargs && a < COOP_MAX_ARGS; a++) e->elems[a] = s->elems[a];
+}
+
+static void copy_info_rec(void *d, const struct coop_wire_kernel *s) { copy_info(d, s); }
+
+/* KERNELS, each record of the list copied by copy into an array of
+ * elements of size bytes. */
+static int kernel_list(coop_conn *c, size_t size,
+                       void (*copy)(void *, const struct coop_wire_kernel *), void **list,
+                       size_t *n) {
   coop__clear_msg();
   if (!c || !list || !n) return coop__fail(COOP_EINVAL, "kernels: no connection or list");
   *list = NULL;
@@ -38,8 +52,8 @@ int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n) {
   struct coop_frame *f = NULL;
   int e = coop__request(c, COOP_MSG_KERNELS, NULL, NULL, 0, coop__timeout(c), COOP_MSG_KERNEL_LIST,
                         &r, &f);
-  struct coop_kernel_info *l = NULL;
-  if (!e && r.kernels.n && !(l = calloc(r.kernels.n, sizeof *l)))
+  char *l = NULL;
+  if (!e && r.kernels.n && !(l = calloc(r.kernels.n, size)))
     e = coop__fail(COOP_ENOMEM, "out of memory");
   uint32_t off = 0;
   struct coop_wire_kernel *k = malloc(sizeof *k); /* 3 KiB: not on a caller's small stack */
@@ -48,7 +62,7 @@ int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n) {
     if (coop_wire_kernel_next(&r.kernels, &off, k))
       e = coop__fail(COOP_EPROTO, "bad kernel record");
     else
-      copy_info(&l[i], k);
+      copy(l + i * size, k);
   }
   free(k);
   coop__frame_free(f);
@@ -56,6 +70,20 @@ int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n) {
   *list = l;
   *n = r.kernels.n;
   return 0;
+}
+
+int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n) {
+  void *l = NULL;
+  int e = kernel_list(c, sizeof **list, copy_info_rec, &l, n);
+  if (list) *list = l;
+  return e;
+}
+
+int coop_kernels_elems(coop_conn *c, struct coop_kernel_elems **list, size_t *n) {
+  void *l = NULL;
+  int e = kernel_list(c, sizeof **list, copy_elems, &l, n);
+  if (list) *list = l;
+  return e;
 }
 
 /* The length of a log's first line (the log is not terminated). */

@@ -314,6 +314,11 @@ const char *coop_type_name(int type) {
   return type >= COOP_TYPE_U32 && type <= COOP_TYPE_BUF ? n[type] : "unknown";
 }
 
+const char *coop_elem_name(int elem) {
+  return elem >= COOP_ELEM_ANY && elem <= COOP_ELEM_F64 ? coop_elem_type_name((uint8_t)elem)
+                                                        : "unknown";
+}
+
 const char *coop_event_name(int kind) {
   static const char *const n[] = {"?", "released", "gathered", "started", "finished"};
   return kind >= COOP_EVENT_RELEASED && kind <= COOP_EVENT_FINISHED ? n[kind] : "unknown";

@@ -80,9 +80,13 @@ void json_str(FILE *f, const char *s);
 int ctl_message_says_it(int err, const char *message);
 void print_result(const struct ctl *x, const struct coop_result *r);
 void json_result_fields(FILE *f, const struct coop_result *r);
-void print_kernels(const struct ctl *x, const struct coop_kernel_info *k, size_t n);
+/* el: the kernels' element types (coop_kernels_elems), matched by name;
+ * NULL and 0 where they could not be had */
+void print_kernels(const struct ctl *x, const struct coop_kernel_info *k, size_t n,
+                   const struct coop_kernel_elems *el, size_t nel);
 /* kernel add's outcome: the kernel as coopd now runs it. */
-void print_added(const struct ctl *x, const struct coop_kernel_info *k);
+void print_added(const struct ctl *x, const struct coop_kernel_info *k,
+                 const struct coop_kernel_elems *el, size_t nel);
 void print_status(const struct ctl *x, const struct coop_job_status *s, size_t n);
 void print_stats(const struct ctl *x, const struct coop_stats *s, const struct coop_metrics *m);
 /* One snapshot of top: STATS, STATUS (every job) and, from a daemon that

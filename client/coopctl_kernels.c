@@ -22,7 +22,11 @@ int cmd_kernels(struct ctl *x, int argc, char **argv) {
   size_t n;
   int e = coop_kernels_info(x->c, &k, &n);
   if (e) return ctl_fail("kernels", e);
-  print_kernels(x, k, n);
+  struct coop_kernel_elems *el = NULL;
+  size_t nel = 0;
+  if (coop_kernels_elems(x->c, &el, &nel)) nel = 0; /* the types are said without them */
+  print_kernels(x, k, n, el, nel);
+  free(el);
   free(k);
   return 0;
 }
@@ -119,7 +123,11 @@ static int kernel_add(struct ctl *x, const char *path, int timeout_ms) {
   while (busy_again(x, "kernel add", e, t0, timeout_ms, &said));
   free(src);
   if (e) return outcome_failed("kernel add", "not added", e, log, timeout_ms);
-  print_added(x, &k);
+  struct coop_kernel_elems *el = NULL;
+  size_t nel = 0;
+  if (coop_kernels_elems(x->c, &el, &nel)) nel = 0;
+  print_added(x, &k, el, nel);
+  free(el);
   return 0;
 }
 

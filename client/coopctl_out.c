@@ -146,10 +146,30 @@ void print_result(const struct ctl *x, const struct coop_result *r) {
 
 /* ---- kernels, status, stats ---- */
 
+/* The element types of kernel k->k.name in el (n of them; NULL when
+ * unknown: every one is then COOP_ELEM_ANY). */
+static const int *elems_of(const struct coop_kernel_info *k, const struct coop_kernel_elems *el,
+                           size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(el[i].name, k->k.name) && el[i].nargs == k->k.nargs) return el[i].elems;
+  return NULL;
+}
+
+/* A buffer's type with its element type, "buf<f32>"; the type's name
+ * otherwise. */
+static const char *arg_type(const struct coop_kernel_info *k, const int *elems, unsigned a, char *b,
+                            size_t len) {
+  if (!elems || !elems[a]) return coop_type_name(k->k.types[a]);
+  snprintf(b, len, "%s<%s>", coop_type_name(k->k.types[a]), coop_elem_name(elems[a]));
+  return b;
+}
+
 /* One kernel as a JSON object. "args" stays the list of types it was;
  * "argnames" ("" for an unnamed one), "rules" and "owner" (null for one of
- * coopd's own) came with the authors' protocol. */
-static void json_kernel(const struct coop_kernel_info *k) {
+ * coopd's own) came with the authors' protocol, "elems" (a buffer's
+ * element type, "" where the kernel declares none and for a scalar) with
+ * version 7. */
+static void json_kernel(const struct coop_kernel_info *k, const int *elems) {
   printf("{\"name\":");
   json_str(stdout, k->k.name);
   printf(",\"cooperative\":%s,\"args\":[", k->k.cooperative ? "true" : "false");
@@ -160,6 +180,9 @@ static void json_kernel(const struct coop_kernel_info *k) {
     printf("%s", a ? "," : "");
     json_str(stdout, k->argnames[a]);
   }
+  printf("],\"elems\":[");
+  for (unsigned a = 0; a < k->k.nargs; a++)
+    printf("%s\"%s\"", a ? "," : "", elems ? coop_elem_name(elems[a]) : "");
   printf("],\"rules\":[");
   for (unsigned i = 0; i < k->nrules; i++) {
     printf("%s", i ? "," : "");
@@ -171,39 +194,42 @@ static void json_kernel(const struct coop_kernel_info *k) {
     printf("],\"owner\":%u}", k->owner);
 }
 
-/* NAME KIND a:buf,n:u32, then a line per rule and the author. */
-static void text_kernel(const struct coop_kernel_info *k) {
+/* NAME KIND a:buf<f32>,n:u32, then a line per rule and the author. */
+static void text_kernel(const struct coop_kernel_info *k, const int *elems) {
   printf("%s %s ", k->k.name, k->k.cooperative ? "cooperative" : "noncooperative");
+  char b[32];
   for (unsigned a = 0; a < k->k.nargs; a++)
     printf("%s%s%s%s", a ? "," : "", k->argnames[a], k->argnames[a][0] ? ":" : "",
-           coop_type_name(k->k.types[a]));
+           arg_type(k, elems, a, b, sizeof b));
   puts(k->k.nargs ? "" : "-");
   for (unsigned i = 0; i < k->nrules; i++) printf("  require %s\n", k->rules[i]);
   if (k->owner != COOP_SHIPPED) printf("  added by uid %u\n", k->owner);
 }
 
-void print_kernels(const struct ctl *x, const struct coop_kernel_info *k, size_t n) {
+void print_kernels(const struct ctl *x, const struct coop_kernel_info *k, size_t n,
+                   const struct coop_kernel_elems *el, size_t nel) {
   if (x->json) printf("{\"kernels\":[");
   for (size_t i = 0; i < n; i++) {
     if (x->json) {
       printf("%s", i ? "," : "");
-      json_kernel(&k[i]);
+      json_kernel(&k[i], elems_of(&k[i], el, nel));
     } else {
-      text_kernel(&k[i]);
+      text_kernel(&k[i], elems_of(&k[i], el, nel));
     }
   }
   if (x->json) puts("]}");
 }
 
-void print_added(const struct ctl *x, const struct coop_kernel_info *k) {
+void print_added(const struct ctl *x, const struct coop_kernel_info *k,
+                 const struct coop_kernel_elems *el, size_t nel) {
   if (x->json) {
     printf("{\"added\":");
-    json_kernel(k);
+    json_kernel(k, elems_of(k, el, nel));
     puts("}");
     return;
   }
   printf("added kernel: ");
-  text_kernel(k);
+  text_kernel(k, elems_of(k, el, nel));
 }
 
 static void json_status(const struct coop_job_status *s) {

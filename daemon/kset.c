@@ -20,6 +20,20 @@
 
 static const char *const type_names[] = {NULL, "u32", "i32", "u64", "i64", "f32", "f64", "buf"};
 
+/* A buffer's element type, `buf<f32>`: cut from t, which is left "buf";
+ * COOP_WIRE_ELEM_ANY for any other t, -1 for a "buf<" whose T is not one. */
+static int parse_elem(char *t) {
+  if (strncmp(t, "buf<", 4)) return COOP_WIRE_ELEM_ANY;
+  char name[8];
+  size_t l = strlen(t);
+  if (t[l - 1] != '>' || l - 5 >= sizeof name) return -1;
+  memcpy(name, t + 4, l - 5);
+  name[l - 5] = '\0';
+  int e = coop_elem_type_of(name);
+  if (e > 0) t[3] = '\0';
+  return e;
+}
+
 static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
   k->nargs = 0;
   if (*v == '\0') return 0;
@@ -36,12 +50,20 @@ static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
       if (k->nargs < COOP_WIRE_MAX_ARGS) snprintf(k->argnames[k->nargs], 32, "%s", t);
       t = colon + 1;
     }
+    int elem = parse_elem(t);
+    if (elem < 0)
+      return snprintf(err, errlen,
+                      "unknown element type in \"%s\" (buf<T>: T one of u8, i8, u16, i16, u32, "
+                      "i32, u64, i64, f32, f64)",
+                      t),
+             -1;
     unsigned ty = 0;
     for (unsigned i = 1; i < 8; i++)
       if (strcmp(t, type_names[i]) == 0) ty = i;
     if (!ty) return snprintf(err, errlen, "unknown argument type \"%s\"", t), -1;
     if (k->nargs == COOP_WIRE_MAX_ARGS)
       return snprintf(err, errlen, "more than %u arguments", COOP_WIRE_MAX_ARGS), -1;
+    k->elems[k->nargs] = (uint8_t)elem;
     k->types[k->nargs++] = (uint8_t)ty;
   }
   return 0;
@@ -169,7 +191,14 @@ int kset_read_file(const char *path, char **src, char *err, size_t errlen) {
 static int check_args(const struct kdef *k, const char *src, unsigned *at, char *why,
                       size_t whylen) {
   const char *types[COOP_WIRE_MAX_ARGS];
-  for (unsigned i = 0; i < k->nargs; i++) types[i] = type_names[k->types[i]];
+  char decl[COOP_WIRE_MAX_ARGS][16]; /* "buf<f32>" */
+  for (unsigned i = 0; i < k->nargs; i++) {
+    types[i] = type_names[k->types[i]];
+    if (k->elems[i]) {
+      snprintf(decl[i], sizeof decl[i], "buf<%s>", coop_elem_type_name(k->elems[i]));
+      types[i] = decl[i];
+    }
+  }
   return coop_kernel_check_args(src, types, k->nargs, at, why, whylen);
 }
 

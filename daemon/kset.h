@@ -26,6 +26,7 @@ struct kdef {
   unsigned nargs;
   uint8_t types[COOP_WIRE_MAX_ARGS];     /* enum coop_arg_type */
   char argnames[COOP_WIRE_MAX_ARGS][32]; /* "" when unnamed */
+  uint8_t elems[COOP_WIRE_MAX_ARGS];     /* enum coop_elem_type: buf<T>'s T */
   struct req_rule rules[KDEF_MAX_RULES];
   unsigned nrules;
   char *source;

@@ -18,8 +18,9 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
   if (h->min_version > COOP_WIRE_VERSION || h->max_version < COOP_WIRE_VERSION) {
     sess_error(
         s, seq, COOP_EVERSION,
-        "this coopd speaks protocol version %u (6: a device buffer's range moved with the job, "
-        "devbuf_io; 5: the shared ring, RING_OPEN; 4: job priorities, kernel authors); the "
+        "this coopd speaks protocol version %u (7: buffers' element types in KERNEL_LIST; 6: a "
+        "device buffer's range moved with the job, devbuf_io; 5: the shared ring, RING_OPEN; 4: "
+        "job priorities, kernel authors); the "
         "client "
         "%u..%u%s",
         COOP_WIRE_VERSION, h->min_version, h->max_version,
@@ -158,6 +159,7 @@ void kdef_wire(const struct kdef *k, struct coop_wire_kernel *w) {
   w->owner = k->owner;
   w->nargs = (uint8_t)k->nargs;
   memcpy(w->types, k->types, k->nargs);
+  memcpy(w->elems, k->elems, k->nargs);
   for (unsigned i = 0; i < k->nargs; i++)
     snprintf(w->argnames[i], sizeof w->argnames[i], "%s", k->argnames[i]);
   w->nrules = (uint8_t)k->nrules;

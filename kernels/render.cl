@@ -1,4 +1,4 @@
-//@coop name=render kind=noncooperative args=a:buf,b:buf,c:buf,n:u32,reps:u32
+//@coop name=render kind=noncooperative args=a:buf<f32>,b:buf<f32>,c:buf<f32>,n:u32,reps:u32
 //@coop require n*n*4 <= len(a)
 //@coop require n*n*4 <= len(b)
 //@coop require n*n*4 <= len(c)

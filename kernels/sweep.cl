@@ -1,4 +1,4 @@
-//@coop name=sweep kind=cooperative args=data:buf,n:u32,rounds:u32
+//@coop name=sweep kind=cooperative args=data:buf<u32>,n:u32,rounds:u32
 //@coop require n*4 <= len(data)
 /*
  * sweep.cl: a cooperative sample kernel. For `rounds` rounds it adds 1 to

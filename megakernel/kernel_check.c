@@ -149,6 +149,30 @@ static const char *accessor_type(const char *p, size_t l) {
   return NULL;
 }
 
+/* The element type a typed buffer accessor reads ("f32" for
+ * coop_arg_buf_f32, "u32" for the atomic u32 view), "" for coop_arg_buf;
+ * p, l: the accessor's name. */
+static const char *accessor_elem(const char *p, size_t l) {
+  static const char *const views[][2] = {{"coop_arg_buf_u32", "u32"},
+                                         {"coop_arg_buf_i32", "i32"},
+                                         {"coop_arg_buf_f32", "f32"},
+                                         {"coop_arg_buf_u64", "u64"},
+                                         {"coop_arg_buf_atomic_u32", "u32"}};
+  for (size_t i = 0; i < sizeof views / sizeof *views; i++)
+    if (strlen(views[i][0]) == l && !strncmp(p, views[i][0], l)) return views[i][1];
+  return "";
+}
+
+/* Whether the directive's type decl ("u32", "buf", "buf<f32>") is what an
+ * accessor of type want ("u32", "buf") and element elem reads: a buffer
+ * declared with an element type read through a view of another is not. */
+static int decl_fits(const char *decl, const char *want, const char *elem) {
+  size_t base = strcspn(decl, "<");
+  if (strlen(want) != base || strncmp(decl, want, base)) return 0;
+  if (!decl[base] || !*elem) return 1;
+  return strlen(elem) == strlen(decl + base) - 2 && !strncmp(decl + base + 1, elem, strlen(elem));
+}
+
 static unsigned line_at(const char *t, const char *p) {
   unsigned l = 1;
   for (; t < p; t++) l += *t == '\n';
@@ -185,9 +209,10 @@ int coop_kernel_check_args(const char *src, const char *const *types, unsigned n
       r = snprintf(why, whylen,
                    "%.*s(..., %lu): the directive's args= declares %u argument%s (0..%d)", (int)l,
                    p, i, nargs, nargs == 1 ? "" : "s", (int)nargs - 1);
-    else if (strcmp(types[i], want))
-      r = snprintf(why, whylen, "%.*s(..., %lu): argument %lu is %s in the directive, not %s",
-                   (int)l, p, i, i, types[i], want);
+    else if (!decl_fits(types[i], want, accessor_elem(p, l)))
+      r = snprintf(why, whylen, "%.*s(..., %lu): argument %lu is %s in the directive, not %s%s%s%s",
+                   (int)l, p, i, i, types[i], want, *accessor_elem(p, l) ? "<" : "",
+                   accessor_elem(p, l), *accessor_elem(p, l) ? ">" : "");
     if (r) *line = line_at(t, p);
   }
   free(close);

@@ -18,8 +18,10 @@
 int coop_kernel_check(const char *name, int cooperative, const char *src, char *why, size_t whylen);
 /* 0 when every argument accessor of src (coop_arg_u32(c, 2),
  * coop_arg_buf_f32(c, 0), ...) whose index is a literal names an argument
- * the directive declares (types[i]: "u32", ..., "buf"; nargs of them) of
- * the accessor's type; else -1 with the first that does not in why and
+ * the directive declares (types[i]: "u32", ..., "buf", "buf<f32>"; nargs
+ * of them) of the accessor's type, and a typed buffer view
+ * (coop_arg_buf_f32) of a buffer declared with an element type reads that
+ * type; else -1 with the first that does not in why and
  * its line (1-based) in *line. It compiled, and read another argument's
  * bits or failed EFAULT at run time, its message about the job's data. */
 int coop_kernel_check_args(const char *src, const char *const *types, unsigned nargs,

@@ -386,6 +386,7 @@ static void enc_kernel(struct enc *e, const struct coop_wire_kernel *k) {
   for (unsigned i = 0; i < k->nargs && !e->err; i++) { /* none after a bad count */
     put_u8(e, k->types[i]);
     put_str(e, k->argnames[i], sizeof k->argnames[i]);
+    put_u8(e, k->elems[i]);
   }
   put_count(e, k->nrules, COOP_WIRE_MAX_RULES, 1);
   for (unsigned i = 0; i < k->nrules && !e->err; i++) put_str(e, k->rules[i], sizeof k->rules[i]);
@@ -397,6 +398,9 @@ static void dec_kernel(struct cur *c, struct coop_wire_kernel *k) {
     k->types[i] = get_u8(c);
     want(c, type_ok(k->types[i]));
     get_str(c, k->argnames[i], sizeof k->argnames[i]);
+    k->elems[i] = get_u8(c);
+    want(c, k->elems[i] <= COOP_WIRE_ELEM_LAST &&
+                (k->elems[i] == COOP_WIRE_ELEM_ANY || k->types[i] == COOP_ARG_BUF));
   }
   k->nrules = (uint8_t)get_count(c, COOP_WIRE_MAX_RULES, 1);
   for (unsigned i = 0; i < k->nrules && !c->err; i++) get_str(c, k->rules[i], sizeof k->rules[i]);
@@ -847,6 +851,19 @@ const char *coop_arg_type_name(uint8_t type) {
                                   "f32", "f64", "buf", "devbuf", "devbuf_io"};
   return type_ok(type) || type == COOP_ARG_DEVBUF || type == COOP_ARG_DEVBUF_IO ? n[type]
                                                                                 : "unknown";
+}
+
+static const char *const elem_names[] = {"",    "u8",  "i8",  "u16", "i16", "u32",
+                                         "i32", "u64", "i64", "f32", "f64"};
+
+const char *coop_elem_type_name(uint8_t elem) {
+  return elem <= COOP_WIRE_ELEM_LAST ? elem_names[elem] : "unknown";
+}
+
+int coop_elem_type_of(const char *name) {
+  for (int e = 1; e <= (int)COOP_WIRE_ELEM_LAST; e++)
+    if (!strcmp(name, elem_names[e])) return e;
+  return -1;
 }
 
 /* ==== frame reader ==== */

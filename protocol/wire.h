@@ -1,5 +1,5 @@
 /*
- * wire.h: the coop wire protocol, version 6 (COOP_WIRE_VERSION; PROTOCOL.md).
+ * wire.h: the coop wire protocol, version 7 (COOP_WIRE_VERSION; PROTOCOL.md).
  *
  * A frame is a 16-byte header and a payload, all integers big-endian:
  *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
@@ -35,7 +35,7 @@
 #include "coop_schema.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
-#define COOP_WIRE_VERSION 6u        /* the only version this code speaks */
+#define COOP_WIRE_VERSION 7u        /* the only version this code speaks */
 #define COOP_WIRE_HDR 16u
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
@@ -119,6 +119,24 @@ enum coop_arg_type {
    * a frame's input and output (PROTOCOL.md, "Device buffers") */
   COOP_ARG_DEVBUF_IO = 9
 };
+
+/* A buffer argument's element type (KERNEL_LIST, after the argument's
+ * name: `args=x:buf<f32>`), COOP_WIRE_ELEM_ANY where the kernel declares none
+ * and for every scalar: what a client may check its array against. */
+enum coop_elem_type {
+  COOP_WIRE_ELEM_ANY = 0,
+  COOP_WIRE_ELEM_U8 = 1,
+  COOP_WIRE_ELEM_I8 = 2,
+  COOP_WIRE_ELEM_U16 = 3,
+  COOP_WIRE_ELEM_I16 = 4,
+  COOP_WIRE_ELEM_U32 = 5,
+  COOP_WIRE_ELEM_I32 = 6,
+  COOP_WIRE_ELEM_U64 = 7,
+  COOP_WIRE_ELEM_I64 = 8,
+  COOP_WIRE_ELEM_F32 = 9,
+  COOP_WIRE_ELEM_F64 = 10
+};
+#define COOP_WIRE_ELEM_LAST COOP_WIRE_ELEM_F64
 
 /* Buffer direction: what is copied to the device and back. */
 enum coop_buf_dir { COOP_BUF_IN = 1, COOP_BUF_OUT = 2, COOP_BUF_INOUT = 3 };
@@ -333,12 +351,13 @@ struct coop_msg_stats_reply {
 };
 
 /* KERNEL_LIST: u32 n, n x (its list, nargs x (u8 arg type, str arg name
- * < COOP_WIRE_ARGNAME_MAX, "" when unnamed), u8 nrules, nrules x str rule
- * < COOP_WIRE_RULE_MAX) */
+ * < COOP_WIRE_ARGNAME_MAX, "" when unnamed, u8 element type), u8 nrules,
+ * nrules x str rule < COOP_WIRE_RULE_MAX) */
 struct coop_wire_kernel {
   COOP_SCHEMA_KERNEL(COOP_SCHEMA_MEMBER)
   uint8_t types[COOP_WIRE_MAX_ARGS];
   char argnames[COOP_WIRE_MAX_ARGS][COOP_WIRE_ARGNAME_MAX];
+  uint8_t elems[COOP_WIRE_MAX_ARGS]; /* enum coop_elem_type; ANY for a scalar */
   uint8_t nrules;
   char rules[COOP_WIRE_MAX_RULES][COOP_WIRE_RULE_MAX];
 };
@@ -503,6 +522,11 @@ int coop_wire_inst_get(const struct coop_msg_result *r, uint32_t i, struct coop_
 const char *coop_wire_type_name(uint16_t type);
 const char *coop_job_state_name(uint8_t state);
 const char *coop_arg_type_name(uint8_t type);
+/* "u8", ..., "f64" for an element type, "" for COOP_WIRE_ELEM_ANY, "unknown"
+ * past COOP_WIRE_ELEM_LAST; coop_elem_type_of: the type of such a name, -1 for
+ * any other */
+const char *coop_elem_type_name(uint8_t elem);
+int coop_elem_type_of(const char *name);
 
 /* ---- frame reader: bytes in, whole frames out (for non-blocking I/O) ----
  * Feed whatever recv() returned; take complete frames. A malformed header

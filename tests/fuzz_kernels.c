@@ -255,6 +255,7 @@ static int parse_kernel(struct kernel *k, const char *src, char *why, size_t why
           snprintf(k->argname[k->nargs], sizeof k->argname[0], "%s", a);
           a = colon + 1;
         }
+        if (!strncmp(a, "buf<", 4)) a[3] = '\0'; /* an element type: buf<f32> */
         unsigned ty = 0;
         for (unsigned i = 1; i <= T_BUF; i++)
           if (!strcmp(a, type_names[i])) ty = i;

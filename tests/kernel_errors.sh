@@ -93,6 +93,10 @@ bad_directive)
   printf '//@coop name=bd kind=noncooperative args=u32 colour=red\nvoid bd(struct coop_ctx *c) {}\n' >"$k/bd.cl"
   want='bd\.cl:1: unknown key "colour"'
   ;;
+bad_elem) # an element type that is none of the ten
+  printf '//@coop name=be kind=noncooperative args=a:buf<f16>\nvoid be(struct coop_ctx *c) {}\n' >"$k/be.cl"
+  want='be\.cl:1: unknown element type in "buf<f16>" (buf<T>: T one of u8, '
+  ;;
 bad_require) # the second rule, on line 3, does not parse
   cat >"$k/br.cl" <<'CL'
 //@coop name=br kind=noncooperative args=n:u32,a:buf
@@ -134,6 +138,17 @@ void argty(struct coop_ctx *c) {
 }
 CL
   want='argty\.cl:4: coop_arg_u32(\.\.\., 0): argument 0 is buf in the directive, not u32'
+  ;;
+arg_elem) # a buffer declared buf<f32> read as u32: the bits of floats taken as integers
+  cat >"$k/argel.cl" <<'CL'
+//@coop name=argel kind=noncooperative args=out:buf<f32>,in:buf<u32>,n:u32
+void argel(struct coop_ctx *c) {
+  coop_buf_u32 in = coop_arg_buf_u32(c, 1);
+  coop_buf_u32 out = coop_arg_buf_u32(c, 0);
+  coop_at(out, 0) = coop_at(in, 0);
+}
+CL
+  want='argel\.cl:4: coop_arg_buf_u32(\.\.\., 0): argument 0 is buf<f32> in the directive, not buf<u32>'
   ;;
 *)
   echo "kernel_errors: no case $case"

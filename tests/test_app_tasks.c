@@ -37,10 +37,10 @@ static void directive(const char *src, char *name, size_t nlen, int *coop, char 
       for (char *s2 = NULL, *a = strtok_r(t + 5, ",", &s2); a; a = strtok_r(NULL, ",", &s2)) {
         ck_assert_uint_lt(n + 1, tlen);
         if (strchr(a, ':')) a = strchr(a, ':') + 1; /* a named argument, NAME:TYPE */
-        types[n++] = !strcmp(a, "u32")   ? 'u'
-                     : !strcmp(a, "u64") ? 'U'
-                     : !strcmp(a, "buf") ? 'b'
-                                         : '?';
+        types[n++] = !strcmp(a, "u32")                                 ? 'u'
+                     : !strcmp(a, "u64")                               ? 'U'
+                     : !strncmp(a, "buf", 3) && (!a[3] || a[3] == '<') ? 'b'
+                                                                       : '?';
       }
       types[n] = '\0';
     } else {

@@ -434,14 +434,14 @@ START_TEST(bad_requests) {
   ck_assert_int_eq(read_frame(&c), 0);
   conn_close(&c);
 
-  /* a client of the previous version (5, before devbuf_io): refused
+  /* a client of the previous version (6, before element types): refused
    * by a message that names the version this coopd speaks */
   ck_assert_int_eq(conn_open(&c, d.sock), 0);
   memset(&m, 0, sizeof m);
   m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION - 1;
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_ERROR);
   ck_assert_int_eq(c.m.error.code, COOP_EVERSION);
-  assert_has(c.m.error.message, "speaks protocol version 6 (6: a device buffer's range");
+  assert_has(c.m.error.message, "speaks protocol version 7 (7: buffers' element types");
   assert_has(c.m.error.message, "libcoop");
   ck_assert_int_eq(read_frame(&c), 0);
   conn_close(&c);

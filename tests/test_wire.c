@@ -480,12 +480,12 @@ END_TEST
 
 /* The worked example of PROTOCOL.md, byte for byte. */
 START_TEST(hello_bytes) {
-  union coop_msg m = {.hello = {6, 6, "coopctl"}};
+  union coop_msg m = {.hello = {7, 7, "coopctl"}};
   struct coop_wire_buf b;
   coop_wire_buf_init(&b);
   encode_ok(&b, COOP_MSG_HELLO, 1, &m);
-  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x06, 0x00, 0x01, 0x00, 0x00,
-                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x06, 0x00, 0x06,
+  const uint8_t want[] = {0x43, 0x4f, 0x4f, 0x50, 0x00, 0x07, 0x00, 0x01, 0x00, 0x00,
+                          0x00, 0x01, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x07, 0x00, 0x07,
                           0x00, 0x07, 'c',  'o',  'o',  'p',  'c',  't',  'l'};
   ck_assert_uint_eq(b.len, sizeof want);
   ck_assert_mem_eq(b.p, want, sizeof want);
@@ -630,7 +630,7 @@ START_TEST(top_reply_bytes) {
   union coop_msg m = {.top = {4, w.p, (uint32_t)w.len, 1, j.p, (uint32_t)j.len}};
   encode_ok(&b, COOP_MSG_TOP_REPLY, 5, &m);
   const uint8_t want[] = {
-      0x43, 0x4f, 0x4f, 0x50, 0x00, 0x06, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
+      0x43, 0x4f, 0x4f, 0x50, 0x00, 0x07, 0x00, 0x48, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00,
       0x00, 0x52, 0x00, 0x00, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
       0x03, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0x03, 0x00, 0x00, 0x00,
       0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
@@ -642,7 +642,7 @@ START_TEST(top_reply_bytes) {
   /* TOP itself is the header and the device */
   coop_wire_buf_free(&b);
   encode_ok(&b, COOP_MSG_TOP, 5, NULL);
-  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 6, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
+  const uint8_t top[] = {0x43, 0x4f, 0x4f, 0x50, 0, 7, 0, 9, 0, 0, 0, 5, 0, 0, 0, 1, 0};
   ck_assert_uint_eq(b.len, sizeof top);
   ck_assert_mem_eq(b.p, top, sizeof top);
   coop_wire_buf_free(&w), coop_wire_buf_free(&j), coop_wire_buf_free(&b);
@@ -1040,8 +1040,10 @@ END_TEST
  * named "a" (the last one unnamed), nrules rules "a<=1". */
 static void kernel_rec(struct pb *p, uint8_t coop, unsigned nargs, unsigned nrules) {
   pb_str(p, "k", 1), pb_be(p, coop, 1), pb_be(p, 1000, 4), pb_be(p, nargs, 1);
-  for (unsigned i = 0; i < nargs; i++)
+  for (unsigned i = 0; i < nargs; i++) {
     pb_be(p, COOP_ARG_U32, 1), i + 1 < nargs ? pb_str(p, "a", 1) : pb_str(p, "", 0);
+    pb_be(p, COOP_WIRE_ELEM_ANY, 1);
+  }
   pb_be(p, nrules, 1);
   for (unsigned i = 0; i < nrules; i++) pb_str(p, "a<=1", 4);
 }
@@ -1053,8 +1055,16 @@ START_TEST(reject_kernel_records) {
   pb_be(&p, 1, 4), kernel_rec(&p, 2, 0, 0);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_EPROTO); /* cooperative 2 */
   pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 4), pb_be(&p, 1, 1);
-  pb_be(&p, 8, 1), pb_str(&p, "", 0), pb_be(&p, 0, 1); /* devbuf is SUBMIT's only */
+  pb_be(&p, 8, 1), pb_str(&p, "", 0), pb_be(&p, 0, 1), pb_be(&p, 0, 1); /* devbuf: SUBMIT's */
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_EPROTO);
+  /* element types: a buffer's 0..COOP_WIRE_ELEM_LAST, a scalar's 0 only */
+  for (unsigned e = 0; e <= COOP_WIRE_ELEM_LAST + 1; e++)
+    for (unsigned t = COOP_ARG_U32; t <= COOP_ARG_BUF; t += COOP_ARG_BUF - COOP_ARG_U32) {
+      pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 4), pb_be(&p, 1, 1);
+      pb_be(&p, t, 1), pb_str(&p, "", 0), pb_be(&p, e, 1), pb_be(&p, 0, 1);
+      int ok = e == COOP_WIRE_ELEM_ANY || (t == COOP_ARG_BUF && e <= COOP_WIRE_ELEM_LAST);
+      ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), ok ? 0 : COOP_EPROTO);
+    }
   pb_be(&p, 1, 4), kernel_rec(&p, 0, 17, 0);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
   /* rules: 16 at most, each shorter than COOP_WIRE_RULE_MAX; names than 32 */
@@ -1072,9 +1082,11 @@ START_TEST(reject_kernel_records) {
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
   pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 4), pb_be(&p, 1, 1);
   pb_be(&p, COOP_ARG_U32, 1), pb_str(&p, rule, COOP_WIRE_ARGNAME_MAX - 1), pb_be(&p, 0, 1);
+  pb_be(&p, 0, 1);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), 0);
   pb_be(&p, 1, 4), pb_str(&p, "k", 1), pb_be(&p, 0, 1), pb_be(&p, 0, 4), pb_be(&p, 1, 1);
   pb_be(&p, COOP_ARG_U32, 1), pb_str(&p, rule, COOP_WIRE_ARGNAME_MAX), pb_be(&p, 0, 1);
+  pb_be(&p, 0, 1);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
   pb_be(&p, COOP_WIRE_MAX_KERNELS + 1, 4);
   ck_assert_int_eq(pb_decode(&p, COOP_MSG_KERNEL_LIST), COOP_ETOOBIG);
@@ -1156,6 +1168,7 @@ START_TEST(kernel_author_messages) {
   snprintf(k->name, sizeof k->name, "mine");
   k->cooperative = 1, k->owner = 1000, k->nargs = 2, k->nrules = 1;
   k->types[0] = COOP_ARG_BUF, k->types[1] = COOP_ARG_U32;
+  k->elems[0] = COOP_WIRE_ELEM_F32;
   snprintf(k->argnames[0], sizeof k->argnames[0], "data");
   snprintf(k->argnames[1], sizeof k->argnames[1], "n");
   snprintf(k->rules[0], sizeof k->rules[0], "n*4 <= len(data)");
@@ -1163,6 +1176,11 @@ START_TEST(kernel_author_messages) {
   ck_assert_int_eq(
       decode_raw(COOP_MSG_KERNEL_DONE, b.p + COOP_WIRE_HDR, b.len - COOP_WIRE_HDR, &out, NULL), 0);
   ck_assert_str_eq(out.kernel_done.kernel.argnames[0], "data");
+  ck_assert_uint_eq(out.kernel_done.kernel.elems[0], COOP_WIRE_ELEM_F32);
+  ck_assert_uint_eq(out.kernel_done.kernel.elems[1], COOP_WIRE_ELEM_ANY);
+  ck_assert_str_eq(coop_elem_type_name(COOP_WIRE_ELEM_F32), "f32");
+  ck_assert_int_eq(coop_elem_type_of("u16"), COOP_WIRE_ELEM_U16);
+  ck_assert_int_eq(coop_elem_type_of("buf"), -1);
   ck_assert_str_eq(out.kernel_done.kernel.rules[0], "n*4 <= len(data)");
   ck_assert_uint_eq(out.kernel_done.kernel.owner, 1000);
   coop_wire_buf_free(&b);

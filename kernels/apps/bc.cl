@@ -1,4 +1,4 @@
-//@coop name=bc kind=cooperative args=mode:u32,row:buf,col:buf,dist:buf,sigma:buf,delta:buf,bc:buf,flag:buf,n:u32,S:u32,B:u32,scale:buf
+//@coop name=bc kind=cooperative args=mode:u32,row:buf<u32>,col:buf<u32>,dist:buf<u32>,sigma:buf<u32>,delta:buf<f32>,bc:buf<f32>,flag:buf<u32>,n:u32,S:u32,B:u32,scale:buf<u32>
 //@coop require (n+1)*4 <= len(row)
 //@coop require B*n*4 <= len(dist)
 //@coop require B*n*4 <= len(sigma)

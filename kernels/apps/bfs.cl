@@ -1,4 +1,4 @@
-//@coop name=bfs kind=cooperative args=mode:u32,row:buf,col:buf,lev:buf,q0:buf,q1:buf,size:buf,n:u32
+//@coop name=bfs kind=cooperative args=mode:u32,row:buf<u32>,col:buf<u32>,lev:buf<u32>,q0:buf<u32>,q1:buf<u32>,size:buf<u32>,n:u32
 //@coop require (n+1)*4 <= len(row)
 //@coop require n*4 <= len(lev)
 //@coop require n*4 <= len(q0)

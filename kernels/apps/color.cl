@@ -1,4 +1,4 @@
-//@coop name=color kind=cooperative args=mode:u32,row:buf,col:buf,prio:buf,colour:buf,cand:buf,flag:buf,n:u32
+//@coop name=color kind=cooperative args=mode:u32,row:buf<u32>,col:buf<u32>,prio:buf<u32>,colour:buf<u32>,cand:buf<u32>,flag:buf<u32>,n:u32
 //@coop require (n+1)*4 <= len(row)
 //@coop require n*4 <= len(prio)
 //@coop require n*4 <= len(colour)

@@ -1,4 +1,4 @@
-//@coop name=game kind=cooperative args=mode:u32,nodes:buf,acc:buf,res:buf,ctl:buf,items:buf,depth:u32,split:u32,nq:u32,qcap:u32,nodecap:u32
+//@coop name=game kind=cooperative args=mode:u32,nodes:buf<u32>,acc:buf<u32>,res:buf<u32>,ctl:buf<u32>,items:buf<u32>,depth:u32,split:u32,nq:u32,qcap:u32,nodecap:u32
 //@coop require nodecap*32 <= len(nodes)
 //@coop require nodecap*8 <= len(acc)
 //@coop require (4+nq*4)*4 <= len(ctl)

@@ -1,4 +1,4 @@
-//@coop name=lsssp kind=cooperative args=mode:u32,row:buf,col:buf,w:buf,dist:buf,q0:buf,q1:buf,size:buf,stamp:buf,n:u32
+//@coop name=lsssp kind=cooperative args=mode:u32,row:buf<u32>,col:buf<u32>,w:buf<u32>,dist:buf<u32>,q0:buf<u32>,q1:buf<u32>,size:buf<u32>,stamp:buf<u32>,n:u32
 //@coop require (n+1)*4 <= len(row)
 //@coop require len(col) <= len(w)
 //@coop require n*4 <= len(dist)

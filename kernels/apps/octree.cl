@@ -1,4 +1,4 @@
-//@coop name=octree kind=cooperative args=mode:u32,pts:buf,perm0:buf,perm1:buf,out:buf,nodes:buf,ctl:buf,items:buf,n:u32,thresh:u32,maxdepth:u32,nq:u32,qcap:u32,nodecap:u32
+//@coop name=octree kind=cooperative args=mode:u32,pts:buf<f32>,perm0:buf<u32>,perm1:buf<u32>,out:buf<u32>,nodes:buf<u32>,ctl:buf<u32>,items:buf<u32>,n:u32,thresh:u32,maxdepth:u32,nq:u32,qcap:u32,nodecap:u32
 //@coop require n*12 <= len(pts)
 //@coop require n*4 <= len(perm0)
 //@coop require n*4 <= len(perm1)

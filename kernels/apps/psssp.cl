@@ -1,4 +1,4 @@
-//@coop name=psssp kind=cooperative args=mode:u32,row:buf,src:buf,w:buf,d:buf,nd:buf,flag:buf,n:u32
+//@coop name=psssp kind=cooperative args=mode:u32,row:buf<u32>,src:buf<u32>,w:buf<u32>,d:buf<u32>,nd:buf<u32>,flag:buf<u32>,n:u32
 //@coop require (n+1)*4 <= len(row)
 //@coop require len(src) <= len(w)
 //@coop require n*4 <= len(d)

@@ -127,12 +127,19 @@ def _check_log(rc, conn, log):
     return _check(rc, conn)
 
 
-def _kernel_dict(ki):
-    """A coop_kernel_info as a dict."""
+def _with_elems(types, elems):
+    """Type names with their element types: "buf" and "f32" give
+    "buf<f32>"; elems None (not known) or shorter: as they are."""
+    elems = elems if elems and len(elems) == len(types) else [""] * len(types)
+    return [f"{t}<{e}>" if e else t for t, e in zip(types, elems)]
+
+
+def _kernel_dict(ki, elems=None):
+    """A coop_kernel_info as a dict; elems: its element type names."""
     k = ki.k
+    types = _with_elems([_s(_lib.coop_type_name(k.types[a])) for a in range(k.nargs)], elems)
     return {"name": _s(k.name), "cooperative": bool(k.cooperative),
-            "args": [(_s(ki.argnames[a].value), _s(_lib.coop_type_name(k.types[a])))
-                     for a in range(k.nargs)],
+            "args": [(_s(ki.argnames[a].value), types[a]) for a in range(k.nargs)],
             "rules": [_s(ki.rules[r].value) for r in range(ki.nrules)],
             "owner": None if ki.owner == _capi.SHIPPED else ki.owner}
 
@@ -296,22 +303,58 @@ def _scalar(i, a, kernel, types):
 
 _NUMBERS = (bool, int, float, np.bool_, np.integer, np.floating)
 
+# A buffer's element type as the kernel declares it (`args=x:buf<f32>`,
+# in the type names Connection.kernels() gives) -> the NumPy type its
+# array must hold.
+_ELEMS = {f"buf<{n}>": t for n, t in
+          (("u8", np.uint8), ("i8", np.int8), ("u16", np.uint16), ("i16", np.int16),
+           ("u32", np.uint32), ("i32", np.int32), ("u64", np.uint64), ("i64", np.int64),
+           ("f32", np.float32), ("f64", np.float64))}
+
+
+def _elem_fits(dt, want):
+    """Whether an array of dtype dt holds the elements a buffer of want
+    takes: that type, or an integer of the same width and either sign (the
+    kernel reads the same bits), in this machine's byte order."""
+    want = np.dtype(want)
+    if dt == want:
+        return True
+    return (dt.isnative and dt.kind in "iu" and want.kind in "iu"
+            and dt.itemsize == want.itemsize)
+
+
+def _elem_check(i, a, kernel, types):
+    """TypeError unless array a (argument i) holds the element type the
+    kernel declares for its buffer there, if it declares one. types(fresh):
+    the kernel's type names, asked again (fresh) before refusing, since an
+    author may have changed the kernel since they were asked."""
+    for fresh in (False, True):
+        tl = types(fresh)
+        want = _ELEMS.get(tl[i]) if i < len(tl) else None
+        if want is None or _elem_fits(a.dtype, want):
+            return
+    w = want.__name__
+    raise TypeError(f"argument {i}: {kernel} takes {tl[i]} there, not an array of {a.dtype} "
+                    f"(a.astype(np.{w}) converts it; a.view(np.{w}) passes its bytes as they are)")
+
 
 def _describe(args, kernel, types):
     """[(kind, value)] for args, checked before anything is sent; raises
-    TypeError naming the argument's index. types(): the kernel's argument
-    type names, asked once, and only for a number."""
+    TypeError naming the argument's index. types(fresh=False): the
+    kernel's argument type names (the connection keeps them; fresh: asked
+    again)."""
     out = []
     tl = None
     for i, a in enumerate(args):
         if isinstance(a, np.ndarray):
             if a.ndim:
                 out.append(("inout", _array(i, a, True)))
+                _elem_check(i, a, kernel, types)
                 continue
             a = a[()]  # a 0-d array: its scalar
         if isinstance(a, _NUMBERS):
             if tl is None:
-                tl = types()
+                tl = types(False)
             # the NumPy scalar the kernel takes there, as it is (the
             # common case, kept short), else converted and checked
             v = a if i < len(tl) and _WIDTHS.get(tl[i]) is type(a) else _scalar(i, a, kernel, tl)
@@ -327,6 +370,7 @@ def _describe(args, kernel, types):
         elif isinstance(a, _Dir):
             kind = {In: "in", Out: "out", InOut: "inout"}[type(a)]
             out.append((kind, _array(i, a.array, kind != "in")))
+            _elem_check(i, a.array, kernel, types)
         else:
             raise TypeError(f"argument {i}: cannot pass {type(a).__name__} to a kernel "
                             "(numbers, NumPy arrays, In/Out/InOut, device buffers)")
@@ -740,7 +784,7 @@ class Connection(_Closing):
                 raise TypeError(f"periodic: unknown {', '.join(bad)} (it takes "
                                 f"{', '.join(keys)})")
             periodic = [_count(periodic.get(k, 0), f"periodic {k}", _U32) for k in keys]
-        desc = _describe(args, kernel, lambda: self._types(kernel))
+        desc = _describe(args, kernel, lambda fresh: self._types(kernel, fresh))
         j = _lib.coop_job_new(name, groups)
         if not j:
             raise MemoryError("coop_job_new")
@@ -783,11 +827,11 @@ class Connection(_Closing):
             raise
         return j, keep
 
-    def _types(self, kernel):
+    def _types(self, kernel, fresh=False):
         """kernel's argument type names, from coopd's list, asked once and
-        again when kernel is not in it (added since)."""
+        again when kernel is not in it (added since) or when fresh."""
         sigs = self._sigs
-        if sigs is None or kernel not in sigs:
+        if fresh or sigs is None or kernel not in sigs:
             sigs = self._sigs = {k: v[1] for k, v in self.kernels().items()}
         if kernel not in sigs:
             raise Error(globals()["ENOKERNEL"],
@@ -890,14 +934,33 @@ class Connection(_Closing):
         return d
 
     def kernels(self):
-        """{name: (cooperative, [argument type names])}"""
+        """{name: (cooperative, [argument type names])}: "u32", ...,
+        "buf", or with the element type the kernel declares for a buffer,
+        "buf<f32>" (what an array passed there must hold)."""
         lst = ctypes.POINTER(_capi.Kernel)()
         n = ctypes.c_size_t()
         _check(_lib.coop_kernels(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
         try:
-            return {_s(lst[k].name): (bool(lst[k].cooperative),
-                                      [_s(_lib.coop_type_name(lst[k].types[a]))
-                                       for a in range(lst[k].nargs)])
+            ks = {_s(lst[k].name): (bool(lst[k].cooperative),
+                                    [_s(_lib.coop_type_name(lst[k].types[a]))
+                                     for a in range(lst[k].nargs)])
+                  for k in range(n.value)}
+        finally:
+            _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
+        return {k: (v[0], _with_elems(v[1], self._elems().get(k))) for k, v in ks.items()}
+
+    def _elems(self):
+        """{kernel name: [element type names]} (coop_kernels_elems: "" where
+        the kernel declares none); {} from a libcoop without it."""
+        f = getattr(_lib, "coop_kernels_elems", None)
+        if f is None:
+            return {}
+        lst = ctypes.POINTER(_capi.KernelElems)()
+        n = ctypes.c_size_t()
+        _check(f(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
+        try:
+            return {_s(lst[k].name): [_s(_lib.coop_elem_name(lst[k].elems[a]))
+                                      for a in range(lst[k].nargs)]
                     for k in range(n.value)}
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
@@ -956,14 +1019,17 @@ class Connection(_Closing):
     def kernel_info(self):
         """{name: dict} of every registered kernel (coop_kernels_info): its
         cooperative flag, args as [(name, type name)] (name "" where the
-        directive names none), its `//@coop require` rules as written, and
+        directive names none; type names as kernels() gives them), its
+        `//@coop require` rules as written, and
         owner: None for one of coopd's own, else the uid of the author who
         added it."""
         lst = ctypes.POINTER(_capi.KernelInfo)()
         n = ctypes.c_size_t()
         _check(_fn("coop_kernels_info")(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
         try:
-            return {_s(lst[k].k.name): _kernel_dict(lst[k]) for k in range(n.value)}
+            ks = {_s(lst[k].k.name): lst[k] for k in range(n.value)}
+            el = self._elems()
+            return {name: _kernel_dict(ki, el.get(name)) for name, ki in ks.items()}
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
 
@@ -1024,7 +1090,7 @@ class Connection(_Closing):
         add = _fn("coop_kernel_add")
         self._author(lambda log: add(self._c, file, source, len(source), ctypes.byref(info), log),
                      timeout)
-        return _kernel_dict(info)
+        return _kernel_dict(info, self._elems().get(_s(info.k.name)))
 
     def remove_kernel(self, name, timeout=None):
         """Removes a kernel the caller added (root: any author's;

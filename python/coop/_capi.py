@@ -102,6 +102,11 @@ class KernelInfo(ctypes.Structure):
                 ("nrules", ctypes.c_uint), ("rules", (ctypes.c_char * 160) * 16)]
 
 
+class KernelElems(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char * NAME_MAX), ("nargs", ctypes.c_uint),
+                ("elems", c_int * MAX_ARGS)]
+
+
 class Event(ctypes.Structure):
     _fields_ = [("job", c_u64), ("kind", c_int), ("state", c_int), ("instance", c_u32),
                 ("t_ns", c_i64), ("gather_ns", c_i64)]
@@ -111,6 +116,7 @@ class Event(ctypes.Structure):
 STRUCTS = {"coop_info": Info, "coop_times": Times, "coop_instance": Instance,
            "coop_result": Result, "coop_device": Device, "coop_stats": Stats,
            "coop_kernel": Kernel, "coop_kernel_info": KernelInfo, "coop_event": Event,
+           "coop_kernel_elems": KernelElems,
            "coop_job_status": JobStatus, "coop_wg": Wg, "coop_topjob": TopJob}
 
 EVENT_FN = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
@@ -258,6 +264,9 @@ def load():
                                     ctypes.POINTER(KernelInfo), ctypes.POINTER(_P)]),
         "coop_kernel_remove": (c_int, [_P, ctypes.c_char_p, ctypes.POINTER(_P)]),
         "coop_reload": (c_int, [_P, ctypes.POINTER(_P)]),
+        "coop_kernels_elems": (c_int, [_P, ctypes.POINTER(ctypes.POINTER(KernelElems)),
+                                       ctypes.POINTER(ctypes.c_size_t)]),
+        "coop_elem_name": (ctypes.c_char_p, [c_int]),
     }
     for name, (res, args) in list(sigs.items()) + list(optional.items()):
         f = getattr(lib, name, None)

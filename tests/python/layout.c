@@ -45,6 +45,8 @@ int main(void) {
   S(kernel_info);
   F(kernel_info, k), F(kernel_info, owner), F(kernel_info, argnames), F(kernel_info, nrules);
   F(kernel_info, rules);
+  S(kernel_elems);
+  F(kernel_elems, name), F(kernel_elems, nargs), F(kernel_elems, elems);
   S(job_status);
   F(job_status, job), F(job_status, state), F(job_status, cooperative);
   F(job_status, query_barrier), F(job_status, kernel), F(job_status, groups), F(job_status, uid);

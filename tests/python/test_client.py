@@ -24,7 +24,7 @@ c = coop.connect(sock)
 check(c.info["workers"] >= 1, f"connected: {c.info['backend']}, {c.info['workers']} workers")
 check(coop.socket_path(sock) == sock, "socket_path")
 k = c.kernels()
-check(k.get("sweep") == (True, ["buf", "u32", "u32"]), f"kernels: sweep {k.get('sweep')}")
+check(k.get("sweep") == (True, ["buf<u32>", "u32", "u32"]), f"kernels: sweep {k.get('sweep')}")
 
 # sweep: every element grows by `rounds` (kernels/sweep.cl)
 a = np.arange(4096, dtype=np.uint32)
@@ -197,7 +197,18 @@ raises(TypeError, lambda: c.submit("sweep", "x", np.uint32(1), np.uint32(1)), "a
 ro = np.zeros(4, np.uint32)
 ro.flags.writeable = False
 raises(TypeError, lambda: c.submit("sweep", ro, np.uint32(4), np.uint32(1)), "read-only inout")
+# the element type the kernel declares (`args=data:buf<u32>`): np.arange's
+# int64 or a float array would have been read as other words
+e = raises(TypeError, lambda: c.submit("sweep", np.arange(64), 64, 1), "int64 for buf<u32>")
+check(e is not None and "argument 0" in str(e) and "buf<u32>" in str(e)
+      and "astype(np.uint32)" in str(e), f"its message: {e}")
+raises(TypeError, lambda: c.submit("render", coop.In(np.zeros(64)), coop.In(np.zeros(64)),
+                                   coop.Out(np.zeros(64, np.float32)), 4, 1), "f64 for buf<f32>")
+raises(TypeError, lambda: c.submit("sweep", np.zeros(64, ">u4"), 64, 1), "big-endian words")
 check(c.stats()["submitted"] == before, "nothing was submitted for the argument errors")
+s32 = np.zeros(64, np.int32)  # the same width, either sign: the same bits
+c.run("sweep", s32, 64, 2, groups=1, cooperative=True)
+check(bool((s32 == 2).all()), "an int32 array for buf<u32>")
 raises(TypeError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out(so), 8, 1,
                                    periodic=dict(period=100000, count=3)),
        "periodic with a misspelt key")
@@ -398,7 +409,7 @@ guard.close()
 # removed (docs/kernels.md, "Adding a kernel without root")
 info = c.kernel_info()
 check(info["sweep"]["owner"] is None and info["sweep"]["cooperative"]
-      and [t for _, t in info["sweep"]["args"]] == ["buf", "u32", "u32"],
+      and [t for _, t in info["sweep"]["args"]] == ["buf<u32>", "u32", "u32"],
       f"kernel_info: sweep {info['sweep']}")
 # the kernel of examples/python/own_kernel.py (y = a x + y over n words),
 # from the file itself: the example's own add, run after this test, then
