@@ -27,6 +27,7 @@ import ctypes
 import os
 import platform
 import sys
+import threading
 import time
 
 here = os.path.dirname(os.path.abspath(__file__))
@@ -58,6 +59,7 @@ def stub_connection():
     list it, and device buffers by id alone."""
     c = coop.Connection.__new__(coop.Connection)
     c._h, c._pending, c._event_fn, c.info = ctypes.c_void_p(1), {}, None, {}
+    c._lock, c._calls, c._closing = threading.Lock(), 0, None
     c._sigs = {"render": ["buf", "buf", "buf", "u32", "u32"]}
     return (c, *(coop.Buffer(c, i, 4 * N * N, 0) for i in (1, 2, 3)))
 

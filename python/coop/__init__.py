@@ -14,6 +14,7 @@ import ctypes
 import fcntl
 import mmap
 import os
+import threading
 import time
 
 import numpy as np
@@ -526,10 +527,10 @@ class Job:
             return self.result
         r = _capi.Result()
         timedout = globals()["ETIMEDOUT"]
-        rc = _in_slices(timeout, lambda ms: _lib.coop_wait(self.conn._c, self.id, ms,
-                                                           ctypes.byref(r)),
+        rc = _in_slices(timeout, lambda ms: self.conn._call(_lib.coop_wait, self.id, ms,
+                                                            ctypes.byref(r)),
                         lambda rc: rc == timedout)
-        _check(rc, self.conn._c)
+        _check(rc)
         try:
             self.result = Result(r)
         finally:
@@ -538,7 +539,7 @@ class Job:
         return self.result
 
     def cancel(self):
-        _check(_lib.coop_cancel(self.conn._c, self.id), self.conn._c)
+        _check(self.conn._call(_lib.coop_cancel, self.id))
 
     def status(self):
         """Its status now, as Connection.status describes it (coop_status)."""
@@ -549,8 +550,8 @@ class Job:
         where it stopped, once a cooperative slot is free there, and stays
         there (docs/daemon.md, "Moving jobs between devices"). Returns once
         the move is asked."""
-        _check(_lib.coop_migrate(self.conn._c, self.id, _count(device, "device", _C_UINT)),
-               self.conn._c)
+        device = _count(device, "device", _C_UINT)
+        _check(self.conn._call(_lib.coop_migrate, self.id, device))
 
     def __repr__(self):
         return f"<coop.Job {self.id}>"
@@ -569,8 +570,8 @@ class Buffer:
     def write(self, array, offset=0):
         a = _array(0, np.asarray(array), False)
         offset = self._range(offset, a.nbytes)
-        _check(_lib.coop_buffer_write(self.conn._c, self._live(), offset, a.ctypes.data, a.nbytes),
-               self.conn._c)
+        _check(self.conn._call(_lib.coop_buffer_write, self._live(), offset, a.ctypes.data,
+                               a.nbytes))
 
     def read(self, out=None, nbytes=None, offset=0):
         """Into out (a C-contiguous array, its whole size), or a new uint8
@@ -583,8 +584,8 @@ class Buffer:
         else:
             _array(0, out, True)
             self._range(offset, out.nbytes)
-        _check(_lib.coop_buffer_read(self.conn._c, self._live(), offset, out.ctypes.data,
-                                     out.nbytes), self.conn._c)
+        _check(self.conn._call(_lib.coop_buffer_read, self._live(), offset, out.ctypes.data,
+                               out.nbytes))
         return out
 
     def io(self, write=None, read=None, offset=0):
@@ -605,7 +606,7 @@ class Buffer:
     def free(self):
         if self.id is not None and self.conn._h:
             bid, self.id = self.id, None
-            _check(_lib.coop_buffer_free(self.conn._c, bid), self.conn._c)
+            _check(self.conn._call(_lib.coop_buffer_free, bid))
         self.id = None
 
     def _range(self, offset, nbytes):
@@ -713,12 +714,40 @@ class Connection(_Closing):
             raise ValueError("the connection is closed")
         return self._h
 
+    def _call(self, fn, *args):
+        """fn(the coop_conn, *args): one libcoop call on this connection.
+        A close() meanwhile, from another thread or from an event callback
+        inside it, leaves coop_disconnect to the end of the last such call:
+        it freed what a call in flight was using (a wait on one thread, a
+        close on another: the process aborted, "free(): corrupted unsorted
+        chunks"). The next call raises ValueError."""
+        with self._lock:
+            h = self._c  # closed: ValueError
+            self._calls += 1
+        try:
+            return fn(h, *args)
+        finally:
+            with self._lock:
+                self._calls -= 1
+                h = None
+                if not self._calls:
+                    h, self._closing = self._closing, None
+            if h:
+                self._disconnect(h)
+
+    def _disconnect(self, h):
+        _lib.coop_disconnect(h)
+        self._pending.clear()  # no call of libcoop's writes into them any more
+
     def __init__(self, path=None, name="python", timeout=None, spin_us=None):
         # every argument checked before the connection is made
         path = _path(path, "path")
         name = _text(name, "name")
         timeout_ms = None if timeout is None else _ms(timeout, "timeout", _C_INT[1])
         spin_us = None if spin_us is None else _count(spin_us, "spin_us", _C_UINT)
+        self._lock = threading.Lock()
+        self._calls = 0  # libcoop calls in flight (_call)
+        self._closing = None  # the coop_conn close() left to the last of them
         c = ctypes.c_void_p()
         rc = _lib.coop_connect(ctypes.byref(c), path, name)
         if rc < 0:
@@ -736,10 +765,21 @@ class Connection(_Closing):
                      for n, _ in _capi.Info._fields_}
 
     def close(self):
-        if self._h:
+        """Disconnects (coopd then cancels this connection's running jobs).
+        A call in flight on another thread (a wait's slice, at most
+        _WAIT_SLICE_MS; an add_kernel's build) ends first, and the
+        disconnect follows it; that thread's next call on the connection
+        raises ValueError."""
+        if not self._h:
+            return
+        with self._lock:
             h, self._h = self._h, None
-            _lib.coop_disconnect(h)
-            self._pending.clear()
+            if not h:
+                return
+            if self._calls:
+                self._closing, h = h, None
+        if h:
+            self._disconnect(h)
 
     def submit(self, kernel, *args, groups=1, cooperative=False, device=ANY_DEVICE,
                query_barrier=False, detached=False, periodic=None, priority=0):
@@ -841,10 +881,10 @@ class Connection(_Closing):
     def _submit(self, j, keep):
         """coop_submit of job j; keep: its arrays, alive until its result."""
         jid = ctypes.c_uint64()
-        rc = _lib.coop_submit(self._c, j, ctypes.byref(jid))
+        rc = self._call(_lib.coop_submit, j, ctypes.byref(jid))
         if rc < 0 and ERRORS.get(rc) in ("EARGS", "ENOKERNEL"):
             self._sigs = None  # a reload changed the kernels: ask again next time
-        _check(rc, self._c)
+        _check(rc)
         self._pending[jid.value] = keep
         return Job(self, jid.value)
 
@@ -858,7 +898,7 @@ class Connection(_Closing):
         return Job(self, job_id).wait(timeout)
 
     def cancel(self, job_id):
-        _check(_lib.coop_cancel(self._c, _count(job_id, "a job id")), self._c)
+        _check(self._call(_lib.coop_cancel, _count(job_id, "a job id")))
 
     def buffer(self, data, device=ANY_DEVICE, keep=False, wait=0):
         """A device buffer holding a copy of array `data`, or of `data`
@@ -891,15 +931,15 @@ class Connection(_Closing):
         bid = ctypes.c_uint64()
         t0 = time.monotonic()
         while True:
-            rc = _lib.coop_buffer_create(self._c, device, size, ptr, BUFFER_KEEP if keep else 0,
-                                         ctypes.byref(bid))
+            rc = self._call(_lib.coop_buffer_create, device, size, ptr,
+                            BUFFER_KEEP if keep else 0, ctypes.byref(bid))
             if rc != globals()["EBUSY"] or not limit:
                 break
             if limit > 0 and (time.monotonic() - t0) * 1000 >= limit:
                 raise Timeout(globals()["ETIMEDOUT"], f"no room for a buffer of {size} bytes "
-                              f"within {wait} s: {_errmsg(self._c)}")
+                              f"within {wait} s: {_errmsg(None)}")
             time.sleep(0.05)
-        _check(rc, self._c)
+        _check(rc)
         # COOP_ANY_DEVICE puts a buffer on device 0 (coop.h): buf.device names
         # it, as open_buffer takes it
         return Buffer(self, bid.value, size, 0 if device == ANY_DEVICE else device)
@@ -920,7 +960,7 @@ class Connection(_Closing):
 
     def stats(self):
         s = _capi.Stats()
-        _check(_lib.coop_stats(self._c, ctypes.byref(s)), self._c)
+        _check(self._call(_lib.coop_stats, ctypes.byref(s)))
         d = {}
         for n, _ in _capi.Stats._fields_:
             v = getattr(s, n)
@@ -939,7 +979,7 @@ class Connection(_Closing):
         "buf<f32>" (what an array passed there must hold)."""
         lst = ctypes.POINTER(_capi.Kernel)()
         n = ctypes.c_size_t()
-        _check(_lib.coop_kernels(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
+        _check(self._call(_lib.coop_kernels, ctypes.byref(lst), ctypes.byref(n)))
         try:
             ks = {_s(lst[k].name): (bool(lst[k].cooperative),
                                     [_s(_lib.coop_type_name(lst[k].types[a]))
@@ -947,7 +987,8 @@ class Connection(_Closing):
                   for k in range(n.value)}
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
-        return {k: (v[0], _with_elems(v[1], self._elems().get(k))) for k, v in ks.items()}
+        el = self._elems()
+        return {k: (v[0], _with_elems(v[1], el.get(k))) for k, v in ks.items()}
 
     def _elems(self):
         """{kernel name: [element type names]} (coop_kernels_elems: "" where
@@ -957,7 +998,7 @@ class Connection(_Closing):
             return {}
         lst = ctypes.POINTER(_capi.KernelElems)()
         n = ctypes.c_size_t()
-        _check(f(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
+        _check(self._call(f, ctypes.byref(lst), ctypes.byref(n)))
         try:
             return {_s(lst[k].name): [_s(_lib.coop_elem_name(lst[k].elems[a]))
                                       for a in range(lst[k].nargs)]
@@ -973,7 +1014,7 @@ class Connection(_Closing):
         job_id = 0 if job_id is None else _count(job_id, "a job id")
         lst = ctypes.POINTER(_capi.JobStatus)()
         n = ctypes.c_size_t()
-        _check(_lib.coop_status(self._c, job_id, ctypes.byref(lst), ctypes.byref(n)), self._c)
+        _check(self._call(_lib.coop_status, job_id, ctypes.byref(lst), ctypes.byref(n)))
         try:
             out = []
             for k in range(n.value):
@@ -1000,8 +1041,8 @@ class Connection(_Closing):
         jobs = ctypes.POINTER(_capi.TopJob)()
         nwg, njobs = ctypes.c_size_t(), ctypes.c_size_t()
         device = _int(device, "device", _C_INT)
-        _check(_lib.coop_top_device(self._c, device, ctypes.byref(wgs), ctypes.byref(nwg),
-                                    ctypes.byref(jobs), ctypes.byref(njobs)), self._c)
+        _check(self._call(_lib.coop_top_device, device, ctypes.byref(wgs), ctypes.byref(nwg),
+                          ctypes.byref(jobs), ctypes.byref(njobs)))
         try:
             workers = [(_s(_lib.coop_worker_state_name(wgs[k].state)), wgs[k].job)
                        for k in range(nwg.value)]
@@ -1025,7 +1066,7 @@ class Connection(_Closing):
         added it."""
         lst = ctypes.POINTER(_capi.KernelInfo)()
         n = ctypes.c_size_t()
-        _check(_fn("coop_kernels_info")(self._c, ctypes.byref(lst), ctypes.byref(n)), self._c)
+        _check(self._call(_fn("coop_kernels_info"), ctypes.byref(lst), ctypes.byref(n)))
         try:
             ks = {_s(lst[k].k.name): lst[k] for k in range(n.value)}
             el = self._elems()
@@ -1050,11 +1091,11 @@ class Connection(_Closing):
             rc = call(ctypes.byref(log))
             left = None if end is None else end - time.monotonic()
             if rc != busy or (left is not None and left <= 0 and not ms):
-                return _check_log(rc, self._c, log)
+                return _check_log(rc, None, log)
             if log.value:
                 _lib.libc_free(log)
             if left is not None and left <= 0:
-                raise Error(busy, f"gave up after {timeout:g} s: {_errmsg(self._c)}")
+                raise Error(busy, f"gave up after {timeout:g} s: {_errmsg(None)}")
             time.sleep(_AUTHOR_RETRY_S if left is None else min(left, _AUTHOR_RETRY_S))
 
     def add_kernel(self, path=None, source=None, file="kernel.cl", timeout=None):
@@ -1088,8 +1129,8 @@ class Connection(_Closing):
                 raise TypeError(f"source must be a str or bytes, not {type(source).__name__}")
         info = _capi.KernelInfo()
         add = _fn("coop_kernel_add")
-        self._author(lambda log: add(self._c, file, source, len(source), ctypes.byref(info), log),
-                     timeout)
+        self._author(lambda log: self._call(add, file, source, len(source), ctypes.byref(info),
+                                            log), timeout)
         return _kernel_dict(info, self._elems().get(_s(info.k.name)))
 
     def remove_kernel(self, name, timeout=None):
@@ -1097,14 +1138,14 @@ class Connection(_Closing):
         coop_kernel_remove); EBUSY waited out as add_kernel does."""
         name = _text(name, "name")
         remove = _fn("coop_kernel_remove")
-        self._author(lambda log: remove(self._c, name, log), timeout)
+        self._author(lambda log: self._call(remove, name, log), timeout)
 
     def reload(self, timeout=None):
         """Reads the kernels again and builds them, as SIGHUP does (authors
         and root; coop_reload); returns when coopd runs the new set. EBUSY
         waited out as add_kernel does."""
         reload = _fn("coop_reload")
-        self._author(lambda log: reload(self._c, log), timeout)
+        self._author(lambda log: self._call(reload, log), timeout)
 
     def subscribe(self, callback, mask=EVENTS_ALL):
         """callback(event dict) for each event of mask (coop_subscribe),
@@ -1116,13 +1157,13 @@ class Connection(_Closing):
                       "t_ns": e.t_ns, "gather_ns": e.gather_ns})
         mask = _count(mask, "mask", _U32)
         fn = _capi.EVENT_FN(tramp)
-        _check(_lib.coop_subscribe(self._c, mask, fn, None), self._c)
+        _check(self._call(_lib.coop_subscribe, mask, fn, None))
         self._event_fn = fn  # libcoop holds the pointer: keep it alive
 
     def poll_events(self, timeout=0):
         """Dispatches pending events (waits up to timeout s, None: until
         one comes); their count. Ctrl-C ends the wait, as Job.wait's."""
-        return _in_slices(timeout, lambda ms: _check(_lib.coop_poll_events(self._c, ms), self._c),
+        return _in_slices(timeout, lambda ms: _check(self._call(_lib.coop_poll_events, ms)),
                           lambda n: n == 0)
 
 

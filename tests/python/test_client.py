@@ -404,6 +404,22 @@ check(took < 3, f"it ended the wait after {took:.1f} s")
 dog.cancel()
 guard.close()
 
+# close() on one thread while another waits on the connection: the wait
+# raises ValueError at its next slice. coop_disconnect freed what the wait
+# was using: the waiter hung and the process aborted ("free(): corrupted
+# unsorted chunks").
+cc = coop.connect(sock)
+cj = cc.submit("sweep", np.zeros(64, np.uint32), 64, 1 << 30, cooperative=True)
+got = []
+th = threading.Thread(target=lambda: got.append(
+    raises(ValueError, cj.wait, "a wait whose connection another thread closes")))
+th.start()
+time.sleep(0.3)
+cc.close()
+th.join(5)
+check(not th.is_alive() and got and got[0] is not None
+      and str(got[0]) == "the connection is closed", f"the waiter ended: {got}")
+
 # a kernel of the caller's (python_client.sh names it an author): added from
 # its source, described, run, refused with the compiler's log when broken,
 # removed (docs/kernels.md, "Adding a kernel without root")
