@@ -89,7 +89,9 @@ del _code, _name
 # coopd's messages point its users at coopctl ("no kernel named x (coopctl
 # kernels lists them)"); from Python the same list is Connection.kernels().
 _FOR_PYTHON = (("(coopctl kernels lists them)", "(Connection.kernels() lists them)"),
-               ("`coopctl kernels` lists it", "Connection.kernels() lists it"))
+               ("`coopctl kernels` lists it", "Connection.kernels() lists it"),
+               ("(coopctl sends the file's base name)",
+                "(add_kernel's file=, or the base name of its path)"))
 
 
 def _errmsg(conn):

@@ -493,6 +493,12 @@ check(e is not None and str(e) == "add_kernel: give path or source", f"its messa
 e = raises(TypeError, lambda: c.add_kernel("x.cl", source=SOURCE), "add_kernel with both")
 check(e is not None and str(e) == "add_kernel: give path or source, not both",
       f"its message: {e}")
+# a file= that is a path: coopd's message named coopctl, which sends a base
+# name itself, not the argument to change
+e = raises(coop.Error, lambda: c.add_kernel(source=SOURCE, file="sub/axpy_u32.cl"),
+           "add_kernel with a file= that is a path")
+check(e is not None and e.code == coop.EINVAL and "coopctl" not in str(e)
+      and "add_kernel's file=" in e.message, f"its message: {e}")
 c.reload()
 check("sweep" in c.kernels(), "reload")
 
