@@ -563,11 +563,12 @@ class Buffer:
     """Memory on a device that stays there between jobs (coop_buffer_*).
     Pass it as a job argument: the kernel uses it in place."""
 
-    def __init__(self, conn, buffer_id, size, device):
+    def __init__(self, conn, buffer_id, size, device, keep=False):
         self.conn = conn
         self.id = _count(buffer_id, "a buffer id")
         self.size = _count(size, "a buffer's size", _SIZE)
         self.device = device
+        self.keep = keep  # it outlives its connection (COOP_BUFFER_KEEP)
 
     def write(self, array, offset=0):
         a = _array(0, np.asarray(array), False)
@@ -606,10 +607,23 @@ class Buffer:
         return _BufferIO(self, w, r, offset)
 
     def free(self):
-        if self.id is not None and self.conn._h:
-            bid, self.id = self.id, None
-            _check(self.conn._call(_lib.coop_buffer_free, bid))
-        self.id = None
+        """Frees it. Once its connection has closed, one not kept went with
+        it (nothing to do); a kept one stays until a free() on a connection
+        of this user's: ValueError saying so, the id kept (a silent return
+        forgot the id and left the buffer counted against the user's
+        limits)."""
+        if self.id is None:
+            return
+        if not self.conn._h:
+            if self.keep:
+                dev = f", {self.device}" if self.device else ""
+                raise ValueError(f"the connection is closed and device buffer {self.id} was kept: "
+                                 f"free it from another connection, c.open_buffer({self.id}, "
+                                 f"{self.size}{dev}).free()")
+            self.id = None
+            return
+        bid, self.id = self.id, None
+        _check(self.conn._call(_lib.coop_buffer_free, bid))
 
     def _range(self, offset, nbytes):
         """offset, once offset..offset + nbytes lies in the buffer."""
@@ -944,7 +958,7 @@ class Connection(_Closing):
         _check(rc)
         # COOP_ANY_DEVICE puts a buffer on device 0 (coop.h): buf.device names
         # it, as open_buffer takes it
-        return Buffer(self, bid.value, size, 0 if device == ANY_DEVICE else device)
+        return Buffer(self, bid.value, size, 0 if device == ANY_DEVICE else device, bool(keep))
 
     def open_buffer(self, id, size, device=0):
         """The device buffer `id` of `size` bytes on `device` that this
@@ -958,7 +972,7 @@ class Connection(_Closing):
         size = _count(size, "a buffer's size", _SIZE)
         if not size:
             raise ValueError("a device buffer needs at least one byte")
-        return Buffer(self, buffer_id, size, _int(device, "device", (0, _C_INT[1])))
+        return Buffer(self, buffer_id, size, _int(device, "device", (0, _C_INT[1])), True)
 
     def stats(self):
         s = _capi.Stats()

@@ -112,6 +112,14 @@ with coop.connect(sock) as kc:
     kept = kc.buffer(np.full(256, 4, np.uint32), keep=True)
     gone = kc.buffer(np.full(256, 4, np.uint32))
     kid, ksize, gid = kept.id, kept.size, gone.id
+# free() of the kept one through its closed connection says so (it did
+# nothing and forgot the id: the buffer stayed, counted against the user's
+# limits); of the other, nothing to do: it went with its connection
+e = raises(ValueError, kept.free, "free() of a kept buffer whose connection closed")
+check(e is not None and kept.id == kid and f"c.open_buffer({kid}, {ksize}).free()" in str(e),
+      f"it keeps the id and says how to free it: {e}")
+gone.free()
+check(gone.id is None, "free() of a buffer not kept whose connection closed: nothing to do")
 with coop.connect(sock) as kc:
     kb = kc.open_buffer(kid, ksize)
     check((kb.id, kb.size, kb.device) == (kid, 1024, 0), f"open_buffer: {kb}")
