@@ -69,15 +69,28 @@ static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
   return 0;
 }
 
+/* What line 1 holds, for the messages about it: the author is told what to
+ * write, not only what is wrong. */
+#define DIRECTIVE_FORM "//@coop name=NAME kind=cooperative|noncooperative args=[ARG:]TYPE,..."
+
 static int parse_directive(const char *line, struct kdef *k, char *err, size_t errlen) {
   char buf[512];
   if (strncmp(line, "//@coop ", 8) != 0)
-    return snprintf(err, errlen, "first line is not a //@coop directive"), -1;
+    return snprintf(err, errlen, "first line is not a //@coop directive: it must be %s",
+                    DIRECTIVE_FORM),
+           -1;
   snprintf(buf, sizeof buf, "%s", line + 8);
   buf[strcspn(buf, "\r\n")] = '\0';
   int have_name = 0, have_kind = 0, have_args = 0;
   for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
     char *eq = strchr(t, '=');
+    /* a file whose rules came first read as "require is not key=value" */
+    if (!eq && !strcmp(t, "require"))
+      return snprintf(err, errlen,
+                      "a require rule on line 1: the directive comes first (%s), "
+                      "its rules on the lines after it",
+                      DIRECTIVE_FORM),
+             -1;
     if (!eq) return snprintf(err, errlen, "\"%s\" is not key=value", t), -1;
     *eq = '\0';
     char *v = eq + 1;

@@ -466,6 +466,14 @@ check(e is not None and e.code == coop.EBUILD and "broken.cl:" in e.log,
 # not the log's first line alone ("... Compiler log:")
 check(e is not None and "broken.cl:" in str(e), f"its text names its file: {str(e)[:200]!r}")
 check("broken" not in c.kernels(), "the broken kernel is not registered")
+# a file without its directive line, or with its rules before it: the log
+# says what line 1 must be (the second read '"require" is not key=value')
+for what, src in (("no directive", SOURCE.split("\n", 3)[3]),
+                  ("its rules first", SOURCE.split("\n", 1)[1])):
+    e = raises(coop.BuildError, lambda: c.add_kernel(source=src, file="nodir.cl"),
+               f"a kernel file with {what}")
+    check(e is not None and "nodir.cl:1: " in e.log and "//@coop name=NAME kind=" in e.log,
+          f"its log says what line 1 must be: {e and e.log!r}")
 # its signature changed by its author while another connection had asked
 # for it: that connection's number goes as the old u32, coopd refuses it
 # (EARGS) and the connection asks again, so the next submit takes the new
