@@ -60,6 +60,7 @@ def stub_connection():
     c = coop.Connection.__new__(coop.Connection)
     c._h, c._pending, c._event_fn, c.info = ctypes.c_void_p(1), {}, None, {}
     c._lock, c._calls, c._closing = threading.Lock(), 0, None
+    c._fork, c._pid = coop._forks[0], os.getpid()
     c._sigs = {"render": ["buf", "buf", "buf", "u32", "u32"]}
     return (c, *(coop.Buffer(c, i, 4 * N * N, 0) for i in (1, 2, 3)))
 

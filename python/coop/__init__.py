@@ -469,6 +469,14 @@ class Result:
         return f"<coop.Result job={self.job} {self.state} error={self.error}>"
 
 
+# How many fork()s separate this process from the one that imported coop.
+# A child shares its parent's connections as they were at the fork: their
+# socket, the ring shared with coopd and libcoop's state. A child's job ran
+# on them and the parent's next call failed EPROTO ("sending to the daemon
+# failed"), so a connection serves the process that made it (Connection._call).
+_forks = [0]
+os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
 # The longest one coop_wait of Job.wait: how soon Ctrl-C ends a wait.
 _WAIT_SLICE_MS = 200
 # How long a kernel add, remove or reload that coopd answered EBUSY sleeps
@@ -736,7 +744,12 @@ class Connection(_Closing):
         inside it, leaves coop_disconnect to the end of the last such call:
         it freed what a call in flight was using (a wait on one thread, a
         close on another: the process aborted, "free(): corrupted unsorted
-        chunks"). The next call raises ValueError."""
+        chunks"). The next call raises ValueError, as does any call in a
+        process forked after the connection was made (before the lock,
+        which another thread may have held at the fork)."""
+        if self._fork != _forks[0]:
+            raise ValueError(f"the connection was made by process {self._pid}, before a fork: "
+                             "connect again in this process (coop.connect)")
         with self._lock:
             h = self._c  # closed: ValueError
             self._calls += 1
@@ -762,6 +775,7 @@ class Connection(_Closing):
         timeout_ms = None if timeout is None else _ms(timeout, "timeout", _C_INT[1])
         spin_us = None if spin_us is None else _count(spin_us, "spin_us", _C_UINT)
         self._lock = threading.Lock()
+        self._fork, self._pid = _forks[0], os.getpid()  # the process it serves (_call)
         self._calls = 0  # libcoop calls in flight (_call)
         self._closing = None  # the coop_conn close() left to the last of them
         c = ctypes.c_void_p()
@@ -787,6 +801,9 @@ class Connection(_Closing):
         disconnect follows it; that thread's next call on the connection
         raises ValueError."""
         if not self._h:
+            return
+        if self._fork != _forks[0]:  # a forked child's copy: the parent's to close
+            self._h = None
             return
         with self._lock:
             h, self._h = self._h, None

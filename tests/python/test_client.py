@@ -428,6 +428,30 @@ th.join(5)
 check(not th.is_alive() and got and got[0] is not None
       and str(got[0]) == "the connection is closed", f"the waiter ended: {got}")
 
+# a connection inherited through fork(): the child's call raises ValueError
+# and the parent's connection goes on. The child's job ran on it, and the
+# parent's next call failed EPROTO ("sending to the daemon failed").
+fc = coop.connect(sock)
+pid = os.fork()
+if pid == 0:
+    code = 1
+    try:
+        fc.run("sweep", np.zeros(64, np.uint32), 64, 1, cooperative=True)
+    except ValueError as ex:
+        code = 0 if "fork" in str(ex) else 2
+    except BaseException:  # noqa: BLE001
+        code = 3
+    os._exit(code)
+check(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0,
+      "a forked child's call on its parent's connection: ValueError naming the fork")
+fa = np.zeros(64, np.uint32)
+try:
+    got = fc.run("sweep", fa, 64, 2, cooperative=True, timeout=30).state
+except coop.Error as ex:
+    got = ex
+check(got == "done" and bool((fa == 2).all()), f"the parent's connection after it: {got}")
+fc.close()
+
 # a kernel of the caller's (python_client.sh names it an author): added from
 # its source, described, run, refused with the compiler's log when broken,
 # removed (docs/kernels.md, "Adding a kernel without root")
