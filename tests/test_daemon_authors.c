@@ -352,12 +352,13 @@ START_TEST(kernel_authors) {
 
   /* coopctl kernels: argument names and rules, and whose */
   ck_assert_int_eq(coopctl(&d, "kernels", out, sizeof out), 0);
-  assert_has(out, "sweep cooperative data:buf,n:u32,rounds:u32\n  require n*4 <= len(data)\n");
+  assert_has(out, "sweep cooperative data:buf<u32>,n:u32,rounds:u32\n  require n*4 <= len(data)\n");
   assert_has(out, "triple noncooperative data:buf,n:u32\n  require n*4 <= len(data)\n  added by");
   ck_assert_int_eq(coopctl(&d, "--json kernels", out, sizeof out), 0);
   assert_has(out,
              "\"name\":\"triple\",\"cooperative\":false,\"args\":[\"buf\",\"u32\"],"
-             "\"argnames\":[\"data\",\"n\"],\"rules\":[\"n*4 <= len(data)\"],\"owner\":");
+             "\"argnames\":[\"data\",\"n\"],\"elems\":[\"\",\"\"],\"rules\":[\"n*4 <= "
+             "len(data)\"],\"owner\":");
 
   /* a restart keeps it, with its owner */
   conn_close(&c);

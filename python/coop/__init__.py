@@ -262,7 +262,8 @@ def _array(i, a, writable):
     if not a.flags.c_contiguous:
         raise TypeError(f"argument {i}: the array is not C-contiguous (use np.ascontiguousarray)")
     if writable and not a.flags.writeable:
-        raise TypeError(f"argument {i}: the array is read-only but the kernel writes it")
+        raise TypeError(f"argument {i}: the array is read-only, and a bare array, Out or InOut "
+                        "is written back (coop.In(a) passes it for the kernel to read only)")
     if a.nbytes == 0:
         raise ValueError(f"argument {i}: an empty array (buffers need at least one byte)")
     return a
@@ -1131,12 +1132,13 @@ class Connection(_Closing):
                 raise Error(busy, f"gave up after {timeout:g} s: {_errmsg(None)}")
             time.sleep(_AUTHOR_RETRY_S if left is None else min(left, _AUTHOR_RETRY_S))
 
-    def add_kernel(self, path=None, source=None, file="kernel.cl", timeout=None):
+    def add_kernel(self, path=None, source=None, file=None, timeout=None):
         """Adds a kernel of the caller's, or replaces the caller's own of that
         name (coop_kernel_add; docs/kernels.md, "Adding a kernel without
         root"): from the .cl file at path (str, bytes or os.PathLike: its
         text and base name), or from source (str or bytes) with file the
-        name its messages give it.
+        name its messages give it ("kernel.cl" when not given; with path,
+        file= is a TypeError: its base name is the file's).
         Returns once coopd runs it, as kernel_info() describes it. While
         coopd answers EBUSY (another reload runs, or this user's last ended
         less than [kernels] author_reload_interval_ms ago) it asks again for
@@ -1149,6 +1151,11 @@ class Connection(_Closing):
             raise TypeError("add_kernel: give path or source")
         if path is not None and source is not None:
             raise TypeError("add_kernel: give path or source, not both")
+        if path is not None and file is not None:
+            raise TypeError("add_kernel: file= goes with source=; a path's messages name its "
+                            "base name")
+        if path is None and file is None:
+            file = "kernel.cl"
         if path is not None:
             path = _path(path, "path") or b""
             with open(path, "rb") as f:

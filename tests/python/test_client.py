@@ -204,7 +204,9 @@ raises(TypeError, lambda: c.submit("sweep", a[::2], np.uint32(1), np.uint32(1)),
 raises(TypeError, lambda: c.submit("sweep", "x", np.uint32(1), np.uint32(1)), "a str")
 ro = np.zeros(4, np.uint32)
 ro.flags.writeable = False
-raises(TypeError, lambda: c.submit("sweep", ro, np.uint32(4), np.uint32(1)), "read-only inout")
+e = raises(TypeError, lambda: c.submit("sweep", ro, np.uint32(4), np.uint32(1)),
+           "read-only inout")
+check(e is not None and "coop.In(a)" in str(e), "it says how to pass it for reading")
 # the element type the kernel declares (`args=data:buf<u32>`): np.arange's
 # int64 or a float array would have been read as other words
 e = raises(TypeError, lambda: c.submit("sweep", np.arange(64), 64, 1), "int64 for buf<u32>")
@@ -531,6 +533,7 @@ check(e is not None and "(Connection.kernels() lists them)" in e.message
 e = raises(TypeError, lambda: c.add_kernel(), "add_kernel without path or source")
 check(e is not None and str(e) == "add_kernel: give path or source", f"its message: {e}")
 e = raises(TypeError, lambda: c.add_kernel("x.cl", source=SOURCE), "add_kernel with both")
+raises(TypeError, lambda: c.add_kernel("x.cl", file="y.cl"), "add_kernel with a path and file=")
 check(e is not None and str(e) == "add_kernel: give path or source, not both",
       f"its message: {e}")
 # a file= that is a path: coopd's message named coopctl, which sends a base
