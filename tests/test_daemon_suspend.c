@@ -612,7 +612,8 @@ END_TEST
  * waits there behind it. Device 1's render is cancelled:
  * the waiting render waited on device 0 for as long as its render ran,
  * device 1 idle meanwhile. Now it moves to device 1 and ends there while
- * device 0's render runs on. A job whose SUBMIT named its device stays. */
+ * device 0's render runs on. A job whose SUBMIT named its device stays,
+ * unless MIGRATE moves it. */
 START_TEST(a_job_waiting_for_room_moves_to_a_device_with_it) {
   const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices(),
                         "device.arena_mb=1", "log.level=info", NULL};
@@ -656,6 +657,25 @@ START_TEST(a_job_waiting_for_room_moves_to_a_device_with_it) {
   ck_assert_uint_eq(st.device, 0);
   ck_assert_uint_eq(st.state, COOP_JOB_QUEUED);
   ck_assert(log_has(logp, "room in device 1's: it moves there"));
+  /* a sweep named for device 0 waits there for room too; MIGRATE sends it
+   * to device 1, where it ends while device 0's render runs on. Before, it
+   * was answered OK and stayed, until that render ended (4.7 s) and it
+   * ran on device 0 */
+  enum { WORDS = 120000 }; /* 469 KiB */
+  int fd = memfd_of((size_t)WORDS * 4);
+  uint64_t sw = sweep_submit(&c, NULL, WORDS, 3, 1, fd);
+  ck_assert_uint_ne(sw, 0);
+  waits_for(&c, sw, "waiting for room in the device arena", said, sizeof said);
+  ck_assert_uint_eq(migrate(&c, sw, 1), COOP_MSG_OK);
+  t = wait_job(&c, sw, 20000);
+  ck_assert_uint_eq(t, COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  ck_assert_uint_eq(job_state(&c, hold[0]), COOP_JOB_RUNNING);
+  uint32_t word;
+  ck_assert_int_eq(pread(fd, &word, 4, 4 * (WORDS - 1)), 4);
+  ck_assert_uint_eq(word, 3);
+  close(fd);
   conn_close(&c); /* its jobs go with it */
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(logp);

@@ -76,6 +76,8 @@ void dev__pump_held(struct dev *d, int64_t now, int64_t *wake) {
     struct dev_hold *h = find(d, j->uid);
     if (d->stop_now || atomic_load(&j->cancel)) {
       dev__cancel_queued(d, j, "cancelled while held back after a device restart");
+    } else if (dev__move_queued(d, j)) {
+      /* MIGRATE's: the hold is this device's */
     } else if ((!h || now >= h->until) && !d->swap_now) {
       dev__start_job(d, j);
     } else { /* still held, or a reload keeps it queued until the swap */

@@ -399,6 +399,9 @@ int dev__adopt(struct dev *d, struct job *j, unsigned index);
 /* Jobs waiting here for room that another device's arena has now move
  * there (dev_move.c). */
 void dev__move_room_waiters(struct dev *d);
+/* j, not started (waiting for room, or held back), handed to the device
+ * MIGRATE asked for: 1, or 0 where no move is asked (dev_move.c). */
+int dev__move_queued(struct dev *d, struct job *j);
 /* A finished job back to the loop (the out queue and the uv_async). */
 void dev__hand_back(struct dev *d, struct job *j);
 /* A job cancelled before it ran (its client, or a stop: then the message

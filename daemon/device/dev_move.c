@@ -17,7 +17,10 @@
  * in its slot queue as a suspended job; when a slot is free there, its
  * buffers are staged into that device process and its task resumes from
  * the state (dev__resume_run). A job waiting suspended has only its
- * buffers to copy out; one waiting that never ran moves as it is.
+ * buffers to copy out; one waiting that never ran moves as it is, from the
+ * slot queue, and from the queues of jobs waiting for room or held back
+ * after a restart too (dev__move_queued): MIGRATE answered OK for such a
+ * job and it stayed there, until it started here.
  *
  * A job that never started and waits for room in this device's arena
  * moves, once, to a device whose arena has room for its copies now
@@ -151,12 +154,27 @@ static int may_move_for_room(const struct dev *d, const struct job *j) {
          atomic_load(&j->slot_why) == DEV_SLOT_ROOM && !job_has_devbufs(j);
 }
 
+int dev__move_queued(struct dev *d, struct job *j) {
+  if (!dev__move_asked(j)) return 0;
+  log_info("job %llu (%s, uid %u): asked to move while it waited to start: it moves now",
+           (unsigned long long)j->id, j->kernel, j->uid);
+  atomic_store(&j->slot_ahead, 0);
+  hand_over(d, j);
+  return 1;
+}
+
 void dev__move_room_waiters(struct dev *d) {
   struct job *keep = NULL, *keep_tail = NULL, *j = d->room_head;
   d->room_head = d->room_tail = NULL;
   while (j) {
     struct job *n = j->dev_next;
     j->dev_next = NULL;
+    /* MIGRATE's first: it waited here for this arena's room, the device
+     * it was sent to idle, until the jobs holding that room ended */
+    if (dev__move_queued(d, j)) {
+      j = n;
+      continue;
+    }
     struct dev *to = NULL;
     uint64_t bytes = dev__buf_bytes(j);
     int index = may_move_for_room(d, j) ? d->hooks->room_target(d->user, d, j, bytes, &to) : -1;
