@@ -238,6 +238,63 @@ static const char *two_devices(void) {
   return devs;
 }
 
+/* The device processes of coopd d killed (both devices'). */
+static void kill_device_processes(pid_t coopd) {
+  pid_t kids[64];
+  char names[64][32];
+  unsigned n = children_of(coopd, kids, names, 64);
+  for (unsigned i = 0; i < n; i++)
+    if (!strcmp(names[i], "coopd-device")) ck_assert_int_eq(kill(kids[i], SIGKILL), 0);
+}
+
+/* A checkpointed sweep on device 1 of two (`devices = 0,0`) whose device
+ * process is killed three times: it resumes from its checkpoint after the
+ * first two, and the third loses it (a job runs again after 2 restarts at
+ * most). Its ELOST now says why its checkpoint was not used, and names
+ * device 1, where it ran; the log no longer counts it among those to
+ * resume. Before: "the job was lost: coopd restarted device 0 (its device
+ * process killed by signal 9); submit it again" (the device's index on
+ * PoCL, not its number), the log saying "1 to resume from a checkpoint". */
+START_TEST(a_checkpoint_not_used_says_why) {
+  char logp[] = "/tmp/coopd-ckpt3-XXXXXX.log";
+  log_temp(logp);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices(),
+                        "jobs.checkpoint_ms=100", "log.level=debug", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  struct conn c;
+  open_hello(&c, &d);
+  submit_device = 1;
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w);
+  static uint32_t data[256];
+  uint64_t job = sweep_at(&c, data, 256, 7, 100000, kt, w, 0); /* until lost */
+  ck_assert_uint_ne(job, 0);
+  char taken[96];
+  snprintf(taken, sizeof taken, "job %llu (slowsweep): checkpoint 1:", (unsigned long long)job);
+  for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
+  ck_assert_msg(log_has(logp, taken), "no checkpoint within 10 s");
+  for (int k = 1; k <= 2; k++) {
+    kill_device_processes(d.pid);
+    for (int i = 0; i < 1000 && log_count(logp, "resumes from its checkpoint of") < k; i++)
+      msleep(10);
+    ck_assert_msg(seen_on(&c, job, 1), "not resumed after restart %d", k);
+  }
+  kill_device_processes(d.pid);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_FAILED) log_print(logp);
+  ck_assert_int_eq(c.m.result.error, COOP_ELOST);
+  assert_has(c.m.result.message, "coopd restarted device 1 (");
+  assert_has(c.m.result.message,
+             "its last checkpoint was not used: it had been resumed or run again after 2 "
+             "device restarts already");
+  ck_assert(log_has(logp, "restarting it (1 other jobs lost, 0 to run again, 0 to resume"));
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* A sweep of about 3 s on device 0, moved by MIGRATE to device 1 while it
  * runs: STATUS puts it on device 1, running, and it ends there (RESULT's
  * device) with every word right. What may not move is refused with why. */
@@ -692,6 +749,7 @@ void daemon_suspend_cases(Suite *s) {
   tcase_add_test(t, a_death_while_the_buffers_are_copied_on_the_device);
   tcase_add_test(t, a_death_while_the_task_resumes);
   tcase_add_test(t, a_death_while_the_snapshot_drains);
+  tcase_add_test(t, a_checkpoint_not_used_says_why);
   suite_add_tcase(s, t);
   t = tcase_create("migrate"); /* two megakernels on PoCL's one device */
   tcase_set_timeout(t, 240);

@@ -305,15 +305,26 @@ void dev__ckpt_drop(struct dev *d, struct run *r) {
   dev__ckpt_forget(r);
 }
 
-int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
-  struct job *j = r->j;
-  if (r->ckpt_state_fd < 0 || j->id == d->hung_job || j->error || atomic_load(&j->cancel) ||
-      j->reruns >= DEV_MAX_RERUNS || d->stop_now)
-    return 0;
+const char *dev__ckpt_refused(struct dev *d, const struct run *r) {
+  const struct job *j = r->j;
+  if (r->ckpt_state_fd < 0) return "it has none";
+  if (j->id == d->hung_job) return "its kernel caused the restart";
+  if (j->error || atomic_load(&j->cancel)) return "it was cancelled or failed";
+  /* named: it said only that the job was lost, and the log counted it
+   * among those to resume */
+  if (j->reruns >= DEV_MAX_RERUNS)
+    return "it had been resumed or run again after " DEV_MAX_RERUNS_S
+           " device restarts already, the most a job may";
+  if (d->stop_now) return "the daemon is shutting down";
   pthread_mutex_lock(&d->mu);
   int swap = d->swapping;
   pthread_mutex_unlock(&d->mu);
-  if (swap) return 0;
+  return swap ? "a kernel reload was about to swap the megakernel (its kernel may change)" : NULL;
+}
+
+int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
+  struct job *j = r->j;
+  if (dev__ckpt_refused(d, r)) return 0;
   r->state_fd = dup(r->ckpt_state_fd); /* dev__resume_run closes these */
   r->carry_fd = dup(r->ckpt_buf_fd);
   if (r->state_fd < 0 || r->carry_fd < 0) {

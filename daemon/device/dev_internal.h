@@ -36,8 +36,9 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
  * and a frame that came meanwhile waited for it (bench/RESULTS.md, "The
  * live view held for a frame" and "The live view every 100 ms") */
 #define DEV_VIEW_NS 100000000L
-#define DEV_MAX_HOLDS 64 /* users remembered for having caused a restart */
-#define DEV_MAX_RERUNS 2 /* runs again a job lost to restarts may have */
+#define DEV_MAX_HOLDS 64     /* users remembered for having caused a restart */
+#define DEV_MAX_RERUNS 2     /* runs again a job lost to restarts may have */
+#define DEV_MAX_RERUNS_S "2" /* the same, for messages */
 /* job.suspended_for beside a priority: suspended for another user's
  * share (dev_prio.c), or back from a checkpoint after a restart
  * (dev_ckpt.c) */
@@ -554,6 +555,9 @@ uint64_t dev__dp_bytes(const struct dp_buf *b, unsigned n);
  * (its job back in coop_wait, first, as a suspended job whose state and
  * buffers are copies of the checkpoint's), else 0. */
 int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now);
+/* Why r may not resume from a checkpoint after a restart (a phrase for
+ * its job's message), or NULL when it may (dev_ckpt.c). */
+const char *dev__ckpt_refused(struct dev *d, const struct run *r);
 /* A run done with: its descriptors closed, freed. */
 void dev__run_free(struct run *r);
 

@@ -314,7 +314,7 @@ void dev__restart(struct dev *d) {
   }
   unsigned nlost = 0, nagain = 0, nckpt = 0;
   for (struct run *r = d->runs; r; r = r->next) {
-    int ckpt = !never_gathered(r) && r->ckpt_state_fd >= 0 && r->j->id != d->hung_job;
+    int ckpt = !never_gathered(r) && !dev__ckpt_refused(d, r);
     int again = never_gathered(r) || ckpt || dev__runs_again(d, r);
     nlost += r->j->id != d->hung_job && !again;
     nagain += again && !never_gathered(r) && !ckpt;
@@ -323,7 +323,7 @@ void dev__restart(struct dev *d) {
   /* what clients read says "the device" where coopd has one; the log
    * names it by its number, as every device line does */
   char label[32];
-  snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %d", d->index);
+  snprintf(label, sizeof label, d->index < 0 ? "the device" : "device %u", d->place);
   log_error(
       "%s: %s: restarting it (%u other jobs lost, %u to run again, %u to resume from a "
       "checkpoint)",
@@ -367,8 +367,12 @@ void dev__restart(struct dev *d) {
     }
     if (j->error != COOP_EHUNG) {
       int mine = j->uid == culprit || j->uid == 0 || culprit == UINT32_MAX;
-      dev__fail(j, COOP_ELOST, "the job was lost: coopd restarted %s (%.160s); submit it again",
-                label, mine ? why : pub_why);
+      char unused[160] = "";
+      if (r->ckpt_state_fd >= 0)
+        snprintf(unused, sizeof unused, "; its last checkpoint was not used: %s",
+                 dev__ckpt_refused(d, r));
+      dev__fail(j, COOP_ELOST, "the job was lost: coopd restarted %s (%.100s)%s; submit it again",
+                label, mine ? why : pub_why, unused);
     }
     r->ninflight = 0;
     dev__finish_job(d, r);
