@@ -132,6 +132,8 @@ void print_result(const struct ctl *x, const struct coop_result *r) {
   else if (r->error)
     printf("  error      %s: %s%s%s\n", coop_err_name(r->error), coop_strerror(r->error),
            r->message[0] ? ": " : "", r->message);
+  else if (r->message[0]) /* a job that ended well: "resumed from its last checkpoint ..." */
+    printf("  message    %s\n", r->message);
   printf("  gather     %s\n  execution  %s\n", ms(a, sizeof a, gather_of(&r->t)),
          ms(b, sizeof b, exec_of(&r->t)));
   printf("  queued     %s (submitted to released)\n  total      %s (submitted to finished)\n",

@@ -3,7 +3,8 @@
 # help, "did you mean" for a mistyped command or option, a compiler error
 # in a kernel that names its file and line (coopd --check-config compiles
 # the kernels), the daemon's version and uptime in stats, JSON null for
-# absent values, cancel of a finished job, top's arena and UTIL%, an
+# absent values, cancel of a finished job, top's arena and UTIL%, a done
+# job's message (a checkpoint's resumption), an
 # output path checked before the job is submitted, and the progress line's
 # reason for a queued job, within the terminal's width.
 #
@@ -185,6 +186,29 @@ expect 2 "bad argument 1.5: sweep's argument 2 is u32" "$coopctl" --socket "$soc
   submit sweep zeros:256 64 1.5
 expect 2 "bad argument 7: sweep takes no argument there" "$coopctl" --socket "$sock" \
   submit sweep zeros:256 64 20 7
+stop_coopd
+
+# A job that ends DONE with a message prints it: a checkpointed sweep
+# (slowsweep: 40 rounds of at least 1024 kticks, about 2 s on PoCL) whose
+# device process is killed resumes from its last checkpoint, and its
+# RESULT says so ("resumed from its last checkpoint after 1 device
+# restart: N ms of work lost"). coopctl printed no message for a job
+# without an error (docs/daemon.md, "Checkpoints").
+start_coopd "$coopd" --kernels "$kernels:$kernels/tests/priority" --set jobs.checkpoint_ms=100 \
+  --log-level debug
+ck=$("$coopctl" --socket "$sock" submit slowsweep --coop --wg 1 zeros:256 u32:64 u32:40 u32:1024)
+i=0
+until grep -q "job $ck (slowsweep): checkpoint 1: " "$dir/coopd.log" || [ $i -gt 100 ]; do
+  i=$((i + 1))
+  sleep 0.1
+done
+dp=
+for c in $(cat /proc/"$pid"/task/*/children); do
+  [ "$(cat /proc/"$c"/comm 2>/dev/null)" = coopd-device ] && dp=$c
+done
+kill -9 "$dp" # once: the one started in its place would fail its build, and the device stop
+expect_out "^  message    resumed from its last checkpoint after 1 device restart: [0-9]* ms of work lost" \
+  "$coopctl" --socket "$sock" wait "$ck"
 stop_coopd
 
 # On a terminal the progress line says why a queued job waits, cut to the
