@@ -459,6 +459,43 @@ START_TEST(a_suspended_job_moves_to_an_idle_device) {
 }
 END_TEST
 
+/* One slot per device. A sweep of priority 0 runs on device 1 until
+ * cancelled; one of priority 5 on device 0 is moved there by MIGRATE. It
+ * has its priority there: the sweep of priority 0 is suspended for it,
+ * and it runs on device 1 and ends with every word right. Before, it
+ * waited suspended behind the lower one for as long as that ran (here 30
+ * s, until the test gave up): a suspended job never had anything
+ * suspended for it. */
+START_TEST(a_moved_job_keeps_its_priority) {
+  char logp[] = "/tmp/coopd-migrate-XXXXXX.log";
+  struct daemon_proc d;
+  struct conn c;
+  uint32_t kt, w = one_slot_each(&d, logp, &c, &kt), rounds = 100;
+  static uint32_t a[256], b[256];
+  submit_device = 1;
+  uint64_t low = sweep_at(&c, a, 256, 5, 1000000, kt, w, 0); /* until cancelled */
+  ck_assert_uint_ne(low, 0);
+  wait_running(&c, low);
+  submit_device = 0;
+  uint64_t high = sweep_at(&c, b, 256, 1000, rounds, kt, w, 5);
+  ck_assert_uint_ne(high, 0);
+  wait_running(&c, high);
+  ck_assert_uint_eq(migrate(&c, high, 1), COOP_MSG_OK);
+  int64_t t0 = now_ms();
+  if (!seen_on(&c, high, 1)) log_print(logp);
+  ck_assert_msg(job_status(&c, high).device == 1 && job_status(&c, low).suspended,
+                "the sweep of priority 5 waited on device 1 behind the one of priority 0");
+  fprintf(stderr, "running on device 1 %lld ms after MIGRATE\n", (long long)(now_ms() - t0));
+  sweep_check(&c, high, 256, 1000, rounds);
+  ck_assert_uint_eq(c.m.result.device, 1);
+  cancel_ok(&c, low);
+  submit_device = COOP_WIRE_ANY_DEVICE;
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
 /* As above, but the sweep of priority 0 names device 0: suspended there,
  * it stays (before, it moved to device 1 by itself, away from the device
  * its user asked for) and resumes on device 0 once the second has ended. */
@@ -757,6 +794,7 @@ void daemon_suspend_cases(Suite *s) {
   tcase_add_test(t, a_users_moves_are_spaced);
   tcase_add_test(t, a_suspended_job_moves_to_an_idle_device);
   tcase_add_test(t, a_named_suspended_job_stays);
+  tcase_add_test(t, a_moved_job_keeps_its_priority);
   tcase_add_test(t, a_suspended_job_on_device_buffers_stays);
   tcase_add_test(t, a_reload_that_changes_a_moved_jobs_kernel_ends_it);
   tcase_add_test(t, a_job_goes_to_the_device_with_room);

@@ -104,22 +104,29 @@ void dev__suspend(struct dev *d, struct run *r, int32_t p, const char *why) {
 }
 
 /* The first waiting job that finds every slot held, highest priority
- * first (suspended ones wait for their own turn, not to suspend others;
- * a periodic one whose user runs another waits for that: a job suspended
- * for it would find its slot untaken, and be suspended again each pass). */
-static struct job *first_blocked(struct dev *d) {
+ * first (a periodic one whose user runs another waits for that: a job
+ * suspended for it would find its slot untaken, and be suspended again
+ * each pass; one on its way to another device is not here to run).
+ * `suspended`: a suspended one too. It has its priority: one moved here
+ * by MIGRATE (or by itself, or back from a checkpoint) waited behind a
+ * job of lower priority for as long as that one ran. It waits for its own
+ * turn by the share, not to suspend others: a job suspended for its
+ * user's share that took a slot back by the same rule would have the
+ * other user's suspended again, back and forth. */
+static struct job *first_blocked(struct dev *d, int suspended) {
   if (coop_staying(d) < dev__coop_slots(d)) return NULL; /* a slot is, or will be, free */
   struct job *best = NULL;
   for (struct job *j = d->coop_wait_head; j; j = j->dev_next)
-    if (!j->dev_run && !atomic_load(&j->cancel) && !dev__prio_blocked(d, j->priority) &&
-        !dev__periodic_held(d, j) && (!best || j->priority > best->priority))
+    if ((suspended || !j->dev_run) && !atomic_load(&j->cancel) && !atomic_load(&j->move_to) &&
+        !dev__prio_blocked(d, j->priority) && !dev__periodic_held(d, j) &&
+        (!best || j->priority > best->priority))
       best = j;
   return best;
 }
 
 /* A slot for the first blocked waiting job, by priority or by share. */
 static void preempt_for_slot(struct dev *d) {
-  struct job *w = first_blocked(d);
+  struct job *w = first_blocked(d, 1);
   if (!w) return;
   struct run *v = victim(d, w->priority, 0, 0);
   if (v) {
@@ -129,6 +136,7 @@ static void preempt_for_slot(struct dev *d) {
     dev__suspend(d, v, w->priority, why);
     return;
   }
+  if (!(w = first_blocked(d, 0))) return;
   unsigned share = dev__coop_share(d);
   if (dev__coop_running(d, &w->uid) >= share) return;
   v = victim(d, w->priority, 1, share);
