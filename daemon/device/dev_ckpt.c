@@ -333,7 +333,12 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
     r->state_fd = r->carry_fd = -1;
     return 0;
   }
-  int64_t lost = now - r->ckpt_at;
+  /* the work since the checkpoint: to the restart, or to its suspension
+   * if it was suspended then (a job suspended for 2 s, 200 ms of work
+   * after its checkpoint, said "2229 ms of work lost") */
+  int64_t end = r->lost_from ? r->lost_from : now;
+  int64_t lost = end > r->ckpt_at ? end - r->ckpt_at : 0;
+  r->lost_from = 0;
   j->reruns += dev__restart_charged(d, j);
   j->restores++;
   j->lost_ns += lost;

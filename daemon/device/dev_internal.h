@@ -118,6 +118,9 @@ struct run {
    * next (its pages already there) */
   int ckpting, ckpt_state_fd, ckpt_buf_fd, spare_state_fd, spare_buf_fd;
   int64_t ckpt_at, ckpt_asked_at;
+  /* a restart found it suspended since then (0: running): the work lost
+   * ends there, not at the restart (dev__ckpt_restore) */
+  int64_t lost_from;
   /* its snapshot in the arena (0: none) of snap_bytes, and a drain in
    * progress: the snapshot into the pending pair of memfds, drained bytes
    * so far, since when (host ns) */

@@ -370,6 +370,7 @@ void dev__unsuspend_lost(struct dev *d) {
     dev__coop_wait_remove(d, p);
     j->dev_run = NULL;
     atomic_store(&j->suspended, 0);
+    r->lost_from = r->suspended_at;
     close(r->state_fd);
     r->state_fd = -1;
     r->next = d->runs;
