@@ -79,8 +79,16 @@ static int parse_directive(const char *line, struct kdef *k, char *err, size_t e
     return snprintf(err, errlen, "first line is not a //@coop directive: it must be %s",
                     DIRECTIVE_FORM),
            -1;
-  snprintf(buf, sizeof buf, "%s", line + 8);
-  buf[strcspn(buf, "\r\n")] = '\0';
+  /* a longer line would be cut at the buffer, unsaid: its last argument
+   * read as whatever its kept bytes spell (x:buf<f32> as x:buf) */
+  size_t l = strcspn(line + 8, "\r\n");
+  if (l >= sizeof buf)
+    return snprintf(err, errlen,
+                    "the directive is too long: %zu bytes after \"//@coop \", at most %zu", l,
+                    sizeof buf - 1),
+           -1;
+  memcpy(buf, line + 8, l);
+  buf[l] = '\0';
   int have_name = 0, have_kind = 0, have_args = 0;
   for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
     char *eq = strchr(t, '=');

@@ -97,6 +97,13 @@ bad_elem) # an element type that is none of the ten
   printf '//@coop name=be kind=noncooperative args=a:buf<f16>\nvoid be(struct coop_ctx *c) {}\n' >"$k/be.cl"
   want='be\.cl:1: unknown element type in "buf<f16>" (buf<T>: T one of u8, '
   ;;
+long_directive) # past the line's 511 bytes after "//@coop ": it was cut there, unsaid, and
+  # the last argument's buf<f32> read as a plain buf
+  a=
+  for i in 00 01 02 03 04 05 06 07 08 09 10 11 12; do a="${a}nnnnnnnnnnnnnnnnnnnnnnnnnnnnn$i:u32,"; done
+  printf '//@coop name=ld kind=noncooperative args=%sxxxxxx:buf<f32>\nvoid ld(struct coop_ctx *c) {}\n' "$a" >"$k/ld.cl"
+  want='ld\.cl:1: the directive is too long: 516 bytes after "//@coop ", at most 511'
+  ;;
 bad_require) # the second rule, on line 3, does not parse
   cat >"$k/br.cl" <<'CL'
 //@coop name=br kind=noncooperative args=n:u32,a:buf
