@@ -371,6 +371,11 @@ def _describe(args, kernel, types):
             if a.buf.id is None:
                 raise ValueError(f"argument {i}: the device buffer was freed")
             out.append(("buffer_io", a))
+            # the arrays it moves hold what the kernel reads there, as a
+            # bare array's do
+            for arr in (a.write, a.read):
+                if arr is not None:
+                    _elem_check(i, arr, kernel, types)
         elif isinstance(a, _Dir):
             kind = {In: "in", Out: "out", InOut: "inout"}[type(a)]
             out.append((kind, _array(i, a.array, kind != "in")))

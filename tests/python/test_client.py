@@ -215,6 +215,11 @@ check(e is not None and "argument 0" in str(e) and "buf<u32>" in str(e)
 raises(TypeError, lambda: c.submit("render", coop.In(np.zeros(64)), coop.In(np.zeros(64)),
                                    coop.Out(np.zeros(64, np.float32)), 4, 1), "f64 for buf<f32>")
 raises(TypeError, lambda: c.submit("sweep", np.zeros(64, ">u4"), 64, 1), "big-endian words")
+with c.buffer(np.zeros(64, np.uint32)) as iob:  # a Buffer.io's arrays are the kernel's too
+    raises(TypeError, lambda: c.submit("sweep", iob.io(write=np.arange(32)), 64, 1),
+           "an io's int64 write for buf<u32>")
+    raises(TypeError, lambda: c.submit("sweep", iob.io(read=np.zeros(64, np.float32)), 64, 1),
+           "an io's f32 read for buf<u32>")
 check(c.stats()["submitted"] == before, "nothing was submitted for the argument errors")
 s32 = np.zeros(64, np.int32)  # the same width, either sign: the same bits
 c.run("sweep", s32, 64, 2, groups=1, cooperative=True)
