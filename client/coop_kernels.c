@@ -74,14 +74,14 @@ static int kernel_list(coop_conn *c, size_t size,
 
 int coop_kernels_info(coop_conn *c, struct coop_kernel_info **list, size_t *n) {
   void *l = NULL;
-  int e = kernel_list(c, sizeof **list, copy_info_rec, &l, n);
+  int e = kernel_list(c, sizeof **list, copy_info_rec, list ? &l : NULL, n); /* NULL: EINVAL */
   if (list) *list = l;
   return e;
 }
 
 int coop_kernels_elems(coop_conn *c, struct coop_kernel_elems **list, size_t *n) {
   void *l = NULL;
-  int e = kernel_list(c, sizeof **list, copy_elems, &l, n);
+  int e = kernel_list(c, sizeof **list, copy_elems, list ? &l : NULL, n); /* NULL: EINVAL */
   if (list) *list = l;
   return e;
 }

@@ -1167,6 +1167,10 @@ START_TEST(top_request) {
   ck_assert_int_eq(coop_top(NULL, &wg, &nwg, &tj, &ntj), COOP_EINVAL);
   ck_assert_int_eq(coop_top(c, &wg, NULL, &tj, &ntj), COOP_EINVAL);
   ck_assert_int_eq(coop_top(c, &wg, &nwg, NULL, &ntj), COOP_EINVAL);
+  /* no list to fill: refused before anything is sent (the fake answers
+   * TOP only), not a list allocated and lost */
+  ck_assert_int_eq(coop_kernels_info(c, NULL, &nwg), COOP_EINVAL);
+  ck_assert_int_eq(coop_kernels_elems(c, NULL, &nwg), COOP_EINVAL);
   int e = coop_top(c, &wg, &nwg, &tj, &ntj);
   ck_assert_msg(e == 0, "top: %s: %s", coop_strerror(e), coop_errmsg(c));
   ck_assert_uint_eq(nwg, TOP_WGS);
