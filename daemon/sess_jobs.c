@@ -716,14 +716,15 @@ void sess_status(struct session *s, uint32_t seq, const union coop_msg *msg, int
   coop_wire_buf_free(&recs);
 }
 
-/* RELEASED and GATHERED, sent as the device thread sees them. */
 /* A live RELEASED or GATHERED to each subscriber that may see the job.
  * One whose replies are behind (sess_behind: more than 1 MiB unread) does
  * not get it: these come unasked, as fast as the scheduler takes tasks, so
- * a subscriber that read nothing grew coopd's memory by a megabyte or more
- * a second up to SESS_MAX_OUT (64 MiB a connection). The job's STARTED and
+ * a subscriber that read nothing grew coopd's memory (about 100 KiB a
+ * second a connection beside two periodic renders on PoCL) up to
+ * SESS_MAX_OUT (64 MiB a connection). The job's STARTED and
  * FINISHED still come, with its gather time, as the client reads
- * (defer_events); the count dropped is logged when the connection closes. */
+ * (defer_events); the count dropped is logged when the connection closes.
+ * "Unread" is queued in coopd: a large RESULT not yet written counts too. */
 void session_job_event(struct daemon *dm, const struct dev_event *e) {
   for (struct session *s = dm->sessions; s; s = s->next) {
     if (s->closing || !(s->sub_mask & (1u << e->kind)) || (s->uid != 0 && s->uid != e->uid))
