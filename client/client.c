@@ -130,6 +130,17 @@ static struct coop_frame *frame_new(const struct coop_wire_hdr *h, const uint8_t
   return f;
 }
 
+/* Whether coopd let the ring go: it frees the ring's pages as it closes
+ * the connection, and the client's mapping then reads zeros, its magic
+ * too (a close's ERROR comes by the socket). The ring is then unmapped and
+ * every frame read from the socket; a ring broken otherwise is EPROTO. */
+static int ring_let_go(coop_conn *c) {
+  if (*(volatile const uint32_t *)&c->ring->magic != 0) return 0;
+  coop_sring_unmap(c->ring);
+  c->ring = NULL;
+  return 1;
+}
+
 /* Appends at *tail the ring's records that are due: written before the
  * socket frame that comes next (protocol/sring.h). Moves *tail on. */
 static int take_ring(coop_conn *c, struct coop_frame ***tail) {
@@ -137,6 +148,7 @@ static int take_ring(coop_conn *c, struct coop_frame ***tail) {
   struct coop_wire_hdr h;
   int r;
   while (c->ring && (r = coop_sring_next(&c->down, c->sock_in, buf, &h)) != 0) {
+    if (r < 0 && ring_let_go(c)) return 0;
     if (r < 0) return COOP_EPROTO;
     struct coop_frame *f = frame_new(&h, buf + COOP_WIRE_HDR, -1);
     if (!f) return COOP_ENOMEM; /* the record is gone: the connection dies of it */

@@ -11,12 +11,11 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
                 unsigned nfds) {
   const struct coop_msg_hello *h = &msg->hello;
   if (s->hello) {
-    sess_error(s, seq, COOP_EPROTO, "HELLO twice");
-    sess_close_after_error(s);
+    sess_error_last(s, seq, COOP_EPROTO, "HELLO twice");
     return;
   }
   if (h->min_version > COOP_WIRE_VERSION || h->max_version < COOP_WIRE_VERSION) {
-    sess_error(
+    sess_error_last(
         s, seq, COOP_EVERSION,
         "this coopd speaks protocol version %u (7: buffers' element types in KERNEL_LIST; 6: a "
         "device buffer's range moved with the job, devbuf_io; 5: the shared ring, RING_OPEN; 4: "
@@ -25,7 +24,6 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
         "%u..%u%s",
         COOP_WIRE_VERSION, h->min_version, h->max_version,
         h->max_version < COOP_WIRE_VERSION ? ": use the libcoop and coopctl of this coopd" : "");
-    sess_close_after_error(s);
     return;
   }
   s->hello = 1;

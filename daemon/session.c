@@ -143,6 +143,20 @@ void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...)
   sess_send(s, COOP_MSG_ERROR, seq, &m);
 }
 
+void sess_error_last(struct session *s, uint32_t seq, int code, const char *fmt, ...) {
+  union coop_msg m;
+  memset(&m, 0, sizeof m);
+  m.error.code = code;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(m.error.message, sizeof m.error.message, fmt, ap);
+  va_end(ap);
+  log_debug("client %u/%s: error %s: %s", s->pid, s->name, coop_err_name(code), m.error.message);
+  s->down_off = 1; /* by the socket: the ring's pages go with the connection (sess_ring_free) */
+  sess_send(s, COOP_MSG_ERROR, seq, &m);
+  sess_close_after_error(s);
+}
+
 static void on_io(uv_poll_t *p, int status, int events);
 
 static void sess_want(struct session *s, int events) {
@@ -413,8 +427,8 @@ static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uin
   if (e) {
     log_warn("client %u/%s: bad %s frame (%s): closing", s->pid, s->name,
              coop_wire_type_name(h->type), coop_strerror(e));
-    sess_error(s, h->seq, e, "bad %s frame: %s", coop_wire_type_name(h->type), coop_strerror(e));
-    sess_close_after_error(s);
+    sess_error_last(s, h->seq, e, "bad %s frame: %s", coop_wire_type_name(h->type),
+                    coop_strerror(e));
     free(m);
     return;
   }
@@ -428,8 +442,7 @@ static void on_frame(struct session *s, const struct coop_wire_hdr *h, const uin
 
 static void bad_header(struct session *s, int e) {
   log_warn("client %u/%s: bad frame header (%s): closing", s->pid, s->name, coop_strerror(e));
-  sess_error(s, 0, e, "bad frame header: %s", coop_strerror(e));
-  sess_close_after_error(s);
+  sess_error_last(s, 0, e, "bad frame header: %s", coop_strerror(e));
 }
 
 /* A frame loop's requests come in bursts (write, submit, wait, read),
@@ -661,10 +674,9 @@ static void on_hello_timer(uv_timer_t *t) {
   /* debug: a client could write a line every hello_timeout_ms per socket */
   log_debug("client %u (uid %u): no HELLO within %u ms: closing", s->pid, s->uid,
             s->dm->cfg.hello_timeout_ms);
-  sess_error(s, 0, COOP_ETIMEDOUT,
-             "no HELLO within %u ms of connecting ([server] hello_timeout_ms): closing",
-             s->dm->cfg.hello_timeout_ms);
-  sess_close_after_error(s);
+  sess_error_last(s, 0, COOP_ETIMEDOUT,
+                  "no HELLO within %u ms of connecting ([server] hello_timeout_ms): closing",
+                  s->dm->cfg.hello_timeout_ms);
   sess_close(s);
 }
 
@@ -742,11 +754,10 @@ static void evict(struct daemon *dm, struct session *s, uint32_t uid) {
     last_ms = now;
     since = 0;
   }
-  sess_error(s, 0, COOP_ELIMIT,
-             "closed to make room for another user: coopd serves at most %u connections "
-             "([server] max_clients) and your uid %u held %u of them, the most of any user",
-             dm->cfg.max_clients, s->uid, s->use->conns);
-  sess_close_after_error(s);
+  sess_error_last(s, 0, COOP_ELIMIT,
+                  "closed to make room for another user: coopd serves at most %u connections "
+                  "([server] max_clients) and your uid %u held %u of them, the most of any user",
+                  dm->cfg.max_clients, s->uid, s->use->conns);
   sess_close(s);
 }
 
@@ -874,8 +885,7 @@ void session_shutdown_all(struct daemon *dm) {
     struct session *s = dm->sessions;
     results_until(s, deadline);
     if (s->closing == 3) continue; /* a failed send closed it: off the list */
-    sess_error(s, 0, COOP_ESHUTDOWN, "coopd is shutting down");
-    sess_close_after_error(s);
+    sess_error_last(s, 0, COOP_ESHUTDOWN, "coopd is shutting down");
     flush_until(s, deadline);
     sess_close(s);
   }

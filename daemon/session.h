@@ -143,6 +143,11 @@ void sess_close(struct session *s);
 /* closing: 0 open, 1 to close, 2 to close once the last ERROR is out,
  * 3 closed (the handle is closing; never downgraded). */
 void sess_close_after_error(struct session *s);
+/* An ERROR that ends the connection (then sess_close_after_error): sent by
+ * the socket, never the ring, whose pages coopd frees as the connection
+ * goes: a client found zeros there instead of why it was closed. */
+void sess_error_last(struct session *s, uint32_t seq, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Answers what the connection sent that is due, from its ring and from
  * frames already read off its socket, unless it waits for its replies to
  * drain (the loop's look at every ring while it spins: sess_ring.c). */

@@ -339,6 +339,37 @@ START_TEST(a_stops_last_replies_stay_in_the_ring) {
 }
 END_TEST
 
+/* A connection coopd closes with an ERROR that says why (here a frame
+ * of a reply's type, EPROTO; max_clients' ELIMIT and a HELLO deadline go
+ * the same way): the ERROR went into the ring, whose pages coopd frees as
+ * the connection goes, so the client found zeros, a broken ring, and not
+ * why. It comes by the socket, after the ring's records (the socket's
+ * count orders them), and the ring reads zeros, its magic too: libcoop
+ * then reads the socket alone (client.c, ring_let_go). */
+START_TEST(a_closing_errors_reach_a_ring_client) {
+  struct daemon_proc d;
+  daemon_start(&d, NULL);
+  struct rconn r;
+  ring_open(&r, &d);
+  by_ring(&r, COOP_MSG_KERNELS, NULL, 1); /* the ring carries replies */
+  ck_assert_uint_eq(next_frame(&r), COOP_MSG_KERNEL_LIST);
+  ck_assert_uint_eq(r.via, 'r');
+  union coop_msg none;
+  memset(&none, 0, sizeof none);
+  by_ring(&r, COOP_MSG_OK, &none, 1); /* no client sends that */
+  /* the socket alone: the ring may already read zeros */
+  do ck_assert_msg(read_frame(&r.c), "closed without the ERROR on the socket");
+  while (r.c.h.type == COOP_MSG_RING_WAKE);
+  ck_assert_uint_eq(r.c.h.type, COOP_MSG_ERROR);
+  ck_assert_int_eq(r.c.m.error.code, COOP_EPROTO);
+  ck_assert_int_eq(read_frame(&r.c), 0); /* closed */
+  msleep(200);                           /* the connection gone, its ring let go */
+  ck_assert_uint_eq(*(volatile const uint32_t *)&r.ring->magic, 0);
+  ring_close(&r);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(a_broken_ring_costs_its_connection_only) {
   struct daemon_proc d;
   daemon_start(&d, NULL);
@@ -649,6 +680,7 @@ void daemon_ring_cases(Suite *s) {
   tcase_add_test(t, an_unused_ring_carries_no_reply);
   tcase_add_test(t, a_closed_connections_ring_holds_no_page);
   tcase_add_test(t, a_stops_last_replies_stay_in_the_ring);
+  tcase_add_test(t, a_closing_errors_reach_a_ring_client);
   tcase_add_test(t, a_broken_ring_costs_its_connection_only);
   tcase_add_test(t, a_client_that_floods_by_its_ring);
   tcase_add_test(t, a_ring_that_never_runs_dry_leaves_the_loop_to_others);
