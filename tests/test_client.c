@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "coop.h"
+#include "sring.h"
 #include "wire.h"
 #include "check_run.h"
 
@@ -144,7 +145,8 @@ static void fk_ok(struct fconn *c, uint32_t seq) {
   fk_send(c, COOP_MSG_OK, seq, &m);
 }
 
-static void fk_welcome_v(struct fake *f, struct fconn *c, uint16_t version) {
+/* HELLO answered WELCOME (version patched in when not 0). */
+static void fk_hello_welcome(struct fake *f, struct fconn *c, uint16_t version) {
   struct fframe fr;
   if (!fk_expect(f, c, &fr, COOP_MSG_HELLO)) return;
   FK(f, fr.m.hello.min_version == COOP_WIRE_VERSION && fr.m.hello.max_version == COOP_WIRE_VERSION);
@@ -164,6 +166,11 @@ static void fk_welcome_v(struct fake *f, struct fconn *c, uint16_t version) {
   w->pid = 4242;
   fk_send_v(c, COOP_MSG_WELCOME, fr.h.seq, &m, version);
   ff_free(&fr);
+}
+
+static void fk_welcome_v(struct fake *f, struct fconn *c, uint16_t version) {
+  struct fframe fr;
+  fk_hello_welcome(f, c, version);
   /* libcoop asks for the shared ring next; this daemon speaks by the
    * socket alone, and refuses: the client goes on without (coopd's ring
    * is test_buffers' ring case) */
@@ -227,6 +234,60 @@ static void sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
   nanosleep(&ts, NULL);
 }
+
+/* coopd frees a ring's pages as it closes a connection, and sends the
+ * ERROR that says why by the socket (session.c, sess_error_last): here the
+ * ring is granted, then let go so, then ELIMIT sent unasked. libcoop read
+ * the zeros as a broken ring, EPROTO; it now reads the socket alone once
+ * the ring's magic is zero (client.c, ring_let_go). */
+static void script_ring_let_go(struct fake *f, struct fconn *c) {
+  fk_hello_welcome(f, c, 0); /* the ring granted below */
+  struct fframe fr;
+  if (!fk_expect(f, c, &fr, COOP_MSG_RING_OPEN)) return;
+  struct coop_sring *ring = NULL;
+  int fd = coop_sring_create(&ring);
+  FK(f, fd >= 0);
+  if (fd < 0) return;
+  union coop_msg m = {0};
+  struct coop_wire_buf b;
+  coop_wire_buf_init(&b);
+  FK(f, coop_wire_encode(&b, COOP_MSG_OK, fr.h.seq, &m) == 0);
+  FK(f, coop_wire_send(c->fd, b.p, b.len, &fd, 1, NULL) == 0);
+  coop_wire_buf_free(&b);
+  close(fd);
+  ff_free(&fr);
+  /* a record the client takes, so that its place in the ring is past 0 */
+  union coop_msg ev = {0};
+  ev.event.job = 1;
+  ev.event.kind = COOP_EV_RELEASED;
+  ev.event.state = COOP_JOB_RUNNING;
+  struct coop_wire_buf e;
+  coop_wire_buf_init(&e);
+  FK(f, coop_wire_encode(&e, COOP_MSG_EVENT, 0, &ev) == 0);
+  struct coop_sring_end w = {&ring->down, 0};
+  FK(f, coop_sring_put(&w, e.p, (uint32_t)e.len, 0) == 1);
+  coop_wire_buf_free(&e);
+  fk_send(c, COOP_MSG_RING_WAKE, 0, NULL);
+  sleep_ms(300); /* the client reads it */
+  coop_sring_release(ring);
+  fk_error(c, 0, COOP_ELIMIT, "closed to make room for another user");
+  if (fk_next(c, &fr)) ff_free(&fr); /* the client's next request, then closed */
+}
+
+START_TEST(a_ring_let_go_leaves_the_socket) {
+  struct fake f;
+  fake_start(&f, script_ring_let_go);
+  coop_conn *c = connect_ok(&f);
+  ck_assert_int_ge(coop_poll_events(c, 250), 0); /* takes the ring's record */
+  sleep_ms(400);                                 /* the ring let go, the ERROR sent */
+  struct coop_stats st;
+  int e = coop_stats(c, &st);
+  ck_assert_msg(e == COOP_ELIMIT, "%s: %s", coop_err_name(e), coop_errmsg(c));
+  ck_assert_ptr_nonnull(strstr(coop_errmsg(c), "closed to make room"));
+  coop_disconnect(c);
+  fake_end(&f);
+}
+END_TEST
 
 /* ---- handshake, versions, socket paths ---- */
 
@@ -1983,6 +2044,7 @@ static Suite *suite(void) {
   tcase_add_test(t, spin_before_sleep);
   tcase_add_test(t, daemon_closes);
   tcase_add_test(t, top_request);
+  tcase_add_test(t, a_ring_let_go_leaves_the_socket);
   tcase_add_test(t, untrusted_server_refused);
   suite_add_tcase(s, t);
   return s;
