@@ -133,11 +133,16 @@ static struct coop_frame *frame_new(const struct coop_wire_hdr *h, const uint8_t
 /* Whether coopd let the ring go: it frees the ring's pages as it closes
  * the connection, and the client's mapping then reads zeros, its magic
  * too (a close's ERROR comes by the socket). The ring is then unmapped and
- * every frame read from the socket; a ring broken otherwise is EPROTO. */
+ * every frame read from the socket; a ring broken otherwise is EPROTO.
+ * Called in the reader's role, the only one that reads the down ring; a
+ * sender reads c->ring under send_mu, so it is let go under that lock. */
 static int ring_let_go(coop_conn *c) {
   if (*(volatile const uint32_t *)&c->ring->magic != 0) return 0;
-  coop_sring_unmap(c->ring);
+  pthread_mutex_lock(&c->send_mu);
+  struct coop_sring *r = c->ring;
   c->ring = NULL;
+  pthread_mutex_unlock(&c->send_mu);
+  coop_sring_unmap(r);
   return 1;
 }
 
