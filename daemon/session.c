@@ -131,29 +131,29 @@ void sess_queue(struct session *s, uint16_t type, uint32_t seq, const union coop
   s->last_task.last_io = coop__now_ns(); /* a reply: the client's burst goes on (burst) */
 }
 
-void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...) {
+/* One ERROR, its message formatted from fmt and ap. */
+static void send_error(struct session *s, uint32_t seq, int code, const char *fmt, va_list ap) {
   union coop_msg m;
   memset(&m, 0, sizeof m);
   m.error.code = code;
-  va_list ap;
-  va_start(ap, fmt);
   vsnprintf(m.error.message, sizeof m.error.message, fmt, ap);
-  va_end(ap);
   log_debug("client %u/%s: error %s: %s", s->pid, s->name, coop_err_name(code), m.error.message);
   sess_send(s, COOP_MSG_ERROR, seq, &m);
 }
 
-void sess_error_last(struct session *s, uint32_t seq, int code, const char *fmt, ...) {
-  union coop_msg m;
-  memset(&m, 0, sizeof m);
-  m.error.code = code;
+void sess_error(struct session *s, uint32_t seq, int code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(m.error.message, sizeof m.error.message, fmt, ap);
+  send_error(s, seq, code, fmt, ap);
   va_end(ap);
-  log_debug("client %u/%s: error %s: %s", s->pid, s->name, coop_err_name(code), m.error.message);
+}
+
+void sess_error_last(struct session *s, uint32_t seq, int code, const char *fmt, ...) {
   s->down_off = 1; /* by the socket: the ring's pages go with the connection (sess_ring_free) */
-  sess_send(s, COOP_MSG_ERROR, seq, &m);
+  va_list ap;
+  va_start(ap, fmt);
+  send_error(s, seq, code, fmt, ap);
+  va_end(ap);
   sess_close_after_error(s);
 }
 
