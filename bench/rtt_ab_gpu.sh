@@ -7,25 +7,28 @@
 # rows come with the legs of the path: docs/daemon.md, "The path of one
 # job, leg by leg").
 #
-#   bench/rtt_ab_gpu.sh --old DIR [--build-dir DIR] [--rounds N] [--runs N] [--args "ARGS"]
+#   bench/rtt_ab_gpu.sh --old DIR [--old-kernels DIR] [--build-dir DIR] [--rounds N] [--runs N] [--args "ARGS"]
 #
 # --old DIR: the other build's coopd, coop-bench-rtt and libcoop.so.0, in
-# one folder. --build-dir: the new build (default build-cuda). --args: more
-# of coop-bench-rtt's options for every run (e.g. "--every-us 16667": a run
+# one folder. --old-kernels DIR: that build's kernels/ folder (default this
+# checkout's; an older coopd refuses directives it does not know).
+# --build-dir: the new build (default build-cuda). --args: more of
+# coop-bench-rtt's options for every run (e.g. "--every-us 16667": a run
 # every 60th of a second, coopd's threads asleep between). Prints each
-# run's CSV row (label old-K, new-K or noring-K) and the new build's legs; set
-# COOP_BACKEND etc. as for any coopd.
+# run's CSV row (label old-K, new-K or noring-K) and the new build's legs;
+# set COOP_BACKEND etc. as for any coopd.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-bdir=$repo/build-cuda old= rounds=2 runs=2000 args=
+bdir=$repo/build-cuda old= okern=$repo/kernels rounds=2 runs=2000 args=
 while [ $# -gt 0 ]; do
   case $1 in
     --old) old=$2; shift 2 ;;
+    --old-kernels) okern=$2; shift 2 ;;
     --build-dir) bdir=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --args) args=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "rtt_ab_gpu.sh: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -41,14 +44,14 @@ commit=$(build_commit "$bdir" "$repo")
 echo "commit: $commit (the new build's); old: $old"
 # one SIDE (old|new|noring) K run: a coopd of its own, then the bench against it
 one() {
-  local side=$1 k=$2 coopd rtt libs ring=1
-  if [ "$side" = old ]; then coopd=$old/coopd rtt=$old/coop-bench-rtt libs=$old:${LD_LIBRARY_PATH:-}
+  local side=$1 k=$2 coopd rtt libs ring=1 kern=$repo/kernels
+  if [ "$side" = old ]; then coopd=$old/coopd rtt=$old/coop-bench-rtt libs=$old:${LD_LIBRARY_PATH:-} kern=$okern
   else coopd=$bdir/bin/coopd rtt=$bdir/bin/coop-bench-rtt libs=${LD_LIBRARY_PATH:-}; fi
   [ "$side" = noring ] && ring=0
   local sock=$tmp/s.sock trace=$tmp/$side-$k.trace
   rm -f "$sock" "$trace"
   COOP_TRACE_FILE=$trace LD_LIBRARY_PATH=$libs "$coopd" --socket "$sock" \
-    --kernels "$repo/kernels:$repo/kernels/probe" --set server.journal=off \
+    --kernels "$kern:$kern/probe" --set server.journal=off \
     --set device.park_ms=0 --set jobs.watchdog_ms=0 2>"$tmp/coopd.log" &
   daemon=$!
   for _ in $(seq 1 1200); do
