@@ -729,6 +729,61 @@ START_TEST(a_suspension_that_does_not_land_holds_no_one) {
 }
 END_TEST
 
+/* nobody's churn (as_user): for 2 s, two endless slowsweeps submitted,
+ * the second waited for until it runs (3 s at most), both cancelled; out:
+ * the pairs, and the longest wait of a second in ms. */
+static void churn_pairs(struct conn *c, const void *arg, void *out) {
+  (void)arg;
+  static uint32_t data[2][64];
+  int n[2] = {0, 0};
+  for (int64_t t0 = now_ms(); now_ms() - t0 < 2000; n[0]++) {
+    uint64_t j[2];
+    for (int i = 0; i < 2; i++)
+      if (!(j[i] = sweep_at(c, data[i], 64, 0, 0xffffffffu, 0, 1, 0))) _exit(1);
+    int64_t t1 = now_ms();
+    while (job_state(c, j[1]) == COOP_JOB_QUEUED && now_ms() - t1 < 3000) msleep(5);
+    if (now_ms() - t1 > n[1]) n[1] = (int)(now_ms() - t1);
+    for (int i = 0; i < 2; i++) {
+      cancel_ok(c, j[i]);
+      if (wait_job(c, j[i], COOP_WAIT_FOREVER) != COOP_MSG_RESULT) _exit(1);
+    }
+  }
+  memcpy(out, n, sizeof n);
+}
+
+/* Four slots, root's three endless sweeps. nobody loops: two sweeps
+ * (its share), the second waited for until it runs, both cancelled. Each
+ * pair had root's newest suspended for the share, and it resumed as the
+ * pair ended: 2 s of pairs suspended it 52-62 times, each a save, a
+ * resume and a step lost to root, at no cost to nobody. Now none of a
+ * user's jobs is suspended for a share within DEV_SHARE_GAP_NS (1 s) of
+ * one of them resuming (a suspension that does not land in 200 ms may add
+ * one): nobody's second waits that long at most. */
+START_TEST(share_suspensions_of_a_job_are_a_gap_apart) {
+  if (geteuid() != 0) return; /* needs a second uid: CI runs as root */
+  char logp[] = "/tmp/coopd-churn-XXXXXX.log";
+  struct daemon_proc d;
+  struct conn c;
+  four_slots_log(&d, &c, logp, NULL);
+  static uint32_t data[3][64];
+  uint64_t mine[3];
+  for (int i = 0; i < 3; i++) {
+    mine[i] = sweep_at(&c, data[i], 64, 0, 0xffffffffu, 0, 1, 0);
+    ck_assert_uint_ne(mine[i], 0);
+    wait_running(&c, mine[i]);
+  }
+  int got[2] = {0, 0}; /* pairs, longest wait */
+  ck_assert_int_eq(as_user(&d, 65534, churn_pairs, NULL, got, sizeof got), 0);
+  int suspended = log_count(logp, "its user holds more than its share");
+  if (suspended > 6) log_print(logp);
+  ck_assert_msg(suspended >= 1 && suspended <= 6, "%d share suspensions for %d pairs in 2 s",
+                suspended, got[0]);
+  ck_assert_msg(got[1] < 2500, "nobody's second sweep waited %d ms for its share", got[1]);
+  share_end(&d, &c, mine, NULL, 0);
+  unlink(logp);
+}
+END_TEST
+
 void daemon_priority_cases(Suite *s) {
   TCase *t = tcase_create("priority");
   tcase_set_timeout(t, 240);
@@ -749,5 +804,6 @@ void daemon_priority_cases(Suite *s) {
   tcase_add_test(t, a_users_periodic_cooperative_jobs_run_one_at_a_time);
   tcase_add_test(t, a_periodic_job_waiting_for_its_own_suspends_no_one);
   tcase_add_test(t, a_suspension_that_does_not_land_holds_no_one);
+  tcase_add_test(t, share_suspensions_of_a_job_are_a_gap_apart);
   suite_add_tcase(s, t);
 }

@@ -55,6 +55,11 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
  * had another's job copied out and in (up to the arena each way, on the
  * device thread) as often as it liked. */
 #define DEV_ROOM_GAP_NS 1000000000L
+/* A job that resumed runs this long at least before it is suspended for
+ * another user's share again: a user that took its share and let it go at
+ * once, again and again, had another's job suspended and resumed (a save,
+ * a resume and a step's work lost each time) as often as it liked. */
+#define DEV_SHARE_GAP_NS 1000000000L
 
 /* Device-thread bookkeeping of a job it runs. */
 struct run {
@@ -112,6 +117,9 @@ struct run {
   /* when it last resumed with its buffers back from a memfd: it gives no
    * room again before DEV_ROOM_GAP_NS have passed (dev_room.c) */
   int64_t room_back_at;
+  /* when it last resumed: the share suspends it again DEV_SHARE_GAP_NS
+   * later at the soonest (dev_prio.c) */
+  int64_t resumed_at;
   /* checkpoints (dev_ckpt.c): asked to suspend for one (when: asked_at);
    * the last one's state and buffers (memfds, or -1) and when it was
    * taken (host ns); the pair the one before used, written over by the

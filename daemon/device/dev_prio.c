@@ -11,7 +11,8 @@
  *  - the same, with no lower priority running, while its user holds fewer
  *    than its share of the slots and another user more: that user's
  *    newest job of the same priority is suspended (the fair share made
- *    real: before, a job started first held its slot for ever);
+ *    real: before, a job started first held its slot for ever), unless
+ *    one of that user's jobs resumed less than DEV_SHARE_GAP_NS ago;
  *  - a non-cooperative run needs more workgroups than the workers less one
  *    per running cooperative job (each keeps at least one), and some of
  *    those have a lower priority: the lowest, newest is suspended, one
@@ -77,15 +78,31 @@ static unsigned coop_staying(const struct dev *d) {
   return n;
 }
 
+/* Whether a cooperative job of uid resumed here less than
+ * DEV_SHARE_GAP_NS ago: the share takes none of uid's slots back until
+ * then, and the job that waits for one waits that long at most (a
+ * priority may take them). Per user, not per job: skipping only the job
+ * that resumed had the user's next newest suspended instead, and each of
+ * its jobs in turn, once a gap each. */
+static int resumed_lately(const struct dev *d, uint32_t uid) {
+  int64_t now = coop__now_ns();
+  for (const struct run *r = d->runs; r; r = r->next)
+    if (r->j->uid == uid && r->resumed_at && now - r->resumed_at < DEV_SHARE_GAP_NS) return 1;
+  return 0;
+}
+
 /* The run to suspend for a need of priority p: the lowest priority below
- * p (same = 1: equal to p, and of a user holding more than share), the
- * newest started among equals; NULL: none. */
+ * p (same = 1: equal to p, of a user holding more than share, none of
+ * whose jobs resumed lately), the newest started among equals; NULL:
+ * none. */
 static struct run *victim(struct dev *d, int32_t p, int same, unsigned share) {
   struct run *best = NULL;
   for (struct run *r = d->runs; r; r = r->next) {
     const struct job *j = r->j;
     if (!dev__may_suspend(r)) continue;
-    if (same ? j->priority != p || dev__coop_running(d, &j->uid) <= share : j->priority >= p)
+    if (same ? j->priority != p || dev__coop_running(d, &j->uid) <= share ||
+                   resumed_lately(d, j->uid)
+             : j->priority >= p)
       continue;
     if (!best || j->priority < best->j->priority ||
         (j->priority == best->j->priority && r->t0 > best->t0))
@@ -342,7 +359,8 @@ int dev__resume_suspended(struct dev *d, struct run *r) {
     return e;
   }
   if (e) return -1;
-  if (out) r->room_back_at = coop__now_ns(); /* dev_room.c: DEV_ROOM_GAP_NS */
+  r->resumed_at = coop__now_ns();           /* DEV_SHARE_GAP_NS */
+  if (out) r->room_back_at = r->resumed_at; /* dev_room.c: DEV_ROOM_GAP_NS */
   r->room_wait = 0;
   log_info("job %llu (%s): resumed", (unsigned long long)j->id, j->kernel);
   return 0;
