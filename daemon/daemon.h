@@ -51,6 +51,11 @@ struct uid_use {
    * those past the bound, at debug (sess_jobs.c, log_job_end) */
   uint64_t log_from;
   unsigned log_n, log_over;
+  /* its connections' socket frames and ring records answered in the
+   * loop's turn `turn` (session.c, user_may): its connections share one
+   * turn's bound, whatever their number */
+  uint64_t turn;
+  unsigned turn_used;
   struct uid_use *next;
 };
 
@@ -115,6 +120,9 @@ struct daemon {
   int exit_code;
   uv_signal_t sig[3];
   uv_timer_t hard_stop;
+  /* the loop's turns: one each uv_run iteration, after its I/O (main.c) */
+  uv_check_t turn_check;
+  uint64_t turn;
   struct loopspin spin; /* after a job is queued and after a RESULT (loopspin.h) */
 };
 

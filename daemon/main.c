@@ -297,6 +297,13 @@ static void poll_devices(void *arg) {
   session_poll_rings(dm, atomic_load(&dm->spin.spinning));
 }
 
+/* A new turn of the loop: each user's share of it starts anew
+ * (session.c, user_may). */
+static void on_turn(uv_check_t *h) {
+  struct daemon *dm = h->data;
+  dm->turn++;
+}
+
 /* A frame's warm window begun on the loop: how late, for the trace, then
  * the loop's preparation for it. */
 static void warm_frame(void *arg, const void *key, int64_t from) {
@@ -482,6 +489,10 @@ static int run(struct daemon *dm) {
   }
   uv_timer_init(loop, &dm->hard_stop);
   loopspin_init(&dm->spin, loop);
+  uv_check_init(loop, &dm->turn_check);
+  dm->turn_check.data = dm;
+  uv_check_start(&dm->turn_check, on_turn);
+  uv_unref((uv_handle_t *)&dm->turn_check); /* it keeps no loop running */
   if (server_listen(dm, err, sizeof err) || metrics_http_start(dm, err, sizeof err)) {
     log_error("%s", err);
     server_stop_listening(dm);

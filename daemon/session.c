@@ -70,6 +70,12 @@
 #define SESS_FRAMES_PER_WAKE 64
 /* ring records taken in one turn: then the loop turns (sess_ring_input) */
 #define SESS_RING_PER_TURN SESS_FRAMES_PER_WAKE
+/* socket frames and ring records of one user's connections together in
+ * one turn (user_may), but at least one a connection: each connection's
+ * bound alone let one user's 15 fed rings have 960 records answered each
+ * turn before another user's STATS, 1.0-2.5 ms at the median (0.2-0.4
+ * now: docs/daemon.md, "The client's ring") */
+#define SESS_USER_PER_TURN SESS_FRAMES_PER_WAKE
 #define SESS_RING_MORE_NS 100000 /* the spin that brings the loop back for the rest */
 /* replies encoded in one turn's frames, then the loop serves others: a
  * frame's cost follows its reply's size, and one user's 16 connections
@@ -456,16 +462,36 @@ static void burst(struct session *s, int64_t now) {
   s->last_task.last_io = now;
 }
 
+/* May s answer one more frame or record this turn? Its user's connections
+ * share SESS_USER_PER_TURN a turn, but the first of each sess_frames is
+ * answered whatever the user took: none of a user's connections starves,
+ * even behind the first of them in the list, which may take the share
+ * (each of the others has its next request answered each turn). */
+static int user_may(struct session *s) {
+  struct uid_use *u = s->use;
+  if (u->turn != s->dm->turn) {
+    u->turn = s->dm->turn;
+    u->turn_used = 0;
+  }
+  return !s->turn_taken || u->turn_used < SESS_USER_PER_TURN;
+}
+
+static void user_took(struct session *s) {
+  s->turn_taken++;
+  s->use->turn_used++;
+}
+
 /* Answers the ring's records that are due: written before the socket
  * frame the connection sent next, that is after the sock_in frames taken
  * (sring.h), at most *left of them. 1 when none due is left; 0 when it
  * stopped: the replies pending passed SESS_OUT_PAUSE (then s->stalled),
- * the connection closes, or *left ran out (then s->input_more). A ring
- * refilled as fast as it is read (records that need no reply, or whose
- * replies the client drains) never runs dry: without the bound the loop
- * stayed here, and no other connection, timer or device hand-back was
- * served (docs/daemon.md, "The client's ring"). The rest waits one
- * turn: the spin asked for polls every ring each turn (sess_ring.c). */
+ * the connection closes, or *left or its user's share ran out (then
+ * s->input_more). A ring refilled as fast as it is read (records that
+ * need no reply, or whose replies the client drains) never runs dry:
+ * without the bound the loop stayed here, and no other connection, timer
+ * or device hand-back was served (docs/daemon.md, "The client's ring").
+ * The rest waits one turn: the spin asked for polls every ring each turn
+ * (sess_ring.c). */
 static int sess_ring_input(struct session *s, int *left) {
   while (s->ring && !s->closing) {
     if (out_paused(s)) {
@@ -473,7 +499,7 @@ static int sess_ring_input(struct session *s, int *left) {
       return 0;
     }
     /* without a spin, nothing would come back */
-    if ((*left <= 0 || s->turn_bytes > SESS_TURN_BYTES) && s->dm->spin.ready) {
+    if ((*left <= 0 || s->turn_bytes > SESS_TURN_BYTES || !user_may(s)) && s->dm->spin.ready) {
       s->input_more = 1;
       loopspin_for(&s->dm->spin, SESS_RING_MORE_NS);
       return 0;
@@ -488,6 +514,7 @@ static int sess_ring_input(struct session *s, int *left) {
     }
     s->down_used = 1;
     --*left;
+    user_took(s);
     int64_t now = coop__now_ns();
     if (coopd_tracing) s->rx_ns = now;
     burst(s, now);
@@ -498,7 +525,8 @@ static int sess_ring_input(struct session *s, int *left) {
 
 /* Answers the whole frames rd holds (SESS_FRAMES_PER_WAKE of them at
  * most), and the ring's records before, between and after them
- * (SESS_RING_PER_TURN of those at most), until the replies pending pass
+ * (SESS_RING_PER_TURN of those at most; SESS_USER_PER_TURN of both
+ * over all the user's connections, user_may), until the replies pending pass
  * SESS_OUT_PAUSE: then s->stalled, and on_io goes on once they drain.
  * Where a bound ran out, s->input_more: the loop's next turn goes on
  * (session_poll_rings). One read of 64 KiB held 4096 STATS frames, all
@@ -509,6 +537,7 @@ static int sess_frames(struct session *s) {
   int n = 0, ring_left = SESS_RING_PER_TURN;
   s->stalled = s->input_more = 0;
   s->turn_bytes = 0;
+  s->turn_taken = 0;
   while (!s->closing) {
     if (!sess_ring_input(s, &ring_left)) break;
     if (out_paused(s)) {
@@ -516,7 +545,8 @@ static int sess_frames(struct session *s) {
       break;
     }
     /* the spin brings the loop back */
-    if ((n >= SESS_FRAMES_PER_WAKE || s->turn_bytes > SESS_TURN_BYTES) && s->dm->spin.ready) {
+    if ((n >= SESS_FRAMES_PER_WAKE || s->turn_bytes > SESS_TURN_BYTES || !user_may(s)) &&
+        s->dm->spin.ready) {
       s->input_more = 1;
       loopspin_for(&s->dm->spin, SESS_RING_MORE_NS);
       break;
@@ -529,6 +559,7 @@ static int sess_frames(struct session *s) {
     if (e < 0) bad_header(s, e);
     if (e <= 0) break;
     s->sock_in++;
+    user_took(s);
     on_frame(s, &h, payload, ffds, nf);
     for (unsigned i = 0; i < nf; i++)
       fdclose_client(ffds[i], s->uid, s->pid); /* those no argument took */

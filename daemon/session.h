@@ -56,6 +56,8 @@ struct session {
   /* the bytes of replies encoded since this turn's frames began
    * (sess_frames): past SESS_TURN_BYTES the rest waits a turn too */
   size_t turn_bytes;
+  /* socket frames and ring records answered since then (user_may) */
+  unsigned turn_taken;
   struct coop_wire_reader rd;
   struct coop_wire_buf out;
   size_t out_off;
