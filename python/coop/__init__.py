@@ -87,11 +87,14 @@ del _code, _name
 
 
 # coopd's messages point its users at coopctl ("no kernel named x (coopctl
-# kernels lists them)"); from Python the same list is Connection.kernels().
+# kernels lists them)"): from Python the same list is Connection.kernels(),
+# and the cooperative flag is submit's cooperative=.
 _FOR_PYTHON = (("(coopctl kernels lists them)", "(Connection.kernels() lists them)"),
                ("`coopctl kernels` lists it", "Connection.kernels() lists it"),
                ("(coopctl sends the file's base name)",
-                "(add_kernel's file=, or the base name of its path)"))
+                "(add_kernel's file=, or the base name of its path)"),
+               ("submit it with the cooperative flag", "submit it with cooperative=True"),
+               ("submit it without the cooperative flag", "submit it with cooperative=False"))
 
 
 def _errmsg(conn):
@@ -256,17 +259,34 @@ _SCALARS = {np.uint32: "u32", np.int32: "i32", np.uint64: "u64", np.int64: "i64"
             np.float32: "f32", np.float64: "f64"}
 
 
-def _array(i, a, writable):
+def _array(what, a, writable):
+    """Array a as the bytes libcoop takes; what names it in messages: a
+    job's "argument 2", or the device buffer call that has it ("write"),
+    since "argument 0" sent a user of buffer() or read() looking for a
+    kernel's argument."""
+    arg = what.startswith("argument ")
     if not isinstance(a, np.ndarray):
-        raise TypeError(f"argument {i}: In/Out/InOut take a NumPy array, not {type(a).__name__}")
+        if arg:
+            raise TypeError(f"{what}: In/Out/InOut take a NumPy array, not {type(a).__name__}")
+        raise TypeError(f"{what} takes a NumPy array (the kernel sees its bytes: choose its "
+                        f"dtype), not {type(a).__name__} {a!r:.60}")
     if not a.flags.c_contiguous:
-        raise TypeError(f"argument {i}: the array is not C-contiguous (use np.ascontiguousarray)")
+        raise TypeError(f"{what}: the array is not C-contiguous (use np.ascontiguousarray)")
     if writable and not a.flags.writeable:
-        raise TypeError(f"argument {i}: the array is read-only, and a bare array, Out or InOut "
-                        "is written back (coop.In(a) passes it for the kernel to read only)")
+        raise TypeError(f"{what}: the array is read-only, and a bare array, Out or InOut "
+                        "is written back (coop.In(a) passes it for the kernel to read only)"
+                        if arg else f"{what}: the array is read-only, and it is written into")
     if a.nbytes == 0:
-        raise ValueError(f"argument {i}: an empty array (buffers need at least one byte)")
+        raise ValueError(f"{what}: an empty array (buffers need at least one byte)")
     return a
+
+
+def _bytes_of(what, a):
+    """Array a (or a NumPy scalar: its dtype says its bytes) that a device
+    buffer's write takes. Anything else went through np.asarray: a list
+    [1, 2, 3] wrote 24 bytes of int64, which a u32 kernel read as 1, 0, 2,
+    0, 3, 0, and an int 8 bytes, as buffer() refuses them."""
+    return _array(what, np.asarray(a) if isinstance(a, np.generic) else a, False)
 
 
 # The NumPy type a plain Python number takes where the kernel's signature
@@ -352,7 +372,7 @@ def _describe(args, kernel, types):
     for i, a in enumerate(args):
         if isinstance(a, np.ndarray):
             if a.ndim:
-                out.append(("inout", _array(i, a, True)))
+                out.append(("inout", _array(f"argument {i}", a, True)))
                 _elem_check(i, a, kernel, types)
                 continue
             a = a[()]  # a 0-d array: its scalar
@@ -378,7 +398,7 @@ def _describe(args, kernel, types):
                     _elem_check(i, arr, kernel, types)
         elif isinstance(a, _Dir):
             kind = {In: "in", Out: "out", InOut: "inout"}[type(a)]
-            out.append((kind, _array(i, a.array, kind != "in")))
+            out.append((kind, _array(f"argument {i}", a.array, kind != "in")))
             _elem_check(i, a.array, kernel, types)
         else:
             raise TypeError(f"argument {i}: cannot pass {type(a).__name__} to a kernel "
@@ -585,7 +605,7 @@ class Buffer:
         self.keep = keep  # it outlives its connection (COOP_BUFFER_KEEP)
 
     def write(self, array, offset=0):
-        a = _array(0, np.asarray(array), False)
+        a = _bytes_of("write", array)
         offset = self._range(offset, a.nbytes)
         _check(self.conn._call(_lib.coop_buffer_write, self._live(), offset, a.ctypes.data,
                                a.nbytes))
@@ -594,12 +614,17 @@ class Buffer:
         """Into out (a C-contiguous array, its whole size), or a new uint8
         array of nbytes (default: the rest of the buffer)."""
         offset = _count(offset, "offset", _SIZE)
+        n = None if nbytes is None else _count(nbytes, "nbytes", _SIZE)
         if out is None:
-            n = self.size - offset if nbytes is None else _count(nbytes, "nbytes", _SIZE)
+            n = self.size - offset if n is None else n
             self._range(offset, n)  # before the allocation
             out = np.empty(n, np.uint8)
         else:
-            _array(0, out, True)
+            _array("read's out", out, True)
+            # out's size is the read's: an nbytes beside it was passed over
+            if n is not None and n != out.nbytes:
+                raise ValueError(f"read: nbytes is {n}, out has {out.nbytes} bytes (the read "
+                                 "fills out; give one of them)")
             self._range(offset, out.nbytes)
         _check(self.conn._call(_lib.coop_buffer_read, self._live(), offset, out.ctypes.data,
                                out.nbytes))
@@ -613,8 +638,8 @@ class Buffer:
         input and output instead of write(), the job and read()."""
         if write is None and read is None:
             raise ValueError("io: an array to write, to read into, or both")
-        w = None if write is None else _array(0, np.asarray(write), False)
-        r = None if read is None else _array(0, read, True)
+        w = None if write is None else _bytes_of("io's write", write)
+        r = None if read is None else _array("io's read", read, True)
         if w is not None and r is not None and w.nbytes != r.nbytes:
             raise ValueError(f"io: write has {w.nbytes} bytes, read {r.nbytes}: one range")
         offset = self._range(offset, (w if w is not None else r).nbytes)
@@ -965,7 +990,7 @@ class Connection(_Closing):
                             f"its dtype) or a size in bytes (int), not "
                             f"{type(data).__name__} {data!r:.60}")
         else:
-            a = _array(0, data, False)
+            a = _array("buffer", data, False)
             size, ptr = a.nbytes, a.ctypes.data
         bid = ctypes.c_uint64()
         t0 = time.monotonic()
@@ -1163,6 +1188,11 @@ class Connection(_Closing):
             file = "kernel.cl"
         if path is not None:
             path = _path(path, "path") or b""
+            # the kernel's text where its path goes, c.add_kernel(SOURCE):
+            # open() named the whole source as a missing file
+            if b"\n" in path:
+                raise TypeError("add_kernel: path holds a line break: a kernel's text goes as "
+                                "add_kernel(source=text, file=\"NAME.cl\")")
             with open(path, "rb") as f:
                 source = f.read()
             file = os.path.basename(path)

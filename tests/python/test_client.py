@@ -234,12 +234,30 @@ raises(ValueError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out
 raises(ValueError, lambda: c.wait(-1), "wait for job -1")
 raises(TypeError, lambda: c.cancel("1"), "cancel of a str")
 raises(ValueError, lambda: c.run("sweep", w, 64, 1, groups=-1), "groups -1")
+# coopd's "submit it with the cooperative flag": from Python, cooperative=True
+e = raises(coop.Error, lambda: c.run("sweep", w, 64, 1), "sweep without cooperative=True")
+check(e is not None and e.code == coop.EARGS and "cooperative=True" in e.message,
+      f"it names the argument: {e}")
 raises(ValueError, lambda: c.buffer(-5), "a buffer of -5 bytes")
 raises(ValueError, lambda: c.buffer(0), "a buffer of 0 bytes")
 raises(TypeError, lambda: c.buffer(3.5), "a buffer of a float")
 # a list made int64 bytes (24 for [1, 2, 3]), which a u32 kernel read as 1, 0, 2, 0, 3, 0
 e = raises(TypeError, lambda: c.buffer([1, 2, 3]), "a buffer of a list")
 check(e is not None and "NumPy array" in str(e), f"it asks for an array: {e}")
+# so does a device buffer's write (and io's write): [1, 2, 3] wrote 24
+# bytes of int64, read back as u32 1, 0, 2, 0, 3, 0; an int wrote 8 bytes
+wb = c.buffer(16)
+for what, v in (("a list", [1, 2, 3]), ("an int", 5)):
+    e = raises(TypeError, lambda: wb.write(v), f"write of {what}")
+    check(e is not None and "NumPy array" in str(e) and "argument" not in str(e),
+          f"it asks for an array, not as a job's argument: {e}")
+    raises(TypeError, lambda: wb.io(write=v), f"io(write=) of {what}")
+check(wb.read().view(np.uint32).tolist() == [0] * 4, "nothing written")
+# read(out=, nbytes=) read out.nbytes and left nbytes unsaid
+raises(ValueError, lambda: wb.read(out=np.zeros(2, np.uint8), nbytes=8), "read: out and nbytes")
+e = raises(TypeError, lambda: wb.read(out=np.zeros(8, np.uint32)[::2]), "read into a strided out")
+check(e is not None and "argument" not in str(e), f"not named a job's argument: {e}")
+wb.free()
 # an int past the range of the C type it goes to, where ctypes kept its low
 # bits (groups 2**32 + 1 ran on 1 workgroup, a buffer of 2**64 + 64 bytes
 # had 64, status of id 2**64 + 1 was job 1's), or a priority past
@@ -537,6 +555,10 @@ check(e is not None and "(Connection.kernels() lists them)" in e.message
       and "coopctl" not in str(e), f"its message: {e}")
 e = raises(TypeError, lambda: c.add_kernel(), "add_kernel without path or source")
 check(e is not None and str(e) == "add_kernel: give path or source", f"its message: {e}")
+# the kernel's text where its path goes: "No such file or directory"
+# naming the whole source as a file
+e = raises(TypeError, lambda: c.add_kernel(SOURCE), "add_kernel of a source as its path")
+check(e is not None and "source=" in str(e), f"it names source=: {e}")
 e = raises(TypeError, lambda: c.add_kernel("x.cl", source=SOURCE), "add_kernel with both")
 raises(TypeError, lambda: c.add_kernel("x.cl", file="y.cl"), "add_kernel with a path and file=")
 check(e is not None and str(e) == "add_kernel: give path or source, not both",
