@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "coop_util.h"
+#include "kstore.h"
 #include "log.h"
 #include "session.h"
 
@@ -35,12 +36,20 @@ static int may_change(struct session *s, uint32_t seq, int root_too) {
                             : "a kernel reload is in progress: ask again once it has ended");
     return -1;
   }
-  /* Each reload builds every kernel again and swaps the megakernel under
-   * every user's jobs (their cooperative ones suspended for the swap, their
-   * tasks drained): an author's loop of them made everyone pay again and
-   * again, and kept other authors' requests answered EBUSY. So an author's
-   * next reload starts [kernels] author_reload_interval_ms after its last
-   * one ended (root: at once). coopctl asks again on EBUSY. */
+  return 0;
+}
+
+/* Each reload builds every kernel again and swaps the megakernel under
+ * every user's jobs (their cooperative ones suspended for the swap, their
+ * tasks drained): an author's loop of them made everyone pay again and
+ * again, and kept other authors' requests answered EBUSY. So an author's
+ * next reload starts [kernels] author_reload_interval_ms after its last
+ * one ended (root: at once). coopctl asks again on EBUSY. Asked after the
+ * request's own checks: a REMOVE of a name that does not exist, or of a
+ * kernel not the author's, waited out the interval (10 s by default) to
+ * be told so. */
+static int may_reload_now(struct session *s, uint32_t seq) {
+  struct daemon *dm = s->dm;
   const struct uid_use *u = s->uid ? uid_find(dm, s->uid) : NULL;
   int64_t now = coop__now_ns();
   if (u && u->reload_next > now) {
@@ -159,7 +168,7 @@ void sess_kernel_add(struct session *s, uint32_t seq, const union coop_msg *msg,
                      unsigned nfds) {
   const struct coop_msg_kernel_add *a = &msg->kernel_add;
   const struct config *c = &s->dm->cfg;
-  if (may_change(s, seq, 0)) return;
+  if (may_change(s, seq, 0) || may_reload_now(s, seq)) return;
   if (!file_name_ok(a->file))
     return sess_error(s, seq, COOP_EINVAL,
                       "the file name must be a base name of printable characters without "
@@ -193,6 +202,26 @@ void sess_kernel_add(struct session *s, uint32_t seq, const union coop_msg *msg,
   start(s, seq, ks, q);
 }
 
+/* Whether k (name's kdef, or NULL) may not be removed by s's user: then
+ * the ERROR is sent. */
+static int refuse_remove(struct session *s, uint32_t seq, const struct kdef *k, const char *name) {
+  const char *no = !k                             ? NULL
+                   : k->owner == KDEF_SHIPPED     ? "is one of coopd's own kernels ([kernels] dirs)"
+                   : k->owner != s->uid && s->uid ? "was added by another author"
+                                                  : NULL;
+  if (k && !no) return 0;
+  if (!k)
+    sess_error(s, seq, COOP_ENOKERNEL, "no kernel named %s (coopctl kernels lists them)", name);
+  else if (k->owner == KDEF_SHIPPED) /* root too: the administrator's files */
+    sess_error(s, seq, COOP_EPERM,
+               "kernel %s %s: remove its file from those directories and reload (SIGHUP)", name,
+               no);
+  else
+    sess_error(s, seq, COOP_EPERM, "kernel %s %s: only its author or root may remove it", name, no);
+  log_info("uid %u: kernel remove %s refused: %s", s->uid, name, k ? no : "no such kernel");
+  return -1;
+}
+
 /* KERNEL_REMOVE: an author's own kernel; root's, any author's. */
 void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                         unsigned nfds) {
@@ -203,26 +232,17 @@ void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *m
   if (!coop__is_ident(name))
     return sess_error(s, seq, COOP_EINVAL,
                       "a kernel's name is a C identifier (coopctl kernels lists them)");
+  /* told at once, within the author's interval too: a name neither
+   * running nor stored, or a running kernel not this user's to remove (a
+   * stored one the running set left out, a failed build, can be removed) */
+  const struct kdef *run = s->dm->ks ? kset_find(s->dm->ks, name) : NULL;
+  if ((run || !kstore_has(s->dm->cfg.authored_dir, name)) && refuse_remove(s, seq, run, name))
+    return;
+  if (may_reload_now(s, seq)) return;
   struct kset *ks = load_set(s, seq);
   if (!ks) return;
   const struct kdef *k = kset_find(ks, name);
-  const char *no = !k                             ? NULL
-                   : k->owner == KDEF_SHIPPED     ? "is one of coopd's own kernels ([kernels] dirs)"
-                   : k->owner != s->uid && s->uid ? "was added by another author"
-                                                  : NULL;
-  if (!k || no) {
-    if (!k)
-      sess_error(s, seq, COOP_ENOKERNEL, "no kernel named %s (coopctl kernels lists them)", name);
-    else if (k->owner == KDEF_SHIPPED) /* root too: the administrator's files */
-      sess_error(s, seq, COOP_EPERM,
-                 "kernel %s %s: remove its file from those directories and reload (SIGHUP)", name,
-                 no);
-    else
-      sess_error(s, seq, COOP_EPERM, "kernel %s %s: only its author or root may remove it", name,
-                 no);
-    log_info("uid %u: kernel remove %s refused: %s", s->uid, name, k ? no : "no such kernel");
-    return set_free(ks);
-  }
+  if (refuse_remove(s, seq, k, name)) return set_free(ks);
   struct reload_req *q = new_req(s, seq, RELOAD_REMOVE);
   if (!q) return set_free(ks);
   snprintf(q->name, sizeof q->name, "%s", name);
@@ -235,7 +255,7 @@ void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *m
  * are the admin's: they are not read again). */
 void sess_reload(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                  unsigned nfds) {
-  if (may_change(s, seq, 1)) return;
+  if (may_change(s, seq, 1) || may_reload_now(s, seq)) return;
   struct kset *ks = load_set(s, seq);
   struct reload_req *q = ks ? new_req(s, seq, RELOAD_KERNELS) : NULL;
   if (!q) return ks ? set_free(ks) : (void)0;

@@ -153,6 +153,12 @@ int kstore_write(const char *dir, const char *name, uint32_t owner, const char *
              : 0;
 }
 
+int kstore_has(const char *dir, const char *name) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s.cl", dir, name);
+  return access(path, F_OK) == 0;
+}
+
 int kstore_remove(const char *dir, const char *name, char *err, size_t errlen) {
   char path[1200];
   snprintf(path, sizeof path, "%s/%s.cl", dir, name);

@@ -417,12 +417,23 @@ static struct two_reloads reload_twice_as(const struct daemon_proc *d, uid_t uid
   return r;
 }
 
+/* KERNEL_REMOVEs from uid (as_user's body) of a name no one has and of
+ * a shipped kernel: each reply's error code. */
+static void remove_two(struct conn *c, const void *arg, void *out) {
+  (void)arg;
+  int *got = out;
+  const char *names[] = {"no_such_kernel", "sweep"};
+  for (int i = 0; i < 2; i++)
+    got[i] = remove_kernel(c, names[i]) == COOP_MSG_ERROR ? c->m.error.code : 0;
+}
+
 /* Hardening: an author's reloads, spaced. Each one builds every kernel and
  * swaps the megakernel under every user's jobs; an author could send them
  * back to back for ever (a second RELOAD right after the first was taken
  * and built). Now its next one waits [kernels] author_reload_interval_ms
  * from the end of its last: EBUSY with the time left, also after it
- * reconnects; root, not bound, reloads at once. */
+ * reconnects; root, not bound, reloads at once. A REMOVE that cannot be
+ * (no such kernel, not the author's) is refused at once meanwhile. */
 START_TEST(an_authors_reloads_are_spaced) {
   if (geteuid() != 0) return; /* needs another uid: CI runs as root */
   const char *sets[] = {"kernels.authors=65534", "kernels.author_reload_interval_ms=600000", NULL};
@@ -437,6 +448,12 @@ START_TEST(an_authors_reloads_are_spaced) {
              "author_reload_interval_ms = 600000 ms ago: ask again in");
   r = reload_twice_as(&d, 65534); /* a new connection: still spaced */
   ck_assert_int_eq(r.first, COOP_EBUSY);
+  /* within the interval, a REMOVE that cannot be is told so at once: it
+   * was EBUSY, and coopctl asked again until the interval ended */
+  int rm[2] = {0, 0};
+  as_user(&d, 65534, remove_two, NULL, rm, sizeof rm);
+  ck_assert_int_eq(rm[0], COOP_ENOKERNEL);
+  ck_assert_int_eq(rm[1], COOP_EPERM);
   struct conn c;
   open_hello(&c, &d);
   uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
