@@ -282,11 +282,21 @@ def _array(what, a, writable):
 
 
 def _bytes_of(what, a):
-    """Array a (or a NumPy scalar: its dtype says its bytes) that a device
-    buffer's write takes. Anything else went through np.asarray: a list
-    [1, 2, 3] wrote 24 bytes of int64, which a u32 kernel read as 1, 0, 2,
-    0, 3, 0, and an int 8 bytes, as buffer() refuses them."""
-    return _array(what, np.asarray(a) if isinstance(a, np.generic) else a, False)
+    """Array a (or a NumPy scalar: its dtype says its bytes, or an object
+    with bytes of its own: bytes, bytearray, memoryview, array.array) that
+    a device buffer's write takes. Anything else went through np.asarray:
+    a list [1, 2, 3] wrote 24 bytes of int64, which a u32 kernel read as
+    1, 0, 2, 0, 3, 0, and an int 8 bytes, as buffer() refuses them. The
+    bytes of a bytes or a memoryview are what they hold, and were written
+    so before: they still are."""
+    if isinstance(a, np.generic):
+        a = np.asarray(a)
+    elif not isinstance(a, np.ndarray):
+        try:
+            a = np.asarray(memoryview(a))
+        except TypeError:
+            pass  # no bytes of its own: _array says what it takes
+    return _array(what, a, False)
 
 
 # The NumPy type a plain Python number takes where the kernel's signature

@@ -253,6 +253,12 @@ for what, v in (("a list", [1, 2, 3]), ("an int", 5)):
           f"it asks for an array, not as a job's argument: {e}")
     raises(TypeError, lambda: wb.io(write=v), f"io(write=) of {what}")
 check(wb.read().view(np.uint32).tolist() == [0] * 4, "nothing written")
+# bytes, a bytearray and a memoryview have bytes of their own: written as
+# they are, as before lists were refused (they raised TypeError since)
+for v in (b"\x01\0\0\0", bytearray(b"\x02\0\0\0"), memoryview(b"\x03\0\0\0")):
+    wb.write(v, offset=4)
+    check(wb.read().view(np.uint32).tolist() == [0, v[0], 0, 0], f"write of {type(v).__name__}")
+    wb.write(np.zeros(4, np.uint32))
 # read(out=, nbytes=) read out.nbytes and left nbytes unsaid
 raises(ValueError, lambda: wb.read(out=np.zeros(2, np.uint8), nbytes=8), "read: out and nbytes")
 e = raises(TypeError, lambda: wb.read(out=np.zeros(8, np.uint32)[::2]), "read into a strided out")
