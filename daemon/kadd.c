@@ -202,23 +202,24 @@ void sess_kernel_add(struct session *s, uint32_t seq, const union coop_msg *msg,
   start(s, seq, ks, q);
 }
 
-/* Whether k (name's kdef, or NULL) may not be removed by s's user: then
- * the ERROR is sent. */
-static int refuse_remove(struct session *s, uint32_t seq, const struct kdef *k, const char *name) {
-  const char *no = !k                             ? NULL
-                   : k->owner == KDEF_SHIPPED     ? "is one of coopd's own kernels ([kernels] dirs)"
-                   : k->owner != s->uid && s->uid ? "was added by another author"
-                                                  : NULL;
-  if (k && !no) return 0;
-  if (!k)
+/* Whether a kernel `name` owned by `owner` (found: else there is none)
+ * may not be removed by s's user: then the ERROR is sent. */
+static int refuse_remove(struct session *s, uint32_t seq, int found, uint32_t owner,
+                         const char *name) {
+  const char *no = !found                      ? NULL
+                   : owner == KDEF_SHIPPED     ? "is one of coopd's own kernels ([kernels] dirs)"
+                   : owner != s->uid && s->uid ? "was added by another author"
+                                               : NULL;
+  if (found && !no) return 0;
+  if (!found)
     sess_error(s, seq, COOP_ENOKERNEL, "no kernel named %s (coopctl kernels lists them)", name);
-  else if (k->owner == KDEF_SHIPPED) /* root too: the administrator's files */
+  else if (owner == KDEF_SHIPPED) /* root too: the administrator's files */
     sess_error(s, seq, COOP_EPERM,
                "kernel %s %s: remove its file from those directories and reload (SIGHUP)", name,
                no);
   else
     sess_error(s, seq, COOP_EPERM, "kernel %s %s: only its author or root may remove it", name, no);
-  log_info("uid %u: kernel remove %s refused: %s", s->uid, name, k ? no : "no such kernel");
+  log_info("uid %u: kernel remove %s refused: %s", s->uid, name, found ? no : "no such kernel");
   return -1;
 }
 
@@ -233,16 +234,18 @@ void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *m
     return sess_error(s, seq, COOP_EINVAL,
                       "a kernel's name is a C identifier (coopctl kernels lists them)");
   /* told at once, within the author's interval too: a name neither
-   * running nor stored, or a running kernel not this user's to remove (a
-   * stored one the running set left out, a failed build, can be removed) */
+   * running nor stored, or a kernel not this user's to remove, running or
+   * only stored (one the running set left out, a failed build: its owner
+   * is its .owner's; another author's waited out the interval to be told) */
   const struct kdef *run = s->dm->ks ? kset_find(s->dm->ks, name) : NULL;
-  if ((run || !kstore_has(s->dm->cfg.authored_dir, name)) && refuse_remove(s, seq, run, name))
-    return;
+  uint32_t owner = run ? run->owner : 0;
+  int stored = run ? 0 : kstore_has(s->dm->cfg.authored_dir, name, &owner);
+  if (stored >= 0 && refuse_remove(s, seq, run || stored, owner, name)) return;
   if (may_reload_now(s, seq)) return;
   struct kset *ks = load_set(s, seq);
   if (!ks) return;
   const struct kdef *k = kset_find(ks, name);
-  if (refuse_remove(s, seq, k, name)) return set_free(ks);
+  if (refuse_remove(s, seq, k != NULL, k ? k->owner : 0, name)) return set_free(ks);
   struct reload_req *q = new_req(s, seq, RELOAD_REMOVE);
   if (!q) return set_free(ks);
   snprintf(q->name, sizeof q->name, "%s", name);

@@ -153,10 +153,11 @@ int kstore_write(const char *dir, const char *name, uint32_t owner, const char *
              : 0;
 }
 
-int kstore_has(const char *dir, const char *name) {
-  char path[1200];
+int kstore_has(const char *dir, const char *name, uint32_t *owner) {
+  char path[1200], file[COOP_NAME_MAX + 8];
   snprintf(path, sizeof path, "%s/%s.cl", dir, name);
-  return access(path, F_OK) == 0;
+  if (access(path, F_OK)) return 0;
+  return read_owner(dir, name, owner, file, sizeof file) ? -1 : 1;
 }
 
 int kstore_remove(const char *dir, const char *name, char *err, size_t errlen) {

@@ -37,8 +37,9 @@ int kstore_load(struct kset *s, const char *dir, char *err, size_t errlen);
 int kstore_write(const char *dir, const char *name, uint32_t owner, const char *file,
                  const char *src, size_t len, char *err, size_t errlen);
 
-/* Whether kernel `name` is stored (its source is there). */
-int kstore_has(const char *dir, const char *name);
+/* Whether kernel `name` is stored (its source is there): 1, *owner the
+ * uid its NAME.owner names; -1 when that is not readable; 0: not stored. */
+int kstore_has(const char *dir, const char *name, uint32_t *owner);
 
 /* Removes kernel `name`. 0, or -1 with err. */
 int kstore_remove(const char *dir, const char *name, char *err, size_t errlen);

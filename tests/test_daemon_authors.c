@@ -417,14 +417,31 @@ static struct two_reloads reload_twice_as(const struct daemon_proc *d, uid_t uid
   return r;
 }
 
-/* KERNEL_REMOVEs from uid (as_user's body) of a name no one has and of
- * a shipped kernel: each reply's error code. */
-static void remove_two(struct conn *c, const void *arg, void *out) {
+/* KERNEL_REMOVEs from uid (as_user's body) of a name no one has, of a
+ * shipped kernel and of another author's stored but not running: each
+ * reply's error code. */
+static void remove_three(struct conn *c, const void *arg, void *out) {
   (void)arg;
   int *got = out;
-  const char *names[] = {"no_such_kernel", "sweep"};
-  for (int i = 0; i < 2; i++)
+  const char *names[] = {"no_such_kernel", "sweep", "theirs"};
+  for (int i = 0; i < 3; i++)
     got[i] = remove_kernel(c, names[i]) == COOP_MSG_ERROR ? c->m.error.code : 0;
+}
+
+/* Kernel `theirs` of uid 4242 in store, as an ADD leaves it, while the
+ * running set holds none (a build that failed at a reload leaves it so). */
+static void store_theirs(const char *store) {
+  mkdir(store, 0700);
+  char path[200];
+  snprintf(path, sizeof path, "%s/theirs.owner", store);
+  FILE *f = fopen(path, "w");
+  ck_assert_ptr_nonnull(f);
+  fputs("4242 theirs.cl\n", f);
+  fclose(f);
+  snprintf(path, sizeof path, "%s/theirs.cl", store);
+  ck_assert_ptr_nonnull(f = fopen(path, "w"));
+  fputs("/* coop: name=theirs */\n", f);
+  fclose(f);
 }
 
 /* Hardening: an author's reloads, spaced. Each one builds every kernel and
@@ -436,7 +453,10 @@ static void remove_two(struct conn *c, const void *arg, void *out) {
  * (no such kernel, not the author's) is refused at once meanwhile. */
 START_TEST(an_authors_reloads_are_spaced) {
   if (geteuid() != 0) return; /* needs another uid: CI runs as root */
-  const char *sets[] = {"kernels.authors=65534", "kernels.author_reload_interval_ms=600000", NULL};
+  struct author_dirs ad;
+  author_dirs_make(&ad);
+  const char *sets[] = {"kernels.authors=65534", "kernels.author_reload_interval_ms=600000",
+                        ad.dir_set, NULL};
   struct daemon_proc d = {0};
   daemon_start_log(&d, sets);
   daemon_open_to_all(&d);
@@ -449,11 +469,15 @@ START_TEST(an_authors_reloads_are_spaced) {
   r = reload_twice_as(&d, 65534); /* a new connection: still spaced */
   ck_assert_int_eq(r.first, COOP_EBUSY);
   /* within the interval, a REMOVE that cannot be is told so at once: it
-   * was EBUSY, and coopctl asked again until the interval ended */
-  int rm[2] = {0, 0};
-  as_user(&d, 65534, remove_two, NULL, rm, sizeof rm);
+   * was EBUSY, and coopctl asked again until the interval ended; so was
+   * another author's kernel stored but not running still */
+  store_theirs(ad.store);
+  int rm[3] = {0, 0, 0};
+  as_user(&d, 65534, remove_three, NULL, rm, sizeof rm);
   ck_assert_int_eq(rm[0], COOP_ENOKERNEL);
   ck_assert_int_eq(rm[1], COOP_EPERM);
+  ck_assert_int_eq(rm[2], COOP_EPERM);
+  author_dirs_remove(&ad); /* root's RELOAD below builds without it */
   struct conn c;
   open_hello(&c, &d);
   uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
