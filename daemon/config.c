@@ -336,8 +336,21 @@ int config_file_sets(const char *path, const char *section, const char *name, ch
   return ini_parse(path, on_file_key, &f) < 0 ? -1 : f.found;
 }
 
+/* [device] backend takes one of three words: any other is a value the key
+ * cannot take, refused where it is set (--backend and --set are bad usage,
+ * exit 2, as coopd --help says), not later among the checks across keys. */
+static int backend_word(const char *section, const char *key, const char *v, char *err,
+                        size_t errlen) {
+  if (strcmp(section, "device") || strcmp(key, "backend") || !strcmp(v, "auto") ||
+      !strcmp(v, "opencl") || !strcmp(v, "cuda"))
+    return 0;
+  snprintf(err, errlen, "[device] backend: \"%s\" is not one of auto, opencl, cuda", v);
+  return -1;
+}
+
 int config_set(struct config *c, const char *section, const char *key, const char *value, char *err,
                size_t errlen) {
+  if (backend_word(section, key, value, err, errlen)) return -1;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
     if (strcmp(keys[i].section, section) || strcmp(keys[i].name, key)) continue;
     if (set_key(c, &keys[i], value) == 0) return 0;

@@ -89,6 +89,12 @@ run(help_exit_statuses 0 "1 on a start-up error.*2 on bad usage" - --help)
 # the same through --set: a bad command line, status 2
 run(bad_set_flag 2 "unknown key \\[jobs\\] hang\n" - ${std} --set jobs.hang=1)
 run(bad_set_value 2 "\\[jobs\\] hang_ms: bad value \"x\"" - ${std} --set jobs.hang_ms=x)
+# a backend that is none of the three words is a value its key cannot take
+# (it was refused among the checks across keys, status 1)
+run(bad_backend_flag 2 "\\[device\\] backend: \"vulkan\" is not one of auto, opencl, cuda" -
+  ${std} --backend vulkan)
+run(bad_backend_set 2 "\\[device\\] backend: \"vulkan\" is not one of" - ${std}
+  --set device.backend=vulkan)
 
 # ---- cross-field rules (config_validate) ----
 run(socket_relative 1 "\\[server\\] socket: \"coop\\.sock\" must be an absolute path"
