@@ -191,6 +191,12 @@ static const char *near_opt(const char *a, size_t len, const struct opt *opts) {
   return d <= 2 && d * 2 < len ? best : NULL;
 }
 
+/* --socket "": libcoop would take the default socket for it, and a script's
+ * unset variable would reach another coopd than the one it meant. */
+static int empty_socket(const char *cmd) {
+  return ctl_usage(cmd, "--socket: an empty PATH (leave --socket out for the default)");
+}
+
 /* One --option: the command's, or a global one, or --help. */
 static int take_opt(struct ctl *x, const char *cmd, const struct opt *opts, int argc, char **argv,
                     int *i) {
@@ -200,8 +206,11 @@ static int take_opt(struct ctl *x, const char *cmd, const struct opt *opts, int 
   if (len == 4 && !strncmp(a, "help", 4)) return cmd_help(cmd);
   for (int g = 0; g < 2; g++)
     for (const struct opt *o = g ? glob : opts; o && o->name; o++)
-      if (strlen(o->name) == len && !strncmp(o->name, a, len))
-        return set_opt(cmd, o, eq, argc, argv, i);
+      if (strlen(o->name) == len && !strncmp(o->name, a, len)) {
+        int r = set_opt(cmd, o, eq, argc, argv, i);
+        if (!r && o->val == &x->socket && !*x->socket) return empty_socket(cmd);
+        return r;
+      }
   const char *near = near_opt(a, len, opts);
   if (near) return ctl_usage(cmd, "unknown option %s (did you mean --%s?)", argv[*i], near);
   return ctl_usage(cmd, "unknown option %s", argv[*i]);
@@ -1340,7 +1349,7 @@ static void help(void) {
       "  --help, -h     this help; COMMAND --help (or help COMMAND) explains a command\n"
       "  --             after COMMAND: the rest are arguments, not options (a negative\n"
       "                 number such as -5 is an argument anyway)\n"
-      "  --version, -V  coopctl's version (stats shows the daemon's)\n\n"
+      "  --version, -V  before COMMAND: coopctl's version (stats shows the daemon's)\n\n"
       "exit status: 0 success; 1 error, or a waited job that did not end done; 2 bad usage;\n"
       "             3 app --check: the output differs from the CPU reference\n");
 }
@@ -1370,8 +1379,10 @@ int main(int argc, char **argv) {
       x.json = 1;
     } else if (!strcmp(a, "--socket") && i + 1 < argc) {
       x.socket = argv[++i];
+      if (!*x.socket) return empty_socket(NULL);
     } else if (!strncmp(a, "--socket=", 9)) {
       x.socket = a + 9;
+      if (!*x.socket) return empty_socket(NULL);
     } else {
       return ctl_usage(NULL, "%s %s",
                        !strcmp(a, "--socket") ? "missing value for" : "unknown option", a);

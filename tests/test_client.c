@@ -1333,6 +1333,10 @@ START_TEST(coopctl_bad_usage) {
   USAGE("frobnicate");
   USAGE("--bogus", "kernels");
   USAGE("--socket");
+  /* an empty PATH is no socket (libcoop took it for the default one) */
+  USAGE("--socket=", "stats");
+  USAGE("--socket", "", "stats");
+  USAGE("stats", "--socket=");
   USAGE("kernels", "extra");
   USAGE("kernels", "--wat");
   USAGE("submit");
