@@ -58,6 +58,11 @@
 #include "common.h"
 #include "coop.h"
 
+#define RB "coop-bench-rtt"
+/* Strict decimal in [lo, hi]; else a message and exit 2 (strtoul read
+ * "-1" as 2^32 - 1 runs, "5x" as 5 and "abc" as 0). */
+#define parse_num(name, s, lo, hi) bench_parse_num(RB, name, s, lo, hi)
+
 static int usage(FILE *f, int rc) {
   fprintf(f,
           "usage: coop-bench-rtt --socket PATH [--runs N] [--n N] [--groups K|all] [--label L]\n"
@@ -396,13 +401,14 @@ int main(int argc, char **argv) {
         sock = optarg;
         break;
       case 'r':
-        runs = (unsigned)strtoul(optarg, NULL, 10);
+        runs = (unsigned)parse_num("runs", optarg, 1, 10000000);
         break;
       case 'n':
-        n = (unsigned)strtoul(optarg, NULL, 10);
+        n = (unsigned)parse_num("n", optarg, 1, 1024);
         break;
       case 'g': /* "all": every worker of device 0 */
-        groups = strcmp(optarg, "all") ? (unsigned)strtoul(optarg, NULL, 10) : UINT32_MAX;
+        groups =
+            strcmp(optarg, "all") ? (unsigned)parse_num("groups", optarg, 1, 1 << 20) : UINT32_MAX;
         break;
       case 'l':
         label = optarg;
@@ -423,12 +429,10 @@ int main(int argc, char **argv) {
         nop = 1;
         break;
       case 'E':
-        every_us = strtol(optarg, NULL, 10);
-        if (every_us < 0 || every_us > 10000000) return usage(stderr, 2);
+        every_us = parse_num("every-us", optarg, 0, 10000000);
         break;
       case 'S':
-        spin_us = strtol(optarg, NULL, 10);
-        if (spin_us < 0 || spin_us > 1000000) return usage(stderr, 2);
+        spin_us = parse_num("spin-us", optarg, 0, 1000000);
         break;
       case 'h':
         return usage(stdout, 0);
@@ -436,9 +440,11 @@ int main(int argc, char **argv) {
         return usage(stderr, 2);
     }
   }
-  if (!sock || !runs || !n || n > 1024 || !groups || ((frame || frame_io) && (!resident || nop)) ||
-      (frame && frame_io))
-    return usage(stderr, 2);
+  if (!sock) bench_usage_error(RB, "--socket PATH is required");
+  if ((frame || frame_io) && (!resident || nop))
+    bench_usage_error(RB, "--frame and --frame-io need --resident, and not --nop");
+  if (frame && frame_io) bench_usage_error(RB, "--frame or --frame-io, not both");
+  if (optind < argc) bench_usage_error(RB, "unexpected argument '%s'", argv[optind]);
   coop_conn *c;
   int e = coop_connect(&c, sock, "coop-bench-rtt");
   if (e) return fprintf(stderr, "coop-bench-rtt: %s\n", coop_strerror(e)), 1;

@@ -9,6 +9,15 @@
 coopd=$1 rtt=$2 kernels=$3
 . "$(dirname "$0")/coopctl_lib.sh"
 mkdir "$dir/k" && cp "$kernels/render.cl" "$dir/k/" || exit 1 # one kernel: a quick build
+# a bad number is a usage error before any connection (strtoul took "-1"
+# for 2^32 - 1 runs, whose count + 10 wrapped: a row of nan, exit 0; "5x"
+# for 5, "abc" for 0); the socket need not exist
+for bad in "--runs -1" "--runs 5x" "--runs 4294967297" "--groups -1" "--spin-us abc" \
+  "--every-us 1ms" "--n 0"; do
+  # shellcheck disable=SC2086
+  expect 2 "is not an integer in" "$rtt" --socket "$dir/none.sock" $bad
+done
+expect 2 "unexpected argument 'extra'" "$rtt" --socket "$dir/none.sock" extra
 trace=$dir/trace.csv
 COOP_TRACE_FILE=$trace
 export COOP_TRACE_FILE
