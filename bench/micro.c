@@ -70,8 +70,8 @@ static void usage(FILE *f) {
           "                    --quick 200)\n"
           "  --tasks T         cooperative tasks per variant and M (default 5;\n"
           "                    --quick 2)\n"
-          "  --local-size L    threads per workgroup (default: the runtime's, 256\n"
-          "                    on CUDA, 64 on OpenCL)\n"
+          "  --local-size L    threads per workgroup, a power of two up to 1024\n"
+          "                    (default: the runtime's, 256 on CUDA, 64 on OpenCL)\n"
           "  --out-buffer W    where the no-op task's result goes, which the host\n"
           "                    checks after each task: host (coop_rt_alloc_host,\n"
           "                    the default) or arena (coop_rt_alloc: on CUDA its\n"
@@ -106,6 +106,10 @@ static void parse_args(int argc, char **argv, struct opts *o) {
     if (ch == 'R') rounds = parse_num("rounds", optarg, 2, 1000000); /* t[] in the arena */
     if (ch == 't') tasks = parse_num("tasks", optarg, 1, 100000);
     if (ch == 'l') o->local_size = parse_num("local-size", optarg, 1, 1024);
+    if (ch == 'l' && (o->local_size & (o->local_size - 1))) { /* the runtime's rule, said now */
+      fprintf(stderr, "coop-bench-micro: --local-size: %s is not a power of two\n", optarg);
+      exit(2);
+    }
     if (ch == 'c') o->csv = optarg;
     if (ch == 'q') o->quick = 1;
     if (ch == 'o' && strcmp(optarg, "host") && strcmp(optarg, "arena")) {
