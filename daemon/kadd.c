@@ -223,6 +223,21 @@ static int refuse_remove(struct session *s, uint32_t seq, int found, uint32_t ow
   return -1;
 }
 
+/* A stored kernel that no set holds: its source no longer loads
+ * (kstore_load leaves it out, logged at each start and reload). It is
+ * removed from the store alone, without a reload; before, REMOVE said
+ * there was no kernel of that name, root's too, and its files stayed. */
+static void remove_stored(struct session *s, uint32_t seq, const char *name) {
+  char err[1400];
+  if (kstore_remove(s->dm->cfg.authored_dir, name, err, sizeof err))
+    return sess_error(s, seq, COOP_EIO, "kernel %s cannot be removed: %s", name, err);
+  struct reload_req *q = new_req(s, seq, RELOAD_REMOVE);
+  if (!q) return;
+  snprintf(q->name, sizeof q->name, "%s", name);
+  log_info("uid %u: kernel remove %s: stored only (its source no longer loads)", s->uid, name);
+  kadd_done(s->dm, q, 0, "");
+}
+
 /* KERNEL_REMOVE: an author's own kernel; root's, any author's. */
 void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *msg, int *fds,
                         unsigned nfds) {
@@ -245,6 +260,7 @@ void sess_kernel_remove(struct session *s, uint32_t seq, const union coop_msg *m
   struct kset *ks = load_set(s, seq);
   if (!ks) return;
   const struct kdef *k = kset_find(ks, name);
+  if (!k && stored == 1) return set_free(ks), remove_stored(s, seq, name);
   if (refuse_remove(s, seq, k != NULL, k ? k->owner : 0, name)) return set_free(ks);
   struct reload_req *q = new_req(s, seq, RELOAD_REMOVE);
   if (!q) return set_free(ks);

@@ -477,9 +477,17 @@ START_TEST(an_authors_reloads_are_spaced) {
   ck_assert_int_eq(rm[0], COOP_ENOKERNEL);
   ck_assert_int_eq(rm[1], COOP_EPERM);
   ck_assert_int_eq(rm[2], COOP_EPERM);
-  author_dirs_remove(&ad); /* root's RELOAD below builds without it */
+  /* theirs does not load (no directive): no set holds it, and a REMOVE,
+   * root's too, said no kernel of that name while its files stayed; it is
+   * removed from the store alone, without a reload */
   struct conn c;
   open_hello(&c, &d);
+  ck_assert_uint_eq(remove_kernel(&c, "theirs"), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  char gone[200];
+  snprintf(gone, sizeof gone, "%s/theirs.cl", ad.store);
+  ck_assert_int_ne(access(gone, F_OK), 0);
+  author_dirs_remove(&ad); /* root's RELOAD below builds without it */
   uint16_t t = reply(&c, send_msg(&c, COOP_MSG_RELOAD, NULL, NULL, 0));
   ck_assert_uint_eq(t, COOP_MSG_KERNEL_DONE);
   ck_assert_int_eq(c.m.kernel_done.error, 0);
