@@ -548,6 +548,16 @@ static void four_slots_log(struct daemon_proc *d, struct conn *c, char *logp, co
 
 static void four_slots(struct daemon_proc *d, struct conn *c) { four_slots_log(d, c, NULL, NULL); }
 
+/* Endless sweeps on data[from..n-1] into mine[], each running before the
+ * next is submitted: what the four-slot tests' first user holds. */
+static void endless_sweeps(struct conn *c, uint32_t (*data)[64], uint64_t *mine, int from, int n) {
+  for (int i = from; i < n; i++) {
+    mine[i] = sweep_at(c, data[i], 64, 0, 0xffffffffu, 0, 1, 0);
+    ck_assert_uint_ne(mine[i], 0);
+    wait_running(c, mine[i]);
+  }
+}
+
 /* The end of a test of the four slots: root's three jobs cancelled (each
  * ends CANCELLED), nobody's two children killed, the daemon stopped. */
 static void share_end(struct daemon_proc *d, struct conn *c, const uint64_t *mine,
@@ -594,11 +604,7 @@ START_TEST(a_user_above_its_share_is_suspended) {
   four_slots(&d, &c);
   static uint32_t data[3][64];
   uint64_t mine[3];
-  for (int i = 0; i < 3; i++) {
-    mine[i] = sweep_at(&c, data[i], 64, 0, 0xffffffffu, 0, 1, 0);
-    ck_assert_uint_ne(mine[i], 0);
-    wait_running(&c, mine[i]);
-  }
+  endless_sweeps(&c, data, mine, 0, 3);
   uint64_t t1, t2;
   pid_t k1 = nobody_sweep(&d, &t1);
   wait_running(&c, t1);
@@ -662,11 +668,7 @@ START_TEST(a_periodic_job_waiting_for_its_own_suspends_no_one) {
   uint64_t mine[3];
   mine[0] = periodic_sweep(&c, data[0], 0);
   wait_running(&c, mine[0]);
-  for (int i = 1; i < 3; i++) {
-    mine[i] = sweep_at(&c, data[i], 64, 0, 0xffffffffu, 0, 1, 0);
-    ck_assert_uint_ne(mine[i], 0);
-    wait_running(&c, mine[i]);
-  }
+  endless_sweeps(&c, data, mine, 1, 3);
   uint64_t t1;
   pid_t k1 = nobody_sweep(&d, &t1);
   wait_running(&c, t1);
@@ -767,11 +769,7 @@ START_TEST(share_suspensions_of_a_job_are_a_gap_apart) {
   four_slots_log(&d, &c, logp, NULL);
   static uint32_t data[3][64];
   uint64_t mine[3];
-  for (int i = 0; i < 3; i++) {
-    mine[i] = sweep_at(&c, data[i], 64, 0, 0xffffffffu, 0, 1, 0);
-    ck_assert_uint_ne(mine[i], 0);
-    wait_running(&c, mine[i]);
-  }
+  endless_sweeps(&c, data, mine, 0, 3);
   int got[2] = {0, 0}; /* pairs, longest wait */
   ck_assert_int_eq(as_user(&d, 65534, churn_pairs, NULL, got, sizeof got), 0);
   int suspended = log_count(logp, "its user holds more than its share");
