@@ -18,6 +18,7 @@
 # warm window armed and entered.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/coopd_traced.sh"
 bdir=$repo/build-cuda runs=300 n=264 groups=all keep= how=--frame
 while [ $# -gt 0 ]; do
   case $1 in
@@ -39,18 +40,8 @@ echo "machine: $(uname -n), $(nproc) cores; GPU: $(nvidia-smi --query-gpu=name -
 echo "commit: $(build_commit "$bdir" "$repo")"
 for every in 16667 0; do
   sock=$tmp/s.sock trace=$tmp/trace-$every.csv
-  rm -f "$sock"
-  COOP_TRACE_FILE=$trace "$bdir/bin/coopd" --socket "$sock" \
-    --kernels "$repo/kernels:$repo/kernels/probe" --set server.journal=off \
-    --set device.park_ms=0 --set jobs.watchdog_ms=0 ${COOP_LOG_LEVEL:+--log-level "$COOP_LOG_LEVEL"} \
-    2>"$tmp/coopd.log" &
-  daemon=$!
-  for _ in $(seq 1 1200); do
-    [ -S "$sock" ] && break
-    kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  sleep 1
+  coopd_traced "$bdir/bin/coopd" "$repo/kernels" "$sock" "$trace" "$tmp/coopd.log" \
+    ${COOP_LOG_LEVEL:+--log-level "$COOP_LOG_LEVEL"}
   echo "== one frame every $every us"
   "$bdir/bin/coop-bench-rtt" --socket "$sock" --resident "$how" --n "$n" --groups "$groups" \
     --spin-us 200 --every-us "$every" --runs "$runs" --label "frame-every$every" --trace "$trace" 2>&1

@@ -19,6 +19,7 @@
 # set COOP_BACKEND etc. as for any coopd.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/coopd_traced.sh"
 bdir=$repo/build-cuda old= okern=$repo/kernels rounds=2 runs=2000 args=
 while [ $# -gt 0 ]; do
   case $1 in
@@ -49,17 +50,7 @@ one() {
   else coopd=$bdir/bin/coopd rtt=$bdir/bin/coop-bench-rtt libs=${LD_LIBRARY_PATH:-}; fi
   [ "$side" = noring ] && ring=0
   local sock=$tmp/s.sock trace=$tmp/$side-$k.trace
-  rm -f "$sock" "$trace"
-  COOP_TRACE_FILE=$trace LD_LIBRARY_PATH=$libs "$coopd" --socket "$sock" \
-    --kernels "$kern:$kern/probe" --set server.journal=off \
-    --set device.park_ms=0 --set jobs.watchdog_ms=0 2>"$tmp/coopd.log" &
-  daemon=$!
-  for _ in $(seq 1 1200); do
-    [ -S "$sock" ] && break
-    kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  sleep 1 # the socket is there before the megakernel answers: the bench waits too
+  LD_LIBRARY_PATH=$libs coopd_traced "$coopd" "$kern" "$sock" "$trace" "$tmp/coopd.log"
   COOP_RING=$ring LD_LIBRARY_PATH=$libs "$rtt" --socket "$sock" --nop --resident --spin-us 200 --runs "$runs" \
     --groups "$k" --label "$side-$k" --trace "$trace" $args 2>&1
   kill "$daemon"; wait "$daemon" 2>/dev/null || true

@@ -16,6 +16,7 @@
 # loop, the RESULT). Set COOP_BACKEND etc. as for any coopd.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/coopd_traced.sh"
 rounds=2 runs=2000
 while [ $# -gt 0 ]; do
   case $1 in
@@ -41,17 +42,8 @@ for r in $(seq 1 "$rounds"); do
   for dir in "$@"; do
     if [ "$dir" = head ]; then bd=$repo/build-cuda/bin lib=$repo/build-cuda/lib kern=$repo/kernels lab=head
     else bd=$(cd "$dir" && pwd) lib=$(cd "$dir" && pwd) kern=$(cd "$dir" && pwd)/kernels lab=$(basename "$dir"); fi
-    rm -f "$tmp/s.sock" "$tmp/t"
-    COOP_TRACE_FILE=$tmp/t LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-} "$bd/coopd" --socket "$tmp/s.sock" \
-      --kernels "$kern:$kern/probe" --set server.journal=off --set device.park_ms=0 \
-      --set jobs.watchdog_ms=0 2>"$tmp/coopd.log" &
-    daemon=$!
-    for _ in $(seq 1 1200); do
-      [ -S "$tmp/s.sock" ] && break
-      kill -0 "$daemon" 2>/dev/null || { cat "$tmp/coopd.log" >&2; exit 1; }
-      sleep 0.1
-    done
-    sleep 1 # the socket is there before the megakernel answers
+    LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-} coopd_traced "$bd/coopd" "$kern" "$tmp/s.sock" \
+      "$tmp/t" "$tmp/coopd.log"
     LD_LIBRARY_PATH=$lib:${LD_LIBRARY_PATH:-} "$bd/coop-bench-rtt" --socket "$tmp/s.sock" --nop \
       --resident --spin-us 200 --runs "$runs" --groups 1 --label "$lab-r$r" --trace "$tmp/t" \
       >"$tmp/out" 2>&1 || { cat "$tmp/out" >&2; exit 1; }
