@@ -429,10 +429,7 @@ int config_load_string(struct config *c, const char *name, const char *text, cha
 }
 
 int config_validate(const struct config *c, char *err, size_t errlen) {
-  if (strcmp(c->backend, "auto") && strcmp(c->backend, "opencl") && strcmp(c->backend, "cuda")) {
-    snprintf(err, errlen, "[device] backend: \"%s\" is not one of auto, opencl, cuda", c->backend);
-    return -1;
-  }
+  /* its word was checked where it was set (backend_word) */
   if (!coop_rt_backend_built(c->backend)) {
     snprintf(err, errlen, "[device] backend: \"%s\" is not built in (this coopd has: %s)",
              c->backend, coop_rt_backends_built());
