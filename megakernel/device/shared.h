@@ -250,12 +250,17 @@ COOP_FN void coop__ring_words(coop_u32 *w, coop_u32 slot, coop_u32 i, coop_u32 k
 #define COOP_VIEW_PASSES 64u
 #define COOP_PROF_EVERY 1024u
 
-/* Worker states (coop_worker.state): the assignment handshake.
- *   IDLE/RETURNED --(scheduler or a forking workgroup: payload, then
- *                    store ASSIGNED release)--> ASSIGNED
+/* Worker states (coop_worker.state): the assignment handshake
+ * (docs/scheduler.md section 2).
+ *   IDLE --(scheduler, its helpers or a forking workgroup: payload, then a
+ *           release fence and a relaxed store of ASSIGNED)--> ASSIGNED
  *   ASSIGNED --(worker: results, then store RETURNED release)--> RETURNED
- *   any --(scheduler at shutdown, release)--> EXIT
- * The worker spins on its own state only (device memory, acquire). */
+ *   ASSIGNED --(worker handed over to a waiting task: its own payload,
+ *               relaxed)--> ASSIGNED
+ *   RETURNED --(scheduler's reap, relaxed)--> IDLE
+ *   IDLE --(scheduler at shutdown, release)--> EXIT
+ * The worker spins on its own state only (device memory): relaxed loads,
+ * then one acquire fence once it reads ASSIGNED or EXIT. */
 #define COOP_WS_IDLE 0u
 #define COOP_WS_ASSIGNED 1u
 #define COOP_WS_RETURNED 2u
