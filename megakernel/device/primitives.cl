@@ -10,7 +10,8 @@
  *
  * Lock: a test-and-set spin lock on chan.lock; acquire on taking (exchange,
  * acquire), release on giving back, both device scope. The lock-free fast
- * paths read want_kill / n_resv with acquire: a stale zero only delays the
+ * paths read want_kill / n_resv relaxed (the lock, taken after them,
+ * acquires what is decided under it): a stale zero only delays the
  * surrender or the fork to the next primitive, which the semantics allow
  * (offer_kill may always be a no-op; k = 0 is always a valid fork).
  */

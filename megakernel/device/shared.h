@@ -341,8 +341,10 @@ struct coop_worker {
 
 /* One channel per running kernel. Fields above `lock` are written by the
  * scheduler before the first workgroup is assigned and never change while
- * the kernel runs. Fields marked (L) change only with `lock` held; they may
- * be read without it as a hint (fast paths), acquire. */
+ * the kernel runs, but gate, fault and the profile's t_kill_* words. Fields
+ * marked (L) change only with `lock` held; they may be read without it as
+ * a hint (fast paths: relaxed loads, acquire in the scheduler's;
+ * docs/scheduler.md section 3). */
 struct coop_chan {
   coop_u32 kid;
   coop_u32 flags;
@@ -369,7 +371,8 @@ struct coop_chan {
   coop_atomic_u32 forked;    /* (L) workgroups forked since the start */
   coop_atomic_u32 resizes;   /* resizing-barrier episodes */
   coop_atomic_u32 ep_killed; /* (L) plain resizing barrier: kills this episode */
-  coop_atomic_u32 ep_hold;   /* (L) this episode is held for a resize (barrier.cl) */
+  coop_atomic_u32 ep_hold;   /* (L, plain variant; the query variant's lock-free guard)
+                              * this episode is held for a resize (barrier.cl) */
   /* Changes of M by kills and forks outside a resize, per episode modulo 4
    * (barrier.cl, "The master's count"); atomic adds. */
   coop_atomic_u32 bar_delta[4];
