@@ -1271,8 +1271,8 @@ COOP_FN coop_u32 coop__serve_head(COOP_GLOBAL struct coop_mailbox *mb,
   coop_u32 slot = s->queue[s->q_head % COOP_RING];
   COOP_GLOBAL struct coop_task_rec *t = coop__task(mb, slot);
   COOP_TRACE(6);
-  /* The cancel flag, read only if a cancel came since the pass before the
-   * intake (mailbox.cancel_seq moved: see the intake). Read as 0, it is 0
+  /* The cancel flag, read only if a cancel came since two passes before
+   * the intake (mailbox.cancel_seq moved: see the intake). Read as 0, it is 0
    * as of this pass's cancel_seq, whose move came after the flag of any
    * cancel it counts and was acquired before this load (the fence of the
    * pass that first saw it): t_cseq moves up, and a head that waits reads

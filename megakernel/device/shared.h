@@ -469,10 +469,11 @@ struct coop_sched {
   coop_u32 t_kid[COOP_RING];
   coop_u32 t_flags[COOP_RING];
   coop_u32 t_groups[COOP_RING];
-  /* ... mailbox.cancel_seq as read in the pass before its intake (which
-   * reads no cancel flag: the flag is read at start only if the sequence
-   * has moved since), and whether QUEUED was stored (only for a task not
-   * started in the pass that took it in). */
+  /* ... mailbox.cancel_seq as read two passes before its intake (which
+   * reads no cancel flag: the flag is read at the head only if the
+   * sequence has moved since; docs/scheduler.md, step 3), and whether
+   * QUEUED was stored (only for a task not started in the pass that took
+   * it in). */
   coop_u32 t_cseq[COOP_RING];
   coop_u32 t_queued[COOP_RING];
   coop_u64 t_hold_from[COOP_RING]; /* the record's window, copied at intake */
