@@ -244,8 +244,10 @@ COOP_FN COOP_LOCAL void *coop_scratch(const struct coop_ctx *c) {
  * its address (for atomics). An index outside [0, n) does not touch memory
  * outside the view: the access goes to a per-device sink (per-workgroup for
  * scratch), whose contents are garbage, and the kernel's channel records the
- * fault (relaxed store, device scope; the scheduler reads it after the
- * acquire fence of the reap, and the host then fails the job with EFAULT).
+ * fault (relaxed store, device scope, before the workgroup's decrement of
+ * alive; the kernel's last workgroup out reads it after its own decrement
+ * and copies it into the record before the final state, and the host then
+ * fails the job with EFAULT).
  * The kernel keeps running: it may loop or compute nonsense, but only over
  * its own buffers and the sink.
  *
