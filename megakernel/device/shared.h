@@ -404,7 +404,7 @@ struct coop_chan {
   coop_atomic_u32 rec;
   /* min over the workgroups it started with of (start - t_gathered),
    * device clock ticks, at most 2^32 - 1: a relaxed atomic min by each,
-   * right after its assignment (worker.cl, coop__next). */
+   * right after its assignment and its input gate (worker.cl, coop__took). */
   coop_atomic_u32 start_min;
   /* Barrier words (barrier.cl), each on its own 128-byte line: episodes
    * use the two count words in turn, every workgroup adding to one and
