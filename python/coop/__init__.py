@@ -272,6 +272,12 @@ def _array(what, a, writable):
                         f"dtype), not {type(a).__name__} {a!r:.60}")
     if not a.flags.c_contiguous:
         raise TypeError(f"{what}: the array is not C-contiguous (use np.ascontiguousarray)")
+    # its bytes are pointers to Python objects: written, they gave the
+    # kernel (and a buffer's reader) the interpreter's addresses; read
+    # into, the device's bytes became pointers, and Python crashed
+    if a.dtype.hasobject:
+        raise TypeError(f"{what}: an array of dtype {a.dtype} holds Python objects, not bytes "
+                        "(choose a numeric dtype)")
     if writable and not a.flags.writeable:
         raise TypeError(f"{what}: the array is read-only, and a bare array, Out or InOut "
                         "is written back (coop.In(a) passes it for the kernel to read only)"

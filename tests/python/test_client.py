@@ -263,6 +263,15 @@ for v in (b"\x01\0\0\0", bytearray(b"\x02\0\0\0"), memoryview(b"\x03\0\0\0")):
 raises(ValueError, lambda: wb.read(out=np.zeros(2, np.uint8), nbytes=8), "read: out and nbytes")
 e = raises(TypeError, lambda: wb.read(out=np.zeros(8, np.uint32)[::2]), "read into a strided out")
 check(e is not None and "argument" not in str(e), f"not named a job's argument: {e}")
+# an array of Python objects: its bytes are the interpreter's pointers
+# (written, the device had the addresses; read into, Python crashed)
+objs = np.array([object(), None], dtype=object)
+for what, fn in (("write", lambda: wb.write(objs)), ("read", lambda: wb.read(out=objs)),
+                 ("buffer", lambda: c.buffer(objs)),
+                 ("argument", lambda: c.submit("sweep", objs, 2, 1, cooperative=True))):
+    e = raises(TypeError, fn, f"{what} of an object array")
+    check(e is not None and "Python objects" in str(e), f"it says why: {e}")
+check(objs[1] is None and wb.read().view(np.uint32).tolist() == [0] * 4, "nothing moved")
 wb.free()
 # an int past the range of the C type it goes to, where ctypes kept its low
 # bits (groups 2**32 + 1 ran on 1 workgroup, a buffer of 2**64 + 64 bytes
