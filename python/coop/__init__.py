@@ -299,9 +299,19 @@ def _bytes_of(what, a):
         a = np.asarray(a)
     elif not isinstance(a, np.ndarray):
         try:
-            a = np.asarray(memoryview(a))
+            m = memoryview(a)
         except TypeError:
-            pass  # no bytes of its own: _array says what it takes
+            m = None  # no bytes of its own: _array says what it takes
+        if m is not None:
+            try:
+                a = np.asarray(m)
+            except ValueError:
+                # a format NumPy does not read ('P', 'n', 'N': ctypes'
+                # pointers and sizes): NumPy's "not a valid PEP 3118 buffer
+                # format string" refused bytes the object holds all the same
+                if not m.c_contiguous:
+                    raise TypeError(f"{what}: the memoryview is not C-contiguous") from None
+                a = np.frombuffer(m.cast("B"), np.uint8)
     return _array(what, a, False)
 
 

@@ -272,6 +272,11 @@ for what, fn in (("write", lambda: wb.write(objs)), ("read", lambda: wb.read(out
     e = raises(TypeError, fn, f"{what} of an object array")
     check(e is not None and "Python objects" in str(e), f"it says why: {e}")
 check(objs[1] is None and wb.read().view(np.uint32).tolist() == [0] * 4, "nothing moved")
+# a memoryview of a format NumPy does not read ('N' a size_t, 'P' a
+# pointer, as a ctypes array of c_void_p has): its bytes, not ValueError
+for fmt in ("N", "P"):
+    wb.write(memoryview(bytearray(np.array([7, fmt == "P"], np.uint64).tobytes())).cast(fmt))
+    check(wb.read().view(np.uint64).tolist() == [7, fmt == "P"], f"write of a memoryview of {fmt}")
 wb.free()
 # an int past the range of the C type it goes to, where ctypes kept its low
 # bits (groups 2**32 + 1 ran on 1 workgroup, a buffer of 2**64 + 64 bytes
