@@ -68,7 +68,7 @@ START_TEST(watchdog_names_a_kernel_that_never_yields) {
   uint32_t k = spin_calibrate(&c, w, 15000);
   uint64_t spin = spin_submit(&c, w, k);
   wait_running(&c, spin);
-  char name[64];
+  char name[128];
   snprintf(name, sizeof name, "job %llu (spin, cooperative, did not offer kills when asked) %u",
            (unsigned long long)spin, w);
 
