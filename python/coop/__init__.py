@@ -152,20 +152,32 @@ def _kernel_dict(ki, elems=None):
 
 def _path(path, what):
     """path (str, bytes or os.PathLike) as the bytes C takes, None for
-    None or an empty one; TypeError naming what otherwise."""
+    None; TypeError naming what for another type. An empty path, or one
+    with a NUL byte, is a ValueError, as os.open refuses them: libcoop took
+    "" for the default socket (connect("") from a script's unset variable
+    reached another coopd than the one meant) and C read a path up to its
+    NUL ("coop.sock\\0x" was coop.sock)."""
     if path is None:
         return None
     try:
-        return os.fsencode(path) or None
+        b = os.fsencode(path)
     except TypeError:
         raise TypeError(f"{what} must be a str, bytes or os.PathLike path, not "
                         f"{type(path).__name__} {path!r}") from None
+    if not b:
+        raise ValueError(f"{what} is empty")
+    if b"\0" in b:
+        raise ValueError(f"{what} holds a NUL byte: {path!r}")
+    return b
 
 
 def _text(v, what):
-    """str v as the bytes C takes; TypeError naming what otherwise."""
+    """str v as the bytes C takes; TypeError naming what otherwise,
+    ValueError for a NUL in it (C read the name up to it)."""
     if not isinstance(v, str):
         raise TypeError(f"{what} must be a str, not {type(v).__name__} {v!r}")
+    if "\0" in v:
+        raise ValueError(f"{what} holds a NUL byte: {v!r}")
     return v.encode()
 
 
@@ -1213,7 +1225,7 @@ class Connection(_Closing):
         if path is None and file is None:
             file = "kernel.cl"
         if path is not None:
-            path = _path(path, "path") or b""
+            path = _path(path, "path")
             # the kernel's text where its path goes, c.add_kernel(SOURCE):
             # open() named the whole source as a missing file
             if b"\n" in path:
@@ -1223,7 +1235,7 @@ class Connection(_Closing):
                 source = f.read()
             file = os.path.basename(path)
         else:
-            file = _path(file, "file") or b""
+            file = _path(file, "file")
             if isinstance(source, str):
                 source = source.encode()
             elif not isinstance(source, bytes):

@@ -611,6 +611,24 @@ e = raises(coop.Error, lambda: c.run(
 check(e is not None and e.code == coop.EFAULT and "(src)" in e.message,
       f"psssp: {e and e.name}: {e and e.message}")
 
+# an empty path, or one with a NUL byte: libcoop took "" for the default
+# socket ($COOP_SOCKET here: another coopd than a script's unset variable
+# meant) and C read a path, or a kernel's name, up to its NUL
+os.environ["COOP_SOCKET"] = sock
+before = c.stats()["submitted"]
+for what, fn in (("connect('')", lambda: coop.connect("")),
+                 ("connect(b'')", lambda: coop.connect(b"")),
+                 ("socket_path('')", lambda: coop.socket_path("")),
+                 ("connect of a path with a NUL", lambda: coop.connect(sock + "\0.old")),
+                 ("socket_path of a path with a NUL", lambda: coop.socket_path(sock + "\0.old")),
+                 ("add_kernel(source=, file='')", lambda: c.add_kernel(source=SOURCE, file="")),
+                 ("a kernel's name with a NUL",
+                  lambda: c.submit("sweep\0x", np.zeros(64, np.uint32), 64, 1, cooperative=True))):
+    e = raises(ValueError, fn, what)
+    check(e is not None and ("empty" in str(e) or "NUL" in str(e)), f"it says why: {e}")
+del os.environ["COOP_SOCKET"]
+check(c.stats()["submitted"] == before, "nothing was submitted for them")
+
 c.close()
 e = raises(coop.Error, lambda: coop.connect(sock + ".none"), "connect to no daemon")
 check(e is not None and e.code == coop.ECONN and sock in e.message, f"its code: {e and e.name}")
