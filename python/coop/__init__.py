@@ -219,7 +219,10 @@ class _Memfd:
             fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
             self.map = mmap.mmap(self.fd, self.size)
         except BaseException:
-            os.close(self.fd)
+            # __del__ closes it too unless told: it ran when the exception
+            # went, and closed whatever file had the number by then
+            fd, self.fd = self.fd, -1
+            os.close(fd)
             raise
         self.addr = np.frombuffer(self.map, np.uint8).ctypes.data
 

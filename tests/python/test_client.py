@@ -48,6 +48,33 @@ for size in (256, 1 << 20):
     sa[:] = np.arange(size, dtype=np.uint32)
     r = c.run("sweep", sa, np.uint32(size), np.uint32(5), groups=1, cooperative=True)
     check(np.array_equal(sa, np.arange(size, dtype=np.uint32) + 5), f"sweep of coop.zeros({size})")
+# a coop.empty too large to map (2 EiB): its memfd was closed at the
+# error and again when the exception went, closing the file that had
+# taken its number meanwhile (here the pipe's read end)
+
+
+def pipe_after_failed_empty():
+    try:
+        coop.empty(1 << 61, np.uint8)
+    except OSError:
+        return os.pipe()
+    return None
+
+
+fds = pipe_after_failed_empty()
+check(fds is not None, "coop.empty of 2 EiB: OSError")
+if fds:
+    try:
+        os.write(fds[1], b"x")
+        got = os.read(fds[0], 1)
+    except OSError as ex:
+        got = ex
+    check(got == b"x", f"a pipe made after it works: {got!r}")
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
 sm = coop.empty((8, 8), np.float32)
 sm[:] = np.eye(8, dtype=np.float32) * 2
 so = coop.empty((8, 8), np.float32)
