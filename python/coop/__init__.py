@@ -12,6 +12,7 @@ message.
 """
 import ctypes
 import fcntl
+import math
 import mmap
 import os
 import threading
@@ -251,7 +252,12 @@ def empty(shape, dtype=np.float32):
     # NumPy's frombuffer reads a negative count as "all of it"
     shape = tuple(_int(d, "shape", (0, np.iinfo(np.intp).max))
                   for d in (shape if hasattr(shape, "__iter__") else (shape,)))
-    count = int(np.prod(shape, dtype=np.int64))
+    # in Python's integers: NumPy's int64 product wrapped, and (3, 2**62)
+    # failed "cannot reshape array of size 1 into shape"
+    count = math.prod(shape)
+    if count * dtype.itemsize > np.iinfo(np.intp).max:
+        raise ValueError(f"shape {shape} of {dtype} is {count * dtype.itemsize} bytes, more than "
+                         "an array can hold")
     m = _Memfd(count * dtype.itemsize)
     a = np.frombuffer(m.map, dtype=dtype, count=count).reshape(shape).view(SharedArray)
     a._coop_mem = m

@@ -75,6 +75,11 @@ if fds:
             os.close(fd)
         except OSError:
             pass
+# a shape whose size wraps NumPy's int64 product: "cannot reshape array of
+# size 0 into shape" (or of size 1), not why
+for shape in ((1 << 32, 1 << 32), (3, 1 << 62)):
+    e = raises(ValueError, lambda: coop.empty(shape, np.float32), f"coop.empty({shape})")
+    check(e is not None and "bytes, more than an array can hold" in str(e), f"it says why: {e}")
 sm = coop.empty((8, 8), np.float32)
 sm[:] = np.eye(8, dtype=np.float32) * 2
 so = coop.empty((8, 8), np.float32)
