@@ -17,6 +17,7 @@ import mmap
 import os
 import threading
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -928,11 +929,16 @@ class Connection(_Closing):
         # EINVAL at submit
         device = _int(device, "device", _C_INT)
         priority = _int(priority, "priority", (_capi.PRIORITY_MIN, _capi.PRIORITY_MAX))
+        if periodic is not None and not isinstance(periodic, Mapping):
+            # a list or a tuple of the values failed "sequence item 0:
+            # expected str instance, int found" below
+            raise TypeError(f"periodic must be a dict (period_us=, count=, duration_ms=, "
+                            f"deadline_us=), not {type(periodic).__name__} {periodic!r:.60}")
         if periodic:
             keys = ("period_us", "count", "duration_ms", "deadline_us")
-            bad = sorted(set(periodic) - set(keys))
+            bad = [k for k in periodic if k not in keys]
             if bad:  # a misspelt key made a job that ran once
-                raise TypeError(f"periodic: unknown {', '.join(bad)} (it takes "
+                raise TypeError(f"periodic: unknown {', '.join(map(repr, bad))} (it takes "
                                 f"{', '.join(keys)})")
             periodic = [_count(periodic.get(k, 0), f"periodic {k}", _U32) for k in keys]
         desc = _describe(args, kernel, lambda fresh: self._types(kernel, fresh))

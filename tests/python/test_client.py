@@ -259,6 +259,12 @@ check(bool((s32 == 2).all()), "an int32 array for buf<u32>")
 raises(TypeError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out(so), 8, 1,
                                    periodic=dict(period=100000, count=3)),
        "periodic with a misspelt key")
+# its values without their names, or a key not a str: "sequence item 0:
+# expected str instance, int found", naming no argument
+for p in ((100000, 3), [100000, 3], {1: 2}):
+    e = raises(TypeError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out(so), 8, 1,
+                                           periodic=p), f"periodic={p!r}")
+    check(e is not None and str(e).startswith("periodic"), f"it names periodic: {e}")
 raises(ValueError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out(so), 8, 1,
                                     periodic=dict(period_us=-1, count=3)),
        "periodic with a negative period")
