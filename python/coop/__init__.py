@@ -1276,8 +1276,17 @@ class Connection(_Closing):
         self._author(lambda log: self._call(reload, log), timeout)
 
     def subscribe(self, callback, mask=EVENTS_ALL):
-        """callback(event dict) for each event of mask (coop_subscribe),
-        called from whichever call on this connection reads it."""
+        """callback(event dict) for each event of mask (coop_subscribe; a
+        kind k's bit is 1 << k: EVENT_RELEASED .. EVENT_FINISHED), called
+        from whichever call on this connection reads it. An exception it
+        raises does not leave that call: ctypes prints it ("Exception
+        ignored on calling ctypes callback function") and the call goes
+        on."""
+        if not callable(callback):
+            # every event printed "'str' object is not callable" instead
+            raise TypeError(f"subscribe: callback must be callable, not "
+                            f"{type(callback).__name__} {callback!r:.60}")
+
         def tramp(ev, _user):
             e = ev.contents
             callback({"job": e.job, "kind": _s(_lib.coop_event_name(e.kind)),

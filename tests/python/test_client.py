@@ -400,6 +400,10 @@ check(e is not None and "-100..100" in str(e), f"it names the range: {e}")
 
 # cancel: a sweep that would run for long, cancelled while it runs
 events = []
+# a callback that cannot be called: each event printed "'list' object is
+# not callable" from inside whichever call read it
+e = raises(TypeError, lambda: c.subscribe(events), "subscribe of a list")
+check(e is not None and "callable" in str(e), f"its message: {e}")
 c.subscribe(events.append)
 long = np.zeros(1 << 16, np.uint32)
 j = c.submit("sweep", long, np.uint32(long.size), np.uint32(1 << 30), groups=1,
