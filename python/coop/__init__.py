@@ -54,7 +54,9 @@ class Error(Exception):
 
 
 class Timeout(Error, TimeoutError):
-    """COOP_ETIMEDOUT: a wait ran out before the job ended."""
+    """COOP_ETIMEDOUT: a wait ran out before the job ended (Job.wait,
+    run's timeout), a buffer(wait=) found no room in time, or a request
+    had no reply within connect's timeout."""
 
 
 class BuildError(Error):
@@ -197,7 +199,8 @@ class _Dir:
 
 
 class In(_Dir):
-    """An array the kernel only reads: copied when the job is submitted."""
+    """An array the kernel only reads: copied when the job is submitted (a
+    coop.empty array: its memfd passed, nothing copied)."""
 
 
 class Out(_Dir):
@@ -529,6 +532,7 @@ class Result:
 
     @property
     def ok(self):
+        """Whether the job ended DONE."""
         return self.state_code == STATE_DONE
 
     def raise_for_state(self):
@@ -623,6 +627,9 @@ class Job:
         return self.result
 
     def cancel(self):
+        """Asks coopd to cancel the job (coop_cancel) and returns: it leaves
+        the device at its next offer or poll, and wait() then gives its
+        cancelled Result. A job that has ended already stays as it ended."""
         _check(self.conn._call(_lib.coop_cancel, self.id))
 
     def status(self):
@@ -653,6 +660,9 @@ class Buffer:
         self.keep = keep  # it outlives its connection (COOP_BUFFER_KEEP)
 
     def write(self, array, offset=0):
+        """Writes the bytes of array at offset (coop_buffer_write): a NumPy
+        array or scalar (its dtype says its bytes), or bytes, a bytearray or
+        a memoryview (theirs); a list or an int is a TypeError."""
         a = _bytes_of("write", array)
         offset = self._range(offset, a.nbytes)
         _check(self.conn._call(_lib.coop_buffer_write, self._live(), offset, a.ctypes.data,
@@ -798,6 +808,8 @@ class Prepared(_Closing):
         return _run(self.submit(), timeout)
 
     def close(self):
+        """Frees the description (coop_job_free); jobs submitted from it run
+        on, and their wait() still fills the arrays."""
         if self._j:
             _lib.coop_job_free(self._j)
             self._j = None
@@ -1015,6 +1027,8 @@ class Connection(_Closing):
         return Job(self, job_id).wait(timeout)
 
     def cancel(self, job_id):
+        """Job.cancel of the job job_id (coop_cancel): coop.Error ENOJOB for
+        an id coopd does not know."""
         _check(self._call(_lib.coop_cancel, _count(job_id, "a job id")))
 
     def buffer(self, data, device=ANY_DEVICE, keep=False, wait=0):
@@ -1076,6 +1090,8 @@ class Connection(_Closing):
         return Buffer(self, buffer_id, size, _int(device, "device", (0, _C_INT[1])), True)
 
     def stats(self):
+        """coopd's counters as a dict (coop_stats: struct coop_stats's
+        fields; devs: one dict per device)."""
         s = _capi.Stats()
         _check(self._call(_lib.coop_stats, ctypes.byref(s)))
         d = {}
@@ -1307,6 +1323,8 @@ class Connection(_Closing):
 def connect(path=None, name="python", timeout=None, spin_us=None):
     """A Connection to the coopd at path (str, bytes or os.PathLike;
     default: coop_socket_path's: $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock
-    where a socket is there, else /run/coop/coop.sock); spin_us: coop_set_spin's (default:
-    $COOP_SPIN_US, else 0)."""
+    where a socket is there (not for root), else /run/coop/coop.sock); name: the client
+    in coopd's log; timeout: seconds a request waits for its reply
+    (coop_set_timeout; default 30, inf: forever); spin_us: coop_set_spin's
+    (default: $COOP_SPIN_US, else 0)."""
     return Connection(path, name, timeout, spin_us)

@@ -23,6 +23,17 @@ t0 = time.monotonic()
 c = coop.connect(sock)
 check(c.info["workers"] >= 1, f"connected: {c.info['backend']}, {c.info['workers']} workers")
 check(coop.socket_path(sock) == sock, "socket_path")
+# help() says what each public call does: Buffer.write, Job.cancel,
+# Connection.cancel and .stats, Prepared.close and Result.ok said nothing
+undocumented = []
+for name in coop.__all__:
+    obj = getattr(coop, name)
+    calls = [(name, obj)] if callable(obj) else []
+    if isinstance(obj, type):
+        calls += [(f"{name}.{m}", v) for m, v in vars(obj).items() if not m.startswith("_")]
+    undocumented += [what for what, v in calls
+                     if not (v.fget if isinstance(v, property) else v).__doc__]
+check(not undocumented, f"every public call has a docstring: {undocumented or 'yes'}")
 k = c.kernels()
 check(k.get("sweep") == (True, ["buf<u32>", "u32", "u32"]), f"kernels: sweep {k.get('sweep')}")
 
