@@ -1,7 +1,8 @@
 #!/bin/sh
 # python_client.sh: the Python package (python/coop) against a coopd on
 # PoCL: tests/python/test_client.py, then each example of examples/python
-# and bench/python_submit.py briefly, then tests/python/test_buffer_wait.py
+# briefly (and tests/python/test_examples.py: their failed runs) and
+# bench/python_submit.py, then tests/python/test_buffer_wait.py
 # against a coopd with a small arena, then own_kernel.py and
 # tests/python/test_kernel_wait.py against one whose authors wait 2 s
 # between reloads. Skipped (exit 77) when PYTHON cannot import numpy.
@@ -32,6 +33,7 @@ else
 fi
 "$python" "$src/examples/python/own_kernel.py" --socket "$sock" --n 100000 --groups 2 ||
   fail "own_kernel.py"
+"$python" "$src/tests/python/test_examples.py" "$sock" "$src" || fail "test_examples.py"
 "$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 20 ||
   fail "render_loop.py"
 "$python" "$src/examples/python/render_loop.py" --socket "$sock" --frames 5 --how inline ||

@@ -62,19 +62,24 @@ def main():
     print(f"added {k['name']}({', '.join(f'{n}:{t}' for n, t in k['args'])}) "
           f"in {time.monotonic() - t0:.1f} s; rules: {'; '.join(k['rules'])}")
 
-    rng = np.random.default_rng(0)
-    x = rng.integers(0, 1 << 32, o.n, dtype=np.uint32)
-    y = rng.integers(0, 1 << 32, o.n, dtype=np.uint32)
-    want = np.uint32(7) * x + y
-    r = c.run("axpy_u32", coop.InOut(y), coop.In(x), 7, o.n,  # numbers: its u32s
-              groups=o.groups)
-    ok = np.array_equal(y, want)
-    print(f"{o.n} words on {o.groups} workgroup(s): {r.times['exec_ns'] / 1e6:.3f} ms on the "
-          f"device, {'matches' if ok else 'DIFFERS FROM'} NumPy")
-    if not o.keep:
-        t0 = time.monotonic()
-        c.remove_kernel("axpy_u32")  # waits out [kernels] author_reload_interval_ms
-        print(f"removed it in {time.monotonic() - t0:.1f} s")
+    # removed however the run ends (an error, Ctrl-C): the kernel stays in
+    # coopd's store otherwise, across its restarts, counted against the
+    # author's kernels
+    try:
+        rng = np.random.default_rng(0)
+        x = rng.integers(0, 1 << 32, o.n, dtype=np.uint32)
+        y = rng.integers(0, 1 << 32, o.n, dtype=np.uint32)
+        want = np.uint32(7) * x + y
+        r = c.run("axpy_u32", coop.InOut(y), coop.In(x), 7, o.n,  # numbers: its u32s
+                  groups=o.groups)
+        ok = np.array_equal(y, want)
+        print(f"{o.n} words on {o.groups} workgroup(s): {r.times['exec_ns'] / 1e6:.3f} ms on "
+              f"the device, {'matches' if ok else 'DIFFERS FROM'} NumPy")
+    finally:
+        if not o.keep:
+            t0 = time.monotonic()
+            c.remove_kernel("axpy_u32")  # waits out [kernels] author_reload_interval_ms
+            print(f"removed it in {time.monotonic() - t0:.1f} s")
     c.close()
     return 0 if ok else 1
 
