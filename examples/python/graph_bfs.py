@@ -19,6 +19,18 @@ from scipy.sparse import csgraph
 
 import coop
 
+
+def at_least(lo, kind=int):
+    """An argparse type: a number of kind, lo or more (argparse's exit 2
+    otherwise, before anything is sent)."""
+    def parse(text):
+        v = kind(text)
+        if not v >= lo:  # NaN too
+            raise argparse.ArgumentTypeError(f"{text}: not a number >= {lo}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
 UNREACHED = 0xFFFFFFFF
 
 
@@ -39,11 +51,14 @@ def bfs(c, row, col, scratch, n, source, groups):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--socket", help="coopd's socket (default: as libcoop finds it)")
-    ap.add_argument("--vertices", type=int, default=100000)
-    ap.add_argument("--degree", type=float, default=4.0, help="mean out-degree")
-    ap.add_argument("--sources", type=int, default=3)
-    ap.add_argument("--groups", type=int, help="workgroups (default: every worker)")
+    ap.add_argument("--vertices", type=at_least(1), default=100000)
+    ap.add_argument("--degree", type=at_least(0, float), default=4.0,
+                    help="mean out-degree (at most --vertices)")
+    ap.add_argument("--sources", type=at_least(0), default=3)
+    ap.add_argument("--groups", type=at_least(1), help="workgroups (default: every worker)")
     o = ap.parse_args()
+    if o.degree > o.vertices:  # SciPy's density, degree / vertices, is at most 1
+        ap.error(f"--degree {o.degree:g} is more than --vertices {o.vertices}")
 
     n = o.vertices
     g = sp.random(n, n, density=o.degree / n, format="csr", dtype=np.float32,

@@ -25,6 +25,19 @@ import numpy as np
 
 import coop
 
+
+def at_least(lo, kind=int):
+    """An argparse type: a number of kind, lo or more (argparse's exit 2
+    otherwise, before anything is sent)."""
+    def parse(text):
+        v = kind(text)
+        if not v >= lo:  # NaN too
+            raise argparse.ArgumentTypeError(f"{text}: not a number >= {lo}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
 SOURCE = r"""//@coop name=axpy_u32 kind=noncooperative args=y:buf,x:buf,a:u32,n:u32
 //@coop require n*4 <= len(y)
 //@coop require n*4 <= len(x)
@@ -42,8 +55,8 @@ void axpy_u32(struct coop_ctx *c) {
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--socket", help="coopd's socket (default: as libcoop finds it)")
-    ap.add_argument("--n", type=int, default=1 << 20, help="words")
-    ap.add_argument("--groups", type=int, default=1, help="workgroups of the task")
+    ap.add_argument("--n", type=at_least(1), default=1 << 20, help="words")
+    ap.add_argument("--groups", type=at_least(1), default=1, help="workgroups of the task")
     ap.add_argument("--keep", action="store_true", help="leave the kernel added")
     o = ap.parse_args()
 

@@ -23,13 +23,25 @@ import numpy as np
 import coop
 
 
+def at_least(lo, kind=int):
+    """An argparse type: a number of kind, lo or more (argparse's exit 2
+    otherwise, before anything is sent)."""
+    def parse(text):
+        v = kind(text)
+        if not v >= lo:  # NaN too
+            raise argparse.ArgumentTypeError(f"{text}: not a number >= {lo}")
+        return v
+    parse.__name__ = kind.__name__
+    return parse
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--socket", help="coopd's socket (default: as libcoop finds it)")
-    ap.add_argument("--frames", type=int, default=600)
-    ap.add_argument("--fps", type=float, default=60.0)
-    ap.add_argument("--n", type=int, default=32, help="matrix size")
-    ap.add_argument("--groups", type=int, default=1)
+    ap.add_argument("--frames", type=at_least(1), default=600)
+    ap.add_argument("--fps", type=at_least(1e-3, float), default=60.0)
+    ap.add_argument("--n", type=at_least(1), default=32, help="matrix size")
+    ap.add_argument("--groups", type=at_least(1), default=1)
     ap.add_argument("--how", choices=("resident", "inline"), default="resident")
     o = ap.parse_args()
 

@@ -1,6 +1,7 @@
 """The examples of examples/python against a running coopd whose
 [kernels] authors names the caller (python_client.sh starts it) where
-their own runs do not reach: a run that fails.
+their own runs do not reach: a run that fails, and numbers they cannot
+run with.
 
 usage: test_examples.py SOCKET SOURCE_DIR   (COOP_LIBRARY and PYTHONPATH set)
 """
@@ -35,4 +36,21 @@ check(not left, "own_kernel.py removed its kernel after the failed run")
 if left:
     with coop.connect(sock) as c:
         c.remove_kernel("axpy_u32")
+
+# numbers the examples cannot run with: argparse's usage error (exit 2),
+# before anything is sent. render_loop.py --frames 0 said "the last frame
+# differs from a @ b", --fps 0 raised ZeroDivisionError and --fps -5 ran
+# at "-5 fps"; graph_bfs.py --vertices 0 raised ZeroDivisionError and
+# --vertices 1 SciPy's "density expected to be 0 <= density <= 1"
+for name, args in (("render_loop.py", ["--frames", "0"]), ("render_loop.py", ["--fps", "0"]),
+                   ("render_loop.py", ["--fps", "-5"]), ("render_loop.py", ["--fps", "nan"]),
+                   ("render_loop.py", ["--n", "0"]), ("render_loop.py", ["--groups", "0"]),
+                   ("graph_bfs.py", ["--vertices", "0"]), ("graph_bfs.py", ["--vertices", "1"]),
+                   ("graph_bfs.py", ["--sources", "-1"]), ("graph_bfs.py", ["--groups", "0"]),
+                   ("own_kernel.py", ["--n", "0"]), ("own_kernel.py", ["--groups", "-1"])):
+    if name == "graph_bfs.py" and "--vertices" not in args:
+        args = args + ["--vertices", "10"]
+    rc, err = example(name, "--socket", sock, *args)
+    check(rc == 2 and args[0] in err, f"{name} {' '.join(args)}: exit {rc}, "
+          f"{err.strip().splitlines()[-1] if err.strip() else ''}")
 finish()
