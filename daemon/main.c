@@ -4,12 +4,15 @@
  * drives that device's megakernel in a device process (devproc.h). See
  * docs/daemon.md and protocol/PROTOCOL.md.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "confreload.h"
@@ -539,9 +542,31 @@ static void raise_nofile(void) {
              (unsigned long long)rl.rlim_max);
 }
 
+/* --device-process FD's descriptor: the end of the SOCK_SEQPACKET pair
+ * coopd made for it (devproc.c, spawn); -1 for anything else. Run by hand,
+ * `coopd --device-process 7` (or `abc`, read as 0: stdin) exited 0 in
+ * silence, having served nothing. */
+static int device_process_fd(const char *arg) {
+  char *end;
+  errno = 0;
+  long v = strtol(arg, &end, 10);
+  if (errno || end == arg || *end || v < 0 || v > INT_MAX) return -1;
+  int type;
+  socklen_t len = sizeof type;
+  if (getsockopt((int)v, SOL_SOCKET, SO_TYPE, &type, &len) || type != SOCK_SEQPACKET) return -1;
+  return (int)v;
+}
+
 int main(int argc, char **argv) {
   /* A device process (devproc.h): coopd runs itself for each device. */
-  if (argc == 3 && !strcmp(argv[1], "--device-process")) return dp_child_main(atoi(argv[2]));
+  if (argc >= 2 && !strcmp(argv[1], "--device-process")) {
+    int fd = argc == 3 ? device_process_fd(argv[2]) : -1;
+    if (fd >= 0) return dp_child_main(fd);
+    fprintf(stderr,
+            "coopd: --device-process FD is how coopd starts its own device processes "
+            "(FD: its end of their socket pair); it is not run by hand\n");
+    return 2;
+  }
   static struct daemon dm;
   defaults(&dm.cfg);
   metrics_start(&dm.met);

@@ -384,6 +384,57 @@ static int ask(const struct child *c, const void *m, size_t len, unsigned nfds, 
   return r->err;
 }
 
+/* coopd --device-process with args, its stdin /dev/null and fd 3 (when
+ * `pipe3`) one end of a pipe: its exit status; its stderr into err. */
+static int run_by_hand(const char *const *args, unsigned nargs, int pipe3, char *err,
+                       size_t errlen) {
+  int ep[2], p3[2];
+  ck_assert_int_eq(pipe(ep), 0);
+  ck_assert_int_eq(pipe(p3), 0);
+  pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    int in = open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(ep[1], 2);
+    if (pipe3) dup2(p3[0], 3);
+    const char *argv[6] = {"coopd", "--device-process"};
+    for (unsigned i = 0; i < nargs && i < 3; i++) argv[2 + i] = args[i];
+    execv(COOPD_PATH, (char *const *)argv);
+    _exit(127);
+  }
+  close(ep[1]);
+  close(p3[0]);
+  close(p3[1]);
+  ssize_t n = 0, k;
+  while ((k = read(ep[0], err + n, errlen - 1 - (size_t)n)) > 0) n += k;
+  err[n < 0 ? 0 : n] = '\0';
+  close(ep[0]);
+  int st;
+  ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* The flag is coopd's own: a value that is not its socket pair's end
+ * (not a number, a descriptor not open, a pipe, none, one too many) is
+ * refused with exit 2 and a line that says so, where `abc` (read as 0,
+ * stdin) and `7` exited 0 in silence, having served nothing. */
+START_TEST(device_process_by_hand_is_refused) {
+  static const struct {
+    const char *args[2];
+    unsigned n;
+    int pipe3;
+  } cases[] = {{{"abc"}, 1, 0}, {{"7"}, 1, 0},  {{"3"}, 1, 1},  {{"-1"}, 1, 0},
+               {{""}, 1, 0},    {{NULL}, 0, 0}, {{"3x"}, 1, 0}, {{"3", "4"}, 2, 0}};
+  for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char err[1024];
+    int rc = run_by_hand(cases[i].args, cases[i].n, cases[i].pipe3, err, sizeof err);
+    ck_assert_msg(rc == 2, "case %u: exit %d", i, rc);
+    ck_assert_msg(strstr(err, "not run by hand") != NULL, "case %u: %s", i, err);
+  }
+}
+END_TEST
+
 START_TEST(device_process_refuses_and_goes_on) {
   static struct dp_req q;
   static struct dp_rep r;
@@ -631,6 +682,7 @@ static Suite *suite(void) {
   TCase *d = tcase_create("device_process");
   tcase_set_timeout(d, 30);
   tcase_add_test(d, device_process_refuses_and_goes_on);
+  tcase_add_test(d, device_process_by_hand_is_refused);
   tcase_add_test(d, device_process_serves_its_shared_channel);
   suite_add_tcase(s, d);
   return s;
