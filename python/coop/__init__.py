@@ -488,24 +488,28 @@ def _count(v, what, lim=_U64):
     return _int(v, what, lim)
 
 
-def _ms(timeout, what="timeout", lim=None):
+def _ms(timeout, what="timeout", lim=None, positive=False):
     """A timeout in seconds (None or inf: forever) as libcoop's
     milliseconds (-1: forever); lim: the most milliseconds the C call takes
-    (None: the caller waits in slices, any finite number)."""
+    (None: the caller waits in slices, any finite number). positive: 0 is
+    refused too, and None is libcoop's default (connect's timeout, which
+    every request waits: 0 ms timed each of them out at once)."""
     if timeout is None:
         return -1
+    none = "None (the default, 30 s), inf (forever)" if positive else "None (forever)"
     if isinstance(timeout, (bool, np.bool_)) or not isinstance(timeout, (int, float, np.integer,
                                                                           np.floating)):
-        raise TypeError(f"{what} must be None (forever) or a number of seconds, not "
+        raise TypeError(f"{what} must be {none} or a number of seconds, not "
                         f"{type(timeout).__name__} {timeout!r}")
-    if not timeout >= 0:
-        raise ValueError(f"{what} must be None (forever) or >= 0 seconds, not {timeout!r}")
+    if not (timeout > 0 if positive else timeout >= 0):
+        raise ValueError(f"{what} must be {none} or {'>' if positive else '>='} 0 seconds, not "
+                         f"{timeout!r}")
     if timeout == float("inf"):
         return -1
     ms = int(timeout * 1000)
     if lim is not None and ms > lim:
-        raise ValueError(f"{what} must be None (forever) or 0..{lim / 1000} seconds, not "
-                         f"{timeout!r}")
+        raise ValueError(f"{what} must be {none} or 0..{lim / 1000} seconds"
+                         f"{' (0 excluded)' if positive else ''}, not {timeout!r}")
     return ms
 
 
@@ -863,7 +867,7 @@ class Connection(_Closing):
         # every argument checked before the connection is made
         path = _path(path, "path")
         name = _text(name, "name")
-        timeout_ms = None if timeout is None else _ms(timeout, "timeout", _C_INT[1])
+        timeout_ms = None if timeout is None else _ms(timeout, "timeout", _C_INT[1], True)
         spin_us = None if spin_us is None else _count(spin_us, "spin_us", _C_UINT)
         self._lock = threading.Lock()
         self._fork, self._pid = _forks[0], os.getpid()  # the process it serves (_call)
@@ -1325,6 +1329,7 @@ def connect(path=None, name="python", timeout=None, spin_us=None):
     default: coop_socket_path's: $COOP_SOCKET, $XDG_RUNTIME_DIR/coop.sock
     where a socket is there (not for root), else /run/coop/coop.sock); name: the client
     in coopd's log; timeout: seconds a request waits for its reply
-    (coop_set_timeout; default 30, inf: forever); spin_us: coop_set_spin's
+    (coop_set_timeout; None: the default, 30; inf: forever), more than 0
+    (0, a negative or NaN: ValueError); spin_us: coop_set_spin's
     (default: $COOP_SPIN_US, else 0)."""
     return Connection(path, name, timeout, spin_us)
