@@ -1147,8 +1147,16 @@ class Connection(_Closing):
         """coop_status: the status of job job_id as a dict (job, state,
         kernel, cooperative, query_barrier, groups, uid, pid,
         instances_done, misses, priority, suspended, device: where it is
-        now), or without one a list of every job this client may see."""
-        job_id = 0 if job_id is None else _count(job_id, "a job id")
+        now), or without one a list of every job this client may see. An id
+        that names no job it may see, 0 included, is coop.Error ENOJOB, as
+        wait() and cancel() answer it."""
+        every = job_id is None
+        job_id = 0 if every else _count(job_id, "a job id")
+        if not job_id and not every:
+            # coop_status reads 0 as "every job": status(0) returned the
+            # list, where coopd answers a WAIT or CANCEL of job 0 ENOJOB
+            raise Error(globals()["ENOJOB"], "no job 0 (job ids start at 1; status() without "
+                        "an id lists every job)")
         lst = ctypes.POINTER(_capi.JobStatus)()
         n = ctypes.c_size_t()
         _check(self._call(_lib.coop_status, job_id, ctypes.byref(lst), ctypes.byref(n)))
@@ -1164,7 +1172,7 @@ class Connection(_Closing):
                 out.append(d)
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
-        return out[0] if job_id else out
+        return out if every else out[0]
 
     def top(self, device=0):
         """coop_top_device: what the device's worker workgroups do now, as

@@ -452,6 +452,13 @@ check(len(top["workers"]) == c.info["workers"]
       f"top: {top}")
 e = raises(coop.Error, lambda: c.status(1 << 40), "status of no such job")
 check(e is not None and e.code == coop.ENOJOB, f"its code: {e and e.name}")
+# coop_status reads id 0 as "every job": status(0) returned the list, where
+# wait(0) and cancel(0) get coopd's ENOJOB
+for what, fn in (("status", lambda: c.status(0)), ("wait", lambda: c.wait(0, timeout=0)),
+                 ("cancel", lambda: c.cancel(0))):
+    e = raises(coop.Error, fn, f"{what} of job 0")
+    check(e is not None and e.code == coop.ENOJOB and e.message.startswith("no job 0 "),
+          f"its code and message: {e and e.name}, {e and e.message!r}")
 # its id plus 2**64 is not its id (it was, kept to 64 bits)
 raises(ValueError, lambda: c.cancel(j.id + (1 << 64)), "cancel of its id + 2**64")
 raises(ValueError, lambda: c.status(j.id + (1 << 64)), "status of its id + 2**64")
