@@ -490,10 +490,11 @@ def _count(v, what, lim=_U64):
 
 def _ms(timeout, what="timeout", lim=None, positive=False):
     """A timeout in seconds (None or inf: forever) as libcoop's
-    milliseconds (-1: forever); lim: the most milliseconds the C call takes
-    (None: the caller waits in slices, any finite number). positive: 0 is
-    refused too, and None is libcoop's default (connect's timeout, which
-    every request waits: 0 ms timed each of them out at once)."""
+    milliseconds (-1: forever; a positive one at least 1); lim: the most
+    milliseconds the C call takes (None: the caller waits in slices, any
+    finite number). positive: 0 is refused too, and None is libcoop's
+    default (connect's timeout, which every request waits: 0 ms timed each
+    of them out at once)."""
     if timeout is None:
         return -1
     none = "None (the default, 30 s), inf (forever)" if positive else "None (forever)"
@@ -506,7 +507,9 @@ def _ms(timeout, what="timeout", lim=None, positive=False):
                          f"{timeout!r}")
     if timeout == float("inf"):
         return -1
-    ms = int(timeout * 1000)
+    # a positive timeout below 1 ms is 1 ms: cut to 0 it was "ask once"
+    # (buffer(wait=0.0004) never asked again)
+    ms = max(int(timeout * 1000), 1 if timeout > 0 else 0)
     if lim is not None and ms > lim:
         raise ValueError(f"{what} must be {none} or 0..{lim / 1000} seconds"
                          f"{' (0 excluded)' if positive else ''}, not {timeout!r}")
@@ -1039,8 +1042,9 @@ class Connection(_Closing):
         """A device buffer holding a copy of array `data`, or of `data`
         bytes of zeros when data is an int. While running jobs' copies hold
         the room it needs in the device's arena (coopd's EBUSY), it asks
-        again every 50 ms for up to `wait` seconds (None: until it fits);
-        then coop.Error EBUSY (coop.Timeout once a wait > 0 ran out).
+        again every 50 ms for up to `wait` seconds (None: until it fits;
+        below 1 ms: 1 ms; negative or NaN: ValueError); then coop.Error
+        EBUSY (coop.Timeout once a wait > 0 ran out).
         ENOMEM: it does not fit beside the device buffers there at all.
         keep: the buffer outlives this connection (COOP_BUFFER_KEEP) until
         a free() on any connection of this user (open_buffer reaches it),

@@ -32,6 +32,9 @@ check(e is not None and e.code == coop.EBUSY
       f"its code and message (no id of a buffer never made): {e and e.name}, {e and e.message}")
 e = raises(coop.Timeout, lambda: c.buffer(BUF * 4, wait=0.3), "the same, waiting 0.3 s")
 check(e is not None and "0.3 s" in str(e), f"it says how long it waited: {e}")
+# a positive wait below 1 ms is 1 ms: cut to 0, it asked once and raised
+# EBUSY as wait=0 does
+raises(coop.Timeout, lambda: c.buffer(BUF * 4, wait=0.0004), "the same, waiting 0.4 ms")
 b = c.buffer(np.full(BUF, 9, np.uint32), wait=120)
 waited = time.monotonic() - t0
 res = j.wait(timeout=0)
@@ -39,7 +42,9 @@ check(res.state == "done", f"the buffer was made once the sweep ended ({waited:.
       f"{rounds} rounds)")
 check(bool((data == rounds).all()), "the sweep's rounds are all in its array")
 check(bool((b.read(np.empty(BUF, np.uint32)) == 9).all()), "the buffer holds its data")
-raises(ValueError, lambda: c.buffer(64, wait=-1), "wait -1")
+for w in (-1, float("nan")):
+    e = raises(ValueError, lambda: c.buffer(64, wait=w), f"wait {w}")
+    check(e is not None and str(e).startswith("wait must be "), f"it names wait: {e}")
 b.free()
 c.close()
 finish()
