@@ -588,17 +588,29 @@ def _run(job, timeout):
     (Ctrl-C, the timeout) cancels it first, as subprocess.run ends its
     child: the caller of run() never had the job to cancel. The timeout's
     coop.Timeout then says so ("timed out after 0.5 s: job 7 cancelled"),
-    not the wait's "job 7 still running"."""
+    not the wait's "job 7 still running", unless the job had ended by
+    itself before the cancel reached it: then its Result, or its Error, as
+    a wait that saw it end."""
     try:
         r = job.wait(timeout)
     except (KeyboardInterrupt, Timeout) as e:
         try:
             job.cancel()
             what = "cancelled"
-        except Error as c:  # it ended meanwhile, or the connection failed
+        except Error as c:  # the connection failed, say
             what = f"not cancelled: {c.message}"
         if isinstance(e, Timeout):  # only a finite timeout ends a wait so
-            raise Timeout(e.code, f"timed out after {timeout:g} s: job {job.id} {what}") from None
+            # coopd answers the cancel of a job that has ended as it answers
+            # any other: one that ended DONE between the wait's last slice
+            # and the cancel was reported cancelled, its output not written
+            try:
+                r = job.wait(0)
+            except Error:  # still running: it leaves at its next offer or poll
+                r = None
+            if r is None or r.state_code == STATE_CANCELLED:
+                raise Timeout(e.code, f"timed out after {timeout:g} s: job {job.id} "
+                              f"{what}") from None
+            return r.raise_for_state()
         raise
     return r.raise_for_state()
 
@@ -636,7 +648,8 @@ class Job:
     def cancel(self):
         """Asks coopd to cancel the job (coop_cancel) and returns: it leaves
         the device at its next offer or poll, and wait() then gives its
-        cancelled Result. A job that has ended already stays as it ended."""
+        cancelled Result. A job that has ended already stays as it ended,
+        and the cancel returns all the same: wait() says how it ended."""
         _check(self.conn._call(_lib.coop_cancel, self.id))
 
     def status(self):
@@ -811,7 +824,9 @@ class Prepared(_Closing):
 
     def run(self, timeout=None):
         """submit() then wait(); raises coop.Error unless the job ends DONE.
-        A wait cut short (Ctrl-C, the timeout) cancels the job."""
+        A wait cut short (Ctrl-C, the timeout) cancels the job; one that
+        the timeout's cancel found ended is reported as it ended (its
+        Result if DONE)."""
         return _run(self.submit(), timeout)
 
     def close(self):
@@ -1026,7 +1041,9 @@ class Connection(_Closing):
 
     def run(self, kernel, *args, timeout=None, **kw):
         """submit() then wait(); raises coop.Error unless the job ends DONE.
-        A wait cut short (Ctrl-C, the timeout) cancels the job."""
+        A wait cut short (Ctrl-C, the timeout) cancels the job; one that
+        the timeout's cancel found ended is reported as it ended (its
+        Result if DONE)."""
         return _run(self.submit(kernel, *args, **kw), timeout)
 
     def wait(self, job_id, timeout=None):

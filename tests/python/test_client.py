@@ -535,6 +535,35 @@ check(took < 3, f"it ended the wait after {took:.1f} s")
 dog.cancel()
 guard.close()
 
+# run()'s timeout against the job's end: a sweep that ends DONE between the
+# wait's last slice and run()'s cancel (here: its first wait returns only
+# once the job is done, as a timed out one). coopd answers that cancel OK,
+# and run() said "job N cancelled", the output not written
+real_wait, waits = coop.Job.wait, []
+
+
+def late_wait(job, timeout=None):
+    waits.append(timeout)
+    if len(waits) > 1:
+        return real_wait(job, timeout)
+    for _ in range(1000):
+        if job.status()["state"] not in ("queued", "running"):
+            break
+        time.sleep(0.01)
+    raise coop.Timeout(coop.ETIMEDOUT, f"job {job.id} still running")
+
+
+coop.Job.wait = late_wait
+ra = np.zeros(64, np.uint32)
+try:
+    r = c.run("sweep", ra, 64, 4, cooperative=True, timeout=0.3)
+except coop.Error as ex:
+    r = ex
+finally:
+    coop.Job.wait = real_wait
+check(isinstance(r, coop.Result) and r.state == "done" and bool((ra == 4).all()),
+      f"a run whose job ended before its timeout's cancel: {r!r}, {ra[:2]}")
+
 # close() on one thread while another waits on the connection: the wait
 # raises ValueError at its next slice. coop_disconnect freed what the wait
 # was using: the waiter hung and the process aborted ("free(): corrupted
