@@ -1047,7 +1047,10 @@ class Connection(_Closing):
         return _run(self.submit(kernel, *args, **kw), timeout)
 
     def wait(self, job_id, timeout=None):
-        """Waits for a job by id (a detached one, say)."""
+        """Waits for a job by id (a detached one, say): its Result. Only
+        the connection that submitted it writes the output into its arrays;
+        from another the output is not had (a coop.empty array holds it
+        all the same: coopd writes into its memfd)."""
         return Job(self, job_id).wait(timeout)
 
     def cancel(self, job_id):

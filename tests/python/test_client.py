@@ -564,6 +564,21 @@ finally:
 check(isinstance(r, coop.Result) and r.state == "done" and bool((ra == 4).all()),
       f"a run whose job ended before its timeout's cancel: {r!r}, {ra[:2]}")
 
+# a detached job waited for from another connection: its Result, not its
+# output; the submitting process's ordinary array stays as it was, a
+# coop.empty one has it (coopd wrote into its memfd); the submitting
+# connection, while open, still writes its array at its own wait
+da, de, db = np.zeros(64, np.uint32), coop.zeros(64, np.uint32), np.zeros(64, np.uint32)
+with coop.connect(sock) as dc:
+    dj = dc.submit("sweep", da, 64, 5, cooperative=True, detached=True)
+    dje = dc.submit("sweep", de, 64, 5, cooperative=True, detached=True)
+with coop.connect(sock) as dc, coop.connect(sock) as dw:
+    djb = dc.submit("sweep", db, 64, 5, cooperative=True, detached=True)
+    got = [dw.wait(x.id, timeout=20).state for x in (dj, dje, djb)]
+    check(got == ["done"] * 3 and not da.any() and bool((de == 5).all()) and not db.any(),
+          f"detached jobs waited for from a new connection: {got}, {da[0]} {de[0]} {db[0]}")
+    dc.wait(djb.id, timeout=20)
+    check(bool((db == 5).all()), "the submitting connection's own wait writes its array")
 # close() on one thread while another waits on the connection: the wait
 # raises ValueError at its next slice. coop_disconnect freed what the wait
 # was using: the waiter hung and the process aborted ("free(): corrupted
