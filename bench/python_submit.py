@@ -58,7 +58,7 @@ def stub_connection():
     """A Connection that never connected, render's signature as coopd would
     list it, and device buffers by id alone."""
     c = coop.Connection.__new__(coop.Connection)
-    c._h, c._pending, c._event_fn, c.info = ctypes.c_void_p(1), {}, None, {}
+    c._h, c._pending, c._abandoned, c._event_fn, c.info = ctypes.c_void_p(1), {}, set(), None, {}
     c._lock, c._calls, c._closing = threading.Lock(), 0, None
     c._fork, c._pid = coop._forks[0], os.getpid()
     c._sigs = {"render": ["buf", "buf", "buf", "u32", "u32"]}

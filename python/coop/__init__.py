@@ -599,12 +599,14 @@ def _run(job, timeout):
             what = "cancelled"
         except Error as c:  # the connection failed, say
             what = f"not cancelled: {c.message}"
+        job.conn._abandoned.add(job.id)  # its arrays let go once it ends (_reap)
         if isinstance(e, Timeout):  # only a finite timeout ends a wait so
             # coopd answers the cancel of a job that has ended as it answers
             # any other: one that ended DONE between the wait's last slice
             # and the cancel was reported cancelled, its output not written
             try:
                 r = job.wait(0)
+                job.conn._abandoned.discard(job.id)
             except Error:  # still running: it leaves at its next offer or poll
                 r = None
             if r is None or r.state_code == STATE_CANCELLED:
@@ -880,6 +882,7 @@ class Connection(_Closing):
     def _disconnect(self, h):
         _lib.coop_disconnect(h)
         self._pending.clear()  # no call of libcoop's writes into them any more
+        self._abandoned.clear()
 
     def __init__(self, path=None, name="python", timeout=None, spin_us=None):
         # every argument checked before the connection is made
@@ -898,6 +901,7 @@ class Connection(_Closing):
         self._h = c
         self._event_fn = None
         self._pending = {}  # job id -> the arrays libcoop may still write
+        self._abandoned = set()  # ids run() cancelled and stopped waiting for (_reap)
         self._sigs = None  # kernel name -> argument type names, asked once (_types)
         if timeout_ms is not None:
             _lib.coop_set_timeout(c, timeout_ms)
@@ -1029,8 +1033,27 @@ class Connection(_Closing):
                         f'no kernel named "{kernel}" (Connection.kernels() lists them)')
         return sigs[kernel]
 
+    def _reap(self):
+        """The jobs run() cancelled and stopped waiting for (its timeout,
+        Ctrl-C), asked once more each, a few at a time: one that has ended
+        lets its arrays go (Job.wait's pop). Nothing else would ever ask,
+        and a long-lived connection that timed out many runs kept every
+        one's arrays until it closed."""
+        for jid in list(self._abandoned)[:8]:
+            try:
+                Job(self, jid).wait(0)
+            except Timeout:
+                continue  # still leaving the device
+            except Error as e:
+                if e.code != globals()["ENOJOB"]:
+                    continue  # the connection failed, say: asked again next time
+                self._pending.pop(jid, None)  # coopd forgot it: no RESULT comes
+            self._abandoned.discard(jid)
+
     def _submit(self, j, keep):
         """coop_submit of job j; keep: its arrays, alive until its result."""
+        if self._abandoned:
+            self._reap()
         jid = ctypes.c_uint64()
         rc = self._call(_lib.coop_submit, j, ctypes.byref(jid))
         if rc < 0 and ERRORS.get(rc) in ("EARGS", "ENOKERNEL"):

@@ -521,6 +521,14 @@ for _ in range(100):
     time.sleep(0.1)
 check(c.stats()["cancelled"] == before + 2 and not running_sweeps(c),
       f"run() cancelled both sweeps ({c.stats()['cancelled'] - before} cancelled)")
+# the timed-out sweep's arrays: kept while libcoop might still write them,
+# let go by the next submit once it has ended (nothing asked for it again,
+# so a long-lived connection kept every timed-out run's arrays until closed)
+gone = e is not None and int(re.search(r"job (\d+)", e.message).group(1))
+check(gone in c._pending, "the timed-out job's arrays kept after run()")
+c.run("sweep", np.zeros(64, np.uint32), 64, 1, cooperative=True)
+check(gone not in c._pending and not c._abandoned,
+      "the next submit let the cancelled job's arrays go")
 # the same for poll_events(None) with no event coming (a job of c's after
 # 10 s would end a wait Ctrl-C cannot)
 guard.subscribe(lambda ev: None)
