@@ -69,8 +69,9 @@ int coop_rt_backend_built(const char *name);
 const char *coop_rt_backends_built(void);
 unsigned coop_rt_compute_units(const coop_rt *rt);
 
-/* Registers kernel NAME written against megakernel/device/api.h; returns its
- * index (>= 0). Only before launch. */
+/* Registers kernel NAME (a C identifier shorter than COOP_NAME_MAX bytes)
+ * written against megakernel/device/api.h; returns its index (>= 0). Only
+ * before launch. */
 int coop_rt_add_kernel(coop_rt *rt, const char *name, int cooperative, const char *source);
 int coop_rt_kernel_index(const coop_rt *rt, const char *name);
 

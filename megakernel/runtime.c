@@ -225,7 +225,10 @@ unsigned coop_rt_participants(const coop_rt *rt) { return rt->participants; }
 unsigned coop_rt_workers(const coop_rt *rt) { return rt->participants ? rt->participants - 1 : 0; }
 double coop_rt_tick_ns(const coop_rt *rt) { return rt->tick_ns; }
 
-static int valid_name(const char *s) { return s && strlen(s) < 48 && coop__is_ident(s); }
+/* < COOP_NAME_MAX, as coopd's directive and the wire allow: a name of 48
+ * to 63 bytes passed coopd's checks and then failed its build with
+ * nothing but "invalid argument" */
+static int valid_name(const char *s) { return s && strlen(s) < COOP_NAME_MAX && coop__is_ident(s); }
 
 int coop__kernel_add(struct coop__kernel *kernels, int *n, const char *name, int cooperative,
                      const char *source) {

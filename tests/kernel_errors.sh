@@ -4,7 +4,8 @@
 # of the generated megakernel source (docs/kernels.md, "Errors"). Each CASE
 # writes a kernel directory with one mistake, runs coopd --check-config on
 # it (PoCL compiles), and checks that it fails with FILE:LINE: naming the
-# file and the line of the mistake. Where a compiler reports it (a helper
+# file and the line of the mistake (a case at a limit, long_name, checks
+# that its kernel builds instead). Where a compiler reports it (a helper
 # defined twice, a compile error), NVRTC is checked too when given: it
 # writes FILE(LINE).
 set -u
@@ -14,6 +15,7 @@ trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/k"
 k=$dir/k
 nv=
+st_want=1 # coopd --check-config's exit status; 0 where the case is a kernel that builds
 case $case in
 missing_step) # the glue calls nostep_step: today a line of coop-megakernel.cl
   cat >"$k/nostep.cl" <<'CL'
@@ -157,6 +159,20 @@ void argel(struct coop_ctx *c) {
 CL
   want='argel\.cl:4: coop_arg_buf_u32(\.\.\., 0): argument 0 is buf<f32> in the directive, not buf<u32>'
   ;;
+long_name) # a name of 63 bytes, the most the directive takes: it passed coopd's checks, and
+  # the build then failed with "invalid argument" alone (the runtime took 47 at most)
+  n=k12345678901234567890123456789012345678901234567890123456789012
+  cat >"$k/long.cl" <<CL
+//@coop name=$n kind=cooperative args=u32
+struct ${n}_state {
+  coop_u32 x;
+};
+void ${n}_init(struct coop_ctx *c, struct ${n}_state *s) { s->x = 0u; }
+coop_u32 ${n}_step(struct coop_ctx *c, struct ${n}_state *s) { return COOP_DONE; }
+CL
+  st_want=0
+  want='^kernels compile$'
+  ;;
 *)
   echo "kernel_errors: no case $case"
   exit 2
@@ -166,8 +182,8 @@ esac
 fails=0
 POCL_MAX_PTHREAD_COUNT=3 "$coopd" --kernels "$k" --socket "$dir/s" --check-config >"$dir/out" 2>&1
 st=$?
-if [ $st -ne 1 ]; then
-  echo "FAIL: coopd --check-config exited $st, expected 1"
+if [ $st -ne $st_want ]; then
+  echo "FAIL: coopd --check-config exited $st, expected $st_want"
   fails=$((fails + 1))
 elif ! grep -q -- "$want" "$dir/out"; then
   echo "FAIL: no \"$want\" in coopd's message"
