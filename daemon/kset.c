@@ -103,8 +103,22 @@ static int parse_directive(const char *line, struct kdef *k, char *err, size_t e
     *eq = '\0';
     char *v = eq + 1;
     if (!strcmp(t, "name")) {
-      if (!coop__is_ident(v) || strlen(v) >= COOP_WIRE_NAME_MAX || !strncmp(v, "coop", 4))
-        return snprintf(err, errlen, "bad kernel name \"%s\"", v), -1;
+      /* each with its reason: "bad kernel name" alone left its author to
+       * guess, where the name was a byte too long or began with coop */
+      if (!coop__is_ident(v))
+        return snprintf(err, errlen,
+                        "bad kernel name \"%s\": not a C identifier (letters, digits and _, "
+                        "not starting with a digit)",
+                        v),
+               -1;
+      if (strlen(v) >= COOP_WIRE_NAME_MAX)
+        return snprintf(err, errlen, "bad kernel name \"%s\": longer than %u bytes", v,
+                        (unsigned)COOP_WIRE_NAME_MAX - 1),
+               -1;
+      if (!strncmp(v, "coop", 4))
+        return snprintf(err, errlen,
+                        "bad kernel name \"%s\": names starting with coop are the runtime's", v),
+               -1;
       snprintf(k->name, sizeof k->name, "%s", v);
       have_name = 1;
     } else if (!strcmp(t, "kind")) {

@@ -173,6 +173,11 @@ CL
   st_want=0
   want='^kernels compile$'
   ;;
+name_too_long) # 64 bytes: refused as "bad kernel name" alone, which did not say why
+  n=k123456789012345678901234567890123456789012345678901234567890123
+  printf '//@coop name=%s kind=noncooperative args=u32\nvoid %s(struct coop_ctx *c) {}\n' $n $n >"$k/ln.cl"
+  want="ln\.cl:1: bad kernel name \"$n\": longer than 63 bytes"
+  ;;
 *)
   echo "kernel_errors: no case $case"
   exit 2
