@@ -78,6 +78,21 @@ static int ident(struct parser *ps) {
 
 static void sum(struct parser *ps);
 
+/* Whether ps->p is the function len: a ( comes next, or no argument is
+ * named len. A scalar named len was read as the function where a blank
+ * came after it: "len <= len(a)" was refused ("len needs (NAME)") where
+ * "len<=len(a)" was taken. */
+static int at_len(const struct parser *ps) {
+  const char *q = ps->p;
+  if (strncmp(q, "len", 3) || isalnum((unsigned char)q[3]) || q[3] == '_') return 0;
+  q += 3;
+  while (*q == ' ' || *q == '\t') q++;
+  if (*q == '(') return 1;
+  for (unsigned i = 0; i < ps->nargs; i++)
+    if (!strcmp(ps->names[i], "len")) return 0;
+  return 1;
+}
+
 static void atom(struct parser *ps) {
   skip(ps);
   if (ps->failed) return;
@@ -97,7 +112,7 @@ static void atom(struct parser *ps) {
     }
     return emit(ps, OP_LIT, 0, v);
   }
-  if (!strncmp(ps->p, "len", 3) && (ps->p[3] == '(' || ps->p[3] == ' ')) {
+  if (at_len(ps)) {
     ps->p += 3;
     skip(ps);
     if (*ps->p != '(') return fail(ps, "len needs (NAME)");

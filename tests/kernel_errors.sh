@@ -4,8 +4,8 @@
 # of the generated megakernel source (docs/kernels.md, "Errors"). Each CASE
 # writes a kernel directory with one mistake, runs coopd --check-config on
 # it (PoCL compiles), and checks that it fails with FILE:LINE: naming the
-# file and the line of the mistake (a case at a limit, long_name, checks
-# that its kernel builds instead). Where a compiler reports it (a helper
+# file and the line of the mistake (a case at a limit or a corner of the
+# rules, long_name and len_arg, checks that its kernel builds instead). Where a compiler reports it (a helper
 # defined twice, a compile error), NVRTC is checked too when given: it
 # writes FILE(LINE).
 set -u
@@ -177,6 +177,16 @@ name_too_long) # 64 bytes: refused as "bad kernel name" alone, which did not say
   n=k123456789012345678901234567890123456789012345678901234567890123
   printf '//@coop name=%s kind=noncooperative args=u32\nvoid %s(struct coop_ctx *c) {}\n' $n $n >"$k/ln.cl"
   want="ln\.cl:1: bad kernel name \"$n\": longer than 63 bytes"
+  ;;
+len_arg) # a scalar named len in a rule, a blank after it: it was read as the function
+  # len() ("len needs (NAME)"), where "len<=len(a)" was taken
+  cat >"$k/la.cl" <<'CL'
+//@coop name=la kind=noncooperative args=a:buf,len:u32
+//@coop require len * 4 <= len (a)
+void la(struct coop_ctx *c) {}
+CL
+  st_want=0
+  want='^kernels compile$'
   ;;
 *)
   echo "kernel_errors: no case $case"
