@@ -42,8 +42,13 @@ static int parse_args(char *v, struct kdef *k, char *err, size_t errlen) {
     if (k->nargs < COOP_WIRE_MAX_ARGS) k->argnames[k->nargs][0] = '\0';
     if (colon) {
       *colon = '\0';
-      if (!coop__is_ident(t) || strlen(t) >= sizeof k->argnames[0])
-        return snprintf(err, errlen, "bad argument name \"%s\"", t), -1;
+      /* with its reason, as a kernel name's */
+      if (!coop__is_ident(t))
+        return snprintf(err, errlen, "bad argument name \"%s\": not a C identifier", t), -1;
+      if (strlen(t) >= sizeof k->argnames[0])
+        return snprintf(err, errlen, "bad argument name \"%s\": longer than %zu bytes", t,
+                        sizeof k->argnames[0] - 1),
+               -1;
       for (unsigned i = 0; i < k->nargs; i++)
         if (!strcmp(k->argnames[i], t))
           return snprintf(err, errlen, "argument name \"%s\" used twice", t), -1;

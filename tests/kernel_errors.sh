@@ -178,6 +178,10 @@ name_too_long) # 64 bytes: refused as "bad kernel name" alone, which did not say
   printf '//@coop name=%s kind=noncooperative args=u32\nvoid %s(struct coop_ctx *c) {}\n' $n $n >"$k/ln.cl"
   want="ln\.cl:1: bad kernel name \"$n\": longer than 63 bytes"
   ;;
+arg_name_too_long) # 32 bytes: "bad argument name" alone
+  printf '//@coop name=an kind=noncooperative args=n2345678901234567890123456789012:u32\nvoid an(struct coop_ctx *c) {}\n' >"$k/an.cl"
+  want='an\.cl:1: bad argument name "n2345678901234567890123456789012": longer than 31 bytes'
+  ;;
 len_arg) # a scalar named len in a rule, a blank after it: it was read as the function
   # len() ("len needs (NAME)"), where "len<=len(a)" was taken
   cat >"$k/la.cl" <<'CL'
