@@ -5,8 +5,9 @@
 # the kernels), the daemon's version and uptime in stats, JSON null for
 # absent values, cancel of a finished job, top's arena and UTIL%, a done
 # job's message (a checkpoint's resumption), an
-# output path checked before the job is submitted, and the progress line's
-# reason for a queued job, within the terminal's width.
+# output path checked before the job is submitted, the progress line's
+# reason for a queued job, within the terminal's width, and a device
+# process started after coopd's binary was replaced.
 #
 # usage: coopctl_habits.sh COOPD COOPCTL KERNEL_DIR VERSION
 set -u
@@ -209,6 +210,22 @@ done
 kill -9 "$dp" # once: the one started in its place would fail its build, and the device stop
 expect_out "^  message    resumed from its last checkpoint after 1 device restart: [0-9]* ms of work lost" \
   "$coopctl" --socket "$sock" wait "$ck"
+stop_coopd
+
+# A binary replaced since coopd started (a package's upgrade, a rebuild in
+# the build tree): readlink of /proc/self/exe reads "PATH (deleted)", and
+# the exec of a device process failed 127, so every author's add (its
+# build in a device process of its own), reload and restart failed "the
+# device process exited 127 while building" until coopd restarted.
+mkdir "$dir/bin"
+cp "$coopd" "$dir/bin/coopd"
+start_coopd "$dir/bin/coopd" --kernels "$kernels" --set kernels.authors="$(id -u)" \
+  --set kernels.authored_dir="$dir/mine" --set kernels.author_reload_interval_ms=0 \
+  --set server.journal=off
+cp "$coopd" "$dir/bin/coopd.new" && mv "$dir/bin/coopd.new" "$dir/bin/coopd"
+printf '//@coop name=mine kind=noncooperative args=u32\nvoid mine(struct coop_ctx *c) {}\n' \
+  >"$dir/mine.cl"
+expect_out "^added kernel: mine" "$coopctl" --socket "$sock" kernel add "$dir/mine.cl"
 stop_coopd
 
 # On a terminal the progress line says why a queued job waits, cut to the

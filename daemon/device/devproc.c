@@ -348,13 +348,19 @@ static int sources_memfd(const struct kset *ks) {
 
 /* fork + exec of this very binary, by its path (/proc/self/exe would name
  * valgrind's tool under valgrind): after fork a threaded process may only
- * make async-signal-safe calls, so everything is prepared before. A binary
- * replaced at that path since (an upgrade) is caught at DP_OPEN by the
- * messages' layout stamp. */
+ * make async-signal-safe calls, so everything is prepared before. A
+ * device process of another build is caught at DP_OPEN by the messages'
+ * layout stamp. A binary replaced since coopd started (a package's
+ * upgrade, a rebuild in a build tree) reads "PATH (deleted)", a file that
+ * is not there: every exec failed, 127, and with it every reload, author's
+ * add and device restart until coopd itself restarted. The binary coopd
+ * runs is still /proc/self/exe then. */
 static int spawn(struct dp *p, char *err, size_t errlen) {
+  static const char gone[] = " (deleted)";
   char exe[4096]; /* not static: the device threads and reload's builder spawn at once */
   ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (el <= 0 || (size_t)el >= sizeof exe - 1)
+  if (el <= 0 || (size_t)el >= sizeof exe - 1 ||
+      ((size_t)el >= sizeof gone && !memcmp(exe + el - (sizeof gone - 1), gone, sizeof gone - 1)))
     snprintf(exe, sizeof exe, "/proc/self/exe");
   else
     exe[el] = '\0';
