@@ -413,11 +413,11 @@ def _elem_check(i, a, kernel, types):
                     f"(a.astype(np.{w}) converts it; a.view(np.{w}) passes its bytes as they are)")
 
 
-def _describe(args, kernel, types):
+def _describe(args, kernel, types, fresh=False):
     """[(kind, value)] for args, checked before anything is sent; raises
     TypeError naming the argument's index. types(fresh=False): the
     kernel's argument type names (the connection keeps them; fresh: asked
-    again)."""
+    again). fresh: the kept ones were just asked again."""
     out = []
     tl = None
     for i, a in enumerate(args):
@@ -432,7 +432,17 @@ def _describe(args, kernel, types):
                 tl = types(False)
             # the NumPy scalar the kernel takes there, as it is (the
             # common case, kept short), else converted and checked
-            v = a if i < len(tl) and _WIDTHS.get(tl[i]) is type(a) else _scalar(i, a, kernel, tl)
+            v = a if i < len(tl) and _WIDTHS.get(tl[i]) is type(a) else None
+            try:
+                v = _scalar(i, a, kernel, tl) if v is None else v
+            except (TypeError, OverflowError):
+                # the kept signature may be older than the kernel, which its
+                # author changed from another connection: every later call
+                # was refused by the old one until coopd refused one. Only
+                # coopd's own refuses; every argument again against it.
+                if fresh or types(True) == tl:
+                    raise
+                return _describe(args, kernel, types, True)
             out.append((_SCALARS[type(v)], v))
         elif isinstance(a, Buffer):
             if a.id is None:

@@ -681,6 +681,8 @@ c2 = coop.connect(sock)
 ty = np.array([1, 2, 5], np.uint32)
 c2.run("axpy_u32", ty, coop.In(tx), 3, 3)
 check(ty.tolist() == [31, 62, 95], f"plain ints for the added kernel's u32s: {ty.tolist()}")
+c3, t3 = coop.connect(sock), np.zeros(3, np.uint32)
+c3.run("axpy_u32", t3, coop.In(tx), 0, 3)
 wide = SOURCE.replace("a:u32", "a:u64").replace(
     "coop_u32 a = coop_arg_u32(c, 2), n =", "coop_u64 a = coop_arg_u64(c, 2);\n  coop_u32 n =")
 # from a file, its path a pathlib.Path
@@ -689,6 +691,15 @@ with tempfile.TemporaryDirectory() as td:
     c.add_kernel(pathlib.Path(td) / "axpy_u32.cl")
 c.run("axpy_u32", ty, coop.In(tx), (1 << 32) + 1, 3)
 check(ty.tolist() == [41, 82, 125], f"an int past u32 for its new u64: {ty.tolist()}")
+# a number the old signature refuses and the new one takes: the kept one
+# is asked again before refusing (an OverflowError "does not fit
+# axpy_u32's u32" for every later call of that connection)
+c3.run("axpy_u32", t3, coop.In(tx), (1 << 32) + 1, 3)
+check(t3.tolist() == [10, 20, 30], f"another connection's int past the old u32: {t3.tolist()}")
+e = raises(OverflowError, lambda: c3.run("axpy_u32", t3, coop.In(tx), 1 << 64, 3),
+           "an int past the new u64 too")
+check(e is not None and "axpy_u32's u64" in str(e), f"its message: {e}")
+c3.close()
 e = raises(coop.Error, lambda: c2.run("axpy_u32", ty, coop.In(tx), 1, 3),
            "the other connection's number as the old u32")
 check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
