@@ -22,7 +22,6 @@ set(COOP_SYSTEMD_UNITDIR "lib/systemd/system" CACHE STRING
   "where the systemd units go (relative to the install prefix, or absolute)")
 set(COOP_SYSUSERSDIR "lib/sysusers.d" CACHE STRING
   "where the sysusers.d snippet goes (relative to the install prefix, or absolute)")
-install(FILES ${PROJECT_SOURCE_DIR}/conf/coopd.ini DESTINATION ${CMAKE_INSTALL_SYSCONFDIR}/coop)
 install(FILES ${PROJECT_SOURCE_DIR}/conf/coop.sysusers DESTINATION ${COOP_SYSUSERSDIR}
   RENAME coop.conf)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/daemon.md ${PROJECT_SOURCE_DIR}/docs/kernels.md
@@ -40,7 +39,8 @@ install(FILES ${PROJECT_SOURCE_DIR}/megakernel/sdk/coop_kernel.h
   ${coop_sdk_device}/barrier.cl ${coop_sdk_device}/taskqueue.cl
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/coop/kernel)
 # The units name coopd's and the settings' paths: written at install time,
-# when the prefix is known (cmake/install_units.cmake).
+# when the prefix is known (cmake/install_units.cmake), which installs the
+# settings too: their place (/etc for /usr) is known only then.
 install(CODE "
   set(COOP_SRC \"${PROJECT_SOURCE_DIR}\")
   set(COOP_WORK \"${PROJECT_BINARY_DIR}/units\")

@@ -29,3 +29,7 @@ foreach(unit coopd.service coop.socket)
   # file(INSTALL) adds DESTDIR and records the file in install_manifest.txt
   file(INSTALL DESTINATION "${unitdir}" TYPE FILE FILES "${COOP_WORK}/${unit}")
 endforeach()
+# The settings where the unit's --config names them: install(DESTINATION
+# etc) put them in /usr/etc for /usr, and coopd.service then failed to
+# start on a missing /etc/coop/coopd.ini.
+file(INSTALL DESTINATION "${sysconfdir}/coop" TYPE FILE FILES "${COOP_SRC}/conf/coopd.ini")

@@ -15,7 +15,8 @@
 int paths_installed_kernels(char *out, size_t len);
 
 /* The installed settings beside this binary (BINDIR/COOP_CONFIG_REL,
- * ../etc/coop/coopd.ini from sbin), canonical: 0; -1 if there is none.
+ * ../etc/coop/coopd.ini from sbin; /etc/coop/coopd.ini from /usr/sbin),
+ * canonical: 0; -1 if there is none.
  * coopd reads it when started without --config. */
 int paths_installed_config(char *out, size_t len);
 

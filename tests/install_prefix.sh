@@ -44,6 +44,17 @@ done
 grep -q "^ExecStart=$tmp/first/sbin/coopd --config $tmp/first/etc/coop/coopd.ini " \
   "$p/lib/systemd/system/coopd.service" || fail "coopd.service: ExecStart not the prefix's"
 
+# /usr (a package's DESTDIR install): the settings in /etc/coop, where the
+# unit's --config names them; they went to /usr/etc/coop, and the unit
+# failed to start on a missing /etc/coop/coopd.ini
+DESTDIR="$tmp/dest" cmake --install "$build" --prefix /usr >"$tmp/install-usr.log" ||
+  fail "cmake --install --prefix /usr failed"
+grep -q "^ExecStart=/usr/sbin/coopd --config /etc/coop/coopd.ini " \
+  "$tmp/dest/usr/lib/systemd/system/coopd.service" || fail "/usr: ExecStart not /usr's"
+[ -f "$tmp/dest/etc/coop/coopd.ini" ] || fail "/usr: /etc/coop/coopd.ini not installed"
+[ ! -e "$tmp/dest/usr/etc" ] || fail "/usr: settings installed in /usr/etc"
+rm -rf "$tmp/dest"
+
 # the kernel SDK: a shipped kernel checks against the installed headers
 # alone, and an error in one names its file and line (docs/kernels.md)
 if command -v clang >/dev/null; then
