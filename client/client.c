@@ -495,7 +495,13 @@ int coop__request(coop_conn *c, uint16_t type, const union coop_msg *m, const in
     pthread_mutex_unlock(&c->mu);
     e = send_frame(c, &b, fds, nfds);
     pthread_mutex_lock(&c->mu);
+    /* A daemon that closed says why first (a seq-0 ERROR: a connection
+     * refused at max_clients_per_uid, one evicted, a shutdown): read it,
+     * where a refused connect whose HELLO met the close was "the daemon
+     * closed the connection" and a guess */
+    if (e == COOP_ECLOSED && !c->reading) read_once(c, 0);
     if (e) conn_kill(c, e, "sending to the daemon failed");
+    if (e) e = c->dead;
     int dispatched = 0;
     if (!e) e = await(c, &w, deadline_after(timeout_ms), &dispatched);
     remove_waiter(c, &w);

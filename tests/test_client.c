@@ -1150,6 +1150,13 @@ static void s_shutdown(struct fake *f, struct fconn *c) {
   ff_free(&fr);
 }
 
+/* coopd closes an idle connection with an ERROR that says why (evicted
+ * at max_clients, refused at max_clients_per_uid, a shutdown). */
+static void s_close_with_error(struct fake *f, struct fconn *c) {
+  fk_welcome(f, c);
+  fk_error(c, 0, COOP_ELIMIT, "closed: evicted");
+}
+
 START_TEST(daemon_closes) {
   struct fake f;
   fake_start(&f, s_close_on_status);
@@ -1168,6 +1175,17 @@ START_TEST(daemon_closes) {
   ck_assert_str_eq(coop_errmsg(c), "coopd is shutting down");
   coop_disconnect(c);
   fake_end(&f);
+
+  /* the ERROR and the close came before the request was sent: its send
+   * fails (EPIPE), and the ERROR waiting to be read says why; it was
+   * ECLOSED with no word (at connect: "too many clients, or shutting
+   * down?", where coopd had said max_clients_per_uid) */
+  fake_start(&f, s_close_with_error);
+  c = connect_ok(&f);
+  fake_end(&f); /* the fake has closed */
+  ck_assert_int_eq(coop_status(c, 0, &s, &n), COOP_ELIMIT);
+  ck_assert_str_eq(coop_errmsg(c), "closed: evicted");
+  coop_disconnect(c);
 }
 END_TEST
 
