@@ -478,28 +478,30 @@ int config_validate(const struct config *c, char *err, size_t errlen) {
              c->authored_dir);
     return -1;
   }
-  if (c->max_source_bytes == 0) {
-    snprintf(err, errlen, "[kernels] max_source_bytes must be > 0");
-    return -1;
-  }
-  if (c->max_jobs_per_client == 0 || c->max_clients == 0 || c->arena_mb == 0) {
-    snprintf(err, errlen, "max_jobs_per_client, max_clients and arena_mb must be > 0");
-    return -1;
-  }
-  if (c->max_clients_per_uid == 0 || c->max_jobs_per_uid == 0 || c->max_bytes_per_uid == 0) {
-    snprintf(err, errlen,
-             "[limits] max_clients_per_uid, max_jobs_per_uid and max_bytes_per_uid "
-             "must be > 0");
-    return -1;
-  }
-  if (c->metrics_max_connections == 0 || c->metrics_timeout_ms == 0) {
-    snprintf(err, errlen, "[metrics] max_connections and timeout_ms must be > 0");
-    return -1;
-  }
-  if (c->metrics_max_per_peer == 0 || c->metrics_request_ms == 0) {
-    snprintf(err, errlen, "[metrics] max_connections_per_peer and request_timeout_ms must be > 0");
-    return -1;
-  }
+  /* Each key by its name and section: "max_jobs_per_client, max_clients
+   * and arena_mb must be > 0" left the one at 0, and where it goes, to
+   * guess. */
+  const struct {
+    const char *key;
+    unsigned long long v;
+  } nonzero[] = {
+      {"[kernels] max_source_bytes", c->max_source_bytes},
+      {"[limits] max_jobs_per_client", c->max_jobs_per_client},
+      {"[server] max_clients", c->max_clients},
+      {"[device] arena_mb", c->arena_mb},
+      {"[limits] max_clients_per_uid", c->max_clients_per_uid},
+      {"[limits] max_jobs_per_uid", c->max_jobs_per_uid},
+      {"[limits] max_bytes_per_uid", c->max_bytes_per_uid},
+      {"[metrics] max_connections", c->metrics_max_connections},
+      {"[metrics] timeout_ms", c->metrics_timeout_ms},
+      {"[metrics] max_connections_per_peer", c->metrics_max_per_peer},
+      {"[metrics] request_timeout_ms", c->metrics_request_ms},
+  };
+  for (size_t i = 0; i < sizeof nonzero / sizeof nonzero[0]; i++)
+    if (nonzero[i].v == 0) {
+      snprintf(err, errlen, "%s: 0 is not allowed (want at least 1)", nonzero[i].key);
+      return -1;
+    }
   if (priority_check(c->priority_users, err, errlen)) return -1;
   if (c->subordinate_ids[0] && c->subordinate_ids[0] != '/' && strcmp(c->subordinate_ids, "off")) {
     snprintf(err, errlen, "[limits] subordinate_ids: \"%s\" must be an absolute path or off",

@@ -110,7 +110,7 @@ foreach(key max_jobs_per_client max_clients arena_mb)
   elseif(key STREQUAL "arena_mb")
     set(section device)
   endif()
-  run(zero_${key} 1 "max_jobs_per_client, max_clients and arena_mb must be > 0"
+  run(zero_${key} 1 "\\[${section}\\] ${key}: 0 is not allowed \\(want at least 1\\)"
     "[${section}]\n${key} = 0\n" ${std})
 endforeach()
 run(local_size_3 1 "\\[device\\] local_size: 3 is not a power of two" "[device]\nlocal_size = 3\n"
@@ -169,7 +169,7 @@ run(metrics_listen_not_loopback 1
   "[metrics]\nlisten = 0.0.0.0:9464\n" ${std} --check-config)
 run(metrics_listen_v6_any 1 "\"\\[::\\]:9464\" is not a loopback address"
   "[metrics]\nlisten = [::]:9464\n" ${std})
-run(metrics_timeout_zero 1 "\\[metrics\\] max_connections and timeout_ms must be > 0"
+run(metrics_timeout_zero 1 "\\[metrics\\] timeout_ms: 0 is not allowed \\(want at least 1\\)"
   "[metrics]\nlisten = 127.0.0.1:9464\ntimeout_ms = 0\n" ${std})
 run(priority_users_bad 1 "\\[limits\\] priority_users: \"alice @:3\": want entries NAME:N"
   "[limits]\npriority_users = alice @:3\n" ${std})
