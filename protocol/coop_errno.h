@@ -28,7 +28,7 @@
   XX(EPROTO, -16, "malformed message")                                                         \
   XX(EVERSION, -17, "unsupported protocol version")                                            \
   XX(ETOOBIG, -18, "message or buffer larger than the limit")                                  \
-  XX(ELIMIT, -19, "per-client limit reached")                                                  \
+  XX(ELIMIT, -19, "limit reached")                                                             \
   XX(EPERM, -20, "not allowed")                                                                \
   XX(ENOJOB, -21, "no such job")                                                               \
   XX(EARGS, -22, "arguments do not match the kernel's signature")                              \
