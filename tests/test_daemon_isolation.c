@@ -1631,7 +1631,12 @@ START_TEST(a_periodic_job_behind_its_period_keeps_two_ahead) {
           "median %lld ms, the worst %lld ms\n",
           jobs, jobs > 1 ? "s" : "", groups, (long long)e, (long long)took[R / 2],
           (long long)took[R - 1]);
-  ck_assert_msg(took[R / 2] < 9 * (e > 0 ? e : 1) / 2,
+  /* One job: before, 7.1-7.7 E; now 2.0-3.1 E (on a loaded machine too).
+   * Four jobs: before, 10.4-10.7 E; now 2.0-3.2 E, and 4.9 once in a
+   * clean-clone suite where E, measured before the load came, was low.
+   * Each bound lies between the two. */
+  int64_t halves = _i ? 14 : 9;
+  ck_assert_msg(took[R / 2] < halves * (e > 0 ? e : 1) / 2,
                 "root's renders took %lld ms at the median, %.1f instances", (long long)took[R / 2],
                 (double)took[R / 2] / (double)(e > 0 ? e : 1));
   for (int k = 0; k < jobs; k++) stop_nobody(kids[k]);
