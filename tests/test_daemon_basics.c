@@ -95,14 +95,28 @@ START_TEST(hello_kernels_stats) {
 END_TEST
 
 /* A cooperative sweep sharing the device with periodic renders; the sweep
- * with its buffer passed as a memfd and written back in place. */
+ * with its buffer passed as a memfd and written back in place. Its rounds
+ * last about 3 s on this device, timed on a short sweep first (at most
+ * 200000: under a second on a GPU): long past the first render's kills,
+ * which it waits for. A fixed 200000 took 17 s on PoCL's three threads,
+ * most of it after the renders. */
 START_TEST(sweep_beside_periodic_renders) {
   struct daemon_proc d;
   daemon_start(&d, NULL);
   struct conn c;
   open_hello(&c, &d);
   unsigned w = c.m.welcome.workers;
-  const uint32_t n = 3001, rounds = 200000; /* outlasts the renders */
+  const uint32_t n = 3001, probe_rounds = 4000;
+  uint32_t *probe = calloc(n, 4);
+  int64_t t0 = now_ms();
+  uint64_t pj = sweep_submit(&c, probe, n, probe_rounds, w, -1);
+  ck_assert_uint_ne(pj, 0);
+  ck_assert_uint_eq(wait_job(&c, pj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_int_eq(c.m.result.state, COOP_JOB_DONE);
+  free(probe);
+  int64_t probe_ms = now_ms() - t0;
+  uint64_t r = probe_ms > 0 ? (uint64_t)probe_rounds * 3000 / (uint64_t)probe_ms : 200000;
+  const uint32_t rounds = r < probe_rounds ? probe_rounds : r > 200000 ? 200000 : (uint32_t)r;
   int fd = memfd_create("sweep", MFD_CLOEXEC);
   ck_assert_int_ge(fd, 0);
   uint32_t *init = calloc(n, 4);

@@ -1582,8 +1582,7 @@ END_TEST
  * on one workgroup waited about seven E (7.1 and 7.7 in two runs). Now a
  * periodic job's instances in flight hold at most twice the workers:
  * root's waits about two (2.0, 2.75). The median of five renders is
- * judged: one render slowed by the machine (the suite runs two tests at
- * once on two cores) says nothing of the turns.
+ * judged: one render slowed by the machine says nothing of the turns.
  * _i = 1: four such jobs of nobody's, each of half the workers (E: one
  * instance alone, beside nothing). Counted a job at a time, each kept
  * instances of twice the workers in flight: sixteen halves, eight E ahead
