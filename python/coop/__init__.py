@@ -579,18 +579,49 @@ _WAIT_SLICE_MS = 200
 _AUTHOR_RETRY_S = 0.2
 
 
+class _Deadline:
+    """When a wait of timeout seconds ends: every call that takes a timeout
+    or a wait (a job's wait, run, poll_events, buffer's wait=, add_kernel,
+    remove_kernel and reload) counts it so. The value is _ms's: None or inf
+    for ever, 0 "ask once", a positive one below 1 ms 1 ms; a negative or
+    NaN one a ValueError naming what. left() rounds up, as _ms does: the
+    wait's first slice took the 1 ms down to 0 again (wait(0.0004) asked
+    once, as wait(0)), and buffer(wait=0.0004) slept its 50 ms between two
+    asks."""
+
+    def __init__(self, timeout, what="timeout"):
+        self.ms = _ms(timeout, what)
+        self.end = None if self.ms < 0 else time.monotonic() + self.ms / 1000
+
+    def left(self):
+        """The whole milliseconds left (None: for ever; 0: none)."""
+        if self.end is None:
+            return None
+        return max(0, math.ceil((self.end - time.monotonic()) * 1000))
+
+    def again(self, every):
+        """After an ask that is to be repeated: sleeps until the next one,
+        every seconds or what is left, and True; False once no time is
+        left (at once for 0)."""
+        left = self.left()
+        if left == 0:
+            return False
+        time.sleep(every if left is None else min(every, left / 1000))
+        return True
+
+
 def _in_slices(timeout, call, again):
     """call(ms) with ms at most _WAIT_SLICE_MS, again while again(its
     result) says so and timeout (seconds; None: for ever) has time left;
     the last result. Python runs its signal handlers only between two
     calls into libcoop, and one call that waited for ever kept Ctrl-C out."""
-    ms = _ms(timeout)
-    end = None if ms < 0 else time.monotonic() + ms / 1000
+    d = _Deadline(timeout)
+    left = None if d.ms < 0 else d.ms  # the first slice: as asked
     while True:
-        left = _WAIT_SLICE_MS if end is None else int((end - time.monotonic()) * 1000)
-        r = call(max(0, min(left, _WAIT_SLICE_MS)))
-        if not again(r) or (end is not None and left <= _WAIT_SLICE_MS):
+        r = call(_WAIT_SLICE_MS if left is None else min(left, _WAIT_SLICE_MS))
+        if not again(r) or (left is not None and left <= _WAIT_SLICE_MS):
             return r
+        left = d.left()
 
 
 def _run(job, timeout):
@@ -839,6 +870,7 @@ class Prepared(_Closing):
         A wait cut short (Ctrl-C, the timeout) cancels the job; one that
         the timeout's cancel found ended is reported as it ended (its
         Result if DONE)."""
+        _ms(timeout)  # a negative or NaN one refused before the job is submitted
         return _run(self.submit(), timeout)
 
     def close(self):
@@ -1077,6 +1109,9 @@ class Connection(_Closing):
         A wait cut short (Ctrl-C, the timeout) cancels the job; one that
         the timeout's cancel found ended is reported as it ended (its
         Result if DONE)."""
+        # a negative or NaN timeout refused before the job is submitted:
+        # its wait's ValueError left the job running and its arrays kept
+        _ms(timeout)
         return _run(self.submit(kernel, *args, **kw), timeout)
 
     def wait(self, job_id, timeout=None):
@@ -1104,7 +1139,7 @@ class Connection(_Closing):
         counted against the user's [limits] max_bytes_per_uid and
         max_buffers_per_uid meanwhile; otherwise it goes with the
         connection."""
-        limit = _ms(wait, "wait")
+        d = _Deadline(wait, "wait")
         device = _int(device, "device", _C_INT)
         if isinstance(data, (int, np.integer)) and not isinstance(data, (bool, np.bool_)):
             size, ptr = _count(data, "a buffer's size", _SIZE), None
@@ -1121,16 +1156,14 @@ class Connection(_Closing):
             a = _array("buffer", data, False)
             size, ptr = a.nbytes, a.ctypes.data
         bid = ctypes.c_uint64()
-        t0 = time.monotonic()
         while True:
             rc = self._call(_lib.coop_buffer_create, device, size, ptr,
                             BUFFER_KEEP if keep else 0, ctypes.byref(bid))
-            if rc != globals()["EBUSY"] or not limit:
+            if rc != globals()["EBUSY"] or not d.ms:
                 break
-            if limit > 0 and (time.monotonic() - t0) * 1000 >= limit:
+            if not d.again(0.05):
                 raise Timeout(globals()["ETIMEDOUT"], f"no room for a buffer of {size} bytes "
                               f"within {wait} s: {_errmsg(None)}")
-            time.sleep(0.05)
         _check(rc)
         # COOP_ANY_DEVICE puts a buffer on device 0 (coop.h): buf.device names
         # it, as open_buffer takes it
@@ -1284,21 +1317,18 @@ class Connection(_Closing):
         waits it out, for up to timeout seconds (None: as long as it takes;
         0: once); then coop.Error EBUSY saying how long it waited and coopd's
         reason. Ctrl-C (KeyboardInterrupt) ends the wait between two asks."""
-        ms = _ms(timeout)
-        end = None if ms < 0 else time.monotonic() + ms / 1000
+        d = _Deadline(timeout)
         busy = globals()["EBUSY"]
         while True:
             log = ctypes.c_void_p()
             self._sigs = None
             rc = call(ctypes.byref(log))
-            left = None if end is None else end - time.monotonic()
-            if rc != busy or (left is not None and left <= 0 and not ms):
+            if rc != busy or not d.ms:
                 return _check_log(rc, None, log)
             if log.value:
                 _lib.libc_free(log)
-            if left is not None and left <= 0:
+            if not d.again(_AUTHOR_RETRY_S):
                 raise Error(busy, f"gave up after {timeout:g} s: {_errmsg(None)}")
-            time.sleep(_AUTHOR_RETRY_S if left is None else min(left, _AUTHOR_RETRY_S))
 
     def add_kernel(self, path=None, source=None, file=None, timeout=None):
         """Adds a kernel of the caller's, or replaces the caller's own of that

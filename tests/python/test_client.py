@@ -418,6 +418,59 @@ e = raises(ValueError, lambda: c.run("sweep", low, np.uint32(low.size), np.uint3
                                      cooperative=True, priority=101), "priority 101")
 check(e is not None and "-100..100" in str(e), f"it names the range: {e}")
 
+# a timeout or wait below 1 ms is 1 ms in every call that takes one, as
+# _ms says: a wait's first slice took it down to 0 again (wait(0.0004) and
+# poll_events(0.0004) asked once, as 0 does), buffer(wait=0.0004) slept
+# 50 ms between its asks. coopd's answers stubbed: a job still running, no
+# event, no room, another reload running.
+asked, slept, real_sleep = [], [], time.sleep
+
+
+MS_ARG = {"coop_wait": 1, "coop_poll_events": 0}  # where the call's milliseconds go
+
+
+def stub_call(fn, *args):
+    name = fn.__name__
+    asked.append((name, args[MS_ARG[name]] if name in MS_ARG else None))
+    return {"coop_wait": coop.ETIMEDOUT, "coop_poll_events": 0}.get(name, coop.EBUSY)
+
+
+def stub_sleep(s):
+    slept.append(s)
+    real_sleep(s)
+
+
+c._call, time.sleep = stub_call, stub_sleep
+try:
+    for what, fn, exc, first in (
+            ("wait(1, timeout=0.0004)", lambda: c.wait(1, timeout=0.0004), coop.Timeout,
+             ("coop_wait", 1)),
+            ("poll_events(0.0004)", lambda: c.poll_events(0.0004), None, ("coop_poll_events", 1)),
+            ("buffer(64, wait=0.0004)", lambda: c.buffer(64, wait=0.0004), coop.Timeout,
+             ("coop_buffer_create", None)),
+            ("add_kernel(timeout=0.0004)", lambda: c.add_kernel(source="x", timeout=0.0004),
+             coop.Error, ("coop_kernel_add", None))):
+        del asked[:], slept[:]
+        if exc is None:
+            fn()
+        else:
+            e = raises(exc, fn, what)
+            if first[0] != "coop_wait":
+                check(e is not None and "0.0004 s" in e.message, f"it says how long: {e}")
+        check(asked[:1] == [first] and all(0 < s <= 0.001 for s in slept),
+              f"{what}: asked {asked[:3]}, slept {slept[:3]} (1 ms at most)")
+finally:
+    del c._call
+    time.sleep = real_sleep
+# run()'s negative or NaN timeout: its wait's ValueError came once the job
+# was submitted, which ran on, its arrays kept
+before = c.stats()["submitted"]
+for t in (-1, float("nan")):
+    e = raises(ValueError, lambda: c.run("sweep", np.zeros(64, np.uint32), 64, 1,
+                                         cooperative=True, timeout=t), f"run(timeout={t})")
+    check(e is not None and str(e).startswith("timeout must be "), f"it names timeout: {e}")
+check(c.stats()["submitted"] == before, "nothing was submitted for them")
+
 # cancel: a sweep that would run for long, cancelled while it runs
 events = []
 # a callback that cannot be called: each event printed "'list' object is
