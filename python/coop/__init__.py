@@ -12,6 +12,7 @@ message.
 """
 import ctypes
 import fcntl
+import functools
 import math
 import mmap
 import os
@@ -658,6 +659,20 @@ def _run(job, timeout):
     return r.raise_for_state()
 
 
+def _when_open(method):
+    """method, which first raises the ValueError of a closed connection (or
+    of one made before a fork) and only then looks at its arguments: a bad
+    one was refused by its own error before (status(0) on a closed
+    connection was coop.Error ENOJOB, buffer([1]) a TypeError), which sent
+    its caller to fix an argument of a call that could not run at all."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kw):
+        getattr(self, "conn", self)._open()
+        return method(self, *args, **kw)
+    return call
+
+
 class Job:
     """A submitted job. Its arrays are kept alive by its connection until a
     wait() has received its result (libcoop writes the output into them
@@ -675,6 +690,7 @@ class Job:
         runs on (cancel() ends it)."""
         if self.result is not None:
             return self.result
+        self.conn._open()  # closed: ValueError, before the timeout is looked at
         r = _capi.Result()
         timedout = globals()["ETIMEDOUT"]
         rc = _in_slices(timeout, lambda ms: self.conn._call(_lib.coop_wait, self.id, ms,
@@ -688,6 +704,7 @@ class Job:
         self.conn._pending.pop(self.id, None)
         return self.result
 
+    @_when_open
     def cancel(self):
         """Asks coopd to cancel the job (coop_cancel) and returns: it leaves
         the device at its next offer or poll, and wait() then gives its
@@ -695,10 +712,12 @@ class Job:
         and the cancel returns all the same: wait() says how it ended."""
         _check(self.conn._call(_lib.coop_cancel, self.id))
 
+    @_when_open
     def status(self):
         """Its status now, as Connection.status describes it (coop_status)."""
         return self.conn.status(self.id)
 
+    @_when_open
     def migrate(self, device):
         """Moves this cooperative job to another device: it resumes there
         where it stopped, once a cooperative slot is free there, and stays
@@ -722,6 +741,7 @@ class Buffer:
         self.device = device
         self.keep = keep  # it outlives its connection (COOP_BUFFER_KEEP)
 
+    @_when_open
     def write(self, array, offset=0):
         """Writes the bytes of array at offset (coop_buffer_write): a NumPy
         array or scalar (its dtype says its bytes), or bytes, a bytearray or
@@ -731,6 +751,7 @@ class Buffer:
         _check(self.conn._call(_lib.coop_buffer_write, self._live(), offset, a.ctypes.data,
                                a.nbytes))
 
+    @_when_open
     def read(self, out=None, nbytes=None, offset=0):
         """Into out (a C-contiguous array, its whole size), or a new uint8
         array of nbytes (default: the rest of the buffer)."""
@@ -751,6 +772,7 @@ class Buffer:
                                out.nbytes))
         return out
 
+    @_when_open
     def io(self, write=None, read=None, offset=0):
         """This buffer as a job argument whose job moves bytes offset.. of
         it itself (coop_job_buffer_io): array `write` written there before
@@ -858,6 +880,7 @@ class Prepared(_Closing):
         self._j = None
         self._j, self._keep = conn._job(kernel, args, **kw)
 
+    @_when_open
     def submit(self):
         """Submits the job again; its Job. A second submit before the first
         one's result writes its output arrays again as it ends."""
@@ -865,6 +888,7 @@ class Prepared(_Closing):
             raise ValueError("the prepared job was closed")
         return self.conn._submit(self._j, self._keep)
 
+    @_when_open
     def run(self, timeout=None):
         """submit() then wait(); raises coop.Error unless the job ends DONE.
         A wait cut short (Ctrl-C, the timeout) cancels the job; one that
@@ -904,9 +928,7 @@ class Connection(_Closing):
         chunks"). The next call raises ValueError, as does any call in a
         process forked after the connection was made (before the lock,
         which another thread may have held at the fork)."""
-        if self._fork != _forks[0]:
-            raise ValueError(f"the connection was made by process {self._pid}, before a fork: "
-                             "connect again in this process (coop.connect)")
+        self._open()  # forked: ValueError
         with self._lock:
             h = self._c  # closed: ValueError
             self._calls += 1
@@ -920,6 +942,14 @@ class Connection(_Closing):
                     h, self._closing = self._closing, None
             if h:
                 self._disconnect(h)
+
+    def _open(self):
+        """ValueError unless the connection is open and serves this process
+        (what _call checks; the public calls check it first, @_when_open)."""
+        if self._fork != _forks[0]:
+            raise ValueError(f"the connection was made by process {self._pid}, before a fork: "
+                             "connect again in this process (coop.connect)")
+        return self._c
 
     def _disconnect(self, h):
         _lib.coop_disconnect(h)
@@ -973,6 +1003,7 @@ class Connection(_Closing):
         if h:
             self._disconnect(h)
 
+    @_when_open
     def submit(self, kernel, *args, groups=1, cooperative=False, device=ANY_DEVICE,
                query_barrier=False, detached=False, periodic=None, priority=0):
         """Submits kernel(*args) on `groups` workgroups and returns its Job.
@@ -989,6 +1020,7 @@ class Connection(_Closing):
         finally:
             _lib.coop_job_free(j)
 
+    @_when_open
     def prepare(self, kernel, *args, **kw):
         """A job described once, to submit many times (Prepared.submit()):
         the same arguments as submit(). Its arrays are read at each submit
@@ -1104,6 +1136,7 @@ class Connection(_Closing):
         self._pending[jid.value] = keep
         return Job(self, jid.value)
 
+    @_when_open
     def run(self, kernel, *args, timeout=None, **kw):
         """submit() then wait(); raises coop.Error unless the job ends DONE.
         A wait cut short (Ctrl-C, the timeout) cancels the job; one that
@@ -1114,6 +1147,7 @@ class Connection(_Closing):
         _ms(timeout)
         return _run(self.submit(kernel, *args, **kw), timeout)
 
+    @_when_open
     def wait(self, job_id, timeout=None):
         """Waits for a job by id (a detached one, say): its Result. Only
         the connection that submitted it writes the output into its arrays;
@@ -1121,11 +1155,13 @@ class Connection(_Closing):
         all the same: coopd writes into its memfd)."""
         return Job(self, job_id).wait(timeout)
 
+    @_when_open
     def cancel(self, job_id):
         """Job.cancel of the job job_id (coop_cancel): coop.Error ENOJOB for
         an id coopd does not know."""
         _check(self._call(_lib.coop_cancel, _count(job_id, "a job id")))
 
+    @_when_open
     def buffer(self, data, device=ANY_DEVICE, keep=False, wait=0):
         """A device buffer holding a copy of array `data`, or of `data`
         bytes of zeros when data is an int. While running jobs' copies hold
@@ -1169,6 +1205,7 @@ class Connection(_Closing):
         # it, as open_buffer takes it
         return Buffer(self, bid.value, size, 0 if device == ANY_DEVICE else device, bool(keep))
 
+    @_when_open
     def open_buffer(self, id, size, device=0):
         """The device buffer `id` of `size` bytes on `device` that this
         user made with keep=True (on any connection: an earlier one, another
@@ -1176,13 +1213,13 @@ class Connection(_Closing):
         and free(). Nothing is sent: an id that names no buffer of this
         user's is coop.Error ENOJOB at its first use, and a read or write
         past the buffer's real end EINVAL."""
-        self._c  # closed: ValueError
         buffer_id = _count(id, "a buffer id")
         size = _count(size, "a buffer's size", _SIZE)
         if not size:
             raise ValueError("a device buffer needs at least one byte")
         return Buffer(self, buffer_id, size, _int(device, "device", (0, _C_INT[1])), True)
 
+    @_when_open
     def stats(self):
         """coopd's counters as a dict (coop_stats: struct coop_stats's
         fields; devs: one dict per device)."""
@@ -1200,6 +1237,7 @@ class Connection(_Closing):
             d[n] = v
         return d
 
+    @_when_open
     def kernels(self):
         """{name: (cooperative, [argument type names])}: "u32", ...,
         "buf", or with the element type the kernel declares for a buffer,
@@ -1233,6 +1271,7 @@ class Connection(_Closing):
         finally:
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
 
+    @_when_open
     def status(self, job_id=None):
         """coop_status: the status of job job_id as a dict (job, state,
         kernel, cooperative, query_barrier, groups, uid, pid,
@@ -1264,6 +1303,7 @@ class Connection(_Closing):
             _lib.libc_free(ctypes.cast(lst, ctypes.c_void_p))
         return out if every else out[0]
 
+    @_when_open
     def top(self, device=0):
         """coop_top_device: what the device's worker workgroups do now, as
         {"workers": [(state, job)], "jobs": [dict]}: each worker's state
@@ -1292,6 +1332,7 @@ class Connection(_Closing):
             _lib.libc_free(ctypes.cast(jobs, ctypes.c_void_p))
         return {"workers": workers, "jobs": js}
 
+    @_when_open
     def kernel_info(self):
         """{name: dict} of every registered kernel (coop_kernels_info): its
         cooperative flag, args as [(name, type name)] (name "" where the
@@ -1330,6 +1371,7 @@ class Connection(_Closing):
             if not d.again(_AUTHOR_RETRY_S):
                 raise Error(busy, f"gave up after {timeout:g} s: {_errmsg(None)}")
 
+    @_when_open
     def add_kernel(self, path=None, source=None, file=None, timeout=None):
         """Adds a kernel of the caller's, or replaces the caller's own of that
         name (coop_kernel_add; docs/kernels.md, "Adding a kernel without
@@ -1376,6 +1418,7 @@ class Connection(_Closing):
                                             log), timeout)
         return _kernel_dict(info, self._elems().get(_s(info.k.name)))
 
+    @_when_open
     def remove_kernel(self, name, timeout=None):
         """Removes a kernel the caller added (root: any author's;
         coop_kernel_remove); EBUSY waited out as add_kernel does."""
@@ -1383,6 +1426,7 @@ class Connection(_Closing):
         remove = _fn("coop_kernel_remove")
         self._author(lambda log: self._call(remove, name, log), timeout)
 
+    @_when_open
     def reload(self, timeout=None):
         """Reads the kernels again and builds them, as SIGHUP does (authors
         and root; coop_reload); returns when coopd runs the new set. EBUSY
@@ -1390,6 +1434,7 @@ class Connection(_Closing):
         reload = _fn("coop_reload")
         self._author(lambda log: self._call(reload, log), timeout)
 
+    @_when_open
     def subscribe(self, callback, mask=EVENTS_ALL):
         """callback(event dict) for each event of mask (coop_subscribe; a
         kind k's bit is 1 << k: EVENT_RELEASED .. EVENT_FINISHED), called
@@ -1412,6 +1457,7 @@ class Connection(_Closing):
         _check(self._call(_lib.coop_subscribe, mask, fn, None))
         self._event_fn = fn  # libcoop holds the pointer: keep it alive
 
+    @_when_open
     def poll_events(self, timeout=0):
         """Dispatches pending events (waits up to timeout s, None: until
         one comes); their count. Ctrl-C ends the wait, as Job.wait's."""

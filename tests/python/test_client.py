@@ -471,6 +471,40 @@ for t in (-1, float("nan")):
     check(e is not None and str(e).startswith("timeout must be "), f"it names timeout: {e}")
 check(c.stats()["submitted"] == before, "nothing was submitted for them")
 
+# a call on a closed connection says so before it looks at its arguments:
+# status(0) was coop.Error ENOJOB, buffer([1]) a TypeError, wait(1,
+# timeout=-1) "timeout must be ...": an argument to fix in a call that
+# could not run at all
+cx = coop.connect(sock)
+xb = cx.buffer(64)
+xj = cx.submit("sweep", np.zeros(64, np.uint32), 64, 1, cooperative=True)
+xp = cx.prepare("sweep", np.zeros(64, np.uint32), 64, 1, cooperative=True)
+cx.close()
+for what, fn in (("status(0)", lambda: cx.status(0)), ("status('1')", lambda: cx.status("1")),
+                 ("wait(1, timeout=-1)", lambda: cx.wait(1, timeout=-1)),
+                 ("cancel(-1)", lambda: cx.cancel(-1)), ("submit(5)", lambda: cx.submit(5)),
+                 ("run('sweep', timeout=-1)", lambda: cx.run("sweep", timeout=-1)),
+                 ("prepare(5)", lambda: cx.prepare(5)), ("buffer([1])", lambda: cx.buffer([1])),
+                 ("buffer(64, wait=-1)", lambda: cx.buffer(64, wait=-1)),
+                 ("open_buffer(-1, 0)", lambda: cx.open_buffer(-1, 0)),
+                 ("top('0')", lambda: cx.top("0")), ("stats()", cx.stats),
+                 ("kernels()", cx.kernels), ("kernel_info()", cx.kernel_info),
+                 ("add_kernel()", lambda: cx.add_kernel()),
+                 ("remove_kernel(5)", lambda: cx.remove_kernel(5)),
+                 ("reload(timeout=-1)", lambda: cx.reload(timeout=-1)),
+                 ("subscribe(5)", lambda: cx.subscribe(5)),
+                 ("poll_events(-1)", lambda: cx.poll_events(-1)),
+                 ("job.wait(timeout=-1)", lambda: xj.wait(timeout=-1)),
+                 ("job.cancel()", xj.cancel), ("job.status()", xj.status),
+                 ("job.migrate('0')", lambda: xj.migrate("0")),
+                 ("buffer.write([1])", lambda: xb.write([1])),
+                 ("buffer.read(nbytes=-1)", lambda: xb.read(nbytes=-1)),
+                 ("buffer.io()", xb.io), ("prepared.submit()", xp.submit),
+                 ("prepared.run(timeout=-1)", lambda: xp.run(timeout=-1))):
+    e = raises(ValueError, fn, f"{what} on a closed connection")
+    check(e is not None and str(e) == "the connection is closed", f"it says so first: {e}")
+xp.close()
+
 # cancel: a sweep that would run for long, cancelled while it runs
 events = []
 # a callback that cannot be called: each event printed "'list' object is
