@@ -247,12 +247,30 @@ class SharedArray(np.ndarray):
         self._coop_mem = getattr(obj, "_coop_mem", None)
 
 
+def _memory():
+    """This machine's memory and swap in bytes (None where not known)."""
+    try:
+        room = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            room += sum(int(line.split()[1]) * 1024 for line in f
+                        if line.startswith("SwapTotal:"))
+    except (OSError, ValueError, IndexError):
+        pass
+    return room
+
+
 def empty(shape, dtype=np.float32):
     """An uninitialised array whose memory is a memfd shared with coopd:
     as a job argument (the whole array, or a view that starts at its first
     byte) libcoop passes the memfd itself (coop_job_buf_fd) and nothing is
     copied on this side; the daemon writes a job's output straight into it.
-    Falls back to the copying path where libcoop lacks coop_job_buf_fd."""
+    Falls back to the copying path where libcoop lacks coop_job_buf_fd.
+    More bytes than this machine's memory and swap is a MemoryError, as
+    np.empty's: the memfd takes pages only as they are written, so it was
+    made and mapped, and writing it ran the machine out of memory."""
     dtype = np.dtype(dtype)
     # NumPy's frombuffer reads a negative count as "all of it"
     shape = tuple(_int(d, "shape", (0, np.iinfo(np.intp).max))
@@ -263,6 +281,11 @@ def empty(shape, dtype=np.float32):
     if count * dtype.itemsize > np.iinfo(np.intp).max:
         raise ValueError(f"shape {shape} of {dtype} is {count * dtype.itemsize} bytes, more than "
                          "an array can hold")
+    room = _memory()
+    if room is not None and count * dtype.itemsize > room:
+        raise MemoryError(f"shape {shape} of {dtype} is {count * dtype.itemsize} bytes "
+                          f"({count * dtype.itemsize / 2**30:.1f} GiB), more than this machine's "
+                          f"memory and swap ({room / 2**30:.1f} GiB)")
     m = _Memfd(count * dtype.itemsize)
     a = np.frombuffer(m.map, dtype=dtype, count=count).reshape(shape).view(SharedArray)
     a._coop_mem = m

@@ -4,6 +4,8 @@ buffer's life cycle, errors, cancel, events, stats.
 
 usage: test_client.py SOCKET   (COOP_LIBRARY and PYTHONPATH set by the caller)
 """
+import errno
+import mmap
 import os
 import pathlib
 import re
@@ -59,21 +61,29 @@ for size in (256, 1 << 20):
     sa[:] = np.arange(size, dtype=np.uint32)
     r = c.run("sweep", sa, np.uint32(size), np.uint32(5), groups=1, cooperative=True)
     check(np.array_equal(sa, np.arange(size, dtype=np.uint32) + 5), f"sweep of coop.zeros({size})")
-# a coop.empty too large to map (2 EiB): its memfd was closed at the
-# error and again when the exception went, closing the file that had
-# taken its number meanwhile (here the pipe's read end)
+# a coop.empty whose memfd cannot be mapped (mmap's ENOMEM, stubbed): its
+# memfd was closed at the error and again when the exception went,
+# closing the file that had taken its number meanwhile (here the pipe's
+# read end)
+
+
+def no_room(*args, **kw):
+    raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
 
 
 def pipe_after_failed_empty():
+    real_mmap, mmap.mmap = mmap.mmap, no_room
     try:
-        coop.empty(1 << 61, np.uint8)
+        coop.empty(4096, np.uint8)
     except OSError:
         return os.pipe()
+    finally:
+        mmap.mmap = real_mmap
     return None
 
 
 fds = pipe_after_failed_empty()
-check(fds is not None, "coop.empty of 2 EiB: OSError")
+check(fds is not None, "coop.empty whose mapping fails: OSError")
 if fds:
     try:
         os.write(fds[1], b"x")
@@ -86,6 +96,18 @@ if fds:
             os.close(fd)
         except OSError:
             pass
+# more than this machine's memory and swap (2**40 float32: 4 TiB): its
+# memfd takes pages only as they are written, so it was made and mapped,
+# and filling it ran the machine out of memory, where np.empty refuses it
+# at once. Now a MemoryError, before any memfd is made (nothing allocated)
+nfd = len(os.listdir("/proc/self/fd"))
+for what, fn in (("coop.empty(2**40)", lambda: coop.empty(1 << 40)),
+                 ("coop.zeros((2**20, 2**20), np.uint32)",
+                  lambda: coop.zeros((1 << 20, 1 << 20), np.uint32))):
+    e = raises(MemoryError, fn, what)
+    check(e is not None and "4398046511104 bytes (4096.0 GiB), more than this machine's memory "
+          "and swap" in str(e), f"it says why: {e}")
+check(len(os.listdir("/proc/self/fd")) == nfd, "no memfd left open")
 # a shape whose size wraps NumPy's int64 product: "cannot reshape array of
 # size 0 into shape" (or of size 1), not why
 for shape in ((1 << 32, 1 << 32), (3, 1 << 62)):
