@@ -648,30 +648,40 @@ def _in_slices(timeout, call, again):
         left = d.left()
 
 
-def _run(job, timeout):
-    """job's Result once it ended DONE, else coop.Error; a wait cut short
-    (Ctrl-C, the timeout) cancels it first, as subprocess.run ends its
-    child: the caller of run() never had the job to cancel. The timeout's
-    coop.Timeout then says so ("timed out after 0.5 s: job 7 cancelled"),
-    not the wait's "job 7 still running", unless the job had ended by
-    itself before the cancel reached it: then its Result, or its Error, as
-    a wait that saw it end."""
+def _run(conn, submit, timeout):
+    """The Result of the job submit(jid) submits on conn (its id written
+    into the c_uint64 jid as soon as coopd has it) once it ended DONE, else
+    coop.Error; a wait cut short (Ctrl-C, the timeout) cancels it first, as
+    subprocess.run ends its child: the caller of run() never had the job to
+    cancel. The timeout's coop.Timeout then says so ("timed out after 0.5
+    s: job 7 cancelled"), not the wait's "job 7 still running", unless the
+    job had ended by itself before the cancel reached it: then its Result,
+    or its Error, as a wait that saw it end.
+    A Ctrl-C anywhere from coopd's reply to the submit on is the wait's:
+    one that came before run() held the Job (as the reply was read, or
+    between the submit and the wait) left the job running, never cancelled
+    and never asked for again, and one in the cancel left it unregistered
+    (_abandoned) with its arrays kept until the connection closed."""
+    jid = ctypes.c_uint64()
     try:
-        r = job.wait(timeout)
+        r = submit(jid).wait(timeout)
     except (KeyboardInterrupt, Timeout) as e:
+        if not jid.value:  # nothing submitted (the submit's own ETIMEDOUT)
+            raise
+        conn._abandoned.add(jid.value)  # first: its arrays let go once it ends (_reap)
+        job = Job(conn, jid.value)
         try:
             job.cancel()
             what = "cancelled"
         except Error as c:  # the connection failed, say
             what = f"not cancelled: {c.message}"
-        job.conn._abandoned.add(job.id)  # its arrays let go once it ends (_reap)
         if isinstance(e, Timeout):  # only a finite timeout ends a wait so
             # coopd answers the cancel of a job that has ended as it answers
             # any other: one that ended DONE between the wait's last slice
             # and the cancel was reported cancelled, its output not written
             try:
                 r = job.wait(0)
-                job.conn._abandoned.discard(job.id)
+                conn._abandoned.discard(job.id)
             except Error:  # still running: it leaves at its next offer or poll
                 r = None
             if r is None or r.state_code == STATE_CANCELLED:
@@ -907,9 +917,12 @@ class Prepared(_Closing):
     def submit(self):
         """Submits the job again; its Job. A second submit before the first
         one's result writes its output arrays again as it ends."""
+        return self._submit()
+
+    def _submit(self, jid=None):
         if not self._j:
             raise ValueError("the prepared job was closed")
-        return self.conn._submit(self._j, self._keep)
+        return self.conn._submit(self._j, self._keep, jid)
 
     @_when_open
     def run(self, timeout=None):
@@ -918,7 +931,7 @@ class Prepared(_Closing):
         the timeout's cancel found ended is reported as it ended (its
         Result if DONE)."""
         _ms(timeout)  # a negative or NaN one refused before the job is submitted
-        return _run(self.submit(), timeout)
+        return _run(self.conn, self._submit, timeout)
 
     def close(self):
         """Frees the description (coop_job_free); jobs submitted from it run
@@ -1147,17 +1160,31 @@ class Connection(_Closing):
                 self._pending.pop(jid, None)  # coopd forgot it: no RESULT comes
             self._abandoned.discard(jid)
 
-    def _submit(self, j, keep):
-        """coop_submit of job j; keep: its arrays, alive until its result."""
+    def _submit(self, j, keep, jid=None):
+        """coop_submit of job j; keep: its arrays, alive until its result;
+        jid: the c_uint64 its id goes into (run's), else a new one."""
         if self._abandoned:
             self._reap()
-        jid = ctypes.c_uint64()
-        rc = self._call(_lib.coop_submit, j, ctypes.byref(jid))
+        jid = ctypes.c_uint64() if jid is None else jid
+        try:
+            rc = self._call(_lib.coop_submit, j, ctypes.byref(jid))
+        finally:
+            # its arrays kept from the moment coopd has the job (libcoop
+            # writes the id only then), a Ctrl-C as the reply is read too
+            if jid.value:
+                self._pending[jid.value] = keep
         if rc < 0 and ERRORS.get(rc) in ("EARGS", "ENOKERNEL"):
             self._sigs = None  # a reload changed the kernels: ask again next time
         _check(rc)
-        self._pending[jid.value] = keep
         return Job(self, jid.value)
+
+    def _submit_new(self, kernel, args, kw, jid):
+        """submit(kernel, *args, **kw) with its id into jid (run's)."""
+        j, keep = self._job(kernel, args, **kw)
+        try:
+            return self._submit(j, keep, jid)
+        finally:
+            _lib.coop_job_free(j)
 
     @_when_open
     def run(self, kernel, *args, timeout=None, **kw):
@@ -1168,7 +1195,7 @@ class Connection(_Closing):
         # a negative or NaN timeout refused before the job is submitted:
         # its wait's ValueError left the job running and its arrays kept
         _ms(timeout)
-        return _run(self.submit(kernel, *args, **kw), timeout)
+        return _run(self, lambda jid: self._submit_new(kernel, args, kw, jid), timeout)
 
     @_when_open
     def wait(self, job_id, timeout=None):

@@ -672,6 +672,66 @@ finally:
 check(isinstance(r, coop.Result) and r.state == "done" and bool((ra == 4).all()),
       f"a run whose job ended before its timeout's cancel: {r!r}, {ra[:2]}")
 
+# Ctrl-C after coopd took run()'s job but before run() held it (here: as
+# its Job is made, which the reply's id goes into), or again in the cancel
+# that the first one's wait led to: the first left the job running, never
+# cancelled or asked for again, the second left it out of the jobs the
+# next submits ask for, its arrays kept until the connection closed
+real_job, real_cancel = coop.Job, coop.Job.cancel
+
+
+def job_interrupted(conn, job_id):
+    coop.Job = real_job
+    raise KeyboardInterrupt
+
+
+def wait_interrupted(job, timeout=None):
+    raise KeyboardInterrupt
+
+
+def cancel_interrupted(job):
+    real_cancel(job)
+    raise KeyboardInterrupt
+
+
+def interrupted_run(what, patch, unpatch):
+    pend = set(c._pending)
+    patch()
+    try:
+        raises(KeyboardInterrupt, lambda: c.run("sweep", long, long.size, 1 << 30,
+                                                cooperative=True), what)
+    finally:
+        unpatch()
+    new = set(c._pending) - pend
+    jid = new.pop() if len(new) == 1 else None
+    check(jid is not None and jid in c._abandoned,
+          f"{what}: its job {jid} left to the next submits ({sorted(c._abandoned)})")
+    if jid is None:
+        return
+    try:
+        state = c.wait(jid, timeout=5).state
+    except coop.Timeout:
+        state = "still running"
+        c.cancel(jid)
+        c.wait(jid, timeout=20)
+    check(state == "cancelled", f"{what}: run() cancelled its job: {state}")
+    c.run("sweep", np.zeros(64, np.uint32), 64, 1, cooperative=True)
+    check(not c._abandoned, f"{what}: the next submit let it go: {sorted(c._abandoned)}")
+
+
+interrupted_run("Ctrl-C as run()'s Job is made",
+                lambda: setattr(coop, "Job", job_interrupted),
+                lambda: setattr(coop, "Job", real_job))
+
+
+def patch_wait_cancel(w, k):
+    coop.Job.wait, coop.Job.cancel = w, k
+
+
+interrupted_run("Ctrl-C again in run()'s cancel",
+                lambda: patch_wait_cancel(wait_interrupted, cancel_interrupted),
+                lambda: patch_wait_cancel(real_wait, real_cancel))
+
 # a detached job waited for from another connection: its Result, not its
 # output; the submitting process's ordinary array stays as it was, a
 # coop.empty one has it (coopd wrote into its memfd); the submitting
