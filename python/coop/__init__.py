@@ -948,6 +948,7 @@ class Connection(_Closing):
     """One connection to coopd (coop_connect). Usable from several threads."""
 
     _h = None  # the coop_conn; None once closed
+    _interrupted = False  # a Ctrl-C inside an event callback, for _call to raise
 
     @property
     def _c(self):
@@ -969,7 +970,11 @@ class Connection(_Closing):
             h = self._c  # closed: ValueError
             self._calls += 1
         try:
-            return fn(h, *args)
+            r = fn(h, *args)
+            if self._interrupted:  # a Ctrl-C inside an event callback of this call
+                self._interrupted = False
+                raise KeyboardInterrupt
+            return r
         finally:
             with self._lock:
                 self._calls -= 1
@@ -1491,17 +1496,22 @@ class Connection(_Closing):
         from whichever call on this connection reads it. An exception it
         raises does not leave that call: ctypes prints it ("Exception
         ignored on calling ctypes callback function") and the call goes
-        on."""
+        on. A Ctrl-C (KeyboardInterrupt) that comes while it runs is raised
+        again once that call returns: ctypes dropped it too, and a run()
+        whose Ctrl-C landed in a callback waited on for the job's end."""
         if not callable(callback):
             # every event printed "'str' object is not callable" instead
             raise TypeError(f"subscribe: callback must be callable, not "
                             f"{type(callback).__name__} {callback!r:.60}")
 
         def tramp(ev, _user):
-            e = ev.contents
-            callback({"job": e.job, "kind": _s(_lib.coop_event_name(e.kind)),
-                      "state": STATES.get(e.state, str(e.state)), "instance": e.instance,
-                      "t_ns": e.t_ns, "gather_ns": e.gather_ns})
+            try:
+                e = ev.contents
+                callback({"job": e.job, "kind": _s(_lib.coop_event_name(e.kind)),
+                          "state": STATES.get(e.state, str(e.state)), "instance": e.instance,
+                          "t_ns": e.t_ns, "gather_ns": e.gather_ns})
+            except KeyboardInterrupt:
+                self._interrupted = True
         mask = _count(mask, "mask", _U32)
         fn = _capi.EVENT_FN(tramp)
         _check(self._call(_lib.coop_subscribe, mask, fn, None))

@@ -732,7 +732,34 @@ interrupted_run("Ctrl-C again in run()'s cancel",
                 lambda: patch_wait_cancel(wait_interrupted, cancel_interrupted),
                 lambda: patch_wait_cancel(real_wait, real_cancel))
 
-# a detached job waited for from another connection: its Result, not its
+# Ctrl-C while an event callback runs (here: the callback raises it, as
+# Python's handler does when the signal lands there): ctypes printed it and
+# dropped it, and run() waited on for the job's end; now the call that ran
+# the callback raises it, and run() cancels its job (a watchdog cancels it
+# from another connection after 10 s, so that the old way fails, not hangs)
+with coop.connect(sock) as kc, coop.connect(sock) as kguard:
+    dog = threading.Timer(10, lambda: [kguard.cancel(j) for j in running_sweeps(kguard)])
+    dog.start()
+    hit = []
+
+    def interrupting(ev):
+        if not hit:  # once: the wait below dispatches the job's last events
+            hit.append(ev)
+            raise KeyboardInterrupt
+
+    kc.subscribe(interrupting)
+    t0 = time.monotonic()
+    raises(KeyboardInterrupt, lambda: kc.run("sweep", long, long.size, 1 << 30, cooperative=True),
+           "Ctrl-C in an event callback during run()")
+    took = time.monotonic() - t0
+    dog.cancel()
+    check(took < 3, f"it ended the wait after {took:.1f} s")
+    kj = sorted(kc._abandoned)
+    check(len(kj) == 1, f"run() left its job to the next submits: {kj}")
+    if kj:
+        check(kc.wait(kj[0], timeout=20).state == "cancelled", "run() cancelled its job")
+
+
 # output; the submitting process's ordinary array stays as it was, a
 # coop.empty one has it (coopd wrote into its memfd); the submitting
 # connection, while open, still writes its array at its own wait
