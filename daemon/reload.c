@@ -236,18 +236,25 @@ static void after_build(uv_work_t *w, int status) {
   if (!started) finish(r);
 }
 
-/* --check-config's width table for device index `index` (reload_check_build). */
+/* --check-config's width table for device index `index` (reload_check_build).
+ * The name column is as wide as the longest name, at least 20 (a name is
+ * shorter than COOP_NAME_MAX): at a fixed 20, a longer name pushed its
+ * row's figures right of the others'. */
 static void print_widths(FILE *out, int index, const struct dp *rt) {
   static struct coop_rt_width w[DP_WIDTHS_MAX];
   unsigned n = dp_widths(rt, w, DP_WIDTHS_MAX);
   char t[512];
+  int col = 20;
+  for (unsigned i = 1; i < n; i++)
+    if ((int)strnlen(w[i].name, sizeof w[i].name) > col)
+      col = (int)strnlen(w[i].name, sizeof w[i].name);
   if (index >= 0)
     fprintf(out, "device index %d: %s on %s\n", index, dp_backend(rt), dp_device_name(rt));
   else
     fprintf(out, "device: %s on %s\n", dp_backend(rt), dp_device_name(rt));
-  if (n) fprintf(out, "  %-20s %s\n", "(megakernel)", coop_rt_width_text(&w[0], t, sizeof t));
+  if (n) fprintf(out, "  %-*s %s\n", col, "(megakernel)", coop_rt_width_text(&w[0], t, sizeof t));
   for (unsigned i = 1; i < n; i++)
-    fprintf(out, "  %-20s %s\n", w[i].name, coop_rt_width_text(&w[i], t, sizeof t));
+    fprintf(out, "  %-*s %s\n", col, w[i].name, coop_rt_width_text(&w[i], t, sizeof t));
   int b = n > 1 ? coop_rt_width_bound(&w[1], (int)n - 1) : -1;
   if (b >= 0) {
     fprintf(out, "  bound by kernel %s (%s)", w[1 + b].name, w[1 + b].bound);

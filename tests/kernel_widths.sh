@@ -2,7 +2,7 @@
 # kernel_widths.sh: the megakernel's width report (docs/kernels.md, "The
 # megakernel's width"): coopd --check-config prints a row per kernel
 # (measured alone) and the merged megakernel's, with sane figures, and the
-# bound; a coopd with [device] kernel_widths = yes logs a line per kernel
+# bound, its rows aligned past a kernel name longer than 20 characters; a coopd with [device] kernel_widths = yes logs a line per kernel
 # and `coopctl stats` shows them in the backend note, one without does
 # not; [device] max_registers is ignored with a log line where the
 # backend has no register cap (OpenCL).
@@ -30,6 +30,23 @@ done
 grep -q "not measured" "$dir/check.txt" && fail "a kernel was not measured alone"
 grep -q "^  bound" "$dir/check.txt" || fail "--check-config names no bound"
 cat "$dir/check.txt"
+
+# a kernel name past 20 characters widens the name column: every row's
+# figures start in one column (they started one name's excess further right)
+mkdir "$dir/long"
+cp "$kernels"/*.cl "$dir/long/"
+long=a_kernel_named_past_twenty_chars
+printf '//@coop name=%s kind=noncooperative args=u32\nvoid %s(struct coop_ctx *c) {}\n' \
+  "$long" "$long" >"$dir/long/long.cl"
+# shellcheck disable=SC2086
+expect_out "^kernels compile" "$coopd" --kernels "$dir/long" --socket "$sock" $backend --check-config
+grep -q "^  $long  *[^ ]* registers/thread" "$dir/out" || fail "--check-config: no row for $long"
+starts=$(grep "registers/thread" "$dir/out" | awk '{ match($0, /^  [^ ]+ +/); print RLENGTH }' |
+  sort -u)
+[ "$(echo "$starts" | wc -l)" -eq 1 ] || {
+  fail "--check-config: the width table's rows start their figures at columns $(echo "$starts" | tr "\n" " ")"
+  cat "$dir/out"
+}
 
 # a start with kernel_widths: a log line per kernel, and the widths in stats
 start_coopd "$coopd" --kernels "$kernels" --set device.kernel_widths=yes \
