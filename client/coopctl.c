@@ -432,6 +432,87 @@ int ctl_wait(struct ctl *x, uint64_t job, int timeout_ms, int periodic, double e
   return e;
 }
 
+/* ", held by job 12 (spin) 2; another user's job 1": who holds the workers
+ * of wg[0..nwg) other than job, from coop_top's lists; "" when none does. */
+static void held_by(const struct coop_wg *wg, size_t nwg, const struct coop_topjob *tj, size_t ntj,
+                    uint64_t job, char *b, size_t n) {
+  size_t at = 0, other = 0;
+  b[0] = 0;
+  for (size_t i = 0; i < nwg; i++) other += wg[i].state == COOP_WORKER_OTHER;
+  for (size_t k = 0; k < ntj && at < n; k++) {
+    size_t c = 0;
+    for (size_t i = 0; i < nwg; i++)
+      c += tj[k].job != job && wg[i].job == tj[k].job &&
+           (wg[i].state == COOP_WORKER_RUNNING || wg[i].state == COOP_WORKER_RESERVED);
+    if (c)
+      at += (size_t)snprintf(b + at, n - at, "%sjob %llu (%s) %zu", at ? "; " : ", held by ",
+                             (unsigned long long)tj[k].job, tj[k].kernel, c);
+  }
+  if (other && at < n)
+    snprintf(b + at, n - at, "%sanother user's job %zu", at ? "; " : ", held by ", other);
+}
+
+/* Why job, whose WAIT just timed out (said: that WAIT's answer, "job 7 is
+ * queued, waiting for ..."), had not ended: its state, and, queued, what
+ * it waited for; running, the workgroups it held and gave back at
+ * offer_kill, or who held those it waited for (coop_top). A cooperative
+ * kernel that reaches no offer_kill or resizing barrier keeps its
+ * workgroups and sees no cancellation, and "timed out" alone did not tell
+ * that job from one still waiting. Read before the job is cancelled; ""
+ * when coopd no longer knows the job. */
+const char *ctl_not_done(struct ctl *x, uint64_t job, const char *said) {
+  static char why[COOP_TEXT_MAX + 512];
+  struct coop_job_status *s = NULL;
+  size_t n = 0;
+  why[0] = 0;
+  if (coop_status(x->c, job, &s, &n) || n != 1) {
+    free(s);
+    return why;
+  }
+  const char *is = strstr(said, " is "), *still = strstr(said, "still running, ");
+  const char *pl = s->groups == 1 ? "" : "s";
+  if (s->state == COOP_STATE_QUEUED || s->suspended) {
+    if (is && !strncmp(is + 4, "queued, ", 8))
+      snprintf(why, sizeof why, "; it was still queued, %s", is + 12);
+    else if (is)
+      snprintf(why, sizeof why, "; it was %s", is + 4);
+    else
+      snprintf(why, sizeof why, "; it was still queued, waiting for %u workgroup%s", s->groups, pl);
+  } else if (s->state == COOP_STATE_RUNNING) {
+    struct coop_wg *wg = NULL;
+    struct coop_topjob *tj = NULL, *t = NULL;
+    size_t nwg = 0, ntj = 0;
+    if (!coop_top_device(x->c, (int)s->device, &wg, &nwg, &tj, &ntj))
+      for (size_t i = 0; i < ntj && !t; i++)
+        if (tj[i].job == job) t = &tj[i];
+    unsigned held = t ? (s->cooperative ? t->m : t->workers) : 0;
+    int len = 0;
+    if (!held) {
+      char who[COOP_TEXT_MAX];
+      held_by(wg, nwg, tj, ntj, job, who, sizeof who);
+      len = snprintf(why, sizeof why, "; it was still waiting for its %u workgroup%s%s", s->groups,
+                     pl, who);
+    } else if (s->cooperative) {
+      len = snprintf(why, sizeof why,
+                     "; it was running on %u of %u workgroup%s, %u given back at offer_kill, %u "
+                     "forks (a cooperative kernel gives workgroups back, and sees a "
+                     "cancellation, only at offer_kill or a resizing barrier)",
+                     held, s->groups, pl, t->kills, t->forks);
+    } else {
+      len = snprintf(why, sizeof why,
+                     "; it was running on %u workgroup%s (non-cooperative: it keeps them until it "
+                     "returns)",
+                     held, held == 1 ? "" : "s");
+    }
+    if (still && len > 0 && (size_t)len < sizeof why)
+      snprintf(why + len, sizeof why - (size_t)len, ", %s", still + strlen("still running, "));
+    free(wg);
+    free(tj);
+  }
+  free(s);
+  return why;
+}
+
 static int parse_job(const char *cmd, const char *s, uint64_t *job) {
   if (!s) return ctl_usage(cmd, "JOB is missing");
   if (parse_u64(s, job) || *job == 0) return ctl_usage(cmd, "bad job id %s", s);
@@ -1057,11 +1138,14 @@ static int submit_run(struct ctl *x, const struct sopts *o, coop_job *j, struct 
   struct coop_result res;
   e = ctl_wait(x, id, o->timeout ? (int)t : -1, o->period != NULL, 0, &res);
   if (e == COOP_ETIMEDOUT) { /* a job not detached would go with coopctl's connection anyway */
+    char said[COOP_TEXT_MAX];
+    snprintf(said, sizeof said, "%s", coop_errmsg(NULL));
+    const char *why = ctl_not_done(x, id, said);
     coop_cancel(x->c, id);
     return ctl_error("wait", e,
                      "timed out after %u ms: job %llu cancelled (with --wait a job does "
-                     "not outlive coopctl)",
-                     t, (unsigned long long)id);
+                     "not outlive coopctl)%s",
+                     t, (unsigned long long)id, why);
   }
   if (e) return ctl_fail("wait", e);
   print_result(x, &res);
@@ -1155,7 +1239,8 @@ static const struct cmd cmds[] = {
      "                    allow this user. A job that cannot get its workers has running\n"
      "                    cooperative jobs of lower priority suspended until it ends\n"
      "  --timeout MS      with --wait (refused without it): give up after MS milliseconds;\n"
-     "                    the job is cancelled (exit 1)\n"
+     "                    the job is cancelled (exit 1), and the message says why it had\n"
+     "                    not ended (queued, waiting for workgroups, or running on M of N)\n"
      "ARGs, in the kernel's argument order:\n"
      "  u32:V i32:V u64:V i64:V f32:V f64:V   scalars (integers in decimal or 0x hex; a\n"
      "                    value past the type's range, 1e40 for f32, is refused)\n"

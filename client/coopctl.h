@@ -70,6 +70,10 @@ double now_s(void);
  * timeout_ms < 0: forever. Returns coop_wait's result. */
 int ctl_wait(struct ctl *x, uint64_t job, int timeout_ms, int periodic, double expect_s,
              struct coop_result *r);
+/* Why job, whose WAIT just timed out with the answer said, has not ended:
+ * "; it was still queued, waiting for ..." or "; it was running on M of its
+ * N workgroups, ...", to follow "timed out"; "" when coopd does not say. */
+const char *ctl_not_done(struct ctl *x, uint64_t job, const char *said);
 
 /* coopctl_out.c: text and JSON output */
 void json_str(FILE *f, const char *s);

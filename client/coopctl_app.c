@@ -337,9 +337,12 @@ static int run_daemon(struct ctl *x, struct app_run *ar, struct coop_app_task *t
   e = ctl_wait(x, id, ar->timeout_ms, 0, 0, res);
   if (!e) return 0;
   if (e != COOP_ETIMEDOUT) return ctl_fail(what, e);
+  char said[COOP_TEXT_MAX];
+  snprintf(said, sizeof said, "%s", coop_errmsg(NULL));
+  const char *why = ctl_not_done(x, id, said);
   coop_cancel(x->c, id);
-  return ctl_error(what, e, "timed out after %d ms: job %llu cancelled", ar->timeout_ms,
-                   (unsigned long long)id);
+  return ctl_error(what, e, "timed out after %d ms: job %llu cancelled%s", ar->timeout_ms,
+                   (unsigned long long)id, why);
 }
 
 /* ---- output ---- */

@@ -6,8 +6,9 @@
 # absent values, cancel of a finished job, top's arena and UTIL%, a done
 # job's message (a checkpoint's resumption), an
 # output path checked before the job is submitted, the progress line's
-# reason for a queued job, within the terminal's width, and a device
-# process started after coopd's binary was replaced.
+# reason for a queued job, within the terminal's width, why a job waited
+# for with --timeout had not ended, and a device process started after
+# coopd's binary was replaced.
 #
 # usage: coopctl_habits.sh COOPD COOPCTL KERNEL_DIR VERSION
 set -u
@@ -126,8 +127,11 @@ expect 2 "--timeout needs --wait" "$coopctl" --socket "$sock" submit sweep --tim
   zeros:256 64 20
 cancelled() { "$coopctl" --socket "$sock" --json stats | sed -n 's/.*"cancelled":\([0-9]*\),.*/\1/p'; }
 c0=$(cancelled)
-expect 1 "timed out after 300 ms: job [0-9]* cancelled" "$coopctl" --socket "$sock" submit sweep \
-  --wg 1 --wait --timeout 300 zeros:256 64 100000000
+# and says why it had not ended: where it was (running on how many of its
+# workgroups, how many it gave back at offer_kill), or what it waited for
+# (it said "timed out" alone)
+expect 1 "timed out after 300 ms: job [0-9]* cancelled (with --wait a job does not outlive coopctl); it was \(running on 1 of 1 workgroup, 0 given back at offer_kill\|still \)" \
+  "$coopctl" --socket "$sock" submit sweep --wg 1 --wait --timeout 300 zeros:256 64 100000000
 for _ in $(seq 50); do [ "$(cancelled)" = $((c0 + 1)) ] && break; sleep 0.1; done
 [ "$(cancelled)" = $((c0 + 1)) ] || fail "the timed-out job was not cancelled ($c0 -> $(cancelled))"
 
@@ -187,6 +191,31 @@ expect 2 "bad argument 1.5: sweep's argument 2 is u32" "$coopctl" --socket "$soc
   submit sweep zeros:256 64 1.5
 expect 2 "bad argument 7: sweep takes no argument there" "$coopctl" --socket "$sock" \
   submit sweep zeros:256 64 20 7
+stop_coopd
+
+# A cooperative kernel that never yields (spin reaches no offer_kill and no
+# barrier for 3 s) on every worker, waited for with --timeout: coopctl says
+# it ran on all its workgroups and gave none back, and a render behind it
+# who held the workgroup it waited for (each said "timed out" alone)
+start_coopd "$coopd" --kernels "$kernels:$kernels/tests/daemon" --set jobs.hang_ms=500
+"$coopctl" --socket "$sock" submit spin --wait --timeout 1500 zeros:64 3000000 \
+  >"$dir/spin.out" 2>"$dir/spin.err" &
+spinpid=$!
+i=0
+until "$coopctl" --socket "$sock" status | grep -q " running  *spin "; do
+  i=$((i + 1))
+  [ $i -gt 300 ] && fail "spin did not start" && break
+  sleep 0.1
+done
+# shellcheck disable=SC2086
+expect 1 "; it was still waiting for its 1 workgroup, held by job [0-9]* (spin) [1-9]" \
+  "$coopctl" --socket "$sock" submit render --wg 1 --wait --timeout 300 $mm
+wait "$spinpid"
+grep -q "timed out after 1500 ms: job [0-9]* cancelled .*; it was running on \([0-9]*\) of \1 workgroups\{0,1\}, 0 given back at offer_kill" \
+  "$dir/spin.err" || {
+  fail "spin's timeout does not say it ran on all its workgroups and gave none back:"
+  cat "$dir/spin.err"
+}
 stop_coopd
 
 # A job that ends DONE with a message prints it: a checkpointed sweep
