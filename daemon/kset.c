@@ -242,6 +242,55 @@ static int check_args(const struct kdef *k, const char *src, unsigned *at, char 
   return coop_kernel_check_args(src, types, k->nargs, at, why, whylen);
 }
 
+/* A function src defines that the runtime or a kernel of s defines too:
+ * every kernel builds into one program, and the compiler named the later
+ * definition, which was another kernel's file where the newcomer sorts
+ * before it (an author's kernel before another's), or a line of the
+ * generated source where the runtime's code after the kernels defines
+ * the name. -1 with the newcomer's line in *at and the other definition
+ * in why: its file and line where the newcomer's owner may read them
+ * (coopd's own kernels, the owner's own), its kernel's name alone where
+ * another author added it. 0 with src's definitions in *defs (*ndefs of
+ * them), the caller's to keep (kdef.defs) or free. */
+static int check_clash(const struct kset *s, const char *src, uint32_t owner,
+                       struct coop_kernel_def **defs, int *ndefs, unsigned *at, char *why,
+                       size_t whylen) {
+  struct coop_kernel_def *mine;
+  int n = coop_kernel_defs(src, &mine), r = 0;
+  if (n < 0) return snprintf(why, whylen, "out of memory"), -1;
+  for (int i = 0; i < n && !r; i++)
+    if (coop_kernel_runtime_defines(mine[i].name))
+      *at = mine[i].line,
+      r = snprintf(why, whylen,
+                   "redefinition of '%s': the runtime defines a function of that name "
+                   "(names starting with coop are the runtime's)",
+                   mine[i].name);
+  for (unsigned k = 0; k < s->n && !r; k++) {
+    const struct kdef *o = &s->k[k];
+    for (int i = 0; i < n && !r; i++)
+      for (int j = 0; j < o->ndefs && !r; j++) {
+        if (strcmp(mine[i].name, o->defs[j].name)) continue;
+        *at = mine[i].line;
+        if (o->owner == KDEF_SHIPPED || o->owner == owner || owner == KDEF_SHIPPED)
+          r = snprintf(why, whylen,
+                       "redefinition of '%s': kernel %s defines a function of that name at "
+                       "%s:%u (the kernels build into one program)",
+                       mine[i].name, o->name, o->path, o->defs[j].line);
+        else
+          r = snprintf(why, whylen,
+                       "redefinition of '%s': another author's kernel %s defines a function of "
+                       "that name (the kernels build into one program)",
+                       mine[i].name, o->name);
+      }
+  }
+  if (r) {
+    free(mine);
+    return -1;
+  }
+  *defs = mine, *ndefs = n;
+  return 0;
+}
+
 int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
                     const struct kdef **dup, char *err, size_t errlen) {
   char why[512];
@@ -264,7 +313,8 @@ int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
     if (dup) *dup = d, r = -2;
   } else if (coop_kernel_check(k.name, k.cooperative, src, why, sizeof why)) {
     snprintf(err, errlen, "%s:1: %s", path, why);
-  } else if (check_args(&k, src, &at, why, sizeof why)) {
+  } else if (check_args(&k, src, &at, why, sizeof why) ||
+             check_clash(s, src, owner, &k.defs, &k.ndefs, &at, why, sizeof why)) {
     snprintf(err, errlen, "%s:%u: %s", path, at, why);
   } else if (s->n == COOP_MAX_KERNELS) {
     snprintf(err, errlen, "%s: more than %u kernels", path, COOP_MAX_KERNELS);
@@ -275,7 +325,7 @@ int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
     /* a shipped kernel's macros end with it too: an author's kernel after
      * it that defines one of them (a copy of bfs.cl) would meet its guard */
     if (!(src = kviews_seal(src, owner != KDEF_SHIPPED)))
-      return snprintf(err, errlen, "out of memory"), -1; /* src freed */
+      return free(k.defs), snprintf(err, errlen, "out of memory"), -1; /* src freed */
     struct kdef *nk = realloc(s->k, (s->n + 1) * sizeof *nk);
     if (!nk) {
       snprintf(err, errlen, "out of memory");
@@ -287,6 +337,7 @@ int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
       return 0;
     }
   }
+  free(k.defs);
   free(src);
   return r;
 }
@@ -294,6 +345,7 @@ int kset_add_source(struct kset *s, const char *path, char *src, uint32_t owner,
 void kset_remove(struct kset *s, unsigned i) {
   if (i >= s->n) return;
   free(s->k[i].source);
+  free(s->k[i].defs);
   memmove(&s->k[i], &s->k[i + 1], (s->n - i - 1) * sizeof *s->k);
   s->n--;
 }
@@ -356,7 +408,7 @@ int kset_load(struct kset *s, const char *dirs, char *err, size_t errlen) {
 }
 
 void kset_free(struct kset *s) {
-  for (unsigned i = 0; i < s->n; i++) free(s->k[i].source);
+  for (unsigned i = 0; i < s->n; i++) free(s->k[i].source), free(s->k[i].defs);
   free(s->k);
   memset(s, 0, sizeof *s);
 }

@@ -20,6 +20,8 @@
 
 #define KDEF_MAX_RULES 16
 
+struct coop_kernel_def;
+
 struct kdef {
   char name[COOP_WIRE_NAME_MAX];
   int cooperative;
@@ -30,6 +32,11 @@ struct kdef {
   struct req_rule rules[KDEF_MAX_RULES];
   unsigned nrules;
   char *source;
+  /* the functions its source defines at file scope (coop_kernel_defs),
+   * read once at its add: the next kernel's check against every kernel of
+   * the set (kset.c, check_clash) reads no source again */
+  struct coop_kernel_def *defs;
+  int ndefs;
   char path[1024]; /* what messages name it by: its file, or an author's name for it */
   uint32_t owner;  /* KDEF_SHIPPED, or the uid of the author who added it (kstore.h) */
   /* every buffer and scratch access through a view (kviews.h): required

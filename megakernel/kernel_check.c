@@ -2,6 +2,7 @@
 #include "kernel_check.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,4 +219,105 @@ int coop_kernel_check_args(const char *src, const char *const *types, unsigned n
   free(close);
   free(t);
   return r ? -1 : 0;
+}
+
+/* The end of the preprocessor line that starts at t[i] (its newline, or
+ * n), its continued lines with it; *cont: how many newlines it continued
+ * over. */
+static size_t directive_end(const char *t, size_t n, size_t i, unsigned *cont) {
+  *cont = 0;
+  for (; i < n && t[i] != '\n'; i++)
+    if (t[i] == '\\' && t[i + 1] == '\n') i++, (*cont)++;
+  return i;
+}
+
+int coop_kernel_defs(const char *src, struct coop_kernel_def **defs) {
+  char *t = code_only(src);
+  size_t n = t ? strlen(t) : 0, *close = t ? closing_parens(t, n) : NULL;
+  struct coop_kernel_def *d = NULL;
+  size_t nd = 0, cap = 0;
+  int oom = !close;
+  unsigned line = 1, depth = 0;
+  *defs = NULL;
+  for (size_t i = 0; !oom && i < n; i++) {
+    if (i == 0 || t[i - 1] == '\n') { /* a preprocessor line is no code: its #line numbers */
+      const char *p = t + i;
+      while (*p == ' ' || *p == '\t') p++;
+      if (*p == '#') {
+        for (p++; *p == ' ' || *p == '\t'; p++) {
+        }
+        unsigned cont, next = 0;
+        if (!strncmp(p, "line", 4) && !ident_char(p[4])) next = (unsigned)strtoul(p + 4, NULL, 10);
+        size_t end = directive_end(t, n, i, &cont);
+        line = next ? next - 1 : line + cont; /* the newline at end counts one */
+        if (end >= n) break;
+        i = end;
+        line++;
+        continue;
+      }
+    }
+    char ch = t[i];
+    if (ch == '\n') line++;
+    if (ch == '{') depth++;
+    if (ch == '}' && depth) depth--;
+    if (depth || !ident_char(ch) || isdigit((unsigned char)ch) || (i && ident_char(t[i - 1])))
+      continue;
+    size_t l = 0;
+    while (ident_char(t[i + l])) l++;
+    const char *q = skip_space(t + i + l);
+    /* __attribute__((...)) { after a parameter list is no function */
+    if (*q != '(' || close[q - t] == SIZE_MAX || *skip_space(t + close[q - t] + 1) != '{' ||
+        l >= COOP_KERNEL_DEF_NAME || !strncmp(t + i, "__", 2))
+      continue;
+    if (nd == cap) {
+      struct coop_kernel_def *nn = realloc(d, (cap = cap ? 2 * cap : 16) * sizeof *nn);
+      if (!nn) {
+        oom = 1;
+        break;
+      }
+      d = nn;
+    }
+    memcpy(d[nd].name, t + i, l);
+    d[nd].name[l] = '\0';
+    d[nd++].line = line;
+  }
+  free(close);
+  free(t);
+  if (oom) {
+    free(d);
+    return -1;
+  }
+  *defs = d;
+  return (int)nd;
+}
+
+/* The runtime's device files (embedded by cmake/embed.cmake, in the
+ * order source.c assembles them) and the functions they define, read
+ * once. */
+extern const char *const coop__device_names[], *const coop__device_texts[];
+static struct coop_kernel_def *rt_defs;
+static size_t rt_ndefs;
+static pthread_once_t rt_once = PTHREAD_ONCE_INIT;
+
+static void read_rt_defs(void) {
+  for (int i = 0; coop__device_names[i]; i++) {
+    struct coop_kernel_def *d;
+    int k = coop_kernel_defs(coop__device_texts[i], &d);
+    struct coop_kernel_def *all =
+        k > 0 ? realloc(rt_defs, (rt_ndefs + (size_t)k) * sizeof *all) : NULL;
+    if (all) {
+      memcpy(all + rt_ndefs, d, (size_t)k * sizeof *d);
+      rt_defs = all, rt_ndefs += (size_t)k;
+    }
+    if (k > 0) free(d);
+  }
+}
+
+int coop_kernel_runtime_defines(const char *name) {
+  if (!strcmp(name, "coop__dispatch") || !strcmp(name, "coop__kernel_is_coop")) return 1;
+  if (!strncmp(name, "coop__run_", 10) && isdigit((unsigned char)name[10])) return 1;
+  pthread_once(&rt_once, read_rt_defs);
+  for (size_t i = 0; i < rt_ndefs; i++)
+    if (!strcmp(rt_defs[i].name, name)) return 1;
+  return 0;
 }

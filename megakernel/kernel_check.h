@@ -26,6 +26,27 @@ int coop_kernel_check(const char *name, int cooperative, const char *src, char *
  * bits or failed EFAULT at run time, its message about the job's data. */
 int coop_kernel_check_args(const char *src, const char *const *types, unsigned nargs,
                            unsigned *line, char *why, size_t whylen);
+/* A function a kernel's source defines at file scope: its name and the
+ * line of its name (1-based, as a #line in the source numbers it). */
+#define COOP_KERNEL_DEF_NAME 128
+struct coop_kernel_def {
+  char name[COOP_KERNEL_DEF_NAME];
+  unsigned line;
+};
+/* The functions src defines at file scope (a name, its parameter list and
+ * a `{`, outside comments, strings and preprocessor lines), in source
+ * order, into *defs (free() it; NULL when none): their count, or -1 out of
+ * memory. Every kernel builds into one program, so a helper of one
+ * kernel's name defined by another fails the build; the compiler names
+ * the later definition, which is another kernel's file when the newcomer
+ * sorts first, and the generated source's where the runtime's code
+ * after the kernels defines it. coopd checks with these first and names
+ * the newcomer's line (daemon/kset.c). */
+int coop_kernel_defs(const char *src, struct coop_kernel_def **defs);
+/* Whether the runtime's device code, or the glue it generates around the
+ * kernels (coop__run_N, coop__dispatch, coop__kernel_is_coop), defines a
+ * function `name`. */
+int coop_kernel_runtime_defines(const char *name);
 /* t's comments and string and character literals (n bytes, NUL after)
  * turned into spaces, newlines kept: what is left is code, at the same
  * lines and columns. Returns where a block comment that t does not close

@@ -77,8 +77,19 @@ CL
 coop_u32 helper(coop_u32 x) { return x + 2u; }
 void kb(struct coop_ctx *c) {}
 CL
-  want='b\.cl:5:[0-9]*:* .*redefinition of .helper'
+  # coopd finds it before a compiler does (it was the compiler's
+  # "b.cl:5:10: redefinition of 'helper'"), and names the other
+  want='b\.cl:5: redefinition of .helper.: kernel ka defines a function of that name at .*a\.cl:3'
   nv='b\.cl(5): error: function "helper" has already been defined'
+  ;;
+runtime_clash) # a helper of a name the runtime's code after the kernels defines
+  cat >"$k/rt.cl" <<'CL'
+//@coop name=rt kind=noncooperative args=u32
+
+coop_u32 coop__dispatch(coop_u32 k) { return k; }
+void rt(struct coop_ctx *c) {}
+CL
+  want='rt\.cl:3: redefinition of .coop__dispatch.: the runtime defines a function of that name'
   ;;
 compile_error)
   cat >"$k/bad.cl" <<'CL'

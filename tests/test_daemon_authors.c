@@ -651,6 +651,47 @@ START_TEST(an_authors_kernel_builds_where_the_store_puts_it) {
 }
 END_TEST
 
+/* Every kernel builds into one program: an author's helper of a name that
+ * another kernel, sorted after it, or the runtime's code after the kernels
+ * defines failed to compile at that other definition, "z.cl:2:10:
+ * redefinition of 'zh'" and "coop-megakernel.cl:2788:18: static
+ * declaration of 'coop__kernel_is_coop' ...", the author's own file and
+ * line nowhere. Now the ADD is refused before any build at the author's
+ * definition, naming the other one. */
+START_TEST(an_authors_helper_clash_names_its_line) {
+  struct author_dirs ad;
+  struct daemon_proc d;
+  struct conn c;
+  authors_daemon(&ad, &d, &c, NULL, NULL);
+  static const char z[] =
+      "//@coop name=z kind=noncooperative args=buf\n"
+      "coop_u32 zh(coop_u32 x) { return x; }\n"
+      "void z(struct coop_ctx *c) {}\n";
+  static const char a[] =
+      "//@coop name=a kind=noncooperative args=buf\n"
+      "/* zh, as z has it */\n"
+      "\n"
+      "coop_u32 zh(coop_u32 x) { return x + x; }\n"
+      "void a(struct coop_ctx *c) {}\n";
+  static const char rt[] =
+      "//@coop name=rt kind=noncooperative args=buf\n"
+      "\n"
+      "coop_u32 coop__kernel_is_coop(coop_u32 k) { return 0u; }\n"
+      "void rt(struct coop_ctx *c) {}\n";
+  ck_assert_uint_eq(add(&c, "z.cl", z, strlen(z)), COOP_MSG_KERNEL_DONE);
+  ck_assert_int_eq(c.m.kernel_done.error, 0);
+  failed(&c, add(&c, "a.cl", a, strlen(a)), COOP_EBUILD,
+         "a.cl:4: redefinition of 'zh': kernel z defines a function of that name at z.cl:2");
+  failed(&c, add(&c, "rt.cl", rt, strlen(rt)), COOP_EBUILD,
+         "rt.cl:3: redefinition of 'coop__kernel_is_coop': the runtime defines");
+  ck_assert(has_kernel(&c, "z"));
+  ck_assert(!has_kernel(&c, "a"));
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  author_dirs_remove(&ad);
+}
+END_TEST
+
 /* A shipped kernel's #define reached every kernel after it: an author's
  * copy of bfs.cl that kept its #define BFS_UNREACHED (the same definition,
  * which C allows) built, then met the guard of each name an author's
@@ -955,6 +996,7 @@ void daemon_authors_cases(Suite *s) {
   tcase_add_test(t, an_authors_macros_end_with_its_kernel);
   tcase_add_test(t, an_authors_build_is_bounded);
   tcase_add_test(t, an_authors_kernel_builds_where_the_store_puts_it);
+  tcase_add_test(t, an_authors_helper_clash_names_its_line);
   tcase_add_test(t, a_shipped_kernels_macros_end_with_it);
   tcase_add_test(t, a_stored_kernel_that_no_longer_builds_costs_only_itself);
   tcase_add_test(t, an_authors_add_never_leaves_anothers_kernel_out);
