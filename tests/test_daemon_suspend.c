@@ -317,20 +317,28 @@ START_TEST(a_checkpoint_not_used_says_why) {
   static uint32_t data[256];
   uint64_t job = sweep_at(&c, data, 256, 7, 100000, kt, w, 0); /* until lost */
   ck_assert_uint_ne(job, 0);
-  char taken[96];
+  char taken[96], taken_prefix[96];
   snprintf(taken, sizeof taken, "job %llu (slowsweep): checkpoint 1:", (unsigned long long)job);
+  snprintf(taken_prefix, sizeof taken_prefix, "job %llu (slowsweep): checkpoint ",
+           (unsigned long long)job);
   for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
   ck_assert_msg(log_has(logp, taken), "no checkpoint within 10 s");
   /* each time once device 1's restart is done: a device process killed
-   * while it builds leaves its device unavailable */
+   * while it builds leaves its device unavailable; and once the job has
+   * taken a checkpoint in the new one, so that it runs there: a kill as
+   * it was resumed failed it "could not resume it: the job was lost"
+   * (once in a clean-clone suite: docs/faults.md, "Known gaps") */
   for (int k = 1; k <= 2; k++) {
     kill_device_processes(d.pid);
     for (int i = 0; i < 1000 && log_count(logp, "resumes from its checkpoint of") < k; i++)
       msleep(10);
+    int ckpts = log_count(logp, taken_prefix);
     if (!seen_on(&c, job, 1)) log_print(logp);
     ck_assert_msg(job_status(&c, job).device == 1, "not resumed after restart %d", k);
     for (int i = 0; i < 1000 && log_count(logp, "watchdog: device 1 restarted") < k; i++)
       msleep(10);
+    for (int i = 0; i < 1000 && log_count(logp, taken_prefix) <= ckpts; i++) msleep(10);
+    ck_assert_msg(log_count(logp, taken_prefix) > ckpts, "no checkpoint after restart %d", k);
   }
   kill_device_processes(d.pid);
   ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
