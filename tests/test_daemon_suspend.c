@@ -326,8 +326,7 @@ START_TEST(a_checkpoint_not_used_says_why) {
   /* each time once device 1's restart is done: a device process killed
    * while it builds leaves its device unavailable; and once the job has
    * taken a checkpoint in the new one, so that it runs there: a kill as
-   * it was resumed failed it "could not resume it: the job was lost"
-   * (once in a clean-clone suite: docs/faults.md, "Known gaps") */
+   * it was resumed lost it (a_death_as_a_restored_job_resumes) */
   for (int k = 1; k <= 2; k++) {
     kill_device_processes(d.pid);
     for (int i = 0; i < 1000 && log_count(logp, "resumes from its checkpoint of") < k; i++)
@@ -352,6 +351,58 @@ START_TEST(a_checkpoint_not_used_says_why) {
   submit_device = COOP_WIRE_ANY_DEVICE;
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(logp);
+}
+END_TEST
+
+/* The device process dies as a job restored from its checkpoint is
+ * resumed into it: a checkpointed sweep's device process is killed, and
+ * its successor dies at its first "resume" request (COOP_TEST_DIE_AT,
+ * armed once the first death is done), the restored sweep's. The second
+ * restart takes it from its checkpoint again, and it ends DONE with every
+ * word right. Before, it failed at once, "could not resume it: the job
+ * was lost: ...", its checkpoint never looked at (once in a clean-clone
+ * suite, where a_checkpoint_not_used_says_why killed the device process
+ * within the resume). */
+START_TEST(a_death_as_a_restored_job_resumes) {
+  char logp[] = "/tmp/coopd-ckres-XXXXXX.log", mark[64], arm[72], env[128];
+  log_temp(logp);
+  snprintf(mark, sizeof mark, "%s.died", logp);
+  snprintf(arm, sizeof arm, "%s.arm", mark);
+  unlink(mark);
+  unlink(arm);
+  snprintf(env, sizeof env, "resume:1:%s", mark);
+  ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.checkpoint_ms=200", "log.level=debug", NULL};
+  struct daemon_proc d = {.log = logp};
+  daemon_start_log(&d, sets);
+  unsetenv("COOP_TEST_DIE_AT");
+  struct conn c;
+  open_hello(&c, &d);
+  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 200;
+  static uint32_t data[256];
+  uint64_t job = sweep_at(&c, data, 256, 7, rounds, kt, w, 0);
+  ck_assert_uint_ne(job, 0);
+  char taken[96];
+  snprintf(taken, sizeof taken, "job %llu (slowsweep): checkpoint 1: 1024 bytes drained in",
+           (unsigned long long)job);
+  for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
+  if (!log_has(logp, taken)) log_print(logp);
+  ck_assert_msg(log_has(logp, taken), "no \"%s\" in the log", taken);
+  kill_device_processes(d.pid);
+  FILE *a = fopen(arm, "w"); /* its successor dies at its first resume */
+  ck_assert_ptr_nonnull(a);
+  fclose(a);
+  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE || access(mark, F_OK)) log_print(logp);
+  ck_assert_msg(access(mark, F_OK) == 0, "the device process never died at the resume");
+  sweep_check(&c, job, 256, 7, rounds);
+  assert_has(c.m.result.message, "resumed from its last checkpoint after 2 device restarts");
+  conn_close(&c);
+  ck_assert_int_eq(daemon_stop(&d), 0);
+  unlink(mark);
+  unlink(arm);
   unlink(logp);
 }
 END_TEST
@@ -848,6 +899,7 @@ void daemon_suspend_cases(Suite *s) {
   tcase_add_test(t, a_death_while_the_task_resumes);
   tcase_add_test(t, a_death_while_the_snapshot_drains);
   tcase_add_test(t, a_checkpoint_not_used_says_why);
+  tcase_add_test(t, a_death_as_a_restored_job_resumes);
   tcase_add_test(t, work_lost_ends_at_the_suspension);
   suite_add_tcase(s, t);
   t = tcase_create("migrate"); /* two megakernels on PoCL's one device */

@@ -250,6 +250,12 @@ int dev__resume_run(struct dev *d, struct run *r, int may_wait) {
   if (r->carry_fd >= 0) close(r->carry_fd);
   r->state_fd = r->carry_fd = -1;
   if (e) {
+    /* the device process died under it: the restart, later in this pass,
+     * takes the run as a submit's loss is taken (dev__step_run): from its
+     * last checkpoint again, or failed naming why not. Failed here, it said
+     * "could not resume it: the job was lost" and its checkpoint was never
+     * looked at (docs/faults.md). */
+    if (e == COOP_ELOST && may_wait && !j->error && !dp_alive(d->rt)) return DEV_RESUME_LOST;
     if (!j->error) dev__fail(j, e, "could not resume it: %s", coop_strerror(e));
     return e;
   }

@@ -511,7 +511,9 @@ void dev__carry_drop(struct dev *d, struct run *r);
 /* A suspended run's task again from its saved state (r->state_fd), its
  * buffers staged first if they were carried (r->carry_fd): 0, or the
  * coop code (the job failed with it); with may_wait, DEV_ROOM_WAIT where
- * they found no room that a run's end may make (nothing changed). */
+ * they found no room that a run's end may make (nothing changed), and
+ * DEV_RESUME_LOST where the device process died under it (the job not
+ * failed: the restart takes the run). */
 int dev__resume_run(struct dev *d, struct run *r, int may_wait);
 /* r's task again from the state in state_fd, its buffers where they are
  * (in this device process): 0, or a coop code (nothing changed). */
@@ -639,7 +641,9 @@ void dev__drop_suspended(struct dev *d, struct job *j);
 /* A run taken from coop_wait to run on (dev_slots.c put it back on
  * d->runs, `resuming`): its task again from the saved state. 0, -1: the
  * job failed, or DEV_ROOM_WAIT: its buffers found no room, and its job is
- * back in coop_wait, first, with r as its dev_run (r to leave d->runs). */
+ * back in coop_wait, first, with r as its dev_run (r to leave d->runs), or
+ * DEV_RESUME_LOST: the device process died under it (r stays on d->runs
+ * for the restart). */
 int dev__resume_suspended(struct dev *d, struct run *r);
 /* The device process is gone with the buffers of the suspended jobs that
  * were not carried: their runs back on d->runs, to be lost or run again
@@ -784,6 +788,8 @@ int dev__turn_waits(struct dev *d, struct job *j);
 int dev__turn_room(const struct dev *d, const struct run *r);
 /* dev_room.c. dev__stage_in's answer for a job that waits for room. */
 #define DEV_ROOM_WAIT 1
+/* dev__resume_run's answer where the device process died under it. */
+#define DEV_RESUME_LOST 2
 /* Whether j, about to be staged, is held back: another user's job waits
  * for room within its user's share and j's user's runs hold their share
  * of the arena. */

@@ -358,6 +358,7 @@ int dev__resume_suspended(struct dev *d, struct run *r) {
              (unsigned long long)j->id, j->kernel);
     return e;
   }
+  if (e == DEV_RESUME_LOST) return e; /* in d->runs for the restart */
   if (e) return -1;
   r->resumed_at = coop__now_ns();           /* DEV_SHARE_GAP_NS */
   if (out) r->room_back_at = r->resumed_at; /* dev_room.c: DEV_ROOM_GAP_NS */
