@@ -617,6 +617,12 @@ START_TEST(an_authors_source_is_checked_in_one_pass) {
 }
 END_TEST
 
+/* An author's kernel z with a helper zh, for the two tests below. */
+static const char z[] =
+    "//@coop name=z kind=noncooperative args=buf\n"
+    "coop_u32 zh(coop_u32 x) { return x; }\n"
+    "void z(struct coop_ctx *c) {}\n";
+
 /* An added kernel was built last in its set, but every later reload and
  * every start read the store back in name order: kernel a, calling a
  * helper of the author's kernel z added before it, built at its ADD, then
@@ -629,10 +635,6 @@ START_TEST(an_authors_kernel_builds_where_the_store_puts_it) {
   struct daemon_proc d;
   struct conn c;
   authors_daemon(&ad, &d, &c, NULL, NULL);
-  static const char z[] =
-      "//@coop name=z kind=noncooperative args=buf\n"
-      "coop_u32 zh(coop_u32 x) { return x; }\n"
-      "void z(struct coop_ctx *c) {}\n";
   static const char a[] =
       "//@coop name=a kind=noncooperative args=d:buf\n"
       "void a(struct coop_ctx *c) {\n"
@@ -663,10 +665,6 @@ START_TEST(an_authors_helper_clash_names_its_line) {
   struct daemon_proc d;
   struct conn c;
   authors_daemon(&ad, &d, &c, NULL, NULL);
-  static const char z[] =
-      "//@coop name=z kind=noncooperative args=buf\n"
-      "coop_u32 zh(coop_u32 x) { return x; }\n"
-      "void z(struct coop_ctx *c) {}\n";
   static const char a[] =
       "//@coop name=a kind=noncooperative args=buf\n"
       "/* zh, as z has it */\n"

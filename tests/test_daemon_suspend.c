@@ -78,6 +78,15 @@ static void restart_case(int snapshot) {
 START_TEST(a_restart_resumes_from_the_last_checkpoint) { restart_case(1); }
 END_TEST
 
+/* The device processes of coopd d killed (both devices'). */
+static void kill_device_processes(pid_t coopd) {
+  pid_t kids[64];
+  char names[64][32];
+  unsigned n = children_of(coopd, kids, names, 64);
+  for (unsigned i = 0; i < n; i++)
+    if (!strcmp(names[i], "coopd-device")) ck_assert_int_eq(kill(kids[i], SIGKILL), 0);
+}
+
 /* The device process dies in the middle of a checkpoint, at its Nth
  * request of `op` (COOP_TEST_DIE_AT, devproc_child.c) once the sweep's
  * first checkpoint is taken: while the sweep's state is saved ("saved"),
@@ -86,8 +95,10 @@ END_TEST
  * from the checkpoint before and ends DONE with every word right. Before,
  * a death while the state was saved or the task resumed failed the job
  * ("could not resume it after a checkpoint"), and its checkpoint was never
- * used. */
-static void die_in_checkpoint(const char *op, unsigned n) {
+ * used. With kill_first, the device process is killed once the checkpoint
+ * is taken, and the one that replaces it dies at its Nth `op` instead:
+ * the sweep resumes from the checkpoint after two restarts. */
+static void die_in_checkpoint(const char *op, unsigned n, int kill_first) {
   char logp[] = "/tmp/coopd-ckdie-XXXXXX.log", mark[64], arm[72], env[128];
   log_temp(logp);
   snprintf(mark, sizeof mark, "%s.died", logp);
@@ -113,6 +124,7 @@ static void die_in_checkpoint(const char *op, unsigned n) {
   for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
   if (!log_has(logp, taken)) log_print(logp);
   ck_assert_msg(log_has(logp, taken), "no \"%s\" in the log", taken);
+  if (kill_first) kill_device_processes(d.pid);
   FILE *a = fopen(arm, "w"); /* the device process dies at its next `op` from now */
   ck_assert_ptr_nonnull(a);
   fclose(a);
@@ -120,7 +132,9 @@ static void die_in_checkpoint(const char *op, unsigned n) {
   if (c.m.result.state != COOP_JOB_DONE || access(mark, F_OK)) log_print(logp);
   ck_assert_msg(access(mark, F_OK) == 0, "the device process never died at %s %u", op, n);
   sweep_check(&c, job, 256, 7, rounds);
-  assert_has(c.m.result.message, "resumed from its last checkpoint after 1 device restart");
+  assert_has(c.m.result.message, kill_first
+                                     ? "resumed from its last checkpoint after 2 device restarts"
+                                     : "resumed from its last checkpoint after 1 device restart");
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(mark);
@@ -187,16 +201,16 @@ START_TEST(a_snapshot_gives_way_to_a_jobs_buffers) {
 }
 END_TEST
 
-START_TEST(a_death_while_the_state_is_saved) { die_in_checkpoint("saved", 1); }
+START_TEST(a_death_while_the_state_is_saved) { die_in_checkpoint("saved", 1, 0); }
 END_TEST
 
-START_TEST(a_death_while_the_buffers_are_copied_on_the_device) { die_in_checkpoint("dup", 1); }
+START_TEST(a_death_while_the_buffers_are_copied_on_the_device) { die_in_checkpoint("dup", 1, 0); }
 END_TEST
 
-START_TEST(a_death_while_the_task_resumes) { die_in_checkpoint("resume", 1); }
+START_TEST(a_death_while_the_task_resumes) { die_in_checkpoint("resume", 1, 0); }
 END_TEST
 
-START_TEST(a_death_while_the_snapshot_drains) { die_in_checkpoint("read", 1); }
+START_TEST(a_death_while_the_snapshot_drains) { die_in_checkpoint("read", 1, 0); }
 END_TEST
 
 /* One cooperative slot: a checkpointed sweep of priority 0 is suspended
@@ -286,15 +300,6 @@ static const char *two_devices(void) {
   return devs;
 }
 
-/* The device processes of coopd d killed (both devices'). */
-static void kill_device_processes(pid_t coopd) {
-  pid_t kids[64];
-  char names[64][32];
-  unsigned n = children_of(coopd, kids, names, 64);
-  for (unsigned i = 0; i < n; i++)
-    if (!strcmp(names[i], "coopd-device")) ck_assert_int_eq(kill(kids[i], SIGKILL), 0);
-}
-
 /* A checkpointed sweep on device 1 of two (`devices = 0,0`) whose device
  * process is killed three times: it resumes from its checkpoint after the
  * first two, and the third loses it (a job runs again after 2 restarts at
@@ -366,47 +371,7 @@ END_TEST
  * was lost: ...", its checkpoint never looked at (once in a clean-clone
  * suite, where a_checkpoint_not_used_says_why killed the device process
  * within the resume). */
-START_TEST(a_death_as_a_restored_job_resumes) {
-  char logp[] = "/tmp/coopd-ckres-XXXXXX.log", mark[64], arm[72], env[128];
-  log_temp(logp);
-  snprintf(mark, sizeof mark, "%s.died", logp);
-  snprintf(arm, sizeof arm, "%s.arm", mark);
-  unlink(mark);
-  unlink(arm);
-  snprintf(env, sizeof env, "resume:1:%s", mark);
-  ck_assert_int_eq(setenv("COOP_TEST_DIE_AT", env, 1), 0);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
-                        "jobs.checkpoint_ms=200", "log.level=debug", NULL};
-  struct daemon_proc d = {.log = logp};
-  daemon_start_log(&d, sets);
-  unsetenv("COOP_TEST_DIE_AT");
-  struct conn c;
-  open_hello(&c, &d);
-  uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w), rounds = 200;
-  static uint32_t data[256];
-  uint64_t job = sweep_at(&c, data, 256, 7, rounds, kt, w, 0);
-  ck_assert_uint_ne(job, 0);
-  char taken[96];
-  snprintf(taken, sizeof taken, "job %llu (slowsweep): checkpoint 1: 1024 bytes drained in",
-           (unsigned long long)job);
-  for (int i = 0; i < 1000 && !log_has(logp, taken); i++) msleep(10);
-  if (!log_has(logp, taken)) log_print(logp);
-  ck_assert_msg(log_has(logp, taken), "no \"%s\" in the log", taken);
-  kill_device_processes(d.pid);
-  FILE *a = fopen(arm, "w"); /* its successor dies at its first resume */
-  ck_assert_ptr_nonnull(a);
-  fclose(a);
-  ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  if (c.m.result.state != COOP_JOB_DONE || access(mark, F_OK)) log_print(logp);
-  ck_assert_msg(access(mark, F_OK) == 0, "the device process never died at the resume");
-  sweep_check(&c, job, 256, 7, rounds);
-  assert_has(c.m.result.message, "resumed from its last checkpoint after 2 device restarts");
-  conn_close(&c);
-  ck_assert_int_eq(daemon_stop(&d), 0);
-  unlink(mark);
-  unlink(arm);
-  unlink(logp);
-}
+START_TEST(a_death_as_a_restored_job_resumes) { die_in_checkpoint("resume", 1, 1); }
 END_TEST
 
 /* A sweep of about 3 s on device 0, moved by MIGRATE to device 1 while it
