@@ -661,7 +661,10 @@ def _run(conn, submit, timeout):
     one that came before run() held the Job (as the reply was read, or
     between the submit and the wait) left the job running, never cancelled
     and never asked for again, and one in the cancel left it unregistered
-    (_abandoned) with its arrays kept until the connection closed."""
+    (_abandoned) with its arrays kept until the connection closed.
+    A negative or NaN timeout is refused before anything is submitted: its
+    wait's ValueError left the job running and its arrays kept."""
+    _ms(timeout)
     jid = ctypes.c_uint64()
     try:
         r = submit(jid).wait(timeout)
@@ -930,7 +933,6 @@ class Prepared(_Closing):
         A wait cut short (Ctrl-C, the timeout) cancels the job; one that
         the timeout's cancel found ended is reported as it ended (its
         Result if DONE)."""
-        _ms(timeout)  # a negative or NaN one refused before the job is submitted
         return _run(self.conn, self._submit, timeout)
 
     def close(self):
@@ -1197,9 +1199,6 @@ class Connection(_Closing):
         A wait cut short (Ctrl-C, the timeout) cancels the job; one that
         the timeout's cancel found ended is reported as it ended (its
         Result if DONE)."""
-        # a negative or NaN timeout refused before the job is submitted:
-        # its wait's ValueError left the job running and its arrays kept
-        _ms(timeout)
         return _run(self, lambda jid: self._submit_new(kernel, args, kw, jid), timeout)
 
     @_when_open
