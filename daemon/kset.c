@@ -267,26 +267,28 @@ static int check_clash(const struct kset *s, const char *src, uint32_t owner,
                    mine[i].name);
   for (unsigned k = 0; k < s->n && !r; k++) {
     const struct kdef *o = &s->k[k];
-    for (int i = 0; i < n && !r; i++)
-      for (int j = 0; j < o->ndefs && !r; j++) {
-        if (strcmp(mine[i].name, o->defs[j].name)) continue;
-        *at = mine[i].line;
-        if (o->owner == KDEF_SHIPPED || o->owner == owner || owner == KDEF_SHIPPED)
-          r = snprintf(why, whylen,
-                       "redefinition of '%s': kernel %s defines a function of that name at "
-                       "%s:%u (the kernels build into one program)",
-                       mine[i].name, o->name, o->path, o->defs[j].line);
-        else
-          r = snprintf(why, whylen,
-                       "redefinition of '%s': another author's kernel %s defines a function of "
-                       "that name (the kernels build into one program)",
-                       mine[i].name, o->name);
-      }
+    for (int i = 0; i < n && !r; i++) {
+      const struct coop_kernel_def *od =
+          coop_kernel_def_find(o->defs, (size_t)o->ndefs, mine[i].name);
+      if (!od) continue;
+      *at = mine[i].line;
+      if (o->owner == KDEF_SHIPPED || o->owner == owner || owner == KDEF_SHIPPED)
+        r = snprintf(why, whylen,
+                     "redefinition of '%s': kernel %s defines a function of that name at "
+                     "%s:%u (the kernels build into one program)",
+                     mine[i].name, o->name, o->path, od->line);
+      else
+        r = snprintf(why, whylen,
+                     "redefinition of '%s': another author's kernel %s defines a function of "
+                     "that name (the kernels build into one program)",
+                     mine[i].name, o->name);
+    }
   }
   if (r) {
     free(mine);
     return -1;
   }
+  coop_kernel_defs_sort(mine, (size_t)n); /* kept sorted: coop_kernel_def_find */
   *defs = mine, *ndefs = n;
   return 0;
 }

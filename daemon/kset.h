@@ -33,6 +33,7 @@ struct kdef {
   unsigned nrules;
   char *source;
   /* the functions its source defines at file scope (coop_kernel_defs),
+   * sorted by name (coop_kernel_defs_sort),
    * read once at its add: the next kernel's check against every kernel of
    * the set (kset.c, check_clash) reads no source again */
   struct coop_kernel_def *defs;

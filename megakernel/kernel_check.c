@@ -291,6 +291,29 @@ int coop_kernel_defs(const char *src, struct coop_kernel_def **defs) {
   return (int)nd;
 }
 
+static int def_cmp(const void *a, const void *b) {
+  const struct coop_kernel_def *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+void coop_kernel_defs_sort(struct coop_kernel_def *defs, size_t n) {
+  if (n > 1) qsort(defs, n, sizeof *defs, def_cmp);
+}
+
+const struct coop_kernel_def *coop_kernel_def_find(const struct coop_kernel_def *defs, size_t n,
+                                                   const char *name) {
+  size_t lo = 0, hi = n; /* the first at or after name */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(defs[mid].name, name) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && !strcmp(defs[lo].name, name) ? &defs[lo] : NULL;
+}
+
 /* The runtime's device files (embedded by cmake/embed.cmake, in the
  * order source.c assembles them) and the functions they define, read
  * once. */
@@ -311,13 +334,12 @@ static void read_rt_defs(void) {
     }
     if (k > 0) free(d);
   }
+  coop_kernel_defs_sort(rt_defs, rt_ndefs);
 }
 
 int coop_kernel_runtime_defines(const char *name) {
   if (!strcmp(name, "coop__dispatch") || !strcmp(name, "coop__kernel_is_coop")) return 1;
   if (!strncmp(name, "coop__run_", 10) && isdigit((unsigned char)name[10])) return 1;
   pthread_once(&rt_once, read_rt_defs);
-  for (size_t i = 0; i < rt_ndefs; i++)
-    if (!strcmp(rt_defs[i].name, name)) return 1;
-  return 0;
+  return coop_kernel_def_find(rt_defs, rt_ndefs, name) != NULL;
 }

@@ -47,6 +47,14 @@ int coop_kernel_defs(const char *src, struct coop_kernel_def **defs);
  * kernels (coop__run_N, coop__dispatch, coop__kernel_is_coop), defines a
  * function `name`. */
 int coop_kernel_runtime_defines(const char *name);
+/* defs[0..n) in order of name, then line (coop_kernel_def_find's order). */
+void coop_kernel_defs_sort(struct coop_kernel_def *defs, size_t n);
+/* The first of sorted defs[0..n) named name (its smallest line), or NULL:
+ * a lookup in a kernel's list costs log n, where a scan of every other
+ * kernel's list for each of a newcomer's names grew as their product (an
+ * author's 256 KiB source holds tens of thousands of definitions). */
+const struct coop_kernel_def *coop_kernel_def_find(const struct coop_kernel_def *defs, size_t n,
+                                                   const char *name);
 /* t's comments and string and character literals (n bytes, NUL after)
  * turned into spaces, newlines kept: what is left is code, at the same
  * lines and columns. Returns where a block comment that t does not close
