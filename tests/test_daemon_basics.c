@@ -1358,9 +1358,10 @@ END_TEST
  * they are, in the one device process that built the new set beside the
  * old and swapped it in; with [kernels] reload_in_place = no, a new
  * device process builds it, and CARRY_SHARE they cross in a share of it,
- * CARRY_MEMFD through a memfd (COOP_TEST_NO_SHARE), twice across the host
- * link on a GPU. */
-enum { CARRY_IN_PLACE, CARRY_SHARE, CARRY_MEMFD };
+ * CARRY_MEMFD_DIES through a memfd (COOP_TEST_NO_SHARE), twice across the
+ * host link on a GPU, into a new device process that dies as it resumes
+ * the sweep. */
+enum { CARRY_IN_PLACE, CARRY_SHARE, CARRY_MEMFD_DIES };
 static void reload_carries(int how) {
   char kdir[64] = "/tmp/coopd-kernels-XXXXXX", set[128], logp[128];
   kernels_dir_make(kdir);
@@ -1371,9 +1372,16 @@ static void reload_carries(int how) {
                         in_place ? "kernels.reload_in_place=yes" : "kernels.reload_in_place=no",
                         NULL};
   struct daemon_proc d = {.log = logp};
-  if (how == CARRY_MEMFD) setenv("COOP_TEST_NO_SHARE", "1", 1);
+  int dies = how == CARRY_MEMFD_DIES;
+  char mark[160], arm[168], env[200];
+  snprintf(mark, sizeof mark, "%s.died", logp);
+  snprintf(arm, sizeof arm, "%s.arm", mark);
+  snprintf(env, sizeof env, "resume:1:%s", mark);
+  if (dies) setenv("COOP_TEST_NO_SHARE", "1", 1);
+  if (dies) setenv("COOP_TEST_DIE_AT", env, 1);
   daemon_start_log(&d, sets);
   unsetenv("COOP_TEST_NO_SHARE");
+  unsetenv("COOP_TEST_DIE_AT");
   struct conn c;
   open_hello(&c, &d);
   unsigned w = c.m.welcome.workers;
@@ -1397,6 +1405,11 @@ static void reload_carries(int how) {
   uint64_t sw = sweep_submit(&c, data, 1024, rounds, w, -1);
   ck_assert_uint_ne(sw, 0);
   wait_running(&c, sw);
+  if (dies) { /* the new device process dies at its first resume: the sweep's */
+    FILE *a = fopen(arm, "w");
+    ck_assert_ptr_nonnull(a);
+    fclose(a);
+  }
   char extra[128]; /* the set changes: one kernel more */
   snprintf(extra, sizeof extra, "%s/extra.cl", kdir);
   file_write(extra,
@@ -1409,7 +1422,12 @@ static void reload_carries(int how) {
   if (!log_has(logp, "suspended across the kernel reload")) log_print(logp);
   ck_assert_msg(log_has(logp, "suspended across the kernel reload"),
                 "the sweep was not carried (ended before the reload?)");
-  ck_assert(log_has(logp, "resumed in the new megakernel"));
+  ck_assert_int_eq(log_has(logp, "resumed in the new megakernel"), !dies);
+  if (dies) { /* it waits, suspended, for the device process that replaces it */
+    for (int i = 0; i < 200 && access(mark, F_OK); i++) msleep(50);
+    ck_assert_msg(access(mark, F_OK) == 0, "the new device process never died at its resume");
+    ck_assert(log_has(logp, "it resumes in the next one from where it was suspended"));
+  }
   /* in place: its buffers stayed, in the one device process there was */
   ck_assert_int_eq(
       log_has(logp, "suspended across the kernel reload (its buffers stay where they are)"),
@@ -1432,8 +1450,12 @@ static void reload_carries(int how) {
   ck_assert_int_eq(log_has(logp, "reload: the new megakernel's arena made in"), !in_place);
   ck_assert_int_eq(log_has(logp, "on the device (its arena made before the swap)"), share);
   ck_assert_uint_eq(wait_job(&c, sw, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  if (c.m.result.state != COOP_JOB_DONE) log_print(logp);
   ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "sweep: %s %s",
                 coop_job_state_name(c.m.result.state), c.m.result.message);
+  if (dies)
+    assert_has(c.m.result.message,
+               "resumed where it was suspended after 1 device restart: no work lost");
   uint32_t got[1024]; /* copied: the payload is not aligned for uint32_t (UBSan) */
   ck_assert_uint_eq(c.m.result.bufs[0].len, sizeof got);
   memcpy(got, c.m.result.bufs[0].data, sizeof got);
@@ -1442,6 +1464,8 @@ static void reload_carries(int how) {
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(extra);
   unlink(logp);
+  unlink(mark);
+  unlink(arm);
   kernels_dir_remove(kdir);
 }
 
@@ -1453,9 +1477,14 @@ END_TEST
 
 /* The same where no share can be made (COOP_TEST_NO_SHARE, tests only; in
  * use: more than 16 carried jobs, the device full, /proc closed to the
- * device processes): the buffers go through a memfd, and the sweep still
- * ends DONE with every element right. */
-START_TEST(reload_carries_through_a_memfd_without_a_share) { reload_carries(CARRY_MEMFD); }
+ * device processes): the buffers go through a memfd, staged from it into
+ * the new device process; and that process dies at the sweep's resume
+ * (COOP_TEST_DIE_AT). The sweep waits, suspended, its state and buffers
+ * still in their memfds, for the one the restart launches, is staged from
+ * them again and resumes there, and ends DONE with every element right,
+ * "no work lost". Before, it failed at once: "could not resume it: the job
+ * was lost". */
+START_TEST(a_carried_job_outlives_a_death_at_its_resume) { reload_carries(CARRY_MEMFD_DIES); }
 END_TEST
 
 /* ---- live events and TOP ---- */
@@ -1565,6 +1594,6 @@ void daemon_basics_cases(TCase *t) {
   tcase_add_test(t, sighup_reload);
   tcase_add_test(t, reload_carries_cooperative_jobs);
   tcase_add_test(t, reload_carries_through_a_share_of_a_new_process);
-  tcase_add_test(t, reload_carries_through_a_memfd_without_a_share);
+  tcase_add_test(t, a_carried_job_outlives_a_death_at_its_resume);
   tcase_add_test(t, live_events_and_top);
 }

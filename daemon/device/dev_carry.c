@@ -218,7 +218,37 @@ int dev__resume_task(struct dev *d, struct run *r, int state_fd) {
   return 0;
 }
 
-int dev__resume_run(struct dev *d, struct run *r, int may_wait) {
+/* The device process died as r resumed, with r's state and every buffer
+ * still in memfds (carried across a reload, out of the arena for room, or
+ * a checkpoint's copies): its job back in coop_wait, first, suspended as
+ * it was, so that the device process the restart launches resumes it from
+ * exactly there. Nothing is lost, and the restart counts against the job
+ * (DEV_MAX_RERUNS) as one that takes it from a checkpoint does. Failed at
+ * once, a job carried across a reload said "could not resume it: the job
+ * was lost" (docs/faults.md). 0 where it may not: it fails as before. */
+static int resume_again(struct dev *d, struct run *r) {
+  struct job *j = r->j;
+  if (j->id == d->hung_job || atomic_load(&j->cancel) || j->reruns >= DEV_MAX_RERUNS || d->stop_now)
+    return 0;
+  j->reruns += dev__restart_charged(d, j);
+  j->restarts_survived++;
+  dev__restored_message(j);
+  r->ninflight = 0;
+  r->moving = r->suspending = r->resuming = r->ckpting = r->preempting = 0;
+  r->suspended_at = coop__now_ns();
+  atomic_store(&j->suspended_for, DEV_FOR_RESTART);
+  atomic_store(&j->suspended, 1);
+  j->dev_run = r;
+  r->next = NULL;
+  dev__coop_wait_push_front(d, j);
+  log_warn(
+      "job %llu (%s): its device process died as it resumed: it resumes in the next one "
+      "from where it was suspended",
+      (unsigned long long)j->id, j->kernel);
+  return 1;
+}
+
+int dev__resume_run(struct dev *d, struct run *r, int how) {
   struct job *j = r->j;
   /* failed while it waited (a carry that could not be staged): its
    * buffers are nowhere, so nothing may run */
@@ -242,10 +272,16 @@ int dev__resume_run(struct dev *d, struct run *r, int may_wait) {
     if (e == COOP_ENOMEM && dev__ckpt_evict(d, dev__dp_bytes(b, n))) e = dp_stage(d->rt, b, n);
     /* no room while other jobs' copies hold it: it waits as a start
      * would (dev_room.c), its state and buffers where they are */
-    if (e == COOP_ENOMEM && may_wait && dev__room_held(d)) return DEV_ROOM_WAIT;
+    if (e == COOP_ENOMEM && (how & DEV_RESUME_MAY_WAIT) && dev__room_held(d)) return DEV_ROOM_WAIT;
     if (e == 0) dev__staged_args(j, b);
   }
   if (e == 0) e = dev__resume_task(d, r, r->state_fd);
+  int lost = e == COOP_ELOST && (how & DEV_RESUME_MAY_LOSE) && !j->error && !dp_alive(d->rt);
+  if (lost && r->state_fd >= 0 && r->carry_fd >= 0 && resume_again(d, r)) {
+    for (unsigned i = 0; i < j->nargs; i++)
+      if (j->args[i].type == COOP_ARG_BUF && !j->args[i].devbuf_id) j->args[i].dev = 0;
+    return DEV_RESUME_AGAIN;
+  }
   close(r->state_fd);
   if (r->carry_fd >= 0) close(r->carry_fd);
   r->state_fd = r->carry_fd = -1;
@@ -255,21 +291,24 @@ int dev__resume_run(struct dev *d, struct run *r, int may_wait) {
      * last checkpoint again, or failed naming why not. Failed here, it said
      * "could not resume it: the job was lost" and its checkpoint was never
      * looked at (docs/faults.md). */
-    if (e == COOP_ELOST && may_wait && !j->error && !dp_alive(d->rt)) return DEV_RESUME_LOST;
+    if (lost) return DEV_RESUME_LOST;
     if (!j->error) dev__fail(j, e, "could not resume it: %s", coop_strerror(e));
     return e;
   }
   return 0;
 }
 
-/* One carried run into the new device process: 0, or the job failed. */
+/* One carried run into the new device process: 0; 1, its job back in
+ * coop_wait (the new process died: resume_again); or -1, the job failed. */
 static int carry_in_one(struct dev *d, struct run *r) {
   struct job *j = r->j;
   if (d->stop_now || !d->rt) {
     dev__fail(j, COOP_ESHUTDOWN, "%s", "cancelled: the daemon is shutting down");
     return -1;
   }
-  if (dev__resume_run(d, r, 0)) return -1;
+  int e = dev__resume_run(d, r, DEV_RESUME_MAY_LOSE);
+  if (e == DEV_RESUME_AGAIN) return 1;
+  if (e) return -1;
   log_info("job %llu (%s): resumed in the new megakernel", (unsigned long long)j->id, j->kernel);
   return 0;
 }
@@ -413,6 +452,7 @@ void dev__carry_in(struct dev *d) {
     struct run *r = d->carried;
     d->carried = r->next;
     int e = carry_in_one(d, r);
+    if (e > 0) continue; /* in coop_wait, with its memfds */
     if (r->state_fd >= 0) close(r->state_fd);
     if (r->carry_fd >= 0) close(r->carry_fd);
     r->state_fd = r->carry_fd = -1;

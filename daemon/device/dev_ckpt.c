@@ -322,6 +322,18 @@ const char *dev__ckpt_refused(struct dev *d, const struct run *r) {
   return swap ? "a kernel reload was about to swap the megakernel (its kernel may change)" : NULL;
 }
 
+void dev__restored_message(struct job *j) {
+  unsigned n = j->restarts_survived;
+  if (j->restores)
+    snprintf(j->message, sizeof j->message,
+             "resumed from its last checkpoint after %u device restart%s: %lld ms of work lost", n,
+             n == 1 ? "" : "s", (long long)(j->lost_ns / 1000000));
+  else
+    snprintf(j->message, sizeof j->message,
+             "resumed where it was suspended after %u device restart%s: no work lost", n,
+             n == 1 ? "" : "s");
+}
+
 int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
   struct job *j = r->j;
   if (dev__ckpt_refused(d, r)) return 0;
@@ -341,10 +353,9 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
   r->lost_from = 0;
   j->reruns += dev__restart_charged(d, j);
   j->restores++;
+  j->restarts_survived++;
   j->lost_ns += lost;
-  snprintf(j->message, sizeof j->message,
-           "resumed from its last checkpoint after %u device restart%s: %lld ms of work lost",
-           j->restores, j->restores == 1 ? "" : "s", (long long)(j->lost_ns / 1000000));
+  dev__restored_message(j);
   r->ninflight = 0;
   r->moving = r->suspending = r->resuming = r->ckpting = r->preempting = 0;
   r->suspended_at = now;

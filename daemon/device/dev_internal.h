@@ -510,11 +510,14 @@ int dev__carried(const struct run *r);
 void dev__carry_drop(struct dev *d, struct run *r);
 /* A suspended run's task again from its saved state (r->state_fd), its
  * buffers staged first if they were carried (r->carry_fd): 0, or the
- * coop code (the job failed with it); with may_wait, DEV_ROOM_WAIT where
- * they found no room that a run's end may make (nothing changed), and
- * DEV_RESUME_LOST where the device process died under it (the job not
- * failed: the restart takes the run). */
-int dev__resume_run(struct dev *d, struct run *r, int may_wait);
+ * coop code (the job failed with it); with DEV_RESUME_MAY_WAIT in how,
+ * DEV_ROOM_WAIT where they found no room that a run's end may make
+ * (nothing changed); with DEV_RESUME_MAY_LOSE, where the device process
+ * died under it (the job not failed), DEV_RESUME_AGAIN when its state and
+ * buffers were in memfds (its job back in coop_wait, first, suspended as
+ * it was, with r as its dev_run: dev__resume_again), else DEV_RESUME_LOST
+ * (the restart takes the run). */
+int dev__resume_run(struct dev *d, struct run *r, int how);
 /* r's task again from the state in state_fd, its buffers where they are
  * (in this device process): 0, or a coop code (nothing changed). */
 int dev__resume_task(struct dev *d, struct run *r, int state_fd);
@@ -564,6 +567,9 @@ void dev__ckpt_forget(struct run *r);
 unsigned dev__ckpt_evict(struct dev *d, uint64_t need);
 /* The bytes of n buffers to stage. */
 uint64_t dev__dp_bytes(const struct dp_buf *b, unsigned n);
+/* j's RESULT message after a device restart it resumed after (restores,
+ * restarts_survived, lost_ns counted). */
+void dev__restored_message(struct job *j);
 /* A run the restart took: 1 when it will resume from its last checkpoint
  * (its job back in coop_wait, first, as a suspended job whose state and
  * buffers are copies of the checkpoint's), else 0. */
@@ -641,9 +647,10 @@ void dev__drop_suspended(struct dev *d, struct job *j);
 /* A run taken from coop_wait to run on (dev_slots.c put it back on
  * d->runs, `resuming`): its task again from the saved state. 0, -1: the
  * job failed, or DEV_ROOM_WAIT: its buffers found no room, and its job is
- * back in coop_wait, first, with r as its dev_run (r to leave d->runs), or
- * DEV_RESUME_LOST: the device process died under it (r stays on d->runs
- * for the restart). */
+ * back in coop_wait, first, with r as its dev_run (r to leave d->runs),
+ * DEV_RESUME_AGAIN: the same where the device process died under it, or
+ * DEV_RESUME_LOST: it died under it and took the buffers (r stays on
+ * d->runs for the restart). */
 int dev__resume_suspended(struct dev *d, struct run *r);
 /* The device process is gone with the buffers of the suspended jobs that
  * were not carried: their runs back on d->runs, to be lost or run again
@@ -790,6 +797,13 @@ int dev__turn_room(const struct dev *d, const struct run *r);
 #define DEV_ROOM_WAIT 1
 /* dev__resume_run's answer where the device process died under it. */
 #define DEV_RESUME_LOST 2
+/* dev__resume_run's answer where the device process died under it and the
+ * job is back in coop_wait, suspended as it was (dev__resume_again). */
+#define DEV_RESUME_AGAIN 3
+/* dev__resume_run's `how`: it may answer DEV_ROOM_WAIT; and DEV_RESUME_LOST
+ * or DEV_RESUME_AGAIN. */
+#define DEV_RESUME_MAY_WAIT 1
+#define DEV_RESUME_MAY_LOSE 2
 /* Whether j, about to be staged, is held back: another user's job waits
  * for room within its user's share and j's user's runs hold their share
  * of the arena. */

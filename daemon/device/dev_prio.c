@@ -345,7 +345,8 @@ int dev__resume_suspended(struct dev *d, struct run *r) {
   /* the watchdog counts the time it ran, not the time it waited */
   if (r->started_ns) r->started_ns += coop__now_ns() - r->suspended_at;
   int out = r->carry_fd >= 0; /* its buffers come back from a memfd */
-  int e = dev__resume_run(d, r, 1);
+  int e = dev__resume_run(d, r, DEV_RESUME_MAY_WAIT | DEV_RESUME_MAY_LOSE);
+  if (e == DEV_RESUME_AGAIN) return e;
   if (e == DEV_ROOM_WAIT) { /* back to wait, suspended, until runs end */
     r->room_wait = 1;
     r->room_seq = d->room_seq;

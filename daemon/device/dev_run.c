@@ -702,7 +702,7 @@ int dev__step_run(struct dev *d, struct run *r, int64_t now, int64_t *wake) {
   if (r->resuming) {
     int e = dev__resume_suspended(d, r);
     if (e == DEV_RESUME_LOST) return 0; /* the restart, later in this pass, takes it */
-    if (e) return e == DEV_ROOM_WAIT ? 5 : 1;
+    if (e) return e == DEV_ROOM_WAIT || e == DEV_RESUME_AGAIN ? 5 : 1;
   }
   if (d->stop_now && now >= d->stop_at) atomic_store(&j->cancel, 1);
   if (d->swap_now) dev__carry_request(d, r);

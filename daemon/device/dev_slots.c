@@ -292,6 +292,10 @@ static void start_waiting(struct dev *d, struct job *j) {
  * (or all, at a stop) while waiting. What the others lack is suspended
  * once a pass, after the runs' steps (dev__preempt, device.c). */
 void dev__pump_coop_wait(struct dev *d) {
+  /* none into a device process that died: the restart, later in this
+   * pass, launches the one they go to (one resumed into the dead one went
+   * back to wait and counted that restart twice: dev_carry.c) */
+  if (d->rt && !dp_alive(d->rt)) return;
   for (;;) {
     struct job **best = NULL;
     unsigned share = dev__coop_share(d), running = dev__coop_running(d, NULL), best_n = 0;
