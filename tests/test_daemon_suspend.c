@@ -309,15 +309,23 @@ static const char *two_devices(void) {
  * process killed by signal 9); submit it again" (the device's index on
  * PoCL, not its number), the log saying "1 to resume from a checkpoint". */
 START_TEST(a_checkpoint_not_used_says_why) {
-  char logp[] = "/tmp/coopd-ckpt3-XXXXXX.log";
+  char logp[] = "/tmp/coopd-ckpt3-XXXXXX.log", restarted[64];
   log_temp(logp);
-  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR, two_devices(),
-                        "jobs.checkpoint_ms=100", "log.level=debug", NULL};
+  /* on one GPU (a GPU backend, COOP_TEST_DEVICES unset) the one device,
+   * which clients' messages call "the device": a second megakernel there
+   * is refused, and coopd exited at start-up */
+  const char *be = getenv("COOP_BACKEND");
+  int two = !be || !strcmp(be, "opencl") || getenv("COOP_TEST_DEVICES");
+  unsigned dev = two ? 1 : 0;
+  const char *sets[] = {"kernels.dirs=" KERNEL_DIR ":" PRIORITY_KERNEL_DIR,
+                        "jobs.checkpoint_ms=100", "log.level=debug", two ? two_devices() : NULL,
+                        NULL};
+  snprintf(restarted, sizeof restarted, "watchdog: device %u restarted", dev);
   struct daemon_proc d = {.log = logp};
   daemon_start_log(&d, sets);
   struct conn c;
   open_hello(&c, &d);
-  submit_device = 1;
+  submit_device = two ? 1 : COOP_WIRE_ANY_DEVICE;
   uint32_t w = c.m.welcome.workers, kt = kticks_10ms(&c, w);
   static uint32_t data[256];
   uint64_t job = sweep_at(&c, data, 256, 7, 100000, kt, w, 0); /* until lost */
@@ -338,10 +346,9 @@ START_TEST(a_checkpoint_not_used_says_why) {
     for (int i = 0; i < 1000 && log_count(logp, "resumes from its checkpoint of") < k; i++)
       msleep(10);
     int ckpts = log_count(logp, " bytes drained in "); /* the probe's and the sweep's so far */
-    if (!seen_on(&c, job, 1)) log_print(logp);
-    ck_assert_msg(job_status(&c, job).device == 1, "not resumed after restart %d", k);
-    for (int i = 0; i < 1000 && log_count(logp, "watchdog: device 1 restarted") < k; i++)
-      msleep(10);
+    if (!seen_on(&c, job, dev)) log_print(logp);
+    ck_assert_msg(job_status(&c, job).device == dev, "not resumed after restart %d", k);
+    for (int i = 0; i < 1000 && log_count(logp, restarted) < k; i++) msleep(10);
     for (int i = 0; i < 1000 && log_count(logp, " bytes drained in ") <= ckpts; i++) msleep(10);
     ck_assert_msg(log_count(logp, " bytes drained in ") > ckpts, "no checkpoint after restart %d",
                   k);
@@ -350,7 +357,8 @@ START_TEST(a_checkpoint_not_used_says_why) {
   ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   if (c.m.result.state != COOP_JOB_FAILED) log_print(logp);
   ck_assert_int_eq(c.m.result.error, COOP_ELOST);
-  assert_has(c.m.result.message, "coopd restarted device 1 (");
+  assert_has(c.m.result.message,
+             two ? "coopd restarted device 1 (" : "coopd restarted the device (");
   assert_has(c.m.result.message,
              "its last checkpoint was not used: it had been resumed or run again after 2 "
              "device restarts already");
