@@ -1071,7 +1071,23 @@ class Connection(_Closing):
         InOut, a Buffer.io's read), as a frame loop wants; the description's
         work, the argument checks and a libcoop call per argument, is done
         here once."""
+        self._options(kw, "prepare")
         return Prepared(self, kernel, args, kw)
+
+    # submit()'s options, which run() and prepare() take as keywords
+    _OPTIONS = ("groups", "cooperative", "device", "query_barrier", "detached", "periodic",
+                "priority")
+
+    @classmethod
+    def _options(cls, kw, where):
+        """kw checked against submit()'s options, a misspelt one named with
+        the call it was given to (it was "_job() got an unexpected keyword
+        argument", naming a function the user never called)."""
+        bad = [k for k in kw if k not in cls._OPTIONS]
+        if bad:
+            opts = (("timeout",) if where == "run" else ()) + cls._OPTIONS
+            raise TypeError(f"{where}() got an unexpected keyword argument {bad[0]!r} (its "
+                            f"options are {', '.join(opts)})")
 
     def _job(self, kernel, args, groups=1, cooperative=False, device=ANY_DEVICE,
              query_barrier=False, detached=False, periodic=None, priority=0):
@@ -1199,6 +1215,7 @@ class Connection(_Closing):
         A wait cut short (Ctrl-C, the timeout) cancels the job; one that
         the timeout's cancel found ended is reported as it ended (its
         Result if DONE)."""
+        self._options(kw, "run")
         return _run(self, lambda jid: self._submit_new(kernel, args, kw, jid), timeout)
 
     @_when_open
