@@ -416,14 +416,6 @@ for what, fn in [
         ("path", lambda: coop.connect(5))]:
     e = raises(TypeError, fn, f"{what} of a wrong type")
     check(e is not None and str(e).startswith(what + " must be "), f"it names {what}")
-# a misspelt option is named with the call it went to (it said "_job() got
-# an unexpected keyword argument 'grups'")
-for name, fn in (("run", lambda: c.run("sweep", w, 64, 1, grups=1)),
-                 ("prepare", lambda: c.prepare("sweep", w, 64, 1, grups=1))):
-    e = raises(TypeError, fn, f"{name}: a misspelt option")
-    check(e is not None and str(e).startswith(f"{name}() got an unexpected keyword argument "
-                                              "'grups' (its options are ")
-          and "groups" in str(e), f"{name}'s TypeError names {name}() and the options: {e}")
 check(c.stats()["submitted"] == before, "nothing was submitted for those")
 # a path as an os.PathLike too (a pathlib.Path)
 check(coop.socket_path(pathlib.Path(sock)) == sock, "socket_path of a pathlib.Path")
