@@ -257,6 +257,13 @@ static int check_clash(const struct kset *s, const char *src, uint32_t owner,
                        size_t whylen) {
   struct coop_kernel_def *mine;
   int n = coop_kernel_defs(src, &mine), r = 0;
+  if (n == -2) {
+    *at = mine[0].line;
+    snprintf(why, whylen, "function '%s' is past the %d functions one kernel's source may define",
+             mine[0].name, COOP_KERNEL_MAX_DEFS);
+    free(mine);
+    return -1;
+  }
   if (n < 0) return snprintf(why, whylen, "out of memory"), -1;
   for (int i = 0; i < n && !r; i++)
     if (coop_kernel_runtime_defines(mine[i].name))

@@ -236,7 +236,7 @@ int coop_kernel_defs(const char *src, struct coop_kernel_def **defs) {
   size_t n = t ? strlen(t) : 0, *close = t ? closing_parens(t, n) : NULL;
   struct coop_kernel_def *d = NULL;
   size_t nd = 0, cap = 0;
-  int oom = !close;
+  int oom = !close, past = 0;
   unsigned line = 1, depth = 0;
   *defs = NULL;
   for (size_t i = 0; !oom && i < n; i++) {
@@ -269,6 +269,10 @@ int coop_kernel_defs(const char *src, struct coop_kernel_def **defs) {
     if (*q != '(' || close[q - t] == SIZE_MAX || *skip_space(t + close[q - t] + 1) != '{' ||
         l >= COOP_KERNEL_DEF_NAME || !strncmp(t + i, "__", 2))
       continue;
+    if (nd == COOP_KERNEL_MAX_DEFS) { /* that one alone, for its line */
+      nd = 0;
+      past = 1;
+    }
     if (nd == cap) {
       struct coop_kernel_def *nn = realloc(d, (cap = cap ? 2 * cap : 16) * sizeof *nn);
       if (!nn) {
@@ -280,6 +284,7 @@ int coop_kernel_defs(const char *src, struct coop_kernel_def **defs) {
     memcpy(d[nd].name, t + i, l);
     d[nd].name[l] = '\0';
     d[nd++].line = line;
+    if (past) break;
   }
   free(close);
   free(t);
@@ -287,8 +292,10 @@ int coop_kernel_defs(const char *src, struct coop_kernel_def **defs) {
     free(d);
     return -1;
   }
-  *defs = d;
-  return (int)nd;
+  /* kept while the kernel is loaded: no doubling's slack */
+  struct coop_kernel_def *fit = nd && nd < cap ? realloc(d, nd * sizeof *d) : NULL;
+  *defs = fit ? fit : d;
+  return past ? -2 : (int)nd;
 }
 
 static int def_cmp(const void *a, const void *b) {
@@ -332,7 +339,7 @@ static void read_rt_defs(void) {
       memcpy(all + rt_ndefs, d, (size_t)k * sizeof *d);
       rt_defs = all, rt_ndefs += (size_t)k;
     }
-    if (k > 0) free(d);
+    if (k > 0 || k == -2) free(d);
   }
   coop_kernel_defs_sort(rt_defs, rt_ndefs);
 }

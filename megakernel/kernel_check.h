@@ -33,10 +33,16 @@ struct coop_kernel_def {
   char name[COOP_KERNEL_DEF_NAME];
   unsigned line;
 };
+/* The most functions one kernel's source may define at file scope: their
+ * list is kept while the kernel is loaded (132 bytes each), and an
+ * author's 256 KiB source of tiny functions held about 50000 of them, 6.6
+ * MB a kernel, 100 MB for an author's 16. */
+#define COOP_KERNEL_MAX_DEFS 4096
 /* The functions src defines at file scope (a name, its parameter list and
  * a `{`, outside comments, strings and preprocessor lines), in source
- * order, into *defs (free() it; NULL when none): their count, or -1 out of
- * memory. Every kernel builds into one program, so a helper of one
+ * order, into *defs (free() it; NULL when none): their count; -1 out of
+ * memory; or -2 past COOP_KERNEL_MAX_DEFS, *defs then holding the first
+ * function past it alone. Every kernel builds into one program, so a helper of one
  * kernel's name defined by another fails the build; the compiler names
  * the later definition, which is another kernel's file when the newcomer
  * sorts first, and the generated source's where the runtime's code

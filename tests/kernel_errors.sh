@@ -170,6 +170,20 @@ void argel(struct coop_ctx *c) {
 CL
   want='argel\.cl:4: coop_arg_buf_u32(\.\.\., 0): argument 0 is buf<f32> in the directive, not buf<u32>'
   ;;
+too_many_functions) # one past the 4096 functions a kernel's source may define: their
+  # list is kept while it is loaded, and a 256 KiB source of tiny helpers held
+  # about 50000 (6.6 MB a kernel)
+  {
+    echo '//@coop name=many kind=noncooperative args=u32'
+    i=0
+    while [ $i -le 4096 ]; do
+      echo "coop_u32 many_f$i(coop_u32 x) { return x; }"
+      i=$((i + 1))
+    done
+    echo 'void many(struct coop_ctx *c) {}'
+  } >"$k/many.cl"
+  want="many\.cl:4098: function .many_f4096. is past the 4096 functions one kernel.s source may define"
+  ;;
 long_name) # a name of 63 bytes, the most the directive takes: it passed coopd's checks, and
   # the build then failed with "invalid argument" alone (the runtime took 47 at most)
   n=k12345678901234567890123456789012345678901234567890123456789012
