@@ -237,7 +237,7 @@ static int resume_again(struct dev *d, struct run *r) {
   r->moving = r->suspending = r->resuming = r->ckpting = r->preempting = 0;
   r->room_wait = 0; /* it waits for the restart now: room is judged again there */
   r->suspended_at = coop__now_ns();
-  atomic_store(&j->suspended_for, DEV_FOR_RESTART);
+  atomic_store(&j->suspended_for, DEV_FOR_RESTART_AT);
   atomic_store(&j->suspended, 1);
   j->dev_run = r;
   r->next = NULL;

@@ -50,6 +50,9 @@ enum { NEXT_IDLE = 0, NEXT_ASKED = 10, NEXT_BUILDING, NEXT_BUILT, NEXT_UNAVAILAB
  * suspended job whose buffers were out) */
 #define DEV_FOR_ROOM (INT32_MIN + 3)
 #define DEV_FOR_ROOM_BACK (INT32_MIN + 4)
+/* its device process died as it resumed: it resumes where it was
+ * suspended in the next (dev_carry.c, resume_again) */
+#define DEV_FOR_RESTART_AT (INT32_MIN + 5)
 /* A job that gave its room back runs this long at least before it gives it
  * again: a user that asked for room and left at once, again and again,
  * had another's job copied out and in (up to the arena each way, on the

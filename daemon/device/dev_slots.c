@@ -356,6 +356,8 @@ static const struct {
   const char *says;
 } suspended_says[] = {
     {DEV_FOR_RESTART, "its device process was restarted: it resumes from its last checkpoint"},
+    {DEV_FOR_RESTART_AT,
+     "its device process died as it resumed: it resumes where it was suspended in the next"},
     {DEV_FOR_MOVE,
      "suspended, moved to this device: it resumes where it stopped when a cooperative slot is "
      "free here"},
