@@ -61,7 +61,8 @@ done
 
 # ---- the daemon
 
-start_coopd "$coopd" --kernels "$kernels"
+# spin (tests/daemon), a cooperative kernel that never yields, for --timeout below
+start_coopd "$coopd" --kernels "$kernels:${kernels%%:*}/tests/daemon"
 
 # the graph files, in turn: each format, with a source where the app has one
 n=0
@@ -115,6 +116,20 @@ done
 # --timeout passing: the job is cancelled, and coopctl says so
 expect 1 "timed out after 1 ms: job [0-9]* cancelled" "$coopctl" --socket "$sock" app "$1" \
   --timeout 1
+# and why it had not ended: behind spin on every worker, it was still queued
+# (it said "timed out" alone)
+"$coopctl" --socket "$sock" submit spin --wait --timeout 1500 zeros:64 3000000 \
+  >"$dir/spin.out" 2>&1 &
+spinpid=$!
+i=0
+until "$coopctl" --socket "$sock" status | grep -q " running  *spin "; do
+  i=$((i + 1))
+  [ $i -gt 300 ] && fail "spin did not start" && break
+  sleep 0.1
+done
+expect 1 "timed out after 300 ms: job [0-9]* cancelled; it was still \(queued\|waiting\)" \
+  "$coopctl" --socket "$sock" app "$1" --timeout 300
+wait "$spinpid"
 
 # one workgroup on device 0; a device it does not have; the daemon's own
 # message for more workgroups than it has
