@@ -239,8 +239,7 @@ static int resume_again(struct dev *d, struct run *r) {
   r->suspended_at = coop__now_ns();
   atomic_store(&j->suspended_for, DEV_FOR_RESTART_AT);
   atomic_store(&j->suspended, 1);
-  j->dev_run = r;
-  r->next = NULL;
+  j->dev_run = r; /* r->next as it was: a caller stepping d->runs unlinks r */
   dev__coop_wait_push_front(d, j);
   log_warn(
       "job %llu (%s): its device process died as it resumed: it resumes in the next one "
@@ -453,7 +452,10 @@ void dev__carry_in(struct dev *d) {
     struct run *r = d->carried;
     d->carried = r->next;
     int e = carry_in_one(d, r);
-    if (e > 0) continue; /* in coop_wait, with its memfds */
+    if (e > 0) { /* in coop_wait, with its memfds */
+      r->next = NULL;
+      continue;
+    }
     if (r->state_fd >= 0) close(r->state_fd);
     if (r->carry_fd >= 0) close(r->carry_fd);
     r->state_fd = r->carry_fd = -1;
