@@ -128,6 +128,12 @@ static void die_in_checkpoint(const char *op, unsigned n, int kill_first) {
   FILE *a = fopen(arm, "w"); /* the device process dies at its next `op` from now */
   ck_assert_ptr_nonnull(a);
   fclose(a);
+  /* with kill_first, a render that waits for the successor: taken into
+   * its runs before the sweep is resumed there, after the sweep's run */
+  union coop_msg m;
+  render_ones(&m, 64);
+  uint64_t render = kill_first ? submit(&c, &m, NULL, 0) : 0;
+  ck_assert(!kill_first || render != 0);
   ck_assert_uint_eq(wait_job(&c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
   if (c.m.result.state != COOP_JOB_DONE || access(mark, F_OK)) log_print(logp);
   ck_assert_msg(access(mark, F_OK) == 0, "the device process never died at %s %u", op, n);
@@ -135,6 +141,11 @@ static void die_in_checkpoint(const char *op, unsigned n, int kill_first) {
   assert_has(c.m.result.message, kill_first
                                      ? "resumed from its last checkpoint after 2 device restarts"
                                      : "resumed from its last checkpoint after 1 device restart");
+  if (render) { /* run again after the second death, or lost: answered either way */
+    ck_assert_uint_eq(wait_job(&c, render, 30000), COOP_MSG_RESULT);
+    ck_assert_msg(c.m.result.state == COOP_JOB_DONE || c.m.result.error == COOP_ELOST, "render: %s",
+                  c.m.result.message);
+  }
   conn_close(&c);
   ck_assert_int_eq(daemon_stop(&d), 0);
   unlink(mark);
@@ -373,12 +384,16 @@ END_TEST
 /* The device process dies as a job restored from its checkpoint is
  * resumed into it: a checkpointed sweep's device process is killed, and
  * its successor dies at its first "resume" request (COOP_TEST_DIE_AT,
- * armed once the first death is done), the restored sweep's. The second
- * restart takes it from its checkpoint again, and it ends DONE with every
+ * armed once the first death is done), the restored sweep's. The sweep
+ * goes back to wait with the checkpoint's copies it was resumed from, the
+ * next device process resumes it from them, and it ends DONE with every
  * word right. Before, it failed at once, "could not resume it: the job
  * was lost: ...", its checkpoint never looked at (once in a clean-clone
  * suite, where a_checkpoint_not_used_says_why killed the device process
- * within the resume). */
+ * within the resume). A render submitted after the first kill, in the
+ * successor's runs after the sweep's, is answered too: the step that
+ * took the sweep back to wait once cut the runs after it from the list,
+ * and the render was never answered. */
 START_TEST(a_death_as_a_restored_job_resumes) { die_in_checkpoint("resume", 1, 1); }
 END_TEST
 
