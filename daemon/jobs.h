@@ -153,7 +153,7 @@ struct job {
                                    * from a checkpoint) */
   uint32_t checkpoints, restores; /* checkpoints taken; resumed from one (dev_ckpt.c) */
   uint32_t restarts_survived;     /* restarts it resumed after: from a checkpoint, or from
-                                   * where it was suspended (dev__resume_again) */
+                                   * where it was suspended (dev__wait_after_restart) */
   int64_t lost_ns;                /* the work those resumptions did again */
   uint32_t *inst_order;           /* periodic jobs: inst[] indices in the order the instances
                                    * ended; each is set, with its inst[] entry, before

@@ -228,19 +228,8 @@ int dev__resume_task(struct dev *d, struct run *r, int state_fd) {
  * was lost" (docs/faults.md). 0 where it may not: it fails as before. */
 static int resume_again(struct dev *d, struct run *r) {
   struct job *j = r->j;
-  if (j->id == d->hung_job || atomic_load(&j->cancel) || j->reruns >= DEV_MAX_RERUNS || d->stop_now)
-    return 0;
-  j->reruns += dev__restart_charged(d, j);
-  j->restarts_survived++;
-  dev__restored_message(j);
-  r->ninflight = 0;
-  r->moving = r->suspending = r->resuming = r->ckpting = r->preempting = 0;
-  r->room_wait = 0; /* it waits for the restart now: room is judged again there */
-  r->suspended_at = coop__now_ns();
-  atomic_store(&j->suspended_for, DEV_FOR_RESTART_AT);
-  atomic_store(&j->suspended, 1);
-  j->dev_run = r; /* r->next as it was: a caller stepping d->runs unlinks r */
-  dev__coop_wait_push_front(d, j);
+  if (dev__restart_refused(d, r)) return 0;
+  dev__wait_after_restart(d, r, coop__now_ns(), DEV_FOR_RESTART_AT);
   log_warn(
       "job %llu (%s): its device process died as it resumed: it resumes in the next one "
       "from where it was suspended",

@@ -305,9 +305,8 @@ void dev__ckpt_drop(struct dev *d, struct run *r) {
   dev__ckpt_forget(r);
 }
 
-const char *dev__ckpt_refused(struct dev *d, const struct run *r) {
+const char *dev__restart_refused(struct dev *d, const struct run *r) {
   const struct job *j = r->j;
-  if (r->ckpt_state_fd < 0) return "it has none";
   if (j->id == d->hung_job) return "its kernel caused the restart";
   if (j->error || atomic_load(&j->cancel)) return "it was cancelled or failed";
   /* named: it said only that the job was lost, and the log counted it
@@ -316,13 +315,22 @@ const char *dev__ckpt_refused(struct dev *d, const struct run *r) {
     return "it had been resumed or run again after " DEV_MAX_RERUNS_S
            " device restarts already, the most a job may";
   if (d->stop_now) return "the daemon is shutting down";
+  return NULL;
+}
+
+const char *dev__ckpt_refused(struct dev *d, const struct run *r) {
+  if (r->ckpt_state_fd < 0) return "it has none";
+  const char *why = dev__restart_refused(d, r);
+  if (why) return why;
   pthread_mutex_lock(&d->mu);
   int swap = d->swapping;
   pthread_mutex_unlock(&d->mu);
   return swap ? "a kernel reload was about to swap the megakernel (its kernel may change)" : NULL;
 }
 
-void dev__restored_message(struct job *j) {
+/* j's RESULT message after a device restart it resumed after (restores,
+ * restarts_survived, lost_ns counted). */
+static void restored_message(struct job *j) {
   unsigned n = j->restarts_survived;
   if (j->restores)
     snprintf(j->message, sizeof j->message,
@@ -332,6 +340,21 @@ void dev__restored_message(struct job *j) {
     snprintf(j->message, sizeof j->message,
              "resumed where it was suspended after %u device restart%s: no work lost", n,
              n == 1 ? "" : "s");
+}
+
+void dev__wait_after_restart(struct dev *d, struct run *r, int64_t now, int32_t why) {
+  struct job *j = r->j;
+  j->reruns += dev__restart_charged(d, j);
+  j->restarts_survived++;
+  restored_message(j);
+  r->ninflight = 0;
+  r->moving = r->suspending = r->resuming = r->ckpting = r->preempting = 0;
+  r->room_wait = 0; /* room is judged again in the next device process */
+  r->suspended_at = now;
+  atomic_store(&j->suspended_for, why);
+  atomic_store(&j->suspended, 1);
+  j->dev_run = r; /* r->next as it was: a caller stepping d->runs unlinks r */
+  dev__coop_wait_push_front(d, j);
 }
 
 int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
@@ -351,18 +374,9 @@ int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now) {
   int64_t end = r->lost_from ? r->lost_from : now;
   int64_t lost = end > r->ckpt_at ? end - r->ckpt_at : 0;
   r->lost_from = 0;
-  j->reruns += dev__restart_charged(d, j);
   j->restores++;
-  j->restarts_survived++;
   j->lost_ns += lost;
-  dev__restored_message(j);
-  r->ninflight = 0;
-  r->moving = r->suspending = r->resuming = r->ckpting = r->preempting = 0;
-  r->suspended_at = now;
-  atomic_store(&j->suspended_for, DEV_FOR_RESTART);
-  atomic_store(&j->suspended, 1);
-  j->dev_run = r;
-  dev__coop_wait_push_front(d, j);
+  dev__wait_after_restart(d, r, now, DEV_FOR_RESTART);
   log_warn("job %llu (%s): resumes from its checkpoint of %lld ms before the restart",
            (unsigned long long)j->id, j->kernel, (long long)(lost / 1000000));
   return 1;

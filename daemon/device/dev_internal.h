@@ -518,7 +518,7 @@ void dev__carry_drop(struct dev *d, struct run *r);
  * (nothing changed); with DEV_RESUME_MAY_LOSE, where the device process
  * died under it (the job not failed), DEV_RESUME_AGAIN when its state and
  * buffers were in memfds (its job back in coop_wait, first, suspended as
- * it was, with r as its dev_run: dev__resume_again), else DEV_RESUME_LOST
+ * it was, with r as its dev_run: resume_again in dev_carry.c), else DEV_RESUME_LOST
  * (the restart takes the run). */
 int dev__resume_run(struct dev *d, struct run *r, int how);
 /* r's task again from the state in state_fd, its buffers where they are
@@ -570,15 +570,22 @@ void dev__ckpt_forget(struct run *r);
 unsigned dev__ckpt_evict(struct dev *d, uint64_t need);
 /* The bytes of n buffers to stage. */
 uint64_t dev__dp_bytes(const struct dp_buf *b, unsigned n);
-/* j's RESULT message after a device restart it resumed after (restores,
- * restarts_survived, lost_ns counted). */
-void dev__restored_message(struct job *j);
+/* Why r may not resume after a device restart (a phrase for its job's
+ * message), or NULL when it may: the cause, cancelled or failed, its
+ * DEV_MAX_RERUNS spent, a stop. */
+const char *dev__restart_refused(struct dev *d, const struct run *r);
+/* r's job back in coop_wait, first, suspended (job.suspended_for why)
+ * after a device restart, to resume in the next device process: the
+ * restart charged (DEV_MAX_RERUNS) and counted in its RESULT's message
+ * (restores and lost_ns counted first where it resumes from a checkpoint). */
+void dev__wait_after_restart(struct dev *d, struct run *r, int64_t now, int32_t why);
 /* A run the restart took: 1 when it will resume from its last checkpoint
  * (its job back in coop_wait, first, as a suspended job whose state and
  * buffers are copies of the checkpoint's), else 0. */
 int dev__ckpt_restore(struct dev *d, struct run *r, int64_t now);
 /* Why r may not resume from a checkpoint after a restart (a phrase for
- * its job's message), or NULL when it may (dev_ckpt.c). */
+ * its job's message: it has none, dev__restart_refused's, or a reload
+ * about to swap), or NULL when it may (dev_ckpt.c). */
 const char *dev__ckpt_refused(struct dev *d, const struct run *r);
 /* A run done with: its descriptors closed, freed. */
 void dev__run_free(struct run *r);
@@ -801,7 +808,7 @@ int dev__turn_room(const struct dev *d, const struct run *r);
 /* dev__resume_run's answer where the device process died under it. */
 #define DEV_RESUME_LOST 2
 /* dev__resume_run's answer where the device process died under it and the
- * job is back in coop_wait, suspended as it was (dev__resume_again). */
+ * job is back in coop_wait, suspended as it was (resume_again, dev_carry.c). */
 #define DEV_RESUME_AGAIN 3
 /* dev__resume_run's `how`: it may answer DEV_ROOM_WAIT; and DEV_RESUME_LOST
  * or DEV_RESUME_AGAIN. */
