@@ -121,12 +121,7 @@ expect 1 "timed out after 1 ms: job [0-9]* cancelled" "$coopctl" --socket "$sock
 "$coopctl" --socket "$sock" submit spin --wait --timeout 1500 zeros:64 3000000 \
   >"$dir/spin.out" 2>&1 &
 spinpid=$!
-i=0
-until "$coopctl" --socket "$sock" status | grep -q " running  *spin "; do
-  i=$((i + 1))
-  [ $i -gt 300 ] && fail "spin did not start" && break
-  sleep 0.1
-done
+kernel_running spin
 expect 1 "timed out after 300 ms: job [0-9]* cancelled; it was still \(queued\|waiting\)" \
   "$coopctl" --socket "$sock" app "$1" --timeout 300
 wait "$spinpid"

@@ -201,12 +201,7 @@ start_coopd "$coopd" --kernels "$kernels:$kernels/tests/daemon" --set jobs.hang_
 "$coopctl" --socket "$sock" submit spin --wait --timeout 1500 zeros:64 3000000 \
   >"$dir/spin.out" 2>"$dir/spin.err" &
 spinpid=$!
-i=0
-until "$coopctl" --socket "$sock" status | grep -q " running  *spin "; do
-  i=$((i + 1))
-  [ $i -gt 300 ] && fail "spin did not start" && break
-  sleep 0.1
-done
+kernel_running spin
 # shellcheck disable=SC2086
 expect 1 "; it was still waiting for its 1 workgroup, held by job [0-9]* (spin) [1-9]" \
   "$coopctl" --socket "$sock" submit render --wg 1 --wait --timeout 300 $mm

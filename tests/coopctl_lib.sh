@@ -3,6 +3,8 @@
 #   fail MSG                      count a failure
 #   expect STATUS PATTERN CMD...  CMD exits STATUS and its stderr matches PATTERN
 #   expect_out PATTERN CMD...     CMD exits 0 and its stdout matches PATTERN
+#   running JOB                   wait until job JOB runs (a failure after 30 s)
+#   kernel_running NAME           the same for a job of kernel NAME
 #   start_coopd COOPD ARGS...     coopd on $sock (plus device.backend from
 #                                 $COOP_BACKEND); exits 1 if it does not come up
 #   stop_coopd                    SIGTERM, and a failure unless it exits 0
@@ -52,6 +54,17 @@ running() {
   until "$coopctl" --socket "$sock" status "$1" | grep -q " running "; do
     i=$((i + 1))
     [ $i -gt 300 ] && fail "job $1 did not start" && break
+    sleep 0.1
+  done
+}
+
+# until a job of kernel $1 runs (STATUS lists it running): one submitted
+# with --wait, whose id coopctl prints only at its end
+kernel_running() {
+  i=0
+  until "$coopctl" --socket "$sock" status | grep -q " running  *$1 "; do
+    i=$((i + 1))
+    [ $i -gt 300 ] && fail "$1 did not start" && break
     sleep 0.1
   done
 }
