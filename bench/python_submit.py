@@ -61,7 +61,7 @@ def stub_connection():
     c._h, c._pending, c._abandoned, c._event_fn, c.info = ctypes.c_void_p(1), {}, set(), None, {}
     c._lock, c._calls, c._closing = threading.Lock(), 0, None
     c._fork, c._pid = coop._forks[0], os.getpid()
-    c._sigs = {"render": ["buf", "buf", "buf", "u32", "u32"]}
+    c._sigs = {"render": (False, ["buf", "buf", "buf", "u32", "u32"])}
     return (c, *(coop.Buffer(c, i, 4 * N * N, 0) for i in (1, 2, 3)))
 
 

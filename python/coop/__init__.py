@@ -3,7 +3,7 @@
     import coop, numpy as np
     c = coop.connect()
     a = np.zeros(4096, np.uint32)
-    c.run("sweep", a, a.size, 7, groups=1, cooperative=True)
+    c.run("sweep", a, a.size, 7, groups=1)
 
 A thin layer over libcoop (ctypes): every call maps to one libcoop call
 (a job's numbers take the widths coopd's kernel list declares, asked once),
@@ -1017,7 +1017,7 @@ class Connection(_Closing):
         self._event_fn = None
         self._pending = {}  # job id -> the arrays libcoop may still write
         self._abandoned = set()  # ids run() cancelled and stopped waiting for (_reap)
-        self._sigs = None  # kernel name -> argument type names, asked once (_types)
+        self._sigs = None  # kernel name -> (cooperative, argument type names), asked once (_sig)
         if timeout_ms is not None:
             _lib.coop_set_timeout(c, timeout_ms)
         if spin_us is not None:  # coop_set_spin: watch the socket this long before sleeping
@@ -1047,9 +1047,12 @@ class Connection(_Closing):
             self._disconnect(h)
 
     @_when_open
-    def submit(self, kernel, *args, groups=1, cooperative=False, device=ANY_DEVICE,
+    def submit(self, kernel, *args, groups=1, cooperative=None, device=ANY_DEVICE,
                query_barrier=False, detached=False, periodic=None, priority=0):
         """Submits kernel(*args) on `groups` workgroups and returns its Job.
+        cooperative: None (the default) takes the kernel's own kind from
+        coopd's list, as coopctl does; True or False must match it (coop.Error
+        EARGS "submit it with cooperative=True" otherwise).
         periodic: dict(period_us=, count=, duration_ms=, deadline_us=).
         An int past its C type's range (priority: past -100..100) is a
         ValueError naming it, one of another type a TypeError.
@@ -1089,7 +1092,7 @@ class Connection(_Closing):
             raise TypeError(f"{where}() got an unexpected keyword argument {bad[0]!r} (its "
                             f"options are {', '.join(opts)})")
 
-    def _job(self, kernel, args, groups=1, cooperative=False, device=ANY_DEVICE,
+    def _job(self, kernel, args, groups=1, cooperative=None, device=ANY_DEVICE,
              query_barrier=False, detached=False, periodic=None, priority=0):
         """(coop_job, the arrays it points into) for kernel(*args)."""
         self._c  # closed: ValueError
@@ -1112,7 +1115,15 @@ class Connection(_Closing):
                 raise TypeError(f"periodic: unknown {', '.join(map(repr, bad))} (it takes "
                                 f"{', '.join(keys)})")
             periodic = [_count(periodic.get(k, 0), f"periodic {k}", _U32) for k in keys]
+        if cooperative is not None and not isinstance(cooperative, (bool, np.bool_)):
+            # a 1 or a "yes" was taken as True, a "no" too
+            raise TypeError(f"cooperative must be True, False or None (the kernel's own kind), "
+                            f"not {type(cooperative).__name__} {cooperative!r:.60}")
         desc = _describe(args, kernel, lambda fresh: self._types(kernel, fresh))
+        if cooperative is None:
+            # the kind coopd gave with the signature (a sweep run without
+            # cooperative=True was refused, although coopd had said what it is)
+            cooperative = self._kind(kernel)
         j = _lib.coop_job_new(name, groups)
         if not j:
             raise MemoryError("coop_job_new")
@@ -1155,16 +1166,25 @@ class Connection(_Closing):
             raise
         return j, keep
 
-    def _types(self, kernel, fresh=False):
-        """kernel's argument type names, from coopd's list, asked once and
-        again when kernel is not in it (added since) or when fresh."""
+    def _sig(self, kernel, fresh=False):
+        """(cooperative, argument type names) of kernel, from coopd's list,
+        asked once and again when kernel is not in it (added since) or when
+        fresh."""
         sigs = self._sigs
         if fresh or sigs is None or kernel not in sigs:
-            sigs = self._sigs = {k: v[1] for k, v in self.kernels().items()}
+            sigs = self._sigs = dict(self.kernels())
         if kernel not in sigs:
             raise Error(globals()["ENOKERNEL"],
                         f'no kernel named "{kernel}" (Connection.kernels() lists them)')
         return sigs[kernel]
+
+    def _types(self, kernel, fresh=False):
+        """kernel's argument type names (_sig)."""
+        return self._sig(kernel, fresh)[1]
+
+    def _kind(self, kernel):
+        """Whether kernel is cooperative (_sig)."""
+        return self._sig(kernel)[0]
 
     def _reap(self):
         """The jobs run() cancelled and stopped waiting for (its timeout,

@@ -322,10 +322,21 @@ raises(ValueError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out
 raises(ValueError, lambda: c.wait(-1), "wait for job -1")
 raises(TypeError, lambda: c.cancel("1"), "cancel of a str")
 raises(ValueError, lambda: c.run("sweep", w, 64, 1, groups=-1), "groups -1")
-# coopd's "submit it with the cooperative flag": from Python, cooperative=True
-e = raises(coop.Error, lambda: c.run("sweep", w, 64, 1), "sweep without cooperative=True")
+# the kernel's kind from coopd's list when cooperative= is left out, as
+# coopctl takes it (a sweep without cooperative=True was refused EARGS)
+w[:] = 0
+r = c.run("sweep", w, 64, 4)
+check(r.state == "done" and (w == 4).all() and r.resizes > 0,
+      f"sweep without cooperative= runs as a cooperative job: {r.state}, {w[:4]}")
+r = c.run("render", np.ones(64, np.float32), np.ones(64, np.float32), np.zeros(64, np.float32),
+          8, 1)
+check(r.state == "done", f"render without cooperative= runs: {r.state}")
+# given, it must match: coopd's "submit it with the cooperative flag" in Python's words
+e = raises(coop.Error, lambda: c.run("sweep", w, 64, 1, cooperative=False),
+           "sweep with cooperative=False")
 check(e is not None and e.code == coop.EARGS and "cooperative=True" in e.message,
       f"it names the argument: {e}")
+raises(TypeError, lambda: c.run("sweep", w, 64, 1, cooperative="no"), 'cooperative="no"')
 raises(ValueError, lambda: c.buffer(-5), "a buffer of -5 bytes")
 raises(ValueError, lambda: c.buffer(0), "a buffer of 0 bytes")
 raises(TypeError, lambda: c.buffer(3.5), "a buffer of a float")
