@@ -1047,12 +1047,15 @@ class Connection(_Closing):
             self._disconnect(h)
 
     @_when_open
-    def submit(self, kernel, *args, groups=1, cooperative=None, device=ANY_DEVICE,
+    def submit(self, kernel, *args, groups=None, cooperative=None, device=ANY_DEVICE,
                query_barrier=False, detached=False, periodic=None, priority=0):
         """Submits kernel(*args) on `groups` workgroups and returns its Job.
         cooperative: None (the default) takes the kernel's own kind from
         coopd's list, as coopctl does; True or False must match it (coop.Error
         EARGS "submit it with cooperative=True" otherwise).
+        groups: None (the default) is every worker of the device for a
+        cooperative kernel (of device 0 where device is ANY_DEVICE), as
+        coopctl's, and 1 for a non-cooperative one.
         periodic: dict(period_us=, count=, duration_ms=, deadline_us=).
         An int past its C type's range (priority: past -100..100) is a
         ValueError naming it, one of another type a TypeError.
@@ -1092,13 +1095,14 @@ class Connection(_Closing):
             raise TypeError(f"{where}() got an unexpected keyword argument {bad[0]!r} (its "
                             f"options are {', '.join(opts)})")
 
-    def _job(self, kernel, args, groups=1, cooperative=None, device=ANY_DEVICE,
+    def _job(self, kernel, args, groups=None, cooperative=None, device=ANY_DEVICE,
              query_barrier=False, detached=False, periodic=None, priority=0):
         """(coop_job, the arrays it points into) for kernel(*args)."""
         self._c  # closed: ValueError
         # every TypeError and ValueError before anything is sent
         name = _text(kernel, "kernel")
-        groups = _count(groups, "groups", _U32)
+        if groups is not None:
+            groups = _count(groups, "groups", _U32)
         # a device past a C int here; one coopd does not run, coop.Error
         # EINVAL at submit
         device = _int(device, "device", _C_INT)
@@ -1124,6 +1128,10 @@ class Connection(_Closing):
             # the kind coopd gave with the signature (a sweep run without
             # cooperative=True was refused, although coopd had said what it is)
             cooperative = self._kind(kernel)
+        if groups is None:
+            # a cooperative job of one workgroup never grows past it: a
+            # bfs run without groups= ran on one workgroup of a GPU's hundreds
+            groups = self._workers(device) if cooperative else 1
         j = _lib.coop_job_new(name, groups)
         if not j:
             raise MemoryError("coop_job_new")
@@ -1185,6 +1193,15 @@ class Connection(_Closing):
     def _kind(self, kernel):
         """Whether kernel is cooperative (_sig)."""
         return self._sig(kernel)[0]
+
+    def _workers(self, device):
+        """The worker workgroups of device (the WELCOME's for device 0 and
+        ANY_DEVICE, as coopctl takes them; a device coopd does not run: the
+        WELCOME's too, and coopd refuses the submit)."""
+        if device in (ANY_DEVICE, 0):
+            return self.info["workers"]
+        devs = self.stats()["devs"]
+        return devs[device]["workers"] if 0 <= device < len(devs) else self.info["workers"]
 
     def _reap(self):
         """The jobs run() cancelled and stopped waiting for (its timeout,

@@ -328,9 +328,17 @@ w[:] = 0
 r = c.run("sweep", w, 64, 4)
 check(r.state == "done" and (w == 4).all() and r.resizes > 0,
       f"sweep without cooperative= runs as a cooperative job: {r.state}, {w[:4]}")
+# and without groups= on every worker, as coopctl's (it ran on one, never more)
+check(r.m_initial == c.info["workers"] > 1,
+      f"on every worker: {r.m_initial} of {c.info['workers']}")
+r = c.run("sweep", w, 64, 1, device=0)
+check(r.m_initial == c.info["workers"], f"device 0's workers: {r.m_initial}")
+r = c.run("sweep", w, 64, 1, groups=1)
+check(r.m_initial == 1, f"groups=1 given: {r.m_initial}")
 r = c.run("render", np.ones(64, np.float32), np.ones(64, np.float32), np.zeros(64, np.float32),
           8, 1)
-check(r.state == "done", f"render without cooperative= runs: {r.state}")
+check(r.state == "done" and r.m_initial == 1,
+      f"render without cooperative= or groups= runs on one workgroup: {r.state}, {r.m_initial}")
 # given, it must match: coopd's "submit it with the cooperative flag" in Python's words
 e = raises(coop.Error, lambda: c.run("sweep", w, 64, 1, cooperative=False),
            "sweep with cooperative=False")
