@@ -1062,12 +1062,10 @@ class Connection(_Closing):
         priority: -100..100; above 0 as far as coopd allows this user (else
         coop.Error EPERM); a job that cannot get its workers (or its room) has running
         cooperative jobs of lower priority suspended until it ends."""
-        j, keep = self._job(kernel, args, groups, cooperative, device, query_barrier, detached,
-                            periodic, priority)
-        try:
-            return self._submit(j, keep)
-        finally:
-            _lib.coop_job_free(j)
+        kw = dict(groups=groups, cooperative=cooperative, device=device,
+                  query_barrier=query_barrier, detached=detached, periodic=periodic,
+                  priority=priority)
+        return self._submit_new(kernel, args, kw, None)
 
     @_when_open
     def prepare(self, kernel, *args, **kw):
@@ -1239,12 +1237,21 @@ class Connection(_Closing):
         return Job(self, jid.value)
 
     def _submit_new(self, kernel, args, kw, jid):
-        """submit(kernel, *args, **kw) with its id into jid (run's)."""
-        j, keep = self._job(kernel, args, **kw)
-        try:
-            return self._submit(j, keep, jid)
-        finally:
-            _lib.coop_job_free(j)
+        """submit(kernel, *args, **kw) with its id into jid (run's, else
+        None). A kind taken from the kept list (cooperative= left out) that
+        coopd refuses was changed since by a reload (an author's kernel
+        made cooperative, say): described again from the list asked anew,
+        once, where the refusal told the user to pass a flag it never gave."""
+        for again in (False, True):
+            j, keep = self._job(kernel, args, **kw)
+            try:
+                return self._submit(j, keep, jid)
+            except Error as e:
+                if again or kw.get("cooperative") is not None or e.code != globals()["EARGS"] \
+                        or "cooperative=" not in e.message:
+                    raise
+            finally:
+                _lib.coop_job_free(j)
 
     @_when_open
     def run(self, kernel, *args, timeout=None, **kw):

@@ -18,12 +18,12 @@ c = coop.connect(sock)
 WORDS = 150 * 1024  # the sweep's 600 KiB of the 1 MiB arena
 BUF = 120 * 1024  # 480 KiB: within a user's half for device buffers, not beside the sweep
 data = np.zeros(WORDS, np.uint32)
-r = c.run("sweep", data, WORDS, 20, cooperative=True)
+r = c.run("sweep", data, WORDS, 20, groups=1)  # one workgroup: its rounds time alike
 per_round = max(r.times["exec_ns"] / 20, 1e4)
 rounds = int(3e9 / per_round) + 20  # about 3 s
 data[:] = 0
 t0 = time.monotonic()
-j = c.submit("sweep", data, WORDS, rounds, cooperative=True)
+j = c.submit("sweep", data, WORDS, rounds, groups=1)
 while j.status()["state"] == "queued":
     time.sleep(0.01)
 e = raises(coop.Error, lambda: c.buffer(BUF * 4), "a buffer while the sweep's copy holds the room")

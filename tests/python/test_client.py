@@ -345,6 +345,22 @@ e = raises(coop.Error, lambda: c.run("sweep", w, 64, 1, cooperative=False),
 check(e is not None and e.code == coop.EARGS and "cooperative=True" in e.message,
       f"it names the argument: {e}")
 raises(TypeError, lambda: c.run("sweep", w, 64, 1, cooperative="no"), 'cooperative="no"')
+# a kind kept from an older list (an author's reload changed the kernel
+# since; here the kept entry made stale by hand, where a real change costs
+# a megakernel build): coopd's refusal asks the list again and the run
+# goes on with the new kind, once (it was refused "submit it with
+# cooperative=True", a flag its caller never gave)
+c5 = coop.connect(sock)
+c5._sigs = dict(c5.kernels(), sweep=(False, ["buf<u32>", "u32", "u32"]))
+w[:] = 0
+r = c5.run("sweep", w, 64, 2)
+check(r.state == "done" and (w == 2).all() and r.m_initial == c5.info["workers"],
+      f"a stale kind asked again: {r.state}, {r.m_initial} workgroups")
+c5._sigs = dict(c5.kernels(), sweep=(False, ["buf<u32>", "u32", "u32"]))
+e = raises(coop.Error, lambda: c5.run("sweep", w, 64, 2, cooperative=False),
+           "cooperative=False given: no second try")
+check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
+c5.close()
 raises(ValueError, lambda: c.buffer(-5), "a buffer of -5 bytes")
 raises(ValueError, lambda: c.buffer(0), "a buffer of 0 bytes")
 raises(TypeError, lambda: c.buffer(3.5), "a buffer of a float")
