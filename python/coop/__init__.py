@@ -99,7 +99,8 @@ _FOR_PYTHON = (("(coopctl kernels lists them)", "(Connection.kernels() lists the
                ("(coopctl sends the file's base name)",
                 "(add_kernel's file=, or the base name of its path)"),
                ("submit it with the cooperative flag", "submit it with cooperative=True"),
-               ("submit it without the cooperative flag", "submit it with cooperative=False"))
+               ("submit it without the cooperative flag", "submit it with cooperative=False"),
+               ("check --socket or COOP_SOCKET", "check connect()'s path or COOP_SOCKET"))
 
 
 def _errmsg(conn):

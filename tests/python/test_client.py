@@ -361,6 +361,10 @@ e = raises(coop.Error, lambda: c5.run("sweep", w, 64, 2, cooperative=False),
            "cooperative=False given: no second try")
 check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
 c5.close()
+# no coopd there: libcoop's hint names connect()'s path, not coopctl's --socket
+e = raises(coop.Error, lambda: coop.connect("/nonexistent/coop.sock"), "connect to no socket")
+check(e is not None and e.code == coop.ECONN and "check connect()'s path or COOP_SOCKET" in str(e)
+      and "--socket" not in str(e), f"its message: {e}")
 raises(ValueError, lambda: c.buffer(-5), "a buffer of -5 bytes")
 raises(ValueError, lambda: c.buffer(0), "a buffer of 0 bytes")
 raises(TypeError, lambda: c.buffer(3.5), "a buffer of a float")
