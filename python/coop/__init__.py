@@ -1019,6 +1019,7 @@ class Connection(_Closing):
         self._pending = {}  # job id -> the arrays libcoop may still write
         self._abandoned = set()  # ids run() cancelled and stopped waiting for (_reap)
         self._sigs = None  # kernel name -> (cooperative, argument type names), asked once (_sig)
+        self._devworkers = None  # each device's workers, asked once (_workers)
         if timeout_ms is not None:
             _lib.coop_set_timeout(c, timeout_ms)
         if spin_us is not None:  # coop_set_spin: watch the socket this long before sleeping
@@ -1199,8 +1200,10 @@ class Connection(_Closing):
         WELCOME's too, and coopd refuses the submit)."""
         if device in (ANY_DEVICE, 0):
             return self.info["workers"]
-        devs = self.stats()["devs"]
-        return devs[device]["workers"] if 0 <= device < len(devs) else self.info["workers"]
+        if self._devworkers is None:  # asked once, as the WELCOME's count is
+            self._devworkers = [d["workers"] for d in self.stats()["devs"]]
+        dw = self._devworkers
+        return dw[device] if 0 <= device < len(dw) else self.info["workers"]
 
     def _reap(self):
         """The jobs run() cancelled and stopped waiting for (its timeout,

@@ -333,6 +333,10 @@ check(r.m_initial == c.info["workers"] > 1,
       f"on every worker: {r.m_initial} of {c.info['workers']}")
 r = c.run("sweep", w, 64, 1, device=0)
 check(r.m_initial == c.info["workers"], f"device 0's workers: {r.m_initial}")
+# a device coopd does not run: its count asked (stats), and coopd's refusal
+e = raises(coop.Error, lambda: c.run("sweep", w, 64, 1, device=c.stats()["ndevices"]),
+           "a cooperative run on a device past the last")
+check(e is not None and e.code == coop.EINVAL, f"its code: {e and e.name} {e}")
 r = c.run("sweep", w, 64, 1, groups=1)
 check(r.m_initial == 1, f"groups=1 given: {r.m_initial}")
 r = c.run("render", np.ones(64, np.float32), np.ones(64, np.float32), np.zeros(64, np.float32),
