@@ -362,7 +362,7 @@ check(r.state == "done" and (w == 2).all() and r.m_initial == c5.info["workers"]
       f"a stale kind asked again: {r.state}, {r.m_initial} workgroups")
 c5._sigs = dict(c5.kernels(), sweep=(False, ["buf<u32>", "u32", "u32"]))
 e = raises(coop.Error, lambda: c5.run("sweep", w, 64, 2, cooperative=False),
-           "cooperative=False given: no second try")
+           "cooperative=False given: refused, not asked again")
 check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
 c5.close()
 # no coopd there: libcoop's hint names connect()'s path, not coopctl's --socket
