@@ -47,27 +47,26 @@ expect() {
   fi
 }
 
-# running JOB: until coopctl status shows JOB running (30 s at most);
-# $coopctl is the caller's
-running() {
+# status_shows WHAT PATTERN [ARGS...]: until a line of `coopctl status
+# ARGS` matches PATTERN (30 s at most; else a failure, "WHAT did not
+# start"); $coopctl is the caller's
+status_shows() {
+  what=$1 pattern=$2
+  shift 2
   i=0
-  until "$coopctl" --socket "$sock" status "$1" | grep -q " running "; do
+  until "$coopctl" --socket "$sock" status "$@" | grep -q "$pattern"; do
     i=$((i + 1))
-    [ $i -gt 300 ] && fail "job $1 did not start" && break
+    [ $i -gt 300 ] && fail "$what did not start" && break
     sleep 0.1
   done
 }
 
+# running JOB: until coopctl status shows JOB running
+running() { status_shows "job $1" " running " "$1"; }
+
 # until a job of kernel $1 runs (STATUS lists it running): one submitted
 # with --wait, whose id coopctl prints only at its end
-kernel_running() {
-  i=0
-  until "$coopctl" --socket "$sock" status | grep -q " running  *$1 "; do
-    i=$((i + 1))
-    [ $i -gt 300 ] && fail "$1 did not start" && break
-    sleep 0.1
-  done
-}
+kernel_running() { status_shows "$1" " running  *$1 "; }
 
 expect_out() {
   pattern=$1
