@@ -88,7 +88,7 @@ struct coop_info {
   char backend[COOP_NAME_MAX]; /* "opencl", ... */
   char device[COOP_TEXT_MAX];
   uint32_t compute_units;
-  uint32_t workers;     /* worker workgroups: a job's groups must be 1..workers */
+  uint32_t workers;     /* worker workgroups: a job's groups must be 1..workers, or 0 */
   uint32_t max_payload; /* largest frame payload, bytes */
   uint32_t inline_max;  /* largest buffer sent inside a frame; larger go by memfd */
   uint32_t uid, pid;    /* this client, as the daemon sees it */
@@ -241,18 +241,24 @@ const char *coop_errmsg(const coop_conn *c);
 
 /* ---- job descriptions ---- */
 
-/* A new description of a job running `kernel` on `groups` workgroups:
- * non-cooperative and one-shot until changed. NULL when out of memory.
+/* A new description of a job running `kernel` on `groups` workgroups, or
+ * with groups 0 the kernel's own width: every worker of the device it runs
+ * on for a cooperative kernel, one workgroup for a task. It runs as the
+ * kernel's own kind (cooperative or not, as coop_kernels lists it) and
+ * once, until changed. NULL when out of memory.
  * The setters below return 0 or a negative code; the first error is also
  * kept and returned by coop_submit(), so their results may be ignored. */
 coop_job *coop_job_new(const char *kernel, uint32_t groups);
 void coop_job_free(coop_job *j);
 
-/* A cooperative kernel (must match the kernel's kind). */
+/* on 1: a cooperative kernel, 0: a task; either must match the kernel's
+ * kind (else the SUBMIT fails with COOP_EARGS). -1 (the default): the
+ * kernel's own kind, taken by coopd when it admits the job. */
 int coop_job_cooperative(coop_job *j, int on);
 /* Cooperative kernels: the query variant of the resizing barrier. */
 int coop_job_query_barrier(coop_job *j, int on);
-/* The groups given to coop_job_new, changed (N or K). */
+/* The groups given to coop_job_new, changed (N or K; 0: the kernel's own
+ * width, as for coop_job_new). */
 int coop_job_groups(coop_job *j, uint32_t groups);
 /* The job outlives this connection: it is not cancelled when the client
  * disconnects, and any connection of the same user may wait for it. */

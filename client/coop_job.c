@@ -68,6 +68,7 @@ coop_job *coop_job_new(const char *kernel, uint32_t groups) {
   coop_job *j = calloc(1, sizeof *j);
   if (!j) return NULL;
   j->groups = groups;
+  j->flags = COOP_SUBMIT_OWN_KIND;
   j->device = COOP_WIRE_ANY_DEVICE;
   size_t n = kernel ? strlen(kernel) : 0;
   if (n == 0 || n >= sizeof j->kernel)
@@ -85,7 +86,11 @@ static int set_flag(coop_job *j, uint8_t flag, int on) {
   return 0;
 }
 
-int coop_job_cooperative(coop_job *j, int on) { return set_flag(j, COOP_SUBMIT_COOPERATIVE, on); }
+int coop_job_cooperative(coop_job *j, int on) {
+  if (!j) return COOP_EINVAL;
+  set_flag(j, COOP_SUBMIT_OWN_KIND, on < 0);
+  return set_flag(j, COOP_SUBMIT_COOPERATIVE, on > 0);
+}
 
 int coop_job_groups(coop_job *j, uint32_t groups) {
   if (!j) return COOP_EINVAL;

@@ -17,11 +17,10 @@ void sess_hello(struct session *s, uint32_t seq, const union coop_msg *msg, int 
   if (h->min_version > COOP_WIRE_VERSION || h->max_version < COOP_WIRE_VERSION) {
     sess_error_last(
         s, seq, COOP_EVERSION,
-        "this coopd speaks protocol version %u (7: buffers' element types in KERNEL_LIST; 6: a "
-        "device buffer's range moved with the job, devbuf_io; 5: the shared ring, RING_OPEN; 4: "
-        "job priorities, kernel authors); the "
-        "client "
-        "%u..%u%s",
+        "this coopd speaks protocol version %u (8: a SUBMIT may leave the kernel's kind and "
+        "width to coopd; 7: buffers' element types in KERNEL_LIST; 6: a device buffer's range "
+        "moved with the job, devbuf_io; 5: the shared ring, RING_OPEN; 4: job priorities, "
+        "kernel authors); the client %u..%u%s",
         COOP_WIRE_VERSION, h->min_version, h->max_version,
         h->max_version < COOP_WIRE_VERSION ? ": use the libcoop and coopctl of this coopd" : "");
     return;

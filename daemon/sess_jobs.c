@@ -256,13 +256,33 @@ static int has_fd(const struct coop_wire_arg *a) {
 }
 
 /* What a SUBMIT's admission found: its kernel, device and device buffers,
- * and the bytes it will hold. */
+ * the bytes it will hold, and the SUBMIT as coopd runs it (m: the frame's
+ * own, or own with the kind and width it left to coopd). */
 struct admission {
   const struct kdef *k;
   int dev;
   uint64_t bytes;
   struct dbuf *bufs[COOP_WIRE_MAX_ARGS];
+  const struct coop_msg_submit *m;
+  struct coop_msg_submit own;
 };
+
+/* The kind and width a SUBMIT left to coopd (PROTOCOL.md, "SUBMIT"):
+ * OWN_KIND takes the kernel's kind, groups 0 one workgroup for a task and,
+ * for a cooperative kernel, every worker of its device (set once the device
+ * is known: devices may differ). Copied only where something is left, so
+ * that a frame that says everything costs no copy. A kernel not found
+ * keeps the frame as it came, for the refusal that names it. */
+static const struct coop_msg_submit *own_kind(const struct coop_msg_submit *m, const struct kdef *k,
+                                              struct admission *ad) {
+  if (!k || (!(m->flags & COOP_SUBMIT_OWN_KIND) && m->groups)) return m;
+  ad->own = *m;
+  if (m->flags & COOP_SUBMIT_OWN_KIND)
+    ad->own.flags = (uint8_t)((m->flags & ~(COOP_SUBMIT_OWN_KIND | COOP_SUBMIT_COOPERATIVE)) |
+                              (k->cooperative ? COOP_SUBMIT_COOPERATIVE : 0));
+  if (!m->groups && !(ad->own.flags & COOP_SUBMIT_COOPERATIVE)) ad->own.groups = 1;
+  return &ad->own;
+}
 
 /* A SUBMIT's checks, before anything is made or changed: the kernel, the
  * frame's descriptors, the device buffers and the device, the limits.
@@ -274,6 +294,7 @@ static int admit(struct session *s, const struct coop_msg_submit *m, const int *
   struct daemon *dm = s->dm;
   if (dm->stopping) return job_refuse(e, COOP_ESHUTDOWN, "coopd is shutting down");
   ad->k = kset_find(dm->ks, m->kernel);
+  m = ad->m = own_kind(m, ad->k, ad);
   const char *coming = ad->k ? NULL : reload_brings(dm, m->kernel);
   if (coming)
     return job_refuse(e, COOP_ENOKERNEL,
@@ -294,6 +315,7 @@ static int admit(struct session *s, const struct coop_msg_submit *m, const int *
   if (dev == COOP_WIRE_ANY_DEVICE) dev = pick_device(s, m, e);
   if (dev < 0) return dev;
   ad->dev = dev;
+  if (m == &ad->own && !m->groups) ad->own.groups = dev_workers(dm->devs[dev]); /* cooperative */
   return check_submit(s, m, ad->k, dm->devs[dev], fds, nfds, ad->bufs, &ad->bytes, e);
 }
 
@@ -327,6 +349,7 @@ void sess_submit(struct session *s, uint32_t seq, const union coop_msg *msg, int
   struct admission ad;
   struct job_err e;
   if (admit(s, m, fds, nfds, &ad, &e)) return sess_error(s, seq, e.code, "%s", e.message);
+  m = ad.m; /* with what it left to coopd filled in */
   if (coopd_tracing) t_checked = coop__now_ns();
   int dev = ad.dev;
   uint64_t bytes = ad.bytes;

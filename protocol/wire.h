@@ -1,5 +1,5 @@
 /*
- * wire.h: the coop wire protocol, version 7 (COOP_WIRE_VERSION; PROTOCOL.md).
+ * wire.h: the coop wire protocol, version 8 (COOP_WIRE_VERSION; PROTOCOL.md).
  *
  * A frame is a 16-byte header and a payload, all integers big-endian:
  *   u32 magic 'COOP' (0x434f4f50) | u16 version | u16 type | u32 seq | u32 len
@@ -35,7 +35,7 @@
 #include "coop_schema.h"
 
 #define COOP_WIRE_MAGIC 0x434f4f50u /* "COOP" */
-#define COOP_WIRE_VERSION 7u        /* the only version this code speaks */
+#define COOP_WIRE_VERSION 8u        /* the only version this code speaks */
 #define COOP_WIRE_HDR 16u
 #define COOP_WIRE_MAX_PAYLOAD (4u << 20)  /* a frame's payload, at most */
 #define COOP_WIRE_INLINE_MAX (256u << 10) /* one inline buffer, at most */
@@ -159,7 +159,10 @@ enum coop_job_state {
  * STATUS or CANCEL it (coopctl submit without --wait). Without it, a
  * client's unfinished jobs are cancelled when its connection closes. */
 #define COOP_SUBMIT_DETACHED 0x4u
-#define COOP_SUBMIT_FLAGS_ALL 0x7u
+/* The kernel's own kind: coopd sets or clears COOPERATIVE from the kernel
+ * it runs (version 8), where the client did not say. */
+#define COOP_SUBMIT_OWN_KIND 0x8u
+#define COOP_SUBMIT_FLAGS_ALL 0xfu
 
 /* BUF_CREATE flags. The buffer outlives its connection (any connection of
  * its uid may use and free it; counted against [limits]

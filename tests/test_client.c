@@ -715,6 +715,8 @@ static void s_sparse(struct fake *f, struct fconn *c) {
   if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
   const struct coop_wire_arg *a = fr.m.submit.args;
   FK(f, fr.m.submit.nargs == 1 && fr.nfds == 1 && a[0].fd == 0 && a[0].size == SPARSE_N);
+  /* coop_job_new's defaults: the kernel's own kind, and the groups given */
+  FK(f, fr.m.submit.flags == COOP_SUBMIT_OWN_KIND && fr.m.submit.groups == 1);
   if (!f->fail[0]) {
     int fd = fr.fds[0];
     uint8_t want[SPARSE_N], got[SPARSE_N];

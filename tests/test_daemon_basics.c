@@ -44,11 +44,49 @@ static int coopd_run(const char *sock, const char *set, const char *log) {
   return -1;
 }
 
+/* What a SUBMIT leaves to coopd (PROTOCOL.md, "SUBMIT"): with OWN_KIND and
+ * groups 0, sweep runs cooperative on every worker and render as a task on
+ * one workgroup, whatever the cooperative bit says; a kind given without
+ * OWN_KIND must still match. Before, coopd refused both: EARGS for a kind
+ * it was not told, EINVAL for 0 groups. */
+static void own_kind_and_width(struct conn *c, unsigned workers) {
+  union coop_msg m;
+  uint32_t words[64] = {0};
+  submit_init(&m, "sweep", 0, 0);
+  m.submit.flags = COOP_SUBMIT_OWN_KIND;
+  arg_buf(&m.submit, COOP_BUF_INOUT, words, sizeof words, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, 64);
+  arg_u32(&m.submit, 3);
+  uint64_t j = submit(c, &m, NULL, 0);
+  ck_assert_msg(j != 0, "sweep left to coopd: %s", c->m.error.message);
+  struct coop_wire_status st = job_status(c, j);
+  ck_assert_uint_eq(st.flags, COOP_SUBMIT_COOPERATIVE);
+  ck_assert_uint_eq(st.groups, workers);
+  ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "%s", c->m.result.message);
+  ck_assert_uint_eq(c->m.result.m_initial, workers);
+
+  render_init(&m, 0);
+  m.submit.flags = COOP_SUBMIT_OWN_KIND | COOP_SUBMIT_COOPERATIVE;
+  j = submit(c, &m, NULL, 0);
+  ck_assert_msg(j != 0, "render left to coopd: %s", c->m.error.message);
+  st = job_status(c, j);
+  ck_assert_uint_eq(st.flags, 0);
+  ck_assert_uint_eq(st.groups, 1);
+  ck_assert_uint_eq(wait_job(c, j, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c->m.result.state == COOP_JOB_DONE, "%s", c->m.result.message);
+
+  render_init(&m, 0);
+  m.submit.flags = COOP_SUBMIT_COOPERATIVE;
+  expect_refusal(c, submit(c, &m, NULL, 0), COOP_EARGS, "submit it without the cooperative flag");
+}
+
 START_TEST(hello_kernels_stats) {
   struct daemon_proc d;
   daemon_start(&d, NULL);
   struct conn c;
   open_hello(&c, &d);
+  unsigned workers = c.m.welcome.workers;
   union coop_msg m;
   memset(&m, 0, sizeof m);
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_KERNELS, &m, NULL, 0)), COOP_MSG_KERNEL_LIST);
@@ -76,6 +114,7 @@ START_TEST(hello_kernels_stats) {
            getenv("COOP_BACKEND") ? "as configured" : "auto");
   ck_assert_msg(!strncmp(c.m.stats.backend_note, head, strlen(head)), "backend note: %s",
                 c.m.stats.backend_note);
+  own_kind_and_width(&c, workers);
 
   /* A second coopd on the same socket (without a journal: that one is the
    * first's) refuses to start, and the first goes on serving. It opens its
@@ -174,8 +213,6 @@ START_TEST(bad_requests) {
   union coop_msg m;
   submit_init(&m, "nosuch", 1, 0);
   expect_error(&c, submit(&c, &m, NULL, 0), COOP_ENOKERNEL);
-  submit_init(&m, "render", 0, 0);
-  expect_error(&c, submit(&c, &m, NULL, 0), COOP_EINVAL); /* N = 0 */
   submit_init(&m, "render", w + 1, 0);
   expect_error(&c, submit(&c, &m, NULL, 0), COOP_EINVAL); /* above the workers */
   submit_init(&m, "sweep", 1, 0);
@@ -455,7 +492,8 @@ START_TEST(bad_requests) {
   m.hello.min_version = m.hello.max_version = COOP_WIRE_VERSION - 1;
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_HELLO, &m, NULL, 0)), COOP_MSG_ERROR);
   ck_assert_int_eq(c.m.error.code, COOP_EVERSION);
-  assert_has(c.m.error.message, "speaks protocol version 7 (7: buffers' element types");
+  assert_has(c.m.error.message,
+             "speaks protocol version 8 (8: a SUBMIT may leave the kernel's kind");
   assert_has(c.m.error.message, "libcoop");
   ck_assert_int_eq(read_frame(&c), 0);
   conn_close(&c);

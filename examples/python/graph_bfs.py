@@ -43,7 +43,7 @@ def bfs(c, row, col, scratch, n, source, groups):
     q0[0] = source
     size = np.array([1, 0], np.uint32)  # entries in worklist 0 and 1
     # args: mode (1: the cooperative form), row, col, lev, q0, q1, size, n;
-    # a cooperative job, as coopd's list says bfs is
+    # a cooperative job, bfs's own kind (coopd takes it)
     c.run("bfs", 1, row, col, lev, coop.In(q0), scratch, coop.In(size), n, groups=groups)
     return lev
 

@@ -1019,7 +1019,6 @@ class Connection(_Closing):
         self._pending = {}  # job id -> the arrays libcoop may still write
         self._abandoned = set()  # ids run() cancelled and stopped waiting for (_reap)
         self._sigs = None  # kernel name -> (cooperative, argument type names), asked once (_sig)
-        self._devworkers = None  # each device's workers, asked once (_workers)
         if timeout_ms is not None:
             _lib.coop_set_timeout(c, timeout_ms)
         if spin_us is not None:  # coop_set_spin: watch the socket this long before sleeping
@@ -1052,12 +1051,12 @@ class Connection(_Closing):
     def submit(self, kernel, *args, groups=None, cooperative=None, device=ANY_DEVICE,
                query_barrier=False, detached=False, periodic=None, priority=0):
         """Submits kernel(*args) on `groups` workgroups and returns its Job.
-        cooperative: None (the default) takes the kernel's own kind from
-        coopd's list, as coopctl does; True or False must match it (coop.Error
-        EARGS "submit it with cooperative=True" otherwise).
-        groups: None (the default) is every worker of the device for a
-        cooperative kernel (of device 0 where device is ANY_DEVICE), as
-        coopctl's, and 1 for a non-cooperative one.
+        cooperative: None (the default) is the kernel's own kind, which
+        coopd takes as it admits the job; True or False must match it
+        (coop.Error EARGS "submit it with cooperative=True" otherwise).
+        groups: None (the default) is every worker of the device the job
+        runs on for a cooperative kernel, and 1 for a non-cooperative one
+        (coopd's choice too).
         periodic: dict(period_us=, count=, duration_ms=, deadline_us=).
         An int past its C type's range (priority: past -100..100) is a
         ValueError naming it, one of another type a TypeError.
@@ -1124,20 +1123,15 @@ class Connection(_Closing):
             raise TypeError(f"cooperative must be True, False or None (the kernel's own kind), "
                             f"not {type(cooperative).__name__} {cooperative!r:.60}")
         desc = _describe(args, kernel, lambda fresh: self._types(kernel, fresh))
-        if cooperative is None:
-            # the kind coopd gave with the signature (a sweep run without
-            # cooperative=True was refused, although coopd had said what it is)
-            cooperative = self._kind(kernel)
-        if groups is None:
-            # a cooperative job of one workgroup never grows past it: a
-            # bfs run without groups= ran on one workgroup of a GPU's hundreds
-            groups = self._workers(device) if cooperative else 1
-        j = _lib.coop_job_new(name, groups)
+        # left out, the kind and width are the kernel's own, which coopd
+        # takes from the kernel it runs (a sweep run without cooperative=True
+        # was refused; one without groups= ran on one workgroup of hundreds)
+        j = _lib.coop_job_new(name, 0 if groups is None else groups)
         if not j:
             raise MemoryError("coop_job_new")
         keep = []
         try:
-            _lib.coop_job_cooperative(j, 1 if cooperative else 0)
+            _lib.coop_job_cooperative(j, -1 if cooperative is None else 1 if cooperative else 0)
             _lib.coop_job_query_barrier(j, 1 if query_barrier else 0)
             _lib.coop_job_detached(j, 1 if detached else 0)
             _lib.coop_job_device(j, device)
@@ -1190,21 +1184,6 @@ class Connection(_Closing):
         """kernel's argument type names (_sig)."""
         return self._sig(kernel, fresh)[1]
 
-    def _kind(self, kernel):
-        """Whether kernel is cooperative (_sig)."""
-        return self._sig(kernel)[0]
-
-    def _workers(self, device):
-        """The worker workgroups of device (the WELCOME's for device 0 and
-        ANY_DEVICE, as coopctl takes them; a device coopd does not run: the
-        WELCOME's too, and coopd refuses the submit)."""
-        if device in (ANY_DEVICE, 0):
-            return self.info["workers"]
-        if self._devworkers is None:  # asked once, as the WELCOME's count is
-            self._devworkers = [d["workers"] for d in self.stats()["devs"]]
-        dw = self._devworkers
-        return dw[device] if 0 <= device < len(dw) else self.info["workers"]
-
     def _reap(self):
         """The jobs run() cancelled and stopped waiting for (its timeout,
         Ctrl-C), asked once more each, a few at a time: one that has ended
@@ -1242,20 +1221,12 @@ class Connection(_Closing):
 
     def _submit_new(self, kernel, args, kw, jid):
         """submit(kernel, *args, **kw) with its id into jid (run's, else
-        None). A kind taken from the kept list (cooperative= left out) that
-        coopd refuses was changed since by a reload (an author's kernel
-        made cooperative, say): described again from the list asked anew,
-        once, where the refusal told the user to pass a flag it never gave."""
-        for again in (False, True):
-            j, keep = self._job(kernel, args, **kw)
-            try:
-                return self._submit(j, keep, jid)
-            except Error as e:
-                if again or kw.get("cooperative") is not None or e.code != globals()["EARGS"] \
-                        or "cooperative=" not in e.message:
-                    raise
-            finally:
-                _lib.coop_job_free(j)
+        None)."""
+        j, keep = self._job(kernel, args, **kw)
+        try:
+            return self._submit(j, keep, jid)
+        finally:
+            _lib.coop_job_free(j)
 
     @_when_open
     def run(self, kernel, *args, timeout=None, **kw):

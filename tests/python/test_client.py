@@ -322,18 +322,18 @@ raises(ValueError, lambda: c.submit("render", coop.In(sm), coop.In(sb), coop.Out
 raises(ValueError, lambda: c.wait(-1), "wait for job -1")
 raises(TypeError, lambda: c.cancel("1"), "cancel of a str")
 raises(ValueError, lambda: c.run("sweep", w, 64, 1, groups=-1), "groups -1")
-# the kernel's kind from coopd's list when cooperative= is left out, as
-# coopctl takes it (a sweep without cooperative=True was refused EARGS)
+# the kernel's own kind when cooperative= is left out, taken by coopd (a
+# sweep without cooperative=True was refused EARGS)
 w[:] = 0
 r = c.run("sweep", w, 64, 4)
 check(r.state == "done" and (w == 4).all() and r.resizes > 0,
       f"sweep without cooperative= runs as a cooperative job: {r.state}, {w[:4]}")
-# and without groups= on every worker, as coopctl's (it ran on one, never more)
+# and without groups= on every worker of its device (it ran on one, never more)
 check(r.m_initial == c.info["workers"] > 1,
       f"on every worker: {r.m_initial} of {c.info['workers']}")
 r = c.run("sweep", w, 64, 1, device=0)
 check(r.m_initial == c.info["workers"], f"device 0's workers: {r.m_initial}")
-# a device coopd does not run: its count asked (stats), and coopd's refusal
+# a device coopd does not run: coopd's refusal
 e = raises(coop.Error, lambda: c.run("sweep", w, 64, 1, device=c.stats()["ndevices"]),
            "a cooperative run on a device past the last")
 check(e is not None and e.code == coop.EINVAL, f"its code: {e and e.name} {e}")
@@ -351,18 +351,17 @@ check(e is not None and e.code == coop.EARGS and "cooperative=True" in e.message
 raises(TypeError, lambda: c.run("sweep", w, 64, 1, cooperative="no"), 'cooperative="no"')
 # a kind kept from an older list (an author's reload changed the kernel
 # since; here the kept entry made stale by hand, where a real change costs
-# a megakernel build): coopd's refusal asks the list again and the run
-# goes on with the new kind, once (it was refused "submit it with
+# a megakernel build) is not the kind the job runs as: coopd takes the
+# kernel's own as it admits the job (it was refused "submit it with
 # cooperative=True", a flag its caller never gave)
 c5 = coop.connect(sock)
 c5._sigs = dict(c5.kernels(), sweep=(False, ["buf<u32>", "u32", "u32"]))
 w[:] = 0
 r = c5.run("sweep", w, 64, 2)
 check(r.state == "done" and (w == 2).all() and r.m_initial == c5.info["workers"],
-      f"a stale kind asked again: {r.state}, {r.m_initial} workgroups")
-c5._sigs = dict(c5.kernels(), sweep=(False, ["buf<u32>", "u32", "u32"]))
+      f"a stale kind kept: {r.state}, {r.m_initial} workgroups")
 e = raises(coop.Error, lambda: c5.run("sweep", w, 64, 2, cooperative=False),
-           "cooperative=False given: refused, not asked again")
+           "cooperative=False given: refused")
 check(e is not None and e.code == coop.EARGS, f"its code: {e and e.name}")
 c5.close()
 # no coopd there: libcoop's hint names connect()'s path, not coopctl's --socket
