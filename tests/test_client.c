@@ -1568,14 +1568,15 @@ START_TEST(coopctl_submit_detached) {
 END_TEST
 
 /* Neither --coop nor --wg: coopctl asks coopd for k's kind (cooperative
- * here) and submits it cooperative on every worker (WELCOME says 7). */
+ * here) and submits it cooperative on every worker of the device it goes
+ * to: 0 groups, which coopd fills in (WELCOME's 7 were device 0's). */
 static void s_submit_defaults(struct fake *f, struct fconn *c) {
   fk_welcome(f, c);
   fk_kernels(f, c, 1);
   struct fframe fr;
   if (!fk_expect(f, c, &fr, COOP_MSG_SUBMIT)) return;
   FK(f, fr.m.submit.flags == (COOP_SUBMIT_DETACHED | COOP_SUBMIT_COOPERATIVE));
-  FK(f, fr.m.submit.groups == 7);
+  FK(f, fr.m.submit.groups == 0);
   fk_accept(c, &fr, 78);
 }
 
