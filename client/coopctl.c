@@ -1073,6 +1073,10 @@ static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos,
               ? EXIT_USAGE
               : 0;
   if (r) return r;
+  /* 0 is coopd's "the kernel's own width": one workgroup for a task,
+   * which a --wg 0 did not ask for */
+  if (o->wg && !wg)
+    return ctl_usage("submit", "--wg 0: at least 1 (leave --wg out for every worker)");
   if (!period && (count || duration || deadline))
     return ctl_usage("submit", "--count, --duration and --deadline need --period");
   if (period && !count && !duration)

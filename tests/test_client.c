@@ -1373,6 +1373,7 @@ START_TEST(coopctl_bad_usage) {
   USAGE("submit", "k", "--wg", "1", "--count", "3");
   USAGE("submit", "k", "--wg", "1", "--period", "1000");
   USAGE("submit", "k", "--wg", "1", "--coop=yes");
+  USAGE("submit", "k", "--wg", "0");
   USAGE("status", "x");
   USAGE("status", "1", "2");
   USAGE("wait");
