@@ -495,6 +495,16 @@ uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t round
   return submit(c, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 }
 
+uint64_t sweep_submit_own(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds) {
+  union coop_msg m;
+  submit_init(&m, "sweep", 0, 0);
+  m.submit.flags = COOP_SUBMIT_OWN_KIND;
+  arg_buf(&m.submit, COOP_BUF_INOUT, data, n * 4u, COOP_WIRE_FD_NONE);
+  arg_u32(&m.submit, n);
+  arg_u32(&m.submit, rounds);
+  return submit(c, &m, NULL, 0);
+}
+
 int sweep_memfd(struct conn *c, uint32_t words, double ms, uint32_t *rounds) {
   int fd = memfd_of((size_t)words * 4);
   uint64_t job = sweep_submit(c, NULL, words, 10, 1, fd);

@@ -186,6 +186,8 @@ struct coop_msg_stats_reply stats(struct conn *c);
 /* Submits sweep over n u32 (inline INOUT from data) for rounds. */
 uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds, uint32_t groups,
                       int fd);
+/* The same (inline), its kind and width left to coopd: OWN_KIND, 0 groups. */
+uint64_t sweep_submit_own(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds);
 /* A memfd of `words` u32 (too large to go inline) for sweep_submit, and
  * in *rounds how many rounds of a sweep of one workgroup over it take
  * about ms milliseconds (10 timed ones, at least 20); the memfd then holds

@@ -52,12 +52,7 @@ static int coopd_run(const char *sock, const char *set, const char *log) {
 static void own_kind_and_width(struct conn *c, unsigned workers) {
   union coop_msg m;
   uint32_t words[64] = {0};
-  submit_init(&m, "sweep", 0, 0);
-  m.submit.flags = COOP_SUBMIT_OWN_KIND;
-  arg_buf(&m.submit, COOP_BUF_INOUT, words, sizeof words, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, 64);
-  arg_u32(&m.submit, 3);
-  uint64_t j = submit(c, &m, NULL, 0);
+  uint64_t j = sweep_submit_own(c, words, 64, 3);
   ck_assert_msg(j != 0, "sweep left to coopd: %s", c->m.error.message);
   struct coop_wire_status st = job_status(c, j);
   ck_assert_uint_eq(st.flags, COOP_SUBMIT_COOPERATIVE);

@@ -70,6 +70,14 @@ START_TEST(devices_named_and_least_loaded) {
   ck_assert_uint_eq(st.devs[1].jobs, 0);
   render_check(&c, 1, 0, 0);
   ck_assert_uint_eq(c.m.result.device, 1);
+  /* left to coopd, a cooperative job's width is that of the device it
+   * goes to (device 1, the least loaded), not device 0's */
+  uint64_t oj = sweep_submit_own(&c, data, 64, 2);
+  ck_assert_msg(oj != 0, "%s", c.m.error.message);
+  ck_assert_uint_eq(job_status(&c, oj).groups, st.devs[1].workers);
+  ck_assert_uint_eq(wait_job(&c, oj, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+  ck_assert_msg(c.m.result.state == COOP_JOB_DONE, "%s", c.m.result.message);
+  ck_assert_uint_eq(c.m.result.device, 1);
   top_of(&c, 1, COOP_MSG_TOP_REPLY);
   top_of(&c, 2, COOP_MSG_ERROR);
   union coop_msg m;
