@@ -89,6 +89,7 @@ start_coopd() {
   backend=
   [ -n "${COOP_BACKEND:-}" ] && backend="--set device.backend=$COOP_BACKEND"
   # shellcheck disable=SC2086
+  started=$(date +%s)
   "$coopd_bin" --socket "$sock" --log-level warn $backend "$@" 2>"$dir/coopd.log" &
   pid=$!
   i=0
@@ -107,7 +108,7 @@ start_coopd() {
     fi
     sleep 0.1
   done
-  echo "coopd up after $(($(date +%s) - t0)) s"
+  echo "coopd up after $(($(date +%s) - started)) s"
 }
 
 stop_coopd() {
