@@ -1043,11 +1043,11 @@ static int set_u32(const char *name, const char *s, uint32_t *v) {
 
 /* What coopd knows of KERNEL (*k, asked through kernel_entry unless
  * *asked) fills in what the command line left out: the kind (--coop
- * follows from it, and must match it when given) and, for a cooperative
- * kernel, --wg: 0, which coopd takes for every worker of the device the
- * job goes to (device 0's count sent to any device kept the job off a
- * device with fewer). Connects. */
-static int kernel_defaults(struct ctl *x, const char *name, int *coop, uint32_t *wg, int have_wg,
+ * follows from it, and must match it when given). A cooperative kernel
+ * without --wg goes with 0 groups, which coopd takes for every worker of
+ * the device the job goes to (device 0's count sent to any device kept
+ * the job off a device with fewer); another needs --wg. Connects. */
+static int kernel_defaults(struct ctl *x, const char *name, int *coop, int have_wg,
                            struct coop_kernel *k, int *asked) {
   if (have_wg && *coop) return 0; /* coopd checks the kind */
   int r = kernel_entry(x, name, k, asked);
@@ -1057,7 +1057,6 @@ static int kernel_defaults(struct ctl *x, const char *name, int *coop, uint32_t 
   *coop = kind;
   if (have_wg) return 0;
   if (!kind) return ctl_usage("submit", "--wg N is required for %s (not cooperative)", name);
-  *wg = 0;
   return 0;
 }
 
@@ -1107,7 +1106,7 @@ static int build_job(struct ctl *x, const struct sopts *o, char **pos, int npos,
   if (!r && s->outputs && !o->wait) r = ctl_usage("submit", "out: and inout: ARGs need --wait");
   for (unsigned i = 0; !r && i < s->nb; i++)
     if (s->b[i].path) r = ctl_writable("submit", s->b[i].path);
-  if (!r) r = kernel_defaults(x, pos[0], &coop, &wg, o->wg != NULL, &k, &asked);
+  if (!r) r = kernel_defaults(x, pos[0], &coop, o->wg != NULL, &k, &asked);
   if (!r) coop_job_cooperative(j, coop), coop_job_groups(j, wg);
   if (r) coop_job_free(j);
   *out = r ? NULL : j;

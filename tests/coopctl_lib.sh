@@ -88,8 +88,8 @@ start_coopd() {
   shift
   backend=
   [ -n "${COOP_BACKEND:-}" ] && backend="--set device.backend=$COOP_BACKEND"
-  # shellcheck disable=SC2086
   started=$(date +%s)
+  # shellcheck disable=SC2086
   "$coopd_bin" --socket "$sock" --log-level warn $backend "$@" 2>"$dir/coopd.log" &
   pid=$!
   i=0

@@ -482,26 +482,30 @@ struct coop_msg_stats_reply stats(struct conn *c) {
   return c->m.stats;
 }
 
+/* A cooperative sweep's SUBMIT: n u32 inline from data, or (fd >= 0) in
+ * the frame's first descriptor. */
+static void sweep_init(union coop_msg *m, uint32_t *data, uint32_t n, uint32_t rounds,
+                       uint32_t groups, int fd) {
+  submit_init(m, "sweep", groups, 1);
+  if (fd >= 0)
+    arg_buf(&m->submit, COOP_BUF_INOUT, NULL, n * 4u, 0);
+  else
+    arg_buf(&m->submit, COOP_BUF_INOUT, data, n * 4u, COOP_WIRE_FD_NONE);
+  arg_u32(&m->submit, n);
+  arg_u32(&m->submit, rounds);
+}
+
 uint64_t sweep_submit(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds, uint32_t groups,
                       int fd) {
   union coop_msg m;
-  submit_init(&m, "sweep", groups, 1);
-  if (fd >= 0)
-    arg_buf(&m.submit, COOP_BUF_INOUT, NULL, n * 4u, 0);
-  else
-    arg_buf(&m.submit, COOP_BUF_INOUT, data, n * 4u, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, n);
-  arg_u32(&m.submit, rounds);
+  sweep_init(&m, data, n, rounds, groups, fd);
   return submit(c, &m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
 }
 
 uint64_t sweep_submit_own(struct conn *c, uint32_t *data, uint32_t n, uint32_t rounds) {
   union coop_msg m;
-  submit_init(&m, "sweep", 0, 0);
+  sweep_init(&m, data, n, rounds, 0, -1);
   m.submit.flags = COOP_SUBMIT_OWN_KIND;
-  arg_buf(&m.submit, COOP_BUF_INOUT, data, n * 4u, COOP_WIRE_FD_NONE);
-  arg_u32(&m.submit, n);
-  arg_u32(&m.submit, rounds);
   return submit(c, &m, NULL, 0);
 }
 
