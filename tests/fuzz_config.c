@@ -32,6 +32,7 @@
 #include "config.h"
 #include "coop_rt.h"
 #include "wire.h"
+#include "fuzz_mutate.h"
 #include "xorshift.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -534,43 +535,7 @@ static const char *const words[] = {"\n",
                                     "2147483649"};
 #define NWORDS (sizeof words / sizeof words[0])
 
-static size_t mutate_once(char *b, size_t n) {
-  size_t at = n ? rnd() % n : 0;
-  switch (rnd() % 6) {
-    case 0: /* bit flip */
-      if (n) b[at] ^= (char)(1u << (rnd() % 8));
-      return n;
-    case 1: /* a random byte */
-      if (n) b[at] = (char)rnd();
-      return n;
-    case 2: { /* insert a word */
-      unsigned k = (unsigned)(rnd() % NWORDS);
-      size_t len = words[k][0] ? strlen(words[k]) : 1;
-      if (n + len > MAX_INPUT) return n;
-      memmove(b + at + len, b + at, n - at);
-      memcpy(b + at, words[k], len);
-      return n + len;
-    }
-    case 3: { /* delete a range */
-      size_t len = n - at < 8 ? n - at : 1 + rnd() % 8;
-      memmove(b + at, b + at + len, n - at - len);
-      return n - len;
-    }
-    case 4: { /* a run of one byte: values and lines past their buffers */
-      size_t len = 1 + rnd() % 300;
-      if (n + len > MAX_INPUT) return n;
-      memmove(b + at + len, b + at, n - at);
-      memset(b + at, "a9 /"[rnd() % 4], len);
-      return n + len;
-    }
-    default: { /* duplicate a range (a repeated line or section) */
-      size_t len = n - at < 48 ? n - at : 48;
-      if (n + len > MAX_INPUT) return n;
-      memmove(b + at + len, b + at, n - at);
-      return n + len;
-    }
-  }
-}
+static const struct coop_mutator mut = {words, NWORDS, MAX_INPUT, 48, "a9 /", 4, &rs};
 
 int main(int argc, char **argv) {
   if (argc == 3 && !strcmp(argv[1], "--write-corpus")) return write_corpus(argv[2]);
@@ -594,7 +559,7 @@ int main(int argc, char **argv) {
     unsigned s = (unsigned)(rnd() % nseeds);
     size_t n = seed_len[s];
     memcpy(buf, seeds[s], n);
-    for (unsigned k = 1 + rnd() % 4; k; k--) n = mutate_once(buf, n);
+    for (unsigned k = 1 + rnd() % 4; k; k--) n = coop_mutate_once(&mut, buf, n);
     LLVMFuzzerTestOneInput((const uint8_t *)buf, n);
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);

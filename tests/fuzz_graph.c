@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "fuzz_mutate.h"
 #include "xorshift.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -161,36 +162,7 @@ static const char *const words[] = {"\n",
                                     "1e999"};
 #define NWORDS (sizeof words / sizeof words[0])
 
-static size_t mutate_once(char *b, size_t n) {
-  size_t at = n ? rnd() % n : 0;
-  switch (rnd() % 5) {
-    case 0: /* bit flip */
-      if (n) b[at] ^= (char)(1u << (rnd() % 8));
-      return n;
-    case 1: /* a random byte */
-      if (n) b[at] = (char)rnd();
-      return n;
-    case 2: { /* insert a word */
-      unsigned k = (unsigned)(rnd() % NWORDS);
-      size_t len = words[k][0] ? strlen(words[k]) : 1;
-      if (n + len > MAX_INPUT) return n;
-      memmove(b + at + len, b + at, n - at);
-      memcpy(b + at, words[k], len);
-      return n + len;
-    }
-    case 3: { /* delete a range */
-      size_t len = n - at < 8 ? n - at : 1 + rnd() % 8;
-      memmove(b + at, b + at + len, n - at - len);
-      return n - len;
-    }
-    default: { /* duplicate a range (a repeated line) */
-      size_t len = n - at < 32 ? n - at : 32;
-      if (n + len > MAX_INPUT) return n;
-      memmove(b + at + len, b + at, n - at);
-      return n + len;
-    }
-  }
-}
+static const struct coop_mutator mut = {words, NWORDS, MAX_INPUT, 32, NULL, 0, &rs};
 
 static void run_exact(const char *b, size_t n) {
   uint8_t *copy = malloc(n ? n : 1); /* exact size, for AddressSanitizer */
@@ -215,7 +187,7 @@ int main(int argc, char **argv) {
     unsigned s = (unsigned)(rnd() % NSEEDS);
     size_t n = strlen(seeds[s]);
     memcpy(buf, seeds[s], n);
-    for (unsigned k = 1 + rnd() % 4; k; k--) n = mutate_once(buf, n);
+    for (unsigned k = 1 + rnd() % 4; k; k--) n = coop_mutate_once(&mut, buf, n);
     run_exact(buf, n);
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
