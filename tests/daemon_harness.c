@@ -509,12 +509,20 @@ uint64_t sweep_submit_own(struct conn *c, uint32_t *data, uint32_t n, uint32_t r
   return submit(c, &m, NULL, 0);
 }
 
+/* Timed twice, the faster taken: the first sweep of a coopd often runs on
+ * a megakernel just unparked and on pages not yet touched, and a round
+ * timed there made the sweep end long before ms (a test that needs it
+ * running while another user's job comes saw it DONE first). */
 int sweep_memfd(struct conn *c, uint32_t words, double ms, uint32_t *rounds) {
   int fd = memfd_of((size_t)words * 4);
-  uint64_t job = sweep_submit(c, NULL, words, 10, 1, fd);
-  ck_assert_uint_ne(job, 0);
-  ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
-  double per = (double)c->m.result.t.exec_ns / 10;
+  double per = 0;
+  for (int i = 0; i < 2; i++) {
+    uint64_t job = sweep_submit(c, NULL, words, 10, 1, fd);
+    ck_assert_uint_ne(job, 0);
+    ck_assert_uint_eq(wait_job(c, job, COOP_WAIT_FOREVER), COOP_MSG_RESULT);
+    double took = (double)c->m.result.t.exec_ns / 10;
+    if (i == 0 || took < per) per = took;
+  }
   *rounds = (uint32_t)(ms * 1e6 / (per > 1e4 ? per : 1e4)) + 20;
   uint32_t *w = malloc((size_t)words * 4);
   ck_assert_ptr_nonnull(w);

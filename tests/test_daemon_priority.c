@@ -506,7 +506,7 @@ START_TEST(a_job_of_higher_priority_gets_room) {
   open_hello(&c, &d);
   enum { WORDS = (600u << 10) / 4, N = 200 };
   uint32_t rounds;
-  int fd = sweep_memfd(&c, WORDS, 4000, &rounds);
+  int fd = sweep_memfd(&c, WORDS, 3000, &rounds);
   uint64_t sweep = sweep_submit(&c, NULL, WORDS, rounds, 1, fd);
   ck_assert_uint_ne(sweep, 0);
   wait_running(&c, sweep);
