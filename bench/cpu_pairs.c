@@ -10,20 +10,13 @@
  * half the median.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-static double now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
+#include "common.h"
 
 /* the line passed back and forth, alone on its own 128 bytes (two lines:
  * the adjacent-line prefetcher pairs them) */
@@ -46,7 +39,7 @@ static void *run_side(void *p) {
   atomic_fetch_add(&ready, 1);
   while (atomic_load(&ready) < 2) { /* both pinned before the clock starts */
   }
-  double t0 = now_ns();
+  int64_t t0 = now_ns();
   for (unsigned i = 0; i < s->trips; i++) {
     unsigned ask = 2 * i + 1, answer = 2 * i + 2;
     if (s->first) {
@@ -59,7 +52,7 @@ static void *run_side(void *p) {
       atomic_store_explicit(&line, answer, memory_order_release);
     }
   }
-  s->ns = (now_ns() - t0) / s->trips;
+  s->ns = (double)(now_ns() - t0) / s->trips;
   return NULL;
 }
 
@@ -79,11 +72,6 @@ static double trip(int a, int b, unsigned trips) {
   return x.err || y.err ? -1 : x.ns;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void usage(FILE *f) {
   fprintf(f,
           "usage: coop-bench-cpu-pairs [--trips N] [--help]\n"
@@ -100,26 +88,19 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  static const struct option lo[] = {
+      {"trips", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+  const char *bad = inexact_option(argc, argv, lo);
+  if (bad) bench_usage_error("coop-bench-cpu-pairs", "unknown option %s", bad);
   unsigned trips = 20000;
-  for (int i = 1; i < argc; i++) {
-    char *end;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--trips") && i + 1 < argc) {
-      errno = 0;
-      unsigned long v = strtoul(argv[++i], &end, 10);
-      if (errno || *end || argv[i][0] == '-' || v < 1 || v > 100000000) {
-        fprintf(stderr, "coop-bench-cpu-pairs: bad --trips %s (1..100000000)\n", argv[i]);
-        return 2;
-      }
-      trips = (unsigned)v;
-    } else {
-      fprintf(stderr, "coop-bench-cpu-pairs: unknown argument %s\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
+  for (int o; (o = getopt_long(argc, argv, "h", lo, NULL)) != -1;) {
+    if (o == 't')
+      trips = (unsigned)bench_parse_num("coop-bench-cpu-pairs", "trips", optarg, 1, 100000000);
+    if (o == 'h') return usage(stdout), 0;
+    if (o == '?') return usage(stderr), 2;
   }
+  if (optind < argc)
+    bench_usage_error("coop-bench-cpu-pairs", "unexpected argument %s", argv[optind]);
   cpu_set_t mine;
   if (sched_getaffinity(0, sizeof mine, &mine)) {
     perror("coop-bench-cpu-pairs: sched_getaffinity");
@@ -132,38 +113,31 @@ int main(int argc, char **argv) {
     fprintf(stderr, "coop-bench-cpu-pairs: this process may run on %d CPU: no pair\n", n);
     return 1;
   }
-  size_t np = (size_t)n * (n - 1) / 2, k = 0;
-  double *ns = malloc(np * sizeof *ns), *sorted = malloc(np * sizeof *sorted);
-  if (!ns || !sorted) {
-    fprintf(stderr, "coop-bench-cpu-pairs: out of memory\n");
-    return 1;
-  }
+  struct series ns = {0};
   printf("a,b,trip_ns\n");
   for (int i = 0; i < n; i++)
-    for (int j = i + 1; j < n; j++, k++) {
-      ns[k] = trip(cpus[i], cpus[j], trips);
-      if (ns[k] < 0) {
+    for (int j = i + 1; j < n; j++) {
+      double t = trip(cpus[i], cpus[j], trips);
+      if (t < 0) {
         fprintf(stderr, "coop-bench-cpu-pairs: cannot pin a thread to CPU %d or %d\n", cpus[i],
                 cpus[j]);
         return 1;
       }
-      printf("%d,%d,%.0f\n", cpus[i], cpus[j], ns[k]);
+      push(&ns, t);
+      printf("%d,%d,%.0f\n", cpus[i], cpus[j], t);
     }
-  memcpy(sorted, ns, np * sizeof *ns);
-  qsort(sorted, np, sizeof *sorted, cmp_double);
-  double med = sorted[np / 2];
+  double med = quantile(&ns, 0.5);
   fprintf(stderr, "%d CPUs, %zu pairs: round trip min %.0f, median %.0f, max %.0f ns; one core:", n,
-          np, sorted[0], med, sorted[np - 1]);
-  k = 0;
+          ns.n, min_of(&ns), med, max_of(&ns));
+  size_t k = 0;
   int any = 0;
   for (int i = 0; i < n; i++)
     for (int j = i + 1; j < n; j++, k++)
-      if (ns[k] < med / 2) {
-        fprintf(stderr, " %d+%d (%.0f)", cpus[i], cpus[j], ns[k]);
+      if (ns.v[k] < med / 2) {
+        fprintf(stderr, " %d+%d (%.0f)", cpus[i], cpus[j], ns.v[k]);
         any = 1;
       }
   fprintf(stderr, "%s\n", any ? "" : " none");
-  free(ns);
-  free(sorted);
+  series_free(&ns);
   return 0;
 }
