@@ -1842,23 +1842,35 @@ START_TEST(buffer_operations_bounded_per_connection) {
 }
 END_TEST
 
-/* nobody's (uid 65534) render of one workgroup, in a child: it writes
- * when its render ended DONE (coop__now_ns) into a pipe whose read end
- * goes to *r, or exits non-zero. */
-static pid_t nobody_renders(const struct daemon_proc *d, int *r) {
-  int pfd[2];
+/* nobody's (uid 65534) render of one workgroup, in a child that is
+ * connected when this returns and submits once *go is written
+ * (nobody_go); it writes when its render ended DONE (coop__now_ns) into a
+ * pipe whose read end goes to *r, or exits non-zero. Connected first, so
+ * that what the test sends between the two meets a render that comes at
+ * once, not after a fork and a handshake: a 192 MiB create of zeros had
+ * ended 1.1 ms before such a render on a loaded machine. */
+static pid_t nobody_renders(const struct daemon_proc *d, int *r, int *go) {
+  int pfd[2], gfd[2];
   ck_assert_int_eq(pipe(pfd), 0);
+  ck_assert_int_eq(pipe(gfd), 0);
   pid_t kid = fork();
   ck_assert_int_ge(kid, 0);
   if (kid) {
     close(pfd[1]);
+    close(gfd[0]);
+    char ready;
+    ck_assert_int_eq(read(pfd[0], &ready, 1), 1);
     *r = pfd[0];
+    *go = gfd[1];
     return kid;
   }
   close(pfd[0]);
+  close(gfd[1]);
   if (setgid(65534) || setuid(65534)) _exit(3);
   struct conn o;
   open_hello(&o, d);
+  char b = 1;
+  if (write(pfd[1], &b, 1) != 1 || read(gfd[0], &b, 1) != 1) _exit(6);
   uint64_t job = render_submit(&o, 1);
   if (!job || wait_job(&o, job, COOP_WAIT_FOREVER) != COOP_MSG_RESULT ||
       o.m.result.state != COOP_JOB_DONE)
@@ -1866,6 +1878,13 @@ static pid_t nobody_renders(const struct daemon_proc *d, int *r) {
   int64_t t = coop__now_ns();
   if (write(pfd[1], &t, sizeof t) != (ssize_t)sizeof t) _exit(5);
   _exit(0);
+}
+
+/* nobody_renders's child submits its render now. */
+static void nobody_go(int go) {
+  char b = 1;
+  ck_assert_int_eq(write(go, &b, 1), 1);
+  close(go);
 }
 
 /* When nobody_renders's child said its render ended (r closed after);
@@ -1934,9 +1953,10 @@ START_TEST(buffer_operations_take_turns_with_other_users_jobs) {
   const size_t size = LARGE(64u << 20);
   uint64_t id = buf_create_raw(&c, size);
   int fd = memfd_of(size);
+  int rfd, go;
+  pid_t kid = nobody_renders(&d, &rfd, &go);
   for (int k = 0; k < N; k++) buf_write_raw(&c, id, size, fd);
-  int rfd;
-  pid_t kid = nobody_renders(&d, &rfd);
+  nobody_go(go);
   int64_t answered[N];
   for (int k = 0; k < N; k++) answered[k] = ok_at(&c, "a write");
   int64_t rendered = nobody_rendered(kid, rfd);
@@ -1957,11 +1977,15 @@ static void large_start(struct daemon_proc *d, struct conn *c) {
   open_hello(c, d);
 }
 
-/* Another user renders while the BUF_CREATE just sent on c is done: the
- * render must end before the create's answer comes. The buffer's id. */
-static uint64_t created_after_a_render(struct daemon_proc *d, struct conn *c) {
-  int rfd;
-  pid_t kid = nobody_renders(d, &rfd);
+/* Another user renders while the BUF_CREATE m (with nfds descriptors)
+ * is done on c: the render must end before the create's answer comes.
+ * The buffer's id. */
+static uint64_t created_after_a_render(struct daemon_proc *d, struct conn *c,
+                                       const union coop_msg *m, int *fds, unsigned nfds) {
+  int rfd, go;
+  pid_t kid = nobody_renders(d, &rfd, &go);
+  send_msg(c, COOP_MSG_BUF_CREATE, m, fds, nfds);
+  nobody_go(go);
   ck_assert_int_eq(read_frame(c), 1);
   ck_assert_msg(c->h.type == COOP_MSG_BUFFER, "the create: %s",
                 c->h.type == COOP_MSG_ERROR ? c->m.error.message : "not BUFFER");
@@ -1986,9 +2010,10 @@ START_TEST(a_large_write_goes_in_slices_between_other_users_jobs) {
   uint64_t id = buf_create_raw(&c, size);
   uint32_t mark[4] = {0x5ec00001u, 0x5ec00002u, 0x5ec00003u, 0x5ec00004u};
   int fd = marked_memfd(size, mark, sizeof mark);
+  int rfd, go;
+  pid_t kid = nobody_renders(&d, &rfd, &go);
   buf_write_raw(&c, id, size, fd);
-  int rfd;
-  pid_t kid = nobody_renders(&d, &rfd);
+  nobody_go(go);
   int64_t written = ok_at(&c, "the write");
   int64_t rendered = nobody_rendered(kid, rfd);
   ck_assert_msg(rendered < written, "nobody's render ended %.1f ms after root's write",
@@ -2014,8 +2039,7 @@ START_TEST(a_large_create_with_contents_goes_in_slices) {
   static union coop_msg m;
   memset(&m, 0, sizeof m);
   m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = 0};
-  send_msg(&c, COOP_MSG_BUF_CREATE, &m, &fd, 1);
-  uint64_t id = created_after_a_render(&d, &c);
+  uint64_t id = created_after_a_render(&d, &c, &m, &fd, 1);
   reads_back(&c, id, 0, mark, sizeof mark); /* its first and last 16 bytes */
   reads_back(&c, id, size - sizeof mark, mark, sizeof mark);
   close(fd);
@@ -2057,8 +2081,7 @@ START_TEST(a_large_create_of_zeros_goes_in_slices) {
   ck_assert_uint_eq(reply(&c, send_msg(&c, COOP_MSG_BUF_FREE, &m, NULL, 0)), COOP_MSG_OK);
   memset(&m, 0, sizeof m);
   m.buf_create = (struct coop_msg_buf_create){.size = size, .fd = COOP_WIRE_FD_NONE};
-  send_msg(&c, COOP_MSG_BUF_CREATE, &m, NULL, 0);
-  uint64_t id = created_after_a_render(&d, &c);
+  uint64_t id = created_after_a_render(&d, &c, &m, NULL, 0);
   static const uint32_t zeros[4];
   reads_back(&c, id, 0, zeros, sizeof zeros); /* where the old buffer's marks were */
   reads_back(&c, id, size - sizeof zeros, zeros, sizeof zeros);
